@@ -1,0 +1,39 @@
+# partrain's two entry points on a fresh Debian 12 machine:
+#   make demo   install what is missing, build, run a 4-rank collective benchmark
+#   make test   install what is missing, build, run the whole test suite (CTest)
+# Everything else (deps, configure, build) is a step of those two.
+
+BUILD_DIR ?= build
+PARTRAIN_CUDA ?= AUTO
+JOBS ?= $(shell nproc)
+CTEST_ARGS ?=
+
+DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
+  libcli11-dev libfmt-dev libsqlite3-dev libncurses-dev libgloo-dev libopenblas-dev \
+  nlohmann-json3-dev libgtest-dev libgmock-dev
+
+.PHONY: all deps configure build demo test clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh $(DEB_PACKAGES)
+
+$(BUILD_DIR)/build.ninja: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARTRAIN_CUDA=$(PARTRAIN_CUDA)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	@echo "== partrain bench collectives: 4 ranks, Gloo over loopback =="
+	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1K -e 16M -f 4 --op all_reduce
+	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1M -e 16M -f 4 --op all
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE long -j 2 $(CTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD_DIR)

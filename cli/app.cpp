@@ -1,0 +1,132 @@
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+
+#include "cli/command.h"
+#include "cli/version.h"
+#include "core/log.h"
+
+namespace partrain::cli {
+namespace {
+
+// TOML keys at the top of a --config file belong to the subcommand being run, so
+// `partrain launch --config run.toml` reads `nproc-per-node = 4` without a [launch] header.
+// Keys under an explicit [launch] or [bench.collectives] section keep that section.
+class CommandConfig final : public CLI::ConfigTOML {
+ public:
+  explicit CommandConfig(const CLI::App* root) : root_(root) {}
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> config_items = CLI::ConfigTOML::from_config(input);
+    std::vector<std::string> path;
+    for (const CLI::App* app = root_;;) {
+      auto chosen = app->get_subcommands();
+      if (chosen.empty()) break;
+      app = chosen.front();
+      path.push_back(app->get_name());
+    }
+    for (auto& item : config_items) {
+      if (item.parents.empty() && item.name != "++" && item.name != "--" &&
+          root_->get_option_no_throw("--" + item.name) == nullptr) {
+        item.parents = path;
+      }
+    }
+    return config_items;
+  }
+
+ private:
+  const CLI::App* root_;
+};
+
+bool is_bindable(const CLI::Option* option) {
+  if (option->get_lnames().empty()) return false;  // positionals: the worker command, files
+  const std::string& name = option->get_lnames().front();
+  return name != "help" && name != "version" && name != "config" && name != "help-all";
+}
+
+// Every long flag of every command reads PARTRAIN_<FLAG> when not given on the command line.
+void bind_flag_env_vars(CLI::App& command) {
+  for (CLI::Option* option : command.get_options()) {
+    if (is_bindable(option)) option->envname(flag_env_name(option->get_lnames().front()));
+  }
+  for (CLI::App* sub : command.get_subcommands({})) bind_flag_env_vars(*sub);
+}
+
+std::string command_path(const CLI::App& root) {
+  std::string path = "partrain";
+  for (const CLI::App* app = &root;;) {
+    auto chosen = app->get_subcommands();
+    if (chosen.empty()) return path;
+    app = chosen.front();
+    path += " " + app->get_name();
+  }
+}
+
+}  // namespace
+
+std::string flag_env_name(const std::string& long_name) {
+  std::string name = "PARTRAIN_";
+  for (char c : long_name) {
+    name += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
+std::vector<std::string> flag_env_names(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    if (is_bindable(option)) names.push_back(flag_env_name(option->get_lnames().front()));
+  }
+  return names;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"partrain: launch, trace, analyse and size distributed LLM training jobs."};
+  app.set_help_all_flag("--help-all", "Print help for every subcommand and exit");
+  app.set_version_flag("--version", version_text(), "Print the version and compiled-in backends");
+  bool verbose = false;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "Print debug messages on stderr");
+  app.add_flag("-q,--quiet", quiet, "Print only warnings and errors on stderr");
+  app.set_config("--config", "", "TOML file with flags of the subcommand (key = long flag name)")
+      ->check(CLI::ExistingFile);
+  app.config_formatter(std::make_shared<CommandConfig>(&app));
+  app.require_subcommand(1);
+  app.fallthrough();  // `partrain launch --config x.toml -v` reaches the root's flags
+  app.footer(
+      "Every flag can also be set through PARTRAIN_<FLAG> (e.g. PARTRAIN_NPROC_PER_NODE=4) or a "
+      "--config TOML file; the command line wins, then the config file, then the environment.\n"
+      "Exit codes: 0 success, 1 failure, 2 usage or invalid configuration, 3 unreadable input, "
+      "124 collective or rendezvous timeout, 127 command not found, 128+N killed by signal N "
+      "(130 Ctrl-C); `launch` returns the first failing rank's code.");
+
+  std::map<const CLI::App*, std::function<int()>> runners;
+  for (auto add : {add_launch_command, add_bench_command}) {
+    Subcommand sub = add(app);
+    runners.emplace(sub.app, std::move(sub.run));
+  }
+  bind_flag_env_vars(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "partrain: error: %s\nRun '%s --help' for usage.\n", e.what(),
+                 command_path(app).c_str());
+    return 2;
+  }
+  if (verbose) log::set_level(log::Level::kDebug);
+  if (quiet) log::set_level(log::Level::kWarning);
+
+  for (const auto& [command, run_command] : runners) {
+    if (command->parsed()) return run_command();
+  }
+  std::fprintf(stderr, "partrain: error: no subcommand given\nRun 'partrain --help'.\n");
+  return 2;
+}
+
+}  // namespace partrain::cli

@@ -1,0 +1,95 @@
+#include "cli/bench/bench_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace partrain::bench {
+namespace {
+
+std::string format_measurement(const Measurement& m) {
+  std::string wrong = m.wrong < 0 ? "N/A" : fmt::format("{}", m.wrong);
+  return fmt::format(" {:>10.2f} {:>7.2f} {:>7.2f} {:>6}", m.time_us, m.algbw_gbps, m.busbw_gbps,
+                     wrong);
+}
+
+nlohmann::json measurement_json(const BenchRow& row, const Measurement& m, bool in_place,
+                                const BenchContext& context) {
+  nlohmann::json entry = {
+      {"op", row.op},           {"bytes", row.bytes},         {"count", row.count},
+      {"type", row.type},       {"redop", row.redop},         {"root", row.root},
+      {"nranks", row.nranks},   {"backend", context.backend}, {"in_place", in_place},
+      {"time_us", m.time_us},   {"algbw_gbps", m.algbw_gbps}, {"busbw_gbps", m.busbw_gbps},
+  };
+  entry["wrong"] = m.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(m.wrong);
+  return entry;
+}
+
+}  // namespace
+
+int64_t total_wrong(const std::vector<BenchRow>& rows) {
+  int64_t wrong = 0;
+  for (const auto& row : rows) {
+    wrong += std::max<int64_t>(0, row.out_of_place.wrong);
+    if (row.in_place) wrong += std::max<int64_t>(0, row.in_place->wrong);
+  }
+  return wrong;
+}
+
+std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
+                               const BenchContext& context) {
+  std::string out;
+  out += fmt::format("# partrain bench collectives: {} ranks, backend {} on {}\n", context.nranks,
+                     context.backend, context.device);
+  out += fmt::format("# warmup iters: {}, iters: {}, check: {}, time: {} over ranks\n#\n",
+                     options.warmup_iters, options.iters, options.check ? 1 : 0,
+                     std::array{"rank 0", "mean", "min", "max"}[static_cast<int>(options.average)]);
+  std::string current_op;
+  double busbw_sum = 0;
+  int busbw_rows = 0;
+  for (const auto& row : rows) {
+    if (row.op != current_op) {
+      current_op = row.op;
+      out += fmt::format("# {}\n", row.op);
+      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5}  {:^33}  {:^33}\n", "", "", "", "",
+                         "", "out-of-place", "in-place");
+      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>11} {:>7} {:>7} {:>6} {:>11} "
+                         "{:>7} {:>7} {:>6}\n",
+                         "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                         "#wrong", "time", "algbw", "busbw", "#wrong");
+      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>11} {:>7} {:>7} {:>6} {:>11} "
+                         "{:>7} {:>7} {:>6}\n",
+                         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+                         "(GB/s)", "(GB/s)", "");
+    }
+    std::string in_place = row.in_place ? format_measurement(*row.in_place)
+                                        : fmt::format(" {:>10} {:>7} {:>7} {:>6}", "-", "-", "-",
+                                                      "-");
+    out += fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", row.bytes, row.count, row.type,
+                       row.redop.empty() ? "none" : row.redop, row.root,
+                       format_measurement(row.out_of_place), in_place);
+    busbw_sum += row.out_of_place.busbw_gbps;
+    ++busbw_rows;
+  }
+  int64_t wrong = total_wrong(rows);
+  out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s\n",
+                     busbw_rows == 0 ? 0.0 : busbw_sum / busbw_rows);
+  return out;
+}
+
+std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchContext& context) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& row : rows) {
+    results.push_back(measurement_json(row, row.out_of_place, false, context));
+    if (row.in_place) results.push_back(measurement_json(row, *row.in_place, true, context));
+  }
+  nlohmann::json document = {{"nranks", context.nranks},
+                             {"backend", context.backend},
+                             {"device", context.device},
+                             {"wrong", total_wrong(rows)},
+                             {"results", results}};
+  return document.dump(2) + "\n";
+}
+
+}  // namespace partrain::bench

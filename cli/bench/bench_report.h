@@ -1,0 +1,24 @@
+// Prints benchmark results: the nccl-tests table (text) or {"results": [...]} (--json), with the
+// same facts in both.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/bench/bench_runner.h"
+
+namespace partrain::bench {
+
+struct BenchContext {
+  int nranks = 0;
+  std::string backend;  // gloo, nccl
+  std::string device;   // cpu, cuda:0
+};
+
+std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
+                               const BenchContext& context);
+std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchContext& context);
+// Elements wrong over every row and variant (0 when all checked runs matched the reference).
+int64_t total_wrong(const std::vector<BenchRow>& rows);
+
+}  // namespace partrain::bench

@@ -1,0 +1,166 @@
+#include "cli/bench/bench_runner.h"
+
+#include <algorithm>
+
+#include "analyzers/bandwidth.h"
+#include "core/clock.h"
+
+namespace partrain::bench {
+namespace {
+
+// One size of one op: send and recv buffers as the layout and the in-place convention say.
+struct Buffers {
+  void* send = nullptr;
+  void* recv = nullptr;
+  size_t send_bytes = 0;
+  size_t recv_bytes = 0;
+};
+
+Buffers place_buffers(void* a, void* b, const CollectiveTest& test,
+                      const CollectiveLayout& layout, size_t width, int rank, bool in_place) {
+  Buffers buffers{a, b, layout.send_count * width, layout.recv_count * width};
+  if (!in_place) return buffers;
+  auto* base = static_cast<std::byte*>(a);
+  switch (test.in_place) {
+    case InPlace::kSameBuffer: buffers.recv = a; break;
+    case InPlace::kSendIsRecvBlock:
+      buffers.recv = a;
+      buffers.send = base + static_cast<size_t>(rank) * layout.send_count * width;
+      break;
+    case InPlace::kRecvIsSendBlock:
+      buffers.send = a;
+      buffers.recv = base + static_cast<size_t>(rank) * layout.recv_count * width;
+      break;
+    case InPlace::kUnsupported: break;
+  }
+  return buffers;
+}
+
+// Reduces one integer over the ranks through the communicator itself (device buffers on NCCL).
+StatusOr<int64_t> reduce_over_ranks(comm::Comm& comm, BufferSpace& space, int64_t value,
+                                    comm::ReduceOp op) {
+  ASSIGN_OR_RETURN(void* raw, space.allocate(sizeof(int64_t)));
+  ScopedBuffer buffer(space, raw);
+  RETURN_IF_ERROR(space.upload(buffer.get(), &value, sizeof value));
+  RETURN_IF_ERROR(comm.all_reduce(buffer.get(), buffer.get(), 1, comm::DType::kI64, op));
+  RETURN_IF_ERROR(space.download(&value, buffer.get(), sizeof value));
+  return value;
+}
+
+StatusOr<int64_t> combine_time(comm::Comm& comm, BufferSpace& space, int64_t ns,
+                               TimeAverage average) {
+  switch (average) {
+    case TimeAverage::kRank0: {
+      int64_t mine = comm.rank() == 0 ? ns : 0;
+      return reduce_over_ranks(comm, space, mine, comm::ReduceOp::kSum);
+    }
+    case TimeAverage::kMean: {
+      ASSIGN_OR_RETURN(int64_t total, reduce_over_ranks(comm, space, ns, comm::ReduceOp::kSum));
+      return total / comm.size();
+    }
+    case TimeAverage::kMin: return reduce_over_ranks(comm, space, ns, comm::ReduceOp::kMin);
+    case TimeAverage::kMax: return reduce_over_ranks(comm, space, ns, comm::ReduceOp::kMax);
+  }
+  return ns;
+}
+
+Status fill_send(BufferSpace& space, const Buffers& buffers, const CollectiveTest& test,
+                 const CollectiveLayout& layout, comm::DType dtype, int rank, int nranks) {
+  std::vector<double> values;
+  test.fill_send(values, rank, nranks, layout);
+  std::vector<std::byte> bytes = encode_values(values, dtype);
+  return space.upload(buffers.send, bytes.data(), bytes.size());
+}
+
+StatusOr<Measurement> measure(comm::Comm& comm, BufferSpace& space, const CollectiveTest& test,
+                              const CollectiveLayout& layout, const BenchOptions& options,
+                              bool in_place) {
+  const size_t width = comm::dtype_size(options.dtype);
+  const int rank = comm.rank();
+  const int nranks = comm.size();
+  size_t bytes_a = std::max(layout.send_count, layout.recv_count) * width;
+  ASSIGN_OR_RETURN(void* raw_a, space.allocate(bytes_a));
+  ScopedBuffer a(space, raw_a);
+  ASSIGN_OR_RETURN(void* raw_b, space.allocate(layout.recv_count * width));
+  ScopedBuffer b(space, raw_b);
+  Buffers buffers = place_buffers(a.get(), b.get(), test, layout, width, rank, in_place);
+  RETURN_IF_ERROR(fill_send(space, buffers, test, layout, options.dtype, rank, nranks));
+
+  auto run_once = [&] {
+    return test.run(comm, buffers.send, buffers.recv, layout, options.dtype, options.reduce_op,
+                    options.root);
+  };
+  for (int i = 0; i < options.warmup_iters; ++i) RETURN_IF_ERROR(run_once()->wait());
+  RETURN_IF_ERROR(comm.barrier());
+  // Enqueue every iteration before waiting, as nccl-tests launches them back to back.
+  int64_t start = monotonic_ns();
+  std::vector<comm::WorkPtr> pending;
+  pending.reserve(static_cast<size_t>(options.iters));
+  for (int i = 0; i < options.iters; ++i) pending.push_back(run_once());
+  for (auto& work : pending) RETURN_IF_ERROR(work->wait());
+  int64_t elapsed = (monotonic_ns() - start) / std::max(1, options.iters);
+  ASSIGN_OR_RETURN(int64_t time_ns, combine_time(comm, space, elapsed, options.average));
+
+  Measurement result;
+  result.time_us = static_cast<double>(time_ns) / 1e3;
+  auto bandwidth = analyzers::collective_bandwidth(test.name, static_cast<double>(layout.bytes),
+                                                   static_cast<double>(time_ns) / 1e9, nranks);
+  result.algbw_gbps = bandwidth.algbw_gbps;
+  result.busbw_gbps = bandwidth.busbw_gbps;
+  result.wrong = -1;
+  if (options.check) {
+    // The timed runs may have reduced in place over and over: start again from fresh inputs.
+    RETURN_IF_ERROR(fill_send(space, buffers, test, layout, options.dtype, rank, nranks));
+    RETURN_IF_ERROR(run_once()->wait());
+    std::vector<std::byte> got(layout.recv_count * width);
+    RETURN_IF_ERROR(space.download(got.data(), buffers.recv, got.size()));
+    std::vector<double> expected;
+    test.expected_recv(expected, rank, nranks, layout, options.reduce_op, options.root);
+    int64_t wrong = count_wrong(decode_values(got, options.dtype), expected, options.dtype);
+    ASSIGN_OR_RETURN(result.wrong, reduce_over_ranks(comm, space, wrong, comm::ReduceOp::kSum));
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<uint64_t> bench_sizes(const BenchOptions& options) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t size = options.min_bytes; size <= options.max_bytes;) {
+    sizes.push_back(size);
+    uint64_t next = options.step_factor > 1 ? size * options.step_factor
+                                            : size + options.step_bytes;
+    if (next <= size) break;  // size 0 with a factor, or overflow
+    size = next;
+  }
+  return sizes;
+}
+
+StatusOr<std::vector<BenchRow>> run_collective_bench(comm::Comm& comm, BufferSpace& space,
+                                                     const BenchOptions& options) {
+  std::vector<BenchRow> rows;
+  const size_t width = comm::dtype_size(options.dtype);
+  for (const std::string& op : options.ops) {
+    const CollectiveTest* test = find_collective_test(op);
+    if (test == nullptr) return invalid_argument("unknown collective '{}'", op);
+    for (uint64_t size : bench_sizes(options)) {
+      CollectiveLayout layout = test->layout(size, width, comm.size());
+      BenchRow row;
+      row.op = op;
+      row.bytes = layout.bytes;
+      row.count = layout.count;
+      row.type = std::string(comm::dtype_name(options.dtype));
+      row.redop = test->reduces ? std::string(comm::reduce_op_name(options.reduce_op)) : "";
+      row.root = test->has_root ? options.root : -1;
+      row.nranks = comm.size();
+      ASSIGN_OR_RETURN(row.out_of_place, measure(comm, space, *test, layout, options, false));
+      if (test->in_place != InPlace::kUnsupported) {
+        ASSIGN_OR_RETURN(row.in_place, measure(comm, space, *test, layout, options, true));
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+}  // namespace partrain::bench

@@ -1,0 +1,53 @@
+// One collective as the benchmark drives it, in the manner of nccl-tests' per-collective files:
+// how a message size maps to element counts and buffers, how to run it, and the values every
+// rank must hold afterwards so results are checked, not just timed.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "runner/comm/comm.h"
+
+namespace partrain::bench {
+
+// Buffer layout of one run: element counts as nccl-tests prints them.
+struct CollectiveLayout {
+  uint64_t count = 0;        // the "count" column: elements of the op's size S
+  uint64_t send_count = 0;   // elements in each rank's send buffer
+  uint64_t recv_count = 0;   // elements in each rank's recv buffer
+  uint64_t bytes = 0;        // S = count x element size: what algbw divides by
+};
+
+// Where the send and recv buffers sit when the op runs in place (nccl-tests' conventions).
+enum class InPlace {
+  kSameBuffer,         // all_reduce, broadcast: send == recv
+  kSendIsRecvBlock,    // all_gather: send is this rank's block of recv
+  kRecvIsSendBlock,    // reduce_scatter: recv is this rank's block of send
+  kUnsupported,        // all_to_all, send_recv
+};
+
+struct CollectiveTest {
+  std::string_view name;  // as --op takes it and the trace names it
+  bool reduces;           // prints the redop column
+  bool has_root;          // prints the root column
+  InPlace in_place;
+  CollectiveLayout (*layout)(uint64_t bytes, size_t element_size, int nranks);
+  // Enqueues one run over buffers laid out as `layout` says.
+  comm::WorkPtr (*run)(comm::Comm& comm, const void* send, void* recv, const CollectiveLayout&,
+                       comm::DType dtype, comm::ReduceOp op, int root);
+  // Fills this rank's send buffer (as doubles; the caller converts to dtype).
+  void (*fill_send)(std::vector<double>& send, int rank, int nranks, const CollectiveLayout&);
+  // The values this rank's recv buffer must hold afterwards.
+  void (*expected_recv)(std::vector<double>& recv, int rank, int nranks, const CollectiveLayout&,
+                        comm::ReduceOp op, int root);
+};
+
+const std::vector<CollectiveTest>& collective_tests();
+const CollectiveTest* find_collective_test(std::string_view name);
+
+// The deterministic value of element i of rank r's send buffer: small integers, exact in every
+// dtype, with negatives so max and min are exercised.
+double bench_value(int rank, uint64_t index);
+
+}  // namespace partrain::bench

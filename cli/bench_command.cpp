@@ -1,0 +1,202 @@
+// `partrain bench collectives`: an nccl-tests-style bandwidth table over partrain's own
+// communicators, checked against a reference. With -n N it launches N local ranks of itself;
+// under `partrain launch` (RANK set) it is one of the ranks.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/bench/bench_report.h"
+#include "cli/bench/bench_runner.h"
+#include "cli/command.h"
+#include "core/byte_size.h"
+#include "core/log.h"
+#include "runner/launch/launcher.h"
+#include "runner/worker/world.h"
+
+namespace partrain::cli {
+namespace {
+
+struct BenchFlags {
+  std::string min_bytes = "32M";
+  std::string max_bytes = "32M";
+  uint64_t step_factor = 1;
+  std::string step_bytes = "1M";
+  int warmup_iters = 5;
+  int iters = 20;
+  int check = 1;
+  std::string dtype = "float";
+  std::string redop = "sum";
+  int root = 0;
+  int average = 1;
+  std::string op = "all_reduce";
+  std::string backend = "gloo";
+  bool json = false;
+  int nranks = 0;  // 0: this process is the whole world, or one rank of a launched world
+};
+
+StatusOr<bench::BenchOptions> to_options(const BenchFlags& flags) {
+  bench::BenchOptions options;
+  ASSIGN_OR_RETURN(options.min_bytes, parse_byte_size(flags.min_bytes));
+  ASSIGN_OR_RETURN(options.max_bytes, parse_byte_size(flags.max_bytes));
+  ASSIGN_OR_RETURN(options.step_bytes, parse_byte_size(flags.step_bytes));
+  if (options.min_bytes > options.max_bytes) {
+    return invalid_argument("-b/--minbytes ({}) is larger than -e/--maxbytes ({})",
+                            flags.min_bytes, flags.max_bytes);
+  }
+  options.step_factor = flags.step_factor;
+  if (options.step_factor <= 1 && options.step_bytes == 0 && options.min_bytes != options.max_bytes) {
+    return invalid_argument("-i/--stepbytes 0 with -f/--stepfactor 1 never reaches -e: pass -f 2");
+  }
+  options.warmup_iters = flags.warmup_iters;
+  options.iters = flags.iters;
+  options.check = flags.check != 0;
+  auto dtype = comm::parse_dtype(flags.dtype);
+  if (!dtype) {
+    return invalid_argument("-d/--datatype '{}' is not one of float, bfloat16, half, int32, int64",
+                            flags.dtype);
+  }
+  options.dtype = *dtype;
+  auto redop = comm::parse_reduce_op(flags.redop);
+  if (!redop) return invalid_argument("-o/--redop '{}' is not one of sum, avg, max, min", flags.redop);
+  options.reduce_op = *redop;
+  options.root = flags.root;
+  options.average = static_cast<bench::TimeAverage>(flags.average);
+  if (flags.op == "all") {
+    options.ops.clear();
+    for (const auto& test : bench::collective_tests()) options.ops.emplace_back(test.name);
+  } else {
+    options.ops = {flags.op};
+  }
+  auto backend = runner::parse_comm_backend(flags.backend);
+  if (!backend) return invalid_argument("--backend '{}' is not gloo or nccl", flags.backend);
+  options.backend = *backend;
+  options.json = flags.json;
+  return options;
+}
+
+// The same benchmark as N local ranks: re-executes this binary under the launcher, passing the
+// parsed flags on explicitly.
+int run_as_launcher(const BenchFlags& flags, const std::vector<std::string>& strip_env) {
+  launch::LaunchConfig config;
+  config.nproc_per_node = flags.nranks;
+  config.prefix = false;  // only rank 0 prints the table: keep stdout a clean table or JSON
+  config.strip_env = strip_env;
+  config.command = {
+      std::filesystem::read_symlink("/proc/self/exe").string(), "bench", "collectives",
+      "-b", flags.min_bytes, "-e", flags.max_bytes, "-f", std::to_string(flags.step_factor),
+      "-i", flags.step_bytes, "-w", std::to_string(flags.warmup_iters),
+      "--iters", std::to_string(flags.iters), "-c", std::to_string(flags.check),
+      "-d", flags.dtype, "-o", flags.redop, "-r", std::to_string(flags.root),
+      "-a", std::to_string(flags.average), "--op", flags.op, "--backend", flags.backend};
+  if (flags.json) config.command.emplace_back("--json");
+  StatusOr<int> code = launch::launch(config);
+  if (!code.is_ok()) {
+    log::error("{}", code.status().message());
+    return code.status().exit_code();
+  }
+  return *code;
+}
+
+int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env) {
+  StatusOr<bench::BenchOptions> options = to_options(flags);
+  if (!options.is_ok()) {
+    log::error("{}", options.status().message());
+    return options.status().exit_code();
+  }
+  if (flags.nranks > 0 && !runner::launched_as_worker()) return run_as_launcher(flags, strip_env);
+
+  runner::WorldOptions world_options;
+  world_options.backend = options->backend;
+  StatusOr<runner::World> world = runner::join_world(world_options);
+  if (!world.is_ok()) {
+    log::error("{}", world.status().message());
+    return world.status().exit_code();
+  }
+  comm::Comm& comm = *world->comm;
+  if (options->root < 0 || options->root >= comm.size()) {
+    log::error("-r/--root {} is not a rank of this world of {}", options->root, comm.size());
+    return 2;
+  }
+  StatusOr<std::unique_ptr<bench::BufferSpace>> space =
+      options->backend == runner::CommBackend::kNccl
+          ? bench::make_cuda_buffer_space(world->env.local_rank)
+          : StatusOr<std::unique_ptr<bench::BufferSpace>>(bench::make_host_buffer_space());
+  if (!space.is_ok()) {
+    log::error("{}", space.status().message());
+    return space.status().exit_code();
+  }
+  StatusOr<std::vector<bench::BenchRow>> rows = bench::run_collective_bench(comm, **space, *options);
+  if (!rows.is_ok()) {
+    log::error("rank {}: {}", comm.rank(), rows.status().message());
+    return rows.status().exit_code();
+  }
+  if (comm.rank() == 0) {
+    bench::BenchContext context{comm.size(), std::string(comm.backend()),
+                                std::string((*space)->name())};
+    std::string text = options->json ? bench::format_bench_json(*rows, context)
+                                     : bench::format_bench_table(*rows, *options, context);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+  // Results were checked: wrong values make the benchmark fail, as a test would.
+  return bench::total_wrong(*rows) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Subcommand add_bench_command(CLI::App& parent) {
+  CLI::App* bench = parent.add_subcommand("bench", "Micro-benchmarks of the runtime");
+  bench->require_subcommand(1);
+  CLI::App* collectives = bench->add_subcommand(
+      "collectives",
+      "Bandwidth of each collective over a range of sizes, in the style of nccl-tests: time, "
+      "algbw and busbw out of place and in place, results checked against a reference");
+  auto flags = std::make_shared<BenchFlags>();
+  collectives->add_option("-b,--minbytes", flags->min_bytes, "Smallest message size (8, 64K, 1M)")
+      ->capture_default_str();
+  collectives->add_option("-e,--maxbytes", flags->max_bytes, "Largest message size")
+      ->capture_default_str();
+  collectives->add_option("-f,--stepfactor", flags->step_factor, "Multiply the size by this each step")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  collectives->add_option("-i,--stepbytes", flags->step_bytes, "Add this to the size each step (when -f is 1)")
+      ->capture_default_str();
+  collectives->add_option("-w,--warmup-iters", flags->warmup_iters, "Untimed runs before timing")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  collectives->add_option("--iters", flags->iters, "Timed runs per size (nccl-tests' -n)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  collectives->add_option("-c,--check", flags->check, "Check results against a reference (0 or 1)")
+      ->capture_default_str()->check(CLI::Range(0, 1));
+  collectives->add_option("-d,--datatype", flags->dtype, "float, bfloat16, half, int32 or int64")
+      ->capture_default_str();
+  collectives->add_option("-o,--redop", flags->redop, "Reduction: sum, avg, max or min")
+      ->capture_default_str();
+  collectives->add_option("-r,--root", flags->root, "Root rank of broadcast")->capture_default_str();
+  collectives->add_option("-a,--average", flags->average,
+                          "Time reported over ranks: 0 rank 0, 1 mean, 2 min, 3 max")
+      ->capture_default_str()->check(CLI::Range(0, 3));
+  collectives->add_option("--op", flags->op,
+                          "all_reduce, all_gather, reduce_scatter, broadcast, all_to_all, "
+                          "send_recv, or all")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                             "all_to_all", "send_recv", "all"}));
+  collectives->add_option("--backend", flags->backend, "gloo (host memory) or nccl (GPU memory)")
+      ->capture_default_str()->check(CLI::IsMember({"gloo", "nccl"}));
+  collectives->add_flag("--json", flags->json, "Print {\"results\": [...]} instead of the table");
+  collectives->add_option("-n,--nproc-per-node", flags->nranks,
+                          "Launch this many local ranks (as `partrain launch -n`); without it, "
+                          "run as one rank or as a rank of an enclosing `partrain launch`")
+      ->check(CLI::PositiveNumber);
+  collectives->footer(
+      "Examples:\n"
+      "  partrain bench collectives -n 4 -b 8 -e 64M -f 2\n"
+      "  partrain bench collectives -n 4 --op all -b 1M -e 16M -f 4 --json\n"
+      "  partrain launch -n 4 -- partrain bench collectives --op reduce_scatter -d bfloat16\n"
+      "busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and "
+      "all_to_all, 1 for broadcast and send_recv (nccl-tests' definitions). Exit 1 when any "
+      "checked value is wrong.");
+  return {collectives, [flags, collectives] { return run_bench(*flags, flag_env_names(*collectives)); }};
+}
+
+}  // namespace partrain::cli

@@ -1,0 +1,27 @@
+// How a subcommand plugs into the `partrain` binary: it adds itself (flags, help) to its parent
+// and hands back the function that runs it and returns the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace partrain::cli {
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Subcommand add_launch_command(CLI::App& parent);
+Subcommand add_bench_command(CLI::App& parent);
+
+// PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
+std::string flag_env_name(const std::string& long_name);
+// The PARTRAIN_<FLAG> variables of every flag of this command (the launcher strips its own
+// from the workers' environment).
+std::vector<std::string> flag_env_names(const CLI::App& command);
+
+}  // namespace partrain::cli

@@ -1,0 +1,145 @@
+// `partrain launch`: torchrun's flags onto a LaunchConfig, then the launcher library. Argument
+// parsing and messages only; what launching means lives in runner/launch.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/duration.h"
+#include "core/log.h"
+#include "runner/launch/launcher.h"
+
+namespace partrain::cli {
+namespace {
+
+// Flags as typed; durations and optionals are resolved when the command runs.
+struct LaunchFlags {
+  int nproc_per_node = 1;
+  std::optional<int> nnodes;
+  std::optional<int> node_rank;
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
+  std::string rdzv_id = "none";
+  std::string rdzv_timeout = "300s";
+  std::optional<std::string> token;
+  std::optional<std::string> run_id;
+  std::optional<std::string> log_dir;
+  bool tee = false;
+  bool prefix = true;
+  bool standalone = false;
+  std::string grace = "10s";
+  std::vector<std::string> command;
+};
+
+StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
+  launch::LaunchConfig config;
+  config.nproc_per_node = flags.nproc_per_node;
+  config.nnodes = flags.nnodes;
+  config.node_rank = flags.node_rank;
+  if (flags.standalone) {
+    config.nnodes = 1;
+    config.node_rank = 0;
+  }
+  config.master_addr = flags.master_addr;
+  if (flags.master_port) {
+    if (*flags.master_port < 1 || *flags.master_port > 65535) {
+      return invalid_argument("--master-port must be in 1..65535, got {}", *flags.master_port);
+    }
+    config.master_port = static_cast<uint16_t>(*flags.master_port);
+  }
+  config.rdzv_id = flags.rdzv_id;
+  auto rdzv_timeout = parse_duration(flags.rdzv_timeout);
+  if (!rdzv_timeout.is_ok()) return rdzv_timeout.status().with_context("--rdzv-timeout");
+  config.rdzv_timeout = *rdzv_timeout;
+  auto grace = parse_duration(flags.grace);
+  if (!grace.is_ok()) return grace.status().with_context("--grace");
+  config.grace = *grace;
+  config.token = flags.token;
+  config.run_id = flags.run_id;
+  config.log_dir = flags.log_dir;
+  config.tee = flags.tee;
+  config.prefix = flags.prefix;
+  config.command = flags.command;
+  return config;
+}
+
+int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) {
+  auto config = to_config(flags);
+  if (!config.is_ok()) {
+    log::error("{}", config.status().message());
+    return config.status().exit_code();
+  }
+  config->strip_env = std::move(own_env_vars);
+  auto exit_code = launch::launch(*config);
+  if (!exit_code.is_ok()) {
+    log::error("{}", exit_code.status().message());
+    return exit_code.status().exit_code();
+  }
+  return *exit_code;
+}
+
+constexpr const char* kFooter =
+    "The worker command follows `--`. Each worker gets torchrun's environment: RANK, LOCAL_RANK, "
+    "WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR, "
+    "MASTER_PORT (node 0's rendezvous store), TORCHELASTIC_RUN_ID, plus PARTRAIN_RUN_ID, "
+    "PARTRAIN_TOKEN, PARTRAIN_NNODES and PARTRAIN_NODE_RANK.\n\n"
+    "Examples:\n"
+    "  partrain launch -n 4 -- python3 train.py --lr 3e-4\n"
+    "  partrain launch -n 8 --log-dir logs --tee -- ./my_worker\n"
+    "  # two nodes, one launcher each (Slurm and Open MPI set these for you):\n"
+    "  partrain launch --nnodes 2 --node-rank 0 --master-addr node01 --token $SECRET -n 4 -- "
+    "python3 train.py\n"
+    "  partrain launch --nnodes 2 --node-rank 1 --master-addr node01 --token $SECRET -n 4 -- "
+    "python3 train.py\n"
+    "  srun -N2 --ntasks-per-node=1 partrain launch -n 4 -- python3 train.py\n\n"
+    "When a rank fails, the others get SIGTERM and SIGKILL after --grace; a summary names the "
+    "first failing rank and the launcher exits with its code (128 + signal when it was killed). "
+    "Ctrl-C / SIGTERM are forwarded to the workers (exit 130 / 143).\n"
+    "Exit codes: 0 all ranks succeeded; the first failing rank's code; 1 launcher failure (port "
+    "in use, ...); 2 invalid flags; 124 rendezvous timeout; 127 command not found.";
+
+}  // namespace
+
+Subcommand add_launch_command(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand(
+      "launch", "Run N worker processes per node with torchrun's environment, rendezvous and "
+                "failure handling");
+  auto flags = std::make_shared<LaunchFlags>();
+  cmd->add_option("-n,--nproc-per-node,--nproc_per_node", flags->nproc_per_node,
+                  "Workers on this node")
+      ->capture_default_str();
+  cmd->add_option("--nnodes", flags->nnodes,
+                  "Number of nodes (default: from Slurm / Open MPI / PMI, else 1)");
+  cmd->add_option("--node-rank,--node_rank", flags->node_rank, "This node's rank, 0..nnodes-1");
+  cmd->add_option("--master-addr,--master_addr", flags->master_addr,
+                  "Node 0's address (default: Slurm's first host, $MASTER_ADDR, 127.0.0.1)");
+  cmd->add_option("--master-port,--master_port", flags->master_port,
+                  "Rendezvous port on node 0 (default: 29500 for several nodes, a free port for "
+                  "one)");
+  cmd->add_option("--rdzv-id,--rdzv_id", flags->rdzv_id,
+                  "Job id shared by the nodes (TORCHELASTIC_RUN_ID; seeds the token when no "
+                  "--token is given)")
+      ->capture_default_str();
+  cmd->add_option("--rdzv-timeout,--rdzv_timeout", flags->rdzv_timeout,
+                  "How long nodes wait for each other (10s, 5m; bare number = seconds)")
+      ->capture_default_str();
+  cmd->add_option("--token", flags->token,
+                  "Shared secret of the rendezvous store (multi-node; default: random on one "
+                  "node)");
+  cmd->add_option("--run-id", flags->run_id, "PARTRAIN_RUN_ID (default: generated)");
+  cmd->add_option("--log-dir,--log_dir", flags->log_dir,
+                  "Write each rank's output to DIR/rank_N.log instead of the terminal");
+  cmd->add_flag("--tee", flags->tee, "With --log-dir: print the output on the terminal as well");
+  cmd->add_flag("--prefix,!--no-prefix", flags->prefix,
+                "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)");
+  cmd->add_option("--grace", flags->grace,
+                  "After SIGTERM, how long workers get before SIGKILL (10s, 500ms)")
+      ->capture_default_str();
+  cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)");
+  cmd->add_option("command", flags->command, "The worker command and its arguments, after `--`");
+  cmd->footer(kFooter);
+  return {cmd, [flags, cmd] { return run_launch(*flags, flag_env_names(*cmd)); }};
+}
+
+}  // namespace partrain::cli

@@ -1,0 +1,33 @@
+// One collective or point-to-point operation as the profiler records it: the row behind the
+// `collectives` view and the flight recorder's entries. Built by the recording communicator
+// (built-in workloads) and by NCCL interposition (foreign jobs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace partrain::profiler {
+
+enum class CollectiveState : uint8_t { kEnqueued, kStarted, kCompleted, kFailed };
+std::string_view collective_state_name(CollectiveState state);
+
+struct CollectiveEvent {
+  std::string comm_id;     // identical on all member ranks
+  uint64_t seq = 0;        // per communicator (collectives) or per (communicator, peer) (p2p)
+  std::string_view op;     // all_reduce, reduce_scatter, all_gather, broadcast, send, recv, ...
+  std::string_view dtype;  // float, bfloat16, half, int32, int64
+  std::string_view reduce_op;  // sum, avg, max, min; empty when the op does not reduce
+  uint64_t count = 0;          // elements of this rank's buffer (nccl-tests' count)
+  uint64_t bytes = 0;          // bytes of the op's size S as nccl-tests counts it
+  int peer = -1;               // send/recv peer, or the broadcast root; -1 otherwise
+  int rank = 0;                // this rank within the communicator
+  std::vector<int> group_ranks;  // members as world ranks
+  int64_t enqueue_ns = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  CollectiveState state = CollectiveState::kEnqueued;
+};
+
+}  // namespace partrain::profiler

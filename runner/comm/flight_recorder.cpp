@@ -1,0 +1,51 @@
+#include "runner/comm/flight_recorder.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace partrain::comm {
+
+FlightRecorder::FlightRecorder(size_t capacity, Sink sink)
+    : capacity_(std::max<size_t>(capacity, 1)), sink_(std::move(sink)) {
+  ring_.reserve(capacity_);
+}
+
+uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event) {
+  std::lock_guard lock(mutex_);
+  const uint64_t id = next_id_++;
+  if (ring_.size() < capacity_) {
+    ring_.push_back(Entry{id, event});
+  } else {
+    ring_[id % capacity_] = Entry{id, event};
+  }
+  return id;
+}
+
+void FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
+  {
+    std::lock_guard lock(mutex_);
+    const size_t index = static_cast<size_t>(id % capacity_);
+    if (index < ring_.size() && ring_[index].id == id) ring_[index].event = event;
+  }
+  // The sink writes to a trace; never hold the ring's lock while calling it.
+  const bool finished = event.state == profiler::CollectiveState::kCompleted ||
+                        event.state == profiler::CollectiveState::kFailed;
+  if (finished && sink_) sink_(event);
+}
+
+std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot() const {
+  std::lock_guard lock(mutex_);
+  std::vector<profiler::CollectiveEvent> events;
+  events.reserve(ring_.size());
+  // The oldest entry sits just after the newest once the ring has wrapped.
+  const size_t start = ring_.size() < capacity_ ? 0 : static_cast<size_t>(next_id_ % capacity_);
+  for (size_t i = 0; i < ring_.size(); ++i) events.push_back(ring_[(start + i) % ring_.size()].event);
+  return events;
+}
+
+uint64_t FlightRecorder::total_recorded() const {
+  std::lock_guard lock(mutex_);
+  return next_id_;
+}
+
+}  // namespace partrain::comm

@@ -1,0 +1,47 @@
+// The flight recorder: the last N collectives and transfers of this rank with their state,
+// kept in a ring so a hang or crash can be explained afterwards (PyTorch's NCCL flight recorder),
+// plus an optional sink that sees every operation once it completes or fails.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "profiler/collective_event.h"
+
+namespace partrain::comm {
+
+class FlightRecorder {
+ public:
+  using Sink = std::function<void(const profiler::CollectiveEvent&)>;
+  static constexpr size_t kDefaultCapacity = 2000;
+
+  explicit FlightRecorder(size_t capacity = kDefaultCapacity, Sink sink = {});
+
+  // Adds an entry (evicting the oldest when full) and returns its id for update().
+  uint64_t record(const profiler::CollectiveEvent& event);
+  // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to the
+  // sink, even when the ring has already evicted it (callers finish each id once).
+  void update(uint64_t id, const profiler::CollectiveEvent& event);
+
+  // Entries still in the ring, oldest first.
+  std::vector<profiler::CollectiveEvent> snapshot() const;
+  size_t capacity() const { return capacity_; }
+  uint64_t total_recorded() const;
+
+ private:
+  struct Entry {
+    uint64_t id = 0;
+    profiler::CollectiveEvent event;
+  };
+
+  const size_t capacity_;
+  const Sink sink_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> ring_;  // ring_[id % capacity_] holds entry id while it is recent enough
+  uint64_t next_id_ = 0;
+};
+
+}  // namespace partrain::comm

@@ -1,0 +1,34 @@
+// What one `partrain launch` (one node's launcher) is asked to do: torchrun's flags as a struct, so
+// other commands (`partrain bench collectives -n 4` re-executing itself) can launch without a CLI.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/duration.h"
+
+namespace partrain::launch {
+
+struct LaunchConfig {
+  int nproc_per_node = 1;
+  // Unset: detected from Slurm / Open MPI / PMI, else a single node.
+  std::optional<int> nnodes;
+  std::optional<int> node_rank;
+  std::optional<std::string> master_addr;  // unset: Slurm's first host, $MASTER_ADDR, 127.0.0.1
+  std::optional<uint16_t> master_port;     // unset: a free port (single node) or 29500
+  std::string rdzv_id = "none";            // torchrun's job id; seeds the multi-node token
+  Nanoseconds rdzv_timeout = std::chrono::seconds(300);
+  std::optional<std::string> token;        // multi-node shared secret; single node: random
+  std::optional<std::string> run_id;       // PARTRAIN_RUN_ID; unset: generated
+  std::optional<std::string> log_dir;      // one file per rank: DIR/rank_N.log
+  bool tee = false;                        // with log_dir: also relay to the terminal
+  bool prefix = true;                      // "[rank N] " before each relayed line
+  Nanoseconds grace = std::chrono::seconds(10);  // SIGTERM -> SIGKILL
+  std::vector<std::string> command;        // the worker command, argv style
+  // Variables not passed on to workers: the launcher's own PARTRAIN_<FLAG> settings.
+  std::vector<std::string> strip_env;
+};
+
+}  // namespace partrain::launch

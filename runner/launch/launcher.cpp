@@ -1,0 +1,157 @@
+#include "runner/launch/launcher.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include "core/log.h"
+#include "runner/launch/cluster_env.h"
+#include "runner/launch/node_rendezvous.h"
+#include "runner/launch/run_identity.h"
+#include "runner/launch/signal_channel.h"
+#include "runner/launch/supervisor.h"
+#include "runner/launch/worker_env.h"
+
+namespace partrain::launch {
+namespace {
+
+constexpr uint16_t kDefaultMultiNodePort = 29500;  // torchrun's default
+
+Status validate(const LaunchConfig& config) {
+  if (config.nproc_per_node < 1) {
+    return invalid_argument("--nproc-per-node must be at least 1, got {}", config.nproc_per_node);
+  }
+  if (config.command.empty()) {
+    return invalid_argument("no worker command: pass it after `--`, e.g. "
+                            "`partrain launch -n 4 -- python3 train.py`");
+  }
+  if (config.grace.count() < 0) return invalid_argument("--grace must not be negative");
+  return Status::ok();
+}
+
+// Flags win; then what a cluster engine (Slurm, Open MPI, PMI) says; then a single node.
+StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
+  ASSIGN_OR_RETURN(std::optional<ClusterPlacement> cluster, detect_cluster(process_env()));
+  RendezvousPlan plan;
+  plan.nnodes = config.nnodes.value_or(cluster ? cluster->nnodes : 1);
+  plan.node_rank = config.node_rank.value_or(cluster && plan.nnodes > 1 ? cluster->node_rank : 0);
+  if (plan.nnodes < 1) return invalid_argument("--nnodes must be at least 1, got {}", plan.nnodes);
+  if (plan.node_rank < 0 || plan.node_rank >= plan.nnodes) {
+    return invalid_argument("--node-rank {} is outside 0..{} (--nnodes {})", plan.node_rank,
+                            plan.nnodes - 1, plan.nnodes);
+  }
+  if (cluster && !config.nnodes && plan.nnodes > 1) {
+    log::info("{}: node {} of {}", cluster->engine, plan.node_rank, plan.nnodes);
+  }
+  std::optional<std::string> master = config.master_addr;
+  if (!master && cluster) master = cluster->master_addr;
+  if (!master) master = process_env()("MASTER_ADDR");
+  if (!master && plan.nnodes > 1) {
+    return invalid_argument("{} nodes but no master address: pass --master-addr (node 0's host)",
+                            plan.nnodes);
+  }
+  plan.master_addr = master.value_or("127.0.0.1");
+  plan.master_port = config.master_port.value_or(plan.nnodes > 1 ? kDefaultMultiNodePort : 0);
+  const bool loopback = plan.master_addr == "127.0.0.1" || plan.master_addr == "localhost";
+  plan.bind_host = (plan.nnodes == 1 && loopback) ? "127.0.0.1" : "0.0.0.0";
+  plan.nproc_per_node = config.nproc_per_node;
+  plan.timeout = config.rdzv_timeout;
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  plan.host = host.data();
+  return plan;
+}
+
+Status choose_identity(const LaunchConfig& config, RendezvousPlan& plan) {
+  if (config.token && !config.token->empty()) {
+    plan.token = *config.token;
+  } else if (plan.nnodes == 1) {
+    ASSIGN_OR_RETURN(plan.token, random_token());
+  } else {
+    plan.token = token_from_rdzv_id(config.rdzv_id);
+    log::warn("the rendezvous token is derived from --rdzv-id '{}' and is guessable; pass the same "
+              "secret --token (or PARTRAIN_TOKEN) to every node",
+              config.rdzv_id);
+  }
+  if (config.run_id) {
+    plan.run_id = *config.run_id;
+  } else {
+    ASSIGN_OR_RETURN(plan.run_id, new_run_id());
+  }
+  return Status::ok();
+}
+
+std::vector<WorkerSpec> worker_specs(const LaunchConfig& config, const RunContext& run) {
+  const std::vector<std::string> base = current_environment();
+  std::vector<WorkerSpec> specs;
+  for (int local = 0; local < run.nproc_per_node; ++local) {
+    specs.push_back(WorkerSpec{run.global_rank(local), config.command,
+                               worker_environment(base, config.strip_env, run, local)});
+  }
+  return specs;
+}
+
+int finish_run(const SupervisorResult& result) {
+  if (result.stop_signal) {
+    log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
+    return exit_code_for_signal(*result.stop_signal);
+  }
+  if (result.root_cause) {
+    std::string summary = format_failure_summary(*result.root_cause, result.root_cause_remote);
+    std::fwrite(summary.data(), 1, summary.size(), stderr);
+    return result.root_cause->exit_code();
+  }
+  return 0;
+}
+
+}  // namespace
+
+StatusOr<int> launch(const LaunchConfig& config) {
+  RETURN_IF_ERROR(validate(config));
+  ASSIGN_OR_RETURN(RendezvousPlan plan, plan_rendezvous(config));
+  RETURN_IF_ERROR(choose_identity(config, plan));
+  // Before the store starts its threads: they inherit the blocked mask.
+  ASSIGN_OR_RETURN(SignalChannel signals, SignalChannel::open());
+  std::optional<int> stop_signal;
+  InterruptCheck interrupted = [&] {
+    for (int signal : signals.drain()) {
+      if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) stop_signal = signal;
+    }
+    return stop_signal.has_value();
+  };
+
+  auto joined = NodeRendezvous::join(plan, interrupted);
+  if (stop_signal) {
+    log::error("stopped by {} during the rendezvous", signal_name(*stop_signal));
+    return exit_code_for_signal(*stop_signal);
+  }
+  if (!joined.is_ok()) return joined.status();
+  NodeRendezvous& rdzv = **joined;
+  if (plan.nnodes == 1 && !config.master_port) {
+    log::info("rendezvous on {}:{}", plan.master_addr, rdzv.port());
+  }
+
+  RunContext run{rdzv.run_id(), config.rdzv_id,  plan.token,     plan.master_addr, rdzv.port(),
+                 plan.nnodes,   plan.node_rank,  plan.nproc_per_node};
+  std::vector<WorkerSpec> specs = worker_specs(config, run);
+  std::vector<int> ranks;
+  for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
+  ASSIGN_OR_RETURN(OutputRelay relay,
+                   OutputRelay::open({config.prefix, config.log_dir, config.tee}, ranks));
+
+  Supervisor supervisor({config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank},
+                        signals, relay);
+  SupervisorHooks hooks;
+  if (rdzv.multi_node()) {
+    hooks.publish_failure = [&](const RankFailure& local) { return rdzv.publish_failure(local); };
+    hooks.poll_remote_failure = [&] { return rdzv.poll_failure(); };
+  }
+  auto result = supervisor.run(specs, hooks);
+  rdzv.finish(config.grace + config.rdzv_timeout, interrupted);
+  if (!result.is_ok()) return result.status();
+  return finish_run(*result);
+}
+
+}  // namespace partrain::launch

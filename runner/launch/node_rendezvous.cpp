@@ -1,0 +1,174 @@
+#include "runner/launch/node_rendezvous.h"
+
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "core/log.h"
+
+namespace partrain::launch {
+namespace {
+
+constexpr std::string_view kPrefix = "partrain/launch/";
+// Waits are cut into slices this long so Ctrl-C is noticed while nodes gather.
+constexpr auto kSlice = std::chrono::milliseconds(250);
+
+std::string key(std::string_view name) { return fmt::format("{}{}", kPrefix, name); }
+std::string node_key(int node_rank) { return key(fmt::format("node/{}", node_rank)); }
+
+std::string rank_range(int node_rank, int nproc) {
+  int first = node_rank * nproc;
+  return nproc == 1 ? fmt::format("rank {}", first)
+                    : fmt::format("ranks {}-{}", first, first + nproc - 1);
+}
+
+Status interrupted_status() { return failed("interrupted while waiting for the other nodes"); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::join(const RendezvousPlan& plan,
+                                                               const InterruptCheck& interrupted) {
+  std::unique_ptr<NodeRendezvous> rdzv(new NodeRendezvous(plan));
+  rdzv->port_ = plan.master_port;
+  if (plan.node_rank == 0) {
+    ASSIGN_OR_RETURN(rdzv->server_, rendezvous::StoreServer::start(plan.bind_host, plan.master_port,
+                                                                   plan.token));
+    rdzv->port_ = rdzv->server_->port();
+  }
+  if (plan.nnodes > 1) {
+    RETURN_IF_ERROR(rdzv->connect(interrupted));
+    RETURN_IF_ERROR(rdzv->register_and_wait(interrupted));
+  }
+  return rdzv;
+}
+
+Status NodeRendezvous::connect(const InterruptCheck& interrupted) {
+  const auto deadline = std::chrono::steady_clock::now() + plan_.timeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<Nanoseconds>(deadline - std::chrono::steady_clock::now());
+    Nanoseconds attempt = std::clamp<Nanoseconds>(left, Nanoseconds(1), std::chrono::seconds(1));
+    auto client = rendezvous::StoreClient::connect(plan_.master_addr, port_, plan_.token, attempt);
+    if (client.is_ok()) {
+      client_ = std::move(client).value();
+      return Status::ok();
+    }
+    if (client.status().code() != StatusCode::kTimeout) return client.status();
+    if (interrupted()) return interrupted_status();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return timeout_error(
+          "node {} cannot reach the rendezvous store at {}:{} (node 0's launcher) after {}; still "
+          "missing: node 0 ({}). Start `partrain launch --node-rank 0` there, check --master-addr "
+          "and --master-port, or raise --rdzv-timeout",
+          plan_.node_rank, plan_.master_addr, port_, format_duration(plan_.timeout),
+          rank_range(0, plan_.nproc_per_node));
+    }
+  }
+}
+
+Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
+  if (plan_.node_rank == 0) RETURN_IF_ERROR(client_->set(key("run_id"), run_id_));
+  RETURN_IF_ERROR(client_->set(node_key(plan_.node_rank),
+                               fmt::format("{}\n{}\n{}\n", plan_.host, ::getpid(),
+                                           plan_.nproc_per_node)));
+  std::vector<std::string> keys;
+  for (int node = 0; node < plan_.nnodes; ++node) keys.push_back(node_key(node));
+  const auto started = std::chrono::steady_clock::now();
+  while (true) {
+    Status all = client_->wait(keys, kSlice);
+    if (all.is_ok()) break;
+    if (all.code() != StatusCode::kTimeout) return all;
+    if (interrupted()) return interrupted_status();
+    auto waited = std::chrono::steady_clock::now() - started;
+    if (waited >= plan_.timeout) return missing_nodes_error(plan_.timeout);
+  }
+  // torchrun requires the same --nproc-per-node everywhere; ranks are numbered on that basis.
+  for (int node = 0; node < plan_.nnodes; ++node) {
+    ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
+    std::string nproc = info.substr(info.rfind('\n', info.size() - 2) + 1);
+    nproc.pop_back();
+    if (nproc != std::to_string(plan_.nproc_per_node)) {
+      return invalid_argument("node {} runs {} workers but node {} runs {}: every node must use the "
+                              "same --nproc-per-node", node, nproc, plan_.node_rank,
+                              plan_.nproc_per_node);
+    }
+  }
+  ASSIGN_OR_RETURN(run_id_, client_->get(key("run_id"), plan_.timeout));
+  log::debug("node {}: all {} nodes joined the rendezvous, run {}", plan_.node_rank, plan_.nnodes,
+             run_id_);
+  return Status::ok();
+}
+
+Status NodeRendezvous::missing_nodes_error(Nanoseconds waited) {
+  std::vector<std::string> missing;
+  for (int node = 0; node < plan_.nnodes; ++node) {
+    ASSIGN_OR_RETURN(bool joined, client_->check({node_key(node)}));
+    if (!joined) {
+      missing.push_back(fmt::format("node {} ({})", node, rank_range(node, plan_.nproc_per_node)));
+    }
+  }
+  return timeout_error(
+      "rendezvous at {}:{} timed out after {}: {} of {} nodes joined; missing: {}. Start `partrain "
+      "launch --nnodes {} --node-rank N --master-addr {} --master-port {}` on each missing node, "
+      "or raise --rdzv-timeout",
+      plan_.master_addr, port_, format_duration(waited), plan_.nnodes - static_cast<int>(missing.size()),
+      plan_.nnodes, fmt::join(missing, ", "), plan_.nnodes, plan_.master_addr, port_);
+}
+
+RankFailure NodeRendezvous::publish_failure(const RankFailure& local) {
+  if (!client_ || store_lost_) return local;
+  auto order = client_->add(key("failure_count"), 1);
+  if (order.is_ok() && *order == 1) {
+    if (Status s = client_->set(key("failure"), encode_failure(local)); !s.is_ok()) {
+      log::warn("cannot tell the other nodes about the failure: {}", s.message());
+    }
+    return local;
+  }
+  // Another node failed first: its failure is the root cause and ours a consequence.
+  if (order.is_ok()) {
+    auto first = client_->get(key("failure"), std::chrono::seconds(5));
+    if (first.is_ok()) {
+      if (auto decoded = decode_failure(*first); decoded.is_ok()) return *decoded;
+    }
+  }
+  return local;
+}
+
+std::optional<RankFailure> NodeRendezvous::poll_failure() {
+  if (!client_ || store_lost_) return std::nullopt;
+  auto published = client_->check({key("failure")});
+  if (!published.is_ok()) {
+    // Node 0's launcher is gone; its workers died with it and ours will notice through their own
+    // connections. Stopping healthy workers on a guess would be worse.
+    store_lost_ = true;
+    log::warn("lost the rendezvous store at {}:{} ({}); the workers keep running",
+              plan_.master_addr, port_, published.status().message());
+    return std::nullopt;
+  }
+  if (!*published) return std::nullopt;
+  auto text = client_->get(key("failure"), kSlice);
+  if (!text.is_ok()) return std::nullopt;
+  auto decoded = decode_failure(*text);
+  if (!decoded.is_ok()) return std::nullopt;
+  return std::move(decoded).value();
+}
+
+void NodeRendezvous::finish(Nanoseconds bound, const InterruptCheck& interrupted) {
+  if (!client_ || store_lost_) return;
+  auto done = client_->add(key("done"), 1);
+  if (!done.is_ok() || plan_.node_rank != 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  int64_t count = *done;
+  while (count < plan_.nnodes && std::chrono::steady_clock::now() < deadline && !interrupted()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto now_done = client_->add(key("done"), 0);
+    if (!now_done.is_ok()) return;
+    count = *now_done;
+  }
+  if (count < plan_.nnodes) {
+    log::warn("closing the rendezvous store with {} of {} nodes done", count, plan_.nnodes);
+  }
+}
+
+}  // namespace partrain::launch

@@ -1,0 +1,70 @@
+// The launchers' own use of the rendezvous store: node 0 hosts it; with several nodes every
+// launcher registers (host, pid, its ranks) and waits for the others, a failing node publishes
+// its root cause for the others to stop on, and node 0 keeps the store up until all are done.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/duration.h"
+#include "core/status.h"
+#include "runner/launch/failure_summary.h"
+#include "runner/rendezvous/store_client.h"
+#include "runner/rendezvous/store_server.h"
+
+namespace partrain::launch {
+
+struct RendezvousPlan {
+  std::string master_addr;
+  uint16_t master_port = 0;  // 0: a free port (single node)
+  std::string bind_host;     // node 0's listening address
+  std::string token;
+  int nnodes = 1;
+  int node_rank = 0;
+  int nproc_per_node = 1;
+  std::string host;    // this node's name, for messages
+  std::string run_id;  // node 0's becomes everyone's
+  Nanoseconds timeout = std::chrono::seconds(300);
+};
+
+// Asked between waits: whether the launcher got SIGINT/SIGTERM and should give up.
+using InterruptCheck = std::function<bool()>;
+
+class NodeRendezvous {
+ public:
+  // Node 0 starts the store (a port in use is kUnavailable naming it); with nnodes > 1 every node
+  // then connects, registers and waits for all nodes (kTimeout naming addr:port and the missing
+  // nodes and ranks).
+  static StatusOr<std::unique_ptr<NodeRendezvous>> join(const RendezvousPlan& plan,
+                                                        const InterruptCheck& interrupted);
+
+  uint16_t port() const { return port_; }
+  const std::string& run_id() const { return run_id_; }
+  bool multi_node() const { return client_ != nullptr; }
+
+  // First publisher wins; returns the run's root cause (possibly another node's).
+  RankFailure publish_failure(const RankFailure& local);
+  // Another node's published failure, if any. A lost store is logged once, not fatal.
+  std::optional<RankFailure> poll_failure();
+  // This node's workers are done. Node 0 then waits (up to `bound`) for every node to say so,
+  // so nobody loses the store while still reading it.
+  void finish(Nanoseconds bound, const InterruptCheck& interrupted);
+
+ private:
+  NodeRendezvous(const RendezvousPlan& plan) : plan_(plan), run_id_(plan.run_id) {}
+  Status connect(const InterruptCheck& interrupted);
+  Status register_and_wait(const InterruptCheck& interrupted);
+  Status missing_nodes_error(Nanoseconds waited);
+
+  RendezvousPlan plan_;
+  std::string run_id_;
+  uint16_t port_ = 0;
+  std::unique_ptr<rendezvous::StoreServer> server_;
+  std::unique_ptr<rendezvous::StoreClient> client_;
+  bool store_lost_ = false;
+};
+
+}  // namespace partrain::launch

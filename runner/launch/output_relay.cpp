@@ -1,0 +1,116 @@
+#include "runner/launch/output_relay.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+namespace partrain::launch {
+namespace {
+
+// One write per line, so lines of different ranks never interleave mid-line.
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<int>& ranks) {
+  OutputRelay relay(std::move(options));
+  if (relay.options_.log_dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(*relay.options_.log_dir, ec);
+    if (ec) {
+      return failed("cannot create the log directory '{}': {}", *relay.options_.log_dir,
+                    ec.message());
+    }
+  }
+  for (int rank : ranks) {
+    Slot slot;
+    slot.rank = rank;
+    slot.prefix = relay.options_.prefix ? fmt::format("[rank {}] ", rank) : "";
+    if (relay.options_.log_dir) {
+      std::string path = fmt::format("{}/rank_{}.log", *relay.options_.log_dir, rank);
+      slot.log_file.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      if (!slot.log_file.valid()) {
+        return failed("cannot create the log file '{}': {}", path, strerror(errno));
+      }
+    }
+    relay.slots_.push_back(std::move(slot));
+  }
+  return relay;
+}
+
+void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line) {
+  if (stream == Stream::kStderr) {
+    slot.tail.emplace_back(line);
+    while (slot.tail.size() > options_.tail_lines) slot.tail.pop_front();
+  }
+  if (slot.log_file.valid()) {
+    std::string text = fmt::format("{}\n", line);
+    (void)write_all(slot.log_file.get(), text);
+  }
+  if ((slot.log_file.valid() && !options_.tee) || terminal_broken_) return;
+  int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
+  std::string text = fmt::format("{}{}\n", slot.prefix, line);
+  if (!write_all(fd, text) && stream == Stream::kStdout) terminal_broken_ = true;
+}
+
+void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes) {
+  Slot& slot = slots_[slot_index];
+  std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
+  while (!bytes.empty()) {
+    size_t newline = bytes.find('\n');
+    if (newline == std::string_view::npos) {
+      pending.append(bytes);
+      if (pending.size() >= options_.max_line_bytes) {
+        emit_line(slot, stream, pending);
+        pending.clear();
+      }
+      return;
+    }
+    if (pending.empty()) {
+      emit_line(slot, stream, bytes.substr(0, newline));
+    } else {
+      pending.append(bytes.substr(0, newline));
+      emit_line(slot, stream, pending);
+      pending.clear();
+    }
+    bytes.remove_prefix(newline + 1);
+  }
+}
+
+bool OutputRelay::pump(size_t slot, Stream stream, int fd, int max_reads) {
+  char buffer[16384];
+  for (int round = 0; round < max_reads; ++round) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      feed(slot, stream, std::string_view(buffer, static_cast<size_t>(n)));
+      continue;
+    }
+    if (n < 0 && (errno == EINTR)) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    finish(slot, stream);
+    return false;
+  }
+  return true;
+}
+
+void OutputRelay::finish(size_t slot_index, Stream stream) {
+  Slot& slot = slots_[slot_index];
+  std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
+  if (!pending.empty()) {
+    emit_line(slot, stream, pending);
+    pending.clear();
+  }
+}
+
+}  // namespace partrain::launch

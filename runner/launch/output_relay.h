@@ -1,0 +1,60 @@
+// Relays workers' stdout and stderr line by line: "[rank N] " prefixes (switchable), worker stdout
+// to the launcher's stdout and worker stderr to its stderr, optional per-rank log files, and the
+// last stderr lines of each rank kept for the failure summary.
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/subprocess.h"
+
+namespace partrain::launch {
+
+enum class Stream { kStdout, kStderr };
+
+struct RelayOptions {
+  bool prefix = true;
+  std::optional<std::string> log_dir;  // DIR/rank_N.log, both streams, unprefixed
+  bool tee = false;                    // with log_dir: print to the terminal as well
+  size_t tail_lines = 20;
+  size_t max_line_bytes = 64 * 1024;   // longer lines are cut, so a newline-less stream stays bounded
+  int terminal_stdout = 1;
+  int terminal_stderr = 2;
+};
+
+class OutputRelay {
+ public:
+  // One slot per local worker; `ranks[i]` is the global rank of slot i (for prefixes, file names).
+  static StatusOr<OutputRelay> open(RelayOptions options, const std::vector<int>& ranks);
+
+  // Bytes a worker wrote; complete lines go out at once, a partial line waits for its end.
+  void feed(size_t slot, Stream stream, std::string_view bytes);
+  // Reads what `fd` has now (non-blocking), at most `max_reads` reads so one chatty rank cannot
+  // starve the others. Returns false at end of stream, after flushing.
+  bool pump(size_t slot, Stream stream, int fd, int max_reads = 16);
+  // End of stream: a last line without a newline still goes out.
+  void finish(size_t slot, Stream stream);
+
+  const std::deque<std::string>& stderr_tail(size_t slot) const { return slots_[slot].tail; }
+
+ private:
+  struct Slot {
+    int rank = 0;
+    std::string prefix;
+    std::string pending[2];  // partial line per stream
+    UniqueFd log_file;
+    std::deque<std::string> tail;
+  };
+  explicit OutputRelay(RelayOptions options) : options_(std::move(options)) {}
+  void emit_line(Slot& slot, Stream stream, std::string_view line);
+
+  RelayOptions options_;
+  std::vector<Slot> slots_;
+  bool terminal_broken_ = false;  // stdout closed under us (`| head`): keep running, stop writing
+};
+
+}  // namespace partrain::launch

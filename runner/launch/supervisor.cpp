@@ -1,0 +1,196 @@
+#include "runner/launch/supervisor.h"
+
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include "core/log.h"
+
+namespace partrain::launch {
+namespace {
+
+constexpr auto kIdleWake = std::chrono::milliseconds(100);
+// Once every worker is reaped, output still held open by an escaped grandchild is waited for
+// this long, not forever.
+constexpr auto kOutputDrain = std::chrono::seconds(1);
+
+int poll_timeout_ms(std::chrono::steady_clock::time_point wake_at) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      wake_at - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, kIdleWake.count()));
+}
+
+}  // namespace
+
+StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& workers,
+                                           const SupervisorHooks& hooks) {
+  started_ = Clock::now();
+  next_remote_poll_ = started_ + options_.remote_poll_interval;
+  if (Status spawned = spawn_all(workers); !spawned.is_ok()) {
+    for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
+    workers_.clear();  // ~Subprocess reaps
+    return spawned;
+  }
+  while (!all_reaped()) {
+    poll_once(next_wake());
+    handle_signals();
+    reap_exited(hooks);
+    if (!kill_deadline_) poll_remote(hooks);
+    enforce_grace();
+  }
+  // Grandchildren left in a worker's group would outlive the run, and hold its output open.
+  for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
+  const Clock::time_point drain_until = Clock::now() + kOutputDrain;
+  while (any_output_open() && Clock::now() < drain_until) {
+    poll_once(drain_until);
+    (void)signals_.drain();  // the run is over; a late signal only needs to stop waking the poll
+  }
+  for (size_t slot = 0; slot < workers_.size(); ++slot) {
+    relay_.finish(slot, Stream::kStdout);
+    relay_.finish(slot, Stream::kStderr);
+    result_.exits.push_back(*workers_[slot].process.exit_status());
+    result_.pids.push_back(workers_[slot].process.pid());
+  }
+  return std::move(result_);
+}
+
+Status Supervisor::spawn_all(const std::vector<WorkerSpec>& specs) {
+  for (const WorkerSpec& spec : specs) {
+    ASSIGN_OR_RETURN(Subprocess process, Subprocess::spawn({spec.argv, spec.env, true}));
+    log::debug("rank {}: pid {}", spec.rank, process.pid());
+    workers_.push_back(Worker{spec.rank, std::move(process)});
+  }
+  return Status::ok();
+}
+
+// Sleeps until output, a signal (SIGCHLD included) or `wake_at`, and relays what output came.
+void Supervisor::poll_once(Clock::time_point wake_at) {
+  std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+  std::vector<std::pair<size_t, Stream>> owners{{0, Stream::kStdout}};
+  for (size_t slot = 0; slot < workers_.size(); ++slot) {
+    const Subprocess& p = workers_[slot].process;
+    if (p.stdout_fd() >= 0) {
+      fds.push_back({p.stdout_fd(), POLLIN, 0});
+      owners.emplace_back(slot, Stream::kStdout);
+    }
+    if (p.stderr_fd() >= 0) {
+      fds.push_back({p.stderr_fd(), POLLIN, 0});
+      owners.emplace_back(slot, Stream::kStderr);
+    }
+  }
+  if (::poll(fds.data(), fds.size(), poll_timeout_ms(wake_at)) <= 0) return;
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    auto [slot, stream] = owners[i];
+    Subprocess& p = workers_[slot].process;
+    if (!relay_.pump(slot, stream, fds[i].fd)) {
+      stream == Stream::kStdout ? p.close_stdout() : p.close_stderr();
+    }
+  }
+}
+
+void Supervisor::handle_signals() {
+  for (int signal : signals_.drain()) {
+    if (signal != SIGINT && signal != SIGTERM && signal != SIGHUP) continue;  // SIGCHLD: a wake-up
+    if (!kill_deadline_) {
+      log::warn("received {}: forwarding it to the workers (SIGKILL after {})",
+                signal_name(signal), format_duration(options_.grace));
+      result_.stop_signal = signal;
+      begin_stop(signal);
+    } else if (!killed_ && result_.stop_signal) {
+      // A second Ctrl-C: the user does not want to wait for the grace period.
+      log::warn("received {} again: killing the workers now", signal_name(signal));
+      kill_deadline_ = Clock::now();
+    }
+  }
+}
+
+void Supervisor::reap_exited(const SupervisorHooks& hooks) {
+  for (size_t slot = 0; slot < workers_.size(); ++slot) {
+    Subprocess& p = workers_[slot].process;
+    if (p.reaped()) continue;
+    std::optional<ExitStatus> status = p.try_reap();
+    if (!status) continue;
+    // Its last writes are in the pipes: read them before judging, so the tail is complete.
+    drain_output(slot, 1 << 20);
+    log::debug("rank {} (pid {}) ended with {}", workers_[slot].rank, p.pid(),
+               describe_exit(*status));
+    if (status->success() || kill_deadline_) continue;  // stopped by us: a consequence, not a cause
+    RankFailure local = failure_of(slot, *status);
+    result_.root_cause = hooks.publish_failure ? hooks.publish_failure(local) : local;
+    result_.root_cause_remote = result_.root_cause->node_rank != options_.node_rank;
+    begin_stop(SIGTERM);
+  }
+}
+
+void Supervisor::poll_remote(const SupervisorHooks& hooks) {
+  if (!hooks.poll_remote_failure || Clock::now() < next_remote_poll_) return;
+  next_remote_poll_ = Clock::now() + options_.remote_poll_interval;
+  if (std::optional<RankFailure> remote = hooks.poll_remote_failure()) {
+    result_.root_cause = std::move(remote);
+    result_.root_cause_remote = true;
+    begin_stop(SIGTERM);
+  }
+}
+
+void Supervisor::begin_stop(int signal) {
+  kill_deadline_ = Clock::now() + options_.grace;
+  for (Worker& worker : workers_) {
+    if (worker.process.reaped()) continue;
+    if (Status sent = worker.process.signal_group(signal); !sent.is_ok()) log::warn("{}", sent.message());
+  }
+}
+
+void Supervisor::enforce_grace() {
+  if (!kill_deadline_ || killed_ || Clock::now() < *kill_deadline_) return;
+  killed_ = true;
+  for (Worker& worker : workers_) {
+    if (worker.process.reaped()) continue;
+    log::warn("rank {} (pid {}) is still running {} after being asked to stop: sending SIGKILL",
+              worker.rank, worker.process.pid(), format_duration(options_.grace));
+    (void)worker.process.signal_group(SIGKILL);
+  }
+}
+
+void Supervisor::drain_output(size_t slot, int max_reads) {
+  Subprocess& p = workers_[slot].process;
+  if (p.stdout_fd() >= 0 && !relay_.pump(slot, Stream::kStdout, p.stdout_fd(), max_reads)) {
+    p.close_stdout();
+  }
+  if (p.stderr_fd() >= 0 && !relay_.pump(slot, Stream::kStderr, p.stderr_fd(), max_reads)) {
+    p.close_stderr();
+  }
+}
+
+bool Supervisor::all_reaped() const {
+  return std::all_of(workers_.begin(), workers_.end(),
+                     [](const Worker& w) { return w.process.reaped(); });
+}
+
+bool Supervisor::any_output_open() const {
+  return std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
+    return w.process.stdout_fd() >= 0 || w.process.stderr_fd() >= 0;
+  });
+}
+
+Supervisor::Clock::time_point Supervisor::next_wake() const {
+  Clock::time_point wake = Clock::now() + kIdleWake;
+  if (kill_deadline_ && !killed_) wake = std::min(wake, *kill_deadline_);
+  return std::min(wake, next_remote_poll_);
+}
+
+RankFailure Supervisor::failure_of(size_t slot, const ExitStatus& status) {
+  const std::deque<std::string>& tail = relay_.stderr_tail(slot);
+  RankFailure failure;
+  failure.rank = workers_[slot].rank;
+  failure.node_rank = options_.node_rank;
+  failure.host = options_.host;
+  failure.pid = workers_[slot].process.pid();
+  failure.status = status;
+  failure.elapsed = std::chrono::duration_cast<Nanoseconds>(Clock::now() - started_);
+  failure.stderr_tail.assign(tail.begin(), tail.end());
+  return failure;
+}
+
+}  // namespace partrain::launch

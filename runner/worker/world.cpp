@@ -1,0 +1,100 @@
+#include "runner/worker/world.h"
+
+#include "core/env.h"
+#include "core/log.h"
+#include "runner/comm/gloo_comm.h"
+#include "runner/comm/nccl_comm.h"
+#include "runner/comm/recording_comm.h"
+#include "runner/rendezvous/in_memory_store.h"
+#include "runner/rendezvous/store_client.h"
+
+namespace partrain::runner {
+namespace {
+
+StatusOr<int> required_int(std::string_view name, long long min_value, long long max_value) {
+  ASSIGN_OR_RETURN(std::optional<long long> value, env::get_int(name));
+  if (!value) {
+    return invalid_argument("environment variable {} is not set: start workers with "
+                            "`partrain launch` (or torchrun), which sets it",
+                            name);
+  }
+  if (*value < min_value || *value > max_value) {
+    return invalid_argument("environment variable {}={} is out of range [{}, {}]", name, *value,
+                            min_value, max_value);
+  }
+  return static_cast<int>(*value);
+}
+
+}  // namespace
+
+std::optional<CommBackend> parse_comm_backend(std::string_view name) {
+  if (name == "gloo") return CommBackend::kGloo;
+  if (name == "nccl") return CommBackend::kNccl;
+  return std::nullopt;
+}
+
+std::string_view comm_backend_name(CommBackend backend) {
+  return backend == CommBackend::kGloo ? "gloo" : "nccl";
+}
+
+bool launched_as_worker() { return env::get("RANK") && env::get("WORLD_SIZE"); }
+
+StatusOr<WorkerEnv> read_worker_env() {
+  WorkerEnv result;
+  ASSIGN_OR_RETURN(result.world_size, required_int("WORLD_SIZE", 1, 1 << 20));
+  ASSIGN_OR_RETURN(result.rank, required_int("RANK", 0, result.world_size - 1));
+  ASSIGN_OR_RETURN(result.local_world_size, required_int("LOCAL_WORLD_SIZE", 1, result.world_size));
+  ASSIGN_OR_RETURN(result.local_rank, required_int("LOCAL_RANK", 0, result.local_world_size - 1));
+  ASSIGN_OR_RETURN(int port, required_int("MASTER_PORT", 1, 65535));
+  result.master_port = static_cast<uint16_t>(port);
+  auto addr = env::get("MASTER_ADDR");
+  if (!addr || addr->empty()) {
+    return invalid_argument("environment variable MASTER_ADDR is not set: start workers with "
+                            "`partrain launch`");
+  }
+  result.master_addr = *addr;
+  result.token = env::get("PARTRAIN_TOKEN").value_or("");
+  result.run_id = env::get("PARTRAIN_RUN_ID").value_or("");
+  return result;
+}
+
+StatusOr<World> join_world(const WorldOptions& options) {
+  World world;
+  if (launched_as_worker()) {
+    ASSIGN_OR_RETURN(world.env, read_worker_env());
+    ASSIGN_OR_RETURN(std::unique_ptr<rendezvous::StoreClient> client,
+                     rendezvous::StoreClient::connect(world.env.master_addr,
+                                                      world.env.master_port, world.env.token,
+                                                      options.timeout));
+    world.store = std::move(client);
+  } else {
+    world.store = std::make_shared<rendezvous::InMemoryStore>();
+  }
+
+  std::unique_ptr<comm::Comm> base;
+  if (options.backend == CommBackend::kGloo) {
+    comm::GlooOptions gloo;
+    gloo.timeout = options.timeout;
+    if (auto* client = dynamic_cast<rendezvous::StoreClient*>(world.store.get())) {
+      gloo.hostname = client->local_address();  // the address peers can reach this host on
+    }
+    ASSIGN_OR_RETURN(base, comm::create_gloo_comm(world.store, world.env.rank,
+                                                  world.env.world_size, gloo));
+  } else {
+#ifdef PARTRAIN_HAVE_CUDA
+    ASSIGN_OR_RETURN(base, comm::create_nccl_comm(world.store, world.env.rank,
+                                                  world.env.world_size, world.env.local_rank,
+                                                  "world"));
+#else
+    return invalid_argument("this partrain was built without CUDA, so the NCCL backend is not "
+                            "available: use --backend gloo, or rebuild with -DPARTRAIN_CUDA=ON");
+#endif
+  }
+  world.recorder = std::make_unique<comm::FlightRecorder>();
+  world.comm = std::make_unique<comm::RecordingComm>(std::move(base), *world.recorder);
+  log::debug("rank {} joined a world of {} ({})", world.env.rank, world.env.world_size,
+             comm_backend_name(options.backend));
+  return world;
+}
+
+}  // namespace partrain::runner

@@ -1,0 +1,53 @@
+// A worker's entry into its run: reads the torchrun environment the launcher set (RANK,
+// WORLD_SIZE, MASTER_ADDR, ...), connects to the rendezvous store and builds the world
+// communicator, recorded so every collective gets its (comm_id, seq).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/duration.h"
+#include "core/status.h"
+#include "runner/comm/comm.h"
+#include "runner/comm/flight_recorder.h"
+#include "runner/rendezvous/store.h"
+
+namespace partrain::runner {
+
+enum class CommBackend { kGloo, kNccl };
+std::optional<CommBackend> parse_comm_backend(std::string_view name);
+std::string_view comm_backend_name(CommBackend backend);
+
+struct WorkerEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr;
+  uint16_t master_port = 0;
+  std::string token;
+  std::string run_id;
+};
+
+// Whether this process was started by a launcher (RANK and WORLD_SIZE are set).
+bool launched_as_worker();
+// The torchrun variables, checked: a missing or malformed one is named in the error.
+StatusOr<WorkerEnv> read_worker_env();
+
+struct World {
+  WorkerEnv env;
+  std::shared_ptr<rendezvous::Store> store;
+  std::unique_ptr<comm::FlightRecorder> recorder;
+  std::unique_ptr<comm::Comm> comm;  // recorded; rank() == env.rank
+};
+
+struct WorldOptions {
+  CommBackend backend = CommBackend::kGloo;
+  Nanoseconds timeout = std::chrono::seconds(300);
+};
+
+// Joins the run described by the environment; outside a launcher, a world of one rank.
+StatusOr<World> join_world(const WorldOptions& options);
+
+}  // namespace partrain::runner

@@ -1,0 +1,86 @@
+// `partrain bench collectives` end to end: real ranks, real Gloo transport, checked results.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+
+nlohmann::json run_json(const std::string& args) {
+  CommandResult r = run_partrain(args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+TEST(BenchCollectives, EveryOpCheckedOnFourRanks) {
+  nlohmann::json doc = run_json("bench collectives -n 4 --op all -b 1K -e 64K -f 8 -w 1 --iters 3");
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(doc["nranks"], 4);
+  EXPECT_EQ(doc["wrong"], 0);
+  std::set<std::string> ops;
+  for (const auto& result : doc["results"]) {
+    ops.insert(result["op"].get<std::string>());
+    EXPECT_EQ(result["wrong"], 0) << result.dump();
+    EXPECT_GT(result["time_us"].get<double>(), 0.0) << result.dump();
+    double algbw = result["algbw_gbps"].get<double>();
+    EXPECT_NEAR(algbw, result["bytes"].get<double>() / result["time_us"].get<double>() / 1e3,
+                1e-6 * algbw + 1e-9);
+  }
+  EXPECT_EQ(ops, (std::set<std::string>{"all_reduce", "all_gather", "reduce_scatter",
+                                        "broadcast", "all_to_all", "send_recv"}));
+  // all_reduce busbw = algbw x 2(n-1)/n.
+  const auto& first = doc["results"][0];
+  EXPECT_NEAR(first["busbw_gbps"].get<double>(), first["algbw_gbps"].get<double>() * 1.5, 1e-9);
+}
+
+TEST(BenchCollectives, DtypesAndReductionsOnThreeRanks) {
+  for (const char* dtype : {"bfloat16", "half", "int32", "int64"}) {
+    for (const char* redop : {"sum", "avg", "max", "min"}) {
+      std::string args = std::string("bench collectives -n 3 --op reduce_scatter -b 3K -e 3K -w 0 "
+                                     "--iters 1 -d ") + dtype + " -o " + redop;
+      nlohmann::json doc = run_json(args);
+      ASSERT_FALSE(doc.is_discarded()) << args;
+      EXPECT_EQ(doc["wrong"], 0) << args;
+      EXPECT_EQ(doc["results"][0]["type"], dtype);
+      EXPECT_EQ(doc["results"][0]["redop"], redop);
+    }
+  }
+}
+
+TEST(BenchCollectives, TableOnStdoutLikeNcclTests) {
+  CommandResult r = run_partrain("bench collectives -n 2 -b 8 -e 1K -f 4 -w 0 --iters 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("out-of-place"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("algbw"), std::string::npos);
+  EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Avg bus bandwidth"), std::string::npos);
+  // Sizes 8, 32, 128, 512 bytes: four rows.
+  for (const char* size : {" 8 ", " 32 ", " 128 ", " 512 "}) {
+    EXPECT_NE(r.out.find(size), std::string::npos) << size;
+  }
+}
+
+TEST(BenchCollectives, RunsAsRanksOfPartrainLaunch) {
+  CommandResult r = run_partrain(std::string("launch -n 2 --no-prefix -- ") + PARTRAIN_BINARY +
+                                 " bench collectives -b 4K -e 4K -w 0 --iters 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  EXPECT_EQ(doc["nranks"], 2);
+  EXPECT_EQ(doc["wrong"], 0);
+}
+
+TEST(BenchCollectives, NcclWithoutGpuFailsClearly) {
+  if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU is present";
+  CommandResult r = run_partrain("bench collectives --backend nccl -b 8 -e 8 --iters 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace partrain::testing

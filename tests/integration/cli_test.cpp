@@ -1,0 +1,85 @@
+// The command line as a user meets it: --help and --version, exit codes for bad input,
+// PARTRAIN_<FLAG> environment variables and TOML --config files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+
+TEST(Cli, VersionListsEveryBackend) {
+  CommandResult r = run_partrain("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* backend : {"partrain ", "CUDA", "Gloo", "OpenBLAS", "SQLite"}) {
+    EXPECT_NE(r.out.find(backend), std::string::npos) << backend << " missing in:\n" << r.out;
+  }
+#ifdef PARTRAIN_HAVE_CUDA
+  for (const char* backend : {"cuBLAS", "NCCL", "CUPTI", "sm_"}) {
+    EXPECT_NE(r.out.find(backend), std::string::npos) << backend << " missing in:\n" << r.out;
+  }
+#endif
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* command : {"--help", "launch --help", "bench --help",
+                              "bench collectives --help"}) {
+    CommandResult r = run_partrain(command);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << command;
+  }
+  CommandResult bench = run_partrain("bench collectives --help");
+  EXPECT_NE(bench.out.find("busbw"), std::string::npos);
+  EXPECT_NE(bench.out.find("PARTRAIN_MINBYTES"), std::string::npos)
+      << "each flag's help names its environment variable";
+}
+
+TEST(Cli, UsageErrorsExitTwoWithTheReason) {
+  CommandResult none = run_partrain("");
+  EXPECT_EQ(none.exit_code, 2);
+  CommandResult unknown = run_partrain("frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("frobnicate"), std::string::npos) << unknown.err;
+  CommandResult bad_flag = run_partrain("bench collectives --no-such-flag");
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_NE(bad_flag.err.find("--no-such-flag"), std::string::npos) << bad_flag.err;
+  CommandResult bad_size = run_partrain("bench collectives -b 12Q");
+  EXPECT_EQ(bad_size.exit_code, 2);
+  EXPECT_NE(bad_size.err.find("12Q"), std::string::npos) << bad_size.err;
+  CommandResult bad_type = run_partrain("bench collectives -d float128");
+  EXPECT_EQ(bad_type.exit_code, 2);
+  EXPECT_NE(bad_type.err.find("float128"), std::string::npos) << bad_type.err;
+  CommandResult bad_config = run_partrain("bench collectives --config /nonexistent.toml");
+  EXPECT_EQ(bad_config.exit_code, 2);
+  EXPECT_NE(bad_config.err.find("nonexistent.toml"), std::string::npos) << bad_config.err;
+}
+
+TEST(Cli, FlagsFromEnvironmentAndConfig) {
+  const std::string small = "bench collectives -e 64 -f 2 -w 0 --iters 1 --json";
+  // -b from PARTRAIN_MINBYTES.
+  CommandResult env = run_partrain(small, "PARTRAIN_MINBYTES=32");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_NE(env.out.find("\"bytes\": 32"), std::string::npos) << env.out;
+  EXPECT_EQ(env.out.find("\"bytes\": 33554432"), std::string::npos) << env.out;
+
+  std::string config = ::testing::TempDir() + "/bench.toml";
+  std::ofstream(config) << "minbytes = \"16\"\ndatatype = \"int32\"\n";
+  CommandResult from_file = run_partrain(small + " --config " + config);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_NE(from_file.out.find("\"bytes\": 16"), std::string::npos) << from_file.out;
+  EXPECT_NE(from_file.out.find("\"type\": \"int32\""), std::string::npos) << from_file.out;
+  // The command line wins over both.
+  CommandResult cli = run_partrain(small + " -b 64 --config " + config, "PARTRAIN_MINBYTES=32");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(cli.out.find("\"bytes\": 16,"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("\"bytes\": 64"), std::string::npos) << cli.out;
+  // A malformed config value is named.
+  std::ofstream(config) << "iters = \"many\"\n";
+  CommandResult bad = run_partrain(small + " --config " + config);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("many"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace partrain::testing

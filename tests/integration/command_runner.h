@@ -1,0 +1,48 @@
+// Runs the real partrain binary (or any shell command) for integration tests and captures its
+// exit code, stdout and stderr.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace partrain::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Runs `sh -c command` with stdout and stderr captured into temporary files.
+inline CommandResult run_shell(const std::string& command) {
+  char dir_template[] = "/tmp/partrain-test-XXXXXX";
+  std::string dir = mkdtemp(dir_template);
+  std::string full = command + " >" + dir + "/out 2>" + dir + "/err";
+  int status = std::system(full.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(dir + "/out");
+  result.err = read_file(dir + "/err");
+  std::system(("rm -rf " + dir).c_str());
+  return result;
+}
+
+inline CommandResult run_partrain(const std::string& args, const std::string& env = "") {
+  return run_shell(env + (env.empty() ? "" : " ") + PARTRAIN_BINARY + std::string(" ") + args);
+}
+
+}  // namespace partrain::testing

@@ -1,0 +1,60 @@
+#include "cli/bench/bench_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace partrain::bench {
+namespace {
+
+std::vector<BenchRow> sample_rows() {
+  BenchRow row;
+  row.op = "all_reduce";
+  row.bytes = 1 << 20;
+  row.count = 1 << 18;
+  row.type = "float";
+  row.redop = "sum";
+  row.nranks = 4;
+  row.out_of_place = {100.0, 10.48576, 15.72864, 0};
+  row.in_place = Measurement{200.0, 5.24288, 7.86432, 3};
+  BenchRow p2p;
+  p2p.op = "send_recv";
+  p2p.bytes = 8;
+  p2p.count = 2;
+  p2p.type = "float";
+  p2p.nranks = 4;
+  p2p.out_of_place = {5.0, 0.0016, 0.0016, -1};
+  return {row, p2p};
+}
+
+TEST(BenchReport, TableHasNcclTestsColumnsAndUnits) {
+  BenchOptions options;
+  std::string table = format_bench_table(sample_rows(), options, {4, "gloo", "cpu"});
+  EXPECT_NE(table.find("out-of-place"), std::string::npos);
+  EXPECT_NE(table.find("in-place"), std::string::npos);
+  EXPECT_NE(table.find("#wrong"), std::string::npos);
+  EXPECT_NE(table.find("(GB/s)"), std::string::npos);
+  EXPECT_NE(table.find("(us)"), std::string::npos);
+  EXPECT_NE(table.find("1048576"), std::string::npos);
+  EXPECT_NE(table.find("15.73"), std::string::npos);
+  EXPECT_NE(table.find("N/A"), std::string::npos);  // unchecked
+  EXPECT_NE(table.find("Out of bounds values : 3 FAILED"), std::string::npos);
+}
+
+TEST(BenchReport, JsonCarriesTheSameFacts) {
+  auto doc = nlohmann::json::parse(format_bench_json(sample_rows(), {4, "gloo", "cpu"}));
+  ASSERT_EQ(doc["results"].size(), 3u);  // out-of-place + in-place, then send_recv
+  const auto& first = doc["results"][0];
+  EXPECT_EQ(first["op"], "all_reduce");
+  EXPECT_EQ(first["bytes"], 1 << 20);
+  EXPECT_DOUBLE_EQ(first["time_us"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(first["busbw_gbps"].get<double>(), 15.72864);
+  EXPECT_EQ(first["in_place"], false);
+  EXPECT_EQ(doc["results"][1]["in_place"], true);
+  EXPECT_EQ(doc["results"][1]["wrong"], 3);
+  EXPECT_TRUE(doc["results"][2]["wrong"].is_null());
+  EXPECT_EQ(doc["wrong"], 3);
+}
+
+}  // namespace
+}  // namespace partrain::bench

@@ -1,0 +1,98 @@
+#include "cli/bench/collective_test.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/bench/bench_options.h"
+#include "cli/bench/bench_runner.h"
+
+namespace partrain::bench {
+namespace {
+
+TEST(CollectiveLayout, CountsAsNcclTests) {
+  // all_reduce: every rank holds the whole count.
+  CollectiveLayout ar = find_collective_test("all_reduce")->layout(1024, 4, 4);
+  EXPECT_EQ(ar.count, 256u);
+  EXPECT_EQ(ar.send_count, 256u);
+  EXPECT_EQ(ar.recv_count, 256u);
+  EXPECT_EQ(ar.bytes, 1024u);
+  // all_gather: S is the gathered buffer; each rank sends count / n (rounded down).
+  CollectiveLayout ag = find_collective_test("all_gather")->layout(1000, 4, 3);
+  EXPECT_EQ(ag.send_count, 83u);
+  EXPECT_EQ(ag.recv_count, 249u);
+  EXPECT_EQ(ag.bytes, 996u);
+  CollectiveLayout rs = find_collective_test("reduce_scatter")->layout(1024, 2, 4);
+  EXPECT_EQ(rs.send_count, 512u);
+  EXPECT_EQ(rs.recv_count, 128u);
+  CollectiveLayout a2a = find_collective_test("all_to_all")->layout(64, 4, 4);
+  EXPECT_EQ(a2a.send_count, 16u);
+  EXPECT_EQ(a2a.recv_count, 16u);
+}
+
+TEST(CollectiveTests, ExpectedValuesFollowTheMathematics) {
+  const int n = 3;
+  CollectiveLayout layout = find_collective_test("reduce_scatter")->layout(3 * 4 * 5, 4, n);
+  std::vector<double> recv;
+  find_collective_test("reduce_scatter")->expected_recv(recv, 1, n, layout, comm::ReduceOp::kSum, 0);
+  ASSERT_EQ(recv.size(), 5u);
+  for (uint64_t i = 0; i < 5; ++i) {
+    double sum = bench_value(0, 5 + i) + bench_value(1, 5 + i) + bench_value(2, 5 + i);
+    EXPECT_DOUBLE_EQ(recv[i], sum);
+  }
+  find_collective_test("all_to_all")->expected_recv(recv, 2, n, layout, comm::ReduceOp::kSum, 0);
+  // Block r of rank 2's result is block 2 of rank r's input.
+  EXPECT_DOUBLE_EQ(recv[5 * 1 + 3], bench_value(1, 5 * 2 + 3));
+  find_collective_test("send_recv")->expected_recv(recv, 0, n, layout, comm::ReduceOp::kSum, 0);
+  EXPECT_DOUBLE_EQ(recv[0], bench_value(2, 0));  // rank 0 receives from rank n-1
+}
+
+TEST(BenchValue, SmallSignedIntegers) {
+  bool negative = false;
+  for (int rank = 0; rank < 8; ++rank) {
+    for (uint64_t i = 0; i < 100; ++i) {
+      double v = bench_value(rank, i);
+      EXPECT_GE(v, -6);
+      EXPECT_LE(v, 6);
+      negative |= v < 0;
+    }
+  }
+  EXPECT_TRUE(negative);
+}
+
+TEST(ValueCodec, RoundTripsEveryDtype) {
+  std::vector<double> values = {-6, -1, 0, 1, 2.5, 6, 384};
+  for (auto dtype : {comm::DType::kF32, comm::DType::kBF16, comm::DType::kF16}) {
+    auto decoded = decode_values(encode_values(values, dtype), dtype);
+    EXPECT_EQ(count_wrong(decoded, values, dtype), 0) << comm::dtype_name(dtype);
+  }
+  std::vector<double> ints = {-6, 0, 7, 1000000};
+  for (auto dtype : {comm::DType::kI32, comm::DType::kI64}) {
+    EXPECT_EQ(decode_values(encode_values(ints, dtype), dtype), ints);
+  }
+}
+
+TEST(ValueCodec, CountWrongUsesDtypeTolerance) {
+  EXPECT_EQ(count_wrong({1.0, 2.0}, {1.0, 2.001}, comm::DType::kF32), 1);
+  EXPECT_EQ(count_wrong({1.0, 2.0}, {1.0, 2.001}, comm::DType::kBF16), 0);
+  EXPECT_EQ(count_wrong({1.0}, {1.0, 2.0}, comm::DType::kF32), 2);
+  // Integer averages truncate as NCCL's do: -7/2 -> -3.
+  EXPECT_EQ(count_wrong({-3.0}, {-3.5}, comm::DType::kI32), 0);
+  EXPECT_EQ(count_wrong({-4.0}, {-3.5}, comm::DType::kI32), 1);
+}
+
+TEST(BenchSizes, StepFactorAndStepBytes) {
+  BenchOptions options;
+  options.min_bytes = 8;
+  options.max_bytes = 64;
+  options.step_factor = 2;
+  EXPECT_EQ(bench_sizes(options), (std::vector<uint64_t>{8, 16, 32, 64}));
+  options.step_factor = 1;
+  options.step_bytes = 20;
+  EXPECT_EQ(bench_sizes(options), (std::vector<uint64_t>{8, 28, 48}));
+  options.min_bytes = 0;
+  options.max_bytes = 0;
+  options.step_factor = 2;
+  EXPECT_EQ(bench_sizes(options), (std::vector<uint64_t>{0}));
+}
+
+}  // namespace
+}  // namespace partrain::bench
