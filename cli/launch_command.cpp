@@ -43,8 +43,9 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   }
   config.master_addr = flags.master_addr;
   if (flags.master_port) {
-    if (*flags.master_port < 1 || *flags.master_port > 65535) {
-      return invalid_argument("--master-port must be in 1..65535, got {}", *flags.master_port);
+    if (*flags.master_port < 0 || *flags.master_port > 65535) {
+      return invalid_argument("--master-port must be in 0..65535 (0: a free port), got {}",
+                              *flags.master_port);
     }
     config.master_port = static_cast<uint16_t>(*flags.master_port);
   }

@@ -18,13 +18,10 @@ std::string signal_hint(int signal) {
 }
 
 std::string format_failure_summary(const RankFailure& failure, bool remote) {
-  std::string how = failure.status.signaled
-                        ? fmt::format("was killed by {}", describe_exit(failure.status))
-                        : fmt::format("exited with {}", describe_exit(failure.status));
   std::string text = fmt::format(
-      "partrain: error: rank {} (node {}, host {}, pid {}) failed first: it {} after {}{}\n",
-      failure.rank, failure.node_rank, failure.host, failure.pid, how,
-      format_duration(failure.elapsed), remote ? " (on another node)" : "");
+      "partrain: error: rank {} (node {}, host {}, pid {}) failed first with {} after {}{}\n",
+      failure.rank, failure.node_rank, failure.host, failure.pid, describe_exit(failure.status),
+      format_duration(failure.elapsed), remote ? " on another node" : "");
   if (failure.status.signaled) {
     std::string hint = signal_hint(failure.status.value);
     if (!hint.empty()) text += fmt::format("partrain: hint: {}\n", hint);

@@ -54,6 +54,10 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
   }
   plan.master_addr = master.value_or("127.0.0.1");
   plan.master_port = config.master_port.value_or(plan.nnodes > 1 ? kDefaultMultiNodePort : 0);
+  if (plan.nnodes > 1 && plan.master_port == 0) {
+    return invalid_argument("--master-port 0 (a free port) works on one node only: the other "
+                            "nodes must know node 0's port");
+  }
   const bool loopback = plan.master_addr == "127.0.0.1" || plan.master_addr == "localhost";
   plan.bind_host = (plan.nnodes == 1 && loopback) ? "127.0.0.1" : "0.0.0.0";
   plan.nproc_per_node = config.nproc_per_node;
@@ -129,7 +133,7 @@ StatusOr<int> launch(const LaunchConfig& config) {
   }
   if (!joined.is_ok()) return joined.status();
   NodeRendezvous& rdzv = **joined;
-  if (plan.nnodes == 1 && !config.master_port) {
+  if (plan.nnodes == 1 && plan.master_port == 0) {
     log::info("rendezvous on {}:{}", plan.master_addr, rdzv.port());
   }
 

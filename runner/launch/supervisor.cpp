@@ -2,6 +2,8 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 
@@ -26,6 +28,9 @@ int poll_timeout_ms(std::chrono::steady_clock::time_point wake_at) {
 StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& workers,
                                            const SupervisorHooks& hooks) {
   started_ = Clock::now();
+  // Orphaned grandchildren (a worker's background job) are re-parented to us instead of to PID 1,
+  // which in a container may never reap them: the run leaves no zombie behind.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   next_remote_poll_ = started_ + options_.remote_poll_interval;
   if (Status spawned = spawn_all(workers); !spawned.is_ok()) {
     for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
@@ -36,16 +41,19 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
     poll_once(next_wake());
     handle_signals();
     reap_exited(hooks);
+    reap_orphans();
     if (!kill_deadline_) poll_remote(hooks);
     enforce_grace();
   }
   // Grandchildren left in a worker's group would outlive the run, and hold its output open.
   for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
   const Clock::time_point drain_until = Clock::now() + kOutputDrain;
-  while (any_output_open() && Clock::now() < drain_until) {
-    poll_once(drain_until);
+  while ((any_output_open() || has_children()) && Clock::now() < drain_until) {
+    poll_once(std::min(drain_until, Clock::now() + std::chrono::milliseconds(10)));
     (void)signals_.drain();  // the run is over; a late signal only needs to stop waking the poll
+    reap_orphans();
   }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
   for (size_t slot = 0; slot < workers_.size(); ++slot) {
     relay_.finish(slot, Stream::kStdout);
     relay_.finish(slot, Stream::kStderr);
@@ -147,8 +155,8 @@ void Supervisor::enforce_grace() {
   killed_ = true;
   for (Worker& worker : workers_) {
     if (worker.process.reaped()) continue;
-    log::warn("rank {} (pid {}) is still running {} after being asked to stop: sending SIGKILL",
-              worker.rank, worker.process.pid(), format_duration(options_.grace));
+    log::warn("rank {} (pid {}) has not stopped: sending SIGKILL", worker.rank,
+              worker.process.pid());
     (void)worker.process.signal_group(SIGKILL);
   }
 }
@@ -161,6 +169,25 @@ void Supervisor::drain_output(size_t slot, int max_reads) {
   if (p.stderr_fd() >= 0 && !relay_.pump(slot, Stream::kStderr, p.stderr_fd(), max_reads)) {
     p.close_stderr();
   }
+}
+
+void Supervisor::reap_orphans() {
+  while (true) {
+    // Peek first: a worker's status belongs to its Subprocess, not to this loop.
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    auto worker = std::find_if(workers_.begin(), workers_.end(), [&](const Worker& w) {
+      return w.process.pid() == info.si_pid;
+    });
+    if (worker != workers_.end()) return;  // reap_exited takes it on the next round
+    ::waitpid(info.si_pid, nullptr, WNOHANG);
+  }
+}
+
+bool Supervisor::has_children() const {
+  siginfo_t info{};
+  // Any child at all, running or not (WNOWAIT leaves it be); ECHILD when none is left.
+  return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
 bool Supervisor::all_reaped() const {

@@ -73,6 +73,8 @@ class Supervisor {
   void begin_stop(int signal);
   void enforce_grace();
   void drain_output(size_t slot, int max_reads);
+  void reap_orphans();
+  bool has_children() const;
   bool all_reaped() const;
   bool any_output_open() const;
   Clock::time_point next_wake() const;

@@ -230,7 +230,6 @@ StatusOr<FrameHeader> decode_frame_header(std::span<const uint8_t> bytes, uint64
                   "use the same partrain version on every node",
                   header.version, kProtocolVersion);
   }
-  if (!is_known_op(header.op)) return failed("unknown rendezvous op {}", header.op);
   if (header.token_bytes > kMaxTokenBytes) {
     return failed("rendezvous token of {} bytes is longer than the limit of {} bytes",
                   header.token_bytes, kMaxTokenBytes);
@@ -254,6 +253,9 @@ bool token_matches(std::string_view expected, std::span<const uint8_t> presented
 
 StatusOr<Request> decode_request_payload(Op op, std::span<const uint8_t> payload,
                                          const StoreLimits& limits) {
+  if (!is_known_op(static_cast<uint16_t>(op))) {
+    return failed("unknown rendezvous op {}", static_cast<uint16_t>(op));
+  }
   FrameReader in(payload);
   Request request;
   request.op = op;
@@ -297,6 +299,9 @@ StatusOr<Reply> decode_reply_payload(Op op, std::span<const uint8_t> payload,
   }
   reply.code = static_cast<ReplyCode>(code);
   bool ok = true;
+  if (reply.code == ReplyCode::kOk && !is_known_op(static_cast<uint16_t>(op))) {
+    return failed("unknown rendezvous op {}", static_cast<uint16_t>(op));
+  }
   if (reply.code != ReplyCode::kOk) {
     ok = in.str(reply.message, kMaxReplyMessageBytes);
   } else {

@@ -68,7 +68,7 @@ struct Reply {
 
 struct FrameHeader {
   uint16_t version = kProtocolVersion;
-  uint16_t op = 0;  // an Op; replies echo their request's
+  uint16_t op = 0;  // an Op, checked by the payload decoders; replies echo their request's
   uint16_t token_bytes = 0;
   uint32_t payload_bytes = 0;
 };
@@ -85,6 +85,7 @@ std::vector<uint8_t> encode_reply(Op op, const Reply& reply);
 
 // Decodes the first kFrameHeaderBytes of a frame: magic, version, token and payload bounds
 // (payload_limit is max_request_payload_bytes or max_reply_payload_bytes). Nothing is allocated.
+// The op is left to the payload decoders so a rejection can still echo whatever op was sent.
 StatusOr<FrameHeader> decode_frame_header(std::span<const uint8_t> bytes, uint64_t payload_limit);
 // Constant-time comparison, so response timing does not reveal how much of a guess was right.
 bool token_matches(std::string_view expected, std::span<const uint8_t> presented);

@@ -145,6 +145,23 @@ Reply shutting_down_reply() {
   return error_reply(ReplyCode::kFailed, "the rendezvous store is shutting down");
 }
 
+// Closing a socket with unread input makes the kernel send a reset, which can destroy the
+// error reply before the peer reads it. So: send FIN, then discard what the peer still sends,
+// bounded in bytes and time so a hostile peer cannot hold the thread.
+void close_gracefully(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  std::array<uint8_t, 4096> sink{};
+  const int64_t deadline_ns = monotonic_ns() + 500'000'000;
+  for (size_t drained = 0; drained < (1u << 20);) {
+    const int64_t left_ms = (deadline_ns - monotonic_ns()) / 1'000'000;
+    pollfd entry{fd, POLLIN, 0};
+    if (left_ms <= 0 || ::poll(&entry, 1, static_cast<int>(left_ms)) <= 0) return;
+    ssize_t got = ::recv(fd, sink.data(), sink.size(), 0);
+    if (got <= 0) return;
+    drained += static_cast<size_t>(got);
+  }
+}
+
 struct Connection {
   int fd = -1;
   std::string peer;
@@ -227,20 +244,23 @@ bool StoreServer::State::serve_one_request(int fd, const std::string& peer) {
   // A closed or shut-down connection ends here quietly: ranks disconnect when they are done.
   if (!receive_exact(fd, header_bytes, -1).is_ok()) return false;
 
-  auto reject = [&](uint16_t op, const Status& why) {
+  // The reply echoes the op bytes as sent, so the client can match it even if the rest was bad.
+  const uint16_t sent_op = static_cast<uint16_t>(header_bytes[6] | (header_bytes[7] << 8));
+  auto reject = [&](const Status& why) {
     log::warn("rendezvous store rejected a client from {}: {}", peer, why.message());
-    (void)send_all(fd, encode_reply(static_cast<Op>(op), error_reply(ReplyCode::kRejected,
-                                                                      why.message())));
+    (void)send_all(fd, encode_reply(static_cast<Op>(sent_op),
+                                    error_reply(ReplyCode::kRejected, why.message())));
+    close_gracefully(fd);
     return false;
   };
   auto header = decode_frame_header(header_bytes, max_request_payload_bytes(limits));
-  if (!header.is_ok()) return reject(0, header.status());
+  if (!header.is_ok()) return reject(header.status());
 
   std::array<uint8_t, kMaxTokenBytes> token_bytes{};
   std::span<uint8_t> presented(token_bytes.data(), header->token_bytes);
   if (!receive_exact(fd, presented, -1).is_ok()) return false;
   if (!token_matches(token, presented)) {
-    return reject(header->op, failed("wrong token (the run's PARTRAIN_TOKEN)"));
+    return reject(failed("wrong token (the run's PARTRAIN_TOKEN)"));
   }
 
   // Safe to allocate now: the header's payload size passed the limits above.
@@ -248,7 +268,7 @@ bool StoreServer::State::serve_one_request(int fd, const std::string& peer) {
   if (!receive_exact(fd, payload, -1).is_ok()) return false;
   const Op op = static_cast<Op>(header->op);
   auto request = decode_request_payload(op, payload, limits);
-  if (!request.is_ok()) return reject(header->op, request.status());
+  if (!request.is_ok()) return reject(request.status());
 
   return send_all(fd, encode_reply(op, execute(*request))).is_ok();
 }

@@ -1,5 +1,9 @@
 // `partrain bench collectives` end to end: real ranks, real Gloo transport, checked results.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +14,18 @@
 
 namespace partrain::testing {
 namespace {
+
+int free_tcp_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
 
 nlohmann::json run_json(const std::string& args) {
   CommandResult r = run_partrain(args + " --json");
@@ -73,6 +89,25 @@ TEST(BenchCollectives, RunsAsRanksOfPartrainLaunch) {
   ASSERT_FALSE(doc.is_discarded()) << r.out;
   EXPECT_EQ(doc["nranks"], 2);
   EXPECT_EQ(doc["wrong"], 0);
+}
+
+// Two launchers on one machine as two nodes of 2 ranks each: one world of 4 that completes
+// checked collectives across the "nodes".
+TEST(BenchCollectives, TwoNodesOfTwoRanksFormOneWorld) {
+  int port = free_tcp_port();
+  std::string common = "launch --nnodes 2 --master-addr 127.0.0.1 --master-port " +
+                       std::to_string(port) + " -n 2 --no-prefix --rdzv-timeout 60s -- " +
+                       PARTRAIN_BINARY + " bench collectives --op all -b 4K -e 4K -w 0 --iters 2 --json";
+  std::string dir = ::testing::TempDir();
+  CommandResult r = run_shell(std::string(PARTRAIN_BINARY) + " " + common +
+                              " --node-rank 1 >" + dir + "/node1.out 2>&1 & " + PARTRAIN_BINARY +
+                              " " + common + " --node-rank 0; status=$?; wait; exit $status");
+  ASSERT_EQ(r.exit_code, 0) << r.err << read_file(dir + "/node1.out");
+  nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  EXPECT_EQ(doc["nranks"], 4);
+  EXPECT_EQ(doc["wrong"], 0);
+  EXPECT_EQ(doc["results"].size(), 10u);  // 6 ops, 4 of them also in place
 }
 
 TEST(BenchCollectives, NcclWithoutGpuFailsClearly) {

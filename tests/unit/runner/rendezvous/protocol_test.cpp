@@ -18,6 +18,9 @@ thread_local size_t t_largest_allocation = 0;
 
 }  // namespace
 
+// GCC cannot see that the replacement new below is malloc-based and warns on the matching free.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(size_t size) {
   if (t_probe_active) t_largest_allocation = std::max(t_largest_allocation, size);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
@@ -25,6 +28,7 @@ void* operator new(size_t size) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace partrain::rendezvous {
 namespace {
@@ -181,7 +185,10 @@ TEST(RendezvousProtocol, RejectsOtherVersionsAndUnknownOps) {
   frame[6] = 99;
   decoded = decode_request_frame(frame, kToken, StoreLimits{});
   ASSERT_FALSE(decoded.is_ok());
-  EXPECT_NE(decoded.status().message().find("unknown rendezvous op 99"), std::string::npos);
+  EXPECT_NE(decoded.status().message().find("unknown rendezvous op 99"), std::string::npos)
+      << decoded.status().message();
+  EXPECT_FALSE(decode_reply_payload(static_cast<Op>(99), std::vector<uint8_t>{0}, StoreLimits{})
+                   .is_ok());
 }
 
 TEST(RendezvousProtocol, RejectsWrongToken) {
@@ -237,6 +244,46 @@ TEST(RendezvousProtocol, HugeFieldLengthsInsideAPayloadAreRejectedBeforeAllocati
   EXPECT_FALSE(wait.is_ok());
   EXPECT_FALSE(reply.is_ok());
   EXPECT_LT(largest, 4096u);
+}
+
+TEST(RendezvousProtocol, AllocationProbeSeesAllocations) {
+  // Guards the two tests above against passing only because the probe is blind.
+  AllocationProbe probe;
+  std::vector<uint8_t> buffer(10'000);
+  EXPECT_GE(probe.largest(), buffer.size());
+}
+
+TEST(RendezvousProtocol, MutatedFramesNeverCrashTheDecoders) {
+  // A deterministic stand-in for the fuzzer: flip random bytes of valid frames.
+  Request wait;
+  wait.op = Op::kWait;
+  wait.keys = {"alpha", "beta", "gamma"};
+  wait.timeout_ms = 5;
+  const auto request = encode_request(wait, kToken);
+  Reply get;
+  get.value = "some value";
+  const auto reply = encode_reply(Op::kGet, get);
+  uint64_t state = 88172645463325252ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int decoded_ok = 0;
+  for (int round = 0; round < 20'000; ++round) {
+    auto frame = (round % 2 == 0) ? request : reply;
+    const int flips = 1 + static_cast<int>(next() % 4);
+    for (int f = 0; f < flips; ++f) frame[next() % frame.size()] = static_cast<uint8_t>(next());
+    if (round % 2 == 0) {
+      decoded_ok += decode_request_frame(frame, kToken, StoreLimits{}).is_ok() ? 1 : 0;
+    } else {
+      decoded_ok += decode_reply_frame(frame, Op::kGet, StoreLimits{}).is_ok() ? 1 : 0;
+    }
+  }
+  // Flips inside key or value bytes still decode; flips in lengths and magic must not.
+  EXPECT_GT(decoded_ok, 0);
+  EXPECT_LT(decoded_ok, 20'000);
 }
 
 TEST(RendezvousProtocol, LimitsAreEnforcedOnDecode) {

@@ -1,0 +1,363 @@
+// `partrain launch` end to end: the real binary, real worker processes, real signals. Every test
+// that starts long-running workers also checks by pid that none of them survives the launcher.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/subprocess.h"
+
+extern char** environ;
+
+namespace partrain {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Finished {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+// One `partrain ...` process with both output streams collected.
+class Partrain {
+ public:
+  explicit Partrain(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    std::vector<std::string> argv{PARTRAIN_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> env;
+    for (char** var = environ; *var != nullptr; ++var) env.emplace_back(*var);
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    started_ = Clock::now();
+    auto spawned = Subprocess::spawn({argv, env, true});
+    if (!spawned.is_ok()) throw std::runtime_error(spawned.status().message());
+    process_.emplace(std::move(spawned).value());
+  }
+  pid_t pid() const { return process_->pid(); }
+
+  Finished finish() {
+    Finished result;
+    while (process_->stdout_fd() >= 0 || process_->stderr_fd() >= 0) {
+      std::vector<pollfd> fds;
+      for (int fd : {process_->stdout_fd(), process_->stderr_fd()}) {
+        if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+      }
+      ::poll(fds.data(), fds.size(), 1000);
+      read_into(result.out, process_->stdout_fd(), [&] { process_->close_stdout(); });
+      read_into(result.err, process_->stderr_fd(), [&] { process_->close_stderr(); });
+    }
+    result.exit_code = process_->wait().exit_code();
+    result.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    return result;
+  }
+
+ private:
+  template <typename OnEof>
+  static void read_into(std::string& text, int fd, OnEof on_eof) {
+    if (fd < 0) return;
+    char buffer[4096];
+    while (true) {
+      ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n > 0) {
+        text.append(buffer, static_cast<size_t>(n));
+        continue;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) on_eof();
+      return;
+    }
+  }
+  Clock::time_point started_;
+  std::optional<Subprocess> process_;
+};
+
+Finished run_partrain(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+  return Partrain(std::move(args), std::move(extra_env)).finish();
+}
+
+// A per-test scratch directory where workers drop their pids.
+class LaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = testing::TempDir() + "/launch_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Shell snippet: records the shell's pid and a background sleep's pid, then waits on it.
+  std::string record_pids_and_sleep(const std::string& trap = "") const {
+    return fmt::format("{} sleep 30 & echo $$ $! > {}/pids_$RANK; wait", trap, dir_.string());
+  }
+  std::vector<pid_t> recorded_pids() const {
+    std::vector<pid_t> pids;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      if (entry.path().filename().string().rfind("pids_", 0) != 0) continue;
+      std::ifstream file(entry.path());
+      pid_t pid;
+      while (file >> pid) pids.push_back(pid);
+    }
+    return pids;
+  }
+  void wait_for_pid_files(size_t count) const {
+    for (int i = 0; i < 500 && recorded_pids().size() < 2 * count; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(recorded_pids().size(), 2 * count);
+  }
+  // No process of the run may be alive (nor a zombie: the launcher reaped its children and the
+  // sleeps were reaped by init, which may take a moment).
+  void expect_all_gone() const {
+    for (pid_t pid : recorded_pids()) {
+      for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      errno = 0;
+      EXPECT_EQ(::kill(pid, 0), -1) << "pid " << pid << " outlived the launcher";
+      EXPECT_EQ(errno, ESRCH);
+    }
+  }
+  fs::path dir_;
+};
+
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string script(const std::string& name) {
+  return fmt::format("{}/tests/integration/scripts/{}", PARTRAIN_SOURCE_DIR, name);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(LaunchTest, SuccessRelaysPrefixedOutputOfEveryRank) {
+  Finished r = run_partrain({"launch", "-n", "3", "--", "sh", "-c", "echo hi $RANK of $WORLD_SIZE"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_TRUE(contains(r.out, fmt::format("[rank {}] hi {} of 3\n", rank, rank))) << r.out;
+  }
+  EXPECT_TRUE(contains(r.err, "partrain: rendezvous on 127.0.0.1:")) << r.err;
+}
+
+TEST_F(LaunchTest, NoPrefixAndLogDir) {
+  Finished plain = run_partrain({"launch", "-n", "1", "--no-prefix", "--", "echo", "bare"});
+  EXPECT_EQ(plain.out, "bare\n");
+  std::string logs = (dir_ / "logs").string();
+  Finished logged =
+      run_partrain({"launch", "-n", "2", "--log-dir", logs, "--", "sh", "-c", "echo to file $RANK"});
+  EXPECT_EQ(logged.exit_code, 0) << logged.err;
+  EXPECT_EQ(logged.out, "");
+  std::ifstream file(logs + "/rank_1.log");
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(text.str(), "to file 1\n");
+}
+
+TEST_F(LaunchTest, FailingRankGivesItsExitCodeAndSummary) {
+  Finished r = run_partrain(
+      {"launch", "-n", "3", "--", "sh", "-c",
+       "if [ $RANK = 1 ]; then echo cannot load shard 7 >&2; exit 3; fi; " + record_pids_and_sleep()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 1 (node 0, host")) << r.err;
+  EXPECT_TRUE(contains(r.err, "failed first with exit code 3")) << r.err;
+  EXPECT_TRUE(contains(r.err, "    cannot load shard 7\n")) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, RankKilledBySigkillGives137) {
+  Finished r = run_partrain({"launch", "-n", "2", "--", "sh", "-c",
+                             "if [ $RANK = 0 ]; then kill -9 $$; fi; " + record_pids_and_sleep()});
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 0 (")) << r.err;
+  EXPECT_TRUE(contains(r.err, "signal 9 (SIGKILL)")) << r.err;
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, RankIgnoringSigtermIsKilledAfterTheGrace) {
+  Finished r = run_partrain(
+      {"launch", "-n", "2", "--grace", "1s", "--", "sh", "-c",
+       "if [ $RANK = 0 ]; then sleep 0.3; exit 4; fi; " + record_pids_and_sleep("trap '' TERM;")});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 1 (pid")) << r.err;
+  EXPECT_TRUE(contains(r.err, "sending SIGKILL")) << r.err;
+  EXPECT_GE(r.seconds, 1.2);  // 0.3 s of work + 1 s grace
+  EXPECT_LT(r.seconds, 4.0);
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
+  Partrain launcher({"launch", "-n", "3", "--", "sh", "-c", record_pids_and_sleep()});
+  wait_for_pid_files(3);
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  Finished r = launcher.finish();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, SigtermIsForwardedAndGives143) {
+  Partrain launcher({"launch", "-n", "2", "--", "sh", "-c", record_pids_and_sleep()});
+  wait_for_pid_files(2);
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  Finished r = launcher.finish();
+  EXPECT_EQ(r.exit_code, 143) << r.err;
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, PortInUseIsAClearError) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  Finished r = run_partrain({"launch", "--master-port", port, "-n", "2", "--", "true"});
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "port " + port)) << r.err;
+  EXPECT_TRUE(contains(r.err, "already in use")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--master-port")) << r.err;
+}
+
+TEST_F(LaunchTest, TwoLaunchesAtOnceDoNotCollide) {
+  const std::string worker = "sleep 0.5; echo port=$MASTER_PORT run=$PARTRAIN_RUN_ID";
+  Partrain first({"launch", "-n", "2", "--", "sh", "-c", worker});
+  Partrain second({"launch", "-n", "2", "--", "sh", "-c", worker});
+  Finished a = first.finish();
+  Finished b = second.finish();
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::smatch ma;
+  std::smatch mb;
+  std::regex port_re("port=(\\d+) run=(\\S+)");
+  ASSERT_TRUE(std::regex_search(a.out, ma, port_re)) << a.out;
+  ASSERT_TRUE(std::regex_search(b.out, mb, port_re)) << b.out;
+  EXPECT_NE(ma[1].str(), mb[1].str());
+  EXPECT_NE(ma[2].str(), mb[2].str());
+}
+
+TEST_F(LaunchTest, PythonWorkerSeesTheTorchrunEnvironmentAndReachesTheMaster) {
+  Finished r = run_partrain({"launch", "-n", "3", "--", "python3", script("torchrun_env.py"), "3"},
+                            {"PARTRAIN_NPROC_PER_NODE=3"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_TRUE(contains(r.out, fmt::format("[rank {}] ok rank={} world=3", rank, rank))) << r.out;
+  }
+}
+
+TEST_F(LaunchTest, TwoNodesOnOneMachineFormOneWorldOfFour) {
+  const std::string port = std::to_string(free_port());
+  auto node = [&](int node_rank) {
+    return std::vector<std::string>{"launch", "--nnodes", "2", "--node-rank",
+                                    std::to_string(node_rank), "--master-addr", "127.0.0.1",
+                                    "--master-port", port, "--token", "test-secret", "-n", "2",
+                                    "--", "python3", script("torchrun_env.py"), "4"};
+  };
+  Partrain node0(node(0));
+  Partrain node1(node(1));
+  Finished a = node0.finish();
+  Finished b = node1.finish();
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  std::set<int> ranks;
+  std::regex ok_re("ok rank=(\\d) world=4");
+  for (const std::string& out : {a.out, b.out}) {
+    for (std::sregex_iterator it(out.begin(), out.end(), ok_re), end; it != end; ++it) {
+      ranks.insert(std::stoi((*it)[1].str()));
+    }
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3})) << a.out << b.out;
+  EXPECT_TRUE(contains(b.out, "[rank 2]")) << b.out;
+}
+
+TEST_F(LaunchTest, FailureOnOneNodeStopsTheOtherWithTheSameSummary) {
+  const std::string port = std::to_string(free_port());
+  auto node = [&](int node_rank) {
+    return std::vector<std::string>{
+        "launch", "--nnodes", "2", "--node-rank", std::to_string(node_rank), "--master-addr",
+        "127.0.0.1", "--master-port", port, "--token", "t", "-n", "2", "--", "sh", "-c",
+        "if [ $RANK = 3 ]; then sleep 0.2; exit 5; fi; " + record_pids_and_sleep()};
+  };
+  Partrain node0(node(0));
+  Partrain node1(node(1));
+  Finished a = node0.finish();
+  Finished b = node1.finish();
+  EXPECT_EQ(a.exit_code, 5) << a.err;
+  EXPECT_EQ(b.exit_code, 5) << b.err;
+  EXPECT_TRUE(contains(a.err, "rank 3 (node 1")) << a.err;
+  EXPECT_TRUE(contains(a.err, "on another node")) << a.err;
+  EXPECT_LT(a.seconds, 10.0);
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, RendezvousTimeoutNamesTheMissingNodeAndRanks) {
+  const std::string port = std::to_string(free_port());
+  Finished r = run_partrain({"launch", "--nnodes", "2", "--node-rank", "0", "--master-addr",
+                             "127.0.0.1", "--master-port", port, "--rdzv-timeout", "1s", "--token",
+                             "t", "-n", "2", "--", "true"});
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(contains(r.err, "127.0.0.1:" + port)) << r.err;
+  EXPECT_TRUE(contains(r.err, "missing: node 1 (ranks 2-3)")) << r.err;
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+TEST_F(LaunchTest, MasterUnreachableNamesAddressAndNodeZero) {
+  const std::string port = std::to_string(free_port());
+  Finished r = run_partrain({"launch", "--nnodes", "2", "--node-rank", "1", "--master-addr",
+                             "127.0.0.1", "--master-port", port, "--rdzv-timeout", "1s", "--token",
+                             "t", "-n", "1", "--", "true"});
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(contains(r.err, "127.0.0.1:" + port)) << r.err;
+  EXPECT_TRUE(contains(r.err, "node 0 (rank 0)")) << r.err;
+}
+
+TEST_F(LaunchTest, InvalidNprocIsAUsageError) {
+  for (const char* n : {"0", "-2", "four"}) {
+    Finished r = run_partrain({"launch", "-n", n, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << n << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "nproc-per-node")) << r.err;
+  }
+}
+
+TEST_F(LaunchTest, MissingCommandIsAUsageErrorSayingWhatToPass) {
+  Finished r = run_partrain({"launch", "-n", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "after `--`")) << r.err;
+}
+
+TEST_F(LaunchTest, CommandNotFoundGives127) {
+  Finished r = run_partrain({"launch", "-n", "2", "--", "partrain-nonexistent-cmd"});
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_TRUE(contains(r.err, "command not found: 'partrain-nonexistent-cmd'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "PATH=")) << r.err;
+}
+
+}  // namespace
+}  // namespace partrain

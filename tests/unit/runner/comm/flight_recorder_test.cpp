@@ -1,0 +1,55 @@
+#include "runner/comm/flight_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace partrain::comm {
+namespace {
+
+using profiler::CollectiveEvent;
+using profiler::CollectiveState;
+
+CollectiveEvent event_with_seq(uint64_t seq) {
+  CollectiveEvent event;
+  event.comm_id = "world";
+  event.seq = seq;
+  event.op = "all_reduce";
+  return event;
+}
+
+TEST(FlightRecorder, KeepsTheLastNOldestFirst) {
+  FlightRecorder recorder(3);
+  for (uint64_t seq = 0; seq < 5; ++seq) recorder.record(event_with_seq(seq));
+  std::vector<CollectiveEvent> events = recorder.snapshot();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].seq, 2u);
+  EXPECT_EQ(events[1].seq, 3u);
+  EXPECT_EQ(events[2].seq, 4u);
+  EXPECT_EQ(recorder.total_recorded(), 5u);
+  EXPECT_EQ(FlightRecorder().capacity(), 2000u);
+}
+
+TEST(FlightRecorder, UpdatesInPlaceAndSinksFinishedEvenAfterEviction) {
+  std::vector<CollectiveEvent> sunk;
+  FlightRecorder recorder(2, [&](const CollectiveEvent& e) { sunk.push_back(e); });
+  const uint64_t first = recorder.record(event_with_seq(0));
+  const uint64_t second = recorder.record(event_with_seq(1));
+
+  CollectiveEvent started = event_with_seq(1);
+  started.state = CollectiveState::kStarted;
+  recorder.update(second, started);
+  EXPECT_TRUE(sunk.empty());  // only finished events reach the sink
+  EXPECT_EQ(recorder.snapshot()[1].state, CollectiveState::kStarted);
+
+  recorder.record(event_with_seq(2));  // evicts the first
+  CollectiveEvent done = event_with_seq(0);
+  done.state = CollectiveState::kCompleted;
+  recorder.update(first, done);
+  ASSERT_EQ(sunk.size(), 1u);
+  EXPECT_EQ(sunk[0].seq, 0u);
+  for (const auto& e : recorder.snapshot()) EXPECT_NE(e.seq, 0u);  // not resurrected
+}
+
+}  // namespace
+}  // namespace partrain::comm

@@ -1,0 +1,110 @@
+#include "runner/launch/output_relay.h"
+
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace partrain::launch {
+namespace {
+
+// A relay writing "terminal" output into two temporary files.
+class RelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    out_ = std::tmpfile();
+    err_ = std::tmpfile();
+  }
+  void TearDown() override {
+    std::fclose(out_);
+    std::fclose(err_);
+  }
+  RelayOptions options() {
+    RelayOptions o;
+    o.terminal_stdout = fileno(out_);
+    o.terminal_stderr = fileno(err_);
+    return o;
+  }
+  static std::string contents(FILE* file) {
+    std::string text;
+    std::rewind(file);
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+    return text;
+  }
+  FILE* out_ = nullptr;
+  FILE* err_ = nullptr;
+};
+
+TEST_F(RelayTest, PrefixesCompleteLinesAndBuffersPartialOnes) {
+  auto relay = OutputRelay::open(options(), {4, 5});
+  ASSERT_TRUE(relay.is_ok());
+  relay->feed(0, Stream::kStdout, "hel");
+  relay->feed(1, Stream::kStdout, "other\n");
+  relay->feed(0, Stream::kStdout, "lo\nwor");
+  relay->feed(0, Stream::kStderr, "oops\n");
+  relay->finish(0, Stream::kStdout);
+  EXPECT_EQ(contents(out_), "[rank 5] other\n[rank 4] hello\n[rank 4] wor\n");
+  EXPECT_EQ(contents(err_), "[rank 4] oops\n");
+}
+
+TEST_F(RelayTest, NoPrefixWhenSwitchedOff) {
+  RelayOptions o = options();
+  o.prefix = false;
+  auto relay = OutputRelay::open(o, {0});
+  ASSERT_TRUE(relay.is_ok());
+  relay->feed(0, Stream::kStdout, "plain\n");
+  EXPECT_EQ(contents(out_), "plain\n");
+}
+
+TEST_F(RelayTest, KeepsTheLastStderrLines) {
+  RelayOptions o = options();
+  o.tail_lines = 3;
+  auto relay = OutputRelay::open(o, {0});
+  ASSERT_TRUE(relay.is_ok());
+  for (int i = 0; i < 10; ++i) relay->feed(0, Stream::kStderr, fmt::format("line {}\n", i));
+  relay->feed(0, Stream::kStdout, "stdout is not kept\n");
+  std::deque<std::string> expected{"line 7", "line 8", "line 9"};
+  EXPECT_EQ(relay->stderr_tail(0), expected);
+}
+
+TEST_F(RelayTest, PartialLinesStayBounded) {
+  RelayOptions o = options();
+  o.prefix = false;
+  o.max_line_bytes = 4;
+  auto relay = OutputRelay::open(o, {0});
+  ASSERT_TRUE(relay.is_ok());
+  relay->feed(0, Stream::kStdout, "abc");
+  relay->feed(0, Stream::kStdout, "defg");  // pending reached the bound: out it goes
+  relay->feed(0, Stream::kStdout, "hi\n");
+  EXPECT_EQ(contents(out_), "abcdefg\nhi\n");
+}
+
+TEST_F(RelayTest, LogDirWritesOneFilePerRankAndTeeAlsoPrints) {
+  std::string dir = testing::TempDir() + "/relay_logs_" + std::to_string(::getpid());
+  for (bool tee : {false, true}) {
+    RelayOptions o = options();
+    o.log_dir = dir;
+    o.tee = tee;
+    auto relay = OutputRelay::open(o, {0, 1});
+    ASSERT_TRUE(relay.is_ok()) << relay.status().message();
+    relay->feed(1, Stream::kStdout, "to the file\n");
+    relay->feed(1, Stream::kStderr, "an error\n");
+    std::ifstream file(dir + "/rank_1.log");
+    std::stringstream text;
+    text << file.rdbuf();
+    EXPECT_EQ(text.str(), "to the file\nan error\n");
+    EXPECT_TRUE(std::filesystem::exists(dir + "/rank_0.log"));
+  }
+  // Only the tee round reached the terminal.
+  EXPECT_EQ(contents(out_), "[rank 1] to the file\n");
+  EXPECT_EQ(contents(err_), "[rank 1] an error\n");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace partrain::launch
