@@ -10,6 +10,8 @@
 #include "cli/version.h"
 #include "core/log.h"
 
+#include <fmt/format.h>
+
 namespace partrain::cli {
 namespace {
 
@@ -115,7 +117,16 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::fprintf(stderr, "partrain: error: %s\nRun '%s --help' for usage.\n", e.what(),
+    std::string message = e.what();
+    auto leftover = app.remaining();
+    if (app.get_subcommands().empty() && !leftover.empty() && leftover.front()[0] != '-') {
+      std::string known;
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      }
+      message = fmt::format("unknown command '{}' (commands: {})", leftover.front(), known);
+    }
+    std::fprintf(stderr, "partrain: error: %s\nRun '%s --help' for usage.\n", message.c_str(),
                  command_path(app).c_str());
     return 2;
   }

@@ -24,7 +24,8 @@ struct ClockOffset {
 };
 
 // Uses the sample with the smallest round trip, whose midpoint is the tightest bound on when the
-// server read its clock (Cristian 1989). Samples with recv < send are skipped; nullopt if none remain.
+// server read its clock (Cristian 1989). Samples with recv < send are skipped; nullopt if none
+// remain.
 std::optional<ClockOffset> estimate_clock_offset(std::span<const PingSample> samples);
 
 // An offset measured at a local instant (one estimate_clock_offset per sync round).

@@ -246,7 +246,8 @@ bool token_matches(std::string_view expected, std::span<const uint8_t> presented
   if (expected.size() != presented.size()) return false;
   uint8_t difference = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    difference = static_cast<uint8_t>(difference | (static_cast<uint8_t>(expected[i]) ^ presented[i]));
+    const auto byte = static_cast<uint8_t>(expected[i]);
+    difference = static_cast<uint8_t>(difference | (byte ^ presented[i]));
   }
   return difference == 0;
 }

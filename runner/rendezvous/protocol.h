@@ -1,6 +1,7 @@
 // The rendezvous store's wire protocol: length-framed binary requests and replies over TCP.
 // Encoding and decoding are pure functions over byte spans (explicit little-endian, no struct
-// copies) that check magic, version, token and every size before allocating, so fuzzers can feed them.
+// copies) that check magic, version, token and every size before allocating, so fuzzers can
+// feed them arbitrary bytes.
 #pragma once
 
 #include <cstddef>

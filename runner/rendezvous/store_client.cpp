@@ -34,8 +34,23 @@ std::string format_endpoint(const std::string& host, uint16_t port) {
 }
 
 uint32_t to_wire_timeout_ms(Nanoseconds timeout) {
-  const int64_t ms = duration_cast<milliseconds>(timeout + Nanoseconds(999'999)).count();
+  // Rounded up, so a 1.5 ms wait is not cut to 1 ms; ~49 days is the wire's ceiling.
+  const int64_t ms = duration_cast<milliseconds>(timeout).count() +
+                     (timeout % milliseconds(1) > Nanoseconds(0) ? 1 : 0);
   return static_cast<uint32_t>(std::clamp<int64_t>(ms, 0, std::numeric_limits<uint32_t>::max()));
+}
+
+// now + waits, saturating: a caller may pass Nanoseconds::max() to mean "no limit".
+int64_t deadline_after(Nanoseconds wait, Nanoseconds extra = Nanoseconds(0)) {
+  int64_t deadline = monotonic_ns();
+  for (Nanoseconds part : {wait, extra}) {
+    const int64_t add = std::max<int64_t>(part.count(), 0);
+    if (add > std::numeric_limits<int64_t>::max() - deadline) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    deadline += add;
+  }
+  return deadline;
 }
 
 // One pass over the host's addresses. `retryable` means the store may simply not be up yet.
@@ -111,7 +126,7 @@ StatusOr<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& h
                             token.size(), kMaxTokenBytes);
   }
   const std::string endpoint = format_endpoint(host, port);
-  const int64_t deadline_ns = monotonic_ns() + timeout.count();
+  const int64_t deadline_ns = deadline_after(timeout);
   while (true) {
     ConnectAttempt attempt = try_connect(host, port, deadline_ns);
     if (attempt.fd >= 0) {
@@ -151,9 +166,10 @@ StatusOr<Reply> StoreClient::round_trip_locked(const Request& request, Nanosecon
     return Status(why.code(), fmt::format("rendezvous store at {}: {} ({})", endpoint_,
                                           why.message(), op_name(request.op)));
   };
-  if (Status sent = send_all(fd_, encode_request(request, token_)); !sent.is_ok()) return lost(sent);
+  Status sent = send_all(fd_, encode_request(request, token_));
+  if (!sent.is_ok()) return lost(sent);
 
-  const int64_t deadline_ns = monotonic_ns() + io_timeout_.count() + extra_wait.count();
+  const int64_t deadline_ns = deadline_after(io_timeout_, extra_wait);
   std::array<uint8_t, kFrameHeaderBytes> header_bytes{};
   if (Status got = receive_exact(fd_, header_bytes, deadline_ns); !got.is_ok()) return lost(got);
   auto header = decode_frame_header(header_bytes, max_reply_payload_bytes(limits_));
@@ -197,7 +213,7 @@ StatusOr<std::string> StoreClient::get(std::string_view key, Nanoseconds timeout
   request.op = Op::kGet;
   request.key = key;
   request.timeout_ms = to_wire_timeout_ms(timeout);
-  ASSIGN_OR_RETURN(Reply reply, round_trip(request, timeout));
+  ASSIGN_OR_RETURN(Reply reply, round_trip(request, milliseconds(request.timeout_ms)));
   return std::move(reply.value);
 }
 
@@ -215,7 +231,7 @@ Status StoreClient::wait(const std::vector<std::string>& keys, Nanoseconds timeo
   request.op = Op::kWait;
   request.keys = keys;
   request.timeout_ms = to_wire_timeout_ms(timeout);
-  return round_trip(request, timeout).status();
+  return round_trip(request, milliseconds(request.timeout_ms)).status();
 }
 
 StatusOr<bool> StoreClient::check(const std::vector<std::string>& keys) {

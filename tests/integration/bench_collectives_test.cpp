@@ -95,13 +95,14 @@ TEST(BenchCollectives, RunsAsRanksOfPartrainLaunch) {
 // checked collectives across the "nodes".
 TEST(BenchCollectives, TwoNodesOfTwoRanksFormOneWorld) {
   int port = free_tcp_port();
-  std::string common = "launch --nnodes 2 --master-addr 127.0.0.1 --master-port " +
-                       std::to_string(port) + " -n 2 --no-prefix --rdzv-timeout 60s -- " +
-                       PARTRAIN_BINARY + " bench collectives --op all -b 4K -e 4K -w 0 --iters 2 --json";
+  std::string launch = std::string(PARTRAIN_BINARY) +
+                       " launch --nnodes 2 --master-addr 127.0.0.1 --master-port " +
+                       std::to_string(port) + " -n 2 --no-prefix --rdzv-timeout 60s --token t0k3n";
+  std::string bench = std::string(" -- ") + PARTRAIN_BINARY +
+                      " bench collectives --op all -b 4K -e 4K -w 0 --iters 2 --json";
   std::string dir = ::testing::TempDir();
-  CommandResult r = run_shell(std::string(PARTRAIN_BINARY) + " " + common +
-                              " --node-rank 1 >" + dir + "/node1.out 2>&1 & " + PARTRAIN_BINARY +
-                              " " + common + " --node-rank 0; status=$?; wait; exit $status");
+  CommandResult r = run_shell(launch + " --node-rank 1" + bench + " >" + dir + "/node1.out 2>&1 & " +
+                              launch + " --node-rank 0" + bench + "; status=$?; wait; exit $status");
   ASSERT_EQ(r.exit_code, 0) << r.err << read_file(dir + "/node1.out");
   nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << r.out;

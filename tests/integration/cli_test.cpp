@@ -76,7 +76,7 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
   EXPECT_NE(cli.out.find("\"bytes\": 64"), std::string::npos) << cli.out;
   // A malformed config value is named.
   std::ofstream(config) << "iters = \"many\"\n";
-  CommandResult bad = run_partrain(small + " --config " + config);
+  CommandResult bad = run_partrain(small + " -b 8 --config " + config);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("many"), std::string::npos) << bad.err;
 }

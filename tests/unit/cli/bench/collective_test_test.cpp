@@ -38,10 +38,14 @@ TEST(CollectiveTests, ExpectedValuesFollowTheMathematics) {
     double sum = bench_value(0, 5 + i) + bench_value(1, 5 + i) + bench_value(2, 5 + i);
     EXPECT_DOUBLE_EQ(recv[i], sum);
   }
+  layout = find_collective_test("all_to_all")->layout(3 * 4 * 5, 4, n);
   find_collective_test("all_to_all")->expected_recv(recv, 2, n, layout, comm::ReduceOp::kSum, 0);
+  ASSERT_EQ(recv.size(), 15u);
   // Block r of rank 2's result is block 2 of rank r's input.
   EXPECT_DOUBLE_EQ(recv[5 * 1 + 3], bench_value(1, 5 * 2 + 3));
+  layout = find_collective_test("send_recv")->layout(3 * 4 * 5, 4, n);
   find_collective_test("send_recv")->expected_recv(recv, 0, n, layout, comm::ReduceOp::kSum, 0);
+  ASSERT_EQ(recv.size(), 15u);
   EXPECT_DOUBLE_EQ(recv[0], bench_value(2, 0));  // rank 0 receives from rank n-1
 }
 

@@ -149,7 +149,8 @@ TEST(RendezvousProtocol, RepliesRoundTrip) {
   EXPECT_EQ(decoded->message, timeout.message);
 
   // A reply for another op is not taken as this request's answer.
-  EXPECT_FALSE(decode_reply_frame(encode_reply(Op::kSet, Reply{}), Op::kGet, StoreLimits{}).is_ok());
+  EXPECT_FALSE(
+      decode_reply_frame(encode_reply(Op::kSet, Reply{}), Op::kGet, StoreLimits{}).is_ok());
 }
 
 TEST(RendezvousProtocol, LongErrorMessagesAreCut) {

@@ -292,7 +292,8 @@ TEST_F(StoreTest, ForeignProtocolIsRejectedAndDisconnected) {
   auto header = decode_frame_header(reply_bytes, max_reply_payload_bytes(StoreLimits{}));
   ASSERT_TRUE(header.is_ok()) << header.status().message();
   auto reply = decode_reply_payload(static_cast<Op>(header->op),
-                                    std::span(reply_bytes).subspan(kFrameHeaderBytes), StoreLimits{});
+                                    std::span(reply_bytes).subspan(kFrameHeaderBytes),
+                                    StoreLimits{});
   ASSERT_TRUE(reply.is_ok()) << reply.status().message();
   EXPECT_EQ(reply->code, ReplyCode::kRejected);
   EXPECT_TRUE(contains(reply->message, "bad magic")) << reply->message;
@@ -376,12 +377,22 @@ TEST(StoreConnect, RetriesUntilTheServerComesUp) {
   EXPECT_TRUE((*client)->set("k", "v").is_ok());
 }
 
-TEST(StoreConnect, UnknownHostFailsFast) {
-  const auto start = std::chrono::steady_clock::now();
-  auto client = StoreClient::connect("no-such-host.invalid", 29500, kToken, 10s);
+TEST(StoreConnect, UnknownHostIsNamed) {
+  // Fails at once where DNS says "no such name"; after the timeout where DNS is unreachable.
+  auto client = StoreClient::connect("no-such-host.invalid", 29500, kToken, 1s);
   ASSERT_FALSE(client.is_ok());
-  EXPECT_TRUE(contains(client.status().message(), "no-such-host.invalid"));
-  EXPECT_LT(elapsed_since(start), 9s);
+  EXPECT_TRUE(contains(client.status().message(), "no-such-host.invalid"))
+      << client.status().message();
+}
+
+TEST_F(StoreTest, UnboundedTimeoutsDoNotOverflow) {
+  auto client = StoreClient::connect("127.0.0.1", server_->port(), kToken, Nanoseconds::max());
+  ASSERT_TRUE(client.is_ok()) << client.status().message();
+  ASSERT_TRUE((*client)->set("k", "v").is_ok());
+  auto value = (*client)->get("k", Nanoseconds::max());
+  ASSERT_TRUE(value.is_ok()) << value.status().message();
+  EXPECT_EQ(*value, "v");
+  EXPECT_TRUE((*client)->wait({"k"}, Nanoseconds::max()).is_ok());
 }
 
 }  // namespace
