@@ -97,6 +97,7 @@ int run(int argc, char** argv) {
   app.set_config("--config", "", "TOML file with flags of the subcommand (key = long flag name)")
       ->check(CLI::ExistingFile);
   app.config_formatter(std::make_shared<CommandConfig>(&app));
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error
   app.require_subcommand(1);
   app.fallthrough();  // `partrain launch --config x.toml -v` reaches the root's flags
   app.footer(
@@ -118,6 +119,11 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::string message = e.what();
+    const std::string kUnknownKey = "INI was not able to parse ";
+    if (message.rfind(kUnknownKey, 0) == 0) {
+      message = fmt::format("--config: '{}' is not a flag of `{}` (keys are long flag names)",
+                            message.substr(kUnknownKey.size()), command_path(app));
+    }
     auto leftover = app.remaining();
     if (app.get_subcommands().empty() && !leftover.empty() && leftover.front()[0] != '-') {
       std::string known;

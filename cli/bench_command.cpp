@@ -158,13 +158,13 @@ Subcommand add_bench_command(CLI::App& parent) {
   collectives->add_option("-e,--maxbytes", flags->max_bytes, "Largest message size")
       ->capture_default_str();
   collectives->add_option("-f,--stepfactor", flags->step_factor, "Multiply the size by this each step")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1024}));
   collectives->add_option("-i,--stepbytes", flags->step_bytes, "Add this to the size each step (when -f is 1)")
       ->capture_default_str();
   collectives->add_option("-w,--warmup-iters", flags->warmup_iters, "Untimed runs before timing")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, 1000000));
   collectives->add_option("--iters", flags->iters, "Timed runs per size (nccl-tests' -n)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1000000));
   collectives->add_option("-c,--check", flags->check, "Check results against a reference (0 or 1)")
       ->capture_default_str()->check(CLI::Range(0, 1));
   collectives->add_option("-d,--datatype", flags->dtype, "float, bfloat16, half, int32 or int64")
@@ -187,7 +187,7 @@ Subcommand add_bench_command(CLI::App& parent) {
   collectives->add_option("-n,--nproc-per-node", flags->nranks,
                           "Launch this many local ranks (as `partrain launch -n`); without it, "
                           "run as one rank or as a rank of an enclosing `partrain launch`")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   collectives->footer(
       "Examples:\n"
       "  partrain bench collectives -n 4 -b 8 -e 64M -f 2\n"

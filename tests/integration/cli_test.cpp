@@ -75,10 +75,15 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
   EXPECT_EQ(cli.out.find("\"bytes\": 16,"), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("\"bytes\": 64"), std::string::npos) << cli.out;
   // A malformed config value is named.
-  std::ofstream(config) << "iters = \"many\"\n";
+  std::ofstream(config) << "root = \"many\"\n";
   CommandResult bad = run_partrain(small + " -b 8 --config " + config);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("many"), std::string::npos) << bad.err;
+  // So is a key that is no flag of the command.
+  std::ofstream(config) << "mysterious = 3\n";
+  CommandResult extra = run_partrain(small + " -b 8 --config " + config);
+  EXPECT_EQ(extra.exit_code, 2);
+  EXPECT_NE(extra.err.find("mysterious"), std::string::npos) << extra.err;
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ inline std::string read_file(const std::string& path) {
 inline CommandResult run_shell(const std::string& command) {
   char dir_template[] = "/tmp/partrain-test-XXXXXX";
   std::string dir = mkdtemp(dir_template);
-  std::string full = command + " >" + dir + "/out 2>" + dir + "/err";
+  std::string full = "( " + command + " ) >" + dir + "/out 2>" + dir + "/err";
   int status = std::system(full.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
