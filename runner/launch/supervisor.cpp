@@ -133,8 +133,11 @@ void Supervisor::reap_exited(const SupervisorHooks& hooks) {
 }
 
 void Supervisor::poll_remote(const SupervisorHooks& hooks) {
-  if (!hooks.poll_remote_failure || Clock::now() < next_remote_poll_) return;
+  if (Clock::now() < next_remote_poll_) return;
+  // Advanced even without a remote hook: next_wake() sleeps until it, and a deadline left in
+  // the past would turn the supervisor's poll into a busy loop that starves the workers.
   next_remote_poll_ = Clock::now() + options_.remote_poll_interval;
+  if (!hooks.poll_remote_failure) return;
   if (std::optional<RankFailure> remote = hooks.poll_remote_failure()) {
     result_.root_cause = std::move(remote);
     result_.root_cause_remote = true;
