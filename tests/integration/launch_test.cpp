@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -357,6 +358,30 @@ TEST_F(LaunchTest, CommandNotFoundGives127) {
   EXPECT_EQ(r.exit_code, 127) << r.err;
   EXPECT_TRUE(contains(r.err, "command not found: 'partrain-nonexistent-cmd'")) << r.err;
   EXPECT_TRUE(contains(r.err, "PATH=")) << r.err;
+}
+
+}  // namespace
+}  // namespace partrain
+
+namespace partrain {
+namespace {
+
+double children_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// The launcher sleeps while its workers run: a supervisor that spins would take a core from the
+// ranks it supervises (it once did: a past deadline made its poll time out at once).
+TEST(LaunchIdle, LauncherUsesLittleCpuWhileWorkersSleep) {
+  double before = children_cpu_seconds();
+  Finished r = run_partrain({"launch", "-n", "2", "--", "sleep", "1.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  double used = children_cpu_seconds() - before;
+  // Start-up and teardown cost tens of milliseconds; spinning for 1.5 s would cost over 1 s.
+  EXPECT_LT(used, 0.5) << "launcher and workers used " << used << " s of CPU";
 }
 
 }  // namespace
