@@ -9,6 +9,7 @@
 
 #include "core/duration.h"
 #include "core/status.h"
+#include "profiler/clock_sync.h"
 #include "runner/comm/comm.h"
 #include "runner/comm/flight_recorder.h"
 #include "runner/rendezvous/store.h"
@@ -40,11 +41,15 @@ struct World {
   std::shared_ptr<rendezvous::Store> store;
   std::unique_ptr<comm::FlightRecorder> recorder;
   std::unique_ptr<comm::Comm> comm;  // recorded; rank() == env.rank
+  // This host's monotonic clock relative to the store host's (node 0), from min-RTT pings at
+  // join; unset for a world of one process.
+  std::optional<profiler::ClockOffset> clock_offset;
 };
 
 struct WorldOptions {
   CommBackend backend = CommBackend::kGloo;
   Nanoseconds timeout = std::chrono::seconds(300);
+  int clock_pings = 16;
 };
 
 // Joins the run described by the environment; outside a launcher, a world of one rank.
