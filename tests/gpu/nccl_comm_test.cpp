@@ -26,7 +26,7 @@ TEST(NcclComm, WorldOfOneCollectivesOnDeviceMemory) {
   std::vector<float> host(1023);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 13) - 6;
   float* device = nullptr;
-  ASSERT_EQ(cudaMalloc(&device, host.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device), host.size() * sizeof(float)), cudaSuccess);
   cudaMemcpy(device, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
   ASSERT_TRUE((*comm)->all_reduce(device, device, host.size(), DType::kF32, ReduceOp::kSum).is_ok());
   ASSERT_TRUE((*comm)->barrier().is_ok());
