@@ -89,7 +89,8 @@ std::vector<std::string> flag_env_names(const CLI::App& command) {
 int run(int argc, char** argv) {
   CLI::App app{"partrain: launch, trace, analyse and size distributed LLM training jobs."};
   app.set_help_all_flag("--help-all", "Print help for every subcommand and exit");
-  app.set_version_flag("--version", version_text(), "Print the version and compiled-in backends");
+  app.set_version_flag("--version", std::function<std::string()>(version_text),
+                       "Print the version and compiled-in backends");
   bool verbose = false;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "Print debug messages on stderr");
