@@ -130,12 +130,7 @@ WorkPtr send_recv_run(Comm& comm, const void* send, void* recv, const Collective
   int n = comm.size();
   int next = (comm.rank() + 1) % n;
   int prev = (comm.rank() + n - 1) % n;
-  // Post both before waiting on either, so a ring of blocking sends cannot deadlock.
-  WorkPtr sent = comm.send_async(send, layout.count, dtype, next);
-  WorkPtr received = comm.recv_async(recv, layout.count, dtype, prev);
-  Status status = sent->wait();
-  Status recv_status = received->wait();
-  return comm::completed_work(status.is_ok() ? recv_status : status);
+  return comm.send_recv_async(send, next, recv, prev, layout.count, dtype);
 }
 void send_recv_expected(std::vector<double>& recv, int rank, int nranks,
                         const CollectiveLayout& layout, ReduceOp, int) {

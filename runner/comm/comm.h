@@ -58,6 +58,11 @@ class Comm {
   // Point to point: the n-th send from a to b pairs with the n-th recv at b from a.
   virtual WorkPtr send_async(const void* buffer, size_t count, DType dtype, int peer) = 0;
   virtual WorkPtr recv_async(void* buffer, size_t count, DType dtype, int peer) = 0;
+  // One send and one receive issued together, as a pipeline stage exchanges activations and
+  // gradients: NCCL runs them as one group, so two ranks sending to each other cannot
+  // deadlock. Recorded as a send and a recv. The default posts both and waits for both.
+  virtual WorkPtr send_recv_async(const void* send, int send_peer, void* recv, int recv_peer,
+                                  size_t count, DType dtype);
 
   // Collective over this communicator: ranks with the same color form a sub-group, ordered by
   // (key, rank). kNoColor returns a null communicator. Every member rank must call it.
@@ -86,6 +91,10 @@ class Comm {
   }
   Status recv(void* buffer, size_t count, DType dtype, int peer) {
     return recv_async(buffer, count, dtype, peer)->wait();
+  }
+  Status send_recv(const void* send, int send_peer, void* recv, int recv_peer, size_t count,
+                   DType dtype) {
+    return send_recv_async(send, send_peer, recv, recv_peer, count, dtype)->wait();
   }
 };
 

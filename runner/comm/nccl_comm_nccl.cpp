@@ -250,6 +250,20 @@ class NcclComm final : public Comm {
     });
   }
 
+  WorkPtr send_recv_async(const void* send, int send_peer, void* recv, int recv_peer,
+                          size_t count, DType dtype) override {
+    if (Status s = check_peer("send", send_peer); !s.is_ok()) return completed_work(s);
+    if (Status s = check_peer("recv", recv_peer); !s.is_ok()) return completed_work(s);
+    // One group: NCCL progresses both directions together, so an exchange cannot deadlock.
+    return launch([&]() -> Status {
+      NCCL_CHECK(ncclGroupStart(), rank_);
+      NCCL_CHECK(ncclSend(send, count, nccl_dtype(dtype), send_peer, comm_, stream_), rank_);
+      NCCL_CHECK(ncclRecv(recv, count, nccl_dtype(dtype), recv_peer, comm_, stream_), rank_);
+      NCCL_CHECK(ncclGroupEnd(), rank_);
+      return Status::ok();
+    });
+  }
+
   StatusOr<std::unique_ptr<Comm>> split(int color, int key) override;
 
  private:

@@ -17,15 +17,13 @@ uint64_t nccl_tests_bytes(std::string_view op, size_t count, DType dtype, int co
   return buffer;
 }
 
-namespace {
-
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
 
 // One operation's entry, updated from whichever thread sees it start or end.
-class Tracker {
+class OpTracker {
  public:
-  Tracker(FlightRecorder& recorder, uint64_t id, CollectiveEvent event)
+  OpTracker(FlightRecorder& recorder, uint64_t id, CollectiveEvent event)
       : recorder_(recorder), id_(id), event_(std::move(event)) {}
 
   void started(int64_t start_ns) {
@@ -62,31 +60,41 @@ class Tracker {
   CollectiveEvent event_;
 };
 
+namespace {
+
+// One backend op and the recorder entries it completes (two for an exchange).
 class RecordingWork final : public Work {
  public:
-  RecordingWork(WorkPtr inner, std::shared_ptr<Tracker> tracker)
-      : inner_(std::move(inner)), tracker_(std::move(tracker)) {
+  RecordingWork(WorkPtr inner, std::vector<std::shared_ptr<OpTracker>> trackers)
+      : inner_(std::move(inner)), trackers_(std::move(trackers)) {
     if (auto* observable = dynamic_cast<ObservableWork*>(inner_.get())) {
       // The backend reports start and end from its own thread: exact, and without a wait().
       observable_ = true;
-      observable->observe([t = tracker_](int64_t ns) { t->started(ns); },
-                          [t = tracker_](int64_t ns, const Status& s) { t->finished(ns, s); });
+      observable->observe(
+          [ts = trackers_](int64_t ns) {
+            for (const auto& t : ts) t->started(ns);
+          },
+          [ts = trackers_](int64_t ns, const Status& s) {
+            for (const auto& t : ts) t->finished(ns, s);
+          });
     } else {
       // A stream-ordered backend (NCCL) is launched at enqueue; its end is seen by wait().
-      tracker_->started(monotonic_ns());
+      for (const auto& tracker : trackers_) tracker->started(monotonic_ns());
     }
   }
 
   Status wait() override {
     Status status = inner_->wait();
-    if (!observable_) tracker_->finished(monotonic_ns(), status);
+    if (!observable_) {
+      for (const auto& tracker : trackers_) tracker->finished(monotonic_ns(), status);
+    }
     return status;
   }
   bool is_completed() override { return inner_->is_completed(); }
 
  private:
   WorkPtr inner_;
-  std::shared_ptr<Tracker> tracker_;
+  std::vector<std::shared_ptr<OpTracker>> trackers_;
   bool observable_ = false;
 };
 
@@ -114,9 +122,7 @@ profiler::CollectiveEvent RecordingComm::describe(std::string_view op, DType dty
   return event;
 }
 
-template <typename Issue>
-WorkPtr RecordingComm::record(CollectiveEvent event, Numbering numbering, Issue&& issue) {
-  std::lock_guard lock(mutex_);
+std::shared_ptr<OpTracker> RecordingComm::track(CollectiveEvent event, Numbering numbering) {
   const bool peer_valid = event.peer >= 0 && event.peer < inner_->size();
   switch (numbering) {
     case Numbering::kCollective: event.seq = next_seq_++; break;
@@ -131,8 +137,15 @@ WorkPtr RecordingComm::record(CollectiveEvent event, Numbering numbering, Issue&
   event.state = CollectiveState::kEnqueued;
   event.enqueue_ns = monotonic_ns();
   const uint64_t id = recorder_.record(event);
-  auto tracker = std::make_shared<Tracker>(recorder_, id, std::move(event));
-  return std::make_unique<RecordingWork>(issue(), std::move(tracker));
+  return std::make_shared<OpTracker>(recorder_, id, std::move(event));
+}
+
+template <typename Issue>
+WorkPtr RecordingComm::record(CollectiveEvent event, Numbering numbering, Issue&& issue) {
+  // Numbering and issuing under one lock: the order of numbers is the order of issue.
+  std::lock_guard lock(mutex_);
+  auto tracker = track(std::move(event), numbering);
+  return std::make_unique<RecordingWork>(issue(), std::vector{std::move(tracker)});
 }
 
 WorkPtr RecordingComm::all_reduce_async(const void* send, void* recv, size_t count, DType dtype,
@@ -179,6 +192,17 @@ WorkPtr RecordingComm::send_async(const void* buffer, size_t count, DType dtype,
 WorkPtr RecordingComm::recv_async(void* buffer, size_t count, DType dtype, int peer) {
   return record(describe("recv", dtype, std::nullopt, count, peer), Numbering::kRecv,
                 [&] { return inner_->recv_async(buffer, count, dtype, peer); });
+}
+
+WorkPtr RecordingComm::send_recv_async(const void* send, int send_peer, void* recv,
+                                       int recv_peer, size_t count, DType dtype) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<OpTracker>> trackers = {
+      track(describe("send", dtype, std::nullopt, count, send_peer), Numbering::kSend),
+      track(describe("recv", dtype, std::nullopt, count, recv_peer), Numbering::kRecv)};
+  return std::make_unique<RecordingWork>(
+      inner_->send_recv_async(send, send_peer, recv, recv_peer, count, dtype),
+      std::move(trackers));
 }
 
 StatusOr<std::unique_ptr<Comm>> RecordingComm::split(int color, int key) {

@@ -14,6 +14,8 @@
 
 namespace partrain::comm {
 
+class OpTracker;  // one recorder entry, updated as its op starts and ends
+
 // The size S nccl-tests reports for an op (its "size" column): all_reduce and broadcast
 // count x elt; all_gather, reduce_scatter and all_to_all the whole size() x count x elt buffer;
 // send/recv count x elt; barrier 0.
@@ -42,6 +44,8 @@ class RecordingComm final : public Comm {
   WorkPtr barrier_async() override;
   WorkPtr send_async(const void* buffer, size_t count, DType dtype, int peer) override;
   WorkPtr recv_async(void* buffer, size_t count, DType dtype, int peer) override;
+  WorkPtr send_recv_async(const void* send, int send_peer, void* recv, int recv_peer,
+                          size_t count, DType dtype) override;
   // The sub-group is recorded too, into the same recorder.
   StatusOr<std::unique_ptr<Comm>> split(int color, int key) override;
 
@@ -54,6 +58,8 @@ class RecordingComm final : public Comm {
                                      int peer) const;
   template <typename Issue>
   WorkPtr record(profiler::CollectiveEvent event, Numbering numbering, Issue&& issue);
+  // Numbers and records one event; the caller attaches the tracker to the op's Work.
+  std::shared_ptr<OpTracker> track(profiler::CollectiveEvent event, Numbering numbering);
 
   std::unique_ptr<Comm> inner_;
   FlightRecorder& recorder_;

@@ -131,3 +131,39 @@ TEST(RecordingComm, AsyncOpIsStartedOrCompletedWithoutWaiting) {
 
 }  // namespace
 }  // namespace partrain::comm
+
+namespace partrain::comm {
+namespace {
+
+// An exchange (send right, receive left, in one call) is two recorder entries numbered per
+// peer like lone transfers, and a ring of exchanges with large buffers completes.
+TEST(RecordingComm, SendRecvExchangeIsASendAndARecv) {
+  constexpr int kSize = 3;
+  constexpr size_t kCount = 1 << 18;  // 1 MiB of floats: larger than any socket buffer
+  testing::run_world(kSize, [&](int rank, Comm& base) {
+    FlightRecorder recorder;
+    StatusOr<std::unique_ptr<Comm>> whole = base.split(0, rank);
+    ASSERT_TRUE(whole.is_ok());
+    RecordingComm comm(std::move(*whole), recorder);
+    const int right = (rank + 1) % kSize, left = (rank + kSize - 1) % kSize;
+    std::vector<float> out(kCount, static_cast<float>(rank)), in(kCount, -1.0f);
+    for (int round = 0; round < 2; ++round) {
+      ASSERT_TRUE(comm.send_recv(out.data(), right, in.data(), left, kCount, DType::kF32).is_ok());
+      EXPECT_EQ(in.front(), static_cast<float>(left));
+      EXPECT_EQ(in.back(), static_cast<float>(left));
+    }
+    std::vector<CollectiveEvent> events = recorder.snapshot();
+    ASSERT_EQ(events.size(), 4u);
+    for (size_t i = 0; i < events.size(); ++i) {
+      const CollectiveEvent& e = events[i];
+      EXPECT_EQ(e.op, i % 2 == 0 ? "send" : "recv");
+      EXPECT_EQ(e.peer, i % 2 == 0 ? right : left);
+      EXPECT_EQ(e.seq, i / 2);  // the n-th send to right, the n-th recv from left
+      EXPECT_EQ(e.bytes, kCount * sizeof(float));
+      EXPECT_EQ(e.state, CollectiveState::kCompleted);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace partrain::comm
