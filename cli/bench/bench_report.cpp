@@ -51,13 +51,13 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOpt
     if (row.op != current_op) {
       current_op = row.op;
       out += fmt::format("# {}\n", row.op);
-      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5}  {:^33}  {:^33}\n", "", "", "", "",
-                         "", "out-of-place", "in-place");
-      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>11} {:>7} {:>7} {:>6} {:>11} "
+      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:-^33} {:-^33}\n", "", "", "", "",
+                         "", " out-of-place ", " in-place ");
+      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>10} {:>7} {:>7} {:>6} {:>10} "
                          "{:>7} {:>7} {:>6}\n",
                          "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
                          "#wrong", "time", "algbw", "busbw", "#wrong");
-      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>11} {:>7} {:>7} {:>6} {:>11} "
+      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>10} {:>7} {:>7} {:>6} {:>10} "
                          "{:>7} {:>7} {:>6}\n",
                          "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
                          "(GB/s)", "(GB/s)", "");
