@@ -29,6 +29,9 @@ struct LaunchConfig {
   std::vector<std::string> command;        // the worker command, argv style
   // Variables not passed on to workers: the launcher's own PARTRAIN_<FLAG> settings.
   std::vector<std::string> strip_env;
+  // "NAME=value" variables added to every worker's environment (replacing inherited ones):
+  // how `launch --workload` hands the resolved workload to its workers.
+  std::vector<std::string> extra_env;
 };
 
 }  // namespace partrain::launch

@@ -89,10 +89,15 @@ Status choose_identity(const LaunchConfig& config, RendezvousPlan& plan) {
 
 std::vector<WorkerSpec> worker_specs(const LaunchConfig& config, const RunContext& run) {
   const std::vector<std::string> base = current_environment();
+  std::vector<std::string> strip = config.strip_env;
+  for (const std::string& variable : config.extra_env) {
+    strip.push_back(variable.substr(0, variable.find('=')));
+  }
   std::vector<WorkerSpec> specs;
   for (int local = 0; local < run.nproc_per_node; ++local) {
-    specs.push_back(WorkerSpec{run.global_rank(local), config.command,
-                               worker_environment(base, config.strip_env, run, local)});
+    std::vector<std::string> env = worker_environment(base, strip, run, local);
+    env.insert(env.end(), config.extra_env.begin(), config.extra_env.end());
+    specs.push_back(WorkerSpec{run.global_rank(local), config.command, std::move(env)});
   }
   return specs;
 }

@@ -1,0 +1,145 @@
+#include "memory/memory_estimate.h"
+
+#include <algorithm>
+
+#include "memory/activations.h"
+#include "memory/comm_buffers.h"
+#include "memory/kv_cache.h"
+#include "memory/parameter_count.h"
+#include "memory/pipeline.h"
+
+namespace partrain::memory {
+namespace {
+
+constexpr double kCudaContextBytes = 512.0 * 1024 * 1024;
+constexpr double kNcclBytes = 512.0 * 1024 * 1024;
+constexpr double kFragmentation = 0.05;
+
+ActivationSetup activation_setup(const EstimateInput& in, const ResolvedLayout& r) {
+  ActivationSetup a;
+  a.micro_batch = static_cast<double>(in.layout.micro_batch);
+  a.seq = static_cast<double>(r.seq);
+  a.cp = in.layout.cp;
+  a.tp = in.layout.tp;
+  a.sp = in.layout.sp;
+  a.recompute = in.layout.recompute;
+  a.flash_attention = in.layout.flash_attention;
+  a.dropout = in.layout.dropout;
+  a.element_bytes = in.recipe.activation_bytes;
+  return a;
+}
+
+double training_activations(const EstimateInput& in, const ResolvedLayout& r, int stage,
+                            double in_flight) {
+  if (in.model.is_bare()) return 0;
+  const ActivationSetup a = activation_setup(in, r);
+  const int last = in.layout.pp - 1;
+  double bytes = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
+                 layer_activation_bytes(in.model, a) * in_flight;
+  if (in.layout.recompute == Recompute::kFull) {
+    // While a block's backward runs, its recomputed activations are all alive.
+    ActivationSetup working = a;
+    working.recompute = Recompute::kNone;
+    bytes += layer_activation_bytes(in.model, working);
+  }
+  if (stage == 0) bytes += embedding_activation_bytes(in.model, a) * in_flight;
+  if (stage == last) {
+    const bool all_held = in.layout.schedule == PipelineSchedule::kGpipe;
+    bytes += output_activation_bytes(in.model, a) *
+             (all_held ? static_cast<double>(r.micro_batches) : 1.0);
+  }
+  return bytes;
+}
+
+// A forward pass only: one block's working set and the last position's fp32 logits.
+double inference_activations(const EstimateInput& in, const ResolvedLayout& r) {
+  if (in.model.is_bare()) return 0;
+  ActivationSetup a = activation_setup(in, r);
+  a.seq = static_cast<double>(std::max<int64_t>(in.kv_len, 1));
+  a.dropout = 0;
+  const double logits = 4 * a.micro_batch * static_cast<double>(in.model.vocab) / a.tp;
+  return layer_activation_bytes(in.model, a) + logits;
+}
+
+StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int stage) {
+  const auto& l = in.layout;
+  StageMemory m;
+  m.stage = stage;
+  m.layers = r.stage_layers[static_cast<size_t>(stage)];
+  m.params_count = stage_params(in.model, r, stage);
+  if (in.inference) {
+    m.params = m.params_count * in.recipe.param_bytes;
+    m.activations = inference_activations(in, r);
+    m.kv_cache = kv_cache_bytes(in.model, static_cast<double>(l.micro_batch),
+                                static_cast<double>(in.kv_len + in.gen_len),
+                                static_cast<double>(m.layers), l.tp, in.recipe.activation_bytes);
+  } else {
+    const ModelStateBytes states = model_state_bytes(m.params_count, in.recipe, l.zero, l.dp);
+    m.params = states.params;
+    m.grads = states.grads;
+    m.optimizer = states.optimizer;
+    m.in_flight = in_flight_micro_batches(l.schedule, l.pp, l.vpp, r.micro_batches, stage);
+    m.activations = training_activations(in, r, stage, m.in_flight);
+    CommBufferInput comm;
+    comm.dp = l.dp;
+    comm.pp = l.pp;
+    comm.zero = l.zero;
+    comm.bucket_bytes = in.bucket_bytes;
+    comm.grad_bytes_per_rank = m.params_count * in.recipe.grad_bytes;
+    comm.largest_layer_params = in.model.is_bare() ? 0 : layer_params(in.model).per_tp_rank(l.tp);
+    comm.param_bytes = in.recipe.param_bytes;
+    comm.grad_bytes = in.recipe.grad_bytes;
+    if (!in.model.is_bare() && in.model.architecture == Architecture::kTransformer) {
+      comm.boundary_activation_bytes = in.recipe.activation_bytes *
+                                       static_cast<double>(r.seq / l.cp * l.micro_batch * in.model.hidden) /
+                                       (l.sp ? l.tp : 1);
+    }
+    m.comm = comm_buffer_bytes(comm);
+  }
+  const double other = m.total();
+  m.reserve = in.reserve_bytes.value_or(default_reserve(other).total());
+  return m;
+}
+
+}  // namespace
+
+ReserveBreakdown default_reserve(double other_bytes) {
+  return {kCudaContextBytes, kNcclBytes, kFragmentation * other_bytes};
+}
+
+double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+  const int tp = r.layout.tp, pp = r.layout.pp;
+  if (model.is_bare()) return model.bare_params / (static_cast<double>(tp) * pp);
+  double params = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
+                  layer_params(model).per_tp_rank(tp);
+  if (model.architecture == Architecture::kMlp) return params;
+  if (stage == 0) {
+    params += word_embedding_params(model) / tp + position_params(model);
+    if (model.embedding_norm) params += norm_params(model);
+  }
+  if (stage == pp - 1) {
+    params += norm_params(model) + lm_head_params(model) / tp;
+    if (model.tied_embeddings && pp > 1) params += word_embedding_params(model) / tp;
+  }
+  return params;
+}
+
+StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input) {
+  RETURN_IF_ERROR(validate_model(input.model));
+  MemoryEstimate estimate;
+  ASSIGN_OR_RETURN(estimate.layout, resolve_layout(input.layout, input.model));
+  if (input.inference && input.kv_len + input.gen_len < 1 && !input.model.is_bare()) {
+    return invalid_argument("--inference needs --kv-len and/or --gen-len (tokens in the KV cache)");
+  }
+  estimate.capacity_bytes = input.capacity_bytes;
+  estimate.total_params = total_params(input.model);
+  for (int stage = 0; stage < input.layout.pp; ++stage) {
+    estimate.stages.push_back(estimate_stage(input, estimate.layout, stage));
+    if (estimate.stages.back().total() > estimate.stages[estimate.heaviest].total()) {
+      estimate.heaviest = static_cast<size_t>(stage);
+    }
+  }
+  return estimate;
+}
+
+}  // namespace partrain::memory

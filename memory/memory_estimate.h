@@ -1,0 +1,76 @@
+// Per-GPU memory of a training (or inference) job by category for every pipeline stage:
+// params, grads, optimizer, activations, comm buffers, KV cache and a reserve for the CUDA
+// context, NCCL buffers and fragmentation; the heaviest stage decides whether it fits.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/status.h"
+#include "memory/model_config.h"
+#include "memory/model_states.h"
+#include "memory/training_layout.h"
+
+namespace partrain::memory {
+
+struct EstimateInput {
+  ModelConfig model;
+  TrainingLayout layout;
+  PrecisionRecipe recipe;
+  Optimizer optimizer = Optimizer::kAdamW;
+  std::optional<double> reserve_bytes;  // unset: default_reserve()
+  double bucket_bytes = 25e6;           // DDP gradient bucket
+  bool inference = false;               // weights + KV cache, no grads or optimizer
+  int64_t kv_len = 0;                   // prompt tokens kept in the KV cache
+  int64_t gen_len = 0;                  // generated tokens kept in the KV cache
+  double capacity_bytes = 0;            // the GPU's memory; 0: unknown
+};
+
+// The reserve when none is given: CUDA context and cuBLAS workspace (~512 MiB on recent GPUs),
+// NCCL's channel buffers (~512 MiB for a few communicators) and 5% of the rest for the caching
+// allocator's fragmentation.
+struct ReserveBreakdown {
+  double cuda_context = 0;
+  double nccl = 0;
+  double fragmentation = 0;
+  double total() const { return cuda_context + nccl + fragmentation; }
+};
+ReserveBreakdown default_reserve(double other_bytes);
+
+struct StageMemory {
+  int stage = 0;
+  int64_t layers = 0;
+  double params_count = 0;     // parameters this GPU computes with, before ZeRO sharding
+  double in_flight = 0;        // micro-batches' worth of activations held at the peak
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double comm = 0;
+  double kv_cache = 0;
+  double reserve = 0;
+  double total() const {
+    return params + grads + optimizer + activations + comm + kv_cache + reserve;
+  }
+};
+
+struct MemoryEstimate {
+  ResolvedLayout layout;
+  std::vector<StageMemory> stages;
+  size_t heaviest = 0;
+  double capacity_bytes = 0;
+  double total_params = 0;
+  const StageMemory& heaviest_stage() const { return stages[heaviest]; }
+  bool fits() const { return capacity_bytes <= 0 || heaviest_stage().total() <= capacity_bytes; }
+  double headroom() const { return capacity_bytes - heaviest_stage().total(); }
+};
+
+// kInvalidArgument naming the broken constraint when the layout does not fit the model.
+StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input);
+
+// Parameters one GPU of pipeline stage `stage` holds before ZeRO (blocks split by t, the
+// vocab-parallel embedding on the first stage, the final norm and LM head on the last; with
+// tied embeddings and pp > 1 the last stage keeps its own copy, as Megatron-LM does).
+double stage_params(const ModelConfig& model, const ResolvedLayout& layout, int stage);
+
+}  // namespace partrain::memory

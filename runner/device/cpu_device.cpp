@@ -1,0 +1,166 @@
+#include "runner/device/cpu_device.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "runner/ops/adamw.h"
+#include "runner/ops/attention.h"
+#include "runner/ops/cross_entropy.h"
+#include "runner/ops/embedding.h"
+#include "runner/ops/gelu.h"
+#include "runner/ops/global_norm.h"
+#include "runner/ops/layernorm.h"
+#include "runner/ops/matmul.h"
+#include "runner/ops/mean_square_loss.h"
+#include "runner/ops/residual.h"
+#include "runner/ops/vocab_parallel_cross_entropy.h"
+
+namespace partrain::runner {
+
+CpuDevice::CpuDevice(CpuDeviceOptions options)
+    : allocator_(std::make_unique<HostMemory>()), blas_threads_(std::max(1, options.blas_threads)) {
+  openblas_set_num_threads(blas_threads_);
+}
+
+std::string CpuDevice::name() const {
+  return fmt::format("cpu (OpenBLAS, {} thread{})", blas_threads_, blas_threads_ == 1 ? "" : "s");
+}
+
+void CpuDevice::fill(float* x, int64_t n, float value) { std::fill_n(x, n, value); }
+
+void CpuDevice::copy(float* destination, const float* source, int64_t n) {
+  std::copy_n(source, n, destination);
+}
+
+void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                               int64_t N, int64_t C, int64_t OC) {
+  ops::matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                const float* inp, const float* weight, int64_t N, int64_t C,
+                                int64_t OC) {
+  ops::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                  const float* weight, const float* bias, int64_t N, int64_t C) {
+  ops::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+
+void CpuDevice::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                   const float* inp, const float* weight, const float* mean,
+                                   const float* rstd, int64_t N, int64_t C) {
+  ops::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+void CpuDevice::attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+                                  int64_t NH, int64_t hs) {
+  ops::attention_forward(out, att, qkv, B, T, NH, hs);
+}
+
+void CpuDevice::attention_backward(float* dqkv, const float* dout, const float* qkv,
+                                   const float* att, int64_t B, int64_t T, int64_t NH, int64_t hs) {
+  ops::attention_backward(dqkv, dout, qkv, att, B, T, NH, hs);
+}
+
+void CpuDevice::gelu_forward(float* out, const float* inp, int64_t n) {
+  ops::gelu_forward(out, inp, n);
+}
+
+void CpuDevice::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+  ops::gelu_backward(dinp, inp, dout, n);
+}
+
+void CpuDevice::residual_forward(float* out, const float* a, const float* b, int64_t n) {
+  ops::residual_forward(out, a, b, n);
+}
+
+void CpuDevice::residual_backward(float* da, float* db, const float* dout, int64_t n) {
+  ops::residual_backward(da, db, dout, n);
+}
+
+void CpuDevice::embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                  const float* wpe, int64_t B, int64_t T, int64_t C) {
+  ops::embedding_forward(out, tokens, wte, wpe, B, T, C);
+}
+
+void CpuDevice::embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                   const int32_t* tokens, int64_t B, int64_t T, int64_t C) {
+  ops::embedding_backward(dwte, dwpe, dout, tokens, B, T, C);
+}
+
+void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                              const float* wte_shard, const float* wpe, int64_t B,
+                                              int64_t T, int64_t C, int64_t vocab_start,
+                                              int64_t vocab_end) {
+  ops::embedding_forward_vocab_range(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
+}
+
+void CpuDevice::embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
+                                               const int32_t* tokens, int64_t B, int64_t T,
+                                               int64_t C, int64_t vocab_start, int64_t vocab_end) {
+  ops::embedding_backward_vocab_range(dwte_shard, dwpe, dout, tokens, B, T, C, vocab_start,
+                                      vocab_end);
+}
+
+float CpuDevice::cross_entropy_forward(float* losses, const float* logits, const int32_t* targets,
+                                       int64_t N, int64_t V) {
+  return ops::cross_entropy_forward(losses, logits, targets, N, V);
+}
+
+void CpuDevice::cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                                       int64_t N, int64_t V, float dloss_scale) {
+  ops::cross_entropy_backward(dlogits, logits, targets, N, V, dloss_scale);
+}
+
+void CpuDevice::vocab_parallel_local_max(float* row_max, const float* logits, int64_t N,
+                                         int64_t V_local) {
+  ops::vocab_parallel_local_max(row_max, logits, N, V_local);
+}
+
+void CpuDevice::vocab_parallel_local_sum_exp(float* row_sum_exp, const float* logits,
+                                             const float* global_max, int64_t N, int64_t V_local) {
+  ops::vocab_parallel_local_sum_exp(row_sum_exp, logits, global_max, N, V_local);
+}
+
+void CpuDevice::vocab_parallel_local_target_logit(float* target_logit, const float* logits,
+                                                  const int32_t* targets, int64_t N,
+                                                  int64_t V_local, int64_t vocab_start) {
+  ops::vocab_parallel_local_target_logit(target_logit, logits, targets, N, V_local, vocab_start);
+}
+
+float CpuDevice::vocab_parallel_loss(float* losses, const float* global_max,
+                                     const float* global_sum_exp, const float* global_target_logit,
+                                     int64_t N) {
+  return ops::vocab_parallel_loss(losses, global_max, global_sum_exp, global_target_logit, N);
+}
+
+void CpuDevice::vocab_parallel_backward(float* dlogits, const float* logits, const int32_t* targets,
+                                        const float* global_max, const float* global_sum_exp,
+                                        int64_t N, int64_t V_local, int64_t vocab_start,
+                                        float dloss_scale) {
+  ops::vocab_parallel_backward(dlogits, logits, targets, global_max, global_sum_exp, N, V_local,
+                               vocab_start, dloss_scale);
+}
+
+float CpuDevice::mean_square_loss_forward(const float* y, int64_t n) {
+  return ops::mean_square_loss_forward(y, n);
+}
+
+void CpuDevice::mean_square_loss_backward(float* dy, const float* y, int64_t n, float dloss_scale) {
+  ops::mean_square_loss_backward(dy, y, n, dloss_scale);
+}
+
+void CpuDevice::adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
+                             const ops::AdamWConfig& config, int64_t step) {
+  ops::adamw_update(params, grads, m, v, n, config, step);
+}
+
+double CpuDevice::sum_of_squares(const float* x, int64_t n) { return ops::sum_of_squares(x, n); }
+
+void CpuDevice::scale(float* x, int64_t n, float factor) { ops::scale(x, n, factor); }
+
+}  // namespace partrain::runner

@@ -1,0 +1,85 @@
+// The CPU device: fp32, OpenBLAS sgemm for the GEMMs and the runner/ops reference code for the
+// rest; one BLAS thread per rank unless told otherwise, since the launcher already runs a rank per
+// core.
+#pragma once
+
+#include <string>
+
+#include "runner/device/device.h"
+#include "runner/device/tracked_allocator.h"
+
+namespace partrain::runner {
+
+struct CpuDeviceOptions {
+  // OpenBLAS threads for this process. Its thread count is process-wide state inside OpenBLAS, so
+  // the last CpuDevice constructed in a process decides it.
+  int blas_threads = 1;
+};
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(CpuDeviceOptions options = {});
+
+  std::string name() const override;
+  TrackedAllocator& allocator() override { return allocator_; }
+  int blas_threads() const { return blas_threads_; }
+
+  void fill(float* x, int64_t n, float value) override;
+  void copy(float* destination, const float* source, int64_t n) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int64_t N, int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int64_t N, int64_t C,
+                       int64_t OC) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int64_t N, int64_t C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int64_t N, int64_t C) override;
+  void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t NH,
+                         int64_t hs) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                          int64_t B, int64_t T, int64_t NH, int64_t hs) override;
+  void gelu_forward(float* out, const float* inp, int64_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
+  void residual_backward(float* da, float* db, const float* dout, int64_t n) override;
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int64_t B, int64_t T, int64_t C) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int64_t B, int64_t T, int64_t C) override;
+  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte_shard,
+                                     const float* wpe, int64_t B, int64_t T, int64_t C,
+                                     int64_t vocab_start, int64_t vocab_end) override;
+  void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
+                                      const int32_t* tokens, int64_t B, int64_t T, int64_t C,
+                                      int64_t vocab_start, int64_t vocab_end) override;
+  float cross_entropy_forward(float* losses, const float* logits, const int32_t* targets, int64_t N,
+                              int64_t V) override;
+  void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                              int64_t N, int64_t V, float dloss_scale) override;
+  void vocab_parallel_local_max(float* row_max, const float* logits, int64_t N,
+                                int64_t V_local) override;
+  void vocab_parallel_local_sum_exp(float* row_sum_exp, const float* logits,
+                                    const float* global_max, int64_t N, int64_t V_local) override;
+  void vocab_parallel_local_target_logit(float* target_logit, const float* logits,
+                                         const int32_t* targets, int64_t N, int64_t V_local,
+                                         int64_t vocab_start) override;
+  float vocab_parallel_loss(float* losses, const float* global_max, const float* global_sum_exp,
+                            const float* global_target_logit, int64_t N) override;
+  void vocab_parallel_backward(float* dlogits, const float* logits, const int32_t* targets,
+                               const float* global_max, const float* global_sum_exp, int64_t N,
+                               int64_t V_local, int64_t vocab_start, float dloss_scale) override;
+  float mean_square_loss_forward(const float* y, int64_t n) override;
+  void mean_square_loss_backward(float* dy, const float* y, int64_t n, float dloss_scale) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
+                    const ops::AdamWConfig& config, int64_t step) override;
+  double sum_of_squares(const float* x, int64_t n) override;
+  void scale(float* x, int64_t n, float factor) override;
+
+ private:
+  TrackedAllocator allocator_;  // host memory, 64-byte aligned
+  int blas_threads_;
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,107 @@
+// The compute device a rank trains on: one op set (the math of runner/ops, llm.c style: raw float
+// pointers into the device's memory plus dimensions) behind a virtual interface, so the CPU device
+// and a CUDA device run the same workloads and pass the same tests. docs/ops.md lists the contract.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "runner/device/tracked_allocator.h"
+#include "runner/ops/adamw.h"
+
+namespace partrain::runner {
+
+// Every pointer is device memory from allocator(); every backward accumulates (+=) into its
+// gradients, as llm.c, so callers zero gradients once per step. Layouts and formulas are in the
+// matching runner/ops header.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // "cpu (OpenBLAS, 1 thread)": shown in summaries beside the measured peak.
+  virtual std::string name() const = 0;
+  // The rank's tracked memory on this device.
+  virtual TrackedAllocator& allocator() = 0;
+  // Waits until queued work has finished (timing, host reads). The CPU runs synchronously.
+  virtual void synchronize() {}
+
+  // Memory.
+  virtual void fill(float* x, int64_t n, float value) = 0;
+  virtual void copy(float* destination, const float* source, int64_t n) = 0;
+
+  // runner/ops/matmul.h
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                              int64_t N, int64_t C, int64_t OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const float* weight, int64_t N, int64_t C,
+                               int64_t OC) = 0;
+  // runner/ops/layernorm.h
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, int64_t N, int64_t C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean,
+                                  const float* rstd, int64_t N, int64_t C) = 0;
+  // runner/ops/attention.h
+  virtual void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+                                 int64_t NH, int64_t hs) = 0;
+  virtual void attention_backward(float* dqkv, const float* dout, const float* qkv,
+                                  const float* att, int64_t B, int64_t T, int64_t NH,
+                                  int64_t hs) = 0;
+  // runner/ops/gelu.h
+  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) = 0;
+  // runner/ops/residual.h
+  virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) = 0;
+  virtual void residual_backward(float* da, float* db, const float* dout, int64_t n) = 0;
+  // runner/ops/embedding.h
+  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                 const float* wpe, int64_t B, int64_t T, int64_t C) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                  const int32_t* tokens, int64_t B, int64_t T, int64_t C) = 0;
+  virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                             const float* wte_shard, const float* wpe, int64_t B,
+                                             int64_t T, int64_t C, int64_t vocab_start,
+                                             int64_t vocab_end) = 0;
+  virtual void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
+                                              const int32_t* tokens, int64_t B, int64_t T,
+                                              int64_t C, int64_t vocab_start,
+                                              int64_t vocab_end) = 0;
+  // runner/ops/cross_entropy.h
+  virtual float cross_entropy_forward(float* losses, const float* logits, const int32_t* targets,
+                                      int64_t N, int64_t V) = 0;
+  virtual void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                                      int64_t N, int64_t V, float dloss_scale) = 0;
+  // runner/ops/vocab_parallel_cross_entropy.h
+  virtual void vocab_parallel_local_max(float* row_max, const float* logits, int64_t N,
+                                        int64_t V_local) = 0;
+  virtual void vocab_parallel_local_sum_exp(float* row_sum_exp, const float* logits,
+                                            const float* global_max, int64_t N,
+                                            int64_t V_local) = 0;
+  virtual void vocab_parallel_local_target_logit(float* target_logit, const float* logits,
+                                                 const int32_t* targets, int64_t N, int64_t V_local,
+                                                 int64_t vocab_start) = 0;
+  virtual float vocab_parallel_loss(float* losses, const float* global_max,
+                                    const float* global_sum_exp, const float* global_target_logit,
+                                    int64_t N) = 0;
+  virtual void vocab_parallel_backward(float* dlogits, const float* logits, const int32_t* targets,
+                                       const float* global_max, const float* global_sum_exp,
+                                       int64_t N, int64_t V_local, int64_t vocab_start,
+                                       float dloss_scale) = 0;
+  // runner/ops/mean_square_loss.h
+  virtual float mean_square_loss_forward(const float* y, int64_t n) = 0;
+  virtual void mean_square_loss_backward(float* dy, const float* y, int64_t n,
+                                         float dloss_scale) = 0;
+  // runner/ops/adamw.h and runner/ops/global_norm.h
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
+                            const ops::AdamWConfig& config, int64_t step) = 0;
+  virtual double sum_of_squares(const float* x, int64_t n) = 0;
+  virtual void scale(float* x, int64_t n, float factor) = 0;
+
+  // The device's sgemm throughput, the peak MFU is measured against: the best of `repeats` timed
+  // (size x size) @ (size x size)^T products through matmul_forward, after one warm-up, in
+  // GFLOP/s (2 size^3 flops each). Its buffers are tracked as workspace and freed on return.
+  StatusOr<double> measure_sgemm_gflops(int64_t size = 1024, int repeats = 5);
+};
+
+}  // namespace partrain::runner

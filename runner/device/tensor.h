@@ -1,0 +1,53 @@
+// A minimal fp32 tensor for the reference workloads: a shape and a contiguous row-major block of
+// floats in a tracked buffer (so its bytes count toward a memory::Category). No views, no strides:
+// ops take raw pointers and dimensions (llm.c style), a Tensor only owns and describes memory.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "memory/category.h"
+#include "runner/device/tracked_allocator.h"
+
+namespace partrain::runner {
+
+class Tensor {
+ public:
+  Tensor() = default;  // empty: no shape, numel 0, data nullptr
+
+  // Uninitialised contents. Fails on a negative dimension or when the allocator cannot.
+  static StatusOr<Tensor> create(TrackedAllocator& allocator, std::vector<int64_t> shape,
+                                 memory::Category category);
+  // The same, zero-filled (host memory only).
+  static StatusOr<Tensor> zeros(TrackedAllocator& allocator, std::vector<int64_t> shape,
+                                memory::Category category);
+
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t dim(size_t axis) const { return shape_.at(axis); }
+  int64_t numel() const { return numel_; }
+  size_t bytes() const { return static_cast<size_t>(numel_) * sizeof(float); }
+  memory::Category category() const { return buffer_.category(); }
+  float* data() { return static_cast<float*>(buffer_.data()); }
+  const float* data() const { return static_cast<const float*>(buffer_.data()); }
+  std::span<float> values() { return {data(), static_cast<size_t>(numel_)}; }
+  std::span<const float> values() const { return {data(), static_cast<size_t>(numel_)}; }
+
+  // Host memory only (a CUDA tensor is filled through its Device).
+  void zero();
+  void fill(float value);
+  // Copies exactly numel() values; fails naming both sizes otherwise.
+  Status copy_from(std::span<const float> source);
+
+  // "[4, 128, 768]", for messages.
+  std::string shape_string() const;
+
+ private:
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  TrackedBuffer buffer_;
+};
+
+}  // namespace partrain::runner
