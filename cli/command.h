@@ -17,6 +17,8 @@ struct Subcommand {
 
 Subcommand add_launch_command(CLI::App& parent);
 Subcommand add_bench_command(CLI::App& parent);
+Subcommand add_worker_command(CLI::App& parent);
+Subcommand add_memory_command(CLI::App& parent);
 
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);

@@ -5,7 +5,15 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "cli/command.h"
+#include "cli/workload_flags.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "runner/launch/launcher.h"
@@ -30,6 +38,8 @@ struct LaunchFlags {
   bool standalone = false;
   std::string grace = "10s";
   std::vector<std::string> command;
+  WorkloadFlags workload;
+  bool json = false;
 };
 
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
@@ -65,6 +75,29 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   return config;
 }
 
+// `--workload`: checks the layout before any rank starts, then runs `partrain worker` on every
+// rank with the workload as PARTRAIN_WORKLOAD_CONFIG. With --json, rank 0 leaves the summary in
+// a file the launcher prints, and the workers' own output goes to stderr.
+Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
+                     std::string& summary_path) {
+  if (!flags.command.empty()) {
+    return invalid_argument("pass either --workload or a command after `--`, not both");
+  }
+  const int world = config.nnodes.value_or(1) * config.nproc_per_node;
+  ASSIGN_OR_RETURN(runner::WorkloadConfig workload,
+                   to_workload_config(flags.workload, world, flags.json));
+  config.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "worker"};
+  config.extra_env.push_back("PARTRAIN_WORKLOAD_CONFIG=" + runner::workload_to_json(workload));
+  if (flags.json) {
+    summary_path = fmt::format("{}/partrain-summary-{}.json",
+                               std::filesystem::temp_directory_path().string(), ::getpid());
+    config.extra_env.push_back("PARTRAIN_SUMMARY_FILE=" + summary_path);
+    config.worker_stdout_to_stderr = true;
+  }
+  log::info("workload: {}", runner::describe_layout(workload.resolved));
+  return Status::ok();
+}
+
 int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) {
   auto config = to_config(flags);
   if (!config.is_ok()) {
@@ -72,10 +105,28 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) 
     return config.status().exit_code();
   }
   config->strip_env = std::move(own_env_vars);
+  std::string summary_path;
+  if (flags.workload.workload) {
+    if (Status planned = plan_workload(flags, *config, summary_path); !planned.is_ok()) {
+      log::error("{}", planned.message());
+      return planned.exit_code();
+    }
+  } else if (flags.json) {
+    log::error("--json applies to --workload runs (it prints their summary)");
+    return 2;
+  }
   auto exit_code = launch::launch(*config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
     return exit_code.status().exit_code();
+  }
+  if (!summary_path.empty()) {
+    std::ifstream summary(summary_path);
+    std::stringstream text;
+    text << summary.rdbuf();
+    std::string json = text.str();
+    std::fwrite(json.data(), 1, json.size(), stdout);
+    std::filesystem::remove(summary_path);
   }
   return *exit_code;
 }
@@ -139,6 +190,10 @@ Subcommand add_launch_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)");
   cmd->add_option("command", flags->command, "The worker command and its arguments, after `--`");
+  cmd->add_flag("--json", flags->json,
+                "With --workload: print the run's summary as one JSON document on stdout (the "
+                "workers' output goes to stderr)");
+  add_workload_flags(*cmd, flags->workload);
   cmd->footer(kFooter);
   return {cmd, [flags, cmd] { return run_launch(*flags, flag_env_names(*cmd)); }};
 }

@@ -32,6 +32,9 @@ struct LaunchConfig {
   // "NAME=value" variables added to every worker's environment (replacing inherited ones):
   // how `launch --workload` hands the resolved workload to its workers.
   std::vector<std::string> extra_env;
+  // Relay the workers' stdout to the launcher's stderr, keeping stdout for one result document
+  // (`launch --workload ... --json`).
+  bool worker_stdout_to_stderr = false;
 };
 
 }  // namespace partrain::launch

@@ -147,8 +147,9 @@ StatusOr<int> launch(const LaunchConfig& config) {
   std::vector<WorkerSpec> specs = worker_specs(config, run);
   std::vector<int> ranks;
   for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
-  ASSIGN_OR_RETURN(OutputRelay relay,
-                   OutputRelay::open({config.prefix, config.log_dir, config.tee}, ranks));
+  RelayOptions relay_options{config.prefix, config.log_dir, config.tee};
+  if (config.worker_stdout_to_stderr) relay_options.terminal_stdout = 2;
+  ASSIGN_OR_RETURN(OutputRelay relay, OutputRelay::open(relay_options, ranks));
 
   Supervisor supervisor({config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank},
                         signals, relay);

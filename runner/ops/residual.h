@@ -6,6 +6,7 @@
 
 namespace partrain::runner::ops {
 
+// out may alias a or b (x += branch in place).
 void residual_forward(float* out, const float* a, const float* b, int64_t n);
 
 // Accumulates (+=) dout into da and db (either may be nullptr).

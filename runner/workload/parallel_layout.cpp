@@ -73,7 +73,8 @@ Status check_tensor_parallel(const ParallelLayout& in, const LayoutModel& model,
   }
   out.sp = in.sp;
   if (in.tp == 1) return Status::ok();
-  if (model.heads % in.tp != 0) {
+  // A dimension of 0 does not exist in the model (the MLP workload has no heads or vocabulary).
+  if (model.heads > 0 && model.heads % in.tp != 0) {
     return invalid_argument("--heads {} is not divisible by --tp {}: tensor parallelism splits "
                             "attention heads evenly",
                             model.heads, in.tp);
@@ -81,7 +82,7 @@ Status check_tensor_parallel(const ParallelLayout& in, const LayoutModel& model,
   if (model.ffn % in.tp != 0) {
     return invalid_argument("the MLP width {} is not divisible by --tp {}", model.ffn, in.tp);
   }
-  if (model.vocab % in.tp != 0) {
+  if (model.vocab > 0 && model.vocab % in.tp != 0) {
     return invalid_argument("--vocab {} is not divisible by --tp {}: the embedding and the "
                             "cross-entropy are split over the vocabulary",
                             model.vocab, in.tp);

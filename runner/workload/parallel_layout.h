@@ -17,7 +17,7 @@ enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
 std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
 std::string_view pipeline_schedule_name(PipelineSchedule schedule);  // gpipe, 1f1b, interleaved
 
-// The model dimensions the layout must divide.
+// The model dimensions the layout must divide; 0 for a dimension the model does not have.
 struct LayoutModel {
   int layers = 1;
   int hidden = 1;

@@ -1,0 +1,312 @@
+// `partrain memory`: per-GPU memory by category (params, grads, optimizer, activations, comm,
+// KV cache, reserve) for a model and a parallel layout, as the DeepSpeed and Megatron
+// estimators compute it; --explain shows the formulas, --sweep a table over dp x ZeRO x recompute.
+#include <charconv>
+#include <cstdio>
+
+#include "cli/command.h"
+#include "core/byte_size.h"
+#include "core/log.h"
+#include "core/share_dir.h"
+#include "memory/explain.h"
+#include "memory/memory_report.h"
+#include "memory/presets.h"
+#include "memory/sweep.h"
+
+namespace partrain::cli {
+namespace {
+
+using memory::ModelConfig;
+
+struct MemoryFlags {
+  std::string model;
+  std::string model_file;
+  double params = 0;
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  bool swiglu = false;
+  bool rmsnorm = false;
+  bool no_bias = false;
+  bool untied_embeddings = false;
+  std::string position;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 0;
+  int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, zero = 0;
+  bool sp = false;
+  std::string pp_schedule = "1f1b";
+  std::string pp_split;
+  std::string recompute = "none";
+  bool flash_attn = false;
+  std::string precision = "bf16-mixed";
+  double bytes_per_param = 0;
+  double dropout = 0;
+  std::string optimizer = "adamw";
+  std::string gpu = "h100-80g";
+  std::string gpu_file;
+  std::string reserve = "auto";
+  std::string bucket_size = "25000000";
+  bool inference = false;
+  int64_t kv_len = 0, gen_len = 0;
+  bool per_stage = false, explain = false, json = false, sweep = false;
+  std::string sweep_dp = "1..1024";
+};
+
+StatusOr<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view flag) {
+  std::vector<int64_t> values;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (ec != std::errc() || ptr != item.data() + item.size() || value < 1) {
+      return invalid_argument("{} '{}': expected positive integers separated by commas", flag, text);
+    }
+    values.push_back(value);
+    start = end + 1;
+  }
+  return values;
+}
+
+// "1..1024": the powers of two from 1 to 1024; "1,8,64": those sizes.
+StatusOr<std::vector<int>> parse_dp_sizes(const std::string& text) {
+  std::vector<int> sizes;
+  if (auto dots = text.find(".."); dots != std::string::npos) {
+    ASSIGN_OR_RETURN(auto low, parse_int_list(text.substr(0, dots), "--sweep-dp"));
+    ASSIGN_OR_RETURN(auto high, parse_int_list(text.substr(dots + 2), "--sweep-dp"));
+    if (low.size() != 1 || high.size() != 1 || low[0] > high[0] || high[0] > (1 << 24)) {
+      return invalid_argument("--sweep-dp '{}': write LOW..HIGH (powers of two) or a list", text);
+    }
+    for (int64_t dp = low[0]; dp <= high[0]; dp *= 2) sizes.push_back(static_cast<int>(dp));
+    return sizes;
+  }
+  ASSIGN_OR_RETURN(auto list, parse_int_list(text, "--sweep-dp"));
+  for (int64_t dp : list) sizes.push_back(static_cast<int>(dp));
+  return sizes;
+}
+
+// The dimension flags given on the command line override a preset's (or define a model).
+void apply_dimensions(const MemoryFlags& f, ModelConfig& m) {
+  const std::pair<int64_t, int64_t*> dims[] = {{f.layers, &m.layers}, {f.hidden, &m.hidden},
+                                               {f.heads, &m.heads},   {f.kv_heads, &m.kv_heads},
+                                               {f.ffn, &m.ffn},       {f.vocab, &m.vocab},
+                                               {f.seq, &m.seq}};
+  for (const auto& [value, field] : dims) {
+    if (value > 0) *field = value;
+  }
+  if (f.swiglu) m.mlp = memory::MlpKind::kSwiglu;
+  if (f.rmsnorm) m.norm = memory::NormKind::kRmsNorm;
+  if (f.no_bias) m.bias = false;
+  if (f.untied_embeddings) m.tied_embeddings = false;
+  if (auto position = memory::parse_position(f.position)) m.position = *position;
+}
+
+// A model from dimensions only: GPT defaults; SwiGLU's ffn as LLaMA rounds 8h/3 up to 256.
+StatusOr<ModelConfig> dimensions_model(const MemoryFlags& f) {
+  if (f.layers == 0 || f.hidden == 0 || f.heads == 0 || f.vocab == 0 || f.seq == 0) {
+    return invalid_argument("give --model PRESET, --model-file FILE, --params N, or the dimensions "
+                            "--layers --hidden --heads --vocab --seq (and optionally --kv-heads "
+                            "--ffn --swiglu --rmsnorm --position --untied-embeddings)");
+  }
+  ModelConfig m = memory::gpt_model(f.layers, f.hidden, f.heads, f.vocab, f.seq);
+  m.name = "custom";
+  apply_dimensions(f, m);
+  if (f.kv_heads == 0) m.kv_heads = m.heads;
+  if (f.ffn == 0 && f.swiglu) m.ffn = (8 * m.hidden / 3 + 255) / 256 * 256;  // Touvron 2023 code
+  return m;
+}
+
+StatusOr<ModelConfig> resolve_model(const MemoryFlags& f) {
+  if (f.params > 0) return memory::bare_model(f.params);
+  ModelConfig m;
+  if (!f.model_file.empty()) {
+    ASSIGN_OR_RETURN(m, memory::load_model_file(f.model_file));
+  } else if (!f.model.empty()) {
+    ASSIGN_OR_RETURN(auto share, find_share_dir());
+    ASSIGN_OR_RETURN(m, memory::load_model_preset(share, f.model));
+  } else {
+    return dimensions_model(f);
+  }
+  apply_dimensions(f, m);
+  return m;
+}
+
+StatusOr<memory::GpuSpec> resolve_gpu(const MemoryFlags& f) {
+  if (!f.gpu_file.empty()) return memory::load_gpu_file(f.gpu_file);
+  ASSIGN_OR_RETURN(auto share, find_share_dir());
+  return memory::load_gpu_preset(share, f.gpu);
+}
+
+StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
+  memory::TrainingLayout l;
+  l.dp = f.dp;
+  l.tp = f.tp;
+  l.pp = f.pp;
+  l.vpp = f.vpp;
+  l.cp = f.cp;
+  l.sp = f.sp;
+  l.zero = f.zero;
+  l.micro_batch = f.micro_batch;
+  if (f.global_batch > 0) l.global_batch = f.global_batch;
+  if (f.seq > 0) l.seq = f.seq;
+  l.schedule = *memory::parse_schedule(f.pp_schedule);  // the flag only accepts known names
+  l.recompute = *memory::parse_recompute(f.recompute);
+  l.flash_attention = f.flash_attn;
+  l.dropout = f.dropout;
+  if (!f.pp_split.empty()) {
+    ASSIGN_OR_RETURN(l.pp_split, parse_int_list(f.pp_split, "--pp-split"));
+  }
+  return l;
+}
+
+StatusOr<memory::EstimateInput> to_input(const MemoryFlags& f) {
+  memory::EstimateInput in;
+  ASSIGN_OR_RETURN(in.model, resolve_model(f));
+  ASSIGN_OR_RETURN(in.layout, to_layout(f));
+  in.optimizer = *memory::parse_optimizer(f.optimizer);
+  ASSIGN_OR_RETURN(in.recipe, memory::precision_recipe(f.precision, in.optimizer));
+  if (f.bytes_per_param > 0) {
+    ASSIGN_OR_RETURN(in.recipe, memory::with_bytes_per_param(in.recipe, f.bytes_per_param));
+  }
+  if (f.reserve != "auto") {
+    ASSIGN_OR_RETURN(uint64_t reserve, parse_byte_size(f.reserve));
+    in.reserve_bytes = static_cast<double>(reserve);
+  }
+  ASSIGN_OR_RETURN(uint64_t bucket, parse_byte_size(f.bucket_size));
+  in.bucket_bytes = static_cast<double>(bucket);
+  in.inference = f.inference;
+  in.kv_len = f.kv_len;
+  in.gen_len = f.gen_len;
+  return in;
+}
+
+StatusOr<std::string> render(const MemoryFlags& f) {
+  ASSIGN_OR_RETURN(memory::EstimateInput input, to_input(f));
+  ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f));
+  input.capacity_bytes = gpu.memory_bytes;
+  memory::ReportContext context{f.params > 0 ? fmt::format("{:.4g} parameters", f.params)
+                                             : input.model.name,
+                                gpu.name};
+  if (f.sweep) {
+    ASSIGN_OR_RETURN(std::vector<int> dp_sizes, parse_dp_sizes(f.sweep_dp));
+    ASSIGN_OR_RETURN(memory::SweepReport report, memory::sweep_memory(input, dp_sizes));
+    return f.json ? memory::format_sweep_json(report, context)
+                  : memory::format_sweep_text(report, context, input);
+  }
+  ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
+  if (f.json) return memory::format_estimate_json(input, estimate, context);
+  std::string text = memory::format_estimate_text(input, estimate, context, f.per_stage);
+  if (f.explain) text += memory::format_explain_text(memory::explain_estimate(input, estimate));
+  return text;
+}
+
+int run_memory(const MemoryFlags& flags) {
+  StatusOr<std::string> text = render(flags);
+  if (!text.is_ok()) {
+    log::error("{}", text.status().message());
+    return text.status().exit_code();
+  }
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+void add_model_flags(CLI::App& cmd, MemoryFlags& f) {
+  cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
+  cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
+  cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--layers", f.layers, "Transformer layers (overrides the preset's)")->check(CLI::PositiveNumber);
+  cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(CLI::PositiveNumber);
+  cmd.add_option("--heads", f.heads, "Attention heads a")->check(CLI::PositiveNumber);
+  cmd.add_option("--kv-heads", f.kv_heads, "Key/value heads (grouped-query attention)")->check(CLI::PositiveNumber);
+  cmd.add_option("--ffn", f.ffn, "MLP inner size (default 4h; with --swiglu LLaMA's 8h/3 rounded to 256)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--vocab", f.vocab, "Vocabulary size V")->check(CLI::PositiveNumber);
+  cmd.add_option("--seq", f.seq, "Sequence length s (overrides the preset's)")->check(CLI::PositiveNumber);
+  cmd.add_flag("--swiglu", f.swiglu, "LLaMA-style SwiGLU MLP (3 matrices h x ffn)");
+  cmd.add_flag("--rmsnorm", f.rmsnorm, "RMSNorm instead of LayerNorm");
+  cmd.add_flag("--no-bias", f.no_bias, "Linear layers without biases (LLaMA)");
+  cmd.add_flag("--untied-embeddings", f.untied_embeddings, "A separate LM head (V x h)");
+  cmd.add_option("--position", f.position, "Positions: learned (s x h weights), rotary or alibi")
+      ->check(CLI::IsMember({"learned", "rotary", "alibi"}));
+}
+
+void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
+  cmd.add_option("--micro-batch", f.micro_batch, "Sequences per micro-batch b")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--global-batch", f.global_batch, "Sequences per step (default dp x micro-batch)")
+      ->check(CLI::PositiveNumber);
+  for (auto [name, value, help] : {std::tuple{"--dp", &f.dp, "Data-parallel degree"},
+                                   std::tuple{"--tp", &f.tp, "Tensor-parallel degree t"},
+                                   std::tuple{"--pp", &f.pp, "Pipeline-parallel degree p"},
+                                   std::tuple{"--vpp", &f.vpp, "Virtual stages per pipeline rank v (interleaved)"},
+                                   std::tuple{"--cp", &f.cp, "Context-parallel degree (splits the sequence)"}}) {
+    cmd.add_option(name, *value, help)->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  }
+  cmd.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)");
+  cmd.add_option("--zero", f.zero, "ZeRO stage: 0 DDP, 1 optimizer, 2 + grads, 3 (FSDP) + params")
+      ->capture_default_str()->check(CLI::Range(0, 3));
+  cmd.add_option("--pp-schedule", f.pp_schedule, "gpipe, 1f1b or interleaved")->capture_default_str()
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  cmd.add_option("--pp-split", f.pp_split, "Layers per stage, e.g. 9,8,8,7 (uneven stages)");
+  cmd.add_option("--recompute", f.recompute, "Activation recomputation: none, selective or full")
+      ->capture_default_str()->check(CLI::IsMember({"none", "selective", "full"}));
+  cmd.add_flag("--flash-attn", f.flash_attn, "FlashAttention: the a s^2 b attention scores are never stored");
+}
+
+void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
+  cmd.add_option("--precision", f.precision,
+                 "fp32-adam (16 B/param), bf16-mixed (16), bf16-fp32grad (18), bf16-fp32grad-accum "
+                 "(20); fp32 and bf16 are aliases")->capture_default_str()
+      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad",
+                             "bf16-fp32grad-accum"}));
+  cmd.add_option("--bytes-per-param", f.bytes_per_param,
+                 "Model-state bytes per parameter (custom recipe: the rest after params and grads "
+                 "is optimizer state)")->check(CLI::PositiveNumber);
+  cmd.add_option("--dropout", f.dropout, "Dropout probability; > 0 counts the 1-byte masks")
+      ->capture_default_str()->check(CLI::Range(0.0, 0.999));
+  cmd.add_option("--optimizer", f.optimizer, "adamw or sgd")->capture_default_str()
+      ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
+  cmd.add_option("--gpu", f.gpu, "GPU preset (share/gpus/*.json): capacity")->capture_default_str();
+  cmd.add_option("--gpu-file", f.gpu_file, "GPU JSON file (the presets' format)");
+  cmd.add_option("--reserve", f.reserve,
+                 "Memory kept aside (CUDA context, NCCL buffers, fragmentation): auto or a size "
+                 "(4G)")->capture_default_str();
+  cmd.add_option("--bucket-size", f.bucket_size, "DDP gradient bucket (bytes, or 25M)")->capture_default_str();
+  cmd.add_flag("--inference", f.inference, "Weights and KV cache only (no grads or optimizer)");
+  cmd.add_option("--kv-len", f.kv_len, "Prompt tokens in the KV cache (--inference)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--gen-len", f.gen_len, "Generated tokens in the KV cache (--inference)")->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace
+
+Subcommand add_memory_command(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand(
+      "memory", "Per-GPU memory by category (params, grads, optimizer, activations, comm, KV "
+                "cache, reserve) for a model and a parallel layout, and whether it fits");
+  auto flags = std::make_shared<MemoryFlags>();
+  add_model_flags(*cmd, *flags);
+  add_layout_flags(*cmd, *flags);
+  add_recipe_flags(*cmd, *flags);
+  cmd->add_flag("--per-stage", flags->per_stage, "Every pipeline stage, not only the heaviest");
+  cmd->add_flag("--explain", flags->explain, "Each formula with its numbers and its source");
+  cmd->add_flag("--json", flags->json, "Print JSON: {\"per_gpu_bytes\": {...}, \"capacity_bytes\", ...}");
+  cmd->add_flag("--sweep", flags->sweep,
+                "Parameters, FLOPs, and a table over dp sizes x ZeRO stages x recompute modes");
+  cmd->add_option("--sweep-dp", flags->sweep_dp, "dp sizes of --sweep: LOW..HIGH (powers of two) or a list")
+      ->capture_default_str();
+  cmd->footer(
+      "Examples:\n"
+      "  partrain memory --model llama-2-7b --dp 8 --zero 1 --micro-batch 1 --gpu a100-80g\n"
+      "  partrain memory --model llama-3-70b --tp 8 --sp --pp 4 --recompute selective --per-stage\n"
+      "  partrain memory --params 7.5e9 --dp 64 --zero 2 --explain\n"
+      "  partrain memory --model llama-3-405b --tp 8 --pp 16 --sweep --sweep-dp 1..1024\n"
+      "  partrain memory --model llama-3-8b --inference --kv-len 8192 --micro-batch 4\n"
+      "Formulas: Narayanan 2021 (parameters, FLOPs, bubble), Korthikanti 2022 (activations), ZeRO "
+      "2019 (sharding), Kwon 2023 (KV cache); see docs/memory.md. GiB = 2^30 bytes, GB = 10^9. "
+      "Exit 2 for an invalid layout or unknown preset, 3 for a malformed --model-file/--gpu-file.");
+  return {cmd, [flags] { return run_memory(*flags); }};
+}
+
+}  // namespace partrain::cli

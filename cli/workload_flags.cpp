@@ -1,0 +1,128 @@
+#include "cli/workload_flags.h"
+
+namespace partrain::cli {
+
+void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
+  const std::string model = "Workload model";
+  const std::string layout = "Workload layout";
+  const std::string training = "Workload training";
+  command.add_option("--workload", f.workload,
+                     "Run a built-in workload instead of a command: gpt or mlp")
+      ->check(CLI::IsMember({"gpt", "mlp"}))->group(model);
+  command.add_option("--layers", f.layers, "Transformer blocks / MLP layers (default 4)")
+      ->group(model);
+  command.add_option("--hidden", f.hidden, "Hidden size (default 256)")->group(model);
+  command.add_option("--heads", f.heads, "Attention heads (default 8)")->group(model);
+  command.add_option("--seq", f.seq, "Sequence length in tokens (default 128)")->group(model);
+  command.add_option("--vocab", f.vocab, "Vocabulary size (default 512)")->group(model);
+  command.add_option("--ffn", f.ffn, "MLP width (default 4 x hidden)")->group(model);
+  command.add_option("--micro-batch", f.micro_batch, "Samples per micro-batch")
+      ->capture_default_str()->group(training);
+  command.add_option("--global-batch", f.global_batch,
+                     "Samples per step over all ranks (default dp x micro-batch)")
+      ->group(training);
+  command.add_option("--steps", f.steps, "Optimizer steps")->capture_default_str()
+      ->group(training);
+  command.add_option("--lr", f.lr, "AdamW learning rate")->capture_default_str()->group(training);
+  command.add_option("--seed", f.seed, "Seed of the initial weights and the synthetic data")
+      ->capture_default_str()->group(training);
+  command.add_option("--device", f.device, "cpu, cuda or auto")->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->group(training);
+  command.add_option("--precision", f.precision,
+                     "fp32 or bf16 (also the recipes of `partrain memory`: fp32-adam, "
+                     "bf16-mixed, bf16-fp32grad, bf16-fp32grad-accum)")
+      ->capture_default_str()->group(training);
+  command.add_option("--recompute", f.recompute,
+                     "Activation recomputation: none, selective (attention core) or full "
+                     "(each layer's forward from its input)")
+      ->capture_default_str()->check(CLI::IsMember({"none", "selective", "full"}))
+      ->group(training);
+  command.add_option("--data", f.data,
+                     "uint16 token file (llm.c .bin or nanoGPT layout); default: a synthetic "
+                     "learnable stream")
+      ->group(training);
+  command.add_option("--peak-flops", f.peak_flops,
+                     "Peak FLOP/s per rank for MFU (default on CPU: a measured sgemm peak)")
+      ->group(training);
+  command.add_option("--blas-threads", f.blas_threads, "OpenBLAS threads per rank")
+      ->capture_default_str()->group(training);
+  command.add_option("--dp", f.dp, "Data-parallel degree (default world / (tp x pp))")
+      ->group(layout);
+  command.add_option("--tp", f.tp, "Tensor-parallel degree (Megatron)")->capture_default_str()
+      ->group(layout);
+  command.add_option("--pp", f.pp, "Pipeline-parallel degree")->capture_default_str()
+      ->group(layout);
+  command.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)")->group(layout);
+  command.add_option("--zero", f.zero,
+                     "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 FSDP")
+      ->capture_default_str()->group(layout);
+  command.add_option("--pp-schedule", f.pp_schedule, "gpipe, 1f1b or interleaved")
+      ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
+      ->group(layout);
+  command.add_option("--vpp", f.vpp, "Virtual pipeline stages per rank (interleaved)")
+      ->capture_default_str()->group(layout);
+  command.add_option("--bucket-mb", f.bucket_mb, "DDP gradient bucket size in MB")
+      ->capture_default_str()->group(layout);
+  command.add_option("--pp-split", f.pp_split,
+                     "Layers per pipeline stage, e.g. 3,1 (uneven stages)")
+      ->delimiter(',')->group(layout);
+  command.add_option("--strategy", f.strategy, "Shorthand: ddp, zero1, zero2, fsdp, tp, sp, pp")
+      ->check(CLI::IsMember({"ddp", "zero1", "zero2", "fsdp", "tp", "sp", "pp"}))
+      ->group(layout);
+}
+
+StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int world,
+                                                    bool json) {
+  runner::WorkloadConfig config;
+  config.kind = runner::parse_workload_kind(f.workload.value_or("gpt"))
+                    .value_or(runner::WorkloadKind::kGpt);
+  runner::LayoutModel& m = config.model;
+  m.layers = f.layers.value_or(4);
+  m.hidden = f.hidden.value_or(256);
+  m.heads = f.heads.value_or(8);
+  m.seq = f.seq.value_or(128);
+  m.vocab = f.vocab.value_or(512);
+  m.ffn = f.ffn.value_or(4 * m.hidden);
+  if (config.kind == runner::WorkloadKind::kMlp) {
+    for (const auto& [name, given] : {std::pair{"--heads", f.heads.has_value()},
+                                      std::pair{"--vocab", f.vocab.has_value()},
+                                      std::pair{"--ffn", f.ffn.has_value()}}) {
+      if (given) return invalid_argument("{} does not apply to --workload mlp", name);
+    }
+  }
+  runner::ParallelLayout& l = config.layout;
+  l.world = world;
+  l.dp = f.dp;
+  l.tp = f.tp;
+  l.pp = f.pp;
+  l.sp = f.sp;
+  l.zero = f.zero;
+  l.schedule = runner::parse_pipeline_schedule(f.pp_schedule)
+                   .value_or(runner::PipelineSchedule::kOneFOneB);
+  l.vpp = f.vpp;
+  l.micro_batch = f.micro_batch;
+  l.global_batch = f.global_batch;
+  l.pp_split = f.pp_split;
+  l.bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1e6);
+  if (f.strategy) RETURN_IF_ERROR(runner::apply_strategy(*f.strategy, l));
+  config.steps = f.steps;
+  config.lr = f.lr;
+  config.seed = f.seed;
+  config.device = f.device;
+  auto precision = runner::parse_precision(f.precision);
+  if (!precision) {
+    return invalid_argument("--precision '{}' is not fp32, bf16, fp32-adam, bf16-mixed, "
+                            "bf16-fp32grad or bf16-fp32grad-accum",
+                            f.precision);
+  }
+  config.precision = *precision;
+  config.recompute = runner::parse_recompute(f.recompute).value_or(runner::Recompute::kNone);
+  config.data_path = f.data;
+  config.peak_flops = f.peak_flops;
+  config.blas_threads = f.blas_threads;
+  config.json = json;
+  RETURN_IF_ERROR(runner::resolve_workload(config));
+  return config;
+}
+
+}  // namespace partrain::cli

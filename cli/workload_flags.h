@@ -1,0 +1,48 @@
+// The flags of a built-in workload (`partrain launch --workload gpt|mlp ...`): model, batch,
+// layout, training and data, turned into a checked runner::WorkloadConfig.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "runner/workload/workload_config.h"
+
+namespace partrain::cli {
+
+struct WorkloadFlags {
+  std::optional<std::string> workload;  // gpt | mlp; unset: run the command after `--`
+  std::optional<int> layers, hidden, heads, seq, vocab, ffn;
+  int micro_batch = 1;
+  std::optional<int> global_batch;
+  int steps = 10;
+  double lr = 1e-3;
+  uint64_t seed = 1234;
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  std::string recompute = "none";
+  std::string data;
+  std::optional<int> dp;
+  int tp = 1;
+  int pp = 1;
+  bool sp = false;
+  int zero = 0;
+  std::string pp_schedule = "1f1b";
+  int vpp = 1;
+  double bucket_mb = 25;
+  std::vector<int> pp_split;
+  std::optional<std::string> strategy;
+  std::optional<double> peak_flops;
+  int blas_threads = 1;
+};
+
+void add_workload_flags(CLI::App& command, WorkloadFlags& flags);
+
+// Builds and checks the workload for `world` ranks: exit 2 naming the constraint otherwise.
+StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& flags, int world,
+                                                    bool json);
+
+}  // namespace partrain::cli

@@ -1,0 +1,153 @@
+#include "memory/explain.h"
+
+#include <fmt/format.h>
+
+#include "memory/activations.h"
+#include "memory/flops.h"
+#include "memory/kv_cache.h"
+#include "memory/parameter_count.h"
+#include "memory/pipeline.h"
+
+namespace partrain::memory {
+namespace {
+
+std::string count(double value) { return fmt::format("{:.4g}", value); }
+
+ExplainLine parameters_line(const ModelConfig& m, double total) {
+  if (m.is_bare()) return {"parameters", "given (--params)", count(total), "user"};
+  if (m.architecture == Architecture::kMlp) {
+    return {"parameters", fmt::format("l h^2 = {} x {}^2", m.layers, m.hidden), count(total),
+            "the lecture's deep MLP (x @ W per layer)"};
+  }
+  const LayerParams layer = layer_params(m);
+  std::string formula = fmt::format(
+      "l x layer + V h{}{} + norms = {} x {} + {} x {}{}{} + {}", m.tied_embeddings ? "" : " x 2",
+      m.position == PositionKind::kLearned ? " + s h" : "", m.layers, count(layer.total()),
+      m.vocab, m.hidden, m.tied_embeddings ? "" : " x 2",
+      m.position == PositionKind::kLearned ? fmt::format(" + {} x {}", m.seq, m.hidden) : "",
+      count(norm_params(m) * (m.embedding_norm ? 2 : 1)));
+  return {"parameters", formula, count(total),
+          "Narayanan 2021 sec. 5.1 (12lh^2(1 + 13/(12h) + (V+s)/(12lh)) for GPT), per layer summed"};
+}
+
+ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
+  const auto& r = in.recipe;
+  const int z = in.layout.zero, n = in.layout.dp;
+  auto part = [&](double bytes, bool sharded) {
+    return sharded && n > 1 ? fmt::format("{}/{}", bytes, n) : fmt::format("{}", bytes);
+  };
+  return {"model states",
+          fmt::format("P_gpu x ({} + {} + {}) B = {} x ({} + {} + {}) [{}, ZeRO-{} over dp {}]",
+                      "param", "grad", "optimizer", count(s.params_count), part(r.param_bytes, z >= 3),
+                      part(r.grad_bytes, z >= 2), part(r.optimizer_bytes, z >= 1), r.name, z, n),
+          format_gib_gb(s.params + s.grads + s.optimizer),
+          "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};
+}
+
+std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryEstimate& e,
+                                          const StageMemory& s) {
+  const auto& m = in.model;
+  const auto& l = in.layout;
+  ActivationSetup a;
+  a.micro_batch = static_cast<double>(l.micro_batch);
+  a.seq = static_cast<double>(e.layout.seq);
+  a.cp = l.cp;
+  a.tp = l.tp;
+  a.sp = l.sp;
+  a.recompute = l.recompute;
+  a.flash_attention = l.flash_attention;
+  a.dropout = l.dropout;
+  a.element_bytes = in.recipe.activation_bytes;
+  const LayerActivations act = layer_activations(m, a);
+  const double sl = a.seq / l.cp, sbh = sl * a.micro_batch * static_cast<double>(m.hidden);
+  const double as2b = static_cast<double>(m.heads) * sl * a.seq * a.micro_batch;
+  std::vector<ExplainLine> lines;
+  lines.push_back(
+      {"activations per layer",
+       fmt::format("s b h x {:.4g} + a s^2 b x {:.4g} (s {}, b {}, h {}, a {}; t {}{}, recompute "
+                   "{}, {} B/element{})",
+                   (act.sequence_region + act.tensor_region) / sbh, act.attention_core / as2b, sl,
+                   l.micro_batch, m.hidden, m.heads, l.tp, l.sp ? " with SP" : "",
+                   recompute_name(l.recompute), a.element_bytes,
+                   l.dropout > 0 ? ", 1-byte dropout masks" : ", no dropout"),
+       format_gib_gb(act.total()),
+       "Korthikanti 2022 Table 2: sbh(34 + 5as/h), TP sbh(10 + 24/t + 5as/(ht)), SP sbh(34/t + "
+       "5as/(ht)); no dropout sbh(32 + 2as/h)"});
+  lines.push_back({"micro-batches in flight",
+                   fmt::format("{} on stage {} of {} (m = {}, v = {})", schedule_name(l.schedule),
+                               s.stage, l.pp, e.layout.micro_batches, l.vpp),
+                   fmt::format("{:.4g}", s.in_flight),
+                   "Narayanan 2021 sec. 2.2 (1F1B holds min(p - stage, m)); Korthikanti 2022 "
+                   "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m)"});
+  if (s.stage == l.pp - 1) {
+    lines.push_back({"output layer (last stage)",
+                     fmt::format("2 x {} B x s b h{} + 4 s b V/t = fp32 logits with V = {}",
+                                 a.element_bytes, l.sp ? "/t" : "", m.vocab),
+                     format_gib_gb(output_activation_bytes(m, a)),
+                     "Korthikanti 2022 sec. 4.3: 4sbh/t (1 + V/h)"});
+  }
+  lines.push_back({"activations on this GPU",
+                   fmt::format("{} layers x per layer x {:.4g} in flight (+ input/output layers{})",
+                               s.layers, s.in_flight,
+                               l.recompute == Recompute::kFull ? ", + one layer recomputed" : ""),
+                   format_gib_gb(s.activations), "Korthikanti 2022 sec. 4.2.3"});
+  return lines;
+}
+
+}  // namespace
+
+std::string format_gib_gb(double bytes) {
+  return fmt::format("{:.2f} GiB ({:.2f} GB)", bytes / 1073741824.0, bytes / 1e9);
+}
+
+std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryEstimate& e) {
+  const StageMemory& s = e.heaviest_stage();
+  const auto& l = in.layout;
+  std::vector<ExplainLine> lines;
+  lines.push_back(parameters_line(in.model, e.total_params));
+  lines.push_back({"parameters on this GPU",
+                   fmt::format("stage {}: {} layers / t {} (+ embeddings / head of the end stages)",
+                               s.stage, s.layers, l.tp),
+                   count(s.params_count), "Shoeybi 2019 (Megatron-LM) sec. 3: column/row-parallel split"});
+  if (in.inference) {
+    lines.push_back({"weights", fmt::format("P_gpu x {} B", in.recipe.param_bytes),
+                     format_gib_gb(s.params), "inference: no grads or optimizer"});
+    lines.push_back({"KV cache",
+                     fmt::format("2 x {} B x b {} x tokens {} x layers {} x h {} x n_kv/n_h {:.4g} / t {}",
+                                 in.recipe.activation_bytes, l.micro_batch, in.kv_len + in.gen_len,
+                                 s.layers, in.model.hidden, in.model.kv_ratio(), l.tp),
+                     format_gib_gb(s.kv_cache), "Kwon 2023 (PagedAttention) sec. 3; GQA: Ainslie 2023"});
+  } else {
+    lines.push_back(states_line(in, s));
+    if (!in.model.is_bare()) {
+      for (auto& line : activation_lines(in, e, s)) lines.push_back(std::move(line));
+    }
+    lines.push_back({"comm buffers",
+                     l.zero >= 3 ? "2 gathered layers (current + prefetch) + 1 layer's grads, + p2p"
+                                 : "one gradient bucket (dp > 1) + 2 p2p boundary buffers (pp > 1)",
+                     format_gib_gb(s.comm), "Li 2020 (PyTorch DDP) sec. 3.2.3; Zhao 2023 (FSDP) sec. 3"});
+    if (l.pp > 1) {
+      lines.push_back({"pipeline bubble",
+                       fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),
+                       fmt::format("{:.1f}%", 100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp)),
+                       "Narayanan 2021 sec. 2.2"});
+    }
+    const double tokens = static_cast<double>(e.layout.global_batch * e.layout.seq);
+    lines.push_back({"FLOPs per iteration",
+                     fmt::format("72 B s l h^2 (1 + s/(6h) + V/(12lh)) generalised, B {} s {}, recompute {}",
+                                 e.layout.global_batch, e.layout.seq, recompute_name(l.recompute)),
+                     fmt::format("{:.4g} FLOPs ({:.4g} per token)",
+                                 training_flops(in.model, static_cast<double>(e.layout.global_batch),
+                                                static_cast<double>(e.layout.seq), l.recompute),
+                                 training_flops(in.model, static_cast<double>(e.layout.global_batch),
+                                                static_cast<double>(e.layout.seq), l.recompute) / tokens),
+                     "Narayanan 2021 eq. 3 (96 and V/(16lh) with full recompute)"});
+  }
+  lines.push_back({"reserve",
+                   in.reserve_bytes ? "given (--reserve)"
+                                    : "CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation",
+                   format_gib_gb(s.reserve), "partrain default; measure yours with `partrain trace`"});
+  return lines;
+}
+
+}  // namespace partrain::memory

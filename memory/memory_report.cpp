@@ -1,0 +1,182 @@
+#include "memory/memory_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace partrain::memory {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr double kGiB = 1073741824.0;
+
+int64_t to_bytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+
+ordered_json bytes_json(const StageMemory& s) {
+  return ordered_json{{"params", to_bytes(s.params)},       {"grads", to_bytes(s.grads)},
+                      {"optimizer", to_bytes(s.optimizer)}, {"activations", to_bytes(s.activations)},
+                      {"comm", to_bytes(s.comm)},           {"kv_cache", to_bytes(s.kv_cache)},
+                      {"reserve", to_bytes(s.reserve)},     {"total", to_bytes(s.total())}};
+}
+
+std::string row(std::string_view label, double bytes) {
+  return fmt::format("  {:<13}{:>10.2f}{:>11.2f}\n", label, bytes / kGiB, bytes / 1e9);
+}
+
+std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
+  const auto& l = in.layout;
+  std::string line = fmt::format("layout    dp {}  tp {}{}  pp {}", l.dp, l.tp, l.sp ? " (sp)" : "", l.pp);
+  if (l.vpp > 1) line += fmt::format("  vpp {}", l.vpp);
+  if (l.cp > 1) line += fmt::format("  cp {}", l.cp);
+  line += fmt::format("  zero {}  micro-batch {}  global batch {} ({} micro-batches)  seq {}  {}",
+                      l.zero, l.micro_batch, e.layout.global_batch, e.layout.micro_batches,
+                      e.layout.seq, schedule_name(l.schedule));
+  line += fmt::format("  recompute {}{}\n", recompute_name(l.recompute),
+                      l.flash_attention ? "  flash-attn" : "");
+  return line;
+}
+
+std::string recipe_line(const EstimateInput& in) {
+  const auto& r = in.recipe;
+  if (in.inference) {
+    return fmt::format("recipe    inference: {} B/param weights, KV cache of {} + {} tokens\n",
+                       r.param_bytes, in.kv_len, in.gen_len);
+  }
+  return fmt::format("recipe    {}: {} + {} + {} = {} bytes/param ({}), activations {} B/element, "
+                     "dropout {}\n",
+                     r.name, r.param_bytes, r.grad_bytes, r.optimizer_bytes, r.total(),
+                     optimizer_name(in.optimizer), r.activation_bytes, in.layout.dropout);
+}
+
+std::string stage_table(const MemoryEstimate& e) {
+  std::string out = fmt::format("\nper stage (GiB)\n  {:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} "
+                                "{:>8} {:>8} {:>8} {:>8}\n",
+                                "stage", "layers", "params#", "params", "grads", "optimizer",
+                                "activations", "comm", "kv", "reserve", "total");
+  for (const StageMemory& s : e.stages) {
+    out += fmt::format("  {:>5} {:>6} {:>9.3g} {:>8.2f} {:>8.2f} {:>9.2f} {:>11.2f} {:>8.2f} "
+                       "{:>8.2f} {:>8.2f} {:>8.2f}{}\n",
+                       s.stage, s.layers, s.params_count, s.params / kGiB, s.grads / kGiB,
+                       s.optimizer / kGiB, s.activations / kGiB, s.comm / kGiB, s.kv_cache / kGiB,
+                       s.reserve / kGiB, s.total() / kGiB,
+                       static_cast<size_t>(s.stage) == e.heaviest ? "  <- heaviest" : "");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& e,
+                                 const ReportContext& context, bool per_stage) {
+  const StageMemory& s = e.heaviest_stage();
+  std::string out = fmt::format("model     {} ({:.4g} parameters)\n", context.model_name, e.total_params);
+  out += layout_line(in, e);
+  out += recipe_line(in);
+  out += fmt::format("\nper GPU, stage {} of {} (heaviest; {} layers, {:.4g} parameters)\n", s.stage,
+                     e.stages.size(), s.layers, s.params_count);
+  out += fmt::format("  {:<13}{:>10}{:>11}\n", "category", "GiB", "GB");
+  out += row("params", s.params);
+  out += row("grads", s.grads);
+  out += row("optimizer", s.optimizer);
+  out += row("activations", s.activations);
+  out += row("comm", s.comm);
+  out += row("kv cache", s.kv_cache);
+  out += row(in.reserve_bytes ? "reserve" : "reserve*", s.reserve);
+  out += row("total", s.total());
+  if (e.capacity_bytes > 0) {
+    out += row("capacity", e.capacity_bytes);
+    const double headroom = e.headroom();
+    out += fmt::format("  {:<13}{}: {:.2f} GiB ({:.2f} GB) {} on {}\n", "fits",
+                       e.fits() ? "yes" : "NO", std::fabs(headroom) / kGiB, std::fabs(headroom) / 1e9,
+                       e.fits() ? "headroom" : "over", context.gpu_name);
+  }
+  if (!in.reserve_bytes) {
+    out += "  * default reserve: CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation (--reserve)\n";
+  }
+  out += "  GiB = 2^30 bytes, GB = 10^9 bytes\n";
+  if (per_stage) out += stage_table(e);
+  return out;
+}
+
+std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& e,
+                                 const ReportContext& context) {
+  ordered_json stages = ordered_json::array();
+  for (const StageMemory& s : e.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"params_count", to_bytes(s.params_count)},
+                      {"in_flight_micro_batches", s.in_flight},
+                      {"per_gpu_bytes", bytes_json(s)}});
+  }
+  const auto& l = in.layout;
+  ordered_json out = {
+      {"model", context.model_name},
+      {"params", to_bytes(e.total_params)},
+      {"gpu", context.gpu_name},
+      {"layout", {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp},
+                  {"sp", l.sp}, {"zero", l.zero}, {"micro_batch", l.micro_batch},
+                  {"global_batch", e.layout.global_batch}, {"micro_batches", e.layout.micro_batches},
+                  {"seq", e.layout.seq}, {"pp_schedule", schedule_name(l.schedule)},
+                  {"recompute", recompute_name(l.recompute)}, {"precision", in.recipe.name},
+                  {"bytes_per_param", in.recipe.total()}, {"inference", in.inference}}},
+      {"per_gpu_bytes", bytes_json(e.heaviest_stage())},
+      {"capacity_bytes", to_bytes(e.capacity_bytes)},
+      {"fits", e.fits()},
+      {"headroom_bytes", to_bytes(e.headroom())},
+      {"stage", e.heaviest},
+      {"stages", stages}};
+  return out.dump(2) + "\n";
+}
+
+std::string format_explain_text(const std::vector<ExplainLine>& lines) {
+  std::string out = "\nhow (heaviest stage)\n";
+  for (const ExplainLine& line : lines) {
+    out += fmt::format("  {}\n      {}\n      = {}\n      source: {}\n", line.quantity, line.formula,
+                       line.result, line.source);
+  }
+  return out;
+}
+
+std::string format_sweep_text(const SweepReport& r, const ReportContext& context,
+                              const EstimateInput& base) {
+  std::string out = fmt::format("model     {} ({:.4g} parameters), seq {}\n", context.model_name,
+                                r.params, base.layout.seq.value_or(base.model.seq));
+  out += fmt::format("FLOPs     {:.4g} per token ({:.4g} with full recompute); {:.4g} per "
+                     "iteration ({:.4g} with full recompute)\n",
+                     r.flops_per_token, r.flops_per_token_recompute, r.flops_per_iteration,
+                     r.flops_per_iteration_recompute);
+  out += fmt::format("per GPU, heaviest stage, GiB{}\n",
+                     context.gpu_name.empty() ? "" : fmt::format(" (fits: on {})", context.gpu_name));
+  out += fmt::format("  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "dp", "zero",
+                     "recompute", "params", "grads", "optimizer", "activations", "comm", "total", "fits");
+  for (const SweepRow& row : r.rows) {
+    const StageMemory& s = row.heaviest;
+    out += fmt::format("  {:>5} {:>4} {:>9} {:>9.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} {:>9.2f}  {}\n",
+                       row.dp, row.zero, recompute_name(row.recompute), s.params / kGiB,
+                       s.grads / kGiB, s.optimizer / kGiB, s.activations / kGiB, s.comm / kGiB,
+                       s.total() / kGiB, row.fits ? "yes" : "no");
+  }
+  return out;
+}
+
+std::string format_sweep_json(const SweepReport& r, const ReportContext& context) {
+  ordered_json rows = ordered_json::array();
+  for (const SweepRow& row : r.rows) {
+    rows.push_back({{"dp", row.dp}, {"zero", row.zero},
+                    {"recompute", recompute_name(row.recompute)},
+                    {"per_gpu_bytes", bytes_json(row.heaviest)}, {"fits", row.fits}});
+  }
+  ordered_json out = {{"model", context.model_name},
+                      {"params", to_bytes(r.params)},
+                      {"flops_per_token", r.flops_per_token},
+                      {"flops_per_token_full_recompute", r.flops_per_token_recompute},
+                      {"flops_per_iteration", r.flops_per_iteration},
+                      {"flops_per_iteration_full_recompute", r.flops_per_iteration_recompute},
+                      {"gpu", context.gpu_name},
+                      {"rows", rows}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace partrain::memory

@@ -1,0 +1,30 @@
+// How estimates are shown: aligned text tables (GiB and GB side by side, labelled) and the JSON
+// shape of `partrain memory --json`, shared by every command that prints an estimate.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "memory/explain.h"
+#include "memory/memory_estimate.h"
+#include "memory/sweep.h"
+
+namespace partrain::memory {
+
+struct ReportContext {
+  std::string model_name;
+  std::string gpu_name;  // empty: no capacity known
+};
+
+std::string format_estimate_text(const EstimateInput& input, const MemoryEstimate& estimate,
+                                 const ReportContext& context, bool per_stage);
+// {"per_gpu_bytes": {params, grads, optimizer, activations, comm, kv_cache, reserve, total},
+//  "capacity_bytes", "fits", "stage", "stages": [...]} with bytes as integers.
+std::string format_estimate_json(const EstimateInput& input, const MemoryEstimate& estimate,
+                                 const ReportContext& context);
+std::string format_explain_text(const std::vector<ExplainLine>& lines);
+std::string format_sweep_text(const SweepReport& report, const ReportContext& context,
+                              const EstimateInput& base);
+std::string format_sweep_json(const SweepReport& report, const ReportContext& context);
+
+}  // namespace partrain::memory

@@ -1,0 +1,41 @@
+// Model and GPU presets (share/models/*.json, share/gpus/*.json) and user files given with
+// --model-file / --gpu-file: read, validated field by field; a malformed file is
+// StatusCode::kUnreadable (exit 3) naming the file and the field.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "memory/model_config.h"
+
+namespace partrain::memory {
+
+struct GpuSpec {
+  std::string name;
+  double memory_bytes = 0;
+  double bf16_flops = 0;            // dense peak, FLOP/s
+  double fp32_flops = 0;            // peak, FLOP/s
+  double hbm_bandwidth = 0;         // bytes/s
+  double intra_node_bandwidth = 0;  // bytes/s per direction (NVLink)
+  double network_bandwidth = 0;     // bytes/s per GPU per direction (InfiniBand/RoCE NIC)
+  std::string source;
+  std::string note;
+};
+
+// Parsing: `origin` names the file in errors.
+StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view origin);
+StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin);
+StatusOr<ModelConfig> load_model_file(const std::filesystem::path& path);
+StatusOr<GpuSpec> load_gpu_file(const std::filesystem::path& path);
+
+// Presets by name under share_dir/models or share_dir/gpus; an unknown name is
+// kInvalidArgument listing the presets there.
+std::vector<std::string> model_preset_names(const std::filesystem::path& share_dir);
+std::vector<std::string> gpu_preset_names(const std::filesystem::path& share_dir);
+StatusOr<ModelConfig> load_model_preset(const std::filesystem::path& share_dir, std::string_view name);
+StatusOr<GpuSpec> load_gpu_preset(const std::filesystem::path& share_dir, std::string_view name);
+
+}  // namespace partrain::memory

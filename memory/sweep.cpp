@@ -1,0 +1,34 @@
+#include "memory/sweep.h"
+
+#include "memory/flops.h"
+
+namespace partrain::memory {
+
+StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<int>& dp_sizes) {
+  ASSIGN_OR_RETURN(MemoryEstimate reference, estimate_memory(base));
+  SweepReport report;
+  report.params = reference.total_params;
+  const auto seq = static_cast<double>(reference.layout.seq);
+  const auto batch = static_cast<double>(reference.layout.global_batch);
+  report.flops_per_token = training_flops_per_token(base.model, seq, Recompute::kNone);
+  report.flops_per_token_recompute = training_flops_per_token(base.model, seq, Recompute::kFull);
+  report.flops_per_iteration = training_flops(base.model, batch, seq, Recompute::kNone);
+  report.flops_per_iteration_recompute = training_flops(base.model, batch, seq, Recompute::kFull);
+  for (int dp : dp_sizes) {
+    for (int zero = 0; zero <= 3; ++zero) {
+      for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+        EstimateInput input = base;
+        input.layout.dp = dp;
+        input.layout.zero = zero;
+        input.layout.recompute = recompute;
+        input.layout.global_batch = dp * base.layout.micro_batch * reference.layout.micro_batches;
+        StatusOr<MemoryEstimate> estimate = estimate_memory(input);
+        if (!estimate.is_ok()) continue;
+        report.rows.push_back({dp, zero, recompute, estimate->heaviest_stage(), estimate->fits()});
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace partrain::memory

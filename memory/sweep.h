@@ -1,0 +1,31 @@
+// `partrain memory --sweep`: a model's parameter count and FLOPs, and the per-GPU memory of
+// its heaviest stage over data-parallel sizes x ZeRO stages x recompute modes.
+#pragma once
+
+#include <vector>
+
+#include "memory/memory_estimate.h"
+
+namespace partrain::memory {
+
+struct SweepRow {
+  int dp = 1;
+  int zero = 0;
+  Recompute recompute = Recompute::kNone;
+  StageMemory heaviest;
+  bool fits = true;
+};
+
+struct SweepReport {
+  double params = 0;
+  double flops_per_token = 0;            // no recompute
+  double flops_per_token_recompute = 0;  // full recompute
+  double flops_per_iteration = 0;        // the base layout's global batch
+  double flops_per_iteration_recompute = 0;
+  std::vector<SweepRow> rows;            // layouts that do not resolve are left out
+};
+
+// Keeps the base layout's micro-batch count per step (global batch = dp x micro x m) as dp grows.
+StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<int>& dp_sizes);
+
+}  // namespace partrain::memory

@@ -1,0 +1,67 @@
+// One GPT transformer block, forward and backward, on one rank's tensor-parallel shard:
+// [LayerNorm -> QKV (column-parallel) -> causal attention over the local heads -> output
+// projection (row-parallel) -> residual -> LayerNorm -> fc (column-parallel) -> GeLU -> proj
+// (row-parallel) -> residual], with Megatron's f/g communication (and SP's all-gather /
+// reduce-scatter) and the recompute modes: selective drops the attention probabilities, full
+// keeps only the block's output and re-runs the forward in backward.
+#pragma once
+
+#include <array>
+
+#include "core/status.h"
+#include "runner/device/device.h"
+#include "runner/device/tensor.h"
+#include "runner/workload/gpt_specs.h"
+#include "runner/workload/tensor_parallel.h"
+#include "runner/workload/workload_config.h"
+
+namespace partrain::runner {
+
+// A micro-batch's full shape and the model's global widths.
+struct GptShape {
+  int64_t B = 1;   // samples
+  int64_t T = 1;   // tokens per sample
+  int64_t C = 1;   // hidden
+  int64_t NH = 1;  // attention heads (global)
+  int64_t F = 4;   // MLP width (global)
+  int64_t V = 2;   // vocabulary (global)
+};
+
+// Pointers to this rank's shard of a block's parameters and gradients, by GptBlockParam.
+struct BlockWeights {
+  std::array<const float*, kGptBlockParams> param{};
+  std::array<float*, kGptBlockParams> grad{};
+};
+
+// What a block keeps between its forward and backward for one micro-batch.
+struct BlockActivations {
+  Tensor ln1, ln1_mean, ln1_rstd, ln1_full, qkv, att, atty;
+  Tensor x2, ln2, ln2_mean, ln2_rstd, ln2_full, fc, fc_gelu;
+  Tensor out;  // the block's output: the next block's input
+  bool complete() const { return ln1.numel() > 0; }
+};
+
+class GptBlock {
+ public:
+  GptBlock(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute)
+      : device_(device), tp_(tp), shape_(shape), recompute_(recompute) {}
+
+  // x: the block input, local_tokens x C. Fills acts (what the recompute mode keeps).
+  Status forward(const BlockWeights& w, const float* x, BlockActivations& acts);
+  // dout: the gradient of acts.out; accumulates the parameter grads and adds into dx (the
+  // input's gradient, local_tokens x C). Frees acts.
+  Status backward(const BlockWeights& w, const float* x, BlockActivations& acts, const float* dout,
+                  float* dx);
+
+ private:
+  Status run_forward(const BlockWeights& w, const float* x, BlockActivations& acts);
+  StatusOr<Tensor> activation(std::vector<int64_t> shape);
+  StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
+
+  Device& device_;
+  TensorParallel& tp_;
+  GptShape shape_;
+  Recompute recompute_;
+};
+
+}  // namespace partrain::runner

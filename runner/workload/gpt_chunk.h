@@ -1,0 +1,81 @@
+// A chunk of the GPT on one rank: a pipeline stage (or virtual stage) of consecutive blocks, with
+// the embedding when it is the first chunk and the final norm, tied LM head and cross-entropy when
+// it is the last. Runs forward and backward per micro-batch and keeps each micro-batch's
+// activations until its backward, as a pipeline schedule needs.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runner/workload/gpt_block.h"
+#include "runner/workload/param_layout.h"
+
+namespace partrain::runner {
+
+struct MicroBatch {
+  std::vector<int32_t> tokens;   // B x T
+  std::vector<int32_t> targets;  // B x T
+  float dloss_scale = 1.0f;      // dL/d(per-token loss): 1 / (global batch x T)
+};
+
+// Which part of the model a chunk is.
+struct ChunkPlacement {
+  int chunk = 0;
+  bool first = true;
+  bool last = true;
+  std::vector<int> layers;  // global block indices, in order
+};
+
+class GptChunk {
+ public:
+  // params and grads are the rank's flat buffers laid out by `layout`.
+  GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
+           const ParamLayout& layout, float* params, float* grads, ChunkPlacement placement);
+
+  // Elements of the activation passed between pipeline stages (local tokens x C).
+  int64_t boundary_numel() const { return tp_.local_tokens(shape_.B, shape_.T) * shape_.C; }
+
+  // First chunk: reads batch.tokens, else `input`. Last chunk: writes the micro-batch's mean
+  // loss, else `output` (boundary_numel floats).
+  Status forward(int micro_batch, const MicroBatch& batch, const float* input, float* output,
+                 float* loss);
+  // Last chunk: starts from the loss, else from `grad_output`; not first: writes `grad_input`.
+  // `on_unit_ready` (may be empty) is told each parameter unit ("final", "layer3", "embedding")
+  // whose gradients this backward has finished: DDP launches its buckets from it.
+  Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
+                  float* grad_input,
+                  const std::function<void(const std::string&)>& on_unit_ready = {});
+
+ private:
+  struct Head {
+    Tensor lnf, mean, rstd, lnf_full, logits, max, sum_exp;
+  };
+  struct InFlight {
+    Tensor input;  // the first block's input (the embedding output on the first chunk)
+    std::vector<BlockActivations> blocks;
+    Head head;
+  };
+
+  const float* param(const std::string& name) const;
+  float* grad(const std::string& name) const;
+  Status embed_forward(const MicroBatch& batch, float* x0);
+  Status embed_backward(const MicroBatch& batch, const float* dx0);
+  Status head_forward(const MicroBatch& batch, const float* x, Head& head, float* loss);
+  Status head_backward(const MicroBatch& batch, const float* x, Head& head, float* dx);
+  StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
+
+  Device& device_;
+  TensorParallel& tp_;
+  GptShape shape_;
+  const ParamLayout& layout_;
+  float* params_;
+  float* grads_;
+  ChunkPlacement placement_;
+  GptBlock block_;
+  std::vector<BlockWeights> weights_;
+  std::map<int, InFlight> in_flight_;
+};
+
+}  // namespace partrain::runner

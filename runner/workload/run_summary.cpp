@@ -1,0 +1,102 @@
+#include "runner/workload/run_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/byte_size.h"
+
+namespace partrain::runner {
+namespace {
+
+// The q-quantile of the steps after the first (warm-up), nearest-rank.
+double quantile(std::vector<double> values, double q) {
+  if (values.size() > 1) values.erase(values.begin());
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  auto index = static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+}  // namespace
+
+double RunSummary::step_time_median() const { return quantile(step_seconds, 0.5); }
+double RunSummary::step_time_p90() const { return quantile(step_seconds, 0.9); }
+
+double RunSummary::tokens_per_second() const {
+  double step = step_time_median();
+  return step > 0 ? static_cast<double>(tokens_per_step) / step : 0;
+}
+
+double RunSummary::mfu() const {
+  double step = step_time_median();
+  double peak = peak_flops_per_rank * world;
+  return step > 0 && peak > 0 ? model_flops_per_step / step / peak : 0;
+}
+
+std::string format_summary_text(const RunSummary& s) {
+  std::string out = fmt::format("{} on {} ranks: {}\ndevice: {}\n", s.workload, s.world, s.layout,
+                                s.device);
+  out += "loss:";
+  for (size_t i = 0; i < s.losses.size(); ++i) {
+    out += fmt::format("{}{:.4f}", i == 0 ? " " : " -> ", s.losses[i]);
+    if (s.losses.size() > 12 && i == 4) {
+      out += " -> ...";
+      i = s.losses.size() - 4;
+    }
+  }
+  out += fmt::format("\nstep time: {:.1f} ms median, {:.1f} ms p90 (first step excluded)\n",
+                     s.step_time_median() * 1e3, s.step_time_p90() * 1e3);
+  out += fmt::format("throughput: {:.0f} tokens/s, {:.2f} GFLOP/s model FLOPs, MFU {:.1f}% of "
+                     "{:.1f} GFLOP/s per rank ({})\n",
+                     s.tokens_per_second(),
+                     s.step_time_median() > 0 ? s.model_flops_per_step / s.step_time_median() / 1e9
+                                              : 0.0,
+                     s.mfu() * 100, s.peak_flops_per_rank / 1e9, s.peak_source);
+  out += fmt::format("final parameter L2 norm: {:.6f}\n", s.final_params_l2);
+  out += fmt::format("memory peak per rank: {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
+                     "rank", "params", "grads", "optimizer", "activations", "comm", "total");
+  for (size_t r = 0; r < s.memory.size(); ++r) {
+    const MemoryStats& m = s.memory[r];
+    using memory::Category;
+    out += fmt::format("                      {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
+                       r, format_bytes(m.peak[Category::kParams]),
+                       format_bytes(m.peak[Category::kGrads]),
+                       format_bytes(m.peak[Category::kOptimizer]),
+                       format_bytes(m.peak[Category::kActivations]),
+                       format_bytes(m.peak[Category::kComm]), format_bytes(m.total_peak));
+  }
+  return out;
+}
+
+std::string format_summary_json(const RunSummary& s) {
+  nlohmann::json memory = nlohmann::json::object();
+  for (size_t r = 0; r < s.memory.size(); ++r) {
+    nlohmann::json rank;
+    for (memory::Category category : memory::kAllCategories) {
+      rank[std::string(memory::category_name(category))] = s.memory[r].peak[category];
+    }
+    rank["total"] = s.memory[r].total_peak;
+    memory[std::to_string(r)] = rank;
+  }
+  nlohmann::json doc = {
+      {"workload", s.workload},
+      {"layout", s.layout},
+      {"device", s.device},
+      {"world", s.world},
+      {"losses", s.losses},
+      {"final_params_l2", s.final_params_l2},
+      {"tokens_per_step", s.tokens_per_step},
+      {"tokens_per_s", s.tokens_per_second()},
+      {"step_time_ms",
+       {{"median", s.step_time_median() * 1e3}, {"p90", s.step_time_p90() * 1e3}}},
+      {"model_flops_per_step", s.model_flops_per_step},
+      {"peak_flops_per_rank", s.peak_flops_per_rank},
+      {"mfu", s.mfu()},
+      {"memory_peak_bytes", memory},
+  };
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace partrain::runner

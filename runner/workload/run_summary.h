@@ -1,0 +1,37 @@
+// The end-of-run summary of a built-in workload: loss curve, step times, throughput, model FLOP/s
+// and MFU, final parameter norm and memory peaks by category per rank; as text for people and as
+// the JSON document of `partrain launch --json`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runner/device/tracked_allocator.h"
+
+namespace partrain::runner {
+
+struct RunSummary {
+  std::string workload;     // "gpt (4 layers, hidden 256, ...)"
+  std::string layout;       // describe_layout
+  std::string device;       // "cpu (OpenBLAS, 1 thread)"
+  int world = 1;
+  std::vector<double> losses;           // mean loss over the global batch, per step
+  std::vector<double> step_seconds;     // rank 0's wall time per step
+  int64_t tokens_per_step = 0;
+  double model_flops_per_step = 0;      // Narayanan 2021: without recomputation
+  double peak_flops_per_rank = 0;       // FLOP/s
+  std::string peak_source;              // "measured sgemm" or "--peak-flops"
+  double final_params_l2 = 0;
+  std::vector<MemoryStats> memory;      // per rank
+
+  double step_time_median() const;
+  double step_time_p90() const;
+  double tokens_per_second() const;     // over the median step
+  double mfu() const;
+};
+
+std::string format_summary_text(const RunSummary& summary);
+std::string format_summary_json(const RunSummary& summary);
+
+}  // namespace partrain::runner

@@ -1,0 +1,62 @@
+#include "runner/workload/tensor_parallel.h"
+
+#include <cstring>
+#include <vector>
+
+namespace partrain::runner {
+
+// Sequence shards live as (B, T/tp, C) per rank; gathered blocks arrive rank-major, as
+// (tp, B, T/tp, C), and are interleaved back into (B, T, C).
+Status TensorParallel::enter_forward(const float* local, float* full, int64_t B, int64_t T,
+                                     int64_t C) {
+  if (!sequence_parallel()) {
+    if (full != local) std::memcpy(full, local, static_cast<size_t>(B * T * C) * sizeof(float));
+    return Status::ok();
+  }
+  const int64_t n = size();
+  const int64_t t_local = T / n;
+  const int64_t block = B * t_local * C;
+  std::vector<float> gathered(static_cast<size_t>(block * n));
+  RETURN_IF_ERROR(tp_.all_gather(local, gathered.data(), static_cast<size_t>(block),
+                                 comm::DType::kF32));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < B; ++b) {
+      std::memcpy(full + (b * T + r * t_local) * C, gathered.data() + r * block + b * t_local * C,
+                  static_cast<size_t>(t_local * C) * sizeof(float));
+    }
+  }
+  return Status::ok();
+}
+
+Status TensorParallel::enter_backward(const float* full_grad, float* local_grad, int64_t B,
+                                      int64_t T, int64_t C) {
+  const int64_t n = size();
+  if (n == 1) {
+    if (local_grad != full_grad) {
+      std::memcpy(local_grad, full_grad, static_cast<size_t>(B * T * C) * sizeof(float));
+    }
+    return Status::ok();
+  }
+  if (!sequence_parallel()) {
+    return tp_.all_reduce(full_grad, local_grad, static_cast<size_t>(B * T * C),
+                          comm::DType::kF32, comm::ReduceOp::kSum);
+  }
+  const int64_t t_local = T / n;
+  const int64_t block = B * t_local * C;
+  std::vector<float> blocks(static_cast<size_t>(block * n));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < B; ++b) {
+      std::memcpy(blocks.data() + r * block + b * t_local * C, full_grad + (b * T + r * t_local) * C,
+                  static_cast<size_t>(t_local * C) * sizeof(float));
+    }
+  }
+  return tp_.reduce_scatter(blocks.data(), local_grad, static_cast<size_t>(block),
+                            comm::DType::kF32, comm::ReduceOp::kSum);
+}
+
+Status TensorParallel::all_reduce(float* values, int64_t n, comm::ReduceOp op) {
+  if (size() == 1) return Status::ok();
+  return tp_.all_reduce(values, values, static_cast<size_t>(n), comm::DType::kF32, op);
+}
+
+}  // namespace partrain::runner

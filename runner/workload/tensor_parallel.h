@@ -1,0 +1,50 @@
+// Megatron's tensor-parallel communication (Shoeybi et al. 2019, sec. 3; Korthikanti et al.
+// 2022, sec. 4): the conjugate f / g operators around column- and row-parallel layers, and with
+// sequence parallelism their all-gather / reduce-scatter forms along the sequence. With one tp
+// rank every operation is a copy or nothing.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "runner/comm/comm.h"
+
+namespace partrain::runner {
+
+class TensorParallel {
+ public:
+  // `tp` may be a communicator of one rank. B and T are the micro-batch's full shape.
+  TensorParallel(comm::Comm& tp, bool sequence_parallel) : tp_(tp), sp_(sequence_parallel) {}
+
+  int rank() const { return tp_.rank(); }
+  int size() const { return tp_.size(); }
+  bool sequence_parallel() const { return sp_ && tp_.size() > 1; }
+  // Rows of a (B, T, C) activation this rank holds outside tensor-parallel regions.
+  int64_t local_tokens(int64_t B, int64_t T) const {
+    return sequence_parallel() ? B * (T / tp_.size()) : B * T;
+  }
+
+  // Entering a tensor-parallel region: f is the identity (SP: all-gather the sequence shards of
+  // `local` into `full` (B, T, C)). `full` may alias `local` without SP.
+  Status enter_forward(const float* local, float* full, int64_t B, int64_t T, int64_t C);
+  // Its backward: sum the partial input gradients over tp (SP: reduce-scatter to the shard).
+  Status enter_backward(const float* full_grad, float* local_grad, int64_t B, int64_t T,
+                        int64_t C);
+  // Leaving a tensor-parallel region: g sums the partial outputs (SP: reduce-scatter).
+  Status exit_forward(const float* partial, float* local, int64_t B, int64_t T, int64_t C) {
+    return enter_backward(partial, local, B, T, C);
+  }
+  // Its backward: the identity (SP: all-gather the gradient's sequence shards).
+  Status exit_backward(const float* local_grad, float* full_grad, int64_t B, int64_t T,
+                       int64_t C) {
+    return enter_forward(local_grad, full_grad, B, T, C);
+  }
+  // Sums `n` values over tp in place (vocab-parallel cross-entropy, SP layernorm grads).
+  Status all_reduce(float* values, int64_t n, comm::ReduceOp op = comm::ReduceOp::kSum);
+
+ private:
+  comm::Comm& tp_;
+  bool sp_;
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,19 @@
+// Runs a built-in workload on this rank to the end: builds the mesh, the rank's share of the
+// model, the data stream and the optimizer, trains for the configured steps, and returns the
+// run's summary (identical facts on every rank: losses, norms, every rank's memory peaks).
+#pragma once
+
+#include "core/status.h"
+#include "runner/comm/comm.h"
+#include "runner/workload/run_summary.h"
+#include "runner/workload/workload_config.h"
+
+namespace partrain::runner {
+
+StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& world);
+
+// Model FLOPs of one training step (forward + backward, 3x the forward's matrix products and
+// attention scores; no recomputation): Narayanan et al. 2021, eq. 3, generalised to any MLP width.
+double gpt_flops_per_step(const LayoutModel& model, int64_t global_batch);
+
+}  // namespace partrain::runner

@@ -1,0 +1,162 @@
+#include "runner/workload/workload_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace partrain::runner {
+
+std::optional<WorkloadKind> parse_workload_kind(std::string_view name) {
+  if (name == "gpt") return WorkloadKind::kGpt;
+  if (name == "mlp") return WorkloadKind::kMlp;
+  return std::nullopt;
+}
+
+std::string_view workload_kind_name(WorkloadKind kind) {
+  return kind == WorkloadKind::kGpt ? "gpt" : "mlp";
+}
+
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "selective") return Recompute::kSelective;
+  if (name == "full") return Recompute::kFull;
+  return std::nullopt;
+}
+
+std::string_view recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  if (name == "fp32" || name == "fp32-adam") return Precision::kFp32;
+  if (name == "bf16" || name == "bf16-mixed" || name == "bf16-fp32grad" ||
+      name == "bf16-fp32grad-accum") {
+    return Precision::kBf16;
+  }
+  return std::nullopt;
+}
+
+std::string_view precision_name(Precision precision) {
+  return precision == Precision::kFp32 ? "fp32" : "bf16";
+}
+
+Status resolve_workload(WorkloadConfig& config) {
+  LayoutModel& m = config.model;
+  if (m.layers < 1 || m.hidden < 1 || m.seq < 1) {
+    return invalid_argument("--layers, --hidden and --seq must be at least 1");
+  }
+  if (config.steps < 1) return invalid_argument("--steps must be at least 1");
+  if (!(config.lr > 0)) return invalid_argument("--lr must be positive");
+  if (config.kind == WorkloadKind::kGpt) {
+    if (m.heads < 1 || m.hidden % m.heads != 0) {
+      return invalid_argument("--hidden {} is not divisible by --heads {}: each head gets "
+                              "hidden / heads dimensions",
+                              m.hidden, m.heads);
+    }
+    if (m.vocab < 2) return invalid_argument("--vocab must be at least 2");
+    if (m.ffn < 1) return invalid_argument("--ffn must be at least 1");
+  } else {
+    // The lecture's MLP: square hidden x hidden layers; tensor parallelism splits the width.
+    m.heads = 0;
+    m.vocab = 0;
+    m.ffn = m.hidden;
+    if (config.layout.sp) return invalid_argument("--sp applies to --workload gpt only");
+  }
+  ASSIGN_OR_RETURN(config.resolved, resolve_layout(config.layout, config.model));
+  return Status::ok();
+}
+
+namespace {
+
+nlohmann::json layout_json(const ParallelLayout& l) {
+  nlohmann::json j = {{"world", l.world},
+                      {"tp", l.tp},
+                      {"pp", l.pp},
+                      {"sp", l.sp},
+                      {"zero", l.zero},
+                      {"schedule", pipeline_schedule_name(l.schedule)},
+                      {"vpp", l.vpp},
+                      {"micro_batch", l.micro_batch},
+                      {"pp_split", l.pp_split},
+                      {"bucket_bytes", l.bucket_bytes}};
+  if (l.dp) j["dp"] = *l.dp;
+  if (l.global_batch) j["global_batch"] = *l.global_batch;
+  return j;
+}
+
+ParallelLayout layout_from(const nlohmann::json& j) {
+  ParallelLayout l;
+  l.world = j.at("world").get<int>();
+  l.tp = j.at("tp").get<int>();
+  l.pp = j.at("pp").get<int>();
+  l.sp = j.at("sp").get<bool>();
+  l.zero = j.at("zero").get<int>();
+  l.schedule = parse_pipeline_schedule(j.at("schedule").get<std::string>())
+                   .value_or(PipelineSchedule::kOneFOneB);
+  l.vpp = j.at("vpp").get<int>();
+  l.micro_batch = j.at("micro_batch").get<int>();
+  l.pp_split = j.at("pp_split").get<std::vector<int>>();
+  l.bucket_bytes = j.at("bucket_bytes").get<int64_t>();
+  if (j.contains("dp")) l.dp = j.at("dp").get<int>();
+  if (j.contains("global_batch")) l.global_batch = j.at("global_batch").get<int>();
+  return l;
+}
+
+}  // namespace
+
+std::string workload_to_json(const WorkloadConfig& c) {
+  nlohmann::json j = {
+      {"workload", workload_kind_name(c.kind)},
+      {"model",
+       {{"layers", c.model.layers},
+        {"hidden", c.model.hidden},
+        {"heads", c.model.heads},
+        {"seq", c.model.seq},
+        {"vocab", c.model.vocab},
+        {"ffn", c.model.ffn}}},
+      {"layout", layout_json(c.layout)},
+      {"steps", c.steps},
+      {"lr", c.lr},
+      {"seed", c.seed},
+      {"device", c.device},
+      {"precision", precision_name(c.precision)},
+      {"recompute", recompute_name(c.recompute)},
+      {"data", c.data_path},
+      {"json", c.json},
+      {"blas_threads", c.blas_threads},
+  };
+  if (c.peak_flops) j["peak_flops"] = *c.peak_flops;
+  return j.dump();
+}
+
+StatusOr<WorkloadConfig> workload_from_json(std::string_view text) {
+  WorkloadConfig c;
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    c.kind = parse_workload_kind(j.at("workload").get<std::string>()).value_or(WorkloadKind::kGpt);
+    const auto& m = j.at("model");
+    c.model = {m.at("layers").get<int>(), m.at("hidden").get<int>(), m.at("heads").get<int>(),
+               m.at("seq").get<int>(),    m.at("vocab").get<int>(),  m.at("ffn").get<int>()};
+    c.layout = layout_from(j.at("layout"));
+    c.steps = j.at("steps").get<int>();
+    c.lr = j.at("lr").get<double>();
+    c.seed = j.at("seed").get<uint64_t>();
+    c.device = j.at("device").get<std::string>();
+    c.precision = parse_precision(j.at("precision").get<std::string>()).value_or(Precision::kFp32);
+    c.recompute = parse_recompute(j.at("recompute").get<std::string>()).value_or(Recompute::kNone);
+    c.data_path = j.at("data").get<std::string>();
+    c.json = j.at("json").get<bool>();
+    c.blas_threads = j.at("blas_threads").get<int>();
+    if (j.contains("peak_flops")) c.peak_flops = j.at("peak_flops").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    return invalid_argument("PARTRAIN_WORKLOAD_CONFIG is not a workload description: {}",
+                            e.what());
+  }
+  RETURN_IF_ERROR(resolve_workload(c));
+  return c;
+}
+
+}  // namespace partrain::runner

@@ -1,0 +1,53 @@
+// Everything a rank needs to run a built-in workload: the model, the parallel layout, the
+// training hyper-parameters and the data. `partrain launch --workload` builds and checks it
+// once, then hands it to every worker as JSON (PARTRAIN_WORKLOAD_CONFIG).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "runner/workload/parallel_layout.h"
+
+namespace partrain::runner {
+
+enum class WorkloadKind { kGpt, kMlp };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Precision { kFp32, kBf16 };
+
+std::optional<WorkloadKind> parse_workload_kind(std::string_view name);
+std::string_view workload_kind_name(WorkloadKind kind);
+std::optional<Recompute> parse_recompute(std::string_view name);
+std::string_view recompute_name(Recompute recompute);
+// fp32 and bf16, and the recipe names of `partrain memory` (fp32-adam; bf16-mixed,
+// bf16-fp32grad, bf16-fp32grad-accum) as aliases.
+std::optional<Precision> parse_precision(std::string_view name);
+std::string_view precision_name(Precision precision);
+
+struct WorkloadConfig {
+  WorkloadKind kind = WorkloadKind::kGpt;
+  LayoutModel model{4, 256, 8, 128, 512, 1024};  // layers hidden heads seq vocab ffn
+  ParallelLayout layout;
+  ResolvedLayout resolved;  // filled by resolve_workload
+  int steps = 10;
+  double lr = 1e-3;
+  uint64_t seed = 1234;
+  std::string device = "cpu";  // cpu, cuda, auto
+  Precision precision = Precision::kFp32;
+  Recompute recompute = Recompute::kNone;
+  std::string data_path;  // empty: the synthetic stream
+  std::optional<double> peak_flops;  // per rank, FLOP/s; unset: measured sgemm peak on CPU
+  bool json = false;
+  int blas_threads = 1;
+};
+
+// Resolves the layout for this model and checks what the workload itself needs (e.g. hidden
+// divisible by heads); kInvalidArgument names the constraint.
+Status resolve_workload(WorkloadConfig& config);
+
+std::string workload_to_json(const WorkloadConfig& config);
+// The config as the launcher wrote it; malformed JSON is kInvalidArgument naming the field.
+StatusOr<WorkloadConfig> workload_from_json(std::string_view json);
+
+}  // namespace partrain::runner

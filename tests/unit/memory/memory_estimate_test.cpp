@@ -1,0 +1,132 @@
+#include "memory/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "memory/activations.h"
+#include "memory/explain.h"
+#include "memory/parameter_count.h"
+#include "memory/sweep.h"
+#include "tests/unit/memory/test_models.h"
+
+namespace partrain::memory {
+namespace {
+
+EstimateInput input_for(ModelConfig model, const char* precision = "bf16-mixed") {
+  EstimateInput in;
+  in.model = std::move(model);
+  in.recipe = *precision_recipe(precision, Optimizer::kAdamW);
+  in.reserve_bytes = 0;
+  return in;
+}
+
+// ZeRO 2019 Figure 1 through the whole estimator: 7.5B over 64 ranks, model states only.
+TEST(MemoryEstimate, ZeroExampleThroughTheEstimator) {
+  EstimateInput in = input_for(bare_model(7.5e9));
+  in.layout.dp = 64;
+  const double expected[] = {120, 31.4, 16.6, 1.9};
+  for (int zero = 0; zero <= 3; ++zero) {
+    in.layout.zero = zero;
+    auto e = estimate_memory(in);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    const StageMemory& s = e->heaviest_stage();
+    EXPECT_NEAR((s.params + s.grads + s.optimizer) / 1e9, expected[zero], 0.05) << "zero " << zero;
+    EXPECT_DOUBLE_EQ(s.activations, 0);
+  }
+}
+
+// Pipeline stages hold every parameter once, plus the last stage's copy of tied embeddings.
+TEST(MemoryEstimate, StagesPartitionTheParameters) {
+  for (ModelConfig m : {testing::llama2_7b(), testing::gpt3_175b()}) {
+    EstimateInput in = input_for(m);
+    in.layout.pp = 4;
+    auto e = estimate_memory(in);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    double sum = 0;
+    for (const auto& s : e->stages) sum += s.params_count;
+    const double tied_copy = m.tied_embeddings ? word_embedding_params(m) : 0;
+    EXPECT_DOUBLE_EQ(sum, total_params(m) + tied_copy);
+  }
+}
+
+// Korthikanti 2022 sec. 4.2.3: under 1F1B with m >= p the first stage holds L layers' worth
+// of activations (p micro-batches of L/p layers), whatever p is.
+TEST(MemoryEstimate, FirstStageHoldsAllLayersWorthUnder1F1B) {
+  EstimateInput in = input_for(testing::gpt3_175b());
+  in.layout.tp = 8;
+  in.layout.sp = true;
+  in.layout.recompute = Recompute::kSelective;
+  ActivationSetup a;
+  a.seq = 2048;
+  a.tp = 8;
+  a.sp = true;
+  a.recompute = Recompute::kSelective;
+  const double layer = layer_activation_bytes(in.model, a);
+  for (int p : {1, 2, 4, 8}) {
+    in.layout.pp = p;
+    in.layout.global_batch = 64;
+    auto e = estimate_memory(in);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    const double without_io = e->stages[0].activations - (p == 1 ? output_activation_bytes(in.model, a) : 0);
+    EXPECT_DOUBLE_EQ(without_io, 96 * layer) << "p " << p;
+  }
+  // GPT-3 175B, t 8 with SP and selective recompute: 34 s b h / t x L = 10.27 GB.
+  EXPECT_NEAR(96 * layer / 1e9, 10.27, 0.01);
+}
+
+TEST(MemoryEstimate, FitsAgainstCapacity) {
+  EstimateInput in = input_for(testing::llama2_7b());
+  in.capacity_bytes = 80e9;
+  auto e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok());
+  EXPECT_FALSE(e->fits());  // 16 B/param x 6.74e9 = 108 GB of states alone
+  in.layout.dp = 8;
+  in.layout.zero = 3;
+  in.layout.recompute = Recompute::kFull;
+  e = estimate_memory(in);
+  EXPECT_TRUE(e->fits());
+  EXPECT_GT(e->headroom(), 0);
+}
+
+TEST(MemoryEstimate, DefaultReserveIsItsOwnLine) {
+  EstimateInput in = input_for(testing::llama2_7b());
+  in.reserve_bytes.reset();
+  auto e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok());
+  const StageMemory& s = e->heaviest_stage();
+  EXPECT_DOUBLE_EQ(s.reserve, default_reserve(s.total() - s.reserve).total());
+  EXPECT_GT(s.reserve, 1024.0 * 1024 * 1024);
+}
+
+TEST(MemoryEstimate, InferenceIsWeightsAndKvCache) {
+  EstimateInput in = input_for(testing::llama2_7b());
+  in.inference = true;
+  in.kv_len = 4000;
+  in.gen_len = 96;
+  auto e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  const StageMemory& s = e->heaviest_stage();
+  EXPECT_DOUBLE_EQ(s.params, 2 * 6738415616.0);
+  EXPECT_DOUBLE_EQ(s.kv_cache, 2.0 * 1024 * 1024 * 1024);  // 0.5 MiB x 4096 tokens
+  EXPECT_DOUBLE_EQ(s.grads + s.optimizer, 0);
+}
+
+TEST(MemoryEstimate, ExplainCitesSources) {
+  EstimateInput in = input_for(testing::gpt3_175b());
+  in.layout.pp = 2;
+  auto e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok());
+  auto lines = explain_estimate(in, *e);
+  ASSERT_GE(lines.size(), 6u);
+  for (const auto& line : lines) EXPECT_FALSE(line.source.empty()) << line.quantity;
+}
+
+TEST(MemoryEstimate, SweepCoversDpZeroAndRecompute) {
+  EstimateInput in = input_for(testing::llama2_7b());
+  auto report = sweep_memory(in, {1, 2, 4, 8});
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->rows.size(), 4u * 4 * 3);
+  EXPECT_GT(report->flops_per_token_recompute, report->flops_per_token);
+}
+
+}  // namespace
+}  // namespace partrain::memory

@@ -1,0 +1,84 @@
+#include "memory/presets.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "memory/parameter_count.h"
+
+namespace partrain::memory {
+namespace {
+
+const std::filesystem::path kShare = std::filesystem::path(PARTRAIN_SOURCE_DIR) / "share";
+
+// Every shipped model preset loads, validates, and its count is its published one (within 1%).
+TEST(Presets, ModelsMatchTheirPublishedParameterCounts) {
+  const auto names = model_preset_names(kShare);
+  for (const char* expected : {"gpt3-175b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
+                               "llama-3-70b", "llama-3-405b", "bloom-176b", "opt-175b",
+                               "gpt-neox-20b", "builtin-gpt", "builtin-mlp"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+  for (const auto& name : names) {
+    auto model = load_model_preset(kShare, name);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_EQ(model->name, name);
+    std::ifstream in(kShare / "models" / (name + ".json"));
+    auto published = nlohmann::json::parse(in).value("published_params", 0.0);
+    if (published > 0) EXPECT_NEAR(total_params(*model) / published, 1.0, 0.01) << name;
+  }
+}
+
+TEST(Presets, GpusLoad) {
+  for (const char* name : {"a100-40g", "a100-80g", "h100-80g", "h200-141g", "b200", "cpu"}) {
+    auto gpu = load_gpu_preset(kShare, name);
+    ASSERT_TRUE(gpu.is_ok()) << gpu.status().message();
+    EXPECT_GT(gpu->memory_bytes, 1e9);
+    EXPECT_GE(gpu->bf16_flops, gpu->fp32_flops) << name;
+  }
+  EXPECT_DOUBLE_EQ(load_gpu_preset(kShare, "h100-80g")->bf16_flops, 989e12);
+}
+
+TEST(Presets, UnknownNameListsThePresets) {
+  auto model = load_model_preset(kShare, "llama-9");
+  EXPECT_EQ(model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("llama-2-7b"), std::string::npos);
+  EXPECT_NE(load_gpu_preset(kShare, "v100").status().message().find("h100-80g"), std::string::npos);
+}
+
+// A malformed file is unreadable input (exit 3), naming the file and the field.
+TEST(Presets, MalformedFilesNameTheField) {
+  auto bad_type = parse_model_json(R"({"name": "x", "layers": "many", "hidden": 8, "heads": 2,
+                                      "vocab": 10, "seq": 4})", "x.json");
+  EXPECT_EQ(bad_type.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(bad_type.status().message().find("x.json: field 'layers'"), std::string::npos);
+  auto missing = parse_model_json(R"({"name": "x", "layers": 2, "heads": 2, "vocab": 10, "seq": 4})", "x.json");
+  EXPECT_NE(missing.status().message().find("missing field 'hidden'"), std::string::npos);
+  auto unknown = parse_model_json(R"({"name": "x", "layers": 2, "hiden": 8})", "x.json");
+  EXPECT_NE(unknown.status().message().find("'hidden'"), std::string::npos);  // hidden is missing
+  auto typo = parse_model_json(R"({"name": "x", "layers": 2, "hidden": 8, "heads": 2, "vocab": 10,
+                                  "seq": 4, "mlp": "relu2"})", "x.json");
+  EXPECT_NE(typo.status().message().find("field 'mlp' must be one of"), std::string::npos);
+  auto heads = parse_model_json(R"({"name": "x", "layers": 2, "hidden": 10, "heads": 3, "vocab": 10,
+                                   "seq": 4})", "x.json");
+  EXPECT_NE(heads.status().message().find("field 'heads'"), std::string::npos);
+  EXPECT_EQ(parse_model_json("{", "x.json").status().code(), StatusCode::kUnreadable);
+  auto gpu = parse_gpu_json(R"({"name": "g", "memory_bytes": -1})", "g.json");
+  EXPECT_NE(gpu.status().message().find("field 'memory_bytes'"), std::string::npos);
+  auto extra = parse_gpu_json(R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
+      "hbm_bandwidth": 1, "intra_node_bandwidth": 1, "network_bandwidth": 1, "tdp": 700})", "g.json");
+  EXPECT_NE(extra.status().message().find("unknown field 'tdp'"), std::string::npos);
+}
+
+TEST(Presets, DefaultsForOptionalFields) {
+  auto m = parse_model_json(R"({"name": "x", "layers": 2, "hidden": 64, "heads": 4, "vocab": 10,
+                               "seq": 4})", "x.json");
+  ASSERT_TRUE(m.is_ok());
+  EXPECT_EQ(m->kv_heads, 4);
+  EXPECT_EQ(m->ffn, 256);
+  EXPECT_TRUE(m->tied_embeddings);
+}
+
+}  // namespace
+}  // namespace partrain::memory

@@ -1,0 +1,164 @@
+#include "runner/device/cpu_device.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "runner/ops/attention.h"
+#include "runner/ops/cross_entropy.h"
+#include "runner/ops/embedding.h"
+#include "runner/ops/layernorm.h"
+#include "runner/ops/matmul.h"
+#include "runner/ops/vocab_parallel_cross_entropy.h"
+#include "tests/unit/runner/ops/gradient_check.h"
+
+namespace partrain::runner {
+namespace {
+
+using ops::testing::random_values;
+
+TEST(CpuDevice, NamesItsBlasThreads) {
+  EXPECT_EQ(CpuDevice(CpuDeviceOptions{.blas_threads = 2}).name(), "cpu (OpenBLAS, 2 threads)");
+  CpuDevice device;  // constructed last: the process is back to one BLAS thread
+  EXPECT_EQ(device.name(), "cpu (OpenBLAS, 1 thread)");
+  EXPECT_EQ(device.blas_threads(), 1);
+  EXPECT_EQ(device.allocator().memory_name(), "host");
+}
+
+void expect_equal(const std::vector<float>& actual, const std::vector<float>& expected,
+                  const char* what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], 1e-5 * (1.0 + std::abs(expected[i]))) << what << " " << i;
+  }
+}
+
+// Through the virtual interface, each op computes what its runner/ops reference computes: the
+// check a CUDA device will run against the same references.
+TEST(CpuDevice, DispatchesEachOpToItsReference) {
+  CpuDevice cpu;
+  Device& device = cpu;
+  const int64_t B = 2, T = 3, NH = 2, hs = 2, C = NH * hs, V = 5, N = B * T;
+  auto x = random_values(N * C, 1), w = random_values(3 * C * C, 2), bias = random_values(3 * C, 3);
+  {
+    std::vector<float> a(N * 3 * C), b(N * 3 * C);
+    device.matmul_forward(a.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
+    ops::matmul_forward(b.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
+    expect_equal(a, b, "matmul_forward");
+    auto dout = random_values(N * 3 * C, 4);
+    std::vector<float> da(N * C, 0.0f), dw(w.size(), 0.0f), db(bias.size(), 0.0f);
+    std::vector<float> ra(N * C, 0.0f), rw(w.size(), 0.0f), rb(bias.size(), 0.0f);
+    device.matmul_backward(da.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
+                           3 * C);
+    ops::matmul_backward(ra.data(), rw.data(), rb.data(), dout.data(), x.data(), w.data(), N, C,
+                         3 * C);
+    expect_equal(da, ra, "matmul dinp");
+    expect_equal(dw, rw, "matmul dweight");
+    expect_equal(db, rb, "matmul dbias");
+  }
+  {
+    auto qkv = random_values(N * 3 * C, 5);
+    std::vector<float> out(N * C), att(B * NH * T * T), rout(N * C), ratt(att.size());
+    device.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+    ops::attention_forward(rout.data(), ratt.data(), qkv.data(), B, T, NH, hs);
+    expect_equal(out, rout, "attention out");
+    expect_equal(att, ratt, "attention probabilities");
+    std::vector<float> dqkv(qkv.size(), 0.0f), rdqkv(qkv.size(), 0.0f);
+    device.attention_backward(dqkv.data(), x.data(), qkv.data(), att.data(), B, T, NH, hs);
+    ops::attention_backward(rdqkv.data(), x.data(), qkv.data(), att.data(), B, T, NH, hs);
+    expect_equal(dqkv, rdqkv, "attention dqkv");
+  }
+  {
+    auto gamma = random_values(C, 6), beta = random_values(C, 7);
+    std::vector<float> out(N * C), mean(N), rstd(N), rout(N * C), rmean(N), rrstd(N);
+    device.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                             beta.data(), N, C);
+    ops::layernorm_forward(rout.data(), rmean.data(), rrstd.data(), x.data(), gamma.data(),
+                           beta.data(), N, C);
+    expect_equal(out, rout, "layernorm");
+    expect_equal(rstd, rrstd, "layernorm rstd");
+  }
+  {
+    const std::vector<int32_t> tokens = {0, 4, 2, 2, 1, 3};
+    auto wte = random_values(V * C, 8), wpe = random_values(T * C, 9);
+    std::vector<float> out(N * C), rout(N * C);
+    device.embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    ops::embedding_forward(rout.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    expect_equal(out, rout, "embedding");
+    auto logits = random_values(N * V, 10);
+    std::vector<float> losses(N), rlosses(N), dl(N * V, 0.0f), rdl(N * V, 0.0f);
+    EXPECT_FLOAT_EQ(device.cross_entropy_forward(losses.data(), logits.data(), tokens.data(), N, V),
+                    ops::cross_entropy_forward(rlosses.data(), logits.data(), tokens.data(), N, V));
+    device.cross_entropy_backward(dl.data(), logits.data(), tokens.data(), N, V, 0.5f);
+    ops::cross_entropy_backward(rdl.data(), logits.data(), tokens.data(), N, V, 0.5f);
+    expect_equal(dl, rdl, "cross_entropy_backward");
+  }
+  {
+    auto y = random_values(8, 11);
+    std::vector<float> dy(8, 0.0f), gelu(8), dgelu(8, 0.0f), sum(8), da(8, 0.0f);
+    device.mean_square_loss_backward(dy.data(), y.data(), 8, 1.0f);
+    EXPECT_FLOAT_EQ(dy[3], 2.0f / 8.0f * y[3]);
+    EXPECT_GT(device.mean_square_loss_forward(y.data(), 8), 0.0f);
+    device.gelu_forward(gelu.data(), y.data(), 8);
+    device.gelu_backward(dgelu.data(), y.data(), dy.data(), 8);
+    EXPECT_NEAR(gelu[0],
+                0.5 * y[0] * (1 + std::tanh(0.7978845608 * (y[0] + 0.044715 * std::pow(y[0], 3)))),
+                1e-6);
+    device.residual_forward(sum.data(), y.data(), dy.data(), 8);
+    EXPECT_FLOAT_EQ(sum[5], y[5] + dy[5]);
+    device.residual_backward(da.data(), nullptr, dy.data(), 8);
+    expect_equal(da, dy, "residual_backward");
+    device.fill(da.data(), 8, 3.0f);
+    EXPECT_DOUBLE_EQ(device.sum_of_squares(da.data(), 8), 72.0);
+    device.scale(da.data(), 8, 0.5f);
+    device.copy(dy.data(), da.data(), 8);
+    EXPECT_THAT(dy, ::testing::Each(1.5f));
+  }
+}
+
+// The smallest end-to-end use of the interface: the mlp workload's step (x @ W^T, GeLU,
+// mean-square loss, AdamW) on tracked tensors lowers the loss.
+TEST(CpuDevice, MlpStepsLowerTheLoss) {
+  CpuDevice device;
+  const int64_t N = 8, C = 16;
+  auto x = random_values(N * C, 12);
+  auto w = random_values(C * C, 13, 0.5f);
+  std::vector<float> h(N * C), y(N * C), dy(N * C), dh(N * C), dw(C * C), m(C * C, 0.0f),
+      v(C * C, 0.0f);
+  const ops::AdamWConfig config{.learning_rate = 0.05f};
+  float first = 0.0f, last = 0.0f;
+  for (int64_t step = 1; step <= 10; ++step) {
+    device.matmul_forward(h.data(), x.data(), w.data(), nullptr, N, C, C);
+    device.gelu_forward(y.data(), h.data(), N * C);
+    last = device.mean_square_loss_forward(y.data(), N * C);
+    if (step == 1) first = last;
+    device.fill(dy.data(), N * C, 0.0f);
+    device.fill(dh.data(), N * C, 0.0f);
+    device.fill(dw.data(), C * C, 0.0f);
+    device.mean_square_loss_backward(dy.data(), y.data(), N * C, 1.0f);
+    device.gelu_backward(dh.data(), h.data(), dy.data(), N * C);
+    device.matmul_backward(nullptr, dw.data(), nullptr, dh.data(), x.data(), w.data(), N, C, C);
+    device.adamw_update(w.data(), dw.data(), m.data(), v.data(), C * C, config, step);
+  }
+  EXPECT_LT(last, 0.5f * first);
+}
+
+TEST(CpuDevice, MeasuresAnSgemmPeakInTrackedWorkspace) {
+  CpuDevice device;
+  auto gflops = device.measure_sgemm_gflops(256, 3);
+  ASSERT_TRUE(gflops.is_ok()) << gflops.status().message();
+  EXPECT_GT(*gflops, 0.5);    // any machine that runs the suite does better than this
+  EXPECT_LT(*gflops, 1.0e5);  // and a single thread does not reach 100 TFLOP/s
+  EXPECT_EQ(device.allocator().current_bytes(memory::Category::kWorkspace), 0u);
+  EXPECT_EQ(device.allocator().peak_bytes(memory::Category::kWorkspace), 3u * 256 * 256 * 4);
+  RecordProperty("sgemm_gflops_256", std::to_string(*gflops));
+  EXPECT_FALSE(device.measure_sgemm_gflops(0, 1).is_ok());
+  device.allocator().set_limit_bytes(1024);
+  EXPECT_THAT(device.measure_sgemm_gflops(256, 1).status().message(),
+              ::testing::HasSubstr("of workspace"));
+}
+
+}  // namespace
+}  // namespace partrain::runner

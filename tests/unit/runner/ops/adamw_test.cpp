@@ -1,0 +1,55 @@
+#include "runner/ops/adamw.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace partrain::runner::ops {
+namespace {
+
+// Two steps of one parameter, computed by hand:
+//   step 1, g = 0.5:   m = 0.05, v = 0.00025, m_hat = 0.5, v_hat = 0.25,
+//                      p = 1 - 0.1 (0.5 / (0.5 + 1e-8) + 0.01 * 1) = 0.899000002
+//   step 2, g = -0.25: m = 0.9 * 0.05 - 0.025 = 0.02, v = 0.999 * 0.00025 + 0.001 * 0.0625 =
+//                      0.00031225, m_hat = 0.02 / 0.19, v_hat = 0.00031225 / 0.001999,
+//                      p = 0.899000002 - 0.1 (0.1052632 / 0.3952254 + 0.01 * 0.899000002)
+//                        = 0.8714673
+TEST(AdamW, TwoHandComputedSteps) {
+  const AdamWConfig config{
+      .learning_rate = 0.1f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
+  float p = 1.0f, m = 0.0f, v = 0.0f;
+  float g = 0.5f;
+  adamw_update(&p, &g, &m, &v, 1, config, 1);
+  EXPECT_NEAR(m, 0.05f, 1e-7);
+  EXPECT_NEAR(v, 0.00025f, 1e-8);  // 1 - 0.999 rounds in float: 1.3e-5 relative
+  EXPECT_NEAR(p, 0.899000002f, 1e-6);
+  g = -0.25f;
+  adamw_update(&p, &g, &m, &v, 1, config, 2);
+  EXPECT_NEAR(m, 0.02f, 1e-7);
+  EXPECT_NEAR(v, 0.00031225f, 1e-8);
+  EXPECT_NEAR(p, 0.8714673f, 2e-6);
+}
+
+TEST(AdamW, DecayIsDecoupledFromTheGradient) {
+  // A zero gradient still shrinks the weight by lr * weight_decay * p (Adam with L2 would not:
+  // its decay would pass through m / sqrt(v)).
+  const AdamWConfig config{.learning_rate = 0.1f, .weight_decay = 0.5f};
+  std::vector<float> p = {2.0f, -4.0f}, g = {0.0f, 0.0f}, m = {0.0f, 0.0f}, v = {0.0f, 0.0f};
+  adamw_update(p.data(), g.data(), m.data(), v.data(), 2, config, 1);
+  EXPECT_FLOAT_EQ(p[0], 2.0f * (1.0f - 0.05f));
+  EXPECT_FLOAT_EQ(p[1], -4.0f * (1.0f - 0.05f));
+}
+
+TEST(AdamW, FirstStepMovesEachParameterByAboutTheLearningRate) {
+  // Bias correction makes step 1's update g / |g| whatever the gradient's magnitude.
+  const AdamWConfig config{.learning_rate = 0.01f};
+  std::vector<float> p = {0.0f, 0.0f, 0.0f}, g = {1e-3f, -7.0f, 250.0f};
+  std::vector<float> m(3, 0.0f), v(3, 0.0f);
+  adamw_update(p.data(), g.data(), m.data(), v.data(), 3, config, 1);
+  EXPECT_NEAR(p[0], -0.01f, 1e-6);
+  EXPECT_NEAR(p[1], 0.01f, 1e-6);
+  EXPECT_NEAR(p[2], -0.01f, 1e-6);
+}
+
+}  // namespace
+}  // namespace partrain::runner::ops

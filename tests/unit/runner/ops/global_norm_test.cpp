@@ -1,0 +1,28 @@
+#include "runner/ops/global_norm.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace partrain::runner::ops {
+namespace {
+
+TEST(GlobalNorm, SumOfSquaresOverShardsAddsUp) {
+  std::vector<float> x = {3.0f, 4.0f, 12.0f};
+  EXPECT_DOUBLE_EQ(sum_of_squares(x.data(), 3), 169.0);
+  // Ranks holding shards sum their squares, then the sums are all-reduced: same norm.
+  EXPECT_DOUBLE_EQ(sum_of_squares(x.data(), 2) + sum_of_squares(x.data() + 2, 1), 169.0);
+  EXPECT_DOUBLE_EQ(sum_of_squares(x.data(), 0), 0.0);
+}
+
+TEST(GlobalNorm, ClipFactorAndScale) {
+  EXPECT_FLOAT_EQ(clip_factor(13.0, 1.0), static_cast<float>(1.0 / (13.0 + 1e-6)));
+  EXPECT_FLOAT_EQ(clip_factor(0.5, 1.0), 1.0f);  // below the threshold: untouched
+  EXPECT_FLOAT_EQ(clip_factor(0.0, 1.0), 1.0f);
+  std::vector<float> x = {3.0f, 4.0f, 12.0f};
+  scale(x.data(), 3, clip_factor(13.0, 1.0));
+  EXPECT_NEAR(sum_of_squares(x.data(), 3), 1.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace partrain::runner::ops
