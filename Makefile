@@ -28,9 +28,10 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
+	@echo "== partrain launch: GPT (4 layers, hidden 256, 8 heads, seq 128) on 4 ranks, dp 2 x tp 2 =="
+	$(BUILD_DIR)/bin/partrain launch -n 4 --workload gpt --dp 2 --tp 2 --micro-batch 2 --steps 12
 	@echo "== partrain bench collectives: 4 ranks, Gloo over loopback =="
 	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1K -e 16M -f 4 --op all_reduce
-	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1M -e 16M -f 4 --op all
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE long -j 2 $(CTEST_ARGS)

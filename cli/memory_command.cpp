@@ -301,7 +301,7 @@ Subcommand add_memory_command(CLI::App& parent) {
       "  partrain memory --model llama-2-7b --dp 8 --zero 1 --micro-batch 1 --gpu a100-80g\n"
       "  partrain memory --model llama-3-70b --tp 8 --sp --pp 4 --recompute selective --per-stage\n"
       "  partrain memory --params 7.5e9 --dp 64 --zero 2 --explain\n"
-      "  partrain memory --model llama-3-405b --tp 8 --pp 16 --sweep --sweep-dp 1..1024\n"
+      "  partrain memory --model llama-3-405b --tp 8 --pp 14 --sweep --sweep-dp 1..1024\n"
       "  partrain memory --model llama-3-8b --inference --kv-len 8192 --micro-batch 4\n"
       "Formulas: Narayanan 2021 (parameters, FLOPs, bubble), Korthikanti 2022 (activations), ZeRO "
       "2019 (sharding), Kwon 2023 (KV cache); see docs/memory.md. GiB = 2^30 bytes, GB = 10^9. "

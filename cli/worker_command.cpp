@@ -31,7 +31,7 @@ int run_worker() {
   StatusOr<runner::World> world = runner::join_world(options);
   if (!world.is_ok()) return fail(world.status(), -1);
   const int rank = world->comm->rank();
-  StatusOr<runner::RunSummary> summary = runner::run_workload(*config, *world->comm);
+  StatusOr<runner::RunSummary> summary = runner::run_workload(*config, *world->comm, world->recorder.get());
   if (!summary.is_ok()) return fail(summary.status(), rank);
   if (rank != 0) return 0;
   if (config->json) {

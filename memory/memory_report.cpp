@@ -30,8 +30,9 @@ std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
   std::string line = fmt::format("layout    dp {}  tp {}{}  pp {}", l.dp, l.tp, l.sp ? " (sp)" : "", l.pp);
   if (l.vpp > 1) line += fmt::format("  vpp {}", l.vpp);
   if (l.cp > 1) line += fmt::format("  cp {}", l.cp);
-  line += fmt::format("  zero {}  micro-batch {}  global batch {} ({} micro-batches)  seq {}  {}",
+  line += fmt::format("  zero {}  micro-batch {}  global batch {} ({} micro-batch{})  seq {}  {}",
                       l.zero, l.micro_batch, e.layout.global_batch, e.layout.micro_batches,
+                      e.layout.micro_batches == 1 ? "" : "es",
                       e.layout.seq, schedule_name(l.schedule));
   line += fmt::format("  recompute {}{}\n", recompute_name(l.recompute),
                       l.flash_attention ? "  flash-attn" : "");

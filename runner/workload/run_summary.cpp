@@ -55,6 +55,12 @@ std::string format_summary_text(const RunSummary& s) {
                                               : 0.0,
                      s.mfu() * 100, s.peak_flops_per_rank / 1e9, s.peak_source);
   out += fmt::format("final parameter L2 norm: {:.6f}\n", s.final_params_l2);
+  if (s.ddp_buckets > 0) {
+    out += fmt::format("DDP: {} gradient buckets per step; {} of {} bucket all-reduces started "
+                       "before their step's backward ended (rank 0)\n",
+                       s.ddp_buckets, s.ddp_buckets_started_in_backward,
+                       s.ddp_bucket_all_reduces);
+  }
   out += fmt::format("memory peak per rank: {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
                      "rank", "params", "grads", "optimizer", "activations", "comm", "total");
   for (size_t r = 0; r < s.memory.size(); ++r) {
@@ -95,6 +101,10 @@ std::string format_summary_json(const RunSummary& s) {
       {"peak_flops_per_rank", s.peak_flops_per_rank},
       {"mfu", s.mfu()},
       {"memory_peak_bytes", memory},
+      {"ddp",
+       {{"buckets", s.ddp_buckets},
+        {"bucket_all_reduces", s.ddp_bucket_all_reduces},
+        {"all_reduces_started_before_backward_end", s.ddp_buckets_started_in_backward}}},
   };
   return doc.dump(2) + "\n";
 }

@@ -24,6 +24,11 @@ struct RunSummary {
   std::string peak_source;              // "measured sgemm" or "--peak-flops"
   double final_params_l2 = 0;
   std::vector<MemoryStats> memory;      // per rank
+  // DDP overlap on rank 0: buckets per step, bucket all-reduces over the run, and how many of
+  // them started before their step's backward pass ended (the flight recorder's timestamps).
+  int ddp_buckets = 0;
+  int ddp_bucket_all_reduces = 0;
+  int ddp_buckets_started_in_backward = 0;
 
   double step_time_median() const;
   double step_time_p90() const;

@@ -79,7 +79,8 @@ double gpt_flops_per_step(const LayoutModel& m, int64_t global_batch) {
   return 3 * forward * s * static_cast<double>(global_batch);
 }
 
-StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& world) {
+StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& world,
+                                  const comm::FlightRecorder* recorder) {
   RETURN_IF_ERROR(check_supported(config));
   const ResolvedLayout& layout = config.resolved;
   if (world.size() != layout.world) {
@@ -147,6 +148,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   batch.tokens.resize(static_cast<size_t>(B * T));
   batch.targets.resize(static_cast<size_t>(B * T));
   batch.dloss_scale = 1.0f / static_cast<float>(G * T);
+  std::vector<std::pair<int64_t, int64_t>> backward_windows;  // (step start, backward end)
   for (int step = 0; step < config.steps; ++step) {
     const int64_t start = monotonic_ns();
     device.fill(grads.data(), numel, 0.0f);
@@ -168,6 +170,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
                                      last ? [&](const std::string& unit) { ddp.unit_ready(unit); }
                                           : std::function<void(const std::string&)>()));
     }
+    backward_windows.emplace_back(start, monotonic_ns());
     RETURN_IF_ERROR(ddp.finish());
     if (tp.sequence_parallel()) {
       // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
@@ -197,6 +200,20 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
     log::debug("step {}: loss {:.6f}, grad norm {:.4f}", step, reported_f, grad_norm);
   }
 
+  if (mesh.dp().size() > 1) {
+    summary.ddp_buckets = static_cast<int>(ddp.bucket_count());
+    if (recorder != nullptr) {
+      for (const profiler::CollectiveEvent& event : recorder->snapshot()) {
+        if (event.comm_id != mesh.dp().id() || event.op != "all_reduce") continue;
+        ++summary.ddp_bucket_all_reduces;
+        for (const auto& [step_start, backward_end] : backward_windows) {
+          if (event.start_ns >= step_start && event.start_ns < backward_end) {
+            ++summary.ddp_buckets_started_in_backward;
+          }
+        }
+      }
+    }
+  }
   ASSIGN_OR_RETURN(double param_sq, global_sum_of_squares(device, params_layout, params.data(),
                                                           coords, world));
   summary.final_params_l2 = std::sqrt(param_sq);

@@ -26,7 +26,9 @@ TEST(Presets, ModelsMatchTheirPublishedParameterCounts) {
     EXPECT_EQ(model->name, name);
     std::ifstream in(kShare / "models" / (name + ".json"));
     auto published = nlohmann::json::parse(in).value("published_params", 0.0);
-    if (published > 0) EXPECT_NEAR(total_params(*model) / published, 1.0, 0.01) << name;
+    if (published > 0) {
+      EXPECT_NEAR(total_params(*model) / published, 1.0, 0.01) << name;
+    }
   }
 }
 

@@ -37,85 +37,124 @@ void expect_equal(const std::vector<float>& actual, const std::vector<float>& ex
 
 // Through the virtual interface, each op computes what its runner/ops reference computes: the
 // check a CUDA device will run against the same references.
-TEST(CpuDevice, DispatchesEachOpToItsReference) {
+class CpuDeviceDispatch : public ::testing::Test {
+ protected:
+  static constexpr int64_t B = 2, T = 3, NH = 2, hs = 2, C = NH * hs, V = 5, N = B * T;
   CpuDevice cpu;
   Device& device = cpu;
-  const int64_t B = 2, T = 3, NH = 2, hs = 2, C = NH * hs, V = 5, N = B * T;
-  auto x = random_values(N * C, 1), w = random_values(3 * C * C, 2), bias = random_values(3 * C, 3);
-  {
-    std::vector<float> a(N * 3 * C), b(N * 3 * C);
-    device.matmul_forward(a.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
-    ops::matmul_forward(b.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
-    expect_equal(a, b, "matmul_forward");
-    auto dout = random_values(N * 3 * C, 4);
-    std::vector<float> da(N * C, 0.0f), dw(w.size(), 0.0f), db(bias.size(), 0.0f);
-    std::vector<float> ra(N * C, 0.0f), rw(w.size(), 0.0f), rb(bias.size(), 0.0f);
-    device.matmul_backward(da.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
-                           3 * C);
-    ops::matmul_backward(ra.data(), rw.data(), rb.data(), dout.data(), x.data(), w.data(), N, C,
+  std::vector<float> x = random_values(N * C, 1);
+};
+
+TEST_F(CpuDeviceDispatch, Matmul) {
+  auto w = random_values(3 * C * C, 2), bias = random_values(3 * C, 3);
+  std::vector<float> a(N * 3 * C), b(N * 3 * C);
+  device.matmul_forward(a.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
+  ops::matmul_forward(b.data(), x.data(), w.data(), bias.data(), N, C, 3 * C);
+  expect_equal(a, b, "matmul_forward");
+  auto dout = random_values(N * 3 * C, 4);
+  std::vector<float> da(N * C, 0.0f), dw(w.size(), 0.0f), db(bias.size(), 0.0f);
+  std::vector<float> ra(N * C, 0.0f), rw(w.size(), 0.0f), rb(bias.size(), 0.0f);
+  device.matmul_backward(da.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
                          3 * C);
-    expect_equal(da, ra, "matmul dinp");
-    expect_equal(dw, rw, "matmul dweight");
-    expect_equal(db, rb, "matmul dbias");
-  }
-  {
-    auto qkv = random_values(N * 3 * C, 5);
-    std::vector<float> out(N * C), att(B * NH * T * T), rout(N * C), ratt(att.size());
-    device.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
-    ops::attention_forward(rout.data(), ratt.data(), qkv.data(), B, T, NH, hs);
-    expect_equal(out, rout, "attention out");
-    expect_equal(att, ratt, "attention probabilities");
-    std::vector<float> dqkv(qkv.size(), 0.0f), rdqkv(qkv.size(), 0.0f);
-    device.attention_backward(dqkv.data(), x.data(), qkv.data(), att.data(), B, T, NH, hs);
-    ops::attention_backward(rdqkv.data(), x.data(), qkv.data(), att.data(), B, T, NH, hs);
-    expect_equal(dqkv, rdqkv, "attention dqkv");
-  }
-  {
-    auto gamma = random_values(C, 6), beta = random_values(C, 7);
-    std::vector<float> out(N * C), mean(N), rstd(N), rout(N * C), rmean(N), rrstd(N);
-    device.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
-                             beta.data(), N, C);
-    ops::layernorm_forward(rout.data(), rmean.data(), rrstd.data(), x.data(), gamma.data(),
+  ops::matmul_backward(ra.data(), rw.data(), rb.data(), dout.data(), x.data(), w.data(), N, C,
+                       3 * C);
+  expect_equal(da, ra, "matmul dinp");
+  expect_equal(dw, rw, "matmul dweight");
+  expect_equal(db, rb, "matmul dbias");
+}
+
+TEST_F(CpuDeviceDispatch, Attention) {
+  auto qkv = random_values(N * 3 * C, 5);
+  std::vector<float> out(N * C), att(B * NH * T * T), rout(N * C), ratt(att.size());
+  device.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+  ops::attention_forward(rout.data(), ratt.data(), qkv.data(), B, T, NH, hs);
+  expect_equal(out, rout, "attention out");
+  expect_equal(att, ratt, "attention probabilities");
+  std::vector<float> dqkv(qkv.size(), 0.0f), rdqkv(qkv.size(), 0.0f);
+  device.attention_backward(dqkv.data(), x.data(), qkv.data(), att.data(), B, T, NH, hs);
+  ops::attention_backward(rdqkv.data(), x.data(), qkv.data(), att.data(), B, T, NH, hs);
+  expect_equal(dqkv, rdqkv, "attention dqkv");
+}
+
+TEST_F(CpuDeviceDispatch, LayerNorm) {
+  auto gamma = random_values(C, 6), beta = random_values(C, 7);
+  std::vector<float> out(N * C), mean(N), rstd(N), rout(N * C), rmean(N), rrstd(N);
+  device.layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
                            beta.data(), N, C);
-    expect_equal(out, rout, "layernorm");
-    expect_equal(rstd, rrstd, "layernorm rstd");
-  }
-  {
-    const std::vector<int32_t> tokens = {0, 4, 2, 2, 1, 3};
-    auto wte = random_values(V * C, 8), wpe = random_values(T * C, 9);
-    std::vector<float> out(N * C), rout(N * C);
-    device.embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
-    ops::embedding_forward(rout.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
-    expect_equal(out, rout, "embedding");
-    auto logits = random_values(N * V, 10);
-    std::vector<float> losses(N), rlosses(N), dl(N * V, 0.0f), rdl(N * V, 0.0f);
-    EXPECT_FLOAT_EQ(device.cross_entropy_forward(losses.data(), logits.data(), tokens.data(), N, V),
-                    ops::cross_entropy_forward(rlosses.data(), logits.data(), tokens.data(), N, V));
-    device.cross_entropy_backward(dl.data(), logits.data(), tokens.data(), N, V, 0.5f);
-    ops::cross_entropy_backward(rdl.data(), logits.data(), tokens.data(), N, V, 0.5f);
-    expect_equal(dl, rdl, "cross_entropy_backward");
-  }
-  {
-    auto y = random_values(8, 11);
-    std::vector<float> dy(8, 0.0f), gelu(8), dgelu(8, 0.0f), sum(8), da(8, 0.0f);
-    device.mean_square_loss_backward(dy.data(), y.data(), 8, 1.0f);
-    EXPECT_FLOAT_EQ(dy[3], 2.0f / 8.0f * y[3]);
-    EXPECT_GT(device.mean_square_loss_forward(y.data(), 8), 0.0f);
-    device.gelu_forward(gelu.data(), y.data(), 8);
-    device.gelu_backward(dgelu.data(), y.data(), dy.data(), 8);
-    EXPECT_NEAR(gelu[0],
-                0.5 * y[0] * (1 + std::tanh(0.7978845608 * (y[0] + 0.044715 * std::pow(y[0], 3)))),
-                1e-6);
-    device.residual_forward(sum.data(), y.data(), dy.data(), 8);
-    EXPECT_FLOAT_EQ(sum[5], y[5] + dy[5]);
-    device.residual_backward(da.data(), nullptr, dy.data(), 8);
-    expect_equal(da, dy, "residual_backward");
-    device.fill(da.data(), 8, 3.0f);
-    EXPECT_DOUBLE_EQ(device.sum_of_squares(da.data(), 8), 72.0);
-    device.scale(da.data(), 8, 0.5f);
-    device.copy(dy.data(), da.data(), 8);
-    EXPECT_THAT(dy, ::testing::Each(1.5f));
-  }
+  ops::layernorm_forward(rout.data(), rmean.data(), rrstd.data(), x.data(), gamma.data(),
+                         beta.data(), N, C);
+  expect_equal(out, rout, "layernorm");
+  expect_equal(rstd, rrstd, "layernorm rstd");
+}
+
+TEST_F(CpuDeviceDispatch, EmbeddingAndCrossEntropy) {
+  const std::vector<int32_t> tokens = {0, 4, 2, 2, 1, 3};
+  auto wte = random_values(V * C, 8), wpe = random_values(T * C, 9);
+  std::vector<float> out(N * C), rout(N * C);
+  device.embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  ops::embedding_forward(rout.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  expect_equal(out, rout, "embedding");
+  auto logits = random_values(N * V, 10);
+  std::vector<float> losses(N), rlosses(N), dl(N * V, 0.0f), rdl(N * V, 0.0f);
+  EXPECT_FLOAT_EQ(device.cross_entropy_forward(losses.data(), logits.data(), tokens.data(), N, V),
+                  ops::cross_entropy_forward(rlosses.data(), logits.data(), tokens.data(), N, V));
+  device.cross_entropy_backward(dl.data(), logits.data(), tokens.data(), N, V, 0.5f);
+  ops::cross_entropy_backward(rdl.data(), logits.data(), tokens.data(), N, V, 0.5f);
+  expect_equal(dl, rdl, "cross_entropy_backward");
+}
+
+TEST_F(CpuDeviceDispatch, ElementwiseAndMemory) {
+  auto y = random_values(8, 11);
+  std::vector<float> dy(8, 0.0f), gelu(8), dgelu(8, 0.0f), sum(8), da(8, 0.0f);
+  device.mean_square_loss_backward(dy.data(), y.data(), 8, 1.0f);
+  EXPECT_FLOAT_EQ(dy[3], 2.0f / 8.0f * y[3]);
+  EXPECT_GT(device.mean_square_loss_forward(y.data(), 8), 0.0f);
+  device.gelu_forward(gelu.data(), y.data(), 8);
+  device.gelu_backward(dgelu.data(), y.data(), dy.data(), 8);
+  EXPECT_NEAR(gelu[0],
+              0.5 * y[0] * (1 + std::tanh(0.7978845608 * (y[0] + 0.044715 * std::pow(y[0], 3)))),
+              1e-6);
+  device.residual_forward(sum.data(), y.data(), dy.data(), 8);
+  EXPECT_FLOAT_EQ(sum[5], y[5] + dy[5]);
+  device.residual_backward(da.data(), nullptr, dy.data(), 8);
+  expect_equal(da, dy, "residual_backward");
+  device.fill(da.data(), 8, 3.0f);
+  EXPECT_DOUBLE_EQ(device.sum_of_squares(da.data(), 8), 72.0);
+  device.scale(da.data(), 8, 0.5f);
+  device.copy(dy.data(), da.data(), 8);
+  EXPECT_THAT(dy, ::testing::Each(1.5f));
+}
+
+TEST_F(CpuDeviceDispatch, VocabParallelCrossEntropyAndEmbeddingShard) {
+  const std::vector<int32_t> targets = {0, 4, 2, 2, 1, 3};
+  auto logits = random_values(N * V, 14);  // one shard holding the whole vocabulary
+  std::vector<float> max(N), sum(N), target(N), losses(N), dl(N * V, 0.0f), rdl(N * V, 0.0f);
+  device.vocab_parallel_local_max(max.data(), logits.data(), N, V);
+  device.vocab_parallel_local_sum_exp(sum.data(), logits.data(), max.data(), N, V);
+  device.vocab_parallel_local_target_logit(target.data(), logits.data(), targets.data(), N, V, 0);
+  EXPECT_NEAR(device.vocab_parallel_loss(losses.data(), max.data(), sum.data(), target.data(), N),
+              ops::cross_entropy_forward(nullptr, logits.data(), targets.data(), N, V), 1e-6);
+  device.vocab_parallel_backward(dl.data(), logits.data(), targets.data(), max.data(), sum.data(),
+                                 N, V, 0, 1.0f / N);
+  ops::cross_entropy_backward(rdl.data(), logits.data(), targets.data(), N, V, 1.0f / N);
+  expect_equal(dl, rdl, "vocab_parallel_backward");
+
+  auto wte = random_values(V * C, 15);
+  std::vector<float> out(N * C), rout(N * C), dwte(V * C, 0.0f), rdwte(V * C, 0.0f);
+  device.embedding_forward_vocab_range(out.data(), targets.data(), wte.data() + 2 * C, nullptr, B,
+                                       T, C, 2, 4);
+  ops::embedding_forward_vocab_range(rout.data(), targets.data(), wte.data() + 2 * C, nullptr, B, T,
+                                     C, 2, 4);
+  expect_equal(out, rout, "embedding_forward_vocab_range");
+  device.embedding_backward_vocab_range(dwte.data(), nullptr, x.data(), targets.data(), B, T, C, 2,
+                                        4);
+  ops::embedding_backward_vocab_range(rdwte.data(), nullptr, x.data(), targets.data(), B, T, C, 2,
+                                      4);
+  expect_equal(dwte, rdwte, "embedding_backward_vocab_range");
+  std::vector<float> dwpe(T * C, 0.0f), rdwpe(T * C, 0.0f);
+  device.embedding_backward(dwte.data(), dwpe.data(), x.data(), targets.data(), B, T, C);
+  ops::embedding_backward(rdwte.data(), rdwpe.data(), x.data(), targets.data(), B, T, C);
+  expect_equal(dwpe, rdwpe, "embedding_backward");
 }
 
 // The smallest end-to-end use of the interface: the mlp workload's step (x @ W^T, GeLU,

@@ -1,0 +1,159 @@
+// `partrain memory` end to end: text and JSON agree, errors carry the documented exit codes and
+// name what is wrong, presets are found, the 405B sweep runs well under a second.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain {
+namespace {
+
+using testing::run_partrain;
+
+nlohmann::json parse_json(const std::string& text) {
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  EXPECT_FALSE(json.is_discarded()) << text;
+  return json;
+}
+
+// The text table's GiB column for a category, e.g. "  total             88.31      94.82".
+double text_gib(const std::string& out, const std::string& category) {
+  std::smatch match;
+  std::regex row("\\n  " + category + "\\*? +([0-9.]+) +([0-9.]+)\\n");
+  EXPECT_TRUE(std::regex_search(out, match, row)) << category << " in\n" << out;
+  return match.empty() ? -1 : std::stod(match[1]);
+}
+
+TEST(MemoryCommand, TextAndJsonAgree) {
+  const std::string args = "memory --model llama-2-7b --dp 8 --zero 1 --gpu a100-80g";
+  auto text = run_partrain(args);
+  auto json = run_partrain(args + " --json");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = parse_json(json.out);
+  const auto& bytes = j["per_gpu_bytes"];
+  for (const char* key : {"params", "grads", "optimizer", "activations", "comm", "kv_cache", "reserve", "total"}) {
+    ASSERT_TRUE(bytes[key].is_number_integer()) << key;
+  }
+  for (const auto& [category, key] : {std::pair{"params", "params"}, {"optimizer", "optimizer"},
+                                      {"activations", "activations"}, {"reserve", "reserve"},
+                                      {"total", "total"}}) {
+    EXPECT_NEAR(text_gib(text.out, category), bytes[key].get<double>() / 1073741824.0, 0.006) << category;
+  }
+  EXPECT_EQ(j["capacity_bytes"].get<int64_t>(), 85899345920);
+  EXPECT_EQ(j["fits"].get<bool>(), j["per_gpu_bytes"]["total"].get<int64_t>() <= 85899345920);
+  EXPECT_EQ(j["stage"].get<int>(), 0);
+  EXPECT_EQ(j["stages"].size(), 1u);
+  EXPECT_NE(text.out.find("GiB"), std::string::npos);
+  EXPECT_NE(text.out.find("GB"), std::string::npos);
+}
+
+// ZeRO 2019 Figure 1: 7.5B parameters, N_d = 64, P_os: 31.4 GB of model states per GPU.
+TEST(MemoryCommand, ZeroPaperExampleFromTheCommandLine) {
+  auto r = run_partrain("memory --params 7.5e9 --dp 64 --zero 1 --reserve 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto bytes = parse_json(r.out)["per_gpu_bytes"];
+  const double states = bytes["params"].get<double>() + bytes["grads"].get<double>() +
+                        bytes["optimizer"].get<double>();
+  EXPECT_NEAR(states / 1e9, 31.4, 0.05);
+}
+
+TEST(MemoryCommand, PerStageAndExplain) {
+  auto r = run_partrain("memory --model gpt3-175b --tp 8 --sp --pp 8 --global-batch 64 "
+                        "--recompute selective --per-stage --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("<- heaviest"), std::string::npos);
+  EXPECT_NE(r.out.find("Korthikanti 2022"), std::string::npos);
+  EXPECT_NE(r.out.find("ZeRO (Rajbhandari 2019)"), std::string::npos);
+  auto j = parse_json(run_partrain("memory --model gpt3-175b --tp 8 --sp --pp 8 --global-batch 64 --json").out);
+  EXPECT_EQ(j["stages"].size(), 8u);
+}
+
+TEST(MemoryCommand, UnknownPresetListsThePresets) {
+  auto r = run_partrain("memory --model llama-9b");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("llama-9b"), std::string::npos);
+  EXPECT_NE(r.err.find("llama-2-7b"), std::string::npos);
+  EXPECT_NE(r.err.find("gpt3-175b"), std::string::npos);
+  EXPECT_EQ(run_partrain("memory --model llama-2-7b --gpu v100").exit_code, 2);
+}
+
+TEST(MemoryCommand, MalformedModelFileIsUnreadable) {
+  const std::string path = ::testing::TempDir() + "/bad_model.json";
+  std::ofstream(path) << R"({"name": "bad", "layers": 4, "hidden": -8, "heads": 2, "vocab": 10, "seq": 4})";
+  auto r = run_partrain("memory --model-file " + path);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("field 'hidden'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad_model.json"), std::string::npos) << r.err;
+  std::ofstream(path) << "{ not json";
+  EXPECT_EQ(run_partrain("memory --model-file " + path).exit_code, 3);
+}
+
+TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--model llama-2-7b --tp 3", "must divide the attention heads"},
+      {"--model llama-3-8b --tp 16", "KV heads"},
+      {"--model llama-2-7b --pp 64", "more than the model's 32 layers"},
+      {"--model llama-2-7b --sp", "needs --tp > 1"},
+      {"--model llama-2-7b --dp 4 --global-batch 6", "multiple of --dp x --micro-batch"},
+      {"--model llama-2-7b --pp 4 --pp-split 8,8,8", "one per stage"},
+      {"--layers 4 --hidden 64", "give --model PRESET"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run_partrain(std::string("memory ") + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+// The benchmark of issue 5: 405B over dp 1..1024, every ZeRO stage and recompute mode, < 1 s.
+TEST(MemoryCommand, SweepOf405bRunsUnderASecond) {
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_partrain("memory --model llama-3-405b --tp 8 --pp 14 --global-batch 16 --sweep "
+                        "--sweep-dp 1..1024 --json");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = parse_json(r.out);
+  EXPECT_EQ(j["rows"].size(), 11u * 4 * 3);
+  EXPECT_NEAR(j["params"].get<double>() / 1e9, 405.85, 0.01);
+  EXPECT_GT(j["flops_per_token_full_recompute"].get<double>(), j["flops_per_token"].get<double>());
+  EXPECT_LT(seconds, 1.0);
+  auto text = run_partrain("memory --model llama-3-405b --sweep");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("FLOPs"), std::string::npos);
+}
+
+TEST(MemoryCommand, EnvironmentVariables) {
+  auto r = run_partrain("memory --json", "PARTRAIN_MODEL=llama-3-8b PARTRAIN_DP=4 PARTRAIN_ZERO=3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = parse_json(r.out);
+  EXPECT_EQ(j["model"], "llama-3-8b");
+  EXPECT_EQ(j["layout"]["dp"], 4);
+  EXPECT_EQ(j["layout"]["zero"], 3);
+}
+
+TEST(MemoryCommand, ShareDirOverride) {
+  const std::string dir = ::testing::TempDir() + "/partrain-share";
+  std::filesystem::create_directories(dir + "/models");
+  std::filesystem::create_directories(dir + "/gpus");
+  std::ofstream(dir + "/models/tiny.json")
+      << R"({"name": "tiny", "layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq": 16})";
+  std::filesystem::copy_file(std::string(PARTRAIN_SOURCE_DIR) + "/share/gpus/cpu.json",
+                             dir + "/gpus/cpu.json", std::filesystem::copy_options::overwrite_existing);
+  auto r = run_partrain("memory --model tiny --gpu cpu --json", "PARTRAIN_SHARE_DIR=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out)["model"], "tiny");
+}
+
+TEST(MemoryCommand, InferenceKvCache) {
+  auto r = run_partrain("memory --model llama-2-7b --inference --kv-len 4000 --gen-len 96 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out)["per_gpu_bytes"]["kv_cache"].get<int64_t>(), 2147483648);  // 0.5 MiB/token
+}
+
+}  // namespace
+}  // namespace partrain

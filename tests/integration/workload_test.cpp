@@ -1,0 +1,153 @@
+// Built-in workloads end to end through `partrain launch --workload`: every implemented parallel
+// layout computes what one rank computes (losses and final parameter norm within 1e-4
+// relative, fp32 on CPU, same seed and global batch), DDP buckets overlap backward, memory
+// categories add up, and invalid layouts are refused before any rank starts.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+
+const char* kModel =
+    "--workload gpt --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3 --global-batch 4";
+
+nlohmann::json run_workload(const std::string& layout, int steps,
+                            const std::string& extra = "", int layers = 2) {
+  std::string args = fmt::format("-q launch {} {} --layers {} --steps {} --json {}", layout,
+                                 kModel, layers, steps, extra);
+  CommandResult r = run_partrain(args);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << args << "\n" << r.out << r.err;
+  return doc;
+}
+
+void expect_equivalent(const nlohmann::json& reference, const nlohmann::json& run,
+                       const std::string& what) {
+  ASSERT_EQ(run["losses"].size(), reference["losses"].size()) << what;
+  for (size_t i = 0; i < reference["losses"].size(); ++i) {
+    double want = reference["losses"][i].get<double>();
+    double got = run["losses"][i].get<double>();
+    EXPECT_NEAR(got, want, 1e-4 * std::abs(want)) << what << ", step " << i;
+  }
+  double want = reference["final_params_l2"].get<double>();
+  EXPECT_NEAR(run["final_params_l2"].get<double>(), want, 1e-4 * want) << what;
+}
+
+class Equivalence : public ::testing::TestWithParam<const char*> {
+ protected:
+  static constexpr int kSteps = 6;
+  // The single-rank run, once per recompute mode.
+  static const nlohmann::json& reference(const std::string& recompute) {
+    static std::map<std::string, nlohmann::json> cache;
+    auto found = cache.find(recompute);
+    if (found == cache.end()) {
+      found = cache.emplace(recompute, run_workload("-n 1 --micro-batch 4", kSteps,
+                                                    "--recompute " + recompute)).first;
+    }
+    return found->second;
+  }
+};
+
+TEST_P(Equivalence, MatchesOneRank) {
+  for (const char* recompute : {"none", "full"}) {
+    nlohmann::json run = run_workload(GetParam(), kSteps, std::string("--recompute ") + recompute);
+    expect_equivalent(reference(recompute), run, std::string(GetParam()) + " recompute " + recompute);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, Equivalence,
+    ::testing::Values("-n 1 --micro-batch 1",                 // gradient accumulation
+                      "-n 2 --strategy ddp --micro-batch 2",  // dp 2
+                      "-n 4 --strategy ddp --micro-batch 1",  // dp 4
+                      "-n 2 --tp 2 --micro-batch 4",          // tp 2
+                      "-n 4 --tp 4 --micro-batch 4",          // tp 4
+                      "-n 2 --tp 2 --sp --micro-batch 4",     // tp 2 + sp
+                      "-n 4 --dp 2 --tp 2 --micro-batch 2",   // dp2 x tp2
+                      "-n 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05"));
+
+TEST(Workload, SyntheticLossFalls) {
+  nlohmann::json run = run_workload("-n 1 --micro-batch 4", 20);
+  const auto& losses = run["losses"];
+  EXPECT_NEAR(losses[0].get<double>(), std::log(128.0), 0.2);  // starts near ln V
+  EXPECT_LT(losses[19].get<double>(), losses[0].get<double>() - 0.5);
+}
+
+TEST(Workload, DdpBucketsOverlapBackward) {
+  nlohmann::json run = run_workload("-n 2 --micro-batch 2", 4, "--bucket-mb 0.05", 8);
+  EXPECT_GE(run["ddp"]["buckets"].get<int>(), 2);
+  EXPECT_EQ(run["ddp"]["bucket_all_reduces"].get<int>(), 4 * run["ddp"]["buckets"].get<int>());
+  EXPECT_GE(run["ddp"]["all_reduces_started_before_backward_end"].get<int>(), 1) << run.dump();
+}
+
+TEST(Workload, SummaryHasTheIssuesJsonShape) {
+  nlohmann::json run = run_workload("-n 2 --micro-batch 2", 3);
+  for (const char* key : {"losses", "final_params_l2", "tokens_per_s", "step_time_ms", "mfu",
+                          "memory_peak_bytes"}) {
+    EXPECT_TRUE(run.contains(key)) << key;
+  }
+  EXPECT_TRUE(run["step_time_ms"].contains("median"));
+  EXPECT_TRUE(run["step_time_ms"].contains("p90"));
+  for (const char* rank : {"0", "1"}) {
+    const auto& m = run["memory_peak_bytes"][rank];
+    for (const char* category : {"params", "grads", "optimizer", "activations", "comm",
+                                 "workspace", "other", "total"}) {
+      EXPECT_TRUE(m.contains(category)) << rank << " " << category;
+    }
+    // fp32 AdamW: 4 bytes of params, 4 of grads and 8 of optimizer states per parameter.
+    EXPECT_EQ(m["grads"], m["params"]);
+    EXPECT_EQ(m["optimizer"], 2 * m["params"].get<int64_t>());
+  }
+  EXPECT_GT(run["mfu"].get<double>(), 0.0);
+}
+
+TEST(Workload, TensorParallelShardsTheParameters) {
+  nlohmann::json one = run_workload("-n 1 --micro-batch 4", 1);
+  nlohmann::json tp = run_workload("-n 2 --tp 2 --micro-batch 4", 1);
+  int64_t full = one["memory_peak_bytes"]["0"]["params"].get<int64_t>();
+  int64_t shard = tp["memory_peak_bytes"]["0"]["params"].get<int64_t>();
+  EXPECT_LT(shard, full);
+  EXPECT_GT(shard, full / 2);  // layernorms, biases and wpe stay replicated
+}
+
+TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
+  struct Case {
+    const char* args;
+    const char* names;
+  };
+  for (const Case& c : {
+           Case{"-n 3 --tp 3 --heads 4", "--heads 4 is not divisible by --tp 3"},
+           Case{"-n 2 --sp", "--sp (sequence parallelism) needs tensor parallelism"},
+           Case{"-n 4 --dp 3", "product of the degrees"},
+           Case{"-n 4 --pp 4 --layers 2", "fewer than pp x vpp"},
+           Case{"-n 2 --pp 2 --vpp 2", "needs --pp-schedule interleaved"},
+           Case{"-n 2 --micro-batch 3 --global-batch 4", "is not a multiple of dp x micro-batch"},
+           Case{"-n 2 --pp 2 --pp-schedule interleaved --vpp 2 --layers 4 --global-batch 3",
+                "multiple of --pp 2"},
+           Case{"-n 1 --hidden 60 --heads 8", "--hidden 60 is not divisible by --heads 8"},
+           Case{"-n 2 --tp 2 --vocab 101 --heads 4", "--vocab 101 is not divisible by --tp 2"},
+           Case{"-n 2 --pp 2 --layers 4 --pp-split 2,1", "sums to 3 layers"},
+       }) {
+    CommandResult r = run_partrain(std::string("launch --workload gpt ") + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("rendezvous on"), std::string::npos) << "a rank started: " << c.args;
+  }
+}
+
+TEST(Workload, WorkloadAndCommandAreExclusive) {
+  CommandResult r = run_partrain("launch -n 1 --workload gpt -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not both"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace partrain::testing
