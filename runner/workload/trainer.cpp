@@ -149,6 +149,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   batch.targets.resize(static_cast<size_t>(B * T));
   batch.dloss_scale = 1.0f / static_cast<float>(G * T);
   std::vector<std::pair<int64_t, int64_t>> backward_windows;  // (step start, backward end)
+  int64_t last_grad_ns = 0;
   for (int step = 0; step < config.steps; ++step) {
     const int64_t start = monotonic_ns();
     device.fill(grads.data(), numel, 0.0f);
@@ -166,11 +167,16 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
       RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
       loss += static_cast<double>(mb_loss) * static_cast<double>(B) / static_cast<double>(G);
       const bool last = mb + 1 == layout.micro_batches;
+      // The moment the last gradient is produced ends backward: a bucket launched after it
+      // (always the one holding the embedding) did not overlap anything.
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
-                                     last ? [&](const std::string& unit) { ddp.unit_ready(unit); }
+                                     last ? [&](const std::string& unit) {
+                                       last_grad_ns = monotonic_ns();
+                                       ddp.unit_ready(unit);
+                                     }
                                           : std::function<void(const std::string&)>()));
     }
-    backward_windows.emplace_back(start, monotonic_ns());
+    backward_windows.emplace_back(start, last_grad_ns);
     RETURN_IF_ERROR(ddp.finish());
     if (tp.sequence_parallel()) {
       // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
