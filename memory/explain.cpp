@@ -106,8 +106,10 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
   std::vector<ExplainLine> lines;
   lines.push_back(parameters_line(in.model, e.total_params));
   lines.push_back({"parameters on this GPU",
-                   fmt::format("stage {}: {} layers / t {} (+ embeddings / head of the end stages)",
-                               s.stage, s.layers, l.tp),
+                   in.model.is_bare()
+                       ? fmt::format("P / (t x p) = P / ({} x {})", l.tp, l.pp)
+                       : fmt::format("stage {}: {} layers / t {} (+ embeddings / head of the end "
+                                     "stages)", s.stage, s.layers, l.tp),
                    count(s.params_count), "Shoeybi 2019 (Megatron-LM) sec. 3: column/row-parallel split"});
   if (in.inference) {
     lines.push_back({"weights", fmt::format("P_gpu x {} B", in.recipe.param_bytes),
@@ -133,7 +135,7 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
                        "Narayanan 2021 sec. 2.2"});
     }
     const double tokens = static_cast<double>(e.layout.global_batch * e.layout.seq);
-    lines.push_back({"FLOPs per iteration",
+    if (!in.model.is_bare()) lines.push_back({"FLOPs per iteration",
                      fmt::format("72 B s l h^2 (1 + s/(6h) + V/(12lh)) generalised, B {} s {}, recompute {}",
                                  e.layout.global_batch, e.layout.seq, recompute_name(l.recompute)),
                      fmt::format("{:.4g} FLOPs ({:.4g} per token)",

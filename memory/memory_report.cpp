@@ -21,8 +21,20 @@ ordered_json bytes_json(const StageMemory& s) {
                       {"reserve", to_bytes(s.reserve)},     {"total", to_bytes(s.total())}};
 }
 
-std::string row(std::string_view label, double bytes) {
-  return fmt::format("  {:<13}{:>10.2f}{:>11.2f}\n", label, bytes / kGiB, bytes / 1e9);
+// GiB and GB columns; MiB and MB when the whole estimate is under a GiB (small models).
+struct Units {
+  const char* binary_name;
+  double binary;
+  const char* decimal_name;
+  double decimal;
+};
+
+Units units_for(double total) {
+  return total < kGiB ? Units{"MiB", 1048576.0, "MB", 1e6} : Units{"GiB", kGiB, "GB", 1e9};
+}
+
+std::string row(const Units& u, std::string_view label, double bytes) {
+  return fmt::format("  {:<13}{:>10.2f}{:>11.2f}\n", label, bytes / u.binary, bytes / u.decimal);
 }
 
 std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
@@ -77,17 +89,18 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
   out += recipe_line(in);
   out += fmt::format("\nper GPU, stage {} of {} (heaviest; {} layers, {:.4g} parameters)\n", s.stage,
                      e.stages.size(), s.layers, s.params_count);
-  out += fmt::format("  {:<13}{:>10}{:>11}\n", "category", "GiB", "GB");
-  out += row("params", s.params);
-  out += row("grads", s.grads);
-  out += row("optimizer", s.optimizer);
-  out += row("activations", s.activations);
-  out += row("comm", s.comm);
-  out += row("kv cache", s.kv_cache);
-  out += row(in.reserve_bytes ? "reserve" : "reserve*", s.reserve);
-  out += row("total", s.total());
+  const Units u = units_for(s.total());
+  out += fmt::format("  {:<13}{:>10}{:>11}\n", "category", u.binary_name, u.decimal_name);
+  out += row(u, "params", s.params);
+  out += row(u, "grads", s.grads);
+  out += row(u, "optimizer", s.optimizer);
+  out += row(u, "activations", s.activations);
+  out += row(u, "comm", s.comm);
+  out += row(u, "kv cache", s.kv_cache);
+  out += row(u, in.reserve_bytes ? "reserve" : "reserve*", s.reserve);
+  out += row(u, "total", s.total());
   if (e.capacity_bytes > 0) {
-    out += row("capacity", e.capacity_bytes);
+    out += row(u, "capacity", e.capacity_bytes);
     const double headroom = e.headroom();
     out += fmt::format("  {:<13}{}: {:.2f} GiB ({:.2f} GB) {} on {}\n", "fits",
                        e.fits() ? "yes" : "NO", std::fabs(headroom) / kGiB, std::fabs(headroom) / 1e9,
@@ -96,7 +109,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
   if (!in.reserve_bytes) {
     out += "  * default reserve: CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation (--reserve)\n";
   }
-  out += "  GiB = 2^30 bytes, GB = 10^9 bytes\n";
+  out += "  GiB = 2^30 bytes, GB = 10^9 bytes; MiB = 2^20, MB = 10^6\n";
   if (per_stage) out += stage_table(e);
   return out;
 }

@@ -7,7 +7,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "runner/device/cpu_device.h"
-#include "runner/workload/ddp_buckets.h"
+#include "runner/workload/data_parallel.h"
 #include "runner/workload/gpt_chunk.h"
 #include "runner/workload/mesh.h"
 #include "runner/workload/token_source.h"
@@ -25,7 +25,10 @@ Status check_supported(const WorkloadConfig& config) {
     return invalid_argument("--workload mlp is not implemented yet (gpt is)");
   }
   if (l.pp > 1) return invalid_argument("--pp > 1 is not implemented yet: pipeline schedules come next");
-  if (l.zero > 0) return invalid_argument("--zero {} is not implemented yet: DDP (--zero 0) is", l.zero);
+  if (l.zero > 1) {
+    return invalid_argument("--zero {} is not implemented yet: DDP (--zero 0) and ZeRO-1 are",
+                            l.zero);
+  }
   if (config.device == "cuda") {
     return invalid_argument("--device cuda is not implemented yet: the CUDA device is its own "
                             "issue; use --device cpu");
@@ -45,27 +48,6 @@ ParamLayout build_layout(const LayoutModel& model, TpShard tp) {
   }
   layout.add_unit("final", 0, gpt_final_specs(model), tp);
   return layout;
-}
-
-// Sum over the world of squares of the elements this rank owns: replicated parameters are owned
-// by tp rank 0 and, without ZeRO, by dp rank 0, so every element counts exactly once.
-StatusOr<double> global_sum_of_squares(Device& device, const ParamLayout& layout,
-                                       const float* values, const MeshCoords& coords,
-                                       comm::Comm& world) {
-  double local = 0;
-  if (coords.dp == 0) {
-    for (const ParamUnit& unit : layout.units()) {
-      for (const LocalParam& param : unit.params) {
-        if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
-        local += device.sum_of_squares(values + param.offset, param.numel);
-      }
-    }
-  }
-  // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
-  // norm is used for (clipping, the equivalence checks' 1e-4).
-  auto sum = static_cast<float>(local);
-  RETURN_IF_ERROR(world.all_reduce(&sum, &sum, 1, comm::DType::kF32, comm::ReduceOp::kSum));
-  return static_cast<double>(sum);
 }
 
 }  // namespace
@@ -100,17 +82,14 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   ParamLayout params_layout = build_layout(m, shard);
   const int64_t numel = params_layout.numel();
   TrackedAllocator& memory = device.allocator();
-  ASSIGN_OR_RETURN(Tensor params, Tensor::create(memory, {numel}, Category::kParams));
-  ASSIGN_OR_RETURN(Tensor grads, Tensor::zeros(memory, {numel}, Category::kGrads));
-  ASSIGN_OR_RETURN(Tensor adam_m, Tensor::zeros(memory, {numel}, Category::kOptimizer));
-  ASSIGN_OR_RETURN(Tensor adam_v, Tensor::zeros(memory, {numel}, Category::kOptimizer));
-  params_layout.initialise(params.data(), config.seed, m.layers, shard);
+  ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
+                   DataParallel::create(device, params_layout, layout, mesh, tp, config.seed,
+                                        m.layers));
 
   ChunkPlacement placement{0, true, true, {}};
   for (int layer = 0; layer < m.layers; ++layer) placement.layers.push_back(layer);
-  GptChunk chunk(device, tp, shape, config.recompute, params_layout, params.data(), grads.data(),
+  GptChunk chunk(device, tp, shape, config.recompute, params_layout, dp->params(), dp->grads(),
                  placement);
-  DdpBuckets ddp(params_layout, grads.data(), layout.bucket_bytes, mesh.dp());
 
   std::unique_ptr<TokenSource> tokens;
   if (config.data_path.empty()) {
@@ -152,7 +131,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   int64_t last_grad_ns = 0;
   for (int step = 0; step < config.steps; ++step) {
     const int64_t start = monotonic_ns();
-    device.fill(grads.data(), numel, 0.0f);
+    dp->zero_grads();
     double loss = 0;
     for (int mb = 0; mb < layout.micro_batches; ++mb) {
       // This dp rank's samples of the global batch: a contiguous block, micro-batch by
@@ -172,30 +151,18 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
                                      last ? [&](const std::string& unit) {
                                        last_grad_ns = monotonic_ns();
-                                       ddp.unit_ready(unit);
+                                       dp->unit_ready(unit);
                                      }
                                           : std::function<void(const std::string&)>()));
     }
     backward_windows.emplace_back(start, last_grad_ns);
-    RETURN_IF_ERROR(ddp.finish());
-    if (tp.sequence_parallel()) {
-      // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
-      for (const ParamUnit& unit : params_layout.units()) {
-        for (const LocalParam& param : unit.params) {
-          if (param.spec.partial_grad_under_sp) {
-            RETURN_IF_ERROR(tp.all_reduce(grads.data() + param.offset, param.numel));
-          }
-        }
-      }
-    }
-    ASSIGN_OR_RETURN(double grad_sq, global_sum_of_squares(device, params_layout, grads.data(),
-                                                           coords, world));
+    RETURN_IF_ERROR(dp->reduce_gradients());
+    ASSIGN_OR_RETURN(double grad_sq, dp->grad_norm_squared());
     const double grad_norm = std::sqrt(grad_sq);
-    if (grad_norm > kMaxGradNorm) {
-      device.scale(grads.data(), numel, static_cast<float>(kMaxGradNorm / (grad_norm + 1e-6)));
-    }
-    device.adamw_update(params.data(), grads.data(), adam_m.data(), adam_v.data(), numel, adam,
-                        step + 1);
+    const float clip = grad_norm > kMaxGradNorm
+                           ? static_cast<float>(kMaxGradNorm / (grad_norm + 1e-6))
+                           : 1.0f;
+    RETURN_IF_ERROR(dp->update(adam, step + 1, clip));
     // The step's loss over the global batch: each dp rank's share, counted once per tp group.
     double reported = coords.tp == 0 ? loss : 0.0;
     float reported_f = static_cast<float>(reported);
@@ -207,7 +174,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   }
 
   if (mesh.dp().size() > 1) {
-    summary.ddp_buckets = static_cast<int>(ddp.bucket_count());
+    summary.ddp_buckets = static_cast<int>(dp->bucket_count());
     if (recorder != nullptr) {
       for (const profiler::CollectiveEvent& event : recorder->snapshot()) {
         if (event.comm_id != mesh.dp().id() || event.op != "all_reduce") continue;
@@ -220,8 +187,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
       }
     }
   }
-  ASSIGN_OR_RETURN(double param_sq, global_sum_of_squares(device, params_layout, params.data(),
-                                                          coords, world));
+  ASSIGN_OR_RETURN(double param_sq, dp->param_norm_squared());
   summary.final_params_l2 = std::sqrt(param_sq);
   // Every rank's memory peaks, gathered so the summary lists them all.
   constexpr size_t kFields = memory::kAllCategories.size() + 1;

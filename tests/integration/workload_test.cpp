@@ -72,7 +72,30 @@ INSTANTIATE_TEST_SUITE_P(
                       "-n 4 --tp 4 --micro-batch 4",          // tp 4
                       "-n 2 --tp 2 --sp --micro-batch 4",     // tp 2 + sp
                       "-n 4 --dp 2 --tp 2 --micro-batch 2",   // dp2 x tp2
+                      "-n 2 --strategy zero1 --micro-batch 2",  // ZeRO-1
+                      "-n 4 --zero 1 --micro-batch 1",
+                      "-n 4 --tp 2 --zero 1 --micro-batch 2",
                       "-n 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05"));
+
+// ZeRO over 3 ranks with a parameter count (110336) not divisible by 3: the flat buffers are
+// padded to equal shards and the padding never changes the result.
+TEST(Workload, ZeroOverThreeRanksWithAnIndivisibleParameterCount) {
+  const char* model = "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+                      "--lr 3e-3 --global-batch 3 --steps 6 --json";
+  auto run = [&](const std::string& layout) {
+    CommandResult r = run_partrain("-q launch " + layout + " " + model);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  nlohmann::json one = run("-n 1 --micro-batch 3");
+  nlohmann::json zero = run("-n 3 --micro-batch 1 --zero 1");
+  ASSERT_FALSE(one.is_discarded());
+  ASSERT_FALSE(zero.is_discarded());
+  expect_equivalent(one, zero, "zero1 over 3 ranks");
+  // Optimizer states: a third of the padded 110337 parameters, 8 bytes each.
+  EXPECT_EQ(zero["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110337 / 3 * 8);
+  EXPECT_EQ(one["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110336 * 8);
+}
 
 TEST(Workload, SyntheticLossFalls) {
   nlohmann::json run = run_workload("-n 1 --micro-batch 4", 20);

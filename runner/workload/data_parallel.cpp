@@ -1,0 +1,104 @@
+#include "runner/workload/data_parallel.h"
+
+#include <algorithm>
+
+namespace partrain::runner {
+
+using memory::Category;
+
+StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
+                                                              const ParamLayout& layout,
+                                                              const ResolvedLayout& resolved,
+                                                              Mesh& mesh, TensorParallel& tp,
+                                                              uint64_t seed, int layers) {
+  std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp));
+  const int64_t dp_size = mesh.dp().size();
+  const int64_t dp_rank = mesh.coords().dp;
+  int64_t numel = layout.numel();
+  int64_t shard = numel;
+  if (resolved.zero >= 1) {
+    // Equal shards need a length divisible by dp: pad the flat buffers, as PyTorch FSDP pads its
+    // FlatParameter. The padding is zero and never trained.
+    shard = (numel + dp_size - 1) / dp_size;
+    numel = shard * dp_size;
+    dp->shard_begin_ = dp_rank * shard;
+    dp->shard_end_ = dp->shard_begin_ + shard;
+  } else {
+    dp->shard_end_ = numel;
+  }
+  TrackedAllocator& memory = device.allocator();
+  ASSIGN_OR_RETURN(dp->params_, Tensor::zeros(memory, {numel}, Category::kParams));
+  ASSIGN_OR_RETURN(dp->grads_, Tensor::zeros(memory, {numel}, Category::kGrads));
+  ASSIGN_OR_RETURN(dp->adam_m_, Tensor::zeros(memory, {shard}, Category::kOptimizer));
+  ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(memory, {shard}, Category::kOptimizer));
+  layout.initialise(dp->params_.data(), seed, layers, TpShard{mesh.coords().tp, tp.size()});
+  if (resolved.zero == 0) {
+    dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.data(), resolved.bucket_bytes,
+                                            mesh.dp());
+  }
+  return dp;
+}
+
+void DataParallel::unit_ready(const std::string& unit) {
+  if (ddp_) ddp_->unit_ready(unit);
+}
+
+Status DataParallel::reduce_gradients() {
+  if (ddp_) RETURN_IF_ERROR(ddp_->finish());
+  if (tp_.sequence_parallel()) {
+    // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
+    for (const ParamUnit& unit : layout_.units()) {
+      for (const LocalParam& param : unit.params) {
+        if (param.spec.partial_grad_under_sp) {
+          RETURN_IF_ERROR(tp_.all_reduce(grads_.data() + param.offset, param.numel));
+        }
+      }
+    }
+  }
+  if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
+    // ZeRO: each rank keeps the sum of its shard only (in place, NCCL-style).
+    const int64_t shard = shard_end_ - shard_begin_;
+    RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grads_.data(), grads_.data() + shard_begin_,
+                                              static_cast<size_t>(shard), comm::DType::kF32,
+                                              comm::ReduceOp::kSum));
+  }
+  return Status::ok();
+}
+
+StatusOr<double> DataParallel::owned_sum_of_squares(const float* values) {
+  // An element counts on one rank only: replicated tensors on tp rank 0; without ZeRO on dp rank
+  // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
+  const MeshCoords& coords = mesh_.coords();
+  double local = 0;
+  if (resolved_.zero >= 1 || coords.dp == 0) {
+    for (const ParamUnit& unit : layout_.units()) {
+      for (const LocalParam& param : unit.params) {
+        if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
+        const int64_t begin = std::max(param.offset, shard_begin_);
+        const int64_t end = std::min(param.offset + param.numel, shard_end_);
+        if (begin < end) local += device_.sum_of_squares(values + begin, end - begin);
+      }
+    }
+  }
+  // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
+  // norm is used for (clipping, the equivalence checks' 1e-4).
+  auto sum = static_cast<float>(local);
+  RETURN_IF_ERROR(mesh_.world().all_reduce(&sum, &sum, 1, comm::DType::kF32,
+                                           comm::ReduceOp::kSum));
+  return static_cast<double>(sum);
+}
+
+Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
+  const int64_t shard = shard_end_ - shard_begin_;
+  float* p = params_.data() + shard_begin_;
+  float* g = grads_.data() + shard_begin_;
+  if (grad_scale != 1.0f) device_.scale(g, shard, grad_scale);
+  device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, adam, step);
+  if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
+    RETURN_IF_ERROR(mesh_.dp().all_gather(p, params_.data(), static_cast<size_t>(shard),
+                                          comm::DType::kF32));
+  }
+  return Status::ok();
+}
+
+}  // namespace partrain::runner

@@ -1,0 +1,64 @@
+// Data parallelism over the dp group, owning the rank's flat params, grads and AdamW states:
+// DDP (every rank keeps everything; gradient buckets all-reduced during backward) or ZeRO-1
+// (Rajbhandari et al. 2020: optimizer states sharded; gradients reduce-scattered after backward,
+// each rank updates its shard, parameters all-gathered). Also the one place that knows which
+// rank owns which element, so norms count every element exactly once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "runner/device/device.h"
+#include "runner/device/tensor.h"
+#include "runner/workload/ddp_buckets.h"
+#include "runner/workload/mesh.h"
+#include "runner/workload/param_layout.h"
+#include "runner/workload/tensor_parallel.h"
+
+namespace partrain::runner {
+
+class DataParallel {
+ public:
+  // Allocates params (initialised from `seed`), grads and optimizer states for `layout`.
+  static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
+                                                        const ResolvedLayout& resolved,
+                                                        Mesh& mesh, TensorParallel& tp,
+                                                        uint64_t seed, int layers);
+
+  float* params() { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  void zero_grads() { device_.fill(grads_.data(), grads_.numel(), 0.0f); }
+
+  // For the step's last micro-batch: backward reports each finished unit here (DDP buckets).
+  void unit_ready(const std::string& unit);
+  // After the step's backward: DDP waits for its buckets; ZeRO reduce-scatters; under SP the
+  // layernorm grads are summed over tp.
+  Status reduce_gradients();
+  // Sum over the world of squared gradients / parameters, each element counted once.
+  StatusOr<double> grad_norm_squared() { return owned_sum_of_squares(grads_.data()); }
+  StatusOr<double> param_norm_squared() { return owned_sum_of_squares(params_.data()); }
+  // Scales the grads this rank updates, steps AdamW on them, and (ZeRO) all-gathers params.
+  Status update(const ops::AdamWConfig& adam, int64_t step, float grad_scale);
+
+  size_t bucket_count() const { return ddp_ ? ddp_->bucket_count() : 0; }
+
+ private:
+  DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
+               Mesh& mesh, TensorParallel& tp)
+      : device_(device), layout_(layout), resolved_(resolved), mesh_(mesh), tp_(tp) {}
+  StatusOr<double> owned_sum_of_squares(const float* values);
+
+  Device& device_;
+  const ParamLayout& layout_;
+  const ResolvedLayout& resolved_;
+  Mesh& mesh_;
+  TensorParallel& tp_;
+  Tensor params_, grads_, adam_m_, adam_v_;
+  int64_t shard_begin_ = 0;  // the flat elements this rank updates: [begin, end)
+  int64_t shard_end_ = 0;
+  std::unique_ptr<DdpBuckets> ddp_;
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,549 @@
+#include "runner/workload/pipeline_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace partrain::runner {
+namespace {
+
+using Kind = PipelineActionKind;
+using Program = std::vector<PipelineAction>;
+
+// ---------------------------------------------------------------------------------------------
+// A simulator of the executor contract in pipeline_schedule.h: sends are posted and never block,
+// a receive blocks its rank until the matching send (kind, micro_batch, chunk, src, dst) has been
+// posted. Every rank runs its list in order; compute has a cost in time units, transfers are free,
+// so the finishing time measures the bubble. The first broken rule stops the run.
+// ---------------------------------------------------------------------------------------------
+
+struct Simulation {
+  std::string error;                // empty: every check passed
+  std::vector<int> forwards;        // per rank
+  std::vector<int> backwards;       // per rank
+  std::vector<int> peak_in_flight;  // per rank: forwards whose backward has not run yet
+  int64_t makespan = 0;             // time of the last action over all ranks
+};
+
+using MessageKey = std::tuple<bool, int, int, int, int>;  // gradient?, mb, chunk, src, dst
+using WorkKey = std::pair<int, int>;                       // mb, chunk
+
+class Simulator {
+ public:
+  Simulator(const PipelineShape& shape, const std::vector<Program>& programs, int64_t forward_cost,
+            int64_t backward_cost)
+      : shape_(shape), programs_(programs), forward_cost_(forward_cost),
+        backward_cost_(backward_cost), pc_(programs.size()), clock_(programs.size()),
+        in_flight_(programs.size()), received_(programs.size()) {
+    result_.forwards.assign(programs.size(), 0);
+    result_.backwards.assign(programs.size(), 0);
+    result_.peak_in_flight.assign(programs.size(), 0);
+  }
+
+  Simulation run() {
+    bool progress = true;
+    while (progress && result_.error.empty()) {
+      progress = false;
+      for (int r = 0; r < ranks() && result_.error.empty(); ++r) {
+        while (pc_[r] < programs_[r].size() && result_.error.empty() && step(r)) {
+          ++pc_[r];
+          progress = true;
+        }
+      }
+    }
+    if (result_.error.empty()) finish();
+    for (int64_t t : clock_) result_.makespan = std::max(result_.makespan, t);
+    return result_;
+  }
+
+ private:
+  int ranks() const { return static_cast<int>(programs_.size()); }
+  int last_chunk() const { return shape_.chunks() - 1; }
+  int owner(int chunk) const { return chunk_rank(shape_, chunk); }
+  void fail(int rank, const PipelineAction& action, const std::string& why) {
+    result_.error = "rank " + std::to_string(rank) + " " + describe_action(action) + ": " + why;
+  }
+
+  // Runs the action at rank r's program counter; false when it must wait (a receive).
+  bool step(int r) {
+    const PipelineAction& a = programs_[r][pc_[r]];
+    const bool gradient = a.kind == Kind::kSendGradient || a.kind == Kind::kRecvGradient;
+    if (a.micro_batch < 0 || a.micro_batch >= shape_.micro_batches || a.chunk < 0 ||
+        a.chunk > last_chunk()) {
+      fail(r, a, "micro-batch or chunk out of range");
+      return false;
+    }
+    if (is_send(a.kind) || is_recv(a.kind)) {
+      // Message (mb, c) crosses the boundary between chunk c - 1 and chunk c.
+      const int from = gradient ? owner(a.chunk) : owner(a.chunk - 1);
+      const int to = gradient ? owner(a.chunk - 1) : owner(a.chunk);
+      const int self = is_send(a.kind) ? from : to;
+      const int peer = is_send(a.kind) ? to : from;
+      if (a.chunk < 1 || self != r || a.peer != peer) {
+        fail(r, a, "this rank is not an end of that boundary or the peer is wrong");
+        return false;
+      }
+    }
+    switch (a.kind) {
+      case Kind::kSendActivation:
+        if (!forward_done_.contains({a.micro_batch, a.chunk - 1})) {
+          fail(r, a, "sends an activation before the forward that produces it");
+          return false;
+        }
+        return post(r, a, gradient);
+      case Kind::kSendGradient:
+        if (!backward_done_.contains({a.micro_batch, a.chunk})) {
+          fail(r, a, "sends a gradient before the backward that produces it");
+          return false;
+        }
+        return post(r, a, gradient);
+      case Kind::kRecvActivation:
+      case Kind::kRecvGradient: {
+        auto it = mailbox_.find({gradient, a.micro_batch, a.chunk, a.peer, r});
+        if (it == mailbox_.end()) return false;  // blocked until the peer sends
+        clock_[r] = std::max(clock_[r], it->second);
+        mailbox_.erase(it);
+        if (!received_[r].insert({gradient, a.micro_batch, a.chunk}).second) {
+          fail(r, a, "received twice");
+          return false;
+        }
+        return true;
+      }
+      case Kind::kForward: return forward(r, a);
+      case Kind::kBackward: return backward(r, a);
+    }
+    return false;
+  }
+
+  bool post(int r, const PipelineAction& a, bool gradient) {
+    if (!mailbox_.emplace(MessageKey{gradient, a.micro_batch, a.chunk, r, a.peer}, clock_[r]).second ||
+        !sent_.insert({gradient, a.micro_batch, a.chunk}).second) {
+      fail(r, a, "message sent twice");
+      return false;
+    }
+    return true;
+  }
+
+  // Consumes a received message that a compute needs; false if it has not arrived on this rank.
+  bool consume(int r, bool gradient, int micro_batch, int chunk) {
+    return received_[r].erase({gradient, micro_batch, chunk}) == 1;
+  }
+
+  bool forward(int r, const PipelineAction& a) {
+    if (owner(a.chunk) != r) return fail(r, a, "chunk runs on another rank"), false;
+    if (forward_done_.contains({a.micro_batch, a.chunk})) return fail(r, a, "ran twice"), false;
+    if (a.chunk > 0 && !consume(r, false, a.micro_batch, a.chunk)) {
+      return fail(r, a, "runs before its input activation was received"), false;
+    }
+    clock_[r] += forward_cost_;
+    forward_done_.insert({a.micro_batch, a.chunk});
+    ++result_.forwards[r];
+    result_.peak_in_flight[r] = std::max(result_.peak_in_flight[r], ++in_flight_[r]);
+    return true;
+  }
+
+  bool backward(int r, const PipelineAction& a) {
+    if (owner(a.chunk) != r) return fail(r, a, "chunk runs on another rank"), false;
+    if (!forward_done_.contains({a.micro_batch, a.chunk})) {
+      return fail(r, a, "runs before its forward"), false;
+    }
+    if (backward_done_.contains({a.micro_batch, a.chunk})) return fail(r, a, "ran twice"), false;
+    if (a.chunk < last_chunk() && !consume(r, true, a.micro_batch, a.chunk + 1)) {
+      return fail(r, a, "runs before its output gradient was received"), false;
+    }
+    clock_[r] += backward_cost_;
+    backward_done_.insert({a.micro_batch, a.chunk});
+    ++result_.backwards[r];
+    --in_flight_[r];
+    return true;
+  }
+
+  // After the loop: everyone finished, every message matched and used, all work done.
+  void finish() {
+    for (int r = 0; r < ranks(); ++r) {
+      if (pc_[r] < programs_[r].size()) {
+        fail(r, programs_[r][pc_[r]], "deadlock: waits forever");
+        return;
+      }
+      if (!received_[r].empty()) {
+        result_.error = "rank " + std::to_string(r) + " received a message no compute used";
+        return;
+      }
+    }
+    if (!mailbox_.empty()) {
+      result_.error = "a send was never received (it would never complete)";
+      return;
+    }
+    const auto expected = static_cast<size_t>(shape_.micro_batches * shape_.chunks());
+    if (forward_done_.size() != expected || backward_done_.size() != expected) {
+      result_.error = "not every (micro-batch, chunk) ran forward and backward";
+    }
+  }
+
+  PipelineShape shape_;
+  const std::vector<Program>& programs_;
+  int64_t forward_cost_;
+  int64_t backward_cost_;
+  std::vector<size_t> pc_;
+  std::vector<int64_t> clock_;
+  std::vector<int> in_flight_;
+  std::vector<std::set<std::tuple<bool, int, int>>> received_;
+  std::map<MessageKey, int64_t> mailbox_;  // posted, not yet received: send time
+  std::set<std::tuple<bool, int, int>> sent_;
+  std::set<WorkKey> forward_done_;
+  std::set<WorkKey> backward_done_;
+  Simulation result_;
+};
+
+std::vector<Program> all_programs(const PipelineShape& shape) {
+  std::vector<Program> programs;
+  for (int r = 0; r < shape.pp; ++r) {
+    auto actions = pipeline_actions(shape, r);
+    EXPECT_TRUE(actions.is_ok()) << actions.status().message();
+    programs.push_back(actions.is_ok() ? *actions : Program{});
+  }
+  return programs;
+}
+
+Simulation simulate(const PipelineShape& shape, const std::vector<Program>& programs,
+                    int64_t forward_cost = 1, int64_t backward_cost = 2) {
+  return Simulator(shape, programs, forward_cost, backward_cost).run();
+}
+
+// Every shape the brief asks for: p 1-4, v 1-3, m 1-8, each schedule where it is valid.
+std::vector<PipelineShape> all_shapes() {
+  std::vector<PipelineShape> shapes;
+  for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                        PipelineSchedule::kInterleaved}) {
+    for (int pp = 1; pp <= 4; ++pp) {
+      for (int vpp = 1; vpp <= 3; ++vpp) {
+        for (int m = 1; m <= 8; ++m) {
+          PipelineShape shape{schedule, pp, vpp, m};
+          if (check_pipeline_shape(shape).is_ok()) shapes.push_back(shape);
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+std::string name_of(const PipelineShape& shape) {
+  return std::string(pipeline_schedule_name(shape.schedule)) + " pp=" + std::to_string(shape.pp) +
+         " vpp=" + std::to_string(shape.vpp) + " m=" + std::to_string(shape.micro_batches);
+}
+
+// "F0 F1 B0 ..." with the chunk after a dot when there are several: the compute order only.
+std::string compute_order(const Program& program, bool with_chunk) {
+  std::string text;
+  for (const PipelineAction& a : program) {
+    if (a.kind != Kind::kForward && a.kind != Kind::kBackward) continue;
+    if (!text.empty()) text += ' ';
+    text += (a.kind == Kind::kForward ? "F" : "B") + std::to_string(a.micro_batch);
+    if (with_chunk) text += "." + std::to_string(a.chunk);
+  }
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(PipelineSchedule, EveryShapePassesTheSimulator) {
+  const auto shapes = all_shapes();
+  // gpipe and 1f1b: 4 x 8 each; interleaved: m % p == 0 gives 4 + 2 + 2 per vpp in {2, 3}.
+  ASSERT_EQ(shapes.size(), 32u + 32u + 16u);
+  for (const PipelineShape& shape : shapes) {
+    SCOPED_TRACE(name_of(shape));
+    const Simulation sim = simulate(shape, all_programs(shape));
+    EXPECT_EQ(sim.error, "");
+  }
+}
+
+TEST(PipelineSchedule, EachRankRunsEveryOwnChunkForwardAndBackwardOnce) {
+  for (const PipelineShape& shape : all_shapes()) {
+    SCOPED_TRACE(name_of(shape));
+    const Simulation sim = simulate(shape, all_programs(shape));
+    ASSERT_EQ(sim.error, "");
+    for (int r = 0; r < shape.pp; ++r) {
+      EXPECT_EQ(sim.forwards[r], shape.micro_batches * shape.vpp);
+      EXPECT_EQ(sim.backwards[r], shape.micro_batches * shape.vpp);
+      std::set<int> compute_chunks;
+      for (const PipelineAction& a : *pipeline_actions(shape, r)) {
+        if (a.peer < 0) compute_chunks.insert(a.chunk);
+      }
+      const std::vector<int> own = rank_chunks(shape, r);
+      EXPECT_EQ(std::vector<int>(compute_chunks.begin(), compute_chunks.end()), own);
+    }
+  }
+}
+
+TEST(PipelineSchedule, ActivationsInFlightReachTheTheoryAndNeverExceedIt) {
+  for (const PipelineShape& shape : all_shapes()) {
+    SCOPED_TRACE(name_of(shape));
+    const Simulation sim = simulate(shape, all_programs(shape));
+    ASSERT_EQ(sim.error, "");
+    for (int r = 0; r < shape.pp; ++r) {
+      EXPECT_EQ(sim.peak_in_flight[r], peak_activations_in_flight(shape, r)) << "rank " << r;
+      const int m = shape.micro_batches;
+      if (shape.schedule == PipelineSchedule::kGpipe) EXPECT_EQ(sim.peak_in_flight[r], m);
+      if (shape.schedule == PipelineSchedule::kOneFOneB) {
+        EXPECT_EQ(sim.peak_in_flight[r], std::min(shape.pp - r, m));
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, OneFOneBHoldsFewerActivationsThanGpipe) {
+  const PipelineShape gpipe{PipelineSchedule::kGpipe, 4, 1, 8};
+  const PipelineShape one_f_one_b{PipelineSchedule::kOneFOneB, 4, 1, 8};
+  const Simulation g = simulate(gpipe, all_programs(gpipe));
+  const Simulation f = simulate(one_f_one_b, all_programs(one_f_one_b));
+  ASSERT_EQ(g.error, "");
+  ASSERT_EQ(f.error, "");
+  EXPECT_EQ(g.peak_in_flight, (std::vector<int>{8, 8, 8, 8}));
+  EXPECT_EQ(f.peak_in_flight, (std::vector<int>{4, 3, 2, 1}));
+  // Same bubble, less memory: that is the whole point of 1F1B.
+  EXPECT_EQ(g.makespan, f.makespan);
+  // GPipe's lists break 1F1B's memory bound on every rank but the first when m = p.
+  for (int r = 0; r < 4; ++r) EXPECT_GT(g.peak_in_flight[r], peak_activations_in_flight(one_f_one_b, r));
+}
+
+TEST(PipelineSchedule, MeasuredBubbleMatchesNarayanan) {
+  // Forward 1, backward 2 time units per chunk, free transfers: the step takes the ideal
+  // m x v x 3 plus exactly the theoretical bubble on the slowest rank.
+  for (const PipelineShape& shape : all_shapes()) {
+    SCOPED_TRACE(name_of(shape));
+    const Simulation sim = simulate(shape, all_programs(shape));
+    ASSERT_EQ(sim.error, "");
+    const double ideal = 3.0 * shape.micro_batches * shape.vpp;
+    const double measured = (static_cast<double>(sim.makespan) - ideal) / ideal;
+    EXPECT_NEAR(measured,
+                theoretical_bubble_fraction(shape.schedule, shape.pp, shape.vpp, shape.micro_batches),
+                1e-12);
+  }
+}
+
+TEST(PipelineSchedule, BubbleFractionsForKnownValues) {
+  // Narayanan 2021 sec. 2.2: (p-1)/m, and (p-1)/(v m) with v chunks per rank.
+  EXPECT_DOUBLE_EQ(theoretical_bubble_fraction(PipelineSchedule::kGpipe, 4, 1, 8), 3.0 / 8);
+  EXPECT_DOUBLE_EQ(theoretical_bubble_fraction(PipelineSchedule::kOneFOneB, 8, 1, 32), 0.21875);
+  EXPECT_DOUBLE_EQ(theoretical_bubble_fraction(PipelineSchedule::kInterleaved, 8, 2, 32), 0.109375);
+  EXPECT_DOUBLE_EQ(theoretical_bubble_fraction(PipelineSchedule::kInterleaved, 4, 4, 8), 3.0 / 32);
+  EXPECT_DOUBLE_EQ(theoretical_bubble_fraction(PipelineSchedule::kOneFOneB, 1, 1, 5), 0.0);
+}
+
+TEST(PipelineSchedule, InterleavedRankZeroHoldsKorthikantisExtraFraction) {
+  // Korthikanti 2022: interleaving multiplies the first stage's activations, p micro-batches of
+  // a whole stage under 1F1B, by 1 + (p-1)/(p v).
+  for (int pp : {2, 4, 8}) {
+    for (int vpp : {2, 3, 4}) {
+      const PipelineShape shape{PipelineSchedule::kInterleaved, pp, vpp, 4 * pp};
+      const double stages_held = static_cast<double>(peak_activations_in_flight(shape, 0)) / vpp;
+      EXPECT_DOUBLE_EQ(stages_held, pp * (1.0 + (pp - 1.0) / (pp * vpp))) << pp << " " << vpp;
+    }
+  }
+}
+
+TEST(PipelineSchedule, OneFOneBOrderIsWarmupSteadyCooldown) {
+  const PipelineShape shape{PipelineSchedule::kOneFOneB, 4, 1, 6};
+  const auto programs = all_programs(shape);
+  EXPECT_EQ(compute_order(programs[0], false), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
+  EXPECT_EQ(compute_order(programs[2], false), "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5");
+  EXPECT_EQ(compute_order(programs[3], false), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5");
+  const PipelineShape gpipe{PipelineSchedule::kGpipe, 4, 1, 3};
+  EXPECT_EQ(compute_order(all_programs(gpipe)[1], false), "F0 F1 F2 B0 B1 B2");
+}
+
+TEST(PipelineSchedule, InterleavedOrderFollowsMegatron) {
+  // pp 2, vpp 2, m 4: rank 0 owns chunks 0 and 2. Warm-up (2-0-1) x 2 + (2-1) x 2 = 4 forwards
+  // in groups of pp micro-batches per chunk; backwards walk the chunks in reverse.
+  const PipelineShape shape{PipelineSchedule::kInterleaved, 2, 2, 4};
+  const auto programs = all_programs(shape);
+  EXPECT_EQ(compute_order(programs[0], true),
+            "F0.0 F1.0 F0.2 F1.2 F2.0 B0.2 F3.0 B1.2 F2.2 B0.0 F3.2 B1.0 B2.2 B3.2 B2.0 B3.0");
+  EXPECT_EQ(compute_order(programs[1], true),
+            "F0.1 F1.1 F0.3 B0.3 F1.3 B1.3 F2.1 B0.1 F3.1 B1.1 F2.3 B2.3 F3.3 B3.3 B2.1 B3.1");
+  EXPECT_EQ(warmup_forwards(shape, 0), 4);
+  EXPECT_EQ(warmup_forwards(shape, 1), 2);
+}
+
+TEST(PipelineSchedule, InterleavedAtTwoRanksKeepsBothStreamsBetweenTheSamePeers) {
+  const PipelineShape shape{PipelineSchedule::kInterleaved, 2, 2, 2};
+  const auto programs = all_programs(shape);
+  ASSERT_EQ(simulate(shape, programs).error, "");
+  // Rank 0 both sends and receives activations and gradients, all with rank 1.
+  std::set<Kind> kinds;
+  std::set<uint64_t> tags;
+  for (const PipelineAction& a : programs[0]) {
+    if (a.peer < 0) continue;
+    EXPECT_EQ(a.peer, 1);
+    kinds.insert(a.kind);
+    tags.insert(message_tag(a));
+  }
+  EXPECT_EQ(kinds.size(), 4u);
+  // Rank 0's messages: activations into chunks 1 and 3 out, into 2 in; gradients the reverse;
+  // each (kind, mb, chunk) is one message with one tag.
+  size_t p2p = 0;
+  for (const PipelineAction& a : programs[0]) p2p += a.peer >= 0 ? 1 : 0;
+  EXPECT_EQ(tags.size(), p2p);
+  // Rank 0's action list, in full, for the record (docs/pipeline.md shows it).
+  std::string text;
+  for (const PipelineAction& a : programs[0]) text += describe_action(a) + " ";
+  EXPECT_EQ(text,
+            "F(mb=0,c=0) send-A(mb=0,c=1)->1 F(mb=1,c=0) send-A(mb=1,c=1)->1 "
+            "recv-A(mb=0,c=2)<-1 F(mb=0,c=2) send-A(mb=0,c=3)->1 "
+            "recv-A(mb=1,c=2)<-1 F(mb=1,c=2) send-A(mb=1,c=3)->1 "
+            "recv-G(mb=0,c=3)<-1 B(mb=0,c=2) send-G(mb=0,c=2)->1 "
+            "recv-G(mb=1,c=3)<-1 B(mb=1,c=2) send-G(mb=1,c=2)->1 "
+            "recv-G(mb=0,c=1)<-1 B(mb=0,c=0) recv-G(mb=1,c=1)<-1 B(mb=1,c=0) ");
+}
+
+TEST(PipelineSchedule, OneRankHasNoTransfers) {
+  for (auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+    auto actions = pipeline_actions({schedule, 1, 1, 3}, 0);
+    ASSERT_TRUE(actions.is_ok());
+    EXPECT_EQ(actions->size(), 6u);
+    for (const PipelineAction& a : *actions) EXPECT_EQ(a.peer, -1);
+  }
+}
+
+TEST(PipelineSchedule, TagsSeparateActivationFromGradientAndAreUnique) {
+  std::set<uint64_t> tags;
+  for (int mb = 0; mb < 64; ++mb) {
+    for (int chunk = 0; chunk < 48; ++chunk) {
+      const uint64_t activation = message_tag(PipelineMessage::kActivation, mb, chunk);
+      const uint64_t gradient = message_tag(PipelineMessage::kGradient, mb, chunk);
+      EXPECT_NE(activation, gradient);
+      tags.insert(activation);
+      tags.insert(gradient);
+    }
+  }
+  EXPECT_EQ(tags.size(), 2u * 64 * 48);
+  // Large values stay apart too: the chunk field does not spill into the micro-batch field.
+  EXPECT_NE(message_tag(PipelineMessage::kActivation, 1, 0),
+            message_tag(PipelineMessage::kActivation, 0, (1 << 24) - 1));
+  EXPECT_NE(message_tag(PipelineMessage::kGradient, 1 << 20, 5),
+            message_tag(PipelineMessage::kGradient, (1 << 20) + 1, 5));
+  // Both ends of a transfer compute the same tag; compute actions have none.
+  const PipelineAction send{Kind::kSendGradient, 3, 2, 1};
+  const PipelineAction recv{Kind::kRecvGradient, 3, 2, 0};
+  EXPECT_EQ(message_tag(send), message_tag(recv));
+  EXPECT_EQ(message_tag(send), message_tag(PipelineMessage::kGradient, 3, 2));
+  EXPECT_EQ(message_tag(PipelineAction{Kind::kForward, 3, 2, -1}), UINT64_MAX);
+}
+
+TEST(PipelineSchedule, EverySendHasOneReceiveWithTheSameTag) {
+  for (const PipelineShape& shape : all_shapes()) {
+    SCOPED_TRACE(name_of(shape));
+    std::multiset<std::tuple<uint64_t, int, int>> sends;  // tag, src, dst
+    std::multiset<std::tuple<uint64_t, int, int>> recvs;
+    const auto programs = all_programs(shape);
+    for (int r = 0; r < shape.pp; ++r) {
+      for (const PipelineAction& a : programs[r]) {
+        if (is_send(a.kind)) sends.insert({message_tag(a), r, a.peer});
+        if (is_recv(a.kind)) recvs.insert({message_tag(a), a.peer, r});
+      }
+    }
+    EXPECT_EQ(sends, recvs);
+    // Two boundary crossings (activation, gradient) per micro-batch per chunk boundary.
+    EXPECT_EQ(sends.size(), static_cast<size_t>(2 * shape.micro_batches * (shape.chunks() - 1)));
+    EXPECT_EQ(std::set<std::tuple<uint64_t, int, int>>(sends.begin(), sends.end()).size(),
+              sends.size());
+  }
+}
+
+TEST(PipelineSchedule, RanksOwnChunksTheMegatronWay) {
+  const PipelineShape shape{PipelineSchedule::kInterleaved, 4, 3, 4};
+  EXPECT_EQ(rank_chunks(shape, 0), (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(rank_chunks(shape, 3), (std::vector<int>{3, 7, 11}));
+  EXPECT_EQ(chunk_rank(shape, 9), 1);
+  EXPECT_EQ(rank_chunks({PipelineSchedule::kOneFOneB, 4, 1, 4}, 2), std::vector<int>{2});
+}
+
+TEST(PipelineSchedule, RejectsWhatTheLayoutRejects) {
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kInterleaved, 2, 2, 3}, 0).is_ok());  // m % p
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kInterleaved, 1, 2, 2}, 0).is_ok());  // p < 2
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kInterleaved, 2, 1, 2}, 0).is_ok());  // v < 2
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kOneFOneB, 2, 2, 2}, 0).is_ok());     // vpp
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kGpipe, 2, 1, 0}, 0).is_ok());        // m < 1
+  auto outside = pipeline_actions({PipelineSchedule::kGpipe, 2, 1, 2}, 2);
+  ASSERT_FALSE(outside.is_ok());
+  EXPECT_EQ(outside.status().exit_code(), 2);
+}
+
+TEST(PipelineSchedule, ShapeComesFromTheResolvedLayout) {
+  ParallelLayout layout;
+  layout.world = 2;
+  layout.pp = 2;
+  layout.schedule = PipelineSchedule::kInterleaved;
+  layout.vpp = 2;
+  layout.global_batch = 4;
+  auto resolved = resolve_layout(layout, {4, 64, 4, 16, 128, 256});
+  ASSERT_TRUE(resolved.is_ok()) << resolved.status().message();
+  const PipelineShape shape = pipeline_shape(*resolved);
+  EXPECT_EQ(shape.schedule, PipelineSchedule::kInterleaved);
+  EXPECT_EQ(shape.pp, 2);
+  EXPECT_EQ(shape.vpp, 2);
+  EXPECT_EQ(shape.micro_batches, 4);
+  EXPECT_TRUE(check_pipeline_shape(shape).is_ok());
+}
+
+// The checker itself must catch broken schedules, or the tests above prove nothing.
+
+TEST(PipelineSimulator, CatchesADeadlock) {
+  const PipelineShape shape{PipelineSchedule::kOneFOneB, 2, 1, 2};
+  auto programs = all_programs(shape);
+  // Rank 0 waits for the gradient of micro-batch 0 before sending its activation: a cycle.
+  auto& rank0 = programs[0];
+  auto recv = std::find_if(rank0.begin(), rank0.end(),
+                           [](const PipelineAction& a) { return a.kind == Kind::kRecvGradient; });
+  ASSERT_NE(recv, rank0.end());
+  std::rotate(rank0.begin(), recv, recv + 1);
+  EXPECT_NE(simulate(shape, programs).error.find("deadlock"), std::string::npos);
+}
+
+TEST(PipelineSimulator, CatchesAComputeWithoutItsInput) {
+  const PipelineShape shape{PipelineSchedule::kGpipe, 2, 1, 2};
+  auto programs = all_programs(shape);
+  auto& rank1 = programs[1];
+  rank1.erase(std::find_if(rank1.begin(), rank1.end(), [](const PipelineAction& a) {
+    return a.kind == Kind::kRecvActivation;
+  }));
+  EXPECT_NE(simulate(shape, programs).error.find("input activation"), std::string::npos);
+}
+
+TEST(PipelineSimulator, CatchesBackwardBeforeForwardAndUnmatchedSends) {
+  const PipelineShape shape{PipelineSchedule::kOneFOneB, 1, 1, 1};
+  std::vector<Program> swapped{{{Kind::kBackward, 0, 0, -1}, {Kind::kForward, 0, 0, -1}}};
+  EXPECT_NE(simulate(shape, swapped).error.find("before its forward"), std::string::npos);
+
+  const PipelineShape two{PipelineSchedule::kGpipe, 2, 1, 1};
+  auto programs = all_programs(two);
+  programs[1].push_back({Kind::kSendGradient, 0, 1, 0});  // a second gradient nobody receives
+  EXPECT_NE(simulate(two, programs).error.find("sent twice"), std::string::npos);
+  programs = all_programs(two);
+  programs[0].pop_back();  // rank 0 never runs its backward: its gradient stays unreceived
+  programs[0].pop_back();
+  EXPECT_NE(simulate(two, programs).error.find("never received"), std::string::npos);
+}
+
+TEST(PipelineSimulator, CatchesAWrongInterleavedChunkOrder) {
+  // Swapping two forwards of rank 1 makes chunk 3 run before chunk 2's activation exists.
+  const PipelineShape shape{PipelineSchedule::kInterleaved, 2, 2, 2};
+  auto programs = all_programs(shape);
+  auto& rank1 = programs[1];
+  std::vector<size_t> forwards;
+  for (size_t i = 0; i < rank1.size(); ++i) {
+    if (rank1[i].kind == Kind::kForward) forwards.push_back(i);
+  }
+  ASSERT_GE(forwards.size(), 3u);
+  std::swap(rank1[forwards[0]], rank1[forwards[2]]);
+  EXPECT_NE(simulate(shape, programs).error, "");
+}
+
+}  // namespace
+}  // namespace partrain::runner
