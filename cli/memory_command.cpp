@@ -87,6 +87,10 @@ StatusOr<std::vector<int>> parse_dp_sizes(const std::string& text) {
 
 // The dimension flags given on the command line override a preset's (or define a model).
 void apply_dimensions(const MemoryFlags& f, ModelConfig& m) {
+  // Dimensions that follow others unless given: multi-head attention keeps one KV head per
+  // head, and a GPT MLP stays 4 x hidden wide.
+  const bool multi_head = m.kv_heads == m.heads;
+  const bool gpt_width = m.mlp == memory::MlpKind::kGelu && m.ffn == 4 * m.hidden;
   const std::pair<int64_t, int64_t*> dims[] = {{f.layers, &m.layers}, {f.hidden, &m.hidden},
                                                {f.heads, &m.heads},   {f.kv_heads, &m.kv_heads},
                                                {f.ffn, &m.ffn},       {f.vocab, &m.vocab},
@@ -94,6 +98,8 @@ void apply_dimensions(const MemoryFlags& f, ModelConfig& m) {
   for (const auto& [value, field] : dims) {
     if (value > 0) *field = value;
   }
+  if (multi_head && f.kv_heads == 0) m.kv_heads = m.heads;
+  if (gpt_width && f.ffn == 0) m.ffn = 4 * m.hidden;
   if (f.swiglu) m.mlp = memory::MlpKind::kSwiglu;
   if (f.rmsnorm) m.norm = memory::NormKind::kRmsNorm;
   if (f.no_bias) m.bias = false;

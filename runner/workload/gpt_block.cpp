@@ -33,11 +33,14 @@ Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivat
   ASSIGN_OR_RETURN(a.ln1_rstd, activation({n}));
   device_.layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p[kLn1W],
                             p[kLn1B], n, C);
+  // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
+  // sec. 4.2.2), so the saved activations stay sequence-sharded.
+  Tensor gathered;
   const float* ln1_full = a.ln1.data();
   if (sp) {
-    ASSIGN_OR_RETURN(a.ln1_full, activation({N, C}));
-    RETURN_IF_ERROR(tp_.enter_forward(a.ln1.data(), a.ln1_full.data(), B, T, C));
-    ln1_full = a.ln1_full.data();
+    ASSIGN_OR_RETURN(gathered, scratch({N, C}));
+    RETURN_IF_ERROR(tp_.enter_forward(a.ln1.data(), gathered.data(), B, T, C));
+    ln1_full = gathered.data();
   }
   ASSIGN_OR_RETURN(a.qkv, activation({N, 3 * c_local}));
   device_.matmul_forward(a.qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
@@ -59,9 +62,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivat
                             p[kLn2W], p[kLn2B], n, C);
   const float* ln2_full = a.ln2.data();
   if (sp) {
-    ASSIGN_OR_RETURN(a.ln2_full, activation({N, C}));
-    RETURN_IF_ERROR(tp_.enter_forward(a.ln2.data(), a.ln2_full.data(), B, T, C));
-    ln2_full = a.ln2_full.data();
+    RETURN_IF_ERROR(tp_.enter_forward(a.ln2.data(), gathered.data(), B, T, C));
+    ln2_full = gathered.data();
   }
   ASSIGN_OR_RETURN(a.fc, activation({N, f_local}));
   device_.matmul_forward(a.fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
@@ -108,8 +110,16 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
     device_.attention_forward(atty.data(), a.att.data(), a.qkv.data(), B, T, heads_local,
                               C / NH);
   }
-  const float* ln1_full = a.ln1_full.numel() > 0 ? a.ln1_full.data() : a.ln1.data();
-  const float* ln2_full = a.ln2_full.numel() > 0 ? a.ln2_full.data() : a.ln2.data();
+  // Under SP, the layernorm outputs are gathered again from their saved shards.
+  const bool sp = tp_.sequence_parallel();
+  Tensor ln1_gathered, ln2_gathered;
+  const float* ln1_full = a.ln1.data();
+  const float* ln2_full = a.ln2.data();
+  if (sp) {
+    ASSIGN_OR_RETURN(ln2_gathered, scratch({N, C}));
+    RETURN_IF_ERROR(tp_.enter_forward(a.ln2.data(), ln2_gathered.data(), B, T, C));
+    ln2_full = ln2_gathered.data();
+  }
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
@@ -138,6 +148,12 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
   device_.attention_backward(d_qkv.data(), d_atty.data(), a.qkv.data(), a.att.data(), B, T,
                              heads_local, C / NH);
+  if (sp) {
+    ln2_gathered = Tensor();
+    ASSIGN_OR_RETURN(ln1_gathered, scratch({N, C}));
+    RETURN_IF_ERROR(tp_.enter_forward(a.ln1.data(), ln1_gathered.data(), B, T, C));
+    ln1_full = ln1_gathered.data();
+  }
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
                           p[kQkvW], N, C, 3 * c_local);

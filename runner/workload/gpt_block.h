@@ -35,8 +35,8 @@ struct BlockWeights {
 
 // What a block keeps between its forward and backward for one micro-batch.
 struct BlockActivations {
-  Tensor ln1, ln1_mean, ln1_rstd, ln1_full, qkv, att, atty;
-  Tensor x2, ln2, ln2_mean, ln2_rstd, ln2_full, fc, fc_gelu;
+  Tensor ln1, ln1_mean, ln1_rstd, qkv, att, atty;  // ln1: sequence-sharded under SP
+  Tensor x2, ln2, ln2_mean, ln2_rstd, fc, fc_gelu;
   Tensor out;  // the block's output: the next block's input
   bool complete() const { return ln1.numel() > 0; }
 };

@@ -83,11 +83,13 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
   ASSIGN_OR_RETURN(h.rstd, tensor({n}, Category::kActivations));
   device_.layernorm_forward(h.lnf.data(), h.mean.data(), h.rstd.data(), x, param("lnfw"),
                             param("lnfb"), n, C);
+  // Under SP the gathered input is not kept: backward gathers it again.
+  Tensor gathered;
   const float* lnf_full = h.lnf.data();
   if (tp_.sequence_parallel()) {
-    ASSIGN_OR_RETURN(h.lnf_full, tensor({N, C}, Category::kActivations));
-    RETURN_IF_ERROR(tp_.enter_forward(h.lnf.data(), h.lnf_full.data(), B, T, C));
-    lnf_full = h.lnf_full.data();
+    ASSIGN_OR_RETURN(gathered, tensor({N, C}, Category::kWorkspace));
+    RETURN_IF_ERROR(tp_.enter_forward(h.lnf.data(), gathered.data(), B, T, C));
+    lnf_full = gathered.data();
   }
   // The LM head is tied to the token embedding: logits = lnf @ wte^T, vocab-parallel under tp.
   ASSIGN_OR_RETURN(h.logits, tensor({N, v_local}, Category::kActivations));
@@ -127,7 +129,13 @@ Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h,
                                     h.max.data(), h.sum_exp.data(), N, v_local,
                                     tp_.rank() * v_local, batch.dloss_scale);
   }
-  const float* lnf_full = h.lnf_full.numel() > 0 ? h.lnf_full.data() : h.lnf.data();
+  Tensor gathered;
+  const float* lnf_full = h.lnf.data();
+  if (tp_.sequence_parallel()) {
+    ASSIGN_OR_RETURN(gathered, tensor({N, C}, Category::kWorkspace));
+    RETURN_IF_ERROR(tp_.enter_forward(h.lnf.data(), gathered.data(), B, T, C));
+    lnf_full = gathered.data();
+  }
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   device_.matmul_backward(d_lnf_full.data(), grad("wte"), nullptr, dlogits.data(), lnf_full,
                           param("wte"), N, C, v_local);

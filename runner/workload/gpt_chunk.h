@@ -50,7 +50,7 @@ class GptChunk {
 
  private:
   struct Head {
-    Tensor lnf, mean, rstd, lnf_full, logits, max, sum_exp;
+    Tensor lnf, mean, rstd, logits, max, sum_exp;
   };
   struct InFlight {
     Tensor input;  // the first block's input (the embedding output on the first chunk)

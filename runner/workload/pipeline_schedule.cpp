@@ -67,7 +67,9 @@ Status check_pipeline_shape(const PipelineShape& shape) {
   }
   const std::string_view name = pipeline_schedule_name(shape.schedule);
   if (shape.schedule != PipelineSchedule::kInterleaved) {
-    if (shape.vpp != 1) return invalid_argument("{} runs one chunk per rank, got vpp {}", name, shape.vpp);
+    if (shape.vpp != 1) {
+      return invalid_argument("{} runs one chunk per rank, got vpp {}", name, shape.vpp);
+    }
     return Status::ok();
   }
   if (shape.pp < 2 || shape.vpp < 2) {
@@ -174,7 +176,7 @@ int peak_activations_in_flight(const PipelineShape& shape, int rank) {
 }
 
 double theoretical_bubble_fraction(PipelineSchedule schedule, int pp, int vpp, int micro_batches) {
-  // Narayanan 2021, sec. 2.2: bubble (p-1)/m for GPipe and PipeDream-Flush, (p-1)/(v m) interleaved.
+  // Narayanan 2021, sec. 2.2: (p-1)/m for GPipe and PipeDream-Flush, (p-1)/(v m) interleaved.
   const double idle_stages = pp - 1;
   if (schedule == PipelineSchedule::kInterleaved) return idle_stages / (vpp * micro_batches);
   return idle_stages / micro_batches;

@@ -1,6 +1,7 @@
 // Pipeline-parallel schedules as data: for one pipeline rank, the ordered list of forwards,
 // backwards and point-to-point transfers it runs in one training step (GPipe, 1F1B, Megatron's
-// interleaved 1F1B). Pure functions, no communication: the executor walks the list (docs/pipeline.md).
+// interleaved 1F1B). Pure functions, no communication: the executor walks the list
+// (docs/pipeline.md).
 #pragma once
 
 #include <cstdint>
@@ -86,10 +87,11 @@ double theoretical_bubble_fraction(PipelineSchedule schedule, int pp, int vpp, i
 
 // Tags keep the two streams apart even when the previous and the next rank are the same (pp = 2):
 // bit 0 is the message kind, bits 1-24 the chunk, the rest the micro-batch. Unique per
-// (kind, micro_batch, chunk) within one step; a channel shared with other traffic adds its own base.
+// (kind, micro_batch, chunk) within one step; a channel shared with other traffic adds its own
+// base.
 enum class PipelineMessage { kActivation, kGradient };
 uint64_t message_tag(PipelineMessage message, int micro_batch, int chunk);
-// The tag of a send/recv action's message (the same on both sides); UINT64_MAX for forward/backward.
+// The tag of a send/recv action's message (the same on both sides); UINT64_MAX for compute.
 uint64_t message_tag(const PipelineAction& action);
 
 }  // namespace partrain::runner

@@ -1,0 +1,63 @@
+// The memory estimator against what the built-in workload measures (issue 5, item 6): for each
+// implemented layout, `partrain memory` for the same model and layout vs the per-category peaks of
+// `partrain launch --json`: params, grads and optimizer within 1%, activations within 15%, the
+// total within 10% (the estimate has no workspace line; the measured total has one).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+
+const std::string kDims = "--layers 4 --hidden 256 --heads 8 --seq 128 --vocab 512";
+
+nlohmann::json json_of(const std::string& args) {
+  CommandResult r = run_partrain(args);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+class MemoryCrossCheck : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(MemoryCrossCheck, EstimateMatchesMeasuredPeaks) {
+  const auto& [ranks, layout] = GetParam();
+  nlohmann::json measured =
+      json_of(fmt::format("-q launch -n {} --workload gpt {} {} --steps 1 --json", ranks, kDims,
+                          layout));
+  nlohmann::json estimate =
+      // --bucket-size 0: the workload's DDP reduces gradients in place (PyTorch's
+      // gradient_as_bucket_view), with no bucket copies.
+      json_of(fmt::format("memory --model builtin-gpt {} {} --precision fp32 --reserve 0 --gpu "
+                          "cpu --bucket-size 0 --json",
+                          kDims, layout));
+  ASSERT_FALSE(measured.is_discarded());
+  ASSERT_FALSE(estimate.is_discarded());
+  const auto& m = measured["memory_peak_bytes"]["0"];
+  const auto& e = estimate["per_gpu_bytes"];
+  auto near = [&](const char* category, double tolerance) {
+    double want = e[category].get<double>();
+    double got = m[category].get<double>();
+    EXPECT_NEAR(got, want, tolerance * want) << category << " with " << layout;
+  };
+  near("params", 0.01);
+  near("grads", 0.01);
+  near("optimizer", 0.01);
+  near("activations", 0.15);
+  near("total", 0.10);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, MemoryCrossCheck,
+    ::testing::Values(std::pair{"1", "--micro-batch 2"},
+                      std::pair{"1", "--micro-batch 2 --recompute selective"},
+                      std::pair{"1", "--micro-batch 2 --recompute full"},
+                      std::pair{"2", "--dp 2 --micro-batch 1"},
+                      std::pair{"2", "--dp 2 --zero 1 --micro-batch 1"},
+                      std::pair{"2", "--tp 2 --micro-batch 2"},
+                      std::pair{"2", "--tp 2 --sp --micro-batch 2"}));
+
+}  // namespace
+}  // namespace partrain::testing
