@@ -10,43 +10,32 @@
 #include <vector>
 
 #include "runner/workload/gpt_block.h"
+#include "runner/workload/model_chunk.h"
 #include "runner/workload/param_layout.h"
 
 namespace partrain::runner {
 
-struct MicroBatch {
-  std::vector<int32_t> tokens;   // B x T
-  std::vector<int32_t> targets;  // B x T
-  float dloss_scale = 1.0f;      // dL/d(per-token loss): 1 / (global batch x T)
-};
-
-// Which part of the model a chunk is.
-struct ChunkPlacement {
-  int chunk = 0;
-  bool first = true;
-  bool last = true;
-  std::vector<int> layers;  // global block indices, in order
-};
-
-class GptChunk {
+class GptChunk final : public ModelChunk {
  public:
   // params and grads are the rank's flat buffers laid out by `layout`.
   GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
            const ParamLayout& layout, float* params, float* grads, ChunkPlacement placement);
 
   // Elements of the activation passed between pipeline stages (local tokens x C).
-  int64_t boundary_numel() const { return tp_.local_tokens(shape_.B, shape_.T) * shape_.C; }
+  int64_t boundary_numel() const override {
+    return tp_.local_tokens(shape_.B, shape_.T) * shape_.C;
+  }
 
   // First chunk: reads batch.tokens, else `input`. Last chunk: writes the micro-batch's mean
   // loss, else `output` (boundary_numel floats).
   Status forward(int micro_batch, const MicroBatch& batch, const float* input, float* output,
-                 float* loss);
+                 float* loss) override;
   // Last chunk: starts from the loss, else from `grad_output`; not first: writes `grad_input`.
   // `on_unit_ready` (may be empty) is told each parameter unit ("final", "layer3", "embedding")
   // whose gradients this backward has finished: DDP launches its buckets from it.
   Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
                   float* grad_input,
-                  const std::function<void(const std::string&)>& on_unit_ready = {});
+                  const std::function<void(const std::string&)>& on_unit_ready) override;
 
  private:
   struct Head {

@@ -86,8 +86,11 @@ void ParamLayout::initialise(float* params, uint64_t seed, int layers, TpShard t
           case InitKind::kOnes: out[i] = 1.0f; break;
           case InitKind::kZeros: out[i] = 0.0f; break;
           case InitKind::kNormal:
-          case InitKind::kResidualNormal: {
-            float std = param.spec.init == InitKind::kNormal ? 0.02f : residual_std;
+          case InitKind::kResidualNormal:
+          case InitKind::kFanIn: {
+            float std = param.spec.init == InitKind::kNormal           ? 0.02f
+                        : param.spec.init == InitKind::kResidualNormal ? residual_std
+                                                                       : std::sqrt(2.0f / static_cast<float>(param.spec.shape.back()));
             auto g = static_cast<uint64_t>(global_index(param.spec, tp, i));
             out[i] = std * init_normal(seed, param.spec.id, g);
             break;

@@ -18,7 +18,8 @@ enum class TpSplit {
   kQkv,         // the fused (3C, C) QKV weight or (3C) bias: each of Q, K, V split by heads
 };
 
-enum class InitKind { kNormal, kResidualNormal, kOnes, kZeros };
+// kFanIn: N(0, 2/in_features) (He et al. 2015), keeping a deep GeLU MLP's activations alive.
+enum class InitKind { kNormal, kResidualNormal, kFanIn, kOnes, kZeros };
 
 struct ParamSpec {
   std::string name;            // "wte", "layer3.qkvw", ...

@@ -7,23 +7,18 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "runner/device/cpu_device.h"
+#include "runner/workload/batch_source.h"
 #include "runner/workload/data_parallel.h"
-#include "runner/workload/gpt_chunk.h"
 #include "runner/workload/mesh.h"
-#include "runner/workload/token_source.h"
+#include "runner/workload/model_builder.h"
 
 namespace partrain::runner {
 namespace {
-
-using memory::Category;
 
 constexpr float kMaxGradNorm = 1.0f;  // GPT-2 / Megatron's clipping threshold
 
 Status check_supported(const WorkloadConfig& config) {
   const ResolvedLayout& l = config.resolved;
-  if (config.kind != WorkloadKind::kGpt) {
-    return invalid_argument("--workload mlp is not implemented yet (gpt is)");
-  }
   if (l.pp > 1) return invalid_argument("--pp > 1 is not implemented yet: pipeline schedules come next");
   if (l.zero > 1) {
     return invalid_argument("--zero {} is not implemented yet: DDP (--zero 0) and ZeRO-1 are",
@@ -39,15 +34,34 @@ Status check_supported(const WorkloadConfig& config) {
   return Status::ok();
 }
 
-// The model's units in forward order, sharded for this tp rank (pp = 1: one chunk).
-ParamLayout build_layout(const LayoutModel& model, TpShard tp) {
-  ParamLayout layout;
-  layout.add_unit("embedding", 0, gpt_embedding_specs(model), tp);
-  for (int layer = 0; layer < model.layers; ++layer) {
-    layout.add_unit(fmt::format("layer{}", layer), 0, gpt_block_specs(model, layer), tp);
+std::string describe_model(const WorkloadConfig& config, int64_t local_params) {
+  const LayoutModel& m = config.model;
+  if (config.kind == WorkloadKind::kMlp) {
+    return fmt::format("mlp ({} layers, hidden {}; {} parameters on rank 0)", m.layers, m.hidden,
+                       local_params);
   }
-  layout.add_unit("final", 0, gpt_final_specs(model), tp);
-  return layout;
+  return fmt::format("gpt ({} layers, hidden {}, {} heads, seq {}, vocab {}, ffn {}; {} "
+                     "parameters on rank 0)",
+                     m.layers, m.hidden, m.heads, m.seq, m.vocab, m.ffn, local_params);
+}
+
+// Every rank's memory peaks, gathered so the summary lists them all.
+StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine, comm::Comm& world) {
+  constexpr size_t kFields = memory::kAllCategories.size() + 1;
+  std::vector<int64_t> local(kFields), all(kFields * static_cast<size_t>(world.size()));
+  for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
+    local[c] = static_cast<int64_t>(mine.peak.bytes[c]);
+  }
+  local[kFields - 1] = static_cast<int64_t>(mine.total_peak);
+  RETURN_IF_ERROR(world.all_gather(local.data(), all.data(), kFields, comm::DType::kI64));
+  std::vector<MemoryStats> stats(static_cast<size_t>(world.size()));
+  for (size_t r = 0; r < stats.size(); ++r) {
+    for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
+      stats[r].peak.bytes[c] = static_cast<uint64_t>(all[r * kFields + c]);
+    }
+    stats[r].total_peak = static_cast<uint64_t>(all[r * kFields + kFields - 1]);
+  }
+  return stats;
 }
 
 }  // namespace
@@ -77,36 +91,27 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   TensorParallel tp(mesh.tp(), layout.sp);
   const TpShard shard{coords.tp, layout.tp};
   const LayoutModel& m = config.model;
-  GptShape shape{layout.micro_batch, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
 
-  ParamLayout params_layout = build_layout(m, shard);
-  const int64_t numel = params_layout.numel();
-  TrackedAllocator& memory = device.allocator();
+  std::vector<ChunkPlacement> placements = owned_chunks(layout, coords.pp);
+  ParamLayout params_layout = build_param_layout(config, placements, shard);
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
                    DataParallel::create(device, params_layout, layout, mesh, tp, config.seed,
                                         m.layers));
-
-  ChunkPlacement placement{0, true, true, {}};
-  for (int layer = 0; layer < m.layers; ++layer) placement.layers.push_back(layer);
-  GptChunk chunk(device, tp, shape, config.recompute, params_layout, dp->params(), dp->grads(),
-                 placement);
-
-  std::unique_ptr<TokenSource> tokens;
-  if (config.data_path.empty()) {
-    tokens = make_synthetic_tokens(config.seed, m.vocab);
-  } else {
-    ASSIGN_OR_RETURN(tokens, open_token_file(config.data_path, m.vocab, m.seq));
-  }
+  std::vector<std::unique_ptr<ModelChunk>> chunks = build_chunks(
+      config, placements, device, tp, params_layout, dp->params(), dp->grads());
+  ModelChunk& chunk = *chunks.front();
+  ASSIGN_OR_RETURN(BatchSource batches, BatchSource::open(config));
 
   RunSummary summary;
-  summary.workload = fmt::format("gpt ({} layers, hidden {}, {} heads, seq {}, vocab {}, ffn {}; "
-                                 "{} parameters)",
-                                 m.layers, m.hidden, m.heads, m.seq, m.vocab, m.ffn, numel);
+  summary.workload = describe_model(config, params_layout.numel());
   summary.layout = describe_layout(layout);
   summary.device = device.name();
   summary.world = world.size();
-  summary.tokens_per_step = static_cast<int64_t>(layout.global_batch) * m.seq;
-  summary.model_flops_per_step = gpt_flops_per_step(m, layout.global_batch);
+  const bool gpt = config.kind == WorkloadKind::kGpt;
+  summary.tokens_per_step = static_cast<int64_t>(layout.global_batch) * (gpt ? m.seq : 1);
+  summary.model_flops_per_step =
+      gpt ? gpt_flops_per_step(m, layout.global_batch)
+          : 6.0 * layout.global_batch * static_cast<double>(m.hidden) * m.hidden * m.layers;
   if (config.peak_flops) {
     summary.peak_flops_per_rank = *config.peak_flops;
     summary.peak_source = "--peak-flops";
@@ -121,12 +126,8 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   ops::AdamWConfig adam;
   adam.learning_rate = static_cast<float>(config.lr);
   const int64_t B = layout.micro_batch;
-  const int64_t T = m.seq;
   const int64_t G = layout.global_batch;
   MicroBatch batch;
-  batch.tokens.resize(static_cast<size_t>(B * T));
-  batch.targets.resize(static_cast<size_t>(B * T));
-  batch.dloss_scale = 1.0f / static_cast<float>(G * T);
   std::vector<std::pair<int64_t, int64_t>> backward_windows;  // (step start, backward end)
   int64_t last_grad_ns = 0;
   for (int step = 0; step < config.steps; ++step) {
@@ -134,20 +135,13 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
     dp->zero_grads();
     double loss = 0;
     for (int mb = 0; mb < layout.micro_batches; ++mb) {
-      // This dp rank's samples of the global batch: a contiguous block, micro-batch by
-      // micro-batch, so any layout trains on the same samples.
-      const int64_t first = static_cast<int64_t>(step) * G +
-                            static_cast<int64_t>(coords.dp) * layout.micro_batches * B + mb * B;
-      for (int64_t b = 0; b < B; ++b) {
-        tokens->sample(static_cast<uint64_t>(first + b), static_cast<int>(T),
-                       batch.tokens.data() + b * T, batch.targets.data() + b * T);
-      }
+      batches.fill(step, coords.dp, mb, batch);
       float mb_loss = 0;
       RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
       loss += static_cast<double>(mb_loss) * static_cast<double>(B) / static_cast<double>(G);
       const bool last = mb + 1 == layout.micro_batches;
       // The moment the last gradient is produced ends backward: a bucket launched after it
-      // (always the one holding the embedding) did not overlap anything.
+      // (always the one holding the first layers) did not overlap anything.
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
                                      last ? [&](const std::string& unit) {
                                        last_grad_ns = monotonic_ns();
@@ -164,13 +158,12 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
                            : 1.0f;
     RETURN_IF_ERROR(dp->update(adam, step + 1, clip));
     // The step's loss over the global batch: each dp rank's share, counted once per tp group.
-    double reported = coords.tp == 0 ? loss : 0.0;
-    float reported_f = static_cast<float>(reported);
-    RETURN_IF_ERROR(world.all_reduce(&reported_f, &reported_f, 1, comm::DType::kF32,
+    auto reported = static_cast<float>(coords.tp == 0 ? loss : 0.0);
+    RETURN_IF_ERROR(world.all_reduce(&reported, &reported, 1, comm::DType::kF32,
                                      comm::ReduceOp::kSum));
-    summary.losses.push_back(reported_f);
+    summary.losses.push_back(reported);
     summary.step_seconds.push_back(static_cast<double>(monotonic_ns() - start) / 1e9);
-    log::debug("step {}: loss {:.6f}, grad norm {:.4f}", step, reported_f, grad_norm);
+    log::debug("step {}: loss {:.6f}, grad norm {:.4f}", step, reported, grad_norm);
   }
 
   if (mesh.dp().size() > 1) {
@@ -189,23 +182,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   }
   ASSIGN_OR_RETURN(double param_sq, dp->param_norm_squared());
   summary.final_params_l2 = std::sqrt(param_sq);
-  // Every rank's memory peaks, gathered so the summary lists them all.
-  constexpr size_t kFields = memory::kAllCategories.size() + 1;
-  MemoryStats mine = memory.stats();
-  std::vector<int64_t> local(kFields), all(kFields * static_cast<size_t>(world.size()));
-  for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
-    local[c] = static_cast<int64_t>(mine.peak.bytes[c]);
-  }
-  local[kFields - 1] = static_cast<int64_t>(mine.total_peak);
-  RETURN_IF_ERROR(world.all_gather(local.data(), all.data(), kFields, comm::DType::kI64));
-  for (int r = 0; r < world.size(); ++r) {
-    MemoryStats stats;
-    for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
-      stats.peak.bytes[c] = static_cast<uint64_t>(all[static_cast<size_t>(r) * kFields + c]);
-    }
-    stats.total_peak = static_cast<uint64_t>(all[static_cast<size_t>(r) * kFields + kFields - 1]);
-    summary.memory.push_back(stats);
-  }
+  ASSIGN_OR_RETURN(summary.memory, gather_memory(device.allocator().stats(), world));
   return summary;
 }
 

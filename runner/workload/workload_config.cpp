@@ -64,8 +64,23 @@ Status resolve_workload(WorkloadConfig& config) {
     m.vocab = 0;
     m.ffn = m.hidden;
     if (config.layout.sp) return invalid_argument("--sp applies to --workload gpt only");
+    if (config.layout.tp > 1 && m.hidden % config.layout.tp != 0) {
+      return invalid_argument("--hidden {} is not divisible by --tp {}", m.hidden,
+                              config.layout.tp);
+    }
   }
   ASSIGN_OR_RETURN(config.resolved, resolve_layout(config.layout, config.model));
+  if (config.kind == WorkloadKind::kMlp && config.resolved.tp > 1) {
+    // Megatron's MLP pairs a column-parallel layer with a row-parallel one: stages hold pairs.
+    for (int layers : config.resolved.stage_layers) {
+      if (layers % 2 != 0) {
+        return invalid_argument("--workload mlp with --tp > 1 pairs layers (column- then "
+                                "row-parallel): every pipeline stage needs an even number of "
+                                "layers, not {}",
+                                layers);
+      }
+    }
+  }
   return Status::ok();
 }
 

@@ -97,6 +97,42 @@ TEST(Workload, ZeroOverThreeRanksWithAnIndivisibleParameterCount) {
   EXPECT_EQ(one["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110336 * 8);
 }
 
+// The lecture's MLP under every layout that applies to it (no sequence parallelism).
+class MlpEquivalence : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MlpEquivalence, MatchesOneRank) {
+  auto run = [](const std::string& layout, const char* recompute) {
+    std::string args = fmt::format("-q launch {} --workload mlp --layers 4 --hidden 64 --lr 1e-2 "
+                                   "--global-batch 4 --steps 6 --recompute {} --json",
+                                   layout, recompute);
+    CommandResult r = run_partrain(args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  for (const char* recompute : {"none", "full"}) {
+    nlohmann::json one = run("-n 1 --micro-batch 4", recompute);
+    nlohmann::json parallel = run(GetParam(), recompute);
+    ASSERT_FALSE(one.is_discarded());
+    ASSERT_FALSE(parallel.is_discarded());
+    expect_equivalent(one, parallel, std::string("mlp ") + GetParam() + " " + recompute);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
+                         ::testing::Values("-n 1 --micro-batch 1", "-n 2 --micro-batch 2",
+                                           "-n 4 --micro-batch 1", "-n 2 --zero 1 --micro-batch 2",
+                                           "-n 2 --tp 2 --micro-batch 4",
+                                           "-n 4 --tp 4 --micro-batch 4",
+                                           "-n 4 --dp 2 --tp 2 --micro-batch 2"));
+
+TEST(Workload, MlpLossFalls) {
+  CommandResult r = run_partrain("-q launch -n 1 --workload mlp --layers 4 --hidden 64 --lr 1e-2 "
+                                 "--global-batch 8 --micro-batch 8 --steps 12 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto losses = nlohmann::json::parse(r.out)["losses"];
+  EXPECT_LT(losses[11].get<double>(), 0.2 * losses[0].get<double>()) << losses.dump();
+}
+
 TEST(Workload, SyntheticLossFalls) {
   nlohmann::json run = run_workload("-n 1 --micro-batch 4", 20);
   const auto& losses = run["losses"];
@@ -158,8 +194,11 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 1 --hidden 60 --heads 8", "--hidden 60 is not divisible by --heads 8"},
            Case{"-n 2 --tp 2 --vocab 101 --heads 4", "--vocab 101 is not divisible by --tp 2"},
            Case{"-n 2 --pp 2 --layers 4 --pp-split 2,1", "sums to 3 layers"},
+           Case{"-n 2 --tp 2 --layers 3 --workload mlp", "even number of layers"},
        }) {
-    CommandResult r = run_partrain(std::string("launch --workload gpt ") + c.args);
+    const bool names_workload = std::string(c.args).find("--workload") != std::string::npos;
+    CommandResult r = run_partrain(std::string(names_workload ? "launch " : "launch --workload gpt ") +
+                                   c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.find("rendezvous on"), std::string::npos) << "a rank started: " << c.args;

@@ -40,7 +40,8 @@ class Simulator {
             int64_t backward_cost, bool rendezvous_sends)
       : shape_(shape), programs_(programs), forward_cost_(forward_cost),
         backward_cost_(backward_cost), rendezvous_sends_(rendezvous_sends), pc_(programs.size()),
-        clock_(programs.size()), waiting_send_(programs.size()), in_flight_(programs.size()), received_(programs.size()) {
+        clock_(programs.size()), waiting_send_(programs.size()), in_flight_(programs.size()),
+        received_(programs.size()) {
     result_.forwards.assign(programs.size(), 0);
     result_.backwards.assign(programs.size(), 0);
     result_.peak_in_flight.assign(programs.size(), 0);

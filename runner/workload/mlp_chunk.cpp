@@ -1,0 +1,133 @@
+#include "runner/workload/mlp_chunk.h"
+
+#include <fmt/format.h>
+
+#include "runner/workload/param_init.h"
+
+namespace partrain::runner {
+
+using memory::Category;
+
+std::vector<ParamSpec> mlp_layer_specs(int hidden, int layer) {
+  const TpSplit split = layer % 2 == 0 ? TpSplit::kColumn : TpSplit::kRow;
+  return {{fmt::format("mlp{}.w", layer), 100 + static_cast<uint64_t>(layer), {hidden, hidden},
+           split, InitKind::kFanIn, false}};
+}
+
+void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out) {
+  constexpr uint64_t kFeatureStream = 0xfea7;  // a parameter id no weight uses
+  for (int j = 0; j < hidden; ++j) {
+    out[j] = init_normal(seed, kFeatureStream,
+                         index * static_cast<uint64_t>(hidden) + static_cast<uint64_t>(j));
+  }
+}
+
+MlpChunk::MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
+                   Recompute recompute, const ParamLayout& layout, float* params, float* grads,
+                   ChunkPlacement placement)
+    : device_(device),
+      tp_(tp),
+      B_(micro_batch),
+      H_(hidden),
+      recompute_(recompute),
+      placement_(std::move(placement)) {
+  for (int layer : placement_.layers) {
+    const LocalParam* w = layout.find(fmt::format("mlp{}.w", layer));
+    weights_.push_back(params + w->offset);
+    weight_grads_.push_back(grads + w->offset);
+  }
+}
+
+StatusOr<Tensor> MlpChunk::tensor(std::vector<int64_t> shape, Category category) {
+  ASSIGN_OR_RETURN(Tensor t, Tensor::create(device_.allocator(), std::move(shape), category));
+  device_.fill(t.data(), t.numel(), 0.0f);
+  return t;
+}
+
+Status MlpChunk::layer_forward(size_t i, const float* x, Layer& layer) {
+  const int layer_index = placement_.layers[i];
+  const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
+  const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
+  ASSIGN_OR_RETURN(layer.pre, tensor({B_, width}, Category::kActivations));
+  if (row_parallel(layer_index)) {
+    // x is this rank's slice of the column-parallel layer's output; the products are partial.
+    ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
+    device_.matmul_forward(partial.data(), x, weights_[i], nullptr, B_, in, H_);
+    RETURN_IF_ERROR(tp_.exit_forward(partial.data(), layer.pre.data(), B_, 1, H_));
+  } else {
+    device_.matmul_forward(layer.pre.data(), x, weights_[i], nullptr, B_, in, width);
+  }
+  ASSIGN_OR_RETURN(layer.out, tensor({B_, width}, Category::kActivations));
+  device_.gelu_forward(layer.out.data(), layer.pre.data(), B_ * width);
+  return Status::ok();
+}
+
+Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* input,
+                         float* output, float* loss) {
+  std::vector<Layer>& layers = in_flight_[micro_batch];
+  layers.resize(placement_.layers.size());
+  const float* x = placement_.first ? batch.features.data() : input;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const int64_t in = row_parallel(placement_.layers[i]) ? H_ / tp_.size() : H_;
+    ASSIGN_OR_RETURN(layers[i].input, tensor({B_, in}, Category::kActivations));
+    device_.copy(layers[i].input.data(), x, B_ * in);
+    RETURN_IF_ERROR(layer_forward(i, layers[i].input.data(), layers[i]));
+    x = layers[i].out.data();
+    if (recompute_ == Recompute::kFull && i + 1 < layers.size()) {
+      // Only each layer's input survives; the last output feeds the loss or the next stage.
+      layers[i].pre = Tensor();
+    }
+  }
+  if (placement_.last) {
+    *loss = device_.mean_square_loss_forward(x, B_ * H_);
+  } else {
+    device_.copy(output, x, B_ * H_);
+  }
+  return Status::ok();
+}
+
+Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
+                          float* grad_input,
+                          const std::function<void(const std::string&)>& on_unit_ready) {
+  auto found = in_flight_.find(micro_batch);
+  if (found == in_flight_.end()) {
+    return failed("backward of micro-batch {} on chunk {} before its forward", micro_batch,
+                  placement_.chunk);
+  }
+  std::vector<Layer>& layers = found->second;
+  ASSIGN_OR_RETURN(Tensor dy, tensor({B_, H_}, Category::kWorkspace));
+  if (placement_.last) {
+    device_.mean_square_loss_backward(dy.data(), layers.back().out.data(), B_ * H_,
+                                      batch.dloss_scale);
+  } else {
+    device_.copy(dy.data(), grad_output, B_ * H_);
+  }
+  for (size_t i = layers.size(); i-- > 0;) {
+    const int layer_index = placement_.layers[i];
+    Layer& layer = layers[i];
+    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, layer.input.data(), layer));
+    const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
+    const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
+    ASSIGN_OR_RETURN(Tensor dpre, tensor({B_, width}, Category::kWorkspace));
+    device_.gelu_backward(dpre.data(), layer.pre.data(), dy.data(), B_ * width);
+    ASSIGN_OR_RETURN(Tensor dx, tensor({B_, in}, Category::kWorkspace));
+    if (column_parallel(layer_index)) {
+      // The input was replicated: its gradient is summed over the ranks' output slices.
+      ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
+      device_.matmul_backward(partial.data(), weight_grads_[i], nullptr, dpre.data(),
+                              layer.input.data(), weights_[i], B_, in, width);
+      RETURN_IF_ERROR(tp_.enter_backward(partial.data(), dx.data(), B_, 1, H_));
+    } else {
+      device_.matmul_backward(dx.data(), weight_grads_[i], nullptr, dpre.data(),
+                              layer.input.data(), weights_[i], B_, in, width);
+    }
+    dy = std::move(dx);
+    layer = Layer();
+    if (on_unit_ready) on_unit_ready(fmt::format("layer{}", layer_index));
+  }
+  if (!placement_.first) device_.copy(grad_input, dy.data(), B_ * H_);
+  in_flight_.erase(found);
+  return Status::ok();
+}
+
+}  // namespace partrain::runner

@@ -1,0 +1,60 @@
+// The lecture's deep MLP as a model chunk: L layers of y = GeLU(x @ W^T) with square (H, H)
+// weights and loss = mean of squares of the last output. Under tensor parallelism layers pair up
+// as in Megatron's MLP: an even layer is column-parallel (its output split over tp), the next
+// row-parallel (its partial outputs summed), so each pair costs one all-reduce forward and one
+// backward.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "runner/device/device.h"
+#include "runner/device/tensor.h"
+#include "runner/workload/model_chunk.h"
+#include "runner/workload/param_layout.h"
+#include "runner/workload/tensor_parallel.h"
+#include "runner/workload/workload_config.h"
+
+namespace partrain::runner {
+
+std::vector<ParamSpec> mlp_layer_specs(int hidden, int layer);
+
+// The deterministic input features of sample `index`: H standard normal values.
+void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out);
+
+class MlpChunk final : public ModelChunk {
+ public:
+  MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
+           Recompute recompute, const ParamLayout& layout, float* params, float* grads,
+           ChunkPlacement placement);
+
+  int64_t boundary_numel() const override { return B_ * H_; }
+  Status forward(int micro_batch, const MicroBatch& batch, const float* input, float* output,
+                 float* loss) override;
+  Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
+                  float* grad_input,
+                  const std::function<void(const std::string&)>& on_unit_ready) override;
+
+ private:
+  struct Layer {
+    Tensor input;  // full (B, H): the layer's input
+    Tensor pre;    // before GeLU: (B, H/tp) column-parallel, (B, H) otherwise
+    Tensor out;    // after GeLU, same shape as pre
+  };
+  bool column_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 0; }
+  bool row_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 1; }
+  Status layer_forward(size_t i, const float* x, Layer& layer);
+  StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
+
+  Device& device_;
+  TensorParallel& tp_;
+  int64_t B_;
+  int64_t H_;
+  Recompute recompute_;
+  ChunkPlacement placement_;
+  std::vector<float*> weights_;
+  std::vector<float*> weight_grads_;
+  std::map<int, std::vector<Layer>> in_flight_;
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,76 @@
+#include "runner/workload/model_builder.h"
+
+#include <fmt/format.h>
+
+#include "runner/workload/gpt_chunk.h"
+#include "runner/workload/gpt_specs.h"
+#include "runner/workload/mlp_chunk.h"
+
+namespace partrain::runner {
+
+std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_rank) {
+  const int chunks = layout.pp * layout.vpp;
+  std::vector<ChunkPlacement> owned;
+  for (int k = 0; k < layout.vpp; ++k) {
+    ChunkPlacement placement;
+    placement.chunk = k * layout.pp + pp_rank;
+    placement.first = placement.chunk == 0;
+    placement.last = placement.chunk == chunks - 1;
+    int first_layer = 0;
+    for (int c = 0; c < placement.chunk; ++c) first_layer += layout.stage_layers[static_cast<size_t>(c)];
+    for (int l = 0; l < layout.stage_layers[static_cast<size_t>(placement.chunk)]; ++l) {
+      placement.layers.push_back(first_layer + l);
+    }
+    owned.push_back(std::move(placement));
+  }
+  return owned;
+}
+
+ParamLayout build_param_layout(const WorkloadConfig& config,
+                               const std::vector<ChunkPlacement>& chunks, TpShard tp) {
+  const LayoutModel& m = config.model;
+  ParamLayout layout;
+  const bool gpt = config.kind == WorkloadKind::kGpt;
+  bool has_embedding = false;
+  for (const ChunkPlacement& chunk : chunks) {
+    if (gpt && chunk.first) {
+      layout.add_unit("embedding", chunk.chunk, gpt_embedding_specs(m), tp);
+      has_embedding = true;
+    }
+    for (int layer : chunk.layers) {
+      layout.add_unit(fmt::format("layer{}", layer), chunk.chunk,
+                      gpt ? gpt_block_specs(m, layer) : mlp_layer_specs(m.hidden, layer), tp);
+    }
+    if (gpt && chunk.last) {
+      if (!has_embedding) {
+        // The LM head's copy of wte: same spec and id, so it starts equal to the first stage's.
+        layout.add_unit("head", chunk.chunk, {gpt_embedding_specs(m).front()}, tp);
+      }
+      layout.add_unit("final", chunk.chunk, gpt_final_specs(m), tp);
+    }
+  }
+  return layout;
+}
+
+std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& config,
+                                                      const std::vector<ChunkPlacement>& chunks,
+                                                      Device& device, TensorParallel& tp,
+                                                      const ParamLayout& layout, float* params,
+                                                      float* grads) {
+  const LayoutModel& m = config.model;
+  const int64_t B = config.resolved.micro_batch;
+  std::vector<std::unique_ptr<ModelChunk>> built;
+  for (const ChunkPlacement& chunk : chunks) {
+    if (config.kind == WorkloadKind::kGpt) {
+      GptShape shape{B, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
+      built.push_back(std::make_unique<GptChunk>(device, tp, shape, config.recompute, layout,
+                                                 params, grads, chunk));
+    } else {
+      built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden, config.recompute,
+                                                 layout, params, grads, chunk));
+    }
+  }
+  return built;
+}
+
+}  // namespace partrain::runner

@@ -1,0 +1,33 @@
+// Builds a rank's share of a built-in model: which model chunks (pipeline stages, or virtual
+// stages under interleaving) it owns, the flat parameter layout of those chunks sharded for its
+// tensor-parallel rank, and the chunk objects over the rank's parameter and gradient buffers.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runner/device/device.h"
+#include "runner/workload/model_chunk.h"
+#include "runner/workload/param_layout.h"
+#include "runner/workload/tensor_parallel.h"
+#include "runner/workload/workload_config.h"
+
+namespace partrain::runner {
+
+// The model chunks pipeline rank `pp_rank` owns, in execution order: chunk k * pp + pp_rank for
+// k < vpp (Megatron's interleaved assignment; one chunk without interleaving).
+std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_rank);
+
+// The parameter units of `chunks` in forward order: the embedding before chunk 0's layers, the
+// final norm after the last chunk's, and (pp > 1) a copy of the tied embedding on the last
+// stage, kept equal to the first stage's by summing their gradients.
+ParamLayout build_param_layout(const WorkloadConfig& config,
+                               const std::vector<ChunkPlacement>& chunks, TpShard tp);
+
+std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& config,
+                                                      const std::vector<ChunkPlacement>& chunks,
+                                                      Device& device, TensorParallel& tp,
+                                                      const ParamLayout& layout, float* params,
+                                                      float* grads);
+
+}  // namespace partrain::runner

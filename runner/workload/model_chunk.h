@@ -1,0 +1,45 @@
+// A rank's piece of a built-in model, as the trainer and the pipeline schedules drive it: forward
+// and backward per micro-batch, activations kept between them, the boundary tensor passed to the
+// neighbouring pipeline stages. GptChunk and MlpChunk implement it.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace partrain::runner {
+
+struct MicroBatch {
+  std::vector<int32_t> tokens;   // gpt: B x T token ids
+  std::vector<int32_t> targets;  // gpt: B x T next tokens
+  std::vector<float> features;   // mlp: B x H inputs
+  float dloss_scale = 1.0f;      // dL/d(per-element loss) for the whole global batch
+};
+
+// Which part of the model a chunk is.
+struct ChunkPlacement {
+  int chunk = 0;
+  bool first = true;
+  bool last = true;
+  std::vector<int> layers;  // global layer indices, in order
+};
+
+class ModelChunk {
+ public:
+  virtual ~ModelChunk() = default;
+  // Elements of the activation passed between pipeline stages.
+  virtual int64_t boundary_numel() const = 0;
+  // First chunk: reads the batch, else `input`. Last chunk: writes the micro-batch's mean loss,
+  // else `output` (boundary_numel floats).
+  virtual Status forward(int micro_batch, const MicroBatch& batch, const float* input,
+                         float* output, float* loss) = 0;
+  // Last chunk: starts from the loss, else from `grad_output`; not first: writes `grad_input`.
+  // `on_unit_ready` (may be empty) is told each parameter unit whose gradients are finished.
+  virtual Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
+                          float* grad_input,
+                          const std::function<void(const std::string&)>& on_unit_ready) = 0;
+};
+
+}  // namespace partrain::runner
