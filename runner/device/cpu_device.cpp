@@ -1,5 +1,7 @@
 #include "runner/device/cpu_device.h"
 
+#include "core/clock.h"
+
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -36,13 +38,21 @@ void CpuDevice::copy(float* destination, const float* source, int64_t n) {
 
 void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                                int64_t N, int64_t C, int64_t OC) {
+  const int64_t start = monotonic_ns();
   ops::matmul_forward(out, inp, weight, bias, N, C, OC);
+  gemm_.seconds += static_cast<double>(monotonic_ns() - start) / 1e9;
+  gemm_.flops += 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
 }
 
 void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                 const float* inp, const float* weight, int64_t N, int64_t C,
                                 int64_t OC) {
+  const int64_t start = monotonic_ns();
   ops::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  gemm_.seconds += static_cast<double>(monotonic_ns() - start) / 1e9;
+  // dinp and dweight: two products of the forward's size each, when asked for.
+  const double product = 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
+  gemm_.flops += (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0);
 }
 
 void CpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

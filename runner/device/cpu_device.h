@@ -77,9 +77,12 @@ class CpuDevice final : public Device {
   double sum_of_squares(const float* x, int64_t n) override;
   void scale(float* x, int64_t n, float factor) override;
 
+ GemmTotals gemm_totals() const override { return gemm_; }
+
  private:
   TrackedAllocator allocator_;  // host memory, 64-byte aligned
   int blas_threads_;
+  GemmTotals gemm_;
 };
 
 }  // namespace partrain::runner

@@ -26,6 +26,14 @@ class Device {
   // Waits until queued work has finished (timing, host reads). The CPU runs synchronously.
   virtual void synchronize() {}
 
+  // Time spent in GEMMs (matmul forward and backward) and the FLOPs they did, since creation:
+  // the compute-efficiency figure of a run (achieved GEMM GFLOP/s vs the sgemm peak).
+  struct GemmTotals {
+    double seconds = 0;
+    double flops = 0;
+  };
+  virtual GemmTotals gemm_totals() const { return {}; }
+
   // Memory.
   virtual void fill(float* x, int64_t n, float value) = 0;
   virtual void copy(float* destination, const float* source, int64_t n) = 0;

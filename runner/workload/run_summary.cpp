@@ -55,6 +55,14 @@ std::string format_summary_text(const RunSummary& s) {
                                               : 0.0,
                      s.mfu() * 100, s.peak_flops_per_rank / 1e9, s.peak_source);
   out += fmt::format("final parameter L2 norm: {:.6f}\n", s.final_params_l2);
+  double run_seconds = 0;
+  for (double step : s.step_seconds) run_seconds += step;
+  if (s.gemm_seconds > 0) {
+    out += fmt::format("GEMMs (rank 0): {:.1f}% of the run's time, {:.2f} GFLOP/s achieved = "
+                       "{:.0f}% of the sgemm peak\n",
+                       100 * s.gemm_seconds / run_seconds, s.gemm_flops / s.gemm_seconds / 1e9,
+                       100 * s.gemm_flops / s.gemm_seconds / s.peak_flops_per_rank);
+  }
   if (s.ddp_buckets > 0) {
     out += fmt::format("DDP: {} gradient buckets per step; {} of {} bucket all-reduces started "
                        "before their step's backward ended (rank 0)\n",
@@ -100,6 +108,8 @@ std::string format_summary_json(const RunSummary& s) {
       {"model_flops_per_step", s.model_flops_per_step},
       {"peak_flops_per_rank", s.peak_flops_per_rank},
       {"mfu", s.mfu()},
+      {"gemm", {{"seconds", s.gemm_seconds}, {"flops", s.gemm_flops},
+                {"gflops", s.gemm_seconds > 0 ? s.gemm_flops / s.gemm_seconds / 1e9 : 0.0}}},
       {"memory_peak_bytes", memory},
       {"ddp",
        {{"buckets", s.ddp_buckets},

@@ -23,6 +23,8 @@ struct RunSummary {
   double peak_flops_per_rank = 0;       // FLOP/s
   std::string peak_source;              // "measured sgemm" or "--peak-flops"
   double final_params_l2 = 0;
+  double gemm_seconds = 0;              // rank 0's time inside GEMMs over the run
+  double gemm_flops = 0;                // and their FLOPs
   std::vector<MemoryStats> memory;      // per rank
   // DDP overlap on rank 0: buckets per step, bucket all-reduces over the run, and how many of
   // them started before their step's backward pass ended (the flight recorder's timestamps).

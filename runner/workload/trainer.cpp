@@ -180,6 +180,9 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
       }
     }
   }
+  const Device::GemmTotals gemm = device.gemm_totals();
+  summary.gemm_seconds = gemm.seconds;
+  summary.gemm_flops = gemm.flops;
   ASSIGN_OR_RETURN(double param_sq, dp->param_norm_squared());
   summary.final_params_l2 = std::sqrt(param_sq);
   ASSIGN_OR_RETURN(summary.memory, gather_memory(device.allocator().stats(), world));
