@@ -55,6 +55,13 @@ Status DataParallel::reduce_gradients() {
       }
     }
   }
+  if (tied_group_ != nullptr) {
+    const LocalParam* wte = layout_.find("wte");
+    RETURN_IF_ERROR(tied_group_->all_reduce(grads_.data() + wte->offset,
+                                            grads_.data() + wte->offset,
+                                            static_cast<size_t>(wte->numel), comm::DType::kF32,
+                                            comm::ReduceOp::kSum));
+  }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
     // ZeRO: each rank keeps the sum of its shard only (in place, NCCL-style).
     const int64_t shard = shard_end_ - shard_begin_;
@@ -72,6 +79,7 @@ StatusOr<double> DataParallel::owned_sum_of_squares(const float* values) {
   double local = 0;
   if (resolved_.zero >= 1 || coords.dp == 0) {
     for (const ParamUnit& unit : layout_.units()) {
+      if (unit.name == "head") continue;  // the first stage's wte counts for both copies
       for (const LocalParam& param : unit.params) {
         if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
         const int64_t begin = std::max(param.offset, shard_begin_);

@@ -44,6 +44,11 @@ class DataParallel {
 
   size_t bucket_count() const { return ddp_ ? ddp_->bucket_count() : 0; }
 
+  // Pipelines with a tied LM head: the first and the last stage each hold wte; `group` (those two
+  // stages) sums their wte gradients so both copies take the same step (Megatron's embedding
+  // group). The last stage's copy (unit "head") is not counted in norms.
+  void set_tied_embedding_group(comm::Comm* group) { tied_group_ = group; }
+
  private:
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
                Mesh& mesh, TensorParallel& tp)
@@ -59,6 +64,7 @@ class DataParallel {
   int64_t shard_begin_ = 0;  // the flat elements this rank updates: [begin, end)
   int64_t shard_end_ = 0;
   std::unique_ptr<DdpBuckets> ddp_;
+  comm::Comm* tied_group_ = nullptr;
 };
 
 }  // namespace partrain::runner

@@ -11,6 +11,7 @@
 #include "runner/workload/data_parallel.h"
 #include "runner/workload/mesh.h"
 #include "runner/workload/model_builder.h"
+#include "runner/workload/pipeline_executor.h"
 
 namespace partrain::runner {
 namespace {
@@ -19,7 +20,6 @@ constexpr float kMaxGradNorm = 1.0f;  // GPT-2 / Megatron's clipping threshold
 
 Status check_supported(const WorkloadConfig& config) {
   const ResolvedLayout& l = config.resolved;
-  if (l.pp > 1) return invalid_argument("--pp > 1 is not implemented yet: pipeline schedules come next");
   if (l.zero > 1) {
     return invalid_argument("--zero {} is not implemented yet: DDP (--zero 0) and ZeRO-1 are",
                             l.zero);
@@ -100,6 +100,26 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   std::vector<std::unique_ptr<ModelChunk>> chunks = build_chunks(
       config, placements, device, tp, params_layout, dp->params(), dp->grads());
   ModelChunk& chunk = *chunks.front();
+  // Pipelines: activations and gradients on channels of their own, and the tied-embedding
+  // group of the first and last stage.
+  std::unique_ptr<comm::Comm> pp_activations, pp_gradients, embedding_group;
+  std::unique_ptr<PipelineExecutor> pipeline;
+  if (layout.pp > 1) {
+    ASSIGN_OR_RETURN(pp_activations, mesh.pp().split(0, coords.pp));
+    ASSIGN_OR_RETURN(pp_gradients, mesh.pp().split(0, coords.pp));
+    const bool tied_stage = coords.pp == 0 || coords.pp == layout.pp - 1;
+    ASSIGN_OR_RETURN(embedding_group,
+                     mesh.pp().split(config.kind == WorkloadKind::kGpt && tied_stage ? 0
+                                                                                     : comm::kNoColor,
+                                     coords.pp));
+    dp->set_tied_embedding_group(embedding_group.get());
+    const PipelineShape shape = pipeline_shape(layout);
+    ASSIGN_OR_RETURN(std::vector<PipelineAction> actions, pipeline_actions(shape, coords.pp));
+    std::map<int, ModelChunk*> by_index;
+    for (size_t i = 0; i < chunks.size(); ++i) by_index[placements[i].chunk] = chunks[i].get();
+    pipeline = std::make_unique<PipelineExecutor>(device, by_index, *pp_activations,
+                                                  *pp_gradients, std::move(actions), shape);
+  }
   ASSIGN_OR_RETURN(BatchSource batches, BatchSource::open(config));
 
   RunSummary summary;
@@ -134,19 +154,27 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
     const int64_t start = monotonic_ns();
     dp->zero_grads();
     double loss = 0;
-    for (int mb = 0; mb < layout.micro_batches; ++mb) {
+    // The moment the last gradient is produced ends backward: a bucket launched after it
+    // (always the one holding the first layers) did not overlap anything.
+    auto unit_ready = [&](const std::string& unit) {
+      last_grad_ns = monotonic_ns();
+      dp->unit_ready(unit);
+    };
+    if (pipeline) {
+      PipelineStepHooks hooks;
+      hooks.fill_batch = [&](int mb, MicroBatch& b) { batches.fill(step, coords.dp, mb, b); };
+      hooks.unit_ready = unit_ready;
+      ASSIGN_OR_RETURN(double loss_sum, pipeline->run_step(hooks));
+      loss = loss_sum * static_cast<double>(B) / static_cast<double>(G);
+    }
+    for (int mb = 0; !pipeline && mb < layout.micro_batches; ++mb) {
       batches.fill(step, coords.dp, mb, batch);
       float mb_loss = 0;
       RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
       loss += static_cast<double>(mb_loss) * static_cast<double>(B) / static_cast<double>(G);
       const bool last = mb + 1 == layout.micro_batches;
-      // The moment the last gradient is produced ends backward: a bucket launched after it
-      // (always the one holding the first layers) did not overlap anything.
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
-                                     last ? [&](const std::string& unit) {
-                                       last_grad_ns = monotonic_ns();
-                                       dp->unit_ready(unit);
-                                     }
+                                     last ? unit_ready
                                           : std::function<void(const std::string&)>()));
     }
     backward_windows.emplace_back(start, last_grad_ns);
@@ -157,7 +185,8 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
                            ? static_cast<float>(kMaxGradNorm / (grad_norm + 1e-6))
                            : 1.0f;
     RETURN_IF_ERROR(dp->update(adam, step + 1, clip));
-    // The step's loss over the global batch: each dp rank's share, counted once per tp group.
+    // The step's loss over the global batch: each dp rank's share, counted once per tp group
+    // (only the last pipeline stage computes it).
     auto reported = static_cast<float>(coords.tp == 0 ? loss : 0.0);
     RETURN_IF_ERROR(world.all_reduce(&reported, &reported, 1, comm::DType::kF32,
                                      comm::ReduceOp::kSum));

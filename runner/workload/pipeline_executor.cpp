@@ -1,0 +1,117 @@
+#include "runner/workload/pipeline_executor.h"
+
+#include <utility>
+
+#include "runner/device/tensor.h"
+
+namespace partrain::runner {
+
+StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
+  using Key = std::pair<int, int>;  // (micro-batch, chunk) as the schedule names messages
+  std::map<Key, Tensor> activation_in, activation_out, gradient_in, gradient_out;
+  std::map<int, MicroBatch> batches;
+  std::map<int, int> backwards_done;  // per chunk
+  std::vector<comm::WorkPtr> sends;
+  double loss = 0;
+  TrackedAllocator& memory = device_.allocator();
+
+  auto batch_of = [&](int mb) -> const MicroBatch& {
+    auto found = batches.find(mb);
+    if (found == batches.end()) {
+      found = batches.emplace(mb, MicroBatch()).first;
+      hooks.fill_batch(mb, found->second);
+    }
+    return found->second;
+  };
+  // Boundary tensors are p2p staging: the comm category.
+  auto boundary = [&](int chunk) {
+    return Tensor::create(memory, {chunks_.at(chunk)->boundary_numel()}, memory::Category::kComm);
+  };
+  // A message into chunk c is the size of chunk c's input: chunk c - 1's output.
+  auto message_numel = [&](const PipelineAction& a) -> int64_t {
+    auto found = chunks_.find(a.kind == PipelineActionKind::kRecvActivation ||
+                                      a.kind == PipelineActionKind::kSendGradient
+                                  ? a.chunk
+                                  : a.chunk - 1);
+    return found->second->boundary_numel();
+  };
+
+  for (const PipelineAction& a : actions_) {
+    const Key key{a.micro_batch, a.chunk};
+    switch (a.kind) {
+      case PipelineActionKind::kRecvActivation: {
+        ASSIGN_OR_RETURN(Tensor buffer, boundary(a.chunk));
+        RETURN_IF_ERROR(activations_.recv(buffer.data(), static_cast<size_t>(message_numel(a)),
+                                          comm::DType::kF32, a.peer));
+        activation_in[key] = std::move(buffer);
+        break;
+      }
+      case PipelineActionKind::kSendActivation: {
+        // Activation (mb, c) is the output of chunk c - 1 on this rank.
+        Tensor& buffer = activation_out.at(key);
+        sends.push_back(activations_.send_async(buffer.data(),
+                                                static_cast<size_t>(message_numel(a)),
+                                                comm::DType::kF32, a.peer));
+        break;
+      }
+      case PipelineActionKind::kRecvGradient: {
+        ASSIGN_OR_RETURN(Tensor buffer, boundary(a.chunk - 1));
+        RETURN_IF_ERROR(gradients_.recv(buffer.data(), static_cast<size_t>(message_numel(a)),
+                                        comm::DType::kF32, a.peer));
+        gradient_in[key] = std::move(buffer);
+        break;
+      }
+      case PipelineActionKind::kSendGradient: {
+        Tensor& buffer = gradient_out.at(key);
+        sends.push_back(gradients_.send_async(buffer.data(),
+                                              static_cast<size_t>(message_numel(a)),
+                                              comm::DType::kF32, a.peer));
+        break;
+      }
+      case PipelineActionKind::kForward: {
+        ModelChunk& chunk = *chunks_.at(a.chunk);
+        const MicroBatch& batch = batch_of(a.micro_batch);
+        auto in = activation_in.find(key);
+        const float* input = in == activation_in.end() ? nullptr : in->second.data();
+        float* output = nullptr;
+        if (a.chunk + 1 < total_chunks_) {
+          // The output is the next chunk's input: kept under that message's key until sent.
+          ASSIGN_OR_RETURN(Tensor out, boundary(a.chunk));
+          output = out.data();
+          activation_out[Key{a.micro_batch, a.chunk + 1}] = std::move(out);
+        }
+        float mb_loss = 0;
+        RETURN_IF_ERROR(chunk.forward(a.micro_batch, batch, input, output, &mb_loss));
+        loss += mb_loss;
+        if (in != activation_in.end()) activation_in.erase(in);  // the chunk kept its own copy
+        break;
+      }
+      case PipelineActionKind::kBackward: {
+        ModelChunk& chunk = *chunks_.at(a.chunk);
+        const MicroBatch& batch = batch_of(a.micro_batch);
+        auto in = gradient_in.find(Key{a.micro_batch, a.chunk + 1});
+        const float* grad_output = in == gradient_in.end() ? nullptr : in->second.data();
+        Tensor grad_input;
+        if (a.chunk > 0) {
+          ASSIGN_OR_RETURN(grad_input, boundary(a.chunk));
+        }
+        const bool last_backward = ++backwards_done[a.chunk] == micro_batches_;
+        RETURN_IF_ERROR(chunk.backward(a.micro_batch, batch, grad_output, grad_input.data(),
+                                       last_backward ? hooks.unit_ready
+                                                     : std::function<void(const std::string&)>()));
+        if (in != gradient_in.end()) gradient_in.erase(in);
+        if (a.chunk > 0) gradient_out[key] = std::move(grad_input);
+        break;
+      }
+    }
+  }
+  Status result;
+  for (auto& send : sends) {
+    Status status = send->wait();
+    if (result.is_ok()) result = status;
+  }
+  RETURN_IF_ERROR(result);
+  return loss;
+}
+
+}  // namespace partrain::runner
