@@ -97,6 +97,45 @@ TEST(Workload, ZeroOverThreeRanksWithAnIndivisibleParameterCount) {
   EXPECT_EQ(one["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110336 * 8);
 }
 
+// Pipeline layouts: 8 layers and 4 micro-batches per step, so pp 4 with 2 virtual stages fits.
+class PipelineEquivalence : public ::testing::TestWithParam<const char*> {
+ protected:
+  static nlohmann::json run(const std::string& layout, const char* recompute) {
+    std::string args = fmt::format("-q launch {} --workload gpt --layers 8 --hidden 64 --heads 4 "
+                                   "--seq 32 --vocab 128 --lr 3e-3 --global-batch 4 --steps 6 "
+                                   "--recompute {} --json",
+                                   layout, recompute);
+    CommandResult r = run_partrain(args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  }
+};
+
+TEST_P(PipelineEquivalence, MatchesOneRank) {
+  for (const char* recompute : {"none", "full"}) {
+    static std::map<std::string, nlohmann::json> reference;
+    if (!reference.count(recompute)) reference[recompute] = run("-n 1 --micro-batch 1", recompute);
+    nlohmann::json parallel = run(GetParam(), recompute);
+    ASSERT_FALSE(parallel.is_discarded());
+    expect_equivalent(reference[recompute], parallel,
+                      std::string(GetParam()) + " recompute " + recompute);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, PipelineEquivalence,
+    ::testing::Values("-n 2 --pp 2 --pp-schedule gpipe --micro-batch 1",
+                      "-n 2 --pp 2 --pp-schedule 1f1b --micro-batch 1",
+                      "-n 2 --pp 2 --pp-schedule interleaved --vpp 2 --micro-batch 1",
+                      "-n 4 --pp 4 --pp-schedule gpipe --micro-batch 1",
+                      "-n 4 --pp 4 --pp-schedule 1f1b --micro-batch 1",
+                      "-n 4 --pp 4 --pp-schedule interleaved --vpp 2 --micro-batch 1",
+                      "-n 2 --pp 2 --pp-split 6,2 --micro-batch 1",
+                      "-n 4 --dp 2 --pp 2 --micro-batch 1",
+                      "-n 4 --tp 2 --pp 2 --micro-batch 1",
+                      "-n 2 --pp 2 --zero 1 --micro-batch 1",
+                      "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
+
 // The lecture's MLP under every layout that applies to it (no sequence parallelism).
 class MlpEquivalence : public ::testing::TestWithParam<const char*> {};
 
@@ -123,7 +162,11 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
                                            "-n 4 --micro-batch 1", "-n 2 --zero 1 --micro-batch 2",
                                            "-n 2 --tp 2 --micro-batch 4",
                                            "-n 4 --tp 4 --micro-batch 4",
-                                           "-n 4 --dp 2 --tp 2 --micro-batch 2"));
+                                           "-n 4 --dp 2 --tp 2 --micro-batch 2",
+                                           "-n 2 --pp 2 --micro-batch 1",
+                                           "-n 2 --pp 2 --pp-schedule interleaved --vpp 2 "
+                                           "--micro-batch 1",
+                                           "-n 4 --tp 2 --pp 2 --micro-batch 1"));
 
 TEST(Workload, MlpLossFalls) {
   CommandResult r = run_partrain("-q launch -n 1 --workload mlp --layers 4 --hidden 64 --lr 1e-2 "
