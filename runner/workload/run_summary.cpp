@@ -29,6 +29,12 @@ double RunSummary::tokens_per_second() const {
   return step > 0 ? static_cast<double>(tokens_per_step) / step : 0;
 }
 
+double RunSummary::gemm_share_of_run() const {
+  double run_seconds = 0;
+  for (double step : step_seconds) run_seconds += step;
+  return run_seconds > 0 ? gemm_seconds / run_seconds : 0;
+}
+
 double RunSummary::mfu() const {
   double step = step_time_median();
   double peak = peak_flops_per_rank * world;
@@ -55,12 +61,10 @@ std::string format_summary_text(const RunSummary& s) {
                                               : 0.0,
                      s.mfu() * 100, s.peak_flops_per_rank / 1e9, s.peak_source);
   out += fmt::format("final parameter L2 norm: {:.6f}\n", s.final_params_l2);
-  double run_seconds = 0;
-  for (double step : s.step_seconds) run_seconds += step;
   if (s.gemm_seconds > 0) {
     out += fmt::format("GEMMs (rank 0): {:.1f}% of the run's time, {:.2f} GFLOP/s achieved = "
                        "{:.0f}% of the sgemm peak\n",
-                       100 * s.gemm_seconds / run_seconds, s.gemm_flops / s.gemm_seconds / 1e9,
+                       100 * s.gemm_share_of_run(), s.gemm_flops / s.gemm_seconds / 1e9,
                        100 * s.gemm_flops / s.gemm_seconds / s.peak_flops_per_rank);
   }
   if (s.ddp_buckets > 0) {
@@ -108,8 +112,10 @@ std::string format_summary_json(const RunSummary& s) {
       {"model_flops_per_step", s.model_flops_per_step},
       {"peak_flops_per_rank", s.peak_flops_per_rank},
       {"mfu", s.mfu()},
-      {"gemm", {{"seconds", s.gemm_seconds}, {"flops", s.gemm_flops},
-                {"gflops", s.gemm_seconds > 0 ? s.gemm_flops / s.gemm_seconds / 1e9 : 0.0}}},
+      {"gemm", {{"seconds", s.gemm_seconds},
+                {"flops", s.gemm_flops},
+                {"gflops", s.gemm_seconds > 0 ? s.gemm_flops / s.gemm_seconds / 1e9 : 0.0},
+                {"share_of_run", s.gemm_share_of_run()}}},
       {"memory_peak_bytes", memory},
       {"ddp",
        {{"buckets", s.ddp_buckets},

@@ -36,6 +36,7 @@ struct RunSummary {
   double step_time_p90() const;
   double tokens_per_second() const;     // over the median step
   double mfu() const;
+  double gemm_share_of_run() const;     // rank 0's GEMM time over its steps' time
 };
 
 std::string format_summary_text(const RunSummary& summary);
