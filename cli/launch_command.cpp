@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/workload_flags.h"
+#include "runner/workload/token_source.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "runner/launch/launcher.h"
@@ -86,6 +87,12 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   const int world = config.nnodes.value_or(1) * config.nproc_per_node;
   ASSIGN_OR_RETURN(runner::WorkloadConfig workload,
                    to_workload_config(flags.workload, world, flags.json));
+  if (!workload.data_path.empty()) {
+    // A bad token file is refused here, once, rather than by every rank after it started.
+    RETURN_IF_ERROR(runner::open_token_file(workload.data_path, workload.model.vocab,
+                                            workload.model.seq)
+                        .status());
+  }
   config.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "worker"};
   config.extra_env.push_back("PARTRAIN_WORKLOAD_CONFIG=" + runner::workload_to_json(workload));
   if (flags.json) {

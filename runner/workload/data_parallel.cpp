@@ -12,6 +12,12 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
                                                               Mesh& mesh, TensorParallel& tp,
                                                               uint64_t seed, int layers) {
   std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp));
+  if (resolved.zero >= 2) {
+    ASSIGN_OR_RETURN(dp->sharded_,
+                     ShardedState::create(device, layout, resolved.zero, mesh.dp(), tp, seed,
+                                          layers, TpShard{mesh.coords().tp, tp.size()}));
+    return dp;
+  }
   const int64_t dp_size = mesh.dp().size();
   const int64_t dp_rank = mesh.coords().dp;
   int64_t numel = layout.numel();
@@ -39,11 +45,31 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   return dp;
 }
 
+StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
+  if (sharded_) return sharded_->acquire(unit, pass);
+  const int64_t offset = layout_.units().at(unit).offset;
+  return UnitView{params_.data() + offset, grads_.data() + offset};
+}
+
+Status DataParallel::release(size_t unit, Pass pass) {
+  if (sharded_) return sharded_->release(unit, pass);
+  return Status::ok();
+}
+
+void DataParallel::zero_grads() {
+  if (sharded_) {
+    sharded_->zero_grads();
+  } else {
+    device_.fill(grads_.data(), grads_.numel(), 0.0f);
+  }
+}
+
 void DataParallel::unit_ready(const std::string& unit) {
   if (ddp_) ddp_->unit_ready(unit);
 }
 
 Status DataParallel::reduce_gradients() {
+  if (sharded_) return sharded_->reduce_gradients(tied_group_);
   if (ddp_) RETURN_IF_ERROR(ddp_->finish());
   if (tp_.sequence_parallel()) {
     // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
@@ -72,7 +98,23 @@ Status DataParallel::reduce_gradients() {
   return Status::ok();
 }
 
-StatusOr<double> DataParallel::owned_sum_of_squares(const float* values) {
+StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
+  double local = 0;
+  if (sharded_) {
+    local = params ? sharded_->owned_param_squares(mesh_.coords().tp)
+                   : sharded_->owned_grad_squares(mesh_.coords().tp);
+  } else {
+    local = flat_owned_squares(params ? params_.data() : grads_.data());
+  }
+  // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
+  // norm is used for (clipping, the equivalence checks' 1e-4).
+  auto sum = static_cast<float>(local);
+  RETURN_IF_ERROR(mesh_.world().all_reduce(&sum, &sum, 1, comm::DType::kF32,
+                                           comm::ReduceOp::kSum));
+  return static_cast<double>(sum);
+}
+
+double DataParallel::flat_owned_squares(const float* values) {
   // An element counts on one rank only: replicated tensors on tp rank 0; without ZeRO on dp rank
   // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
   const MeshCoords& coords = mesh_.coords();
@@ -88,15 +130,11 @@ StatusOr<double> DataParallel::owned_sum_of_squares(const float* values) {
       }
     }
   }
-  // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
-  // norm is used for (clipping, the equivalence checks' 1e-4).
-  auto sum = static_cast<float>(local);
-  RETURN_IF_ERROR(mesh_.world().all_reduce(&sum, &sum, 1, comm::DType::kF32,
-                                           comm::ReduceOp::kSum));
-  return static_cast<double>(sum);
+  return local;
 }
 
 Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
+  if (sharded_) return sharded_->update(adam, step, grad_scale);
   const int64_t shard = shard_end_ - shard_begin_;
   float* p = params_.data() + shard_begin_;
   float* g = grads_.data() + shard_begin_;

@@ -1,8 +1,9 @@
-// Data parallelism over the dp group, owning the rank's flat params, grads and AdamW states:
+// Data parallelism over the dp group, owning the rank's params, grads and AdamW states:
 // DDP (every rank keeps everything; gradient buckets all-reduced during backward) or ZeRO-1
 // (Rajbhandari et al. 2020: optimizer states sharded; gradients reduce-scattered after backward,
-// each rank updates its shard, parameters all-gathered). Also the one place that knows which
-// rank owns which element, so norms count every element exactly once.
+// each rank updates its shard, parameters all-gathered) over flat buffers; ZeRO-2 and FSDP are
+// delegated to ShardedState. The chunks reach parameters through it (ParamAccess), and it is
+// the one place that knows which rank owns which element, so norms count each exactly once.
 #pragma once
 
 #include <functional>
@@ -14,12 +15,14 @@
 #include "runner/device/tensor.h"
 #include "runner/workload/ddp_buckets.h"
 #include "runner/workload/mesh.h"
+#include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
+#include "runner/workload/sharded_state.h"
 #include "runner/workload/tensor_parallel.h"
 
 namespace partrain::runner {
 
-class DataParallel {
+class DataParallel final : public ParamAccess {
  public:
   // Allocates params (initialised from `seed`), grads and optimizer states for `layout`.
   static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
@@ -27,9 +30,12 @@ class DataParallel {
                                                         Mesh& mesh, TensorParallel& tp,
                                                         uint64_t seed, int layers);
 
-  float* params() { return params_.data(); }
-  float* grads() { return grads_.data(); }
-  void zero_grads() { device_.fill(grads_.data(), grads_.numel(), 0.0f); }
+  // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
+  // through unit_ready). ZeRO-2 and FSDP: see ShardedState.
+  StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
+  Status release(size_t unit, Pass pass) override;
+
+  void zero_grads();
 
   // For the step's last micro-batch: backward reports each finished unit here (DDP buckets).
   void unit_ready(const std::string& unit);
@@ -37,8 +43,8 @@ class DataParallel {
   // layernorm grads are summed over tp.
   Status reduce_gradients();
   // Sum over the world of squared gradients / parameters, each element counted once.
-  StatusOr<double> grad_norm_squared() { return owned_sum_of_squares(grads_.data()); }
-  StatusOr<double> param_norm_squared() { return owned_sum_of_squares(params_.data()); }
+  StatusOr<double> grad_norm_squared() { return owned_sum_of_squares(false); }
+  StatusOr<double> param_norm_squared() { return owned_sum_of_squares(true); }
   // Scales the grads this rank updates, steps AdamW on them, and (ZeRO) all-gathers params.
   Status update(const ops::AdamWConfig& adam, int64_t step, float grad_scale);
 
@@ -53,7 +59,8 @@ class DataParallel {
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
                Mesh& mesh, TensorParallel& tp)
       : device_(device), layout_(layout), resolved_(resolved), mesh_(mesh), tp_(tp) {}
-  StatusOr<double> owned_sum_of_squares(const float* values);
+  StatusOr<double> owned_sum_of_squares(bool params);
+  double flat_owned_squares(const float* values);
 
   Device& device_;
   const ParamLayout& layout_;
@@ -64,6 +71,7 @@ class DataParallel {
   int64_t shard_begin_ = 0;  // the flat elements this rank updates: [begin, end)
   int64_t shard_end_ = 0;
   std::unique_ptr<DdpBuckets> ddp_;
+  std::unique_ptr<ShardedState> sharded_;  // ZeRO-2 and FSDP; the flat buffers stay empty
   comm::Comm* tied_group_ = nullptr;
 };
 

@@ -127,17 +127,27 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
   device_.matmul_backward(d_fc_gelu.data(), g[kFcProjW], g[kFcProjB], d_full.data(),
                           a.fc_gelu.data(), p[kFcProjW], N, f_local, C);
+  // Buffers are released as soon as backward is done with them, as autograd frees them: the
+  // block's peak is its largest live set, not the sum of its intermediates.
+  a.fc_gelu = Tensor();
   ASSIGN_OR_RETURN(Tensor d_fc, scratch({N, f_local}));
   device_.gelu_backward(d_fc.data(), a.fc.data(), d_fc_gelu.data(), N * f_local);
+  d_fc_gelu = Tensor();
+  a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
   device_.matmul_backward(d_ln2_full.data(), g[kFcW], g[kFcB], d_fc.data(), ln2_full, p[kFcW], N,
                           C, f_local);
+  d_fc = Tensor();
+  ln2_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln2_full.data(), d_ln2.data(), B, T, C));
+  d_ln2_full = Tensor();
   ASSIGN_OR_RETURN(Tensor d_x2, scratch({n, C}));
   device_.copy(d_x2.data(), dout, n * C);  // the residual passes dout straight through
   device_.layernorm_backward(d_x2.data(), g[kLn2W], g[kLn2B], d_ln2.data(), a.x2.data(), p[kLn2W],
                              a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
+  d_ln2 = Tensor();
+  a.ln2 = Tensor();
 
   // Attention: x2 = x + g(atty @ attproj^T).
   device_.fill(d_full.data(), N * C, 0.0f);
@@ -145,11 +155,14 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
   device_.matmul_backward(d_atty.data(), g[kAttProjW], g[kAttProjB], d_full.data(),
                           a.atty.data(), p[kAttProjW], N, c_local, C);
+  d_full = Tensor();
+  a.atty = Tensor();
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
   device_.attention_backward(d_qkv.data(), d_atty.data(), a.qkv.data(), a.att.data(), B, T,
                              heads_local, C / NH);
+  d_atty = Tensor();
+  a.att = Tensor();
   if (sp) {
-    ln2_gathered = Tensor();
     ASSIGN_OR_RETURN(ln1_gathered, scratch({N, C}));
     RETURN_IF_ERROR(tp_.enter_forward(a.ln1.data(), ln1_gathered.data(), B, T, C));
     ln1_full = ln1_gathered.data();
@@ -157,8 +170,12 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
                           p[kQkvW], N, C, 3 * c_local);
+  d_qkv = Tensor();
+  a.qkv = Tensor();
+  ln1_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln1, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln1_full.data(), d_ln1.data(), B, T, C));
+  d_ln1_full = Tensor();
   device_.residual_forward(dx, dx, d_x2.data(), n * C);  // the residual path into x
   device_.layernorm_backward(dx, g[kLn1W], g[kLn1B], d_ln1.data(), x, p[kLn1W],
                              a.ln1_mean.data(), a.ln1_rstd.data(), n, C);

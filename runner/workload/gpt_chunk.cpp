@@ -7,38 +7,52 @@ namespace partrain::runner {
 using memory::Category;
 
 GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
-                   const ParamLayout& layout, float* params, float* grads,
-                   ChunkPlacement placement)
+                   const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement)
     : device_(device),
       tp_(tp),
       shape_(shape),
-      layout_(layout),
-      params_(params),
-      grads_(grads),
+      access_(access),
       placement_(std::move(placement)),
       block_(device, tp, shape, recompute) {
   static constexpr const char* kNames[kGptBlockParams] = {
       "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
       "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
+  const auto& units = layout.units();
+  for (const char* name : {"wte", "wpe", "lnfw", "lnfb"}) {
+    const size_t unit = layout.unit_of(name);
+    if (unit == units.size()) continue;
+    refs_[name] = ParamRef{unit, layout.find(name)->offset - units[unit].offset};
+  }
   for (int layer : placement_.layers) {
-    BlockWeights w;
+    BlockRefs refs;
+    refs.unit = layout.unit_of(fmt::format("layer{}.{}", layer, kNames[0]));
     for (int i = 0; i < kGptBlockParams; ++i) {
-      std::string name = fmt::format("layer{}.{}", layer, kNames[i]);
-      w.param[static_cast<size_t>(i)] = param(name);
-      w.grad[static_cast<size_t>(i)] = grad(name);
+      const LocalParam* p = layout.find(fmt::format("layer{}.{}", layer, kNames[i]));
+      refs.offsets[static_cast<size_t>(i)] = p->offset - units[refs.unit].offset;
     }
-    weights_.push_back(w);
+    blocks_.push_back(refs);
   }
 }
 
-const float* GptChunk::param(const std::string& name) const {
-  const LocalParam* p = layout_.find(name);
-  return p == nullptr ? nullptr : params_ + p->offset;
+StatusOr<GptChunk::Bound> GptChunk::bind(const std::string& name, Pass pass) {
+  const ParamRef& ref = refs_.at(name);
+  ASSIGN_OR_RETURN(UnitView view, access_.acquire(ref.unit, pass));
+  return Bound{view.params + ref.offset, view.grads ? view.grads + ref.offset : nullptr};
 }
 
-float* GptChunk::grad(const std::string& name) const {
-  const LocalParam* p = layout_.find(name);
-  return p == nullptr ? nullptr : grads_ + p->offset;
+Status GptChunk::unbind(const std::string& name, Pass pass) {
+  return access_.release(refs_.at(name).unit, pass);
+}
+
+StatusOr<BlockWeights> GptChunk::bind_block(size_t i, Pass pass) {
+  const BlockRefs& refs = blocks_[i];
+  ASSIGN_OR_RETURN(UnitView view, access_.acquire(refs.unit, pass));
+  BlockWeights w;
+  for (size_t k = 0; k < refs.offsets.size(); ++k) {
+    w.param[k] = view.params + refs.offsets[k];
+    w.grad[k] = view.grads ? view.grads + refs.offsets[k] : nullptr;
+  }
+  return w;
 }
 
 StatusOr<Tensor> GptChunk::tensor(std::vector<int64_t> shape, Category category) {
@@ -52,11 +66,15 @@ Status GptChunk::embed_forward(const MicroBatch& batch, float* x0) {
   const int64_t v_local = V / tp_.size();
   const int64_t v_start = tp_.rank() * v_local;
   ASSIGN_OR_RETURN(Tensor partial, tensor({B * T, C}, Category::kWorkspace));
+  ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kForward));
+  ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kForward));
   // Vocab-parallel embedding (Megatron): each rank looks up its rows of wte, the partial sums are
   // reduced; the replicated position embedding is added by one rank only.
-  device_.embedding_forward_vocab_range(partial.data(), batch.tokens.data(), param("wte"),
-                                        tp_.rank() == 0 ? param("wpe") : nullptr, B, T, C,
-                                        v_start, v_start + v_local);
+  device_.embedding_forward_vocab_range(partial.data(), batch.tokens.data(), wte.param,
+                                        tp_.rank() == 0 ? wpe.param : nullptr, B, T, C, v_start,
+                                        v_start + v_local);
+  RETURN_IF_ERROR(unbind("wpe", Pass::kForward));
+  RETURN_IF_ERROR(unbind("wte", Pass::kForward));
   return tp_.exit_forward(partial.data(), x0, B, T, C);
 }
 
@@ -66,11 +84,13 @@ Status GptChunk::embed_backward(const MicroBatch& batch, const float* dx0) {
   const int64_t v_start = tp_.rank() * v_local;
   ASSIGN_OR_RETURN(Tensor d_full, tensor({B * T, C}, Category::kWorkspace));
   RETURN_IF_ERROR(tp_.exit_backward(dx0, d_full.data(), B, T, C));
+  ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
+  ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kBackward));
   // Every rank updates its replica of wpe from the full gradient, so the replicas stay equal.
-  device_.embedding_backward_vocab_range(grad("wte"), grad("wpe"), d_full.data(),
-                                         batch.tokens.data(), B, T, C, v_start,
-                                         v_start + v_local);
-  return Status::ok();
+  device_.embedding_backward_vocab_range(wte.grad, wpe.grad, d_full.data(), batch.tokens.data(),
+                                         B, T, C, v_start, v_start + v_local);
+  RETURN_IF_ERROR(unbind("wpe", Pass::kBackward));
+  return unbind("wte", Pass::kBackward);
 }
 
 Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, float* loss) {
@@ -81,8 +101,14 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
   ASSIGN_OR_RETURN(h.lnf, tensor({n, C}, Category::kActivations));
   ASSIGN_OR_RETURN(h.mean, tensor({n}, Category::kActivations));
   ASSIGN_OR_RETURN(h.rstd, tensor({n}, Category::kActivations));
-  device_.layernorm_forward(h.lnf.data(), h.mean.data(), h.rstd.data(), x, param("lnfw"),
-                            param("lnfb"), n, C);
+  {
+    ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kForward));
+    ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kForward));
+    device_.layernorm_forward(h.lnf.data(), h.mean.data(), h.rstd.data(), x, w.param, b.param, n,
+                              C);
+    RETURN_IF_ERROR(unbind("lnfb", Pass::kForward));
+    RETURN_IF_ERROR(unbind("lnfw", Pass::kForward));
+  }
   // Under SP the gathered input is not kept: backward gathers it again.
   Tensor gathered;
   const float* lnf_full = h.lnf.data();
@@ -93,7 +119,12 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
   }
   // The LM head is tied to the token embedding: logits = lnf @ wte^T, vocab-parallel under tp.
   ASSIGN_OR_RETURN(h.logits, tensor({N, v_local}, Category::kActivations));
-  device_.matmul_forward(h.logits.data(), lnf_full, param("wte"), nullptr, N, C, v_local);
+  {
+    // The tied wte is acquired for each of its uses (embedding, head), as FSDP gathers it.
+    ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kForward));
+    device_.matmul_forward(h.logits.data(), lnf_full, wte.param, nullptr, N, C, v_local);
+    RETURN_IF_ERROR(unbind("wte", Pass::kForward));
+  }
   if (tp_.size() == 1) {
     *loss = device_.cross_entropy_forward(nullptr, h.logits.data(), batch.targets.data(), N, V);
     return Status::ok();
@@ -137,12 +168,20 @@ Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h,
     lnf_full = gathered.data();
   }
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
-  device_.matmul_backward(d_lnf_full.data(), grad("wte"), nullptr, dlogits.data(), lnf_full,
-                          param("wte"), N, C, v_local);
+  {
+    ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
+    device_.matmul_backward(d_lnf_full.data(), wte.grad, nullptr, dlogits.data(), lnf_full,
+                            wte.param, N, C, v_local);
+    RETURN_IF_ERROR(unbind("wte", Pass::kBackward));
+  }
   ASSIGN_OR_RETURN(Tensor d_lnf, tensor({n, C}, Category::kWorkspace));
   RETURN_IF_ERROR(tp_.enter_backward(d_lnf_full.data(), d_lnf.data(), B, T, C));
-  device_.layernorm_backward(dx, grad("lnfw"), grad("lnfb"), d_lnf.data(), x, param("lnfw"),
-                             h.mean.data(), h.rstd.data(), n, C);
+  ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kBackward));
+  ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kBackward));
+  device_.layernorm_backward(dx, w.grad, b.grad, d_lnf.data(), x, w.param, h.mean.data(),
+                             h.rstd.data(), n, C);
+  RETURN_IF_ERROR(unbind("lnfb", Pass::kBackward));
+  RETURN_IF_ERROR(unbind("lnfw", Pass::kBackward));
   h = Head();
   return Status::ok();
 }
@@ -157,10 +196,12 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
   } else {
     device_.copy(f.input.data(), input, n * shape_.C);
   }
-  f.blocks.resize(weights_.size());
+  f.blocks.resize(blocks_.size());
   const float* x = f.input.data();
-  for (size_t i = 0; i < weights_.size(); ++i) {
-    RETURN_IF_ERROR(block_.forward(weights_[i], x, f.blocks[i]));
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kForward));
+    RETURN_IF_ERROR(block_.forward(w, x, f.blocks[i]));
+    RETURN_IF_ERROR(unbind_block(i, Pass::kForward));
     x = f.blocks[i].out.data();
   }
   if (placement_.last) return head_forward(batch, x, f.head, loss);
@@ -197,8 +238,9 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   ASSIGN_OR_RETURN(Tensor dx_in, tensor({n, C}, Category::kWorkspace));
   for (size_t i = f.blocks.size(); i-- > 0;) {
     device_.fill(dx_in.data(), n * C, 0.0f);
-    RETURN_IF_ERROR(block_.backward(weights_[i], block_input(i), f.blocks[i], dx.data(),
-                                    dx_in.data()));
+    ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kBackward));
+    RETURN_IF_ERROR(block_.backward(w, block_input(i), f.blocks[i], dx.data(), dx_in.data()));
+    RETURN_IF_ERROR(unbind_block(i, Pass::kBackward));
     std::swap(dx, dx_in);
     ready(fmt::format("layer{}", placement_.layers[i]));
   }

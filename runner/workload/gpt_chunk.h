@@ -1,7 +1,8 @@
 // A chunk of the GPT on one rank: a pipeline stage (or virtual stage) of consecutive blocks, with
 // the embedding when it is the first chunk and the final norm, tied LM head and cross-entropy when
 // it is the last. Runs forward and backward per micro-batch and keeps each micro-batch's
-// activations until its backward, as a pipeline schedule needs.
+// activations until its backward, as a pipeline schedule needs. Parameters are acquired from a
+// ParamAccess around each use of their unit, so FSDP can gather and free them.
 #pragma once
 
 #include <functional>
@@ -11,15 +12,16 @@
 
 #include "runner/workload/gpt_block.h"
 #include "runner/workload/model_chunk.h"
+#include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 
 namespace partrain::runner {
 
 class GptChunk final : public ModelChunk {
  public:
-  // params and grads are the rank's flat buffers laid out by `layout`.
+  // `access` hands out the parameters and gradients of `layout`'s units.
   GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
-           const ParamLayout& layout, float* params, float* grads, ChunkPlacement placement);
+           const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement);
 
   // Elements of the activation passed between pipeline stages (local tokens x C).
   int64_t boundary_numel() const override {
@@ -47,8 +49,24 @@ class GptChunk final : public ModelChunk {
     Head head;
   };
 
-  const float* param(const std::string& name) const;
-  float* grad(const std::string& name) const;
+  // Where a parameter sits: its unit and its offset inside the unit.
+  struct ParamRef {
+    size_t unit = 0;
+    int64_t offset = 0;
+  };
+  struct Bound {
+    const float* param = nullptr;
+    float* grad = nullptr;  // null in forward under ZeRO-2 and FSDP
+  };
+  struct BlockRefs {
+    size_t unit = 0;
+    std::array<int64_t, kGptBlockParams> offsets{};
+  };
+  // Acquire / release the unit of a named parameter (wte, wpe, lnfw, lnfb) or of block i.
+  StatusOr<Bound> bind(const std::string& name, Pass pass);
+  Status unbind(const std::string& name, Pass pass);
+  StatusOr<BlockWeights> bind_block(size_t i, Pass pass);
+  Status unbind_block(size_t i, Pass pass) { return access_.release(blocks_[i].unit, pass); }
   Status embed_forward(const MicroBatch& batch, float* x0);
   Status embed_backward(const MicroBatch& batch, const float* dx0);
   Status head_forward(const MicroBatch& batch, const float* x, Head& head, float* loss);
@@ -58,12 +76,11 @@ class GptChunk final : public ModelChunk {
   Device& device_;
   TensorParallel& tp_;
   GptShape shape_;
-  const ParamLayout& layout_;
-  float* params_;
-  float* grads_;
+  ParamAccess& access_;
   ChunkPlacement placement_;
   GptBlock block_;
-  std::vector<BlockWeights> weights_;
+  std::map<std::string, ParamRef> refs_;
+  std::vector<BlockRefs> blocks_;
   std::map<int, InFlight> in_flight_;
 };
 

@@ -23,18 +23,17 @@ void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out) {
 }
 
 MlpChunk::MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
-                   Recompute recompute, const ParamLayout& layout, float* params, float* grads,
+                   Recompute recompute, const ParamLayout& layout, ParamAccess& access,
                    ChunkPlacement placement)
     : device_(device),
       tp_(tp),
       B_(micro_batch),
       H_(hidden),
       recompute_(recompute),
+      access_(access),
       placement_(std::move(placement)) {
   for (int layer : placement_.layers) {
-    const LocalParam* w = layout.find(fmt::format("mlp{}.w", layer));
-    weights_.push_back(params + w->offset);
-    weight_grads_.push_back(grads + w->offset);
+    units_.push_back(layout.unit_of(fmt::format("mlp{}.w", layer)));
   }
 }
 
@@ -44,7 +43,7 @@ StatusOr<Tensor> MlpChunk::tensor(std::vector<int64_t> shape, Category category)
   return t;
 }
 
-Status MlpChunk::layer_forward(size_t i, const float* x, Layer& layer) {
+Status MlpChunk::layer_forward(size_t i, const float* w, const float* x, Layer& layer) {
   const int layer_index = placement_.layers[i];
   const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
   const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
@@ -52,10 +51,10 @@ Status MlpChunk::layer_forward(size_t i, const float* x, Layer& layer) {
   if (row_parallel(layer_index)) {
     // x is this rank's slice of the column-parallel layer's output; the products are partial.
     ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-    device_.matmul_forward(partial.data(), x, weights_[i], nullptr, B_, in, H_);
+    device_.matmul_forward(partial.data(), x, w, nullptr, B_, in, H_);
     RETURN_IF_ERROR(tp_.exit_forward(partial.data(), layer.pre.data(), B_, 1, H_));
   } else {
-    device_.matmul_forward(layer.pre.data(), x, weights_[i], nullptr, B_, in, width);
+    device_.matmul_forward(layer.pre.data(), x, w, nullptr, B_, in, width);
   }
   ASSIGN_OR_RETURN(layer.out, tensor({B_, width}, Category::kActivations));
   device_.gelu_forward(layer.out.data(), layer.pre.data(), B_ * width);
@@ -71,7 +70,9 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
     const int64_t in = row_parallel(placement_.layers[i]) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(layers[i].input, tensor({B_, in}, Category::kActivations));
     device_.copy(layers[i].input.data(), x, B_ * in);
-    RETURN_IF_ERROR(layer_forward(i, layers[i].input.data(), layers[i]));
+    ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kForward));
+    RETURN_IF_ERROR(layer_forward(i, view.params, layers[i].input.data(), layers[i]));
+    RETURN_IF_ERROR(access_.release(units_[i], Pass::kForward));
     x = layers[i].out.data();
     if (recompute_ == Recompute::kFull && i + 1 < layers.size()) {
       // Only each layer's input survives; the last output feeds the loss or the next stage.
@@ -105,7 +106,10 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   for (size_t i = layers.size(); i-- > 0;) {
     const int layer_index = placement_.layers[i];
     Layer& layer = layers[i];
-    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, layer.input.data(), layer));
+    ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kBackward));
+    if (layer.pre.numel() == 0) {
+      RETURN_IF_ERROR(layer_forward(i, view.params, layer.input.data(), layer));
+    }
     const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
     const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(Tensor dpre, tensor({B_, width}, Category::kWorkspace));
@@ -114,13 +118,14 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
     if (column_parallel(layer_index)) {
       // The input was replicated: its gradient is summed over the ranks' output slices.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      device_.matmul_backward(partial.data(), weight_grads_[i], nullptr, dpre.data(),
-                              layer.input.data(), weights_[i], B_, in, width);
+      device_.matmul_backward(partial.data(), view.grads, nullptr, dpre.data(),
+                              layer.input.data(), view.params, B_, in, width);
       RETURN_IF_ERROR(tp_.enter_backward(partial.data(), dx.data(), B_, 1, H_));
     } else {
-      device_.matmul_backward(dx.data(), weight_grads_[i], nullptr, dpre.data(),
-                              layer.input.data(), weights_[i], B_, in, width);
+      device_.matmul_backward(dx.data(), view.grads, nullptr, dpre.data(),
+                              layer.input.data(), view.params, B_, in, width);
     }
+    RETURN_IF_ERROR(access_.release(units_[i], Pass::kBackward));
     dy = std::move(dx);
     layer = Layer();
     if (on_unit_ready) on_unit_ready(fmt::format("layer{}", layer_index));

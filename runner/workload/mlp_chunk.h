@@ -11,6 +11,7 @@
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
 #include "runner/workload/model_chunk.h"
+#include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 #include "runner/workload/tensor_parallel.h"
 #include "runner/workload/workload_config.h"
@@ -25,7 +26,7 @@ void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out);
 class MlpChunk final : public ModelChunk {
  public:
   MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
-           Recompute recompute, const ParamLayout& layout, float* params, float* grads,
+           Recompute recompute, const ParamLayout& layout, ParamAccess& access,
            ChunkPlacement placement);
 
   int64_t boundary_numel() const override { return B_ * H_; }
@@ -43,7 +44,8 @@ class MlpChunk final : public ModelChunk {
   };
   bool column_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 0; }
   bool row_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 1; }
-  Status layer_forward(size_t i, const float* x, Layer& layer);
+  // w: the layer's weight, acquired by the caller.
+  Status layer_forward(size_t i, const float* w, const float* x, Layer& layer);
   StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
 
   Device& device_;
@@ -51,9 +53,9 @@ class MlpChunk final : public ModelChunk {
   int64_t B_;
   int64_t H_;
   Recompute recompute_;
+  ParamAccess& access_;
   ChunkPlacement placement_;
-  std::vector<float*> weights_;
-  std::vector<float*> weight_grads_;
+  std::vector<size_t> units_;  // each layer's parameter unit (its weight is the whole unit)
   std::map<int, std::vector<Layer>> in_flight_;
 };
 

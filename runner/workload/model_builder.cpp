@@ -34,7 +34,13 @@ ParamLayout build_param_layout(const WorkloadConfig& config,
   bool has_embedding = false;
   for (const ChunkPlacement& chunk : chunks) {
     if (gpt && chunk.first) {
-      layout.add_unit("embedding", chunk.chunk, gpt_embedding_specs(m), tp);
+      const std::vector<ParamSpec> specs = gpt_embedding_specs(m);
+      if (config.resolved.zero >= 2) {
+        layout.add_unit("embedding", chunk.chunk, {specs[0]}, tp);
+        layout.add_unit("positions", chunk.chunk, {specs[1]}, tp);
+      } else {
+        layout.add_unit("embedding", chunk.chunk, specs, tp);
+      }
       has_embedding = true;
     }
     for (int layer : chunk.layers) {
@@ -55,8 +61,8 @@ ParamLayout build_param_layout(const WorkloadConfig& config,
 std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& config,
                                                       const std::vector<ChunkPlacement>& chunks,
                                                       Device& device, TensorParallel& tp,
-                                                      const ParamLayout& layout, float* params,
-                                                      float* grads) {
+                                                      const ParamLayout& layout,
+                                                      ParamAccess& access) {
   const LayoutModel& m = config.model;
   const int64_t B = config.resolved.micro_batch;
   std::vector<std::unique_ptr<ModelChunk>> built;
@@ -64,10 +70,10 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
     if (config.kind == WorkloadKind::kGpt) {
       GptShape shape{B, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
       built.push_back(std::make_unique<GptChunk>(device, tp, shape, config.recompute, layout,
-                                                 params, grads, chunk));
+                                                 access, chunk));
     } else {
       built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden, config.recompute,
-                                                 layout, params, grads, chunk));
+                                                 layout, access, chunk));
     }
   }
   return built;

@@ -1,6 +1,6 @@
 // Builds a rank's share of a built-in model: which model chunks (pipeline stages, or virtual
 // stages under interleaving) it owns, the flat parameter layout of those chunks sharded for its
-// tensor-parallel rank, and the chunk objects over the rank's parameter and gradient buffers.
+// tensor-parallel rank, and the chunk objects, which reach parameters through a ParamAccess.
 #pragma once
 
 #include <memory>
@@ -8,6 +8,7 @@
 
 #include "runner/device/device.h"
 #include "runner/workload/model_chunk.h"
+#include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 #include "runner/workload/tensor_parallel.h"
 #include "runner/workload/workload_config.h"
@@ -20,14 +21,16 @@ std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_ra
 
 // The parameter units of `chunks` in forward order: the embedding before chunk 0's layers, the
 // final norm after the last chunk's, and (pp > 1) a copy of the tied embedding on the last
-// stage, kept equal to the first stage's by summing their gradients.
+// stage, kept equal to the first stage's by summing their gradients. Under ZeRO-2 and FSDP the
+// tied wte is a unit of its own ("embedding", with wpe in "positions"), so the first stage's
+// and the last stage's copies shard alike over dp.
 ParamLayout build_param_layout(const WorkloadConfig& config,
                                const std::vector<ChunkPlacement>& chunks, TpShard tp);
 
 std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& config,
                                                       const std::vector<ChunkPlacement>& chunks,
                                                       Device& device, TensorParallel& tp,
-                                                      const ParamLayout& layout, float* params,
-                                                      float* grads);
+                                                      const ParamLayout& layout,
+                                                      ParamAccess& access);
 
 }  // namespace partrain::runner

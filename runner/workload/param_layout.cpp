@@ -75,26 +75,41 @@ const LocalParam* ParamLayout::find(const std::string& name) const {
 }
 
 void ParamLayout::initialise(float* params, uint64_t seed, int layers, TpShard tp) const {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    initialise_unit(i, params + units_[i].offset, seed, layers, tp);
+  }
+}
+
+size_t ParamLayout::unit_of(const std::string& name) const {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    for (const LocalParam& param : units_[i].params) {
+      if (param.spec.name == name) return i;
+    }
+  }
+  return units_.size();
+}
+
+void ParamLayout::initialise_unit(size_t index, float* values, uint64_t seed, int layers,
+                                  TpShard tp) const {
   // GPT-2's initialisation: N(0, 0.02), residual projections scaled by 1/sqrt(2 L) (Radford et
   // al. 2019, sec. 2.3), norms at 1, biases at 0.
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(layers));
-  for (const ParamUnit& unit : units_) {
-    for (const LocalParam& param : unit.params) {
-      float* out = params + param.offset;
-      for (int64_t i = 0; i < param.numel; ++i) {
-        switch (param.spec.init) {
-          case InitKind::kOnes: out[i] = 1.0f; break;
-          case InitKind::kZeros: out[i] = 0.0f; break;
-          case InitKind::kNormal:
-          case InitKind::kResidualNormal:
-          case InitKind::kFanIn: {
-            float std = param.spec.init == InitKind::kNormal           ? 0.02f
-                        : param.spec.init == InitKind::kResidualNormal ? residual_std
-                                                                       : std::sqrt(2.0f / static_cast<float>(param.spec.shape.back()));
-            auto g = static_cast<uint64_t>(global_index(param.spec, tp, i));
-            out[i] = std * init_normal(seed, param.spec.id, g);
-            break;
-          }
+  const ParamUnit& unit = units_[index];
+  for (const LocalParam& param : unit.params) {
+    float* out = values + (param.offset - unit.offset);
+    for (int64_t i = 0; i < param.numel; ++i) {
+      switch (param.spec.init) {
+        case InitKind::kOnes: out[i] = 1.0f; break;
+        case InitKind::kZeros: out[i] = 0.0f; break;
+        case InitKind::kNormal:
+        case InitKind::kResidualNormal:
+        case InitKind::kFanIn: {
+          float std = param.spec.init == InitKind::kNormal           ? 0.02f
+                      : param.spec.init == InitKind::kResidualNormal ? residual_std
+                                                                     : std::sqrt(2.0f / static_cast<float>(param.spec.shape.back()));
+          auto g = static_cast<uint64_t>(global_index(param.spec, tp, i));
+          out[i] = std * init_normal(seed, param.spec.id, g);
+          break;
         }
       }
     }

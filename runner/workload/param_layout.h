@@ -66,6 +66,10 @@ class ParamLayout {
   // Writes the initial values of every local parameter into `params` (numel() floats), from the
   // global-coordinate initialiser: identical values for identical global elements on any layout.
   void initialise(float* params, uint64_t seed, int layers, TpShard tp) const;
+  // The same for one unit: writes units()[index].numel values, unit-local, into `values`.
+  void initialise_unit(size_t index, float* values, uint64_t seed, int layers, TpShard tp) const;
+  // The index of the unit holding parameter `name`, or units().size() when there is none.
+  size_t unit_of(const std::string& name) const;
 
  private:
   std::vector<ParamUnit> units_;

@@ -11,7 +11,8 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
   std::map<Key, Tensor> activation_in, activation_out, gradient_in, gradient_out;
   std::map<int, MicroBatch> batches;
   std::map<int, int> backwards_done;  // per chunk
-  std::vector<comm::WorkPtr> sends;
+  // Posted sends and the buffers they read; a buffer is freed once its send has completed.
+  std::vector<std::pair<comm::WorkPtr, Tensor>> sends;
   double loss = 0;
   TrackedAllocator& memory = device_.allocator();
 
@@ -36,7 +37,21 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
     return found->second->boundary_numel();
   };
 
+  Status failure;
+  auto release_completed_sends = [&] {
+    for (auto it = sends.begin(); it != sends.end();) {
+      if (!it->first->is_completed()) {
+        ++it;
+        continue;
+      }
+      Status status = it->first->wait();
+      if (failure.is_ok()) failure = status;
+      it = sends.erase(it);
+    }
+  };
   for (const PipelineAction& a : actions_) {
+    release_completed_sends();
+    RETURN_IF_ERROR(failure);
     const Key key{a.micro_batch, a.chunk};
     switch (a.kind) {
       case PipelineActionKind::kRecvActivation: {
@@ -48,10 +63,11 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
       }
       case PipelineActionKind::kSendActivation: {
         // Activation (mb, c) is the output of chunk c - 1 on this rank.
-        Tensor& buffer = activation_out.at(key);
-        sends.push_back(activations_.send_async(buffer.data(),
-                                                static_cast<size_t>(message_numel(a)),
-                                                comm::DType::kF32, a.peer));
+        Tensor buffer = std::move(activation_out.at(key));
+        activation_out.erase(key);
+        comm::WorkPtr work = activations_.send_async(
+            buffer.data(), static_cast<size_t>(message_numel(a)), comm::DType::kF32, a.peer);
+        sends.emplace_back(std::move(work), std::move(buffer));
         break;
       }
       case PipelineActionKind::kRecvGradient: {
@@ -62,10 +78,11 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         break;
       }
       case PipelineActionKind::kSendGradient: {
-        Tensor& buffer = gradient_out.at(key);
-        sends.push_back(gradients_.send_async(buffer.data(),
-                                              static_cast<size_t>(message_numel(a)),
-                                              comm::DType::kF32, a.peer));
+        Tensor buffer = std::move(gradient_out.at(key));
+        gradient_out.erase(key);
+        comm::WorkPtr work = gradients_.send_async(
+            buffer.data(), static_cast<size_t>(message_numel(a)), comm::DType::kF32, a.peer);
+        sends.emplace_back(std::move(work), std::move(buffer));
         break;
       }
       case PipelineActionKind::kForward: {
@@ -105,12 +122,11 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
       }
     }
   }
-  Status result;
-  for (auto& send : sends) {
-    Status status = send->wait();
-    if (result.is_ok()) result = status;
+  for (auto& [work, buffer] : sends) {
+    Status status = work->wait();
+    if (failure.is_ok()) failure = status;
   }
-  RETURN_IF_ERROR(result);
+  RETURN_IF_ERROR(failure);
   return loss;
 }
 

@@ -19,11 +19,6 @@ namespace {
 constexpr float kMaxGradNorm = 1.0f;  // GPT-2 / Megatron's clipping threshold
 
 Status check_supported(const WorkloadConfig& config) {
-  const ResolvedLayout& l = config.resolved;
-  if (l.zero > 1) {
-    return invalid_argument("--zero {} is not implemented yet: DDP (--zero 0) and ZeRO-1 are",
-                            l.zero);
-  }
   if (config.device == "cuda") {
     return invalid_argument("--device cuda is not implemented yet: the CUDA device is its own "
                             "issue; use --device cpu");
@@ -98,7 +93,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
                    DataParallel::create(device, params_layout, layout, mesh, tp, config.seed,
                                         m.layers));
   std::vector<std::unique_ptr<ModelChunk>> chunks = build_chunks(
-      config, placements, device, tp, params_layout, dp->params(), dp->grads());
+      config, placements, device, tp, params_layout, *dp);
   ModelChunk& chunk = *chunks.front();
   // Pipelines: activations and gradients on channels of their own, and the tied-embedding
   // group of the first and last stage.

@@ -75,10 +75,17 @@ INSTANTIATE_TEST_SUITE_P(
                       "-n 2 --strategy zero1 --micro-batch 2",  // ZeRO-1
                       "-n 4 --zero 1 --micro-batch 1",
                       "-n 4 --tp 2 --zero 1 --micro-batch 2",
-                      "-n 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05"));
+                      "-n 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05",
+                      "-n 2 --strategy zero2 --micro-batch 2",  // ZeRO-2
+                      "-n 4 --strategy zero2 --micro-batch 1",
+                      "-n 4 --tp 2 --zero 2 --micro-batch 2",
+                      "-n 2 --strategy fsdp --micro-batch 2",  // FSDP (ZeRO-3)
+                      "-n 4 --strategy fsdp --micro-batch 1",
+                      "-n 4 --tp 2 --zero 3 --micro-batch 2",
+                      "-n 4 --dp 2 --tp 2 --sp --zero 3 --micro-batch 1"));
 
-// ZeRO over 3 ranks with a parameter count (110336) not divisible by 3: the flat buffers are
-// padded to equal shards and the padding never changes the result.
+// ZeRO over 3 ranks with a parameter count (110336) not divisible by 3: the buffers are padded to
+// equal shards and the padding never changes the result.
 TEST(Workload, ZeroOverThreeRanksWithAnIndivisibleParameterCount) {
   const char* model = "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
                       "--lr 3e-3 --global-batch 3 --steps 6 --json";
@@ -88,13 +95,59 @@ TEST(Workload, ZeroOverThreeRanksWithAnIndivisibleParameterCount) {
     return nlohmann::json::parse(r.out, nullptr, false);
   };
   nlohmann::json one = run("-n 1 --micro-batch 3");
-  nlohmann::json zero = run("-n 3 --micro-batch 1 --zero 1");
   ASSERT_FALSE(one.is_discarded());
-  ASSERT_FALSE(zero.is_discarded());
-  expect_equivalent(one, zero, "zero1 over 3 ranks");
-  // Optimizer states: a third of the padded 110337 parameters, 8 bytes each.
-  EXPECT_EQ(zero["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110337 / 3 * 8);
   EXPECT_EQ(one["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110336 * 8);
+  nlohmann::json zero1 = run("-n 3 --micro-batch 1 --zero 1");
+  ASSERT_FALSE(zero1.is_discarded());
+  expect_equivalent(one, zero1, "zero1 over 3 ranks");
+  // ZeRO-1 pads the whole flat buffer: a third of the padded 110337 parameters, 8 bytes each.
+  EXPECT_EQ(zero1["memory_peak_bytes"]["0"]["optimizer"].get<int64_t>(), 110337 / 3 * 8);
+  // ZeRO-2 and FSDP pad each unit (wte 8192, wpe 2048, two layers of 49984, the final norm 128)
+  // to a multiple of 3: each rank owns 2731 + 683 + 2 x 16662 + 43 = 36781 elements.
+  constexpr int64_t kShard = 36781;
+  for (const char* zero : {"2", "3"}) {
+    nlohmann::json sharded = run(std::string("-n 3 --micro-batch 1 --zero ") + zero);
+    ASSERT_FALSE(sharded.is_discarded());
+    expect_equivalent(one, sharded, std::string("zero") + zero + " over 3 ranks");
+    for (const char* rank : {"0", "1", "2"}) {
+      const auto& m = sharded["memory_peak_bytes"][rank];
+      EXPECT_EQ(m["params"].get<int64_t>(), (zero[0] == '3' ? kShard : 3 * kShard) * 4) << zero;
+      EXPECT_EQ(m["grads"].get<int64_t>(), kShard * 4) << zero;
+      EXPECT_EQ(m["optimizer"].get<int64_t>(), kShard * 8) << zero;
+    }
+  }
+}
+
+// Model states per rank at dp 2 (110336 parameters, every unit even, so no padding), fp32 AdamW:
+// ZeRO-1 shards the optimizer states, ZeRO-2 the gradients too, FSDP the parameters too. The
+// transient buffers of ZeRO-2 (gradient staging) and FSDP (parameter gathers) count as comm.
+TEST(Workload, ZeroStagesDivideTheModelStatesByDp) {
+  constexpr int64_t N = 110336;
+  struct Expected {
+    int64_t params, grads, optimizer;
+    bool comm;
+  };
+  const Expected expected[] = {{N, N, 2 * N, false},
+                               {N, N, N, false},
+                               {N, N / 2, N, true},
+                               {N / 2, N / 2, N, true}};
+  int64_t comm[4] = {};
+  for (int zero = 0; zero <= 3; ++zero) {
+    nlohmann::json run =
+        run_workload(fmt::format("-n 2 --zero {} --micro-batch 2", zero), 2);
+    const Expected& e = expected[zero];
+    comm[zero] = run["memory_peak_bytes"]["0"]["comm"].get<int64_t>();
+    for (const char* rank : {"0", "1"}) {
+      const auto& m = run["memory_peak_bytes"][rank];
+      EXPECT_EQ(m["params"].get<int64_t>(), e.params * 4) << "zero " << zero;
+      EXPECT_EQ(m["grads"].get<int64_t>(), e.grads * 4) << "zero " << zero;
+      EXPECT_EQ(m["optimizer"].get<int64_t>(), e.optimizer * 4) << "zero " << zero;
+      // DDP reduces in place and ZeRO-1 reduce-scatters in place: no comm bytes.
+      EXPECT_EQ(m["comm"].get<int64_t>() > 0, e.comm) << "zero " << zero;
+    }
+  }
+  // FSDP's parameter gathers come on top of the gradient staging both stages have.
+  EXPECT_GT(comm[3], comm[2]);
 }
 
 // Pipeline layouts: 8 layers and 4 micro-batches per step, so pp 4 with 2 virtual stages fits.
@@ -134,6 +187,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "-n 4 --dp 2 --pp 2 --micro-batch 1",
                       "-n 4 --tp 2 --pp 2 --micro-batch 1",
                       "-n 2 --pp 2 --zero 1 --micro-batch 1",
+                      "-n 2 --pp 2 --zero 2 --micro-batch 1",
+                      "-n 4 --dp 2 --pp 2 --zero 2 --micro-batch 1",
+                      "-n 4 --dp 2 --pp 2 --zero 3 --micro-batch 1",
                       "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
 
 // The lecture's MLP under every layout that applies to it (no sequence parallelism).
@@ -166,7 +222,10 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
                                            "-n 2 --pp 2 --micro-batch 1",
                                            "-n 2 --pp 2 --pp-schedule interleaved --vpp 2 "
                                            "--micro-batch 1",
-                                           "-n 4 --tp 2 --pp 2 --micro-batch 1"));
+                                           "-n 4 --tp 2 --pp 2 --micro-batch 1",
+                                           "-n 2 --zero 2 --micro-batch 2",
+                                           "-n 2 --zero 3 --micro-batch 2",
+                                           "-n 4 --dp 2 --tp 2 --zero 3 --micro-batch 2"));
 
 TEST(Workload, MlpLossFalls) {
   CommandResult r = run_partrain("-q launch -n 1 --workload mlp --layers 4 --hidden 64 --lr 1e-2 "

@@ -1,0 +1,270 @@
+#include "runner/workload/sharded_state.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+
+namespace partrain::runner {
+
+using memory::Category;
+
+namespace {
+
+// The part of [begin, end) inside [lo, hi), as (begin, end); empty when begin >= end.
+std::pair<int64_t, int64_t> intersect(int64_t begin, int64_t end, int64_t lo, int64_t hi) {
+  return {std::max(begin, lo), std::min(end, hi)};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ShardedState>> ShardedState::create(Device& device,
+                                                              const ParamLayout& layout,
+                                                              int stage, comm::Comm& dp,
+                                                              TensorParallel& tp, uint64_t seed,
+                                                              int layers, TpShard tp_shard) {
+  std::unique_ptr<ShardedState> s(new ShardedState(device, layout, stage, dp, tp));
+  TrackedAllocator& memory = device.allocator();
+  const UnitShards& shards = s->shards_;
+  const int64_t params = stage == 3 ? shards.shard_numel() : shards.padded_numel();
+  ASSIGN_OR_RETURN(s->params_, Tensor::zeros(memory, {params}, Category::kParams));
+  ASSIGN_OR_RETURN(s->grads_, Tensor::zeros(memory, {shards.shard_numel()}, Category::kGrads));
+  ASSIGN_OR_RETURN(s->adam_m_,
+                   Tensor::zeros(memory, {shards.shard_numel()}, Category::kOptimizer));
+  ASSIGN_OR_RETURN(s->adam_v_,
+                   Tensor::zeros(memory, {shards.shard_numel()}, Category::kOptimizer));
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const UnitShard& unit = shards.unit(i);
+    if (stage == 2) {
+      layout.initialise_unit(i, s->params_.data() + unit.padded_offset, seed, layers, tp_shard);
+      continue;
+    }
+    // FSDP never holds the whole model: one unit at a time is initialised and its slice kept.
+    ASSIGN_OR_RETURN(Tensor full, Tensor::zeros(memory, {unit.numel}, Category::kWorkspace));
+    layout.initialise_unit(i, full.data(), seed, layers, tp_shard);
+    device.copy(s->owned_params(i), full.data() + unit.owned_begin,
+                unit.owned_end - unit.owned_begin);
+  }
+  return s;
+}
+
+float* ShardedState::owned_params(size_t unit) {
+  const UnitShard& s = shards_.unit(unit);
+  if (stage_ == 3) return params_.data() + s.shard_offset;
+  return params_.data() + s.padded_offset + shards_.dp_rank() * s.shard;
+}
+
+StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
+  Held& held = held_.at(unit);
+  if (held.holds++ == 0) {
+    if (stage_ == 3) {
+      ASSIGN_OR_RETURN(held.gathered, gather(unit, pass));
+    }
+    if (pass == Pass::kBackward) {
+      // The reduce-scatter's send buffer: transient, so counted as comm (like a DDP bucket
+      // copy), leaving the grads category at exactly the shard.
+      const UnitShard& s = shards_.unit(unit);
+      ASSIGN_OR_RETURN(held.staging, Tensor::create(device_.allocator(), {s.shard * dp_.size()},
+                                                    Category::kComm));
+      device_.fill(held.staging.data(), held.staging.numel(), 0.0f);
+    }
+  }
+  UnitView view;
+  view.params = stage_ == 3 ? held.gathered.data()
+                            : params_.data() + shards_.unit(unit).padded_offset;
+  view.grads = held.staging.numel() > 0 ? held.staging.data() : nullptr;
+  return view;
+}
+
+Status ShardedState::release(size_t unit, Pass pass) {
+  Held& held = held_.at(unit);
+  if (held.holds == 0) {
+    return failed("release of parameter unit {} that is not acquired",
+                  layout_.units()[unit].name);
+  }
+  if (--held.holds > 0) return Status::ok();
+  held.gathered = Tensor();
+  if (pass == Pass::kForward) return Status::ok();
+  Tensor staging = std::move(held.staging);
+  held.staging = Tensor();
+  return launch_reduce(unit, std::move(staging));
+}
+
+StatusOr<Tensor> ShardedState::gather(size_t unit, Pass pass) {
+  trace_.emplace_back(unit, pass);
+  Tensor buffer;
+  auto found = prefetched_.find(unit);
+  if (found != prefetched_.end()) {
+    if (found->second.work) RETURN_IF_ERROR(found->second.work->wait());
+    buffer = std::move(found->second.buffer);
+    prefetched_.erase(found);
+    ++prefetch_hits_;
+  } else {
+    const UnitShard& s = shards_.unit(unit);
+    ASSIGN_OR_RETURN(buffer, Tensor::create(device_.allocator(), {s.shard * dp_.size()},
+                                            Category::kComm));
+    comm::WorkPtr work = launch_gather(unit, buffer);
+    if (work) RETURN_IF_ERROR(work->wait());
+  }
+  RETURN_IF_ERROR(prefetch_after(unit, pass));
+  return buffer;
+}
+
+comm::WorkPtr ShardedState::launch_gather(size_t unit, Tensor& buffer) {
+  const UnitShard& s = shards_.unit(unit);
+  if (dp_.size() == 1) {
+    device_.copy(buffer.data(), owned_params(unit), s.shard);
+    return nullptr;
+  }
+  return dp_.all_gather_async(owned_params(unit), buffer.data(), static_cast<size_t>(s.shard),
+                              comm::DType::kF32);
+}
+
+Status ShardedState::prefetch_after(size_t unit, Pass pass) {
+  // Every dp rank runs the same schedule, so the recorded order, and any deviation from it, is
+  // the same on all of them: the prefetched gathers are issued in the same order everywhere.
+  const size_t at = trace_.size() - 1;
+  if (!prefetch_ok_ || order_.empty()) return Status::ok();
+  if (at >= order_.size() || order_[at] != Use{unit, pass}) {
+    prefetch_ok_ = false;
+    return Status::ok();
+  }
+  if (at + 1 >= order_.size()) return Status::ok();
+  const size_t next = order_[at + 1].first;
+  if (prefetched_.count(next) > 0) return Status::ok();
+  Prefetch prefetch;
+  const UnitShard& s = shards_.unit(next);
+  ASSIGN_OR_RETURN(prefetch.buffer, Tensor::create(device_.allocator(), {s.shard * dp_.size()},
+                                                   Category::kComm));
+  prefetch.work = launch_gather(next, prefetch.buffer);
+  prefetched_.emplace(next, std::move(prefetch));
+  return Status::ok();
+}
+
+Status ShardedState::launch_reduce(size_t unit, Tensor staging) {
+  const UnitShard& s = shards_.unit(unit);
+  PendingReduce pending;
+  pending.unit = unit;
+  pending.staging = std::move(staging);
+  if (dp_.size() > 1) {
+    // In place: this rank's block of the staging buffer receives the sum over dp.
+    float* data = pending.staging.data();
+    pending.work = dp_.reduce_scatter_async(data, data + shards_.dp_rank() * s.shard,
+                                            static_cast<size_t>(s.shard), comm::DType::kF32,
+                                            comm::ReduceOp::kSum);
+  }
+  reduces_.push_back(std::move(pending));
+  // One reduce-scatter stays in flight behind the next unit's backward; older ones are
+  // finished, so at most two staging buffers live at once.
+  return drain_reduces(1);
+}
+
+Status ShardedState::finish_reduce(PendingReduce& pending) {
+  if (pending.work) RETURN_IF_ERROR(pending.work->wait());
+  const UnitShard& s = shards_.unit(pending.unit);
+  float* shard = owned_grads(pending.unit);
+  device_.residual_forward(shard, shard, pending.staging.data() + shards_.dp_rank() * s.shard,
+                           s.shard);
+  return Status::ok();
+}
+
+Status ShardedState::drain_reduces(size_t keep) {
+  while (reduces_.size() > keep) {
+    Status status = finish_reduce(reduces_.front());
+    reduces_.pop_front();
+    RETURN_IF_ERROR(status);
+  }
+  return Status::ok();
+}
+
+Status ShardedState::end_step() {
+  RETURN_IF_ERROR(drain_reduces(0));
+  Status result;
+  for (auto& [unit, prefetch] : prefetched_) {
+    if (!prefetch.work) continue;
+    Status status = prefetch.work->wait();
+    if (result.is_ok()) result = status;
+  }
+  prefetched_.clear();
+  if (stage_ == 3) {
+    log::debug("fsdp: {} gathers this step, {} of them prefetched", trace_.size(),
+               prefetch_hits_);
+  }
+  prefetch_hits_ = 0;
+  if (order_.empty()) order_ = trace_;
+  trace_.clear();
+  return result;
+}
+
+Status ShardedState::reduce_gradients(comm::Comm* tied_group) {
+  RETURN_IF_ERROR(end_step());
+  const int64_t rank = shards_.dp_rank();
+  const auto& units = layout_.units();
+  if (tp_.sequence_parallel()) {
+    // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
+    // Every tp rank has the same unit sizes, so the same owned ranges.
+    for (size_t i = 0; i < units.size(); ++i) {
+      const UnitShard& s = shards_.unit(i);
+      for (const LocalParam& param : units[i].params) {
+        if (!param.spec.partial_grad_under_sp) continue;
+        const int64_t local = param.offset - units[i].offset;
+        auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
+        if (begin >= end) continue;
+        RETURN_IF_ERROR(tp_.all_reduce(owned_grads(i) + (begin - rank * s.shard), end - begin));
+      }
+    }
+  }
+  if (tied_group != nullptr) {
+    // The tied wte is a unit of its own on both stages, so both shard it alike.
+    const size_t wte = layout_.unit_of("wte");
+    const UnitShard& s = shards_.unit(wte);
+    const int64_t count = s.owned_end - s.owned_begin;
+    if (count > 0) {
+      RETURN_IF_ERROR(tied_group->all_reduce(owned_grads(wte), owned_grads(wte),
+                                             static_cast<size_t>(count), comm::DType::kF32,
+                                             comm::ReduceOp::kSum));
+    }
+  }
+  return Status::ok();
+}
+
+double ShardedState::owned_squares(int tp_rank, bool params) {
+  const int64_t rank = shards_.dp_rank();
+  const auto& units = layout_.units();
+  double sum = 0;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (units[i].name == "head") continue;  // the first stage's wte counts for both copies
+    const UnitShard& s = shards_.unit(i);
+    const float* base = params ? owned_params(i) : owned_grads(i);
+    for (const LocalParam& param : units[i].params) {
+      if (param.spec.split == TpSplit::kReplicated && tp_rank != 0) continue;
+      const int64_t local = param.offset - units[i].offset;
+      auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
+      if (begin < end) sum += device_.sum_of_squares(base + (begin - rank * s.shard), end - begin);
+    }
+  }
+  return sum;
+}
+
+Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
+  if (grad_scale != 1.0f) device_.scale(grads_.data(), grads_.numel(), grad_scale);
+  std::vector<comm::WorkPtr> gathers;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    const UnitShard& s = shards_.unit(i);
+    device_.adamw_update(owned_params(i), owned_grads(i), adam_m_.data() + s.shard_offset,
+                         adam_v_.data() + s.shard_offset, s.shard, adam, step);
+    if (stage_ == 2 && dp_.size() > 1) {
+      // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.
+      gathers.push_back(dp_.all_gather_async(owned_params(i),
+                                             params_.data() + s.padded_offset,
+                                             static_cast<size_t>(s.shard), comm::DType::kF32));
+    }
+  }
+  Status result;
+  for (auto& work : gathers) {
+    Status status = work->wait();
+    if (result.is_ok()) result = status;
+  }
+  return result;
+}
+
+}  // namespace partrain::runner

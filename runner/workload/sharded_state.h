@@ -1,0 +1,104 @@
+// ZeRO-2 and FSDP (ZeRO-3; Rajbhandari et al. 2020, PyTorch FSDP): the rank keeps only its dp
+// shard of every unit's gradients and AdamW states (and, under FSDP, parameters). Each backward
+// use of a unit accumulates into a full-size staging buffer that is reduce-scattered into the
+// gradient shard as soon as the use ends, for every micro-batch; FSDP all-gathers a unit's
+// parameters before each use, frees them after, and prefetches the next unit's gather.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "runner/comm/comm.h"
+#include "runner/device/device.h"
+#include "runner/device/tensor.h"
+#include "runner/ops/adamw.h"
+#include "runner/workload/param_access.h"
+#include "runner/workload/param_layout.h"
+#include "runner/workload/tensor_parallel.h"
+#include "runner/workload/unit_shards.h"
+
+namespace partrain::runner {
+
+class ShardedState final : public ParamAccess {
+ public:
+  // stage 2 (ZeRO-2: parameters whole, padded per unit) or 3 (FSDP: parameters sharded).
+  static StatusOr<std::unique_ptr<ShardedState>> create(Device& device, const ParamLayout& layout,
+                                                        int stage, comm::Comm& dp,
+                                                        TensorParallel& tp, uint64_t seed,
+                                                        int layers, TpShard tp_shard);
+
+  StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
+  Status release(size_t unit, Pass pass) override;
+
+  void zero_grads() { device_.fill(grads_.data(), grads_.numel(), 0.0f); }
+  // After the step's backward: waits for the reduce-scatters still in flight; sums the SP
+  // layernorm grads over tp and the tied embedding's over `tied_group` (may be null).
+  Status reduce_gradients(comm::Comm* tied_group);
+  // Sum over this rank's owned elements of squared grads / params, replicated tensors counted
+  // on tp rank 0 only and the last stage's tied copy ("head") not at all.
+  double owned_grad_squares(int tp_rank) { return owned_squares(tp_rank, false); }
+  double owned_param_squares(int tp_rank) { return owned_squares(tp_rank, true); }
+  // AdamW on the shard; ZeRO-2 then all-gathers every unit's parameters.
+  Status update(const ops::AdamWConfig& adam, int64_t step, float grad_scale);
+
+ private:
+  struct Held {
+    int holds = 0;
+    Tensor gathered;  // FSDP: the unit's full parameters while in use (comm)
+    Tensor staging;   // backward: the unit's full gradients while produced (comm)
+  };
+  struct Prefetch {
+    comm::WorkPtr work;
+    Tensor buffer;
+  };
+  struct PendingReduce {
+    size_t unit = 0;
+    comm::WorkPtr work;
+    Tensor staging;
+  };
+  using Use = std::pair<size_t, Pass>;
+
+  ShardedState(Device& device, const ParamLayout& layout, int stage, comm::Comm& dp,
+               TensorParallel& tp)
+      : device_(device),
+        layout_(layout),
+        stage_(stage),
+        dp_(dp),
+        tp_(tp),
+        shards_(layout, dp.size(), dp.rank()),
+        held_(layout.units().size()) {}
+
+  // The unit's owned slice of the parameters (its first `shard` elements are this rank's).
+  float* owned_params(size_t unit);
+  float* owned_grads(size_t unit) { return grads_.data() + shards_.unit(unit).shard_offset; }
+  StatusOr<Tensor> gather(size_t unit, Pass pass);
+  comm::WorkPtr launch_gather(size_t unit, Tensor& buffer);
+  Status prefetch_after(size_t unit, Pass pass);
+  Status launch_reduce(size_t unit, Tensor staging);
+  Status finish_reduce(PendingReduce& pending);
+  Status drain_reduces(size_t keep);
+  Status end_step();
+  double owned_squares(int tp_rank, bool params);
+
+  Device& device_;
+  const ParamLayout& layout_;
+  int stage_;
+  comm::Comm& dp_;
+  TensorParallel& tp_;
+  UnitShards shards_;
+  Tensor params_, grads_, adam_m_, adam_v_;
+  std::vector<Held> held_;
+  std::deque<PendingReduce> reduces_;
+  // FSDP prefetch, as PyTorch FSDP does: the first step records the order of gathers; later
+  // steps, on each gather, start the one that followed it. A deviation turns prefetch off.
+  std::map<size_t, Prefetch> prefetched_;
+  std::vector<Use> order_, trace_;
+  bool prefetch_ok_ = true;
+  int prefetch_hits_ = 0;
+};
+
+}  // namespace partrain::runner
