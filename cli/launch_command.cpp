@@ -87,6 +87,10 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   const int world = config.nnodes.value_or(1) * config.nproc_per_node;
   ASSIGN_OR_RETURN(runner::WorkloadConfig workload,
                    to_workload_config(flags.workload, world, flags.json));
+  if (flags.workload.device == "auto") {
+    log::info("--device auto: training on the CPU device (the CUDA device of the built-in "
+              "workloads comes with a later issue)");
+  }
   if (!workload.data_path.empty()) {
     // A bad token file is refused here, once, rather than by every rank after it started.
     RETURN_IF_ERROR(runner::open_token_file(workload.data_path, workload.model.vocab,

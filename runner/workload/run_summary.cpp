@@ -54,6 +54,14 @@ std::string format_summary_text(const RunSummary& s) {
   }
   out += fmt::format("\nstep time: {:.1f} ms median, {:.1f} ms p90 (first step excluded)\n",
                      s.step_time_median() * 1e3, s.step_time_p90() * 1e3);
+  if (s.rank_step_seconds.size() > 1) {
+    out += "step time per rank (median / p90 ms):";
+    for (size_t r = 0; r < s.rank_step_seconds.size(); ++r) {
+      out += fmt::format(" {}: {:.1f} / {:.1f}", r, s.rank_step_seconds[r].first * 1e3,
+                         s.rank_step_seconds[r].second * 1e3);
+    }
+    out += "\n";
+  }
   out += fmt::format("throughput: {:.0f} tokens/s, {:.2f} GFLOP/s model FLOPs, MFU {:.1f}% of "
                      "{:.1f} GFLOP/s per rank ({})\n",
                      s.tokens_per_second(),
@@ -98,8 +106,16 @@ std::string format_summary_json(const RunSummary& s) {
     rank["total"] = s.memory[r].total_peak;
     memory[std::to_string(r)] = rank;
   }
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < s.rank_step_seconds.size(); ++r) {
+    ranks.push_back({{"rank", r},
+                     {"step_time_ms",
+                      {{"median", s.rank_step_seconds[r].first * 1e3},
+                       {"p90", s.rank_step_seconds[r].second * 1e3}}}});
+  }
   nlohmann::json doc = {
       {"workload", s.workload},
+      {"ranks", ranks},
       {"layout", s.layout},
       {"device", s.device},
       {"world", s.world},

@@ -18,6 +18,7 @@ struct RunSummary {
   int world = 1;
   std::vector<double> losses;           // mean loss over the global batch, per step
   std::vector<double> step_seconds;     // rank 0's wall time per step
+  std::vector<std::pair<double, double>> rank_step_seconds;  // per rank: (median, p90)
   int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;      // Narayanan 2021: without recomputation
   double peak_flops_per_rank = 0;       // FLOP/s

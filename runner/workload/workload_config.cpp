@@ -49,6 +49,16 @@ Status resolve_workload(WorkloadConfig& config) {
     return invalid_argument("--layers, --hidden and --seq must be at least 1");
   }
   if (config.steps < 1) return invalid_argument("--steps must be at least 1");
+  // The CPU device is the one built so far; `auto` resolves to it (the launcher says so).
+  if (config.device == "auto") config.device = "cpu";
+  if (config.device == "cuda") {
+    return invalid_argument("--device cuda: the CUDA device of the built-in workloads is not "
+                            "implemented yet (a later issue); use --device cpu or auto");
+  }
+  if (config.precision != Precision::kFp32) {
+    return invalid_argument("--precision bf16 needs the CUDA device; the CPU device trains in "
+                            "fp32 (pass --precision fp32)");
+  }
   if (!(config.lr > 0)) return invalid_argument("--lr must be positive");
   if (config.kind == WorkloadKind::kGpt) {
     if (m.heads < 1 || m.hidden % m.heads != 0) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -71,7 +72,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kGpt, "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"},
                       Case{kMlp, "-n 2 --strategy ddp --micro-batch 2"},
                       Case{kMlp, "-n 2 --tp 2 --micro-batch 4"},
-                      Case{kMlp, "-n 2 --pp 2 --micro-batch 1"}));
+                      Case{kMlp, "-n 2 --pp 2 --micro-batch 1"},
+                      Case{kGpt, "-n 2 --strategy zero2 --micro-batch 2"},
+                      Case{kGpt, "-n 4 --strategy fsdp --micro-batch 1"},
+                      Case{kGpt, "-n 4 --dp 2 --pp 2 --zero 3 --micro-batch 1"}),
+    // Test names from the layout: "n4_dp2_pp2_zero3_micro_batch1" rather than object bytes.
+    [](const ::testing::TestParamInfo<Case>& param_info) {
+      std::string name = std::string(param_info.param.workload).find("mlp") != std::string::npos
+                             ? "mlp_"
+                             : "gpt_";
+      for (char c : std::string(param_info.param.layout)) {
+        if (std::isalnum(static_cast<unsigned char>(c))) name += c;
+        else if (!name.empty() && name.back() != '_') name += '_';
+      }
+      return name;
+    });
 
 }  // namespace
 }  // namespace partrain::testing

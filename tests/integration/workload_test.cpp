@@ -268,6 +268,8 @@ TEST(Workload, SummaryHasTheIssuesJsonShape) {
     EXPECT_EQ(m["optimizer"], 2 * m["params"].get<int64_t>());
   }
   EXPECT_GT(run["mfu"].get<double>(), 0.0);
+  ASSERT_EQ(run["ranks"].size(), 2u);
+  EXPECT_GT(run["ranks"][1]["step_time_ms"]["median"].get<double>(), 0.0);
 }
 
 TEST(Workload, TensorParallelShardsTheParameters) {
@@ -297,6 +299,8 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 2 --tp 2 --vocab 101 --heads 4", "--vocab 101 is not divisible by --tp 2"},
            Case{"-n 2 --pp 2 --layers 4 --pp-split 2,1", "sums to 3 layers"},
            Case{"-n 2 --tp 2 --layers 3 --workload mlp", "even number of layers"},
+           Case{"-n 1 --device cuda", "--device cuda"},
+           Case{"-n 1 --precision bf16-mixed", "--precision bf16 needs the CUDA device"},
        }) {
     const bool names_workload = std::string(c.args).find("--workload") != std::string::npos;
     CommandResult r = run_partrain(std::string(names_workload ? "launch " : "launch --workload gpt ") +
