@@ -63,6 +63,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"2", "--dp 2 --zero 1 --micro-batch 1"},
                       std::pair{"2", "--tp 2 --micro-batch 2"},
                       std::pair{"2", "--tp 2 --sp --micro-batch 2"},
+                      // ZeRO-2 stages two layers' gradients (comm) that --bucket-size 0 does not
+                      // model: the total lands ~9.6% over the estimate, inside the 10%.
+                      std::pair{"2", "--dp 2 --zero 2 --micro-batch 1"},
+                      std::pair{"2", "--dp 2 --zero 3 --micro-batch 1"},
                       std::pair{"2", "--pp 2 --micro-batch 1 --global-batch 4"},
                       std::pair{"2", "--pp 2 --pp-schedule gpipe --micro-batch 1 --global-batch 4"},
                       std::pair{"4", "--pp 4 --micro-batch 1 --global-batch 4"}));

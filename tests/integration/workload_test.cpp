@@ -225,7 +225,14 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
                                            "-n 4 --tp 2 --pp 2 --micro-batch 1",
                                            "-n 2 --zero 2 --micro-batch 2",
                                            "-n 2 --zero 3 --micro-batch 2",
-                                           "-n 4 --dp 2 --tp 2 --zero 3 --micro-batch 2"));
+                                           "-n 4 --dp 2 --tp 2 --zero 3 --micro-batch 2",
+                                           "-n 4 --zero 3 --micro-batch 1",
+                                           "-n 4 --pp 4 --pp-schedule gpipe --micro-batch 1",
+                                           "-n 4 --pp 4 --pp-schedule 1f1b --micro-batch 1",
+                                           "-n 2 --pp 2 --pp-schedule gpipe --micro-batch 1",
+                                           "-n 2 --pp 2 --pp-split 3,1 --micro-batch 1",
+                                           "-n 4 --dp 2 --pp 2 --micro-batch 1",
+                                           "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
 
 TEST(Workload, MlpLossFalls) {
   CommandResult r = run_partrain("-q launch -n 1 --workload mlp --layers 4 --hidden 64 --lr 1e-2 "
