@@ -2,15 +2,10 @@
 
 #include <cmath>
 
+#include "core/hash.h"
+
 namespace partrain::runner {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // (0, 1]: never 0, so the logarithm below is finite.
 double unit_interval(uint64_t bits) {

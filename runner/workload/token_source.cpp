@@ -9,16 +9,13 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/hash.h"
+
 namespace partrain::runner {
 namespace {
 
-// splitmix64: a well-mixed 64-bit hash, so neighbouring indices give unrelated start tokens.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// Neighbouring sample indices must give unrelated start tokens: a well-mixed hash.
+uint64_t mix(uint64_t x) { return splitmix64(x); }
 
 class SyntheticTokens final : public TokenSource {
  public:
