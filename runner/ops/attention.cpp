@@ -1,5 +1,7 @@
 #include "runner/ops/attention.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,12 +9,6 @@
 
 namespace partrain::runner::ops {
 namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
 
 // Where one head of one token lives in the (B, T, 3C) qkv tensor.
 struct QkvIndex {
@@ -24,39 +20,43 @@ struct QkvIndex {
 
 }  // namespace
 
+// Per (sample, head) the scores, the probabilities' use and every gradient are matrix products
+// over strided views of qkv, so they run through sgemm (the same arithmetic as the per-token
+// loops of llm.c's reference, at GEMM speed); only the causal softmax is a row loop.
 void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t NH,
                        int64_t hs) {
   const int64_t C = NH * hs;
   const QkvIndex index{T, C, hs};
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+  const auto n = static_cast<blasint>(T);
+  const auto k = static_cast<blasint>(hs);
+  const auto stride = static_cast<blasint>(3 * C);
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t h = 0; h < NH; ++h) {
-        const float* q = qkv + index.query(b, t, h);
-        float* att_row = att + ((b * NH + h) * T + t) * T;
-        // Scores, then a softmax shifted by the row maximum so exp cannot overflow.
+    for (int64_t h = 0; h < NH; ++h) {
+      const float* q = qkv + index.query(b, 0, h);
+      const float* key = qkv + index.key(b, 0, h);
+      const float* value = qkv + index.value(b, 0, h);
+      float* scores = att + (b * NH + h) * T * T;
+      // scores (T, T) = scale * Q K^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, scale, q, stride, key, stride,
+                  0.0f, scores, n);
+      for (int64_t t = 0; t < T; ++t) {
+        float* row = scores + t * T;
+        // A softmax shifted by the row maximum so exp cannot overflow; keys after t are masked.
         float max_score = -std::numeric_limits<float>::infinity();
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
-          att_row[t2] = dot(q, qkv + index.key(b, t2, h), hs) * scale;
-          max_score = std::max(max_score, att_row[t2]);
-        }
+        for (int64_t t2 = 0; t2 <= t; ++t2) max_score = std::max(max_score, row[t2]);
         float exp_sum = 0.0f;
         for (int64_t t2 = 0; t2 <= t; ++t2) {
-          att_row[t2] = std::exp(att_row[t2] - max_score);
-          exp_sum += att_row[t2];
+          row[t2] = std::exp(row[t2] - max_score);
+          exp_sum += row[t2];
         }
         const float inv_sum = 1.0f / exp_sum;
-        for (int64_t t2 = 0; t2 <= t; ++t2) att_row[t2] *= inv_sum;
-        for (int64_t t2 = t + 1; t2 < T; ++t2) att_row[t2] = 0.0f;  // the causal mask
-
-        float* y = out + (b * T + t) * C + h * hs;
-        for (int64_t i = 0; i < hs; ++i) y[i] = 0.0f;
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
-          const float* v = qkv + index.value(b, t2, h);
-          const float p = att_row[t2];
-          for (int64_t i = 0; i < hs; ++i) y[i] += p * v[i];
-        }
+        for (int64_t t2 = 0; t2 <= t; ++t2) row[t2] *= inv_sum;
+        for (int64_t t2 = t + 1; t2 < T; ++t2) row[t2] = 0.0f;
       }
+      // out (T, hs) of this head = P V
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, scores, n, value,
+                  stride, 0.0f, out + (b * T) * C + h * hs, static_cast<blasint>(C));
     }
   }
 }
@@ -66,36 +66,43 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const int64_t C = NH * hs;
   const QkvIndex index{T, C, hs};
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
-  // One row of dL/d(probabilities): T floats of scratch, reused for every (b, t, h).
-  std::vector<float> datt(static_cast<size_t>(T));
+  const auto n = static_cast<blasint>(T);
+  const auto k = static_cast<blasint>(hs);
+  const auto stride = static_cast<blasint>(3 * C);
+  const auto out_stride = static_cast<blasint>(C);
+  // dL/d(probabilities), then dL/d(scores), of one (sample, head): T x T floats of scratch.
+  std::vector<float> dscores(static_cast<size_t>(T * T));
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t h = 0; h < NH; ++h) {
-        const float* att_row = att + ((b * NH + h) * T + t) * T;
-        const float* dy = dout + (b * T + t) * C + h * hs;
-        // y = sum_t2 p[t2] v[t2]: dp[t2] = dy . v[t2], dv[t2] += p[t2] dy.
-        float weighted_sum = 0.0f;  // sum_j p[j] dp[j], the softmax Jacobian's rank-one part
+    for (int64_t h = 0; h < NH; ++h) {
+      const float* p = att + (b * NH + h) * T * T;
+      const float* dy = dout + (b * T) * C + h * hs;
+      const float* q = qkv + index.query(b, 0, h);
+      const float* key = qkv + index.key(b, 0, h);
+      const float* value = qkv + index.value(b, 0, h);
+      float* dq = dqkv + index.query(b, 0, h);
+      float* dk = dqkv + index.key(b, 0, h);
+      float* dv = dqkv + index.value(b, 0, h);
+      // y = P V: dP = dY V^T, dV += P^T dY.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0f, dy, out_stride, value,
+                  stride, 0.0f, dscores.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, n, 1.0f, p, n, dy, out_stride,
+                  1.0f, dv, stride);
+      // Softmax backward per row: dS = P (dP - sum_j P dP), times the score scale.
+      for (int64_t t = 0; t < T; ++t) {
+        const float* p_row = p + t * T;
+        float* d_row = dscores.data() + t * T;
+        float weighted_sum = 0.0f;
+        for (int64_t t2 = 0; t2 <= t; ++t2) weighted_sum += p_row[t2] * d_row[t2];
         for (int64_t t2 = 0; t2 <= t; ++t2) {
-          const float* v = qkv + index.value(b, t2, h);
-          float* dv = dqkv + index.value(b, t2, h);
-          const float p = att_row[t2];
-          datt[static_cast<size_t>(t2)] = dot(dy, v, hs);
-          weighted_sum += p * datt[static_cast<size_t>(t2)];
-          for (int64_t i = 0; i < hs; ++i) dv[i] += p * dy[i];
+          d_row[t2] = p_row[t2] * (d_row[t2] - weighted_sum) * scale;
         }
-        // Softmax backward: dscore[t2] = p[t2] (dp[t2] - sum_j p[j] dp[j]); score = q . k * scale.
-        const float* q = qkv + index.query(b, t, h);
-        float* dq = dqkv + index.query(b, t, h);
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
-          const float dscore = att_row[t2] * (datt[static_cast<size_t>(t2)] - weighted_sum) * scale;
-          const float* k = qkv + index.key(b, t2, h);
-          float* dk = dqkv + index.key(b, t2, h);
-          for (int64_t i = 0; i < hs; ++i) {
-            dq[i] += dscore * k[i];
-            dk[i] += dscore * q[i];
-          }
-        }
+        for (int64_t t2 = t + 1; t2 < T; ++t2) d_row[t2] = 0.0f;
       }
+      // scores = Q K^T: dQ += dS K, dK += dS^T Q.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, dscores.data(), n,
+                  key, stride, 1.0f, dq, stride);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, n, 1.0f, dscores.data(), n, q,
+                  stride, 1.0f, dk, stride);
     }
   }
 }
