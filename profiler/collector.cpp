@@ -1,0 +1,386 @@
+#include "profiler/collector.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+namespace partrain::profiler {
+namespace {
+
+constexpr size_t kReadChunkBytes = 256 * 1024;
+
+// mkdir path 0700, or accept an existing one only if it is ours and closed to others.
+Status make_private_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) == 0) return Status::ok();
+  if (errno != EEXIST) {
+    return unavailable("cannot create the collector directory {}: {}", path, std::strerror(errno));
+  }
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return unavailable("{} exists but is not a directory: remove it", path);
+  }
+  if (info.st_uid != ::getuid() || (info.st_mode & 077) != 0) {
+    return unavailable("{} belongs to another user or is open to others (mode {:o}): remove it",
+                       path, info.st_mode & 0777);
+  }
+  return Status::ok();
+}
+
+StatusOr<sockaddr_un> unix_address(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(address.sun_path)) {
+    return invalid_argument("collector socket path '{}' is empty or longer than {} bytes", path,
+                            sizeof(address.sun_path) - 1);
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return address;
+}
+
+// Writes head then tail (gathered, no copy) until done, the deadline, or an error.
+bool send_gathered(int fd, std::span<const uint8_t> head, std::span<const uint8_t> tail,
+                   int64_t deadline_ns) {
+  while (!head.empty() || !tail.empty()) {
+    iovec parts[2] = {{const_cast<uint8_t*>(head.data()), head.size()},
+                      {const_cast<uint8_t*>(tail.data()), tail.size()}};
+    msghdr message{};
+    message.msg_iov = head.empty() ? parts + 1 : parts;
+    message.msg_iovlen = head.empty() ? 1 : 2;
+    // MSG_NOSIGNAL: a vanished collector is a lost batch, not a SIGPIPE that kills the rank.
+    const ssize_t sent = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      const int64_t left_ns = deadline_ns - monotonic_ns();
+      if (left_ns <= 0) return false;
+      pollfd entry{fd, POLLOUT, 0};
+      ::poll(&entry, 1, static_cast<int>(std::min<int64_t>(left_ns / 1'000'000 + 1, 1000)));
+      continue;
+    }
+    auto done = static_cast<size_t>(sent);
+    const size_t from_head = std::min(done, head.size());
+    head = head.subspan(from_head);
+    tail = tail.subspan(done - from_head);
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<std::string> make_collector_dir(std::string_view run_id) {
+  if (run_id.empty() || run_id.find('/') != std::string_view::npos || run_id == "." ||
+      run_id == "..") {
+    return invalid_argument("run id '{}' cannot name a directory", run_id);
+  }
+  std::string base;
+  struct stat info {};
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime != nullptr && *runtime != '\0' && ::stat(runtime, &info) == 0 &&
+      S_ISDIR(info.st_mode)) {
+    base = std::string(runtime) + "/partrain";
+  } else {
+    base = fmt::format("/tmp/partrain-{}", ::getuid());
+  }
+  RETURN_IF_ERROR(make_private_dir(base));
+  std::string dir = base + "/" + std::string(run_id);
+  RETURN_IF_ERROR(make_private_dir(dir));
+  return dir;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collector
+
+struct Collector::Connection {
+  int fd = -1;
+  int32_t rank = -1;  // set by HELLO
+  bool said_goodbye = false;
+  std::vector<uint8_t> in;  // received bytes; [0, used) not yet consumed
+  size_t used = 0;
+};
+
+StatusOr<std::unique_ptr<Collector>> Collector::start(CollectorOptions options,
+                                                      CollectorConsumer consumer) {
+  if (options.token.size() > kMaxCollectorTokenBytes) {
+    return invalid_argument("collector token of {} bytes is longer than {}", options.token.size(),
+                            kMaxCollectorTokenBytes);
+  }
+  ASSIGN_OR_RETURN(sockaddr_un address, unix_address(options.socket_path));
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return unavailable("cannot create the collector socket: {}", std::strerror(errno));
+  ::unlink(options.socket_path.c_str());  // a stale socket of a crashed run
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
+      ::listen(fd, 256) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return unavailable("cannot listen on the collector socket {}: {}", options.socket_path,
+                       std::strerror(error));
+  }
+  int wake[2];
+  if (::pipe2(wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return unavailable("cannot create the collector's wake-up pipe: {}", std::strerror(error));
+  }
+  std::unique_ptr<Collector> collector(
+      new Collector(std::move(options), std::move(consumer), fd, wake[0], wake[1]));
+  try {
+    collector->thread_ = std::thread([c = collector.get()] { c->serve(); });
+  } catch (const std::system_error& e) {
+    return unavailable("cannot start the collector thread: {}", e.what());
+  }
+  return collector;
+}
+
+Collector::Collector(CollectorOptions options, CollectorConsumer consumer, int listen_fd,
+                     int wake_read, int wake_write)
+    : options_(std::move(options)),
+      consumer_(std::move(consumer)),
+      listen_fd_(listen_fd),
+      wake_read_(wake_read),
+      wake_write_(wake_write) {}
+
+Collector::~Collector() {
+  if (thread_.joinable()) {
+    const uint8_t byte = 1;
+    while (::write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+  }
+  ::close(listen_fd_);
+  ::close(wake_read_);
+  ::close(wake_write_);
+  ::unlink(options_.socket_path.c_str());
+}
+
+CollectorStats Collector::stats() const {
+  CollectorStats stats;
+  stats.connections = connections_.load();
+  stats.rejected = rejected_.load();
+  stats.batches = batches_.load();
+  stats.records = records_.load();
+  stats.dropped_reported = dropped_reported_.load();
+  return stats;
+}
+
+void Collector::reject(const Connection& connection, const Status& why) {
+  // Logged once per collector: a misconfigured rank reconnecting must not flood stderr.
+  if (rejected_.fetch_add(1) == 0) {
+    log::warn("trace collector: disconnected a client (rank {}): {}", connection.rank,
+              why.message());
+  } else {
+    log::debug("trace collector: disconnected a client (rank {}): {}", connection.rank,
+               why.message());
+  }
+}
+
+bool Collector::handle_frame(Connection& connection, const CollectorFrame& frame) {
+  if (connection.rank < 0 && frame.kind != FrameKind::kHello) {
+    reject(connection, failed("{} frame before HELLO", frame_kind_name(frame.kind)));
+    return false;
+  }
+  switch (frame.kind) {
+    case FrameKind::kHello:
+      if (connection.rank >= 0) {
+        reject(connection, failed("a second HELLO on one connection"));
+        return false;
+      }
+      connection.rank = frame.rank;
+      return true;
+    case FrameKind::kBatch:
+      batches_.fetch_add(1, std::memory_order_relaxed);
+      records_.fetch_add(frame.record_count, std::memory_order_relaxed);
+      if (consumer_.records) consumer_.records(connection.rank, frame.records, frame.record_count);
+      return true;
+    case FrameKind::kDropped:
+      dropped_reported_.fetch_add(frame.dropped, std::memory_order_relaxed);
+      if (consumer_.dropped) consumer_.dropped(connection.rank, frame.dropped);
+      return true;
+    case FrameKind::kGoodbye: connection.said_goodbye = true; return true;
+  }
+  return false;
+}
+
+bool Collector::read_from(Connection& c) {
+  if (c.in.size() - c.used < kReadChunkBytes) c.in.resize(c.used + kReadChunkBytes);
+  const ssize_t got = ::recv(c.fd, c.in.data() + c.used, c.in.size() - c.used, MSG_DONTWAIT);
+  if (got == 0) return false;
+  if (got < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
+  c.used += static_cast<size_t>(got);
+
+  size_t pos = 0;
+  while (c.used - pos >= kCollectorHeaderBytes) {
+    const std::span<const uint8_t> available(c.in.data() + pos, c.used - pos);
+    // The header alone decides whether the body may be buffered: an oversized frame is refused
+    // before its bytes are read.
+    auto header = decode_collector_header(available, options_.limits);
+    if (!header.is_ok()) {
+      reject(c, header.status());
+      return false;
+    }
+    const size_t frame_bytes = header->frame_bytes();
+    if (available.size() < frame_bytes) break;
+    auto frame = decode_collector_frame(available.first(frame_bytes), options_.token,
+                                        options_.limits);
+    if (!frame.is_ok()) {
+      reject(c, frame.status());
+      return false;
+    }
+    if (!handle_frame(c, *frame)) return false;
+    pos += frame_bytes;
+  }
+  if (pos > 0) {
+    std::memmove(c.in.data(), c.in.data() + pos, c.used - pos);
+    c.used -= pos;
+  }
+  return true;
+}
+
+void Collector::serve() {
+  std::vector<std::unique_ptr<Connection>> connections;
+  std::vector<pollfd> fds;
+  while (true) {
+    fds.clear();
+    fds.push_back({wake_read_, POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (const auto& c : connections) fds.push_back({c->fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      log::error("trace collector: poll failed ({}); the collector stops", std::strerror(errno));
+      break;
+    }
+    if (fds[0].revents != 0) break;  // the destructor asked us to stop
+    for (size_t i = 2; i < fds.size(); ++i) {
+      Connection& c = *connections[i - 2];
+      if (fds[i].revents == 0) continue;
+      if (!read_from(c)) {
+        if (consumer_.closed && c.rank >= 0) consumer_.closed(c.rank, c.said_goodbye);
+        ::close(c.fd);
+        c.fd = -1;
+      }
+    }
+    std::erase_if(connections, [](const auto& c) { return c->fd < 0; });
+    if (fds[1].revents & POLLIN) {
+      while (true) {
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        auto connection = std::make_unique<Connection>();
+        connection->fd = fd;
+        connections.push_back(std::move(connection));
+        connections_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  for (const auto& c : connections) ::close(c->fd);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CollectorClient
+
+CollectorClient::CollectorClient(CollectorClientOptions options) : options_(std::move(options)) {
+  const int64_t deadline = monotonic_ns() + options_.connect_timeout.count() * 1'000'000;
+  while (!connect_once() && monotonic_ns() < deadline) ::usleep(10'000);
+  if (fd_ < 0) {
+    log::warn("trace client (rank {}): no collector at {}; events are dropped and counted until "
+              "it appears",
+              options_.rank, options_.socket_path);
+    warned_ = true;
+    next_connect_ns_ = monotonic_ns() + options_.reconnect_interval.count() * 1'000'000;
+  }
+}
+
+CollectorClient::~CollectorClient() {
+  if (fd_ < 0) return;
+  if (unreported_lost_ > 0) dropped(0);
+  const auto goodbye = encode_goodbye(options_.token);
+  send_frame(goodbye, {});
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool CollectorClient::connect_once() {
+  auto address = unix_address(options_.socket_path);
+  if (!address.is_ok()) return false;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof(sockaddr_un)) != 0) {
+    ::close(fd);
+    return false;
+  }
+  fd_ = fd;
+  connects_.fetch_add(1, std::memory_order_relaxed);
+  const auto hello = encode_hello(options_.token, options_.rank, static_cast<uint32_t>(::getpid()));
+  return send_frame(hello, {});
+}
+
+bool CollectorClient::ensure_connected() {
+  if (fd_ >= 0) return true;
+  if (monotonic_ns() < next_connect_ns_) return false;
+  next_connect_ns_ = monotonic_ns() + options_.reconnect_interval.count() * 1'000'000;
+  if (!connect_once()) return false;
+  log::info("trace client (rank {}): connected to the collector", options_.rank);
+  warned_ = false;
+  return true;
+}
+
+bool CollectorClient::send_frame(std::span<const uint8_t> head, std::span<const uint8_t> tail) {
+  const int64_t deadline = monotonic_ns() + options_.send_timeout.count() * 1'000'000;
+  if (send_gathered(fd_, head, tail, deadline)) return true;
+  // A frame cut short leaves the stream unframed: the connection cannot be reused.
+  disconnect("a send failed or took longer than the send timeout");
+  return false;
+}
+
+void CollectorClient::disconnect(std::string_view why) {
+  if (!warned_) {
+    log::warn("trace client (rank {}): lost the collector ({}); events are dropped and counted",
+              options_.rank, why);
+    warned_ = true;
+  }
+  ::close(fd_);
+  fd_ = -1;
+  next_connect_ns_ = monotonic_ns() + options_.reconnect_interval.count() * 1'000'000;
+}
+
+void CollectorClient::write_batch(std::span<const uint8_t> records, uint32_t record_count) {
+  if (ensure_connected()) {
+    if (unreported_lost_ > 0) dropped(0);
+    const auto prefix = encode_batch_prefix(options_.token, records.size(), record_count);
+    if (fd_ >= 0 && send_frame(prefix, records)) {
+      batches_sent_.fetch_add(1, std::memory_order_relaxed);
+      records_sent_.fetch_add(record_count, std::memory_order_relaxed);
+      return;
+    }
+  }
+  records_lost_.fetch_add(record_count, std::memory_order_relaxed);
+  unreported_lost_ += record_count;
+}
+
+void CollectorClient::dropped(uint64_t count) {
+  unreported_lost_ += count;
+  if (unreported_lost_ == 0 || !ensure_connected()) return;
+  const auto frame = encode_dropped(options_.token, unreported_lost_);
+  if (send_frame(frame, {})) unreported_lost_ = 0;
+}
+
+CollectorClientStats CollectorClient::stats() const {
+  CollectorClientStats stats;
+  stats.batches_sent = batches_sent_.load();
+  stats.records_sent = records_sent_.load();
+  stats.records_lost = records_lost_.load();
+  stats.connects = connects_.load();
+  return stats;
+}
+
+}  // namespace partrain::profiler

@@ -1,0 +1,138 @@
+// The node's collector and the ranks' client for it. The Collector listens on a Unix socket in
+// a private (0700) directory, accepts every rank of the node, validates their frames and hands
+// the records to one consumer (the SQLite writer) from one thread. CollectorClient is the
+// recorder's sink in a rank: it sends batches and, when the collector is gone, drops and counts.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "core/status.h"
+#include "profiler/collector_protocol.h"
+#include "profiler/recorder.h"
+
+namespace partrain::profiler {
+
+// Creates (mode 0700) and returns the directory for a run's collector socket:
+// $XDG_RUNTIME_DIR/partrain/<run_id> when that variable names a directory, else
+// /tmp/partrain-<uid>/<run_id>. An existing parent must belong to this user and not be open to
+// others, or the socket could be swapped by another user.
+StatusOr<std::string> make_collector_dir(std::string_view run_id);
+
+// What the collector does with what it receives; called on the collector's thread only.
+struct CollectorConsumer {
+  // count records laid out as [u32 LE length][bytes]...; iterate with for_each_record.
+  std::function<void(int rank, std::span<const uint8_t> records, uint32_t count)> records;
+  std::function<void(int rank, uint64_t count)> dropped;  // records the rank lost
+  std::function<void(int rank, bool clean)> closed;        // optional; clean = after GOODBYE
+};
+
+struct CollectorOptions {
+  std::string socket_path;  // e.g. make_collector_dir(run_id) + "/collector.sock"
+  std::string token;        // the run's PARTRAIN_TOKEN; every frame must carry it
+  CollectorLimits limits;
+};
+
+struct CollectorStats {
+  uint64_t connections = 0;  // accepted
+  uint64_t rejected = 0;     // disconnected for a bad frame (magic, version, token, size, order)
+  uint64_t batches = 0;
+  uint64_t records = 0;
+  uint64_t dropped_reported = 0;
+};
+
+class Collector {
+ public:
+  // Binds the socket (replacing a stale one at the path) and starts serving.
+  static StatusOr<std::unique_ptr<Collector>> start(CollectorOptions options,
+                                                    CollectorConsumer consumer);
+  // Returns promptly even with clients connected: they see the socket close.
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  const std::string& socket_path() const { return options_.socket_path; }
+  CollectorStats stats() const;
+
+ private:
+  struct Connection;
+  Collector(CollectorOptions options, CollectorConsumer consumer, int listen_fd, int wake_read,
+            int wake_write);
+  void serve();
+  bool read_from(Connection& connection);  // false: close it
+  bool handle_frame(Connection& connection, const CollectorFrame& frame);
+  void reject(const Connection& connection, const Status& why);
+
+  CollectorOptions options_;
+  CollectorConsumer consumer_;
+  int listen_fd_ = -1;
+  int wake_read_ = -1;  // a pipe written by the destructor to end the poll loop
+  int wake_write_ = -1;
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> batches_{0};
+  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> dropped_reported_{0};
+  std::thread thread_;
+};
+
+struct CollectorClientOptions {
+  std::string socket_path;
+  std::string token;
+  int32_t rank = 0;
+  // How long the first connection is retried (the collector may still be starting).
+  std::chrono::milliseconds connect_timeout{2000};
+  // A frame not sent by then closes the connection and its records count as lost.
+  std::chrono::milliseconds send_timeout{1000};
+  // How often a lost connection is retried; records in between are lost and counted.
+  std::chrono::milliseconds reconnect_interval{1000};
+};
+
+struct CollectorClientStats {
+  uint64_t batches_sent = 0;
+  uint64_t records_sent = 0;
+  uint64_t records_lost = 0;  // batches that could not be sent (collector gone or too slow)
+  uint64_t connects = 0;
+};
+
+class CollectorClient : public RecordSink {
+ public:
+  // Connects now, retrying for up to connect_timeout; never throws. Without a collector it
+  // keeps running and counts what it loses.
+  explicit CollectorClient(CollectorClientOptions options);
+  // Sends GOODBYE so the collector can tell a clean end from a crash.
+  ~CollectorClient() override;
+  CollectorClient(const CollectorClient&) = delete;
+  CollectorClient& operator=(const CollectorClient&) = delete;
+
+  void write_batch(std::span<const uint8_t> records, uint32_t record_count) override;
+  void dropped(uint64_t count) override;
+
+  bool connected() const { return fd_ >= 0; }
+  CollectorClientStats stats() const;
+
+ private:
+  bool ensure_connected();
+  bool connect_once();
+  bool send_frame(std::span<const uint8_t> head, std::span<const uint8_t> tail);
+  void disconnect(std::string_view why);
+
+  CollectorClientOptions options_;
+  int fd_ = -1;
+  int64_t next_connect_ns_ = 0;
+  uint64_t unreported_lost_ = 0;  // lost records and drops not yet told to a collector
+  bool warned_ = false;
+  std::atomic<uint64_t> batches_sent_{0};
+  std::atomic<uint64_t> records_sent_{0};
+  std::atomic<uint64_t> records_lost_{0};
+  std::atomic<uint64_t> connects_{0};
+};
+
+}  // namespace partrain::profiler

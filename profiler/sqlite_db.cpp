@@ -1,0 +1,65 @@
+#include "profiler/sqlite_db.h"
+
+namespace partrain::profiler {
+
+StatusOr<SqliteDb> SqliteDb::open(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  SqliteDb db;
+  db.db_.reset(raw);
+  if (rc != SQLITE_OK) {
+    return failed("cannot open {}: {}", path, raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  // A busy database (another connection mid-checkpoint) is waited for, briefly, not failed.
+  sqlite3_busy_timeout(raw, 2000);
+  return db;
+}
+
+Status SqliteDb::exec(std::string_view sql) {
+  std::string text(sql);
+  char* message = nullptr;
+  int rc = sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, &message);
+  if (rc != SQLITE_OK) {
+    std::string reason = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    return failed("{}", reason);
+  }
+  return Status::ok();
+}
+
+StatusOr<std::optional<std::string>> SqliteDb::query_text(std::string_view sql) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(*this, sql));
+  int rc = stmt.step();
+  if (rc == SQLITE_ROW) return std::optional<std::string>(stmt.column_text(0));
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  return failed("{}", error_message());
+}
+
+std::string SqliteDb::error_message() const { return sqlite3_errmsg(db_.get()); }
+int SqliteDb::error_code() const { return sqlite3_extended_errcode(db_.get()); }
+
+StatusOr<SqliteStatement> SqliteStatement::prepare(const SqliteDb& db, std::string_view sql) {
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v3(db.get(), sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  SqliteStatement stmt;
+  stmt.stmt_.reset(raw);
+  if (rc != SQLITE_OK) return failed("{} (in: {})", db.error_message(), sql);
+  return stmt;
+}
+
+int SqliteStatement::run() {
+  int rc = sqlite3_step(stmt_.get());
+  sqlite3_reset(stmt_.get());
+  return rc;
+}
+
+std::string SqliteStatement::column_text(int index) const {
+  const unsigned char* text = sqlite3_column_text(stmt_.get(), index);
+  if (text == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), index)));
+}
+
+}  // namespace partrain::profiler

@@ -1,0 +1,36 @@
+// Opening a trace for reading: tells a partrain trace from everything else (exit 3 naming the
+// case: not SQLite, not a partrain trace, newer schema, truncated or corrupted), and marks a run
+// whose writer died as incomplete, the one change a reader ever makes to an input trace.
+#pragma once
+
+#include <filesystem>
+
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+#include "profiler/trace_event.h"
+
+namespace partrain::profiler {
+
+enum class TraceOpenMode {
+  kRead,       // a run left `running` by a writer that is gone is marked `incomplete`
+  kReadStrict  // never writes, not even that (the status is still reported as incomplete)
+};
+
+struct TraceFile {
+  std::filesystem::path path;
+  SqliteDb db;  // read-only connection
+  int schema_version = 0;
+  RunStatus status = RunStatus::kRunning;
+  bool writer_alive = false;       // the run is live: its writer holds the lock
+  bool marked_incomplete = false;  // this open changed `running` to `incomplete` in the file
+};
+
+// Whether a live TraceWriter holds `trace` (its `<trace>-writer` flock, released by the kernel
+// when the writer's process exits or is killed).
+bool writer_alive(const std::filesystem::path& trace);
+
+// Errors are kUnreadable (exit 3) with a message naming the file and the case.
+StatusOr<TraceFile> open_trace(const std::filesystem::path& path,
+                               TraceOpenMode mode = TraceOpenMode::kRead);
+
+}  // namespace partrain::profiler

@@ -1,0 +1,465 @@
+#include "profiler/trace_writer.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "core/log.h"
+#include "profiler/sqlite_db.h"
+#include "profiler/trace_schema.h"
+
+namespace partrain::profiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Heterogeneous lookup, so interning a string_view allocates only for strings not seen yet.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+struct TrackKey {
+  int32_t rank;
+  TrackKind kind;
+  int64_t name_id;
+  bool operator==(const TrackKey&) const = default;
+};
+struct TrackKeyHash {
+  size_t operator()(const TrackKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.name_id) * 0x9E3779B97F4A7C15ull;
+    h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.rank)) << 8) | static_cast<uint8_t>(k.kind);
+    return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
+  }
+};
+
+std::string host_name() {
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
+  return buffer;
+}
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ranks[i]);
+  }
+  return out;
+}
+
+bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
+bool has_root(std::string_view op) {
+  return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
+}
+
+int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::filesystem::path writer_lock_path(const std::filesystem::path& trace) {
+  return std::filesystem::path(trace.string() + "-writer");
+}
+
+struct TraceWriter::State {
+  std::filesystem::path path;
+  TraceWriterOptions options;
+  SqliteDb db;
+  int lock_fd = -1;
+  SqliteStatement insert_string, insert_track, insert_slice, insert_collective, insert_memory,
+      insert_step, upsert_stat, upsert_rank, update_run_info, update_run_status;
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
+  std::unordered_map<TrackKey, int64_t, TrackKeyHash> tracks;
+  int64_t next_string_id = 1;
+  int64_t next_track_id = 1;
+  int64_t next_slice_id = 1;
+  bool in_batch = false;
+  Clock::time_point batch_opened;
+  size_t batch_events = 0;
+  uint64_t events_written = 0;
+  uint64_t write_errors = 0;
+  uint64_t errors_recorded = 0;  // of write_errors, how many are already in stat
+
+  void note_error(int rc, std::string_view what) {
+    if (write_errors++ == 0) {
+      log::warn("trace {}: cannot store {}: {} (further errors are only counted)", path.string(),
+                what, sqlite3_errstr(rc));
+    }
+  }
+  void run(SqliteStatement& stmt, std::string_view what) {
+    int rc = stmt.run();
+    if (rc != SQLITE_DONE) note_error(rc, what);
+  }
+  Status prepare_statements();
+  void begin_batch();
+  int64_t intern(std::string_view value);
+  int64_t track_id(int32_t rank, TrackKind kind, std::string_view name);
+  int64_t insert_slice_row(int64_t track, int64_t ts, int64_t dur, int64_t name_id,
+                           SliceCategory category, int64_t step, int64_t micro_batch,
+                           int64_t layer);
+  void store(const SliceEvent& e);
+  void store(const CollectiveRecord& r);
+  void store(const MemorySample& e);
+  void store(const StepEvent& e);
+  void store(const StatEvent& e);
+  void store(const RankInfo& e);
+  void store(const RunInfo& e);
+  Status commit_batch();
+};
+
+Status TraceWriter::State::prepare_statements() {
+  struct Entry {
+    SqliteStatement* stmt;
+    std::string_view sql;
+  };
+  const Entry entries[] = {
+      {&insert_string, "INSERT INTO string (id, value) VALUES (?1, ?2)"},
+      {&insert_track, "INSERT INTO track (id, rank, kind, name_id) VALUES (?1, ?2, ?3, ?4)"},
+      {&insert_slice,
+       "INSERT INTO slice (id, track_id, ts_ns, dur_ns, name_id, category, step, micro_batch, "
+       "layer) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
+      {&insert_collective,
+       "INSERT INTO collective (slice_id, comm_id, seq, op, dtype, reduce_op, count, bytes, peer, "
+       "root, comm_rank, group_size, group_ranks_id, enqueue_ns, gpu_start_ns, gpu_end_ns, state) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"},
+      {&insert_memory,
+       "INSERT OR REPLACE INTO memory (rank, ts_ns, category, bytes) VALUES (?1, ?2, ?3, ?4)"},
+      {&insert_step,
+       "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&upsert_stat,
+       "INSERT INTO stat (name, rank, value, severity, description) VALUES (?1, ?2, ?3, ?4, ?5) "
+       "ON CONFLICT (name, rank) DO UPDATE SET value = value + excluded.value, "
+       "severity = excluded.severity, description = CASE WHEN excluded.description <> '' "
+       "THEN excluded.description ELSE description END"},
+      {&upsert_rank,
+       "INSERT INTO rank (rank, local_rank, node, host, pid, device, clock_offset_ns, "
+       "clock_uncertainty_ns, exit_code, exit_signal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+       "?9, ?10) ON CONFLICT (rank) DO UPDATE SET local_rank = excluded.local_rank, "
+       "node = excluded.node, host = excluded.host, pid = excluded.pid, device = excluded.device, "
+       "clock_offset_ns = excluded.clock_offset_ns, "
+       "clock_uncertainty_ns = excluded.clock_uncertainty_ns, "
+       "exit_code = coalesce(excluded.exit_code, exit_code), "
+       "exit_signal = coalesce(excluded.exit_signal, exit_signal)"},
+      {&update_run_info,
+       "UPDATE run SET run_id = ?1, command = ?2, config = ?3, world_size = ?4, "
+       "start_unix_ns = ?5, start_ns = ?6 WHERE id = 1"},
+      {&update_run_status,
+       "UPDATE run SET status = ?1, failing_rank = ?2, end_ns = coalesce(?3, end_ns), "
+       "end_unix_ns = ?4 WHERE id = 1"},
+  };
+  for (const Entry& entry : entries) {
+    ASSIGN_OR_RETURN(*entry.stmt, SqliteStatement::prepare(db, entry.sql));
+  }
+  return Status::ok();
+}
+
+void TraceWriter::State::begin_batch() {
+  if (in_batch) return;
+  Status status = db.exec("BEGIN");
+  if (!status.is_ok()) {
+    note_error(db.error_code(), "a batch (BEGIN)");
+    return;
+  }
+  in_batch = true;
+  batch_opened = Clock::now();
+  batch_events = 0;
+}
+
+int64_t TraceWriter::State::intern(std::string_view value) {
+  auto it = strings.find(value);
+  if (it != strings.end()) return it->second;
+  int64_t id = next_string_id++;
+  insert_string.bind(1, id);
+  insert_string.bind(2, value);
+  run(insert_string, "a string");
+  strings.emplace(std::string(value), id);
+  return id;
+}
+
+int64_t TraceWriter::State::track_id(int32_t rank, TrackKind kind, std::string_view name) {
+  TrackKey key{rank, kind, intern(name)};
+  auto it = tracks.find(key);
+  if (it != tracks.end()) return it->second;
+  int64_t id = next_track_id++;
+  insert_track.bind(1, id);
+  insert_track.bind(2, int64_t{rank});
+  insert_track.bind(3, int64_t{static_cast<uint8_t>(kind)});
+  insert_track.bind(4, key.name_id);
+  run(insert_track, "a track");
+  tracks.emplace(key, id);
+  return id;
+}
+
+int64_t TraceWriter::State::insert_slice_row(int64_t track, int64_t ts, int64_t dur,
+                                             int64_t name_id, SliceCategory category,
+                                             int64_t step, int64_t micro_batch, int64_t layer) {
+  int64_t id = next_slice_id++;
+  insert_slice.bind(1, id);
+  insert_slice.bind(2, track);
+  insert_slice.bind(3, ts);
+  insert_slice.bind(4, dur);
+  insert_slice.bind(5, name_id);
+  insert_slice.bind(6, int64_t{static_cast<uint8_t>(category)});
+  insert_slice.bind_or_null(7, step);
+  insert_slice.bind_or_null(8, micro_batch);
+  insert_slice.bind_or_null(9, layer);
+  run(insert_slice, "a slice");
+  return id;
+}
+
+void TraceWriter::State::store(const SliceEvent& e) {
+  int64_t track = track_id(e.rank, e.track_kind, e.track);
+  insert_slice_row(track, e.ts_ns, e.dur_ns, intern(e.name), e.category, e.step, e.micro_batch,
+                   e.layer);
+}
+
+void TraceWriter::State::store(const CollectiveRecord& r) {
+  const CollectiveEvent& e = r.event;
+  int64_t track = track_id(r.world_rank, TrackKind::kComm, e.comm_id);
+  int64_t start = e.start_ns != 0 ? e.start_ns : e.enqueue_ns;
+  int64_t dur = e.end_ns >= start ? e.end_ns - start : 0;
+  SliceCategory category = is_p2p(e.op) ? SliceCategory::kP2p : SliceCategory::kCollective;
+  int64_t slice = insert_slice_row(track, start, dur, intern(e.op), category, r.step, -1, -1);
+  SqliteStatement& s = insert_collective;
+  s.bind(1, slice);
+  s.bind(2, intern(e.comm_id));
+  s.bind(3, static_cast<int64_t>(e.seq));
+  s.bind(4, intern(e.op));
+  s.bind(5, intern(e.dtype));
+  if (e.reduce_op.empty()) s.bind_null(6); else s.bind(6, intern(e.reduce_op));
+  s.bind(7, static_cast<int64_t>(e.count));
+  s.bind(8, static_cast<int64_t>(e.bytes));
+  s.bind_or_null(9, is_p2p(e.op) ? e.peer : -1);
+  s.bind_or_null(10, has_root(e.op) ? e.peer : -1);
+  s.bind(11, int64_t{e.rank});
+  s.bind(12, static_cast<int64_t>(e.group_ranks.size()));
+  if (e.group_ranks.empty()) s.bind_null(13); else s.bind(13, intern(join_ranks(e.group_ranks)));
+  s.bind_or_null(14, e.enqueue_ns != 0 ? e.enqueue_ns : -1);
+  s.bind_or_null(15, r.gpu_start_ns);
+  s.bind_or_null(16, r.gpu_end_ns);
+  s.bind(17, int64_t{static_cast<uint8_t>(e.state)});
+  run(s, "a collective");
+}
+
+void TraceWriter::State::store(const MemorySample& e) {
+  constexpr uint8_t kOther = 6;  // memory::Category::kOther, for codes this build does not know
+  insert_memory.bind(1, int64_t{e.rank});
+  insert_memory.bind(2, e.ts_ns);
+  insert_memory.bind(3, int64_t{std::min(e.category, kOther)});
+  insert_memory.bind(4, e.bytes);
+  run(insert_memory, "a memory sample");
+}
+
+void TraceWriter::State::store(const StepEvent& e) {
+  insert_step.bind(1, int64_t{e.rank});
+  insert_step.bind(2, e.step);
+  insert_step.bind(3, e.ts_ns);
+  insert_step.bind(4, e.dur_ns);
+  insert_step.bind(5, e.loss);
+  insert_step.bind(6, e.tokens);
+  run(insert_step, "a step");
+}
+
+void TraceWriter::State::store(const StatEvent& e) {
+  upsert_stat.bind(1, std::string_view(e.name));
+  upsert_stat.bind(2, int64_t{e.rank < 0 ? -1 : e.rank});
+  upsert_stat.bind(3, e.value);
+  upsert_stat.bind(4, stat_severity_name(e.severity));
+  upsert_stat.bind(5, std::string_view(e.description));
+  run(upsert_stat, "a stat");
+}
+
+void TraceWriter::State::store(const RankInfo& e) {
+  SqliteStatement& s = upsert_rank;
+  s.bind(1, int64_t{e.rank});
+  s.bind(2, int64_t{e.local_rank});
+  s.bind(3, int64_t{e.node});
+  s.bind(4, std::string_view(e.host));
+  s.bind(5, e.pid);
+  s.bind(6, std::string_view(e.device));
+  s.bind(7, e.clock_offset_ns);
+  s.bind(8, e.clock_uncertainty_ns);
+  if (e.exited) {
+    s.bind(9, int64_t{e.exit_code});
+    s.bind(10, int64_t{e.exit_signal});
+  } else {
+    s.bind_null(9);
+    s.bind_null(10);
+  }
+  run(s, "a rank");
+}
+
+void TraceWriter::State::store(const RunInfo& e) {
+  SqliteStatement& s = update_run_info;
+  s.bind(1, std::string_view(e.run_id));
+  s.bind(2, std::string_view(e.command));
+  s.bind(3, std::string_view(e.config_json.empty() ? "{}" : e.config_json));
+  s.bind(4, int64_t{e.world_size});
+  s.bind(5, e.start_unix_ns);
+  s.bind(6, e.start_ns);
+  run(s, "the run");
+}
+
+Status TraceWriter::State::commit_batch() {
+  if (!in_batch) return Status::ok();
+  if (write_errors > errors_recorded) {
+    StatEvent stat{"store_write_errors", -1, static_cast<int64_t>(write_errors - errors_recorded),
+                   StatSeverity::kDataLoss, "events the trace writer could not store"};
+    errors_recorded = write_errors;
+    store(stat);
+  }
+  in_batch = false;
+  Status status = db.exec("COMMIT");
+  if (!status.is_ok()) {
+    note_error(db.error_code(), "a batch (COMMIT)");
+    (void)db.exec("ROLLBACK");
+    return status.with_context(fmt::format("committing to {}", path.string()));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// Takes the writer lock: held (flock, exclusive) for the writer's life and released by the
+// kernel when the process dies, which is how readers tell a live run from an abandoned one.
+StatusOr<int> take_writer_lock(const std::filesystem::path& trace) {
+  std::filesystem::path lock = writer_lock_path(trace);
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return failed("cannot create the writer lock {}: {}", lock.string(), strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return invalid_argument("{} is being written by another process (its lock {} is held)",
+                            trace.string(), lock.string());
+  }
+  std::string owner = fmt::format("{} {}\n", host_name(), getpid());
+  if (ftruncate(fd, 0) != 0 || write(fd, owner.data(), owner.size()) < 0) {
+    log::debug("could not write the owner into {}", lock.string());
+  }
+  return fd;
+}
+
+Status apply_schema(SqliteDb& db) {
+  // page_size must precede the first table; WAL cannot be entered inside a transaction.
+  RETURN_IF_ERROR(db.exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; "
+                          "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; "
+                          "PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 8192"));
+  RETURN_IF_ERROR(db.exec("BEGIN"));
+  RETURN_IF_ERROR(db.exec(schema_sql()));
+  RETURN_IF_ERROR(db.exec(views_sql()));
+  ASSIGN_OR_RETURN(SqliteStatement meta,
+                   SqliteStatement::prepare(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)"));
+  const std::pair<std::string_view, std::string> rows[] = {
+      {"format", std::string(kTraceFormatName)},
+      {"schema_version", std::to_string(kTraceSchemaVersion)},
+      {"writer", "partrain " PARTRAIN_VERSION},
+      {"writer_host", host_name()},
+      {"writer_pid", std::to_string(getpid())},
+      {"created_unix_ns", std::to_string(unix_now_ns())},
+  };
+  for (const auto& [key, value] : rows) {
+    meta.bind(1, key);
+    meta.bind(2, std::string_view(value));
+    if (meta.run() != SQLITE_DONE) return failed("writing meta: {}", db.error_message());
+  }
+  RETURN_IF_ERROR(db.exec("INSERT INTO run (id, run_id, status) VALUES (1, '', 'running')"));
+  return db.exec("COMMIT");
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem::path& path,
+                                                           const TraceWriterOptions& options) {
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->options = options;
+  ASSIGN_OR_RETURN(state->lock_fd, take_writer_lock(path));
+  TraceWriter writer(std::move(state));  // from here on, failures release the lock
+  State& s = *writer.state_;
+  std::error_code error;
+  if (std::filesystem::exists(path, error)) {
+    if (!options.overwrite) {
+      return invalid_argument("{} already exists; choose another file or allow overwriting",
+                              path.string());
+    }
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::filesystem::remove(path.string() + suffix, error);
+    }
+  }
+  ASSIGN_OR_RETURN(s.db, SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                               SQLITE_OPEN_NOMUTEX));
+  Status status = apply_schema(s.db);
+  if (status.is_ok()) status = s.prepare_statements();
+  if (!status.is_ok()) return status.with_context(fmt::format("creating trace {}", path.string()));
+  return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(writer.state_)));
+}
+
+TraceWriter::TraceWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+TraceWriter::~TraceWriter() {
+  if (!state_) return;
+  Status status = state_->commit_batch();
+  if (!status.is_ok()) log::warn("{}", status.message());
+  // Finalize statements and close (checkpointing the WAL) before the lock says "writer gone".
+  std::filesystem::path lock = writer_lock_path(state_->path);
+  int fd = state_->lock_fd;
+  state_.reset();
+  std::error_code ignored;
+  std::filesystem::remove(lock, ignored);
+  if (fd >= 0) close(fd);
+}
+
+void TraceWriter::append(std::span<const TraceEvent> events) {
+  State& s = *state_;
+  s.begin_batch();
+  for (const TraceEvent& event : events) {
+    std::visit([&s](const auto& e) { s.store(e); }, event);
+  }
+  s.events_written += events.size();
+  s.batch_events += events.size();
+  if (s.batch_events >= s.options.max_batch_events) {
+    (void)commit();
+  } else {
+    commit_if_due();
+  }
+}
+
+void TraceWriter::commit_if_due() {
+  State& s = *state_;
+  if (s.in_batch && Clock::now() - s.batch_opened >= s.options.max_commit_interval) {
+    (void)commit();
+  }
+}
+
+Status TraceWriter::commit() { return state_->commit_batch(); }
+
+Status TraceWriter::set_run_status(RunStatus status, std::optional<int> failing_rank,
+                                   std::optional<int64_t> end_ns) {
+  State& s = *state_;
+  s.begin_batch();
+  s.update_run_status.bind(1, run_status_name(status));
+  if (failing_rank) s.update_run_status.bind(2, int64_t{*failing_rank});
+  else s.update_run_status.bind_null(2);
+  if (end_ns) s.update_run_status.bind(3, *end_ns);
+  else s.update_run_status.bind_null(3);
+  s.update_run_status.bind(4, unix_now_ns());
+  s.run(s.update_run_status, "the run status");
+  return commit();
+}
+
+uint64_t TraceWriter::events_written() const { return state_->events_written; }
+uint64_t TraceWriter::write_errors() const { return state_->write_errors; }
+const std::filesystem::path& TraceWriter::path() const { return state_->path; }
+
+}  // namespace partrain::profiler

@@ -1,0 +1,60 @@
+// The single writer of a node's trace file: creates it from the compiled-in schema, stores
+// TraceEvents with prepared statements in batched transactions (at most ~250 ms apart), and
+// holds the `<file>-writer` lock that tells readers the run is still live (trace_open.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "core/status.h"
+#include "profiler/trace_event.h"
+
+namespace partrain::profiler {
+
+struct TraceWriterOptions {
+  bool overwrite = false;  // replace an existing file (else creating it fails)
+  // A batch is committed once its oldest event is this old, or once it holds this many events.
+  std::chrono::milliseconds max_commit_interval{250};
+  size_t max_batch_events = 500'000;
+};
+
+// The path of the lock file a live writer holds (flock, exclusive) beside `trace`.
+std::filesystem::path writer_lock_path(const std::filesystem::path& trace);
+
+class TraceWriter {
+ public:
+  // Fails (kInvalidArgument) when the file exists and options.overwrite is false, or when
+  // another writer holds it; kFailed when SQLite cannot create it.
+  static StatusOr<std::unique_ptr<TraceWriter>> create(const std::filesystem::path& path,
+                                                       const TraceWriterOptions& options = {});
+  // Commits what is pending and releases the lock; the run status is left as it was.
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Stores events in the open batch; never throws: failures are logged once and counted (the
+  // count lands in stat as store_write_errors). Commits when the batch is due.
+  void append(std::span<const TraceEvent> events);
+  void append(const TraceEvent& event) { append(std::span<const TraceEvent>(&event, 1)); }
+  // For the collector's loop when no events arrive: commits a batch that has become due.
+  void commit_if_due();
+  Status commit();
+  // Final status of the run (and failing rank for kFailed); committed at once.
+  Status set_run_status(RunStatus status, std::optional<int> failing_rank = std::nullopt,
+                        std::optional<int64_t> end_ns = std::nullopt);
+
+  uint64_t events_written() const;
+  uint64_t write_errors() const;
+  const std::filesystem::path& path() const;
+
+ private:
+  struct State;
+  explicit TraceWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace partrain::profiler

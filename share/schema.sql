@@ -1,0 +1,139 @@
+-- partrain trace schema, version 1 (docs/trace-format.md documents every column).
+-- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
+-- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
+-- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
+PRAGMA user_version = 1;
+
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Small fixed vocabularies: the integer codes the writer stores, with their names for the views.
+CREATE TABLE track_kind (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+INSERT INTO track_kind VALUES (0, 'cpu_thread'), (1, 'cuda_stream'), (2, 'comm'), (3, 'memory');
+
+CREATE TABLE slice_category (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+INSERT INTO slice_category VALUES (0, 'compute'), (1, 'collective'), (2, 'p2p'), (3, 'kernel'),
+  (4, 'memcpy'), (5, 'memset'), (6, 'sync'), (7, 'step'), (8, 'phase');
+
+-- Same order as partrain::memory::Category.
+CREATE TABLE memory_category (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+INSERT INTO memory_category VALUES (0, 'params'), (1, 'grads'), (2, 'optimizer'),
+  (3, 'activations'), (4, 'comm'), (5, 'workspace'), (6, 'other');
+
+CREATE TABLE run (
+  id             INTEGER PRIMARY KEY,
+  run_id         TEXT NOT NULL,
+  command        TEXT NOT NULL DEFAULT '',
+  config         TEXT NOT NULL DEFAULT '{}',  -- JSON
+  status         TEXT NOT NULL DEFAULT 'running'
+                 CHECK (status IN ('running', 'completed', 'failed', 'killed', 'incomplete')),
+  start_unix_ns  INTEGER,  -- wall clock (Unix epoch), for humans; not the timeline
+  end_unix_ns    INTEGER,
+  start_ns       INTEGER,  -- run-wide timeline
+  end_ns         INTEGER,
+  failing_rank   INTEGER,
+  world_size     INTEGER
+);
+
+CREATE TABLE string (
+  id    INTEGER PRIMARY KEY,
+  value TEXT NOT NULL UNIQUE
+);
+
+CREATE TABLE rank (
+  rank                 INTEGER PRIMARY KEY,  -- world rank
+  local_rank           INTEGER,
+  node                 INTEGER,
+  host                 TEXT,
+  pid                  INTEGER,
+  device               TEXT,
+  clock_offset_ns      INTEGER,  -- added to this host's monotonic clock to reach the timeline
+  clock_uncertainty_ns INTEGER,
+  exit_code            INTEGER,  -- NULL while running or when unknown
+  exit_signal          INTEGER
+);
+
+CREATE TABLE track (
+  id      INTEGER PRIMARY KEY,
+  rank    INTEGER NOT NULL,
+  kind    INTEGER NOT NULL REFERENCES track_kind(id),
+  name_id INTEGER NOT NULL REFERENCES string(id),
+  UNIQUE (rank, kind, name_id)
+);
+
+CREATE TABLE slice (
+  id          INTEGER PRIMARY KEY,
+  track_id    INTEGER NOT NULL REFERENCES track(id),
+  ts_ns       INTEGER NOT NULL,
+  dur_ns      INTEGER NOT NULL,
+  name_id     INTEGER NOT NULL REFERENCES string(id),
+  category    INTEGER NOT NULL REFERENCES slice_category(id),
+  step        INTEGER,
+  micro_batch INTEGER,
+  layer       INTEGER
+);
+CREATE INDEX slice_track_ts ON slice (track_id, ts_ns);
+
+CREATE TABLE collective (
+  slice_id          INTEGER PRIMARY KEY REFERENCES slice(id),  -- same id as its slice
+  comm_id           INTEGER NOT NULL REFERENCES string(id),
+  seq               INTEGER NOT NULL,
+  op                INTEGER NOT NULL REFERENCES string(id),
+  dtype             INTEGER NOT NULL REFERENCES string(id),
+  reduce_op         INTEGER REFERENCES string(id),
+  count             INTEGER NOT NULL,
+  bytes             INTEGER NOT NULL,
+  peer              INTEGER,  -- send/recv peer (world rank)
+  root              INTEGER,  -- broadcast/reduce root
+  comm_rank         INTEGER,  -- this rank within the communicator
+  group_size        INTEGER NOT NULL,
+  group_ranks_id    INTEGER REFERENCES string(id),  -- '0,1,2,3': world ranks, interned
+  enqueue_ns        INTEGER,
+  gpu_start_ns      INTEGER,
+  gpu_end_ns        INTEGER,
+  state             INTEGER NOT NULL  -- 0 enqueued, 1 started, 2 completed, 3 failed
+);
+CREATE INDEX collective_comm_seq ON collective (comm_id, seq);
+
+CREATE TABLE kernel (
+  slice_id         INTEGER PRIMARY KEY REFERENCES slice(id),
+  correlation_id   INTEGER,
+  device           INTEGER,
+  stream           INTEGER,
+  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER,
+  registers        INTEGER,
+  static_shared_bytes  INTEGER,
+  dynamic_shared_bytes INTEGER
+);
+
+-- Clustered by (rank, ts_ns, category): the memory_events access path, with no second b-tree.
+-- A second sample with the same key replaces the first (bytes in use from that instant on).
+CREATE TABLE memory (
+  rank     INTEGER NOT NULL,
+  ts_ns    INTEGER NOT NULL,
+  category INTEGER NOT NULL REFERENCES memory_category(id),
+  bytes    INTEGER NOT NULL,  -- bytes in use in this category from ts_ns on
+  PRIMARY KEY (rank, ts_ns, category)
+) WITHOUT ROWID;
+
+CREATE TABLE step (
+  rank   INTEGER NOT NULL,
+  step   INTEGER NOT NULL,
+  ts_ns  INTEGER NOT NULL,
+  dur_ns INTEGER NOT NULL,
+  loss   REAL,
+  tokens INTEGER,
+  PRIMARY KEY (rank, step)
+) WITHOUT ROWID;
+
+CREATE TABLE stat (
+  name        TEXT NOT NULL,
+  rank        INTEGER NOT NULL,  -- -1: the whole run
+  value       INTEGER NOT NULL,
+  severity    TEXT NOT NULL CHECK (severity IN ('info', 'data_loss', 'error')),
+  description TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (name, rank)
+) WITHOUT ROWID;

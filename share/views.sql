@@ -1,0 +1,62 @@
+-- The documented query surface of a partrain trace (docs/trace-format.md): raw tables hold codes
+-- and interned string ids; these views give names, ranks and text. Tools and users query these.
+CREATE VIEW ranks AS
+SELECT rank, local_rank, node, host, pid, device, clock_offset_ns, clock_uncertainty_ns,
+       exit_code, exit_signal
+FROM rank;
+
+CREATE VIEW tracks AS
+SELECT t.id AS track_id, t.rank, k.name AS kind, s.value AS name
+FROM track t JOIN track_kind k ON k.id = t.kind JOIN string s ON s.id = t.name_id;
+
+CREATE VIEW slices AS
+SELECT sl.id AS slice_id, t.rank, k.name AS track_kind, tn.value AS track, sl.ts_ns, sl.dur_ns,
+       n.value AS name, c.name AS category, sl.step, sl.micro_batch, sl.layer
+FROM slice sl
+JOIN track t ON t.id = sl.track_id
+JOIN track_kind k ON k.id = t.kind
+JOIN string tn ON tn.id = t.name_id
+JOIN string n ON n.id = sl.name_id
+JOIN slice_category c ON c.id = sl.category;
+
+CREATE VIEW collectives AS
+SELECT t.rank, cid.value AS comm_id, co.seq, op.value AS op, dt.value AS dtype, co.count,
+       co.bytes, coalesce(co.peer, co.root) AS peer, sl.ts_ns, sl.dur_ns,
+       ro.value AS reduce_op, co.root, co.comm_rank, co.group_size, gr.value AS group_ranks,
+       co.enqueue_ns, co.gpu_start_ns, co.gpu_end_ns,
+       CASE co.state WHEN 0 THEN 'enqueued' WHEN 1 THEN 'started' WHEN 2 THEN 'completed'
+                     ELSE 'failed' END AS state,
+       sl.step, sl.id AS slice_id
+FROM collective co
+JOIN slice sl ON sl.id = co.slice_id
+JOIN track t ON t.id = sl.track_id
+JOIN string cid ON cid.id = co.comm_id
+JOIN string op ON op.id = co.op
+JOIN string dt ON dt.id = co.dtype
+LEFT JOIN string ro ON ro.id = co.reduce_op
+LEFT JOIN string gr ON gr.id = co.group_ranks_id;
+
+CREATE VIEW kernels AS
+SELECT t.rank, n.value AS name, sl.ts_ns, sl.dur_ns, k.correlation_id, k.device, k.stream,
+       k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers,
+       k.static_shared_bytes, k.dynamic_shared_bytes, sl.id AS slice_id
+FROM kernel k
+JOIN slice sl ON sl.id = k.slice_id
+JOIN track t ON t.id = sl.track_id
+JOIN string n ON n.id = sl.name_id;
+
+CREATE VIEW memory_events AS
+SELECT m.rank, m.ts_ns, c.name AS category, m.bytes
+FROM memory m JOIN memory_category c ON c.id = m.category;
+
+CREATE VIEW steps AS
+SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step;
+
+CREATE VIEW stats AS
+SELECT name, CASE WHEN rank < 0 THEN NULL ELSE rank END AS rank, value, severity, description
+FROM stat;
+
+CREATE VIEW runs AS
+SELECT run_id, command, config, status, start_unix_ns, end_unix_ns, start_ns, end_ns,
+       failing_rank, world_size
+FROM run;

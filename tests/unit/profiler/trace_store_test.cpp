@@ -1,0 +1,385 @@
+// TraceWriter and open_trace: what is written comes back through the public views, a writer
+// killed mid-batch leaves a readable file marked incomplete, and bad inputs are told apart.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "memory/category.h"
+#include "profiler/sqlite_db.h"
+#include "profiler/trace_open.h"
+#include "profiler/trace_schema.h"
+#include "profiler/trace_writer.h"
+
+namespace partrain::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TraceStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           fmt::format("trace_store_{}_{}", getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path file(std::string_view name) const { return dir_ / name; }
+  fs::path dir_;
+};
+
+std::unique_ptr<TraceWriter> make_writer(const fs::path& path, TraceWriterOptions options = {}) {
+  auto writer = TraceWriter::create(path, options);
+  EXPECT_TRUE(writer.is_ok()) << writer.status().message();
+  return writer.is_ok() ? std::move(writer).value() : nullptr;
+}
+
+// Every row of a query, columns joined by '|', rows by '\n' (a small golden format).
+std::string rows(const SqliteDb& db, std::string_view sql) {
+  auto stmt = SqliteStatement::prepare(db, sql);
+  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
+  if (!stmt.is_ok()) return {};
+  std::string out;
+  while (stmt->step() == SQLITE_ROW) {
+    for (int c = 0; c < stmt->column_count(); ++c) {
+      if (c > 0) out += '|';
+      out += stmt->column_is_null(c) ? "NULL" : stmt->column_text(c);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+int64_t count(const SqliteDb& db, std::string_view sql) {
+  auto stmt = SqliteStatement::prepare(db, sql);
+  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
+  if (!stmt.is_ok() || stmt->step() != SQLITE_ROW) return -1;
+  return stmt->column_int(0);
+}
+
+CollectiveRecord all_reduce(int world_rank, uint64_t seq, int64_t start) {
+  CollectiveRecord r;
+  r.world_rank = world_rank;
+  r.step = 1;
+  r.event.comm_id = "dp0";
+  r.event.seq = seq;
+  r.event.op = "all_reduce";
+  r.event.dtype = "float";
+  r.event.reduce_op = "sum";
+  r.event.count = 256;
+  r.event.bytes = 1024;
+  r.event.rank = world_rank;
+  r.event.group_ranks = {0, 1};
+  r.event.enqueue_ns = start - 5;
+  r.event.start_ns = start;
+  r.event.end_ns = start + 100;
+  r.event.state = CollectiveState::kCompleted;
+  return r;
+}
+
+TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
+  fs::path path = file("run.db");
+  {
+    auto writer = make_writer(path);
+    ASSERT_TRUE(writer);
+    CollectiveRecord send = all_reduce(0, 0, 3'000);
+    send.event.comm_id = "pp0-1";
+    send.event.op = "send";
+    send.event.reduce_op = "";
+    send.event.peer = 1;
+    std::vector<TraceEvent> events = {
+        RunInfo{"r1", "partrain launch -n 2", R"({"dp":2})", 2, 1, 0},
+        RankInfo{0, 0, 0, "hostA", 100, "cpu", 0, 0, false, 0, 0},
+        RankInfo{1, 1, 0, "hostA", 101, "cpu", 250, 10, false, 0, 0},
+        SliceEvent{0, TrackKind::kCpuThread, "main", "forward", SliceCategory::kPhase, 10, 90,
+                   1, 0, 3},
+        all_reduce(0, 0, 1'000),
+        all_reduce(1, 0, 1'020),
+        send,
+        MemorySample{0, static_cast<uint8_t>(memory::Category::kGrads), 50, 4096},
+        StepEvent{0, 1, 0, 5'000, 3.5, 2048},
+        StatEvent{"recorder_dropped_events", 1, 3, StatSeverity::kDataLoss, "buffer full"},
+        StatEvent{"recorder_dropped_events", 1, 2, StatSeverity::kDataLoss, ""},
+        RankInfo{1, 1, 0, "hostA", 101, "cpu", 250, 10, true, 0, 9},
+    };
+    writer->append(events);
+    ASSERT_TRUE(writer->set_run_status(RunStatus::kFailed, 1, 6'000).is_ok());
+    EXPECT_EQ(writer->write_errors(), 0u);
+  }
+  EXPECT_FALSE(fs::exists(writer_lock_path(path)));
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->status, RunStatus::kFailed);
+  EXPECT_FALSE(trace->marked_incomplete);
+  const SqliteDb& db = trace->db;
+  EXPECT_EQ(rows(db, "SELECT rank, comm_id, seq, op, dtype, count, bytes, peer, ts_ns, dur_ns "
+                     "FROM collectives ORDER BY rank, comm_id"),
+            "0|dp0|0|all_reduce|float|256|1024|NULL|1000|100\n"
+            "0|pp0-1|0|send|float|256|1024|1|3000|100\n"
+            "1|dp0|0|all_reduce|float|256|1024|NULL|1020|100\n");
+  EXPECT_EQ(rows(db, "SELECT reduce_op, group_ranks, group_size, enqueue_ns, state FROM "
+                     "collectives WHERE rank = 1"),
+            "sum|0,1|2|1015|completed\n");
+  EXPECT_EQ(rows(db, "SELECT rank, ts_ns, category, bytes FROM memory_events"), "0|50|grads|4096\n");
+  EXPECT_EQ(rows(db, "SELECT rank, track_kind, track, name, category, ts_ns, dur_ns, step, "
+                     "micro_batch, layer FROM slices WHERE category = 'phase'"),
+            "0|cpu_thread|main|forward|phase|10|90|1|0|3\n");
+  EXPECT_EQ(rows(db, "SELECT category, count(*) FROM slices GROUP BY category ORDER BY 1"),
+            "collective|2\np2p|1\nphase|1\n");
+  EXPECT_EQ(rows(db, "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM steps"),
+            "0|1|0|5000|3.5|2048\n");
+  EXPECT_EQ(rows(db, "SELECT name, rank, value, severity, description FROM stats"),
+            "recorder_dropped_events|1|5|data_loss|buffer full\n");
+  EXPECT_EQ(rows(db, "SELECT rank, host, pid, clock_offset_ns, clock_uncertainty_ns, exit_code, "
+                     "exit_signal FROM ranks ORDER BY rank"),
+            "0|hostA|100|0|0|NULL|NULL\n1|hostA|101|250|10|0|9\n");
+  EXPECT_EQ(rows(db, "SELECT run_id, command, config, status, failing_rank, end_ns, world_size "
+                     "FROM runs"),
+            "r1|partrain launch -n 2|{\"dp\":2}|failed|1|6000|2\n");
+  EXPECT_EQ(count(db, "PRAGMA user_version"), kTraceSchemaVersion);
+}
+
+TEST_F(TraceStoreTest, MemoryCategoriesMatchTheMemoryModule) {
+  fs::path path = file("mem.db");
+  {
+    auto writer = make_writer(path);
+    ASSERT_TRUE(writer);
+    int64_t ts = 0;
+    for (memory::Category c : memory::kAllCategories) {
+      writer->append(MemorySample{0, static_cast<uint8_t>(c), ts++, 1});
+    }
+  }
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  std::string expected;
+  for (memory::Category c : memory::kAllCategories) {
+    expected += std::string(memory::category_name(c)) + "\n";
+  }
+  EXPECT_EQ(rows(trace->db, "SELECT category FROM memory_events ORDER BY ts_ns"), expected);
+}
+
+TEST_F(TraceStoreTest, BatchesCommitWhenDue) {
+  fs::path path = file("batch.db");
+  TraceWriterOptions options;
+  options.max_commit_interval = std::chrono::milliseconds(100);
+  auto writer = make_writer(path, options);
+  ASSERT_TRUE(writer);
+  auto reader = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(reader.is_ok());
+  writer->append(MemorySample{0, 0, 1, 1});
+  EXPECT_EQ(count(*reader, "SELECT count(*) FROM memory"), 0) << "committed too early";
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  writer->commit_if_due();
+  EXPECT_EQ(count(*reader, "SELECT count(*) FROM memory"), 1);
+
+  // A live writer's run is reported running and is not touched.
+  auto live = open_trace(path);
+  ASSERT_TRUE(live.is_ok()) << live.status().message();
+  EXPECT_EQ(live->status, RunStatus::kRunning);
+  EXPECT_TRUE(live->writer_alive);
+  EXPECT_FALSE(live->marked_incomplete);
+}
+
+TEST_F(TraceStoreTest, LargeBatchCommitsBeforeTheInterval) {
+  fs::path path = file("large.db");
+  TraceWriterOptions options;
+  options.max_commit_interval = std::chrono::hours(1);
+  options.max_batch_events = 10;
+  auto writer = make_writer(path, options);
+  ASSERT_TRUE(writer);
+  auto reader = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(reader.is_ok());
+  std::vector<TraceEvent> batch;
+  for (int i = 0; i < 10; ++i) batch.push_back(MemorySample{0, 0, i, 1});
+  writer->append(batch);
+  EXPECT_EQ(count(*reader, "SELECT count(*) FROM memory"), 10);
+}
+
+TEST_F(TraceStoreTest, SecondWriterAndExistingFileAreRefused) {
+  fs::path path = file("one.db");
+  auto first = make_writer(path);
+  ASSERT_TRUE(first);
+  auto second = TraceWriter::create(path, {.overwrite = true});
+  ASSERT_FALSE(second.is_ok());
+  EXPECT_NE(second.status().message().find("another process"), std::string::npos);
+  first.reset();
+  auto again = TraceWriter::create(path);
+  ASSERT_FALSE(again.is_ok());
+  EXPECT_NE(again.status().message().find("already exists"), std::string::npos);
+  EXPECT_TRUE(TraceWriter::create(path, {.overwrite = true}).is_ok());
+}
+
+// The writer process dies (SIGKILL) with a batch open: committed batches survive, the open one
+// is gone, and the first reader marks the run incomplete.
+TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
+  fs::path path = file("killed.db");
+  constexpr int kBatches = 3;
+  constexpr int kPerBatch = 1000;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto writer = TraceWriter::create(path);
+    if (!writer.is_ok()) _exit(2);
+    int64_t ts = 0;
+    for (int b = 0; b < kBatches; ++b) {
+      std::vector<TraceEvent> batch;
+      for (int i = 0; i < kPerBatch; ++i) {
+        batch.push_back(SliceEvent{0, TrackKind::kCpuThread, "main", "op", SliceCategory::kCompute,
+                                   ts++, 1, b, -1, -1});
+      }
+      (*writer)->append(batch);
+      if (!(*writer)->commit().is_ok()) _exit(3);
+    }
+    std::vector<TraceEvent> lost(kPerBatch, MemorySample{0, 0, 0, 1});
+    for (int i = 0; i < kPerBatch; ++i) std::get<MemorySample>(lost[i]).ts_ns = i;
+    (*writer)->append(lost);  // uncommitted
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exit " << WEXITSTATUS(wstatus);
+  ASSERT_TRUE(fs::exists(writer_lock_path(path)));
+
+  auto strict = open_trace(path, TraceOpenMode::kReadStrict);
+  ASSERT_TRUE(strict.is_ok()) << strict.status().message();
+  EXPECT_EQ(strict->status, RunStatus::kIncomplete);
+  EXPECT_FALSE(strict->marked_incomplete);
+  strict = StatusOr<TraceFile>(Status::ok());  // close before the marking open
+
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->status, RunStatus::kIncomplete);
+  EXPECT_TRUE(trace->marked_incomplete);
+  EXPECT_FALSE(trace->writer_alive);
+  EXPECT_EQ(rows(trace->db, "PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices"), kBatches * kPerBatch);
+  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM memory_events"), 0);
+  EXPECT_EQ(rows(trace->db, "SELECT status FROM runs"), "incomplete\n");
+  EXPECT_EQ(rows(trace->db, "SELECT name, severity FROM stats"), "run_incomplete|data_loss\n");
+}
+
+void write_bytes(const fs::path& path, std::string_view bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(),
+                                                               static_cast<std::streamsize>(bytes.size()));
+}
+
+void expect_unreadable(const fs::path& path, std::string_view says) {
+  auto trace = open_trace(path);
+  ASSERT_FALSE(trace.is_ok()) << path << " opened";
+  EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+  EXPECT_EQ(trace.status().exit_code(), 3);
+  EXPECT_NE(trace.status().message().find(says), std::string::npos) << trace.status().message();
+}
+
+fs::path closed_trace(const fs::path& path, int slices) {
+  auto writer = make_writer(path);
+  std::vector<TraceEvent> batch;
+  for (int i = 0; i < slices; ++i) {
+    batch.push_back(SliceEvent{i % 4, TrackKind::kCpuThread, "main", fmt::format("op{}", i % 50),
+                               SliceCategory::kCompute, i, 1, i / 100, -1, -1});
+  }
+  writer->append(batch);
+  (void)writer->set_run_status(RunStatus::kCompleted);
+  return path;
+}
+
+TEST_F(TraceStoreTest, BadInputsSayWhichCase) {
+  expect_unreadable(file("missing.db"), "cannot open");
+  write_bytes(file("empty.db"), "");
+  expect_unreadable(file("empty.db"), "not an SQLite database");
+  write_bytes(file("text.db"), "rank,step\n0,1\n");
+  expect_unreadable(file("text.db"), "not an SQLite database");
+
+  {
+    auto other = SqliteDb::open(file("other.db").string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(other.is_ok());
+    ASSERT_TRUE(other->exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)").is_ok());
+  }
+  expect_unreadable(file("other.db"), "not a partrain trace");
+
+  fs::path newer = closed_trace(file("newer.db"), 10);
+  {
+    auto db = SqliteDb::open(newer.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("PRAGMA user_version = 2").is_ok());
+  }
+  expect_unreadable(newer, "newer than this partrain reads");
+
+  fs::path truncated = closed_trace(file("truncated.db"), 20'000);
+  fs::resize_file(truncated, fs::file_size(truncated) / 2);
+  expect_unreadable(truncated, "truncated or corrupted");
+  fs::resize_file(truncated, 60);
+  expect_unreadable(truncated, "truncated or corrupted");
+
+  fs::path corrupt = closed_trace(file("corrupt.db"), 20'000);
+  {
+    std::fstream f(corrupt, std::ios::binary | std::ios::in | std::ios::out);
+    std::string garbage(8192 * 4, '\x5a');
+    f.seekp(8192 * 6);
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  expect_unreadable(corrupt, "truncated or corrupted");
+
+  // None of the failed opens wrote to its input.
+  EXPECT_EQ(fs::file_size(file("text.db")), 14u);
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The writer-only rate for `bench ingest`: prints events/s and bytes/event, asserts only that
+// everything arrived (speed depends on the machine).
+TEST_F(TraceStoreTest, TraceWriterThroughput) {
+  fs::path path = file("bench.db");
+  constexpr int kRanks = 8;
+  constexpr int kEach = 400'000;  // of slices and of memory samples
+  std::vector<TraceEvent> batch;
+  batch.reserve(2 * 50'000);
+  auto writer = make_writer(path);
+  ASSERT_TRUE(writer);
+  auto start = std::chrono::steady_clock::now();
+  double cpu_start = thread_cpu_seconds();
+  for (int i = 0; i < kEach; ++i) {
+    int rank = i % kRanks;
+    batch.push_back(SliceEvent{rank, TrackKind::kCpuThread, "main",
+                               i % 3 == 0 ? "forward" : (i % 3 == 1 ? "backward" : "optimizer"),
+                               SliceCategory::kPhase, int64_t{i} * 1000, 900, i / 1000, i % 4,
+                               i % 24});
+    batch.push_back(MemorySample{rank, static_cast<uint8_t>(i % 7), int64_t{i} * 1000,
+                                 int64_t{i} * 4096});
+    if (batch.size() == batch.capacity()) {
+      writer->append(batch);
+      batch.clear();
+    }
+  }
+  writer->append(batch);
+  ASSERT_TRUE(writer->commit().is_ok());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double cpu_seconds = thread_cpu_seconds() - cpu_start;
+  writer.reset();  // checkpoints the WAL into the file
+  double events = 2.0 * kEach;
+  auto size = static_cast<double>(fs::file_size(path));
+  // CPU time too: on a shared 2-core machine the wall clock also measures the neighbours.
+  std::printf("[ bench ingest ] writer only: %.0f events in %.3f s = %.0f events/s "
+              "(%.0f events per CPU second), %.1f bytes/event\n",
+              events, seconds, events / seconds, events / cpu_seconds, size / events);
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slice"), kEach);
+  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM memory"), kEach);
+}
+
+}  // namespace
+}  // namespace partrain::profiler
