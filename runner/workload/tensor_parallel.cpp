@@ -1,7 +1,6 @@
 #include "runner/workload/tensor_parallel.h"
 
 #include <cstring>
-#include <vector>
 
 namespace partrain::runner {
 
@@ -16,12 +15,11 @@ Status TensorParallel::enter_forward(const float* local, float* full, int64_t B,
   const int64_t n = size();
   const int64_t t_local = T / n;
   const int64_t block = B * t_local * C;
-  std::vector<float> gathered(static_cast<size_t>(block * n));
-  RETURN_IF_ERROR(tp_.all_gather(local, gathered.data(), static_cast<size_t>(block),
-                                 comm::DType::kF32));
+  ASSIGN_OR_RETURN(float* gathered, staging(block * n));
+  RETURN_IF_ERROR(tp_.all_gather(local, gathered, static_cast<size_t>(block), comm::DType::kF32));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(full + (b * T + r * t_local) * C, gathered.data() + r * block + b * t_local * C,
+      std::memcpy(full + (b * T + r * t_local) * C, gathered + r * block + b * t_local * C,
                   static_cast<size_t>(t_local * C) * sizeof(float));
     }
   }
@@ -43,15 +41,24 @@ Status TensorParallel::enter_backward(const float* full_grad, float* local_grad,
   }
   const int64_t t_local = T / n;
   const int64_t block = B * t_local * C;
-  std::vector<float> blocks(static_cast<size_t>(block * n));
+  ASSIGN_OR_RETURN(float* blocks, staging(block * n));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(blocks.data() + r * block + b * t_local * C, full_grad + (b * T + r * t_local) * C,
+      std::memcpy(blocks + r * block + b * t_local * C, full_grad + (b * T + r * t_local) * C,
                   static_cast<size_t>(t_local * C) * sizeof(float));
     }
   }
-  return tp_.reduce_scatter(blocks.data(), local_grad, static_cast<size_t>(block),
+  return tp_.reduce_scatter(blocks, local_grad, static_cast<size_t>(block),
                             comm::DType::kF32, comm::ReduceOp::kSum);
+}
+
+StatusOr<float*> TensorParallel::staging(int64_t numel) {
+  const size_t bytes = static_cast<size_t>(numel) * sizeof(float);
+  if (staging_.bytes() < bytes) {
+    staging_.reset();  // free first: the peak holds one staging buffer, never two
+    ASSIGN_OR_RETURN(staging_, memory_.allocate(bytes, memory::Category::kComm));
+  }
+  return static_cast<float*>(staging_.data());
 }
 
 Status TensorParallel::all_reduce(float* values, int64_t n, comm::ReduceOp op) {

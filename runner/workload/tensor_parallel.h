@@ -8,13 +8,16 @@
 
 #include "core/status.h"
 #include "runner/comm/comm.h"
+#include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
 
 class TensorParallel {
  public:
-  // `tp` may be a communicator of one rank. B and T are the micro-batch's full shape.
-  TensorParallel(comm::Comm& tp, bool sequence_parallel) : tp_(tp), sp_(sequence_parallel) {}
+  // `tp` may be a communicator of one rank. B and T are the micro-batch's full shape. The
+  // sequence-parallel staging buffer comes from `memory` (category comm) and is reused.
+  TensorParallel(comm::Comm& tp, bool sequence_parallel, TrackedAllocator& memory)
+      : tp_(tp), sp_(sequence_parallel), memory_(memory) {}
 
   int rank() const { return tp_.rank(); }
   int size() const { return tp_.size(); }
@@ -43,8 +46,14 @@ class TensorParallel {
   Status all_reduce(float* values, int64_t n, comm::ReduceOp op = comm::ReduceOp::kSum);
 
  private:
+  // The (tp, B, T/tp, C) rank-major blocks of a gather or scatter: grown once, reused by every
+  // layer and micro-batch, so the training step allocates nothing here after the first.
+  StatusOr<float*> staging(int64_t numel);
+
   comm::Comm& tp_;
   bool sp_;
+  TrackedAllocator& memory_;
+  TrackedBuffer staging_;
 };
 
 }  // namespace partrain::runner

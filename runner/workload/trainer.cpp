@@ -71,7 +71,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   CpuDevice device(device_options);
   ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, layout));
   const MeshCoords coords = mesh.coords();
-  TensorParallel tp(mesh.tp(), layout.sp);
+  TensorParallel tp(mesh.tp(), layout.sp, device.allocator());
   const TpShard shard{coords.tp, layout.tp};
   const LayoutModel& m = config.model;
 

@@ -23,7 +23,8 @@ void run_ranks(int stage, const std::function<void(int, ShardedState&, CpuDevice
   comm::testing::run_world(2, [&](int rank, comm::Comm& dp) {
     auto solo = dp.split(rank, 0);  // a tp group of one
     ASSERT_TRUE(solo.is_ok());
-    TensorParallel tp(**solo, false);
+    TrackedAllocator memory;
+    TensorParallel tp(**solo, false, memory);
     CpuDevice device;
     auto state = ShardedState::create(device, layout, stage, dp, tp, 7, 1, TpShard{});
     ASSERT_TRUE(state.is_ok()) << state.status().message();

@@ -12,7 +12,8 @@ namespace {
 TEST(TensorParallel, SequenceGatherAndScatterKeepTokenOrder) {
   constexpr int64_t B = 2, T = 6, C = 3, n = 3;
   comm::testing::run_world(n, [&](int rank, comm::Comm& comm) {
-    TensorParallel tp(comm, true);
+    TrackedAllocator memory;
+    TensorParallel tp(comm, true, memory);
     ASSERT_TRUE(tp.sequence_parallel());
     EXPECT_EQ(tp.local_tokens(B, T), B * T / n);
     const int64_t t_local = T / n;
@@ -36,7 +37,8 @@ TEST(TensorParallel, SequenceGatherAndScatterKeepTokenOrder) {
 
 TEST(TensorParallel, WithoutSequenceParallelismGIsAnAllReduce) {
   comm::testing::run_world(2, [&](int rank, comm::Comm& comm) {
-    TensorParallel tp(comm, false);
+    TrackedAllocator memory;
+    TensorParallel tp(comm, false, memory);
     std::vector<float> partial = {static_cast<float>(rank + 1), 10};
     std::vector<float> out(2);
     ASSERT_TRUE(tp.exit_forward(partial.data(), out.data(), 1, 1, 2).is_ok());
