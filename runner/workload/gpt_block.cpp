@@ -23,7 +23,6 @@ Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivat
   const int64_t c_local = C / tp;
   const int64_t f_local = F / tp;
   const int64_t heads_local = NH / tp;
-  const bool sp = tp_.sequence_parallel();
   // Row-parallel outputs are partial sums over tp: only rank 0 adds the (replicated) bias.
   const bool add_bias = tp_.rank() == 0;
   const auto& p = w.param;
@@ -36,12 +35,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivat
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
-  const float* ln1_full = a.ln1.data();
-  if (sp) {
-    ASSIGN_OR_RETURN(gathered, scratch({N, C}));
-    RETURN_IF_ERROR(tp_.enter_forward(a.ln1.data(), gathered.data(), B, T, C));
-    ln1_full = gathered.data();
-  }
+  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(a.ln1.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(a.qkv, activation({N, 3 * c_local}));
   device_.matmul_forward(a.qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
   ASSIGN_OR_RETURN(a.att, activation({B, heads_local, T, T}));
@@ -60,11 +54,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivat
   ASSIGN_OR_RETURN(a.ln2_rstd, activation({n}));
   device_.layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.x2.data(),
                             p[kLn2W], p[kLn2B], n, C);
-  const float* ln2_full = a.ln2.data();
-  if (sp) {
-    RETURN_IF_ERROR(tp_.enter_forward(a.ln2.data(), gathered.data(), B, T, C));
-    ln2_full = gathered.data();
-  }
+  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(a.ln2.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(a.fc, activation({N, f_local}));
   device_.matmul_forward(a.fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
   ASSIGN_OR_RETURN(a.fc_gelu, activation({N, f_local}));
@@ -111,15 +101,9 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
                               C / NH);
   }
   // Under SP, the layernorm outputs are gathered again from their saved shards.
-  const bool sp = tp_.sequence_parallel();
   Tensor ln1_gathered, ln2_gathered;
-  const float* ln1_full = a.ln1.data();
-  const float* ln2_full = a.ln2.data();
-  if (sp) {
-    ASSIGN_OR_RETURN(ln2_gathered, scratch({N, C}));
-    RETURN_IF_ERROR(tp_.enter_forward(a.ln2.data(), ln2_gathered.data(), B, T, C));
-    ln2_full = ln2_gathered.data();
-  }
+  ASSIGN_OR_RETURN(const float* ln2_full,
+                   tp_.region_input(a.ln2.data(), ln2_gathered, B, T, C));
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
@@ -162,11 +146,8 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
                              heads_local, C / NH);
   d_atty = Tensor();
   a.att = Tensor();
-  if (sp) {
-    ASSIGN_OR_RETURN(ln1_gathered, scratch({N, C}));
-    RETURN_IF_ERROR(tp_.enter_forward(a.ln1.data(), ln1_gathered.data(), B, T, C));
-    ln1_full = ln1_gathered.data();
-  }
+  ASSIGN_OR_RETURN(const float* ln1_full,
+                   tp_.region_input(a.ln1.data(), ln1_gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
                           p[kQkvW], N, C, 3 * c_local);

@@ -111,12 +111,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
   }
   // Under SP the gathered input is not kept: backward gathers it again.
   Tensor gathered;
-  const float* lnf_full = h.lnf.data();
-  if (tp_.sequence_parallel()) {
-    ASSIGN_OR_RETURN(gathered, tensor({N, C}, Category::kWorkspace));
-    RETURN_IF_ERROR(tp_.enter_forward(h.lnf.data(), gathered.data(), B, T, C));
-    lnf_full = gathered.data();
-  }
+  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(h.lnf.data(), gathered, B, T, C));
   // The LM head is tied to the token embedding: logits = lnf @ wte^T, vocab-parallel under tp.
   ASSIGN_OR_RETURN(h.logits, tensor({N, v_local}, Category::kActivations));
   {
@@ -161,12 +156,7 @@ Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h,
                                     tp_.rank() * v_local, batch.dloss_scale);
   }
   Tensor gathered;
-  const float* lnf_full = h.lnf.data();
-  if (tp_.sequence_parallel()) {
-    ASSIGN_OR_RETURN(gathered, tensor({N, C}, Category::kWorkspace));
-    RETURN_IF_ERROR(tp_.enter_forward(h.lnf.data(), gathered.data(), B, T, C));
-    lnf_full = gathered.data();
-  }
+  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(h.lnf.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));

@@ -52,6 +52,16 @@ Status TensorParallel::enter_backward(const float* full_grad, float* local_grad,
                             comm::DType::kF32, comm::ReduceOp::kSum);
 }
 
+StatusOr<const float*> TensorParallel::region_input(const float* local, Tensor& gathered,
+                                                    int64_t B, int64_t T, int64_t C) {
+  if (!sequence_parallel()) return local;
+  if (gathered.numel() != B * T * C) {
+    ASSIGN_OR_RETURN(gathered, Tensor::create(memory_, {B * T, C}, memory::Category::kWorkspace));
+  }
+  RETURN_IF_ERROR(enter_forward(local, gathered.data(), B, T, C));
+  return static_cast<const float*>(gathered.data());
+}
+
 StatusOr<float*> TensorParallel::staging(int64_t numel) {
   const size_t bytes = static_cast<size_t>(numel) * sizeof(float);
   if (staging_.bytes() < bytes) {

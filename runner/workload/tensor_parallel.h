@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "runner/comm/comm.h"
+#include "runner/device/tensor.h"
 #include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
@@ -42,6 +43,11 @@ class TensorParallel {
                        int64_t C) {
     return enter_forward(local_grad, full_grad, B, T, C);
   }
+  // The input of a column-parallel layer: `local` itself, or under SP its all-gather into
+  // `gathered` (a workspace tensor the caller keeps while it needs the input; backward calls this
+  // again instead of saving the gathered copy).
+  StatusOr<const float*> region_input(const float* local, Tensor& gathered, int64_t B, int64_t T,
+                                      int64_t C);
   // Sums `n` values over tp in place (vocab-parallel cross-entropy, SP layernorm grads).
   Status all_reduce(float* values, int64_t n, comm::ReduceOp op = comm::ReduceOp::kSum);
 
