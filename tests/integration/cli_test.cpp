@@ -50,6 +50,14 @@ TEST(Cli, UsageErrorsExitTwoWithTheReason) {
   CommandResult bad_type = run_partrain("bench collectives -d float128");
   EXPECT_EQ(bad_type.exit_code, 2);
   EXPECT_NE(bad_type.err.find("float128"), std::string::npos) << bad_type.err;
+  // The hidden worker command outside a launcher says how it is meant to start.
+  CommandResult worker = run_partrain("worker", "env -u PARTRAIN_WORKLOAD_CONFIG");
+  EXPECT_EQ(worker.exit_code, 2);
+  EXPECT_NE(worker.err.find("partrain launch --workload"), std::string::npos) << worker.err;
+  CommandResult bad_workload = run_partrain("worker", "PARTRAIN_WORKLOAD_CONFIG='{\"x\": 1}'");
+  EXPECT_EQ(bad_workload.exit_code, 2);
+  EXPECT_NE(bad_workload.err.find("PARTRAIN_WORKLOAD_CONFIG"), std::string::npos)
+      << bad_workload.err;
   CommandResult bad_config = run_partrain("bench collectives --config /nonexistent.toml");
   EXPECT_EQ(bad_config.exit_code, 2);
   EXPECT_NE(bad_config.err.find("nonexistent.toml"), std::string::npos) << bad_config.err;
