@@ -109,7 +109,8 @@ int run(int argc, char** argv) {
       "(130 Ctrl-C); `launch` returns the first failing rank's code.");
 
   std::map<const CLI::App*, std::function<int()>> runners;
-  for (auto add : {add_launch_command, add_bench_command, add_memory_command, add_worker_command}) {
+  for (auto add : {add_launch_command, add_trace_command, add_bench_command, add_memory_command,
+                   add_export_command, add_merge_command, add_worker_command}) {
     Subcommand sub = add(app);
     runners.emplace(sub.app, std::move(sub.run));
   }

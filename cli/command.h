@@ -19,6 +19,9 @@ Subcommand add_launch_command(CLI::App& parent);
 Subcommand add_bench_command(CLI::App& parent);
 Subcommand add_worker_command(CLI::App& parent);
 Subcommand add_memory_command(CLI::App& parent);
+Subcommand add_trace_command(CLI::App& parent);
+Subcommand add_export_command(CLI::App& parent);
+Subcommand add_merge_command(CLI::App& parent);
 
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);

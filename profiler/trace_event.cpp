@@ -192,6 +192,7 @@ void encode(const RankInfo& e, Writer& w) {
   w.put_string(e.device);
   w.put(e.clock_offset_ns);
   w.put(e.clock_uncertainty_ns);
+  w.put_double(e.clock_drift_ppm);
   w.put(static_cast<uint8_t>(e.exited ? 1 : 0));
   w.put(e.exit_code);
   w.put(e.exit_signal);
@@ -296,6 +297,7 @@ RankInfo decode_rank(Reader& r) {
   e.device = r.get_string();
   e.clock_offset_ns = r.get<int64_t>();
   e.clock_uncertainty_ns = r.get<int64_t>();
+  e.clock_drift_ppm = r.get_double();
   e.exited = r.get<uint8_t>() != 0;
   e.exit_code = r.get<int32_t>();
   e.exit_signal = r.get<int32_t>();

@@ -78,7 +78,9 @@ struct StatEvent {
   std::string description;
 };
 
-// Who a rank is; sent at start, and again with `exited` set when its exit status is known.
+// Who a rank is: sent by the rank at start (and when its clock is re-measured), and by the
+// launcher with `exited` set once its exit status is known. An exit record only fills in what the
+// rank did not say itself (a rank killed before it connected still gets host, pid and node).
 struct RankInfo {
   int32_t rank = 0;
   int32_t local_rank = 0;
@@ -88,6 +90,7 @@ struct RankInfo {
   std::string device;
   int64_t clock_offset_ns = 0;
   int64_t clock_uncertainty_ns = 0;
+  double clock_drift_ppm = 0;
   bool exited = false;
   int32_t exit_code = 0;
   int32_t exit_signal = 0;

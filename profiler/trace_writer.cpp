@@ -78,7 +78,7 @@ struct TraceWriter::State {
   SqliteDb db;
   int lock_fd = -1;
   SqliteStatement insert_string, insert_track, insert_slice, insert_collective, insert_memory,
-      insert_step, upsert_stat, upsert_rank, update_run_info, update_run_status;
+      insert_step, upsert_stat, upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
   std::unordered_map<TrackKey, int64_t, TrackKeyHash> tracks;
   int64_t next_string_id = 1;
@@ -145,13 +145,21 @@ Status TraceWriter::State::prepare_statements() {
        "THEN excluded.description ELSE description END"},
       {&upsert_rank,
        "INSERT INTO rank (rank, local_rank, node, host, pid, device, clock_offset_ns, "
-       "clock_uncertainty_ns, exit_code, exit_signal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-       "?9, ?10) ON CONFLICT (rank) DO UPDATE SET local_rank = excluded.local_rank, "
+       "clock_uncertainty_ns, clock_drift_ppm) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+       "ON CONFLICT (rank) DO UPDATE SET local_rank = excluded.local_rank, "
        "node = excluded.node, host = excluded.host, pid = excluded.pid, device = excluded.device, "
        "clock_offset_ns = excluded.clock_offset_ns, "
        "clock_uncertainty_ns = excluded.clock_uncertainty_ns, "
-       "exit_code = coalesce(excluded.exit_code, exit_code), "
-       "exit_signal = coalesce(excluded.exit_signal, exit_signal)"},
+       "clock_drift_ppm = excluded.clock_drift_ppm"},
+      // The launcher's exit record: the exit status, and who the rank was only where the rank
+      // never said so itself (it died before its recorder connected).
+      {&upsert_rank_exit,
+       "INSERT INTO rank (rank, local_rank, node, host, pid, exit_code, exit_signal) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (rank) DO UPDATE SET "
+       "local_rank = coalesce(local_rank, excluded.local_rank), "
+       "node = coalesce(node, excluded.node), host = coalesce(host, excluded.host), "
+       "pid = coalesce(pid, excluded.pid), exit_code = excluded.exit_code, "
+       "exit_signal = excluded.exit_signal"},
       {&update_run_info,
        "UPDATE run SET run_id = ?1, command = ?2, config = ?3, world_size = ?4, "
        "start_unix_ns = ?5, start_ns = ?6 WHERE id = 1"},
@@ -282,6 +290,18 @@ void TraceWriter::State::store(const StatEvent& e) {
 }
 
 void TraceWriter::State::store(const RankInfo& e) {
+  if (e.exited) {
+    SqliteStatement& s = upsert_rank_exit;
+    s.bind(1, int64_t{e.rank});
+    s.bind(2, int64_t{e.local_rank});
+    s.bind(3, int64_t{e.node});
+    s.bind(4, std::string_view(e.host));
+    s.bind(5, e.pid);
+    s.bind(6, int64_t{e.exit_code});
+    s.bind(7, int64_t{e.exit_signal});
+    run(s, "a rank's exit");
+    return;
+  }
   SqliteStatement& s = upsert_rank;
   s.bind(1, int64_t{e.rank});
   s.bind(2, int64_t{e.local_rank});
@@ -291,13 +311,7 @@ void TraceWriter::State::store(const RankInfo& e) {
   s.bind(6, std::string_view(e.device));
   s.bind(7, e.clock_offset_ns);
   s.bind(8, e.clock_uncertainty_ns);
-  if (e.exited) {
-    s.bind(9, int64_t{e.exit_code});
-    s.bind(10, int64_t{e.exit_signal});
-  } else {
-    s.bind_null(9);
-    s.bind_null(10);
-  }
+  s.bind(9, e.clock_drift_ppm);
   run(s, "a rank");
 }
 

@@ -51,6 +51,7 @@ CREATE TABLE rank (
   device               TEXT,
   clock_offset_ns      INTEGER,  -- added to this host's monotonic clock to reach the timeline
   clock_uncertainty_ns INTEGER,
+  clock_drift_ppm      REAL,     -- fitted drift of that offset over the run (ppm), 0 if unmeasured
   exit_code            INTEGER,  -- NULL while running or when unknown
   exit_signal          INTEGER
 );

@@ -2,7 +2,7 @@
 -- and interned string ids; these views give names, ranks and text. Tools and users query these.
 CREATE VIEW ranks AS
 SELECT rank, local_rank, node, host, pid, device, clock_offset_ns, clock_uncertainty_ns,
-       exit_code, exit_signal
+       clock_drift_ppm, exit_code, exit_signal
 FROM rank;
 
 CREATE VIEW tracks AS

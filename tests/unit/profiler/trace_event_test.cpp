@@ -33,7 +33,7 @@ std::vector<TraceEvent> sample_events() {
           MemorySample{2, 3, 5'000, int64_t{1} << 40},
           StepEvent{1, 7, 10'000, 900, 2.75, 8192},
           StatEvent{"recorder_dropped_events", 2, 17, StatSeverity::kDataLoss, "buffer full"},
-          RankInfo{6, 2, 1, "node-b", 4411, "cuda:2", -1234, 50, true, 0, 9},
+          RankInfo{6, 2, 1, "node-b", 4411, "cuda:2", -1234, 50, -3.25, true, 0, 9},
           RunInfo{"run-1", "partrain launch -n 8", R"({"dp":8})", 8, 1'700'000'000'000'000'000,
                   0}};
 }

@@ -85,6 +85,32 @@ CollectiveRecord all_reduce(int world_rank, uint64_t seq, int64_t start) {
   return r;
 }
 
+RankInfo rank_info(int rank, int64_t pid, int64_t offset_ns, int64_t uncertainty_ns) {
+  RankInfo info;
+  info.rank = rank;
+  info.local_rank = rank;
+  info.host = "hostA";
+  info.pid = pid;
+  info.device = "cpu";
+  info.clock_offset_ns = offset_ns;
+  info.clock_uncertainty_ns = uncertainty_ns;
+  info.clock_drift_ppm = offset_ns > 0 ? 12.5 : 0.0;
+  return info;
+}
+
+// What the launcher knows once a rank is reaped.
+RankInfo exit_info(int rank, int64_t pid, int exit_code, int exit_signal) {
+  RankInfo info;
+  info.rank = rank;
+  info.local_rank = rank;
+  info.host = "hostA";
+  info.pid = pid;
+  info.exited = true;
+  info.exit_code = exit_code;
+  info.exit_signal = exit_signal;
+  return info;
+}
+
 TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
   fs::path path = file("run.db");
   {
@@ -97,8 +123,8 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
     send.event.peer = 1;
     std::vector<TraceEvent> events = {
         RunInfo{"r1", "partrain launch -n 2", R"({"dp":2})", 2, 1, 0},
-        RankInfo{0, 0, 0, "hostA", 100, "cpu", 0, 0, false, 0, 0},
-        RankInfo{1, 1, 0, "hostA", 101, "cpu", 250, 10, false, 0, 0},
+        rank_info(0, 100, 0, 0),
+        rank_info(1, 101, 250, 10),
         SliceEvent{0, TrackKind::kCpuThread, "main", "forward", SliceCategory::kPhase, 10, 90,
                    1, 0, 3},
         all_reduce(0, 0, 1'000),
@@ -108,7 +134,9 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
         StepEvent{0, 1, 0, 5'000, 3.5, 2048},
         StatEvent{"recorder_dropped_events", 1, 3, StatSeverity::kDataLoss, "buffer full"},
         StatEvent{"recorder_dropped_events", 1, 2, StatSeverity::kDataLoss, ""},
-        RankInfo{1, 1, 0, "hostA", 101, "cpu", 250, 10, true, 0, 9},
+        exit_info(1, 101, 0, 9),
+        // A rank killed before it connected: the launcher's record alone describes it.
+        exit_info(2, 102, 1, 0),
     };
     writer->append(events);
     ASSERT_TRUE(writer->set_run_status(RunStatus::kFailed, 1, 6'000).is_ok());
@@ -140,7 +168,9 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
             "recorder_dropped_events|1|5|data_loss|buffer full\n");
   EXPECT_EQ(rows(db, "SELECT rank, host, pid, clock_offset_ns, clock_uncertainty_ns, exit_code, "
                      "exit_signal FROM ranks ORDER BY rank"),
-            "0|hostA|100|0|0|NULL|NULL\n1|hostA|101|250|10|0|9\n");
+            "0|hostA|100|0|0|NULL|NULL\n1|hostA|101|250|10|0|9\n2|hostA|102|NULL|NULL|1|0\n");
+  EXPECT_EQ(rows(db, "SELECT rank, device, clock_drift_ppm FROM ranks ORDER BY rank"),
+            "0|cpu|0.0\n1|cpu|12.5\n2|NULL|NULL\n");
   EXPECT_EQ(rows(db, "SELECT run_id, command, config, status, failing_rank, end_ns, world_size "
                      "FROM runs"),
             "r1|partrain launch -n 2|{\"dp\":2}|failed|1|6000|2\n");
