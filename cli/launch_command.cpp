@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "cli/workload_flags.h"
 #include "runner/workload/token_source.h"
@@ -41,7 +43,27 @@ struct LaunchFlags {
   std::vector<std::string> command;
   WorkloadFlags workload;
   bool json = false;
+  std::optional<std::string> trace_file;
+  bool no_trace = false;
 };
+
+// The launcher's command line as typed, for the trace's run row.
+std::string command_line() {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::string line;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\0', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(begin, end - begin);
+    if (!line.empty()) line += ' ';
+    const bool plain = !word.empty() && word.find_first_of(" \t\n'\"$\\*?;&|<>()") ==
+                                            std::string::npos;
+    line += plain ? word : "'" + word + "'";
+    begin = end + 1;
+  }
+  return line;
+}
 
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   launch::LaunchConfig config;
@@ -73,6 +95,15 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.tee = flags.tee;
   config.prefix = flags.prefix;
   config.command = flags.command;
+  if (flags.no_trace && flags.trace_file) {
+    return invalid_argument("pass either --trace FILE or --no-trace, not both");
+  }
+  config.trace = !flags.no_trace;
+  config.trace_file = flags.trace_file;
+  config.trace_command = command_line();
+  nlohmann::json run_config = {{"nproc_per_node", flags.nproc_per_node}};
+  if (!flags.command.empty()) run_config["command"] = flags.command;
+  config.trace_config_json = run_config.dump();
   return config;
 }
 
@@ -99,6 +130,11 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   }
   config.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "worker"};
   config.extra_env.push_back("PARTRAIN_WORKLOAD_CONFIG=" + runner::workload_to_json(workload));
+  // The trace's run row: the checked workload, the backend and the launch shape.
+  nlohmann::json run_config = nlohmann::json::parse(runner::workload_to_json(workload));
+  run_config["backend"] = "gloo";
+  run_config["nproc_per_node"] = config.nproc_per_node;
+  config.trace_config_json = run_config.dump();
   if (flags.json) {
     summary_path = fmt::format("{}/partrain-summary-{}.json",
                                std::filesystem::temp_directory_path().string(), ::getpid());
@@ -159,6 +195,11 @@ constexpr const char* kFooter =
     "When a rank fails, the others get SIGTERM and SIGKILL after --grace; a summary names the "
     "first failing rank and the launcher exits with its code (128 + signal when it was killed). "
     "Ctrl-C / SIGTERM are forwarded to the workers (exit 130 / 143).\n"
+    "The run is traced by default: each node's launcher runs a collector and writes one SQLite "
+    "file (./partrain-runs/<run-id>.db, or --trace FILE); workers find it through "
+    "PARTRAIN_COLLECTOR. Built-in workloads record every collective, compute phase, step and "
+    "memory change; look at it with `partrain export --format chrome`, `partrain merge` joins "
+    "the node files. --no-trace turns it off.\n"
     "Exit codes: 0 all ranks succeeded; the first failing rank's code; 1 launcher failure (port "
     "in use, ...); 2 invalid flags; 124 rendezvous timeout; 127 command not found.";
 
@@ -204,6 +245,10 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_flag("--json", flags->json,
                 "With --workload: print the run's summary as one JSON document on stdout (the "
                 "workers' output goes to stderr)");
+  cmd->add_option("--trace", flags->trace_file,
+                  "Trace file of the run (default: ./partrain-runs/<run-id>.db); with several "
+                  "nodes node N writes FILE's name with a .nodeN suffix before the extension");
+  cmd->add_flag("--no-trace", flags->no_trace, "Do not trace the run");
   add_workload_flags(*cmd, flags->workload);
   cmd->footer(kFooter);
   return {cmd, [flags, cmd] { return run_launch(*flags, flag_env_names(*cmd)); }};

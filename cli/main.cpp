@@ -1,4 +1,7 @@
 // partrain: the one binary; each subcommand lives in its own cli/*_command.cpp.
 #include "cli/app.h"
 
+// Tells libpartrain_inject.so (preloaded by `partrain trace`) that this process records itself.
+extern "C" __attribute__((visibility("default"), used)) const int partrain_records_itself = 1;
+
 int main(int argc, char** argv) { return partrain::cli::run(argc, argv); }

@@ -1,11 +1,65 @@
-// Placeholder: `partrain trace` is being written (issue 4).
+// `partrain trace [-o FILE] -- CMD ...`: profile any command, as `nsys profile` does: a collector
+// and one SQLite trace file for everything the command's processes record. Argument parsing and
+// messages only; the work is runner/launch/traced_command.
+#include <fstream>
+#include <iterator>
+#include <memory>
+
 #include "cli/command.h"
+#include "core/log.h"
+#include "runner/launch/traced_command.h"
 
 namespace partrain::cli {
+namespace {
+
+struct TraceFlags {
+  std::optional<std::string> output;
+  std::vector<std::string> command;
+};
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string line = "partrain trace --";
+  for (const std::string& word : words) line += " " + word;
+  return line;
+}
+
+int run_trace(const TraceFlags& flags) {
+  launch::TracedCommandConfig config;
+  config.command = flags.command;
+  config.output = flags.output;
+  config.command_line = joined(flags.command);
+  auto exit_code = launch::run_traced_command(config);
+  if (!exit_code.is_ok()) {
+    log::error("{}", exit_code.status().message());
+    return exit_code.status().exit_code();
+  }
+  return *exit_code;
+}
+
+constexpr const char* kFooter =
+    "The command runs with PARTRAIN_COLLECTOR, PARTRAIN_COLLECTOR_TOKEN and PARTRAIN_RUN_ID set, "
+    "and libpartrain_inject.so in LD_PRELOAD and CUDA_INJECTION64_PATH, so every process of it "
+    "(torchrun, its workers, a `partrain launch` and its ranks) records into one trace file. "
+    "Processes with RANK set, and the command itself, appear as ranks. NCCL calls and CUDA "
+    "kernels of foreign programs are recorded by the injection library on GPU builds.\n\n"
+    "Examples:\n"
+    "  partrain trace -- torchrun --nproc-per-node 4 train.py\n"
+    "  partrain trace -o gpt.db -- partrain launch -n 4 --workload gpt --strategy fsdp\n"
+    "  partrain export --format chrome gpt.db -o gpt.json   # then open it in ui.perfetto.dev\n\n"
+    "Exit codes: the command's own; 128 + N when signal N ended it; 130/143 when interrupted; "
+    "2 no command or the output exists; 127 command not found.";
+
+}  // namespace
 
 Subcommand add_trace_command(CLI::App& parent) {
-  CLI::App* cmd = parent.add_subcommand("trace", "(not yet available)");
-  return {cmd, [] { return 1; }};
+  CLI::App* cmd = parent.add_subcommand(
+      "trace", "Run any command under the profiler: one SQLite trace of all its processes");
+  auto flags = std::make_shared<TraceFlags>();
+  cmd->add_option("-o,--output", flags->output,
+                  "Trace file to write (default: ./partrain-runs/<run-id>.db); must not exist");
+  cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
+  cmd->footer(kFooter);
+  return {cmd, [flags] { return run_trace(*flags); }};
 }
 
 }  // namespace partrain::cli

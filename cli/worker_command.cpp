@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "runner/worker/rank_tracing.h"
 #include "runner/worker/world.h"
 #include "runner/workload/trainer.h"
 
@@ -27,11 +28,17 @@ int run_worker() {
   }
   StatusOr<runner::WorkloadConfig> config = runner::workload_from_json(*text);
   if (!config.is_ok()) return fail(config.status(), -1);
+  // Traced runs record from before the join, so the world's own collectives are in the trace.
+  std::unique_ptr<runner::RankTracing> tracing = runner::RankTracing::from_env();
   runner::WorldOptions options;
+  if (tracing) tracing->attach(options);
   StatusOr<runner::World> world = runner::join_world(options);
   if (!world.is_ok()) return fail(world.status(), -1);
   const int rank = world->comm->rank();
-  StatusOr<runner::RunSummary> summary = runner::run_workload(*config, *world->comm, world->recorder.get());
+  if (tracing) tracing->joined(*world, "cpu");
+  StatusOr<runner::RunSummary> summary =
+      runner::run_workload(*config, *world->comm, world->recorder.get());
+  if (tracing) tracing->finish();
   if (!summary.is_ok()) return fail(summary.status(), rank);
   if (rank != 0) return 0;
   if (config->json) {

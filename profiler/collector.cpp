@@ -152,17 +152,39 @@ Collector::Collector(CollectorOptions options, CollectorConsumer consumer, int l
       wake_read_(wake_read),
       wake_write_(wake_write) {}
 
+namespace {
+
+enum CollectorMode : int { kServe = 0, kStop = 1, kDrain = 2 };
+
+void wake_up(int fd) {
+  const uint8_t byte = 1;
+  while (::write(fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+int64_t ms_to_ns(std::chrono::milliseconds ms) { return int64_t{ms.count()} * 1'000'000; }
+
+}  // namespace
+
 Collector::~Collector() {
   if (thread_.joinable()) {
-    const uint8_t byte = 1;
-    while (::write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
-    }
+    mode_.store(kStop);
+    wake_up(wake_write_);
     thread_.join();
   }
-  ::close(listen_fd_);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
   ::close(wake_read_);
   ::close(wake_write_);
-  ::unlink(options_.socket_path.c_str());
+  if (!socket_removed_) ::unlink(options_.socket_path.c_str());
+}
+
+CollectorDrainResult Collector::drain(std::chrono::milliseconds timeout) {
+  if (!thread_.joinable()) return {};
+  drain_deadline_ns_.store(monotonic_ns() + ms_to_ns(timeout));
+  mode_.store(kDrain);
+  wake_up(wake_write_);
+  thread_.join();
+  return drain_result_;
 }
 
 CollectorStats Collector::stats() const {
@@ -172,6 +194,7 @@ CollectorStats Collector::stats() const {
   stats.batches = batches_.load();
   stats.records = records_.load();
   stats.dropped_reported = dropped_reported_.load();
+  stats.unclean_closes = unclean_closes_.load();
   return stats;
 }
 
@@ -248,42 +271,105 @@ bool Collector::read_from(Connection& c) {
   return true;
 }
 
+void Collector::accept_pending(std::vector<std::unique_ptr<Connection>>& connections) {
+  while (true) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    auto connection = std::make_unique<Connection>();
+    connection->fd = fd;
+    connections.push_back(std::move(connection));
+    connections_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Collector::close_connection(Connection& c, bool cut) {
+  // After GOODBYE every frame of the client has been read, so even a cut close loses nothing.
+  const bool clean = c.said_goodbye;
+  if (c.rank >= 0) {
+    if (!clean) unclean_closes_.fetch_add(1, std::memory_order_relaxed);
+    if (consumer_.closed) consumer_.closed(c.rank, clean);
+  }
+  if (cut) {
+    ++drain_result_.cut;
+  } else if (mode_.load(std::memory_order_relaxed) == kDrain) {
+    ++drain_result_.drained;
+  }
+  ::close(c.fd);
+  c.fd = -1;
+}
+
+void Collector::tick_if_due(int64_t now_ns) {
+  if (!consumer_.tick || now_ns < next_tick_ns_) return;
+  next_tick_ns_ = now_ns + ms_to_ns(options_.tick_interval);
+  consumer_.tick();
+}
+
+namespace {
+
+// How long poll may sleep: until the next tick and, while draining, the drain deadline.
+int poll_timeout_ms(bool ticking, int64_t next_tick_ns, bool draining, int64_t deadline_ns) {
+  int64_t until_ns = -1;
+  const int64_t now = monotonic_ns();
+  if (ticking) until_ns = std::max<int64_t>(next_tick_ns - now, 0);
+  if (draining) {
+    const int64_t left = std::max<int64_t>(deadline_ns - now, 0);
+    until_ns = until_ns < 0 ? left : std::min(until_ns, left);
+  }
+  if (until_ns < 0) return -1;
+  return static_cast<int>(std::min<int64_t>((until_ns + 999'999) / 1'000'000, 60'000));
+}
+
+}  // namespace
+
 void Collector::serve() {
   std::vector<std::unique_ptr<Connection>> connections;
   std::vector<pollfd> fds;
+  bool draining = false;
+  next_tick_ns_ = monotonic_ns() + ms_to_ns(options_.tick_interval);
   while (true) {
+    const int mode = mode_.load();
+    if (mode == kStop) break;
+    if (mode == kDrain && !draining) {
+      // Clients already queued on the socket are taken too; nobody new can connect.
+      draining = true;
+      accept_pending(connections);
+      ::close(listen_fd_);
+      listen_fd_ = -1;
+      ::unlink(options_.socket_path.c_str());
+      socket_removed_ = true;
+    }
+    if (draining && (connections.empty() || monotonic_ns() >= drain_deadline_ns_.load())) break;
     fds.clear();
     fds.push_back({wake_read_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});  // poll ignores -1 once draining
     for (const auto& c : connections) fds.push_back({c->fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
+    const int timeout = poll_timeout_ms(static_cast<bool>(consumer_.tick), next_tick_ns_,
+                                        draining, drain_deadline_ns_.load());
+    if (::poll(fds.data(), fds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       log::error("trace collector: poll failed ({}); the collector stops", std::strerror(errno));
       break;
     }
-    if (fds[0].revents != 0) break;  // the destructor asked us to stop
+    if (fds[0].revents != 0) {
+      uint8_t bytes[16];
+      while (::read(wake_read_, bytes, sizeof bytes) > 0) {
+      }
+    }
     for (size_t i = 2; i < fds.size(); ++i) {
       Connection& c = *connections[i - 2];
-      if (fds[i].revents == 0) continue;
-      if (!read_from(c)) {
-        if (consumer_.closed && c.rank >= 0) consumer_.closed(c.rank, c.said_goodbye);
-        ::close(c.fd);
-        c.fd = -1;
-      }
+      if (fds[i].revents != 0 && !read_from(c)) close_connection(c, false);
     }
     std::erase_if(connections, [](const auto& c) { return c->fd < 0; });
-    if (fds[1].revents & POLLIN) {
-      while (true) {
-        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
-        auto connection = std::make_unique<Connection>();
-        connection->fd = fd;
-        connections.push_back(std::move(connection));
-        connections_.fetch_add(1, std::memory_order_relaxed);
-      }
+    if (listen_fd_ >= 0 && (fds[1].revents & POLLIN)) accept_pending(connections);
+    tick_if_due(monotonic_ns());
+  }
+  for (const auto& c : connections) {
+    if (draining) {
+      close_connection(*c, true);  // past the deadline: the consumer hears of each one
+    } else {
+      ::close(c->fd);  // stopping: promptly, without calling back into an owner being destroyed
     }
   }
-  for (const auto& c : connections) ::close(c->fd);
 }
 
 // ---------------------------------------------------------------------------------------------

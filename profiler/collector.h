@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "core/status.h"
 #include "profiler/collector_protocol.h"
@@ -32,12 +33,16 @@ struct CollectorConsumer {
   std::function<void(int rank, std::span<const uint8_t> records, uint32_t count)> records;
   std::function<void(int rank, uint64_t count)> dropped;  // records the rank lost
   std::function<void(int rank, bool clean)> closed;        // optional; clean = after GOODBYE
+  // Optional; called at least every CollectorOptions::tick_interval while the collector runs,
+  // busy or idle, so an owner can do timed work (the writer's commit_if_due) on this thread.
+  std::function<void()> tick = {};
 };
 
 struct CollectorOptions {
   std::string socket_path;  // e.g. make_collector_dir(run_id) + "/collector.sock"
   std::string token;        // the run's PARTRAIN_TOKEN; every frame must carry it
   CollectorLimits limits;
+  std::chrono::milliseconds tick_interval{50};  // how often consumer.tick runs (when set)
 };
 
 struct CollectorStats {
@@ -46,6 +51,13 @@ struct CollectorStats {
   uint64_t batches = 0;
   uint64_t records = 0;
   uint64_t dropped_reported = 0;
+  uint64_t unclean_closes = 0;  // connections that ended without GOODBYE (or were cut by drain)
+};
+
+// What drain() found.
+struct CollectorDrainResult {
+  size_t drained = 0;  // connections read to their end
+  size_t cut = 0;      // connections still open at the deadline, closed unread
 };
 
 class Collector {
@@ -53,7 +65,8 @@ class Collector {
   // Binds the socket (replacing a stale one at the path) and starts serving.
   static StatusOr<std::unique_ptr<Collector>> start(CollectorOptions options,
                                                     CollectorConsumer consumer);
-  // Returns promptly even with clients connected: they see the socket close.
+  // Returns promptly even with clients connected: they see the socket close. Bytes they sent
+  // that were not read yet are lost; call drain() first to keep them.
   ~Collector();
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
@@ -61,11 +74,21 @@ class Collector {
   const std::string& socket_path() const { return options_.socket_path; }
   CollectorStats stats() const;
 
+  // For the end of a run, when the clients have exited or are about to: stops accepting (the
+  // connections already queued are still taken and the socket file is removed), reads every
+  // connection to its end, and returns once all have closed or the timeout has passed (the rest
+  // are closed unread, reported as unclean). The collector's thread has ended when it returns,
+  // so the consumer is no longer called. Call at most once; later calls return {}.
+  CollectorDrainResult drain(std::chrono::milliseconds timeout);
+
  private:
   struct Connection;
   Collector(CollectorOptions options, CollectorConsumer consumer, int listen_fd, int wake_read,
             int wake_write);
   void serve();
+  void accept_pending(std::vector<std::unique_ptr<Connection>>& connections);
+  void close_connection(Connection& connection, bool cut);
+  void tick_if_due(int64_t now_ns);
   bool read_from(Connection& connection);  // false: close it
   bool handle_frame(Connection& connection, const CollectorFrame& frame);
   void reject(const Connection& connection, const Status& why);
@@ -73,13 +96,20 @@ class Collector {
   CollectorOptions options_;
   CollectorConsumer consumer_;
   int listen_fd_ = -1;
-  int wake_read_ = -1;  // a pipe written by the destructor to end the poll loop
+  int wake_read_ = -1;  // a pipe written by the destructor or drain() to change the poll loop
   int wake_write_ = -1;
+  // 0 serve, 1 stop now (destructor), 2 drain until drain_deadline_ns_; set before waking.
+  std::atomic<int> mode_{0};
+  std::atomic<int64_t> drain_deadline_ns_{0};
+  CollectorDrainResult drain_result_;  // written by the thread, read after joining it
+  bool socket_removed_ = false;        // likewise: drain already unlinked the socket file
+  int64_t next_tick_ns_ = 0;
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> batches_{0};
   std::atomic<uint64_t> records_{0};
   std::atomic<uint64_t> dropped_reported_{0};
+  std::atomic<uint64_t> unclean_closes_{0};
   std::thread thread_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -68,8 +69,13 @@ class Reader {
     static_assert(std::is_integral_v<T>);
     if (!take(sizeof(T))) return T{};
     std::make_unsigned_t<T> bits = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) {
-      bits = static_cast<decltype(bits)>(bits | (static_cast<decltype(bits)>(bytes_[pos_ + i]) << (8 * i)));
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(&bits, bytes_.data() + pos_, sizeof(T));  // the wire order is the host's
+    } else {
+      for (size_t i = 0; i < sizeof(T); ++i) {
+        bits = static_cast<decltype(bits)>(
+            bits | (static_cast<decltype(bits)>(bytes_[pos_ + i]) << (8 * i)));
+      }
     }
     pos_ += sizeof(T);
     return static_cast<T>(bits);
@@ -80,16 +86,16 @@ class Reader {
     std::memcpy(&value, &bits, sizeof value);
     return value;
   }
-  std::string get_string() {
+  // Into `s`, reusing its capacity.
+  void get_string(std::string& s) {
     uint16_t size = get<uint16_t>();
     if (size > kMaxEventStringBytes) {
       ok_ = false;
-      return {};
+      return;
     }
-    if (!take(size)) return {};
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), size);
+    if (!take(size)) return;
+    s.assign(reinterpret_cast<const char*>(bytes_.data() + pos_), size);
     pos_ += size;
-    return s;
   }
   template <size_t N>
   std::string_view get_name(const std::array<std::string_view, N>& names) {
@@ -211,29 +217,26 @@ constexpr RecordType record_type(const TraceEvent& event) {
   return static_cast<RecordType>(event.index() + 1);
 }
 
-SliceEvent decode_slice(Reader& r) {
-  SliceEvent e;
+void decode(Reader& r, SliceEvent& e) {
   e.rank = r.get<int32_t>();
   e.track_kind = r.get_enum(TrackKind::kMemory);
-  e.track = r.get_string();
-  e.name = r.get_string();
+  r.get_string(e.track);
+  r.get_string(e.name);
   e.category = r.get_enum(SliceCategory::kPhase);
   e.ts_ns = r.get<int64_t>();
   e.dur_ns = r.get<int64_t>();
   e.step = r.get<int64_t>();
   e.micro_batch = r.get<int32_t>();
   e.layer = r.get<int32_t>();
-  return e;
 }
 
-CollectiveRecord decode_collective(Reader& r) {
-  CollectiveRecord rec;
+void decode(Reader& r, CollectiveRecord& rec) {
   CollectiveEvent& e = rec.event;
   rec.world_rank = r.get<int32_t>();
   rec.step = r.get<int64_t>();
   rec.gpu_start_ns = r.get<int64_t>();
   rec.gpu_end_ns = r.get<int64_t>();
-  e.comm_id = r.get_string();
+  r.get_string(e.comm_id);
   e.seq = r.get<uint64_t>();
   e.op = r.get_name(kOps);
   e.dtype = r.get_name(kDtypes);
@@ -246,86 +249,75 @@ CollectiveRecord decode_collective(Reader& r) {
   // Checked against what is left before reserving, so a forged count cannot allocate.
   if (members > kMaxGroupRanks || members * sizeof(int32_t) > r.remaining()) {
     r.fail();
-    return rec;
+    return;
   }
-  e.group_ranks.reserve(members);
-  for (uint32_t i = 0; i < members; ++i) e.group_ranks.push_back(r.get<int32_t>());
+  e.group_ranks.resize(members);
+  for (uint32_t i = 0; i < members; ++i) e.group_ranks[i] = r.get<int32_t>();
   e.enqueue_ns = r.get<int64_t>();
   e.start_ns = r.get<int64_t>();
   e.end_ns = r.get<int64_t>();
   e.state = r.get_enum(CollectiveState::kFailed);
-  return rec;
 }
 
-MemorySample decode_memory(Reader& r) {
-  MemorySample e;
+void decode(Reader& r, MemorySample& e) {
   e.rank = r.get<int32_t>();
   e.category = r.get<uint8_t>();
   e.ts_ns = r.get<int64_t>();
   e.bytes = r.get<int64_t>();
-  return e;
 }
 
-StepEvent decode_step(Reader& r) {
-  StepEvent e;
+void decode(Reader& r, StepEvent& e) {
   e.rank = r.get<int32_t>();
   e.step = r.get<int64_t>();
   e.ts_ns = r.get<int64_t>();
   e.dur_ns = r.get<int64_t>();
   e.loss = r.get_double();
   e.tokens = r.get<int64_t>();
-  return e;
 }
 
-StatEvent decode_stat(Reader& r) {
-  StatEvent e;
-  e.name = r.get_string();
+void decode(Reader& r, StatEvent& e) {
+  r.get_string(e.name);
   e.rank = r.get<int32_t>();
   e.value = r.get<int64_t>();
   e.severity = r.get_enum(StatSeverity::kError);
-  e.description = r.get_string();
-  return e;
+  r.get_string(e.description);
 }
 
-RankInfo decode_rank(Reader& r) {
-  RankInfo e;
+void decode(Reader& r, RankInfo& e) {
   e.rank = r.get<int32_t>();
   e.local_rank = r.get<int32_t>();
   e.node = r.get<int32_t>();
-  e.host = r.get_string();
+  r.get_string(e.host);
   e.pid = r.get<int64_t>();
-  e.device = r.get_string();
+  r.get_string(e.device);
   e.clock_offset_ns = r.get<int64_t>();
   e.clock_uncertainty_ns = r.get<int64_t>();
   e.clock_drift_ppm = r.get_double();
   e.exited = r.get<uint8_t>() != 0;
   e.exit_code = r.get<int32_t>();
   e.exit_signal = r.get<int32_t>();
-  return e;
 }
 
-RunInfo decode_run(Reader& r) {
-  RunInfo e;
-  e.run_id = r.get_string();
-  e.command = r.get_string();
-  e.config_json = r.get_string();
+void decode(Reader& r, RunInfo& e) {
+  r.get_string(e.run_id);
+  r.get_string(e.command);
+  r.get_string(e.config_json);
   e.world_size = r.get<int32_t>();
   e.start_unix_ns = r.get<int64_t>();
   e.start_ns = r.get<int64_t>();
-  return e;
 }
 
-StatusOr<TraceEvent> decode_record(RecordType type, Reader& r) {
-  switch (type) {
-    case RecordType::kSlice: return TraceEvent(decode_slice(r));
-    case RecordType::kCollective: return TraceEvent(decode_collective(r));
-    case RecordType::kMemory: return TraceEvent(decode_memory(r));
-    case RecordType::kStep: return TraceEvent(decode_step(r));
-    case RecordType::kStat: return TraceEvent(decode_stat(r));
-    case RecordType::kRank: return TraceEvent(decode_rank(r));
-    case RecordType::kRun: return TraceEvent(decode_run(r));
+// Decodes a record of type `type` into a new element at the end of out; false for an unknown
+// type (nothing appended).
+template <size_t I = 0>
+bool decode_record(RecordType type, Reader& r, std::vector<TraceEvent>& out) {
+  if constexpr (I == std::variant_size_v<TraceEvent>) {
+    return false;
+  } else {
+    if (static_cast<size_t>(type) != I + 1) return decode_record<I + 1>(type, r, out);
+    decode(r, std::get<I>(out.emplace_back(std::in_place_index<I>)));
+    return true;
   }
-  return make_status(StatusCode::kUnreadable, "unknown event type {}", static_cast<int>(type));
 }
 
 }  // namespace
@@ -389,37 +381,49 @@ void encode_event(const TraceEvent& event, std::vector<uint8_t>& out) {
   for (size_t i = 0; i < sizeof size; ++i) out[size_at + i] = static_cast<uint8_t>(size >> (8 * i));
 }
 
-StatusOr<std::vector<TraceEvent>> decode_events(std::span<const uint8_t> bytes) {
-  std::vector<TraceEvent> events;
+Status decode_events_into(std::span<const uint8_t> bytes, std::vector<TraceEvent>& out) {
+  const size_t first = out.size();
+  auto fail = [&](Status status) {
+    out.resize(first);
+    return status;
+  };
   size_t pos = 0;
   for (size_t index = 0; pos < bytes.size(); ++index) {
     Reader header(bytes.subspan(pos));
     auto size = header.get<uint32_t>();
     if (!header.ok()) {
-      return make_status(StatusCode::kUnreadable, "event {} at byte {}: truncated size field",
-                         index, pos);
+      return fail(make_status(StatusCode::kUnreadable,
+                              "event {} at byte {}: truncated size field", index, pos));
     }
     if (size == 0 || size > kMaxEventRecordBytes) {
-      return make_status(StatusCode::kUnreadable,
-                         "event {} at byte {}: record size {} outside 1..{}", index, pos, size,
-                         kMaxEventRecordBytes);
+      return fail(make_status(StatusCode::kUnreadable,
+                              "event {} at byte {}: record size {} outside 1..{}", index, pos,
+                              size, kMaxEventRecordBytes));
     }
     if (size > bytes.size() - pos - sizeof(uint32_t)) {
-      return make_status(StatusCode::kUnreadable,
-                         "event {} at byte {}: record of {} bytes but only {} left", index, pos,
-                         size, bytes.size() - pos - sizeof(uint32_t));
+      return fail(make_status(StatusCode::kUnreadable,
+                              "event {} at byte {}: record of {} bytes but only {} left", index,
+                              pos, size, bytes.size() - pos - sizeof(uint32_t)));
     }
     Reader record(bytes.subspan(pos + sizeof(uint32_t), size));
     auto type = static_cast<RecordType>(record.get<uint8_t>());
-    ASSIGN_OR_RETURN(TraceEvent event, decode_record(type, record));
-    if (!record.finished_exactly()) {
-      return make_status(StatusCode::kUnreadable,
-                         "event {} at byte {} (type {}): fields do not fill its {} bytes", index,
-                         pos, static_cast<int>(type), size);
+    if (!decode_record(type, record, out)) {
+      return fail(make_status(StatusCode::kUnreadable, "unknown event type {}",
+                              static_cast<int>(type)));
     }
-    events.push_back(std::move(event));
+    if (!record.finished_exactly()) {
+      return fail(make_status(StatusCode::kUnreadable,
+                              "event {} at byte {} (type {}): fields do not fill its {} bytes",
+                              index, pos, static_cast<int>(type), size));
+    }
     pos += sizeof(uint32_t) + size;
   }
+  return Status::ok();
+}
+
+StatusOr<std::vector<TraceEvent>> decode_events(std::span<const uint8_t> bytes) {
+  std::vector<TraceEvent> events;
+  RETURN_IF_ERROR(decode_events_into(bytes, events));
   return events;
 }
 

@@ -122,5 +122,8 @@ std::span<const std::string_view> reduce_op_names();
 void encode_event(const TraceEvent& event, std::vector<uint8_t>& out);
 // Decodes a sequence of whole records; kUnreadable names the first bad record and why.
 StatusOr<std::vector<TraceEvent>> decode_events(std::span<const uint8_t> bytes);
+// The same, appending to `out` (which a collector reuses batch after batch, so decoding allocates
+// little). On failure `out` is left as it was.
+Status decode_events_into(std::span<const uint8_t> bytes, std::vector<TraceEvent>& out);
 
 }  // namespace partrain::profiler

@@ -35,6 +35,13 @@ struct LaunchConfig {
   // Relay the workers' stdout to the launcher's stderr, keeping stdout for one result document
   // (`launch --workload ... --json`).
   bool worker_stdout_to_stderr = false;
+  // Tracing: a collector and trace file per node (`partrain launch` traces by default; commands
+  // that launch for themselves, like `bench collectives`, do not). Under an outer `partrain
+  // trace` (PARTRAIN_COLLECTOR set) the workers record into that one instead.
+  bool trace = false;
+  std::optional<std::string> trace_file;  // node 0's file; unset: ./partrain-runs/<run-id>.db
+  std::string trace_command;              // the command line, for the trace's run row
+  std::string trace_config_json = "{}";   // the run's configuration (JSON), for the run row
 };
 
 }  // namespace partrain::launch

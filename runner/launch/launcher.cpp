@@ -6,9 +6,12 @@
 #include <array>
 #include <cstdio>
 
+#include "core/env.h"
 #include "core/log.h"
+#include "profiler/rank_tracer.h"
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/node_rendezvous.h"
+#include "runner/launch/node_trace.h"
 #include "runner/launch/run_identity.h"
 #include "runner/launch/signal_channel.h"
 #include "runner/launch/supervisor.h"
@@ -102,6 +105,17 @@ std::vector<WorkerSpec> worker_specs(const LaunchConfig& config, const RunContex
   return specs;
 }
 
+// The node's trace, unless tracing is off or an outer `partrain trace` collects already.
+StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
+                                                 const RunContext& run) {
+  if (!config.trace) return std::unique_ptr<NodeTrace>();
+  if (auto outer = env::get(profiler::kCollectorEnv); outer && !outer->empty()) {
+    log::info("workers record into the collector of an outer `partrain trace` ({})", *outer);
+    return std::unique_ptr<NodeTrace>();
+  }
+  return NodeTrace::start(config, run);
+}
+
 int finish_run(const SupervisorResult& result) {
   if (result.stop_signal) {
     log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
@@ -144,7 +158,13 @@ StatusOr<int> launch(const LaunchConfig& config) {
 
   RunContext run{rdzv.run_id(), config.rdzv_id,  plan.token,     plan.master_addr, rdzv.port(),
                  plan.nnodes,   plan.node_rank,  plan.nproc_per_node};
+  ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run));
   std::vector<WorkerSpec> specs = worker_specs(config, run);
+  if (trace) {
+    for (WorkerSpec& spec : specs) {
+      for (std::string& variable : trace->worker_env()) spec.env.push_back(std::move(variable));
+    }
+  }
   std::vector<int> ranks;
   for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
   RelayOptions relay_options{config.prefix, config.log_dir, config.tee};
@@ -160,8 +180,13 @@ StatusOr<int> launch(const LaunchConfig& config) {
   }
   auto result = supervisor.run(specs, hooks);
   rdzv.finish(config.grace + config.rdzv_timeout, interrupted);
-  if (!result.is_ok()) return result.status();
-  return finish_run(*result);
+  if (!result.is_ok()) {
+    if (trace) trace->abandon();
+    return result.status();
+  }
+  const int exit_code = finish_run(*result);
+  if (trace) trace->finish(specs, *result, plan.node_rank, plan.host);
+  return exit_code;
 }
 
 }  // namespace partrain::launch

@@ -1,5 +1,6 @@
 #include "runner/worker/world.h"
 
+#include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "runner/comm/gloo_comm.h"
@@ -7,6 +8,7 @@
 #include "runner/comm/recording_comm.h"
 #include "runner/rendezvous/in_memory_store.h"
 #include "runner/rendezvous/store_client.h"
+#include "runner/worker/clock_resync.h"
 
 namespace partrain::runner {
 namespace {
@@ -23,24 +25,6 @@ StatusOr<int> required_int(std::string_view name, long long min_value, long long
                             min_value, max_value);
   }
   return static_cast<int>(*value);
-}
-
-// Pings the store host and keeps the round trip with the smallest delay (DESIGN.md "Trace data
-// model"): that sample bounds the offset most tightly.
-// The first ping also proves the token: a rejected client fails here, by name.
-StatusOr<std::optional<profiler::ClockOffset>> measure_clock_offset(
-    rendezvous::StoreClient& client, int pings) {
-  std::vector<profiler::PingSample> samples;
-  for (int i = 0; i < pings; ++i) {
-    ASSIGN_OR_RETURN(auto sample, client.ping());
-    samples.push_back({sample.send_ns, sample.server_ns, sample.recv_ns});
-  }
-  auto offset = profiler::estimate_clock_offset(samples);
-  if (offset) {
-    log::debug("clock offset to the store host: {} ns +/- {} ns ({} pings)", offset->offset_ns,
-               offset->uncertainty_ns, offset->samples);
-  }
-  return offset;
 }
 
 }  // namespace
@@ -85,6 +69,7 @@ StatusOr<World> join_world(const WorldOptions& options) {
                                                       world.env.master_port, world.env.token,
                                                       options.timeout));
     ASSIGN_OR_RETURN(world.clock_offset, measure_clock_offset(*client, options.clock_pings));
+    world.clock_measured_ns = monotonic_ns();
     world.store = std::move(client);
   } else {
     world.store = std::make_shared<rendezvous::InMemoryStore>();
@@ -109,7 +94,8 @@ StatusOr<World> join_world(const WorldOptions& options) {
                             "available: use --backend gloo, or rebuild with -DPARTRAIN_CUDA=ON");
 #endif
   }
-  world.recorder = std::make_unique<comm::FlightRecorder>();
+  world.recorder = std::make_unique<comm::FlightRecorder>(comm::FlightRecorder::kDefaultCapacity,
+                                                       options.collective_sink);
   world.comm = std::make_unique<comm::RecordingComm>(std::move(base), *world.recorder);
   log::debug("rank {} joined a world of {} ({})", world.env.rank, world.env.world_size,
              comm_backend_name(options.backend));

@@ -44,12 +44,15 @@ struct World {
   // This host's monotonic clock relative to the store host's (node 0), from min-RTT pings at
   // join; unset for a world of one process.
   std::optional<profiler::ClockOffset> clock_offset;
+  int64_t clock_measured_ns = 0;  // local monotonic time of that measurement
 };
 
 struct WorldOptions {
   CommBackend backend = CommBackend::kGloo;
   Nanoseconds timeout = std::chrono::seconds(300);
   int clock_pings = 16;
+  // Sees every completed or failed collective and transfer (the trace's collective records).
+  comm::FlightRecorder::Sink collective_sink;
 };
 
 // Joins the run described by the environment; outside a launcher, a world of one rank.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "profiler/trace_scope.h"
+
 namespace partrain::runner {
 
 using memory::Category;
@@ -182,6 +184,8 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
   InFlight& f = in_flight_[micro_batch];
   ASSIGN_OR_RETURN(f.input, tensor({n, shape_.C}, Category::kActivations));
   if (placement_.first) {
+    profiler::TraceScope scope("embedding.forward", profiler::SliceCategory::kCompute, -1,
+                               micro_batch);
     RETURN_IF_ERROR(embed_forward(batch, f.input.data()));
   } else {
     device_.copy(f.input.data(), input, n * shape_.C);
@@ -189,12 +193,18 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
   f.blocks.resize(blocks_.size());
   const float* x = f.input.data();
   for (size_t i = 0; i < blocks_.size(); ++i) {
+    profiler::TraceScope scope("block.forward", profiler::SliceCategory::kCompute,
+                               placement_.layers[i], micro_batch);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kForward));
     RETURN_IF_ERROR(block_.forward(w, x, f.blocks[i]));
     RETURN_IF_ERROR(unbind_block(i, Pass::kForward));
     x = f.blocks[i].out.data();
   }
-  if (placement_.last) return head_forward(batch, x, f.head, loss);
+  if (placement_.last) {
+    profiler::TraceScope scope("head.forward", profiler::SliceCategory::kCompute, -1,
+                               micro_batch);
+    return head_forward(batch, x, f.head, loss);
+  }
   device_.copy(output, x, n * shape_.C);
   return Status::ok();
 }
@@ -219,6 +229,8 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   };
   const float* last_out = f.blocks.empty() ? f.input.data() : f.blocks.back().out.data();
   if (placement_.last) {
+    profiler::TraceScope scope("head.backward", profiler::SliceCategory::kCompute, -1,
+                               micro_batch);
     RETURN_IF_ERROR(head_backward(batch, last_out, f.head, dx.data()));
     ready("final");
     if (!placement_.first) ready("head");
@@ -227,6 +239,8 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   }
   ASSIGN_OR_RETURN(Tensor dx_in, tensor({n, C}, Category::kWorkspace));
   for (size_t i = f.blocks.size(); i-- > 0;) {
+    profiler::TraceScope scope("block.backward", profiler::SliceCategory::kCompute,
+                               placement_.layers[i], micro_batch);
     device_.fill(dx_in.data(), n * C, 0.0f);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kBackward));
     RETURN_IF_ERROR(block_.backward(w, block_input(i), f.blocks[i], dx.data(), dx_in.data()));
@@ -235,6 +249,8 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
     ready(fmt::format("layer{}", placement_.layers[i]));
   }
   if (placement_.first) {
+    profiler::TraceScope scope("embedding.backward", profiler::SliceCategory::kCompute, -1,
+                               micro_batch);
     RETURN_IF_ERROR(embed_backward(batch, dx.data()));
     ready("embedding");
   } else {

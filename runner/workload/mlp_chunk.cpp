@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "profiler/trace_scope.h"
 #include "runner/workload/param_init.h"
 
 namespace partrain::runner {
@@ -67,6 +68,8 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
   layers.resize(placement_.layers.size());
   const float* x = placement_.first ? batch.features.data() : input;
   for (size_t i = 0; i < layers.size(); ++i) {
+    profiler::TraceScope scope("layer.forward", profiler::SliceCategory::kCompute,
+                               placement_.layers[i], micro_batch);
     const int64_t in = row_parallel(placement_.layers[i]) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(layers[i].input, tensor({B_, in}, Category::kActivations));
     device_.copy(layers[i].input.data(), x, B_ * in);
@@ -105,6 +108,8 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   }
   for (size_t i = layers.size(); i-- > 0;) {
     const int layer_index = placement_.layers[i];
+    profiler::TraceScope scope("layer.backward", profiler::SliceCategory::kCompute, layer_index,
+                               micro_batch);
     Layer& layer = layers[i];
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kBackward));
     if (layer.pre.numel() == 0) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "profiler/trace_scope.h"
 #include "runner/device/tensor.h"
 
 namespace partrain::runner {
@@ -98,6 +99,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
           activation_out[Key{a.micro_batch, a.chunk + 1}] = std::move(out);
         }
         float mb_loss = 0;
+        profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, a.micro_batch);
         RETURN_IF_ERROR(chunk.forward(a.micro_batch, batch, input, output, &mb_loss));
         loss += mb_loss;
         if (in != activation_in.end()) activation_in.erase(in);  // the chunk kept its own copy
@@ -113,6 +115,8 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
           ASSIGN_OR_RETURN(grad_input, boundary(a.chunk));
         }
         const bool last_backward = ++backwards_done[a.chunk] == micro_batches_;
+        profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1,
+                                   a.micro_batch);
         RETURN_IF_ERROR(chunk.backward(a.micro_batch, batch, grad_output, grad_input.data(),
                                        last_backward ? hooks.unit_ready
                                                      : std::function<void(const std::string&)>()));

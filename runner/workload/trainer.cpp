@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "profiler/trace_scope.h"
 #include "runner/device/cpu_device.h"
 #include "runner/workload/batch_source.h"
 #include "runner/workload/data_parallel.h"
@@ -69,6 +71,14 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   CpuDeviceOptions device_options;
   device_options.blas_threads = config.blas_threads;
   CpuDevice device(device_options);
+  profiler::RankTracer* tracer = profiler::active_tracer();
+  if (tracer != nullptr) {
+    // Every change of tracked memory, by category: the trace's memory counters.
+    device.allocator().set_observer([tracer](const MemoryEvent& e) {
+      tracer->memory(static_cast<uint8_t>(e.category), e.timestamp_ns,
+                     static_cast<int64_t>(e.category_bytes));
+    });
+  }
   ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, layout));
   const MeshCoords coords = mesh.coords();
   TensorParallel tp(mesh.tp(), layout.sp, device.allocator());
@@ -133,8 +143,13 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
   MicroBatch batch;
   std::vector<std::pair<int64_t, int64_t>> backward_windows;  // (step start, backward end)
   int64_t last_grad_ns = 0;
+  // Tokens this rank trains on per step: its dp replica's share of the global batch.
+  const int64_t rank_tokens = (G / layout.dp) * (config.kind == WorkloadKind::kGpt ? m.seq : 1);
   for (int step = 0; step < config.steps; ++step) {
+    if (tracer != nullptr) tracer->set_step(step);
     const int64_t start = monotonic_ns();
+    std::optional<profiler::TraceScope> step_scope;
+    step_scope.emplace("step", profiler::SliceCategory::kStep);
     dp->zero_grads();
     double loss = 0;
     // The moment the last gradient is produced ends backward: a bucket launched after it
@@ -153,30 +168,45 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
     for (int mb = 0; !pipeline && mb < layout.micro_batches; ++mb) {
       batches.fill(step, coords.dp, mb, batch);
       float mb_loss = 0;
-      RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
+      {
+        profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, mb);
+        RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
+      }
       loss += static_cast<double>(mb_loss) * static_cast<double>(B) / static_cast<double>(G);
       const bool last = mb + 1 == layout.micro_batches;
+      profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1, mb);
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
                                      last ? unit_ready
                                           : std::function<void(const std::string&)>()));
     }
     backward_windows.emplace_back(start, last_grad_ns);
-    RETURN_IF_ERROR(dp->reduce_gradients());
-    ASSIGN_OR_RETURN(double grad_sq, dp->grad_norm_squared());
-    const double grad_norm = std::sqrt(grad_sq);
-    const float clip = grad_norm > kMaxGradNorm
-                           ? static_cast<float>(kMaxGradNorm / (grad_norm + 1e-6))
-                           : 1.0f;
-    RETURN_IF_ERROR(dp->update(adam, step + 1, clip));
+    {
+      profiler::TraceScope phase("reduce_gradients", profiler::SliceCategory::kPhase);
+      RETURN_IF_ERROR(dp->reduce_gradients());
+    }
+    {
+      profiler::TraceScope phase("optimizer", profiler::SliceCategory::kPhase);
+      ASSIGN_OR_RETURN(double grad_sq, dp->grad_norm_squared());
+      const double grad_norm = std::sqrt(grad_sq);
+      const float clip = grad_norm > kMaxGradNorm
+                             ? static_cast<float>(kMaxGradNorm / (grad_norm + 1e-6))
+                             : 1.0f;
+      RETURN_IF_ERROR(dp->update(adam, step + 1, clip));
+      log::debug("step {}: grad norm {:.4f}", step, grad_norm);
+    }
     // The step's loss over the global batch: each dp rank's share, counted once per tp group
     // (only the last pipeline stage computes it).
     auto reported = static_cast<float>(coords.tp == 0 ? loss : 0.0);
     RETURN_IF_ERROR(world.all_reduce(&reported, &reported, 1, comm::DType::kF32,
                                      comm::ReduceOp::kSum));
     summary.losses.push_back(reported);
-    summary.step_seconds.push_back(static_cast<double>(monotonic_ns() - start) / 1e9);
-    log::debug("step {}: loss {:.6f}, grad norm {:.4f}", step, reported, grad_norm);
+    step_scope.reset();
+    const int64_t end = monotonic_ns();
+    summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);
+    if (tracer != nullptr) tracer->step_done(step, start, end, reported, rank_tokens);
+    log::debug("step {}: loss {:.6f}", step, reported);
   }
+  if (tracer != nullptr) tracer->set_step(-1);
 
   if (mesh.dp().size() > 1) {
     summary.ddp_buckets = static_cast<int>(dp->bucket_count());

@@ -1,0 +1,124 @@
+#include "profiler/rank_tracer.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/env.h"
+#include "core/log.h"
+
+namespace partrain::profiler {
+namespace {
+
+std::atomic<RankTracer*> g_active_tracer{nullptr};
+
+// One scratch buffer per thread for encoding: the recorder copies the bytes, so it is reused.
+thread_local std::vector<uint8_t> t_encoded;
+
+}  // namespace
+
+std::unique_ptr<RankTracer> RankTracer::from_env(int32_t rank) {
+  std::optional<std::string> socket = env::get(kCollectorEnv);
+  if (!socket || socket->empty()) return nullptr;
+  std::optional<std::string> token = env::get(kCollectorTokenEnv);
+  if (!token || token->empty()) token = env::get("PARTRAIN_TOKEN");
+  if (!token || token->empty()) {
+    log::warn("{} is set but neither {} nor PARTRAIN_TOKEN is: this rank is not traced",
+              kCollectorEnv, kCollectorTokenEnv);
+    return nullptr;
+  }
+  RankTracerOptions options;
+  options.socket_path = *socket;
+  options.token = *token;
+  options.rank = rank;
+  return std::make_unique<RankTracer>(std::move(options));
+}
+
+RankTracer::RankTracer(RankTracerOptions options)
+    : rank_(options.rank), main_thread_(std::this_thread::get_id()) {
+  CollectorClientOptions client;
+  client.socket_path = options.socket_path;
+  client.token = options.token;
+  client.rank = options.rank;
+  client.connect_timeout = options.connect_timeout;
+  client_ = std::make_unique<CollectorClient>(std::move(client));
+  recorder_ = std::make_unique<Recorder>(*client_, options.recorder);
+}
+
+RankTracer::~RankTracer() {
+  if (active_tracer() == this) set_active_tracer(nullptr);
+  recorder_.reset();  // final drain into the client, then the client says goodbye
+  client_.reset();
+}
+
+void RankTracer::set_clock(const ClockDrift& drift) {
+  std::lock_guard lock(clock_mutex_);
+  clock_ = drift;
+}
+
+int64_t RankTracer::timeline_ns(int64_t local_ns) const {
+  std::lock_guard lock(clock_mutex_);
+  return clock_.observations == 0 ? local_ns : local_ns + clock_.offset_at(local_ns);
+}
+
+std::string RankTracer::thread_track() const {
+  if (std::this_thread::get_id() == main_thread_) return "main";
+  return fmt::format("thread {}", static_cast<long>(::syscall(SYS_gettid)));
+}
+
+void RankTracer::slice(std::string_view name, SliceCategory category, int64_t start_ns,
+                       int64_t end_ns, int layer, int micro_batch) {
+  SliceEvent e;
+  e.rank = rank_;
+  e.track_kind = TrackKind::kCpuThread;
+  e.track = thread_track();
+  e.name = name;
+  e.category = category;
+  e.ts_ns = timeline_ns(start_ns);
+  e.dur_ns = end_ns - start_ns;
+  e.step = step();
+  e.micro_batch = micro_batch;
+  e.layer = layer;
+  emit(e);
+}
+
+void RankTracer::collective(const CollectiveEvent& event) {
+  CollectiveRecord record;
+  record.world_rank = rank_;
+  record.step = step();
+  record.event = event;
+  record.event.enqueue_ns = timeline_ns(event.enqueue_ns);
+  record.event.start_ns = timeline_ns(event.start_ns);
+  record.event.end_ns = timeline_ns(event.end_ns);
+  emit(record);
+}
+
+void RankTracer::memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use) {
+  emit(MemorySample{rank_, category, timeline_ns(local_ns), bytes_in_use});
+}
+
+void RankTracer::step_done(int64_t step_index, int64_t start_ns, int64_t end_ns, double loss,
+                           int64_t tokens) {
+  emit(StepEvent{rank_, step_index, timeline_ns(start_ns), end_ns - start_ns, loss, tokens});
+}
+
+void RankTracer::emit(const TraceEvent& event) {
+  t_encoded.clear();
+  encode_event(event, t_encoded);
+  // One record = one encoded event (its own size and type header); the collector decodes it.
+  recorder_->record(std::span<const uint8_t>(t_encoded));
+}
+
+bool RankTracer::flush(std::chrono::milliseconds timeout) { return recorder_->flush(timeout); }
+
+void set_active_tracer(RankTracer* tracer) {
+  g_active_tracer.store(tracer, std::memory_order_release);
+}
+
+RankTracer* active_tracer() { return g_active_tracer.load(std::memory_order_acquire); }
+
+}  // namespace partrain::profiler

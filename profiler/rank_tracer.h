@@ -1,0 +1,90 @@
+// A rank's side of tracing: turns what the rank does (slices, collectives, memory changes, steps)
+// into TraceEvents on the run-wide timeline and hands them to its Recorder, which ships them to the
+// node's collector. Never blocks training and never fails it: a lost collector means counted drops.
+//
+// One tracer per process may be made active (set_active_tracer) so that code far from the worker's
+// entry point (model chunks, the pipeline executor) can open TraceScopes without plumbing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "profiler/clock_sync.h"
+#include "profiler/collector.h"
+#include "profiler/recorder.h"
+#include "profiler/trace_event.h"
+
+namespace partrain::profiler {
+
+// The environment a traced process finds: the node collector's socket and the token its frames
+// carry. PARTRAIN_COLLECTOR_TOKEN falls back to PARTRAIN_TOKEN (a launcher's run token).
+inline constexpr std::string_view kCollectorEnv = "PARTRAIN_COLLECTOR";
+inline constexpr std::string_view kCollectorTokenEnv = "PARTRAIN_COLLECTOR_TOKEN";
+
+struct RankTracerOptions {
+  std::string socket_path;
+  std::string token;
+  int32_t rank = 0;
+  RecorderOptions recorder;
+  std::chrono::milliseconds connect_timeout{2000};
+};
+
+class RankTracer {
+ public:
+  // The tracer the environment asks for, or nullptr when this process is not traced.
+  static std::unique_ptr<RankTracer> from_env(int32_t rank);
+
+  explicit RankTracer(RankTracerOptions options);
+  // Ships what is still buffered (bounded by the recorder's flush timeout).
+  ~RankTracer();
+  RankTracer(const RankTracer&) = delete;
+  RankTracer& operator=(const RankTracer&) = delete;
+
+  int32_t rank() const { return rank_; }
+
+  // The clock model: local monotonic ns + offset_at(local) = run-wide timeline. Until the first
+  // measurement the offset is 0 (right on node 0, where the timeline's clock lives).
+  void set_clock(const ClockDrift& drift);
+  int64_t timeline_ns(int64_t local_ns) const;
+
+  // The training step the rank is in; slices and collectives are tagged with it (-1: none).
+  void set_step(int64_t step) { step_.store(step, std::memory_order_relaxed); }
+  int64_t step() const { return step_.load(std::memory_order_relaxed); }
+
+  // Times below are local monotonic ns (core/clock.h); the tracer moves them onto the timeline.
+  // The track is the calling thread's: "main" for the thread that made the tracer.
+  void slice(std::string_view name, SliceCategory category, int64_t start_ns, int64_t end_ns,
+             int layer = -1, int micro_batch = -1);
+  void collective(const CollectiveEvent& event);
+  void memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use);
+  void step_done(int64_t step, int64_t start_ns, int64_t end_ns, double loss, int64_t tokens);
+  // An event already on the timeline (rank metadata, stats).
+  void emit(const TraceEvent& event);
+
+  bool flush(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  RecorderStats recorder_stats() const { return recorder_->stats(); }
+  CollectorClientStats client_stats() const { return client_->stats(); }
+
+ private:
+  std::string thread_track() const;
+
+  const int32_t rank_;
+  const std::thread::id main_thread_;
+  std::unique_ptr<CollectorClient> client_;
+  std::unique_ptr<Recorder> recorder_;
+  mutable std::mutex clock_mutex_;
+  ClockDrift clock_;  // guarded by clock_mutex_
+  std::atomic<int64_t> step_{-1};
+};
+
+// The process's active tracer (nullptr: not traced). The worker sets it before training starts
+// and clears it before the tracer is destroyed.
+void set_active_tracer(RankTracer* tracer);
+RankTracer* active_tracer();
+
+}  // namespace partrain::profiler

@@ -1,0 +1,102 @@
+#include "runner/launch/node_trace.h"
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "profiler/rank_tracer.h"
+
+namespace partrain::launch {
+namespace fs = std::filesystem;
+
+fs::path node_trace_path(const fs::path& trace, int node_rank) {
+  if (node_rank == 0) return trace;
+  fs::path node = trace;
+  node.replace_filename(fmt::format("{}.node{}{}", trace.stem().string(), node_rank,
+                                    trace.extension().string()));
+  return node;
+}
+
+fs::path default_trace_path(const std::string& run_id) {
+  return fs::path("partrain-runs") / (run_id + ".db");
+}
+
+StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
+                                                      const RunContext& run) {
+  const fs::path base = config.trace_file ? fs::path(*config.trace_file)
+                                          : default_trace_path(run.run_id);
+  const fs::path path = node_trace_path(base, run.node_rank);
+  std::error_code error;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
+  if (error) {
+    return failed("cannot create the trace directory {}: {}", path.parent_path().string(),
+                  error.message());
+  }
+  if (fs::exists(path)) {
+    return invalid_argument("the trace file {} already exists: remove it, pass another --trace "
+                            "FILE, or --no-trace",
+                            path.string());
+  }
+  profiler::TraceSessionOptions options;
+  options.path = path;
+  options.run_id = run.run_id;
+  options.token = run.token;
+  auto session = profiler::TraceSession::start(std::move(options));
+  if (!session.is_ok()) return session.status().with_context("--trace");
+  profiler::RunInfo info;
+  info.run_id = run.run_id;
+  info.command = config.trace_command;
+  info.config_json = config.trace_config_json;
+  info.world_size = run.world_size();
+  info.start_unix_ns = wall_ns();
+  info.start_ns = monotonic_ns();  // node 0's clock is the timeline; other nodes' is close
+  (*session)->append(info);
+  log::info("tracing into {}", path.string());
+  return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(*session), run.token));
+}
+
+NodeTrace::~NodeTrace() = default;
+
+std::vector<std::string> NodeTrace::worker_env() const {
+  return {fmt::format("{}={}", profiler::kCollectorEnv, session_->socket_path()),
+          fmt::format("{}={}", profiler::kCollectorTokenEnv, token_)};
+}
+
+void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorResult& result,
+                       int node_rank, const std::string& host) {
+  for (size_t i = 0; i < specs.size() && i < result.exits.size(); ++i) {
+    profiler::RankInfo exit;
+    exit.rank = specs[i].rank;
+    exit.local_rank = static_cast<int32_t>(i);
+    exit.node = node_rank;
+    exit.host = host;
+    exit.pid = i < result.pids.size() ? result.pids[i] : 0;
+    exit.exited = true;
+    exit.exit_code = result.exits[i].signaled ? 0 : result.exits[i].value;
+    exit.exit_signal = result.exits[i].signaled ? result.exits[i].value : 0;
+    session_->append(exit);
+  }
+  profiler::RunStatus status = profiler::RunStatus::kCompleted;
+  std::optional<int> failing_rank;
+  if (result.stop_signal) {
+    status = profiler::RunStatus::kKilled;
+  } else if (result.root_cause) {
+    status = profiler::RunStatus::kFailed;
+    failing_rank = result.root_cause->rank;
+  }
+  Status finished = session_->finish(status, failing_rank, monotonic_ns());
+  const profiler::TraceSessionStats stats = session_->stats();
+  if (!finished.is_ok()) {
+    log::error("trace {}: {}", path().string(), finished.message());
+  } else {
+    log::info("trace: {} ({} events{})", path().string(), stats.events_written,
+              stats.records_lost > 0 ? fmt::format(", {} lost", stats.records_lost) : "");
+  }
+}
+
+void NodeTrace::abandon() {
+  Status finished = session_->finish(profiler::RunStatus::kFailed);
+  if (!finished.is_ok()) log::error("trace {}: {}", path().string(), finished.message());
+}
+
+}  // namespace partrain::launch

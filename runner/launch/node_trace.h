@@ -1,0 +1,50 @@
+// A launcher's trace of its node: the node's collector and SQLite file (profiler::TraceSession),
+// the environment that makes its workers record into it, the run's metadata, each rank's exit and
+// the run's final status (completed, failed with the failing rank, or killed).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "profiler/trace_session.h"
+#include "runner/launch/launch_config.h"
+#include "runner/launch/supervisor.h"
+#include "runner/launch/worker_env.h"
+
+namespace partrain::launch {
+
+// Node 0 writes `trace` itself; node N writes `<stem>.node<N><extension>` beside it
+// (run.db -> run.node1.db), so the files of one run sort together.
+std::filesystem::path node_trace_path(const std::filesystem::path& trace, int node_rank);
+// ./partrain-runs/<run_id>.db
+std::filesystem::path default_trace_path(const std::string& run_id);
+
+class NodeTrace {
+ public:
+  // Creates the node's file (its directory too) and starts the collector. Fails with
+  // kInvalidArgument when the file exists, kFailed when it cannot be created.
+  static StatusOr<std::unique_ptr<NodeTrace>> start(const LaunchConfig& config,
+                                                    const RunContext& run);
+  ~NodeTrace();
+
+  const std::filesystem::path& path() const { return session_->path(); }
+  // PARTRAIN_COLLECTOR and PARTRAIN_COLLECTOR_TOKEN for every worker of this node.
+  std::vector<std::string> worker_env() const;
+  // Exit records of this node's workers and the run's final status; prints where the trace is.
+  void finish(const std::vector<WorkerSpec>& specs, const SupervisorResult& result,
+              int node_rank, const std::string& host);
+  // The run could not start (spawn failure): status failed, no failing rank.
+  void abandon();
+
+ private:
+  NodeTrace(std::unique_ptr<profiler::TraceSession> session, std::string token)
+      : session_(std::move(session)), token_(std::move(token)) {}
+
+  std::unique_ptr<profiler::TraceSession> session_;
+  std::string token_;
+};
+
+}  // namespace partrain::launch

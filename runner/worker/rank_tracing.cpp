@@ -1,0 +1,74 @@
+#include "runner/worker/rank_tracing.h"
+
+#include <unistd.h>
+
+#include <array>
+
+#include "core/clock.h"
+#include "core/env.h"
+#include "core/log.h"
+
+namespace partrain::runner {
+namespace {
+
+std::string host_name() {
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  return host.data();
+}
+
+}  // namespace
+
+std::unique_ptr<RankTracing> RankTracing::from_env() {
+  auto rank = env::get_int("RANK");
+  if (!rank.is_ok() || !*rank) return nullptr;
+  std::unique_ptr<profiler::RankTracer> tracer =
+      profiler::RankTracer::from_env(static_cast<int32_t>(**rank));
+  if (!tracer) return nullptr;
+  return std::unique_ptr<RankTracing>(new RankTracing(std::move(tracer)));
+}
+
+RankTracing::RankTracing(std::unique_ptr<profiler::RankTracer> tracer)
+    : tracer_(std::move(tracer)) {
+  profiler::set_active_tracer(tracer_.get());
+}
+
+RankTracing::~RankTracing() {
+  resync_.reset();
+  profiler::set_active_tracer(nullptr);
+  tracer_.reset();
+}
+
+void RankTracing::attach(WorldOptions& options) {
+  options.collective_sink = [tracer = tracer_.get()](const profiler::CollectiveEvent& event) {
+    tracer->collective(event);
+  };
+}
+
+void RankTracing::joined(const World& world, const std::string& device) {
+  profiler::RankInfo identity;
+  identity.rank = world.env.rank;
+  identity.local_rank = world.env.local_rank;
+  if (auto node = env::get_int("GROUP_RANK"); node.is_ok() && *node) {
+    identity.node = static_cast<int32_t>(**node);
+  }
+  identity.host = host_name();
+  identity.pid = ::getpid();
+  identity.device = device;
+  if (!world.clock_offset) {  // a world of one: the timeline is this host's clock
+    tracer_->emit(identity);
+    return;
+  }
+  resync_ = ClockResync::start(world.env, *world.clock_offset, world.clock_measured_ns,
+                               std::move(identity), *tracer_);
+}
+
+void RankTracing::finish() {
+  if (resync_) resync_->measure_now();
+  if (!tracer_->flush()) {
+    log::warn("rank {}: the trace recorder did not drain within 5 s; some events may be lost",
+              tracer_->rank());
+  }
+}
+
+}  // namespace partrain::runner

@@ -1,0 +1,40 @@
+// A worker's tracing for its whole life, when its launcher (or `partrain trace`) runs a collector
+// (PARTRAIN_COLLECTOR): the rank's tracer made active before the world is joined so every
+// collective is recorded, the rank's metadata once joined, the clock kept on the run-wide
+// timeline while it trains, and a final flush. Untraced processes never create one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "profiler/rank_tracer.h"
+#include "runner/worker/clock_resync.h"
+#include "runner/worker/world.h"
+
+namespace partrain::runner {
+
+class RankTracing {
+ public:
+  // nullptr when the environment names no collector (or RANK is not set).
+  static std::unique_ptr<RankTracing> from_env();
+  ~RankTracing();  // deactivates and flushes the tracer
+  RankTracing(const RankTracing&) = delete;
+  RankTracing& operator=(const RankTracing&) = delete;
+
+  // Before join_world: routes the world's collectives into the trace.
+  void attach(WorldOptions& options);
+  // After join_world: records who this rank is (device e.g. "cpu") and starts the clock re-sync.
+  void joined(const World& world, const std::string& device);
+  // At the end of the run: a last clock measurement and a flush of everything buffered.
+  void finish();
+
+  profiler::RankTracer& tracer() { return *tracer_; }
+
+ private:
+  explicit RankTracing(std::unique_ptr<profiler::RankTracer> tracer);
+
+  std::unique_ptr<profiler::RankTracer> tracer_;
+  std::unique_ptr<ClockResync> resync_;
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,225 @@
+// `partrain launch` traces by default: a real 4-rank run's SQLite file holds what every rank did
+// (slices for every step, collectives matched across ranks, memory reaching the reported peaks,
+// clock offsets, steps with losses), its status follows the run's end, and a launcher killed
+// with SIGKILL leaves a file that opens, passes integrity_check and reads as incomplete.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kModel =
+    "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3";
+
+// A read-only view of a trace for the assertions: one SQL query, rows joined by '\n', columns
+// by '|'.
+class TraceQuery {
+ public:
+  explicit TraceQuery(const fs::path& path) {
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK)
+        << path;
+  }
+  ~TraceQuery() { sqlite3_close(db_); }
+
+  std::string rows(const std::string& sql) const {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
+      return "";
+    }
+    std::string out;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
+        if (c > 0) out += '|';
+        const unsigned char* text = sqlite3_column_text(stmt, c);
+        out += text == nullptr ? "NULL" : reinterpret_cast<const char*>(text);
+      }
+      out += '\n';
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+  int64_t number(const std::string& sql) const {
+    std::string text = rows(sql);
+    return text.empty() ? -1 : std::stoll(text);
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class TraceLaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/partrain-trace-launch-XXXXXX";
+    dir_ = mkdtemp(name);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(TraceLaunchTest, FsdpRunRecordsEveryRankStepCollectiveAndMemoryPeak) {
+  constexpr int kSteps = 3;
+  const fs::path db = dir_ / "fsdp.db";
+  CommandResult r = run_partrain(fmt::format(
+      "-q launch -n 4 --strategy fsdp --micro-batch 1 {} --steps {} --json --trace {}", kModel,
+      kSteps, db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json summary = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << r.out;
+  ASSERT_TRUE(fs::exists(db));
+  TraceQuery q(db);
+
+  EXPECT_EQ(q.rows("SELECT status, world_size, failing_rank FROM runs"), "completed|4|NULL\n");
+  EXPECT_NE(q.rows("SELECT command FROM runs").find("launch -n 4"), std::string::npos);
+  EXPECT_EQ(q.rows("SELECT json_extract(config, '$.backend'), json_extract(config, '$.layout.zero') "
+                   "FROM runs"),
+            "gloo|3\n");
+
+  // Every rank has a step slice, forward and backward phases and per-layer compute slices in
+  // every step.
+  for (const char* name : {"step", "forward", "backward", "optimizer", "block.forward",
+                           "block.backward"}) {
+    EXPECT_EQ(q.number(fmt::format("SELECT count(*) FROM (SELECT DISTINCT rank, step FROM slices "
+                                   "WHERE name = '{}' AND step IS NOT NULL)",
+                                   name)),
+              4 * kSteps)
+        << name;
+  }
+  EXPECT_EQ(q.rows("SELECT DISTINCT layer FROM slices WHERE name = 'block.forward' ORDER BY 1"),
+            "0\n1\n");
+
+  // Matched collectives: every (comm_id, seq) on every member rank, same op and bytes.
+  const std::string unmatched = q.rows(
+      "SELECT comm_id, seq, count(*), group_size, count(DISTINCT op), count(DISTINCT bytes) "
+      "FROM collectives WHERE op NOT IN ('send', 'recv') GROUP BY comm_id, seq "
+      "HAVING count(*) <> group_size OR count(DISTINCT op) <> 1 OR count(DISTINCT bytes) <> 1 "
+      "OR count(DISTINCT group_ranks) <> 1");
+  EXPECT_EQ(unmatched, "");
+  // FSDP: parameters all-gathered and gradients reduce-scattered over the 4 ranks, every step.
+  EXPECT_EQ(q.rows("SELECT DISTINCT op FROM collectives WHERE step = 1 AND group_size = 4 AND "
+                   "op IN ('all_gather', 'reduce_scatter') ORDER BY 1"),
+            "all_gather\nreduce_scatter\n");
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE state <> 'completed'"), 0);
+
+  // Memory: the highest bytes in use per category equal the peaks the run reports.
+  for (int rank = 0; rank < 4; ++rank) {
+    for (const char* category :
+         {"params", "grads", "optimizer", "activations", "comm", "workspace"}) {
+      const int64_t want = summary["memory_peak_bytes"][std::to_string(rank)][category].get<int64_t>();
+      const int64_t got = q.number(fmt::format(
+          "SELECT coalesce(max(bytes), 0) FROM memory_events WHERE rank = {} AND category = '{}'",
+          rank, category));
+      EXPECT_EQ(got, want) << "rank " << rank << " " << category;
+    }
+  }
+
+  // Steps with the run's losses, and who each rank was, with its clock offset.
+  EXPECT_EQ(q.number("SELECT count(*) FROM steps"), 4 * kSteps);
+  for (int step = 0; step < kSteps; ++step) {
+    const double loss = summary["losses"][step].get<double>();
+    EXPECT_NEAR(std::stod(q.rows(fmt::format("SELECT loss FROM steps WHERE rank = 2 AND step = {}",
+                                             step))),
+                loss, 1e-5 * std::abs(loss));
+  }
+  EXPECT_EQ(q.rows("SELECT DISTINCT tokens FROM steps"), "32\n");  // 4 sequences x 32 / dp 4
+  EXPECT_EQ(q.rows("SELECT count(*), count(clock_offset_ns), count(clock_drift_ppm), "
+                   "min(clock_uncertainty_ns) > 0, max(abs(clock_offset_ns)) < 1000000, "
+                   "count(DISTINCT pid), min(exit_code), max(exit_code), max(exit_signal), "
+                   "min(device) FROM ranks"),
+            "4|4|4|1|1|4|0|0|0|cpu\n");
+  EXPECT_EQ(q.number("SELECT count(*) FROM stats WHERE severity <> 'info'"), 0)
+      << q.rows("SELECT * FROM stats");
+  // Timestamps are on one timeline: every rank's first step starts within a second of rank 0's.
+  EXPECT_EQ(q.number("SELECT max(ts_ns) - min(ts_ns) < 1000000000 FROM steps WHERE step = 0"), 1);
+}
+
+TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
+  // Default: ./partrain-runs/<run-id>.db, named on stderr.
+  CommandResult r = run_shell(fmt::format("cd {} && {} launch -n 2 --run-id demo-1 -- true",
+                                          dir_.string(), PARTRAIN_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path db = dir_ / "partrain-runs" / "demo-1.db";
+  EXPECT_TRUE(fs::exists(db)) << r.err;
+  EXPECT_NE(r.err.find("partrain-runs/demo-1.db"), std::string::npos) << r.err;
+  EXPECT_EQ(TraceQuery(db).rows("SELECT status, run_id FROM runs"), "completed|demo-1\n");
+  EXPECT_EQ(TraceQuery(db).rows("SELECT rank, exit_code FROM ranks ORDER BY rank"),
+            "0|0\n1|0\n");
+
+  // --no-trace writes nothing.
+  r = run_shell(fmt::format("cd {} && {} launch -n 2 --run-id demo-2 --no-trace -- true",
+                            dir_.string(), PARTRAIN_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "partrain-runs" / "demo-2.db"));
+
+  // A failing rank: status failed, naming it; the other rank's exit is recorded too.
+  const fs::path failed = dir_ / "failed.db";
+  r = run_partrain(fmt::format("launch -n 2 --trace {} -- sh -c 'test $RANK = 0 || exit 7'",
+                               failed.string()));
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(TraceQuery(failed).rows("SELECT status, failing_rank FROM runs"), "failed|1\n");
+  EXPECT_EQ(TraceQuery(failed).rows("SELECT rank, exit_code FROM ranks ORDER BY rank"),
+            "0|0\n1|7\n");
+
+  // An existing file is never overwritten.
+  r = run_partrain(fmt::format("launch -n 1 --trace {} -- true", failed.string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
+  const fs::path db = dir_ / "killed.db";
+  const std::string args = fmt::format(
+      "launch -n 2 --strategy ddp --micro-batch 2 {} --steps 100000 --trace {}", kModel,
+      db.string());
+  pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    ::setpgid(0, 0);  // its own group, so the test can clean up every worker afterwards
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen((dir_ / "launcher.err").c_str(), "w", stderr);
+    ::execl("/bin/sh", "sh", "-c", (std::string(PARTRAIN_BINARY) + " " + args).c_str(),
+            static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until some steps are committed (readers see them while the run is live: WAL).
+  int64_t committed = 0;
+  for (int i = 0; i < 600 && committed < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fs::exists(db)) committed = TraceQuery(db).number("SELECT count(*) FROM step");
+  }
+  ASSERT_GE(committed, 4) << read_file((dir_ / "launcher.err").string());
+  EXPECT_EQ(TraceQuery(db).rows("SELECT status FROM runs"), "running\n");
+  ::kill(-launcher, SIGKILL);  // the launcher (and the shell); workers die with their parent
+  int status = 0;
+  ::waitpid(launcher, &status, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // Opened through partrain (export reads the trace): the run is marked incomplete.
+  CommandResult r = run_partrain(fmt::format("export --format chrome {} -o {}", db.string(),
+                                             (dir_ / "killed.json").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(db);
+  EXPECT_EQ(q.rows("PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "incomplete\n");
+  EXPECT_GE(q.number("SELECT count(*) FROM step"), committed);
+  EXPECT_GT(q.number("SELECT count(*) FROM collectives"), 0);
+}
+
+}  // namespace
+}  // namespace partrain::testing

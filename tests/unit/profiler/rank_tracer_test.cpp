@@ -1,0 +1,145 @@
+// RankTracer and TraceScope: what a rank records lands in the node's file on the run-wide
+// timeline (local time + the fitted clock offset), tagged with the current step, on the calling
+// thread's track; a TraceScope records only while a tracer is active.
+#include "profiler/rank_tracer.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "profiler/trace_scope.h"
+#include "profiler/trace_session.h"
+
+namespace partrain::profiler {
+namespace {
+namespace fs = std::filesystem;
+
+std::string rows(const fs::path& db, const std::string& sql) {
+  sqlite3* handle = nullptr;
+  sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* stmt = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    out = sqlite3_errmsg(handle);
+  }
+  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
+    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
+      const unsigned char* text = sqlite3_column_text(stmt, c);
+      out += (c > 0 ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "NULL");
+    }
+    out += '\n';
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(handle);
+  return out;
+}
+
+class RankTracerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/partrain-rank-tracer-XXXXXX";
+    dir_ = mkdtemp(name);
+    TraceSessionOptions options;
+    options.path = dir_ / "rank.db";
+    options.run_id = dir_.filename().string();
+    options.token = "secret-token";
+    auto session = TraceSession::start(std::move(options));
+    ASSERT_TRUE(session.is_ok()) << session.status().message();
+    session_ = std::move(*session);
+  }
+  void TearDown() override {
+    session_.reset();
+    fs::remove_all(dir_);
+  }
+  RankTracerOptions tracer_options(int rank) const {
+    return {.socket_path = session_->socket_path(), .token = "secret-token", .rank = rank};
+  }
+  fs::path db() const { return dir_ / "rank.db"; }
+
+  fs::path dir_;
+  std::unique_ptr<TraceSession> session_;
+};
+
+TEST_F(RankTracerTest, EventsLandOnTheTimelineWithStepAndTrack) {
+  {
+    RankTracer tracer(tracer_options(3));
+    // Offset 1000 ns at local 0, drifting 10 ppm: at local 1e9 the offset is 11000 ns.
+    ClockDrift drift;
+    drift.reference_local_ns = 0;
+    drift.offset_at_reference_ns = 1000;
+    drift.drift_ppm = 10;
+    drift.observations = 2;
+    tracer.set_clock(drift);
+    EXPECT_EQ(tracer.timeline_ns(1'000'000'000), 1'000'011'000);
+    tracer.set_step(7);
+    tracer.slice("block.forward", SliceCategory::kCompute, 1'000'000'000, 1'000'000'500, 2, 1);
+    std::thread([&] {
+      tracer.slice("loader", SliceCategory::kCompute, 0, 100);
+    }).join();
+    CollectiveEvent event;
+    event.comm_id = "world";
+    event.seq = 4;
+    event.op = "all_reduce";
+    event.dtype = "float";
+    event.reduce_op = "sum";
+    event.count = 8;
+    event.bytes = 32;
+    event.group_ranks = {0, 1, 2, 3};
+    event.rank = 3;
+    event.enqueue_ns = 0;
+    event.start_ns = 10;
+    event.end_ns = 30;
+    event.state = CollectiveState::kCompleted;
+    tracer.collective(event);
+    tracer.memory(1, 0, 4096);
+    tracer.step_done(7, 0, 2'000, 2.5, 64);
+    EXPECT_TRUE(tracer.flush());
+  }
+  ASSERT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());
+  EXPECT_EQ(rows(db(), "SELECT rank, track, name, ts_ns, dur_ns, step, micro_batch, layer "
+                       "FROM slices WHERE name = 'block.forward'"),
+            "3|main|block.forward|1000011000|500|7|1|2\n");
+  // Another thread's slice goes to a track of its own.
+  EXPECT_EQ(rows(db(), "SELECT track LIKE 'thread %', ts_ns, dur_ns FROM slices "
+                       "WHERE name = 'loader'"),
+            "1|1000|100\n");
+  EXPECT_EQ(rows(db(), "SELECT rank, comm_id, seq, op, bytes, ts_ns, dur_ns, step, group_ranks "
+                       "FROM collectives"),
+            "3|world|4|all_reduce|32|1010|20|7|0,1,2,3\n");
+  EXPECT_EQ(rows(db(), "SELECT rank, ts_ns, category, bytes FROM memory_events"),
+            "3|1000|grads|4096\n");
+  EXPECT_EQ(rows(db(), "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM steps"),
+            "3|7|1000|2000|2.5|64\n");
+}
+
+TEST_F(RankTracerTest, TraceScopeRecordsOnlyWhileATracerIsActive) {
+  {
+    profiler::TraceScope untraced("before", SliceCategory::kPhase);
+  }
+  {
+    RankTracer tracer(tracer_options(0));
+    set_active_tracer(&tracer);
+    EXPECT_EQ(active_tracer(), &tracer);
+    {
+      TraceScope scope("optimizer", SliceCategory::kPhase);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    set_active_tracer(nullptr);
+    { TraceScope after("after", SliceCategory::kPhase); }
+    EXPECT_TRUE(tracer.flush());
+  }
+  ASSERT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());
+  EXPECT_EQ(rows(db(), "SELECT name, category, dur_ns >= 2000000 FROM slices"),
+            "optimizer|phase|1\n");
+}
+
+TEST(RankTracerEnv, NotTracedWithoutACollector) {
+  ::unsetenv(std::string(kCollectorEnv).c_str());
+  EXPECT_EQ(RankTracer::from_env(0), nullptr);
+}
+
+}  // namespace
+}  // namespace partrain::profiler
