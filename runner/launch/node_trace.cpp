@@ -39,7 +39,9 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   }
   profiler::TraceSessionOptions options;
   options.path = path;
-  options.run_id = run.run_id;
+  // Names the collector's socket directory: one per node, also when two "nodes" share a host.
+  options.run_id =
+      run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
   options.token = run.token;
   auto session = profiler::TraceSession::start(std::move(options));
   if (!session.is_ok()) return session.status().with_context("--trace");

@@ -15,18 +15,6 @@
 namespace partrain::testing {
 namespace {
 
-int free_tcp_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 nlohmann::json run_json(const std::string& args) {
   CommandResult r = run_partrain(args + " --json");
   EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;

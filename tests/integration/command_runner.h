@@ -2,6 +2,9 @@
 // exit code, stdout and stderr.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +46,19 @@ inline CommandResult run_shell(const std::string& command) {
 
 inline CommandResult run_partrain(const std::string& args, const std::string& env = "") {
   return run_shell(env + (env.empty() ? "" : " ") + PARTRAIN_BINARY + std::string(" ") + args);
+}
+
+// A loopback TCP port that was free a moment ago (for --master-port of multi-node tests).
+inline int free_tcp_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace partrain::testing

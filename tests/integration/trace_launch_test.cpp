@@ -182,6 +182,34 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
+// Two launchers on one machine as two nodes of 2 ranks: each node writes its own file of its own
+// ranks, and `partrain merge` joins them into one run whose collectives match over all 4 ranks.
+TEST_F(TraceLaunchTest, EachNodeWritesItsFileAndMergeJoinsThem) {
+  const std::string launch = fmt::format(
+      "{} -q launch --nnodes 2 --master-addr 127.0.0.1 --master-port {} -n 2 --rdzv-timeout 60s "
+      "--token t0k3n --trace {} --strategy ddp --micro-batch 1 {} --steps 2",
+      PARTRAIN_BINARY, free_tcp_port(), (dir_ / "run.db").string(), kModel);
+  CommandResult r = run_shell(launch + " --node-rank 1 >" + (dir_ / "node1.out").string() +
+                              " 2>&1 & " + launch + " --node-rank 0; status=$?; wait; exit $status");
+  ASSERT_EQ(r.exit_code, 0) << r.err << read_file((dir_ / "node1.out").string());
+  ASSERT_TRUE(fs::exists(dir_ / "run.node1.db"));
+  EXPECT_EQ(TraceQuery(dir_ / "run.db").rows("SELECT group_concat(rank) FROM ranks"), "0,1\n");
+  EXPECT_EQ(TraceQuery(dir_ / "run.node1.db").rows("SELECT group_concat(rank) FROM ranks"),
+            "2,3\n");
+  EXPECT_EQ(TraceQuery(dir_ / "run.node1.db").rows("SELECT status FROM runs"), "completed\n");
+
+  r = run_partrain(fmt::format("merge {} {} -o {}", (dir_ / "run.db").string(),
+                               (dir_ / "run.node1.db").string(), (dir_ / "all.db").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery all(dir_ / "all.db");
+  EXPECT_EQ(all.rows("SELECT status, world_size FROM runs"), "completed|4\n");
+  EXPECT_EQ(all.number("SELECT count(*) FROM steps"), 8);
+  EXPECT_EQ(all.rows("SELECT DISTINCT count(*) FROM collectives WHERE comm_id = "
+                     "(SELECT comm_id FROM collectives WHERE group_size = 4 LIMIT 1) "
+                     "GROUP BY seq"),
+            "4\n");
+}
+
 TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
   const fs::path db = dir_ / "killed.db";
   const std::string args = fmt::format(
