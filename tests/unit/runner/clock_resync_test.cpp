@@ -1,0 +1,77 @@
+// ClockResync: the offset measured at join is re-measured on the interval over a connection of its
+// own, the fit's drift and observations grow, and each round re-sends the rank's metadata with the
+// new offset (so the trace holds the latest offset, its uncertainty and the drift).
+#include "runner/worker/clock_resync.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/clock.h"
+#include "profiler/trace_session.h"
+#include "runner/rendezvous/store_server.h"
+
+namespace partrain::runner {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
+  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, "secret");
+  ASSERT_TRUE(server.is_ok()) << server.status().message();
+  char name[] = "/tmp/partrain-clock-resync-XXXXXX";
+  const fs::path dir = mkdtemp(name);
+  profiler::TraceSessionOptions session_options;
+  session_options.path = dir / "clock.db";
+  session_options.run_id = dir.filename().string();
+  session_options.token = "secret";
+  auto session = profiler::TraceSession::start(std::move(session_options));
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+
+  WorkerEnv env;
+  env.rank = 1;
+  env.master_addr = "127.0.0.1";
+  env.master_port = (*server)->port();
+  env.token = "secret";
+  {
+    profiler::RankTracer tracer({.socket_path = (*session)->socket_path(), .token = "secret",
+                                 .rank = 1});
+    profiler::RankInfo identity;
+    identity.rank = 1;
+    identity.host = "here";
+    identity.device = "cpu";
+    // A deliberately wrong first offset (5 ms): the re-measurements pull the fit towards the
+    // true offset on one host (microseconds).
+    auto resync = ClockResync::start(env, {5'000'000, 10, 16}, monotonic_ns(), identity, tracer,
+                                     {.interval = std::chrono::milliseconds(40), .pings = 4});
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    resync->measure_now();
+    const profiler::ClockDrift drift = resync->drift();
+    EXPECT_GE(drift.observations, 4u);
+    EXPECT_NE(drift.drift_ppm, 0.0);  // the fit sees the offset fall from 5 ms
+    EXPECT_LT(std::abs(tracer.timeline_ns(monotonic_ns()) - monotonic_ns()), 5'000'000);
+    resync.reset();
+    EXPECT_TRUE(tracer.flush());
+  }
+  ASSERT_TRUE((*session)->finish(profiler::RunStatus::kCompleted).is_ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir / "clock.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT host, clock_offset_ns, clock_uncertainty_ns, "
+                                   "clock_drift_ppm FROM ranks WHERE rank = 1",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "here");
+  EXPECT_LT(sqlite3_column_int64(stmt, 1), 5'000'000);  // the latest fit, not the first offset
+  EXPECT_GT(sqlite3_column_int64(stmt, 2), 0);           // half a real round trip
+  EXPECT_NE(sqlite3_column_double(stmt, 3), 0.0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace partrain::runner
