@@ -21,7 +21,7 @@ struct CollectiveEvent {
   std::string_view reduce_op;  // sum, avg, max, min; empty when the op does not reduce
   uint64_t count = 0;          // elements of this rank's buffer (nccl-tests' count)
   uint64_t bytes = 0;          // bytes of the op's size S as nccl-tests counts it
-  int peer = -1;               // send/recv peer, or the broadcast root; -1 otherwise
+  int peer = -1;  // send/recv peer or broadcast root, as a communicator rank; -1 otherwise
   int rank = 0;                // this rank within the communicator
   std::vector<int> group_ranks;  // members as world ranks
   int64_t enqueue_ns = 0;

@@ -94,6 +94,10 @@ void RankTracer::collective(const CollectiveEvent& event) {
   record.event.enqueue_ns = timeline_ns(event.enqueue_ns);
   record.event.start_ns = timeline_ns(event.start_ns);
   record.event.end_ns = timeline_ns(event.end_ns);
+  // The trace names peers and roots by world rank (the communicator's rank is in comm_rank).
+  if (event.peer >= 0 && static_cast<size_t>(event.peer) < event.group_ranks.size()) {
+    record.event.peer = event.group_ranks[static_cast<size_t>(event.peer)];
+  }
   emit(record);
 }
 

@@ -60,6 +60,7 @@ class RankTracer {
   // The track is the calling thread's: "main" for the thread that made the tracer.
   void slice(std::string_view name, SliceCategory category, int64_t start_ns, int64_t end_ns,
              int layer = -1, int micro_batch = -1);
+  // The event's peer/root (a communicator rank) is stored as the world rank it is.
   void collective(const CollectiveEvent& event);
   void memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use);
   void step_done(int64_t step, int64_t start_ns, int64_t end_ns, double loss, int64_t tokens);

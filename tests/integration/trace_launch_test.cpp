@@ -182,6 +182,29 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
+// Pipeline stages: every send is paired with exactly one recv on its peer (world ranks, same
+// comm_id and per-pair seq, same bytes), and each stage records its forward/backward actions.
+TEST_F(TraceLaunchTest, PipelineSendsPairWithRecvs) {
+  const fs::path db = dir_ / "pp.db";
+  CommandResult r = run_partrain(fmt::format(
+      "-q launch -n 4 --dp 2 --pp 2 --micro-batch 1 --global-batch 8 {} --steps 2 --trace {}",
+      kModel, db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(db);
+  const int64_t sends = q.number("SELECT count(*) FROM collectives WHERE op = 'send'");
+  EXPECT_GT(sends, 0);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives s JOIN collectives r ON "
+                     "r.comm_id = s.comm_id AND r.seq = s.seq AND r.op = 'recv' AND "
+                     "r.rank = s.peer AND r.peer = s.rank AND r.bytes = s.bytes "
+                     "WHERE s.op = 'send'"),
+            sends);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE op = 'recv'"), sends);
+  // 4 micro-batches per dp replica: each stage runs 4 forwards and 4 backwards per step.
+  EXPECT_EQ(q.rows("SELECT DISTINCT count(*) FROM slices WHERE name IN ('forward', 'backward') "
+                   "GROUP BY rank, step, name"),
+            "4\n");
+}
+
 // Two launchers on one machine as two nodes of 2 ranks: each node writes its own file of its own
 // ranks, and `partrain merge` joins them into one run whose collectives match over all 4 ranks.
 TEST_F(TraceLaunchTest, EachNodeWritesItsFileAndMergeJoinsThem) {
