@@ -1,11 +1,208 @@
-// Placeholder: `partrain export` is being written (issue 4).
+// `partrain export`: a trace as Chrome Trace Event Format JSON for Perfetto (ui.perfetto.dev) and
+// chrome://tracing, optionally narrowed to some ranks and steps. Flags, the output file (written
+// beside its final name, then renamed) and the summary line live here; the JSON is written by
+// profiler/chrome_export.h.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "cli/command.h"
+#include "core/log.h"
+#include "profiler/chrome_export.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using profiler::ChromeExportCounts;
+using profiler::ChromeExportOptions;
+using profiler::StepRange;
+
+struct ExportFlags {
+  std::string trace;
+  std::string output;
+  std::string format = "chrome";
+  std::string ranks;
+  std::string steps;
+};
+
+// A non-negative decimal number and nothing else.
+std::optional<int64_t> parse_count(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text.front() == '-' || ec != std::errc() ||
+      end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// "A:B", "A:", ":B" or "A": inclusive step numbers.
+StatusOr<StepRange> parse_step_range(std::string_view text) {
+  const size_t colon = text.find(':');
+  const std::string_view first = colon == std::string_view::npos ? text : text.substr(0, colon);
+  const std::string_view last = colon == std::string_view::npos ? text : text.substr(colon + 1);
+  StepRange range;
+  if (!first.empty()) range.first = parse_count(first);
+  if (!last.empty()) range.last = parse_count(last);
+  const bool malformed = (first.empty() && last.empty()) || (!first.empty() && !range.first) ||
+                         (!last.empty() && !range.last) ||
+                         (range.first && range.last && *range.first > *range.last);
+  if (malformed) {
+    return invalid_argument(
+        "--steps '{}': write A:B (steps A to B, inclusive), A: (step A on), "
+        ":B (up to step B) or A (step A alone), with step numbers A <= B",
+        text);
+  }
+  return range;
+}
+
+// "0,2,5": world ranks; sorted, duplicates dropped.
+StatusOr<std::vector<int>> parse_rank_list(std::string_view text) {
+  std::vector<int> ranks;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    auto rank = parse_count(text.substr(start, comma - start));
+    if (!rank || *rank > std::numeric_limits<int>::max()) {
+      return invalid_argument("--rank '{}': write world ranks separated by commas, e.g. 0,2", text);
+    }
+    ranks.push_back(static_cast<int>(*rank));
+    start = comma + 1;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+StatusOr<ChromeExportOptions> export_options(const ExportFlags& flags) {
+  if (flags.format != "chrome") {
+    return invalid_argument("--format '{}' is not supported (accepted formats: chrome)",
+                            flags.format);
+  }
+  ChromeExportOptions options;
+  if (!flags.ranks.empty()) {
+    ASSIGN_OR_RETURN(options.ranks, parse_rank_list(flags.ranks));
+  }
+  if (!flags.steps.empty()) {
+    ASSIGN_OR_RETURN(options.steps, parse_step_range(flags.steps));
+  }
+  return options;
+}
+
+// -o, or the trace's path with .json; "-" is stdout.
+StatusOr<fs::path> output_path(const ExportFlags& flags) {
+  if (flags.output == "-") return fs::path("-");
+  fs::path out = flags.output.empty() ? fs::path(flags.trace).replace_extension(".json")
+                                      : fs::path(flags.output);
+  std::error_code ec;
+  if (fs::equivalent(out, flags.trace, ec)) {
+    return invalid_argument("the output {} is the trace itself: name another file with -o",
+                            out.string());
+  }
+  return out;
+}
+
+// Written beside `out` under a temporary name and renamed once complete, so a failed export
+// leaves no partial JSON behind.
+StatusOr<ChromeExportCounts> export_to_file(const profiler::SqliteDb& db,
+                                            const ChromeExportOptions& options,
+                                            const fs::path& out) {
+  const fs::path temp =
+      out.parent_path() / fmt::format(".{}.partrain-tmp-{}", out.filename().string(), getpid());
+  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+  if (!file) return failed("cannot write {}: {}", out.string(), std::strerror(errno));
+  StatusOr<ChromeExportCounts> counts = profiler::export_chrome_trace(db, options, file);
+  file.close();
+  if (counts.is_ok() && !file) counts = failed("writing {} failed", out.string());
+  std::error_code ec;
+  if (counts.is_ok()) {
+    fs::rename(temp, out, ec);
+    if (ec)
+      counts = failed("cannot rename {} to {}: {}", temp.string(), out.string(), ec.message());
+  }
+  if (!counts.is_ok()) fs::remove(temp, ec);
+  return counts;
+}
+
+int fail(const Status& status) {
+  log::error("{}", status.message());
+  return status.exit_code();
+}
+
+int run_export(const ExportFlags& flags) {
+  auto options = export_options(flags);
+  if (!options.is_ok()) return fail(options.status());
+  auto out = output_path(flags);
+  if (!out.is_ok()) return fail(out.status());
+  auto trace = profiler::open_trace(flags.trace);
+  if (!trace.is_ok()) return fail(trace.status());
+
+  const bool to_stdout = *out == "-";
+  auto counts = to_stdout ? profiler::export_chrome_trace(trace->db, *options, std::cout)
+                          : export_to_file(trace->db, *options, *out);
+  if (!counts.is_ok()) return fail(counts.status().with_context(flags.trace));
+  log::info("wrote {} events ({} slices, {} counters, {} flows) for {} rank{} to {}",
+            counts->events, counts->slices, counts->counters, counts->flows, counts->ranks,
+            counts->ranks == 1 ? "" : "s", to_stdout ? std::string("stdout") : out->string());
+  return 0;
+}
+
+constexpr const char* kFooter =
+    "The JSON (Chrome Trace Event Format, as PyTorch's profiler writes) holds one process per "
+    "rank (pid = rank, named \"rank N (host)\"), one thread per track (\"main (cpu_thread)\", "
+    "\"dp0 (comm)\", CUDA streams), a complete event (\"X\") per slice with step, micro_batch, "
+    "layer and, for collectives, comm_id, seq, op, dtype, count, bytes, peer, group_ranks... as "
+    "args; a counter (\"C\") per memory category (\"memory params\", \"memory grads\"..., bytes "
+    "in use); and flow arrows from each send to its recv and from the first member of each "
+    "collective (same comm_id and seq) to the others. ts and dur are microseconds with ns "
+    "precision (1234.567). Top level: distributedInfo {backend, rank, world_size} as in Kineto "
+    "traces, and otherData {run_id, command, status}. See docs/trace-format.md.\n"
+    "--rank keeps those ranks (flows between them only). --steps keeps slices of those steps, "
+    "and events without a step (memory samples, slices with no step) that overlap the time "
+    "window of those steps; each memory counter starts at the window with the bytes then in "
+    "use.\n"
+    "Examples:\n"
+    "  partrain export partrain-runs/r1.db            # writes partrain-runs/r1.json\n"
+    "  partrain export run.db -o trace.json --rank 0,2 --steps 3:5\n"
+    "  partrain export run.db -o - | gzip > trace.json.gz\n"
+    "Open the file at https://ui.perfetto.dev (\"Open trace file\", or drop it on the page) or "
+    "in chrome://tracing (\"Load\"). The browser alone handles JSON up to about 1-2 GB: narrow "
+    "bigger traces with --rank/--steps, or run `trace_processor_shell --httpd trace.json` and "
+    "open ui.perfetto.dev, which then uses that native trace processor.\n"
+    "Exit codes: 0 written; 1 the output could not be written; 2 bad --format, --rank (a rank "
+    "not in the trace), --steps or -o; 3 unreadable trace (not a partrain trace, newer schema, "
+    "corrupted).";
+
+}  // namespace
 
 Subcommand add_export_command(CLI::App& parent) {
-  CLI::App* cmd = parent.add_subcommand("export", "(not yet available)");
-  return {cmd, [] { return 1; }};
+  CLI::App* cmd = parent.add_subcommand(
+      "export",
+      "Write a trace as Chrome Trace Event Format JSON for Perfetto (ui.perfetto.dev) "
+      "and chrome://tracing");
+  auto flags = std::make_shared<ExportFlags>();
+  cmd->add_option("trace", flags->trace, "Trace file (a partrain .db)")->required();
+  cmd->add_option("-o,--output", flags->output,
+                  "Output file (default: the trace's path with .json; - writes to stdout)");
+  cmd->add_option("--format", flags->format, "Output format; accepted: chrome")
+      ->capture_default_str();
+  cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2");
+  cmd->add_option("--steps", flags->steps,
+                  "Only these training steps (inclusive): A:B, A:, :B or A");
+  cmd->footer(kFooter);
+  return {cmd, [flags] { return run_export(*flags); }};
 }
 
 }  // namespace partrain::cli
