@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -203,6 +205,35 @@ TEST_F(TraceLaunchTest, PipelineSendsPairWithRecvs) {
   EXPECT_EQ(q.rows("SELECT DISTINCT count(*) FROM slices WHERE name IN ('forward', 'backward') "
                    "GROUP BY rank, step, name"),
             "4\n");
+
+  // The real run exported: one X event per slice, one process per rank, every flow paired, an
+  // arrow for every send.
+  const fs::path json_path = dir_ / "pp.json";
+  r = run_partrain(fmt::format("export --format chrome {} -o {}", db.string(), json_path.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(read_file(json_path.string()), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  std::map<std::string, int64_t> by_phase;
+  std::set<int> pids;
+  std::map<int64_t, std::pair<int, int>> flows;  // id -> (starts, finishes)
+  int64_t p2p_flows = 0;
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    const std::string ph = e["ph"];
+    ++by_phase[ph];
+    pids.insert(e["pid"].get<int>());
+    if (ph == "s") {
+      ++flows[e["id"].get<int64_t>()].first;
+      if (e["cat"] == "p2p") ++p2p_flows;
+    }
+    if (ph == "f") ++flows[e["id"].get<int64_t>()].second;
+  }
+  EXPECT_EQ(by_phase["X"], q.number("SELECT count(*) FROM slices"));
+  EXPECT_EQ(by_phase["C"], q.number("SELECT count(*) FROM memory_events"));
+  EXPECT_EQ(pids, (std::set<int>{1, 2, 3, 4}));
+  for (const auto& [id, ends] : flows) EXPECT_EQ(ends, std::make_pair(1, 1)) << "flow " << id;
+  EXPECT_EQ(p2p_flows, sends);
+  EXPECT_EQ(doc["distributedInfo"]["world_size"], 4);
+  EXPECT_EQ(doc["distributedInfo"]["backend"], "gloo");
 }
 
 // Two launchers on one machine as two nodes of 2 ranks: each node writes its own file of its own
