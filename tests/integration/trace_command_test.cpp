@@ -3,41 +3,20 @@
 // workers record everything themselves, and the command's exit code comes back.
 #include <gtest/gtest.h>
 
-#include <sqlite3.h>
-
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "tests/integration/command_runner.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::testing {
 namespace {
 namespace fs = std::filesystem;
 
 std::string query(const fs::path& db, const std::string& sql) {
-  sqlite3* handle = nullptr;
-  std::string out;
-  if (sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(handle);
-    return "cannot open " + db.string();
-  }
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-        const unsigned char* text = sqlite3_column_text(stmt, c);
-        out += (c > 0 ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "NULL");
-      }
-      out += '\n';
-    }
-  } else {
-    out = sqlite3_errmsg(handle);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(handle);
-  return out;
+  return TraceQuery(db).rows(sql);
 }
 
 class TraceCommandTest : public ::testing::Test {

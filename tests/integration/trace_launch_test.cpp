@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/command_runner.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::testing {
 namespace {
@@ -27,43 +27,6 @@ namespace fs = std::filesystem;
 
 const char* kModel =
     "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3";
-
-// A read-only view of a trace for the assertions: one SQL query, rows joined by '\n', columns
-// by '|'.
-class TraceQuery {
- public:
-  explicit TraceQuery(const fs::path& path) {
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK)
-        << path;
-  }
-  ~TraceQuery() { sqlite3_close(db_); }
-
-  std::string rows(const std::string& sql) const {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
-      return "";
-    }
-    std::string out;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-        if (c > 0) out += '|';
-        const unsigned char* text = sqlite3_column_text(stmt, c);
-        out += text == nullptr ? "NULL" : reinterpret_cast<const char*>(text);
-      }
-      out += '\n';
-    }
-    sqlite3_finalize(stmt);
-    return out;
-  }
-  int64_t number(const std::string& sql) const {
-    std::string text = rows(sql);
-    return text.empty() ? -1 : std::stoll(text);
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 class TraceLaunchTest : public ::testing::Test {
  protected:

@@ -4,7 +4,6 @@
 #include "profiler/rank_tracer.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
@@ -12,29 +11,14 @@
 
 #include "profiler/trace_scope.h"
 #include "profiler/trace_session.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
 namespace {
 namespace fs = std::filesystem;
 
 std::string rows(const fs::path& db, const std::string& sql) {
-  sqlite3* handle = nullptr;
-  sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* stmt = nullptr;
-  std::string out;
-  if (sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    out = sqlite3_errmsg(handle);
-  }
-  while (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
-    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-      const unsigned char* text = sqlite3_column_text(stmt, c);
-      out += (c > 0 ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "NULL");
-    }
-    out += '\n';
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(handle);
-  return out;
+  return testing::TraceQuery(db).rows(sql);
 }
 
 class RankTracerTest : public ::testing::Test {

@@ -13,11 +13,15 @@
 #include "profiler/trace_merge.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::open_read_only;
+using testing::query_number;
+using testing::query_rows;
 
 constexpr std::string_view kRunId = "20240611-1402-ab12";
 
@@ -109,35 +113,6 @@ NodeSpec node1() {
   return spec;
 }
 
-// Every row of a query, columns joined by '|', rows by '\n'.
-std::string rows(const SqliteDb& db, std::string_view sql) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
-  if (!stmt.is_ok()) return {};
-  std::string out;
-  while (stmt->step() == SQLITE_ROW) {
-    for (int c = 0; c < stmt->column_count(); ++c) {
-      if (c > 0) out += '|';
-      out += stmt->column_is_null(c) ? "NULL" : stmt->column_text(c);
-    }
-    out += '\n';
-  }
-  return out;
-}
-
-int64_t number(const SqliteDb& db, std::string_view sql) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
-  if (!stmt.is_ok() || stmt->step() != SQLITE_ROW) return -1;
-  return stmt->column_int(0);
-}
-
-SqliteDb open_read_only(const fs::path& path) {
-  auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
-  EXPECT_TRUE(db.is_ok()) << db.status().message();
-  return db.is_ok() ? std::move(db).value() : SqliteDb();
-}
-
 std::string file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
@@ -194,12 +169,12 @@ TEST_F(TraceMergeTest, RowCountsAreTheSumsOfTheInputs) {
   for (std::string_view table : {"rank", "track", "slice", "collective", "memory", "step"}) {
     int64_t sum = 0;
     for (const fs::path& input : inputs) {
-      sum += number(open_read_only(input), fmt::format("SELECT count(*) FROM {}", table));
+      sum += query_number(open_read_only(input), fmt::format("SELECT count(*) FROM {}", table));
     }
-    EXPECT_EQ(number(out, fmt::format("SELECT count(*) FROM {}", table)), sum) << table;
+    EXPECT_EQ(query_number(out, fmt::format("SELECT count(*) FROM {}", table)), sum) << table;
   }
-  EXPECT_EQ(number(out, "SELECT count(*) FROM slice"), 24);
-  EXPECT_EQ(rows(out, "SELECT rank, node, host FROM ranks ORDER BY rank"),
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM slice"), 24);
+  EXPECT_EQ(query_rows(out, "SELECT rank, node, host FROM ranks ORDER BY rank"),
             "0|0|host0\n1|0|host0\n2|1|host1\n3|1|host1\n");
 }
 
@@ -207,14 +182,14 @@ TEST_F(TraceMergeTest, CollectivesAreMatchedAcrossNodes) {
   auto summary = merge(write_nodes(node0(), node1()));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   SqliteDb out = open_read_only(file("all.db"));
-  EXPECT_EQ(rows(out, "SELECT comm_id, seq, count(*), group_concat(rank) FROM "
+  EXPECT_EQ(query_rows(out, "SELECT comm_id, seq, count(*), group_concat(rank) FROM "
                       "(SELECT * FROM collectives ORDER BY rank) GROUP BY comm_id, seq "
                       "ORDER BY seq"),
             "world|0|4|0,1,2,3\nworld|1|4|0,1,2,3\nworld|2|4|0,1,2,3\n");
-  EXPECT_EQ(rows(out, "SELECT DISTINCT op, dtype, reduce_op, group_ranks, bytes FROM collectives"),
+  EXPECT_EQ(query_rows(out, "SELECT DISTINCT op, dtype, reduce_op, group_ranks, bytes FROM collectives"),
             "all_reduce|float|sum|0,1,2,3|4096\n");
   // Each collective's slice id leads to its own slice: same rank, comm track, op name, start.
-  EXPECT_EQ(number(out, "SELECT count(*) FROM collectives c JOIN slices s "
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM collectives c JOIN slices s "
                         "ON s.slice_id = c.slice_id WHERE s.rank = c.rank AND "
                         "s.track_kind = 'comm' AND s.track = 'world' AND s.name = 'all_reduce' "
                         "AND s.category = 'collective' AND s.ts_ns = 10000 + c.seq * 1000 + c.rank"),
@@ -225,7 +200,7 @@ TEST_F(TraceMergeTest, SlicesKeepTheirNamesTracksAndRanks) {
   auto summary = merge(write_nodes(node0(), node1()));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   SqliteDb out = open_read_only(file("all.db"));
-  EXPECT_EQ(rows(out, "SELECT rank, track, name, ts_ns, step, micro_batch, layer FROM slices "
+  EXPECT_EQ(query_rows(out, "SELECT rank, track, name, ts_ns, step, micro_batch, layer FROM slices "
                       "WHERE track_kind = 'cpu_thread' ORDER BY rank, track, name"),
             "0|loader|load node 0|1500|NULL|NULL|NULL\n0|main|backward|2000|1|0|3\n"
             "0|main|forward|2000|1|0|3\n"
@@ -236,10 +211,10 @@ TEST_F(TraceMergeTest, SlicesKeepTheirNamesTracksAndRanks) {
             "3|loader|load node 1|1500|NULL|NULL|NULL\n3|main|backward|2003|1|0|3\n"
             "3|main|forward|2003|1|0|3\n");
   // Interned once: a value used by both files has one id, and ids are unique per track.
-  EXPECT_EQ(number(out, "SELECT count(*) FROM string WHERE value = 'forward'"), 1);
-  EXPECT_EQ(number(out, "SELECT count(*) FROM string"),
-            number(out, "SELECT count(DISTINCT value) FROM string"));
-  EXPECT_EQ(rows(out, "SELECT rank, kind, name FROM tracks ORDER BY rank, kind, name"),
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM string WHERE value = 'forward'"), 1);
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM string"),
+            query_number(out, "SELECT count(DISTINCT value) FROM string"));
+  EXPECT_EQ(query_rows(out, "SELECT rank, kind, name FROM tracks ORDER BY rank, kind, name"),
             "0|comm|world\n0|cpu_thread|loader\n0|cpu_thread|main\n"
             "1|comm|world\n1|cpu_thread|loader\n1|cpu_thread|main\n"
             "2|comm|world\n2|cpu_thread|loader\n2|cpu_thread|main\n"
@@ -250,12 +225,12 @@ TEST_F(TraceMergeTest, MemoryStepsAndStatsAreCopiedAndStatsAddUp) {
   auto summary = merge(write_nodes(node0(), node1()));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   SqliteDb out = open_read_only(file("all.db"));
-  EXPECT_EQ(rows(out, "SELECT rank, category, bytes FROM memory_events WHERE category = "
+  EXPECT_EQ(query_rows(out, "SELECT rank, category, bytes FROM memory_events WHERE category = "
                       "'activations' ORDER BY rank"),
             "0|activations|8192\n1|activations|8193\n2|activations|8194\n3|activations|8195\n");
-  EXPECT_EQ(rows(out, "SELECT rank, step, loss, tokens FROM steps ORDER BY rank"),
+  EXPECT_EQ(query_rows(out, "SELECT rank, step, loss, tokens FROM steps ORDER BY rank"),
             "0|1|2.5|512\n1|1|2.4|512\n2|1|2.3|512\n3|1|2.2|512\n");
-  EXPECT_EQ(rows(out, "SELECT name, rank, value, severity FROM stats ORDER BY name, rank"),
+  EXPECT_EQ(query_rows(out, "SELECT name, rank, value, severity FROM stats ORDER BY name, rank"),
             "per_rank_errors|0|1|error\nper_rank_errors|1|1|error\n"
             "per_rank_errors|2|1|error\nper_rank_errors|3|1|error\n"
             "recorder_dropped_events|NULL|7|data_loss\n");
@@ -275,7 +250,7 @@ TEST_F(TraceMergeTest, KernelRowsFollowTheirSlices) {
   auto summary = merge(inputs);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   SqliteDb out = open_read_only(file("all.db"));
-  EXPECT_EQ(rows(out, "SELECT rank, name, ts_ns, correlation_id, grid_x FROM kernels"),
+  EXPECT_EQ(query_rows(out, "SELECT rank, name, ts_ns, correlation_id, grid_x FROM kernels"),
             "3|sgemm_kernel|7000|77|128\n");
 }
 
@@ -290,16 +265,16 @@ TEST_F(TraceMergeTest, OutputIsAValidTraceWithMergedRunAndMeta) {
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
   EXPECT_EQ(trace->status, RunStatus::kCompleted);
   EXPECT_FALSE(trace->writer_alive);
-  EXPECT_EQ(rows(trace->db, "PRAGMA integrity_check"), "ok\n");
-  EXPECT_EQ(rows(trace->db, "PRAGMA journal_mode"), "wal\n");
-  EXPECT_EQ(rows(trace->db, "SELECT run_id, command, config, status, start_ns, end_ns, "
+  EXPECT_EQ(query_rows(trace->db, "PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(query_rows(trace->db, "PRAGMA journal_mode"), "wal\n");
+  EXPECT_EQ(query_rows(trace->db, "SELECT run_id, command, config, status, start_ns, end_ns, "
                             "world_size, failing_rank FROM runs"),
             fmt::format("{}|partrain launch --nnodes 2 --workload mlp|{{\"node\":0}}|completed|"
                         "900|95000|4|NULL\n", kRunId));
-  EXPECT_EQ(rows(trace->db, "SELECT value FROM meta WHERE key IN ('format', 'schema_version') "
+  EXPECT_EQ(query_rows(trace->db, "SELECT value FROM meta WHERE key IN ('format', 'schema_version') "
                             "ORDER BY key"),
             "partrain-trace\n1\n");
-  EXPECT_EQ(rows(trace->db, "SELECT value FROM meta WHERE key = 'merged_from'"),
+  EXPECT_EQ(query_rows(trace->db, "SELECT value FROM meta WHERE key = 'merged_from'"),
             fmt::format("[\"{}\", \"{}\"]\n", inputs[0].string(), inputs[1].string()));
 }
 
@@ -308,7 +283,7 @@ TEST_F(TraceMergeTest, RunLevelFieldsComeFromNodeZeroWhateverTheOrder) {
   auto summary = merge({inputs[1], inputs[0]});
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   SqliteDb out = open_read_only(file("all.db"));
-  EXPECT_EQ(rows(out, "SELECT config, start_ns, end_ns FROM runs"), "{\"node\":0}|900|95000\n");
+  EXPECT_EQ(query_rows(out, "SELECT config, start_ns, end_ns FROM runs"), "{\"node\":0}|900|95000\n");
 }
 
 struct StatusCase {
@@ -337,7 +312,7 @@ TEST_F(TraceMergeTest, RunStatusIsTheGravestOfTheNodes) {
     auto summary = merge(write_nodes(first, second));
     ASSERT_TRUE(summary.is_ok()) << summary.status().message();
     SqliteDb out = open_read_only(file("all.db"));
-    EXPECT_EQ(rows(out, "SELECT status, failing_rank FROM runs"), c.expected + "\n");
+    EXPECT_EQ(query_rows(out, "SELECT status, failing_rank FROM runs"), c.expected + "\n");
   }
 }
 
@@ -354,7 +329,7 @@ TEST_F(TraceMergeTest, LiveInputMakesARunningRun) {
   EXPECT_EQ(summary->status, RunStatus::kRunning);
   EXPECT_EQ(summary->slices, 24);
   SqliteDb out = open_read_only(file("all.db"));
-  EXPECT_EQ(rows(out, "SELECT status FROM runs"), "running\n");
+  EXPECT_EQ(query_rows(out, "SELECT status FROM runs"), "running\n");
 }
 
 TEST_F(TraceMergeTest, InputsAreNotModified) {
@@ -391,7 +366,7 @@ TEST_F(TraceMergeTest, OneInputIsACopy) {
   for (std::string_view view : {"slices", "collectives", "memory_events", "steps", "stats",
                                 "ranks", "tracks", "runs"}) {
     std::string sql = fmt::format("SELECT * FROM {} ORDER BY 1, 2, 3, 4", view);
-    EXPECT_EQ(rows(out, sql), rows(in, sql)) << view;
+    EXPECT_EQ(query_rows(out, sql), query_rows(in, sql)) << view;
   }
 }
 

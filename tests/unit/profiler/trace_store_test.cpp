@@ -16,11 +16,15 @@
 #include "profiler/trace_open.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::open_read_only;
+using testing::query_number;
+using testing::query_rows;
 
 class TraceStoreTest : public ::testing::Test {
  protected:
@@ -40,29 +44,6 @@ std::unique_ptr<TraceWriter> make_writer(const fs::path& path, TraceWriterOption
   auto writer = TraceWriter::create(path, options);
   EXPECT_TRUE(writer.is_ok()) << writer.status().message();
   return writer.is_ok() ? std::move(writer).value() : nullptr;
-}
-
-// Every row of a query, columns joined by '|', rows by '\n' (a small golden format).
-std::string rows(const SqliteDb& db, std::string_view sql) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
-  if (!stmt.is_ok()) return {};
-  std::string out;
-  while (stmt->step() == SQLITE_ROW) {
-    for (int c = 0; c < stmt->column_count(); ++c) {
-      if (c > 0) out += '|';
-      out += stmt->column_is_null(c) ? "NULL" : stmt->column_text(c);
-    }
-    out += '\n';
-  }
-  return out;
-}
-
-int64_t count(const SqliteDb& db, std::string_view sql) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
-  if (!stmt.is_ok() || stmt->step() != SQLITE_ROW) return -1;
-  return stmt->column_int(0);
 }
 
 CollectiveRecord all_reduce(int world_rank, uint64_t seq, int64_t start) {
@@ -148,33 +129,33 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
   EXPECT_EQ(trace->status, RunStatus::kFailed);
   EXPECT_FALSE(trace->marked_incomplete);
   const SqliteDb& db = trace->db;
-  EXPECT_EQ(rows(db, "SELECT rank, comm_id, seq, op, dtype, count, bytes, peer, ts_ns, dur_ns "
+  EXPECT_EQ(query_rows(db, "SELECT rank, comm_id, seq, op, dtype, count, bytes, peer, ts_ns, dur_ns "
                      "FROM collectives ORDER BY rank, comm_id"),
             "0|dp0|0|all_reduce|float|256|1024|NULL|1000|100\n"
             "0|pp0-1|0|send|float|256|1024|1|3000|100\n"
             "1|dp0|0|all_reduce|float|256|1024|NULL|1020|100\n");
-  EXPECT_EQ(rows(db, "SELECT reduce_op, group_ranks, group_size, enqueue_ns, state FROM "
+  EXPECT_EQ(query_rows(db, "SELECT reduce_op, group_ranks, group_size, enqueue_ns, state FROM "
                      "collectives WHERE rank = 1"),
             "sum|0,1|2|1015|completed\n");
-  EXPECT_EQ(rows(db, "SELECT rank, ts_ns, category, bytes FROM memory_events"), "0|50|grads|4096\n");
-  EXPECT_EQ(rows(db, "SELECT rank, track_kind, track, name, category, ts_ns, dur_ns, step, "
+  EXPECT_EQ(query_rows(db, "SELECT rank, ts_ns, category, bytes FROM memory_events"), "0|50|grads|4096\n");
+  EXPECT_EQ(query_rows(db, "SELECT rank, track_kind, track, name, category, ts_ns, dur_ns, step, "
                      "micro_batch, layer FROM slices WHERE category = 'phase'"),
             "0|cpu_thread|main|forward|phase|10|90|1|0|3\n");
-  EXPECT_EQ(rows(db, "SELECT category, count(*) FROM slices GROUP BY category ORDER BY 1"),
+  EXPECT_EQ(query_rows(db, "SELECT category, count(*) FROM slices GROUP BY category ORDER BY 1"),
             "collective|2\np2p|1\nphase|1\n");
-  EXPECT_EQ(rows(db, "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM steps"),
+  EXPECT_EQ(query_rows(db, "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM steps"),
             "0|1|0|5000|3.5|2048\n");
-  EXPECT_EQ(rows(db, "SELECT name, rank, value, severity, description FROM stats"),
+  EXPECT_EQ(query_rows(db, "SELECT name, rank, value, severity, description FROM stats"),
             "recorder_dropped_events|1|5|data_loss|buffer full\n");
-  EXPECT_EQ(rows(db, "SELECT rank, host, pid, clock_offset_ns, clock_uncertainty_ns, exit_code, "
+  EXPECT_EQ(query_rows(db, "SELECT rank, host, pid, clock_offset_ns, clock_uncertainty_ns, exit_code, "
                      "exit_signal FROM ranks ORDER BY rank"),
             "0|hostA|100|0|0|NULL|NULL\n1|hostA|101|250|10|0|9\n2|hostA|102|NULL|NULL|1|0\n");
-  EXPECT_EQ(rows(db, "SELECT rank, device, clock_drift_ppm FROM ranks ORDER BY rank"),
+  EXPECT_EQ(query_rows(db, "SELECT rank, device, clock_drift_ppm FROM ranks ORDER BY rank"),
             "0|cpu|0.0\n1|cpu|12.5\n2|NULL|NULL\n");
-  EXPECT_EQ(rows(db, "SELECT run_id, command, config, status, failing_rank, end_ns, world_size "
+  EXPECT_EQ(query_rows(db, "SELECT run_id, command, config, status, failing_rank, end_ns, world_size "
                      "FROM runs"),
             "r1|partrain launch -n 2|{\"dp\":2}|failed|1|6000|2\n");
-  EXPECT_EQ(count(db, "PRAGMA user_version"), kTraceSchemaVersion);
+  EXPECT_EQ(query_number(db, "PRAGMA user_version"), kTraceSchemaVersion);
 }
 
 TEST_F(TraceStoreTest, MemoryCategoriesMatchTheMemoryModule) {
@@ -193,7 +174,7 @@ TEST_F(TraceStoreTest, MemoryCategoriesMatchTheMemoryModule) {
   for (memory::Category c : memory::kAllCategories) {
     expected += std::string(memory::category_name(c)) + "\n";
   }
-  EXPECT_EQ(rows(trace->db, "SELECT category FROM memory_events ORDER BY ts_ns"), expected);
+  EXPECT_EQ(query_rows(trace->db, "SELECT category FROM memory_events ORDER BY ts_ns"), expected);
 }
 
 TEST_F(TraceStoreTest, BatchesCommitWhenDue) {
@@ -205,10 +186,10 @@ TEST_F(TraceStoreTest, BatchesCommitWhenDue) {
   auto reader = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
   ASSERT_TRUE(reader.is_ok());
   writer->append(MemorySample{0, 0, 1, 1});
-  EXPECT_EQ(count(*reader, "SELECT count(*) FROM memory"), 0) << "committed too early";
+  EXPECT_EQ(query_number(*reader, "SELECT count(*) FROM memory"), 0) << "committed too early";
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   writer->commit_if_due();
-  EXPECT_EQ(count(*reader, "SELECT count(*) FROM memory"), 1);
+  EXPECT_EQ(query_number(*reader, "SELECT count(*) FROM memory"), 1);
 
   // A live writer's run is reported running and is not touched.
   auto live = open_trace(path);
@@ -230,7 +211,7 @@ TEST_F(TraceStoreTest, LargeBatchCommitsBeforeTheInterval) {
   std::vector<TraceEvent> batch;
   for (int i = 0; i < 10; ++i) batch.push_back(MemorySample{0, 0, i, 1});
   writer->append(batch);
-  EXPECT_EQ(count(*reader, "SELECT count(*) FROM memory"), 10);
+  EXPECT_EQ(query_number(*reader, "SELECT count(*) FROM memory"), 10);
 }
 
 TEST_F(TraceStoreTest, SecondWriterAndExistingFileAreRefused) {
@@ -290,11 +271,11 @@ TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
   EXPECT_EQ(trace->status, RunStatus::kIncomplete);
   EXPECT_TRUE(trace->marked_incomplete);
   EXPECT_FALSE(trace->writer_alive);
-  EXPECT_EQ(rows(trace->db, "PRAGMA integrity_check"), "ok\n");
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices"), kBatches * kPerBatch);
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM memory_events"), 0);
-  EXPECT_EQ(rows(trace->db, "SELECT status FROM runs"), "incomplete\n");
-  EXPECT_EQ(rows(trace->db, "SELECT name, severity FROM stats"), "run_incomplete|data_loss\n");
+  EXPECT_EQ(query_rows(trace->db, "PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM slices"), kBatches * kPerBatch);
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM memory_events"), 0);
+  EXPECT_EQ(query_rows(trace->db, "SELECT status FROM runs"), "incomplete\n");
+  EXPECT_EQ(query_rows(trace->db, "SELECT name, severity FROM stats"), "run_incomplete|data_loss\n");
 }
 
 void write_bytes(const fs::path& path, std::string_view bytes) {
@@ -407,8 +388,8 @@ TEST_F(TraceStoreTest, TraceWriterThroughput) {
               events, seconds, events / seconds, events / cpu_seconds, size / events);
   auto trace = open_trace(path);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slice"), kEach);
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM memory"), kEach);
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM slice"), kEach);
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM memory"), kEach);
 }
 
 }  // namespace

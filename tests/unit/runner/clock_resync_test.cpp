@@ -4,7 +4,6 @@
 #include "runner/worker/clock_resync.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <filesystem>
 #include <thread>
@@ -12,6 +11,7 @@
 #include "core/clock.h"
 #include "profiler/trace_session.h"
 #include "runner/rendezvous/store_server.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::runner {
 namespace {
@@ -55,21 +55,12 @@ TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
     EXPECT_TRUE(tracer.flush());
   }
   ASSERT_TRUE((*session)->finish(profiler::RunStatus::kCompleted).is_ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2((dir / "clock.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
-            SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT host, clock_offset_ns, clock_uncertainty_ns, "
-                                   "clock_drift_ppm FROM ranks WHERE rank = 1",
-                               -1, &stmt, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "here");
-  EXPECT_LT(sqlite3_column_int64(stmt, 1), 5'000'000);  // the latest fit, not the first offset
-  EXPECT_GT(sqlite3_column_int64(stmt, 2), 0);           // half a real round trip
-  EXPECT_NE(sqlite3_column_double(stmt, 3), 0.0);
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
+  testing::TraceQuery trace(dir / "clock.db");
+  EXPECT_EQ(trace.rows("SELECT host FROM ranks WHERE rank = 1"), "here\n");
+  // The latest fit, not the first offset; half a real round trip; a fitted drift.
+  EXPECT_EQ(trace.rows("SELECT clock_offset_ns < 5000000, clock_uncertainty_ns > 0, "
+                       "clock_drift_ppm <> 0 FROM ranks WHERE rank = 1"),
+            "1|1|1\n");
   fs::remove_all(dir);
 }
 
