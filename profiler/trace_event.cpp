@@ -42,7 +42,12 @@ class Writer {
     static_assert(std::is_integral_v<T>);
     using U = std::make_unsigned_t<T>;
     U bits = static_cast<U>(value);
-    for (size_t i = 0; i < sizeof(T); ++i) out_.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+    if constexpr (std::endian::native == std::endian::little) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&bits);  // the wire order is the host's
+      out_.insert(out_.end(), bytes, bytes + sizeof(T));
+    } else {
+      for (size_t i = 0; i < sizeof(T); ++i) out_.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+    }
   }
   void put_double(double value) {
     uint64_t bits = 0;

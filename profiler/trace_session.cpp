@@ -3,6 +3,8 @@
 // in what arrives are counted into the stat table (docs/trace-format.md, `stats`).
 #include "profiler/trace_session.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <vector>
 
@@ -128,7 +130,10 @@ StatusOr<std::unique_ptr<TraceSession>> TraceSession::start(TraceSessionOptions 
       .dropped = [ingest](int rank, uint64_t count) { ingest->on_dropped(rank, count); },
       .closed = [ingest](int rank, bool clean) { ingest->on_closed(rank, clean); },
       .tick = [ingest] { ingest->on_tick(); }};
-  CollectorOptions collector_options{.socket_path = dir + "/collector.sock",
+  // One socket per launcher: the launchers of a run's nodes share the run id, and several of
+  // them may run on one host (a multi-node run tried out on one machine).
+  CollectorOptions collector_options{.socket_path = fmt::format("{}/collector-{}.sock", dir,
+                                                                ::getpid()),
                                      .token = options.token,
                                      .limits = options.limits};
   auto collector = Collector::start(std::move(collector_options), std::move(consumer));

@@ -38,7 +38,8 @@ struct TraceSessionStats {
 class TraceSession {
  public:
   // Creates the file (TraceWriter::create) and starts the collector on
-  // <make_collector_dir(run_id)>/collector.sock.
+  // <make_collector_dir(run_id)>/collector-<pid>.sock (the nodes of a run share its run id, and
+  // two of their launchers may share a host).
   static StatusOr<std::unique_ptr<TraceSession>> start(TraceSessionOptions options);
   // Without finish(): stops the collector and commits, leaving the run status as it is (a reader
   // then marks the run incomplete).

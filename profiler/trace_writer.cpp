@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "profiler/sqlite_db.h"
+#include "profiler/sqlite_row_batch.h"
 #include "profiler/trace_schema.h"
 
 namespace partrain::profiler {
@@ -77,10 +78,21 @@ struct TraceWriter::State {
   TraceWriterOptions options;
   SqliteDb db;
   int lock_fd = -1;
-  SqliteStatement insert_string, insert_track, insert_slice, insert_collective, insert_memory,
-      insert_step, upsert_stat, upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
+  SqliteStatement insert_string, insert_track, insert_step, upsert_stat, upsert_rank,
+      upsert_rank_exit, update_run_info, update_run_status;
+  SqliteRowBatch slices, collectives, memory;  // the tables nearly every event goes to
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
+  // A collective's group (its world ranks' bytes) -> the string id of "0,1,2,3", so the list is
+  // joined into text only the first time a group is seen.
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> groups;
   std::unordered_map<TrackKey, int64_t, TrackKeyHash> tracks;
+  struct LastTrack {
+    int32_t rank = 0;
+    TrackKind kind = TrackKind::kCpuThread;
+    std::string name;
+    int64_t name_id = 0;
+    int64_t id = 0;  // 0: none yet
+  } last_track;
   int64_t next_string_id = 1;
   int64_t next_track_id = 1;
   int64_t next_slice_id = 1;
@@ -91,11 +103,25 @@ struct TraceWriter::State {
   uint64_t write_errors = 0;
   uint64_t errors_recorded = 0;  // of write_errors, how many are already in stat
 
-  void note_error(int rc, std::string_view what) {
-    if (write_errors++ == 0) {
+  void note_error(int rc, std::string_view what, uint64_t count = 1) {
+    if (write_errors == 0) {
       log::warn("trace {}: cannot store {}: {} (further errors are only counted)", path.string(),
                 what, sqlite3_errstr(rc));
     }
+    write_errors += count;
+  }
+  void flush(SqliteRowBatch& batch) {
+    int rc = SQLITE_OK;
+    const uint64_t failed = batch.flush(&rc);
+    if (failed > 0) note_error(rc, batch.what(), failed);
+  }
+  void row_added(SqliteRowBatch& batch) {
+    if (batch.full()) flush(batch);
+  }
+  void flush_rows() {
+    flush(slices);  // before the collective rows that share their ids
+    flush(collectives);
+    flush(memory);
   }
   void run(SqliteStatement& stmt, std::string_view what) {
     int rc = stmt.run();
@@ -105,6 +131,7 @@ struct TraceWriter::State {
   void begin_batch();
   int64_t intern(std::string_view value);
   int64_t track_id(int32_t rank, TrackKind kind, std::string_view name);
+  int64_t group_id(const std::vector<int>& ranks);
   int64_t insert_slice_row(int64_t track, int64_t ts, int64_t dur, int64_t name_id,
                            SliceCategory category, int64_t step, int64_t micro_batch,
                            int64_t layer);
@@ -126,15 +153,6 @@ Status TraceWriter::State::prepare_statements() {
   const Entry entries[] = {
       {&insert_string, "INSERT INTO string (id, value) VALUES (?1, ?2)"},
       {&insert_track, "INSERT INTO track (id, rank, kind, name_id) VALUES (?1, ?2, ?3, ?4)"},
-      {&insert_slice,
-       "INSERT INTO slice (id, track_id, ts_ns, dur_ns, name_id, category, step, micro_batch, "
-       "layer) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"},
-      {&insert_collective,
-       "INSERT INTO collective (slice_id, comm_id, seq, op, dtype, reduce_op, count, bytes, peer, "
-       "root, comm_rank, group_size, group_ranks_id, enqueue_ns, gpu_start_ns, gpu_end_ns, state) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"},
-      {&insert_memory,
-       "INSERT OR REPLACE INTO memory (rank, ts_ns, category, bytes) VALUES (?1, ?2, ?3, ?4)"},
       {&insert_step,
        "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -170,7 +188,20 @@ Status TraceWriter::State::prepare_statements() {
   for (const Entry& entry : entries) {
     ASSIGN_OR_RETURN(*entry.stmt, SqliteStatement::prepare(db, entry.sql));
   }
-  return Status::ok();
+  RETURN_IF_ERROR(slices.prepare(db,
+                                 "INSERT OR FAIL INTO slice (id, track_id, ts_ns, dur_ns, name_id, "
+                                 "category, step, micro_batch, layer)",
+                                 9, "slices", {}, /*rowid_first=*/true));
+  RETURN_IF_ERROR(collectives.prepare(
+      db,
+      "INSERT OR FAIL INTO collective (slice_id, comm_id, seq, op, dtype, reduce_op, count, "
+      "bytes, peer, root, comm_rank, group_size, group_ranks_id, enqueue_ns, gpu_start_ns, "
+      "gpu_end_ns, state)",
+      17, "collectives"));
+  // A later sample with the same (rank, ts_ns, category) replaces the earlier one.
+  return memory.prepare(
+      db, "INSERT OR FAIL INTO memory (rank, ts_ns, category, bytes)", 4, "memory samples",
+      " ON CONFLICT (rank, ts_ns, category) DO UPDATE SET bytes = excluded.bytes");
 }
 
 void TraceWriter::State::begin_batch() {
@@ -197,33 +228,55 @@ int64_t TraceWriter::State::intern(std::string_view value) {
 }
 
 int64_t TraceWriter::State::track_id(int32_t rank, TrackKind kind, std::string_view name) {
+  // Events arrive in runs from one rank's thread or communicator (a batch drains one thread's
+  // buffer at a time), so the last track usually matches and no hashing is needed.
+  if (last_track.id > 0 && last_track.rank == rank && last_track.kind == kind &&
+      last_track.name == name) {
+    return last_track.id;
+  }
   TrackKey key{rank, kind, intern(name)};
   auto it = tracks.find(key);
-  if (it != tracks.end()) return it->second;
-  int64_t id = next_track_id++;
-  insert_track.bind(1, id);
-  insert_track.bind(2, int64_t{rank});
-  insert_track.bind(3, int64_t{static_cast<uint8_t>(kind)});
-  insert_track.bind(4, key.name_id);
-  run(insert_track, "a track");
-  tracks.emplace(key, id);
+  int64_t id = 0;
+  if (it != tracks.end()) {
+    id = it->second;
+  } else {
+    id = next_track_id++;
+    insert_track.bind(1, id);
+    insert_track.bind(2, int64_t{rank});
+    insert_track.bind(3, int64_t{static_cast<uint8_t>(kind)});
+    insert_track.bind(4, key.name_id);
+    run(insert_track, "a track");
+    tracks.emplace(key, id);
+  }
+  last_track = {rank, kind, std::string(name), key.name_id, id};
+  return id;
+}
+
+int64_t TraceWriter::State::group_id(const std::vector<int>& ranks) {
+  const std::string_view key(reinterpret_cast<const char*>(ranks.data()),
+                             ranks.size() * sizeof(int));
+  auto it = groups.find(key);
+  if (it != groups.end()) return it->second;
+  const int64_t id = intern(join_ranks(ranks));
+  groups.emplace(std::string(key), id);
   return id;
 }
 
 int64_t TraceWriter::State::insert_slice_row(int64_t track, int64_t ts, int64_t dur,
                                              int64_t name_id, SliceCategory category,
                                              int64_t step, int64_t micro_batch, int64_t layer) {
-  int64_t id = next_slice_id++;
-  insert_slice.bind(1, id);
-  insert_slice.bind(2, track);
-  insert_slice.bind(3, ts);
-  insert_slice.bind(4, dur);
-  insert_slice.bind(5, name_id);
-  insert_slice.bind(6, int64_t{static_cast<uint8_t>(category)});
-  insert_slice.bind_or_null(7, step);
-  insert_slice.bind_or_null(8, micro_batch);
-  insert_slice.bind_or_null(9, layer);
-  run(insert_slice, "a slice");
+  const int64_t id = next_slice_id++;
+  SqlCell* row = slices.add_row();
+  row[0] = sql_integer(id);
+  row[1] = sql_integer(track);
+  row[2] = sql_integer(ts);
+  row[3] = sql_integer(dur);
+  row[4] = sql_integer(name_id);
+  row[5] = sql_integer(static_cast<uint8_t>(category));
+  row[6] = sql_known(step);
+  row[7] = sql_known(micro_batch);
+  row[8] = sql_known(layer);
+  row_added(slices);
   return id;
 }
 
@@ -235,39 +288,42 @@ void TraceWriter::State::store(const SliceEvent& e) {
 
 void TraceWriter::State::store(const CollectiveRecord& r) {
   const CollectiveEvent& e = r.event;
-  int64_t track = track_id(r.world_rank, TrackKind::kComm, e.comm_id);
+  const int64_t track = track_id(r.world_rank, TrackKind::kComm, e.comm_id);
+  const int64_t comm_id = last_track.name_id;  // track_id interned the communicator's name
   int64_t start = e.start_ns != 0 ? e.start_ns : e.enqueue_ns;
   int64_t dur = e.end_ns >= start ? e.end_ns - start : 0;
   SliceCategory category = is_p2p(e.op) ? SliceCategory::kP2p : SliceCategory::kCollective;
-  int64_t slice = insert_slice_row(track, start, dur, intern(e.op), category, r.step, -1, -1);
-  SqliteStatement& s = insert_collective;
-  s.bind(1, slice);
-  s.bind(2, intern(e.comm_id));
-  s.bind(3, static_cast<int64_t>(e.seq));
-  s.bind(4, intern(e.op));
-  s.bind(5, intern(e.dtype));
-  if (e.reduce_op.empty()) s.bind_null(6); else s.bind(6, intern(e.reduce_op));
-  s.bind(7, static_cast<int64_t>(e.count));
-  s.bind(8, static_cast<int64_t>(e.bytes));
-  s.bind_or_null(9, is_p2p(e.op) ? e.peer : -1);
-  s.bind_or_null(10, has_root(e.op) ? e.peer : -1);
-  s.bind(11, int64_t{e.rank});
-  s.bind(12, static_cast<int64_t>(e.group_ranks.size()));
-  if (e.group_ranks.empty()) s.bind_null(13); else s.bind(13, intern(join_ranks(e.group_ranks)));
-  s.bind_or_null(14, e.enqueue_ns != 0 ? e.enqueue_ns : -1);
-  s.bind_or_null(15, r.gpu_start_ns);
-  s.bind_or_null(16, r.gpu_end_ns);
-  s.bind(17, int64_t{static_cast<uint8_t>(e.state)});
-  run(s, "a collective");
+  const int64_t op = intern(e.op);
+  const int64_t slice = insert_slice_row(track, start, dur, op, category, r.step, -1, -1);
+  SqlCell* row = collectives.add_row();
+  row[0] = sql_integer(slice);
+  row[1] = sql_integer(comm_id);
+  row[2] = sql_integer(static_cast<int64_t>(e.seq));
+  row[3] = sql_integer(op);
+  row[4] = sql_integer(intern(e.dtype));
+  row[5] = e.reduce_op.empty() ? kSqlNull : sql_integer(intern(e.reduce_op));
+  row[6] = sql_integer(static_cast<int64_t>(e.count));
+  row[7] = sql_integer(static_cast<int64_t>(e.bytes));
+  row[8] = sql_known(is_p2p(e.op) ? e.peer : -1);
+  row[9] = sql_known(has_root(e.op) ? e.peer : -1);
+  row[10] = sql_integer(e.rank);
+  row[11] = sql_integer(static_cast<int64_t>(e.group_ranks.size()));
+  row[12] = e.group_ranks.empty() ? kSqlNull : sql_integer(group_id(e.group_ranks));
+  row[13] = sql_known(e.enqueue_ns != 0 ? e.enqueue_ns : -1);
+  row[14] = sql_known(r.gpu_start_ns);
+  row[15] = sql_known(r.gpu_end_ns);
+  row[16] = sql_integer(static_cast<uint8_t>(e.state));
+  row_added(collectives);
 }
 
 void TraceWriter::State::store(const MemorySample& e) {
   constexpr uint8_t kOther = 6;  // memory::Category::kOther, for codes this build does not know
-  insert_memory.bind(1, int64_t{e.rank});
-  insert_memory.bind(2, e.ts_ns);
-  insert_memory.bind(3, int64_t{std::min(e.category, kOther)});
-  insert_memory.bind(4, e.bytes);
-  run(insert_memory, "a memory sample");
+  SqlCell* row = memory.add_row();
+  row[0] = sql_integer(e.rank);
+  row[1] = sql_integer(e.ts_ns);
+  row[2] = sql_integer(std::min(e.category, kOther));
+  row[3] = sql_integer(e.bytes);
+  row_added(memory);
 }
 
 void TraceWriter::State::store(const StepEvent& e) {
@@ -327,6 +383,7 @@ void TraceWriter::State::store(const RunInfo& e) {
 }
 
 Status TraceWriter::State::commit_batch() {
+  flush_rows();  // even outside a batch (BEGIN failed): then they go in one statement at a time
   if (!in_batch) return Status::ok();
   if (write_errors > errors_recorded) {
     StatEvent stat{"store_write_errors", -1, static_cast<int64_t>(write_errors - errors_recorded),
@@ -366,9 +423,11 @@ StatusOr<int> take_writer_lock(const std::filesystem::path& trace) {
 
 Status apply_schema(SqliteDb& db) {
   // page_size must precede the first table; WAL cannot be entered inside a transaction.
+  // temp_store stays at its default: MEMORY kept the statement journal of every multi-row upsert
+  // in memory, a copy of each page it touched (a sixth of the cost of a memory sample).
   RETURN_IF_ERROR(db.exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; "
                           "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; "
-                          "PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 8192"));
+                          "PRAGMA wal_autocheckpoint = 8192"));
   RETURN_IF_ERROR(db.exec("BEGIN"));
   RETURN_IF_ERROR(db.exec(schema_sql()));
   RETURN_IF_ERROR(db.exec(views_sql()));
