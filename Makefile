@@ -1,6 +1,6 @@
 # partrain's two entry points on a fresh Debian 12 machine:
-#   make demo   install what is missing, build, train a traced 4-rank GPT, summarise and export
-#               its trace, run a 4-rank collective benchmark
+#   make demo   install what is missing, build, train a traced 4-rank GPT, export its trace, run
+#               a 4-rank collective benchmark, analyse the run
 #   make test   install what is missing, build, run the whole test suite (CTest)
 # Everything else (deps, configure, build) is a step of those two.
 
@@ -34,12 +34,12 @@ demo: build
 	@echo "== partrain launch: GPT (4 layers, hidden 256, 8 heads, seq 128) on 4 ranks, dp 2 x tp 2, traced =="
 	rm -f $(DEMO_TRACE) $(DEMO_TRACE)-wal $(DEMO_TRACE)-shm
 	$(BUILD_DIR)/bin/partrain launch -n 4 --workload gpt --dp 2 --tp 2 --micro-batch 2 --steps 12 --trace $(DEMO_TRACE)
-	@echo "== the trace: collectives per communicator and op (SQL over its views) =="
-	@python3 scripts/trace_summary.py $(DEMO_TRACE)
 	$(BUILD_DIR)/bin/partrain export --format chrome $(DEMO_TRACE) -o $(BUILD_DIR)/demo.json
 	@echo "open $(BUILD_DIR)/demo.json in https://ui.perfetto.dev or chrome://tracing"
 	@echo "== partrain bench collectives: 4 ranks, Gloo over loopback =="
 	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1K -e 16M -f 4 --op all_reduce
+	@echo "== partrain analyze: where the demo run's time went, and what to try =="
+	$(BUILD_DIR)/bin/partrain analyze $(DEMO_TRACE)
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE long -j 2 $(CTEST_ARGS)

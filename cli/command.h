@@ -22,6 +22,7 @@ Subcommand add_memory_command(CLI::App& parent);
 Subcommand add_trace_command(CLI::App& parent);
 Subcommand add_export_command(CLI::App& parent);
 Subcommand add_merge_command(CLI::App& parent);
+Subcommand add_analyze_command(CLI::App& parent);
 
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);

@@ -1,0 +1,119 @@
+// analyze_run and the rendering of its report: a header naming the run and the window, one
+// section per analysis, then the findings ordered by impact. Text and JSON carry the same numbers.
+#include "analyzers/analysis_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "analyzers/temporal_breakdown.h"
+#include "profiler/chrome_export.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using profiler::SqliteStatement;
+
+// Runs one analysis and files its text, JSON and findings under `json_key`.
+template <typename Report, typename Findings, typename Format, typename Json>
+Status add_section(AnalysisReport& out, std::string json_key, StatusOr<Report> report,
+                   Findings findings, Format format, Json json) {
+  if (!report.is_ok()) return report.status().with_context(json_key);
+  for (Finding& finding : findings(*report)) out.findings.push_back(std::move(finding));
+  out.sections.push_back({std::move(json_key), format(*report), json(*report)});
+  return Status::ok();
+}
+
+Status read_run_row(const profiler::SqliteDb& db, AnalysisReport& out) {
+  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(db, "SELECT status, command FROM runs"));
+  if (stmt.step() == SQLITE_ROW) {
+    out.status = stmt.column_is_null(0) ? "unknown" : stmt.column_text(0);
+    out.command = stmt.column_is_null(1) ? "" : stmt.column_text(1);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void sort_findings(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    return std::make_tuple(-a.impact, -static_cast<int>(a.severity), a.kind, a.rank.value_or(-1)) <
+           std::make_tuple(-b.impact, -static_cast<int>(b.severity), b.kind, b.rank.value_or(-1));
+  });
+}
+
+StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window) {
+  AnalysisReport out;
+  out.window = window;
+  RETURN_IF_ERROR(read_run_row(db, out));
+  RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
+                              temporal_findings, format_temporal_breakdown,
+                              temporal_breakdown_json));
+  // Further analyses plug in here, one add_section each (collectives, pipeline, memory, kernels).
+  sort_findings(out.findings);
+  return out;
+}
+
+std::string describe_window(const AnalysisWindow& window) {
+  if (!window.has_steps) return "whole run (no steps recorded)";
+  std::string steps = window.first_step == window.last_step
+                          ? fmt::format("step {}", window.first_step)
+                          : fmt::format("steps {}..{}", window.first_step, window.last_step);
+  if (window.steps_selected) return steps + " (selected)";
+  if (window.skipped_steps == 0) return steps + " (no warm-up skipped)";
+  return fmt::format("{} (warm-up {} skipped)", steps, window.skipped_steps);
+}
+
+std::string format_findings(const std::vector<Finding>& findings) {
+  if (findings.empty()) return "Findings: none\n";
+  std::string out = "Findings (highest impact first)\n";
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    out += fmt::format("{:>2}. [{}] {}{}: {}\n    try: {}\n", i + 1, severity_name(f.severity),
+                       f.kind, f.rank ? fmt::format(" (rank {})", *f.rank) : std::string(),
+                       f.evidence, f.advice);
+  }
+  return out;
+}
+
+std::string format_report(const AnalysisReport& report) {
+  const AnalysisWindow& w = report.window;
+  std::string out = fmt::format(
+      "run {} ({}), world size {}, ranks {}\nwindow: {}, {:.1f} ms\n\n",
+      w.run_id.empty() ? "?" : w.run_id, report.status, w.world_size,
+      profiler::format_rank_ranges(w.ranks), describe_window(w),
+      static_cast<double>(w.end_ns - w.start_ns) / 1e6);
+  for (const ReportSection& section : report.sections) out += section.text + "\n";
+  return out + format_findings(report.findings);
+}
+
+nlohmann::json finding_json(const Finding& finding) {
+  return {{"kind", finding.kind},
+          {"severity", std::string(severity_name(finding.severity))},
+          {"rank", finding.rank ? nlohmann::json(*finding.rank) : nlohmann::json(nullptr)},
+          {"impact_pct", 100 * finding.impact},
+          {"evidence", finding.evidence},
+          {"advice", finding.advice}};
+}
+
+nlohmann::json report_json(const AnalysisReport& report) {
+  const AnalysisWindow& w = report.window;
+  nlohmann::json window = {{"has_steps", w.has_steps},
+                           {"ranks", w.ranks},
+                           {"skipped_steps", w.skipped_steps},
+                           {"description", describe_window(w)},
+                           {"duration_ms", static_cast<double>(w.end_ns - w.start_ns) / 1e6}};
+  window["first_step"] = w.has_steps ? nlohmann::json(w.first_step) : nlohmann::json(nullptr);
+  window["last_step"] = w.has_steps ? nlohmann::json(w.last_step) : nlohmann::json(nullptr);
+  nlohmann::json out = {{"run_id", w.run_id},   {"status", report.status},
+                        {"world_size", w.world_size}, {"command", report.command},
+                        {"window", window}};
+  for (const ReportSection& section : report.sections) out[section.json_key] = section.json;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const Finding& finding : report.findings) findings.push_back(finding_json(finding));
+  out["findings"] = findings;
+  return out;
+}
+
+}  // namespace partrain::analyzers

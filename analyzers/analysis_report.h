@@ -1,0 +1,45 @@
+// The whole of `partrain analyze` for one window: runs each analysis, gathers their findings in
+// order of impact, and renders the text report and the --json document (docs/analysis.md).
+// Each analysis is a section: its text, its JSON under a stable key, and its findings, so adding
+// one is a single add_section call in analysis_report.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyzers/analysis_window.h"
+#include "analyzers/finding.h"
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+
+namespace partrain::analyzers {
+
+struct ReportSection {
+  std::string json_key;  // "ranks", "collectives", "pipeline", "memory", "kernels"
+  std::string text;      // the formatted section, ending in a newline
+  nlohmann::json json;
+};
+
+struct AnalysisReport {
+  AnalysisWindow window;
+  std::string status;  // runs.status: completed, failed, killed, incomplete, running
+  std::string command;
+  std::vector<ReportSection> sections;
+  std::vector<Finding> findings;  // highest impact first
+};
+
+StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window);
+// Findings by impact, then severity, then kind and rank (a stable, total order).
+void sort_findings(std::vector<Finding>& findings);
+
+// "steps 1..5 (warm-up 1 skipped)", "steps 2..4 (selected)", "whole run (no steps recorded)".
+std::string describe_window(const AnalysisWindow& window);
+std::string format_report(const AnalysisReport& report);
+std::string format_findings(const std::vector<Finding>& findings);
+// {"run_id", "status", "world_size", "window": {...}, <section keys>..., "findings": [...]}.
+nlohmann::json report_json(const AnalysisReport& report);
+nlohmann::json finding_json(const Finding& finding);
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,56 @@
+// What an analysis looks at: which ranks, which steps, and the time span of those steps on each
+// rank (DESIGN.md "Analyses": per rank over a window of steps, warm-up excluded). Every analyzer
+// takes the same window, so their numbers describe the same stretch of the run. A trace without
+// steps (a foreign job under `partrain trace`) is one window from its first to its last event.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+
+namespace partrain::analyzers {
+
+// Inclusive training steps; an open end is nullopt ("3:" is {3, nullopt}).
+struct StepSelection {
+  std::optional<int64_t> first;
+  std::optional<int64_t> last;
+};
+
+struct WindowOptions {
+  std::vector<int> ranks;                // empty: every rank of the trace
+  std::optional<StepSelection> steps;    // explicit steps win over skip_steps
+  int skip_steps = 1;                    // warm-up steps left out (`--skip-steps`)
+};
+
+// One rank's part of the window on the run-wide timeline.
+struct RankSpan {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t steps = 0;  // steps of this rank inside the window (0 for a trace without steps)
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct AnalysisWindow {
+  std::string run_id;
+  int world_size = 0;
+  bool has_steps = false;  // false: the whole run is one window
+  int64_t first_step = -1;
+  int64_t last_step = -1;
+  int skipped_steps = 0;         // warm-up steps left out (0 when --steps chose the steps)
+  bool steps_selected = false;   // the steps came from an explicit selection
+  std::vector<int> ranks;          // analysed ranks, ascending
+  std::map<int, RankSpan> spans;   // per analysed rank
+  int64_t start_ns = 0;            // earliest span start
+  int64_t end_ns = 0;              // latest span end
+};
+
+// kInvalidArgument (exit 2) naming the ranks or steps the trace has when the selection asks for
+// others, or when skipping warm-up leaves no step ("--skip-steps 1 leaves none of the 1 steps").
+StatusOr<AnalysisWindow> choose_window(const profiler::SqliteDb& db, const WindowOptions& options);
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,374 @@
+// analyze_temporal_breakdown: per rank, every slice of the window's kinds is read track by track
+// in time order (the slice_track_ts index gives that order for free), the tracks are merged by
+// start time, and each slice is added to running interval unions: one per kind, one for
+// compute ∪ comm and one for all three. Intersections follow by inclusion-exclusion, so nothing
+// but one row per track is ever held.
+#include "analyzers/temporal_breakdown.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string_view>
+#include <utility>
+
+namespace partrain::analyzers {
+namespace {
+
+using profiler::SqliteDb;
+using profiler::SqliteStatement;
+
+enum Kind { kCompute = 0, kComm = 1, kMemcpy = 2, kPhase = 3 };
+
+// One track's slices of the three kinds, and phases, that touch [lo, hi), by start time.
+constexpr const char* kTrackSlicesSql =
+    "SELECT ts_ns, ts_ns + dur_ns, CASE category WHEN 'compute' THEN 0 WHEN 'kernel' THEN 0 "
+    "WHEN 'collective' THEN 1 WHEN 'p2p' THEN 1 WHEN 'phase' THEN 3 ELSE 2 END "
+    "FROM slices WHERE rank = ?1 AND track_kind = ?2 AND track = ?3 "
+    "AND category IN ('compute', 'kernel', 'collective', 'p2p', 'memcpy', 'memset', 'phase') "
+    "AND ts_ns < ?5 AND ts_ns + dur_ns > ?4 ORDER BY ts_ns";
+
+struct TrackCursor {
+  SqliteStatement stmt;
+  bool done = false;
+  int64_t start = 0, end = 0;
+  int kind = 0;
+  void advance() {
+    done = stmt.step() != SQLITE_ROW;
+    if (!done) {
+      start = stmt.column_int(0);
+      end = stmt.column_int(1);
+      kind = static_cast<int>(stmt.column_int(2));
+    }
+  }
+};
+
+StatusOr<std::vector<TrackCursor>> open_tracks(const SqliteDb& db, int rank, const RankSpan& span) {
+  ASSIGN_OR_RETURN(auto tracks, SqliteStatement::prepare(
+                                    db, "SELECT kind, name FROM tracks WHERE rank = ?1 "
+                                        "AND kind <> 'memory' ORDER BY track_id"));
+  tracks.bind(1, int64_t{rank});
+  std::vector<TrackCursor> cursors;
+  while (tracks.step() == SQLITE_ROW) {
+    TrackCursor cursor;
+    ASSIGN_OR_RETURN(cursor.stmt, SqliteStatement::prepare(db, kTrackSlicesSql));
+    cursor.stmt.bind(1, int64_t{rank});
+    cursor.stmt.bind(2, tracks.column_text(0));
+    cursor.stmt.bind(3, tracks.column_text(1));
+    cursor.stmt.bind(4, span.start_ns);
+    cursor.stmt.bind(5, span.end_ns);
+    cursor.advance();
+    if (!cursor.done) cursors.push_back(std::move(cursor));
+  }
+  return cursors;
+}
+
+// Feeds the rank's slices, clipped to its span, to the unions in order of start time.
+Status sweep_rank(const SqliteDb& db, const RankSpan& span, RankBreakdown& out) {
+  ASSIGN_OR_RETURN(std::vector<TrackCursor> cursors, open_tracks(db, out.rank, span));
+  IntervalUnion kinds[3], compute_or_comm, busy, phases_or_busy;
+  while (true) {
+    TrackCursor* next = nullptr;
+    for (TrackCursor& cursor : cursors) {
+      if (!cursor.done && (next == nullptr || cursor.start < next->start)) next = &cursor;
+    }
+    if (next == nullptr) break;
+    const int64_t start = std::max(next->start, span.start_ns);
+    const int64_t end = std::min(next->end, span.end_ns);
+    if (end > start) {
+      phases_or_busy.add(start, end);
+      if (next->kind != kPhase) {
+        kinds[next->kind].add(start, end);
+        if (next->kind != kMemcpy) compute_or_comm.add(start, end);
+        busy.add(start, end);
+      }
+    }
+    next->advance();
+  }
+  out.compute_ns = kinds[kCompute].total_ns();
+  out.comm_ns = kinds[kComm].total_ns();
+  out.memcpy_ns = kinds[kMemcpy].total_ns();
+  out.compute_or_comm_ns = compute_or_comm.total_ns();
+  out.overlap_ns = out.compute_ns + out.comm_ns - out.compute_or_comm_ns;
+  out.busy_ns = busy.total_ns();
+  out.idle_in_phases_ns = phases_or_busy.total_ns() - out.busy_ns;
+  return Status::ok();
+}
+
+StatusOr<StepTimes> step_times(const SqliteDb& db, int rank, const AnalysisWindow& window) {
+  StepTimes times;
+  if (!window.has_steps) return times;
+  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
+                                  db, "SELECT dur_ns FROM steps WHERE rank = ?1 AND step "
+                                      "BETWEEN ?2 AND ?3 ORDER BY dur_ns"));
+  stmt.bind(1, int64_t{rank});
+  stmt.bind(2, window.first_step);
+  stmt.bind(3, window.last_step);
+  std::vector<double> durations;
+  while (stmt.step() == SQLITE_ROW) durations.push_back(static_cast<double>(stmt.column_int(0)));
+  if (durations.empty()) return times;
+  const size_t n = durations.size();
+  times.count = static_cast<int64_t>(n);
+  times.median_ns = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
+  times.p90_ns = durations[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
+  times.mean_ns = std::accumulate(durations.begin(), durations.end(), 0.0) / static_cast<double>(n);
+  return times;
+}
+
+}  // namespace
+
+void IntervalUnion::add(int64_t start, int64_t end) {
+  if (open_ && start <= end_) {
+    end_ = std::max(end_, end);
+    return;
+  }
+  if (open_) total_ += end_ - start_;
+  open_ = true;
+  start_ = start;
+  end_ = end;
+}
+
+std::optional<double> RankBreakdown::overlap_pct() const {
+  if (comm_ns <= 0) return std::nullopt;
+  return 100.0 * static_cast<double>(overlap_ns) / static_cast<double>(comm_ns);
+}
+
+double RankBreakdown::pct_of_window(int64_t ns) const {
+  return window_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(window_ns) : 0.0;
+}
+
+std::optional<double> RankBreakdown::ms_per_step(int64_t ns) const {
+  if (steps <= 0) return std::nullopt;
+  return static_cast<double>(ns) / 1e6 / static_cast<double>(steps);
+}
+
+StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const profiler::SqliteDb& db,
+                                                       const AnalysisWindow& window) {
+  TemporalBreakdown report;
+  report.has_steps = window.has_steps;
+  for (int rank : window.ranks) {
+    const RankSpan& span = window.spans.at(rank);
+    RankBreakdown row;
+    row.rank = rank;
+    row.window_ns = span.duration_ns();
+    row.steps = span.steps;
+    RETURN_IF_ERROR(sweep_rank(db, span, row));
+    ASSIGN_OR_RETURN(row.step_times, step_times(db, rank, window));
+    report.ranks.push_back(row);
+  }
+  return report;
+}
+
+namespace {
+
+constexpr double kMs = 1e6;
+double ms(double ns) { return ns / kMs; }
+
+// Mean over ranks of a share of each rank's window, and the rank where it is largest.
+template <typename ShareOf>
+std::pair<double, const RankBreakdown*> mean_and_worst(const TemporalBreakdown& report,
+                                                        ShareOf share_of) {
+  double sum = 0;
+  const RankBreakdown* worst = nullptr;
+  for (const RankBreakdown& row : report.ranks) {
+    sum += share_of(row);
+    if (worst == nullptr || share_of(row) > share_of(*worst)) worst = &row;
+  }
+  return {report.ranks.empty() ? 0.0 : sum / static_cast<double>(report.ranks.size()), worst};
+}
+
+// "8.31 ms per step" with steps, "83.1 ms" without.
+std::string time_text(const RankBreakdown& row, int64_t ns) {
+  if (auto per_step = row.ms_per_step(ns)) return fmt::format("{:.2f} ms per step", *per_step);
+  return fmt::format("{:.2f} ms", ms(static_cast<double>(ns)));
+}
+
+std::optional<Finding> exposed_communication(const TemporalBreakdown& report) {
+  int64_t comm = 0, overlap = 0;
+  for (const RankBreakdown& row : report.ranks) {
+    comm += row.comm_ns;
+    overlap += row.overlap_ns;
+  }
+  auto [comm_share, unused] = mean_and_worst(
+      report, [](const RankBreakdown& r) { return r.pct_of_window(r.comm_ns) / 100; });
+  auto [exposed, worst] = mean_and_worst(
+      report, [](const RankBreakdown& r) { return r.pct_of_window(r.exposed_comm_ns()) / 100; });
+  const double overlap_share =
+      comm > 0 ? static_cast<double>(overlap) / static_cast<double>(comm) : 1.0;
+  // Communication that hides under compute costs nothing; what is left exposed is the cost.
+  if (exposed < 0.10) return std::nullopt;
+  Finding finding;
+  finding.kind = "exposed_communication";
+  finding.severity = exposed >= 0.25 ? Severity::kCritical : Severity::kWarning;
+  finding.rank = worst->rank;
+  finding.impact = exposed;
+  finding.evidence = fmt::format(
+      "communication takes {:.1f}% of the window (mean of {} ranks) and {:.1f}% of it "
+      "overlaps compute: {:.1f}% of the time is exposed communication; most on rank {}: "
+      "{:.1f}% ({})",
+      100 * comm_share, report.ranks.size(), 100 * overlap_share, 100 * exposed, worst->rank,
+      worst->pct_of_window(worst->exposed_comm_ns()), time_text(*worst, worst->exposed_comm_ns()));
+  finding.advice =
+      "start gradient all-reduces during backward (smaller DDP buckets) so they hide under "
+      "compute; shrink tensor-parallel traffic (lower tp, keep tp inside a node); or give each "
+      "rank more work per collective (larger micro-batch, more gradient accumulation)";
+  return finding;
+}
+
+std::optional<Finding> high_idle(const TemporalBreakdown& report) {
+  auto [idle, worst] = mean_and_worst(
+      report, [](const RankBreakdown& r) { return r.pct_of_window(r.idle_ns()) / 100; });
+  if (worst == nullptr || idle < 0.10) return std::nullopt;
+  auto [in_phases, unused] = mean_and_worst(
+      report, [](const RankBreakdown& r) { return r.pct_of_window(r.idle_in_phases_ns) / 100; });
+  Finding finding;
+  finding.kind = "idle";
+  finding.severity = idle >= 0.30 ? Severity::kCritical : Severity::kWarning;
+  finding.rank = worst->rank;
+  finding.impact = idle;
+  finding.evidence = fmt::format(
+      "ranks are idle (no compute, communication or memcpy recorded) {:.1f}% of the window "
+      "(mean of {} ranks); most on rank {}: {:.1f}% ({}); {:.1f}% of the window is inside "
+      "phase slices (forward, backward, optimizer...) and {:.1f}% outside any",
+      100 * idle, report.ranks.size(), worst->rank, worst->pct_of_window(worst->idle_ns()),
+      time_text(*worst, worst->idle_ns()), 100 * in_phases, 100 * (idle - in_phases));
+  finding.advice =
+      in_phases >= idle / 2
+          ? "most of it is inside phases: work recorded only as a phase (such as the optimizer "
+            "update on the host) or waits inside it; record that work as compute slices to see "
+            "it, or make it cheaper (a fused or sharded optimizer, fewer host synchronisations)"
+          : "idle time between phases is input loading, host overhead (Python, kernel "
+            "launches), synchronisation or waiting on another rank: see the straggler and "
+            "pipeline findings, prefetch input data, and trace the host side of the gaps";
+  return finding;
+}
+
+// Compute not overlapped by communication: a blocking collective called inside a compute slice
+// (tensor-parallel all-reduces on the CPU backends) is waiting, not work, and would make the
+// rank that waits longest look like the slowest.
+double compute_per_step(const RankBreakdown& row) {
+  const int64_t ns = row.compute_only_ns();
+  return row.ms_per_step(ns).value_or(ms(static_cast<double>(ns)));
+}
+
+std::optional<Finding> compute_imbalance(const TemporalBreakdown& report) {
+  if (report.ranks.size() < 2) return std::nullopt;
+  std::vector<const RankBreakdown*> rows;
+  for (const RankBreakdown& row : report.ranks) rows.push_back(&row);
+  std::sort(rows.begin(), rows.end(), [](const RankBreakdown* a, const RankBreakdown* b) {
+    return compute_per_step(*a) < compute_per_step(*b);
+  });
+  const RankBreakdown& most = *rows.back();
+  const double high = compute_per_step(most), low = compute_per_step(*rows.front());
+  const double median = compute_per_step(*rows[rows.size() / 2]);
+  const double window =
+      most.ms_per_step(most.window_ns).value_or(ms(static_cast<double>(most.window_ns)));
+  const double impact = window > 0 ? (high - median) / window : 0;
+  // A spread that costs under 2% of a step is noise, however large in relative terms.
+  if (high <= 0 || (high - low) / high < 0.10 || impact < 0.02) return std::nullopt;
+  Finding finding;
+  finding.kind = "compute_imbalance";
+  finding.severity = impact >= 0.10 ? Severity::kCritical : Severity::kWarning;
+  finding.rank = most.rank;
+  finding.impact = impact;
+  const char* unit = most.steps > 0 ? " per step" : "";
+  finding.evidence = fmt::format(
+      "rank {} computes {:.2f} ms{}, the median rank {:.2f} ms and the least (rank {}) {:.2f} ms "
+      "(compute not overlapped by communication): a {:.1f}% spread the other ranks wait out at "
+      "each collective",
+      most.rank, high, unit, median, rows.front()->rank, low, 100 * (high - low) / high);
+  finding.advice =
+      "even out the work per rank: layers per pipeline stage, sequence lengths or samples per "
+      "rank; check the slow rank's device and host for other load (a shared CPU or GPU, "
+      "thermal throttling)";
+  return finding;
+}
+
+}  // namespace
+
+std::vector<Finding> temporal_findings(const TemporalBreakdown& report) {
+  std::vector<Finding> findings;
+  for (auto finding :
+       {exposed_communication(report), high_idle(report), compute_imbalance(report)}) {
+    if (finding) findings.push_back(std::move(*finding));
+  }
+  return findings;
+}
+
+namespace {
+
+// "  8.31 ms  41.2%": ms per step (total ms without steps) and share of the window.
+std::string cell(const RankBreakdown& row, int64_t ns) {
+  const double value = row.ms_per_step(ns).value_or(ms(static_cast<double>(ns)));
+  return fmt::format("{:>9.2f} ms {:>5.1f}%", value, row.pct_of_window(ns));
+}
+
+std::string step_cell(const RankBreakdown& row, double ns) {
+  if (row.step_times.count == 0) return fmt::format("{:>11}", "-");
+  return fmt::format("{:>8.2f} ms", ms(ns));
+}
+
+}  // namespace
+
+std::string format_temporal_breakdown(const TemporalBreakdown& report) {
+  std::string out = fmt::format(
+      "Time per rank ({}, % of the rank's window; comm overlapping compute counts in both)\n",
+      report.has_steps ? "ms per step" : "ms");
+  out += fmt::format("{:>4}  {:>11}  {:>11}  {:>18}  {:>18}  {:>7}  {:>18}  {:>18}  {:>18}\n",
+                     "rank", "step median", "step p90", "compute", "comm", "overlap",
+                     "exposed comm", "memcpy", "idle");
+  for (const RankBreakdown& row : report.ranks) {
+    const auto overlap = row.overlap_pct();
+    out += fmt::format("{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
+                       step_cell(row, row.step_times.median_ns),
+                       step_cell(row, row.step_times.p90_ns), cell(row, row.compute_ns),
+                       cell(row, row.comm_ns),
+                       overlap ? fmt::format("{:.1f}%", *overlap) : std::string("-"),
+                       cell(row, row.exposed_comm_ns()), cell(row, row.memcpy_ns),
+                       cell(row, row.idle_ns()));
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json optional_number(std::optional<double> value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+nlohmann::json rank_json(const RankBreakdown& row) {
+  nlohmann::json out = {{"rank", row.rank}, {"window_ms", ms(static_cast<double>(row.window_ns))},
+                        {"steps", row.steps}};
+  const std::pair<const char*, int64_t> parts[] = {
+      {"compute", row.compute_ns},         {"comm", row.comm_ns},
+      {"memcpy", row.memcpy_ns},           {"idle", row.idle_ns()},
+      {"overlap", row.overlap_ns},         {"exposed_comm", row.exposed_comm_ns()},
+      {"exposed_memcpy", row.exposed_memcpy_ns()}, {"idle_in_phases", row.idle_in_phases_ns}};
+  for (const auto& [name, ns] : parts) {
+    out[fmt::format("{}_ms", name)] = ms(static_cast<double>(ns));
+    out[fmt::format("{}_ms_per_step", name)] = optional_number(row.ms_per_step(ns));
+    if (std::string_view(name) != "overlap") {
+      out[fmt::format("{}_pct", name)] = row.pct_of_window(ns);
+    }
+  }
+  out["overlap_pct"] = optional_number(row.overlap_pct());
+  const bool timed = row.step_times.count > 0;
+  auto step_ms = [timed](double ns) {
+    return timed ? nlohmann::json(ms(ns)) : nlohmann::json(nullptr);
+  };
+  out["step_ms_median"] = step_ms(row.step_times.median_ns);
+  out["step_ms_p90"] = step_ms(row.step_times.p90_ns);
+  out["step_ms_mean"] = step_ms(row.step_times.mean_ns);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json temporal_breakdown_json(const TemporalBreakdown& report) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankBreakdown& row : report.ranks) ranks.push_back(rank_json(row));
+  return ranks;
+}
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,139 @@
+// `partrain analyze [DB]`: explains a run from its trace: where each rank's time goes, overlap,
+// step times and findings ordered by impact (analyzers/analysis_report.h does the work). Flags,
+// finding the most recent trace when none is named, and printing live here.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "analyzers/analysis_report.h"
+#include "cli/command.h"
+#include "cli/trace_selection.h"
+#include "core/log.h"
+#include "profiler/trace_open.h"
+
+namespace partrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRunsDir = "partrain-runs";
+
+struct AnalyzeFlags {
+  std::string trace;
+  std::string ranks;
+  std::string steps;
+  int skip_steps = 1;
+  bool json = false;
+};
+
+StatusOr<analyzers::WindowOptions> window_options(const AnalyzeFlags& flags) {
+  analyzers::WindowOptions options;
+  options.skip_steps = flags.skip_steps;
+  if (!flags.ranks.empty()) {
+    ASSIGN_OR_RETURN(options.ranks, parse_rank_list(flags.ranks));
+  }
+  if (!flags.steps.empty()) {
+    ASSIGN_OR_RETURN(const profiler::StepRange range, parse_step_range(flags.steps));
+    options.steps = analyzers::StepSelection{range.first, range.last};
+  }
+  return options;
+}
+
+// The most recently modified *.db in ./partrain-runs (where `partrain launch` writes).
+StatusOr<fs::path> most_recent_trace() {
+  std::optional<fs::path> newest;
+  fs::file_time_type newest_time;
+  std::error_code ec;
+  for (fs::directory_iterator it(kRunsDir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".db" || !it->is_regular_file(ec)) continue;
+    const fs::file_time_type time = it->last_write_time(ec);
+    if (!ec && (!newest || time > newest_time)) {
+      newest = it->path();
+      newest_time = time;
+    }
+  }
+  if (!newest) {
+    return invalid_argument(
+        "no trace named and no *.db in ./{}: name one (partrain analyze run.db) or record a run "
+        "first, e.g. partrain launch -n 4 --workload gpt --dp 2 --tp 2 --steps 6",
+        kRunsDir);
+  }
+  return *newest;
+}
+
+int fail(const Status& status) {
+  log::error("{}", status.message());
+  return status.exit_code();
+}
+
+int run_analyze(const AnalyzeFlags& flags) {
+  auto options = window_options(flags);
+  if (!options.is_ok()) return fail(options.status());
+  fs::path path = flags.trace;
+  if (path.empty()) {
+    auto found = most_recent_trace();
+    if (!found.is_ok()) return fail(found.status());
+    path = *found;
+    log::info("analyzing {} (the most recent trace in ./{})", path.string(), kRunsDir);
+  }
+  auto trace = profiler::open_trace(path);
+  if (!trace.is_ok()) return fail(trace.status());
+  if (trace->writer_alive) {
+    log::warn("{} is still being written: analyzing what is committed so far", path.string());
+  }
+  auto window = analyzers::choose_window(trace->db, *options);
+  if (!window.is_ok()) return fail(window.status().with_context(path.string()));
+  auto report = analyzers::analyze_run(trace->db, *window);
+  if (!report.is_ok()) return fail(report.status().with_context(path.string()));
+  if (flags.json) {
+    std::cout << analyzers::report_json(*report).dump(2) << '\n';
+  } else {
+    std::cout << analyzers::format_report(*report);
+  }
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+constexpr const char* kFooter =
+    "Reads a partrain trace and reports, per rank over a window of steps (the first --skip-steps "
+    "warm-up steps left out): compute, communication, memcpy and idle time (interval unions of "
+    "the slices of each kind, ms per step and % of the window), how much communication overlaps "
+    "compute, step time median/p90/mean, then findings ordered by impact, each with its "
+    "severity, the evidence in numbers and what to try. A trace without steps (a job run under "
+    "`partrain trace`) is analysed as one window from each rank's first to its last event. "
+    "Definitions and the --json schema: docs/analysis.md.\n"
+    "Without DB, the most recently modified *.db in ./partrain-runs is analysed (named on "
+    "stderr).\n"
+    "Examples:\n"
+    "  partrain analyze                              # the latest run in ./partrain-runs\n"
+    "  partrain analyze run.db --steps 3:10          # steps 3 to 10 only\n"
+    "  partrain analyze run.db --rank 0,2 --skip-steps 2\n"
+    "  partrain analyze run.db --json | jq '.ranks[] | {rank, overlap_pct}'\n"
+    "Exit codes: 0 analysed; 1 failure; 2 bad --rank/--steps/--skip-steps (ranks or steps the "
+    "trace does not have) or no trace to analyse; 3 unreadable trace (not a partrain trace, "
+    "newer schema, corrupted).";
+
+}  // namespace
+
+Subcommand add_analyze_command(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand(
+      "analyze",
+      "Explain a run from its trace: time breakdown, overlap, step times and findings");
+  auto flags = std::make_shared<AnalyzeFlags>();
+  cmd->add_option("trace", flags->trace,
+                  "Trace file (default: the most recent *.db in ./partrain-runs)");
+  cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2");
+  cmd->add_option("--steps", flags->steps,
+                  "Only these training steps (inclusive): A:B, A:, :B or A (wins over "
+                  "--skip-steps)");
+  cmd->add_option("--skip-steps", flags->skip_steps, "Warm-up steps left out of the window")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", flags->json, "Print the report as JSON on stdout");
+  cmd->footer(kFooter);
+  return {cmd, [flags] { return run_analyze(*flags); }};
+}
+
+}  // namespace partrain::cli

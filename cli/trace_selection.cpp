@@ -1,0 +1,60 @@
+// Parsing of --steps and --rank for the trace-reading commands.
+#include "cli/trace_selection.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <optional>
+
+namespace partrain::cli {
+namespace {
+
+// A non-negative decimal number and nothing else.
+std::optional<int64_t> parse_count(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text.front() == '-' || ec != std::errc() ||
+      end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+StatusOr<profiler::StepRange> parse_step_range(std::string_view text) {
+  const size_t colon = text.find(':');
+  const std::string_view first = colon == std::string_view::npos ? text : text.substr(0, colon);
+  const std::string_view last = colon == std::string_view::npos ? text : text.substr(colon + 1);
+  profiler::StepRange range;
+  if (!first.empty()) range.first = parse_count(first);
+  if (!last.empty()) range.last = parse_count(last);
+  const bool malformed = (first.empty() && last.empty()) || (!first.empty() && !range.first) ||
+                         (!last.empty() && !range.last) ||
+                         (range.first && range.last && *range.first > *range.last);
+  if (malformed) {
+    return invalid_argument(
+        "--steps '{}': write A:B (steps A to B, inclusive), A: (step A on), "
+        ":B (up to step B) or A (step A alone), with step numbers A <= B",
+        text);
+  }
+  return range;
+}
+
+StatusOr<std::vector<int>> parse_rank_list(std::string_view text) {
+  std::vector<int> ranks;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    auto rank = parse_count(text.substr(start, comma - start));
+    if (!rank || *rank > std::numeric_limits<int>::max()) {
+      return invalid_argument("--rank '{}': write world ranks separated by commas, e.g. 0,2", text);
+    }
+    ranks.push_back(static_cast<int>(*rank));
+    start = comma + 1;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+}  // namespace partrain::cli

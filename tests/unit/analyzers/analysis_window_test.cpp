@@ -1,0 +1,157 @@
+// choose_window: warm-up skipping, explicit step selections, rank filters, traces without steps
+// and the usage errors naming what the trace has, on small hand-made traces.
+#include "analyzers/analysis_window.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzers/analysis_trace_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+
+class AnalysisWindowTest : public AnalysisTraceTest {
+ protected:
+  // Two ranks, steps 0..3 of 10 ms; rank 1 runs 1 ms behind rank 0.
+  profiler::TraceFile four_steps() {
+    std::vector<TraceEvent> events = {rank_info(0), rank_info(1)};
+    for (int rank = 0; rank < 2; ++rank) {
+      for (int64_t step = 0; step < 4; ++step) {
+        const double start = 10.0 * static_cast<double>(step) + rank;
+        add_step(events, rank, step, start, start + 10);
+      }
+    }
+    return write_trace(std::move(events), 2);
+  }
+};
+
+TEST_F(AnalysisWindowTest, DefaultSkipsOneWarmUpStep) {
+  auto trace = four_steps();
+  auto window = choose_window(trace.db, {});
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  EXPECT_EQ(window->run_id, "run-1");
+  EXPECT_EQ(window->world_size, 2);
+  EXPECT_TRUE(window->has_steps);
+  EXPECT_EQ(window->first_step, 1);
+  EXPECT_EQ(window->last_step, 3);
+  EXPECT_EQ(window->skipped_steps, 1);
+  EXPECT_EQ(window->ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(window->spans.at(0).start_ns, 10 * kMs);
+  EXPECT_EQ(window->spans.at(0).end_ns, 40 * kMs);
+  EXPECT_EQ(window->spans.at(0).steps, 3);
+  EXPECT_EQ(window->spans.at(1).start_ns, 11 * kMs);
+  EXPECT_EQ(window->spans.at(1).end_ns, 41 * kMs);
+  EXPECT_EQ(window->start_ns, 10 * kMs);
+  EXPECT_EQ(window->end_ns, 41 * kMs);
+}
+
+TEST_F(AnalysisWindowTest, SkipStepsZeroKeepsWarmUpAndTwoSkipsTwo) {
+  auto trace = four_steps();
+  auto all = choose_window(trace.db, skip_steps(0));
+  ASSERT_TRUE(all.is_ok());
+  EXPECT_EQ(all->first_step, 0);
+  EXPECT_EQ(all->spans.at(0).steps, 4);
+  auto two = choose_window(trace.db, skip_steps(2));
+  ASSERT_TRUE(two.is_ok());
+  EXPECT_EQ(two->first_step, 2);
+  EXPECT_EQ(two->spans.at(1).start_ns, 21 * kMs);
+}
+
+TEST_F(AnalysisWindowTest, ExplicitStepsWinOverSkipSteps) {
+  auto trace = four_steps();
+  auto window = choose_window(trace.db, select_steps(0, 1, 3));
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  EXPECT_EQ(window->first_step, 0);
+  EXPECT_EQ(window->last_step, 1);
+  EXPECT_TRUE(window->steps_selected);
+  EXPECT_EQ(window->spans.at(0).end_ns, 20 * kMs);
+  EXPECT_EQ(window->spans.at(0).steps, 2);
+}
+
+TEST_F(AnalysisWindowTest, OpenEndedSelectionsRunToTheRecordedEnds) {
+  auto trace = four_steps();
+  auto from = choose_window(trace.db, select_steps(2, std::nullopt));
+  ASSERT_TRUE(from.is_ok());
+  EXPECT_EQ(from->first_step, 2);
+  EXPECT_EQ(from->last_step, 3);
+  auto upto = choose_window(trace.db, select_steps(std::nullopt, 1));
+  ASSERT_TRUE(upto.is_ok());
+  EXPECT_EQ(upto->first_step, 0);
+  EXPECT_EQ(upto->last_step, 1);
+  // A range wider than the trace is narrowed to the recorded steps inside it.
+  auto wide = choose_window(trace.db, select_steps(2, 99));
+  ASSERT_TRUE(wide.is_ok());
+  EXPECT_EQ(wide->last_step, 3);
+}
+
+TEST_F(AnalysisWindowTest, StepsNotInTheTraceAreUsageErrorsNamingTheRecordedRange) {
+  auto trace = four_steps();
+  auto window = choose_window(trace.db, select_steps(7, 9));
+  ASSERT_FALSE(window.is_ok());
+  EXPECT_EQ(window.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(window.status().message().find("steps 0..3"), std::string::npos)
+      << window.status().message();
+}
+
+TEST_F(AnalysisWindowTest, SkippingEveryStepIsAUsageError) {
+  auto trace = four_steps();
+  auto window = choose_window(trace.db, skip_steps(4));
+  ASSERT_FALSE(window.is_ok());
+  EXPECT_EQ(window.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(window.status().message().find("--skip-steps 4 leaves none of the 4 steps"),
+            std::string::npos)
+      << window.status().message();
+}
+
+TEST_F(AnalysisWindowTest, RankFilterKeepsThoseRanksAndRefusesOthers) {
+  auto trace = four_steps();
+  auto one = choose_window(trace.db, select_ranks({1}));
+  ASSERT_TRUE(one.is_ok());
+  EXPECT_EQ(one->ranks, std::vector<int>{1});
+  EXPECT_EQ(one->spans.size(), 1u);
+  EXPECT_EQ(one->start_ns, 11 * kMs);
+  auto missing = choose_window(trace.db, select_ranks({0, 5}));
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("--rank 5: the trace has ranks 0-1"),
+            std::string::npos)
+      << missing.status().message();
+}
+
+TEST_F(AnalysisWindowTest, WithoutStepsEachRankIsOneWindowFromFirstToLastEvent) {
+  std::vector<TraceEvent> events = {rank_info(0), rank_info(1)};
+  events.push_back(slice(0, SliceCategory::kCompute, 5, 9));
+  events.push_back(slice(0, SliceCategory::kCollective, 8, 12, -1, "dp0"));
+  events.push_back(profiler::MemorySample{0, 0, 15 * kMs, 64});  // the last event of rank 0
+  events.push_back(slice(1, SliceCategory::kCompute, 2, 3));
+  auto trace = write_trace(std::move(events), 2);
+  auto window = choose_window(trace.db, {});
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  EXPECT_FALSE(window->has_steps);
+  EXPECT_EQ(window->spans.at(0).start_ns, 5 * kMs);
+  EXPECT_EQ(window->spans.at(0).end_ns, 15 * kMs);
+  EXPECT_EQ(window->spans.at(0).steps, 0);
+  EXPECT_EQ(window->spans.at(1).start_ns, 2 * kMs);
+  EXPECT_EQ(window->spans.at(1).end_ns, 3 * kMs);
+  auto selected = choose_window(trace.db, select_steps(1, 2));
+  EXPECT_EQ(selected.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(AnalysisWindowTest, RanksWithoutARankRowComeFromTheirSlices) {
+  std::vector<TraceEvent> events = {rank_info(0)};
+  add_step(events, 0, 0, 0, 10);
+  add_step(events, 0, 1, 10, 20);
+  events.push_back(slice(3, SliceCategory::kCompute, 12, 14, 1));  // rank 3 has no rank row
+  auto trace = write_trace(std::move(events), 4);
+  auto window = choose_window(trace.db, {});
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  EXPECT_EQ(window->ranks, (std::vector<int>{0, 3}));
+  // Rank 3 recorded no steps: it gets the window of the others, so its time reads as idle.
+  EXPECT_EQ(window->spans.at(3).start_ns, 10 * kMs);
+  EXPECT_EQ(window->spans.at(3).end_ns, 20 * kMs);
+  EXPECT_EQ(window->spans.at(3).steps, 0);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers

@@ -1,0 +1,271 @@
+// analyze_temporal_breakdown on hand-made traces with hand-computed answers: interval unions of
+// nested and overlapping slices, overlap of communication with compute (fully inside: 100%,
+// half inside: 50%), memcpy, idle, windows clipping slices, step statistics, findings, text and
+// JSON.
+#include "analyzers/temporal_breakdown.h"
+
+#include <gtest/gtest.h>
+
+#include "analyzers/analysis_report.h"
+#include "tests/unit/analyzers/analysis_trace_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's helpers
+using SC = SliceCategory;
+
+class TemporalBreakdownTest : public AnalysisTraceTest {
+ protected:
+  // Analyses `events` over choose_window(options); one rank's row unless asked.
+  TemporalBreakdown analyze(std::vector<TraceEvent> events, const WindowOptions& options = {},
+                            int world_size = 1) {
+    auto trace = write_trace(std::move(events), world_size);
+    auto window = choose_window(trace.db, options);
+    EXPECT_TRUE(window.is_ok()) << window.status().message();
+    if (!window.is_ok()) return {};
+    auto report = analyze_temporal_breakdown(trace.db, *window);
+    EXPECT_TRUE(report.is_ok()) << report.status().message();
+    return report.is_ok() ? *report : TemporalBreakdown{};
+  }
+};
+
+// Rank 0, steps 0..2 of 10 ms; step 0 is warm-up.
+std::vector<TraceEvent> three_steps(int rank = 0) {
+  std::vector<TraceEvent> events = {rank_info(rank)};
+  for (int64_t step = 0; step < 3; ++step) {
+    const double start = 10.0 * static_cast<double>(step);
+    add_step(events, rank, step, start, start + 10);
+  }
+  return events;
+}
+
+TEST(IntervalUnionTest, NestedOverlappingAndAdjacentIntervalsCountOnce) {
+  IntervalUnion u;
+  u.add(0, 10);
+  u.add(2, 5);    // nested
+  u.add(8, 14);   // overlapping
+  u.add(14, 15);  // adjacent
+  u.add(20, 21);  // apart
+  EXPECT_EQ(u.total_ns(), 16);
+  EXPECT_EQ(IntervalUnion().total_ns(), 0);
+}
+
+TEST_F(TemporalBreakdownTest, CollectiveFullyInsideComputeIsFullyOverlapped) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kCompute, 12, 18, 1));
+  events.push_back(slice(0, SC::kCollective, 13, 15, 1, "tp0"));
+  const RankBreakdown row = analyze(events).ranks.at(0);
+  EXPECT_EQ(row.comm_ns, 2 * kMs);
+  EXPECT_EQ(row.overlap_ns, 2 * kMs);
+  EXPECT_DOUBLE_EQ(*row.overlap_pct(), 100.0);
+  EXPECT_EQ(row.exposed_comm_ns(), 0);
+}
+
+TEST_F(TemporalBreakdownTest, CollectiveHalfInsideComputeIsHalfOverlapped) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kCompute, 12, 16, 1));
+  events.push_back(slice(0, SC::kCollective, 15, 17, 1, "dp0"));
+  const RankBreakdown row = analyze(events).ranks.at(0);
+  EXPECT_DOUBLE_EQ(*row.overlap_pct(), 50.0);
+  EXPECT_EQ(row.exposed_comm_ns(), 1 * kMs);
+  EXPECT_EQ(row.busy_ns, 5 * kMs);
+  EXPECT_EQ(row.idle_ns(), 20 * kMs - 5 * kMs);
+}
+
+// Window [10, 30) ms, 2 steps. compute [10,14) ∪ [11,12) ∪ [13,16) ∪ [20,24) = 10 ms; comm
+// [9,10.5) clipped to [10,10.5), [15,17), [21,23) = 4.5 ms, of which [10,10.5) + [15,16) +
+// [21,23) = 3.5 ms under compute; memcpy [25,26) ∪ memset [25.5,27) = 2 ms; busy [10,17) ∪
+// [20,24) ∪ [25,27) = 13 ms; idle 7 ms, 3 of them inside the phase [10,20). Warm-up compute
+// [0,10) and phase/step slices are not compute.
+TEST_F(TemporalBreakdownTest, HandComputedBreakdown) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kCompute, 0, 10, 0));
+  events.push_back(slice(0, SC::kPhase, 10, 20, 1));
+  events.push_back(slice(0, SC::kCompute, 10, 14, 1));
+  events.push_back(slice(0, SC::kCompute, 11, 12, 1));
+  events.push_back(slice(0, SC::kCompute, 13, 16, 1));
+  events.push_back(slice(0, SC::kCollective, 9, 10.5, 1, "dp0"));
+  events.push_back(slice(0, SC::kCollective, 15, 17, 1, "dp0"));
+  events.push_back(slice(0, SC::kKernel, 20, 24, 2));
+  events.push_back(slice(0, SC::kP2p, 21, 23, 2, "pp0-1"));
+  events.push_back(slice(0, SC::kMemcpy, 25, 26, 2));
+  events.push_back(slice(0, SC::kMemset, 25.5, 27, 2, "stream 2"));
+  events.push_back(slice(0, SC::kSync, 27, 29, 2));  // sync is none of the kinds: idle
+  const TemporalBreakdown report = analyze(events);
+  ASSERT_EQ(report.ranks.size(), 1u);
+  const RankBreakdown& row = report.ranks[0];
+  EXPECT_EQ(row.window_ns, 20 * kMs);
+  EXPECT_EQ(row.steps, 2);
+  EXPECT_EQ(row.compute_ns, 10 * kMs);
+  EXPECT_EQ(row.comm_ns, 4'500'000);
+  EXPECT_EQ(row.overlap_ns, 3'500'000);
+  EXPECT_NEAR(*row.overlap_pct(), 77.7778, 1e-3);
+  EXPECT_EQ(row.memcpy_ns, 2 * kMs);
+  EXPECT_EQ(row.busy_ns, 13 * kMs);
+  EXPECT_EQ(row.idle_ns(), 7 * kMs);
+  EXPECT_EQ(row.exposed_comm_ns(), 1 * kMs);
+  EXPECT_EQ(row.exposed_memcpy_ns(), 2 * kMs);
+  EXPECT_EQ(row.idle_in_phases_ns, 3 * kMs);  // phase [10,20) minus busy [10,17)
+  EXPECT_DOUBLE_EQ(*row.ms_per_step(row.compute_ns), 5.0);
+  EXPECT_DOUBLE_EQ(row.pct_of_window(row.idle_ns()), 35.0);
+}
+
+TEST_F(TemporalBreakdownTest, PhasesAndStepsAloneAreIdle) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kPhase, 10, 20, 1));
+  events.push_back(slice(0, SC::kPhase, 20, 30, 2));
+  const RankBreakdown row = analyze(events).ranks.at(0);
+  EXPECT_EQ(row.compute_ns, 0);
+  EXPECT_EQ(row.idle_ns(), 20 * kMs);
+  EXPECT_FALSE(row.overlap_pct().has_value());
+  EXPECT_EQ(row.idle_in_phases_ns, 20 * kMs);
+}
+
+TEST_F(TemporalBreakdownTest, StepTimesOverTheWindowsSteps) {
+  std::vector<TraceEvent> events = {rank_info(0)};
+  // Warm-up step 0 of 50 ms, then steps of 10, 40, 20, 30 ms.
+  double t = 0;
+  int64_t step = 0;
+  for (double length : {50.0, 10.0, 40.0, 20.0, 30.0}) {
+    add_step(events, 0, step++, t, t + length);
+    t += length;
+  }
+  const RankBreakdown row = analyze(events).ranks.at(0);
+  EXPECT_EQ(row.step_times.count, 4);
+  EXPECT_DOUBLE_EQ(row.step_times.median_ns, 25.0 * kMs);
+  EXPECT_DOUBLE_EQ(row.step_times.p90_ns, 40.0 * kMs);  // nearest rank: ceil(0.9 * 4) = 4th
+  EXPECT_DOUBLE_EQ(row.step_times.mean_ns, 25.0 * kMs);
+  EXPECT_EQ(row.window_ns, 100 * kMs);
+}
+
+TEST_F(TemporalBreakdownTest, WithoutStepsTheWholeRunIsTheWindow) {
+  std::vector<TraceEvent> events = {rank_info(0)};
+  events.push_back(slice(0, SC::kCompute, 100, 200));
+  events.push_back(slice(0, SC::kCollective, 300, 400, -1, "nccl 1"));
+  const TemporalBreakdown report = analyze(events);
+  EXPECT_FALSE(report.has_steps);
+  const RankBreakdown& row = report.ranks.at(0);
+  EXPECT_EQ(row.window_ns, 300 * kMs);
+  EXPECT_EQ(row.compute_ns, 100 * kMs);
+  EXPECT_EQ(row.comm_ns, 100 * kMs);
+  EXPECT_EQ(row.idle_ns(), 100 * kMs);
+  EXPECT_DOUBLE_EQ(*row.overlap_pct(), 0.0);
+  EXPECT_FALSE(row.ms_per_step(row.compute_ns).has_value());
+  EXPECT_EQ(row.step_times.count, 0);
+}
+
+TEST_F(TemporalBreakdownTest, RankFilterAnalysesOnlyThoseRanks) {
+  auto events = three_steps(0);
+  for (auto& event : three_steps(1)) events.push_back(event);
+  events.push_back(slice(1, SC::kCompute, 10, 15, 1));
+  const TemporalBreakdown report = analyze(events, select_ranks({1}), 2);
+  ASSERT_EQ(report.ranks.size(), 1u);
+  EXPECT_EQ(report.ranks[0].rank, 1);
+  EXPECT_EQ(report.ranks[0].compute_ns, 5 * kMs);
+}
+
+bool has_kind(const std::vector<Finding>& findings, const std::string& kind) {
+  for (const Finding& f : findings) {
+    if (f.kind == kind) return true;
+  }
+  return false;
+}
+
+TEST_F(TemporalBreakdownTest, ExposedCommunicationAndIdleFindings) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kCompute, 10, 13, 1));
+  events.push_back(slice(0, SC::kCollective, 13, 19, 1, "dp0"));  // 6 ms, none under compute
+  events.push_back(slice(0, SC::kCompute, 20, 26, 2));
+  // Busy [10,19) and [20,26): idle 5 of 20 ms (25%, a warning).
+  const std::vector<Finding> findings = temporal_findings(analyze(events));
+  ASSERT_TRUE(has_kind(findings, "exposed_communication"));
+  ASSERT_TRUE(has_kind(findings, "idle"));
+  for (const Finding& f : findings) {
+    EXPECT_FALSE(f.evidence.empty());
+    EXPECT_FALSE(f.advice.empty());
+    if (f.kind == "exposed_communication") {
+      EXPECT_DOUBLE_EQ(f.impact, 0.3);  // 6 of 20 ms exposed
+      EXPECT_EQ(f.severity, Severity::kCritical);
+      EXPECT_NE(f.evidence.find("30.0%"), std::string::npos) << f.evidence;
+    }
+    if (f.kind == "idle") {
+      EXPECT_DOUBLE_EQ(f.impact, 0.25);
+      EXPECT_EQ(f.severity, Severity::kWarning);
+    }
+  }
+}
+
+TEST_F(TemporalBreakdownTest, BusyOverlappedBalancedRanksHaveNoFindings) {
+  std::vector<TraceEvent> events;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (auto& event : three_steps(rank)) events.push_back(event);
+    events.push_back(slice(rank, SC::kCompute, 10, 30, -1));
+    events.push_back(slice(rank, SC::kCollective, 12, 16, -1, "dp0"));
+  }
+  EXPECT_TRUE(temporal_findings(analyze(events, {}, 2)).empty());
+}
+
+TEST_F(TemporalBreakdownTest, ComputeImbalanceNamesTheSlowRank) {
+  std::vector<TraceEvent> events;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (auto& event : three_steps(rank)) events.push_back(event);
+    const double compute_ms = rank == 2 ? 9.5 : 6;
+    events.push_back(slice(rank, SC::kCompute, 10, 10 + compute_ms, 1));
+    events.push_back(slice(rank, SC::kCompute, 20, 20 + compute_ms, 2));
+  }
+  const std::vector<Finding> findings = temporal_findings(analyze(events, {}, 3));
+  ASSERT_TRUE(has_kind(findings, "compute_imbalance"));
+  for (const Finding& f : findings) {
+    if (f.kind != "compute_imbalance") continue;
+    EXPECT_EQ(f.rank, 2);
+    EXPECT_EQ(f.severity, Severity::kCritical);  // (9.5 - 6) / 9.5 = 36.8% spread
+    EXPECT_NE(f.evidence.find("rank 2 computes 9.50 ms per step, the median rank 6.00 ms"),
+              std::string::npos)
+        << f.evidence;
+    EXPECT_NEAR(f.impact, 3.5 / 10, 1e-9);  // what the median rank waits, per 10 ms step
+  }
+}
+
+TEST_F(TemporalBreakdownTest, WaitingInACollectiveInsideComputeIsNotImbalance) {
+  std::vector<TraceEvent> events;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (auto& event : three_steps(rank)) events.push_back(event);
+    // Both compute 6 ms per step; rank 1 waits 3 ms longer in an all-reduce inside its compute.
+    const double wait = rank == 1 ? 4 : 1;
+    events.push_back(slice(rank, SC::kCompute, 10, 16 + wait, 1));
+    events.push_back(slice(rank, SC::kCollective, 13, 13 + wait, 1, "tp0"));
+    events.push_back(slice(rank, SC::kCompute, 20, 26 + wait, 2));
+    events.push_back(slice(rank, SC::kCollective, 23, 23 + wait, 2, "tp0"));
+  }
+  const TemporalBreakdown report = analyze(events, {}, 2);
+  EXPECT_EQ(report.ranks.at(1).compute_only_ns(), 12 * kMs);
+  EXPECT_FALSE(has_kind(temporal_findings(report), "compute_imbalance"));
+}
+
+TEST_F(TemporalBreakdownTest, TextAndJsonCarryTheSameNumbers) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kCompute, 10, 16, 1));
+  events.push_back(slice(0, SC::kCollective, 15, 17, 1, "dp0"));
+  const TemporalBreakdown report = analyze(events);
+  const std::string text = format_temporal_breakdown(report);
+  EXPECT_NE(text.find("3.00 ms  30.0%"), std::string::npos) << text;  // compute per step
+  EXPECT_NE(text.find("50.0%"), std::string::npos) << text;           // overlap
+  const nlohmann::json json = temporal_breakdown_json(report);
+  ASSERT_EQ(json.size(), 1u);
+  const nlohmann::json& rank = json[0];
+  EXPECT_EQ(rank["rank"], 0);
+  EXPECT_DOUBLE_EQ(rank["compute_ms"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(rank["comm_ms"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(rank["memcpy_ms"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(rank["idle_ms"].get<double>(), 13.0);
+  EXPECT_DOUBLE_EQ(rank["overlap_pct"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(rank["step_ms_median"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(rank["compute_ms_per_step"].get<double>(), 3.0);
+  const double sum = rank["compute_pct"].get<double>() + rank["exposed_comm_pct"].get<double>() +
+                     rank["exposed_memcpy_pct"].get<double>() + rank["idle_pct"].get<double>();
+  EXPECT_DOUBLE_EQ(sum, 100.0);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers
