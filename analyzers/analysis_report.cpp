@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <tuple>
 
+#include "analyzers/collective_stats.h"
+#include "analyzers/memory_vs_estimate.h"
+#include "analyzers/pipeline_bubble.h"
+#include "analyzers/stragglers.h"
 #include "analyzers/temporal_breakdown.h"
+#include "analyzers/top_kernels.h"
 #include "profiler/chrome_export.h"
 
 namespace partrain::analyzers {
@@ -50,7 +55,19 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
                               temporal_findings, format_temporal_breakdown,
                               temporal_breakdown_json));
-  // Further analyses plug in here, one add_section each (collectives, pipeline, memory, kernels).
+  RETURN_IF_ERROR(add_section(out, "collectives", analyze_collective_stats(db, window),
+                              collective_stats_findings, format_collective_stats,
+                              collective_stats_json));
+  RETURN_IF_ERROR(add_section(out, "stragglers", analyze_stragglers(db, window),
+                              straggler_findings, format_stragglers, stragglers_json));
+  RETURN_IF_ERROR(add_section(out, "pipeline", analyze_pipeline_bubble(db, window),
+                              pipeline_bubble_findings, format_pipeline_bubble,
+                              pipeline_bubble_json));
+  RETURN_IF_ERROR(add_section(out, "memory", analyze_memory_vs_estimate(db, window),
+                              memory_vs_estimate_findings, format_memory_vs_estimate,
+                              memory_vs_estimate_json));
+  RETURN_IF_ERROR(add_section(out, "kernels", analyze_top_kernels(db, window),
+                              top_kernels_findings, format_top_kernels, top_kernels_json));
   sort_findings(out.findings);
   return out;
 }

@@ -46,6 +46,10 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->group(training);
   command.add_option("--blas-threads", f.blas_threads, "OpenBLAS threads per rank")
       ->capture_default_str()->group(training);
+  command.add_option("--inject", f.inject,
+                     "Inject a fault (repeatable): slow:rank=R[,step=S],ms=M sleeps rank R for "
+                     "M ms before its compute in step S (every step without step=)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(training);
   command.add_option("--dp", f.dp, "Data-parallel degree (default world / (tp x pp))")
       ->group(layout);
   command.add_option("--tp", f.tp, "Tensor-parallel degree (Megatron)")->capture_default_str()
@@ -121,6 +125,11 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   config.peak_flops = f.peak_flops;
   config.blas_threads = f.blas_threads;
   config.json = json;
+  for (const std::string& text : f.inject) {
+    auto spec = runner::fault::parse_fault_spec(text);
+    if (!spec.is_ok()) return invalid_argument("--inject {}: {}", text, spec.status().message());
+    config.faults.push_back(*spec);
+  }
   RETURN_IF_ERROR(runner::resolve_workload(config));
   return config;
 }

@@ -37,6 +37,7 @@ struct WorkloadFlags {
   std::optional<std::string> strategy;
   std::optional<double> peak_flops;
   int blas_threads = 1;
+  std::vector<std::string> inject;  // --inject KIND:key=value[,...], repeatable
 };
 
 void add_workload_flags(CLI::App& command, WorkloadFlags& flags);

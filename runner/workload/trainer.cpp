@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/trace_scope.h"
 #include "runner/device/cpu_device.h"
+#include "runner/fault/fault_spec.h"
 #include "runner/workload/batch_source.h"
 #include "runner/workload/data_parallel.h"
 #include "runner/workload/mesh.h"
@@ -150,6 +153,12 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
     const int64_t start = monotonic_ns();
     std::optional<profiler::TraceScope> step_scope;
     step_scope.emplace("step", profiler::SliceCategory::kStep);
+    // --inject slow: this rank sleeps before its compute, a straggler the analyzers should find.
+    if (const int64_t delay_ms = fault::slow_delay_ms(config.faults, world.rank(), step);
+        delay_ms > 0) {
+      profiler::TraceScope delay("injected_delay", profiler::SliceCategory::kSync);
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    }
     dp->zero_grads();
     double loss = 0;
     // The moment the last gradient is produced ends backward: a bucket launched after it

@@ -91,6 +91,12 @@ Status resolve_workload(WorkloadConfig& config) {
       }
     }
   }
+  for (const fault::FaultSpec& spec : config.faults) {
+    Status valid = fault::validate_fault_spec(spec, config.resolved.world, config.steps);
+    if (!valid.is_ok()) {
+      return invalid_argument("--inject {}: {}", fault::fault_spec_text(spec), valid.message());
+    }
+  }
   return Status::ok();
 }
 
@@ -154,6 +160,11 @@ std::string workload_to_json(const WorkloadConfig& c) {
       {"blas_threads", c.blas_threads},
   };
   if (c.peak_flops) j["peak_flops"] = *c.peak_flops;
+  if (!c.faults.empty()) {
+    nlohmann::json faults = nlohmann::json::array();
+    for (const fault::FaultSpec& spec : c.faults) faults.push_back(fault::fault_spec_text(spec));
+    j["faults"] = faults;
+  }
   return j.dump();
 }
 
@@ -176,6 +187,13 @@ StatusOr<WorkloadConfig> workload_from_json(std::string_view text) {
     c.json = j.at("json").get<bool>();
     c.blas_threads = j.at("blas_threads").get<int>();
     if (j.contains("peak_flops")) c.peak_flops = j.at("peak_flops").get<double>();
+    if (j.contains("faults")) {
+      for (const auto& item : j.at("faults")) {
+        auto spec = fault::parse_fault_spec(item.get<std::string>());
+        if (!spec.is_ok()) return spec.status().with_context("PARTRAIN_WORKLOAD_CONFIG faults");
+        c.faults.push_back(*spec);
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument("PARTRAIN_WORKLOAD_CONFIG is not a workload description: {}",
                             e.what());

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
+#include "runner/fault/fault_spec.h"
 #include "runner/workload/parallel_layout.h"
 
 namespace partrain::runner {
@@ -40,6 +42,7 @@ struct WorkloadConfig {
   std::optional<double> peak_flops;  // per rank, FLOP/s; unset: measured sgemm peak on CPU
   bool json = false;
   int blas_threads = 1;
+  std::vector<fault::FaultSpec> faults;  // --inject, checked against world and steps
 };
 
 // Resolves the layout for this model and checks what the workload itself needs (e.g. hidden

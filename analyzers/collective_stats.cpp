@@ -1,0 +1,388 @@
+// analyze_collective_stats: one pass over the (comm_id, seq) groups of the window, accumulating
+// per (comm, op, size bucket) and matching each group across its members.
+#include "analyzers/collective_stats.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "analyzers/bandwidth.h"
+#include "analyzers/collective_groups.h"
+#include "analyzers/sample_quantiles.h"
+#include "core/byte_size.h"
+
+namespace partrain::analyzers {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+struct Accumulator {
+  int group_size = 0;
+  int64_t count = 0;
+  int64_t bytes = 0;
+  int64_t time_ns = 0;
+  SampleQuantiles times_ns;
+  SampleQuantiles skews_ns;
+};
+using StatsKey = std::tuple<std::string, std::string, int64_t>;  // comm, op, size bucket
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  return fmt::format("{}", fmt::join(ranks, ", "));
+}
+
+// Accumulates one communicator at a time; matching state is per communicator.
+class StatsCollector {
+ public:
+  explicit StatsCollector(bool run_ended) { report_.run_ended = run_ended; }
+  void add_group(const CollectiveGroup& group);
+  void end_comm();
+  CollectiveStatsReport finish();
+
+ private:
+  Accumulator& at(const std::string& comm, const std::string& op, int64_t bytes) {
+    return stats_[StatsKey{comm, op, size_bucket(bytes)}];
+  }
+  void match_collective(const CollectiveGroup& group,
+                        const std::vector<const CollectiveRow*>& rows);
+  void match_p2p(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
+  void note_desync(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
+  void note_missing(const CollectiveGroup& group, int rank, const std::string& op,
+                    std::vector<int> present);
+
+  CollectiveStatsReport report_;
+  std::map<StatsKey, Accumulator> stats_;
+  // Per communicator: its desync (index into report_.desyncs), the highest seq each rank
+  // recorded, and the runs each rank missed (settled in end_comm).
+  std::optional<size_t> desync_;
+  std::map<int, int64_t> max_seq_;
+  std::map<int, std::vector<MissingCollective>> pending_;
+};
+
+void StatsCollector::add_group(const CollectiveGroup& group) {
+  for (const CollectiveRow& row : group.rows) {
+    auto [it, inserted] = max_seq_.try_emplace(row.rank, group.seq);
+    if (!inserted) it->second = std::max(it->second, group.seq);
+  }
+  if (!group.in_window()) return;
+  ++report_.groups;
+  std::vector<const CollectiveRow*> collectives, p2p;
+  for (const CollectiveRow& row : group.rows) {
+    (is_p2p(row.op) ? p2p : collectives).push_back(&row);
+    if (!row.in_window || !row.completed) continue;
+    Accumulator& acc = at(group.comm_id, row.op, row.bytes);
+    acc.group_size = std::max(acc.group_size, is_p2p(row.op) ? 2 : row.group_size);
+    ++acc.count;
+    acc.bytes += row.bytes;
+    acc.time_ns += row.time_ns;
+    acc.times_ns.add(static_cast<double>(row.time_ns));
+    ++report_.ops;
+  }
+  if (!collectives.empty()) match_collective(group, collectives);
+  if (!p2p.empty()) match_p2p(group, p2p);
+}
+
+void StatsCollector::match_collective(const CollectiveGroup& group,
+                                      const std::vector<const CollectiveRow*>& rows) {
+  const CollectiveRow& first = *rows.front();
+  for (const CollectiveRow* row : rows) {
+    if (row->op != first.op || row->bytes != first.bytes) {
+      note_desync(group, rows);
+      return;
+    }
+  }
+  std::set<int> present;
+  int64_t earliest = first.ts_ns, latest = first.ts_ns;
+  for (const CollectiveRow* row : rows) {
+    present.insert(row->rank);
+    earliest = std::min(earliest, row->ts_ns);
+    latest = std::max(latest, row->ts_ns);
+  }
+  if (rows.size() >= 2) {
+    Accumulator& acc = at(group.comm_id, first.op, first.bytes);
+    acc.group_size = std::max(acc.group_size, first.group_size);
+    acc.skews_ns.add(static_cast<double>(latest - earliest));
+  }
+  for (int member : parse_rank_list(first.group_ranks)) {
+    if (!present.contains(member)) {
+      note_missing(group, member, first.op, std::vector<int>(present.begin(), present.end()));
+    }
+  }
+}
+
+// A send pairs with the recv of the same (comm_id, seq) whose rank is the send's peer.
+void StatsCollector::match_p2p(const CollectiveGroup& group,
+                               const std::vector<const CollectiveRow*>& rows) {
+  std::map<std::pair<int, int>, const CollectiveRow*> sends, recvs;  // key (src, dst)
+  for (const CollectiveRow* row : rows) {
+    if (!row->peer) continue;
+    if (row->op == "send") sends[{row->rank, *row->peer}] = row;
+    else recvs[{*row->peer, row->rank}] = row;
+  }
+  for (const auto& [key, send] : sends) {
+    auto recv = recvs.find(key);
+    if (recv == recvs.end()) {
+      note_missing(group, key.second, "recv", {key.first});
+      continue;
+    }
+    if (recv->second->bytes != send->bytes) {
+      note_desync(group, {send, recv->second});
+      continue;
+    }
+    Accumulator& acc = at(group.comm_id, "send", send->bytes);
+    acc.group_size = 2;
+    acc.skews_ns.add(static_cast<double>(std::abs(recv->second->ts_ns - send->ts_ns)));
+  }
+  for (const auto& [key, recv] : recvs) {
+    if (!sends.contains(key)) note_missing(group, key.first, "send", {key.second});
+  }
+}
+
+void StatsCollector::note_desync(const CollectiveGroup& group,
+                                 const std::vector<const CollectiveRow*>& rows) {
+  if (desync_) {
+    ++report_.desyncs[*desync_].later_mismatches;
+    return;
+  }
+  Desync desync;
+  desync.comm_id = group.comm_id;
+  desync.seq = group.seq;
+  for (const CollectiveRow* row : rows) desync.members.push_back({row->rank, row->op, row->bytes});
+  std::sort(desync.members.begin(), desync.members.end(),
+            [](const DesyncMember& a, const DesyncMember& b) { return a.rank < b.rank; });
+  desync_ = report_.desyncs.size();
+  report_.desyncs.push_back(std::move(desync));
+}
+
+void StatsCollector::note_missing(const CollectiveGroup& group, int rank, const std::string& op,
+                                  std::vector<int> present) {
+  std::vector<MissingCollective>& runs = pending_[rank];
+  if (!runs.empty() && (runs.back().last_seq + 1 == group.seq ||
+                        runs.size() >= CollectiveStatsReport::kMaxMissing)) {
+    runs.back().last_seq = group.seq;  // past the cap, later runs fold into the last one
+    ++runs.back().count;
+    return;
+  }
+  runs.push_back({group.comm_id, rank, op, group.seq, group.seq, 1, std::move(present)});
+}
+
+// A seq counts as missing once the member recorded a later one, or the run is over.
+void StatsCollector::end_comm() {
+  for (auto& [rank, runs] : pending_) {
+    auto last = max_seq_.find(rank);
+    for (MissingCollective& run : runs) {
+      if (!report_.run_ended) {
+        if (last == max_seq_.end() || last->second < run.first_seq) continue;
+        if (run.last_seq > last->second) {
+          run.count -= run.last_seq - last->second;
+          run.last_seq = last->second;
+        }
+      }
+      report_.missing_total += run.count;
+      if (report_.missing.size() < CollectiveStatsReport::kMaxMissing) {
+        report_.missing.push_back(std::move(run));
+      }
+    }
+  }
+  pending_.clear();
+  max_seq_.clear();
+  desync_.reset();
+}
+
+CollectiveStatsReport StatsCollector::finish() {
+  for (const auto& [key, acc] : stats_) {
+    CollectiveStatsRow row;
+    std::tie(row.comm_id, row.op, row.size_bucket) = key;
+    row.group_size = acc.group_size;
+    row.count = acc.count;
+    row.bytes = acc.bytes;
+    row.time_p50_ms = acc.times_ns.quantile(0.5) / kNsPerMs;
+    row.time_p99_ms = acc.times_ns.quantile(0.99) / kNsPerMs;
+    const Bandwidth bw = collective_bandwidth(row.op, static_cast<double>(acc.bytes),
+                                              static_cast<double>(acc.time_ns) / 1e9,
+                                              acc.group_size);
+    row.algbw_gbps = bw.algbw_gbps;
+    row.busbw_gbps = bw.busbw_gbps;
+    row.matched = acc.skews_ns.count();
+    row.skew_p50_ms = acc.skews_ns.quantile(0.5) / kNsPerMs;
+    row.skew_p99_ms = acc.skews_ns.quantile(0.99) / kNsPerMs;
+    report_.rows.push_back(std::move(row));
+  }
+  return std::move(report_);
+}
+
+}  // namespace
+
+int64_t size_bucket(int64_t bytes) {
+  if (bytes <= 0) return 0;
+  return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(bytes)));
+}
+
+StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteDb& db,
+                                                         const AnalysisWindow& window) {
+  ASSIGN_OR_RETURN(bool ended, run_has_ended(db));
+  StatsCollector collector(ended);
+  GroupVisitor visitor;
+  visitor.on_group = [&](const CollectiveGroup& group) { collector.add_group(group); };
+  visitor.on_comm_end = [&](const std::string&) { collector.end_comm(); };
+  RETURN_IF_ERROR(for_each_collective_group(db, window, visitor));
+  return collector.finish();
+}
+
+namespace {
+
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", join_ranks(ranks));
+}
+
+// Members that did the same (op, bytes), largest party first.
+std::vector<std::pair<DesyncMember, std::vector<int>>> desync_parties(const Desync& desync) {
+  std::map<std::pair<std::string, int64_t>, std::vector<int>> by_action;
+  for (const DesyncMember& m : desync.members) by_action[{m.op, m.bytes}].push_back(m.rank);
+  std::vector<std::pair<DesyncMember, std::vector<int>>> parties;
+  for (const auto& [action, ranks] : by_action) {
+    parties.push_back({DesyncMember{ranks.front(), action.first, action.second}, ranks});
+  }
+  std::stable_sort(parties.begin(), parties.end(), [](const auto& a, const auto& b) {
+    return a.second.size() > b.second.size();
+  });
+  return parties;
+}
+
+std::string desync_text(const Desync& desync) {
+  std::vector<std::string> parts;
+  for (const auto& [action, ranks] : desync_parties(desync)) {
+    parts.push_back(fmt::format("{} did {} of {} B", ranks_phrase(ranks), action.op,
+                                action.bytes));
+  }
+  std::string text = fmt::format("communicator {} seq {}: {}", desync.comm_id, desync.seq,
+                                 fmt::join(parts, "; "));
+  if (desync.later_mismatches > 0) {
+    text += fmt::format(" ({} later mismatches on {})", desync.later_mismatches, desync.comm_id);
+  }
+  return text;
+}
+
+std::string missing_text(const MissingCollective& m) {
+  const std::string seqs = m.count == 1 ? fmt::format("seq {}", m.first_seq)
+                                        : fmt::format("seqs {}-{} ({} ops)", m.first_seq,
+                                                      m.last_seq, m.count);
+  return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
+                     m.op, seqs, m.comm_id, ranks_phrase(m.present));
+}
+
+}  // namespace
+
+std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& report) {
+  std::vector<Finding> findings;
+  for (const Desync& desync : report.desyncs) {
+    Finding f;
+    f.kind = "desync";
+    f.severity = Severity::kCritical;
+    f.impact = 1.0;
+    const auto parties = desync_parties(desync);
+    if (parties.size() >= 2 && parties.back().second.size() == 1 &&
+        parties.front().second.size() > 1) {
+      f.rank = parties.back().second.front();
+    }
+    f.evidence = desync_text(desync);
+    f.advice = fmt::format(
+        "every member of {} must issue the same collectives in the same order with the same "
+        "sizes: look for a rank-dependent branch or a different model or config before seq {}",
+        desync.comm_id, desync.seq);
+    findings.push_back(std::move(f));
+  }
+  for (const MissingCollective& m : report.missing) {
+    Finding f;
+    f.kind = "missing_collective";
+    f.severity = Severity::kCritical;
+    f.rank = m.rank;
+    f.impact = 1.0;
+    f.evidence = missing_text(m);
+    f.advice = fmt::format("rank {} crashed, hung or skipped the op: check its exit status and "
+                           "log; a rank that skips a collective leaves the others waiting",
+                           m.rank);
+    findings.push_back(std::move(f));
+  }
+  return findings;
+}
+
+namespace {
+
+// Bandwidth in GB/s with enough decimals that slow CPU runs do not print 0.00 GB/s.
+std::string format_gbps(double gbps) {
+  if (gbps >= 100) return fmt::format("{:.0f} GB/s", gbps);
+  if (gbps >= 1) return fmt::format("{:.2f} GB/s", gbps);
+  if (gbps >= 0.001) return fmt::format("{:.4f} GB/s", gbps);
+  return fmt::format("{:.6f} GB/s", gbps);
+}
+
+std::string format_skew(const CollectiveStatsRow& r, double ms) {
+  return r.matched > 0 ? fmt::format("{:.3f} ms", ms) : "-";
+}
+
+}  // namespace
+
+std::string format_collective_stats(const CollectiveStatsReport& report) {
+  std::string out = fmt::format("Collectives: {} ops in {} (comm_id, seq) groups\n", report.ops,
+                                report.groups);
+  if (report.rows.empty()) return out + "  (no collectives in the window)\n";
+  size_t comm_width = 4;
+  for (const CollectiveStatsRow& r : report.rows) {
+    comm_width = std::max(comm_width, r.comm_id.size());
+  }
+  out += fmt::format("  {:<{}} {:<14} {:>12} {:>6} {:>11} {:>10} {:>10} {:>14} {:>14} {:>10} "
+                     "{:>10}\n",
+                     "comm", comm_width, "op", "size (B)", "count", "bytes", "time p50",
+                     "time p99", "algbw", "busbw", "skew p50", "skew p99");
+  for (const CollectiveStatsRow& r : report.rows) {
+    out += fmt::format("  {:<{}} {:<14} {:>12} {:>6} {:>11} {:>7.3f} ms {:>7.3f} ms {:>14} {:>14} "
+                       "{:>10} {:>10}\n",
+                       r.comm_id, comm_width, r.op, r.size_bucket, r.count,
+                       format_bytes(static_cast<uint64_t>(r.bytes)), r.time_p50_ms,
+                       r.time_p99_ms, format_gbps(r.algbw_gbps), format_gbps(r.busbw_gbps),
+                       format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
+  }
+  for (const Desync& desync : report.desyncs) out += "  desync: " + desync_text(desync) + "\n";
+  for (const MissingCollective& m : report.missing) out += "  missing: " + missing_text(m) + "\n";
+  if (report.missing_total > 0) {
+    out += fmt::format("  {} missing ops in all\n", report.missing_total);
+  }
+  return out;
+}
+
+nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CollectiveStatsRow& r : report.rows) {
+    rows.push_back({{"comm_id", r.comm_id}, {"op", r.op}, {"size_bucket_bytes", r.size_bucket},
+                    {"group_size", r.group_size}, {"count", r.count}, {"bytes", r.bytes},
+                    {"time_p50_ms", r.time_p50_ms}, {"time_p99_ms", r.time_p99_ms},
+                    {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
+                    {"matched", r.matched}, {"skew_p50_ms", r.skew_p50_ms},
+                    {"skew_p99_ms", r.skew_p99_ms}});
+  }
+  nlohmann::json desyncs = nlohmann::json::array();
+  for (const Desync& d : report.desyncs) {
+    nlohmann::json members = nlohmann::json::array();
+    for (const DesyncMember& m : d.members) {
+      members.push_back({{"rank", m.rank}, {"op", m.op}, {"bytes", m.bytes}});
+    }
+    desyncs.push_back({{"comm_id", d.comm_id}, {"seq", d.seq}, {"members", members},
+                       {"later_mismatches", d.later_mismatches}});
+  }
+  nlohmann::json missing = nlohmann::json::array();
+  for (const MissingCollective& m : report.missing) {
+    missing.push_back({{"comm_id", m.comm_id}, {"rank", m.rank}, {"op", m.op},
+                       {"first_seq", m.first_seq}, {"last_seq", m.last_seq},
+                       {"count", m.count}, {"present", m.present}});
+  }
+  return {{"ops", report.ops}, {"groups", report.groups}, {"rows", rows},
+          {"desyncs", desyncs}, {"missing", missing}, {"missing_total", report.missing_total}};
+}
+
+}  // namespace partrain::analyzers

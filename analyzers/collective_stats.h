@@ -1,0 +1,82 @@
+// Collective statistics of `partrain analyze`: the ops in the analysis window grouped by
+// communicator, op and size bucket (count, bytes, time p50/p99, algbw/busbw as nccl-tests
+// computes them, cross-rank arrival skew), and the matching of each (comm_id, seq) across the
+// communicator's members that finds desyncs and ops a member never recorded.
+// Definitions: docs/analysis-collectives.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzers/analysis_window.h"
+#include "analyzers/finding.h"
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+
+namespace partrain::analyzers {
+
+// One (communicator, op, size bucket) row of the table.
+struct CollectiveStatsRow {
+  std::string comm_id;
+  std::string op;
+  int64_t size_bucket = 0;  // 2^floor(log2(bytes)): ops of [bucket, 2 x bucket) bytes
+  int group_size = 0;       // n in the busbw factor
+  int64_t count = 0;        // completed ops on analysed ranks in the window (one per rank)
+  int64_t bytes = 0;        // their sizes S, summed
+  double time_p50_ms = 0;
+  double time_p99_ms = 0;
+  double algbw_gbps = 0;    // sum of S / sum of time
+  double busbw_gbps = 0;    // algbw x the op's factor (analyzers/bandwidth.h)
+  int64_t matched = 0;      // (comm_id, seq) groups with two or more members recorded
+  double skew_p50_ms = 0;   // last start - first start per matched group
+  double skew_p99_ms = 0;
+};
+
+struct DesyncMember {
+  int rank = 0;
+  std::string op;
+  int64_t bytes = 0;
+};
+// The first mismatch on a communicator; later ones on it are counted, not listed.
+struct Desync {
+  std::string comm_id;
+  int64_t seq = 0;
+  std::vector<DesyncMember> members;  // by rank
+  int64_t later_mismatches = 0;
+};
+
+// Consecutive sequence numbers of one communicator that a member never recorded while others did.
+struct MissingCollective {
+  std::string comm_id;
+  int rank = 0;
+  std::string op;             // what the others did at first_seq
+  int64_t first_seq = 0;
+  int64_t last_seq = 0;
+  int64_t count = 0;          // sequence numbers in the run
+  std::vector<int> present;   // members that recorded first_seq
+};
+
+struct CollectiveStatsReport {
+  std::vector<CollectiveStatsRow> rows;  // by comm_id, op, size bucket
+  std::vector<Desync> desyncs;           // one per desynced communicator
+  std::vector<MissingCollective> missing;  // at most kMaxMissing
+  int64_t missing_total = 0;             // missing (comm, seq, rank), listed or not
+  int64_t ops = 0;                       // rows counted in the table
+  int64_t groups = 0;                    // (comm_id, seq) groups in the window
+  bool run_ended = true;
+  static constexpr size_t kMaxMissing = 64;
+};
+
+// Size bucket of an op of `bytes` bytes (0 for 0 bytes), and nccl-tests' way to print it (bytes).
+int64_t size_bucket(int64_t bytes);
+
+StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteDb& db,
+                                                         const AnalysisWindow& window);
+std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& report);
+std::string format_collective_stats(const CollectiveStatsReport& report);
+nlohmann::json collective_stats_json(const CollectiveStatsReport& report);
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,236 @@
+// analyze_memory_vs_estimate: each rank's memory_events are replayed in time order (a counter per
+// category: bytes in use from ts_ns on), keeping every category's peak and the peak of their sum.
+// Peaks cover the whole run, not only the window: weights and optimizer states are allocated
+// before the first step and a peak is a peak wherever it falls.
+#include "analyzers/memory_vs_estimate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzers/workload_run_config.h"
+#include "memory/memory_estimate.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using memory::Category;
+using profiler::SqliteDb;
+using profiler::SqliteStatement;
+
+constexpr size_t kCategories = memory::kAllCategories.size();
+
+memory::ModelConfig model_of(const WorkloadRunConfig& c) {
+  if (c.workload == "mlp") {
+    memory::ModelConfig model;
+    model.name = "builtin-mlp";
+    model.architecture = memory::Architecture::kMlp;
+    model.layers = c.layers;
+    model.hidden = c.hidden;
+    return model;
+  }
+  memory::ModelConfig model = memory::gpt_model(c.layers, c.hidden, c.heads, c.vocab, c.seq);
+  model.name = "builtin-gpt";
+  model.ffn = c.ffn;
+  return model;
+}
+
+StatusOr<memory::MemoryEstimate> estimate_for(const WorkloadRunConfig& c) {
+  memory::EstimateInput in;
+  in.model = model_of(c);
+  in.layout.dp = c.dp;
+  in.layout.tp = c.tp;
+  in.layout.pp = c.pp;
+  in.layout.vpp = c.vpp;
+  in.layout.sp = c.sp;
+  in.layout.zero = c.zero;
+  in.layout.schedule = c.schedule;
+  in.layout.pp_split = c.pp_split;
+  in.layout.micro_batch = c.micro_batch;
+  in.layout.global_batch = c.global_batch;
+  in.layout.recompute = memory::parse_recompute(c.recompute).value_or(memory::Recompute::kNone);
+  ASSIGN_OR_RETURN(in.recipe, memory::precision_recipe(c.precision, memory::Optimizer::kAdamW));
+  in.reserve_bytes = 0;  // the trace measures tracked tensors, not the CUDA context or NCCL
+  in.bucket_bytes = 0;   // the workloads' DDP reduces gradients in place (no bucket copies)
+  return memory::estimate_memory(in);
+}
+
+std::array<std::optional<double>, kCategories> stage_estimate(const memory::StageMemory& s) {
+  std::array<std::optional<double>, kCategories> out;
+  out[static_cast<size_t>(Category::kParams)] = s.params;
+  out[static_cast<size_t>(Category::kGrads)] = s.grads;
+  out[static_cast<size_t>(Category::kOptimizer)] = s.optimizer;
+  out[static_cast<size_t>(Category::kActivations)] = s.activations;
+  out[static_cast<size_t>(Category::kComm)] = s.comm;
+  return out;
+}
+
+// Replays the rank's samples: per-category peaks, the peak of the sum, which categories appear.
+Status measure_peaks(const SqliteDb& db, RankMemory& out, std::array<double, kCategories>& peaks,
+                     std::array<bool, kCategories>& seen) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   SqliteStatement::prepare(db, "SELECT category, bytes FROM memory_events "
+                                                "WHERE rank = ?1 ORDER BY ts_ns"));
+  stmt.bind(1, int64_t{out.rank});
+  std::array<double, kCategories> now{};
+  double total = 0;
+  while (stmt.step() == SQLITE_ROW) {
+    const std::optional<Category> category = memory::parse_category(stmt.column_text(0));
+    const size_t c = static_cast<size_t>(category.value_or(Category::kOther));
+    const auto bytes = static_cast<double>(stmt.column_int(1));
+    total += bytes - now[c];
+    now[c] = bytes;
+    peaks[c] = std::max(peaks[c], bytes);
+    seen[c] = true;
+    out.peak_total_bytes = std::max(out.peak_total_bytes, total);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::optional<double> CategoryPeak::error_pct() const {
+  if (!estimate_bytes || *estimate_bytes <= 0) return std::nullopt;
+  return 100 * (peak_bytes - *estimate_bytes) / *estimate_bytes;
+}
+
+StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const SqliteDb& db,
+                                                      const AnalysisWindow& window) {
+  MemoryVsEstimate report;
+  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> config, read_workload_run_config(db));
+  std::optional<memory::MemoryEstimate> estimate;
+  if (!config) {
+    report.estimate_note = "not a built-in workload run: peaks only";
+  } else {
+    StatusOr<memory::MemoryEstimate> e = estimate_for(*config);
+    if (e.is_ok()) {
+      estimate = std::move(e).value();
+      report.has_estimate = true;
+      report.estimate_note = fmt::format(
+          "estimate for the {} workload in {}, dp {} tp {} pp {} zero {} (no reserve)",
+          config->workload, config->precision, config->dp, config->tp, config->pp, config->zero);
+    } else {
+      report.estimate_note = fmt::format("no estimate: {}", e.status().message());
+    }
+  }
+  for (int rank : window.ranks) {
+    RankMemory row{rank, config ? config->pp_stage(rank) : 0, {}, 0, std::nullopt};
+    std::array<double, kCategories> peaks{};
+    std::array<bool, kCategories> seen{};
+    RETURN_IF_ERROR(measure_peaks(db, row, peaks, seen));
+    std::array<std::optional<double>, kCategories> predicted{};
+    if (estimate && static_cast<size_t>(row.pp_stage) < estimate->stages.size()) {
+      const memory::StageMemory& stage = estimate->stages[static_cast<size_t>(row.pp_stage)];
+      predicted = stage_estimate(stage);
+      row.estimate_total_bytes = stage.total() - stage.reserve;
+    }
+    for (size_t c = 0; c < kCategories; ++c) {
+      if (!seen[c] && !predicted[c]) continue;
+      row.categories.push_back({memory::kAllCategories[c], peaks[c], predicted[c]});
+    }
+    report.ranks.push_back(std::move(row));
+  }
+  return report;
+}
+
+namespace {
+
+constexpr double kBigShare = 0.10;    // a category holding at least this share of the rank's peak
+constexpr double kErrorPct = 20.0;    // off by more than this
+
+std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
+
+std::string pct_cell(std::optional<double> pct) {
+  return pct ? fmt::format("{:+.1f}%", *pct) : std::string("-");
+}
+
+}  // namespace
+
+std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report) {
+  // One finding per category, about the rank where it is off the most.
+  std::vector<Finding> findings;
+  for (Category category : memory::kAllCategories) {
+    const RankMemory* worst_rank = nullptr;
+    const CategoryPeak* worst = nullptr;
+    for (const RankMemory& rank : report.ranks) {
+      for (const CategoryPeak& c : rank.categories) {
+        const std::optional<double> pct = c.error_pct();
+        const double big = std::max(c.peak_bytes, c.estimate_bytes.value_or(0));
+        if (c.category != category || !pct || std::abs(*pct) <= kErrorPct ||
+            big < kBigShare * rank.peak_total_bytes) {
+          continue;
+        }
+        if (worst == nullptr || std::abs(*pct) > std::abs(*worst->error_pct())) {
+          worst = &c;
+          worst_rank = &rank;
+        }
+      }
+    }
+    if (worst == nullptr) continue;
+    Finding f;
+    f.kind = "memory_estimate_error";
+    f.severity = Severity::kWarning;
+    f.rank = worst_rank->rank;
+    f.impact = 0;  // a modelling gap, not step time at stake
+    f.evidence = fmt::format("{} on rank {} (stage {}) peaks at {}, the estimate says {} ({})",
+                             memory::category_name(category), worst_rank->rank,
+                             worst_rank->pp_stage, mib(worst->peak_bytes),
+                             mib(*worst->estimate_bytes), pct_cell(worst->error_pct()));
+    f.advice = "trust the measured peak when sizing this layout; check the run's precision, "
+               "recompute and schedule match the estimate, or report the gap (memory/ estimator)";
+    findings.push_back(std::move(f));
+  }
+  return findings;
+}
+
+std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
+  std::string out = fmt::format("Memory peak vs estimate ({})\n", report.estimate_note);
+  out += fmt::format("{:>4}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", "rank", "stage", "category",
+                     "peak", "estimate", "error");
+  for (const RankMemory& rank : report.ranks) {
+    for (const CategoryPeak& c : rank.categories) {
+      out += fmt::format("{:>4}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", rank.rank,
+                         rank.pp_stage, memory::category_name(c.category), mib(c.peak_bytes),
+                         c.estimate_bytes ? mib(*c.estimate_bytes) : std::string("-"),
+                         pct_cell(c.error_pct()));
+    }
+    const std::optional<double> total_pct =
+        rank.estimate_total_bytes && *rank.estimate_total_bytes > 0
+            ? std::optional<double>(100 * (rank.peak_total_bytes - *rank.estimate_total_bytes) /
+                                    *rank.estimate_total_bytes)
+            : std::nullopt;
+    out += fmt::format("{:>4}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", rank.rank, rank.pp_stage,
+                       "total", mib(rank.peak_total_bytes),
+                       rank.estimate_total_bytes ? mib(*rank.estimate_total_bytes)
+                                                 : std::string("-"),
+                       pct_cell(total_pct));
+  }
+  return out;
+}
+
+nlohmann::json memory_vs_estimate_json(const MemoryVsEstimate& report) {
+  auto optional = [](std::optional<double> v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankMemory& rank : report.ranks) {
+    nlohmann::json categories = nlohmann::json::object();
+    for (const CategoryPeak& c : rank.categories) {
+      categories[std::string(memory::category_name(c.category))] = {
+          {"peak_bytes", c.peak_bytes},
+          {"estimate_bytes", optional(c.estimate_bytes)},
+          {"error_pct", optional(c.error_pct())}};
+    }
+    ranks.push_back({{"rank", rank.rank},
+                     {"pp_stage", rank.pp_stage},
+                     {"peak_total_bytes", rank.peak_total_bytes},
+                     {"estimate_total_bytes", optional(rank.estimate_total_bytes)},
+                     {"categories", std::move(categories)}});
+  }
+  return {{"has_estimate", report.has_estimate},
+          {"note", report.estimate_note},
+          {"ranks", std::move(ranks)}};
+}
+
+}  // namespace partrain::analyzers

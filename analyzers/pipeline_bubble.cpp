@@ -1,0 +1,372 @@
+// analyze_pipeline_bubble: per rank and step of the window, the forward/backward phase slices
+// give the stage's busy time (their union) and its first and last action; the pipeline's flush
+// is the earliest first action to the latest last action over the ranks of one pipeline (same
+// tp and dp coordinates). Bubble = flush - busy, the time the stage waits inside the schedule;
+// the optimizer and gradient reduction around the flush are not pipeline bubble.
+#include "analyzers/pipeline_bubble.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "analyzers/pipeline_simulation.h"
+#include "analyzers/workload_run_config.h"
+#include "memory/pipeline.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using profiler::SqliteDb;
+using profiler::SqliteStatement;
+
+struct PhaseAction {
+  bool forward = true;
+  int micro_batch = -1;
+  int64_t start = 0, end = 0;
+};
+
+struct RankStep {
+  std::vector<PhaseAction> actions;  // in order of start
+  int rank = 0;
+  int64_t step = 0;
+  int64_t step_ns = 0;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  int64_t busy = 0;
+  int64_t forward = 0, backward = 0;
+  int forwards = 0, backwards = 0;
+};
+
+constexpr const char* kPhaseSql =
+    "SELECT ts_ns, ts_ns + dur_ns, name, micro_batch FROM slices "
+    "WHERE rank = ?1 AND category = 'phase' "
+    "AND name IN ('forward', 'backward') AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY ts_ns";
+
+// Fills busy, first/last and the action sums from the phase slices starting in [start, end).
+void measure_phases(SqliteStatement& phases, int64_t start, int64_t end, RankStep& out) {
+  phases.reset();
+  phases.bind(2, start);
+  phases.bind(3, end);
+  int64_t open_start = 0, open_end = std::numeric_limits<int64_t>::min();
+  while (phases.step() == SQLITE_ROW) {
+    const int64_t s = phases.column_int(0), e = phases.column_int(1);
+    const bool forward = phases.column_text(2) == "forward";
+    const int micro_batch = phases.column_is_null(3) ? -1 : static_cast<int>(phases.column_int(3));
+    out.actions.push_back({forward, micro_batch, s, e});
+    (forward ? out.forward : out.backward) += e - s;
+    ++(forward ? out.forwards : out.backwards);
+    out.first = std::min(out.first, s);
+    out.last = std::max(out.last, e);
+    if (s > open_end) {  // slices come by start time, so one open interval is enough
+      if (open_end > open_start) out.busy += open_end - open_start;
+      open_start = s;
+      open_end = e;
+    } else {
+      open_end = std::max(open_end, e);
+    }
+  }
+  if (open_end > open_start) out.busy += open_end - open_start;
+}
+
+StatusOr<std::vector<RankStep>> measure_rank(const SqliteDb& db, const AnalysisWindow& window,
+                                             int rank) {
+  ASSIGN_OR_RETURN(SqliteStatement phases, SqliteStatement::prepare(db, kPhaseSql));
+  phases.bind(1, int64_t{rank});
+  std::vector<RankStep> out;
+  if (!window.has_steps) {
+    const RankSpan& span = window.spans.at(rank);
+    RankStep row{{}, rank, 0, span.duration_ns()};
+    measure_phases(phases, span.start_ns, span.end_ns, row);
+    out.push_back(row);
+    return out;
+  }
+  ASSIGN_OR_RETURN(SqliteStatement steps,
+                   SqliteStatement::prepare(db, "SELECT step, ts_ns, dur_ns FROM steps "
+                                                "WHERE rank = ?1 AND step BETWEEN ?2 AND ?3 "
+                                                "ORDER BY step"));
+  steps.bind(1, int64_t{rank});
+  steps.bind(2, window.first_step);
+  steps.bind(3, window.last_step);
+  while (steps.step() == SQLITE_ROW) {
+    RankStep row{{}, rank, steps.column_int(0), steps.column_int(2)};
+    const int64_t start = steps.column_int(1);
+    measure_phases(phases, start, start + row.step_ns, row);
+    if (row.forwards + row.backwards > 0) out.push_back(row);
+  }
+  return out;
+}
+
+// Sums per stage over (rank, step) pairs, with the flush of the rank's pipeline in that step.
+std::vector<StageBubble> stage_means(const std::vector<RankStep>& rows,
+                                     const WorkloadRunConfig& config) {
+  std::map<std::pair<int, int64_t>, std::pair<int64_t, int64_t>> flush;  // (pipeline, step)
+  for (const RankStep& r : rows) {
+    auto [it, fresh] = flush.try_emplace({config.pipeline_of(r.rank), r.step}, r.first, r.last);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, r.first);
+      it->second.second = std::max(it->second.second, r.last);
+    }
+  }
+  std::vector<StageBubble> stages(static_cast<size_t>(config.pp));
+  std::vector<int64_t> forwards(stages.size()), backwards(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s) stages[s].stage = static_cast<int>(s);
+  for (const RankStep& r : rows) {
+    StageBubble& st = stages.at(static_cast<size_t>(config.pp_stage(r.rank)));
+    const auto [first, last] = flush.at({config.pipeline_of(r.rank), r.step});
+    const double span = static_cast<double>(last - first);
+    const double bubble = span - static_cast<double>(r.busy);
+    ++st.samples;
+    st.step_ns += static_cast<double>(r.step_ns);
+    st.flush_ns += span;
+    st.busy_ns += static_cast<double>(r.busy);
+    st.bubble_ns += bubble;
+    st.bubble_of_flush += span > 0 ? bubble / span : 0;
+    st.bubble_of_ideal += r.busy > 0 ? bubble / static_cast<double>(r.busy) : 0;
+    st.forward_ns += static_cast<double>(r.forward);
+    st.backward_ns += static_cast<double>(r.backward);
+    forwards[static_cast<size_t>(st.stage)] += r.forwards;
+    backwards[static_cast<size_t>(st.stage)] += r.backwards;
+  }
+  for (StageBubble& st : stages) {
+    const auto s = static_cast<size_t>(st.stage);
+    if (forwards[s] > 0) st.forward_ns /= static_cast<double>(forwards[s]);
+    if (backwards[s] > 0) st.backward_ns /= static_cast<double>(backwards[s]);
+    if (st.samples == 0) continue;
+    const double n = st.samples;
+    for (double* v : {&st.step_ns, &st.flush_ns, &st.busy_ns, &st.bubble_ns, &st.bubble_of_flush,
+                      &st.bubble_of_ideal}) {
+      *v /= n;
+    }
+  }
+  return stages;
+}
+
+const PhaseAction* find_action(const RankStep& row, bool forward, int micro_batch) {
+  for (const PhaseAction& a : row.actions) {
+    if (a.forward == forward && a.micro_batch == micro_batch) return &a;
+  }
+  return nullptr;
+}
+
+int64_t median(std::vector<int64_t> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+// Two medians over the measured actions, for the simulation:
+// - transfer: from an action's end to the start of the action on the adjacent stage that needed
+//   its output, when that dependency held the consumer up (its stage had finished its previous
+//   action by then);
+// - gap: between two actions of one stage when the second's input was already there.
+// Without interleaving only, where a slice's chunk is its stage.
+void measure_delays(const std::vector<RankStep>& rows, const WorkloadRunConfig& config,
+                    PipelineBubbleReport& report) {
+  std::map<std::tuple<int, int64_t, int>, const RankStep*> at;  // (pipeline, step, stage)
+  for (const RankStep& r : rows) {
+    at[{config.pipeline_of(r.rank), r.step, config.pp_stage(r.rank)}] = &r;
+  }
+  std::vector<int64_t> transfers, gaps;
+  for (const auto& [key, consumer] : at) {
+    const auto& [pipeline, step, stage] = key;
+    for (size_t i = 0; i < consumer->actions.size(); ++i) {
+      const PhaseAction& a = consumer->actions[i];
+      const int64_t free_at = i > 0 ? consumer->actions[i - 1].end : a.start;
+      auto producer_row = at.find({pipeline, step, a.forward ? stage - 1 : stage + 1});
+      const PhaseAction* producer =
+          producer_row == at.end() || a.micro_batch < 0
+              ? nullptr
+              : find_action(*producer_row->second, a.forward, a.micro_batch);
+      if (producer != nullptr && producer->end > free_at) {
+        if (a.start >= producer->end) transfers.push_back(a.start - producer->end);
+      } else if (i > 0 && a.start >= free_at) {
+        gaps.push_back(a.start - free_at);
+      }
+    }
+  }
+  report.transfer_ns = static_cast<double>(median(std::move(transfers)));
+  report.gap_ns = static_cast<double>(median(std::move(gaps)));
+}
+
+Status simulate_measured(PipelineBubbleReport& report) {
+  PipelineSimInput in{report.schedule, report.pp, report.vpp, report.micro_batches, {}, {},
+                      report.transfer_ns, report.gap_ns};
+  for (const StageBubble& st : report.stages) {
+    in.forward.push_back(st.forward_ns);
+    in.backward.push_back(st.backward_ns);
+  }
+  ASSIGN_OR_RETURN(PipelineSimulation sim, simulate_pipeline(in));
+  report.simulated_flush_ns = sim.step_time;
+  for (StageBubble& st : report.stages) {
+    st.simulated_bubble_of_flush = sim.bubble_of_step(st.stage);
+    st.simulated_bubble_of_ideal = sim.bubble_of_ideal(st.stage);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+double PipelineBubbleReport::mean_bubble_of_flush() const {
+  double sum = 0;
+  for (const StageBubble& st : stages) sum += st.bubble_of_flush;
+  return stages.empty() ? 0 : sum / static_cast<double>(stages.size());
+}
+
+double PipelineBubbleReport::mean_simulated_bubble_of_flush() const {
+  double sum = 0;
+  for (const StageBubble& st : stages) sum += st.simulated_bubble_of_flush;
+  return stages.empty() ? 0 : sum / static_cast<double>(stages.size());
+}
+
+StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const SqliteDb& db,
+                                                       const AnalysisWindow& window) {
+  PipelineBubbleReport report;
+  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> config, read_workload_run_config(db));
+  if (!config) {
+    report.reason = "the run's config is not a built-in workload's: pipeline layout unknown";
+    return report;
+  }
+  if (config->pp < 2) {
+    report.reason = "not a pipeline-parallel run (pp = 1)";
+    return report;
+  }
+  report.schedule = config->schedule;
+  report.pp = config->pp;
+  report.vpp = config->schedule == memory::PipelineSchedule::kInterleaved ? config->vpp : 1;
+  report.micro_batches = config->micro_batches;
+  // Narayanan 2021 sec. 2.2.
+  report.theory_bubble_of_ideal =
+      memory::bubble_fraction(report.pp, report.micro_batches, report.vpp);
+  report.theory_bubble_of_flush =
+      report.theory_bubble_of_ideal / (1 + report.theory_bubble_of_ideal);
+  std::vector<RankStep> rows;
+  for (int rank : window.ranks) {
+    ASSIGN_OR_RETURN(std::vector<RankStep> rank_rows, measure_rank(db, window, rank));
+    rows.insert(rows.end(), rank_rows.begin(), rank_rows.end());
+  }
+  if (rows.empty()) {
+    report.reason = "no forward/backward phase slices in the window";
+    return report;
+  }
+  report.applicable = true;
+  report.stages = stage_means(rows, *config);
+  if (report.vpp == 1) measure_delays(rows, *config, report);
+  std::erase_if(report.stages, [](const StageBubble& st) { return st.samples == 0; });
+  if (static_cast<int>(report.stages.size()) == report.pp) {
+    RETURN_IF_ERROR(simulate_measured(report));
+  }
+  return report;
+}
+
+namespace {
+
+double mean_impact(const PipelineBubbleReport& report) {
+  double sum = 0;
+  for (const StageBubble& st : report.stages) sum += st.step_ns > 0 ? st.bubble_ns / st.step_ns : 0;
+  return report.stages.empty() ? 0 : sum / static_cast<double>(report.stages.size());
+}
+
+std::string bubble_advice(const PipelineBubbleReport& report) {
+  const int p = report.pp, m = report.micro_batches, v = report.vpp;
+  std::string advice = fmt::format(
+      "raise the micro-batches per step (global batch / (dp x micro-batch), now {}): with {} the "
+      "bubble is (p-1)/m = {:.0f}% of the ideal time",
+      m, 4 * m, 100.0 * (p - 1) / (4.0 * m));
+  if (report.schedule != memory::PipelineSchedule::kInterleaved) {
+    advice += fmt::format("; or interleave (--pp-schedule interleaved --vpp 2): (p-1)/(v m) = "
+                          "{:.0f}%", 100.0 * (p - 1) / (2.0 * m));
+  } else {
+    advice += fmt::format("; or more virtual stages than --vpp {}", v);
+  }
+  if (report.mean_bubble_of_flush() > report.mean_simulated_bubble_of_flush() + 0.1) {
+    advice += "; the stages wait longer than the schedule explains: look at p2p transfer time "
+              "and stage imbalance (--pp-split)";
+  }
+  return advice;
+}
+
+}  // namespace
+
+std::vector<Finding> pipeline_bubble_findings(const PipelineBubbleReport& report) {
+  if (!report.applicable) return {};
+  const double impact = mean_impact(report);
+  if (impact < 0.05) return {};
+  Finding f;
+  f.kind = "pipeline_bubble";
+  f.severity = impact >= 0.3 ? Severity::kCritical : impact >= 0.1 ? Severity::kWarning
+                                                                     : Severity::kInfo;
+  f.impact = impact;
+  f.evidence = fmt::format(
+      "{} with p = {}, m = {}{}: stages idle {:.1f}% of the pipeline flush (simulated "
+      "{:.1f}%, theory (p-1)/(m+p-1) = {:.1f}%), {:.1f}% of the step",
+      memory::schedule_name(report.schedule), report.pp, report.micro_batches,
+      report.vpp > 1 ? fmt::format(", v = {}", report.vpp) : std::string(),
+      100 * report.mean_bubble_of_flush(), 100 * report.mean_simulated_bubble_of_flush(),
+      100 * report.theory_bubble_of_flush, 100 * impact);
+  f.advice = bubble_advice(report);
+  return {f};
+}
+
+std::string format_pipeline_bubble(const PipelineBubbleReport& report) {
+  if (!report.applicable) return fmt::format("Pipeline bubble: none ({})\n", report.reason);
+  std::string out = fmt::format(
+      "Pipeline bubble ({}, p = {}, m = {}{}; bubble = flush - busy; theory {:.1f}% of ideal, "
+      "{:.1f}% of flush; simulated with {:.2f} ms per stage crossing, {:.2f} ms between "
+      "actions)\n",
+      memory::schedule_name(report.schedule), report.pp, report.micro_batches,
+      report.vpp > 1 ? fmt::format(", v = {}", report.vpp) : std::string(),
+      100 * report.theory_bubble_of_ideal, 100 * report.theory_bubble_of_flush,
+      report.transfer_ns / 1e6, report.gap_ns / 1e6);
+  out += fmt::format("{:>5}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}\n",
+                     "stage", "step", "flush", "busy", "bubble", "% flush", "sim %", "fwd",
+                     "bwd");
+  for (const StageBubble& st : report.stages) {
+    out += fmt::format(
+        "{:>5}  {:>7.2f} ms  {:>7.2f} ms  {:>7.2f} ms  {:>7.2f} ms  {:>9.1f}%  {:>9.1f}%  "
+        "{:>7.2f} ms  {:>7.2f} ms\n",
+        st.stage, st.step_ns / 1e6, st.flush_ns / 1e6, st.busy_ns / 1e6, st.bubble_ns / 1e6,
+        100 * st.bubble_of_flush, 100 * st.simulated_bubble_of_flush, st.forward_ns / 1e6,
+        st.backward_ns / 1e6);
+  }
+  return out;
+}
+
+nlohmann::json pipeline_bubble_json(const PipelineBubbleReport& report) {
+  nlohmann::json out = {{"applicable", report.applicable}};
+  if (!report.applicable) {
+    out["reason"] = report.reason;
+    return out;
+  }
+  out["schedule"] = memory::schedule_name(report.schedule);
+  out["pp"] = report.pp;
+  out["vpp"] = report.vpp;
+  out["micro_batches"] = report.micro_batches;
+  out["theory_bubble_of_ideal"] = report.theory_bubble_of_ideal;
+  out["theory_bubble_of_flush"] = report.theory_bubble_of_flush;
+  out["simulated_flush_ms"] = report.simulated_flush_ns / 1e6;
+  out["transfer_ms"] = report.transfer_ns / 1e6;
+  out["gap_ms"] = report.gap_ns / 1e6;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageBubble& st : report.stages) {
+    stages.push_back({{"stage", st.stage},
+                      {"samples", st.samples},
+                      {"step_ms", st.step_ns / 1e6},
+                      {"flush_ms", st.flush_ns / 1e6},
+                      {"busy_ms", st.busy_ns / 1e6},
+                      {"bubble_ms", st.bubble_ns / 1e6},
+                      {"forward_ms", st.forward_ns / 1e6},
+                      {"backward_ms", st.backward_ns / 1e6},
+                      {"bubble_of_flush", st.bubble_of_flush},
+                      {"bubble_of_ideal", st.bubble_of_ideal},
+                      {"simulated_bubble_of_flush", st.simulated_bubble_of_flush},
+                      {"simulated_bubble_of_ideal", st.simulated_bubble_of_ideal}});
+  }
+  out["stages"] = std::move(stages);
+  return out;
+}
+
+}  // namespace partrain::analyzers

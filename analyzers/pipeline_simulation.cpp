@@ -1,0 +1,169 @@
+// simulate_pipeline: every stage walks its action list in order; an action starts once the stage
+// is free and its inputs exist (the forward of the same micro-batch on the previous chunk; for a
+// backward, the backward on the next chunk and its own forward). Stages are swept round-robin
+// until none can advance, so the result depends only on the dependencies, never on sweep order.
+#include "analyzers/pipeline_simulation.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace partrain::analyzers {
+namespace {
+
+using memory::PipelineSchedule;
+
+int warmup_forwards(PipelineSchedule schedule, int pp, int vpp, int m, int stage) {
+  switch (schedule) {
+    case PipelineSchedule::kGpipe: return m;
+    case PipelineSchedule::kOneFOneB: return std::min(pp - stage - 1, m);
+    case PipelineSchedule::kInterleaved:
+      // Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving.
+      return std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, m * vpp);
+  }
+  return m;
+}
+
+// The k-th forward (backward) of a rank: Megatron-LM's get_model_chunk_id walks micro-batches in
+// groups of pp, chunk by chunk (backwards through the chunks in descending order).
+PipelineAction kth_action(PipelineSchedule schedule, int pp, int vpp, int stage, int k,
+                          bool forward) {
+  if (schedule != PipelineSchedule::kInterleaved) return {forward, k, stage};
+  const int group = pp * vpp;
+  int local = (k % group) / pp;
+  if (!forward) local = vpp - 1 - local;
+  return {forward, (k / group) * pp + k % pp, local * pp + stage};
+}
+
+Status check_input(const PipelineSimInput& in) {
+  if (in.pp < 1 || in.vpp < 1 || in.micro_batches < 1) {
+    return invalid_argument(
+        "pipeline simulation needs pp, vpp and micro-batches >= 1 (got {}, {}, {})", in.pp,
+        in.vpp, in.micro_batches);
+  }
+  if (in.schedule != PipelineSchedule::kInterleaved && in.vpp != 1) {
+    return invalid_argument("only the interleaved schedule runs vpp > 1 chunks per stage");
+  }
+  if (in.schedule == PipelineSchedule::kInterleaved && in.micro_batches % in.pp != 0) {
+    return invalid_argument("interleaved 1F1B needs micro-batches ({}) to be a multiple of pp ({})",
+                            in.micro_batches, in.pp);
+  }
+  const auto stages = static_cast<size_t>(in.pp);
+  if (in.forward.size() != stages || in.backward.size() != stages) {
+    return invalid_argument(
+        "pipeline simulation needs forward and backward times for all {} stages", in.pp);
+  }
+  for (size_t s = 0; s < stages; ++s) {
+    if (in.forward[s] < 0 || in.backward[s] < 0 || in.transfer < 0 || in.gap < 0) {
+      return invalid_argument("stage {} has a negative action time", s);
+    }
+  }
+  return Status::ok();
+}
+
+// End times of finished actions, by (direction, micro-batch, chunk).
+class Finished {
+ public:
+  Finished(int micro_batches, int chunks)
+      : micro_batches_(micro_batches), chunks_(chunks),
+        end_(2 * static_cast<size_t>(micro_batches) * static_cast<size_t>(chunks)) {}
+  std::optional<double>& at(bool forward, int micro_batch, int chunk) {
+    const int row = (forward ? 0 : micro_batches_) + micro_batch;
+    return end_[static_cast<size_t>(row) * static_cast<size_t>(chunks_) +
+                static_cast<size_t>(chunk)];
+  }
+
+ private:
+  int micro_batches_;
+  int chunks_;
+  std::vector<std::optional<double>> end_;
+};
+
+// When the action's inputs are ready, or nullopt while one is missing.
+std::optional<double> inputs_ready(Finished& done, const PipelineAction& a, int chunks,
+                                   double transfer) {
+  double ready = 0;
+  auto need = [&](bool forward, int chunk) {
+    const std::optional<double>& end = done.at(forward, a.micro_batch, chunk);
+    // An input from another chunk crosses a stage boundary (adjacent chunks are on
+    // different ranks); the chunk's own forward, needed by its backward, does not.
+    if (end) ready = std::max(ready, *end + (chunk != a.chunk ? transfer : 0));
+    return end.has_value();
+  };
+  if (a.forward) {
+    if (a.chunk > 0 && !need(true, a.chunk - 1)) return std::nullopt;
+  } else {
+    if (!need(true, a.chunk)) return std::nullopt;
+    if (a.chunk + 1 < chunks && !need(false, a.chunk + 1)) return std::nullopt;
+  }
+  return ready;
+}
+
+}  // namespace
+
+std::vector<PipelineAction> pipeline_stage_actions(PipelineSchedule schedule, int pp, int vpp,
+                                                   int micro_batches, int stage) {
+  const int total = micro_batches * (schedule == PipelineSchedule::kInterleaved ? vpp : 1);
+  const int warmup = warmup_forwards(schedule, pp, vpp, micro_batches, stage);
+  auto at = [&](int k, bool forward) { return kth_action(schedule, pp, vpp, stage, k, forward); };
+  std::vector<PipelineAction> actions;
+  actions.reserve(static_cast<size_t>(2 * total));
+  for (int k = 0; k < warmup; ++k) actions.push_back(at(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    actions.push_back(at(warmup + k, true));
+    actions.push_back(at(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) actions.push_back(at(k, false));
+  return actions;
+}
+
+double PipelineSimulation::bubble_of_step(int stage) const {
+  return step_time > 0 ? bubble[static_cast<size_t>(stage)] / step_time : 0;
+}
+
+double PipelineSimulation::bubble_of_ideal(int stage) const {
+  const double b = busy[static_cast<size_t>(stage)];
+  return b > 0 ? bubble[static_cast<size_t>(stage)] / b : 0;
+}
+
+StatusOr<PipelineSimulation> simulate_pipeline(const PipelineSimInput& in) {
+  RETURN_IF_ERROR(check_input(in));
+  const int vpp = in.schedule == PipelineSchedule::kInterleaved ? in.vpp : 1;
+  const int chunks = in.pp * vpp;
+  std::vector<std::vector<PipelineAction>> lists;
+  for (int s = 0; s < in.pp; ++s) {
+    lists.push_back(pipeline_stage_actions(in.schedule, in.pp, vpp, in.micro_batches, s));
+  }
+  Finished done(in.micro_batches, chunks);
+  std::vector<size_t> next(lists.size(), 0);
+  std::vector<double> free_at(lists.size(), 0);
+  PipelineSimulation sim;
+  sim.busy.assign(lists.size(), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t s = 0; s < lists.size(); ++s) {
+      while (next[s] < lists[s].size()) {
+        const PipelineAction& a = lists[s][next[s]];
+        const std::optional<double> ready = inputs_ready(done, a, chunks, in.transfer);
+        if (!ready) break;
+        const double duration = a.forward ? in.forward[s] : in.backward[s];
+        const double start = std::max(*ready, free_at[s] + (next[s] > 0 ? in.gap : 0));
+        free_at[s] = start + duration;
+        done.at(a.forward, a.micro_batch, a.chunk) = free_at[s];
+        sim.busy[s] += duration;
+        sim.actions.push_back({static_cast<int>(s), a, start, free_at[s]});
+        sim.step_time = std::max(sim.step_time, free_at[s]);
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  for (size_t s = 0; s < lists.size(); ++s) {
+    if (next[s] < lists[s].size()) {
+      return failed("pipeline simulation deadlocked at stage {} action {}", s, next[s]);
+    }
+    sim.bubble.push_back(sim.step_time - sim.busy[s]);
+  }
+  return sim;
+}
+
+}  // namespace partrain::analyzers

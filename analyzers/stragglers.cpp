@@ -1,0 +1,213 @@
+// analyze_stragglers: per-rank lateness over the matched collectives of the window.
+#include "analyzers/stragglers.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "analyzers/collective_groups.h"
+#include "analyzers/sample_quantiles.h"
+
+namespace partrain::analyzers {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr double kCriticalStepShare = 0.20;
+constexpr double kWarningStepShare = 0.05;
+
+struct OpCounts {
+  int64_t delayed = 0;
+  int64_t last = 0;
+};
+struct RankAccumulator {
+  int64_t matched = 0;
+  int64_t delayed = 0;
+  int64_t last = 0;
+  int64_t wait_ns = 0;
+  SampleQuantiles late_ns;  // lateness where it was last at a delayed collective
+  std::map<std::string, OpCounts> by_op;
+};
+
+// Median duration of the analysed ranks' steps inside the window and the number of steps.
+// Without steps the window is one step as long as the window.
+StatusOr<std::pair<double, int64_t>> step_time(const profiler::SqliteDb& db,
+                                               const AnalysisWindow& window) {
+  if (!window.has_steps) {
+    return std::pair{static_cast<double>(window.end_ns - window.start_ns) / kNsPerMs, int64_t{1}};
+  }
+  ASSIGN_OR_RETURN(profiler::SqliteStatement stmt,
+                   profiler::SqliteStatement::prepare(
+                       db, "SELECT rank, dur_ns FROM steps WHERE step BETWEEN ? AND ?"));
+  stmt.bind(1, window.first_step);
+  stmt.bind(2, window.last_step);
+  SampleQuantiles durations;
+  int rc = SQLITE_ROW;
+  while ((rc = stmt.step()) == SQLITE_ROW) {
+    if (window.spans.contains(static_cast<int>(stmt.column_int(0)))) {
+      durations.add(static_cast<double>(stmt.column_int(1)));
+    }
+  }
+  if (rc != SQLITE_DONE) return failed("reading steps: {}", db.error_message());
+  return std::pair{durations.median() / kNsPerMs, window.last_step - window.first_step + 1};
+}
+
+// A collective group counts when two or more members recorded it and all agree on op and size.
+void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks) {
+  std::vector<const CollectiveRow*> rows;
+  for (const CollectiveRow& row : group.rows) {
+    if (!is_p2p(row.op)) rows.push_back(&row);
+  }
+  if (rows.size() < 2) return;
+  int64_t earliest = rows.front()->ts_ns, latest = rows.front()->ts_ns;
+  for (const CollectiveRow* row : rows) {
+    if (row->op != rows.front()->op || row->bytes != rows.front()->bytes) return;  // a desync
+    earliest = std::min(earliest, row->ts_ns);
+    latest = std::max(latest, row->ts_ns);
+  }
+  const bool delayed = static_cast<double>(latest - earliest) >= kDelayedSkewMs * kNsPerMs;
+  for (const CollectiveRow* row : rows) {
+    if (!row->in_window) continue;
+    RankAccumulator& acc = ranks[row->rank];
+    ++acc.matched;
+    if (!delayed) continue;
+    ++acc.delayed;
+    OpCounts& op = acc.by_op[row->op];
+    ++op.delayed;
+    if (row->ts_ns == latest) {
+      ++acc.last;
+      ++op.last;
+      acc.wait_ns += latest - earliest;
+      acc.late_ns.add(static_cast<double>(latest - earliest));
+    }
+  }
+}
+
+double share(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+RankLateness summarize(int rank, const RankAccumulator& acc, double step_ms, int64_t steps) {
+  RankLateness r;
+  r.rank = rank;
+  r.matched = acc.matched;
+  r.delayed = acc.delayed;
+  r.last = acc.last;
+  r.last_share = share(acc.last, acc.delayed);
+  r.late_p50_ms = acc.late_ns.median() / kNsPerMs;
+  r.late_p90_ms = acc.late_ns.quantile(0.9) / kNsPerMs;
+  r.wait_per_step_ms = static_cast<double>(acc.wait_ns) / kNsPerMs / static_cast<double>(steps);
+  r.step_share = step_ms > 0 ? r.wait_per_step_ms / step_ms : 0.0;
+  int64_t most_last = 0;
+  for (const auto& [op, counts] : acc.by_op) {
+    if (counts.last > most_last) {
+      most_last = counts.last;
+      r.last_op = op;
+      r.last_op_share = share(counts.last, counts.delayed);
+    }
+  }
+  return r;
+}
+
+bool clears_thresholds(const RankLateness& r, size_t ranks) {
+  const double min_share =
+      std::min(1.0, std::max(kMinWaitShare, kChanceFactor / static_cast<double>(ranks)));
+  return r.wait_share >= min_share && r.wait_per_step_ms >= kMinWaitMs &&
+         r.step_share >= kMinStepShare;
+}
+
+// "all_reduce" -> "all-reduces"
+std::string op_plural(std::string op) {
+  std::replace(op.begin(), op.end(), '_', '-');
+  return op + "s";
+}
+
+}  // namespace
+
+StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
+                                             const AnalysisWindow& window) {
+  StragglerReport report;
+  ASSIGN_OR_RETURN(auto step, step_time(db, window));
+  std::tie(report.median_step_ms, report.steps) = step;
+  std::map<int, RankAccumulator> ranks;
+  GroupVisitor visitor;
+  visitor.on_group = [&](const CollectiveGroup& group) { add_group(group, ranks); };
+  RETURN_IF_ERROR(for_each_collective_group(db, window, visitor));
+  int64_t total_wait_ns = 0;
+  for (const auto& [rank, acc] : ranks) total_wait_ns += acc.wait_ns;
+  double best = 0;
+  for (const auto& [rank, acc] : ranks) {
+    report.ranks.push_back(summarize(rank, acc, report.median_step_ms, report.steps));
+    RankLateness& r = report.ranks.back();
+    r.wait_share = share(acc.wait_ns, total_wait_ns);
+    if (clears_thresholds(r, ranks.size()) && r.wait_per_step_ms > best) {
+      best = r.wait_per_step_ms;
+      report.straggler = rank;
+    }
+  }
+  return report;
+}
+
+std::vector<Finding> straggler_findings(const StragglerReport& report) {
+  if (!report.straggler) return {};
+  const auto it = std::find_if(report.ranks.begin(), report.ranks.end(),
+                               [&](const RankLateness& r) { return r.rank == *report.straggler; });
+  const RankLateness& r = *it;
+  Finding f;
+  f.kind = "straggler";
+  f.rank = r.rank;
+  f.impact = std::min(r.step_share, 1.0);
+  f.severity = r.step_share >= kCriticalStepShare  ? Severity::kCritical
+               : r.step_share >= kWarningStepShare ? Severity::kWarning
+                                                   : Severity::kInfo;
+  f.evidence = fmt::format(
+      "rank {} arrives last at {:.0f}% of delayed {} (skew >= {:.0f} ms), {:.1f} ms late at the "
+      "median, {:.0f}% of the step ({:.0f}% of all waiting at collectives)",
+      r.rank, 100 * r.last_op_share, op_plural(r.last_op), kDelayedSkewMs, r.late_p50_ms,
+      100 * r.step_share, 100 * r.wait_share);
+  f.advice = fmt::format("check rank {}'s host for contention, thermal throttling, a slower GPU; "
+                         "compare its compute time with the other ranks'",
+                         r.rank);
+  return {f};
+}
+
+std::string format_stragglers(const StragglerReport& report) {
+  std::string out = fmt::format(
+      "Arrival at collectives (lateness = start - first member's start; delayed: skew >= {:.0f} "
+      "ms)\n",
+      kDelayedSkewMs);
+  if (report.ranks.empty()) return out + "  (no matched collectives in the window)\n";
+  out += fmt::format("  {:>4} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12} {:>8} {:>8}\n", "rank",
+                     "matched", "delayed", "last", "late p50", "late p90", "wait/step",
+                     "of step", "of wait");
+  for (const RankLateness& r : report.ranks) {
+    out += fmt::format("  {:>4} {:>8} {:>8} {:>7.0f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms "
+                       "{:>7.1f}% {:>7.1f}%{}\n",
+                       r.rank, r.matched, r.delayed, 100 * r.last_share, r.late_p50_ms,
+                       r.late_p90_ms, r.wait_per_step_ms, 100 * r.step_share, 100 * r.wait_share,
+                       report.straggler == r.rank ? "  <- straggler" : "");
+  }
+  out += fmt::format("  median step {:.3f} ms over {} steps\n", report.median_step_ms,
+                     report.steps);
+  return out;
+}
+
+nlohmann::json stragglers_json(const StragglerReport& report) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankLateness& r : report.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"matched", r.matched}, {"delayed", r.delayed},
+                     {"last", r.last}, {"last_share", r.last_share}, {"wait_share", r.wait_share},
+                     {"late_p50_ms", r.late_p50_ms}, {"late_p90_ms", r.late_p90_ms},
+                     {"wait_per_step_ms", r.wait_per_step_ms}, {"step_share", r.step_share},
+                     {"last_op", r.last_op}, {"last_op_share", r.last_op_share}});
+  }
+  nlohmann::json j = {{"ranks", ranks}, {"median_step_ms", report.median_step_ms},
+                      {"steps", report.steps}, {"delayed_skew_ms", kDelayedSkewMs},
+                      {"straggler", nullptr}};
+  if (report.straggler) j["straggler"] = *report.straggler;
+  return j;
+}
+
+}  // namespace partrain::analyzers

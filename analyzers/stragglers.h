@@ -1,0 +1,66 @@
+// Straggler analysis of `partrain analyze`: how late each rank arrives at the collectives it
+// shares with others (start minus the earliest member's start, per matched (comm_id, seq)), how
+// often it is the last to arrive, and which rank, if any, holds the others up.
+// Definitions and thresholds: docs/analysis-collectives.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/analysis_window.h"
+#include "analyzers/finding.h"
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+
+namespace partrain::analyzers {
+
+// Lateness of a member at a matched collective: its start minus the earliest member's start.
+// A collective is "delayed" when its skew (the last member's lateness) is >= kDelayedSkewMs:
+// in a synchronous job a slow rank holds the others up at the first collective after its delay
+// and the ones that follow start together, so only delayed collectives say who waits for whom.
+struct RankLateness {
+  int rank = 0;
+  int64_t matched = 0;        // matched collectives it took part in (in the window)
+  int64_t delayed = 0;        // of those, delayed ones
+  int64_t last = 0;           // delayed ones where it started last
+  double last_share = 0;      // last / delayed
+  double late_p50_ms = 0;     // its lateness where it was last (how long the others waited)
+  double late_p90_ms = 0;
+  double wait_per_step_ms = 0;  // sum of that lateness / steps in the window: the score
+  double step_share = 0;        // wait_per_step_ms / median step time
+  double wait_share = 0;        // its waiting / the waiting all analysed ranks cause
+  std::string last_op;          // the op it is most often last at ("all_reduce")
+  double last_op_share = 0;     // share of that op's delayed collectives where it is last
+};
+
+struct StragglerReport {
+  std::vector<RankLateness> ranks;  // analysed ranks with matched collectives, ascending
+  // Median step of the analysed ranks in the window; without steps the window is one step and
+  // this is its duration.
+  double median_step_ms = 0;
+  int64_t steps = 0;                // steps in the window (1 without steps)
+  std::optional<int> straggler;     // the highest score that clears the thresholds
+};
+
+// A collective whose members start less than this apart is in sync (noise).
+inline constexpr double kDelayedSkewMs = 1.0;
+// The straggler: the rank with the highest wait_per_step_ms (the score) that causes at least
+// min(1, max(kMinWaitShare, kChanceFactor / ranks)) of the waiting of all analysed ranks (75%
+// with two ranks, where either noisy rank causes half by chance), makes the others wait
+// >= kMinWaitMs per step and >= kMinStepShare of the median step.
+inline constexpr double kMinWaitShare = 0.5;
+inline constexpr double kChanceFactor = 1.5;
+inline constexpr double kMinWaitMs = 1.0;
+inline constexpr double kMinStepShare = 0.02;
+
+StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
+                                             const AnalysisWindow& window);
+std::vector<Finding> straggler_findings(const StragglerReport& report);
+std::string format_stragglers(const StragglerReport& report);
+nlohmann::json stragglers_json(const StragglerReport& report);
+
+}  // namespace partrain::analyzers

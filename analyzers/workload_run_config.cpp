@@ -1,0 +1,58 @@
+// Reads runs.config leniently: any missing or mistyped field means "not a built-in workload's
+// config", so analyses fall back to what the trace alone says.
+#include "analyzers/workload_run_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace partrain::analyzers {
+
+std::optional<WorkloadRunConfig> parse_workload_run_config(const std::string& json_text) {
+  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("workload") || !j.contains("model") ||
+      !j.contains("layout")) {
+    return std::nullopt;
+  }
+  try {
+    WorkloadRunConfig c;
+    c.workload = j.at("workload").get<std::string>();
+    const auto& m = j.at("model");
+    c.layers = m.at("layers").get<int64_t>();
+    c.hidden = m.at("hidden").get<int64_t>();
+    c.heads = m.value("heads", int64_t{1});
+    c.seq = m.value("seq", int64_t{1});
+    c.vocab = m.value("vocab", int64_t{1});
+    c.ffn = m.value("ffn", 4 * c.hidden);
+    const auto& l = j.at("layout");
+    c.world = l.at("world").get<int>();
+    c.tp = l.value("tp", 1);
+    c.pp = l.value("pp", 1);
+    c.vpp = l.value("vpp", 1);
+    c.zero = l.value("zero", 0);
+    c.sp = l.value("sp", false);
+    c.schedule = memory::parse_schedule(l.value("schedule", std::string("1f1b")))
+                     .value_or(memory::PipelineSchedule::kOneFOneB);
+    c.micro_batch = l.value("micro_batch", 1);
+    c.dp = l.contains("dp") ? l.at("dp").get<int>() : c.world / (c.tp * c.pp);
+    c.global_batch = l.contains("global_batch") ? l.at("global_batch").get<int>()
+                                                : c.dp * c.micro_batch;
+    for (int layers : l.value("pp_split", std::vector<int>{})) c.pp_split.push_back(layers);
+    c.precision = j.value("precision", std::string("fp32"));
+    c.recompute = j.value("recompute", std::string("none"));
+    if (c.dp < 1 || c.tp < 1 || c.pp < 1 || c.micro_batch < 1) return std::nullopt;
+    c.micro_batches = std::max(1, c.global_batch / (c.dp * c.micro_batch));
+    return c;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a config of another shape: not a built-in workload's
+  }
+}
+
+StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(const profiler::SqliteDb& db) {
+  ASSIGN_OR_RETURN(auto stmt, profiler::SqliteStatement::prepare(
+                                  db, "SELECT config FROM runs WHERE config IS NOT NULL LIMIT 1"));
+  if (stmt.step() != SQLITE_ROW) return std::optional<WorkloadRunConfig>();
+  return parse_workload_run_config(stmt.column_text(0));
+}
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,211 @@
+// analyze_collective_stats on hand-made traces: nccl-tests' algbw/busbw, arrival skew, size
+// buckets, the window, desyncs, ops a member never recorded, and send/recv pairing. Every
+// expected number is worked out in the comments.
+#include "analyzers/collective_stats.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzers/collective_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using fixture::CollectiveTrace;
+using fixture::Op;
+using fixture::window;
+
+TEST(CollectiveStatsTest, SizeBucketsArePowersOfTwo) {
+  EXPECT_EQ(size_bucket(0), 0);
+  EXPECT_EQ(size_bucket(1), 1);
+  EXPECT_EQ(size_bucket(1000), 512);
+  EXPECT_EQ(size_bucket(1024), 1024);
+  EXPECT_EQ(size_bucket(1500), 1024);
+  EXPECT_EQ(size_bucket(int64_t{1} << 30), int64_t{1} << 30);
+}
+
+// Two all-reduces of 1 MiB on 4 ranks, 1 ms each: algbw = 1048576 B / 1 ms = 1.048576 GB/s,
+// busbw = algbw x 2(4-1)/4 = 1.572864 GB/s. Skews: seq 0 starts at 1000, 1100, 1200, 1500
+// (500 ns), seq 1 at 10000, 12000, 10000, 10000 (2000 ns): p50 1250 ns, p99 500 + 0.99 x 1500.
+TEST(CollectiveStatsTest, AllReduceBusbwAndSkewOnFourRanks) {
+  CollectiveTrace trace("busbw");
+  const int64_t starts[2][4] = {{1000, 1100, 1200, 1500}, {10000, 12000, 10000, 10000}};
+  for (uint64_t seq = 0; seq < 2; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) trace.add({.rank = rank, .seq = seq,
+                                                     .start_ns = starts[seq][rank]});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2, 3}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 1u);
+  const CollectiveStatsRow& row = report->rows[0];
+  EXPECT_EQ(row.comm_id, "dp0");
+  EXPECT_EQ(row.op, "all_reduce");
+  EXPECT_EQ(row.size_bucket, 1048576);
+  EXPECT_EQ(row.group_size, 4);
+  EXPECT_EQ(row.count, 8);
+  EXPECT_EQ(row.bytes, 8 * 1048576);
+  EXPECT_DOUBLE_EQ(row.time_p50_ms, 1.0);
+  EXPECT_DOUBLE_EQ(row.time_p99_ms, 1.0);
+  EXPECT_NEAR(row.algbw_gbps, 1.048576, 1e-9);
+  EXPECT_NEAR(row.busbw_gbps, 1.572864, 1e-9);
+  EXPECT_EQ(row.matched, 2);
+  EXPECT_NEAR(row.skew_p50_ms, 0.00125, 1e-12);
+  EXPECT_NEAR(row.skew_p99_ms, (500 + 0.99 * 1500) / 1e6, 1e-12);
+  EXPECT_EQ(report->groups, 2);
+  EXPECT_TRUE(report->desyncs.empty());
+  EXPECT_TRUE(report->missing.empty());
+  EXPECT_TRUE(collective_stats_findings(*report).empty());
+  const std::string text = format_collective_stats(*report);
+  EXPECT_NE(text.find("1.57 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("1048576"), std::string::npos) << text;
+  EXPECT_EQ(collective_stats_json(*report)["rows"][0]["busbw_gbps"].get<double>(),
+            row.busbw_gbps);
+}
+
+// The GPU span wins over the host duration: 4 MiB all-gathers on 2 ranks, 2 ms on the GPU
+// (10 ms on the host): algbw = 4194304 / 2 ms = 2.097152 GB/s, busbw x (2-1)/2 = 1.048576.
+TEST(CollectiveStatsTest, GpuTimeWinsOverHostDuration) {
+  CollectiveTrace trace("gpu_time");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank, .comm = "tp0", .op = "all_gather", .bytes = 4u << 20,
+               .start_ns = 100, .dur_ns = 10'000'000, .group = {0, 1},
+               .gpu_start_ns = 1'000, .gpu_end_ns = 2'001'000});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(report->rows[0].time_p50_ms, 2.0);
+  EXPECT_NEAR(report->rows[0].algbw_gbps, 2.097152, 1e-9);
+  EXPECT_NEAR(report->rows[0].busbw_gbps, 1.048576, 1e-9);
+  EXPECT_DOUBLE_EQ(report->rows[0].skew_p50_ms, 0.0);
+}
+
+// Only analysed ranks' ops that start inside their span are counted; buckets split by size.
+TEST(CollectiveStatsTest, WindowAndSizeBucketsSplitRows) {
+  CollectiveTrace trace("window");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank, .seq = 0, .bytes = 1000, .start_ns = 100, .group = {0, 1}});
+    trace.add({.rank = rank, .seq = 1, .bytes = 1500, .start_ns = 5'000, .group = {0, 1}});
+    trace.add({.rank = rank, .seq = 2, .bytes = 4096, .start_ns = 50'000, .group = {0, 1}});
+  }
+  // Rank 1 alone, from 1000 to 60000 ns: seq 1 and 2 on rank 1.
+  auto report = analyze_collective_stats(trace.finish(), window({1}, 1'000, 60'000));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 2u);
+  EXPECT_EQ(report->rows[0].size_bucket, 1024);
+  EXPECT_EQ(report->rows[0].count, 1);
+  EXPECT_EQ(report->rows[0].bytes, 1500);
+  EXPECT_EQ(report->rows[1].size_bucket, 4096);
+  EXPECT_EQ(report->rows[1].count, 1);
+  EXPECT_EQ(report->ops, 2);
+  EXPECT_EQ(report->groups, 2);
+}
+
+// Rank 1 does an all-gather where ranks 0, 2 and 3 all-reduce, at seq 5 of dp0.
+TEST(CollectiveStatsTest, DesyncAtSeqFiveNamesRankAndOps) {
+  CollectiveTrace trace("desync");
+  for (uint64_t seq = 0; seq < 8; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) {
+      const bool odd_one = seq == 5 && rank == 1;
+      trace.add({.rank = rank, .seq = seq, .op = odd_one ? "all_gather" : "all_reduce",
+                 .bytes = 4096, .start_ns = static_cast<int64_t>(seq) * 1'000'000});
+    }
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2, 3}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->desyncs.size(), 1u);
+  EXPECT_EQ(report->desyncs[0].comm_id, "dp0");
+  EXPECT_EQ(report->desyncs[0].seq, 5);
+  EXPECT_EQ(report->desyncs[0].later_mismatches, 0);
+  ASSERT_EQ(report->desyncs[0].members.size(), 4u);
+  EXPECT_EQ(report->desyncs[0].members[1].op, "all_gather");
+  std::vector<Finding> findings = collective_stats_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "desync");
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+  EXPECT_EQ(findings[0].rank, 1);
+  EXPECT_NE(findings[0].evidence.find("seq 5"), std::string::npos) << findings[0].evidence;
+  EXPECT_NE(findings[0].evidence.find("rank 1 did all_gather of 4096 B"), std::string::npos)
+      << findings[0].evidence;
+  EXPECT_NE(findings[0].evidence.find("ranks 0, 2, 3 did all_reduce of 4096 B"),
+            std::string::npos)
+      << findings[0].evidence;
+  // The desynced group gives no skew: 7 matched groups, not 8.
+  ASSERT_EQ(report->rows.size(), 2u);  // all_gather and all_reduce rows
+  EXPECT_EQ(report->rows[1].op, "all_reduce");
+  EXPECT_EQ(report->rows[1].matched, 7);
+}
+
+// Rank 3 skips seq 2 of dp0 but records seq 3: seq 2 is missing whatever the run's state. It
+// stops after seq 3 while the others go on to seq 5: seqs 4-5 are missing once the run is over,
+// and not yet while it runs (rank 3 may still get there).
+TEST(CollectiveStatsTest, MissingRankIsFoundOnceItCannotStillArrive) {
+  for (profiler::RunStatus status : {profiler::RunStatus::kCompleted,
+                                     profiler::RunStatus::kRunning}) {
+    CollectiveTrace trace(status == profiler::RunStatus::kRunning ? "missing_live" : "missing");
+    for (uint64_t seq = 0; seq < 6; ++seq) {
+      for (int rank = 0; rank < 4; ++rank) {
+        if (rank == 3 && (seq == 2 || seq > 3)) continue;
+        trace.add({.rank = rank, .seq = seq, .start_ns = static_cast<int64_t>(seq) * 1'000});
+      }
+    }
+    auto report = analyze_collective_stats(trace.finish(status), window({0, 1, 2, 3}));
+    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    const bool ended = status != profiler::RunStatus::kRunning;
+    ASSERT_EQ(report->missing.size(), ended ? 2u : 1u);
+    EXPECT_EQ(report->missing[0].rank, 3);
+    EXPECT_EQ(report->missing[0].first_seq, 2);
+    EXPECT_EQ(report->missing[0].count, 1);
+    EXPECT_EQ(report->missing[0].present, (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(report->missing_total, ended ? 3 : 1);
+    std::vector<Finding> findings = collective_stats_findings(*report);
+    ASSERT_FALSE(findings.empty());
+    EXPECT_EQ(findings[0].kind, "missing_collective");
+    EXPECT_EQ(findings[0].rank, 3);
+    EXPECT_EQ(findings[0].evidence,
+              "rank 3 never recorded all_reduce seq 2 of communicator dp0 that ranks 0, 1, 2 "
+              "recorded");
+    if (ended) {
+      EXPECT_EQ(report->missing[1].first_seq, 4);
+      EXPECT_EQ(report->missing[1].last_seq, 5);
+      EXPECT_NE(findings[1].evidence.find("seqs 4-5 (2 ops)"), std::string::npos);
+    }
+  }
+}
+
+// Sends pair with the recv whose rank is their peer: 0 -> 1 pairs (4 KiB in 1 ms each side:
+// algbw = busbw = 4096 B / 1 ms = 0.004096 GB/s, skew 300 ns); 2 -> 3 has no recv; a recv of
+// a different size is a desync.
+TEST(CollectiveStatsTest, SendRecvMatchAsPairs) {
+  CollectiveTrace trace("p2p");
+  trace.add({.rank = 0, .comm = "pp", .op = "send", .bytes = 4096, .start_ns = 1'000,
+             .group = {0, 1, 2, 3}, .peer = 1});
+  trace.add({.rank = 1, .comm = "pp", .op = "recv", .bytes = 4096, .start_ns = 1'300,
+             .group = {0, 1, 2, 3}, .peer = 0});
+  trace.add({.rank = 2, .comm = "pp", .op = "send", .bytes = 4096, .start_ns = 1'000,
+             .group = {0, 1, 2, 3}, .peer = 3});
+  trace.add({.rank = 0, .comm = "pp", .seq = 1, .op = "send", .bytes = 4096, .start_ns = 9'000,
+             .group = {0, 1, 2, 3}, .peer = 1});
+  trace.add({.rank = 1, .comm = "pp", .seq = 1, .op = "recv", .bytes = 8192, .start_ns = 9'000,
+             .group = {0, 1, 2, 3}, .peer = 0});
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2, 3}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->missing.size(), 1u);
+  EXPECT_EQ(report->missing[0].rank, 3);
+  EXPECT_EQ(report->missing[0].op, "recv");
+  EXPECT_EQ(report->missing[0].present, std::vector<int>{2});
+  ASSERT_EQ(report->desyncs.size(), 1u);
+  EXPECT_EQ(report->desyncs[0].seq, 1);
+  const CollectiveStatsRow* send = nullptr;
+  for (const CollectiveStatsRow& row : report->rows) {
+    if (row.op == "send" && row.size_bucket == 4096) send = &row;
+  }
+  ASSERT_NE(send, nullptr);
+  EXPECT_EQ(send->count, 3);  // three sends of 4 KiB
+  EXPECT_NEAR(send->algbw_gbps, 0.004096, 1e-12);
+  EXPECT_NEAR(send->busbw_gbps, 0.004096, 1e-12);
+  EXPECT_EQ(send->matched, 1);
+  EXPECT_NEAR(send->skew_p50_ms, 0.0003, 1e-12);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers

@@ -1,0 +1,107 @@
+// Memory peaks vs the estimator on a hand-written trace of the built-in gpt workload
+// (layers 4, hidden 64, heads 4, seq 32, vocab 128) split over pp = 2 stages in fp32.
+#include "analyzers/memory_vs_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzers/workload_trace_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using namespace testing;
+using memory::Category;
+
+// Stage 0 holds 2 blocks of 12h^2 + 13h = 49,984 parameters, the word embedding V h = 8,192
+// and the learned positions s h = 2,048: 110,208 parameters, 440,832 bytes in fp32; the same
+// again for gradients and twice that (Adam m and v) for the optimizer: 881,664 bytes.
+constexpr int64_t kStage0Params = 440'832;
+
+profiler::MemorySample sample(int rank, Category category, double ms, int64_t bytes) {
+  return profiler::MemorySample{rank, static_cast<uint8_t>(category),
+                                static_cast<int64_t>(ms * kMsNs), bytes};
+}
+
+const CategoryPeak* find(const RankMemory& rank, Category category) {
+  for (const CategoryPeak& c : rank.categories) {
+    if (c.category == category) return &c;
+  }
+  return nullptr;
+}
+
+class MemoryVsEstimateTest : public WorkloadTraceTest {
+ protected:
+  // Rank 0: params, grads, optimizer 1.5x the estimate, 1,000,000 activation bytes that are
+  // freed again, then 90,112 workspace bytes. Peak of the sum at t = 4:
+  // 440,832 x 2 + 1,322,496 + 1,000,000 = 3,204,160.
+  std::vector<profiler::TraceEvent> rank0_samples() {
+    return {sample(0, Category::kParams, 1, kStage0Params),
+            sample(0, Category::kGrads, 2, kStage0Params),
+            sample(0, Category::kOptimizer, 3, 3 * kStage0Params),
+            sample(0, Category::kActivations, 4, 1'000'000),
+            sample(0, Category::kActivations, 5, 0),
+            sample(0, Category::kWorkspace, 6, 90'112)};
+  }
+};
+
+TEST_F(MemoryVsEstimateTest, PeaksAgainstTheEstimate) {
+  auto trace = write_trace(gpt_config(2, 2, "1f1b", 4), 2, rank0_samples());
+  AnalysisWindow window = window_of(2, 1, 1, 0, 10);
+  window.ranks = {0};
+  auto report = analyze_memory_vs_estimate(trace.db, window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_TRUE(report->has_estimate) << report->estimate_note;
+  ASSERT_EQ(report->ranks.size(), 1u);
+  const RankMemory& rank = report->ranks[0];
+  EXPECT_EQ(rank.pp_stage, 0);
+  EXPECT_DOUBLE_EQ(rank.peak_total_bytes, 3'204'160);
+
+  const CategoryPeak* params = find(rank, Category::kParams);
+  ASSERT_NE(params, nullptr);
+  EXPECT_DOUBLE_EQ(params->peak_bytes, kStage0Params);
+  EXPECT_DOUBLE_EQ(*params->estimate_bytes, kStage0Params);
+  EXPECT_NEAR(*params->error_pct(), 0, 1e-9);
+  const CategoryPeak* optimizer = find(rank, Category::kOptimizer);
+  ASSERT_NE(optimizer, nullptr);
+  EXPECT_DOUBLE_EQ(*optimizer->estimate_bytes, 2 * kStage0Params);
+  EXPECT_NEAR(*optimizer->error_pct(), 50, 1e-9);
+  const CategoryPeak* activations = find(rank, Category::kActivations);
+  ASSERT_NE(activations, nullptr);
+  EXPECT_DOUBLE_EQ(activations->peak_bytes, 1'000'000);
+  EXPECT_TRUE(activations->estimate_bytes.has_value());
+  const CategoryPeak* workspace = find(rank, Category::kWorkspace);
+  ASSERT_NE(workspace, nullptr);
+  EXPECT_FALSE(workspace->estimate_bytes.has_value());  // the estimator has no workspace line
+
+  auto findings = memory_vs_estimate_findings(*report);
+  bool optimizer_flagged = false;
+  for (const Finding& f : findings) {
+    EXPECT_EQ(f.kind, "memory_estimate_error");
+    EXPECT_EQ(f.evidence.find("params"), std::string::npos) << f.evidence;  // params are exact
+    if (f.evidence.find("optimizer") != std::string::npos) {
+      optimizer_flagged = true;
+      EXPECT_NE(f.evidence.find("+50.0%"), std::string::npos) << f.evidence;
+    }
+  }
+  EXPECT_TRUE(optimizer_flagged);
+  EXPECT_NE(format_memory_vs_estimate(*report).find("+50.0%"), std::string::npos);
+  EXPECT_DOUBLE_EQ(
+      memory_vs_estimate_json(*report)["ranks"][0]["categories"]["optimizer"]["error_pct"]
+          .get<double>(),
+      50.0);
+}
+
+TEST_F(MemoryVsEstimateTest, ForeignRunGetsPeaksOnly) {
+  auto trace = write_trace("{\"command\": \"python train.py\"}", 1, rank0_samples());
+  AnalysisWindow window = window_of(1, 1, 1, 0, 10);
+  auto report = analyze_memory_vs_estimate(trace.db, window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_FALSE(report->has_estimate);
+  ASSERT_EQ(report->ranks.size(), 1u);
+  EXPECT_DOUBLE_EQ(report->ranks[0].peak_total_bytes, 3'204'160);
+  for (const CategoryPeak& c : report->ranks[0].categories) EXPECT_FALSE(c.error_pct());
+  EXPECT_TRUE(memory_vs_estimate_findings(*report).empty());
+}
+
+}  // namespace
+}  // namespace partrain::analyzers

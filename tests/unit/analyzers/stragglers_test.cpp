@@ -1,0 +1,125 @@
+// analyze_stragglers on hand-made traces: lateness per rank, who arrives last, the straggler
+// score and its thresholds, and the finding's wording.
+#include "analyzers/stragglers.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzers/collective_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using fixture::CollectiveTrace;
+using fixture::Op;
+using fixture::window;
+
+constexpr int64_t kMs = 1'000'000;
+
+// Ten all-reduces 100 ms apart and ten 100 ms steps per rank. Ranks 0, 1, 3 start at +0, +0.1
+// and +0.2 ms; `late_ns` is rank 2's offset in the first nine, +0.05 ms in the tenth.
+void write_run(CollectiveTrace& trace, int64_t late_ns, int64_t step_ns = 100 * kMs) {
+  const int64_t offsets[4] = {0, kMs / 10, 0, kMs / 5};
+  for (int64_t k = 0; k < 10; ++k) {
+    for (int rank = 0; rank < 4; ++rank) {
+      int64_t offset = offsets[rank];
+      if (rank == 2) offset = k < 9 ? late_ns : kMs / 20;
+      trace.add({.rank = rank, .seq = static_cast<uint64_t>(k), .start_ns = k * 100 * kMs + offset,
+                 .step = k});
+      trace.step(rank, k, k * 100 * kMs, step_ns);
+    }
+  }
+}
+
+// The first nine all-reduces start 30 ms apart (delayed, skew >= 1 ms), rank 2 last; the tenth
+// starts 0.2 ms apart (in sync, not delayed). Rank 2: last at 9 of 9 delayed (100%), 30 ms late
+// each time; the others waited 9 x 30 ms over 10 steps = 27 ms per step, 27% of the 100 ms
+// median step (critical, >= 20%). Ranks 0, 1, 3 are never last at a delayed one.
+TEST(StragglersTest, SlowRankIsTheStraggler) {
+  CollectiveTrace trace("straggler");
+  write_run(trace, 30 * kMs);
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_DOUBLE_EQ(report->median_step_ms, 100.0);
+  EXPECT_EQ(report->steps, 10);
+  ASSERT_EQ(report->ranks.size(), 4u);
+  const RankLateness& r2 = report->ranks[2];
+  EXPECT_EQ(r2.matched, 10);
+  EXPECT_EQ(r2.delayed, 9);
+  EXPECT_EQ(r2.last, 9);
+  EXPECT_DOUBLE_EQ(r2.last_share, 1.0);
+  EXPECT_DOUBLE_EQ(r2.late_p50_ms, 30.0);
+  EXPECT_DOUBLE_EQ(r2.late_p90_ms, 30.0);
+  EXPECT_DOUBLE_EQ(r2.wait_per_step_ms, 27.0);
+  EXPECT_DOUBLE_EQ(r2.step_share, 0.27);
+  EXPECT_EQ(r2.last_op, "all_reduce");
+  EXPECT_DOUBLE_EQ(r2.wait_share, 1.0);
+  for (int rank : {0, 1, 3}) {
+    EXPECT_EQ(report->ranks[rank].delayed, 9);
+    EXPECT_EQ(report->ranks[rank].last, 0);
+    EXPECT_DOUBLE_EQ(report->ranks[rank].wait_per_step_ms, 0.0);
+  }
+  ASSERT_EQ(report->straggler, 2);
+  std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(findings[0].rank, 2);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+  EXPECT_DOUBLE_EQ(findings[0].impact, 0.27);
+  EXPECT_EQ(findings[0].evidence,
+            "rank 2 arrives last at 100% of delayed all-reduces (skew >= 1 ms), 30.0 ms late at "
+            "the median, 27% of the step (100% of all waiting at collectives)");
+  EXPECT_NE(findings[0].advice.find("rank 2's host"), std::string::npos);
+  EXPECT_NE(format_stragglers(*report).find("<- straggler"), std::string::npos);
+  EXPECT_EQ(stragglers_json(*report)["straggler"], 2);
+}
+
+// 8 ms late at 9 of 10 steps of 100 ms: 7.2 ms of waiting per step, 7.2%: a warning.
+TEST(StragglersTest, SeverityFollowsShareOfStep) {
+  CollectiveTrace trace("warning");
+  write_run(trace, 8 * kMs);
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+}
+
+// 0.5 ms late is in sync (skew under 1 ms); 9 x 5 ms over 10 steps of 1 s is 0.45% of the
+// step, under the 2% floor: no straggler either way, though rank 2 is last most often.
+TEST(StragglersTest, LatenessWithinNoiseIsNoStraggler) {
+  {
+    CollectiveTrace trace("noise_ms");
+    write_run(trace, kMs / 2);
+    auto report =
+        analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    EXPECT_EQ(report->ranks[2].delayed, 0);
+    EXPECT_FALSE(report->straggler.has_value());
+    EXPECT_TRUE(straggler_findings(*report).empty());
+  }
+  {
+    CollectiveTrace trace("noise_share");
+    write_run(trace, 5 * kMs, 1000 * kMs);
+    auto report =
+        analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    EXPECT_EQ(report->ranks[2].last, 9);
+    EXPECT_DOUBLE_EQ(report->ranks[2].step_share, 0.0045);
+    EXPECT_FALSE(report->straggler.has_value());
+  }
+}
+
+// Only analysed ranks get a row; their lateness is still measured against every member.
+TEST(StragglersTest, RankSelectionKeepsLatenessAgainstAllMembers) {
+  CollectiveTrace trace("selection");
+  write_run(trace, 30 * kMs);
+  auto report = analyze_stragglers(trace.finish(), window({2}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->ranks.size(), 1u);
+  EXPECT_EQ(report->ranks[0].rank, 2);
+  EXPECT_DOUBLE_EQ(report->ranks[0].late_p50_ms, 30.0);
+  EXPECT_EQ(report->straggler, 2);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers

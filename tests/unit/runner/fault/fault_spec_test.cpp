@@ -1,0 +1,91 @@
+// The --inject grammar: what parses, what is refused and how the refusal names the bad part,
+// the canonical text round trip, and which steps a slow fault delays.
+#include "runner/fault/fault_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "runner/workload/workload_config.h"
+
+namespace partrain::runner::fault {
+namespace {
+
+TEST(FaultSpecTest, ParsesSlowWithAndWithoutStep) {
+  auto every = parse_fault_spec("slow:rank=2,ms=30");
+  ASSERT_TRUE(every.is_ok()) << every.status().message();
+  EXPECT_EQ(every->kind, FaultKind::kSlow);
+  EXPECT_EQ(every->rank, 2);
+  EXPECT_EQ(every->ms, 30);
+  EXPECT_FALSE(every->step.has_value());
+  auto one = parse_fault_spec("slow:ms=5,step=3,rank=0");
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  EXPECT_EQ(one->step, 3);
+  EXPECT_EQ(fault_spec_text(*one), "slow:rank=0,step=3,ms=5");
+  auto again = parse_fault_spec(fault_spec_text(*one));
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(fault_spec_text(*again), "slow:rank=0,step=3,ms=5");
+}
+
+void expect_refused(std::string_view text, std::string_view message) {
+  auto spec = parse_fault_spec(text);
+  ASSERT_FALSE(spec.is_ok()) << text;
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(), message) << text;
+}
+
+TEST(FaultSpecTest, RefusalsNameTheBadPart) {
+  expect_refused("crash:rank=1", "unknown fault kind 'crash': known kinds: slow");
+  expect_refused("x", "unknown fault kind 'x': known kinds: slow");
+  expect_refused("slow", "slow needs parameters: slow:rank=R,ms=M[,step=S]");
+  expect_refused("slow:rank=1", "slow needs ms= (slow:rank=R,ms=M)");
+  expect_refused("slow:ms=1", "slow needs rank= (slow:rank=R,ms=M)");
+  expect_refused("slow:rank=1,ms=abc", "key 'ms' of slow needs a non-negative integer, got 'abc'");
+  expect_refused("slow:rank=-1,ms=3", "key 'rank' of slow needs a non-negative integer, got '-1'");
+  expect_refused("slow:rank=1,ms=3,color=red",
+                 "unknown key 'color' in a slow fault: known keys: rank, step, ms, code");
+  expect_refused("slow:rank=1,rank=2,ms=3", "key 'rank' given twice");
+  expect_refused("slow:rank=1,ms", "'ms' is not key=value (keys: rank, step, ms, code)");
+  expect_refused("slow:rank=1,ms=3,code=4", "key 'code' does not apply to slow");
+}
+
+TEST(FaultSpecTest, ValidationChecksRankAndStep) {
+  auto spec = parse_fault_spec("slow:rank=4,step=2,ms=1");
+  ASSERT_TRUE(spec.is_ok());
+  Status status = validate_fault_spec(*spec, 4, 10);
+  EXPECT_EQ(status.message(), "rank 4 is outside the world of 4 ranks (0-3)");
+  spec->rank = 3;
+  EXPECT_TRUE(validate_fault_spec(*spec, 4, 10).is_ok());
+  EXPECT_EQ(validate_fault_spec(*spec, 4, 2).message(),
+            "step 2 is outside the run's 2 steps (0-1)");
+}
+
+TEST(FaultSpecTest, SlowDelayAddsMatchingFaults) {
+  std::vector<FaultSpec> faults = {*parse_fault_spec("slow:rank=1,ms=10"),
+                                   *parse_fault_spec("slow:rank=1,step=2,ms=5"),
+                                   *parse_fault_spec("slow:rank=0,step=2,ms=7")};
+  EXPECT_EQ(slow_delay_ms(faults, 1, 0), 10);
+  EXPECT_EQ(slow_delay_ms(faults, 1, 2), 15);
+  EXPECT_EQ(slow_delay_ms(faults, 0, 2), 7);
+  EXPECT_EQ(slow_delay_ms(faults, 0, 1), 0);
+  EXPECT_EQ(slow_delay_ms(faults, 3, 2), 0);
+}
+
+// The launcher hands the faults to the workers in the workload JSON; they come back as given.
+TEST(FaultSpecTest, WorkloadConfigCarriesFaults) {
+  WorkloadConfig config;
+  config.layout.world = 4;
+  config.steps = 5;
+  config.faults = {*parse_fault_spec("slow:rank=2,ms=30"),
+                   *parse_fault_spec("slow:rank=1,step=3,ms=7")};
+  ASSERT_TRUE(resolve_workload(config).is_ok());
+  auto back = workload_from_json(workload_to_json(config));
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  ASSERT_EQ(back->faults.size(), 2u);
+  EXPECT_EQ(fault_spec_text(back->faults[0]), "slow:rank=2,ms=30");
+  EXPECT_EQ(fault_spec_text(back->faults[1]), "slow:rank=1,step=3,ms=7");
+  config.faults.push_back(*parse_fault_spec("slow:rank=1,step=5,ms=1"));
+  EXPECT_EQ(resolve_workload(config).message(),
+            "--inject slow:rank=1,step=5,ms=1: step 5 is outside the run's 5 steps (0-4)");
+}
+
+}  // namespace
+}  // namespace partrain::runner::fault
