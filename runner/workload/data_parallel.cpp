@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "profiler/trace_scope.h"
+
 namespace partrain::runner {
 
 using memory::Category;
@@ -138,8 +140,11 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
   const int64_t shard = shard_end_ - shard_begin_;
   float* p = params_.data() + shard_begin_;
   float* g = grads_.data() + shard_begin_;
-  if (grad_scale != 1.0f) device_.scale(g, shard, grad_scale);
-  device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, adam, step);
+  {
+    profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
+    if (grad_scale != 1.0f) device_.scale(g, shard, grad_scale);
+    device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, adam, step);
+  }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
     RETURN_IF_ERROR(mesh_.dp().all_gather(p, params_.data(), static_cast<size_t>(shard),
                                           comm::DType::kF32));

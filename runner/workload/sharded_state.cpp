@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "profiler/trace_scope.h"
 
 namespace partrain::runner {
 
@@ -250,8 +251,11 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
   std::vector<comm::WorkPtr> gathers;
   for (size_t i = 0; i < shards_.size(); ++i) {
     const UnitShard& s = shards_.unit(i);
-    device_.adamw_update(owned_params(i), owned_grads(i), adam_m_.data() + s.shard_offset,
-                         adam_v_.data() + s.shard_offset, s.shard, adam, step);
+    {
+      profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
+      device_.adamw_update(owned_params(i), owned_grads(i), adam_m_.data() + s.shard_offset,
+                           adam_v_.data() + s.shard_offset, s.shard, adam, step);
+    }
     if (stage_ == 2 && dp_.size() > 1) {
       // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.
       gathers.push_back(dp_.all_gather_async(owned_params(i),

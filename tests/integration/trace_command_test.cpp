@@ -67,7 +67,7 @@ TEST_F(TraceCommandTest, EnvironmentExitCodesAndRefusals) {
       "echo $CUDA_INJECTION64_PATH; echo $PARTRAIN_RUN_ID; exit 5'",
       db("env.db")));
   EXPECT_EQ(r.exit_code, 5) << r.err;
-  EXPECT_NE(r.out.find("collector.sock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/collector-"), std::string::npos) << r.out;  // <dir>/collector-<pid>.sock
   EXPECT_NE(r.out.find("libpartrain_inject.so\n"), std::string::npos) << r.out;
   EXPECT_EQ(query(db("env.db"), "SELECT status FROM runs"), "failed\n");
   const std::string run_id = query(db("env.db"), "SELECT run_id FROM runs");
