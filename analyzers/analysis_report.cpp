@@ -55,9 +55,10 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
                               temporal_findings, format_temporal_breakdown,
                               temporal_breakdown_json));
-  RETURN_IF_ERROR(add_section(out, "collectives", analyze_collective_stats(db, window),
-                              collective_stats_findings, format_collective_stats,
-                              collective_stats_json));
+  StatusOr<CollectiveStatsReport> collectives = analyze_collective_stats(db, window);
+  RETURN_IF_ERROR(add_section(out, "collectives", collectives, collective_stats_findings,
+                              format_collective_stats, collective_stats_json));
+  out.extra_json["collective_matching"] = collective_matching_json(*collectives);
   RETURN_IF_ERROR(add_section(out, "stragglers", analyze_stragglers(db, window),
                               straggler_findings, format_stragglers, stragglers_json));
   RETURN_IF_ERROR(add_section(out, "pipeline", analyze_pipeline_bubble(db, window),
@@ -127,6 +128,7 @@ nlohmann::json report_json(const AnalysisReport& report) {
                         {"world_size", w.world_size}, {"command", report.command},
                         {"window", window}};
   for (const ReportSection& section : report.sections) out[section.json_key] = section.json;
+  for (const auto& [key, value] : report.extra_json.items()) out[key] = value;
   nlohmann::json findings = nlohmann::json::array();
   for (const Finding& finding : report.findings) findings.push_back(finding_json(finding));
   out["findings"] = findings;

@@ -24,6 +24,8 @@ struct ReportSection {
 
 struct AnalysisReport {
   AnalysisWindow window;
+  // Top-level JSON keys beside the sections' (no text of their own), e.g. collective_matching.
+  nlohmann::json extra_json = nlohmann::json::object();
   std::string status;  // runs.status: completed, failed, killed, incomplete, running
   std::string command;
   std::vector<ReportSection> sections;

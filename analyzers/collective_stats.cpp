@@ -366,6 +366,10 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"matched", r.matched}, {"skew_p50_ms", r.skew_p50_ms},
                     {"skew_p99_ms", r.skew_p99_ms}});
   }
+  return rows;
+}
+
+nlohmann::json collective_matching_json(const CollectiveStatsReport& report) {
   nlohmann::json desyncs = nlohmann::json::array();
   for (const Desync& d : report.desyncs) {
     nlohmann::json members = nlohmann::json::array();
@@ -381,8 +385,8 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                        {"first_seq", m.first_seq}, {"last_seq", m.last_seq},
                        {"count", m.count}, {"present", m.present}});
   }
-  return {{"ops", report.ops}, {"groups", report.groups}, {"rows", rows},
-          {"desyncs", desyncs}, {"missing", missing}, {"missing_total", report.missing_total}};
+  return {{"ops", report.ops},         {"groups", report.groups},   {"desyncs", desyncs},
+          {"missing", missing},         {"missing_total", report.missing_total}};
 }
 
 }  // namespace partrain::analyzers

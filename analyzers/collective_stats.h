@@ -77,6 +77,9 @@ StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteD
                                                          const AnalysisWindow& window);
 std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& report);
 std::string format_collective_stats(const CollectiveStatsReport& report);
+// The rows by (communicator, op, size bucket): the report's "collectives" list.
 nlohmann::json collective_stats_json(const CollectiveStatsReport& report);
+// How the ranks' records matched: groups, desyncs, missing ranks ("collective_matching").
+nlohmann::json collective_matching_json(const CollectiveStatsReport& report);
 
 }  // namespace partrain::analyzers

@@ -224,13 +224,12 @@ nlohmann::json memory_vs_estimate_json(const MemoryVsEstimate& report) {
     }
     ranks.push_back({{"rank", rank.rank},
                      {"pp_stage", rank.pp_stage},
+                     {"estimate_note", report.has_estimate ? report.estimate_note : ""},
                      {"peak_total_bytes", rank.peak_total_bytes},
                      {"estimate_total_bytes", optional(rank.estimate_total_bytes)},
                      {"categories", std::move(categories)}});
   }
-  return {{"has_estimate", report.has_estimate},
-          {"note", report.estimate_note},
-          {"ranks", std::move(ranks)}};
+  return ranks;  // the report's "memory" list, one entry per rank
 }
 
 }  // namespace partrain::analyzers

@@ -72,6 +72,21 @@ TEST_F(AnalyzeCommandTest, JsonHasTheDocumentedKeysWithPlausibleValues) {
   EXPECT_EQ(doc["window"]["first_step"], 1);
   EXPECT_EQ(doc["window"]["last_step"], 5);
   ASSERT_EQ(doc["ranks"].size(), 4u);
+  // The document shape: collectives and memory are lists, pipeline an object.
+  ASSERT_TRUE(doc["collectives"].is_array()) << doc["collectives"].dump();
+  EXPECT_GT(doc["collectives"].size(), 0u);
+  for (const char* key : {"comm_id", "op", "count", "bytes", "busbw_gbps", "skew_p50_ms"}) {
+    EXPECT_TRUE(doc["collectives"][0].contains(key)) << key;
+  }
+  ASSERT_TRUE(doc["memory"].is_array());
+  EXPECT_EQ(doc["memory"].size(), 4u);
+  EXPECT_TRUE(doc["pipeline"].is_object());
+  EXPECT_TRUE(doc["collective_matching"]["desyncs"].is_array());
+  for (const json& finding : doc["findings"]) {
+    for (const char* key : {"kind", "severity", "rank", "evidence", "advice"}) {
+      EXPECT_TRUE(finding.contains(key)) << key << " in " << finding.dump();
+    }
+  }
   for (const json& rank : doc["ranks"]) {
     for (const char* key : {"rank", "compute_ms", "comm_ms", "memcpy_ms", "idle_ms",
                             "overlap_pct", "step_ms_median"}) {

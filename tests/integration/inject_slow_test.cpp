@@ -45,7 +45,14 @@ TEST(InjectSlowTest, SlowRankIsFoundAsTheStraggler) {
   std::vector<Finding> findings = straggler_findings(*stragglers);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].rank, 2);
-  EXPECT_GT(stragglers->ranks[2].late_p50_ms, 20.0) << format_stragglers(*stragglers);
+  // Rank 2 waits the others out by more than any other rank does. (Its median lateness is not
+  // pinned to the 30 ms injected: on a loaded 2-core machine the other ranks are descheduled
+  // too, and measured medians ran 7-30 ms.)
+  for (int rank : {0, 1, 3}) {
+    EXPECT_GT(stragglers->ranks[2].wait_per_step_ms, stragglers->ranks[rank].wait_per_step_ms)
+        << format_stragglers(*stragglers);
+  }
+  EXPECT_GT(stragglers->ranks[2].late_p50_ms, 1.0) << format_stragglers(*stragglers);
   auto stats = analyze_collective_stats(q.db(), window);
   ASSERT_TRUE(stats.is_ok()) << stats.status().message();
   EXPECT_FALSE(stats->rows.empty());

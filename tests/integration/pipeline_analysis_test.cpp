@@ -1,14 +1,13 @@
 // The pipeline and memory analyses on real runs: `partrain launch` trains the gpt workload over
 // pp = 2 stages with m = 4 micro-batches under GPipe and 1F1B, and the library reads the traces.
 //
-// Tolerance: on the CPU device both ranks share a small, busy machine (2 cores, compilers running
-// beside the tests). The actions of this tiny model take ~1 ms, the same order as a p2p hop and
-// as the scheduler's preemptions, which the simulation (measured mean forward/backward times,
-// median stage-crossing delay and median gap between actions) cannot foresee. Over repeated runs
-// here the measured bubble lay 15 to 40 points (share of the flush) above the simulated one,
-// never below it by more than noise. So the test asks: not below the simulation by more than
-// 5 points, and not above it by more than 45. That catches a broken measurement (wrong slices,
-// wrong stage, wrong flush: bubble near 0 or near 100%), not a small drift.
+// Tolerance: both ranks share a small, busy machine (2 cores, other tests beside this one). The
+// model is sized so that each forward/backward action takes 25-45 ms, well above a p2p hop and
+// the scheduler's preemptions, which the simulation (fed with the measured mean forward/backward
+// times, median stage-crossing delay and median gap between actions) cannot foresee. Measured
+// here under load: within 2-8 points (share of the flush) of the simulation. The test allows
+// 15 points either way. (With a tiny model of ~1 ms actions the measured bubble ran 15-40 points
+// above the simulation: noise of the same size as the work.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,8 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 using analyzers::PipelineBubbleReport;
 
-constexpr double kBelowSimulation = 0.05;
-constexpr double kAboveSimulation = 0.45;
+constexpr double kBelowSimulation = 0.15;
+constexpr double kAboveSimulation = 0.15;
 
 class PipelineAnalysis : public ::testing::Test {
  protected:
@@ -38,8 +37,8 @@ class PipelineAnalysis : public ::testing::Test {
     fs::create_directories(*dir_);
     for (const char* schedule : {"gpipe", "1f1b"}) {
       CommandResult r = run_partrain(fmt::format(
-          "-q launch -n 2 --workload gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 "
-          "--pp 2 --micro-batch 1 --global-batch 4 --pp-schedule {} --steps 4 --trace {}",
+          "-q launch -n 2 --workload gpt --layers 4 --hidden 256 --heads 8 --seq 64 --vocab 256 "
+          "--pp 2 --micro-batch 2 --global-batch 8 --pp-schedule {} --steps 4 --trace {}",
           schedule, (*dir_ / fmt::format("{}.db", schedule)).string()));
       ASSERT_EQ(r.exit_code, 0) << schedule << "\n" << r.err;
     }

@@ -86,7 +86,7 @@ TEST_F(MemoryVsEstimateTest, PeaksAgainstTheEstimate) {
   EXPECT_TRUE(optimizer_flagged);
   EXPECT_NE(format_memory_vs_estimate(*report).find("+50.0%"), std::string::npos);
   EXPECT_DOUBLE_EQ(
-      memory_vs_estimate_json(*report)["ranks"][0]["categories"]["optimizer"]["error_pct"]
+      memory_vs_estimate_json(*report)[0]["categories"]["optimizer"]["error_pct"]
           .get<double>(),
       50.0);
 }
