@@ -15,6 +15,7 @@
 #include "analyzers/analysis_window.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/trace_fixture.h"
 
 namespace partrain::analyzers::testing {
 
@@ -85,17 +86,7 @@ class AnalysisTraceTest : public ::testing::Test {
   // Writes the events after a run row (run "run-1", `world_size`), then opens the file.
   profiler::TraceFile write_trace(std::vector<TraceEvent> events, int world_size = 1) {
     const fs::path path = dir_ / fmt::format("trace{}.db", traces_++);
-    events.insert(events.begin(), profiler::RunInfo{"run-1", "partrain launch", "{}", world_size,
-                                                     1'700'000'000'000'000'000, 0});
-    {
-      auto writer = profiler::TraceWriter::create(path);
-      EXPECT_TRUE(writer.is_ok()) << writer.status().message();
-      (*writer)->append(events);
-      EXPECT_TRUE((*writer)->set_run_status(profiler::RunStatus::kCompleted).is_ok());
-    }
-    auto trace = profiler::open_trace(path);
-    EXPECT_TRUE(trace.is_ok()) << trace.status().message();
-    return std::move(trace).value();
+    return partrain::testing::write_completed_trace(path, "{}", world_size, std::move(events));
   }
 
   fs::path dir_;

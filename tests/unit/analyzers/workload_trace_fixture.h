@@ -15,6 +15,7 @@
 #include "analyzers/analysis_window.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/trace_fixture.h"
 
 namespace partrain::analyzers::testing {
 
@@ -77,18 +78,8 @@ class WorkloadTraceTest : public ::testing::Test {
 
   profiler::TraceFile write_trace(const std::string& config, int world,
                                   std::vector<profiler::TraceEvent> events) {
-    const auto path = dir_ / "trace.db";
-    events.insert(events.begin(), profiler::RunInfo{"run-1", "partrain launch", config, world,
-                                                     1'700'000'000'000'000'000, 0});
-    {
-      auto writer = profiler::TraceWriter::create(path);
-      EXPECT_TRUE(writer.is_ok()) << writer.status().message();
-      (*writer)->append(events);
-      EXPECT_TRUE((*writer)->set_run_status(profiler::RunStatus::kCompleted).is_ok());
-    }
-    auto trace = profiler::open_trace(path);
-    EXPECT_TRUE(trace.is_ok()) << trace.status().message();
-    return std::move(trace).value();
+    return partrain::testing::write_completed_trace(dir_ / "trace.db", config, world,
+                                                    std::move(events));
   }
 
   std::filesystem::path dir_;

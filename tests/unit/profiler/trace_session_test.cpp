@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
 namespace {
@@ -58,28 +59,6 @@ std::vector<uint8_t> encoded(const TraceEvent& event) {
 SliceEvent slice(int rank, int64_t i) {
   return SliceEvent{rank, TrackKind::kCpuThread, "main", i % 2 == 0 ? "forward" : "backward",
                     SliceCategory::kPhase, i * 1000, 900, i / 100, -1, -1};
-}
-
-int64_t count(const SqliteDb& db, std::string_view sql) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
-  if (!stmt.is_ok() || stmt->step() != SQLITE_ROW) return -1;
-  return stmt->column_int(0);
-}
-
-std::string rows(const SqliteDb& db, std::string_view sql) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  EXPECT_TRUE(stmt.is_ok()) << stmt.status().message();
-  if (!stmt.is_ok()) return {};
-  std::string out;
-  while (stmt->step() == SQLITE_ROW) {
-    for (int c = 0; c < stmt->column_count(); ++c) {
-      if (c > 0) out += '|';
-      out += stmt->column_is_null(c) ? "NULL" : stmt->column_text(c);
-    }
-    out += '\n';
-  }
-  return out;
 }
 
 // A rank as the runtime makes one: its own client and recorder, events from one thread. The
@@ -128,14 +107,14 @@ TEST_F(TraceSessionTest, EventsOfSeveralRanksAreAllStored) {
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
   EXPECT_EQ(trace->status, RunStatus::kCompleted);
   EXPECT_FALSE(trace->writer_alive);
-  EXPECT_EQ(rows(trace->db, "SELECT rank, count(*) FROM slices GROUP BY rank ORDER BY rank"),
+  EXPECT_EQ(testing::query_rows(trace->db, "SELECT rank, count(*) FROM slices GROUP BY rank ORDER BY rank"),
             fmt::format("0|{0}\n1|{0}\n2|{0}\n", kSlices));
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM memory_events"), kRanks * kSamples);
-  EXPECT_EQ(rows(trace->db, "SELECT run_id, status, end_ns, world_size FROM runs"),
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM memory_events"), kRanks * kSamples);
+  EXPECT_EQ(testing::query_rows(trace->db, "SELECT run_id, status, end_ns, world_size FROM runs"),
             "r1|completed|12345|3\n");
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM ranks WHERE exit_code = 0"), kRanks);
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM stats"), 0);
-  EXPECT_EQ(rows(trace->db, "PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM ranks WHERE exit_code = 0"), kRanks);
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM stats"), 0);
+  EXPECT_EQ(testing::query_rows(trace->db, "PRAGMA integrity_check"), "ok\n");
 }
 
 // A rank whose buffer overflows (small, flushed rarely): every event is either stored or counted
@@ -156,9 +135,9 @@ TEST_F(TraceSessionTest, ARankOutrunningItsBufferIsCountedNotLost) {
   EXPECT_EQ(stats.records_received + stats.records_lost, uint64_t{kEvents});
   auto trace = open_trace(session->path(), TraceOpenMode::kReadStrict);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices"),
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM slices"),
             static_cast<int64_t>(stats.records_received));
-  EXPECT_EQ(rows(trace->db, "SELECT name, rank, value, severity FROM stats"),
+  EXPECT_EQ(testing::query_rows(trace->db, "SELECT name, rank, value, severity FROM stats"),
             fmt::format("recorder_dropped_events|4|{}|data_loss\n", stats.records_lost));
 }
 
@@ -172,8 +151,8 @@ TEST_F(TraceSessionTest, FinishIsIdempotentAndLaterAppendsAreIgnored) {
   EXPECT_EQ(session->stats().events_written, 1u);
   auto trace = open_trace(session->path(), TraceOpenMode::kReadStrict);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
-  EXPECT_EQ(rows(trace->db, "SELECT status, failing_rank FROM runs"), "failed|2\n");
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices"), 1);
+  EXPECT_EQ(testing::query_rows(trace->db, "SELECT status, failing_rank FROM runs"), "failed|2\n");
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM slices"), 1);
 }
 
 int raw_connect(const std::string& path) {
@@ -211,8 +190,8 @@ TEST_F(TraceSessionTest, DropsBadRecordsAndUncleanEndsBecomeStats) {
   EXPECT_EQ(stats.records_lost, 6u);
   auto trace = open_trace(session->path(), TraceOpenMode::kReadStrict);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices WHERE rank = 7"), 1);
-  EXPECT_EQ(rows(trace->db, "SELECT name, rank, value, severity FROM stats ORDER BY name"),
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM slices WHERE rank = 7"), 1);
+  EXPECT_EQ(testing::query_rows(trace->db, "SELECT name, rank, value, severity FROM stats ORDER BY name"),
             "collector_unclean_disconnects|7|1|info\n"
             "collector_undecodable_events|7|1|data_loss\n"
             "recorder_dropped_events|7|5|data_loss\n");
@@ -237,7 +216,7 @@ TEST_F(TraceSessionTest, IdleSessionCommitsWithinTheInterval) {
   int64_t seen = 0;
   while (seen < 10 && monotonic_ns() - start_ns < 5'000'000'000) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    seen = count(*reader, "SELECT count(*) FROM slice");
+    seen = testing::query_number(*reader, "SELECT count(*) FROM slice");
   }
   EXPECT_EQ(seen, 10) << "nothing committed while the collector was idle";
   EXPECT_GE(monotonic_ns() - start_ns, 250'000'000) << "committed before the interval";
@@ -261,8 +240,8 @@ TEST_F(TraceSessionTest, FinishGivesUpOnAClientThatStaysConnected) {
   EXPECT_LT(monotonic_ns() - start_ns, 3'000'000'000);
   auto trace = open_trace(session->path(), TraceOpenMode::kReadStrict);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices"), 1);
-  EXPECT_EQ(rows(trace->db, "SELECT name, rank, value FROM stats ORDER BY name"),
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM slices"), 1);
+  EXPECT_EQ(testing::query_rows(trace->db, "SELECT name, rank, value FROM stats ORDER BY name"),
             "collector_drain_timeouts|NULL|1\ncollector_unclean_disconnects|3|1\n");
 }
 
@@ -278,7 +257,7 @@ TEST_F(TraceSessionTest, WithoutFinishTheRunIsLeftForReadersToMarkIncomplete) {
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
   EXPECT_EQ(trace->status, RunStatus::kIncomplete);
   EXPECT_TRUE(trace->marked_incomplete);
-  EXPECT_EQ(count(trace->db, "SELECT count(*) FROM slices"), 1);
+  EXPECT_EQ(testing::query_number(trace->db, "SELECT count(*) FROM slices"), 1);
 }
 
 TEST_F(TraceSessionTest, AnExistingFileIsRefusedUnlessOverwriting) {
