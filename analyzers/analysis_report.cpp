@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/clock.h"
+#include "core/log.h"
+
 #include "analyzers/collective_stats.h"
 #include "analyzers/memory_vs_estimate.h"
 #include "analyzers/pipeline_bubble.h"
@@ -24,6 +27,8 @@ using profiler::SqliteStatement;
 template <typename Report, typename Findings, typename Format, typename Json>
 Status add_section(AnalysisReport& out, std::string json_key, StatusOr<Report> report,
                    Findings findings, Format format, Json json) {
+  log::debug("analysis section {} done at {:.2f} s", json_key,
+             static_cast<double>(monotonic_ns() - out.started_ns) / 1e9);
   if (!report.is_ok()) return report.status().with_context(json_key);
   for (Finding& finding : findings(*report)) out.findings.push_back(std::move(finding));
   out.sections.push_back({std::move(json_key), format(*report), json(*report)});
@@ -50,6 +55,7 @@ void sort_findings(std::vector<Finding>& findings) {
 
 StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window) {
   AnalysisReport out;
+  out.started_ns = monotonic_ns();
   out.window = window;
   RETURN_IF_ERROR(read_run_row(db, out));
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),

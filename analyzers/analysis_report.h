@@ -24,6 +24,7 @@ struct ReportSection {
 
 struct AnalysisReport {
   AnalysisWindow window;
+  int64_t started_ns = 0;  // when analyze_run began (monotonic), for -v timings
   // Top-level JSON keys beside the sections' (no text of their own), e.g. collective_matching.
   nlohmann::json extra_json = nlohmann::json::object();
   std::string status;  // runs.status: completed, failed, killed, incomplete, running
