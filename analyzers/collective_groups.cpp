@@ -2,6 +2,7 @@
 #include "analyzers/collective_groups.h"
 
 #include <charconv>
+#include <unordered_map>
 
 namespace partrain::analyzers {
 namespace {
@@ -9,14 +10,41 @@ namespace {
 // Communicator ids that name at least one collective. The probe per interned string uses the
 // (comm_id, seq) index, so this costs one lookup per string rather than a scan of the ops.
 constexpr std::string_view kCommIdsSql =
-    "SELECT s.value FROM string s WHERE EXISTS "
+    "SELECT s.id, s.value FROM string s WHERE EXISTS "
     "(SELECT 1 FROM collective co WHERE co.comm_id = s.id) ORDER BY s.value";
 
-// One communicator's ops in sequence order: the view's comm_id = ? becomes an index search on
-// the string's value, then on collective (comm_id, seq), so SQLite sorts nothing.
+// One communicator's ops in sequence order, from the raw tables: an index search on collective
+// (comm_id, seq), so SQLite sorts nothing. The op and group-rank strings stay interned ids here
+// (StringCache resolves each once): joining the `collectives` view's five string lookups per row
+// tripled the time of a 10^7-event analysis. Columns as the view's (docs/trace-format.md).
 constexpr std::string_view kGroupsSql =
-    "SELECT rank, seq, op, bytes, peer, ts_ns, dur_ns, gpu_start_ns, gpu_end_ns, group_size, "
-    "group_ranks, state FROM collectives WHERE comm_id = ? ORDER BY seq";
+    "SELECT t.rank, co.seq, co.op, co.bytes, coalesce(co.peer, co.root), sl.ts_ns, sl.dur_ns, "
+    "co.gpu_start_ns, co.gpu_end_ns, co.group_size, co.group_ranks_id, co.state "
+    "FROM collective co JOIN slice sl ON sl.id = co.slice_id JOIN track t ON t.id = sl.track_id "
+    "WHERE co.comm_id = ?1 ORDER BY co.seq";
+
+constexpr int64_t kCompletedState = 2;  // collective.state: 0 enqueued, 1 started, 2 completed
+
+// The trace's interned strings this analysis meets (ops, group rank lists): a few dozen.
+class StringCache {
+ public:
+  explicit StringCache(const profiler::SqliteDb& db) : db_(db) {}
+  const std::string& get(int64_t id) {
+    auto found = values_.find(id);
+    if (found != values_.end()) return found->second;
+    std::string value;
+    auto stmt = profiler::SqliteStatement::prepare(db_, "SELECT value FROM string WHERE id = ?1");
+    if (stmt.is_ok()) {
+      stmt->bind(1, id);
+      if (stmt->step() == SQLITE_ROW) value = stmt->column_text(0);
+    }
+    return values_.emplace(id, std::move(value)).first->second;
+  }
+
+ private:
+  const profiler::SqliteDb& db_;
+  std::unordered_map<int64_t, std::string> values_;
+};
 
 bool row_in_window(const AnalysisWindow& window, int rank, int64_t ts_ns) {
   auto span = window.spans.find(rank);
@@ -24,10 +52,11 @@ bool row_in_window(const AnalysisWindow& window, int rank, int64_t ts_ns) {
          ts_ns <= span->second.end_ns;
 }
 
-CollectiveRow read_row(const profiler::SqliteStatement& stmt, const AnalysisWindow& window) {
+CollectiveRow read_row(const profiler::SqliteStatement& stmt, const AnalysisWindow& window,
+                       StringCache& strings) {
   CollectiveRow row;
   row.rank = static_cast<int>(stmt.column_int(0));
-  row.op = stmt.column_text(2);
+  row.op = strings.get(stmt.column_int(2));
   row.bytes = stmt.column_int(3);
   if (!stmt.column_is_null(4)) row.peer = static_cast<int>(stmt.column_int(4));
   row.ts_ns = stmt.column_int(5);
@@ -36,17 +65,18 @@ CollectiveRow read_row(const profiler::SqliteStatement& stmt, const AnalysisWind
     row.time_ns = stmt.column_int(8) - stmt.column_int(7);
   }
   row.group_size = stmt.column_is_null(9) ? 0 : static_cast<int>(stmt.column_int(9));
-  row.group_ranks = stmt.column_is_null(10) ? std::string() : stmt.column_text(10);
-  row.completed = stmt.column_text(11) == "completed";
+  row.group_ranks = stmt.column_is_null(10) ? std::string() : strings.get(stmt.column_int(10));
+  row.completed = stmt.column_int(11) == kCompletedState;
   row.in_window = row_in_window(window, row.rank, row.ts_ns);
   return row;
 }
 
 Status stream_comm(const profiler::SqliteDb& db, const AnalysisWindow& window,
-                   const std::string& comm_id, const GroupVisitor& visitor) {
+                   int64_t comm_string_id, const std::string& comm_id, StringCache& strings,
+                   const GroupVisitor& visitor) {
   ASSIGN_OR_RETURN(profiler::SqliteStatement stmt,
                    profiler::SqliteStatement::prepare(db, kGroupsSql));
-  stmt.bind(1, std::string_view(comm_id));
+  stmt.bind(1, comm_string_id);
   CollectiveGroup group;
   group.comm_id = comm_id;
   auto flush = [&] {
@@ -58,7 +88,7 @@ Status stream_comm(const profiler::SqliteDb& db, const AnalysisWindow& window,
     const int64_t seq = stmt.column_int(1);
     if (!group.rows.empty() && seq != group.seq) flush();
     group.seq = seq;
-    group.rows.push_back(read_row(stmt, window));
+    group.rows.push_back(read_row(stmt, window, strings));
   }
   if (rc != SQLITE_DONE) {
     return failed("reading the collectives of communicator {}: {}", comm_id, db.error_message());
@@ -97,12 +127,16 @@ Status for_each_collective_group(const profiler::SqliteDb& db, const AnalysisWin
                                  const GroupVisitor& visitor) {
   ASSIGN_OR_RETURN(profiler::SqliteStatement comms,
                    profiler::SqliteStatement::prepare(db, kCommIdsSql));
-  std::vector<std::string> comm_ids;  // a handful; read first so one statement is open at a time
+  // A handful of (string id, comm_id); read first so one statement is open at a time.
+  std::vector<std::pair<int64_t, std::string>> comm_ids;
   int rc = SQLITE_ROW;
-  while ((rc = comms.step()) == SQLITE_ROW) comm_ids.push_back(comms.column_text(0));
+  while ((rc = comms.step()) == SQLITE_ROW) {
+    comm_ids.emplace_back(comms.column_int(0), comms.column_text(1));
+  }
   if (rc != SQLITE_DONE) return failed("listing communicators: {}", db.error_message());
-  for (const std::string& comm_id : comm_ids) {
-    RETURN_IF_ERROR(stream_comm(db, window, comm_id, visitor));
+  StringCache strings(db);
+  for (const auto& [id, comm_id] : comm_ids) {
+    RETURN_IF_ERROR(stream_comm(db, window, id, comm_id, strings, visitor));
   }
   return Status::ok();
 }

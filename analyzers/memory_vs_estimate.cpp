@@ -70,14 +70,18 @@ std::array<std::optional<double>, kCategories> stage_estimate(const memory::Stag
 Status measure_peaks(const SqliteDb& db, RankMemory& out, std::array<double, kCategories>& peaks,
                      std::array<bool, kCategories>& seen) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   SqliteStatement::prepare(db, "SELECT category, bytes FROM memory_events "
+                   SqliteStatement::prepare(db, "SELECT category, bytes FROM memory "
                                                 "WHERE rank = ?1 ORDER BY ts_ns"));
   stmt.bind(1, int64_t{out.rank});
   std::array<double, kCategories> now{};
   double total = 0;
   while (stmt.step() == SQLITE_ROW) {
-    const std::optional<Category> category = memory::parse_category(stmt.column_text(0));
-    const size_t c = static_cast<size_t>(category.value_or(Category::kOther));
+    // The raw table's category is memory::Category's value (share/schema.sql, memory_category);
+    // the memory_events view's text costs a join and a parse per sample.
+    const int64_t code = stmt.column_int(0);
+    const size_t c = code >= 0 && code < static_cast<int64_t>(kCategories)
+                         ? static_cast<size_t>(code)
+                         : static_cast<size_t>(Category::kOther);
     const auto bytes = static_cast<double>(stmt.column_int(1));
     total += bytes - now[c];
     now[c] = bytes;
