@@ -13,6 +13,7 @@
 #include "profiler/trace_merge.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
@@ -39,22 +40,8 @@ struct NodeSpec {
 };
 
 CollectiveRecord world_all_reduce(int rank, uint64_t seq) {
-  CollectiveRecord r;
-  r.world_rank = rank;
-  r.step = 1;
-  r.event.comm_id = "world";
-  r.event.seq = seq;
-  r.event.op = "all_reduce";
-  r.event.dtype = "float";
-  r.event.reduce_op = "sum";
-  r.event.count = 1024;
-  r.event.bytes = 4096;
-  r.event.rank = rank;
-  r.event.group_ranks = {0, 1, 2, 3};
-  r.event.start_ns = 10'000 + static_cast<int64_t>(seq) * 1'000 + rank;
-  r.event.end_ns = r.event.start_ns + 500;
-  r.event.state = CollectiveState::kCompleted;
-  return r;
+  return testing::completed_all_reduce("world", rank, {0, 1, 2, 3}, seq, 4096,
+                                       10'000 + static_cast<int64_t>(seq) * 1'000 + rank, 500);
 }
 
 std::vector<TraceEvent> rank_events(const NodeSpec& spec, int rank) {

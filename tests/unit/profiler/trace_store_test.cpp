@@ -16,6 +16,7 @@
 #include "profiler/trace_open.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
@@ -47,23 +48,7 @@ std::unique_ptr<TraceWriter> make_writer(const fs::path& path, TraceWriterOption
 }
 
 CollectiveRecord all_reduce(int world_rank, uint64_t seq, int64_t start) {
-  CollectiveRecord r;
-  r.world_rank = world_rank;
-  r.step = 1;
-  r.event.comm_id = "dp0";
-  r.event.seq = seq;
-  r.event.op = "all_reduce";
-  r.event.dtype = "float";
-  r.event.reduce_op = "sum";
-  r.event.count = 256;
-  r.event.bytes = 1024;
-  r.event.rank = world_rank;
-  r.event.group_ranks = {0, 1};
-  r.event.enqueue_ns = start - 5;
-  r.event.start_ns = start;
-  r.event.end_ns = start + 100;
-  r.event.state = CollectiveState::kCompleted;
-  return r;
+  return testing::completed_all_reduce("dp0", world_rank, {0, 1}, seq, 1024, start, 100);
 }
 
 RankInfo rank_info(int rank, int64_t pid, int64_t offset_ns, int64_t uncertainty_ns) {
