@@ -56,18 +56,35 @@ RankTracer::~RankTracer() {
 }
 
 void RankTracer::set_clock(const ClockDrift& drift) {
-  std::lock_guard lock(clock_mutex_);
-  clock_ = drift;
+  std::lock_guard lock(clock_write_mutex_);
+  const uint64_t version = clock_version_.load(std::memory_order_relaxed);
+  clock_version_.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  clock_reference_ns_.store(drift.reference_local_ns, std::memory_order_relaxed);
+  clock_offset_ns_.store(drift.offset_at_reference_ns, std::memory_order_relaxed);
+  clock_drift_ppm_.store(drift.drift_ppm, std::memory_order_relaxed);
+  clock_version_.store(version + 2, std::memory_order_release);
 }
 
 int64_t RankTracer::timeline_ns(int64_t local_ns) const {
-  std::lock_guard lock(clock_mutex_);
-  return clock_.observations == 0 ? local_ns : local_ns + clock_.offset_at(local_ns);
+  ClockDrift drift;  // all zero until the first set_clock: the local clock is the timeline
+  while (true) {
+    const uint64_t before = clock_version_.load(std::memory_order_acquire);
+    drift.reference_local_ns = clock_reference_ns_.load(std::memory_order_relaxed);
+    drift.offset_at_reference_ns = clock_offset_ns_.load(std::memory_order_relaxed);
+    drift.drift_ppm = clock_drift_ppm_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && clock_version_.load(std::memory_order_relaxed) == before) break;
+  }
+  return local_ns + drift.offset_at(local_ns);
 }
 
-std::string RankTracer::thread_track() const {
-  if (std::this_thread::get_id() == main_thread_) return "main";
-  return fmt::format("thread {}", static_cast<long>(::syscall(SYS_gettid)));
+// The calling thread's track, named once per thread: "main" for the tracer's thread.
+const std::string& RankTracer::thread_track() const {
+  thread_local const std::string other =
+      fmt::format("thread {}", static_cast<long>(::syscall(SYS_gettid)));
+  static const std::string main = "main";
+  return std::this_thread::get_id() == main_thread_ ? main : other;
 }
 
 void RankTracer::slice(std::string_view name, SliceCategory category, int64_t start_ns,

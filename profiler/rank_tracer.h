@@ -6,6 +6,7 @@
 // entry point (model chunks, the pipeline executor) can open TraceScopes without plumbing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -72,14 +73,19 @@ class RankTracer {
   CollectorClientStats client_stats() const { return client_->stats(); }
 
  private:
-  std::string thread_track() const;
+  const std::string& thread_track() const;
 
   const int32_t rank_;
   const std::thread::id main_thread_;
   std::unique_ptr<CollectorClient> client_;
   std::unique_ptr<Recorder> recorder_;
-  mutable std::mutex clock_mutex_;
-  ClockDrift clock_;  // guarded by clock_mutex_
+  // The clock model, read for every event without a lock: a sequence number that is odd while
+  // set_clock writes, around the fit's parameters (a seqlock; set_clock runs every few seconds).
+  std::mutex clock_write_mutex_;
+  std::atomic<uint64_t> clock_version_{0};
+  std::atomic<int64_t> clock_reference_ns_{0};
+  std::atomic<double> clock_offset_ns_{0};
+  std::atomic<double> clock_drift_ppm_{0};
   std::atomic<int64_t> step_{-1};
 };
 

@@ -39,7 +39,11 @@ class RankTracerTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   RankTracerOptions tracer_options(int rank) const {
-    return {.socket_path = session_->socket_path(), .token = "secret-token", .rank = rank};
+    RankTracerOptions options;
+    options.socket_path = session_->socket_path();
+    options.token = "secret-token";
+    options.rank = rank;
+    return options;
   }
   fs::path db() const { return dir_ / "rank.db"; }
 

@@ -35,8 +35,11 @@ TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
   env.master_port = (*server)->port();
   env.token = "secret";
   {
-    profiler::RankTracer tracer({.socket_path = (*session)->socket_path(), .token = "secret",
-                                 .rank = 1});
+    profiler::RankTracerOptions tracer_options;
+    tracer_options.socket_path = (*session)->socket_path();
+    tracer_options.token = "secret";
+    tracer_options.rank = 1;
+    profiler::RankTracer tracer(tracer_options);
     profiler::RankInfo identity;
     identity.rank = 1;
     identity.host = "here";
