@@ -21,40 +21,51 @@ fs::path default_trace_path(const std::string& run_id) {
   return fs::path("partrain-runs") / (run_id + ".db");
 }
 
-StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
-                                                      const RunContext& run) {
-  const fs::path base = config.trace_file ? fs::path(*config.trace_file)
-                                          : default_trace_path(run.run_id);
-  const fs::path path = node_trace_path(base, run.node_rank);
+StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path& path,
+                                                                std::string_view flag,
+                                                                const std::string& socket_name,
+                                                                const std::string& token,
+                                                                profiler::RunInfo run) {
+  if (fs::exists(path)) {
+    return invalid_argument("the trace file {} already exists: remove it or pass another {}",
+                            path.string(), flag);
+  }
   std::error_code error;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
   if (error) {
     return failed("cannot create the trace directory {}: {}", path.parent_path().string(),
                   error.message());
   }
-  if (fs::exists(path)) {
-    return invalid_argument("the trace file {} already exists: remove it, pass another --trace "
-                            "FILE, or --no-trace",
-                            path.string());
-  }
   profiler::TraceSessionOptions options;
   options.path = path;
-  // Names the collector's socket directory: one per node, also when two "nodes" share a host.
-  options.run_id =
-      run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
-  options.token = run.token;
+  options.run_id = socket_name;
+  options.token = token;
   auto session = profiler::TraceSession::start(std::move(options));
-  if (!session.is_ok()) return session.status().with_context("--trace");
+  if (!session.is_ok()) return session.status().with_context(flag);
+  run.start_unix_ns = wall_ns();
+  run.start_ns = monotonic_ns();  // node 0's clock is the timeline; other nodes' is close
+  (*session)->append(run);
+  log::info("tracing into {}", path.string());
+  return std::move(*session);
+}
+
+StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
+                                                      const RunContext& run) {
+  const fs::path base = config.trace_file ? fs::path(*config.trace_file)
+                                          : default_trace_path(run.run_id);
   profiler::RunInfo info;
   info.run_id = run.run_id;
   info.command = config.trace_command;
   info.config_json = config.trace_config_json;
   info.world_size = run.world_size();
-  info.start_unix_ns = wall_ns();
-  info.start_ns = monotonic_ns();  // node 0's clock is the timeline; other nodes' is close
-  (*session)->append(info);
-  log::info("tracing into {}", path.string());
-  return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(*session), run.token));
+  // The collector's socket directory: one per node, also when two "nodes" share a host.
+  const std::string socket_name =
+      run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
+  ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
+                   open_run_trace(node_trace_path(base, run.node_rank),
+                                  "--trace FILE (or --no-trace)", socket_name, run.token,
+                                  std::move(info)));
+  return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));
 }
 
 NodeTrace::~NodeTrace() = default;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -21,6 +22,16 @@ namespace partrain::launch {
 std::filesystem::path node_trace_path(const std::filesystem::path& trace, int node_rank);
 // ./partrain-runs/<run_id>.db
 std::filesystem::path default_trace_path(const std::string& run_id);
+
+// A new trace file at `path` (its directory made first) with its collector, the run's row
+// (start times filled in) already in it, and "tracing into PATH" said. The collector's socket
+// directory is named by `socket_name`. kInvalidArgument when the file exists (`flag` names how
+// to choose another, e.g. "--trace FILE"), kFailed when it cannot be created.
+StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const std::filesystem::path& path,
+                                                                std::string_view flag,
+                                                                const std::string& socket_name,
+                                                                const std::string& token,
+                                                                profiler::RunInfo run);
 
 class NodeTrace {
  public:

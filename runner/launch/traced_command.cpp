@@ -93,26 +93,12 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   }
   ASSIGN_OR_RETURN(std::string token, random_token());
   const fs::path path = config.output ? fs::path(*config.output) : default_trace_path(run_id);
-  if (fs::exists(path)) {
-    return invalid_argument("the trace file {} already exists: remove it or pass another -o FILE",
-                            path.string());
-  }
-  std::error_code error;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
-  profiler::TraceSessionOptions options;
-  options.path = path;
-  options.run_id = run_id;
-  options.token = token;
-  ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   profiler::TraceSession::start(std::move(options)));
   profiler::RunInfo info;
   info.run_id = run_id;
   info.command = config.command_line;
   info.config_json = "{}";
-  info.start_unix_ns = wall_ns();
-  info.start_ns = monotonic_ns();
-  session->append(info);
-  log::info("tracing into {}", path.string());
+  ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
+                   open_run_trace(path, "-o FILE", run_id, token, std::move(info)));
 
   auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id),
                                   /*capture_output=*/false});
