@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "cli/command.h"
@@ -147,6 +149,23 @@ int run(int argc, char** argv) {
   }
   std::fprintf(stderr, "partrain: error: no subcommand given\nRun 'partrain --help'.\n");
   return 2;
+}
+
+std::string invocation_line() {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::string line;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\0', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(begin, end - begin);
+    if (!line.empty()) line += ' ';
+    const bool plain = !word.empty() && word.find_first_of(" \t\n'\"$\\*?;&|<>()") ==
+                                            std::string::npos;
+    line += plain ? word : "'" + word + "'";
+    begin = end + 1;
+  }
+  return line;
 }
 
 }  // namespace partrain::cli

@@ -24,6 +24,9 @@ Subcommand add_export_command(CLI::App& parent);
 Subcommand add_merge_command(CLI::App& parent);
 Subcommand add_analyze_command(CLI::App& parent);
 
+// This process's command line as typed (shell-quoted where needed), for a trace's run row.
+std::string invocation_line();
+
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);
 // The PARTRAIN_<FLAG> variables of every flag of this command (the launcher strips its own

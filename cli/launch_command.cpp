@@ -47,24 +47,6 @@ struct LaunchFlags {
   bool no_trace = false;
 };
 
-// The launcher's command line as typed, for the trace's run row.
-std::string command_line() {
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  std::string line;
-  for (size_t begin = 0; begin < text.size();) {
-    size_t end = text.find('\0', begin);
-    if (end == std::string::npos) end = text.size();
-    std::string word = text.substr(begin, end - begin);
-    if (!line.empty()) line += ' ';
-    const bool plain = !word.empty() && word.find_first_of(" \t\n'\"$\\*?;&|<>()") ==
-                                            std::string::npos;
-    line += plain ? word : "'" + word + "'";
-    begin = end + 1;
-  }
-  return line;
-}
-
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   launch::LaunchConfig config;
   config.nproc_per_node = flags.nproc_per_node;
@@ -100,7 +82,7 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   }
   config.trace = !flags.no_trace;
   config.trace_file = flags.trace_file;
-  config.trace_command = command_line();
+  config.trace_command = invocation_line();
   nlohmann::json run_config = {{"nproc_per_node", flags.nproc_per_node}};
   if (!flags.command.empty()) run_config["command"] = flags.command;
   config.trace_config_json = run_config.dump();

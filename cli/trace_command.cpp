@@ -1,8 +1,6 @@
 // `partrain trace [-o FILE] -- CMD ...`: profile any command, as `nsys profile` does: a collector
 // and one SQLite trace file for everything the command's processes record. Argument parsing and
 // messages only; the work is runner/launch/traced_command.
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include "cli/command.h"
@@ -17,17 +15,11 @@ struct TraceFlags {
   std::vector<std::string> command;
 };
 
-std::string joined(const std::vector<std::string>& words) {
-  std::string line = "partrain trace --";
-  for (const std::string& word : words) line += " " + word;
-  return line;
-}
-
 int run_trace(const TraceFlags& flags) {
   launch::TracedCommandConfig config;
   config.command = flags.command;
   config.output = flags.output;
-  config.command_line = joined(flags.command);
+  config.command_line = invocation_line();
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
