@@ -11,24 +11,24 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "core/clock.h"
+#include "core/env.h"
 #include "profiler/rank_tracer.h"
 
 namespace partrain::profiler {
 namespace {
 
-std::optional<int> env_int(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < 0 || value > (1 << 24)) return std::nullopt;
-  return static_cast<int>(value);
+// A launcher variable as a rank number; unset, malformed or absurd values are "no rank".
+std::optional<int> env_int(std::string_view name) {
+  auto value = env::get_int(name);
+  if (!value.is_ok() || !*value || **value < 0 || **value > (1 << 24)) return std::nullopt;
+  return static_cast<int>(**value);
 }
 
 // The process's world rank as the common launchers publish it.
