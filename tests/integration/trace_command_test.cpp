@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/scratch_dir.h"
 #include "tests/integration/command_runner.h"
 #include "tests/support/trace_query.h"
 
@@ -21,13 +22,9 @@ std::string query(const fs::path& db, const std::string& sql) {
 
 class TraceCommandTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char name[] = "/tmp/partrain-trace-command-XXXXXX";
-    dir_ = mkdtemp(name);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string db(const char* name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  ScratchDir scratch_;
+  const fs::path& dir_ = scratch_.path();
 };
 
 TEST_F(TraceCommandTest, ForeignRanksAppearThroughTheInjectionLibrary) {

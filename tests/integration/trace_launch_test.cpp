@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/scratch_dir.h"
 #include "tests/integration/command_runner.h"
 #include "tests/support/trace_query.h"
 
@@ -30,12 +31,8 @@ const char* kModel =
 
 class TraceLaunchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char name[] = "/tmp/partrain-trace-launch-XXXXXX";
-    dir_ = mkdtemp(name);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  ScratchDir scratch_;
+  const fs::path& dir_ = scratch_.path();
 };
 
 TEST_F(TraceLaunchTest, FsdpRunRecordsEveryRankStepCollectiveAndMemoryPeak) {

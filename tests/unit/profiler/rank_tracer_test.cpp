@@ -11,6 +11,7 @@
 
 #include "profiler/trace_scope.h"
 #include "profiler/trace_session.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
@@ -24,8 +25,6 @@ std::string rows(const fs::path& db, const std::string& sql) {
 class RankTracerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char name[] = "/tmp/partrain-rank-tracer-XXXXXX";
-    dir_ = mkdtemp(name);
     TraceSessionOptions options;
     options.path = dir_ / "rank.db";
     options.run_id = dir_.filename().string();
@@ -36,7 +35,6 @@ class RankTracerTest : public ::testing::Test {
   }
   void TearDown() override {
     session_.reset();
-    fs::remove_all(dir_);
   }
   RankTracerOptions tracer_options(int rank) const {
     RankTracerOptions options;
@@ -47,7 +45,8 @@ class RankTracerTest : public ::testing::Test {
   }
   fs::path db() const { return dir_ / "rank.db"; }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path& dir_ = scratch_.path();
   std::unique_ptr<TraceSession> session_;
 };
 

@@ -13,6 +13,7 @@
 #include "profiler/trace_merge.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
 
@@ -109,14 +110,6 @@ std::string file_bytes(const fs::path& path) {
 
 class TraceMergeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           fmt::format("trace_merge_{}_{}", getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path file(std::string_view name) const { return dir_ / name; }
 
   // Writes node 0's and node 1's files as run.db and run.node1.db.
@@ -139,7 +132,8 @@ class TraceMergeTest : public ::testing::Test {
     }
     return names;
   }
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path& dir_ = scratch_.path();
 };
 
 TEST_F(TraceMergeTest, RowCountsAreTheSumsOfTheInputs) {

@@ -16,6 +16,7 @@
 #include "profiler/trace_open.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
 
@@ -29,16 +30,9 @@ using testing::query_rows;
 
 class TraceStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           fmt::format("trace_store_{}_{}", getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path file(std::string_view name) const { return dir_ / name; }
-  fs::path dir_;
+  testing::ScratchDir scratch_;
+  const fs::path& dir_ = scratch_.path();
 };
 
 std::unique_ptr<TraceWriter> make_writer(const fs::path& path, TraceWriterOptions options = {}) {

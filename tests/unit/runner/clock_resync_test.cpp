@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "profiler/trace_session.h"
 #include "runner/rendezvous/store_server.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::runner {
@@ -20,8 +21,8 @@ namespace fs = std::filesystem;
 TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
   auto server = rendezvous::StoreServer::start("127.0.0.1", 0, "secret");
   ASSERT_TRUE(server.is_ok()) << server.status().message();
-  char name[] = "/tmp/partrain-clock-resync-XXXXXX";
-  const fs::path dir = mkdtemp(name);
+  testing::ScratchDir scratch;
+  const fs::path& dir = scratch.path();
   profiler::TraceSessionOptions session_options;
   session_options.path = dir / "clock.db";
   session_options.run_id = dir.filename().string();
@@ -64,7 +65,6 @@ TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
   EXPECT_EQ(trace.rows("SELECT clock_offset_ns < 5000000, clock_uncertainty_ns > 0, "
                        "clock_drift_ppm <> 0 FROM ranks WHERE rank = 1"),
             "1|1|1\n");
-  fs::remove_all(dir);
 }
 
 }  // namespace
