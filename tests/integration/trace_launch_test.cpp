@@ -138,6 +138,13 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   EXPECT_EQ(TraceQuery(failed).rows("SELECT rank, exit_code FROM ranks ORDER BY rank"),
             "0|0\n1|7\n");
 
+  // Contradictory flags are a usage error that names both.
+  r = run_partrain(fmt::format("launch -n 1 --trace {} --no-trace -- true",
+                               (dir_ / "both.db").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("either --trace FILE or --no-trace"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "both.db"));
+
   // An existing file is never overwritten.
   r = run_partrain(fmt::format("launch -n 1 --trace {} -- true", failed.string()));
   EXPECT_EQ(r.exit_code, 2);
