@@ -5,6 +5,7 @@
 // event (cli/bench/ingest_bench.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -152,6 +153,7 @@ struct IngestFlags {
   std::string dir;
   bool keep = false;
   bool json = false;
+  std::vector<std::string> cases{"writer", "end-to-end", "kinds"};
 };
 
 int run_ingest(const IngestFlags& flags) {
@@ -160,6 +162,12 @@ int run_ingest(const IngestFlags& flags) {
   options.producers = flags.producers;
   options.dir = flags.dir;
   options.keep = flags.keep;
+  auto wanted = [&](std::string_view name) {
+    return std::find(flags.cases.begin(), flags.cases.end(), name) != flags.cases.end();
+  };
+  options.writer = wanted("writer");
+  options.end_to_end = wanted("end-to-end");
+  options.kinds = wanted("kinds");
   StatusOr<bench::IngestReport> report = bench::run_ingest_bench(options);
   if (!report.is_ok()) {
     log::error("bench ingest: {}", report.status().message());
@@ -187,6 +195,11 @@ CLI::App* add_ingest(CLI::App& bench, const std::shared_ptr<IngestFlags>& flags)
                      "Directory for the trace files (default: a new temporary one)");
   ingest->add_flag("--keep", flags->keep, "Keep the trace files (and the temporary directory)");
   ingest->add_flag("--json", flags->json, "Print {\"results\": [...]} instead of the table");
+  ingest->add_option("--cases", flags->cases,
+                     "Cases to run: writer (the mix), end-to-end, kinds (the writer on each kind "
+                     "alone)")
+      ->capture_default_str()->delimiter(',')
+      ->check(CLI::IsMember({"writer", "end-to-end", "kinds"}));
   ingest->footer(
       "Cases: `writer` (TraceWriter::append alone, timed to its last commit), `end-to-end` "
       "(--producers threads, each with its own Recorder and CollectorClient, into a TraceSession, "
@@ -200,7 +213,8 @@ CLI::App* add_ingest(CLI::App& bench, const std::shared_ptr<IngestFlags>& flags)
       "any; events lost end to end are reported, not a failure.\n"
       "Examples:\n"
       "  partrain bench ingest\n"
-      "  partrain bench ingest --events 500000 --producers 8 --json");
+      "  partrain bench ingest --events 500000 --producers 8 --json\n"
+      "  partrain bench ingest --cases writer,end-to-end");
   return ingest;
 }
 

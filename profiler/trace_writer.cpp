@@ -61,6 +61,20 @@ bool has_root(std::string_view op) {
   return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
 }
 
+// The line of share/schema.sql after which come the indexes built at close.
+constexpr std::string_view kDeferredIndexesLine = "-- partrain:deferred-indexes";
+
+// The schema a new trace starts with, and the part of it built when the trace is closed.
+std::string_view live_schema() {
+  const std::string_view sql = schema_sql();
+  return sql.substr(0, sql.find(kDeferredIndexesLine));
+}
+std::string_view deferred_indexes() {
+  const std::string_view sql = schema_sql();
+  const size_t at = sql.find(kDeferredIndexesLine);
+  return at == std::string_view::npos ? std::string_view() : sql.substr(at);
+}
+
 int64_t unix_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -71,6 +85,17 @@ int64_t unix_now_ns() {
 
 std::filesystem::path writer_lock_path(const std::filesystem::path& trace) {
   return std::filesystem::path(trace.string() + "-writer");
+}
+
+Status create_deferred_indexes(SqliteDb& db) {
+  RETURN_IF_ERROR(db.exec("BEGIN IMMEDIATE"));
+  Status status = db.exec(deferred_indexes());
+  if (status.is_ok()) status = db.exec("COMMIT");
+  if (!status.is_ok()) {
+    (void)db.exec("ROLLBACK");
+    return status.with_context("building the trace's indexes");
+  }
+  return Status::ok();
 }
 
 struct TraceWriter::State {
@@ -102,6 +127,7 @@ struct TraceWriter::State {
   uint64_t events_written = 0;
   uint64_t write_errors = 0;
   uint64_t errors_recorded = 0;  // of write_errors, how many are already in stat
+  bool created = false;          // create() succeeded: closing builds the deferred indexes
 
   void note_error(int rc, std::string_view what, uint64_t count = 1) {
     if (write_errors == 0) {
@@ -429,7 +455,7 @@ Status apply_schema(SqliteDb& db) {
                           "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; "
                           "PRAGMA wal_autocheckpoint = 8192"));
   RETURN_IF_ERROR(db.exec("BEGIN"));
-  RETURN_IF_ERROR(db.exec(schema_sql()));
+  RETURN_IF_ERROR(db.exec(live_schema()));
   RETURN_IF_ERROR(db.exec(views_sql()));
   ASSIGN_OR_RETURN(SqliteStatement meta,
                    SqliteStatement::prepare(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)"));
@@ -475,6 +501,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
   Status status = apply_schema(s.db);
   if (status.is_ok()) status = s.prepare_statements();
   if (!status.is_ok()) return status.with_context(fmt::format("creating trace {}", path.string()));
+  s.created = true;
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(writer.state_)));
 }
 
@@ -484,6 +511,18 @@ TraceWriter::~TraceWriter() {
   if (!state_) return;
   Status status = state_->commit_batch();
   if (!status.is_ok()) log::warn("{}", status.message());
+  if (state_->created) {
+    // While the lock is held, so that a reader never takes a closed trace for one that died
+    // before its indexes were built.
+    const auto start = Clock::now();
+    status = create_deferred_indexes(state_->db);
+    if (!status.is_ok()) {
+      log::warn("trace {}: {}; readers get the same answers, more slowly",
+                state_->path.string(), status.message());
+    }
+    log::debug("trace {}: indexes built in {} ms", state_->path.string(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+  }
   // Finalize statements and close (checkpointing the WAL) before the lock says "writer gone".
   std::filesystem::path lock = writer_lock_path(state_->path);
   int fd = state_->lock_fd;

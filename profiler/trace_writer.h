@@ -1,6 +1,7 @@
 // The single writer of a node's trace file: creates it from the compiled-in schema, stores
 // TraceEvents with prepared statements in batched transactions (at most ~250 ms apart), and
-// holds the `<file>-writer` lock that tells readers the run is still live (trace_open.h).
+// holds the `<file>-writer` lock that tells readers the run is still live (trace_open.h). The
+// schema's deferred indexes (share/schema.sql, end) are built when the writer closes the file.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <span>
 
 #include "core/status.h"
+#include "profiler/sqlite_db.h"
 #include "profiler/trace_event.h"
 
 namespace partrain::profiler {
@@ -25,13 +27,20 @@ struct TraceWriterOptions {
 // The path of the lock file a live writer holds (flock, exclusive) beside `trace`.
 std::filesystem::path writer_lock_path(const std::filesystem::path& trace);
 
+// Builds the indexes that the schema leaves until a trace is closed (those after its
+// `-- partrain:deferred-indexes` line), in one transaction on `db`, a read-write connection;
+// builds nothing that exists already. The writer calls it when it closes the file; whoever
+// finishes a trace whose writer died (marking it incomplete) calls it too.
+Status create_deferred_indexes(SqliteDb& db);
+
 class TraceWriter {
  public:
   // Fails (kInvalidArgument) when the file exists and options.overwrite is false, or when
   // another writer holds it; kFailed when SQLite cannot create it.
   static StatusOr<std::unique_ptr<TraceWriter>> create(const std::filesystem::path& path,
                                                        const TraceWriterOptions& options = {});
-  // Commits what is pending and releases the lock; the run status is left as it was.
+  // Commits what is pending, builds the deferred indexes (one sort of the slice table: about a
+  // second per 10^6 slices) and releases the lock; the run status is left as it was.
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <thread>
 
@@ -150,6 +151,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// CPU time of the whole process (every thread: the writer's, a checkpointer's, the producers').
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 void remove_trace(const fs::path& path) {
   std::error_code ignored;
   for (const char* suffix : {"", "-wal", "-shm", "-writer"}) {
@@ -178,7 +186,8 @@ Status measure_file(const fs::path& path, IngestCase& result) {
 }
 
 // The writer alone: events are made untimed, a run of one rank at a time, and only
-// TraceWriter::append and the final commit are timed. Closing (the last WAL checkpoint) is not.
+// TraceWriter::append and the final commit are timed. Closing (building the deferred indexes,
+// the last WAL checkpoint) is timed apart.
 StatusOr<IngestCase> run_writer_case(const fs::path& path, uint64_t events, int ranks, Kind kind) {
   IngestCase result{.name = kind == Kind::kMix ? "writer" : fmt::format("writer ({} only)",
                                                                         kind_name(kind)),
@@ -189,22 +198,30 @@ StatusOr<IngestCase> run_writer_case(const fs::path& path, uint64_t events, int 
   std::vector<TraceEvent> run;
   run.reserve(kRunLength);
   std::chrono::steady_clock::duration timed{};
+  double cpu = 0;
   for (uint64_t done = 0, turn = 0; done < events; ++turn) {
     EventSource& source = sources[turn % sources.size()];
     const uint64_t n = std::min(kRunLength, events - done);
     run.clear();
     for (uint64_t k = 0; k < n; ++k) run.push_back(source.next());
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
     writer->append(run);
+    cpu += process_cpu_seconds() - cpu_start;
     timed += std::chrono::steady_clock::now() - start;
     done += n;
   }
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = process_cpu_seconds();
   RETURN_IF_ERROR(writer->commit());
+  cpu += process_cpu_seconds() - cpu_start;
   timed += std::chrono::steady_clock::now() - start;
   result.seconds = std::chrono::duration<double>(timed).count();
+  result.cpu_seconds = cpu;
   result.dropped = writer->write_errors();
-  writer.reset();  // checkpoints the WAL into the file
+  const auto close_start = std::chrono::steady_clock::now();
+  writer.reset();  // builds the deferred indexes, checkpoints the WAL into the file
+  result.close_seconds = seconds_since(close_start);
   RETURN_IF_ERROR(measure_file(path, result));
   return result;
 }
@@ -268,6 +285,7 @@ StatusOr<IngestCase> run_end_to_end_case(const fs::path& path, uint64_t events, 
   run.world_size = producers;
   session->append(run);
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = process_cpu_seconds();
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < producers; ++rank) {
     const auto world = static_cast<uint64_t>(producers);
@@ -277,6 +295,7 @@ StatusOr<IngestCase> run_end_to_end_case(const fs::path& path, uint64_t events, 
   for (auto& rank : ranks) rank.join();
   RETURN_IF_ERROR(session->finish(profiler::RunStatus::kCompleted));
   result.seconds = seconds_since(start);
+  result.cpu_seconds = process_cpu_seconds() - cpu_start;
   result.dropped = session->stats().records_lost;
   session.reset();
   RETURN_IF_ERROR(measure_file(path, result));
@@ -330,17 +349,20 @@ StatusOr<IngestReport> run_ingest_bench(const IngestOptions& options) {
   ASSIGN_OR_RETURN(report.dir, bench_directory(options, &created));
   const uint64_t n = options.events;
   const int ranks = options.producers;
-  Status status = run_case(report, "writer.db", [&](const fs::path& path) {
-    return run_writer_case(path, n, ranks, Kind::kMix);
-  });
-  if (status.is_ok()) {
+  Status status = Status::ok();
+  if (options.writer) {
+    status = run_case(report, "writer.db", [&](const fs::path& path) {
+      return run_writer_case(path, n, ranks, Kind::kMix);
+    });
+  }
+  if (status.is_ok() && options.end_to_end) {
     status = run_case(report, "end-to-end.db", [&](const fs::path& path) {
       return run_end_to_end_case(path, n, ranks);
     });
   }
   // Each kind alone, on a quarter of the events: what the mix's rate is made of.
   for (Kind kind : {Kind::kSlices, Kind::kMemory, Kind::kCollectives}) {
-    if (!status.is_ok()) break;
+    if (!status.is_ok() || !options.kinds) break;
     status = run_case(report, fmt::format("writer-{}.db", kind_name(kind)),
                       [&](const fs::path& path) {
                         return run_writer_case(path, std::max<uint64_t>(n / 4, 1), ranks, kind);
@@ -364,24 +386,30 @@ std::string format_ingest_table(const IngestReport& report) {
                      "{} collectives, {} step; runs of {} events per rank\n#\n",
                      IngestMix::kMixPeriod, mix.slices, kSliceNames.size(), mix.memory_samples,
                      mix.collectives, mix.steps, kRunLength);
-  out += fmt::format("# {:>24} {:>10} {:>10} {:>9} {:>9} {:>11} {:>10} {:>11}\n", "case",
-                     "events", "stored", "lost", "time", "rate", "file", "size");
-  out += fmt::format("# {:>24} {:>10} {:>10} {:>9} {:>9} {:>11} {:>10} {:>11}\n", "",
-                     "(events)", "(events)", "(events)", "(s)", "(events/s)", "(MiB)",
-                     "(B/event)");
+  out += fmt::format("# {:>24} {:>10} {:>10} {:>9} {:>9} {:>11} {:>10} {:>9} {:>10} {:>11}\n",
+                     "case", "events", "stored", "lost", "time", "rate", "cpu", "close", "file",
+                     "size");
+  out += fmt::format("# {:>24} {:>10} {:>10} {:>9} {:>9} {:>11} {:>10} {:>9} {:>10} {:>11}\n", "",
+                     "(events)", "(events)", "(events)", "(s)", "(events/s)", "(ns/event)", "(s)",
+                     "(MiB)", "(B/event)");
   for (const IngestCase& c : report.cases) {
-    out += fmt::format("  {:>24} {:>10} {:>10} {:>9} {:>9.3f} {:>11.0f} {:>10.1f} {:>11.1f}\n",
-                       c.name, c.events, c.stored, c.lost(), c.seconds, c.events_per_second(),
-                       static_cast<double>(c.file_bytes) / (1024.0 * 1024.0), c.bytes_per_event());
+    out += fmt::format(
+        "  {:>24} {:>10} {:>10} {:>9} {:>9.3f} {:>11.0f} {:>10.0f} {:>9} {:>10.1f} {:>11.1f}\n",
+        c.name, c.events, c.stored, c.lost(), c.seconds, c.events_per_second(),
+        c.cpu_ns_per_event(), c.end_to_end ? "-" : fmt::format("{:.3f}", c.close_seconds),
+        static_cast<double>(c.file_bytes) / (1024.0 * 1024.0), c.bytes_per_event());
   }
-  out += "# writer: TraceWriter::append alone, timed to its last commit (not the final "
-         "checkpoint).\n";
+  out += "# writer: TraceWriter::append alone, timed to its last commit; close: closing the "
+         "writer afterwards (building the deferred indexes, the final checkpoint), not in the "
+         "rate.\n";
   out += fmt::format(
       "# end-to-end: {} threads, each a rank with its own Recorder and CollectorClient, over the "
       "Unix socket into a TraceSession (collector, decode, writer), timed until finish() has "
       "stored everything; a producer waits while 3/4 of its recorder buffer is unshipped. Events "
       "lost end to end are reported, not a failure.\n",
       o.producers);
+  out += "# cpu: the process's CPU time (every thread) while timed, over the events stored; "
+         "steadier than the rate when other work shares the cores.\n";
   out += "# size: the finished file (WAL checkpointed into it) over the events stored.\n";
   const uint64_t lost = report.writer_lost();
   out += fmt::format("# Stored by the writer alone: {}\n",
@@ -400,6 +428,9 @@ std::string format_ingest_json(const IngestReport& report) {
                        {"lost", c.lost()},
                        {"dropped_reported", c.dropped},
                        {"time_s", c.seconds},
+                       {"cpu_s", c.cpu_seconds},
+                       {"cpu_ns_per_event", c.cpu_ns_per_event()},
+                       {"close_s", c.close_seconds},
                        {"events_per_s", c.events_per_second()},
                        {"file_bytes", c.file_bytes},
                        {"bytes_per_event", c.bytes_per_event()}});

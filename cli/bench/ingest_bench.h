@@ -18,6 +18,10 @@ struct IngestOptions {
   int producers = 4;            // end-to-end producer threads, one "rank" each
   std::filesystem::path dir;    // empty: a new temporary directory
   bool keep = false;            // keep the trace files (and a temporary directory)
+  // Which cases run: the writer on the mix, end to end, the writer on each kind alone.
+  bool writer = true;
+  bool end_to_end = true;
+  bool kinds = true;
 };
 
 // The event mix, per kMixPeriod events (see ingest_bench.cpp for its shape).
@@ -37,11 +41,19 @@ struct IngestCase {
   uint64_t stored = 0;   // counted in the file afterwards
   uint64_t dropped = 0;  // reported lost by the pipeline (ranks' drops, undecodable records)
   double seconds = 0;
+  double cpu_seconds = 0;   // the process's CPU time (user + system, all threads) while timed
+  // Closing the file, not in `seconds`: the final WAL checkpoint and building the deferred
+  // indexes (writer cases; end to end it is inside the timed finish()).
+  double close_seconds = 0;
   uint64_t file_bytes = 0;  // after the WAL is checkpointed into the file
 
   uint64_t lost() const { return events - stored; }
   double events_per_second() const {
     return seconds > 0 ? static_cast<double>(stored) / seconds : 0;
+  }
+  // CPU time per event: steadier than the rate on a machine that others share.
+  double cpu_ns_per_event() const {
+    return stored > 0 ? cpu_seconds * 1e9 / static_cast<double>(stored) : 0;
   }
   double bytes_per_event() const {
     return stored > 0 ? static_cast<double>(file_bytes) / static_cast<double>(stored) : 0;

@@ -19,8 +19,9 @@ namespace fs = std::filesystem;
 TEST(BenchIngest, TableHasEveryCaseWithUnits) {
   CommandResult r = run_partrain("bench ingest --events 20000 --producers 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* column : {"case", "events", "stored", "lost", "time", "rate", "file", "size",
-                             "(events/s)", "(B/event)", "(MiB)", "(s)"}) {
+  for (const char* column : {"case", "events", "stored", "lost", "time", "rate", "cpu", "close",
+                             "file", "size", "(events/s)", "(ns/event)", "(B/event)", "(MiB)",
+                             "(s)"}) {
     EXPECT_NE(r.out.find(column), std::string::npos) << column << "\n" << r.out;
   }
   for (const char* row : {"  writer ", "end-to-end", "writer (slices only)", "writer (memory only)",
@@ -48,7 +49,8 @@ TEST(BenchIngest, JsonCarriesTheSameFactsAndEveryEventIsStored) {
   for (const auto& c : doc["results"]) {
     cases.insert(c["case"].get<std::string>());
     for (const char* field : {"kind", "end_to_end", "events", "stored", "lost", "dropped_reported",
-                              "time_s", "events_per_s", "file_bytes", "bytes_per_event"}) {
+                              "time_s", "events_per_s", "cpu_s", "cpu_ns_per_event", "close_s",
+                              "file_bytes", "bytes_per_event"}) {
       EXPECT_TRUE(c.contains(field)) << field << " in " << c.dump();
     }
     const auto events = c["events"].get<uint64_t>();
@@ -102,6 +104,18 @@ TEST(BenchIngest, KeepLeavesReadableTracesInDir) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::is_empty(dir)) << dir;
   fs::remove_all(dir);
+}
+
+TEST(BenchIngest, CasesSelectsWhatRuns) {
+  CommandResult r = run_partrain("bench ingest --events 3000 --cases writer,kinds --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  std::set<std::string> cases;
+  for (const auto& c : doc["results"]) cases.insert(c["case"].get<std::string>());
+  EXPECT_EQ(cases, (std::set<std::string>{"writer", "writer (slices only)",
+                                          "writer (memory only)", "writer (collectives only)"}));
+  EXPECT_EQ(run_partrain("bench ingest --cases reader").exit_code, 2);
 }
 
 TEST(BenchIngest, BadFlagsAreUsageErrors) {
