@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 
+#include "analyzers/collective_groups.h"
 #include "analyzers/collective_stats.h"
 #include "analyzers/memory_vs_estimate.h"
 #include "analyzers/pipeline_bubble.h"
@@ -44,6 +45,24 @@ Status read_run_row(const profiler::SqliteDb& db, AnalysisReport& out) {
   return Status::ok();
 }
 
+// The collective statistics and the straggler analysis from one read of the (comm_id, seq)
+// groups: reading them is most of what either costs on a large trace.
+Status add_collective_sections(const profiler::SqliteDb& db, const AnalysisWindow& window,
+                               AnalysisReport& out) {
+  ASSIGN_OR_RETURN(const bool ended, run_has_ended(db));
+  CollectiveStatsPass stats(ended);
+  StragglerPass stragglers;
+  const Status read =
+      for_each_collective_group(db, window, visit_all({stats.visitor(), stragglers.visitor()}));
+  if (!read.is_ok()) return read.with_context("collectives");
+  StatusOr<CollectiveStatsReport> collectives = stats.finish();
+  RETURN_IF_ERROR(add_section(out, "collectives", collectives, collective_stats_findings,
+                              format_collective_stats, collective_stats_json));
+  out.extra_json["collective_matching"] = collective_matching_json(*collectives);
+  return add_section(out, "stragglers", stragglers.finish(db, window), straggler_findings,
+                     format_stragglers, stragglers_json);
+}
+
 }  // namespace
 
 void sort_findings(std::vector<Finding>& findings) {
@@ -61,12 +80,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
                               temporal_findings, format_temporal_breakdown,
                               temporal_breakdown_json));
-  StatusOr<CollectiveStatsReport> collectives = analyze_collective_stats(db, window);
-  RETURN_IF_ERROR(add_section(out, "collectives", collectives, collective_stats_findings,
-                              format_collective_stats, collective_stats_json));
-  out.extra_json["collective_matching"] = collective_matching_json(*collectives);
-  RETURN_IF_ERROR(add_section(out, "stragglers", analyze_stragglers(db, window),
-                              straggler_findings, format_stragglers, stragglers_json));
+  RETURN_IF_ERROR(add_collective_sections(db, window, out));
   RETURN_IF_ERROR(add_section(out, "pipeline", analyze_pipeline_bubble(db, window),
                               pipeline_bubble_findings, format_pipeline_bubble,
                               pipeline_bubble_json));

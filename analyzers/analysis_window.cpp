@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "profiler/chrome_export.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -115,7 +116,11 @@ StatusOr<RankSpan> event_span(const SqliteDb& db, int rank) {
                                       " WHERE rank = ?1)"));
   stmt.bind(1, int64_t{rank});
   RankSpan span;
-  if (stmt.step() == SQLITE_ROW && !stmt.column_is_null(0)) {
+  const int rc = stmt.step();
+  if (rc != SQLITE_ROW) {
+    return profiler::trace_read_error(db, fmt::format("reading the events of rank {}", rank));
+  }
+  if (!stmt.column_is_null(0)) {
     span.start_ns = stmt.column_int(0);
     span.end_ns = stmt.column_int(1);
   }

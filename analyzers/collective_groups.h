@@ -1,7 +1,8 @@
 // Streams the `collectives` view one matched group at a time: every row of one (comm_id, seq),
 // over all ranks, ordered by communicator and sequence number. Each communicator is read with
 // its own index-ordered query (collective_comm_seq), so memory holds one group, never the trace.
-// Shared by the collective statistics and the straggler analysis.
+// Shared by the collective statistics and the straggler analysis, which `partrain analyze` feeds
+// from one pass (visit_all): reading the groups is most of what either costs.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +20,13 @@ namespace partrain::analyzers {
 
 struct CollectiveRow {
   int rank = 0;
-  std::string op;
+  std::string_view op;      // valid while the pass runs (interned once per pass)
   int64_t bytes = 0;
   std::optional<int> peer;  // send/recv peer or root, as a world rank
   int64_t ts_ns = 0;        // host start
   int64_t time_ns = 0;      // gpu_end - gpu_start when measured, else dur_ns
   int group_size = 0;
-  std::string group_ranks;  // "0,1,2,3"
+  std::string_view group_ranks;  // "0,1,2,3"; valid while the pass runs
   bool completed = false;
   bool in_window = false;   // an analysed rank, started inside its span
 };
@@ -49,6 +50,8 @@ struct GroupVisitor {
 };
 Status for_each_collective_group(const profiler::SqliteDb& db, const AnalysisWindow& window,
                                  const GroupVisitor& visitor);
+// One visitor that calls each of `visitors` in turn, so several analyses share one pass.
+GroupVisitor visit_all(std::vector<GroupVisitor> visitors);
 
 // True when the run is over (any status but `running`), so a rank that never recorded an op
 // will not record it later.

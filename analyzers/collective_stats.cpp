@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "analyzers/bandwidth.h"
@@ -36,6 +37,10 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ", "));
 }
 
+}  // namespace
+
+namespace detail {
+
 // Accumulates one communicator at a time; matching state is per communicator.
 class StatsCollector {
  public:
@@ -45,23 +50,36 @@ class StatsCollector {
   CollectiveStatsReport finish();
 
  private:
-  Accumulator& at(const std::string& comm, const std::string& op, int64_t bytes) {
-    return stats_[StatsKey{comm, op, size_bucket(bytes)}];
+  Accumulator& at(const std::string& comm, std::string_view op, int64_t bytes) {
+    // Consecutive rows are nearly always the same (op, bucket): one remembered entry saves a
+    // map search and two strings per row (std::map nodes do not move).
+    const int64_t bucket = size_bucket(bytes);
+    if (last_ != nullptr && bucket == last_bucket_ && op == last_op_) return *last_;
+    last_ = &stats_[StatsKey{comm, std::string(op), bucket}];
+    last_op_ = op;
+    last_bucket_ = bucket;
+    return *last_;
   }
   void match_collective(const CollectiveGroup& group,
                         const std::vector<const CollectiveRow*>& rows);
   void match_p2p(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
   void note_desync(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
-  void note_missing(const CollectiveGroup& group, int rank, const std::string& op,
+  void note_missing(const CollectiveGroup& group, int rank, std::string_view op,
                     std::vector<int> present);
 
   CollectiveStatsReport report_;
   std::map<StatsKey, Accumulator> stats_;
+  // The entry `at` returned last, within the current communicator.
+  Accumulator* last_ = nullptr;
+  std::string last_op_;
+  int64_t last_bucket_ = 0;
   // Per communicator: its desync (index into report_.desyncs), the highest seq each rank
   // recorded, and the runs each rank missed (settled in end_comm).
   std::optional<size_t> desync_;
   std::map<int, int64_t> max_seq_;
   std::map<int, std::vector<MissingCollective>> pending_;
+  // Reused between groups, so a group costs no allocation.
+  std::vector<const CollectiveRow*> collectives_, p2p_;
 };
 
 void StatsCollector::add_group(const CollectiveGroup& group) {
@@ -71,7 +89,10 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
   }
   if (!group.in_window()) return;
   ++report_.groups;
-  std::vector<const CollectiveRow*> collectives, p2p;
+  std::vector<const CollectiveRow*>& collectives = collectives_;
+  std::vector<const CollectiveRow*>& p2p = p2p_;
+  collectives.clear();
+  p2p.clear();
   for (const CollectiveRow& row : group.rows) {
     (is_p2p(row.op) ? p2p : collectives).push_back(&row);
     if (!row.in_window || !row.completed) continue;
@@ -152,14 +173,16 @@ void StatsCollector::note_desync(const CollectiveGroup& group,
   Desync desync;
   desync.comm_id = group.comm_id;
   desync.seq = group.seq;
-  for (const CollectiveRow* row : rows) desync.members.push_back({row->rank, row->op, row->bytes});
+  for (const CollectiveRow* row : rows) {
+    desync.members.push_back({row->rank, std::string(row->op), row->bytes});
+  }
   std::sort(desync.members.begin(), desync.members.end(),
             [](const DesyncMember& a, const DesyncMember& b) { return a.rank < b.rank; });
   desync_ = report_.desyncs.size();
   report_.desyncs.push_back(std::move(desync));
 }
 
-void StatsCollector::note_missing(const CollectiveGroup& group, int rank, const std::string& op,
+void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::string_view op,
                                   std::vector<int> present) {
   std::vector<MissingCollective>& runs = pending_[rank];
   if (!runs.empty() && (runs.back().last_seq + 1 == group.seq ||
@@ -168,7 +191,8 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, const 
     ++runs.back().count;
     return;
   }
-  runs.push_back({group.comm_id, rank, op, group.seq, group.seq, 1, std::move(present)});
+  runs.push_back(
+      {group.comm_id, rank, std::string(op), group.seq, group.seq, 1, std::move(present)});
 }
 
 // A seq counts as missing once the member recorded a later one, or the run is over.
@@ -192,6 +216,7 @@ void StatsCollector::end_comm() {
   pending_.clear();
   max_seq_.clear();
   desync_.reset();
+  last_ = nullptr;
 }
 
 CollectiveStatsReport StatsCollector::finish() {
@@ -216,22 +241,33 @@ CollectiveStatsReport StatsCollector::finish() {
   return std::move(report_);
 }
 
-}  // namespace
+}  // namespace detail
 
 int64_t size_bucket(int64_t bytes) {
   if (bytes <= 0) return 0;
   return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(bytes)));
 }
 
+CollectiveStatsPass::CollectiveStatsPass(bool run_ended)
+    : collector_(std::make_unique<detail::StatsCollector>(run_ended)) {}
+CollectiveStatsPass::~CollectiveStatsPass() = default;
+
+GroupVisitor CollectiveStatsPass::visitor() {
+  GroupVisitor visitor;
+  detail::StatsCollector* collector = collector_.get();
+  visitor.on_group = [collector](const CollectiveGroup& group) { collector->add_group(group); };
+  visitor.on_comm_end = [collector](const std::string&) { collector->end_comm(); };
+  return visitor;
+}
+
+CollectiveStatsReport CollectiveStatsPass::finish() { return collector_->finish(); }
+
 StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteDb& db,
                                                          const AnalysisWindow& window) {
   ASSIGN_OR_RETURN(bool ended, run_has_ended(db));
-  StatsCollector collector(ended);
-  GroupVisitor visitor;
-  visitor.on_group = [&](const CollectiveGroup& group) { collector.add_group(group); };
-  visitor.on_comm_end = [&](const std::string&) { collector.end_comm(); };
-  RETURN_IF_ERROR(for_each_collective_group(db, window, visitor));
-  return collector.finish();
+  CollectiveStatsPass pass(ended);
+  RETURN_IF_ERROR(for_each_collective_group(db, window, pass.visitor()));
+  return pass.finish();
 }
 
 namespace {

@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analyzers/analysis_window.h"
+#include "analyzers/collective_groups.h"
 #include "analyzers/finding.h"
 #include "core/status.h"
 #include "profiler/sqlite_db.h"
@@ -73,6 +75,28 @@ struct CollectiveStatsReport {
 // Size bucket of an op of `bytes` bytes (0 for 0 bytes), and nccl-tests' way to print it (bytes).
 int64_t size_bucket(int64_t bytes);
 
+namespace detail {
+class StatsCollector;
+}
+
+// The statistics as one consumer of a pass over the groups (for_each_collective_group), so
+// `partrain analyze` reads the groups once for them and the straggler analysis together.
+class CollectiveStatsPass {
+ public:
+  explicit CollectiveStatsPass(bool run_ended);  // run_has_ended(db)
+  ~CollectiveStatsPass();
+  CollectiveStatsPass(const CollectiveStatsPass&) = delete;
+  CollectiveStatsPass& operator=(const CollectiveStatsPass&) = delete;
+  // Valid while this pass lives.
+  GroupVisitor visitor();
+  // Once, after the pass has seen every group.
+  CollectiveStatsReport finish();
+
+ private:
+  std::unique_ptr<detail::StatsCollector> collector_;
+};
+
+// A pass of its own over the window's groups.
 StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteDb& db,
                                                          const AnalysisWindow& window);
 std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& report);

@@ -11,6 +11,7 @@
 
 #include "analyzers/workload_run_config.h"
 #include "memory/memory_estimate.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -20,41 +21,6 @@ using profiler::SqliteDb;
 using profiler::SqliteStatement;
 
 constexpr size_t kCategories = memory::kAllCategories.size();
-
-memory::ModelConfig model_of(const WorkloadRunConfig& c) {
-  if (c.workload == "mlp") {
-    memory::ModelConfig model;
-    model.name = "builtin-mlp";
-    model.architecture = memory::Architecture::kMlp;
-    model.layers = c.layers;
-    model.hidden = c.hidden;
-    return model;
-  }
-  memory::ModelConfig model = memory::gpt_model(c.layers, c.hidden, c.heads, c.vocab, c.seq);
-  model.name = "builtin-gpt";
-  model.ffn = c.ffn;
-  return model;
-}
-
-StatusOr<memory::MemoryEstimate> estimate_for(const WorkloadRunConfig& c) {
-  memory::EstimateInput in;
-  in.model = model_of(c);
-  in.layout.dp = c.dp;
-  in.layout.tp = c.tp;
-  in.layout.pp = c.pp;
-  in.layout.vpp = c.vpp;
-  in.layout.sp = c.sp;
-  in.layout.zero = c.zero;
-  in.layout.schedule = c.schedule;
-  in.layout.pp_split = c.pp_split;
-  in.layout.micro_batch = c.micro_batch;
-  in.layout.global_batch = c.global_batch;
-  in.layout.recompute = memory::parse_recompute(c.recompute).value_or(memory::Recompute::kNone);
-  ASSIGN_OR_RETURN(in.recipe, memory::precision_recipe(c.precision, memory::Optimizer::kAdamW));
-  in.reserve_bytes = 0;  // the trace measures tracked tensors, not the CUDA context or NCCL
-  in.bucket_bytes = 0;   // the workloads' DDP reduces gradients in place (no bucket copies)
-  return memory::estimate_memory(in);
-}
 
 std::array<std::optional<double>, kCategories> stage_estimate(const memory::StageMemory& s) {
   std::array<std::optional<double>, kCategories> out;
@@ -75,7 +41,8 @@ Status measure_peaks(const SqliteDb& db, RankMemory& out, std::array<double, kCa
   stmt.bind(1, int64_t{out.rank});
   std::array<double, kCategories> now{};
   double total = 0;
-  while (stmt.step() == SQLITE_ROW) {
+  int rc = SQLITE_ROW;
+  while ((rc = stmt.step()) == SQLITE_ROW) {
     // The raw table's category is memory::Category's value (share/schema.sql, memory_category);
     // the memory_events view's text costs a join and a parse per sample.
     const int64_t code = stmt.column_int(0);
@@ -88,6 +55,10 @@ Status measure_peaks(const SqliteDb& db, RankMemory& out, std::array<double, kCa
     peaks[c] = std::max(peaks[c], bytes);
     seen[c] = true;
     out.peak_total_bytes = std::max(out.peak_total_bytes, total);
+  }
+  if (rc != SQLITE_DONE) {
+    return profiler::trace_read_error(
+        db, fmt::format("reading the memory samples of rank {}", out.rank));
   }
   return Status::ok();
 }
@@ -107,7 +78,9 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const SqliteDb& db,
   if (!config) {
     report.estimate_note = "not a built-in workload run: peaks only";
   } else {
-    StatusOr<memory::MemoryEstimate> e = estimate_for(*config);
+    StatusOr<memory::EstimateInput> input = workload_estimate_input(*config);
+    StatusOr<memory::MemoryEstimate> e =
+        input.is_ok() ? memory::estimate_memory(*input) : StatusOr<memory::MemoryEstimate>(input.status());
     if (e.is_ok()) {
       estimate = std::move(e).value();
       report.has_estimate = true;

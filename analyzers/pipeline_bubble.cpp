@@ -15,6 +15,7 @@
 #include "analyzers/pipeline_simulation.h"
 #include "analyzers/workload_run_config.h"
 #include "memory/pipeline.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -45,13 +46,15 @@ constexpr const char* kPhaseSql =
     "WHERE rank = ?1 AND category = 'phase' "
     "AND name IN ('forward', 'backward') AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY ts_ns";
 
-// Fills busy, first/last and the action sums from the phase slices starting in [start, end).
-void measure_phases(SqliteStatement& phases, int64_t start, int64_t end, RankStep& out) {
+// Fills busy, first/last and the action sums from the phase slices starting in [start, end);
+// false on a read error.
+bool measure_phases(SqliteStatement& phases, int64_t start, int64_t end, RankStep& out) {
   phases.reset();
   phases.bind(2, start);
   phases.bind(3, end);
   int64_t open_start = 0, open_end = std::numeric_limits<int64_t>::min();
-  while (phases.step() == SQLITE_ROW) {
+  int rc = SQLITE_ROW;
+  while ((rc = phases.step()) == SQLITE_ROW) {
     const int64_t s = phases.column_int(0), e = phases.column_int(1);
     const bool forward = phases.column_text(2) == "forward";
     const int micro_batch = phases.column_is_null(3) ? -1 : static_cast<int>(phases.column_int(3));
@@ -69,6 +72,7 @@ void measure_phases(SqliteStatement& phases, int64_t start, int64_t end, RankSte
     }
   }
   if (open_end > open_start) out.busy += open_end - open_start;
+  return rc == SQLITE_DONE;
 }
 
 StatusOr<std::vector<RankStep>> measure_rank(const SqliteDb& db, const AnalysisWindow& window,
@@ -79,7 +83,9 @@ StatusOr<std::vector<RankStep>> measure_rank(const SqliteDb& db, const AnalysisW
   if (!window.has_steps) {
     const RankSpan& span = window.spans.at(rank);
     RankStep row{{}, rank, 0, span.duration_ns()};
-    measure_phases(phases, span.start_ns, span.end_ns, row);
+    if (!measure_phases(phases, span.start_ns, span.end_ns, row)) {
+      return profiler::trace_read_error(db, fmt::format("reading the phases of rank {}", rank));
+    }
     out.push_back(row);
     return out;
   }
@@ -93,7 +99,9 @@ StatusOr<std::vector<RankStep>> measure_rank(const SqliteDb& db, const AnalysisW
   while (steps.step() == SQLITE_ROW) {
     RankStep row{{}, rank, steps.column_int(0), steps.column_int(2)};
     const int64_t start = steps.column_int(1);
-    measure_phases(phases, start, start + row.step_ns, row);
+    if (!measure_phases(phases, start, start + row.step_ns, row)) {
+      return profiler::trace_read_error(db, fmt::format("reading the phases of rank {}", rank));
+    }
     if (row.forwards + row.backwards > 0) out.push_back(row);
   }
   return out;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -28,7 +29,7 @@ struct RankAccumulator {
   int64_t last = 0;
   int64_t wait_ns = 0;
   SampleQuantiles late_ns;  // lateness where it was last at a delayed collective
-  std::map<std::string, OpCounts> by_op;
+  std::map<std::string, OpCounts, std::less<>> by_op;
 };
 
 // Median duration of the analysed ranks' steps inside the window and the number of steps.
@@ -54,9 +55,17 @@ StatusOr<std::pair<double, int64_t>> step_time(const profiler::SqliteDb& db,
   return std::pair{durations.median() / kNsPerMs, window.last_step - window.first_step + 1};
 }
 
+OpCounts& op_counts(RankAccumulator& acc, std::string_view op) {
+  auto found = acc.by_op.find(op);
+  if (found == acc.by_op.end()) found = acc.by_op.emplace(std::string(op), OpCounts{}).first;
+  return found->second;
+}
+
 // A collective group counts when two or more members recorded it and all agree on op and size.
-void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks) {
-  std::vector<const CollectiveRow*> rows;
+// `rows` is scratch space reused between groups.
+void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks,
+               std::vector<const CollectiveRow*>& rows) {
+  rows.clear();
   for (const CollectiveRow& row : group.rows) {
     if (!is_p2p(row.op)) rows.push_back(&row);
   }
@@ -74,7 +83,7 @@ void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ran
     ++acc.matched;
     if (!delayed) continue;
     ++acc.delayed;
-    OpCounts& op = acc.by_op[row->op];
+    OpCounts& op = op_counts(acc, row->op);
     ++op.delayed;
     if (row->ts_ns == latest) {
       ++acc.last;
@@ -126,15 +135,33 @@ std::string op_plural(std::string op) {
 
 }  // namespace
 
-StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
-                                             const AnalysisWindow& window) {
+namespace detail {
+
+struct StragglerRanks {
+  std::map<int, RankAccumulator> ranks;
+  std::vector<const CollectiveRow*> scratch;
+};
+
+}  // namespace detail
+
+StragglerPass::StragglerPass() : ranks_(std::make_unique<detail::StragglerRanks>()) {}
+StragglerPass::~StragglerPass() = default;
+
+GroupVisitor StragglerPass::visitor() {
+  GroupVisitor visitor;
+  detail::StragglerRanks* state = ranks_.get();
+  visitor.on_group = [state](const CollectiveGroup& group) {
+    add_group(group, state->ranks, state->scratch);
+  };
+  return visitor;
+}
+
+StatusOr<StragglerReport> StragglerPass::finish(const profiler::SqliteDb& db,
+                                                const AnalysisWindow& window) {
   StragglerReport report;
   ASSIGN_OR_RETURN(auto step, step_time(db, window));
   std::tie(report.median_step_ms, report.steps) = step;
-  std::map<int, RankAccumulator> ranks;
-  GroupVisitor visitor;
-  visitor.on_group = [&](const CollectiveGroup& group) { add_group(group, ranks); };
-  RETURN_IF_ERROR(for_each_collective_group(db, window, visitor));
+  const std::map<int, RankAccumulator>& ranks = ranks_->ranks;
   int64_t total_wait_ns = 0;
   for (const auto& [rank, acc] : ranks) total_wait_ns += acc.wait_ns;
   double best = 0;
@@ -148,6 +175,13 @@ StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
     }
   }
   return report;
+}
+
+StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
+                                             const AnalysisWindow& window) {
+  StragglerPass pass;
+  RETURN_IF_ERROR(for_each_collective_group(db, window, pass.visitor()));
+  return pass.finish(db, window);
 }
 
 std::vector<Finding> straggler_findings(const StragglerReport& report) {

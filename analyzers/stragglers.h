@@ -7,11 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzers/analysis_window.h"
+#include "analyzers/collective_groups.h"
 #include "analyzers/finding.h"
 #include "core/status.h"
 #include "profiler/sqlite_db.h"
@@ -57,6 +59,28 @@ inline constexpr double kChanceFactor = 1.5;
 inline constexpr double kMinWaitMs = 1.0;
 inline constexpr double kMinStepShare = 0.02;
 
+namespace detail {
+struct StragglerRanks;
+}
+
+// The analysis as one consumer of a pass over the groups (for_each_collective_group), so
+// `partrain analyze` reads the groups once for it and the collective statistics together.
+class StragglerPass {
+ public:
+  StragglerPass();
+  ~StragglerPass();
+  StragglerPass(const StragglerPass&) = delete;
+  StragglerPass& operator=(const StragglerPass&) = delete;
+  // Valid while this pass lives.
+  GroupVisitor visitor();
+  // Once, after the pass has seen every group; reads the window's step times.
+  StatusOr<StragglerReport> finish(const profiler::SqliteDb& db, const AnalysisWindow& window);
+
+ private:
+  std::unique_ptr<detail::StragglerRanks> ranks_;
+};
+
+// A pass of its own over the window's groups.
 StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
                                              const AnalysisWindow& window);
 std::vector<Finding> straggler_findings(const StragglerReport& report);

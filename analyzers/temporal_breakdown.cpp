@@ -8,10 +8,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <string_view>
 #include <utility>
+
+#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -19,54 +22,100 @@ namespace {
 using profiler::SqliteDb;
 using profiler::SqliteStatement;
 
-enum Kind { kCompute = 0, kComm = 1, kMemcpy = 2, kPhase = 3 };
+enum Kind { kCompute = 0, kComm = 1, kMemcpy = 2, kPhase = 3, kNone = 4 };
 
-// One track's slices of the three kinds, and phases, that touch [lo, hi), by start time.
+// One track's slices that touch [lo, hi), by start time, from the raw table: the slice_track_ts
+// index gives the order, and the `slices` view's four joins per row (track, kind, two strings)
+// would cost more than the sweep. The category stays the schema's code; SliceKinds maps it.
 constexpr const char* kTrackSlicesSql =
-    "SELECT ts_ns, ts_ns + dur_ns, CASE category WHEN 'compute' THEN 0 WHEN 'kernel' THEN 0 "
-    "WHEN 'collective' THEN 1 WHEN 'p2p' THEN 1 WHEN 'phase' THEN 3 ELSE 2 END "
-    "FROM slices WHERE rank = ?1 AND track_kind = ?2 AND track = ?3 "
-    "AND category IN ('compute', 'kernel', 'collective', 'p2p', 'memcpy', 'memset', 'phase') "
-    "AND ts_ns < ?5 AND ts_ns + dur_ns > ?4 ORDER BY ts_ns";
+    "SELECT ts_ns, ts_ns + dur_ns, category FROM slice "
+    "WHERE track_id = ?1 AND ts_ns < ?3 AND ts_ns + dur_ns > ?2 ORDER BY ts_ns";
+
+// What each slice category code counts as, from the trace's own slice_category table, so the
+// codes are written once (share/schema.sql).
+class SliceKinds {
+ public:
+  SliceKinds() { kinds_.fill(kNone); }
+  static StatusOr<SliceKinds> read(const SqliteDb& db) {
+    ASSIGN_OR_RETURN(auto stmt,
+                     SqliteStatement::prepare(db, "SELECT id, name FROM slice_category"));
+    SliceKinds kinds;
+    int rc = SQLITE_ROW;
+    while ((rc = stmt.step()) == SQLITE_ROW) {
+      const int64_t code = stmt.column_int(0);
+      if (code < 0 || code >= kCodes) continue;
+      kinds.kinds_[static_cast<size_t>(code)] = kind_of(stmt.column_text(1));
+    }
+    if (rc != SQLITE_DONE) return failed("reading slice categories: {}", db.error_message());
+    return kinds;
+  }
+  Kind kind(int64_t code) const {
+    return code >= 0 && code < kCodes ? kinds_[static_cast<size_t>(code)] : kNone;
+  }
+
+ private:
+  static constexpr int64_t kCodes = 64;
+  static Kind kind_of(std::string_view category) {
+    if (category == "compute" || category == "kernel") return kCompute;
+    if (category == "collective" || category == "p2p") return kComm;
+    if (category == "memcpy" || category == "memset") return kMemcpy;
+    if (category == "phase") return kPhase;
+    return kNone;  // sync, step: neither busy time nor a phase
+  }
+  std::array<Kind, kCodes> kinds_;
+};
 
 struct TrackCursor {
   SqliteStatement stmt;
+  const SliceKinds* kinds = nullptr;
   bool done = false;
   int64_t start = 0, end = 0;
   int kind = 0;
-  void advance() {
-    done = stmt.step() != SQLITE_ROW;
-    if (!done) {
+  // Steps to the next slice of a kind the sweep counts; false on a read error.
+  bool advance() {
+    int rc = SQLITE_ROW;
+    while ((rc = stmt.step()) == SQLITE_ROW) {
+      const Kind k = kinds->kind(stmt.column_int(2));
+      if (k == kNone) continue;
       start = stmt.column_int(0);
       end = stmt.column_int(1);
-      kind = static_cast<int>(stmt.column_int(2));
+      kind = k;
+      return true;
     }
+    done = true;
+    return rc == SQLITE_DONE;
   }
 };
 
-StatusOr<std::vector<TrackCursor>> open_tracks(const SqliteDb& db, int rank, const RankSpan& span) {
+StatusOr<std::vector<TrackCursor>> open_tracks(const SqliteDb& db, int rank, const RankSpan& span,
+                                               const SliceKinds& kinds) {
   ASSIGN_OR_RETURN(auto tracks, SqliteStatement::prepare(
-                                    db, "SELECT kind, name FROM tracks WHERE rank = ?1 "
+                                    db, "SELECT track_id FROM tracks WHERE rank = ?1 "
                                         "AND kind <> 'memory' ORDER BY track_id"));
   tracks.bind(1, int64_t{rank});
   std::vector<TrackCursor> cursors;
-  while (tracks.step() == SQLITE_ROW) {
+  int rc = SQLITE_ROW;
+  while ((rc = tracks.step()) == SQLITE_ROW) {
     TrackCursor cursor;
+    cursor.kinds = &kinds;
     ASSIGN_OR_RETURN(cursor.stmt, SqliteStatement::prepare(db, kTrackSlicesSql));
-    cursor.stmt.bind(1, int64_t{rank});
-    cursor.stmt.bind(2, tracks.column_text(0));
-    cursor.stmt.bind(3, tracks.column_text(1));
-    cursor.stmt.bind(4, span.start_ns);
-    cursor.stmt.bind(5, span.end_ns);
-    cursor.advance();
+    cursor.stmt.bind(1, tracks.column_int(0));
+    cursor.stmt.bind(2, span.start_ns);
+    cursor.stmt.bind(3, span.end_ns);
+    if (!cursor.advance()) {
+      return profiler::trace_read_error(db, fmt::format("reading the slices of rank {}", rank));
+    }
     if (!cursor.done) cursors.push_back(std::move(cursor));
   }
+  if (rc != SQLITE_DONE) return failed("listing tracks of rank {}: {}", rank, db.error_message());
   return cursors;
 }
 
 // Feeds the rank's slices, clipped to its span, to the unions in order of start time.
-Status sweep_rank(const SqliteDb& db, const RankSpan& span, RankBreakdown& out) {
-  ASSIGN_OR_RETURN(std::vector<TrackCursor> cursors, open_tracks(db, out.rank, span));
+Status sweep_rank(const SqliteDb& db, const RankSpan& span, const SliceKinds& slice_kinds,
+                  RankBreakdown& out) {
+  ASSIGN_OR_RETURN(std::vector<TrackCursor> cursors,
+                   open_tracks(db, out.rank, span, slice_kinds));
   IntervalUnion kinds[3], compute_or_comm, busy, phases_or_busy;
   while (true) {
     TrackCursor* next = nullptr;
@@ -84,7 +133,9 @@ Status sweep_rank(const SqliteDb& db, const RankSpan& span, RankBreakdown& out) 
         busy.add(start, end);
       }
     }
-    next->advance();
+    if (!next->advance()) {
+      return profiler::trace_read_error(db, fmt::format("reading the slices of rank {}", out.rank));
+    }
   }
   out.compute_ns = kinds[kCompute].total_ns();
   out.comm_ns = kinds[kComm].total_ns();
@@ -147,13 +198,14 @@ StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const profiler::SqliteDb&
                                                        const AnalysisWindow& window) {
   TemporalBreakdown report;
   report.has_steps = window.has_steps;
+  ASSIGN_OR_RETURN(const SliceKinds slice_kinds, SliceKinds::read(db));
   for (int rank : window.ranks) {
     const RankSpan& span = window.spans.at(rank);
     RankBreakdown row;
     row.rank = rank;
     row.window_ns = span.duration_ns();
     row.steps = span.steps;
-    RETURN_IF_ERROR(sweep_rank(db, span, row));
+    RETURN_IF_ERROR(sweep_rank(db, span, slice_kinds, row));
     ASSIGN_OR_RETURN(row.step_times, step_times(db, rank, window));
     report.ranks.push_back(row);
   }

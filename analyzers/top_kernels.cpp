@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <map>
 
+#include "profiler/trace_open.h"
+
 namespace partrain::analyzers {
 
 StatusOr<TopKernels> analyze_top_kernels(const profiler::SqliteDb& db, const AnalysisWindow& window,
@@ -17,18 +19,27 @@ StatusOr<TopKernels> analyze_top_kernels(const profiler::SqliteDb& db, const Ana
                                       "GROUP BY name"));
   std::map<std::string, KernelRow> by_name;
   TopKernels report;
+  // A CPU trace has no kernel rows, and the query would still walk every slice of the window.
+  ASSIGN_OR_RETURN(auto any, profiler::SqliteStatement::prepare(
+                                 db, "SELECT EXISTS (SELECT 1 FROM kernels)"));
+  if (any.step() != SQLITE_ROW) return profiler::trace_read_error(db, "reading the kernels");
+  if (any.column_int(0) == 0) return report;
   for (int rank : window.ranks) {
     const RankSpan& span = window.spans.at(rank);
     stmt.reset();
     stmt.bind(1, int64_t{rank});
     stmt.bind(2, span.start_ns);
     stmt.bind(3, span.end_ns);
-    while (stmt.step() == SQLITE_ROW) {
+    int rc = SQLITE_ROW;
+    while ((rc = stmt.step()) == SQLITE_ROW) {
       KernelRow& row = by_name[stmt.column_text(0)];
       row.count += stmt.column_int(1);
       row.total_ns += stmt.column_int(2);
       report.kernel_count += stmt.column_int(1);
       report.kernel_ns += stmt.column_int(2);
+    }
+    if (rc != SQLITE_DONE) {
+      return profiler::trace_read_error(db, fmt::format("reading the kernels of rank {}", rank));
     }
   }
   report.distinct = by_name.size();

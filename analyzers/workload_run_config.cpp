@@ -48,6 +48,35 @@ std::optional<WorkloadRunConfig> parse_workload_run_config(const std::string& js
   }
 }
 
+StatusOr<memory::EstimateInput> workload_estimate_input(const WorkloadRunConfig& c) {
+  memory::EstimateInput in;
+  if (c.workload == "mlp") {
+    in.model.name = "builtin-mlp";
+    in.model.architecture = memory::Architecture::kMlp;
+    in.model.layers = c.layers;
+    in.model.hidden = c.hidden;
+  } else {
+    in.model = memory::gpt_model(c.layers, c.hidden, c.heads, c.vocab, c.seq);
+    in.model.name = "builtin-gpt";
+    in.model.ffn = c.ffn;
+  }
+  in.layout.dp = c.dp;
+  in.layout.tp = c.tp;
+  in.layout.pp = c.pp;
+  in.layout.vpp = c.vpp;
+  in.layout.sp = c.sp;
+  in.layout.zero = c.zero;
+  in.layout.schedule = c.schedule;
+  in.layout.pp_split = c.pp_split;
+  in.layout.micro_batch = c.micro_batch;
+  in.layout.global_batch = c.global_batch;
+  in.layout.recompute = memory::parse_recompute(c.recompute).value_or(memory::Recompute::kNone);
+  ASSIGN_OR_RETURN(in.recipe, memory::precision_recipe(c.precision, memory::Optimizer::kAdamW));
+  in.reserve_bytes = 0;
+  in.bucket_bytes = 0;
+  return in;
+}
+
 StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(const profiler::SqliteDb& db) {
   ASSIGN_OR_RETURN(auto stmt, profiler::SqliteStatement::prepare(
                                   db, "SELECT config FROM runs WHERE config IS NOT NULL LIMIT 1"));

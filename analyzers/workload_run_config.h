@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "memory/memory_estimate.h"
 #include "memory/training_layout.h"
 #include "profiler/sqlite_db.h"
 
@@ -32,6 +33,11 @@ struct WorkloadRunConfig {
   int pp_stage(int rank) const { return rank / (tp * dp); }
   int pipeline_of(int rank) const { return rank % (tp * dp); }
 };
+
+// The memory estimator's input for the run: its model, layout and precision recipe, with no
+// reserve (a trace measures tracked tensors, not the CUDA context or NCCL) and no DDP bucket
+// copies (the workloads reduce gradients in place).
+StatusOr<memory::EstimateInput> workload_estimate_input(const WorkloadRunConfig& config);
 
 // nullopt when the run's config is not a built-in workload's (a foreign job under `partrain
 // trace`); an error only when the runs view cannot be read.

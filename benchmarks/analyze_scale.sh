@@ -57,11 +57,15 @@ last_step=$(sqlite3 "$db" 'SELECT MAX(step) FROM step')
 echo "trace: $db, $events events (slices + memory samples), steps 0..$last_step," \
   "$(du -h "$db" | cut -f1)"
 
-/usr/bin/time -v "$PARTRAIN" analyze "$db" >"$dir/report.txt" 2>"$dir/time.txt" ||
+# -v: each section's finishing time (since the analysis began) on stderr, beside time's report.
+/usr/bin/time -v "$PARTRAIN" -v analyze "$db" >"$dir/report.txt" 2>"$dir/time.txt" ||
   { cat "$dir/time.txt"; exit 1; }
 grep -q "steps 1..$last_step (warm-up 1 skipped)" "$dir/report.txt" ||
   { echo "the report does not cover steps 1..$last_step:"; cat "$dir/report.txt"; exit 1; }
 wall=$(grep 'Elapsed (wall clock)' "$dir/time.txt" | awk '{print $NF}')
+user=$(grep 'User time' "$dir/time.txt" | awk '{print $NF}')
+sys=$(grep 'System time' "$dir/time.txt" | awk '{print $NF}')
 rss_kb=$(grep 'Maximum resident set size' "$dir/time.txt" | awk '{print $NF}')
-echo "partrain analyze: $events events in $wall (m:ss), max RSS $((rss_kb / 1024)) MiB" \
-  "(target <= 10 s, <= 1024 MiB)"
+grep -o 'analysis section .* done at .*' "$dir/time.txt" | sed 's/^/  /' || true
+echo "partrain analyze: $events events in $wall (m:ss) wall, ${user} s user, ${sys} s system," \
+  "max RSS $((rss_kb / 1024)) MiB (target <= 10 s wall, <= 1024 MiB)"

@@ -3,7 +3,9 @@
 // whose writer died as incomplete, the one change a reader ever makes to an input trace.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <string_view>
 
 #include "core/status.h"
 #include "profiler/sqlite_db.h"
@@ -18,12 +20,17 @@ enum class TraceOpenMode {
 
 struct TraceFile {
   std::filesystem::path path;
-  SqliteDb db;  // read-only connection
+  SqliteDb db;  // read-only connection, for one thread at a time (opened without a mutex)
   int schema_version = 0;
   RunStatus status = RunStatus::kRunning;
   bool writer_alive = false;       // the run is live: its writer holds the lock
   bool marked_incomplete = false;  // this open changed `running` to `incomplete` in the file
 };
+
+// Files up to this size get a full integrity check when opened (PRAGMA quick_check); larger ones
+// a probe of their length, schema and per-run tables, the event tables being checked page by
+// page as they are read (trace_read_error).
+inline constexpr uintmax_t kFullCheckBytes = uintmax_t{64} << 20;
 
 // Whether a live TraceWriter holds `trace` (its `<trace>-writer` flock, released by the kernel
 // when the writer's process exits or is killed).
@@ -32,5 +39,11 @@ bool writer_alive(const std::filesystem::path& trace);
 // Errors are kUnreadable (exit 3) with a message naming the file and the case.
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path,
                                TraceOpenMode mode = TraceOpenMode::kRead);
+
+// The error for a read of an opened trace that just failed on `db` (`what`: "reading the slices
+// of rank 0"): kUnreadable (exit 3), as open_trace would have said, when SQLite found the file
+// truncated or corrupted; kFailed otherwise. Readers use it for the event tables, which
+// open_trace's probe of a large file leaves unchecked.
+Status trace_read_error(const SqliteDb& db, std::string_view what);
 
 }  // namespace partrain::profiler

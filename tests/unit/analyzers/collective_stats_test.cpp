@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analyzers/stragglers.h"
 #include "tests/unit/analyzers/collective_fixture.h"
 
 namespace partrain::analyzers {
@@ -205,6 +206,45 @@ TEST(CollectiveStatsTest, SendRecvMatchAsPairs) {
   EXPECT_NEAR(send->busbw_gbps, 0.004096, 1e-12);
   EXPECT_EQ(send->matched, 1);
   EXPECT_NEAR(send->skew_p50_ms, 0.0003, 1e-12);
+}
+
+// `partrain analyze` feeds the statistics and the stragglers from one read of the groups; each
+// must come out as its own pass gives it, over two communicators (matching state is per
+// communicator), a desync, a missing member and a rank that starts late.
+TEST(CollectiveStatsTest, SharedPassGivesWhatSeparatePassesGive) {
+  CollectiveTrace trace("shared_pass");
+  for (uint64_t seq = 0; seq < 40; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) {
+      if (seq == 7 && rank == 2) continue;  // rank 2 never records seq 7
+      const int64_t start = static_cast<int64_t>(seq) * 10'000'000 + (rank == 3 ? 3'000'000 : 0);
+      trace.add({.rank = rank, .seq = seq, .bytes = seq == 30 && rank == 1 ? 512u : 4096u,
+                 .start_ns = start});
+      trace.add({.rank = rank, .comm = "tp", .seq = seq, .op = "all_gather",
+                 .start_ns = start + 1'000'000 + 1'000 * rank});
+    }
+  }
+  const profiler::SqliteDb& db = trace.finish();
+  const AnalysisWindow w = window({0, 1, 2, 3}, 0, 400'000'000);  // one 400 ms "step"
+  auto alone_stats = analyze_collective_stats(db, w);
+  auto alone_stragglers = analyze_stragglers(db, w);
+  ASSERT_TRUE(alone_stats.is_ok()) << alone_stats.status().message();
+  ASSERT_TRUE(alone_stragglers.is_ok()) << alone_stragglers.status().message();
+
+  CollectiveStatsPass stats(true);
+  StragglerPass stragglers;
+  ASSERT_TRUE(
+      for_each_collective_group(db, w, visit_all({stats.visitor(), stragglers.visitor()})).is_ok());
+  const CollectiveStatsReport shared_stats = stats.finish();
+  auto shared_stragglers = stragglers.finish(db, w);
+  ASSERT_TRUE(shared_stragglers.is_ok()) << shared_stragglers.status().message();
+
+  EXPECT_EQ(shared_stats.desyncs.size(), 1u);
+  EXPECT_EQ(shared_stats.missing_total, 2);  // seq 7 on both communicators
+  EXPECT_EQ(collective_stats_json(shared_stats), collective_stats_json(*alone_stats));
+  EXPECT_EQ(collective_matching_json(shared_stats), collective_matching_json(*alone_stats));
+  EXPECT_EQ(stragglers_json(*shared_stragglers), stragglers_json(*alone_stragglers));
+  ASSERT_TRUE(shared_stragglers->straggler.has_value()) << stragglers_json(*shared_stragglers);
+  EXPECT_EQ(*shared_stragglers->straggler, 3);
 }
 
 }  // namespace

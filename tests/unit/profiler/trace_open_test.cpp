@@ -1,0 +1,93 @@
+// trace_read_error: a damaged page of an event table, met by a read after open_trace (whose probe
+// of a large file leaves the event tables unchecked), is the same exit 3 as one open_trace finds;
+// other read errors stay failures.
+#include "profiler/trace_open.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "profiler/sqlite_db.h"
+#include "profiler/trace_writer.h"
+#include "tests/support/scratch_dir.h"
+
+namespace partrain::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path write_slices(const fs::path& path, int slices) {
+  auto writer = TraceWriter::create(path);
+  EXPECT_TRUE(writer.is_ok()) << writer.status().message();
+  std::vector<TraceEvent> batch;
+  for (int i = 0; i < slices; ++i) {
+    batch.push_back(SliceEvent{i % 4, TrackKind::kCpuThread, "main", "op", SliceCategory::kCompute,
+                               i, 1, i / 100, -1, -1});
+  }
+  (*writer)->append(batch);
+  EXPECT_TRUE((*writer)->set_run_status(RunStatus::kCompleted).is_ok());
+  return path;
+}
+
+// Overwrites page `page` (1-based) with garbage.
+void damage_page(const fs::path& path, int64_t page, int64_t page_bytes) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  const std::string garbage(static_cast<size_t>(page_bytes), '\x5a');
+  f.seekp((page - 1) * page_bytes);
+  f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+}
+
+TEST(TraceOpenTest, DamagedEventPageReadLaterIsUnreadable) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "damaged.db", 20'000);
+  int64_t root = 0, page_bytes = 0;
+  {
+    auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+    ASSERT_TRUE(db.is_ok());
+    root = std::stoll(db->query_text("SELECT rootpage FROM sqlite_schema WHERE name = 'slice'")
+                          ->value_or("0"));
+    page_bytes = std::stoll(db->query_text("PRAGMA page_size")->value_or("0"));
+  }
+  ASSERT_GT(root, 1);
+  damage_page(path, root, page_bytes);
+
+  // Read as an analysis reads after open_trace's probe let the file through.
+  auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(db.is_ok());
+  auto stmt = SqliteStatement::prepare(*db, "SELECT ts_ns, dur_ns FROM slice");
+  ASSERT_TRUE(stmt.is_ok());
+  int rc = SQLITE_ROW;
+  while ((rc = stmt->step()) == SQLITE_ROW) {
+  }
+  ASSERT_NE(rc, SQLITE_DONE);
+  const Status error = trace_read_error(*db, "reading the slices of rank 0");
+  EXPECT_EQ(error.code(), StatusCode::kUnreadable);
+  EXPECT_EQ(error.exit_code(), 3);
+  EXPECT_NE(error.message().find("reading the slices of rank 0: the trace is truncated or "
+                                 "corrupted"),
+            std::string::npos)
+      << error.message();
+
+  // open_trace checks a file of this size in full, so it refuses it up front.
+  auto opened = open_trace(path, TraceOpenMode::kReadStrict);
+  ASSERT_FALSE(opened.is_ok());
+  EXPECT_EQ(opened.status().code(), StatusCode::kUnreadable);
+}
+
+TEST(TraceOpenTest, OtherReadErrorsStayFailures) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "fine.db", 10);
+  auto trace = open_trace(path, TraceOpenMode::kReadStrict);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_FALSE(SqliteStatement::prepare(trace->db, "SELECT x FROM no_such_table").is_ok());
+  const Status error = trace_read_error(trace->db, "reading x");
+  EXPECT_EQ(error.code(), StatusCode::kFailed);
+  EXPECT_NE(error.message().find("reading x: no such table"), std::string::npos)
+      << error.message();
+}
+
+}  // namespace
+}  // namespace partrain::profiler
