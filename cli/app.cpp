@@ -112,7 +112,7 @@ int run(int argc, char** argv) {
 
   std::map<const CLI::App*, std::function<int()>> runners;
   for (auto add : {add_launch_command, add_trace_command, add_bench_command, add_memory_command,
-                   add_export_command, add_merge_command, add_analyze_command,
+                   add_export_command, add_merge_command, add_analyze_command, add_recommend_command,
                    add_worker_command}) {
     Subcommand sub = add(app);
     runners.emplace(sub.app, std::move(sub.run));
@@ -149,6 +149,16 @@ int run(int argc, char** argv) {
   }
   std::fprintf(stderr, "partrain: error: no subcommand given\nRun 'partrain --help'.\n");
   return 2;
+}
+
+int print_report(const StatusOr<std::string>& text) {
+  if (!text.is_ok()) {
+    log::error("{}", text.status().message());
+    return text.status().exit_code();
+  }
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  std::fflush(stdout);
+  return 0;
 }
 
 std::string invocation_line() {

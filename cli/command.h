@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+
 namespace partrain::cli {
 
 struct Subcommand {
@@ -23,6 +25,10 @@ Subcommand add_trace_command(CLI::App& parent);
 Subcommand add_export_command(CLI::App& parent);
 Subcommand add_merge_command(CLI::App& parent);
 Subcommand add_analyze_command(CLI::App& parent);
+Subcommand add_recommend_command(CLI::App& parent);
+
+// A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.
+int print_report(const StatusOr<std::string>& text);
 
 // This process's command line as typed (shell-quoted where needed), for a trace's run row.
 std::string invocation_line();

@@ -2,32 +2,20 @@
 // KV cache, reserve) for a model and a parallel layout, as the DeepSpeed and Megatron
 // estimators compute it; --explain shows the formulas, --sweep a table over dp x ZeRO x recompute.
 #include <charconv>
-#include <cstdio>
 
 #include "cli/command.h"
+#include "cli/model_flags.h"
 #include "core/byte_size.h"
-#include "core/log.h"
-#include "core/share_dir.h"
 #include "memory/explain.h"
 #include "memory/memory_report.h"
-#include "memory/presets.h"
 #include "memory/sweep.h"
 
 namespace partrain::cli {
 namespace {
 
-using memory::ModelConfig;
-
 struct MemoryFlags {
-  std::string model;
-  std::string model_file;
-  double params = 0;
-  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
-  bool swiglu = false;
-  bool rmsnorm = false;
-  bool no_bias = false;
-  bool untied_embeddings = false;
-  std::string position;
+  ModelFlags model;
+  GpuFlags gpu;
   int64_t micro_batch = 1;
   int64_t global_batch = 0;
   int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, zero = 0;
@@ -40,8 +28,6 @@ struct MemoryFlags {
   double bytes_per_param = 0;
   double dropout = 0;
   std::string optimizer = "adamw";
-  std::string gpu = "h100-80g";
-  std::string gpu_file;
   std::string reserve = "auto";
   std::string bucket_size = "25000000";
   bool inference = false;
@@ -85,64 +71,6 @@ StatusOr<std::vector<int>> parse_dp_sizes(const std::string& text) {
   return sizes;
 }
 
-// The dimension flags given on the command line override a preset's (or define a model).
-void apply_dimensions(const MemoryFlags& f, ModelConfig& m) {
-  // Dimensions that follow others unless given: multi-head attention keeps one KV head per
-  // head, and a GPT MLP stays 4 x hidden wide.
-  const bool multi_head = m.kv_heads == m.heads;
-  const bool gpt_width = m.mlp == memory::MlpKind::kGelu && m.ffn == 4 * m.hidden;
-  const std::pair<int64_t, int64_t*> dims[] = {{f.layers, &m.layers}, {f.hidden, &m.hidden},
-                                               {f.heads, &m.heads},   {f.kv_heads, &m.kv_heads},
-                                               {f.ffn, &m.ffn},       {f.vocab, &m.vocab},
-                                               {f.seq, &m.seq}};
-  for (const auto& [value, field] : dims) {
-    if (value > 0) *field = value;
-  }
-  if (multi_head && f.kv_heads == 0) m.kv_heads = m.heads;
-  if (gpt_width && f.ffn == 0) m.ffn = 4 * m.hidden;
-  if (f.swiglu) m.mlp = memory::MlpKind::kSwiglu;
-  if (f.rmsnorm) m.norm = memory::NormKind::kRmsNorm;
-  if (f.no_bias) m.bias = false;
-  if (f.untied_embeddings) m.tied_embeddings = false;
-  if (auto position = memory::parse_position(f.position)) m.position = *position;
-}
-
-// A model from dimensions only: GPT defaults; SwiGLU's ffn as LLaMA rounds 8h/3 up to 256.
-StatusOr<ModelConfig> dimensions_model(const MemoryFlags& f) {
-  if (f.layers == 0 || f.hidden == 0 || f.heads == 0 || f.vocab == 0 || f.seq == 0) {
-    return invalid_argument("give --model PRESET, --model-file FILE, --params N, or the dimensions "
-                            "--layers --hidden --heads --vocab --seq (and optionally --kv-heads "
-                            "--ffn --swiglu --rmsnorm --position --untied-embeddings)");
-  }
-  ModelConfig m = memory::gpt_model(f.layers, f.hidden, f.heads, f.vocab, f.seq);
-  m.name = "custom";
-  apply_dimensions(f, m);
-  if (f.kv_heads == 0) m.kv_heads = m.heads;
-  if (f.ffn == 0 && f.swiglu) m.ffn = (8 * m.hidden / 3 + 255) / 256 * 256;  // Touvron 2023 code
-  return m;
-}
-
-StatusOr<ModelConfig> resolve_model(const MemoryFlags& f) {
-  if (f.params > 0) return memory::bare_model(f.params);
-  ModelConfig m;
-  if (!f.model_file.empty()) {
-    ASSIGN_OR_RETURN(m, memory::load_model_file(f.model_file));
-  } else if (!f.model.empty()) {
-    ASSIGN_OR_RETURN(auto share, find_share_dir());
-    ASSIGN_OR_RETURN(m, memory::load_model_preset(share, f.model));
-  } else {
-    return dimensions_model(f);
-  }
-  apply_dimensions(f, m);
-  return m;
-}
-
-StatusOr<memory::GpuSpec> resolve_gpu(const MemoryFlags& f) {
-  if (!f.gpu_file.empty()) return memory::load_gpu_file(f.gpu_file);
-  ASSIGN_OR_RETURN(auto share, find_share_dir());
-  return memory::load_gpu_preset(share, f.gpu);
-}
-
 StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
   memory::TrainingLayout l;
   l.dp = f.dp;
@@ -154,7 +82,7 @@ StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
   l.zero = f.zero;
   l.micro_batch = f.micro_batch;
   if (f.global_batch > 0) l.global_batch = f.global_batch;
-  if (f.seq > 0) l.seq = f.seq;
+  if (f.model.seq > 0) l.seq = f.model.seq;
   l.schedule = *memory::parse_schedule(f.pp_schedule);  // the flag only accepts known names
   l.recompute = *memory::parse_recompute(f.recompute);
   l.flash_attention = f.flash_attn;
@@ -167,7 +95,7 @@ StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
 
 StatusOr<memory::EstimateInput> to_input(const MemoryFlags& f) {
   memory::EstimateInput in;
-  ASSIGN_OR_RETURN(in.model, resolve_model(f));
+  ASSIGN_OR_RETURN(in.model, resolve_model(f.model));
   ASSIGN_OR_RETURN(in.layout, to_layout(f));
   in.optimizer = *memory::parse_optimizer(f.optimizer);
   ASSIGN_OR_RETURN(in.recipe, memory::precision_recipe(f.precision, in.optimizer));
@@ -188,9 +116,9 @@ StatusOr<memory::EstimateInput> to_input(const MemoryFlags& f) {
 
 StatusOr<std::string> render(const MemoryFlags& f) {
   ASSIGN_OR_RETURN(memory::EstimateInput input, to_input(f));
-  ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f));
+  ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   input.capacity_bytes = gpu.memory_bytes;
-  memory::ReportContext context{f.params > 0 ? fmt::format("{:.4g} parameters", f.params)
+  memory::ReportContext context{f.model.params > 0 ? fmt::format("{:.4g} parameters", f.model.params)
                                              : input.model.name,
                                 gpu.name};
   if (f.sweep) {
@@ -204,38 +132,6 @@ StatusOr<std::string> render(const MemoryFlags& f) {
   std::string text = memory::format_estimate_text(input, estimate, context, f.per_stage);
   if (f.explain) text += memory::format_explain_text(memory::explain_estimate(input, estimate));
   return text;
-}
-
-int run_memory(const MemoryFlags& flags) {
-  StatusOr<std::string> text = render(flags);
-  if (!text.is_ok()) {
-    log::error("{}", text.status().message());
-    return text.status().exit_code();
-  }
-  std::fwrite(text->data(), 1, text->size(), stdout);
-  std::fflush(stdout);
-  return 0;
-}
-
-void add_model_flags(CLI::App& cmd, MemoryFlags& f) {
-  cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
-  cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
-  cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--layers", f.layers, "Transformer layers (overrides the preset's)")->check(CLI::PositiveNumber);
-  cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(CLI::PositiveNumber);
-  cmd.add_option("--heads", f.heads, "Attention heads a")->check(CLI::PositiveNumber);
-  cmd.add_option("--kv-heads", f.kv_heads, "Key/value heads (grouped-query attention)")->check(CLI::PositiveNumber);
-  cmd.add_option("--ffn", f.ffn, "MLP inner size (default 4h; with --swiglu LLaMA's 8h/3 rounded to 256)")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--vocab", f.vocab, "Vocabulary size V")->check(CLI::PositiveNumber);
-  cmd.add_option("--seq", f.seq, "Sequence length s (overrides the preset's)")->check(CLI::PositiveNumber);
-  cmd.add_flag("--swiglu", f.swiglu, "LLaMA-style SwiGLU MLP (3 matrices h x ffn)");
-  cmd.add_flag("--rmsnorm", f.rmsnorm, "RMSNorm instead of LayerNorm");
-  cmd.add_flag("--no-bias", f.no_bias, "Linear layers without biases (LLaMA)");
-  cmd.add_flag("--untied-embeddings", f.untied_embeddings, "A separate LM head (V x h)");
-  cmd.add_option("--position", f.position, "Positions: learned (s x h weights), rotary or alibi")
-      ->check(CLI::IsMember({"learned", "rotary", "alibi"}));
 }
 
 void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
@@ -274,8 +170,7 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
       ->capture_default_str()->check(CLI::Range(0.0, 0.999));
   cmd.add_option("--optimizer", f.optimizer, "adamw or sgd")->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
-  cmd.add_option("--gpu", f.gpu, "GPU preset (share/gpus/*.json): capacity")->capture_default_str();
-  cmd.add_option("--gpu-file", f.gpu_file, "GPU JSON file (the presets' format)");
+  add_gpu_flags(cmd, f.gpu, "capacity");
   cmd.add_option("--reserve", f.reserve,
                  "Memory kept aside (CUDA context, NCCL buffers, fragmentation): auto or a size "
                  "(4G)")->capture_default_str();
@@ -292,7 +187,7 @@ Subcommand add_memory_command(CLI::App& parent) {
       "memory", "Per-GPU memory by category (params, grads, optimizer, activations, comm, KV "
                 "cache, reserve) for a model and a parallel layout, and whether it fits");
   auto flags = std::make_shared<MemoryFlags>();
-  add_model_flags(*cmd, *flags);
+  add_model_flags(*cmd, flags->model);
   add_layout_flags(*cmd, *flags);
   add_recipe_flags(*cmd, *flags);
   cmd->add_flag("--per-stage", flags->per_stage, "Every pipeline stage, not only the heaviest");
@@ -312,7 +207,7 @@ Subcommand add_memory_command(CLI::App& parent) {
       "Formulas: Narayanan 2021 (parameters, FLOPs, bubble), Korthikanti 2022 (activations), ZeRO "
       "2019 (sharding), Kwon 2023 (KV cache); see docs/memory.md. GiB = 2^30 bytes, GB = 10^9. "
       "Exit 2 for an invalid layout or unknown preset, 3 for a malformed --model-file/--gpu-file.");
-  return {cmd, [flags] { return run_memory(*flags); }};
+  return {cmd, [flags] { return print_report(render(*flags)); }};
 }
 
 }  // namespace partrain::cli

@@ -15,6 +15,9 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 namespace partrain::testing {
 
 struct CommandResult {
@@ -28,6 +31,13 @@ inline std::string read_file(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// A command's --json output; a test failure naming the text when it is not JSON.
+inline nlohmann::json parse_json_output(const std::string& text) {
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  EXPECT_FALSE(json.is_discarded()) << text;
+  return json;
 }
 
 // Runs `sh -c command` with stdout and stderr captured into temporary files.

@@ -13,12 +13,7 @@ namespace partrain {
 namespace {
 
 using testing::run_partrain;
-
-nlohmann::json parse_json(const std::string& text) {
-  auto json = nlohmann::json::parse(text, nullptr, false);
-  EXPECT_FALSE(json.is_discarded()) << text;
-  return json;
-}
+constexpr auto parse_json = testing::parse_json_output;
 
 // The text table's GiB column for a category, e.g. "  total             88.31      94.82".
 double text_gib(const std::string& out, const std::string& category) {

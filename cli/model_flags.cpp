@@ -1,0 +1,96 @@
+#include "cli/model_flags.h"
+
+#include <utility>
+
+#include "core/share_dir.h"
+
+namespace partrain::cli {
+namespace {
+
+// The dimension flags given on the command line override a preset's (or define a model).
+void apply_dimensions(const ModelFlags& f, memory::ModelConfig& m) {
+  // Dimensions that follow others unless given: multi-head attention keeps one KV head per
+  // head, and a GPT MLP stays 4 x hidden wide.
+  const bool multi_head = m.kv_heads == m.heads;
+  const bool gpt_width = m.mlp == memory::MlpKind::kGelu && m.ffn == 4 * m.hidden;
+  const std::pair<int64_t, int64_t*> dims[] = {{f.layers, &m.layers}, {f.hidden, &m.hidden},
+                                               {f.heads, &m.heads},   {f.kv_heads, &m.kv_heads},
+                                               {f.ffn, &m.ffn},       {f.vocab, &m.vocab},
+                                               {f.seq, &m.seq}};
+  for (const auto& [value, field] : dims) {
+    if (value > 0) *field = value;
+  }
+  if (multi_head && f.kv_heads == 0) m.kv_heads = m.heads;
+  if (gpt_width && f.ffn == 0) m.ffn = 4 * m.hidden;
+  if (f.swiglu) m.mlp = memory::MlpKind::kSwiglu;
+  if (f.rmsnorm) m.norm = memory::NormKind::kRmsNorm;
+  if (f.no_bias) m.bias = false;
+  if (f.untied_embeddings) m.tied_embeddings = false;
+  if (auto position = memory::parse_position(f.position)) m.position = *position;
+}
+
+// A model from dimensions only: GPT defaults; SwiGLU's ffn as LLaMA rounds 8h/3 up to 256.
+StatusOr<memory::ModelConfig> dimensions_model(const ModelFlags& f) {
+  if (f.layers == 0 || f.hidden == 0 || f.heads == 0 || f.vocab == 0 || f.seq == 0) {
+    return invalid_argument("give --model PRESET, --model-file FILE, --params N, or the dimensions "
+                            "--layers --hidden --heads --vocab --seq (and optionally --kv-heads "
+                            "--ffn --swiglu --rmsnorm --position --untied-embeddings)");
+  }
+  memory::ModelConfig m = memory::gpt_model(f.layers, f.hidden, f.heads, f.vocab, f.seq);
+  m.name = "custom";
+  apply_dimensions(f, m);
+  if (f.kv_heads == 0) m.kv_heads = m.heads;
+  if (f.ffn == 0 && f.swiglu) m.ffn = (8 * m.hidden / 3 + 255) / 256 * 256;  // Touvron 2023 code
+  return m;
+}
+
+}  // namespace
+
+StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
+  if (f.params > 0) return memory::bare_model(f.params);
+  memory::ModelConfig m;
+  if (!f.model_file.empty()) {
+    ASSIGN_OR_RETURN(m, memory::load_model_file(f.model_file));
+  } else if (!f.model.empty()) {
+    ASSIGN_OR_RETURN(auto share, find_share_dir());
+    ASSIGN_OR_RETURN(m, memory::load_model_preset(share, f.model));
+  } else {
+    return dimensions_model(f);
+  }
+  apply_dimensions(f, m);
+  return m;
+}
+
+StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f) {
+  if (!f.gpu_file.empty()) return memory::load_gpu_file(f.gpu_file);
+  ASSIGN_OR_RETURN(auto share, find_share_dir());
+  return memory::load_gpu_preset(share, f.gpu);
+}
+
+void add_model_flags(CLI::App& cmd, ModelFlags& f) {
+  cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
+  cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
+  cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--layers", f.layers, "Transformer layers (overrides the preset's)")->check(CLI::PositiveNumber);
+  cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(CLI::PositiveNumber);
+  cmd.add_option("--heads", f.heads, "Attention heads a")->check(CLI::PositiveNumber);
+  cmd.add_option("--kv-heads", f.kv_heads, "Key/value heads (grouped-query attention)")->check(CLI::PositiveNumber);
+  cmd.add_option("--ffn", f.ffn, "MLP inner size (default 4h; with --swiglu LLaMA's 8h/3 rounded to 256)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--vocab", f.vocab, "Vocabulary size V")->check(CLI::PositiveNumber);
+  cmd.add_option("--seq", f.seq, "Sequence length s (overrides the preset's)")->check(CLI::PositiveNumber);
+  cmd.add_flag("--swiglu", f.swiglu, "LLaMA-style SwiGLU MLP (3 matrices h x ffn)");
+  cmd.add_flag("--rmsnorm", f.rmsnorm, "RMSNorm instead of LayerNorm");
+  cmd.add_flag("--no-bias", f.no_bias, "Linear layers without biases (LLaMA)");
+  cmd.add_flag("--untied-embeddings", f.untied_embeddings, "A separate LM head (V x h)");
+  cmd.add_option("--position", f.position, "Positions: learned (s x h weights), rotary or alibi")
+      ->check(CLI::IsMember({"learned", "rotary", "alibi"}));
+}
+
+void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what) {
+  cmd.add_option("--gpu", f.gpu, "GPU preset (share/gpus/*.json): " + what)->capture_default_str();
+  cmd.add_option("--gpu-file", f.gpu_file, "GPU JSON file (the presets' format)");
+}
+
+}  // namespace partrain::cli

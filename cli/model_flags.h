@@ -1,0 +1,43 @@
+// The model a sizing command works on (a preset, a model file, a bare parameter count or the
+// dimension flags) and the GPU it runs on: the flags `partrain memory` and `partrain recommend`
+// share, and how they resolve into a ModelConfig and a GpuSpec.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "memory/model_config.h"
+#include "memory/presets.h"
+
+namespace partrain::cli {
+
+struct ModelFlags {
+  std::string model;
+  std::string model_file;
+  double params = 0;
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  bool swiglu = false;
+  bool rmsnorm = false;
+  bool no_bias = false;
+  bool untied_embeddings = false;
+  std::string position;
+};
+
+struct GpuFlags {
+  std::string gpu = "h100-80g";
+  std::string gpu_file;
+};
+
+void add_model_flags(CLI::App& cmd, ModelFlags& f);
+// `what` says what the preset is used for in the help ("capacity", "capacity, peak FLOP/s, links").
+void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what);
+
+// A preset or file with the dimension flags applied on top, or a model from dimensions alone;
+// kInvalidArgument when neither is given, kUnreadable for a malformed file.
+StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f);
+StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f);
+
+}  // namespace partrain::cli
