@@ -176,10 +176,39 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
   RETURN_IF_ERROR(r.positive_number("hbm_bandwidth", g.hbm_bandwidth));
   RETURN_IF_ERROR(r.positive_number("intra_node_bandwidth", g.intra_node_bandwidth));
   RETURN_IF_ERROR(r.positive_number("network_bandwidth", g.network_bandwidth));
+  RETURN_IF_ERROR(r.positive_number("gemm_efficiency", g.gemm_efficiency, false));
+  if (g.gemm_efficiency > 1) {
+    return unreadable("{}: field 'gemm_efficiency' is a fraction of peak, at most 1 (got {})", origin,
+                      g.gemm_efficiency);
+  }
+  RETURN_IF_ERROR(r.boolean("overlaps_communication", g.overlaps_communication));
   RETURN_IF_ERROR(r.string("source", g.source));
   RETURN_IF_ERROR(r.string("note", g.note));
   RETURN_IF_ERROR(r.no_unknown_fields());
   return g;
+}
+
+StatusOr<ClusterSpec> parse_cluster_json(std::string_view text, std::string_view origin) {
+  ASSIGN_OR_RETURN(json object, parse_object(text, origin));
+  FieldReader r(object, origin);
+  ClusterSpec c;
+  double intra_latency_us = 0, inter_latency_us = 0;
+  RETURN_IF_ERROR(r.string("name", c.name, true));
+  RETURN_IF_ERROR(r.positive_int("gpus_per_node", c.gpus_per_node, false));
+  RETURN_IF_ERROR(r.positive_number("intra_node_bandwidth", c.intra_node_bandwidth, false));
+  RETURN_IF_ERROR(r.positive_number("intra_node_latency_us", intra_latency_us, false));
+  RETURN_IF_ERROR(r.positive_number("inter_node_bandwidth", c.inter_node_bandwidth, false));
+  RETURN_IF_ERROR(r.positive_number("inter_node_latency_us", inter_latency_us, false));
+  RETURN_IF_ERROR(r.string("source", c.source));
+  RETURN_IF_ERROR(r.no_unknown_fields());
+  c.intra_node_latency_s = intra_latency_us * 1e-6;
+  c.inter_node_latency_s = inter_latency_us * 1e-6;
+  return c;
+}
+
+StatusOr<ClusterSpec> load_cluster_file(const std::filesystem::path& path) {
+  ASSIGN_OR_RETURN(std::string text, read_text(path));
+  return parse_cluster_json(text, path.string());
 }
 
 StatusOr<ModelConfig> load_model_file(const std::filesystem::path& path) {

@@ -21,8 +21,23 @@ struct GpuSpec {
   double hbm_bandwidth = 0;         // bytes/s
   double intra_node_bandwidth = 0;  // bytes/s per direction (NVLink)
   double network_bandwidth = 0;     // bytes/s per GPU per direction (InfiniBand/RoCE NIC)
+  double gemm_efficiency = 0.75;    // the fraction of peak large GEMMs reach (the recommender's cap)
+  bool overlaps_communication = true;  // comm runs beside compute (GPU streams); false on the CPU backend
   std::string source;
   std::string note;
+};
+
+// The machines a job runs on, for the recommender: GPUs per node and the two link levels. Every
+// field but the name is optional in a --cluster file; unset (0) fields fall back to the GPU
+// preset's bandwidths and the default latencies.
+struct ClusterSpec {
+  std::string name;
+  int64_t gpus_per_node = 0;
+  double intra_node_bandwidth = 0;  // bytes/s per GPU per direction
+  double intra_node_latency_s = 0;  // per collective step
+  double inter_node_bandwidth = 0;
+  double inter_node_latency_s = 0;
+  std::string source;
 };
 
 // Parsing: `origin` names the file in errors.
@@ -30,6 +45,8 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
 StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin);
 StatusOr<ModelConfig> load_model_file(const std::filesystem::path& path);
 StatusOr<GpuSpec> load_gpu_file(const std::filesystem::path& path);
+StatusOr<ClusterSpec> parse_cluster_json(std::string_view text, std::string_view origin);
+StatusOr<ClusterSpec> load_cluster_file(const std::filesystem::path& path);
 
 // Presets by name under share_dir/models or share_dir/gpus; an unknown name is
 // kInvalidArgument listing the presets there.

@@ -80,6 +80,36 @@ TEST(Presets, DefaultsForOptionalFields) {
   EXPECT_EQ(m->kv_heads, 4);
   EXPECT_EQ(m->ffn, 256);
   EXPECT_TRUE(m->tied_embeddings);
+  auto g = parse_gpu_json(R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
+      "hbm_bandwidth": 1, "intra_node_bandwidth": 1, "network_bandwidth": 1})", "g.json");
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(g->gemm_efficiency, 0.75);
+  EXPECT_TRUE(g->overlaps_communication);
+}
+
+TEST(Presets, RecommenderFieldsOfGpusAndClusterFiles) {
+  const std::string base = R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
+      "hbm_bandwidth": 1, "intra_node_bandwidth": 1, "network_bandwidth": 1, )";
+  auto g = parse_gpu_json(base + R"("gemm_efficiency": 0.6, "overlaps_communication": false})", "g.json");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(g->gemm_efficiency, 0.6);
+  EXPECT_FALSE(g->overlaps_communication);
+  auto over = parse_gpu_json(base + R"("gemm_efficiency": 1.2})", "g.json");
+  EXPECT_EQ(over.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(over.status().message().find("'gemm_efficiency' is a fraction of peak"), std::string::npos);
+
+  auto c = parse_cluster_json(R"({"name": "lab", "gpus_per_node": 4, "inter_node_bandwidth": 12.5e9,
+                                  "inter_node_latency_us": 15})", "c.json");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->gpus_per_node, 4);
+  EXPECT_EQ(c->inter_node_bandwidth, 12.5e9);
+  EXPECT_NEAR(c->inter_node_latency_s, 15e-6, 1e-15);
+  EXPECT_EQ(c->intra_node_bandwidth, 0);  // unset: the GPU preset's
+  auto typo = parse_cluster_json(R"({"name": "lab", "gpu_per_node": 4})", "c.json");
+  EXPECT_EQ(typo.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(typo.status().message().find("c.json: unknown field 'gpu_per_node'"), std::string::npos);
+  auto nameless = parse_cluster_json(R"({"gpus_per_node": 4})", "c.json");
+  EXPECT_NE(nameless.status().message().find("missing field 'name'"), std::string::npos);
 }
 
 }  // namespace

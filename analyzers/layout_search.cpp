@@ -1,0 +1,146 @@
+#include "analyzers/layout_search.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace partrain::analyzers {
+namespace {
+
+std::vector<int> divisors(int64_t n, int64_t at_most) {
+  std::vector<int> result;
+  for (int64_t d = 1; d <= std::min(n, at_most); ++d) {
+    if (n % d == 0) result.push_back(static_cast<int>(d));
+  }
+  return result;
+}
+
+constexpr memory::Recompute kRecomputeModes[] = {memory::Recompute::kNone,
+                                                 memory::Recompute::kSelective,
+                                                 memory::Recompute::kFull};
+
+Candidate make_candidate(const CostModel& cm, const memory::MemoryEstimate& estimate) {
+  Candidate c;
+  c.layout = estimate.layout.layout;
+  c.micro_batches = estimate.layout.micro_batches;
+  c.heaviest = estimate.heaviest_stage();
+  c.capacity_bytes = estimate.capacity_bytes;
+  c.fits = estimate.fits();
+  c.discouraged = c.layout.pp > 1 && c.layout.zero >= 2;
+  c.cost = step_cost(cm, estimate);
+  return c;
+}
+
+class Search {
+ public:
+  Search(const CostModel& cm, const memory::EstimateInput& base, const SearchSpace& space)
+      : cm_(cm), input_(base), space_(space) {}
+
+  void split(int tp, int pp, int cp, int dp, const LayoutFilter& filter) {
+    const auto& model = cm_.model;
+    const int64_t global = input_.layout.global_batch.value_or(dp);
+    const int64_t seq = input_.layout.seq.value_or(model.seq);
+    if (model.heads > 0 && (model.heads % tp != 0 || model.kv_heads % tp != 0)) {
+      return reject(kRejectTpHeads);
+    }
+    if (model.layers % pp != 0) return reject(kRejectPpLayers);
+    if (cp > 1 && seq % (2 * cp) != 0) return reject(kRejectCpSeq);  // Megatron's load balance
+    if (global % dp != 0) return reject(kRejectBatch);
+    for (int micro : divisors(global / dp, space_.max_micro_batch)) {
+      const int64_t m = global / dp / micro;
+      for (int vpp = 1; vpp <= (pp > 1 ? space_.max_vpp : 1); ++vpp) {
+        if (vpp > 1 && (model.layers % (pp * vpp) != 0 || m % pp != 0)) {
+          reject(kRejectVpp);
+          continue;
+        }
+        for (int zero = 0; zero <= 3; ++zero) {
+          if (filter.zero && *filter.zero != zero) continue;
+          if (pp > 1 && zero >= 2 && !space_.include_discouraged) {
+            reject(kRejectDiscouraged, 3 * (tp > 1 ? 2 : 1));
+            continue;
+          }
+          for (memory::Recompute recompute : kRecomputeModes) {
+            for (bool sp : {false, true}) {
+              if (sp && tp == 1) continue;
+              memory::TrainingLayout& l = input_.layout;
+              l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.vpp = vpp, l.zero = zero;
+              l.sp = sp;
+              l.micro_batch = micro;
+              l.recompute = recompute;
+              l.schedule = vpp > 1 ? memory::PipelineSchedule::kInterleaved
+                                   : memory::PipelineSchedule::kOneFOneB;
+              consider();
+            }
+          }
+        }
+      }
+    }
+  }
+
+  SearchResult finish() && {
+    std::sort(result_.ranked.begin(), result_.ranked.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.cost.tokens_per_s != b.cost.tokens_per_s) return a.cost.tokens_per_s > b.cost.tokens_per_s;
+      return a.heaviest.total() < b.heaviest.total();
+    });
+    return std::move(result_);
+  }
+
+ private:
+  void consider() {
+    StatusOr<memory::MemoryEstimate> estimate = memory::estimate_memory(input_);
+    if (!estimate.is_ok()) return reject(kRejectInvalid);
+    ++result_.costed;
+    const memory::StageMemory& heaviest = estimate->heaviest_stage();
+    const bool least = !result_.least_memory ||
+                       heaviest.total() < result_.least_memory->heaviest.total();
+    if (!estimate->fits() && !least) return reject(kRejectFit);
+    Candidate candidate = make_candidate(cm_, *estimate);
+    if (least) result_.least_memory = candidate;
+    if (!candidate.fits) return reject(kRejectFit);
+    result_.ranked.push_back(std::move(candidate));
+  }
+
+  void reject(const char* reason, int64_t count = 1) { result_.rejected[reason] += count; }
+
+  const CostModel& cm_;
+  memory::EstimateInput input_;
+  const SearchSpace& space_;
+  SearchResult result_;
+};
+
+}  // namespace
+
+SearchResult search_layouts(const CostModel& cm, const memory::EstimateInput& base,
+                            const SearchSpace& space, const LayoutFilter& filter) {
+  Search search(cm, base, space);
+  for (int tp : divisors(space.gpus, space.gpus)) {
+    if (filter.tp && *filter.tp != tp) continue;
+    for (int pp : divisors(space.gpus / tp, space.gpus)) {
+      if (filter.pp && *filter.pp != pp) continue;
+      for (int cp : divisors(space.gpus / (tp * pp), space.max_cp)) {
+        if (filter.cp && *filter.cp != cp) continue;
+        search.split(tp, pp, cp, space.gpus / (tp * pp * cp), filter);
+      }
+    }
+  }
+  return std::move(search).finish();
+}
+
+StatusOr<Candidate> evaluate_layout(const CostModel& cm, const memory::EstimateInput& input) {
+  ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
+  return make_candidate(cm, estimate);
+}
+
+std::string layout_label(const memory::TrainingLayout& l) {
+  std::string label = fmt::format("dp{} tp{} pp{}", l.dp, l.tp, l.pp);
+  if (l.vpp > 1) label += fmt::format(" vpp{}", l.vpp);
+  if (l.cp > 1) label += fmt::format(" cp{}", l.cp);
+  label += fmt::format(" mb{} z{}", l.micro_batch, l.zero);
+  if (l.recompute != memory::Recompute::kNone) {
+    label += fmt::format(" rc={}", memory::recompute_name(l.recompute));
+  }
+  if (l.sp) label += " sp";
+  return label;
+}
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,71 @@
+// The recommender's search (DESIGN.md "Recommender"): every dp x tp x pp x cp split of the GPUs
+// with each micro-batch size, virtual pipeline size, ZeRO stage, recompute mode and sequence
+// parallelism; what does not divide, does not fit or is known to be bad is counted by reason,
+// the rest is costed and ranked by throughput.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/step_cost.h"
+#include "memory/memory_estimate.h"
+
+namespace partrain::analyzers {
+
+struct SearchSpace {
+  int gpus = 1;
+  int max_micro_batch = 16;
+  int max_vpp = 8;
+  int max_cp = 8;
+  bool include_discouraged = false;  // ZeRO-2/3 with PP
+};
+
+// Parts of a layout held fixed (explain's "common alternatives": pure DP, FSDP, no PP...).
+struct LayoutFilter {
+  std::optional<int> tp, pp, cp, zero;
+};
+
+struct Candidate {
+  memory::TrainingLayout layout;
+  int64_t micro_batches = 1;  // per step and pipeline
+  memory::StageMemory heaviest;
+  double capacity_bytes = 0;
+  bool fits = true;
+  bool discouraged = false;  // ZeRO-2/3 with PP
+  StepCost cost;
+};
+
+// Why a layout left the search, keyed as in --json's "rejected". Structural reasons are counted
+// once per dp x tp x pp x cp split (or per micro-batch / vpp choice) where they are found.
+inline constexpr const char* kRejectTpHeads = "tp_does_not_divide_heads";
+inline constexpr const char* kRejectPpLayers = "pp_does_not_divide_layers";  // even stages only
+inline constexpr const char* kRejectCpSeq = "cp_does_not_divide_seq";
+inline constexpr const char* kRejectBatch = "batch_does_not_divide";
+inline constexpr const char* kRejectVpp = "vpp_does_not_divide";
+inline constexpr const char* kRejectDiscouraged = "discouraged_zero_2_3_with_pp";
+inline constexpr const char* kRejectInvalid = "invalid_layout";
+inline constexpr const char* kRejectFit = "does_not_fit";
+
+struct SearchResult {
+  std::vector<Candidate> ranked;  // fitting and allowed, highest tokens/s first
+  std::map<std::string, int64_t> rejected;
+  int64_t costed = 0;             // layouts whose memory and step time were computed
+  std::optional<Candidate> least_memory;  // the smallest heaviest stage seen (fitting or not)
+};
+
+// `base` gives the model, recipe, capacity, global batch, sequence and flash/dropout settings;
+// its parallel degrees are ignored.
+SearchResult search_layouts(const CostModel& model, const memory::EstimateInput& base,
+                            const SearchSpace& space, const LayoutFilter& filter = {});
+
+// One given layout (--check): its memory and cost whether or not it fits; kInvalidArgument
+// naming the broken constraint when it does not resolve.
+StatusOr<Candidate> evaluate_layout(const CostModel& model, const memory::EstimateInput& input);
+
+// "dp8 tp4 pp2 mb2 z1 rc=selective sp" (vpp, cp only when > 1).
+std::string layout_label(const memory::TrainingLayout& layout);
+
+}  // namespace partrain::analyzers

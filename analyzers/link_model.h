@@ -1,0 +1,54 @@
+// The recommender's view of the machines: GPUs per node and an alpha-beta model per link level
+// (NVLink inside a node, the NIC between nodes), from the GPU preset, a --cluster file, or
+// calibrated from a trace.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "memory/presets.h"
+
+namespace partrain::analyzers {
+
+enum class LinkLevel { kIntraNode, kInterNode };
+
+struct Link {
+  double bandwidth = 0;  // bytes/s per GPU per direction: the busbw a large collective reaches
+  double latency_s = 0;  // per step of a collective (alpha)
+};
+
+struct Machines {
+  int gpus = 1;
+  int gpus_per_node = 8;     // ranks per node
+  int devices_per_node = 0;  // compute devices those ranks share; 0: one each (GPUs). Fewer on
+                             // a CPU host (cores) or with several Gloo ranks on one GPU.
+  Link intra_node;
+  Link inter_node;
+  std::string source;  // where the figures come from, for --explain
+
+  // How much slower each rank computes while all ranks of a node compute at once.
+  double device_sharing(int ranks) const {
+    const int on_node = std::min(ranks, gpus_per_node);
+    return devices_per_node > 0 && on_node > devices_per_node
+               ? static_cast<double>(on_node) / devices_per_node
+               : 1.0;
+  }
+  const Link& link(LinkLevel level) const {
+    return level == LinkLevel::kIntraNode ? intra_node : inter_node;
+  }
+  // A group of `size` ranks `stride` apart (Megatron order: tp innermost, then cp, dp, pp) stays
+  // inside a node when it spans at most gpus_per_node consecutive ranks.
+  LinkLevel level_of_group(int size, int stride) const {
+    return static_cast<int64_t>(size) * stride <= gpus_per_node ? LinkLevel::kIntraNode
+                                                                : LinkLevel::kInterNode;
+  }
+};
+
+// Defaults: NVLink and NIC bandwidth from the GPU preset; NCCL's per-step latency, about 2 us
+// inside a node and 8 us across nodes (nccl-tests' small-message all-reduce times on DGX-class
+// machines are 10-40 us over a handful of tree steps). A cluster file overrides any of
+// them; gpus_per_node <= 0 takes the cluster's (or 8).
+Machines machines_from(const memory::GpuSpec& gpu, int gpus, int gpus_per_node,
+                       const memory::ClusterSpec* cluster);
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,298 @@
+#include "analyzers/recommend_report.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/byte_size.h"
+
+namespace partrain::analyzers {
+namespace {
+
+using nlohmann::json;
+
+std::string seconds_text(double s) {
+  if (s >= 1) return fmt::format("{:.3g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} us", s * 1e6);
+}
+
+std::string tokens_text(double per_s) {
+  if (per_s >= 1e6) return fmt::format("{:.3g}M tok/s", per_s / 1e6);
+  if (per_s >= 1e3) return fmt::format("{:.3g}k tok/s", per_s / 1e3);
+  return fmt::format("{:.3g} tok/s", per_s);
+}
+
+std::string gib(double bytes) { return format_bytes(static_cast<uint64_t>(std::max(0.0, bytes))); }
+
+double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
+
+std::array<std::pair<std::string_view, double>, 8> terms(const StepCost& c) {
+  return {{{"compute", c.compute_s},
+           {"tp_comm", c.tp_comm_s},
+           {"cp_comm", c.cp_comm_s},
+           {"bubble", c.bubble_s},
+           {"pp_comm", c.pp_comm_s},
+           {"dp_comm", c.dp_comm_s},
+           {"optimizer", c.optimizer_s},
+           {"shared_device", c.shared_device_s}}};
+}
+
+std::string header(const RecommendContext& c) {
+  return fmt::format("partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n",
+                     c.model, c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq);
+}
+
+std::string rejected_text(const SearchResult& r) {
+  std::string text;
+  for (const auto& [reason, count] : r.rejected) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", reason, count);
+  }
+  return text.empty() ? "none" : text;
+}
+
+std::string table_row(size_t index, const Candidate& c, size_t width) {
+  const StepCost& k = c.cost;
+  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>6.1f}% {:>6.1f}% {:>7.1f}%  {}\n", index,
+                     layout_label(c.layout), width, gib(c.heaviest.total()), seconds_text(k.step_s),
+                     tokens_text(k.tokens_per_s), 100 * k.mfu, pct(k.bubble_s, k.step_s),
+                     pct(k.exposed_comm_s(), k.step_s), k.bottleneck);
+}
+
+std::string table_header(size_t width) {
+  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}  {}\n", "#", "layout",
+                     width, "memory/GPU", "step time", "throughput", "MFU", "bubble", "exp.comm",
+                     "bottleneck");
+}
+
+std::string breakdown_text(const StepCost& c) {
+  std::string text = fmt::format("step {} =", seconds_text(c.step_s));
+  bool first = true;
+  for (const auto& [name, value] : terms(c)) {
+    if (value <= 0 && name != "compute") continue;
+    text += fmt::format("{} {} {}", first ? "" : " +", name, seconds_text(value));
+    if (name == "compute" && c.recompute_s > 0) {
+      text += fmt::format(" (recompute {})", seconds_text(c.recompute_s));
+    }
+    first = false;
+  }
+  return text;
+}
+
+json candidate_json(const Candidate& c) {
+  const StepCost& k = c.cost;
+  json breakdown = json::object();
+  for (const auto& [name, value] : terms(k)) breakdown[std::string(name)] = value;
+  breakdown["recompute"] = k.recompute_s;
+  const memory::TrainingLayout& l = c.layout;
+  return {{"dp", l.dp},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"cp", l.cp},
+          {"vpp", l.vpp},
+          {"zero", l.zero},
+          {"micro_batch", l.micro_batch},
+          {"micro_batches", c.micro_batches},
+          {"recompute", memory::recompute_name(l.recompute)},
+          {"sp", l.sp},
+          {"layout", layout_label(l)},
+          {"step_time_s", k.step_s},
+          {"tokens_per_s", k.tokens_per_s},
+          {"mfu", k.mfu},
+          {"memory_bytes", c.heaviest.total()},
+          {"capacity_bytes", c.capacity_bytes},
+          {"fits", c.fits},
+          {"discouraged", c.discouraged},
+          {"bubble_pct", pct(k.bubble_s, k.step_s)},
+          {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
+          {"bottleneck", k.bottleneck},
+          {"breakdown_s", breakdown}};
+}
+
+json calibration_json(const std::vector<Calibration>& calibrations) {
+  json out = json::array();
+  for (const Calibration& c : calibrations) {
+    json entry = {{"source", c.source}, {"run_layout", c.run_layout}, {"notes", c.notes}};
+    if (c.compute_scale) {
+      entry["compute"] = {{"measured_s", c.measured_compute_s},
+                          {"predicted_s", c.predicted_compute_s},
+                          {"scale", *c.compute_scale}};
+    }
+    if (c.optimizer_scale) {
+      entry["optimizer"] = {{"measured_s", c.measured_optimizer_s},
+                            {"predicted_s", c.predicted_optimizer_s},
+                            {"scale", *c.optimizer_scale}};
+    }
+    entry["collectives"] = json::array();
+    for (const CollectiveFit& f : c.collectives) {
+      entry["collectives"].push_back(
+          {{"op", costed_op_name(f.op)},
+           {"level", f.level == LinkLevel::kIntraNode ? "intra_node" : "inter_node"},
+           {"group_size", f.group_size},
+           {"sizes", f.sizes},
+           {"samples", f.samples},
+           {"busbw_gbps", f.link.bandwidth / 1e9},
+           {"latency_us", f.link.latency_s * 1e6}});
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+json context_json(const RecommendContext& c) {
+  return {{"model", c.model},          {"gpu", c.gpu},
+          {"gpus", c.gpus},            {"gpus_per_node", c.gpus_per_node},
+          {"global_batch", c.global_batch}, {"seq", c.seq},
+          {"calibration", calibration_json(c.calibrations)}};
+}
+
+}  // namespace
+
+std::string largest_loss(const StepCost& winner, const StepCost& slower) {
+  const auto a = terms(winner);
+  const auto b = terms(slower);
+  size_t worst = 0;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (b[i].second - a[i].second > b[worst].second - a[worst].second) worst = i;
+  }
+  return fmt::format("{} {:+.3g} s ({} vs {})", a[worst].first, b[worst].second - a[worst].second,
+                     seconds_text(b[worst].second), seconds_text(a[worst].second));
+}
+
+std::string format_calibration_text(const std::vector<Calibration>& calibrations) {
+  std::string text;
+  for (const Calibration& c : calibrations) {
+    text += fmt::format("calibrated from {}{}:\n", c.source,
+                        c.run_layout.empty() ? "" : " (a " + c.run_layout + " run)");
+    if (c.compute_scale) {
+      text += fmt::format("  compute: {} per step measured vs {} predicted from the preset: x{:.3g}\n",
+                          seconds_text(c.measured_compute_s), seconds_text(c.predicted_compute_s),
+                          *c.compute_scale);
+    }
+    if (c.optimizer_scale) {
+      text += fmt::format("  optimizer: {} per step measured vs {} predicted: x{:.3g}\n",
+                          seconds_text(c.measured_optimizer_s),
+                          seconds_text(c.predicted_optimizer_s), *c.optimizer_scale);
+    }
+    for (const CollectiveFit& f : c.collectives) {
+      text += fmt::format("  {} ({} ranks, {} sizes, {} samples): busbw {:.3g} GB/s, latency {} per step\n",
+                          costed_op_name(f.op), f.group_size, f.sizes, f.samples,
+                          f.link.bandwidth / 1e9, seconds_text(f.link.latency_s));
+    }
+    for (const std::string& note : c.notes) text += "  note: " + note + "\n";
+  }
+  return text;
+}
+
+std::string format_recommend_text(const RecommendContext& context, const SearchResult& result,
+                                  size_t top) {
+  std::string text = header(context) + format_calibration_text(context.calibrations);
+  text += fmt::format("costed {} layouts in {}: {} fit and are ranked; rejected: {}\n\n",
+                      result.costed, seconds_text(context.search_seconds), result.ranked.size(),
+                      rejected_text(result));
+  if (result.ranked.empty()) {
+    if (result.least_memory) {
+      const Candidate& c = *result.least_memory;
+      text += fmt::format("nothing fits: the smallest layout, {}, needs {} per GPU of {}; add GPUs, "
+                          "a larger --gpu, or a shorter --seq / smaller --global-batch\n",
+                          layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
+    } else {
+      text += "no layout divides this model and GPU count; see the rejected counts above\n";
+    }
+    return text;
+  }
+  const size_t shown = std::min(top, result.ranked.size());
+  size_t width = 6;
+  for (size_t i = 0; i < shown; ++i) width = std::max(width, layout_label(result.ranked[i].layout).size());
+  text += table_header(width);
+  for (size_t i = 0; i < shown; ++i) text += table_row(i + 1, result.ranked[i], width);
+  return text;
+}
+
+std::string format_explain_text(const SearchResult& result, const std::vector<Alternative>& alternatives,
+                                size_t runners_up) {
+  if (result.ranked.empty()) return "";
+  const Candidate& w = result.ranked.front();
+  std::string text = fmt::format("\nwhy {} wins:\n  {}\n", layout_label(w.layout), breakdown_text(w.cost));
+  text += fmt::format("  memory {} of {} per GPU (params {}, grads {}, optimizer {}, activations {}, "
+                      "reserve {}); MFU {:.1f}%, bottleneck {}\n",
+                      gib(w.heaviest.total()), gib(w.capacity_bytes), gib(w.heaviest.params),
+                      gib(w.heaviest.grads), gib(w.heaviest.optimizer), gib(w.heaviest.activations),
+                      gib(w.heaviest.reserve), 100 * w.cost.mfu, w.cost.bottleneck);
+  const size_t shown = std::min(runners_up + 1, result.ranked.size());
+  if (shown > 1) text += "runners-up:\n";
+  for (size_t i = 1; i < shown; ++i) {
+    const Candidate& c = result.ranked[i];
+    text += fmt::format("  #{} {}: {:.1f}% slower ({}): {}\n", i + 1, layout_label(c.layout),
+                        pct(c.cost.step_s - w.cost.step_s, w.cost.step_s), seconds_text(c.cost.step_s),
+                        largest_loss(w.cost, c.cost));
+  }
+  if (!alternatives.empty()) text += "common alternatives:\n";
+  for (const Alternative& alt : alternatives) {
+    const SearchResult& r = alt.result;
+    if (!r.ranked.empty()) {
+      const Candidate& best = r.ranked.front();
+      if (layout_label(best.layout) == layout_label(w.layout)) {
+        text += fmt::format("  {}: the winner is one\n", alt.name);
+        continue;
+      }
+      text += fmt::format("  {}: best {} is {:.2f}x the winner's step time ({}): {}\n", alt.name,
+                          layout_label(best.layout), best.cost.step_s / w.cost.step_s,
+                          seconds_text(best.cost.step_s), largest_loss(w.cost, best.cost));
+    } else if (r.least_memory) {
+      const Candidate& c = *r.least_memory;
+      text += fmt::format("  {}: does not fit: its smallest, {}, needs {} per GPU of {}\n", alt.name,
+                          layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
+    } else {
+      text += fmt::format("  {}: not possible here ({})\n", alt.name, rejected_text(r));
+    }
+  }
+  return text;
+}
+
+std::string format_recommend_json(const RecommendContext& context, const SearchResult& result,
+                                  size_t top) {
+  json out = context_json(context);
+  out["candidates"] = json::array();
+  for (size_t i = 0; i < std::min(top, result.ranked.size()); ++i) {
+    out["candidates"].push_back(candidate_json(result.ranked[i]));
+  }
+  out["rejected"] = result.rejected;
+  out["costed"] = result.costed;
+  out["ranked"] = result.ranked.size();
+  out["search_s"] = context.search_seconds;
+  if (result.ranked.empty() && result.least_memory) {
+    out["least_memory"] = candidate_json(*result.least_memory);
+  }
+  return out.dump(2) + "\n";
+}
+
+std::string format_check_text(const RecommendContext& context, const Candidate& c) {
+  std::string text = header(context) + format_calibration_text(context.calibrations);
+  text += fmt::format("{}: {} — {} of {} per GPU (params {}, grads {}, optimizer {}, activations {}, "
+                      "comm {}, reserve {})\n",
+                      layout_label(c.layout), c.fits ? "fits" : "DOES NOT FIT", gib(c.heaviest.total()),
+                      gib(c.capacity_bytes), gib(c.heaviest.params), gib(c.heaviest.grads),
+                      gib(c.heaviest.optimizer), gib(c.heaviest.activations), gib(c.heaviest.comm),
+                      gib(c.heaviest.reserve));
+  if (c.discouraged) {
+    text += "discouraged: ZeRO-2/3 with PP reduce-scatters gradients after every micro-batch\n";
+  }
+  text += fmt::format("predicted {}; {}, MFU {:.1f}%, bubble {:.1f}%, exposed communication {:.1f}%, "
+                      "bottleneck {}\n",
+                      breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), 100 * c.cost.mfu,
+                      pct(c.cost.bubble_s, c.cost.step_s), pct(c.cost.exposed_comm_s(), c.cost.step_s),
+                      c.cost.bottleneck);
+  return text;
+}
+
+std::string format_check_json(const RecommendContext& context, const Candidate& candidate) {
+  json out = context_json(context);
+  out["candidates"] = json::array({candidate_json(candidate)});
+  out["rejected"] = json::object();
+  return out.dump(2) + "\n";
+}
+
+}  // namespace partrain::analyzers

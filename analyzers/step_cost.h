@@ -1,0 +1,53 @@
+// The recommender's step-time model for one parallel layout (DESIGN.md "Recommender"): the
+// heaviest pipeline stage's compute per micro-batch with its exposed tensor- and
+// context-parallel communication, the pipeline's bubble and p2p, the data-parallel gradient
+// (and ZeRO parameter) traffic less what hides behind backward, and the optimizer step.
+#pragma once
+
+#include <string_view>
+
+#include "analyzers/collective_cost.h"
+#include "analyzers/compute_cost.h"
+#include "memory/memory_estimate.h"
+#include "memory/model_states.h"
+
+namespace partrain::analyzers {
+
+struct CostModel {
+  memory::ModelConfig model;
+  memory::PrecisionRecipe recipe;
+  CollectiveCost comm;
+  ComputeSpeed speed;
+  double optimizer_bandwidth = 0;  // bytes/s the optimizer step streams at
+  bool overlaps_communication = true;
+  double bucket_bytes = 25e6;      // DDP gradient bucket: the part that never hides
+};
+
+// Each term is seconds of one step on the critical path (the heaviest stage).
+struct StepCost {
+  double compute_s = 0;     // m micro-batches' forward, backward and recompute
+  double recompute_s = 0;   // of which recomputation
+  double tp_comm_s = 0;     // tensor/sequence-parallel collectives (never hidden)
+  double cp_comm_s = 0;     // context-parallel K/V exchange not hidden behind attention
+  double bubble_s = 0;      // pipeline fill and drain: (p - 1)/v micro-batch times
+  double pp_comm_s = 0;     // pipeline sends and receives
+  double dp_comm_s = 0;     // data-parallel / ZeRO traffic not hidden behind compute
+  double optimizer_s = 0;
+  double shared_device_s = 0;  // ranks sharing a device: the node's compute exceeds the path's
+  double step_s = 0;
+  double model_flops = 0;   // per step, without recomputation (for MFU)
+  double tokens_per_s = 0;
+  double mfu = 0;           // model FLOPs / (step time x GPUs x peak)
+  std::string_view bottleneck;  // the largest term's name (compute, bubble, tp_comm, ...)
+
+  double exposed_comm_s() const { return tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s; }
+};
+
+// Names of the terms, in the order `bottleneck` picks among them.
+inline constexpr std::string_view kCostTerms[] = {"compute", "tp_comm",   "cp_comm",      "bubble",
+                                                  "pp_comm", "dp_comm",   "optimizer",
+                                                  "shared_device"};
+
+StepCost step_cost(const CostModel& model, const memory::MemoryEstimate& estimate);
+
+}  // namespace partrain::analyzers

@@ -1,0 +1,273 @@
+// `partrain recommend`: searches dp x tp x pp x cp, micro-batch, virtual stages, ZeRO,
+// recompute and SP for a model on N GPUs, predicts step time, throughput, MFU and memory per
+// layout, and ranks them (Calculon-like); --check costs one given layout, --calibrate replaces
+// the presets' speeds with those measured in the user's own traces.
+#include <chrono>
+
+#include "analyzers/calibration.h"
+#include "analyzers/layout_search.h"
+#include "analyzers/recommend_report.h"
+#include "cli/command.h"
+#include "cli/model_flags.h"
+#include "core/byte_size.h"
+#include "profiler/trace_open.h"
+
+namespace partrain::cli {
+namespace {
+
+using analyzers::Candidate;
+using analyzers::CostModel;
+
+struct RecommendFlags {
+  ModelFlags model;
+  GpuFlags gpu;
+  int gpus = 0;
+  int gpus_per_node = 0;
+  int devices_per_node = 0;
+  std::string cluster;
+  int64_t global_batch = 0;
+  std::string precision = "bf16-mixed";
+  std::string optimizer = "adamw";
+  std::string reserve = "auto";
+  bool flash_attn = false;
+  size_t top = 10;
+  bool json = false;
+  bool explain = false;
+  bool include_discouraged = false;
+  int max_micro_batch = 16;
+  int max_vpp = 8;
+  int max_cp = 8;
+  std::vector<std::string> calibrate;
+  int skip_steps = 1;
+  std::string check;
+};
+
+constexpr double kKernelOverheadSeconds = 4e-6;  // launch and tail per GEMM
+
+struct Setup {
+  CostModel cost;
+  memory::EstimateInput base;
+  analyzers::RecommendContext context;
+};
+
+StatusOr<Setup> make_setup(const RecommendFlags& f) {
+  ASSIGN_OR_RETURN(memory::ModelConfig model, resolve_model(f.model));
+  if (model.is_bare()) {
+    return invalid_argument("recommend needs the model's dimensions (a --model preset, "
+                            "--model-file or --layers --hidden --heads --vocab --seq), not --params");
+  }
+  ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
+  std::optional<memory::ClusterSpec> cluster;
+  if (!f.cluster.empty()) {
+    ASSIGN_OR_RETURN(cluster, memory::load_cluster_file(f.cluster));
+  }
+  const memory::Optimizer optimizer = *memory::parse_optimizer(f.optimizer);
+  ASSIGN_OR_RETURN(memory::PrecisionRecipe recipe, memory::precision_recipe(f.precision, optimizer));
+  analyzers::Machines machines =
+      analyzers::machines_from(gpu, f.gpus, f.gpus_per_node, cluster ? &*cluster : nullptr);
+  machines.devices_per_node = f.devices_per_node;
+  const bool fp32 = recipe.activation_bytes >= 4;
+  Setup s{CostModel{model, recipe, analyzers::CollectiveCost(machines), {}, gpu.hbm_bandwidth,
+                    gpu.overlaps_communication},
+          {}, {}};
+  s.cost.speed = {fp32 ? gpu.fp32_flops : gpu.bf16_flops, gpu.gemm_efficiency, gpu.hbm_bandwidth,
+                  kKernelOverheadSeconds, 1};
+  s.base.model = model;
+  s.base.recipe = recipe;
+  s.base.optimizer = optimizer;
+  s.base.capacity_bytes = gpu.memory_bytes;
+  s.base.layout.global_batch = f.global_batch;
+  s.base.layout.seq = model.seq;
+  s.base.layout.flash_attention = f.flash_attn;
+  if (f.reserve != "auto") {
+    ASSIGN_OR_RETURN(uint64_t reserve, parse_byte_size(f.reserve));
+    s.base.reserve_bytes = static_cast<double>(reserve);
+  }
+  s.context = {f.model.model.empty() ? model.name : f.model.model, gpu.name, f.gpus,
+               machines.gpus_per_node, f.global_batch, model.seq, {}, 0};
+  for (const std::string& path : f.calibrate) {
+    ASSIGN_OR_RETURN(profiler::TraceFile trace,
+                     profiler::open_trace(path, profiler::TraceOpenMode::kReadStrict));
+    StatusOr<analyzers::Calibration> calibration =
+        analyzers::measure_calibration(trace.db, path, s.cost, f.skip_steps);
+    if (!calibration.is_ok()) {
+      if (calibration.status().code() != StatusCode::kFailed) return calibration.status();
+      return profiler::trace_read_error(trace.db, fmt::format("calibrating from {}", path));
+    }
+    s.context.calibrations.push_back(std::move(*calibration));
+  }
+  analyzers::apply_calibrations(s.context.calibrations, s.cost);
+  return s;
+}
+
+// "dp=8,tp=4,pp=2,zero=1,mb=2,recompute=selective,sp=1" onto the base layout; dp defaults to
+// what the GPUs leave.
+StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::TrainingLayout l,
+                                             int gpus) {
+  std::optional<int> dp;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      return invalid_argument("--check '{}': '{}' is not KEY=VALUE (keys: dp tp pp cp vpp zero mb "
+                              "recompute sp schedule)", text, item);
+    }
+    const std::string key = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    if (key == "recompute") {
+      auto mode = memory::parse_recompute(value);
+      if (!mode) return invalid_argument("--check: recompute={} (none, selective or full)", value);
+      l.recompute = *mode;
+      continue;
+    }
+    if (key == "schedule") {
+      auto schedule = memory::parse_schedule(value);
+      if (!schedule) return invalid_argument("--check: schedule={} (gpipe, 1f1b or interleaved)", value);
+      l.schedule = *schedule;
+      continue;
+    }
+    char* rest = nullptr;
+    const long number = std::strtol(value.c_str(), &rest, 10);
+    if (value.empty() || *rest != '\0' || number < 0 || number > (1 << 24)) {
+      return invalid_argument("--check: {}={} is not a non-negative integer", key, value);
+    }
+    const int n = static_cast<int>(number);
+    if (key == "dp") dp = n;
+    else if (key == "tp") l.tp = n;
+    else if (key == "pp") l.pp = n;
+    else if (key == "cp") l.cp = n;
+    else if (key == "vpp") l.vpp = n;
+    else if (key == "zero") l.zero = n;
+    else if (key == "mb" || key == "micro_batch") l.micro_batch = n;
+    else if (key == "sp") l.sp = n != 0;
+    else {
+      return invalid_argument("--check: unknown key '{}' (keys: dp tp pp cp vpp zero mb recompute "
+                              "sp schedule)", key);
+    }
+  }
+  if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1 || l.micro_batch < 1 || l.zero > 3) {
+    return invalid_argument("--check '{}': degrees and mb must be at least 1, zero 0-3", text);
+  }
+  const int model_parallel = l.tp * l.pp * l.cp;
+  l.dp = dp.value_or(gpus / model_parallel);
+  if (l.dp < 1 || l.dp * model_parallel != gpus) {
+    return invalid_argument("--check '{}': dp x tp x pp x cp = {} x {} x {} x {} is not --gpus {}", text,
+                            l.dp, l.tp, l.pp, l.cp, gpus);
+  }
+  if (l.vpp > 1) l.schedule = memory::PipelineSchedule::kInterleaved;
+  return l;
+}
+
+StatusOr<std::string> run_check(const RecommendFlags& f, Setup& s) {
+  ASSIGN_OR_RETURN(s.base.layout, parse_check(f.check, s.base.layout, f.gpus));
+  ASSIGN_OR_RETURN(Candidate candidate, analyzers::evaluate_layout(s.cost, s.base));
+  return f.json ? analyzers::format_check_json(s.context, candidate)
+                : analyzers::format_check_text(s.context, candidate);
+}
+
+std::vector<analyzers::Alternative> common_alternatives(const RecommendFlags& f, const Setup& s,
+                                                        const analyzers::SearchSpace& space) {
+  const int node_tp = std::min(f.gpus, s.context.gpus_per_node);
+  const std::pair<const char*, analyzers::LayoutFilter> families[] = {
+      {"data parallel only (DDP, ZeRO-0)", {1, 1, 1, 0}},
+      {"data parallel with ZeRO-1", {1, 1, 1, 1}},
+      {"FSDP (ZeRO-3, no TP/PP)", {1, 1, 1, 3}},
+      {"no pipeline (PP 1)", {std::nullopt, 1, std::nullopt, std::nullopt}},
+      {"no tensor parallelism (TP 1)", {1, std::nullopt, std::nullopt, std::nullopt}},
+  };
+  std::vector<analyzers::Alternative> alternatives;
+  for (const auto& [name, filter] : families) {
+    alternatives.push_back({name, analyzers::search_layouts(s.cost, s.base, space, filter)});
+  }
+  if (node_tp > 1) {
+    alternatives.push_back({fmt::format("TP {} inside each node", node_tp),
+                            analyzers::search_layouts(s.cost, s.base, space,
+                                                      {node_tp, std::nullopt, std::nullopt, std::nullopt})});
+  }
+  return alternatives;
+}
+
+StatusOr<std::string> render(const RecommendFlags& f) {
+  if (f.gpus <= 0) return invalid_argument("give --gpus N, the GPUs to spread the job over");
+  if (f.global_batch <= 0) return invalid_argument("give --global-batch B (sequences per step)");
+  ASSIGN_OR_RETURN(Setup s, make_setup(f));
+  if (!f.check.empty()) return run_check(f, s);
+  analyzers::SearchSpace space{f.gpus, f.max_micro_batch, f.max_vpp, f.max_cp, f.include_discouraged};
+  const auto start = std::chrono::steady_clock::now();
+  analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);
+  s.context.search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (f.json) return analyzers::format_recommend_json(s.context, result, f.top);
+  std::string text = analyzers::format_recommend_text(s.context, result, f.top);
+  if (f.explain) {
+    text += analyzers::format_explain_text(result, common_alternatives(f, s, space), 3);
+  }
+  return text;
+}
+
+}  // namespace
+
+Subcommand add_recommend_command(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand(
+      "recommend", "Search parallel layouts (dp x tp x pp x cp, micro-batch, vpp, ZeRO, recompute, "
+                   "SP) for a model on N GPUs: predicted step time, tokens/s, MFU and memory, ranked");
+  auto f = std::make_shared<RecommendFlags>();
+  add_model_flags(*cmd, f->model);
+  add_gpu_flags(*cmd, f->gpu, "memory, peak FLOP/s, HBM and link bandwidths");
+  cmd->add_option("--gpus", f->gpus, "GPUs in the job (N = dp x tp x pp x cp)")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default: the cluster file's, or 8)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--devices-per-node", f->devices_per_node,
+                  "Compute devices the ranks of a node share, when fewer than the ranks (CPU cores "
+                  "for --gpu cpu; one GPU shared by several Gloo ranks); default one per rank")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--cluster", f->cluster, "Cluster JSON: gpus_per_node, intra/inter_node_bandwidth "
+                                           "(bytes/s) and _latency_us (see docs/recommend.md)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")->check(CLI::PositiveNumber);
+  cmd->add_option("--precision", f->precision, "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, "
+                                               "bf16-fp32grad-accum")->capture_default_str()
+      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad",
+                             "bf16-fp32grad-accum"}));
+  cmd->add_option("--optimizer", f->optimizer, "adamw or sgd")->capture_default_str()
+      ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
+  cmd->add_option("--reserve", f->reserve, "Memory kept aside per GPU: auto or a size (4G)")->capture_default_str();
+  cmd->add_flag("--flash-attn", f->flash_attn, "FlashAttention (no stored attention scores)");
+  cmd->add_option("--top", f->top, "Layouts to print")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_flag("--json", f->json, "Print JSON: {\"candidates\": [...], \"rejected\": {...}}");
+  cmd->add_flag("--explain", f->explain, "Why the winner wins, why runners-up and common alternatives lose");
+  cmd->add_flag("--include-discouraged", f->include_discouraged,
+                "Rank ZeRO-2/3 with PP too (they reduce-scatter gradients every micro-batch)");
+  cmd->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch tried")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-vpp", f->max_vpp, "Most virtual stages per pipeline rank tried")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--max-cp", f->max_cp, "Largest context-parallel degree tried")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--calibrate", f->calibrate,
+                  "Trace(s) of your own runs: measured compute speed and collective busbw replace "
+                  "the presets' (repeatable)");
+  cmd->add_option("--skip-steps", f->skip_steps, "Warm-up steps of a --calibrate trace left out")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--check", f->check,
+                  "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
+                  "recompute=selective,sp=1\" (dp defaults to what the GPUs leave)");
+  cmd->footer(
+      "Examples:\n"
+      "  partrain recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain\n"
+      "  partrain recommend --model llama-2-7b --gpus 8 --global-batch 64 --check \"tp=2,zero=1,mb=2\"\n"
+      "  partrain recommend --model builtin-gpt --gpus 4 --gpus-per-node 4 --devices-per-node 2 \\\n"
+      "      --gpu cpu --precision fp32 --global-batch 8 --calibrate partrain-runs/run.db\n"
+      "Cost model (docs/recommend.md): compute on a roofline capped at the GPU's GEMM efficiency; "
+      "TP/SP/CP, PP and DP traffic alpha-beta per link level (nccl-tests busbw factors); pipeline "
+      "bubble (p-1)/(v m); DP overlapped with backward; memory from `partrain memory`. "
+      "Exit 2 for invalid flags or a --check layout that does not resolve (a layout that does not "
+      "fit still exits 0 with fits false), 3 for an unreadable preset, cluster or trace file.");
+  return {cmd, [f] { return print_report(render(*f)); }};
+}
+
+}  // namespace partrain::cli

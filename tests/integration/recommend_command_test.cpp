@@ -1,0 +1,142 @@
+// `partrain recommend` end to end: the ranked table and --json carry the same layouts, --check
+// costs one layout (a non-fitting one still exits 0), --explain names why others lose,
+// --calibrate reads a real traced launch, and bad input exits with the documented codes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
+
+namespace partrain {
+namespace {
+
+using testing::run_partrain;
+constexpr auto parse_json = testing::parse_json_output;
+
+const std::string kSearch = "recommend --model llama-2-7b --gpus 16 --gpu a100-80g --global-batch 64";
+
+TEST(RecommendCommand, JsonRanksTheSameLayoutsAsTheTable) {
+  auto text = run_partrain(kSearch + " --top 5");
+  auto json = run_partrain(kSearch + " --top 5 --json");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = parse_json(json.out);
+  ASSERT_EQ(j["candidates"].size(), 5u);
+  double previous = 1e300;
+  for (const auto& c : j["candidates"]) {
+    for (const char* key : {"dp", "tp", "pp", "cp", "vpp", "zero", "micro_batch", "recompute", "sp",
+                            "step_time_s", "tokens_per_s", "mfu", "memory_bytes", "fits",
+                            "bubble_pct", "exposed_comm_pct", "bottleneck"}) {
+      EXPECT_TRUE(c.contains(key)) << key;
+    }
+    EXPECT_EQ(c["dp"].get<int>() * c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>(), 16);
+    EXPECT_TRUE(c["fits"].get<bool>());
+    EXPECT_LE(c["tokens_per_s"].get<double>(), previous);
+    previous = c["tokens_per_s"].get<double>();
+    // The table shows the same layout on a row of its own.
+    EXPECT_NE(text.out.find(c["layout"].get<std::string>() + " "), std::string::npos) << c["layout"];
+  }
+  ASSERT_TRUE(j["rejected"].is_object());
+  EXPECT_GT(j["rejected"]["discouraged_zero_2_3_with_pp"].get<int>(), 0);
+  EXPECT_NE(text.out.find("discouraged_zero_2_3_with_pp"), std::string::npos);
+  EXPECT_NE(text.out.find("tok/s"), std::string::npos);
+}
+
+TEST(RecommendCommand, ExplainSaysWhyTheWinnerWinsAndWhyAlternativesLose) {
+  auto r = run_partrain("recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("why "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("runners-up:"), std::string::npos);
+  EXPECT_NE(r.out.find("% slower"), std::string::npos);
+  // 70B parameters x 16 bytes do not fit 80 GB per GPU with DDP on 64 GPUs.
+  EXPECT_NE(r.out.find("data parallel only (DDP, ZeRO-0): does not fit"), std::string::npos) << r.out;
+}
+
+TEST(RecommendCommand, CheckCostsOneLayoutAndANonFittingOneStillExitsZero) {
+  auto fits = run_partrain("recommend --model llama-2-7b --gpus 8 --gpu a100-80g --global-batch 64 "
+                           "--check tp=2,zero=1,mb=2 --json");
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  auto j = parse_json(fits.out);
+  ASSERT_EQ(j["candidates"].size(), 1u);
+  EXPECT_EQ(j["candidates"][0]["dp"], 4);  // what the 8 GPUs leave
+  EXPECT_TRUE(j["candidates"][0]["fits"].get<bool>());
+
+  auto too_big = run_partrain("recommend --model llama-2-70b --gpus 8 --gpu a100-40g --global-batch 8 "
+                              "--check dp=8,zero=0,mb=1");
+  EXPECT_EQ(too_big.exit_code, 0) << too_big.err;
+  EXPECT_NE(too_big.out.find("DOES NOT FIT"), std::string::npos) << too_big.out;
+  auto too_big_json = run_partrain("recommend --model llama-2-70b --gpus 8 --gpu a100-40g "
+                                   "--global-batch 8 --check dp=8,zero=0,mb=1 --json");
+  EXPECT_FALSE(parse_json(too_big_json.out)["candidates"][0]["fits"].get<bool>());
+}
+
+TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
+  auto no_gpus = run_partrain("recommend --model llama-2-7b --global-batch 8");
+  EXPECT_EQ(no_gpus.exit_code, 2);
+  EXPECT_NE(no_gpus.err.find("--gpus"), std::string::npos) << no_gpus.err;
+  auto bad_check = run_partrain(kSearch + " --check pp=16,vpp=3");
+  EXPECT_EQ(bad_check.exit_code, 2);
+  EXPECT_NE(bad_check.err.find("48 chunks must divide the 32 layers"), std::string::npos) << bad_check.err;
+  auto wrong_product = run_partrain(kSearch + " --check dp=3,tp=2");
+  EXPECT_EQ(wrong_product.exit_code, 2);
+  EXPECT_NE(wrong_product.err.find("is not --gpus 16"), std::string::npos) << wrong_product.err;
+  auto bad_key = run_partrain(kSearch + " --check tensor=2");
+  EXPECT_EQ(bad_key.exit_code, 2);
+  EXPECT_NE(bad_key.err.find("unknown key 'tensor'"), std::string::npos) << bad_key.err;
+  auto bare = run_partrain("recommend --params 7e9 --gpus 8 --global-batch 8");
+  EXPECT_EQ(bare.exit_code, 2);
+
+  partrain::testing::ScratchDir dir;
+  const std::string cluster = (dir.path() / "cluster.json").string();
+  std::ofstream(cluster) << R"({"name": "lab", "gpus_per_node": "eight"})";
+  auto bad_cluster = run_partrain(kSearch + " --cluster " + cluster);
+  EXPECT_EQ(bad_cluster.exit_code, 3);
+  EXPECT_NE(bad_cluster.err.find("gpus_per_node"), std::string::npos) << bad_cluster.err;
+  const std::string not_a_trace = (dir.path() / "x.db").string();
+  std::ofstream(not_a_trace) << "hello";
+  auto bad_trace = run_partrain(kSearch + " --calibrate " + not_a_trace);
+  EXPECT_EQ(bad_trace.exit_code, 3) << bad_trace.err;
+}
+
+TEST(RecommendCommand, ClusterFileSetsTheNodeSizeThatDecidesWhereTensorParallelismGoes) {
+  partrain::testing::ScratchDir dir;
+  const std::string cluster = (dir.path() / "cluster.json").string();
+  std::ofstream(cluster) << R"({"name": "small-nodes", "gpus_per_node": 2,
+                               "inter_node_bandwidth": 1e9, "inter_node_latency_us": 50})";
+  const std::string check = " --check tp=8,mb=1 --json";
+  auto wide = parse_json(run_partrain(kSearch + check).out);
+  auto narrow = parse_json(run_partrain(kSearch + " --cluster " + cluster + check).out);
+  EXPECT_EQ(narrow["gpus_per_node"], 2);
+  // TP 8 over 2-GPU nodes runs its all-reduces over a 1 GB/s network.
+  EXPECT_GT(narrow["candidates"][0]["breakdown_s"]["tp_comm"].get<double>(),
+            10 * wide["candidates"][0]["breakdown_s"]["tp_comm"].get<double>());
+  EXPECT_EQ(narrow["candidates"][0]["bottleneck"], "tp_comm");
+}
+
+// A real 4-rank traced launch calibrates compute and all-reduce; the report says from what.
+TEST(RecommendCommand, CalibratesFromATracedLaunch) {
+  partrain::testing::ScratchDir dir;
+  const std::string db = (dir.path() / "cal.db").string();
+  auto launch = run_partrain("-q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 "
+                             "--vocab 128 --dp 2 --tp 2 --steps 3 --trace " + db);
+  ASSERT_EQ(launch.exit_code, 0) << launch.err;
+  const std::string args = "recommend --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --gpu cpu "
+                           "--precision fp32 --gpus 4 --gpus-per-node 4 --global-batch 4 --calibrate " + db;
+  auto text = run_partrain(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("calibrated from " + db + " (a dp2 tp2 pp1 mb1 z0 run)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("compute: "), std::string::npos);
+  EXPECT_NE(text.out.find("all_reduce (2 ranks"), std::string::npos) << text.out;
+  auto j = parse_json(run_partrain(args + " --json").out);
+  const auto& cal = j["calibration"][0];
+  EXPECT_GT(cal["compute"]["measured_s"].get<double>(), 0);
+  EXPECT_GT(cal["compute"]["scale"].get<double>(), 0);
+  ASSERT_FALSE(cal["collectives"].empty());
+  EXPECT_GT(cal["collectives"][0]["busbw_gbps"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace partrain

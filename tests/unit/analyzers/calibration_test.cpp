@@ -1,0 +1,128 @@
+// Calibration from traces: the line fit, busbw and latency recovered from collectives of known
+// durations, and the compute scale from compute slices of a built-in workload's run.
+#include <gtest/gtest.h>
+
+#include "analyzers/calibration.h"
+#include "analyzers/layout_search.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+TEST(FitLine, RecoversAnExactLineAndRefusesADegenerateOne) {
+  auto fit = fit_line({{1, 12}, {2, 14}, {4, 18}});
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->intercept, 10, 1e-9);
+  EXPECT_NEAR(fit->slope, 2, 1e-9);
+  EXPECT_FALSE(fit_line({{3, 1}, {3, 2}}));
+  EXPECT_FALSE(fit_line({{1, 5}, {2, 4}}));  // negative slope: not a bandwidth
+}
+
+CostModel uncalibrated() {
+  Machines m;
+  m.gpus = 4;
+  m.gpus_per_node = 4;
+  m.intra_node = {20e9, 2e-6};
+  m.inter_node = {10e9, 8e-6};
+  return {memory::gpt_model(4, 256, 8, 512, 128),
+          *memory::precision_recipe("fp32", memory::Optimizer::kAdamW), CollectiveCost(m),
+          {1e12, 0.5, 100e9, 0, 1}, 100e9, false, 25e6};
+}
+
+// Four ranks all-reduce 1 MB and 16 MB; the fastest member of each takes exactly
+// 200 us + S x 1.5 / 5 GB/s, the others 1, 2 and 3 ms longer (arrival skew): the average member
+// pays 1.7 ms + S x 1.5 / 5 GB/s, over 4 latency steps.
+TEST(Calibration, FitsBusbwAndLatencyFromTheAverageMemberOfEachCollective) {
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  uint64_t seq = 0;
+  for (double bytes : {1e6, 16e6}) {
+    const double seconds = 200e-6 + bytes * 1.5 / 5e9;
+    for (int repeat = 0; repeat < 3; ++repeat, ++seq) {
+      for (int rank = 0; rank < 4; ++rank) {
+        const auto dur = static_cast<int64_t>(seconds * 1e9) + rank * 1'000'000;  // late ranks
+        events.push_back(partrain::testing::completed_all_reduce(
+            "dp", rank, {0, 1, 2, 3}, seq, static_cast<uint64_t>(bytes),
+            static_cast<int64_t>(seq) * 100'000'000, dur));
+      }
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 4, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_FALSE(c->compute_scale);  // no run config: not a built-in workload
+  ASSERT_EQ(c->collectives.size(), 1u);
+  const CollectiveFit& fit = c->collectives[0];
+  EXPECT_EQ(fit.op, CostedOp::kAllReduce);
+  EXPECT_EQ(fit.group_size, 4);
+  EXPECT_EQ(fit.sizes, 2);
+  EXPECT_EQ(fit.samples, 6);
+  EXPECT_NEAR(fit.link.bandwidth, 5e9, 5e9 * 1e-3);
+  EXPECT_NEAR(fit.link.latency_s, 1.7e-3 / 4, 1e-7);  // 4 latency steps for 4 ranks
+
+  CostModel model = uncalibrated();
+  apply_calibrations({*c}, model);
+  EXPECT_NEAR(model.comm.seconds(CostedOp::kAllReduce, 8e6, 4, LinkLevel::kIntraNode),
+              1.7e-3 + 8e6 * 1.5 / 5e9, 1e-6);
+}
+
+// A dp4 run of the built-in gpt whose compute took 3x what the preset predicts.
+TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
+  const std::string config =
+      R"({"workload":"gpt","precision":"fp32","recompute":"none",)"
+      R"("model":{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,"ffn":1024},)"
+      R"("layout":{"world":4,"dp":4,"tp":1,"pp":1,"micro_batch":1}})";
+  CostModel model = uncalibrated();
+  memory::EstimateInput in;
+  in.model = model.model;
+  in.recipe = model.recipe;
+  in.layout.dp = 4;
+  in.reserve_bytes = 0;
+  in.bucket_bytes = 0;
+  const StepCost predicted = step_cost(model, *memory::estimate_memory(in));
+  const auto compute_ns = static_cast<int64_t>(3 * predicted.compute_s * 1e9);
+  const auto adamw_ns = static_cast<int64_t>(2 * predicted.optimizer_s * 1e9);
+
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int64_t step = 0; step < 4; ++step) {
+      const int64_t t0 = step * 10'000'000'000;
+      const int64_t warm = step == 0 ? 5 : 1;  // the warm-up step is slow and left out
+      events.push_back(profiler::SliceEvent{rank, profiler::TrackKind::kCpuThread, "main",
+                                            "block.forward", profiler::SliceCategory::kCompute, t0,
+                                            warm * compute_ns / 3, step, 0, 0});
+      events.push_back(profiler::SliceEvent{rank, profiler::TrackKind::kCpuThread, "main",
+                                            "block.backward", profiler::SliceCategory::kCompute,
+                                            t0 + compute_ns, warm * compute_ns * 2 / 3, step, 0, 0});
+      events.push_back(profiler::SliceEvent{rank, profiler::TrackKind::kCpuThread, "main", "adamw",
+                                            profiler::SliceCategory::kCompute, t0 + 3 * compute_ns,
+                                            adamw_ns, step, -1, -1});
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", config, 4, events);
+  auto c = measure_calibration(trace.db, "t.db", model, 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_TRUE(c->compute_scale);
+  EXPECT_NEAR(*c->compute_scale, 3, 1e-6);
+  ASSERT_TRUE(c->optimizer_scale);
+  EXPECT_NEAR(*c->optimizer_scale, 2, 1e-6);
+  EXPECT_EQ(c->run_layout, "dp4 tp1 pp1 mb1 z0");
+
+  apply_calibrations({*c}, model);
+  const StepCost after = step_cost(model, *memory::estimate_memory(in));
+  EXPECT_NEAR(after.compute_s, 3 * predicted.compute_s, 1e-6 * predicted.compute_s);
+  EXPECT_NEAR(after.optimizer_s, 2 * predicted.optimizer_s, 1e-6 * predicted.optimizer_s);
+}
+
+TEST(Calibration, ATraceWithNothingToMeasureIsUnreadable) {
+  partrain::testing::ScratchDir dir;
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 1, {});
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  EXPECT_EQ(c.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(c.status().message().find("nothing to calibrate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers

@@ -1,0 +1,251 @@
+// The recommender's cost terms against hand-computed values: alpha-beta collectives with the
+// nccl-tests factors, roofline GEMMs, a block's forward/backward, and each term of a step.
+#include <gtest/gtest.h>
+
+#include "analyzers/collective_cost.h"
+#include "analyzers/compute_cost.h"
+#include "analyzers/step_cost.h"
+#include "memory/flops.h"
+
+namespace partrain::analyzers {
+namespace {
+
+Machines test_machines() {
+  Machines m;
+  m.gpus = 16;
+  m.gpus_per_node = 8;
+  m.intra_node = {100e9, 2e-6};
+  m.inter_node = {10e9, 10e-6};
+  return m;
+}
+
+TEST(CollectiveCost, AllReduceIsLatencyStepsPlusBusFactorOverBandwidth) {
+  CollectiveCost cost(test_machines());
+  // 8 ranks: ceil(log2 8) = 3, all-reduce 2 x 3 steps of 2 us; 1 GB x 2(7)/8 at 100 GB/s.
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 8, LinkLevel::kIntraNode),
+              6 * 2e-6 + 1e9 * 1.75 / 100e9, 1e-12);
+  // All-gather of the whole 1 GB over 8: 3 steps, (n-1)/n.
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllGather, 1e9, 8, LinkLevel::kIntraNode),
+              3 * 2e-6 + 1e9 * 0.875 / 100e9, 1e-12);
+  // Across nodes: the NIC's 10 GB/s and 10 us; 5 ranks need ceil(log2 5) = 3 steps.
+  EXPECT_NEAR(cost.seconds(CostedOp::kReduceScatter, 1e9, 5, LinkLevel::kInterNode),
+              3 * 10e-6 + 1e9 * 0.8 / 10e9, 1e-12);
+  EXPECT_NEAR(cost.seconds(CostedOp::kSendRecv, 1e6, 2, LinkLevel::kInterNode), 10e-6 + 1e6 / 10e9,
+              1e-15);
+  EXPECT_EQ(cost.seconds(CostedOp::kAllReduce, 1e9, 1, LinkLevel::kIntraNode), 0);
+}
+
+TEST(CollectiveCost, CalibratedLinkReplacesThePresetForThatOpAndLevelOnly) {
+  CollectiveCost cost(test_machines());
+  cost.calibrate(CostedOp::kAllReduce, LinkLevel::kIntraNode, 2, {50e9, 0});
+  EXPECT_TRUE(cost.is_calibrated(CostedOp::kAllReduce, LinkLevel::kIntraNode));
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 2, LinkLevel::kIntraNode), 1e9 / 50e9, 1e-12);
+  // The only measured group size serves every group; a second one serves the groups nearer it.
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 8, LinkLevel::kIntraNode), 1e9 * 1.75 / 50e9,
+              1e-12);
+  cost.calibrate(CostedOp::kAllReduce, LinkLevel::kIntraNode, 8, {25e9, 1e-3});
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 16, LinkLevel::kIntraNode),
+              8 * 1e-3 + 1e9 * 1.875 / 25e9, 1e-12);
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 2, LinkLevel::kIntraNode), 1e9 / 50e9, 1e-12);
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 4, LinkLevel::kIntraNode),  // tie: larger
+              4 * 1e-3 + 1e9 * 1.5 / 25e9, 1e-12);
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllGather, 1e9, 2, LinkLevel::kIntraNode),
+              2e-6 + 0.5e9 / 100e9, 1e-12);
+  EXPECT_NEAR(cost.seconds(CostedOp::kAllReduce, 1e9, 2, LinkLevel::kInterNode),
+              2 * 10e-6 + 1e9 / 10e9, 1e-12);
+}
+
+TEST(Machines, GroupStaysInANodeWhileItSpansAtMostGpusPerNode) {
+  const Machines m = test_machines();
+  EXPECT_EQ(m.level_of_group(8, 1), LinkLevel::kIntraNode);   // tp 8
+  EXPECT_EQ(m.level_of_group(16, 1), LinkLevel::kInterNode);  // tp 16
+  EXPECT_EQ(m.level_of_group(2, 4), LinkLevel::kIntraNode);   // dp 2 over tp 4
+  EXPECT_EQ(m.level_of_group(2, 8), LinkLevel::kInterNode);   // dp 2 over tp 8
+}
+
+TEST(Machines, ClusterFileOverridesThePresetAndTheFlagOverridesTheFile) {
+  memory::GpuSpec gpu;
+  gpu.name = "h100";
+  gpu.intra_node_bandwidth = 450e9;
+  gpu.network_bandwidth = 50e9;
+  const Machines preset = machines_from(gpu, 64, 0, nullptr);
+  EXPECT_EQ(preset.gpus_per_node, 8);
+  EXPECT_EQ(preset.intra_node.bandwidth, 450e9);
+  EXPECT_EQ(preset.inter_node.bandwidth, 50e9);
+  memory::ClusterSpec cluster;
+  cluster.name = "lab";
+  cluster.gpus_per_node = 4;
+  cluster.inter_node_bandwidth = 12.5e9;
+  cluster.inter_node_latency_s = 20e-6;
+  const Machines lab = machines_from(gpu, 64, 0, &cluster);
+  EXPECT_EQ(lab.gpus_per_node, 4);
+  EXPECT_EQ(lab.intra_node.bandwidth, 450e9);
+  EXPECT_EQ(lab.inter_node.bandwidth, 12.5e9);
+  EXPECT_EQ(lab.inter_node.latency_s, 20e-6);
+  EXPECT_EQ(machines_from(gpu, 64, 2, &cluster).gpus_per_node, 2);
+}
+
+TEST(ComputeCost, GemmIsComputeBoundWhenLargeAndMemoryBoundWhenThin) {
+  ComputeSpeed speed{1e15, 0.5, 2e12, 5e-6, 1};
+  const double n = 4096;
+  EXPECT_NEAR(gemm_seconds(n, n, n, 1, 2, speed), 2 * n * n * n / 5e14 + 5e-6, 1e-12);
+  // A matrix-vector product: 2 x 4096^2 FLOPs are nothing, the 4096^2 x 2-byte weights are not.
+  EXPECT_NEAR(gemm_seconds(1, n, n, 1, 2, speed), (n + n * n + n) * 2 / 2e12 + 5e-6, 1e-12);
+  speed.scale = 3;
+  EXPECT_NEAR(gemm_seconds(n, n, n, 1, 2, speed), 3 * (2 * n * n * n / 5e14 + 5e-6), 1e-12);
+}
+
+// With unlimited memory bandwidth and no kernel overhead, a GPT block's forward is its
+// Narayanan FLOPs (24 b s h^2 + 4 b s^2 h) at the capped peak, split by t.
+TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
+  const memory::ModelConfig model = memory::gpt_model(4, 1024, 16, 1000, 512);
+  const ComputeSpeed speed{1e14, 0.8, 1e300, 0, 1};
+  const double b = 2, s = 512, h = 1024;
+  for (int tp : {1, 2, 4}) {
+    const BlockTimes t = block_times(model, {b, s, 1, tp, false, 2}, speed);
+    const double flops = (24 * b * s * h * h + 4 * b * s * s * h) / tp;
+    EXPECT_NEAR(t.forward_s, flops / 8e13, 1e-12) << "tp " << tp;
+    EXPECT_NEAR(t.backward_s, 2 * t.forward_s, 1e-12);
+    EXPECT_NEAR(t.attention_core_s, 4 * b * s * s * h / tp / 8e13, 1e-12);
+    EXPECT_EQ(t.recompute_s(memory::Recompute::kFull), t.forward_s);
+    EXPECT_EQ(t.recompute_s(memory::Recompute::kSelective), t.attention_core_s);
+    EXPECT_EQ(t.recompute_s(memory::Recompute::kNone), 0);
+  }
+  // The head: 2 b s h V forward, twice that backward.
+  EXPECT_NEAR(head_seconds(model, {b, s, 1, 1, false, 2}, speed), 3 * 2 * b * s * h * 1000 / 8e13,
+              1e-12);
+}
+
+class StepCostTest : public ::testing::Test {
+ protected:
+  StepCostTest() : cost_{model_, recipe(), CollectiveCost(test_machines()), speed(), 1e12, false, 0} {}
+
+  static memory::PrecisionRecipe recipe() {
+    return *memory::precision_recipe("bf16-mixed", memory::Optimizer::kAdamW);
+  }
+  static ComputeSpeed speed() { return {1e14, 0.5, 1e300, 0, 1}; }
+
+  memory::MemoryEstimate estimate(memory::TrainingLayout layout) {
+    memory::EstimateInput in;
+    in.model = model_;
+    in.recipe = recipe();
+    in.layout = layout;
+    in.reserve_bytes = 0;
+    auto e = memory::estimate_memory(in);
+    EXPECT_TRUE(e.is_ok()) << e.status().message();
+    return *e;
+  }
+
+  memory::ModelConfig model_ = memory::gpt_model(8, 1024, 16, 1024, 256);
+  CostModel cost_;
+};
+
+TEST_F(StepCostTest, BubbleIsPMinusOneOverVMicroBatchTimes) {
+  memory::TrainingLayout l;
+  l.pp = 4;
+  l.global_batch = 8;  // m = 8
+  const StepCost c = step_cost(cost_, estimate(l));
+  // Every stage holds 2 blocks; the last also the head, so it is the slowest: its per
+  // micro-batch time is compute / m, and the bubble 3 of those.
+  EXPECT_NEAR(c.bubble_s, 3 * c.compute_s / 8, 1e-12);
+  l.vpp = 2;
+  l.schedule = memory::PipelineSchedule::kInterleaved;
+  const StepCost interleaved = step_cost(cost_, estimate(l));
+  EXPECT_NEAR(interleaved.bubble_s, 1.5 * interleaved.compute_s / 8, 1e-12);
+  // p2p: b s h x 2 bytes per boundary, 2 (m v + p - 1) on the critical path; stage neighbours
+  // are 1 rank apart, inside the node.
+  const double p2p = 2e-6 + 256.0 * 1024 * 2 / 100e9;
+  EXPECT_NEAR(c.pp_comm_s, 2 * (8 + 3) * p2p, 1e-12);
+  EXPECT_NEAR(interleaved.pp_comm_s, 2 * (16 + 3) * p2p, 1e-12);
+}
+
+TEST_F(StepCostTest, DataParallelWithoutOverlapPaysTheWholeGradientAllReduce) {
+  memory::TrainingLayout l;
+  l.dp = 4;
+  const memory::MemoryEstimate e = estimate(l);
+  const StepCost c = step_cost(cost_, e);
+  const double grads = e.stages[0].params_count * 2;  // bf16 gradients
+  EXPECT_NEAR(c.dp_comm_s, 2 * 2 * 2e-6 + grads * 1.5 / 100e9, 1e-12);
+  // AdamW streams 2 x 12 + 2 + 2 x 2 = 30 bytes per parameter at 1 TB/s; ZeRO-1 divides by dp.
+  EXPECT_NEAR(c.optimizer_s, e.stages[0].params_count * 30 / 1e12, 1e-12);
+  l.zero = 1;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).optimizer_s, e.stages[0].params_count * 30 / 4 / 1e12,
+              1e-12);
+}
+
+TEST_F(StepCostTest, OverlapHidesGradientTrafficBehindBackwardButNotTheLastBucket) {
+  cost_.overlaps_communication = true;
+  cost_.bucket_bytes = 1e6;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.micro_batch = 4;  // backward ~9 ms hides the ~3 ms all-reduce of 200 MB of gradients
+  const StepCost c = step_cost(cost_, estimate(l));
+  EXPECT_NEAR(c.dp_comm_s, 2 * 2 * 2e-6 + 1e6 * 1.5 / 100e9, 1e-12);  // only the 1 MB tail
+}
+
+TEST_F(StepCostTest, TensorParallelPaysFourAllReducesPerBlockAndTheEmbeddingSum) {
+  memory::TrainingLayout l;
+  l.tp = 4;
+  l.global_batch = 2;  // m = 2 micro-batches of 1
+  const StepCost c = step_cost(cost_, estimate(l));
+  const double all_reduce = 2 * 2 * 2e-6 + 256.0 * 1024 * 2 * 1.5 / 100e9;
+  EXPECT_NEAR(c.tp_comm_s, 2 * (8 * 4 + 1) * all_reduce, 1e-12);
+  l.recompute = memory::Recompute::kFull;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).tp_comm_s, 2 * (8 * 6 + 1) * all_reduce, 1e-12);
+  // SP: an all-gather and a reduce-scatter of the same bytes instead of each all-reduce.
+  l.recompute = memory::Recompute::kNone;
+  l.sp = true;
+  const double gather_scatter = 2 * (2 * 2e-6 + 256.0 * 1024 * 2 * 0.75 / 100e9);
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).tp_comm_s, 2 * (8 * 4 + 1) * gather_scatter, 1e-12);
+}
+
+TEST_F(StepCostTest, StepIsTheSumOfItsTermsAndMfuUsesModelFlops) {
+  memory::TrainingLayout l;
+  l.dp = 2;
+  l.tp = 2;
+  l.pp = 2;
+  l.global_batch = 8;
+  const StepCost c = step_cost(cost_, estimate(l));
+  EXPECT_NEAR(c.step_s, c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
+                            c.dp_comm_s + c.optimizer_s, 1e-12);
+  EXPECT_EQ(c.shared_device_s, 0);  // one device per rank
+  const double flops = memory::training_flops(model_, 8, 256, memory::Recompute::kNone);
+  EXPECT_NEAR(c.mfu, flops / (c.step_s * 8 * 1e14), 1e-12);
+  EXPECT_NEAR(c.tokens_per_s, 8 * 256 / c.step_s, 1e-6);
+  EXPECT_EQ(c.bottleneck, "compute");
+}
+
+// 4 ranks on 2 devices: data parallelism computes at half speed all the time; a pipeline's
+// bubble leaves devices to the other stages, so the step is the node's work over 2 devices.
+TEST_F(StepCostTest, RanksSharingDevicesAreBoundByTheNodesWorkOverItsDevices) {
+  Machines shared = test_machines();
+  shared.gpus_per_node = 4;
+  shared.devices_per_node = 2;
+  cost_.comm = CollectiveCost(shared);
+  memory::TrainingLayout l;
+  l.dp = 4;
+  const StepCost dp = step_cost(cost_, estimate(l));
+  EXPECT_NEAR(dp.step_s, 2 * (dp.compute_s + dp.optimizer_s) + dp.exposed_comm_s(), 1e-12);
+  EXPECT_NEAR(dp.shared_device_s, dp.compute_s + dp.optimizer_s, 1e-12);
+  l = {};
+  l.pp = 4;
+  l.global_batch = 4;  // m = 4: bubble 3/4 of the compute
+  const StepCost pp = step_cost(cost_, estimate(l));
+  EXPECT_NEAR(pp.step_s, 2 * (pp.compute_s + pp.optimizer_s) + pp.exposed_comm_s(), 1e-12);
+  EXPECT_NEAR(pp.bubble_s + pp.shared_device_s, pp.compute_s + pp.optimizer_s, 1e-12);
+  EXPECT_EQ(shared.device_sharing(4), 2);
+  EXPECT_EQ(shared.device_sharing(2), 1);
+}
+
+TEST_F(StepCostTest, TensorParallelAcrossNodesIsCommunicationBound) {
+  memory::TrainingLayout l;
+  l.tp = 16;
+  const StepCost across = step_cost(cost_, estimate(l));
+  EXPECT_EQ(across.bottleneck, "tp_comm");
+  l.tp = 8;
+  l.dp = 2;
+  EXPECT_LT(step_cost(cost_, estimate(l)).tp_comm_s * 4, across.tp_comm_s);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers
