@@ -224,10 +224,8 @@ Status TraceWriter::State::prepare_statements() {
       "bytes, peer, root, comm_rank, group_size, group_ranks_id, enqueue_ns, gpu_start_ns, "
       "gpu_end_ns, state)",
       17, "collectives"));
-  // A later sample with the same (rank, ts_ns, category) replaces the earlier one.
-  return memory.prepare(
-      db, "INSERT OR FAIL INTO memory (rank, ts_ns, category, bytes)", 4, "memory samples",
-      " ON CONFLICT (rank, ts_ns, category) DO UPDATE SET bytes = excluded.bytes");
+  return memory.prepare(db, "INSERT OR FAIL INTO memory (rank, ts_ns, category, bytes)", 4,
+                        "memory samples");
 }
 
 void TraceWriter::State::begin_batch() {

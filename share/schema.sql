@@ -110,15 +110,15 @@ CREATE TABLE kernel (
   dynamic_shared_bytes INTEGER
 );
 
--- Clustered by (rank, ts_ns, category): the memory_events access path, with no second b-tree.
--- A second sample with the same key replaces the first (bytes in use from that instant on).
+-- Appended in arrival order (rowid); memory_rank_ts (rank, ts_ns, category, bytes), the covering
+-- memory_events access path, is built when the trace is closed: see the end of this file. Two
+-- samples of one category at the same nanosecond are both kept and read in index order.
 CREATE TABLE memory (
   rank     INTEGER NOT NULL,
   ts_ns    INTEGER NOT NULL,
   category INTEGER NOT NULL REFERENCES memory_category(id),
-  bytes    INTEGER NOT NULL,  -- bytes in use in this category from ts_ns on
-  PRIMARY KEY (rank, ts_ns, category)
-) WITHOUT ROWID;
+  bytes    INTEGER NOT NULL  -- bytes in use in this category from ts_ns on
+);
 
 CREATE TABLE step (
   rank   INTEGER NOT NULL,
@@ -142,9 +142,10 @@ CREATE TABLE stat (
 -- partrain:deferred-indexes
 -- Indexes the writer builds when it closes the trace, in one sort, instead of one b-tree seek per
 -- row while events arrive (the slice index was a third of the writer's work, the collective
--- index a twentieth). A running trace, or one whose writer died before closing it, has none of
+-- index a twentieth, keeping memory clustered by rank and time as much as the slice index). A running trace, or one whose writer died before closing it, has none of
 -- them until they are built (TraceWriter's close; create_deferred_indexes for a trace marked
 -- incomplete): queries give the same answers, only slower. IF NOT EXISTS: building twice is
 -- harmless.
 CREATE INDEX IF NOT EXISTS slice_track_ts ON slice (track_id, ts_ns);
 CREATE INDEX IF NOT EXISTS collective_comm_seq ON collective (comm_id, seq);
+CREATE INDEX IF NOT EXISTS memory_rank_ts ON memory (rank, ts_ns, category, bytes);

@@ -235,6 +235,38 @@ TEST_F(TraceStoreTest, SliceIndexIsBuiltWhenTheWriterCloses) {
   EXPECT_EQ(query_rows(closed->db, "PRAGMA integrity_check"), "ok\n");
 }
 
+// Memory samples are appended in arrival order (two ranks interleaved); the covering index built
+// at close serves each rank's replay in time order without touching the table.
+TEST_F(TraceStoreTest, MemoryIndexIsBuiltWhenTheWriterClosesAndCoversTheReplay) {
+  fs::path path = file("memory.db");
+  auto writer = make_writer(path);
+  ASSERT_TRUE(writer);
+  std::vector<TraceEvent> samples;
+  for (int64_t i = 0; i < 100; ++i) {
+    for (int32_t rank : {1, 0}) samples.push_back(MemorySample{rank, 3, 1000 - i * 10, i * 100 + rank});
+  }
+  writer->append(samples);
+  ASSERT_TRUE(writer->commit().is_ok());
+  const std::string replay =
+      "SELECT count(*), min(ts_ns), max(ts_ns), sum(bytes) FROM memory WHERE rank = 1";
+  {
+    auto live = open_trace(path);
+    ASSERT_TRUE(live.is_ok()) << live.status().message();
+    EXPECT_EQ(index_count(live->db, "memory_rank_ts"), 0);
+    EXPECT_EQ(query_rows(live->db, replay), "100|10|1000|495100\n");
+  }
+  writer.reset();
+  auto closed = open_trace(path);
+  ASSERT_TRUE(closed.is_ok()) << closed.status().message();
+  EXPECT_EQ(index_count(closed->db, "memory_rank_ts"), 1);
+  EXPECT_EQ(query_rows(closed->db, replay), "100|10|1000|495100\n");
+  const std::string ordered = "SELECT ts_ns, bytes FROM memory WHERE rank = 1 ORDER BY ts_ns LIMIT 2";
+  EXPECT_EQ(query_rows(closed->db, ordered), "10|9901\n20|9801\n");
+  const std::string plan = query_rows(closed->db, "EXPLAIN QUERY PLAN " + ordered);
+  EXPECT_NE(plan.find("COVERING INDEX memory_rank_ts"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("TEMP B-TREE"), std::string::npos) << plan;
+}
+
 TEST_F(TraceStoreTest, SecondWriterAndExistingFileAreRefused) {
   fs::path path = file("one.db");
   auto first = make_writer(path);
