@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "profiler/json_text.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::profiler {
 namespace {
@@ -100,8 +101,10 @@ std::string slice_filter(std::string_view alias) {
              alias);
 }
 
+// A damaged page met while reading is exit 3, as open_trace would have said (it checks large
+// files' event pages only as they are read).
 Status read_error(const SqliteDb& db, std::string_view what) {
-  return failed("reading {} from the trace failed: {}", what, db.error_message());
+  return trace_read_error(db, fmt::format("reading {} from the trace", what));
 }
 
 StatusOr<SqliteStatement> prepare(const SqliteDb& db, std::string_view sql,

@@ -46,8 +46,9 @@ std::optional<int64_t> optional_int(const SqliteStatement& stmt, int column) {
   return stmt.column_int(column);
 }
 
+// A damaged page met while reading is exit 3, as open_trace would have said.
 Status query_failed(const fs::path& path, const SqliteDb& db, std::string_view what) {
-  return failed("reading {} of {}: {}", what, path.string(), db.error_message());
+  return trace_read_error(db, fmt::format("reading {} of {}", what, path.string()));
 }
 
 StatusOr<RunRow> read_run_row(const TraceFile& trace) {
