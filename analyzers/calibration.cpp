@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <map>
-#include <tuple>
 
 #include <fmt/format.h>
 
 #include "analyzers/bandwidth.h"
 #include "analyzers/layout_search.h"
 #include "analyzers/sample_quantiles.h"
+#include "analyzers/temporal_breakdown.h"
 #include "analyzers/workload_run_config.h"
 
 namespace partrain::analyzers {
@@ -17,32 +18,42 @@ namespace {
 
 using profiler::SqliteStatement;
 
-// The busiest rank's median per-step time in compute slices (the optimizer's apart, collectives
-// nested inside compute taken out) and in the optimizer.
+// The rows of the window's steps: "(step BETWEEN ?1 AND ?2 OR ?3)", ?3 true for a trace
+// without steps (one window, every row, the NULL steps too).
+constexpr std::string_view kInWindow = "(step BETWEEN ?1 AND ?2 OR ?3)";
+void bind_window_steps(SqliteStatement& stmt, const AnalysisWindow& window) {
+  stmt.bind(1, window.first_step);
+  stmt.bind(2, window.last_step);
+  stmt.bind(3, int64_t{window.has_steps ? 0 : 1});
+}
+
+// The busiest rank's compute and optimizer time per step over the window. Compute is the
+// temporal breakdown's compute not overlapped by communication (a blocking collective inside a
+// compute slice is waiting, not work), less the optimizer's `adamw` slices.
 struct MeasuredPhases {
   double compute_s = 0;
   double optimizer_s = 0;
 };
 
-StatusOr<MeasuredPhases> measure_phases(const profiler::SqliteDb& db, int skip_steps) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, R"sql(
-    SELECT c.rank, c.step, c.name = 'adamw',
-           SUM(c.dur_ns) - coalesce(SUM((SELECT SUM(co.dur_ns) FROM collectives co
-                                         WHERE co.rank = c.rank AND co.ts_ns >= c.ts_ns
-                                           AND co.ts_ns < c.ts_ns + c.dur_ns)), 0)
-    FROM slices c
-    WHERE c.category = 'compute' AND c.step >= ?1
-    GROUP BY c.rank, c.step, c.name = 'adamw')sql"));
-  stmt.bind(1, int64_t{skip_steps});
-  std::map<std::pair<int64_t, bool>, SampleQuantiles> per_rank;
-  while (stmt.step() == SQLITE_ROW) {
-    per_rank[{stmt.column_int(0), stmt.column_int(2) != 0}].add(stmt.column_double(3) * 1e-9);
-  }
+StatusOr<MeasuredPhases> measure_phases(const profiler::SqliteDb& db, const AnalysisWindow& window) {
   MeasuredPhases measured;
-  for (const auto& [key, samples] : per_rank) {
-    const double median = samples.median();
-    double& slot = key.second ? measured.optimizer_s : measured.compute_s;
-    slot = std::max(slot, median);
+  if (!window.has_steps) return measured;
+  ASSIGN_OR_RETURN(TemporalBreakdown breakdown, analyze_temporal_breakdown(db, window));
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   SqliteStatement::prepare(db, fmt::format(R"sql(
+    SELECT rank, SUM(dur_ns) FROM slices
+    WHERE category = 'compute' AND name = 'adamw' AND {}
+    GROUP BY rank)sql", kInWindow)));
+  bind_window_steps(stmt, window);
+  std::map<int64_t, int64_t> optimizer_ns;
+  while (stmt.step() == SQLITE_ROW) optimizer_ns[stmt.column_int(0)] = stmt.column_int(1);
+  for (const RankBreakdown& rank : breakdown.ranks) {
+    if (rank.steps == 0) continue;
+    const auto steps = static_cast<double>(rank.steps);
+    const int64_t optimizer = optimizer_ns[rank.rank];
+    measured.compute_s = std::max(measured.compute_s,
+                                  static_cast<double>(rank.compute_only_ns() - optimizer) * 1e-9 / steps);
+    measured.optimizer_s = std::max(measured.optimizer_s, static_cast<double>(optimizer) * 1e-9 / steps);
   }
   return measured;
 }
@@ -51,31 +62,28 @@ StatusOr<MeasuredPhases> measure_phases(const profiler::SqliteDb& db, int skip_s
 // (what the collective costs a rank, the arrival skew the machine produces included); for
 // send/recv the faster side's (the receiver's wait for its sender is the pipeline schedule's,
 // which the bubble term models).
-StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& db, int skip_steps,
-                                                     LinkLevel level) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, R"sql(
+StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& db,
+                                                     const AnalysisWindow& window, LinkLevel level) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   SqliteStatement::prepare(db, fmt::format(R"sql(
     SELECT MIN(op), MAX(group_size), MIN(bytes),
            CASE WHEN MIN(op) IN ('send', 'recv') THEN MIN(dur_ns) ELSE AVG(dur_ns) END
     FROM collectives
-    WHERE state = 'completed' AND coalesce(step, 0) >= ?1 AND bytes > 0
+    WHERE state = 'completed' AND {} AND bytes > 0
     GROUP BY comm_id, seq
-    HAVING COUNT(DISTINCT bytes) = 1 AND COUNT(DISTINCT op) <= 2)sql"));
-  stmt.bind(1, int64_t{skip_steps});
-  std::map<std::tuple<CostedOp, int, double>, SampleQuantiles> samples;
+    HAVING COUNT(DISTINCT bytes) = 1 AND COUNT(DISTINCT op) <= 2)sql", kInWindow)));
+  bind_window_steps(stmt, window);
+  // Per op and group size (latency and busbw both depend on the group, so groups are fitted
+  // apart), per message size, the durations.
+  std::map<std::pair<CostedOp, int>, std::map<double, SampleQuantiles>> samples;
   while (stmt.step() == SQLITE_ROW) {
     auto op = costed_op_from_trace(stmt.column_text(0));
     const int group = std::max<int>(2, static_cast<int>(stmt.column_int(1)));
     if (!op || stmt.column_int(3) <= 0) continue;
-    samples[{*op, group, stmt.column_double(2)}].add(stmt.column_double(3) * 1e-9);
-  }
-  // One fit per op and group size: latency and busbw both depend on the group, so sizes of
-  // different groups are not mixed.
-  std::map<std::pair<CostedOp, int>, std::vector<const std::pair<const std::tuple<CostedOp, int, double>, SampleQuantiles>*>> groups;
-  for (const auto& entry : samples) {
-    groups[{std::get<0>(entry.first), std::get<1>(entry.first)}].push_back(&entry);
+    samples[{*op, group}][stmt.column_double(2)].add(stmt.column_double(3) * 1e-9);
   }
   std::vector<CollectiveFit> fits;
-  for (const auto& [key, entries] : groups) {
+  for (const auto& [key, by_size] : samples) {
     const auto [op, group] = key;
     CollectiveFit fit;
     fit.op = op;
@@ -84,11 +92,11 @@ StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& d
     std::vector<std::pair<double, double>> points;  // (S x factor, median seconds)
     double best_busbw = 0;
     const double factor = busbw_factor(costed_op_name(op), group).value_or(1.0);
-    for (const auto* entry : entries) {
-      const double x = std::get<2>(entry->first) * factor;
-      const double t = entry->second.median();
+    for (const auto& [bytes, times] : by_size) {
+      const double x = bytes * factor;
+      const double t = times.median();
       points.emplace_back(x, t);
-      fit.samples += entry->second.count();
+      fit.samples += times.count();
       best_busbw = std::max(best_busbw, x / t);
     }
     fit.sizes = static_cast<int>(points.size());
@@ -121,8 +129,8 @@ StatusOr<RankPlacement> rank_placement(const profiler::SqliteDb& db) {
 // `sharing`: how much slower the traced ranks computed because they shared devices (ranks on a
 // host over the machines' devices); the scales are for one rank alone on its device.
 Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& run,
-                         const CostModel& uncalibrated, int skip_steps, double sharing,
-                         Calibration& out) {
+                         const CostModel& uncalibrated, const AnalysisWindow& window,
+                         double sharing, Calibration& out) {
   ASSIGN_OR_RETURN(memory::EstimateInput input, workload_estimate_input(run));
   ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
   CostModel own = uncalibrated;
@@ -130,7 +138,7 @@ Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& 
   own.recipe = input.recipe;
   const StepCost predicted = step_cost(own, estimate);
   out.run_layout = layout_label(input.layout);
-  ASSIGN_OR_RETURN(MeasuredPhases measured, measure_phases(db, skip_steps));
+  ASSIGN_OR_RETURN(MeasuredPhases measured, measure_phases(db, window));
   if (measured.compute_s > 0 && predicted.compute_s > 0) {
     out.measured_compute_s = measured.compute_s;
     out.predicted_compute_s = predicted.compute_s * sharing;
@@ -144,6 +152,12 @@ Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& 
     out.optimizer_scale = measured.optimizer_s / out.predicted_optimizer_s;
   }
   return Status::ok();
+}
+
+Status nothing_to_calibrate(const std::string& source, std::string_view why) {
+  return Status(StatusCode::kUnreadable,
+                fmt::format("{}: nothing to calibrate from ({}); trace a run with more steps",
+                            source, why));
 }
 
 }  // namespace
@@ -169,23 +183,25 @@ StatusOr<Calibration> measure_calibration(const profiler::SqliteDb& db, const st
   out.source = source;
   ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> run, read_workload_run_config(db));
   ASSIGN_OR_RETURN(RankPlacement placement, rank_placement(db));
+  WindowOptions options;
+  options.skip_steps = skip_steps;
+  StatusOr<AnalysisWindow> chosen = choose_window(db, options);
+  if (!chosen.is_ok()) return nothing_to_calibrate(source, chosen.status().message());
+  const AnalysisWindow& window = *chosen;
   if (run) {
-    const int devices = uncalibrated.comm.machines().devices_per_node;
-    const double sharing = devices > 0 && placement.most_ranks_on_a_host > devices
-                               ? static_cast<double>(placement.most_ranks_on_a_host) / devices
-                               : 1.0;
-    RETURN_IF_ERROR(calibrate_compute(db, *run, uncalibrated, skip_steps, sharing, out));
+    const double sharing = sharing_factor(placement.most_ranks_on_a_host,
+                                          uncalibrated.comm.machines().devices_per_node);
+    RETURN_IF_ERROR(calibrate_compute(db, *run, uncalibrated, window, sharing, out));
   } else {
     out.notes.push_back("not a built-in workload's trace (no model in its run config): compute "
                         "and optimizer speed not calibrated, collectives only");
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
-  ASSIGN_OR_RETURN(out.collectives, fit_collectives(db, skip_steps, level));
+  ASSIGN_OR_RETURN(out.collectives, fit_collectives(db, window, level));
   if (!out.compute_scale && out.collectives.empty()) {
-    return Status(StatusCode::kUnreadable,
-                  fmt::format("{}: nothing to calibrate from (no compute slices and no completed "
-                              "collectives after {} warm-up step(s)); trace a run with more steps",
-                              source, skip_steps));
+    return nothing_to_calibrate(
+        source, fmt::format("no compute slices and no completed collectives after {} warm-up "
+                            "step(s)", skip_steps));
   }
   return out;
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "memory/activations.h"
 
 namespace partrain::analyzers {
 
@@ -15,7 +14,7 @@ double gemm_seconds(double m, double n, double k, double batch, double element_b
   return (seconds + speed.kernel_overhead_s) * speed.scale;
 }
 
-BlockTimes block_times(const memory::ModelConfig& model, const MicroBatchShape& shape,
+BlockTimes block_times(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
                        const ComputeSpeed& speed) {
   const double t = shape.tp;
   const double tokens = shape.micro_batch * shape.seq / shape.cp;  // this rank's queries
@@ -41,14 +40,11 @@ BlockTimes block_times(const memory::ModelConfig& model, const MicroBatchShape& 
             (matrices - 1) * gemm(tokens, f / t, h) + gemm(tokens, h, f / t) +   // MLP
             times.attention_core_s;
   }
-  // Element-wise kernels read and write about what the block keeps for backward.
-  memory::ActivationSetup kept;
-  kept.micro_batch = shape.micro_batch;
-  kept.seq = shape.seq;
-  kept.cp = shape.cp;
-  kept.tp = shape.tp;
-  kept.sp = shape.sp;
-  kept.element_bytes = bytes;
+  // Element-wise kernels read and write about what the block keeps for backward (all of it:
+  // whatever recompute later drops was written first).
+  memory::ActivationSetup kept = shape;
+  kept.recompute = memory::Recompute::kNone;
+  kept.flash_attention = false;
   const double elementwise =
       2 * memory::layer_activation_bytes(model, kept) / speed.memory_bandwidth * speed.scale;
   times.forward_s = gemms + elementwise;
@@ -56,7 +52,7 @@ BlockTimes block_times(const memory::ModelConfig& model, const MicroBatchShape& 
   return times;
 }
 
-double head_seconds(const memory::ModelConfig& model, const MicroBatchShape& shape,
+double head_seconds(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
                     const ComputeSpeed& speed) {
   if (model.architecture == memory::Architecture::kMlp) return 0;
   const double tokens = shape.micro_batch * shape.seq / shape.cp;

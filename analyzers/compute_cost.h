@@ -4,6 +4,7 @@
 // residuals, the loss) at memory bandwidth.
 #pragma once
 
+#include "memory/activations.h"
 #include "memory/model_config.h"
 #include "memory/training_layout.h"
 
@@ -15,17 +16,6 @@ struct ComputeSpeed {
   double memory_bandwidth = 0;  // bytes/s
   double kernel_overhead_s = 0;  // launch and tail per GEMM
   double scale = 1;             // calibration: measured / predicted compute time
-};
-
-// How one rank sees a micro-batch: b sequences of s tokens, the sequence split over cp ranks,
-// the layer over tp ranks.
-struct MicroBatchShape {
-  double micro_batch = 1;
-  double seq = 1;
-  int cp = 1;
-  int tp = 1;
-  bool sp = false;
-  double element_bytes = 2;  // activations and GEMM operands
 };
 
 // Seconds of one GEMM (batch x [m x k] . [k x n]): max(FLOPs at the capped peak, operand and
@@ -44,11 +34,14 @@ struct BlockTimes {
   }
 };
 
-// One transformer block (or MLP layer) for one micro-batch on one tensor-parallel rank.
-BlockTimes block_times(const memory::ModelConfig& model, const MicroBatchShape& shape,
+// One transformer block (or MLP layer) for one micro-batch on one tensor-parallel rank. `shape`
+// is how the rank sees the micro-batch, as the activation estimate does: b sequences of s tokens,
+// the sequence split over cp ranks, the layer over tp, element_bytes per activation and operand
+// (its recompute mode is ignored here: BlockTimes::recompute_s says what each mode adds).
+BlockTimes block_times(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
                        const ComputeSpeed& speed);
 // The LM head and the loss (the last stage): forward and backward seconds together.
-double head_seconds(const memory::ModelConfig& model, const MicroBatchShape& shape,
+double head_seconds(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
                     const ComputeSpeed& speed);
 
 }  // namespace partrain::analyzers

@@ -56,7 +56,8 @@ class Search {
         for (int zero = 0; zero <= 3; ++zero) {
           if (filter.zero && *filter.zero != zero) continue;
           if (pp > 1 && zero >= 2 && !space_.include_discouraged) {
-            reject(kRejectDiscouraged, 3 * (tp > 1 ? 2 : 1));
+            // Counted once per recompute x SP variant, as if each had been tried.
+            reject(kRejectDiscouraged, std::ssize(kRecomputeModes) * (tp > 1 ? 2 : 1));
             continue;
           }
           for (memory::Recompute recompute : kRecomputeModes) {

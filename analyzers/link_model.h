@@ -17,6 +17,12 @@ struct Link {
   double latency_s = 0;  // per step of a collective (alpha)
 };
 
+// `ranks` computing at once on `devices` shared devices (0: one device each) each take
+// ranks / devices times as long; never faster than alone.
+inline double sharing_factor(int64_t ranks, int devices) {
+  return devices > 0 && ranks > devices ? static_cast<double>(ranks) / devices : 1.0;
+}
+
 struct Machines {
   int gpus = 1;
   int gpus_per_node = 8;     // ranks per node
@@ -28,10 +34,7 @@ struct Machines {
 
   // How much slower each rank computes while all ranks of a node compute at once.
   double device_sharing(int ranks) const {
-    const int on_node = std::min(ranks, gpus_per_node);
-    return devices_per_node > 0 && on_node > devices_per_node
-               ? static_cast<double>(on_node) / devices_per_node
-               : 1.0;
+    return sharing_factor(std::min<int64_t>(ranks, gpus_per_node), devices_per_node);
   }
   const Link& link(LinkLevel level) const {
     return level == LinkLevel::kIntraNode ? intra_node : inter_node;

@@ -29,17 +29,6 @@ std::string gib(double bytes) { return format_bytes(static_cast<uint64_t>(std::m
 
 double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
-std::array<std::pair<std::string_view, double>, 8> terms(const StepCost& c) {
-  return {{{"compute", c.compute_s},
-           {"tp_comm", c.tp_comm_s},
-           {"cp_comm", c.cp_comm_s},
-           {"bubble", c.bubble_s},
-           {"pp_comm", c.pp_comm_s},
-           {"dp_comm", c.dp_comm_s},
-           {"optimizer", c.optimizer_s},
-           {"shared_device", c.shared_device_s}}};
-}
-
 std::string header(const RecommendContext& c) {
   return fmt::format("partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n",
                      c.model, c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq);
@@ -70,7 +59,7 @@ std::string table_header(size_t width) {
 std::string breakdown_text(const StepCost& c) {
   std::string text = fmt::format("step {} =", seconds_text(c.step_s));
   bool first = true;
-  for (const auto& [name, value] : terms(c)) {
+  for (const auto& [name, value] : cost_terms(c)) {
     if (value <= 0 && name != "compute") continue;
     text += fmt::format("{} {} {}", first ? "" : " +", name, seconds_text(value));
     if (name == "compute" && c.recompute_s > 0) {
@@ -84,7 +73,7 @@ std::string breakdown_text(const StepCost& c) {
 json candidate_json(const Candidate& c) {
   const StepCost& k = c.cost;
   json breakdown = json::object();
-  for (const auto& [name, value] : terms(k)) breakdown[std::string(name)] = value;
+  for (const auto& [name, value] : cost_terms(k)) breakdown[std::string(name)] = value;
   breakdown["recompute"] = k.recompute_s;
   const memory::TrainingLayout& l = c.layout;
   return {{"dp", l.dp},
@@ -151,8 +140,8 @@ json context_json(const RecommendContext& c) {
 }  // namespace
 
 std::string largest_loss(const StepCost& winner, const StepCost& slower) {
-  const auto a = terms(winner);
-  const auto b = terms(slower);
+  const auto a = cost_terms(winner);
+  const auto b = cost_terms(slower);
   size_t worst = 0;
   for (size_t i = 1; i < a.size(); ++i) {
     if (b[i].second - a[i].second > b[worst].second - a[worst].second) worst = i;

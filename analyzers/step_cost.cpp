@@ -107,22 +107,29 @@ double optimizer_seconds(const CostModel& cm, const memory::ResolvedLayout& r, d
 }
 
 std::string_view largest_term(const StepCost& c) {
-  const std::pair<std::string_view, double> terms[] = {
-      {kCostTerms[0], c.compute_s}, {kCostTerms[1], c.tp_comm_s}, {kCostTerms[2], c.cp_comm_s},
-      {kCostTerms[3], c.bubble_s},  {kCostTerms[4], c.pp_comm_s}, {kCostTerms[5], c.dp_comm_s},
-      {kCostTerms[6], c.optimizer_s}, {kCostTerms[7], c.shared_device_s}};
-  return std::max_element(std::begin(terms), std::end(terms),
+  const CostTerms terms = cost_terms(c);
+  return std::max_element(terms.begin(), terms.end(),
                           [](const auto& a, const auto& b) { return a.second < b.second; })
       ->first;
 }
 
 }  // namespace
 
+CostTerms cost_terms(const StepCost& c) {
+  return {{{"compute", c.compute_s},
+           {"tp_comm", c.tp_comm_s},
+           {"cp_comm", c.cp_comm_s},
+           {"bubble", c.bubble_s},
+           {"pp_comm", c.pp_comm_s},
+           {"dp_comm", c.dp_comm_s},
+           {"optimizer", c.optimizer_s},
+           {"shared_device", c.shared_device_s}}};
+}
+
 StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) {
   const memory::ResolvedLayout& r = estimate.layout;
   const memory::TrainingLayout& l = r.layout;
-  const MicroBatchShape shape{static_cast<double>(l.micro_batch), static_cast<double>(r.seq), l.cp,
-                              l.tp, l.sp, cm.recipe.activation_bytes};
+  const memory::ActivationSetup shape = memory::activation_setup(r, cm.recipe.activation_bytes);
   const BlockTimes block = block_times(cm.model, shape, cm.speed);
   const double head_s = head_seconds(cm.model, shape, cm.speed);
 

@@ -4,7 +4,9 @@
 // (and ZeRO parameter) traffic less what hides behind backward, and the optimizer step.
 #pragma once
 
+#include <array>
 #include <string_view>
+#include <utility>
 
 #include "analyzers/collective_cost.h"
 #include "analyzers/compute_cost.h"
@@ -43,10 +45,10 @@ struct StepCost {
   double exposed_comm_s() const { return tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s; }
 };
 
-// Names of the terms, in the order `bottleneck` picks among them.
-inline constexpr std::string_view kCostTerms[] = {"compute", "tp_comm",   "cp_comm",      "bubble",
-                                                  "pp_comm", "dp_comm",   "optimizer",
-                                                  "shared_device"};
+// The terms that add up to step_s, by name (the JSON's breakdown_s keys), in the order
+// `bottleneck` picks among equals.
+using CostTerms = std::array<std::pair<std::string_view, double>, 8>;
+CostTerms cost_terms(const StepCost& cost);
 
 StepCost step_cost(const CostModel& model, const memory::MemoryEstimate& estimate);
 

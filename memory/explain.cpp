@@ -48,16 +48,7 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
                                           const StageMemory& s) {
   const auto& m = in.model;
   const auto& l = in.layout;
-  ActivationSetup a;
-  a.micro_batch = static_cast<double>(l.micro_batch);
-  a.seq = static_cast<double>(e.layout.seq);
-  a.cp = l.cp;
-  a.tp = l.tp;
-  a.sp = l.sp;
-  a.recompute = l.recompute;
-  a.flash_attention = l.flash_attention;
-  a.dropout = l.dropout;
-  a.element_bytes = in.recipe.activation_bytes;
+  const ActivationSetup a = activation_setup(e.layout, in.recipe.activation_bytes);
   const LayerActivations act = layer_activations(m, a);
   const double sl = a.seq / l.cp, sbh = sl * a.micro_batch * static_cast<double>(m.hidden);
   const double as2b = static_cast<double>(m.heads) * sl * a.seq * a.micro_batch;

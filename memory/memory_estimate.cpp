@@ -15,24 +15,10 @@ constexpr double kCudaContextBytes = 512.0 * 1024 * 1024;
 constexpr double kNcclBytes = 512.0 * 1024 * 1024;
 constexpr double kFragmentation = 0.05;
 
-ActivationSetup activation_setup(const EstimateInput& in, const ResolvedLayout& r) {
-  ActivationSetup a;
-  a.micro_batch = static_cast<double>(in.layout.micro_batch);
-  a.seq = static_cast<double>(r.seq);
-  a.cp = in.layout.cp;
-  a.tp = in.layout.tp;
-  a.sp = in.layout.sp;
-  a.recompute = in.layout.recompute;
-  a.flash_attention = in.layout.flash_attention;
-  a.dropout = in.layout.dropout;
-  a.element_bytes = in.recipe.activation_bytes;
-  return a;
-}
-
 double training_activations(const EstimateInput& in, const ResolvedLayout& r, int stage,
                             double in_flight) {
   if (in.model.is_bare()) return 0;
-  const ActivationSetup a = activation_setup(in, r);
+  const ActivationSetup a = activation_setup(r, in.recipe.activation_bytes);
   const int last = in.layout.pp - 1;
   double bytes = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
                  layer_activation_bytes(in.model, a) * in_flight;
@@ -54,7 +40,7 @@ double training_activations(const EstimateInput& in, const ResolvedLayout& r, in
 // A forward pass only: one block's working set and the last position's fp32 logits.
 double inference_activations(const EstimateInput& in, const ResolvedLayout& r) {
   if (in.model.is_bare()) return 0;
-  ActivationSetup a = activation_setup(in, r);
+  ActivationSetup a = activation_setup(r, in.recipe.activation_bytes);
   a.seq = static_cast<double>(std::max<int64_t>(in.kv_len, 1));
   a.dropout = 0;
   const double logits = 4 * a.micro_batch * static_cast<double>(in.model.vocab) / a.tp;
@@ -102,6 +88,21 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
 }
 
 }  // namespace
+
+ActivationSetup activation_setup(const ResolvedLayout& r, double element_bytes) {
+  const TrainingLayout& l = r.layout;
+  ActivationSetup a;
+  a.micro_batch = static_cast<double>(l.micro_batch);
+  a.seq = static_cast<double>(r.seq);
+  a.cp = l.cp;
+  a.tp = l.tp;
+  a.sp = l.sp;
+  a.recompute = l.recompute;
+  a.flash_attention = l.flash_attention;
+  a.dropout = l.dropout;
+  a.element_bytes = element_bytes;
+  return a;
+}
 
 ReserveBreakdown default_reserve(double other_bytes) {
   return {kCudaContextBytes, kNcclBytes, kFragmentation * other_bytes};

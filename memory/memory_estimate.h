@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "memory/activations.h"
 #include "memory/model_config.h"
 #include "memory/model_states.h"
 #include "memory/training_layout.h"
@@ -67,6 +68,10 @@ struct MemoryEstimate {
 
 // kInvalidArgument naming the broken constraint when the layout does not fit the model.
 StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input);
+
+// How one GPU of the layout sees a micro-batch, for the activation formulas (and the
+// recommender's compute model): b, s, cp, tp, SP, recompute, flash, dropout.
+ActivationSetup activation_setup(const ResolvedLayout& layout, double element_bytes);
 
 // Parameters one GPU of pipeline stage `stage` holds before ZeRO (blocks split by t, the
 // vocab-parallel embedding on the first stage, the final norm and LM head on the last; with

@@ -90,6 +90,7 @@ TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
     for (int64_t step = 0; step < 4; ++step) {
       const int64_t t0 = step * 10'000'000'000;
       const int64_t warm = step == 0 ? 5 : 1;  // the warm-up step is slow and left out
+      events.push_back(profiler::StepEvent{rank, step, t0, 9'000'000'000, 1.0, 128});
       events.push_back(profiler::SliceEvent{rank, profiler::TrackKind::kCpuThread, "main",
                                             "block.forward", profiler::SliceCategory::kCompute, t0,
                                             warm * compute_ns / 3, step, 0, 0});

@@ -102,7 +102,8 @@ TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
   const ComputeSpeed speed{1e14, 0.8, 1e300, 0, 1};
   const double b = 2, s = 512, h = 1024;
   for (int tp : {1, 2, 4}) {
-    const BlockTimes t = block_times(model, {b, s, 1, tp, false, 2}, speed);
+    const BlockTimes t =
+        block_times(model, {.micro_batch = b, .seq = s, .tp = tp, .element_bytes = 2}, speed);
     const double flops = (24 * b * s * h * h + 4 * b * s * s * h) / tp;
     EXPECT_NEAR(t.forward_s, flops / 8e13, 1e-12) << "tp " << tp;
     EXPECT_NEAR(t.backward_s, 2 * t.forward_s, 1e-12);
@@ -112,8 +113,8 @@ TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
     EXPECT_EQ(t.recompute_s(memory::Recompute::kNone), 0);
   }
   // The head: 2 b s h V forward, twice that backward.
-  EXPECT_NEAR(head_seconds(model, {b, s, 1, 1, false, 2}, speed), 3 * 2 * b * s * h * 1000 / 8e13,
-              1e-12);
+  EXPECT_NEAR(head_seconds(model, {.micro_batch = b, .seq = s, .element_bytes = 2}, speed),
+              3 * 2 * b * s * h * 1000 / 8e13, 1e-12);
 }
 
 class StepCostTest : public ::testing::Test {
