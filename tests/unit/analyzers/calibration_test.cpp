@@ -117,6 +117,28 @@ TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
   EXPECT_NEAR(after.optimizer_s, 2 * predicted.optimizer_s, 1e-6 * predicted.optimizer_s);
 }
 
+// A foreign job under `partrain trace` records no steps: every collective is the window.
+TEST(Calibration, CollectivesOfATraceWithoutStepsAreAllUsed) {
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    const double bytes = seq % 2 == 0 ? 1e6 : 8e6;
+    for (int rank = 0; rank < 2; ++rank) {
+      auto r = partrain::testing::completed_all_reduce(
+          "world", rank, {0, 1}, seq, static_cast<uint64_t>(bytes),
+          static_cast<int64_t>(seq) * 100'000'000, static_cast<int64_t>(bytes / 2e9 * 1e9));
+      r.step = -1;
+      events.push_back(r);
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 2, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_EQ(c->collectives.size(), 1u);
+  EXPECT_EQ(c->collectives[0].samples, 4);
+  EXPECT_NEAR(c->collectives[0].link.bandwidth, 2e9, 2e9 * 1e-3);  // 2 ranks: busbw = algbw
+}
+
 TEST(Calibration, ATraceWithNothingToMeasureIsUnreadable) {
   partrain::testing::ScratchDir dir;
   auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 1, {});
