@@ -12,4 +12,13 @@ std::string_view collective_state_name(CollectiveState state) {
   return "unknown";
 }
 
+uint64_t nccl_tests_size_bytes(std::string_view op, uint64_t buffer_bytes, int group_size) {
+  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all" || op == "gather" ||
+      op == "scatter") {
+    return buffer_bytes * static_cast<uint64_t>(group_size > 0 ? group_size : 1);
+  }
+  if (op == "barrier") return 0;
+  return buffer_bytes;
+}
+
 }  // namespace partrain::profiler

@@ -23,11 +23,19 @@ struct CollectiveEvent {
   uint64_t bytes = 0;          // bytes of the op's size S as nccl-tests counts it
   int peer = -1;  // send/recv peer or broadcast root, as a communicator rank; -1 otherwise
   int rank = 0;                // this rank within the communicator
-  std::vector<int> group_ranks;  // members as world ranks
+  std::vector<int> group_ranks;  // members as world ranks, when known
+  int group_size = 0;            // members; 0: as many as group_ranks (NCCL interposition knows
+                                 // a communicator's size, not always its members' world ranks)
   int64_t enqueue_ns = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   CollectiveState state = CollectiveState::kEnqueued;
 };
+
+// The op's size S as nccl-tests reports it, from the bytes of one rank's buffer (its count
+// argument x element size): the whole gathered or scattered buffer for all_gather,
+// reduce_scatter, all_to_all, gather and scatter (group_size x buffer), 0 for a barrier, the
+// buffer otherwise. busbw = S / t x the op's factor (docs/collectives.md).
+uint64_t nccl_tests_size_bytes(std::string_view op, uint64_t buffer_bytes, int group_size);
 
 }  // namespace partrain::profiler

@@ -103,10 +103,15 @@ void RankTracer::slice(std::string_view name, SliceCategory category, int64_t st
   emit(e);
 }
 
-void RankTracer::collective(const CollectiveEvent& event) {
+void RankTracer::collective(const CollectiveEvent& event, int64_t gpu_start_ns,
+                            int64_t gpu_end_ns) {
   CollectiveRecord record;
   record.world_rank = rank_;
   record.step = step();
+  if (gpu_start_ns >= 0 && gpu_end_ns >= gpu_start_ns) {
+    record.gpu_start_ns = timeline_ns(gpu_start_ns);
+    record.gpu_end_ns = timeline_ns(gpu_end_ns);
+  }
   record.event = event;
   record.event.enqueue_ns = timeline_ns(event.enqueue_ns);
   record.event.start_ns = timeline_ns(event.start_ns);

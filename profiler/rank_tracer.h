@@ -61,8 +61,10 @@ class RankTracer {
   // The track is the calling thread's: "main" for the thread that made the tracer.
   void slice(std::string_view name, SliceCategory category, int64_t start_ns, int64_t end_ns,
              int layer = -1, int micro_batch = -1);
-  // The event's peer/root (a communicator rank) is stored as the world rank it is.
-  void collective(const CollectiveEvent& event);
+  // The event's peer/root (a communicator rank) is stored as the world rank it is. GPU times
+  // (local ns, -1: not measured) are when the op's kernels ran, for busbw on GPU time.
+  void collective(const CollectiveEvent& event, int64_t gpu_start_ns = -1,
+                  int64_t gpu_end_ns = -1);
   void memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use);
   void step_done(int64_t step, int64_t start_ns, int64_t end_ns, double loss, int64_t tokens);
   // An event already on the timeline (rank metadata, stats).

@@ -164,6 +164,7 @@ void encode(const CollectiveRecord& r, Writer& w) {
   size_t members = std::min(e.group_ranks.size(), kMaxGroupRanks);
   w.put(static_cast<uint32_t>(members));
   for (size_t i = 0; i < members; ++i) w.put(static_cast<int32_t>(e.group_ranks[i]));
+  w.put(static_cast<int32_t>(e.group_size));
   w.put(e.enqueue_ns);
   w.put(e.start_ns);
   w.put(e.end_ns);
@@ -258,6 +259,8 @@ void decode(Reader& r, CollectiveRecord& rec) {
   }
   e.group_ranks.resize(members);
   for (uint32_t i = 0; i < members; ++i) e.group_ranks[i] = r.get<int32_t>();
+  e.group_size = r.get<int32_t>();
+  if (e.group_size < 0) r.fail();
   e.enqueue_ns = r.get<int64_t>();
   e.start_ns = r.get<int64_t>();
   e.end_ns = r.get<int64_t>();

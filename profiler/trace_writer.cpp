@@ -331,7 +331,8 @@ void TraceWriter::State::store(const CollectiveRecord& r) {
   row[8] = sql_known(is_p2p(e.op) ? e.peer : -1);
   row[9] = sql_known(has_root(e.op) ? e.peer : -1);
   row[10] = sql_integer(e.rank);
-  row[11] = sql_integer(static_cast<int64_t>(e.group_ranks.size()));
+  row[11] = sql_integer(e.group_size > 0 ? e.group_size
+                                         : static_cast<int64_t>(e.group_ranks.size()));
   row[12] = e.group_ranks.empty() ? kSqlNull : sql_integer(group_id(e.group_ranks));
   row[13] = sql_known(e.enqueue_ns != 0 ? e.enqueue_ns : -1);
   row[14] = sql_known(r.gpu_start_ns);

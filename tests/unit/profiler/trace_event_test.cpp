@@ -24,6 +24,7 @@ std::vector<TraceEvent> sample_events() {
   coll.event.bytes = 2 << 20;
   coll.event.rank = 1;
   coll.event.group_ranks = {4, 5, 6, 7};
+  coll.event.group_size = 4;
   coll.event.enqueue_ns = 1'000;
   coll.event.start_ns = 1'050;
   coll.event.end_ns = 2'000;
@@ -62,6 +63,7 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_EQ(coll.event.dtype, "bfloat16");
   EXPECT_EQ(coll.event.reduce_op, "sum");
   EXPECT_EQ(coll.event.group_ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(coll.event.group_size, 4);
   EXPECT_EQ(coll.event.state, CollectiveState::kCompleted);
   EXPECT_EQ(std::get<MemorySample>(decoded->at(2)).bytes, int64_t{1} << 40);
   EXPECT_DOUBLE_EQ(std::get<StepEvent>(decoded->at(3)).loss, 2.75);
@@ -151,8 +153,9 @@ TEST(TraceEventTest, ForgedGroupSizeDoesNotAllocate) {
   coll.event.group_ranks = {0, 1};
   std::vector<uint8_t> bytes;
   encode_event(coll, bytes);
-  // The member count sits right before the two ranks and three timestamps and the state.
-  size_t count_at = bytes.size() - (2 * 4 + 3 * 8 + 1) - 4;
+  // The member count sits right before the two ranks, the group size, three timestamps and the
+  // state.
+  size_t count_at = bytes.size() - (2 * 4 + 4 + 3 * 8 + 1) - 4;
   ASSERT_EQ(bytes[count_at], 2);
   bytes[count_at + 3] = 0xff;  // ~4 billion members
   auto result = decode_events(bytes);

@@ -1,0 +1,157 @@
+#include "profiler/inject/injected_process.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/env.h"
+
+namespace partrain::profiler::inject {
+namespace {
+
+std::atomic<InjectedProcess*> g_current{nullptr};
+std::mutex g_start_mutex;
+
+// A launcher variable as a rank number; unset, malformed or absurd values are "no rank".
+std::optional<int> env_int(std::string_view name) {
+  auto value = env::get_int(name);
+  if (!value.is_ok() || !*value || **value < 0 || **value > (1 << 24)) return std::nullopt;
+  return static_cast<int>(**value);
+}
+
+// The process's world rank as the common launchers publish it.
+std::optional<int> launcher_rank() {
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (std::optional<int> rank = env_int(name)) return rank;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> launcher_world_size() {
+  for (const char* name : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (std::optional<int> size = env_int(name)) return size;
+  }
+  return std::nullopt;
+}
+
+// Whether the parent process has `variable` ("RANK=3") in its environment: then this process is
+// a helper the rank started (a shell, a compiler, a data loader exec'd), not the rank itself.
+bool parent_has(const std::string& variable) {
+  const std::string path = "/proc/" + std::to_string(::getppid()) + "/environ";
+  std::FILE* environ_file = std::fopen(path.c_str(), "r");
+  if (environ_file == nullptr) return false;
+  std::string entry;
+  bool found = false;
+  for (int c = std::fgetc(environ_file); !found && c != EOF; c = std::fgetc(environ_file)) {
+    if (c != '\0') {
+      entry.push_back(static_cast<char>(c));
+      continue;
+    }
+    found = entry == variable;
+    entry.clear();
+  }
+  std::fclose(environ_file);
+  return found || entry == variable;
+}
+
+// A fork()ed child has none of the tracer's threads: it is not traced (an exec'd program that
+// is a rank starts afresh through the constructor).
+void forget_in_child() { g_current.store(nullptr); }
+
+void stop_at_exit() { InjectedProcess::stop(); }
+
+}  // namespace
+
+InjectedProcess* InjectedProcess::current() { return g_current.load(std::memory_order_acquire); }
+
+InjectedProcess::InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_size)
+    : tracer_(std::move(tracer)),
+      nccl_([this](const NcclCallRecord& record) { record_call(record); },
+            [this](const NcclCommEvent& event) { record_comm(event); }, tracer_->rank(),
+            world_size),
+      start_ns_(monotonic_ns()),
+      pid_(::getpid()) {}
+
+InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
+  std::lock_guard lock(g_start_mutex);
+  if (InjectedProcess* process = current()) return process;
+  // partrain's own binary records itself (runner/worker/rank_tracing.h); it exports this symbol.
+  if (dlsym(RTLD_DEFAULT, "partrain_records_itself") != nullptr) return nullptr;
+  std::optional<int> rank = launcher_rank();
+  if (rank) {
+    if (parent_has("RANK=" + std::to_string(*rank))) return nullptr;
+  } else {
+    rank = nccl_rank;
+  }
+  if (!rank) return nullptr;
+  std::unique_ptr<RankTracer> tracer = RankTracer::from_env(*rank);
+  if (!tracer) return nullptr;
+  RankInfo info;
+  info.rank = *rank;
+  info.local_rank = env_int("LOCAL_RANK").value_or(0);
+  info.node = env_int("GROUP_RANK").value_or(0);
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  info.host = host.data();
+  info.pid = ::getpid();
+  info.device = "cpu";
+  tracer->emit(info);
+  auto* process = new InjectedProcess(std::move(tracer), launcher_world_size().value_or(0));
+  g_current.store(process, std::memory_order_release);
+  static std::once_flag hooks;
+  std::call_once(hooks, [] {
+    ::pthread_atfork(nullptr, nullptr, forget_in_child);
+    std::atexit(stop_at_exit);
+  });
+  return process;
+}
+
+// Runs from atexit(), before the static destructors the tracer's code depends on. exit() has
+// already destroyed this thread's thread_locals (the recorder's buffer registration among
+// them), so the last events are recorded from a fresh thread.
+void InjectedProcess::stop() {
+  InjectedProcess* process = g_current.exchange(nullptr);
+  if (process == nullptr || process->pid_ != ::getpid()) return;
+  const int64_t end_ns = monotonic_ns();
+  std::thread([process, end_ns] {
+    process->nccl_.flush_open_groups(end_ns);
+    process->tracer_->slice("process", SliceCategory::kPhase, process->start_ns_, end_ns);
+  }).join();
+  delete process;  // flushes and says goodbye to the collector
+}
+
+void InjectedProcess::record_call(const NcclCallRecord& record) {
+  tracer_->collective(record.event);
+}
+
+void InjectedProcess::record_comm(const NcclCommEvent& event) {
+  SliceEvent slice;
+  slice.rank = tracer_->rank();
+  slice.track_kind = TrackKind::kComm;
+  slice.track = event.comm_id;
+  const bool failed = event.result != ncclSuccess && event.result != ncclInProgress;
+  slice.name = failed ? fmt::format("{} -> {}", event.call, nccl_result_name(event.result))
+                      : std::string(event.call);
+  slice.category = SliceCategory::kPhase;
+  slice.ts_ns = tracer_->timeline_ns(event.start_ns);
+  slice.dur_ns = event.end_ns - event.start_ns;
+  slice.step = tracer_->step();
+  tracer_->emit(slice);
+  if (failed) {
+    tracer_->emit(StatEvent{"nccl_failed_calls", tracer_->rank(), 1, StatSeverity::kInfo,
+                            "NCCL calls of the traced program that returned an error (each is a "
+                            "slice '<call> -> <error>' on its communicator's track)"});
+  }
+}
+
+}  // namespace partrain::profiler::inject

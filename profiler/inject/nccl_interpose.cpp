@@ -1,0 +1,316 @@
+// NCCL interposition: libpartrain_inject.so defines NCCL's public entry points, so under
+// LD_PRELOAD a program's calls land here first. Each wrapper finds the real function with
+// dlsym(RTLD_NEXT) (whichever libnccl the program loaded; this library never links NCCL), passes
+// the program's arguments through unchanged, returns NCCL's result unchanged, and tells the
+// process's NcclTracker what happened. While a process is not traced the wrappers only forward.
+#include <dlfcn.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <span>
+
+#include "core/clock.h"
+#include "profiler/inject/injected_process.h"
+#include "profiler/nccl_abi.h"
+
+#define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace partrain::profiler::inject {
+namespace {
+
+// >0 while one of these wrappers runs on this thread: NCCL calling its own public API (ncclBcast
+// is ncclBroadcast underneath) is forwarded without being recorded twice.
+thread_local int t_wrapper_depth = 0;
+
+// The next definition of `name` after this library: the real NCCL's.
+template <typename Fn>
+Fn next_definition(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+// What a wrapper returns when the program reached it without any libnccl loaded (it looked the
+// symbol up itself): the error NCCL gives for a system problem, said once on stderr.
+ncclResult_t no_real_nccl(const char* name) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    std::fprintf(stderr, "partrain: %s was called but no libnccl is loaded in this process\n",
+                 name);
+  }
+  return ncclSystemError;
+}
+
+// One wrapper's stay on this thread: whether to record (outermost wrapper of a traced process),
+// its correlation id and when it started.
+class WrapperScope {
+ public:
+  WrapperScope()
+      : outermost_(t_wrapper_depth++ == 0),
+        process_(outermost_ ? InjectedProcess::current() : nullptr),
+        correlation_(process_ != nullptr ? process_->next_correlation_id() : 0),
+        start_ns_(process_ != nullptr ? monotonic_ns() : 0) {}
+  ~WrapperScope() { --t_wrapper_depth; }
+  WrapperScope(const WrapperScope&) = delete;
+  WrapperScope& operator=(const WrapperScope&) = delete;
+
+  bool outermost() const { return outermost_; }
+  InjectedProcess* process() const { return process_; }
+  uint64_t correlation() const { return correlation_; }
+  int64_t start_ns() const { return start_ns_; }
+
+ private:
+  const bool outermost_;
+  InjectedProcess* const process_;
+  const uint64_t correlation_;
+  const int64_t start_ns_;
+};
+
+// The size and this rank of a communicator NCCL made without telling us (ncclCommShrink, or a
+// split child), asked of the real NCCL.
+void describe_comm(ncclComm_t comm, int& nranks, int& rank) {
+  static const auto count = next_definition<decltype(&ncclCommCount)>("ncclCommCount");
+  static const auto user_rank = next_definition<decltype(&ncclCommUserRank)>("ncclCommUserRank");
+  nranks = 0;
+  rank = 0;
+  if (comm == nullptr) return;
+  if (count != nullptr) (void)count(comm, &nranks);
+  if (user_rank != nullptr) (void)user_rank(comm, &rank);
+}
+
+// A collective or p2p call: forwarded, then recorded with its outcome.
+template <typename Forward>
+ncclResult_t traced_call(const NcclCall& call, Forward forward) {
+  WrapperScope scope;
+  InjectedProcess* process = scope.process();
+  if (process != nullptr && !process->nccl().knows(call.comm)) {
+    int nranks = 0;
+    int rank = 0;
+    describe_comm(call.comm, nranks, rank);
+    process->nccl().comm_adopted(call.comm, nranks, rank);
+  }
+  const ncclResult_t result = forward();
+  if (process != nullptr) {
+    process->nccl().call_made(call, scope.correlation(), scope.start_ns(), monotonic_ns(), result);
+  }
+  return result;
+}
+
+// ncclCommInitRank and friends: the first one of a process without a launcher rank makes it a
+// rank of the trace, as the rank it asked NCCL for.
+template <typename Forward>
+ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, int nranks,
+                         int rank, const char* name, Forward forward) {
+  if (t_wrapper_depth == 0) InjectedProcess::start(rank);
+  WrapperScope scope;
+  const ncclResult_t result = forward();
+  if (InjectedProcess* process = scope.process()) {
+    process->nccl().comm_initialised(comm != nullptr ? *comm : nullptr, ids, nranks, rank, name,
+                                     scope.start_ns(), monotonic_ns(), result);
+  }
+  return result;
+}
+
+template <typename Forward>
+ncclResult_t traced_end(ncclComm_t comm, const char* name, Forward forward) {
+  WrapperScope scope;
+  const ncclResult_t result = forward();
+  if (InjectedProcess* process = scope.process()) {
+    process->nccl().comm_ended(comm, name, scope.start_ns(), monotonic_ns(), result);
+  }
+  return result;
+}
+
+}  // namespace
+}  // namespace partrain::profiler::inject
+
+using partrain::profiler::NcclCall;
+using partrain::profiler::inject::InjectedProcess;
+using partrain::profiler::inject::next_definition;
+using partrain::profiler::inject::no_real_nccl;
+using partrain::profiler::inject::traced_call;
+using partrain::profiler::inject::traced_end;
+using partrain::profiler::inject::traced_init;
+using partrain::profiler::inject::WrapperScope;
+
+// Each wrapper: the real function, looked up once; a missing one is NCCL's system error.
+#define PARTRAIN_NEXT(name)                                                       \
+  static const auto next = next_definition<decltype(&name)>(#name);               \
+  if (next == nullptr) return no_real_nccl(#name)
+
+PARTRAIN_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
+                                              int rank) {
+  PARTRAIN_NEXT(ncclCommInitRank);
+  return traced_init(comm, std::span(&comm_id, 1), nranks, rank, "ncclCommInitRank",
+                     [&] { return next(comm, nranks, comm_id, rank); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                    ncclUniqueId comm_id, int rank,
+                                                    ncclConfig_t* config) {
+  PARTRAIN_NEXT(ncclCommInitRankConfig);
+  return traced_init(comm, std::span(&comm_id, 1), nranks, rank, "ncclCommInitRankConfig",
+                     [&] { return next(comm, nranks, comm_id, rank, config); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
+                                                      int n_ids, ncclUniqueId* comm_ids,
+                                                      ncclConfig_t* config) {
+  PARTRAIN_NEXT(ncclCommInitRankScalable);
+  const size_t ids = comm_ids != nullptr && n_ids > 0 ? static_cast<size_t>(n_ids) : 0;
+  return traced_init(comm, std::span<const ncclUniqueId>(comm_ids, ids), nranks, rank,
+                     "ncclCommInitRankScalable",
+                     [&] { return next(comm, nranks, rank, n_ids, comm_ids, config); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  PARTRAIN_NEXT(ncclCommInitAll);
+  if (partrain::profiler::inject::t_wrapper_depth == 0) InjectedProcess::start(0);
+  WrapperScope scope;
+  const ncclResult_t result = next(comms, ndev, devlist);
+  if (InjectedProcess* process = scope.process(); process != nullptr && comms != nullptr) {
+    const int64_t end_ns = partrain::monotonic_ns();
+    for (int i = 0; i < ndev; ++i) {
+      process->nccl().comm_initialised_all(comms[i], i, ndev, scope.start_ns(), end_ns, result);
+    }
+  }
+  return result;
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                           ncclComm_t* newcomm, ncclConfig_t* config) {
+  PARTRAIN_NEXT(ncclCommSplit);
+  WrapperScope scope;
+  const ncclResult_t result = next(comm, color, key, newcomm, config);
+  if (InjectedProcess* process = scope.process()) {
+    ncclComm_t child = newcomm != nullptr ? *newcomm : nullptr;
+    int nranks = 0;
+    int rank = 0;
+    if (result == ncclSuccess) partrain::profiler::inject::describe_comm(child, nranks, rank);
+    process->nccl().comm_split(comm, color, child, nranks, rank, scope.start_ns(),
+                               partrain::monotonic_ns(), result);
+  }
+  return result;
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  PARTRAIN_NEXT(ncclCommFinalize);
+  return traced_end(comm, "ncclCommFinalize", [&] { return next(comm); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  PARTRAIN_NEXT(ncclCommDestroy);
+  return traced_end(comm, "ncclCommDestroy", [&] { return next(comm); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  PARTRAIN_NEXT(ncclCommAbort);
+  return traced_end(comm, "ncclCommAbort", [&] { return next(comm); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, ncclRedOp_t op,
+                                           ncclComm_t comm, cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclAllReduce);
+  return traced_call({"all_reduce", comm, count, datatype, op, -1, -1, stream},
+                     [&] { return next(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclBroadcast);
+  return traced_call({"broadcast", comm, count, datatype, std::nullopt, -1, root, stream},
+                     [&] { return next(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclBcast);
+  return traced_call({"broadcast", comm, count, datatype, std::nullopt, -1, root, stream},
+                     [&] { return next(buff, count, datatype, root, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                        ncclComm_t comm, cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclReduce);
+  return traced_call(
+      {"reduce", comm, count, datatype, op, -1, root, stream},
+      [&] { return next(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                           ncclDataType_t datatype, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclAllGather);
+  return traced_call({"all_gather", comm, sendcount, datatype, std::nullopt, -1, -1, stream},
+                     [&] { return next(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
+                                               size_t recvcount, ncclDataType_t datatype,
+                                               ncclRedOp_t op, ncclComm_t comm,
+                                               cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclReduceScatter);
+  return traced_call(
+      {"reduce_scatter", comm, recvcount, datatype, op, -1, -1, stream},
+      [&] { return next(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                          ncclDataType_t datatype, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclAlltoAll);
+  return traced_call({"all_to_all", comm, count, datatype, std::nullopt, -1, -1, stream},
+                     [&] { return next(sendbuff, recvbuff, count, datatype, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, int root, ncclComm_t comm,
+                                        cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclGather);
+  return traced_call({"gather", comm, count, datatype, std::nullopt, -1, root, stream},
+                     [&] { return next(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, int root, ncclComm_t comm,
+                                         cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclScatter);
+  return traced_call({"scatter", comm, count, datatype, std::nullopt, -1, root, stream},
+                     [&] { return next(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                      int peer, ncclComm_t comm, cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclSend);
+  return traced_call({"send", comm, count, datatype, std::nullopt, peer, -1, stream},
+                     [&] { return next(sendbuff, count, datatype, peer, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      int peer, ncclComm_t comm, cudaStream_t stream) {
+  PARTRAIN_NEXT(ncclRecv);
+  return traced_call({"recv", comm, count, datatype, std::nullopt, peer, -1, stream},
+                     [&] { return next(recvbuff, count, datatype, peer, comm, stream); });
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclGroupStart(void) {
+  PARTRAIN_NEXT(ncclGroupStart);
+  WrapperScope scope;
+  const ncclResult_t result = next();
+  if (InjectedProcess* process = scope.process(); process != nullptr && result == ncclSuccess) {
+    process->nccl().group_started();
+  }
+  return result;
+}
+
+PARTRAIN_EXPORT ncclResult_t ncclGroupEnd(void) {
+  PARTRAIN_NEXT(ncclGroupEnd);
+  WrapperScope scope;
+  const ncclResult_t result = next();
+  if (InjectedProcess* process = scope.process()) {
+    process->nccl().group_ended(scope.correlation(), partrain::monotonic_ns(), result);
+  }
+  return result;
+}

@@ -1,0 +1,171 @@
+// NCCL interposition under `partrain trace`: a C program linked against a fake libnccl.so.2 runs
+// as two ranks with libpartrain_inject.so preloaded. Every call reaches the fake with the
+// program's own arguments, results come back unchanged, and the trace holds each collective and
+// transfer with its communicator, sequence number, sizes, peer and group semantics.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::testing {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The calls the program says it made, as the fake would log them ("call X args" -> "X args").
+std::vector<std::string> calls_made(const std::string& program_output) {
+  std::vector<std::string> calls;
+  for (const std::string& line : lines_of(program_output)) {
+    if (line.rfind("call ", 0) == 0) calls.push_back(line.substr(5));
+  }
+  return calls;
+}
+
+// The calls the fake received, less those the program does not print: ncclGetUniqueId, and the
+// ncclBroadcast the fake's own ncclBcast makes underneath.
+std::vector<std::string> calls_received(const std::string& fake_log) {
+  std::vector<std::string> calls;
+  for (const std::string& line : lines_of(fake_log)) {
+    if (line.rfind("ncclGetUniqueId", 0) == 0) continue;
+    if (line.rfind("ncclBroadcast send=0xb0000", 0) == 0) continue;
+    calls.push_back(line);
+  }
+  return calls;
+}
+
+class NcclInterposeTest : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return (scratch_.path() / name).string(); }
+
+  // Runs both ranks of the program under `partrain trace`; `rank_env` says how each process
+  // learns its rank ("RANK={} WORLD_SIZE=2", or nothing: from ncclCommInitRank).
+  CommandResult trace_two_ranks(const std::string& trace, const std::string& rank_env) {
+    std::string ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      ranks += fmt::format("FAKE_NCCL_LOG={} {} {} {} 2 >{} & ", path(fmt::format("fake{}.log", rank)),
+                           fmt::format(fmt::runtime(rank_env), rank), FAKE_NCCL_PROGRAM, rank,
+                           path(fmt::format("out{}", rank)));
+    }
+    return run_partrain(fmt::format("trace -o {} -- sh -c '{}wait'", trace, ranks),
+                        "FAKE_NCCL_FAIL=ncclReduce FAKE_NCCL_ID=job42 env -u RANK -u WORLD_SIZE");
+  }
+
+  ScratchDir scratch_;
+};
+
+TEST_F(NcclInterposeTest, EveryCallReachesNcclUnchangedAndIsRecorded) {
+  const std::string trace = path("nccl.db");
+  CommandResult r = trace_two_ranks(trace, "RANK={} WORLD_SIZE=2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string out = read_file(path(fmt::format("out{}", rank)));
+    // Results passed through: ncclReduce's error came back, everything else succeeded.
+    EXPECT_NE(out.find("result ncclReduce 4\n"), std::string::npos) << out;
+    EXPECT_NE(out.find(fmt::format("done rank {}: all results as expected", rank)),
+              std::string::npos)
+        << out;
+    // The fake saw exactly the calls, in the order and with the arguments, the program made.
+    const std::vector<std::string> made = calls_made(out);
+    ASSERT_EQ(made.size(), 21u) << out;
+    EXPECT_EQ(calls_received(read_file(path(fmt::format("fake{}.log", rank)))), made);
+  }
+
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "completed\n");
+  EXPECT_EQ(q.rows("SELECT rank FROM ranks ORDER BY rank"), "0\n1\n");
+  // Both ranks name each communicator alike; the split child is the parent's id + split number.
+  EXPECT_EQ(q.number("SELECT count(DISTINCT comm_id) FROM collectives"), 2);
+  EXPECT_EQ(q.number("SELECT count(*) FROM (SELECT comm_id FROM collectives GROUP BY comm_id "
+                     "HAVING count(DISTINCT rank) = 2)"),
+            2);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE comm_id NOT LIKE 'nccl-%'"), 0);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE comm_id LIKE 'nccl-%.split0.c0'"), 4);
+
+  // Rank 0's calls in the order they were issued (a group's at its outermost ncclGroupEnd):
+  // op, seq, dtype, count, nccl-tests bytes, peer/root (world ranks), reduce op, comm rank,
+  // communicator size, state. The rejected ncclReduce is no collective.
+  EXPECT_EQ(q.rows("SELECT comm_id LIKE '%split%', seq, op, dtype, count, bytes, peer, reduce_op, "
+                   "comm_rank, group_size, group_ranks, state FROM collectives WHERE rank = 0 "
+                   "ORDER BY slice_id"),
+            "0|0|all_reduce|float|1024|4096|NULL|sum|0|2|0,1|completed\n"
+            "0|1|all_reduce|bfloat16|4096|8192|NULL|sum|0|2|0,1|completed\n"
+            "0|0|send|bfloat16|256|512|1|NULL|0|2|0,1|completed\n"
+            "0|0|recv|bfloat16|256|512|1|NULL|0|2|0,1|completed\n"
+            "0|2|all_gather|half|100|400|NULL|NULL|0|2|0,1|completed\n"
+            "0|3|reduce_scatter|int32|50|400|NULL|max|0|2|0,1|completed\n"
+            "0|4|broadcast|int64|10|80|0|NULL|0|2|0,1|completed\n"
+            "0|5|broadcast|uint8|12|12|1|NULL|0|2|0,1|completed\n"
+            "1|0|all_reduce|double|8|64|NULL|avg|0|2|0,1|completed\n"
+            "1|1|broadcast|float|16|64|0|NULL|0|2|0,1|completed\n");
+  EXPECT_EQ(q.rows("SELECT seq, op, peer FROM collectives WHERE rank = 1 AND op IN "
+                   "('send', 'recv') ORDER BY op"),
+            "0|recv|0\n0|send|0\n");
+  // Group semantics: a group's calls end together, when its outermost ncclGroupEnd returns.
+  EXPECT_EQ(q.number("SELECT count(DISTINCT ts_ns + dur_ns) FROM collectives WHERE rank = 0 "
+                     "AND op IN ('send', 'recv')"),
+            1);
+  EXPECT_EQ(q.number("SELECT count(DISTINCT ts_ns + dur_ns) FROM collectives WHERE rank = 0 "
+                     "AND comm_id LIKE '%split%'"),
+            1);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE rank = 0 AND comm_id LIKE '%split%' "
+                     "AND op = 'all_reduce' AND dur_ns > (SELECT dur_ns FROM collectives WHERE "
+                     "rank = 0 AND comm_id LIKE '%split%' AND op = 'broadcast')"),
+            1);
+  // Communicator lifecycle (a split on its child's track) and the rejected call.
+  EXPECT_EQ(q.rows("SELECT track LIKE '%split%', name FROM slices WHERE rank = 0 AND "
+                   "track_kind = 'comm' AND category = 'phase' ORDER BY slice_id"),
+            "0|ncclCommInitRank\n"
+            "0|reduce -> ncclInvalidArgument\n"
+            "1|ncclCommSplit\n"
+            "1|ncclCommDestroy\n"
+            "0|ncclCommDestroy\n");
+  EXPECT_EQ(q.rows("SELECT rank, value FROM stats WHERE name = 'nccl_failed_calls' ORDER BY rank"),
+            "0|1\n1|1\n");
+}
+
+TEST_F(NcclInterposeTest, RanksComeFromNcclCommInitRankWithoutLauncherVariables) {
+  const std::string trace = path("ranks.db");
+  CommandResult r = trace_two_ranks(trace, "");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT rank, pid > 0 FROM ranks ORDER BY rank"), "0|1\n1|1\n");
+  // The members' world ranks are unknown here: the size is kept, peers stay communicator ranks.
+  EXPECT_EQ(q.rows("SELECT rank, op, peer, group_size, group_ranks IS NULL FROM collectives "
+                   "WHERE op IN ('send', 'recv') ORDER BY rank, op"),
+            "0|recv|1|2|1\n0|send|1|2|1\n1|recv|0|2|1\n1|send|0|2|1\n");
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 20);
+}
+
+TEST_F(NcclInterposeTest, ProgramWithoutNcclOrCudaRunsUnchanged) {
+  const std::string command =
+      "sh -c 'printf \"%s\\n\" b a c | sort; echo \"to stderr\" >&2; exit 7'";
+  CommandResult plain = run_shell(command);
+  CommandResult traced =
+      run_partrain(fmt::format("trace -o {} -- {}", path("plain.db"), command), "RANK=0");
+  EXPECT_EQ(plain.exit_code, 7);
+  EXPECT_EQ(traced.exit_code, 7);
+  EXPECT_EQ(plain.out, "a\nb\nc\n");
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_NE(traced.err.find("to stderr"), std::string::npos) << traced.err;
+  TraceQuery q(path("plain.db"));
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 0);
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "failed\n");
+}
+
+}  // namespace
+}  // namespace partrain::testing
