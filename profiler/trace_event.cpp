@@ -31,7 +31,8 @@ uint8_t code_of(const std::array<std::string_view, N>& names, std::string_view n
 
 // Record types on the wire: never renumber, only append.
 enum class RecordType : uint8_t {
-  kSlice = 1, kCollective = 2, kMemory = 3, kStep = 4, kStat = 5, kRank = 6, kRun = 7
+  kSlice = 1, kCollective = 2, kMemory = 3, kStep = 4, kStat = 5, kRank = 6, kRun = 7,
+  kKernel = 8
 };
 
 class Writer {
@@ -219,6 +220,18 @@ void encode(const RunInfo& e, Writer& w) {
   w.put(e.start_ns);
 }
 
+void encode(const KernelRecord& e, Writer& w) {
+  encode(e.slice, w);
+  w.put(e.correlation_id);
+  w.put(e.device);
+  w.put(e.stream);
+  for (int32_t v : e.grid) w.put(v);
+  for (int32_t v : e.block) w.put(v);
+  w.put(e.registers);
+  w.put(e.static_shared_bytes);
+  w.put(e.dynamic_shared_bytes);
+}
+
 constexpr RecordType record_type(const TraceEvent& event) {
   return static_cast<RecordType>(event.index() + 1);
 }
@@ -313,6 +326,18 @@ void decode(Reader& r, RunInfo& e) {
   e.world_size = r.get<int32_t>();
   e.start_unix_ns = r.get<int64_t>();
   e.start_ns = r.get<int64_t>();
+}
+
+void decode(Reader& r, KernelRecord& e) {
+  decode(r, e.slice);
+  e.correlation_id = r.get<uint32_t>();
+  e.device = r.get<int32_t>();
+  e.stream = r.get<int64_t>();
+  for (int32_t& v : e.grid) v = r.get<int32_t>();
+  for (int32_t& v : e.block) v = r.get<int32_t>();
+  e.registers = r.get<int32_t>();
+  e.static_shared_bytes = r.get<int32_t>();
+  e.dynamic_shared_bytes = r.get<int32_t>();
 }
 
 // Decodes a record of type `type` into a new element at the end of out; false for an unknown

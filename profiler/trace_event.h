@@ -3,6 +3,7 @@
 // bounded strings and records, so the collector can decode bytes it does not trust.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -96,6 +97,20 @@ struct RankInfo {
   int32_t exit_signal = 0;
 };
 
+// A GPU kernel (CUPTI's CONCURRENT_KERNEL record): its slice on the stream's track and its row
+// in the kernel table.
+struct KernelRecord {
+  SliceEvent slice;  // track_kind kCudaStream, category kKernel, name demangled
+  uint32_t correlation_id = 0;
+  int32_t device = 0;
+  int64_t stream = 0;
+  std::array<int32_t, 3> grid{};
+  std::array<int32_t, 3> block{};
+  int32_t registers = 0;
+  int32_t static_shared_bytes = 0;
+  int32_t dynamic_shared_bytes = 0;
+};
+
 struct RunInfo {
   std::string run_id;
   std::string command;
@@ -105,8 +120,8 @@ struct RunInfo {
   int64_t start_ns = 0;
 };
 
-using TraceEvent =
-    std::variant<SliceEvent, CollectiveRecord, MemorySample, StepEvent, StatEvent, RankInfo, RunInfo>;
+using TraceEvent = std::variant<SliceEvent, CollectiveRecord, MemorySample, StepEvent, StatEvent,
+                                RankInfo, RunInfo, KernelRecord>;
 
 // Encoding limits, checked by the decoder before it allocates anything.
 inline constexpr size_t kMaxEventStringBytes = 4096;

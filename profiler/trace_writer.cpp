@@ -105,7 +105,7 @@ struct TraceWriter::State {
   int lock_fd = -1;
   SqliteStatement insert_string, insert_track, insert_step, upsert_stat, upsert_rank,
       upsert_rank_exit, update_run_info, update_run_status;
-  SqliteRowBatch slices, collectives, memory;  // the tables nearly every event goes to
+  SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
   // A collective's group (its world ranks' bytes) -> the string id of "0,1,2,3", so the list is
   // joined into text only the first time a group is seen.
@@ -147,6 +147,7 @@ struct TraceWriter::State {
   void flush_rows() {
     flush(slices);  // before the collective rows that share their ids
     flush(collectives);
+    flush(kernels);
     flush(memory);
   }
   void run(SqliteStatement& stmt, std::string_view what) {
@@ -168,6 +169,7 @@ struct TraceWriter::State {
   void store(const StatEvent& e);
   void store(const RankInfo& e);
   void store(const RunInfo& e);
+  void store(const KernelRecord& e);
   Status commit_batch();
 };
 
@@ -224,6 +226,11 @@ Status TraceWriter::State::prepare_statements() {
       "bytes, peer, root, comm_rank, group_size, group_ranks_id, enqueue_ns, gpu_start_ns, "
       "gpu_end_ns, state)",
       17, "collectives"));
+  RETURN_IF_ERROR(kernels.prepare(
+      db,
+      "INSERT OR FAIL INTO kernel (slice_id, correlation_id, device, stream, grid_x, grid_y, "
+      "grid_z, block_x, block_y, block_z, registers, static_shared_bytes, dynamic_shared_bytes)",
+      13, "kernels"));
   return memory.prepare(db, "INSERT OR FAIL INTO memory (rank, ts_ns, category, bytes)", 4,
                         "memory samples");
 }
@@ -339,6 +346,26 @@ void TraceWriter::State::store(const CollectiveRecord& r) {
   row[15] = sql_known(r.gpu_end_ns);
   row[16] = sql_integer(static_cast<uint8_t>(e.state));
   row_added(collectives);
+}
+
+void TraceWriter::State::store(const KernelRecord& e) {
+  const SliceEvent& s = e.slice;
+  const int64_t track = track_id(s.rank, TrackKind::kCudaStream, s.track);
+  const int64_t slice = insert_slice_row(track, s.ts_ns, s.dur_ns, intern(s.name),
+                                         SliceCategory::kKernel, s.step, -1, -1);
+  SqlCell* row = kernels.add_row();
+  row[0] = sql_integer(slice);
+  row[1] = sql_integer(e.correlation_id);
+  row[2] = sql_integer(e.device);
+  row[3] = sql_integer(e.stream);
+  for (size_t i = 0; i < 3; ++i) {
+    row[4 + i] = sql_integer(e.grid[i]);
+    row[7 + i] = sql_integer(e.block[i]);
+  }
+  row[10] = sql_integer(e.registers);
+  row[11] = sql_integer(e.static_shared_bytes);
+  row[12] = sql_integer(e.dynamic_shared_bytes);
+  row_added(kernels);
 }
 
 void TraceWriter::State::store(const MemorySample& e) {

@@ -16,3 +16,11 @@ __attribute__((constructor)) void partrain_inject_start() { InjectedProcess::sta
 
 }  // namespace
 }  // namespace partrain::profiler::inject
+
+// CUDA's injection entry point (CUDA_INJECTION64_PATH): the driver calls it once, from cuInit,
+// when the process first uses CUDA. 1 tells the driver the injection succeeded; partrain's
+// problems never fail the host program's CUDA.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  partrain::profiler::inject::InjectedProcess::cuda_initialised();
+  return 1;
+}

@@ -20,7 +20,8 @@ namespace partrain::profiler::inject {
 namespace {
 
 std::atomic<InjectedProcess*> g_current{nullptr};
-std::mutex g_start_mutex;
+std::mutex g_start_mutex;  // also orders cuda_initialised() against start()
+bool g_cuda_initialised = false;
 
 // A launcher variable as a rank number; unset, malformed or absurd values are "no rank".
 std::optional<int> env_int(std::string_view name) {
@@ -76,6 +77,7 @@ InjectedProcess* InjectedProcess::current() { return g_current.load(std::memory_
 
 InjectedProcess::InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_size)
     : tracer_(std::move(tracer)),
+      gpu_sink_(*tracer_),
       nccl_([this](const NcclCallRecord& record) { record_call(record); },
             [this](const NcclCommEvent& event) { record_comm(event); }, tracer_->rank(),
             world_size),
@@ -107,6 +109,7 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   info.device = "cpu";
   tracer->emit(info);
   auto* process = new InjectedProcess(std::move(tracer), launcher_world_size().value_or(0));
+  if (g_cuda_initialised) process->start_gpu_tracing();
   g_current.store(process, std::memory_order_release);
   static std::once_flag hooks;
   std::call_once(hooks, [] {
@@ -114,6 +117,18 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
     std::atexit(stop_at_exit);
   });
   return process;
+}
+
+void InjectedProcess::cuda_initialised() {
+  std::lock_guard lock(g_start_mutex);
+  g_cuda_initialised = true;
+  if (InjectedProcess* process = current()) process->start_gpu_tracing();
+}
+
+void InjectedProcess::start_gpu_tracing() {
+  if (gpu_owner_) return;
+  gpu_owner_ = inject::start_gpu_tracing(gpu_sink_);
+  gpu_.store(gpu_owner_.get(), std::memory_order_release);
 }
 
 // Runs from atexit(), before the static destructors the tracer's code depends on. exit() has
@@ -125,13 +140,18 @@ void InjectedProcess::stop() {
   const int64_t end_ns = monotonic_ns();
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
+    if (GpuTracing* gpu = process->gpu()) gpu->stop();  // kernels still in CUPTI's buffers
     process->tracer_->slice("process", SliceCategory::kPhase, process->start_ns_, end_ns);
   }).join();
   delete process;  // flushes and says goodbye to the collector
 }
 
 void InjectedProcess::record_call(const NcclCallRecord& record) {
-  tracer_->collective(record.event);
+  if (GpuTracing* gpu_tracing = gpu()) {
+    gpu_tracing->add_nccl_call(record);  // waits for its kernels' GPU times
+  } else {
+    tracer_->collective(record.event);
+  }
 }
 
 void InjectedProcess::record_comm(const NcclCommEvent& event) {

@@ -47,9 +47,16 @@ class WrapperScope {
   WrapperScope()
       : outermost_(t_wrapper_depth++ == 0),
         process_(outermost_ ? InjectedProcess::current() : nullptr),
+        gpu_(process_ != nullptr ? process_->gpu() : nullptr),
         correlation_(process_ != nullptr ? process_->next_correlation_id() : 0),
-        start_ns_(process_ != nullptr ? monotonic_ns() : 0) {}
-  ~WrapperScope() { --t_wrapper_depth; }
+        start_ns_(process_ != nullptr ? monotonic_ns() : 0) {
+    // The kernels NCCL launches inside the call carry this id (CUPTI's external correlation).
+    if (gpu_ != nullptr) gpu_->push_correlation(correlation_);
+  }
+  ~WrapperScope() {
+    if (gpu_ != nullptr) gpu_->pop_correlation();
+    --t_wrapper_depth;
+  }
   WrapperScope(const WrapperScope&) = delete;
   WrapperScope& operator=(const WrapperScope&) = delete;
 
@@ -61,6 +68,7 @@ class WrapperScope {
  private:
   const bool outermost_;
   InjectedProcess* const process_;
+  GpuTracing* const gpu_;
   const uint64_t correlation_;
   const int64_t start_ns_;
 };

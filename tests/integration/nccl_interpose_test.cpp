@@ -151,6 +151,25 @@ TEST_F(NcclInterposeTest, RanksComeFromNcclCommInitRankWithoutLauncherVariables)
   EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 20);
 }
 
+TEST_F(NcclInterposeTest, WithoutAGpuCudaInitialisationLeavesOneNoticeAndNcclTracing) {
+  const std::string trace = path("nogpu.db");
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {} 0 1", trace, FAKE_NCCL_PROGRAM),
+      fmt::format("FAKE_CUDA_INIT=1 FAKE_NCCL_LOG={} env -u RANK", path("fake.log")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("InitializeInjection ok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done rank 0: all results as expected"), std::string::npos) << r.out;
+  // One notice naming what is lost and what goes on (no GPU, no driver: CUPTI cannot start).
+  const std::string notice = "GPU kernels are not recorded; NCCL calls still are";
+  const size_t first = r.err.find(notice);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(notice, first + 1), std::string::npos) << r.err;
+  TraceQuery q(trace);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);  // ncclReduce succeeds here
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE gpu_start_ns IS NOT NULL"), 0);
+  EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 0);
+}
+
 TEST_F(NcclInterposeTest, ProgramWithoutNcclOrCudaRunsUnchanged) {
   const std::string command =
       "sh -c 'printf \"%s\\n\" b a c | sort; echo \"to stderr\" >&2; exit 7'";

@@ -3,7 +3,10 @@
  * ("call <function> <arguments>"), after it the result ("result <function> <code>"), so a test
  * can check that the library received exactly these arguments and that results pass through.
  * Buffers and streams are made-up addresses: the fake never touches them. Exit 0 when every
- * result was the one expected (ncclSuccess, or FAKE_NCCL_FAIL's function failing). */
+ * result was the one expected (ncclSuccess, or FAKE_NCCL_FAIL's function failing).
+ * FAKE_CUDA_INIT=1 first calls the CUDA injection entry point (InitializeInjection) the way the
+ * CUDA driver does at cuInit, as a GPU program under `partrain trace` would see it. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +52,11 @@ int main(int argc, char** argv) {
   const int nranks = atoi(argv[2]);
   cudaStream_t stream = (cudaStream_t)address(0x5000 + (uintptr_t)rank);
   setvbuf(stdout, NULL, _IOLBF, 0);
+  const char* cuda_init = getenv("FAKE_CUDA_INIT");
+  if (cuda_init != NULL && strcmp(cuda_init, "1") == 0) {
+    int (*initialize)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
+    printf("InitializeInjection %s\n", initialize == NULL ? "absent" : initialize() == 1 ? "ok" : "failed");
+  }
 
   ncclUniqueId id;
   check("ncclGetUniqueId", ncclGetUniqueId(&id));

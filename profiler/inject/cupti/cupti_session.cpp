@@ -1,0 +1,303 @@
+#include "profiler/inject/cupti/cupti_session.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/env.h"
+#include "core/status.h"
+#include "profiler/cupti/cupti_activity_parser.h"
+
+namespace partrain::profiler::inject::cupti {
+namespace {
+
+// CUPTI's entry points, found in whichever libcupti could be loaded: the injection library never
+// links it, so processes that never touch CUDA never load it.
+struct CuptiApi {
+  decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+
+  bool complete() const {
+    return activity_enable && register_callbacks && register_timestamp && flush_all &&
+           next_record && dropped_records && push_external && pop_external && subscribe &&
+           unsubscribe && result_string;
+  }
+};
+
+template <typename Fn>
+void find(void* library, const char* name, Fn& out) {
+  out = reinterpret_cast<Fn>(dlsym(library, name));
+}
+
+// libcupti already in the process (the framework's own, e.g. PyTorch's wheel), else the loader's
+// search path, else the toolkit's.
+void* load_cupti() {
+  const char* names[] = {"libcupti.so", "libcupti.so.13", "libcupti.so.12", "libcupti.so.11.8"};
+  for (const char* name : names) {
+    if (void* library = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return library;
+  }
+  for (const char* name : names) {
+    if (void* library = dlopen(name, RTLD_NOW)) return library;
+  }
+  for (const char* path : {"/usr/local/cuda/lib64/libcupti.so",
+                           "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"}) {
+    if (void* library = dlopen(path, RTLD_NOW)) return library;
+  }
+  return nullptr;
+}
+
+void notice(const std::string& text) {
+  std::fprintf(stderr, "partrain: %s\n", text.c_str());
+}
+
+constexpr size_t kBufferBytes = 8 << 20;  // DESIGN.md: 4-8 MB buffers
+constexpr size_t kMaxBuffers = 32;        // 256 MiB at most in CUPTI's hands or ours
+constexpr CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_MEMORY2,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+
+class CuptiSession;
+CuptiSession* g_session = nullptr;  // CUPTI's buffer callbacks carry no user data
+
+class CuptiSession final : public GpuTracing {
+ public:
+  CuptiSession(CuptiApi api, GpuTraceSink& sink) : api_(api), sink_(sink), translator_(sink) {}
+
+  // Subscribes, installs the clock and the buffer callbacks, enables the activity kinds; on
+  // failure the subscription is given back so another tool can have CUPTI.
+  Status start() {
+    Status started = enable();
+    if (!started.is_ok() && subscriber_ != nullptr) api_.unsubscribe(subscriber_);
+    return started;
+  }
+
+  void push_correlation(uint64_t id) override {
+    api_.push_external(profiler::cupti::kNcclCorrelationKind, id);
+  }
+  void pop_correlation() override {
+    uint64_t last = 0;
+    api_.pop_external(profiler::cupti::kNcclCorrelationKind, &last);
+  }
+  void add_nccl_call(const NcclCallRecord& call) override {
+    std::lock_guard lock(mutex_);
+    translator_.add_nccl_call(call);
+  }
+  void stop() override;
+
+  static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer,
+                                        size_t size, size_t valid);
+  static uint64_t CUPTIAPI timestamp() { return static_cast<uint64_t>(monotonic_ns()); }
+
+ private:
+  uint8_t* take_buffer();
+  void give_back(uint8_t* buffer);
+  void translate(uint8_t* buffer, size_t valid);
+  void periodic_flush();
+  Status enable();
+
+  const CuptiApi api_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  GpuTraceSink& sink_;
+  std::mutex mutex_;  // the translator and the pool; never held while calling into CUPTI
+  GpuActivityTranslator translator_;
+  std::vector<uint8_t*> free_buffers_;
+  size_t buffers_made_ = 0;
+  uint64_t buffers_refused_ = 0;
+  std::thread flusher_;
+  std::mutex flusher_mutex_;
+  std::condition_variable flusher_wake_;
+  bool stopping_ = false;
+};
+
+std::string result_text(const CuptiApi& api, CUptiResult result) {
+  const char* text = nullptr;
+  if (api.result_string != nullptr) api.result_string(result, &text);
+  return text != nullptr ? text : "CUPTI error " + std::to_string(static_cast<int>(result));
+}
+
+Status CuptiSession::enable() {
+  // CUPTI has one subscriber per process: when nsys, the PyTorch profiler or another tool holds
+  // it, partrain stays out of its way.
+  CUptiResult result = api_.subscribe(
+      &subscriber_, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr);
+  if (result != CUPTI_SUCCESS) subscriber_ = nullptr;
+  if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    return unavailable("CUPTI is already in use by another profiler in this process (nsys, the "
+                       "PyTorch profiler, ...): GPU kernels are not recorded; NCCL calls still are");
+  }
+  if (result != CUPTI_SUCCESS) {
+    return unavailable("CUPTI cannot start ({}): GPU kernels are not recorded; NCCL calls "
+                       "still are", result_text(api_, result));
+  }
+  api_.register_timestamp(&CuptiSession::timestamp);
+  result = api_.register_callbacks(&CuptiSession::buffer_requested,
+                                   &CuptiSession::buffer_completed);
+  if (result != CUPTI_SUCCESS) {
+    return unavailable("CUPTI buffers cannot be registered ({}): GPU kernels are not recorded; "
+                       "NCCL calls still are", result_text(api_, result));
+  }
+  std::vector<CUpti_ActivityKind> kinds(std::begin(kKinds), std::end(kKinds));
+  if (env::get("PARTRAIN_CUPTI_API").value_or("") == "1") {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+  }
+  for (CUpti_ActivityKind kind : kinds) {
+    result = api_.activity_enable(kind);
+    if (result != CUPTI_SUCCESS) {
+      return unavailable("CUPTI activity kind {} cannot be enabled ({}): GPU kernels are not "
+                         "recorded; NCCL calls still are", static_cast<int>(kind),
+                         result_text(api_, result));
+    }
+  }
+  flusher_ = std::thread([this] { periodic_flush(); });
+  return Status::ok();
+}
+
+// Buffers are delivered when full or flushed: a flush every second keeps a live dashboard and a
+// killed process's trace at most a second behind.
+void CuptiSession::periodic_flush() {
+  std::unique_lock lock(flusher_mutex_);
+  while (!flusher_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+    lock.unlock();
+    api_.flush_all(0);
+    lock.lock();
+  }
+}
+
+uint8_t* CuptiSession::take_buffer() {
+  std::lock_guard lock(mutex_);
+  if (!free_buffers_.empty()) {
+    uint8_t* buffer = free_buffers_.back();
+    free_buffers_.pop_back();
+    return buffer;
+  }
+  if (buffers_made_ == kMaxBuffers) {
+    ++buffers_refused_;  // CUPTI drops what it cannot store: counted through its dropped count
+    return nullptr;
+  }
+  ++buffers_made_;
+  return static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+}
+
+void CuptiSession::give_back(uint8_t* buffer) {
+  std::lock_guard lock(mutex_);
+  free_buffers_.push_back(buffer);
+}
+
+void CUPTIAPI CuptiSession::buffer_requested(uint8_t** buffer, size_t* size,
+                                             size_t* max_records) {
+  *max_records = 0;  // as many as fit
+  *buffer = g_session != nullptr ? g_session->take_buffer() : nullptr;
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+}
+
+void CUPTIAPI CuptiSession::buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer,
+                                             size_t /*size*/, size_t valid) {
+  CuptiSession* session = g_session;
+  if (session == nullptr || buffer == nullptr) return;
+  session->translate(buffer, valid);
+  size_t dropped = 0;
+  if (session->api_.dropped_records(context, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+    std::lock_guard lock(session->mutex_);
+    session->sink_.emit(StatEvent{"cupti_dropped_records", session->sink_.rank(),
+                                  static_cast<int64_t>(dropped), StatSeverity::kDataLoss,
+                                  "GPU activity records CUPTI dropped for want of buffer space"});
+  }
+  session->give_back(buffer);
+}
+
+void CuptiSession::translate(uint8_t* buffer, size_t valid) {
+  std::vector<GpuActivity> activities;
+  CUpti_Activity* record = nullptr;
+  while (api_.next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (std::optional<GpuActivity> activity = profiler::cupti::parse_activity(*record)) {
+      activities.push_back(std::move(*activity));
+    }
+  }
+  std::lock_guard lock(mutex_);
+  for (const GpuActivity& activity : activities) translator_.add(activity);
+  translator_.flush(/*final=*/false);
+}
+
+void CuptiSession::stop() {
+  {
+    std::lock_guard lock(flusher_mutex_);
+    stopping_ = true;
+  }
+  flusher_wake_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard lock(mutex_);
+  translator_.flush(/*final=*/true);
+  if (translator_.calls_without_gpu_time() > 0) {
+    sink_.emit(StatEvent{"nccl_calls_without_gpu_time", sink_.rank(),
+                         static_cast<int64_t>(translator_.calls_without_gpu_time()),
+                         StatSeverity::kInfo,
+                         "NCCL calls whose kernels CUPTI never reported (busbw for them uses "
+                         "host time)"});
+  }
+  if (buffers_refused_ > 0) {
+    sink_.emit(StatEvent{"cupti_buffers_refused", sink_.rank(),
+                         static_cast<int64_t>(buffers_refused_), StatSeverity::kDataLoss,
+                         "CUPTI buffer requests refused: the pool's 256 MiB were all in use"});
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink) {
+  void* library = load_cupti();
+  if (library == nullptr) {
+    notice("libcupti was not found (install the CUDA toolkit's CUPTI, or put it on "
+           "LD_LIBRARY_PATH): GPU kernels are not recorded; NCCL calls still are");
+    return nullptr;
+  }
+  CuptiApi api;
+  find(library, "cuptiActivityEnable", api.activity_enable);
+  find(library, "cuptiActivityRegisterCallbacks", api.register_callbacks);
+  find(library, "cuptiActivityRegisterTimestampCallback", api.register_timestamp);
+  find(library, "cuptiActivityFlushAll", api.flush_all);
+  find(library, "cuptiActivityGetNextRecord", api.next_record);
+  find(library, "cuptiActivityGetNumDroppedRecords", api.dropped_records);
+  find(library, "cuptiActivityPushExternalCorrelationId", api.push_external);
+  find(library, "cuptiActivityPopExternalCorrelationId", api.pop_external);
+  find(library, "cuptiSubscribe", api.subscribe);
+  find(library, "cuptiUnsubscribe", api.unsubscribe);
+  find(library, "cuptiGetResultString", api.result_string);
+  if (!api.complete()) {
+    notice("the libcupti found lacks entry points partrain needs (CUDA 11.6 or newer is): GPU "
+           "kernels are not recorded; NCCL calls still are");
+    return nullptr;
+  }
+  auto session = std::make_unique<CuptiSession>(api, sink);
+  g_session = session.get();
+  if (Status started = session->start(); !started.is_ok()) {
+    g_session = nullptr;
+    notice(started.message());
+    return nullptr;
+  }
+  return session;
+}
+
+}  // namespace partrain::profiler::inject::cupti

@@ -1,0 +1,16 @@
+// The CUPTI activity session of one injected process: libcupti loaded with dlopen (whichever
+// the program's CUDA brought, else the toolkit's), the run's clock installed as CUPTI's
+// timestamp source, CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2, EXTERNAL_CORRELATION and
+// SYNCHRONIZATION enabled (RUNTIME and DRIVER with PARTRAIN_CUPTI_API=1), buffers from a bounded
+// pool, completed buffers parsed and translated, dropped records counted into `stat`.
+#pragma once
+
+#include <memory>
+
+#include "profiler/inject/gpu_tracing.h"
+
+namespace partrain::profiler::inject::cupti {
+
+std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink);
+
+}  // namespace partrain::profiler::inject::cupti

@@ -1,0 +1,31 @@
+// GPU activity for an injected process: what the NCCL wrappers and the process's lifecycle need
+// from it, whatever collects it (CUPTI in CUDA builds; nothing otherwise). The CUPTI session is
+// profiler/inject/cupti/cupti_session.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "profiler/gpu_activity_translator.h"
+#include "profiler/nccl_tracker.h"
+
+namespace partrain::profiler::inject {
+
+class GpuTracing {
+ public:
+  virtual ~GpuTracing() = default;
+  // Around each NCCL call and ncclGroupEnd: the kernels launched inside carry this id.
+  virtual void push_correlation(uint64_t id) = 0;
+  virtual void pop_correlation() = 0;
+  // An NCCL call, recorded once its kernels are known (or at stop()).
+  virtual void add_nccl_call(const NcclCallRecord& call) = 0;
+  // Everything CUPTI still holds flushed and recorded; no record is collected after it.
+  virtual void stop() = 0;
+};
+
+// Starts GPU activity collection into `sink`, or returns nullptr after saying why once on stderr
+// (no CUPTI library, another profiler holds CUPTI, no GPU, a CPU-only build: host-side tracing
+// goes on either way). Call once CUDA is initialised in the process.
+std::unique_ptr<GpuTracing> start_gpu_tracing(GpuTraceSink& sink);
+
+}  // namespace partrain::profiler::inject
