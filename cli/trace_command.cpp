@@ -12,6 +12,7 @@ namespace {
 
 struct TraceFlags {
   std::optional<std::string> output;
+  std::optional<std::string> step_marker;
   std::vector<std::string> command;
 };
 
@@ -20,6 +21,7 @@ int run_trace(const TraceFlags& flags) {
   config.command = flags.command;
   config.output = flags.output;
   config.command_line = invocation_line();
+  config.step_marker = flags.step_marker;
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
@@ -30,16 +32,19 @@ int run_trace(const TraceFlags& flags) {
 
 constexpr const char* kFooter =
     "The command runs with PARTRAIN_COLLECTOR, PARTRAIN_COLLECTOR_TOKEN and PARTRAIN_RUN_ID set, "
-    "and libpartrain_inject.so in LD_PRELOAD and CUDA_INJECTION64_PATH, so every process of it "
-    "(torchrun, its workers, a `partrain launch` and its ranks) records into one trace file. "
-    "Processes with RANK set, and the command itself, appear as ranks. NCCL calls and CUDA "
-    "kernels of foreign programs are recorded by the injection library on GPU builds.\n\n"
+    "and libpartrain_inject.so in LD_PRELOAD, CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH, "
+    "so every process of it (torchrun, its workers, a `partrain launch` and its ranks) records "
+    "into one trace file. A process is a rank when a launcher gave it one (RANK, "
+    "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) or when it calls ncclCommInitRank. Recorded "
+    "for foreign programs: every NCCL call (communicator, seq, sizes, peer, group), NVTX ranges "
+    "(those matching --step-marker become steps) and, where CUDA and CUPTI are, GPU kernels, "
+    "copies and the GPU time of each NCCL call (docs/tracing.md).\n\n"
     "Examples:\n"
     "  partrain trace -- torchrun --nproc-per-node 4 train.py\n"
     "  partrain trace -o gpt.db -- partrain launch -n 4 --workload gpt --strategy fsdp\n"
     "  partrain export --format chrome gpt.db -o gpt.json   # then open it in ui.perfetto.dev\n\n"
     "Exit codes: the command's own; 128 + N when signal N ended it; 130/143 when interrupted; "
-    "2 no command or the output exists; 127 command not found.";
+    "2 no command, the output exists or a bad --step-marker; 127 command not found.";
 
 }  // namespace
 
@@ -49,6 +54,10 @@ Subcommand add_trace_command(CLI::App& parent) {
   auto flags = std::make_shared<TraceFlags>();
   cmd->add_option("-o,--output", flags->output,
                   "Trace file to write (default: ./partrain-runs/<run-id>.db); must not exist");
+  cmd->add_option("--step-marker", flags->step_marker,
+                  "NVTX ranges whose name matches this regular expression are the program's "
+                  "training steps; the first capture group, if a number, is the step "
+                  "(default: 'ProfilerStep#(\\d+)', PyTorch's)");
   cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
   cmd->footer(kFooter);
   return {cmd, [flags] { return run_trace(*flags); }};

@@ -88,7 +88,7 @@ const std::string& RankTracer::thread_track() const {
 }
 
 void RankTracer::slice(std::string_view name, SliceCategory category, int64_t start_ns,
-                       int64_t end_ns, int layer, int micro_batch) {
+                       int64_t end_ns, int layer, int micro_batch, std::optional<int64_t> step) {
   SliceEvent e;
   e.rank = rank_;
   e.track_kind = TrackKind::kCpuThread;
@@ -97,7 +97,7 @@ void RankTracer::slice(std::string_view name, SliceCategory category, int64_t st
   e.category = category;
   e.ts_ns = timeline_ns(start_ns);
   e.dur_ns = end_ns - start_ns;
-  e.step = step();
+  e.step = step.value_or(this->step());
   e.micro_batch = micro_batch;
   e.layer = layer;
   emit(e);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -59,8 +60,9 @@ class RankTracer {
 
   // Times below are local monotonic ns (core/clock.h); the tracer moves them onto the timeline.
   // The track is the calling thread's: "main" for the thread that made the tracer.
+  // `step`: the step the slice belongs to when not the rank's current one (-1: none).
   void slice(std::string_view name, SliceCategory category, int64_t start_ns, int64_t end_ns,
-             int layer = -1, int micro_batch = -1);
+             int layer = -1, int micro_batch = -1, std::optional<int64_t> step = std::nullopt);
   // The event's peer/root (a communicator rank) is stored as the world rank it is. GPU times
   // (local ns, -1: not measured) are when the op's kernels ran, for busbw on GPU time.
   void collective(const CollectiveEvent& event, int64_t gpu_start_ns = -1,

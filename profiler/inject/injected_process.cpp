@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -82,7 +83,36 @@ InjectedProcess::InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_s
             [this](const NcclCommEvent& event) { record_comm(event); }, tracer_->rank(),
             world_size),
       start_ns_(monotonic_ns()),
-      pid_(::getpid()) {}
+      pid_(::getpid()) {
+  const std::string expression =
+      env::get(kStepMarkerEnv).value_or(std::string(kDefaultStepMarker));
+  auto marker = StepMarker::compile(expression);
+  if (!marker.is_ok()) {
+    std::fprintf(stderr, "partrain: %s: the default is used\n", marker.status().message().c_str());
+    marker = StepMarker::compile(kDefaultStepMarker);
+  }
+  if (marker.is_ok()) step_marker_ = std::move(marker).value();
+}
+
+std::optional<int64_t> InjectedProcess::step_started(std::string_view range_name) {
+  std::optional<int64_t> step;
+  {
+    std::lock_guard lock(step_marker_mutex_);
+    if (step_marker_) step = step_marker_->step_of(range_name);
+  }
+  if (step) tracer_->set_step(*step);
+  return step;
+}
+
+void InjectedProcess::range_ended(std::string_view name, int64_t start_ns, int64_t end_ns,
+                                  std::optional<int64_t> marked_step, int64_t step_at_start) {
+  if (!marked_step) {
+    tracer_->slice(name, SliceCategory::kPhase, start_ns, end_ns, -1, -1, step_at_start);
+    return;
+  }
+  tracer_->slice("step", SliceCategory::kStep, start_ns, end_ns, -1, -1, *marked_step);
+  tracer_->step_done(*marked_step, start_ns, end_ns, std::numeric_limits<double>::quiet_NaN(), 0);
+}
 
 InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   std::lock_guard lock(g_start_mutex);

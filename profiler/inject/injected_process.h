@@ -15,6 +15,7 @@
 #include "profiler/inject/gpu_tracing.h"
 #include "profiler/nccl_tracker.h"
 #include "profiler/rank_tracer.h"
+#include "profiler/step_marker.h"
 
 namespace partrain::profiler::inject {
 
@@ -40,6 +41,15 @@ class InjectedProcess {
   NcclTracker& nccl() { return nccl_; }
   // GPU activity collection, or nullptr (no CUDA yet, no CUPTI, CUPTI taken, CPU-only build).
   GpuTracing* gpu() const { return gpu_.load(std::memory_order_acquire); }
+  // An NVTX range began: the step it starts when the step marker matches its name (the rank is
+  // in that step from now on), else nullopt.
+  std::optional<int64_t> step_started(std::string_view range_name);
+  // The step the rank is in (-1: none yet), for a range to remember where it began.
+  int64_t current_step() const { return tracer_->step(); }
+  // An NVTX range ended: a slice on the calling thread's track in the step it began in, and for
+  // a step marker the rank's step (a `step` slice and its steps row).
+  void range_ended(std::string_view name, int64_t start_ns, int64_t end_ns,
+                   std::optional<int64_t> marked_step, int64_t step_at_start);
   // A fresh external correlation id (CUPTI's EXTERNAL_CORRELATION) for one NCCL call or group.
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 
@@ -75,6 +85,8 @@ class InjectedProcess {
   const int64_t start_ns_;
   const int pid_;  // a fork()ed child inherits this object but none of the tracer's threads
   std::atomic<uint64_t> next_correlation_{0};
+  std::mutex step_marker_mutex_;
+  std::optional<StepMarker> step_marker_;
 };
 
 }  // namespace partrain::profiler::inject

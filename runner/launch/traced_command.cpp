@@ -17,6 +17,7 @@
 #include "runner/launch/node_trace.h"
 #include "runner/launch/run_identity.h"
 #include "runner/launch/signal_channel.h"
+#include "profiler/step_marker.h"
 #include "runner/launch/worker_env.h"
 
 namespace partrain::launch {
@@ -26,18 +27,23 @@ namespace fs = std::filesystem;
 // The command's environment: ours, plus the collector and the injection library (prepended to
 // any LD_PRELOAD the user set).
 std::vector<std::string> traced_environment(const profiler::TraceSession& session,
-                                            const std::string& token, const std::string& run_id) {
+                                            const std::string& token, const std::string& run_id,
+                                            const std::optional<std::string>& step_marker) {
   std::vector<std::string> env;
   std::optional<std::string> preload;
+  bool user_nvtx_tool = false;  // the user's own NVTX_INJECTION64_PATH wins: one tool per process
   for (std::string& variable : current_environment()) {
     if (variable.rfind("LD_PRELOAD=", 0) == 0) {
       preload = variable.substr(11);
     } else if (variable.rfind("PARTRAIN_COLLECTOR", 0) != 0 &&
                variable.rfind("PARTRAIN_RUN_ID=", 0) != 0 &&
+               variable.rfind("PARTRAIN_STEP_MARKER=", 0) != 0 &&
                variable.rfind("CUDA_INJECTION64_PATH=", 0) != 0) {
+      user_nvtx_tool = user_nvtx_tool || variable.rfind("NVTX_INJECTION64_PATH=", 0) == 0;
       env.push_back(std::move(variable));
     }
   }
+  if (step_marker) env.push_back(fmt::format("{}={}", profiler::kStepMarkerEnv, *step_marker));
   env.push_back(fmt::format("{}={}", profiler::kCollectorEnv, session.socket_path()));
   env.push_back(fmt::format("{}={}", profiler::kCollectorTokenEnv, token));
   env.push_back("PARTRAIN_RUN_ID=" + run_id);
@@ -45,6 +51,7 @@ std::vector<std::string> traced_environment(const profiler::TraceSession& sessio
   if (std::optional<std::string> library = injection_library()) {
     env.push_back("LD_PRELOAD=" + *library + (preload && !preload->empty() ? " " + *preload : ""));
     env.push_back("CUDA_INJECTION64_PATH=" + *library);
+    if (!user_nvtx_tool) env.push_back("NVTX_INJECTION64_PATH=" + *library);
   } else {
     if (preload) env.push_back("LD_PRELOAD=" + *preload);
     log::warn("libpartrain_inject.so is not installed beside this partrain: only processes that "
@@ -82,6 +89,7 @@ std::optional<std::string> injection_library() {
 }
 
 StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
+  if (config.step_marker) RETURN_IF_ERROR(profiler::StepMarker::compile(*config.step_marker).status());
   if (config.command.empty()) {
     return invalid_argument("no command to trace: pass it after `--`, e.g. "
                             "`partrain trace -- torchrun --nproc-per-node 4 train.py`");
@@ -100,7 +108,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
                    open_run_trace(path, "-o FILE", run_id, token, std::move(info)));
 
-  auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id),
+  auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id, config.step_marker),
                                   /*capture_output=*/false});
   if (!child.is_ok()) {
     (void)session->finish(profiler::RunStatus::kFailed);

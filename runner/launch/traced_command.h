@@ -1,7 +1,7 @@
 // `partrain trace -- CMD ...` as a library call: runs any command under a collector that writes
-// one trace file, with the injection environment (LD_PRELOAD and CUDA_INJECTION64_PATH naming
-// libpartrain_inject.so, PARTRAIN_COLLECTOR, PARTRAIN_COLLECTOR_TOKEN, PARTRAIN_RUN_ID), as nsys
-// profile does. partrain's own workers (a `partrain launch` inside) record through it too.
+// one trace file, with the injection environment (LD_PRELOAD, CUDA_INJECTION64_PATH and
+// NVTX_INJECTION64_PATH naming libpartrain_inject.so, PARTRAIN_COLLECTOR,
+// PARTRAIN_COLLECTOR_TOKEN, PARTRAIN_RUN_ID, PARTRAIN_STEP_MARKER), as nsys profile does. partrain's own workers (a `partrain launch` inside) record through it too.
 #pragma once
 
 #include <optional>
@@ -16,6 +16,7 @@ struct TracedCommandConfig {
   std::vector<std::string> command;
   std::optional<std::string> output;  // unset: ./partrain-runs/<run-id>.db
   std::string command_line;           // for the trace's run row
+  std::optional<std::string> step_marker;  // NVTX ranges that are steps (a regex); unset: default
 };
 
 // Where libpartrain_inject.so is for this partrain binary (<prefix>/lib beside <prefix>/bin), or

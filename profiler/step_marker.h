@@ -1,0 +1,35 @@
+// Which ranges of a foreign program are its training steps: NVTX ranges whose name matches a
+// regular expression (`partrain trace --step-marker`, default PyTorch's `ProfilerStep#N`). The
+// step number is the expression's first capture group when it has one and it is a number,
+// otherwise the count of steps seen so far.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace partrain::profiler {
+
+inline constexpr std::string_view kDefaultStepMarker = R"(ProfilerStep#(\d+))";
+inline constexpr std::string_view kStepMarkerEnv = "PARTRAIN_STEP_MARKER";
+
+class StepMarker {
+ public:
+  // kInvalidArgument naming the expression and the problem when it does not compile.
+  static StatusOr<StepMarker> compile(std::string_view expression);
+
+  // The step a range of this name is, or nullopt when it is no step marker. Not thread-safe.
+  std::optional<int64_t> step_of(std::string_view range_name);
+
+ private:
+  explicit StepMarker(std::regex expression) : expression_(std::move(expression)) {}
+
+  std::regex expression_;
+  int64_t steps_seen_ = 0;
+};
+
+}  // namespace partrain::profiler
