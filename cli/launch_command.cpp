@@ -40,6 +40,7 @@ struct LaunchFlags {
   bool prefix = true;
   bool standalone = false;
   std::string grace = "10s";
+  std::string collective_timeout = "300s";
   std::vector<std::string> command;
   WorkloadFlags workload;
   bool json = false;
@@ -71,6 +72,18 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   auto grace = parse_duration(flags.grace);
   if (!grace.is_ok()) return grace.status().with_context("--grace");
   config.grace = *grace;
+  auto collective_timeout = parse_duration(flags.collective_timeout);
+  if (!collective_timeout.is_ok()) {
+    return collective_timeout.status().with_context("--collective-timeout");
+  }
+  if (collective_timeout->count() <= 0) {
+    return invalid_argument("--collective-timeout must be positive, got {}",
+                            flags.collective_timeout);
+  }
+  // The workers' watchdog reads it (runner/worker/rank_guard.h); passed on explicitly because
+  // the launcher's own PARTRAIN_<FLAG> variables are not.
+  config.extra_env.push_back(fmt::format("PARTRAIN_COLLECTIVE_TIMEOUT={}ns",
+                                         collective_timeout->count()));
   config.token = flags.token;
   config.run_id = flags.run_id;
   config.log_dir = flags.log_dir;
@@ -177,13 +190,22 @@ constexpr const char* kFooter =
     "When a rank fails, the others get SIGTERM and SIGKILL after --grace; a summary names the "
     "first failing rank and the launcher exits with its code (128 + signal when it was killed). "
     "Ctrl-C / SIGTERM are forwarded to the workers (exit 130 / 143).\n"
+    "Built-in workloads run a collective watchdog in every rank: a collective not completed "
+    "within --collective-timeout (300s), or one that fails, makes the rank dump its flight "
+    "recorder (its last collectives with their state) to stderr and the trace; the launcher "
+    "gathers every rank's dump and prints a diagnosis per communicator (matched, op mismatch, "
+    "size mismatch, missing ranks at a seq) naming the culprit rank. A rank whose watchdog "
+    "fired exits 124. --inject KIND:rank=R[,step=S][,ms=M][,code=C] tries it out: slow, crash "
+    "(134), exit (code C), hang (124), desync (124, or the failing rank's code), oom (1); see "
+    "docs/reliability.md.\n"
     "The run is traced by default: each node's launcher runs a collector and writes one SQLite "
     "file (./partrain-runs/<run-id>.db, or --trace FILE); workers find it through "
     "PARTRAIN_COLLECTOR. Built-in workloads record every collective, compute phase, step and "
     "memory change; look at it with `partrain export --format chrome`, `partrain merge` joins "
     "the node files. --no-trace turns it off.\n"
-    "Exit codes: 0 all ranks succeeded; the first failing rank's code; 1 launcher failure (port "
-    "in use, ...); 2 invalid flags; 124 rendezvous timeout; 127 command not found.";
+    "Exit codes: 0 all ranks succeeded; the first failing rank's code (124 when its collective "
+    "watchdog fired); 128 + signal when it was killed; 1 launcher failure (port in use, ...); 2 "
+    "invalid flags; 124 rendezvous timeout; 127 command not found.";
 
 }  // namespace
 
@@ -221,6 +243,10 @@ Subcommand add_launch_command(CLI::App& parent) {
                 "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)");
   cmd->add_option("--grace", flags->grace,
                   "After SIGTERM, how long workers get before SIGKILL (10s, 500ms)")
+      ->capture_default_str();
+  cmd->add_option("--collective-timeout", flags->collective_timeout,
+                  "Built-in workloads: a collective unfinished this long fires the rank's "
+                  "watchdog (flight-recorder dump, diagnosis, exit 124) (2s, 5m)")
       ->capture_default_str();
   cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)");
   cmd->add_option("command", flags->command, "The worker command and its arguments, after `--`");

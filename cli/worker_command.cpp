@@ -1,12 +1,15 @@
 // `partrain worker` (hidden): one rank of a built-in workload, started by `partrain launch
 // --workload`, which hands it the checked workload as PARTRAIN_WORKLOAD_CONFIG. Rank 0 prints the
-// run's summary: text on stdout, or JSON into PARTRAIN_SUMMARY_FILE for `launch --json`.
+// run's summary: text on stdout, or JSON into PARTRAIN_SUMMARY_FILE for `launch --json`. Its
+// RankGuard watches the collectives (PARTRAIN_COLLECTIVE_TIMEOUT) and dumps the flight recorder
+// into PARTRAIN_FLIGHT_DIR when something goes wrong (docs/reliability.md).
 #include <cstdio>
 #include <fstream>
 
 #include "cli/command.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "runner/worker/rank_guard.h"
 #include "runner/worker/rank_tracing.h"
 #include "runner/worker/world.h"
 #include "runner/workload/trainer.h"
@@ -20,6 +23,8 @@ int fail(const Status& status, int rank) {
 }
 
 int run_worker() {
+  // First, before any thread starts: the launcher's stop signal must find the guard's thread.
+  std::unique_ptr<runner::RankGuard> guard = runner::RankGuard::install();
   auto text = env::get("PARTRAIN_WORKLOAD_CONFIG");
   if (!text) {
     log::error("`partrain worker` runs one rank of `partrain launch --workload ...`; start it "
@@ -28,18 +33,29 @@ int run_worker() {
   }
   StatusOr<runner::WorkloadConfig> config = runner::workload_from_json(*text);
   if (!config.is_ok()) return fail(config.status(), -1);
+  StatusOr<Nanoseconds> collective_timeout = runner::collective_timeout_from_env();
+  if (!collective_timeout.is_ok()) return fail(collective_timeout.status(), -1);
   // Traced runs record from before the join, so the world's own collectives are in the trace.
   std::unique_ptr<runner::RankTracing> tracing = runner::RankTracing::from_env();
   runner::WorldOptions options;
+  options.collective_timeout = *collective_timeout;
   if (tracing) tracing->attach(options);
   StatusOr<runner::World> world = runner::join_world(options);
   if (!world.is_ok()) return fail(world.status(), -1);
   const int rank = world->comm->rank();
   if (tracing) tracing->joined(*world, "cpu");
+  // Declared after the world, so it stops watching before the world's recorder goes away.
+  std::unique_ptr<runner::RankGuard::Watch> watch =
+      guard->watch(*world, tracing ? &tracing->tracer() : nullptr, *collective_timeout);
   StatusOr<runner::RunSummary> summary =
       runner::run_workload(*config, *world->comm, world->recorder.get());
+  const bool collective_failed = !summary.is_ok() && watch->dump_after_failure(summary.status());
   if (tracing) tracing->finish();
-  if (!summary.is_ok()) return fail(summary.status(), rank);
+  if (!summary.is_ok()) {
+    log::error("rank {}: {}", rank, summary.status().message());
+    if (collective_failed) runner::RankGuard::linger_for_launcher();
+    return summary.status().exit_code();
+  }
   if (rank != 0) return 0;
   if (config->json) {
     std::string json = runner::format_summary_json(*summary);

@@ -43,6 +43,21 @@ std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot() const {
   return events;
 }
 
+std::optional<profiler::CollectiveEvent> FlightRecorder::oldest_unfinished() const {
+  std::lock_guard lock(mutex_);
+  const Entry* oldest = nullptr;
+  for (const Entry& entry : ring_) {
+    const profiler::CollectiveState state = entry.event.state;
+    if (state != profiler::CollectiveState::kEnqueued &&
+        state != profiler::CollectiveState::kStarted) {
+      continue;
+    }
+    if (oldest == nullptr || entry.id < oldest->id) oldest = &entry;
+  }
+  if (oldest == nullptr) return std::nullopt;
+  return oldest->event;
+}
+
 uint64_t FlightRecorder::total_recorded() const {
   std::lock_guard lock(mutex_);
   return next_id_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "profiler/collective_event.h"
@@ -28,6 +29,9 @@ class FlightRecorder {
 
   // Entries still in the ring, oldest first.
   std::vector<profiler::CollectiveEvent> snapshot() const;
+  // The unfinished (enqueued or started) entry enqueued first, if any: what a watchdog times.
+  // Scans the ring in place, so polling it copies one entry, not the ring.
+  std::optional<profiler::CollectiveEvent> oldest_unfinished() const;
   size_t capacity() const { return capacity_; }
   uint64_t total_recorded() const;
 

@@ -83,7 +83,9 @@ StatusOr<TrackedBuffer> TrackedAllocator::allocate(size_t bytes, memory::Categor
     std::lock_guard lock(mutex_);
     if (limit_bytes_ && stats_.total_current + reserved_bytes_ + bytes > *limit_bytes_) {
       return out_of_memory(bytes, category, memory_->name(),
-                           fmt::format("the limit is {}", format_bytes(*limit_bytes_)), stats_);
+                           fmt::format("the limit is {}{}", format_bytes(*limit_bytes_),
+                                       limit_why_.empty() ? "" : " (" + limit_why_ + ")"),
+                           stats_);
     }
     reserved_bytes_ += bytes;
   }
@@ -130,9 +132,10 @@ void TrackedAllocator::release(void* data, size_t bytes, memory::Category catego
   notify(observer, event);
 }
 
-void TrackedAllocator::set_limit_bytes(std::optional<uint64_t> limit) {
+void TrackedAllocator::set_limit_bytes(std::optional<uint64_t> limit, std::string why) {
   std::lock_guard lock(mutex_);
   limit_bytes_ = limit;
+  limit_why_ = std::move(why);
 }
 
 void TrackedAllocator::set_observer(MemoryObserver observer) {

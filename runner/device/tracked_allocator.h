@@ -109,8 +109,8 @@ class TrackedAllocator {
   StatusOr<TrackedBuffer> allocate(size_t bytes, memory::Category category);
 
   // Caps the total tracked bytes (std::nullopt: no cap): how tests and fault injection make an
-  // allocation fail on purpose.
-  void set_limit_bytes(std::optional<uint64_t> limit);
+  // allocation fail on purpose. `why`, when given, is named in the out-of-memory message.
+  void set_limit_bytes(std::optional<uint64_t> limit, std::string why = {});
   void set_observer(MemoryObserver observer);  // an empty function removes it
 
   MemoryStats stats() const;
@@ -128,6 +128,7 @@ class TrackedAllocator {
   mutable std::mutex mutex_;
   MemoryStats stats_;                    // guarded by mutex_
   std::optional<uint64_t> limit_bytes_;  // guarded by mutex_
+  std::string limit_why_;                // guarded by mutex_
   uint64_t reserved_bytes_ = 0;          // guarded by mutex_: requested, raw allocation in progress
   std::shared_ptr<const MemoryObserver> observer_;  // guarded by mutex_; copied out to call
 };

@@ -1,4 +1,4 @@
-// parse_fault_spec and friends: the --inject grammar and what a slow fault does to a step.
+// parse_fault_spec and friends: the --inject grammar, and which faults fire in which step.
 #include "runner/fault/fault_spec.h"
 
 #include <algorithm>
@@ -12,8 +12,12 @@ struct KnownKind {
   std::string_view name;
   FaultKind kind;
 };
-constexpr KnownKind kKinds[] = {{"slow", FaultKind::kSlow}};
-constexpr std::string_view kKindList = "slow";
+constexpr KnownKind kKinds[] = {{"slow", FaultKind::kSlow},   {"crash", FaultKind::kCrash},
+                                {"exit", FaultKind::kExit},   {"hang", FaultKind::kHang},
+                                {"desync", FaultKind::kDesync}, {"oom", FaultKind::kOom}};
+constexpr std::string_view kKindList = "slow, crash, exit, hang, desync, oom";
+// Exit codes a process can report (a shell's $? is 0-255).
+constexpr int64_t kMaxExitCode = 255;
 constexpr std::string_view kKeys[] = {"rank", "step", "ms", "code"};
 
 StatusOr<int64_t> parse_count(std::string_view kind, std::string_view key, std::string_view value) {
@@ -51,18 +55,52 @@ StatusOr<std::map<std::string, std::string, std::less<>>> parse_pairs(std::strin
   return pairs;
 }
 
-Status fill_slow(const std::map<std::string, std::string, std::less<>>& pairs, FaultSpec& spec) {
+using Pairs = std::map<std::string, std::string, std::less<>>;
+
+// The form each kind takes, for the messages: "slow:rank=R,ms=M[,step=S]".
+std::string_view usage(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kSlow: return "slow:rank=R,ms=M[,step=S]";
+    case FaultKind::kExit: return "exit:rank=R[,step=S][,code=C]";
+    case FaultKind::kCrash: return "crash:rank=R[,step=S]";
+    case FaultKind::kHang: return "hang:rank=R[,step=S]";
+    case FaultKind::kDesync: return "desync:rank=R[,step=S]";
+    case FaultKind::kOom: return "oom:rank=R[,step=S]";
+  }
+  return "";
+}
+
+// Fills spec from the pairs: rank always, ms for slow only, code for exit only.
+Status fill(FaultKind kind, const Pairs& pairs, FaultSpec& spec) {
+  const std::string_view name = fault_kind_name(kind);
+  const bool slow = kind == FaultKind::kSlow;
   for (std::string_view needed : {"rank", "ms"}) {
-    if (!pairs.contains(needed)) {
-      return invalid_argument("slow needs {}= (slow:rank=R,ms=M)", needed);
+    if ((needed == "rank" || slow) && !pairs.contains(needed)) {
+      return invalid_argument("{} needs {}= ({})", name, needed, usage(kind));
     }
   }
-  if (pairs.contains("code")) return invalid_argument("key 'code' does not apply to slow");
-  ASSIGN_OR_RETURN(int64_t rank, parse_count("slow", "rank", pairs.find("rank")->second));
+  if (!slow && pairs.contains("ms")) {
+    return invalid_argument("key 'ms' does not apply to {} ({})", name, usage(kind));
+  }
+  if (kind != FaultKind::kExit && pairs.contains("code")) {
+    return invalid_argument("key 'code' does not apply to {} ({})", name, usage(kind));
+  }
+  ASSIGN_OR_RETURN(int64_t rank, parse_count(name, "rank", pairs.find("rank")->second));
   spec.rank = static_cast<int>(rank);
-  ASSIGN_OR_RETURN(spec.ms, parse_count("slow", "ms", pairs.find("ms")->second));
+  if (slow) {
+    ASSIGN_OR_RETURN(spec.ms, parse_count(name, "ms", pairs.find("ms")->second));
+  }
   if (auto step = pairs.find("step"); step != pairs.end()) {
-    ASSIGN_OR_RETURN(spec.step, parse_count("slow", "step", step->second));
+    ASSIGN_OR_RETURN(spec.step, parse_count(name, "step", step->second));
+  }
+  if (auto code = pairs.find("code"); code != pairs.end()) {
+    ASSIGN_OR_RETURN(int64_t value, parse_count(name, "code", code->second));
+    // 0 would be a success the launcher cannot tell from a finished rank.
+    if (value == 0 || value > kMaxExitCode) {
+      return invalid_argument("key 'code' of exit needs an exit code in 1-{}, got {}",
+                              kMaxExitCode, value);
+    }
+    spec.code = static_cast<int>(value);
   }
   return Status::ok();
 }
@@ -87,12 +125,12 @@ StatusOr<FaultSpec> parse_fault_spec(std::string_view text) {
     return invalid_argument("unknown fault kind '{}': known kinds: {}", kind_name, kKindList);
   }
   if (colon == std::string_view::npos || colon + 1 == text.size()) {
-    return invalid_argument("{} needs parameters: {}:rank=R,ms=M[,step=S]", kind_name, kind_name);
+    return invalid_argument("{} needs parameters: {}", kind_name, usage(known->kind));
   }
   ASSIGN_OR_RETURN(auto pairs, parse_pairs(kind_name, text.substr(colon + 1)));
   FaultSpec spec;
   spec.kind = known->kind;
-  RETURN_IF_ERROR(fill_slow(pairs, spec));
+  RETURN_IF_ERROR(fill(known->kind, pairs, spec));
   return spec;
 }
 
@@ -111,7 +149,7 @@ Status validate_fault_spec(const FaultSpec& spec, int world, int steps) {
 std::string fault_spec_text(const FaultSpec& spec) {
   std::string text = fmt::format("{}:rank={}", fault_kind_name(spec.kind), spec.rank);
   if (spec.step) text += fmt::format(",step={}", *spec.step);
-  text += fmt::format(",ms={}", spec.ms);
+  if (spec.kind == FaultKind::kSlow) text += fmt::format(",ms={}", spec.ms);
   if (spec.code) text += fmt::format(",code={}", *spec.code);
   return text;
 }
@@ -125,5 +163,15 @@ int64_t slow_delay_ms(const std::vector<FaultSpec>& faults, int rank, int64_t st
   }
   return total;
 }
+
+const FaultSpec* fault_at(const std::vector<FaultSpec>& faults, FaultKind kind, int rank,
+                          int64_t step) {
+  for (const FaultSpec& f : faults) {
+    if (f.kind == kind && f.rank == rank && (!f.step || *f.step == step)) return &f;
+  }
+  return nullptr;
+}
+
+int exit_fault_code(const FaultSpec& spec) { return spec.code.value_or(1); }
 
 }  // namespace partrain::runner::fault

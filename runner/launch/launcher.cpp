@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -10,6 +11,8 @@
 #include "core/log.h"
 #include "profiler/rank_tracer.h"
 #include "runner/launch/cluster_env.h"
+#include "runner/launch/flight_diagnosis.h"
+#include "runner/launch/flight_dump_dir.h"
 #include "runner/launch/node_rendezvous.h"
 #include "runner/launch/node_trace.h"
 #include "runner/launch/run_identity.h"
@@ -116,6 +119,23 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
   return NodeTrace::start(config, run);
 }
 
+// The flight-recorder diagnosis, printed when a rank's watchdog fired or one of its collectives
+// failed (ranks stopped by the launcher or failing in compute dump too, as evidence, but do not
+// call for one: the failure summary says what happened to them).
+std::optional<FlightDiagnosis> diagnose_run(const std::optional<FlightDumpDir>& flight) {
+  if (!flight) return std::nullopt;
+  std::vector<comm::FlightDump> dumps = flight->read();
+  const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const comm::FlightDump& d) {
+    return d.trigger == comm::DumpTrigger::kWatchdog ||
+           d.trigger == comm::DumpTrigger::kCollectiveError;
+  });
+  if (!called_for) return std::nullopt;
+  FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
+  std::string text = format_flight_diagnosis(diagnosis);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  return diagnosis;
+}
+
 int finish_run(const SupervisorResult& result) {
   if (result.stop_signal) {
     log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
@@ -165,6 +185,14 @@ StatusOr<int> launch(const LaunchConfig& config) {
       for (std::string& variable : trace->worker_env()) spec.env.push_back(std::move(variable));
     }
   }
+  // Without it the ranks still dump to stderr and the trace; only the diagnosis is lost.
+  std::optional<FlightDumpDir> flight;
+  if (auto created = FlightDumpDir::create(); created.is_ok()) {
+    flight.emplace(std::move(*created));
+    for (WorkerSpec& spec : specs) spec.env.push_back(flight->worker_env());
+  } else {
+    log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
+  }
   std::vector<int> ranks;
   for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
   RelayOptions relay_options{config.prefix, config.log_dir, config.tee};
@@ -184,7 +212,11 @@ StatusOr<int> launch(const LaunchConfig& config) {
     if (trace) trace->abandon();
     return result.status();
   }
+  std::optional<FlightDiagnosis> diagnosis = diagnose_run(flight);
   const int exit_code = finish_run(*result);
+  if (trace && diagnosis) {
+    trace->record_diagnosis(diagnosis->culprit, diagnosis_headline(*diagnosis));
+  }
   if (trace) trace->finish(specs, *result, plan.node_rank, plan.host);
   return exit_code;
 }

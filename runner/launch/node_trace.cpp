@@ -107,6 +107,16 @@ void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorRes
   }
 }
 
+void NodeTrace::record_diagnosis(std::optional<int> culprit, const std::string& headline) {
+  profiler::StatEvent stat;
+  stat.name = "collective_diagnosis";
+  stat.rank = culprit.value_or(-1);
+  stat.value = 1;
+  stat.severity = profiler::StatSeverity::kError;
+  stat.description = headline;
+  session_->append(stat);
+}
+
 void NodeTrace::abandon() {
   Status finished = session_->finish(profiler::RunStatus::kFailed);
   if (!finished.is_ok()) log::error("trace {}: {}", path().string(), finished.message());

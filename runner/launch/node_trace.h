@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,9 @@ class NodeTrace {
   // Exit records of this node's workers and the run's final status; prints where the trace is.
   void finish(const std::vector<WorkerSpec>& specs, const SupervisorResult& result,
               int node_rank, const std::string& host);
+  // The launcher's verdict on its ranks' flight-recorder dumps, as a `collective_diagnosis`
+  // stat (rank: the culprit, -1 when none is known; description: the first problem).
+  void record_diagnosis(std::optional<int> culprit, const std::string& headline);
   // The run could not start (spawn failure): status failed, no failing rank.
   void abandon();
 

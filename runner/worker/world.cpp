@@ -1,5 +1,7 @@
 #include "runner/worker/world.h"
 
+#include <algorithm>
+
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
@@ -78,7 +80,7 @@ StatusOr<World> join_world(const WorldOptions& options) {
   std::unique_ptr<comm::Comm> base;
   if (options.backend == CommBackend::kGloo) {
     comm::GlooOptions gloo;
-    gloo.timeout = options.timeout;
+    gloo.timeout = std::max(options.timeout, options.collective_timeout + kBackendTimeoutMargin);
     if (auto* client = dynamic_cast<rendezvous::StoreClient*>(world.store.get())) {
       gloo.hostname = client->local_address();  // the address peers can reach this host on
     }

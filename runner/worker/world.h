@@ -47,9 +47,18 @@ struct World {
   int64_t clock_measured_ns = 0;  // local monotonic time of that measurement
 };
 
+// How much longer than the collective watchdog the backend's own per-operation timeout is: the
+// watchdog fires first, dumps the flight recorder and exits 124; the backend's timeout stays a
+// backstop (Gloo's own default is 30 s, which would pre-empt a longer watchdog).
+inline constexpr Nanoseconds kBackendTimeoutMargin = std::chrono::seconds(60);
+
 struct WorldOptions {
   CommBackend backend = CommBackend::kGloo;
+  // Connecting to the store and bootstrapping the communicators.
   Nanoseconds timeout = std::chrono::seconds(300);
+  // The collective watchdog's timeout (--collective-timeout); the backend's per-operation
+  // timeout is set kBackendTimeoutMargin above it.
+  Nanoseconds collective_timeout = std::chrono::seconds(300);
   int clock_pings = 16;
   // Sees every completed or failed collective and transfer (the trace's collective records).
   comm::FlightRecorder::Sink collective_sink;

@@ -12,6 +12,7 @@
 #include "profiler/trace_scope.h"
 #include "runner/device/cpu_device.h"
 #include "runner/fault/fault_spec.h"
+#include "runner/fault/process_fault.h"
 #include "runner/workload/batch_source.h"
 #include "runner/workload/data_parallel.h"
 #include "runner/workload/mesh.h"
@@ -51,6 +52,28 @@ StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine, comm::
     stats[r].total_peak = static_cast<uint64_t>(all[r * kFields + kFields - 1]);
   }
   return stats;
+}
+
+// The --inject faults that act at the start of a step, before its compute: crash, exit and hang
+// end or stop the rank here; oom caps the tracked memory at what is in use, so the step's first
+// new buffer fails with "out of memory allocating ... of <category>".
+void inject_step_faults(const std::vector<fault::FaultSpec>& faults, int rank, int64_t step,
+                        TrackedAllocator& allocator) {
+  using fault::FaultKind;
+  if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kCrash, rank, step)) {
+    fault::crash_rank(*f, rank, step);
+  }
+  if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kExit, rank, step)) {
+    fault::exit_rank(*f, rank, step);
+  }
+  if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kHang, rank, step)) {
+    fault::hang_rank(*f, rank, step);
+  }
+  if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kOom, rank, step)) {
+    allocator.set_limit_bytes(allocator.stats().total_current,
+                              fmt::format("--inject {} at step {}", fault::fault_spec_text(*f),
+                                          step));
+  }
 }
 
 }  // namespace
@@ -159,6 +182,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
       profiler::TraceScope delay("injected_delay", profiler::SliceCategory::kSync);
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
+    inject_step_faults(config.faults, world.rank(), step, device.allocator());
     dp->zero_grads();
     double loss = 0;
     // The moment the last gradient is produced ends backward: a bucket launched after it
@@ -206,8 +230,19 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& worl
     // The step's loss over the global batch: each dp rank's share, counted once per tp group
     // (only the last pipeline stage computes it).
     auto reported = static_cast<float>(coords.tp == 0 ? loss : 0.0);
-    RETURN_IF_ERROR(world.all_reduce(&reported, &reported, 1, comm::DType::kF32,
-                                     comm::ReduceOp::kSum));
+    if (const fault::FaultSpec* desync =
+            fault::fault_at(config.faults, fault::FaultKind::kDesync, world.rank(), step)) {
+      // --inject desync: a different collective at the seq where every other rank all-reduces
+      // the loss; the watchdog or Gloo's own error ends the run, the diagnosis names this rank.
+      log::warn("rank {}: --inject {}: issuing all_gather instead of the loss all_reduce at step "
+                "{}",
+                world.rank(), fault::fault_spec_text(*desync), step);
+      std::vector<float> gathered(static_cast<size_t>(world.size()));
+      RETURN_IF_ERROR(world.all_gather(&reported, gathered.data(), 1, comm::DType::kF32));
+    } else {
+      RETURN_IF_ERROR(world.all_reduce(&reported, &reported, 1, comm::DType::kF32,
+                                       comm::ReduceOp::kSum));
+    }
     summary.losses.push_back(reported);
     step_scope.reset();
     const int64_t end = monotonic_ns();

@@ -73,9 +73,11 @@ TEST(InjectSlowTest, SlowRankIsFoundAsTheStraggler) {
 }
 
 TEST(InjectSlowTest, BadInjectIsAUsageError) {
-  auto r = run_partrain(fmt::format("{} --inject crash:rank=1 --no-trace", kRun));
+  auto r = run_partrain(fmt::format("{} --inject explode:rank=1 --no-trace", kRun));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("unknown fault kind 'crash': known kinds: slow"), std::string::npos)
+  EXPECT_NE(r.err.find("unknown fault kind 'explode': known kinds: slow, crash, exit, hang, "
+                       "desync, oom"),
+            std::string::npos)
       << r.err;
   r = run_partrain(fmt::format("{} --inject slow:rank=9,ms=5 --no-trace", kRun));
   EXPECT_EQ(r.exit_code, 2);

@@ -1,5 +1,5 @@
 // The --inject grammar: what parses, what is refused and how the refusal names the bad part,
-// the canonical text round trip, and which steps a slow fault delays.
+// the canonical text round trip, which steps a slow fault delays and where the others fire.
 #include "runner/fault/fault_spec.h"
 
 #include <gtest/gtest.h>
@@ -33,18 +33,54 @@ void expect_refused(std::string_view text, std::string_view message) {
 }
 
 TEST(FaultSpecTest, RefusalsNameTheBadPart) {
-  expect_refused("crash:rank=1", "unknown fault kind 'crash': known kinds: slow");
-  expect_refused("x", "unknown fault kind 'x': known kinds: slow");
+  expect_refused("explode:rank=1",
+                 "unknown fault kind 'explode': known kinds: slow, crash, exit, hang, desync, oom");
+  expect_refused("x", "unknown fault kind 'x': known kinds: slow, crash, exit, hang, desync, oom");
   expect_refused("slow", "slow needs parameters: slow:rank=R,ms=M[,step=S]");
-  expect_refused("slow:rank=1", "slow needs ms= (slow:rank=R,ms=M)");
-  expect_refused("slow:ms=1", "slow needs rank= (slow:rank=R,ms=M)");
+  expect_refused("slow:rank=1", "slow needs ms= (slow:rank=R,ms=M[,step=S])");
+  expect_refused("slow:ms=1", "slow needs rank= (slow:rank=R,ms=M[,step=S])");
   expect_refused("slow:rank=1,ms=abc", "key 'ms' of slow needs a non-negative integer, got 'abc'");
   expect_refused("slow:rank=-1,ms=3", "key 'rank' of slow needs a non-negative integer, got '-1'");
   expect_refused("slow:rank=1,ms=3,color=red",
                  "unknown key 'color' in a slow fault: known keys: rank, step, ms, code");
   expect_refused("slow:rank=1,rank=2,ms=3", "key 'rank' given twice");
   expect_refused("slow:rank=1,ms", "'ms' is not key=value (keys: rank, step, ms, code)");
-  expect_refused("slow:rank=1,ms=3,code=4", "key 'code' does not apply to slow");
+  expect_refused("slow:rank=1,ms=3,code=4",
+                 "key 'code' does not apply to slow (slow:rank=R,ms=M[,step=S])");
+  expect_refused("crash", "crash needs parameters: crash:rank=R[,step=S]");
+  expect_refused("crash:step=1", "crash needs rank= (crash:rank=R[,step=S])");
+  expect_refused("hang:rank=1,ms=5", "key 'ms' does not apply to hang (hang:rank=R[,step=S])");
+  expect_refused("oom:rank=1,code=3", "key 'code' does not apply to oom (oom:rank=R[,step=S])");
+  expect_refused("exit:rank=1,code=0", "key 'code' of exit needs an exit code in 1-255, got 0");
+  expect_refused("exit:rank=1,code=256",
+                 "key 'code' of exit needs an exit code in 1-255, got 256");
+}
+
+TEST(FaultSpecTest, ParsesEveryKindAndRoundTrips) {
+  for (std::string_view text : {"crash:rank=1,step=2", "exit:rank=3,code=7", "exit:rank=0",
+                                "hang:rank=2,step=1", "desync:rank=1", "oom:rank=0,step=4"}) {
+    auto spec = parse_fault_spec(text);
+    ASSERT_TRUE(spec.is_ok()) << text << ": " << spec.status().message();
+    EXPECT_EQ(fault_spec_text(*spec), text);
+  }
+  auto exit = parse_fault_spec("exit:rank=3,code=7");
+  EXPECT_EQ(exit->kind, FaultKind::kExit);
+  EXPECT_EQ(exit_fault_code(*exit), 7);
+  EXPECT_EQ(exit_fault_code(*parse_fault_spec("exit:rank=0")), 1);
+}
+
+TEST(FaultSpecTest, FaultAtMatchesKindRankAndStep) {
+  std::vector<FaultSpec> faults = {*parse_fault_spec("slow:rank=1,ms=10"),
+                                   *parse_fault_spec("hang:rank=1,step=2"),
+                                   *parse_fault_spec("crash:rank=0")};
+  EXPECT_EQ(fault_at(faults, FaultKind::kHang, 1, 1), nullptr);
+  ASSERT_NE(fault_at(faults, FaultKind::kHang, 1, 2), nullptr);
+  EXPECT_EQ(fault_at(faults, FaultKind::kHang, 1, 2)->step, 2);
+  EXPECT_EQ(fault_at(faults, FaultKind::kHang, 0, 2), nullptr);
+  // Without step= a fault fires in every step: the first one, for a fault that ends the rank.
+  EXPECT_NE(fault_at(faults, FaultKind::kCrash, 0, 0), nullptr);
+  EXPECT_NE(fault_at(faults, FaultKind::kCrash, 0, 7), nullptr);
+  EXPECT_EQ(fault_at(faults, FaultKind::kSlow, 0, 0), nullptr);
 }
 
 TEST(FaultSpecTest, ValidationChecksRankAndStep) {

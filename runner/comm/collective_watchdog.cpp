@@ -1,0 +1,51 @@
+#include "runner/comm/collective_watchdog.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/clock.h"
+
+namespace partrain::comm {
+namespace {
+
+Nanoseconds choose_poll_interval(const WatchdogOptions& options) {
+  if (options.poll_interval.count() > 0) return options.poll_interval;
+  // A tenth of the timeout fires at most 10% late; the bounds keep a tiny timeout from spinning
+  // and the default 300 s from answering only every 30 s.
+  return std::clamp<Nanoseconds>(options.timeout / 10, std::chrono::milliseconds(10),
+                                 std::chrono::seconds(1));
+}
+
+}  // namespace
+
+CollectiveWatchdog::CollectiveWatchdog(const FlightRecorder& recorder, WatchdogOptions options,
+                                       OnTimeout on_timeout)
+    : recorder_(recorder),
+      timeout_(options.timeout),
+      poll_interval_(choose_poll_interval(options)),
+      on_timeout_(std::move(on_timeout)),
+      thread_([this] { run(); }) {}
+
+CollectiveWatchdog::~CollectiveWatchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+}
+
+void CollectiveWatchdog::run() {
+  std::unique_lock lock(mutex_);
+  while (!stop_cv_.wait_for(lock, poll_interval_, [&] { return stop_; })) {
+    std::optional<profiler::CollectiveEvent> oldest = recorder_.oldest_unfinished();
+    if (!oldest) continue;
+    const Nanoseconds waited(monotonic_ns() - oldest->enqueue_ns);
+    if (waited <= timeout_) continue;
+    lock.unlock();  // the callback may take long (a dump) or never return (the rank ends)
+    if (on_timeout_) on_timeout_(WatchdogTimeout{std::move(*oldest), waited, timeout_});
+    return;  // fired once: what follows is the caller's
+  }
+}
+
+}  // namespace partrain::comm

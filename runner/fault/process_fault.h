@@ -1,0 +1,20 @@
+// The injected faults that end or stop a rank where they fire (--inject crash, exit, hang): the
+// abrupt ends a launcher must cope with, done the way real ones happen. They never return.
+#pragma once
+
+#include <cstdint>
+
+#include "runner/fault/fault_spec.h"
+
+namespace partrain::runner::fault {
+
+// abort(): the rank dies by SIGABRT (the launcher exits 134). No core file is written.
+[[noreturn]] void crash_rank(const FaultSpec& spec, int rank, int64_t step);
+// Ends the process at once with exit_fault_code(spec), as os._exit would: no unwinding, so the
+// other ranks see this one vanish mid-step. Buffered trace events are flushed first.
+[[noreturn]] void exit_rank(const FaultSpec& spec, int rank, int64_t step);
+// Sleeps until the launcher stops the rank: it issues no further collective, so the others'
+// collective watchdog fires (124) and the diagnosis names this rank as missing.
+[[noreturn]] void hang_rank(const FaultSpec& spec, int rank, int64_t step);
+
+}  // namespace partrain::runner::fault

@@ -1,0 +1,473 @@
+#include "runner/launch/flight_diagnosis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/byte_size.h"
+
+namespace partrain::launch {
+namespace {
+
+using comm::DumpTrigger;
+using comm::FlightDump;
+using profiler::CollectiveEvent;
+using profiler::CollectiveState;
+
+// One member's collectives on one communicator, by seq.
+struct MemberRecord {
+  bool wrapped = false;  // its ring evicted entries: seqs below its oldest are unknown
+  std::map<uint64_t, const CollectiveEvent*> by_seq;
+};
+
+struct CommRecord {
+  std::vector<int> members;            // world ranks
+  std::map<int, MemberRecord> dumped;  // members with a dump, by world rank
+};
+
+bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
+
+// One direction of transfers between two ranks on one communicator: the n-th send of `sender`
+// to `receiver` pairs with the n-th recv of `receiver` from `sender` (seq counts per direction).
+struct ChannelKey {
+  std::string comm_id;
+  int sender = 0;  // world ranks
+  int receiver = 0;
+  auto operator<=>(const ChannelKey&) const = default;
+};
+
+struct ChannelRecord {
+  std::map<uint64_t, const CollectiveEvent*> sends;  // from the sender's dump
+  std::map<uint64_t, const CollectiveEvent*> recvs;  // from the receiver's dump
+};
+
+// Whether a member provably never reached `seq`: dumped, and its last seq is lower (or it has
+// none and its ring never wrapped).
+bool never_reached(const std::map<uint64_t, const CollectiveEvent*>& by_seq, bool wrapped,
+                   uint64_t seq) {
+  return by_seq.empty() ? !wrapped : by_seq.rbegin()->first < seq;
+}
+
+int64_t last_seq(const std::map<uint64_t, const CollectiveEvent*>& by_seq) {
+  return by_seq.empty() ? -1 : static_cast<int64_t>(by_seq.rbegin()->first);
+}
+
+std::string size_key(const CollectiveEvent& e) {
+  return fmt::format("{} {}", format_bytes(e.bytes), e.dtype);
+}
+
+// Groups the ranks by key, largest group first; a tie goes to the group with the lowest rank
+// (the reference the others are compared with).
+std::vector<std::pair<std::string, std::vector<int>>> groups_by(
+    const std::vector<std::pair<int, CollectiveEvent>>& issued,
+    std::string (*key)(const CollectiveEvent&)) {
+  std::map<std::string, std::vector<int>> by_key;
+  for (const auto& [rank, event] : issued) by_key[key(event)].push_back(rank);
+  std::vector<std::pair<std::string, std::vector<int>>> groups(by_key.begin(), by_key.end());
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    return a.second.front() < b.second.front();
+  });
+  return groups;
+}
+
+std::string op_key(const CollectiveEvent& e) { return std::string(e.op); }
+std::string op_and_size_key(const CollectiveEvent& e) {
+  return fmt::format("{} of {}", e.op, size_key(e));
+}
+std::string full_size_key(const CollectiveEvent& e) {
+  return fmt::format("{}|{}|{}", e.bytes, e.count, e.dtype);
+}
+
+// Everyone outside the reference (first) group.
+std::vector<int> minority(const std::vector<std::pair<std::string, std::vector<int>>>& groups) {
+  std::vector<int> ranks;
+  for (size_t i = 1; i < groups.size(); ++i) {
+    ranks.insert(ranks.end(), groups[i].second.begin(), groups[i].second.end());
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+std::map<std::string, CommRecord> index_by_comm(const std::vector<FlightDump>& dumps) {
+  std::map<std::string, CommRecord> comms;
+  for (const FlightDump& dump : dumps) {
+    for (const CollectiveEvent& e : dump.entries) {
+      if (is_p2p(e.op)) continue;
+      CommRecord& record = comms[e.comm_id];
+      if (record.members.empty()) record.members = e.group_ranks;
+    }
+  }
+  for (auto& [id, record] : comms) {
+    for (const FlightDump& dump : dumps) {
+      if (std::find(record.members.begin(), record.members.end(), dump.rank) ==
+          record.members.end()) {
+        continue;
+      }
+      MemberRecord& member = record.dumped[dump.rank];
+      member.wrapped = dump.total_recorded > dump.entries.size();
+      for (const CollectiveEvent& e : dump.entries) {
+        if (e.comm_id == id && !is_p2p(e.op)) member.by_seq[e.seq] = &e;
+      }
+    }
+  }
+  return comms;
+}
+
+// The first seq of one communicator that is not a completed match, or its last match.
+CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
+  CollectiveFinding finding;
+  finding.comm_id = comm_id;
+  finding.members = record.members;
+  for (int member : record.members) {
+    if (!record.dumped.contains(member)) finding.undumped.push_back(member);
+  }
+  // Only seqs every dumped member still holds (or provably never reached) can be judged.
+  uint64_t lowest = 0;
+  std::set<uint64_t> seqs;
+  for (const auto& [rank, member] : record.dumped) {
+    if (member.wrapped && !member.by_seq.empty()) {
+      lowest = std::max(lowest, member.by_seq.begin()->first);
+    }
+    for (const auto& [seq, event] : member.by_seq) seqs.insert(seq);
+  }
+  for (uint64_t seq : seqs) {
+    if (seq < lowest) continue;
+    std::vector<std::pair<int, CollectiveEvent>> issued;
+    std::vector<int> missing;
+    std::vector<int64_t> missing_last;
+    for (const auto& [rank, member] : record.dumped) {
+      if (auto it = member.by_seq.find(seq); it != member.by_seq.end()) {
+        issued.emplace_back(rank, *it->second);
+      } else if (never_reached(member.by_seq, member.wrapped, seq)) {
+        missing.push_back(rank);
+        missing_last.push_back(last_seq(member.by_seq));
+      }
+    }
+    const auto by_op = groups_by(issued, op_key);
+    const auto by_size = groups_by(issued, full_size_key);
+    const bool open = std::any_of(issued.begin(), issued.end(), [](const auto& item) {
+      return item.second.state != CollectiveState::kCompleted;
+    });
+    if (by_op.size() > 1) {
+      finding.kind = FindingKind::kOpMismatch;
+      finding.culprits = minority(by_op);
+    } else if (by_size.size() > 1) {
+      finding.kind = FindingKind::kSizeMismatch;
+      finding.culprits = minority(by_size);
+    } else if (!missing.empty()) {
+      finding.kind = FindingKind::kMissingRanks;
+      finding.culprits = missing;
+    } else if (open) {
+      finding.kind = FindingKind::kMatched;
+      finding.unfinished = true;
+    } else {
+      finding.seq = seq;
+      ++finding.matched;
+      continue;
+    }
+    finding.seq = seq;
+    finding.issued = std::move(issued);
+    finding.missing = std::move(missing);
+    finding.missing_last_seq = std::move(missing_last);
+    return finding;
+  }
+  finding.kind = FindingKind::kMatched;
+  return finding;
+}
+
+std::map<ChannelKey, ChannelRecord> index_channels(const std::vector<FlightDump>& dumps) {
+  std::map<ChannelKey, ChannelRecord> channels;
+  for (const FlightDump& dump : dumps) {
+    for (const CollectiveEvent& e : dump.entries) {
+      if (!is_p2p(e.op) || e.peer < 0 || static_cast<size_t>(e.peer) >= e.group_ranks.size()) {
+        continue;
+      }
+      const int peer = e.group_ranks[static_cast<size_t>(e.peer)];
+      if (e.op == "send") {
+        channels[ChannelKey{e.comm_id, dump.rank, peer}].sends[e.seq] = &e;
+      } else {
+        channels[ChannelKey{e.comm_id, peer, dump.rank}].recvs[e.seq] = &e;
+      }
+    }
+  }
+  return channels;
+}
+
+// The first seq of a channel that is not a completed pair, if any. A side without a dump is
+// unknown: nothing is judged against it.
+std::optional<CollectiveFinding> judge_channel(const ChannelKey& key, const ChannelRecord& record,
+                                               const std::map<int, const FlightDump*>& by_rank) {
+  auto dump_of = [&](int rank) -> const FlightDump* {
+    auto found = by_rank.find(rank);
+    return found == by_rank.end() ? nullptr : found->second;
+  };
+  auto wrapped = [](const FlightDump* d) {
+    return d != nullptr && d->total_recorded > d->entries.size();
+  };
+  const FlightDump* sender = dump_of(key.sender);
+  const FlightDump* receiver = dump_of(key.receiver);
+  uint64_t lowest = 0;
+  if (wrapped(sender) && !record.sends.empty()) lowest = record.sends.begin()->first;
+  if (wrapped(receiver) && !record.recvs.empty()) {
+    lowest = std::max(lowest, record.recvs.begin()->first);
+  }
+  std::set<uint64_t> seqs;
+  for (const auto& [seq, e] : record.sends) seqs.insert(seq);
+  for (const auto& [seq, e] : record.recvs) seqs.insert(seq);
+  CollectiveFinding finding;
+  finding.comm_id = key.comm_id;
+  finding.sender = key.sender;
+  finding.receiver = key.receiver;
+  finding.members = {key.sender, key.receiver};
+  if (sender == nullptr) finding.undumped.push_back(key.sender);
+  if (receiver == nullptr) finding.undumped.push_back(key.receiver);
+  for (uint64_t seq : seqs) {
+    if (seq < lowest) continue;
+    auto send = record.sends.find(seq);
+    auto recv = record.recvs.find(seq);
+    finding.seq = seq;
+    if (send != record.sends.end() && recv != record.recvs.end()) {
+      finding.issued = {{key.sender, *send->second}, {key.receiver, *recv->second}};
+      if (full_size_key(*send->second) != full_size_key(*recv->second)) {
+        finding.kind = FindingKind::kSizeMismatch;  // two sides: neither is the majority
+        return finding;
+      }
+      if (send->second->state != CollectiveState::kCompleted ||
+          recv->second->state != CollectiveState::kCompleted) {
+        finding.kind = FindingKind::kMatched;
+        finding.unfinished = true;
+        return finding;
+      }
+      ++finding.matched;
+      continue;
+    }
+    // One side posted it; the other is to blame if its dump shows it never got there.
+    const bool send_side = send != record.sends.end();
+    const FlightDump* other = send_side ? receiver : sender;
+    const auto& other_seqs = send_side ? record.recvs : record.sends;
+    if (other == nullptr || !never_reached(other_seqs, wrapped(other), seq)) continue;
+    const int absent = send_side ? key.receiver : key.sender;
+    finding.kind = FindingKind::kMissingRanks;
+    finding.issued = {{send_side ? key.sender : key.receiver,
+                       send_side ? *send->second : *recv->second}};
+    finding.missing = {absent};
+    finding.missing_last_seq = {last_seq(other_seqs)};
+    finding.culprits = {absent};
+    return finding;
+  }
+  return std::nullopt;
+}
+
+bool is_problem(const CollectiveFinding& f) {
+  return f.kind != FindingKind::kMatched || f.unfinished;
+}
+
+std::string ranks_word(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", format_rank_list(ranks));
+}
+
+std::string states_of(const std::vector<std::pair<int, CollectiveEvent>>& issued) {
+  std::map<std::string_view, std::vector<int>> by_state;
+  for (const auto& [rank, event] : issued) {
+    by_state[profiler::collective_state_name(event.state)].push_back(rank);
+  }
+  std::string text;
+  for (const auto& [state, ranks] : by_state) {
+    if (!text.empty()) text += ", ";
+    text += fmt::format("{} on {}", state, ranks_word(ranks));
+  }
+  return text;
+}
+
+std::string describe_mismatch(const CollectiveFinding& f) {
+  std::string text;
+  for (const auto& [what, ranks] : groups_by(f.issued, op_and_size_key)) {
+    if (!text.empty()) text += "; ";
+    text += fmt::format("{} issued {}", ranks_word(ranks), what);
+  }
+  return text;
+}
+
+// "world seq 3" for a collective, "send 0->1 on world/split2/color0 seq 4" for a transfer.
+std::string where_of(const CollectiveFinding& f) {
+  if (f.sender >= 0) {
+    return fmt::format("send {}->{} on {} seq {}", f.sender, f.receiver, f.comm_id, f.seq);
+  }
+  return fmt::format("{} seq {}", f.comm_id, f.seq);
+}
+
+// "send 0->1 on world/split2/color0/split0/color0 seq 4: missing ranks: rank 1 never posted the
+// matching recv (send of 8.00 KiB float started on rank 0; rank 1's last recv on this channel was
+// seq 3)"
+std::string describe_transfer(const CollectiveFinding& f) {
+  const std::string where = where_of(f);
+  switch (f.kind) {
+    case FindingKind::kMissingRanks: {
+      const auto& [rank, posted] = f.issued.front();
+      const int absent = f.missing.front();
+      const std::string_view counterpart = posted.op == "send" ? "recv" : "send";
+      const std::string last =
+          f.missing_last_seq.front() < 0
+              ? fmt::format("rank {} posted no {} on this channel", absent, counterpart)
+              : fmt::format("rank {}'s last {} on this channel was seq {}", absent, counterpart,
+                            f.missing_last_seq.front());
+      return fmt::format(
+          "{}: missing ranks: rank {} never posted the matching {} ({} of {} {} on rank {}; {})",
+          where, absent, counterpart, posted.op, size_key(posted),
+          profiler::collective_state_name(posted.state), rank, last);
+    }
+    case FindingKind::kSizeMismatch:
+      return fmt::format("{}: size mismatch: rank {} sends {}, rank {} receives {}", where,
+                         f.sender, size_key(f.issued[0].second), f.receiver,
+                         size_key(f.issued[1].second));
+    default:
+      return fmt::format("{}: posted on both sides but not completed ({})", where,
+                         states_of(f.issued));
+  }
+}
+
+std::string describe_finding(const CollectiveFinding& f) {
+  if (f.sender >= 0) return describe_transfer(f);
+  const std::string where = where_of(f);
+  switch (f.kind) {
+    case FindingKind::kOpMismatch:
+      return fmt::format("{}: op mismatch: {}", where, describe_mismatch(f));
+    case FindingKind::kSizeMismatch:
+      return fmt::format("{}: size mismatch: {}", where, describe_mismatch(f));
+    case FindingKind::kMissingRanks: {
+      std::string last;
+      for (size_t i = 0; i < f.missing.size(); ++i) {
+        if (!last.empty()) last += ", ";
+        last += f.missing_last_seq[i] < 0
+                    ? fmt::format("rank {} issued none", f.missing[i])
+                    : fmt::format("rank {}'s last was seq {}", f.missing[i], f.missing_last_seq[i]);
+      }
+      const CollectiveEvent& op = f.issued.front().second;
+      return fmt::format(
+          "{}: missing ranks: {} never issued {} of {} ({}; {} on this "
+          "communicator)",
+          where, ranks_word(f.missing), op.op, size_key(op), states_of(f.issued), last);
+    }
+    case FindingKind::kMatched:
+      if (f.unfinished) {
+        const CollectiveEvent& op = f.issued.front().second;
+        std::vector<int> issuers;
+        for (const auto& [rank, event] : f.issued) issuers.push_back(rank);
+        // With every member's dump in hand, nobody is missing: the transport is to blame.
+        return fmt::format("{}: {} of {} issued by {} but not completed ({}){}", where, op.op,
+                           size_key(op), ranks_word(issuers), states_of(f.issued),
+                           f.undumped.empty() ? ": the transport failed or stalled" : "");
+      }
+      return fmt::format("{}: {} collective(s) matched on {}, all completed", f.comm_id, f.matched,
+                         ranks_word(f.members));
+  }
+  return where;
+}
+
+}  // namespace
+
+std::string_view finding_kind_name(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kMatched: return "matched";
+    case FindingKind::kOpMismatch: return "op_mismatch";
+    case FindingKind::kSizeMismatch: return "size_mismatch";
+    case FindingKind::kMissingRanks: return "missing_ranks";
+  }
+  return "unknown";
+}
+
+FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& dumps) {
+  FlightDiagnosis diagnosis;
+  for (const FlightDump& dump : dumps) {
+    diagnosis.dumped_ranks.push_back(dump.rank);
+    if (dump.trigger == DumpTrigger::kWatchdog) diagnosis.watchdog_ranks.push_back(dump.rank);
+    if (dump.trigger == DumpTrigger::kCollectiveError) diagnosis.error_ranks.push_back(dump.rank);
+  }
+  for (std::vector<int>* ranks :
+       {&diagnosis.dumped_ranks, &diagnosis.watchdog_ranks, &diagnosis.error_ranks}) {
+    std::sort(ranks->begin(), ranks->end());
+  }
+  for (const auto& [id, record] : index_by_comm(dumps)) {
+    if (record.members.size() < 2) continue;  // a communicator of one rank cannot disagree
+    diagnosis.findings.push_back(judge(id, record));
+  }
+  std::map<int, const FlightDump*> by_rank;
+  for (const FlightDump& dump : dumps) by_rank[dump.rank] = &dump;
+  for (const auto& [key, record] : index_channels(dumps)) {
+    if (auto finding = judge_channel(key, record, by_rank)) {
+      diagnosis.findings.push_back(std::move(*finding));
+    }
+  }
+  std::stable_sort(diagnosis.findings.begin(), diagnosis.findings.end(),
+                   [](const CollectiveFinding& a, const CollectiveFinding& b) {
+                     return is_problem(a) && !is_problem(b);
+                   });
+  std::set<int> blamed;
+  for (const CollectiveFinding& f : diagnosis.findings) {
+    blamed.insert(f.culprits.begin(), f.culprits.end());
+  }
+  if (blamed.size() == 1) diagnosis.culprit = *blamed.begin();
+  return diagnosis;
+}
+
+std::string format_rank_list(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!text.empty()) text += ", ";
+    // Two neighbours read better listed than as a range.
+    text += j >= i + 2 ? fmt::format("{}-{}", ranks[i], ranks[j])
+                       : (j == i ? fmt::format("{}", ranks[i])
+                                 : fmt::format("{}, {}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string diagnosis_headline(const FlightDiagnosis& diagnosis) {
+  for (const CollectiveFinding& f : diagnosis.findings) {
+    if (is_problem(f)) return describe_finding(f);
+  }
+  return "";
+}
+
+std::string format_flight_diagnosis(const FlightDiagnosis& d) {
+  std::string text =
+      fmt::format("partrain: flight recorder: dumps of {}", ranks_word(d.dumped_ranks));
+  if (!d.watchdog_ranks.empty()) {
+    text += fmt::format("; the collective watchdog fired on {}", ranks_word(d.watchdog_ranks));
+  }
+  if (!d.error_ranks.empty()) {
+    text += fmt::format("; a collective failed on {}", ranks_word(d.error_ranks));
+  }
+  text += "\n";
+  std::set<int> undumped;
+  for (const CollectiveFinding& f : d.findings) {
+    text += fmt::format("partrain: diagnosis: {}\n", describe_finding(f));
+    undumped.insert(f.undumped.begin(), f.undumped.end());
+  }
+  if (d.findings.empty()) text += "partrain: diagnosis: no collective of several ranks recorded\n";
+  if (!undumped.empty()) {
+    text += fmt::format(
+        "partrain: diagnosis: nothing is known of {} (no dump: on another node, "
+        "or killed before it could write one)\n",
+        ranks_word(std::vector<int>(undumped.begin(), undumped.end())));
+  }
+  if (d.culprit) {
+    for (const CollectiveFinding& f : d.findings) {
+      if (std::find(f.culprits.begin(), f.culprits.end(), *d.culprit) == f.culprits.end()) continue;
+      text += fmt::format("partrain: culprit: rank {} ({} at {})\n", *d.culprit,
+                          finding_kind_name(f.kind), where_of(f));
+      break;
+    }
+  }
+  return text;
+}
+
+}  // namespace partrain::launch

@@ -1,0 +1,67 @@
+#include "runner/launch/flight_dump_dir.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/log.h"
+#include "runner/worker/flight_dumper.h"
+
+namespace partrain::launch {
+namespace fs = std::filesystem;
+
+StatusOr<FlightDumpDir> FlightDumpDir::create() {
+  std::error_code error;
+  const fs::path temp = fs::temp_directory_path(error);
+  if (error)
+    return failed("no temporary directory for the flight-recorder dumps: {}", error.message());
+  std::string pattern = (temp / "partrain-flight-XXXXXX").string();
+  // mkdtemp makes it 0700: only this user's ranks can leave dumps in it.
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return failed("cannot create a directory for the flight-recorder dumps in {}: {}",
+                  temp.string(), std::strerror(errno));
+  }
+  return FlightDumpDir(fs::path(pattern));
+}
+
+FlightDumpDir::FlightDumpDir(FlightDumpDir&& other) noexcept : path_(std::move(other.path_)) {
+  other.path_.clear();
+}
+
+FlightDumpDir::~FlightDumpDir() {
+  if (path_.empty()) return;
+  std::error_code error;
+  fs::remove_all(path_, error);
+  if (error) log::warn("cannot remove {}: {}", path_.string(), error.message());
+}
+
+std::string FlightDumpDir::worker_env() const {
+  return std::string(runner::kFlightDirEnv) + "=" + path_.string();
+}
+
+std::vector<comm::FlightDump> FlightDumpDir::read() const {
+  std::vector<comm::FlightDump> dumps;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(path_, error)) {
+    if (entry.path().extension() != ".json") continue;  // a .partial a rank did not finish
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    StatusOr<comm::FlightDump> dump = comm::flight_dump_from_json(text.str());
+    if (!dump.is_ok()) {
+      log::warn("flight-recorder dump {}: {}", entry.path().string(), dump.status().message());
+      continue;
+    }
+    dumps.push_back(std::move(*dump));
+  }
+  if (error) log::warn("cannot read {}: {}", path_.string(), error.message());
+  std::sort(dumps.begin(), dumps.end(),
+            [](const comm::FlightDump& a, const comm::FlightDump& b) { return a.rank < b.rank; });
+  return dumps;
+}
+
+}  // namespace partrain::launch

@@ -1,0 +1,95 @@
+#include "runner/worker/flight_dumper.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+namespace partrain::runner {
+namespace {
+
+using profiler::CollectiveEvent;
+using profiler::CollectiveState;
+
+bool unfinished(const CollectiveEvent& e) {
+  return e.state == CollectiveState::kEnqueued || e.state == CollectiveState::kStarted;
+}
+
+}  // namespace
+
+std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank) {
+  return dir / fmt::format("rank_{}.json", rank);
+}
+
+FlightDumper::FlightDumper(const comm::FlightRecorder& recorder, FlightDumperOptions options)
+    : recorder_(recorder), options_(std::move(options)) {}
+
+bool FlightDumper::dump(comm::DumpTrigger trigger, std::string reason) {
+  std::lock_guard lock(mutex_);
+  if (dumped_) return false;
+  dumped_ = true;
+  comm::FlightDump dump;
+  dump.rank = options_.rank;
+  dump.trigger = trigger;
+  dump.reason = std::move(reason);
+  dump.dumped_ns = monotonic_ns();
+  dump.total_recorded = recorder_.total_recorded();
+  dump.entries = recorder_.snapshot();
+  write_file(dump);
+  if (trigger == comm::DumpTrigger::kWatchdog || trigger == comm::DumpTrigger::kCollectiveError) {
+    std::string text = comm::format_flight_dump(dump, options_.stderr_entries);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+    write_trace(dump);
+  }
+  return true;
+}
+
+void FlightDumper::write_file(const comm::FlightDump& dump) const {
+  if (!options_.dir) return;
+  const std::filesystem::path path = flight_dump_path(*options_.dir, options_.rank);
+  // Written beside and renamed, so the launcher never reads half a dump.
+  const std::filesystem::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << comm::flight_dump_to_json(dump);
+    if (!out) {
+      log::warn("rank {}: cannot write the flight-recorder dump {}", options_.rank,
+                partial.string());
+      return;
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(partial, path, error);
+  if (error) {
+    log::warn("rank {}: cannot write the flight-recorder dump {}: {}", options_.rank, path.string(),
+              error.message());
+  }
+}
+
+void FlightDumper::write_trace(const comm::FlightDump& dump) const {
+  profiler::RankTracer* tracer = options_.tracer;
+  if (tracer == nullptr) return;
+  // Finished operations reached the trace when they finished; the unfinished ones get a row
+  // now, with their state, their slice running up to the dump (how long they had waited).
+  for (const CollectiveEvent& entry : dump.entries) {
+    if (!unfinished(entry)) continue;
+    CollectiveEvent row = entry;
+    if (row.state == CollectiveState::kEnqueued) row.start_ns = row.enqueue_ns;
+    row.end_ns = dump.dumped_ns;
+    tracer->collective(row);
+  }
+  profiler::StatEvent stat;
+  stat.name =
+      dump.trigger == comm::DumpTrigger::kWatchdog ? "collective_watchdog" : "collective_error";
+  stat.rank = options_.rank;
+  stat.value = 1;
+  stat.severity = profiler::StatSeverity::kError;
+  stat.description = dump.reason;
+  tracer->emit(stat);
+}
+
+}  // namespace partrain::runner

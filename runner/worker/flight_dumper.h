@@ -1,0 +1,52 @@
+// A rank's flight-recorder dump, made once, by whoever asks first: the collective watchdog, a
+// failed collective, or the launcher's stop signal. It goes to a JSON file in the launcher's
+// flight directory (PARTRAIN_FLIGHT_DIR, read back for the diagnosis) and, for the watchdog and
+// collective errors, to stderr (the last entries and every unfinished one) and into the trace
+// when the rank is traced: its unfinished operations as collective rows with their state, and a
+// `collective_watchdog` / `collective_error` stat row. A rank that failed in compute or was
+// stopped by its launcher writes the file only: it is evidence for the diagnosis, not news.
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "profiler/rank_tracer.h"
+#include "runner/comm/flight_dump.h"
+#include "runner/comm/flight_recorder.h"
+
+namespace partrain::runner {
+
+inline constexpr const char* kFlightDirEnv = "PARTRAIN_FLIGHT_DIR";
+
+struct FlightDumperOptions {
+  int rank = 0;
+  std::optional<std::filesystem::path> dir;  // where rank_<R>.json goes; unset: no file
+  profiler::RankTracer* tracer = nullptr;    // unset: not traced
+  size_t stderr_entries = 16;                // the last entries printed (unfinished ones always)
+};
+
+// <dir>/rank_<rank>.json: one file per rank, so ranks never write the same file.
+std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank);
+
+class FlightDumper {
+ public:
+  // `recorder` must outlive the dumper.
+  FlightDumper(const comm::FlightRecorder& recorder, FlightDumperOptions options);
+
+  // Dumps unless a dump was made already (the first cause is the one worth keeping); returns
+  // whether this call dumped. A second caller waits until the first dump is written.
+  bool dump(comm::DumpTrigger trigger, std::string reason);
+
+ private:
+  void write_file(const comm::FlightDump& dump) const;
+  void write_trace(const comm::FlightDump& dump) const;
+
+  const comm::FlightRecorder& recorder_;
+  const FlightDumperOptions options_;
+  std::mutex mutex_;
+  bool dumped_ = false;  // guarded by mutex_
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,157 @@
+// --inject on real 4-rank runs, one test per fault kind: the launcher's exit code, its summary
+// (and the flight-recorder diagnosis for hang and desync), and what the trace says (run status,
+// failing rank, exits, watchdog rows). Hang and desync use a 2 s --collective-timeout so the
+// watchdog fires quickly; a pipeline hang checks that transfers are diagnosed too.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::run_partrain;
+using testing::TraceQuery;
+
+constexpr const char* kRun =
+    "launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+    "--strategy ddp --micro-batch 1 --steps 3 --peak-flops 1e9 --grace 3s";
+
+class FaultInjectTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    trace_ = fs::path(::testing::TempDir()) /
+             fmt::format("fault_{}_{}.db", ::getpid(),
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove(trace_);
+  }
+  void TearDown() override {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(trace_.string() + suffix);
+  }
+  CommandResult run(const std::string& flags) {
+    return run_partrain(fmt::format("{} {} --trace {}", kRun, flags, trace_.string()));
+  }
+  bool has(const std::string& text, const std::string& pattern) {
+    return std::regex_search(text, std::regex(pattern));
+  }
+
+  fs::path trace_;
+};
+
+TEST_F(FaultInjectTest, CrashAbortsTheRank) {
+  CommandResult r = run("--inject crash:rank=1,step=1");
+  EXPECT_EQ(r.exit_code, 134) << r.err;
+  EXPECT_TRUE(has(r.err, R"(rank 1 \(node 0, host \S+, pid \d+\) failed first with signal 6 )"
+                         R"(\(SIGABRT\))"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(--inject crash:rank=1,step=1: aborting at step 1)")) << r.err;
+  EXPECT_TRUE(has(r.err, R"(exiting with 134 \(128 \+ signal 6\))")) << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT status, failing_rank FROM runs"), "failed|1\n");
+  EXPECT_EQ(q.rows("SELECT exit_code, exit_signal FROM ranks WHERE rank = 1"), "0|6\n");
+  // Rank 1 finished step 0 and nothing after: the crash came at step 1's start.
+  EXPECT_EQ(q.number("SELECT max(step) FROM steps WHERE rank = 1"), 0);
+}
+
+TEST_F(FaultInjectTest, ExitEndsTheRankWithItsCode) {
+  CommandResult r = run("--inject exit:rank=2,step=1,code=7");
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_TRUE(has(r.err, R"(rank 2 \(node 0, host \S+, pid \d+\) failed first with exit code 7)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(exiting with 7 \(rank 2's exit code\))")) << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT status, failing_rank FROM runs"), "failed|2\n");
+  EXPECT_EQ(q.rows("SELECT exit_code, exit_signal FROM ranks WHERE rank = 2"), "7|0\n");
+}
+
+TEST_F(FaultInjectTest, OomFailsAnAllocationNamingCategoryAndSize) {
+  CommandResult r = run("--inject oom:rank=3,step=1");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, R"(rank 3: out of memory allocating [0-9.]+ (B|KiB|MiB) of )"
+                         R"((params|grads|optimizer|activations) on host: the limit is .*)"
+                         R"(\(--inject oom:rank=3,step=1 at step 1\))"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(rank 3 \(node 0, host \S+, pid \d+\) failed first with exit code 1)"))
+      << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT status, failing_rank FROM runs"), "failed|3\n");
+  EXPECT_EQ(q.rows("SELECT exit_code FROM ranks WHERE rank = 3"), "1\n");
+}
+
+TEST_F(FaultInjectTest, HangFiresTheWatchdogAndNamesTheMissingRank) {
+  CommandResult r = run("--inject hang:rank=2,step=1 --collective-timeout 2s");
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(has(r.err, R"(collective watchdog: all_reduce \(comm \S+, seq \d+\) not completed )"
+                         R"(after [0-9.]+ s \(--collective-timeout 2 s\))"))
+      << r.err;
+  // The dump on the firing rank's stderr: its unfinished all_reduce.
+  EXPECT_TRUE(has(r.err, R"(flight recorder of rank [013] \(watchdog: )")) << r.err;
+  EXPECT_TRUE(has(r.err, R"(seq \d+ all_reduce [0-9.]+ (B|KiB|MiB) float (started|enqueued))"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: diagnosis: \S+ seq \d+: missing ranks: rank 2 never issued )"
+                         R"(all_reduce)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: culprit: rank 2 \(missing_ranks at \S+ seq \d+\))")) << r.err;
+  EXPECT_TRUE(has(r.err, R"(failed first with exit code 124)")) << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "failed\n");
+  // The first rank out is one whose watchdog fired, never the hung one.
+  const int64_t failing = q.number("SELECT failing_rank FROM runs");
+  EXPECT_TRUE(failing == 0 || failing == 1 || failing == 3) << failing;
+  EXPECT_EQ(q.rows(fmt::format("SELECT exit_code FROM ranks WHERE rank = {}", failing)), "124\n");
+  EXPECT_GE(q.number("SELECT count(*) FROM stats WHERE name = 'collective_watchdog' AND "
+                     "severity = 'error' AND rank <> 2"),
+            1);
+  EXPECT_EQ(q.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "2\n");
+  // The firing rank's unfinished all_reduce is in the trace with its state.
+  EXPECT_GE(q.number(fmt::format("SELECT count(*) FROM collectives WHERE rank = {} AND op = "
+                                 "'all_reduce' AND state IN ('started', 'enqueued')",
+                                 failing)),
+            1);
+}
+
+// On a pipeline the stuck operations are transfers: matched per channel, the hung stage is named.
+TEST_F(FaultInjectTest, PipelineHangNamesTheStageThatNeverPostedItsRecv) {
+  CommandResult r = run_partrain(fmt::format(
+      "launch -n 2 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --pp 2 "
+      "--micro-batch 1 --global-batch 4 --steps 3 --peak-flops 1e9 --grace 3s "
+      "--inject hang:rank=1,step=1 --collective-timeout 2s --trace {}",
+      trace_.string()));
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: diagnosis: send 0->1 on \S+ seq \d+: missing ranks: rank 1 )"
+                         R"(never posted the matching recv)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: culprit: rank 1 \(missing_ranks at send 0->1 on )")) << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT status, failing_rank FROM runs"), "failed|0\n");
+}
+
+TEST_F(FaultInjectTest, DesyncNamesTheMismatchingRankAndSeq) {
+  CommandResult r = run("--inject desync:rank=1,step=1 --collective-timeout 2s");
+  // Gloo may hang on the mismatched ops (the watchdog fires: 124) or throw (the failing rank's
+  // code, 1): both are documented; either way the diagnosis names rank 1.
+  EXPECT_TRUE(r.exit_code == 124 || r.exit_code == 1) << r.exit_code << "\n" << r.err;
+  EXPECT_TRUE(has(r.err, R"(--inject desync:rank=1,step=1: issuing all_gather instead of the loss )"
+                         R"(all_reduce at step 1)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: diagnosis: world seq \d+: op mismatch: ranks 0, 2, 3 issued )"
+                         R"(all_reduce of 4 B float; rank 1 issued all_gather of 16 B float)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: culprit: rank 1 \(op_mismatch at world seq \d+\))")) << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "failed\n");
+  EXPECT_EQ(q.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "1\n");
+  EXPECT_NE(q.rows("SELECT description FROM stats WHERE name = 'collective_diagnosis'")
+                .find("op mismatch"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace partrain

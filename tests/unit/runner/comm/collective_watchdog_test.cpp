@@ -1,0 +1,100 @@
+// The collective watchdog: fires once on an operation left unfinished past the timeout, reports
+// the oldest one and how long it waited, and never fires on finished operations.
+#include "runner/comm/collective_watchdog.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "core/clock.h"
+
+namespace partrain::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using profiler::CollectiveEvent;
+using profiler::CollectiveState;
+
+CollectiveEvent op(uint64_t seq, int64_t enqueue_ns) {
+  CollectiveEvent event;
+  event.comm_id = "world";
+  event.seq = seq;
+  event.op = "all_reduce";
+  event.enqueue_ns = enqueue_ns;
+  return event;
+}
+
+struct Firings {
+  std::mutex mutex;
+  std::vector<WatchdogTimeout> seen;
+  void add(const WatchdogTimeout& t) {
+    std::lock_guard lock(mutex);
+    seen.push_back(t);
+  }
+  size_t count() {
+    std::lock_guard lock(mutex);
+    return seen.size();
+  }
+};
+
+// Waits (bounded) for a condition the watchdog's thread makes true.
+template <typename Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 500 && !pred(); ++i) std::this_thread::sleep_for(10ms);
+  return pred();
+}
+
+TEST(CollectiveWatchdog, FiresOnceOnTheOldestUnfinishedOp) {
+  FlightRecorder recorder;
+  const int64_t now = monotonic_ns();
+  const uint64_t done = recorder.record(op(0, now - 10'000'000'000));  // 10 s ago, but finished
+  CollectiveEvent finished = op(0, now - 10'000'000'000);
+  finished.state = CollectiveState::kCompleted;
+  recorder.update(done, finished);
+  recorder.record(op(1, now - 5'000'000'000));  // stuck for 5 s
+  recorder.record(op(2, now - 4'000'000'000));
+  Firings firings;
+  {
+    CollectiveWatchdog watchdog(recorder, {1s, 10ms},
+                                [&](const WatchdogTimeout& t) { firings.add(t); });
+    ASSERT_TRUE(eventually([&] { return firings.count() > 0; }));
+    std::this_thread::sleep_for(50ms);  // several more polls: still one firing
+  }
+  ASSERT_EQ(firings.count(), 1u);
+  EXPECT_EQ(firings.seen[0].event.seq, 1u);
+  EXPECT_GE(firings.seen[0].waited, 5s);
+  EXPECT_EQ(firings.seen[0].timeout, 1s);
+}
+
+TEST(CollectiveWatchdog, QuietWhileOpsFinishInTime) {
+  FlightRecorder recorder;
+  Firings firings;
+  {
+    CollectiveWatchdog watchdog(recorder, {200ms, 10ms},
+                                [&](const WatchdogTimeout& t) { firings.add(t); });
+    for (uint64_t seq = 0; seq < 5; ++seq) {
+      CollectiveEvent event = op(seq, monotonic_ns());
+      const uint64_t id = recorder.record(event);
+      std::this_thread::sleep_for(20ms);
+      event.state = CollectiveState::kCompleted;
+      recorder.update(id, event);
+    }
+  }
+  EXPECT_EQ(firings.count(), 0u);
+}
+
+TEST(CollectiveWatchdog, PollIntervalFollowsTheTimeout) {
+  FlightRecorder recorder;
+  auto interval = [&](Nanoseconds timeout) {
+    return CollectiveWatchdog(recorder, {timeout, Nanoseconds(0)}, {}).poll_interval();
+  };
+  EXPECT_EQ(interval(2s), 200ms);
+  EXPECT_EQ(interval(300s), 1s);    // the default answers within a second
+  EXPECT_EQ(interval(20ms), 10ms);  // a tiny timeout does not spin
+}
+
+}  // namespace
+}  // namespace partrain::comm

@@ -1,0 +1,297 @@
+// The launcher's diagnosis of flight-recorder dumps, fed made-up recorders: all matched, an op
+// mismatch and a size mismatch naming the minority rank and the seq, missing ranks (a hung rank,
+// a rank with nothing on the communicator), a wrapped ring, ranks without a dump, transfers
+// paired per channel, and the text.
+#include "runner/launch/flight_diagnosis.h"
+
+#include <gtest/gtest.h>
+
+namespace partrain::launch {
+namespace {
+
+using comm::DumpTrigger;
+using comm::FlightDump;
+using profiler::CollectiveEvent;
+using profiler::CollectiveState;
+
+constexpr const char* kDp = "world/split1/color0";
+
+CollectiveEvent op(const std::string& comm, uint64_t seq, std::string_view name, uint64_t bytes,
+                   CollectiveState state = CollectiveState::kCompleted,
+                   std::vector<int> group = {0, 1, 2, 3}) {
+  CollectiveEvent e;
+  e.comm_id = comm;
+  e.seq = seq;
+  e.op = name;
+  e.dtype = "float";
+  e.count = bytes / 4;
+  e.bytes = bytes;
+  e.group_ranks = std::move(group);
+  e.state = state;
+  return e;
+}
+
+// Ranks 0-3 that all did `done` completed all-reduces of 4 KiB on the dp communicator.
+std::vector<FlightDump> healthy_run(uint64_t done) {
+  std::vector<FlightDump> dumps(4);
+  for (int rank = 0; rank < 4; ++rank) {
+    dumps[static_cast<size_t>(rank)].rank = rank;
+    dumps[static_cast<size_t>(rank)].trigger = DumpTrigger::kSignal;
+    for (uint64_t seq = 0; seq < done; ++seq) {
+      dumps[static_cast<size_t>(rank)].entries.push_back(op(kDp, seq, "all_reduce", 4096));
+    }
+    dumps[static_cast<size_t>(rank)].total_recorded = done;
+  }
+  return dumps;
+}
+
+TEST(FlightDiagnosis, EverythingMatched) {
+  FlightDiagnosis d = diagnose_flight_dumps(healthy_run(5));
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMatched);
+  EXPECT_FALSE(d.findings[0].unfinished);
+  EXPECT_EQ(d.findings[0].matched, 5u);
+  EXPECT_EQ(d.findings[0].seq, 4u);
+  EXPECT_TRUE(d.findings[0].culprits.empty());
+  EXPECT_FALSE(d.culprit.has_value());
+  EXPECT_EQ(diagnosis_headline(d), "");
+  EXPECT_NE(format_flight_diagnosis(d).find(
+                "partrain: diagnosis: world/split1/color0: 5 collective(s) matched on ranks 0-3, "
+                "all completed"),
+            std::string::npos)
+      << format_flight_diagnosis(d);
+}
+
+// --inject hang:rank=2: the others started seq 5, rank 2's last is seq 4; their watchdogs fired.
+TEST(FlightDiagnosis, HungRankIsMissing) {
+  std::vector<FlightDump> dumps = healthy_run(5);
+  for (int rank : {0, 1, 3}) {
+    dumps[static_cast<size_t>(rank)].entries.push_back(
+        op(kDp, 5, "all_reduce", 4096, CollectiveState::kStarted));
+    dumps[static_cast<size_t>(rank)].trigger = DumpTrigger::kWatchdog;
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const CollectiveFinding& f = d.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kMissingRanks);
+  EXPECT_EQ(f.seq, 5u);
+  EXPECT_EQ(f.matched, 5u);
+  EXPECT_EQ(f.missing, (std::vector<int>{2}));
+  EXPECT_EQ(f.missing_last_seq, (std::vector<int64_t>{4}));
+  EXPECT_EQ(f.culprits, (std::vector<int>{2}));
+  EXPECT_EQ(d.culprit, 2);
+  EXPECT_EQ(d.watchdog_ranks, (std::vector<int>{0, 1, 3}));
+  const std::string text = format_flight_diagnosis(d);
+  EXPECT_EQ(text,
+            "partrain: flight recorder: dumps of ranks 0-3; the collective watchdog fired on "
+            "ranks 0, 1, 3\n"
+            "partrain: diagnosis: world/split1/color0 seq 5: missing ranks: rank 2 never issued "
+            "all_reduce of 4.00 KiB float (started on ranks 0, 1, 3; rank 2's last was seq 4 on "
+            "this communicator)\n"
+            "partrain: culprit: rank 2 (missing_ranks at world/split1/color0 seq 5)\n");
+}
+
+// --inject desync:rank=1: an all_gather where the others all-reduce, at world seq 3.
+TEST(FlightDiagnosis, OpMismatchNamesTheMinorityRankAndSeq) {
+  std::vector<FlightDump> dumps = healthy_run(2);
+  for (FlightDump& dump : dumps) {
+    for (uint64_t seq = 0; seq < 3; ++seq)
+      dump.entries.push_back(op("world", seq, "all_reduce", 4));
+    const bool odd = dump.rank == 1;
+    dump.entries.push_back(
+        op("world", 3, odd ? "all_gather" : "all_reduce", odd ? 16 : 4, CollectiveState::kStarted));
+    dump.trigger = DumpTrigger::kWatchdog;
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const CollectiveFinding& f = d.findings[0];  // problems come first
+  EXPECT_EQ(f.kind, FindingKind::kOpMismatch);
+  EXPECT_EQ(f.comm_id, "world");
+  EXPECT_EQ(f.seq, 3u);
+  EXPECT_EQ(f.culprits, (std::vector<int>{1}));
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kMatched);  // the dp communicator was fine
+  EXPECT_EQ(d.culprit, 1);
+  EXPECT_EQ(diagnosis_headline(d),
+            "world seq 3: op mismatch: ranks 0, 2, 3 issued all_reduce of 4 B float; rank 1 "
+            "issued all_gather of 16 B float");
+  EXPECT_NE(
+      format_flight_diagnosis(d).find("partrain: culprit: rank 1 (op_mismatch at world seq 3)"),
+      std::string::npos);
+}
+
+TEST(FlightDiagnosis, SizeMismatchNamesTheMinorityRank) {
+  std::vector<FlightDump> dumps = healthy_run(3);
+  for (FlightDump& dump : dumps) {
+    dump.entries.push_back(
+        op(kDp, 3, "all_reduce", dump.rank == 3 ? 8192 : 4096, CollectiveState::kFailed));
+    dump.trigger = DumpTrigger::kCollectiveError;
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kSizeMismatch);
+  EXPECT_EQ(d.findings[0].seq, 3u);
+  EXPECT_EQ(d.culprit, 3);
+  EXPECT_EQ(d.error_ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(diagnosis_headline(d),
+            "world/split1/color0 seq 3: size mismatch: ranks 0-2 issued all_reduce of 4.00 KiB "
+            "float; rank 3 issued all_reduce of 8.00 KiB float");
+}
+
+// Two ranks against two: the group holding the lowest rank is the reference.
+TEST(FlightDiagnosis, TiesBlameTheGroupWithoutTheLowestRank) {
+  std::vector<FlightDump> dumps = healthy_run(0);
+  for (FlightDump& dump : dumps) {
+    dump.entries.push_back(
+        op(kDp, 0, dump.rank >= 2 ? "broadcast" : "all_reduce", 4, CollectiveState::kStarted));
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].culprits, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(d.culprit.has_value());  // two ranks blamed: no single culprit
+}
+
+TEST(FlightDiagnosis, AllEnteredButUnfinishedIsNotBlamedOnARank) {
+  std::vector<FlightDump> dumps = healthy_run(2);
+  for (FlightDump& dump : dumps) {
+    dump.entries.push_back(op(kDp, 2, "all_reduce", 4096, CollectiveState::kStarted));
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMatched);
+  EXPECT_TRUE(d.findings[0].unfinished);
+  EXPECT_FALSE(d.culprit.has_value());
+  EXPECT_NE(diagnosis_headline(d).find("issued by ranks 0-3 but not completed (started on ranks "
+                                       "0-3): the transport failed or stalled"),
+            std::string::npos)
+      << diagnosis_headline(d);
+}
+
+TEST(FlightDiagnosis, RankWithNothingOnTheCommunicatorIsMissingFromSeqZero) {
+  std::vector<FlightDump> dumps = healthy_run(0);
+  for (int rank : {0, 1, 2}) {
+    dumps[static_cast<size_t>(rank)].entries.push_back(
+        op(kDp, 0, "all_reduce", 4, CollectiveState::kStarted));
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMissingRanks);
+  EXPECT_EQ(d.findings[0].missing_last_seq, (std::vector<int64_t>{-1}));
+  EXPECT_EQ(d.culprit, 3);
+  EXPECT_NE(diagnosis_headline(d).find("rank 3 issued none on this communicator"),
+            std::string::npos)
+      << diagnosis_headline(d);
+}
+
+// Rank 0's ring evicted seqs 0-2: only seqs every rank still holds are judged, and an evicted seq
+// is not "missing".
+TEST(FlightDiagnosis, WrappedRingsAreJudgedOnTheCommonWindow) {
+  std::vector<FlightDump> dumps = healthy_run(6);
+  dumps[0].entries.erase(dumps[0].entries.begin(), dumps[0].entries.begin() + 3);
+  dumps[0].total_recorded = 6;
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMatched);
+  EXPECT_EQ(d.findings[0].matched, 3u);  // seqs 3-5
+}
+
+TEST(FlightDiagnosis, RanksWithoutADumpAreUnknownNotMissing) {
+  std::vector<FlightDump> dumps = healthy_run(2);
+  dumps.pop_back();  // rank 3: on another node, or SIGKILLed
+  for (FlightDump& dump : dumps) {
+    dump.entries.push_back(op(kDp, 2, "all_reduce", 4096, CollectiveState::kStarted));
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].undumped, (std::vector<int>{3}));
+  EXPECT_TRUE(d.findings[0].missing.empty());
+  // Rank 3 may well be the one that never issued seq 2: the transport is not blamed.
+  EXPECT_EQ(diagnosis_headline(d),
+            "world/split1/color0 seq 2: all_reduce of 4.00 KiB float issued by ranks 0-2 but not "
+            "completed (started on ranks 0-2)");
+  EXPECT_NE(format_flight_diagnosis(d).find("partrain: diagnosis: nothing is known of rank 3"),
+            std::string::npos);
+}
+
+TEST(FlightDiagnosis, OneRankCommunicatorsAreLeftOut) {
+  std::vector<FlightDump> dumps = healthy_run(1);
+  dumps[0].entries.push_back(
+      op("world/split0/color0", 0, "all_reduce", 4, CollectiveState::kStarted, {0}));
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].comm_id, kDp);
+}
+
+constexpr const char* kPp = "world/split2/color0/split0/color0";
+
+// A transfer on the pipeline channel between world ranks 2 and 3 (comm ranks 0 and 1).
+CollectiveEvent transfer(std::string_view name, uint64_t seq, int peer, uint64_t bytes,
+                         CollectiveState state = CollectiveState::kCompleted) {
+  CollectiveEvent e = op(kPp, seq, name, bytes, state, {2, 3});
+  e.peer = peer;
+  return e;
+}
+
+// --inject hang:rank=3 on a pipeline: rank 2's send seq 2 to rank 3 waits for a recv rank 3
+// never posts; matched channels are not listed.
+TEST(FlightDiagnosis, TransfersPairSendsWithRecvsPerChannel) {
+  std::vector<FlightDump> dumps(2);
+  dumps[0].rank = 2;
+  dumps[0].trigger = DumpTrigger::kWatchdog;
+  dumps[1].rank = 3;
+  dumps[1].trigger = DumpTrigger::kSignal;
+  for (uint64_t seq = 0; seq < 2; ++seq) {
+    dumps[0].entries.push_back(transfer("send", seq, 1, 8192));
+    dumps[1].entries.push_back(transfer("recv", seq, 0, 8192));
+    dumps[1].entries.push_back(transfer("send", seq, 0, 8192));  // gradients back: matched
+    dumps[0].entries.push_back(transfer("recv", seq, 1, 8192));
+  }
+  dumps[0].entries.push_back(transfer("send", 2, 1, 8192, CollectiveState::kStarted));
+  for (FlightDump& dump : dumps) dump.total_recorded = dump.entries.size();
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u) << format_flight_diagnosis(d);
+  const CollectiveFinding& f = d.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kMissingRanks);
+  EXPECT_EQ(f.sender, 2);
+  EXPECT_EQ(f.receiver, 3);
+  EXPECT_EQ(f.seq, 2u);
+  EXPECT_EQ(f.matched, 2u);
+  EXPECT_EQ(d.culprit, 3);
+  EXPECT_EQ(diagnosis_headline(d),
+            "send 2->3 on world/split2/color0/split0/color0 seq 2: missing ranks: rank 3 never "
+            "posted the matching recv (send of 8.00 KiB float started on rank 2; rank 3's last "
+            "recv on this channel was seq 1)");
+  EXPECT_NE(format_flight_diagnosis(d).find("partrain: culprit: rank 3 (missing_ranks at send "
+                                            "2->3 on world/split2/color0/split0/color0 seq 2)"),
+            std::string::npos)
+      << format_flight_diagnosis(d);
+}
+
+TEST(FlightDiagnosis, TransferSizeMismatchAndUnknownPeers) {
+  std::vector<FlightDump> dumps(2);
+  dumps[0].rank = 2;
+  dumps[1].rank = 3;
+  dumps[0].entries.push_back(transfer("send", 0, 1, 8192, CollectiveState::kFailed));
+  dumps[1].entries.push_back(transfer("recv", 0, 0, 4096, CollectiveState::kFailed));
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kSizeMismatch);
+  EXPECT_FALSE(d.culprit.has_value());  // two sides, no majority
+  EXPECT_EQ(diagnosis_headline(d),
+            "send 2->3 on world/split2/color0/split0/color0 seq 0: size mismatch: rank 2 sends "
+            "8.00 KiB float, rank 3 receives 4.00 KiB float");
+  // Without the receiver's dump, a pending send blames nobody.
+  dumps.pop_back();
+  dumps[0].entries[0].state = CollectiveState::kStarted;
+  EXPECT_TRUE(diagnose_flight_dumps(dumps).findings.empty());
+}
+
+TEST(FlightDiagnosis, RankLists) {
+  EXPECT_EQ(format_rank_list({3, 0, 1, 2}), "0-3");
+  EXPECT_EQ(format_rank_list({0, 1, 3}), "0, 1, 3");
+  EXPECT_EQ(format_rank_list({7, 0, 2, 5, 6}), "0, 2, 5-7");
+  EXPECT_EQ(format_rank_list({4}), "4");
+  EXPECT_EQ(format_rank_list({}), "");
+}
+
+}  // namespace
+}  // namespace partrain::launch
