@@ -11,7 +11,7 @@ CTEST_ARGS ?=
 
 DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
   libcli11-dev libfmt-dev libsqlite3-dev libncurses-dev libgloo-dev libopenblas-dev \
-  nlohmann-json3-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev
+  nlohmann-json3-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev tmux
 
 .PHONY: all deps configure build demo test clean
 

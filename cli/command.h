@@ -26,6 +26,7 @@ Subcommand add_export_command(CLI::App& parent);
 Subcommand add_merge_command(CLI::App& parent);
 Subcommand add_analyze_command(CLI::App& parent);
 Subcommand add_recommend_command(CLI::App& parent);
+Subcommand add_top_command(CLI::App& parent);
 
 // A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.
 int print_report(const StatusOr<std::string>& text);

@@ -1,0 +1,164 @@
+// `partrain top [DB]`: the terminal dashboard of a run, live while it is written and browsable
+// afterwards (tui/dashboard.h does the work). Flags, finding the latest run when no trace is
+// named, and the one-shot outputs (--once, --json) live here.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/command.h"
+#include "core/duration.h"
+#include "core/log.h"
+#include "tui/dashboard.h"
+#include "tui/views.h"
+
+namespace partrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRunsDir = "partrain-runs";
+
+struct TopFlags {
+  std::string trace;
+  std::string interval = "500ms";
+  bool once = false;
+  bool json = false;
+  std::string color = "auto";
+  std::string view = "overview";
+  bool ascii = false;
+};
+
+// The most recently modified *.db in ./partrain-runs, as `partrain analyze` chooses it.
+StatusOr<fs::path> latest_trace() {
+  std::optional<fs::path> newest;
+  fs::file_time_type newest_time;
+  std::error_code ec;
+  for (fs::directory_iterator it(kRunsDir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".db" || !it->is_regular_file(ec)) continue;
+    const fs::file_time_type time = it->last_write_time(ec);
+    if (!ec && (!newest || time > newest_time)) {
+      newest = it->path();
+      newest_time = time;
+    }
+  }
+  if (!newest) {
+    return invalid_argument(
+        "no trace named and no *.db in ./{}: name one (partrain top run.db) or start a run "
+        "first, e.g. partrain launch -n 4 --workload gpt --steps 50",
+        kRunsDir);
+  }
+  return *newest;
+}
+
+StatusOr<tui::DashboardOptions> dashboard_options(const TopFlags& flags) {
+  tui::DashboardOptions options;
+  ASSIGN_OR_RETURN(const Nanoseconds interval, parse_duration(flags.interval));
+  if (interval < std::chrono::milliseconds(50)) {
+    return invalid_argument("--interval {}: refreshing more often than every 50ms costs the run "
+                            "CPU for nothing a person can see",
+                            flags.interval);
+  }
+  options.interval = std::chrono::duration_cast<std::chrono::milliseconds>(interval);
+  options.color = flags.color == "always"  ? tui::ColorMode::kAlways
+                  : flags.color == "never" ? tui::ColorMode::kNever
+                                           : tui::ColorMode::kAuto;
+  if (flags.ascii) options.charset = tui::Charset::kAscii;
+  const std::optional<tui::View> view = tui::parse_view(flags.view);
+  if (!view) {
+    return invalid_argument("--view {}: expected overview, timeline, collectives, memory or "
+                            "findings",
+                            flags.view);
+  }
+  options.view = *view;
+  if (flags.trace.empty()) {
+    ASSIGN_OR_RETURN(options.trace, latest_trace());
+    log::info("showing {} (the most recent trace in ./{})", options.trace.string(), kRunsDir);
+  } else {
+    options.trace = flags.trace;
+  }
+  return options;
+}
+
+int stdout_width() {
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    return size.ws_col;
+  }
+  return tui::kMinWidth;
+}
+
+int fail(const Status& status) {
+  log::error("{}", status.message());
+  return status.exit_code();
+}
+
+int run_top(const TopFlags& flags) {
+  StatusOr<tui::DashboardOptions> options = dashboard_options(flags);
+  if (!options.is_ok()) return fail(options.status());
+  if (flags.json) {
+    StatusOr<nlohmann::json> model = tui::view_model_once(*options);
+    if (!model.is_ok()) return fail(model.status());
+    std::cout << model->dump(2) << '\n';
+    std::cout.flush();
+    return std::cout ? 0 : 1;
+  }
+  if (flags.once) {
+    const bool color = tui::use_color(options->color, isatty(STDOUT_FILENO) != 0);
+    return print_report(tui::render_overview_once(*options, stdout_width(), color));
+  }
+  return tui::run_dashboard(*options);
+}
+
+constexpr const char* kFooter =
+    "Shows a run's trace as a dashboard, refreshed every --interval while the run writes it "
+    "(read-only: the run is never slowed), browsable once it has ended. Views: 1 overview (a "
+    "row per rank: step, step time, how the last step split into compute, exposed "
+    "communication and idle, memory by category, latest collective and how long it waited, "
+    "the straggler), 2 timeline (ranks x time), 3 collectives (recent matched ops: size, time, "
+    "busbw, skew), 4 memory (by category over time vs the estimate), 5 findings (as partrain "
+    "analyze reports them).\n"
+    "Keys: 1-5 or Tab/Shift-Tab views; Up/Down or j/k scroll; Left/Right or h/l pan the "
+    "timeline (memory view: choose the rank); [ ] or - + zoom; f follow the newest data; p "
+    "pause; / show only some ranks (0,2,4-7); ? help; q quit (the terminal is restored).\n"
+    "Needs a terminal of at least 80x24; colour follows --color, and NO_COLOR when auto; "
+    "block characters need a UTF-8 locale (else ASCII, or --ascii). Without DB, the most "
+    "recently modified *.db in ./partrain-runs is shown (named on stderr). Details: "
+    "docs/top.md.\n"
+    "Examples:\n"
+    "  partrain top                          # the latest run in ./partrain-runs\n"
+    "  partrain top run.db --view timeline\n"
+    "  partrain top run.db --once            # one overview frame on stdout\n"
+    "  partrain top run.db --json | jq '.ranks[] | {rank, step_ms}'\n"
+    "Exit codes: 0 quit with q (or --once/--json printed); 1 failure; 2 usage (bad flag, no "
+    "trace found, no terminal, terminal smaller than 80x24); 3 unreadable trace (not a partrain "
+    "trace, newer schema, corrupted); 130 Ctrl-C.";
+
+}  // namespace
+
+Subcommand add_top_command(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand("top", "Live terminal dashboard of a run (or browse a trace)");
+  auto flags = std::make_shared<TopFlags>();
+  cmd->add_option("trace", flags->trace,
+                  "Trace file (default: the most recent *.db in ./partrain-runs)");
+  cmd->add_option("--interval", flags->interval, "Refresh period: 500ms, 2s (bare numbers: seconds)")
+      ->capture_default_str();
+  cmd->add_flag("--once", flags->once, "Print one frame of the overview on stdout and exit");
+  cmd->add_flag("--json", flags->json, "Print the view model as JSON on stdout and exit");
+  cmd->add_option("--color", flags->color, "Colour: auto (a terminal without NO_COLOR), always, never")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_option("--view", flags->view,
+                  "View to start in: overview, timeline, collectives, memory, findings")
+      ->capture_default_str();
+  cmd->add_flag("--ascii", flags->ascii, "Draw with ASCII characters only");
+  cmd->footer(kFooter);
+  return {cmd, [flags] { return run_top(*flags); }};
+}
+
+}  // namespace partrain::cli

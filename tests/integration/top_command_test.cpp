@@ -1,0 +1,199 @@
+// `partrain top` end to end, as a new user would meet it: a 4-rank run in the background and the
+// dashboard on its live trace inside a tmux session (80x24): rank rows that move, every view's
+// header on its key, a redraw at a new size, and q leaving the terminal as it was. Skipped where
+// tmux is not installed. Waits poll for what they expect (no timed assertions).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
+#include "tui/screen_grid.h"
+
+namespace partrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr auto kPatience = 60s;  // for a busy 2-core machine
+
+bool eventually(const std::function<bool()>& condition, std::chrono::seconds limit = kPatience) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(200ms);
+  }
+  return condition();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  for (size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    lines.push_back(text.substr(begin, end - begin));
+  }
+  return lines;
+}
+
+// The overview's rank rows: a right-aligned rank number in the first four columns, then the
+// step (or "-"); the view tabs (" 1 Overview") do not match.
+std::vector<std::string> rank_rows(const std::string& screen) {
+  static const std::regex row("^ {1,3}[0-9]+ +([0-9]+|-) .*");
+  std::vector<std::string> rows;
+  for (const std::string& line : lines_of(screen)) {
+    if (std::regex_match(line, row)) rows.push_back(line);
+  }
+  return rows;
+}
+
+class TopInTmux : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+    socket_ = fmt::format("partrain-top-test-{}", getpid());
+    trace_ = dir_.path() / "run.db";
+    // A run far longer than the test; setsid makes it a process group we can stop as a whole.
+    const std::string launch = fmt::format(
+        "cd {} && setsid {} -q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 "
+        "--seq 32 --vocab 128 --dp 2 --tp 2 --steps 100000 --trace {} >launch.log 2>&1 & "
+        "echo $! > {}/launch.pid",
+        dir_.path().string(), PARTRAIN_BINARY, trace_.string(), dir_.path().string());
+    ASSERT_EQ(std::system(launch.c_str()), 0);
+    // Live: all four ranks have finished a step (the JSON view model says so).
+    ASSERT_TRUE(eventually([&] {
+      const CommandResult top = run_partrain("-q top " + trace_.string() + " --json");
+      if (top.exit_code != 0) return false;
+      const auto json = nlohmann::json::parse(top.out, nullptr, false);
+      return !json.is_discarded() && json["live"] == true && json["ranks"].size() == 4 &&
+             json["step"].is_number();
+    })) << read_file((dir_.path() / "launch.log").string());
+  }
+
+  void TearDown() override {
+    if (!socket_.empty()) run_shell(tmux("kill-server"));
+    const std::string pid = read_file((dir_.path() / "launch.pid").string());
+    if (!pid.empty()) {
+      ::kill(-std::stoi(pid), SIGTERM);
+      eventually([&] { return ::kill(-std::stoi(pid), 0) != 0; }, 20s);
+      ::kill(-std::stoi(pid), SIGKILL);
+    }
+  }
+
+  std::string tmux(const std::string& args) const { return "tmux -u -L " + socket_ + " " + args; }
+  std::string capture() const { return run_shell(tmux("capture-pane -p -t top")).out; }
+  bool screen_has(const std::string& text) const {
+    return eventually([&] { return capture().find(text) != std::string::npos; }, 30s);
+  }
+  void press(const std::string& key) const { run_shell(tmux("send-keys -t top " + key)); }
+
+  ScratchDir dir_;
+  std::string socket_;
+  fs::path trace_;
+};
+
+TEST_F(TopInTmux, ShowsALiveRunAndQuitsCleanly) {
+  const std::string code_file = (dir_.path() / "top.exit").string();
+  // The shell prints a line before and after, so the restored screen can be recognised.
+  const std::string session = fmt::format(
+      "echo before-top; {} top {}; echo $? > {}; echo after-top; sleep 120", PARTRAIN_BINARY,
+      trace_.string(), code_file);
+  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 \"{}\"",
+                                       session)))
+                .exit_code,
+            0);
+  ASSERT_TRUE(screen_has("Overview: 4 of 4 ranks")) << capture();
+
+  // Four rank rows, and they move while the run goes on.
+  const std::vector<std::string> first = rank_rows(capture());
+  ASSERT_EQ(first.size(), 4u) << capture();
+  EXPECT_TRUE(eventually([&] {
+    const std::vector<std::string> now = rank_rows(capture());
+    return now.size() == 4 && now != first;
+  })) << capture();
+
+  for (const auto& [key, header] : std::vector<std::pair<std::string, std::string>>{
+           {"2", "Timeline:"}, {"3", "Collectives:"}, {"4", "Memory: rank"}, {"5", "Findings:"},
+           {"1", "Overview:"}}) {
+    press(key);
+    EXPECT_TRUE(screen_has(header)) << "key " << key << ":\n" << capture();
+  }
+
+  // A resize redraws at the new width: the header's last column ends near column 100.
+  ASSERT_EQ(run_shell(tmux("resize-window -t top -x 100 -y 30")).exit_code, 0);
+  EXPECT_TRUE(eventually([&] {
+    for (const std::string& line : lines_of(capture())) {
+      if (line.find("waited") != std::string::npos && line.size() > 90) return true;
+    }
+    return false;
+  }, 30s)) << capture();
+
+  press("q");
+  ASSERT_TRUE(eventually([&] { return !read_file(code_file).empty(); }, 30s)) << capture();
+  EXPECT_EQ(read_file(code_file), "0\n");
+  // The alternate screen is gone: the shell's lines are back, the dashboard is not.
+  ASSERT_TRUE(screen_has("after-top")) << capture();
+  const std::string restored = capture();
+  EXPECT_NE(restored.find("before-top"), std::string::npos) << restored;
+  EXPECT_EQ(restored.find("Overview:"), std::string::npos) << restored;
+  EXPECT_EQ(run_shell(tmux("display-message -p -t top '#{alternate_on}'")).out, "0\n");
+}
+
+TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
+  ScratchDir dir;
+  const fs::path trace = dir.path() / "run.db";
+  const CommandResult launch = run_partrain(fmt::format(
+      "-q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+      "--dp 2 --tp 2 --steps 4 --trace {}",
+      trace.string()));
+  ASSERT_EQ(launch.exit_code, 0) << launch.err;
+  const CommandResult once = run_partrain("top " + trace.string() + " --once");
+  ASSERT_EQ(once.exit_code, 0) << once.err;
+  EXPECT_NE(once.out.find("| completed | step 3 |"), std::string::npos) << once.out;
+  EXPECT_EQ(rank_rows(once.out).size(), 4u) << once.out;
+  for (const std::string& line : lines_of(once.out)) EXPECT_LE(tui::decode_utf8(line).size(), 80u) << line;
+  EXPECT_EQ(once.out.find("\x1b["), std::string::npos);  // not a terminal: no colour
+
+  const CommandResult json = run_partrain("top " + trace.string() + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json model = parse_json_output(json.out);
+  EXPECT_EQ(model["status"], "completed");
+  EXPECT_EQ(model["ranks"].size(), 4u);
+  EXPECT_GT(model["ranks"][0]["step_ms"].get<double>(), 0);
+  EXPECT_FALSE(model["recent_collectives"].empty());
+
+  // Colour on request, even into a pipe; NO_COLOR only matters when auto.
+  EXPECT_NE(run_partrain("top " + trace.string() + " --once --color=always").out.find("\x1b["),
+            std::string::npos);
+}
+
+TEST(TopCommand, ExitCodes) {
+  ScratchDir dir;
+  const fs::path bogus = dir.path() / "notes.db";
+  std::ofstream(bogus) << "not a trace";
+  EXPECT_EQ(run_partrain("top " + bogus.string() + " --once").exit_code, 3);
+  EXPECT_EQ(run_partrain("top " + bogus.string() + " --interval 10ms --once").exit_code, 2);
+  EXPECT_EQ(run_partrain("top " + bogus.string() + " --view graphs --once").exit_code, 2);
+  // Not a terminal: a usage error that points at --once.
+  const CommandResult no_tty = run_partrain("top " + bogus.string() + " </dev/null");
+  EXPECT_EQ(no_tty.exit_code, 2) << no_tty.err;
+  EXPECT_NE(no_tty.err.find("needs a terminal"), std::string::npos) << no_tty.err;
+  const CommandResult none = run_shell(fmt::format("cd {} && {} top --once", dir.path().string(),
+                                                   PARTRAIN_BINARY));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no trace named"), std::string::npos) << none.err;
+}
+
+}  // namespace
+}  // namespace partrain::testing

@@ -1,0 +1,130 @@
+// The dashboard loop on a scripted terminal: keys in, frames out, the exit codes; and the
+// one-shot outputs (--once, --json) on the fixture trace.
+#include "tui/dashboard.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "tests/support/scratch_dir.h"
+#include "tests/unit/tui/tui_fixture.h"
+
+namespace partrain::tui {
+namespace {
+
+class ScriptedTerminal final : public Terminal {
+ public:
+  ScriptedTerminal(TerminalSize size, std::deque<int> keys) : size_(size), keys_(std::move(keys)) {}
+  TerminalSize size() override { return size_; }
+  void draw(const ScreenGrid& grid) override {
+    frames.push_back(grid.to_text(false, false));
+    widths.push_back(grid.width());
+  }
+  int read_key(int) override {
+    if (keys_.empty()) return 'q';
+    const int key = keys_.front();
+    keys_.pop_front();
+    if (key == kKeyResize) size_ = {100, 30};
+    return key;
+  }
+  std::vector<std::string> frames;
+  std::vector<int> widths;
+
+ private:
+  TerminalSize size_;
+  std::deque<int> keys_;
+};
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto writer = profiler::TraceWriter::create(options_.trace = dir_.path() / "run.db");
+    ASSERT_TRUE(writer.is_ok());
+    (*writer)->append(testing::two_rank_run_start());
+    (*writer)->append(testing::two_rank_step(1, 0));
+    (*writer)->append(testing::two_rank_step(2, 100 * testing::kMs));
+    ASSERT_TRUE((*writer)->set_run_status(profiler::RunStatus::kCompleted).is_ok());
+    options_.charset = Charset::kAscii;
+  }
+  testing::ScratchDir dir_;
+  DashboardOptions options_;
+};
+
+bool has(const std::string& frame, const std::string& text) {
+  return frame.find(text) != std::string::npos;
+}
+
+TEST_F(DashboardTest, EachKeyRedrawsItsViewAndQQuits) {
+  ScriptedTerminal terminal({80, 24}, {'2', '3', '4', '5', '?', 'x', kKeyResize, 'q'});
+  StatusOr<int> code = run_dashboard_on(options_, terminal);
+  ASSERT_TRUE(code.is_ok()) << code.status().message();
+  EXPECT_EQ(*code, 0);
+  ASSERT_GE(terminal.frames.size(), 7u);
+  EXPECT_TRUE(has(terminal.frames[0], "Overview: 2 of 2 ranks"));
+  EXPECT_TRUE(has(terminal.frames[0], "run run-tui | completed | step 2"));
+  EXPECT_TRUE(has(terminal.frames[1], "Timeline:"));
+  EXPECT_TRUE(has(terminal.frames[2], "Collectives: 2 recent matched"));
+  EXPECT_TRUE(has(terminal.frames[3], "Memory: rank 0"));
+  EXPECT_TRUE(has(terminal.frames[4], "Findings:"));
+  EXPECT_TRUE(has(terminal.frames[5], "Keys"));  // the help overlay
+  // The resize redraws at the new size.
+  EXPECT_EQ(terminal.widths.back(), 100);
+  EXPECT_EQ(terminal.widths.front(), 80);
+}
+
+TEST_F(DashboardTest, ATerminalSmallerThan80x24IsAUsageError) {
+  ScriptedTerminal terminal({79, 24}, {});
+  StatusOr<int> code = run_dashboard_on(options_, terminal);
+  ASSERT_FALSE(code.is_ok());
+  EXPECT_EQ(code.status().exit_code(), 2);
+  EXPECT_NE(code.status().message().find("79x24"), std::string::npos);
+}
+
+TEST_F(DashboardTest, AMissingTraceIsUnreadable) {
+  options_.trace = dir_.path() / "absent.db";
+  ScriptedTerminal terminal({80, 24}, {});
+  StatusOr<int> code = run_dashboard_on(options_, terminal);
+  ASSERT_FALSE(code.is_ok());
+  EXPECT_EQ(code.status().exit_code(), 3);
+}
+
+TEST_F(DashboardTest, OnceRendersTheOverviewAt80Columns) {
+  StatusOr<std::string> text = render_overview_once(options_, 80, false);
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_TRUE(has(*text, "run run-tui | completed | step 2 | 0:00 | 20k tok/s")) << *text;
+  EXPECT_TRUE(has(*text, "   0      2    100 ms ########====."));
+  EXPECT_TRUE(has(*text, "   1      2    100 ms ##########==."));
+  size_t lines = 0;
+  for (size_t at = 0; (at = text->find('\n', at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 1 + 2 + 2 + 3u);  // status, title and header, 2 ranks, blank and legend
+}
+
+TEST_F(DashboardTest, JsonCarriesTheViewModel) {
+  StatusOr<nlohmann::json> json = view_model_once(options_);
+  ASSERT_TRUE(json.is_ok()) << json.status().message();
+  EXPECT_EQ((*json)["run_id"], "run-tui");
+  EXPECT_EQ((*json)["status"], "completed");
+  EXPECT_EQ((*json)["step"], 2);
+  ASSERT_EQ((*json)["ranks"].size(), 2u);
+  const nlohmann::json& rank0 = (*json)["ranks"][0];
+  EXPECT_DOUBLE_EQ(rank0["step_ms"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(rank0["last_step"]["compute_pct"].get<double>(), 60.0);
+  EXPECT_DOUBLE_EQ(rank0["last_step"]["exposed_comm_pct"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(rank0["collective"]["waited_ms"].get<double>(), 20.0);
+  EXPECT_EQ(rank0["memory_bytes"], 6 * testing::kMiB);
+  EXPECT_DOUBLE_EQ((*json)["recent_collectives"][0]["skew_ms"].get<double>(), 20.0);
+  EXPECT_TRUE((*json)["analysis"]["available"].get<bool>());
+}
+
+TEST(UseColor, NoColorAndTheFlag) {
+  ::setenv("NO_COLOR", "1", 1);
+  EXPECT_FALSE(use_color(ColorMode::kAuto, true));
+  EXPECT_TRUE(use_color(ColorMode::kAlways, false));
+  ::unsetenv("NO_COLOR");
+  EXPECT_TRUE(use_color(ColorMode::kAuto, true));
+  EXPECT_FALSE(use_color(ColorMode::kAuto, false));
+  EXPECT_FALSE(use_color(ColorMode::kNever, true));
+}
+
+}  // namespace
+}  // namespace partrain::tui

@@ -1,0 +1,146 @@
+#include "tui/trace_follower.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/scratch_dir.h"
+#include "tests/unit/tui/tui_fixture.h"
+
+namespace partrain::tui {
+namespace {
+
+using testing::kMiB;
+using testing::kMs;
+
+class TraceFollowerTest : public ::testing::Test {
+ protected:
+  std::filesystem::path path() const { return dir_.path() / "run.db"; }
+  std::unique_ptr<profiler::TraceWriter> live_writer() {
+    auto writer = profiler::TraceWriter::create(path());
+    EXPECT_TRUE(writer.is_ok()) << writer.status().message();
+    (*writer)->append(testing::two_rank_run_start());
+    (*writer)->append(testing::two_rank_step(1, 0));
+    EXPECT_TRUE((*writer)->commit().is_ok());
+    return std::move(writer).value();
+  }
+  std::unique_ptr<TraceFollower> follower() {
+    auto opened = TraceFollower::open(path());
+    EXPECT_TRUE(opened.is_ok()) << opened.status().message();
+    return std::move(opened).value();
+  }
+
+  testing::ScratchDir dir_;
+};
+
+TEST_F(TraceFollowerTest, ReadsRanksStepsAndTheLastStepsSplit) {
+  auto writer = live_writer();
+  auto f = follower();
+  ViewModel model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_EQ(model.run_id, "run-tui");
+  EXPECT_EQ(model.status, "running");
+  EXPECT_TRUE(model.live);
+  ASSERT_EQ(model.ranks.size(), 2u);
+  EXPECT_EQ(model.ranks[0].host, "node7");
+  EXPECT_EQ(model.ranks[0].step, 1);
+  EXPECT_EQ(model.ranks[0].step_ns, 100 * kMs);
+  ASSERT_TRUE(model.ranks[0].breakdown);
+  // docs/analysis.md's exclusive split: compute + exposed comm + idle = the step.
+  EXPECT_EQ(model.ranks[0].breakdown->compute_ns, 60 * kMs);
+  EXPECT_EQ(model.ranks[0].breakdown->exposed_comm_ns, 30 * kMs);
+  EXPECT_EQ(model.ranks[0].breakdown->idle_ns(), 10 * kMs);
+  EXPECT_EQ(model.ranks[1].breakdown->compute_ns, 80 * kMs);
+  EXPECT_EQ(model.ranks[1].breakdown->exposed_comm_ns, 10 * kMs);
+  EXPECT_EQ(model.step, 1);
+  // 2 x 1000 tokens (no workload config: each rank counts its own) in 100 ms.
+  ASSERT_TRUE(model.tokens_per_s);
+  EXPECT_DOUBLE_EQ(*model.tokens_per_s, 20'000);
+}
+
+TEST_F(TraceFollowerTest, MatchesCollectivesAcrossRanks) {
+  auto writer = live_writer();
+  auto f = follower();
+  ViewModel model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  ASSERT_EQ(model.collectives.size(), 1u);
+  const MatchedCollective& m = model.collectives.back();
+  EXPECT_EQ(m.comm_id, "dp");
+  EXPECT_EQ(m.op, "all_reduce");
+  EXPECT_EQ(m.bytes, kMiB);
+  EXPECT_EQ(m.skew_ns, 20 * kMs);      // rank 1 starts 20 ms after rank 0
+  EXPECT_EQ(m.last_rank, 1);
+  EXPECT_EQ(m.time_ns, 20 * kMs);      // median of 30 ms and 10 ms
+  // busbw = S / t x 2(n-1)/n = 1 MiB / 20 ms x 1 (nccl-tests, n = 2).
+  EXPECT_NEAR(m.busbw_gbps, 1048576.0 / 0.020 / 1e9, 1e-9);
+  ASSERT_TRUE(model.ranks[0].collective);
+  EXPECT_TRUE(model.ranks[0].collective->matched);
+  EXPECT_EQ(model.ranks[0].collective->waited_ns, 20 * kMs);  // waited for rank 1
+  EXPECT_EQ(model.ranks[1].collective->waited_ns, 0);
+}
+
+TEST_F(TraceFollowerTest, KeepsMemoryInUseAndPeaksByCategory) {
+  auto writer = live_writer();
+  auto f = follower();
+  ViewModel model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  const size_t params = static_cast<size_t>(memory::Category::kParams);
+  const size_t activations = static_cast<size_t>(memory::Category::kActivations);
+  EXPECT_EQ(model.ranks[0].memory_bytes[params], 4 * kMiB);
+  EXPECT_EQ(model.ranks[0].memory_bytes[activations], 2 * kMiB);
+  EXPECT_EQ(model.ranks[0].memory_total(), 6 * kMiB);
+  EXPECT_EQ(model.memory[0].peak_total, 6 * kMiB);
+  ASSERT_EQ(model.memory[0].points.size(), 2u);
+  EXPECT_EQ(model.memory[0].points.back().bytes[activations], 2 * kMiB);
+  EXPECT_FALSE(model.memory[0].estimate_total);  // not a built-in workload's config
+}
+
+TEST_F(TraceFollowerTest, RefreshReadsOnlyWhatArrived) {
+  auto writer = live_writer();
+  auto f = follower();
+  ViewModel model;
+  ASSERT_TRUE(*f->refresh(model));
+  const int64_t first = f->rows_read();
+  EXPECT_FALSE(*f->refresh(model));  // nothing committed since: nothing read
+  EXPECT_EQ(f->rows_read(), first);
+
+  writer->append(testing::two_rank_step(2, 100 * kMs));
+  ASSERT_TRUE(writer->commit().is_ok());
+  ASSERT_TRUE(*f->refresh(model));
+  // 4 slices (2 compute, 2 collective) and 2 step rows, and nothing read twice.
+  EXPECT_EQ(f->rows_read() - first, 6);
+  EXPECT_EQ(model.ranks[0].step, 2);
+  EXPECT_EQ(model.step, 2);
+  EXPECT_EQ(model.collectives.size(), 2u);
+  EXPECT_EQ(model.collectives.back().seq, 2);
+}
+
+TEST_F(TraceFollowerTest, AFinishedRunReadsAsCompleted) {
+  {
+    auto writer = live_writer();
+    ASSERT_TRUE(writer->set_run_status(profiler::RunStatus::kCompleted).is_ok());
+  }
+  auto f = follower();
+  ViewModel model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_EQ(model.status, "completed");
+  EXPECT_FALSE(model.live);
+}
+
+TEST_F(TraceFollowerTest, ARunWhoseWriterDiedReadsAsIncompleteWithoutWritingTheFile) {
+  {
+    auto writer = live_writer();
+  }  // closed without a final status, like a killed launcher's file
+  auto f = follower();
+  ViewModel model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_EQ(model.status, "incomplete");
+}
+
+TEST_F(TraceFollowerTest, NotATraceIsUnreadable) {
+  { std::FILE* file = std::fopen(path().c_str(), "w"); std::fputs("hello", file); std::fclose(file); }
+  auto opened = TraceFollower::open(path());
+  ASSERT_FALSE(opened.is_ok());
+  EXPECT_EQ(opened.status().exit_code(), 3);
+}
+
+}  // namespace
+}  // namespace partrain::tui

@@ -1,0 +1,252 @@
+// The views drawn from hand-built view models at 80x24: numbers with units, bar widths, the
+// truncation at 80 columns, the ASCII set, and the message on a terminal that is too small.
+#include "tui/views.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tui/bars.h"
+
+namespace partrain::tui {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kMiB = 1 << 20;
+
+ViewModel two_ranks() {
+  ViewModel model;
+  model.run_id = "run-tui";
+  model.status = "running";
+  model.world_size = 2;
+  model.step = 3;
+  model.elapsed_ns = 63 * 1000 * kMs;
+  model.tokens_per_s = 4200;
+  for (int rank : {0, 1}) {
+    RankStatus row;
+    row.rank = rank;
+    row.step = 3;
+    row.step_ns = 100 * kMs;
+    // Rank 0: 50% compute, 30% exposed comm, 20% idle; rank 1: all compute.
+    row.breakdown = rank == 0 ? StepBreakdown{100 * kMs, 50 * kMs, 30 * kMs, 0}
+                              : StepBreakdown{100 * kMs, 100 * kMs, 0, 0};
+    row.memory_bytes[static_cast<size_t>(memory::Category::kParams)] = (rank == 0 ? 4 : 2) * kMiB;
+    row.collective = RankCollective{"all_reduce", "dp", 3, 0, 20 * kMs, true};
+    model.ranks.push_back(row);
+    model.memory[rank].peak_total = 4 * kMiB;
+  }
+  model.analysis.available = true;
+  model.analysis.straggler = 1;
+  return model;
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+std::string screen_text(const ScreenGrid& grid) { return grid.to_text(false, false); }
+
+TEST(StackedBar, SegmentsTakeTheirRoundedShareOfTheWidth) {
+  const auto cells = stacked_bar({{50, U'#'}, {30, U'='}, {20, U'.'}}, 100, 10);
+  std::string text;
+  for (const Cell& c : cells) append_utf8(text, c.ch);
+  EXPECT_EQ(text, "#####===..");
+  // Cumulative rounding: thirds of 10 cells are 3, 4, 3 and always fill the bar.
+  const auto thirds = stacked_bar({{1, U'a'}, {1, U'b'}, {1, U'c'}}, 3, 10);
+  text.clear();
+  for (const Cell& c : thirds) append_utf8(text, c.ch);
+  EXPECT_EQ(text, "aaabbbbccc");
+  // Values under the scale leave the rest blank.
+  const auto half = stacked_bar({{1, U'#'}}, 2, 8);
+  EXPECT_EQ(std::count_if(half.begin(), half.end(), [](const Cell& c) { return c.ch == U'#'; }), 4);
+}
+
+TEST(ScreenGrid, TextCutAtTheWidthEndsInTheEllipsis) {
+  ScreenGrid grid(80, 1);
+  const std::string long_text(100, 'x');
+  EXPECT_EQ(grid.text(0, 0, long_text, Style::kNormal, -1, U'~'), 80);
+  const std::string row = grid.row_text(0);
+  EXPECT_EQ(row.size(), 80u);
+  EXPECT_EQ(row.back(), '~');
+  EXPECT_EQ(grid.text(70, 0, "abc", Style::kNormal, 2, U'~'), 2);
+  EXPECT_EQ(grid.row_text(0).substr(70, 2), "a~");
+}
+
+TEST(ScreenGrid, DecodesUtf8AndReplacesBadBytes) {
+  EXPECT_EQ(decode_utf8("a█b"), U"a█b");
+  EXPECT_EQ(decode_utf8("a\xff" "b"), U"a?b");
+  std::string out;
+  append_utf8(out, U'█');
+  EXPECT_EQ(out, "█");
+}
+
+TEST(Overview, ARowPerRankWithStepTimeBarsMemoryAndWait) {
+  const ViewModel model = two_ranks();
+  UiState state;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string status = grid.row_text(0);
+  EXPECT_NE(status.find("run run-tui | running | step 3 | 1:03 | 4.2k tok/s"), std::string::npos)
+      << status;
+  EXPECT_NE(grid.row_text(2).find("Overview: 2 of 2 ranks, straggler: rank 1"), std::string::npos);
+  const std::string header = grid.row_text(3);
+  EXPECT_NE(header.find("rank   step step time"), std::string::npos) << header;
+  const std::string rank0 = grid.row_text(4);
+  const std::string rank1 = grid.row_text(5);
+  EXPECT_EQ(rank0.substr(0, 22), "   0      3    100 ms ") << rank0;
+  // At 80 columns the time bar has 13 cells from column 22: 50% compute -> 7 (6.5 rounds up),
+  // compute + comm 80% -> 10 (so 3 of comm), then 3 idle.
+  EXPECT_EQ(rank0.substr(22, 13), "#######===...") << rank0;
+  // The memory bar, 10 cells from column 36, shares one scale (4 MiB) across ranks.
+  EXPECT_EQ(rank0.substr(36, 10), "PPPPPPPPPP") << rank0;
+  EXPECT_EQ(rank1.substr(36, 10), "PPPPP     ") << rank1;
+  EXPECT_NE(rank0.find("4.00 MiB"), std::string::npos) << rank0;
+  EXPECT_NE(rank0.find("all_reduce"), std::string::npos);
+  EXPECT_NE(rank0.find("20.0 ms"), std::string::npos);
+  EXPECT_EQ(rank1.back(), '*');  // the straggler's mark
+  EXPECT_NE(rank0.back(), '*');
+  for (int y = 0; y < 24; ++y) EXPECT_LE(grid.row_text(y).size(), 80u) << y;
+}
+
+TEST(Overview, UsesBlockCharactersInUtf8) {
+  const ViewModel model = two_ranks();
+  ScreenGrid grid(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kUtf8), grid);
+  EXPECT_EQ(count(grid.row_text(4), "▒"), 3);
+  EXPECT_EQ(count(grid.row_text(5), "◆"), 1);
+}
+
+TEST(Overview, LongNamesAreCutToTheirColumn) {
+  ViewModel model = two_ranks();
+  model.ranks[0].collective->op = "a_very_long_collective_name";
+  ScreenGrid grid(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kAscii), grid);
+  const std::string row = grid.row_text(4);
+  EXPECT_NE(row.find("a_very_long~"), std::string::npos) << row;
+  EXPECT_NE(row.find("20.0 ms"), std::string::npos) << row;  // the next column is intact
+}
+
+TEST(Overview, WiderTerminalsGetWiderBars) {
+  const ViewModel model = two_ranks();
+  ScreenGrid grid(120, 30);
+  render_screen(model, UiState{}, glyphs_for(Charset::kAscii), grid);
+  // 64 cells for the bars: 35 for time -> 18 compute cells (17.5 rounds up).
+  EXPECT_EQ(count(grid.row_text(5), "#"), 35);
+}
+
+TEST(Overview, TheRankFilterHidesOtherRanks) {
+  const ViewModel model = two_ranks();
+  UiState state;
+  state.rank_filter = {1};
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_NE(grid.row_text(2).find("Overview: 1 of 2 ranks"), std::string::npos);
+  EXPECT_EQ(grid.row_text(4).substr(0, 4), "   1");
+  EXPECT_NE(grid.row_text(1).find("ranks 1"), std::string::npos);
+}
+
+TEST(Screen, TooSmallTerminalsGetAClearMessage) {
+  ScreenGrid grid(79, 24);
+  render_screen(two_ranks(), UiState{}, glyphs_for(Charset::kAscii), grid);
+  const std::string text = screen_text(grid);
+  EXPECT_NE(text.find("Terminal too small: 79x24"), std::string::npos) << text;
+  EXPECT_NE(text.find("needs at least 80x24"), std::string::npos);
+  ScreenGrid short_grid(80, 23);
+  render_screen(two_ranks(), UiState{}, glyphs_for(Charset::kAscii), short_grid);
+  EXPECT_NE(screen_text(short_grid).find("Terminal too small: 80x23"), std::string::npos);
+}
+
+TEST(Screen, EveryViewDrawsItsHeader) {
+  ViewModel model = two_ranks();
+  model.slices[0].push_back({0, 50 * kMs, SliceKind::kCompute});
+  model.steps[0].push_back({3, 0, 100 * kMs, 1000});
+  model.end_ns = 100 * kMs;
+  const std::pair<View, const char*> expected[] = {{View::kOverview, "Overview:"},
+                                                    {View::kTimeline, "Timeline:"},
+                                                    {View::kCollectives, "Collectives:"},
+                                                    {View::kMemory, "Memory: rank 0"},
+                                                    {View::kFindings, "Findings:"}};
+  for (auto [view, header] : expected) {
+    UiState state;
+    state.view = view;
+    ScreenGrid grid(80, 24);
+    render_screen(model, state, glyphs_for(Charset::kUtf8), grid);
+    EXPECT_EQ(grid.row_text(2).rfind(header, 0), 0u) << header << "\n" << screen_text(grid);
+  }
+}
+
+TEST(Timeline, CellsShowTheKindThatCoveredThemAndStepMarks) {
+  ViewModel model = two_ranks();
+  // 74 cells over 740 ms: 10 ms each. Rank 0 computes for the first half of the step.
+  model.steps[0].push_back({3, 0, 740 * kMs, 0});
+  model.slices[0].push_back({0, 370 * kMs, SliceKind::kCompute});
+  model.slices[0].push_back({370 * kMs, 400 * kMs, SliceKind::kComm});
+  model.end_ns = 740 * kMs;
+  UiState state;
+  state.view = View::kTimeline;
+  state.timeline.span_ns = 740 * kMs;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string ruler = grid.row_text(3);
+  EXPECT_EQ(ruler.substr(0, 8), "step  |3") << ruler;
+  const std::string row = grid.row_text(4);
+  EXPECT_EQ(row.substr(0, 6), "r0    ");
+  EXPECT_EQ(count(row, "#"), 37);
+  EXPECT_EQ(count(row, "="), 3);
+  EXPECT_EQ(count(row, "."), 34);
+}
+
+TEST(Memory, ChartsCategoriesAndTheEstimate) {
+  ViewModel model = two_ranks();
+  RankMemory& mem = model.memory[0];
+  mem.points.push_back({0, model.ranks[0].memory_bytes});
+  mem.points.push_back({1000 * kMs, model.ranks[0].memory_bytes});
+  mem.peak[0] = 4 * kMiB;
+  mem.estimate[0] = 5 * kMiB;
+  mem.estimate_total = 5 * kMiB;
+  UiState state;
+  state.view = View::kMemory;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string text = screen_text(grid);
+  EXPECT_NE(grid.row_text(2).find("in use 4.00 MiB, peak 4.00 MiB, estimate 5.00 MiB"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("P params         4.00 MiB   4.00 MiB   5.00 MiB   -20.0%"), std::string::npos)
+      << text;
+  EXPECT_GT(count(text, "-----"), 0);  // the estimate's line across the chart
+}
+
+TEST(Findings, ListsFindingsBySeverityWithEvidenceAndAdvice) {
+  ViewModel model = two_ranks();
+  analyzers::Finding f;
+  f.kind = "straggler";
+  f.severity = analyzers::Severity::kWarning;
+  f.rank = 1;
+  f.impact = 0.12;
+  f.evidence = "rank 1 arrives last at 94% of all-reduces";
+  f.advice = "look at rank 1's host";
+  model.analysis.findings.push_back(f);
+  model.analysis.note = "steps 1..3 (warm-up 1 skipped)";
+  UiState state;
+  state.view = View::kFindings;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_EQ(grid.row_text(3), "1. [warning] straggler (rank 1) (impact 12%)");
+  EXPECT_EQ(grid.row_text(4), "   rank 1 arrives last at 94% of all-reduces");
+  EXPECT_EQ(grid.row_text(5), "   try: look at rank 1's host");
+}
+
+TEST(Help, OverlaysTheKeys) {
+  UiState state;
+  state.help = true;
+  ScreenGrid grid(80, 24);
+  render_screen(two_ranks(), state, glyphs_for(Charset::kAscii), grid);
+  const std::string text = screen_text(grid);
+  EXPECT_NE(text.find("q                    quit (the terminal is restored)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace partrain::tui

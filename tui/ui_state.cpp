@@ -1,0 +1,168 @@
+#include "tui/ui_state.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace partrain::tui {
+namespace {
+
+constexpr std::array<std::string_view, kViewCount> kNames = {"overview", "timeline", "collectives",
+                                                             "memory", "findings"};
+constexpr std::array<std::string_view, kViewCount> kTitles = {"Overview", "Timeline", "Collectives",
+                                                              "Memory", "Findings"};
+constexpr int64_t kMinSpanNs = 10'000;               // 10 us: a few kernels
+constexpr int64_t kMaxSpanNs = 24 * 3'600'000'000'000;  // a day
+
+View shifted(View view, int by) {
+  return static_cast<View>((static_cast<int>(view) + by + kViewCount) % kViewCount);
+}
+
+int64_t timeline_span(const UiState& state, const ViewModel& model) {
+  return state.timeline.span_ns.value_or(default_span_ns(model));
+}
+
+void pan(UiState& state, const ViewModel& model, int direction) {
+  const int64_t span = timeline_span(state, model);
+  const int64_t end = state.timeline.end_ns.value_or(model.end_ns) + direction * span / 4;
+  // Panning past the newest data follows it again.
+  state.timeline.end_ns = end >= model.end_ns ? std::nullopt : std::optional<int64_t>(end);
+}
+
+void zoom(UiState& state, const ViewModel& model, bool in) {
+  const int64_t span = timeline_span(state, model);
+  state.timeline.span_ns = std::clamp(in ? span / 2 : span * 2, kMinSpanNs, kMaxSpanNs);
+}
+
+KeyResult edit_filter(UiState& state, int key) {
+  if (key == kKeyEscape) {
+    state.editing_filter = false;
+    return KeyResult::kRedraw;
+  }
+  if (key == kKeyEnter || key == '\r') {
+    state.editing_filter = false;
+    StatusOr<std::vector<int>> ranks = parse_rank_filter(state.filter_text);
+    if (ranks.is_ok()) {
+      state.rank_filter = *ranks;
+      state.scroll = 0;
+    } else {
+      state.message = ranks.status().message();
+    }
+    return KeyResult::kRedraw;
+  }
+  if (key == kKeyBackspace || key == 8 || key == 263 /* KEY_BACKSPACE */) {
+    if (!state.filter_text.empty()) state.filter_text.pop_back();
+    return KeyResult::kRedraw;
+  }
+  if ((key >= '0' && key <= '9') || key == ',' || key == '-' || key == ' ') {
+    if (state.filter_text.size() < 64) state.filter_text += static_cast<char>(key);
+    return KeyResult::kRedraw;
+  }
+  return KeyResult::kUnchanged;
+}
+
+}  // namespace
+
+std::string_view view_name(View view) { return kNames[static_cast<size_t>(view)]; }
+std::string_view view_title(View view) { return kTitles[static_cast<size_t>(view)]; }
+
+std::optional<View> parse_view(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<View>(i);
+  }
+  return std::nullopt;
+}
+
+KeyResult handle_key(UiState& state, int key, const ViewModel& model) {
+  if (key == kKeyNone) return KeyResult::kUnchanged;
+  if (key == kKeyResize) return KeyResult::kRedraw;
+  if (state.editing_filter) return edit_filter(state, key);
+  state.message.clear();
+  if (state.help && key != 'q' && key != 'Q') {
+    state.help = false;  // any key closes the help, as in htop
+    return KeyResult::kRedraw;
+  }
+  switch (key) {
+    case 'q':
+    case 'Q': return KeyResult::kQuit;
+    case '1': case '2': case '3': case '4': case '5':
+      state.view = static_cast<View>(key - '1');
+      state.scroll = 0;
+      return KeyResult::kRedraw;
+    case kKeyTab: state.view = shifted(state.view, 1); state.scroll = 0; return KeyResult::kRedraw;
+    case kKeyBackTab: state.view = shifted(state.view, -1); state.scroll = 0; return KeyResult::kRedraw;
+    case '?': state.help = true; return KeyResult::kRedraw;
+    case 'p':
+    case ' ': state.paused = !state.paused; return KeyResult::kRedraw;
+    case '/':
+      state.editing_filter = true;
+      state.filter_text.clear();
+      return KeyResult::kRedraw;
+    case kKeyUp:
+    case 'k': state.scroll = std::max(0, state.scroll - 1); return KeyResult::kRedraw;
+    case kKeyDown:
+    case 'j': ++state.scroll; return KeyResult::kRedraw;  // views clamp to what they hold
+    case kKeyLeft:
+    case 'h':
+      if (state.view == View::kMemory) --state.memory_rank; else pan(state, model, -1);
+      return KeyResult::kRedraw;
+    case kKeyRight:
+    case 'l':
+      if (state.view == View::kMemory) ++state.memory_rank; else pan(state, model, 1);
+      return KeyResult::kRedraw;
+    case '+':
+    case '=':
+    case ']': zoom(state, model, true); return KeyResult::kRedraw;
+    case '-':
+    case '[': zoom(state, model, false); return KeyResult::kRedraw;
+    case 'f': state.timeline = TimelineWindow{}; return KeyResult::kRedraw;
+    default: return KeyResult::kUnchanged;
+  }
+}
+
+StatusOr<std::vector<int>> parse_rank_filter(std::string_view text) {
+  std::vector<int> ranks;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(begin, end - begin);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (!part.empty()) {
+      const size_t dash = part.find('-');
+      int low = 0, high = 0;
+      auto number = [](std::string_view s, int& out) {
+        auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+        return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
+      };
+      const bool ok = dash == std::string_view::npos
+                          ? number(part, low) && number(part, high)
+                          : number(part.substr(0, dash), low) && number(part.substr(dash + 1), high);
+      if (!ok || low > high || high - low > 100'000) {
+        return invalid_argument("rank filter: '{}' is not a rank or a range like 4-7", part);
+      }
+      for (int r = low; r <= high; ++r) ranks.push_back(r);
+    }
+    begin = end + 1;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+bool rank_shown(const UiState& state, int rank) {
+  return state.rank_filter.empty() ||
+         std::binary_search(state.rank_filter.begin(), state.rank_filter.end(), rank);
+}
+
+int64_t default_span_ns(const ViewModel& model) {
+  for (const auto& [rank, marks] : model.steps) {
+    if (!marks.empty() && marks.back().dur_ns > 0) {
+      return std::clamp<int64_t>(4 * marks.back().dur_ns, kMinSpanNs, kMaxSpanNs);
+    }
+  }
+  return 2'000'000'000;
+}
+
+}  // namespace partrain::tui

@@ -1,0 +1,48 @@
+#include "tui/units.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace partrain::tui {
+
+std::string format_ms(int64_t ns) {
+  const double ms = static_cast<double>(ns) / 1e6;
+  if (ms < 1) return fmt::format("{:.2f} ms", ms);
+  if (ms < 100) return fmt::format("{:.1f} ms", ms);
+  if (ms < 1000) return fmt::format("{:.0f} ms", ms);
+  if (ms < 60'000) return fmt::format("{:.2f} s", ms / 1000);
+  const auto s = static_cast<int64_t>(ms / 1000);
+  return fmt::format("{}m{:02}s", s / 60, s % 60);
+}
+
+std::string format_elapsed(int64_t ns) {
+  const int64_t s = std::max<int64_t>(ns, 0) / 1'000'000'000;
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+std::string format_rate(double per_second, const char* unit) {
+  if (per_second >= 1e6) return fmt::format("{:.1f}M {}", per_second / 1e6, unit);
+  if (per_second >= 1e4) return fmt::format("{:.0f}k {}", per_second / 1e3, unit);
+  if (per_second >= 1e3) return fmt::format("{:.1f}k {}", per_second / 1e3, unit);
+  return fmt::format("{:.0f} {}", per_second, unit);
+}
+
+std::string format_size(int64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  auto scaled = [](double v, const char* unit) {
+    return v < 10 ? fmt::format("{:.2f} {}", v, unit)
+                  : v < 100 ? fmt::format("{:.1f} {}", v, unit) : fmt::format("{:.0f} {}", v, unit);
+  };
+  if (b >= 1073741824.0) return scaled(b / 1073741824.0, "GiB");
+  if (b >= 1048576.0) return scaled(b / 1048576.0, "MiB");
+  if (b >= 1024.0) return scaled(b / 1024.0, "KiB");
+  return fmt::format("{} B", bytes);
+}
+
+std::string format_gbps(double gbps) {
+  return gbps < 10 ? fmt::format("{:.2f} GB/s", gbps) : fmt::format("{:.1f} GB/s", gbps);
+}
+
+}  // namespace partrain::tui

@@ -1,0 +1,104 @@
+// view_model_json: the `--json` document. Units as in `partrain analyze --json`: times in ms
+// (`_ms`), sizes in bytes (`_bytes`), shares in percent (`_pct`), absent values null.
+#include "tui/view_model.h"
+
+#include "analyzers/analysis_report.h"
+
+namespace partrain::tui {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json or_null(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+json categories(const CategoryBytes& bytes) {
+  json out = json::object();
+  for (size_t c = 0; c < bytes.size(); ++c) {
+    out[std::string(memory::category_name(memory::kAllCategories[c]))] = bytes[c];
+  }
+  return out;
+}
+
+json rank_json(const ViewModel& model, const RankStatus& row) {
+  json r = {{"rank", row.rank},
+            {"host", row.host},
+            {"device", row.device},
+            {"step", or_null(row.step)},
+            {"step_ms", row.step ? json(ms(row.step_ns)) : json(nullptr)},
+            {"loss", or_null(row.loss)},
+            {"memory_bytes", row.memory_total()},
+            {"memory_by_category_bytes", categories(row.memory_bytes)},
+            {"straggler", model.analysis.straggler == row.rank},
+            {"exit_code", or_null(row.exit_code)},
+            {"exit_signal", or_null(row.exit_signal)}};
+  if (row.breakdown && row.breakdown->step_ns > 0) {
+    const StepBreakdown& b = *row.breakdown;
+    const double span = static_cast<double>(b.step_ns);
+    r["last_step"] = {{"compute_pct", 100 * static_cast<double>(b.compute_ns) / span},
+                      {"exposed_comm_pct", 100 * static_cast<double>(b.exposed_comm_ns) / span},
+                      {"exposed_memcpy_pct", 100 * static_cast<double>(b.exposed_memcpy_ns) / span},
+                      {"idle_pct", 100 * static_cast<double>(b.idle_ns()) / span}};
+  } else {
+    r["last_step"] = nullptr;
+  }
+  if (row.collective) {
+    r["collective"] = {{"op", row.collective->op},
+                       {"comm_id", row.collective->comm_id},
+                       {"seq", row.collective->seq},
+                       {"waited_ms", ms(row.collective->waited_ns)},
+                       {"matched", row.collective->matched}};
+  } else {
+    r["collective"] = nullptr;
+  }
+  if (auto it = model.memory.find(row.rank); it != model.memory.end()) {
+    const RankMemory& mem = it->second;
+    r["memory_peak_bytes"] = mem.peak_total;
+    r["memory_estimate_bytes"] = or_null(mem.estimate_total);
+  }
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json view_model_json(const ViewModel& model) {
+  json ranks = json::array();
+  for (const RankStatus& row : model.ranks) ranks.push_back(rank_json(model, row));
+  json collectives = json::array();
+  for (auto it = model.collectives.rbegin(); it != model.collectives.rend(); ++it) {
+    collectives.push_back({{"comm_id", it->comm_id},
+                           {"seq", it->seq},
+                           {"op", it->op},
+                           {"bytes", it->bytes},
+                           {"group_size", it->group_size},
+                           {"time_ms", ms(it->time_ns)},
+                           {"busbw_gbps", it->busbw_gbps},
+                           {"skew_ms", ms(it->skew_ns)},
+                           {"last_rank", it->last_rank}});
+  }
+  json findings = json::array();
+  for (const analyzers::Finding& f : model.analysis.findings) {
+    findings.push_back(analyzers::finding_json(f));
+  }
+  return {{"trace", model.trace_path},
+          {"run_id", model.run_id},
+          {"status", model.status},
+          {"live", model.live},
+          {"world_size", model.world_size},
+          {"step", or_null(model.step)},
+          {"elapsed_ms", ms(model.elapsed_ns)},
+          {"tokens_per_s", or_null(model.tokens_per_s)},
+          {"data_loss_events", model.data_loss_events},
+          {"ranks", ranks},
+          {"recent_collectives", collectives},
+          {"analysis", {{"available", model.analysis.available},
+                        {"window", model.analysis.note},
+                        {"straggler", or_null(model.analysis.straggler)}}},
+          {"findings", findings}};
+}
+
+}  // namespace partrain::tui
