@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/launch_dashboard.h"
 #include "cli/workload_flags.h"
 #include "runner/workload/token_source.h"
 #include "core/duration.h"
@@ -46,6 +47,7 @@ struct LaunchFlags {
   bool json = false;
   std::optional<std::string> trace_file;
   bool no_trace = false;
+  bool tui = false;
 };
 
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
@@ -147,6 +149,10 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) 
     return config.status().exit_code();
   }
   config->strip_env = std::move(own_env_vars);
+  if (flags.tui && flags.json) {
+    log::error("--tui and --json both want the terminal's stdout: pass one of them");
+    return 2;
+  }
   std::string summary_path;
   if (flags.workload.workload) {
     if (Status planned = plan_workload(flags, *config, summary_path); !planned.is_ok()) {
@@ -157,7 +163,7 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) 
     log::error("--json applies to --workload runs (it prints their summary)");
     return 2;
   }
-  auto exit_code = launch::launch(*config);
+  auto exit_code = flags.tui ? launch_with_dashboard(*config) : launch::launch(*config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
     return exit_code.status().exit_code();
@@ -257,6 +263,9 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "Trace file of the run (default: ./partrain-runs/<run-id>.db); with several "
                   "nodes node N writes FILE's name with a .nodeN suffix before the extension");
   cmd->add_flag("--no-trace", flags->no_trace, "Do not trace the run");
+  cmd->add_flag("--tui", flags->tui,
+                "Show the live dashboard (partrain top) while the run goes on; the ranks' output "
+                "goes to --log-dir (default: beside the trace, <run-id>.logs/)");
   add_workload_flags(*cmd, flags->workload);
   cmd->footer(kFooter);
   return {cmd, [flags, cmd] { return run_launch(*flags, flag_env_names(*cmd)); }};

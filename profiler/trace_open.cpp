@@ -123,7 +123,9 @@ Status mark_incomplete(const std::filesystem::path& path) {
       "('run_incomplete', -1, 1, 'data_loss', 'the writer stopped without closing the run; "
       "events after its last commit are lost');"
       "COMMIT;"));
-  return create_deferred_indexes(db);
+  RETURN_IF_ERROR(create_deferred_indexes(db));
+  (void)settle_into_one_file(db);  // best effort: another reader may hold it open
+  return Status::ok();
 }
 
 }  // namespace

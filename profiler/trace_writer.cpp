@@ -83,6 +83,14 @@ int64_t unix_now_ns() {
 
 }  // namespace
 
+bool settle_into_one_file(SqliteDb& db) {
+  if (!db.exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE").is_ok()) {
+    return false;
+  }
+  auto mode = db.query_text("PRAGMA journal_mode");
+  return mode.is_ok() && mode->value_or("") == "delete";
+}
+
 std::filesystem::path writer_lock_path(const std::filesystem::path& trace) {
   return std::filesystem::path(trace.string() + "-writer");
 }
@@ -548,6 +556,9 @@ TraceWriter::~TraceWriter() {
     }
     log::debug("trace {}: indexes built in {} ms", state_->path.string(),
                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    if (!settle_into_one_file(state_->db)) {
+      log::debug("trace {}: a reader has it open, it stays in WAL mode", state_->path.string());
+    }
   }
   // Finalize statements and close (checkpointing the WAL) before the lock says "writer gone".
   std::filesystem::path lock = writer_lock_path(state_->path);

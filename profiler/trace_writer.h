@@ -32,6 +32,11 @@ std::filesystem::path writer_lock_path(const std::filesystem::path& trace);
 // builds nothing that exists already. The writer calls it when it closes the file; whoever
 // finishes a trace whose writer died (marking it incomplete) calls it too.
 Status create_deferred_indexes(SqliteDb& db);
+// A closed trace as one file: the WAL checkpointed into it and the journal mode set back to
+// DELETE, so the file can be copied alone and read-only readers leave no -wal/-shm beside it.
+// Needs no other connection open (a live dashboard's keeps it in WAL mode, which readers
+// handle the same): false when that is so.
+bool settle_into_one_file(SqliteDb& db);
 
 class TraceWriter {
  public:

@@ -456,3 +456,49 @@ TEST_F(TraceStoreTest, TraceWriterThroughput) {
 
 }  // namespace
 }  // namespace partrain::profiler
+
+namespace partrain::profiler {
+namespace {
+
+class ClosedTraceTest : public ::testing::Test {
+ protected:
+  testing::ScratchDir scratch_;
+};
+
+TEST_F(ClosedTraceTest, IsOneFileThatReadersLeaveAlone) {
+  const fs::path path = scratch_.path() / "closed.db";
+  {
+    auto writer = TraceWriter::create(path);
+    ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+    std::vector<TraceEvent> events{all_reduce(0, 0, 1000), all_reduce(1, 0, 1010)};
+    (*writer)->append(events);
+    ASSERT_TRUE((*writer)->set_run_status(RunStatus::kCompleted).is_ok());
+  }
+  EXPECT_FALSE(fs::exists(path.string() + "-wal"));
+  EXPECT_FALSE(fs::exists(path.string() + "-shm"));
+  {
+    SqliteDb db = open_read_only(path);
+    EXPECT_EQ(query_rows(db, "PRAGMA journal_mode"), "delete\n");
+    EXPECT_EQ(query_number(db, "SELECT count(*) FROM collectives"), 2);
+  }
+  EXPECT_FALSE(fs::exists(path.string() + "-wal"));  // a reader of a closed trace writes nothing
+  EXPECT_FALSE(fs::exists(path.string() + "-shm"));
+}
+
+TEST_F(ClosedTraceTest, StaysInWalModeWhileAReaderHoldsItAndKeepsEveryRow) {
+  const fs::path path = scratch_.path() / "read.db";
+  auto writer = TraceWriter::create(path);
+  ASSERT_TRUE(writer.is_ok());
+  std::vector<TraceEvent> events{all_reduce(0, 0, 1000)};
+  (*writer)->append(events);
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  SqliteDb reader = open_read_only(path);  // a live dashboard
+  EXPECT_EQ(query_number(reader, "SELECT count(*) FROM collectives"), 1);
+  ASSERT_TRUE((*writer)->set_run_status(RunStatus::kCompleted).is_ok());
+  writer->reset();
+  EXPECT_EQ(query_rows(reader, "SELECT status FROM runs"), "completed\n");
+  EXPECT_EQ(query_rows(reader, "PRAGMA journal_mode"), "wal\n");
+}
+
+}  // namespace
+}  // namespace partrain::profiler

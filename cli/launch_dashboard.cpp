@@ -1,0 +1,157 @@
+#include "cli/launch_dashboard.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+#include <string>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "profiler/rank_tracer.h"
+#include "runner/launch/launcher.h"
+#include "runner/launch/node_trace.h"
+#include "runner/launch/run_identity.h"
+#include "tui/dashboard.h"
+
+namespace partrain::cli {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int kMinColumns = 80;  // the dashboard's smallest screen (docs/top.md)
+constexpr int kMinRows = 24;
+
+Status check_terminal() {
+  if (::isatty(STDOUT_FILENO) == 0 || ::isatty(STDIN_FILENO) == 0) {
+    return invalid_argument("--tui needs a terminal on stdin and stdout; without one, trace the "
+                            "run and watch it with `partrain top FILE` from a terminal");
+  }
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 &&
+      (size.ws_col < kMinColumns || size.ws_row < kMinRows)) {
+    return invalid_argument("--tui needs a terminal of at least {}x{}, this one is {}x{}: "
+                            "enlarge it, or run without --tui and use `partrain top` later",
+                            kMinColumns, kMinRows, size.ws_col, size.ws_row);
+  }
+  return Status::ok();
+}
+
+// The launcher's stderr sent to a file while the dashboard owns the terminal, and back after.
+class StderrToFile {
+ public:
+  static StatusOr<StderrToFile> open(const fs::path& path) {
+    const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (file < 0) return failed("cannot create {}: {}", path.string(), std::strerror(errno));
+    const int saved = ::dup(STDERR_FILENO);
+    std::fflush(stderr);
+    ::dup2(file, STDERR_FILENO);
+    ::close(file);
+    return StderrToFile(saved, path);
+  }
+  StderrToFile(StderrToFile&& other) noexcept : saved_(other.saved_), path_(other.path_) {
+    other.saved_ = -1;
+  }
+  ~StderrToFile() { restore(); }
+
+  // Restores the terminal's stderr and replays what the launcher said meanwhile.
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+    std::ifstream said(path_);
+    const std::string text((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+    std::fwrite(text.data(), 1, text.size(), stderr);
+  }
+
+ private:
+  StderrToFile(int saved, fs::path path) : saved_(saved), path_(std::move(path)) {}
+  int saved_;
+  fs::path path_;
+};
+
+// The launcher reads SIGINT, SIGTERM and SIGHUP from a signalfd on its own thread; blocked here
+// too, they reach it whichever thread the kernel picks (SIGWINCH stays the dashboard's).
+void block_launcher_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&set, signal);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+}  // namespace
+
+StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
+  RETURN_IF_ERROR(check_terminal());
+  if (!config.trace) {
+    return invalid_argument("--tui shows the run's trace: drop --no-trace");
+  }
+  if (env::get(profiler::kCollectorEnv).has_value()) {
+    return invalid_argument("under `partrain trace` the run records into the outer trace: watch "
+                            "that file with `partrain top FILE` instead of --tui");
+  }
+  // The file the node's collector will write, known before the launcher creates it.
+  if (!config.run_id) {
+    ASSIGN_OR_RETURN(std::string run_id, launch::new_run_id());
+    config.run_id = run_id;
+  }
+  const fs::path base = config.trace_file ? fs::path(*config.trace_file)
+                                          : launch::default_trace_path(*config.run_id);
+  const fs::path trace = launch::node_trace_path(base, config.node_rank.value_or(0));
+  if (fs::exists(trace)) {
+    return invalid_argument("the trace file {} already exists: remove it or pass another --trace",
+                            trace.string());
+  }
+  fs::path side = trace;
+  side.replace_extension();
+  if (!config.log_dir) config.log_dir = side.string() + ".logs";
+  config.tee = false;
+  std::error_code error;
+  fs::create_directories(*config.log_dir, error);
+  if (error) {
+    return failed("cannot create the log directory {}: {}", *config.log_dir, error.message());
+  }
+  ASSIGN_OR_RETURN(StderrToFile launcher_log,
+                   StderrToFile::open(fs::path(*config.log_dir) / "launcher.log"));
+
+  block_launcher_signals();
+  std::atomic<bool> run_over{false};
+  std::shared_future<StatusOr<int>> run = std::async(std::launch::async, [&config, &run_over] {
+    StatusOr<int> code = launch::launch(config);
+    run_over = true;
+    return code;
+  }).share();
+  tui::DashboardOptions dashboard;
+  dashboard.trace = trace;
+  dashboard.wait_for_trace = std::chrono::seconds(60);  // rendezvous, then the collector
+  dashboard.handle_signals = false;
+  // A run stopped by Ctrl-C ends the dashboard with it; one that ends by itself stays on screen
+  // to be browsed until q.
+  dashboard.stop_requested = [run, &run_over] {
+    if (!run_over) return false;
+    const StatusOr<int>& code = run.get();
+    return !code.is_ok() || *code == 130 || *code == 143 || *code == 129;
+  };
+  const int dashboard_code = tui::run_dashboard(dashboard);
+  launcher_log.restore();
+  if (dashboard_code != 0) {
+    log::warn("the dashboard ended with exit code {}; the run goes on", dashboard_code);
+  } else if (!run_over) {
+    log::info("dashboard closed; the run goes on (Ctrl-C stops it)");
+  }
+  StatusOr<int> code = run.get();
+  log::info("rank output: {}/rank_<N>.log", *config.log_dir);
+  return code;
+}
+
+}  // namespace partrain::cli

@@ -1,0 +1,17 @@
+// `partrain launch --tui`: the run under the live dashboard. The launcher runs on a thread of its
+// own while the dashboard (tui::run_dashboard, the same loop as `partrain top`) owns the
+// terminal and follows the node's trace; the ranks' output goes to per-rank log files and the
+// launcher's own messages to a file, both printed or named once the dashboard closes.
+#pragma once
+
+#include "core/status.h"
+#include "runner/launch/launch_config.h"
+
+namespace partrain::cli {
+
+// The run's exit code, as `partrain launch` without --tui. kInvalidArgument (exit 2) when the
+// dashboard cannot be shown: no terminal, one smaller than 80x24, tracing off, or an outer
+// `partrain trace` owning the trace file.
+StatusOr<int> launch_with_dashboard(launch::LaunchConfig config);
+
+}  // namespace partrain::cli
