@@ -51,7 +51,16 @@ StatusOr<std::unique_ptr<TraceFollower>> open_follower(const DashboardOptions& o
     if (g_signal != 0 || (options.stop_requested && options.stop_requested())) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return TraceFollower::open(options.trace);
+  // The writer creates the file, then its schema: while waiting, a file that is not yet a trace
+  // is one being born, not an unreadable input.
+  while (true) {
+    auto follower = TraceFollower::open(options.trace);
+    if (follower.is_ok() || monotonic_ns() >= deadline || g_signal != 0 ||
+        (options.stop_requested && options.stop_requested())) {
+      return follower;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 // The model after the first read and the analyses' first run.

@@ -178,6 +178,52 @@ TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
             std::string::npos);
 }
 
+// `partrain launch --tui`: the dashboard follows the run it launched, stays for browsing once the
+// run has ended, and q returns the run's exit code with the launcher's messages replayed.
+TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
+  if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+  ScratchDir dir;
+  const std::string socket = fmt::format("partrain-launch-tui-{}", getpid());
+  const auto tmux = [&](const std::string& args) {
+    return run_shell("tmux -u -L " + socket + " " + args);
+  };
+  const fs::path trace = dir.path() / "tui.db";
+  const fs::path code_file = dir.path() / "code";
+  const std::string command = fmt::format(
+      "{} launch -n 4 --workload mlp --layers 2 --hidden 32 --steps 40 --tui --trace {}; "
+      "echo $? > {}; sleep 60",
+      PARTRAIN_BINARY, trace.string(), code_file.string());
+  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 80 -y 24 \"{}\"", command))
+                .exit_code,
+            0);
+  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  // The run ends by itself (40 steps) and the dashboard stays on it, showing every rank.
+  EXPECT_TRUE(eventually([&] {
+    const std::string screen = capture();
+    return screen.find("| completed |") != std::string::npos && rank_rows(screen).size() == 4;
+  })) << capture();
+  EXPECT_TRUE(read_file(code_file.string()).empty());  // still browsing
+  tmux("send-keys -t tui q");
+  EXPECT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
+  EXPECT_EQ(read_file(code_file.string()), "0\n");
+  const std::string after = capture();
+  EXPECT_NE(after.find("partrain: trace: " + trace.string()), std::string::npos) << after;
+  EXPECT_NE(after.find("rank output: " + (dir.path() / "tui.logs").string()), std::string::npos)
+      << after;
+  EXPECT_TRUE(fs::exists(dir.path() / "tui.logs" / "rank_3.log"));
+  tmux("kill-server");
+}
+
+TEST(LaunchTui, RefusesWithoutATerminalOrATrace) {
+  ScratchDir dir;
+  const CommandResult piped = run_partrain(fmt::format(
+      "launch -n 2 --workload mlp --steps 1 --tui --trace {} </dev/null >/dev/null",
+      (dir.path() / "x.db").string()));
+  EXPECT_EQ(piped.exit_code, 2) << piped.err;
+  EXPECT_NE(piped.err.find("--tui needs a terminal"), std::string::npos) << piped.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "x.db"));  // nothing was launched
+}
+
 TEST(TopCommand, ExitCodes) {
   ScratchDir dir;
   const fs::path bogus = dir.path() / "notes.db";
