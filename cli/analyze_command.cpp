@@ -18,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kRunsDir = "partrain-runs";
 
 struct AnalyzeFlags {
   std::string trace;
@@ -41,28 +40,6 @@ StatusOr<analyzers::WindowOptions> window_options(const AnalyzeFlags& flags) {
   return options;
 }
 
-// The most recently modified *.db in ./partrain-runs (where `partrain launch` writes).
-StatusOr<fs::path> most_recent_trace() {
-  std::optional<fs::path> newest;
-  fs::file_time_type newest_time;
-  std::error_code ec;
-  for (fs::directory_iterator it(kRunsDir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() != ".db" || !it->is_regular_file(ec)) continue;
-    const fs::file_time_type time = it->last_write_time(ec);
-    if (!ec && (!newest || time > newest_time)) {
-      newest = it->path();
-      newest_time = time;
-    }
-  }
-  if (!newest) {
-    return invalid_argument(
-        "no trace named and no *.db in ./{}: name one (partrain analyze run.db) or record a run "
-        "first, e.g. partrain launch -n 4 --workload gpt --dp 2 --tp 2 --steps 6",
-        kRunsDir);
-  }
-  return *newest;
-}
-
 int fail(const Status& status) {
   log::error("{}", status.message());
   return status.exit_code();
@@ -73,10 +50,12 @@ int run_analyze(const AnalyzeFlags& flags) {
   if (!options.is_ok()) return fail(options.status());
   fs::path path = flags.trace;
   if (path.empty()) {
-    auto found = most_recent_trace();
+    auto found = most_recent_trace(
+        "name one (partrain analyze run.db) or record a run first, e.g. partrain launch -n 4 "
+        "--workload gpt --dp 2 --tp 2 --steps 6");
     if (!found.is_ok()) return fail(found.status());
     path = *found;
-    log::info("analyzing {} (the most recent trace in ./{})", path.string(), kRunsDir);
+    log::info("analyzing {} (the most recent trace)", path.string());
   }
   auto trace = profiler::open_trace(path);
   if (!trace.is_ok()) return fail(trace.status());

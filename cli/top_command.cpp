@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/trace_selection.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "tui/dashboard.h"
@@ -22,7 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kRunsDir = "partrain-runs";
 
 struct TopFlags {
   std::string trace;
@@ -33,28 +33,6 @@ struct TopFlags {
   std::string view = "overview";
   bool ascii = false;
 };
-
-// The most recently modified *.db in ./partrain-runs, as `partrain analyze` chooses it.
-StatusOr<fs::path> latest_trace() {
-  std::optional<fs::path> newest;
-  fs::file_time_type newest_time;
-  std::error_code ec;
-  for (fs::directory_iterator it(kRunsDir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() != ".db" || !it->is_regular_file(ec)) continue;
-    const fs::file_time_type time = it->last_write_time(ec);
-    if (!ec && (!newest || time > newest_time)) {
-      newest = it->path();
-      newest_time = time;
-    }
-  }
-  if (!newest) {
-    return invalid_argument(
-        "no trace named and no *.db in ./{}: name one (partrain top run.db) or start a run "
-        "first, e.g. partrain launch -n 4 --workload gpt --steps 50",
-        kRunsDir);
-  }
-  return *newest;
-}
 
 StatusOr<tui::DashboardOptions> dashboard_options(const TopFlags& flags) {
   tui::DashboardOptions options;
@@ -77,8 +55,10 @@ StatusOr<tui::DashboardOptions> dashboard_options(const TopFlags& flags) {
   }
   options.view = *view;
   if (flags.trace.empty()) {
-    ASSIGN_OR_RETURN(options.trace, latest_trace());
-    log::info("showing {} (the most recent trace in ./{})", options.trace.string(), kRunsDir);
+    ASSIGN_OR_RETURN(options.trace,
+                     most_recent_trace("name one (partrain top run.db) or start a run first, "
+                                       "e.g. partrain launch -n 4 --workload gpt --steps 50"));
+    log::info("showing {} (the most recent trace)", options.trace.string());
   } else {
     options.trace = flags.trace;
   }

@@ -1,4 +1,4 @@
-// Parsing of --steps and --rank for the trace-reading commands.
+// The default trace and the parsing of --steps and --rank for the trace-reading commands.
 #include "cli/trace_selection.h"
 
 #include <algorithm>
@@ -8,6 +8,9 @@
 
 namespace partrain::cli {
 namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kRunsDir = "partrain-runs";
 
 // A non-negative decimal number and nothing else.
 std::optional<int64_t> parse_count(std::string_view text) {
@@ -21,6 +24,24 @@ std::optional<int64_t> parse_count(std::string_view text) {
 }
 
 }  // namespace
+
+StatusOr<fs::path> most_recent_trace(std::string_view example) {
+  std::optional<fs::path> newest;
+  fs::file_time_type newest_time;
+  std::error_code ec;
+  for (fs::directory_iterator it(kRunsDir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".db" || !it->is_regular_file(ec)) continue;
+    const fs::file_time_type time = it->last_write_time(ec);
+    if (!ec && (!newest || time > newest_time)) {
+      newest = it->path();
+      newest_time = time;
+    }
+  }
+  if (!newest) {
+    return invalid_argument("no trace named and no *.db in ./{}: {}", kRunsDir, example);
+  }
+  return *newest;
+}
 
 StatusOr<profiler::StepRange> parse_step_range(std::string_view text) {
   const size_t colon = text.find(':');

@@ -1,7 +1,8 @@
-// The --steps and --rank flags of the commands that read a trace (`export`, `analyze`): the
-// same spelling and the same messages everywhere.
+// What the commands that read a trace (`export`, `analyze`, `top`) share: which trace when none
+// is named, and the --steps and --rank flags, with the same spelling and messages everywhere.
 #pragma once
 
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
@@ -9,6 +10,10 @@
 #include "profiler/chrome_export.h"
 
 namespace partrain::cli {
+
+// The most recently modified *.db in ./partrain-runs (where `partrain launch` writes). Without
+// one, kInvalidArgument suggesting `example`, a command that names a trace or records a run.
+StatusOr<std::filesystem::path> most_recent_trace(std::string_view example);
 
 // "A:B", "A:", ":B" or "A": inclusive step numbers; kInvalidArgument otherwise.
 StatusOr<profiler::StepRange> parse_step_range(std::string_view text);

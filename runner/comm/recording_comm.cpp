@@ -8,13 +8,8 @@
 namespace partrain::comm {
 
 uint64_t nccl_tests_bytes(std::string_view op, size_t count, DType dtype, int comm_size) {
-  const uint64_t buffer = static_cast<uint64_t>(count) * dtype_size(dtype);
-  // nccl-tests reports the gathered (or scattered) buffer for these three.
-  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") {
-    return buffer * static_cast<uint64_t>(comm_size);
-  }
-  if (op == "barrier") return 0;
-  return buffer;
+  return profiler::nccl_tests_size_bytes(op, static_cast<uint64_t>(count) * dtype_size(dtype),
+                                         comm_size);
 }
 
 using profiler::CollectiveEvent;
