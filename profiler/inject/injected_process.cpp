@@ -112,6 +112,7 @@ void InjectedProcess::range_ended(std::string_view name, int64_t start_ns, int64
   }
   tracer_->slice("step", SliceCategory::kStep, start_ns, end_ns, -1, -1, *marked_step);
   tracer_->step_done(*marked_step, start_ns, end_ns, std::numeric_limits<double>::quiet_NaN(), 0);
+  if (GpuTracing* gpu_tracing = gpu()) gpu_tracing->flush();  // the step's kernels, promptly
 }
 
 InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {

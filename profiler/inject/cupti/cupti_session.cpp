@@ -102,6 +102,7 @@ class CuptiSession final : public GpuTracing {
     std::lock_guard lock(mutex_);
     translator_.add_nccl_call(call);
   }
+  void flush() override { api_.flush_all(0); }
   void stop() override;
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
