@@ -42,7 +42,7 @@ demo: build
 	$(BUILD_DIR)/bin/partrain analyze $(DEMO_TRACE)
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE long -j 2 $(CTEST_ARGS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE "long|soak" -j 2 $(CTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "cli/command_config.h"
 #include "cli/version.h"
 #include "core/log.h"
 
@@ -16,35 +17,6 @@
 
 namespace partrain::cli {
 namespace {
-
-// TOML keys at the top of a --config file belong to the subcommand being run, so
-// `partrain launch --config run.toml` reads `nproc-per-node = 4` without a [launch] header.
-// Keys under an explicit [launch] or [bench.collectives] section keep that section.
-class CommandConfig final : public CLI::ConfigTOML {
- public:
-  explicit CommandConfig(const CLI::App* root) : root_(root) {}
-
-  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
-    std::vector<CLI::ConfigItem> config_items = CLI::ConfigTOML::from_config(input);
-    std::vector<std::string> path;
-    for (const CLI::App* app = root_;;) {
-      auto chosen = app->get_subcommands();
-      if (chosen.empty()) break;
-      app = chosen.front();
-      path.push_back(app->get_name());
-    }
-    for (auto& item : config_items) {
-      if (item.parents.empty() && item.name != "++" && item.name != "--" &&
-          root_->get_option_no_throw("--" + item.name) == nullptr) {
-        item.parents = path;
-      }
-    }
-    return config_items;
-  }
-
- private:
-  const CLI::App* root_;
-};
 
 bool is_bindable(const CLI::Option* option) {
   if (option->get_lnames().empty()) return false;  // positionals: the worker command, files
