@@ -45,15 +45,9 @@ const std::string& GpuActivityTranslator::demangled(const std::string& name) {
 
 void GpuActivityTranslator::on(const GpuKernel& kernel) {
   KernelRecord record;
-  SliceEvent& slice = record.slice;
-  slice.rank = sink_.rank();
-  slice.track_kind = TrackKind::kCudaStream;
-  slice.track = fmt::format("gpu{} stream {}", kernel.device, kernel.stream);
-  slice.name = demangled(kernel.name);
-  slice.category = SliceCategory::kKernel;
-  slice.ts_ns = sink_.timeline_ns(kernel.start_ns);
-  slice.dur_ns = std::max<int64_t>(0, kernel.end_ns - kernel.start_ns);
-  slice.step = sink_.step();
+  record.slice = slice_on(TrackKind::kCudaStream, stream_track(kernel.device, kernel.stream),
+                          demangled(kernel.name), SliceCategory::kKernel, kernel.start_ns,
+                          kernel.end_ns);
   record.correlation_id = kernel.correlation;
   record.device = kernel.device;
   record.stream = kernel.stream;
@@ -97,28 +91,34 @@ void GpuActivityTranslator::extend_span(uint64_t external_id, int64_t start_ns, 
   }
 }
 
-void GpuActivityTranslator::stream_slice(std::string_view name, SliceCategory category,
-                                         int32_t device, uint32_t stream, int64_t start_ns,
-                                         int64_t end_ns) {
+std::string GpuActivityTranslator::stream_track(int32_t device, uint32_t stream) {
+  return fmt::format("gpu{} stream {}", device, stream);
+}
+
+SliceEvent GpuActivityTranslator::slice_on(TrackKind kind, std::string track,
+                                           std::string_view name, SliceCategory category,
+                                           int64_t start_ns, int64_t end_ns) const {
   SliceEvent slice;
   slice.rank = sink_.rank();
-  slice.track_kind = TrackKind::kCudaStream;
-  slice.track = fmt::format("gpu{} stream {}", device, stream);
+  slice.track_kind = kind;
+  slice.track = std::move(track);
   slice.name = name;
   slice.category = category;
   slice.ts_ns = sink_.timeline_ns(start_ns);
   slice.dur_ns = std::max<int64_t>(0, end_ns - start_ns);
   slice.step = sink_.step();
-  sink_.emit(slice);
+  return slice;
 }
 
 void GpuActivityTranslator::on(const GpuMemcpy& copy) {
-  stream_slice(fmt::format("memcpy {}", copy_direction_name(copy.direction)),
-               SliceCategory::kMemcpy, copy.device, copy.stream, copy.start_ns, copy.end_ns);
+  sink_.emit(slice_on(TrackKind::kCudaStream, stream_track(copy.device, copy.stream),
+                      fmt::format("memcpy {}", copy_direction_name(copy.direction)),
+                      SliceCategory::kMemcpy, copy.start_ns, copy.end_ns));
 }
 
 void GpuActivityTranslator::on(const GpuMemset& set) {
-  stream_slice("memset", SliceCategory::kMemset, set.device, set.stream, set.start_ns, set.end_ns);
+  sink_.emit(slice_on(TrackKind::kCudaStream, stream_track(set.device, set.stream), "memset",
+                      SliceCategory::kMemset, set.start_ns, set.end_ns));
 }
 
 void GpuActivityTranslator::on(const GpuMemoryChange& change) {
@@ -129,16 +129,8 @@ void GpuActivityTranslator::on(const GpuMemoryChange& change) {
 }
 
 void GpuActivityTranslator::on(const GpuSynchronization& sync) {
-  SliceEvent slice;
-  slice.rank = sink_.rank();
-  slice.track_kind = TrackKind::kCpuThread;
-  slice.track = "cuda sync";
-  slice.name = sync.what;
-  slice.category = SliceCategory::kSync;
-  slice.ts_ns = sink_.timeline_ns(sync.start_ns);
-  slice.dur_ns = std::max<int64_t>(0, sync.end_ns - sync.start_ns);
-  slice.step = sink_.step();
-  sink_.emit(slice);
+  sink_.emit(slice_on(TrackKind::kCpuThread, "cuda sync", sync.what, SliceCategory::kSync,
+                      sync.start_ns, sync.end_ns));
 }
 
 void GpuActivityTranslator::add_nccl_call(const NcclCallRecord& call) {

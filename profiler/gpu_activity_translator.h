@@ -60,8 +60,10 @@ class GpuActivityTranslator {
   void on(const GpuSynchronization& sync);
   void on(const GpuExternalCorrelation& link);
   void extend_span(uint64_t external_id, int64_t start_ns, int64_t end_ns);
-  void stream_slice(std::string_view name, SliceCategory category, int32_t device,
-                    uint32_t stream, int64_t start_ns, int64_t end_ns);
+  // A slice of this rank on the timeline, in the step the rank is in now.
+  SliceEvent slice_on(TrackKind kind, std::string track, std::string_view name,
+                      SliceCategory category, int64_t start_ns, int64_t end_ns) const;
+  static std::string stream_track(int32_t device, uint32_t stream);  // "gpu0 stream 7"
   const std::string& demangled(const std::string& name);
 
   GpuTraceSink& sink_;

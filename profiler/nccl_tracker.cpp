@@ -92,6 +92,10 @@ std::vector<int> NcclTracker::world_members(int nranks, int rank) const {
   return members;
 }
 
+std::string NcclTracker::local_comm_id(ncclComm_t comm) const {
+  return fmt::format("nccl-r{}-{}", world_rank_, static_cast<void*>(comm));
+}
+
 void NcclTracker::register_comm(ncclComm_t comm, NcclCommInfo info) {
   Comm entry;
   entry.info = std::move(info);
@@ -131,9 +135,8 @@ void NcclTracker::comm_split(ncclComm_t parent, int color, ncclComm_t child, int
     auto found = comms_.find(parent);
     // Every member of the parent calls the split in the same order, so the parent's id, the
     // split's index and the colour name the child alike on all of its members.
-    const std::string parent_id = found != comms_.end()
-                                      ? found->second.info.id
-                                      : fmt::format("nccl-unknown-{}", static_cast<void*>(parent));
+    const std::string parent_id =
+        found != comms_.end() ? found->second.info.id : local_comm_id(parent);
     const int index = found != comms_.end() ? found->second.splits++ : 0;
     event.comm_id = fmt::format("{}.split{}.c{}", parent_id, index, color);
     if (child == nullptr || color == PARTRAIN_NCCL_SPLIT_NOCOLOR) {
@@ -162,8 +165,7 @@ void NcclTracker::comm_ended(ncclComm_t comm, std::string_view call, int64_t sta
 void NcclTracker::comm_adopted(ncclComm_t comm, int nranks, int rank) {
   std::lock_guard lock(mutex_);
   if (comms_.contains(comm)) return;
-  register_comm(comm, {fmt::format("nccl-r{}-{}", world_rank_, static_cast<void*>(comm)), nranks,
-                       rank, world_members(nranks, rank)});
+  register_comm(comm, {local_comm_id(comm), nranks, rank, world_members(nranks, rank)});
 }
 
 bool NcclTracker::knows(ncclComm_t comm) const {
@@ -199,8 +201,7 @@ void NcclTracker::call_made(const NcclCall& call, uint64_t correlation, int64_t 
     std::lock_guard lock(mutex_);
     auto found = comms_.find(call.comm);
     if (found == comms_.end()) {
-      register_comm(call.comm, {fmt::format("nccl-r{}-{}", world_rank_,
-                                            static_cast<void*>(call.comm)), 0, 0, {}});
+      register_comm(call.comm, {local_comm_id(call.comm), 0, 0, {}});
       found = comms_.find(call.comm);
     }
     Comm& comm = found->second;

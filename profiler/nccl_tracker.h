@@ -121,6 +121,8 @@ class NcclTracker {
   };
 
   void register_comm(ncclComm_t comm, NcclCommInfo info);
+  // The id of a handle never seen created: this rank's own, as no other member can compute it.
+  std::string local_comm_id(ncclComm_t comm) const;
   std::vector<int> world_members(int nranks, int rank) const;
 
   const CallSink on_call_;

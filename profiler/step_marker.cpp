@@ -15,8 +15,10 @@ StatusOr<StepMarker> StepMarker::compile(std::string_view expression) {
 }
 
 std::optional<int64_t> StepMarker::step_of(std::string_view range_name) {
+  if (not_markers_.contains(range_name)) return std::nullopt;
   std::match_results<std::string_view::const_iterator> match;
   if (!std::regex_search(range_name.begin(), range_name.end(), match, expression_)) {
+    if (not_markers_.size() < kMaxRememberedNames) not_markers_.emplace(range_name);
     return std::nullopt;
   }
   const int64_t ordinal = steps_seen_++;

@@ -9,6 +9,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 
 #include "core/status.h"
 
@@ -23,13 +24,24 @@ class StepMarker {
   static StatusOr<StepMarker> compile(std::string_view expression);
 
   // The step a range of this name is, or nullopt when it is no step marker. Not thread-safe.
+  // Called for every NVTX range the program opens: names already found not to match (nearly
+  // all of them: "forward", "aten::mm", ...) are answered without running the expression.
   std::optional<int64_t> step_of(std::string_view range_name);
 
  private:
   explicit StepMarker(std::regex expression) : expression_(std::move(expression)) {}
 
+  // Names that did not match, up to a bound (a program naming ranges by iteration would
+  // otherwise grow it without end).
+  static constexpr size_t kMaxRememberedNames = 4096;
+
   std::regex expression_;
   int64_t steps_seen_ = 0;
+  struct NameHash {
+    using is_transparent = void;  // looked up by string_view, without a copy
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_set<std::string, NameHash, std::equal_to<>> not_markers_;
 };
 
 }  // namespace partrain::profiler

@@ -77,13 +77,8 @@ CategoryBytes shown_memory(const ViewModel& model, const RankStatus& row) {
   auto it = model.memory.find(row.rank);
   if (it == model.memory.end() || it->second.points.empty()) return row.memory_bytes;
   const MemoryPoint* peak = &it->second.points.front();
-  auto total = [](const CategoryBytes& bytes) {
-    int64_t sum = 0;
-    for (int64_t b : bytes) sum += b;
-    return sum;
-  };
   for (const MemoryPoint& point : it->second.points) {
-    if (total(point.bytes) > total(peak->bytes)) peak = &point;
+    if (total_bytes(point.bytes) > total_bytes(peak->bytes)) peak = &point;
   }
   return peak->bytes;
 }
@@ -194,8 +189,7 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
                              static_cast<double>(row.breakdown->step_ns), c.time_bar_width));
     }
     const CategoryBytes memory_bytes = shown_memory(model, row);
-    int64_t memory_total = 0;
-    for (int64_t b : memory_bytes) memory_total += b;
+    const int64_t memory_total = total_bytes(memory_bytes);
     std::vector<Cell> memory_bar = stacked_bar(memory_segments(memory_bytes, glyphs), scale,
                                                c.memory_bar_width);
     if (auto it = model.memory.find(row.rank); it != model.memory.end() && scale > 0 &&

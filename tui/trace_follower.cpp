@@ -492,10 +492,12 @@ void TraceFollower::derive(ViewModel& model, const std::map<int, bool>& touched)
   }
 }
 
-int64_t RankStatus::memory_total() const {
+int64_t total_bytes(const CategoryBytes& bytes) {
   int64_t total = 0;
-  for (int64_t b : memory_bytes) total += b;
+  for (int64_t b : bytes) total += b;
   return total;
 }
+
+int64_t RankStatus::memory_total() const { return total_bytes(memory_bytes); }
 
 }  // namespace partrain::tui

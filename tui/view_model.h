@@ -22,6 +22,8 @@ namespace partrain::tui {
 
 inline constexpr size_t kMemoryCategories = memory::kAllCategories.size();
 using CategoryBytes = std::array<int64_t, kMemoryCategories>;
+// The bytes of every category together.
+int64_t total_bytes(const CategoryBytes& bytes);
 
 // A rank's last completed step split as docs/analysis.md does it (compute + exposed comm +
 // exposed memcpy + idle = the step), from the slices that overlap the step.

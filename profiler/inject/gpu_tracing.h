@@ -19,7 +19,8 @@ class GpuTracing {
   virtual void pop_correlation() = 0;
   // An NCCL call, recorded once its kernels are known (or at stop()).
   virtual void add_nccl_call(const NcclCallRecord& call) = 0;
-  // Hands over the records of work already completed (at a step's end), without waiting.
+  // Asks for the records of work already completed (at a step's end); returns at once, the
+  // flush itself runs on the collection's own thread, never on the program's.
   virtual void flush() = 0;
   // Everything CUPTI still holds flushed and recorded; no record is collected after it.
   virtual void stop() = 0;

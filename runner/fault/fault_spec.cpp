@@ -105,6 +105,11 @@ Status fill(FaultKind kind, const Pairs& pairs, FaultSpec& spec) {
   return Status::ok();
 }
 
+// Whether `f` is a `kind` fault of `rank` in `step` (every step without step=).
+bool fires(const FaultSpec& f, FaultKind kind, int rank, int64_t step) {
+  return f.kind == kind && f.rank == rank && (!f.step || *f.step == step);
+}
+
 }  // namespace
 
 std::string_view fault_kind_name(FaultKind kind) {
@@ -157,9 +162,7 @@ std::string fault_spec_text(const FaultSpec& spec) {
 int64_t slow_delay_ms(const std::vector<FaultSpec>& faults, int rank, int64_t step) {
   int64_t total = 0;
   for (const FaultSpec& f : faults) {
-    if (f.kind == FaultKind::kSlow && f.rank == rank && (!f.step || *f.step == step)) {
-      total += f.ms;
-    }
+    if (fires(f, FaultKind::kSlow, rank, step)) total += f.ms;
   }
   return total;
 }
@@ -167,7 +170,7 @@ int64_t slow_delay_ms(const std::vector<FaultSpec>& faults, int rank, int64_t st
 const FaultSpec* fault_at(const std::vector<FaultSpec>& faults, FaultKind kind, int rank,
                           int64_t step) {
   for (const FaultSpec& f : faults) {
-    if (f.kind == kind && f.rank == rank && (!f.step || *f.step == step)) return &f;
+    if (fires(f, kind, rank, step)) return &f;
   }
   return nullptr;
 }

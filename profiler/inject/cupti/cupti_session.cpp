@@ -102,7 +102,13 @@ class CuptiSession final : public GpuTracing {
     std::lock_guard lock(mutex_);
     translator_.add_nccl_call(call);
   }
-  void flush() override { api_.flush_all(0); }
+  void flush() override {
+    {
+      std::lock_guard lock(flusher_mutex_);
+      flush_now_ = true;
+    }
+    flusher_wake_.notify_all();
+  }
   void stop() override;
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
@@ -129,6 +135,7 @@ class CuptiSession final : public GpuTracing {
   std::mutex flusher_mutex_;
   std::condition_variable flusher_wake_;
   bool stopping_ = false;
+  bool flush_now_ = false;  // a step ended: flush before the second is up
 };
 
 std::string result_text(const CuptiApi& api, CUptiResult result) {
@@ -175,11 +182,15 @@ Status CuptiSession::enable() {
   return Status::ok();
 }
 
-// Buffers are delivered when full or flushed: a flush every second keeps a live dashboard and a
-// killed process's trace at most a second behind.
+// Buffers are delivered when full or flushed: a flush every second, and one when a step ends,
+// keep a live dashboard and a killed process's trace at most a second behind.
 void CuptiSession::periodic_flush() {
   std::unique_lock lock(flusher_mutex_);
-  while (!flusher_wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+  while (true) {
+    flusher_wake_.wait_for(lock, std::chrono::seconds(1),
+                           [this] { return stopping_ || flush_now_; });
+    if (stopping_) return;
+    flush_now_ = false;
     lock.unlock();
     api_.flush_all(0);
     lock.lock();

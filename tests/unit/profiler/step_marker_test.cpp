@@ -26,6 +26,15 @@ TEST(StepMarker, WithoutANumberStepsAreCounted) {
   EXPECT_EQ(capture->step_of("iter-40"), 40);
 }
 
+TEST(StepMarker, NamesRememberedAsNoMarkerStayNoMarker) {
+  auto marker = StepMarker::compile("^step$");
+  ASSERT_TRUE(marker.is_ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(marker->step_of("forward"), std::nullopt);
+    EXPECT_EQ(marker->step_of("step"), i);  // counted each time: markers are never remembered
+  }
+}
+
 TEST(StepMarker, ABadExpressionNamesItselfAndTheDefault) {
   auto marker = StepMarker::compile("ProfilerStep#(");
   ASSERT_FALSE(marker.is_ok());
