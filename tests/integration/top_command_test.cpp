@@ -173,6 +173,18 @@ TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
   EXPECT_GT(model["ranks"][0]["step_ms"].get<double>(), 0);
   EXPECT_FALSE(model["recent_collectives"].empty());
 
+  // Without a name: the most recently written trace in ./partrain-runs.
+  fs::create_directories(dir.path() / "partrain-runs");
+  std::ofstream(dir.path() / "partrain-runs" / "older.db") << "not a trace";
+  fs::last_write_time(dir.path() / "partrain-runs" / "older.db",
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  fs::copy_file(trace, dir.path() / "partrain-runs" / "newest.db");
+  const CommandResult latest =
+      run_shell(fmt::format("cd {} && {} top --once", dir.path().string(), PARTRAIN_BINARY));
+  ASSERT_EQ(latest.exit_code, 0) << latest.err;
+  EXPECT_NE(latest.err.find("showing partrain-runs/newest.db"), std::string::npos) << latest.err;
+  EXPECT_EQ(rank_rows(latest.out).size(), 4u) << latest.out;
+
   // Colour on request, even into a pipe; NO_COLOR only matters when auto.
   EXPECT_NE(run_partrain("top " + trace.string() + " --once --color=always").out.find("\x1b["),
             std::string::npos);
@@ -222,6 +234,11 @@ TEST(LaunchTui, RefusesWithoutATerminalOrATrace) {
   EXPECT_EQ(piped.exit_code, 2) << piped.err;
   EXPECT_NE(piped.err.find("--tui needs a terminal"), std::string::npos) << piped.err;
   EXPECT_FALSE(fs::exists(dir.path() / "x.db"));  // nothing was launched
+  const CommandResult json = run_partrain(fmt::format(
+      "launch -n 2 --workload mlp --steps 1 --tui --json --trace {}", (dir.path() / "y.db").string()));
+  EXPECT_EQ(json.exit_code, 2) << json.err;
+  EXPECT_NE(json.err.find("--tui and --json"), std::string::npos) << json.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "y.db"));
 }
 
 TEST(TopCommand, ExitCodes) {
