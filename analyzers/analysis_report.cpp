@@ -77,6 +77,10 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
   out.started_ns = monotonic_ns();
   out.window = window;
   RETURN_IF_ERROR(read_run_row(db, out));
+  ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
+  for (Finding& finding : data_loss_findings(out.data_loss)) {
+    out.findings.push_back(std::move(finding));
+  }
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
                               temporal_findings, format_temporal_breakdown,
                               temporal_breakdown_json));
@@ -122,6 +126,9 @@ std::string format_report(const AnalysisReport& report) {
       w.run_id.empty() ? "?" : w.run_id, report.status, w.world_size,
       profiler::format_rank_ranges(w.ranks), describe_window(w),
       static_cast<double>(w.end_ns - w.start_ns) / 1e6);
+  if (!report.data_loss.empty()) {
+    out = out.substr(0, out.size() - 1) + format_data_loss(report.data_loss) + "\n";
+  }
   for (const ReportSection& section : report.sections) out += section.text + "\n";
   return out + format_findings(report.findings);
 }
@@ -147,6 +154,7 @@ nlohmann::json report_json(const AnalysisReport& report) {
   nlohmann::json out = {{"run_id", w.run_id},   {"status", report.status},
                         {"world_size", w.world_size}, {"command", report.command},
                         {"window", window}};
+  out["data_loss"] = data_loss_json(report.data_loss);
   for (const ReportSection& section : report.sections) out[section.json_key] = section.json;
   for (const auto& [key, value] : report.extra_json.items()) out[key] = value;
   nlohmann::json findings = nlohmann::json::array();

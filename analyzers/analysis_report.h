@@ -11,6 +11,7 @@
 
 #include "analyzers/analysis_window.h"
 #include "analyzers/finding.h"
+#include "analyzers/trace_data_loss.h"
 #include "core/status.h"
 #include "profiler/sqlite_db.h"
 
@@ -29,6 +30,7 @@ struct AnalysisReport {
   nlohmann::json extra_json = nlohmann::json::object();
   std::string status;  // runs.status: completed, failed, killed, incomplete, running
   std::string command;
+  std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
   std::vector<ReportSection> sections;
   std::vector<Finding> findings;  // highest impact first
 };

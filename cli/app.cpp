@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/command_config.h"
 #include "cli/version.h"
+#include "core/byte_size.h"
 #include "core/log.h"
 
 #include <fmt/format.h>
@@ -131,6 +132,22 @@ int print_report(const StatusOr<std::string>& text) {
   std::fwrite(text->data(), 1, text->size(), stdout);
   std::fflush(stdout);
   return 0;
+}
+
+StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
+                                          const std::optional<std::string>& text) {
+  if (!text) return uint64_t{0};
+  constexpr uint64_t kSmallest = 1 << 20;
+  StatusOr<uint64_t> bytes = parse_byte_size(*text);
+  if (!bytes.is_ok()) {
+    return invalid_argument("{} {}: {}; give a size such as 512M or 2G", flag, *text,
+                            bytes.status().message());
+  }
+  if (*bytes < kSmallest) {
+    return invalid_argument("{} {}: a trace needs at least 1M (1048576 bytes); give a larger size",
+                            flag, *text);
+  }
+  return *bytes;
 }
 
 std::string invocation_line() {

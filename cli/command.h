@@ -4,8 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -31,6 +34,10 @@ Subcommand add_top_command(CLI::App& parent);
 // A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.
 int print_report(const StatusOr<std::string>& text);
 
+// A trace size limit as typed after `flag` ("512M", "2G"): 0 when not given; kInvalidArgument
+// for text that is no size or a size under 1 MiB (less than an empty trace with its reserve).
+StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
+                                          const std::optional<std::string>& text);
 // This process's command line as typed (shell-quoted where needed), for a trace's run row.
 std::string invocation_line();
 

@@ -46,6 +46,7 @@ struct LaunchFlags {
   WorkloadFlags workload;
   bool json = false;
   std::optional<std::string> trace_file;
+  std::optional<std::string> trace_max_size;
   bool no_trace = false;
   bool tui = false;
 };
@@ -95,8 +96,13 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   if (flags.no_trace && flags.trace_file) {
     return invalid_argument("pass either --trace FILE or --no-trace, not both");
   }
+  if (flags.no_trace && flags.trace_max_size) {
+    return invalid_argument("--trace-max-size limits the trace: drop it or --no-trace");
+  }
   config.trace = !flags.no_trace;
   config.trace_file = flags.trace_file;
+  ASSIGN_OR_RETURN(config.trace_max_bytes,
+                   parse_trace_size_limit("--trace-max-size", flags.trace_max_size));
   config.trace_command = invocation_line();
   nlohmann::json run_config = {{"nproc_per_node", flags.nproc_per_node}};
   if (!flags.command.empty()) run_config["command"] = flags.command;
@@ -262,6 +268,9 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_option("--trace", flags->trace_file,
                   "Trace file of the run (default: ./partrain-runs/<run-id>.db); with several "
                   "nodes node N writes FILE's name with a .nodeN suffix before the extension");
+  cmd->add_option("--trace-max-size", flags->trace_max_size,
+                  "Stop tracing once a node's trace file would outgrow SIZE (512M, 2G); the run "
+                  "goes on, as it does when the disk fills up (default: no limit)");
   cmd->add_flag("--no-trace", flags->no_trace, "Do not trace the run");
   cmd->add_flag("--tui", flags->tui,
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "

@@ -13,6 +13,7 @@ namespace {
 struct TraceFlags {
   std::optional<std::string> output;
   std::optional<std::string> step_marker;
+  std::optional<std::string> max_size;
   std::vector<std::string> command;
 };
 
@@ -22,6 +23,12 @@ int run_trace(const TraceFlags& flags) {
   config.output = flags.output;
   config.command_line = invocation_line();
   config.step_marker = flags.step_marker;
+  StatusOr<uint64_t> max_bytes = parse_trace_size_limit("--max-size", flags.max_size);
+  if (!max_bytes.is_ok()) {
+    log::error("{}", max_bytes.status().message());
+    return max_bytes.status().exit_code();
+  }
+  config.max_bytes = *max_bytes;
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
@@ -58,6 +65,9 @@ Subcommand add_trace_command(CLI::App& parent) {
                   "NVTX ranges whose name matches this regular expression are the program's "
                   "training steps; the first capture group, if a number, is the step "
                   "(default: 'ProfilerStep#(\\d+)', PyTorch's)");
+  cmd->add_option("--max-size", flags->max_size,
+                  "Stop tracing once the trace file would outgrow SIZE (512M, 2G); the command "
+                  "goes on, as it does when the disk fills up (default: no limit)");
   cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
   cmd->footer(kFooter);
   return {cmd, [flags] { return run_trace(*flags); }};

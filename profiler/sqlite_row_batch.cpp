@@ -70,6 +70,9 @@ void SqliteRowBatch::bind_one(const SqlCell* row) {
   }
 }
 
+// A failure of the row itself (a constraint), after which the next rows may still go in.
+bool SqliteRowBatch::is_row_error(int rc) { return (rc & 0xff) == SQLITE_CONSTRAINT; }
+
 size_t SqliteRowBatch::insert_many(int* error_code, bool* failed) {
   const bool append_ids = can_append_ids();
   bind_many(append_ids);
@@ -98,6 +101,11 @@ uint64_t SqliteRowBatch::flush(int* error_code) {
   bool failed_many = false;
   const size_t first_single = rows_ == kRows ? insert_many(error_code, &failed_many) : 0;
   uint64_t failed = failed_many ? 1 : 0;
+  if (failed_many && !is_row_error(*error_code)) {
+    failed = rows_ - first_single + 1;
+    rows_ = 0;
+    return failed;
+  }
   for (size_t r = first_single; r < rows_; ++r) {
     const SqlCell* row = &cells_[r * columns_];
     bind_one(row);
@@ -105,6 +113,12 @@ uint64_t SqliteRowBatch::flush(int* error_code) {
     if (rc != SQLITE_DONE) {
       *error_code = rc;
       ++failed;
+      if (!is_row_error(rc)) {
+        // Not this row's fault (a full disk, an I/O error): SQLite may have rolled the
+        // transaction back, so the rows after it would each commit on their own. None is tried.
+        failed += rows_ - r - 1;
+        break;
+      }
     } else if (rowid_first_ && !row[0].null) {
       max_rowid_ = std::max(max_rowid_, row[0].value);
     }

@@ -48,12 +48,15 @@ class SqliteRowBatch {
   // The next row's cells, to be filled in column order; flush() once full().
   SqlCell* add_row() { return &cells_[rows_++ * columns_]; }
   bool full() const { return rows_ == kRows; }
+  // Forgets the pending rows (their transaction was rolled back).
+  void discard() { rows_ = 0; }
   // Inserts every pending row; returns how many could not be stored (and SQLite's last error
   // code in *error_code when any could not).
   uint64_t flush(int* error_code);
   std::string_view what() const { return what_; }
 
  private:
+  static bool is_row_error(int rc);
   bool can_append_ids() const;
   size_t insert_many(int* error_code, bool* failed);  // returns the first row not yet inserted
   void bind_many(bool null_ids);

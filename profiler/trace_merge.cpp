@@ -224,6 +224,7 @@ std::string read_only_uri(const fs::path& path) {
 StatusOr<SqliteDb> create_output(const fs::path& path) {
   TraceWriterOptions writer_options;
   writer_options.overwrite = true;
+  writer_options.disk_reserve_bytes = 0;  // closed at once, and failures are errors here
   {
     ASSIGN_OR_RETURN(auto writer, TraceWriter::create(path, writer_options));
   }  // closed: schema, views, meta and the run row are on disk

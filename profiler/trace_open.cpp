@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/log.h"
+#include "profiler/disk_reserve.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
 
@@ -125,6 +126,8 @@ Status mark_incomplete(const std::filesystem::path& path) {
       "COMMIT;"));
   RETURN_IF_ERROR(create_deferred_indexes(db));
   (void)settle_into_one_file(db);  // best effort: another reader may hold it open
+  std::error_code ignored;  // the space the dead writer held back for a full disk
+  std::filesystem::remove(disk_reserve_path(path), ignored);
   return Status::ok();
 }
 

@@ -34,6 +34,8 @@ struct TraceSession::Ingest {
   std::unique_ptr<TraceWriter> writer;  // null once finish() has closed the file
   uint64_t events_written = 0;          // the writer's figures, kept once it is closed
   uint64_t write_errors = 0;
+  uint64_t events_dropped = 0;
+  std::string stop_reason;
   std::vector<TraceEvent> decoded;      // reused batch to batch (collector thread only)
   std::atomic<uint64_t> received{0};
   std::atomic<uint64_t> lost{0};
@@ -109,6 +111,8 @@ void TraceSession::Ingest::close_writer() {
   if (!writer) return;
   events_written = writer->events_written();
   write_errors = writer->write_errors();
+  events_dropped = writer->events_dropped();
+  stop_reason = writer->stop_reason();
   writer.reset();  // commits, checkpoints the WAL into the file and releases the writer lock
 }
 
@@ -228,9 +232,13 @@ TraceSessionStats TraceSession::stats() const {
   if (ingest_->writer) {
     stats.events_written = ingest_->writer->events_written();
     stats.write_errors = ingest_->writer->write_errors();
+    stats.events_dropped = ingest_->writer->events_dropped();
+    stats.stop_reason = ingest_->writer->stop_reason();
   } else {
     stats.events_written = ingest_->events_written;
     stats.write_errors = ingest_->write_errors;
+    stats.events_dropped = ingest_->events_dropped;
+    stats.stop_reason = ingest_->stop_reason;
   }
   return stats;
 }

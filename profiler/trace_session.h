@@ -33,6 +33,10 @@ struct TraceSessionStats {
   uint64_t records_received = 0;  // records that arrived from ranks
   uint64_t records_lost = 0;      // dropped by ranks + undecodable on arrival
   uint64_t write_errors = 0;      // events the writer could not store
+  // Why tracing stopped early (a full disk: trace_writer.h), empty if it did not; and the events
+  // not stored since.
+  std::string stop_reason;
+  uint64_t events_dropped = 0;
 };
 
 class TraceSession {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/log.h"
+#include "profiler/disk_reserve.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/sqlite_row_batch.h"
 #include "profiler/trace_schema.h"
@@ -20,6 +21,8 @@ namespace partrain::profiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kTracePageBytes = 8192;  // SQLite's page size in a trace file
 
 // Heterogeneous lookup, so interning a string_view allocates only for strings not seen yet.
 struct StringHash {
@@ -136,15 +139,39 @@ struct TraceWriter::State {
   uint64_t write_errors = 0;
   uint64_t errors_recorded = 0;  // of write_errors, how many are already in stat
   bool created = false;          // create() succeeded: closing builds the deferred indexes
+  DiskReserve reserve;
+  // Stopping (trace_writer.h): a full file or a failed COMMIT sets stop_reason; stop() acts on
+  // it once the statement in hand is done.
+  std::string stop_reason;
+  bool stopped = false;
+  uint64_t events_dropped = 0;
+  uint64_t drops_recorded = 0;  // of events_dropped, how many trace_stopped already counts
 
   void note_error(int rc, std::string_view what, uint64_t count = 1) {
-    if (write_errors == 0) {
+    if (stopped) return;  // the failed statements of the stop notice itself: nothing to add
+    if (write_errors == 0 && !ends_tracing(rc)) {
       log::warn("trace {}: cannot store {}: {} (further errors are only counted)", path.string(),
                 what, sqlite3_errstr(rc));
     }
     write_errors += count;
+    if (ends_tracing(rc) && stop_reason.empty()) stop_reason = describe_stop(rc);
+  }
+  // The file cannot grow, or cannot be written at all: nothing later would be stored either.
+  static bool ends_tracing(int rc) {
+    const int primary = rc & 0xff;
+    return primary == SQLITE_FULL || primary == SQLITE_IOERR;
+  }
+  std::string describe_stop(int rc) const {
+    if ((rc & 0xff) != SQLITE_FULL) return fmt::format("the trace cannot be written ({})",
+                                                       sqlite3_errstr(rc));
+    if (options.max_file_bytes > 0) {
+      return fmt::format("the disk is full or the trace reached its size limit of {} bytes",
+                         options.max_file_bytes);
+    }
+    return "the disk is full";
   }
   void flush(SqliteRowBatch& batch) {
+    if (!stop_reason.empty()) return;  // stopping: the batch's rows are discarded with it
     int rc = SQLITE_OK;
     const uint64_t failed = batch.flush(&rc);
     if (failed > 0) note_error(rc, batch.what(), failed);
@@ -159,6 +186,7 @@ struct TraceWriter::State {
     flush(memory);
   }
   void run(SqliteStatement& stmt, std::string_view what) {
+    if (!stop_reason.empty() && !stopped) return;  // the batch is lost; nothing goes in alone
     int rc = stmt.run();
     if (rc != SQLITE_DONE) note_error(rc, what);
   }
@@ -179,6 +207,8 @@ struct TraceWriter::State {
   void store(const RunInfo& e);
   void store(const KernelRecord& e);
   Status commit_batch();
+  void stop();
+  void append_after_stop(std::span<const TraceEvent> events);
 };
 
 Status TraceWriter::State::prepare_statements() {
@@ -443,9 +473,16 @@ void TraceWriter::State::store(const RunInfo& e) {
 }
 
 Status TraceWriter::State::commit_batch() {
-  flush_rows();  // even outside a batch (BEGIN failed): then they go in one statement at a time
+  if (!stopped) flush_rows();  // even outside a batch (BEGIN failed): one statement at a time
+  if (!stop_reason.empty() && !stopped) stop();
+  if (stopped && events_dropped > drops_recorded && in_batch) {
+    StatEvent dropped{"trace_stopped", -1, static_cast<int64_t>(events_dropped - drops_recorded),
+                      StatSeverity::kDataLoss, ""};
+    drops_recorded = events_dropped;
+    store(dropped);
+  }
   if (!in_batch) return Status::ok();
-  if (write_errors > errors_recorded) {
+  if (!stopped && write_errors > errors_recorded) {
     StatEvent stat{"store_write_errors", -1, static_cast<int64_t>(write_errors - errors_recorded),
                    StatSeverity::kDataLoss, "events the trace writer could not store"};
     errors_recorded = write_errors;
@@ -454,11 +491,66 @@ Status TraceWriter::State::commit_batch() {
   in_batch = false;
   Status status = db.exec("COMMIT");
   if (!status.is_ok()) {
-    note_error(db.error_code(), "a batch (COMMIT)");
+    const int rc = db.error_code();
     (void)db.exec("ROLLBACK");
-    return status.with_context(fmt::format("committing to {}", path.string()));
+    if (stopped) return status.with_context(fmt::format("committing to {}", path.string()));
+    // The batch is gone, and with it the rows the writer's id caches point to.
+    note_error(rc, "a batch (COMMIT)");
+    if (stop_reason.empty()) stop_reason = describe_stop(rc);
+    stop();
   }
   return Status::ok();
+}
+
+// Rolls back the batch in flight, hands back the disk reserve and records the stop (trace_writer.h).
+void TraceWriter::State::stop() {
+  if (stopped) return;
+  if (in_batch) (void)db.exec("ROLLBACK");  // SQLite may have rolled it back already
+  in_batch = false;
+  events_dropped += batch_events;
+  batch_events = 0;
+  for (SqliteRowBatch* batch : {&slices, &collectives, &kernels, &memory}) batch->discard();
+  strings.clear();  // their rows may have been in the batch
+  tracks.clear();
+  groups.clear();
+  last_track = {};
+  stopped = true;
+  const uint64_t freed = reserve.bytes();
+  reserve.release();
+  if (options.max_file_bytes > 0) {
+    // Room for the notice when the limit, not the disk, is what is full.
+    (void)db.exec(fmt::format("PRAGMA max_page_count = {}",
+                              options.max_file_bytes / kTracePageBytes + 512));
+  }
+  log::warn("trace {}: {}: tracing stops here and the run goes on; the trace keeps the {} "
+            "events stored before (the {} bytes held in reserve were freed to record the stop)",
+            path.string(), stop_reason, events_written - events_dropped, freed);
+  begin_batch();
+  StatEvent notice{"trace_stopped", -1, static_cast<int64_t>(events_dropped),
+                   StatSeverity::kDataLoss,
+                   fmt::format("tracing stopped: {}; the run went on, and the events after it "
+                               "(counted here) are not in the trace", stop_reason)};
+  drops_recorded = events_dropped;
+  store(notice);
+  (void)commit_batch();
+}
+
+// Once stopped: the run's own rows are stored (each alone, they are few); the rest is counted.
+void TraceWriter::State::append_after_stop(std::span<const TraceEvent> events) {
+  bool kept = false;
+  for (const TraceEvent& event : events) {
+    const bool run_row = std::holds_alternative<StatEvent>(event) ||
+                         std::holds_alternative<RankInfo>(event) ||
+                         std::holds_alternative<RunInfo>(event);
+    if (!run_row) {
+      ++events_dropped;
+      continue;
+    }
+    begin_batch();
+    std::visit([this](const auto& e) { store(e); }, event);
+    kept = true;
+  }
+  if (kept) (void)commit_batch();
 }
 
 namespace {
@@ -485,9 +577,10 @@ Status apply_schema(SqliteDb& db) {
   // page_size must precede the first table; WAL cannot be entered inside a transaction.
   // temp_store stays at its default: MEMORY kept the statement journal of every multi-row upsert
   // in memory, a copy of each page it touched (a sixth of the cost of a memory sample).
-  RETURN_IF_ERROR(db.exec("PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; "
-                          "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; "
-                          "PRAGMA wal_autocheckpoint = 8192"));
+  RETURN_IF_ERROR(db.exec(fmt::format("PRAGMA page_size = {}; PRAGMA journal_mode = WAL; "
+                                      "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536; "
+                                      "PRAGMA wal_autocheckpoint = 8192",
+                                      kTracePageBytes)));
   RETURN_IF_ERROR(db.exec("BEGIN"));
   RETURN_IF_ERROR(db.exec(live_schema()));
   RETURN_IF_ERROR(db.exec(views_sql()));
@@ -533,9 +626,16 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
   ASSIGN_OR_RETURN(s.db, SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                                SQLITE_OPEN_NOMUTEX));
   Status status = apply_schema(s.db);
+  if (status.is_ok() && options.max_file_bytes > 0) {
+    status = s.db.exec(fmt::format("PRAGMA max_page_count = {}",
+                                   std::max<uint64_t>(options.max_file_bytes / kTracePageBytes, 1)));
+  }
   if (status.is_ok()) status = s.prepare_statements();
   if (!status.is_ok()) return status.with_context(fmt::format("creating trace {}", path.string()));
   s.created = true;
+  if (options.disk_reserve_bytes > 0) {
+    s.reserve = DiskReserve::claim(path, options.disk_reserve_bytes);
+  }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(writer.state_)));
 }
 
@@ -545,7 +645,13 @@ TraceWriter::~TraceWriter() {
   if (!state_) return;
   Status status = state_->commit_batch();
   if (!status.is_ok()) log::warn("{}", status.message());
-  if (state_->created) {
+  if (state_->stopped) {
+    // The indexes would need the room that is not there; readers scan instead.
+    log::debug("trace {}: closed after tracing stopped ({} events not stored); its indexes are "
+              "not built, readers get the same answers more slowly",
+              state_->path.string(), state_->events_dropped);
+    (void)settle_into_one_file(state_->db);  // may fail for want of room: the WAL stays then
+  } else if (state_->created) {
     // While the lock is held, so that a reader never takes a closed trace for one that died
     // before its indexes were built.
     const auto start = Clock::now();
@@ -571,13 +677,18 @@ TraceWriter::~TraceWriter() {
 
 void TraceWriter::append(std::span<const TraceEvent> events) {
   State& s = *state_;
+  s.events_written += events.size();
+  if (s.stopped) {
+    s.append_after_stop(events);
+    return;
+  }
   s.begin_batch();
   for (const TraceEvent& event : events) {
+    if (!s.stop_reason.empty()) break;  // the rest is counted as dropped by the stop
     std::visit([&s](const auto& e) { s.store(e); }, event);
   }
-  s.events_written += events.size();
   s.batch_events += events.size();
-  if (s.batch_events >= s.options.max_batch_events) {
+  if (!s.stop_reason.empty() || s.batch_events >= s.options.max_batch_events) {
     (void)commit();
   } else {
     commit_if_due();
@@ -609,6 +720,8 @@ Status TraceWriter::set_run_status(RunStatus status, std::optional<int> failing_
 
 uint64_t TraceWriter::events_written() const { return state_->events_written; }
 uint64_t TraceWriter::write_errors() const { return state_->write_errors; }
+const std::string& TraceWriter::stop_reason() const { return state_->stop_reason; }
+uint64_t TraceWriter::events_dropped() const { return state_->events_dropped; }
 const std::filesystem::path& TraceWriter::path() const { return state_->path; }
 
 }  // namespace partrain::profiler

@@ -2,6 +2,12 @@
 // TraceEvents with prepared statements in batched transactions (at most ~250 ms apart), and
 // holds the `<file>-writer` lock that tells readers the run is still live (trace_open.h). The
 // schema's deferred indexes (share/schema.sql, end) are built when the writer closes the file.
+//
+// When the file cannot grow (the disk is full, or options.max_file_bytes is reached) or a batch
+// cannot be committed, tracing stops for good and the run it records goes on: the batch in flight
+// is rolled back, a warning is logged once, the stat row `trace_stopped` says why, and from then
+// on only the run's own rows (stats, ranks' exits, the run status) are stored; every other event
+// is counted in that row's value. What was committed before stays readable.
 #pragma once
 
 #include <chrono>
@@ -10,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "core/status.h"
 #include "profiler/sqlite_db.h"
@@ -22,6 +29,12 @@ struct TraceWriterOptions {
   // A batch is committed once its oldest event is this old, or once it holds this many events.
   std::chrono::milliseconds max_commit_interval{250};
   size_t max_batch_events = 500'000;
+  // The most the file may grow to (0: as much as the disk holds). Reaching it stops tracing as a
+  // full disk does.
+  uint64_t max_file_bytes = 0;
+  // Space set aside beside the file (disk_reserve.h) and given back when the disk fills up, so
+  // that the stop is still recorded.
+  uint64_t disk_reserve_bytes = 4 << 20;
 };
 
 // The path of the lock file a live writer holds (flock, exclusive) beside `trace`.
@@ -63,6 +76,10 @@ class TraceWriter {
 
   uint64_t events_written() const;
   uint64_t write_errors() const;
+  // Why tracing stopped ("the disk is full"), empty while it goes on; and the events not stored
+  // since (those of the batch rolled back included).
+  const std::string& stop_reason() const;
+  uint64_t events_dropped() const;
   const std::filesystem::path& path() const;
 
  private:

@@ -40,6 +40,7 @@ struct LaunchConfig {
   // trace` (PARTRAIN_COLLECTOR set) the workers record into that one instead.
   bool trace = false;
   std::optional<std::string> trace_file;  // node 0's file; unset: ./partrain-runs/<run-id>.db
+  uint64_t trace_max_bytes = 0;           // each node's file at most (0: no limit)
   std::string trace_command;              // the command line, for the trace's run row
   std::string trace_config_json = "{}";   // the run's configuration (JSON), for the run row
 };

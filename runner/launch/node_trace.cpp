@@ -25,7 +25,8 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path&
                                                                 std::string_view flag,
                                                                 const std::string& socket_name,
                                                                 const std::string& token,
-                                                                profiler::RunInfo run) {
+                                                                profiler::RunInfo run,
+                                                                uint64_t max_bytes) {
   if (fs::exists(path)) {
     return invalid_argument("the trace file {} already exists: remove it or pass another {}",
                             path.string(), flag);
@@ -40,6 +41,7 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path&
   options.path = path;
   options.run_id = socket_name;
   options.token = token;
+  options.writer.max_file_bytes = max_bytes;
   auto session = profiler::TraceSession::start(std::move(options));
   if (!session.is_ok()) return session.status().with_context(flag);
   run.start_unix_ns = wall_ns();
@@ -47,6 +49,12 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path&
   (*session)->append(run);
   log::info("tracing into {}", path.string());
   return std::move(*session);
+}
+
+std::string describe_trace_stop(const profiler::TraceSessionStats& stats) {
+  if (stats.stop_reason.empty()) return "";
+  return fmt::format("; tracing stopped early ({}): {} events not stored", stats.stop_reason,
+                     stats.events_dropped);
 }
 
 StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
@@ -64,7 +72,7 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
                    open_run_trace(node_trace_path(base, run.node_rank),
                                   "--trace FILE (or --no-trace)", socket_name, run.token,
-                                  std::move(info)));
+                                  std::move(info), config.trace_max_bytes));
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));
 }
 
@@ -102,8 +110,9 @@ void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorRes
   if (!finished.is_ok()) {
     log::error("trace {}: {}", path().string(), finished.message());
   } else {
-    log::info("trace: {} ({} events{})", path().string(), stats.events_written,
-              stats.records_lost > 0 ? fmt::format(", {} lost", stats.records_lost) : "");
+    log::info("trace: {} ({} events{}{})", path().string(), stats.events_written,
+              stats.records_lost > 0 ? fmt::format(", {} lost", stats.records_lost) : "",
+              describe_trace_stop(stats));
   }
 }
 

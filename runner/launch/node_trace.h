@@ -27,12 +27,17 @@ std::filesystem::path default_trace_path(const std::string& run_id);
 // A new trace file at `path` (its directory made first) with its collector, the run's row
 // (start times filled in) already in it, and "tracing into PATH" said. The collector's socket
 // directory is named by `socket_name`. kInvalidArgument when the file exists (`flag` names how
-// to choose another, e.g. "--trace FILE"), kFailed when it cannot be created.
+// to choose another, e.g. "--trace FILE"), kFailed when it cannot be created. Tracing stops
+// when the file would outgrow `max_bytes` (0: no limit) or fills the disk (trace_writer.h).
 StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const std::filesystem::path& path,
                                                                 std::string_view flag,
                                                                 const std::string& socket_name,
                                                                 const std::string& token,
-                                                                profiler::RunInfo run);
+                                                                profiler::RunInfo run,
+                                                                uint64_t max_bytes);
+// For the closing "trace: FILE (N events...)" line: "; tracing stopped early (the disk is
+// full): N events not stored", or "" when tracing went to the end.
+std::string describe_trace_stop(const profiler::TraceSessionStats& stats);
 
 class NodeTrace {
  public:

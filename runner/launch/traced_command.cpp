@@ -106,7 +106,8 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   info.command = config.command_line;
   info.config_json = "{}";
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(path, "-o FILE", run_id, token, std::move(info)));
+                   open_run_trace(path, "-o FILE", run_id, token, std::move(info),
+                                  config.max_bytes));
 
   auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id, config.step_marker),
                                   /*capture_output=*/false});
@@ -122,7 +123,9 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   if (Status finished = session->finish(status, std::nullopt, monotonic_ns()); !finished.is_ok()) {
     log::error("trace {}: {}", path.string(), finished.message());
   }
-  log::info("trace: {} ({} events)", path.string(), session->stats().events_written);
+  const profiler::TraceSessionStats stats = session->stats();
+  log::info("trace: {} ({} events{})", path.string(), stats.events_written,
+            describe_trace_stop(stats));
   if (stop_signal) return exit_code_for_signal(*stop_signal);
   return exit.exit_code();
 }

@@ -1,7 +1,8 @@
 // `partrain launch` traces by default: a real 4-rank run's SQLite file holds what every rank did
 // (slices for every step, collectives matched across ranks, memory reaching the reported peaks,
 // clock offsets, steps with losses), its status follows the run's end, and a launcher killed
-// with SIGKILL leaves a file that opens, passes integrity_check and reads as incomplete.
+// with SIGKILL leaves a file that opens, passes integrity_check and reads as incomplete. A trace
+// that fills its disk (or its --trace-max-size) stops while the run goes on.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -268,6 +269,80 @@ TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
   EXPECT_EQ(q.rows("SELECT status FROM runs"), "incomplete\n");
   EXPECT_GE(q.number("SELECT count(*) FROM step"), committed);
   EXPECT_GT(q.number("SELECT count(*) FROM collectives"), 0);
+}
+
+// What a run whose trace fills up must show: training to the end (exit 0, the summary), one
+// notice, a closing line with the count, and a readable trace that says it stopped.
+void expect_tracing_stopped_and_run_went_on(const CommandResult& r, const fs::path& db,
+                                            std::string_view reason) {
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("[rank 0] loss:"), std::string::npos)
+      << "training went on: " << r.out << r.err;
+  const std::string notice = std::string(reason) + ": tracing stops here and the run goes on";
+  const size_t first = r.err.find(notice);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(notice, first + 1), std::string::npos) << "said once: " << r.err;
+  EXPECT_NE(r.err.find("tracing stopped early (" + std::string(reason) + "): "),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db.string() + "-reserve"));
+  EXPECT_FALSE(fs::exists(db.string() + "-writer"));
+
+  TraceQuery q(db);
+  EXPECT_EQ(q.rows("PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "completed\n");
+  EXPECT_GT(q.number("SELECT value FROM stats WHERE name = 'trace_stopped'"), 0);
+  EXPECT_GT(q.number("SELECT count(*) FROM step"), 0) << "what came before the stop is kept";
+  EXPECT_EQ(q.number("SELECT count(*) FROM rank WHERE exit_code = 0"), 4)
+      << "the ranks' exits are stored after the stop";
+
+  CommandResult analyzed = run_partrain("analyze --json " + db.string());
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  nlohmann::json report = nlohmann::json::parse(analyzed.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << analyzed.out;
+  int data_loss_findings = 0;
+  for (const auto& finding : report["findings"]) data_loss_findings += finding["kind"] == "trace_data_loss";
+  EXPECT_EQ(data_loss_findings, 1) << report["findings"].dump();
+  ASSERT_EQ(report["data_loss"].size(), 1u) << report["data_loss"].dump();
+  EXPECT_EQ(report["data_loss"][0]["name"], "trace_stopped");
+  // The text report says so in its header, above every section computed from what is left.
+  analyzed = run_partrain("analyze " + db.string());
+  EXPECT_EQ(analyzed.out.find("the trace is missing events: trace_stopped = "),
+            analyzed.out.find('\n', analyzed.out.find("window:")) + 1) << analyzed.out;
+}
+
+constexpr int kLongRunSteps = 100;  // its trace (about 1.5 MiB) outgrows 1 MiB before the end
+
+TEST_F(TraceLaunchTest, TraceMaxSizeStopsTracingAndTheRunGoesOn) {
+  const fs::path db = dir_ / "capped.db";
+  CommandResult r = run_partrain(fmt::format("launch -n 4 {} --steps {} --trace {} "
+                                             "--trace-max-size 1M", kModel, kLongRunSteps,
+                                             db.string()));
+  expect_tracing_stopped_and_run_went_on(r, db, "the disk is full or the trace reached its size "
+                                                "limit of 1048576 bytes");
+  EXPECT_LE(fs::file_size(db), uint64_t{1} << 21) << "the limit (and the stop's notice) at most";
+
+  CommandResult bad = run_partrain(fmt::format("launch -n 2 {} --trace-max-size 10K", kModel));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--trace-max-size 10K: a trace needs at least 1M"), std::string::npos)
+      << bad.err;
+}
+
+// A real full disk: a 5 MiB tmpfs in a private mount namespace (unshare, where user namespaces
+// are allowed), of which the writer's reserve takes 4 MiB.
+TEST_F(TraceLaunchTest, FullDiskStopsTracingAndTheRunGoesOn) {
+  const fs::path mount = dir_ / "small";
+  fs::create_directories(mount);
+  if (run_shell("unshare -rm sh -c 'mount -t tmpfs tmpfs " + mount.string() + "'").exit_code != 0) {
+    GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk to fill";
+  }
+  const fs::path db = mount / "full.db";
+  CommandResult r = run_shell(fmt::format(
+      "unshare -rm sh -c 'mount -t tmpfs -o size=5m tmpfs {0} && {1} launch -n 4 {2} --steps {3} "
+      "--trace {4}; code=$?; cp {4} {5}/copied.db; ls {0} > {5}/left.txt; exit $code'",
+      mount.string(), PARTRAIN_BINARY, kModel, kLongRunSteps, db.string(), dir_.string()));
+  // The tmpfs is gone with the namespace: the trace was copied out of it before.
+  expect_tracing_stopped_and_run_went_on(r, dir_ / "copied.db", "the disk is full");
+  EXPECT_EQ(read_file((dir_ / "left.txt").string()), "full.db\n") << "no reserve, lock, WAL left";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // TraceWriter and open_trace: what is written comes back through the public views, a writer
 // killed mid-batch leaves a readable file marked incomplete, and bad inputs are told apart.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "memory/category.h"
+#include "profiler/disk_reserve.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_schema.h"
@@ -312,6 +314,7 @@ TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exit " << WEXITSTATUS(wstatus);
   ASSERT_TRUE(fs::exists(writer_lock_path(path)));
+  ASSERT_TRUE(fs::exists(disk_reserve_path(path))) << "the dead writer's reserve is left";
 
   auto strict = open_trace(path, TraceOpenMode::kReadStrict);
   ASSERT_TRUE(strict.is_ok()) << strict.status().message();
@@ -329,6 +332,7 @@ TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
   EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM memory_events"), 0);
   EXPECT_EQ(query_rows(trace->db, "SELECT status FROM runs"), "incomplete\n");
   EXPECT_EQ(query_rows(trace->db, "SELECT name, severity FROM stats"), "run_incomplete|data_loss\n");
+  EXPECT_FALSE(fs::exists(disk_reserve_path(path))) << "marking it incomplete frees the reserve";
   trace = StatusOr<TraceFile>(Status::ok());
 
   // The writer died before building the deferred indexes; whoever finishes the trace can.
@@ -338,6 +342,79 @@ TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
   ASSERT_TRUE(create_deferred_indexes(*db).is_ok()) << "a second time builds nothing";
   EXPECT_EQ(index_count(*db, "slice_track_ts"), 1);
   EXPECT_EQ(query_rows(*db, "PRAGMA integrity_check"), "ok\n");
+}
+
+std::vector<TraceEvent> numbered_slices(int count, int64_t& ts) {
+  std::vector<TraceEvent> batch;
+  for (int i = 0; i < count; ++i) {
+    batch.push_back(SliceEvent{0, TrackKind::kCpuThread, "main", fmt::format("op{}", ts % 7),
+                               SliceCategory::kCompute, ts, 1, ts / 100, -1, -1});
+    ++ts;
+  }
+  return batch;
+}
+
+TEST_F(TraceStoreTest, DiskReserveIsHeldWhileWritingAndFreedAtClose) {
+  fs::path path = file("reserve.db");
+  TraceWriterOptions options;
+  options.disk_reserve_bytes = 3 << 20;
+  auto writer = make_writer(path, options);
+  ASSERT_TRUE(writer);
+  std::error_code error;
+  EXPECT_EQ(fs::file_size(disk_reserve_path(path), error), uint64_t{3} << 20);
+  writer.reset();
+  EXPECT_FALSE(fs::exists(disk_reserve_path(path)));
+}
+
+// A full file (here the size limit; a full disk gives SQLite the same SQLITE_FULL) stops tracing:
+// the rows committed before stay, the batch in flight and everything after are counted, and the
+// run's own rows (stats, status) are still stored.
+TEST_F(TraceStoreTest, FullFileStopsTracingAndKeepsEveryCommittedEvent) {
+  fs::path path = file("full.db");
+  TraceWriterOptions options;
+  options.max_file_bytes = 1 << 20;
+  options.max_commit_interval = std::chrono::hours(1);
+  auto writer = make_writer(path, options);
+  ASSERT_TRUE(writer);
+  ASSERT_TRUE(fs::exists(disk_reserve_path(path)));
+  int64_t ts = 0;
+  uint64_t committed = 0;
+  for (int batch = 0; batch < 500 && writer->stop_reason().empty(); ++batch) {
+    writer->append(numbered_slices(1000, ts));
+    if (writer->commit().is_ok() && writer->stop_reason().empty()) committed = ts;
+  }
+  ASSERT_FALSE(writer->stop_reason().empty()) << "1 MiB never filled up";
+  EXPECT_THAT(writer->stop_reason(), ::testing::HasSubstr("size limit of 1048576 bytes"));
+  EXPECT_GT(committed, 0u);
+  EXPECT_EQ(writer->events_dropped(), static_cast<uint64_t>(ts) - committed)
+      << "exactly the batch in flight is lost";
+  EXPECT_FALSE(fs::exists(disk_reserve_path(path))) << "the reserve is handed back";
+
+  // Later events are counted, not stored; the run's rows still go in.
+  writer->append(numbered_slices(250, ts));
+  writer->append(MemorySample{0, 1, 2, 3});
+  writer->append(StatEvent{"probe", 0, 7, StatSeverity::kInfo, "stored after the stop"});
+  EXPECT_EQ(writer->events_dropped(), static_cast<uint64_t>(ts) - committed + 1);
+  ASSERT_TRUE(writer->set_run_status(RunStatus::kCompleted, std::nullopt, ts).is_ok());
+  const uint64_t dropped = writer->events_dropped();
+  writer.reset();
+
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->status, RunStatus::kCompleted);
+  EXPECT_EQ(query_rows(trace->db, "PRAGMA integrity_check"), "ok\n");
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM slices"), static_cast<int64_t>(committed));
+  EXPECT_EQ(query_number(trace->db, "SELECT max(ts_ns) FROM slices"),
+            static_cast<int64_t>(committed) - 1);
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM memory_events"), 0);
+  EXPECT_EQ(query_number(trace->db, "SELECT value FROM stats WHERE name = 'trace_stopped'"),
+            static_cast<int64_t>(dropped));
+  EXPECT_EQ(query_rows(trace->db, "SELECT severity FROM stats WHERE name = 'trace_stopped'"),
+            "data_loss\n");
+  EXPECT_THAT(query_rows(trace->db, "SELECT description FROM stats WHERE name = 'trace_stopped'"),
+              ::testing::HasSubstr("tracing stopped: the disk is full or the trace reached"));
+  EXPECT_EQ(query_number(trace->db, "SELECT value FROM stats WHERE name = 'probe'"), 7);
+  EXPECT_FALSE(fs::exists(writer_lock_path(path)));
 }
 
 void write_bytes(const fs::path& path, std::string_view bytes) {

@@ -1,0 +1,33 @@
+// What the trace itself says it is missing: the stat rows of severity data_loss (tracing stopped
+// on a full disk, events a rank dropped, a writer that died, connections cut). `partrain analyze`
+// reports them first, because every other section only sees what was stored.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/finding.h"
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+
+namespace partrain::analyzers {
+
+struct DataLossStat {
+  std::string name;         // "trace_stopped", "rank_dropped_records", "run_incomplete", ...
+  std::optional<int> rank;  // none: the whole run
+  int64_t value = 0;        // how many (events, connections), as the stat counts
+  std::string description;
+};
+
+StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::SqliteDb& db);
+// One warning naming every loss, or none when the trace is whole.
+std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses);
+// The report header's lines: "the trace is missing events: trace_stopped = 5454 (...)\n" per
+// loss; "" for none.
+std::string format_data_loss(const std::vector<DataLossStat>& losses);
+nlohmann::json data_loss_json(const std::vector<DataLossStat>& losses);
+
+}  // namespace partrain::analyzers
