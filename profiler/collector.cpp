@@ -80,20 +80,22 @@ bool send_gathered(int fd, std::span<const uint8_t> head, std::span<const uint8_
 
 }  // namespace
 
+std::string collector_base_dir() {
+  struct stat info {};
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime != nullptr && *runtime != '\0' && ::stat(runtime, &info) == 0 &&
+      S_ISDIR(info.st_mode)) {
+    return std::string(runtime) + "/partrain";
+  }
+  return fmt::format("/tmp/partrain-{}", ::getuid());
+}
+
 StatusOr<std::string> make_collector_dir(std::string_view run_id) {
   if (run_id.empty() || run_id.find('/') != std::string_view::npos || run_id == "." ||
       run_id == "..") {
     return invalid_argument("run id '{}' cannot name a directory", run_id);
   }
-  std::string base;
-  struct stat info {};
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime != nullptr && *runtime != '\0' && ::stat(runtime, &info) == 0 &&
-      S_ISDIR(info.st_mode)) {
-    base = std::string(runtime) + "/partrain";
-  } else {
-    base = fmt::format("/tmp/partrain-{}", ::getuid());
-  }
+  const std::string base = collector_base_dir();
   RETURN_IF_ERROR(make_private_dir(base));
   std::string dir = base + "/" + std::string(run_id);
   RETURN_IF_ERROR(make_private_dir(dir));

@@ -26,6 +26,9 @@ namespace partrain::profiler {
 // /tmp/partrain-<uid>/<run_id>. An existing parent must belong to this user and not be open to
 // others, or the socket could be swapped by another user.
 StatusOr<std::string> make_collector_dir(std::string_view run_id);
+// The parent of every run's collector directory: $XDG_RUNTIME_DIR/partrain or /tmp/partrain-<uid>
+// (it may not exist yet).
+std::string collector_base_dir();
 
 // What the collector does with what it receives; called on the collector's thread only.
 struct CollectorConsumer {

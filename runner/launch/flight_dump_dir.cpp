@@ -1,6 +1,8 @@
 #include "runner/launch/flight_dump_dir.h"
 
+#include <fmt/format.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,7 +21,10 @@ StatusOr<FlightDumpDir> FlightDumpDir::create() {
   const fs::path temp = fs::temp_directory_path(error);
   if (error)
     return failed("no temporary directory for the flight-recorder dumps: {}", error.message());
-  std::string pattern = (temp / "partrain-flight-XXXXXX").string();
+  // The launcher's pid in the name: a launcher killed before it could remove the directory is
+  // recognised as gone by the next one (stale_launcher_dirs.h).
+  std::string pattern =
+      (temp / fmt::format("{}{}-XXXXXX", kFlightDirPrefix, ::getpid())).string();
   // mkdtemp makes it 0700: only this user's ranks can leave dumps in it.
   if (::mkdtemp(pattern.data()) == nullptr) {
     return failed("cannot create a directory for the flight-recorder dumps in {}: {}",

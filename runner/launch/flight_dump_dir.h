@@ -6,12 +6,16 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
 #include "runner/comm/flight_dump.h"
 
 namespace partrain::launch {
+
+// Its name in the temporary directory: this prefix, the launcher's pid, '-' and a random suffix.
+inline constexpr std::string_view kFlightDirPrefix = "partrain-flight-";
 
 class FlightDumpDir {
  public:

@@ -13,6 +13,7 @@
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/flight_diagnosis.h"
 #include "runner/launch/flight_dump_dir.h"
+#include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/node_rendezvous.h"
 #include "runner/launch/node_trace.h"
 #include "runner/launch/run_identity.h"
@@ -121,10 +122,10 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
 
 // The flight-recorder diagnosis, printed when a rank's watchdog fired or one of its collectives
 // failed (ranks stopped by the launcher or failing in compute dump too, as evidence, but do not
-// call for one: the failure summary says what happened to them).
-std::optional<FlightDiagnosis> diagnose_run(const std::optional<FlightDumpDir>& flight) {
-  if (!flight) return std::nullopt;
-  std::vector<comm::FlightDump> dumps = flight->read();
+// call for one: the failure summary says what happened to them). With several nodes, node 0's
+// has every node's dumps; the others' only their own, and they say so.
+std::optional<FlightDiagnosis> diagnose_run(const std::vector<comm::FlightDump>& dumps,
+                                            bool other_nodes_elsewhere) {
   const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const comm::FlightDump& d) {
     return d.trigger == comm::DumpTrigger::kWatchdog ||
            d.trigger == comm::DumpTrigger::kCollectiveError;
@@ -132,6 +133,10 @@ std::optional<FlightDiagnosis> diagnose_run(const std::optional<FlightDumpDir>& 
   if (!called_for) return std::nullopt;
   FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
   std::string text = format_flight_diagnosis(diagnosis);
+  if (other_nodes_elsewhere) {
+    text += "partrain: diagnosis: from this node's ranks only; node 0's launcher diagnoses the "
+            "dumps of every node\n";
+  }
   std::fwrite(text.data(), 1, text.size(), stderr);
   return diagnosis;
 }
@@ -153,6 +158,7 @@ int finish_run(const SupervisorResult& result) {
 
 StatusOr<int> launch(const LaunchConfig& config) {
   RETURN_IF_ERROR(validate(config));
+  remove_stale_launcher_dirs();
   ASSIGN_OR_RETURN(RendezvousPlan plan, plan_rendezvous(config));
   RETURN_IF_ERROR(choose_identity(config, plan));
   // Before the store starts its threads: they inherit the blocked mask.
@@ -207,12 +213,16 @@ StatusOr<int> launch(const LaunchConfig& config) {
     hooks.poll_remote_failure = [&] { return rdzv.poll_failure(); };
   }
   auto result = supervisor.run(specs, hooks);
+  std::vector<comm::FlightDump> dumps = flight ? flight->read() : std::vector<comm::FlightDump>();
+  rdzv.publish_flight_dumps(dumps);  // before finish(): node 0 reads them once all are done
   rdzv.finish(config.grace + config.rdzv_timeout, interrupted);
   if (!result.is_ok()) {
     if (trace) trace->abandon();
     return result.status();
   }
-  std::optional<FlightDiagnosis> diagnosis = diagnose_run(flight);
+  for (comm::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
+  std::optional<FlightDiagnosis> diagnosis =
+      diagnose_run(dumps, rdzv.multi_node() && plan.node_rank != 0);
   const int exit_code = finish_run(*result);
   if (trace && diagnosis) {
     trace->record_diagnosis(diagnosis->culprit, diagnosis_headline(*diagnosis));

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "core/log.h"
 
 namespace partrain::launch {
@@ -17,6 +19,7 @@ constexpr auto kSlice = std::chrono::milliseconds(250);
 
 std::string key(std::string_view name) { return fmt::format("{}{}", kPrefix, name); }
 std::string node_key(int node_rank) { return key(fmt::format("node/{}", node_rank)); }
+std::string flight_key(int node_rank) { return key(fmt::format("flight/{}", node_rank)); }
 
 std::string rank_range(int node_rank, int nproc) {
   int first = node_rank * nproc;
@@ -152,6 +155,46 @@ std::optional<RankFailure> NodeRendezvous::poll_failure() {
   auto decoded = decode_failure(*text);
   if (!decoded.is_ok()) return std::nullopt;
   return std::move(decoded).value();
+}
+
+void NodeRendezvous::publish_flight_dumps(const std::vector<comm::FlightDump>& dumps) {
+  if (!client_ || store_lost_ || dumps.empty()) return;
+  std::string value = "[";
+  for (const comm::FlightDump& dump : dumps) {
+    if (value.size() > 1) value += ',';
+    value += comm::flight_dump_to_json(dump);
+  }
+  value += ']';
+  if (Status s = client_->set(flight_key(plan_.node_rank), value); !s.is_ok()) {
+    log::warn("cannot hand this node's flight-recorder dumps to node 0: {}", s.message());
+  }
+}
+
+std::vector<comm::FlightDump> NodeRendezvous::remote_flight_dumps() {
+  std::vector<comm::FlightDump> dumps;
+  if (!client_ || store_lost_ || plan_.node_rank != 0) return dumps;
+  for (int node = 1; node < plan_.nnodes; ++node) {
+    auto published = client_->check({flight_key(node)});
+    if (!published.is_ok() || !*published) continue;  // no dumps there, or the store is gone
+    auto value = client_->get(flight_key(node), kSlice);
+    nlohmann::json list = value.is_ok() ? nlohmann::json::parse(*value, nullptr, false)
+                                        : nlohmann::json();
+    if (!list.is_array()) {
+      log::warn("node {}'s flight-recorder dumps do not read; its ranks are left out of the "
+                "diagnosis", node);
+      continue;
+    }
+    for (const nlohmann::json& item : list) {
+      auto dump = comm::flight_dump_from_json(item.dump());
+      if (dump.is_ok()) {
+        dumps.push_back(std::move(*dump));
+      } else {
+        log::warn("a flight-recorder dump from node {} does not read: {}", node,
+                  dump.status().message());
+      }
+    }
+  }
+  return dumps;
 }
 
 void NodeRendezvous::finish(Nanoseconds bound, const InterruptCheck& interrupted) {

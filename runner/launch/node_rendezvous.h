@@ -3,6 +3,10 @@
 // its root cause for the others to stop on, and node 0 keeps the store up until all are done.
 #pragma once
 
+#include <vector>
+
+#include "runner/comm/flight_dump.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,6 +53,13 @@ class NodeRendezvous {
   RankFailure publish_failure(const RankFailure& local);
   // Another node's published failure, if any. A lost store is logged once, not fatal.
   std::optional<RankFailure> poll_failure();
+  // A node's flight-recorder dumps, left in the store for node 0's diagnosis before the node says
+  // it is done (finish), so that node 0 has them all once its finish() returns. Nothing for an
+  // empty list or a single node.
+  void publish_flight_dumps(const std::vector<comm::FlightDump>& dumps);
+  // Node 0, after finish(): the dumps the other nodes published; a node's that do not arrive or
+  // do not read are left out with a warning (a dump is evidence, never a failure).
+  std::vector<comm::FlightDump> remote_flight_dumps();
   // This node's workers are done. Node 0 then waits (up to `bound`) for every node to say so,
   // so nobody loses the store while still reading it.
   void finish(Nanoseconds bound, const InterruptCheck& interrupted);

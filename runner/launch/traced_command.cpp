@@ -15,6 +15,7 @@
 #include "profiler/rank_tracer.h"
 #include "profiler/trace_session.h"
 #include "runner/launch/node_trace.h"
+#include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/run_identity.h"
 #include "runner/launch/signal_channel.h"
 #include "profiler/step_marker.h"
@@ -94,6 +95,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     return invalid_argument("no command to trace: pass it after `--`, e.g. "
                             "`partrain trace -- torchrun --nproc-per-node 4 train.py`");
   }
+  remove_stale_launcher_dirs();
   ASSIGN_OR_RETURN(SignalChannel signals, SignalChannel::open());
   std::string run_id = env::get("PARTRAIN_RUN_ID").value_or("");
   if (run_id.empty()) {

@@ -1,7 +1,8 @@
 // --inject on real 4-rank runs, one test per fault kind: the launcher's exit code, its summary
 // (and the flight-recorder diagnosis for hang and desync), and what the trace says (run status,
 // failing rank, exits, watchdog rows). Hang and desync use a 2 s --collective-timeout so the
-// watchdog fires quickly; a pipeline hang checks that transfers are diagnosed too.
+// watchdog fires quickly; a pipeline hang checks that transfers are diagnosed too, and a hang on
+// the second of two nodes that node 0's diagnosis still names the rank.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -20,9 +21,9 @@ using testing::CommandResult;
 using testing::run_partrain;
 using testing::TraceQuery;
 
-constexpr const char* kRun =
-    "launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
-    "--strategy ddp --micro-batch 1 --steps 3 --peak-flops 1e9 --grace 3s";
+constexpr const char* kWorkload =
+    "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --strategy ddp "
+    "--micro-batch 1 --steps 3 --peak-flops 1e9 --grace 3s";
 
 class FaultInjectTest : public ::testing::Test {
  protected:
@@ -36,7 +37,8 @@ class FaultInjectTest : public ::testing::Test {
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(trace_.string() + suffix);
   }
   CommandResult run(const std::string& flags) {
-    return run_partrain(fmt::format("{} {} --trace {}", kRun, flags, trace_.string()));
+    return run_partrain(fmt::format("launch -n 4 {} {} --trace {}", kWorkload, flags,
+                                    trace_.string()));
   }
   bool has(const std::string& text, const std::string& pattern) {
     return std::regex_search(text, std::regex(pattern));
@@ -151,6 +153,39 @@ TEST_F(FaultInjectTest, DesyncNamesTheMismatchingRankAndSeq) {
   EXPECT_NE(q.rows("SELECT description FROM stats WHERE name = 'collective_diagnosis'")
                 .find("op mismatch"),
             std::string::npos);
+}
+
+// Two launchers on one machine as two nodes of 2 ranks, rank 2 (node 1) hanging: node 1 hands
+// its ranks' dumps to node 0 through the rendezvous store, so node 0's diagnosis covers all four
+// ranks and names rank 2, though node 0 never saw it.
+TEST_F(FaultInjectTest, MultiNodeHangIsDiagnosedByNodeZeroOverEveryNodesDumps) {
+  const std::string node1_err = trace_.string() + ".node1.err";
+  const std::string launch = fmt::format(
+      "{} launch -n 2 {} --nnodes 2 --master-addr 127.0.0.1 --master-port {} --rdzv-timeout 60s "
+      "--token t0k3n --inject hang:rank=2,step=1 --collective-timeout 2s --trace {}",
+      PARTRAIN_BINARY, kWorkload, testing::free_tcp_port(), trace_.string());
+  CommandResult r = testing::run_shell(launch + " --node-rank 1 2>" + node1_err + " & " +
+                                       launch + " --node-rank 0; status=$?; wait; exit $status");
+  const std::string node1 = testing::read_file(node1_err);
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: flight recorder: dumps of ranks 0-3; the collective watchdog )"
+                         R"(fired on ranks? )"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: diagnosis: \S+ seq \d+: missing ranks: rank 2 never issued )"
+                         R"(all_reduce)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: culprit: rank 2 \(missing_ranks at \S+ seq \d+\))")) << r.err;
+  EXPECT_FALSE(has(r.err, "nothing is known of ranks")) << r.err;
+  EXPECT_EQ(TraceQuery(trace_).rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"),
+            "2\n");
+  // Node 1 diagnoses what it has and points to node 0.
+  EXPECT_TRUE(has(node1, R"(partrain: diagnosis: from this node's ranks only; node 0's launcher )"
+                         R"(diagnoses the dumps of every node)"))
+      << node1;
+  fs::remove(node1_err);
+  fs::path node1_trace = trace_;
+  node1_trace.replace_filename(trace_.stem().string() + ".node1.db");
+  fs::remove(node1_trace);
 }
 
 }  // namespace

@@ -234,6 +234,13 @@ TEST_F(TraceLaunchTest, EachNodeWritesItsFileAndMergeJoinsThem) {
 
 TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
   const fs::path db = dir_ / "killed.db";
+  // Its own temporary and runtime directories, to see what the killed launcher leaves there.
+  const fs::path temp = dir_ / "tmp";
+  const fs::path runtime = dir_ / "run";
+  fs::create_directories(temp);
+  fs::create_directories(runtime);
+  const std::string env = fmt::format("TMPDIR={} XDG_RUNTIME_DIR={}", temp.string(),
+                                      runtime.string());
   const std::string args = fmt::format(
       "launch -n 2 --strategy ddp --micro-batch 2 {} --steps 100000 --trace {}", kModel,
       db.string());
@@ -243,7 +250,7 @@ TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
     ::setpgid(0, 0);  // its own group, so the test can clean up every worker afterwards
     std::freopen("/dev/null", "w", stdout);
     std::freopen((dir_ / "launcher.err").c_str(), "w", stderr);
-    ::execl("/bin/sh", "sh", "-c", (std::string(PARTRAIN_BINARY) + " " + args).c_str(),
+    ::execl("/bin/sh", "sh", "-c", (env + " " + PARTRAIN_BINARY + " " + args).c_str(),
             static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -269,6 +276,16 @@ TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
   EXPECT_EQ(q.rows("SELECT status FROM runs"), "incomplete\n");
   EXPECT_GE(q.number("SELECT count(*) FROM step"), committed);
   EXPECT_GT(q.number("SELECT count(*) FROM collectives"), 0);
+
+  // It left its flight-dump and collector directories; the next launcher removes them.
+  EXPECT_EQ(std::distance(fs::directory_iterator(temp), fs::directory_iterator()), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(runtime / "partrain"), fs::directory_iterator()),
+            1);
+  r = run_partrain(fmt::format("launch -n 1 {} --steps 1 --no-trace", kModel), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::distance(fs::directory_iterator(temp), fs::directory_iterator()), 0);
+  EXPECT_EQ(std::distance(fs::directory_iterator(runtime / "partrain"), fs::directory_iterator()),
+            0);
 }
 
 // What a run whose trace fills up must show: training to the end (exit 0, the summary), one
