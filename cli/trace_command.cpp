@@ -14,6 +14,7 @@ struct TraceFlags {
   std::optional<std::string> output;
   std::optional<std::string> step_marker;
   std::optional<std::string> max_size;
+  std::optional<std::string> nvml_interval;
   std::vector<std::string> command;
 };
 
@@ -29,6 +30,7 @@ int run_trace(const TraceFlags& flags) {
     return max_bytes.status().exit_code();
   }
   config.max_bytes = *max_bytes;
+  config.nvml_interval = flags.nvml_interval;
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
@@ -44,14 +46,16 @@ constexpr const char* kFooter =
     "into one trace file. A process is a rank when a launcher gave it one (RANK, "
     "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) or when it calls ncclCommInitRank. Recorded "
     "for foreign programs: every NCCL call (communicator, seq, sizes, peer, group), NVTX ranges "
-    "(those matching --step-marker become steps) and, where CUDA and CUPTI are, GPU kernels, "
-    "copies and the GPU time of each NCCL call (docs/tracing.md).\n\n"
+    "(those matching --step-marker become steps), where CUDA and CUPTI are, GPU kernels, "
+    "copies and the GPU time of each NCCL call, and where NVML is, each rank's GPU counters "
+    "(docs/tracing.md).\n\n"
     "Examples:\n"
     "  partrain trace -- torchrun --nproc-per-node 4 train.py\n"
     "  partrain trace -o gpt.db -- partrain launch -n 4 --workload gpt --strategy fsdp\n"
     "  partrain export --format chrome gpt.db -o gpt.json   # then open it in ui.perfetto.dev\n\n"
     "Exit codes: the command's own; 128 + N when signal N ended it; 130/143 when interrupted; "
-    "2 no command, the output exists or a bad --step-marker; 127 command not found.";
+    "2 no command, the output exists, a bad --step-marker, --max-size or --nvml-interval; 127 "
+    "command not found.";
 
 }  // namespace
 
@@ -68,6 +72,10 @@ Subcommand add_trace_command(CLI::App& parent) {
   cmd->add_option("--max-size", flags->max_size,
                   "Stop tracing once the trace file would outgrow SIZE (512M, 2G); the command "
                   "goes on, as it does when the disk fills up (default: no limit)");
+  cmd->add_option("--nvml-interval", flags->nvml_interval,
+                  "How often each rank samples its GPU's utilisation, SM clock, power and "
+                  "throttle reasons through NVML, where a driver is installed (default 100ms; "
+                  "0 turns it off)");
   cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
   cmd->footer(kFooter);
   return {cmd, [flags] { return run_trace(*flags); }};

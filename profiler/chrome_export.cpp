@@ -1,11 +1,12 @@
 // Chrome Trace Event Format writer over the trace store's public views (chrome_export.h). Each
 // part of the document is one streaming query: process and thread names, slices, memory
-// counters, then flow arrows (send -> recv, and collectives from their first member).
+// counters, sampled counters (NVML), then flow arrows (send -> recv, and collectives from their first member).
 #include "profiler/chrome_export.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <span>
@@ -29,6 +30,10 @@ class Args {
   void add(std::string_view key, std::string_view value) {
     start(key);
     append_json_string(out_, value);
+  }
+  void add(std::string_view key, double value) {  // finite: NaN and inf are not JSON
+    start(key);
+    fmt::format_to(std::back_inserter(out_), "{}", std::isfinite(value) ? value : 0.0);
   }
   void close() {
     if (open_) out_.push_back('}');
@@ -251,7 +256,8 @@ StatusOr<TrackIds> read_tracks(const SqliteDb& db, const Selection& selection) {
   ASSIGN_OR_RETURN(
       SqliteStatement stmt,
       prepare(db,
-              "SELECT rank, kind, name FROM tracks WHERE " + fmt::format(kRankFilter, "tracks") +
+              "SELECT rank, kind, name FROM tracks WHERE kind <> 'counter' AND " +
+                  fmt::format(kRankFilter, "tracks") +
                   " ORDER BY rank, CASE kind WHEN 'cpu_thread' THEN 0 WHEN "
                   "'cuda_stream' THEN 1 WHEN 'comm' THEN 2 ELSE 3 END, name",
               &selection));
@@ -474,6 +480,43 @@ StatusOr<int64_t> write_counters(const SqliteDb& db, const Selection& selection,
   return written;
 }
 
+// ---- sampled counters (NVML) -----------------------------------------------------------------
+
+// One "C" event per sample of the counters view, named as its track (gpu_sm_clock_mhz). Traces
+// of schema version 1 have no counter table: nothing to write.
+StatusOr<int64_t> write_sampled_counters(const SqliteDb& db, const Selection& selection,
+                                         JsonStream& sink) {
+  ASSIGN_OR_RETURN(SqliteStatement has_table,
+                   prepare(db, "SELECT 1 FROM sqlite_schema WHERE name = 'counter'"));
+  if (has_table.step() != SQLITE_ROW) return int64_t{0};
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   prepare(db,
+                           "SELECT c.rank, c.ts_ns, c.name, c.value FROM counters c WHERE " +
+                               fmt::format(kRankFilter, "c") +
+                               " AND (?2 IS NULL OR (c.ts_ns >= ?4 AND c.ts_ns <= ?5)) "
+                               "ORDER BY c.rank, c.name, c.ts_ns",
+                           &selection));
+  int64_t written = 0;
+  int rc = 0;
+  while ((rc = stmt.step()) == SQLITE_ROW) {
+    fmt::memory_buffer& out = sink.next_element();
+    open_event(out, 'C', static_cast<int>(stmt.column_int(0)));
+    append_json_raw(out, ",\"ts\":");
+    append_json_us(out, stmt.column_int(1));
+    append_json_raw(out, ",\"name\":");
+    append_json_string(out, stmt.column_text(2));
+    append_json_raw(out, ",\"cat\":\"counter\"");
+    Args args(out);
+    args.add("value", stmt.column_double(3));
+    args.close();
+    out.push_back('}');
+    RETURN_IF_ERROR(sink.end_element());
+    ++written;
+  }
+  if (rc != SQLITE_DONE) return read_error(db, "the counter samples");
+  return written;
+}
+
 // ---- flows ---------------------------------------------------------------------------------
 
 // One end of an arrow: the middle of its slice, so "s" and "f" (bound to the enclosing slice)
@@ -632,6 +675,8 @@ StatusOr<ChromeExportCounts> export_chrome_trace(const SqliteDb& db,
   RETURN_IF_ERROR(write_metadata(sink, ranks, tracks));
   ASSIGN_OR_RETURN(counts.slices, write_slices(db, selection, tracks, sink));
   ASSIGN_OR_RETURN(counts.counters, write_counters(db, selection, ranks, sink));
+  ASSIGN_OR_RETURN(int64_t sampled, write_sampled_counters(db, selection, sink));
+  counts.counters += sampled;
   int64_t next_flow_id = 1;
   ASSIGN_OR_RETURN(int64_t p2p, write_p2p_flows(db, selection, tracks, sink, next_flow_id));
   ASSIGN_OR_RETURN(int64_t grouped,

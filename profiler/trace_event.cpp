@@ -32,7 +32,7 @@ uint8_t code_of(const std::array<std::string_view, N>& names, std::string_view n
 // Record types on the wire: never renumber, only append.
 enum class RecordType : uint8_t {
   kSlice = 1, kCollective = 2, kMemory = 3, kStep = 4, kStat = 5, kRank = 6, kRun = 7,
-  kKernel = 8
+  kKernel = 8, kCounter = 9
 };
 
 class Writer {
@@ -232,9 +232,18 @@ void encode(const KernelRecord& e, Writer& w) {
   w.put(e.dynamic_shared_bytes);
 }
 
+void encode(const CounterSample& e, Writer& w) {
+  w.put(e.rank);
+  w.put_string(e.name);
+  w.put(e.ts_ns);
+  w.put_double(e.value);
+}
+
 constexpr RecordType record_type(const TraceEvent& event) {
   return static_cast<RecordType>(event.index() + 1);
 }
+static_assert(std::variant_size_v<TraceEvent> == static_cast<size_t>(RecordType::kCounter),
+              "a new event type is appended to TraceEvent and to RecordType together");
 
 void decode(Reader& r, SliceEvent& e) {
   e.rank = r.get<int32_t>();
@@ -340,6 +349,13 @@ void decode(Reader& r, KernelRecord& e) {
   e.dynamic_shared_bytes = r.get<int32_t>();
 }
 
+void decode(Reader& r, CounterSample& e) {
+  e.rank = r.get<int32_t>();
+  r.get_string(e.name);
+  e.ts_ns = r.get<int64_t>();
+  e.value = r.get_double();
+}
+
 // Decodes a record of type `type` into a new element at the end of out; false for an unknown
 // type (nothing appended).
 template <size_t I = 0>
@@ -361,6 +377,7 @@ std::string_view track_kind_name(TrackKind kind) {
     case TrackKind::kCudaStream: return "cuda_stream";
     case TrackKind::kComm: return "comm";
     case TrackKind::kMemory: return "memory";
+    case TrackKind::kCounter: return "counter";
   }
   return "unknown";
 }

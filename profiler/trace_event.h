@@ -16,7 +16,7 @@
 namespace partrain::profiler {
 
 // Codes match the lookup tables of share/schema.sql.
-enum class TrackKind : uint8_t { kCpuThread, kCudaStream, kComm, kMemory };
+enum class TrackKind : uint8_t { kCpuThread, kCudaStream, kComm, kMemory, kCounter };
 enum class SliceCategory : uint8_t {
   kCompute, kCollective, kP2p, kKernel, kMemcpy, kMemset, kSync, kStep, kPhase
 };
@@ -59,6 +59,15 @@ struct MemorySample {
   uint8_t category = 0;
   int64_t ts_ns = 0;
   int64_t bytes = 0;
+};
+
+// One value of a sampled quantity on the rank's counter track `name` (its unit in the name:
+// gpu_sm_clock_mhz, gpu_power_w).
+struct CounterSample {
+  int32_t rank = 0;
+  std::string name;
+  int64_t ts_ns = 0;
+  double value = 0;
 };
 
 struct StepEvent {
@@ -121,7 +130,7 @@ struct RunInfo {
 };
 
 using TraceEvent = std::variant<SliceEvent, CollectiveRecord, MemorySample, StepEvent, StatEvent,
-                                RankInfo, RunInfo, KernelRecord>;
+                                RankInfo, RunInfo, KernelRecord, CounterSample>;
 
 // Encoding limits, checked by the decoder before it allocates anything.
 inline constexpr size_t kMaxEventStringBytes = 4096;

@@ -253,6 +253,7 @@ struct CopyStep {
   std::string_view what;
   std::string sql;  // ?1: track id offset, ?2: slice id offset
   int64_t* rows = nullptr;
+  std::string_view since_table = {};  // skipped for an input without it (an older schema)
 };
 
 // How grave a stat severity in `column` is: info < data_loss < error.
@@ -292,6 +293,10 @@ std::vector<CopyStep> copy_steps(CopyCounts& counts) {
                   "static_shared_bytes, dynamic_shared_bytes FROM src.kernel ORDER BY slice_id"},
       {"memory samples", "INSERT INTO main.memory (rank, ts_ns, category, bytes) "
                          "SELECT rank, ts_ns, category, bytes FROM src.memory"},
+      // An input of schema version 1 has no counter table (copy_tables skips the step).
+      {"counter samples", "INSERT INTO main.counter (track_id, ts_ns, value) "
+                          "SELECT track_id + ?1, ts_ns, value FROM src.counter", nullptr,
+       "counter"},
       {"steps", "INSERT INTO main.step (rank, step, ts_ns, dur_ns, loss, tokens) "
                 "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM src.step"},
       // Counts of the same (name, rank) add up; the graver severity and the first description win.
@@ -320,6 +325,12 @@ StatusOr<std::pair<int64_t, int64_t>> id_offsets(SqliteDb& db) {
 Status copy_tables(SqliteDb& db, CopyCounts& counts) {
   ASSIGN_OR_RETURN(auto offsets, id_offsets(db));
   for (const CopyStep& step : copy_steps(counts)) {
+    if (!step.since_table.empty()) {
+      ASSIGN_OR_RETURN(SqliteStatement has_table,
+                       SqliteStatement::prepare(db, "SELECT 1 FROM src.sqlite_schema WHERE name = ?1"));
+      has_table.bind(1, step.since_table);
+      if (has_table.step() != SQLITE_ROW) continue;
+    }
     ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, step.sql));
     // Statements without ?1/?2 ignore the binding (SQLITE_RANGE, harmless).
     stmt.bind(1, offsets.first);

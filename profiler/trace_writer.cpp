@@ -114,8 +114,8 @@ struct TraceWriter::State {
   TraceWriterOptions options;
   SqliteDb db;
   int lock_fd = -1;
-  SqliteStatement insert_string, insert_track, insert_step, upsert_stat, upsert_rank,
-      upsert_rank_exit, update_run_info, update_run_status;
+  SqliteStatement insert_string, insert_track, insert_step, insert_counter, upsert_stat,
+      upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
   SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
   // A collective's group (its world ranks' bytes) -> the string id of "0,1,2,3", so the list is
@@ -206,6 +206,7 @@ struct TraceWriter::State {
   void store(const RankInfo& e);
   void store(const RunInfo& e);
   void store(const KernelRecord& e);
+  void store(const CounterSample& e);
   Status commit_batch();
   void stop();
   void append_after_stop(std::span<const TraceEvent> events);
@@ -219,6 +220,7 @@ Status TraceWriter::State::prepare_statements() {
   const Entry entries[] = {
       {&insert_string, "INSERT INTO string (id, value) VALUES (?1, ?2)"},
       {&insert_track, "INSERT INTO track (id, rank, kind, name_id) VALUES (?1, ?2, ?3, ?4)"},
+      {&insert_counter, "INSERT INTO counter (track_id, ts_ns, value) VALUES (?1, ?2, ?3)"},
       {&insert_step,
        "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -424,6 +426,13 @@ void TraceWriter::State::store(const StepEvent& e) {
   insert_step.bind(5, e.loss);
   insert_step.bind(6, e.tokens);
   run(insert_step, "a step");
+}
+
+void TraceWriter::State::store(const CounterSample& e) {
+  insert_counter.bind(1, track_id(e.rank, TrackKind::kCounter, e.name));
+  insert_counter.bind(2, e.ts_ns);
+  insert_counter.bind(3, e.value);
+  run(insert_counter, "a counter sample");
 }
 
 void TraceWriter::State::store(const StatEvent& e) {

@@ -1,8 +1,8 @@
--- partrain trace schema, version 1 (docs/trace-format.md documents every column).
+-- partrain trace schema, version 2 (docs/trace-format.md documents every column).
 -- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
 -- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
 -- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -11,7 +11,8 @@ CREATE TABLE meta (
 
 -- Small fixed vocabularies: the integer codes the writer stores, with their names for the views.
 CREATE TABLE track_kind (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-INSERT INTO track_kind VALUES (0, 'cpu_thread'), (1, 'cuda_stream'), (2, 'comm'), (3, 'memory');
+INSERT INTO track_kind VALUES (0, 'cpu_thread'), (1, 'cuda_stream'), (2, 'comm'), (3, 'memory'),
+  (4, 'counter');
 
 CREATE TABLE slice_category (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 INSERT INTO slice_category VALUES (0, 'compute'), (1, 'collective'), (2, 'p2p'), (3, 'kernel'),
@@ -118,6 +119,14 @@ CREATE TABLE memory (
   ts_ns    INTEGER NOT NULL,
   category INTEGER NOT NULL REFERENCES memory_category(id),
   bytes    INTEGER NOT NULL  -- bytes in use in this category from ts_ns on
+);
+
+-- Sampled values, one track (kind 'counter') per rank and quantity, the unit in the name
+-- (gpu_sm_clock_mhz): NVML's GPU utilisation, SM clock, power and throttle reasons. Since version 2.
+CREATE TABLE counter (
+  track_id INTEGER NOT NULL REFERENCES track(id),
+  ts_ns    INTEGER NOT NULL,
+  value    REAL NOT NULL
 );
 
 CREATE TABLE step (

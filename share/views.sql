@@ -49,6 +49,10 @@ CREATE VIEW memory_events AS
 SELECT m.rank, m.ts_ns, c.name AS category, m.bytes
 FROM memory m JOIN memory_category c ON c.id = m.category;
 
+CREATE VIEW counters AS
+SELECT t.rank, s.value AS name, c.ts_ns, c.value
+FROM counter c JOIN track t ON t.id = c.track_id JOIN string s ON s.id = t.name_id;
+
 CREATE VIEW steps AS
 SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step;
 

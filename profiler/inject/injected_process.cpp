@@ -15,7 +15,10 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/duration.h"
 #include "core/env.h"
+#include "core/log.h"
+#include "profiler/nvml/nvml_counter_source.h"
 
 namespace partrain::profiler::inject {
 namespace {
@@ -141,6 +144,7 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   tracer->emit(info);
   auto* process = new InjectedProcess(std::move(tracer), launcher_world_size().value_or(0));
   if (g_cuda_initialised) process->start_gpu_tracing();
+  process->start_gpu_counters();
   g_current.store(process, std::memory_order_release);
   static std::once_flag hooks;
   std::call_once(hooks, [] {
@@ -148,6 +152,33 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
     std::atexit(stop_at_exit);
   });
   return process;
+}
+
+// NVML's counters of the rank's GPU, sampled from now on; without a driver, nothing is said.
+void InjectedProcess::start_gpu_counters() {
+  std::chrono::milliseconds interval = kDefaultNvmlInterval;
+  if (std::optional<std::string> text = env::get(kNvmlIntervalEnv)) {
+    StatusOr<Nanoseconds> parsed = parse_duration(*text);
+    if (!parsed.is_ok() || parsed->count() < 0) {
+      log::warn("{}={}: not a duration (100ms, 1s); GPU counters are sampled every 100 ms",
+                kNvmlIntervalEnv, *text);
+    } else {
+      interval = std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
+      if (interval.count() == 0) return;
+    }
+  }
+  auto source = open_nvml_counter_source(nvml_device_for_process());
+  if (!source.is_ok()) {
+    if (source.status().code() != StatusCode::kUnavailable) {
+      log::warn("rank {}: {}; no GPU counters", tracer_->rank(), source.status().message());
+    }
+    return;
+  }
+  RankTracer* tracer = tracer_.get();
+  gpu_counters_ = std::make_unique<GpuCounterSampler>(
+      std::move(*source), tracer->rank(), interval,
+      [tracer] { return tracer->timeline_ns(monotonic_ns()); },
+      [tracer](const CounterSample& sample) { tracer->emit(sample); });
 }
 
 void InjectedProcess::cuda_initialised() {
@@ -171,6 +202,7 @@ void InjectedProcess::stop() {
   const int64_t end_ns = monotonic_ns();
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
+    if (process->gpu_counters_) process->gpu_counters_->stop();  // with a last sample
     if (GpuTracing* gpu = process->gpu()) gpu->stop();  // kernels still in CUPTI's buffers
     process->tracer_->slice("process", SliceCategory::kPhase, process->start_ns_, end_ns);
   }).join();

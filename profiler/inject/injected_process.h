@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "profiler/gpu_activity_translator.h"
+#include "profiler/gpu_counter_sampler.h"
 #include "profiler/inject/gpu_tracing.h"
 #include "profiler/nccl_tracker.h"
 #include "profiler/rank_tracer.h"
@@ -74,6 +75,7 @@ class InjectedProcess {
   InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_size);
 
   void start_gpu_tracing();
+  void start_gpu_counters();
   void record_call(const NcclCallRecord& record);
   void record_comm(const NcclCommEvent& event);
 
@@ -82,6 +84,7 @@ class InjectedProcess {
   NcclTracker nccl_;
   std::unique_ptr<GpuTracing> gpu_owner_;
   std::atomic<GpuTracing*> gpu_{nullptr};
+  std::unique_ptr<GpuCounterSampler> gpu_counters_;  // NVML, where a driver is
   const int64_t start_ns_;
   const int pid_;  // a fork()ed child inherits this object but none of the tracer's threads
   std::atomic<uint64_t> next_correlation_{0};

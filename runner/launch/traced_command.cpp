@@ -9,9 +9,11 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "core/duration.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "core/subprocess.h"
+#include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/trace_session.h"
 #include "runner/launch/node_trace.h"
@@ -29,7 +31,7 @@ namespace fs = std::filesystem;
 // any LD_PRELOAD the user set).
 std::vector<std::string> traced_environment(const profiler::TraceSession& session,
                                             const std::string& token, const std::string& run_id,
-                                            const std::optional<std::string>& step_marker) {
+                                            const TracedCommandConfig& config) {
   std::vector<std::string> env;
   std::optional<std::string> preload;
   bool user_nvtx_tool = false;  // the user's own NVTX_INJECTION64_PATH wins: one tool per process
@@ -39,12 +41,18 @@ std::vector<std::string> traced_environment(const profiler::TraceSession& sessio
     } else if (variable.rfind("PARTRAIN_COLLECTOR", 0) != 0 &&
                variable.rfind("PARTRAIN_RUN_ID=", 0) != 0 &&
                variable.rfind("PARTRAIN_STEP_MARKER=", 0) != 0 &&
+               variable.rfind("PARTRAIN_NVML_INTERVAL=", 0) != 0 &&
                variable.rfind("CUDA_INJECTION64_PATH=", 0) != 0) {
       user_nvtx_tool = user_nvtx_tool || variable.rfind("NVTX_INJECTION64_PATH=", 0) == 0;
       env.push_back(std::move(variable));
     }
   }
-  if (step_marker) env.push_back(fmt::format("{}={}", profiler::kStepMarkerEnv, *step_marker));
+  if (config.step_marker) {
+    env.push_back(fmt::format("{}={}", profiler::kStepMarkerEnv, *config.step_marker));
+  }
+  if (config.nvml_interval) {
+    env.push_back(fmt::format("{}={}", profiler::kNvmlIntervalEnv, *config.nvml_interval));
+  }
   env.push_back(fmt::format("{}={}", profiler::kCollectorEnv, session.socket_path()));
   env.push_back(fmt::format("{}={}", profiler::kCollectorTokenEnv, token));
   env.push_back("PARTRAIN_RUN_ID=" + run_id);
@@ -91,6 +99,13 @@ std::optional<std::string> injection_library() {
 
 StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   if (config.step_marker) RETURN_IF_ERROR(profiler::StepMarker::compile(*config.step_marker).status());
+  if (config.nvml_interval) {
+    StatusOr<Nanoseconds> interval = parse_duration(*config.nvml_interval);
+    if (!interval.is_ok() || interval->count() < 0) {
+      return invalid_argument("--nvml-interval {}: not a duration; give one such as 100ms or 1s "
+                              "(0 turns GPU counters off)", *config.nvml_interval);
+    }
+  }
   if (config.command.empty()) {
     return invalid_argument("no command to trace: pass it after `--`, e.g. "
                             "`partrain trace -- torchrun --nproc-per-node 4 train.py`");
@@ -111,7 +126,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
                    open_run_trace(path, "-o FILE", run_id, token, std::move(info),
                                   config.max_bytes));
 
-  auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id, config.step_marker),
+  auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id, config),
                                   /*capture_output=*/false});
   if (!child.is_ok()) {
     (void)session->finish(profiler::RunStatus::kFailed);

@@ -18,6 +18,7 @@ struct TracedCommandConfig {
   std::string command_line;           // for the trace's run row
   std::optional<std::string> step_marker;  // NVTX ranges that are steps (a regex); unset: default
   uint64_t max_bytes = 0;                  // the trace file at most (0: no limit)
+  std::optional<std::string> nvml_interval;  // GPU counter sampling period ("0": off); unset: 100ms
 };
 
 // Where libpartrain_inject.so is for this partrain binary (<prefix>/lib beside <prefix>/bin), or

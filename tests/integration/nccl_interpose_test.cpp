@@ -1,7 +1,8 @@
 // NCCL interposition under `partrain trace`: a C program linked against a fake libnccl.so.2 runs
 // as two ranks with libpartrain_inject.so preloaded. Every call reaches the fake with the
 // program's own arguments, results come back unchanged, and the trace holds each collective and
-// transfer with its communicator, sequence number, sizes, peer and group semantics.
+// transfer with its communicator, sequence number, sizes, peer and group semantics. Where NVML
+// is installed (a stand-in libnvidia-ml.so.1 here), each rank's GPU counters are sampled too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -184,6 +185,70 @@ TEST_F(NcclInterposeTest, ProgramWithoutNcclOrCudaRunsUnchanged) {
   TraceQuery q(path("plain.db"));
   EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 0);
   EXPECT_EQ(q.rows("SELECT status FROM runs"), "failed\n");
+}
+
+// NVML, where a driver is (here the stand-in libnvidia-ml.so.1 on LD_LIBRARY_PATH): the rank
+// samples its GPU, CUDA_VISIBLE_DEVICES[LOCAL_RANK] in NVML's numbering, at once, every
+// --nvml-interval and at exit, into the counters view and the Chrome export.
+TEST_F(NcclInterposeTest, GpuCountersAreSampledThroughNvmlWhereItIsInstalled) {
+  const std::string trace = path("nvml.db");
+  const std::string rank = fmt::format(
+      "env RANK=0 WORLD_SIZE=1 LOCAL_RANK=1 CUDA_VISIBLE_DEVICES=3,5 {} 0 1", FAKE_NCCL_PROGRAM);
+  const std::string nvml =
+      fmt::format("LD_LIBRARY_PATH={} FAKE_NVML_LOG={}", FAKE_NVML_DIR, path("nvml.log"));
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} --nvml-interval 20ms -- {}", trace, rank), nvml + " env -u RANK");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(path("nvml.log")), "handle 5\n");
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT name, min(value), max(value), count(*) >= 2 FROM counters "
+                   "WHERE rank = 0 GROUP BY name ORDER BY name"),
+            "gpu5.power_w|412.345|412.345|1\n"
+            "gpu5.sm_clock_mhz|1980.0|1980.0|1\n"
+            "gpu5.throttle_reasons|4.0|4.0|1\n"
+            "gpu5.utilization_pct|42.0|42.0|1\n");
+  EXPECT_EQ(q.number("SELECT count(*) FROM counters c, runs r WHERE c.ts_ns < r.start_ns OR "
+                     "c.ts_ns > r.end_ns"),
+            0) << "samples lie within the run";
+
+  CommandResult exported = run_partrain(fmt::format("export --format chrome {} -o {}", trace,
+                                                    path("nvml.json")));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const std::string json = read_file(path("nvml.json"));
+  EXPECT_NE(json.find(R"("name":"gpu5.sm_clock_mhz","cat":"counter","args":{"value":1980})"),
+            std::string::npos) << json.substr(0, 2000);
+
+  // What the device does not report is left out; --nvml-interval 0 samples nothing.
+  r = run_partrain(fmt::format("trace -o {} -- {}", path("nopower.db"), rank),
+                   nvml + " FAKE_NVML_NO_POWER=1 env -u RANK");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(TraceQuery(path("nopower.db")).rows("SELECT DISTINCT name FROM counters ORDER BY name"),
+            "gpu5.sm_clock_mhz\ngpu5.throttle_reasons\ngpu5.utilization_pct\n");
+  r = run_partrain(fmt::format("trace -o {} --nvml-interval 0 -- {}", path("off.db"), rank),
+                   nvml + " env -u RANK");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(TraceQuery(path("off.db")).number("SELECT count(*) FROM counters"), 0);
+}
+
+TEST_F(NcclInterposeTest, NvmlThatCannotStartIsSaidOnceAndTracingGoesOn) {
+  const std::string trace = path("nvml_broken.db");
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {} 0 1", trace, FAKE_NCCL_PROGRAM),
+      fmt::format("LD_LIBRARY_PATH={} FAKE_NVML_INIT_ERROR=999 env -u RANK", FAKE_NVML_DIR));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string notice = "rank 0: NVML cannot be initialised: fake init error; no GPU counters";
+  const size_t first = r.err.find(notice);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(notice, first + 1), std::string::npos) << r.err;
+  TraceQuery q(trace);
+  EXPECT_EQ(q.number("SELECT count(*) FROM counters"), 0);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
+
+  CommandResult bad = run_partrain(
+      fmt::format("trace -o {} --nvml-interval soon -- true", path("bad.db")));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--nvml-interval soon: not a duration"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(path("bad.db")));
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ std::vector<TraceEvent> sample_events() {
           StatEvent{"recorder_dropped_events", 2, 17, StatSeverity::kDataLoss, "buffer full"},
           RankInfo{6, 2, 1, "node-b", 4411, "cuda:2", -1234, 50, -3.25, true, 0, 9},
           RunInfo{"run-1", "partrain launch -n 8", R"({"dp":8})", 8, 1'700'000'000'000'000'000,
-                  0}};
+                  0},
+          CounterSample{3, "gpu3.power_w", 12'000, 412.345}};
 }
 
 std::vector<uint8_t> encode_all(const std::vector<TraceEvent>& events) {
@@ -69,6 +70,10 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_DOUBLE_EQ(std::get<StepEvent>(decoded->at(3)).loss, 2.75);
   EXPECT_EQ(std::get<RankInfo>(decoded->at(5)).clock_offset_ns, -1234);
   EXPECT_EQ(std::get<RunInfo>(decoded->at(6)).config_json, R"({"dp":8})");
+  const auto& counter = std::get<CounterSample>(decoded->at(7));
+  EXPECT_EQ(counter.name, "gpu3.power_w");
+  EXPECT_EQ(counter.ts_ns, 12'000);
+  EXPECT_DOUBLE_EQ(counter.value, 412.345);
 }
 
 TEST(TraceEventTest, FieldsAreLittleEndian) {

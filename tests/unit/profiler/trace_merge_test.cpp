@@ -12,6 +12,7 @@
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_merge.h"
 #include "profiler/trace_open.h"
+#include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
@@ -65,6 +66,7 @@ std::vector<TraceEvent> rank_events(const NodeSpec& spec, int rank) {
   for (uint64_t seq = 0; seq < 3; ++seq) events.push_back(world_all_reduce(rank, seq));
   events.push_back(MemorySample{rank, 0, 1'000, 4096});
   events.push_back(MemorySample{rank, 3, 2'000, 8192 + rank});
+  events.push_back(CounterSample{rank, fmt::format("gpu{}.power_w", rank), 3'000, 100.5 + rank});
   events.push_back(StepEvent{rank, 1, 2'000, 20'000, 2.5 - 0.1 * rank, 512});
   events.push_back(StatEvent{"per_rank_errors", rank, 1, StatSeverity::kError, "one per rank"});
   return events;
@@ -196,10 +198,10 @@ TEST_F(TraceMergeTest, SlicesKeepTheirNamesTracksAndRanks) {
   EXPECT_EQ(query_number(out, "SELECT count(*) FROM string"),
             query_number(out, "SELECT count(DISTINCT value) FROM string"));
   EXPECT_EQ(query_rows(out, "SELECT rank, kind, name FROM tracks ORDER BY rank, kind, name"),
-            "0|comm|world\n0|cpu_thread|loader\n0|cpu_thread|main\n"
-            "1|comm|world\n1|cpu_thread|loader\n1|cpu_thread|main\n"
-            "2|comm|world\n2|cpu_thread|loader\n2|cpu_thread|main\n"
-            "3|comm|world\n3|cpu_thread|loader\n3|cpu_thread|main\n");
+            "0|comm|world\n0|counter|gpu0.power_w\n0|cpu_thread|loader\n0|cpu_thread|main\n"
+            "1|comm|world\n1|counter|gpu1.power_w\n1|cpu_thread|loader\n1|cpu_thread|main\n"
+            "2|comm|world\n2|counter|gpu2.power_w\n2|cpu_thread|loader\n2|cpu_thread|main\n"
+            "3|comm|world\n3|counter|gpu3.power_w\n3|cpu_thread|loader\n3|cpu_thread|main\n");
 }
 
 TEST_F(TraceMergeTest, MemoryStepsAndStatsAreCopiedAndStatsAddUp) {
@@ -211,6 +213,11 @@ TEST_F(TraceMergeTest, MemoryStepsAndStatsAreCopiedAndStatsAddUp) {
             "0|activations|8192\n1|activations|8193\n2|activations|8194\n3|activations|8195\n");
   EXPECT_EQ(query_rows(out, "SELECT rank, step, loss, tokens FROM steps ORDER BY rank"),
             "0|1|2.5|512\n1|1|2.4|512\n2|1|2.3|512\n3|1|2.2|512\n");
+  // Counter samples keep their tracks (ids shifted past node 0's).
+  EXPECT_EQ(query_rows(out, "SELECT rank, name, ts_ns, value FROM counters ORDER BY rank"),
+            "0|gpu0.power_w|3000|100.5\n1|gpu1.power_w|3000|101.5\n"
+            "2|gpu2.power_w|3000|102.5\n3|gpu3.power_w|3000|103.5\n");
+  EXPECT_EQ(query_number(out, "SELECT count(DISTINCT track_id) FROM counter"), 4);
   EXPECT_EQ(query_rows(out, "SELECT name, rank, value, severity FROM stats ORDER BY name, rank"),
             "per_rank_errors|0|1|error\nper_rank_errors|1|1|error\n"
             "per_rank_errors|2|1|error\nper_rank_errors|3|1|error\n"
@@ -235,6 +242,25 @@ TEST_F(TraceMergeTest, KernelRowsFollowTheirSlices) {
             "3|sgemm_kernel|7000|77|128\n");
 }
 
+// A node file of schema version 1 has no counter table: it merges, with no samples of its own.
+TEST_F(TraceMergeTest, AVersionOneInputHasNoCounterSamples) {
+  auto inputs = write_nodes(node0(), node1());
+  {
+    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP VIEW counters; DELETE FROM track WHERE kind = 4; "
+                         "DROP TABLE counter; PRAGMA user_version = 1; "
+                         "UPDATE meta SET value = '1' WHERE key = 'schema_version'").is_ok())
+        << db->error_message();
+  }
+  auto summary = merge(inputs);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_rows(out, "SELECT rank, name FROM counters ORDER BY rank"),
+            "0|gpu0.power_w\n1|gpu1.power_w\n");
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM steps"), 4);
+}
+
 TEST_F(TraceMergeTest, OutputIsAValidTraceWithMergedRunAndMeta) {
   auto inputs = write_nodes(node0(), node1());
   auto summary = merge(inputs);
@@ -254,7 +280,7 @@ TEST_F(TraceMergeTest, OutputIsAValidTraceWithMergedRunAndMeta) {
                         "900|95000|4|NULL\n", kRunId));
   EXPECT_EQ(query_rows(trace->db, "SELECT value FROM meta WHERE key IN ('format', 'schema_version') "
                             "ORDER BY key"),
-            "partrain-trace\n1\n");
+            fmt::format("partrain-trace\n{}\n", kTraceSchemaVersion));
   EXPECT_EQ(query_rows(trace->db, "SELECT value FROM meta WHERE key = 'merged_from'"),
             fmt::format("[\"{}\", \"{}\"]\n", inputs[0].string(), inputs[1].string()));
 }

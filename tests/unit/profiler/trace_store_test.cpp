@@ -460,7 +460,7 @@ TEST_F(TraceStoreTest, BadInputsSayWhichCase) {
   {
     auto db = SqliteDb::open(newer.string(), SQLITE_OPEN_READWRITE);
     ASSERT_TRUE(db.is_ok());
-    ASSERT_TRUE(db->exec("PRAGMA user_version = 2").is_ok());
+    ASSERT_TRUE(db->exec(fmt::format("PRAGMA user_version = {}", kTraceSchemaVersion + 1)).is_ok());
   }
   expect_unreadable(newer, "newer than this partrain reads");
 
