@@ -486,9 +486,7 @@ StatusOr<int64_t> write_counters(const SqliteDb& db, const Selection& selection,
 // of schema version 1 have no counter table: nothing to write.
 StatusOr<int64_t> write_sampled_counters(const SqliteDb& db, const Selection& selection,
                                          JsonStream& sink) {
-  ASSIGN_OR_RETURN(SqliteStatement has_table,
-                   prepare(db, "SELECT 1 FROM sqlite_schema WHERE name = 'counter'"));
-  if (has_table.step() != SQLITE_ROW) return int64_t{0};
+  if (!db.has_table("main", "counter")) return int64_t{0};
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    prepare(db,
                            "SELECT c.rank, c.ts_ns, c.name, c.value FROM counters c WHERE " +

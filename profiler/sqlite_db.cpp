@@ -39,6 +39,15 @@ StatusOr<std::optional<std::string>> SqliteDb::query_text(std::string_view sql) 
 std::string SqliteDb::error_message() const { return sqlite3_errmsg(db_.get()); }
 int SqliteDb::error_code() const { return sqlite3_extended_errcode(db_.get()); }
 
+bool SqliteDb::has_table(std::string_view schema, std::string_view name) const {
+  auto stmt = SqliteStatement::prepare(
+      *this, "SELECT 1 FROM \"" + std::string(schema) +
+                 "\".sqlite_schema WHERE type = 'table' AND name = ?1");
+  if (!stmt.is_ok()) return false;
+  stmt->bind(1, name);
+  return stmt->step() == SQLITE_ROW;
+}
+
 StatusOr<SqliteStatement> SqliteStatement::prepare(const SqliteDb& db, std::string_view sql) {
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v3(db.get(), sql.data(), static_cast<int>(sql.size()),

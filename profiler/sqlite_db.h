@@ -29,6 +29,9 @@ class SqliteDb {
   StatusOr<std::optional<std::string>> query_text(std::string_view sql);
   std::string error_message() const;
   int error_code() const;
+  // Whether `schema` ("main", or an ATTACHed name) has a table `name`: a newer schema's table
+  // is absent from files of an older one.
+  bool has_table(std::string_view schema, std::string_view name) const;
 
  private:
   struct Closer {

@@ -325,12 +325,7 @@ StatusOr<std::pair<int64_t, int64_t>> id_offsets(SqliteDb& db) {
 Status copy_tables(SqliteDb& db, CopyCounts& counts) {
   ASSIGN_OR_RETURN(auto offsets, id_offsets(db));
   for (const CopyStep& step : copy_steps(counts)) {
-    if (!step.since_table.empty()) {
-      ASSIGN_OR_RETURN(SqliteStatement has_table,
-                       SqliteStatement::prepare(db, "SELECT 1 FROM src.sqlite_schema WHERE name = ?1"));
-      has_table.bind(1, step.since_table);
-      if (has_table.step() != SQLITE_ROW) continue;
-    }
+    if (!step.since_table.empty() && !db.has_table("src", step.since_table)) continue;
     ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, step.sql));
     // Statements without ?1/?2 ignore the binding (SQLITE_RANGE, harmless).
     stmt.bind(1, offsets.first);

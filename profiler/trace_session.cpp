@@ -25,6 +25,16 @@ StatEvent stat(std::string_view name, int32_t rank, uint64_t value, StatSeverity
                    std::string(description)};
 }
 
+// The session's figures that come from the writer.
+TraceSessionStats writer_figures(const TraceWriter& writer) {
+  TraceSessionStats stats;
+  stats.events_written = writer.events_written();
+  stats.write_errors = writer.write_errors();
+  stats.events_dropped = writer.events_dropped();
+  stats.stop_reason = writer.stop_reason();
+  return stats;
+}
+
 }  // namespace
 
 // Everything the collector's thread and the launcher's thread share. The writer is only touched
@@ -32,10 +42,7 @@ StatEvent stat(std::string_view name, int32_t rank, uint64_t value, StatSeverity
 struct TraceSession::Ingest {
   std::mutex mutex;
   std::unique_ptr<TraceWriter> writer;  // null once finish() has closed the file
-  uint64_t events_written = 0;          // the writer's figures, kept once it is closed
-  uint64_t write_errors = 0;
-  uint64_t events_dropped = 0;
-  std::string stop_reason;
+  TraceSessionStats closed_writer;      // the writer's figures, kept once it is closed
   std::vector<TraceEvent> decoded;      // reused batch to batch (collector thread only)
   std::atomic<uint64_t> received{0};
   std::atomic<uint64_t> lost{0};
@@ -109,10 +116,7 @@ void TraceSession::Ingest::on_tick() {
 void TraceSession::Ingest::close_writer() {
   std::lock_guard lock(mutex);
   if (!writer) return;
-  events_written = writer->events_written();
-  write_errors = writer->write_errors();
-  events_dropped = writer->events_dropped();
-  stop_reason = writer->stop_reason();
+  closed_writer = writer_figures(*writer);
   writer.reset();  // commits, checkpoints the WAL into the file and releases the writer lock
 }
 
@@ -225,21 +229,12 @@ Status TraceSession::finish(RunStatus status, std::optional<int> failing_rank,
 }
 
 TraceSessionStats TraceSession::stats() const {
-  TraceSessionStats stats;
+  std::unique_lock lock(ingest_->mutex);
+  TraceSessionStats stats =
+      ingest_->writer ? writer_figures(*ingest_->writer) : ingest_->closed_writer;
+  lock.unlock();
   stats.records_received = ingest_->received.load(std::memory_order_relaxed);
   stats.records_lost = ingest_->lost.load(std::memory_order_relaxed);
-  std::lock_guard lock(ingest_->mutex);
-  if (ingest_->writer) {
-    stats.events_written = ingest_->writer->events_written();
-    stats.write_errors = ingest_->writer->write_errors();
-    stats.events_dropped = ingest_->writer->events_dropped();
-    stats.stop_reason = ingest_->writer->stop_reason();
-  } else {
-    stats.events_written = ingest_->events_written;
-    stats.write_errors = ingest_->write_errors;
-    stats.events_dropped = ingest_->events_dropped;
-    stats.stop_reason = ingest_->stop_reason;
-  }
   return stats;
 }
 
