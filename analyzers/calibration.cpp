@@ -62,8 +62,13 @@ StatusOr<MeasuredPhases> measure_phases(const profiler::SqliteDb& db, const Anal
 // (what the collective costs a rank, the arrival skew the machine produces included); for
 // send/recv the faster side's (the receiver's wait for its sender is the pipeline schedule's,
 // which the bubble term models).
+// Below this many bus bytes a transfer is all latency: a single such size says nothing of
+// bandwidth (a 4-byte loss all-reduce taking 3 ms would read as 1e-6 GB/s).
+constexpr double kBandwidthBytes = 64 * 1024;
+
 StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& db,
-                                                     const AnalysisWindow& window, LinkLevel level) {
+                                                     const AnalysisWindow& window, LinkLevel level,
+                                                     std::vector<std::string>& notes) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    SqliteStatement::prepare(db, fmt::format(R"sql(
     SELECT MIN(op), MAX(group_size), MIN(bytes),
@@ -92,15 +97,23 @@ StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& d
     std::vector<std::pair<double, double>> points;  // (S x factor, median seconds)
     double best_busbw = 0;
     const double factor = busbw_factor(costed_op_name(op), group).value_or(1.0);
+    double largest = 0;
     for (const auto& [bytes, times] : by_size) {
       const double x = bytes * factor;
       const double t = times.median();
       points.emplace_back(x, t);
       fit.samples += times.count();
       best_busbw = std::max(best_busbw, x / t);
+      largest = std::max(largest, bytes);
     }
     fit.sizes = static_cast<int>(points.size());
     const auto line = fit_line(points);
+    if (!line && largest * factor < kBandwidthBytes) {
+      notes.push_back(fmt::format(
+          "{} over {} ranks: only {} B messages, too small to measure bandwidth: not calibrated",
+          costed_op_name(op), group, largest));
+      continue;
+    }
     if (line && line->intercept >= 0) {
       fit.link.bandwidth = 1 / line->slope;
       fit.link.latency_s = line->intercept / std::max(1, latency_steps(op, group));
@@ -126,11 +139,24 @@ StatusOr<RankPlacement> rank_placement(const profiler::SqliteDb& db) {
   return RankPlacement{stmt.column_int(0), stmt.column_int(1)};
 }
 
+// The median over the window's steps of the slowest rank's step: what a step of the run took.
+StatusOr<double> measure_step(const profiler::SqliteDb& db, const AnalysisWindow& window) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, R"sql(
+    SELECT MAX(dur_ns) FROM steps WHERE step BETWEEN ?1 AND ?2 GROUP BY step)sql"));
+  stmt.bind(1, window.first_step);
+  stmt.bind(2, window.last_step);
+  SampleQuantiles steps;
+  int rc;
+  while ((rc = stmt.step()) == SQLITE_ROW) steps.add(static_cast<double>(stmt.column_int(0)) * 1e-9);
+  if (rc != SQLITE_DONE) return Status(StatusCode::kFailed, "reading the steps");
+  return steps.median();
+}
+
 // `sharing`: how much slower the traced ranks computed because they shared devices (ranks on a
 // host over the machines' devices); the scales are for one rank alone on its device.
 Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& run,
                          const CostModel& uncalibrated, const AnalysisWindow& window,
-                         double sharing, Calibration& out) {
+                         double sharing, const RankPlacement& placement, Calibration& out) {
   ASSIGN_OR_RETURN(memory::EstimateInput input, workload_estimate_input(run));
   ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
   CostModel own = uncalibrated;
@@ -150,6 +176,21 @@ Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& 
     out.measured_optimizer_s = measured.optimizer_s;
     out.predicted_optimizer_s = predicted.optimizer_s * sharing;
     out.optimizer_scale = measured.optimizer_s / out.predicted_optimizer_s;
+  }
+  if (window.has_steps) {
+    ASSIGN_OR_RETURN(double step_s, measure_step(db, window));
+    // The run's own machines: its ranks and how many shared a host (the user's figure when the
+    // trace has no rank rows); the devices per node are the user's (a trace records no cores).
+    Machines run_machines = uncalibrated.comm.machines();
+    const memory::TrainingLayout& l = estimate.layout.layout;
+    run_machines.gpus = l.dp * l.tp * l.pp * l.cp;
+    if (placement.most_ranks_on_a_host > 0) {
+      run_machines.gpus_per_node = static_cast<int>(placement.most_ranks_on_a_host);
+    }
+    if (step_s > 0) {
+      out.own_run = Calibration::OwnRun{input.model, input.recipe, std::move(estimate),
+                                        run_machines, step_s};
+    }
   }
   return Status::ok();
 }
@@ -191,13 +232,13 @@ StatusOr<Calibration> measure_calibration(const profiler::SqliteDb& db, const st
   if (run) {
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
                                           uncalibrated.comm.machines().devices_per_node);
-    RETURN_IF_ERROR(calibrate_compute(db, *run, uncalibrated, window, sharing, out));
+    RETURN_IF_ERROR(calibrate_compute(db, *run, uncalibrated, window, sharing, placement, out));
   } else {
     out.notes.push_back("not a built-in workload's trace (no model in its run config): compute "
                         "and optimizer speed not calibrated, collectives only");
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
-  ASSIGN_OR_RETURN(out.collectives, fit_collectives(db, window, level));
+  ASSIGN_OR_RETURN(out.collectives, fit_collectives(db, window, level, out.notes));
   if (!out.compute_scale && out.collectives.empty()) {
     return nothing_to_calibrate(
         source, fmt::format("no compute slices and no completed collectives after {} warm-up "
@@ -206,7 +247,7 @@ StatusOr<Calibration> measure_calibration(const profiler::SqliteDb& db, const st
   return out;
 }
 
-void apply_calibrations(const std::vector<Calibration>& calibrations, CostModel& model) {
+void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model) {
   double compute_log = 0, optimizer_log = 0;
   int computes = 0, optimizers = 0;
   std::map<std::tuple<CostedOp, LinkLevel, int>, const CollectiveFit*> best;
@@ -223,6 +264,28 @@ void apply_calibrations(const std::vector<Calibration>& calibrations, CostModel&
   }
   if (computes > 0) model.speed.scale *= std::exp(compute_log / computes);
   if (optimizers > 0) model.optimizer_bandwidth /= std::exp(optimizer_log / optimizers);
+
+  for (Calibration& c : calibrations) {
+    if (!c.own_run) continue;
+    CostModel own = model;
+    own.model = c.own_run->model;
+    own.recipe = c.own_run->recipe;
+    own.comm = model.comm.on_machines(c.own_run->machines);
+    own.step_scale = 1;
+    c.predicted_step_s = step_cost(own, c.own_run->estimate).step_s;
+    if (c.predicted_step_s > 0) c.step_scale = c.own_run->measured_step_s / c.predicted_step_s;
+  }
+  if (const auto scale = combined_step_scale(calibrations)) model.step_scale *= *scale;
+}
+
+std::optional<double> combined_step_scale(const std::vector<Calibration>& calibrations) {
+  double log_sum = 0;
+  int runs = 0;
+  for (const Calibration& c : calibrations) {
+    if (c.step_scale) log_sum += std::log(*c.step_scale), ++runs;
+  }
+  if (runs == 0) return std::nullopt;
+  return std::exp(log_sum / runs);
 }
 
 }  // namespace partrain::analyzers

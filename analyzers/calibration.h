@@ -2,7 +2,9 @@
 // defaults. From a built-in workload's trace: how much longer compute and the optimizer step
 // took than the cost model predicts for that run's own layout (an effective GEMM efficiency and
 // memory bandwidth); from any trace with collectives: latency and busbw per collective, fitted
-// to t = alpha + S x factor / busbw over the sizes it saw.
+// to t = alpha + S x factor / busbw over the sizes it saw. Last, with all of those applied, the
+// built-in runs' measured step against the model's prediction for it: the step scale, what the
+// terms leave out.
 #pragma once
 
 #include <optional>
@@ -32,6 +34,21 @@ struct Calibration {
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;
   std::vector<std::string> notes;     // what could not be calibrated from this trace, and why
+
+  // A built-in workload's run: what predicting its own step again needs (its model, precision,
+  // layout and placement), and the median over the window of its slowest rank's step.
+  struct OwnRun {
+    memory::ModelConfig model;
+    memory::PrecisionRecipe recipe;
+    memory::MemoryEstimate estimate;
+    Machines machines;
+    double measured_step_s = 0;
+  };
+  std::optional<OwnRun> own_run;
+  // Filled by apply_calibrations: the run's step predicted with every calibration applied, and
+  // measured / predicted.
+  double predicted_step_s = 0;
+  std::optional<double> step_scale;
 };
 
 // `uncalibrated` gives the peak, preset efficiency and bandwidths the prediction is made with;
@@ -42,8 +59,12 @@ StatusOr<Calibration> measure_calibration(const profiler::SqliteDb& db, const st
 
 // Scales the compute and optimizer speeds (by the geometric mean of the traces' scales, each
 // measured against the uncalibrated model) and installs the fitted links (of several fits of
-// one op, link level and group size, the one from the most samples).
-void apply_calibrations(const std::vector<Calibration>& calibrations, CostModel& model);
+// one op, link level and group size, the one from the most samples). Then predicts each
+// built-in run's own step with that model and sets model.step_scale to the geometric mean of
+// measured / predicted, recording each in its Calibration.
+void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model);
+// The geometric mean of the calibrations' step scales; nullopt when none has one.
+std::optional<double> combined_step_scale(const std::vector<Calibration>& calibrations);
 
 // Least squares t = a + b x over (x, t) points; nullopt with fewer than two distinct x or when
 // the slope is not positive. Exposed for tests.

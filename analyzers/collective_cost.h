@@ -38,6 +38,12 @@ class CollectiveCost {
   void calibrate(CostedOp op, LinkLevel level, int group_size, Link measured);
   bool is_calibrated(CostedOp op, LinkLevel level) const;
   const Machines& machines() const { return machines_; }
+  // The same links (calibrated ones included) on other machines: a calibration run's own.
+  CollectiveCost on_machines(Machines machines) const {
+    CollectiveCost moved = *this;
+    moved.machines_ = std::move(machines);
+    return moved;
+  }
 
  private:
   const Link& link(CostedOp op, LinkLevel level, int nranks) const;

@@ -114,6 +114,11 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                             {"predicted_s", c.predicted_optimizer_s},
                             {"scale", *c.optimizer_scale}};
     }
+    if (c.step_scale) {
+      entry["step"] = {{"measured_s", c.own_run->measured_step_s},
+                       {"predicted_s", c.predicted_step_s},
+                       {"scale", *c.step_scale}};
+    }
     entry["collectives"] = json::array();
     for (const CollectiveFit& f : c.collectives) {
       entry["collectives"].push_back(
@@ -170,7 +175,22 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
                           costed_op_name(f.op), f.group_size, f.sizes, f.samples,
                           f.link.bandwidth / 1e9, seconds_text(f.link.latency_s));
     }
+    if (c.step_scale) {
+      text += fmt::format("  step: {} measured (median of the slowest rank) vs {} predicted with "
+                          "every calibration: x{:.3g}\n",
+                          seconds_text(c.own_run->measured_step_s),
+                          seconds_text(c.predicted_step_s), *c.step_scale);
+    }
     for (const std::string& note : c.notes) text += "  note: " + note + "\n";
+  }
+  if (const auto scale = combined_step_scale(calibrations)) {
+    text += fmt::format("step scale x{:.3g} (geometric mean over the runs): the 'overhead' term, "
+                        "what the other terms leave out\n", *scale);
+    if (*scale > 1.5 || *scale < 1 / 1.5) {
+      text += "  note: the terms miss much of the calibration runs' step, so layouts unlike "
+              "theirs are predicted with less confidence; calibrate from runs closer to the "
+              "target (model size, steps long enough to amortise per-op overhead)\n";
+    }
   }
   return text;
 }

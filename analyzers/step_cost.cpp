@@ -123,7 +123,8 @@ CostTerms cost_terms(const StepCost& c) {
            {"pp_comm", c.pp_comm_s},
            {"dp_comm", c.dp_comm_s},
            {"optimizer", c.optimizer_s},
-           {"shared_device", c.shared_device_s}}};
+           {"shared_device", c.shared_device_s},
+           {"overhead", c.overhead_s}}};
 }
 
 StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) {
@@ -172,7 +173,9 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   const double sharing = cm.comm.machines().device_sharing(static_cast<int>(gpus));
   const double shared = sharing * (c.compute_s + c.optimizer_s) + c.exposed_comm_s();
   c.shared_device_s = std::max(0.0, shared - path);
-  c.step_s = path + c.shared_device_s;
+  const double modelled = path + c.shared_device_s;
+  c.overhead_s = (cm.step_scale - 1) * modelled;
+  c.step_s = modelled + c.overhead_s;
   const double batch = static_cast<double>(r.global_batch);
   const double seq = static_cast<double>(r.seq);
   c.model_flops = memory::training_flops(cm.model, batch, seq, memory::Recompute::kNone);

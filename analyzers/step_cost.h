@@ -23,6 +23,10 @@ struct CostModel {
   double optimizer_bandwidth = 0;  // bytes/s the optimizer step streams at
   bool overlaps_communication = true;
   double bucket_bytes = 25e6;      // DDP gradient bucket: the part that never hides
+  // Measured over modelled step time of the calibration runs (--calibrate), every other term
+  // calibrated first: what no term captures (scheduling and wake-up delays, framework and
+  // launch overhead). 1 until calibrated.
+  double step_scale = 1;
 };
 
 // Each term is seconds of one step on the critical path (the heaviest stage).
@@ -36,6 +40,8 @@ struct StepCost {
   double dp_comm_s = 0;     // data-parallel / ZeRO traffic not hidden behind compute
   double optimizer_s = 0;
   double shared_device_s = 0;  // ranks sharing a device: the node's compute exceeds the path's
+  double overhead_s = 0;    // (step_scale - 1) x the modelled step; negative when the
+                            // calibration runs were faster than modelled
   double step_s = 0;
   double model_flops = 0;   // per step, without recomputation (for MFU)
   double tokens_per_s = 0;
@@ -47,7 +53,7 @@ struct StepCost {
 
 // The terms that add up to step_s, by name (the JSON's breakdown_s keys), in the order
 // `bottleneck` picks among equals.
-using CostTerms = std::array<std::pair<std::string_view, double>, 8>;
+using CostTerms = std::array<std::pair<std::string_view, double>, 9>;
 CostTerms cost_terms(const StepCost& cost);
 
 StepCost step_cost(const CostModel& model, const memory::MemoryEstimate& estimate);

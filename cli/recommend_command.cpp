@@ -250,7 +250,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "
-                  "the presets' (repeatable)");
+                  "the presets', and a built-in run's measured step over its prediction scales "
+                  "every step (the 'overhead' term) (repeatable)");
   cmd->add_option("--skip-steps", f->skip_steps, "Warm-up steps of a --calibrate trace left out")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--check", f->check,

@@ -136,6 +136,20 @@ TEST(RecommendCommand, CalibratesFromATracedLaunch) {
   EXPECT_GT(cal["compute"]["scale"].get<double>(), 0);
   ASSERT_FALSE(cal["collectives"].empty());
   EXPECT_GT(cal["collectives"][0]["busbw_gbps"].get<double>(), 0);
+
+  // The step scale: with one calibration run, --check of that run's own layout (dp2 tp2 mb1,
+  // global batch 2: the launch's default) predicts exactly its measured step.
+  EXPECT_NE(text.out.find("  step: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("step scale x"), std::string::npos) << text.out;
+  const double measured = cal["step"]["measured_s"].get<double>();
+  EXPECT_GT(measured, 0);
+  EXPECT_GT(cal["step"]["predicted_s"].get<double>(), 0);
+  auto own = parse_json(run_partrain(
+      "recommend --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --gpu cpu --precision fp32 "
+      "--gpus 4 --gpus-per-node 4 --global-batch 2 --check dp=2,tp=2,mb=1 --json --calibrate " + db).out);
+  const auto& layout = own["candidates"][0];
+  EXPECT_NEAR(layout["step_time_s"].get<double>(), measured, 1e-9 + measured * 1e-9);
+  EXPECT_TRUE(layout["breakdown_s"].contains("overhead")) << layout.dump();
 }
 
 }  // namespace

@@ -62,7 +62,10 @@ TEST(Calibration, FitsBusbwAndLatencyFromTheAverageMemberOfEachCollective) {
   EXPECT_NEAR(fit.link.latency_s, 1.7e-3 / 4, 1e-7);  // 4 latency steps for 4 ranks
 
   CostModel model = uncalibrated();
-  apply_calibrations({*c}, model);
+  std::vector<Calibration> calibrations{*c};
+  apply_calibrations(calibrations, model);
+  EXPECT_FALSE(calibrations[0].step_scale);  // no run config: no own step to predict
+  EXPECT_EQ(model.step_scale, 1);
   EXPECT_NEAR(model.comm.seconds(CostedOp::kAllReduce, 8e6, 4, LinkLevel::kIntraNode),
               1.7e-3 + 8e6 * 1.5 / 5e9, 1e-6);
 }
@@ -90,7 +93,9 @@ TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
     for (int64_t step = 0; step < 4; ++step) {
       const int64_t t0 = step * 10'000'000'000;
       const int64_t warm = step == 0 ? 5 : 1;  // the warm-up step is slow and left out
-      events.push_back(profiler::StepEvent{rank, step, t0, 9'000'000'000, 1.0, 128});
+      // Rank 2 is the slowest (9 s a step); the warm-up step, left out, is slower still.
+      const int64_t step_ns = step == 0 ? 9'900'000'000 : rank == 2 ? 9'000'000'000 : 8'000'000'000;
+      events.push_back(profiler::StepEvent{rank, step, t0, step_ns, 1.0, 128});
       events.push_back(profiler::SliceEvent{rank, profiler::TrackKind::kCpuThread, "main",
                                             "block.forward", profiler::SliceCategory::kCompute, t0,
                                             warm * compute_ns / 3, step, 0, 0});
@@ -111,10 +116,35 @@ TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
   EXPECT_NEAR(*c->optimizer_scale, 2, 1e-6);
   EXPECT_EQ(c->run_layout, "dp4 tp1 pp1 mb1 z0");
 
-  apply_calibrations({*c}, model);
+  std::vector<Calibration> calibrations{*c};
+  apply_calibrations(calibrations, model);
   const StepCost after = step_cost(model, *memory::estimate_memory(in));
   EXPECT_NEAR(after.compute_s, 3 * predicted.compute_s, 1e-6 * predicted.compute_s);
   EXPECT_NEAR(after.optimizer_s, 2 * predicted.optimizer_s, 1e-6 * predicted.optimizer_s);
+
+  // The steps took 9 s (the slowest rank, the median after the warm-up): with compute and the
+  // optimizer calibrated the model predicts less, and the step scale makes up the rest, so the
+  // run's own layout is predicted at exactly its measured step.
+  ASSERT_TRUE(calibrations[0].own_run);
+  EXPECT_NEAR(calibrations[0].own_run->measured_step_s, 9.0, 1e-9);
+  ASSERT_TRUE(calibrations[0].step_scale);
+  const StepCost own = step_cost(model, calibrations[0].own_run->estimate);
+  const double modelled = own.step_s - own.overhead_s;
+  EXPECT_LT(modelled, 1.0);
+  EXPECT_NEAR(calibrations[0].predicted_step_s, modelled, 1e-9 * modelled);
+  EXPECT_NEAR(*calibrations[0].step_scale, 9.0 / modelled, 1e-9);
+  EXPECT_NEAR(model.step_scale, 9.0 / modelled, 1e-9);
+  EXPECT_NEAR(own.step_s, 9.0, 1e-9);
+}
+
+// Two runs, one measured 2x and one 8x its prediction: the step scale is their geometric mean.
+TEST(Calibration, StepScaleOfSeveralRunsIsTheGeometricMeanOfEach) {
+  std::vector<Calibration> calibrations(3);
+  calibrations[0].step_scale = 2.0;
+  calibrations[1].step_scale = 8.0;  // calibrations[2]: collectives only, no step
+  ASSERT_TRUE(combined_step_scale(calibrations));
+  EXPECT_NEAR(*combined_step_scale(calibrations), 4.0, 1e-12);
+  EXPECT_FALSE(combined_step_scale({Calibration{}}));
 }
 
 // A foreign job under `partrain trace` records no steps: every collective is the window.
@@ -137,6 +167,43 @@ TEST(Calibration, CollectivesOfATraceWithoutStepsAreAllUsed) {
   ASSERT_EQ(c->collectives.size(), 1u);
   EXPECT_EQ(c->collectives[0].samples, 4);
   EXPECT_NEAR(c->collectives[0].link.bandwidth, 2e9, 2e9 * 1e-3);  // 2 ranks: busbw = algbw
+}
+
+// The 4-byte loss all-reduce over the world, at one size only, is all latency: read as
+// bandwidth it would be 1e-6 GB/s and make every 4-rank all-reduce take minutes, so it is left
+// uncalibrated with a note, while the 2-rank all-reduce at two sizes is fitted.
+TEST(Calibration, ASingleTinyMessageSizeIsNotTakenForBandwidth) {
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) {
+      events.push_back(partrain::testing::completed_all_reduce(
+          "world", rank, {0, 1, 2, 3}, seq, 4, static_cast<int64_t>(seq) * 100'000'000, 3'000'000));
+    }
+    const double bytes = seq % 2 == 0 ? 1e6 : 8e6;
+    for (int rank = 0; rank < 2; ++rank) {
+      events.push_back(partrain::testing::completed_all_reduce(
+          "tp", rank, {0, 1}, seq, static_cast<uint64_t>(bytes),
+          static_cast<int64_t>(seq) * 100'000'000 + 50'000'000,
+          static_cast<int64_t>(1e5 + bytes / 2e9 * 1e9)));
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 4, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_EQ(c->collectives.size(), 1u);
+  EXPECT_EQ(c->collectives[0].group_size, 2);
+  EXPECT_NEAR(c->collectives[0].link.bandwidth, 2e9, 2e9 * 1e-3);
+  ASSERT_EQ(c->notes.size(), 2u);  // not a built-in workload; the tiny all-reduce
+  EXPECT_NE(c->notes[1].find("all_reduce over 4 ranks: only 4 B messages"), std::string::npos)
+      << c->notes[1];
+
+  CostModel model = uncalibrated();
+  std::vector<Calibration> calibrations{*c};
+  apply_calibrations(calibrations, model);
+  // A 4-rank all-reduce of 1 MB takes the 2-rank fit (the nearest group measured): about
+  // 0.75 ms of bandwidth plus latency, not the minutes the tiny message's "bandwidth" gives.
+  EXPECT_LT(model.comm.seconds(CostedOp::kAllReduce, 1e6, 4, LinkLevel::kIntraNode), 2e-3);
 }
 
 TEST(Calibration, ATraceWithNothingToMeasureIsUnreadable) {

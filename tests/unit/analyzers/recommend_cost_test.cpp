@@ -238,6 +238,29 @@ TEST_F(StepCostTest, RanksSharingDevicesAreBoundByTheNodesWorkOverItsDevices) {
   EXPECT_EQ(shared.device_sharing(2), 1);
 }
 
+// A calibrated step scale of 1.25 adds a quarter of the modelled step as the "overhead" term and
+// leaves every other term as it was; a scale under 1 makes the term negative.
+TEST_F(StepCostTest, StepScaleAddsTheCalibratedOverheadOnTopOfTheModelledTerms) {
+  memory::TrainingLayout l;
+  l.dp = 2;
+  l.pp = 2;
+  l.global_batch = 8;
+  const StepCost modelled = step_cost(cost_, estimate(l));
+  EXPECT_EQ(modelled.overhead_s, 0);
+  cost_.step_scale = 1.25;
+  const StepCost scaled = step_cost(cost_, estimate(l));
+  EXPECT_NEAR(scaled.overhead_s, 0.25 * modelled.step_s, 1e-12);
+  EXPECT_NEAR(scaled.step_s, 1.25 * modelled.step_s, 1e-12);
+  EXPECT_EQ(scaled.compute_s, modelled.compute_s);
+  EXPECT_EQ(scaled.bubble_s, modelled.bubble_s);
+  EXPECT_NEAR(scaled.tokens_per_s, modelled.tokens_per_s / 1.25, 1e-6);
+  double sum = 0;
+  for (const auto& [name, seconds] : cost_terms(scaled)) sum += seconds;
+  EXPECT_NEAR(sum, scaled.step_s, 1e-12);
+  cost_.step_scale = 0.8;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).overhead_s, -0.2 * modelled.step_s, 1e-12);
+}
+
 TEST_F(StepCostTest, TensorParallelAcrossNodesIsCommunicationBound) {
   memory::TrainingLayout l;
   l.tp = 16;
