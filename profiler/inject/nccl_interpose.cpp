@@ -140,38 +140,56 @@ using partrain::profiler::inject::traced_end;
 using partrain::profiler::inject::traced_init;
 using partrain::profiler::inject::WrapperScope;
 
-// Each wrapper: the real function, looked up once; a missing one is NCCL's system error.
-#define PARTRAIN_NEXT(name)                                                       \
-  static const auto next = next_definition<decltype(&name)>(#name);               \
-  if (next == nullptr) return no_real_nccl(#name)
+// Each entry point is defined twice, as NCCL exports it: ncclX, and pncclX, the same function
+// under its profiling name (a profiling layer's own ncclX calls pncclX; programs built against
+// such a layer call it directly). Both record alike, each forwarding to the real function of
+// its own name, looked up once; a missing one is NCCL's system error.
+// PARTRAIN_ENTRY_POINT(name, (params), (args)) { body }: the body sees the real function as
+// `next`.
+#define PARTRAIN_UNPARENTHESIZE(...) __VA_ARGS__
+#define PARTRAIN_FORWARD_AS(symbol, name, params, args)                            \
+  PARTRAIN_EXPORT ncclResult_t symbol params {                                      \
+    static const auto next = next_definition<decltype(&name)>(#symbol);             \
+    if (next == nullptr) return no_real_nccl(#symbol);                              \
+    return name##_traced(next PARTRAIN_UNPARENTHESIZE args);                        \
+  }
+#define PARTRAIN_ENTRY_POINT(name, params, args)                                       \
+  static ncclResult_t name##_traced(decltype(&name) next,                              \
+                                    PARTRAIN_UNPARENTHESIZE params);                   \
+  PARTRAIN_FORWARD_AS(name, name, params, (, PARTRAIN_UNPARENTHESIZE args))           \
+  PARTRAIN_FORWARD_AS(p##name, name, params, (, PARTRAIN_UNPARENTHESIZE args))        \
+  static ncclResult_t name##_traced(decltype(&name) next, PARTRAIN_UNPARENTHESIZE params)
+#define PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(name)                                   \
+  static ncclResult_t name##_traced(decltype(&name) next);                             \
+  PARTRAIN_FORWARD_AS(name, name, (void), ())                                          \
+  PARTRAIN_FORWARD_AS(p##name, name, (void), ())                                       \
+  static ncclResult_t name##_traced(decltype(&name) next)
 
-PARTRAIN_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
-                                              int rank) {
-  PARTRAIN_NEXT(ncclCommInitRank);
+PARTRAIN_ENTRY_POINT(ncclCommInitRank, (ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
+                                        int rank),
+                     (comm, nranks, comm_id, rank)) {
   return traced_init(comm, std::span(&comm_id, 1), nranks, rank, "ncclCommInitRank",
                      [&] { return next(comm, nranks, comm_id, rank); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
-                                                    ncclUniqueId comm_id, int rank,
-                                                    ncclConfig_t* config) {
-  PARTRAIN_NEXT(ncclCommInitRankConfig);
+PARTRAIN_ENTRY_POINT(ncclCommInitRankConfig, (ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
+                                              int rank, ncclConfig_t* config),
+                     (comm, nranks, comm_id, rank, config)) {
   return traced_init(comm, std::span(&comm_id, 1), nranks, rank, "ncclCommInitRankConfig",
                      [&] { return next(comm, nranks, comm_id, rank, config); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
-                                                      int n_ids, ncclUniqueId* comm_ids,
-                                                      ncclConfig_t* config) {
-  PARTRAIN_NEXT(ncclCommInitRankScalable);
+PARTRAIN_ENTRY_POINT(ncclCommInitRankScalable, (ncclComm_t* comm, int nranks, int rank, int n_ids,
+                                                ncclUniqueId* comm_ids, ncclConfig_t* config),
+                     (comm, nranks, rank, n_ids, comm_ids, config)) {
   const size_t ids = comm_ids != nullptr && n_ids > 0 ? static_cast<size_t>(n_ids) : 0;
   return traced_init(comm, std::span<const ncclUniqueId>(comm_ids, ids), nranks, rank,
                      "ncclCommInitRankScalable",
                      [&] { return next(comm, nranks, rank, n_ids, comm_ids, config); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  PARTRAIN_NEXT(ncclCommInitAll);
+PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* devlist),
+                     (comms, ndev, devlist)) {
   if (partrain::profiler::inject::t_wrapper_depth == 0) InjectedProcess::start(0);
   WrapperScope scope;
   const ncclResult_t result = next(comms, ndev, devlist);
@@ -184,9 +202,9 @@ PARTRAIN_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const 
   return result;
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
-                                           ncclComm_t* newcomm, ncclConfig_t* config) {
-  PARTRAIN_NEXT(ncclCommSplit);
+PARTRAIN_ENTRY_POINT(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                     ncclConfig_t* config),
+                     (comm, color, key, newcomm, config)) {
   WrapperScope scope;
   const ncclResult_t result = next(comm, color, key, newcomm, config);
   if (InjectedProcess* process = scope.process()) {
@@ -200,111 +218,107 @@ PARTRAIN_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   return result;
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  PARTRAIN_NEXT(ncclCommFinalize);
+PARTRAIN_ENTRY_POINT(ncclCommFinalize, (ncclComm_t comm),
+                     (comm)) {
   return traced_end(comm, "ncclCommFinalize", [&] { return next(comm); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  PARTRAIN_NEXT(ncclCommDestroy);
+PARTRAIN_ENTRY_POINT(ncclCommDestroy, (ncclComm_t comm),
+                     (comm)) {
   return traced_end(comm, "ncclCommDestroy", [&] { return next(comm); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  PARTRAIN_NEXT(ncclCommAbort);
+PARTRAIN_ENTRY_POINT(ncclCommAbort, (ncclComm_t comm),
+                     (comm)) {
   return traced_end(comm, "ncclCommAbort", [&] { return next(comm); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                           ncclDataType_t datatype, ncclRedOp_t op,
-                                           ncclComm_t comm, cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclAllReduce);
+PARTRAIN_ENTRY_POINT(ncclAllReduce, (const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream),
+                     (sendbuff, recvbuff, count, datatype, op, comm, stream)) {
   return traced_call({"all_reduce", comm, count, datatype, op, -1, -1, stream},
                      [&] { return next(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                                           ncclDataType_t datatype, int root, ncclComm_t comm,
-                                           cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclBroadcast);
+PARTRAIN_ENTRY_POINT(ncclBroadcast, (const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream),
+                     (sendbuff, recvbuff, count, datatype, root, comm, stream)) {
   return traced_call({"broadcast", comm, count, datatype, std::nullopt, -1, root, stream},
                      [&] { return next(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
-                                       ncclComm_t comm, cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclBcast);
+PARTRAIN_ENTRY_POINT(ncclBcast, (void* buff, size_t count, ncclDataType_t datatype, int root,
+                                 ncclComm_t comm, cudaStream_t stream),
+                     (buff, count, datatype, root, comm, stream)) {
   return traced_call({"broadcast", comm, count, datatype, std::nullopt, -1, root, stream},
                      [&] { return next(buff, count, datatype, root, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                        ncclDataType_t datatype, ncclRedOp_t op, int root,
-                                        ncclComm_t comm, cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclReduce);
+PARTRAIN_ENTRY_POINT(ncclReduce, (const void* sendbuff, void* recvbuff, size_t count,
+                                  ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                  ncclComm_t comm, cudaStream_t stream),
+                     (sendbuff, recvbuff, count, datatype, op, root, comm, stream)) {
   return traced_call(
       {"reduce", comm, count, datatype, op, -1, root, stream},
       [&] { return next(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                           ncclDataType_t datatype, ncclComm_t comm,
-                                           cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclAllGather);
+PARTRAIN_ENTRY_POINT(ncclAllGather, (const void* sendbuff, void* recvbuff, size_t sendcount,
+                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),
+                     (sendbuff, recvbuff, sendcount, datatype, comm, stream)) {
   return traced_call({"all_gather", comm, sendcount, datatype, std::nullopt, -1, -1, stream},
                      [&] { return next(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
-                                               size_t recvcount, ncclDataType_t datatype,
-                                               ncclRedOp_t op, ncclComm_t comm,
-                                               cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclReduceScatter);
+PARTRAIN_ENTRY_POINT(ncclReduceScatter, (const void* sendbuff, void* recvbuff, size_t recvcount,
+                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                         cudaStream_t stream),
+                     (sendbuff, recvbuff, recvcount, datatype, op, comm, stream)) {
   return traced_call(
       {"reduce_scatter", comm, recvcount, datatype, op, -1, -1, stream},
       [&] { return next(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                                          ncclDataType_t datatype, ncclComm_t comm,
-                                          cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclAlltoAll);
+PARTRAIN_ENTRY_POINT(ncclAlltoAll, (const void* sendbuff, void* recvbuff, size_t count,
+                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),
+                     (sendbuff, recvbuff, count, datatype, comm, stream)) {
   return traced_call({"all_to_all", comm, count, datatype, std::nullopt, -1, -1, stream},
                      [&] { return next(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                                        ncclDataType_t datatype, int root, ncclComm_t comm,
-                                        cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclGather);
+PARTRAIN_ENTRY_POINT(ncclGather, (const void* sendbuff, void* recvbuff, size_t count,
+                                  ncclDataType_t datatype, int root, ncclComm_t comm,
+                                  cudaStream_t stream),
+                     (sendbuff, recvbuff, count, datatype, root, comm, stream)) {
   return traced_call({"gather", comm, count, datatype, std::nullopt, -1, root, stream},
                      [&] { return next(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                                         ncclDataType_t datatype, int root, ncclComm_t comm,
-                                         cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclScatter);
+PARTRAIN_ENTRY_POINT(ncclScatter, (const void* sendbuff, void* recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream),
+                     (sendbuff, recvbuff, count, datatype, root, comm, stream)) {
   return traced_call({"scatter", comm, count, datatype, std::nullopt, -1, root, stream},
                      [&] { return next(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
-                                      int peer, ncclComm_t comm, cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclSend);
+PARTRAIN_ENTRY_POINT(ncclSend, (const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                int peer, ncclComm_t comm, cudaStream_t stream),
+                     (sendbuff, count, datatype, peer, comm, stream)) {
   return traced_call({"send", comm, count, datatype, std::nullopt, peer, -1, stream},
                      [&] { return next(sendbuff, count, datatype, peer, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
-                                      int peer, ncclComm_t comm, cudaStream_t stream) {
-  PARTRAIN_NEXT(ncclRecv);
+PARTRAIN_ENTRY_POINT(ncclRecv, (void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                ncclComm_t comm, cudaStream_t stream),
+                     (recvbuff, count, datatype, peer, comm, stream)) {
   return traced_call({"recv", comm, count, datatype, std::nullopt, peer, -1, stream},
                      [&] { return next(recvbuff, count, datatype, peer, comm, stream); });
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclGroupStart(void) {
-  PARTRAIN_NEXT(ncclGroupStart);
+PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupStart) {
   WrapperScope scope;
   const ncclResult_t result = next();
   if (InjectedProcess* process = scope.process(); process != nullptr && result == ncclSuccess) {
@@ -313,8 +327,7 @@ PARTRAIN_EXPORT ncclResult_t ncclGroupStart(void) {
   return result;
 }
 
-PARTRAIN_EXPORT ncclResult_t ncclGroupEnd(void) {
-  PARTRAIN_NEXT(ncclGroupEnd);
+PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupEnd) {
   WrapperScope scope;
   const ncclResult_t result = next();
   if (InjectedProcess* process = scope.process()) {

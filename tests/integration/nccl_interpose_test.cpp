@@ -139,6 +139,34 @@ TEST_F(NcclInterposeTest, EveryCallReachesNcclUnchangedAndIsRecorded) {
             "0|1\n1|1\n");
 }
 
+// NCCL exports every entry point under a second, profiling name (pncclX: in libnccl the function
+// itself, ncclX its alias). Calls by that name reach the library unchanged and are recorded as
+// the public ones are: the sequence numbers go on, and the group ends at pncclGroupEnd.
+TEST_F(NcclInterposeTest, CallsByTheProfilingNamesAreRecordedLikeThePublicOnes) {
+  const std::string trace = path("pnccl.db");
+  CommandResult r = trace_two_ranks(trace, "FAKE_NCCL_PROFILING_NAMES=1 RANK={} WORLD_SIZE=2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string out = read_file(path(fmt::format("out{}", rank)));
+    EXPECT_NE(out.find(fmt::format("done rank {}: all results as expected", rank)),
+              std::string::npos)
+        << out;
+    const std::vector<std::string> made = calls_made(out);
+    ASSERT_EQ(made.size(), 21u + 5u) << out;
+    EXPECT_EQ(calls_received(read_file(path(fmt::format("fake{}.log", rank)))), made);
+  }
+  TraceQuery q(trace);
+  // Rank 0's world calls after the public ones (all-reduce seq 0-1, broadcasts up to 5, the
+  // first exchange's transfers seq 0): the second exchange and the all-reduce by pnccl names.
+  EXPECT_EQ(q.rows("SELECT seq, op, count, peer FROM collectives WHERE rank = 0 AND comm_id NOT "
+                   "LIKE '%split%' ORDER BY slice_id DESC LIMIT 3"),
+            "6|all_reduce|32|NULL\n1|recv|256|1\n1|send|256|1\n");
+  EXPECT_EQ(q.number("SELECT count(DISTINCT ts_ns + dur_ns) FROM collectives WHERE rank = 0 AND "
+                     "op IN ('send', 'recv') AND seq = 1"),
+            1);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 2 * (10 + 3));
+}
+
 TEST_F(NcclInterposeTest, RanksComeFromNcclCommInitRankWithoutLauncherVariables) {
   const std::string trace = path("ranks.db");
   CommandResult r = trace_two_ranks(trace, "");

@@ -204,3 +204,29 @@ FAKE_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t d
 FAKE_EXPORT ncclResult_t ncclGroupStart(void) { return logged("ncclGroupStart", "%s", ""); }
 
 FAKE_EXPORT ncclResult_t ncclGroupEnd(void) { return logged("ncclGroupEnd", "%s", ""); }
+
+/* NCCL's profiling names: in libnccl pncclX is the function and ncclX its alias, so a call by
+ * either name logs as ncclX. */
+#define FAKE_PROFILING_NAME(name) \
+  FAKE_EXPORT __typeof__(name) p##name __attribute__((alias(#name)));
+FAKE_PROFILING_NAME(ncclCommInitRank)
+FAKE_PROFILING_NAME(ncclCommInitRankConfig)
+FAKE_PROFILING_NAME(ncclCommInitRankScalable)
+FAKE_PROFILING_NAME(ncclCommInitAll)
+FAKE_PROFILING_NAME(ncclCommSplit)
+FAKE_PROFILING_NAME(ncclCommFinalize)
+FAKE_PROFILING_NAME(ncclCommDestroy)
+FAKE_PROFILING_NAME(ncclCommAbort)
+FAKE_PROFILING_NAME(ncclAllReduce)
+FAKE_PROFILING_NAME(ncclBroadcast)
+FAKE_PROFILING_NAME(ncclBcast)
+FAKE_PROFILING_NAME(ncclReduce)
+FAKE_PROFILING_NAME(ncclAllGather)
+FAKE_PROFILING_NAME(ncclReduceScatter)
+FAKE_PROFILING_NAME(ncclAlltoAll)
+FAKE_PROFILING_NAME(ncclGather)
+FAKE_PROFILING_NAME(ncclScatter)
+FAKE_PROFILING_NAME(ncclSend)
+FAKE_PROFILING_NAME(ncclRecv)
+FAKE_PROFILING_NAME(ncclGroupStart)
+FAKE_PROFILING_NAME(ncclGroupEnd)

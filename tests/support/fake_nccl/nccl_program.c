@@ -5,7 +5,9 @@
  * Buffers and streams are made-up addresses: the fake never touches them. Exit 0 when every
  * result was the one expected (ncclSuccess, or FAKE_NCCL_FAIL's function failing).
  * FAKE_CUDA_INIT=1 first calls the CUDA injection entry point (InitializeInjection) the way the
- * CUDA driver does at cuInit, as a GPU program under `partrain trace` would see it. */
+ * CUDA driver does at cuInit, as a GPU program under `partrain trace` would see it.
+ * FAKE_NCCL_PROFILING_NAMES=1 ends with a ring exchange and an all-reduce made through NCCL's
+ * profiling names (pncclSend...), as a program built against a profiling layer calls them. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,13 +27,55 @@ static void check(const char* function, ncclResult_t result) {
 
 static void* address(uintptr_t value) { return (void*)value; }
 
-static void all_reduce(size_t count, ncclDataType_t dtype, ncclRedOp_t op, ncclComm_t comm,
-                       cudaStream_t stream) {
+/* The entry points the program calls by either of NCCL's names (they log alike). */
+extern __typeof__(ncclAllReduce) pncclAllReduce;
+extern __typeof__(ncclSend) pncclSend;
+extern __typeof__(ncclRecv) pncclRecv;
+extern __typeof__(ncclGroupStart) pncclGroupStart;
+extern __typeof__(ncclGroupEnd) pncclGroupEnd;
+struct Api {
+  __typeof__(ncclAllReduce)* all_reduce;
+  __typeof__(ncclSend)* send;
+  __typeof__(ncclRecv)* recv;
+  __typeof__(ncclGroupStart)* group_start;
+  __typeof__(ncclGroupEnd)* group_end;
+};
+static const struct Api kPublicNames = {ncclAllReduce, ncclSend, ncclRecv, ncclGroupStart,
+                                        ncclGroupEnd};
+static const struct Api kProfilingNames = {pncclAllReduce, pncclSend, pncclRecv, pncclGroupStart,
+                                           pncclGroupEnd};
+
+static void all_reduce_by(const struct Api* api, size_t count, ncclDataType_t dtype,
+                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   void* send = address(0x10000);
   void* recv = address(0x20000);
   printf("call ncclAllReduce send=%p recv=%p count=%zu dtype=%d op=%d comm=%p stream=%p\n", send,
          recv, count, (int)dtype, (int)op, (void*)comm, (void*)stream);
-  check("ncclAllReduce", ncclAllReduce(send, recv, count, dtype, op, comm, stream));
+  check("ncclAllReduce", api->all_reduce(send, recv, count, dtype, op, comm, stream));
+}
+
+static void all_reduce(size_t count, ncclDataType_t dtype, ncclRedOp_t op, ncclComm_t comm,
+                       cudaStream_t stream) {
+  all_reduce_by(&kPublicNames, count, dtype, op, comm, stream);
+}
+
+/* A ring exchange fused in a group: both calls are issued by ncclGroupEnd. */
+static void ring_exchange(const struct Api* api, int rank, int nranks, ncclComm_t comm,
+                          cudaStream_t stream) {
+  const int next = (rank + 1) % nranks;
+  const int prev = (rank + nranks - 1) % nranks;
+  void* send_buf = address(0x50000);
+  void* recv_buf = address(0x60000);
+  printf("call ncclGroupStart \n");
+  check("ncclGroupStart", api->group_start());
+  printf("call ncclSend send=%p count=%zu dtype=%d peer=%d comm=%p stream=%p\n", send_buf,
+         (size_t)256, (int)ncclBfloat16, next, (void*)comm, (void*)stream);
+  check("ncclSend", api->send(send_buf, 256, ncclBfloat16, next, comm, stream));
+  printf("call ncclRecv recv=%p count=%zu dtype=%d peer=%d comm=%p stream=%p\n", recv_buf,
+         (size_t)256, (int)ncclBfloat16, prev, (void*)comm, (void*)stream);
+  check("ncclRecv", api->recv(recv_buf, 256, ncclBfloat16, prev, comm, stream));
+  printf("call ncclGroupEnd \n");
+  check("ncclGroupEnd", api->group_end());
 }
 
 static void broadcast(size_t count, ncclDataType_t dtype, int root, ncclComm_t comm,
@@ -67,21 +111,7 @@ int main(int argc, char** argv) {
   all_reduce(1024, ncclFloat32, ncclSum, world, stream);
   all_reduce(4096, ncclBfloat16, ncclSum, world, stream);
 
-  /* A ring exchange fused in a group: both calls are issued by ncclGroupEnd. */
-  const int next = (rank + 1) % nranks;
-  const int prev = (rank + nranks - 1) % nranks;
-  void* send_buf = address(0x50000);
-  void* recv_buf = address(0x60000);
-  printf("call ncclGroupStart \n");
-  check("ncclGroupStart", ncclGroupStart());
-  printf("call ncclSend send=%p count=%zu dtype=%d peer=%d comm=%p stream=%p\n", send_buf,
-         (size_t)256, (int)ncclBfloat16, next, (void*)world, (void*)stream);
-  check("ncclSend", ncclSend(send_buf, 256, ncclBfloat16, next, world, stream));
-  printf("call ncclRecv recv=%p count=%zu dtype=%d peer=%d comm=%p stream=%p\n", recv_buf,
-         (size_t)256, (int)ncclBfloat16, prev, (void*)world, (void*)stream);
-  check("ncclRecv", ncclRecv(recv_buf, 256, ncclBfloat16, prev, world, stream));
-  printf("call ncclGroupEnd \n");
-  check("ncclGroupEnd", ncclGroupEnd());
+  ring_exchange(&kPublicNames, rank, nranks, world, stream);
 
   printf("call ncclAllGather send=%p recv=%p count=%zu dtype=%d comm=%p stream=%p\n",
          address(0x70000), address(0x80000), (size_t)100, (int)ncclFloat16, (void*)world,
@@ -119,6 +149,12 @@ int main(int argc, char** argv) {
   broadcast(16, ncclFloat32, 0, half, stream);
   printf("call ncclGroupEnd \n");
   check("ncclGroupEnd", ncclGroupEnd());
+
+  const char* profiling = getenv("FAKE_NCCL_PROFILING_NAMES");
+  if (profiling != NULL && strcmp(profiling, "1") == 0) {
+    ring_exchange(&kProfilingNames, rank, nranks, world, stream);
+    all_reduce_by(&kProfilingNames, 32, ncclFloat32, ncclSum, world, stream);
+  }
 
   printf("call ncclCommDestroy comm=%p\n", (void*)half);
   check("ncclCommDestroy", ncclCommDestroy(half));
