@@ -321,6 +321,8 @@ constexpr ArgColumn kKernelArgs[] = {
     {"grid_y", false},         {"grid_z", false},  {"block_x", false},   {"block_y", false},
     {"block_z", false},        {"registers", false}, {"static_shared_bytes", false},
     {"dynamic_shared_bytes", false}};
+constexpr ArgColumn kTransferArgs[] = {
+    {"bytes", false}, {"correlation_id", false}, {"device", false}, {"stream", false}};
 // clang-format on
 
 // Columns 0..9 of every slice query; the detail table's columns follow from kSliceArgsColumn.
@@ -381,25 +383,35 @@ StatusOr<int64_t> write_slice_rows(const SqliteDb& db, const std::string& sql,
   return written;
 }
 
-// Three passes, so each joins its detail view with an inner join SQLite can flatten: slices with
-// no collective or kernel row, collectives (their args), kernels (their launch parameters).
+// One pass per kind, so each joins its detail view with an inner join SQLite can flatten: slices
+// with no detail row, collectives (their args), kernels (their launch parameters) and, from
+// schema version 3, GPU copies and fills (their bytes).
 StatusOr<int64_t> write_slices(const SqliteDb& db, const Selection& selection,
                                const TrackIds& tracks, JsonStream& sink) {
   const std::string where = slice_filter("s");
+  const bool has_transfers = db.has_table("main", "transfer");
   const std::string plain = fmt::format(
       "SELECT {} FROM slices s WHERE NOT EXISTS (SELECT 1 FROM collectives c WHERE c.slice_id = "
-      "s.slice_id) AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.slice_id = s.slice_id) AND {}",
-      kSliceColumns, where);
+      "s.slice_id) AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.slice_id = s.slice_id) {}AND {}",
+      kSliceColumns,
+      has_transfers ? "AND NOT EXISTS (SELECT 1 FROM transfer x WHERE x.slice_id = s.slice_id) "
+                    : "",
+      where);
   const std::string collectives = fmt::format(
       "SELECT {}{} FROM collectives c JOIN slices s ON s.slice_id = c.slice_id WHERE {}",
       kSliceColumns, detail_columns("c", kCollectiveArgs), where);
   const std::string kernels =
       fmt::format("SELECT {}{} FROM kernels k JOIN slices s ON s.slice_id = k.slice_id WHERE {}",
                   kSliceColumns, detail_columns("k", kKernelArgs), where);
+  const std::string transfers =
+      fmt::format("SELECT {}{} FROM transfers x JOIN slices s ON s.slice_id = x.slice_id WHERE {}",
+                  kSliceColumns, detail_columns("x", kTransferArgs), where);
   int64_t total = 0;
   using Pass = std::pair<const std::string*, std::span<const ArgColumn>>;
-  for (const auto& [sql, details] :
-       {Pass{&plain, {}}, Pass{&collectives, kCollectiveArgs}, Pass{&kernels, kKernelArgs}}) {
+  std::vector<Pass> passes{Pass{&plain, {}}, Pass{&collectives, kCollectiveArgs},
+                           Pass{&kernels, kKernelArgs}};
+  if (has_transfers) passes.emplace_back(&transfers, kTransferArgs);
+  for (const auto& [sql, details] : passes) {
     ASSIGN_OR_RETURN(int64_t written, write_slice_rows(db, *sql, selection, tracks, details, sink));
     total += written;
   }

@@ -111,14 +111,16 @@ SliceEvent GpuActivityTranslator::slice_on(TrackKind kind, std::string track,
 }
 
 void GpuActivityTranslator::on(const GpuMemcpy& copy) {
-  sink_.emit(slice_on(TrackKind::kCudaStream, stream_track(copy.device, copy.stream),
-                      fmt::format("memcpy {}", copy_direction_name(copy.direction)),
-                      SliceCategory::kMemcpy, copy.start_ns, copy.end_ns));
+  sink_.emit(TransferRecord{slice_on(TrackKind::kCudaStream, stream_track(copy.device, copy.stream),
+                                     fmt::format("memcpy {}", copy_direction_name(copy.direction)),
+                                     SliceCategory::kMemcpy, copy.start_ns, copy.end_ns),
+                            copy.bytes, copy.correlation, copy.device, copy.stream});
 }
 
 void GpuActivityTranslator::on(const GpuMemset& set) {
-  sink_.emit(slice_on(TrackKind::kCudaStream, stream_track(set.device, set.stream), "memset",
-                      SliceCategory::kMemset, set.start_ns, set.end_ns));
+  sink_.emit(TransferRecord{slice_on(TrackKind::kCudaStream, stream_track(set.device, set.stream),
+                                     "memset", SliceCategory::kMemset, set.start_ns, set.end_ns),
+                            set.bytes, set.correlation, set.device, set.stream});
 }
 
 void GpuActivityTranslator::on(const GpuMemoryChange& change) {

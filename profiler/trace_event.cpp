@@ -32,7 +32,7 @@ uint8_t code_of(const std::array<std::string_view, N>& names, std::string_view n
 // Record types on the wire: never renumber, only append.
 enum class RecordType : uint8_t {
   kSlice = 1, kCollective = 2, kMemory = 3, kStep = 4, kStat = 5, kRank = 6, kRun = 7,
-  kKernel = 8, kCounter = 9
+  kKernel = 8, kCounter = 9, kTransfer = 10
 };
 
 class Writer {
@@ -232,6 +232,14 @@ void encode(const KernelRecord& e, Writer& w) {
   w.put(e.dynamic_shared_bytes);
 }
 
+void encode(const TransferRecord& e, Writer& w) {
+  encode(e.slice, w);
+  w.put(e.bytes);
+  w.put(e.correlation_id);
+  w.put(e.device);
+  w.put(e.stream);
+}
+
 void encode(const CounterSample& e, Writer& w) {
   w.put(e.rank);
   w.put_string(e.name);
@@ -242,7 +250,7 @@ void encode(const CounterSample& e, Writer& w) {
 constexpr RecordType record_type(const TraceEvent& event) {
   return static_cast<RecordType>(event.index() + 1);
 }
-static_assert(std::variant_size_v<TraceEvent> == static_cast<size_t>(RecordType::kCounter),
+static_assert(std::variant_size_v<TraceEvent> == static_cast<size_t>(RecordType::kTransfer),
               "a new event type is appended to TraceEvent and to RecordType together");
 
 void decode(Reader& r, SliceEvent& e) {
@@ -347,6 +355,14 @@ void decode(Reader& r, KernelRecord& e) {
   e.registers = r.get<int32_t>();
   e.static_shared_bytes = r.get<int32_t>();
   e.dynamic_shared_bytes = r.get<int32_t>();
+}
+
+void decode(Reader& r, TransferRecord& e) {
+  decode(r, e.slice);
+  e.bytes = r.get<uint64_t>();
+  e.correlation_id = r.get<uint32_t>();
+  e.device = r.get<int32_t>();
+  e.stream = r.get<int64_t>();
 }
 
 void decode(Reader& r, CounterSample& e) {

@@ -120,6 +120,16 @@ struct KernelRecord {
   int32_t dynamic_shared_bytes = 0;
 };
 
+// A GPU copy or fill (CUPTI's MEMCPY and MEMSET records): its slice on the stream's track
+// ("memcpy HtoD", "memset") and its row in the transfer table, with the bytes it moved.
+struct TransferRecord {
+  SliceEvent slice;  // track_kind kCudaStream, category kMemcpy or kMemset
+  uint64_t bytes = 0;
+  uint32_t correlation_id = 0;
+  int32_t device = 0;
+  int64_t stream = 0;
+};
+
 struct RunInfo {
   std::string run_id;
   std::string command;
@@ -130,7 +140,7 @@ struct RunInfo {
 };
 
 using TraceEvent = std::variant<SliceEvent, CollectiveRecord, MemorySample, StepEvent, StatEvent,
-                                RankInfo, RunInfo, KernelRecord, CounterSample>;
+                                RankInfo, RunInfo, KernelRecord, CounterSample, TransferRecord>;
 
 // Encoding limits, checked by the decoder before it allocates anything.
 inline constexpr size_t kMaxEventStringBytes = 4096;

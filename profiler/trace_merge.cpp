@@ -293,7 +293,11 @@ std::vector<CopyStep> copy_steps(CopyCounts& counts) {
                   "static_shared_bytes, dynamic_shared_bytes FROM src.kernel ORDER BY slice_id"},
       {"memory samples", "INSERT INTO main.memory (rank, ts_ns, category, bytes) "
                          "SELECT rank, ts_ns, category, bytes FROM src.memory"},
-      // An input of schema version 1 has no counter table (copy_tables skips the step).
+      // Inputs older than version 3 have no transfer table, older than 2 no counter table
+      // (copy_tables skips those steps).
+      {"transfers", "INSERT INTO main.transfer (slice_id, correlation_id, device, stream, bytes) "
+                    "SELECT slice_id + ?2, correlation_id, device, stream, bytes FROM src.transfer "
+                    "ORDER BY slice_id", nullptr, "transfer"},
       {"counter samples", "INSERT INTO main.counter (track_id, ts_ns, value) "
                           "SELECT track_id + ?1, ts_ns, value FROM src.counter", nullptr,
        "counter"},

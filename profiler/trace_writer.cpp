@@ -114,8 +114,8 @@ struct TraceWriter::State {
   TraceWriterOptions options;
   SqliteDb db;
   int lock_fd = -1;
-  SqliteStatement insert_string, insert_track, insert_step, insert_counter, upsert_stat,
-      upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
+  SqliteStatement insert_string, insert_track, insert_step, insert_counter, insert_transfer,
+      upsert_stat, upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
   SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
   // A collective's group (its world ranks' bytes) -> the string id of "0,1,2,3", so the list is
@@ -206,6 +206,7 @@ struct TraceWriter::State {
   void store(const RankInfo& e);
   void store(const RunInfo& e);
   void store(const KernelRecord& e);
+  void store(const TransferRecord& e);
   void store(const CounterSample& e);
   Status commit_batch();
   void stop();
@@ -221,6 +222,9 @@ Status TraceWriter::State::prepare_statements() {
       {&insert_string, "INSERT INTO string (id, value) VALUES (?1, ?2)"},
       {&insert_track, "INSERT INTO track (id, rank, kind, name_id) VALUES (?1, ?2, ?3, ?4)"},
       {&insert_counter, "INSERT INTO counter (track_id, ts_ns, value) VALUES (?1, ?2, ?3)"},
+      {&insert_transfer,
+       "INSERT INTO transfer (slice_id, correlation_id, device, stream, bytes) "
+       "VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&insert_step,
        "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -406,6 +410,19 @@ void TraceWriter::State::store(const KernelRecord& e) {
   row[11] = sql_integer(e.static_shared_bytes);
   row[12] = sql_integer(e.dynamic_shared_bytes);
   row_added(kernels);
+}
+
+// GPU copies and fills are few next to kernels: one statement each, no batch.
+void TraceWriter::State::store(const TransferRecord& e) {
+  const SliceEvent& s = e.slice;
+  const int64_t track = track_id(s.rank, TrackKind::kCudaStream, s.track);
+  insert_transfer.bind(1, insert_slice_row(track, s.ts_ns, s.dur_ns, intern(s.name), s.category,
+                                           s.step, -1, -1));
+  insert_transfer.bind(2, int64_t{e.correlation_id});
+  insert_transfer.bind(3, int64_t{e.device});
+  insert_transfer.bind(4, e.stream);
+  insert_transfer.bind(5, static_cast<int64_t>(e.bytes));
+  run(insert_transfer, "a transfer");
 }
 
 void TraceWriter::State::store(const MemorySample& e) {

@@ -1,8 +1,8 @@
--- partrain trace schema, version 2 (docs/trace-format.md documents every column).
+-- partrain trace schema, version 3 (docs/trace-format.md documents every column).
 -- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
 -- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
 -- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -109,6 +109,16 @@ CREATE TABLE kernel (
   registers        INTEGER,
   static_shared_bytes  INTEGER,
   dynamic_shared_bytes INTEGER
+);
+
+-- GPU copies and fills (the transfer rows of memcpy and memset slices): the bytes each moved.
+-- Since version 3.
+CREATE TABLE transfer (
+  slice_id         INTEGER PRIMARY KEY REFERENCES slice(id),
+  correlation_id   INTEGER,
+  device           INTEGER,
+  stream           INTEGER,
+  bytes            INTEGER NOT NULL
 );
 
 -- Appended in arrival order (rowid); memory_rank_ts (rank, ts_ns, category, bytes), the covering

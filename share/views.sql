@@ -45,6 +45,16 @@ JOIN slice sl ON sl.id = k.slice_id
 JOIN track t ON t.id = sl.track_id
 JOIN string n ON n.id = sl.name_id;
 
+CREATE VIEW transfers AS
+SELECT t.rank, n.value AS name, c.name AS category, sl.ts_ns, sl.dur_ns, x.bytes,
+       CASE WHEN sl.dur_ns > 0 THEN x.bytes * 1.0 / sl.dur_ns END AS gbps,
+       x.correlation_id, x.device, x.stream, sl.step, sl.id AS slice_id
+FROM transfer x
+JOIN slice sl ON sl.id = x.slice_id
+JOIN track t ON t.id = sl.track_id
+JOIN string n ON n.id = sl.name_id
+JOIN slice_category c ON c.id = sl.category;
+
 CREATE VIEW memory_events AS
 SELECT m.rank, m.ts_ns, c.name AS category, m.bytes
 FROM memory m JOIN memory_category c ON c.id = m.category;

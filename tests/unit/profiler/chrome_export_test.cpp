@@ -387,6 +387,25 @@ TEST_F(ChromeExportTest, RankOrStepsNotInTheTraceAreUsageErrors) {
   EXPECT_TRUE(out.str().empty());
 }
 
+// A GPU copy is one X event on its stream's thread with the bytes it moved among its args; the
+// plain pass does not write it a second time.
+TEST_F(ChromeExportTest, GpuCopiesCarryTheirBytesAsArgs) {
+  std::vector<TraceEvent> events = {RunInfo{"r", "cmd", "{}", 1, 0, 0}};
+  events.push_back(TransferRecord{SliceEvent{0, TrackKind::kCudaStream, "gpu0 stream 7",
+                                             "memcpy HtoD", SliceCategory::kMemcpy, 2'000, 500, 1},
+                                  4096, 12, 0, 7});
+  auto [doc, counts] = export_json(write_trace(events));
+  std::vector<json> slices = events_of(doc, "X");
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(counts.slices, 1);
+  EXPECT_EQ(slices[0].at("name"), "memcpy HtoD");
+  EXPECT_EQ(slices[0].at("cat"), "memcpy");
+  const json& args = slices[0].at("args");
+  EXPECT_EQ(args.at("bytes"), 4096);
+  EXPECT_EQ(args.at("correlation_id"), 12);
+  EXPECT_EQ(args.at("stream"), 7);
+}
+
 TEST_F(ChromeExportTest, NamesAreEscapedAndNonUtf8BytesReplaced) {
   std::vector<TraceEvent> events = {RunInfo{"r", "cmd \"quoted\"", "{}", 1, 0, 0}};
   events.push_back(phase(0, "say \"hi\"\n\t\\ \x01 caf\xC3\xA9 bad\xFF end", 10, 5, -1));

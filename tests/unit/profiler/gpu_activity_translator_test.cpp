@@ -102,6 +102,11 @@ TEST_F(GpuActivityTranslatorTest, KernelsCopiesSetsWaitsAndMemoryBecomeRows) {
             "cpu_thread|cuda sync|stream_synchronize|sync|3000|7100|2\n"
             "cuda_stream|gpu0 stream 7|matmul_f32(float const*, float const*, float*, int)|"
             "kernel|6000|4000|2\n");
+  // The copy's and the fill's bytes, correlation and stream, and the copy's rate (4096 B in
+  // 500 ns: 8.192 GB/s).
+  EXPECT_EQ(q.rows("SELECT name, category, bytes, correlation_id, device, stream, gbps "
+                   "FROM transfers ORDER BY ts_ns"),
+            "memcpy HtoD|memcpy|4096|12|0|7|8.192\nmemset|memset|512|13|0|7|5.12\n");
   // Device memory reserved over time (category other: a foreign job's allocator is opaque).
   EXPECT_EQ(q.rows("SELECT ts_ns, category, bytes FROM memory_events WHERE rank = 3 "
                    "ORDER BY ts_ns"),

@@ -80,7 +80,9 @@ TEST(GpuCounterSampler, SamplesAtOnceOnItsIntervalAndWhenStopped) {
   for (size_t i = 0; i < emitted.size(); ++i) {
     EXPECT_EQ(emitted[i].rank, 2);
     EXPECT_EQ(emitted[i].name.rfind("gpu5.", 0), 0u) << emitted[i].name;
-    if (i > 0) EXPECT_GE(emitted[i].ts_ns, emitted[i - 1].ts_ns);
+    if (i > 0) {
+      EXPECT_GE(emitted[i].ts_ns, emitted[i - 1].ts_ns);
+    }
   }
 }
 

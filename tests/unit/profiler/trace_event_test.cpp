@@ -37,7 +37,10 @@ std::vector<TraceEvent> sample_events() {
           RankInfo{6, 2, 1, "node-b", 4411, "cuda:2", -1234, 50, -3.25, true, 0, 9},
           RunInfo{"run-1", "partrain launch -n 8", R"({"dp":8})", 8, 1'700'000'000'000'000'000,
                   0},
-          CounterSample{3, "gpu3.power_w", 12'000, 412.345}};
+          CounterSample{3, "gpu3.power_w", 12'000, 412.345},
+          TransferRecord{SliceEvent{1, TrackKind::kCudaStream, "gpu1 stream 9", "memcpy DtoH",
+                                    SliceCategory::kMemcpy, 13'000, 250, 4},
+                         uint64_t{3} << 33, 77, 1, 9}};
 }
 
 std::vector<uint8_t> encode_all(const std::vector<TraceEvent>& events) {
@@ -74,6 +77,11 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_EQ(counter.name, "gpu3.power_w");
   EXPECT_EQ(counter.ts_ns, 12'000);
   EXPECT_DOUBLE_EQ(counter.value, 412.345);
+  const auto& transfer = std::get<TransferRecord>(decoded->at(8));
+  EXPECT_EQ(transfer.slice.name, "memcpy DtoH");
+  EXPECT_EQ(transfer.bytes, uint64_t{3} << 33);
+  EXPECT_EQ(transfer.correlation_id, 77u);
+  EXPECT_EQ(transfer.stream, 9);
 }
 
 TEST(TraceEventTest, FieldsAreLittleEndian) {

@@ -39,7 +39,13 @@ struct NodeSpec {
   int64_t start_ns = 1'000;
   int64_t end_ns = 90'000;
   int64_t dropped_events = 3;  // stat recorder_dropped_events of the whole run
+  bool with_transfers = false;  // a GPU copy per rank (schema version 3)
 };
+
+NodeSpec with_transfers(NodeSpec spec) {
+  spec.with_transfers = true;
+  return spec;
+}
 
 CollectiveRecord world_all_reduce(int rank, uint64_t seq) {
   return testing::completed_all_reduce("world", rank, {0, 1, 2, 3}, seq, 4096,
@@ -67,6 +73,11 @@ std::vector<TraceEvent> rank_events(const NodeSpec& spec, int rank) {
   events.push_back(MemorySample{rank, 0, 1'000, 4096});
   events.push_back(MemorySample{rank, 3, 2'000, 8192 + rank});
   events.push_back(CounterSample{rank, fmt::format("gpu{}.power_w", rank), 3'000, 100.5 + rank});
+  if (spec.with_transfers) {
+    events.push_back(TransferRecord{SliceEvent{rank, TrackKind::kCudaStream, "gpu0 stream 7",
+                                               "memcpy HtoD", SliceCategory::kMemcpy, 2'500, 40, 1},
+                                    uint64_t{1} << 20 | static_cast<uint64_t>(rank), 5, 0, 7});
+  }
   events.push_back(StepEvent{rank, 1, 2'000, 20'000, 2.5 - 0.1 * rank, 512});
   events.push_back(StatEvent{"per_rank_errors", rank, 1, StatSeverity::kError, "one per rank"});
   return events;
@@ -242,14 +253,17 @@ TEST_F(TraceMergeTest, KernelRowsFollowTheirSlices) {
             "3|sgemm_kernel|7000|77|128\n");
 }
 
-// A node file of schema version 1 has no counter table: it merges, with no samples of its own.
-TEST_F(TraceMergeTest, AVersionOneInputHasNoCounterSamples) {
-  auto inputs = write_nodes(node0(), node1());
+// A node file of schema version 1 has no counter table and no transfer table (version 3): it
+// merges, with no samples or transfers of its own; the other node's keep their slices.
+TEST_F(TraceMergeTest, AVersionOneInputHasNoCounterSamplesOrTransfers) {
+  auto inputs = write_nodes(with_transfers(node0()), with_transfers(node1()));
   {
     auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
     ASSERT_TRUE(db.is_ok());
     ASSERT_TRUE(db->exec("DROP VIEW counters; DELETE FROM track WHERE kind = 4; "
-                         "DROP TABLE counter; PRAGMA user_version = 1; "
+                         "DROP TABLE counter; DROP VIEW transfers; DELETE FROM slice WHERE id IN "
+                         "(SELECT slice_id FROM transfer); DROP TABLE transfer; "
+                         "PRAGMA user_version = 1; "
                          "UPDATE meta SET value = '1' WHERE key = 'schema_version'").is_ok())
         << db->error_message();
   }
@@ -258,7 +272,20 @@ TEST_F(TraceMergeTest, AVersionOneInputHasNoCounterSamples) {
   SqliteDb out = open_read_only(file("all.db"));
   EXPECT_EQ(query_rows(out, "SELECT rank, name FROM counters ORDER BY rank"),
             "0|gpu0.power_w\n1|gpu1.power_w\n");
+  EXPECT_EQ(query_rows(out, "SELECT rank, name, category, ts_ns, dur_ns, bytes, device, stream "
+                            "FROM transfers ORDER BY rank"),
+            "0|memcpy HtoD|memcpy|2500|40|1048576|0|7\n1|memcpy HtoD|memcpy|2500|40|1048577|0|7\n");
   EXPECT_EQ(query_number(out, "SELECT count(*) FROM steps"), 4);
+}
+
+// Both nodes' transfers, each on its own slice after the ids are shifted.
+TEST_F(TraceMergeTest, TransfersKeepTheirSlices) {
+  ASSERT_TRUE(merge(write_nodes(with_transfers(node0()), with_transfers(node1()))).is_ok());
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_rows(out, "SELECT x.rank, s.track, x.bytes - 1048576 FROM transfers x JOIN "
+                            "slices s ON s.slice_id = x.slice_id AND s.rank = x.rank AND "
+                            "s.category = 'memcpy' ORDER BY x.rank"),
+            "0|gpu0 stream 7|0\n1|gpu0 stream 7|1\n2|gpu0 stream 7|2\n3|gpu0 stream 7|3\n");
 }
 
 TEST_F(TraceMergeTest, OutputIsAValidTraceWithMergedRunAndMeta) {
