@@ -58,14 +58,14 @@ StatusOr<MeasuredPhases> measure_phases(const profiler::SqliteDb& db, const Anal
   return measured;
 }
 
-// One matched collective per (comm_id, seq): for collectives the average member's duration
-// (what the collective costs a rank, the arrival skew the machine produces included); for
-// send/recv the faster side's (the receiver's wait for its sender is the pipeline schedule's,
-// which the bubble term models).
 // Below this many bus bytes a transfer is all latency: a single such size says nothing of
 // bandwidth (a 4-byte loss all-reduce taking 3 ms would read as 1e-6 GB/s).
 constexpr double kBandwidthBytes = 64 * 1024;
 
+// One matched collective per (comm_id, seq): for collectives the average member's duration
+// (what the collective costs a rank, the arrival skew the machine produces included); for
+// send/recv the faster side's (the receiver's wait for its sender is the pipeline schedule's,
+// which the bubble term models).
 StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& db,
                                                      const AnalysisWindow& window, LinkLevel level,
                                                      std::vector<std::string>& notes) {
@@ -97,17 +97,16 @@ StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& d
     std::vector<std::pair<double, double>> points;  // (S x factor, median seconds)
     double best_busbw = 0;
     const double factor = busbw_factor(costed_op_name(op), group).value_or(1.0);
-    double largest = 0;
     for (const auto& [bytes, times] : by_size) {
       const double x = bytes * factor;
       const double t = times.median();
       points.emplace_back(x, t);
       fit.samples += times.count();
       best_busbw = std::max(best_busbw, x / t);
-      largest = std::max(largest, bytes);
     }
     fit.sizes = static_cast<int>(points.size());
     const auto line = fit_line(points);
+    const double largest = by_size.rbegin()->first;  // by_size is ordered by message size
     if (!line && largest * factor < kBandwidthBytes) {
       notes.push_back(fmt::format(
           "{} over {} ranks: only {} B messages, too small to measure bandwidth: not calibrated",
@@ -177,21 +176,17 @@ Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& 
     out.predicted_optimizer_s = predicted.optimizer_s * sharing;
     out.optimizer_scale = measured.optimizer_s / out.predicted_optimizer_s;
   }
-  if (window.has_steps) {
-    ASSIGN_OR_RETURN(double step_s, measure_step(db, window));
-    // The run's own machines: its ranks and how many shared a host (the user's figure when the
-    // trace has no rank rows); the devices per node are the user's (a trace records no cores).
-    Machines run_machines = uncalibrated.comm.machines();
-    const memory::TrainingLayout& l = estimate.layout.layout;
-    run_machines.gpus = l.dp * l.tp * l.pp * l.cp;
-    if (placement.most_ranks_on_a_host > 0) {
-      run_machines.gpus_per_node = static_cast<int>(placement.most_ranks_on_a_host);
-    }
-    if (step_s > 0) {
-      out.own_run = Calibration::OwnRun{input.model, input.recipe, std::move(estimate),
-                                        run_machines, step_s};
-    }
+  if (!window.has_steps) return Status::ok();
+  ASSIGN_OR_RETURN(double step_s, measure_step(db, window));
+  if (step_s <= 0) return Status::ok();
+  // The run's own machines: how many of its ranks shared a host (the user's figure when the
+  // trace has no rank rows); the devices per node are the user's (a trace records no cores).
+  Machines run_machines = uncalibrated.comm.machines();
+  if (placement.most_ranks_on_a_host > 0) {
+    run_machines.gpus_per_node = static_cast<int>(placement.most_ranks_on_a_host);
   }
+  out.own_run = Calibration::OwnRun{input.model, input.recipe, std::move(estimate),
+                                    std::move(run_machines), step_s};
   return Status::ok();
 }
 

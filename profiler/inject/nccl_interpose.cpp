@@ -218,18 +218,15 @@ PARTRAIN_ENTRY_POINT(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclCo
   return result;
 }
 
-PARTRAIN_ENTRY_POINT(ncclCommFinalize, (ncclComm_t comm),
-                     (comm)) {
+PARTRAIN_ENTRY_POINT(ncclCommFinalize, (ncclComm_t comm), (comm)) {
   return traced_end(comm, "ncclCommFinalize", [&] { return next(comm); });
 }
 
-PARTRAIN_ENTRY_POINT(ncclCommDestroy, (ncclComm_t comm),
-                     (comm)) {
+PARTRAIN_ENTRY_POINT(ncclCommDestroy, (ncclComm_t comm), (comm)) {
   return traced_end(comm, "ncclCommDestroy", [&] { return next(comm); });
 }
 
-PARTRAIN_ENTRY_POINT(ncclCommAbort, (ncclComm_t comm),
-                     (comm)) {
+PARTRAIN_ENTRY_POINT(ncclCommAbort, (ncclComm_t comm), (comm)) {
   return traced_end(comm, "ncclCommAbort", [&] { return next(comm); });
 }
 
