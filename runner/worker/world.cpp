@@ -88,9 +88,10 @@ StatusOr<World> join_world(const WorldOptions& options) {
                                                   world.env.world_size, gloo));
   } else {
 #ifdef PARTRAIN_HAVE_CUDA
+    comm::NcclCommOptions nccl;
+    nccl.cuda_device = world.env.local_rank;
     ASSIGN_OR_RETURN(base, comm::create_nccl_comm(world.store, world.env.rank,
-                                                  world.env.world_size, world.env.local_rank,
-                                                  "world"));
+                                                  world.env.world_size, nccl, "world"));
 #else
     return invalid_argument("this partrain was built without CUDA, so the NCCL backend is not "
                             "available: use --backend gloo, or rebuild with -DPARTRAIN_CUDA=ON");

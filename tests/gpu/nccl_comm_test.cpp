@@ -21,7 +21,7 @@ int visible_gpus() {
 TEST(NcclComm, WorldOfOneCollectivesOnDeviceMemory) {
   if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
   auto store = std::make_shared<rendezvous::InMemoryStore>();
-  auto comm = create_nccl_comm(store, 0, 1, 0, "gpu-test");
+  auto comm = create_nccl_comm(store, 0, 1, NcclCommOptions{}, "gpu-test");
   ASSERT_TRUE(comm.is_ok()) << comm.status().message();
   std::vector<float> host(1023);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 13) - 6;
