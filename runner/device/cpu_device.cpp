@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "runner/ops/adamw.h"
 #include "runner/ops/attention.h"
@@ -28,6 +29,14 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
 
 std::string CpuDevice::name() const {
   return fmt::format("cpu (OpenBLAS, {} thread{})", blas_threads_, blas_threads_ == 1 ? "" : "s");
+}
+
+void CpuDevice::upload(void* device_destination, const void* host_source, size_t bytes) {
+  if (bytes > 0) std::memcpy(device_destination, host_source, bytes);
+}
+
+void CpuDevice::download(void* host_destination, const void* device_source, size_t bytes) {
+  if (bytes > 0) std::memcpy(host_destination, device_source, bytes);
 }
 
 void CpuDevice::fill(float* x, int64_t n, float value) { std::fill_n(x, n, value); }

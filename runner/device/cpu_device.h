@@ -24,6 +24,10 @@ class CpuDevice final : public Device {
   TrackedAllocator& allocator() override { return allocator_; }
   int blas_threads() const { return blas_threads_; }
 
+  // Host memory is the device's memory: plain copies.
+  void upload(void* device_destination, const void* host_source, size_t bytes) override;
+  void download(void* host_destination, const void* device_source, size_t bytes) override;
+
   void fill(float* x, int64_t n, float value) override;
   void copy(float* destination, const float* source, int64_t n) override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
@@ -77,7 +81,7 @@ class CpuDevice final : public Device {
   double sum_of_squares(const float* x, int64_t n) override;
   void scale(float* x, int64_t n, float factor) override;
 
- GemmTotals gemm_totals() const override { return gemm_; }
+  GemmTotals gemm_totals() const override { return gemm_; }
 
  private:
   TrackedAllocator allocator_;  // host memory, 64-byte aligned

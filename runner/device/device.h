@@ -3,6 +3,7 @@
 // and a CUDA device run the same workloads and pass the same tests. docs/ops.md lists the contract.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -25,6 +26,30 @@ class Device {
   virtual TrackedAllocator& allocator() = 0;
   // Waits until queued work has finished (timing, host reads). The CPU runs synchronously.
   virtual void synchronize() {}
+
+  // Host <-> device copies of `bytes`, synchronous: when they return the destination holds the
+  // data (a download waits for the ops queued before it). How a workload puts its initial
+  // parameters and batches into device memory and reads results back; the CPU device memcpys.
+  virtual void upload(void* device_destination, const void* host_source, size_t bytes) = 0;
+  virtual void download(void* host_destination, const void* device_source, size_t bytes) = 0;
+  // The stream the ops are queued on, as an opaque handle (a cudaStream_t on a CUDA device, so this
+  // header stays CUDA-free); nullptr where ops run synchronously. A communicator working on the
+  // device's buffers orders itself after it (an event recorded on it, waited on by its own stream).
+  virtual void* compute_stream() { return nullptr; }
+  // The first failure an op met. Ops return void, so a device whose ops can fail (a CUDA kernel, a
+  // cuBLAS call) keeps it here and does nothing more; callers check it once per step. The CPU
+  // device's ops cannot fail.
+  virtual Status status() const { return Status::ok(); }
+
+  // A device with its own memory reports how much of it is free, for a per-step sample beside the
+  // tracked categories (which count only partrain's own buffers).
+  struct MemoryInfo {
+    uint64_t free_bytes = 0;
+    uint64_t total_bytes = 0;
+  };
+  virtual StatusOr<MemoryInfo> memory_info() const {
+    return unavailable("{} has no separate device memory to report", name());
+  }
 
   // Time spent in GEMMs (matmul forward and backward) and the FLOPs they did, since creation:
   // the compute-efficiency figure of a run (achieved GEMM GFLOP/s vs the sgemm peak).

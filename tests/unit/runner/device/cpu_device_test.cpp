@@ -125,6 +125,23 @@ TEST_F(CpuDeviceDispatch, ElementwiseAndMemory) {
   EXPECT_THAT(dy, ::testing::Each(1.5f));
 }
 
+// Host memory is the CPU device's memory: uploads and downloads are copies, ops run at once
+// (no stream), cannot fail, and there is no separate memory to report.
+TEST_F(CpuDeviceDispatch, HostTransfersAndNoDeviceState) {
+  const auto host = random_values(8, 12);
+  std::vector<float> on_device(8, 0.0f), back(8, 0.0f);
+  device.upload(on_device.data(), host.data(), host.size() * sizeof(float));
+  EXPECT_EQ(on_device, host);
+  device.download(back.data(), on_device.data(), back.size() * sizeof(float));
+  EXPECT_EQ(back, host);
+  device.upload(nullptr, nullptr, 0);  // nothing to copy: no pointer is touched
+  EXPECT_EQ(device.compute_stream(), nullptr);
+  EXPECT_TRUE(device.status().is_ok());
+  StatusOr<Device::MemoryInfo> memory = device.memory_info();
+  ASSERT_FALSE(memory.is_ok());
+  EXPECT_THAT(memory.status().message(), ::testing::HasSubstr("no separate device memory"));
+}
+
 TEST_F(CpuDeviceDispatch, VocabParallelCrossEntropyAndEmbeddingShard) {
   const std::vector<int32_t> targets = {0, 4, 2, 2, 1, 3};
   auto logits = random_values(N * V, 14);  // one shard holding the whole vocabulary
