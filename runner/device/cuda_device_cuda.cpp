@@ -1,0 +1,683 @@
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/device/cuda_device.h"
+#include "runner/device/cuda_kernels.h"
+#include "runner/device/cuda_memory.h"
+
+namespace partrain::runner {
+namespace {
+
+namespace kernels = cuda_kernels;
+
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+// cuBLAS's workspace, given from the tracked allocator so it is counted; 32 MiB is what NVIDIA
+// recommends for Hopper (cuBLAS docs, cublasSetWorkspace), and more than Ampere needs.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+// Pending GEMM timings are settled (without waiting) once this many accumulate.
+constexpr size_t kSettleGemmTimesAt = 256;
+
+Status cuda_error(cudaError_t error, const char* call, const char* file, int line, int ordinal) {
+  return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cudaGetErrorString(error),
+                cudaGetErrorName(error), file, line, ordinal);
+}
+
+Status cublas_error(cublasStatus_t status, const char* call, const char* file, int line,
+                    int ordinal) {
+  return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cublasGetStatusString(status),
+                cublasGetStatusName(status), file, line, ordinal);
+}
+
+Status cuda_status(cudaError_t error, const char* call, const char* file, int line, int ordinal) {
+  return error == cudaSuccess ? Status::ok() : cuda_error(error, call, file, line, ordinal);
+}
+
+Status cublas_status(cublasStatus_t status, const char* call, const char* file, int line,
+                     int ordinal) {
+  return status == CUBLAS_STATUS_SUCCESS ? Status::ok()
+                                         : cublas_error(status, call, file, line, ordinal);
+}
+
+}  // namespace
+}  // namespace partrain::runner
+
+// The CHECK family of the CUDA device: the Status of one CUDA or cuBLAS call, naming the call, the
+// error, file:line and the device. Ops pass it to keep() (the first failure becomes status());
+// Status-returning helpers to RETURN_IF_ERROR.
+#define CUDA_CHECK(call) \
+  ::partrain::runner::cuda_status((call), #call, __FILE__, __LINE__, options_.ordinal)
+#define CUBLAS_CHECK(call) \
+  ::partrain::runner::cublas_status((call), #call, __FILE__, __LINE__, options_.ordinal)
+
+namespace partrain::runner {
+namespace {
+
+std::string cuda_visible_devices() {
+  const char* value = std::getenv("CUDA_VISIBLE_DEVICES");
+  return value == nullptr ? "unset" : fmt::format("'{}'", value);
+}
+
+// cuBLAS's dimensions are int (the _64 variants aside); a larger one is refused, not truncated.
+Status check_gemm_dims(std::initializer_list<int64_t> dims) {
+  for (const int64_t dim : dims) {
+    if (dim < 0 || dim > INT_MAX) {
+      return invalid_argument("GEMM dimension {} does not fit cuBLAS's int", dim);
+    }
+  }
+  return Status::ok();
+}
+
+cublasOperation_t operation(bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// A column-major operand's stored elements: ld times the columns stored (op(X) = X^T stores
+// `rows_of_op` columns, op(X) = X stores `columns_of_op`).
+int64_t stored_elements(bool transpose, int64_t ld, int64_t rows_of_op, int64_t columns_of_op) {
+  return ld * (transpose ? rows_of_op : columns_of_op);
+}
+
+}  // namespace
+
+StatusOr<int> visible_cuda_devices() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return failed("cudaGetDeviceCount failed: {} ({}); CUDA_VISIBLE_DEVICES is {}",
+                  cudaGetErrorString(error), cudaGetErrorName(error), cuda_visible_devices());
+  }
+  return count;
+}
+
+StatusOr<std::unique_ptr<Device>> create_cuda_device(const CudaDeviceOptions& options) {
+  if (options.ordinal < 0) {
+    return invalid_argument("a CUDA device ordinal is 0 or more (got {})", options.ordinal);
+  }
+  ASSIGN_OR_RETURN(const int count, visible_cuda_devices());
+  if (count == 0) {
+    return failed("cudaGetDeviceCount found no CUDA device; CUDA_VISIBLE_DEVICES is {}",
+                  cuda_visible_devices());
+  }
+  if (options.ordinal >= count) {
+    return invalid_argument(
+        "cuda:{} asked for, but cudaGetDeviceCount sees {} device{} "
+        "(cuda:0 to cuda:{}); CUDA_VISIBLE_DEVICES is {}",
+        options.ordinal, count, count == 1 ? "" : "s", count - 1, cuda_visible_devices());
+  }
+  std::unique_ptr<CudaDevice> device(new CudaDevice(options));
+  RETURN_IF_ERROR(device->initialise());
+  return std::unique_ptr<Device>(std::move(device));
+}
+
+CudaDevice::CudaDevice(CudaDeviceOptions options)
+    : options_(options),
+      allocator_(std::make_unique<CudaMemory>(options.ordinal)),
+      scratch_(static_cast<size_t>(Scratch::kCount)) {}
+
+Status CudaDevice::initialise() {
+  RETURN_IF_ERROR(CUDA_CHECK(cudaSetDevice(options_.ordinal)));
+  cudaDeviceProp properties{};
+  RETURN_IF_ERROR(CUDA_CHECK(cudaGetDeviceProperties(&properties, options_.ordinal)));
+  cudaStream_t stream = nullptr;
+  // Non-blocking: the legacy default stream (other libraries' work) never orders it.
+  RETURN_IF_ERROR(CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  stream_ = stream;
+  cublasHandle_t handle = nullptr;
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublasCreate(&handle)));
+  cublas_ = handle;
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetStream(cublas_, stream_)));
+  // Default math: fp32 GEMMs stay fp32 (TF32 only with CUBLAS_TF32_TENSOR_OP_MATH or a _FAST_TF32
+  // compute type, neither used), which the 1e-5 equivalence with the CPU needs; bf16 operands
+  // take the tensor cores anyway.
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH)));
+  // After cublasSetStream, which resets a workspace set before it.
+  ASSIGN_OR_RETURN(cublas_workspace_,
+                   allocator_.allocate(kCublasWorkspaceBytes, memory::Category::kWorkspace));
+  RETURN_IF_ERROR(CUBLAS_CHECK(
+      cublasSetWorkspace(cublas_, cublas_workspace_.data(), cublas_workspace_.bytes())));
+  ASSIGN_OR_RETURN(reduction_,
+                   allocator_.allocate((kernels::kSumOfSquaresPartials + 1) * sizeof(double),
+                                       memory::Category::kWorkspace));
+  int version = 0;
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublasGetVersion(cublas_, &version)));
+  // CUBLAS_VERSION is major * 10000 + minor * 100 + patch since cuBLAS 11.
+  name_ = fmt::format("cuda:{} ({}, {} GEMMs, cuBLAS {}.{}.{})", options_.ordinal, properties.name,
+                      options_.precision == GemmPrecision::kBf16 ? "bf16" : "fp32", version / 10000,
+                      version / 100 % 100, version % 100);
+  return Status::ok();
+}
+
+CudaDevice::~CudaDevice() {
+  // Teardown reports nothing: a failure here was (or will never be) seen by status().
+  (void)cudaSetDevice(options_.ordinal);
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  for (const std::vector<EventPair>* events : {&pending_gemms_, &spare_events_}) {
+    for (const EventPair& pair : *events) {
+      (void)cudaEventDestroy(pair.start);
+      (void)cudaEventDestroy(pair.stop);
+    }
+  }
+  if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+  // The buffers go back (cudaFree) as the members are destroyed, after the stream has drained.
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  (void)cudaGetLastError();
+}
+
+bool CudaDevice::keep(const Status& status) const {
+  if (status.is_ok()) return true;
+  if (first_error_.is_ok()) {
+    first_error_ = status;
+    // Ops cannot return it, so it is also said at once, where a log of the run shows it.
+    fmt::print(stderr, "partrain: {}: {}; the device's later ops are skipped\n", name_,
+               status.message());
+  }
+  return false;
+}
+
+bool CudaDevice::begin_op() {
+  if (!first_error_.is_ok()) return false;
+  return keep(CUDA_CHECK(cudaSetDevice(options_.ordinal)));
+}
+
+StatusOr<void*> CudaDevice::scratch(Scratch slot, size_t bytes) {
+  TrackedBuffer& buffer = scratch_[static_cast<size_t>(slot)];
+  if (buffer.bytes() < bytes) {
+    buffer.reset();  // cudaFree waits for queued work that may still read it
+    ASSIGN_OR_RETURN(buffer, allocator_.allocate(bytes, memory::Category::kWorkspace));
+  }
+  return buffer.data();
+}
+
+// ---- memory and synchronisation -------------------------------------------------------------
+
+void CudaDevice::synchronize() {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(cudaStreamSynchronize(stream_)));
+}
+
+void CudaDevice::upload(void* device_destination, const void* host_source, size_t bytes) {
+  copy_and_wait(device_destination, host_source, bytes, /*to_device=*/true);
+}
+
+void CudaDevice::download(void* host_destination, const void* device_source, size_t bytes) {
+  copy_and_wait(host_destination, device_source, bytes, /*to_device=*/false);
+}
+
+// On the compute stream, so a download sees the ops queued before it; then waited for, so the
+// host buffer may be reused (upload) or read (download) on return.
+void CudaDevice::copy_and_wait(void* destination, const void* source, size_t bytes,
+                               bool to_device) {
+  if (!begin_op() || bytes == 0) return;
+  const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  if (keep(CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, kind, stream_)))) {
+    keep(CUDA_CHECK(cudaStreamSynchronize(stream_)));
+  }
+}
+
+StatusOr<Device::MemoryInfo> CudaDevice::memory_info() const {
+  RETURN_IF_ERROR(CUDA_CHECK(cudaSetDevice(options_.ordinal)));
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  RETURN_IF_ERROR(CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes)));
+  return MemoryInfo{free_bytes, total_bytes};
+}
+
+void CudaDevice::fill(float* x, int64_t n, float value) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::fill(stream_, x, n, value)));
+}
+
+void CudaDevice::copy(float* destination, const float* source, int64_t n) {
+  if (!begin_op() || n <= 0) return;
+  keep(CUDA_CHECK(cudaMemcpyAsync(destination, source, static_cast<size_t>(n) * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream_)));
+}
+
+// ---- GEMM timing ------------------------------------------------------------------------------
+
+Status CudaDevice::timed_gemms(const std::function<Status()>& gemms, double flops) {
+  EventPair pair;
+  if (spare_events_.empty()) {
+    RETURN_IF_ERROR(CUDA_CHECK(cudaEventCreate(&pair.start)));
+    const Status created = CUDA_CHECK(cudaEventCreate(&pair.stop));
+    if (!created.is_ok()) {
+      (void)cudaEventDestroy(pair.start);
+      return created;
+    }
+  } else {
+    pair = spare_events_.back();
+    spare_events_.pop_back();
+  }
+  Status status = CUDA_CHECK(cudaEventRecord(pair.start, stream_));
+  if (status.is_ok()) status = gemms();
+  if (status.is_ok()) status = CUDA_CHECK(cudaEventRecord(pair.stop, stream_));
+  if (!status.is_ok()) {
+    spare_events_.push_back(pair);
+    return status;
+  }
+  pending_gemms_.push_back(pair);
+  gemm_.flops += flops;
+  if (pending_gemms_.size() >= kSettleGemmTimesAt) return settle_gemm_times(false);
+  return Status::ok();
+}
+
+Status CudaDevice::settle_gemm_times(bool wait) const {
+  size_t settled = 0;
+  Status status;
+  // Events on one stream complete in order: stop at the first unfinished pair.
+  for (; settled < pending_gemms_.size(); ++settled) {
+    const EventPair& pair = pending_gemms_[settled];
+    const cudaError_t done = wait ? cudaEventSynchronize(pair.stop) : cudaEventQuery(pair.stop);
+    if (done == cudaErrorNotReady) break;
+    status = CUDA_CHECK(done);
+    float milliseconds = 0.0f;
+    if (status.is_ok()) {
+      status = CUDA_CHECK(cudaEventElapsedTime(&milliseconds, pair.start, pair.stop));
+    }
+    if (!status.is_ok()) break;
+    gemm_.seconds += static_cast<double>(milliseconds) / 1e3;
+    spare_events_.push_back(pair);
+  }
+  pending_gemms_.erase(pending_gemms_.begin(),
+                       pending_gemms_.begin() + static_cast<std::ptrdiff_t>(settled));
+  return status;
+}
+
+Device::GemmTotals CudaDevice::gemm_totals() const {
+  if (first_error_.is_ok() && !pending_gemms_.empty() &&
+      keep(CUDA_CHECK(cudaSetDevice(options_.ordinal)))) {
+    keep(settle_gemm_times(true));
+  }
+  return gemm_;
+}
+
+// ---- GEMMs ------------------------------------------------------------------------------------
+
+// cuBLAS is column-major, partrain row-major. A row-major (r, c) array is, as it lies, the
+// column-major (c, r) array of its transpose (same leading dimension c). So each row-major
+// product Y = X1 X2 is computed as the column-major Y^T = X2^T X1^T, every operand read as it
+// lies (op N) or transposed again (op T). The derivations are next to each call.
+Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                               const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                               float* c, int64_t ldc) {
+  RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc}));
+  const void* a_operand = a;
+  const void* b_operand = b;
+  cudaDataType_t operand_type = CUDA_R_32F;
+  if (options_.precision == GemmPrecision::kBf16) {
+    // Operands rounded to bf16 in workspace, accumulated and written in fp32: the parameters,
+    // gradients and activations stay fp32 (docs/decisions.md, 2026-11-25).
+    const int64_t a_elements = stored_elements(transpose_a, lda, m, k);
+    const int64_t b_elements = stored_elements(transpose_b, ldb, k, n);
+    ASSIGN_OR_RETURN(void* a_bf16,
+                     scratch(Scratch::kOperandA, static_cast<size_t>(a_elements) * 2));
+    ASSIGN_OR_RETURN(void* b_bf16,
+                     scratch(Scratch::kOperandB, static_cast<size_t>(b_elements) * 2));
+    RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, a_bf16, a, a_elements)));
+    RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, b_bf16, b, b_elements)));
+    a_operand = a_bf16;
+    b_operand = b_bf16;
+    operand_type = CUDA_R_16BF;
+  }
+  const float alpha = 1.0f;
+  return CUBLAS_CHECK(
+      cublasGemmEx(cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
+                   static_cast<int>(n), static_cast<int>(k), &alpha, a_operand, operand_type,
+                   static_cast<int>(lda), b_operand, operand_type, static_cast<int>(ldb), &beta, c,
+                   CUDA_R_32F, static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const float* a, int64_t lda,
+                                  int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
+                                  float beta, float* c, int64_t ldc, int64_t stride_c,
+                                  int64_t batch) {
+  RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc, batch}));
+  return CUBLAS_CHECK(cublasSgemmStridedBatched(
+      cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
+      static_cast<int>(n), static_cast<int>(k), &alpha, a, static_cast<int>(lda), stride_a, b,
+      static_cast<int>(ldb), stride_b, &beta, c, static_cast<int>(ldc), stride_c,
+      static_cast<int>(batch)));
+}
+
+void CudaDevice::matmul_forward(float* out, const float* inp, const float* weight,
+                                const float* bias, int64_t N, int64_t C, int64_t OC) {
+  if (!begin_op() || N <= 0 || OC <= 0) return;
+  const double flops =
+      2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
+  keep(timed_gemms(
+      [&]() -> Status {
+        if (C <= 0) {  // an empty product; cuBLAS refuses a leading dimension of 0
+          RETURN_IF_ERROR(CUDA_CHECK(kernels::fill(stream_, out, N * OC, 0.0f)));
+        } else {
+          // out (N, OC) = inp (N, C) @ W^T with W (OC, C). Column-major:
+          //   out^T (OC, N) = W (OC, C) inp^T (C, N);
+          // W is the transpose of weight as it lies (W^T, (C, OC), ld C): op T, lda C;
+          // inp^T is inp as it lies ((C, N), ld C): op N, ldb C; out^T lies as out, ldc OC.
+          RETURN_IF_ERROR(matmul_gemm(true, false, OC, N, C, weight, C, inp, C, 0.0f, out, OC));
+        }
+        if (bias == nullptr) return Status::ok();
+        return CUDA_CHECK(kernels::add_bias(stream_, out, bias, N, OC));
+      },
+      flops));
+}
+
+void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, int64_t N, int64_t C,
+                                 int64_t OC) {
+  if (!begin_op() || N <= 0 || C <= 0 || OC <= 0) return;
+  // dinp and dweight: two products of the forward's size each, when asked for (as the CPU).
+  const double product =
+      2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
+  const double flops = (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0);
+  keep(timed_gemms(
+      [&]() -> Status {
+        if (dinp != nullptr) {
+          // dinp (N, C) += dout (N, OC) @ W (OC, C). Column-major:
+          //   dinp^T (C, N) += W^T (C, OC) dout^T (OC, N);
+          // W^T is weight as it lies (ld C), dout^T is dout as it lies (ld OC): both op N.
+          RETURN_IF_ERROR(matmul_gemm(false, false, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C));
+        }
+        if (dweight != nullptr) {
+          // dweight (OC, C) += dout^T (OC, N) @ inp (N, C). Column-major:
+          //   dweight^T (C, OC) += inp^T (C, N) dout (N, OC);
+          // inp^T is inp as it lies (ld C): op N; dout is the transpose of dout as it lies
+          // (dout^T, (OC, N), ld OC): op T.
+          RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C));
+        }
+        if (dbias == nullptr) return Status::ok();
+        return CUDA_CHECK(kernels::bias_backward(stream_, dbias, dout, N, OC));
+      },
+      flops));
+}
+
+// ---- attention --------------------------------------------------------------------------------
+
+// Per sample, the NH heads are one strided batch: head h's Q, K, V start h * hs into their part of
+// qkv (row stride 3C), its scores and probabilities (T, T) at h * T * T, its output h * hs into
+// out (row stride C). Samples are a loop (their qkv stride, T * 3C, is not a multiple of hs).
+// Attention's GEMMs are fp32 in both precisions; only matmul's are rounded to bf16.
+void CudaDevice::attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+                                   int64_t NH, int64_t hs) {
+  if (!begin_op() || B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+  const int64_t C = NH * hs;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+  for (int64_t b = 0; b < B; ++b) {
+    const float* q = qkv + b * T * 3 * C;
+    const float* k = q + C;
+    // scores_h (T, T) = scale Q_h K_h^T. Column-major: scores_h^T (T, T) = scale K_h Q_h^T;
+    // K_h is the transpose of K as it lies ((hs, T), ld 3C): op T; Q_h^T is Q as it lies: op N.
+    if (!keep(attention_gemm(true, false, T, T, hs, scale, k, 3 * C, hs, q, 3 * C, hs, 0.0f,
+                             att + b * NH * T * T, T, T * T, NH))) {
+      return;
+    }
+  }
+  if (!keep(CUDA_CHECK(kernels::causal_softmax_forward(stream_, att, B * NH * T, T)))) {
+    return;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    const float* v = qkv + b * T * 3 * C + 2 * C;
+    // out_h (T, hs) = P_h (T, T) V_h (T, hs). Column-major: out_h^T (hs, T) = V_h^T P_h^T, V_h^T
+    // being V as it lies ((hs, T), ld 3C) and P_h^T the probabilities as they lie (ld T).
+    if (!keep(attention_gemm(false, false, hs, T, T, 1.0f, v, 3 * C, hs, att + b * NH * T * T, T,
+                             T * T, 0.0f, out + b * T * C, C, hs, NH))) {
+      return;
+    }
+  }
+}
+
+void CudaDevice::attention_backward(float* dqkv, const float* dout, const float* qkv,
+                                    const float* att, int64_t B, int64_t T, int64_t NH,
+                                    int64_t hs) {
+  if (!begin_op() || B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+  const int64_t C = NH * hs;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+  // dL/dP, then dL/d(scores), of one sample's heads: reused by every sample (stream order).
+  auto scratch_bytes = static_cast<size_t>(NH * T * T) * sizeof(float);
+  StatusOr<void*> scratch_memory = scratch(Scratch::kAttentionGrads, scratch_bytes);
+  if (!keep(scratch_memory.status())) return;
+  auto* dscores = static_cast<float*>(*scratch_memory);
+  for (int64_t b = 0; b < B; ++b) {
+    const float* q = qkv + b * T * 3 * C;
+    const float* k = q + C;
+    const float* v = q + 2 * C;
+    const float* p = att + b * NH * T * T;
+    const float* dy = dout + b * T * C;
+    float* dq = dqkv + b * T * 3 * C;
+    float* dk = dq + C;
+    float* dv = dq + 2 * C;
+    // dP_h (T, T) = dY_h V_h^T. Column-major: dP_h^T = V_h dY_h^T; V_h is the transpose of V as
+    // it lies (op T, ld 3C), dY_h^T is dout as it lies (op N, ld C).
+    if (!keep(attention_gemm(true, false, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, dscores, T,
+                             T * T, NH))) {
+      return;
+    }
+    // dV_h (T, hs) += P_h^T dY_h. Column-major: dV_h^T (hs, T) += dY_h^T P_h; dY_h^T is dout as
+    // it lies (op N, ld C), P_h the transpose of the probabilities as they lie (op T, ld T).
+    if (!keep(attention_gemm(false, true, hs, T, T, 1.0f, dy, C, hs, p, T, T * T, 1.0f, dv, 3 * C,
+                             hs, NH))) {
+      return;
+    }
+    // dS = P (dP - sum_j P dP) * scale, in place; 0 after the diagonal.
+    if (!keep(
+            CUDA_CHECK(kernels::causal_softmax_backward(stream_, dscores, p, NH * T, T, scale)))) {
+      return;
+    }
+    // dQ_h (T, hs) += dS_h K_h. Column-major: dQ_h^T (hs, T) += K_h^T dS_h^T, K_h^T as K lies
+    // (op N, ld 3C), dS_h^T as dscores lies (op N, ld T).
+    if (!keep(attention_gemm(false, false, hs, T, T, 1.0f, k, 3 * C, hs, dscores, T, T * T, 1.0f,
+                             dq, 3 * C, hs, NH))) {
+      return;
+    }
+    // dK_h (T, hs) += dS_h^T Q_h. Column-major: dK_h^T (hs, T) += Q_h^T dS_h, Q_h^T as Q lies
+    // (op N, ld 3C), dS_h the transpose of dscores as it lies (op T, ld T).
+    if (!keep(attention_gemm(false, true, hs, T, T, 1.0f, q, 3 * C, hs, dscores, T, T * T, 1.0f, dk,
+                             3 * C, hs, NH))) {
+      return;
+    }
+  }
+}
+
+// ---- element-wise, normalisation, embeddings --------------------------------------------------
+
+void CudaDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                   const float* weight, const float* bias, int64_t N, int64_t C) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::layernorm_forward(stream_, out, mean, rstd, inp, weight, bias, N, C)));
+}
+
+void CudaDevice::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                    const float* inp, const float* weight, const float* mean,
+                                    const float* rstd, int64_t N, int64_t C) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::layernorm_backward(stream_, dinp, dweight, dbias, dout, inp, weight,
+                                              mean, rstd, N, C)));
+}
+
+void CudaDevice::gelu_forward(float* out, const float* inp, int64_t n) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::gelu_forward(stream_, out, inp, n)));
+}
+
+void CudaDevice::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, inp, dout, n)));
+}
+
+void CudaDevice::residual_forward(float* out, const float* a, const float* b, int64_t n) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::residual_forward(stream_, out, a, b, n)));
+}
+
+void CudaDevice::residual_backward(float* da, float* db, const float* dout, int64_t n) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::residual_backward(stream_, da, db, dout, n)));
+}
+
+void CudaDevice::embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                   const float* wpe, int64_t B, int64_t T, int64_t C) {
+  // The full table is the shard holding every token id, as in runner/ops/embedding.cpp.
+  embedding_forward_vocab_range(out, tokens, wte, wpe, B, T, C, 0,
+                                std::numeric_limits<int64_t>::max());
+}
+
+void CudaDevice::embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                    const int32_t* tokens, int64_t B, int64_t T, int64_t C) {
+  embedding_backward_vocab_range(dwte, dwpe, dout, tokens, B, T, C, 0,
+                                 std::numeric_limits<int64_t>::max());
+}
+
+void CudaDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                               const float* wte_shard, const float* wpe, int64_t B,
+                                               int64_t T, int64_t C, int64_t vocab_start,
+                                               int64_t vocab_end) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard, wpe, B, T, C,
+                                             vocab_start, vocab_end)));
+}
+
+void CudaDevice::embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
+                                                const int32_t* tokens, int64_t B, int64_t T,
+                                                int64_t C, int64_t vocab_start, int64_t vocab_end) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::embedding_backward(stream_, dwte_shard, dwpe, dout, tokens, B, T, C,
+                                              vocab_start, vocab_end)));
+}
+
+// ---- losses -------------------------------------------------------------------------------------
+
+float CudaDevice::mean_of_device_losses(const float* losses, int64_t n) {
+  std::vector<float> host(static_cast<size_t>(n));
+  download(host.data(), losses, host.size() * sizeof(float));
+  if (!first_error_.is_ok()) return kNan;
+  double total = 0.0;
+  for (const float loss : host) total += loss;
+  return static_cast<float>(total / static_cast<double>(n));
+}
+
+float* CudaDevice::losses_or_scratch(float* losses, int64_t n) {
+  if (losses != nullptr) return losses;
+  StatusOr<void*> memory = scratch(Scratch::kRowLosses, static_cast<size_t>(n) * sizeof(float));
+  return keep(memory.status()) ? static_cast<float*>(*memory) : nullptr;
+}
+
+float CudaDevice::cross_entropy_forward(float* losses, const float* logits, const int32_t* targets,
+                                        int64_t N, int64_t V) {
+  if (!begin_op()) return kNan;
+  if (N <= 0) return 0.0f;
+  float* row_losses = losses_or_scratch(losses, N);
+  if (row_losses == nullptr) return kNan;
+  if (!keep(
+          CUDA_CHECK(kernels::cross_entropy_forward(stream_, row_losses, logits, targets, N, V)))) {
+    return kNan;
+  }
+  return mean_of_device_losses(row_losses, N);
+}
+
+void CudaDevice::cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                                        int64_t N, int64_t V, float dloss_scale) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(
+      kernels::cross_entropy_backward(stream_, dlogits, logits, targets, N, V, dloss_scale)));
+}
+
+void CudaDevice::vocab_parallel_local_max(float* row_max, const float* logits, int64_t N,
+                                          int64_t V_local) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::vocab_parallel_local_max(stream_, row_max, logits, N, V_local)));
+}
+
+void CudaDevice::vocab_parallel_local_sum_exp(float* row_sum_exp, const float* logits,
+                                              const float* global_max, int64_t N, int64_t V_local) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(
+      kernels::vocab_parallel_local_sum_exp(stream_, row_sum_exp, logits, global_max, N, V_local)));
+}
+
+void CudaDevice::vocab_parallel_local_target_logit(float* target_logit, const float* logits,
+                                                   const int32_t* targets, int64_t N,
+                                                   int64_t V_local, int64_t vocab_start) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::vocab_parallel_local_target_logit(stream_, target_logit, logits, targets,
+                                                             N, V_local, vocab_start)));
+}
+
+float CudaDevice::vocab_parallel_loss(float* losses, const float* global_max,
+                                      const float* global_sum_exp, const float* global_target_logit,
+                                      int64_t N) {
+  if (!begin_op()) return kNan;
+  if (N <= 0) return 0.0f;
+  float* row_losses = losses_or_scratch(losses, N);
+  if (row_losses == nullptr) return kNan;
+  if (!keep(CUDA_CHECK(kernels::vocab_parallel_loss(stream_, row_losses, global_max, global_sum_exp,
+                                                    global_target_logit, N)))) {
+    return kNan;
+  }
+  return mean_of_device_losses(row_losses, N);
+}
+
+void CudaDevice::vocab_parallel_backward(float* dlogits, const float* logits,
+                                         const int32_t* targets, const float* global_max,
+                                         const float* global_sum_exp, int64_t N, int64_t V_local,
+                                         int64_t vocab_start, float dloss_scale) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::vocab_parallel_backward(stream_, dlogits, logits, targets, global_max,
+                                                   global_sum_exp, N, V_local, vocab_start,
+                                                   dloss_scale)));
+}
+
+float CudaDevice::mean_square_loss_forward(const float* y, int64_t n) {
+  const double sum = sum_of_squares(y, n);
+  if (!first_error_.is_ok()) return kNan;
+  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+}
+
+void CudaDevice::mean_square_loss_backward(float* dy, const float* y, int64_t n,
+                                           float dloss_scale) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::mean_square_loss_backward(stream_, dy, y, n, dloss_scale)));
+}
+
+// ---- optimizer and global norm ------------------------------------------------------------------
+
+void CudaDevice::adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
+                              const ops::AdamWConfig& config, int64_t step) {
+  if (!begin_op()) return;
+  // The bias corrections rounded as runner/ops/adamw.cpp rounds them.
+  const auto exponent = static_cast<double>(step);
+  const auto bias_correction1 = static_cast<float>(1.0 - std::pow(config.beta1, exponent));
+  const auto bias_correction2 = static_cast<float>(1.0 - std::pow(config.beta2, exponent));
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, config.learning_rate,
+                                        config.beta1, config.beta2, config.eps, config.weight_decay,
+                                        bias_correction1, bias_correction2)));
+}
+
+double CudaDevice::sum_of_squares(const float* x, int64_t n) {
+  if (!begin_op()) return kNan;
+  auto* partials = static_cast<double*>(reduction_.data());
+  double* result = partials + kernels::kSumOfSquaresPartials;
+  if (!keep(CUDA_CHECK(kernels::sum_of_squares(stream_, result, partials, x, n)))) {
+    return kNan;
+  }
+  double sum = 0.0;
+  download(&sum, result, sizeof sum);
+  return first_error_.is_ok() ? sum : kNan;
+}
+
+void CudaDevice::scale(float* x, int64_t n, float factor) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::scale(stream_, x, n, factor)));
+}
+
+}  // namespace partrain::runner

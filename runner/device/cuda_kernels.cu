@@ -1,0 +1,670 @@
+// The CUDA device's own kernels: the non-GEMM ops of runner/ops, one kernel (or two) per op,
+// written to match the CPU references' arithmetic closely enough for 1e-5 relative checks
+// (tests/gpu/cuda_device_test.cpp). Plain, coalesced, grid-stride loops; reductions in registers,
+// then warp shuffles, then one shared-memory slot per warp. No fast-math: expf, tanhf, sqrtf and
+// division keep CUDA's accurate defaults.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "runner/device/cuda_kernels.h"
+
+namespace partrain::runner::cuda_kernels {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kThreads = 256;  // element-wise and row blocks (a multiple of kWarp)
+constexpr int kWarpsPerBlock = kThreads / kWarp;
+constexpr int64_t kMaxBlocks = 65536;                  // grid-stride loops cover anything larger
+constexpr float kLayerNormEps = 1e-5f;                 // runner/ops/layernorm.h
+constexpr float kSqrtTwoOverPi = 0.7978845608028654f;  // runner/ops/gelu.cpp
+constexpr float kGeluCubic = 0.044715f;
+
+int element_blocks(int64_t n) {
+  return static_cast<int>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
+}
+int row_blocks(int64_t rows) { return static_cast<int>(std::min(rows, kMaxBlocks)); }
+int warp_row_blocks(int64_t rows) {
+  return static_cast<int>(std::min((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks));
+}
+
+__device__ float quiet_nan() { return __int_as_float(0x7fc00000); }
+
+// Grid-stride indices over [0, n).
+__device__ int64_t first_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ int64_t index_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+struct Sum {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <typename T, typename Op>
+__device__ T warp_reduce(T value, Op op) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  return value;
+}
+
+// The whole block's reduction, returned to every thread. Every thread of the block must call it
+// (it synchronises); blockDim.x is a multiple of kWarp.
+template <typename T, typename Op>
+__device__ T block_reduce(T value, Op op, T identity) {
+  __shared__ T per_warp[kWarp];
+  const int lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarp;
+  value = warp_reduce(value, op);
+  __syncthreads();  // a previous call's readers are done with per_warp
+  if (lane == 0) per_warp[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = static_cast<int>(blockDim.x) / kWarp;
+    value = warp_reduce(lane < warps ? per_warp[lane] : identity, op);
+    if (lane == 0) per_warp[0] = value;
+  }
+  __syncthreads();
+  return per_warp[0];
+}
+
+// ---- element-wise ---------------------------------------------------------------------------
+
+__global__ void fill_kernel(float* x, int64_t n, float value) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) x[i] = value;
+}
+
+__global__ void scale_kernel(float* x, int64_t n, float factor) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) x[i] *= factor;
+}
+
+__global__ void round_to_bf16_kernel(__nv_bfloat16* destination, const float* source, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    destination[i] = __float2bfloat16_rn(source[i]);
+  }
+}
+
+__global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) out[i] = a[i] + b[i];
+}
+
+__global__ void accumulate_kernel(float* gradient, const float* dout, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) gradient[i] += dout[i];
+}
+
+__global__ void gelu_forward_kernel(float* out, const float* inp, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const float x = inp[i];
+    const float inner = kSqrtTwoOverPi * (x + kGeluCubic * x * x * x);
+    out[i] = 0.5f * x * (1.0f + tanhf(inner));
+  }
+}
+
+__global__ void gelu_backward_kernel(float* dinp, const float* inp, const float* dout, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const float x = inp[i];
+    const float inner = kSqrtTwoOverPi * (x + kGeluCubic * x * x * x);
+    const float tanh_inner = tanhf(inner);
+    const float sech_squared = 1.0f - tanh_inner * tanh_inner;
+    const float local_grad = 0.5f * (1.0f + tanh_inner) + 0.5f * x * sech_squared * kSqrtTwoOverPi *
+                                                              (1.0f + 3.0f * kGeluCubic * x * x);
+    dinp[i] += local_grad * dout[i];
+  }
+}
+
+__global__ void add_bias_kernel(float* out, const float* bias, int64_t N, int64_t OC) {
+  const int64_t n = N * OC;
+  for (int64_t i = first_index(); i < n; i += index_stride()) out[i] += bias[i % OC];
+}
+
+// ---- column sums: dbias and LayerNorm's dweight, dbias ----------------------------------------
+
+// A block owns kColumnTile adjacent columns over every row, so each sum is made in one place, in
+// a fixed order (deterministic, no atomics); its kRowLanes thread rows read consecutive columns
+// of a row together (coalesced) and are summed at the end.
+constexpr int kColumnTile = 32;
+constexpr int kRowLanes = 16;
+
+// dbias[c] += sum_n dout[n, c]; with kLayerNorm also dweight[c] += sum_n xhat[n, c] dout[n, c],
+// xhat recomputed from the input and the saved mean and rstd.
+template <bool kLayerNorm>
+__global__ void column_sums_kernel(float* dweight, float* dbias, const float* dout,
+                                   const float* inp, const float* mean, const float* rstd,
+                                   int64_t N, int64_t C) {
+  __shared__ float bias_part[kRowLanes][kColumnTile + 1];  // +1: no bank conflicts on the sum
+  __shared__ float weight_part[kRowLanes][kColumnTile + 1];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumnTile + threadIdx.x;
+  float bias_sum = 0.0f;
+  float weight_sum = 0.0f;
+  if (c < C) {
+    for (int64_t n = threadIdx.y; n < N; n += kRowLanes) {
+      const float dy = dout[n * C + c];
+      bias_sum += dy;
+      if constexpr (kLayerNorm) weight_sum += (inp[n * C + c] - mean[n]) * rstd[n] * dy;
+    }
+  }
+  bias_part[threadIdx.y][threadIdx.x] = bias_sum;
+  weight_part[threadIdx.y][threadIdx.x] = weight_sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    float bias_total = 0.0f;
+    float weight_total = 0.0f;
+    for (int lane = 0; lane < kRowLanes; ++lane) {
+      bias_total += bias_part[lane][threadIdx.x];
+      weight_total += weight_part[lane][threadIdx.x];
+    }
+    dbias[c] += bias_total;
+    if constexpr (kLayerNorm) dweight[c] += weight_total;
+  }
+}
+
+cudaError_t launch_column_sums(cudaStream_t stream, bool layernorm, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* mean,
+                               const float* rstd, int64_t N, int64_t C) {
+  const dim3 block(kColumnTile, kRowLanes);
+  const auto grid = static_cast<unsigned>((C + kColumnTile - 1) / kColumnTile);
+  if (layernorm) {
+    column_sums_kernel<true>
+        <<<grid, block, 0, stream>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
+  } else {
+    column_sums_kernel<false>
+        <<<grid, block, 0, stream>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
+  }
+  return cudaGetLastError();
+}
+
+// ---- LayerNorm: one block per row ----------------------------------------------------------
+
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp,
+                                         const float* weight, const float* bias, int64_t N,
+                                         int64_t C) {
+  const auto width = static_cast<float>(C);
+  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+    const float* x = inp + row * C;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) sum += x[i];
+    const float m = block_reduce(sum, Sum{}, 0.0f) / width;
+    // Two passes, as the CPU reference: the variance about the mean, not E[x^2] - E[x]^2.
+    float square_sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) square_sum += (x[i] - m) * (x[i] - m);
+    const float variance = block_reduce(square_sum, Sum{}, 0.0f) / width;  // biased
+    const float s = 1.0f / sqrtf(variance + kLayerNormEps);
+    float* y = out + row * C;
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
+      y[i] = (x[i] - m) * s * weight[i] + bias[i];
+    if (threadIdx.x == 0) {
+      mean[row] = m;
+      rstd[row] = s;
+    }
+  }
+}
+
+// dinp only; dweight and dbias are column sums (column_sums_kernel<true>).
+__global__ void layernorm_backward_kernel(float* dinp, const float* dout, const float* inp,
+                                          const float* weight, const float* mean, const float* rstd,
+                                          int64_t N, int64_t C) {
+  const auto width = static_cast<float>(C);
+  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+    const float* x = inp + row * C;
+    const float* dy = dout + row * C;
+    const float m = mean[row];
+    const float s = rstd[row];
+    float dnorm_sum = 0.0f;
+    float dnorm_norm_sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+      const float norm = (x[i] - m) * s;
+      const float dnorm = weight[i] * dy[i];
+      dnorm_sum += dnorm;
+      dnorm_norm_sum += dnorm * norm;
+    }
+    const float dnorm_mean = block_reduce(dnorm_sum, Sum{}, 0.0f) / width;
+    const float dnorm_norm_mean = block_reduce(dnorm_norm_sum, Sum{}, 0.0f) / width;
+    float* dx = dinp + row * C;
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+      const float norm = (x[i] - m) * s;
+      const float dnorm = weight[i] * dy[i];
+      dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+  }
+}
+
+// ---- attention's causal softmax: one warp per row ---------------------------------------------
+
+// Each lane touches only its own columns j = lane, lane + 32, ..., so the row is updated in
+// place without synchronisation; all 32 lanes of a warp share a row, so the shuffles are full.
+__global__ void causal_softmax_forward_kernel(float* scores, int64_t rows, int64_t T) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+       r < rows; r += warps) {
+    float* row = scores + r * T;
+    const int64_t t = r % T;  // the query; keys t2 <= t are visible
+    float max_score = -INFINITY;
+    for (int64_t j = lane; j <= t; j += kWarp) max_score = fmaxf(max_score, row[j]);
+    max_score = warp_reduce(max_score, Max{});
+    float exp_sum = 0.0f;
+    for (int64_t j = lane; j <= t; j += kWarp) {
+      const float e = expf(row[j] - max_score);
+      row[j] = e;
+      exp_sum += e;
+    }
+    const float inv_sum = 1.0f / warp_reduce(exp_sum, Sum{});
+    for (int64_t j = lane; j < T; j += kWarp) row[j] = j <= t ? row[j] * inv_sum : 0.0f;
+  }
+}
+
+__global__ void causal_softmax_backward_kernel(float* dscores, const float* probabilities,
+                                               int64_t rows, int64_t T, float scale) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+       r < rows; r += warps) {
+    const float* p = probabilities + r * T;
+    float* d = dscores + r * T;
+    const int64_t t = r % T;
+    float weighted_sum = 0.0f;
+    for (int64_t j = lane; j <= t; j += kWarp) weighted_sum += p[j] * d[j];
+    weighted_sum = warp_reduce(weighted_sum, Sum{});
+    for (int64_t j = lane; j < T; j += kWarp) {
+      d[j] = j <= t ? p[j] * (d[j] - weighted_sum) * scale : 0.0f;
+    }
+  }
+}
+
+// ---- embeddings -----------------------------------------------------------------------------
+
+__global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const float* wte_shard,
+                                         const float* wpe, int64_t T, int64_t C, int64_t n,
+                                         int64_t vocab_start, int64_t vocab_end) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const int64_t token_index = i / C;  // b * T + t
+    const int64_t c = i % C;
+    const int64_t token = tokens[token_index];
+    float value = 0.0f;
+    if (token >= vocab_start && token < vocab_end) value = wte_shard[(token - vocab_start) * C + c];
+    if (wpe != nullptr) value += wpe[(token_index % T) * C + c];
+    out[i] = value;
+  }
+}
+
+// Tokens repeat (and every sample shares the positions), so rows are summed with atomics.
+__global__ void embedding_backward_kernel(float* dwte_shard, float* dwpe, const float* dout,
+                                          const int32_t* tokens, int64_t T, int64_t C, int64_t n,
+                                          int64_t vocab_start, int64_t vocab_end) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const int64_t token_index = i / C;
+    const int64_t c = i % C;
+    const int64_t token = tokens[token_index];
+    const float dy = dout[i];
+    if (token >= vocab_start && token < vocab_end) {
+      atomicAdd(&dwte_shard[(token - vocab_start) * C + c], dy);
+    }
+    if (dwpe != nullptr) atomicAdd(&dwpe[(token_index % T) * C + c], dy);
+  }
+}
+
+// ---- cross-entropy: one block per row ---------------------------------------------------------
+
+struct RowSoftmax {
+  float max_logit;
+  float sum_exp;  // sum_j exp(logit_j - max_logit)
+};
+
+// Every thread of the block must call it.
+__device__ RowSoftmax row_softmax(const float* row, int64_t V) {
+  float max_logit = -INFINITY;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) max_logit = fmaxf(max_logit, row[j]);
+  max_logit = block_reduce(max_logit, Max{}, -INFINITY);
+  float sum_exp = 0.0f;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) sum_exp += expf(row[j] - max_logit);
+  return {max_logit, block_reduce(sum_exp, Sum{}, 0.0f)};
+}
+
+__global__ void cross_entropy_forward_kernel(float* losses, const float* logits,
+                                             const int32_t* targets, int64_t N, int64_t V) {
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const float* row = logits + n * V;
+    const RowSoftmax softmax = row_softmax(row, V);
+    if (threadIdx.x == 0) {
+      const int64_t target = targets[n];
+      // log S + M - z in double: the loss can be small beside M, and the CPU adds in double.
+      losses[n] = target >= 0 && target < V
+                      ? static_cast<float>(log(static_cast<double>(softmax.sum_exp)) +
+                                           softmax.max_logit - row[target])
+                      : quiet_nan();
+    }
+  }
+}
+
+__global__ void cross_entropy_backward_kernel(float* dlogits, const float* logits,
+                                              const int32_t* targets, int64_t N, int64_t V,
+                                              float dloss_scale) {
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const float* row = logits + n * V;
+    float* drow = dlogits + n * V;
+    const RowSoftmax softmax = row_softmax(row, V);
+    const float inv_sum = 1.0f / softmax.sum_exp;
+    const int64_t target = targets[n];
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+      const float probability = expf(row[j] - softmax.max_logit) * inv_sum;
+      const float indicator = j == target ? 1.0f : 0.0f;
+      drow[j] += (probability - indicator) * dloss_scale;
+    }
+  }
+}
+
+// ---- vocab-parallel cross-entropy ---------------------------------------------------------------
+
+__global__ void local_max_kernel(float* row_max, const float* logits, int64_t N, int64_t V_local) {
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const float* row = logits + n * V_local;
+    float m = -INFINITY;  // an empty shard must not win the MAX all-reduce
+    for (int64_t j = threadIdx.x; j < V_local; j += blockDim.x) m = fmaxf(m, row[j]);
+    m = block_reduce(m, Max{}, -INFINITY);
+    if (threadIdx.x == 0) row_max[n] = m;
+  }
+}
+
+__global__ void local_sum_exp_kernel(float* row_sum_exp, const float* logits,
+                                     const float* global_max, int64_t N, int64_t V_local) {
+  for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+    const float* row = logits + n * V_local;
+    const float m = global_max[n];
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < V_local; j += blockDim.x) sum += expf(row[j] - m);
+    sum = block_reduce(sum, Sum{}, 0.0f);
+    if (threadIdx.x == 0) row_sum_exp[n] = sum;
+  }
+}
+
+__global__ void local_target_logit_kernel(float* target_logit, const float* logits,
+                                          const int32_t* targets, int64_t N, int64_t V_local,
+                                          int64_t vocab_start) {
+  for (int64_t n = first_index(); n < N; n += index_stride()) {
+    const int64_t local = targets[n] - vocab_start;
+    target_logit[n] = local >= 0 && local < V_local ? logits[n * V_local + local] : 0.0f;
+  }
+}
+
+__global__ void vocab_parallel_loss_kernel(float* losses, const float* global_max,
+                                           const float* global_sum_exp,
+                                           const float* global_target_logit, int64_t N) {
+  for (int64_t n = first_index(); n < N; n += index_stride()) {
+    losses[n] = static_cast<float>(log(static_cast<double>(global_sum_exp[n])) +
+                                   static_cast<double>(global_max[n]) -
+                                   static_cast<double>(global_target_logit[n]));
+  }
+}
+
+__global__ void vocab_parallel_backward_kernel(float* dlogits, const float* logits,
+                                               const int32_t* targets, const float* global_max,
+                                               const float* global_sum_exp, int64_t N,
+                                               int64_t V_local, int64_t vocab_start,
+                                               float dloss_scale) {
+  const int64_t n_elements = N * V_local;
+  for (int64_t i = first_index(); i < n_elements; i += index_stride()) {
+    const int64_t n = i / V_local;
+    const int64_t j = i % V_local;
+    const float probability = expf(logits[i] - global_max[n]) / global_sum_exp[n];
+    const float indicator = j == targets[n] - vocab_start ? 1.0f : 0.0f;  // not here: never j
+    dlogits[i] += (probability - indicator) * dloss_scale;
+  }
+}
+
+// ---- mean-square loss, AdamW, global norm -------------------------------------------------------
+
+__global__ void scaled_accumulate_kernel(float* dy, const float* y, int64_t n, float factor) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) dy[i] += factor * y[i];
+}
+
+__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
+                             float learning_rate, float beta1, float beta2, float eps,
+                             float weight_decay, float bias_correction1, float bias_correction2) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const float g = grads[i];
+    const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
+    const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = m_i;
+    v[i] = v_i;
+    const float m_hat = m_i / bias_correction1;
+    const float v_hat = v_i / bias_correction2;
+    params[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * params[i]);
+  }
+}
+
+// Two passes for a deterministic sum: each block's double partial, then one block over those.
+__global__ void sum_of_squares_partials_kernel(double* partials, const float* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  }
+  sum = block_reduce(sum, Sum{}, 0.0);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+__global__ void sum_partials_kernel(double* result, const double* partials, int count) {
+  double sum = 0.0;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
+  sum = block_reduce(sum, Sum{}, 0.0);
+  if (threadIdx.x == 0) *result = sum;
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------------------------
+
+cudaError_t fill(cudaStream_t stream, float* x, int64_t n, float value) {
+  if (n <= 0) return cudaSuccess;
+  fill_kernel<<<element_blocks(n), kThreads, 0, stream>>>(x, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor) {
+  if (n <= 0) return cudaSuccess;
+  scale_kernel<<<element_blocks(n), kThreads, 0, stream>>>(x, n, factor);
+  return cudaGetLastError();
+}
+
+cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  round_to_bf16_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
+      static_cast<__nv_bfloat16*>(destination), source, n);
+  return cudaGetLastError();
+}
+
+cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,
+                             int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  add_kernel<<<element_blocks(n), kThreads, 0, stream>>>(out, a, b, n);
+  return cudaGetLastError();
+}
+
+cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,
+                              int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  if (da != nullptr) accumulate_kernel<<<element_blocks(n), kThreads, 0, stream>>>(da, dout, n);
+  if (db != nullptr) accumulate_kernel<<<element_blocks(n), kThreads, 0, stream>>>(db, dout, n);
+  return cudaGetLastError();
+}
+
+cudaError_t gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  gelu_forward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(out, inp, n);
+  return cudaGetLastError();
+}
+
+cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout,
+                          int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  gelu_backward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(dinp, inp, dout, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add_bias(cudaStream_t stream, float* out, const float* bias, int64_t N, int64_t OC) {
+  if (N <= 0 || OC <= 0) return cudaSuccess;
+  add_bias_kernel<<<element_blocks(N * OC), kThreads, 0, stream>>>(out, bias, N, OC);
+  return cudaGetLastError();
+}
+
+cudaError_t bias_backward(cudaStream_t stream, float* dbias, const float* dout, int64_t N,
+                          int64_t OC) {
+  if (N <= 0 || OC <= 0) return cudaSuccess;
+  return launch_column_sums(stream, false, nullptr, dbias, dout, nullptr, nullptr, nullptr, N, OC);
+}
+
+cudaError_t layernorm_forward(cudaStream_t stream, float* out, float* mean, float* rstd,
+                              const float* inp, const float* weight, const float* bias, int64_t N,
+                              int64_t C) {
+  if (N <= 0 || C <= 0) return cudaSuccess;
+  layernorm_forward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(out, mean, rstd, inp, weight,
+                                                                   bias, N, C);
+  return cudaGetLastError();
+}
+
+cudaError_t layernorm_backward(cudaStream_t stream, float* dinp, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight,
+                               const float* mean, const float* rstd, int64_t N, int64_t C) {
+  if (N <= 0 || C <= 0) return cudaSuccess;
+  layernorm_backward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(dinp, dout, inp, weight, mean,
+                                                                    rstd, N, C);
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) return error;
+  return launch_column_sums(stream, true, dweight, dbias, dout, inp, mean, rstd, N, C);
+}
+
+cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, int64_t rows, int64_t T) {
+  if (rows <= 0 || T <= 0) return cudaSuccess;
+  causal_softmax_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, T);
+  return cudaGetLastError();
+}
+
+cudaError_t causal_softmax_backward(cudaStream_t stream, float* dscores, const float* probabilities,
+                                    int64_t rows, int64_t T, float scale) {
+  if (rows <= 0 || T <= 0) return cudaSuccess;
+  causal_softmax_backward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(
+      dscores, probabilities, rows, T, scale);
+  return cudaGetLastError();
+}
+
+cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
+                              const float* wte_shard, const float* wpe, int64_t B, int64_t T,
+                              int64_t C, int64_t vocab_start, int64_t vocab_end) {
+  const int64_t n = B * T * C;
+  if (n <= 0) return cudaSuccess;
+  embedding_forward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
+      out, tokens, wte_shard, wpe, T, C, n, vocab_start, vocab_end);
+  return cudaGetLastError();
+}
+
+cudaError_t embedding_backward(cudaStream_t stream, float* dwte_shard, float* dwpe,
+                               const float* dout, const int32_t* tokens, int64_t B, int64_t T,
+                               int64_t C, int64_t vocab_start, int64_t vocab_end) {
+  const int64_t n = B * T * C;
+  if (n <= 0) return cudaSuccess;
+  embedding_backward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
+      dwte_shard, dwpe, dout, tokens, T, C, n, vocab_start, vocab_end);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_forward(cudaStream_t stream, float* losses, const float* logits,
+                                  const int32_t* targets, int64_t N, int64_t V) {
+  if (N <= 0) return cudaSuccess;
+  cross_entropy_forward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(losses, logits, targets, N,
+                                                                       V);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_backward(cudaStream_t stream, float* dlogits, const float* logits,
+                                   const int32_t* targets, int64_t N, int64_t V,
+                                   float dloss_scale) {
+  if (N <= 0 || V <= 0) return cudaSuccess;
+  cross_entropy_backward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(dlogits, logits, targets, N,
+                                                                        V, dloss_scale);
+  return cudaGetLastError();
+}
+
+cudaError_t vocab_parallel_local_max(cudaStream_t stream, float* row_max, const float* logits,
+                                     int64_t N, int64_t V_local) {
+  if (N <= 0) return cudaSuccess;
+  local_max_kernel<<<row_blocks(N), kThreads, 0, stream>>>(row_max, logits, N, V_local);
+  return cudaGetLastError();
+}
+
+cudaError_t vocab_parallel_local_sum_exp(cudaStream_t stream, float* row_sum_exp,
+                                         const float* logits, const float* global_max, int64_t N,
+                                         int64_t V_local) {
+  if (N <= 0) return cudaSuccess;
+  local_sum_exp_kernel<<<row_blocks(N), kThreads, 0, stream>>>(row_sum_exp, logits, global_max, N,
+                                                               V_local);
+  return cudaGetLastError();
+}
+
+cudaError_t vocab_parallel_local_target_logit(cudaStream_t stream, float* target_logit,
+                                              const float* logits, const int32_t* targets,
+                                              int64_t N, int64_t V_local, int64_t vocab_start) {
+  if (N <= 0) return cudaSuccess;
+  local_target_logit_kernel<<<element_blocks(N), kThreads, 0, stream>>>(
+      target_logit, logits, targets, N, V_local, vocab_start);
+  return cudaGetLastError();
+}
+
+cudaError_t vocab_parallel_loss(cudaStream_t stream, float* losses, const float* global_max,
+                                const float* global_sum_exp, const float* global_target_logit,
+                                int64_t N) {
+  if (N <= 0) return cudaSuccess;
+  vocab_parallel_loss_kernel<<<element_blocks(N), kThreads, 0, stream>>>(
+      losses, global_max, global_sum_exp, global_target_logit, N);
+  return cudaGetLastError();
+}
+
+cudaError_t vocab_parallel_backward(cudaStream_t stream, float* dlogits, const float* logits,
+                                    const int32_t* targets, const float* global_max,
+                                    const float* global_sum_exp, int64_t N, int64_t V_local,
+                                    int64_t vocab_start, float dloss_scale) {
+  const int64_t n = N * V_local;
+  if (n <= 0) return cudaSuccess;
+  vocab_parallel_backward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
+      dlogits, logits, targets, global_max, global_sum_exp, N, V_local, vocab_start, dloss_scale);
+  return cudaGetLastError();
+}
+
+cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const float* y, int64_t n,
+                                      float dloss_scale) {
+  if (n <= 0) return cudaSuccess;
+  // The factor as runner/ops/mean_square_loss.cpp rounds it.
+  const auto factor = static_cast<float>(2.0 / static_cast<double>(n) * dloss_scale);
+  scaled_accumulate_kernel<<<element_blocks(n), kThreads, 0, stream>>>(dy, y, n, factor);
+  return cudaGetLastError();
+}
+
+cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
+                         int64_t n, float learning_rate, float beta1, float beta2, float eps,
+                         float weight_decay, float bias_correction1, float bias_correction2) {
+  if (n <= 0) return cudaSuccess;
+  adamw_kernel<<<element_blocks(n), kThreads, 0, stream>>>(params, grads, m, v, n, learning_rate,
+                                                           beta1, beta2, eps, weight_decay,
+                                                           bias_correction1, bias_correction2);
+  return cudaGetLastError();
+}
+
+cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,
+                           int64_t n) {
+  // At least one block, so an empty input still writes 0.
+  const int blocks = std::max(1, std::min(element_blocks(n), kSumOfSquaresPartials));
+  sum_of_squares_partials_kernel<<<blocks, kThreads, 0, stream>>>(partials, x,
+                                                                  std::max<int64_t>(n, 0));
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) return error;
+  sum_partials_kernel<<<1, kThreads, 0, stream>>>(result, partials, blocks);
+  return cudaGetLastError();
+}
+
+}  // namespace partrain::runner::cuda_kernels

@@ -1,0 +1,92 @@
+// Launchers of the CUDA device's own kernels (cuda_kernels.cu): everything of the op set that is
+// not a GEMM. Internal to the CUDA device (it includes the CUDA runtime's header). Each launcher
+// queues its kernels on `stream` and returns the launch's error (cudaGetLastError); empty inputs
+// launch nothing. Layouts and formulas are those of the matching runner/ops header.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace partrain::runner::cuda_kernels {
+
+// Memory and element-wise ops.
+cudaError_t fill(cudaStream_t stream, float* x, int64_t n, float value);
+cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor);
+// destination (n) = source rounded to bf16 (round to nearest even), as GEMM operands.
+cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n);
+cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,
+                             int64_t n);
+cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,
+                              int64_t n);
+cudaError_t gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t n);
+cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout,
+                          int64_t n);
+
+// The bias parts of matmul: out (N, OC) += bias per row; dbias (OC) += sum over rows of dout.
+cudaError_t add_bias(cudaStream_t stream, float* out, const float* bias, int64_t N, int64_t OC);
+cudaError_t bias_backward(cudaStream_t stream, float* dbias, const float* dout, int64_t N,
+                          int64_t OC);
+
+cudaError_t layernorm_forward(cudaStream_t stream, float* out, float* mean, float* rstd,
+                              const float* inp, const float* weight, const float* bias, int64_t N,
+                              int64_t C);
+cudaError_t layernorm_backward(cudaStream_t stream, float* dinp, float* dweight, float* dbias,
+                               const float* dout, const float* inp, const float* weight,
+                               const float* mean, const float* rstd, int64_t N, int64_t C);
+
+// Attention's causal softmax over `rows` rows of (T) scores, row r being query t = r % T: in
+// place, probabilities for keys t2 <= t and 0 after. Its backward turns dL/dP (in place) into
+// dL/d(scores) = P (dP - sum P dP) * scale, 0 after the diagonal.
+cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, int64_t rows, int64_t T);
+cudaError_t causal_softmax_backward(cudaStream_t stream, float* dscores, const float* probabilities,
+                                    int64_t rows, int64_t T, float scale);
+
+// Embeddings over rows [vocab_start, vocab_end) of the (possibly sharded) wte; wpe, dwpe may be
+// nullptr.
+cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
+                              const float* wte_shard, const float* wpe, int64_t B, int64_t T,
+                              int64_t C, int64_t vocab_start, int64_t vocab_end);
+cudaError_t embedding_backward(cudaStream_t stream, float* dwte_shard, float* dwpe,
+                               const float* dout, const int32_t* tokens, int64_t B, int64_t T,
+                               int64_t C, int64_t vocab_start, int64_t vocab_end);
+
+// Per-row losses (N) into `losses` (never nullptr here); a target outside [0, V) gives NaN.
+cudaError_t cross_entropy_forward(cudaStream_t stream, float* losses, const float* logits,
+                                  const int32_t* targets, int64_t N, int64_t V);
+cudaError_t cross_entropy_backward(cudaStream_t stream, float* dlogits, const float* logits,
+                                   const int32_t* targets, int64_t N, int64_t V, float dloss_scale);
+
+cudaError_t vocab_parallel_local_max(cudaStream_t stream, float* row_max, const float* logits,
+                                     int64_t N, int64_t V_local);
+cudaError_t vocab_parallel_local_sum_exp(cudaStream_t stream, float* row_sum_exp,
+                                         const float* logits, const float* global_max, int64_t N,
+                                         int64_t V_local);
+cudaError_t vocab_parallel_local_target_logit(cudaStream_t stream, float* target_logit,
+                                              const float* logits, const int32_t* targets,
+                                              int64_t N, int64_t V_local, int64_t vocab_start);
+// Per-row losses (N) into `losses` (never nullptr here).
+cudaError_t vocab_parallel_loss(cudaStream_t stream, float* losses, const float* global_max,
+                                const float* global_sum_exp, const float* global_target_logit,
+                                int64_t N);
+cudaError_t vocab_parallel_backward(cudaStream_t stream, float* dlogits, const float* logits,
+                                    const int32_t* targets, const float* global_max,
+                                    const float* global_sum_exp, int64_t N, int64_t V_local,
+                                    int64_t vocab_start, float dloss_scale);
+
+cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const float* y, int64_t n,
+                                      float dloss_scale);
+
+// bias_correction1 = 1 - beta1^step and bias_correction2 = 1 - beta2^step, computed by the caller
+// as runner/ops/adamw.cpp does.
+cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
+                         int64_t n, float learning_rate, float beta1, float beta2, float eps,
+                         float weight_decay, float bias_correction1, float bias_correction2);
+
+// sum_i x_i^2 in double into *result (device memory), through `partials`, which holds
+// kSumOfSquaresPartials doubles (device memory).
+inline constexpr int kSumOfSquaresPartials = 1024;
+cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,
+                           int64_t n);
+
+}  // namespace partrain::runner::cuda_kernels
