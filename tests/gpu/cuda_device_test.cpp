@@ -1,0 +1,537 @@
+// Every op of the CUDA device against the CPU device on the same random inputs (label gpu):
+// skipped, never passed, where no GPU is visible. fp32 GEMMs (TF32 off) agree to 1e-5, bf16
+// GEMMs to 1e-2; backward ops start from non-zero gradients, so += is what is compared.
+#include "runner/device/cuda_device.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/device/cpu_device.h"
+#include "tests/unit/runner/ops/gradient_check.h"
+
+namespace partrain::runner {
+namespace {
+
+using ops::testing::random_values;
+
+constexpr double kFp32Tolerance = 1e-5;
+constexpr double kBf16Tolerance = 1e-2;
+
+// Why the GPU tests cannot run here, or "" when a GPU is visible.
+std::string no_gpu_reason() {
+  StatusOr<int> count = visible_cuda_devices();
+  if (!count.is_ok()) return count.status().message();
+  if (*count == 0) return "cudaGetDeviceCount found 0 devices";
+  return "";
+}
+
+double max_abs(const std::vector<float>& values) {
+  double largest = 0.0;
+  for (const float value : values)
+    largest = std::max(largest, std::abs(static_cast<double>(value)));
+  return largest;
+}
+
+// Each element within tolerance * (|expected| + the largest |expected|): relative, with the
+// tensor's own scale as the floor, since elements that are sums cancelling to near zero carry
+// rounding noise of the size of their terms, not of their result. An indexing bug is off by
+// the tensor's scale and fails either way.
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                  double tolerance, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  const double scale = max_abs(expected);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double error = std::abs(static_cast<double>(actual[i]) - expected[i]);
+    const bool same_infinity = std::isinf(expected[i]) && actual[i] == expected[i];
+    if (!same_infinity && !(error <= tolerance * (std::abs(expected[i]) + scale))) {
+      if (++wrong <= 5) {
+        ADD_FAILURE() << what << "[" << i << "]: gpu " << actual[i] << ", cpu " << expected[i]
+                      << " (scale " << scale << ")";
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0) << what << ": " << wrong << " of " << actual.size() << " elements differ";
+}
+
+void expect_close(double actual, double expected, double tolerance, const std::string& what) {
+  EXPECT_LE(std::abs(actual - expected), tolerance * std::abs(expected))
+      << what << ": gpu " << actual << ", cpu " << expected;
+}
+
+// B, T, C, NH, V, OC; the last is odd everywhere (hs = 15, V and OC prime) to catch indexing bugs.
+struct Shape {
+  int64_t B, T, C, NH, V, OC;
+  int64_t N() const { return B * T; }
+  int64_t hs() const { return C / NH; }
+};
+const Shape kShapes[] = {{2, 8, 32, 4, 101, 48}, {2, 64, 96, 4, 101, 96}, {3, 13, 60, 4, 37, 41}};
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t V, uint32_t seed) {
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7919 + seed * 104729) % static_cast<size_t>(V));
+  }
+  return tokens;
+}
+
+class CudaDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string reason = no_gpu_reason();
+    if (!reason.empty()) GTEST_SKIP() << "no GPU visible: " << reason;
+    StatusOr<std::unique_ptr<Device>> device = create_cuda_device({.precision = precision()});
+    ASSERT_TRUE(device.is_ok()) << device.status().message();
+    gpu_ = std::move(*device);
+  }
+  void TearDown() override {
+    if (gpu_ != nullptr) {
+      EXPECT_TRUE(gpu_->status().is_ok()) << gpu_->status().message();
+    }
+  }
+  virtual GemmPrecision precision() const { return GemmPrecision::kFp32; }
+
+  // Device copies of host arrays, freed with the fixture.
+  template <typename T>
+  T* on_gpu(const std::vector<T>& host) {
+    StatusOr<TrackedBuffer> buffer = gpu_->allocator().allocate(
+        std::max<size_t>(host.size(), 1) * sizeof(T), memory::Category::kOther);
+    EXPECT_TRUE(buffer.is_ok()) << buffer.status().message();
+    if (!buffer.is_ok()) return nullptr;
+    auto* data = static_cast<T*>(buffer->data());
+    gpu_->upload(data, host.data(), host.size() * sizeof(T));
+    buffers_.push_back(std::move(*buffer));
+    return data;
+  }
+  std::vector<float> from_gpu(const float* data, size_t n) {
+    std::vector<float> host(n, std::numeric_limits<float>::quiet_NaN());
+    gpu_->download(host.data(), data, n * sizeof(float));
+    return host;
+  }
+
+  // matmul forward (with and without bias) and backward (every gradient, then dweight alone)
+  // against the CPU: GEMM outputs within gemm_tolerance, the bias gradient (a column sum, fp32 in
+  // both precisions) within kFp32Tolerance. Returns the forward's largest error over its scale.
+  double compare_matmul(const Shape& s, double gemm_tolerance) {
+    SCOPED_TRACE(::testing::Message() << "N " << s.N() << " C " << s.C << " OC " << s.OC);
+    const int64_t N = s.N(), C = s.C, OC = s.OC;
+    const auto inp = random_values(N * C, 1), weight = random_values(OC * C, 2),
+               bias = random_values(OC, 3), dout = random_values(N * OC, 4);
+    float* gpu_inp = on_gpu(inp);
+    float* gpu_weight = on_gpu(weight);
+    float* gpu_dout = on_gpu(dout);
+    double largest_error = 0.0;
+    for (const bool with_bias : {true, false}) {
+      std::vector<float> out(N * OC);
+      cpu_.matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr,
+                          N, C, OC);
+      float* gpu_out = on_gpu(std::vector<float>(N * OC, 7.0f));  // overwritten, not added to
+      gpu_->matmul_forward(gpu_out, gpu_inp, gpu_weight, with_bias ? on_gpu(bias) : nullptr, N, C,
+                           OC);
+      const std::vector<float> result = from_gpu(gpu_out, out.size());
+      expect_close(result, out, gemm_tolerance, "out");
+      for (size_t i = 0; i < out.size(); ++i) {
+        largest_error = std::max(largest_error,
+                                 std::abs(static_cast<double>(result[i]) - out[i]) / max_abs(out));
+      }
+    }
+    // Gradients start non-zero: backward adds.
+    auto dinp = random_values(N * C, 5), dweight = random_values(OC * C, 6),
+         dbias = random_values(OC, 7);
+    float* gpu_dinp = on_gpu(dinp);
+    float* gpu_dweight = on_gpu(dweight);
+    float* gpu_dbias = on_gpu(dbias);
+    cpu_.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                         weight.data(), N, C, OC);
+    gpu_->matmul_backward(gpu_dinp, gpu_dweight, gpu_dbias, gpu_dout, gpu_inp, gpu_weight, N, C,
+                          OC);
+    expect_close(from_gpu(gpu_dinp, dinp.size()), dinp, gemm_tolerance, "dinp");
+    expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, gemm_tolerance, "dweight");
+    expect_close(from_gpu(gpu_dbias, dbias.size()), dbias, kFp32Tolerance, "dbias");
+    // nullptr gradients are skipped; the others still accumulate.
+    cpu_.matmul_backward(nullptr, dweight.data(), nullptr, dout.data(), inp.data(), weight.data(),
+                         N, C, OC);
+    gpu_->matmul_backward(nullptr, gpu_dweight, nullptr, gpu_dout, gpu_inp, gpu_weight, N, C, OC);
+    expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, gemm_tolerance, "dweight alone");
+    return largest_error;
+  }
+
+  CpuDevice cpu_;
+  std::unique_ptr<Device> gpu_;
+  std::vector<TrackedBuffer> buffers_;  // after gpu_: freed before its allocator goes
+};
+
+TEST_F(CudaDeviceTest, NamesItselfAndItsMemory) {
+  EXPECT_EQ(gpu_->name().rfind("cuda:0 (", 0), 0u) << gpu_->name();
+  EXPECT_NE(gpu_->name().find("fp32 GEMMs"), std::string::npos) << gpu_->name();
+  EXPECT_EQ(gpu_->allocator().memory_name(), "cuda:0");
+  EXPECT_NE(gpu_->compute_stream(), nullptr);
+  StatusOr<Device::MemoryInfo> memory = gpu_->memory_info();
+  ASSERT_TRUE(memory.is_ok()) << memory.status().message();
+  EXPECT_GT(memory->total_bytes, 0u);
+  EXPECT_LE(memory->free_bytes, memory->total_bytes);
+}
+
+TEST_F(CudaDeviceTest, CopiesFillsAndScales) {
+  const auto values = random_values(1001, 1);
+  float* x = on_gpu(values);
+  EXPECT_EQ(from_gpu(x, values.size()), values);  // upload, download: bit-exact
+
+  std::vector<float> copied(values.size(), 0.0f);
+  float* y = on_gpu(copied);
+  gpu_->copy(y, x, static_cast<int64_t>(values.size()));
+  EXPECT_EQ(from_gpu(y, values.size()), values);
+
+  gpu_->fill(y, 1000, 2.5f);  // the last element keeps its value
+  std::vector<float> expected(1000, 2.5f);
+  expected.push_back(values.back());
+  EXPECT_EQ(from_gpu(y, values.size()), expected);
+
+  std::vector<float> scaled = values;
+  cpu_.scale(scaled.data(), static_cast<int64_t>(scaled.size()), -0.75f);
+  gpu_->scale(x, static_cast<int64_t>(values.size()), -0.75f);
+  expect_close(from_gpu(x, values.size()), scaled, kFp32Tolerance, "scale");
+}
+
+TEST_F(CudaDeviceTest, MatmulForwardAndBackwardAccumulate) {
+  for (const Shape& s : kShapes) compare_matmul(s, kFp32Tolerance);
+}
+
+TEST_F(CudaDeviceTest, GemmTotalsCountEveryMatmul) {
+  const int64_t N = 64, C = 96, OC = 80;
+  const auto inp = random_values(N * C, 1), weight = random_values(OC * C, 2),
+             dout = random_values(N * OC, 3);
+  float* gpu_inp = on_gpu(inp);
+  float* gpu_weight = on_gpu(weight);
+  float* gpu_dout = on_gpu(dout);
+  float* out = on_gpu(std::vector<float>(N * OC));
+  float* dinp = on_gpu(std::vector<float>(N * C));
+  float* dweight = on_gpu(std::vector<float>(OC * C));
+  const Device::GemmTotals before = gpu_->gemm_totals();
+  gpu_->matmul_forward(out, gpu_inp, gpu_weight, nullptr, N, C, OC);
+  gpu_->matmul_backward(dinp, dweight, nullptr, gpu_dout, gpu_inp, gpu_weight, N, C, OC);
+  gpu_->matmul_backward(nullptr, dweight, nullptr, gpu_dout, gpu_inp, gpu_weight, N, C, OC);
+  const Device::GemmTotals after = gpu_->gemm_totals();
+  EXPECT_DOUBLE_EQ(after.flops - before.flops, 4 * 2.0 * N * C * OC);
+  EXPECT_GT(after.seconds, before.seconds);
+  StatusOr<double> gflops = gpu_->measure_sgemm_gflops(256, 2);
+  ASSERT_TRUE(gflops.is_ok()) << gflops.status().message();
+  EXPECT_GT(*gflops, 0.0);
+}
+
+TEST_F(CudaDeviceTest, LayerNormForwardAndBackward) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(::testing::Message() << "N " << s.N() << " C " << s.C);
+    const int64_t N = s.N(), C = s.C;
+    const auto inp = random_values(N * C, 1, 2.0f), weight = random_values(C, 2),
+               bias = random_values(C, 3), dout = random_values(N * C, 4);
+    std::vector<float> out(N * C), mean(N), rstd(N);
+    cpu_.layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(),
+                           bias.data(), N, C);
+    float* gpu_inp = on_gpu(inp);
+    float* gpu_weight = on_gpu(weight);
+    float* gpu_out = on_gpu(std::vector<float>(N * C));
+    float* gpu_mean = on_gpu(std::vector<float>(N));
+    float* gpu_rstd = on_gpu(std::vector<float>(N));
+    gpu_->layernorm_forward(gpu_out, gpu_mean, gpu_rstd, gpu_inp, gpu_weight, on_gpu(bias), N, C);
+    expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "out");
+    expect_close(from_gpu(gpu_mean, mean.size()), mean, kFp32Tolerance, "mean");
+    expect_close(from_gpu(gpu_rstd, rstd.size()), rstd, kFp32Tolerance, "rstd");
+
+    auto dinp = random_values(N * C, 5), dweight = random_values(C, 6), dbias = random_values(C, 7);
+    float* gpu_dinp = on_gpu(dinp);
+    float* gpu_dweight = on_gpu(dweight);
+    float* gpu_dbias = on_gpu(dbias);
+    cpu_.layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                            weight.data(), mean.data(), rstd.data(), N, C);
+    gpu_->layernorm_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu(dout), gpu_inp, gpu_weight,
+                             gpu_mean, gpu_rstd, N, C);
+    expect_close(from_gpu(gpu_dinp, dinp.size()), dinp, kFp32Tolerance, "dinp");
+    expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, kFp32Tolerance, "dweight");
+    expect_close(from_gpu(gpu_dbias, dbias.size()), dbias, kFp32Tolerance, "dbias");
+  }
+}
+
+TEST_F(CudaDeviceTest, AttentionForwardAndBackward) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(::testing::Message()
+                 << "B " << s.B << " T " << s.T << " NH " << s.NH << " hs " << s.hs());
+    const int64_t B = s.B, T = s.T, NH = s.NH, hs = s.hs(), C = s.C;
+    const auto qkv = random_values(B * T * 3 * C, 1), dout = random_values(B * T * C, 2);
+    std::vector<float> out(B * T * C), att(B * NH * T * T);
+    cpu_.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+    float* gpu_qkv = on_gpu(qkv);
+    float* gpu_out = on_gpu(std::vector<float>(out.size()));
+    // Garbage above the diagonal must come back as zeros.
+    float* gpu_att = on_gpu(std::vector<float>(att.size(), 3.0f));
+    gpu_->attention_forward(gpu_out, gpu_att, gpu_qkv, B, T, NH, hs);
+    expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "out");
+    expect_close(from_gpu(gpu_att, att.size()), att, kFp32Tolerance, "att");
+
+    auto dqkv = random_values(qkv.size(), 3);
+    float* gpu_dqkv = on_gpu(dqkv);
+    cpu_.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, NH, hs);
+    gpu_->attention_backward(gpu_dqkv, on_gpu(dout), gpu_qkv, gpu_att, B, T, NH, hs);
+    expect_close(from_gpu(gpu_dqkv, dqkv.size()), dqkv, kFp32Tolerance, "dqkv");
+  }
+}
+
+TEST_F(CudaDeviceTest, GeluAndResidual) {
+  const int64_t n = 3 * 13 * 60 + 1;
+  const auto x = random_values(n, 1, 2.0f), y = random_values(n, 2), dout = random_values(n, 3);
+  std::vector<float> out(n);
+  cpu_.gelu_forward(out.data(), x.data(), n);
+  float* gpu_x = on_gpu(x);
+  float* gpu_out = on_gpu(std::vector<float>(n));
+  gpu_->gelu_forward(gpu_out, gpu_x, n);
+  expect_close(from_gpu(gpu_out, n), out, kFp32Tolerance, "gelu out");
+  auto dx = random_values(n, 4);
+  float* gpu_dx = on_gpu(dx);
+  cpu_.gelu_backward(dx.data(), x.data(), dout.data(), n);
+  gpu_->gelu_backward(gpu_dx, gpu_x, on_gpu(dout), n);
+  expect_close(from_gpu(gpu_dx, n), dx, kFp32Tolerance, "gelu dinp");
+
+  // In place, as the blocks use it: x += branch.
+  std::vector<float> sum = x;
+  cpu_.residual_forward(sum.data(), sum.data(), y.data(), n);
+  gpu_->residual_forward(gpu_x, gpu_x, on_gpu(y), n);
+  expect_close(from_gpu(gpu_x, n), sum, kFp32Tolerance, "residual out");
+  auto da = random_values(n, 5), db = random_values(n, 6);
+  float* gpu_da = on_gpu(da);
+  float* gpu_db = on_gpu(db);
+  float* gpu_dout = on_gpu(dout);
+  cpu_.residual_backward(da.data(), db.data(), dout.data(), n);
+  gpu_->residual_backward(gpu_da, gpu_db, gpu_dout, n);
+  cpu_.residual_backward(nullptr, db.data(), dout.data(), n);  // a branch without a gradient
+  gpu_->residual_backward(nullptr, gpu_db, gpu_dout, n);
+  expect_close(from_gpu(gpu_da, n), da, kFp32Tolerance, "residual da");
+  expect_close(from_gpu(gpu_db, n), db, kFp32Tolerance, "residual db");
+}
+
+TEST_F(CudaDeviceTest, EmbeddingsWholeAndVocabRange) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(::testing::Message() << "B " << s.B << " T " << s.T << " C " << s.C);
+    const int64_t B = s.B, T = s.T, C = s.C, V = s.V;
+    const auto tokens = random_tokens(B * T, V, 1);
+    const auto wte = random_values(V * C, 2), wpe = random_values(T * C, 3),
+               dout = random_values(B * T * C, 4);
+    int32_t* gpu_tokens = on_gpu(tokens);
+    float* gpu_dout = on_gpu(dout);
+    std::vector<float> out(B * T * C);
+    float* gpu_out = on_gpu(out);
+    cpu_.embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    gpu_->embedding_forward(gpu_out, gpu_tokens, on_gpu(wte), on_gpu(wpe), B, T, C);
+    expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "out");
+    auto dwte = random_values(V * C, 5), dwpe = random_values(T * C, 6);
+    float* gpu_dwte = on_gpu(dwte);
+    float* gpu_dwpe = on_gpu(dwpe);
+    cpu_.embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
+    gpu_->embedding_backward(gpu_dwte, gpu_dwpe, gpu_dout, gpu_tokens, B, T, C);
+    expect_close(from_gpu(gpu_dwte, dwte.size()), dwte, kFp32Tolerance, "dwte");
+    expect_close(from_gpu(gpu_dwpe, dwpe.size()), dwpe, kFp32Tolerance, "dwpe");
+
+    // One shard of rows [start, end), with and without the position embedding.
+    const int64_t start = V / 3, end = 2 * V / 3 + 1;
+    const std::vector<float> shard(wte.begin() + start * C, wte.begin() + end * C);
+    for (const bool with_positions : {true, false}) {
+      SCOPED_TRACE(with_positions ? "with wpe" : "without wpe");
+      cpu_.embedding_forward_vocab_range(out.data(), tokens.data(), shard.data(),
+                                         with_positions ? wpe.data() : nullptr, B, T, C, start,
+                                         end);
+      gpu_->embedding_forward_vocab_range(gpu_out, gpu_tokens, on_gpu(shard),
+                                          with_positions ? on_gpu(wpe) : nullptr, B, T, C, start,
+                                          end);
+      expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "shard out");
+      auto dshard = random_values(shard.size(), 7);
+      float* gpu_dshard = on_gpu(dshard);
+      cpu_.embedding_backward_vocab_range(dshard.data(), with_positions ? dwpe.data() : nullptr,
+                                          dout.data(), tokens.data(), B, T, C, start, end);
+      gpu_->embedding_backward_vocab_range(gpu_dshard, with_positions ? gpu_dwpe : nullptr,
+                                           gpu_dout, gpu_tokens, B, T, C, start, end);
+      expect_close(from_gpu(gpu_dshard, dshard.size()), dshard, kFp32Tolerance, "dshard");
+      expect_close(from_gpu(gpu_dwpe, dwpe.size()), dwpe, kFp32Tolerance, "shard dwpe");
+    }
+  }
+}
+
+TEST_F(CudaDeviceTest, CrossEntropyForwardAndBackward) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(::testing::Message() << "N " << s.N() << " V " << s.V);
+    const int64_t N = s.N(), V = s.V;
+    const auto logits = random_values(N * V, 1, 3.0f);
+    const auto targets = random_tokens(N, V, 2);
+    float* gpu_logits = on_gpu(logits);
+    int32_t* gpu_targets = on_gpu(targets);
+    std::vector<float> losses(N);
+    float* gpu_losses = on_gpu(losses);
+    const float mean =
+        cpu_.cross_entropy_forward(losses.data(), logits.data(), targets.data(), N, V);
+    expect_close(gpu_->cross_entropy_forward(gpu_losses, gpu_logits, gpu_targets, N, V), mean,
+                 kFp32Tolerance, "mean loss");
+    expect_close(from_gpu(gpu_losses, losses.size()), losses, kFp32Tolerance, "losses");
+    expect_close(gpu_->cross_entropy_forward(nullptr, gpu_logits, gpu_targets, N, V), mean,
+                 kFp32Tolerance, "mean loss without per-row losses");
+
+    auto dlogits = random_values(N * V, 3, 0.01f);
+    float* gpu_dlogits = on_gpu(dlogits);
+    const float dloss_scale = 1.0f / static_cast<float>(2 * N);
+    cpu_.cross_entropy_backward(dlogits.data(), logits.data(), targets.data(), N, V, dloss_scale);
+    gpu_->cross_entropy_backward(gpu_dlogits, gpu_logits, gpu_targets, N, V, dloss_scale);
+    expect_close(from_gpu(gpu_dlogits, dlogits.size()), dlogits, kFp32Tolerance, "dlogits");
+  }
+}
+
+// Two shards of the vocabulary (and an empty one), each op on each shard; the all-reduces are
+// done on the host from the CPU's results and fed to both devices.
+TEST_F(CudaDeviceTest, VocabParallelCrossEntropy) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(::testing::Message() << "N " << s.N() << " V " << s.V);
+    const int64_t N = s.N(), V = s.V;
+    const auto logits = random_values(N * V, 1, 3.0f);
+    const auto targets = random_tokens(N, V, 2);
+    int32_t* gpu_targets = on_gpu(targets);
+    struct Shard {
+      int64_t start, size;
+    };
+    const Shard shards[] = {{0, V / 2}, {V / 2, V - V / 2}, {V, 0}};
+    std::vector<std::vector<float>> local(3);
+    for (int r = 0; r < 3; ++r) {
+      for (int64_t n = 0; n < N; ++n) {
+        local[r].insert(local[r].end(), logits.begin() + n * V + shards[r].start,
+                        logits.begin() + n * V + shards[r].start + shards[r].size);
+      }
+    }
+    std::vector<float> global_max(N, -std::numeric_limits<float>::infinity());
+    std::vector<float> global_sum(N, 0.0f), global_target(N, 0.0f);
+    std::vector<float*> gpu_local(3);
+    for (int r = 0; r < 3; ++r) {
+      gpu_local[r] = on_gpu(local[r]);
+      std::vector<float> row_max(N);
+      float* gpu_row_max = on_gpu(row_max);
+      cpu_.vocab_parallel_local_max(row_max.data(), local[r].data(), N, shards[r].size);
+      gpu_->vocab_parallel_local_max(gpu_row_max, gpu_local[r], N, shards[r].size);
+      expect_close(from_gpu(gpu_row_max, N), row_max, kFp32Tolerance, "local max");
+      for (int64_t n = 0; n < N; ++n) global_max[n] = std::max(global_max[n], row_max[n]);
+    }
+    float* gpu_global_max = on_gpu(global_max);
+    for (int r = 0; r < 3; ++r) {
+      std::vector<float> sum_exp(N), target(N);
+      float* gpu_sum_exp = on_gpu(sum_exp);
+      float* gpu_target = on_gpu(target);
+      cpu_.vocab_parallel_local_sum_exp(sum_exp.data(), local[r].data(), global_max.data(), N,
+                                        shards[r].size);
+      gpu_->vocab_parallel_local_sum_exp(gpu_sum_exp, gpu_local[r], gpu_global_max, N,
+                                         shards[r].size);
+      expect_close(from_gpu(gpu_sum_exp, N), sum_exp, kFp32Tolerance, "local sum exp");
+      cpu_.vocab_parallel_local_target_logit(target.data(), local[r].data(), targets.data(), N,
+                                             shards[r].size, shards[r].start);
+      gpu_->vocab_parallel_local_target_logit(gpu_target, gpu_local[r], gpu_targets, N,
+                                              shards[r].size, shards[r].start);
+      expect_close(from_gpu(gpu_target, N), target, kFp32Tolerance, "local target logit");
+      for (int64_t n = 0; n < N; ++n) {
+        global_sum[n] += sum_exp[n];
+        global_target[n] += target[n];
+      }
+    }
+    float* gpu_global_sum = on_gpu(global_sum);
+    std::vector<float> losses(N);
+    float* gpu_losses = on_gpu(losses);
+    const float mean = cpu_.vocab_parallel_loss(losses.data(), global_max.data(), global_sum.data(),
+                                                global_target.data(), N);
+    expect_close(gpu_->vocab_parallel_loss(gpu_losses, gpu_global_max, gpu_global_sum,
+                                           on_gpu(global_target), N),
+                 mean, kFp32Tolerance, "mean loss");
+    expect_close(from_gpu(gpu_losses, N), losses, kFp32Tolerance, "losses");
+    expect_close(gpu_->vocab_parallel_loss(nullptr, gpu_global_max, gpu_global_sum,
+                                           on_gpu(global_target), N),
+                 mean, kFp32Tolerance, "mean loss without per-row losses");
+
+    for (int r = 0; r < 2; ++r) {
+      auto dlogits = random_values(local[r].size(), 3 + r, 0.01f);
+      float* gpu_dlogits = on_gpu(dlogits);
+      cpu_.vocab_parallel_backward(dlogits.data(), local[r].data(), targets.data(),
+                                   global_max.data(), global_sum.data(), N, shards[r].size,
+                                   shards[r].start, 0.5f);
+      gpu_->vocab_parallel_backward(gpu_dlogits, gpu_local[r], gpu_targets, gpu_global_max,
+                                    gpu_global_sum, N, shards[r].size, shards[r].start, 0.5f);
+      expect_close(from_gpu(gpu_dlogits, dlogits.size()), dlogits, kFp32Tolerance, "dlogits");
+    }
+  }
+}
+
+TEST_F(CudaDeviceTest, MeanSquareLossAdamWAndGlobalNorm) {
+  const int64_t n = 4099;
+  const auto y = random_values(n, 1);
+  float* gpu_y = on_gpu(y);
+  expect_close(gpu_->mean_square_loss_forward(gpu_y, n), cpu_.mean_square_loss_forward(y.data(), n),
+               kFp32Tolerance, "mean square loss");
+  auto dy = random_values(n, 2);
+  float* gpu_dy = on_gpu(dy);
+  cpu_.mean_square_loss_backward(dy.data(), y.data(), n, 0.25f);
+  gpu_->mean_square_loss_backward(gpu_dy, gpu_y, n, 0.25f);
+  expect_close(from_gpu(gpu_dy, n), dy, kFp32Tolerance, "dy");
+
+  // Summed in double on both: agreement far below fp32's rounding.
+  expect_close(gpu_->sum_of_squares(gpu_dy, n), cpu_.sum_of_squares(dy.data(), n), 1e-12,
+               "sum of squares");
+  expect_close(gpu_->sum_of_squares(gpu_dy, 0), 0.0, 0.0, "empty sum of squares");
+
+  auto params = random_values(n, 3), m = random_values(n, 4, 0.1f);
+  auto v = random_values(n, 5, 0.1f);
+  for (float& value : v) value = value * value;  // a second moment is non-negative
+  float* gpu_params = on_gpu(params);
+  float* gpu_m = on_gpu(m);
+  float* gpu_v = on_gpu(v);
+  const ops::AdamWConfig config{.learning_rate = 1e-2f, .weight_decay = 0.1f};
+  for (int64_t step = 1; step <= 3; ++step) {
+    const auto grads = random_values(n, 10 + static_cast<uint32_t>(step));
+    cpu_.adamw_update(params.data(), grads.data(), m.data(), v.data(), n, config, step);
+    gpu_->adamw_update(gpu_params, on_gpu(grads), gpu_m, gpu_v, n, config, step);
+  }
+  expect_close(from_gpu(gpu_params, n), params, kFp32Tolerance, "params");
+  expect_close(from_gpu(gpu_m, n), m, kFp32Tolerance, "m");
+  expect_close(from_gpu(gpu_v, n), v, kFp32Tolerance, "v");
+}
+
+// The first failure is kept, later ops are skipped and host values are NaN.
+TEST_F(CudaDeviceTest, KeepsTheFirstErrorAndStops) {
+  StatusOr<std::unique_ptr<Device>> created = create_cuda_device({});
+  ASSERT_TRUE(created.is_ok()) << created.status().message();
+  Device& device = **created;
+  StatusOr<TrackedBuffer> buffer = device.allocator().allocate(64, memory::Category::kOther);
+  ASSERT_TRUE(buffer.is_ok()) << buffer.status().message();
+  auto* x = static_cast<float*>(buffer->data());
+  device.fill(x, 16, 1.0f);
+  // C does not fit cuBLAS's int: refused before anything is read.
+  device.matmul_forward(x, x, x, nullptr, 1, int64_t{1} << 33, 1);
+  ASSERT_FALSE(device.status().is_ok());
+  EXPECT_NE(device.status().message().find("does not fit"), std::string::npos)
+      << device.status().message();
+  EXPECT_TRUE(std::isnan(device.sum_of_squares(x, 16)));
+  const std::string first = device.status().message();
+  device.fill(x, 16, 2.0f);
+  EXPECT_EQ(device.status().message(), first);
+}
+
+class CudaDeviceBf16Test : public CudaDeviceTest {
+ protected:
+  GemmPrecision precision() const override { return GemmPrecision::kBf16; }
+};
+
+TEST_F(CudaDeviceBf16Test, MatmulWithinBf16Rounding) {
+  EXPECT_NE(gpu_->name().find("bf16 GEMMs"), std::string::npos) << gpu_->name();
+  for (const Shape& s : kShapes) {
+    // And the operands really were rounded: fp32 agreement would mean bf16 was not used.
+    EXPECT_GT(compare_matmul(s, kBf16Tolerance), 10 * kFp32Tolerance);
+  }
+}
+
+}  // namespace
+}  // namespace partrain::runner
