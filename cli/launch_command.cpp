@@ -18,6 +18,7 @@
 #include "cli/launch_dashboard.h"
 #include "cli/workload_flags.h"
 #include "runner/workload/token_source.h"
+#include "runner/workload/workload_device.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "runner/launch/launcher.h"
@@ -121,10 +122,12 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   const int world = config.nnodes.value_or(1) * config.nproc_per_node;
   ASSIGN_OR_RETURN(runner::WorkloadConfig workload,
                    to_workload_config(flags.workload, world, flags.json));
-  if (flags.workload.device == "auto") {
-    log::info("--device auto: training on the CPU device (the CUDA device of the built-in "
-              "workloads comes with a later issue)");
-  }
+  ASSIGN_OR_RETURN(runner::DeviceChoice choice,
+                   runner::choose_device(workload.device, workload.comm, config.nproc_per_node));
+  if (!choice.notice.empty()) log::info("{}", choice.notice);
+  workload.device = choice.device;
+  workload.comm = choice.comm;
+  RETURN_IF_ERROR(runner::resolve_workload(workload));  // again, now that the device is known
   if (!workload.data_path.empty()) {
     // A bad token file is refused here, once, rather than by every rank after it started.
     RETURN_IF_ERROR(runner::open_token_file(workload.data_path, workload.model.vocab,
@@ -135,7 +138,7 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   config.extra_env.push_back("PARTRAIN_WORKLOAD_CONFIG=" + runner::workload_to_json(workload));
   // The trace's run row: the checked workload, the backend and the launch shape.
   nlohmann::json run_config = nlohmann::json::parse(runner::workload_to_json(workload));
-  run_config["backend"] = "gloo";
+  run_config["backend"] = workload.comm;
   run_config["nproc_per_node"] = config.nproc_per_node;
   config.trace_config_json = run_config.dump();
   if (flags.json) {

@@ -13,6 +13,7 @@
 #include "runner/worker/rank_tracing.h"
 #include "runner/worker/world.h"
 #include "runner/workload/trainer.h"
+#include "runner/workload/workload_device.h"
 
 namespace partrain::cli {
 namespace {
@@ -37,18 +38,34 @@ int run_worker() {
   if (!collective_timeout.is_ok()) return fail(collective_timeout.status(), -1);
   // Traced runs record from before the join, so the world's own collectives are in the trace.
   std::unique_ptr<runner::RankTracing> tracing = runner::RankTracing::from_env();
+  // The device before the world: the communicator works on its buffers.
+  int local_rank = 0;
+  if (runner::launched_as_worker()) {
+    StatusOr<runner::WorkerEnv> env = runner::read_worker_env();
+    if (!env.is_ok()) return fail(env.status(), -1);
+    local_rank = env->local_rank;
+  }
+  StatusOr<std::unique_ptr<runner::Device>> device =
+      runner::create_workload_device(*config, local_rank);
+  if (!device.is_ok()) return fail(device.status(), -1);
   runner::WorldOptions options;
   options.collective_timeout = *collective_timeout;
+  options.backend = config->comm == "nccl" ? runner::CommBackend::kNccl : runner::CommBackend::kGloo;
+  options.device = device->get();
   if (tracing) tracing->attach(options);
   StatusOr<runner::World> world = runner::join_world(options);
   if (!world.is_ok()) return fail(world.status(), -1);
   const int rank = world->comm->rank();
-  if (tracing) tracing->joined(*world, "cpu");
+  // The trace's short device id ("cpu", "cuda:0"): the name up to its description.
+  if (tracing) {
+    const std::string name = (*device)->name();
+    tracing->joined(*world, name.substr(0, name.find(' ')));
+  }
   // Declared after the world, so it stops watching before the world's recorder goes away.
   std::unique_ptr<runner::RankGuard::Watch> watch =
       guard->watch(*world, tracing ? &tracing->tracer() : nullptr, *collective_timeout);
   StatusOr<runner::RunSummary> summary =
-      runner::run_workload(*config, *world->comm, world->recorder.get());
+      runner::run_workload(*config, **device, *world->comm, world->recorder.get());
   const bool collective_failed = !summary.is_ok() && watch->dump_after_failure(summary.status());
   if (tracing) tracing->finish();
   if (!summary.is_ok()) {

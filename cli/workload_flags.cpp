@@ -26,8 +26,15 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
   command.add_option("--lr", f.lr, "AdamW learning rate")->capture_default_str()->group(training);
   command.add_option("--seed", f.seed, "Seed of the initial weights and the synthetic data")
       ->capture_default_str()->group(training);
-  command.add_option("--device", f.device, "cpu, cuda or auto")->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->group(training);
+  command.add_option("--device", f.device,
+                     "cpu, cuda (one GPU per rank: LOCAL_RANK, or shared under --comm gloo) or "
+                     "auto (cuda when a GPU is visible, else cpu with a notice)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}))->group(training);
+  command.add_option("--comm", f.comm,
+                     "Communicator backend: gloo (host memory; with --device cuda it stages "
+                     "through the host, so ranks can share a GPU), nccl (GPU memory, one rank "
+                     "per GPU) or auto (nccl on cuda, gloo on cpu)")
+      ->capture_default_str()->check(CLI::IsMember({"gloo", "nccl", "auto"}))->group(training);
   command.add_option("--precision", f.precision,
                      "fp32 or bf16 (also the recipes of `partrain memory`: fp32-adam, "
                      "bf16-mixed, bf16-fp32grad, bf16-fp32grad-accum)")
@@ -116,6 +123,7 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   config.lr = f.lr;
   config.seed = f.seed;
   config.device = f.device;
+  config.comm = f.comm;
   auto precision = runner::parse_precision(f.precision);
   if (!precision) {
     return invalid_argument("--precision '{}' is not fp32, bf16, fp32-adam, bf16-mixed, "

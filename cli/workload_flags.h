@@ -22,6 +22,7 @@ struct WorkloadFlags {
   double lr = 1e-3;
   uint64_t seed = 1234;
   std::string device = "cpu";
+  std::string comm = "auto";
   std::string precision = "fp32";
   std::string recompute = "none";
   std::string data;

@@ -6,6 +6,7 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "runner/comm/gloo_comm.h"
+#include "runner/comm/host_staged_comm.h"
 #include "runner/comm/nccl_comm.h"
 #include "runner/comm/recording_comm.h"
 #include "runner/rendezvous/in_memory_store.h"
@@ -86,10 +87,14 @@ StatusOr<World> join_world(const WorldOptions& options) {
     }
     ASSIGN_OR_RETURN(base, comm::create_gloo_comm(world.store, world.env.rank,
                                                   world.env.world_size, gloo));
+    if (options.device != nullptr && options.device->compute_stream() != nullptr) {
+      base = comm::stage_through_host(std::move(base), *options.device);
+    }
   } else {
 #ifdef PARTRAIN_HAVE_CUDA
     comm::NcclCommOptions nccl;
     nccl.cuda_device = world.env.local_rank;
+    if (options.device != nullptr) nccl.compute_stream = options.device->compute_stream();
     ASSIGN_OR_RETURN(base, comm::create_nccl_comm(world.store, world.env.rank,
                                                   world.env.world_size, nccl, "world"));
 #else

@@ -12,6 +12,7 @@
 #include "profiler/clock_sync.h"
 #include "runner/comm/comm.h"
 #include "runner/comm/flight_recorder.h"
+#include "runner/device/device.h"
 #include "runner/rendezvous/store.h"
 
 namespace partrain::runner {
@@ -62,6 +63,10 @@ struct WorldOptions {
   int clock_pings = 16;
   // Sees every completed or failed collective and transfer (the trace's collective records).
   comm::FlightRecorder::Sink collective_sink;
+  // The rank's device, when its buffers are device memory (a compute stream): NCCL orders every
+  // operation after that stream; Gloo is staged through host copies (comm/host_staged_comm.h).
+  // Null, or a CPU device: host memory, nothing to do.
+  Device* device = nullptr;
 };
 
 // Joins the run described by the environment; outside a launcher, a world of one rank.

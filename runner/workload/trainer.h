@@ -6,14 +6,16 @@
 #include "core/status.h"
 #include "runner/comm/comm.h"
 #include "runner/comm/flight_recorder.h"
+#include "runner/device/device.h"
 #include "runner/workload/run_summary.h"
 #include "runner/workload/workload_config.h"
 
 namespace partrain::runner {
 
-// `recorder` (may be null) is the world's flight recorder: the summary reports from it how many
-// DDP bucket all-reduces of the last step started before that step's backward ended.
-StatusOr<RunSummary> run_workload(const WorkloadConfig& config, comm::Comm& world,
+// Trains on `device` (workload_device.h creates it; the world's communicator works on its
+// buffers). `recorder` (may be null) is the world's flight recorder: the summary reports from it
+// how many DDP bucket all-reduces of the last step started before that step's backward ended.
+StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, comm::Comm& world,
                                   const comm::FlightRecorder* recorder = nullptr);
 
 // Model FLOPs of one training step (forward + backward, 3x the forward's matrix products and

@@ -49,15 +49,15 @@ Status resolve_workload(WorkloadConfig& config) {
     return invalid_argument("--layers, --hidden and --seq must be at least 1");
   }
   if (config.steps < 1) return invalid_argument("--steps must be at least 1");
-  // The CPU device is the one built so far; `auto` resolves to it (the launcher says so).
-  if (config.device == "auto") config.device = "cpu";
-  if (config.device == "cuda") {
-    return invalid_argument("--device cuda: the CUDA device of the built-in workloads is not "
-                            "implemented yet (a later issue); use --device cpu or auto");
+  if (config.device != "cpu" && config.device != "cuda" && config.device != "auto") {
+    return invalid_argument("--device '{}' is not cpu, cuda or auto", config.device);
   }
-  if (config.precision != Precision::kFp32) {
-    return invalid_argument("--precision bf16 needs the CUDA device; the CPU device trains in "
-                            "fp32 (pass --precision fp32)");
+  if (config.comm != "gloo" && config.comm != "nccl" && config.comm != "auto") {
+    return invalid_argument("--comm '{}' is not gloo, nccl or auto", config.comm);
+  }
+  if (config.precision != Precision::kFp32 && config.device == "cpu") {
+    return invalid_argument("--precision bf16 needs the CUDA device (--device cuda); the CPU "
+                            "device trains in fp32 (pass --precision fp32)");
   }
   if (!(config.lr > 0)) return invalid_argument("--lr must be positive");
   if (config.kind == WorkloadKind::kGpt) {
@@ -153,6 +153,7 @@ std::string workload_to_json(const WorkloadConfig& c) {
       {"lr", c.lr},
       {"seed", c.seed},
       {"device", c.device},
+      {"comm", c.comm},
       {"precision", precision_name(c.precision)},
       {"recompute", recompute_name(c.recompute)},
       {"data", c.data_path},
@@ -181,6 +182,7 @@ StatusOr<WorkloadConfig> workload_from_json(std::string_view text) {
     c.lr = j.at("lr").get<double>();
     c.seed = j.at("seed").get<uint64_t>();
     c.device = j.at("device").get<std::string>();
+    c.comm = j.value("comm", std::string("gloo"));
     c.precision = parse_precision(j.at("precision").get<std::string>()).value_or(Precision::kFp32);
     c.recompute = parse_recompute(j.at("recompute").get<std::string>()).value_or(Recompute::kNone);
     c.data_path = j.at("data").get<std::string>();

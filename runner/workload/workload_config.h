@@ -35,7 +35,8 @@ struct WorkloadConfig {
   int steps = 10;
   double lr = 1e-3;
   uint64_t seed = 1234;
-  std::string device = "cpu";  // cpu, cuda, auto
+  std::string device = "cpu";  // cpu, cuda, auto (the launcher resolves auto: workload_device.h)
+  std::string comm = "gloo";   // gloo, nccl, auto (likewise)
   Precision precision = Precision::kFp32;
   Recompute recompute = Recompute::kNone;
   std::string data_path;  // empty: the synthetic stream

@@ -307,6 +307,7 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 2 --pp 2 --layers 4 --pp-split 2,1", "sums to 3 layers"},
            Case{"-n 2 --tp 2 --layers 3 --workload mlp", "even number of layers"},
            Case{"-n 1 --device cuda", "--device cuda"},
+           Case{"-n 2 --comm nccl", "--comm nccl needs the CUDA device"},
            Case{"-n 1 --precision bf16-mixed", "--precision bf16 needs the CUDA device"},
        }) {
     const bool names_workload = std::string(c.args).find("--workload") != std::string::npos;
