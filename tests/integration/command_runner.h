@@ -54,8 +54,15 @@ inline CommandResult run_shell(const std::string& command) {
   return result;
 }
 
+// The partrain under test: $PARTRAIN_BINARY when set (a GPU bundle's tests run its bin/partrain,
+// scripts/gpu-validate.sh), else the build tree's, compiled in.
+inline std::string partrain_binary() {
+  const char* binary = std::getenv("PARTRAIN_BINARY");
+  return binary != nullptr && *binary != '\0' ? binary : PARTRAIN_BINARY;
+}
+
 inline CommandResult run_partrain(const std::string& args, const std::string& env = "") {
-  return run_shell(env + (env.empty() ? "" : " ") + PARTRAIN_BINARY + std::string(" ") + args);
+  return run_shell(env + (env.empty() ? "" : " ") + partrain_binary() + " " + args);
 }
 
 // A loopback TCP port that was free a moment ago (for --master-port of multi-node tests).
