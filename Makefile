@@ -2,7 +2,9 @@
 #   make demo   install what is missing, build, train a traced 4-rank GPT, export its trace, run
 #               a 4-rank collective benchmark, analyse the run
 #   make test   install what is missing, build, run the whole test suite (CTest)
-# Everything else (deps, configure, build) is a step of those two.
+# Everything else (deps, configure, build) is a step of those two. For a machine with a GPU:
+#   make gpu-bundle  build/partrain-gpu-bundle.tar.gz to carry there; its gpu-validate.sh runs
+#                    every GPU test and benchmark (docs/gpu-validation.md)
 
 BUILD_DIR ?= build
 PARTRAIN_CUDA ?= AUTO
@@ -11,9 +13,10 @@ CTEST_ARGS ?=
 
 DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
   libcli11-dev libfmt-dev libsqlite3-dev libncurses-dev libgloo-dev libopenblas-dev \
-  nlohmann-json3-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev tmux
+  nlohmann-json3-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev tmux \
+  patchelf
 
-.PHONY: all deps configure build demo test clean
+.PHONY: all deps configure build demo test clean gpu-bundle gpu-validate
 
 all: build
 
@@ -46,3 +49,11 @@ test: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# Only what the bundle holds is built: partrain, its injection library, the GPU test executables.
+gpu-bundle: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target gpu-bundle
+
+# The same checks from this build tree (exit 4 where no GPU is visible: nothing was validated).
+gpu-validate: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target gpu-validate

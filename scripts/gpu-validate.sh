@@ -1,0 +1,464 @@
+#!/usr/bin/env bash
+# The one command that validates partrain on a machine with a GPU: every GPU test executable and
+# the GPU benchmarks, each under its own time limit, all within 10 minutes, then a short table.
+# Runs from an extracted partrain-gpu-bundle (beside bin/) or from a build tree (docs/gpu-validation.md).
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: gpu-validate.sh [--build-dir DIR] [--out DIR] [--budget SECONDS]
+
+Runs, in this order, each with its own time limit and all within the budget:
+  cuda libraries       the CUDA libraries partrain needs, found on this machine
+  partrain starts      bin/partrain --version (the bundle's libraries load)
+  gpu_*_test           every GPU test executable (GoogleTest; label gpu in the build)
+  torch gemm ceiling   an 8192^3 bf16 matrix product through PyTorch, when python3 has torch
+  bench nccl           partrain bench collectives --backend nccl, one rank per visible GPU
+  gpt cuda bf16        partrain launch --workload gpt --device cuda (hidden 4096, 8 layers,
+                       seq 2048, bf16): MFU, median step time, the workload's GEMM rate
+  gpt memory           that run's peak memory by category vs `partrain memory` for its layout
+  gpt trace overhead   the same run traced: median step time traced / untraced
+
+and prints a table: check, result (PASS, FAIL or SKIPPED with the reason), key figure, seconds.
+Without a GPU every GPU row is SKIPPED with the reason; none is ever reported as passed.
+
+Options:
+  --build-dir DIR   a build tree to take partrain and the tests from (default: the bundle this
+                    script is in, else build beside scripts/)
+  --out DIR         where each check's log and the table go (default: ./gpu-validate-<time>)
+  --budget SECONDS  total time for all checks (default 570, under 10 minutes)
+  -h, --help        this help
+
+CUDA libraries are looked for in LD_LIBRARY_PATH, the loader's cache, /usr/local/cuda and
+python3's nvidia-* wheels (pip's nvidia-nccl-cu13, ...); the directories found are added to
+LD_LIBRARY_PATH for the checks.
+
+Exit codes: 0 a GPU was visible and nothing failed; 1 a check failed; 2 bad usage; 3 no partrain
+to validate here (not a bundle, no build); 4 no GPU visible: nothing failed, GPU checks SKIPPED.
+EOF
+}
+
+# A bug here must not pass for a result: say where, exit 1 (a failure).
+trap 'echo "gpu-validate: internal error at line $LINENO (exit $?): please report it" >&2; exit 1' ERR
+
+usage_error() { echo "gpu-validate: $*" >&2; echo "Try 'gpu-validate.sh --help'." >&2; exit 2; }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build_dir=""
+out_dir=""
+budget=570
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) [ $# -ge 2 ] || usage_error "--build-dir needs a directory"; build_dir=$2; shift 2 ;;
+    --out) [ $# -ge 2 ] || usage_error "--out needs a directory"; out_dir=$2; shift 2 ;;
+    --budget) [[ ${2:-} =~ ^[0-9]+$ ]] || usage_error "--budget needs a number of seconds"; budget=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage_error "unknown argument '$1'" ;;
+  esac
+done
+
+# Where partrain and the tests are: this bundle, or a build tree.
+if [ -z "$build_dir" ] && [ -x "$here/bin/partrain" ]; then
+  layout="bundle $here"
+  partrain="$here/bin/partrain"
+  tests=("$here"/bin/gpu_*_test)
+else
+  build_dir=${build_dir:-$here/../build}
+  if [ ! -x "$build_dir/bin/partrain" ]; then
+    echo "gpu-validate: error: no partrain in $build_dir/bin: run this from an extracted" \
+         "partrain-gpu-bundle, or build first (make build) and pass --build-dir" >&2
+    exit 3
+  fi
+  build_dir=$(cd "$build_dir" && pwd)
+  layout="build tree $build_dir"
+  partrain="$build_dir/bin/partrain"
+  tests=("$build_dir"/tests/gpu_*_test)
+fi
+[ -e "${tests[0]}" ] || tests=()
+# In a build tree, a tests/gpu/*_test.cpp whose executable was not built is a failure, not a skip.
+unbuilt=()
+if [ -n "$build_dir" ] && [ -d "$here/../tests/gpu" ]; then
+  for source in "$here"/../tests/gpu/*_test.cpp; do
+    [ -e "$source" ] && [ ! -x "$build_dir/tests/gpu_$(basename "$source" .cpp)" ] &&
+      unbuilt+=("gpu_$(basename "$source" .cpp)")
+  done
+fi
+export PARTRAIN_BINARY="$partrain"  # the GPU tests run this partrain (tests/integration/command_runner.h)
+
+out_dir=${out_dir:-$PWD/gpu-validate-$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$out_dir" || { echo "gpu-validate: error: cannot create $out_dir: pass --out DIR" >&2; exit 2; }
+out_dir=$(cd "$out_dir" && pwd)
+start=$(date +%s)
+
+# ---- the table ----------------------------------------------------------------------------------
+row_names=() row_results=() row_figures=() row_seconds=() row_reasons=()
+add_row() {  # NAME RESULT FIGURE SECONDS REASON
+  row_names+=("$1") row_results+=("$2") row_figures+=("$3") row_seconds+=("$4") row_reasons+=("$5")
+  printf 'gpu-validate: %-20s %-7s %s%s\n' "$1" "$2" "$3" "${5:+ ($5)}" >&2
+}
+print_table() {  # columns as wide as their longest entry (names, figures), reasons last
+  local i name_width=5 figure_width=6
+  for i in "${!row_names[@]}"; do
+    [ ${#row_names[$i]} -le $name_width ] || name_width=${#row_names[$i]}
+    [ ${#row_figures[$i]} -le $figure_width ] || figure_width=${#row_figures[$i]}
+  done
+  printf '%-*s  %-7s  %-*s  %7s  %s\n' $name_width check result $figure_width figure time reason
+  for i in "${!row_names[@]}"; do
+    printf '%-*s  %-7s  %-*s  %7s  %s\n' $name_width "${row_names[$i]}" "${row_results[$i]}" \
+      $figure_width "${row_figures[$i]}" "${row_seconds[$i]} s" "${row_reasons[$i]}"
+  done
+}
+
+# ---- running one check under the time limit -------------------------------------------------------
+step_seconds=0 step_rc=0
+run_step() {  # LIMIT LOG COMMAND...: runs it with stdout and stderr in LOG; sets step_rc, step_seconds
+  local limit=$1 log=$2
+  shift 2
+  local t0 t1
+  t0=$(date +%s.%N)
+  step_rc=0
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null || step_rc=$?
+  t1=$(date +%s.%N)
+  step_seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+}
+remaining() { echo $((budget - ($(date +%s) - start))); }
+limit_for() {  # WANTED: this check's limit, cut to what is left of the budget (0: none left)
+  local left
+  left=$(remaining)
+  if [ "$left" -lt 15 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+# Why a command failed: its first error line, else its last line.
+failure_line() {
+  { grep -m1 -i 'error' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -1; } | sed 's/^ *//' | cut -c1-160
+}
+
+# JSON figures through python3 (on the GPU machines with PyTorch; here with the build).
+have_python=0
+command -v python3 >/dev/null && have_python=1
+json_eval() {  # FILE EXPRESSION-of-d: prints the value, or nothing
+  [ $have_python -eq 1 ] || return 0
+  python3 -c 'import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    print(eval(sys.argv[2]))
+except Exception:
+    pass' "$1" "$2" 2>/dev/null || true
+}
+
+# ---- GPUs -----------------------------------------------------------------------------------------
+gpus=0 gpu_reason="" gpu_names=""
+if command -v nvidia-smi >/dev/null; then
+  if smi=$(timeout 30 nvidia-smi -L 2>&1); then
+    gpus=$(grep -c '^GPU [0-9]' <<<"$smi" || true)
+    gpu_names=$(grep '^GPU [0-9]' <<<"$smi" | sed 's/^GPU [0-9]*: //; s/ (UUID.*//' | sort | uniq -c |
+                awk '{ $1 = $1 "x"; print }' | paste -sd ',' || true)
+    [ "$gpus" -gt 0 ] || gpu_reason="no GPU visible: nvidia-smi -L lists none"
+  else
+    gpu_reason="no GPU visible: nvidia-smi -L failed ($(head -1 <<<"$smi" | cut -c1-100))"
+  fi
+elif compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
+  gpus=$(compgen -G '/dev/nvidia[0-9]*' | wc -l)
+  gpu_names="${gpus} device(s) in /dev, no nvidia-smi"
+else
+  gpu_reason="no GPU visible: no nvidia-smi and no /dev/nvidia[0-9]* device"
+fi
+if [ "$gpus" -gt 0 ] && [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+  visible=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -cv '^\(\|-1\|NoDevFiles\)$' || true)
+  [ "$visible" -lt "$gpus" ] && gpus=$visible
+  [ "$gpus" -gt 0 ] || gpu_reason="no GPU visible: CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' hides them"
+fi
+
+{
+  echo "== partrain GPU validation: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n) =="
+  echo "== $layout; GPUs: $gpus${gpu_names:+ ($gpu_names)}${gpu_reason:+ ($gpu_reason)}; logs in $out_dir =="
+} | tee "$out_dir/header.txt" >&2
+
+# ---- 1. the CUDA libraries, before anything loads them ---------------------------------------
+has_cuda=0  # built with CUDA parts: it links libcudart
+# (Outputs are read whole before grep -q: on a pipe, its early exit would end the writer with
+# SIGPIPE, which pipefail reports as a failure.)
+partrain_ldd=$(ldd "$partrain" 2>/dev/null || true)
+if grep -q 'libcudart' <<<"$partrain_ldd"; then has_cuda=1; fi
+# Linked ones (libcudart, libcupti, libnccl: whatever ldd names) and those opened at run time
+# (cuBLAS, of the same CUDA major version as libcudart).
+cuda_dirs_candidates() {
+  local dir
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+             /usr/local/cuda/extras/CUPTI/lib64 /usr/lib/x86_64-linux-gnu; do
+    [ -d "$dir" ] && echo "$dir"
+  done
+  if [ $have_python -eq 1 ]; then
+    timeout 30 python3 -c 'import nvidia, os
+for p in nvidia.__path__:
+    for d in sorted(os.listdir(p)):
+        if os.path.isdir(os.path.join(p, d, "lib")): print(os.path.join(p, d, "lib"))' 2>/dev/null || true
+  fi
+  compgen -G '/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib' || true
+  compgen -G '/usr/local/lib/python3*/dist-packages/nvidia/*/lib' || true
+}
+loader_cache=$("$(command -v ldconfig || echo /sbin/ldconfig)" -p 2>/dev/null || true)
+library_known() {  # SONAME: found through LD_LIBRARY_PATH or the loader's cache?
+  local dir
+  IFS=: read -r -a dirs <<<"${LD_LIBRARY_PATH:-}"
+  for dir in "${dirs[@]}"; do [ -n "$dir" ] && [ -e "$dir/$1" ] && return 0; done
+  awk -v soname="$1" '$1 == soname { found = 1 } END { exit !found }' <<<"$loader_cache"
+}
+if [ $has_cuda -eq 0 ]; then
+  add_row "cuda libraries" SKIPPED "-" 0.0 "this partrain was built without CUDA parts"
+else
+  t0=$(date +%s.%N)
+  wanted=$( (ldd "$partrain"; for t in "${tests[@]}"; do ldd "$t" || true; done) 2>/dev/null |
+            awk '$1 ~ /^lib(cudart|cublas|cublasLt|cupti|nccl|nvrtc|nvJitLink)\.so/ { print $1 }' | sort -u)
+  major=$(grep -o 'libcudart\.so\.[0-9]*' <<<"$wanted" | head -1 | sed 's/.*\.//' || true)
+  [ -n "$major" ] && wanted=$(printf '%s\nlibcublas.so.%s\nlibcublasLt.so.%s\n' "$wanted" "$major" "$major" | sort -u)
+  missing=() found_in=()
+  candidates=$(cuda_dirs_candidates | awk '!seen[$0]++')
+  for soname in $wanted; do
+    library_known "$soname" && continue
+    dir=$(while read -r d; do [ -e "$d/$soname" ] && { echo "$d"; break; }; done <<<"$candidates")
+    if [ -n "$dir" ]; then
+      export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      found_in+=("$dir ($soname)")
+    elif grep -q "^[[:space:]]*$soname => /" <<<"$partrain_ldd"; then
+      :  # found through the build tree's own RUNPATH
+    else
+      missing+=("$soname")
+    fi
+  done
+  seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  count=$(wc -w <<<"$wanted")
+  if [ ${#missing[@]} -eq 0 ]; then
+    where="all through the loader's own path"
+    [ ${#found_in[@]} -eq 0 ] || where="LD_LIBRARY_PATH gets $(printf '%s, ' "${found_in[@]}" | sed 's/, $//')"
+    add_row "cuda libraries" PASS "$count/$count found" "$seconds" "$where"
+  elif [ "$gpus" -eq 0 ]; then
+    add_row "cuda libraries" SKIPPED "$((count - ${#missing[@]}))/$count found" "$seconds" \
+      "$gpu_reason; missing here: ${missing[*]}"
+  else
+    add_row "cuda libraries" FAIL "$((count - ${#missing[@]}))/$count found" "$seconds" \
+      "missing: ${missing[*]}: install the CUDA toolkit / NCCL, or put their directory in LD_LIBRARY_PATH"
+  fi
+fi
+{
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  echo "CUDA libraries wanted: $(paste -sd " " <<<"${wanted:-none}")"
+  echo "missing: ${missing[*]:-none}"
+} >"$out_dir/cuda-libraries.txt"
+
+# ---- 2. partrain starts ---------------------------------------------------------------------
+run_step 30 "$out_dir/partrain-version.log" "$partrain" --version
+partrain_ok=0
+if [ $step_rc -eq 0 ]; then
+  partrain_ok=1
+  cuda_line=$(grep -m1 'CUDA runtime' "$out_dir/partrain-version.log" | sed 's/^ *//; s/  */ /g; s/, arch.*//' || true)
+  add_row "partrain starts" PASS "$(head -1 "$out_dir/partrain-version.log")${cuda_line:+; $cuda_line}" "$step_seconds" ""
+else
+  add_row "partrain starts" FAIL "exit $step_rc" "$step_seconds" \
+    "$(failure_line "$out_dir/partrain-version.log"); MANIFEST.txt names the glibc and CUDA libraries it needs"
+fi
+
+# ---- 3. the GPU test executables ----------------------------------------------------------------
+gtest_counts() {  # LOG: "passed skipped failed" from GoogleTest's summary lines
+  awk '/^\[  PASSED  \] [0-9]+ test/ { p = $4 } /^\[  SKIPPED \] [0-9]+ test/ { s = $4 }
+       /^\[  FAILED  \] [0-9]+ test/ { f = $4 } END { print p + 0, s + 0, f + 0 }' "$1"
+}
+gtest_skip_reasons() {  # LOG: the tests' own skip messages, each once
+  awk '/: Skipped$/ { getline; print }' "$1" | sort -u | paste -sd ';' | sed 's/;/; /g' | cut -c1-120
+}
+gtest_failed_names() {
+  awk '/^\[  FAILED  \] [A-Za-z_]/ && !/tests?, listed below/ { print $4 }' "$1" | sort -u | head -3 | paste -sd ' '
+}
+if [ ${#tests[@]} -eq 0 ]; then
+  if [ $has_cuda -eq 1 ]; then
+    add_row "gpu tests" FAIL "0 executables" 0.0 "no gpu_*_test beside partrain: rebuild the bundle (make gpu-bundle)"
+  else
+    add_row "gpu tests" SKIPPED "0 executables" 0.0 "this partrain was built without CUDA parts"
+  fi
+fi
+for name in "${unbuilt[@]}"; do
+  add_row "$name" FAIL "-" 0.0 "not built: cmake --build $build_dir --target $name"
+done
+for test in "${tests[@]}"; do
+  name=$(basename "$test")
+  log="$out_dir/$name.log"
+  limit=$(limit_for 240)
+  if [ "$limit" -eq 0 ]; then
+    add_row "$name" SKIPPED "-" 0.0 "the ${budget} s budget is spent"
+    continue
+  fi
+  run_step "$limit" "$log" "$test" --gtest_color=no
+  read -r passed skipped failed < <(gtest_counts "$log")
+  figure="$passed passed, $skipped skipped, $failed failed"
+  if [ $step_rc -eq 124 ] || [ $step_rc -eq 137 ]; then
+    add_row "$name" FAIL "$figure" "$step_seconds" "timed out after $limit s"
+  elif [ "$failed" -gt 0 ]; then
+    add_row "$name" FAIL "$figure" "$step_seconds" "failed: $(gtest_failed_names "$log")"
+  elif [ $step_rc -ne 0 ]; then
+    if [ "$gpus" -eq 0 ] && [ $step_rc -eq 127 ]; then
+      add_row "$name" SKIPPED "-" "$step_seconds" "$gpu_reason; it cannot start here: $(failure_line "$log")"
+    else
+      add_row "$name" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$log")"
+    fi
+  elif [ $((passed + skipped)) -eq 0 ]; then
+    add_row "$name" FAIL "$figure" "$step_seconds" "no test ran"
+  elif [ "$passed" -eq 0 ] && [ "$gpus" -gt 0 ] && grep -qi 'no GPU' <<<"$(gtest_skip_reasons "$log")"; then
+    add_row "$name" FAIL "$figure" "$step_seconds" \
+      "$gpus GPU(s) listed, yet the test saw none: $(gtest_skip_reasons "$log") (driver vs CUDA runtime?)"
+  elif [ "$passed" -eq 0 ]; then
+    add_row "$name" SKIPPED "$figure" "$step_seconds" "$(gtest_skip_reasons "$log")"
+  else
+    reasons=""
+    [ "$skipped" -eq 0 ] || reasons="skipped: $(gtest_skip_reasons "$log")"
+    add_row "$name" PASS "$figure" "$step_seconds" "$reasons"
+  fi
+done
+
+# ---- 4.-8. the benchmarks -----------------------------------------------------------------------
+skip_reason=""  # why the GPU benchmarks cannot run here, if they cannot
+if [ "$gpus" -eq 0 ]; then skip_reason=$gpu_reason
+elif [ $partrain_ok -eq 0 ]; then skip_reason="partrain does not start (row 'partrain starts')"
+elif [ $has_cuda -eq 0 ]; then skip_reason="this partrain was built without CUDA parts"
+fi
+
+# The device's bf16 GEMM ceiling: the same 8192^3 product through PyTorch (KINDS.md measured
+# 769-798 TFLOP/s on H100/H200 this way: mean of 10 after 3 warm-ups, random data).
+ceiling_tflops=""
+if [ -n "$skip_reason" ]; then
+  add_row "torch gemm ceiling" SKIPPED "-" 0.0 "$skip_reason"
+elif [ $have_python -eq 0 ] || ! timeout 60 python3 -c 'import torch' 2>/dev/null; then
+  add_row "torch gemm ceiling" SKIPPED "-" 0.0 "python3 has no torch here; the ceiling needs PyTorch"
+else
+  run_step "$(limit_for 90)" "$out_dir/torch-gemm.log" python3 -c '
+import torch
+n = 8192
+a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+for _ in range(3): a @ b
+begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+begin.record()
+for _ in range(10): a @ b
+end.record(); torch.cuda.synchronize()
+print("tflops", 2 * n**3 * 10 / (begin.elapsed_time(end) / 1e3) / 1e12, torch.cuda.get_device_name())'
+  ceiling_tflops=$(awk '/^tflops/ { printf "%.0f", $2 }' "$out_dir/torch-gemm.log")
+  if [ $step_rc -eq 0 ] && [ -n "$ceiling_tflops" ]; then
+    add_row "torch gemm ceiling" PASS "bf16 8192^3: $ceiling_tflops TFLOP/s" "$step_seconds" \
+      "$(awk '/^tflops/ { $1 = $2 = ""; sub(/^ +/, ""); print }' "$out_dir/torch-gemm.log")"
+  else
+    add_row "torch gemm ceiling" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/torch-gemm.log")"
+  fi
+fi
+
+# NCCL collectives at world size = visible GPUs, every op checked (#wrong); figure: all_reduce at
+# the largest size (busbw is 0 by definition for one rank, so algbw is shown too).
+bench_name="bench nccl x$gpus"
+if [ -n "$skip_reason" ]; then
+  add_row "bench nccl" SKIPPED "-" 0.0 "$skip_reason"
+else
+  limit=$(limit_for 150)
+  run_step "$limit" "$out_dir/bench-nccl.log" sh -c '"$1" bench collectives --backend nccl -n "$2" \
+    --op all -b 8 -e 1G -f 8 -w 2 --iters 10 --json >"$3" 2>&1' sh "$partrain" "$gpus" "$out_dir/bench-nccl.json"
+  cat "$out_dir/bench-nccl.json" >>"$out_dir/bench-nccl.log" 2>/dev/null || true
+  figure=$(json_eval "$out_dir/bench-nccl.json" \
+    '(lambda r: "all_reduce %d MiB: busbw %.1f GB/s, algbw %.1f GB/s" % (r["bytes"] >> 20, r["busbw_gbps"], r["algbw_gbps"]))(max((x for x in d["results"] if x["op"] == "all_reduce" and not x["in_place"]), key=lambda x: x["bytes"]))')
+  wrong=$(json_eval "$out_dir/bench-nccl.json" 'sum(x["wrong"] for x in d["results"])')
+  if [ $step_rc -eq 124 ] || [ $step_rc -eq 137 ]; then
+    add_row "$bench_name" FAIL "${figure:--}" "$step_seconds" "timed out after $limit s"
+  elif [ $step_rc -ne 0 ]; then
+    add_row "$bench_name" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/bench-nccl.log")"
+  elif [ -n "$wrong" ] && [ "$wrong" != 0 ]; then
+    add_row "$bench_name" FAIL "${figure:--}" "$step_seconds" "#wrong $wrong: results differ from the reference"
+  else
+    add_row "$bench_name" PASS "${figure:-see bench-nccl.json}" "$step_seconds" "#wrong ${wrong:-?}"
+  fi
+fi
+
+# The gpt workload on one GPU: hidden 4096, 8 layers, seq 2048, bf16 (issue 7's benchmark).
+readonly GPT_DIMS="--layers 8 --hidden 4096 --heads 32 --seq 2048 --vocab 50304"
+gpt_run() {  # NAME TRACE-FLAGS...: sets step_rc, step_seconds; JSON in $out_dir/NAME.json
+  local name=$1
+  shift
+  run_step "$(limit_for 200)" "$out_dir/$name.log" sh -c 'partrain=$1 dims=$2 json=$3; shift 3
+    "$partrain" launch -n 1 --workload gpt --device cuda --precision bf16 $dims --micro-batch 1 \
+      --steps 20 --json "$@" >"$json"' sh "$partrain" "$GPT_DIMS" "$out_dir/$name.json" "$@"
+}
+median_ms() { json_eval "$1" '"%.1f" % d["step_time_ms"]["median"]'; }
+gpt_ok=0
+if [ -n "$skip_reason" ]; then
+  add_row "gpt cuda bf16" SKIPPED "-" 0.0 "$skip_reason"
+else
+  gpt_run gpt-untraced --no-trace
+  if [ $step_rc -eq 0 ]; then
+    gpt_ok=1
+    figure=$(json_eval "$out_dir/gpt-untraced.json" \
+      '"MFU %.1f%% of %.0f TFLOP/s, step %.1f ms, GEMM %.0f TFLOP/s" % (100 * d["mfu"], d["peak_flops_per_rank"] / 1e12, d["step_time_ms"]["median"], d["gemm"]["gflops"] / 1e3)')
+    mfu=$(json_eval "$out_dir/gpt-untraced.json" '"%.0f" % (100 * d["mfu"])')
+    note="target MFU >= 40%"
+    [ -n "$ceiling_tflops" ] && note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
+    [ -n "$mfu" ] && [ "$mfu" -lt 40 ] && note="MFU below the 40% target; ${note#target MFU >= 40%; }"
+    add_row "gpt cuda bf16" PASS "${figure:-see gpt-untraced.json}" "$step_seconds" "$note"
+  else
+    add_row "gpt cuda bf16" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-untraced.log")"
+  fi
+fi
+
+# Peak memory by category vs the estimate for the same layout, with the tolerances of
+# tests/integration/memory_crosscheck_test.cpp (model states 1%, activations 15%, total 10%).
+if [ $gpt_ok -eq 0 ]; then
+  add_row "gpt memory" SKIPPED "-" 0.0 "${skip_reason:-needs the gpt cuda bf16 run, which failed}"
+else
+  run_step "$(limit_for 30)" "$out_dir/memory-estimate.log" sh -c 'partrain=$1 dims=$2
+    "$partrain" memory --model builtin-gpt $dims --micro-batch 1 --precision bf16-mixed --reserve 0 \
+      --bucket-size 0 --json >"$3"' sh "$partrain" "$GPT_DIMS" "$out_dir/memory-estimate.json"
+  verdict=$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))["memory_peak_bytes"]["0"]
+e = json.load(open(sys.argv[2]))["per_gpu_bytes"]
+off = [f"{k} {m[k] / 2**30:.2f} vs {e[k] / 2**30:.2f} GiB" for k, tol in
+       (("params", .01), ("grads", .01), ("optimizer", .01), ("activations", .15), ("total", .10))
+       if abs(m[k] - e[k]) > tol * e[k]]
+figure = "peak %.2f GiB, estimate %.2f GiB" % (m["total"] / 2**30, e["total"] / 2**30)
+print("\t".join(("FAIL" if off else "PASS", figure,
+                 "outside tolerance: " + "; ".join(off) if off else "every category within tolerance")))' \
+    "$out_dir/gpt-untraced.json" "$out_dir/memory-estimate.json" 2>&1 || true)
+  IFS=$'\t' read -r result figure reason <<<"$verdict"
+  if [ "$result" = PASS ] || [ "$result" = FAIL ]; then
+    add_row "gpt memory" "$result" "$figure" "$step_seconds" "$reason"
+  else
+    add_row "gpt memory" FAIL "-" "$step_seconds" "cannot compare: $(tail -1 <<<"$verdict" | cut -c1-120)"
+  fi
+fi
+
+# Tracing's cost: the same run traced into a file, median step time traced / untraced.
+if [ $gpt_ok -eq 0 ]; then
+  add_row "gpt trace overhead" SKIPPED "-" 0.0 "${skip_reason:-needs the gpt cuda bf16 run, which failed}"
+else
+  gpt_run gpt-traced --trace "$out_dir/gpt-traced.db"
+  if [ $step_rc -eq 0 ]; then
+    traced=$(median_ms "$out_dir/gpt-traced.json") untraced=$(median_ms "$out_dir/gpt-untraced.json")
+    ratio=$(awk -v a="$traced" -v b="$untraced" 'BEGIN { if (b > 0) printf "%.3f", a / b }')
+    add_row "gpt trace overhead" PASS "step ${traced:-?} ms traced / ${untraced:-?} ms = ${ratio:-?}x" \
+      "$step_seconds" "median step times"
+  else
+    add_row "gpt trace overhead" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-traced.log")"
+  fi
+fi
+
+# ---- the table and the verdict ------------------------------------------------------------------
+total=$(( $(date +%s) - start ))
+{
+  echo
+  cat "$out_dir/header.txt"
+  print_table
+} | tee "$out_dir/summary.txt"
+failed=0 skipped=0
+for result in "${row_results[@]}"; do
+  [ "$result" = FAIL ] && failed=$((failed + 1))
+  [ "$result" = SKIPPED ] && skipped=$((skipped + 1))
+done
+echo "${#row_names[@]} checks in $total s: $((${#row_names[@]} - failed - skipped)) passed, $failed failed, $skipped skipped" |
+  tee -a "$out_dir/summary.txt"
+if [ $failed -gt 0 ]; then exit 1; fi
+if [ "$gpus" -eq 0 ]; then
+  echo "exit 4: nothing was validated ($gpu_reason)" | tee -a "$out_dir/summary.txt"
+  exit 4
+fi
+exit 0
