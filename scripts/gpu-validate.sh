@@ -75,7 +75,8 @@ else
   tests=("$build_dir"/tests/gpu_*_test)
 fi
 [ -e "${tests[0]}" ] || tests=()
-# In a build tree, a tests/gpu/*_test.cpp whose executable was not built is a failure, not a skip.
+# In a build tree with CUDA parts (the only one that builds tests/gpu), a tests/gpu/*_test.cpp
+# whose executable was not built is a failure, not a skip.
 unbuilt=()
 if [ -n "$build_dir" ] && [ -d "$here/../tests/gpu" ]; then
   for source in "$here"/../tests/gpu/*_test.cpp; do
@@ -275,9 +276,11 @@ if [ ${#tests[@]} -eq 0 ]; then
     add_row "gpu tests" SKIPPED "0 executables" 0.0 "this partrain was built without CUDA parts"
   fi
 fi
-for name in "${unbuilt[@]}"; do
-  add_row "$name" FAIL "-" 0.0 "not built: cmake --build $build_dir --target $name"
-done
+if [ $has_cuda -eq 1 ]; then
+  for name in "${unbuilt[@]}"; do
+    add_row "$name" FAIL "-" 0.0 "not built: cmake --build $build_dir --target $name"
+  done
+fi
 for test in "${tests[@]}"; do
   name=$(basename "$test")
   log="$out_dir/$name.log"
