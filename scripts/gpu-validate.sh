@@ -204,7 +204,10 @@ library_known() {  # SONAME: found through LD_LIBRARY_PATH or the loader's cache
   for dir in "${dirs[@]}"; do [ -n "$dir" ] && [ -e "$dir/$1" ] && return 0; done
   awk -v soname="$1" '$1 == soname { found = 1 } END { exit !found }' <<<"$loader_cache"
 }
-if [ $has_cuda -eq 0 ]; then
+if [ $has_cuda -eq 0 ] && [ "$gpus" -gt 0 ]; then
+  add_row "cuda libraries" FAIL "-" 0.0 \
+    "this partrain was built without CUDA parts: rebuild with -DPARTRAIN_CUDA=ON (make gpu-bundle)"
+elif [ $has_cuda -eq 0 ]; then
   add_row "cuda libraries" SKIPPED "-" 0.0 "this partrain was built without CUDA parts"
 else
   t0=$(date +%s.%N)
@@ -359,10 +362,9 @@ if [ -n "$skip_reason" ]; then
 else
   limit=$(limit_for 150)
   run_step "$limit" "$out_dir/bench-nccl.log" sh -c '"$1" bench collectives --backend nccl -n "$2" \
-    --op all -b 8 -e 1G -f 8 -w 2 --iters 10 --json >"$3" 2>&1' sh "$partrain" "$gpus" "$out_dir/bench-nccl.json"
-  cat "$out_dir/bench-nccl.json" >>"$out_dir/bench-nccl.log" 2>/dev/null || true
+    --op all -b 8 -e 1G -f 8 -w 2 --iters 10 --json >"$3"' sh "$partrain" "$gpus" "$out_dir/bench-nccl.json"
   figure=$(json_eval "$out_dir/bench-nccl.json" \
-    '(lambda r: "all_reduce %d MiB: busbw %.1f GB/s, algbw %.1f GB/s" % (r["bytes"] >> 20, r["busbw_gbps"], r["algbw_gbps"]))(max((x for x in d["results"] if x["op"] == "all_reduce" and not x["in_place"]), key=lambda x: x["bytes"]))')
+    '(lambda r: "all_reduce %s: busbw %.3g GB/s, algbw %.3g GB/s" % ((lambda b: "%g GiB" % (b / 2**30) if b >= 2**30 else "%g MiB" % (b / 2**20) if b >= 2**20 else "%g KiB" % (b / 2**10))(r["bytes"]), r["busbw_gbps"], r["algbw_gbps"]))(max((x for x in d["results"] if x["op"] == "all_reduce" and not x["in_place"]), key=lambda x: x["bytes"]))')
   wrong=$(json_eval "$out_dir/bench-nccl.json" 'sum(x["wrong"] for x in d["results"])')
   if [ $step_rc -eq 124 ] || [ $step_rc -eq 137 ]; then
     add_row "$bench_name" FAIL "${figure:--}" "$step_seconds" "timed out after $limit s"
@@ -393,11 +395,11 @@ else
   if [ $step_rc -eq 0 ]; then
     gpt_ok=1
     figure=$(json_eval "$out_dir/gpt-untraced.json" \
-      '"MFU %.1f%% of %.0f TFLOP/s, step %.1f ms, GEMM %.0f TFLOP/s" % (100 * d["mfu"], d["peak_flops_per_rank"] / 1e12, d["step_time_ms"]["median"], d["gemm"]["gflops"] / 1e3)')
+      '"MFU %.1f%% of %.3g TFLOP/s, step %.1f ms, GEMM %.3g TFLOP/s" % (100 * d["mfu"], d["peak_flops_per_rank"] / 1e12, d["step_time_ms"]["median"], d["gemm"]["gflops"] / 1e3)')
     mfu=$(json_eval "$out_dir/gpt-untraced.json" '"%.0f" % (100 * d["mfu"])')
-    note="target MFU >= 40%"
-    [ -n "$ceiling_tflops" ] && note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
-    [ -n "$mfu" ] && [ "$mfu" -lt 40 ] && note="MFU below the 40% target; ${note#target MFU >= 40%; }"
+    note="MFU target 40% met"
+    [ -z "$mfu" ] || [ "$mfu" -ge 40 ] || note="MFU below the 40% target"
+    [ -z "$ceiling_tflops" ] || note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
     add_row "gpt cuda bf16" PASS "${figure:-see gpt-untraced.json}" "$step_seconds" "$note"
   else
     add_row "gpt cuda bf16" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-untraced.log")"
@@ -434,6 +436,7 @@ fi
 if [ $gpt_ok -eq 0 ]; then
   add_row "gpt trace overhead" SKIPPED "-" 0.0 "${skip_reason:-needs the gpt cuda bf16 run, which failed}"
 else
+  rm -f "$out_dir"/gpt-traced.db*  # partrain refuses to overwrite a trace (an earlier --out run's)
   gpt_run gpt-traced --trace "$out_dir/gpt-traced.db"
   if [ $step_rc -eq 0 ]; then
     traced=$(median_ms "$out_dir/gpt-traced.json") untraced=$(median_ms "$out_dir/gpt-untraced.json")
