@@ -1,6 +1,7 @@
 // `partrain launch` end to end: the real binary, real worker processes, real signals. Every test
 // that starts long-running workers also checks by pid that none of them survives the launcher.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -134,7 +135,7 @@ class LaunchTest : public ::testing::Test {
   fs::path dir_;
 };
 
-uint16_t free_port() {
+uint16_t kernel_free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -144,6 +145,30 @@ uint16_t free_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+// A free port no other test process of this machine was handed in the last minutes. The port is
+// released before the launcher binds it, and once (a clean clone's `make test`, 2026-11-25) two
+// tests running side by side got the same one, so one's node 1 joined the other's node 0: each
+// port handed out is claimed with an exclusive marker file, and claims expire after 10 minutes.
+uint16_t free_port() {
+  const fs::path claims = fs::temp_directory_path() / "partrain-test-ports";
+  fs::create_directories(claims);
+  for (int attempt = 0;; ++attempt) {
+    const uint16_t port = kernel_free_port();
+    const fs::path claim = claims / std::to_string(port);
+    std::error_code ignored;
+    if (fs::exists(claim, ignored) &&
+        fs::last_write_time(claim, ignored) <
+            fs::file_time_type::clock::now() - std::chrono::minutes(10)) {
+      fs::remove(claim, ignored);
+    }
+    const int fd = ::open(claim.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd >= 0 || attempt == 20) {
+      if (fd >= 0) ::close(fd);
+      return port;
+    }
+  }
 }
 
 std::string script(const std::string& name) {
