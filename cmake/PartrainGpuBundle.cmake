@@ -1,14 +1,12 @@
 # `gpu-bundle`: build/partrain-gpu-bundle.tar.gz, what a GPU machine with no internet needs to run
 # the GPU tests and benchmarks (scripts/make-gpu-bundle.sh); `gpu-validate`: run them from this
 # build tree (scripts/gpu-validate.sh). Both build only what they use: partrain, the injection
-# library and one executable per tests/gpu/*_test.cpp (named as tests/CMakeLists.txt names them).
+# library and the GPU test executables, as tests/CMakeLists.txt made them (gpu_*, CUDA builds only).
 set(gpu_bundle_targets partrain partrain_inject)
-if(PARTRAIN_HAVE_CUDA AND PARTRAIN_BUILD_TESTS)
-  file(GLOB gpu_test_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/gpu/*_test.cpp)
-  foreach(source IN LISTS gpu_test_sources)
-    get_filename_component(name ${source} NAME_WE)
-    list(APPEND gpu_bundle_targets gpu_${name})
-  endforeach()
+if(PARTRAIN_BUILD_TESTS)
+  get_directory_property(test_targets DIRECTORY ${PROJECT_SOURCE_DIR}/tests BUILDSYSTEM_TARGETS)
+  list(FILTER test_targets INCLUDE REGEX "^gpu_")
+  list(APPEND gpu_bundle_targets ${test_targets})
 endif()
 
 add_custom_target(gpu-bundle
