@@ -180,8 +180,7 @@ has_cuda=0  # built with CUDA parts: it links libcudart
 # SIGPIPE, which pipefail reports as a failure.)
 partrain_ldd=$(ldd "$partrain" 2>/dev/null || true)
 if grep -q 'libcudart' <<<"$partrain_ldd"; then has_cuda=1; fi
-# Linked ones (libcudart, libcupti, libnccl: whatever ldd names) and those opened at run time
-# (cuBLAS, of the same CUDA major version as libcudart).
+# Those the binaries link (cudart, cuBLAS, CUPTI, NCCL: whatever ldd names).
 cuda_dirs_candidates() {
   local dir
   for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
@@ -213,8 +212,6 @@ else
   t0=$(date +%s.%N)
   wanted=$( (ldd "$partrain"; for t in "${tests[@]}"; do ldd "$t" || true; done) 2>/dev/null |
             awk '$1 ~ /^lib(cudart|cublas|cublasLt|cupti|nccl|nvrtc|nvJitLink)\.so/ { print $1 }' | sort -u)
-  major=$(grep -o 'libcudart\.so\.[0-9]*' <<<"$wanted" | head -1 | sed 's/.*\.//' || true)
-  [ -n "$major" ] && wanted=$(printf '%s\nlibcublas.so.%s\nlibcublasLt.so.%s\n' "$wanted" "$major" "$major" | sort -u)
   missing=() found_in=()
   candidates=$(cuda_dirs_candidates | awk '!seen[$0]++')
   for soname in $wanted; do

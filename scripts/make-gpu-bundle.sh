@@ -119,9 +119,6 @@ newest_version() {
   readelf -V --wide "$root"/bin/* "$root"/lib/* 2>/dev/null |
     grep -o "Name: $1_[0-9.]*" | sed "s/Name: $1_//" | sort -uV | tail -1
 }
-# cuBLAS is opened at run time (dlopen), so ldd does not list it: the CUDA major of libcudart's.
-cuda_major=$(printf '%s\n' "${cuda_needed[@]}" | sed -n 's/^libcudart\.so\.\([0-9]*\)$/\1/p' | head -1 || true)
-[ -z "$cuda_major" ] || cuda_needed+=("libcublas.so.$cuda_major" "libcublasLt.so.$cuda_major")
 cuda_list=""
 [ ${#cuda_needed[@]} -eq 0 ] || cuda_list=$(printf '%s\n' "${cuda_needed[@]}" | sort -u | paste -sd ' ')
 {
