@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "runner/device/cuda_kernels.h"
+#include "runner/ops/layernorm.h"
 
 namespace partrain::runner::cuda_kernels {
 namespace {
@@ -18,7 +19,6 @@ constexpr int kWarp = 32;
 constexpr int kThreads = 256;  // element-wise and row blocks (a multiple of kWarp)
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 constexpr int64_t kMaxBlocks = 65536;                  // grid-stride loops cover anything larger
-constexpr float kLayerNormEps = 1e-5f;                 // runner/ops/layernorm.h
 constexpr float kSqrtTwoOverPi = 0.7978845608028654f;  // runner/ops/gelu.cpp
 constexpr float kGeluCubic = 0.044715f;
 
@@ -196,7 +196,7 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
     float square_sum = 0.0f;
     for (int64_t i = threadIdx.x; i < C; i += blockDim.x) square_sum += (x[i] - m) * (x[i] - m);
     const float variance = block_reduce(square_sum, Sum{}, 0.0f) / width;  // biased
-    const float s = 1.0f / sqrtf(variance + kLayerNormEps);
+    const float s = 1.0f / sqrtf(variance + ops::kLayerNormEps);
     float* y = out + row * C;
     for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
       y[i] = (x[i] - m) * s * weight[i] + bias[i];
