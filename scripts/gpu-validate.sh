@@ -122,11 +122,14 @@ run_step() {  # LIMIT LOG COMMAND...: runs it with stdout and stderr in LOG; set
   t1=$(date +%s.%N)
   step_seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 }
-remaining() { echo $((budget - ($(date +%s) - start))); }
-limit_for() {  # WANTED: this check's limit, cut to what is left of the budget (0: none left)
-  local left
-  left=$(remaining)
-  if [ "$left" -lt 15 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+# NAME WANTED: sets limit to WANTED cut to what is left of the budget; with under 15 s left, adds
+# NAME's SKIPPED row and fails instead (timeout 0 would mean no limit at all).
+start_check() {
+  local left=$((budget - ($(date +%s) - start)))
+  limit=$((left < $2 ? left : $2))
+  [ "$limit" -lt 15 ] || return 0
+  add_row "$1" SKIPPED "-" 0.0 "the ${budget} s budget is spent"
+  return 1
 }
 # Why a command failed: its first error line, else its last line.
 failure_line() {
@@ -284,11 +287,7 @@ fi
 for test in "${tests[@]}"; do
   name=$(basename "$test")
   log="$out_dir/$name.log"
-  limit=$(limit_for 240)
-  if [ "$limit" -eq 0 ]; then
-    add_row "$name" SKIPPED "-" 0.0 "the ${budget} s budget is spent"
-    continue
-  fi
+  start_check "$name" 240 || continue
   run_step "$limit" "$log" "$test" --gtest_color=no
   read -r passed skipped failed < <(gtest_counts "$log")
   figure="$passed passed, $skipped skipped, $failed failed"
@@ -330,8 +329,8 @@ if [ -n "$skip_reason" ]; then
   add_row "torch gemm ceiling" SKIPPED "-" 0.0 "$skip_reason"
 elif [ $have_python -eq 0 ] || ! timeout 60 python3 -c 'import torch' 2>/dev/null; then
   add_row "torch gemm ceiling" SKIPPED "-" 0.0 "python3 has no torch here; the ceiling needs PyTorch"
-else
-  run_step "$(limit_for 90)" "$out_dir/torch-gemm.log" python3 -c '
+elif start_check "torch gemm ceiling" 90; then
+  run_step "$limit" "$out_dir/torch-gemm.log" python3 -c '
 import torch
 n = 8192
 a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -356,8 +355,7 @@ fi
 bench_name="bench nccl x$gpus"
 if [ -n "$skip_reason" ]; then
   add_row "bench nccl" SKIPPED "-" 0.0 "$skip_reason"
-else
-  limit=$(limit_for 150)
+elif start_check "$bench_name" 150; then
   run_step "$limit" "$out_dir/bench-nccl.log" sh -c '"$1" bench collectives --backend nccl -n "$2" \
     --op all -b 8 -e 1G -f 8 -w 2 --iters 10 --json >"$3"' sh "$partrain" "$gpus" "$out_dir/bench-nccl.json"
   figure=$(json_eval "$out_dir/bench-nccl.json" \
@@ -376,10 +374,10 @@ fi
 
 # The gpt workload on one GPU: hidden 4096, 8 layers, seq 2048, bf16 (issue 7's benchmark).
 readonly GPT_DIMS="--layers 8 --hidden 4096 --heads 32 --seq 2048 --vocab 50304"
-gpt_run() {  # NAME TRACE-FLAGS...: sets step_rc, step_seconds; JSON in $out_dir/NAME.json
+gpt_run() {  # NAME TRACE-FLAGS... (within $limit): sets step_rc, step_seconds; JSON in $out_dir/NAME.json
   local name=$1
   shift
-  run_step "$(limit_for 200)" "$out_dir/$name.log" sh -c 'partrain=$1 dims=$2 json=$3; shift 3
+  run_step "$limit" "$out_dir/$name.log" sh -c 'partrain=$1 dims=$2 json=$3; shift 3
     "$partrain" launch -n 1 --workload gpt --device cuda --precision bf16 $dims --micro-batch 1 \
       --steps 20 --json "$@" >"$json"' sh "$partrain" "$GPT_DIMS" "$out_dir/$name.json" "$@"
 }
@@ -387,7 +385,7 @@ median_ms() { json_eval "$1" '"%.1f" % d["step_time_ms"]["median"]'; }
 gpt_ok=0
 if [ -n "$skip_reason" ]; then
   add_row "gpt cuda bf16" SKIPPED "-" 0.0 "$skip_reason"
-else
+elif start_check "gpt cuda bf16" 200; then
   gpt_run gpt-untraced --no-trace
   if [ $step_rc -eq 0 ]; then
     gpt_ok=1
@@ -406,9 +404,9 @@ fi
 # Peak memory by category vs the estimate for the same layout, with the tolerances of
 # tests/integration/memory_crosscheck_test.cpp (model states 1%, activations 15%, total 10%).
 if [ $gpt_ok -eq 0 ]; then
-  add_row "gpt memory" SKIPPED "-" 0.0 "${skip_reason:-needs the gpt cuda bf16 run, which failed}"
-else
-  run_step "$(limit_for 30)" "$out_dir/memory-estimate.log" sh -c 'partrain=$1 dims=$2
+  add_row "gpt memory" SKIPPED "-" 0.0 "${skip_reason:-needs a passing gpt cuda bf16 run}"
+elif start_check "gpt memory" 30; then
+  run_step "$limit" "$out_dir/memory-estimate.log" sh -c 'partrain=$1 dims=$2
     "$partrain" memory --model builtin-gpt $dims --micro-batch 1 --precision bf16-mixed --reserve 0 \
       --bucket-size 0 --json >"$3"' sh "$partrain" "$GPT_DIMS" "$out_dir/memory-estimate.json"
   verdict=$(python3 -c 'import json, sys
@@ -431,8 +429,8 @@ fi
 
 # Tracing's cost: the same run traced into a file, median step time traced / untraced.
 if [ $gpt_ok -eq 0 ]; then
-  add_row "gpt trace overhead" SKIPPED "-" 0.0 "${skip_reason:-needs the gpt cuda bf16 run, which failed}"
-else
+  add_row "gpt trace overhead" SKIPPED "-" 0.0 "${skip_reason:-needs a passing gpt cuda bf16 run}"
+elif start_check "gpt trace overhead" 200; then
   rm -f "$out_dir"/gpt-traced.db*  # partrain refuses to overwrite a trace (an earlier --out run's)
   gpt_run gpt-traced --trace "$out_dir/gpt-traced.db"
   if [ $step_rc -eq 0 ]; then
