@@ -120,14 +120,15 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
     return invalid_argument("pass either --workload or a command after `--`, not both");
   }
   const int world = config.nnodes.value_or(1) * config.nproc_per_node;
-  ASSIGN_OR_RETURN(runner::WorkloadConfig workload,
-                   to_workload_config(flags.workload, world, flags.json));
+  // The device first: the workload is checked for the device it will run on (bf16 needs CUDA).
   ASSIGN_OR_RETURN(runner::DeviceChoice choice,
-                   runner::choose_device(workload.device, workload.comm, config.nproc_per_node));
+                   runner::choose_device(flags.workload.device, flags.workload.comm,
+                                         config.nproc_per_node));
   if (!choice.notice.empty()) log::info("{}", choice.notice);
-  workload.device = choice.device;
-  workload.comm = choice.comm;
-  RETURN_IF_ERROR(runner::resolve_workload(workload));  // again, now that the device is known
+  WorkloadFlags resolved = flags.workload;
+  resolved.device = choice.device;
+  resolved.comm = choice.comm;
+  ASSIGN_OR_RETURN(runner::WorkloadConfig workload, to_workload_config(resolved, world, flags.json));
   if (!workload.data_path.empty()) {
     // A bad token file is refused here, once, rather than by every rank after it started.
     RETURN_IF_ERROR(runner::open_token_file(workload.data_path, workload.model.vocab,

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/clock.h"
 #include "runner/comm/async_work.h"
 
 namespace partrain::comm {
@@ -31,6 +32,7 @@ class StagedWork final : public ObservableWork {
     }
     staging_.reset();
     done_ = true;
+    if (on_end_) on_end_(monotonic_ns(), status_);
     return status_;
   }
   // A result is copied back in wait(), so until then only an operation with nothing to bring
@@ -39,13 +41,19 @@ class StagedWork final : public ObservableWork {
     return done_ || (staging_->device_recv == nullptr && host_->is_completed());
   }
 
+  // The host operation's own start and end where it reports them (Gloo's do); otherwise its
+  // start is now and its end the end of wait().
   void observe(StartCallback on_start, EndCallback on_end) override {
     if (auto* observable = dynamic_cast<ObservableWork*>(host_.get())) {
       observable->observe(std::move(on_start), std::move(on_end));
       return;
     }
-    on_start(0);
-    on_end(0, Status::ok());
+    if (on_start) on_start(monotonic_ns());
+    if (done_ && on_end) {
+      on_end(monotonic_ns(), status_);
+    } else {
+      on_end_ = std::move(on_end);
+    }
   }
 
  private:
@@ -54,6 +62,7 @@ class StagedWork final : public ObservableWork {
   runner::Device& device_;
   bool done_ = false;
   Status status_;
+  EndCallback on_end_;  // only when the host operation cannot be observed
 };
 
 class HostStagedComm final : public Comm {

@@ -43,18 +43,23 @@ std::string_view precision_name(Precision precision) {
   return precision == Precision::kFp32 ? "fp32" : "bf16";
 }
 
+Status check_device_names(std::string_view device, std::string_view comm) {
+  if (device != "cpu" && device != "cuda" && device != "auto") {
+    return invalid_argument("--device '{}' is not cpu, cuda or auto", device);
+  }
+  if (comm != "gloo" && comm != "nccl" && comm != "auto") {
+    return invalid_argument("--comm '{}' is not gloo, nccl or auto", comm);
+  }
+  return Status::ok();
+}
+
 Status resolve_workload(WorkloadConfig& config) {
   LayoutModel& m = config.model;
   if (m.layers < 1 || m.hidden < 1 || m.seq < 1) {
     return invalid_argument("--layers, --hidden and --seq must be at least 1");
   }
   if (config.steps < 1) return invalid_argument("--steps must be at least 1");
-  if (config.device != "cpu" && config.device != "cuda" && config.device != "auto") {
-    return invalid_argument("--device '{}' is not cpu, cuda or auto", config.device);
-  }
-  if (config.comm != "gloo" && config.comm != "nccl" && config.comm != "auto") {
-    return invalid_argument("--comm '{}' is not gloo, nccl or auto", config.comm);
-  }
+  RETURN_IF_ERROR(check_device_names(config.device, config.comm));
   if (config.precision != Precision::kFp32 && config.device == "cpu") {
     return invalid_argument("--precision bf16 needs the CUDA device (--device cuda); the CPU "
                             "device trains in fp32 (pass --precision fp32)");
@@ -182,7 +187,7 @@ StatusOr<WorkloadConfig> workload_from_json(std::string_view text) {
     c.lr = j.at("lr").get<double>();
     c.seed = j.at("seed").get<uint64_t>();
     c.device = j.at("device").get<std::string>();
-    c.comm = j.value("comm", std::string("gloo"));
+    c.comm = j.at("comm").get<std::string>();
     c.precision = parse_precision(j.at("precision").get<std::string>()).value_or(Precision::kFp32);
     c.recompute = parse_recompute(j.at("recompute").get<std::string>()).value_or(Recompute::kNone);
     c.data_path = j.at("data").get<std::string>();

@@ -46,6 +46,9 @@ struct WorkloadConfig {
   std::vector<fault::FaultSpec> faults;  // --inject, checked against world and steps
 };
 
+// --device is cpu, cuda or auto and --comm gloo, nccl or auto; kInvalidArgument names the bad one.
+Status check_device_names(std::string_view device, std::string_view comm);
+
 // Resolves the layout for this model and checks what the workload itself needs (e.g. hidden
 // divisible by heads); kInvalidArgument names the constraint.
 Status resolve_workload(WorkloadConfig& config);

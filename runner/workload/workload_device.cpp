@@ -19,14 +19,10 @@ constexpr std::string_view kWorkloadsNotOnCuda =
 
 StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view comm,
                                      int ranks_per_node) {
-  if (device != "cpu" && device != "cuda" && device != "auto") {
-    return invalid_argument("--device '{}' is not cpu, cuda or auto", device);
-  }
-  if (comm != "gloo" && comm != "nccl" && comm != "auto") {
-    return invalid_argument("--comm '{}' is not gloo, nccl or auto", comm);
-  }
+  RETURN_IF_ERROR(check_device_names(device, comm));
   DeviceChoice choice;
   StatusOr<int> gpus = device == "cpu" ? StatusOr<int>(0) : visible_cuda_devices();
+  const bool gpu_visible = gpus.is_ok() && *gpus > 0;
   if (device == "cuda") {
     if (!gpus.is_ok()) {
       return invalid_argument("--device cuda: no usable GPU: {}; train on the CPU with --device "
@@ -41,19 +37,16 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
       return invalid_argument("--device cuda: {}; use --device cpu", kWorkloadsNotOnCuda);
     }
     choice.device = "cuda";
+  } else if (device == "auto" && gpu_visible && kWorkloadsRunOnCuda) {
+    choice.device = "cuda";
   } else if (device == "auto") {
-    if (gpus.is_ok() && *gpus > 0 && kWorkloadsRunOnCuda) {
-      choice.device = "cuda";
-    } else if (gpus.is_ok() && *gpus > 0) {
-      choice.device = "cpu";
-      choice.notice = fmt::format("--device auto: {} GPU(s) visible, but {}; training on the CPU",
-                                  *gpus, kWorkloadsNotOnCuda);
-    } else {
-      choice.device = "cpu";
-      choice.notice = fmt::format(
-          "--device auto: no GPU ({}), training on the CPU",
-          gpus.is_ok() ? "the CUDA runtime sees none" : gpus.status().message());
-    }
+    choice.device = "cpu";
+    choice.notice =
+        gpu_visible ? fmt::format("--device auto: {} GPU(s) visible, but {}; training on the CPU",
+                                  *gpus, kWorkloadsNotOnCuda)
+                    : fmt::format("--device auto: no GPU ({}), training on the CPU",
+                                  gpus.is_ok() ? "the CUDA runtime sees none"
+                                               : gpus.status().message());
   } else {
     choice.device = "cpu";
   }
