@@ -461,57 +461,65 @@ __global__ void sum_partials_kernel(double* result, const double* partials, int 
 
 // ---- launchers ----------------------------------------------------------------------------------
 
-cudaError_t fill(cudaStream_t stream, float* x, int64_t n, float value) {
-  if (n <= 0) return cudaSuccess;
-  fill_kernel<<<element_blocks(n), kThreads, 0, stream>>>(x, n, value);
+namespace {
+
+// Queues kernel<<<blocks, kThreads>>> on `stream` and returns the launch's error.
+template <typename... Params, typename... Args>
+cudaError_t launch(cudaStream_t stream, int blocks, void (*kernel)(Params...), Args... args) {
+  kernel<<<blocks, kThreads, 0, stream>>>(args...);
   return cudaGetLastError();
+}
+
+// An element-wise kernel, a grid-stride loop over n elements; nothing is queued when n is empty.
+template <typename... Params, typename... Args>
+cudaError_t launch_elements(cudaStream_t stream, int64_t n, void (*kernel)(Params...),
+                            Args... args) {
+  if (n <= 0) return cudaSuccess;
+  return launch(stream, element_blocks(n), kernel, args...);
+}
+
+}  // namespace
+
+cudaError_t fill(cudaStream_t stream, float* x, int64_t n, float value) {
+  return launch_elements(stream, n, fill_kernel, x, n, value);
 }
 
 cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor) {
-  if (n <= 0) return cudaSuccess;
-  scale_kernel<<<element_blocks(n), kThreads, 0, stream>>>(x, n, factor);
-  return cudaGetLastError();
+  return launch_elements(stream, n, scale_kernel, x, n, factor);
 }
 
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n) {
-  if (n <= 0) return cudaSuccess;
-  round_to_bf16_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
-      static_cast<__nv_bfloat16*>(destination), source, n);
-  return cudaGetLastError();
+  return launch_elements(stream, n, round_to_bf16_kernel,
+                         static_cast<__nv_bfloat16*>(destination), source, n);
 }
 
 cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,
                              int64_t n) {
-  if (n <= 0) return cudaSuccess;
-  add_kernel<<<element_blocks(n), kThreads, 0, stream>>>(out, a, b, n);
-  return cudaGetLastError();
+  return launch_elements(stream, n, add_kernel, out, a, b, n);
 }
 
 cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,
                               int64_t n) {
-  if (n <= 0) return cudaSuccess;
-  if (da != nullptr) accumulate_kernel<<<element_blocks(n), kThreads, 0, stream>>>(da, dout, n);
-  if (db != nullptr) accumulate_kernel<<<element_blocks(n), kThreads, 0, stream>>>(db, dout, n);
-  return cudaGetLastError();
+  cudaError_t error = cudaSuccess;
+  if (da != nullptr) error = launch_elements(stream, n, accumulate_kernel, da, dout, n);
+  if (error == cudaSuccess && db != nullptr) {
+    error = launch_elements(stream, n, accumulate_kernel, db, dout, n);
+  }
+  return error;
 }
 
 cudaError_t gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t n) {
-  if (n <= 0) return cudaSuccess;
-  gelu_forward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(out, inp, n);
-  return cudaGetLastError();
+  return launch_elements(stream, n, gelu_forward_kernel, out, inp, n);
 }
 
 cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout,
                           int64_t n) {
-  if (n <= 0) return cudaSuccess;
-  gelu_backward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(dinp, inp, dout, n);
-  return cudaGetLastError();
+  return launch_elements(stream, n, gelu_backward_kernel, dinp, inp, dout, n);
 }
 
 cudaError_t add_bias(cudaStream_t stream, float* out, const float* bias, int64_t N, int64_t OC) {
-  if (N <= 0 || OC <= 0) return cudaSuccess;
-  add_bias_kernel<<<element_blocks(N * OC), kThreads, 0, stream>>>(out, bias, N, OC);
-  return cudaGetLastError();
+  if (OC <= 0) return cudaSuccess;
+  return launch_elements(stream, N * OC, add_bias_kernel, out, bias, N, OC);
 }
 
 cudaError_t bias_backward(cudaStream_t stream, float* dbias, const float* dout, int64_t N,
@@ -524,116 +532,97 @@ cudaError_t layernorm_forward(cudaStream_t stream, float* out, float* mean, floa
                               const float* inp, const float* weight, const float* bias, int64_t N,
                               int64_t C) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  layernorm_forward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(out, mean, rstd, inp, weight,
-                                                                   bias, N, C);
-  return cudaGetLastError();
+  return launch(stream, row_blocks(N), layernorm_forward_kernel, out, mean, rstd, inp, weight,
+                bias, N, C);
 }
 
 cudaError_t layernorm_backward(cudaStream_t stream, float* dinp, float* dweight, float* dbias,
                                const float* dout, const float* inp, const float* weight,
                                const float* mean, const float* rstd, int64_t N, int64_t C) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  layernorm_backward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(dinp, dout, inp, weight, mean,
-                                                                    rstd, N, C);
-  const cudaError_t error = cudaGetLastError();
+  const cudaError_t error = launch(stream, row_blocks(N), layernorm_backward_kernel, dinp, dout,
+                                   inp, weight, mean, rstd, N, C);
   if (error != cudaSuccess) return error;
   return launch_column_sums(stream, true, dweight, dbias, dout, inp, mean, rstd, N, C);
 }
 
 cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, int64_t rows, int64_t T) {
   if (rows <= 0 || T <= 0) return cudaSuccess;
-  causal_softmax_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, T);
-  return cudaGetLastError();
+  return launch(stream, warp_row_blocks(rows), causal_softmax_forward_kernel, scores, rows, T);
 }
 
 cudaError_t causal_softmax_backward(cudaStream_t stream, float* dscores, const float* probabilities,
                                     int64_t rows, int64_t T, float scale) {
   if (rows <= 0 || T <= 0) return cudaSuccess;
-  causal_softmax_backward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(
-      dscores, probabilities, rows, T, scale);
-  return cudaGetLastError();
+  return launch(stream, warp_row_blocks(rows), causal_softmax_backward_kernel, dscores,
+                probabilities, rows, T, scale);
 }
 
 cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
                               const float* wte_shard, const float* wpe, int64_t B, int64_t T,
                               int64_t C, int64_t vocab_start, int64_t vocab_end) {
   const int64_t n = B * T * C;
-  if (n <= 0) return cudaSuccess;
-  embedding_forward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
-      out, tokens, wte_shard, wpe, T, C, n, vocab_start, vocab_end);
-  return cudaGetLastError();
+  return launch_elements(stream, n, embedding_forward_kernel, out, tokens, wte_shard, wpe, T, C, n,
+                         vocab_start, vocab_end);
 }
 
 cudaError_t embedding_backward(cudaStream_t stream, float* dwte_shard, float* dwpe,
                                const float* dout, const int32_t* tokens, int64_t B, int64_t T,
                                int64_t C, int64_t vocab_start, int64_t vocab_end) {
   const int64_t n = B * T * C;
-  if (n <= 0) return cudaSuccess;
-  embedding_backward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
-      dwte_shard, dwpe, dout, tokens, T, C, n, vocab_start, vocab_end);
-  return cudaGetLastError();
+  return launch_elements(stream, n, embedding_backward_kernel, dwte_shard, dwpe, dout, tokens, T,
+                         C, n, vocab_start, vocab_end);
 }
 
 cudaError_t cross_entropy_forward(cudaStream_t stream, float* losses, const float* logits,
                                   const int32_t* targets, int64_t N, int64_t V) {
   if (N <= 0) return cudaSuccess;
-  cross_entropy_forward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(losses, logits, targets, N,
-                                                                       V);
-  return cudaGetLastError();
+  return launch(stream, row_blocks(N), cross_entropy_forward_kernel, losses, logits, targets, N,
+                V);
 }
 
 cudaError_t cross_entropy_backward(cudaStream_t stream, float* dlogits, const float* logits,
                                    const int32_t* targets, int64_t N, int64_t V,
                                    float dloss_scale) {
   if (N <= 0 || V <= 0) return cudaSuccess;
-  cross_entropy_backward_kernel<<<row_blocks(N), kThreads, 0, stream>>>(dlogits, logits, targets, N,
-                                                                        V, dloss_scale);
-  return cudaGetLastError();
+  return launch(stream, row_blocks(N), cross_entropy_backward_kernel, dlogits, logits, targets, N,
+                V, dloss_scale);
 }
 
 cudaError_t vocab_parallel_local_max(cudaStream_t stream, float* row_max, const float* logits,
                                      int64_t N, int64_t V_local) {
   if (N <= 0) return cudaSuccess;
-  local_max_kernel<<<row_blocks(N), kThreads, 0, stream>>>(row_max, logits, N, V_local);
-  return cudaGetLastError();
+  return launch(stream, row_blocks(N), local_max_kernel, row_max, logits, N, V_local);
 }
 
 cudaError_t vocab_parallel_local_sum_exp(cudaStream_t stream, float* row_sum_exp,
                                          const float* logits, const float* global_max, int64_t N,
                                          int64_t V_local) {
   if (N <= 0) return cudaSuccess;
-  local_sum_exp_kernel<<<row_blocks(N), kThreads, 0, stream>>>(row_sum_exp, logits, global_max, N,
-                                                               V_local);
-  return cudaGetLastError();
+  return launch(stream, row_blocks(N), local_sum_exp_kernel, row_sum_exp, logits, global_max, N,
+                V_local);
 }
 
 cudaError_t vocab_parallel_local_target_logit(cudaStream_t stream, float* target_logit,
                                               const float* logits, const int32_t* targets,
                                               int64_t N, int64_t V_local, int64_t vocab_start) {
-  if (N <= 0) return cudaSuccess;
-  local_target_logit_kernel<<<element_blocks(N), kThreads, 0, stream>>>(
-      target_logit, logits, targets, N, V_local, vocab_start);
-  return cudaGetLastError();
+  return launch_elements(stream, N, local_target_logit_kernel, target_logit, logits, targets, N,
+                         V_local, vocab_start);
 }
 
 cudaError_t vocab_parallel_loss(cudaStream_t stream, float* losses, const float* global_max,
                                 const float* global_sum_exp, const float* global_target_logit,
                                 int64_t N) {
-  if (N <= 0) return cudaSuccess;
-  vocab_parallel_loss_kernel<<<element_blocks(N), kThreads, 0, stream>>>(
-      losses, global_max, global_sum_exp, global_target_logit, N);
-  return cudaGetLastError();
+  return launch_elements(stream, N, vocab_parallel_loss_kernel, losses, global_max, global_sum_exp,
+                         global_target_logit, N);
 }
 
 cudaError_t vocab_parallel_backward(cudaStream_t stream, float* dlogits, const float* logits,
                                     const int32_t* targets, const float* global_max,
                                     const float* global_sum_exp, int64_t N, int64_t V_local,
                                     int64_t vocab_start, float dloss_scale) {
-  const int64_t n = N * V_local;
-  if (n <= 0) return cudaSuccess;
-  vocab_parallel_backward_kernel<<<element_blocks(n), kThreads, 0, stream>>>(
-      dlogits, logits, targets, global_max, global_sum_exp, N, V_local, vocab_start, dloss_scale);
-  return cudaGetLastError();
+  return launch_elements(stream, N * V_local, vocab_parallel_backward_kernel, dlogits, logits,
+                         targets, global_max, global_sum_exp, N, V_local, vocab_start, dloss_scale);
 }
 
 cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const float* y, int64_t n,
@@ -641,30 +630,24 @@ cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const floa
   if (n <= 0) return cudaSuccess;
   // The factor as runner/ops/mean_square_loss.cpp rounds it.
   const auto factor = static_cast<float>(2.0 / static_cast<double>(n) * dloss_scale);
-  scaled_accumulate_kernel<<<element_blocks(n), kThreads, 0, stream>>>(dy, y, n, factor);
-  return cudaGetLastError();
+  return launch_elements(stream, n, scaled_accumulate_kernel, dy, y, n, factor);
 }
 
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
                          int64_t n, float learning_rate, float beta1, float beta2, float eps,
                          float weight_decay, float bias_correction1, float bias_correction2) {
-  if (n <= 0) return cudaSuccess;
-  adamw_kernel<<<element_blocks(n), kThreads, 0, stream>>>(params, grads, m, v, n, learning_rate,
-                                                           beta1, beta2, eps, weight_decay,
-                                                           bias_correction1, bias_correction2);
-  return cudaGetLastError();
+  return launch_elements(stream, n, adamw_kernel, params, grads, m, v, n, learning_rate, beta1,
+                         beta2, eps, weight_decay, bias_correction1, bias_correction2);
 }
 
 cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,
                            int64_t n) {
   // At least one block, so an empty input still writes 0.
   const int blocks = std::max(1, std::min(element_blocks(n), kSumOfSquaresPartials));
-  sum_of_squares_partials_kernel<<<blocks, kThreads, 0, stream>>>(partials, x,
-                                                                  std::max<int64_t>(n, 0));
-  const cudaError_t error = cudaGetLastError();
+  const cudaError_t error =
+      launch(stream, blocks, sum_of_squares_partials_kernel, partials, x, std::max<int64_t>(n, 0));
   if (error != cudaSuccess) return error;
-  sum_partials_kernel<<<1, kThreads, 0, stream>>>(result, partials, blocks);
-  return cudaGetLastError();
+  return launch(stream, 1, sum_partials_kernel, result, partials, blocks);
 }
 
 }  // namespace partrain::runner::cuda_kernels
