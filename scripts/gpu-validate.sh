@@ -213,7 +213,7 @@ elif [ $has_cuda -eq 0 ]; then
   add_row "cuda libraries" SKIPPED "-" 0.0 "this partrain was built without CUDA parts"
 else
   t0=$(date +%s.%N)
-  wanted=$( (ldd "$partrain"; for t in "${tests[@]}"; do ldd "$t" || true; done) 2>/dev/null |
+  wanted=$( (echo "$partrain_ldd"; for t in "${tests[@]}"; do ldd "$t" || true; done) 2>/dev/null |
             awk '$1 ~ /^lib(cudart|cublas|cublasLt|cupti|nccl|nvrtc|nvJitLink)\.so/ { print $1 }' | sort -u)
   missing=() found_in=()
   candidates=$(cuda_dirs_candidates | awk '!seen[$0]++')
