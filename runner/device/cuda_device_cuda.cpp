@@ -29,25 +29,17 @@ constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 // Pending GEMM timings are settled (without waiting) once this many accumulate.
 constexpr size_t kSettleGemmTimesAt = 256;
 
-Status cuda_error(cudaError_t error, const char* call, const char* file, int line, int ordinal) {
+Status cuda_status(cudaError_t error, const char* call, const char* file, int line, int ordinal) {
+  if (error == cudaSuccess) return Status::ok();
   return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cudaGetErrorString(error),
                 cudaGetErrorName(error), file, line, ordinal);
 }
 
-Status cublas_error(cublasStatus_t status, const char* call, const char* file, int line,
-                    int ordinal) {
-  return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cublasGetStatusString(status),
-                cublasGetStatusName(status), file, line, ordinal);
-}
-
-Status cuda_status(cudaError_t error, const char* call, const char* file, int line, int ordinal) {
-  return error == cudaSuccess ? Status::ok() : cuda_error(error, call, file, line, ordinal);
-}
-
 Status cublas_status(cublasStatus_t status, const char* call, const char* file, int line,
                      int ordinal) {
-  return status == CUBLAS_STATUS_SUCCESS ? Status::ok()
-                                         : cublas_error(status, call, file, line, ordinal);
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cublasGetStatusString(status),
+                cublasGetStatusName(status), file, line, ordinal);
 }
 
 }  // namespace
