@@ -72,9 +72,6 @@ class CudaDevice final : public Device {
   // GEMM time from event pairs around each matmul, read when asked (waits for the last ones).
   GemmTotals gemm_totals() const override;
 
-  int ordinal() const { return options_.ordinal; }
-  GemmPrecision precision() const { return options_.precision; }
-
   void fill(float* x, int64_t n, float value) override;
   void copy(float* destination, const float* source, int64_t n) override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
