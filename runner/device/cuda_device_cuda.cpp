@@ -271,7 +271,12 @@ Status CudaDevice::settle_gemm_times(bool wait) const {
   for (; settled < pending_gemms_.size(); ++settled) {
     const EventPair& pair = pending_gemms_[settled];
     const cudaError_t done = wait ? cudaEventSynchronize(pair.stop) : cudaEventQuery(pair.stop);
-    if (done == cudaErrorNotReady) break;
+    if (done == cudaErrorNotReady) {
+      // An answer, not a failure: cleared so that the next launcher's cudaGetLastError does not
+      // take it for its own (as PyTorch clears it after its queries).
+      (void)cudaGetLastError();
+      break;
+    }
     status = CUDA_CHECK(done);
     float milliseconds = 0.0f;
     if (status.is_ok()) {
