@@ -396,9 +396,10 @@ elif start_check "gpt cuda bf16" 200; then
     gpt_ok=1
     figure=$(json_eval "$out_dir/gpt-untraced.json" \
       '"MFU %.1f%% of %.3g TFLOP/s, step %.1f ms, GEMM %.3g TFLOP/s" % (100 * d["mfu"], d["peak_flops_per_rank"] / 1e12, d["step_time_ms"]["median"], d["gemm"]["gflops"] / 1e3)')
-    mfu=$(json_eval "$out_dir/gpt-untraced.json" '"%.0f" % (100 * d["mfu"])')
-    note="MFU target 40% met"
-    [ -z "$mfu" ] || [ "$mfu" -ge 40 ] || note="MFU below the 40% target"
+    mfu=$(json_eval "$out_dir/gpt-untraced.json" '"%d" % (100 * d["mfu"])')
+    if [ -z "$mfu" ]; then note="no MFU in gpt-untraced.json"
+    elif [ "$mfu" -ge 40 ]; then note="MFU target 40% met"
+    else note="MFU below the 40% target"; fi
     [ -z "$ceiling_tflops" ] || note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
     add_row "gpt cuda bf16" PASS "${figure:-see gpt-untraced.json}" "$step_seconds" "$note"
   else
