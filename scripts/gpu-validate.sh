@@ -370,10 +370,12 @@ elif start_check "$bench_name" 150; then
     add_row "$bench_name" FAIL "${figure:--}" "$step_seconds" "timed out after $limit s"
   elif [ $step_rc -ne 0 ]; then
     add_row "$bench_name" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/bench-nccl.log")"
-  elif [ -n "$wrong" ] && [ "$wrong" != 0 ]; then
+  elif [ -z "$wrong" ]; then
+    add_row "$bench_name" FAIL "${figure:--}" "$step_seconds" "no #wrong in bench-nccl.json: the results went unchecked"
+  elif [ "$wrong" != 0 ]; then
     add_row "$bench_name" FAIL "${figure:--}" "$step_seconds" "#wrong $wrong: results differ from the reference"
   else
-    add_row "$bench_name" PASS "${figure:-see bench-nccl.json}" "$step_seconds" "#wrong ${wrong:-?}"
+    add_row "$bench_name" PASS "${figure:-see bench-nccl.json}" "$step_seconds" "#wrong 0"
   fi
 fi
 
