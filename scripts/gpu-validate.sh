@@ -112,13 +112,17 @@ print_table() {  # columns as wide as their longest entry (names, figures), reas
 
 # ---- running one check under the time limit -------------------------------------------------------
 step_seconds=0 step_rc=0
-run_step() {  # LIMIT LOG COMMAND...: runs it with stdout and stderr in LOG; sets step_rc, step_seconds
-  local limit=$1 log=$2
+# LIMIT LOG [--json FILE] COMMAND...: runs it with stdout and stderr in LOG (stdout in FILE with
+# --json); sets step_rc, step_seconds.
+run_step() {
+  local limit=$1 log=$2 stdout=$2
   shift 2
+  if [ "$1" = --json ]; then stdout=$2; shift 2; fi
   local t0 t1
   t0=$(date +%s.%N)
   step_rc=0
-  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null || step_rc=$?
+  : >"$log" >"$stdout"  # emptied, then appended to: one file can take both streams
+  timeout --kill-after=10 "$limit" "$@" >>"$stdout" 2>>"$log" </dev/null || step_rc=$?
   t1=$(date +%s.%N)
   step_seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 }
@@ -361,8 +365,8 @@ bench_name="bench nccl x$gpus"
 if [ -n "$skip_reason" ]; then
   add_row "bench nccl" SKIPPED "-" 0.0 "$skip_reason"
 elif start_check "$bench_name" 150; then
-  run_step "$limit" "$out_dir/bench-nccl.log" sh -c '"$1" bench collectives --backend nccl -n "$2" \
-    --op all -b 8 -e 1G -f 8 -w 2 --iters 10 --json >"$3"' sh "$partrain" "$gpus" "$out_dir/bench-nccl.json"
+  run_step "$limit" "$out_dir/bench-nccl.log" --json "$out_dir/bench-nccl.json" \
+    "$partrain" bench collectives --backend nccl -n "$gpus" --op all -b 8 -e 1G -f 8 -w 2 --iters 10 --json
   figure=$(json_eval "$out_dir/bench-nccl.json" \
     '(lambda r: "all_reduce %s: busbw %.3g GB/s, algbw %.3g GB/s" % ((lambda b: "%g GiB" % (b / 2**30) if b >= 2**30 else "%g MiB" % (b / 2**20) if b >= 2**20 else "%g KiB" % (b / 2**10))(r["bytes"]), r["busbw_gbps"], r["algbw_gbps"]))(max((x for x in d["results"] if x["op"] == "all_reduce" and not x["in_place"]), key=lambda x: x["bytes"]))')
   wrong=$(json_eval "$out_dir/bench-nccl.json" 'sum(x["wrong"] for x in d["results"])')
@@ -380,13 +384,12 @@ elif start_check "$bench_name" 150; then
 fi
 
 # The gpt workload on one GPU: hidden 4096, 8 layers, seq 2048, bf16 (issue 7's benchmark).
-readonly GPT_DIMS="--layers 8 --hidden 4096 --heads 32 --seq 2048 --vocab 50304"
+readonly GPT_DIMS=(--layers 8 --hidden 4096 --heads 32 --seq 2048 --vocab 50304)
 gpt_run() {  # NAME TRACE-FLAGS... (within $limit): sets step_rc, step_seconds; JSON in $out_dir/NAME.json
   local name=$1
   shift
-  run_step "$limit" "$out_dir/$name.log" sh -c 'partrain=$1 dims=$2 json=$3; shift 3
-    "$partrain" launch -n 1 --workload gpt --device cuda --precision bf16 $dims --micro-batch 1 \
-      --steps 20 --json "$@" >"$json"' sh "$partrain" "$GPT_DIMS" "$out_dir/$name.json" "$@"
+  run_step "$limit" "$out_dir/$name.log" --json "$out_dir/$name.json" "$partrain" launch -n 1 --workload gpt \
+    --device cuda --precision bf16 "${GPT_DIMS[@]}" --micro-batch 1 --steps 20 --json "$@"
 }
 median_ms() { json_eval "$1" '"%.1f" % d["step_time_ms"]["median"]'; }
 gpt_ok=0
@@ -414,9 +417,8 @@ fi
 if [ $gpt_ok -eq 0 ]; then
   add_row "gpt memory" SKIPPED "-" 0.0 "${skip_reason:-needs a passing gpt cuda bf16 run}"
 elif start_check "gpt memory" 30; then
-  run_step "$limit" "$out_dir/memory-estimate.log" sh -c 'partrain=$1 dims=$2
-    "$partrain" memory --model builtin-gpt $dims --micro-batch 1 --precision bf16-mixed --reserve 0 \
-      --bucket-size 0 --json >"$3"' sh "$partrain" "$GPT_DIMS" "$out_dir/memory-estimate.json"
+  run_step "$limit" "$out_dir/memory-estimate.log" --json "$out_dir/memory-estimate.json" "$partrain" memory \
+    --model builtin-gpt "${GPT_DIMS[@]}" --micro-batch 1 --precision bf16-mixed --reserve 0 --bucket-size 0 --json
   verdict=$(python3 -c 'import json, sys
 m = json.load(open(sys.argv[1]))["memory_peak_bytes"]["0"]
 e = json.load(open(sys.argv[2]))["per_gpu_bytes"]
