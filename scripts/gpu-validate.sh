@@ -419,7 +419,10 @@ if [ $gpt_ok -eq 0 ]; then
 elif start_check "gpt memory" 30; then
   run_step "$limit" "$out_dir/memory-estimate.log" --json "$out_dir/memory-estimate.json" "$partrain" memory \
     --model builtin-gpt "${GPT_DIMS[@]}" --micro-batch 1 --precision bf16-mixed --reserve 0 --bucket-size 0 --json
-  verdict=$(python3 -c 'import json, sys
+  if [ $step_rc -ne 0 ]; then
+    add_row "gpt memory" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/memory-estimate.log")"
+  else
+    verdict=$(python3 -c 'import json, sys
 m = json.load(open(sys.argv[1]))["memory_peak_bytes"]["0"]
 e = json.load(open(sys.argv[2]))["per_gpu_bytes"]
 off = [f"{k} {m[k] / 2**30:.2f} vs {e[k] / 2**30:.2f} GiB" for k, tol in
@@ -428,12 +431,13 @@ off = [f"{k} {m[k] / 2**30:.2f} vs {e[k] / 2**30:.2f} GiB" for k, tol in
 figure = "peak %.2f GiB, estimate %.2f GiB" % (m["total"] / 2**30, e["total"] / 2**30)
 print("\t".join(("FAIL" if off else "PASS", figure,
                  "outside tolerance: " + "; ".join(off) if off else "every category within tolerance")))' \
-    "$out_dir/gpt-untraced.json" "$out_dir/memory-estimate.json" 2>&1 || true)
-  IFS=$'\t' read -r result figure reason <<<"$verdict"
-  if [ "$result" = PASS ] || [ "$result" = FAIL ]; then
-    add_row "gpt memory" "$result" "$figure" "$step_seconds" "$reason"
-  else
-    add_row "gpt memory" FAIL "-" "$step_seconds" "cannot compare: $(tail -1 <<<"$verdict" | cut -c1-120)"
+      "$out_dir/gpt-untraced.json" "$out_dir/memory-estimate.json" 2>&1 || true)
+    IFS=$'\t' read -r result figure reason <<<"$verdict"
+    if [ "$result" = PASS ] || [ "$result" = FAIL ]; then
+      add_row "gpt memory" "$result" "$figure" "$step_seconds" "$reason"
+    else
+      add_row "gpt memory" FAIL "-" "$step_seconds" "cannot compare: $(tail -1 <<<"$verdict" | cut -c1-120)"
+    fi
   fi
 fi
 
