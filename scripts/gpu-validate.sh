@@ -276,17 +276,14 @@ gtest_skip_reasons() {  # LOG: the tests' own skip messages, each once
 gtest_failed_names() {
   awk '/^\[  FAILED  \] [A-Za-z_]/ && !/tests?, listed below/ { print $4 }' "$1" | sort -u | head -3 | paste -sd ' '
 }
-if [ ${#tests[@]} -eq 0 ]; then
-  if [ $has_cuda -eq 1 ]; then
-    add_row "gpu tests" FAIL "0 executables" 0.0 "no gpu_*_test beside partrain: rebuild the bundle (make gpu-bundle)"
-  else
-    add_row "gpu tests" SKIPPED "0 executables" 0.0 "this partrain was built without CUDA parts"
-  fi
-fi
-if [ $has_cuda -eq 1 ]; then
+if [ $has_cuda -eq 0 ]; then
+  [ ${#tests[@]} -gt 0 ] || add_row "gpu tests" SKIPPED "0 executables" 0.0 "this partrain was built without CUDA parts"
+elif [ ${#unbuilt[@]} -gt 0 ]; then
   for name in "${unbuilt[@]}"; do
     add_row "$name" FAIL "-" 0.0 "not built: cmake --build $build_dir --target $name"
   done
+elif [ ${#tests[@]} -eq 0 ]; then
+  add_row "gpu tests" FAIL "0 executables" 0.0 "no gpu_*_test beside partrain: rebuild the bundle (make gpu-bundle)"
 fi
 for test in "${tests[@]}"; do
   name=$(basename "$test")
