@@ -86,7 +86,7 @@ elif [ $allow_cpu_only -eq 0 ]; then
 fi
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/partrain-gpu-bundle.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
+trap 'rm -rf "$stage" "$output.tmp"' EXIT  # the archive is renamed into place only when whole
 root="$stage/partrain-gpu-bundle"
 mkdir -p "$root/bin" "$root/lib" "$root/share/partrain"
 
@@ -137,7 +137,6 @@ mkdir -p "$(dirname "$output")"
 tar -C "$stage" -czf "$output.tmp" partrain-gpu-bundle
 size=$(stat -c %s "$output.tmp")
 if [ "$size" -gt $MAX_ARCHIVE_BYTES ]; then
-  rm -f "$output.tmp"
   echo "make-gpu-bundle: the largest files:" >&2
   (cd "$root" && find . -type f -printf '%s\t%P\n' | sort -rn | head -5) >&2
   die "the archive is $((size / 1048576)) MiB, over the 60 MiB limit: leave out or shrink the largest files above"
