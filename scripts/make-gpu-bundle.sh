@@ -59,8 +59,8 @@ build_dir=$(cd "$build_dir" && pwd)
 [ -n "$output" ] || output="$build_dir/partrain-gpu-bundle.tar.gz"
 
 for tool in patchelf objcopy readelf ldd tar gzip; do
-  command -v "$tool" >/dev/null ||
-    die "$tool is not installed: apt-get install ${tool/objcopy/binutils} (make deps installs it)"
+  case $tool in objcopy | readelf) package=binutils ;; ldd) package=libc-bin ;; *) package=$tool ;; esac
+  command -v "$tool" >/dev/null || die "$tool is not installed: scripts/install-deps.sh $package installs it"
 done
 
 partrain="$build_dir/bin/partrain"
