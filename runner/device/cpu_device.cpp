@@ -31,6 +31,13 @@ std::string CpuDevice::name() const {
   return fmt::format("cpu (OpenBLAS, {} thread{})", blas_threads_, blas_threads_ == 1 ? "" : "s");
 }
 
+StatusOr<Device::PeakGemm> CpuDevice::measure_peak_gemm() {
+  constexpr int64_t kSize = 512;
+  CpuDevice probe(CpuDeviceOptions{blas_threads_});
+  ASSIGN_OR_RETURN(double gflops, probe.measure_sgemm_gflops(kSize, 3));
+  return PeakGemm{gflops, fmt::format("measured sgemm, {}^3", kSize)};
+}
+
 void CpuDevice::upload(void* device_destination, const void* host_source, size_t bytes) {
   if (bytes > 0) std::memcpy(device_destination, host_source, bytes);
 }

@@ -22,6 +22,10 @@ class CpuDevice final : public Device {
 
   std::string name() const override;
   TrackedAllocator& allocator() override { return allocator_; }
+  bool host_addressable() const override { return true; }
+  // sgemm at 512^3 on a probe device of its own, so the run's memory never holds its buffers:
+  // 512 is near the workloads' GEMM shapes.
+  StatusOr<PeakGemm> measure_peak_gemm() override;
   int blas_threads() const { return blas_threads_; }
 
   // Host memory is the device's memory: plain copies.

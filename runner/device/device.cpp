@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "core/clock.h"
 
 namespace partrain::runner {
@@ -40,6 +42,13 @@ StatusOr<double> Device::measure_sgemm_gflops(int64_t size, int repeats) {
   const double flops =
       2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
   return flops / static_cast<double>(std::max<int64_t>(best_ns, 1));  // flop/ns = GFLOP/s
+}
+
+StatusOr<Device::PeakGemm> Device::measure_peak_gemm() {
+  constexpr int64_t kSize = 4096;
+  ASSIGN_OR_RETURN(double gflops, measure_sgemm_gflops(kSize, 3));
+  allocator().reset_peaks();
+  return PeakGemm{gflops, fmt::format("measured GEMM, {}^3", kSize)};
 }
 
 }  // namespace partrain::runner

@@ -26,6 +26,11 @@ class Device {
   virtual TrackedAllocator& allocator() = 0;
   // Waits until queued work has finished (timing, host reads). The CPU runs synchronously.
   virtual void synchronize() {}
+  // Whether host code may read and write this device's buffers directly (the CPU device's are
+  // host memory). Where not, communicators that work on host memory are staged through
+  // upload/download (comm/host_staged_comm.h), and a workload touches its tensors only through
+  // the calls below.
+  virtual bool host_addressable() const { return false; }
 
   // Host <-> device copies of `bytes`, synchronous: when they return the destination holds the
   // data (a download waits for the ops queued before it). How a workload puts its initial
@@ -137,6 +142,15 @@ class Device {
   // 512 is near the workloads' GEMM shapes, and OpenBLAS peaks there on a single core (1024
   // measured ~30% lower on the development machine).
   StatusOr<double> measure_sgemm_gflops(int64_t size = 512, int repeats = 5);
+
+  // The GEMM rate a run's MFU is measured against, and how it was had ("measured GEMM,
+  // 4096^3"). By default the large-GEMM rate, in the device's own precision, on this device; its
+  // workspace is freed and the memory peaks restarted, so the run's figures do not include it.
+  struct PeakGemm {
+    double gflops = 0;
+    std::string source;
+  };
+  virtual StatusOr<PeakGemm> measure_peak_gemm();
 };
 
 }  // namespace partrain::runner

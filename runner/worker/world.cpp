@@ -87,7 +87,7 @@ StatusOr<World> join_world(const WorldOptions& options) {
     }
     ASSIGN_OR_RETURN(base, comm::create_gloo_comm(world.store, world.env.rank,
                                                   world.env.world_size, gloo));
-    if (options.device != nullptr && options.device->compute_stream() != nullptr) {
+    if (options.device != nullptr && !options.device->host_addressable()) {
       base = comm::stage_through_host(std::move(base), *options.device);
     }
   } else {

@@ -63,9 +63,9 @@ struct WorldOptions {
   int clock_pings = 16;
   // Sees every completed or failed collective and transfer (the trace's collective records).
   comm::FlightRecorder::Sink collective_sink;
-  // The rank's device, when its buffers are device memory (a compute stream): NCCL orders every
-  // operation after that stream; Gloo is staged through host copies (comm/host_staged_comm.h).
-  // Null, or a CPU device: host memory, nothing to do.
+  // The rank's device: NCCL orders every operation after its compute stream; Gloo is staged
+  // through host copies (comm/host_staged_comm.h) where the device's memory is not host
+  // addressable. Null, or the CPU device: host memory, nothing to do.
   Device* device = nullptr;
 };
 

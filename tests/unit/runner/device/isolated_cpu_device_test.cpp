@@ -1,0 +1,155 @@
+#include "runner/device/isolated_cpu_device.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "runner/device/cpu_device.h"
+#include "tests/unit/runner/ops/gradient_check.h"
+
+namespace partrain::runner {
+namespace {
+
+using memory::Category;
+using ops::testing::random_values;
+using ::testing::HasSubstr;
+
+class IsolatedCpuDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto created = IsolatedCpuDevice::create();
+    ASSERT_TRUE(created.is_ok()) << created.status().message();
+    device = std::move(*created);
+  }
+  // A device buffer holding `values`.
+  TrackedBuffer upload(const std::vector<float>& values) {
+    auto buffer = device->allocator().allocate(values.size() * sizeof(float), Category::kOther);
+    EXPECT_TRUE(buffer.is_ok());
+    device->upload(buffer->data(), values.data(), values.size() * sizeof(float));
+    return std::move(*buffer);
+  }
+  std::vector<float> download(const TrackedBuffer& buffer) {
+    std::vector<float> values(buffer.bytes() / sizeof(float));
+    device->download(values.data(), buffer.data(), buffer.bytes());
+    return values;
+  }
+  static float* f(const TrackedBuffer& buffer) { return static_cast<float*>(buffer.data()); }
+
+  std::unique_ptr<IsolatedCpuDevice> device;
+};
+
+TEST_F(IsolatedCpuDeviceTest, NamesItselfAndItsMemory) {
+  EXPECT_EQ(device->name(), "cpu-isolated (OpenBLAS, 1 thread)");
+  EXPECT_EQ(device->allocator().memory_name(), "cpu-isolated");
+  EXPECT_FALSE(device->host_addressable());
+  EXPECT_TRUE(CpuDevice().host_addressable());
+}
+
+// The same arithmetic as the CPU device, bit for bit: a layer's forward and backward through
+// device buffers gives exactly the host buffers' results.
+TEST_F(IsolatedCpuDeviceTest, ComputesExactlyWhatTheCpuDeviceComputes) {
+  constexpr int64_t N = 6, C = 8, OC = 12;
+  const auto x = random_values(N * C, 1), w = random_values(OC * C, 2), b = random_values(OC, 3);
+  const auto dout = random_values(N * OC, 4);
+  CpuDevice cpu;
+  std::vector<float> out(N * OC), dx(N * C, 0.0f), dw(OC * C, 0.0f), db(OC, 0.0f);
+  std::vector<float> ln(N * OC), mean(N), rstd(N), g(OC, 1.0f), beta(OC, 0.0f);
+  cpu.matmul_forward(out.data(), x.data(), w.data(), b.data(), N, C, OC);
+  cpu.layernorm_forward(ln.data(), mean.data(), rstd.data(), out.data(), g.data(), beta.data(), N,
+                        OC);
+  cpu.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C, OC);
+  const double squares = cpu.sum_of_squares(ln.data(), N * OC);
+
+  TrackedBuffer dx_d = upload(std::vector<float>(N * C, 0.0f));
+  TrackedBuffer dw_d = upload(std::vector<float>(OC * C, 0.0f));
+  TrackedBuffer db_d = upload(std::vector<float>(OC, 0.0f));
+  TrackedBuffer x_d = upload(x), w_d = upload(w), b_d = upload(b), dout_d = upload(dout);
+  TrackedBuffer out_d = upload(std::vector<float>(N * OC)), ln_d = upload(std::vector<float>(N * OC));
+  TrackedBuffer mean_d = upload(std::vector<float>(N)), rstd_d = upload(std::vector<float>(N));
+  TrackedBuffer g_d = upload(g), beta_d = upload(beta);
+  device->matmul_forward(f(out_d), f(x_d), f(w_d), f(b_d), N, C, OC);
+  device->layernorm_forward(f(ln_d), f(mean_d), f(rstd_d), f(out_d), f(g_d), f(beta_d), N, OC);
+  device->matmul_backward(f(dx_d), f(dw_d), f(db_d), f(dout_d), f(x_d), f(w_d), N, C, OC);
+  EXPECT_EQ(device->sum_of_squares(f(ln_d), N * OC), squares);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  EXPECT_EQ(download(out_d), out);
+  EXPECT_EQ(download(ln_d), ln);
+  EXPECT_EQ(download(dx_d), dx);
+  EXPECT_EQ(download(dw_d), dw);
+  EXPECT_EQ(download(db_d), db);
+  EXPECT_GT(device->gemm_totals().flops, 0.0);
+}
+
+// A host pointer where device memory belongs fails the device, naming the op and the argument,
+// and nothing runs from then on: host values are NaN, as on a failed CUDA device.
+TEST_F(IsolatedCpuDeviceTest, AHostPointerFailsTheOpAndEveryOpAfterIt) {
+  TrackedBuffer x = upload({1, 2, 3, 4});
+  std::vector<float> host = {5, 6, 7, 8};
+  device->residual_forward(f(x), f(x), host.data(), 4);
+  ASSERT_FALSE(device->status().is_ok());
+  EXPECT_THAT(device->status().message(),
+              HasSubstr("residual_forward: its argument b (0x"));
+  EXPECT_THAT(device->status().message(), HasSubstr("a host pointer"));
+  EXPECT_TRUE(std::isnan(device->sum_of_squares(f(x), 4)));
+  device->fill(f(x), 4, 0.0f);  // skipped
+  const std::string first = device->status().message();
+  EXPECT_THAT(first, HasSubstr("residual_forward"));  // the first failure is the one kept
+}
+
+TEST_F(IsolatedCpuDeviceTest, ARangePastItsBufferFails) {
+  TrackedBuffer x = upload(std::vector<float>(64, 1.0f));  // 256 bytes: exactly one unit
+  device->scale(f(x), 64, 2.0f);
+  ASSERT_TRUE(device->status().is_ok());
+  device->scale(f(x) + 1, 64, 2.0f);
+  ASSERT_FALSE(device->status().is_ok());
+  EXPECT_THAT(device->status().message(),
+              HasSubstr("scale: its argument x"));
+  EXPECT_THAT(device->status().message(), HasSubstr("past a buffer's end"));
+}
+
+TEST_F(IsolatedCpuDeviceTest, AFreedBufferFails) {
+  TrackedBuffer x = upload({1, 2});
+  float* stale = f(x);
+  x.reset();
+  device->fill(stale, 2, 0.0f);
+  ASSERT_FALSE(device->status().is_ok());
+  EXPECT_THAT(device->status().message(), HasSubstr("a freed buffer"));
+}
+
+TEST_F(IsolatedCpuDeviceTest, CopiesCheckWhichSideIsTheHost) {
+  TrackedBuffer x = upload({1, 2});
+  TrackedBuffer y = upload({3, 4});
+  EXPECT_EQ(download(y), (std::vector<float>{3, 4}));
+  device->copy(f(y), f(x), 2);
+  EXPECT_EQ(download(y), (std::vector<float>{1, 2}));
+  ASSERT_TRUE(device->status().is_ok());
+  device->upload(x.data(), y.data(), 8);  // device to device is copy()'s job
+  ASSERT_FALSE(device->status().is_ok());
+  EXPECT_THAT(device->status().message(),
+              HasSubstr("upload: its host source 0x"));
+}
+
+TEST_F(IsolatedCpuDeviceTest, ReportsItsMemoryAndKeepsTheCategoriesExact) {
+  auto before = device->memory_info();
+  ASSERT_TRUE(before.is_ok());
+  auto buffer = device->allocator().allocate(1000, Category::kActivations);
+  ASSERT_TRUE(buffer.is_ok());
+  auto after = device->memory_info();
+  ASSERT_TRUE(after.is_ok());
+  EXPECT_EQ(after->total_bytes, before->total_bytes);
+  EXPECT_EQ(before->free_bytes - after->free_bytes, 1024u);  // 256-byte units, as cudaMalloc
+  EXPECT_EQ(device->allocator().current_bytes(Category::kActivations), 1000u);
+}
+
+TEST_F(IsolatedCpuDeviceTest, PeakGemmIsTheCpuSgemmOnItsOwnMemory) {
+  auto peak = device->measure_peak_gemm();
+  ASSERT_TRUE(peak.is_ok()) << peak.status().message();
+  EXPECT_GT(peak->gflops, 0.0);
+  EXPECT_EQ(peak->source, "measured sgemm, 512^3");
+  EXPECT_EQ(device->allocator().stats().total_peak, 0u);
+}
+
+}  // namespace
+}  // namespace partrain::runner
