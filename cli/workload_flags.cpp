@@ -27,9 +27,13 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
   command.add_option("--seed", f.seed, "Seed of the initial weights and the synthetic data")
       ->capture_default_str()->group(training);
   command.add_option("--device", f.device,
-                     "cpu, cuda (one GPU per rank: LOCAL_RANK, or shared under --comm gloo) or "
-                     "auto (cuda when a GPU is visible, else cpu with a notice)")
-      ->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "auto"}))->group(training);
+                     "cpu, cuda (one GPU per rank: LOCAL_RANK, or shared under --comm gloo), "
+                     "auto (cuda when a GPU is visible, else cpu with a notice) or "
+                     "cpu-isolated (the CPU with its memory out of the host's reach, as a GPU's: "
+                     "checks that the workload reaches its tensors only through device calls)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto", "cpu-isolated"}))
+      ->group(training);
   command.add_option("--comm", f.comm,
                      "Communicator backend: gloo (host memory; with --device cuda it stages "
                      "through the host, so ranks can share a GPU), nccl (GPU memory, one rank "

@@ -24,15 +24,11 @@ StatusOr<Tensor> Tensor::create(TrackedAllocator& allocator, std::vector<int64_t
   return tensor;
 }
 
-StatusOr<Tensor> Tensor::zeros(TrackedAllocator& allocator, std::vector<int64_t> shape,
+StatusOr<Tensor> Tensor::zeros(Device& device, std::vector<int64_t> shape,
                                memory::Category category) {
-  ASSIGN_OR_RETURN(Tensor tensor, create(allocator, std::move(shape), category));
-  tensor.zero();
+  ASSIGN_OR_RETURN(Tensor tensor, create(device.allocator(), std::move(shape), category));
+  if (tensor.numel_ > 0) device.fill(tensor.data(), tensor.numel_, 0.0f);
   return tensor;
-}
-
-void Tensor::zero() {
-  if (numel_ > 0) std::memset(data(), 0, bytes());
 }
 
 void Tensor::fill(float value) { std::fill_n(data(), numel_, value); }

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "memory/category.h"
+#include "runner/device/device.h"
 #include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
@@ -21,8 +22,8 @@ class Tensor {
   // Uninitialised contents. Fails on a negative dimension or when the allocator cannot.
   static StatusOr<Tensor> create(TrackedAllocator& allocator, std::vector<int64_t> shape,
                                  memory::Category category);
-  // The same, zero-filled (host memory only).
-  static StatusOr<Tensor> zeros(TrackedAllocator& allocator, std::vector<int64_t> shape,
+  // From the device's allocator, zero-filled by the device.
+  static StatusOr<Tensor> zeros(Device& device, std::vector<int64_t> shape,
                                 memory::Category category);
 
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -35,8 +36,7 @@ class Tensor {
   std::span<float> values() { return {data(), static_cast<size_t>(numel_)}; }
   std::span<const float> values() const { return {data(), static_cast<size_t>(numel_)}; }
 
-  // Host memory only (a CUDA tensor is filled through its Device).
-  void zero();
+  // Host memory only (a device tensor is filled through its Device).
   void fill(float value);
   // Copies exactly numel() values; fails naming both sizes otherwise.
   Status copy_from(std::span<const float> source);

@@ -22,7 +22,24 @@ StatusOr<BatchSource> BatchSource::open(const WorkloadConfig& config) {
   return source;
 }
 
-void BatchSource::fill(int step, int dp_rank, int micro_batch, MicroBatch& batch) const {
+namespace {
+
+// Copies `values` into `buffer`, (re)allocating it when its size differs.
+template <class T>
+Status upload_values(Device& device, const std::vector<T>& values, TrackedBuffer& buffer) {
+  const size_t bytes = values.size() * sizeof(T);
+  if (buffer.bytes() != bytes) {
+    buffer.reset();
+    ASSIGN_OR_RETURN(buffer, device.allocator().allocate(bytes, memory::Category::kOther));
+  }
+  device.upload(buffer.data(), values.data(), bytes);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status BatchSource::fill(Device& device, int step, int dp_rank, int micro_batch,
+                         MicroBatch& batch) const {
   const ResolvedLayout& l = config_->resolved;
   const LayoutModel& m = config_->model;
   const int64_t B = l.micro_batch;
@@ -32,23 +49,24 @@ void BatchSource::fill(int step, int dp_rank, int micro_batch, MicroBatch& batch
                         static_cast<int64_t>(micro_batch) * B;
   if (config_->kind == WorkloadKind::kGpt) {
     const int64_t T = m.seq;
-    batch.tokens.resize(static_cast<size_t>(B * T));
-    batch.targets.resize(static_cast<size_t>(B * T));
+    std::vector<int32_t> tokens(static_cast<size_t>(B * T)), targets(tokens.size());
     for (int64_t b = 0; b < B; ++b) {
-      tokens_->sample(static_cast<uint64_t>(first + b), m.seq, batch.tokens.data() + b * T,
-                      batch.targets.data() + b * T);
+      tokens_->sample(static_cast<uint64_t>(first + b), m.seq, tokens.data() + b * T,
+                      targets.data() + b * T);
     }
     // Cross-entropy's scale is per token of the whole global batch.
     batch.dloss_scale = 1.0f / static_cast<float>(G * T);
-  } else {
-    batch.features.resize(static_cast<size_t>(B * m.hidden));
-    for (int64_t b = 0; b < B; ++b) {
-      mlp_features(config_->seed, static_cast<uint64_t>(first + b), m.hidden,
-                   batch.features.data() + b * m.hidden);
-    }
-    // The mean-square loss is per micro-batch: its share of the global batch is B / G.
-    batch.dloss_scale = static_cast<float>(B) / static_cast<float>(G);
+    RETURN_IF_ERROR(upload_values(device, tokens, batch.tokens));
+    return upload_values(device, targets, batch.targets);
   }
+  std::vector<float> features(static_cast<size_t>(B * m.hidden));
+  for (int64_t b = 0; b < B; ++b) {
+    mlp_features(config_->seed, static_cast<uint64_t>(first + b), m.hidden,
+                 features.data() + b * m.hidden);
+  }
+  // The mean-square loss is per micro-batch: its share of the global batch is B / G.
+  batch.dloss_scale = static_cast<float>(B) / static_cast<float>(G);
+  return upload_values(device, features, batch.features);
 }
 
 std::string BatchSource::describe() const {

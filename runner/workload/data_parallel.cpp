@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "profiler/trace_scope.h"
+#include "runner/comm/host_value_collectives.h"
 
 namespace partrain::runner {
 
@@ -34,12 +35,16 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   } else {
     dp->shard_end_ = numel;
   }
-  TrackedAllocator& memory = device.allocator();
-  ASSIGN_OR_RETURN(dp->params_, Tensor::zeros(memory, {numel}, Category::kParams));
-  ASSIGN_OR_RETURN(dp->grads_, Tensor::zeros(memory, {numel}, Category::kGrads));
-  ASSIGN_OR_RETURN(dp->adam_m_, Tensor::zeros(memory, {shard}, Category::kOptimizer));
-  ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(memory, {shard}, Category::kOptimizer));
-  layout.initialise(dp->params_.data(), seed, layers, TpShard{mesh.coords().tp, tp.size()});
+  ASSIGN_OR_RETURN(dp->params_, Tensor::zeros(device, {numel}, Category::kParams));
+  ASSIGN_OR_RETURN(dp->grads_, Tensor::zeros(device, {numel}, Category::kGrads));
+  ASSIGN_OR_RETURN(dp->adam_m_, Tensor::zeros(device, {shard}, Category::kOptimizer));
+  ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(device, {shard}, Category::kOptimizer));
+  const TpShard tp_shard{mesh.coords().tp, tp.size()};
+  for (size_t i = 0; i < layout.units().size(); ++i) {
+    const std::vector<float> values = layout.unit_initial_values(i, seed, layers, tp_shard);
+    device.upload(dp->params_.data() + layout.units()[i].offset, values.data(),
+                  values.size() * sizeof(float));
+  }
   if (resolved.zero == 0) {
     dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.data(), resolved.bucket_bytes,
                                             mesh.dp());
@@ -111,8 +116,8 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
   // norm is used for (clipping, the equivalence checks' 1e-4).
   auto sum = static_cast<float>(local);
-  RETURN_IF_ERROR(mesh_.world().all_reduce(&sum, &sum, 1, comm::DType::kF32,
-                                           comm::ReduceOp::kSum));
+  RETURN_IF_ERROR(comm::all_reduce_host_values(device_, mesh_.world(), &sum, 1, comm::DType::kF32,
+                                               comm::ReduceOp::kSum));
   return static_cast<double>(sum);
 }
 

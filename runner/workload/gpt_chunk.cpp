@@ -72,7 +72,7 @@ Status GptChunk::embed_forward(const MicroBatch& batch, float* x0) {
   ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kForward));
   // Vocab-parallel embedding (Megatron): each rank looks up its rows of wte, the partial sums are
   // reduced; the replicated position embedding is added by one rank only.
-  device_.embedding_forward_vocab_range(partial.data(), batch.tokens.data(), wte.param,
+  device_.embedding_forward_vocab_range(partial.data(), batch.token_ids(), wte.param,
                                         tp_.rank() == 0 ? wpe.param : nullptr, B, T, C, v_start,
                                         v_start + v_local);
   RETURN_IF_ERROR(unbind("wpe", Pass::kForward));
@@ -89,7 +89,7 @@ Status GptChunk::embed_backward(const MicroBatch& batch, const float* dx0) {
   ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
   ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kBackward));
   // Every rank updates its replica of wpe from the full gradient, so the replicas stay equal.
-  device_.embedding_backward_vocab_range(wte.grad, wpe.grad, d_full.data(), batch.tokens.data(),
+  device_.embedding_backward_vocab_range(wte.grad, wpe.grad, d_full.data(), batch.token_ids(),
                                          B, T, C, v_start, v_start + v_local);
   RETURN_IF_ERROR(unbind("wpe", Pass::kBackward));
   return unbind("wte", Pass::kBackward);
@@ -123,7 +123,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
     RETURN_IF_ERROR(unbind("wte", Pass::kForward));
   }
   if (tp_.size() == 1) {
-    *loss = device_.cross_entropy_forward(nullptr, h.logits.data(), batch.targets.data(), N, V);
+    *loss = device_.cross_entropy_forward(nullptr, h.logits.data(), batch.target_ids(), N, V);
     return Status::ok();
   }
   // Megatron's vocab-parallel cross-entropy: three all-reduces (max logit, sum of exponentials,
@@ -136,7 +136,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
   device_.vocab_parallel_local_sum_exp(h.sum_exp.data(), h.logits.data(), h.max.data(), N,
                                        v_local);
   RETURN_IF_ERROR(tp_.all_reduce(h.sum_exp.data(), N));
-  device_.vocab_parallel_local_target_logit(target.data(), h.logits.data(), batch.targets.data(),
+  device_.vocab_parallel_local_target_logit(target.data(), h.logits.data(), batch.target_ids(),
                                             N, v_local, tp_.rank() * v_local);
   RETURN_IF_ERROR(tp_.all_reduce(target.data(), N));
   *loss = device_.vocab_parallel_loss(nullptr, h.max.data(), h.sum_exp.data(), target.data(), N);
@@ -150,10 +150,10 @@ Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h,
   const int64_t v_local = V / tp_.size();
   ASSIGN_OR_RETURN(Tensor dlogits, tensor({N, v_local}, Category::kWorkspace));
   if (tp_.size() == 1) {
-    device_.cross_entropy_backward(dlogits.data(), h.logits.data(), batch.targets.data(), N, V,
+    device_.cross_entropy_backward(dlogits.data(), h.logits.data(), batch.target_ids(), N, V,
                                    batch.dloss_scale);
   } else {
-    device_.vocab_parallel_backward(dlogits.data(), h.logits.data(), batch.targets.data(),
+    device_.vocab_parallel_backward(dlogits.data(), h.logits.data(), batch.target_ids(),
                                     h.max.data(), h.sum_exp.data(), N, v_local,
                                     tp_.rank() * v_local, batch.dloss_scale);
   }

@@ -66,7 +66,7 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
                          float* output, float* loss) {
   std::vector<Layer>& layers = in_flight_[micro_batch];
   layers.resize(placement_.layers.size());
-  const float* x = placement_.first ? batch.features.data() : input;
+  const float* x = placement_.first ? batch.feature_values() : input;
   for (size_t i = 0; i < layers.size(); ++i) {
     profiler::TraceScope scope("layer.forward", profiler::SliceCategory::kCompute,
                                placement_.layers[i], micro_batch);

@@ -8,14 +8,21 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
 
+// One micro-batch's inputs, in device memory where the ops read them (BatchSource fills them;
+// category other: they are neither activations nor model states).
 struct MicroBatch {
-  std::vector<int32_t> tokens;   // gpt: B x T token ids
-  std::vector<int32_t> targets;  // gpt: B x T next tokens
-  std::vector<float> features;   // mlp: B x H inputs
-  float dloss_scale = 1.0f;      // dL/d(per-element loss) for the whole global batch
+  TrackedBuffer tokens;      // gpt: B x T int32 token ids
+  TrackedBuffer targets;     // gpt: B x T int32 next tokens
+  TrackedBuffer features;    // mlp: B x H float inputs
+  float dloss_scale = 1.0f;  // dL/d(per-element loss) for the whole global batch
+
+  const int32_t* token_ids() const { return static_cast<const int32_t*>(tokens.data()); }
+  const int32_t* target_ids() const { return static_cast<const int32_t*>(targets.data()); }
+  const float* feature_values() const { return static_cast<const float*>(features.data()); }
 };
 
 // Which part of the model a chunk is.

@@ -74,12 +74,6 @@ const LocalParam* ParamLayout::find(const std::string& name) const {
   return nullptr;
 }
 
-void ParamLayout::initialise(float* params, uint64_t seed, int layers, TpShard tp) const {
-  for (size_t i = 0; i < units_.size(); ++i) {
-    initialise_unit(i, params + units_[i].offset, seed, layers, tp);
-  }
-}
-
 size_t ParamLayout::unit_of(const std::string& name) const {
   for (size_t i = 0; i < units_.size(); ++i) {
     for (const LocalParam& param : units_[i].params) {
@@ -89,14 +83,15 @@ size_t ParamLayout::unit_of(const std::string& name) const {
   return units_.size();
 }
 
-void ParamLayout::initialise_unit(size_t index, float* values, uint64_t seed, int layers,
-                                  TpShard tp) const {
+std::vector<float> ParamLayout::unit_initial_values(size_t index, uint64_t seed, int layers,
+                                                    TpShard tp) const {
   // GPT-2's initialisation: N(0, 0.02), residual projections scaled by 1/sqrt(2 L) (Radford et
   // al. 2019, sec. 2.3), norms at 1, biases at 0.
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(layers));
   const ParamUnit& unit = units_[index];
+  std::vector<float> values(static_cast<size_t>(unit.numel));
   for (const LocalParam& param : unit.params) {
-    float* out = values + (param.offset - unit.offset);
+    float* out = values.data() + (param.offset - unit.offset);
     for (int64_t i = 0; i < param.numel; ++i) {
       switch (param.spec.init) {
         case InitKind::kOnes: out[i] = 1.0f; break;
@@ -114,6 +109,7 @@ void ParamLayout::initialise_unit(size_t index, float* values, uint64_t seed, in
       }
     }
   }
+  return values;
 }
 
 }  // namespace partrain::runner

@@ -63,11 +63,11 @@ class ParamLayout {
   int64_t numel() const { return numel_; }
   const LocalParam* find(const std::string& name) const;
 
-  // Writes the initial values of every local parameter into `params` (numel() floats), from the
-  // global-coordinate initialiser: identical values for identical global elements on any layout.
-  void initialise(float* params, uint64_t seed, int layers, TpShard tp) const;
-  // The same for one unit: writes units()[index].numel values, unit-local, into `values`.
-  void initialise_unit(size_t index, float* values, uint64_t seed, int layers, TpShard tp) const;
+  // The initial values of unit `index`'s local parameters (its numel floats, unit-local, in host
+  // memory for the caller to upload), from the global-coordinate initialiser: identical values
+  // for identical global elements on any layout.
+  std::vector<float> unit_initial_values(size_t index, uint64_t seed, int layers,
+                                         TpShard tp) const;
   // The index of the unit holding parameter `name`, or units().size() when there is none.
   size_t unit_of(const std::string& name) const;
 

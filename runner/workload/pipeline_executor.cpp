@@ -17,13 +17,13 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
   double loss = 0;
   TrackedAllocator& memory = device_.allocator();
 
-  auto batch_of = [&](int mb) -> const MicroBatch& {
+  auto batch_of = [&](int mb) -> StatusOr<const MicroBatch*> {
     auto found = batches.find(mb);
     if (found == batches.end()) {
       found = batches.emplace(mb, MicroBatch()).first;
-      hooks.fill_batch(mb, found->second);
+      RETURN_IF_ERROR(hooks.fill_batch(mb, found->second));
     }
-    return found->second;
+    return &found->second;
   };
   // Boundary tensors are p2p staging: the comm category.
   auto boundary = [&](int chunk) {
@@ -88,7 +88,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
       }
       case PipelineActionKind::kForward: {
         ModelChunk& chunk = *chunks_.at(a.chunk);
-        const MicroBatch& batch = batch_of(a.micro_batch);
+        ASSIGN_OR_RETURN(const MicroBatch* batch, batch_of(a.micro_batch));
         auto in = activation_in.find(key);
         const float* input = in == activation_in.end() ? nullptr : in->second.data();
         float* output = nullptr;
@@ -100,14 +100,14 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         }
         float mb_loss = 0;
         profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, a.micro_batch);
-        RETURN_IF_ERROR(chunk.forward(a.micro_batch, batch, input, output, &mb_loss));
+        RETURN_IF_ERROR(chunk.forward(a.micro_batch, *batch, input, output, &mb_loss));
         loss += mb_loss;
         if (in != activation_in.end()) activation_in.erase(in);  // the chunk kept its own copy
         break;
       }
       case PipelineActionKind::kBackward: {
         ModelChunk& chunk = *chunks_.at(a.chunk);
-        const MicroBatch& batch = batch_of(a.micro_batch);
+        ASSIGN_OR_RETURN(const MicroBatch* batch, batch_of(a.micro_batch));
         auto in = gradient_in.find(Key{a.micro_batch, a.chunk + 1});
         const float* grad_output = in == gradient_in.end() ? nullptr : in->second.data();
         Tensor grad_input;
@@ -117,7 +117,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         const bool last_backward = ++backwards_done[a.chunk] == micro_batches_;
         profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1,
                                    a.micro_batch);
-        RETURN_IF_ERROR(chunk.backward(a.micro_batch, batch, grad_output, grad_input.data(),
+        RETURN_IF_ERROR(chunk.backward(a.micro_batch, *batch, grad_output, grad_input.data(),
                                        last_backward ? hooks.unit_ready
                                                      : std::function<void(const std::string&)>()));
         if (in != gradient_in.end()) gradient_in.erase(in);

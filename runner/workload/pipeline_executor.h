@@ -20,7 +20,7 @@ namespace partrain::runner {
 
 struct PipelineStepHooks {
   // Fills micro-batch `mb` (tokens for the first and last chunk, features for the first).
-  std::function<void(int mb, MicroBatch& batch)> fill_batch;
+  std::function<Status(int mb, MicroBatch& batch)> fill_batch;
   // Told each parameter unit finished for the step (after its chunk's last backward).
   std::function<void(const std::string& unit)> unit_ready;
 };

@@ -24,26 +24,26 @@ StatusOr<std::unique_ptr<ShardedState>> ShardedState::create(Device& device,
                                                               TensorParallel& tp, uint64_t seed,
                                                               int layers, TpShard tp_shard) {
   std::unique_ptr<ShardedState> s(new ShardedState(device, layout, stage, dp, tp));
-  TrackedAllocator& memory = device.allocator();
   const UnitShards& shards = s->shards_;
   const int64_t params = stage == 3 ? shards.shard_numel() : shards.padded_numel();
-  ASSIGN_OR_RETURN(s->params_, Tensor::zeros(memory, {params}, Category::kParams));
-  ASSIGN_OR_RETURN(s->grads_, Tensor::zeros(memory, {shards.shard_numel()}, Category::kGrads));
+  ASSIGN_OR_RETURN(s->params_, Tensor::zeros(device, {params}, Category::kParams));
+  ASSIGN_OR_RETURN(s->grads_, Tensor::zeros(device, {shards.shard_numel()}, Category::kGrads));
   ASSIGN_OR_RETURN(s->adam_m_,
-                   Tensor::zeros(memory, {shards.shard_numel()}, Category::kOptimizer));
+                   Tensor::zeros(device, {shards.shard_numel()}, Category::kOptimizer));
   ASSIGN_OR_RETURN(s->adam_v_,
-                   Tensor::zeros(memory, {shards.shard_numel()}, Category::kOptimizer));
+                   Tensor::zeros(device, {shards.shard_numel()}, Category::kOptimizer));
   for (size_t i = 0; i < shards.size(); ++i) {
+    // One unit at a time is computed on the host: FSDP never holds the whole model, ZeRO-2 the
+    // whole model but never twice.
     const UnitShard& unit = shards.unit(i);
+    const std::vector<float> values = layout.unit_initial_values(i, seed, layers, tp_shard);
     if (stage == 2) {
-      layout.initialise_unit(i, s->params_.data() + unit.padded_offset, seed, layers, tp_shard);
-      continue;
+      device.upload(s->params_.data() + unit.padded_offset, values.data(),
+                    values.size() * sizeof(float));
+    } else {
+      device.upload(s->owned_params(i), values.data() + unit.owned_begin,
+                    static_cast<size_t>(unit.owned_end - unit.owned_begin) * sizeof(float));
     }
-    // FSDP never holds the whole model: one unit at a time is initialised and its slice kept.
-    ASSIGN_OR_RETURN(Tensor full, Tensor::zeros(memory, {unit.numel}, Category::kWorkspace));
-    layout.initialise_unit(i, full.data(), seed, layers, tp_shard);
-    device.copy(s->owned_params(i), full.data() + unit.owned_begin,
-                unit.owned_end - unit.owned_begin);
   }
   return s;
 }

@@ -1,7 +1,5 @@
 #include "runner/workload/tensor_parallel.h"
 
-#include <cstring>
-
 namespace partrain::runner {
 
 // Sequence shards live as (B, T/tp, C) per rank; gathered blocks arrive rank-major, as
@@ -9,7 +7,7 @@ namespace partrain::runner {
 Status TensorParallel::enter_forward(const float* local, float* full, int64_t B, int64_t T,
                                      int64_t C) {
   if (!sequence_parallel()) {
-    if (full != local) std::memcpy(full, local, static_cast<size_t>(B * T * C) * sizeof(float));
+    if (full != local) device_.copy(full, local, B * T * C);
     return Status::ok();
   }
   const int64_t n = size();
@@ -19,8 +17,8 @@ Status TensorParallel::enter_forward(const float* local, float* full, int64_t B,
   RETURN_IF_ERROR(tp_.all_gather(local, gathered, static_cast<size_t>(block), comm::DType::kF32));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(full + (b * T + r * t_local) * C, gathered + r * block + b * t_local * C,
-                  static_cast<size_t>(t_local * C) * sizeof(float));
+      device_.copy(full + (b * T + r * t_local) * C, gathered + r * block + b * t_local * C,
+                   t_local * C);
     }
   }
   return Status::ok();
@@ -30,9 +28,7 @@ Status TensorParallel::enter_backward(const float* full_grad, float* local_grad,
                                       int64_t T, int64_t C) {
   const int64_t n = size();
   if (n == 1) {
-    if (local_grad != full_grad) {
-      std::memcpy(local_grad, full_grad, static_cast<size_t>(B * T * C) * sizeof(float));
-    }
+    if (local_grad != full_grad) device_.copy(local_grad, full_grad, B * T * C);
     return Status::ok();
   }
   if (!sequence_parallel()) {
@@ -44,8 +40,8 @@ Status TensorParallel::enter_backward(const float* full_grad, float* local_grad,
   ASSIGN_OR_RETURN(float* blocks, staging(block * n));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(blocks + r * block + b * t_local * C, full_grad + (b * T + r * t_local) * C,
-                  static_cast<size_t>(t_local * C) * sizeof(float));
+      device_.copy(blocks + r * block + b * t_local * C, full_grad + (b * T + r * t_local) * C,
+                   t_local * C);
     }
   }
   return tp_.reduce_scatter(blocks, local_grad, static_cast<size_t>(block),
@@ -56,7 +52,8 @@ StatusOr<const float*> TensorParallel::region_input(const float* local, Tensor& 
                                                     int64_t B, int64_t T, int64_t C) {
   if (!sequence_parallel()) return local;
   if (gathered.numel() != B * T * C) {
-    ASSIGN_OR_RETURN(gathered, Tensor::create(memory_, {B * T, C}, memory::Category::kWorkspace));
+    ASSIGN_OR_RETURN(gathered,
+                     Tensor::create(device_.allocator(), {B * T, C}, memory::Category::kWorkspace));
   }
   RETURN_IF_ERROR(enter_forward(local, gathered.data(), B, T, C));
   return static_cast<const float*>(gathered.data());
@@ -66,7 +63,7 @@ StatusOr<float*> TensorParallel::staging(int64_t numel) {
   const size_t bytes = static_cast<size_t>(numel) * sizeof(float);
   if (staging_.bytes() < bytes) {
     staging_.reset();  // free first: the peak holds one staging buffer, never two
-    ASSIGN_OR_RETURN(staging_, memory_.allocate(bytes, memory::Category::kComm));
+    ASSIGN_OR_RETURN(staging_, device_.allocator().allocate(bytes, memory::Category::kComm));
   }
   return static_cast<float*>(staging_.data());
 }

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "runner/comm/comm.h"
+#include "runner/device/device.h"
 #include "runner/device/tensor.h"
 #include "runner/device/tracked_allocator.h"
 
@@ -16,9 +17,10 @@ namespace partrain::runner {
 class TensorParallel {
  public:
   // `tp` may be a communicator of one rank. B and T are the micro-batch's full shape. The
-  // sequence-parallel staging buffer comes from `memory` (category comm) and is reused.
-  TensorParallel(comm::Comm& tp, bool sequence_parallel, TrackedAllocator& memory)
-      : tp_(tp), sp_(sequence_parallel), memory_(memory) {}
+  // sequence-parallel staging buffer comes from `device`'s memory (category comm) and is reused;
+  // the sequence blocks are rearranged by device copies.
+  TensorParallel(comm::Comm& tp, bool sequence_parallel, Device& device)
+      : tp_(tp), sp_(sequence_parallel), device_(device) {}
 
   int rank() const { return tp_.rank(); }
   int size() const { return tp_.size(); }
@@ -58,7 +60,7 @@ class TensorParallel {
 
   comm::Comm& tp_;
   bool sp_;
-  TrackedAllocator& memory_;
+  Device& device_;
   TrackedBuffer staging_;
 };
 

@@ -10,7 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/trace_scope.h"
-#include "runner/device/cpu_device.h"
+#include "runner/comm/host_value_collectives.h"
 #include "runner/fault/fault_spec.h"
 #include "runner/fault/process_fault.h"
 #include "runner/workload/batch_source.h"
@@ -36,14 +36,16 @@ std::string describe_model(const WorkloadConfig& config, int64_t local_params) {
 }
 
 // Every rank's memory peaks, gathered so the summary lists them all.
-StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine, comm::Comm& world) {
+StatusOr<std::vector<MemoryStats>> gather_memory(Device& device, comm::Comm& world) {
+  const MemoryStats mine = device.allocator().stats();
   constexpr size_t kFields = memory::kAllCategories.size() + 1;
   std::vector<int64_t> local(kFields), all(kFields * static_cast<size_t>(world.size()));
   for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
     local[c] = static_cast<int64_t>(mine.peak.bytes[c]);
   }
   local[kFields - 1] = static_cast<int64_t>(mine.total_peak);
-  RETURN_IF_ERROR(world.all_gather(local.data(), all.data(), kFields, comm::DType::kI64));
+  RETURN_IF_ERROR(comm::all_gather_host_values(device, world, local.data(), all.data(), kFields,
+                                               comm::DType::kI64));
   std::vector<MemoryStats> stats(static_cast<size_t>(world.size()));
   for (size_t r = 0; r < stats.size(); ++r) {
     for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
@@ -76,6 +78,19 @@ void inject_step_faults(const std::vector<fault::FaultSpec>& faults, int rank, i
   }
 }
 
+// The device's own view of its memory at a step's end, beside the tracked categories (which count
+// only partrain's buffers): cudaMemGetInfo on a GPU, so other processes' and the CUDA context's
+// use shows too. Devices without memory of their own report nothing.
+void sample_device_memory(const Device& device, profiler::RankTracer& tracer) {
+  StatusOr<Device::MemoryInfo> info = device.memory_info();
+  if (!info.is_ok()) return;
+  const int64_t now = tracer.timeline_ns(monotonic_ns());
+  tracer.emit(profiler::CounterSample{tracer.rank(), "device.memory_used_bytes", now,
+                                      static_cast<double>(info->total_bytes - info->free_bytes)});
+  tracer.emit(profiler::CounterSample{tracer.rank(), "device.memory_total_bytes", now,
+                                      static_cast<double>(info->total_bytes)});
+}
+
 }  // namespace
 
 double gpt_flops_per_step(const LayoutModel& m, int64_t global_batch) {
@@ -104,7 +119,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   }
   ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, layout));
   const MeshCoords coords = mesh.coords();
-  TensorParallel tp(mesh.tp(), layout.sp, device.allocator());
+  TensorParallel tp(mesh.tp(), layout.sp, device);
   const TpShard shard{coords.tp, layout.tp};
   const LayoutModel& m = config.model;
 
@@ -151,21 +166,10 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   if (config.peak_flops) {
     summary.peak_flops_per_rank = *config.peak_flops;
     summary.peak_source = "--peak-flops";
-  } else if (dynamic_cast<CpuDevice*>(&device) != nullptr) {
-    // On a device of its own, so the measurement's buffers stay out of the run's memory peaks.
-    CpuDeviceOptions probe_options;
-    probe_options.blas_threads = config.blas_threads;
-    CpuDevice probe(probe_options);
-    ASSIGN_OR_RETURN(double gflops, probe.measure_sgemm_gflops(512, 3));
-    summary.peak_flops_per_rank = gflops * 1e9;
-    summary.peak_source = "measured sgemm, 512^3";
   } else {
-    // A GPU's ceiling is its large-GEMM rate, in the device's own precision; the workspace is
-    // freed on return and the peaks restarted, so it stays out of the run's memory figures.
-    ASSIGN_OR_RETURN(double gflops, device.measure_sgemm_gflops(4096, 3));
-    device.allocator().reset_peaks();
-    summary.peak_flops_per_rank = gflops * 1e9;
-    summary.peak_source = "measured GEMM, 4096^3";
+    ASSIGN_OR_RETURN(Device::PeakGemm peak, device.measure_peak_gemm());
+    summary.peak_flops_per_rank = peak.gflops * 1e9;
+    summary.peak_source = peak.source;
   }
 
   ops::AdamWConfig adam;
@@ -199,13 +203,15 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
     };
     if (pipeline) {
       PipelineStepHooks hooks;
-      hooks.fill_batch = [&](int mb, MicroBatch& b) { batches.fill(step, coords.dp, mb, b); };
+      hooks.fill_batch = [&](int mb, MicroBatch& b) {
+        return batches.fill(device, step, coords.dp, mb, b);
+      };
       hooks.unit_ready = unit_ready;
       ASSIGN_OR_RETURN(double loss_sum, pipeline->run_step(hooks));
       loss = loss_sum * static_cast<double>(B) / static_cast<double>(G);
     }
     for (int mb = 0; !pipeline && mb < layout.micro_batches; ++mb) {
-      batches.fill(step, coords.dp, mb, batch);
+      RETURN_IF_ERROR(batches.fill(device, step, coords.dp, mb, batch));
       float mb_loss = 0;
       {
         profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, mb);
@@ -244,16 +250,23 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                 "{}",
                 world.rank(), fault::fault_spec_text(*desync), step);
       std::vector<float> gathered(static_cast<size_t>(world.size()));
-      RETURN_IF_ERROR(world.all_gather(&reported, gathered.data(), 1, comm::DType::kF32));
+      RETURN_IF_ERROR(comm::all_gather_host_values(device, world, &reported, gathered.data(), 1,
+                                                   comm::DType::kF32));
     } else {
-      RETURN_IF_ERROR(world.all_reduce(&reported, &reported, 1, comm::DType::kF32,
-                                       comm::ReduceOp::kSum));
+      RETURN_IF_ERROR(comm::all_reduce_host_values(device, world, &reported, 1, comm::DType::kF32,
+                                                   comm::ReduceOp::kSum));
     }
+    // A device whose ops can fail (a CUDA kernel, a pointer outside the isolated device's
+    // buffers) keeps the first failure; the step ends with it rather than train on garbage.
+    RETURN_IF_ERROR(device.status());
     summary.losses.push_back(reported);
     step_scope.reset();
     const int64_t end = monotonic_ns();
     summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);
-    if (tracer != nullptr) tracer->step_done(step, start, end, reported, rank_tokens);
+    if (tracer != nullptr) {
+      tracer->step_done(step, start, end, reported, rank_tokens);
+      sample_device_memory(device, *tracer);
+    }
     log::debug("step {}: loss {:.6f}", step, reported);
   }
   if (tracer != nullptr) tracer->set_step(-1);
@@ -277,12 +290,13 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   summary.gemm_flops = gemm.flops;
   ASSIGN_OR_RETURN(double param_sq, dp->param_norm_squared());
   summary.final_params_l2 = std::sqrt(param_sq);
-  ASSIGN_OR_RETURN(summary.memory, gather_memory(device.allocator().stats(), world));
+  ASSIGN_OR_RETURN(summary.memory, gather_memory(device, world));
   // Every rank's step-time median and p90, so a slow rank shows in the summary.
   float mine[2] = {static_cast<float>(summary.step_time_median()),
                    static_cast<float>(summary.step_time_p90())};
   std::vector<float> all(2 * static_cast<size_t>(world.size()));
-  RETURN_IF_ERROR(world.all_gather(mine, all.data(), 2, comm::DType::kF32));
+  RETURN_IF_ERROR(
+      comm::all_gather_host_values(device, world, mine, all.data(), 2, comm::DType::kF32));
   for (size_t r = 0; r < static_cast<size_t>(world.size()); ++r) {
     summary.rank_step_seconds.emplace_back(all[2 * r], all[2 * r + 1]);
   }

@@ -44,8 +44,8 @@ std::string_view precision_name(Precision precision) {
 }
 
 Status check_device_names(std::string_view device, std::string_view comm) {
-  if (device != "cpu" && device != "cuda" && device != "auto") {
-    return invalid_argument("--device '{}' is not cpu, cuda or auto", device);
+  if (device != "cpu" && device != "cuda" && device != "auto" && device != "cpu-isolated") {
+    return invalid_argument("--device '{}' is not cpu, cuda, auto or cpu-isolated", device);
   }
   if (comm != "gloo" && comm != "nccl" && comm != "auto") {
     return invalid_argument("--comm '{}' is not gloo, nccl or auto", comm);
@@ -60,7 +60,7 @@ Status resolve_workload(WorkloadConfig& config) {
   }
   if (config.steps < 1) return invalid_argument("--steps must be at least 1");
   RETURN_IF_ERROR(check_device_names(config.device, config.comm));
-  if (config.precision != Precision::kFp32 && config.device == "cpu") {
+  if (config.precision != Precision::kFp32 && config.device.starts_with("cpu")) {
     return invalid_argument("--precision bf16 needs the CUDA device (--device cuda); the CPU "
                             "device trains in fp32 (pass --precision fp32)");
   }

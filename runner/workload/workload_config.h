@@ -35,7 +35,7 @@ struct WorkloadConfig {
   int steps = 10;
   double lr = 1e-3;
   uint64_t seed = 1234;
-  std::string device = "cpu";  // cpu, cuda, auto (the launcher resolves auto: workload_device.h)
+  std::string device = "cpu";  // cpu, cuda, auto, cpu-isolated (auto resolved: workload_device.h)
   std::string comm = "gloo";   // gloo, nccl, auto (likewise)
   Precision precision = Precision::kFp32;
   Recompute recompute = Recompute::kNone;
@@ -46,7 +46,7 @@ struct WorkloadConfig {
   std::vector<fault::FaultSpec> faults;  // --inject, checked against world and steps
 };
 
-// --device is cpu, cuda or auto and --comm gloo, nccl or auto; kInvalidArgument names the bad one.
+// --device is cpu, cuda, auto or cpu-isolated and --comm gloo, nccl or auto; kInvalidArgument names the bad one.
 Status check_device_names(std::string_view device, std::string_view comm);
 
 // Resolves the layout for this model and checks what the workload itself needs (e.g. hidden

@@ -2,25 +2,21 @@
 
 #include "runner/device/cpu_device.h"
 #include "runner/device/cuda_device.h"
+#include "runner/device/isolated_cpu_device.h"
 
 namespace partrain::runner {
-namespace {
-
-// The CUDA device's ops are built and tested against the CPU (tests/gpu), but the workloads
-// around them still touch host memory: parameters are initialised, batches filled and norms summed
-// on the host (docs/decisions.md, 2026-11-25, lists the places). Until that is done a workload does
-// not start on a GPU: --device cuda says why, and auto stays on the CPU.
-constexpr bool kWorkloadsRunOnCuda = false;
-constexpr std::string_view kWorkloadsNotOnCuda =
-    "the built-in workloads do not run on the CUDA device yet (their parameters, batches and norms "
-    "still live in host memory; docs/decisions.md)";
-
-}  // namespace
 
 StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view comm,
                                      int ranks_per_node) {
   RETURN_IF_ERROR(check_device_names(device, comm));
   DeviceChoice choice;
+  if (device == "cpu-isolated") {
+    if (comm == "nccl") {
+      return invalid_argument("--comm nccl needs the CUDA device; --device cpu-isolated runs "
+                              "Gloo, staged through host copies as for a GPU: pass --comm gloo");
+    }
+    return DeviceChoice{"cpu-isolated", "gloo", ""};
+  }
   StatusOr<int> gpus = device == "cpu" ? StatusOr<int>(0) : visible_cuda_devices();
   const bool gpu_visible = gpus.is_ok() && *gpus > 0;
   if (device == "cuda") {
@@ -33,20 +29,14 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
       return invalid_argument("--device cuda: the CUDA runtime sees no GPU (is "
                               "CUDA_VISIBLE_DEVICES empty?); use --device cpu or auto");
     }
-    if (!kWorkloadsRunOnCuda) {
-      return invalid_argument("--device cuda: {}; use --device cpu", kWorkloadsNotOnCuda);
-    }
     choice.device = "cuda";
-  } else if (device == "auto" && gpu_visible && kWorkloadsRunOnCuda) {
+  } else if (device == "auto" && gpu_visible) {
     choice.device = "cuda";
   } else if (device == "auto") {
     choice.device = "cpu";
-    choice.notice =
-        gpu_visible ? fmt::format("--device auto: {} GPU(s) visible, but {}; training on the CPU",
-                                  *gpus, kWorkloadsNotOnCuda)
-                    : fmt::format("--device auto: no GPU ({}), training on the CPU",
-                                  gpus.is_ok() ? "the CUDA runtime sees none"
-                                               : gpus.status().message());
+    choice.notice = fmt::format("--device auto: no GPU ({}), training on the CPU",
+                                gpus.is_ok() ? "the CUDA runtime sees none"
+                                             : gpus.status().message());
   } else {
     choice.device = "cpu";
   }
@@ -69,13 +59,19 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
 
 StatusOr<std::unique_ptr<Device>> create_workload_device(const WorkloadConfig& config,
                                                          int local_rank) {
+  CpuDeviceOptions cpu_options;
+  cpu_options.blas_threads = config.blas_threads;
   if (config.device == "cpu") {
-    CpuDeviceOptions options;
-    options.blas_threads = config.blas_threads;
-    return std::unique_ptr<Device>(std::make_unique<CpuDevice>(options));
+    return std::unique_ptr<Device>(std::make_unique<CpuDevice>(cpu_options));
+  }
+  if (config.device == "cpu-isolated") {
+    ASSIGN_OR_RETURN(std::unique_ptr<IsolatedCpuDevice> device,
+                     IsolatedCpuDevice::create(cpu_options));
+    return std::unique_ptr<Device>(std::move(device));
   }
   if (config.device != "cuda") {
-    return invalid_argument("the workload's device '{}' was not resolved to cpu or cuda",
+    return invalid_argument("the workload's device '{}' was not resolved to cpu, cuda or "
+                            "cpu-isolated",
                             config.device);
   }
   ASSIGN_OR_RETURN(int gpus, visible_cuda_devices());

@@ -309,6 +309,9 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 1 --device cuda", "--device cuda"},
            Case{"-n 2 --comm nccl", "--comm nccl needs the CUDA device"},
            Case{"-n 1 --precision bf16-mixed", "--precision bf16 needs the CUDA device"},
+           Case{"-n 1 --device cpu-isolated --precision bf16-mixed",
+                "--precision bf16 needs the CUDA device"},
+           Case{"-n 2 --device cpu-isolated --comm nccl", "pass --comm gloo"},
        }) {
     const bool names_workload = std::string(c.args).find("--workload") != std::string::npos;
     CommandResult r = run_partrain(std::string(names_workload ? "launch " : "launch --workload gpt ") +
@@ -318,6 +321,55 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
     EXPECT_EQ(r.err.find("rendezvous on"), std::string::npos) << "a rank started: " << c.args;
   }
 }
+
+// Every strategy on the isolated CPU device (memory the host cannot touch, as a GPU's; Gloo staged
+// through host copies, as for several ranks on one GPU) trains exactly as on the CPU device: the
+// workloads reach their tensors only through device calls, so they can run on the CUDA device.
+class IsolatedDevice : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(IsolatedDevice, TrainsExactlyAsOnTheCpu) {
+  auto run = [](const std::string& device) {
+    std::string args = fmt::format("-q launch {} --steps 3 --json --device {}", GetParam(), device);
+    CommandResult r = run_partrain(args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  nlohmann::json cpu = run("cpu");
+  nlohmann::json isolated = run("cpu-isolated");
+  ASSERT_FALSE(cpu.is_discarded());
+  ASSERT_FALSE(isolated.is_discarded());
+  EXPECT_EQ(isolated["losses"], cpu["losses"]);
+  EXPECT_EQ(isolated["final_params_l2"], cpu["final_params_l2"]);
+  // The model states are the same bytes; the host-value collectives' staging is comm.
+  for (const char* category : {"params", "grads", "optimizer", "activations"}) {
+    EXPECT_EQ(isolated["memory_peak_bytes"]["0"][category], cpu["memory_peak_bytes"]["0"][category])
+        << category;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, IsolatedDevice,
+    ::testing::Values(
+        "-n 1 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --micro-batch 2",
+        "-n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05",
+        "-n 2 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --zero 1 --micro-batch 2",
+        "-n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --tp 2 --zero 2 --micro-batch 2",
+        "-n 3 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 3 --zero 3 --micro-batch 1",
+        "-n 4 --workload gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --pp 2 --tp 2 --micro-batch 1",
+        "-n 2 --workload gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --pp 2 --pp-schedule interleaved --vpp 2 --micro-batch 1",
+        "-n 4 --workload gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --dp 2 --pp 2 --zero 3 --micro-batch 1",
+        "-n 4 --workload mlp --layers 4 --hidden 64 --global-batch 4 --dp 2 --tp 2 "
+        "--micro-batch 2",
+        "-n 2 --workload mlp --layers 4 --hidden 64 --global-batch 4 --pp 2 --micro-batch 1 "
+        "--recompute full"));
 
 TEST(Workload, WorkloadAndCommandAreExclusive) {
   CommandResult r = run_partrain("launch -n 1 --workload gpt -- true");

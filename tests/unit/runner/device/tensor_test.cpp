@@ -1,5 +1,8 @@
 #include "runner/device/tensor.h"
 
+#include "runner/device/cpu_device.h"
+#include "runner/device/isolated_cpu_device.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,9 +14,10 @@ namespace {
 using memory::Category;
 
 TEST(Tensor, ShapeNumelAndTrackedBytes) {
-  TrackedAllocator allocator;
+  CpuDevice device;
+  TrackedAllocator& allocator = device.allocator();
   {
-    auto tensor = Tensor::zeros(allocator, {2, 3, 4}, Category::kActivations);
+    auto tensor = Tensor::zeros(device, {2, 3, 4}, Category::kActivations);
     ASSERT_TRUE(tensor.is_ok()) << tensor.status().message();
     EXPECT_EQ(tensor->numel(), 24);
     EXPECT_EQ(tensor->dim(2), 4);
@@ -29,14 +33,25 @@ TEST(Tensor, ShapeNumelAndTrackedBytes) {
   EXPECT_EQ(allocator.peak_bytes(Category::kActivations), 96u);
 }
 
-TEST(Tensor, FillZeroAndCopy) {
+// Memory that host code cannot read is zeroed by its device: the values come back as zeros.
+TEST(Tensor, ZerosAreWrittenByTheDevice) {
+  auto device = IsolatedCpuDevice::create();
+  ASSERT_TRUE(device.is_ok()) << device.status().message();
+  auto tensor = Tensor::zeros(**device, {5, 7}, Category::kGrads);
+  ASSERT_TRUE(tensor.is_ok()) << tensor.status().message();
+  std::vector<float> values(35, 1.0f);
+  (*device)->download(values.data(), tensor->data(), tensor->bytes());
+  ASSERT_TRUE((*device)->status().is_ok()) << (*device)->status().message();
+  EXPECT_THAT(values, ::testing::Each(0.0f));
+  EXPECT_EQ((*device)->allocator().current_bytes(Category::kGrads), 140u);
+}
+
+TEST(Tensor, FillAndCopy) {
   TrackedAllocator allocator;
   auto tensor = Tensor::create(allocator, {3}, Category::kParams);
   ASSERT_TRUE(tensor.is_ok());
   tensor->fill(2.5f);
   EXPECT_THAT(tensor->values(), ::testing::Each(2.5f));
-  tensor->zero();
-  EXPECT_THAT(tensor->values(), ::testing::Each(0.0f));
   const std::vector<float> source = {1.0f, 2.0f, 3.0f};
   EXPECT_TRUE(tensor->copy_from(source).is_ok());
   EXPECT_THAT(tensor->values(), ::testing::ElementsAre(1.0f, 2.0f, 3.0f));
@@ -58,11 +73,11 @@ TEST(Tensor, FailuresCarryTheAllocatorsMessage) {
 }
 
 TEST(Tensor, EmptyShapesAllocateNothing) {
-  TrackedAllocator allocator;
-  auto tensor = Tensor::zeros(allocator, {0, 5}, Category::kOther);
+  CpuDevice device;
+  auto tensor = Tensor::zeros(device, {0, 5}, Category::kOther);
   ASSERT_TRUE(tensor.is_ok());
   EXPECT_EQ(tensor->numel(), 0);
-  EXPECT_EQ(allocator.stats().total_peak, 0u);
+  EXPECT_EQ(device.allocator().stats().total_peak, 0u);
 }
 
 }  // namespace

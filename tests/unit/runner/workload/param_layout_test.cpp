@@ -54,9 +54,10 @@ TEST(ParamLayout, InitialValuesDependOnGlobalPositionOnly) {
   ParamLayout whole, half;
   whole.add_unit("layer1", 0, gpt_block_specs(model, 1), {0, 1});
   half.add_unit("layer1", 0, gpt_block_specs(model, 1), {1, 2});
-  std::vector<float> a(static_cast<size_t>(whole.numel())), b(static_cast<size_t>(half.numel()));
-  whole.initialise(a.data(), 7, 2, {0, 1});
-  half.initialise(b.data(), 7, 2, {1, 2});
+  const std::vector<float> a = whole.unit_initial_values(0, 7, 2, {0, 1});
+  const std::vector<float> b = half.unit_initial_values(0, 7, 2, {1, 2});
+  ASSERT_EQ(a.size(), static_cast<size_t>(whole.numel()));
+  ASSERT_EQ(b.size(), static_cast<size_t>(half.numel()));
   const LocalParam* fc_whole = whole.find("layer1.fcw");
   const LocalParam* fc_half = half.find("layer1.fcw");
   ASSERT_NE(fc_whole, nullptr);

@@ -23,9 +23,8 @@ void run_ranks(int stage, const std::function<void(int, ShardedState&, CpuDevice
   comm::testing::run_world(2, [&](int rank, comm::Comm& dp) {
     auto solo = dp.split(rank, 0);  // a tp group of one
     ASSERT_TRUE(solo.is_ok());
-    TrackedAllocator memory;
-    TensorParallel tp(**solo, false, memory);
     CpuDevice device;
+    TensorParallel tp(**solo, false, device);
     auto state = ShardedState::create(device, layout, stage, dp, tp, 7, 1, TpShard{});
     ASSERT_TRUE(state.is_ok()) << state.status().message();
     body(rank, **state, device);
@@ -34,8 +33,11 @@ void run_ranks(int stage, const std::function<void(int, ShardedState&, CpuDevice
 
 TEST(ShardedState, FsdpGathersTheFullParametersOfAUnit) {
   const ParamLayout layout = two_units();
-  std::vector<float> want(static_cast<size_t>(layout.numel()));
-  layout.initialise(want.data(), 7, 1, TpShard{});
+  std::vector<float> want;
+  for (size_t unit = 0; unit < layout.units().size(); ++unit) {
+    const std::vector<float> values = layout.unit_initial_values(unit, 7, 1, TpShard{});
+    want.insert(want.end(), values.begin(), values.end());
+  }
   run_ranks(3, [&](int, ShardedState& state, CpuDevice& device) {
     EXPECT_EQ(device.allocator().stats().current[memory::Category::kParams],
               uint64_t{(3 + 2) * 4});

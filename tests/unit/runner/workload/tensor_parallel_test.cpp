@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runner/device/cpu_device.h"
 #include "tests/unit/runner/comm/gloo_world.h"
 
 namespace partrain::runner {
@@ -12,8 +13,8 @@ namespace {
 TEST(TensorParallel, SequenceGatherAndScatterKeepTokenOrder) {
   constexpr int64_t B = 2, T = 6, C = 3, n = 3;
   comm::testing::run_world(n, [&](int rank, comm::Comm& comm) {
-    TrackedAllocator memory;
-    TensorParallel tp(comm, true, memory);
+    CpuDevice device;
+    TensorParallel tp(comm, true, device);
     ASSERT_TRUE(tp.sequence_parallel());
     EXPECT_EQ(tp.local_tokens(B, T), B * T / n);
     const int64_t t_local = T / n;
@@ -37,8 +38,8 @@ TEST(TensorParallel, SequenceGatherAndScatterKeepTokenOrder) {
 
 TEST(TensorParallel, WithoutSequenceParallelismGIsAnAllReduce) {
   comm::testing::run_world(2, [&](int rank, comm::Comm& comm) {
-    TrackedAllocator memory;
-    TensorParallel tp(comm, false, memory);
+    CpuDevice device;
+    TensorParallel tp(comm, false, device);
     std::vector<float> partial = {static_cast<float>(rank + 1), 10};
     std::vector<float> out(2);
     ASSERT_TRUE(tp.exit_forward(partial.data(), out.data(), 1, 1, 2).is_ok());

@@ -81,5 +81,29 @@ TEST(WorkloadDevice, TheCpuDeviceHasTheConfiguredBlasThreads) {
   EXPECT_EQ(create_workload_device(config, 0).status().code(), StatusCode::kInvalidArgument);
 }
 
+// The isolated CPU device checks a workload's device discipline on any machine: Gloo only (staged
+// through the host, as for a GPU), and its own device in the worker.
+TEST(WorkloadDevice, CpuIsolatedRunsGlooOnItsOwnDevice) {
+  for (const char* comm : {"gloo", "auto"}) {
+    auto choice = choose_device("cpu-isolated", comm, 8);
+    ASSERT_TRUE(choice.is_ok()) << choice.status().message();
+    EXPECT_EQ(choice->device, "cpu-isolated");
+    EXPECT_EQ(choice->comm, "gloo");
+    EXPECT_EQ(choice->notice, "");
+  }
+  auto nccl = choose_device("cpu-isolated", "nccl", 1);
+  ASSERT_FALSE(nccl.is_ok());
+  EXPECT_EQ(nccl.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(nccl.status().message().find("pass --comm gloo"), std::string::npos)
+      << nccl.status().message();
+
+  WorkloadConfig config;
+  config.device = "cpu-isolated";
+  auto device = create_workload_device(config, 0);
+  ASSERT_TRUE(device.is_ok()) << device.status().message();
+  EXPECT_FALSE((*device)->host_addressable());
+  EXPECT_TRUE((*device)->name().starts_with("cpu-isolated ")) << (*device)->name();
+}
+
 }  // namespace
 }  // namespace partrain::runner

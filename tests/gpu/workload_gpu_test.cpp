@@ -1,0 +1,86 @@
+// The built-in workloads on a real GPU (label gpu): skipped, never passed, without one. fp32 on
+// the CUDA device (its fp32 GEMMs run without TF32) computes what the CPU device computes to
+// the equivalence tests' 1e-4: four ranks sharing the GPU through Gloo, and NCCL with one rank
+// per GPU (world size 1 on a one-GPU machine, more where there are more GPUs).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+
+int visible_gpus() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+constexpr const char* kModel =
+    "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3 "
+    "--global-batch 4 --steps 6 --json";
+
+nlohmann::json train(const std::string& layout) {
+  CommandResult r = run_partrain(std::string("-q launch ") + layout + " " + kModel);
+  EXPECT_EQ(r.exit_code, 0) << layout << "\n" << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+void expect_equivalent(const nlohmann::json& reference, const nlohmann::json& run,
+                       const std::string& what) {
+  ASSERT_FALSE(run.is_discarded()) << what;
+  ASSERT_EQ(run["losses"].size(), reference["losses"].size()) << what;
+  for (size_t i = 0; i < reference["losses"].size(); ++i) {
+    const double want = reference["losses"][i].get<double>();
+    EXPECT_NEAR(run["losses"][i].get<double>(), want, 1e-4 * std::abs(want)) << what << " " << i;
+  }
+  const double want = reference["final_params_l2"].get<double>();
+  EXPECT_NEAR(run["final_params_l2"].get<double>(), want, 1e-4 * want) << what;
+}
+
+class GpuWorkload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";
+  }
+  static const nlohmann::json& cpu_reference() {
+    static const nlohmann::json reference = train("-n 1 --device cpu --micro-batch 4");
+    return reference;
+  }
+};
+
+TEST_F(GpuWorkload, FourRanksSharingTheGpuThroughGlooMatchTheCpu) {
+  for (const char* layout : {"-n 4 --strategy ddp --micro-batch 1", "-n 4 --dp 2 --tp 2 --sp "
+                             "--micro-batch 1", "-n 4 --zero 3 --micro-batch 1",
+                             "-n 4 --pp 2 --tp 2 --micro-batch 1"}) {
+    nlohmann::json run = train(std::string(layout) + " --device cuda --comm gloo");
+    expect_equivalent(cpu_reference(), run, layout);
+    EXPECT_EQ(run["device"].get<std::string>().rfind("cuda:", 0), 0u) << run["device"];
+  }
+}
+
+TEST_F(GpuWorkload, NcclOneRankPerGpuMatchesTheCpu) {
+  const int gpus = visible_gpus();
+  nlohmann::json one = train("-n 1 --device cuda --comm nccl --micro-batch 4");
+  expect_equivalent(cpu_reference(), one, "nccl, 1 rank");
+  if (gpus >= 2) {
+    const int n = gpus >= 4 ? 4 : 2;
+    nlohmann::json many = train("-n " + std::to_string(n) +
+                                " --device cuda --comm nccl --strategy ddp --micro-batch 1");
+    expect_equivalent(cpu_reference(), many, "nccl, " + std::to_string(n) + " ranks");
+  }
+}
+
+TEST_F(GpuWorkload, MoreRanksThanGpusWithNcclIsRefusedNamingGloo) {
+  const int gpus = visible_gpus();
+  CommandResult r = run_partrain("launch -n " + std::to_string(gpus + 1) +
+                                 " --device cuda --comm nccl " + kModel);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--comm gloo"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace partrain::testing
