@@ -112,6 +112,39 @@ TEST_F(TraceLaunchTest, FsdpRunRecordsEveryRankStepCollectiveAndMemoryPeak) {
   EXPECT_EQ(q.number("SELECT max(ts_ns) - min(ts_ns) < 1000000000 FROM steps WHERE step = 0"), 1);
 }
 
+// A device with memory of its own reports it at every step's end: the trace's counters
+// device.memory_used_bytes and device.memory_total_bytes, one per rank and step, used at least
+// the tracked bytes at that moment. The CPU device's memory is the host's: no such counters.
+TEST_F(TraceLaunchTest, DeviceMemoryIsSampledAtEveryStepEnd) {
+  constexpr int kSteps = 3;
+  const fs::path isolated = dir_ / "isolated.db";
+  CommandResult r = run_partrain(fmt::format(
+      "-q launch -n 2 --device cpu-isolated --micro-batch 2 --global-batch 4 {} --steps {} "
+      "--trace {}",
+      kModel, kSteps, isolated.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(isolated);
+  EXPECT_EQ(q.rows("SELECT name, count(*), count(DISTINCT rank) FROM counters GROUP BY name "
+                   "ORDER BY name"),
+            fmt::format("device.memory_total_bytes|{0}|2\ndevice.memory_used_bytes|{0}|2\n",
+                        2 * kSteps));
+  // Each sample sits after its step's end, and holds at least the model states.
+  EXPECT_EQ(q.number("SELECT count(*) FROM counters c JOIN steps s ON s.rank = c.rank "
+                     "WHERE c.name = 'device.memory_used_bytes' AND c.ts_ns >= s.ts_ns + s.dur_ns "
+                     "AND c.value >= (SELECT max(bytes) FROM memory_events m WHERE m.rank = c.rank "
+                     "AND m.category = 'params')"),
+            // sample k follows steps 0..k: 1 + 2 + 3 pairs per rank
+            2 * kSteps * (kSteps + 1) / 2);
+  EXPECT_EQ(q.rows("SELECT DISTINCT device FROM ranks"), "cpu-isolated\n");
+
+  const fs::path cpu = dir_ / "cpu.db";
+  r = run_partrain(fmt::format("-q launch -n 1 --micro-batch 2 --global-batch 2 {} --steps 2 "
+                               "--trace {}",
+                               kModel, cpu.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(TraceQuery(cpu).number("SELECT count(*) FROM counters"), 0);
+}
+
 TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   // Default: ./partrain-runs/<run-id>.db, named on stderr.
   CommandResult r = run_shell(fmt::format("cd {} && {} launch -n 2 --run-id demo-1 -- true",
