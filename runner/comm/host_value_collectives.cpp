@@ -3,37 +3,37 @@
 #include "runner/comm/dtype.h"
 
 namespace partrain::comm {
-namespace {
 
-// The device buffer the values travel in: transient communication staging.
-StatusOr<runner::TrackedBuffer> staging(runner::Device& device, size_t bytes) {
-  return device.allocator().allocate(bytes, memory::Category::kComm);
+StatusOr<unsigned char*> HostValueCollectives::staging(size_t bytes) {
+  if (staging_.bytes() < bytes) {
+    staging_.reset();
+    ASSIGN_OR_RETURN(staging_, device_.allocator().allocate(bytes, memory::Category::kComm));
+  }
+  return static_cast<unsigned char*>(staging_.data());
 }
 
-}  // namespace
-
-Status all_reduce_host_values(runner::Device& device, Comm& comm, void* values, size_t count,
-                              DType dtype, ReduceOp op) {
-  if (device.host_addressable()) return comm.all_reduce(values, values, count, dtype, op);
+Status HostValueCollectives::all_reduce(void* values, size_t count, DType dtype, ReduceOp op) {
+  if (device_.host_addressable()) return comm_.all_reduce(values, values, count, dtype, op);
   const size_t bytes = count * dtype_size(dtype);
-  ASSIGN_OR_RETURN(runner::TrackedBuffer buffer, staging(device, bytes));
-  device.upload(buffer.data(), values, bytes);
-  RETURN_IF_ERROR(comm.all_reduce(buffer.data(), buffer.data(), count, dtype, op));
-  device.download(values, buffer.data(), bytes);
-  return device.status();
+  ASSIGN_OR_RETURN(unsigned char* buffer, staging(bytes));
+  device_.upload(buffer, values, bytes);
+  RETURN_IF_ERROR(comm_.all_reduce(buffer, buffer, count, dtype, op));
+  device_.download(values, buffer, bytes);
+  return device_.status();
 }
 
-Status all_gather_host_values(runner::Device& device, Comm& comm, const void* send, void* recv,
-                              size_t count, DType dtype) {
-  if (device.host_addressable()) return comm.all_gather(send, recv, count, dtype);
+Status HostValueCollectives::all_gather(const void* send, void* recv, size_t count, DType dtype) {
+  if (device_.host_addressable()) return comm_.all_gather(send, recv, count, dtype);
   const size_t bytes = count * dtype_size(dtype);
-  const size_t gathered_bytes = bytes * static_cast<size_t>(comm.size());
-  ASSIGN_OR_RETURN(runner::TrackedBuffer send_buffer, staging(device, bytes));
-  ASSIGN_OR_RETURN(runner::TrackedBuffer recv_buffer, staging(device, gathered_bytes));
-  device.upload(send_buffer.data(), send, bytes);
-  RETURN_IF_ERROR(comm.all_gather(send_buffer.data(), recv_buffer.data(), count, dtype));
-  device.download(recv, recv_buffer.data(), gathered_bytes);
-  return device.status();
+  const size_t gathered_bytes = bytes * static_cast<size_t>(comm_.size());
+  // One buffer: the gathered block first, the rank's own values after it (both stay aligned to
+  // the element size).
+  ASSIGN_OR_RETURN(unsigned char* buffer, staging(gathered_bytes + bytes));
+  unsigned char* own = buffer + gathered_bytes;
+  device_.upload(own, send, bytes);
+  RETURN_IF_ERROR(comm_.all_gather(own, buffer, count, dtype));
+  device_.download(recv, buffer, gathered_bytes);
+  return device_.status();
 }
 
 }  // namespace partrain::comm

@@ -12,11 +12,24 @@
 
 namespace partrain::comm {
 
-// In place: `values` (count elements of dtype) becomes the reduction over the group.
-Status all_reduce_host_values(runner::Device& device, Comm& comm, void* values, size_t count,
-                              DType dtype, ReduceOp op);
-// `recv` receives count x comm.size() elements, rank-major.
-Status all_gather_host_values(runner::Device& device, Comm& comm, const void* send, void* recv,
-                              size_t count, DType dtype);
+// Called every step, so the device buffer is grown once and reused (no cudaMalloc/cudaFree,
+// and no memory events, per step). `device` and `comm` must outlive it.
+class HostValueCollectives {
+ public:
+  HostValueCollectives(runner::Device& device, Comm& comm) : device_(device), comm_(comm) {}
+
+  // In place: `values` (count elements of dtype) becomes the reduction over the group.
+  Status all_reduce(void* values, size_t count, DType dtype, ReduceOp op);
+  // `recv` receives count x comm.size() elements, rank-major.
+  Status all_gather(const void* send, void* recv, size_t count, DType dtype);
+
+ private:
+  // At least `bytes` of device memory (category comm: communication staging).
+  StatusOr<unsigned char*> staging(size_t bytes);
+
+  runner::Device& device_;
+  Comm& comm_;
+  runner::TrackedBuffer staging_;
+};
 
 }  // namespace partrain::comm

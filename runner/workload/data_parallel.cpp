@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "profiler/trace_scope.h"
-#include "runner/comm/host_value_collectives.h"
 
 namespace partrain::runner {
 
@@ -116,8 +115,7 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
   // norm is used for (clipping, the equivalence checks' 1e-4).
   auto sum = static_cast<float>(local);
-  RETURN_IF_ERROR(comm::all_reduce_host_values(device_, mesh_.world(), &sum, 1, comm::DType::kF32,
-                                               comm::ReduceOp::kSum));
+  RETURN_IF_ERROR(world_values_.all_reduce(&sum, 1, comm::DType::kF32, comm::ReduceOp::kSum));
   return static_cast<double>(sum);
 }
 

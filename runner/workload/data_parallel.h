@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "runner/comm/host_value_collectives.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
 #include "runner/workload/ddp_buckets.h"
@@ -58,7 +59,12 @@ class DataParallel final : public ParamAccess {
  private:
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
                Mesh& mesh, TensorParallel& tp)
-      : device_(device), layout_(layout), resolved_(resolved), mesh_(mesh), tp_(tp) {}
+      : device_(device),
+        layout_(layout),
+        resolved_(resolved),
+        mesh_(mesh),
+        tp_(tp),
+        world_values_(device, mesh.world()) {}
   StatusOr<double> owned_sum_of_squares(bool params);
   double flat_owned_squares(const float* values);
 
@@ -67,6 +73,7 @@ class DataParallel final : public ParamAccess {
   const ResolvedLayout& resolved_;
   Mesh& mesh_;
   TensorParallel& tp_;
+  comm::HostValueCollectives world_values_;  // the norms' sums over the world
   Tensor params_, grads_, adam_m_, adam_v_;
   int64_t shard_begin_ = 0;  // the flat elements this rank updates: [begin, end)
   int64_t shard_end_ = 0;

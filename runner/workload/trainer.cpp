@@ -36,17 +36,17 @@ std::string describe_model(const WorkloadConfig& config, int64_t local_params) {
 }
 
 // Every rank's memory peaks, gathered so the summary lists them all.
-StatusOr<std::vector<MemoryStats>> gather_memory(Device& device, comm::Comm& world) {
-  const MemoryStats mine = device.allocator().stats();
+StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine,
+                                                 comm::HostValueCollectives& world_values,
+                                                 int world_size) {
   constexpr size_t kFields = memory::kAllCategories.size() + 1;
-  std::vector<int64_t> local(kFields), all(kFields * static_cast<size_t>(world.size()));
+  std::vector<int64_t> local(kFields), all(kFields * static_cast<size_t>(world_size));
   for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
     local[c] = static_cast<int64_t>(mine.peak.bytes[c]);
   }
   local[kFields - 1] = static_cast<int64_t>(mine.total_peak);
-  RETURN_IF_ERROR(comm::all_gather_host_values(device, world, local.data(), all.data(), kFields,
-                                               comm::DType::kI64));
-  std::vector<MemoryStats> stats(static_cast<size_t>(world.size()));
+  RETURN_IF_ERROR(world_values.all_gather(local.data(), all.data(), kFields, comm::DType::kI64));
+  std::vector<MemoryStats> stats(static_cast<size_t>(world_size));
   for (size_t r = 0; r < stats.size(); ++r) {
     for (size_t c = 0; c < memory::kAllCategories.size(); ++c) {
       stats[r].peak.bytes[c] = static_cast<uint64_t>(all[r * kFields + c]);
@@ -119,6 +119,8 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   }
   ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, layout));
   const MeshCoords coords = mesh.coords();
+  // The host values every rank shares: the step's loss, the summary's figures.
+  comm::HostValueCollectives world_values(device, world);
   TensorParallel tp(mesh.tp(), layout.sp, device);
   const TpShard shard{coords.tp, layout.tp};
   const LayoutModel& m = config.model;
@@ -250,11 +252,10 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                 "{}",
                 world.rank(), fault::fault_spec_text(*desync), step);
       std::vector<float> gathered(static_cast<size_t>(world.size()));
-      RETURN_IF_ERROR(comm::all_gather_host_values(device, world, &reported, gathered.data(), 1,
-                                                   comm::DType::kF32));
+      RETURN_IF_ERROR(world_values.all_gather(&reported, gathered.data(), 1, comm::DType::kF32));
     } else {
-      RETURN_IF_ERROR(comm::all_reduce_host_values(device, world, &reported, 1, comm::DType::kF32,
-                                                   comm::ReduceOp::kSum));
+      RETURN_IF_ERROR(
+          world_values.all_reduce(&reported, 1, comm::DType::kF32, comm::ReduceOp::kSum));
     }
     // A device whose ops can fail (a CUDA kernel, a pointer outside the isolated device's
     // buffers) keeps the first failure; the step ends with it rather than train on garbage.
@@ -290,13 +291,13 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   summary.gemm_flops = gemm.flops;
   ASSIGN_OR_RETURN(double param_sq, dp->param_norm_squared());
   summary.final_params_l2 = std::sqrt(param_sq);
-  ASSIGN_OR_RETURN(summary.memory, gather_memory(device, world));
+  ASSIGN_OR_RETURN(summary.memory,
+                   gather_memory(device.allocator().stats(), world_values, world.size()));
   // Every rank's step-time median and p90, so a slow rank shows in the summary.
   float mine[2] = {static_cast<float>(summary.step_time_median()),
                    static_cast<float>(summary.step_time_p90())};
   std::vector<float> all(2 * static_cast<size_t>(world.size()));
-  RETURN_IF_ERROR(
-      comm::all_gather_host_values(device, world, mine, all.data(), 2, comm::DType::kF32));
+  RETURN_IF_ERROR(world_values.all_gather(mine, all.data(), 2, comm::DType::kF32));
   for (size_t r = 0; r < static_cast<size_t>(world.size()); ++r) {
     summary.rank_step_seconds.emplace_back(all[2 * r], all[2 * r + 1]);
   }

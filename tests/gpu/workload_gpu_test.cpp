@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/integration/command_runner.h"
+#include "tests/integration/workload_equivalence.h"
 
 namespace partrain::testing {
 namespace {
@@ -27,18 +28,6 @@ nlohmann::json train(const std::string& layout) {
   CommandResult r = run_partrain(std::string("-q launch ") + layout + " " + kModel);
   EXPECT_EQ(r.exit_code, 0) << layout << "\n" << r.err;
   return nlohmann::json::parse(r.out, nullptr, false);
-}
-
-void expect_equivalent(const nlohmann::json& reference, const nlohmann::json& run,
-                       const std::string& what) {
-  ASSERT_FALSE(run.is_discarded()) << what;
-  ASSERT_EQ(run["losses"].size(), reference["losses"].size()) << what;
-  for (size_t i = 0; i < reference["losses"].size(); ++i) {
-    const double want = reference["losses"][i].get<double>();
-    EXPECT_NEAR(run["losses"][i].get<double>(), want, 1e-4 * std::abs(want)) << what << " " << i;
-  }
-  const double want = reference["final_params_l2"].get<double>();
-  EXPECT_NEAR(run["final_params_l2"].get<double>(), want, 1e-4 * want) << what;
 }
 
 class GpuWorkload : public ::testing::Test {

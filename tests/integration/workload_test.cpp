@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/command_runner.h"
+#include "tests/integration/workload_equivalence.h"
 
 namespace partrain::testing {
 namespace {
@@ -27,18 +28,6 @@ nlohmann::json run_workload(const std::string& layout, int steps,
   nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(doc.is_discarded()) << args << "\n" << r.out << r.err;
   return doc;
-}
-
-void expect_equivalent(const nlohmann::json& reference, const nlohmann::json& run,
-                       const std::string& what) {
-  ASSERT_EQ(run["losses"].size(), reference["losses"].size()) << what;
-  for (size_t i = 0; i < reference["losses"].size(); ++i) {
-    double want = reference["losses"][i].get<double>();
-    double got = run["losses"][i].get<double>();
-    EXPECT_NEAR(got, want, 1e-4 * std::abs(want)) << what << ", step " << i;
-  }
-  double want = reference["final_params_l2"].get<double>();
-  EXPECT_NEAR(run["final_params_l2"].get<double>(), want, 1e-4 * want) << what;
 }
 
 class Equivalence : public ::testing::TestWithParam<const char*> {
