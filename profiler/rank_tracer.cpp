@@ -130,6 +130,7 @@ void RankTracer::memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use
 void RankTracer::step_done(int64_t step_index, int64_t start_ns, int64_t end_ns, double loss,
                            int64_t tokens) {
   emit(StepEvent{rank_, step_index, timeline_ns(start_ns), end_ns - start_ns, loss, tokens});
+  if (step_listener_) step_listener_();
 }
 
 void RankTracer::emit(const TraceEvent& event) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,9 @@ class RankTracer {
                   int64_t gpu_end_ns = -1);
   void memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use);
   void step_done(int64_t step, int64_t start_ns, int64_t end_ns, double loss, int64_t tokens);
+  // Called on step_done's thread after each step is recorded: a GPU activity collection flushes
+  // there, so the step's kernels reach the trace promptly. Set before the first step.
+  void set_step_listener(std::function<void()> listener) { step_listener_ = std::move(listener); }
   // An event already on the timeline (rank metadata, stats).
   void emit(const TraceEvent& event);
 
@@ -91,6 +95,7 @@ class RankTracer {
   std::atomic<double> clock_offset_ns_{0};
   std::atomic<double> clock_drift_ppm_{0};
   std::atomic<int64_t> step_{-1};
+  std::function<void()> step_listener_;
 };
 
 // The process's active tracer (nullptr: not traced). The worker sets it before training starts

@@ -189,7 +189,7 @@ void InjectedProcess::cuda_initialised() {
 
 void InjectedProcess::start_gpu_tracing() {
   if (gpu_owner_) return;
-  gpu_owner_ = inject::start_gpu_tracing(gpu_sink_);
+  gpu_owner_ = profiler::start_gpu_tracing(gpu_sink_);
   gpu_.store(gpu_owner_.get(), std::memory_order_release);
 }
 

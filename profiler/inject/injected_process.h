@@ -13,9 +13,10 @@
 
 #include "profiler/gpu_activity_translator.h"
 #include "profiler/gpu_counter_sampler.h"
-#include "profiler/inject/gpu_tracing.h"
+#include "profiler/gpu_tracing.h"
 #include "profiler/nccl_tracker.h"
 #include "profiler/rank_tracer.h"
+#include "profiler/rank_tracer_gpu_sink.h"
 #include "profiler/step_marker.h"
 
 namespace partrain::profiler::inject {
@@ -55,23 +56,6 @@ class InjectedProcess {
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 
  private:
-  // The rank's tracer as the GPU translator's sink.
-  class TracerSink final : public GpuTraceSink {
-   public:
-    explicit TracerSink(RankTracer& tracer) : tracer_(tracer) {}
-    int32_t rank() const override { return tracer_.rank(); }
-    int64_t timeline_ns(int64_t local_ns) const override { return tracer_.timeline_ns(local_ns); }
-    int64_t step() const override { return tracer_.step(); }
-    void emit(const TraceEvent& event) override { tracer_.emit(event); }
-    void collective(const CollectiveEvent& event, int64_t gpu_start_ns,
-                    int64_t gpu_end_ns) override {
-      tracer_.collective(event, gpu_start_ns, gpu_end_ns);
-    }
-
-   private:
-    RankTracer& tracer_;
-  };
-
   InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_size);
 
   void start_gpu_tracing();
@@ -80,7 +64,7 @@ class InjectedProcess {
   void record_comm(const NcclCommEvent& event);
 
   std::unique_ptr<RankTracer> tracer_;
-  TracerSink gpu_sink_;
+  RankTracerGpuSink gpu_sink_;
   NcclTracker nccl_;
   std::unique_ptr<GpuTracing> gpu_owner_;
   std::atomic<GpuTracing*> gpu_{nullptr};

@@ -26,7 +26,8 @@ namespace partrain::runner {
 // accumulation is fp32 in both.
 enum class GemmPrecision {
   kFp32,  // fp32 operands, TF32 off: matches the CPU device to ~1e-5 relative
-  kBf16,  // operands rounded to bf16 into a workspace, fp32 accumulate and output (tensor cores)
+  kBf16,  // operands rounded to bf16 into a workspace, fp32 accumulate and output (tensor cores);
+          // attention's batched products take their fp32 operands as TF32 on the tensor cores
 };
 
 struct CudaDeviceOptions {

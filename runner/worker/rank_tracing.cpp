@@ -29,11 +29,12 @@ std::unique_ptr<RankTracing> RankTracing::from_env() {
 }
 
 RankTracing::RankTracing(std::unique_ptr<profiler::RankTracer> tracer)
-    : tracer_(std::move(tracer)) {
+    : tracer_(std::move(tracer)), gpu_sink_(*tracer_) {
   profiler::set_active_tracer(tracer_.get());
 }
 
 RankTracing::~RankTracing() {
+  stop_gpu_tracing();
   resync_.reset();
   profiler::set_active_tracer(nullptr);
   tracer_.reset();
@@ -55,6 +56,11 @@ void RankTracing::joined(const World& world, const std::string& device) {
   identity.host = host_name();
   identity.pid = ::getpid();
   identity.device = device;
+  if (device.rfind("cuda", 0) == 0) {
+    // CUDA is initialised (the device was made before the world): CUPTI sees its context.
+    gpu_ = profiler::start_gpu_tracing(gpu_sink_);
+    if (gpu_) tracer_->set_step_listener([gpu = gpu_.get()] { gpu->flush(); });
+  }
   if (!world.clock_offset) {  // a world of one: the timeline is this host's clock
     tracer_->emit(identity);
     return;
@@ -63,7 +69,15 @@ void RankTracing::joined(const World& world, const std::string& device) {
                                std::move(identity), *tracer_);
 }
 
+void RankTracing::stop_gpu_tracing() {
+  if (!gpu_) return;
+  tracer_->set_step_listener({});
+  gpu_->stop();  // records what CUPTI still holds, through the tracer
+  gpu_.reset();
+}
+
 void RankTracing::finish() {
+  stop_gpu_tracing();
   if (resync_) resync_->measure_now();
   if (!tracer_->flush()) {
     log::warn("rank {}: the trace recorder did not drain within 5 s; some events may be lost",

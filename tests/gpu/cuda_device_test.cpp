@@ -116,6 +116,31 @@ class CudaDeviceTest : public ::testing::Test {
     return host;
   }
 
+  // attention forward (output and probabilities) and backward against the CPU, within tolerance.
+  void compare_attention(double tolerance) {
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message()
+                   << "B " << s.B << " T " << s.T << " NH " << s.NH << " hs " << s.hs());
+      const int64_t B = s.B, T = s.T, NH = s.NH, hs = s.hs(), C = s.C;
+      const auto qkv = random_values(B * T * 3 * C, 1), dout = random_values(B * T * C, 2);
+      std::vector<float> out(B * T * C), att(B * NH * T * T);
+      cpu_.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+      float* gpu_qkv = on_gpu(qkv);
+      float* gpu_out = on_gpu(std::vector<float>(out.size()));
+      // Garbage above the diagonal must come back as zeros.
+      float* gpu_att = on_gpu(std::vector<float>(att.size(), 3.0f));
+      gpu_->attention_forward(gpu_out, gpu_att, gpu_qkv, B, T, NH, hs);
+      expect_close(from_gpu(gpu_out, out.size()), out, tolerance, "out");
+      expect_close(from_gpu(gpu_att, att.size()), att, tolerance, "att");
+
+      auto dqkv = random_values(qkv.size(), 3);
+      float* gpu_dqkv = on_gpu(dqkv);
+      cpu_.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, NH, hs);
+      gpu_->attention_backward(gpu_dqkv, on_gpu(dout), gpu_qkv, gpu_att, B, T, NH, hs);
+      expect_close(from_gpu(gpu_dqkv, dqkv.size()), dqkv, tolerance, "dqkv");
+    }
+  }
+
   // matmul forward (with and without bias) and backward (every gradient, then dweight alone)
   // against the CPU: GEMM outputs within gemm_tolerance, the bias gradient (a column sum, fp32 in
   // both precisions) within kFp32Tolerance. Returns the forward's largest error over its scale.
@@ -259,29 +284,7 @@ TEST_F(CudaDeviceTest, LayerNormForwardAndBackward) {
   }
 }
 
-TEST_F(CudaDeviceTest, AttentionForwardAndBackward) {
-  for (const Shape& s : kShapes) {
-    SCOPED_TRACE(::testing::Message()
-                 << "B " << s.B << " T " << s.T << " NH " << s.NH << " hs " << s.hs());
-    const int64_t B = s.B, T = s.T, NH = s.NH, hs = s.hs(), C = s.C;
-    const auto qkv = random_values(B * T * 3 * C, 1), dout = random_values(B * T * C, 2);
-    std::vector<float> out(B * T * C), att(B * NH * T * T);
-    cpu_.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
-    float* gpu_qkv = on_gpu(qkv);
-    float* gpu_out = on_gpu(std::vector<float>(out.size()));
-    // Garbage above the diagonal must come back as zeros.
-    float* gpu_att = on_gpu(std::vector<float>(att.size(), 3.0f));
-    gpu_->attention_forward(gpu_out, gpu_att, gpu_qkv, B, T, NH, hs);
-    expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "out");
-    expect_close(from_gpu(gpu_att, att.size()), att, kFp32Tolerance, "att");
-
-    auto dqkv = random_values(qkv.size(), 3);
-    float* gpu_dqkv = on_gpu(dqkv);
-    cpu_.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, NH, hs);
-    gpu_->attention_backward(gpu_dqkv, on_gpu(dout), gpu_qkv, gpu_att, B, T, NH, hs);
-    expect_close(from_gpu(gpu_dqkv, dqkv.size()), dqkv, kFp32Tolerance, "dqkv");
-  }
-}
+TEST_F(CudaDeviceTest, AttentionForwardAndBackward) { compare_attention(kFp32Tolerance); }
 
 TEST_F(CudaDeviceTest, GeluAndResidual) {
   const int64_t n = 3 * 13 * 60 + 1;
@@ -532,6 +535,9 @@ TEST_F(CudaDeviceBf16Test, MatmulWithinBf16Rounding) {
     EXPECT_GT(compare_matmul(s, kBf16Tolerance), 10 * kFp32Tolerance);
   }
 }
+
+// Attention's products go through the tensor cores as TF32 in bf16 mode.
+TEST_F(CudaDeviceBf16Test, AttentionWithinBf16Tolerance) { compare_attention(kBf16Tolerance); }
 
 }  // namespace
 }  // namespace partrain::runner

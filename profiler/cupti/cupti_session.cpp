@@ -1,4 +1,4 @@
-#include "profiler/inject/cupti/cupti_session.h"
+#include "profiler/cupti/cupti_session.h"
 
 #include <cupti.h>
 #include <dlfcn.h>
@@ -18,11 +18,11 @@
 #include "core/status.h"
 #include "profiler/cupti/cupti_activity_parser.h"
 
-namespace partrain::profiler::inject::cupti {
+namespace partrain::profiler::cupti {
 namespace {
 
-// CUPTI's entry points, found in whichever libcupti could be loaded: the injection library never
-// links it, so processes that never touch CUDA never load it.
+// CUPTI's entry points, found in whichever libcupti could be loaded: partrain never links it,
+// so processes that never touch CUDA never load it.
 struct CuptiApi {
   decltype(&cuptiActivityEnable) activity_enable = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
@@ -92,11 +92,11 @@ class CuptiSession final : public GpuTracing {
   }
 
   void push_correlation(uint64_t id) override {
-    api_.push_external(profiler::cupti::kNcclCorrelationKind, id);
+    api_.push_external(kNcclCorrelationKind, id);
   }
   void pop_correlation() override {
     uint64_t last = 0;
-    api_.pop_external(profiler::cupti::kNcclCorrelationKind, &last);
+    api_.pop_external(kNcclCorrelationKind, &last);
   }
   void add_nccl_call(const NcclCallRecord& call) override {
     std::lock_guard lock(mutex_);
@@ -243,7 +243,7 @@ void CuptiSession::translate(uint8_t* buffer, size_t valid) {
   std::vector<GpuActivity> activities;
   CUpti_Activity* record = nullptr;
   while (api_.next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
-    if (std::optional<GpuActivity> activity = profiler::cupti::parse_activity(*record)) {
+    if (std::optional<GpuActivity> activity = parse_activity(*record)) {
       activities.push_back(std::move(*activity));
     }
   }
@@ -312,4 +312,4 @@ std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink) {
   return session;
 }
 
-}  // namespace partrain::profiler::inject::cupti
+}  // namespace partrain::profiler::cupti

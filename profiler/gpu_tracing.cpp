@@ -1,10 +1,10 @@
-#include "profiler/inject/gpu_tracing.h"
+#include "profiler/gpu_tracing.h"
 
 #ifdef PARTRAIN_HAVE_CUDA
-#include "profiler/inject/cupti/cupti_session.h"
+#include "profiler/cupti/cupti_session.h"
 #endif
 
-namespace partrain::profiler::inject {
+namespace partrain::profiler {
 
 std::unique_ptr<GpuTracing> start_gpu_tracing(GpuTraceSink& sink) {
 #ifdef PARTRAIN_HAVE_CUDA
@@ -15,4 +15,4 @@ std::unique_ptr<GpuTracing> start_gpu_tracing(GpuTraceSink& sink) {
 #endif
 }
 
-}  // namespace partrain::profiler::inject
+}  // namespace partrain::profiler

@@ -1,6 +1,7 @@
-// GPU activity for an injected process: what the NCCL wrappers and the process's lifecycle need
-// from it, whatever collects it (CUPTI in CUDA builds; nothing otherwise). The CUPTI session is
-// profiler/inject/cupti/cupti_session.cpp.
+// GPU activity collection for one traced process: what its NCCL calls and its lifecycle need from
+// it, whatever collects it (CUPTI in CUDA builds; nothing otherwise). Used by the injection library
+// in a foreign program (profiler/inject/) and in-process by a `partrain launch --device cuda` rank
+// (runner/worker/rank_tracing.cpp). The CUPTI session is profiler/cupti/cupti_session.cpp.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include "profiler/gpu_activity_translator.h"
 #include "profiler/nccl_tracker.h"
 
-namespace partrain::profiler::inject {
+namespace partrain::profiler {
 
 class GpuTracing {
  public:
@@ -31,4 +32,4 @@ class GpuTracing {
 // goes on either way). Call once CUDA is initialised in the process.
 std::unique_ptr<GpuTracing> start_gpu_tracing(GpuTraceSink& sink);
 
-}  // namespace partrain::profiler::inject
+}  // namespace partrain::profiler

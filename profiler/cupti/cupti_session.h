@@ -1,4 +1,4 @@
-// The CUPTI activity session of one injected process: libcupti loaded with dlopen (whichever
+// The CUPTI activity session of one traced process (injected, or a partrain rank on a GPU): libcupti loaded with dlopen (whichever
 // the program's CUDA brought, else the toolkit's), the run's clock installed as CUPTI's
 // timestamp source, CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2, EXTERNAL_CORRELATION and
 // SYNCHRONIZATION enabled (RUNTIME and DRIVER with PARTRAIN_CUPTI_API=1), buffers from a bounded
@@ -7,10 +7,10 @@
 
 #include <memory>
 
-#include "profiler/inject/gpu_tracing.h"
+#include "profiler/gpu_tracing.h"
 
-namespace partrain::profiler::inject::cupti {
+namespace partrain::profiler::cupti {
 
 std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink);
 
-}  // namespace partrain::profiler::inject::cupti
+}  // namespace partrain::profiler::cupti
