@@ -1,12 +1,17 @@
 #include "runner/workload/param_layout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "core/parallel_for.h"
 #include "runner/workload/param_init.h"
 
 namespace partrain::runner {
 namespace {
+
+// Values per thread, at least, when initialising a parameter (parallel_for).
+constexpr int64_t kInitRange = int64_t{1} << 20;
 
 int64_t product(const std::vector<int64_t>& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
@@ -92,20 +97,25 @@ std::vector<float> ParamLayout::unit_initial_values(size_t index, uint64_t seed,
   std::vector<float> values(static_cast<size_t>(unit.numel));
   for (const LocalParam& param : unit.params) {
     float* out = values.data() + (param.offset - unit.offset);
-    for (int64_t i = 0; i < param.numel; ++i) {
-      switch (param.spec.init) {
-        case InitKind::kOnes: out[i] = 1.0f; break;
-        case InitKind::kZeros: out[i] = 0.0f; break;
-        case InitKind::kNormal:
-        case InitKind::kResidualNormal:
-        case InitKind::kFanIn: {
-          float std = param.spec.init == InitKind::kNormal           ? 0.02f
-                      : param.spec.init == InitKind::kResidualNormal ? residual_std
-                                                                     : std::sqrt(2.0f / static_cast<float>(param.spec.shape.back()));
-          auto g = static_cast<uint64_t>(global_index(param.spec, tp, i));
-          out[i] = std * init_normal(seed, param.spec.id, g);
-          break;
-        }
+    switch (param.spec.init) {
+      case InitKind::kOnes: std::fill_n(out, param.numel, 1.0f); break;
+      case InitKind::kZeros: std::fill_n(out, param.numel, 0.0f); break;
+      case InitKind::kNormal:
+      case InitKind::kResidualNormal:
+      case InitKind::kFanIn: {
+        const float std = param.spec.init == InitKind::kNormal ? 0.02f
+                          : param.spec.init == InitKind::kResidualNormal
+                              ? residual_std
+                              : std::sqrt(2.0f / static_cast<float>(param.spec.shape.back()));
+        // Each value a function of its global index alone: the split cannot change it, and a
+        // billion-parameter model is initialised on every core rather than one.
+        parallel_for(param.numel, kInitRange, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            auto g = static_cast<uint64_t>(global_index(param.spec, tp, i));
+            out[i] = std * init_normal(seed, param.spec.id, g);
+          }
+        });
+        break;
       }
     }
   }
