@@ -1,6 +1,7 @@
 // NCCL interposition: libpartrain_inject.so defines NCCL's public entry points, so under
 // LD_PRELOAD a program's calls land here first. Each wrapper finds the real function with
-// dlsym(RTLD_NEXT) (whichever libnccl the program loaded; this library never links NCCL), passes
+// dlsym(RTLD_NEXT), or in a libnccl the program loaded privately (whichever libnccl the program
+// loaded; this library never links NCCL), passes
 // the program's arguments through unchanged, returns NCCL's result unchanged, and tells the
 // process's NcclTracker what happened. While a process is not traced the wrappers only forward.
 #include <dlfcn.h>
@@ -23,10 +24,22 @@ namespace {
 // is ncclBroadcast underneath) is forwarded without being recorded twice.
 thread_local int t_wrapper_depth = 0;
 
-// The next definition of `name` after this library: the real NCCL's.
+// The next definition of `name` after this library: the real NCCL's. A libnccl loaded privately
+// is not in the global scope RTLD_NEXT searches: PyTorch's, a dependency of a Python extension
+// module that Python loads with RTLD_LOCAL (the program's calls still land here, since a
+// preloaded library comes first for every lookup). Such a one is found by its soname where it
+// was loaded (RTLD_NOLOAD: nothing is loaded that the program did not load).
 template <typename Fn>
 Fn next_definition(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  if (void* next = dlsym(RTLD_NEXT, name)) return reinterpret_cast<Fn>(next);
+  for (const char* soname : {"libnccl.so.2", "libnccl.so"}) {
+    void* library = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+    if (library == nullptr) continue;
+    void* symbol = dlsym(library, name);
+    dlclose(library);  // the reference NOLOAD took; the program's own keeps it loaded
+    if (symbol != nullptr) return reinterpret_cast<Fn>(symbol);
+  }
+  return nullptr;
 }
 
 // What a wrapper returns when the program reached it without any libnccl loaded (it looked the

@@ -55,11 +55,13 @@ class NcclInterposeTest : public ::testing::Test {
 
   // Runs both ranks of the program under `partrain trace`; `rank_env` says how each process
   // learns its rank ("RANK={} WORLD_SIZE=2", or nothing: from ncclCommInitRank).
-  CommandResult trace_two_ranks(const std::string& trace, const std::string& rank_env) {
+  // `program`: the program linked against libnccl, or the one that opens it privately.
+  CommandResult trace_two_ranks(const std::string& trace, const std::string& rank_env,
+                                const char* program = FAKE_NCCL_PROGRAM) {
     std::string ranks;
     for (int rank = 0; rank < 2; ++rank) {
       ranks += fmt::format("FAKE_NCCL_LOG={} {} {} {} 2 >{} & ", path(fmt::format("fake{}.log", rank)),
-                           fmt::format(fmt::runtime(rank_env), rank), FAKE_NCCL_PROGRAM, rank,
+                           fmt::format(fmt::runtime(rank_env), rank), program, rank,
                            path(fmt::format("out{}", rank)));
     }
     return run_partrain(fmt::format("trace -o {} -- sh -c '{}wait'", trace, ranks),
@@ -137,6 +139,28 @@ TEST_F(NcclInterposeTest, EveryCallReachesNcclUnchangedAndIsRecorded) {
             "0|ncclCommDestroy\n");
   EXPECT_EQ(q.rows("SELECT rank, value FROM stats WHERE name = 'nccl_failed_calls' ORDER BY rank"),
             "0|1\n1|1\n");
+}
+
+// PyTorch's libnccl is a dependency of a library Python opens with RTLD_LOCAL: outside the global
+// scope that dlsym(RTLD_NEXT) searches. The calls still land in the wrappers, which find the real
+// functions in that private libnccl: every call reaches it unchanged and is recorded.
+TEST_F(NcclInterposeTest, ALibncclLoadedPrivatelyIsFoundAndCalled) {
+  const std::string trace = path("private.db");
+  CommandResult r = trace_two_ranks(trace, "RANK={} WORLD_SIZE=2", FAKE_NCCL_DLOPEN_PROGRAM);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("no libnccl is loaded"), std::string::npos) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string out = read_file(path(fmt::format("out{}", rank)));
+    EXPECT_NE(out.find(fmt::format("done rank {}: all results as expected", rank)),
+              std::string::npos)
+        << out;
+    const std::vector<std::string> made = calls_made(out);
+    ASSERT_EQ(made.size(), 21u) << out;
+    EXPECT_EQ(calls_received(read_file(path(fmt::format("fake{}.log", rank)))), made);
+  }
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT rank, count(*) FROM collectives GROUP BY rank ORDER BY rank"),
+            "0|10\n1|10\n");
 }
 
 // NCCL exports every entry point under a second, profiling name (pncclX: in libnccl the function
