@@ -16,6 +16,8 @@ tests/gpu/*_test.cpp) with the non-CUDA shared libraries they need into one arch
     bin/                   partrain and the GPU tests, debug info stripped, RUNPATH $ORIGIN/../lib
     lib/                   libpartrain_inject.so, libgloo, libopenblas, ... (RUNPATH $ORIGIN)
     share/partrain/        presets and SQL, found beside bin/ as after an install
+    tests/                 tests/gpu/*.py: the PyTorch program gpu-validate.sh traces and its
+                           trace checker (torch_nccl_program.py, check_torch_trace.py)
     MANIFEST.txt           build, the CUDA libraries the target must provide, glibc needed, files
 
 The CUDA libraries (cudart, cuBLAS, CUPTI, NCCL) and the driver are not packed: the target
@@ -113,6 +115,12 @@ cp -R "$source_dir/share/." "$root/share/partrain/"
 rm -f "$root/share/partrain/CMakeLists.txt"
 cp "$source_dir/scripts/gpu-validate.sh" "$root/gpu-validate.sh"
 chmod +x "$root/gpu-validate.sh"
+# The Python programs gpu-validate.sh runs with the target's own PyTorch (rows "torch ...").
+python_files=("$source_dir"/tests/gpu/*.py)
+if [ -e "${python_files[0]}" ]; then
+  mkdir -p "$root/tests"
+  cp "${python_files[@]}" "$root/tests/"
+fi
 
 # The newest glibc / libstdc++ symbol versions anything packed asks for: the target needs them.
 newest_version() {

@@ -110,7 +110,8 @@ void expect_gpu_rows_skipped(const CommandResult& r) {
 #endif
   }
   for (const char* name : {"partrain starts", "cuda libraries", "torch gemm ceiling", "bench nccl",
-                           "gpt cuda bf16", "gpt memory", "gpt trace overhead"}) {
+                           "gpt cuda bf16", "gpt memory", "gpt trace overhead", "torch nccl trace",
+                           "torch trace overhead"}) {
     EXPECT_TRUE(names.count(name)) << name << " missing from the table:\n" << r.out;
   }
   for (const std::string& test : gpu_test_names()) {
@@ -167,7 +168,8 @@ TEST(GpuBundle, SelfContainedAndValidatesWithoutAGpu) {
   ASSERT_EQ(run_shell("tar -xzf " + quoted(archive) + " -C " + quoted(scratch.path())).exit_code, 0);
   const fs::path root = scratch.path() / "partrain-gpu-bundle";
   for (const char* file : {"gpu-validate.sh", "MANIFEST.txt", "bin/partrain",
-                           "lib/libpartrain_inject.so", "share/partrain/models"}) {
+                           "lib/libpartrain_inject.so", "share/partrain/models",
+                           "tests/torch_nccl_program.py", "tests/check_torch_trace.py"}) {
     EXPECT_TRUE(fs::exists(root / file)) << file << " missing from the bundle";
   }
   for (const std::string& test : gpu_test_names()) {
