@@ -68,6 +68,22 @@ class NcclInterposeTest : public ::testing::Test {
                         "FAKE_NCCL_FAIL=ncclReduce FAKE_NCCL_ID=job42 env -u RANK -u WORLD_SIZE");
   }
 
+  // Both ranks' programs: results passed through (ncclReduce's error came back, everything else
+  // succeeded), and the fake saw exactly the calls, in the order and with the arguments, the
+  // program made.
+  void expect_calls_reached_nccl_unchanged() const {
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string out = read_file(path(fmt::format("out{}", rank)));
+      EXPECT_NE(out.find("result ncclReduce 4\n"), std::string::npos) << out;
+      EXPECT_NE(out.find(fmt::format("done rank {}: all results as expected", rank)),
+                std::string::npos)
+          << out;
+      const std::vector<std::string> made = calls_made(out);
+      ASSERT_EQ(made.size(), 21u) << out;
+      EXPECT_EQ(calls_received(read_file(path(fmt::format("fake{}.log", rank)))), made);
+    }
+  }
+
   ScratchDir scratch_;
 };
 
@@ -75,18 +91,7 @@ TEST_F(NcclInterposeTest, EveryCallReachesNcclUnchangedAndIsRecorded) {
   const std::string trace = path("nccl.db");
   CommandResult r = trace_two_ranks(trace, "RANK={} WORLD_SIZE=2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (int rank = 0; rank < 2; ++rank) {
-    const std::string out = read_file(path(fmt::format("out{}", rank)));
-    // Results passed through: ncclReduce's error came back, everything else succeeded.
-    EXPECT_NE(out.find("result ncclReduce 4\n"), std::string::npos) << out;
-    EXPECT_NE(out.find(fmt::format("done rank {}: all results as expected", rank)),
-              std::string::npos)
-        << out;
-    // The fake saw exactly the calls, in the order and with the arguments, the program made.
-    const std::vector<std::string> made = calls_made(out);
-    ASSERT_EQ(made.size(), 21u) << out;
-    EXPECT_EQ(calls_received(read_file(path(fmt::format("fake{}.log", rank)))), made);
-  }
+  expect_calls_reached_nccl_unchanged();
 
   TraceQuery q(trace);
   EXPECT_EQ(q.rows("SELECT status FROM runs"), "completed\n");
@@ -149,15 +154,7 @@ TEST_F(NcclInterposeTest, ALibncclLoadedPrivatelyIsFoundAndCalled) {
   CommandResult r = trace_two_ranks(trace, "RANK={} WORLD_SIZE=2", FAKE_NCCL_DLOPEN_PROGRAM);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("no libnccl is loaded"), std::string::npos) << r.err;
-  for (int rank = 0; rank < 2; ++rank) {
-    const std::string out = read_file(path(fmt::format("out{}", rank)));
-    EXPECT_NE(out.find(fmt::format("done rank {}: all results as expected", rank)),
-              std::string::npos)
-        << out;
-    const std::vector<std::string> made = calls_made(out);
-    ASSERT_EQ(made.size(), 21u) << out;
-    EXPECT_EQ(calls_received(read_file(path(fmt::format("fake{}.log", rank)))), made);
-  }
+  expect_calls_reached_nccl_unchanged();
   TraceQuery q(trace);
   EXPECT_EQ(q.rows("SELECT rank, count(*) FROM collectives GROUP BY rank ORDER BY rank"),
             "0|10\n1|10\n");
