@@ -106,7 +106,7 @@ SliceEvent GpuActivityTranslator::slice_on(TrackKind kind, std::string track,
   slice.category = category;
   slice.ts_ns = sink_.timeline_ns(start_ns);
   slice.dur_ns = std::max<int64_t>(0, end_ns - start_ns);
-  slice.step = sink_.step();
+  slice.step = sink_.step_at(start_ns);
   return slice;
 }
 

@@ -23,7 +23,9 @@ class GpuTraceSink {
   virtual ~GpuTraceSink() = default;
   virtual int32_t rank() const = 0;
   virtual int64_t timeline_ns(int64_t local_ns) const = 0;
-  virtual int64_t step() const = 0;
+  // The step the rank was in at local_ns (-1: none): GPU records arrive late, and belong to the
+  // step in which their work began.
+  virtual int64_t step_at(int64_t local_ns) const = 0;
   virtual void emit(const TraceEvent& event) = 0;
   // An NCCL call with its kernels' span (local ns; -1 when none was seen).
   virtual void collective(const CollectiveEvent& event, int64_t gpu_start_ns,

@@ -3,11 +3,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -103,11 +106,29 @@ void RankTracer::slice(std::string_view name, SliceCategory category, int64_t st
   emit(e);
 }
 
+void RankTracer::set_step(int64_t step) {
+  const int64_t now = monotonic_ns();
+  step_.store(step, std::memory_order_relaxed);
+  std::lock_guard lock(step_history_mutex_);
+  step_history_.emplace_back(now, step);
+  if (step_history_.size() > kStepHistory) step_history_.pop_front();
+}
+
+int64_t RankTracer::step_at(int64_t local_ns) const {
+  std::lock_guard lock(step_history_mutex_);
+  // The first change after local_ns; the one before it is the step then.
+  auto after = std::upper_bound(step_history_.begin(), step_history_.end(), local_ns,
+                                [](int64_t ns, const auto& change) { return ns < change.first; });
+  return after == step_history_.begin() ? -1 : std::prev(after)->second;
+}
+
 void RankTracer::collective(const CollectiveEvent& event, int64_t gpu_start_ns,
                             int64_t gpu_end_ns) {
   CollectiveRecord record;
   record.world_rank = rank_;
-  record.step = step();
+  // The step the call was made in: an NCCL call is written once its kernels are known.
+  const int64_t issued_ns = event.start_ns > 0 ? event.start_ns : event.enqueue_ns;
+  record.step = issued_ns > 0 ? step_at(issued_ns) : step();
   if (gpu_start_ns >= 0 && gpu_end_ns >= gpu_start_ns) {
     record.gpu_start_ns = timeline_ns(gpu_start_ns);
     record.gpu_end_ns = timeline_ns(gpu_end_ns);

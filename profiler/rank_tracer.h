@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "profiler/clock_sync.h"
 #include "profiler/collector.h"
@@ -55,9 +57,14 @@ class RankTracer {
   void set_clock(const ClockDrift& drift);
   int64_t timeline_ns(int64_t local_ns) const;
 
-  // The training step the rank is in; slices and collectives are tagged with it (-1: none).
-  void set_step(int64_t step) { step_.store(step, std::memory_order_relaxed); }
+  // The training step the rank is in from now on; slices are tagged with it (-1: none).
+  void set_step(int64_t step);
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
+  // The step the rank was in at local_ns (the latest set_step at or before it; -1 before any, or
+  // before the oldest of the last kStepHistory): for what is recorded after the fact (a GPU
+  // kernel's record, an NCCL call written once its kernels are known).
+  int64_t step_at(int64_t local_ns) const;
+  static constexpr size_t kStepHistory = 4096;
 
   // Times below are local monotonic ns (core/clock.h); the tracer moves them onto the timeline.
   // The track is the calling thread's: "main" for the thread that made the tracer.
@@ -95,6 +102,8 @@ class RankTracer {
   std::atomic<double> clock_offset_ns_{0};
   std::atomic<double> clock_drift_ppm_{0};
   std::atomic<int64_t> step_{-1};
+  mutable std::mutex step_history_mutex_;
+  std::deque<std::pair<int64_t, int64_t>> step_history_;  // (local ns, step), oldest first
   std::function<void()> step_listener_;
 };
 

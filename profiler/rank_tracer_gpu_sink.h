@@ -15,7 +15,7 @@ class RankTracerGpuSink final : public GpuTraceSink {
   explicit RankTracerGpuSink(RankTracer& tracer) : tracer_(tracer) {}
   int32_t rank() const override { return tracer_.rank(); }
   int64_t timeline_ns(int64_t local_ns) const override { return tracer_.timeline_ns(local_ns); }
-  int64_t step() const override { return tracer_.step(); }
+  int64_t step_at(int64_t local_ns) const override { return tracer_.step_at(local_ns); }
   void emit(const TraceEvent& event) override { tracer_.emit(event); }
   void collective(const CollectiveEvent& event, int64_t gpu_start_ns,
                   int64_t gpu_end_ns) override {

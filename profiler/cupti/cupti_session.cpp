@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -34,12 +35,13 @@ struct CuptiApi {
   decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
 
   bool complete() const {
     return activity_enable && register_callbacks && register_timestamp && flush_all &&
            next_record && dropped_records && push_external && pop_external && subscribe &&
-           unsubscribe && result_string;
+           unsubscribe && result_string && enable_callback;
   }
 };
 
@@ -76,6 +78,26 @@ constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_MEMORY2,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
 
+// The launch calls whose callbacks link a kernel to the NCCL call around it: NCCL launches its
+// kernels through the driver (cuLaunchKernelEx) or the runtime, depending on its version.
+constexpr std::pair<CUpti_CallbackDomain, CUpti_CallbackId> kLaunchCallbacks[] = {
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000},
+};
+
+// The NCCL call this thread is inside (its external correlation id), 0 outside any.
+thread_local uint64_t t_nccl_call = 0;
+
 class CuptiSession;
 CuptiSession* g_session = nullptr;  // CUPTI's buffer callbacks carry no user data
 
@@ -93,10 +115,12 @@ class CuptiSession final : public GpuTracing {
 
   void push_correlation(uint64_t id) override {
     api_.push_external(kNcclCorrelationKind, id);
+    t_nccl_call = id;
   }
   void pop_correlation() override {
     uint64_t last = 0;
     api_.pop_external(kNcclCorrelationKind, &last);
+    t_nccl_call = 0;
   }
   void add_nccl_call(const NcclCallRecord& call) override {
     std::lock_guard lock(mutex_);
@@ -115,6 +139,12 @@ class CuptiSession final : public GpuTracing {
   static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer,
                                         size_t size, size_t valid);
   static uint64_t CUPTIAPI timestamp() { return static_cast<uint64_t>(monotonic_ns()); }
+  // A kernel launch's callback, on the launching thread: inside an NCCL call, the launch's
+  // correlation id is linked to the call. CUPTI writes EXTERNAL_CORRELATION records only for API
+  // activity records (RUNTIME, DRIVER), which cost far more than these few callbacks
+  // (PARTRAIN_CUPTI_API=1 turns those on; both links then agree).
+  static void CUPTIAPI on_launch(void* session, CUpti_CallbackDomain domain,
+                                 CUpti_CallbackId callback, const void* data);
 
  private:
   uint8_t* take_buffer();
@@ -147,8 +177,7 @@ std::string result_text(const CuptiApi& api, CUptiResult result) {
 Status CuptiSession::enable() {
   // CUPTI has one subscriber per process: when nsys, the PyTorch profiler or another tool holds
   // it, partrain stays out of its way.
-  CUptiResult result = api_.subscribe(
-      &subscriber_, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr);
+  CUptiResult result = api_.subscribe(&subscriber_, &CuptiSession::on_launch, this);
   if (result != CUPTI_SUCCESS) subscriber_ = nullptr;
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     return unavailable("CUPTI is already in use by another profiler in this process (nsys, the "
@@ -178,8 +207,23 @@ Status CuptiSession::enable() {
                          result_text(api_, result));
     }
   }
+  for (const auto& [domain, callback] : kLaunchCallbacks) {
+    // One this CUDA does not know (an older driver's) links nothing: its launches are not made.
+    (void)api_.enable_callback(1, subscriber_, domain, callback);
+  }
   flusher_ = std::thread([this] { periodic_flush(); });
   return Status::ok();
+}
+
+void CUPTIAPI CuptiSession::on_launch(void* session, CUpti_CallbackDomain /*domain*/,
+                                      CUpti_CallbackId /*callback*/, const void* data) {
+  const uint64_t call = t_nccl_call;
+  if (call == 0 || session == nullptr || data == nullptr) return;
+  const auto* launch = static_cast<const CUpti_CallbackData*>(data);
+  if (launch->callbackSite != CUPTI_API_ENTER) return;
+  auto* self = static_cast<CuptiSession*>(session);
+  std::lock_guard lock(self->mutex_);
+  self->translator_.add(GpuExternalCorrelation{call, launch->correlationId});
 }
 
 // Buffers are delivered when full or flushed: a flush every second, and one when a step ends,
@@ -297,6 +341,7 @@ std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink) {
   find(library, "cuptiSubscribe", api.subscribe);
   find(library, "cuptiUnsubscribe", api.unsubscribe);
   find(library, "cuptiGetResultString", api.result_string);
+  find(library, "cuptiEnableCallback", api.enable_callback);
   if (!api.complete()) {
     notice("the libcupti found lacks entry points partrain needs (CUDA 11.6 or newer is): GPU "
            "kernels are not recorded; NCCL calls still are");

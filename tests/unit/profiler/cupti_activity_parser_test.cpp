@@ -21,7 +21,7 @@ class CollectingSink final : public GpuTraceSink {
  public:
   int32_t rank() const override { return 0; }
   int64_t timeline_ns(int64_t local_ns) const override { return local_ns; }
-  int64_t step() const override { return -1; }
+  int64_t step_at(int64_t /*local_ns*/) const override { return -1; }
   void emit(const TraceEvent& event) override { events.push_back(event); }
   void collective(const CollectiveEvent& event, int64_t gpu_start_ns,
                   int64_t gpu_end_ns) override {

@@ -14,12 +14,13 @@
 namespace partrain::profiler {
 namespace {
 
-// A rank whose clock is the timeline shifted by 1 000 ns; collects what the translator emits.
+// A rank whose clock is the timeline shifted by 1 000 ns, in step 2 until its local 1 600 ns and in
+// step 3 from then on; collects what the translator emits.
 class RecordingSink final : public GpuTraceSink {
  public:
   int32_t rank() const override { return 3; }
   int64_t timeline_ns(int64_t local_ns) const override { return local_ns + 1000; }
-  int64_t step() const override { return 2; }
+  int64_t step_at(int64_t local_ns) const override { return local_ns < 1600 ? 2 : 3; }
   void emit(const TraceEvent& event) override { events.push_back(event); }
   void collective(const CollectiveEvent& event, int64_t gpu_start_ns,
                   int64_t gpu_end_ns) override {
@@ -95,13 +96,14 @@ TEST_F(GpuActivityTranslatorTest, KernelsCopiesSetsWaitsAndMemoryBecomeRows) {
                    "dynamic_shared_bytes FROM kernels"),
             "3|matmul_f32(float const*, float const*, float*, int)|6000|4000|11|0|7|128|2|1|256|"
             "40|1024|49152\n");
+  // Each row in the step the rank was in when it began (not when its record arrived).
   EXPECT_EQ(q.rows("SELECT track_kind, track, name, category, ts_ns, dur_ns, step FROM slices "
                    "ORDER BY ts_ns"),
             "cuda_stream|gpu0 stream 7|memcpy HtoD|memcpy|2000|500|2\n"
-            "cuda_stream|gpu0 stream 7|memset|memset|2600|100|2\n"
-            "cpu_thread|cuda sync|stream_synchronize|sync|3000|7100|2\n"
+            "cuda_stream|gpu0 stream 7|memset|memset|2600|100|3\n"
+            "cpu_thread|cuda sync|stream_synchronize|sync|3000|7100|3\n"
             "cuda_stream|gpu0 stream 7|matmul_f32(float const*, float const*, float*, int)|"
-            "kernel|6000|4000|2\n");
+            "kernel|6000|4000|3\n");
   // The copy's and the fill's bytes, correlation and stream, and the copy's rate (4096 B in
   // 500 ns: 8.192 GB/s).
   EXPECT_EQ(q.rows("SELECT name, category, bytes, correlation_id, device, stream, gbps "

@@ -9,6 +9,9 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "core/clock.h"
 #include "profiler/trace_scope.h"
 #include "profiler/trace_session.h"
 #include "tests/support/scratch_dir.h"
@@ -51,6 +54,7 @@ class RankTracerTest : public ::testing::Test {
 };
 
 TEST_F(RankTracerTest, EventsLandOnTheTimelineWithStepAndTrack) {
+  int64_t collective_ts = 0;
   {
     RankTracer tracer(tracer_options(3));
     // Offset 1000 ns at local 0, drifting 10 ppm: at local 1e9 the offset is 11000 ns.
@@ -76,10 +80,12 @@ TEST_F(RankTracerTest, EventsLandOnTheTimelineWithStepAndTrack) {
     event.bytes = 32;
     event.group_ranks = {0, 1, 2, 3};
     event.rank = 3;
-    event.enqueue_ns = 0;
-    event.start_ns = 10;
-    event.end_ns = 30;
+    // Issued in step 7 (the step is looked up by when the call was made, local monotonic ns).
+    event.start_ns = monotonic_ns();
+    event.enqueue_ns = event.start_ns - 10;
+    event.end_ns = event.start_ns + 20;
     event.state = CollectiveState::kCompleted;
+    collective_ts = tracer.timeline_ns(event.start_ns);
     tracer.collective(event);
     tracer.memory(1, 0, 4096);
     tracer.step_done(7, 0, 2'000, 2.5, 64);
@@ -95,11 +101,33 @@ TEST_F(RankTracerTest, EventsLandOnTheTimelineWithStepAndTrack) {
             "1|1000|100\n");
   EXPECT_EQ(rows(db(), "SELECT rank, comm_id, seq, op, bytes, ts_ns, dur_ns, step, group_ranks "
                        "FROM collectives"),
-            "3|world|4|all_reduce|32|1010|20|7|0,1,2,3\n");
+            fmt::format("3|world|4|all_reduce|32|{}|20|7|0,1,2,3\n", collective_ts));
   EXPECT_EQ(rows(db(), "SELECT rank, ts_ns, category, bytes FROM memory_events"),
             "3|1000|grads|4096\n");
   EXPECT_EQ(rows(db(), "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM steps"),
             "3|7|1000|2000|2.5|64\n");
+}
+
+// What is written after the fact (an NCCL call once its kernels are known, a GPU record) carries
+// the step the rank was in when it happened, not the one it is in when written.
+TEST_F(RankTracerTest, LateRecordsCarryTheStepTheyHappenedIn) {
+  RankTracer tracer(tracer_options(1));
+  EXPECT_EQ(tracer.step_at(monotonic_ns()), -1);  // no step yet
+  tracer.set_step(0);
+  const int64_t in_step_0 = monotonic_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  tracer.set_step(1);
+  const int64_t in_step_1 = monotonic_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  tracer.set_step(-1);
+  EXPECT_EQ(tracer.step(), -1);
+  EXPECT_EQ(tracer.step_at(in_step_0), 0);
+  EXPECT_EQ(tracer.step_at(in_step_1), 1);
+  EXPECT_EQ(tracer.step_at(monotonic_ns()), -1);
+  EXPECT_EQ(tracer.step_at(in_step_0 - 1'000'000'000), -1);  // before the first step
+  for (size_t i = 0; i < RankTracer::kStepHistory; ++i) tracer.set_step(2);
+  EXPECT_EQ(tracer.step_at(in_step_1), -1);  // older than the history kept
+  EXPECT_EQ(tracer.step_at(monotonic_ns()), 2);
 }
 
 TEST_F(RankTracerTest, TraceScopeRecordsOnlyWhileATracerIsActive) {
