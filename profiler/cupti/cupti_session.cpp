@@ -26,6 +26,7 @@ namespace {
 // so processes that never touch CUDA never load it.
 struct CuptiApi {
   decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityDisable) activity_disable = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
@@ -39,7 +40,7 @@ struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
 
   bool complete() const {
-    return activity_enable && register_callbacks && register_timestamp && flush_all &&
+    return activity_enable && activity_disable && register_callbacks && register_timestamp && flush_all &&
            next_record && dropped_records && push_external && pop_external && subscribe &&
            unsubscribe && result_string && enable_callback;
   }
@@ -109,7 +110,12 @@ class CuptiSession final : public GpuTracing {
   // failure the subscription is given back so another tool can have CUPTI.
   Status start() {
     Status started = enable();
-    if (!started.is_ok() && subscriber_ != nullptr) api_.unsubscribe(subscriber_);
+    if (!started.is_ok()) {
+      for (CUpti_ActivityKind kind : enabled_) api_.activity_disable(kind);
+      if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);
+      subscriber_ = nullptr;
+      stopped_ = true;  // nothing runs: the destructor leaves CUPTI alone
+    }
     return started;
   }
 
@@ -133,7 +139,11 @@ class CuptiSession final : public GpuTracing {
     }
     flusher_wake_.notify_all();
   }
+  // Everything still in CUPTI's hands recorded, then the activity kinds disabled, the callbacks
+  // unsubscribed and the buffer callbacks pointed at no session: CUDA work after it (a rank's
+  // device freeing its memory at teardown) reaches nothing of this session. Once.
   void stop() override;
+  ~CuptiSession() override { stop(); }
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer,
@@ -165,6 +175,8 @@ class CuptiSession final : public GpuTracing {
   std::mutex flusher_mutex_;
   std::condition_variable flusher_wake_;
   bool stopping_ = false;
+  bool stopped_ = false;
+  std::vector<CUpti_ActivityKind> enabled_;  // to disable at stop()
   bool flush_now_ = false;  // a step ended: flush before the second is up
 };
 
@@ -201,6 +213,7 @@ Status CuptiSession::enable() {
   }
   for (CUpti_ActivityKind kind : kinds) {
     result = api_.activity_enable(kind);
+    if (result == CUPTI_SUCCESS) enabled_.push_back(kind);
     if (result != CUPTI_SUCCESS) {
       return unavailable("CUPTI activity kind {} cannot be enabled ({}): GPU kernels are not "
                          "recorded; NCCL calls still are", static_cast<int>(kind),
@@ -297,6 +310,8 @@ void CuptiSession::translate(uint8_t* buffer, size_t valid) {
 }
 
 void CuptiSession::stop() {
+  if (stopped_) return;
+  stopped_ = true;
   {
     std::lock_guard lock(flusher_mutex_);
     stopping_ = true;
@@ -304,6 +319,11 @@ void CuptiSession::stop() {
   flusher_wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
   api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind kind : enabled_) api_.activity_disable(kind);
+  api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // what was recorded until the disable
+  g_session = nullptr;  // a buffer CUPTI still asks for gets none: nothing reaches this session
+  if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);  // launch callbacks off
+  subscriber_ = nullptr;
   std::lock_guard lock(mutex_);
   translator_.flush(/*final=*/true);
   if (translator_.calls_without_gpu_time() > 0) {
@@ -331,6 +351,7 @@ std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink) {
   }
   CuptiApi api;
   find(library, "cuptiActivityEnable", api.activity_enable);
+  find(library, "cuptiActivityDisable", api.activity_disable);
   find(library, "cuptiActivityRegisterCallbacks", api.register_callbacks);
   find(library, "cuptiActivityRegisterTimestampCallback", api.register_timestamp);
   find(library, "cuptiActivityFlushAll", api.flush_all);
