@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runner/device/cpu_device.h"
+#include "tests/gpu/visible_gpus.h"
 #include "tests/unit/runner/ops/gradient_check.h"
 
 namespace partrain::runner {
@@ -23,14 +24,6 @@ using ops::testing::random_values;
 
 constexpr double kFp32Tolerance = 1e-5;
 constexpr double kBf16Tolerance = 1e-2;
-
-// Why the GPU tests cannot run here, or "" when a GPU is visible.
-std::string no_gpu_reason() {
-  StatusOr<int> count = visible_cuda_devices();
-  if (!count.is_ok()) return count.status().message();
-  if (*count == 0) return "cudaGetDeviceCount found 0 devices";
-  return "";
-}
 
 double max_abs(const std::vector<float>& values) {
   double largest = 0.0;
@@ -85,8 +78,8 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t V, uint32_t seed) {
 class CudaDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string reason = no_gpu_reason();
-    if (!reason.empty()) GTEST_SKIP() << "no GPU visible: " << reason;
+    const std::string reason = partrain::testing::no_gpu_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
     StatusOr<std::unique_ptr<Device>> device = create_cuda_device({.precision = precision()});
     ASSERT_TRUE(device.is_ok()) << device.status().message();
     gpu_ = std::move(*device);

@@ -11,21 +11,16 @@
 #include <vector>
 
 #include "runner/device/cuda_device.h"
+#include "tests/gpu/visible_gpus.h"
 
 namespace partrain::runner {
 namespace {
 
-std::string no_gpu_reason() {
-  StatusOr<int> count = visible_cuda_devices();
-  if (!count.is_ok()) return count.status().message();
-  if (*count == 0) return "cudaGetDeviceCount found 0 devices";
-  return "";
-}
-
 class CudaMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string reason = no_gpu_reason(); !reason.empty()) GTEST_SKIP() << "no GPU visible: " << reason;
+    const std::string reason = partrain::testing::no_gpu_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
   }
 };
 

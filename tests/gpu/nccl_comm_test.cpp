@@ -8,15 +8,13 @@
 
 #include "runner/comm/nccl_comm.h"
 #include "runner/rendezvous/in_memory_store.h"
+#include "tests/gpu/visible_gpus.h"
 #include "tests/integration/command_runner.h"
 
 namespace partrain::comm {
 namespace {
 
-int visible_gpus() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
+using testing::visible_gpus;
 
 TEST(NcclComm, WorldOfOneCollectivesOnDeviceMemory) {
   if (visible_gpus() < 1) GTEST_SKIP() << "no GPU visible";

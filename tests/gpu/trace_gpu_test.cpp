@@ -2,7 +2,6 @@
 // a real run holds every rank's kernels by demangled name with their launch shapes, inside the
 // run's steps on the run's timeline, its copies, and no CUPTI data loss. Skipped, never passed,
 // without a GPU.
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/gpu/visible_gpus.h"
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
@@ -17,11 +17,6 @@
 namespace partrain::testing {
 namespace {
 namespace fs = std::filesystem;
-
-int visible_gpus() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
 
 constexpr const char* kModel =
     "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3";

@@ -2,23 +2,18 @@
 // the CUDA device (its fp32 GEMMs run without TF32) computes what the CPU device computes to
 // the equivalence tests' 1e-4: four ranks sharing the GPU through Gloo, and NCCL with one rank
 // per GPU (world size 1 on a one-GPU machine, more where there are more GPUs).
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/gpu/visible_gpus.h"
 #include "tests/integration/command_runner.h"
 #include "tests/integration/workload_equivalence.h"
 
 namespace partrain::testing {
 namespace {
-
-int visible_gpus() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
 
 constexpr const char* kModel =
     "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3 "
