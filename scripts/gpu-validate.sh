@@ -134,6 +134,10 @@ run_step() {
   t1=$(date +%s.%N)
   step_seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 }
+# A / B as "1.069x", or "?" when either is missing or not positive.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", a / b; else printf "?" }'; }
+# Seconds A + B, as the table shows them.
+add_seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a + b }'; }
 # NAME WANTED: sets limit to WANTED cut to what is left of the budget; with under 15 s left, adds
 # NAME's SKIPPED row and fails instead (timeout 0 would mean no limit at all).
 start_check() {
@@ -398,7 +402,8 @@ gpt_run() {  # NAME TRACE-FLAGS... (within $limit): sets step_rc, step_seconds; 
   run_step "$limit" "$out_dir/$name.log" --json "$out_dir/$name.json" "$partrain" launch -n 1 --workload gpt \
     --device cuda --precision bf16 "${GPT_DIMS[@]}" --micro-batch 1 --steps 20 --json "$@"
 }
-median_ms() { json_eval "$1" '"%.1f" % d["step_time_ms"]["median"]'; }
+# The median step time (ms) of a `launch --json` summary or of the torch program's (both step_time_ms).
+median_ms() { json_eval "$1" '"%.2f" % d["step_time_ms"]["median"]'; }
 # The preset in share/gpus for the GPU nvidia-smi names: MFU is measured against its dense bf16
 # peak (the launcher's own MFU is against the GEMM rate it measures at start).
 gpu_preset() {  # NAME: prints the preset's name, or nothing
@@ -485,8 +490,8 @@ elif start_check "gpt trace overhead" 200; then
   gpt_run gpt-traced --trace "$out_dir/gpt-traced.db"
   if [ $step_rc -eq 0 ]; then
     traced=$(median_ms "$out_dir/gpt-traced.json") untraced=$(median_ms "$out_dir/gpt-untraced.json")
-    ratio=$(awk -v a="$traced" -v b="$untraced" 'BEGIN { if (b > 0) printf "%.3f", a / b }')
-    add_row "gpt trace overhead" PASS "step ${traced:-?} ms traced / ${untraced:-?} ms = ${ratio:-?}x" \
+    add_row "gpt trace overhead" PASS \
+      "step ${traced:-?} ms traced / ${untraced:-?} ms = $(ratio "$traced" "$untraced")" \
       "$step_seconds" "median step times"
   else
     add_row "gpt trace overhead" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-traced.log")"
@@ -560,7 +565,7 @@ elif start_check "torch nccl trace" 90; then
     [ $check_limit -ge 10 ] || check_limit=10
     run_step "$check_limit" "$out_dir/torch-trace-check.log" \
       python3 "$torch_dir/check_torch_trace.py" "$out_dir/torch-traced.db" "$out_dir/torch-traced.json"
-    seconds=$(awk -v a="$seconds" -v b="$step_seconds" 'BEGIN { printf "%.1f", a + b }')
+    seconds=$(add_seconds "$seconds" "$step_seconds")
     figure=$(sed -n 's/^figure: //p' "$out_dir/torch-trace-check.log" | tail -1)
     verdict=$(tail -1 "$out_dir/torch-trace-check.log")
     if [ $step_rc -eq 0 ] && [ "$verdict" = PASS ]; then
@@ -591,13 +596,11 @@ elif start_check "torch trace overhead" 120; then
   if [ $plain_rc -eq 0 ] && [ $left -ge 15 ]; then
     run_step "$left" "$out_dir/torch-profiler.log" "${torch_launch[@]}" "$torch_dir/torch_nccl_program.py" \
       "${torch_program_args[@]}" --profiler torch --json-out "$out_dir/torch-profiler.json"
-    seconds=$(awk -v a="$seconds" -v b="$step_seconds" 'BEGIN { printf "%.1f", a + b }')
+    seconds=$(add_seconds "$seconds" "$step_seconds")
     profiler_rc=$step_rc
   fi
-  step_of() { json_eval "$1" '"%.2f" % d["median_step_ms"]'; }
-  plain=$(step_of "$out_dir/torch-plain.json") profiled=$(step_of "$out_dir/torch-profiler.json") traced=""
-  [ $torch_traced_ok -eq 0 ] || traced=$(step_of "$out_dir/torch-traced.json")
-  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else printf "?" }'; }
+  plain=$(median_ms "$out_dir/torch-plain.json") profiled=$(median_ms "$out_dir/torch-profiler.json") traced=""
+  [ $torch_traced_ok -eq 0 ] || traced=$(median_ms "$out_dir/torch-traced.json")
   figure="step plain ${plain:-?} ms, partrain ${traced:--} ms"
   [ -z "$traced" ] || figure="$figure ($(ratio "$traced" "$plain"))"
   figure="$figure, torch.profiler ${profiled:--} ms"
