@@ -120,6 +120,14 @@ class CuptiSession final : public GpuTracing {
   }
 
   void push_correlation(uint64_t id) override {
+    // The launch callbacks from the first NCCL call on: a process that makes none (a partrain
+    // rank, whose communicator records itself) pays nothing for them on its launches.
+    std::call_once(launch_callbacks_on_, [this] {
+      for (const auto& [domain, callback] : kLaunchCallbacks) {
+        // One this CUDA does not know (an older driver's) links nothing: its launches aren't made.
+        (void)api_.enable_callback(1, subscriber_, domain, callback);
+      }
+    });
     api_.push_external(kNcclCorrelationKind, id);
     t_nccl_call = id;
   }
@@ -167,6 +175,7 @@ class CuptiSession final : public GpuTracing {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   GpuTraceSink& sink_;
   std::mutex mutex_;  // the translator and the pool; never held while calling into CUPTI
+  std::once_flag launch_callbacks_on_;
   GpuActivityTranslator translator_;
   std::vector<uint8_t*> free_buffers_;
   size_t buffers_made_ = 0;
@@ -219,10 +228,6 @@ Status CuptiSession::enable() {
                          "recorded; NCCL calls still are", static_cast<int>(kind),
                          result_text(api_, result));
     }
-  }
-  for (const auto& [domain, callback] : kLaunchCallbacks) {
-    // One this CUDA does not know (an older driver's) links nothing: its launches are not made.
-    (void)api_.enable_callback(1, subscriber_, domain, callback);
   }
   flusher_ = std::thread([this] { periodic_flush(); });
   return Status::ok();
