@@ -53,7 +53,8 @@ def main(argv):
         ar_bytes = int(expected["allreduce"]["bytes"])
         ar_count = int(expected["allreduce"]["count"])
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"check_torch_trace: cannot read the program's summary {expected_path}: {e}", file=sys.stderr)
+        why = f"no key {e} in it (not torch_nccl_program.py's --json-out?)" if isinstance(e, KeyError) else e
+        print(f"check_torch_trace: cannot read the program's summary {expected_path}: {why}", file=sys.stderr)
         return 2
     try:
         db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
