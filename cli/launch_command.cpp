@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -21,6 +22,8 @@
 #include "runner/workload/workload_device.h"
 #include "core/duration.h"
 #include "core/log.h"
+#include "profiler/gpu_counter_sampler.h"
+#include "profiler/rank_gpu_counters.h"
 #include "runner/launch/launcher.h"
 
 namespace partrain::cli {
@@ -48,6 +51,7 @@ struct LaunchFlags {
   bool json = false;
   std::optional<std::string> trace_file;
   std::optional<std::string> trace_max_size;
+  std::optional<std::string> nvml_interval;
   bool no_trace = false;
   bool tui = false;
 };
@@ -99,6 +103,16 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   }
   if (flags.no_trace && flags.trace_max_size) {
     return invalid_argument("--trace-max-size limits the trace: drop it or --no-trace");
+  }
+  if (flags.nvml_interval) {
+    if (flags.no_trace) {
+      return invalid_argument("--nvml-interval samples GPU counters into the trace: drop it or "
+                              "--no-trace");
+    }
+    RETURN_IF_ERROR(profiler::parse_nvml_interval(*flags.nvml_interval).status());
+    // The ranks' tracing reads it (profiler/rank_gpu_counters.h).
+    config.extra_env.push_back(
+        fmt::format("{}={}", profiler::kNvmlIntervalEnv, *flags.nvml_interval));
   }
   config.trace = !flags.no_trace;
   config.trace_file = flags.trace_file;
@@ -275,6 +289,10 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_option("--trace-max-size", flags->trace_max_size,
                   "Stop tracing once a node's trace file would outgrow SIZE (512M, 2G); the run "
                   "goes on, as it does when the disk fills up (default: no limit)");
+  cmd->add_option("--nvml-interval", flags->nvml_interval,
+                  "On a GPU: how often each rank samples its GPU's utilisation, SM clock, power "
+                  "and throttle reasons into the trace through NVML (100ms, 1s; 0: off; "
+                  "default: 100ms)");
   cmd->add_flag("--no-trace", flags->no_trace, "Do not trace the run");
   cmd->add_flag("--tui", flags->tui,
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "

@@ -15,10 +15,9 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
-#include "core/duration.h"
 #include "core/env.h"
-#include "core/log.h"
 #include "profiler/nvml/nvml_counter_source.h"
+#include "profiler/rank_gpu_counters.h"
 
 namespace partrain::profiler::inject {
 namespace {
@@ -156,29 +155,7 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
 
 // NVML's counters of the rank's GPU, sampled from now on; without a driver, nothing is said.
 void InjectedProcess::start_gpu_counters() {
-  std::chrono::milliseconds interval = kDefaultNvmlInterval;
-  if (std::optional<std::string> text = env::get(kNvmlIntervalEnv)) {
-    StatusOr<Nanoseconds> parsed = parse_duration(*text);
-    if (!parsed.is_ok() || parsed->count() < 0) {
-      log::warn("{}={}: not a duration (100ms, 1s); GPU counters are sampled every 100 ms",
-                kNvmlIntervalEnv, *text);
-    } else {
-      interval = std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
-      if (interval.count() == 0) return;
-    }
-  }
-  auto source = open_nvml_counter_source(nvml_device_for_process());
-  if (!source.is_ok()) {
-    if (source.status().code() != StatusCode::kUnavailable) {
-      log::warn("rank {}: {}; no GPU counters", tracer_->rank(), source.status().message());
-    }
-    return;
-  }
-  RankTracer* tracer = tracer_.get();
-  gpu_counters_ = std::make_unique<GpuCounterSampler>(
-      std::move(*source), tracer->rank(), interval,
-      [tracer] { return tracer->timeline_ns(monotonic_ns()); },
-      [tracer](const CounterSample& sample) { tracer->emit(sample); });
+  gpu_counters_ = start_rank_gpu_counters(*tracer_, nvml_device_for_process());
 }
 
 void InjectedProcess::cuda_initialised() {

@@ -77,11 +77,7 @@ std::optional<int> parse_index(std::string_view text) {
 
 }  // namespace
 
-int nvml_device_for_process() {
-  const std::optional<std::string> local_rank_text = env::get("LOCAL_RANK");
-  const std::optional<int> local_rank =
-      local_rank_text ? parse_index(*local_rank_text) : std::nullopt;
-  if (!local_rank) return 0;
+int nvml_device_for_cuda_device(int cuda_device) {
   if (const std::optional<std::string> visible = env::get("CUDA_VISIBLE_DEVICES")) {
     std::vector<std::string_view> entries;
     std::string_view rest = *visible;
@@ -90,11 +86,18 @@ int nvml_device_for_process() {
       entries.push_back(rest.substr(0, comma));
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
-    if (static_cast<size_t>(*local_rank) < entries.size()) {
-      if (std::optional<int> index = parse_index(entries[*local_rank])) return *index;
+    if (cuda_device >= 0 && static_cast<size_t>(cuda_device) < entries.size()) {
+      if (std::optional<int> index = parse_index(entries[cuda_device])) return *index;
     }
   }
-  return *local_rank;
+  return cuda_device;
+}
+
+int nvml_device_for_process() {
+  const std::optional<std::string> local_rank_text = env::get("LOCAL_RANK");
+  const std::optional<int> local_rank =
+      local_rank_text ? parse_index(*local_rank_text) : std::nullopt;
+  return local_rank ? nvml_device_for_cuda_device(*local_rank) : 0;
 }
 
 StatusOr<std::unique_ptr<GpuCounterSource>> open_nvml_counter_source(int index) {

@@ -10,9 +10,14 @@
 
 namespace partrain::profiler {
 
-// The NVML device of a process: CUDA_VISIBLE_DEVICES[LOCAL_RANK] when both are set and the entry
-// is an index, else LOCAL_RANK, else 0 (NVML numbers devices as the driver does, ignoring
-// CUDA_VISIBLE_DEVICES; a process on GPU UUIDs or MIG slices gets LOCAL_RANK).
+// The NVML device of CUDA device `cuda_device` in this process: CUDA_VISIBLE_DEVICES[cuda_device]
+// when that is set and the entry is an index, else `cuda_device` (NVML numbers devices as the
+// driver does, ignoring CUDA_VISIBLE_DEVICES; a process on GPU UUIDs or MIG slices gets
+// `cuda_device`).
+int nvml_device_for_cuda_device(int cuda_device);
+
+// The NVML device of a process whose CUDA device is not known (a foreign program): that of CUDA
+// device LOCAL_RANK (the launchers' convention), else 0.
 int nvml_device_for_process();
 
 // kUnavailable when libnvidia-ml.so.1 is not there (no driver: nothing to say), kFailed naming

@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
-#include "core/duration.h"
 #include "core/env.h"
 #include "core/log.h"
 #include "core/subprocess.h"
 #include "profiler/gpu_counter_sampler.h"
+#include "profiler/rank_gpu_counters.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/trace_session.h"
 #include "runner/launch/node_trace.h"
@@ -100,11 +100,7 @@ std::optional<std::string> injection_library() {
 StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   if (config.step_marker) RETURN_IF_ERROR(profiler::StepMarker::compile(*config.step_marker).status());
   if (config.nvml_interval) {
-    StatusOr<Nanoseconds> interval = parse_duration(*config.nvml_interval);
-    if (!interval.is_ok() || interval->count() < 0) {
-      return invalid_argument("--nvml-interval {}: not a duration; give one such as 100ms or 1s "
-                              "(0 turns GPU counters off)", *config.nvml_interval);
-    }
+    RETURN_IF_ERROR(profiler::parse_nvml_interval(*config.nvml_interval).status());
   }
   if (config.command.empty()) {
     return invalid_argument("no command to trace: pass it after `--`, e.g. "

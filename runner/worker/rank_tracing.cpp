@@ -3,13 +3,27 @@
 #include <unistd.h>
 
 #include <array>
+#include <charconv>
 
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "profiler/nvml/nvml_counter_source.h"
+#include "profiler/rank_gpu_counters.h"
 
 namespace partrain::runner {
 namespace {
+
+// "cuda:3" -> 3; "cuda" -> 0.
+int cuda_ordinal(const std::string& device) {
+  const size_t colon = device.find(':');
+  if (colon == std::string::npos) return 0;
+  int ordinal = 0;
+  const char* first = device.data() + colon + 1;
+  const char* last = device.data() + device.size();
+  const auto [end, error] = std::from_chars(first, last, ordinal);
+  return error == std::errc() && end == last && ordinal >= 0 ? ordinal : 0;
+}
 
 std::string host_name() {
   std::array<char, 256> host{};
@@ -60,6 +74,8 @@ void RankTracing::joined(const World& world, const std::string& device) {
     // CUDA is initialised (the device was made before the world): CUPTI sees its context.
     gpu_ = profiler::start_gpu_tracing(gpu_sink_);
     if (gpu_) tracer_->set_step_listener([gpu = gpu_.get()] { gpu->flush(); });
+    gpu_counters_ = profiler::start_rank_gpu_counters(
+        *tracer_, profiler::nvml_device_for_cuda_device(cuda_ordinal(device)));
   }
   if (!world.clock_offset) {  // a world of one: the timeline is this host's clock
     tracer_->emit(identity);
@@ -70,6 +86,10 @@ void RankTracing::joined(const World& world, const std::string& device) {
 }
 
 void RankTracing::stop_gpu_tracing() {
+  if (gpu_counters_) {
+    gpu_counters_->stop();  // with a last sample
+    gpu_counters_.reset();
+  }
   if (!gpu_) return;
   tracer_->set_step_listener({});
   gpu_->stop();  // records what CUPTI still holds, through the tracer

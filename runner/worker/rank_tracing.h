@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "profiler/gpu_counter_sampler.h"
 #include "profiler/gpu_tracing.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/rank_tracer_gpu_sink.h"
@@ -29,10 +30,11 @@ class RankTracing {
   void attach(WorldOptions& options);
   // After join_world: records who this rank is (device e.g. "cpu", "cuda:0") and starts the
   // clock re-sync; on a CUDA device, starts collecting GPU activity (flushed at every step's end),
-  // or says once why it cannot (no CUPTI, another profiler holds it) and traces the host side.
+  // or says once why it cannot (no CUPTI, another profiler holds it) and traces the host side,
+  // and samples the GPU's counters through NVML where a driver is (rank_gpu_counters.h).
   void joined(const World& world, const std::string& device);
-  // At the end of the run: the GPU activity still in CUPTI's buffers, a last clock measurement
-  // and a flush of everything buffered.
+  // At the end of the run: a last GPU counter sample, the GPU activity still in CUPTI's buffers,
+  // a last clock measurement and a flush of everything buffered.
   void finish();
 
   profiler::RankTracer& tracer() { return *tracer_; }
@@ -46,6 +48,7 @@ class RankTracing {
   std::unique_ptr<ClockResync> resync_;
   profiler::RankTracerGpuSink gpu_sink_;
   std::unique_ptr<profiler::GpuTracing> gpu_;  // on a CUDA device where CUPTI could start
+  std::unique_ptr<profiler::GpuCounterSampler> gpu_counters_;  // on a CUDA device, with NVML
 };
 
 }  // namespace partrain::runner

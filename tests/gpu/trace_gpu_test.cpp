@@ -1,9 +1,10 @@
 // `partrain launch --device cuda` traces its ranks' GPU work in-process (label gpu): the trace of
 // a real run holds every rank's kernels by demangled name with their launch shapes, inside the
-// run's steps on the run's timeline, its copies, and no CUPTI data loss. Skipped, never passed,
-// without a GPU.
+// run's steps on the run's timeline, its copies, its GPU's NVML counters, and no CUPTI data loss.
+// Skipped, never passed, without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -21,6 +22,13 @@ namespace fs = std::filesystem;
 constexpr const char* kModel =
     "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3";
 constexpr int kSteps = 4;
+
+// NVML's number of cuda:0: the first entry of CUDA_VISIBLE_DEVICES where that is an index.
+int nvml_gpu0() {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr || *visible < '0' || *visible > '9') return 0;
+  return std::atoi(visible);
+}
 
 class GpuTrace : public ::testing::Test {
  protected:
@@ -66,6 +74,13 @@ TEST_F(GpuTrace, EveryRanksKernelsAndCopiesAreInTheTrace) {
                   "kernels k WHERE k.rank = s.rank AND k.ts_ns >= s.ts_ns AND k.ts_ns < s.ts_ns "
                   "+ s.dur_ns + 50000000)", rank)),
               kSteps);
+    // NVML's counters of the GPU the rank ran on (both share cuda:0), sampled at once, every
+    // 100 ms and at the end: at least the first and the last.
+    EXPECT_GE(q.number(fmt::format("SELECT COUNT(*) FROM counters WHERE rank = {} AND name = "
+                                   "'gpu{}.sm_clock_mhz' AND value > 0", rank, nvml_gpu0())),
+              2)
+        << q.rows(fmt::format("SELECT name, COUNT(*) FROM counters WHERE rank = {} GROUP BY name",
+                              rank));
     // The batches' uploads.
     EXPECT_GT(q.number(fmt::format("SELECT COUNT(*) FROM transfers WHERE rank = {} AND name = "
                                    "'memcpy HtoD' AND bytes > 0", rank)), 0);

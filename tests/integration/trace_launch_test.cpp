@@ -185,6 +185,29 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
+// --nvml-interval reaches every rank (a CUDA rank samples its GPU's counters on it:
+// profiler/rank_gpu_counters.h; tests/gpu/trace_gpu_test.cpp checks the counters on a GPU); a
+// malformed one, or one with --no-trace, is a usage error naming the fix, before any rank starts.
+TEST_F(TraceLaunchTest, NvmlIntervalReachesTheRanksAndIsChecked) {
+  CommandResult r = run_partrain(fmt::format(
+      "launch -n 2 --no-prefix --trace {} --nvml-interval 20ms -- sh -c "
+      "'echo $RANK:$PARTRAIN_NVML_INTERVAL'", (dir_ / "nvml.db").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0:20ms\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1:20ms\n"), std::string::npos) << r.out;
+
+  r = run_partrain(fmt::format("launch -n 1 --trace {} --nvml-interval soon -- true",
+                               (dir_ / "bad.db").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--nvml-interval soon: not a duration; give one such as 100ms or 1s"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "bad.db"));
+
+  r = run_partrain("launch -n 1 --no-trace --nvml-interval 1s -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("drop it or --no-trace"), std::string::npos) << r.err;
+}
+
 // Pipeline stages: every send is paired with exactly one recv on its peer (world ranks, same
 // comm_id and per-pair seq, same bytes), and each stage records its forward/backward actions.
 TEST_F(TraceLaunchTest, PipelineSendsPairWithRecvs) {

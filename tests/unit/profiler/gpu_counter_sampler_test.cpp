@@ -96,6 +96,23 @@ TEST(GpuCounterSampler, StopsPromptlyWhateverItsInterval) {
   EXPECT_EQ(sampler.readings(), 2u);  // the first and the last
 }
 
+// A rank that knows its CUDA device (a partrain rank: cuda:N) samples that device's entry of
+// CUDA_VISIBLE_DEVICES, whatever its LOCAL_RANK (ranks sharing a GPU over Gloo all use cuda:0).
+TEST(NvmlDeviceForCudaDevice, MapsTheOrdinalThroughCudaVisibleDevices) {
+  setenv("LOCAL_RANK", "3", 1);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(nvml_device_for_cuda_device(0), 0);
+  EXPECT_EQ(nvml_device_for_cuda_device(2), 2);
+  setenv("CUDA_VISIBLE_DEVICES", "4,6,7", 1);
+  EXPECT_EQ(nvml_device_for_cuda_device(0), 4);
+  EXPECT_EQ(nvml_device_for_cuda_device(2), 7);
+  EXPECT_EQ(nvml_device_for_cuda_device(3), 3) << "past the list: the ordinal";
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-1f2e,GPU-3a4b", 1);
+  EXPECT_EQ(nvml_device_for_cuda_device(1), 1) << "UUIDs: the ordinal";
+  unsetenv("LOCAL_RANK");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 // LOCAL_RANK picks the process's entry of CUDA_VISIBLE_DEVICES, which NVML's numbering ignores.
 TEST(NvmlDeviceForProcess, FollowsLocalRankThroughCudaVisibleDevices) {
   unsetenv("LOCAL_RANK");
