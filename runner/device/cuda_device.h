@@ -152,10 +152,17 @@ class CudaDevice final : public Device {
   StatusOr<void*> scratch(Scratch slot, size_t bytes);
   void copy_and_wait(void* destination, const void* source, size_t bytes, bool to_device);
 
-  // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, fp32 in and out,
-  // the operands rounded to bf16 first under GemmPrecision::kBf16.
+  // A matmul operand as cuBLAS reads it: under GemmPrecision::kBf16 its `elements` rounded to
+  // bf16 into scratch `slot` (queued on the compute stream, so a slot can be refilled for the
+  // next GEMM), else the fp32 array as it lies.
+  struct GemmOperand {
+    const void* data = nullptr;
+    int type = 0;  // a cudaDataType_t
+  };
+  StatusOr<GemmOperand> gemm_operand(Scratch slot, const float* x, int64_t elements);
+  // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, written in fp32.
   Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, float* c,
                      int64_t ldc);
   // Attention's fp32 GEMMs, the NH heads of one sample as a strided batch.
   Status attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,

@@ -73,12 +73,6 @@ Status check_gemm_dims(std::initializer_list<int64_t> dims) {
 
 cublasOperation_t operation(bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
-// A column-major operand's stored elements: ld times the columns stored (op(X) = X^T stores
-// `rows_of_op` columns, op(X) = X stores `columns_of_op`).
-int64_t stored_elements(bool transpose, int64_t ld, int64_t rows_of_op, int64_t columns_of_op) {
-  return ld * (transpose ? rows_of_op : columns_of_op);
-}
-
 }  // namespace
 
 StatusOr<int> visible_cuda_devices() {
@@ -306,34 +300,27 @@ Device::GemmTotals CudaDevice::gemm_totals() const {
 // column-major (c, r) array of its transpose (same leading dimension c). So each row-major
 // product Y = X1 X2 is computed as the column-major Y^T = X2^T X1^T, every operand read as it
 // lies (op N) or transposed again (op T). The derivations are next to each call.
+StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const float* x,
+                                                          int64_t elements) {
+  if (options_.precision != GemmPrecision::kBf16) return GemmOperand{x, CUDA_R_32F};
+  // Rounded to bf16 in workspace; the GEMM accumulates and writes in fp32: the parameters,
+  // gradients and activations stay fp32 (docs/decisions.md, 2026-11-25).
+  ASSIGN_OR_RETURN(void* rounded, scratch(slot, static_cast<size_t>(elements) * 2));
+  RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, rounded, x, elements)));
+  return GemmOperand{rounded, CUDA_R_16BF};
+}
+
 Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                               const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
                                float* c, int64_t ldc) {
   RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc}));
-  const void* a_operand = a;
-  const void* b_operand = b;
-  cudaDataType_t operand_type = CUDA_R_32F;
-  if (options_.precision == GemmPrecision::kBf16) {
-    // Operands rounded to bf16 in workspace, accumulated and written in fp32: the parameters,
-    // gradients and activations stay fp32 (docs/decisions.md, 2026-11-25).
-    const int64_t a_elements = stored_elements(transpose_a, lda, m, k);
-    const int64_t b_elements = stored_elements(transpose_b, ldb, k, n);
-    ASSIGN_OR_RETURN(void* a_bf16,
-                     scratch(Scratch::kOperandA, static_cast<size_t>(a_elements) * 2));
-    ASSIGN_OR_RETURN(void* b_bf16,
-                     scratch(Scratch::kOperandB, static_cast<size_t>(b_elements) * 2));
-    RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, a_bf16, a, a_elements)));
-    RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, b_bf16, b, b_elements)));
-    a_operand = a_bf16;
-    b_operand = b_bf16;
-    operand_type = CUDA_R_16BF;
-  }
   const float alpha = 1.0f;
-  return CUBLAS_CHECK(
-      cublasGemmEx(cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
-                   static_cast<int>(n), static_cast<int>(k), &alpha, a_operand, operand_type,
-                   static_cast<int>(lda), b_operand, operand_type, static_cast<int>(ldb), &beta, c,
-                   CUDA_R_32F, static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return CUBLAS_CHECK(cublasGemmEx(
+      cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
+      static_cast<int>(n), static_cast<int>(k), &alpha, a.data,
+      static_cast<cudaDataType_t>(a.type), static_cast<int>(lda), b.data,
+      static_cast<cudaDataType_t>(b.type), static_cast<int>(ldb), &beta, c, CUDA_R_32F,
+      static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
@@ -370,7 +357,10 @@ void CudaDevice::matmul_forward(float* out, const float* inp, const float* weigh
           //   out^T (OC, N) = W (OC, C) inp^T (C, N);
           // W is the transpose of weight as it lies (W^T, (C, OC), ld C): op T, lda C;
           // inp^T is inp as it lies ((C, N), ld C): op N, ldb C; out^T lies as out, ldc OC.
-          RETURN_IF_ERROR(matmul_gemm(true, false, OC, N, C, weight, C, inp, C, 0.0f, out, OC));
+          RETURN_IF_ERROR(check_gemm_dims({N, C, OC}));  // before any operand is read
+          ASSIGN_OR_RETURN(GemmOperand w, gemm_operand(Scratch::kOperandA, weight, OC * C));
+          ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandB, inp, N * C));
+          RETURN_IF_ERROR(matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, out, OC));
         }
         if (bias == nullptr) return Status::ok();
         return CUDA_CHECK(kernels::add_bias(stream_, out, bias, N, OC));
@@ -388,18 +378,23 @@ void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, cons
   const double flops = (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0);
   keep(timed_gemms(
       [&]() -> Status {
+        RETURN_IF_ERROR(check_gemm_dims({N, C, OC}));  // before any operand is read
+        // dout is an operand of both products: rounded once.
+        ASSIGN_OR_RETURN(GemmOperand g, gemm_operand(Scratch::kOperandB, dout, N * OC));
         if (dinp != nullptr) {
           // dinp (N, C) += dout (N, OC) @ W (OC, C). Column-major:
           //   dinp^T (C, N) += W^T (C, OC) dout^T (OC, N);
           // W^T is weight as it lies (ld C), dout^T is dout as it lies (ld OC): both op N.
-          RETURN_IF_ERROR(matmul_gemm(false, false, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C));
+          ASSIGN_OR_RETURN(GemmOperand w, gemm_operand(Scratch::kOperandA, weight, OC * C));
+          RETURN_IF_ERROR(matmul_gemm(false, false, C, N, OC, w, C, g, OC, 1.0f, dinp, C));
         }
         if (dweight != nullptr) {
           // dweight (OC, C) += dout^T (OC, N) @ inp (N, C). Column-major:
           //   dweight^T (C, OC) += inp^T (C, N) dout (N, OC);
           // inp^T is inp as it lies (ld C): op N; dout is the transpose of dout as it lies
           // (dout^T, (OC, N), ld OC): op T.
-          RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C));
+          ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandA, inp, N * C));
+          RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight, C));
         }
         if (dbias == nullptr) return Status::ok();
         return CUDA_CHECK(kernels::bias_backward(stream_, dbias, dout, N, OC));
@@ -666,7 +661,7 @@ void CudaDevice::adamw_update(float* params, const float* grads, float* m, float
   const auto bias_correction2 = static_cast<float>(1.0 - std::pow(config.beta2, exponent));
   keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, config.learning_rate,
                                         config.beta1, config.beta2, config.eps, config.weight_decay,
-                                        bias_correction1, bias_correction2)));
+                                        config.grad_scale, bias_correction1, bias_correction2)));
 }
 
 double CudaDevice::sum_of_squares(const float* x, int64_t n) {

@@ -38,6 +38,12 @@ __device__ int64_t first_index() {
 }
 __device__ int64_t index_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// Grid-stride rows, one warp a row (kThreads-thread blocks).
+__device__ int64_t first_warp_row() {
+  return static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+}
+__device__ int64_t warp_row_stride() { return static_cast<int64_t>(gridDim.x) * kWarpsPerBlock; }
+
 struct Sum {
   template <typename T>
   __device__ T operator()(T a, T b) const {
@@ -242,9 +248,7 @@ __global__ void layernorm_backward_kernel(float* dinp, const float* dout, const 
 // place without synchronisation; all 32 lanes of a warp share a row, so the shuffles are full.
 __global__ void causal_softmax_forward_kernel(float* scores, int64_t rows, int64_t T) {
   const int lane = threadIdx.x % kWarp;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
-       r < rows; r += warps) {
+  for (int64_t r = first_warp_row(); r < rows; r += warp_row_stride()) {
     float* row = scores + r * T;
     const int64_t t = r % T;  // the query; keys t2 <= t are visible
     float max_score = -INFINITY;
@@ -264,9 +268,7 @@ __global__ void causal_softmax_forward_kernel(float* scores, int64_t rows, int64
 __global__ void causal_softmax_backward_kernel(float* dscores, const float* probabilities,
                                                int64_t rows, int64_t T, float scale) {
   const int lane = threadIdx.x % kWarp;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
-       r < rows; r += warps) {
+  for (int64_t r = first_warp_row(); r < rows; r += warp_row_stride()) {
     const float* p = probabilities + r * T;
     float* d = dscores + r * T;
     const int64_t t = r % T;
@@ -275,6 +277,75 @@ __global__ void causal_softmax_backward_kernel(float* dscores, const float* prob
     weighted_sum = warp_reduce(weighted_sum, Sum{});
     for (int64_t j = lane; j < T; j += kWarp) {
       d[j] = j <= t ? p[j] * (d[j] - weighted_sum) * scale : 0.0f;
+    }
+  }
+}
+
+// Rows of up to kWarp * kPerLane columns (kPerLane a compile-time bound, so the row lives in
+// registers): the visible part of the row is read from memory once and the whole row written
+// once, the floor for an in-place softmax; the loops above read it three times and write it
+// twice, about 4x that floor on an H100 at T = 2048 (docs/gpu-validation.md). Lane `lane` holds
+// columns lane + kWarp i, so each lane's sums run in the same order as above and the results are
+// the same bit for bit.
+template <int kPerLane>
+__global__ void __launch_bounds__(kThreads)
+    causal_softmax_forward_rows_kernel(float* scores, int64_t rows, int64_t T) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = first_warp_row(); r < rows; r += warp_row_stride()) {
+    float* row = scores + r * T;
+    const int64_t t = r % T;
+    float values[kPerLane];
+    float max_score = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + static_cast<int64_t>(kWarp) * i;
+      values[i] = j <= t ? row[j] : -INFINITY;
+      max_score = fmaxf(max_score, values[i]);
+    }
+    max_score = warp_reduce(max_score, Max{});
+    float exp_sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + static_cast<int64_t>(kWarp) * i;
+      values[i] = j <= t ? expf(values[i] - max_score) : 0.0f;
+      exp_sum += values[i];
+    }
+    const float inv_sum = 1.0f / warp_reduce(exp_sum, Sum{});
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + static_cast<int64_t>(kWarp) * i;
+      if (j < T) row[j] = j <= t ? values[i] * inv_sum : 0.0f;
+    }
+  }
+}
+
+// The backward the same way: the visible parts of P and dS read once, dS written once. Both rows
+// in registers take 200 to 254 of them a thread at kPerLane 64 (sm_80, sm_90: one 256-thread
+// block an SM, no spills); __launch_bounds__ keeps every variant launchable at kThreads.
+template <int kPerLane>
+__global__ void __launch_bounds__(kThreads)
+    causal_softmax_backward_rows_kernel(float* dscores, const float* probabilities, int64_t rows,
+                                        int64_t T, float scale) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = first_warp_row(); r < rows; r += warp_row_stride()) {
+    const float* p = probabilities + r * T;
+    float* d = dscores + r * T;
+    const int64_t t = r % T;
+    float p_values[kPerLane];
+    float d_values[kPerLane];
+    float weighted_sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + static_cast<int64_t>(kWarp) * i;
+      p_values[i] = j <= t ? p[j] : 0.0f;
+      d_values[i] = j <= t ? d[j] : 0.0f;
+      if (j <= t) weighted_sum += p_values[i] * d_values[i];
+    }
+    weighted_sum = warp_reduce(weighted_sum, Sum{});
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + static_cast<int64_t>(kWarp) * i;
+      if (j < T) d[j] = j <= t ? p_values[i] * (d_values[i] - weighted_sum) * scale : 0.0f;
     }
   }
 }
@@ -427,9 +498,10 @@ __global__ void scaled_accumulate_kernel(float* dy, const float* y, int64_t n, f
 
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
                              float learning_rate, float beta1, float beta2, float eps,
-                             float weight_decay, float bias_correction1, float bias_correction2) {
+                             float weight_decay, float grad_scale, float bias_correction1,
+                             float bias_correction2) {
   for (int64_t i = first_index(); i < n; i += index_stride()) {
-    const float g = grads[i];
+    const float g = grads[i] * grad_scale;
     const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
     const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = m_i;
@@ -546,16 +618,41 @@ cudaError_t layernorm_backward(cudaStream_t stream, float* dinp, float* dweight,
   return launch_column_sums(stream, true, dweight, dbias, dout, inp, mean, rstd, N, C);
 }
 
+// The register-resident kernels for rows up to kWarp * 64 = 2048 columns (the smallest variant
+// that holds the row, so short rows waste no registers); longer rows stream through memory.
 cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, int64_t rows, int64_t T) {
   if (rows <= 0 || T <= 0) return cudaSuccess;
-  return launch(stream, warp_row_blocks(rows), causal_softmax_forward_kernel, scores, rows, T);
+  const int blocks = warp_row_blocks(rows);
+  if (T <= kWarp * 4) {
+    return launch(stream, blocks, causal_softmax_forward_rows_kernel<4>, scores, rows, T);
+  }
+  if (T <= kWarp * 16) {
+    return launch(stream, blocks, causal_softmax_forward_rows_kernel<16>, scores, rows, T);
+  }
+  if (T <= kWarp * 64) {
+    return launch(stream, blocks, causal_softmax_forward_rows_kernel<64>, scores, rows, T);
+  }
+  return launch(stream, blocks, causal_softmax_forward_kernel, scores, rows, T);
 }
 
 cudaError_t causal_softmax_backward(cudaStream_t stream, float* dscores, const float* probabilities,
                                     int64_t rows, int64_t T, float scale) {
   if (rows <= 0 || T <= 0) return cudaSuccess;
-  return launch(stream, warp_row_blocks(rows), causal_softmax_backward_kernel, dscores,
-                probabilities, rows, T, scale);
+  const int blocks = warp_row_blocks(rows);
+  if (T <= kWarp * 4) {
+    return launch(stream, blocks, causal_softmax_backward_rows_kernel<4>, dscores, probabilities,
+                  rows, T, scale);
+  }
+  if (T <= kWarp * 16) {
+    return launch(stream, blocks, causal_softmax_backward_rows_kernel<16>, dscores,
+                  probabilities, rows, T, scale);
+  }
+  if (T <= kWarp * 64) {
+    return launch(stream, blocks, causal_softmax_backward_rows_kernel<64>, dscores,
+                  probabilities, rows, T, scale);
+  }
+  return launch(stream, blocks, causal_softmax_backward_kernel, dscores, probabilities, rows, T,
+                scale);
 }
 
 cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
@@ -635,9 +732,11 @@ cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const floa
 
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
                          int64_t n, float learning_rate, float beta1, float beta2, float eps,
-                         float weight_decay, float bias_correction1, float bias_correction2) {
+                         float weight_decay, float grad_scale, float bias_correction1,
+                         float bias_correction2) {
   return launch_elements(stream, n, adamw_kernel, params, grads, m, v, n, learning_rate, beta1,
-                         beta2, eps, weight_decay, bias_correction1, bias_correction2);
+                         beta2, eps, weight_decay, grad_scale, bias_correction1,
+                         bias_correction2);
 }
 
 cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,

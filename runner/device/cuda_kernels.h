@@ -78,10 +78,11 @@ cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const floa
                                       float dloss_scale);
 
 // bias_correction1 = 1 - beta1^step and bias_correction2 = 1 - beta2^step, computed by the caller
-// as runner/ops/adamw.cpp does.
+// as runner/ops/adamw.cpp does; each gradient is multiplied by grad_scale first.
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
                          int64_t n, float learning_rate, float beta1, float beta2, float eps,
-                         float weight_decay, float bias_correction1, float bias_correction2);
+                         float weight_decay, float grad_scale, float bias_correction1,
+                         float bias_correction2);
 
 // sum_i x_i^2 in double into *result (device memory), through `partials`, which holds
 // kSumOfSquaresPartials doubles (device memory).

@@ -10,7 +10,7 @@ void adamw_update(float* params, const float* grads, float* m, float* v, int64_t
   const auto bias_correction1 = static_cast<float>(1.0 - std::pow(config.beta1, exponent));
   const auto bias_correction2 = static_cast<float>(1.0 - std::pow(config.beta2, exponent));
   for (int64_t i = 0; i < n; ++i) {
-    const float g = grads[i];
+    const float g = grads[i] * config.grad_scale;
     m[i] = config.beta1 * m[i] + (1.0f - config.beta1) * g;
     v[i] = config.beta2 * v[i] + (1.0f - config.beta2) * g * g;
     const float m_hat = m[i] / bias_correction1;

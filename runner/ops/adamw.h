@@ -13,9 +13,14 @@ struct AdamWConfig {
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float weight_decay = 0.0f;
+  // Each gradient is multiplied by this first: global-norm clipping's max_norm / norm
+  // (torch.nn.utils.clip_grad_norm_), fused into the update instead of a pass of its own over
+  // the gradients, which are left as they were.
+  float grad_scale = 1.0f;
 };
 
 // One update of n parameters; step counts from 1 (the bias corrections divide by 1 - beta^step):
+//   g = grad_scale grads[i]
 //   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
 //   p -= lr * ((m / (1 - beta1^step)) / (sqrt(v / (1 - beta2^step)) + eps) + weight_decay * p)
 // A shard of the parameters (ZeRO) updates the same way: the update is element-wise.

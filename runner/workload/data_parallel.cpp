@@ -145,8 +145,9 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
   float* g = grads_.data() + shard_begin_;
   {
     profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
-    if (grad_scale != 1.0f) device_.scale(g, shard, grad_scale);
-    device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, adam, step);
+    ops::AdamWConfig clipped = adam;
+    clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
+    device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, clipped, step);
   }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
     RETURN_IF_ERROR(mesh_.dp().all_gather(p, params_.data(), static_cast<size_t>(shard),

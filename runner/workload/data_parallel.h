@@ -46,7 +46,8 @@ class DataParallel final : public ParamAccess {
   // Sum over the world of squared gradients / parameters, each element counted once.
   StatusOr<double> grad_norm_squared() { return owned_sum_of_squares(false); }
   StatusOr<double> param_norm_squared() { return owned_sum_of_squares(true); }
-  // Scales the grads this rank updates, steps AdamW on them, and (ZeRO) all-gathers params.
+  // Steps AdamW on the grads this rank updates, each multiplied by grad_scale inside the update
+  // (clipping; the grads themselves are left as they are), and (ZeRO) all-gathers params.
   Status update(const ops::AdamWConfig& adam, int64_t step, float grad_scale);
 
   size_t bucket_count() const { return ddp_ ? ddp_->bucket_count() : 0; }

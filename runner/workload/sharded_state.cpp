@@ -247,14 +247,15 @@ double ShardedState::owned_squares(int tp_rank, bool params) {
 }
 
 Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
-  if (grad_scale != 1.0f) device_.scale(grads_.data(), grads_.numel(), grad_scale);
+  ops::AdamWConfig clipped = adam;
+  clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
   std::vector<comm::WorkPtr> gathers;
   for (size_t i = 0; i < shards_.size(); ++i) {
     const UnitShard& s = shards_.unit(i);
     {
       profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
       device_.adamw_update(owned_params(i), owned_grads(i), adam_m_.data() + s.shard_offset,
-                           adam_v_.data() + s.shard_offset, s.shard, adam, step);
+                           adam_v_.data() + s.shard_offset, s.shard, clipped, step);
     }
     if (stage_ == 2 && dp_.size() > 1) {
       // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -110,8 +111,8 @@ class CudaDeviceTest : public ::testing::Test {
   }
 
   // attention forward (output and probabilities) and backward against the CPU, within tolerance.
-  void compare_attention(double tolerance) {
-    for (const Shape& s : kShapes) {
+  void compare_attention(double tolerance, std::span<const Shape> shapes = kShapes) {
+    for (const Shape& s : shapes) {
       SCOPED_TRACE(::testing::Message()
                    << "B " << s.B << " T " << s.T << " NH " << s.NH << " hs " << s.hs());
       const int64_t B = s.B, T = s.T, NH = s.NH, hs = s.hs(), C = s.C;
@@ -278,6 +279,16 @@ TEST_F(CudaDeviceTest, LayerNormForwardAndBackward) {
 }
 
 TEST_F(CudaDeviceTest, AttentionForwardAndBackward) { compare_attention(kFp32Tolerance); }
+
+// The causal softmax keeps rows of up to 128, 512 and 2048 columns in registers and streams longer
+// ones (runner/device/cuda_kernels.cu): each side of each bound, against the CPU.
+TEST_F(CudaDeviceTest, AttentionAtEveryRowLengthTheSoftmaxHandles) {
+  std::vector<Shape> shapes;
+  for (int64_t T : {1, 31, 33, 128, 129, 512, 513, 2048, 2049}) {
+    shapes.push_back({1, T, 8, 2, 5, 3});
+  }
+  compare_attention(kFp32Tolerance, shapes);
+}
 
 TEST_F(CudaDeviceTest, GeluAndResidual) {
   const int64_t n = 3 * 13 * 60 + 1;
@@ -485,8 +496,9 @@ TEST_F(CudaDeviceTest, MeanSquareLossAdamWAndGlobalNorm) {
   float* gpu_params = on_gpu(params);
   float* gpu_m = on_gpu(m);
   float* gpu_v = on_gpu(v);
-  const ops::AdamWConfig config{.learning_rate = 1e-2f, .weight_decay = 0.1f};
+  ops::AdamWConfig config{.learning_rate = 1e-2f, .weight_decay = 0.1f};
   for (int64_t step = 1; step <= 3; ++step) {
+    config.grad_scale = step == 2 ? 0.3f : 1.0f;  // step 2 clipped, inside the update
     const auto grads = random_values(n, 10 + static_cast<uint32_t>(step));
     cpu_.adamw_update(params.data(), grads.data(), m.data(), v.data(), n, config, step);
     gpu_->adamw_update(gpu_params, on_gpu(grads), gpu_m, gpu_v, n, config, step);

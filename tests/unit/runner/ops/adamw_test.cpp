@@ -51,5 +51,27 @@ TEST(AdamW, FirstStepMovesEachParameterByAboutTheLearningRate) {
   EXPECT_NEAR(p[2], -0.01f, 1e-6);
 }
 
+// Clipping fused into the update: the same parameters and moments, bit for bit, as scaling the
+// gradients first (the pass it replaces), and the gradients are left as they were.
+TEST(AdamW, GradScaleIsTheSameAsScalingTheGradientsFirst) {
+  AdamWConfig fused{.learning_rate = 0.05f, .weight_decay = 0.01f, .grad_scale = 0.37f};
+  AdamWConfig plain = fused;
+  plain.grad_scale = 1.0f;
+  std::vector<float> p = {0.5f, -1.25f, 3.0f}, g = {0.8f, -2.5f, 1e-3f};
+  std::vector<float> p2 = p, m(3, 0.1f), m2 = m, v(3, 0.2f), v2 = v;
+  const std::vector<float> original_g = g;
+  std::vector<float> scaled = g;
+  for (float& x : scaled) x *= fused.grad_scale;
+  for (int64_t step = 1; step <= 3; ++step) {
+    adamw_update(p.data(), g.data(), m.data(), v.data(), 3, fused, step);
+    adamw_update(p2.data(), scaled.data(), m2.data(), v2.data(), 3, plain, step);
+  }
+  EXPECT_EQ(p, p2);
+  EXPECT_EQ(m, m2);
+  EXPECT_EQ(v, v2);
+  EXPECT_EQ(g, original_g);
+  EXPECT_NE(p, std::vector<float>({0.5f, -1.25f, 3.0f}));
+}
+
 }  // namespace
 }  // namespace partrain::runner::ops
