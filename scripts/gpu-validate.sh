@@ -490,9 +490,20 @@ elif start_check "gpt trace overhead" 200; then
   gpt_run gpt-traced --trace "$out_dir/gpt-traced.db"
   if [ $step_rc -eq 0 ]; then
     traced=$(median_ms "$out_dir/gpt-traced.json") untraced=$(median_ms "$out_dir/gpt-untraced.json")
+    note="median step times; target 1.03x $(awk -v a="$traced" -v b="$untraced" \
+      'BEGIN { print (a > 0 && b > 0 && a <= 1.03 * b) ? "met" : "not met" }')"
+    # What the trace holds: the ranks' kernels (CUPTI) and GPU counter samples (NVML).
+    if [ $have_python -eq 1 ]; then
+      note="$note; $(python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+count = lambda sql: db.execute(sql).fetchone()[0]
+print("%d kernels, %d NVML samples in the trace" % (count("SELECT COUNT(*) FROM kernels"),
+                                                  count("SELECT COUNT(*) FROM counters")))' \
+        "$out_dir/gpt-traced.db" 2>&1 | tail -1 | cut -c1-100)"
+    fi
     add_row "gpt trace overhead" PASS \
       "step ${traced:-?} ms traced / ${untraced:-?} ms = $(ratio "$traced" "$untraced")" \
-      "$step_seconds" "median step times"
+      "$step_seconds" "$note"
   else
     add_row "gpt trace overhead" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-traced.log")"
   fi
