@@ -285,8 +285,7 @@ __global__ void causal_softmax_backward_kernel(float* dscores, const float* prob
 // registers): the visible part of the row is read from memory once and the whole row written
 // once, the floor for an in-place softmax; the loops above read it three times and write it
 // twice, about 4x that floor on an H100 at T = 2048 (docs/gpu-validation.md). Lane `lane` holds
-// columns lane + kWarp i, so each lane's sums run in the same order as above and the results are
-// the same bit for bit.
+// columns lane + kWarp i, so each lane's sums run in the same order as above.
 template <int kPerLane>
 __global__ void __launch_bounds__(kThreads)
     causal_softmax_forward_rows_kernel(float* scores, int64_t rows, int64_t T) {
