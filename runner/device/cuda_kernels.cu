@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "runner/device/cuda_kernels.h"
@@ -552,6 +553,10 @@ cudaError_t launch_elements(cudaStream_t stream, int64_t n, void (*kernel)(Param
 }  // namespace
 
 cudaError_t fill(cudaStream_t stream, float* x, int64_t n, float value) {
+  // +0.0f is all zero bits: the driver's memset (most fills zero gradients and accumulators).
+  if (value == 0.0f && !std::signbit(value) && n > 0) {
+    return cudaMemsetAsync(x, 0, static_cast<size_t>(n) * sizeof(float), stream);
+  }
   return launch_elements(stream, n, fill_kernel, x, n, value);
 }
 

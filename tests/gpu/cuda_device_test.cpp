@@ -212,6 +212,15 @@ TEST_F(CudaDeviceTest, CopiesFillsAndScales) {
   std::vector<float> expected(1000, 2.5f);
   expected.push_back(values.back());
   EXPECT_EQ(from_gpu(y, values.size()), expected);
+  // Zero is a memset, -0.0 a kernel (its sign bit is set); neither touches the last element.
+  gpu_->fill(y, 999, 0.0f);
+  std::fill(expected.begin(), expected.begin() + 999, 0.0f);
+  EXPECT_EQ(from_gpu(y, values.size()), expected);
+  gpu_->fill(y, 500, -0.0f);
+  const std::vector<float> filled = from_gpu(y, values.size());
+  EXPECT_TRUE(std::signbit(filled[0]) && std::signbit(filled[499]) && !std::signbit(filled[500]));
+  EXPECT_EQ(filled[999], 2.5f);
+  EXPECT_EQ(filled[1000], values.back());
 
   std::vector<float> scaled = values;
   cpu_.scale(scaled.data(), static_cast<int64_t>(scaled.size()), -0.75f);
