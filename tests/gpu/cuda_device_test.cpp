@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <span>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runner/device/cpu_device.h"
+#include "runner/device/cuda_kernels.h"
 #include "tests/gpu/visible_gpus.h"
 #include "tests/unit/runner/ops/gradient_check.h"
 
@@ -226,6 +228,41 @@ TEST_F(CudaDeviceTest, CopiesFillsAndScales) {
   cpu_.scale(scaled.data(), static_cast<int64_t>(scaled.size()), -0.75f);
   gpu_->scale(x, static_cast<int64_t>(values.size()), -0.75f);
   expect_close(from_gpu(x, values.size()), scaled, kFp32Tolerance, "scale");
+}
+
+// fp32 -> bf16 bits, round to nearest even (no NaNs here), as __float2bfloat16_rn rounds.
+uint16_t bf16_bits(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// The GEMM operands' rounding, bit for bit, four at a time (aligned, with a tail) and one at a
+// time (a source off 16-byte alignment), never writing past n.
+TEST_F(CudaDeviceTest, RoundsToBf16AlignedOrNot) {
+  std::vector<float> values = random_values(1031, 7, 100.0f);
+  values[5] = 1.00390625f;   // halfway between two bf16 values, the even one below
+  values[6] = 1.01171875f;   // halfway, the even one above
+  values[7] = -0.0f;
+  float* source = on_gpu(values);
+  auto* stream = static_cast<cudaStream_t>(gpu_->compute_stream());
+  for (int64_t offset : {0, 1, 4}) {
+    SCOPED_TRACE(::testing::Message() << "source offset " << offset);
+    uint16_t* destination = on_gpu(std::vector<uint16_t>(values.size() + 8, 0xabcd));
+    const int64_t n = static_cast<int64_t>(values.size()) - offset - 2;
+    ASSERT_EQ(cuda_kernels::round_to_bf16(stream, destination, source + offset, n), cudaSuccess);
+    std::vector<uint16_t> rounded(values.size() + 8);
+    gpu_->download(rounded.data(), destination, rounded.size() * sizeof(uint16_t));
+    int wrong = 0;
+    for (int64_t i = 0; i < n; ++i) wrong += rounded[i] != bf16_bits(values[offset + i]);
+    EXPECT_EQ(wrong, 0);
+    for (size_t i = static_cast<size_t>(n); i < rounded.size(); ++i) {
+      EXPECT_EQ(rounded[i], 0xabcd) << "written past n at " << i;
+    }
+  }
+  EXPECT_EQ(bf16_bits(1.00390625f), 0x3f80);
+  EXPECT_EQ(bf16_bits(1.01171875f), 0x3f82);
 }
 
 TEST_F(CudaDeviceTest, MatmulForwardAndBackwardAccumulate) {
