@@ -379,8 +379,11 @@ void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, cons
   keep(timed_gemms(
       [&]() -> Status {
         RETURN_IF_ERROR(check_gemm_dims({N, C, OC}));  // before any operand is read
-        // dout is an operand of both products: rounded once.
-        ASSIGN_OR_RETURN(GemmOperand g, gemm_operand(Scratch::kOperandB, dout, N * OC));
+        // dout is an operand of both products: rounded once (not at all for dbias alone).
+        GemmOperand g;
+        if (dinp != nullptr || dweight != nullptr) {
+          ASSIGN_OR_RETURN(g, gemm_operand(Scratch::kOperandB, dout, N * OC));
+        }
         if (dinp != nullptr) {
           // dinp (N, C) += dout (N, OC) @ W (OC, C). Column-major:
           //   dinp^T (C, N) += W^T (C, OC) dout^T (OC, N);

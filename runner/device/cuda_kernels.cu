@@ -99,17 +99,20 @@ __global__ void round_to_bf16_kernel(__nv_bfloat16* destination, const float* so
   }
 }
 
-// Four elements a thread, one 16-byte load and one 8-byte store: the scalar loop's 2-byte stores
-// moved about 1.9 TB/s of an H100's 3.35 (docs/gpu-validation.md, run 2).
-struct alignas(8) Bf16Quad {
-  __nv_bfloat162 low;  // elements 4i and 4i + 1
-  __nv_bfloat162 high;
-};
-__global__ void round_to_bf16_quads_kernel(Bf16Quad* destination, const float4* source,
+// Two bf16 values as the 32 bits that hold them in memory, `first` at the lower address.
+__device__ uint32_t bf16_pair_bits(float first, float second) {
+  return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(first))) |
+         static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(second))) << 16;
+}
+
+// Four elements a thread, one 16-byte load and one 8-byte store (a uint2: two bf16 pairs stored
+// as a struct were two 4-byte stores in the PTX): the scalar loop's 2-byte stores moved about
+// 1.9 TB/s of an H100's 3.35 (docs/gpu-validation.md, run 2).
+__global__ void round_to_bf16_quads_kernel(uint2* destination, const float4* source,
                                            int64_t quads) {
   for (int64_t i = first_index(); i < quads; i += index_stride()) {
     const float4 q = source[i];
-    destination[i] = Bf16Quad{__floats2bfloat162_rn(q.x, q.y), __floats2bfloat162_rn(q.z, q.w)};
+    destination[i] = make_uint2(bf16_pair_bits(q.x, q.y), bf16_pair_bits(q.z, q.w));
   }
 }
 
@@ -581,12 +584,12 @@ cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor) {
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n) {
   auto* rounded = static_cast<__nv_bfloat16*>(destination);
   const bool aligned = reinterpret_cast<uintptr_t>(source) % alignof(float4) == 0 &&
-                       reinterpret_cast<uintptr_t>(destination) % alignof(Bf16Quad) == 0;
+                       reinterpret_cast<uintptr_t>(destination) % alignof(uint2) == 0;
   if (!aligned) return launch_elements(stream, n, round_to_bf16_kernel, rounded, source, n);
   const int64_t quads = n / 4;
   const cudaError_t error =
       launch_elements(stream, quads, round_to_bf16_quads_kernel,
-                      reinterpret_cast<Bf16Quad*>(destination),
+                      static_cast<uint2*>(destination),
                       reinterpret_cast<const float4*>(source), quads);
   if (error != cudaSuccess) return error;
   const int64_t done = 4 * quads;  // the last n % 4 one at a time

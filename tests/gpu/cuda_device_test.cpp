@@ -238,28 +238,35 @@ uint16_t bf16_bits(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-// The GEMM operands' rounding, bit for bit, four at a time (aligned, with a tail) and one at a
-// time (a source off 16-byte alignment), never writing past n.
+// The GEMM operands' rounding, bit for bit, four at a time (both aligned, with a tail) and one at
+// a time (the source off 16-byte or the destination off 8-byte alignment), never writing outside
+// its n elements.
 TEST_F(CudaDeviceTest, RoundsToBf16AlignedOrNot) {
   std::vector<float> values = random_values(1031, 7, 100.0f);
-  values[5] = 1.00390625f;   // halfway between two bf16 values, the even one below
-  values[6] = 1.01171875f;   // halfway, the even one above
+  values[5] = 1.00390625f;  // halfway between two bf16 values, the even one below
+  values[6] = 1.01171875f;  // halfway, the even one above
   values[7] = -0.0f;
   float* source = on_gpu(values);
   auto* stream = static_cast<cudaStream_t>(gpu_->compute_stream());
-  for (int64_t offset : {0, 1, 4}) {
-    SCOPED_TRACE(::testing::Message() << "source offset " << offset);
-    uint16_t* destination = on_gpu(std::vector<uint16_t>(values.size() + 8, 0xabcd));
-    const int64_t n = static_cast<int64_t>(values.size()) - offset - 2;
-    ASSERT_EQ(cuda_kernels::round_to_bf16(stream, destination, source + offset, n), cudaSuccess);
-    std::vector<uint16_t> rounded(values.size() + 8);
+  struct Offsets {
+    int64_t source, destination;
+  };
+  for (const Offsets offset : {Offsets{0, 0}, Offsets{1, 0}, Offsets{4, 0}, Offsets{0, 1}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "offsets: source " << offset.source << ", destination " << offset.destination);
+    const std::vector<uint16_t> untouched(values.size() + 8, 0xabcd);
+    uint16_t* destination = on_gpu(untouched);
+    const int64_t n = static_cast<int64_t>(values.size()) - offset.source - 2;
+    ASSERT_EQ(cuda_kernels::round_to_bf16(stream, destination + offset.destination,
+                                          source + offset.source, n),
+              cudaSuccess);
+    std::vector<uint16_t> rounded(untouched.size());
     gpu_->download(rounded.data(), destination, rounded.size() * sizeof(uint16_t));
-    int wrong = 0;
-    for (int64_t i = 0; i < n; ++i) wrong += rounded[i] != bf16_bits(values[offset + i]);
-    EXPECT_EQ(wrong, 0);
-    for (size_t i = static_cast<size_t>(n); i < rounded.size(); ++i) {
-      EXPECT_EQ(rounded[i], 0xabcd) << "written past n at " << i;
+    std::vector<uint16_t> expected = untouched;
+    for (int64_t i = 0; i < n; ++i) {
+      expected[offset.destination + i] = bf16_bits(values[offset.source + i]);
     }
+    EXPECT_EQ(rounded, expected);
   }
   EXPECT_EQ(bf16_bits(1.00390625f), 0x3f80);
   EXPECT_EQ(bf16_bits(1.01171875f), 0x3f82);
