@@ -1,9 +1,8 @@
 // NCCL interposition: libpartrain_inject.so defines NCCL's public entry points, so under
-// LD_PRELOAD a program's calls land here first. Each wrapper finds the real function with
-// dlsym(RTLD_NEXT), or in a libnccl the program loaded privately (whichever libnccl the program
-// loaded; this library never links NCCL), passes
-// the program's arguments through unchanged, returns NCCL's result unchanged, and tells the
-// process's NcclTracker what happened. While a process is not traced the wrappers only forward.
+// LD_PRELOAD a program's calls land here first. Each wrapper finds the real function in whichever
+// libnccl the program loaded (dlsym(RTLD_NEXT), or by soname where it was loaded privately; this
+// library never links NCCL), passes the program's arguments through unchanged, returns NCCL's
+// result unchanged, and tells the process's NcclTracker what happened. While a process is not traced the wrappers only forward.
 #include <dlfcn.h>
 
 #include <array>

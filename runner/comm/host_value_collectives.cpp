@@ -5,10 +5,7 @@
 namespace partrain::comm {
 
 StatusOr<unsigned char*> HostValueCollectives::staging(size_t bytes) {
-  if (staging_.bytes() < bytes) {
-    staging_.reset();
-    ASSIGN_OR_RETURN(staging_, device_.allocator().allocate(bytes, memory::Category::kComm));
-  }
+  RETURN_IF_ERROR(device_.allocator().grow(staging_, bytes, memory::Category::kComm));
   return static_cast<unsigned char*>(staging_.data());
 }
 

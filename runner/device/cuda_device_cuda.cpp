@@ -179,10 +179,8 @@ bool CudaDevice::begin_op() {
 
 StatusOr<void*> CudaDevice::scratch(Scratch slot, size_t bytes) {
   TrackedBuffer& buffer = scratch_[static_cast<size_t>(slot)];
-  if (buffer.bytes() < bytes) {
-    buffer.reset();  // back to the cache: queued work still reading it runs first (stream order)
-    ASSIGN_OR_RETURN(buffer, allocator_.allocate(bytes, memory::Category::kWorkspace));
-  }
+  // A smaller one goes back to the cache: queued work still reading it runs first (stream order).
+  RETURN_IF_ERROR(allocator_.grow(buffer, bytes, memory::Category::kWorkspace));
   return buffer.data();
 }
 

@@ -75,6 +75,13 @@ void notify(const std::shared_ptr<const MemoryObserver>& observer, const MemoryE
 
 }  // namespace
 
+Status TrackedAllocator::grow(TrackedBuffer& buffer, size_t bytes, memory::Category category) {
+  if (buffer.bytes() >= bytes) return Status::ok();
+  buffer.reset();
+  ASSIGN_OR_RETURN(buffer, allocate(bytes, category));
+  return Status::ok();
+}
+
 StatusOr<TrackedBuffer> TrackedAllocator::allocate(size_t bytes, memory::Category category) {
   if (bytes == 0) return TrackedBuffer();
   {

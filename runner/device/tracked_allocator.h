@@ -107,6 +107,10 @@ class TrackedAllocator {
   // A zero-byte request gives an empty buffer and no event. Fails with "out of memory allocating
   // 256.00 MiB of activations ..." when the raw memory refuses or the byte limit would be passed.
   StatusOr<TrackedBuffer> allocate(size_t bytes, memory::Category category);
+  // Makes `buffer` (a scratch or staging buffer reused across calls) hold at least `bytes`: kept
+  // when it does, else freed first, so a peak never holds the old and the new, and allocated
+  // anew. On failure `buffer` is left empty.
+  Status grow(TrackedBuffer& buffer, size_t bytes, memory::Category category);
 
   // Caps the total tracked bytes (std::nullopt: no cap): how tests and fault injection make an
   // allocation fail on purpose. `why`, when given, is named in the out-of-memory message.

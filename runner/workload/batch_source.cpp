@@ -24,14 +24,11 @@ StatusOr<BatchSource> BatchSource::open(const WorkloadConfig& config) {
 
 namespace {
 
-// Copies `values` into `buffer`, (re)allocating it when its size differs.
+// Copies `values` into `buffer`, grown to hold them on first use.
 template <class T>
 Status upload_values(Device& device, const std::vector<T>& values, TrackedBuffer& buffer) {
   const size_t bytes = values.size() * sizeof(T);
-  if (buffer.bytes() != bytes) {
-    buffer.reset();
-    ASSIGN_OR_RETURN(buffer, device.allocator().allocate(bytes, memory::Category::kOther));
-  }
+  RETURN_IF_ERROR(device.allocator().grow(buffer, bytes, memory::Category::kOther));
   device.upload(buffer.data(), values.data(), bytes);
   return Status::ok();
 }

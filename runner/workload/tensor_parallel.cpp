@@ -61,10 +61,7 @@ StatusOr<const float*> TensorParallel::region_input(const float* local, Tensor& 
 
 StatusOr<float*> TensorParallel::staging(int64_t numel) {
   const size_t bytes = static_cast<size_t>(numel) * sizeof(float);
-  if (staging_.bytes() < bytes) {
-    staging_.reset();  // free first: the peak holds one staging buffer, never two
-    ASSIGN_OR_RETURN(staging_, device_.allocator().allocate(bytes, memory::Category::kComm));
-  }
+  RETURN_IF_ERROR(device_.allocator().grow(staging_, bytes, memory::Category::kComm));
   return static_cast<float*>(staging_.data());
 }
 

@@ -50,6 +50,26 @@ TEST(TrackedAllocator, CurrentAndPeakPerCategoryAndTheSplitAtTheTotalPeak) {
   EXPECT_EQ(allocator.stats().total_peak, 1200u);  // all still held
 }
 
+// A reused scratch buffer: kept while large enough, else replaced, the old one freed first so
+// the peak is the larger alone; a failed growth leaves it empty.
+TEST(TrackedAllocator, GrowKeepsALargeEnoughBufferAndNeverHoldsTwo) {
+  TrackedAllocator allocator;
+  TrackedBuffer scratch;
+  ASSERT_TRUE(allocator.grow(scratch, 100, Category::kComm).is_ok());
+  void* first = scratch.data();
+  ASSERT_TRUE(allocator.grow(scratch, 60, Category::kComm).is_ok());
+  EXPECT_EQ(scratch.data(), first);
+  EXPECT_EQ(scratch.bytes(), 100u);
+  ASSERT_TRUE(allocator.grow(scratch, 300, Category::kComm).is_ok());
+  EXPECT_EQ(scratch.bytes(), 300u);
+  EXPECT_EQ(allocator.current_bytes(Category::kComm), 300u);
+  EXPECT_EQ(allocator.peak_bytes(Category::kComm), 300u) << "not 100 + 300";
+  allocator.set_limit_bytes(500);
+  EXPECT_FALSE(allocator.grow(scratch, 600, Category::kComm).is_ok());
+  EXPECT_TRUE(scratch.empty());
+  EXPECT_EQ(allocator.current_bytes(Category::kComm), 0u);
+}
+
 TEST(TrackedAllocator, BuffersAreMoveOnlyAndFreeOnce) {
   TrackedAllocator allocator;
   auto first = allocate(allocator, 64, Category::kComm);
