@@ -17,8 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "profiler/trace_session.h"
-#include "tests/support/scratch_dir.h"
+#include "tests/support/rank_tracer_fixture.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
@@ -32,7 +31,7 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-class RankGpuCountersTest : public ::testing::Test {
+class RankGpuCountersTest : public testing::RankTracerFixture {
  protected:
   static void SetUpTestSuite() {
     // Loaded by path; the counter source's dlopen("libnvidia-ml.so.1") then finds it by soname.
@@ -40,38 +39,24 @@ class RankGpuCountersTest : public ::testing::Test {
         << dlerror();
   }
   void SetUp() override {
-    TraceSessionOptions options;
-    options.path = scratch_.path() / "counters.db";
-    options.run_id = "counters";
-    options.token = "token";
-    auto session = TraceSession::start(std::move(options));
-    ASSERT_TRUE(session.is_ok()) << session.status().message();
-    session_ = std::move(*session);
+    RankTracerFixture::SetUp();
     setenv("FAKE_NVML_LOG", log_path().c_str(), 1);
   }
   void TearDown() override {
     unsetenv("FAKE_NVML_LOG");
     unsetenv("FAKE_NVML_INIT_ERROR");
     unsetenv("PARTRAIN_NVML_INTERVAL");
+    RankTracerFixture::TearDown();
   }
-  RankTracerOptions tracer_options(int rank) const {
-    RankTracerOptions options;
-    options.socket_path = session_->socket_path();
-    options.token = "token";
-    options.rank = rank;
-    return options;
-  }
-  fs::path log_path() const { return scratch_.path() / "nvml.log"; }
+  fs::path log_path() const { return dir_ / "nvml.log"; }
   std::string finish() {
     EXPECT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());
-    return testing::TraceQuery(scratch_.path() / "counters.db")
-        .rows("SELECT rank, name, min(value), max(value) FROM counters GROUP BY rank, name "
-              "ORDER BY name");
+    return testing::TraceQuery(db()).rows(
+        "SELECT rank, name, min(value), max(value) FROM counters GROUP BY rank, name "
+        "ORDER BY name");
   }
-
-  testing::ScratchDir scratch_;
-  std::unique_ptr<TraceSession> session_;
 };
+
 
 TEST_F(RankGpuCountersTest, SampleTheRanksGpuIntoItsTrace) {
   setenv("PARTRAIN_NVML_INTERVAL", "10ms", 1);

@@ -14,7 +14,7 @@
 #include "core/clock.h"
 #include "profiler/trace_scope.h"
 #include "profiler/trace_session.h"
-#include "tests/support/scratch_dir.h"
+#include "tests/support/rank_tracer_fixture.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::profiler {
@@ -25,33 +25,7 @@ std::string rows(const fs::path& db, const std::string& sql) {
   return testing::TraceQuery(db).rows(sql);
 }
 
-class RankTracerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    TraceSessionOptions options;
-    options.path = dir_ / "rank.db";
-    options.run_id = dir_.filename().string();
-    options.token = "secret-token";
-    auto session = TraceSession::start(std::move(options));
-    ASSERT_TRUE(session.is_ok()) << session.status().message();
-    session_ = std::move(*session);
-  }
-  void TearDown() override {
-    session_.reset();
-  }
-  RankTracerOptions tracer_options(int rank) const {
-    RankTracerOptions options;
-    options.socket_path = session_->socket_path();
-    options.token = "secret-token";
-    options.rank = rank;
-    return options;
-  }
-  fs::path db() const { return dir_ / "rank.db"; }
-
-  testing::ScratchDir scratch_;
-  const fs::path& dir_ = scratch_.path();
-  std::unique_ptr<TraceSession> session_;
-};
+using RankTracerTest = testing::RankTracerFixture;
 
 TEST_F(RankTracerTest, EventsLandOnTheTimelineWithStepAndTrack) {
   int64_t collective_ts = 0;
