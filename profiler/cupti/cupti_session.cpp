@@ -40,9 +40,9 @@ struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
 
   bool complete() const {
-    return activity_enable && activity_disable && register_callbacks && register_timestamp && flush_all &&
-           next_record && dropped_records && push_external && pop_external && subscribe &&
-           unsubscribe && result_string && enable_callback;
+    return activity_enable && activity_disable && register_callbacks && register_timestamp &&
+           flush_all && next_record && dropped_records && push_external && pop_external &&
+           subscribe && unsubscribe && enable_callback && result_string;
   }
 };
 
@@ -222,12 +222,12 @@ Status CuptiSession::enable() {
   }
   for (CUpti_ActivityKind kind : kinds) {
     result = api_.activity_enable(kind);
-    if (result == CUPTI_SUCCESS) enabled_.push_back(kind);
     if (result != CUPTI_SUCCESS) {
       return unavailable("CUPTI activity kind {} cannot be enabled ({}): GPU kernels are not "
                          "recorded; NCCL calls still are", static_cast<int>(kind),
                          result_text(api_, result));
     }
+    enabled_.push_back(kind);
   }
   flusher_ = std::thread([this] { periodic_flush(); });
   return Status::ok();
