@@ -41,7 +41,9 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->capture_default_str()->check(CLI::IsMember({"gloo", "nccl", "auto"}))->group(training);
   command.add_option("--precision", f.precision,
                      "fp32 or bf16 (also the recipes of `partrain memory`: fp32-adam, "
-                     "bf16-mixed, bf16-fp32grad, bf16-fp32grad-accum)")
+                     "bf16-mixed, bf16-fp32grad, bf16-fp32grad-accum). bf16 rounds every "
+                     "matmul's operands to bf16 and accumulates in fp32, on the CPU as on the "
+                     "GPU; parameters, gradients and activations are stored in fp32 either way")
       ->capture_default_str()->group(training);
   command.add_option("--recompute", f.recompute,
                      "Activation recomputation: none, selective (attention core) or full "

@@ -10,6 +10,7 @@
 
 #include "runner/ops/adamw.h"
 #include "runner/ops/attention.h"
+#include "runner/ops/bf16_round.h"
 #include "runner/ops/cross_entropy.h"
 #include "runner/ops/embedding.h"
 #include "runner/ops/gelu.h"
@@ -23,12 +24,16 @@
 namespace partrain::runner {
 
 CpuDevice::CpuDevice(CpuDeviceOptions options)
-    : allocator_(std::make_unique<HostMemory>()), blas_threads_(std::max(1, options.blas_threads)) {
+    : allocator_(std::make_unique<HostMemory>()),
+      blas_threads_(std::max(1, options.blas_threads)),
+      precision_(options.precision),
+      operands_(2) {
   openblas_set_num_threads(blas_threads_);
 }
 
 std::string CpuDevice::name() const {
-  return fmt::format("cpu (OpenBLAS, {} thread{})", blas_threads_, blas_threads_ == 1 ? "" : "s");
+  return fmt::format("cpu (OpenBLAS, {} thread{}{})", blas_threads_, blas_threads_ == 1 ? "" : "s",
+                     precision_ == GemmPrecision::kBf16 ? ", bf16 GEMMs" : "");
 }
 
 StatusOr<Device::PeakGemm> CpuDevice::measure_peak_gemm() {
@@ -52,23 +57,61 @@ void CpuDevice::copy(float* destination, const float* source, int64_t n) {
   std::copy_n(source, n, destination);
 }
 
+const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
+  if (precision_ != GemmPrecision::kBf16) return x;
+  TrackedBuffer& buffer = operands_[static_cast<size_t>(slot)];
+  Status grown = allocator_.grow(buffer, static_cast<size_t>(n) * sizeof(float),
+                                 memory::Category::kWorkspace);
+  if (!grown.is_ok()) {
+    if (status_.is_ok()) status_ = grown;
+    return nullptr;
+  }
+  auto* rounded = static_cast<float*>(buffer.data());
+  ops::round_to_bf16(rounded, x, n);
+  return rounded;
+}
+
+void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
+  gemm_.seconds += static_cast<double>(monotonic_ns() - start_ns) / 1e9;
+  gemm_.flops += flops;
+}
+
 void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                                int64_t N, int64_t C, int64_t OC) {
+  if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
-  ops::matmul_forward(out, inp, weight, bias, N, C, OC);
-  gemm_.seconds += static_cast<double>(monotonic_ns() - start) / 1e9;
-  gemm_.flops += 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
+  const float* w = gemm_operand(Operand::kA, weight, OC * C);
+  const float* x = gemm_operand(Operand::kB, inp, N * C);
+  if (w == nullptr || x == nullptr) return;
+  ops::matmul_forward(out, x, w, bias, N, C, OC);  // the bias is added in fp32, unrounded
+  add_gemm_time(start,
+                2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
 
 void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                 const float* inp, const float* weight, int64_t N, int64_t C,
                                 int64_t OC) {
+  if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
-  ops::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-  gemm_.seconds += static_cast<double>(monotonic_ns() - start) / 1e9;
+  // As the CUDA device: dout is rounded once for both products, dbias sums it unrounded.
+  if (dinp != nullptr || dweight != nullptr) {
+    const float* g = gemm_operand(Operand::kB, dout, N * OC);
+    if (g == nullptr) return;
+    if (dinp != nullptr) {
+      const float* w = gemm_operand(Operand::kA, weight, OC * C);
+      if (w == nullptr) return;
+      ops::matmul_backward(dinp, nullptr, nullptr, g, inp, w, N, C, OC);
+    }
+    if (dweight != nullptr) {
+      const float* x = gemm_operand(Operand::kA, inp, N * C);
+      if (x == nullptr) return;
+      ops::matmul_backward(nullptr, dweight, nullptr, g, x, weight, N, C, OC);
+    }
+  }
+  if (dbias != nullptr) ops::matmul_backward(nullptr, nullptr, dbias, dout, inp, weight, N, C, OC);
   // dinp and dweight: two products of the forward's size each, when asked for.
   const double product = 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
-  gemm_.flops += (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0);
+  add_gemm_time(start, (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0));
 }
 
 void CpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

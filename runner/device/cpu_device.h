@@ -1,11 +1,14 @@
-// The CPU device: fp32, OpenBLAS sgemm for the GEMMs and the runner/ops reference code for the
-// rest; one BLAS thread per rank unless told otherwise, since the launcher already runs a rank per
-// core.
+// The CPU device: OpenBLAS sgemm for the GEMMs and the runner/ops reference code for the rest;
+// one BLAS thread per rank unless told otherwise, since the launcher already runs a rank per core.
+// Storage is fp32; under GemmPrecision::kBf16 each matmul rounds its operands to bf16 first, as the
+// CUDA device does, so bf16 training has a CPU reference.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runner/device/device.h"
+#include "runner/device/gemm_precision.h"
 #include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
@@ -14,6 +17,7 @@ struct CpuDeviceOptions {
   // OpenBLAS threads for this process. Its thread count is process-wide state inside OpenBLAS, so
   // the last CpuDevice constructed in a process decides it.
   int blas_threads = 1;
+  GemmPrecision precision = GemmPrecision::kFp32;
 };
 
 class CpuDevice final : public Device {
@@ -23,8 +27,12 @@ class CpuDevice final : public Device {
   std::string name() const override;
   TrackedAllocator& allocator() override { return allocator_; }
   bool host_addressable() const override { return true; }
+  // Fails only where a bf16 matmul could not get the workspace for its rounded operands (the op
+  // then did nothing).
+  Status status() const override { return status_; }
   // sgemm at 512^3 on a probe device of its own, so the run's memory never holds its buffers:
-  // 512 is near the workloads' GEMM shapes.
+  // 512 is near the workloads' GEMM shapes. sgemm in both precisions: bf16 operands go through
+  // the same sgemm, the CPU having no faster bf16 path.
   StatusOr<PeakGemm> measure_peak_gemm() override;
   int blas_threads() const { return blas_threads_; }
 
@@ -88,9 +96,19 @@ class CpuDevice final : public Device {
   GemmTotals gemm_totals() const override { return gemm_; }
 
  private:
+  enum class Operand { kA, kB };
+  // The operand as the GEMM reads it: x itself in fp32; under bf16 its `n` values rounded into
+  // workspace `slot` (tracked as kWorkspace, kept and grown across calls, as the CUDA device's
+  // scratch). nullptr, with status_ set, when the workspace cannot grow.
+  const float* gemm_operand(Operand slot, const float* x, int64_t n);
+  void add_gemm_time(int64_t start_ns, double flops);
+
   TrackedAllocator allocator_;  // host memory, 64-byte aligned
   int blas_threads_;
+  GemmPrecision precision_;
   GemmTotals gemm_;
+  std::vector<TrackedBuffer> operands_;  // bf16: the rounded operands, one per Operand
+  Status status_;
 };
 
 }  // namespace partrain::runner

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "runner/device/device.h"
+#include "runner/device/gemm_precision.h"
 #include "runner/device/tracked_allocator.h"
 
 // The CUDA runtime's and cuBLAS's handle types are pointers to these.
@@ -20,15 +21,6 @@ struct CUevent_st;
 struct cublasContext;
 
 namespace partrain::runner {
-
-// What matmul's GEMM operands are multiplied in (a workload maps its Precision, --precision, onto
-// it). Parameters, gradients and activations stay fp32 in both (docs/decisions.md, 2026-11-25);
-// accumulation is fp32 in both.
-enum class GemmPrecision {
-  kFp32,  // fp32 operands, TF32 off: matches the CPU device to ~1e-5 relative
-  kBf16,  // operands rounded to bf16 into a workspace, fp32 accumulate and output (tensor cores);
-          // attention's batched products take their fp32 operands as TF32 on the tensor cores
-};
 
 struct CudaDeviceOptions {
   int ordinal = 0;  // the CUDA device index, as CUDA_VISIBLE_DEVICES numbers them

@@ -43,7 +43,7 @@ class Device {
   virtual void* compute_stream() { return nullptr; }
   // The first failure an op met. Ops return void, so a device whose ops can fail (a CUDA kernel, a
   // cuBLAS call) keeps it here and does nothing more; callers check it once per step. The CPU
-  // device's ops cannot fail.
+  // device's fail only where a bf16 matmul cannot get the workspace for its rounded operands.
   virtual Status status() const { return Status::ok(); }
 
   // A device with its own memory reports how much of it is free, for a per-step sample beside the

@@ -25,7 +25,7 @@ class IsolatedCpuDevice final : public Device {
   std::string name() const override;
   TrackedAllocator& allocator() override { return allocator_; }
   bool host_addressable() const override { return false; }
-  Status status() const override { return status_; }
+  Status status() const override { return status_.is_ok() ? cpu_.status() : status_; }
   GemmTotals gemm_totals() const override { return cpu_.gemm_totals(); }
   StatusOr<PeakGemm> measure_peak_gemm() override { return cpu_.measure_peak_gemm(); }
   // Its reserved address space as the total, and what its live buffers take as used.

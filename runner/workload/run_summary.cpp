@@ -42,8 +42,8 @@ double RunSummary::mfu() const {
 }
 
 std::string format_summary_text(const RunSummary& s) {
-  std::string out = fmt::format("{} on {} ranks: {}\ndevice: {}\n", s.workload, s.world, s.layout,
-                                s.device);
+  std::string out = fmt::format("{} on {} ranks: {}\ndevice: {}, precision {}\n", s.workload,
+                                s.world, s.layout, s.device, s.precision);
   out += "loss:";
   for (size_t i = 0; i < s.losses.size(); ++i) {
     out += fmt::format("{}{:.4f}", i == 0 ? " " : " -> ", s.losses[i]);
@@ -118,6 +118,7 @@ std::string format_summary_json(const RunSummary& s) {
       {"ranks", ranks},
       {"layout", s.layout},
       {"device", s.device},
+      {"precision", s.precision},
       {"world", s.world},
       {"losses", s.losses},
       {"final_params_l2", s.final_params_l2},

@@ -15,6 +15,7 @@ struct RunSummary {
   std::string workload;     // "gpt (4 layers, hidden 256, ...)"
   std::string layout;       // describe_layout
   std::string device;       // "cpu (OpenBLAS, 1 thread)"
+  std::string precision;    // --precision: "fp32" or "bf16"
   int world = 1;
   std::vector<double> losses;           // mean loss over the global batch, per step
   std::vector<double> step_seconds;     // rank 0's wall time per step

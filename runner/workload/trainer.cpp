@@ -159,6 +159,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   summary.workload = describe_model(config, params_layout.numel());
   summary.layout = describe_layout(layout);
   summary.device = device.name();
+  summary.precision = precision_name(config.precision);
   summary.world = world.size();
   const bool gpt = config.kind == WorkloadKind::kGpt;
   summary.tokens_per_step = static_cast<int64_t>(layout.global_batch) * (gpt ? m.seq : 1);

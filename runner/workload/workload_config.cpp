@@ -60,9 +60,11 @@ Status resolve_workload(WorkloadConfig& config) {
   }
   if (config.steps < 1) return invalid_argument("--steps must be at least 1");
   RETURN_IF_ERROR(check_device_names(config.device, config.comm));
-  if (config.precision != Precision::kFp32 && config.device.starts_with("cpu")) {
-    return invalid_argument("--precision bf16 needs the CUDA device (--device cuda); the CPU "
-                            "device trains in fp32 (pass --precision fp32)");
+  if (config.precision != Precision::kFp32 && config.device == "cpu-isolated") {
+    // Precision changes what the device computes, not how a workload reaches its memory, which
+    // is all the isolated device checks.
+    return invalid_argument("--precision bf16 runs on --device cpu or cuda; --device "
+                            "cpu-isolated checks memory access in fp32 (pass --precision fp32)");
   }
   if (!(config.lr > 0)) return invalid_argument("--lr must be positive");
   if (config.kind == WorkloadKind::kGpt) {

@@ -59,8 +59,11 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
 
 StatusOr<std::unique_ptr<Device>> create_workload_device(const WorkloadConfig& config,
                                                          int local_rank) {
+  const GemmPrecision precision =
+      config.precision == Precision::kBf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
   CpuDeviceOptions cpu_options;
   cpu_options.blas_threads = config.blas_threads;
+  cpu_options.precision = precision;
   if (config.device == "cpu") {
     return std::unique_ptr<Device>(std::make_unique<CpuDevice>(cpu_options));
   }
@@ -78,8 +81,7 @@ StatusOr<std::unique_ptr<Device>> create_workload_device(const WorkloadConfig& c
   if (gpus < 1) return invalid_argument("--device cuda: the CUDA runtime sees no GPU");
   CudaDeviceOptions options;
   options.ordinal = local_rank % gpus;
-  options.precision =
-      config.precision == Precision::kBf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
+  options.precision = precision;
   return create_cuda_device(options);
 }
 

@@ -138,9 +138,11 @@ class CudaDeviceTest : public ::testing::Test {
   }
 
   // matmul forward (with and without bias) and backward (every gradient, then dweight alone)
-  // against the CPU: GEMM outputs within gemm_tolerance, the bias gradient (a column sum, fp32 in
-  // both precisions) within kFp32Tolerance. Returns the forward's largest error over its scale.
-  double compare_matmul(const Shape& s, double gemm_tolerance) {
+  // against `reference` (the fp32 CPU unless given): GEMM outputs within gemm_tolerance, the bias
+  // gradient (a column sum, fp32 in both precisions) within kFp32Tolerance. Returns the forward's
+  // largest error over its scale.
+  double compare_matmul(const Shape& s, double gemm_tolerance, Device* reference = nullptr) {
+    Device& cpu = reference != nullptr ? *reference : cpu_;
     SCOPED_TRACE(::testing::Message() << "N " << s.N() << " C " << s.C << " OC " << s.OC);
     const int64_t N = s.N(), C = s.C, OC = s.OC;
     const auto inp = random_values(N * C, 1), weight = random_values(OC * C, 2),
@@ -151,7 +153,7 @@ class CudaDeviceTest : public ::testing::Test {
     double largest_error = 0.0;
     for (const bool with_bias : {true, false}) {
       std::vector<float> out(N * OC);
-      cpu_.matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr,
+      cpu.matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr,
                           N, C, OC);
       float* gpu_out = on_gpu(std::vector<float>(N * OC, 7.0f));  // overwritten, not added to
       gpu_->matmul_forward(gpu_out, gpu_inp, gpu_weight, with_bias ? on_gpu(bias) : nullptr, N, C,
@@ -169,7 +171,7 @@ class CudaDeviceTest : public ::testing::Test {
     float* gpu_dinp = on_gpu(dinp);
     float* gpu_dweight = on_gpu(dweight);
     float* gpu_dbias = on_gpu(dbias);
-    cpu_.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+    cpu.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
                          weight.data(), N, C, OC);
     gpu_->matmul_backward(gpu_dinp, gpu_dweight, gpu_dbias, gpu_dout, gpu_inp, gpu_weight, N, C,
                           OC);
@@ -177,7 +179,7 @@ class CudaDeviceTest : public ::testing::Test {
     expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, gemm_tolerance, "dweight");
     expect_close(from_gpu(gpu_dbias, dbias.size()), dbias, kFp32Tolerance, "dbias");
     // nullptr gradients are skipped; the others still accumulate.
-    cpu_.matmul_backward(nullptr, dweight.data(), nullptr, dout.data(), inp.data(), weight.data(),
+    cpu.matmul_backward(nullptr, dweight.data(), nullptr, dout.data(), inp.data(), weight.data(),
                          N, C, OC);
     gpu_->matmul_backward(nullptr, gpu_dweight, nullptr, gpu_dout, gpu_inp, gpu_weight, N, C, OC);
     expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, gemm_tolerance, "dweight alone");
@@ -592,6 +594,14 @@ TEST_F(CudaDeviceBf16Test, MatmulWithinBf16Rounding) {
     // And the operands really were rounded: fp32 agreement would mean bf16 was not used.
     EXPECT_GT(compare_matmul(s, kBf16Tolerance), 10 * kFp32Tolerance);
   }
+}
+
+// Against the CPU's bf16 reference, which multiplies the same bf16-rounded operands with sgemm:
+// the products are exact in fp32 on both, so only the order of the fp32 sums differs.
+TEST_F(CudaDeviceBf16Test, MatmulMatchesTheCpusBf16Reference) {
+  CpuDevice cpu_bf16(CpuDeviceOptions{.precision = GemmPrecision::kBf16});
+  for (const Shape& s : kShapes) compare_matmul(s, kFp32Tolerance, &cpu_bf16);
+  EXPECT_TRUE(cpu_bf16.status().is_ok()) << cpu_bf16.status().message();
 }
 
 // Attention's products go through the tensor cores as TF32 in bf16 mode.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -223,6 +224,33 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
                                            "-n 4 --dp 2 --pp 2 --micro-batch 1",
                                            "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
 
+// --precision bf16 on the CPU: every matmul multiplies bf16-rounded operands (the CUDA device's
+// arithmetic), so the run departs from fp32 by bf16's rounding, no more; and since the rounding
+// is per element, every layout still computes what one bf16 rank computes.
+TEST(Workload, Bf16OnTheCpuRoundsTheGemmOperandsInEveryLayout) {
+  constexpr int kSteps = 6;
+  const nlohmann::json fp32 = run_workload("-n 1 --micro-batch 4", kSteps);
+  const nlohmann::json bf16 = run_workload("-n 1 --micro-batch 4", kSteps, "--precision bf16");
+  ASSERT_EQ(bf16["losses"].size(), fp32["losses"].size());
+  EXPECT_EQ(bf16["precision"], "bf16");
+  EXPECT_NE(bf16["device"].get<std::string>().find("bf16 GEMMs"), std::string::npos) << bf16.dump();
+  double largest = 0;
+  for (size_t i = 0; i < fp32["losses"].size(); ++i) {
+    const double want = fp32["losses"][i].get<double>();
+    const double got = bf16["losses"][i].get<double>();
+    EXPECT_NEAR(got, want, 1e-2 * want) << "step " << i;  // the bf16 tolerance of the GPU tests
+    largest = std::max(largest, std::abs(got - want) / want);
+  }
+  EXPECT_GT(largest, 1e-6) << "bf16 losses equal to fp32's: were the operands rounded?";
+  for (const char* layout : {"-n 2 --strategy ddp --micro-batch 2", "-n 2 --tp 2 --micro-batch 4",
+                             "-n 2 --strategy fsdp --micro-batch 2",
+                             "-n 2 --pp 2 --micro-batch 1"}) {
+    const nlohmann::json run = run_workload(layout, kSteps, "--precision bf16");
+    EXPECT_NE(run["device"].get<std::string>().find("bf16 GEMMs"), std::string::npos) << layout;
+    expect_equivalent(bf16, run, std::string(layout) + " in bf16");
+  }
+}
+
 TEST(Workload, MlpLossFalls) {
   CommandResult r = run_partrain("-q launch -n 1 --workload mlp --layers 4 --hidden 64 --lr 1e-2 "
                                  "--global-batch 8 --micro-batch 8 --steps 12 --json");
@@ -297,9 +325,8 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 2 --tp 2 --layers 3 --workload mlp", "even number of layers"},
            Case{"-n 1 --device cuda", "--device cuda"},
            Case{"-n 2 --comm nccl", "--comm nccl needs the CUDA device"},
-           Case{"-n 1 --precision bf16-mixed", "--precision bf16 needs the CUDA device"},
            Case{"-n 1 --device cpu-isolated --precision bf16-mixed",
-                "--precision bf16 needs the CUDA device"},
+                "--precision bf16 runs on --device cpu or cuda"},
            Case{"-n 2 --device cpu-isolated --comm nccl", "pass --comm gloo"},
        }) {
     const bool names_workload = std::string(c.args).find("--workload") != std::string::npos;

@@ -3,10 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "runner/ops/attention.h"
+#include "runner/ops/bf16_round.h"
 #include "runner/ops/cross_entropy.h"
 #include "runner/ops/embedding.h"
 #include "runner/ops/layernorm.h"
@@ -214,6 +216,88 @@ TEST(CpuDevice, MeasuresAnSgemmPeakInTrackedWorkspace) {
   device.allocator().set_limit_bytes(1024);
   EXPECT_THAT(device.measure_sgemm_gflops(256, 1).status().message(),
               ::testing::HasSubstr("of workspace"));
+}
+
+
+// Under GemmPrecision::kBf16 a matmul multiplies its operands rounded to bf16, as the CUDA
+// device's tensor cores do: the same sgemm over pre-rounded operands gives the same bits, the
+// bias and dbias stay fp32, and the rounded copies are tracked workspace, kept between calls.
+class CpuDeviceBf16 : public ::testing::Test {
+ protected:
+  static constexpr int64_t N = 6, C = 40, OC = 24;
+  static std::vector<float> rounded(const std::vector<float>& x) {
+    std::vector<float> r(x.size());
+    ops::round_to_bf16(r.data(), x.data(), static_cast<int64_t>(x.size()));
+    return r;
+  }
+  CpuDevice cpu{CpuDeviceOptions{.precision = GemmPrecision::kBf16}};
+  Device& device = cpu;
+  std::vector<float> x = random_values(N * C, 21), w = random_values(OC * C, 22),
+                     bias = random_values(OC, 23), dout = random_values(N * OC, 24);
+};
+
+TEST_F(CpuDeviceBf16, ForwardMultipliesTheRoundedOperands) {
+  EXPECT_EQ(device.name(), "cpu (OpenBLAS, 1 thread, bf16 GEMMs)");
+  std::vector<float> out(N * OC), want(N * OC), fp32(N * OC);
+  device.matmul_forward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  ops::matmul_forward(want.data(), rounded(x).data(), rounded(w).data(), bias.data(), N, C, OC);
+  EXPECT_EQ(out, want);
+  ops::matmul_forward(fp32.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  double largest = 0;  // and the rounding is not lost in the noise: bf16 keeps 8 bits
+  for (size_t i = 0; i < out.size(); ++i) {
+    largest = std::max(largest, std::abs(double{out[i]} - fp32[i]) / (1.0 + std::abs(fp32[i])));
+  }
+  EXPECT_GT(largest, 1e-4);
+  EXPECT_LT(largest, 5e-2);
+  EXPECT_TRUE(device.status().is_ok());
+}
+
+TEST_F(CpuDeviceBf16, BackwardRoundsDoutOnceAndSumsTheBiasInFp32) {
+  // Gradients accumulate (+=) onto what is there, in fp32.
+  std::vector<float> dx(N * C, 0.5f), dw(OC * C, -0.25f), db(OC, 1.0f);
+  std::vector<float> want_dx = dx, want_dw = dw, want_db = db;
+  device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
+                         OC);
+  const std::vector<float> g = rounded(dout);
+  ops::matmul_backward(want_dx.data(), nullptr, nullptr, g.data(), x.data(), rounded(w).data(), N,
+                       C, OC);
+  ops::matmul_backward(nullptr, want_dw.data(), nullptr, g.data(), rounded(x).data(), w.data(), N,
+                       C, OC);
+  ops::matmul_backward(nullptr, nullptr, want_db.data(), dout.data(), x.data(), w.data(), N, C,
+                       OC);
+  EXPECT_EQ(dx, want_dx);
+  EXPECT_EQ(dw, want_dw);
+  EXPECT_EQ(db, want_db);
+  EXPECT_TRUE(device.status().is_ok());
+}
+
+TEST_F(CpuDeviceBf16, RoundedOperandsAreTrackedWorkspace) {
+  std::vector<float> out(N * OC), dx(N * C, 0.0f), dw(OC * C, 0.0f);
+  device.matmul_forward(out.data(), x.data(), w.data(), nullptr, N, C, OC);
+  device.matmul_backward(dx.data(), dw.data(), nullptr, dout.data(), x.data(), w.data(), N, C,
+                         OC);
+  // Two slots, each grown to the largest operand it held: A held w (OC x C), then x (N x C); B
+  // held x, then dout (N x OC).
+  const uint64_t want = sizeof(float) * (std::max(OC * C, N * C) + std::max(N * C, N * OC));
+  EXPECT_EQ(device.allocator().current_bytes(memory::Category::kWorkspace), want);
+  CpuDevice fp32;  // fp32 multiplies the operands as they are: no copies
+  fp32.matmul_forward(out.data(), x.data(), w.data(), nullptr, N, C, OC);
+  EXPECT_EQ(fp32.allocator().peak_bytes(memory::Category::kWorkspace), 0u);
+}
+
+TEST_F(CpuDeviceBf16, AMatmulWithoutWorkspaceFailsAndWritesNothing) {
+  device.allocator().set_limit_bytes(64, "the test's cap");
+  std::vector<float> out(N * OC, 7.0f);
+  device.matmul_forward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  EXPECT_EQ(out, std::vector<float>(N * OC, 7.0f));
+  ASSERT_FALSE(device.status().is_ok());
+  EXPECT_THAT(device.status().message(), ::testing::HasSubstr("the test's cap"));
+  // The failure is sticky, as a CUDA device's: later ops do nothing either.
+  device.allocator().set_limit_bytes(std::nullopt);
+  std::vector<float> dx(N * C, 0.0f);
+  device.matmul_backward(dx.data(), nullptr, nullptr, dout.data(), x.data(), w.data(), N, C, OC);
+  EXPECT_EQ(dx, std::vector<float>(N * C, 0.0f));
+  EXPECT_FALSE(device.status().is_ok());
 }
 
 }  // namespace

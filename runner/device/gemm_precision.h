@@ -1,0 +1,15 @@
+// What a device's matmul multiplies its operands in (a workload maps its Precision, --precision,
+// onto it). Both devices keep parameters, gradients and activations fp32 and accumulate in fp32
+// (docs/decisions.md, 2026-11-25); bf16 rounds each GEMM operand to bf16 first.
+#pragma once
+
+namespace partrain::runner {
+
+enum class GemmPrecision {
+  kFp32,  // fp32 operands (on CUDA, TF32 off): the CPU and CUDA devices agree to ~1e-5 relative
+  kBf16,  // operands rounded to bf16 (nearest even), fp32 accumulate and output: the tensor cores
+          // on CUDA, sgemm over the rounded values on the CPU (the same products: a product of
+          // two bf16 values is exact in fp32). CUDA's attention products take TF32.
+};
+
+}  // namespace partrain::runner

@@ -1,0 +1,14 @@
+// bf16 GEMM operands on the CPU: each value rounded to the nearest bfloat16 (ties to even, as
+// __float2bfloat16_rn and the CUDA device's round_to_bf16 kernel) and kept as an fp32, so sgemm
+// over the rounded values computes the bf16 products a tensor core does, exactly.
+#pragma once
+
+#include <cstdint>
+
+namespace partrain::runner::ops {
+
+// out (n) = inp rounded to bf16; in place when out == inp. NaN stays NaN, +-Inf stays Inf, and a
+// finite value beyond bf16's largest rounds to Inf.
+void round_to_bf16(float* out, const float* inp, int64_t n);
+
+}  // namespace partrain::runner::ops
