@@ -58,6 +58,22 @@ TEST_F(GpuWorkload, NcclOneRankPerGpuMatchesTheCpu) {
   }
 }
 
+// bf16 on the GPU against the CPU's bf16 reference (the same bf16-rounded matmul operands,
+// multiplied by sgemm): the GEMMs agree to the order of their fp32 sums, and attention's
+// products, TF32 on the GPU and fp32 on the CPU, leave about 1e-4 per product; 1e-3 over six
+// steps. The bf16 runs of the CPU tests differ from fp32 by about 1e-4, so this cannot pass with
+// the GPU in fp32 by accident: the device name is checked too.
+TEST_F(GpuWorkload, Bf16TrainsAsTheCpusBf16Reference) {
+  const nlohmann::json cpu = train("-n 1 --device cpu --precision bf16 --micro-batch 4");
+  for (const char* layout : {"-n 1 --comm nccl --micro-batch 4",
+                             "-n 2 --comm gloo --strategy fsdp --micro-batch 2"}) {
+    nlohmann::json run = train(std::string(layout) + " --device cuda --precision bf16");
+    EXPECT_NE(run["device"].get<std::string>().find("bf16 GEMMs"), std::string::npos)
+        << run["device"];
+    expect_equivalent(cpu, run, std::string(layout) + " in bf16", 1e-3);
+  }
+}
+
 TEST_F(GpuWorkload, MoreRanksThanGpusWithNcclIsRefusedNamingGloo) {
   const int gpus = visible_gpus();
   CommandResult r = run_partrain("launch -n " + std::to_string(gpus + 1) +

@@ -11,17 +11,18 @@
 
 namespace partrain::testing {
 
+// `tolerance` is relative; other than 1e-4 only where the two runs' arithmetic differs on purpose.
 inline void expect_equivalent(const nlohmann::json& reference, const nlohmann::json& run,
-                              const std::string& what) {
+                              const std::string& what, double tolerance = 1e-4) {
   ASSERT_FALSE(run.is_discarded()) << what;
   ASSERT_EQ(run["losses"].size(), reference["losses"].size()) << what;
   for (size_t i = 0; i < reference["losses"].size(); ++i) {
     const double want = reference["losses"][i].get<double>();
-    EXPECT_NEAR(run["losses"][i].get<double>(), want, 1e-4 * std::abs(want))
+    EXPECT_NEAR(run["losses"][i].get<double>(), want, tolerance * std::abs(want))
         << what << ", step " << i;
   }
   const double want = reference["final_params_l2"].get<double>();
-  EXPECT_NEAR(run["final_params_l2"].get<double>(), want, 1e-4 * want) << what;
+  EXPECT_NEAR(run["final_params_l2"].get<double>(), want, tolerance * want) << what;
 }
 
 }  // namespace partrain::testing
