@@ -57,6 +57,14 @@ void CpuDevice::copy(float* destination, const float* source, int64_t n) {
   std::copy_n(source, n, destination);
 }
 
+void CpuDevice::to_bf16(uint16_t* destination, const float* source, int64_t n) {
+  ops::to_bf16(destination, source, n);
+}
+
+void CpuDevice::from_bf16(float* destination, const uint16_t* source, int64_t n) {
+  ops::from_bf16(destination, source, n);
+}
+
 const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
   if (precision_ != GemmPrecision::kBf16) return x;
   TrackedBuffer& buffer = operands_[static_cast<size_t>(slot)];

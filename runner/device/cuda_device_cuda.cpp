@@ -223,6 +223,16 @@ void CudaDevice::fill(float* x, int64_t n, float value) {
   keep(CUDA_CHECK(kernels::fill(stream_, x, n, value)));
 }
 
+void CudaDevice::to_bf16(uint16_t* destination, const float* source, int64_t n) {
+  if (!begin_op() || n <= 0) return;
+  keep(CUDA_CHECK(kernels::round_to_bf16(stream_, destination, source, n)));
+}
+
+void CudaDevice::from_bf16(float* destination, const uint16_t* source, int64_t n) {
+  if (!begin_op() || n <= 0) return;
+  keep(CUDA_CHECK(kernels::widen_bf16(stream_, destination, source, n)));
+}
+
 void CudaDevice::copy(float* destination, const float* source, int64_t n) {
   if (!begin_op() || n <= 0) return;
   keep(CUDA_CHECK(cudaMemcpyAsync(destination, source, static_cast<size_t>(n) * sizeof(float),

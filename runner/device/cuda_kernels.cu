@@ -116,6 +116,12 @@ __global__ void round_to_bf16_quads_kernel(uint2* destination, const float4* sou
   }
 }
 
+__global__ void widen_bf16_kernel(float* destination, const uint16_t* source, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    destination[i] = __uint_as_float(static_cast<uint32_t>(source[i]) << 16);
+  }
+}
+
 __global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = first_index(); i < n; i += index_stride()) out[i] = a[i] + b[i];
 }
@@ -595,6 +601,10 @@ cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* s
   const int64_t done = 4 * quads;  // the last n % 4 one at a time
   return launch_elements(stream, n - done, round_to_bf16_kernel, rounded + done, source + done,
                          n - done);
+}
+
+cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n) {
+  return launch_elements(stream, n, widen_bf16_kernel, destination, source, n);
 }
 
 cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,

@@ -16,6 +16,8 @@ cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor);
 // destination (n) = source rounded to bf16 (round to nearest even), as GEMM operands; four at a
 // time where source is 16-byte and destination 8-byte aligned.
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n);
+// destination (n) = source's bf16 values as fp32 (exact).
+cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n);
 cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,
                              int64_t n);
 cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,

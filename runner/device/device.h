@@ -67,6 +67,11 @@ class Device {
   // Memory.
   virtual void fill(float* x, int64_t n, float value) = 0;
   virtual void copy(float* destination, const float* source, int64_t n) = 0;
+  // bf16 storage (runner/ops/bf16_round.h): destination (n) = source's bf16 bits, rounded to
+  // nearest even; and back to fp32, exactly. How bf16 parameters are written from their fp32
+  // master and read into the fp32 the other ops take.
+  virtual void to_bf16(uint16_t* destination, const float* source, int64_t n) = 0;
+  virtual void from_bf16(float* destination, const uint16_t* source, int64_t n) = 0;
 
   // runner/ops/matmul.h
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,

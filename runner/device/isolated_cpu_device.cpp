@@ -112,6 +112,20 @@ void IsolatedCpuDevice::copy(float* destination, const float* source, int64_t n)
   if (on_host.ok()) cpu_.copy(d, s, n);
 }
 
+void IsolatedCpuDevice::to_bf16(uint16_t* destination, const float* source, int64_t n) {
+  Arguments on_host(*this, "to_bf16");
+  uint16_t* d = on_host(destination, n, "destination");
+  const float* s = on_host(source, n, "source");
+  if (on_host.ok()) cpu_.to_bf16(d, s, n);
+}
+
+void IsolatedCpuDevice::from_bf16(float* destination, const uint16_t* source, int64_t n) {
+  Arguments on_host(*this, "from_bf16");
+  float* d = on_host(destination, n, "destination");
+  const uint16_t* s = on_host(source, n, "source");
+  if (on_host.ok()) cpu_.from_bf16(d, s, n);
+}
+
 void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
                                        const float* bias, int64_t N, int64_t C, int64_t OC) {
   Arguments on_host(*this, "matmul_forward");

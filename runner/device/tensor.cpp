@@ -7,8 +7,10 @@
 
 namespace partrain::runner {
 
+size_t element_size(ElementType type) { return type == ElementType::kBf16 ? 2 : sizeof(float); }
+
 StatusOr<Tensor> Tensor::create(TrackedAllocator& allocator, std::vector<int64_t> shape,
-                                memory::Category category) {
+                                memory::Category category, ElementType type) {
   int64_t numel = 1;
   for (int64_t extent : shape) {
     if (extent < 0) {
@@ -18,9 +20,10 @@ StatusOr<Tensor> Tensor::create(TrackedAllocator& allocator, std::vector<int64_t
   }
   Tensor tensor;
   ASSIGN_OR_RETURN(tensor.buffer_,
-                   allocator.allocate(static_cast<size_t>(numel) * sizeof(float), category));
+                   allocator.allocate(static_cast<size_t>(numel) * element_size(type), category));
   tensor.shape_ = std::move(shape);
   tensor.numel_ = numel;
+  tensor.type_ = type;
   return tensor;
 }
 

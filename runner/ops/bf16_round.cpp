@@ -8,4 +8,12 @@ void round_to_bf16(float* out, const float* inp, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = comm::bf16_to_float(comm::float_to_bf16(inp[i]));
 }
 
+void to_bf16(uint16_t* out, const float* inp, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = comm::float_to_bf16(inp[i]);
+}
+
+void from_bf16(float* out, const uint16_t* inp, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = comm::bf16_to_float(inp[i]);
+}
+
 }  // namespace partrain::runner::ops

@@ -11,4 +11,9 @@ namespace partrain::runner::ops {
 // finite value beyond bf16's largest rounds to Inf.
 void round_to_bf16(float* out, const float* inp, int64_t n);
 
+// bf16 storage (the parameters under --precision bf16): out (n) = inp's bf16 bits, rounded as
+// above; and back, exactly.
+void to_bf16(uint16_t* out, const float* inp, int64_t n);
+void from_bf16(float* out, const uint16_t* inp, int64_t n);
+
 }  // namespace partrain::runner::ops

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "profiler/trace_scope.h"
+#include "runner/ops/bf16_round.h"
 
 namespace partrain::runner {
 
@@ -12,12 +13,13 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
                                                               const ParamLayout& layout,
                                                               const ResolvedLayout& resolved,
                                                               Mesh& mesh, TensorParallel& tp,
-                                                              uint64_t seed, int layers) {
-  std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp));
+                                                              uint64_t seed, int layers,
+                                                              ParamStorage storage) {
+  std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp, storage));
   if (resolved.zero >= 2) {
     ASSIGN_OR_RETURN(dp->sharded_,
                      ShardedState::create(device, layout, resolved.zero, mesh.dp(), tp, seed,
-                                          layers, TpShard{mesh.coords().tp, tp.size()}));
+                                          layers, TpShard{mesh.coords().tp, tp.size()}, storage));
     return dp;
   }
   const int64_t dp_size = mesh.dp().size();
@@ -34,16 +36,17 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   } else {
     dp->shard_end_ = numel;
   }
-  ASSIGN_OR_RETURN(dp->params_, Tensor::zeros(device, {numel}, Category::kParams));
+  if (storage == ParamStorage::kBf16) {
+    ASSIGN_OR_RETURN(dp->params_, Tensor::create(device.allocator(), {numel}, Category::kParams,
+                                                 ElementType::kBf16));
+    ASSIGN_OR_RETURN(dp->master_, Tensor::zeros(device, {shard}, Category::kOptimizer));
+  } else {
+    ASSIGN_OR_RETURN(dp->params_, Tensor::zeros(device, {numel}, Category::kParams));
+  }
   ASSIGN_OR_RETURN(dp->grads_, Tensor::zeros(device, {numel}, Category::kGrads));
   ASSIGN_OR_RETURN(dp->adam_m_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(device, {shard}, Category::kOptimizer));
-  const TpShard tp_shard{mesh.coords().tp, tp.size()};
-  for (size_t i = 0; i < layout.units().size(); ++i) {
-    const std::vector<float> values = layout.unit_initial_values(i, seed, layers, tp_shard);
-    device.upload(dp->params_.data() + layout.units()[i].offset, values.data(),
-                  values.size() * sizeof(float));
-  }
+  RETURN_IF_ERROR(dp->initialise_params(seed, layers));
   if (resolved.zero == 0) {
     dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.data(), resolved.bucket_bytes,
                                             mesh.dp());
@@ -51,14 +54,59 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   return dp;
 }
 
+Status DataParallel::initialise_params(uint64_t seed, int layers) {
+  // One unit at a time is computed on the host. bf16: the parameters are the rounded values,
+  // the master the exact ones, for this rank's shard; padding stays zero in both.
+  const TpShard tp_shard{mesh_.coords().tp, tp_.size()};
+  if (storage_ == ParamStorage::kBf16) {
+    const std::vector<uint16_t> padding(static_cast<size_t>(params_.numel() - layout_.numel()), 0);
+    device_.upload(params_.bf16_data() + layout_.numel(), padding.data(), padding.size() * 2);
+  }
+  for (size_t i = 0; i < layout_.units().size(); ++i) {
+    const std::vector<float> values = layout_.unit_initial_values(i, seed, layers, tp_shard);
+    const int64_t offset = layout_.units()[i].offset;
+    if (storage_ == ParamStorage::kFp32) {
+      device_.upload(params_.data() + offset, values.data(), values.size() * sizeof(float));
+      continue;
+    }
+    std::vector<uint16_t> rounded(values.size());
+    ops::to_bf16(rounded.data(), values.data(), static_cast<int64_t>(values.size()));
+    device_.upload(params_.bf16_data() + offset, rounded.data(), rounded.size() * 2);
+    const int64_t end = offset + static_cast<int64_t>(values.size());
+    const int64_t begin = std::max(offset, shard_begin_);
+    if (begin < std::min(end, shard_end_)) {
+      device_.upload(master_.data() + (begin - shard_begin_), values.data() + (begin - offset),
+                     static_cast<size_t>(std::min(end, shard_end_) - begin) * sizeof(float));
+    }
+  }
+  return Status::ok();
+}
+
 StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
   if (sharded_) return sharded_->acquire(unit, pass);
-  const int64_t offset = layout_.units().at(unit).offset;
-  return UnitView{params_.data() + offset, grads_.data() + offset};
+  const ParamUnit& u = layout_.units().at(unit);
+  if (storage_ == ParamStorage::kFp32) {
+    return UnitView{params_.data() + u.offset, grads_.data() + u.offset};
+  }
+  Widened& widened = widened_[unit];
+  if (widened.holds == 0) {
+    ASSIGN_OR_RETURN(widened.params,
+                     Tensor::create(device_.allocator(), {u.numel}, Category::kWorkspace));
+    device_.from_bf16(widened.params.data(), params_.bf16_data() + u.offset, u.numel);
+  }
+  ++widened.holds;
+  return UnitView{widened.params.data(), grads_.data() + u.offset};
 }
 
 Status DataParallel::release(size_t unit, Pass pass) {
   if (sharded_) return sharded_->release(unit, pass);
+  if (storage_ == ParamStorage::kFp32) return Status::ok();
+  Widened& widened = widened_.at(unit);
+  if (widened.holds == 0) {
+    return failed("release of parameter unit {} that is not acquired",
+                  layout_.units()[unit].name);
+  }
+  if (--widened.holds == 0) widened.params = Tensor();
   return Status::ok();
 }
 
@@ -109,8 +157,10 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   if (sharded_) {
     local = params ? sharded_->owned_param_squares(mesh_.coords().tp)
                    : sharded_->owned_grad_squares(mesh_.coords().tp);
+  } else if (params && storage_ == ParamStorage::kBf16) {
+    local = flat_owned_squares(master_.data(), shard_begin_);  // the exact parameters
   } else {
-    local = flat_owned_squares(params ? params_.data() : grads_.data());
+    local = flat_owned_squares(params ? params_.data() : grads_.data(), 0);
   }
   // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
   // norm is used for (clipping, the equivalence checks' 1e-4).
@@ -119,7 +169,7 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   return static_cast<double>(sum);
 }
 
-double DataParallel::flat_owned_squares(const float* values) {
+double DataParallel::flat_owned_squares(const float* values, int64_t first) {
   // An element counts on one rank only: replicated tensors on tp rank 0; without ZeRO on dp rank
   // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
   const MeshCoords& coords = mesh_.coords();
@@ -131,7 +181,7 @@ double DataParallel::flat_owned_squares(const float* values) {
         if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
         const int64_t begin = std::max(param.offset, shard_begin_);
         const int64_t end = std::min(param.offset + param.numel, shard_end_);
-        if (begin < end) local += device_.sum_of_squares(values + begin, end - begin);
+        if (begin < end) local += device_.sum_of_squares(values + (begin - first), end - begin);
       }
     }
   }
@@ -141,17 +191,22 @@ double DataParallel::flat_owned_squares(const float* values) {
 Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
   if (sharded_) return sharded_->update(adam, step, grad_scale);
   const int64_t shard = shard_end_ - shard_begin_;
-  float* p = params_.data() + shard_begin_;
+  const bool bf16 = storage_ == ParamStorage::kBf16;
+  float* p = bf16 ? master_.data() : params_.data() + shard_begin_;
   float* g = grads_.data() + shard_begin_;
   {
     profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
     ops::AdamWConfig clipped = adam;
     clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
     device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, clipped, step);
+    if (bf16) device_.to_bf16(params_.bf16_data() + shard_begin_, p, shard);
   }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
-    RETURN_IF_ERROR(mesh_.dp().all_gather(p, params_.data(), static_cast<size_t>(shard),
-                                          comm::DType::kF32));
+    // bf16: half the bytes of an fp32 gather.
+    void* own = bf16 ? static_cast<void*>(params_.bf16_data() + shard_begin_) : p;
+    void* all = bf16 ? static_cast<void*>(params_.bf16_data()) : params_.data();
+    RETURN_IF_ERROR(mesh_.dp().all_gather(own, all, static_cast<size_t>(shard),
+                                          bf16 ? comm::DType::kBF16 : comm::DType::kF32));
   }
   return Status::ok();
 }

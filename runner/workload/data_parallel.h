@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "runner/comm/host_value_collectives.h"
@@ -29,10 +30,12 @@ class DataParallel final : public ParamAccess {
   static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
                                                         const ResolvedLayout& resolved,
                                                         Mesh& mesh, TensorParallel& tp,
-                                                        uint64_t seed, int layers);
+                                                        uint64_t seed, int layers,
+                                                        ParamStorage storage = ParamStorage::kFp32);
 
-  // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
-  // through unit_ready). ZeRO-2 and FSDP: see ShardedState.
+  // DDP and ZeRO-1: views into the flat buffers (bf16 parameters: the unit's widened to fp32 in
+  // workspace while held), release a no-op otherwise (DDP learns of finished units through
+  // unit_ready). ZeRO-2 and FSDP: see ShardedState.
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
 
@@ -58,24 +61,37 @@ class DataParallel final : public ParamAccess {
   void set_tied_embedding_group(comm::Comm* group) { tied_group_ = group; }
 
  private:
+  struct Widened {  // bf16 storage: a held unit's parameters in fp32
+    int holds = 0;
+    Tensor params;
+  };
+
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
-               Mesh& mesh, TensorParallel& tp)
+               Mesh& mesh, TensorParallel& tp, ParamStorage storage)
       : device_(device),
         layout_(layout),
         resolved_(resolved),
         mesh_(mesh),
         tp_(tp),
-        world_values_(device, mesh.world()) {}
+        storage_(storage),
+        world_values_(device, mesh.world()),
+        widened_(layout.units().size()) {}
+  Status initialise_params(uint64_t seed, int layers);
   StatusOr<double> owned_sum_of_squares(bool params);
-  double flat_owned_squares(const float* values);
+  // Sum of squares over the elements this rank owns, of an array holding flat elements
+  // [first, ...) of the layout.
+  double flat_owned_squares(const float* values, int64_t first);
 
   Device& device_;
   const ParamLayout& layout_;
   const ResolvedLayout& resolved_;
   Mesh& mesh_;
   TensorParallel& tp_;
+  ParamStorage storage_;
   comm::HostValueCollectives world_values_;  // the norms' sums over the world
   Tensor params_, grads_, adam_m_, adam_v_;
+  Tensor master_;  // bf16 storage: the fp32 master of this rank's shard (optimizer category)
+  std::vector<Widened> widened_;
   int64_t shard_begin_ = 0;  // the flat elements this rank updates: [begin, end)
   int64_t shard_end_ = 0;
   std::unique_ptr<DdpBuckets> ddp_;

@@ -13,6 +13,13 @@ namespace partrain::runner {
 
 enum class Pass { kForward, kBackward };
 
+// How the data-parallel engine stores parameters. kFp32: fp32, updated in place by AdamW. kBf16
+// (--precision bf16): bf16, with an fp32 master copy beside AdamW's moments in the optimizer
+// category; AdamW updates the master and writes it back rounded, and the ops read a unit's
+// parameters widened to fp32 while it is acquired. Gradients stay fp32: `partrain memory`'s
+// bf16-fp32grad recipe (2 + 4 + 12 bytes a parameter).
+enum class ParamStorage { kFp32, kBf16 };
+
 // A unit's full (unsharded over dp) parameters and, in a backward pass, where its gradients
 // accumulate; both laid out as the unit's slice of the flat ParamLayout (offset 0 = the unit's
 // first parameter). grads is null in a forward pass under ZeRO-2 and FSDP.

@@ -1,9 +1,11 @@
 #include "runner/workload/sharded_state.h"
 
 #include <algorithm>
+#include <span>
 
 #include "core/log.h"
 #include "profiler/trace_scope.h"
+#include "runner/ops/bf16_round.h"
 
 namespace partrain::runner {
 
@@ -22,36 +24,75 @@ StatusOr<std::unique_ptr<ShardedState>> ShardedState::create(Device& device,
                                                               const ParamLayout& layout,
                                                               int stage, comm::Comm& dp,
                                                               TensorParallel& tp, uint64_t seed,
-                                                              int layers, TpShard tp_shard) {
-  std::unique_ptr<ShardedState> s(new ShardedState(device, layout, stage, dp, tp));
+                                                              int layers, TpShard tp_shard,
+                                                              ParamStorage storage) {
+  std::unique_ptr<ShardedState> s(new ShardedState(device, layout, stage, dp, tp, storage));
   const UnitShards& shards = s->shards_;
   const int64_t params = stage == 3 ? shards.shard_numel() : shards.padded_numel();
-  ASSIGN_OR_RETURN(s->params_, Tensor::zeros(device, {params}, Category::kParams));
+  if (s->bf16()) {
+    ASSIGN_OR_RETURN(s->params_, Tensor::create(device.allocator(), {params}, Category::kParams,
+                                                ElementType::kBf16));
+    ASSIGN_OR_RETURN(s->master_,
+                     Tensor::zeros(device, {shards.shard_numel()}, Category::kOptimizer));
+  } else {
+    ASSIGN_OR_RETURN(s->params_, Tensor::zeros(device, {params}, Category::kParams));
+  }
   ASSIGN_OR_RETURN(s->grads_, Tensor::zeros(device, {shards.shard_numel()}, Category::kGrads));
   ASSIGN_OR_RETURN(s->adam_m_,
                    Tensor::zeros(device, {shards.shard_numel()}, Category::kOptimizer));
   ASSIGN_OR_RETURN(s->adam_v_,
                    Tensor::zeros(device, {shards.shard_numel()}, Category::kOptimizer));
-  for (size_t i = 0; i < shards.size(); ++i) {
-    // One unit at a time is computed on the host: FSDP never holds the whole model, ZeRO-2 the
-    // whole model but never twice.
-    const UnitShard& unit = shards.unit(i);
-    const std::vector<float> values = layout.unit_initial_values(i, seed, layers, tp_shard);
-    if (stage == 2) {
-      device.upload(s->params_.data() + unit.padded_offset, values.data(),
-                    values.size() * sizeof(float));
-    } else {
-      device.upload(s->owned_params(i), values.data() + unit.owned_begin,
-                    static_cast<size_t>(unit.owned_end - unit.owned_begin) * sizeof(float));
-    }
-  }
+  RETURN_IF_ERROR(s->initialise_params(seed, layers, tp_shard));
   return s;
 }
 
-float* ShardedState::owned_params(size_t unit) {
+Status ShardedState::initialise_params(uint64_t seed, int layers, TpShard tp_shard) {
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    // One unit at a time is computed on the host: FSDP never holds the whole model, ZeRO-2 the
+    // whole model but never twice.
+    const UnitShard& unit = shards_.unit(i);
+    const std::vector<float> values = layout_.unit_initial_values(i, seed, layers, tp_shard);
+    const auto owned = static_cast<size_t>(unit.owned_end - unit.owned_begin);
+    const float* owned_values = values.data() + unit.owned_begin;
+    if (!bf16()) {
+      if (stage_ == 2) {
+        device_.upload(params_.data() + unit.padded_offset, values.data(),
+                       values.size() * sizeof(float));
+      } else {
+        device_.upload(owned_params(i), owned_values, owned * sizeof(float));
+      }
+      continue;
+    }
+    // bf16: the stored parameters are the rounded values, zero-padded to what is stored (the
+    // whole padded unit for ZeRO-2, the owned shard for FSDP); the master the exact owned ones.
+    const std::span<const float> stored_values =
+        stage_ == 2 ? std::span<const float>(values) : std::span<const float>(owned_values, owned);
+    std::vector<uint16_t> rounded(
+        static_cast<size_t>(stage_ == 2 ? unit.shard * dp_.size() : unit.shard), 0);
+    ops::to_bf16(rounded.data(), stored_values.data(),
+                 static_cast<int64_t>(stored_values.size()));
+    device_.upload(params_.bf16_data() + (stage_ == 2 ? unit.padded_offset : unit.shard_offset),
+                   rounded.data(), rounded.size() * sizeof(uint16_t));
+    device_.upload(owned_master(i), owned_values, owned * sizeof(float));
+  }
+  return Status::ok();
+}
+
+int64_t ShardedState::owned_offset(size_t unit) const {
   const UnitShard& s = shards_.unit(unit);
-  if (stage_ == 3) return params_.data() + s.shard_offset;
-  return params_.data() + s.padded_offset + shards_.dp_rank() * s.shard;
+  if (stage_ == 3) return s.shard_offset;
+  return s.padded_offset + shards_.dp_rank() * s.shard;
+}
+
+float* ShardedState::owned_master(size_t unit) {
+  return bf16() ? master_.data() + shards_.unit(unit).shard_offset : owned_params(unit);
+}
+
+StatusOr<Tensor> ShardedState::widen(size_t unit, const uint16_t* gathered) {
+  const int64_t n = shards_.unit(unit).shard * dp_.size();
+  ASSIGN_OR_RETURN(Tensor full, Tensor::create(device_.allocator(), {n}, Category::kWorkspace));
+  device_.from_bf16(full.data(), gathered, n);
+  return full;
 }
 
 StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
@@ -59,6 +100,9 @@ StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
   if (held.holds++ == 0) {
     if (stage_ == 3) {
       ASSIGN_OR_RETURN(held.gathered, gather(unit, pass));
+    } else if (bf16()) {  // ZeRO-2 stores the whole unit
+      ASSIGN_OR_RETURN(held.gathered,
+                       widen(unit, params_.bf16_data() + shards_.unit(unit).padded_offset));
     }
     if (pass == Pass::kBackward) {
       // The reduce-scatter's send buffer: transient, so counted as comm (like a DDP bucket
@@ -70,8 +114,8 @@ StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
     }
   }
   UnitView view;
-  view.params = stage_ == 3 ? held.gathered.data()
-                            : params_.data() + shards_.unit(unit).padded_offset;
+  view.params = stage_ == 3 || bf16() ? held.gathered.data()
+                                     : params_.data() + shards_.unit(unit).padded_offset;
   view.grads = held.staging.numel() > 0 ? held.staging.data() : nullptr;
   return view;
 }
@@ -100,21 +144,31 @@ StatusOr<Tensor> ShardedState::gather(size_t unit, Pass pass) {
     prefetched_.erase(found);
     ++prefetch_hits_;
   } else {
-    const UnitShard& s = shards_.unit(unit);
-    ASSIGN_OR_RETURN(buffer, Tensor::create(device_.allocator(), {s.shard * dp_.size()},
-                                            Category::kComm));
+    ASSIGN_OR_RETURN(buffer, gather_buffer(unit));
     comm::WorkPtr work = launch_gather(unit, buffer);
     if (work) RETURN_IF_ERROR(work->wait());
   }
   RETURN_IF_ERROR(prefetch_after(unit, pass));
-  return buffer;
+  if (!bf16()) return buffer;
+  // Widened from the gathered bf16 (dp 1: from this rank's own), which is then freed.
+  return widen(unit, dp_.size() == 1 ? owned_bf16_params(unit) : buffer.bf16_data());
+}
+
+StatusOr<Tensor> ShardedState::gather_buffer(size_t unit) {
+  if (bf16() && dp_.size() == 1) return Tensor();  // widened straight from the rank's own
+  return Tensor::create(device_.allocator(), {shards_.unit(unit).shard * dp_.size()},
+                        Category::kComm, bf16() ? ElementType::kBf16 : ElementType::kF32);
 }
 
 comm::WorkPtr ShardedState::launch_gather(size_t unit, Tensor& buffer) {
   const UnitShard& s = shards_.unit(unit);
   if (dp_.size() == 1) {
-    device_.copy(buffer.data(), owned_params(unit), s.shard);
+    if (!bf16()) device_.copy(buffer.data(), owned_params(unit), s.shard);
     return nullptr;
+  }
+  if (bf16()) {  // half the bytes of an fp32 gather
+    return dp_.all_gather_async(owned_bf16_params(unit), buffer.bf16_data(),
+                                static_cast<size_t>(s.shard), comm::DType::kBF16);
   }
   return dp_.all_gather_async(owned_params(unit), buffer.data(), static_cast<size_t>(s.shard),
                               comm::DType::kF32);
@@ -133,9 +187,7 @@ Status ShardedState::prefetch_after(size_t unit, Pass pass) {
   const size_t next = order_[at + 1].first;
   if (prefetched_.count(next) > 0) return Status::ok();
   Prefetch prefetch;
-  const UnitShard& s = shards_.unit(next);
-  ASSIGN_OR_RETURN(prefetch.buffer, Tensor::create(device_.allocator(), {s.shard * dp_.size()},
-                                                   Category::kComm));
+  ASSIGN_OR_RETURN(prefetch.buffer, gather_buffer(next));
   prefetch.work = launch_gather(next, prefetch.buffer);
   prefetched_.emplace(next, std::move(prefetch));
   return Status::ok();
@@ -235,7 +287,7 @@ double ShardedState::owned_squares(int tp_rank, bool params) {
   for (size_t i = 0; i < units.size(); ++i) {
     if (units[i].name == "head") continue;  // the first stage's wte counts for both copies
     const UnitShard& s = shards_.unit(i);
-    const float* base = params ? owned_params(i) : owned_grads(i);
+    const float* base = params ? owned_master(i) : owned_grads(i);  // bf16: the exact values
     for (const LocalParam& param : units[i].params) {
       if (param.spec.split == TpSplit::kReplicated && tp_rank != 0) continue;
       const int64_t local = param.offset - units[i].offset;
@@ -254,14 +306,17 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
     const UnitShard& s = shards_.unit(i);
     {
       profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
-      device_.adamw_update(owned_params(i), owned_grads(i), adam_m_.data() + s.shard_offset,
+      device_.adamw_update(owned_master(i), owned_grads(i), adam_m_.data() + s.shard_offset,
                            adam_v_.data() + s.shard_offset, s.shard, clipped, step);
+      if (bf16()) device_.to_bf16(owned_bf16_params(i), owned_master(i), s.shard);
     }
     if (stage_ == 2 && dp_.size() > 1) {
       // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.
-      gathers.push_back(dp_.all_gather_async(owned_params(i),
-                                             params_.data() + s.padded_offset,
-                                             static_cast<size_t>(s.shard), comm::DType::kF32));
+      gathers.push_back(
+          bf16() ? dp_.all_gather_async(owned_bf16_params(i), params_.bf16_data() + s.padded_offset,
+                                        static_cast<size_t>(s.shard), comm::DType::kBF16)
+                 : dp_.all_gather_async(owned_params(i), params_.data() + s.padded_offset,
+                                        static_cast<size_t>(s.shard), comm::DType::kF32));
     }
   }
   Status result;

@@ -2,7 +2,9 @@
 // shard of every unit's gradients and AdamW states (and, under FSDP, parameters). Each backward
 // use of a unit accumulates into a full-size staging buffer that is reduce-scattered into the
 // gradient shard as soon as the use ends, for every micro-batch; FSDP all-gathers a unit's
-// parameters before each use, frees them after, and prefetches the next unit's gather.
+// parameters before each use, frees them after, and prefetches the next unit's gather. With bf16
+// parameter storage the gathers move bf16 (half the bytes), the fp32 master is sharded with the
+// AdamW moments, and a unit's parameters are widened to fp32 (workspace) for the time it is held.
 #pragma once
 
 #include <deque>
@@ -29,7 +31,8 @@ class ShardedState final : public ParamAccess {
   static StatusOr<std::unique_ptr<ShardedState>> create(Device& device, const ParamLayout& layout,
                                                         int stage, comm::Comm& dp,
                                                         TensorParallel& tp, uint64_t seed,
-                                                        int layers, TpShard tp_shard);
+                                                        int layers, TpShard tp_shard,
+                                                        ParamStorage storage = ParamStorage::kFp32);
 
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
@@ -48,7 +51,9 @@ class ShardedState final : public ParamAccess {
  private:
   struct Held {
     int holds = 0;
-    Tensor gathered;  // FSDP: the unit's full parameters while in use (comm)
+    // FSDP: the unit's full parameters while in use (comm); bf16 storage: widened to fp32, under
+    // FSDP and ZeRO-2 alike (workspace).
+    Tensor gathered;
     Tensor staging;   // backward: the unit's full gradients while produced (comm)
   };
   struct Prefetch {
@@ -63,19 +68,32 @@ class ShardedState final : public ParamAccess {
   using Use = std::pair<size_t, Pass>;
 
   ShardedState(Device& device, const ParamLayout& layout, int stage, comm::Comm& dp,
-               TensorParallel& tp)
+               TensorParallel& tp, ParamStorage storage)
       : device_(device),
         layout_(layout),
         stage_(stage),
+        storage_(storage),
         dp_(dp),
         tp_(tp),
         shards_(layout, dp.size(), dp.rank()),
         held_(layout.units().size()) {}
 
-  // The unit's owned slice of the parameters (its first `shard` elements are this rank's).
-  float* owned_params(size_t unit);
+  // The unit's owned slice of the parameters (its first `shard` elements are this rank's), as
+  // stored (fp32 or bf16), and where it starts in params_ (elements).
+  float* owned_params(size_t unit) { return params_.data() + owned_offset(unit); }
+  uint16_t* owned_bf16_params(size_t unit) { return params_.bf16_data() + owned_offset(unit); }
+  int64_t owned_offset(size_t unit) const;
+  // The fp32 values AdamW updates for the unit's owned slice: the parameters, or their master.
+  float* owned_master(size_t unit);
+  bool bf16() const { return storage_ == ParamStorage::kBf16; }
+  Status initialise_params(uint64_t seed, int layers, TpShard tp_shard);
+  // bf16: the unit's full parameters, `gathered` bf16 (nullptr: this rank's own, dp 1), in fp32.
+  StatusOr<Tensor> widen(size_t unit, const uint16_t* gathered);
   float* owned_grads(size_t unit) { return grads_.data() + shards_.unit(unit).shard_offset; }
   StatusOr<Tensor> gather(size_t unit, Pass pass);
+  // What a gather of `unit` lands in: fp32 or bf16 (comm); empty for bf16 at dp 1, which widens
+  // straight from the rank's own shard.
+  StatusOr<Tensor> gather_buffer(size_t unit);
   comm::WorkPtr launch_gather(size_t unit, Tensor& buffer);
   Status prefetch_after(size_t unit, Pass pass);
   Status launch_reduce(size_t unit, Tensor staging);
@@ -87,10 +105,12 @@ class ShardedState final : public ParamAccess {
   Device& device_;
   const ParamLayout& layout_;
   int stage_;
+  ParamStorage storage_;
   comm::Comm& dp_;
   TensorParallel& tp_;
   UnitShards shards_;
   Tensor params_, grads_, adam_m_, adam_v_;
+  Tensor master_;  // bf16 storage: the fp32 master of the owned shards (optimizer category)
   std::vector<Held> held_;
   std::deque<PendingReduce> reduces_;
   // FSDP prefetch, as PyTorch FSDP does: the first step records the order of gathers; later

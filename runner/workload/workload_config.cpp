@@ -32,10 +32,7 @@ std::string_view recompute_name(Recompute recompute) {
 
 std::optional<Precision> parse_precision(std::string_view name) {
   if (name == "fp32" || name == "fp32-adam") return Precision::kFp32;
-  if (name == "bf16" || name == "bf16-mixed" || name == "bf16-fp32grad" ||
-      name == "bf16-fp32grad-accum") {
-    return Precision::kBf16;
-  }
+  if (name == "bf16" || name == "bf16-fp32grad") return Precision::kBf16;
   return std::nullopt;
 }
 
@@ -60,12 +57,6 @@ Status resolve_workload(WorkloadConfig& config) {
   }
   if (config.steps < 1) return invalid_argument("--steps must be at least 1");
   RETURN_IF_ERROR(check_device_names(config.device, config.comm));
-  if (config.precision != Precision::kFp32 && config.device == "cpu-isolated") {
-    // Precision changes what the device computes, not how a workload reaches its memory, which
-    // is all the isolated device checks.
-    return invalid_argument("--precision bf16 runs on --device cpu or cuda; --device "
-                            "cpu-isolated checks memory access in fp32 (pass --precision fp32)");
-  }
   if (!(config.lr > 0)) return invalid_argument("--lr must be positive");
   if (config.kind == WorkloadKind::kGpt) {
     if (m.heads < 1 || m.hidden % m.heads != 0) {

@@ -16,14 +16,17 @@ namespace partrain::runner {
 
 enum class WorkloadKind { kGpt, kMlp };
 enum class Recompute { kNone, kSelective, kFull };
+// kBf16: bf16 GEMM operands (GemmPrecision::kBf16) and bf16 parameter storage
+// (ParamStorage::kBf16), gradients and optimizer states fp32.
 enum class Precision { kFp32, kBf16 };
 
 std::optional<WorkloadKind> parse_workload_kind(std::string_view name);
 std::string_view workload_kind_name(WorkloadKind kind);
 std::optional<Recompute> parse_recompute(std::string_view name);
 std::string_view recompute_name(Recompute recompute);
-// fp32 and bf16, and the recipe names of `partrain memory` (fp32-adam; bf16-mixed,
-// bf16-fp32grad, bf16-fp32grad-accum) as aliases.
+// fp32 and bf16, and the names of the `partrain memory` recipes they are (fp32-adam;
+// bf16-fp32grad: bf16 parameters, fp32 gradients, fp32 master, m and v) as aliases. bf16-mixed and
+// bf16-fp32grad-accum (bf16 gradients) are not implemented: nullopt.
 std::optional<Precision> parse_precision(std::string_view name);
 std::string_view precision_name(Precision precision);
 

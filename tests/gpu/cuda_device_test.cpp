@@ -274,6 +274,24 @@ TEST_F(CudaDeviceTest, RoundsToBf16AlignedOrNot) {
   EXPECT_EQ(bf16_bits(1.01171875f), 0x3f82);
 }
 
+// The bf16 parameter storage ops against the CPU device's bits, both ways.
+TEST_F(CudaDeviceTest, Bf16StorageMatchesTheCpuBitForBit) {
+  const std::vector<float> values = random_values(1027, 9, 100.0f);
+  const auto n = static_cast<int64_t>(values.size());
+  std::vector<uint16_t> want_bits(values.size());
+  std::vector<float> want(values.size());
+  cpu_.to_bf16(want_bits.data(), values.data(), n);
+  cpu_.from_bf16(want.data(), want_bits.data(), n);
+  uint16_t* stored = on_gpu(std::vector<uint16_t>(values.size(), 0xabcd));
+  float* back = on_gpu(std::vector<float>(values.size(), 7.0f));
+  gpu_->to_bf16(stored, on_gpu(values), n);
+  gpu_->from_bf16(back, stored, n);
+  std::vector<uint16_t> bits(values.size());
+  gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
+  EXPECT_EQ(bits, want_bits);
+  EXPECT_EQ(from_gpu(back, values.size()), want);
+}
+
 TEST_F(CudaDeviceTest, MatmulForwardAndBackwardAccumulate) {
   for (const Shape& s : kShapes) compare_matmul(s, kFp32Tolerance);
 }

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/integration/command_runner.h"
 
@@ -20,38 +23,49 @@ nlohmann::json json_of(const std::string& args) {
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
-class MemoryCrossCheck : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+struct Tolerance {
+  const char* category;
+  double relative;
+};
 
-TEST_P(MemoryCrossCheck, EstimateMatchesMeasuredPeaks) {
-  const auto& [ranks, layout] = GetParam();
+// `partrain launch` of the layout (with `launch_flags`) against `partrain memory` for the same
+// layout and `recipe`, per rank: each category within its tolerance. Pipelines: rank r is stage
+// r in these layouts (dp = tp = 1), checked stage by stage.
+void compare_with_estimate(const char* ranks, const char* layout, const std::string& launch_flags,
+                           const char* recipe, std::initializer_list<Tolerance> tolerances) {
   nlohmann::json measured =
-      json_of(fmt::format("-q launch -n {} --workload gpt {} {} --steps 1 --json", ranks, kDims,
-                          layout));
+      json_of(fmt::format("-q launch -n {} --workload gpt {} {} --steps 1 {} --json", ranks, kDims,
+                          layout, launch_flags));
   nlohmann::json estimate =
       // --bucket-size 0: the workload's DDP reduces gradients in place (PyTorch's
       // gradient_as_bucket_view), with no bucket copies.
-      json_of(fmt::format("memory --model builtin-gpt {} {} --precision fp32 --reserve 0 --gpu "
+      json_of(fmt::format("memory --model builtin-gpt {} {} --precision {} --reserve 0 --gpu "
                           "cpu --bucket-size 0 --per-stage --json",
-                          kDims, layout));
+                          kDims, layout, recipe));
   ASSERT_FALSE(measured.is_discarded());
   ASSERT_FALSE(estimate.is_discarded());
-  // Pipelines: rank r is stage r in these layouts (dp = tp = 1), checked stage by stage.
   const auto& stages = estimate["stages"];
   for (size_t rank = 0; rank < stages.size(); ++rank) {
     const auto& m = measured["memory_peak_bytes"][std::to_string(rank)];
     const auto& e = stages.size() > 1 ? stages[rank]["per_gpu_bytes"] : estimate["per_gpu_bytes"];
-    auto near = [&](const char* category, double tolerance) {
-      double want = e[category].get<double>();
-      double got = m[category].get<double>();
-      EXPECT_NEAR(got, want, tolerance * want)
-          << category << " with " << layout << ", rank " << rank;
-    };
-    near("params", 0.01);
-    near("grads", 0.01);
-    near("optimizer", 0.01);
-    near("activations", 0.15);
-    near("total", 0.10);
+    for (const Tolerance& t : tolerances) {
+      const double want = e[t.category].get<double>();
+      EXPECT_NEAR(m[t.category].get<double>(), want, t.relative * want)
+          << t.category << " with " << layout << " " << launch_flags << ", rank " << rank;
+    }
   }
+}
+
+class MemoryCrossCheck : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(MemoryCrossCheck, EstimateMatchesMeasuredPeaks) {
+  const auto& [ranks, layout] = GetParam();
+  compare_with_estimate(ranks, layout, "", "fp32",
+                        {{"params", 0.01},
+                         {"grads", 0.01},
+                         {"optimizer", 0.01},
+                         {"activations", 0.15},
+                         {"total", 0.10}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -70,6 +84,23 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"2", "--pp 2 --micro-batch 1 --global-batch 4"},
                       std::pair{"2", "--pp 2 --pp-schedule gpipe --micro-batch 1 --global-batch 4"},
                       std::pair{"4", "--pp 4 --micro-batch 1 --global-batch 4"}));
+
+// --precision bf16 stores the model states as `partrain memory`'s bf16-fp32grad recipe (bf16
+// parameters; fp32 gradients; fp32 master, m and v: 2 + 4 + 12 bytes a parameter), sharded as the
+// layout shards them. Activations are still stored in fp32 (docs/decisions.md), where the recipe
+// assumes 2 bytes: they and the total are not compared.
+TEST(MemoryCrossCheckBf16, ModelStatesMatchTheBf16Fp32GradRecipe) {
+  for (const auto& [ranks, layout] :
+       {std::pair{"1", "--micro-batch 2"}, std::pair{"2", "--dp 2 --micro-batch 1"},
+        std::pair{"2", "--dp 2 --zero 1 --micro-batch 1"},
+        std::pair{"2", "--dp 2 --zero 2 --micro-batch 1"},
+        std::pair{"2", "--dp 2 --zero 3 --micro-batch 1"},
+        std::pair{"2", "--tp 2 --micro-batch 2"},
+        std::pair{"2", "--pp 2 --micro-batch 1 --global-batch 4"}}) {
+    compare_with_estimate(ranks, layout, "--precision bf16", "bf16-fp32grad",
+                          {{"params", 0.01}, {"grads", 0.01}, {"optimizer", 0.01}});
+  }
+}
 
 }  // namespace
 }  // namespace partrain::testing

@@ -105,6 +105,16 @@ TEST_F(CpuDeviceDispatch, EmbeddingAndCrossEntropy) {
   expect_equal(dl, rdl, "cross_entropy_backward");
 }
 
+TEST_F(CpuDeviceDispatch, Bf16StorageRoundsAndWidensExactly) {
+  std::vector<uint16_t> stored(x.size());
+  std::vector<float> back(x.size()), want(x.size());
+  device.to_bf16(stored.data(), x.data(), static_cast<int64_t>(x.size()));
+  device.from_bf16(back.data(), stored.data(), static_cast<int64_t>(x.size()));
+  ops::round_to_bf16(want.data(), x.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(back, want);  // the stored bits are the rounded value, read back exactly
+  EXPECT_NE(back, x);
+}
+
 TEST_F(CpuDeviceDispatch, ElementwiseAndMemory) {
   auto y = random_values(8, 11);
   std::vector<float> dy(8, 0.0f), gelu(8), dgelu(8, 0.0f), sum(8), da(8, 0.0f);

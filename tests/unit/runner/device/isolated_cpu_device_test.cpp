@@ -109,6 +109,29 @@ TEST_F(IsolatedCpuDeviceTest, ARangePastItsBufferFails) {
   EXPECT_THAT(device->status().message(), HasSubstr("past a buffer's end"));
 }
 
+// bf16 storage: two bytes an element, checked as such.
+TEST_F(IsolatedCpuDeviceTest, Bf16StorageIsCheckedInTwoByteElements) {
+  const std::vector<float> values = random_values(128, 3);
+  TrackedBuffer x = upload(values);
+  TrackedBuffer half = upload(std::vector<float>(64, 0.0f));  // 256 bytes: 128 bf16 values
+  auto* stored = static_cast<uint16_t*>(half.data());
+  device->to_bf16(stored, f(x), 128);
+  TrackedBuffer back = upload(std::vector<float>(256, 0.0f));
+  device->from_bf16(f(back), stored, 128);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  CpuDevice cpu;
+  std::vector<uint16_t> want_bits(128);
+  std::vector<float> want(128);
+  cpu.to_bf16(want_bits.data(), values.data(), 128);
+  cpu.from_bf16(want.data(), want_bits.data(), 128);
+  std::vector<float> widened = download(back);
+  widened.resize(128);
+  EXPECT_EQ(widened, want);
+  device->from_bf16(f(back), stored, 129);  // the destination has room; the source has not
+  ASSERT_FALSE(device->status().is_ok());
+  EXPECT_THAT(device->status().message(), HasSubstr("from_bf16: its argument source"));
+}
+
 TEST_F(IsolatedCpuDeviceTest, AFreedBufferFails) {
   TrackedBuffer x = upload({1, 2});
   float* stale = f(x);
