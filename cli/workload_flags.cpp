@@ -40,11 +40,11 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
                      "per GPU) or auto (nccl on cuda, gloo on cpu)")
       ->capture_default_str()->check(CLI::IsMember({"gloo", "nccl", "auto"}))->group(training);
   command.add_option("--precision", f.precision,
-                     "fp32 (fp32-adam) or bf16 (bf16-fp32grad, as `partrain memory` names the "
-                     "recipes). bf16: every matmul multiplies bf16-rounded operands with fp32 "
-                     "accumulation (the CPU as the GPU), parameters are stored in bf16 with an "
-                     "fp32 master beside AdamW's moments, gradients and activations stay fp32. "
-                     "bf16-mixed (bf16 gradients) is not implemented yet")
+                     "fp32 (fp32-adam), bf16 (bf16-mixed) or bf16-fp32grad, as `partrain "
+                     "memory` names the recipes. Both bf16: every matmul multiplies bf16-rounded "
+                     "operands with fp32 accumulation (the CPU as the GPU), parameters are stored "
+                     "in bf16 beside an fp32 master; bf16-mixed stores gradients in bf16, "
+                     "bf16-fp32grad in fp32. Activations stay fp32")
       ->capture_default_str()->group(training);
   command.add_option("--recompute", f.recompute,
                      "Activation recomputation: none, selective (attention core) or full "
@@ -132,14 +132,14 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   config.device = f.device;
   config.comm = f.comm;
   auto precision = runner::parse_precision(f.precision);
-  if (f.precision == "bf16-mixed" || f.precision == "bf16-fp32grad-accum") {
-    return invalid_argument("--precision {}: bf16 gradients are not implemented yet; pass "
-                            "--precision bf16 (= bf16-fp32grad: bf16 parameters, fp32 gradients, "
-                            "an fp32 master beside AdamW's moments; 18 bytes a parameter) or fp32",
-                            f.precision);
+  if (f.precision == "bf16-fp32grad-accum") {
+    return invalid_argument("--precision bf16-fp32grad-accum (an fp32 accumulation buffer beside "
+                            "bf16 gradients) is not implemented; pass --precision bf16 "
+                            "(bf16-mixed) or bf16-fp32grad");
   }
   if (!precision) {
-    return invalid_argument("--precision '{}' is not fp32, bf16, fp32-adam or bf16-fp32grad",
+    return invalid_argument("--precision '{}' is not fp32, bf16, fp32-adam, bf16-mixed or "
+                            "bf16-fp32grad",
                             f.precision);
   }
   config.precision = *precision;

@@ -459,7 +459,7 @@ if [ $gpt_ok -eq 0 ]; then
   add_row "gpt memory" SKIPPED "-" 0.0 "${skip_reason:-needs a passing gpt cuda bf16 run}"
 elif start_check "gpt memory" 30; then
   run_step "$limit" "$out_dir/memory-estimate.log" --json "$out_dir/memory-estimate.json" "$partrain" memory \
-    --model builtin-gpt "${GPT_DIMS[@]}" --micro-batch 1 --precision bf16-fp32grad --reserve 0 --bucket-size 0 --json
+    --model builtin-gpt "${GPT_DIMS[@]}" --micro-batch 1 --precision bf16-mixed --reserve 0 --bucket-size 0 --json
   if [ $step_rc -ne 0 ]; then
     add_row "gpt memory" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/memory-estimate.log")"
   else

@@ -65,6 +65,12 @@ void CpuDevice::from_bf16(float* destination, const uint16_t* source, int64_t n)
   ops::from_bf16(destination, source, n);
 }
 
+void CpuDevice::accumulate_bf16(uint16_t* sum, const float* x, int64_t n) {
+  ops::accumulate_bf16(sum, x, n);
+}
+
+void CpuDevice::zero_bf16(uint16_t* x, int64_t n) { std::fill_n(x, n, uint16_t{0}); }
+
 const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
   if (precision_ != GemmPrecision::kBf16) return x;
   TrackedBuffer& buffer = operands_[static_cast<size_t>(slot)];

@@ -44,6 +44,8 @@ class CpuDevice final : public Device {
   void copy(float* destination, const float* source, int64_t n) override;
   void to_bf16(uint16_t* destination, const float* source, int64_t n) override;
   void from_bf16(float* destination, const uint16_t* source, int64_t n) override;
+  void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
+  void zero_bf16(uint16_t* x, int64_t n) override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       int64_t N, int64_t C, int64_t OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

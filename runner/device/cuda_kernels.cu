@@ -122,6 +122,13 @@ __global__ void widen_bf16_kernel(float* destination, const uint16_t* source, in
   }
 }
 
+__global__ void accumulate_bf16_kernel(uint16_t* sum, const float* x, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const float total = __uint_as_float(static_cast<uint32_t>(sum[i]) << 16) + x[i];
+    sum[i] = __bfloat16_as_ushort(__float2bfloat16_rn(total));
+  }
+}
+
 __global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = first_index(); i < n; i += index_stride()) out[i] = a[i] + b[i];
 }
@@ -605,6 +612,10 @@ cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* s
 
 cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n) {
   return launch_elements(stream, n, widen_bf16_kernel, destination, source, n);
+}
+
+cudaError_t accumulate_bf16(cudaStream_t stream, uint16_t* sum, const float* x, int64_t n) {
+  return launch_elements(stream, n, accumulate_bf16_kernel, sum, x, n);
 }
 
 cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,

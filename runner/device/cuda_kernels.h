@@ -18,6 +18,8 @@ cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor);
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n);
 // destination (n) = source's bf16 values as fp32 (exact).
 cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n);
+// sum (n) = bf16(sum + x): added in fp32, rounded to nearest even once.
+cudaError_t accumulate_bf16(cudaStream_t stream, uint16_t* sum, const float* x, int64_t n);
 cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,
                              int64_t n);
 cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,

@@ -72,6 +72,9 @@ class Device {
   // master and read into the fp32 the other ops take.
   virtual void to_bf16(uint16_t* destination, const float* source, int64_t n) = 0;
   virtual void from_bf16(float* destination, const uint16_t* source, int64_t n) = 0;
+  // bf16 gradients: sum (n) = bf16(sum + x), added in fp32 and rounded once; and zeroed.
+  virtual void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) = 0;
+  virtual void zero_bf16(uint16_t* x, int64_t n) = 0;
 
   // runner/ops/matmul.h
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,

@@ -126,6 +126,19 @@ void IsolatedCpuDevice::from_bf16(float* destination, const uint16_t* source, in
   if (on_host.ok()) cpu_.from_bf16(d, s, n);
 }
 
+void IsolatedCpuDevice::accumulate_bf16(uint16_t* sum, const float* x, int64_t n) {
+  Arguments on_host(*this, "accumulate_bf16");
+  uint16_t* s = on_host(sum, n, "sum");
+  const float* hx = on_host(x, n, "x");
+  if (on_host.ok()) cpu_.accumulate_bf16(s, hx, n);
+}
+
+void IsolatedCpuDevice::zero_bf16(uint16_t* x, int64_t n) {
+  Arguments on_host(*this, "zero_bf16");
+  uint16_t* hx = on_host(x, n, "x");
+  if (on_host.ok()) cpu_.zero_bf16(hx, n);
+}
+
 void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
                                        const float* bias, int64_t N, int64_t C, int64_t OC) {
   Arguments on_host(*this, "matmul_forward");

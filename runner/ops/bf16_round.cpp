@@ -16,4 +16,8 @@ void from_bf16(float* out, const uint16_t* inp, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = comm::bf16_to_float(inp[i]);
 }
 
+void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) sum[i] = comm::float_to_bf16(comm::bf16_to_float(sum[i]) + x[i]);
+}
+
 }  // namespace partrain::runner::ops

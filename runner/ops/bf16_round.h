@@ -15,5 +15,7 @@ void round_to_bf16(float* out, const float* inp, int64_t n);
 // above; and back, exactly.
 void to_bf16(uint16_t* out, const float* inp, int64_t n);
 void from_bf16(float* out, const uint16_t* inp, int64_t n);
+// bf16 gradients: sum (n) = bf16(sum + x), the addition in fp32 and rounded once.
+void accumulate_bf16(uint16_t* sum, const float* x, int64_t n);
 
 }  // namespace partrain::runner::ops

@@ -4,6 +4,7 @@
 
 #include "profiler/trace_scope.h"
 #include "runner/ops/bf16_round.h"
+#include "runner/workload/bf16_states.h"
 
 namespace partrain::runner {
 
@@ -14,7 +15,7 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
                                                               const ResolvedLayout& resolved,
                                                               Mesh& mesh, TensorParallel& tp,
                                                               uint64_t seed, int layers,
-                                                              ParamStorage storage) {
+                                                              StateStorage storage) {
   std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp, storage));
   if (resolved.zero >= 2) {
     ASSIGN_OR_RETURN(dp->sharded_,
@@ -36,20 +37,26 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   } else {
     dp->shard_end_ = numel;
   }
-  if (storage == ParamStorage::kBf16) {
+  if (storage.bf16_params) {
     ASSIGN_OR_RETURN(dp->params_, Tensor::create(device.allocator(), {numel}, Category::kParams,
                                                  ElementType::kBf16));
     ASSIGN_OR_RETURN(dp->master_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   } else {
     ASSIGN_OR_RETURN(dp->params_, Tensor::zeros(device, {numel}, Category::kParams));
   }
-  ASSIGN_OR_RETURN(dp->grads_, Tensor::zeros(device, {numel}, Category::kGrads));
+  if (storage.bf16_grads) {
+    ASSIGN_OR_RETURN(dp->grads_, Tensor::create(device.allocator(), {numel}, Category::kGrads,
+                                                ElementType::kBf16));
+    device.zero_bf16(dp->grads_.bf16_data(), numel);
+  } else {
+    ASSIGN_OR_RETURN(dp->grads_, Tensor::zeros(device, {numel}, Category::kGrads));
+  }
   ASSIGN_OR_RETURN(dp->adam_m_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   RETURN_IF_ERROR(dp->initialise_params(seed, layers));
   if (resolved.zero == 0) {
-    dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.data(), resolved.bucket_bytes,
-                                            mesh.dp());
+    dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grad_at(0), dp->grad_dtype(),
+                                            resolved.bucket_bytes, mesh.dp());
   }
   return dp;
 }
@@ -58,14 +65,14 @@ Status DataParallel::initialise_params(uint64_t seed, int layers) {
   // One unit at a time is computed on the host. bf16: the parameters are the rounded values,
   // the master the exact ones, for this rank's shard; padding stays zero in both.
   const TpShard tp_shard{mesh_.coords().tp, tp_.size()};
-  if (storage_ == ParamStorage::kBf16) {
+  if (storage_.bf16_params) {
     const std::vector<uint16_t> padding(static_cast<size_t>(params_.numel() - layout_.numel()), 0);
     device_.upload(params_.bf16_data() + layout_.numel(), padding.data(), padding.size() * 2);
   }
   for (size_t i = 0; i < layout_.units().size(); ++i) {
     const std::vector<float> values = layout_.unit_initial_values(i, seed, layers, tp_shard);
     const int64_t offset = layout_.units()[i].offset;
-    if (storage_ == ParamStorage::kFp32) {
+    if (!storage_.bf16_params) {
       device_.upload(params_.data() + offset, values.data(), values.size() * sizeof(float));
       continue;
     }
@@ -85,7 +92,7 @@ Status DataParallel::initialise_params(uint64_t seed, int layers) {
 StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
   if (sharded_) return sharded_->acquire(unit, pass);
   const ParamUnit& u = layout_.units().at(unit);
-  if (storage_ == ParamStorage::kFp32) {
+  if (!storage_.bf16_params) {
     return UnitView{params_.data() + u.offset, grads_.data() + u.offset};
   }
   Widened& widened = widened_[unit];
@@ -94,25 +101,46 @@ StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
                      Tensor::create(device_.allocator(), {u.numel}, Category::kWorkspace));
     device_.from_bf16(widened.params.data(), params_.bf16_data() + u.offset, u.numel);
   }
+  if (storage_.bf16_grads && pass == Pass::kBackward && widened.grads.numel() == 0) {
+    // The backward accumulates in fp32; the sum is added into the bf16 gradients on release.
+    ASSIGN_OR_RETURN(widened.grads,
+                     Tensor::create(device_.allocator(), {u.numel}, Category::kWorkspace));
+    device_.fill(widened.grads.data(), u.numel, 0.0f);
+  }
   ++widened.holds;
-  return UnitView{widened.params.data(), grads_.data() + u.offset};
+  if (!storage_.bf16_grads) return UnitView{widened.params.data(), grads_.data() + u.offset};
+  return UnitView{widened.params.data(),
+                  widened.grads.numel() > 0 ? widened.grads.data() : nullptr};
 }
 
 Status DataParallel::release(size_t unit, Pass pass) {
   if (sharded_) return sharded_->release(unit, pass);
-  if (storage_ == ParamStorage::kFp32) return Status::ok();
+  if (!storage_.bf16_params) return Status::ok();
   Widened& widened = widened_.at(unit);
   if (widened.holds == 0) {
     return failed("release of parameter unit {} that is not acquired",
                   layout_.units()[unit].name);
   }
-  if (--widened.holds == 0) widened.params = Tensor();
+  if (--widened.holds > 0) return Status::ok();
+  if (widened.grads.numel() > 0) {
+    const ParamUnit& u = layout_.units()[unit];
+    device_.accumulate_bf16(grads_.bf16_data() + u.offset, widened.grads.data(), u.numel);
+    widened.grads = Tensor();
+  }
+  widened.params = Tensor();
   return Status::ok();
+}
+
+void* DataParallel::grad_at(int64_t offset) {
+  if (storage_.bf16_grads) return grads_.bf16_data() + offset;
+  return grads_.data() + offset;
 }
 
 void DataParallel::zero_grads() {
   if (sharded_) {
     sharded_->zero_grads();
+  } else if (storage_.bf16_grads) {
+    device_.zero_bf16(grads_.bf16_data(), grads_.numel());
   } else {
     device_.fill(grads_.data(), grads_.numel(), 0.0f);
   }
@@ -129,7 +157,10 @@ Status DataParallel::reduce_gradients() {
     // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
     for (const ParamUnit& unit : layout_.units()) {
       for (const LocalParam& param : unit.params) {
-        if (param.spec.partial_grad_under_sp) {
+        if (!param.spec.partial_grad_under_sp) continue;
+        if (storage_.bf16_grads) {
+          RETURN_IF_ERROR(tp_.all_reduce(grads_.bf16_data() + param.offset, param.numel));
+        } else {
           RETURN_IF_ERROR(tp_.all_reduce(grads_.data() + param.offset, param.numel));
         }
       }
@@ -137,16 +168,15 @@ Status DataParallel::reduce_gradients() {
   }
   if (tied_group_ != nullptr) {
     const LocalParam* wte = layout_.find("wte");
-    RETURN_IF_ERROR(tied_group_->all_reduce(grads_.data() + wte->offset,
-                                            grads_.data() + wte->offset,
-                                            static_cast<size_t>(wte->numel), comm::DType::kF32,
+    RETURN_IF_ERROR(tied_group_->all_reduce(grad_at(wte->offset), grad_at(wte->offset),
+                                            static_cast<size_t>(wte->numel), grad_dtype(),
                                             comm::ReduceOp::kSum));
   }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
     // ZeRO: each rank keeps the sum of its shard only (in place, NCCL-style).
     const int64_t shard = shard_end_ - shard_begin_;
-    RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grads_.data(), grads_.data() + shard_begin_,
-                                              static_cast<size_t>(shard), comm::DType::kF32,
+    RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grad_at(0), grad_at(shard_begin_),
+                                              static_cast<size_t>(shard), grad_dtype(),
                                               comm::ReduceOp::kSum));
   }
   return Status::ok();
@@ -155,12 +185,22 @@ Status DataParallel::reduce_gradients() {
 StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   double local = 0;
   if (sharded_) {
-    local = params ? sharded_->owned_param_squares(mesh_.coords().tp)
-                   : sharded_->owned_grad_squares(mesh_.coords().tp);
-  } else if (params && storage_ == ParamStorage::kBf16) {
-    local = flat_owned_squares(master_.data(), shard_begin_);  // the exact parameters
+    ASSIGN_OR_RETURN(local, params ? sharded_->owned_param_squares(mesh_.coords().tp)
+                                   : sharded_->owned_grad_squares(mesh_.coords().tp));
+  } else if (params && storage_.bf16_params) {
+    // The exact parameters: the master, which holds [shard_begin_, shard_end_).
+    ASSIGN_OR_RETURN(local, flat_owned_squares([&](int64_t begin, int64_t n) -> StatusOr<double> {
+      return device_.sum_of_squares(master_.data() + (begin - shard_begin_), n);
+    }));
+  } else if (!params && storage_.bf16_grads) {
+    ASSIGN_OR_RETURN(local, flat_owned_squares([&](int64_t begin, int64_t n) {
+      return bf16_sum_of_squares(device_, grads_.bf16_data() + begin, n);
+    }));
   } else {
-    local = flat_owned_squares(params ? params_.data() : grads_.data(), 0);
+    const float* values = params ? params_.data() : grads_.data();
+    ASSIGN_OR_RETURN(local, flat_owned_squares([&](int64_t begin, int64_t n) -> StatusOr<double> {
+      return device_.sum_of_squares(values + begin, n);
+    }));
   }
   // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
   // norm is used for (clipping, the equivalence checks' 1e-4).
@@ -169,7 +209,7 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   return static_cast<double>(sum);
 }
 
-double DataParallel::flat_owned_squares(const float* values, int64_t first) {
+StatusOr<double> DataParallel::flat_owned_squares(const RangeSquares& squares) {
   // An element counts on one rank only: replicated tensors on tp rank 0; without ZeRO on dp rank
   // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
   const MeshCoords& coords = mesh_.coords();
@@ -181,7 +221,9 @@ double DataParallel::flat_owned_squares(const float* values, int64_t first) {
         if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
         const int64_t begin = std::max(param.offset, shard_begin_);
         const int64_t end = std::min(param.offset + param.numel, shard_end_);
-        if (begin < end) local += device_.sum_of_squares(values + (begin - first), end - begin);
+        if (begin >= end) continue;
+        ASSIGN_OR_RETURN(double range, squares(begin, end - begin));
+        local += range;
       }
     }
   }
@@ -191,15 +233,21 @@ double DataParallel::flat_owned_squares(const float* values, int64_t first) {
 Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
   if (sharded_) return sharded_->update(adam, step, grad_scale);
   const int64_t shard = shard_end_ - shard_begin_;
-  const bool bf16 = storage_ == ParamStorage::kBf16;
+  const bool bf16 = storage_.bf16_params;
   float* p = bf16 ? master_.data() : params_.data() + shard_begin_;
-  float* g = grads_.data() + shard_begin_;
   {
     profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
     ops::AdamWConfig clipped = adam;
     clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
-    device_.adamw_update(p, g, adam_m_.data(), adam_v_.data(), shard, clipped, step);
-    if (bf16) device_.to_bf16(params_.bf16_data() + shard_begin_, p, shard);
+    if (storage_.bf16_grads) {
+      RETURN_IF_ERROR(adamw_from_bf16_grads(device_, p, params_.bf16_data() + shard_begin_,
+                                            grads_.bf16_data() + shard_begin_, adam_m_.data(),
+                                            adam_v_.data(), shard, clipped, step));
+    } else {
+      device_.adamw_update(p, grads_.data() + shard_begin_, adam_m_.data(), adam_v_.data(), shard,
+                           clipped, step);
+      if (bf16) device_.to_bf16(params_.bf16_data() + shard_begin_, p, shard);
+    }
   }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
     // bf16: half the bytes of an fp32 gather.

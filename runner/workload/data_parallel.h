@@ -31,7 +31,7 @@ class DataParallel final : public ParamAccess {
                                                         const ResolvedLayout& resolved,
                                                         Mesh& mesh, TensorParallel& tp,
                                                         uint64_t seed, int layers,
-                                                        ParamStorage storage = ParamStorage::kFp32);
+                                                        StateStorage storage = {});
 
   // DDP and ZeRO-1: views into the flat buffers (bf16 parameters: the unit's widened to fp32 in
   // workspace while held), release a no-op otherwise (DDP learns of finished units through
@@ -61,13 +61,16 @@ class DataParallel final : public ParamAccess {
   void set_tied_embedding_group(comm::Comm* group) { tied_group_ = group; }
 
  private:
-  struct Widened {  // bf16 storage: a held unit's parameters in fp32
-    int holds = 0;
+  struct Widened {  // bf16 storage: a held unit's parameters in fp32, and in a backward use
+    int holds = 0;  // under bf16 gradients the fp32 gradients it accumulates
     Tensor params;
+    Tensor grads;
   };
+  // The sum of squares of flat elements [begin, begin + n) of some array.
+  using RangeSquares = std::function<StatusOr<double>(int64_t begin, int64_t n)>;
 
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
-               Mesh& mesh, TensorParallel& tp, ParamStorage storage)
+               Mesh& mesh, TensorParallel& tp, StateStorage storage)
       : device_(device),
         layout_(layout),
         resolved_(resolved),
@@ -78,16 +81,20 @@ class DataParallel final : public ParamAccess {
         widened_(layout.units().size()) {}
   Status initialise_params(uint64_t seed, int layers);
   StatusOr<double> owned_sum_of_squares(bool params);
-  // Sum of squares over the elements this rank owns, of an array holding flat elements
-  // [first, ...) of the layout.
-  double flat_owned_squares(const float* values, int64_t first);
+  // Sum of squares over the flat elements this rank owns.
+  StatusOr<double> flat_owned_squares(const RangeSquares& squares);
+  // The flat gradient buffer at element `offset`, and its element type on the wire.
+  void* grad_at(int64_t offset);
+  comm::DType grad_dtype() const {
+    return storage_.bf16_grads ? comm::DType::kBF16 : comm::DType::kF32;
+  }
 
   Device& device_;
   const ParamLayout& layout_;
   const ResolvedLayout& resolved_;
   Mesh& mesh_;
   TensorParallel& tp_;
-  ParamStorage storage_;
+  StateStorage storage_;
   comm::HostValueCollectives world_values_;  // the norms' sums over the world
   Tensor params_, grads_, adam_m_, adam_v_;
   Tensor master_;  // bf16 storage: the fp32 master of this rank's shard (optimizer category)

@@ -4,15 +4,15 @@
 
 namespace partrain::runner {
 
-DdpBuckets::DdpBuckets(const ParamLayout& layout, float* grads, int64_t bucket_bytes,
-                       comm::Comm& dp)
-    : grads_(grads), dp_(dp) {
+DdpBuckets::DdpBuckets(const ParamLayout& layout, void* grads, comm::DType dtype,
+                       int64_t bucket_bytes, comm::Comm& dp)
+    : grads_(grads), dtype_(dtype), dp_(dp) {
+  const auto element = static_cast<int64_t>(comm::dtype_size(dtype));
   const auto& units = layout.units();
   // Reverse order: the last units' gradients are produced first by backward.
   for (auto unit = units.rbegin(); unit != units.rend(); ++unit) {
     if (buckets_.empty() ||
-        (buckets_.back().numel + unit->numel) * static_cast<int64_t>(sizeof(float)) >
-            bucket_bytes) {
+        (buckets_.back().numel + unit->numel) * element > bucket_bytes) {
       buckets_.emplace_back();
       buckets_.back().offset = unit->offset + unit->numel;
     }
@@ -25,9 +25,10 @@ DdpBuckets::DdpBuckets(const ParamLayout& layout, float* grads, int64_t bucket_b
 
 void DdpBuckets::launch(Bucket& bucket) {
   if (bucket.work || dp_.size() == 1) return;
-  float* data = grads_ + bucket.offset;
-  bucket.work = dp_.all_reduce_async(data, data, static_cast<size_t>(bucket.numel),
-                                     comm::DType::kF32, comm::ReduceOp::kSum);
+  void* data = static_cast<char*>(grads_) +
+               bucket.offset * static_cast<int64_t>(comm::dtype_size(dtype_));
+  bucket.work = dp_.all_reduce_async(data, data, static_cast<size_t>(bucket.numel), dtype_,
+                                     comm::ReduceOp::kSum);
 }
 
 void DdpBuckets::unit_ready(const std::string& unit) {

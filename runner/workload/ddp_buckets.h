@@ -16,7 +16,10 @@ namespace partrain::runner {
 
 class DdpBuckets {
  public:
-  DdpBuckets(const ParamLayout& layout, float* grads, int64_t bucket_bytes, comm::Comm& dp);
+  // `grads` holds the flat gradients as `dtype` (fp32, or bf16 under bf16-mixed: half the bytes
+  // on the wire); --bucket-mb counts their bytes.
+  DdpBuckets(const ParamLayout& layout, void* grads, comm::DType dtype, int64_t bucket_bytes,
+             comm::Comm& dp);
 
   size_t bucket_count() const { return buckets_.size(); }
   // Backward has finished `unit`'s gradients for this step: launches every bucket now complete.
@@ -35,7 +38,8 @@ class DdpBuckets {
   };
   void launch(Bucket& bucket);
 
-  float* grads_;
+  void* grads_;
+  comm::DType dtype_;
   comm::Comm& dp_;
   std::vector<Bucket> buckets_;
 };

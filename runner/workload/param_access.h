@@ -13,12 +13,16 @@ namespace partrain::runner {
 
 enum class Pass { kForward, kBackward };
 
-// How the data-parallel engine stores parameters. kFp32: fp32, updated in place by AdamW. kBf16
-// (--precision bf16): bf16, with an fp32 master copy beside AdamW's moments in the optimizer
-// category; AdamW updates the master and writes it back rounded, and the ops read a unit's
-// parameters widened to fp32 while it is acquired. Gradients stay fp32: `partrain memory`'s
-// bf16-fp32grad recipe (2 + 4 + 12 bytes a parameter).
-enum class ParamStorage { kFp32, kBf16 };
+// How the data-parallel engine stores the model states (docs/ops.md "bf16 model states"). By
+// default fp32, the parameters updated in place by AdamW. bf16_params: bf16, with an fp32 master
+// beside AdamW's moments (optimizer category); AdamW updates the master and writes it back
+// rounded, and the ops read a unit's parameters widened to fp32 while it is acquired.
+// bf16_grads (with bf16_params): bf16 gradients; a backward use of a unit accumulates into an fp32
+// copy that is added, rounded, into them on release.
+struct StateStorage {
+  bool bf16_params = false;
+  bool bf16_grads = false;
+};
 
 // A unit's full (unsharded over dp) parameters and, in a backward pass, where its gradients
 // accumulate; both laid out as the unit's slice of the flat ParamLayout (offset 0 = the unit's

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "profiler/trace_scope.h"
 #include "runner/ops/bf16_round.h"
+#include "runner/workload/bf16_states.h"
 
 namespace partrain::runner {
 
@@ -25,7 +26,7 @@ StatusOr<std::unique_ptr<ShardedState>> ShardedState::create(Device& device,
                                                               int stage, comm::Comm& dp,
                                                               TensorParallel& tp, uint64_t seed,
                                                               int layers, TpShard tp_shard,
-                                                              ParamStorage storage) {
+                                                              StateStorage storage) {
   std::unique_ptr<ShardedState> s(new ShardedState(device, layout, stage, dp, tp, storage));
   const UnitShards& shards = s->shards_;
   const int64_t params = stage == 3 ? shards.shard_numel() : shards.padded_numel();
@@ -37,7 +38,14 @@ StatusOr<std::unique_ptr<ShardedState>> ShardedState::create(Device& device,
   } else {
     ASSIGN_OR_RETURN(s->params_, Tensor::zeros(device, {params}, Category::kParams));
   }
-  ASSIGN_OR_RETURN(s->grads_, Tensor::zeros(device, {shards.shard_numel()}, Category::kGrads));
+  if (storage.bf16_grads) {
+    ASSIGN_OR_RETURN(s->grads_, Tensor::create(device.allocator(), {shards.shard_numel()},
+                                               Category::kGrads, ElementType::kBf16));
+  } else {
+    ASSIGN_OR_RETURN(s->grads_,
+                     Tensor::zeros(device, {shards.shard_numel()}, Category::kGrads));
+  }
+  s->zero_grads();
   ASSIGN_OR_RETURN(s->adam_m_,
                    Tensor::zeros(device, {shards.shard_numel()}, Category::kOptimizer));
   ASSIGN_OR_RETURN(s->adam_v_,
@@ -76,6 +84,14 @@ Status ShardedState::initialise_params(uint64_t seed, int layers, TpShard tp_sha
     device_.upload(owned_master(i), owned_values, owned * sizeof(float));
   }
   return Status::ok();
+}
+
+void ShardedState::zero_grads() {
+  if (storage_.bf16_grads) {
+    device_.zero_bf16(grads_.bf16_data(), grads_.numel());
+  } else {
+    device_.fill(grads_.data(), grads_.numel(), 0.0f);
+  }
 }
 
 int64_t ShardedState::owned_offset(size_t unit) const {
@@ -214,9 +230,13 @@ Status ShardedState::launch_reduce(size_t unit, Tensor staging) {
 Status ShardedState::finish_reduce(PendingReduce& pending) {
   if (pending.work) RETURN_IF_ERROR(pending.work->wait());
   const UnitShard& s = shards_.unit(pending.unit);
-  float* shard = owned_grads(pending.unit);
-  device_.residual_forward(shard, shard, pending.staging.data() + shards_.dp_rank() * s.shard,
-                           s.shard);
+  const float* reduced = pending.staging.data() + shards_.dp_rank() * s.shard;
+  if (storage_.bf16_grads) {
+    device_.accumulate_bf16(owned_bf16_grads(pending.unit), reduced, s.shard);
+  } else {
+    float* shard = owned_grads(pending.unit);
+    device_.residual_forward(shard, shard, reduced, s.shard);
+  }
   return Status::ok();
 }
 
@@ -262,7 +282,10 @@ Status ShardedState::reduce_gradients(comm::Comm* tied_group) {
         const int64_t local = param.offset - units[i].offset;
         auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
         if (begin >= end) continue;
-        RETURN_IF_ERROR(tp_.all_reduce(owned_grads(i) + (begin - rank * s.shard), end - begin));
+        const int64_t at = begin - rank * s.shard;
+        RETURN_IF_ERROR(storage_.bf16_grads
+                            ? tp_.all_reduce(owned_bf16_grads(i) + at, end - begin)
+                            : tp_.all_reduce(owned_grads(i) + at, end - begin));
       }
     }
   }
@@ -272,27 +295,37 @@ Status ShardedState::reduce_gradients(comm::Comm* tied_group) {
     const UnitShard& s = shards_.unit(wte);
     const int64_t count = s.owned_end - s.owned_begin;
     if (count > 0) {
-      RETURN_IF_ERROR(tied_group->all_reduce(owned_grads(wte), owned_grads(wte),
-                                             static_cast<size_t>(count), comm::DType::kF32,
-                                             comm::ReduceOp::kSum));
+      void* grads = storage_.bf16_grads ? static_cast<void*>(owned_bf16_grads(wte))
+                                        : static_cast<void*>(owned_grads(wte));
+      RETURN_IF_ERROR(tied_group->all_reduce(
+          grads, grads, static_cast<size_t>(count),
+          storage_.bf16_grads ? comm::DType::kBF16 : comm::DType::kF32, comm::ReduceOp::kSum));
     }
   }
   return Status::ok();
 }
 
-double ShardedState::owned_squares(int tp_rank, bool params) {
+StatusOr<double> ShardedState::owned_squares(int tp_rank, bool params) {
   const int64_t rank = shards_.dp_rank();
   const auto& units = layout_.units();
   double sum = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     if (units[i].name == "head") continue;  // the first stage's wte counts for both copies
     const UnitShard& s = shards_.unit(i);
-    const float* base = params ? owned_master(i) : owned_grads(i);  // bf16: the exact values
     for (const LocalParam& param : units[i].params) {
       if (param.spec.split == TpSplit::kReplicated && tp_rank != 0) continue;
       const int64_t local = param.offset - units[i].offset;
       auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
-      if (begin < end) sum += device_.sum_of_squares(base + (begin - rank * s.shard), end - begin);
+      if (begin >= end) continue;
+      const int64_t at = begin - rank * s.shard;
+      if (!params && storage_.bf16_grads) {
+        ASSIGN_OR_RETURN(double range,
+                         bf16_sum_of_squares(device_, owned_bf16_grads(i) + at, end - begin));
+        sum += range;
+      } else {  // parameters: the master under bf16, the exact values
+        sum += device_.sum_of_squares((params ? owned_master(i) : owned_grads(i)) + at,
+                                      end - begin);
+      }
     }
   }
   return sum;
@@ -302,13 +335,22 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
   ops::AdamWConfig clipped = adam;
   clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
   std::vector<comm::WorkPtr> gathers;
+  Status updated;
   for (size_t i = 0; i < shards_.size(); ++i) {
     const UnitShard& s = shards_.unit(i);
     {
       profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
-      device_.adamw_update(owned_master(i), owned_grads(i), adam_m_.data() + s.shard_offset,
-                           adam_v_.data() + s.shard_offset, s.shard, clipped, step);
-      if (bf16()) device_.to_bf16(owned_bf16_params(i), owned_master(i), s.shard);
+      if (storage_.bf16_grads) {
+        updated = adamw_from_bf16_grads(
+            device_, owned_master(i), owned_bf16_params(i), owned_bf16_grads(i),
+            adam_m_.data() + s.shard_offset, adam_v_.data() + s.shard_offset, s.shard, clipped,
+            step);
+        if (!updated.is_ok()) break;  // the gathers already in flight are waited for below
+      } else {
+        device_.adamw_update(owned_master(i), owned_grads(i), adam_m_.data() + s.shard_offset,
+                             adam_v_.data() + s.shard_offset, s.shard, clipped, step);
+        if (bf16()) device_.to_bf16(owned_bf16_params(i), owned_master(i), s.shard);
+      }
     }
     if (stage_ == 2 && dp_.size() > 1) {
       // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.
@@ -319,7 +361,7 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
                                         static_cast<size_t>(s.shard), comm::DType::kF32));
     }
   }
-  Status result;
+  Status result = updated;
   for (auto& work : gathers) {
     Status status = work->wait();
     if (result.is_ok()) result = status;

@@ -5,6 +5,8 @@
 // parameters before each use, frees them after, and prefetches the next unit's gather. With bf16
 // parameter storage the gathers move bf16 (half the bytes), the fp32 master is sharded with the
 // AdamW moments, and a unit's parameters are widened to fp32 (workspace) for the time it is held.
+// With bf16 gradients the owned gradient shard is bf16: each reduce-scatter (fp32, from the fp32
+// staging) is added into it rounded.
 #pragma once
 
 #include <deque>
@@ -32,19 +34,19 @@ class ShardedState final : public ParamAccess {
                                                         int stage, comm::Comm& dp,
                                                         TensorParallel& tp, uint64_t seed,
                                                         int layers, TpShard tp_shard,
-                                                        ParamStorage storage = ParamStorage::kFp32);
+                                                        StateStorage storage = {});
 
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
 
-  void zero_grads() { device_.fill(grads_.data(), grads_.numel(), 0.0f); }
+  void zero_grads();
   // After the step's backward: waits for the reduce-scatters still in flight; sums the SP
   // layernorm grads over tp and the tied embedding's over `tied_group` (may be null).
   Status reduce_gradients(comm::Comm* tied_group);
   // Sum over this rank's owned elements of squared grads / params, replicated tensors counted
   // on tp rank 0 only and the last stage's tied copy ("head") not at all.
-  double owned_grad_squares(int tp_rank) { return owned_squares(tp_rank, false); }
-  double owned_param_squares(int tp_rank) { return owned_squares(tp_rank, true); }
+  StatusOr<double> owned_grad_squares(int tp_rank) { return owned_squares(tp_rank, false); }
+  StatusOr<double> owned_param_squares(int tp_rank) { return owned_squares(tp_rank, true); }
   // AdamW on the shard; ZeRO-2 then all-gathers every unit's parameters.
   Status update(const ops::AdamWConfig& adam, int64_t step, float grad_scale);
 
@@ -68,7 +70,7 @@ class ShardedState final : public ParamAccess {
   using Use = std::pair<size_t, Pass>;
 
   ShardedState(Device& device, const ParamLayout& layout, int stage, comm::Comm& dp,
-               TensorParallel& tp, ParamStorage storage)
+               TensorParallel& tp, StateStorage storage)
       : device_(device),
         layout_(layout),
         stage_(stage),
@@ -85,11 +87,14 @@ class ShardedState final : public ParamAccess {
   int64_t owned_offset(size_t unit) const;
   // The fp32 values AdamW updates for the unit's owned slice: the parameters, or their master.
   float* owned_master(size_t unit);
-  bool bf16() const { return storage_ == ParamStorage::kBf16; }
+  bool bf16() const { return storage_.bf16_params; }
   Status initialise_params(uint64_t seed, int layers, TpShard tp_shard);
   // bf16: the unit's full parameters, `gathered` bf16 (nullptr: this rank's own, dp 1), in fp32.
   StatusOr<Tensor> widen(size_t unit, const uint16_t* gathered);
   float* owned_grads(size_t unit) { return grads_.data() + shards_.unit(unit).shard_offset; }
+  uint16_t* owned_bf16_grads(size_t unit) {
+    return grads_.bf16_data() + shards_.unit(unit).shard_offset;
+  }
   StatusOr<Tensor> gather(size_t unit, Pass pass);
   // What a gather of `unit` lands in: fp32 or bf16 (comm); empty for bf16 at dp 1, which widens
   // straight from the rank's own shard.
@@ -100,12 +105,12 @@ class ShardedState final : public ParamAccess {
   Status finish_reduce(PendingReduce& pending);
   Status drain_reduces(size_t keep);
   Status end_step();
-  double owned_squares(int tp_rank, bool params);
+  StatusOr<double> owned_squares(int tp_rank, bool params);
 
   Device& device_;
   const ParamLayout& layout_;
   int stage_;
-  ParamStorage storage_;
+  StateStorage storage_;
   comm::Comm& dp_;
   TensorParallel& tp_;
   UnitShards shards_;

@@ -129,10 +129,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   ParamLayout params_layout = build_param_layout(config, placements, shard);
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
                    DataParallel::create(device, params_layout, layout, mesh, tp, config.seed,
-                                        m.layers,
-                                        config.precision == Precision::kBf16
-                                            ? ParamStorage::kBf16
-                                            : ParamStorage::kFp32));
+                                        m.layers, state_storage(config.precision)));
   std::vector<std::unique_ptr<ModelChunk>> chunks = build_chunks(
       config, placements, device, tp, params_layout, *dp);
   ModelChunk& chunk = *chunks.front();

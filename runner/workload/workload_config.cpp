@@ -32,12 +32,25 @@ std::string_view recompute_name(Recompute recompute) {
 
 std::optional<Precision> parse_precision(std::string_view name) {
   if (name == "fp32" || name == "fp32-adam") return Precision::kFp32;
-  if (name == "bf16" || name == "bf16-fp32grad") return Precision::kBf16;
+  if (name == "bf16" || name == "bf16-mixed") return Precision::kBf16Mixed;
+  if (name == "bf16-fp32grad") return Precision::kBf16Fp32Grad;
   return std::nullopt;
 }
 
+bool is_bf16(Precision precision) { return precision != Precision::kFp32; }
+
+StateStorage state_storage(Precision precision) {
+  return StateStorage{.bf16_params = is_bf16(precision),
+                      .bf16_grads = precision == Precision::kBf16Mixed};
+}
+
 std::string_view precision_name(Precision precision) {
-  return precision == Precision::kFp32 ? "fp32" : "bf16";
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16Fp32Grad: return "bf16-fp32grad";
+    case Precision::kBf16Mixed: return "bf16-mixed";
+  }
+  return "fp32";
 }
 
 Status check_device_names(std::string_view device, std::string_view comm) {

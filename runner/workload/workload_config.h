@@ -10,23 +10,30 @@
 
 #include "core/status.h"
 #include "runner/fault/fault_spec.h"
+#include "runner/workload/param_access.h"
 #include "runner/workload/parallel_layout.h"
 
 namespace partrain::runner {
 
 enum class WorkloadKind { kGpt, kMlp };
 enum class Recompute { kNone, kSelective, kFull };
-// kBf16: bf16 GEMM operands (GemmPrecision::kBf16) and bf16 parameter storage
-// (ParamStorage::kBf16), gradients and optimizer states fp32.
-enum class Precision { kFp32, kBf16 };
+// The `partrain memory` recipes a run can store its model states as. Both bf16 ones multiply bf16
+// GEMM operands (GemmPrecision::kBf16) and store bf16 parameters beside an fp32 master
+// (ParamStorage::kBf16); kBf16Mixed stores the gradients in bf16 as well (GradStorage::kBf16).
+enum class Precision {
+  kFp32,          // fp32-adam: 4 + 4 + 8 bytes a parameter
+  kBf16Fp32Grad,  // bf16-fp32grad: 2 + 4 + 12
+  kBf16Mixed,     // bf16-mixed: 2 + 2 + 12
+};
+bool is_bf16(Precision precision);
+StateStorage state_storage(Precision precision);
 
 std::optional<WorkloadKind> parse_workload_kind(std::string_view name);
 std::string_view workload_kind_name(WorkloadKind kind);
 std::optional<Recompute> parse_recompute(std::string_view name);
 std::string_view recompute_name(Recompute recompute);
-// fp32 and bf16, and the names of the `partrain memory` recipes they are (fp32-adam;
-// bf16-fp32grad: bf16 parameters, fp32 gradients, fp32 master, m and v) as aliases. bf16-mixed and
-// bf16-fp32grad-accum (bf16 gradients) are not implemented: nullopt.
+// fp32 (fp32-adam), bf16 (bf16-mixed) and bf16-fp32grad; nullopt for anything else, including
+// bf16-fp32grad-accum (an fp32 accumulation buffer beside bf16 gradients: not implemented).
 std::optional<Precision> parse_precision(std::string_view name);
 std::string_view precision_name(Precision precision);
 

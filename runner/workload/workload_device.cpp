@@ -60,7 +60,7 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
 StatusOr<std::unique_ptr<Device>> create_workload_device(const WorkloadConfig& config,
                                                          int local_rank) {
   const GemmPrecision precision =
-      config.precision == Precision::kBf16 ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
+      is_bf16(config.precision) ? GemmPrecision::kBf16 : GemmPrecision::kFp32;
   CpuDeviceOptions cpu_options;
   cpu_options.blas_threads = config.blas_threads;
   cpu_options.precision = precision;

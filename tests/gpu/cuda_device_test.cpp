@@ -290,6 +290,17 @@ TEST_F(CudaDeviceTest, Bf16StorageMatchesTheCpuBitForBit) {
   gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
   EXPECT_EQ(bits, want_bits);
   EXPECT_EQ(from_gpu(back, values.size()), want);
+  // Accumulation: fp32 addition, one rounding, as the CPU's.
+  const std::vector<float> addend = random_values(values.size(), 10, 3.0f);
+  cpu_.accumulate_bf16(want_bits.data(), addend.data(), n);
+  gpu_->accumulate_bf16(stored, on_gpu(addend), n);
+  gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
+  EXPECT_EQ(bits, want_bits);
+  gpu_->zero_bf16(stored, n - 1);  // the last element keeps its value
+  gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
+  std::vector<uint16_t> zeroed(values.size(), 0);
+  zeroed.back() = want_bits.back();
+  EXPECT_EQ(bits, zeroed);
 }
 
 TEST_F(CudaDeviceTest, MatmulForwardAndBackwardAccumulate) {

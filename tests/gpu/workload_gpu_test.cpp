@@ -59,18 +59,29 @@ TEST_F(GpuWorkload, NcclOneRankPerGpuMatchesTheCpu) {
 }
 
 // bf16 on the GPU against the CPU's bf16 reference (the same bf16-rounded matmul operands,
-// multiplied by sgemm): the GEMMs agree to the order of their fp32 sums, and attention's
-// products, TF32 on the GPU and fp32 on the CPU, leave about 1e-4 per product; 1e-3 over six
-// steps. The bf16 runs of the CPU tests differ from fp32 by about 1e-4, so this cannot pass with
-// the GPU in fp32 by accident: the device name is checked too.
+// multiplied by sgemm; the same bf16 parameter and gradient storage): the GEMMs agree to the order
+// of their fp32 sums, and attention's products, TF32 on the GPU and fp32 on the CPU, leave about
+// 1e-4 per product; 1e-3 over six steps. bf16-fp32grad rounds per element, so FSDP on two ranks
+// compares with the one-rank CPU run; bf16-mixed rounds gradient sums, so its CPU reference has
+// the same layout. The device name shows the GPU really ran bf16.
 TEST_F(GpuWorkload, Bf16TrainsAsTheCpusBf16Reference) {
-  const nlohmann::json cpu = train("-n 1 --device cpu --precision bf16 --micro-batch 4");
-  for (const char* layout : {"-n 1 --comm nccl --micro-batch 4",
-                             "-n 2 --comm gloo --strategy fsdp --micro-batch 2"}) {
-    nlohmann::json run = train(std::string(layout) + " --device cuda --precision bf16");
+  struct Case {
+    const char* recipe;
+    const char* cpu_layout;
+    const char* gpu_layout;
+  };
+  const char* one_rank = "-n 1 --micro-batch 4";
+  const char* nccl = "-n 1 --comm nccl --micro-batch 4";
+  for (const Case& c : {Case{"bf16-fp32grad", one_rank, nccl},
+                        Case{"bf16-fp32grad", one_rank,
+                             "-n 2 --comm gloo --strategy fsdp --micro-batch 2"},
+                        Case{"bf16-mixed", one_rank, nccl}}) {
+    const std::string precision = std::string(" --precision ") + c.recipe;
+    const nlohmann::json cpu = train(std::string(c.cpu_layout) + " --device cpu" + precision);
+    nlohmann::json run = train(std::string(c.gpu_layout) + " --device cuda" + precision);
     EXPECT_NE(run["device"].get<std::string>().find("bf16 GEMMs"), std::string::npos)
         << run["device"];
-    expect_equivalent(cpu, run, std::string(layout) + " in bf16", 1e-3);
+    expect_equivalent(cpu, run, std::string(c.gpu_layout) + " in " + c.recipe, 1e-3);
   }
 }
 

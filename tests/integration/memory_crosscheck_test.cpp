@@ -85,11 +85,11 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"2", "--pp 2 --pp-schedule gpipe --micro-batch 1 --global-batch 4"},
                       std::pair{"4", "--pp 4 --micro-batch 1 --global-batch 4"}));
 
-// --precision bf16 stores the model states as `partrain memory`'s bf16-fp32grad recipe (bf16
-// parameters; fp32 gradients; fp32 master, m and v: 2 + 4 + 12 bytes a parameter), sharded as the
-// layout shards them. Activations are still stored in fp32 (docs/decisions.md), where the recipe
-// assumes 2 bytes: they and the total are not compared.
-TEST(MemoryCrossCheckBf16, ModelStatesMatchTheBf16Fp32GradRecipe) {
+// The bf16 recipes store the model states as `partrain memory` counts them (bf16 parameters; fp32
+// or bf16 gradients; fp32 master, m and v: 2 + 4 + 12 or 2 + 2 + 12 bytes a parameter), sharded
+// as the layout shards them. Activations are still stored in fp32 (docs/decisions.md), where the
+// recipes assume 2 bytes: they and the total are not compared.
+TEST(MemoryCrossCheckBf16, ModelStatesMatchTheBf16Recipes) {
   for (const auto& [ranks, layout] :
        {std::pair{"1", "--micro-batch 2"}, std::pair{"2", "--dp 2 --micro-batch 1"},
         std::pair{"2", "--dp 2 --zero 1 --micro-batch 1"},
@@ -97,8 +97,10 @@ TEST(MemoryCrossCheckBf16, ModelStatesMatchTheBf16Fp32GradRecipe) {
         std::pair{"2", "--dp 2 --zero 3 --micro-batch 1"},
         std::pair{"2", "--tp 2 --micro-batch 2"},
         std::pair{"2", "--pp 2 --micro-batch 1 --global-batch 4"}}) {
-    compare_with_estimate(ranks, layout, "--precision bf16", "bf16-fp32grad",
-                          {{"params", 0.01}, {"grads", 0.01}, {"optimizer", 0.01}});
+    for (const char* recipe : {"bf16-fp32grad", "bf16-mixed"}) {
+      compare_with_estimate(ranks, layout, std::string("--precision ") + recipe, recipe,
+                            {{"params", 0.01}, {"grads", 0.01}, {"optimizer", 0.01}});
+    }
   }
 }
 

@@ -113,6 +113,18 @@ TEST_F(CpuDeviceDispatch, Bf16StorageRoundsAndWidensExactly) {
   ops::round_to_bf16(want.data(), x.data(), static_cast<int64_t>(x.size()));
   EXPECT_EQ(back, want);  // the stored bits are the rounded value, read back exactly
   EXPECT_NE(back, x);
+  // Accumulating adds in fp32 and rounds once: 1 + 2^-8 is halfway between 1 and 1 + 2^-7, a tie
+  // that goes to the even 1; 1 + 2^-8 + 2^-10 is past halfway and goes up.
+  std::vector<uint16_t> sum(2);
+  const std::vector<float> one = {1.0f, 1.0f};
+  device.to_bf16(sum.data(), one.data(), 2);
+  const std::vector<float> small = {0x1p-8f, 0x1p-8f + 0x1p-10f};
+  device.accumulate_bf16(sum.data(), small.data(), 2);
+  device.from_bf16(back.data(), sum.data(), 2);
+  EXPECT_EQ(back[0], 1.0f);
+  EXPECT_EQ(back[1], 1.0f + 0x1p-7f);
+  device.zero_bf16(sum.data(), 2);
+  EXPECT_EQ(sum, std::vector<uint16_t>(2, 0));
 }
 
 TEST_F(CpuDeviceDispatch, ElementwiseAndMemory) {

@@ -71,7 +71,9 @@ TEST(ShardedState, BackwardUsesAreSummedOverRanksAndMicroBatches) {
       ASSERT_TRUE(state.reduce_gradients(nullptr).is_ok());
       // Every element's gradient is 2 x (1 + 2) = 6; this rank owns 3 + 2 (rank 0) or 2 + 1.
       const double owned = rank == 0 ? 5 : 3;
-      EXPECT_DOUBLE_EQ(state.owned_grad_squares(0), owned * 36) << "stage " << stage;
+      StatusOr<double> squares = state.owned_grad_squares(0);
+      ASSERT_TRUE(squares.is_ok()) << squares.status().message();
+      EXPECT_DOUBLE_EQ(*squares, owned * 36) << "stage " << stage;
     });
   }
 }
