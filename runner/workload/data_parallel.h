@@ -3,7 +3,8 @@
 // (Rajbhandari et al. 2020: optimizer states sharded; gradients reduce-scattered after backward,
 // each rank updates its shard, parameters all-gathered) over flat buffers; ZeRO-2 and FSDP are
 // delegated to ShardedState. The chunks reach parameters through it (ParamAccess), and it is
-// the one place that knows which rank owns which element, so norms count each exactly once.
+// the one place that knows which rank owns which element, so norms count each exactly once. How
+// the states are stored (fp32, or bf16 beside an fp32 master) is StateStorage's.
 #pragma once
 
 #include <functional>
@@ -33,9 +34,10 @@ class DataParallel final : public ParamAccess {
                                                         uint64_t seed, int layers,
                                                         StateStorage storage = {});
 
-  // DDP and ZeRO-1: views into the flat buffers (bf16 parameters: the unit's widened to fp32 in
-  // workspace while held), release a no-op otherwise (DDP learns of finished units through
-  // unit_ready). ZeRO-2 and FSDP: see ShardedState.
+  // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
+  // through unit_ready). bf16 storage (StateStorage): the unit's parameters widened to fp32 in
+  // workspace while held; under bf16 gradients a backward use gets fp32 workspace gradients that
+  // its last release adds, rounded, into the bf16 ones. ZeRO-2 and FSDP: see ShardedState.
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
 
