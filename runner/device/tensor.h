@@ -42,6 +42,10 @@ class Tensor {
   const float* data() const { return static_cast<const float*>(buffer_.data()); }
   uint16_t* bf16_data() { return static_cast<uint16_t*>(buffer_.data()); }
   const uint16_t* bf16_data() const { return static_cast<const uint16_t*>(buffer_.data()); }
+  // Element `index`, whatever the type: where a communicator reads or writes from.
+  void* at(int64_t index) {
+    return static_cast<char*>(buffer_.data()) + index * static_cast<int64_t>(element_size(type_));
+  }
   std::span<float> values() { return {data(), static_cast<size_t>(numel_)}; }
   std::span<const float> values() const { return {data(), static_cast<size_t>(numel_)}; }
 

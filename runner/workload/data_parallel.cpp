@@ -55,7 +55,7 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   RETURN_IF_ERROR(dp->initialise_params(seed, layers));
   if (resolved.zero == 0) {
-    dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grad_at(0), dp->grad_dtype(),
+    dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.at(0), wire_dtype(dp->grads_),
                                             resolved.bucket_bytes, mesh.dp());
   }
   return dp;
@@ -131,10 +131,6 @@ Status DataParallel::release(size_t unit, Pass pass) {
   return Status::ok();
 }
 
-void* DataParallel::grad_at(int64_t offset) {
-  if (storage_.bf16_grads) return grads_.bf16_data() + offset;
-  return grads_.data() + offset;
-}
 
 void DataParallel::zero_grads() {
   if (sharded_) {
@@ -157,26 +153,24 @@ Status DataParallel::reduce_gradients() {
     // Under SP the layernorms saw only this rank's sequence shard: sum their grads over tp.
     for (const ParamUnit& unit : layout_.units()) {
       for (const LocalParam& param : unit.params) {
-        if (!param.spec.partial_grad_under_sp) continue;
-        if (storage_.bf16_grads) {
-          RETURN_IF_ERROR(tp_.all_reduce(grads_.bf16_data() + param.offset, param.numel));
-        } else {
-          RETURN_IF_ERROR(tp_.all_reduce(grads_.data() + param.offset, param.numel));
+        if (param.spec.partial_grad_under_sp) {
+          RETURN_IF_ERROR(
+              tp_.sum_gradients(grads_.at(param.offset), param.numel, wire_dtype(grads_)));
         }
       }
     }
   }
   if (tied_group_ != nullptr) {
     const LocalParam* wte = layout_.find("wte");
-    RETURN_IF_ERROR(tied_group_->all_reduce(grad_at(wte->offset), grad_at(wte->offset),
-                                            static_cast<size_t>(wte->numel), grad_dtype(),
+    RETURN_IF_ERROR(tied_group_->all_reduce(grads_.at(wte->offset), grads_.at(wte->offset),
+                                            static_cast<size_t>(wte->numel), wire_dtype(grads_),
                                             comm::ReduceOp::kSum));
   }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
     // ZeRO: each rank keeps the sum of its shard only (in place, NCCL-style).
     const int64_t shard = shard_end_ - shard_begin_;
-    RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grad_at(0), grad_at(shard_begin_),
-                                              static_cast<size_t>(shard), grad_dtype(),
+    RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grads_.at(0), grads_.at(shard_begin_),
+                                              static_cast<size_t>(shard), wire_dtype(grads_),
                                               comm::ReduceOp::kSum));
   }
   return Status::ok();
@@ -189,18 +183,9 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
                                    : sharded_->owned_grad_squares(mesh_.coords().tp));
   } else if (params && storage_.bf16_params) {
     // The exact parameters: the master, which holds [shard_begin_, shard_end_).
-    ASSIGN_OR_RETURN(local, flat_owned_squares([&](int64_t begin, int64_t n) -> StatusOr<double> {
-      return device_.sum_of_squares(master_.data() + (begin - shard_begin_), n);
-    }));
-  } else if (!params && storage_.bf16_grads) {
-    ASSIGN_OR_RETURN(local, flat_owned_squares([&](int64_t begin, int64_t n) {
-      return bf16_sum_of_squares(device_, grads_.bf16_data() + begin, n);
-    }));
+    ASSIGN_OR_RETURN(local, flat_owned_squares(master_, shard_begin_));
   } else {
-    const float* values = params ? params_.data() : grads_.data();
-    ASSIGN_OR_RETURN(local, flat_owned_squares([&](int64_t begin, int64_t n) -> StatusOr<double> {
-      return device_.sum_of_squares(values + begin, n);
-    }));
+    ASSIGN_OR_RETURN(local, flat_owned_squares(params ? params_ : grads_, 0));
   }
   // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
   // norm is used for (clipping, the equivalence checks' 1e-4).
@@ -209,7 +194,7 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   return static_cast<double>(sum);
 }
 
-StatusOr<double> DataParallel::flat_owned_squares(const RangeSquares& squares) {
+StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first) {
   // An element counts on one rank only: replicated tensors on tp rank 0; without ZeRO on dp rank
   // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
   const MeshCoords& coords = mesh_.coords();
@@ -222,7 +207,8 @@ StatusOr<double> DataParallel::flat_owned_squares(const RangeSquares& squares) {
         const int64_t begin = std::max(param.offset, shard_begin_);
         const int64_t end = std::min(param.offset + param.numel, shard_end_);
         if (begin >= end) continue;
-        ASSIGN_OR_RETURN(double range, squares(begin, end - begin));
+        ASSIGN_OR_RETURN(double range,
+                         sum_of_squares(device_, values, begin - first, end - begin));
         local += range;
       }
     }
@@ -239,22 +225,13 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
     profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
     ops::AdamWConfig clipped = adam;
     clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
-    if (storage_.bf16_grads) {
-      RETURN_IF_ERROR(adamw_from_bf16_grads(device_, p, params_.bf16_data() + shard_begin_,
-                                            grads_.bf16_data() + shard_begin_, adam_m_.data(),
-                                            adam_v_.data(), shard, clipped, step));
-    } else {
-      device_.adamw_update(p, grads_.data() + shard_begin_, adam_m_.data(), adam_v_.data(), shard,
-                           clipped, step);
-      if (bf16) device_.to_bf16(params_.bf16_data() + shard_begin_, p, shard);
-    }
+    RETURN_IF_ERROR(adamw_update(device_, p, grads_, shard_begin_, adam_m_.data(),
+                                 adam_v_.data(), shard, clipped, step,
+                                 bf16 ? params_.bf16_data() + shard_begin_ : nullptr));
   }
-  if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
-    // bf16: half the bytes of an fp32 gather.
-    void* own = bf16 ? static_cast<void*>(params_.bf16_data() + shard_begin_) : p;
-    void* all = bf16 ? static_cast<void*>(params_.bf16_data()) : params_.data();
-    RETURN_IF_ERROR(mesh_.dp().all_gather(own, all, static_cast<size_t>(shard),
-                                          bf16 ? comm::DType::kBF16 : comm::DType::kF32));
+  if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {  // bf16: half the bytes of fp32
+    RETURN_IF_ERROR(mesh_.dp().all_gather(params_.at(shard_begin_), params_.at(0),
+                                          static_cast<size_t>(shard), wire_dtype(params_)));
   }
   return Status::ok();
 }

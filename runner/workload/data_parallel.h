@@ -7,7 +7,6 @@
 // the states are stored (fp32, or bf16 beside an fp32 master) is StateStorage's.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,8 +67,7 @@ class DataParallel final : public ParamAccess {
     Tensor params;
     Tensor grads;
   };
-  // The sum of squares of flat elements [begin, begin + n) of some array.
-  using RangeSquares = std::function<StatusOr<double>(int64_t begin, int64_t n)>;
+
 
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
                Mesh& mesh, TensorParallel& tp, StateStorage storage)
@@ -83,13 +81,9 @@ class DataParallel final : public ParamAccess {
         widened_(layout.units().size()) {}
   Status initialise_params(uint64_t seed, int layers);
   StatusOr<double> owned_sum_of_squares(bool params);
-  // Sum of squares over the flat elements this rank owns.
-  StatusOr<double> flat_owned_squares(const RangeSquares& squares);
-  // The flat gradient buffer at element `offset`, and its element type on the wire.
-  void* grad_at(int64_t offset);
-  comm::DType grad_dtype() const {
-    return storage_.bf16_grads ? comm::DType::kBF16 : comm::DType::kF32;
-  }
+  // Sum of squares over the flat elements this rank owns, of `values` (fp32 or bf16), which
+  // holds flat elements [first, ...).
+  StatusOr<double> flat_owned_squares(Tensor& values, int64_t first);
 
   Device& device_;
   const ParamLayout& layout_;

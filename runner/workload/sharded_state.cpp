@@ -182,12 +182,9 @@ comm::WorkPtr ShardedState::launch_gather(size_t unit, Tensor& buffer) {
     if (!bf16()) device_.copy(buffer.data(), owned_params(unit), s.shard);
     return nullptr;
   }
-  if (bf16()) {  // half the bytes of an fp32 gather
-    return dp_.all_gather_async(owned_bf16_params(unit), buffer.bf16_data(),
-                                static_cast<size_t>(s.shard), comm::DType::kBF16);
-  }
-  return dp_.all_gather_async(owned_params(unit), buffer.data(), static_cast<size_t>(s.shard),
-                              comm::DType::kF32);
+  // bf16: half the bytes of an fp32 gather.
+  return dp_.all_gather_async(params_.at(owned_offset(unit)), buffer.at(0),
+                              static_cast<size_t>(s.shard), wire_dtype(params_));
 }
 
 Status ShardedState::prefetch_after(size_t unit, Pass pass) {
@@ -282,10 +279,8 @@ Status ShardedState::reduce_gradients(comm::Comm* tied_group) {
         const int64_t local = param.offset - units[i].offset;
         auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
         if (begin >= end) continue;
-        const int64_t at = begin - rank * s.shard;
-        RETURN_IF_ERROR(storage_.bf16_grads
-                            ? tp_.all_reduce(owned_bf16_grads(i) + at, end - begin)
-                            : tp_.all_reduce(owned_grads(i) + at, end - begin));
+        RETURN_IF_ERROR(tp_.sum_gradients(grads_.at(s.shard_offset + (begin - rank * s.shard)),
+                                          end - begin, wire_dtype(grads_)));
       }
     }
   }
@@ -295,11 +290,9 @@ Status ShardedState::reduce_gradients(comm::Comm* tied_group) {
     const UnitShard& s = shards_.unit(wte);
     const int64_t count = s.owned_end - s.owned_begin;
     if (count > 0) {
-      void* grads = storage_.bf16_grads ? static_cast<void*>(owned_bf16_grads(wte))
-                                        : static_cast<void*>(owned_grads(wte));
-      RETURN_IF_ERROR(tied_group->all_reduce(
-          grads, grads, static_cast<size_t>(count),
-          storage_.bf16_grads ? comm::DType::kBF16 : comm::DType::kF32, comm::ReduceOp::kSum));
+      void* grads = grads_.at(s.shard_offset);
+      RETURN_IF_ERROR(tied_group->all_reduce(grads, grads, static_cast<size_t>(count),
+                                             wire_dtype(grads_), comm::ReduceOp::kSum));
     }
   }
   return Status::ok();
@@ -317,15 +310,12 @@ StatusOr<double> ShardedState::owned_squares(int tp_rank, bool params) {
       const int64_t local = param.offset - units[i].offset;
       auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
       if (begin >= end) continue;
-      const int64_t at = begin - rank * s.shard;
-      if (!params && storage_.bf16_grads) {
-        ASSIGN_OR_RETURN(double range,
-                         bf16_sum_of_squares(device_, owned_bf16_grads(i) + at, end - begin));
-        sum += range;
-      } else {  // parameters: the master under bf16, the exact values
-        sum += device_.sum_of_squares((params ? owned_master(i) : owned_grads(i)) + at,
-                                      end - begin);
-      }
+      // Parameters: the master under bf16 (the exact values), laid out as the gradients.
+      Tensor& values = params ? (bf16() ? master_ : params_) : grads_;
+      const int64_t owned = params && !bf16() ? owned_offset(i) : s.shard_offset;
+      ASSIGN_OR_RETURN(double range, sum_of_squares(device_, values,
+                                                    owned + (begin - rank * s.shard), end - begin));
+      sum += range;
     }
   }
   return sum;
@@ -340,25 +330,16 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
     const UnitShard& s = shards_.unit(i);
     {
       profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
-      if (storage_.bf16_grads) {
-        updated = adamw_from_bf16_grads(
-            device_, owned_master(i), owned_bf16_params(i), owned_bf16_grads(i),
-            adam_m_.data() + s.shard_offset, adam_v_.data() + s.shard_offset, s.shard, clipped,
-            step);
-        if (!updated.is_ok()) break;  // the gathers already in flight are waited for below
-      } else {
-        device_.adamw_update(owned_master(i), owned_grads(i), adam_m_.data() + s.shard_offset,
-                             adam_v_.data() + s.shard_offset, s.shard, clipped, step);
-        if (bf16()) device_.to_bf16(owned_bf16_params(i), owned_master(i), s.shard);
-      }
+      updated = adamw_update(device_, owned_master(i), grads_, s.shard_offset,
+                             adam_m_.data() + s.shard_offset, adam_v_.data() + s.shard_offset,
+                             s.shard, clipped, step, bf16() ? owned_bf16_params(i) : nullptr);
+      if (!updated.is_ok()) break;  // the gathers already in flight are waited for below
     }
     if (stage_ == 2 && dp_.size() > 1) {
       // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.
-      gathers.push_back(
-          bf16() ? dp_.all_gather_async(owned_bf16_params(i), params_.bf16_data() + s.padded_offset,
-                                        static_cast<size_t>(s.shard), comm::DType::kBF16)
-                 : dp_.all_gather_async(owned_params(i), params_.data() + s.padded_offset,
-                                        static_cast<size_t>(s.shard), comm::DType::kF32));
+      gathers.push_back(dp_.all_gather_async(params_.at(owned_offset(i)),
+                                             params_.at(s.padded_offset),
+                                             static_cast<size_t>(s.shard), wire_dtype(params_)));
     }
   }
   Status result = updated;

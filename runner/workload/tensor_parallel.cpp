@@ -70,10 +70,9 @@ Status TensorParallel::all_reduce(float* values, int64_t n, comm::ReduceOp op) {
   return tp_.all_reduce(values, values, static_cast<size_t>(n), comm::DType::kF32, op);
 }
 
-Status TensorParallel::all_reduce(uint16_t* bf16_values, int64_t n) {
+Status TensorParallel::sum_gradients(void* grads, int64_t n, comm::DType dtype) {
   if (size() == 1) return Status::ok();
-  return tp_.all_reduce(bf16_values, bf16_values, static_cast<size_t>(n), comm::DType::kBF16,
-                        comm::ReduceOp::kSum);
+  return tp_.all_reduce(grads, grads, static_cast<size_t>(n), dtype, comm::ReduceOp::kSum);
 }
 
 }  // namespace partrain::runner

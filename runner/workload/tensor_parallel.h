@@ -52,7 +52,8 @@ class TensorParallel {
                                       int64_t C);
   // Sums `n` values over tp in place (vocab-parallel cross-entropy, SP layernorm grads).
   Status all_reduce(float* values, int64_t n, comm::ReduceOp op = comm::ReduceOp::kSum);
-  Status all_reduce(uint16_t* bf16_values, int64_t n);  // a sum, of bf16 gradients
+  // Sums `n` gradients of `dtype` (fp32 or bf16) over tp in place (SP layernorm grads).
+  Status sum_gradients(void* grads, int64_t n, comm::DType dtype);
 
  private:
   // The (tp, B, T/tp, C) rank-major blocks of a gather or scatter: grown once, reused by every
