@@ -50,7 +50,7 @@ class TensorParallel {
   // again instead of saving the gathered copy).
   StatusOr<const float*> region_input(const float* local, Tensor& gathered, int64_t B, int64_t T,
                                       int64_t C);
-  // Sums `n` values over tp in place (vocab-parallel cross-entropy, SP layernorm grads).
+  // Sums (or maxes) `n` fp32 values over tp in place (vocab-parallel cross-entropy).
   Status all_reduce(float* values, int64_t n, comm::ReduceOp op = comm::ReduceOp::kSum);
   // Sums `n` gradients of `dtype` (fp32 or bf16) over tp in place (SP layernorm grads).
   Status sum_gradients(void* grads, int64_t n, comm::DType dtype);
