@@ -80,7 +80,9 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
   lines.push_back({"activations on this GPU",
                    fmt::format("{} layers x per layer x {:.4g} in flight (+ input/output layers{})",
                                s.layers, s.in_flight,
-                               l.recompute == Recompute::kFull ? ", + one layer recomputed" : ""),
+                               l.recompute == Recompute::kFull
+                                   ? ", + one layer recomputed, beside one micro-batch's head"
+                                   : ""),
                    format_gib_gb(s.activations), "Korthikanti 2022 sec. 4.2.3"});
   return lines;
 }

@@ -22,19 +22,23 @@ double training_activations(const EstimateInput& in, const ResolvedLayout& r, in
   const int last = in.layout.pp - 1;
   double bytes = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
                  layer_activation_bytes(in.model, a) * in_flight;
+  // Full recompute: while a block's backward runs, its recomputed activations are alive beside
+  // the stored block inputs (its own input among them, so that is not counted twice).
+  double recomputed = 0;
   if (in.layout.recompute == Recompute::kFull) {
-    // While a block's backward runs, its recomputed activations are all alive.
     ActivationSetup working = a;
     working.recompute = Recompute::kNone;
-    bytes += layer_activation_bytes(in.model, working);
+    recomputed = layer_activation_bytes(in.model, working) - layer_activation_bytes(in.model, a);
   }
   if (stage == 0) bytes += embedding_activation_bytes(in.model, a) * in_flight;
-  if (stage == last) {
-    const bool all_held = in.layout.schedule == PipelineSchedule::kGpipe;
-    bytes += output_activation_bytes(in.model, a) *
-             (all_held ? static_cast<double>(r.micro_batches) : 1.0);
-  }
-  return bytes;
+  if (stage != last) return bytes + recomputed;
+  // The last stage holds the head's activations of one micro-batch (GPipe: of all). The head of
+  // the micro-batch in backward is freed before its last block is recomputed (autograd releases
+  // the loss's graph as it goes), so the two peaks do not add.
+  const bool all_held = in.layout.schedule == PipelineSchedule::kGpipe;
+  const double held = all_held ? static_cast<double>(r.micro_batches) : 1.0;
+  const double output = output_activation_bytes(in.model, a);
+  return bytes + (held - 1) * output + std::max(output, recomputed);
 }
 
 // A forward pass only: one block's working set and the last position's fp32 logits.

@@ -4,8 +4,18 @@ namespace partrain::runner {
 
 using memory::Category;
 
-StatusOr<Tensor> GptBlock::activation(std::vector<int64_t> shape) {
-  return Tensor::create(device_.allocator(), std::move(shape), Category::kActivations);
+StatusOr<ActivationStore::Output> GptBlock::layernorm(const float* x, const float* weight,
+                                                      const float* bias, Tensor& out,
+                                                      Tensor& mean, Tensor& rstd) {
+  const int64_t n = tp_.local_tokens(shape_.B, shape_.T);
+  ASSIGN_OR_RETURN(out, store_.create({n, shape_.C}));
+  ASSIGN_OR_RETURN(mean, Tensor::create(device_.allocator(), {n}, Category::kActivations));
+  ASSIGN_OR_RETURN(rstd, Tensor::create(device_.allocator(), {n}, Category::kActivations));
+  ASSIGN_OR_RETURN(ActivationStore::Output values, store_.output(out));
+  device_.layernorm_forward(values.data(), mean.data(), rstd.data(), x, weight, bias, n,
+                            shape_.C);
+  store_.store(values, out);
+  return values;
 }
 
 StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
@@ -15,7 +25,24 @@ StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
   return t;
 }
 
-Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivations& a) {
+Status GptBlock::project_and_add(const float* in, int64_t k, const float* weight,
+                                 const float* bias, const float* residual,
+                                 ActivationStore::Output& values, Tensor& out) {
+  const auto& [B, T, C, NH, F, V] = shape_;
+  ASSIGN_OR_RETURN(Tensor partial, scratch({B * T, C}));
+  // Row-parallel outputs are partial sums over tp: only rank 0 adds the (replicated) bias.
+  device_.matmul_forward(partial.data(), in, weight, tp_.rank() == 0 ? bias : nullptr, B * T, k,
+                         C);
+  RETURN_IF_ERROR(tp_.exit_forward(partial.data(), values.data(), B, T, C));
+  device_.residual_forward(values.data(), values.data(), residual,
+                           tp_.local_tokens(B, T) * C);
+  store_.store(values, out);
+  return Status::ok();
+}
+
+// Each op writes what the block keeps through store_.output() and store_.store() (rounded there
+// under bf16); the next op reads the stored values from the same buffer.
+Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t tp = tp_.size();
   const int64_t N = B * T;                       // tokens inside tensor-parallel regions
@@ -23,54 +50,60 @@ Status GptBlock::run_forward(const BlockWeights& w, const float* x, BlockActivat
   const int64_t c_local = C / tp;
   const int64_t f_local = F / tp;
   const int64_t heads_local = NH / tp;
-  // Row-parallel outputs are partial sums over tp: only rank 0 adds the (replicated) bias.
-  const bool add_bias = tp_.rank() == 0;
   const auto& p = w.param;
+  using Output = ActivationStore::Output;
+  ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
 
-  ASSIGN_OR_RETURN(a.ln1, activation({n, C}));
-  ASSIGN_OR_RETURN(a.ln1_mean, activation({n}));
-  ASSIGN_OR_RETURN(a.ln1_rstd, activation({n}));
-  device_.layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p[kLn1W],
-                            p[kLn1B], n, C);
+  ASSIGN_OR_RETURN(Output ln1,
+                   layernorm(x_in.data(), p[kLn1W], p[kLn1B], a.ln1, a.ln1_mean, a.ln1_rstd));
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
-  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(a.ln1.data(), gathered, B, T, C));
-  ASSIGN_OR_RETURN(a.qkv, activation({N, 3 * c_local}));
-  device_.matmul_forward(a.qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
-  ASSIGN_OR_RETURN(a.att, activation({B, heads_local, T, T}));
-  ASSIGN_OR_RETURN(a.atty, activation({N, c_local}));
-  device_.attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, T, heads_local,
-                            C / NH);
-  ASSIGN_OR_RETURN(Tensor proj, scratch({N, C}));
-  device_.matmul_forward(proj.data(), a.atty.data(), p[kAttProjW],
-                         add_bias ? p[kAttProjB] : nullptr, N, c_local, C);
-  ASSIGN_OR_RETURN(a.x2, activation({n, C}));
-  RETURN_IF_ERROR(tp_.exit_forward(proj.data(), a.x2.data(), B, T, C));
-  device_.residual_forward(a.x2.data(), a.x2.data(), x, n * C);
-
-  ASSIGN_OR_RETURN(a.ln2, activation({n, C}));
-  ASSIGN_OR_RETURN(a.ln2_mean, activation({n}));
-  ASSIGN_OR_RETURN(a.ln2_rstd, activation({n}));
-  device_.layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.x2.data(),
-                            p[kLn2W], p[kLn2B], n, C);
-  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(a.ln2.data(), gathered, B, T, C));
-  ASSIGN_OR_RETURN(a.fc, activation({N, f_local}));
-  device_.matmul_forward(a.fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
-  ASSIGN_OR_RETURN(a.fc_gelu, activation({N, f_local}));
-  device_.gelu_forward(a.fc_gelu.data(), a.fc.data(), N * f_local);
-  device_.fill(proj.data(), N * C, 0.0f);
-  device_.matmul_forward(proj.data(), a.fc_gelu.data(), p[kFcProjW],
-                         add_bias ? p[kFcProjB] : nullptr, N, f_local, C);
-  if (a.out.numel() == 0) {
-    ASSIGN_OR_RETURN(a.out, activation({n, C}));
+  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(ln1.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
+  ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
+  device_.matmul_forward(qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
+  store_.store(qkv, a.qkv);
+  ln1 = Output();
+  ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
+  ASSIGN_OR_RETURN(a.atty, store_.create({N, c_local}));
+  ASSIGN_OR_RETURN(a.x2, store_.create({n, C}));
+  ASSIGN_OR_RETURN(Output x2, store_.output(a.x2));
+  {
+    ASSIGN_OR_RETURN(Output att, store_.output(a.att));
+    ASSIGN_OR_RETURN(Output atty, store_.output(a.atty));
+    device_.attention_forward(atty.data(), att.data(), qkv.data(), B, T, heads_local, C / NH);
+    store_.store(att, a.att);
+    store_.store(atty, a.atty);
+    qkv = Output();
+    RETURN_IF_ERROR(project_and_add(atty.data(), c_local, p[kAttProjW], p[kAttProjB],
+                                    x_in.data(), x2, a.x2));
   }
-  RETURN_IF_ERROR(tp_.exit_forward(proj.data(), a.out.data(), B, T, C));
-  device_.residual_forward(a.out.data(), a.out.data(), a.x2.data(), n * C);
-  return Status::ok();
+  x_in = ActivationStore::Input();
+
+  ASSIGN_OR_RETURN(Output ln2,
+                   layernorm(x2.data(), p[kLn2W], p[kLn2B], a.ln2, a.ln2_mean, a.ln2_rstd));
+  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(ln2.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
+  ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
+  device_.matmul_forward(fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
+  store_.store(fc, a.fc);
+  ln2 = Output();
+  gathered = Tensor();
+  ASSIGN_OR_RETURN(a.fc_gelu, store_.create({N, f_local}));
+  ASSIGN_OR_RETURN(Output fc_gelu, store_.output(a.fc_gelu));
+  device_.gelu_forward(fc_gelu.data(), fc.data(), N * f_local);
+  store_.store(fc_gelu, a.fc_gelu);
+  fc = Output();
+  if (a.out.numel() == 0) {
+    ASSIGN_OR_RETURN(a.out, store_.create({n, C}));
+  }
+  ASSIGN_OR_RETURN(Output out, store_.output(a.out));
+  return project_and_add(fc_gelu.data(), f_local, p[kFcProjW], p[kFcProjB], x2.data(), out,
+                         a.out);
 }
 
-Status GptBlock::forward(const BlockWeights& w, const float* x, BlockActivations& a) {
+Status GptBlock::forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {
   RETURN_IF_ERROR(run_forward(w, x, a));
   if (recompute_ == Recompute::kSelective) a.att = Tensor();  // (B, NH, T, T): the 5as/h term
   if (recompute_ == Recompute::kFull) {
@@ -81,7 +114,7 @@ Status GptBlock::forward(const BlockWeights& w, const float* x, BlockActivations
   return Status::ok();
 }
 
-Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivations& a,
+Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivations& a,
                           const float* dout, float* dx) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t tp = tp_.size();
@@ -92,30 +125,39 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
   const int64_t heads_local = NH / tp;
   const auto& p = w.param;
   const auto& g = w.grad;
+  using Input = ActivationStore::Input;
 
   if (!a.complete()) RETURN_IF_ERROR(run_forward(w, x, a));  // full recompute
   if (a.att.numel() == 0) {  // selective recompute: rebuild the attention probabilities
-    ASSIGN_OR_RETURN(a.att, activation({B, heads_local, T, T}));
+    ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
+    ASSIGN_OR_RETURN(ActivationStore::Output att, store_.output(a.att));
+    ASSIGN_OR_RETURN(Input qkv, store_.input(a.qkv));
     ASSIGN_OR_RETURN(Tensor atty, scratch({N, c_local}));
-    device_.attention_forward(atty.data(), a.att.data(), a.qkv.data(), B, T, heads_local,
-                              C / NH);
+    device_.attention_forward(atty.data(), att.data(), qkv.data(), B, T, heads_local, C / NH);
+    store_.store(att, a.att);
   }
   // Under SP, the layernorm outputs are gathered again from their saved shards.
   Tensor ln1_gathered, ln2_gathered;
-  ASSIGN_OR_RETURN(const float* ln2_full,
-                   tp_.region_input(a.ln2.data(), ln2_gathered, B, T, C));
+  ASSIGN_OR_RETURN(Input ln2, store_.input(a.ln2));
+  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(ln2.data(), ln2_gathered, B, T, C));
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
   RETURN_IF_ERROR(tp_.exit_backward(dout, d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
-  device_.matmul_backward(d_fc_gelu.data(), g[kFcProjW], g[kFcProjB], d_full.data(),
-                          a.fc_gelu.data(), p[kFcProjW], N, f_local, C);
+  {
+    ASSIGN_OR_RETURN(Input fc_gelu, store_.input(a.fc_gelu));
+    device_.matmul_backward(d_fc_gelu.data(), g[kFcProjW], g[kFcProjB], d_full.data(),
+                            fc_gelu.data(), p[kFcProjW], N, f_local, C);
+  }
   // Buffers are released as soon as backward is done with them, as autograd frees them: the
   // block's peak is its largest live set, not the sum of its intermediates.
   a.fc_gelu = Tensor();
   ASSIGN_OR_RETURN(Tensor d_fc, scratch({N, f_local}));
-  device_.gelu_backward(d_fc.data(), a.fc.data(), d_fc_gelu.data(), N * f_local);
+  {
+    ASSIGN_OR_RETURN(Input fc, store_.input(a.fc));
+    device_.gelu_backward(d_fc.data(), fc.data(), d_fc_gelu.data(), N * f_local);
+  }
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
@@ -123,13 +165,17 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
                           C, f_local);
   d_fc = Tensor();
   ln2_gathered = Tensor();
+  ln2 = Input();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln2_full.data(), d_ln2.data(), B, T, C));
   d_ln2_full = Tensor();
   ASSIGN_OR_RETURN(Tensor d_x2, scratch({n, C}));
   device_.copy(d_x2.data(), dout, n * C);  // the residual passes dout straight through
-  device_.layernorm_backward(d_x2.data(), g[kLn2W], g[kLn2B], d_ln2.data(), a.x2.data(), p[kLn2W],
-                             a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
+  {
+    ASSIGN_OR_RETURN(Input x2, store_.input(a.x2));
+    device_.layernorm_backward(d_x2.data(), g[kLn2W], g[kLn2B], d_ln2.data(), x2.data(),
+                               p[kLn2W], a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
+  }
   d_ln2 = Tensor();
   a.ln2 = Tensor();
 
@@ -137,28 +183,37 @@ Status GptBlock::backward(const BlockWeights& w, const float* x, BlockActivation
   device_.fill(d_full.data(), N * C, 0.0f);
   RETURN_IF_ERROR(tp_.exit_backward(d_x2.data(), d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
-  device_.matmul_backward(d_atty.data(), g[kAttProjW], g[kAttProjB], d_full.data(),
-                          a.atty.data(), p[kAttProjW], N, c_local, C);
+  {
+    ASSIGN_OR_RETURN(Input atty, store_.input(a.atty));
+    device_.matmul_backward(d_atty.data(), g[kAttProjW], g[kAttProjB], d_full.data(),
+                            atty.data(), p[kAttProjW], N, c_local, C);
+  }
   d_full = Tensor();
   a.atty = Tensor();
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
-  device_.attention_backward(d_qkv.data(), d_atty.data(), a.qkv.data(), a.att.data(), B, T,
-                             heads_local, C / NH);
+  {
+    ASSIGN_OR_RETURN(Input qkv, store_.input(a.qkv));
+    ASSIGN_OR_RETURN(Input att, store_.input(a.att));
+    device_.attention_backward(d_qkv.data(), d_atty.data(), qkv.data(), att.data(), B, T,
+                               heads_local, C / NH);
+  }
   d_atty = Tensor();
   a.att = Tensor();
-  ASSIGN_OR_RETURN(const float* ln1_full,
-                   tp_.region_input(a.ln1.data(), ln1_gathered, B, T, C));
+  a.qkv = Tensor();
+  ASSIGN_OR_RETURN(Input ln1, store_.input(a.ln1));
+  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(ln1.data(), ln1_gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
                           p[kQkvW], N, C, 3 * c_local);
   d_qkv = Tensor();
-  a.qkv = Tensor();
   ln1_gathered = Tensor();
+  ln1 = Input();
   ASSIGN_OR_RETURN(Tensor d_ln1, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln1_full.data(), d_ln1.data(), B, T, C));
   d_ln1_full = Tensor();
   device_.residual_forward(dx, dx, d_x2.data(), n * C);  // the residual path into x
-  device_.layernorm_backward(dx, g[kLn1W], g[kLn1B], d_ln1.data(), x, p[kLn1W],
+  ASSIGN_OR_RETURN(Input x_in, store_.input(x));
+  device_.layernorm_backward(dx, g[kLn1W], g[kLn1B], d_ln1.data(), x_in.data(), p[kLn1W],
                              a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
   a = BlockActivations();
   return Status::ok();

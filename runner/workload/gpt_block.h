@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
+#include "runner/workload/activation_store.h"
 #include "runner/workload/gpt_specs.h"
 #include "runner/workload/tensor_parallel.h"
 #include "runner/workload/workload_config.h"
@@ -33,7 +34,8 @@ struct BlockWeights {
   std::array<float*, kGptBlockParams> grad{};
 };
 
-// What a block keeps between its forward and backward for one micro-batch.
+// What a block keeps between its forward and backward for one micro-batch: the layernorm
+// statistics in fp32, the rest in the ActivationStore's type.
 struct BlockActivations {
   Tensor ln1, ln1_mean, ln1_rstd, qkv, att, atty;  // ln1: sequence-sharded under SP
   Tensor x2, ln2, ln2_mean, ln2_rstd, fc, fc_gelu;
@@ -43,25 +45,37 @@ struct BlockActivations {
 
 class GptBlock {
  public:
-  GptBlock(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute)
-      : device_(device), tp_(tp), shape_(shape), recompute_(recompute) {}
+  GptBlock(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
+           ActivationStore store)
+      : device_(device), tp_(tp), shape_(shape), recompute_(recompute), store_(store) {}
 
-  // x: the block input, local_tokens x C. Fills acts (what the recompute mode keeps).
-  Status forward(const BlockWeights& w, const float* x, BlockActivations& acts);
+  // x: the block input (saved by the caller in the store's type), local_tokens x C. Fills acts
+  // (what the recompute mode keeps).
+  Status forward(const BlockWeights& w, const Tensor& x, BlockActivations& acts);
   // dout: the gradient of acts.out; accumulates the parameter grads and adds into dx (the
   // input's gradient, local_tokens x C). Frees acts.
-  Status backward(const BlockWeights& w, const float* x, BlockActivations& acts, const float* dout,
-                  float* dx);
+  Status backward(const BlockWeights& w, const Tensor& x, BlockActivations& acts,
+                  const float* dout, float* dx);
 
  private:
-  Status run_forward(const BlockWeights& w, const float* x, BlockActivations& acts);
-  StatusOr<Tensor> activation(std::vector<int64_t> shape);
+  Status run_forward(const BlockWeights& w, const Tensor& x, BlockActivations& acts);
+  // out = LayerNorm(x) over local_tokens rows, kept in the store's type (mean and rstd in fp32);
+  // returns out's stored values for the next op.
+  StatusOr<ActivationStore::Output> layernorm(const float* x, const float* weight,
+                                              const float* bias, Tensor& out, Tensor& mean,
+                                              Tensor& rstd);
+  // out = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this rank's
+  // slice of the inner dimension) summed over tp, then the residual; written through `values`
+  // (store_.output(out)), which keeps the stored values for the next op.
+  Status project_and_add(const float* in, int64_t k, const float* weight, const float* bias,
+                         const float* residual, ActivationStore::Output& values, Tensor& out);
   StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
 
   Device& device_;
   TensorParallel& tp_;
   GptShape shape_;
   Recompute recompute_;
+  ActivationStore store_;
 };
 
 }  // namespace partrain::runner

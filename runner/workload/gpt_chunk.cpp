@@ -9,13 +9,15 @@ namespace partrain::runner {
 using memory::Category;
 
 GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
-                   const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement)
+                   const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement,
+                   ElementType activations)
     : device_(device),
       tp_(tp),
       shape_(shape),
       access_(access),
       placement_(std::move(placement)),
-      block_(device, tp, shape, recompute) {
+      store_(device, activations),
+      block_(device, tp, shape, recompute, store_) {
   static constexpr const char* kNames[kGptBlockParams] = {
       "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
       "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
@@ -63,7 +65,7 @@ StatusOr<Tensor> GptChunk::tensor(std::vector<int64_t> shape, Category category)
   return t;
 }
 
-Status GptChunk::embed_forward(const MicroBatch& batch, float* x0) {
+Status GptChunk::embed_forward(const MicroBatch& batch, Tensor& x0) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t v_local = V / tp_.size();
   const int64_t v_start = tp_.rank() * v_local;
@@ -77,7 +79,10 @@ Status GptChunk::embed_forward(const MicroBatch& batch, float* x0) {
                                         v_start + v_local);
   RETURN_IF_ERROR(unbind("wpe", Pass::kForward));
   RETURN_IF_ERROR(unbind("wte", Pass::kForward));
-  return tp_.exit_forward(partial.data(), x0, B, T, C);
+  ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(x0));
+  RETURN_IF_ERROR(tp_.exit_forward(partial.data(), out.data(), B, T, C));
+  store_.store(out, x0);
+  return Status::ok();
 }
 
 Status GptChunk::embed_backward(const MicroBatch& batch, const float* dx0) {
@@ -95,25 +100,28 @@ Status GptChunk::embed_backward(const MicroBatch& batch, const float* dx0) {
   return unbind("wte", Pass::kBackward);
 }
 
-Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, float* loss) {
+Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h, float* loss) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t N = B * T;
   const int64_t n = tp_.local_tokens(B, T);
   const int64_t v_local = V / tp_.size();
-  ASSIGN_OR_RETURN(h.lnf, tensor({n, C}, Category::kActivations));
+  ASSIGN_OR_RETURN(h.lnf, store_.create({n, C}));
   ASSIGN_OR_RETURN(h.mean, tensor({n}, Category::kActivations));
   ASSIGN_OR_RETURN(h.rstd, tensor({n}, Category::kActivations));
+  ASSIGN_OR_RETURN(ActivationStore::Output lnf, store_.output(h.lnf));
   {
+    ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
     ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kForward));
     ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kForward));
-    device_.layernorm_forward(h.lnf.data(), h.mean.data(), h.rstd.data(), x, w.param, b.param, n,
-                              C);
+    device_.layernorm_forward(lnf.data(), h.mean.data(), h.rstd.data(), x_in.data(), w.param,
+                              b.param, n, C);
+    store_.store(lnf, h.lnf);
     RETURN_IF_ERROR(unbind("lnfb", Pass::kForward));
     RETURN_IF_ERROR(unbind("lnfw", Pass::kForward));
   }
   // Under SP the gathered input is not kept: backward gathers it again.
   Tensor gathered;
-  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(h.lnf.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(lnf.data(), gathered, B, T, C));
   // The LM head is tied to the token embedding: logits = lnf @ wte^T, vocab-parallel under tp.
   ASSIGN_OR_RETURN(h.logits, tensor({N, v_local}, Category::kActivations));
   {
@@ -143,7 +151,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const float* x, Head& h, 
   return Status::ok();
 }
 
-Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h, float* dx) {
+Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h, float* dx) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t N = B * T;
   const int64_t n = tp_.local_tokens(B, T);
@@ -158,7 +166,8 @@ Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h,
                                     tp_.rank() * v_local, batch.dloss_scale);
   }
   Tensor gathered;
-  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(h.lnf.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(ActivationStore::Input lnf, store_.input(h.lnf));
+  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(lnf.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
@@ -168,10 +177,13 @@ Status GptChunk::head_backward(const MicroBatch& batch, const float* x, Head& h,
   }
   ASSIGN_OR_RETURN(Tensor d_lnf, tensor({n, C}, Category::kWorkspace));
   RETURN_IF_ERROR(tp_.enter_backward(d_lnf_full.data(), d_lnf.data(), B, T, C));
+  gathered = Tensor();
+  lnf = ActivationStore::Input();
+  ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
   ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kBackward));
   ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kBackward));
-  device_.layernorm_backward(dx, w.grad, b.grad, d_lnf.data(), x, w.param, h.mean.data(),
-                             h.rstd.data(), n, C);
+  device_.layernorm_backward(dx, w.grad, b.grad, d_lnf.data(), x_in.data(), w.param,
+                             h.mean.data(), h.rstd.data(), n, C);
   RETURN_IF_ERROR(unbind("lnfb", Pass::kBackward));
   RETURN_IF_ERROR(unbind("lnfw", Pass::kBackward));
   h = Head();
@@ -182,30 +194,30 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
                          float* output, float* loss) {
   const int64_t n = tp_.local_tokens(shape_.B, shape_.T);
   InFlight& f = in_flight_[micro_batch];
-  ASSIGN_OR_RETURN(f.input, tensor({n, shape_.C}, Category::kActivations));
+  ASSIGN_OR_RETURN(f.input, store_.create({n, shape_.C}));
   if (placement_.first) {
     profiler::TraceScope scope("embedding.forward", profiler::SliceCategory::kCompute, -1,
                                micro_batch);
-    RETURN_IF_ERROR(embed_forward(batch, f.input.data()));
+    RETURN_IF_ERROR(embed_forward(batch, f.input));
   } else {
-    device_.copy(f.input.data(), input, n * shape_.C);
+    store_.assign(f.input, input);
   }
   f.blocks.resize(blocks_.size());
-  const float* x = f.input.data();
+  const Tensor* x = &f.input;
   for (size_t i = 0; i < blocks_.size(); ++i) {
     profiler::TraceScope scope("block.forward", profiler::SliceCategory::kCompute,
                                placement_.layers[i], micro_batch);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kForward));
-    RETURN_IF_ERROR(block_.forward(w, x, f.blocks[i]));
+    RETURN_IF_ERROR(block_.forward(w, *x, f.blocks[i]));
     RETURN_IF_ERROR(unbind_block(i, Pass::kForward));
-    x = f.blocks[i].out.data();
+    x = &f.blocks[i].out;
   }
   if (placement_.last) {
     profiler::TraceScope scope("head.forward", profiler::SliceCategory::kCompute, -1,
                                micro_batch);
-    return head_forward(batch, x, f.head, loss);
+    return head_forward(batch, *x, f.head, loss);
   }
-  device_.copy(output, x, n * shape_.C);
+  store_.copy_out(output, *x);
   return Status::ok();
 }
 
@@ -224,10 +236,10 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   const int64_t n = tp_.local_tokens(shape_.B, shape_.T);
   const int64_t C = shape_.C;
   ASSIGN_OR_RETURN(Tensor dx, tensor({n, C}, Category::kWorkspace));
-  const auto block_input = [&](size_t i) {
-    return i == 0 ? f.input.data() : f.blocks[i - 1].out.data();
+  const auto block_input = [&](size_t i) -> const Tensor& {
+    return i == 0 ? f.input : f.blocks[i - 1].out;
   };
-  const float* last_out = f.blocks.empty() ? f.input.data() : f.blocks.back().out.data();
+  const Tensor& last_out = f.blocks.empty() ? f.input : f.blocks.back().out;
   if (placement_.last) {
     profiler::TraceScope scope("head.backward", profiler::SliceCategory::kCompute, -1,
                                micro_batch);

@@ -19,9 +19,11 @@ namespace partrain::runner {
 
 class GptChunk final : public ModelChunk {
  public:
-  // `access` hands out the parameters and gradients of `layout`'s units.
+  // `access` hands out the parameters and gradients of `layout`'s units; `activations` is the
+  // element type the chunk keeps its activations in.
   GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
-           const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement);
+           const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement,
+           ElementType activations);
 
   // Elements of the activation passed between pipeline stages (local tokens x C).
   int64_t boundary_numel() const override {
@@ -41,10 +43,11 @@ class GptChunk final : public ModelChunk {
 
  private:
   struct Head {
-    Tensor lnf, mean, rstd, logits, max, sum_exp;
+    Tensor lnf;  // in the store's type; the statistics and the logits in fp32
+    Tensor mean, rstd, logits, max, sum_exp;
   };
   struct InFlight {
-    Tensor input;  // the first block's input (the embedding output on the first chunk)
+    Tensor input;  // the first block's input (the embedding output on the first chunk), stored
     std::vector<BlockActivations> blocks;
     Head head;
   };
@@ -67,10 +70,10 @@ class GptChunk final : public ModelChunk {
   Status unbind(const std::string& name, Pass pass);
   StatusOr<BlockWeights> bind_block(size_t i, Pass pass);
   Status unbind_block(size_t i, Pass pass) { return access_.release(blocks_[i].unit, pass); }
-  Status embed_forward(const MicroBatch& batch, float* x0);
+  Status embed_forward(const MicroBatch& batch, Tensor& x0);
   Status embed_backward(const MicroBatch& batch, const float* dx0);
-  Status head_forward(const MicroBatch& batch, const float* x, Head& head, float* loss);
-  Status head_backward(const MicroBatch& batch, const float* x, Head& head, float* dx);
+  Status head_forward(const MicroBatch& batch, const Tensor& x, Head& head, float* loss);
+  Status head_backward(const MicroBatch& batch, const Tensor& x, Head& head, float* dx);
   StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
 
   Device& device_;
@@ -78,6 +81,7 @@ class GptChunk final : public ModelChunk {
   GptShape shape_;
   ParamAccess& access_;
   ChunkPlacement placement_;
+  ActivationStore store_;
   GptBlock block_;
   std::map<std::string, ParamRef> refs_;
   std::vector<BlockRefs> blocks_;

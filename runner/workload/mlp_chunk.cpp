@@ -25,14 +25,15 @@ void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out) {
 
 MlpChunk::MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
                    Recompute recompute, const ParamLayout& layout, ParamAccess& access,
-                   ChunkPlacement placement)
+                   ChunkPlacement placement, ElementType activations)
     : device_(device),
       tp_(tp),
       B_(micro_batch),
       H_(hidden),
       recompute_(recompute),
       access_(access),
-      placement_(std::move(placement)) {
+      placement_(std::move(placement)),
+      store_(device, activations) {
   for (int layer : placement_.layers) {
     units_.push_back(layout.unit_of(fmt::format("mlp{}.w", layer)));
   }
@@ -44,21 +45,28 @@ StatusOr<Tensor> MlpChunk::tensor(std::vector<int64_t> shape, Category category)
   return t;
 }
 
-Status MlpChunk::layer_forward(size_t i, const float* w, const float* x, Layer& layer) {
+Status MlpChunk::layer_forward(size_t i, const float* w, Layer& layer) {
   const int layer_index = placement_.layers[i];
   const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
   const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
-  ASSIGN_OR_RETURN(layer.pre, tensor({B_, width}, Category::kActivations));
-  if (row_parallel(layer_index)) {
-    // x is this rank's slice of the column-parallel layer's output; the products are partial.
-    ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-    device_.matmul_forward(partial.data(), x, w, nullptr, B_, in, H_);
-    RETURN_IF_ERROR(tp_.exit_forward(partial.data(), layer.pre.data(), B_, 1, H_));
-  } else {
-    device_.matmul_forward(layer.pre.data(), x, w, nullptr, B_, in, width);
+  ASSIGN_OR_RETURN(layer.pre, store_.create({B_, width}));
+  ASSIGN_OR_RETURN(ActivationStore::Output pre, store_.output(layer.pre));
+  {
+    ASSIGN_OR_RETURN(ActivationStore::Input x, store_.input(layer.input));
+    if (row_parallel(layer_index)) {
+      // x is this rank's slice of the column-parallel layer's output; the products are partial.
+      ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
+      device_.matmul_forward(partial.data(), x.data(), w, nullptr, B_, in, H_);
+      RETURN_IF_ERROR(tp_.exit_forward(partial.data(), pre.data(), B_, 1, H_));
+    } else {
+      device_.matmul_forward(pre.data(), x.data(), w, nullptr, B_, in, width);
+    }
   }
-  ASSIGN_OR_RETURN(layer.out, tensor({B_, width}, Category::kActivations));
-  device_.gelu_forward(layer.out.data(), layer.pre.data(), B_ * width);
+  store_.store(pre, layer.pre);
+  ASSIGN_OR_RETURN(layer.out, store_.create({B_, width}));
+  ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(layer.out));
+  device_.gelu_forward(out.data(), pre.data(), B_ * width);
+  store_.store(out, layer.out);
   return Status::ok();
 }
 
@@ -66,26 +74,30 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
                          float* output, float* loss) {
   std::vector<Layer>& layers = in_flight_[micro_batch];
   layers.resize(placement_.layers.size());
-  const float* x = placement_.first ? batch.feature_values() : input;
   for (size_t i = 0; i < layers.size(); ++i) {
     profiler::TraceScope scope("layer.forward", profiler::SliceCategory::kCompute,
                                placement_.layers[i], micro_batch);
     const int64_t in = row_parallel(placement_.layers[i]) ? H_ / tp_.size() : H_;
-    ASSIGN_OR_RETURN(layers[i].input, tensor({B_, in}, Category::kActivations));
-    device_.copy(layers[i].input.data(), x, B_ * in);
+    ASSIGN_OR_RETURN(layers[i].input, store_.create({B_, in}));
+    if (i > 0) {
+      ASSIGN_OR_RETURN(ActivationStore::Input x, store_.input(layers[i - 1].out));
+      store_.assign(layers[i].input, x.data());
+    } else {
+      store_.assign(layers[i].input, placement_.first ? batch.feature_values() : input);
+    }
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kForward));
-    RETURN_IF_ERROR(layer_forward(i, view.params, layers[i].input.data(), layers[i]));
+    RETURN_IF_ERROR(layer_forward(i, view.params, layers[i]));
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kForward));
-    x = layers[i].out.data();
     if (recompute_ == Recompute::kFull && i + 1 < layers.size()) {
       // Only each layer's input survives; the last output feeds the loss or the next stage.
       layers[i].pre = Tensor();
     }
   }
   if (placement_.last) {
-    *loss = device_.mean_square_loss_forward(x, B_ * H_);
+    ASSIGN_OR_RETURN(ActivationStore::Input y, store_.input(layers.back().out));
+    *loss = device_.mean_square_loss_forward(y.data(), B_ * H_);
   } else {
-    device_.copy(output, x, B_ * H_);
+    store_.copy_out(output, layers.back().out);
   }
   return Status::ok();
 }
@@ -101,8 +113,8 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
   std::vector<Layer>& layers = found->second;
   ASSIGN_OR_RETURN(Tensor dy, tensor({B_, H_}, Category::kWorkspace));
   if (placement_.last) {
-    device_.mean_square_loss_backward(dy.data(), layers.back().out.data(), B_ * H_,
-                                      batch.dloss_scale);
+    ASSIGN_OR_RETURN(ActivationStore::Input y, store_.input(layers.back().out));
+    device_.mean_square_loss_backward(dy.data(), y.data(), B_ * H_, batch.dloss_scale);
   } else {
     device_.copy(dy.data(), grad_output, B_ * H_);
   }
@@ -112,23 +124,25 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
                                micro_batch);
     Layer& layer = layers[i];
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kBackward));
-    if (layer.pre.numel() == 0) {
-      RETURN_IF_ERROR(layer_forward(i, view.params, layer.input.data(), layer));
-    }
+    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, view.params, layer));
     const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
     const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(Tensor dpre, tensor({B_, width}, Category::kWorkspace));
-    device_.gelu_backward(dpre.data(), layer.pre.data(), dy.data(), B_ * width);
+    {
+      ASSIGN_OR_RETURN(ActivationStore::Input pre, store_.input(layer.pre));
+      device_.gelu_backward(dpre.data(), pre.data(), dy.data(), B_ * width);
+    }
     ASSIGN_OR_RETURN(Tensor dx, tensor({B_, in}, Category::kWorkspace));
+    ASSIGN_OR_RETURN(ActivationStore::Input x, store_.input(layer.input));
     if (column_parallel(layer_index)) {
       // The input was replicated: its gradient is summed over the ranks' output slices.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      device_.matmul_backward(partial.data(), view.grads, nullptr, dpre.data(),
-                              layer.input.data(), view.params, B_, in, width);
+      device_.matmul_backward(partial.data(), view.grads, nullptr, dpre.data(), x.data(),
+                              view.params, B_, in, width);
       RETURN_IF_ERROR(tp_.enter_backward(partial.data(), dx.data(), B_, 1, H_));
     } else {
-      device_.matmul_backward(dx.data(), view.grads, nullptr, dpre.data(),
-                              layer.input.data(), view.params, B_, in, width);
+      device_.matmul_backward(dx.data(), view.grads, nullptr, dpre.data(), x.data(),
+                              view.params, B_, in, width);
     }
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kBackward));
     dy = std::move(dx);

@@ -10,6 +10,7 @@
 
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
+#include "runner/workload/activation_store.h"
 #include "runner/workload/model_chunk.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
@@ -25,9 +26,10 @@ void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out);
 
 class MlpChunk final : public ModelChunk {
  public:
+  // `activations`: the element type the chunk keeps its activations in.
   MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
            Recompute recompute, const ParamLayout& layout, ParamAccess& access,
-           ChunkPlacement placement);
+           ChunkPlacement placement, ElementType activations);
 
   int64_t boundary_numel() const override { return B_ * H_; }
   Status forward(int micro_batch, const MicroBatch& batch, const float* input, float* output,
@@ -37,15 +39,16 @@ class MlpChunk final : public ModelChunk {
                   const std::function<void(const std::string&)>& on_unit_ready) override;
 
  private:
-  struct Layer {
+  struct Layer {  // each in the store's type
     Tensor input;  // full (B, H): the layer's input
     Tensor pre;    // before GeLU: (B, H/tp) column-parallel, (B, H) otherwise
     Tensor out;    // after GeLU, same shape as pre
   };
   bool column_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 0; }
   bool row_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 1; }
-  // w: the layer's weight, acquired by the caller.
-  Status layer_forward(size_t i, const float* w, const float* x, Layer& layer);
+  // w: the layer's weight, acquired by the caller; fills layer.pre and layer.out from
+  // layer.input.
+  Status layer_forward(size_t i, const float* w, Layer& layer);
   StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
 
   Device& device_;
@@ -55,6 +58,7 @@ class MlpChunk final : public ModelChunk {
   Recompute recompute_;
   ParamAccess& access_;
   ChunkPlacement placement_;
+  ActivationStore store_;
   std::vector<size_t> units_;  // each layer's parameter unit (its weight is the whole unit)
   std::map<int, std::vector<Layer>> in_flight_;
 };

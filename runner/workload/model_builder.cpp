@@ -65,15 +65,16 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
                                                       ParamAccess& access) {
   const LayoutModel& m = config.model;
   const int64_t B = config.resolved.micro_batch;
+  const ElementType activations = activation_type(config.precision);
   std::vector<std::unique_ptr<ModelChunk>> built;
   for (const ChunkPlacement& chunk : chunks) {
     if (config.kind == WorkloadKind::kGpt) {
       GptShape shape{B, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
       built.push_back(std::make_unique<GptChunk>(device, tp, shape, config.recompute, layout,
-                                                 access, chunk));
+                                                 access, chunk, activations));
     } else {
       built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden, config.recompute,
-                                                 layout, access, chunk));
+                                                 layout, access, chunk, activations));
     }
   }
   return built;

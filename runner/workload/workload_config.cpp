@@ -44,6 +44,10 @@ StateStorage state_storage(Precision precision) {
                       .bf16_grads = precision == Precision::kBf16Mixed};
 }
 
+ElementType activation_type(Precision precision) {
+  return is_bf16(precision) ? ElementType::kBf16 : ElementType::kF32;
+}
+
 std::string_view precision_name(Precision precision) {
   switch (precision) {
     case Precision::kFp32: return "fp32";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runner/device/tensor.h"
 #include "runner/fault/fault_spec.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/parallel_layout.h"
@@ -27,6 +28,8 @@ enum class Precision {
 };
 bool is_bf16(Precision precision);
 StateStorage state_storage(Precision precision);
+// The type the model chunks keep their activations in: bf16 under both bf16 recipes.
+ElementType activation_type(Precision precision);
 
 std::optional<WorkloadKind> parse_workload_kind(std::string_view name);
 std::string_view workload_kind_name(WorkloadKind kind);

@@ -87,19 +87,26 @@ INSTANTIATE_TEST_SUITE_P(
 
 // The bf16 recipes store the model states as `partrain memory` counts them (bf16 parameters; fp32
 // or bf16 gradients; fp32 master, m and v: 2 + 4 + 12 or 2 + 2 + 12 bytes a parameter), sharded
-// as the layout shards them. Activations are still stored in fp32 (docs/decisions.md), where the
-// recipes assume 2 bytes: they and the total are not compared.
-TEST(MemoryCrossCheckBf16, ModelStatesMatchTheBf16Recipes) {
+// as the layout shards them, and the activations in bf16 (2 bytes; the logits and the layernorm
+// statistics fp32), as the recipes assume. The total is not compared: its workspace holds the
+// fp32 copies the ops read and write (a unit's parameters, an op's activations, a 16 MiB chunk
+// of the AdamW update), which the estimate has no line for and which is large beside this small
+// model's states.
+TEST(MemoryCrossCheckBf16, ModelStatesAndActivationsMatchTheBf16Recipes) {
   for (const auto& [ranks, layout] :
        {std::pair{"1", "--micro-batch 2"}, std::pair{"2", "--dp 2 --micro-batch 1"},
         std::pair{"2", "--dp 2 --zero 1 --micro-batch 1"},
         std::pair{"2", "--dp 2 --zero 2 --micro-batch 1"},
         std::pair{"2", "--dp 2 --zero 3 --micro-batch 1"},
         std::pair{"2", "--tp 2 --micro-batch 2"},
+        std::pair{"2", "--tp 2 --sp --micro-batch 2"},
+        std::pair{"1", "--micro-batch 2 --recompute selective"},
+        std::pair{"1", "--micro-batch 2 --recompute full"},
         std::pair{"2", "--pp 2 --micro-batch 1 --global-batch 4"}}) {
     for (const char* recipe : {"bf16-fp32grad", "bf16-mixed"}) {
-      compare_with_estimate(ranks, layout, std::string("--precision ") + recipe, recipe,
-                            {{"params", 0.01}, {"grads", 0.01}, {"optimizer", 0.01}});
+      compare_with_estimate(
+          ranks, layout, std::string("--precision ") + recipe, recipe,
+          {{"params", 0.01}, {"grads", 0.01}, {"optimizer", 0.01}, {"activations", 0.15}});
     }
   }
 }

@@ -77,6 +77,42 @@ TEST(MemoryEstimate, FirstStageHoldsAllLayersWorthUnder1F1B) {
   EXPECT_NEAR(96 * layer / 1e9, 10.27, 0.01);
 }
 
+// Full recompute: every stage adds one block's recomputed activations beside its stored inputs
+// (less the block's own input, already stored). On the last stage the head of the micro-batch in
+// backward is freed before its last block is recomputed, so the larger of the two counts, and
+// GPipe's other micro-batches' heads are added.
+TEST(MemoryEstimate, FullRecomputeAddsOneBlockNotAlongsideItsOwnHead) {
+  for (ModelConfig m : {testing::gpt3_175b(), testing::llama2_7b()}) {
+    EstimateInput in = input_for(m);
+    in.layout.recompute = Recompute::kFull;
+    in.layout.pp = 2;
+    in.layout.global_batch = 8;
+    for (PipelineSchedule schedule : {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe}) {
+      in.layout.schedule = schedule;
+      auto e = estimate_memory(in);
+      ASSERT_TRUE(e.is_ok()) << e.status().message();
+      const ActivationSetup a = activation_setup(e->layout, 2);
+      ASSERT_EQ(a.recompute, Recompute::kFull);
+      ActivationSetup working = a;
+      working.recompute = Recompute::kNone;
+      const double stored = layer_activation_bytes(m, a);
+      const double recomputed = layer_activation_bytes(m, working) - stored;
+      const double head = output_activation_bytes(m, a);
+      const double layers = static_cast<double>(e->stages[1].layers);
+      const double in_flight = e->stages[1].in_flight;
+      const double heads_held =
+          schedule == PipelineSchedule::kGpipe ? static_cast<double>(e->layout.micro_batches) : 1;
+      EXPECT_DOUBLE_EQ(e->stages[0].activations,
+                       static_cast<double>(e->stages[0].layers) * stored *
+                               e->stages[0].in_flight +
+                           recomputed);
+      EXPECT_DOUBLE_EQ(e->stages[1].activations, layers * stored * in_flight +
+                                                     (heads_held - 1) * head +
+                                                     std::max(head, recomputed));
+    }
+  }
+}
+
 TEST(MemoryEstimate, FitsAgainstCapacity) {
   EstimateInput in = input_for(testing::llama2_7b());
   in.capacity_bytes = 80e9;

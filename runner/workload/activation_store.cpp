@@ -1,0 +1,64 @@
+#include "runner/workload/activation_store.h"
+
+namespace partrain::runner {
+
+using memory::Category;
+
+namespace {
+
+StatusOr<Tensor> fp32_workspace(Device& device, const Tensor& like) {
+  return Tensor::create(device.allocator(), like.shape(), Category::kWorkspace);
+}
+
+}  // namespace
+
+StatusOr<Tensor> ActivationStore::create(std::vector<int64_t> shape) const {
+  return Tensor::create(device_.allocator(), std::move(shape), Category::kActivations, type_);
+}
+
+StatusOr<ActivationStore::Output> ActivationStore::output(Tensor& saved) const {
+  Output values;
+  if (saved.type() == ElementType::kF32) {
+    values.data_ = saved.data();
+    return values;
+  }
+  ASSIGN_OR_RETURN(values.workspace_, fp32_workspace(device_, saved));
+  values.data_ = values.workspace_.data();
+  return values;
+}
+
+void ActivationStore::store(Output& values, Tensor& saved) const {
+  if (saved.type() == ElementType::kF32) return;
+  device_.to_bf16(saved.bf16_data(), values.data_, saved.numel());
+  device_.from_bf16(values.data_, saved.bf16_data(), saved.numel());
+}
+
+StatusOr<ActivationStore::Input> ActivationStore::input(const Tensor& saved) const {
+  Input values;
+  if (saved.type() == ElementType::kF32) {
+    values.data_ = saved.data();
+    return values;
+  }
+  ASSIGN_OR_RETURN(values.workspace_, fp32_workspace(device_, saved));
+  device_.from_bf16(values.workspace_.data(), saved.bf16_data(), saved.numel());
+  values.data_ = values.workspace_.data();
+  return values;
+}
+
+void ActivationStore::assign(Tensor& saved, const float* source) const {
+  if (saved.type() == ElementType::kF32) {
+    device_.copy(saved.data(), source, saved.numel());
+  } else {
+    device_.to_bf16(saved.bf16_data(), source, saved.numel());
+  }
+}
+
+void ActivationStore::copy_out(float* destination, const Tensor& saved) const {
+  if (saved.type() == ElementType::kF32) {
+    device_.copy(destination, saved.data(), saved.numel());
+  } else {
+    device_.from_bf16(destination, saved.bf16_data(), saved.numel());
+  }
+}
+
+}  // namespace partrain::runner
