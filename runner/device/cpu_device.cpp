@@ -71,6 +71,10 @@ void CpuDevice::accumulate_bf16(uint16_t* sum, const float* x, int64_t n) {
 
 void CpuDevice::zero_bf16(uint16_t* x, int64_t n) { std::fill_n(x, n, uint16_t{0}); }
 
+void CpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) {
+  std::copy_n(source, n, destination);
+}
+
 const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
   if (precision_ != GemmPrecision::kBf16) return x;
   TrackedBuffer& buffer = operands_[static_cast<size_t>(slot)];

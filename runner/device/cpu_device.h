@@ -46,6 +46,7 @@ class CpuDevice final : public Device {
   void from_bf16(float* destination, const uint16_t* source, int64_t n) override;
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
+  void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       int64_t N, int64_t C, int64_t OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

@@ -243,6 +243,13 @@ void CudaDevice::zero_bf16(uint16_t* x, int64_t n) {
   keep(CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<size_t>(n) * sizeof(uint16_t), stream_)));
 }
 
+void CudaDevice::copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) {
+  if (!begin_op() || n <= 0) return;
+  keep(CUDA_CHECK(cudaMemcpyAsync(destination, source,
+                                  static_cast<size_t>(n) * sizeof(uint16_t),
+                                  cudaMemcpyDeviceToDevice, stream_)));
+}
+
 void CudaDevice::copy(float* destination, const float* source, int64_t n) {
   if (!begin_op() || n <= 0) return;
   keep(CUDA_CHECK(cudaMemcpyAsync(destination, source, static_cast<size_t>(n) * sizeof(float),

@@ -75,6 +75,9 @@ class Device {
   // bf16 gradients: sum (n) = bf16(sum + x), added in fp32 and rounded once; and zeroed.
   virtual void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) = 0;
   virtual void zero_bf16(uint16_t* x, int64_t n) = 0;
+  // destination (n bf16 values) = source, bit for bit: a bf16 activation handed to or from a
+  // pipeline neighbour's buffer.
+  virtual void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) = 0;
 
   // runner/ops/matmul.h
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,

@@ -139,6 +139,13 @@ void IsolatedCpuDevice::zero_bf16(uint16_t* x, int64_t n) {
   if (on_host.ok()) cpu_.zero_bf16(hx, n);
 }
 
+void IsolatedCpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) {
+  Arguments on_host(*this, "copy_bf16");
+  uint16_t* d = on_host(destination, n, "destination");
+  const uint16_t* s = on_host(source, n, "source");
+  if (on_host.ok()) cpu_.copy_bf16(d, s, n);
+}
+
 void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
                                        const float* bias, int64_t N, int64_t C, int64_t OC) {
   Arguments on_host(*this, "matmul_forward");

@@ -61,4 +61,19 @@ void ActivationStore::copy_out(float* destination, const Tensor& saved) const {
   }
 }
 
+Status ActivationStore::copy(Tensor& destination, const Tensor& source) const {
+  if (destination.type() != source.type() || destination.numel() != source.numel()) {
+    return failed("activation copy of {} {} element(s) into {} {}: the pipeline neighbours "
+                  "disagree on the boundary activation",
+                  source.numel(), source.type() == ElementType::kBf16 ? "bf16" : "fp32",
+                  destination.numel(), destination.type() == ElementType::kBf16 ? "bf16" : "fp32");
+  }
+  if (source.type() == ElementType::kF32) {
+    device_.copy(destination.data(), source.data(), source.numel());
+  } else {
+    device_.copy_bf16(destination.bf16_data(), source.bf16_data(), source.numel());
+  }
+  return Status::ok();
+}
+
 }  // namespace partrain::runner

@@ -58,6 +58,9 @@ class ActivationStore {
   void assign(Tensor& saved, const float* source) const;
   // Writes `saved`'s values into `destination` (saved.numel() floats), widened when bf16.
   void copy_out(float* destination, const Tensor& saved) const;
+  // destination = source, element for element: both of the same type and size (a pipeline
+  // boundary buffer and the activation it carries); fails naming both otherwise.
+  Status copy(Tensor& destination, const Tensor& source) const;
 
  private:
   Device& device_;

@@ -190,8 +190,8 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   return Status::ok();
 }
 
-Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* input,
-                         float* output, float* loss) {
+Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor* input,
+                         Tensor* output, float* loss) {
   const int64_t n = tp_.local_tokens(shape_.B, shape_.T);
   InFlight& f = in_flight_[micro_batch];
   ASSIGN_OR_RETURN(f.input, store_.create({n, shape_.C}));
@@ -200,7 +200,7 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
                                micro_batch);
     RETURN_IF_ERROR(embed_forward(batch, f.input));
   } else {
-    store_.assign(f.input, input);
+    RETURN_IF_ERROR(store_.copy(f.input, *input));
   }
   f.blocks.resize(blocks_.size());
   const Tensor* x = &f.input;
@@ -217,12 +217,11 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
                                micro_batch);
     return head_forward(batch, *x, f.head, loss);
   }
-  store_.copy_out(output, *x);
-  return Status::ok();
+  return store_.copy(*output, *x);
 }
 
-Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
-                          float* grad_input,
+Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
+                          Tensor* grad_input,
                           const std::function<void(const std::string&)>& on_unit_ready) {
   auto ready = [&](const std::string& unit) {
     if (on_unit_ready) on_unit_ready(unit);
@@ -247,7 +246,7 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
     ready("final");
     if (!placement_.first) ready("head");
   } else {
-    device_.copy(dx.data(), grad_output, n * C);
+    store_.copy_out(dx.data(), *grad_output);
   }
   ASSIGN_OR_RETURN(Tensor dx_in, tensor({n, C}, Category::kWorkspace));
   for (size_t i = f.blocks.size(); i-- > 0;) {
@@ -266,7 +265,7 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const float*
     RETURN_IF_ERROR(embed_backward(batch, dx.data()));
     ready("embedding");
   } else {
-    device_.copy(grad_input, dx.data(), n * C);
+    store_.assign(*grad_input, dx.data());
   }
   in_flight_.erase(found);
   return Status::ok();

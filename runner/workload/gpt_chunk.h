@@ -30,15 +30,17 @@ class GptChunk final : public ModelChunk {
     return tp_.local_tokens(shape_.B, shape_.T) * shape_.C;
   }
 
+  ElementType boundary_type() const override { return store_.type(); }
+
   // First chunk: reads batch.tokens, else `input`. Last chunk: writes the micro-batch's mean
-  // loss, else `output` (boundary_numel floats).
-  Status forward(int micro_batch, const MicroBatch& batch, const float* input, float* output,
+  // loss, else `output`.
+  Status forward(int micro_batch, const MicroBatch& batch, const Tensor* input, Tensor* output,
                  float* loss) override;
   // Last chunk: starts from the loss, else from `grad_output`; not first: writes `grad_input`.
   // `on_unit_ready` (may be empty) is told each parameter unit ("final", "layer3", "embedding")
   // whose gradients this backward has finished: DDP launches its buckets from it.
-  Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
-                  float* grad_input,
+  Status backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
+                  Tensor* grad_input,
                   const std::function<void(const std::string&)>& on_unit_ready) override;
 
  private:

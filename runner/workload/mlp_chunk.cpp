@@ -70,8 +70,8 @@ Status MlpChunk::layer_forward(size_t i, const float* w, Layer& layer) {
   return Status::ok();
 }
 
-Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* input,
-                         float* output, float* loss) {
+Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor* input,
+                         Tensor* output, float* loss) {
   std::vector<Layer>& layers = in_flight_[micro_batch];
   layers.resize(placement_.layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -80,10 +80,11 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
     const int64_t in = row_parallel(placement_.layers[i]) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(layers[i].input, store_.create({B_, in}));
     if (i > 0) {
-      ASSIGN_OR_RETURN(ActivationStore::Input x, store_.input(layers[i - 1].out));
-      store_.assign(layers[i].input, x.data());
+      RETURN_IF_ERROR(store_.copy(layers[i].input, layers[i - 1].out));
+    } else if (placement_.first) {
+      store_.assign(layers[i].input, batch.feature_values());
     } else {
-      store_.assign(layers[i].input, placement_.first ? batch.feature_values() : input);
+      RETURN_IF_ERROR(store_.copy(layers[i].input, *input));
     }
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kForward));
     RETURN_IF_ERROR(layer_forward(i, view.params, layers[i]));
@@ -96,14 +97,13 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const float* 
   if (placement_.last) {
     ASSIGN_OR_RETURN(ActivationStore::Input y, store_.input(layers.back().out));
     *loss = device_.mean_square_loss_forward(y.data(), B_ * H_);
-  } else {
-    store_.copy_out(output, layers.back().out);
+    return Status::ok();
   }
-  return Status::ok();
+  return store_.copy(*output, layers.back().out);
 }
 
-Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
-                          float* grad_input,
+Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
+                          Tensor* grad_input,
                           const std::function<void(const std::string&)>& on_unit_ready) {
   auto found = in_flight_.find(micro_batch);
   if (found == in_flight_.end()) {
@@ -116,7 +116,7 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
     ASSIGN_OR_RETURN(ActivationStore::Input y, store_.input(layers.back().out));
     device_.mean_square_loss_backward(dy.data(), y.data(), B_ * H_, batch.dloss_scale);
   } else {
-    device_.copy(dy.data(), grad_output, B_ * H_);
+    store_.copy_out(dy.data(), *grad_output);
   }
   for (size_t i = layers.size(); i-- > 0;) {
     const int layer_index = placement_.layers[i];
@@ -149,7 +149,7 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const float*
     layer = Layer();
     if (on_unit_ready) on_unit_ready(fmt::format("layer{}", layer_index));
   }
-  if (!placement_.first) device_.copy(grad_input, dy.data(), B_ * H_);
+  if (!placement_.first) store_.assign(*grad_input, dy.data());
   in_flight_.erase(found);
   return Status::ok();
 }

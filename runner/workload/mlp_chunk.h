@@ -32,10 +32,11 @@ class MlpChunk final : public ModelChunk {
            ChunkPlacement placement, ElementType activations);
 
   int64_t boundary_numel() const override { return B_ * H_; }
-  Status forward(int micro_batch, const MicroBatch& batch, const float* input, float* output,
+  ElementType boundary_type() const override { return store_.type(); }
+  Status forward(int micro_batch, const MicroBatch& batch, const Tensor* input, Tensor* output,
                  float* loss) override;
-  Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
-                  float* grad_input,
+  Status backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
+                  Tensor* grad_input,
                   const std::function<void(const std::string&)>& on_unit_ready) override;
 
  private:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runner/device/tensor.h"
 #include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
@@ -36,16 +37,20 @@ struct ChunkPlacement {
 class ModelChunk {
  public:
   virtual ~ModelChunk() = default;
-  // Elements of the activation passed between pipeline stages.
+  // Elements of the activation passed between pipeline stages, and their type: the type the
+  // chunk keeps its activations in (bf16 under the bf16 recipes), for the activation and its
+  // gradient alike, as Megatron's p2p moves both in the training dtype.
   virtual int64_t boundary_numel() const = 0;
+  virtual ElementType boundary_type() const = 0;
   // First chunk: reads the batch, else `input`. Last chunk: writes the micro-batch's mean loss,
-  // else `output` (boundary_numel floats).
-  virtual Status forward(int micro_batch, const MicroBatch& batch, const float* input,
-                         float* output, float* loss) = 0;
-  // Last chunk: starts from the loss, else from `grad_output`; not first: writes `grad_input`.
+  // else `output`. Both boundary tensors (boundary_numel elements of boundary_type).
+  virtual Status forward(int micro_batch, const MicroBatch& batch, const Tensor* input,
+                         Tensor* output, float* loss) = 0;
+  // Last chunk: starts from the loss, else from `grad_output`; not first: writes `grad_input`
+  // (boundary tensors; the chunk computes the gradient in fp32 and rounds it only there).
   // `on_unit_ready` (may be empty) is told each parameter unit whose gradients are finished.
-  virtual Status backward(int micro_batch, const MicroBatch& batch, const float* grad_output,
-                          float* grad_input,
+  virtual Status backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
+                          Tensor* grad_input,
                           const std::function<void(const std::string&)>& on_unit_ready) = 0;
 };
 

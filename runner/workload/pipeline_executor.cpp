@@ -4,6 +4,7 @@
 
 #include "profiler/trace_scope.h"
 #include "runner/device/tensor.h"
+#include "runner/workload/bf16_states.h"
 
 namespace partrain::runner {
 
@@ -27,7 +28,9 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
   };
   // Boundary tensors are p2p staging: the comm category.
   auto boundary = [&](int chunk) {
-    return Tensor::create(memory, {chunks_.at(chunk)->boundary_numel()}, memory::Category::kComm);
+    const ModelChunk& c = *chunks_.at(chunk);
+    return Tensor::create(memory, {c.boundary_numel()}, memory::Category::kComm,
+                          c.boundary_type());
   };
   // A message into chunk c is the size of chunk c's input: chunk c - 1's output.
   auto message_numel = [&](const PipelineAction& a) -> int64_t {
@@ -57,8 +60,8 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
     switch (a.kind) {
       case PipelineActionKind::kRecvActivation: {
         ASSIGN_OR_RETURN(Tensor buffer, boundary(a.chunk));
-        RETURN_IF_ERROR(activations_.recv(buffer.data(), static_cast<size_t>(message_numel(a)),
-                                          comm::DType::kF32, a.peer));
+        RETURN_IF_ERROR(activations_.recv(buffer.at(0), static_cast<size_t>(message_numel(a)),
+                                          wire_dtype(buffer), a.peer));
         activation_in[key] = std::move(buffer);
         break;
       }
@@ -67,14 +70,14 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         Tensor buffer = std::move(activation_out.at(key));
         activation_out.erase(key);
         comm::WorkPtr work = activations_.send_async(
-            buffer.data(), static_cast<size_t>(message_numel(a)), comm::DType::kF32, a.peer);
+            buffer.at(0), static_cast<size_t>(message_numel(a)), wire_dtype(buffer), a.peer);
         sends.emplace_back(std::move(work), std::move(buffer));
         break;
       }
       case PipelineActionKind::kRecvGradient: {
         ASSIGN_OR_RETURN(Tensor buffer, boundary(a.chunk - 1));
-        RETURN_IF_ERROR(gradients_.recv(buffer.data(), static_cast<size_t>(message_numel(a)),
-                                        comm::DType::kF32, a.peer));
+        RETURN_IF_ERROR(gradients_.recv(buffer.at(0), static_cast<size_t>(message_numel(a)),
+                                        wire_dtype(buffer), a.peer));
         gradient_in[key] = std::move(buffer);
         break;
       }
@@ -82,7 +85,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         Tensor buffer = std::move(gradient_out.at(key));
         gradient_out.erase(key);
         comm::WorkPtr work = gradients_.send_async(
-            buffer.data(), static_cast<size_t>(message_numel(a)), comm::DType::kF32, a.peer);
+            buffer.at(0), static_cast<size_t>(message_numel(a)), wire_dtype(buffer), a.peer);
         sends.emplace_back(std::move(work), std::move(buffer));
         break;
       }
@@ -90,13 +93,12 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         ModelChunk& chunk = *chunks_.at(a.chunk);
         ASSIGN_OR_RETURN(const MicroBatch* batch, batch_of(a.micro_batch));
         auto in = activation_in.find(key);
-        const float* input = in == activation_in.end() ? nullptr : in->second.data();
-        float* output = nullptr;
+        const Tensor* input = in == activation_in.end() ? nullptr : &in->second;
+        Tensor* output = nullptr;
         if (a.chunk + 1 < total_chunks_) {
           // The output is the next chunk's input: kept under that message's key until sent.
           ASSIGN_OR_RETURN(Tensor out, boundary(a.chunk));
-          output = out.data();
-          activation_out[Key{a.micro_batch, a.chunk + 1}] = std::move(out);
+          output = &(activation_out[Key{a.micro_batch, a.chunk + 1}] = std::move(out));
         }
         float mb_loss = 0;
         profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, a.micro_batch);
@@ -109,7 +111,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         ModelChunk& chunk = *chunks_.at(a.chunk);
         ASSIGN_OR_RETURN(const MicroBatch* batch, batch_of(a.micro_batch));
         auto in = gradient_in.find(Key{a.micro_batch, a.chunk + 1});
-        const float* grad_output = in == gradient_in.end() ? nullptr : in->second.data();
+        const Tensor* grad_output = in == gradient_in.end() ? nullptr : &in->second;
         Tensor grad_input;
         if (a.chunk > 0) {
           ASSIGN_OR_RETURN(grad_input, boundary(a.chunk));
@@ -117,7 +119,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
         const bool last_backward = ++backwards_done[a.chunk] == micro_batches_;
         profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1,
                                    a.micro_batch);
-        RETURN_IF_ERROR(chunk.backward(a.micro_batch, *batch, grad_output, grad_input.data(),
+        RETURN_IF_ERROR(chunk.backward(a.micro_batch, *batch, grad_output, &grad_input,
                                        last_backward ? hooks.unit_ready
                                                      : std::function<void(const std::string&)>()));
         if (in != gradient_in.end()) gradient_in.erase(in);

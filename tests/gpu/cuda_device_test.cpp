@@ -296,6 +296,11 @@ TEST_F(CudaDeviceTest, Bf16StorageMatchesTheCpuBitForBit) {
   gpu_->accumulate_bf16(stored, on_gpu(addend), n);
   gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
   EXPECT_EQ(bits, want_bits);
+  uint16_t* copied = on_gpu(std::vector<uint16_t>(values.size(), 0xabcd));
+  gpu_->copy_bf16(copied, stored, n);
+  std::vector<uint16_t> copied_bits(values.size());
+  gpu_->download(copied_bits.data(), copied, copied_bits.size() * sizeof(uint16_t));
+  EXPECT_EQ(copied_bits, want_bits);
   gpu_->zero_bf16(stored, n - 1);  // the last element keeps its value
   gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
   std::vector<uint16_t> zeroed(values.size(), 0);

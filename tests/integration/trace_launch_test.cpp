@@ -208,6 +208,28 @@ TEST_F(TraceLaunchTest, NvmlIntervalReachesTheRanksAndIsChecked) {
   EXPECT_NE(r.err.find("drop it or --no-trace"), std::string::npos) << r.err;
 }
 
+// The pipeline's p2p messages (activations forward, their gradients back) move in the type the
+// stages keep their activations in: 2048 bf16 values (b s h = 1 x 32 x 64) under the bf16
+// recipes, as Megatron's p2p, and fp32 otherwise.
+TEST_F(TraceLaunchTest, PipelineBoundariesMoveInTheActivationType) {
+  for (const auto& [precision, want] : {std::pair{"fp32", "float|2048|8192\n"},
+                                        std::pair{"bf16-mixed", "bfloat16|2048|4096\n"},
+                                        std::pair{"bf16-fp32grad", "bfloat16|2048|4096\n"}}) {
+    const fs::path db = dir_ / fmt::format("pp-{}.db", precision);
+    CommandResult r = run_partrain(fmt::format(
+        "-q launch -n 2 --pp 2 --micro-batch 1 --global-batch 4 {} --steps 1 --precision {} "
+        "--trace {}",
+        kModel, precision, db.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    TraceQuery q(db);
+    EXPECT_EQ(q.rows("SELECT DISTINCT dtype, count, bytes FROM collectives "
+                     "WHERE op IN ('send', 'recv')"),
+              want)
+        << precision;
+    EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE op = 'send'"), 8) << precision;
+  }
+}
+
 // Pipeline stages: every send is paired with exactly one recv on its peer (world ranks, same
 // comm_id and per-pair seq, same bytes), and each stage records its forward/backward actions.
 TEST_F(TraceLaunchTest, PipelineSendsPairWithRecvs) {

@@ -262,9 +262,10 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
                                            "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
 
 // Both bf16 recipes on the CPU: every matmul multiplies bf16-rounded operands (the CUDA device's
-// arithmetic) and the parameters are stored in bf16 beside an fp32 master, so a run departs from
-// fp32 by bf16's rounding, no more. bf16-fp32grad rounds per element only, so every layout (each
-// storing and gathering its parameters its own way) computes what one rank computes, to 1e-4.
+// arithmetic), the parameters are stored in bf16 beside an fp32 master and the activations in
+// bf16, so a run departs from fp32 by bf16's rounding, no more. bf16-fp32grad rounds per element
+// only (and a pipeline's boundary gradient once), so every layout (each storing and gathering its
+// parameters its own way) computes what one rank computes, to 1e-4.
 // bf16-mixed also rounds each gradient sum (per micro-batch, per all-reduce hop), which depends
 // on the layout: 1e-3, and measurably apart from bf16-fp32grad.
 TEST(Workload, Bf16OnTheCpuInEveryLayout) {

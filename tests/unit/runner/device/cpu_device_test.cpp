@@ -123,6 +123,10 @@ TEST_F(CpuDeviceDispatch, Bf16StorageRoundsAndWidensExactly) {
   device.from_bf16(back.data(), sum.data(), 2);
   EXPECT_EQ(back[0], 1.0f);
   EXPECT_EQ(back[1], 1.0f + 0x1p-7f);
+  std::vector<uint16_t> copied(stored.size(), 0xabcd);
+  device.copy_bf16(copied.data(), stored.data(), static_cast<int64_t>(stored.size()) - 1);
+  EXPECT_TRUE(std::equal(stored.begin(), stored.end() - 1, copied.begin()));
+  EXPECT_EQ(copied.back(), 0xabcd);  // n values, no more
   device.zero_bf16(sum.data(), 2);
   EXPECT_EQ(sum, std::vector<uint16_t>(2, 0));
 }

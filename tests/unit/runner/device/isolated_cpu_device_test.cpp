@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "runner/device/cpu_device.h"
@@ -127,7 +128,22 @@ TEST_F(IsolatedCpuDeviceTest, Bf16StorageIsCheckedInTwoByteElements) {
   std::vector<float> widened = download(back);
   widened.resize(128);
   EXPECT_EQ(widened, want);
-  device->from_bf16(f(back), stored, 129);  // the destination has room; the source has not
+  TrackedBuffer copy = upload(std::vector<float>(32, 0.0f));  // room for 64 bf16 values
+  auto* copied = static_cast<uint16_t*>(copy.data());
+  device->copy_bf16(copied, stored, 64);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  std::vector<float> copied_words = download(copy);
+  EXPECT_EQ(std::memcmp(copied_words.data(), want_bits.data(), 64 * sizeof(uint16_t)), 0);
+  // Past the destination's block (blocks are 256-byte aligned: 128 bf16 values), checked first.
+  device->copy_bf16(copied, stored, 129);
+  ASSERT_FALSE(device->status().is_ok());
+  EXPECT_THAT(device->status().message(), HasSubstr("copy_bf16: its argument destination"));
+}
+
+TEST_F(IsolatedCpuDeviceTest, Bf16SourceOverrunIsNamed) {
+  TrackedBuffer half = upload(std::vector<float>(64, 0.0f));  // 128 bf16 values
+  TrackedBuffer back = upload(std::vector<float>(256, 0.0f));
+  device->from_bf16(f(back), static_cast<uint16_t*>(half.data()), 129);
   ASSERT_FALSE(device->status().is_ok());
   EXPECT_THAT(device->status().message(), HasSubstr("from_bf16: its argument source"));
 }
