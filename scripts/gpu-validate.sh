@@ -469,7 +469,8 @@ e = json.load(open(sys.argv[2]))["per_gpu_bytes"]
 off = [f"{k} {m[k] / 2**30:.2f} vs {e[k] / 2**30:.2f} GiB" for k, tol in
        (("params", .01), ("grads", .01), ("optimizer", .01), ("activations", .15), ("total", .10))
        if abs(m[k] - e[k]) > tol * e[k]]
-figure = "peak %.2f GiB, estimate %.2f GiB" % (m["total"] / 2**30, e["total"] / 2**30)
+figure = "peak %.2f GiB (workspace %.2f), estimate %.2f GiB" % (
+    m["total"] / 2**30, m.get("workspace", 0) / 2**30, e["total"] / 2**30)
 print("\t".join(("FAIL" if off else "PASS", figure,
                  "outside tolerance: " + "; ".join(off) if off else "every category within tolerance")))' \
       "$out_dir/gpt-untraced.json" "$out_dir/memory-estimate.json" 2>&1 || true)
