@@ -44,7 +44,8 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
                      "memory` names the recipes. Both bf16: every matmul multiplies bf16-rounded "
                      "operands with fp32 accumulation (the CPU as the GPU), parameters are stored "
                      "in bf16 beside an fp32 master; bf16-mixed stores gradients in bf16, "
-                     "bf16-fp32grad in fp32. Activations stay fp32")
+                     "bf16-fp32grad in fp32; activations are kept in bf16 (layernorm statistics "
+                     "and logits in fp32)")
       ->capture_default_str()->group(training);
   command.add_option("--recompute", f.recompute,
                      "Activation recomputation: none, selective (attention core) or full "

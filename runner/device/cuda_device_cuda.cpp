@@ -328,8 +328,9 @@ Device::GemmTotals CudaDevice::gemm_totals() const {
 StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const float* x,
                                                           int64_t elements) {
   if (options_.precision != GemmPrecision::kBf16) return GemmOperand{x, CUDA_R_32F};
-  // Rounded to bf16 in workspace; the GEMM accumulates and writes in fp32: the parameters,
-  // gradients and activations stay fp32 (docs/decisions.md, 2026-11-25).
+  // Rounded to bf16 in workspace; the GEMM accumulates and writes in fp32. The ops take fp32:
+  // bf16-stored parameters and activations reach them widened (docs/ops.md "bf16 activations"),
+  // so this rounding changes no value of theirs, only of fp32 operands such as gradients.
   ASSIGN_OR_RETURN(void* rounded, scratch(slot, static_cast<size_t>(elements) * 2));
   RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, rounded, x, elements)));
   return GemmOperand{rounded, CUDA_R_16BF};

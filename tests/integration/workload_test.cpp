@@ -446,13 +446,19 @@ INSTANTIATE_TEST_SUITE_P(
         "--micro-batch 2",
         "-n 2 --workload mlp --layers 4 --hidden 64 --global-batch 4 --pp 2 --micro-batch 1 "
         "--recompute full",
-        // bf16 parameters: widened, gathered and written back only through device calls.
+        // bf16 parameters and activations: widened, rounded, gathered, written back and passed
+        // between pipeline stages only through device calls.
         "-n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
         "--global-batch 4 --dp 2 --zero 1 --tp 2 --micro-batch 1 --precision bf16-fp32grad",
         "-n 2 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
         "--global-batch 4 --zero 2 --micro-batch 2 --precision bf16",
         "-n 3 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
-        "--global-batch 3 --zero 3 --micro-batch 1 --precision bf16"));
+        "--global-batch 3 --zero 3 --micro-batch 1 --precision bf16",
+        "-n 4 --workload gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+        "--global-batch 4 --pp 2 --tp 2 --sp --micro-batch 1 --recompute selective "
+        "--precision bf16",
+        "-n 2 --workload mlp --layers 4 --hidden 64 --global-batch 4 --pp 2 --micro-batch 1 "
+        "--recompute full --precision bf16-fp32grad"));
 
 TEST(Workload, WorkloadAndCommandAreExclusive) {
   CommandResult r = run_partrain("launch -n 1 --workload gpt -- true");
