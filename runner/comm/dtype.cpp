@@ -62,21 +62,6 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
   return std::nullopt;
 }
 
-float bf16_to_float(uint16_t value) {
-  return std::bit_cast<float>(static_cast<uint32_t>(value) << 16);
-}
-
-uint16_t float_to_bf16(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    // NaN: keep the sign and force a quiet-NaN payload bit so truncation cannot make it Inf.
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  }
-  // Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate.
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
 float fp16_to_float(uint16_t value) {
   const uint32_t sign = static_cast<uint32_t>(value & 0x8000u) << 16;
   const uint32_t exponent = (value >> 10) & 0x1fu;
