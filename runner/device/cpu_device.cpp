@@ -246,7 +246,16 @@ void CpuDevice::adamw_update(float* params, const float* grads, float* m, float*
   ops::adamw_update(params, grads, m, v, n, config, step);
 }
 
+void CpuDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                             const ops::AdamWConfig& config, int64_t step) {
+  ops::adamw_update(params, grads, m, v, n, config, step);
+}
+
 double CpuDevice::sum_of_squares(const float* x, int64_t n) { return ops::sum_of_squares(x, n); }
+
+double CpuDevice::sum_of_squares(const uint16_t* x, int64_t n) {
+  return ops::sum_of_squares(x, n);
+}
 
 void CpuDevice::scale(float* x, int64_t n, float factor) { ops::scale(x, n, factor); }
 

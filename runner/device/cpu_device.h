@@ -95,7 +95,10 @@ class CpuDevice final : public Device {
   void mean_square_loss_backward(float* dy, const float* y, int64_t n, float dloss_scale) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                     const ops::AdamWConfig& config, int64_t step) override;
+  void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                    const ops::AdamWConfig& config, int64_t step) override;
   double sum_of_squares(const float* x, int64_t n) override;
+  double sum_of_squares(const uint16_t* x, int64_t n) override;
   void scale(float* x, int64_t n, float factor) override;
 
   GemmTotals gemm_totals() const override { return gemm_; }

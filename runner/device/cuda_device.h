@@ -120,7 +120,10 @@ class CudaDevice final : public Device {
   void mean_square_loss_backward(float* dy, const float* y, int64_t n, float dloss_scale) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                     const ops::AdamWConfig& config, int64_t step) override;
+  void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                    const ops::AdamWConfig& config, int64_t step) override;
   double sum_of_squares(const float* x, int64_t n) override;
+  double sum_of_squares(const uint16_t* x, int64_t n) override;
   void scale(float* x, int64_t n, float factor) override;
 
  private:
@@ -148,6 +151,9 @@ class CudaDevice final : public Device {
   bool keep(const Status& status) const;
   StatusOr<void*> scratch(Scratch slot, size_t bytes);
   void copy_and_wait(void* destination, const void* source, size_t bytes, bool to_device);
+  // sum_of_squares of fp32 or bf16 values, through reduction_; NaN once an op has failed.
+  template <typename Value>
+  double reduce_squares(const Value* x, int64_t n);
 
   // A matmul operand as cuBLAS reads it: under GemmPrecision::kBf16 its `elements` rounded to
   // bf16 into scratch `slot` (queued on the compute stream, so a slot can be refilled for the

@@ -681,19 +681,37 @@ void CudaDevice::mean_square_loss_backward(float* dy, const float* y, int64_t n,
 
 // ---- optimizer and global norm ------------------------------------------------------------------
 
+namespace {
+
+// The bias corrections rounded as runner/ops/adamw.cpp rounds them.
+kernels::AdamWStep adamw_step(const ops::AdamWConfig& config, int64_t step) {
+  const auto exponent = static_cast<double>(step);
+  return {config.learning_rate,
+          config.beta1,
+          config.beta2,
+          config.eps,
+          config.weight_decay,
+          config.grad_scale,
+          static_cast<float>(1.0 - std::pow(config.beta1, exponent)),
+          static_cast<float>(1.0 - std::pow(config.beta2, exponent))};
+}
+
+}  // namespace
+
 void CudaDevice::adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                               const ops::AdamWConfig& config, int64_t step) {
   if (!begin_op()) return;
-  // The bias corrections rounded as runner/ops/adamw.cpp rounds them.
-  const auto exponent = static_cast<double>(step);
-  const auto bias_correction1 = static_cast<float>(1.0 - std::pow(config.beta1, exponent));
-  const auto bias_correction2 = static_cast<float>(1.0 - std::pow(config.beta2, exponent));
-  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, config.learning_rate,
-                                        config.beta1, config.beta2, config.eps, config.weight_decay,
-                                        config.grad_scale, bias_correction1, bias_correction2)));
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, adamw_step(config, step))));
 }
 
-double CudaDevice::sum_of_squares(const float* x, int64_t n) {
+void CudaDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                              const ops::AdamWConfig& config, int64_t step) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, adamw_step(config, step))));
+}
+
+template <typename Value>
+double CudaDevice::reduce_squares(const Value* x, int64_t n) {
   if (!begin_op()) return kNan;
   auto* partials = static_cast<double*>(reduction_.data());
   double* result = partials + kernels::kSumOfSquaresPartials;
@@ -704,6 +722,10 @@ double CudaDevice::sum_of_squares(const float* x, int64_t n) {
   download(&sum, result, sizeof sum);
   return first_error_.is_ok() ? sum : kNan;
 }
+
+double CudaDevice::sum_of_squares(const float* x, int64_t n) { return reduce_squares(x, n); }
+
+double CudaDevice::sum_of_squares(const uint16_t* x, int64_t n) { return reduce_squares(x, n); }
 
 void CudaDevice::scale(float* x, int64_t n, float factor) {
   if (!begin_op()) return;

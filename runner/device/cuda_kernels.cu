@@ -526,12 +526,17 @@ __global__ void scaled_accumulate_kernel(float* dy, const float* y, int64_t n, f
   for (int64_t i = first_index(); i < n; i += index_stride()) dy[i] += factor * y[i];
 }
 
-__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, int64_t n,
+// A gradient as fp32: itself, or a bf16 one widened exactly (its bits are fp32's top half).
+__device__ float widened(float x) { return x; }
+__device__ float widened(uint16_t x) { return __uint_as_float(static_cast<uint32_t>(x) << 16); }
+
+template <typename Grad>
+__global__ void adamw_kernel(float* params, const Grad* grads, float* m, float* v, int64_t n,
                              float learning_rate, float beta1, float beta2, float eps,
                              float weight_decay, float grad_scale, float bias_correction1,
                              float bias_correction2) {
   for (int64_t i = first_index(); i < n; i += index_stride()) {
-    const float g = grads[i] * grad_scale;
+    const float g = widened(grads[i]) * grad_scale;
     const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
     const float v_i = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = m_i;
@@ -543,10 +548,12 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
 }
 
 // Two passes for a deterministic sum: each block's double partial, then one block over those.
-__global__ void sum_of_squares_partials_kernel(double* partials, const float* x, int64_t n) {
+template <typename Value>
+__global__ void sum_of_squares_partials_kernel(double* partials, const Value* x, int64_t n) {
   double sum = 0.0;
   for (int64_t i = first_index(); i < n; i += index_stride()) {
-    sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    const double value = widened(x[i]);
+    sum += value * value;
   }
   sum = block_reduce(sum, Sum{}, 0.0);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
@@ -783,23 +790,47 @@ cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const floa
   return launch_elements(stream, n, scaled_accumulate_kernel, dy, y, n, factor);
 }
 
+namespace {
+
+template <typename Grad>
+cudaError_t launch_adamw(cudaStream_t stream, float* params, const Grad* grads, float* m,
+                         float* v, int64_t n, const AdamWStep& s) {
+  return launch_elements(stream, n, adamw_kernel<Grad>, params, grads, m, v, n, s.learning_rate,
+                         s.beta1, s.beta2, s.eps, s.weight_decay, s.grad_scale,
+                         s.bias_correction1, s.bias_correction2);
+}
+
+template <typename Value>
+cudaError_t launch_sum_of_squares(cudaStream_t stream, double* result, double* partials,
+                                  const Value* x, int64_t n) {
+  // At least one block, so an empty input still writes 0.
+  const int blocks = std::max(1, std::min(element_blocks(n), kSumOfSquaresPartials));
+  const cudaError_t error = launch(stream, blocks, sum_of_squares_partials_kernel<Value>,
+                                   partials, x, std::max<int64_t>(n, 0));
+  if (error != cudaSuccess) return error;
+  return launch(stream, 1, sum_partials_kernel, result, partials, blocks);
+}
+
+}  // namespace
+
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
-                         int64_t n, float learning_rate, float beta1, float beta2, float eps,
-                         float weight_decay, float grad_scale, float bias_correction1,
-                         float bias_correction2) {
-  return launch_elements(stream, n, adamw_kernel, params, grads, m, v, n, learning_rate, beta1,
-                         beta2, eps, weight_decay, grad_scale, bias_correction1,
-                         bias_correction2);
+                         int64_t n, const AdamWStep& step) {
+  return launch_adamw(stream, params, grads, m, v, n, step);
+}
+
+cudaError_t adamw_update(cudaStream_t stream, float* params, const uint16_t* grads, float* m,
+                         float* v, int64_t n, const AdamWStep& step) {
+  return launch_adamw(stream, params, grads, m, v, n, step);
 }
 
 cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,
                            int64_t n) {
-  // At least one block, so an empty input still writes 0.
-  const int blocks = std::max(1, std::min(element_blocks(n), kSumOfSquaresPartials));
-  const cudaError_t error =
-      launch(stream, blocks, sum_of_squares_partials_kernel, partials, x, std::max<int64_t>(n, 0));
-  if (error != cudaSuccess) return error;
-  return launch(stream, 1, sum_partials_kernel, result, partials, blocks);
+  return launch_sum_of_squares(stream, result, partials, x, n);
+}
+
+cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials,
+                           const uint16_t* x, int64_t n) {
+  return launch_sum_of_squares(stream, result, partials, x, n);
 }
 
 }  // namespace partrain::runner::cuda_kernels

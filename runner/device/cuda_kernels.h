@@ -82,17 +82,25 @@ cudaError_t vocab_parallel_backward(cudaStream_t stream, float* dlogits, const f
 cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const float* y, int64_t n,
                                       float dloss_scale);
 
-// bias_correction1 = 1 - beta1^step and bias_correction2 = 1 - beta2^step, computed by the caller
-// as runner/ops/adamw.cpp does; each gradient is multiplied by grad_scale first.
+// One AdamW step's scalars: bias_correction1 = 1 - beta1^step and bias_correction2 =
+// 1 - beta2^step, computed by the caller as runner/ops/adamw.cpp does; each gradient is multiplied
+// by grad_scale first.
+struct AdamWStep {
+  float learning_rate, beta1, beta2, eps, weight_decay, grad_scale;
+  float bias_correction1, bias_correction2;
+};
+// From fp32 gradients, or from bf16 ones widened as they are read.
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
-                         int64_t n, float learning_rate, float beta1, float beta2, float eps,
-                         float weight_decay, float grad_scale, float bias_correction1,
-                         float bias_correction2);
+                         int64_t n, const AdamWStep& step);
+cudaError_t adamw_update(cudaStream_t stream, float* params, const uint16_t* grads, float* m,
+                         float* v, int64_t n, const AdamWStep& step);
 
 // sum_i x_i^2 in double into *result (device memory), through `partials`, which holds
-// kSumOfSquaresPartials doubles (device memory).
+// kSumOfSquaresPartials doubles (device memory); x fp32, or bf16 widened.
 inline constexpr int kSumOfSquaresPartials = 1024;
 cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,
                            int64_t n);
+cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials,
+                           const uint16_t* x, int64_t n);
 
 }  // namespace partrain::runner::cuda_kernels

@@ -141,10 +141,14 @@ class Device {
   virtual float mean_square_loss_forward(const float* y, int64_t n) = 0;
   virtual void mean_square_loss_backward(float* dy, const float* y, int64_t n,
                                          float dloss_scale) = 0;
-  // runner/ops/adamw.h and runner/ops/global_norm.h
+  // runner/ops/adamw.h and runner/ops/global_norm.h; the uint16_t overloads read bf16 gradients,
+  // widened exactly as they are read (no fp32 copy of them is made).
   virtual void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                             const ops::AdamWConfig& config, int64_t step) = 0;
+  virtual void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                            const ops::AdamWConfig& config, int64_t step) = 0;
   virtual double sum_of_squares(const float* x, int64_t n) = 0;
+  virtual double sum_of_squares(const uint16_t* x, int64_t n) = 0;
   virtual void scale(float* x, int64_t n, float factor) = 0;
 
   // The device's sgemm throughput, the peak MFU is measured against: the best of `repeats` timed

@@ -393,21 +393,41 @@ void IsolatedCpuDevice::mean_square_loss_backward(float* dy, const float* y, int
   if (on_host.ok()) cpu_.mean_square_loss_backward(d, hy, n, dloss_scale);
 }
 
-void IsolatedCpuDevice::adamw_update(float* params, const float* grads, float* m, float* v,
-                                     int64_t n, const ops::AdamWConfig& config, int64_t step) {
+template <typename Value>
+void IsolatedCpuDevice::checked_adamw(float* params, const Value* grads, float* m, float* v,
+                                      int64_t n, const ops::AdamWConfig& config, int64_t step) {
   Arguments on_host(*this, "adamw_update");
   float* p = on_host(params, n, "params");
-  const float* g = on_host(grads, n, "grads");
+  const Value* g = on_host(grads, n, "grads");
   float* hm = on_host(m, n, "m");
   float* hv = on_host(v, n, "v");
   if (on_host.ok()) cpu_.adamw_update(p, g, hm, hv, n, config, step);
 }
 
-double IsolatedCpuDevice::sum_of_squares(const float* x, int64_t n) {
+void IsolatedCpuDevice::adamw_update(float* params, const float* grads, float* m, float* v,
+                                     int64_t n, const ops::AdamWConfig& config, int64_t step) {
+  checked_adamw(params, grads, m, v, n, config, step);
+}
+
+void IsolatedCpuDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v,
+                                     int64_t n, const ops::AdamWConfig& config, int64_t step) {
+  checked_adamw(params, grads, m, v, n, config, step);
+}
+
+template <typename Value>
+double IsolatedCpuDevice::checked_sum_of_squares(const Value* x, int64_t n) {
   Arguments on_host(*this, "sum_of_squares");
-  const float* hx = on_host(x, n, "x");
+  const Value* hx = on_host(x, n, "x");
   if (!on_host.ok()) return std::numeric_limits<double>::quiet_NaN();
   return cpu_.sum_of_squares(hx, n);
+}
+
+double IsolatedCpuDevice::sum_of_squares(const float* x, int64_t n) {
+  return checked_sum_of_squares(x, n);
+}
+
+double IsolatedCpuDevice::sum_of_squares(const uint16_t* x, int64_t n) {
+  return checked_sum_of_squares(x, n);
 }
 
 void IsolatedCpuDevice::scale(float* x, int64_t n, float factor) {

@@ -90,13 +90,21 @@ class IsolatedCpuDevice final : public Device {
   void mean_square_loss_backward(float* dy, const float* y, int64_t n, float dloss_scale) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                     const ops::AdamWConfig& config, int64_t step) override;
+  void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                    const ops::AdamWConfig& config, int64_t step) override;
   double sum_of_squares(const float* x, int64_t n) override;
+  double sum_of_squares(const uint16_t* x, int64_t n) override;
   void scale(float* x, int64_t n, float factor) override;
 
  private:
   class Arguments;
   IsolatedCpuDevice(CpuDeviceOptions options, std::unique_ptr<IsolatedMemory> memory);
   void fail(std::string message);  // keeps the first failure, logged once
+  template <typename Value>
+  void checked_adamw(float* params, const Value* grads, float* m, float* v, int64_t n,
+                     const ops::AdamWConfig& config, int64_t step);
+  template <typename Value>
+  double checked_sum_of_squares(const Value* x, int64_t n);
 
   CpuDevice cpu_;                 // the arithmetic; its own allocator is used only for the peak
   IsolatedMemory* memory_;        // owned by allocator_

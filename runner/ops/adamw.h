@@ -26,5 +26,9 @@ struct AdamWConfig {
 // A shard of the parameters (ZeRO) updates the same way: the update is element-wise.
 void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                   const AdamWConfig& config, int64_t step);
+// The same update from bf16 gradients (bf16-mixed: the fp32 master in `params`), each widened
+// exactly as it is read, so it equals widening them all first and calling the fp32 update.
+void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
+                  const AdamWConfig& config, int64_t step);
 
 }  // namespace partrain::runner::ops

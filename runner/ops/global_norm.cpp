@@ -2,11 +2,22 @@
 
 #include <algorithm>
 
+#include "runner/comm/dtype.h"
+
 namespace partrain::runner::ops {
 
 double sum_of_squares(const float* x, int64_t n) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+double sum_of_squares(const uint16_t* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double value = comm::bf16_to_float(x[i]);
+    sum += value * value;
+  }
   return sum;
 }
 

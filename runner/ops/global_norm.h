@@ -9,6 +9,8 @@ namespace partrain::runner::ops {
 
 // sum_i x_i^2 over n values, accumulated in double (the local part of the squared global norm).
 double sum_of_squares(const float* x, int64_t n);
+// The same over bf16 values (bf16 gradients), each widened exactly.
+double sum_of_squares(const uint16_t* x, int64_t n);
 
 // x *= factor.
 void scale(float* x, int64_t n, float factor);

@@ -207,9 +207,7 @@ StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first)
         const int64_t begin = std::max(param.offset, shard_begin_);
         const int64_t end = std::min(param.offset + param.numel, shard_end_);
         if (begin >= end) continue;
-        ASSIGN_OR_RETURN(double range,
-                         sum_of_squares(device_, values, begin - first, end - begin));
-        local += range;
+        local += sum_of_squares(device_, values, begin - first, end - begin);
       }
     }
   }
@@ -225,9 +223,8 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
     profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
     ops::AdamWConfig clipped = adam;
     clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
-    RETURN_IF_ERROR(adamw_update(device_, p, grads_, shard_begin_, adam_m_.data(),
-                                 adam_v_.data(), shard, clipped, step,
-                                 bf16 ? params_.bf16_data() + shard_begin_ : nullptr));
+    adamw_update(device_, p, grads_, shard_begin_, adam_m_.data(), adam_v_.data(), shard, clipped,
+                 step, bf16 ? params_.bf16_data() + shard_begin_ : nullptr);
   }
   if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {  // bf16: half the bytes of fp32
     RETURN_IF_ERROR(mesh_.dp().all_gather(params_.at(shard_begin_), params_.at(0),

@@ -313,9 +313,7 @@ StatusOr<double> ShardedState::owned_squares(int tp_rank, bool params) {
       // Parameters: the master under bf16 (the exact values), laid out as the gradients.
       Tensor& values = params ? (bf16() ? master_ : params_) : grads_;
       const int64_t owned = params && !bf16() ? owned_offset(i) : s.shard_offset;
-      ASSIGN_OR_RETURN(double range, sum_of_squares(device_, values,
-                                                    owned + (begin - rank * s.shard), end - begin));
-      sum += range;
+      sum += sum_of_squares(device_, values, owned + (begin - rank * s.shard), end - begin);
     }
   }
   return sum;
@@ -325,15 +323,13 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
   ops::AdamWConfig clipped = adam;
   clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
   std::vector<comm::WorkPtr> gathers;
-  Status updated;
   for (size_t i = 0; i < shards_.size(); ++i) {
     const UnitShard& s = shards_.unit(i);
     {
       profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
-      updated = adamw_update(device_, owned_master(i), grads_, s.shard_offset,
-                             adam_m_.data() + s.shard_offset, adam_v_.data() + s.shard_offset,
-                             s.shard, clipped, step, bf16() ? owned_bf16_params(i) : nullptr);
-      if (!updated.is_ok()) break;  // the gathers already in flight are waited for below
+      adamw_update(device_, owned_master(i), grads_, s.shard_offset,
+                   adam_m_.data() + s.shard_offset, adam_v_.data() + s.shard_offset, s.shard,
+                   clipped, step, bf16() ? owned_bf16_params(i) : nullptr);
     }
     if (stage_ == 2 && dp_.size() > 1) {
       // ZeRO-2 keeps whole parameters: each unit is gathered (in place) once updated.
@@ -342,7 +338,7 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
                                              static_cast<size_t>(s.shard), wire_dtype(params_)));
     }
   }
-  Status result = updated;
+  Status result;
   for (auto& work : gathers) {
     Status status = work->wait();
     if (result.is_ok()) result = status;

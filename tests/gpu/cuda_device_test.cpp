@@ -595,6 +595,19 @@ TEST_F(CudaDeviceTest, MeanSquareLossAdamWAndGlobalNorm) {
   expect_close(from_gpu(gpu_params, n), params, kFp32Tolerance, "params");
   expect_close(from_gpu(gpu_m, n), m, kFp32Tolerance, "m");
   expect_close(from_gpu(gpu_v, n), v, kFp32Tolerance, "v");
+
+  // bf16 gradients (bf16-mixed), read widened by both: the same update and norm.
+  std::vector<uint16_t> bf16_grads(static_cast<size_t>(n));
+  const auto grads = random_values(n, 20);
+  cpu_.to_bf16(bf16_grads.data(), grads.data(), n);
+  uint16_t* gpu_bf16_grads = on_gpu(bf16_grads);
+  expect_close(gpu_->sum_of_squares(gpu_bf16_grads, n), cpu_.sum_of_squares(bf16_grads.data(), n),
+               1e-12, "sum of squares of bf16 values");
+  cpu_.adamw_update(params.data(), bf16_grads.data(), m.data(), v.data(), n, config, 4);
+  gpu_->adamw_update(gpu_params, gpu_bf16_grads, gpu_m, gpu_v, n, config, 4);
+  expect_close(from_gpu(gpu_params, n), params, kFp32Tolerance, "params from bf16 gradients");
+  expect_close(from_gpu(gpu_m, n), m, kFp32Tolerance, "m from bf16 gradients");
+  expect_close(from_gpu(gpu_v, n), v, kFp32Tolerance, "v from bf16 gradients");
 }
 
 // The first failure is kept, later ops are skipped and host values are NaN.

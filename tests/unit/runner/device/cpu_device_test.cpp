@@ -10,6 +10,7 @@
 #include "runner/ops/attention.h"
 #include "runner/ops/bf16_round.h"
 #include "runner/ops/cross_entropy.h"
+#include "runner/ops/global_norm.h"
 #include "runner/ops/embedding.h"
 #include "runner/ops/layernorm.h"
 #include "runner/ops/matmul.h"
@@ -113,6 +114,9 @@ TEST_F(CpuDeviceDispatch, Bf16StorageRoundsAndWidensExactly) {
   ops::round_to_bf16(want.data(), x.data(), static_cast<int64_t>(x.size()));
   EXPECT_EQ(back, want);  // the stored bits are the rounded value, read back exactly
   EXPECT_NE(back, x);
+  // The norm of bf16 values is that of their widened values, summed in the same order.
+  EXPECT_EQ(device.sum_of_squares(stored.data(), static_cast<int64_t>(x.size())),
+            ops::sum_of_squares(back.data(), static_cast<int64_t>(x.size())));
   // Accumulating adds in fp32 and rounds once: 1 + 2^-8 is halfway between 1 and 1 + 2^-7, a tie
   // that goes to the even 1; 1 + 2^-8 + 2^-10 is past halfway and goes up.
   std::vector<uint16_t> sum(2);

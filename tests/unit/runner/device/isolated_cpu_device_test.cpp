@@ -140,6 +140,30 @@ TEST_F(IsolatedCpuDeviceTest, Bf16StorageIsCheckedInTwoByteElements) {
   EXPECT_THAT(device->status().message(), HasSubstr("copy_bf16: its argument destination"));
 }
 
+// The optimizer and the norm read bf16 gradients in 2-byte elements: bit-identical to the CPU
+// device, and a range past the gradients' block is named.
+TEST_F(IsolatedCpuDeviceTest, Bf16GradientsAreReadInTwoByteElements) {
+  const std::vector<float> grads = random_values(128, 4);
+  CpuDevice cpu;
+  std::vector<uint16_t> bits(128);
+  cpu.to_bf16(bits.data(), grads.data(), 128);
+  TrackedBuffer stored = upload(std::vector<float>(64, 0.0f));  // 128 bf16 values
+  auto* g = static_cast<uint16_t*>(stored.data());
+  device->upload(g, bits.data(), bits.size() * sizeof(uint16_t));
+  std::vector<float> params = random_values(128, 5), m(128, 0.0f), v(128, 0.0f);
+  TrackedBuffer p = upload(params), m_d = upload(m), v_d = upload(v);
+  const ops::AdamWConfig config{.learning_rate = 1e-2f};
+  device->adamw_update(f(p), g, f(m_d), f(v_d), 128, config, 1);
+  cpu.adamw_update(params.data(), bits.data(), m.data(), v.data(), 128, config, 1);
+  EXPECT_EQ(device->sum_of_squares(g, 128), cpu.sum_of_squares(bits.data(), 128));
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  EXPECT_EQ(download(p), params);
+  EXPECT_EQ(download(m_d), m);
+  EXPECT_EQ(download(v_d), v);
+  EXPECT_TRUE(std::isnan(device->sum_of_squares(g, 129)));
+  EXPECT_THAT(device->status().message(), HasSubstr("sum_of_squares: its argument x"));
+}
+
 TEST_F(IsolatedCpuDeviceTest, Bf16SourceOverrunIsNamed) {
   TrackedBuffer half = upload(std::vector<float>(64, 0.0f));  // 128 bf16 values
   TrackedBuffer back = upload(std::vector<float>(256, 0.0f));

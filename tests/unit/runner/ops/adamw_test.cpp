@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
+
+#include "runner/ops/bf16_round.h"
 
 namespace partrain::runner::ops {
 namespace {
@@ -71,6 +74,28 @@ TEST(AdamW, GradScaleIsTheSameAsScalingTheGradientsFirst) {
   EXPECT_EQ(v, v2);
   EXPECT_EQ(g, original_g);
   EXPECT_NE(p, std::vector<float>({0.5f, -1.25f, 3.0f}));
+}
+
+// bf16 gradients (bf16-mixed) are widened as they are read: the same master and moments, bit
+// for bit, as widening them all into fp32 first.
+TEST(AdamW, Bf16GradientsAreTheirWidenedValues) {
+  const AdamWConfig config{.learning_rate = 0.05f, .weight_decay = 0.01f, .grad_scale = 0.37f};
+  const std::vector<float> values = {0.8f, -2.5f, 1e-3f, 3.14159f, -0.0f};
+  std::vector<uint16_t> bf16(values.size());
+  std::vector<float> widened(values.size());
+  const auto n = static_cast<int64_t>(values.size());
+  to_bf16(bf16.data(), values.data(), n);
+  from_bf16(widened.data(), bf16.data(), n);
+  ASSERT_NE(widened, values);  // the gradients did lose bits
+  std::vector<float> p = {0.5f, -1.25f, 3.0f, 1.0f, -2.0f};
+  std::vector<float> p2 = p, m(values.size(), 0.1f), m2 = m, v(values.size(), 0.2f), v2 = v;
+  for (int64_t step = 1; step <= 3; ++step) {
+    adamw_update(p.data(), bf16.data(), m.data(), v.data(), n, config, step);
+    adamw_update(p2.data(), widened.data(), m2.data(), v2.data(), n, config, step);
+  }
+  EXPECT_EQ(p, p2);
+  EXPECT_EQ(m, m2);
+  EXPECT_EQ(v, v2);
 }
 
 }  // namespace
