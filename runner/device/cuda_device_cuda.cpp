@@ -701,13 +701,15 @@ kernels::AdamWStep adamw_step(const ops::AdamWConfig& config, int64_t step) {
 void CudaDevice::adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
                               const ops::AdamWConfig& config, int64_t step) {
   if (!begin_op()) return;
-  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, adamw_step(config, step))));
+  const kernels::AdamWStep scalars = adamw_step(config, step);
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, scalars)));
 }
 
 void CudaDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
                               const ops::AdamWConfig& config, int64_t step) {
   if (!begin_op()) return;
-  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, adamw_step(config, step))));
+  const kernels::AdamWStep scalars = adamw_step(config, step);
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, scalars)));
 }
 
 template <typename Value>

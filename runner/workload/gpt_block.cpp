@@ -59,7 +59,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
-  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(ln1.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* ln1_full,
+                   tp_.region_input(a.ln1, ln1.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
   device_.matmul_forward(qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
@@ -83,7 +84,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
 
   ASSIGN_OR_RETURN(Output ln2,
                    layernorm(x2.data(), p[kLn2W], p[kLn2B], a.ln2, a.ln2_mean, a.ln2_rstd));
-  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(ln2.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* ln2_full,
+                   tp_.region_input(a.ln2, ln2.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
   ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
   device_.matmul_forward(fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
@@ -139,7 +141,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   // Under SP, the layernorm outputs are gathered again from their saved shards.
   Tensor ln1_gathered, ln2_gathered;
   ASSIGN_OR_RETURN(Input ln2, store_.input(a.ln2));
-  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(ln2.data(), ln2_gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* ln2_full,
+                   tp_.region_input(a.ln2, ln2.data(), ln2_gathered, B, T, C));
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
@@ -201,7 +204,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   a.att = Tensor();
   a.qkv = Tensor();
   ASSIGN_OR_RETURN(Input ln1, store_.input(a.ln1));
-  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(ln1.data(), ln1_gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* ln1_full,
+                   tp_.region_input(a.ln1, ln1.data(), ln1_gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
                           p[kQkvW], N, C, 3 * c_local);

@@ -121,7 +121,8 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
   }
   // Under SP the gathered input is not kept: backward gathers it again.
   Tensor gathered;
-  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(lnf.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* lnf_full,
+                   tp_.region_input(h.lnf, lnf.data(), gathered, B, T, C));
   // The LM head is tied to the token embedding: logits = lnf @ wte^T, vocab-parallel under tp.
   ASSIGN_OR_RETURN(h.logits, tensor({N, v_local}, Category::kActivations));
   {
@@ -167,7 +168,8 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   }
   Tensor gathered;
   ASSIGN_OR_RETURN(ActivationStore::Input lnf, store_.input(h.lnf));
-  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(lnf.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* lnf_full,
+                   tp_.region_input(h.lnf, lnf.data(), gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));

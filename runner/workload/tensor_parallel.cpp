@@ -48,21 +48,43 @@ Status TensorParallel::enter_backward(const float* full_grad, float* local_grad,
                             comm::DType::kF32, comm::ReduceOp::kSum);
 }
 
-StatusOr<const float*> TensorParallel::region_input(const float* local, Tensor& gathered,
-                                                    int64_t B, int64_t T, int64_t C) {
-  if (!sequence_parallel()) return local;
+StatusOr<const float*> TensorParallel::region_input(const Tensor& saved, const float* values,
+                                                    Tensor& gathered, int64_t B, int64_t T,
+                                                    int64_t C) {
+  if (!sequence_parallel()) return values;
   if (gathered.numel() != B * T * C) {
     ASSIGN_OR_RETURN(gathered,
                      Tensor::create(device_.allocator(), {B * T, C}, memory::Category::kWorkspace));
   }
-  RETURN_IF_ERROR(enter_forward(local, gathered.data(), B, T, C));
-  return static_cast<const float*>(gathered.data());
+  if (saved.type() == ElementType::kF32) {
+    RETURN_IF_ERROR(enter_forward(values, gathered.data(), B, T, C));
+    return static_cast<const float*>(gathered.data());
+  }
+  const int64_t n = size();
+  const int64_t t_local = T / n;
+  const int64_t block = B * t_local * C;
+  ASSIGN_OR_RETURN(void* staged, staging_bytes(static_cast<size_t>(block * n) * sizeof(uint16_t)));
+  auto* blocks = static_cast<uint16_t*>(staged);
+  RETURN_IF_ERROR(tp_.all_gather(saved.bf16_data(), blocks, static_cast<size_t>(block),
+                                 comm::DType::kBF16));
+  float* full = gathered.data();
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < B; ++b) {
+      device_.from_bf16(full + (b * T + r * t_local) * C, blocks + r * block + b * t_local * C,
+                        t_local * C);
+    }
+  }
+  return static_cast<const float*>(full);
+}
+
+StatusOr<void*> TensorParallel::staging_bytes(size_t bytes) {
+  RETURN_IF_ERROR(device_.allocator().grow(staging_, bytes, memory::Category::kComm));
+  return staging_.data();
 }
 
 StatusOr<float*> TensorParallel::staging(int64_t numel) {
-  const size_t bytes = static_cast<size_t>(numel) * sizeof(float);
-  RETURN_IF_ERROR(device_.allocator().grow(staging_, bytes, memory::Category::kComm));
-  return static_cast<float*>(staging_.data());
+  ASSIGN_OR_RETURN(void* staged, staging_bytes(static_cast<size_t>(numel) * sizeof(float)));
+  return static_cast<float*>(staged);
 }
 
 Status TensorParallel::all_reduce(float* values, int64_t n, comm::ReduceOp op) {

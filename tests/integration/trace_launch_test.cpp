@@ -230,6 +230,22 @@ TEST_F(TraceLaunchTest, PipelineBoundariesMoveInTheActivationType) {
   }
 }
 
+// Sequence parallelism gathers the saved layernorm outputs in the activations' type: under bf16,
+// per step two per block forward and two backward (ln1, ln2) and one each way for the final norm,
+// each rank's 2048 bf16 values (b s h / t = 2 x 32 x 64 / 2); the gradients' gathers stay fp32.
+TEST_F(TraceLaunchTest, SequenceParallelGathersBf16ActivationsInBf16) {
+  const fs::path db = dir_ / "sp-bf16.db";
+  CommandResult r = run_partrain(fmt::format(
+      "-q launch -n 2 --tp 2 --sp --micro-batch 2 --global-batch 2 {} --steps 2 --precision bf16 "
+      "--trace {}",
+      kModel, db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(db);
+  EXPECT_EQ(q.rows("SELECT dtype, count, count(*) FROM collectives WHERE rank = 0 AND "
+                   "op = 'all_gather' AND count = 2048 GROUP BY dtype ORDER BY dtype"),
+            "bfloat16|2048|20\nfloat|2048|10\n");
+}
+
 // Pipeline stages: every send is paired with exactly one recv on its peer (world ranks, same
 // comm_id and per-pair seq, same bytes), and each stage records its forward/backward actions.
 TEST_F(TraceLaunchTest, PipelineSendsPairWithRecvs) {
