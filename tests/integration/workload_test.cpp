@@ -140,6 +140,29 @@ TEST(Workload, ZeroStagesDivideTheModelStatesByDp) {
   EXPECT_GT(comm[3], comm[2]);
 }
 
+// Activations under the bf16 recipes, to the byte: everything kept takes 2 bytes instead of 4
+// except what stays fp32, the logits (N x V/t) and the statistics (layernorm mean and rstd for
+// each block's two norms and the final one; under tp the vocab-parallel max and sum of exps).
+// kModel at micro-batch 4: N = 128 tokens, V = 128, 2 layers.
+TEST(Workload, Bf16ActivationsTakeTwoBytesSaveTheLogitsAndStatistics) {
+  constexpr int64_t N = 128, V = 128, kLayers = 2;
+  for (const auto& [layout, tp] : {std::pair{"-n 1 --micro-batch 4", int64_t{1}},
+                                   std::pair{"-n 2 --tp 2 --micro-batch 4", int64_t{2}}}) {
+    const int64_t norms = (2 * kLayers + 1) * 2 * N * 4;  // mean and rstd, fp32
+    const int64_t logits = N * (V / tp) * 4;
+    const int64_t vocab_parallel = tp > 1 ? 2 * N * 4 : 0;  // row max and sum of exps
+    const int64_t fp32_only = norms + logits + vocab_parallel;
+    const nlohmann::json fp32 = run_workload(layout, 1);
+    const int64_t fp32_bytes = fp32["memory_peak_bytes"]["0"]["activations"].get<int64_t>();
+    for (const char* recipe : {"bf16-mixed", "bf16-fp32grad"}) {
+      const nlohmann::json bf16 = run_workload(layout, 1, std::string("--precision ") + recipe);
+      EXPECT_EQ(bf16["memory_peak_bytes"]["0"]["activations"].get<int64_t>(),
+                (fp32_bytes - fp32_only) / 2 + fp32_only)
+          << layout << " " << recipe;
+    }
+  }
+}
+
 // The bf16 recipes at every ZeRO stage: the parameters take 2 bytes (sharded under FSDP), the
 // gradients 4 (bf16-fp32grad) or 2 (bf16-mixed; sharded from ZeRO-2 on), and the optimizer 12
 // (fp32 master, m and v, sharded from ZeRO-1 on); FSDP's gathers move bf16, so its comm peak is
