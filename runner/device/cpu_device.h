@@ -1,7 +1,7 @@
 // The CPU device: OpenBLAS sgemm for the GEMMs and the runner/ops reference code for the rest;
 // one BLAS thread per rank unless told otherwise, since the launcher already runs a rank per core.
-// Storage is fp32; under GemmPrecision::kBf16 each matmul rounds its operands to bf16 first, as the
-// CUDA device does, so bf16 training has a CPU reference.
+// The ops take fp32; under GemmPrecision::kBf16 each matmul rounds its operands to bf16 first, as
+// the CUDA device does, so bf16 training has a CPU reference.
 #pragma once
 
 #include <string>

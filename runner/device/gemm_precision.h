@@ -1,6 +1,6 @@
 // What a device's matmul multiplies its operands in (a workload maps its Precision, --precision,
-// onto it). Both devices keep parameters, gradients and activations fp32 and accumulate in fp32
-// (docs/decisions.md, 2026-11-25); bf16 rounds each GEMM operand to bf16 first.
+// onto it). The ops take and return fp32 and accumulate in fp32 (bf16-stored tensors reach them
+// widened: docs/ops.md "bf16 activations"); bf16 rounds each GEMM operand to bf16 first.
 #pragma once
 
 namespace partrain::runner {

@@ -1,6 +1,6 @@
 // A minimal tensor for the reference workloads: a shape and a contiguous row-major block of fp32
-// (or, for bf16 parameter storage, bf16) elements in a tracked buffer, so its bytes count toward a
-// memory::Category. No views, no strides: ops take raw pointers and dimensions (llm.c style), a
+// or bf16 elements (bf16 model states and activations under the bf16 recipes) in a tracked
+// buffer, so its bytes count toward a memory::Category. No views, no strides: ops take raw pointers and dimensions (llm.c style), a
 // Tensor only owns and describes memory.
 #pragma once
 

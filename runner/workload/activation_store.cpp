@@ -63,8 +63,8 @@ void ActivationStore::copy_out(float* destination, const Tensor& saved) const {
 
 Status ActivationStore::copy(Tensor& destination, const Tensor& source) const {
   if (destination.type() != source.type() || destination.numel() != source.numel()) {
-    return failed("activation copy of {} {} element(s) into {} {}: the pipeline neighbours "
-                  "disagree on the boundary activation",
+    return failed("activation copy of {} {} element(s) into {} {}: source and destination "
+                  "must match in type and size",
                   source.numel(), source.type() == ElementType::kBf16 ? "bf16" : "fp32",
                   destination.numel(), destination.type() == ElementType::kBf16 ? "bf16" : "fp32");
   }

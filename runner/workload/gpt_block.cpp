@@ -60,7 +60,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
   ASSIGN_OR_RETURN(const float* ln1_full,
-                   tp_.region_input(a.ln1, ln1.data(), gathered, B, T, C));
+                   tp_.region_input(a.ln1, gathered, B, T, C, ln1.data()));
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
   device_.matmul_forward(qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
@@ -85,7 +85,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   ASSIGN_OR_RETURN(Output ln2,
                    layernorm(x2.data(), p[kLn2W], p[kLn2B], a.ln2, a.ln2_mean, a.ln2_rstd));
   ASSIGN_OR_RETURN(const float* ln2_full,
-                   tp_.region_input(a.ln2, ln2.data(), gathered, B, T, C));
+                   tp_.region_input(a.ln2, gathered, B, T, C, ln2.data()));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
   ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
   device_.matmul_forward(fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
@@ -140,9 +140,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   }
   // Under SP, the layernorm outputs are gathered again from their saved shards.
   Tensor ln1_gathered, ln2_gathered;
-  ASSIGN_OR_RETURN(Input ln2, store_.input(a.ln2));
-  ASSIGN_OR_RETURN(const float* ln2_full,
-                   tp_.region_input(a.ln2, ln2.data(), ln2_gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(a.ln2, ln2_gathered, B, T, C));
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
@@ -168,7 +166,6 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
                           C, f_local);
   d_fc = Tensor();
   ln2_gathered = Tensor();
-  ln2 = Input();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln2_full.data(), d_ln2.data(), B, T, C));
   d_ln2_full = Tensor();
@@ -203,15 +200,12 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_atty = Tensor();
   a.att = Tensor();
   a.qkv = Tensor();
-  ASSIGN_OR_RETURN(Input ln1, store_.input(a.ln1));
-  ASSIGN_OR_RETURN(const float* ln1_full,
-                   tp_.region_input(a.ln1, ln1.data(), ln1_gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(a.ln1, ln1_gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
                           p[kQkvW], N, C, 3 * c_local);
   d_qkv = Tensor();
   ln1_gathered = Tensor();
-  ln1 = Input();
   ASSIGN_OR_RETURN(Tensor d_ln1, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln1_full.data(), d_ln1.data(), B, T, C));
   d_ln1_full = Tensor();

@@ -122,7 +122,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
   // Under SP the gathered input is not kept: backward gathers it again.
   Tensor gathered;
   ASSIGN_OR_RETURN(const float* lnf_full,
-                   tp_.region_input(h.lnf, lnf.data(), gathered, B, T, C));
+                   tp_.region_input(h.lnf, gathered, B, T, C, lnf.data()));
   // The LM head is tied to the token embedding: logits = lnf @ wte^T, vocab-parallel under tp.
   ASSIGN_OR_RETURN(h.logits, tensor({N, v_local}, Category::kActivations));
   {
@@ -167,9 +167,7 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
                                     tp_.rank() * v_local, batch.dloss_scale);
   }
   Tensor gathered;
-  ASSIGN_OR_RETURN(ActivationStore::Input lnf, store_.input(h.lnf));
-  ASSIGN_OR_RETURN(const float* lnf_full,
-                   tp_.region_input(h.lnf, lnf.data(), gathered, B, T, C));
+  ASSIGN_OR_RETURN(const float* lnf_full, tp_.region_input(h.lnf, gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
@@ -180,7 +178,6 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   ASSIGN_OR_RETURN(Tensor d_lnf, tensor({n, C}, Category::kWorkspace));
   RETURN_IF_ERROR(tp_.enter_backward(d_lnf_full.data(), d_lnf.data(), B, T, C));
   gathered = Tensor();
-  lnf = ActivationStore::Input();
   ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
   ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kBackward));
   ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kBackward));

@@ -3,31 +3,37 @@
 namespace partrain::runner {
 
 // Sequence shards live as (B, T/tp, C) per rank; gathered blocks arrive rank-major, as
-// (tp, B, T/tp, C), and are interleaved back into (B, T, C).
+// (tp, B, T/tp, C). Calls move(full_offset, block_offset, count) for each run of t_local rows,
+// which is how they interleave back into (B, T, C) (and out of it, for a reduce-scatter).
+template <typename Move>
+void TensorParallel::for_each_run(int64_t B, int64_t T, int64_t C, Move move) const {
+  const int64_t n = size();
+  const int64_t t_local = T / n;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < B; ++b) {
+      move((b * T + r * t_local) * C, (r * B + b) * t_local * C, t_local * C);
+    }
+  }
+}
+
 Status TensorParallel::enter_forward(const float* local, float* full, int64_t B, int64_t T,
                                      int64_t C) {
   if (!sequence_parallel()) {
     if (full != local) device_.copy(full, local, B * T * C);
     return Status::ok();
   }
-  const int64_t n = size();
-  const int64_t t_local = T / n;
-  const int64_t block = B * t_local * C;
-  ASSIGN_OR_RETURN(float* gathered, staging(block * n));
+  const int64_t block = B * (T / size()) * C;
+  ASSIGN_OR_RETURN(float* gathered, staging(block * size()));
   RETURN_IF_ERROR(tp_.all_gather(local, gathered, static_cast<size_t>(block), comm::DType::kF32));
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t b = 0; b < B; ++b) {
-      device_.copy(full + (b * T + r * t_local) * C, gathered + r * block + b * t_local * C,
-                   t_local * C);
-    }
-  }
+  for_each_run(B, T, C, [&](int64_t at_full, int64_t at_block, int64_t count) {
+    device_.copy(full + at_full, gathered + at_block, count);
+  });
   return Status::ok();
 }
 
 Status TensorParallel::enter_backward(const float* full_grad, float* local_grad, int64_t B,
                                       int64_t T, int64_t C) {
-  const int64_t n = size();
-  if (n == 1) {
+  if (size() == 1) {
     if (local_grad != full_grad) device_.copy(local_grad, full_grad, B * T * C);
     return Status::ok();
   }
@@ -35,44 +41,40 @@ Status TensorParallel::enter_backward(const float* full_grad, float* local_grad,
     return tp_.all_reduce(full_grad, local_grad, static_cast<size_t>(B * T * C),
                           comm::DType::kF32, comm::ReduceOp::kSum);
   }
-  const int64_t t_local = T / n;
-  const int64_t block = B * t_local * C;
-  ASSIGN_OR_RETURN(float* blocks, staging(block * n));
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t b = 0; b < B; ++b) {
-      device_.copy(blocks + r * block + b * t_local * C, full_grad + (b * T + r * t_local) * C,
-                   t_local * C);
-    }
-  }
+  const int64_t block = B * (T / size()) * C;
+  ASSIGN_OR_RETURN(float* blocks, staging(block * size()));
+  for_each_run(B, T, C, [&](int64_t at_full, int64_t at_block, int64_t count) {
+    device_.copy(blocks + at_block, full_grad + at_full, count);
+  });
   return tp_.reduce_scatter(blocks, local_grad, static_cast<size_t>(block),
                             comm::DType::kF32, comm::ReduceOp::kSum);
 }
 
-StatusOr<const float*> TensorParallel::region_input(const Tensor& saved, const float* values,
-                                                    Tensor& gathered, int64_t B, int64_t T,
-                                                    int64_t C) {
-  if (!sequence_parallel()) return values;
+StatusOr<const float*> TensorParallel::region_input(const Tensor& saved, Tensor& gathered,
+                                                    int64_t B, int64_t T, int64_t C,
+                                                    const float* values) {
+  const bool bf16 = saved.type() == ElementType::kBf16;
+  if (!sequence_parallel() && !bf16) return saved.data();
+  if (!sequence_parallel() && values != nullptr) return values;
   if (gathered.numel() != B * T * C) {
     ASSIGN_OR_RETURN(gathered,
                      Tensor::create(device_.allocator(), {B * T, C}, memory::Category::kWorkspace));
   }
-  if (saved.type() == ElementType::kF32) {
-    RETURN_IF_ERROR(enter_forward(values, gathered.data(), B, T, C));
-    return static_cast<const float*>(gathered.data());
-  }
-  const int64_t n = size();
-  const int64_t t_local = T / n;
-  const int64_t block = B * t_local * C;
-  ASSIGN_OR_RETURN(void* staged, staging_bytes(static_cast<size_t>(block * n) * sizeof(uint16_t)));
-  auto* blocks = static_cast<uint16_t*>(staged);
-  RETURN_IF_ERROR(tp_.all_gather(saved.bf16_data(), blocks, static_cast<size_t>(block),
-                                 comm::DType::kBF16));
   float* full = gathered.data();
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t b = 0; b < B; ++b) {
-      device_.from_bf16(full + (b * T + r * t_local) * C, blocks + r * block + b * t_local * C,
-                        t_local * C);
-    }
+  if (!sequence_parallel()) {
+    device_.from_bf16(full, saved.bf16_data(), saved.numel());
+  } else if (!bf16) {
+    RETURN_IF_ERROR(enter_forward(saved.data(), full, B, T, C));
+  } else {
+    const int64_t block = B * (T / size()) * C;
+    ASSIGN_OR_RETURN(void* staged,
+                     staging_bytes(static_cast<size_t>(block * size()) * sizeof(uint16_t)));
+    auto* blocks = static_cast<uint16_t*>(staged);
+    RETURN_IF_ERROR(tp_.all_gather(saved.bf16_data(), blocks, static_cast<size_t>(block),
+                                   comm::DType::kBF16));
+    for_each_run(B, T, C, [&](int64_t at_full, int64_t at_block, int64_t count) {
+      device_.from_bf16(full + at_full, blocks + at_block, count);
+    });
   }
   return static_cast<const float*>(full);
 }

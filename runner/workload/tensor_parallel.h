@@ -45,13 +45,14 @@ class TensorParallel {
                        int64_t C) {
     return enter_forward(local_grad, full_grad, B, T, C);
   }
-  // The input of a column-parallel layer from a saved activation and its fp32 `values` (the
-  // activation itself when fp32, else a widened copy): `values` itself, or under SP the
-  // all-gather of the activation into `gathered` (fp32 workspace the caller keeps while it needs
-  // the input; backward calls this again instead of saving the gathered copy). A bf16 activation
-  // is gathered in bf16, half the bytes, as Megatron's SP, and widened while it is laid out.
-  StatusOr<const float*> region_input(const Tensor& saved, const float* values, Tensor& gathered,
-                                      int64_t B, int64_t T, int64_t C);
+  // The input of a column-parallel layer, in fp32, from a saved activation: the activation itself
+  // (fp32), or under SP its all-gather into `gathered` (fp32 workspace the caller keeps while it
+  // needs the input; backward calls this again instead of saving the gathered copy). A bf16
+  // activation is gathered in bf16, half the bytes, as Megatron's SP, and widened while it is
+  // laid out; without SP it is `values` (its fp32 values, where the caller has them, as the
+  // forward does) or else widened into `gathered`.
+  StatusOr<const float*> region_input(const Tensor& saved, Tensor& gathered, int64_t B,
+                                      int64_t T, int64_t C, const float* values = nullptr);
   // Sums (or maxes) `n` fp32 values over tp in place (vocab-parallel cross-entropy).
   Status all_reduce(float* values, int64_t n, comm::ReduceOp op = comm::ReduceOp::kSum);
   // Sums `n` gradients of `dtype` (fp32 or bf16) over tp in place (SP layernorm grads).
@@ -62,6 +63,8 @@ class TensorParallel {
   // layer and micro-batch, so the training step allocates nothing here after the first.
   StatusOr<float*> staging(int64_t numel);
   StatusOr<void*> staging_bytes(size_t bytes);
+  template <typename Move>
+  void for_each_run(int64_t B, int64_t T, int64_t C, Move move) const;
 
   comm::Comm& tp_;
   bool sp_;
