@@ -348,11 +348,12 @@ TEST_F(TraceLaunchTest, SigkillOfTheLauncherLeavesAnIncompleteIntactTrace) {
             static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait until some steps are committed (readers see them while the run is live: WAL).
+  // Wait until some steps are committed (readers see them while the run is live: WAL). The file
+  // exists a moment before its schema does, so it is polled without failing on that.
   int64_t committed = 0;
   for (int i = 0; i < 600 && committed < 4; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (fs::exists(db)) committed = TraceQuery(db).number("SELECT count(*) FROM step");
+    committed = poll_number(db, "SELECT count(*) FROM step").value_or(0);
   }
   ASSERT_GE(committed, 4) << read_file((dir_ / "launcher.err").string());
   EXPECT_EQ(TraceQuery(db).rows("SELECT status FROM runs"), "running\n");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,17 @@ inline profiler::SqliteDb open_read_only(const std::filesystem::path& path) {
   auto db = profiler::SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
   EXPECT_TRUE(db.is_ok()) << path << ": " << db.status().message();
   return db.is_ok() ? std::move(db).value() : profiler::SqliteDb();
+}
+
+// For polling a trace a live run is still creating: the number `sql` gives, or nullopt while the
+// file or its schema is not there yet (no test failure: the caller asserts on what it waited for).
+inline std::optional<int64_t> poll_number(const std::filesystem::path& path, std::string_view sql) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  auto db = profiler::SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+  if (!db.is_ok()) return std::nullopt;
+  auto stmt = profiler::SqliteStatement::prepare(*db, sql);
+  if (!stmt.is_ok() || stmt->step() != SQLITE_ROW) return std::nullopt;
+  return stmt->column_int(0);
 }
 
 // A trace file held open for a test's queries.
