@@ -65,6 +65,10 @@ void CpuDevice::from_bf16(float* destination, const uint16_t* source, int64_t n)
   ops::from_bf16(destination, source, n);
 }
 
+void CpuDevice::store_bf16(uint16_t* destination, float* values, int64_t n) {
+  ops::store_bf16(destination, values, n);
+}
+
 void CpuDevice::accumulate_bf16(uint16_t* sum, const float* x, int64_t n) {
   ops::accumulate_bf16(sum, x, n);
 }
@@ -75,8 +79,7 @@ void CpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source, int64_t
   std::copy_n(source, n, destination);
 }
 
-const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
-  if (precision_ != GemmPrecision::kBf16) return x;
+float* CpuDevice::operand_buffer(Operand slot, int64_t n) {
   TrackedBuffer& buffer = operands_[static_cast<size_t>(slot)];
   Status grown = allocator_.grow(buffer, static_cast<size_t>(n) * sizeof(float),
                                  memory::Category::kWorkspace);
@@ -84,9 +87,20 @@ const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
     if (status_.is_ok()) status_ = grown;
     return nullptr;
   }
-  auto* rounded = static_cast<float*>(buffer.data());
-  ops::round_to_bf16(rounded, x, n);
+  return static_cast<float*>(buffer.data());
+}
+
+const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
+  if (precision_ != GemmPrecision::kBf16) return x;
+  float* rounded = operand_buffer(slot, n);
+  if (rounded != nullptr) ops::round_to_bf16(rounded, x, n);
   return rounded;
+}
+
+const float* CpuDevice::gemm_operand(Operand slot, const uint16_t* x, int64_t n) {
+  float* widened = operand_buffer(slot, n);
+  if (widened != nullptr) ops::from_bf16(widened, x, n);
+  return widened;
 }
 
 void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
@@ -94,8 +108,9 @@ void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
   gemm_.flops += flops;
 }
 
-void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                               int64_t N, int64_t C, int64_t OC) {
+template <typename Weight>
+void CpuDevice::forward_product(float* out, const float* inp, const Weight* weight,
+                                const float* bias, int64_t N, int64_t C, int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
   const float* w = gemm_operand(Operand::kA, weight, OC * C);
@@ -106,9 +121,10 @@ void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight
                 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
 
-void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                const float* inp, const float* weight, int64_t N, int64_t C,
-                                int64_t OC) {
+template <typename Weight>
+void CpuDevice::backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const Weight* weight, int64_t N, int64_t C,
+                                  int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
   // As the CUDA device: dout is rounded once for both products, dbias sums it unrounded.
@@ -120,16 +136,40 @@ void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const
       if (w == nullptr) return;
       ops::matmul_backward(dinp, nullptr, nullptr, g, inp, w, N, C, OC);
     }
-    if (dweight != nullptr) {
+    if (dweight != nullptr) {  // the weight is not read
       const float* x = gemm_operand(Operand::kA, inp, N * C);
       if (x == nullptr) return;
-      ops::matmul_backward(nullptr, dweight, nullptr, g, x, weight, N, C, OC);
+      ops::matmul_backward(nullptr, dweight, nullptr, g, x, nullptr, N, C, OC);
     }
   }
-  if (dbias != nullptr) ops::matmul_backward(nullptr, nullptr, dbias, dout, inp, weight, N, C, OC);
+  if (dbias != nullptr) {
+    ops::matmul_backward(nullptr, nullptr, dbias, dout, inp, nullptr, N, C, OC);
+  }
   // dinp and dweight: two products of the forward's size each, when asked for.
   const double product = 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
   add_gemm_time(start, (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0));
+}
+
+void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                               int64_t N, int64_t C, int64_t OC) {
+  forward_product(out, inp, weight, bias, N, C, OC);
+}
+
+void CpuDevice::matmul_forward(float* out, const float* inp, const uint16_t* weight,
+                               const float* bias, int64_t N, int64_t C, int64_t OC) {
+  forward_product(out, inp, weight, bias, N, C, OC);
+}
+
+void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                const float* inp, const float* weight, int64_t N, int64_t C,
+                                int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 void CpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -183,6 +223,13 @@ void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
                                               const float* wte_shard, const float* wpe, int64_t B,
                                               int64_t T, int64_t C, int64_t vocab_start,
                                               int64_t vocab_end) {
+  ops::embedding_forward_vocab_range(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
+}
+
+void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                              const uint16_t* wte_shard, const uint16_t* wpe,
+                                              int64_t B, int64_t T, int64_t C,
+                                              int64_t vocab_start, int64_t vocab_end) {
   ops::embedding_forward_vocab_range(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
 }
 

@@ -44,6 +44,7 @@ class CpuDevice final : public Device {
   void copy(float* destination, const float* source, int64_t n) override;
   void to_bf16(uint16_t* destination, const float* source, int64_t n) override;
   void from_bf16(float* destination, const uint16_t* source, int64_t n) override;
+  void store_bf16(uint16_t* destination, float* values, int64_t n) override;
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
@@ -52,6 +53,14 @@ class CpuDevice final : public Device {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int64_t N, int64_t C,
                        int64_t OC) override;
+  void matmul_forward(float* out, const float* inp, const uint16_t* weight, const float* bias,
+                      int64_t N, int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                       int64_t OC) override;
+  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
+                                     const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
+                                     int64_t vocab_start, int64_t vocab_end) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -109,6 +118,19 @@ class CpuDevice final : public Device {
   // workspace `slot` (tracked as kWorkspace, kept and grown across calls, as the CUDA device's
   // scratch). nullptr, with status_ set, when the workspace cannot grow.
   const float* gemm_operand(Operand slot, const float* x, int64_t n);
+  // A bf16 operand (a weight as stored) widened into workspace `slot`: exactly its values, which
+  // the rounding of a bf16 GEMM leaves as they are.
+  const float* gemm_operand(Operand slot, const uint16_t* x, int64_t n);
+  // `slot`'s workspace grown to n floats; nullptr, with status_ set, when it cannot grow.
+  float* operand_buffer(Operand slot, int64_t n);
+  // matmul_forward / matmul_backward for a weight stored in fp32 or bf16.
+  template <typename Weight>
+  void forward_product(float* out, const float* inp, const Weight* weight, const float* bias,
+                       int64_t N, int64_t C, int64_t OC);
+  template <typename Weight>
+  void backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const Weight* weight, int64_t N, int64_t C,
+                         int64_t OC);
   void add_gemm_time(int64_t start_ns, double flops);
 
   TrackedAllocator allocator_;  // host memory, 64-byte aligned

@@ -69,6 +69,7 @@ class CudaDevice final : public Device {
   void copy(float* destination, const float* source, int64_t n) override;
   void to_bf16(uint16_t* destination, const float* source, int64_t n) override;
   void from_bf16(float* destination, const uint16_t* source, int64_t n) override;
+  void store_bf16(uint16_t* destination, float* values, int64_t n) override;
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
@@ -77,6 +78,14 @@ class CudaDevice final : public Device {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int64_t N, int64_t C,
                        int64_t OC) override;
+  void matmul_forward(float* out, const float* inp, const uint16_t* weight, const float* bias,
+                      int64_t N, int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                       int64_t OC) override;
+  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
+                                     const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
+                                     int64_t vocab_start, int64_t vocab_end) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -163,6 +172,17 @@ class CudaDevice final : public Device {
     int type = 0;  // a cudaDataType_t
   };
   StatusOr<GemmOperand> gemm_operand(Scratch slot, const float* x, int64_t elements);
+  // A weight stored in bf16: under kBf16 the array as it lies (no copy: it is already what the
+  // rounding would make), else widened to fp32 into scratch `slot`.
+  StatusOr<GemmOperand> gemm_operand(Scratch slot, const uint16_t* x, int64_t elements);
+  // matmul_forward / matmul_backward for a weight stored in fp32 or bf16.
+  template <typename Weight>
+  void forward_product(float* out, const float* inp, const Weight* weight, const float* bias,
+                       int64_t N, int64_t C, int64_t OC);
+  template <typename Weight>
+  void backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const Weight* weight, int64_t N, int64_t C,
+                         int64_t OC);
   // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, written in fp32.
   Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, float* c,

@@ -228,6 +228,11 @@ void CudaDevice::to_bf16(uint16_t* destination, const float* source, int64_t n) 
   keep(CUDA_CHECK(kernels::round_to_bf16(stream_, destination, source, n)));
 }
 
+void CudaDevice::store_bf16(uint16_t* destination, float* values, int64_t n) {
+  if (!begin_op() || n <= 0) return;
+  keep(CUDA_CHECK(kernels::store_bf16(stream_, destination, values, n)));
+}
+
 void CudaDevice::from_bf16(float* destination, const uint16_t* source, int64_t n) {
   if (!begin_op() || n <= 0) return;
   keep(CUDA_CHECK(kernels::widen_bf16(stream_, destination, source, n)));
@@ -336,6 +341,15 @@ StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const f
   return GemmOperand{rounded, CUDA_R_16BF};
 }
 
+StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const uint16_t* x,
+                                                          int64_t elements) {
+  if (options_.precision == GemmPrecision::kBf16) return GemmOperand{x, CUDA_R_16BF};
+  ASSIGN_OR_RETURN(void* widened, scratch(slot, static_cast<size_t>(elements) * sizeof(float)));
+  RETURN_IF_ERROR(CUDA_CHECK(
+      kernels::widen_bf16(stream_, static_cast<float*>(widened), x, elements)));
+  return GemmOperand{widened, CUDA_R_32F};
+}
+
 Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                                GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
                                float* c, int64_t ldc) {
@@ -369,8 +383,9 @@ Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m,
       static_cast<int>(ldc), stride_c, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaDevice::matmul_forward(float* out, const float* inp, const float* weight,
-                                const float* bias, int64_t N, int64_t C, int64_t OC) {
+template <typename Weight>
+void CudaDevice::forward_product(float* out, const float* inp, const Weight* weight,
+                                 const float* bias, int64_t N, int64_t C, int64_t OC) {
   if (!begin_op() || N <= 0 || OC <= 0) return;
   const double flops =
       2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
@@ -394,9 +409,10 @@ void CudaDevice::matmul_forward(float* out, const float* inp, const float* weigh
       flops));
 }
 
-void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                 const float* inp, const float* weight, int64_t N, int64_t C,
-                                 int64_t OC) {
+template <typename Weight>
+void CudaDevice::backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+                                   const float* inp, const Weight* weight, int64_t N, int64_t C,
+                                   int64_t OC) {
   if (!begin_op() || N <= 0 || C <= 0 || OC <= 0) return;
   // dinp and dweight: two products of the forward's size each, when asked for (as the CPU).
   const double product =
@@ -429,6 +445,28 @@ void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, cons
         return CUDA_CHECK(kernels::bias_backward(stream_, dbias, dout, N, OC));
       },
       flops));
+}
+
+void CudaDevice::matmul_forward(float* out, const float* inp, const float* weight,
+                                const float* bias, int64_t N, int64_t C, int64_t OC) {
+  forward_product(out, inp, weight, bias, N, C, OC);
+}
+
+void CudaDevice::matmul_forward(float* out, const float* inp, const uint16_t* weight,
+                                const float* bias, int64_t N, int64_t C, int64_t OC) {
+  forward_product(out, inp, weight, bias, N, C, OC);
+}
+
+void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, int64_t N, int64_t C,
+                                 int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 // ---- attention --------------------------------------------------------------------------------
@@ -572,6 +610,15 @@ void CudaDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens
                                                const float* wte_shard, const float* wpe, int64_t B,
                                                int64_t T, int64_t C, int64_t vocab_start,
                                                int64_t vocab_end) {
+  if (!begin_op()) return;
+  keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard, wpe, B, T, C,
+                                             vocab_start, vocab_end)));
+}
+
+void CudaDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                               const uint16_t* wte_shard, const uint16_t* wpe,
+                                               int64_t B, int64_t T, int64_t C,
+                                               int64_t vocab_start, int64_t vocab_end) {
   if (!begin_op()) return;
   keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard, wpe, B, T, C,
                                              vocab_start, vocab_end)));

@@ -45,6 +45,11 @@ __device__ int64_t first_warp_row() {
 }
 __device__ int64_t warp_row_stride() { return static_cast<int64_t>(gridDim.x) * kWarpsPerBlock; }
 
+// A value as fp32: itself, or a bf16 one (a parameter or gradient as stored) widened exactly
+// (its bits are fp32's top half).
+__device__ float widened(float x) { return x; }
+__device__ float widened(uint16_t x) { return __uint_as_float(static_cast<uint32_t>(x) << 16); }
+
 struct Sum {
   template <typename T>
   __device__ T operator()(T a, T b) const {
@@ -113,6 +118,25 @@ __global__ void round_to_bf16_quads_kernel(uint2* destination, const float4* sou
   for (int64_t i = first_index(); i < quads; i += index_stride()) {
     const float4 q = source[i];
     destination[i] = make_uint2(bf16_pair_bits(q.x, q.y), bf16_pair_bits(q.z, q.w));
+  }
+}
+
+__global__ void store_bf16_kernel(uint16_t* destination, float* values, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const uint16_t bits = __bfloat16_as_ushort(__float2bfloat16_rn(values[i]));
+    destination[i] = bits;
+    values[i] = __uint_as_float(static_cast<uint32_t>(bits) << 16);
+  }
+}
+
+// As round_to_bf16_quads_kernel, writing the rounded values back as well.
+__global__ void store_bf16_quads_kernel(uint2* destination, float4* values, int64_t quads) {
+  for (int64_t i = first_index(); i < quads; i += index_stride()) {
+    const float4 q = values[i];
+    const uint2 bits = make_uint2(bf16_pair_bits(q.x, q.y), bf16_pair_bits(q.z, q.w));
+    destination[i] = bits;
+    values[i] = make_float4(__uint_as_float(bits.x << 16), __uint_as_float(bits.x & 0xffff0000u),
+                            __uint_as_float(bits.y << 16), __uint_as_float(bits.y & 0xffff0000u));
   }
 }
 
@@ -382,16 +406,20 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- embeddings -----------------------------------------------------------------------------
 
-__global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const float* wte_shard,
-                                         const float* wpe, int64_t T, int64_t C, int64_t n,
+// Tables stored in fp32 or bf16 (Table), written in fp32.
+template <typename Table>
+__global__ void embedding_forward_kernel(float* out, const int32_t* tokens, const Table* wte_shard,
+                                         const Table* wpe, int64_t T, int64_t C, int64_t n,
                                          int64_t vocab_start, int64_t vocab_end) {
   for (int64_t i = first_index(); i < n; i += index_stride()) {
     const int64_t token_index = i / C;  // b * T + t
     const int64_t c = i % C;
     const int64_t token = tokens[token_index];
     float value = 0.0f;
-    if (token >= vocab_start && token < vocab_end) value = wte_shard[(token - vocab_start) * C + c];
-    if (wpe != nullptr) value += wpe[(token_index % T) * C + c];
+    if (token >= vocab_start && token < vocab_end) {
+      value = widened(wte_shard[(token - vocab_start) * C + c]);
+    }
+    if (wpe != nullptr) value += widened(wpe[(token_index % T) * C + c]);
     out[i] = value;
   }
 }
@@ -526,9 +554,6 @@ __global__ void scaled_accumulate_kernel(float* dy, const float* y, int64_t n, f
   for (int64_t i = first_index(); i < n; i += index_stride()) dy[i] += factor * y[i];
 }
 
-// A gradient as fp32: itself, or a bf16 one widened exactly (its bits are fp32's top half).
-__device__ float widened(float x) { return x; }
-__device__ float widened(uint16_t x) { return __uint_as_float(static_cast<uint32_t>(x) << 16); }
 
 template <typename Grad>
 __global__ void adamw_kernel(float* params, const Grad* grads, float* m, float* v, int64_t n,
@@ -614,6 +639,19 @@ cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* s
   if (error != cudaSuccess) return error;
   const int64_t done = 4 * quads;  // the last n % 4 one at a time
   return launch_elements(stream, n - done, round_to_bf16_kernel, rounded + done, source + done,
+                         n - done);
+}
+
+cudaError_t store_bf16(cudaStream_t stream, uint16_t* destination, float* values, int64_t n) {
+  const bool aligned = reinterpret_cast<uintptr_t>(values) % alignof(float4) == 0 &&
+                       reinterpret_cast<uintptr_t>(destination) % alignof(uint2) == 0;
+  const int64_t quads = aligned ? n / 4 : 0;
+  const cudaError_t error =
+      launch_elements(stream, quads, store_bf16_quads_kernel, reinterpret_cast<uint2*>(destination),
+                      reinterpret_cast<float4*>(values), quads);
+  if (error != cudaSuccess) return error;
+  const int64_t done = 4 * quads;  // the rest (all of it when unaligned) one at a time
+  return launch_elements(stream, n - done, store_bf16_kernel, destination + done, values + done,
                          n - done);
 }
 
@@ -719,8 +757,16 @@ cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* to
                               const float* wte_shard, const float* wpe, int64_t B, int64_t T,
                               int64_t C, int64_t vocab_start, int64_t vocab_end) {
   const int64_t n = B * T * C;
-  return launch_elements(stream, n, embedding_forward_kernel, out, tokens, wte_shard, wpe, T, C, n,
-                         vocab_start, vocab_end);
+  return launch_elements(stream, n, embedding_forward_kernel<float>, out, tokens, wte_shard, wpe,
+                         T, C, n, vocab_start, vocab_end);
+}
+
+cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
+                              const uint16_t* wte_shard, const uint16_t* wpe, int64_t B,
+                              int64_t T, int64_t C, int64_t vocab_start, int64_t vocab_end) {
+  const int64_t n = B * T * C;
+  return launch_elements(stream, n, embedding_forward_kernel<uint16_t>, out, tokens, wte_shard,
+                         wpe, T, C, n, vocab_start, vocab_end);
 }
 
 cudaError_t embedding_backward(cudaStream_t stream, float* dwte_shard, float* dwpe,

@@ -17,6 +17,8 @@ cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor);
 // time where source is 16-byte and destination 8-byte aligned.
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n);
 // destination (n) = source's bf16 values as fp32 (exact).
+// destination (n) = values rounded to bf16, and values rounded in place (one pass).
+cudaError_t store_bf16(cudaStream_t stream, uint16_t* destination, float* values, int64_t n);
 cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n);
 // sum (n) = bf16(sum + x): added in fp32, rounded to nearest even once.
 cudaError_t accumulate_bf16(cudaStream_t stream, uint16_t* sum, const float* x, int64_t n);
@@ -52,6 +54,10 @@ cudaError_t causal_softmax_backward(cudaStream_t stream, float* dscores, const f
 cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
                               const float* wte_shard, const float* wpe, int64_t B, int64_t T,
                               int64_t C, int64_t vocab_start, int64_t vocab_end);
+// The same from tables stored in bf16, widened as they are read.
+cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
+                              const uint16_t* wte_shard, const uint16_t* wpe, int64_t B,
+                              int64_t T, int64_t C, int64_t vocab_start, int64_t vocab_end);
 cudaError_t embedding_backward(cudaStream_t stream, float* dwte_shard, float* dwpe,
                                const float* dout, const int32_t* tokens, int64_t B, int64_t T,
                                int64_t C, int64_t vocab_start, int64_t vocab_end);

@@ -72,6 +72,9 @@ class Device {
   // master and read into the fp32 the other ops take.
   virtual void to_bf16(uint16_t* destination, const float* source, int64_t n) = 0;
   virtual void from_bf16(float* destination, const uint16_t* source, int64_t n) = 0;
+  // destination (n) = values' bf16 bits and values rounded in place to them, in one pass: how a
+  // bf16 activation is kept from the fp32 its op wrote (runner/workload/activation_store.h).
+  virtual void store_bf16(uint16_t* destination, float* values, int64_t n) = 0;
   // bf16 gradients: sum (n) = bf16(sum + x), added in fp32 and rounded once; and zeroed.
   virtual void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) = 0;
   virtual void zero_bf16(uint16_t* x, int64_t n) = 0;
@@ -85,6 +88,19 @@ class Device {
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                const float* inp, const float* weight, int64_t N, int64_t C,
                                int64_t OC) = 0;
+  // The matmul and embedding ops reading their matrix parameters as stored under bf16 model
+  // states (docs/ops.md "bf16 model states"): the same results as the fp32 ops on the weights
+  // widened, bit for bit (a bf16 value is exact in fp32, and a bf16 GEMM's rounding leaves it as it
+  // is), without the widened copy or the rounding pass.
+  virtual void matmul_forward(float* out, const float* inp, const uint16_t* weight,
+                              const float* bias, int64_t N, int64_t C, int64_t OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                               int64_t OC) = 0;
+  virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                             const uint16_t* wte_shard, const uint16_t* wpe,
+                                             int64_t B, int64_t T, int64_t C,
+                                             int64_t vocab_start, int64_t vocab_end) = 0;
   // runner/ops/layernorm.h
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                  const float* weight, const float* bias, int64_t N, int64_t C) = 0;

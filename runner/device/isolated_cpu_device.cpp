@@ -126,6 +126,13 @@ void IsolatedCpuDevice::from_bf16(float* destination, const uint16_t* source, in
   if (on_host.ok()) cpu_.from_bf16(d, s, n);
 }
 
+void IsolatedCpuDevice::store_bf16(uint16_t* destination, float* values, int64_t n) {
+  Arguments on_host(*this, "store_bf16");
+  uint16_t* d = on_host(destination, n, "destination");
+  float* v = on_host(values, n, "values");
+  if (on_host.ok()) cpu_.store_bf16(d, v, n);
+}
+
 void IsolatedCpuDevice::accumulate_bf16(uint16_t* sum, const float* x, int64_t n) {
   Arguments on_host(*this, "accumulate_bf16");
   uint16_t* s = on_host(sum, n, "sum");
@@ -146,27 +153,53 @@ void IsolatedCpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source,
   if (on_host.ok()) cpu_.copy_bf16(d, s, n);
 }
 
-void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
-                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
+template <typename Weight>
+void IsolatedCpuDevice::checked_matmul_forward(float* out, const float* inp, const Weight* weight,
+                                               const float* bias, int64_t N, int64_t C,
+                                               int64_t OC) {
   Arguments on_host(*this, "matmul_forward");
   float* o = on_host(out, N * OC, "out");
   const float* i = on_host(inp, N * C, "inp");
-  const float* w = on_host(weight, OC * C, "weight");
+  const Weight* w = on_host(weight, OC * C, "weight");
   const float* b = on_host(bias, OC, "bias");
   if (on_host.ok()) cpu_.matmul_forward(o, i, w, b, N, C, OC);
 }
 
-void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
-                                        const float* dout, const float* inp, const float* weight,
-                                        int64_t N, int64_t C, int64_t OC) {
+template <typename Weight>
+void IsolatedCpuDevice::checked_matmul_backward(float* dinp, float* dweight, float* dbias,
+                                                const float* dout, const float* inp,
+                                                const Weight* weight, int64_t N, int64_t C,
+                                                int64_t OC) {
   Arguments on_host(*this, "matmul_backward");
   float* di = on_host(dinp, N * C, "dinp");
   float* dw = on_host(dweight, OC * C, "dweight");
   float* db = on_host(dbias, OC, "dbias");
   const float* dout_h = on_host(dout, N * OC, "dout");
   const float* i = on_host(inp, N * C, "inp");
-  const float* w = on_host(weight, OC * C, "weight");
+  const Weight* w = on_host(weight, OC * C, "weight");
   if (on_host.ok()) cpu_.matmul_backward(di, dw, db, dout_h, i, w, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
+                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const uint16_t* weight,
+                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
+                                        const float* dout, const float* inp, const float* weight,
+                                        int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
+                                        const float* dout, const float* inp,
+                                        const uint16_t* weight, int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
 void IsolatedCpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -275,16 +308,32 @@ void IsolatedCpuDevice::embedding_backward(float* dwte, float* dwpe, const float
   if (on_host.ok()) cpu_.embedding_backward(de, dp, d, t, B, T, C);
 }
 
+template <typename Table>
+void IsolatedCpuDevice::checked_embedding_forward(float* out, const int32_t* tokens,
+                                                  const Table* wte_shard, const Table* wpe,
+                                                  int64_t B, int64_t T, int64_t C,
+                                                  int64_t vocab_start, int64_t vocab_end) {
+  Arguments on_host(*this, "embedding_forward_vocab_range");
+  float* o = on_host(out, B * T * C, "out");
+  const int32_t* t = on_host(tokens, B * T, "tokens");
+  const Table* e = on_host(wte_shard, (vocab_end - vocab_start) * C, "wte_shard");
+  const Table* p = on_host(wpe, T * C, "wpe");
+  if (on_host.ok()) cpu_.embedding_forward_vocab_range(o, t, e, p, B, T, C, vocab_start, vocab_end);
+}
+
 void IsolatedCpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
                                                       const float* wte_shard, const float* wpe,
                                                       int64_t B, int64_t T, int64_t C,
                                                       int64_t vocab_start, int64_t vocab_end) {
-  Arguments on_host(*this, "embedding_forward_vocab_range");
-  float* o = on_host(out, B * T * C, "out");
-  const int32_t* t = on_host(tokens, B * T, "tokens");
-  const float* e = on_host(wte_shard, (vocab_end - vocab_start) * C, "wte_shard");
-  const float* p = on_host(wpe, T * C, "wpe");
-  if (on_host.ok()) cpu_.embedding_forward_vocab_range(o, t, e, p, B, T, C, vocab_start, vocab_end);
+  checked_embedding_forward(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
+}
+
+void IsolatedCpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                                      const uint16_t* wte_shard,
+                                                      const uint16_t* wpe, int64_t B, int64_t T,
+                                                      int64_t C, int64_t vocab_start,
+                                                      int64_t vocab_end) {
+  checked_embedding_forward(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
 }
 
 void IsolatedCpuDevice::embedding_backward_vocab_range(float* dwte_shard, float* dwpe,

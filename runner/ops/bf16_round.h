@@ -15,6 +15,9 @@ void round_to_bf16(float* out, const float* inp, int64_t n);
 // above; and back, exactly.
 void to_bf16(uint16_t* out, const float* inp, int64_t n);
 void from_bf16(float* out, const uint16_t* inp, int64_t n);
+// A bf16 activation kept from the fp32 its op wrote: out (n) = values' bf16 bits, and values
+// rounded in place to what out holds (one pass: to_bf16 then from_bf16).
+void store_bf16(uint16_t* out, float* values, int64_t n);
 // bf16 gradients: sum (n) = bf16(sum + x), the addition in fp32 and rounded once.
 void accumulate_bf16(uint16_t* sum, const float* x, int64_t n);
 

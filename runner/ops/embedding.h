@@ -21,6 +21,10 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
 void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte_shard,
                                    const float* wpe, int64_t B, int64_t T, int64_t C,
                                    int64_t vocab_start, int64_t vocab_end);
+// The same from tables stored in bf16 (bf16 model states): each value widened exactly as read.
+void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
+                                   const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
+                                   int64_t vocab_start, int64_t vocab_end);
 
 // Accumulates (+=) only the in-range tokens' rows of dwte_shard; dwpe as in embedding_backward.
 void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,

@@ -29,8 +29,7 @@ StatusOr<ActivationStore::Output> ActivationStore::output(Tensor& saved) const {
 
 void ActivationStore::store(Output& values, Tensor& saved) const {
   if (saved.type() == ElementType::kF32) return;
-  device_.to_bf16(saved.bf16_data(), values.data_, saved.numel());
-  device_.from_bf16(values.data_, saved.bf16_data(), saved.numel());
+  device_.store_bf16(saved.bf16_data(), values.data_, saved.numel());
 }
 
 StatusOr<ActivationStore::Input> ActivationStore::input(const Tensor& saved) const {

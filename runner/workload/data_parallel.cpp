@@ -93,44 +93,42 @@ StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
   if (sharded_) return sharded_->acquire(unit, pass);
   const ParamUnit& u = layout_.units().at(unit);
   if (!storage_.bf16_params) {
-    return UnitView{params_.data() + u.offset, grads_.data() + u.offset};
+    return UnitView{params_.data() + u.offset, nullptr, grads_.data() + u.offset};
   }
-  Widened& widened = widened_[unit];
-  if (widened.holds == 0) {
-    ASSIGN_OR_RETURN(widened.params,
-                     Tensor::create(device_.allocator(), {u.numel}, Category::kWorkspace));
-    device_.from_bf16(widened.params.data(), params_.bf16_data() + u.offset, u.numel);
-  }
-  if (storage_.bf16_grads && pass == Pass::kBackward && widened.grads.numel() == 0) {
+  // bf16: the parameters as stored (the ops read matrices in bf16, UnitParams widens vectors).
+  Held& held = held_[unit];
+  if (storage_.bf16_grads && pass == Pass::kBackward && held.grads.numel() == 0) {
     // The backward accumulates in fp32; the sum is added into the bf16 gradients on release.
-    ASSIGN_OR_RETURN(widened.grads,
+    ASSIGN_OR_RETURN(held.grads,
                      Tensor::create(device_.allocator(), {u.numel}, Category::kWorkspace));
-    device_.fill(widened.grads.data(), u.numel, 0.0f);
+    device_.fill(held.grads.data(), u.numel, 0.0f);
   }
-  ++widened.holds;
-  if (!storage_.bf16_grads) return UnitView{widened.params.data(), grads_.data() + u.offset};
-  return UnitView{widened.params.data(),
-                  widened.grads.numel() > 0 ? widened.grads.data() : nullptr};
+  ++held.holds;
+  UnitView view{nullptr, params_.bf16_data() + u.offset, nullptr};
+  if (!storage_.bf16_grads) {
+    view.grads = grads_.data() + u.offset;
+  } else if (held.grads.numel() > 0) {
+    view.grads = held.grads.data();
+  }
+  return view;
 }
 
 Status DataParallel::release(size_t unit, Pass pass) {
   if (sharded_) return sharded_->release(unit, pass);
   if (!storage_.bf16_params) return Status::ok();
-  Widened& widened = widened_.at(unit);
-  if (widened.holds == 0) {
+  Held& held = held_.at(unit);
+  if (held.holds == 0) {
     return failed("release of parameter unit {} that is not acquired",
                   layout_.units()[unit].name);
   }
-  if (--widened.holds > 0) return Status::ok();
-  if (widened.grads.numel() > 0) {
+  if (--held.holds > 0) return Status::ok();
+  if (held.grads.numel() > 0) {
     const ParamUnit& u = layout_.units()[unit];
-    device_.accumulate_bf16(grads_.bf16_data() + u.offset, widened.grads.data(), u.numel);
-    widened.grads = Tensor();
+    device_.accumulate_bf16(grads_.bf16_data() + u.offset, held.grads.data(), u.numel);
+    held.grads = Tensor();
   }
-  widened.params = Tensor();
   return Status::ok();
 }
-
 
 void DataParallel::zero_grads() {
   if (sharded_) {

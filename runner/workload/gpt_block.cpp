@@ -25,14 +25,14 @@ StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
   return t;
 }
 
-Status GptBlock::project_and_add(const float* in, int64_t k, const float* weight,
-                                 const float* bias, const float* residual,
+Status GptBlock::project_and_add(const float* in, int64_t k, Weight weight, const float* bias,
+                                 const float* residual,
                                  ActivationStore::Output& values, Tensor& out) {
   const auto& [B, T, C, NH, F, V] = shape_;
   ASSIGN_OR_RETURN(Tensor partial, scratch({B * T, C}));
   // Row-parallel outputs are partial sums over tp: only rank 0 adds the (replicated) bias.
-  device_.matmul_forward(partial.data(), in, weight, tp_.rank() == 0 ? bias : nullptr, B * T, k,
-                         C);
+  matmul_forward(device_, partial.data(), in, weight, tp_.rank() == 0 ? bias : nullptr, B * T, k,
+                 C);
   RETURN_IF_ERROR(tp_.exit_forward(partial.data(), values.data(), B, T, C));
   device_.residual_forward(values.data(), values.data(), residual,
                            tp_.local_tokens(B, T) * C);
@@ -50,12 +50,11 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   const int64_t c_local = C / tp;
   const int64_t f_local = F / tp;
   const int64_t heads_local = NH / tp;
-  const auto& p = w.param;
   using Output = ActivationStore::Output;
   ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
 
   ASSIGN_OR_RETURN(Output ln1,
-                   layernorm(x_in.data(), p[kLn1W], p[kLn1B], a.ln1, a.ln1_mean, a.ln1_rstd));
+                   layernorm(x_in.data(), w.vector(kLn1W), w.vector(kLn1B), a.ln1, a.ln1_mean, a.ln1_rstd));
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
@@ -63,7 +62,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
                    tp_.region_input(a.ln1, gathered, B, T, C, ln1.data()));
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
-  device_.matmul_forward(qkv.data(), ln1_full, p[kQkvW], p[kQkvB], N, C, 3 * c_local);
+  matmul_forward(device_, qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C,
+                 3 * c_local);
   store_.store(qkv, a.qkv);
   ln1 = Output();
   ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
@@ -77,18 +77,18 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
     store_.store(att, a.att);
     store_.store(atty, a.atty);
     qkv = Output();
-    RETURN_IF_ERROR(project_and_add(atty.data(), c_local, p[kAttProjW], p[kAttProjB],
+    RETURN_IF_ERROR(project_and_add(atty.data(), c_local, w.matrix(kAttProjW), w.vector(kAttProjB),
                                     x_in.data(), x2, a.x2));
   }
   x_in = ActivationStore::Input();
 
   ASSIGN_OR_RETURN(Output ln2,
-                   layernorm(x2.data(), p[kLn2W], p[kLn2B], a.ln2, a.ln2_mean, a.ln2_rstd));
+                   layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2, a.ln2_mean, a.ln2_rstd));
   ASSIGN_OR_RETURN(const float* ln2_full,
                    tp_.region_input(a.ln2, gathered, B, T, C, ln2.data()));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
   ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
-  device_.matmul_forward(fc.data(), ln2_full, p[kFcW], p[kFcB], N, C, f_local);
+  matmul_forward(device_, fc.data(), ln2_full, w.matrix(kFcW), w.vector(kFcB), N, C, f_local);
   store_.store(fc, a.fc);
   ln2 = Output();
   gathered = Tensor();
@@ -101,8 +101,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
     ASSIGN_OR_RETURN(a.out, store_.create({n, C}));
   }
   ASSIGN_OR_RETURN(Output out, store_.output(a.out));
-  return project_and_add(fc_gelu.data(), f_local, p[kFcProjW], p[kFcProjB], x2.data(), out,
-                         a.out);
+  return project_and_add(fc_gelu.data(), f_local, w.matrix(kFcProjW), w.vector(kFcProjB),
+                         x2.data(), out, a.out);
 }
 
 Status GptBlock::forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {
@@ -125,8 +125,6 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   const int64_t c_local = C / tp;
   const int64_t f_local = F / tp;
   const int64_t heads_local = NH / tp;
-  const auto& p = w.param;
-  const auto& g = w.grad;
   using Input = ActivationStore::Input;
 
   if (!a.complete()) RETURN_IF_ERROR(run_forward(w, x, a));  // full recompute
@@ -148,8 +146,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
   {
     ASSIGN_OR_RETURN(Input fc_gelu, store_.input(a.fc_gelu));
-    device_.matmul_backward(d_fc_gelu.data(), g[kFcProjW], g[kFcProjB], d_full.data(),
-                            fc_gelu.data(), p[kFcProjW], N, f_local, C);
+    matmul_backward(device_, d_fc_gelu.data(), w.grad(kFcProjW), w.grad(kFcProjB),
+                    d_full.data(), fc_gelu.data(), w.matrix(kFcProjW), N, f_local, C);
   }
   // Buffers are released as soon as backward is done with them, as autograd frees them: the
   // block's peak is its largest live set, not the sum of its intermediates.
@@ -162,8 +160,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
-  device_.matmul_backward(d_ln2_full.data(), g[kFcW], g[kFcB], d_fc.data(), ln2_full, p[kFcW], N,
-                          C, f_local);
+  matmul_backward(device_, d_ln2_full.data(), w.grad(kFcW), w.grad(kFcB), d_fc.data(), ln2_full,
+                  w.matrix(kFcW), N, C, f_local);
   d_fc = Tensor();
   ln2_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
@@ -173,8 +171,9 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   device_.copy(d_x2.data(), dout, n * C);  // the residual passes dout straight through
   {
     ASSIGN_OR_RETURN(Input x2, store_.input(a.x2));
-    device_.layernorm_backward(d_x2.data(), g[kLn2W], g[kLn2B], d_ln2.data(), x2.data(),
-                               p[kLn2W], a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
+    device_.layernorm_backward(d_x2.data(), w.grad(kLn2W), w.grad(kLn2B), d_ln2.data(),
+                               x2.data(), w.vector(kLn2W), a.ln2_mean.data(),
+                               a.ln2_rstd.data(), n, C);
   }
   d_ln2 = Tensor();
   a.ln2 = Tensor();
@@ -185,8 +184,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
   {
     ASSIGN_OR_RETURN(Input atty, store_.input(a.atty));
-    device_.matmul_backward(d_atty.data(), g[kAttProjW], g[kAttProjB], d_full.data(),
-                            atty.data(), p[kAttProjW], N, c_local, C);
+    matmul_backward(device_, d_atty.data(), w.grad(kAttProjW), w.grad(kAttProjB),
+                    d_full.data(), atty.data(), w.matrix(kAttProjW), N, c_local, C);
   }
   d_full = Tensor();
   a.atty = Tensor();
@@ -202,8 +201,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   a.qkv = Tensor();
   ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(a.ln1, ln1_gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
-  device_.matmul_backward(d_ln1_full.data(), g[kQkvW], g[kQkvB], d_qkv.data(), ln1_full,
-                          p[kQkvW], N, C, 3 * c_local);
+  matmul_backward(device_, d_ln1_full.data(), w.grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
+                  ln1_full, w.matrix(kQkvW), N, C, 3 * c_local);
   d_qkv = Tensor();
   ln1_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln1, scratch({n, C}));
@@ -211,8 +210,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_ln1_full = Tensor();
   device_.residual_forward(dx, dx, d_x2.data(), n * C);  // the residual path into x
   ASSIGN_OR_RETURN(Input x_in, store_.input(x));
-  device_.layernorm_backward(dx, g[kLn1W], g[kLn1B], d_ln1.data(), x_in.data(), p[kLn1W],
-                             a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
+  device_.layernorm_backward(dx, w.grad(kLn1W), w.grad(kLn1B), d_ln1.data(), x_in.data(),
+                             w.vector(kLn1W), a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
   a = BlockActivations();
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <utility>
 
 #include "core/status.h"
 #include "runner/device/device.h"
@@ -14,6 +15,7 @@
 #include "runner/workload/activation_store.h"
 #include "runner/workload/gpt_specs.h"
 #include "runner/workload/tensor_parallel.h"
+#include "runner/workload/unit_params.h"
 #include "runner/workload/workload_config.h"
 
 namespace partrain::runner {
@@ -28,10 +30,19 @@ struct GptShape {
   int64_t V = 2;   // vocabulary (global)
 };
 
-// Pointers to this rank's shard of a block's parameters and gradients, by GptBlockParam.
-struct BlockWeights {
-  std::array<const float*, kGptBlockParams> param{};
-  std::array<float*, kGptBlockParams> grad{};
+// This rank's shard of a block's parameters as the ops read them (UnitParams: the matrices as
+// stored, the vectors in fp32) and where their gradients accumulate, by GptBlockParam.
+class BlockWeights {
+ public:
+  BlockWeights(UnitParams unit, const std::array<int64_t, kGptBlockParams>& offsets)
+      : unit_(std::move(unit)), offsets_(offsets) {}
+  Weight matrix(GptBlockParam p) const { return unit_.matrix(offsets_[p]); }
+  const float* vector(GptBlockParam p) const { return unit_.vector(offsets_[p]); }
+  float* grad(GptBlockParam p) const { return unit_.grad(offsets_[p]); }
+
+ private:
+  UnitParams unit_;
+  std::array<int64_t, kGptBlockParams> offsets_;
 };
 
 // What a block keeps between its forward and backward for one micro-batch: the layernorm
@@ -67,7 +78,7 @@ class GptBlock {
   // out = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this rank's
   // slice of the inner dimension) summed over tp, then the residual; written through `values`
   // (store_.output(out)), which keeps the stored values for the next op.
-  Status project_and_add(const float* in, int64_t k, const float* weight, const float* bias,
+  Status project_and_add(const float* in, int64_t k, Weight weight, const float* bias,
                          const float* residual, ActivationStore::Output& values, Tensor& out);
   StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
 

@@ -14,6 +14,7 @@ GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute
     : device_(device),
       tp_(tp),
       shape_(shape),
+      layout_(layout),
       access_(access),
       placement_(std::move(placement)),
       store_(device, activations),
@@ -41,7 +42,8 @@ GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute
 StatusOr<GptChunk::Bound> GptChunk::bind(const std::string& name, Pass pass) {
   const ParamRef& ref = refs_.at(name);
   ASSIGN_OR_RETURN(UnitView view, access_.acquire(ref.unit, pass));
-  return Bound{view.params + ref.offset, view.grads ? view.grads + ref.offset : nullptr};
+  ASSIGN_OR_RETURN(UnitParams unit, UnitParams::bind(device_, view, layout_.units()[ref.unit]));
+  return Bound{std::move(unit), ref.offset};
 }
 
 Status GptChunk::unbind(const std::string& name, Pass pass) {
@@ -51,12 +53,8 @@ Status GptChunk::unbind(const std::string& name, Pass pass) {
 StatusOr<BlockWeights> GptChunk::bind_block(size_t i, Pass pass) {
   const BlockRefs& refs = blocks_[i];
   ASSIGN_OR_RETURN(UnitView view, access_.acquire(refs.unit, pass));
-  BlockWeights w;
-  for (size_t k = 0; k < refs.offsets.size(); ++k) {
-    w.param[k] = view.params + refs.offsets[k];
-    w.grad[k] = view.grads ? view.grads + refs.offsets[k] : nullptr;
-  }
-  return w;
+  ASSIGN_OR_RETURN(UnitParams unit, UnitParams::bind(device_, view, layout_.units()[refs.unit]));
+  return BlockWeights(std::move(unit), refs.offsets);
 }
 
 StatusOr<Tensor> GptChunk::tensor(std::vector<int64_t> shape, Category category) {
@@ -74,9 +72,9 @@ Status GptChunk::embed_forward(const MicroBatch& batch, Tensor& x0) {
   ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kForward));
   // Vocab-parallel embedding (Megatron): each rank looks up its rows of wte, the partial sums are
   // reduced; the replicated position embedding is added by one rank only.
-  device_.embedding_forward_vocab_range(partial.data(), batch.token_ids(), wte.param,
-                                        tp_.rank() == 0 ? wpe.param : nullptr, B, T, C, v_start,
-                                        v_start + v_local);
+  embedding_forward_vocab_range(device_, partial.data(), batch.token_ids(), wte.matrix(),
+                                tp_.rank() == 0 ? wpe.matrix() : Weight{}, B, T, C, v_start,
+                                v_start + v_local);
   RETURN_IF_ERROR(unbind("wpe", Pass::kForward));
   RETURN_IF_ERROR(unbind("wte", Pass::kForward));
   ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(x0));
@@ -94,8 +92,8 @@ Status GptChunk::embed_backward(const MicroBatch& batch, const float* dx0) {
   ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
   ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kBackward));
   // Every rank updates its replica of wpe from the full gradient, so the replicas stay equal.
-  device_.embedding_backward_vocab_range(wte.grad, wpe.grad, d_full.data(), batch.token_ids(),
-                                         B, T, C, v_start, v_start + v_local);
+  device_.embedding_backward_vocab_range(wte.grad(), wpe.grad(), d_full.data(),
+                                         batch.token_ids(), B, T, C, v_start, v_start + v_local);
   RETURN_IF_ERROR(unbind("wpe", Pass::kBackward));
   return unbind("wte", Pass::kBackward);
 }
@@ -113,8 +111,8 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
     ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
     ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kForward));
     ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kForward));
-    device_.layernorm_forward(lnf.data(), h.mean.data(), h.rstd.data(), x_in.data(), w.param,
-                              b.param, n, C);
+    device_.layernorm_forward(lnf.data(), h.mean.data(), h.rstd.data(), x_in.data(),
+                              w.vector(), b.vector(), n, C);
     store_.store(lnf, h.lnf);
     RETURN_IF_ERROR(unbind("lnfb", Pass::kForward));
     RETURN_IF_ERROR(unbind("lnfw", Pass::kForward));
@@ -128,7 +126,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
   {
     // The tied wte is acquired for each of its uses (embedding, head), as FSDP gathers it.
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kForward));
-    device_.matmul_forward(h.logits.data(), lnf_full, wte.param, nullptr, N, C, v_local);
+    matmul_forward(device_, h.logits.data(), lnf_full, wte.matrix(), nullptr, N, C, v_local);
     RETURN_IF_ERROR(unbind("wte", Pass::kForward));
   }
   if (tp_.size() == 1) {
@@ -171,8 +169,8 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
-    device_.matmul_backward(d_lnf_full.data(), wte.grad, nullptr, dlogits.data(), lnf_full,
-                            wte.param, N, C, v_local);
+    matmul_backward(device_, d_lnf_full.data(), wte.grad(), nullptr, dlogits.data(), lnf_full,
+                    wte.matrix(), N, C, v_local);
     RETURN_IF_ERROR(unbind("wte", Pass::kBackward));
   }
   ASSIGN_OR_RETURN(Tensor d_lnf, tensor({n, C}, Category::kWorkspace));
@@ -181,7 +179,7 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
   ASSIGN_OR_RETURN(Bound w, bind("lnfw", Pass::kBackward));
   ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kBackward));
-  device_.layernorm_backward(dx, w.grad, b.grad, d_lnf.data(), x_in.data(), w.param,
+  device_.layernorm_backward(dx, w.grad(), b.grad(), d_lnf.data(), x_in.data(), w.vector(),
                              h.mean.data(), h.rstd.data(), n, C);
   RETURN_IF_ERROR(unbind("lnfb", Pass::kBackward));
   RETURN_IF_ERROR(unbind("lnfw", Pass::kBackward));

@@ -14,6 +14,7 @@
 #include "runner/workload/model_chunk.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
+#include "runner/workload/unit_params.h"
 
 namespace partrain::runner {
 
@@ -59,9 +60,13 @@ class GptChunk final : public ModelChunk {
     size_t unit = 0;
     int64_t offset = 0;
   };
+  // A named parameter of an acquired unit, as the ops read it (UnitParams).
   struct Bound {
-    const float* param = nullptr;
-    float* grad = nullptr;  // null in forward under ZeRO-2 and FSDP
+    UnitParams unit;
+    int64_t offset = 0;
+    Weight matrix() const { return unit.matrix(offset); }
+    const float* vector() const { return unit.vector(offset); }
+    float* grad() const { return unit.grad(offset); }  // null in forward under ZeRO-2 and FSDP
   };
   struct BlockRefs {
     size_t unit = 0;
@@ -81,6 +86,7 @@ class GptChunk final : public ModelChunk {
   Device& device_;
   TensorParallel& tp_;
   GptShape shape_;
+  const ParamLayout& layout_;
   ParamAccess& access_;
   ChunkPlacement placement_;
   ActivationStore store_;

@@ -45,7 +45,7 @@ StatusOr<Tensor> MlpChunk::tensor(std::vector<int64_t> shape, Category category)
   return t;
 }
 
-Status MlpChunk::layer_forward(size_t i, const float* w, Layer& layer) {
+Status MlpChunk::layer_forward(size_t i, Weight w, Layer& layer) {
   const int layer_index = placement_.layers[i];
   const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
   const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
@@ -56,10 +56,10 @@ Status MlpChunk::layer_forward(size_t i, const float* w, Layer& layer) {
     if (row_parallel(layer_index)) {
       // x is this rank's slice of the column-parallel layer's output; the products are partial.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      device_.matmul_forward(partial.data(), x.data(), w, nullptr, B_, in, H_);
+      matmul_forward(device_, partial.data(), x.data(), w, nullptr, B_, in, H_);
       RETURN_IF_ERROR(tp_.exit_forward(partial.data(), pre.data(), B_, 1, H_));
     } else {
-      device_.matmul_forward(pre.data(), x.data(), w, nullptr, B_, in, width);
+      matmul_forward(device_, pre.data(), x.data(), w, nullptr, B_, in, width);
     }
   }
   store_.store(pre, layer.pre);
@@ -87,7 +87,7 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
       RETURN_IF_ERROR(store_.copy(layers[i].input, *input));
     }
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kForward));
-    RETURN_IF_ERROR(layer_forward(i, view.params, layers[i]));
+    RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layers[i]));
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kForward));
     if (recompute_ == Recompute::kFull && i + 1 < layers.size()) {
       // Only each layer's input survives; the last output feeds the loss or the next stage.
@@ -124,7 +124,7 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
                                micro_batch);
     Layer& layer = layers[i];
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kBackward));
-    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, view.params, layer));
+    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layer));
     const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
     const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(Tensor dpre, tensor({B_, width}, Category::kWorkspace));
@@ -137,12 +137,12 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
     if (column_parallel(layer_index)) {
       // The input was replicated: its gradient is summed over the ranks' output slices.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      device_.matmul_backward(partial.data(), view.grads, nullptr, dpre.data(), x.data(),
-                              view.params, B_, in, width);
+      matmul_backward(device_, partial.data(), view.grads, nullptr, dpre.data(), x.data(),
+                      matrix_at(view, 0), B_, in, width);
       RETURN_IF_ERROR(tp_.enter_backward(partial.data(), dx.data(), B_, 1, H_));
     } else {
-      device_.matmul_backward(dx.data(), view.grads, nullptr, dpre.data(), x.data(),
-                              view.params, B_, in, width);
+      matmul_backward(device_, dx.data(), view.grads, nullptr, dpre.data(), x.data(),
+                      matrix_at(view, 0), B_, in, width);
     }
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kBackward));
     dy = std::move(dx);

@@ -15,6 +15,7 @@
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 #include "runner/workload/tensor_parallel.h"
+#include "runner/workload/unit_params.h"
 #include "runner/workload/workload_config.h"
 
 namespace partrain::runner {
@@ -49,7 +50,7 @@ class MlpChunk final : public ModelChunk {
   bool row_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 1; }
   // w: the layer's weight, acquired by the caller; fills layer.pre and layer.out from
   // layer.input.
-  Status layer_forward(size_t i, const float* w, Layer& layer);
+  Status layer_forward(size_t i, Weight w, Layer& layer);
   StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
 
   Device& device_;

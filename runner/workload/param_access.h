@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/status.h"
 
@@ -16,9 +17,9 @@ enum class Pass { kForward, kBackward };
 // How the data-parallel engine stores the model states (docs/ops.md "bf16 model states"). By
 // default fp32, the parameters updated in place by AdamW. bf16_params: bf16, with an fp32 master
 // beside AdamW's moments (optimizer category); AdamW updates the master and writes it back
-// rounded, and the ops read a unit's parameters widened to fp32 while it is acquired.
-// bf16_grads (with bf16_params): bf16 gradients; a backward use of a unit accumulates into an fp32
-// copy that is added, rounded, into them on release.
+// rounded. The ops read a unit's matrices in bf16 as they are stored and its vectors widened
+// (UnitParams). bf16_grads (with bf16_params): bf16 gradients; a backward use of a unit
+// accumulates into an fp32 copy that is added, rounded, into them on release.
 struct StateStorage {
   bool bf16_params = false;
   bool bf16_grads = false;
@@ -26,9 +27,12 @@ struct StateStorage {
 
 // A unit's full (unsharded over dp) parameters and, in a backward pass, where its gradients
 // accumulate; both laid out as the unit's slice of the flat ParamLayout (offset 0 = the unit's
-// first parameter). grads is null in a forward pass under ZeRO-2 and FSDP.
+// first parameter). The parameters are fp32 (params) or, under StateStorage::bf16_params, bf16
+// as stored (bf16_params); the other pointer is null. grads is null in a forward pass under
+// ZeRO-2 and FSDP.
 struct UnitView {
   const float* params = nullptr;
+  const uint16_t* bf16_params = nullptr;
   float* grads = nullptr;
 };
 

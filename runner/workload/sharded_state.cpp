@@ -104,11 +104,11 @@ float* ShardedState::owned_master(size_t unit) {
   return bf16() ? master_.data() + shards_.unit(unit).shard_offset : owned_params(unit);
 }
 
-StatusOr<Tensor> ShardedState::widen(size_t unit, const uint16_t* gathered) {
-  const int64_t n = shards_.unit(unit).shard * dp_.size();
-  ASSIGN_OR_RETURN(Tensor full, Tensor::create(device_.allocator(), {n}, Category::kWorkspace));
-  device_.from_bf16(full.data(), gathered, n);
-  return full;
+const uint16_t* ShardedState::full_bf16_params(size_t unit, const Held& held) {
+  if (stage_ == 3 && dp_.size() > 1) return held.gathered.bf16_data();
+  // ZeRO-2 stores every unit whole; FSDP over one rank owns all of it.
+  return stage_ == 2 ? params_.bf16_data() + shards_.unit(unit).padded_offset
+                     : owned_bf16_params(unit);
 }
 
 StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
@@ -116,9 +116,6 @@ StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
   if (held.holds++ == 0) {
     if (stage_ == 3) {
       ASSIGN_OR_RETURN(held.gathered, gather(unit, pass));
-    } else if (bf16()) {  // ZeRO-2 stores the whole unit
-      ASSIGN_OR_RETURN(held.gathered,
-                       widen(unit, params_.bf16_data() + shards_.unit(unit).padded_offset));
     }
     if (pass == Pass::kBackward) {
       // The reduce-scatter's send buffer: transient, so counted as comm (like a DDP bucket
@@ -130,8 +127,12 @@ StatusOr<UnitView> ShardedState::acquire(size_t unit, Pass pass) {
     }
   }
   UnitView view;
-  view.params = stage_ == 3 || bf16() ? held.gathered.data()
-                                     : params_.data() + shards_.unit(unit).padded_offset;
+  if (bf16()) {
+    view.bf16_params = full_bf16_params(unit, held);
+  } else {
+    view.params = stage_ == 3 ? held.gathered.data()
+                              : params_.data() + shards_.unit(unit).padded_offset;
+  }
   view.grads = held.staging.numel() > 0 ? held.staging.data() : nullptr;
   return view;
 }
@@ -165,13 +166,11 @@ StatusOr<Tensor> ShardedState::gather(size_t unit, Pass pass) {
     if (work) RETURN_IF_ERROR(work->wait());
   }
   RETURN_IF_ERROR(prefetch_after(unit, pass));
-  if (!bf16()) return buffer;
-  // Widened from the gathered bf16 (dp 1: from this rank's own), which is then freed.
-  return widen(unit, dp_.size() == 1 ? owned_bf16_params(unit) : buffer.bf16_data());
+  return buffer;
 }
 
 StatusOr<Tensor> ShardedState::gather_buffer(size_t unit) {
-  if (bf16() && dp_.size() == 1) return Tensor();  // widened straight from the rank's own
+  if (bf16() && dp_.size() == 1) return Tensor();  // read straight from the rank's own
   return Tensor::create(device_.allocator(), {shards_.unit(unit).shard * dp_.size()},
                         Category::kComm, bf16() ? ElementType::kBf16 : ElementType::kF32);
 }

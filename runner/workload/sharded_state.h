@@ -4,7 +4,7 @@
 // gradient shard as soon as the use ends, for every micro-batch; FSDP all-gathers a unit's
 // parameters before each use, frees them after, and prefetches the next unit's gather. With bf16
 // parameter storage the gathers move bf16 (half the bytes), the fp32 master is sharded with the
-// AdamW moments, and a unit's parameters are widened to fp32 (workspace) for the time it is held.
+// AdamW moments, and the ops read a unit's bf16 parameters as gathered (UnitParams).
 // With bf16 gradients the owned gradient shard is bf16: each reduce-scatter (fp32, from the fp32
 // staging) is added into it rounded.
 #pragma once
@@ -53,8 +53,8 @@ class ShardedState final : public ParamAccess {
  private:
   struct Held {
     int holds = 0;
-    // FSDP: the unit's full parameters while in use (comm); bf16 storage: widened to fp32, under
-    // FSDP and ZeRO-2 alike (workspace).
+    // FSDP: the unit's full parameters while in use (comm), fp32 or bf16 as stored (none under
+    // bf16 at dp 1: the rank's own are the whole unit).
     Tensor gathered;
     Tensor staging;   // backward: the unit's full gradients while produced (comm)
   };
@@ -89,15 +89,15 @@ class ShardedState final : public ParamAccess {
   float* owned_master(size_t unit);
   bool bf16() const { return storage_.bf16_params; }
   Status initialise_params(uint64_t seed, int layers, TpShard tp_shard);
-  // bf16: the unit's full parameters, `gathered` bf16 (nullptr: this rank's own, dp 1), in fp32.
-  StatusOr<Tensor> widen(size_t unit, const uint16_t* gathered);
+  // bf16: the unit's full parameters while `held`: gathered (FSDP over dp > 1) or as stored.
+  const uint16_t* full_bf16_params(size_t unit, const Held& held);
   float* owned_grads(size_t unit) { return grads_.data() + shards_.unit(unit).shard_offset; }
   uint16_t* owned_bf16_grads(size_t unit) {
     return grads_.bf16_data() + shards_.unit(unit).shard_offset;
   }
   StatusOr<Tensor> gather(size_t unit, Pass pass);
-  // What a gather of `unit` lands in: fp32 or bf16 (comm); empty for bf16 at dp 1, which widens
-  // straight from the rank's own shard.
+  // What a gather of `unit` lands in: fp32 or bf16 (comm); empty for bf16 at dp 1, which reads
+  // the rank's own shard.
   StatusOr<Tensor> gather_buffer(size_t unit);
   comm::WorkPtr launch_gather(size_t unit, Tensor& buffer);
   Status prefetch_after(size_t unit, Pass pass);

@@ -186,6 +186,52 @@ class CudaDeviceTest : public ::testing::Test {
     return largest_error;
   }
 
+  // Weights and tables stored in bf16 (bf16 model states) against the CPU in the fixture's
+  // precision: its bf16-weight ops are the fp32 ones on the widened values (CpuDeviceBf16Weights),
+  // so the GPU's read of the stored bits (as they lie under bf16 GEMMs, widened in fp32 mode)
+  // must agree with it as any GEMM does, and the embedding's gather exactly.
+  void compare_bf16_weights() {
+    CpuDevice cpu(CpuDeviceOptions{.precision = precision()});
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(::testing::Message() << "N " << s.N() << " C " << s.C << " OC " << s.OC);
+      const int64_t N = s.N(), C = s.C, OC = s.OC;
+      const auto inp = random_values(N * C, 11), bias = random_values(OC, 13),
+                 dout = random_values(N * OC, 14);
+      std::vector<uint16_t> weight(OC * C);
+      cpu.to_bf16(weight.data(), random_values(OC * C, 12).data(), OC * C);
+      float* gpu_inp = on_gpu(inp);
+      uint16_t* gpu_weight = on_gpu(weight);
+      std::vector<float> out(N * OC);
+      cpu.matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);
+      float* gpu_out = on_gpu(std::vector<float>(N * OC, 7.0f));
+      gpu_->matmul_forward(gpu_out, gpu_inp, gpu_weight, on_gpu(bias), N, C, OC);
+      expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "out");
+      auto dinp = random_values(N * C, 15), dweight = random_values(OC * C, 16);
+      float* gpu_dinp = on_gpu(dinp);
+      float* gpu_dweight = on_gpu(dweight);
+      cpu.matmul_backward(dinp.data(), dweight.data(), nullptr, dout.data(), inp.data(),
+                          weight.data(), N, C, OC);
+      gpu_->matmul_backward(gpu_dinp, gpu_dweight, nullptr, on_gpu(dout), gpu_inp, gpu_weight, N,
+                            C, OC);
+      expect_close(from_gpu(gpu_dinp, dinp.size()), dinp, kFp32Tolerance, "dinp");
+      expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, kFp32Tolerance, "dweight");
+    }
+    // The embedding: rows [2, 6) of a (8, 16) table, positions added, tokens outside give zero.
+    constexpr int64_t B = 2, T = 4, E = 16;
+    const std::vector<int32_t> tokens = {0, 2, 5, 7, 3, 3, 6, 1};
+    std::vector<uint16_t> wte(8 * E), wpe(T * E);
+    cpu.to_bf16(wte.data(), random_values(wte.size(), 17).data(), 8 * E);
+    cpu.to_bf16(wpe.data(), random_values(wpe.size(), 18).data(), T * E);
+    std::vector<float> rows(B * T * E);
+    cpu.embedding_forward_vocab_range(rows.data(), tokens.data(), wte.data() + 2 * E, wpe.data(),
+                                      B, T, E, 2, 6);
+    float* gpu_rows = on_gpu(std::vector<float>(rows.size(), 7.0f));
+    gpu_->embedding_forward_vocab_range(gpu_rows, on_gpu(tokens), on_gpu(wte) + 2 * E,
+                                        on_gpu(wpe), B, T, E, 2, 6);
+    EXPECT_EQ(from_gpu(gpu_rows, rows.size()), rows);
+    EXPECT_TRUE(cpu.status().is_ok()) << cpu.status().message();
+  }
+
   CpuDevice cpu_;
   std::unique_ptr<Device> gpu_;
   std::vector<TrackedBuffer> buffers_;  // after gpu_: freed before its allocator goes
@@ -301,6 +347,25 @@ TEST_F(CudaDeviceTest, Bf16StorageMatchesTheCpuBitForBit) {
   std::vector<uint16_t> copied_bits(values.size());
   gpu_->download(copied_bits.data(), copied, copied_bits.size() * sizeof(uint16_t));
   EXPECT_EQ(copied_bits, want_bits);
+  // store_bf16: the bits and the rounded values in one pass, from an aligned start (four values
+  // a thread, then the tail) and from an unaligned one (one a thread).
+  for (const int64_t offset : {int64_t{0}, int64_t{1}}) {
+    SCOPED_TRACE(::testing::Message() << "offset " << offset);
+    std::vector<uint16_t> kept_bits(values.size() - offset);
+    std::vector<float> kept_values(values.begin() + offset, values.end());
+    cpu_.store_bf16(kept_bits.data(), kept_values.data(), n - offset);
+    uint16_t* gpu_bits = on_gpu(std::vector<uint16_t>(values.size(), 0xabcd));
+    float* gpu_values = on_gpu(values);
+    gpu_->store_bf16(gpu_bits + offset, gpu_values + offset, n - offset);
+    std::vector<uint16_t> got_bits(values.size());
+    gpu_->download(got_bits.data(), gpu_bits, got_bits.size() * sizeof(uint16_t));
+    EXPECT_EQ(std::vector<uint16_t>(got_bits.begin() + offset, got_bits.end()), kept_bits);
+    if (offset > 0) {
+      EXPECT_EQ(got_bits[0], 0xabcd);  // nothing before the start is written
+    }
+    const std::vector<float> got_values = from_gpu(gpu_values, values.size());
+    EXPECT_EQ(std::vector<float>(got_values.begin() + offset, got_values.end()), kept_values);
+  }
   gpu_->zero_bf16(stored, n - 1);  // the last element keeps its value
   gpu_->download(bits.data(), stored, bits.size() * sizeof(uint16_t));
   std::vector<uint16_t> zeroed(values.size(), 0);
@@ -311,6 +376,8 @@ TEST_F(CudaDeviceTest, Bf16StorageMatchesTheCpuBitForBit) {
 TEST_F(CudaDeviceTest, MatmulForwardAndBackwardAccumulate) {
   for (const Shape& s : kShapes) compare_matmul(s, kFp32Tolerance);
 }
+
+TEST_F(CudaDeviceTest, Bf16WeightsAreWidenedForFp32Gemms) { compare_bf16_weights(); }
 
 TEST_F(CudaDeviceTest, GemmTotalsCountEveryMatmul) {
   const int64_t N = 64, C = 96, OC = 80;
@@ -650,6 +717,8 @@ TEST_F(CudaDeviceBf16Test, MatmulMatchesTheCpusBf16Reference) {
   for (const Shape& s : kShapes) compare_matmul(s, kFp32Tolerance, &cpu_bf16);
   EXPECT_TRUE(cpu_bf16.status().is_ok()) << cpu_bf16.status().message();
 }
+
+TEST_F(CudaDeviceBf16Test, Bf16WeightsGoToTheTensorCoresAsStored) { compare_bf16_weights(); }
 
 // Attention's products go through the tensor cores as TF32 in bf16 mode.
 TEST_F(CudaDeviceBf16Test, AttentionWithinBf16Tolerance) { compare_attention(kBf16Tolerance); }

@@ -200,6 +200,30 @@ TEST(Workload, Bf16StoresTheModelStatesAsTheRecipeSays) {
   }
 }
 
+// Under bf16 parameters the ops read each layer's matrices as stored: no fp32 copy of a unit is
+// made when it is acquired, only of its vectors (norm weights, biases). A wide layer over a few
+// tokens makes such a copy the largest thing workspace could hold: hidden 256, one layer of
+// 12 x 256^2 + 13 x 256 parameters (3.16 MB in fp32), 8 tokens a micro-batch. What is left is the
+// CPU device's fp32 GEMM operands (its sgemm reads fp32: the widest weight, fc's 1024 x 256, is
+// 1.05 MB) and the small activations.
+TEST(Workload, Bf16ParametersAreReadAsStoredWithoutAnFp32Copy) {
+  constexpr int64_t C = 256;
+  constexpr int64_t kLayerFp32Bytes = (12 * C * C + 13 * C) * 4;
+  for (const char* layout : {"-n 1", "-n 2 --zero 2", "-n 2 --zero 3"}) {
+    const std::string args = fmt::format(
+        "-q launch {} --workload gpt --hidden {} --heads 4 --seq 8 --vocab 128 --layers 1 "
+        "--micro-batch 1 --global-batch 2 --steps 2 --precision bf16-fp32grad --json",
+        layout, C);
+    CommandResult r = run_partrain(args);
+    ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+    const nlohmann::json run = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(run.is_discarded()) << r.out;
+    const int64_t workspace = run["memory_peak_bytes"]["0"]["workspace"].get<int64_t>();
+    EXPECT_LT(workspace, kLayerFp32Bytes / 2) << layout;
+    EXPECT_GE(workspace, 1024 * C * 4) << layout;  // fc's weight, widened for sgemm
+  }
+}
+
 // Pipeline layouts: 8 layers and 4 micro-batches per step, so pp 4 with 2 virtual stages fits.
 class PipelineEquivalence : public ::testing::TestWithParam<const char*> {
  protected:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "runner/ops/attention.h"
@@ -133,6 +134,12 @@ TEST_F(CpuDeviceDispatch, Bf16StorageRoundsAndWidensExactly) {
   EXPECT_EQ(copied.back(), 0xabcd);  // n values, no more
   device.zero_bf16(sum.data(), 2);
   EXPECT_EQ(sum, std::vector<uint16_t>(2, 0));
+  // store_bf16 is to_bf16 and from_bf16 in one pass: the bits, and the values rounded in place.
+  std::vector<uint16_t> kept(x.size());
+  std::vector<float> values = x;
+  device.store_bf16(kept.data(), values.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(kept, stored);
+  EXPECT_EQ(values, want);
 }
 
 TEST_F(CpuDeviceDispatch, ElementwiseAndMemory) {
@@ -329,6 +336,81 @@ TEST_F(CpuDeviceBf16, AMatmulWithoutWorkspaceFailsAndWritesNothing) {
   EXPECT_EQ(dx, std::vector<float>(N * C, 0.0f));
   EXPECT_FALSE(device.status().is_ok());
 }
+
+// Matrix parameters stored in bf16 (bf16 model states) are read by the matmul and embedding
+// ops as they lie: the results are those of the fp32 ops on the widened values, bit for bit, in
+// both GEMM precisions (a bf16 GEMM's rounding leaves a bf16 value as it is).
+class CpuDeviceBf16Weights : public ::testing::TestWithParam<GemmPrecision> {
+ protected:
+  static constexpr int64_t N = 6, C = 40, OC = 24;
+  static std::vector<float> widened(const std::vector<uint16_t>& stored) {
+    std::vector<float> values(stored.size());
+    ops::from_bf16(values.data(), stored.data(), static_cast<int64_t>(stored.size()));
+    return values;
+  }
+  static std::vector<uint16_t> stored(const std::vector<float>& values) {
+    std::vector<uint16_t> bits(values.size());
+    ops::to_bf16(bits.data(), values.data(), static_cast<int64_t>(values.size()));
+    return bits;
+  }
+  CpuDevice cpu{CpuDeviceOptions{.precision = GetParam()}};
+  Device& device = cpu;
+  std::vector<float> x = random_values(N * C, 31), bias = random_values(OC, 33),
+                     dout = random_values(N * OC, 34);
+  std::vector<uint16_t> w = stored(random_values(OC * C, 32));
+};
+
+TEST_P(CpuDeviceBf16Weights, MatmulReadsTheStoredWeightAsItsWidenedValues) {
+  const std::vector<float> w_fp32 = widened(w);
+  std::vector<float> out(N * OC), want(N * OC);
+  device.matmul_forward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  device.matmul_forward(want.data(), x.data(), w_fp32.data(), bias.data(), N, C, OC);
+  EXPECT_EQ(out, want);
+  std::vector<float> dx(N * C, 0.5f), dw(OC * C, -0.25f), db(OC, 1.0f);
+  std::vector<float> want_dx = dx, want_dw = dw, want_db = db;
+  device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
+                         OC);
+  device.matmul_backward(want_dx.data(), want_dw.data(), want_db.data(), dout.data(), x.data(),
+                         w_fp32.data(), N, C, OC);
+  EXPECT_EQ(dx, want_dx);
+  EXPECT_EQ(dw, want_dw);
+  EXPECT_EQ(db, want_db);
+  // And the products are of the stored values: a different weight gives a different output.
+  std::vector<uint16_t> other = w;
+  other[0] ^= 0x4000;
+  device.matmul_forward(out.data(), x.data(), other.data(), bias.data(), N, C, OC);
+  EXPECT_NE(out, want);
+  EXPECT_TRUE(device.status().is_ok());
+  // The widened weight is workspace the device keeps (its A operand), as the rounded ones are.
+  EXPECT_GE(device.allocator().current_bytes(memory::Category::kWorkspace),
+            sizeof(float) * OC * C);
+}
+
+TEST_P(CpuDeviceBf16Weights, EmbeddingReadsStoredTablesAsTheirWidenedValues) {
+  constexpr int64_t B = 2, T = 3, V = 5, E = 4;
+  const std::vector<int32_t> tokens = {0, 4, 2, 1, 4, 3};
+  const std::vector<uint16_t> wte = stored(random_values(V * E, 35)),
+                              wpe = stored(random_values(T * E, 36));
+  // Rows [1, 4) of wte: tokens 0 and 4 fall outside the shard and contribute zero.
+  std::vector<float> out(B * T * E), want(B * T * E);
+  device.embedding_forward_vocab_range(out.data(), tokens.data(), wte.data() + E, wpe.data(), B,
+                                       T, E, 1, 4);
+  ops::embedding_forward_vocab_range(want.data(), tokens.data(), widened(wte).data() + E,
+                                     widened(wpe).data(), B, T, E, 1, 4);
+  EXPECT_EQ(out, want);
+  device.embedding_forward_vocab_range(out.data(), tokens.data(), wte.data(), nullptr, B, T, E, 0,
+                                       V);
+  ops::embedding_forward(want.data(), tokens.data(), widened(wte).data(), nullptr, B, T, E);
+  EXPECT_EQ(out, want);
+}
+
+std::string precision_name(const ::testing::TestParamInfo<GemmPrecision>& precision) {
+  return precision.param == GemmPrecision::kBf16 ? "Bf16Gemms" : "Fp32Gemms";
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CpuDeviceBf16Weights,
+                         ::testing::Values(GemmPrecision::kFp32, GemmPrecision::kBf16),
+                         precision_name);
 
 }  // namespace
 }  // namespace partrain::runner

@@ -128,6 +128,12 @@ TEST_F(IsolatedCpuDeviceTest, Bf16StorageIsCheckedInTwoByteElements) {
   std::vector<float> widened = download(back);
   widened.resize(128);
   EXPECT_EQ(widened, want);
+  // store_bf16: the bits and the rounded values in one op, as the CPU's.
+  TrackedBuffer kept = upload(std::vector<float>(64, 0.0f));
+  device->store_bf16(static_cast<uint16_t*>(kept.data()), f(x), 128);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  EXPECT_EQ(download(x), want);
+  EXPECT_EQ(download(kept), download(half));
   TrackedBuffer copy = upload(std::vector<float>(32, 0.0f));  // room for 64 bf16 values
   auto* copied = static_cast<uint16_t*>(copy.data());
   device->copy_bf16(copied, stored, 64);
@@ -162,6 +168,43 @@ TEST_F(IsolatedCpuDeviceTest, Bf16GradientsAreReadInTwoByteElements) {
   EXPECT_EQ(download(v_d), v);
   EXPECT_TRUE(std::isnan(device->sum_of_squares(g, 129)));
   EXPECT_THAT(device->status().message(), HasSubstr("sum_of_squares: its argument x"));
+}
+
+// The matmul and embedding ops read bf16 weights and tables in 2-byte elements: bit-identical to
+// the CPU device, and a weight one element short of its (OC, C) is named.
+TEST_F(IsolatedCpuDeviceTest, Bf16WeightsAreReadInTwoByteElements) {
+  constexpr int64_t N = 3, C = 64, OC = 4;  // the weight's 512 bytes: a whole number of blocks
+  CpuDevice cpu;
+  const std::vector<float> x = random_values(N * C, 6), dout = random_values(N * OC, 7);
+  std::vector<uint16_t> bits(OC * C);
+  cpu.to_bf16(bits.data(), random_values(OC * C, 8).data(), OC * C);
+  TrackedBuffer stored = upload(std::vector<float>(OC * C / 2, 0.0f));  // OC x C bf16 values
+  auto* w = static_cast<uint16_t*>(stored.data());
+  device->upload(w, bits.data(), bits.size() * sizeof(uint16_t));
+  TrackedBuffer x_d = upload(x), dout_d = upload(dout);
+  TrackedBuffer out = upload(std::vector<float>(N * OC, 0.0f));
+  TrackedBuffer dx = upload(std::vector<float>(N * C, 0.0f));
+  std::vector<float> want_out(N * OC), want_dx(N * C, 0.0f);
+  device->matmul_forward(f(out), f(x_d), w, nullptr, N, C, OC);
+  cpu.matmul_forward(want_out.data(), x.data(), bits.data(), nullptr, N, C, OC);
+  device->matmul_backward(f(dx), nullptr, nullptr, f(dout_d), f(x_d), w, N, C, OC);
+  cpu.matmul_backward(want_dx.data(), nullptr, nullptr, dout.data(), x.data(), bits.data(), N, C,
+                      OC);
+  const std::vector<int32_t> tokens = {1, 0, 3};
+  TrackedBuffer tokens_d = upload(std::vector<float>(3, 0.0f));
+  device->upload(tokens_d.data(), tokens.data(), tokens.size() * sizeof(int32_t));
+  TrackedBuffer rows = upload(std::vector<float>(3 * C, 0.0f));
+  std::vector<float> want_rows(3 * C);
+  device->embedding_forward_vocab_range(f(rows), static_cast<int32_t*>(tokens_d.data()), w,
+                                        nullptr, 1, 3, C, 0, OC);
+  cpu.embedding_forward_vocab_range(want_rows.data(), tokens.data(), bits.data(), nullptr, 1, 3,
+                                    C, 0, OC);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  EXPECT_EQ(download(out), want_out);
+  EXPECT_EQ(download(dx), want_dx);
+  EXPECT_EQ(download(rows), want_rows);
+  device->matmul_forward(f(out), f(x_d), w, nullptr, 2, C + 1, OC);  // OC x (C + 1) > stored
+  EXPECT_THAT(device->status().message(), HasSubstr("matmul_forward: its argument weight"));
 }
 
 TEST_F(IsolatedCpuDeviceTest, Bf16SourceOverrunIsNamed) {

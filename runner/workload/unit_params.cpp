@@ -1,0 +1,71 @@
+#include "runner/workload/unit_params.h"
+
+namespace partrain::runner {
+
+StatusOr<UnitParams> UnitParams::bind(Device& device, const UnitView& view,
+                                      const ParamUnit& unit) {
+  UnitParams bound;
+  bound.view_ = view;
+  if (view.bf16_params == nullptr) return bound;
+  int64_t vector_numel = 0;
+  for (const LocalParam& param : unit.params) {
+    if (param.local_shape.size() == 1) vector_numel += param.numel;
+  }
+  if (vector_numel == 0) return bound;
+  ASSIGN_OR_RETURN(bound.widened_, Tensor::create(device.allocator(), {vector_numel},
+                                                  memory::Category::kWorkspace));
+  int64_t at = 0;
+  for (const LocalParam& param : unit.params) {
+    if (param.local_shape.size() != 1) continue;
+    const int64_t offset = param.offset - unit.offset;
+    device.from_bf16(bound.widened_.data() + at, view.bf16_params + offset, param.numel);
+    bound.widened_at_.emplace_back(offset, at);
+    at += param.numel;
+  }
+  return bound;
+}
+
+Weight matrix_at(const UnitView& view, int64_t offset) {
+  if (view.bf16_params != nullptr) return Weight{nullptr, view.bf16_params + offset};
+  return Weight{view.params + offset, nullptr};
+}
+
+const float* UnitParams::vector(int64_t offset) const {
+  if (view_.bf16_params == nullptr) return view_.params + offset;
+  for (const auto& [unit_offset, at] : widened_at_) {
+    if (unit_offset == offset) return widened_.data() + at;
+  }
+  return nullptr;
+}
+
+void matmul_forward(Device& device, float* out, const float* inp, Weight weight,
+                    const float* bias, int64_t N, int64_t C, int64_t OC) {
+  if (weight.bf16 != nullptr) {
+    device.matmul_forward(out, inp, weight.bf16, bias, N, C, OC);
+  } else {
+    device.matmul_forward(out, inp, weight.f32, bias, N, C, OC);
+  }
+}
+
+void matmul_backward(Device& device, float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, Weight weight, int64_t N, int64_t C, int64_t OC) {
+  if (weight.bf16 != nullptr) {
+    device.matmul_backward(dinp, dweight, dbias, dout, inp, weight.bf16, N, C, OC);
+  } else {
+    device.matmul_backward(dinp, dweight, dbias, dout, inp, weight.f32, N, C, OC);
+  }
+}
+
+void embedding_forward_vocab_range(Device& device, float* out, const int32_t* tokens,
+                                   Weight wte_shard, Weight wpe, int64_t B, int64_t T, int64_t C,
+                                   int64_t vocab_start, int64_t vocab_end) {
+  if (wte_shard.bf16 != nullptr) {
+    device.embedding_forward_vocab_range(out, tokens, wte_shard.bf16, wpe.bf16, B, T, C,
+                                         vocab_start, vocab_end);
+  } else {
+    device.embedding_forward_vocab_range(out, tokens, wte_shard.f32, wpe.f32, B, T, C,
+                                         vocab_start, vocab_end);
+  }
+}
+
+}  // namespace partrain::runner
