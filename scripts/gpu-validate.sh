@@ -20,6 +20,8 @@ Runs, in this order, each with its own time limit and all within the budget:
                        the GEMM rate measured at start, median step time, the workload's GEMM rate
   gpt memory           that run's peak memory by category vs `partrain memory` for its layout
   gpt trace overhead   the same run traced: median step time traced / untraced
+  gpt kernels          that trace's kernel time a step, by kernel (all of them in gpt-kernels.txt)
+  gpt cuda bf16 mb4    the same model at micro-batch 4: MFU, step time
   torch nccl trace     a PyTorch DDP program on NCCL (tests/torch_nccl_program.py, one rank)
                        under `partrain trace -- python3 -m torch.distributed.run`, its trace
                        checked (check_torch_trace.py): every all_reduce with its bytes and
@@ -396,11 +398,12 @@ fi
 
 # The gpt workload on one GPU: hidden 4096, 8 layers, seq 2048, bf16 (issue 7's benchmark).
 readonly GPT_DIMS=(--layers 8 --hidden 4096 --heads 32 --seq 2048 --vocab 50304)
-gpt_run() {  # NAME TRACE-FLAGS... (within $limit): sets step_rc, step_seconds; JSON in $out_dir/NAME.json
-  local name=$1
-  shift
+gpt_run() {  # NAME MICRO-BATCH FLAGS... (within $limit): sets step_rc, step_seconds; JSON in $out_dir/NAME.json
+  local name=$1 micro_batch=$2
+  shift 2
   run_step "$limit" "$out_dir/$name.log" --json "$out_dir/$name.json" "$partrain" launch -n 1 --workload gpt \
-    --device cuda --precision bf16 "${GPT_DIMS[@]}" --micro-batch 1 --steps 20 --json "$@"
+    --device cuda --precision bf16 "${GPT_DIMS[@]}" --micro-batch "$micro_batch" \
+    --global-batch "$micro_batch" --steps 20 --json "$@"
 }
 # The median step time (ms) of a `launch --json` summary or of the torch program's (both step_time_ms).
 median_ms() { json_eval "$1" '"%.2f" % d["step_time_ms"]["median"]'; }
@@ -420,33 +423,38 @@ presets_dir=""
 for dir in "$here/share/partrain/gpus" "$here/../share/gpus" "$(dirname "$partrain")/../share/partrain/gpus"; do
   if [ -d "$dir" ]; then presets_dir=$dir; break; fi
 done
+# The MFU row of a gpt run's summary: sets figure and note.
+mfu_figure() {  # JSON
+  local json=$1 preset preset_peak="" measured mfu against
+  preset=$(gpu_preset "$gpu0_name")
+  if [ -n "$preset" ] && [ -n "$presets_dir" ]; then
+    preset_peak=$(json_eval "$presets_dir/$preset.json" '"%.6g" % d["bf16_flops"]')
+  fi
+  measured='"%.1f%% of the measured %.3g TFLOP/s GEMM, step %.1f ms, GEMM %.3g TFLOP/s" % (100 * d["mfu"], d["peak_flops_per_rank"] / 1e12, d["step_time_ms"]["median"], d["gemm"]["gflops"] / 1e3)'
+  if [ -n "$preset_peak" ]; then
+    # MFU of the preset = the launcher's MFU x the peak it measured / the preset's peak.
+    figure=$(json_eval "$json" \
+      "\"MFU %.1f%% of %.3g TFLOP/s ($preset preset), \" % (100 * d['mfu'] * d['peak_flops_per_rank'] / $preset_peak, $preset_peak / 1e12) + $measured")
+    mfu=$(json_eval "$json" "'%d' % (100 * d['mfu'] * d['peak_flops_per_rank'] / $preset_peak)")
+    against="against the $preset preset"
+  else
+    figure=$(json_eval "$json" "'MFU ' + $measured")
+    mfu=$(json_eval "$json" '"%d" % (100 * d["mfu"])')
+    against="against the measured GEMM: no preset for '${gpu0_name:-this GPU}'"
+  fi
+  if [ -z "$mfu" ]; then note="no MFU in $(basename "$json")"
+  elif [ "$mfu" -ge 40 ]; then note="MFU target 40% met ($against)"
+  else note="MFU below the 40% target ($against)"; fi
+  [ -z "$ceiling_tflops" ] || note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
+}
 gpt_ok=0
 if [ -n "$skip_reason" ]; then
   add_row "gpt cuda bf16" SKIPPED "-" 0.0 "$skip_reason"
 elif start_check "gpt cuda bf16" 200; then
-  gpt_run gpt-untraced --no-trace
+  gpt_run gpt-untraced 1 --no-trace
   if [ $step_rc -eq 0 ]; then
     gpt_ok=1
-    preset=$(gpu_preset "$gpu0_name") preset_peak=""
-    if [ -n "$preset" ] && [ -n "$presets_dir" ]; then
-      preset_peak=$(json_eval "$presets_dir/$preset.json" '"%.6g" % d["bf16_flops"]')
-    fi
-    measured='"%.1f%% of the measured %.3g TFLOP/s GEMM, step %.1f ms, GEMM %.3g TFLOP/s" % (100 * d["mfu"], d["peak_flops_per_rank"] / 1e12, d["step_time_ms"]["median"], d["gemm"]["gflops"] / 1e3)'
-    if [ -n "$preset_peak" ]; then
-      # MFU of the preset = the launcher's MFU x the peak it measured / the preset's peak.
-      figure=$(json_eval "$out_dir/gpt-untraced.json" \
-        "\"MFU %.1f%% of %.3g TFLOP/s ($preset preset), \" % (100 * d['mfu'] * d['peak_flops_per_rank'] / $preset_peak, $preset_peak / 1e12) + $measured")
-      mfu=$(json_eval "$out_dir/gpt-untraced.json" "'%d' % (100 * d['mfu'] * d['peak_flops_per_rank'] / $preset_peak)")
-      against="against the $preset preset"
-    else
-      figure=$(json_eval "$out_dir/gpt-untraced.json" "'MFU ' + $measured")
-      mfu=$(json_eval "$out_dir/gpt-untraced.json" '"%d" % (100 * d["mfu"])')
-      against="against the measured GEMM: no preset for '${gpu0_name:-this GPU}'"
-    fi
-    if [ -z "$mfu" ]; then note="no MFU in gpt-untraced.json"
-    elif [ "$mfu" -ge 40 ]; then note="MFU target 40% met ($against)"
-    else note="MFU below the 40% target ($against)"; fi
-    [ -z "$ceiling_tflops" ] || note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
+    mfu_figure "$out_dir/gpt-untraced.json"
     add_row "gpt cuda bf16" PASS "${figure:-see gpt-untraced.json}" "$step_seconds" "$note"
   else
     add_row "gpt cuda bf16" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-untraced.log")"
@@ -488,7 +496,7 @@ if [ $gpt_ok -eq 0 ]; then
   add_row "gpt trace overhead" SKIPPED "-" 0.0 "${skip_reason:-needs a passing gpt cuda bf16 run}"
 elif start_check "gpt trace overhead" 200; then
   rm -f "$out_dir"/gpt-traced.db*  # partrain refuses to overwrite a trace (an earlier --out run's)
-  gpt_run gpt-traced --trace "$out_dir/gpt-traced.db"
+  gpt_run gpt-traced 1 --trace "$out_dir/gpt-traced.db"
   if [ $step_rc -eq 0 ]; then
     traced=$(median_ms "$out_dir/gpt-traced.json") untraced=$(median_ms "$out_dir/gpt-untraced.json")
     note="median step times; target 1.03x $(awk -v a="$traced" -v b="$untraced" \
@@ -507,6 +515,64 @@ print("%d kernels, %d NVML samples in the trace" % (count("SELECT COUNT(*) FROM 
       "$step_seconds" "$note"
   else
     add_row "gpt trace overhead" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-traced.log")"
+  fi
+fi
+
+# Where the traced run's GPU time went: kernel time a step by kernel (cuBLAS GEMMs as one), the
+# whole list in gpt-kernels.txt, the largest in the row.
+if [ ! -f "$out_dir/gpt-traced.db" ] || [ $have_python -eq 0 ]; then
+  add_row "gpt kernels" SKIPPED "-" 0.0 "${skip_reason:-needs the trace of the traced gpt run and python3}"
+else
+  t0=$(date +%s)
+  rm -f "$out_dir/gpt-kernels.txt"
+  figure=$(python3 -c 'import re, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+# Kernels inside a step only (not the GEMM rate measured at start): by name, over the steps.
+in_steps = ("FROM kernel k JOIN slice sl ON sl.id = k.slice_id JOIN string n ON n.id = sl.name_id "
+            "WHERE sl.step IS NOT NULL AND sl.step >= 0")
+steps = max(1, db.execute("SELECT COUNT(DISTINCT sl.step) " + in_steps).fetchone()[0])
+def family(name):
+    if re.match(r"(nvjet|sm\d+_xmma|cutlass|ampere_|sm90_|gemm|gemv)", name):
+        return "gemm (cuBLAS" + (", tf32" if "tf32" in name else "") + ")"
+    name = re.sub(r"^void ", "", name.replace("(anonymous namespace)::", ""))
+    name = re.split(r"[<(]", name)[0]
+    return name.split("::")[-1].removesuffix("_kernel")
+total, by_family = 0, {}
+for name, ns, count in db.execute("SELECT n.value, SUM(sl.dur_ns), COUNT(*) " + in_steps +
+                                  " GROUP BY n.value"):
+    f = by_family.setdefault(family(name), [0, 0])
+    f[0] += ns
+    f[1] += count
+    total += ns
+rows = sorted(by_family.items(), key=lambda kv: -kv[1][0])
+if not rows:
+    sys.exit("no kernel rows in the trace: CUPTI collected nothing")
+with open(sys.argv[2], "w") as out:
+    out.write("kernel time a step over %d steps: %.1f ms\n" % (steps, total / steps / 1e6))
+    for name, (ns, count) in rows:
+        out.write("%10.2f ms  %6.1f launches  %5.1f%%  %s\n" % (ns / steps / 1e6, count / steps,
+                                                          100.0 * ns / max(total, 1), name))
+print("%.1f ms a step: " % (total / steps / 1e6) +
+      ", ".join("%s %.1f" % (name, ns / steps / 1e6) for name, (ns, _) in rows[:5]))' \
+    "$out_dir/gpt-traced.db" "$out_dir/gpt-kernels.txt" 2>&1 | tail -1 | cut -c1-200)
+  if [ -s "$out_dir/gpt-kernels.txt" ]; then
+    add_row "gpt kernels" PASS "$figure" "$(($(date +%s) - t0)).0" "per step, in ms; all of them in gpt-kernels.txt"
+  else
+    add_row "gpt kernels" FAIL "-" "$(($(date +%s) - t0)).0" "$figure"
+  fi
+fi
+
+# The same model at micro-batch 4: the optimizer step and the per-step costs spread over four
+# times the tokens, as a training run's larger batches do.
+if [ $gpt_ok -eq 0 ]; then
+  add_row "gpt cuda bf16 mb4" SKIPPED "-" 0.0 "${skip_reason:-needs a passing gpt cuda bf16 run}"
+elif start_check "gpt cuda bf16 mb4" 200; then
+  gpt_run gpt-mb4 4 --no-trace
+  if [ $step_rc -eq 0 ]; then
+    mfu_figure "$out_dir/gpt-mb4.json"
+    add_row "gpt cuda bf16 mb4" PASS "${figure:-see gpt-mb4.json}" "$step_seconds" "$note"
+  else
+    add_row "gpt cuda bf16 mb4" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/gpt-mb4.log")"
   fi
 fi
 
