@@ -146,7 +146,8 @@ void CpuDevice::backward_products(float* dinp, float* dweight, float* dbias, con
     ops::matmul_backward(nullptr, nullptr, dbias, dout, inp, nullptr, N, C, OC);
   }
   // dinp and dweight: two products of the forward's size each, when asked for.
-  const double product = 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
+  const double product =
+      2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
   add_gemm_time(start, (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0));
 }
 

@@ -53,8 +53,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   using Output = ActivationStore::Output;
   ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
 
-  ASSIGN_OR_RETURN(Output ln1,
-                   layernorm(x_in.data(), w.vector(kLn1W), w.vector(kLn1B), a.ln1, a.ln1_mean, a.ln1_rstd));
+  ASSIGN_OR_RETURN(Output ln1, layernorm(x_in.data(), w.vector(kLn1W), w.vector(kLn1B), a.ln1,
+                                         a.ln1_mean, a.ln1_rstd));
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
@@ -77,13 +77,13 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
     store_.store(att, a.att);
     store_.store(atty, a.atty);
     qkv = Output();
-    RETURN_IF_ERROR(project_and_add(atty.data(), c_local, w.matrix(kAttProjW), w.vector(kAttProjB),
-                                    x_in.data(), x2, a.x2));
+    RETURN_IF_ERROR(project_and_add(atty.data(), c_local, w.matrix(kAttProjW),
+                                    w.vector(kAttProjB), x_in.data(), x2, a.x2));
   }
   x_in = ActivationStore::Input();
 
-  ASSIGN_OR_RETURN(Output ln2,
-                   layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2, a.ln2_mean, a.ln2_rstd));
+  ASSIGN_OR_RETURN(Output ln2, layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2,
+                                         a.ln2_mean, a.ln2_rstd));
   ASSIGN_OR_RETURN(const float* ln2_full,
                    tp_.region_input(a.ln2, gathered, B, T, C, ln2.data()));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
