@@ -333,9 +333,10 @@ Device::GemmTotals CudaDevice::gemm_totals() const {
 StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const float* x,
                                                           int64_t elements) {
   if (options_.precision != GemmPrecision::kBf16) return GemmOperand{x, CUDA_R_32F};
-  // Rounded to bf16 in workspace; the GEMM accumulates and writes in fp32. The ops take fp32:
-  // bf16-stored parameters and activations reach them widened (docs/ops.md "bf16 activations"),
-  // so this rounding changes no value of theirs, only of fp32 operands such as gradients.
+  // Rounded to bf16 in workspace; the GEMM accumulates and writes in fp32. bf16-stored weights
+  // take the uint16_t overload below, as they lie; bf16-stored activations reach this one
+  // widened (docs/ops.md "bf16 activations"), so this rounding changes no value of theirs, only
+  // of fp32 operands such as gradients.
   ASSIGN_OR_RETURN(void* rounded, scratch(slot, static_cast<size_t>(elements) * 2));
   RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, rounded, x, elements)));
   return GemmOperand{rounded, CUDA_R_16BF};

@@ -1,6 +1,7 @@
 // What a device's matmul multiplies its operands in (a workload maps its Precision, --precision,
-// onto it). The ops take and return fp32 and accumulate in fp32 (bf16-stored tensors reach them
-// widened: docs/ops.md "bf16 activations"); bf16 rounds each GEMM operand to bf16 first.
+// onto it). The ops return fp32 and accumulate in fp32; they take fp32 activations (bf16-stored
+// ones reach them widened: docs/ops.md "bf16 activations") and fp32 or bf16 weights (as stored);
+// bf16 rounds each fp32 GEMM operand to bf16 first.
 #pragma once
 
 namespace partrain::runner {
