@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <cstring>
 
 #include "runner/ops/adamw.h"
@@ -27,7 +28,7 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
     : allocator_(std::make_unique<HostMemory>()),
       blas_threads_(std::max(1, options.blas_threads)),
       precision_(options.precision),
-      operands_(2) {
+      operands_(3) {
   openblas_set_num_threads(blas_threads_);
 }
 
@@ -121,8 +122,8 @@ void CpuDevice::forward_product(float* out, const float* inp, const Weight* weig
                 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
 
-template <typename Weight>
-void CpuDevice::backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+template <typename Weight, typename Grad>
+void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
                                   const float* inp, const Weight* weight, int64_t N, int64_t C,
                                   int64_t OC) {
   if (!status_.is_ok()) return;
@@ -139,7 +140,15 @@ void CpuDevice::backward_products(float* dinp, float* dweight, float* dbias, con
     if (dweight != nullptr) {  // the weight is not read
       const float* x = gemm_operand(Operand::kA, inp, N * C);
       if (x == nullptr) return;
-      ops::matmul_backward(nullptr, dweight, nullptr, g, x, nullptr, N, C, OC);
+      if constexpr (std::is_same_v<Grad, uint16_t>) {
+        float* product = operand_buffer(Operand::kProduct, OC * C);
+        if (product == nullptr) return;
+        std::fill_n(product, OC * C, 0.0f);
+        ops::matmul_backward(nullptr, product, nullptr, g, x, nullptr, N, C, OC);
+        ops::accumulate_bf16(dweight, product, OC * C);
+      } else {
+        ops::matmul_backward(nullptr, dweight, nullptr, g, x, nullptr, N, C, OC);
+      }
     }
   }
   if (dbias != nullptr) {
@@ -170,6 +179,13 @@ void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const
 void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                                 int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                          const float* dout, const float* inp,
+                                          const uint16_t* weight, int64_t N, int64_t C,
+                                          int64_t OC) {
   backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 

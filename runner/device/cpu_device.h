@@ -58,6 +58,9 @@ class CpuDevice final : public Device {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                        int64_t OC) override;
+  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
+                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) override;
   void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
                                      const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
@@ -113,7 +116,7 @@ class CpuDevice final : public Device {
   GemmTotals gemm_totals() const override { return gemm_; }
 
  private:
-  enum class Operand { kA, kB };
+  enum class Operand { kA, kB, kProduct };  // kProduct: a bf16 gradient's fp32 product
   // The operand as the GEMM reads it: x itself in fp32; under bf16 its `n` values rounded into
   // workspace `slot` (tracked as kWorkspace, kept and grown across calls, as the CUDA device's
   // scratch). nullptr, with status_ set, when the workspace cannot grow.
@@ -127,8 +130,9 @@ class CpuDevice final : public Device {
   template <typename Weight>
   void forward_product(float* out, const float* inp, const Weight* weight, const float* bias,
                        int64_t N, int64_t C, int64_t OC);
-  template <typename Weight>
-  void backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+  // dweight fp32, or bf16 (Grad = uint16_t: the product in workspace, added with one rounding).
+  template <typename Weight, typename Grad>
+  void backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
                          const float* inp, const Weight* weight, int64_t N, int64_t C,
                          int64_t OC);
   void add_gemm_time(int64_t start_ns, double flops);

@@ -83,6 +83,9 @@ class CudaDevice final : public Device {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                        int64_t OC) override;
+  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
+                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) override;
   void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
                                      const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
@@ -142,6 +145,7 @@ class CudaDevice final : public Device {
   enum class Scratch {
     kOperandA,  // bf16 copies of a GEMM's operands
     kOperandB,
+    kProduct,         // fp32 GEMMs into a bf16 gradient: the product, added with one rounding
     kAttentionGrads,  // one sample's dL/d(scores), (NH, T, T)
     kRowLosses,       // per-row losses when the caller passes none
     kCount,
@@ -179,14 +183,28 @@ class CudaDevice final : public Device {
   template <typename Weight>
   void forward_product(float* out, const float* inp, const Weight* weight, const float* bias,
                        int64_t N, int64_t C, int64_t OC);
-  template <typename Weight>
-  void backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+  // dweight fp32, or bf16 (Grad = uint16_t): under bf16 GEMMs cuBLAS adds into it with one
+  // rounding; under fp32 GEMMs (no fp32 x fp32 -> bf16 GEMM) the product goes through kProduct.
+  template <typename Weight, typename Grad>
+  void backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
                          const float* inp, const Weight* weight, int64_t N, int64_t C,
                          int64_t OC);
-  // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, written in fp32.
+  // The weight-gradient GEMM of backward_products: dweight (OC, C) += dout^T inp.
+  Status weight_gradient(float* dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
+                         int64_t OC);
+  Status weight_gradient(uint16_t* dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
+                         int64_t OC);
+  // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, in fp32 (summed and
+  // scaled in fp32, then written in c's type: fp32, or bf16 rounded once).
   Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, float* c,
                      int64_t ldc);
+  Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                     GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
+                     uint16_t* c, int64_t ldc);
+  Status gemm_into(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                   GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, void* c,
+                   int c_type, int64_t ldc);  // c_type: a cudaDataType_t
   // Attention's fp32 GEMMs, the NH heads of one sample as a strided batch.
   Status attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                         float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b,

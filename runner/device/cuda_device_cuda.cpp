@@ -351,17 +351,31 @@ StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const u
   return GemmOperand{widened, CUDA_R_32F};
 }
 
-Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
-                               float* c, int64_t ldc) {
+Status CudaDevice::gemm_into(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                             GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
+                             void* c, int c_type, int64_t ldc) {
   RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc}));
   const float alpha = 1.0f;
   return CUBLAS_CHECK(cublasGemmEx(
       cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
       static_cast<int>(n), static_cast<int>(k), &alpha, a.data,
       static_cast<cudaDataType_t>(a.type), static_cast<int>(lda), b.data,
-      static_cast<cudaDataType_t>(b.type), static_cast<int>(ldb), &beta, c, CUDA_R_32F,
-      static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      static_cast<cudaDataType_t>(b.type), static_cast<int>(ldb), &beta, c,
+      static_cast<cudaDataType_t>(c_type), static_cast<int>(ldc), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+}
+
+Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
+                               float* c, int64_t ldc) {
+  return gemm_into(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, CUDA_R_32F, ldc);
+}
+
+Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
+                               uint16_t* c, int64_t ldc) {
+  return gemm_into(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, CUDA_R_16BF,
+                   ldc);
 }
 
 Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
@@ -410,8 +424,8 @@ void CudaDevice::forward_product(float* out, const float* inp, const Weight* wei
       flops));
 }
 
-template <typename Weight>
-void CudaDevice::backward_products(float* dinp, float* dweight, float* dbias, const float* dout,
+template <typename Weight, typename Grad>
+void CudaDevice::backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
                                    const float* inp, const Weight* weight, int64_t N, int64_t C,
                                    int64_t OC) {
   if (!begin_op() || N <= 0 || C <= 0 || OC <= 0) return;
@@ -435,17 +449,34 @@ void CudaDevice::backward_products(float* dinp, float* dweight, float* dbias, co
           RETURN_IF_ERROR(matmul_gemm(false, false, C, N, OC, w, C, g, OC, 1.0f, dinp, C));
         }
         if (dweight != nullptr) {
-          // dweight (OC, C) += dout^T (OC, N) @ inp (N, C). Column-major:
-          //   dweight^T (C, OC) += inp^T (C, N) dout (N, OC);
-          // inp^T is inp as it lies (ld C): op N; dout is the transpose of dout as it lies
-          // (dout^T, (OC, N), ld OC): op T.
           ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandA, inp, N * C));
-          RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight, C));
+          RETURN_IF_ERROR(weight_gradient(dweight, x, g, N, C, OC));
         }
         if (dbias == nullptr) return Status::ok();
         return CUDA_CHECK(kernels::bias_backward(stream_, dbias, dout, N, OC));
       },
       flops));
+}
+
+// dweight (OC, C) += dout^T (OC, N) @ inp (N, C). Column-major:
+//   dweight^T (C, OC) += inp^T (C, N) dout (N, OC);
+// inp^T is inp as it lies (ld C): op N; dout is the transpose of dout as it lies (dout^T,
+// (OC, N), ld OC): op T.
+Status CudaDevice::weight_gradient(float* dweight, GemmOperand x, GemmOperand g, int64_t N,
+                                   int64_t C, int64_t OC) {
+  return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight, C);
+}
+
+Status CudaDevice::weight_gradient(uint16_t* dweight, GemmOperand x, GemmOperand g, int64_t N,
+                                   int64_t C, int64_t OC) {
+  if (x.type == CUDA_R_16BF) {  // bf16 operands: cuBLAS adds into the bf16 gradient itself
+    return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight, C);
+  }
+  ASSIGN_OR_RETURN(void* product, scratch(Scratch::kProduct,
+                                          static_cast<size_t>(OC * C) * sizeof(float)));
+  auto* fp32 = static_cast<float*>(product);
+  RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, x, C, g, OC, 0.0f, fp32, C));
+  return CUDA_CHECK(kernels::accumulate_bf16(stream_, dweight, fp32, OC * C));
 }
 
 void CudaDevice::matmul_forward(float* out, const float* inp, const float* weight,
@@ -467,6 +498,13 @@ void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, cons
 void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                  const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                                  int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CudaDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                           const float* dout, const float* inp,
+                                           const uint16_t* weight, int64_t N, int64_t C,
+                                           int64_t OC) {
   backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include "core/log.h"
 
@@ -165,19 +166,24 @@ void IsolatedCpuDevice::checked_matmul_forward(float* out, const float* inp, con
   if (on_host.ok()) cpu_.matmul_forward(o, i, w, b, N, C, OC);
 }
 
-template <typename Weight>
-void IsolatedCpuDevice::checked_matmul_backward(float* dinp, float* dweight, float* dbias,
+template <typename Weight, typename Grad>
+void IsolatedCpuDevice::checked_matmul_backward(float* dinp, Grad* dweight, float* dbias,
                                                 const float* dout, const float* inp,
                                                 const Weight* weight, int64_t N, int64_t C,
                                                 int64_t OC) {
   Arguments on_host(*this, "matmul_backward");
   float* di = on_host(dinp, N * C, "dinp");
-  float* dw = on_host(dweight, OC * C, "dweight");
+  Grad* dw = on_host(dweight, OC * C, "dweight");
   float* db = on_host(dbias, OC, "dbias");
   const float* dout_h = on_host(dout, N * OC, "dout");
   const float* i = on_host(inp, N * C, "inp");
   const Weight* w = on_host(weight, OC * C, "weight");
-  if (on_host.ok()) cpu_.matmul_backward(di, dw, db, dout_h, i, w, N, C, OC);
+  if (!on_host.ok()) return;
+  if constexpr (std::is_same_v<Grad, uint16_t>) {
+    cpu_.matmul_backward_into_bf16(di, dw, db, dout_h, i, w, N, C, OC);
+  } else {
+    cpu_.matmul_backward(di, dw, db, dout_h, i, w, N, C, OC);
+  }
 }
 
 void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
@@ -199,6 +205,13 @@ void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbia
 void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
                                         const float* dout, const float* inp,
                                         const uint16_t* weight, int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                                  const float* dout, const float* inp,
+                                                  const uint16_t* weight, int64_t N, int64_t C,
+                                                  int64_t OC) {
   checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 

@@ -53,6 +53,9 @@ class IsolatedCpuDevice final : public Device {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                        int64_t OC) override;
+  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
+                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) override;
   void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
                                      const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
@@ -118,8 +121,8 @@ class IsolatedCpuDevice final : public Device {
   template <typename Weight>
   void checked_matmul_forward(float* out, const float* inp, const Weight* weight,
                               const float* bias, int64_t N, int64_t C, int64_t OC);
-  template <typename Weight>
-  void checked_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+  template <typename Weight, typename Grad>
+  void checked_matmul_backward(float* dinp, Grad* dweight, float* dbias, const float* dout,
                                const float* inp, const Weight* weight, int64_t N, int64_t C,
                                int64_t OC);
   template <typename Table>

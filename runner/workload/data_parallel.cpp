@@ -95,20 +95,14 @@ StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
   if (!storage_.bf16_params) {
     return UnitView{params_.data() + u.offset, nullptr, grads_.data() + u.offset};
   }
-  // bf16: the parameters as stored (the ops read matrices in bf16, UnitParams widens vectors).
-  Held& held = held_[unit];
-  if (storage_.bf16_grads && pass == Pass::kBackward && held.grads.numel() == 0) {
-    // The backward accumulates in fp32; the sum is added into the bf16 gradients on release.
-    ASSIGN_OR_RETURN(held.grads,
-                     Tensor::create(device_.allocator(), {u.numel}, Category::kWorkspace));
-    device_.fill(held.grads.data(), u.numel, 0.0f);
-  }
-  ++held.holds;
-  UnitView view{nullptr, params_.bf16_data() + u.offset, nullptr};
+  // bf16: the parameters as stored (the ops read matrices in bf16, UnitParams widens vectors),
+  // and the gradients as stored: fp32, or bf16 that a backward use adds into (UnitParams).
+  ++holds_[unit];
+  UnitView view{nullptr, params_.bf16_data() + u.offset, nullptr, nullptr};
   if (!storage_.bf16_grads) {
     view.grads = grads_.data() + u.offset;
-  } else if (held.grads.numel() > 0) {
-    view.grads = held.grads.data();
+  } else if (pass == Pass::kBackward) {
+    view.bf16_grads = grads_.bf16_data() + u.offset;
   }
   return view;
 }
@@ -116,17 +110,12 @@ StatusOr<UnitView> DataParallel::acquire(size_t unit, Pass pass) {
 Status DataParallel::release(size_t unit, Pass pass) {
   if (sharded_) return sharded_->release(unit, pass);
   if (!storage_.bf16_params) return Status::ok();
-  Held& held = held_.at(unit);
-  if (held.holds == 0) {
+  int& holds = holds_.at(unit);
+  if (holds == 0) {
     return failed("release of parameter unit {} that is not acquired",
                   layout_.units()[unit].name);
   }
-  if (--held.holds > 0) return Status::ok();
-  if (held.grads.numel() > 0) {
-    const ParamUnit& u = layout_.units()[unit];
-    device_.accumulate_bf16(grads_.bf16_data() + u.offset, held.grads.data(), u.numel);
-    held.grads = Tensor();
-  }
+  --holds;
   return Status::ok();
 }
 

@@ -34,9 +34,9 @@ class DataParallel final : public ParamAccess {
                                                         StateStorage storage = {});
 
   // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
-  // through unit_ready). bf16 storage (StateStorage): the bf16 parameters as stored; under bf16
-  // gradients a backward use gets fp32 workspace gradients that its last release adds, rounded,
-  // into the bf16 ones. ZeRO-2 and FSDP: see ShardedState.
+  // through unit_ready). bf16 storage (StateStorage): the bf16 parameters as stored, and under
+  // bf16 gradients a backward use gets the bf16 gradients to add into (UnitParams). ZeRO-2 and
+  // FSDP: see ShardedState.
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
 
@@ -62,11 +62,6 @@ class DataParallel final : public ParamAccess {
   void set_tied_embedding_group(comm::Comm* group) { tied_group_ = group; }
 
  private:
-  struct Held {     // bf16 storage: how many uses hold a unit, and in a backward use under
-    int holds = 0;  // bf16 gradients the fp32 gradients it accumulates
-    Tensor grads;
-  };
-
 
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
                Mesh& mesh, TensorParallel& tp, StateStorage storage)
@@ -77,7 +72,7 @@ class DataParallel final : public ParamAccess {
         tp_(tp),
         storage_(storage),
         world_values_(device, mesh.world()),
-        held_(layout.units().size()) {}
+        holds_(layout.units().size(), 0) {}
   Status initialise_params(uint64_t seed, int layers);
   StatusOr<double> owned_sum_of_squares(bool params);
   // Sum of squares over the flat elements this rank owns, of `values` (fp32 or bf16), which
@@ -93,7 +88,7 @@ class DataParallel final : public ParamAccess {
   comm::HostValueCollectives world_values_;  // the norms' sums over the world
   Tensor params_, grads_, adam_m_, adam_v_;
   Tensor master_;  // bf16 storage: the fp32 master of this rank's shard (optimizer category)
-  std::vector<Held> held_;
+  std::vector<int> holds_;  // bf16 storage: how many uses hold each unit
   int64_t shard_begin_ = 0;  // the flat elements this rank updates: [begin, end)
   int64_t shard_end_ = 0;
   std::unique_ptr<DdpBuckets> ddp_;

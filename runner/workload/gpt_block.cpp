@@ -146,7 +146,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
   {
     ASSIGN_OR_RETURN(Input fc_gelu, store_.input(a.fc_gelu));
-    matmul_backward(device_, d_fc_gelu.data(), w.grad(kFcProjW), w.grad(kFcProjB),
+    matmul_backward(device_, d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB),
                     d_full.data(), fc_gelu.data(), w.matrix(kFcProjW), N, f_local, C);
   }
   // Buffers are released as soon as backward is done with them, as autograd frees them: the
@@ -160,7 +160,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
-  matmul_backward(device_, d_ln2_full.data(), w.grad(kFcW), w.grad(kFcB), d_fc.data(), ln2_full,
+  matmul_backward(device_, d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(), ln2_full,
                   w.matrix(kFcW), N, C, f_local);
   d_fc = Tensor();
   ln2_gathered = Tensor();
@@ -184,7 +184,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
   {
     ASSIGN_OR_RETURN(Input atty, store_.input(a.atty));
-    matmul_backward(device_, d_atty.data(), w.grad(kAttProjW), w.grad(kAttProjB),
+    matmul_backward(device_, d_atty.data(), w.matrix_grad(kAttProjW), w.grad(kAttProjB),
                     d_full.data(), atty.data(), w.matrix(kAttProjW), N, c_local, C);
   }
   d_full = Tensor();
@@ -201,7 +201,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   a.qkv = Tensor();
   ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(a.ln1, ln1_gathered, B, T, C));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
-  matmul_backward(device_, d_ln1_full.data(), w.grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
+  matmul_backward(device_, d_ln1_full.data(), w.matrix_grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
                   ln1_full, w.matrix(kQkvW), N, C, 3 * c_local);
   d_qkv = Tensor();
   ln1_gathered = Tensor();

@@ -37,8 +37,11 @@ class BlockWeights {
   BlockWeights(UnitParams unit, const std::array<int64_t, kGptBlockParams>& offsets)
       : unit_(std::move(unit)), offsets_(offsets) {}
   Weight matrix(GptBlockParam p) const { return unit_.matrix(offsets_[p]); }
+  WeightGrad matrix_grad(GptBlockParam p) const { return unit_.matrix_grad(offsets_[p]); }
   const float* vector(GptBlockParam p) const { return unit_.vector(offsets_[p]); }
-  float* grad(GptBlockParam p) const { return unit_.grad(offsets_[p]); }
+  float* grad(GptBlockParam p) const { return unit_.grad(offsets_[p]); }  // a vector's
+  // Adds the staged gradients into bf16 ones (UnitParams::flush): before the unit's release.
+  void flush() { unit_.flush(); }
 
  private:
   UnitParams unit_;

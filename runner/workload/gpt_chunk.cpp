@@ -46,8 +46,14 @@ StatusOr<GptChunk::Bound> GptChunk::bind(const std::string& name, Pass pass) {
   return Bound{std::move(unit), ref.offset};
 }
 
-Status GptChunk::unbind(const std::string& name, Pass pass) {
+Status GptChunk::unbind(Bound& bound, const std::string& name, Pass pass) {
+  bound.unit.flush();
   return access_.release(refs_.at(name).unit, pass);
+}
+
+Status GptChunk::unbind_block(BlockWeights& w, size_t i, Pass pass) {
+  w.flush();
+  return access_.release(blocks_[i].unit, pass);
 }
 
 StatusOr<BlockWeights> GptChunk::bind_block(size_t i, Pass pass) {
@@ -75,8 +81,8 @@ Status GptChunk::embed_forward(const MicroBatch& batch, Tensor& x0) {
   embedding_forward_vocab_range(device_, partial.data(), batch.token_ids(), wte.matrix(),
                                 tp_.rank() == 0 ? wpe.matrix() : Weight{}, B, T, C, v_start,
                                 v_start + v_local);
-  RETURN_IF_ERROR(unbind("wpe", Pass::kForward));
-  RETURN_IF_ERROR(unbind("wte", Pass::kForward));
+  RETURN_IF_ERROR(unbind(wpe, "wpe", Pass::kForward));
+  RETURN_IF_ERROR(unbind(wte, "wte", Pass::kForward));
   ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(x0));
   RETURN_IF_ERROR(tp_.exit_forward(partial.data(), out.data(), B, T, C));
   store_.store(out, x0);
@@ -92,10 +98,13 @@ Status GptChunk::embed_backward(const MicroBatch& batch, const float* dx0) {
   ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
   ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kBackward));
   // Every rank updates its replica of wpe from the full gradient, so the replicas stay equal.
-  device_.embedding_backward_vocab_range(wte.grad(), wpe.grad(), d_full.data(),
-                                         batch.token_ids(), B, T, C, v_start, v_start + v_local);
-  RETURN_IF_ERROR(unbind("wpe", Pass::kBackward));
-  return unbind("wte", Pass::kBackward);
+  // The rows are scattered: summed in fp32 (staged under bf16 gradients), rounded once.
+  ASSIGN_OR_RETURN(float* dwte, wte.unit.fp32_grad(wte.offset));
+  ASSIGN_OR_RETURN(float* dwpe, wpe.unit.fp32_grad(wpe.offset));
+  device_.embedding_backward_vocab_range(dwte, dwpe, d_full.data(), batch.token_ids(), B, T, C,
+                                         v_start, v_start + v_local);
+  RETURN_IF_ERROR(unbind(wpe, "wpe", Pass::kBackward));
+  return unbind(wte, "wte", Pass::kBackward);
 }
 
 Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h, float* loss) {
@@ -114,8 +123,8 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
     device_.layernorm_forward(lnf.data(), h.mean.data(), h.rstd.data(), x_in.data(),
                               w.vector(), b.vector(), n, C);
     store_.store(lnf, h.lnf);
-    RETURN_IF_ERROR(unbind("lnfb", Pass::kForward));
-    RETURN_IF_ERROR(unbind("lnfw", Pass::kForward));
+    RETURN_IF_ERROR(unbind(b, "lnfb", Pass::kForward));
+    RETURN_IF_ERROR(unbind(w, "lnfw", Pass::kForward));
   }
   // Under SP the gathered input is not kept: backward gathers it again.
   Tensor gathered;
@@ -127,7 +136,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
     // The tied wte is acquired for each of its uses (embedding, head), as FSDP gathers it.
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kForward));
     matmul_forward(device_, h.logits.data(), lnf_full, wte.matrix(), nullptr, N, C, v_local);
-    RETURN_IF_ERROR(unbind("wte", Pass::kForward));
+    RETURN_IF_ERROR(unbind(wte, "wte", Pass::kForward));
   }
   if (tp_.size() == 1) {
     *loss = device_.cross_entropy_forward(nullptr, h.logits.data(), batch.target_ids(), N, V);
@@ -169,9 +178,9 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
-    matmul_backward(device_, d_lnf_full.data(), wte.grad(), nullptr, dlogits.data(), lnf_full,
-                    wte.matrix(), N, C, v_local);
-    RETURN_IF_ERROR(unbind("wte", Pass::kBackward));
+    matmul_backward(device_, d_lnf_full.data(), wte.matrix_grad(), nullptr, dlogits.data(),
+                    lnf_full, wte.matrix(), N, C, v_local);
+    RETURN_IF_ERROR(unbind(wte, "wte", Pass::kBackward));
   }
   ASSIGN_OR_RETURN(Tensor d_lnf, tensor({n, C}, Category::kWorkspace));
   RETURN_IF_ERROR(tp_.enter_backward(d_lnf_full.data(), d_lnf.data(), B, T, C));
@@ -181,8 +190,8 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   ASSIGN_OR_RETURN(Bound b, bind("lnfb", Pass::kBackward));
   device_.layernorm_backward(dx, w.grad(), b.grad(), d_lnf.data(), x_in.data(), w.vector(),
                              h.mean.data(), h.rstd.data(), n, C);
-  RETURN_IF_ERROR(unbind("lnfb", Pass::kBackward));
-  RETURN_IF_ERROR(unbind("lnfw", Pass::kBackward));
+  RETURN_IF_ERROR(unbind(b, "lnfb", Pass::kBackward));
+  RETURN_IF_ERROR(unbind(w, "lnfw", Pass::kBackward));
   h = Head();
   return Status::ok();
 }
@@ -206,7 +215,7 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
                                placement_.layers[i], micro_batch);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kForward));
     RETURN_IF_ERROR(block_.forward(w, *x, f.blocks[i]));
-    RETURN_IF_ERROR(unbind_block(i, Pass::kForward));
+    RETURN_IF_ERROR(unbind_block(w, i, Pass::kForward));
     x = &f.blocks[i].out;
   }
   if (placement_.last) {
@@ -252,7 +261,7 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
     device_.fill(dx_in.data(), n * C, 0.0f);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kBackward));
     RETURN_IF_ERROR(block_.backward(w, block_input(i), f.blocks[i], dx.data(), dx_in.data()));
-    RETURN_IF_ERROR(unbind_block(i, Pass::kBackward));
+    RETURN_IF_ERROR(unbind_block(w, i, Pass::kBackward));
     std::swap(dx, dx_in);
     ready(fmt::format("layer{}", placement_.layers[i]));
   }

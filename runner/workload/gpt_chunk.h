@@ -65,18 +65,20 @@ class GptChunk final : public ModelChunk {
     UnitParams unit;
     int64_t offset = 0;
     Weight matrix() const { return unit.matrix(offset); }
+    WeightGrad matrix_grad() const { return unit.matrix_grad(offset); }
     const float* vector() const { return unit.vector(offset); }
-    float* grad() const { return unit.grad(offset); }  // null in forward under ZeRO-2 and FSDP
+    float* grad() const { return unit.grad(offset); }  // a vector's; null when none are kept
   };
   struct BlockRefs {
     size_t unit = 0;
     std::array<int64_t, kGptBlockParams> offsets{};
   };
-  // Acquire / release the unit of a named parameter (wte, wpe, lnfw, lnfb) or of block i.
+  // Acquire / release the unit of a named parameter (wte, wpe, lnfw, lnfb) or of block i; the
+  // release first adds the use's staged gradients into bf16 ones (UnitParams::flush).
   StatusOr<Bound> bind(const std::string& name, Pass pass);
-  Status unbind(const std::string& name, Pass pass);
+  Status unbind(Bound& bound, const std::string& name, Pass pass);
   StatusOr<BlockWeights> bind_block(size_t i, Pass pass);
-  Status unbind_block(size_t i, Pass pass) { return access_.release(blocks_[i].unit, pass); }
+  Status unbind_block(BlockWeights& w, size_t i, Pass pass);
   Status embed_forward(const MicroBatch& batch, Tensor& x0);
   Status embed_backward(const MicroBatch& batch, const float* dx0);
   Status head_forward(const MicroBatch& batch, const Tensor& x, Head& head, float* loss);

@@ -137,12 +137,12 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
     if (column_parallel(layer_index)) {
       // The input was replicated: its gradient is summed over the ranks' output slices.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      matmul_backward(device_, partial.data(), view.grads, nullptr, dpre.data(), x.data(),
-                      matrix_at(view, 0), B_, in, width);
+      matmul_backward(device_, partial.data(), matrix_grad_at(view, 0), nullptr, dpre.data(),
+                      x.data(), matrix_at(view, 0), B_, in, width);
       RETURN_IF_ERROR(tp_.enter_backward(partial.data(), dx.data(), B_, 1, H_));
     } else {
-      matmul_backward(device_, dx.data(), view.grads, nullptr, dpre.data(), x.data(),
-                      matrix_at(view, 0), B_, in, width);
+      matmul_backward(device_, dx.data(), matrix_grad_at(view, 0), nullptr, dpre.data(),
+                      x.data(), matrix_at(view, 0), B_, in, width);
     }
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kBackward));
     dy = std::move(dx);

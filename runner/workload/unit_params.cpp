@@ -2,9 +2,21 @@
 
 namespace partrain::runner {
 
+Weight matrix_at(const UnitView& view, int64_t offset) {
+  if (view.bf16_params != nullptr) return Weight{nullptr, view.bf16_params + offset};
+  return Weight{view.params + offset, nullptr};
+}
+
+WeightGrad matrix_grad_at(const UnitView& view, int64_t offset) {
+  if (view.bf16_grads != nullptr) return WeightGrad{nullptr, view.bf16_grads + offset};
+  return WeightGrad{view.grads != nullptr ? view.grads + offset : nullptr, nullptr};
+}
+
 StatusOr<UnitParams> UnitParams::bind(Device& device, const UnitView& view,
                                       const ParamUnit& unit) {
   UnitParams bound;
+  bound.device_ = &device;
+  bound.unit_ = &unit;
   bound.view_ = view;
   if (view.bf16_params == nullptr) return bound;
   int64_t vector_numel = 0;
@@ -21,13 +33,9 @@ StatusOr<UnitParams> UnitParams::bind(Device& device, const UnitView& view,
     device.from_bf16(bound.widened_.data() + at, view.bf16_params + offset, param.numel);
     bound.widened_at_.emplace_back(offset, at);
     at += param.numel;
+    if (view.bf16_grads != nullptr) RETURN_IF_ERROR(bound.fp32_grad(offset).status());
   }
   return bound;
-}
-
-Weight matrix_at(const UnitView& view, int64_t offset) {
-  if (view.bf16_params != nullptr) return Weight{nullptr, view.bf16_params + offset};
-  return Weight{view.params + offset, nullptr};
 }
 
 const float* UnitParams::vector(int64_t offset) const {
@@ -36,6 +44,41 @@ const float* UnitParams::vector(int64_t offset) const {
     if (unit_offset == offset) return widened_.data() + at;
   }
   return nullptr;
+}
+
+float* UnitParams::grad(int64_t offset) const {
+  if (view_.bf16_grads == nullptr) return view_.grads != nullptr ? view_.grads + offset : nullptr;
+  for (const Staged& staged : staged_) {
+    if (staged.offset == offset) return staged.data;
+  }
+  return nullptr;
+}
+
+StatusOr<float*> UnitParams::fp32_grad(int64_t offset) {
+  if (view_.bf16_grads == nullptr) return view_.grads != nullptr ? view_.grads + offset : nullptr;
+  if (float* staged = grad(offset)) return staged;
+  int64_t numel = -1;
+  for (const LocalParam& param : unit_->params) {
+    if (param.offset - unit_->offset == offset) numel = param.numel;
+  }
+  if (numel < 0) {
+    return failed("no parameter of unit {} starts at element {}: nothing to stage a gradient for",
+                  unit_->name, offset);
+  }
+  ASSIGN_OR_RETURN(Tensor grads, Tensor::create(device_->allocator(), {numel},
+                                                memory::Category::kWorkspace));
+  device_->fill(grads.data(), numel, 0.0f);
+  float* data = grads.data();
+  staged_.push_back(Staged{offset, std::move(grads), data});
+  return data;
+}
+
+void UnitParams::flush() {
+  for (Staged& staged : staged_) {
+    device_->accumulate_bf16(view_.bf16_grads + staged.offset, staged.grads.data(),
+                             staged.grads.numel());
+  }
+  staged_.clear();
 }
 
 void matmul_forward(Device& device, float* out, const float* inp, Weight weight,
@@ -47,12 +90,16 @@ void matmul_forward(Device& device, float* out, const float* inp, Weight weight,
   }
 }
 
-void matmul_backward(Device& device, float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, Weight weight, int64_t N, int64_t C, int64_t OC) {
-  if (weight.bf16 != nullptr) {
-    device.matmul_backward(dinp, dweight, dbias, dout, inp, weight.bf16, N, C, OC);
+void matmul_backward(Device& device, float* dinp, WeightGrad dweight, float* dbias,
+                     const float* dout, const float* inp, Weight weight, int64_t N, int64_t C,
+                     int64_t OC) {
+  if (dweight.bf16 != nullptr) {
+    device.matmul_backward_into_bf16(dinp, dweight.bf16, dbias, dout, inp, weight.bf16, N, C,
+                                     OC);
+  } else if (weight.bf16 != nullptr) {
+    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp, weight.bf16, N, C, OC);
   } else {
-    device.matmul_backward(dinp, dweight, dbias, dout, inp, weight.f32, N, C, OC);
+    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp, weight.f32, N, C, OC);
   }
 }
 

@@ -215,6 +215,23 @@ class CudaDeviceTest : public ::testing::Test {
                             C, OC);
       expect_close(from_gpu(gpu_dinp, dinp.size()), dinp, kFp32Tolerance, "dinp");
       expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, kFp32Tolerance, "dweight");
+      // The weight's gradient stored in bf16 (bf16-mixed): the product added with one rounding
+      // (cuBLAS writing bf16 under bf16 GEMMs, an fp32 product and accumulate_bf16 otherwise).
+      // The fp32 sums may differ in their last bits, so a value near a rounding boundary may
+      // round the other way: within bf16's own step.
+      std::vector<uint16_t> bf16_grad(OC * C);
+      cpu.to_bf16(bf16_grad.data(), random_values(OC * C, 19).data(), OC * C);
+      uint16_t* gpu_bf16_grad = on_gpu(bf16_grad);
+      cpu.matmul_backward_into_bf16(nullptr, bf16_grad.data(), nullptr, dout.data(), inp.data(),
+                                    weight.data(), N, C, OC);
+      gpu_->matmul_backward_into_bf16(nullptr, gpu_bf16_grad, nullptr, on_gpu(dout), gpu_inp,
+                                      gpu_weight, N, C, OC);
+      std::vector<uint16_t> got(OC * C);
+      gpu_->download(got.data(), gpu_bf16_grad, got.size() * sizeof(uint16_t));
+      std::vector<float> got_values(got.size()), want_values(got.size());
+      cpu.from_bf16(got_values.data(), got.data(), OC * C);
+      cpu.from_bf16(want_values.data(), bf16_grad.data(), OC * C);
+      expect_close(got_values, want_values, kBf16Tolerance, "bf16 dweight");
     }
     // The embedding: rows [2, 6) of a (8, 16) table, positions added, tokens outside give zero.
     constexpr int64_t B = 2, T = 4, E = 16;

@@ -386,6 +386,26 @@ TEST_P(CpuDeviceBf16Weights, MatmulReadsTheStoredWeightAsItsWidenedValues) {
             sizeof(float) * OC * C);
 }
 
+// A bf16 weight gradient takes the fp32 product added with one rounding: accumulate_bf16 of
+// what the fp32 gradient would have received, bit for bit.
+TEST_P(CpuDeviceBf16Weights, WeightGradientIntoBf16IsTheFp32ProductRoundedOnce) {
+  const std::vector<float> w_fp32 = widened(w);
+  std::vector<uint16_t> dw = stored(random_values(OC * C, 37));
+  std::vector<uint16_t> want_dw = dw;
+  std::vector<float> dx(N * C, 0.5f), db(OC, 1.0f), product(OC * C, 0.0f);
+  std::vector<float> want_dx = dx, want_db = db;
+  device.matmul_backward_into_bf16(dx.data(), dw.data(), db.data(), dout.data(), x.data(),
+                                   w.data(), N, C, OC);
+  device.matmul_backward(want_dx.data(), product.data(), want_db.data(), dout.data(), x.data(),
+                         w_fp32.data(), N, C, OC);
+  ops::accumulate_bf16(want_dw.data(), product.data(), OC * C);
+  EXPECT_EQ(dw, want_dw);
+  EXPECT_EQ(dx, want_dx);
+  EXPECT_EQ(db, want_db);
+  EXPECT_NE(dw, stored(random_values(OC * C, 37)));  // something was added
+  EXPECT_TRUE(device.status().is_ok());
+}
+
 TEST_P(CpuDeviceBf16Weights, EmbeddingReadsStoredTablesAsTheirWidenedValues) {
   constexpr int64_t B = 2, T = 3, V = 5, E = 4;
   const std::vector<int32_t> tokens = {0, 4, 2, 1, 4, 3};

@@ -190,6 +190,13 @@ TEST_F(IsolatedCpuDeviceTest, Bf16WeightsAreReadInTwoByteElements) {
   device->matmul_backward(f(dx), nullptr, nullptr, f(dout_d), f(x_d), w, N, C, OC);
   cpu.matmul_backward(want_dx.data(), nullptr, nullptr, dout.data(), x.data(), bits.data(), N, C,
                       OC);
+  // Its gradient in bf16 too: added into in place, as the CPU device does.
+  TrackedBuffer dw_d = upload(std::vector<float>(OC * C / 2, 0.0f));
+  auto* dw = static_cast<uint16_t*>(dw_d.data());
+  std::vector<uint16_t> want_dw(OC * C, 0);
+  device->matmul_backward_into_bf16(nullptr, dw, nullptr, f(dout_d), f(x_d), w, N, C, OC);
+  cpu.matmul_backward_into_bf16(nullptr, want_dw.data(), nullptr, dout.data(), x.data(),
+                                bits.data(), N, C, OC);
   const std::vector<int32_t> tokens = {1, 0, 3};
   TrackedBuffer tokens_d = upload(std::vector<float>(3, 0.0f));
   device->upload(tokens_d.data(), tokens.data(), tokens.size() * sizeof(int32_t));
@@ -203,6 +210,9 @@ TEST_F(IsolatedCpuDeviceTest, Bf16WeightsAreReadInTwoByteElements) {
   EXPECT_EQ(download(out), want_out);
   EXPECT_EQ(download(dx), want_dx);
   EXPECT_EQ(download(rows), want_rows);
+  std::vector<uint16_t> got_dw(OC * C);
+  device->download(got_dw.data(), dw, got_dw.size() * sizeof(uint16_t));
+  EXPECT_EQ(got_dw, want_dw);
   device->matmul_forward(f(out), f(x_d), w, nullptr, 2, C + 1, OC);  // OC x (C + 1) > stored
   EXPECT_THAT(device->status().message(), HasSubstr("matmul_forward: its argument weight"));
 }
