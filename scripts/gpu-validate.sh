@@ -447,7 +447,7 @@ mfu_figure() {  # JSON
   else note="MFU below the 40% target ($against)"; fi
   [ -z "$ceiling_tflops" ] || note="$note; torch GEMM ceiling $ceiling_tflops TFLOP/s"
 }
-gpt_ok=0
+gpt_ok=0 gpt_traced=0
 if [ -n "$skip_reason" ]; then
   add_row "gpt cuda bf16" SKIPPED "-" 0.0 "$skip_reason"
 elif start_check "gpt cuda bf16" 200; then
@@ -497,6 +497,7 @@ if [ $gpt_ok -eq 0 ]; then
 elif start_check "gpt trace overhead" 200; then
   rm -f "$out_dir"/gpt-traced.db*  # partrain refuses to overwrite a trace (an earlier --out run's)
   gpt_run gpt-traced 1 --trace "$out_dir/gpt-traced.db"
+  gpt_traced=1
   if [ $step_rc -eq 0 ]; then
     traced=$(median_ms "$out_dir/gpt-traced.json") untraced=$(median_ms "$out_dir/gpt-untraced.json")
     note="median step times; target 1.03x $(awk -v a="$traced" -v b="$untraced" \
@@ -520,7 +521,8 @@ fi
 
 # Where the traced run's GPU time went: kernel time a step by kernel (cuBLAS GEMMs as one), the
 # whole list in gpt-kernels.txt, the largest in the row.
-if [ ! -f "$out_dir/gpt-traced.db" ] || [ $have_python -eq 0 ]; then
+# (Only this invocation's trace: an earlier --out run's file is not this GPU's work.)
+if [ $gpt_traced -eq 0 ] || [ ! -f "$out_dir/gpt-traced.db" ] || [ $have_python -eq 0 ]; then
   add_row "gpt kernels" SKIPPED "-" 0.0 "${skip_reason:-needs the trace of the traced gpt run and python3}"
 else
   t0=$(date +%s)

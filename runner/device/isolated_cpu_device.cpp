@@ -171,7 +171,8 @@ void IsolatedCpuDevice::checked_matmul_backward(float* dinp, Grad* dweight, floa
                                                 const float* dout, const float* inp,
                                                 const Weight* weight, int64_t N, int64_t C,
                                                 int64_t OC) {
-  Arguments on_host(*this, "matmul_backward");
+  Arguments on_host(*this, std::is_same_v<Grad, uint16_t> ? "matmul_backward_into_bf16"
+                                                          : "matmul_backward");
   float* di = on_host(dinp, N * C, "dinp");
   Grad* dw = on_host(dweight, OC * C, "dweight");
   float* db = on_host(dbias, OC, "dbias");
