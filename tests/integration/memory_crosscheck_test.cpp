@@ -94,10 +94,10 @@ INSTANTIATE_TEST_SUITE_P(Layouts, MemoryCrossCheck, ::testing::ValuesIn(kLayouts
 // or bf16 gradients; fp32 master, m and v: 2 + 4 + 12 or 2 + 2 + 12 bytes a parameter), sharded
 // as the layout shards them, and the activations in bf16 (2 bytes; the logits and the layernorm
 // statistics fp32), as the recipes assume. The total is not compared: its workspace holds the
-// fp32 copies the ops read and write (an op's activations, the CPU sgemm's widened weights and,
-// under bf16-mixed, the unit in use's gradients), which the estimate has no line for: at
-// micro-batch 2, 6.3 MB (bf16-fp32grad) and 9.5 MB (bf16-mixed) beside fp32's 2.9 MB, the totals
-// +7.2% and +12.9% over the estimate, up to +21% and +44% on pp 4's one-layer stages.
+// fp32 copies the ops read and write (an op's activations, the CPU sgemm's widened weights and
+// products), which the estimate has no line for: at micro-batch 2, 6.3 MB (bf16-fp32grad) and
+// 7.4 MB (bf16-mixed) beside fp32's 2.9 MB, the totals +7.2% and +9.6% over the estimate, up to
+// +21% and +30% on pp 4's one-layer stages (and +23% for ZeRO-2's unmodelled fp32 staging).
 class MemoryCrossCheckBf16 : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(MemoryCrossCheckBf16, ModelStatesAndActivationsMatchTheBf16Recipes) {
