@@ -109,8 +109,8 @@ void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
   gemm_.flops += flops;
 }
 
-template <typename Weight>
-void CpuDevice::forward_product(float* out, const float* inp, const Weight* weight,
+template <typename Input, typename Weight>
+void CpuDevice::forward_product(float* out, const Input* inp, const Weight* weight,
                                 const float* bias, int64_t N, int64_t C, int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
@@ -122,9 +122,9 @@ void CpuDevice::forward_product(float* out, const float* inp, const Weight* weig
                 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
 
-template <typename Weight, typename Grad>
+template <typename Input, typename Weight, typename Grad>
 void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                                  const float* inp, const Weight* weight, int64_t N, int64_t C,
+                                  const Input* inp, const Weight* weight, int64_t N, int64_t C,
                                   int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
@@ -135,7 +135,7 @@ void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, cons
     if (dinp != nullptr) {
       const float* w = gemm_operand(Operand::kA, weight, OC * C);
       if (w == nullptr) return;
-      ops::matmul_backward(dinp, nullptr, nullptr, g, inp, w, N, C, OC);
+      ops::matmul_backward(dinp, nullptr, nullptr, g, nullptr, w, N, C, OC);  // inp not read
     }
     if (dweight != nullptr) {  // the weight is not read
       const float* x = gemm_operand(Operand::kA, inp, N * C);
@@ -152,7 +152,7 @@ void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, cons
     }
   }
   if (dbias != nullptr) {
-    ops::matmul_backward(nullptr, nullptr, dbias, dout, inp, nullptr, N, C, OC);
+    ops::matmul_backward(nullptr, nullptr, dbias, dout, nullptr, nullptr, N, C, OC);
   }
   // dinp and dweight: two products of the forward's size each, when asked for.
   const double product =
@@ -184,6 +184,24 @@ void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const
 
 void CpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
                                           const float* dout, const float* inp,
+                                          const uint16_t* weight, int64_t N, int64_t C,
+                                          int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CpuDevice::matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
+                               const float* bias, int64_t N, int64_t C, int64_t OC) {
+  forward_product(out, inp, weight, bias, N, C, OC);
+}
+
+void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                const uint16_t* inp, const uint16_t* weight, int64_t N,
+                                int64_t C, int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                          const float* dout, const uint16_t* inp,
                                           const uint16_t* weight, int64_t N, int64_t C,
                                           int64_t OC) {
   backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);

@@ -61,6 +61,14 @@ class CpuDevice final : public Device {
   void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
                                  const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                                  int64_t OC) override;
+  void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
+                      int64_t N, int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                       int64_t OC) override;
+  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
+                                 const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) override;
   void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
                                      const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
@@ -127,13 +135,13 @@ class CpuDevice final : public Device {
   // `slot`'s workspace grown to n floats; nullptr, with status_ set, when it cannot grow.
   float* operand_buffer(Operand slot, int64_t n);
   // matmul_forward / matmul_backward for a weight stored in fp32 or bf16.
-  template <typename Weight>
-  void forward_product(float* out, const float* inp, const Weight* weight, const float* bias,
+  template <typename Input, typename Weight>
+  void forward_product(float* out, const Input* inp, const Weight* weight, const float* bias,
                        int64_t N, int64_t C, int64_t OC);
   // dweight fp32, or bf16 (Grad = uint16_t: the product in workspace, added with one rounding).
-  template <typename Weight, typename Grad>
+  template <typename Input, typename Weight, typename Grad>
   void backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                         const float* inp, const Weight* weight, int64_t N, int64_t C,
+                         const Input* inp, const Weight* weight, int64_t N, int64_t C,
                          int64_t OC);
   void add_gemm_time(int64_t start_ns, double flops);
 

@@ -86,6 +86,14 @@ class CudaDevice final : public Device {
   void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
                                  const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                                  int64_t OC) override;
+  void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
+                      int64_t N, int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                       int64_t OC) override;
+  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
+                                 const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) override;
   void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
                                      const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
@@ -180,14 +188,14 @@ class CudaDevice final : public Device {
   // rounding would make), else widened to fp32 into scratch `slot`.
   StatusOr<GemmOperand> gemm_operand(Scratch slot, const uint16_t* x, int64_t elements);
   // matmul_forward / matmul_backward for a weight stored in fp32 or bf16.
-  template <typename Weight>
-  void forward_product(float* out, const float* inp, const Weight* weight, const float* bias,
+  template <typename Input, typename Weight>
+  void forward_product(float* out, const Input* inp, const Weight* weight, const float* bias,
                        int64_t N, int64_t C, int64_t OC);
   // dweight fp32, or bf16 (Grad = uint16_t): under bf16 GEMMs cuBLAS adds into it with one
   // rounding; under fp32 GEMMs (no fp32 x fp32 -> bf16 GEMM) the product goes through kProduct.
-  template <typename Weight, typename Grad>
+  template <typename Input, typename Weight, typename Grad>
   void backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                         const float* inp, const Weight* weight, int64_t N, int64_t C,
+                         const Input* inp, const Weight* weight, int64_t N, int64_t C,
                          int64_t OC);
   // The weight-gradient GEMM of backward_products: dweight (OC, C) += dout^T inp.
   Status weight_gradient(float* dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,

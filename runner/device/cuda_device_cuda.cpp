@@ -398,8 +398,8 @@ Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m,
       static_cast<int>(ldc), stride_c, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
-template <typename Weight>
-void CudaDevice::forward_product(float* out, const float* inp, const Weight* weight,
+template <typename Input, typename Weight>
+void CudaDevice::forward_product(float* out, const Input* inp, const Weight* weight,
                                  const float* bias, int64_t N, int64_t C, int64_t OC) {
   if (!begin_op() || N <= 0 || OC <= 0) return;
   const double flops =
@@ -424,9 +424,9 @@ void CudaDevice::forward_product(float* out, const float* inp, const Weight* wei
       flops));
 }
 
-template <typename Weight, typename Grad>
+template <typename Input, typename Weight, typename Grad>
 void CudaDevice::backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                                   const float* inp, const Weight* weight, int64_t N, int64_t C,
+                                   const Input* inp, const Weight* weight, int64_t N, int64_t C,
                                    int64_t OC) {
   if (!begin_op() || N <= 0 || C <= 0 || OC <= 0) return;
   // dinp and dweight: two products of the forward's size each, when asked for (as the CPU).
@@ -503,6 +503,24 @@ void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, cons
 
 void CudaDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
                                            const float* dout, const float* inp,
+                                           const uint16_t* weight, int64_t N, int64_t C,
+                                           int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CudaDevice::matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
+                                const float* bias, int64_t N, int64_t C, int64_t OC) {
+  forward_product(out, inp, weight, bias, N, C, OC);
+}
+
+void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const uint16_t* inp, const uint16_t* weight, int64_t N,
+                                 int64_t C, int64_t OC) {
+  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CudaDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                           const float* dout, const uint16_t* inp,
                                            const uint16_t* weight, int64_t N, int64_t C,
                                            int64_t OC) {
   backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);

@@ -97,12 +97,23 @@ class Device {
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                                int64_t OC) = 0;
+  // The same with the input activation stored in bf16 too (the bf16 recipes): read as it lies,
+  // exactly the ops above on its widened values.
+  virtual void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
+                              const float* bias, int64_t N, int64_t C, int64_t OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                               int64_t OC) = 0;
   // matmul_backward with the weight's gradient stored in bf16 too (bf16-mixed): dweight (OC, C) =
   // bf16(dweight + dout^T @ inp), the product summed in fp32 and added with one rounding, as
   // accumulate_bf16 of the fp32 product (no fp32 copy of the gradients is kept). A name of its
   // own: an overload on dweight's type would make a call passing nullptr for it ambiguous.
   virtual void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
                                          const float* dout, const float* inp,
+                                         const uint16_t* weight, int64_t N, int64_t C,
+                                         int64_t OC) = 0;
+  virtual void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                         const float* dout, const uint16_t* inp,
                                          const uint16_t* weight, int64_t N, int64_t C,
                                          int64_t OC) = 0;
   virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens,

@@ -154,21 +154,21 @@ void IsolatedCpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source,
   if (on_host.ok()) cpu_.copy_bf16(d, s, n);
 }
 
-template <typename Weight>
-void IsolatedCpuDevice::checked_matmul_forward(float* out, const float* inp, const Weight* weight,
+template <typename Input, typename Weight>
+void IsolatedCpuDevice::checked_matmul_forward(float* out, const Input* inp, const Weight* weight,
                                                const float* bias, int64_t N, int64_t C,
                                                int64_t OC) {
   Arguments on_host(*this, "matmul_forward");
   float* o = on_host(out, N * OC, "out");
-  const float* i = on_host(inp, N * C, "inp");
+  const Input* i = on_host(inp, N * C, "inp");
   const Weight* w = on_host(weight, OC * C, "weight");
   const float* b = on_host(bias, OC, "bias");
   if (on_host.ok()) cpu_.matmul_forward(o, i, w, b, N, C, OC);
 }
 
-template <typename Weight, typename Grad>
+template <typename Input, typename Weight, typename Grad>
 void IsolatedCpuDevice::checked_matmul_backward(float* dinp, Grad* dweight, float* dbias,
-                                                const float* dout, const float* inp,
+                                                const float* dout, const Input* inp,
                                                 const Weight* weight, int64_t N, int64_t C,
                                                 int64_t OC) {
   Arguments on_host(*this, std::is_same_v<Grad, uint16_t> ? "matmul_backward_into_bf16"
@@ -177,7 +177,7 @@ void IsolatedCpuDevice::checked_matmul_backward(float* dinp, Grad* dweight, floa
   Grad* dw = on_host(dweight, OC * C, "dweight");
   float* db = on_host(dbias, OC, "dbias");
   const float* dout_h = on_host(dout, N * OC, "dout");
-  const float* i = on_host(inp, N * C, "inp");
+  const Input* i = on_host(inp, N * C, "inp");
   const Weight* w = on_host(weight, OC * C, "weight");
   if (!on_host.ok()) return;
   if constexpr (std::is_same_v<Grad, uint16_t>) {
@@ -211,6 +211,24 @@ void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbia
 
 void IsolatedCpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
                                                   const float* dout, const float* inp,
+                                                  const uint16_t* weight, int64_t N, int64_t C,
+                                                  int64_t OC) {
+  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
+                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
+                                        const float* dout, const uint16_t* inp,
+                                        const uint16_t* weight, int64_t N, int64_t C, int64_t OC) {
+  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void IsolatedCpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
+                                                  const float* dout, const uint16_t* inp,
                                                   const uint16_t* weight, int64_t N, int64_t C,
                                                   int64_t OC) {
   checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);

@@ -56,6 +56,14 @@ class IsolatedCpuDevice final : public Device {
   void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
                                  const float* inp, const uint16_t* weight, int64_t N, int64_t C,
                                  int64_t OC) override;
+  void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
+                      int64_t N, int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                       int64_t OC) override;
+  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
+                                 const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
+                                 int64_t OC) override;
   void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
                                      const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
@@ -118,12 +126,12 @@ class IsolatedCpuDevice final : public Device {
   template <typename Value>
   double checked_sum_of_squares(const Value* x, int64_t n);
   // The matmul and embedding ops for weights and tables stored in fp32 or bf16 (Weight).
-  template <typename Weight>
-  void checked_matmul_forward(float* out, const float* inp, const Weight* weight,
+  template <typename Input, typename Weight>
+  void checked_matmul_forward(float* out, const Input* inp, const Weight* weight,
                               const float* bias, int64_t N, int64_t C, int64_t OC);
-  template <typename Weight, typename Grad>
+  template <typename Input, typename Weight, typename Grad>
   void checked_matmul_backward(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                               const float* inp, const Weight* weight, int64_t N, int64_t C,
+                               const Input* inp, const Weight* weight, int64_t N, int64_t C,
                                int64_t OC);
   template <typename Table>
   void checked_embedding_forward(float* out, const int32_t* tokens, const Table* wte_shard,

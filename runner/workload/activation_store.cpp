@@ -44,6 +44,11 @@ StatusOr<ActivationStore::Input> ActivationStore::input(const Tensor& saved) con
   return values;
 }
 
+Activation ActivationStore::operand(const Tensor& saved) {
+  if (saved.type() == ElementType::kBf16) return Activation(saved.bf16_data());
+  return Activation(saved.data());
+}
+
 void ActivationStore::assign(Tensor& saved, const float* source) const {
   if (saved.type() == ElementType::kF32) {
     device_.copy(saved.data(), source, saved.numel());

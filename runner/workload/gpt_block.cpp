@@ -18,6 +18,13 @@ StatusOr<ActivationStore::Output> GptBlock::layernorm(const float* x, const floa
   return values;
 }
 
+StatusOr<Activation> GptBlock::region_operand(const Tensor& saved, Tensor& gathered) {
+  if (!tp_.sequence_parallel()) return ActivationStore::operand(saved);
+  ASSIGN_OR_RETURN(const float* full, tp_.region_input(saved, gathered, shape_.B, shape_.T,
+                                                       shape_.C));
+  return Activation(full);
+}
+
 StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
   ASSIGN_OR_RETURN(Tensor t, Tensor::create(device_.allocator(), std::move(shape),
                                             Category::kWorkspace));
@@ -25,7 +32,7 @@ StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
   return t;
 }
 
-Status GptBlock::project_and_add(const float* in, int64_t k, Weight weight, const float* bias,
+Status GptBlock::project_and_add(Activation in, int64_t k, Weight weight, const float* bias,
                                  const float* residual,
                                  ActivationStore::Output& values, Tensor& out) {
   const auto& [B, T, C, NH, F, V] = shape_;
@@ -58,8 +65,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
-  ASSIGN_OR_RETURN(const float* ln1_full,
-                   tp_.region_input(a.ln1, gathered, B, T, C, ln1.data()));
+  ASSIGN_OR_RETURN(const Activation ln1_full, region_operand(a.ln1, gathered));
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
   matmul_forward(device_, qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C,
@@ -77,15 +83,14 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
     store_.store(att, a.att);
     store_.store(atty, a.atty);
     qkv = Output();
-    RETURN_IF_ERROR(project_and_add(atty.data(), c_local, w.matrix(kAttProjW),
+    RETURN_IF_ERROR(project_and_add(ActivationStore::operand(a.atty), c_local, w.matrix(kAttProjW),
                                     w.vector(kAttProjB), x_in.data(), x2, a.x2));
   }
   x_in = ActivationStore::Input();
 
   ASSIGN_OR_RETURN(Output ln2, layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2,
                                          a.ln2_mean, a.ln2_rstd));
-  ASSIGN_OR_RETURN(const float* ln2_full,
-                   tp_.region_input(a.ln2, gathered, B, T, C, ln2.data()));
+  ASSIGN_OR_RETURN(const Activation ln2_full, region_operand(a.ln2, gathered));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
   ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
   matmul_forward(device_, fc.data(), ln2_full, w.matrix(kFcW), w.vector(kFcB), N, C, f_local);
@@ -101,7 +106,8 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
     ASSIGN_OR_RETURN(a.out, store_.create({n, C}));
   }
   ASSIGN_OR_RETURN(Output out, store_.output(a.out));
-  return project_and_add(fc_gelu.data(), f_local, w.matrix(kFcProjW), w.vector(kFcProjB),
+  return project_and_add(ActivationStore::operand(a.fc_gelu), f_local, w.matrix(kFcProjW),
+                         w.vector(kFcProjB),
                          x2.data(), out, a.out);
 }
 
@@ -138,17 +144,15 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   }
   // Under SP, the layernorm outputs are gathered again from their saved shards.
   Tensor ln1_gathered, ln2_gathered;
-  ASSIGN_OR_RETURN(const float* ln2_full, tp_.region_input(a.ln2, ln2_gathered, B, T, C));
+  ASSIGN_OR_RETURN(const Activation ln2_full, region_operand(a.ln2, ln2_gathered));
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
   RETURN_IF_ERROR(tp_.exit_backward(dout, d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
-  {
-    ASSIGN_OR_RETURN(Input fc_gelu, store_.input(a.fc_gelu));
-    matmul_backward(device_, d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB),
-                    d_full.data(), fc_gelu.data(), w.matrix(kFcProjW), N, f_local, C);
-  }
+  matmul_backward(device_, d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB),
+                  d_full.data(), ActivationStore::operand(a.fc_gelu), w.matrix(kFcProjW), N,
+                  f_local, C);
   // Buffers are released as soon as backward is done with them, as autograd frees them: the
   // block's peak is its largest live set, not the sum of its intermediates.
   a.fc_gelu = Tensor();
@@ -160,8 +164,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
-  matmul_backward(device_, d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(), ln2_full,
-                  w.matrix(kFcW), N, C, f_local);
+  matmul_backward(device_, d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(),
+                  ln2_full, w.matrix(kFcW), N, C, f_local);
   d_fc = Tensor();
   ln2_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
@@ -182,11 +186,9 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   device_.fill(d_full.data(), N * C, 0.0f);
   RETURN_IF_ERROR(tp_.exit_backward(d_x2.data(), d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
-  {
-    ASSIGN_OR_RETURN(Input atty, store_.input(a.atty));
-    matmul_backward(device_, d_atty.data(), w.matrix_grad(kAttProjW), w.grad(kAttProjB),
-                    d_full.data(), atty.data(), w.matrix(kAttProjW), N, c_local, C);
-  }
+  matmul_backward(device_, d_atty.data(), w.matrix_grad(kAttProjW), w.grad(kAttProjB),
+                  d_full.data(), ActivationStore::operand(a.atty), w.matrix(kAttProjW), N,
+                  c_local, C);
   d_full = Tensor();
   a.atty = Tensor();
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
@@ -199,7 +201,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_atty = Tensor();
   a.att = Tensor();
   a.qkv = Tensor();
-  ASSIGN_OR_RETURN(const float* ln1_full, tp_.region_input(a.ln1, ln1_gathered, B, T, C));
+  ASSIGN_OR_RETURN(const Activation ln1_full, region_operand(a.ln1, ln1_gathered));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
   matmul_backward(device_, d_ln1_full.data(), w.matrix_grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
                   ln1_full, w.matrix(kQkvW), N, C, 3 * c_local);

@@ -81,9 +81,12 @@ class GptBlock {
   // out = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this rank's
   // slice of the inner dimension) summed over tp, then the residual; written through `values`
   // (store_.output(out)), which keeps the stored values for the next op.
-  Status project_and_add(const float* in, int64_t k, Weight weight, const float* bias,
+  Status project_and_add(Activation in, int64_t k, Weight weight, const float* bias,
                          const float* residual, ActivationStore::Output& values, Tensor& out);
   StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
+  // A saved tensor-parallel region input (ln1, ln2) as its matmul reads it: as stored, or under
+  // SP gathered over tp into `gathered` (fp32).
+  StatusOr<Activation> region_operand(const Tensor& saved, Tensor& gathered);
 
   Device& device_;
   TensorParallel& tp_;

@@ -81,25 +81,32 @@ void UnitParams::flush() {
   staged_.clear();
 }
 
-void matmul_forward(Device& device, float* out, const float* inp, Weight weight,
-                    const float* bias, int64_t N, int64_t C, int64_t OC) {
-  if (weight.bf16 != nullptr) {
-    device.matmul_forward(out, inp, weight.bf16, bias, N, C, OC);
+void matmul_forward(Device& device, float* out, Activation inp, Weight weight, const float* bias,
+                    int64_t N, int64_t C, int64_t OC) {
+  if (inp.bf16 != nullptr) {
+    device.matmul_forward(out, inp.bf16, weight.bf16, bias, N, C, OC);
+  } else if (weight.bf16 != nullptr) {
+    device.matmul_forward(out, inp.f32, weight.bf16, bias, N, C, OC);
   } else {
-    device.matmul_forward(out, inp, weight.f32, bias, N, C, OC);
+    device.matmul_forward(out, inp.f32, weight.f32, bias, N, C, OC);
   }
 }
 
 void matmul_backward(Device& device, float* dinp, WeightGrad dweight, float* dbias,
-                     const float* dout, const float* inp, Weight weight, int64_t N, int64_t C,
+                     const float* dout, Activation inp, Weight weight, int64_t N, int64_t C,
                      int64_t OC) {
-  if (dweight.bf16 != nullptr) {
-    device.matmul_backward_into_bf16(dinp, dweight.bf16, dbias, dout, inp, weight.bf16, N, C,
+  if (inp.bf16 != nullptr && dweight.bf16 != nullptr) {
+    device.matmul_backward_into_bf16(dinp, dweight.bf16, dbias, dout, inp.bf16, weight.bf16, N,
+                                     C, OC);
+  } else if (inp.bf16 != nullptr) {
+    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp.bf16, weight.bf16, N, C, OC);
+  } else if (dweight.bf16 != nullptr) {
+    device.matmul_backward_into_bf16(dinp, dweight.bf16, dbias, dout, inp.f32, weight.bf16, N, C,
                                      OC);
   } else if (weight.bf16 != nullptr) {
-    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp, weight.bf16, N, C, OC);
+    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp.f32, weight.bf16, N, C, OC);
   } else {
-    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp, weight.f32, N, C, OC);
+    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp.f32, weight.f32, N, C, OC);
   }
 }
 

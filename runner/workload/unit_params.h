@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
+#include "runner/workload/activation_store.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 
@@ -75,12 +76,13 @@ class UnitParams {
   std::vector<Staged> staged_;  // bf16 gradients: what flush() adds
 };
 
-// The matmul and embedding ops (Device) on a Weight, in whichever type it is stored. A bf16
-// WeightGrad needs a bf16 Weight (bf16 gradients come with bf16 parameters).
-void matmul_forward(Device& device, float* out, const float* inp, Weight weight,
-                    const float* bias, int64_t N, int64_t C, int64_t OC);
+// The matmul and embedding ops (Device) on a Weight and an input Activation, in whichever type
+// each is stored. A bf16 WeightGrad or Activation needs a bf16 Weight (bf16 gradients and
+// activations come with bf16 parameters).
+void matmul_forward(Device& device, float* out, Activation inp, Weight weight, const float* bias,
+                    int64_t N, int64_t C, int64_t OC);
 void matmul_backward(Device& device, float* dinp, WeightGrad dweight, float* dbias,
-                     const float* dout, const float* inp, Weight weight, int64_t N, int64_t C,
+                     const float* dout, Activation inp, Weight weight, int64_t N, int64_t C,
                      int64_t OC);
 void embedding_forward_vocab_range(Device& device, float* out, const int32_t* tokens,
                                    Weight wte_shard, Weight wpe, int64_t B, int64_t T, int64_t C,

@@ -232,6 +232,27 @@ class CudaDeviceTest : public ::testing::Test {
       cpu.from_bf16(got_values.data(), got.data(), OC * C);
       cpu.from_bf16(want_values.data(), bf16_grad.data(), OC * C);
       expect_close(got_values, want_values, kBf16Tolerance, "bf16 dweight");
+      // The input activation in bf16 as well: read as it lies (bf16 GEMMs) or widened (fp32).
+      std::vector<uint16_t> inp_bf16(N * C);
+      cpu.to_bf16(inp_bf16.data(), inp.data(), N * C);
+      uint16_t* gpu_inp_bf16 = on_gpu(inp_bf16);
+      cpu.matmul_forward(out.data(), inp_bf16.data(), weight.data(), bias.data(), N, C, OC);
+      gpu_->matmul_forward(gpu_out, gpu_inp_bf16, gpu_weight, on_gpu(bias), N, C, OC);
+      expect_close(from_gpu(gpu_out, out.size()), out, kFp32Tolerance, "out from bf16 inp");
+      cpu.matmul_backward(nullptr, dweight.data(), nullptr, dout.data(), inp_bf16.data(),
+                          weight.data(), N, C, OC);
+      gpu_->matmul_backward(nullptr, gpu_dweight, nullptr, on_gpu(dout), gpu_inp_bf16, gpu_weight,
+                            N, C, OC);
+      expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, kFp32Tolerance,
+                   "dweight from bf16 inp");
+      cpu.matmul_backward_into_bf16(nullptr, bf16_grad.data(), nullptr, dout.data(),
+                                    inp_bf16.data(), weight.data(), N, C, OC);
+      gpu_->matmul_backward_into_bf16(nullptr, gpu_bf16_grad, nullptr, on_gpu(dout),
+                                      gpu_inp_bf16, gpu_weight, N, C, OC);
+      gpu_->download(got.data(), gpu_bf16_grad, got.size() * sizeof(uint16_t));
+      cpu.from_bf16(got_values.data(), got.data(), OC * C);
+      cpu.from_bf16(want_values.data(), bf16_grad.data(), OC * C);
+      expect_close(got_values, want_values, kBf16Tolerance, "bf16 dweight from bf16 inp");
     }
     // The embedding: rows [2, 6) of a (8, 16) table, positions added, tokens outside give zero.
     constexpr int64_t B = 2, T = 4, E = 16;

@@ -406,6 +406,33 @@ TEST_P(CpuDeviceBf16Weights, WeightGradientIntoBf16IsTheFp32ProductRoundedOnce) 
   EXPECT_TRUE(device.status().is_ok());
 }
 
+// An input activation stored in bf16 as well (the bf16 recipes): every matmul reads it as its
+// widened values, bit for bit, whichever type the weight's gradient is.
+TEST_P(CpuDeviceBf16Weights, Bf16InputsAreReadAsTheirWidenedValues) {
+  const std::vector<uint16_t> x_bf16 = stored(x);
+  const std::vector<float> x_fp32 = widened(x_bf16);
+  std::vector<float> out(N * OC), want(N * OC);
+  device.matmul_forward(out.data(), x_bf16.data(), w.data(), bias.data(), N, C, OC);
+  device.matmul_forward(want.data(), x_fp32.data(), w.data(), bias.data(), N, C, OC);
+  EXPECT_EQ(out, want);
+  std::vector<float> dx(N * C, 0.5f), dw(OC * C, -0.25f), db(OC, 1.0f);
+  std::vector<float> want_dx = dx, want_dw = dw, want_db = db;
+  device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x_bf16.data(), w.data(), N,
+                         C, OC);
+  device.matmul_backward(want_dx.data(), want_dw.data(), want_db.data(), dout.data(),
+                         x_fp32.data(), w.data(), N, C, OC);
+  EXPECT_EQ(dx, want_dx);
+  EXPECT_EQ(dw, want_dw);
+  EXPECT_EQ(db, want_db);
+  std::vector<uint16_t> dw_bf16 = stored(random_values(OC * C, 38)), want_dw_bf16 = dw_bf16;
+  device.matmul_backward_into_bf16(nullptr, dw_bf16.data(), nullptr, dout.data(), x_bf16.data(),
+                                   w.data(), N, C, OC);
+  device.matmul_backward_into_bf16(nullptr, want_dw_bf16.data(), nullptr, dout.data(),
+                                   x_fp32.data(), w.data(), N, C, OC);
+  EXPECT_EQ(dw_bf16, want_dw_bf16);
+  EXPECT_TRUE(device.status().is_ok());
+}
+
 TEST_P(CpuDeviceBf16Weights, EmbeddingReadsStoredTablesAsTheirWidenedValues) {
   constexpr int64_t B = 2, T = 3, V = 5, E = 4;
   const std::vector<int32_t> tokens = {0, 4, 2, 1, 4, 3};

@@ -213,6 +213,11 @@ TEST_F(IsolatedCpuDeviceTest, Bf16WeightsAreReadInTwoByteElements) {
   std::vector<uint16_t> got_dw(OC * C);
   device->download(got_dw.data(), dw, got_dw.size() * sizeof(uint16_t));
   EXPECT_EQ(got_dw, want_dw);
+  // A bf16 input: read in 2-byte elements as well (the first N x C values of the weight's block).
+  device->matmul_forward(f(out), w, w, nullptr, N, C, OC);
+  cpu.matmul_forward(want_out.data(), bits.data(), bits.data(), nullptr, N, C, OC);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  EXPECT_EQ(download(out), want_out);
   device->matmul_forward(f(out), f(x_d), w, nullptr, 2, C + 1, OC);  // OC x (C + 1) > stored
   EXPECT_THAT(device->status().message(), HasSubstr("matmul_forward: its argument weight"));
 }
