@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <cstring>
 
 #include "runner/ops/adamw.h"
@@ -91,17 +90,16 @@ float* CpuDevice::operand_buffer(Operand slot, int64_t n) {
   return static_cast<float*>(buffer.data());
 }
 
-const float* CpuDevice::gemm_operand(Operand slot, const float* x, int64_t n) {
-  if (precision_ != GemmPrecision::kBf16) return x;
+const float* CpuDevice::gemm_operand(Operand slot, Matrix x, int64_t n) {
+  if (x.bf16 != nullptr) {
+    float* widened = operand_buffer(slot, n);
+    if (widened != nullptr) ops::from_bf16(widened, x.bf16, n);
+    return widened;
+  }
+  if (precision_ != GemmPrecision::kBf16) return x.f32;
   float* rounded = operand_buffer(slot, n);
-  if (rounded != nullptr) ops::round_to_bf16(rounded, x, n);
+  if (rounded != nullptr) ops::round_to_bf16(rounded, x.f32, n);
   return rounded;
-}
-
-const float* CpuDevice::gemm_operand(Operand slot, const uint16_t* x, int64_t n) {
-  float* widened = operand_buffer(slot, n);
-  if (widened != nullptr) ops::from_bf16(widened, x, n);
-  return widened;
 }
 
 void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
@@ -109,9 +107,8 @@ void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
   gemm_.flops += flops;
 }
 
-template <typename Input, typename Weight>
-void CpuDevice::forward_product(float* out, const Input* inp, const Weight* weight,
-                                const float* bias, int64_t N, int64_t C, int64_t OC) {
+void CpuDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
+                               int64_t N, int64_t C, int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
   const float* w = gemm_operand(Operand::kA, weight, OC * C);
@@ -122,14 +119,12 @@ void CpuDevice::forward_product(float* out, const Input* inp, const Weight* weig
                 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
 
-template <typename Input, typename Weight, typename Grad>
-void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                                  const Input* inp, const Weight* weight, int64_t N, int64_t C,
-                                  int64_t OC) {
+void CpuDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+                                Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
   // As the CUDA device: dout is rounded once for both products, dbias sums it unrounded.
-  if (dinp != nullptr || dweight != nullptr) {
+  if (dinp != nullptr || !dweight.empty()) {
     const float* g = gemm_operand(Operand::kB, dout, N * OC);
     if (g == nullptr) return;
     if (dinp != nullptr) {
@@ -137,17 +132,17 @@ void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, cons
       if (w == nullptr) return;
       ops::matmul_backward(dinp, nullptr, nullptr, g, nullptr, w, N, C, OC);  // inp not read
     }
-    if (dweight != nullptr) {  // the weight is not read
+    if (!dweight.empty()) {  // the weight is not read
       const float* x = gemm_operand(Operand::kA, inp, N * C);
       if (x == nullptr) return;
-      if constexpr (std::is_same_v<Grad, uint16_t>) {
+      if (dweight.bf16 != nullptr) {  // the fp32 product, added with one rounding
         float* product = operand_buffer(Operand::kProduct, OC * C);
         if (product == nullptr) return;
         std::fill_n(product, OC * C, 0.0f);
         ops::matmul_backward(nullptr, product, nullptr, g, x, nullptr, N, C, OC);
-        ops::accumulate_bf16(dweight, product, OC * C);
+        ops::accumulate_bf16(dweight.bf16, product, OC * C);
       } else {
-        ops::matmul_backward(nullptr, dweight, nullptr, g, x, nullptr, N, C, OC);
+        ops::matmul_backward(nullptr, dweight.f32, nullptr, g, x, nullptr, N, C, OC);
       }
     }
   }
@@ -157,54 +152,7 @@ void CpuDevice::backward_products(float* dinp, Grad* dweight, float* dbias, cons
   // dinp and dweight: two products of the forward's size each, when asked for.
   const double product =
       2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
-  add_gemm_time(start, (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0));
-}
-
-void CpuDevice::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                               int64_t N, int64_t C, int64_t OC) {
-  forward_product(out, inp, weight, bias, N, C, OC);
-}
-
-void CpuDevice::matmul_forward(float* out, const float* inp, const uint16_t* weight,
-                               const float* bias, int64_t N, int64_t C, int64_t OC) {
-  forward_product(out, inp, weight, bias, N, C, OC);
-}
-
-void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                const float* inp, const float* weight, int64_t N, int64_t C,
-                                int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                          const float* dout, const float* inp,
-                                          const uint16_t* weight, int64_t N, int64_t C,
-                                          int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CpuDevice::matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
-                               const float* bias, int64_t N, int64_t C, int64_t OC) {
-  forward_product(out, inp, weight, bias, N, C, OC);
-}
-
-void CpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                const uint16_t* inp, const uint16_t* weight, int64_t N,
-                                int64_t C, int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                          const float* dout, const uint16_t* inp,
-                                          const uint16_t* weight, int64_t N, int64_t C,
-                                          int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  add_gemm_time(start, (dinp != nullptr ? product : 0.0) + (!dweight.empty() ? product : 0.0));
 }
 
 void CpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -254,18 +202,16 @@ void CpuDevice::embedding_backward(float* dwte, float* dwpe, const float* dout,
   ops::embedding_backward(dwte, dwpe, dout, tokens, B, T, C);
 }
 
-void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                              const float* wte_shard, const float* wpe, int64_t B,
-                                              int64_t T, int64_t C, int64_t vocab_start,
-                                              int64_t vocab_end) {
-  ops::embedding_forward_vocab_range(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
-}
-
-void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                              const uint16_t* wte_shard, const uint16_t* wpe,
-                                              int64_t B, int64_t T, int64_t C,
+void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
+                                              Matrix wpe, int64_t B, int64_t T, int64_t C,
                                               int64_t vocab_start, int64_t vocab_end) {
-  ops::embedding_forward_vocab_range(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
+  if (wte_shard.bf16 != nullptr) {
+    ops::embedding_forward_vocab_range(out, tokens, wte_shard.bf16, wpe.bf16, B, T, C, vocab_start,
+                                       vocab_end);
+  } else {
+    ops::embedding_forward_vocab_range(out, tokens, wte_shard.f32, wpe.f32, B, T, C, vocab_start,
+                                       vocab_end);
+  }
 }
 
 void CpuDevice::embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,

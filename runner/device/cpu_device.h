@@ -48,30 +48,10 @@ class CpuDevice final : public Device {
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_forward(float* out, const float* inp, const uint16_t* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
-                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) override;
-  void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
-                                 const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) override;
-  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
-                                     const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
-                                     int64_t vocab_start, int64_t vocab_end) override;
+  void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
+                      int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+                       Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -89,8 +69,8 @@ class CpuDevice final : public Device {
                          int64_t B, int64_t T, int64_t C) override;
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                           int64_t B, int64_t T, int64_t C) override;
-  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte_shard,
-                                     const float* wpe, int64_t B, int64_t T, int64_t C,
+  void embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
+                                     Matrix wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
   void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
                                       const int32_t* tokens, int64_t B, int64_t T, int64_t C,
@@ -125,24 +105,14 @@ class CpuDevice final : public Device {
 
  private:
   enum class Operand { kA, kB, kProduct };  // kProduct: a bf16 gradient's fp32 product
-  // The operand as the GEMM reads it: x itself in fp32; under bf16 its `n` values rounded into
-  // workspace `slot` (tracked as kWorkspace, kept and grown across calls, as the CUDA device's
-  // scratch). nullptr, with status_ set, when the workspace cannot grow.
-  const float* gemm_operand(Operand slot, const float* x, int64_t n);
-  // A bf16 operand (a weight as stored) widened into workspace `slot`: exactly its values, which
-  // the rounding of a bf16 GEMM leaves as they are.
-  const float* gemm_operand(Operand slot, const uint16_t* x, int64_t n);
+  // The operand as sgemm reads it, in fp32: an fp32 one itself, or under bf16 GEMMs its `n`
+  // values rounded into workspace `slot` (tracked as kWorkspace, kept and grown across calls, as
+  // the CUDA device's scratch); a bf16 one widened into `slot` (exactly its values, which a bf16
+  // GEMM's rounding leaves as they are). nullptr, with status_ set, when the workspace cannot
+  // grow.
+  const float* gemm_operand(Operand slot, Matrix x, int64_t n);
   // `slot`'s workspace grown to n floats; nullptr, with status_ set, when it cannot grow.
   float* operand_buffer(Operand slot, int64_t n);
-  // matmul_forward / matmul_backward for a weight stored in fp32 or bf16.
-  template <typename Input, typename Weight>
-  void forward_product(float* out, const Input* inp, const Weight* weight, const float* bias,
-                       int64_t N, int64_t C, int64_t OC);
-  // dweight fp32, or bf16 (Grad = uint16_t: the product in workspace, added with one rounding).
-  template <typename Input, typename Weight, typename Grad>
-  void backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                         const Input* inp, const Weight* weight, int64_t N, int64_t C,
-                         int64_t OC);
   void add_gemm_time(int64_t start_ns, double flops);
 
   TrackedAllocator allocator_;  // host memory, 64-byte aligned

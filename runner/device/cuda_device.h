@@ -73,30 +73,10 @@ class CudaDevice final : public Device {
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_forward(float* out, const float* inp, const uint16_t* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
-                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) override;
-  void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
-                                 const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) override;
-  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
-                                     const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
-                                     int64_t vocab_start, int64_t vocab_end) override;
+  void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
+                      int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+                       Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -114,8 +94,8 @@ class CudaDevice final : public Device {
                          int64_t B, int64_t T, int64_t C) override;
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                           int64_t B, int64_t T, int64_t C) override;
-  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte_shard,
-                                     const float* wpe, int64_t B, int64_t T, int64_t C,
+  void embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
+                                     Matrix wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
   void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
                                       const int32_t* tokens, int64_t B, int64_t T, int64_t C,
@@ -176,43 +156,26 @@ class CudaDevice final : public Device {
   template <typename Value>
   double reduce_squares(const Value* x, int64_t n);
 
-  // A matmul operand as cuBLAS reads it: under GemmPrecision::kBf16 its `elements` rounded to
-  // bf16 into scratch `slot` (queued on the compute stream, so a slot can be refilled for the
-  // next GEMM), else the fp32 array as it lies.
+  // A matmul operand as cuBLAS reads it. fp32: under GemmPrecision::kBf16 its `elements`
+  // rounded to bf16 into scratch `slot` (queued on the compute stream, so a slot can be refilled
+  // for the next GEMM), else the array as it lies.
   struct GemmOperand {
     const void* data = nullptr;
     int type = 0;  // a cudaDataType_t
   };
-  StatusOr<GemmOperand> gemm_operand(Scratch slot, const float* x, int64_t elements);
-  // A weight stored in bf16: under kBf16 the array as it lies (no copy: it is already what the
-  // rounding would make), else widened to fp32 into scratch `slot`.
-  StatusOr<GemmOperand> gemm_operand(Scratch slot, const uint16_t* x, int64_t elements);
-  // matmul_forward / matmul_backward for a weight stored in fp32 or bf16.
-  template <typename Input, typename Weight>
-  void forward_product(float* out, const Input* inp, const Weight* weight, const float* bias,
-                       int64_t N, int64_t C, int64_t OC);
-  // dweight fp32, or bf16 (Grad = uint16_t): under bf16 GEMMs cuBLAS adds into it with one
-  // rounding; under fp32 GEMMs (no fp32 x fp32 -> bf16 GEMM) the product goes through kProduct.
-  template <typename Input, typename Weight, typename Grad>
-  void backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                         const Input* inp, const Weight* weight, int64_t N, int64_t C,
+  // A bf16 operand (a weight or activation as stored): under kBf16 the array as it lies (no
+  // copy: it is what the rounding would make), else widened to fp32 into scratch `slot`.
+  StatusOr<GemmOperand> gemm_operand(Scratch slot, Matrix x, int64_t elements);
+  // The weight-gradient GEMM of matmul_backward: dweight (OC, C) += dout^T inp. A bf16 gradient:
+  // under bf16 GEMMs cuBLAS adds into it with one rounding; under fp32 GEMMs (no fp32 x fp32 ->
+  // bf16 GEMM) the product goes through kProduct and accumulate_bf16.
+  Status weight_gradient(MatrixGrad dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
                          int64_t OC);
-  // The weight-gradient GEMM of backward_products: dweight (OC, C) += dout^T inp.
-  Status weight_gradient(float* dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
-                         int64_t OC);
-  Status weight_gradient(uint16_t* dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
-                         int64_t OC);
-  // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, in fp32 (summed and
-  // scaled in fp32, then written in c's type: fp32, or bf16 rounded once).
+  // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, summed and scaled in
+  // fp32, then written in c's type (a cudaDataType_t: fp32, or bf16 rounded once).
   Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                     GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, float* c,
-                     int64_t ldc);
-  Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                     GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
-                     uint16_t* c, int64_t ldc);
-  Status gemm_into(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                   GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, void* c,
-                   int c_type, int64_t ldc);  // c_type: a cudaDataType_t
+                     GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, void* c,
+                     int c_type, int64_t ldc);
   // Attention's fp32 GEMMs, the NH heads of one sample as a strided batch.
   Status attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                         float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b,

@@ -330,30 +330,28 @@ Device::GemmTotals CudaDevice::gemm_totals() const {
 // column-major (c, r) array of its transpose (same leading dimension c). So each row-major
 // product Y = X1 X2 is computed as the column-major Y^T = X2^T X1^T, every operand read as it
 // lies (op N) or transposed again (op T). The derivations are next to each call.
-StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const float* x,
+StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, Matrix x,
                                                           int64_t elements) {
-  if (options_.precision != GemmPrecision::kBf16) return GemmOperand{x, CUDA_R_32F};
-  // Rounded to bf16 in workspace; the GEMM accumulates and writes in fp32. bf16-stored weights
-  // take the uint16_t overload below, as they lie; bf16-stored activations reach this one
-  // widened (docs/ops.md "bf16 activations"), so this rounding changes no value of theirs, only
-  // of fp32 operands such as gradients.
+  const bool bf16_gemm = options_.precision == GemmPrecision::kBf16;
+  if (x.bf16 != nullptr) {
+    if (bf16_gemm) return GemmOperand{x.bf16, CUDA_R_16BF};
+    ASSIGN_OR_RETURN(void* widened, scratch(slot, static_cast<size_t>(elements) * sizeof(float)));
+    RETURN_IF_ERROR(CUDA_CHECK(
+        kernels::widen_bf16(stream_, static_cast<float*>(widened), x.bf16, elements)));
+    return GemmOperand{widened, CUDA_R_32F};
+  }
+  if (!bf16_gemm) return GemmOperand{x.f32, CUDA_R_32F};
+  // Rounded to bf16 in workspace; the GEMM accumulates in fp32. bf16-stored weights and
+  // activations come as they lie (above); what is rounded here is fp32 operands such as the
+  // gradients flowing back.
   ASSIGN_OR_RETURN(void* rounded, scratch(slot, static_cast<size_t>(elements) * 2));
-  RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, rounded, x, elements)));
+  RETURN_IF_ERROR(CUDA_CHECK(kernels::round_to_bf16(stream_, rounded, x.f32, elements)));
   return GemmOperand{rounded, CUDA_R_16BF};
 }
 
-StatusOr<CudaDevice::GemmOperand> CudaDevice::gemm_operand(Scratch slot, const uint16_t* x,
-                                                          int64_t elements) {
-  if (options_.precision == GemmPrecision::kBf16) return GemmOperand{x, CUDA_R_16BF};
-  ASSIGN_OR_RETURN(void* widened, scratch(slot, static_cast<size_t>(elements) * sizeof(float)));
-  RETURN_IF_ERROR(CUDA_CHECK(
-      kernels::widen_bf16(stream_, static_cast<float*>(widened), x, elements)));
-  return GemmOperand{widened, CUDA_R_32F};
-}
-
-Status CudaDevice::gemm_into(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                             GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
-                             void* c, int c_type, int64_t ldc) {
+Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
+                               void* c, int c_type, int64_t ldc) {
   RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc}));
   const float alpha = 1.0f;
   return CUBLAS_CHECK(cublasGemmEx(
@@ -363,19 +361,6 @@ Status CudaDevice::gemm_into(bool transpose_a, bool transpose_b, int64_t m, int6
       static_cast<cudaDataType_t>(b.type), static_cast<int>(ldb), &beta, c,
       static_cast<cudaDataType_t>(c_type), static_cast<int>(ldc), CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT));
-}
-
-Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
-                               float* c, int64_t ldc) {
-  return gemm_into(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, CUDA_R_32F, ldc);
-}
-
-Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                               GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta,
-                               uint16_t* c, int64_t ldc) {
-  return gemm_into(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, CUDA_R_16BF,
-                   ldc);
 }
 
 Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
@@ -398,9 +383,8 @@ Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m,
       static_cast<int>(ldc), stride_c, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
-template <typename Input, typename Weight>
-void CudaDevice::forward_product(float* out, const Input* inp, const Weight* weight,
-                                 const float* bias, int64_t N, int64_t C, int64_t OC) {
+void CudaDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
+                                int64_t N, int64_t C, int64_t OC) {
   if (!begin_op() || N <= 0 || OC <= 0) return;
   const double flops =
       2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
@@ -416,7 +400,7 @@ void CudaDevice::forward_product(float* out, const Input* inp, const Weight* wei
           RETURN_IF_ERROR(check_gemm_dims({N, C, OC}));  // before any operand is read
           ASSIGN_OR_RETURN(GemmOperand w, gemm_operand(Scratch::kOperandA, weight, OC * C));
           ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandB, inp, N * C));
-          RETURN_IF_ERROR(matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, out, OC));
+          RETURN_IF_ERROR(matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, out, CUDA_R_32F, OC));
         }
         if (bias == nullptr) return Status::ok();
         return CUDA_CHECK(kernels::add_bias(stream_, out, bias, N, OC));
@@ -424,21 +408,19 @@ void CudaDevice::forward_product(float* out, const Input* inp, const Weight* wei
       flops));
 }
 
-template <typename Input, typename Weight, typename Grad>
-void CudaDevice::backward_products(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                                   const Input* inp, const Weight* weight, int64_t N, int64_t C,
-                                   int64_t OC) {
+void CudaDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+                                 Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) {
   if (!begin_op() || N <= 0 || C <= 0 || OC <= 0) return;
   // dinp and dweight: two products of the forward's size each, when asked for (as the CPU).
   const double product =
       2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
-  const double flops = (dinp != nullptr ? product : 0.0) + (dweight != nullptr ? product : 0.0);
+  const double flops = (dinp != nullptr ? product : 0.0) + (!dweight.empty() ? product : 0.0);
   keep(timed_gemms(
       [&]() -> Status {
         RETURN_IF_ERROR(check_gemm_dims({N, C, OC}));  // before any operand is read
         // dout is an operand of both products: rounded once (not at all for dbias alone).
         GemmOperand g;
-        if (dinp != nullptr || dweight != nullptr) {
+        if (dinp != nullptr || !dweight.empty()) {
           ASSIGN_OR_RETURN(g, gemm_operand(Scratch::kOperandB, dout, N * OC));
         }
         if (dinp != nullptr) {
@@ -446,9 +428,10 @@ void CudaDevice::backward_products(float* dinp, Grad* dweight, float* dbias, con
           //   dinp^T (C, N) += W^T (C, OC) dout^T (OC, N);
           // W^T is weight as it lies (ld C), dout^T is dout as it lies (ld OC): both op N.
           ASSIGN_OR_RETURN(GemmOperand w, gemm_operand(Scratch::kOperandA, weight, OC * C));
-          RETURN_IF_ERROR(matmul_gemm(false, false, C, N, OC, w, C, g, OC, 1.0f, dinp, C));
+          RETURN_IF_ERROR(
+              matmul_gemm(false, false, C, N, OC, w, C, g, OC, 1.0f, dinp, CUDA_R_32F, C));
         }
-        if (dweight != nullptr) {
+        if (!dweight.empty()) {
           ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandA, inp, N * C));
           RETURN_IF_ERROR(weight_gradient(dweight, x, g, N, C, OC));
         }
@@ -462,68 +445,19 @@ void CudaDevice::backward_products(float* dinp, Grad* dweight, float* dbias, con
 //   dweight^T (C, OC) += inp^T (C, N) dout (N, OC);
 // inp^T is inp as it lies (ld C): op N; dout is the transpose of dout as it lies (dout^T,
 // (OC, N), ld OC): op T.
-Status CudaDevice::weight_gradient(float* dweight, GemmOperand x, GemmOperand g, int64_t N,
+Status CudaDevice::weight_gradient(MatrixGrad dweight, GemmOperand x, GemmOperand g, int64_t N,
                                    int64_t C, int64_t OC) {
-  return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight, C);
-}
-
-Status CudaDevice::weight_gradient(uint16_t* dweight, GemmOperand x, GemmOperand g, int64_t N,
-                                   int64_t C, int64_t OC) {
+  if (dweight.f32 != nullptr) {
+    return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.f32, CUDA_R_32F, C);
+  }
   if (x.type == CUDA_R_16BF) {  // bf16 operands: cuBLAS adds into the bf16 gradient itself
-    return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight, C);
+    return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.bf16, CUDA_R_16BF, C);
   }
   ASSIGN_OR_RETURN(void* product, scratch(Scratch::kProduct,
                                           static_cast<size_t>(OC * C) * sizeof(float)));
-  auto* fp32 = static_cast<float*>(product);
-  RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, x, C, g, OC, 0.0f, fp32, C));
-  return CUDA_CHECK(kernels::accumulate_bf16(stream_, dweight, fp32, OC * C));
-}
-
-void CudaDevice::matmul_forward(float* out, const float* inp, const float* weight,
-                                const float* bias, int64_t N, int64_t C, int64_t OC) {
-  forward_product(out, inp, weight, bias, N, C, OC);
-}
-
-void CudaDevice::matmul_forward(float* out, const float* inp, const uint16_t* weight,
-                                const float* bias, int64_t N, int64_t C, int64_t OC) {
-  forward_product(out, inp, weight, bias, N, C, OC);
-}
-
-void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                 const float* inp, const float* weight, int64_t N, int64_t C,
-                                 int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CudaDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                           const float* dout, const float* inp,
-                                           const uint16_t* weight, int64_t N, int64_t C,
-                                           int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CudaDevice::matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
-                                const float* bias, int64_t N, int64_t C, int64_t OC) {
-  forward_product(out, inp, weight, bias, N, C, OC);
-}
-
-void CudaDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                 const uint16_t* inp, const uint16_t* weight, int64_t N,
-                                 int64_t C, int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void CudaDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                           const float* dout, const uint16_t* inp,
-                                           const uint16_t* weight, int64_t N, int64_t C,
-                                           int64_t OC) {
-  backward_products(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  RETURN_IF_ERROR(matmul_gemm(false, true, C, OC, N, x, C, g, OC, 0.0f, product, CUDA_R_32F, C));
+  return CUDA_CHECK(
+      kernels::accumulate_bf16(stream_, dweight.bf16, static_cast<float*>(product), OC * C));
 }
 
 // ---- attention --------------------------------------------------------------------------------
@@ -664,21 +598,16 @@ void CudaDevice::embedding_backward(float* dwte, float* dwpe, const float* dout,
 }
 
 void CudaDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                               const float* wte_shard, const float* wpe, int64_t B,
-                                               int64_t T, int64_t C, int64_t vocab_start,
-                                               int64_t vocab_end) {
+                                               Matrix wte_shard, Matrix wpe, int64_t B, int64_t T,
+                                               int64_t C, int64_t vocab_start, int64_t vocab_end) {
   if (!begin_op()) return;
-  keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard, wpe, B, T, C,
-                                             vocab_start, vocab_end)));
-}
-
-void CudaDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                               const uint16_t* wte_shard, const uint16_t* wpe,
-                                               int64_t B, int64_t T, int64_t C,
-                                               int64_t vocab_start, int64_t vocab_end) {
-  if (!begin_op()) return;
-  keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard, wpe, B, T, C,
-                                             vocab_start, vocab_end)));
+  if (wte_shard.bf16 != nullptr) {
+    keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard.bf16, wpe.bf16, B,
+                                               T, C, vocab_start, vocab_end)));
+  } else {
+    keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard.f32, wpe.f32, B, T,
+                                               C, vocab_start, vocab_end)));
+  }
 }
 
 void CudaDevice::embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,

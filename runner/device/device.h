@@ -13,6 +13,27 @@
 
 namespace partrain::runner {
 
+// A matrix operand (a GEMM's input or weight, an embedding table) in the type it is stored in:
+// fp32, or bf16 under the bf16 recipes. At most one pointer is set; none for an absent operand.
+struct Matrix {
+  Matrix(std::nullptr_t = nullptr) {}                         // NOLINT(google-explicit-constructor)
+  Matrix(const float* values) : f32(values) {}                // NOLINT(google-explicit-constructor)
+  Matrix(const uint16_t* values) : bf16(values) {}            // NOLINT(google-explicit-constructor)
+  bool empty() const { return f32 == nullptr && bf16 == nullptr; }
+  const float* f32 = nullptr;
+  const uint16_t* bf16 = nullptr;
+};
+
+// Where a weight's gradient accumulates, in the type it is stored in (none: not wanted).
+struct MatrixGrad {
+  MatrixGrad(std::nullptr_t = nullptr) {}                     // NOLINT(google-explicit-constructor)
+  MatrixGrad(float* values) : f32(values) {}                  // NOLINT(google-explicit-constructor)
+  MatrixGrad(uint16_t* values) : bf16(values) {}              // NOLINT(google-explicit-constructor)
+  bool empty() const { return f32 == nullptr && bf16 == nullptr; }
+  float* f32 = nullptr;
+  uint16_t* bf16 = nullptr;
+};
+
 // Every pointer is device memory from allocator(); every backward accumulates (+=) into its
 // gradients, as llm.c, so callers zero gradients once per step. Layouts and formulas are in the
 // matching runner/ops header.
@@ -82,44 +103,15 @@ class Device {
   // pipeline neighbour's buffer.
   virtual void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) = 0;
 
-  // runner/ops/matmul.h
-  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+  // runner/ops/matmul.h. The input, the weight and the weight's gradient are each fp32 or bf16
+  // as stored (Matrix, MatrixGrad): a bf16 operand is read as its widened values, so the results
+  // are the fp32 op's on them, bit for bit (a bf16 GEMM's rounding leaves a bf16 value as it is),
+  // without a widened copy or a rounding pass; a bf16 gradient gets the fp32 product added with
+  // one rounding, as accumulate_bf16 (docs/ops.md "bf16 model states").
+  virtual void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
                               int64_t N, int64_t C, int64_t OC) = 0;
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, int64_t N, int64_t C,
-                               int64_t OC) = 0;
-  // The matmul and embedding ops reading their matrix parameters as stored under bf16 model
-  // states (docs/ops.md "bf16 model states"): the same results as the fp32 ops on the weights
-  // widened, bit for bit (a bf16 value is exact in fp32, and a bf16 GEMM's rounding leaves it as it
-  // is), without the widened copy or the rounding pass.
-  virtual void matmul_forward(float* out, const float* inp, const uint16_t* weight,
-                              const float* bias, int64_t N, int64_t C, int64_t OC) = 0;
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                               int64_t OC) = 0;
-  // The same with the input activation stored in bf16 too (the bf16 recipes): read as it lies,
-  // exactly the ops above on its widened values.
-  virtual void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
-                              const float* bias, int64_t N, int64_t C, int64_t OC) = 0;
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                               int64_t OC) = 0;
-  // matmul_backward with the weight's gradient stored in bf16 too (bf16-mixed): dweight (OC, C) =
-  // bf16(dweight + dout^T @ inp), the product summed in fp32 and added with one rounding, as
-  // accumulate_bf16 of the fp32 product (no fp32 copy of the gradients is kept). A name of its
-  // own: an overload on dweight's type would make a call passing nullptr for it ambiguous.
-  virtual void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                         const float* dout, const float* inp,
-                                         const uint16_t* weight, int64_t N, int64_t C,
-                                         int64_t OC) = 0;
-  virtual void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                         const float* dout, const uint16_t* inp,
-                                         const uint16_t* weight, int64_t N, int64_t C,
-                                         int64_t OC) = 0;
-  virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                             const uint16_t* wte_shard, const uint16_t* wpe,
-                                             int64_t B, int64_t T, int64_t C,
-                                             int64_t vocab_start, int64_t vocab_end) = 0;
+  virtual void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+                               Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) = 0;
   // runner/ops/layernorm.h
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                  const float* weight, const float* bias, int64_t N, int64_t C) = 0;
@@ -143,10 +135,10 @@ class Device {
                                  const float* wpe, int64_t B, int64_t T, int64_t C) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
                                   const int32_t* tokens, int64_t B, int64_t T, int64_t C) = 0;
-  virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                             const float* wte_shard, const float* wpe, int64_t B,
-                                             int64_t T, int64_t C, int64_t vocab_start,
-                                             int64_t vocab_end) = 0;
+  // The tables fp32 or bf16 as stored (wpe may be absent).
+  virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
+                                             Matrix wpe, int64_t B, int64_t T, int64_t C,
+                                             int64_t vocab_start, int64_t vocab_end) = 0;
   virtual void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
                                               const int32_t* tokens, int64_t B, int64_t T,
                                               int64_t C, int64_t vocab_start,

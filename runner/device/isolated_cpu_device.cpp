@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
-#include <type_traits>
 
 #include "core/log.h"
 
@@ -37,6 +36,15 @@ class IsolatedCpuDevice::Arguments {
                                              : "a host pointer"));
     }
     return static_cast<T*>(host);
+  }
+  // A matrix operand's host pointer, whichever type it is stored in.
+  Matrix matrix(Matrix x, int64_t count, std::string_view name) {
+    if (x.bf16 != nullptr) return (*this)(x.bf16, count, name);
+    return (*this)(x.f32, count, name);
+  }
+  MatrixGrad matrix_grad(MatrixGrad x, int64_t count, std::string_view name) {
+    if (x.bf16 != nullptr) return (*this)(x.bf16, count, name);
+    return (*this)(x.f32, count, name);
   }
   bool ok() const { return device_.status_.is_ok(); }
 
@@ -154,84 +162,27 @@ void IsolatedCpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source,
   if (on_host.ok()) cpu_.copy_bf16(d, s, n);
 }
 
-template <typename Input, typename Weight>
-void IsolatedCpuDevice::checked_matmul_forward(float* out, const Input* inp, const Weight* weight,
-                                               const float* bias, int64_t N, int64_t C,
-                                               int64_t OC) {
+void IsolatedCpuDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
+                                       int64_t N, int64_t C, int64_t OC) {
   Arguments on_host(*this, "matmul_forward");
   float* o = on_host(out, N * OC, "out");
-  const Input* i = on_host(inp, N * C, "inp");
-  const Weight* w = on_host(weight, OC * C, "weight");
+  const Matrix i = on_host.matrix(inp, N * C, "inp");
+  const Matrix w = on_host.matrix(weight, OC * C, "weight");
   const float* b = on_host(bias, OC, "bias");
   if (on_host.ok()) cpu_.matmul_forward(o, i, w, b, N, C, OC);
 }
 
-template <typename Input, typename Weight, typename Grad>
-void IsolatedCpuDevice::checked_matmul_backward(float* dinp, Grad* dweight, float* dbias,
-                                                const float* dout, const Input* inp,
-                                                const Weight* weight, int64_t N, int64_t C,
-                                                int64_t OC) {
-  Arguments on_host(*this, std::is_same_v<Grad, uint16_t> ? "matmul_backward_into_bf16"
-                                                          : "matmul_backward");
+void IsolatedCpuDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias,
+                                        const float* dout, Matrix inp, Matrix weight, int64_t N,
+                                        int64_t C, int64_t OC) {
+  Arguments on_host(*this, "matmul_backward");
   float* di = on_host(dinp, N * C, "dinp");
-  Grad* dw = on_host(dweight, OC * C, "dweight");
+  const MatrixGrad dw = on_host.matrix_grad(dweight, OC * C, "dweight");
   float* db = on_host(dbias, OC, "dbias");
   const float* dout_h = on_host(dout, N * OC, "dout");
-  const Input* i = on_host(inp, N * C, "inp");
-  const Weight* w = on_host(weight, OC * C, "weight");
-  if (!on_host.ok()) return;
-  if constexpr (std::is_same_v<Grad, uint16_t>) {
-    cpu_.matmul_backward_into_bf16(di, dw, db, dout_h, i, w, N, C, OC);
-  } else {
-    cpu_.matmul_backward(di, dw, db, dout_h, i, w, N, C, OC);
-  }
-}
-
-void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const float* weight,
-                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
-  checked_matmul_forward(out, inp, weight, bias, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_forward(float* out, const float* inp, const uint16_t* weight,
-                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
-  checked_matmul_forward(out, inp, weight, bias, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
-                                        const float* dout, const float* inp, const float* weight,
-                                        int64_t N, int64_t C, int64_t OC) {
-  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
-                                        const float* dout, const float* inp,
-                                        const uint16_t* weight, int64_t N, int64_t C, int64_t OC) {
-  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                                  const float* dout, const float* inp,
-                                                  const uint16_t* weight, int64_t N, int64_t C,
-                                                  int64_t OC) {
-  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight,
-                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
-  checked_matmul_forward(out, inp, weight, bias, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_backward(float* dinp, float* dweight, float* dbias,
-                                        const float* dout, const uint16_t* inp,
-                                        const uint16_t* weight, int64_t N, int64_t C, int64_t OC) {
-  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void IsolatedCpuDevice::matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias,
-                                                  const float* dout, const uint16_t* inp,
-                                                  const uint16_t* weight, int64_t N, int64_t C,
-                                                  int64_t OC) {
-  checked_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  const Matrix i = on_host.matrix(inp, N * C, "inp");
+  const Matrix w = on_host.matrix(weight, OC * C, "weight");
+  if (on_host.ok()) cpu_.matmul_backward(di, dw, db, dout_h, i, w, N, C, OC);
 }
 
 void IsolatedCpuDevice::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -340,32 +291,16 @@ void IsolatedCpuDevice::embedding_backward(float* dwte, float* dwpe, const float
   if (on_host.ok()) cpu_.embedding_backward(de, dp, d, t, B, T, C);
 }
 
-template <typename Table>
-void IsolatedCpuDevice::checked_embedding_forward(float* out, const int32_t* tokens,
-                                                  const Table* wte_shard, const Table* wpe,
-                                                  int64_t B, int64_t T, int64_t C,
-                                                  int64_t vocab_start, int64_t vocab_end) {
+void IsolatedCpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
+                                                      Matrix wte_shard, Matrix wpe, int64_t B,
+                                                      int64_t T, int64_t C, int64_t vocab_start,
+                                                      int64_t vocab_end) {
   Arguments on_host(*this, "embedding_forward_vocab_range");
   float* o = on_host(out, B * T * C, "out");
   const int32_t* t = on_host(tokens, B * T, "tokens");
-  const Table* e = on_host(wte_shard, (vocab_end - vocab_start) * C, "wte_shard");
-  const Table* p = on_host(wpe, T * C, "wpe");
+  const Matrix e = on_host.matrix(wte_shard, (vocab_end - vocab_start) * C, "wte_shard");
+  const Matrix p = on_host.matrix(wpe, T * C, "wpe");
   if (on_host.ok()) cpu_.embedding_forward_vocab_range(o, t, e, p, B, T, C, vocab_start, vocab_end);
-}
-
-void IsolatedCpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                                      const float* wte_shard, const float* wpe,
-                                                      int64_t B, int64_t T, int64_t C,
-                                                      int64_t vocab_start, int64_t vocab_end) {
-  checked_embedding_forward(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
-}
-
-void IsolatedCpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens,
-                                                      const uint16_t* wte_shard,
-                                                      const uint16_t* wpe, int64_t B, int64_t T,
-                                                      int64_t C, int64_t vocab_start,
-                                                      int64_t vocab_end) {
-  checked_embedding_forward(out, tokens, wte_shard, wpe, B, T, C, vocab_start, vocab_end);
 }
 
 void IsolatedCpuDevice::embedding_backward_vocab_range(float* dwte_shard, float* dwpe,

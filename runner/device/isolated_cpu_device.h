@@ -43,30 +43,10 @@ class IsolatedCpuDevice final : public Device {
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_forward(float* out, const float* inp, const uint16_t* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
-                                 const float* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) override;
-  void matmul_forward(float* out, const uint16_t* inp, const uint16_t* weight, const float* bias,
-                      int64_t N, int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                       int64_t OC) override;
-  void matmul_backward_into_bf16(float* dinp, uint16_t* dweight, float* dbias, const float* dout,
-                                 const uint16_t* inp, const uint16_t* weight, int64_t N, int64_t C,
-                                 int64_t OC) override;
-  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const uint16_t* wte_shard,
-                                     const uint16_t* wpe, int64_t B, int64_t T, int64_t C,
-                                     int64_t vocab_start, int64_t vocab_end) override;
+  void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
+                      int64_t C, int64_t OC) override;
+  void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+                       Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
@@ -84,8 +64,8 @@ class IsolatedCpuDevice final : public Device {
                          int64_t B, int64_t T, int64_t C) override;
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
                           int64_t B, int64_t T, int64_t C) override;
-  void embedding_forward_vocab_range(float* out, const int32_t* tokens, const float* wte_shard,
-                                     const float* wpe, int64_t B, int64_t T, int64_t C,
+  void embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
+                                     Matrix wpe, int64_t B, int64_t T, int64_t C,
                                      int64_t vocab_start, int64_t vocab_end) override;
   void embedding_backward_vocab_range(float* dwte_shard, float* dwpe, const float* dout,
                                       const int32_t* tokens, int64_t B, int64_t T, int64_t C,
@@ -125,18 +105,6 @@ class IsolatedCpuDevice final : public Device {
                      const ops::AdamWConfig& config, int64_t step);
   template <typename Value>
   double checked_sum_of_squares(const Value* x, int64_t n);
-  // The matmul and embedding ops for weights and tables stored in fp32 or bf16 (Weight).
-  template <typename Input, typename Weight>
-  void checked_matmul_forward(float* out, const Input* inp, const Weight* weight,
-                              const float* bias, int64_t N, int64_t C, int64_t OC);
-  template <typename Input, typename Weight, typename Grad>
-  void checked_matmul_backward(float* dinp, Grad* dweight, float* dbias, const float* dout,
-                               const Input* inp, const Weight* weight, int64_t N, int64_t C,
-                               int64_t OC);
-  template <typename Table>
-  void checked_embedding_forward(float* out, const int32_t* tokens, const Table* wte_shard,
-                                 const Table* wpe, int64_t B, int64_t T, int64_t C,
-                                 int64_t vocab_start, int64_t vocab_end);
 
   CpuDevice cpu_;                 // the arithmetic; its own allocator is used only for the peak
   IsolatedMemory* memory_;        // owned by allocator_

@@ -44,9 +44,9 @@ StatusOr<ActivationStore::Input> ActivationStore::input(const Tensor& saved) con
   return values;
 }
 
-Activation ActivationStore::operand(const Tensor& saved) {
-  if (saved.type() == ElementType::kBf16) return Activation(saved.bf16_data());
-  return Activation(saved.data());
+Matrix ActivationStore::operand(const Tensor& saved) {
+  if (saved.type() == ElementType::kBf16) return saved.bf16_data();
+  return saved.data();
 }
 
 void ActivationStore::assign(Tensor& saved, const float* source) const {

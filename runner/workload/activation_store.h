@@ -17,16 +17,6 @@
 
 namespace partrain::runner {
 
-// An activation as a GEMM reads it: fp32 values (implicitly, from a pointer to them), or a bf16
-// activation as it is stored, which the matmuls read directly (the same values, no widened copy
-// and no rounding pass).
-struct Activation {
-  Activation(const float* values) : f32(values) {}  // NOLINT(google-explicit-constructor)
-  explicit Activation(const uint16_t* stored) : bf16(stored) {}
-  const float* f32 = nullptr;
-  const uint16_t* bf16 = nullptr;
-};
-
 class ActivationStore {
  public:
   ActivationStore(Device& device, ElementType type) : device_(device), type_(type) {}
@@ -64,8 +54,8 @@ class ActivationStore {
   void store(Output& values, Tensor& saved) const;
   // The values of `saved`, widened when it is bf16.
   StatusOr<Input> input(const Tensor& saved) const;
-  // `saved` as a matmul's input: its bf16 as stored, or its fp32 values.
-  static Activation operand(const Tensor& saved);
+  // `saved` as a matmul's input (Device::matmul_forward and _backward read bf16 as it lies).
+  static Matrix operand(const Tensor& saved);
   // Writes `source` (saved.numel() floats) into `saved`, rounded when it is bf16.
   void assign(Tensor& saved, const float* source) const;
   // Writes `saved`'s values into `destination` (saved.numel() floats), widened when bf16.

@@ -18,11 +18,11 @@ StatusOr<ActivationStore::Output> GptBlock::layernorm(const float* x, const floa
   return values;
 }
 
-StatusOr<Activation> GptBlock::region_operand(const Tensor& saved, Tensor& gathered) {
+StatusOr<Matrix> GptBlock::region_operand(const Tensor& saved, Tensor& gathered) {
   if (!tp_.sequence_parallel()) return ActivationStore::operand(saved);
   ASSIGN_OR_RETURN(const float* full, tp_.region_input(saved, gathered, shape_.B, shape_.T,
                                                        shape_.C));
-  return Activation(full);
+  return Matrix(full);
 }
 
 StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
@@ -32,14 +32,13 @@ StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
   return t;
 }
 
-Status GptBlock::project_and_add(Activation in, int64_t k, Weight weight, const float* bias,
+Status GptBlock::project_and_add(Matrix in, int64_t k, Matrix weight, const float* bias,
                                  const float* residual,
                                  ActivationStore::Output& values, Tensor& out) {
   const auto& [B, T, C, NH, F, V] = shape_;
   ASSIGN_OR_RETURN(Tensor partial, scratch({B * T, C}));
   // Row-parallel outputs are partial sums over tp: only rank 0 adds the (replicated) bias.
-  matmul_forward(device_, partial.data(), in, weight, tp_.rank() == 0 ? bias : nullptr, B * T, k,
-                 C);
+  device_.matmul_forward(partial.data(), in, weight, tp_.rank() == 0 ? bias : nullptr, B * T, k, C);
   RETURN_IF_ERROR(tp_.exit_forward(partial.data(), values.data(), B, T, C));
   device_.residual_forward(values.data(), values.data(), residual,
                            tp_.local_tokens(B, T) * C);
@@ -65,11 +64,10 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
-  ASSIGN_OR_RETURN(const Activation ln1_full, region_operand(a.ln1, gathered));
+  ASSIGN_OR_RETURN(const Matrix ln1_full, region_operand(a.ln1, gathered));
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
-  matmul_forward(device_, qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C,
-                 3 * c_local);
+  device_.matmul_forward(qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C, 3 * c_local);
   store_.store(qkv, a.qkv);
   ln1 = Output();
   ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
@@ -90,10 +88,10 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
 
   ASSIGN_OR_RETURN(Output ln2, layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2,
                                          a.ln2_mean, a.ln2_rstd));
-  ASSIGN_OR_RETURN(const Activation ln2_full, region_operand(a.ln2, gathered));
+  ASSIGN_OR_RETURN(const Matrix ln2_full, region_operand(a.ln2, gathered));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
   ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
-  matmul_forward(device_, fc.data(), ln2_full, w.matrix(kFcW), w.vector(kFcB), N, C, f_local);
+  device_.matmul_forward(fc.data(), ln2_full, w.matrix(kFcW), w.vector(kFcB), N, C, f_local);
   store_.store(fc, a.fc);
   ln2 = Output();
   gathered = Tensor();
@@ -144,15 +142,15 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   }
   // Under SP, the layernorm outputs are gathered again from their saved shards.
   Tensor ln1_gathered, ln2_gathered;
-  ASSIGN_OR_RETURN(const Activation ln2_full, region_operand(a.ln2, ln2_gathered));
+  ASSIGN_OR_RETURN(const Matrix ln2_full, region_operand(a.ln2, ln2_gathered));
 
   // MLP: out = x2 + g(fc_gelu @ fcproj^T).
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
   RETURN_IF_ERROR(tp_.exit_backward(dout, d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
-  matmul_backward(device_, d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB),
-                  d_full.data(), ActivationStore::operand(a.fc_gelu), w.matrix(kFcProjW), N,
-                  f_local, C);
+  device_.matmul_backward(d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB),
+                          d_full.data(), ActivationStore::operand(a.fc_gelu), w.matrix(kFcProjW), N,
+                          f_local, C);
   // Buffers are released as soon as backward is done with them, as autograd frees them: the
   // block's peak is its largest live set, not the sum of its intermediates.
   a.fc_gelu = Tensor();
@@ -164,8 +162,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
-  matmul_backward(device_, d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(),
-                  ln2_full, w.matrix(kFcW), N, C, f_local);
+  device_.matmul_backward(d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(),
+                          ln2_full, w.matrix(kFcW), N, C, f_local);
   d_fc = Tensor();
   ln2_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
@@ -186,9 +184,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   device_.fill(d_full.data(), N * C, 0.0f);
   RETURN_IF_ERROR(tp_.exit_backward(d_x2.data(), d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
-  matmul_backward(device_, d_atty.data(), w.matrix_grad(kAttProjW), w.grad(kAttProjB),
-                  d_full.data(), ActivationStore::operand(a.atty), w.matrix(kAttProjW), N,
-                  c_local, C);
+  device_.matmul_backward(d_atty.data(), w.matrix_grad(kAttProjW), w.grad(kAttProjB), d_full.data(),
+                          ActivationStore::operand(a.atty), w.matrix(kAttProjW), N, c_local, C);
   d_full = Tensor();
   a.atty = Tensor();
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
@@ -201,10 +198,10 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_atty = Tensor();
   a.att = Tensor();
   a.qkv = Tensor();
-  ASSIGN_OR_RETURN(const Activation ln1_full, region_operand(a.ln1, ln1_gathered));
+  ASSIGN_OR_RETURN(const Matrix ln1_full, region_operand(a.ln1, ln1_gathered));
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
-  matmul_backward(device_, d_ln1_full.data(), w.matrix_grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
-                  ln1_full, w.matrix(kQkvW), N, C, 3 * c_local);
+  device_.matmul_backward(d_ln1_full.data(), w.matrix_grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
+                          ln1_full, w.matrix(kQkvW), N, C, 3 * c_local);
   d_qkv = Tensor();
   ln1_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln1, scratch({n, C}));

@@ -36,8 +36,8 @@ class BlockWeights {
  public:
   BlockWeights(UnitParams unit, const std::array<int64_t, kGptBlockParams>& offsets)
       : unit_(std::move(unit)), offsets_(offsets) {}
-  Weight matrix(GptBlockParam p) const { return unit_.matrix(offsets_[p]); }
-  WeightGrad matrix_grad(GptBlockParam p) const { return unit_.matrix_grad(offsets_[p]); }
+  Matrix matrix(GptBlockParam p) const { return unit_.matrix(offsets_[p]); }
+  MatrixGrad matrix_grad(GptBlockParam p) const { return unit_.matrix_grad(offsets_[p]); }
   const float* vector(GptBlockParam p) const { return unit_.vector(offsets_[p]); }
   float* grad(GptBlockParam p) const { return unit_.grad(offsets_[p]); }  // a vector's
   // Adds the staged gradients into bf16 ones (UnitParams::flush): before the unit's release.
@@ -81,12 +81,12 @@ class GptBlock {
   // out = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this rank's
   // slice of the inner dimension) summed over tp, then the residual; written through `values`
   // (store_.output(out)), which keeps the stored values for the next op.
-  Status project_and_add(Activation in, int64_t k, Weight weight, const float* bias,
+  Status project_and_add(Matrix in, int64_t k, Matrix weight, const float* bias,
                          const float* residual, ActivationStore::Output& values, Tensor& out);
   StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
   // A saved tensor-parallel region input (ln1, ln2) as its matmul reads it: as stored, or under
   // SP gathered over tp into `gathered` (fp32).
-  StatusOr<Activation> region_operand(const Tensor& saved, Tensor& gathered);
+  StatusOr<Matrix> region_operand(const Tensor& saved, Tensor& gathered);
 
   Device& device_;
   TensorParallel& tp_;

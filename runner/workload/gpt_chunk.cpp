@@ -78,9 +78,9 @@ Status GptChunk::embed_forward(const MicroBatch& batch, Tensor& x0) {
   ASSIGN_OR_RETURN(Bound wpe, bind("wpe", Pass::kForward));
   // Vocab-parallel embedding (Megatron): each rank looks up its rows of wte, the partial sums are
   // reduced; the replicated position embedding is added by one rank only.
-  embedding_forward_vocab_range(device_, partial.data(), batch.token_ids(), wte.matrix(),
-                                tp_.rank() == 0 ? wpe.matrix() : Weight{}, B, T, C, v_start,
-                                v_start + v_local);
+  device_.embedding_forward_vocab_range(partial.data(), batch.token_ids(), wte.matrix(),
+                                        tp_.rank() == 0 ? wpe.matrix() : nullptr, B, T, C, v_start,
+                                        v_start + v_local);
   RETURN_IF_ERROR(unbind(wpe, "wpe", Pass::kForward));
   RETURN_IF_ERROR(unbind(wte, "wte", Pass::kForward));
   ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(x0));
@@ -135,7 +135,7 @@ Status GptChunk::head_forward(const MicroBatch& batch, const Tensor& x, Head& h,
   {
     // The tied wte is acquired for each of its uses (embedding, head), as FSDP gathers it.
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kForward));
-    matmul_forward(device_, h.logits.data(), lnf_full, wte.matrix(), nullptr, N, C, v_local);
+    device_.matmul_forward(h.logits.data(), lnf_full, wte.matrix(), nullptr, N, C, v_local);
     RETURN_IF_ERROR(unbind(wte, "wte", Pass::kForward));
   }
   if (tp_.size() == 1) {
@@ -178,8 +178,8 @@ Status GptChunk::head_backward(const MicroBatch& batch, const Tensor& x, Head& h
   ASSIGN_OR_RETURN(Tensor d_lnf_full, tensor({N, C}, Category::kWorkspace));
   {
     ASSIGN_OR_RETURN(Bound wte, bind("wte", Pass::kBackward));
-    matmul_backward(device_, d_lnf_full.data(), wte.matrix_grad(), nullptr, dlogits.data(),
-                    lnf_full, wte.matrix(), N, C, v_local);
+    device_.matmul_backward(d_lnf_full.data(), wte.matrix_grad(), nullptr, dlogits.data(), lnf_full,
+                            wte.matrix(), N, C, v_local);
     RETURN_IF_ERROR(unbind(wte, "wte", Pass::kBackward));
   }
   ASSIGN_OR_RETURN(Tensor d_lnf, tensor({n, C}, Category::kWorkspace));

@@ -64,8 +64,8 @@ class GptChunk final : public ModelChunk {
   struct Bound {
     UnitParams unit;
     int64_t offset = 0;
-    Weight matrix() const { return unit.matrix(offset); }
-    WeightGrad matrix_grad() const { return unit.matrix_grad(offset); }
+    Matrix matrix() const { return unit.matrix(offset); }
+    MatrixGrad matrix_grad() const { return unit.matrix_grad(offset); }
     const float* vector() const { return unit.vector(offset); }
     float* grad() const { return unit.grad(offset); }  // a vector's; null when none are kept
   };

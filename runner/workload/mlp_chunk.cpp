@@ -45,7 +45,7 @@ StatusOr<Tensor> MlpChunk::tensor(std::vector<int64_t> shape, Category category)
   return t;
 }
 
-Status MlpChunk::layer_forward(size_t i, Weight w, Layer& layer) {
+Status MlpChunk::layer_forward(size_t i, Matrix w, Layer& layer) {
   const int layer_index = placement_.layers[i];
   const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
   const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
@@ -56,10 +56,10 @@ Status MlpChunk::layer_forward(size_t i, Weight w, Layer& layer) {
     if (row_parallel(layer_index)) {
       // x is this rank's slice of the column-parallel layer's output; the products are partial.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      matmul_forward(device_, partial.data(), x.data(), w, nullptr, B_, in, H_);
+      device_.matmul_forward(partial.data(), x.data(), w, nullptr, B_, in, H_);
       RETURN_IF_ERROR(tp_.exit_forward(partial.data(), pre.data(), B_, 1, H_));
     } else {
-      matmul_forward(device_, pre.data(), x.data(), w, nullptr, B_, in, width);
+      device_.matmul_forward(pre.data(), x.data(), w, nullptr, B_, in, width);
     }
   }
   store_.store(pre, layer.pre);
@@ -137,12 +137,12 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
     if (column_parallel(layer_index)) {
       // The input was replicated: its gradient is summed over the ranks' output slices.
       ASSIGN_OR_RETURN(Tensor partial, tensor({B_, H_}, Category::kWorkspace));
-      matmul_backward(device_, partial.data(), matrix_grad_at(view, 0), nullptr, dpre.data(),
-                      x.data(), matrix_at(view, 0), B_, in, width);
+      device_.matmul_backward(partial.data(), matrix_grad_at(view, 0), nullptr, dpre.data(),
+                              x.data(), matrix_at(view, 0), B_, in, width);
       RETURN_IF_ERROR(tp_.enter_backward(partial.data(), dx.data(), B_, 1, H_));
     } else {
-      matmul_backward(device_, dx.data(), matrix_grad_at(view, 0), nullptr, dpre.data(),
-                      x.data(), matrix_at(view, 0), B_, in, width);
+      device_.matmul_backward(dx.data(), matrix_grad_at(view, 0), nullptr, dpre.data(), x.data(),
+                              matrix_at(view, 0), B_, in, width);
     }
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kBackward));
     dy = std::move(dx);

@@ -2,14 +2,15 @@
 
 namespace partrain::runner {
 
-Weight matrix_at(const UnitView& view, int64_t offset) {
-  if (view.bf16_params != nullptr) return Weight{nullptr, view.bf16_params + offset};
-  return Weight{view.params + offset, nullptr};
+Matrix matrix_at(const UnitView& view, int64_t offset) {
+  if (view.bf16_params != nullptr) return view.bf16_params + offset;
+  return view.params + offset;
 }
 
-WeightGrad matrix_grad_at(const UnitView& view, int64_t offset) {
-  if (view.bf16_grads != nullptr) return WeightGrad{nullptr, view.bf16_grads + offset};
-  return WeightGrad{view.grads != nullptr ? view.grads + offset : nullptr, nullptr};
+MatrixGrad matrix_grad_at(const UnitView& view, int64_t offset) {
+  if (view.bf16_grads != nullptr) return view.bf16_grads + offset;
+  if (view.grads != nullptr) return view.grads + offset;
+  return nullptr;
 }
 
 StatusOr<UnitParams> UnitParams::bind(Device& device, const UnitView& view,
@@ -79,47 +80,6 @@ void UnitParams::flush() {
                              staged.grads.numel());
   }
   staged_.clear();
-}
-
-void matmul_forward(Device& device, float* out, Activation inp, Weight weight, const float* bias,
-                    int64_t N, int64_t C, int64_t OC) {
-  if (inp.bf16 != nullptr) {
-    device.matmul_forward(out, inp.bf16, weight.bf16, bias, N, C, OC);
-  } else if (weight.bf16 != nullptr) {
-    device.matmul_forward(out, inp.f32, weight.bf16, bias, N, C, OC);
-  } else {
-    device.matmul_forward(out, inp.f32, weight.f32, bias, N, C, OC);
-  }
-}
-
-void matmul_backward(Device& device, float* dinp, WeightGrad dweight, float* dbias,
-                     const float* dout, Activation inp, Weight weight, int64_t N, int64_t C,
-                     int64_t OC) {
-  if (inp.bf16 != nullptr && dweight.bf16 != nullptr) {
-    device.matmul_backward_into_bf16(dinp, dweight.bf16, dbias, dout, inp.bf16, weight.bf16, N,
-                                     C, OC);
-  } else if (inp.bf16 != nullptr) {
-    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp.bf16, weight.bf16, N, C, OC);
-  } else if (dweight.bf16 != nullptr) {
-    device.matmul_backward_into_bf16(dinp, dweight.bf16, dbias, dout, inp.f32, weight.bf16, N, C,
-                                     OC);
-  } else if (weight.bf16 != nullptr) {
-    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp.f32, weight.bf16, N, C, OC);
-  } else {
-    device.matmul_backward(dinp, dweight.f32, dbias, dout, inp.f32, weight.f32, N, C, OC);
-  }
-}
-
-void embedding_forward_vocab_range(Device& device, float* out, const int32_t* tokens,
-                                   Weight wte_shard, Weight wpe, int64_t B, int64_t T, int64_t C,
-                                   int64_t vocab_start, int64_t vocab_end) {
-  if (wte_shard.bf16 != nullptr) {
-    device.embedding_forward_vocab_range(out, tokens, wte_shard.bf16, wpe.bf16, B, T, C,
-                                         vocab_start, vocab_end);
-  } else {
-    device.embedding_forward_vocab_range(out, tokens, wte_shard.f32, wpe.f32, B, T, C,
-                                         vocab_start, vocab_end);
-  }
 }
 
 }  // namespace partrain::runner

@@ -16,29 +16,14 @@
 #include "core/status.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
-#include "runner/workload/activation_store.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 
 namespace partrain::runner {
 
-// A matrix parameter in the type it is stored in: exactly one pointer is set (none for an
-// absent one, such as wpe on a tensor-parallel rank that does not add it).
-struct Weight {
-  const float* f32 = nullptr;
-  const uint16_t* bf16 = nullptr;
-};
-
-// Where a matrix's gradient accumulates, in the type it is stored in: at most one pointer is
-// set (none where the pass keeps no gradients).
-struct WeightGrad {
-  float* f32 = nullptr;
-  uint16_t* bf16 = nullptr;
-};
-
 // The matrix starting at unit-local `offset` of an acquired view, and its gradient, as stored.
-Weight matrix_at(const UnitView& view, int64_t offset);
-WeightGrad matrix_grad_at(const UnitView& view, int64_t offset);
+Matrix matrix_at(const UnitView& view, int64_t offset);
+MatrixGrad matrix_grad_at(const UnitView& view, int64_t offset);
 
 class UnitParams {
  public:
@@ -48,8 +33,8 @@ class UnitParams {
   static StatusOr<UnitParams> bind(Device& device, const UnitView& view, const ParamUnit& unit);
 
   // Offsets are unit-local (0 = the unit's first parameter), as in UnitView.
-  Weight matrix(int64_t offset) const { return matrix_at(view_, offset); }
-  WeightGrad matrix_grad(int64_t offset) const { return matrix_grad_at(view_, offset); }
+  Matrix matrix(int64_t offset) const { return matrix_at(view_, offset); }
+  MatrixGrad matrix_grad(int64_t offset) const { return matrix_grad_at(view_, offset); }
   // A 1-D parameter's fp32 values; nullptr where no 1-D parameter starts at `offset` under bf16.
   const float* vector(int64_t offset) const;
   // A 1-D parameter's fp32 gradient: the unit's own, or its staging under bf16 gradients;
@@ -75,17 +60,5 @@ class UnitParams {
   std::vector<std::pair<int64_t, int64_t>> widened_at_;  // (unit offset, offset in widened_)
   std::vector<Staged> staged_;  // bf16 gradients: what flush() adds
 };
-
-// The matmul and embedding ops (Device) on a Weight and an input Activation, in whichever type
-// each is stored. A bf16 WeightGrad or Activation needs a bf16 Weight (bf16 gradients and
-// activations come with bf16 parameters).
-void matmul_forward(Device& device, float* out, Activation inp, Weight weight, const float* bias,
-                    int64_t N, int64_t C, int64_t OC);
-void matmul_backward(Device& device, float* dinp, WeightGrad dweight, float* dbias,
-                     const float* dout, Activation inp, Weight weight, int64_t N, int64_t C,
-                     int64_t OC);
-void embedding_forward_vocab_range(Device& device, float* out, const int32_t* tokens,
-                                   Weight wte_shard, Weight wpe, int64_t B, int64_t T, int64_t C,
-                                   int64_t vocab_start, int64_t vocab_end);
 
 }  // namespace partrain::runner

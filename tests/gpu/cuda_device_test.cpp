@@ -222,10 +222,10 @@ class CudaDeviceTest : public ::testing::Test {
       std::vector<uint16_t> bf16_grad(OC * C);
       cpu.to_bf16(bf16_grad.data(), random_values(OC * C, 19).data(), OC * C);
       uint16_t* gpu_bf16_grad = on_gpu(bf16_grad);
-      cpu.matmul_backward_into_bf16(nullptr, bf16_grad.data(), nullptr, dout.data(), inp.data(),
-                                    weight.data(), N, C, OC);
-      gpu_->matmul_backward_into_bf16(nullptr, gpu_bf16_grad, nullptr, on_gpu(dout), gpu_inp,
-                                      gpu_weight, N, C, OC);
+      cpu.matmul_backward(nullptr, bf16_grad.data(), nullptr, dout.data(), inp.data(),
+                          weight.data(), N, C, OC);
+      gpu_->matmul_backward(nullptr, gpu_bf16_grad, nullptr, on_gpu(dout), gpu_inp, gpu_weight, N,
+                            C, OC);
       std::vector<uint16_t> got(OC * C);
       gpu_->download(got.data(), gpu_bf16_grad, got.size() * sizeof(uint16_t));
       std::vector<float> got_values(got.size()), want_values(got.size());
@@ -245,10 +245,10 @@ class CudaDeviceTest : public ::testing::Test {
                             N, C, OC);
       expect_close(from_gpu(gpu_dweight, dweight.size()), dweight, kFp32Tolerance,
                    "dweight from bf16 inp");
-      cpu.matmul_backward_into_bf16(nullptr, bf16_grad.data(), nullptr, dout.data(),
-                                    inp_bf16.data(), weight.data(), N, C, OC);
-      gpu_->matmul_backward_into_bf16(nullptr, gpu_bf16_grad, nullptr, on_gpu(dout),
-                                      gpu_inp_bf16, gpu_weight, N, C, OC);
+      cpu.matmul_backward(nullptr, bf16_grad.data(), nullptr, dout.data(), inp_bf16.data(),
+                          weight.data(), N, C, OC);
+      gpu_->matmul_backward(nullptr, gpu_bf16_grad, nullptr, on_gpu(dout), gpu_inp_bf16, gpu_weight,
+                            N, C, OC);
       gpu_->download(got.data(), gpu_bf16_grad, got.size() * sizeof(uint16_t));
       cpu.from_bf16(got_values.data(), got.data(), OC * C);
       cpu.from_bf16(want_values.data(), bf16_grad.data(), OC * C);

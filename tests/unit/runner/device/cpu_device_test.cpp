@@ -394,8 +394,8 @@ TEST_P(CpuDeviceBf16Weights, WeightGradientIntoBf16IsTheFp32ProductRoundedOnce) 
   std::vector<uint16_t> want_dw = dw;
   std::vector<float> dx(N * C, 0.5f), db(OC, 1.0f), product(OC * C, 0.0f);
   std::vector<float> want_dx = dx, want_db = db;
-  device.matmul_backward_into_bf16(dx.data(), dw.data(), db.data(), dout.data(), x.data(),
-                                   w.data(), N, C, OC);
+  device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
+                         OC);
   device.matmul_backward(want_dx.data(), product.data(), want_db.data(), dout.data(), x.data(),
                          w_fp32.data(), N, C, OC);
   ops::accumulate_bf16(want_dw.data(), product.data(), OC * C);
@@ -425,10 +425,10 @@ TEST_P(CpuDeviceBf16Weights, Bf16InputsAreReadAsTheirWidenedValues) {
   EXPECT_EQ(dw, want_dw);
   EXPECT_EQ(db, want_db);
   std::vector<uint16_t> dw_bf16 = stored(random_values(OC * C, 38)), want_dw_bf16 = dw_bf16;
-  device.matmul_backward_into_bf16(nullptr, dw_bf16.data(), nullptr, dout.data(), x_bf16.data(),
-                                   w.data(), N, C, OC);
-  device.matmul_backward_into_bf16(nullptr, want_dw_bf16.data(), nullptr, dout.data(),
-                                   x_fp32.data(), w.data(), N, C, OC);
+  device.matmul_backward(nullptr, dw_bf16.data(), nullptr, dout.data(), x_bf16.data(), w.data(), N,
+                         C, OC);
+  device.matmul_backward(nullptr, want_dw_bf16.data(), nullptr, dout.data(), x_fp32.data(),
+                         w.data(), N, C, OC);
   EXPECT_EQ(dw_bf16, want_dw_bf16);
   EXPECT_TRUE(device.status().is_ok());
 }

@@ -194,9 +194,9 @@ TEST_F(IsolatedCpuDeviceTest, Bf16WeightsAreReadInTwoByteElements) {
   TrackedBuffer dw_d = upload(std::vector<float>(OC * C / 2, 0.0f));
   auto* dw = static_cast<uint16_t*>(dw_d.data());
   std::vector<uint16_t> want_dw(OC * C, 0);
-  device->matmul_backward_into_bf16(nullptr, dw, nullptr, f(dout_d), f(x_d), w, N, C, OC);
-  cpu.matmul_backward_into_bf16(nullptr, want_dw.data(), nullptr, dout.data(), x.data(),
-                                bits.data(), N, C, OC);
+  device->matmul_backward(nullptr, dw, nullptr, f(dout_d), f(x_d), w, N, C, OC);
+  cpu.matmul_backward(nullptr, want_dw.data(), nullptr, dout.data(), x.data(), bits.data(), N, C,
+                      OC);
   const std::vector<int32_t> tokens = {1, 0, 3};
   TrackedBuffer tokens_d = upload(std::vector<float>(3, 0.0f));
   device->upload(tokens_d.data(), tokens.data(), tokens.size() * sizeof(int32_t));
