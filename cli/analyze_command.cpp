@@ -40,32 +40,28 @@ StatusOr<analyzers::WindowOptions> window_options(const AnalyzeFlags& flags) {
   return options;
 }
 
-int fail(const Status& status) {
-  log::error("{}", status.message());
-  return status.exit_code();
-}
 
 int run_analyze(const AnalyzeFlags& flags) {
   auto options = window_options(flags);
-  if (!options.is_ok()) return fail(options.status());
+  if (!options.is_ok()) return report_error(options.status());
   fs::path path = flags.trace;
   if (path.empty()) {
     auto found = most_recent_trace(
         "name one (partrain analyze run.db) or record a run first, e.g. partrain launch -n 4 "
         "--workload gpt --dp 2 --tp 2 --steps 6");
-    if (!found.is_ok()) return fail(found.status());
+    if (!found.is_ok()) return report_error(found.status());
     path = *found;
     log::info("analyzing {} (the most recent trace)", path.string());
   }
   auto trace = profiler::open_trace(path);
-  if (!trace.is_ok()) return fail(trace.status());
+  if (!trace.is_ok()) return report_error(trace.status());
   if (trace->writer_alive) {
     log::warn("{} is still being written: analyzing what is committed so far", path.string());
   }
   auto window = analyzers::choose_window(trace->db, *options);
-  if (!window.is_ok()) return fail(window.status().with_context(path.string()));
+  if (!window.is_ok()) return report_error(window.status().with_context(path.string()));
   auto report = analyzers::analyze_run(trace->db, *window);
-  if (!report.is_ok()) return fail(report.status().with_context(path.string()));
+  if (!report.is_ok()) return report_error(report.status().with_context(path.string()));
   if (flags.json) {
     std::cout << analyzers::report_json(*report).dump(2) << '\n';
   } else {
@@ -75,7 +71,7 @@ int run_analyze(const AnalyzeFlags& flags) {
   return std::cout ? 0 : 1;
 }
 
-constexpr const char* kFooter =
+constexpr const char* kAnalyzeFooter =
     "Reads a partrain trace and reports, per rank over a window of steps (the first --skip-steps "
     "warm-up steps left out): compute, communication, memcpy and idle time (interval unions of "
     "the slices of each kind, ms per step and % of the window), how much communication overlaps "
@@ -111,7 +107,7 @@ Subcommand add_analyze_command(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", flags->json, "Print the report as JSON on stdout");
-  cmd->footer(kFooter);
+  cmd->footer(kAnalyzeFooter);
   return {cmd, [flags] { return run_analyze(*flags); }};
 }
 

@@ -124,11 +124,13 @@ int run(int argc, char** argv) {
   return 2;
 }
 
+int report_error(const Status& status) {
+  log::error("{}", status.message());
+  return status.exit_code();
+}
+
 int print_report(const StatusOr<std::string>& text) {
-  if (!text.is_ok()) {
-    log::error("{}", text.status().message());
-    return text.status().exit_code();
-  }
+  if (!text.is_ok()) return report_error(text.status());
   std::fwrite(text->data(), 1, text->size(), stdout);
   std::fflush(stdout);
   return 0;

@@ -31,6 +31,8 @@ Subcommand add_analyze_command(CLI::App& parent);
 Subcommand add_recommend_command(CLI::App& parent);
 Subcommand add_top_command(CLI::App& parent);
 
+// `status`'s message on stderr; returns its exit code.
+int report_error(const Status& status);
 // A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.
 int print_report(const StatusOr<std::string>& text);
 

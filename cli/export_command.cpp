@@ -85,30 +85,26 @@ StatusOr<ChromeExportCounts> export_to_file(const profiler::SqliteDb& db,
   return counts;
 }
 
-int fail(const Status& status) {
-  log::error("{}", status.message());
-  return status.exit_code();
-}
 
 int run_export(const ExportFlags& flags) {
   auto options = export_options(flags);
-  if (!options.is_ok()) return fail(options.status());
+  if (!options.is_ok()) return report_error(options.status());
   auto out = output_path(flags);
-  if (!out.is_ok()) return fail(out.status());
+  if (!out.is_ok()) return report_error(out.status());
   auto trace = profiler::open_trace(flags.trace);
-  if (!trace.is_ok()) return fail(trace.status());
+  if (!trace.is_ok()) return report_error(trace.status());
 
   const bool to_stdout = *out == "-";
   auto counts = to_stdout ? profiler::export_chrome_trace(trace->db, *options, std::cout)
                           : export_to_file(trace->db, *options, *out);
-  if (!counts.is_ok()) return fail(counts.status().with_context(flags.trace));
+  if (!counts.is_ok()) return report_error(counts.status().with_context(flags.trace));
   log::info("wrote {} events ({} slices, {} counters, {} flows) for {} rank{} to {}",
             counts->events, counts->slices, counts->counters, counts->flows, counts->ranks,
             counts->ranks == 1 ? "" : "s", to_stdout ? std::string("stdout") : out->string());
   return 0;
 }
 
-constexpr const char* kFooter =
+constexpr const char* kExportFooter =
     "The JSON (Chrome Trace Event Format, as PyTorch's profiler writes) holds one process per "
     "rank (pid = rank, named \"rank N (host)\"), one thread per track (\"main (cpu_thread)\", "
     "\"dp0 (comm)\", CUDA streams), a complete event (\"X\") per slice with step, micro_batch, "
@@ -150,7 +146,7 @@ Subcommand add_export_command(CLI::App& parent) {
   cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2");
   cmd->add_option("--steps", flags->steps,
                   "Only these training steps (inclusive): A:B, A:, :B or A");
-  cmd->footer(kFooter);
+  cmd->footer(kExportFooter);
   return {cmd, [flags] { return run_export(*flags); }};
 }
 

@@ -203,7 +203,7 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) 
   return *exit_code;
 }
 
-constexpr const char* kFooter =
+constexpr const char* kLaunchFooter =
     "The worker command follows `--`. Each worker gets torchrun's environment: RANK, LOCAL_RANK, "
     "WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR, "
     "MASTER_PORT (node 0's rendezvous store), TORCHELASTIC_RUN_ID, plus PARTRAIN_RUN_ID, "
@@ -298,7 +298,7 @@ Subcommand add_launch_command(CLI::App& parent) {
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "
                 "goes to --log-dir (default: beside the trace, <run-id>.logs/)");
   add_workload_flags(*cmd, flags->workload);
-  cmd->footer(kFooter);
+  cmd->footer(kLaunchFooter);
   return {cmd, [flags, cmd] { return run_launch(*flags, flag_env_names(*cmd)); }};
 }
 

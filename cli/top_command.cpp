@@ -73,17 +73,13 @@ int stdout_width() {
   return tui::kMinWidth;
 }
 
-int fail(const Status& status) {
-  log::error("{}", status.message());
-  return status.exit_code();
-}
 
 int run_top(const TopFlags& flags) {
   StatusOr<tui::DashboardOptions> options = dashboard_options(flags);
-  if (!options.is_ok()) return fail(options.status());
+  if (!options.is_ok()) return report_error(options.status());
   if (flags.json) {
     StatusOr<nlohmann::json> model = tui::view_model_once(*options);
-    if (!model.is_ok()) return fail(model.status());
+    if (!model.is_ok()) return report_error(model.status());
     std::cout << model->dump(2) << '\n';
     std::cout.flush();
     return std::cout ? 0 : 1;
@@ -95,7 +91,7 @@ int run_top(const TopFlags& flags) {
   return tui::run_dashboard(*options);
 }
 
-constexpr const char* kFooter =
+constexpr const char* kTopFooter =
     "Shows a run's trace as a dashboard, refreshed every --interval while the run writes it "
     "(read-only: the run is never slowed), browsable once it has ended. Views: 1 overview (a "
     "row per rank: step, step time, how the last step split into compute, exposed "
@@ -137,7 +133,7 @@ Subcommand add_top_command(CLI::App& parent) {
                   "View to start in: overview, timeline, collectives, memory, findings")
       ->capture_default_str();
   cmd->add_flag("--ascii", flags->ascii, "Draw with ASCII characters only");
-  cmd->footer(kFooter);
+  cmd->footer(kTopFooter);
   return {cmd, [flags] { return run_top(*flags); }};
 }
 

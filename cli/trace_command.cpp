@@ -39,7 +39,7 @@ int run_trace(const TraceFlags& flags) {
   return *exit_code;
 }
 
-constexpr const char* kFooter =
+constexpr const char* kTraceFooter =
     "The command runs with PARTRAIN_COLLECTOR, PARTRAIN_COLLECTOR_TOKEN and PARTRAIN_RUN_ID set, "
     "and libpartrain_inject.so in LD_PRELOAD, CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH, "
     "so every process of it (torchrun, its workers, a `partrain launch` and its ranks) records "
@@ -77,7 +77,7 @@ Subcommand add_trace_command(CLI::App& parent) {
                   "throttle reasons through NVML, where a driver is installed (default 100ms; "
                   "0 turns it off)");
   cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
-  cmd->footer(kFooter);
+  cmd->footer(kTraceFooter);
   return {cmd, [flags] { return run_trace(*flags); }};
 }
 

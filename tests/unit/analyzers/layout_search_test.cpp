@@ -46,7 +46,9 @@ TEST_F(LayoutSearchTest, RanksFittingLayoutsByThroughputAndEveryOneMultipliesToT
     EXPECT_LE(c.heaviest.total(), 80e9);
     EXPECT_EQ(64 % (l.dp * l.micro_batch), 0);
     EXPECT_FALSE(c.discouraged) << layout_label(l);
-    if (i > 0) EXPECT_GE(r.ranked[i - 1].cost.tokens_per_s, c.cost.tokens_per_s);
+    if (i > 0) {
+      EXPECT_GE(r.ranked[i - 1].cost.tokens_per_s, c.cost.tokens_per_s);
+    }
   }
   EXPECT_GT(r.rejected.at(kRejectDiscouraged), 0);
   // A 1.3B model fits 80 GB in every layout that divides.

@@ -34,7 +34,9 @@ TEST(ParallelFor, VisitsEveryIndexOnceInContiguousRanges) {
     EXPECT_LE(ranges.size(), cores);
     if (ranges.size() > 1) {
       for (const auto& [begin, end] : ranges) {
-        if (end != n) EXPECT_GE(end - begin, min_range);
+        if (end != n) {
+          EXPECT_GE(end - begin, min_range);
+        }
       }
     }
   }
