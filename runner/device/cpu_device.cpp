@@ -27,7 +27,7 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
     : allocator_(std::make_unique<HostMemory>()),
       blas_threads_(std::max(1, options.blas_threads)),
       precision_(options.precision),
-      operands_(3) {
+      operands_(static_cast<size_t>(Operand::kCount)) {
   openblas_set_num_threads(blas_threads_);
 }
 
@@ -79,8 +79,7 @@ void CpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source, int64_t
   std::copy_n(source, n, destination);
 }
 
-float* CpuDevice::operand_buffer(Operand slot, int64_t n) {
-  TrackedBuffer& buffer = operands_[static_cast<size_t>(slot)];
+float* CpuDevice::workspace_buffer(TrackedBuffer& buffer, int64_t n) {
   Status grown = allocator_.grow(buffer, static_cast<size_t>(n) * sizeof(float),
                                  memory::Category::kWorkspace);
   if (!grown.is_ok()) {
@@ -90,14 +89,22 @@ float* CpuDevice::operand_buffer(Operand slot, int64_t n) {
   return static_cast<float*>(buffer.data());
 }
 
+float* CpuDevice::operand_buffer(Operand slot, int64_t n) {
+  return workspace_buffer(operands_[static_cast<size_t>(slot)], n);
+}
+
 const float* CpuDevice::gemm_operand(Operand slot, Matrix x, int64_t n) {
+  return gemm_operand(operands_[static_cast<size_t>(slot)], x, n);
+}
+
+const float* CpuDevice::gemm_operand(TrackedBuffer& buffer, Matrix x, int64_t n) {
   if (x.bf16 != nullptr) {
-    float* widened = operand_buffer(slot, n);
+    float* widened = workspace_buffer(buffer, n);
     if (widened != nullptr) ops::from_bf16(widened, x.bf16, n);
     return widened;
   }
   if (precision_ != GemmPrecision::kBf16) return x.f32;
-  float* rounded = operand_buffer(slot, n);
+  float* rounded = workspace_buffer(buffer, n);
   if (rounded != nullptr) ops::round_to_bf16(rounded, x.f32, n);
   return rounded;
 }
@@ -119,7 +126,7 @@ void CpuDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const floa
                 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
 
-void CpuDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+void CpuDevice::matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                                 Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
@@ -166,14 +173,30 @@ void CpuDevice::layernorm_backward(float* dinp, float* dweight, float* dbias, co
   ops::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
-void CpuDevice::attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+void CpuDevice::attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
                                   int64_t NH, int64_t hs) {
-  ops::attention_forward(out, att, qkv, B, T, NH, hs);
+  if (!status_.is_ok()) return;
+  const int64_t probabilities = B * NH * T * T;
+  const float* q = gemm_operand(Operand::kA, qkv, B * T * 3 * NH * hs);
+  TrackedBuffer fp32_probabilities;  // for a bf16 att: this call's only
+  float* p = att.f32 != nullptr ? att.f32 : workspace_buffer(fp32_probabilities, probabilities);
+  if (q == nullptr || p == nullptr) return;
+  // A bf16 att keeps rounded probabilities, so P V reads them rounded too (as CUDA's).
+  ops::attention_forward(out, p, q, B, T, NH, hs,
+                         precision_ == GemmPrecision::kBf16 || att.bf16 != nullptr);
+  if (att.bf16 != nullptr) ops::to_bf16(att.bf16, p, probabilities);  // exact: already rounded
 }
 
-void CpuDevice::attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                   const float* att, int64_t B, int64_t T, int64_t NH, int64_t hs) {
-  ops::attention_backward(dqkv, dout, qkv, att, B, T, NH, hs);
+void CpuDevice::attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att,
+                                   int64_t B, int64_t T, int64_t NH, int64_t hs) {
+  if (!status_.is_ok()) return;
+  const int64_t C = NH * hs;
+  const float* q = gemm_operand(Operand::kA, qkv, B * T * 3 * C);
+  TrackedBuffer p_operand;  // the probabilities widened or rounded: this call's only
+  const float* p = gemm_operand(p_operand, att, B * NH * T * T);
+  const float* dy = gemm_operand(Operand::kB, dout, B * T * C);
+  if (q == nullptr || p == nullptr || dy == nullptr) return;
+  ops::attention_backward(dqkv, dy, q, p, B, T, NH, hs, precision_ == GemmPrecision::kBf16);
 }
 
 void CpuDevice::gelu_forward(float* out, const float* inp, int64_t n) {

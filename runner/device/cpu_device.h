@@ -50,17 +50,17 @@ class CpuDevice final : public Device {
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
   void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
                       int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+  void matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                        Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int64_t N, int64_t C) override;
-  void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t NH,
-                         int64_t hs) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                          int64_t B, int64_t T, int64_t NH, int64_t hs) override;
+  void attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
+                         int64_t NH, int64_t hs) override;
+  void attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
+                          int64_t T, int64_t NH, int64_t hs) override;
   void gelu_forward(float* out, const float* inp, int64_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
@@ -104,15 +104,21 @@ class CpuDevice final : public Device {
   GemmTotals gemm_totals() const override { return gemm_; }
 
  private:
-  enum class Operand { kA, kB, kProduct };  // kProduct: a bf16 gradient's fp32 product
+  enum class Operand { kA, kB, kProduct, kCount };  // kProduct: a bf16 gradient's fp32 product
   // The operand as sgemm reads it, in fp32: an fp32 one itself, or under bf16 GEMMs its `n`
   // values rounded into workspace `slot` (tracked as kWorkspace, kept and grown across calls, as
   // the CUDA device's scratch); a bf16 one widened into `slot` (exactly its values, which a bf16
   // GEMM's rounding leaves as they are). nullptr, with status_ set, when the workspace cannot
   // grow.
   const float* gemm_operand(Operand slot, Matrix x, int64_t n);
-  // `slot`'s workspace grown to n floats; nullptr, with status_ set, when it cannot grow.
+  // The same into `buffer` (attention's probabilities: a (B, NH, T, T) copy is not worth keeping
+  // between calls, so the caller frees it, as the fp32 workspace the activation store used to
+  // lend for them).
+  const float* gemm_operand(TrackedBuffer& buffer, Matrix x, int64_t n);
+  // `slot`'s workspace, or `buffer`, grown to n floats; nullptr, with status_ set, when it
+  // cannot grow.
   float* operand_buffer(Operand slot, int64_t n);
+  float* workspace_buffer(TrackedBuffer& buffer, int64_t n);
   void add_gemm_time(int64_t start_ns, double flops);
 
   TrackedAllocator allocator_;  // host memory, 64-byte aligned

@@ -75,17 +75,17 @@ class CudaDevice final : public Device {
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
   void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
                       int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+  void matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                        Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int64_t N, int64_t C) override;
-  void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t NH,
-                         int64_t hs) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                          int64_t B, int64_t T, int64_t NH, int64_t hs) override;
+  void attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
+                         int64_t NH, int64_t hs) override;
+  void attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
+                          int64_t T, int64_t NH, int64_t hs) override;
   void gelu_forward(float* out, const float* inp, int64_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
@@ -133,9 +133,10 @@ class CudaDevice final : public Device {
   enum class Scratch {
     kOperandA,  // bf16 copies of a GEMM's operands
     kOperandB,
-    kProduct,         // fp32 GEMMs into a bf16 gradient: the product, added with one rounding
-    kAttentionGrads,  // one sample's dL/d(scores), (NH, T, T)
-    kRowLosses,       // per-row losses when the caller passes none
+    kProduct,          // fp32 GEMMs into a bf16 gradient: the product, added with one rounding
+    kAttentionScores,  // one sample's fp32 scores or dL/dP, (NH, T, T)
+    kAttentionGrads,   // one sample's dL/d(scores) in bf16 under bf16 GEMMs
+    kRowLosses,        // per-row losses when the caller passes none
     kCount,
   };
   struct EventPair {
@@ -169,18 +170,26 @@ class CudaDevice final : public Device {
   // The weight-gradient GEMM of matmul_backward: dweight (OC, C) += dout^T inp. A bf16 gradient:
   // under bf16 GEMMs cuBLAS adds into it with one rounding; under fp32 GEMMs (no fp32 x fp32 ->
   // bf16 GEMM) the product goes through kProduct and accumulate_bf16.
-  Status weight_gradient(MatrixGrad dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
+  Status weight_gradient(MutableMatrix dweight, GemmOperand x, GemmOperand g, int64_t N, int64_t C,
                          int64_t OC);
   // One matmul GEMM in column-major terms: c (m, n) = op(a) op(b) + beta c, summed and scaled in
   // fp32, then written in c's type (a cudaDataType_t: fp32, or bf16 rounded once).
   Status matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                      GemmOperand a, int64_t lda, GemmOperand b, int64_t ldb, float beta, void* c,
                      int c_type, int64_t ldc);
-  // Attention's fp32 GEMMs, the NH heads of one sample as a strided batch.
+  // `x` moved on by `elements` (a sample's or a head's start) of its own size.
+  static GemmOperand advanced(GemmOperand x, int64_t elements);
+  // Attention's GEMMs, the NH heads of one sample as a strided batch: operands of one type (fp32
+  // or bf16), c fp32.
   Status attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                        float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b,
+                        float alpha, GemmOperand a, int64_t lda, int64_t stride_a, GemmOperand b,
                         int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
                         int64_t stride_c, int64_t batch);
+  // The bodies of attention_forward and _backward, failing at the first error.
+  Status attention_forward_gemms(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
+                                 int64_t NH, int64_t hs);
+  Status attention_backward_gemms(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
+                                  int64_t T, int64_t NH, int64_t hs);
   // Queues `gemms` between two events and counts their flops; the time is read later.
   Status timed_gemms(const std::function<Status()>& gemms, double flops);
   // Adds the time of finished event pairs; `wait` waits for the unfinished ones too.

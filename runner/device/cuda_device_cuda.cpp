@@ -364,23 +364,19 @@ Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, in
 }
 
 Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
-                                  int64_t k, float alpha, const float* a, int64_t lda,
-                                  int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
+                                  int64_t k, float alpha, GemmOperand a, int64_t lda,
+                                  int64_t stride_a, GemmOperand b, int64_t ldb, int64_t stride_b,
                                   float beta, float* c, int64_t ldc, int64_t stride_c,
                                   int64_t batch) {
   RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc, batch}));
-  // fp32 mode: plain fp32 (TF32 off), for the 1e-5 equivalence with the CPU. bf16 mode: the
-  // tensor cores through TF32 (10 mantissa bits, finer than bf16's 7, with no operand copies):
-  // fp32 attention products ran at the FP32 units' rate, about a fifth of a gpt step at hidden
-  // 4096 and seq 2048 on an H100 (docs/gpu-validation.md).
-  const cublasComputeType_t compute = options_.precision == GemmPrecision::kBf16
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  // Both operands are of one type (gemm_operand follows the precision): fp32 with TF32 off, for
+  // the 1e-5 equivalence with the CPU, or bf16 on the tensor cores with fp32 accumulation.
   return CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
-      static_cast<int>(n), static_cast<int>(k), &alpha, a, CUDA_R_32F, static_cast<int>(lda),
-      stride_a, b, CUDA_R_32F, static_cast<int>(ldb), stride_b, &beta, c, CUDA_R_32F,
-      static_cast<int>(ldc), stride_c, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
+      static_cast<int>(n), static_cast<int>(k), &alpha, a.data, static_cast<cudaDataType_t>(a.type),
+      static_cast<int>(lda), stride_a, b.data, static_cast<cudaDataType_t>(b.type),
+      static_cast<int>(ldb), stride_b, &beta, c, CUDA_R_32F, static_cast<int>(ldc), stride_c,
+      static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void CudaDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
@@ -400,7 +396,8 @@ void CudaDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const flo
           RETURN_IF_ERROR(check_gemm_dims({N, C, OC}));  // before any operand is read
           ASSIGN_OR_RETURN(GemmOperand w, gemm_operand(Scratch::kOperandA, weight, OC * C));
           ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandB, inp, N * C));
-          RETURN_IF_ERROR(matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, out, CUDA_R_32F, OC));
+          RETURN_IF_ERROR(
+              matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, out, CUDA_R_32F, OC));
         }
         if (bias == nullptr) return Status::ok();
         return CUDA_CHECK(kernels::add_bias(stream_, out, bias, N, OC));
@@ -408,8 +405,9 @@ void CudaDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const flo
       flops));
 }
 
-void CudaDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
-                                 Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) {
+void CudaDevice::matmul_backward(float* dinp, MutableMatrix dweight, float* dbias,
+                                 const float* dout, Matrix inp, Matrix weight, int64_t N, int64_t C,
+                                 int64_t OC) {
   if (!begin_op() || N <= 0 || C <= 0 || OC <= 0) return;
   // dinp and dweight: two products of the forward's size each, when asked for (as the CPU).
   const double product =
@@ -445,7 +443,7 @@ void CudaDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, 
 //   dweight^T (C, OC) += inp^T (C, N) dout (N, OC);
 // inp^T is inp as it lies (ld C): op N; dout is the transpose of dout as it lies (dout^T,
 // (OC, N), ld OC): op T.
-Status CudaDevice::weight_gradient(MatrixGrad dweight, GemmOperand x, GemmOperand g, int64_t N,
+Status CudaDevice::weight_gradient(MutableMatrix dweight, GemmOperand x, GemmOperand g, int64_t N,
                                    int64_t C, int64_t OC) {
   if (dweight.f32 != nullptr) {
     return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.f32, CUDA_R_32F, C);
@@ -462,90 +460,130 @@ Status CudaDevice::weight_gradient(MatrixGrad dweight, GemmOperand x, GemmOperan
 
 // ---- attention --------------------------------------------------------------------------------
 
-// Per sample, the NH heads are one strided batch: head h's Q, K, V start h * hs into their part of
-// qkv (row stride 3C), its scores and probabilities (T, T) at h * T * T, its output h * hs into
-// out (row stride C). Samples are a loop (their qkv stride, T * 3C, is not a multiple of hs).
-// Attention's GEMMs take fp32 operands in both precisions (TF32 tensor cores in bf16 mode,
-// attention_gemm); only matmul's are rounded to bf16.
-void CudaDevice::attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
-                                   int64_t NH, int64_t hs) {
-  if (!begin_op() || B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
-  const int64_t C = NH * hs;
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
-  for (int64_t b = 0; b < B; ++b) {
-    const float* q = qkv + b * T * 3 * C;
-    const float* k = q + C;
-    // scores_h (T, T) = scale Q_h K_h^T. Column-major: scores_h^T (T, T) = scale K_h Q_h^T;
-    // K_h is the transpose of K as it lies ((hs, T), ld 3C): op T; Q_h^T is Q as it lies: op N.
-    if (!keep(attention_gemm(true, false, T, T, hs, scale, k, 3 * C, hs, q, 3 * C, hs, 0.0f,
-                             att + b * NH * T * T, T, T * T, NH))) {
-      return;
-    }
-  }
-  if (!keep(CUDA_CHECK(kernels::causal_softmax_forward(stream_, att, B * NH * T, T)))) {
-    return;
-  }
-  for (int64_t b = 0; b < B; ++b) {
-    const float* v = qkv + b * T * 3 * C + 2 * C;
-    // out_h (T, hs) = P_h (T, T) V_h (T, hs). Column-major: out_h^T (hs, T) = V_h^T P_h^T, V_h^T
-    // being V as it lies ((hs, T), ld 3C) and P_h^T the probabilities as they lie (ld T).
-    if (!keep(attention_gemm(false, false, hs, T, T, 1.0f, v, 3 * C, hs, att + b * NH * T * T, T,
-                             T * T, 0.0f, out + b * T * C, C, hs, NH))) {
-      return;
-    }
-  }
+CudaDevice::GemmOperand CudaDevice::advanced(GemmOperand x, int64_t elements) {
+  const int64_t bytes = elements * (x.type == CUDA_R_16BF ? 2 : 4);
+  return {static_cast<const char*>(x.data) + bytes, x.type};
 }
 
-void CudaDevice::attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                    const float* att, int64_t B, int64_t T, int64_t NH,
-                                    int64_t hs) {
+// Per sample, the NH heads are one strided batch: head h's Q, K, V start h * hs into their part of
+// qkv (row stride 3C), its scores and probabilities (T, T) at h * T * T, its output h * hs into
+// out (row stride C). Samples are a loop (their qkv stride, T * 3C, is not a multiple of hs), which
+// also bounds the fp32 scores and gradients in scratch to one sample's (NH, T, T).
+void CudaDevice::attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
+                                   int64_t NH, int64_t hs) {
   if (!begin_op() || B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+  keep(attention_forward_gemms(out, att, qkv, B, T, NH, hs));
+}
+
+Status CudaDevice::attention_forward_gemms(float* out, MutableMatrix att, Matrix qkv, int64_t B,
+                                           int64_t T, int64_t NH, int64_t hs) {
   const int64_t C = NH * hs;
+  const int64_t per_sample = NH * T * T;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
-  // dL/dP, then dL/d(scores), of one sample's heads: reused by every sample (stream order).
-  auto scratch_bytes = static_cast<size_t>(NH * T * T) * sizeof(float);
-  StatusOr<void*> scratch_memory = scratch(Scratch::kAttentionGrads, scratch_bytes);
-  if (!keep(scratch_memory.status())) return;
-  auto* dscores = static_cast<float*>(*scratch_memory);
+  const bool bf16_gemm = options_.precision == GemmPrecision::kBf16;
+  ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandA, qkv, B * T * 3 * C));
+  // The scores: in att itself when it is fp32 (the softmax then works in place), else in scratch.
+  float* scores = att.f32;
+  if (scores == nullptr) {
+    ASSIGN_OR_RETURN(void* memory, scratch(Scratch::kAttentionScores,
+                                           static_cast<size_t>(per_sample) * sizeof(float)));
+    scores = static_cast<float*>(memory);
+  }
   for (int64_t b = 0; b < B; ++b) {
-    const float* q = qkv + b * T * 3 * C;
-    const float* k = q + C;
-    const float* v = q + 2 * C;
-    const float* p = att + b * NH * T * T;
-    const float* dy = dout + b * T * C;
+    const GemmOperand q = advanced(x, b * T * 3 * C);
+    const GemmOperand k = advanced(q, C);
+    const GemmOperand v = advanced(q, 2 * C);
+    float* s = att.f32 != nullptr ? att.f32 + b * per_sample : scores;
+    // scores_h (T, T) = scale Q_h K_h^T. Column-major: scores_h^T (T, T) = scale K_h Q_h^T;
+    // K_h is the transpose of K as it lies ((hs, T), ld 3C): op T; Q_h^T is Q as it lies: op N.
+    RETURN_IF_ERROR(attention_gemm(true, false, T, T, hs, scale, k, 3 * C, hs, q, 3 * C, hs, 0.0f,
+                                   s, T, T * T, NH));
+    // The probabilities in att's type: bf16 (rounded), or fp32, rounded to bf16 values under
+    // bf16 GEMMs; P V then reads them as matmul reads a stored operand.
+    Matrix p;
+    if (att.bf16 != nullptr) {
+      uint16_t* probabilities = att.bf16 + b * per_sample;
+      RETURN_IF_ERROR(
+          CUDA_CHECK(kernels::causal_softmax_forward(stream_, s, probabilities, NH * T, T)));
+      p = probabilities;
+    } else {
+      RETURN_IF_ERROR(
+          CUDA_CHECK(kernels::causal_softmax_forward(stream_, s, s, NH * T, T, bf16_gemm)));
+      p = s;
+    }
+    ASSIGN_OR_RETURN(const GemmOperand p_operand, gemm_operand(Scratch::kProduct, p, per_sample));
+    // out_h (T, hs) = P_h (T, T) V_h (T, hs). Column-major: out_h^T (hs, T) = V_h^T P_h^T, V_h^T
+    // being V as it lies ((hs, T), ld 3C) and P_h^T the probabilities as they lie (ld T).
+    RETURN_IF_ERROR(attention_gemm(false, false, hs, T, T, 1.0f, v, 3 * C, hs, p_operand, T, T * T,
+                                   0.0f, out + b * T * C, C, hs, NH));
+  }
+  return Status::ok();
+}
+
+void CudaDevice::attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att,
+                                    int64_t B, int64_t T, int64_t NH, int64_t hs) {
+  if (!begin_op() || B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
+  keep(attention_backward_gemms(dqkv, dout, qkv, att, B, T, NH, hs));
+}
+
+Status CudaDevice::attention_backward_gemms(float* dqkv, const float* dout, Matrix qkv, Matrix att,
+                                            int64_t B, int64_t T, int64_t NH, int64_t hs) {
+  const int64_t C = NH * hs;
+  const int64_t per_sample = NH * T * T;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
+  ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandA, qkv, B * T * 3 * C));
+  ASSIGN_OR_RETURN(GemmOperand dy_all, gemm_operand(Scratch::kOperandB, dout, B * T * C));
+  // The probabilities as the GEMMs read them: a bf16 att as it lies under bf16 GEMMs (a copy only
+  // where the type differs from the precision's, which no workload asks for).
+  ASSIGN_OR_RETURN(GemmOperand p_all, gemm_operand(Scratch::kProduct, att, B * per_sample));
+  // dL/dP of one sample's heads in fp32, then dL/d(scores): in place in fp32, or rounded into a
+  // bf16 copy the bf16 GEMMs read. Reused by every sample (stream order).
+  ASSIGN_OR_RETURN(void* dp_memory, scratch(Scratch::kAttentionScores,
+                                            static_cast<size_t>(per_sample) * sizeof(float)));
+  auto* dp = static_cast<float*>(dp_memory);
+  uint16_t* ds_bf16 = nullptr;
+  if (p_all.type == CUDA_R_16BF) {
+    ASSIGN_OR_RETURN(void* ds_memory,
+                     scratch(Scratch::kAttentionGrads, static_cast<size_t>(per_sample) * 2));
+    ds_bf16 = static_cast<uint16_t*>(ds_memory);
+  }
+  const GemmOperand ds =
+      ds_bf16 != nullptr ? GemmOperand{ds_bf16, CUDA_R_16BF} : GemmOperand{dp, CUDA_R_32F};
+  for (int64_t b = 0; b < B; ++b) {
+    const GemmOperand q = advanced(x, b * T * 3 * C);
+    const GemmOperand k = advanced(q, C);
+    const GemmOperand v = advanced(q, 2 * C);
+    const GemmOperand p = advanced(p_all, b * per_sample);
+    const GemmOperand dy = advanced(dy_all, b * T * C);
     float* dq = dqkv + b * T * 3 * C;
     float* dk = dq + C;
     float* dv = dq + 2 * C;
     // dP_h (T, T) = dY_h V_h^T. Column-major: dP_h^T = V_h dY_h^T; V_h is the transpose of V as
     // it lies (op T, ld 3C), dY_h^T is dout as it lies (op N, ld C).
-    if (!keep(attention_gemm(true, false, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, dscores, T,
-                             T * T, NH))) {
-      return;
-    }
+    RETURN_IF_ERROR(attention_gemm(true, false, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, dp,
+                                   T, T * T, NH));
     // dV_h (T, hs) += P_h^T dY_h. Column-major: dV_h^T (hs, T) += dY_h^T P_h; dY_h^T is dout as
     // it lies (op N, ld C), P_h the transpose of the probabilities as they lie (op T, ld T).
-    if (!keep(attention_gemm(false, true, hs, T, T, 1.0f, dy, C, hs, p, T, T * T, 1.0f, dv, 3 * C,
-                             hs, NH))) {
-      return;
-    }
-    // dS = P (dP - sum_j P dP) * scale, in place; 0 after the diagonal.
-    if (!keep(
-            CUDA_CHECK(kernels::causal_softmax_backward(stream_, dscores, p, NH * T, T, scale)))) {
-      return;
+    RETURN_IF_ERROR(attention_gemm(false, true, hs, T, T, 1.0f, dy, C, hs, p, T, T * T, 1.0f, dv,
+                                   3 * C, hs, NH));
+    // dS = P (dP - sum_j P dP) * scale; 0 after the diagonal.
+    if (ds_bf16 != nullptr) {
+      RETURN_IF_ERROR(CUDA_CHECK(kernels::causal_softmax_backward(
+          stream_, dp, static_cast<const uint16_t*>(p.data), ds_bf16, NH * T, T, scale)));
+    } else {
+      RETURN_IF_ERROR(CUDA_CHECK(kernels::causal_softmax_backward(
+          stream_, dp, static_cast<const float*>(p.data), dp, NH * T, T, scale)));
     }
     // dQ_h (T, hs) += dS_h K_h. Column-major: dQ_h^T (hs, T) += K_h^T dS_h^T, K_h^T as K lies
     // (op N, ld 3C), dS_h^T as dscores lies (op N, ld T).
-    if (!keep(attention_gemm(false, false, hs, T, T, 1.0f, k, 3 * C, hs, dscores, T, T * T, 1.0f,
-                             dq, 3 * C, hs, NH))) {
-      return;
-    }
+    RETURN_IF_ERROR(attention_gemm(false, false, hs, T, T, 1.0f, k, 3 * C, hs, ds, T, T * T, 1.0f,
+                                   dq, 3 * C, hs, NH));
     // dK_h (T, hs) += dS_h^T Q_h. Column-major: dK_h^T (hs, T) += Q_h^T dS_h, Q_h^T as Q lies
     // (op N, ld 3C), dS_h the transpose of dscores as it lies (op T, ld T).
-    if (!keep(attention_gemm(false, true, hs, T, T, 1.0f, q, 3 * C, hs, dscores, T, T * T, 1.0f, dk,
-                             3 * C, hs, NH))) {
-      return;
-    }
+    RETURN_IF_ERROR(attention_gemm(false, true, hs, T, T, 1.0f, q, 3 * C, hs, ds, T, T * T, 1.0f,
+                                   dk, 3 * C, hs, NH));
   }
+  return Status::ok();
 }
 
 // ---- element-wise, normalisation, embeddings --------------------------------------------------

@@ -16,9 +16,9 @@ cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor);
 // destination (n) = source rounded to bf16 (round to nearest even), as GEMM operands; four at a
 // time where source is 16-byte and destination 8-byte aligned.
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n);
-// destination (n) = source's bf16 values as fp32 (exact).
 // destination (n) = values rounded to bf16, and values rounded in place (one pass).
 cudaError_t store_bf16(cudaStream_t stream, uint16_t* destination, float* values, int64_t n);
+// destination (n) = source's bf16 values as fp32 (exact).
 cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n);
 // sum (n) = bf16(sum + x): added in fp32, rounded to nearest even once.
 cudaError_t accumulate_bf16(cudaStream_t stream, uint16_t* sum, const float* x, int64_t n);
@@ -42,12 +42,21 @@ cudaError_t layernorm_backward(cudaStream_t stream, float* dinp, float* dweight,
                                const float* dout, const float* inp, const float* weight,
                                const float* mean, const float* rstd, int64_t N, int64_t C);
 
-// Attention's causal softmax over `rows` rows of (T) scores, row r being query t = r % T: in
-// place, probabilities for keys t2 <= t and 0 after. Its backward turns dL/dP (in place) into
-// dL/d(scores) = P (dP - sum P dP) * scale, 0 after the diagonal.
-cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, int64_t rows, int64_t T);
-cudaError_t causal_softmax_backward(cudaStream_t stream, float* dscores, const float* probabilities,
-                                    int64_t rows, int64_t T, float scale);
+// Attention's causal softmax over `rows` rows of (T) scores, row r being query t = r % T:
+// probabilities for keys t2 <= t and 0 after, written in fp32 (in place when probabilities ==
+// scores; rounded to bf16 values when round_to_bf16) or as bf16; the scores are overwritten.
+cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, float* probabilities,
+                                   int64_t rows, int64_t T, bool round_to_bf16);
+cudaError_t causal_softmax_forward(cudaStream_t stream, float* scores, uint16_t* probabilities,
+                                   int64_t rows, int64_t T);
+// Its backward: dL/d(scores) = P (dP - sum P dP) * scale from dp = dL/dP, 0 after the diagonal;
+// fp32 (in place when dscores == dp) from fp32 probabilities, or bf16 (rounded) from bf16 ones.
+cudaError_t causal_softmax_backward(cudaStream_t stream, const float* dp,
+                                    const float* probabilities, float* dscores, int64_t rows,
+                                    int64_t T, float scale);
+cudaError_t causal_softmax_backward(cudaStream_t stream, const float* dp,
+                                    const uint16_t* probabilities, uint16_t* dscores, int64_t rows,
+                                    int64_t T, float scale);
 
 // Embeddings over rows [vocab_start, vocab_end) of the (possibly sharded) wte; wpe, dwpe may be
 // nullptr.

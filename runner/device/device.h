@@ -24,11 +24,12 @@ struct Matrix {
   const uint16_t* bf16 = nullptr;
 };
 
-// Where a weight's gradient accumulates, in the type it is stored in (none: not wanted).
-struct MatrixGrad {
-  MatrixGrad(std::nullptr_t = nullptr) {}                     // NOLINT(google-explicit-constructor)
-  MatrixGrad(float* values) : f32(values) {}                  // NOLINT(google-explicit-constructor)
-  MatrixGrad(uint16_t* values) : bf16(values) {}              // NOLINT(google-explicit-constructor)
+// Where an op writes or adds a matrix (a weight's gradient, attention's probabilities), in the type
+// it is stored in; none: not wanted.
+struct MutableMatrix {
+  MutableMatrix(std::nullptr_t = nullptr) {}         // NOLINT(google-explicit-constructor)
+  MutableMatrix(float* values) : f32(values) {}      // NOLINT(google-explicit-constructor)
+  MutableMatrix(uint16_t* values) : bf16(values) {}  // NOLINT(google-explicit-constructor)
   bool empty() const { return f32 == nullptr && bf16 == nullptr; }
   float* f32 = nullptr;
   uint16_t* bf16 = nullptr;
@@ -104,13 +105,13 @@ class Device {
   virtual void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) = 0;
 
   // runner/ops/matmul.h. The input, the weight and the weight's gradient are each fp32 or bf16
-  // as stored (Matrix, MatrixGrad): a bf16 operand is read as its widened values, so the results
+  // as stored (Matrix, MutableMatrix): a bf16 operand is read as its widened values, so the results
   // are the fp32 op's on them, bit for bit (a bf16 GEMM's rounding leaves a bf16 value as it is),
   // without a widened copy or a rounding pass; a bf16 gradient gets the fp32 product added with
   // one rounding, as accumulate_bf16 (docs/ops.md "bf16 model states").
   virtual void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
                               int64_t N, int64_t C, int64_t OC) = 0;
-  virtual void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+  virtual void matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                                Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) = 0;
   // runner/ops/layernorm.h
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -118,12 +119,15 @@ class Device {
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean,
                                   const float* rstd, int64_t N, int64_t C) = 0;
-  // runner/ops/attention.h
-  virtual void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T,
+  // runner/ops/attention.h. qkv is read and the probabilities written (att, forward) and read
+  // (backward) as stored, fp32 or bf16. The four products take their operands as matmul's: under
+  // bf16 GEMMs, Q, K, V, dout and the probabilities are bf16 values (the probabilities rounded
+  // where the softmax computes them, so P V reads what att keeps, which a bf16 att always is), and
+  // dL/d(scores) is rounded before dQ and dK; softmax and its backward compute in fp32.
+  virtual void attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
                                  int64_t NH, int64_t hs) = 0;
-  virtual void attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                  const float* att, int64_t B, int64_t T, int64_t NH,
-                                  int64_t hs) = 0;
+  virtual void attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
+                                  int64_t T, int64_t NH, int64_t hs) = 0;
   // runner/ops/gelu.h
   virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) = 0;

@@ -42,7 +42,7 @@ class IsolatedCpuDevice::Arguments {
     if (x.bf16 != nullptr) return (*this)(x.bf16, count, name);
     return (*this)(x.f32, count, name);
   }
-  MatrixGrad matrix_grad(MatrixGrad x, int64_t count, std::string_view name) {
+  MutableMatrix mutable_matrix(MutableMatrix x, int64_t count, std::string_view name) {
     if (x.bf16 != nullptr) return (*this)(x.bf16, count, name);
     return (*this)(x.f32, count, name);
   }
@@ -172,12 +172,12 @@ void IsolatedCpuDevice::matmul_forward(float* out, Matrix inp, Matrix weight, co
   if (on_host.ok()) cpu_.matmul_forward(o, i, w, b, N, C, OC);
 }
 
-void IsolatedCpuDevice::matmul_backward(float* dinp, MatrixGrad dweight, float* dbias,
+void IsolatedCpuDevice::matmul_backward(float* dinp, MutableMatrix dweight, float* dbias,
                                         const float* dout, Matrix inp, Matrix weight, int64_t N,
                                         int64_t C, int64_t OC) {
   Arguments on_host(*this, "matmul_backward");
   float* di = on_host(dinp, N * C, "dinp");
-  const MatrixGrad dw = on_host.matrix_grad(dweight, OC * C, "dweight");
+  const MutableMatrix dw = on_host.mutable_matrix(dweight, OC * C, "dweight");
   float* db = on_host(dbias, OC, "dbias");
   const float* dout_h = on_host(dout, N * OC, "dout");
   const Matrix i = on_host.matrix(inp, N * C, "inp");
@@ -214,25 +214,24 @@ void IsolatedCpuDevice::layernorm_backward(float* dinp, float* dweight, float* d
   if (on_host.ok()) cpu_.layernorm_backward(di, dw, db, d, i, w, m, r, N, C);
 }
 
-void IsolatedCpuDevice::attention_forward(float* out, float* att, const float* qkv, int64_t B,
+void IsolatedCpuDevice::attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B,
                                           int64_t T, int64_t NH, int64_t hs) {
   Arguments on_host(*this, "attention_forward");
   const int64_t C = NH * hs;
   float* o = on_host(out, B * T * C, "out");
-  float* a = on_host(att, B * NH * T * T, "att");
-  const float* q = on_host(qkv, B * T * 3 * C, "qkv");
+  const MutableMatrix a = on_host.mutable_matrix(att, B * NH * T * T, "att");
+  const Matrix q = on_host.matrix(qkv, B * T * 3 * C, "qkv");
   if (on_host.ok()) cpu_.attention_forward(o, a, q, B, T, NH, hs);
 }
 
-void IsolatedCpuDevice::attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                           const float* att, int64_t B, int64_t T, int64_t NH,
-                                           int64_t hs) {
+void IsolatedCpuDevice::attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att,
+                                           int64_t B, int64_t T, int64_t NH, int64_t hs) {
   Arguments on_host(*this, "attention_backward");
   const int64_t C = NH * hs;
   float* dq = on_host(dqkv, B * T * 3 * C, "dqkv");
   const float* d = on_host(dout, B * T * C, "dout");
-  const float* q = on_host(qkv, B * T * 3 * C, "qkv");
-  const float* a = on_host(att, B * NH * T * T, "att");
+  const Matrix q = on_host.matrix(qkv, B * T * 3 * C, "qkv");
+  const Matrix a = on_host.matrix(att, B * NH * T * T, "att");
   if (on_host.ok()) cpu_.attention_backward(dq, d, q, a, B, T, NH, hs);
 }
 

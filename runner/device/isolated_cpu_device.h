@@ -45,17 +45,17 @@ class IsolatedCpuDevice final : public Device {
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
   void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
                       int64_t C, int64_t OC) override;
-  void matmul_backward(float* dinp, MatrixGrad dweight, float* dbias, const float* dout,
+  void matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                        Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int64_t N, int64_t C) override;
-  void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t NH,
-                         int64_t hs) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                          int64_t B, int64_t T, int64_t NH, int64_t hs) override;
+  void attention_forward(float* out, MutableMatrix att, Matrix qkv, int64_t B, int64_t T,
+                         int64_t NH, int64_t hs) override;
+  void attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
+                          int64_t T, int64_t NH, int64_t hs) override;
   void gelu_forward(float* out, const float* inp, int64_t n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override;

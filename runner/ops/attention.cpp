@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "runner/ops/bf16_round.h"
+
 namespace partrain::runner::ops {
 namespace {
 
@@ -24,7 +26,7 @@ struct QkvIndex {
 // over strided views of qkv, so they run through sgemm (the same arithmetic as the per-token
 // loops of llm.c's reference, at GEMM speed); only the causal softmax is a row loop.
 void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t NH,
-                       int64_t hs) {
+                       int64_t hs, bool bf16_products) {
   const int64_t C = NH * hs;
   const QkvIndex index{T, C, hs};
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
@@ -52,6 +54,7 @@ void attention_forward(float* out, float* att, const float* qkv, int64_t B, int6
         }
         const float inv_sum = 1.0f / exp_sum;
         for (int64_t t2 = 0; t2 <= t; ++t2) row[t2] *= inv_sum;
+        if (bf16_products) round_to_bf16(row, row, t + 1);
         for (int64_t t2 = t + 1; t2 < T; ++t2) row[t2] = 0.0f;
       }
       // out (T, hs) of this head = P V
@@ -62,7 +65,7 @@ void attention_forward(float* out, float* att, const float* qkv, int64_t B, int6
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                        int64_t B, int64_t T, int64_t NH, int64_t hs) {
+                        int64_t B, int64_t T, int64_t NH, int64_t hs, bool bf16_products) {
   const int64_t C = NH * hs;
   const QkvIndex index{T, C, hs};
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hs)));
@@ -96,6 +99,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         for (int64_t t2 = 0; t2 <= t; ++t2) {
           d_row[t2] = p_row[t2] * (d_row[t2] - weighted_sum) * scale;
         }
+        if (bf16_products) round_to_bf16(d_row, d_row, t + 1);
         for (int64_t t2 = t + 1; t2 < T; ++t2) d_row[t2] = 0.0f;
       }
       // scores = Q K^T: dQ += dS K, dK += dS^T Q.

@@ -49,6 +49,11 @@ Matrix ActivationStore::operand(const Tensor& saved) {
   return saved.data();
 }
 
+MutableMatrix ActivationStore::target(Tensor& saved) {
+  if (saved.type() == ElementType::kBf16) return saved.bf16_data();
+  return saved.data();
+}
+
 void ActivationStore::assign(Tensor& saved, const float* source) const {
   if (saved.type() == ElementType::kF32) {
     device_.copy(saved.data(), source, saved.numel());

@@ -1,11 +1,13 @@
 // The activations a model chunk keeps between forward and backward, in the run's storage type:
 // fp32, or bf16 under the bf16 recipes (2 bytes an element, as `partrain memory` counts them).
-// The device ops read and write fp32, so an op writes a bf16 activation through an fp32 buffer
-// that store() rounds into it (nearest even), and reads one widened back into an fp32 buffer.
-// Each op thus computes in fp32 from bf16 inputs and rounds what it keeps: the numerics of a
-// kernel that loads and stores bf16 and computes in fp32, at the cost of a pass over each tensor
-// and its fp32 size in workspace while the op runs. Layernorm statistics, logits and activation
-// gradients stay fp32 (docs/ops.md "bf16 activations").
+// The GEMM ops (matmul, attention) read their saved inputs as stored (operand()), and attention
+// writes its probabilities as stored (target()). The other ops read and write fp32, so such an
+// op writes a bf16 activation through an fp32 buffer that store() rounds into it (nearest even),
+// and reads one widened back into an fp32 buffer. Each op thus computes in fp32 from bf16 inputs
+// and rounds what it keeps: the numerics of a kernel that loads and stores bf16 and computes in
+// fp32, at the cost of a pass over each tensor and its fp32 size in workspace while the op runs.
+// Layernorm statistics, logits and activation gradients stay fp32 (docs/ops.md "bf16
+// activations").
 #pragma once
 
 #include <cstdint>
@@ -54,8 +56,10 @@ class ActivationStore {
   void store(Output& values, Tensor& saved) const;
   // The values of `saved`, widened when it is bf16.
   StatusOr<Input> input(const Tensor& saved) const;
-  // `saved` as a matmul's input (Device::matmul_forward and _backward read bf16 as it lies).
+  // `saved` as a GEMM op's input (matmul and attention read bf16 as it lies).
   static Matrix operand(const Tensor& saved);
+  // `saved` as an op's output written as stored (attention's probabilities).
+  static MutableMatrix target(Tensor& saved);
   // Writes `source` (saved.numel() floats) into `saved`, rounded when it is bf16.
   void assign(Tensor& saved, const float* source) const;
   // Writes `saved`'s values into `destination` (saved.numel() floats), widened when bf16.

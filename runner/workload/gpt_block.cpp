@@ -69,18 +69,17 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
   device_.matmul_forward(qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C, 3 * c_local);
   store_.store(qkv, a.qkv);
+  qkv = Output();
   ln1 = Output();
   ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
   ASSIGN_OR_RETURN(a.atty, store_.create({N, c_local}));
   ASSIGN_OR_RETURN(a.x2, store_.create({n, C}));
   ASSIGN_OR_RETURN(Output x2, store_.output(a.x2));
   {
-    ASSIGN_OR_RETURN(Output att, store_.output(a.att));
     ASSIGN_OR_RETURN(Output atty, store_.output(a.atty));
-    device_.attention_forward(atty.data(), att.data(), qkv.data(), B, T, heads_local, C / NH);
-    store_.store(att, a.att);
+    device_.attention_forward(atty.data(), ActivationStore::target(a.att),
+                              ActivationStore::operand(a.qkv), B, T, heads_local, C / NH);
     store_.store(atty, a.atty);
-    qkv = Output();
     RETURN_IF_ERROR(project_and_add(ActivationStore::operand(a.atty), c_local, w.matrix(kAttProjW),
                                     w.vector(kAttProjB), x_in.data(), x2, a.x2));
   }
@@ -134,11 +133,9 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   if (!a.complete()) RETURN_IF_ERROR(run_forward(w, x, a));  // full recompute
   if (a.att.numel() == 0) {  // selective recompute: rebuild the attention probabilities
     ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
-    ASSIGN_OR_RETURN(ActivationStore::Output att, store_.output(a.att));
-    ASSIGN_OR_RETURN(Input qkv, store_.input(a.qkv));
     ASSIGN_OR_RETURN(Tensor atty, scratch({N, c_local}));
-    device_.attention_forward(atty.data(), att.data(), qkv.data(), B, T, heads_local, C / NH);
-    store_.store(att, a.att);
+    device_.attention_forward(atty.data(), ActivationStore::target(a.att),
+                              ActivationStore::operand(a.qkv), B, T, heads_local, C / NH);
   }
   // Under SP, the layernorm outputs are gathered again from their saved shards.
   Tensor ln1_gathered, ln2_gathered;
@@ -189,12 +186,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_full = Tensor();
   a.atty = Tensor();
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
-  {
-    ASSIGN_OR_RETURN(Input qkv, store_.input(a.qkv));
-    ASSIGN_OR_RETURN(Input att, store_.input(a.att));
-    device_.attention_backward(d_qkv.data(), d_atty.data(), qkv.data(), att.data(), B, T,
-                               heads_local, C / NH);
-  }
+  device_.attention_backward(d_qkv.data(), d_atty.data(), ActivationStore::operand(a.qkv),
+                             ActivationStore::operand(a.att), B, T, heads_local, C / NH);
   d_atty = Tensor();
   a.att = Tensor();
   a.qkv = Tensor();

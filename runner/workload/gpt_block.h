@@ -37,7 +37,7 @@ class BlockWeights {
   BlockWeights(UnitParams unit, const std::array<int64_t, kGptBlockParams>& offsets)
       : unit_(std::move(unit)), offsets_(offsets) {}
   Matrix matrix(GptBlockParam p) const { return unit_.matrix(offsets_[p]); }
-  MatrixGrad matrix_grad(GptBlockParam p) const { return unit_.matrix_grad(offsets_[p]); }
+  MutableMatrix matrix_grad(GptBlockParam p) const { return unit_.matrix_grad(offsets_[p]); }
   const float* vector(GptBlockParam p) const { return unit_.vector(offsets_[p]); }
   float* grad(GptBlockParam p) const { return unit_.grad(offsets_[p]); }  // a vector's
   // Adds the staged gradients into bf16 ones (UnitParams::flush): before the unit's release.

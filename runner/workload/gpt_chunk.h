@@ -65,7 +65,7 @@ class GptChunk final : public ModelChunk {
     UnitParams unit;
     int64_t offset = 0;
     Matrix matrix() const { return unit.matrix(offset); }
-    MatrixGrad matrix_grad() const { return unit.matrix_grad(offset); }
+    MutableMatrix matrix_grad() const { return unit.matrix_grad(offset); }
     const float* vector() const { return unit.vector(offset); }
     float* grad() const { return unit.grad(offset); }  // a vector's; null when none are kept
   };

@@ -7,7 +7,7 @@ Matrix matrix_at(const UnitView& view, int64_t offset) {
   return view.params + offset;
 }
 
-MatrixGrad matrix_grad_at(const UnitView& view, int64_t offset) {
+MutableMatrix matrix_grad_at(const UnitView& view, int64_t offset) {
   if (view.bf16_grads != nullptr) return view.bf16_grads + offset;
   if (view.grads != nullptr) return view.grads + offset;
   return nullptr;

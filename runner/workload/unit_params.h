@@ -23,7 +23,7 @@ namespace partrain::runner {
 
 // The matrix starting at unit-local `offset` of an acquired view, and its gradient, as stored.
 Matrix matrix_at(const UnitView& view, int64_t offset);
-MatrixGrad matrix_grad_at(const UnitView& view, int64_t offset);
+MutableMatrix matrix_grad_at(const UnitView& view, int64_t offset);
 
 class UnitParams {
  public:
@@ -34,7 +34,7 @@ class UnitParams {
 
   // Offsets are unit-local (0 = the unit's first parameter), as in UnitView.
   Matrix matrix(int64_t offset) const { return matrix_at(view_, offset); }
-  MatrixGrad matrix_grad(int64_t offset) const { return matrix_grad_at(view_, offset); }
+  MutableMatrix matrix_grad(int64_t offset) const { return matrix_grad_at(view_, offset); }
   // A 1-D parameter's fp32 values; nullptr where no 1-D parameter starts at `offset` under bf16.
   const float* vector(int64_t offset) const;
   // A 1-D parameter's fp32 gradient: the unit's own, or its staging under bf16 gradients;

@@ -113,14 +113,16 @@ class CudaDeviceTest : public ::testing::Test {
   }
 
   // attention forward (output and probabilities) and backward against the CPU, within tolerance.
-  void compare_attention(double tolerance, std::span<const Shape> shapes = kShapes) {
+  void compare_attention(double tolerance, std::span<const Shape> shapes = kShapes,
+                         Device* reference = nullptr) {
+    Device& cpu = reference != nullptr ? *reference : cpu_;
     for (const Shape& s : shapes) {
       SCOPED_TRACE(::testing::Message()
                    << "B " << s.B << " T " << s.T << " NH " << s.NH << " hs " << s.hs());
       const int64_t B = s.B, T = s.T, NH = s.NH, hs = s.hs(), C = s.C;
       const auto qkv = random_values(B * T * 3 * C, 1), dout = random_values(B * T * C, 2);
       std::vector<float> out(B * T * C), att(B * NH * T * T);
-      cpu_.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+      cpu.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
       float* gpu_qkv = on_gpu(qkv);
       float* gpu_out = on_gpu(std::vector<float>(out.size()));
       // Garbage above the diagonal must come back as zeros.
@@ -131,7 +133,43 @@ class CudaDeviceTest : public ::testing::Test {
 
       auto dqkv = random_values(qkv.size(), 3);
       float* gpu_dqkv = on_gpu(dqkv);
-      cpu_.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, NH, hs);
+      cpu.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, NH, hs);
+      gpu_->attention_backward(gpu_dqkv, on_gpu(dout), gpu_qkv, gpu_att, B, T, NH, hs);
+      expect_close(from_gpu(gpu_dqkv, dqkv.size()), dqkv, tolerance, "dqkv");
+    }
+  }
+
+  // attention with qkv and the probabilities stored in bf16 (the bf16 recipes), against
+  // `reference` (a CPU device of the same precision): the GPU writes att itself, reads both as
+  // they lie (bf16 GEMMs) or widened (fp32), and the rows of every softmax variant are covered.
+  void compare_bf16_attention(Device& reference, double tolerance) {
+    std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+    for (int64_t T : {129, 513, 2049}) shapes.push_back({1, T, 8, 2, 5, 3});
+    for (const Shape& s : shapes) {
+      SCOPED_TRACE(::testing::Message()
+                   << "B " << s.B << " T " << s.T << " NH " << s.NH << " hs " << s.hs());
+      const int64_t B = s.B, T = s.T, NH = s.NH, hs = s.hs(), C = s.C;
+      std::vector<uint16_t> qkv(B * T * 3 * C);
+      reference.to_bf16(qkv.data(), random_values(qkv.size(), 1).data(), B * T * 3 * C);
+      const auto dout = random_values(B * T * C, 2);
+      std::vector<float> out(B * T * C);
+      std::vector<uint16_t> att(B * NH * T * T);
+      reference.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+      uint16_t* gpu_qkv = on_gpu(qkv);
+      uint16_t* gpu_att = on_gpu(std::vector<uint16_t>(att.size(), 0x4040));  // 3.0: garbage
+      float* gpu_out = on_gpu(std::vector<float>(out.size()));
+      gpu_->attention_forward(gpu_out, gpu_att, gpu_qkv, B, T, NH, hs);
+      expect_close(from_gpu(gpu_out, out.size()), out, tolerance, "out");
+      std::vector<uint16_t> got_att(att.size());
+      gpu_->download(got_att.data(), gpu_att, got_att.size() * sizeof(uint16_t));
+      std::vector<float> got_values(att.size()), want_values(att.size());
+      reference.from_bf16(got_values.data(), got_att.data(), static_cast<int64_t>(att.size()));
+      reference.from_bf16(want_values.data(), att.data(), static_cast<int64_t>(att.size()));
+      expect_close(got_values, want_values, tolerance, "att");
+
+      auto dqkv = random_values(qkv.size(), 3);
+      float* gpu_dqkv = on_gpu(dqkv);
+      reference.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, NH, hs);
       gpu_->attention_backward(gpu_dqkv, on_gpu(dout), gpu_qkv, gpu_att, B, T, NH, hs);
       expect_close(from_gpu(gpu_dqkv, dqkv.size()), dqkv, tolerance, "dqkv");
     }
@@ -484,6 +522,12 @@ TEST_F(CudaDeviceTest, AttentionAtEveryRowLengthTheSoftmaxHandles) {
   compare_attention(kFp32Tolerance, shapes);
 }
 
+// In fp32 precision a bf16 att still holds the rounded probabilities P V multiplied; qkv and att
+// are widened for the fp32 GEMMs.
+TEST_F(CudaDeviceTest, Bf16AttentionIsWidenedForFp32Gemms) {
+  compare_bf16_attention(cpu_, kFp32Tolerance);
+}
+
 TEST_F(CudaDeviceTest, GeluAndResidual) {
   const int64_t n = 3 * 13 * 60 + 1;
   const auto x = random_values(n, 1, 2.0f), y = random_values(n, 2), dout = random_values(n, 3);
@@ -758,8 +802,20 @@ TEST_F(CudaDeviceBf16Test, MatmulMatchesTheCpusBf16Reference) {
 
 TEST_F(CudaDeviceBf16Test, Bf16WeightsGoToTheTensorCoresAsStored) { compare_bf16_weights(); }
 
-// Attention's products go through the tensor cores as TF32 in bf16 mode.
+// Attention's four products go through the tensor cores in bf16 too: within bf16's tolerance of
+// the fp32 CPU, and close to the CPU's bf16 reference, which rounds the same operands at the same
+// places (Q, K, V, dout; the probabilities and dL/d(scores) where they are computed). Only the
+// fp32 sums' order differs, so a probability or score gradient next to a rounding boundary may
+// round the other way on one side: 2e-3 of the tensor's scale, where a missed rounding of
+// dL/d(scores) or the probabilities shows at bf16's step, 4e-3.
 TEST_F(CudaDeviceBf16Test, AttentionWithinBf16Tolerance) { compare_attention(kBf16Tolerance); }
+
+TEST_F(CudaDeviceBf16Test, AttentionMatchesTheCpusBf16Reference) {
+  CpuDevice cpu_bf16(CpuDeviceOptions{.precision = GemmPrecision::kBf16});
+  compare_attention(2e-3, kShapes, &cpu_bf16);
+  compare_bf16_attention(cpu_bf16, 2e-3);
+  EXPECT_TRUE(cpu_bf16.status().is_ok()) << cpu_bf16.status().message();
+}
 
 }  // namespace
 }  // namespace partrain::runner

@@ -308,6 +308,27 @@ TEST_F(CpuDeviceBf16, BackwardRoundsDoutOnceAndSumsTheBiasInFp32) {
   EXPECT_TRUE(device.status().is_ok());
 }
 
+// Attention's four products take bf16 operands too: Q, K, V and dout rounded as matmul's inputs,
+// the probabilities and dL/d(scores) rounded where they are computed (ops::attention_*'s
+// bf16_products).
+TEST_F(CpuDeviceBf16, AttentionMultipliesRoundedOperands) {
+  constexpr int64_t B = 2, T = 5, NH = 2, hs = 4, E = NH * hs;
+  const auto qkv = random_values(B * T * 3 * E, 25), dy = random_values(B * T * E, 26);
+  std::vector<float> out(B * T * E), att(B * NH * T * T), want_out(out.size()),
+      want_att(att.size());
+  device.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+  ops::attention_forward(want_out.data(), want_att.data(), rounded(qkv).data(), B, T, NH, hs, true);
+  EXPECT_EQ(out, want_out);
+  EXPECT_EQ(att, want_att);
+  EXPECT_EQ(att, rounded(att));
+  std::vector<float> dqkv(qkv.size(), 0.5f), want_dqkv = dqkv;
+  device.attention_backward(dqkv.data(), dy.data(), qkv.data(), att.data(), B, T, NH, hs);
+  ops::attention_backward(want_dqkv.data(), rounded(dy).data(), rounded(qkv).data(), att.data(), B,
+                          T, NH, hs, true);
+  EXPECT_EQ(dqkv, want_dqkv);
+  EXPECT_TRUE(device.status().is_ok());
+}
+
 TEST_F(CpuDeviceBf16, RoundedOperandsAreTrackedWorkspace) {
   std::vector<float> out(N * OC), dx(N * C, 0.0f), dw(OC * C, 0.0f);
   device.matmul_forward(out.data(), x.data(), w.data(), nullptr, N, C, OC);
@@ -430,6 +451,27 @@ TEST_P(CpuDeviceBf16Weights, Bf16InputsAreReadAsTheirWidenedValues) {
   device.matmul_backward(nullptr, want_dw_bf16.data(), nullptr, dout.data(), x_fp32.data(),
                          w.data(), N, C, OC);
   EXPECT_EQ(dw_bf16, want_dw_bf16);
+  EXPECT_TRUE(device.status().is_ok());
+}
+
+// Attention reads qkv and its probabilities as stored and writes a bf16 att itself: P rounded
+// where the softmax computes it (what att keeps is what P V multiplies, in both precisions), and
+// backward reads both as their widened values, bit for bit.
+TEST_P(CpuDeviceBf16Weights, AttentionReadsAndWritesStoredBf16) {
+  constexpr int64_t B = 2, T = 5, NH = 2, hs = 4, E = NH * hs;
+  const std::vector<uint16_t> qkv = stored(random_values(B * T * 3 * E, 39));
+  const auto dy = random_values(B * T * E, 40);
+  std::vector<float> out(B * T * E), want_out(out.size()), want_att(B * NH * T * T);
+  std::vector<uint16_t> att(want_att.size());
+  device.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
+  ops::attention_forward(want_out.data(), want_att.data(), widened(qkv).data(), B, T, NH, hs, true);
+  EXPECT_EQ(out, want_out);
+  EXPECT_EQ(att, stored(want_att));
+  std::vector<float> dqkv(3 * out.size(), 0.5f), want_dqkv = dqkv;
+  device.attention_backward(dqkv.data(), dy.data(), qkv.data(), att.data(), B, T, NH, hs);
+  device.attention_backward(want_dqkv.data(), dy.data(), widened(qkv).data(), widened(att).data(),
+                            B, T, NH, hs);
+  EXPECT_EQ(dqkv, want_dqkv);
   EXPECT_TRUE(device.status().is_ok());
 }
 

@@ -67,7 +67,8 @@ TEST_F(IsolatedCpuDeviceTest, ComputesExactlyWhatTheCpuDeviceComputes) {
   TrackedBuffer dw_d = upload(std::vector<float>(OC * C, 0.0f));
   TrackedBuffer db_d = upload(std::vector<float>(OC, 0.0f));
   TrackedBuffer x_d = upload(x), w_d = upload(w), b_d = upload(b), dout_d = upload(dout);
-  TrackedBuffer out_d = upload(std::vector<float>(N * OC)), ln_d = upload(std::vector<float>(N * OC));
+  TrackedBuffer out_d = upload(std::vector<float>(N * OC));
+  TrackedBuffer ln_d = upload(std::vector<float>(N * OC));
   TrackedBuffer mean_d = upload(std::vector<float>(N)), rstd_d = upload(std::vector<float>(N));
   TrackedBuffer g_d = upload(g), beta_d = upload(beta);
   device->matmul_forward(f(out_d), f(x_d), f(w_d), f(b_d), N, C, OC);
@@ -220,6 +221,37 @@ TEST_F(IsolatedCpuDeviceTest, Bf16WeightsAreReadInTwoByteElements) {
   EXPECT_EQ(download(out), want_out);
   device->matmul_forward(f(out), f(x_d), w, nullptr, 2, C + 1, OC);  // OC x (C + 1) > stored
   EXPECT_THAT(device->status().message(), HasSubstr("matmul_forward: its argument weight"));
+}
+
+TEST_F(IsolatedCpuDeviceTest, Bf16AttentionIsReadAndWrittenInTwoByteElements) {
+  // qkv (16 x 96) and att (2 x 16 x 16) in bf16: 3072 and 1024 bytes, whole blocks.
+  constexpr int64_t B = 1, T = 16, NH = 2, hs = 16, C = NH * hs;
+  CpuDevice cpu;
+  std::vector<uint16_t> qkv(B * T * 3 * C);
+  cpu.to_bf16(qkv.data(), random_values(qkv.size(), 9).data(), static_cast<int64_t>(qkv.size()));
+  const std::vector<float> dout = random_values(B * T * C, 10);
+  TrackedBuffer qkv_d = upload(std::vector<float>(qkv.size() / 2, 0.0f));
+  device->upload(qkv_d.data(), qkv.data(), qkv.size() * sizeof(uint16_t));
+  TrackedBuffer att_d = upload(std::vector<float>(B * NH * T * T / 2, 0.0f));
+  TrackedBuffer out = upload(std::vector<float>(B * T * C, 0.0f)), dout_d = upload(dout);
+  TrackedBuffer dqkv = upload(std::vector<float>(qkv.size(), 0.0f));
+  auto* q = static_cast<uint16_t*>(qkv_d.data());
+  auto* att = static_cast<uint16_t*>(att_d.data());
+  device->attention_forward(f(out), att, q, B, T, NH, hs);
+  device->attention_backward(f(dqkv), f(dout_d), q, att, B, T, NH, hs);
+  std::vector<float> want_out(B * T * C), want_dqkv(qkv.size(), 0.0f);
+  std::vector<uint16_t> want_att(B * NH * T * T);
+  cpu.attention_forward(want_out.data(), want_att.data(), qkv.data(), B, T, NH, hs);
+  cpu.attention_backward(want_dqkv.data(), dout.data(), qkv.data(), want_att.data(), B, T, NH, hs);
+  ASSERT_TRUE(device->status().is_ok()) << device->status().message();
+  EXPECT_EQ(download(out), want_out);
+  EXPECT_EQ(download(dqkv), want_dqkv);
+  std::vector<uint16_t> got_att(want_att.size());
+  device->download(got_att.data(), att, got_att.size() * sizeof(uint16_t));
+  EXPECT_EQ(got_att, want_att);
+  // Probabilities for twice the heads do not fit the buffer.
+  device->attention_forward(f(out), att, q, B, T, 2 * NH, hs / 2);
+  EXPECT_THAT(device->status().message(), HasSubstr("attention_forward: its argument att"));
 }
 
 TEST_F(IsolatedCpuDeviceTest, Bf16SourceOverrunIsNamed) {

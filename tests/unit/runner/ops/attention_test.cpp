@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runner/ops/bf16_round.h"
 #include "tests/unit/runner/ops/gradient_check.h"
 
 namespace partrain::runner::ops {
@@ -127,6 +128,74 @@ TEST(Attention, BackwardFiniteDifferences) {
   auto error = gradient_error(dqkv, numeric_gradient(qkv, objective, 1e-3f));
   EXPECT_LT(error.normwise, 1e-3);
   EXPECT_LT(error.worst, 1e-2);
+}
+
+bool is_bf16_value(float x) {
+  float rounded = 0.0f;
+  round_to_bf16(&rounded, &x, 1);
+  return rounded == x;
+}
+
+// qkv of one head (NH 1) whose V, or K, rows are the unit vectors e_t (hs = T): then P V is P
+// itself, row for row, and dS K is dS, so the outputs show the probabilities and dL/d(scores) the
+// products read, exactly (each output element is one product with 1 plus zeros).
+std::vector<float> unit_rows_qkv(int64_t T, int64_t part, uint32_t seed) {
+  const int64_t C = T;
+  auto qkv = random_values(static_cast<size_t>(T * 3 * C), seed);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < C; ++i) {
+      qkv[static_cast<size_t>(t * 3 * C + part * C + i)] = i == t ? 1.0f : 0.0f;
+    }
+  }
+  return qkv;
+}
+
+TEST(Attention, Bf16ProductsMultiplyTheRoundedProbabilities) {
+  const int64_t T = 7;
+  const auto qkv = unit_rows_qkv(T, 2, 11);  // V = identity: out = P
+  std::vector<float> out(static_cast<size_t>(T * T)), att(out.size());
+  std::vector<float> fp32_out(out.size()), fp32_att(out.size());
+  attention_forward(fp32_out.data(), fp32_att.data(), qkv.data(), 1, T, 1, T);
+  attention_forward(out.data(), att.data(), qkv.data(), 1, T, 1, T, true);
+  std::vector<float> rounded(fp32_att.size());
+  round_to_bf16(rounded.data(), fp32_att.data(), static_cast<int64_t>(rounded.size()));
+  int64_t unrounded = 0;
+  for (size_t i = 0; i < att.size(); ++i) {
+    EXPECT_EQ(att[i], rounded[i]) << i;  // the fp32 softmax, rounded once
+    EXPECT_EQ(out[i], att[i]) << i;      // and P V multiplied what att keeps
+    EXPECT_EQ(fp32_out[i], fp32_att[i]) << i;
+    if (!is_bf16_value(fp32_att[i])) ++unrounded;
+  }
+  EXPECT_GT(unrounded, T) << "fp32 probabilities that are bf16 values already show nothing";
+}
+
+TEST(Attention, Bf16ProductsRoundTheScoreGradientsBeforeDqAndDk) {
+  const int64_t T = 7;
+  const auto qkv = unit_rows_qkv(T, 1, 12);  // K = identity: dQ = dS K = dS
+  const auto dout = random_values(static_cast<size_t>(T * T), 13);
+  std::vector<float> out(static_cast<size_t>(T * T)), att(out.size());
+  attention_forward(out.data(), att.data(), qkv.data(), 1, T, 1, T, true);
+  std::vector<float> dqkv(qkv.size(), 0.0f), fp32_dqkv(qkv.size(), 0.0f);
+  attention_backward(fp32_dqkv.data(), dout.data(), qkv.data(), att.data(), 1, T, 1, T);
+  attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), 1, T, 1, T, true);
+  int64_t unrounded = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t t2 = 0; t2 < T; ++t2) {
+      const auto i = static_cast<size_t>(t * 3 * T + t2);  // dQ[t][t2] = dS[t][t2]
+      float expected = fp32_dqkv[i];
+      round_to_bf16(&expected, &expected, 1);
+      EXPECT_EQ(dqkv[i], expected) << "dS[" << t << "][" << t2 << "]";
+      if (!is_bf16_value(fp32_dqkv[i])) ++unrounded;
+    }
+  }
+  EXPECT_GT(unrounded, T);
+  // dV = P^T dY does not go through dS: the same in both (att and dout as given).
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < T; ++i) {
+      const auto v = static_cast<size_t>(t * 3 * T + 2 * T + i);
+      EXPECT_EQ(dqkv[v], fp32_dqkv[v]) << "dV[" << t << "][" << i << "]";
+    }
+  }
 }
 
 TEST(Attention, BackwardAccumulates) {
