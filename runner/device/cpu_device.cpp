@@ -228,6 +228,11 @@ void CpuDevice::embedding_backward(float* dwte, float* dwpe, const float* dout,
 void CpuDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
                                               Matrix wpe, int64_t B, int64_t T, int64_t C,
                                               int64_t vocab_start, int64_t vocab_end) {
+  if (!status_.is_ok()) return;
+  if (Status types = check_table_types(wte_shard, wpe); !types.is_ok()) {
+    status_ = types;
+    return;
+  }
   if (wte_shard.bf16 != nullptr) {
     ops::embedding_forward_vocab_range(out, tokens, wte_shard.bf16, wpe.bf16, B, T, C, vocab_start,
                                        vocab_end);

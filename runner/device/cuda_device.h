@@ -131,9 +131,9 @@ class CudaDevice final : public Device {
 
   // Scratch the ops keep between calls, grown on demand and tracked as workspace.
   enum class Scratch {
-    kOperandA,  // bf16 copies of a GEMM's operands
+    kOperandA,  // a GEMM's operands rounded to bf16, or bf16 ones widened for fp32 GEMMs
     kOperandB,
-    kProduct,          // fp32 GEMMs into a bf16 gradient: the product, added with one rounding
+    kProduct,          // a bf16 gradient's fp32 product; attention's probabilities as operand
     kAttentionScores,  // one sample's fp32 scores or dL/dP, (NH, T, T)
     kAttentionGrads,   // one sample's dL/d(scores) in bf16 under bf16 GEMMs
     kRowLosses,        // per-row losses when the caller passes none

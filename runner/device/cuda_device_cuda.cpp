@@ -448,7 +448,10 @@ Status CudaDevice::weight_gradient(MutableMatrix dweight, GemmOperand x, GemmOpe
   if (dweight.f32 != nullptr) {
     return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.f32, CUDA_R_32F, C);
   }
-  if (x.type == CUDA_R_16BF) {  // bf16 operands: cuBLAS adds into the bf16 gradient itself
+  // bf16 operands: cuBLAS adds into the bf16 gradient itself. One rounding as long as cuBLAS
+  // does not split k (the N tokens) and sum the parts in the output type, which cuBLAS does not
+  // rule out; unmeasured (docs/gpu-validation.md says what would show it).
+  if (x.type == CUDA_R_16BF) {
     return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.bf16, CUDA_R_16BF, C);
   }
   ASSIGN_OR_RETURN(void* product, scratch(Scratch::kProduct,
@@ -639,6 +642,7 @@ void CudaDevice::embedding_forward_vocab_range(float* out, const int32_t* tokens
                                                Matrix wte_shard, Matrix wpe, int64_t B, int64_t T,
                                                int64_t C, int64_t vocab_start, int64_t vocab_end) {
   if (!begin_op()) return;
+  if (!keep(check_table_types(wte_shard, wpe))) return;
   if (wte_shard.bf16 != nullptr) {
     keep(CUDA_CHECK(kernels::embedding_forward(stream_, out, tokens, wte_shard.bf16, wpe.bf16, B,
                                                T, C, vocab_start, vocab_end)));

@@ -9,6 +9,13 @@
 
 namespace partrain::runner {
 
+Status check_table_types(Matrix wte, Matrix wpe) {
+  if (wpe.empty() || (wte.bf16 != nullptr) == (wpe.bf16 != nullptr)) return Status::ok();
+  return invalid_argument(
+      "embedding_forward_vocab_range: wte is stored in {} and wpe in {}; store both in one type",
+      wte.bf16 != nullptr ? "bf16" : "fp32", wpe.bf16 != nullptr ? "bf16" : "fp32");
+}
+
 StatusOr<double> Device::measure_sgemm_gflops(int64_t size, int repeats) {
   if (size <= 0 || repeats <= 0) {
     return invalid_argument(

@@ -35,6 +35,9 @@ struct MutableMatrix {
   uint16_t* bf16 = nullptr;
 };
 
+// embedding_forward_vocab_range's tables: ok when wpe is absent or stored in wte's type.
+Status check_table_types(Matrix wte, Matrix wpe);
+
 // Every pointer is device memory from allocator(); every backward accumulates (+=) into its
 // gradients, as llm.c, so callers zero gradients once per step. Layouts and formulas are in the
 // matching runner/ops header.
@@ -139,7 +142,8 @@ class Device {
                                  const float* wpe, int64_t B, int64_t T, int64_t C) = 0;
   virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
                                   const int32_t* tokens, int64_t B, int64_t T, int64_t C) = 0;
-  // The tables fp32 or bf16 as stored (wpe may be absent).
+  // The tables fp32 or bf16 as stored, both in one type (wpe may be absent); a mix fails the
+  // device (status()) and writes nothing.
   virtual void embedding_forward_vocab_range(float* out, const int32_t* tokens, Matrix wte_shard,
                                              Matrix wpe, int64_t B, int64_t T, int64_t C,
                                              int64_t vocab_start, int64_t vocab_end) = 0;

@@ -7,8 +7,9 @@
 
 namespace partrain::runner::ops {
 
-// out (n) = inp rounded to bf16; in place when out == inp. NaN stays NaN, +-Inf stays Inf, and a
-// finite value beyond bf16's largest rounds to Inf.
+// out (n) = inp rounded to bf16; in place when out == inp. NaN stays NaN (with its sign and
+// payload, quieted; CUDA's conversion gives its canonical NaN, so NaN bits may differ between the
+// devices), +-Inf stays Inf, and a finite value beyond bf16's largest rounds to Inf.
 void round_to_bf16(float* out, const float* inp, int64_t n);
 
 // bf16 storage (the parameters under --precision bf16): out (n) = inp's bf16 bits, rounded as

@@ -58,12 +58,12 @@ TEST_F(GpuWorkload, NcclOneRankPerGpuMatchesTheCpu) {
   }
 }
 
-// bf16 on the GPU against the CPU's bf16 reference (the same bf16-rounded matmul operands,
-// multiplied by sgemm; the same bf16 parameter and gradient storage): the GEMMs agree to the order
-// of their fp32 sums, and attention's products, TF32 on the GPU and fp32 on the CPU, leave about
-// 1e-4 per product; 1e-3 over six steps. bf16-fp32grad rounds per element, so FSDP on two ranks
-// compares with the one-rank CPU run; bf16-mixed rounds gradient sums, so its CPU reference has
-// the same layout. The device name shows the GPU really ran bf16.
+// bf16 on the GPU against the CPU's bf16 reference (the same bf16-rounded GEMM operands,
+// attention's included, multiplied by sgemm; the same bf16 parameter, gradient and activation
+// storage): the GEMMs agree to the order of their fp32 sums, which can move a value next to a
+// rounding boundary to the other bf16 neighbour; 1e-3 over six steps. bf16-fp32grad rounds per
+// element, so FSDP on two ranks compares with the one-rank CPU run; bf16-mixed rounds gradient
+// sums, so its CPU reference has the same layout. The device name shows the GPU really ran bf16.
 TEST_F(GpuWorkload, Bf16TrainsAsTheCpusBf16Reference) {
   struct Case {
     const char* recipe;

@@ -329,6 +329,33 @@ TEST_F(CpuDeviceBf16, AttentionMultipliesRoundedOperands) {
   EXPECT_TRUE(device.status().is_ok());
 }
 
+// The GPU test of the same name, on the CPU's bf16 reference: with V the identity (one head,
+// hs = T) the output is the probabilities P V multiplied, with K the identity dQ is dL/d(scores).
+TEST_F(CpuDeviceBf16, AttentionMultipliesTheRoundedProbabilitiesAndScoreGradients) {
+  constexpr int64_t T = 16;
+  auto identity_part = [](int64_t part, uint32_t seed) {
+    auto qkv = random_values(T * 3 * T, seed);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t i = 0; i < T; ++i) qkv[t * 3 * T + part * T + i] = i == t ? 1.0f : 0.0f;
+    }
+    return qkv;
+  };
+  std::vector<float> out(T * T), att(T * T);
+  device.attention_forward(out.data(), att.data(), identity_part(2, 41).data(), 1, T, 1, T);
+  EXPECT_EQ(out, att);
+  EXPECT_EQ(att, rounded(att));
+  const auto qkv = identity_part(1, 42);
+  device.attention_forward(out.data(), att.data(), qkv.data(), 1, T, 1, T);
+  std::vector<float> dqkv(qkv.size(), 0.0f), dq;
+  device.attention_backward(dqkv.data(), random_values(T * T, 43).data(), qkv.data(), att.data(), 1,
+                            T, 1, T);
+  for (int64_t t = 0; t < T; ++t) {
+    dq.insert(dq.end(), dqkv.begin() + t * 3 * T, dqkv.begin() + t * 3 * T + T);
+  }
+  EXPECT_EQ(dq, rounded(dq));
+  EXPECT_NE(dq, std::vector<float>(dq.size(), 0.0f));
+}
+
 TEST_F(CpuDeviceBf16, RoundedOperandsAreTrackedWorkspace) {
   std::vector<float> out(N * OC), dx(N * C, 0.0f), dw(OC * C, 0.0f);
   device.matmul_forward(out.data(), x.data(), w.data(), nullptr, N, C, OC);
@@ -491,6 +518,15 @@ TEST_P(CpuDeviceBf16Weights, EmbeddingReadsStoredTablesAsTheirWidenedValues) {
                                        V);
   ops::embedding_forward(want.data(), tokens.data(), widened(wte).data(), nullptr, B, T, E);
   EXPECT_EQ(out, want);
+  // Tables of two types are refused, not read with the position table left out.
+  EXPECT_TRUE(device.status().is_ok());
+  const std::vector<float> out_before = out;
+  device.embedding_forward_vocab_range(out.data(), tokens.data(), wte.data(), widened(wpe).data(),
+                                       B, T, E, 0, V);
+  EXPECT_EQ(out, out_before);
+  EXPECT_THAT(
+      device.status().message(),
+      ::testing::HasSubstr("wte is stored in bf16 and wpe in fp32; store both in one type"));
 }
 
 std::string precision_name(const ::testing::TestParamInfo<GemmPrecision>& precision) {
