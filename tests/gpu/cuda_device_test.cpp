@@ -25,6 +25,7 @@ namespace partrain::runner {
 namespace {
 
 using ops::testing::random_values;
+using ops::testing::unit_rows_qkv;
 
 constexpr double kFp32Tolerance = 1e-5;
 constexpr double kBf16Tolerance = 1e-2;
@@ -824,13 +825,6 @@ TEST_F(CudaDeviceBf16Test, AttentionMatchesTheCpusBf16Reference) {
 // on the tensor cores. Under bf16 GEMMs both are bf16 values, and the output is att itself.
 TEST_F(CudaDeviceBf16Test, AttentionMultipliesTheRoundedProbabilitiesAndScoreGradients) {
   constexpr int64_t T = 64;
-  auto identity_part = [](int64_t part, uint32_t seed) {
-    auto qkv = random_values(T * 3 * T, seed);
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t i = 0; i < T; ++i) qkv[t * 3 * T + part * T + i] = i == t ? 1.0f : 0.0f;
-    }
-    return qkv;
-  };
   // How many of `values` are not bf16 values (change when rounded to bf16).
   auto not_bf16 = [](const std::vector<float>& values) {
     std::vector<float> rounded(values.size());
@@ -841,11 +835,11 @@ TEST_F(CudaDeviceBf16Test, AttentionMultipliesTheRoundedProbabilitiesAndScoreGra
   };
   float* gpu_out = on_gpu(std::vector<float>(T * T));
   float* gpu_att = on_gpu(std::vector<float>(T * T));
-  gpu_->attention_forward(gpu_out, gpu_att, on_gpu(identity_part(2, 41)), 1, T, 1, T);
+  gpu_->attention_forward(gpu_out, gpu_att, on_gpu(unit_rows_qkv(T, 2, 41)), 1, T, 1, T);
   const std::vector<float> out = from_gpu(gpu_out, T * T), att = from_gpu(gpu_att, T * T);
   EXPECT_EQ(out, att);
   EXPECT_EQ(not_bf16(att), 0) << "probabilities that are not bf16 values";
-  const auto qkv = identity_part(1, 42);
+  const auto qkv = unit_rows_qkv(T, 1, 42);
   float* gpu_qkv = on_gpu(qkv);
   gpu_->attention_forward(gpu_out, gpu_att, gpu_qkv, 1, T, 1, T);
   float* gpu_dqkv = on_gpu(std::vector<float>(qkv.size(), 0.0f));

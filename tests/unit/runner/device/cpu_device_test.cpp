@@ -22,6 +22,7 @@ namespace partrain::runner {
 namespace {
 
 using ops::testing::random_values;
+using ops::testing::unit_rows_qkv;
 
 TEST(CpuDevice, NamesItsBlasThreads) {
   EXPECT_EQ(CpuDevice(CpuDeviceOptions{.blas_threads = 2}).name(), "cpu (OpenBLAS, 2 threads)");
@@ -333,18 +334,11 @@ TEST_F(CpuDeviceBf16, AttentionMultipliesRoundedOperands) {
 // hs = T) the output is the probabilities P V multiplied, with K the identity dQ is dL/d(scores).
 TEST_F(CpuDeviceBf16, AttentionMultipliesTheRoundedProbabilitiesAndScoreGradients) {
   constexpr int64_t T = 16;
-  auto identity_part = [](int64_t part, uint32_t seed) {
-    auto qkv = random_values(T * 3 * T, seed);
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t i = 0; i < T; ++i) qkv[t * 3 * T + part * T + i] = i == t ? 1.0f : 0.0f;
-    }
-    return qkv;
-  };
   std::vector<float> out(T * T), att(T * T);
-  device.attention_forward(out.data(), att.data(), identity_part(2, 41).data(), 1, T, 1, T);
+  device.attention_forward(out.data(), att.data(), unit_rows_qkv(T, 2, 41).data(), 1, T, 1, T);
   EXPECT_EQ(out, att);
   EXPECT_EQ(att, rounded(att));
-  const auto qkv = identity_part(1, 42);
+  const auto qkv = unit_rows_qkv(T, 1, 42);
   device.attention_forward(out.data(), att.data(), qkv.data(), 1, T, 1, T);
   std::vector<float> dqkv(qkv.size(), 0.0f), dq;
   device.attention_backward(dqkv.data(), random_values(T * T, 43).data(), qkv.data(), att.data(), 1,

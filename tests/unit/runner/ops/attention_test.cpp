@@ -14,6 +14,7 @@ namespace {
 using testing::gradient_error;
 using testing::numeric_gradient;
 using testing::random_values;
+using testing::unit_rows_qkv;
 using testing::weighted_sum;
 
 // softmax(Q K^T / sqrt(hs) + mask) V per (b, h), in double, written independently of the op.
@@ -134,20 +135,6 @@ bool is_bf16_value(float x) {
   float rounded = 0.0f;
   round_to_bf16(&rounded, &x, 1);
   return rounded == x;
-}
-
-// qkv of one head (NH 1) whose V, or K, rows are the unit vectors e_t (hs = T): then P V is P
-// itself, row for row, and dS K is dS, so the outputs show the probabilities and dL/d(scores) the
-// products read, exactly (each output element is one product with 1 plus zeros).
-std::vector<float> unit_rows_qkv(int64_t T, int64_t part, uint32_t seed) {
-  const int64_t C = T;
-  auto qkv = random_values(static_cast<size_t>(T * 3 * C), seed);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t i = 0; i < C; ++i) {
-      qkv[static_cast<size_t>(t * 3 * C + part * C + i)] = i == t ? 1.0f : 0.0f;
-    }
-  }
-  return qkv;
 }
 
 TEST(Attention, Bf16ProductsMultiplyTheRoundedProbabilities) {

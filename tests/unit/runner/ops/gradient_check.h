@@ -21,6 +21,19 @@ inline std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1
   return values;
 }
 
+// Random qkv (T, 3T) of one attention head (NH 1, hs = T) whose part `part` (1: K, 2: V) has the
+// unit vectors e_t as rows: then P V is P, row for row, and dS K is dS, so the outputs show the
+// probabilities and dL/d(scores) the products read, exactly (one product with 1 plus zeros).
+inline std::vector<float> unit_rows_qkv(int64_t T, int64_t part, uint32_t seed) {
+  auto qkv = random_values(static_cast<size_t>(T * 3 * T), seed);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < T; ++i) {
+      qkv[static_cast<size_t>(t * 3 * T + part * T + i)] = i == t ? 1.0f : 0.0f;
+    }
+  }
+  return qkv;
+}
+
 // sum_i weights[i] * out[i] in double: an objective whose gradient with respect to out is weights,
 // so a backward fed dout = weights must produce the objective's gradient.
 inline double weighted_sum(std::span<const float> out, std::span<const float> weights) {
