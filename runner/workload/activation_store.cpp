@@ -32,6 +32,11 @@ void ActivationStore::store(Output& values, Tensor& saved) const {
   device_.store_bf16(saved.bf16_data(), values.data_, saved.numel());
 }
 
+void ActivationStore::keep(Output values, Tensor& saved) const {
+  if (saved.type() == ElementType::kF32) return;
+  device_.to_bf16(saved.bf16_data(), values.data_, saved.numel());
+}
+
 StatusOr<ActivationStore::Input> ActivationStore::input(const Tensor& saved) const {
   Input values;
   if (saved.type() == ElementType::kF32) {

@@ -54,6 +54,10 @@ class ActivationStore {
   // Rounds `values` (from output(saved)) into `saved`, and leaves the rounded values in `values`
   // for the ops that read them next, so they see what backward will. Nothing to do in fp32.
   void store(Output& values, Tensor& saved) const;
+  // The same for values no op reads again in fp32 (the next op reads `saved`: the GEMMs as
+  // stored, the next block widened): rounded into `saved` without being written back, and the
+  // workspace goes with `values`.
+  void keep(Output values, Tensor& saved) const;
   // The values of `saved`, widened when it is bf16.
   StatusOr<Input> input(const Tensor& saved) const;
   // `saved` as a GEMM op's input (matmul and attention read bf16 as it lies).

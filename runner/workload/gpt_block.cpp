@@ -33,21 +33,19 @@ StatusOr<Tensor> GptBlock::scratch(std::vector<int64_t> shape) {
 }
 
 Status GptBlock::project_and_add(Matrix in, int64_t k, Matrix weight, const float* bias,
-                                 const float* residual,
-                                 ActivationStore::Output& values, Tensor& out) {
+                                 const float* residual, ActivationStore::Output& values) {
   const auto& [B, T, C, NH, F, V] = shape_;
   ASSIGN_OR_RETURN(Tensor partial, scratch({B * T, C}));
   // Row-parallel outputs are partial sums over tp: only rank 0 adds the (replicated) bias.
   device_.matmul_forward(partial.data(), in, weight, tp_.rank() == 0 ? bias : nullptr, B * T, k, C);
   RETURN_IF_ERROR(tp_.exit_forward(partial.data(), values.data(), B, T, C));
-  device_.residual_forward(values.data(), values.data(), residual,
-                           tp_.local_tokens(B, T) * C);
-  store_.store(values, out);
+  device_.residual_forward(values.data(), values.data(), residual, tp_.local_tokens(B, T) * C);
   return Status::ok();
 }
 
 // Each op writes what the block keeps through store_.output() and store_.store() (rounded there
-// under bf16); the next op reads the stored values from the same buffer.
+// under bf16); the next op reads the stored values from the same buffer. What only the GEMMs or
+// the next block read again goes through store_.keep() (no fp32 write-back).
 Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t tp = tp_.size();
@@ -68,8 +66,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
   ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
   device_.matmul_forward(qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C, 3 * c_local);
-  store_.store(qkv, a.qkv);
-  qkv = Output();
+  store_.keep(std::move(qkv), a.qkv);
   ln1 = Output();
   ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
   ASSIGN_OR_RETURN(a.atty, store_.create({N, c_local}));
@@ -79,9 +76,10 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
     ASSIGN_OR_RETURN(Output atty, store_.output(a.atty));
     device_.attention_forward(atty.data(), ActivationStore::target(a.att),
                               ActivationStore::operand(a.qkv), B, T, heads_local, C / NH);
-    store_.store(atty, a.atty);
+    store_.keep(std::move(atty), a.atty);
     RETURN_IF_ERROR(project_and_add(ActivationStore::operand(a.atty), c_local, w.matrix(kAttProjW),
-                                    w.vector(kAttProjB), x_in.data(), x2, a.x2));
+                                    w.vector(kAttProjB), x_in.data(), x2));
+    store_.store(x2, a.x2);
   }
   x_in = ActivationStore::Input();
 
@@ -97,15 +95,16 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   ASSIGN_OR_RETURN(a.fc_gelu, store_.create({N, f_local}));
   ASSIGN_OR_RETURN(Output fc_gelu, store_.output(a.fc_gelu));
   device_.gelu_forward(fc_gelu.data(), fc.data(), N * f_local);
-  store_.store(fc_gelu, a.fc_gelu);
+  store_.keep(std::move(fc_gelu), a.fc_gelu);
   fc = Output();
   if (a.out.numel() == 0) {
     ASSIGN_OR_RETURN(a.out, store_.create({n, C}));
   }
   ASSIGN_OR_RETURN(Output out, store_.output(a.out));
-  return project_and_add(ActivationStore::operand(a.fc_gelu), f_local, w.matrix(kFcProjW),
-                         w.vector(kFcProjB),
-                         x2.data(), out, a.out);
+  RETURN_IF_ERROR(project_and_add(ActivationStore::operand(a.fc_gelu), f_local, w.matrix(kFcProjW),
+                                  w.vector(kFcProjB), x2.data(), out));
+  store_.keep(std::move(out), a.out);
+  return Status::ok();
 }
 
 Status GptBlock::forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {

@@ -78,11 +78,11 @@ class GptBlock {
   StatusOr<ActivationStore::Output> layernorm(const float* x, const float* weight,
                                               const float* bias, Tensor& out, Tensor& mean,
                                               Tensor& rstd);
-  // out = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this rank's
-  // slice of the inner dimension) summed over tp, then the residual; written through `values`
-  // (store_.output(out)), which keeps the stored values for the next op.
+  // values = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this
+  // rank's slice of the inner dimension) summed over tp, then the residual, into `values`
+  // (store_.output of the tensor the caller then stores or keeps).
   Status project_and_add(Matrix in, int64_t k, Matrix weight, const float* bias,
-                         const float* residual, ActivationStore::Output& values, Tensor& out);
+                         const float* residual, ActivationStore::Output& values);
   StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
   // A saved tensor-parallel region input (ln1, ln2) as its matmul reads it: as stored, or under
   // SP gathered over tp into `gathered` (fp32).

@@ -85,7 +85,7 @@ Status GptChunk::embed_forward(const MicroBatch& batch, Tensor& x0) {
   RETURN_IF_ERROR(unbind(wte, "wte", Pass::kForward));
   ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(x0));
   RETURN_IF_ERROR(tp_.exit_forward(partial.data(), out.data(), B, T, C));
-  store_.store(out, x0);
+  store_.keep(std::move(out), x0);  // the first block reads x0 itself
   return Status::ok();
 }
 

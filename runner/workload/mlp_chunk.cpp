@@ -66,7 +66,7 @@ Status MlpChunk::layer_forward(size_t i, Matrix w, Layer& layer) {
   ASSIGN_OR_RETURN(layer.out, store_.create({B_, width}));
   ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(layer.out));
   device_.gelu_forward(out.data(), pre.data(), B_ * width);
-  store_.store(out, layer.out);
+  store_.keep(std::move(out), layer.out);  // the next layer reads layer.out itself
   return Status::ok();
 }
 

@@ -56,6 +56,33 @@ TEST_F(ActivationStoreTest, Fp32IsTheActivationItself) {
   EXPECT_EQ(bytes(Category::kWorkspace), 0u);
 }
 
+// keep(): the same rounding into the activation as store(), with the fp32 values neither written
+// back nor kept: the workspace is gone as keep() returns.
+TEST_F(ActivationStoreTest, KeepRoundsIntoTheActivationAndLetsTheWorkspaceGo) {
+  ActivationStore store(device, ElementType::kBf16);
+  auto saved = store.create({2, 3});
+  ASSERT_TRUE(saved.is_ok());
+  const std::vector<float> values = unrounded(6);
+  auto out = store.output(*saved);
+  ASSERT_TRUE(out.is_ok());
+  std::copy(values.begin(), values.end(), out->data());
+  EXPECT_EQ(bytes(Category::kWorkspace), 24u);
+  store.keep(std::move(*out), *saved);
+  EXPECT_EQ(bytes(Category::kWorkspace), 0u);
+  std::vector<float> kept(6);
+  store.copy_out(kept.data(), *saved);
+  EXPECT_EQ(kept, rounded(values));
+  // fp32: the op wrote the activation itself; nothing to do.
+  ActivationStore fp32_store(device, ElementType::kF32);
+  auto fp32_saved = fp32_store.create({6});
+  ASSERT_TRUE(fp32_saved.is_ok());
+  auto fp32_out = fp32_store.output(*fp32_saved);
+  ASSERT_TRUE(fp32_out.is_ok());
+  std::copy(values.begin(), values.end(), fp32_out->data());
+  fp32_store.keep(std::move(*fp32_out), *fp32_saved);
+  EXPECT_EQ(std::vector<float>(fp32_saved->data(), fp32_saved->data() + 6), values);
+}
+
 // bf16: 2 bytes an element kept; an op writes into fp32 workspace, store() rounds into the
 // activation and leaves the rounded values for the next op; input() widens them exactly.
 TEST_F(ActivationStoreTest, Bf16KeepsTheRoundedValuesAndWidensThemBack) {
