@@ -17,14 +17,15 @@
 
 #include "runner/device/cpu_device.h"
 #include "runner/device/cuda_kernels.h"
-#include "runner/ops/bf16_round.h"
 #include "tests/gpu/visible_gpus.h"
+#include "tests/unit/runner/ops/bf16_values.h"
 #include "tests/unit/runner/ops/gradient_check.h"
 
 namespace partrain::runner {
 namespace {
 
 using ops::testing::random_values;
+using ops::testing::rounded;
 using ops::testing::unit_rows_qkv;
 
 constexpr double kFp32Tolerance = 1e-5;
@@ -825,20 +826,12 @@ TEST_F(CudaDeviceBf16Test, AttentionMatchesTheCpusBf16Reference) {
 // on the tensor cores. Under bf16 GEMMs both are bf16 values, and the output is att itself.
 TEST_F(CudaDeviceBf16Test, AttentionMultipliesTheRoundedProbabilitiesAndScoreGradients) {
   constexpr int64_t T = 64;
-  // How many of `values` are not bf16 values (change when rounded to bf16).
-  auto not_bf16 = [](const std::vector<float>& values) {
-    std::vector<float> rounded(values.size());
-    ops::round_to_bf16(rounded.data(), values.data(), static_cast<int64_t>(values.size()));
-    int64_t count = 0;
-    for (size_t i = 0; i < values.size(); ++i) count += rounded[i] != values[i] ? 1 : 0;
-    return count;
-  };
   float* gpu_out = on_gpu(std::vector<float>(T * T));
   float* gpu_att = on_gpu(std::vector<float>(T * T));
   gpu_->attention_forward(gpu_out, gpu_att, on_gpu(unit_rows_qkv(T, 2, 41)), 1, T, 1, T);
   const std::vector<float> out = from_gpu(gpu_out, T * T), att = from_gpu(gpu_att, T * T);
   EXPECT_EQ(out, att);
-  EXPECT_EQ(not_bf16(att), 0) << "probabilities that are not bf16 values";
+  EXPECT_EQ(att, rounded(att)) << "probabilities that are not bf16 values";
   const auto qkv = unit_rows_qkv(T, 1, 42);
   float* gpu_qkv = on_gpu(qkv);
   gpu_->attention_forward(gpu_out, gpu_att, gpu_qkv, 1, T, 1, T);
@@ -850,7 +843,7 @@ TEST_F(CudaDeviceBf16Test, AttentionMultipliesTheRoundedProbabilitiesAndScoreGra
   for (int64_t t = 0; t < T; ++t) {
     dq.insert(dq.end(), dqkv.begin() + t * 3 * T, dqkv.begin() + t * 3 * T + T);
   }
-  EXPECT_EQ(not_bf16(dq), 0) << "dL/d(scores) that are not bf16 values";
+  EXPECT_EQ(dq, rounded(dq)) << "dL/d(scores) that are not bf16 values";
   EXPECT_GT(max_abs(dq), 0.0);
 }
 

@@ -11,18 +11,22 @@
 #include "runner/ops/attention.h"
 #include "runner/ops/bf16_round.h"
 #include "runner/ops/cross_entropy.h"
-#include "runner/ops/global_norm.h"
 #include "runner/ops/embedding.h"
+#include "runner/ops/global_norm.h"
 #include "runner/ops/layernorm.h"
 #include "runner/ops/matmul.h"
 #include "runner/ops/vocab_parallel_cross_entropy.h"
+#include "tests/unit/runner/ops/bf16_values.h"
 #include "tests/unit/runner/ops/gradient_check.h"
 
 namespace partrain::runner {
 namespace {
 
+using ops::testing::bf16_bits;
 using ops::testing::random_values;
+using ops::testing::rounded;
 using ops::testing::unit_rows_qkv;
+using ops::testing::widened;
 
 TEST(CpuDevice, NamesItsBlasThreads) {
   EXPECT_EQ(CpuDevice(CpuDeviceOptions{.blas_threads = 2}).name(), "cpu (OpenBLAS, 2 threads)");
@@ -263,11 +267,6 @@ TEST(CpuDevice, MeasuresAnSgemmPeakInTrackedWorkspace) {
 class CpuDeviceBf16 : public ::testing::Test {
  protected:
   static constexpr int64_t N = 6, C = 40, OC = 24;
-  static std::vector<float> rounded(const std::vector<float>& x) {
-    std::vector<float> r(x.size());
-    ops::round_to_bf16(r.data(), x.data(), static_cast<int64_t>(x.size()));
-    return r;
-  }
   CpuDevice cpu{CpuDeviceOptions{.precision = GemmPrecision::kBf16}};
   Device& device = cpu;
   std::vector<float> x = random_values(N * C, 21), w = random_values(OC * C, 22),
@@ -385,38 +384,36 @@ TEST_F(CpuDeviceBf16, AMatmulWithoutWorkspaceFailsAndWritesNothing) {
 class CpuDeviceBf16Weights : public ::testing::TestWithParam<GemmPrecision> {
  protected:
   static constexpr int64_t N = 6, C = 40, OC = 24;
-  static std::vector<float> widened(const std::vector<uint16_t>& stored) {
-    std::vector<float> values(stored.size());
-    ops::from_bf16(values.data(), stored.data(), static_cast<int64_t>(stored.size()));
-    return values;
-  }
-  static std::vector<uint16_t> stored(const std::vector<float>& values) {
-    std::vector<uint16_t> bits(values.size());
-    ops::to_bf16(bits.data(), values.data(), static_cast<int64_t>(values.size()));
-    return bits;
-  }
   CpuDevice cpu{CpuDeviceOptions{.precision = GetParam()}};
   Device& device = cpu;
   std::vector<float> x = random_values(N * C, 31), bias = random_values(OC, 33),
                      dout = random_values(N * OC, 34);
-  std::vector<uint16_t> w = stored(random_values(OC * C, 32));
+  std::vector<uint16_t> w = bf16_bits(random_values(OC * C, 32));
+
+  // matmul_forward, then matmul_backward into fp32 gradients that start non-zero, with operands
+  // (inp, weight) and with (want_inp, want_weight): the same bits each. Returns the forward's out.
+  std::vector<float> expect_same_matmul(Matrix inp, Matrix weight, Matrix want_inp,
+                                        Matrix want_weight) {
+    std::vector<float> out(N * OC), want(N * OC);
+    device.matmul_forward(out.data(), inp, weight, bias.data(), N, C, OC);
+    device.matmul_forward(want.data(), want_inp, want_weight, bias.data(), N, C, OC);
+    EXPECT_EQ(out, want);
+    std::vector<float> dx(N * C, 0.5f), dw(OC * C, -0.25f), db(OC, 1.0f);
+    std::vector<float> want_dx = dx, want_dw = dw, want_db = db;
+    device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), inp, weight, N, C, OC);
+    device.matmul_backward(want_dx.data(), want_dw.data(), want_db.data(), dout.data(), want_inp,
+                           want_weight, N, C, OC);
+    EXPECT_EQ(dx, want_dx);
+    EXPECT_EQ(dw, want_dw);
+    EXPECT_EQ(db, want_db);
+    return want;
+  }
 };
 
 TEST_P(CpuDeviceBf16Weights, MatmulReadsTheStoredWeightAsItsWidenedValues) {
   const std::vector<float> w_fp32 = widened(w);
-  std::vector<float> out(N * OC), want(N * OC);
-  device.matmul_forward(out.data(), x.data(), w.data(), bias.data(), N, C, OC);
-  device.matmul_forward(want.data(), x.data(), w_fp32.data(), bias.data(), N, C, OC);
-  EXPECT_EQ(out, want);
-  std::vector<float> dx(N * C, 0.5f), dw(OC * C, -0.25f), db(OC, 1.0f);
-  std::vector<float> want_dx = dx, want_dw = dw, want_db = db;
-  device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x.data(), w.data(), N, C,
-                         OC);
-  device.matmul_backward(want_dx.data(), want_dw.data(), want_db.data(), dout.data(), x.data(),
-                         w_fp32.data(), N, C, OC);
-  EXPECT_EQ(dx, want_dx);
-  EXPECT_EQ(dw, want_dw);
-  EXPECT_EQ(db, want_db);
+  const std::vector<float> want = expect_same_matmul(x.data(), w.data(), x.data(), w_fp32.data());
+  std::vector<float> out(N * OC);
   // And the products are of the stored values: a different weight gives a different output.
   std::vector<uint16_t> other = w;
   other[0] ^= 0x4000;
@@ -432,7 +429,7 @@ TEST_P(CpuDeviceBf16Weights, MatmulReadsTheStoredWeightAsItsWidenedValues) {
 // what the fp32 gradient would have received, bit for bit.
 TEST_P(CpuDeviceBf16Weights, WeightGradientIntoBf16IsTheFp32ProductRoundedOnce) {
   const std::vector<float> w_fp32 = widened(w);
-  std::vector<uint16_t> dw = stored(random_values(OC * C, 37));
+  std::vector<uint16_t> dw = bf16_bits(random_values(OC * C, 37));
   std::vector<uint16_t> want_dw = dw;
   std::vector<float> dx(N * C, 0.5f), db(OC, 1.0f), product(OC * C, 0.0f);
   std::vector<float> want_dx = dx, want_db = db;
@@ -444,29 +441,17 @@ TEST_P(CpuDeviceBf16Weights, WeightGradientIntoBf16IsTheFp32ProductRoundedOnce) 
   EXPECT_EQ(dw, want_dw);
   EXPECT_EQ(dx, want_dx);
   EXPECT_EQ(db, want_db);
-  EXPECT_NE(dw, stored(random_values(OC * C, 37)));  // something was added
+  EXPECT_NE(dw, bf16_bits(random_values(OC * C, 37)));  // something was added
   EXPECT_TRUE(device.status().is_ok());
 }
 
 // An input activation stored in bf16 as well (the bf16 recipes): every matmul reads it as its
 // widened values, bit for bit, whichever type the weight's gradient is.
 TEST_P(CpuDeviceBf16Weights, Bf16InputsAreReadAsTheirWidenedValues) {
-  const std::vector<uint16_t> x_bf16 = stored(x);
+  const std::vector<uint16_t> x_bf16 = bf16_bits(x);
   const std::vector<float> x_fp32 = widened(x_bf16);
-  std::vector<float> out(N * OC), want(N * OC);
-  device.matmul_forward(out.data(), x_bf16.data(), w.data(), bias.data(), N, C, OC);
-  device.matmul_forward(want.data(), x_fp32.data(), w.data(), bias.data(), N, C, OC);
-  EXPECT_EQ(out, want);
-  std::vector<float> dx(N * C, 0.5f), dw(OC * C, -0.25f), db(OC, 1.0f);
-  std::vector<float> want_dx = dx, want_dw = dw, want_db = db;
-  device.matmul_backward(dx.data(), dw.data(), db.data(), dout.data(), x_bf16.data(), w.data(), N,
-                         C, OC);
-  device.matmul_backward(want_dx.data(), want_dw.data(), want_db.data(), dout.data(),
-                         x_fp32.data(), w.data(), N, C, OC);
-  EXPECT_EQ(dx, want_dx);
-  EXPECT_EQ(dw, want_dw);
-  EXPECT_EQ(db, want_db);
-  std::vector<uint16_t> dw_bf16 = stored(random_values(OC * C, 38)), want_dw_bf16 = dw_bf16;
+  expect_same_matmul(x_bf16.data(), w.data(), x_fp32.data(), w.data());
+  std::vector<uint16_t> dw_bf16 = bf16_bits(random_values(OC * C, 38)), want_dw_bf16 = dw_bf16;
   device.matmul_backward(nullptr, dw_bf16.data(), nullptr, dout.data(), x_bf16.data(), w.data(), N,
                          C, OC);
   device.matmul_backward(nullptr, want_dw_bf16.data(), nullptr, dout.data(), x_fp32.data(),
@@ -480,14 +465,14 @@ TEST_P(CpuDeviceBf16Weights, Bf16InputsAreReadAsTheirWidenedValues) {
 // backward reads both as their widened values, bit for bit.
 TEST_P(CpuDeviceBf16Weights, AttentionReadsAndWritesStoredBf16) {
   constexpr int64_t B = 2, T = 5, NH = 2, hs = 4, E = NH * hs;
-  const std::vector<uint16_t> qkv = stored(random_values(B * T * 3 * E, 39));
+  const std::vector<uint16_t> qkv = bf16_bits(random_values(B * T * 3 * E, 39));
   const auto dy = random_values(B * T * E, 40);
   std::vector<float> out(B * T * E), want_out(out.size()), want_att(B * NH * T * T);
   std::vector<uint16_t> att(want_att.size());
   device.attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, hs);
   ops::attention_forward(want_out.data(), want_att.data(), widened(qkv).data(), B, T, NH, hs, true);
   EXPECT_EQ(out, want_out);
-  EXPECT_EQ(att, stored(want_att));
+  EXPECT_EQ(att, bf16_bits(want_att));
   std::vector<float> dqkv(3 * out.size(), 0.5f), want_dqkv = dqkv;
   device.attention_backward(dqkv.data(), dy.data(), qkv.data(), att.data(), B, T, NH, hs);
   device.attention_backward(want_dqkv.data(), dy.data(), widened(qkv).data(), widened(att).data(),
@@ -499,8 +484,8 @@ TEST_P(CpuDeviceBf16Weights, AttentionReadsAndWritesStoredBf16) {
 TEST_P(CpuDeviceBf16Weights, EmbeddingReadsStoredTablesAsTheirWidenedValues) {
   constexpr int64_t B = 2, T = 3, V = 5, E = 4;
   const std::vector<int32_t> tokens = {0, 4, 2, 1, 4, 3};
-  const std::vector<uint16_t> wte = stored(random_values(V * E, 35)),
-                              wpe = stored(random_values(T * E, 36));
+  const std::vector<uint16_t> wte = bf16_bits(random_values(V * E, 35)),
+                              wpe = bf16_bits(random_values(T * E, 36));
   // Rows [1, 4) of wte: tokens 0 and 4 fall outside the shard and contribute zero.
   std::vector<float> out(B * T * E), want(B * T * E);
   device.embedding_forward_vocab_range(out.data(), tokens.data(), wte.data() + E, wpe.data(), B,

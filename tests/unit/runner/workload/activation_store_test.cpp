@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "runner/device/cpu_device.h"
-#include "runner/ops/bf16_round.h"
+#include "tests/unit/runner/ops/bf16_values.h"
 
 namespace partrain::runner {
 namespace {
 
 using memory::Category;
+using ops::testing::rounded;
 using ::testing::HasSubstr;
 
 // Values that bf16 cannot hold (a 24-bit mantissa each), so rounding shows.
@@ -21,12 +22,6 @@ std::vector<float> unrounded(size_t n) {
   std::vector<float> values(n);
   for (size_t i = 0; i < n; ++i) values[i] = 1.0f + static_cast<float>(i + 1) * 0x1p-20f;
   return values;
-}
-
-std::vector<float> rounded(const std::vector<float>& values) {
-  std::vector<float> out(values.size());
-  ops::round_to_bf16(out.data(), values.data(), static_cast<int64_t>(values.size()));
-  return out;
 }
 
 class ActivationStoreTest : public ::testing::Test {

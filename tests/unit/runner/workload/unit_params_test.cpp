@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "runner/device/cpu_device.h"
-#include "runner/ops/bf16_round.h"
+#include "tests/unit/runner/ops/bf16_values.h"
 
 namespace partrain::runner {
 namespace {
 
 using memory::Category;
+using ops::testing::bf16_bits;
+using ops::testing::widened;
 using ::testing::HasSubstr;
 
 // A unit of three parameters as a layer lays them out: a (3, 4) matrix, a bias of 3 and a
@@ -36,18 +38,6 @@ ParamUnit test_unit() {
     unit.params.push_back(param);
   }
   return unit;
-}
-
-std::vector<uint16_t> bf16_of(const std::vector<float>& values) {
-  std::vector<uint16_t> bits(values.size());
-  ops::to_bf16(bits.data(), values.data(), static_cast<int64_t>(values.size()));
-  return bits;
-}
-
-std::vector<float> fp32_of(const std::vector<uint16_t>& bits) {
-  std::vector<float> values(bits.size());
-  ops::from_bf16(values.data(), bits.data(), static_cast<int64_t>(bits.size()));
-  return values;
 }
 
 class UnitParamsTest : public ::testing::Test {
@@ -82,8 +72,8 @@ TEST_F(UnitParamsTest, Fp32IsTheUnitItself) {
 
 // bf16 parameters: matrices as stored, the one vector widened into workspace (3 floats).
 TEST_F(UnitParamsTest, Bf16MatricesAsStoredVectorsWidened) {
-  const std::vector<uint16_t> params = bf16_of(values);
-  const std::vector<float> widened = fp32_of(params);
+  const std::vector<uint16_t> params = bf16_bits(values);
+  const std::vector<float> param_values = widened(params);
   std::vector<float> grads(23, 0.0f);
   auto bound = UnitParams::bind(device, UnitView{nullptr, params.data(), grads.data(), nullptr},
                                 unit);
@@ -92,7 +82,7 @@ TEST_F(UnitParamsTest, Bf16MatricesAsStoredVectorsWidened) {
   EXPECT_EQ(bound->matrix(15).bf16, params.data() + 15);
   ASSERT_NE(bound->vector(12), nullptr);
   EXPECT_EQ(std::vector<float>(bound->vector(12), bound->vector(12) + 3),
-            std::vector<float>(widened.begin() + 12, widened.begin() + 15));
+            std::vector<float>(param_values.begin() + 12, param_values.begin() + 15));
   EXPECT_EQ(bound->vector(0), nullptr);  // a matrix is never widened
   EXPECT_EQ(workspace(), 3 * sizeof(float));
   EXPECT_EQ(bound->grad(12), grads.data() + 12);  // fp32 gradients: the unit's own
@@ -102,8 +92,8 @@ TEST_F(UnitParamsTest, Bf16MatricesAsStoredVectorsWidened) {
 // table's are staged in fp32 (zeroed) and reach the bf16 gradients only through flush(), each
 // element added once and rounded once.
 TEST_F(UnitParamsTest, Bf16GradientsAreStagedUntilFlushed) {
-  const std::vector<uint16_t> params = bf16_of(values);
-  std::vector<uint16_t> grads = bf16_of(std::vector<float>(23, 1.0f));
+  const std::vector<uint16_t> params = bf16_bits(values);
+  std::vector<uint16_t> grads = bf16_bits(std::vector<float>(23, 1.0f));
   auto bound = UnitParams::bind(device, UnitView{nullptr, params.data(), nullptr, grads.data()},
                                 unit);
   ASSERT_TRUE(bound.is_ok()) << bound.status().message();
@@ -120,15 +110,15 @@ TEST_F(UnitParamsTest, Bf16GradientsAreStagedUntilFlushed) {
   bias[1] = 0x1p-7f;
   (*table)[7] = 2.0f;
   EXPECT_EQ(workspace(), (3 + 3 + 8) * sizeof(float));  // the widened bias, two stagings
-  EXPECT_EQ(fp32_of(grads), std::vector<float>(23, 1.0f));  // nothing added before the flush
+  EXPECT_EQ(widened(grads), std::vector<float>(23, 1.0f));  // nothing added before the flush
   bound->flush();
   std::vector<float> want(23, 1.0f);
   want[13] = 1.0f + 0x1p-7f;
   want[22] = 3.0f;
-  EXPECT_EQ(fp32_of(grads), want);
+  EXPECT_EQ(widened(grads), want);
   EXPECT_EQ(workspace(), 3 * sizeof(float));  // the staging is dropped
   bound->flush();                             // and not added twice
-  EXPECT_EQ(fp32_of(grads), want);
+  EXPECT_EQ(widened(grads), want);
   auto nowhere = bound->fp32_grad(13);
   ASSERT_FALSE(nowhere.is_ok());
   EXPECT_THAT(nowhere.status().message(), HasSubstr("no parameter of unit layer0 starts at"));
