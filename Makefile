@@ -10,6 +10,10 @@ BUILD_DIR ?= build
 PARTRAIN_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
+# Line tables only (-g1): backtraces, perf and gdb still show file:line; full -g doubled the compile
+# time of some library files (docs/decisions.md). For gdb with variables: CXX_FLAGS_RELWITHDEBINFO=
+# "-O2 -g -DNDEBUG" on a fresh BUILD_DIR, or configure with -DCMAKE_BUILD_TYPE=Debug.
+CXX_FLAGS_RELWITHDEBINFO ?= -O2 -g1 -DNDEBUG
 
 DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
   libcli11-dev libfmt-dev libsqlite3-dev libncurses-dev libgloo-dev libopenblas-dev \
@@ -24,7 +28,8 @@ deps:
 	@./scripts/install-deps.sh $(DEB_PACKAGES)
 
 $(BUILD_DIR)/build.ninja: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARTRAIN_CUDA=$(PARTRAIN_CUDA)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(CXX_FLAGS_RELWITHDEBINFO)" -DPARTRAIN_CUDA=$(PARTRAIN_CUDA)
 
 configure: deps $(BUILD_DIR)/build.ninja
 

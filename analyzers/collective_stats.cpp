@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string_view>

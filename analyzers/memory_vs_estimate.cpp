@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "analyzers/workload_run_config.h"
 #include "memory/memory_estimate.h"

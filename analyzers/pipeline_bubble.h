@@ -4,10 +4,9 @@
 // docs/analysis-pipeline-memory.md).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analyzers/analysis_window.h"
 #include "analyzers/finding.h"

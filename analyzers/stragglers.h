@@ -4,10 +4,9 @@
 // Definitions and thresholds: docs/analysis-collectives.md.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 namespace partrain::analyzers {
 
 StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::SqliteDb& db) {

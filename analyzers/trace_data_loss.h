@@ -3,8 +3,7 @@
 // reports them first, because every other section only sees what was stored.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/clock.h"

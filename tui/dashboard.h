@@ -7,10 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "tui/glyphs.h"

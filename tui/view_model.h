@@ -8,11 +8,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analyzers/collective_stats.h"
 #include "analyzers/finding.h"

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzers/stragglers.h"
 #include "tests/unit/analyzers/collective_fixture.h"
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/unit/analyzers/workload_trace_fixture.h"
 
 namespace partrain::analyzers {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/scratch_dir.h"
 #include "tests/unit/tui/tui_fixture.h"
