@@ -125,8 +125,12 @@ Status CudaDevice::initialise() {
   RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetStream(cublas_, stream_)));
   // Default math: fp32 GEMMs stay fp32 (TF32 only with CUBLAS_TF32_TENSOR_OP_MATH or a _FAST_TF32
   // compute type, neither used), which the 1e-5 equivalence with the CPU needs; bf16 operands
-  // take the tensor cores anyway.
-  RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH)));
+  // take the tensor cores anyway. No reduced-precision reductions: a GEMM writing bf16 (the weight
+  // gradient, beta 1) that splits k sums its parts in fp32 and rounds once, as the CPU does
+  // (PyTorch's allow_bf16_reduced_precision_reduction = False).
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetMathMode(
+      cublas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                         CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))));
   // After cublasSetStream, which resets a workspace set before it.
   ASSIGN_OR_RETURN(cublas_workspace_,
                    allocator_.allocate(kCublasWorkspaceBytes, memory::Category::kWorkspace));
@@ -448,9 +452,9 @@ Status CudaDevice::weight_gradient(MutableMatrix dweight, GemmOperand x, GemmOpe
   if (dweight.f32 != nullptr) {
     return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.f32, CUDA_R_32F, C);
   }
-  // bf16 operands: cuBLAS adds into the bf16 gradient itself. One rounding as long as cuBLAS
-  // does not split k (the N tokens) and sum the parts in the output type, which cuBLAS does not
-  // rule out; unmeasured (docs/gpu-validation.md says what would show it).
+  // bf16 operands: cuBLAS adds into the bf16 gradient itself, in fp32 and rounded once: the
+  // handle's math mode forbids summing split-k parts in the output type (unmeasured on a GPU;
+  // docs/gpu-validation.md says what would show it).
   if (x.type == CUDA_R_16BF) {
     return matmul_gemm(false, true, C, OC, N, x, C, g, OC, 1.0f, dweight.bf16, CUDA_R_16BF, C);
   }
