@@ -1,12 +1,13 @@
 #include "analyzers/recommend_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/byte_size.h"
+#include "core/json_dump.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -275,7 +276,7 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
   if (result.ranked.empty() && result.least_memory) {
     out["least_memory"] = candidate_json(*result.least_memory);
   }
-  return out.dump(2) + "\n";
+  return dump_json(out, 2) + "\n";
 }
 
 std::string format_check_text(const RecommendContext& context, const Candidate& c) {
@@ -301,7 +302,7 @@ std::string format_check_json(const RecommendContext& context, const Candidate& 
   json out = context_json(context);
   out["candidates"] = json::array({candidate_json(candidate)});
   out["rejected"] = json::object();
-  return out.dump(2) + "\n";
+  return dump_json(out, 2) + "\n";
 }
 
 }  // namespace partrain::analyzers

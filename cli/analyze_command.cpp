@@ -10,6 +10,7 @@
 #include "analyzers/analysis_report.h"
 #include "cli/command.h"
 #include "cli/trace_selection.h"
+#include "core/json_dump.h"
 #include "core/log.h"
 #include "profiler/trace_open.h"
 
@@ -63,7 +64,7 @@ int run_analyze(const AnalyzeFlags& flags) {
   auto report = analyzers::analyze_run(trace->db, *window);
   if (!report.is_ok()) return report_error(report.status().with_context(path.string()));
   if (flags.json) {
-    std::cout << analyzers::report_json(*report).dump(2) << '\n';
+    std::cout << dump_json(analyzers::report_json(*report), 2) << '\n';
   } else {
     std::cout << analyzers::format_report(*report);
   }

@@ -1,30 +1,29 @@
 // `partrain launch`: torchrun's flags onto a LaunchConfig, then the launcher library. Argument
 // parsing and messages only; what launching means lives in runner/launch.
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
-
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/launch_dashboard.h"
 #include "cli/workload_flags.h"
-#include "runner/workload/token_source.h"
-#include "runner/workload/workload_device.h"
 #include "core/duration.h"
+#include "core/json_dump.h"
 #include "core/log.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
 #include "runner/launch/launcher.h"
+#include "runner/workload/token_source.h"
+#include "runner/workload/workload_device.h"
 
 namespace partrain::cli {
 namespace {
@@ -121,7 +120,7 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.trace_command = invocation_line();
   nlohmann::json run_config = {{"nproc_per_node", flags.nproc_per_node}};
   if (!flags.command.empty()) run_config["command"] = flags.command;
-  config.trace_config_json = run_config.dump();
+  config.trace_config_json = dump_json(run_config);
   return config;
 }
 
@@ -155,7 +154,7 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   nlohmann::json run_config = nlohmann::json::parse(runner::workload_to_json(workload));
   run_config["backend"] = workload.comm;
   run_config["nproc_per_node"] = config.nproc_per_node;
-  config.trace_config_json = run_config.dump();
+  config.trace_config_json = dump_json(run_config);
   if (flags.json) {
     summary_path = fmt::format("{}/partrain-summary-{}.json",
                                std::filesystem::temp_directory_path().string(), ::getpid());

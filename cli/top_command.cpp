@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/trace_selection.h"
 #include "core/duration.h"
+#include "core/json_dump.h"
 #include "core/log.h"
 #include "tui/dashboard.h"
 #include "tui/views.h"
@@ -80,7 +81,7 @@ int run_top(const TopFlags& flags) {
   if (flags.json) {
     StatusOr<nlohmann::json> model = tui::view_model_once(*options);
     if (!model.is_ok()) return report_error(model.status());
-    std::cout << model->dump(2) << '\n';
+    std::cout << dump_json(*model, 2) << '\n';
     std::cout.flush();
     return std::cout ? 0 : 1;
   }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace partrain::memory {
 namespace {
 
@@ -141,7 +143,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
       {"headroom_bytes", to_bytes(e.headroom())},
       {"stage", e.heaviest},
       {"stages", stages}};
-  return out.dump(2) + "\n";
+  return dump_json(out, 2) + "\n";
 }
 
 std::string format_explain_text(const std::vector<ExplainLine>& lines) {
@@ -190,7 +192,7 @@ std::string format_sweep_json(const SweepReport& r, const ReportContext& context
                       {"flops_per_iteration_full_recompute", r.flops_per_iteration_recompute},
                       {"gpu", context.gpu_name},
                       {"rows", rows}};
-  return out.dump(2) + "\n";
+  return dump_json(out, 2) + "\n";
 }
 
 }  // namespace partrain::memory

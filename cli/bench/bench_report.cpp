@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace partrain::bench {
 namespace {
 
@@ -89,7 +91,7 @@ std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchCont
                              {"device", context.device},
                              {"wrong", total_wrong(rows)},
                              {"results", results}};
-  return document.dump(2) + "\n";
+  return dump_json(document, 2) + "\n";
 }
 
 }  // namespace partrain::bench

@@ -5,6 +5,7 @@
 // one rank at a time.
 #include "cli/bench/ingest_bench.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <array>
@@ -12,13 +13,12 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "core/clock.h"
+#include "core/json_dump.h"
 #include "core/log.h"
 #include "profiler/collector.h"
 #include "profiler/recorder.h"
@@ -446,7 +446,7 @@ std::string format_ingest_json(const IngestReport& report) {
                {"steps", mix.steps}, {"run_length", kRunLength}}},
       {"writer_lost", report.writer_lost()},
       {"results", results}};
-  return document.dump(2) + "\n";
+  return dump_json(document, 2) + "\n";
 }
 
 }  // namespace partrain::bench

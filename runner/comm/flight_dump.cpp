@@ -1,14 +1,15 @@
 #include "runner/comm/flight_dump.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <utility>
 
 #include "core/byte_size.h"
 #include "core/duration.h"
+#include "core/json_dump.h"
 #include "profiler/trace_event.h"
 
 namespace partrain::comm {
@@ -90,7 +91,7 @@ std::string flight_dump_to_json(const FlightDump& dump) {
                       {"dumped_ns", dump.dumped_ns},
                       {"total_recorded", dump.total_recorded},
                       {"entries", std::move(entries)}};
-  return j.dump() + "\n";
+  return dump_json(j) + "\n";
 }
 
 StatusOr<FlightDump> flight_dump_from_json(std::string_view text) {

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "core/json_dump.h"
 #include "core/log.h"
 
 namespace partrain::launch {
@@ -185,7 +185,7 @@ std::vector<comm::FlightDump> NodeRendezvous::remote_flight_dumps() {
       continue;
     }
     for (const nlohmann::json& item : list) {
-      auto dump = comm::flight_dump_from_json(item.dump());
+      auto dump = comm::flight_dump_from_json(dump_json(item));
       if (dump.is_ok()) {
         dumps.push_back(std::move(*dump));
       } else {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/byte_size.h"
+#include "core/json_dump.h"
 
 namespace partrain::runner {
 namespace {
@@ -139,7 +140,7 @@ std::string format_summary_json(const RunSummary& s) {
         {"bucket_all_reduces", s.ddp_bucket_all_reduces},
         {"all_reduces_started_before_backward_end", s.ddp_buckets_started_in_backward}}},
   };
-  return doc.dump(2) + "\n";
+  return dump_json(doc, 2) + "\n";
 }
 
 }  // namespace partrain::runner

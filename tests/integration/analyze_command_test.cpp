@@ -156,6 +156,25 @@ TEST_F(AnalyzeCommandTest, BadSelectionsAreExit2) {
   }
 }
 
+// A foreign program's command line is recorded as it was typed, bytes that are not UTF-8
+// included; --json (analyze's and top's) writes them as U+FFFD instead of aborting.
+TEST_F(AnalyzeCommandTest, BytesThatAreNotUtf8BecomeReplacementCharactersInJson) {
+  const fs::path traced = *dir_ / "latin1.db";
+  const auto trace = run_partrain(fmt::format(
+      "-q trace -o {} -- env RANK=0 WORLD_SIZE=1 python3 -c 'import time; time.sleep(0.1)' "
+      "\"$(printf 'caf\\351')\"",
+      traced.string()));
+  ASSERT_EQ(trace.exit_code, 0) << trace.err;
+  for (const char* command : {"analyze", "top"}) {
+    const auto result = run_partrain(fmt::format("{} {} --json", command, traced.string()));
+    ASSERT_EQ(result.exit_code, 0) << command << ": " << result.err;
+    const json document = json::parse(result.out);
+    EXPECT_FALSE(document.empty()) << command;
+  }
+  const json report = json::parse(run_partrain("analyze " + traced.string() + " --json").out);
+  EXPECT_NE(report.dump().find("caf\ufffd"), std::string::npos) << report.dump();
+}
+
 TEST_F(AnalyzeCommandTest, UnreadableTraceIsExit3) {
   const fs::path junk = *dir_ / "junk.db";
   std::ofstream(junk) << "not a database";

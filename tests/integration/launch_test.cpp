@@ -188,6 +188,16 @@ TEST_F(LaunchTest, SuccessRelaysPrefixedOutputOfEveryRank) {
   EXPECT_TRUE(contains(r.err, "partrain: rendezvous on 127.0.0.1:")) << r.err;
 }
 
+// Arguments are bytes, not text: one that is not UTF-8 reaches the worker unchanged, and the
+// trace's run row (JSON) records it with U+FFFD instead of the launcher aborting.
+TEST_F(LaunchTest, ArgumentsThatAreNotUtf8ReachTheWorkerUnchanged) {
+  const std::string latin1 = "caf\xe9";
+  Finished r = run_partrain(
+      {"launch", "-n", "1", "--no-prefix", "--", "sh", "-c", "printf '%s\\n' \"$0\"", latin1});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, latin1 + "\n");
+}
+
 TEST_F(LaunchTest, NoPrefixAndLogDir) {
   Finished plain = run_partrain({"launch", "-n", "1", "--no-prefix", "--", "echo", "bare"});
   EXPECT_EQ(plain.out, "bare\n");
