@@ -54,6 +54,9 @@ void RankGuard::on_stop_signal(int signal) {
     (void)dumper_->dump(comm::DumpTrigger::kSignal,
                         fmt::format("stopped by {}", signal_name(signal)));
   }
+  // Within the launcher's --grace: without this, the steps and collectives recorded since the
+  // last shipment were lost, and `analyze` took the healthy ranks for the ones that stopped.
+  if (tracer_ != nullptr) (void)tracer_->flush(std::chrono::seconds(2));
 }
 
 std::unique_ptr<RankGuard::Watch> RankGuard::watch(const World& world, profiler::RankTracer* tracer,
@@ -79,6 +82,7 @@ RankGuard::Watch::Watch(RankGuard& guard, const World& world, profiler::RankTrac
   {
     std::lock_guard lock(guard_.mutex_);
     guard_.dumper_ = &dumper_;
+    guard_.tracer_ = tracer;
   }
   comm::WatchdogOptions options;
   options.timeout = timeout;
@@ -90,6 +94,7 @@ RankGuard::Watch::~Watch() {
   watchdog_.reset();  // joins its thread: no fire() from here on
   std::lock_guard lock(guard_.mutex_);
   guard_.dumper_ = nullptr;
+  guard_.tracer_ = nullptr;
 }
 
 bool RankGuard::Watch::dump_after_failure(const Status& status) {

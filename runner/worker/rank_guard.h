@@ -5,7 +5,8 @@
 //   recorder, end the rank with 124;
 // - a collective fails with an error: dump, and give the launcher a moment to stop this rank
 //   (the caller then exits with the error's code); a failure outside collectives dumps quietly;
-// - the launcher's stop signal: dump quietly (file only), then die by the signal.
+// - the launcher's stop signal: dump quietly (file only), ship what the tracer still buffers
+//   (another rank failed: the trace must show how far this one got), then die by the signal.
 #pragma once
 
 #include <memory>
@@ -72,7 +73,8 @@ class RankGuard {
   void on_stop_signal(int signal);
 
   std::mutex mutex_;
-  FlightDumper* dumper_ = nullptr;  // guarded by mutex_: the live Watch's
+  FlightDumper* dumper_ = nullptr;          // guarded by mutex_: the live Watch's
+  profiler::RankTracer* tracer_ = nullptr;  // guarded by mutex_: the live Watch's
   std::unique_ptr<StopSignalWatch> signals_;
 };
 

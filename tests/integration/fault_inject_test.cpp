@@ -62,6 +62,24 @@ TEST_F(FaultInjectTest, CrashAbortsTheRank) {
   EXPECT_EQ(q.number("SELECT max(step) FROM steps WHERE rank = 1"), 0);
 }
 
+// The ranks the launcher stops after rank 1's crash ship what they recorded before they die:
+// every rank finished step 0 (step 1's start is where rank 1 aborted, and its peers wait there
+// in its gradient all-reduce), so every rank's step 0 and all-reduces are in the trace.
+TEST_F(FaultInjectTest, StoppedRanksKeepWhatTheyRecorded) {
+  CommandResult r = run("--inject crash:rank=1,step=1");
+  ASSERT_EQ(r.exit_code, 134) << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT rank, max(step) FROM steps GROUP BY rank ORDER BY rank"),
+            "0|0\n1|0\n2|0\n3|0\n");
+  const int64_t crashed = q.number("SELECT count(*) FROM collectives WHERE rank = 1");
+  ASSERT_GT(crashed, 0);
+  for (int rank : {0, 2, 3}) {
+    EXPECT_GE(q.number(fmt::format("SELECT count(*) FROM collectives WHERE rank = {}", rank)),
+              crashed)
+        << "rank " << rank;
+  }
+}
+
 TEST_F(FaultInjectTest, ExitEndsTheRankWithItsCode) {
   CommandResult r = run("--inject exit:rank=2,step=1,code=7");
   EXPECT_EQ(r.exit_code, 7) << r.err;
