@@ -1,6 +1,8 @@
 #include "memory/memory_estimate.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "memory/activations.h"
 #include "memory/comm_buffers.h"
@@ -14,6 +16,18 @@ namespace {
 constexpr double kCudaContextBytes = 512.0 * 1024 * 1024;
 constexpr double kNcclBytes = 512.0 * 1024 * 1024;
 constexpr double kFragmentation = 0.05;
+// Byte counts are printed and stored as int64: an estimate past 2^62 B (4 EiB, some 10^11 H100s)
+// comes from inputs no job has, and would wrap into negative numbers on the way out.
+constexpr double kMaxEstimateBytes = 4.611686018427387904e18;
+
+const char* largest_category(const StageMemory& s) {
+  const std::pair<const char*, double> categories[] = {
+      {"params", s.params},           {"grads", s.grads}, {"optimizer", s.optimizer},
+      {"activations", s.activations}, {"comm", s.comm},   {"kv_cache", s.kv_cache}};
+  return std::max_element(std::begin(categories), std::end(categories),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
 
 double training_activations(const EstimateInput& in, const ResolvedLayout& r, int stage,
                             double in_flight) {
@@ -140,6 +154,13 @@ StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input) {
   estimate.total_params = total_params(input.model);
   for (int stage = 0; stage < input.layout.pp; ++stage) {
     estimate.stages.push_back(estimate_stage(input, estimate.layout, stage));
+    const StageMemory& added = estimate.stages.back();
+    if (!(added.total() <= kMaxEstimateBytes)) {  // also NaN
+      return invalid_argument(
+          "the estimate is {:.3g} B per GPU (pipeline stage {}, mostly {}), past the 4 EiB "
+          "partrain counts: check --seq, --micro-batch, --layers, --hidden and --params",
+          added.total(), stage, largest_category(added));
+    }
     if (estimate.stages.back().total() > estimate.stages[estimate.heaviest].total()) {
       estimate.heaviest = static_cast<size_t>(stage);
     }

@@ -99,6 +99,12 @@ Status check_batches(const ParallelLayout& in, ResolvedLayout& out) {
   if (in.micro_batch < 1) return invalid_argument("--micro-batch must be at least 1");
   out.micro_batch = in.micro_batch;
   out.global_batch = in.global_batch.value_or(out.dp * in.micro_batch);
+  if (out.global_batch < 1) {
+    return invalid_argument(
+        "--global-batch must be at least 1, got {} (samples per step over all "
+        "ranks: a multiple of dp x micro-batch = {} x {})",
+        out.global_batch, out.dp, in.micro_batch);
+  }
   if (out.global_batch % (out.dp * in.micro_batch) != 0) {
     return invalid_argument("--global-batch {} is not a multiple of dp x micro-batch = {} x {}: "
                             "every data-parallel rank runs whole micro-batches",

@@ -34,6 +34,24 @@ TEST(MemoryEstimate, ZeroExampleThroughTheEstimator) {
   }
 }
 
+// Inputs no job has (a 10^11-token sequence, 10^30 parameters) give estimates past what int64
+// byte counts hold: refused naming the largest category, never wrapped into negative bytes.
+TEST(MemoryEstimate, EstimatesPastFourEiBAreRefused) {
+  EstimateInput long_seq = input_for(testing::llama2_7b());
+  long_seq.model.seq = 99999999999;
+  auto e = estimate_memory(long_seq);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("mostly activations"), std::string::npos)
+      << e.status().message();
+  auto huge = estimate_memory(input_for(bare_model(1e30)));
+  ASSERT_FALSE(huge.is_ok());
+  EXPECT_NE(huge.status().message().find("mostly optimizer"), std::string::npos)
+      << huge.status().message();
+  // The largest real model of the presets at one GPU is far below the bound.
+  EXPECT_TRUE(estimate_memory(input_for(testing::gpt3_175b())).is_ok());
+}
+
 // Pipeline stages hold every parameter once, plus the last stage's copy of tied embeddings.
 TEST(MemoryEstimate, StagesPartitionTheParameters) {
   for (ModelConfig m : {testing::llama2_7b(), testing::gpt3_175b()}) {

@@ -87,6 +87,11 @@ TEST(ResolveLayout, EachConstraintIsNamed) {
   batch.micro_batch = 2;
   batch.global_batch = 6;
   expect_rejected(batch, small_gpt(), "--global-batch 6 is not a multiple of dp x micro-batch");
+  // 0 and -2 are multiples of anything: they must be refused before the divisibility check.
+  for (int global : {0, -2}) {
+    batch.global_batch = global;
+    expect_rejected(batch, small_gpt(), "--global-batch must be at least 1");
+  }
 
   ParallelLayout sp = world_of(2);
   sp.sp = true;
