@@ -269,8 +269,11 @@ Subcommand add_bench_command(CLI::App& parent) {
       "  partrain bench collectives -n 4 --op all -b 1M -e 16M -f 4 --json\n"
       "  partrain launch -n 4 -- partrain bench collectives --op reduce_scatter -d bfloat16\n"
       "busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and "
-      "all_to_all, 1 for broadcast and send_recv (nccl-tests' definitions). Exit 1 when any "
-      "checked value is wrong.");
+      "all_to_all, 1 for broadcast and send_recv (nccl-tests' definitions). size is S in bytes "
+      "(the gathered or scattered buffer for all_gather and reduce_scatter); count is what the "
+      "call takes, one rank's block of S for all_gather, reduce_scatter and all_to_all; Avg bus "
+      "bandwidth is the mean over out-of-place and in-place runs. Exit 1 when any checked value "
+      "is wrong.");
   auto ingest_flags = std::make_shared<IngestFlags>();
   CLI::App* ingest = add_ingest(*bench, ingest_flags);
   return {bench, [flags, collectives, ingest, ingest_flags] {

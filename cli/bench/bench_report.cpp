@@ -38,6 +38,20 @@ int64_t total_wrong(const std::vector<BenchRow>& rows) {
   return wrong;
 }
 
+double average_busbw_gbps(const std::vector<BenchRow>& rows) {
+  double sum = 0;
+  int measurements = 0;
+  for (const auto& row : rows) {
+    sum += row.out_of_place.busbw_gbps;
+    ++measurements;
+    if (row.in_place) {
+      sum += row.in_place->busbw_gbps;
+      ++measurements;
+    }
+  }
+  return measurements == 0 ? 0.0 : sum / measurements;
+}
+
 std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
                                const BenchContext& context) {
   std::string out;
@@ -47,8 +61,6 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOpt
                      options.warmup_iters, options.iters, options.check ? 1 : 0,
                      std::array{"rank 0", "mean", "min", "max"}[static_cast<int>(options.average)]);
   std::string current_op;
-  double busbw_sum = 0;
-  int busbw_rows = 0;
   for (const auto& row : rows) {
     if (row.op != current_op) {
       current_op = row.op;
@@ -70,13 +82,10 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOpt
     out += fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", row.bytes, row.count, row.type,
                        row.redop.empty() ? "none" : row.redop, row.root,
                        format_measurement(row.out_of_place), in_place);
-    busbw_sum += row.out_of_place.busbw_gbps;
-    ++busbw_rows;
   }
   int64_t wrong = total_wrong(rows);
   out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
-  out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s\n",
-                     busbw_rows == 0 ? 0.0 : busbw_sum / busbw_rows);
+  out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s\n", average_busbw_gbps(rows));
   return out;
 }
 
@@ -90,6 +99,7 @@ std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchCont
                              {"backend", context.backend},
                              {"device", context.device},
                              {"wrong", total_wrong(rows)},
+                             {"avg_busbw_gbps", average_busbw_gbps(rows)},
                              {"results", results}};
   return dump_json(document, 2) + "\n";
 }

@@ -20,5 +20,8 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOpt
 std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchContext& context);
 // Elements wrong over every row and variant (0 when all checked runs matched the reference).
 int64_t total_wrong(const std::vector<BenchRow>& rows);
+// nccl-tests' "Avg bus bandwidth": the mean busbw over every measurement, out of place and in
+// place (GB/s).
+double average_busbw_gbps(const std::vector<BenchRow>& rows);
 
 }  // namespace partrain::bench

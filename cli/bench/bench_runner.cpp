@@ -148,7 +148,7 @@ StatusOr<std::vector<BenchRow>> run_collective_bench(comm::Comm& comm, BufferSpa
       BenchRow row;
       row.op = op;
       row.bytes = layout.bytes;
-      row.count = layout.count;
+      row.count = layout.call_count;
       row.type = std::string(comm::dtype_name(options.dtype));
       row.redop = test->reduces ? std::string(comm::reduce_op_name(options.reduce_op)) : "";
       row.root = test->has_root ? options.root : -1;

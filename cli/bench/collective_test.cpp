@@ -39,7 +39,7 @@ void fill_own(std::vector<double>& send, int rank, int, const CollectiveLayout& 
 // --- all_reduce: S = count x size; busbw factor 2(n-1)/n.
 CollectiveLayout all_reduce_layout(uint64_t bytes, size_t element_size, int) {
   uint64_t count = bytes / element_size;
-  return {count, count, count, count * element_size};
+  return {count, count, count, count * element_size, count};
 }
 WorkPtr all_reduce_run(Comm& comm, const void* send, void* recv, const CollectiveLayout& layout,
                        DType dtype, ReduceOp op, int) {
@@ -55,7 +55,7 @@ void all_reduce_expected(std::vector<double>& recv, int, int nranks,
 CollectiveLayout gather_layout(uint64_t bytes, size_t element_size, int nranks) {
   uint64_t per_rank = bytes / element_size / static_cast<uint64_t>(nranks);
   uint64_t count = per_rank * static_cast<uint64_t>(nranks);
-  return {count, per_rank, count, count * element_size};
+  return {count, per_rank, count, count * element_size, per_rank};
 }
 WorkPtr all_gather_run(Comm& comm, const void* send, void* recv, const CollectiveLayout& layout,
                        DType dtype, ReduceOp, int) {
@@ -75,7 +75,7 @@ void all_gather_expected(std::vector<double>& recv, int, int nranks,
 CollectiveLayout scatter_layout(uint64_t bytes, size_t element_size, int nranks) {
   uint64_t per_rank = bytes / element_size / static_cast<uint64_t>(nranks);
   uint64_t count = per_rank * static_cast<uint64_t>(nranks);
-  return {count, count, per_rank, count * element_size};
+  return {count, count, per_rank, count * element_size, per_rank};
 }
 WorkPtr reduce_scatter_run(Comm& comm, const void* send, void* recv,
                            const CollectiveLayout& layout, DType dtype, ReduceOp op, int) {

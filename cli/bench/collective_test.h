@@ -13,10 +13,14 @@ namespace partrain::bench {
 
 // Buffer layout of one run: element counts as nccl-tests prints them.
 struct CollectiveLayout {
-  uint64_t count = 0;        // the "count" column: elements of the op's size S
+  uint64_t count = 0;        // elements of the op's size S
   uint64_t send_count = 0;   // elements in each rank's send buffer
   uint64_t recv_count = 0;   // elements in each rank's recv buffer
   uint64_t bytes = 0;        // S = count x element size: what algbw divides by
+  // The "count" column: the count the NCCL call takes (nccl-tests' paramcount): count for
+  // all_reduce, broadcast and send_recv; count / n, one rank's block, for all_gather,
+  // reduce_scatter and all_to_all.
+  uint64_t call_count = 0;
 };
 
 // Where the send and recv buffers sit when the op runs in place (nccl-tests' conventions).

@@ -39,6 +39,8 @@ TEST(BenchReport, TableHasNcclTestsColumnsAndUnits) {
   EXPECT_NE(table.find("15.73"), std::string::npos);
   EXPECT_NE(table.find("N/A"), std::string::npos);  // unchecked
   EXPECT_NE(table.find("Out of bounds values : 3 FAILED"), std::string::npos);
+  // As nccl-tests: the mean over every measurement, in place included: (15.73 + 7.86 + 0.0016) / 3.
+  EXPECT_NE(table.find("Avg bus bandwidth    : 7.865 GB/s"), std::string::npos) << table;
 }
 
 TEST(BenchReport, JsonCarriesTheSameFacts) {
@@ -54,6 +56,7 @@ TEST(BenchReport, JsonCarriesTheSameFacts) {
   EXPECT_EQ(doc["results"][1]["wrong"], 3);
   EXPECT_TRUE(doc["results"][2]["wrong"].is_null());
   EXPECT_EQ(doc["wrong"], 3);
+  EXPECT_NEAR(doc["avg_busbw_gbps"].get<double>(), (15.72864 + 7.86432 + 0.0016) / 3, 1e-12);
 }
 
 }  // namespace

@@ -26,6 +26,14 @@ TEST(CollectiveLayout, CountsAsNcclTests) {
   CollectiveLayout a2a = find_collective_test("all_to_all")->layout(64, 4, 4);
   EXPECT_EQ(a2a.send_count, 16u);
   EXPECT_EQ(a2a.recv_count, 16u);
+  // The count column is what the NCCL call takes (nccl-tests' paramcount): one rank's block for
+  // all_gather, reduce_scatter and all_to_all, the whole count for the others.
+  EXPECT_EQ(ar.call_count, 256u);
+  EXPECT_EQ(ag.call_count, 83u);
+  EXPECT_EQ(rs.call_count, 128u);
+  EXPECT_EQ(a2a.call_count, 4u);
+  EXPECT_EQ(find_collective_test("broadcast")->layout(1024, 4, 4).call_count, 256u);
+  EXPECT_EQ(find_collective_test("send_recv")->layout(1024, 4, 4).call_count, 256u);
 }
 
 TEST(CollectiveTests, ExpectedValuesFollowTheMathematics) {
