@@ -42,7 +42,7 @@ demo: build
 	@echo "== partrain launch: GPT (4 layers, hidden 256, 8 heads, seq 128) on 4 ranks, dp 2 x tp 2, traced =="
 	rm -f $(DEMO_TRACE) $(DEMO_TRACE)-wal $(DEMO_TRACE)-shm
 	$(BUILD_DIR)/bin/partrain launch -n 4 --workload gpt --dp 2 --tp 2 --micro-batch 2 --steps 12 --trace $(DEMO_TRACE)
-	$(BUILD_DIR)/bin/partrain export --format chrome $(DEMO_TRACE) -o $(BUILD_DIR)/demo.json
+	$(BUILD_DIR)/bin/partrain export --format chrome --force $(DEMO_TRACE) -o $(BUILD_DIR)/demo.json
 	@echo "open $(BUILD_DIR)/demo.json in https://ui.perfetto.dev or chrome://tracing"
 	@echo "== partrain bench collectives: 4 ranks, Gloo over loopback =="
 	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1K -e 16M -f 4 --op all_reduce

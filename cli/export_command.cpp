@@ -33,6 +33,7 @@ struct ExportFlags {
   std::string format = "chrome";
   std::string ranks;
   std::string steps;
+  bool force = false;
 };
 
 StatusOr<ChromeExportOptions> export_options(const ExportFlags& flags) {
@@ -58,6 +59,11 @@ StatusOr<fs::path> output_path(const ExportFlags& flags) {
   std::error_code ec;
   if (fs::equivalent(out, flags.trace, ec)) {
     return invalid_argument("the output {} is the trace itself: name another file with -o",
+                            out.string());
+  }
+  // As merge and nsys export: what is there may be another export, or another run's trace.
+  if (!flags.force && fs::exists(fs::symlink_status(out, ec))) {
+    return invalid_argument("{} exists: pass --force to replace it, or name another file with -o",
                             out.string());
   }
   return out;
@@ -127,7 +133,8 @@ constexpr const char* kExportFooter =
     "bigger traces with --rank/--steps, or run `trace_processor_shell --httpd trace.json` and "
     "open ui.perfetto.dev, which then uses that native trace processor.\n"
     "Exit codes: 0 written; 1 the output could not be written; 2 bad --format, --rank (a rank "
-    "not in the trace), --steps or -o; 3 unreadable trace (not a partrain trace, newer schema, "
+    "not in the trace), --steps or -o (an existing file without --force); 3 unreadable trace (not "
+    "a partrain trace, newer schema, "
     "corrupted).";
 
 }  // namespace
@@ -141,6 +148,7 @@ Subcommand add_export_command(CLI::App& parent) {
   cmd->add_option("trace", flags->trace, "Trace file (a partrain .db)")->required();
   cmd->add_option("-o,--output", flags->output,
                   "Output file (default: the trace's path with .json; - writes to stdout)");
+  cmd->add_flag("--force", flags->force, "Replace the output file if it exists");
   cmd->add_option("--format", flags->format, "Output format; accepted: chrome")
       ->capture_default_str();
   cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2");

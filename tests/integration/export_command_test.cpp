@@ -153,6 +153,19 @@ TEST_F(ExportCommandTest, ExplicitOutputIsWrittenWhole) {
   EXPECT_NO_THROW(json::parse(testing::read_file(out.string())));
 }
 
+// An existing file is not replaced without --force: it may be another run's trace.
+TEST_F(ExportCommandTest, ExistingOutputIsKeptWithoutForce) {
+  const fs::path other = dir_ / "other.db";
+  std::ofstream(other) << "another run's trace";
+  auto refused = run_partrain("export " + trace_.string() + " -o " + other.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(testing::read_file(other.string()), "another run's trace");
+  auto forced = run_partrain("export --force " + trace_.string() + " -o " + other.string());
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NO_THROW(json::parse(testing::read_file(other.string())));
+}
+
 TEST_F(ExportCommandTest, UnknownRankIsExit2NamingTheRanksAndLeavesNoFile) {
   auto result = run_partrain("export " + trace_.string() + " --rank 0,5");
   EXPECT_EQ(result.exit_code, 2);
