@@ -314,7 +314,12 @@ std::optional<Finding> compute_imbalance(const TemporalBreakdown& report) {
   });
   const RankBreakdown& most = *rows.back();
   const double high = compute_per_step(most), low = compute_per_step(*rows.front());
-  const double median = compute_per_step(*rows[rows.size() / 2]);
+  // The mean of the two middle ranks for an even count (docs/analysis.md's median).
+  const size_t middle = rows.size() / 2;
+  const double median =
+      rows.size() % 2 == 1
+          ? compute_per_step(*rows[middle])
+          : (compute_per_step(*rows[middle - 1]) + compute_per_step(*rows[middle])) / 2;
   const double window =
       most.ms_per_step(most.window_ns).value_or(ms(static_cast<double>(most.window_ns)));
   const double impact = window > 0 ? (high - median) / window : 0;

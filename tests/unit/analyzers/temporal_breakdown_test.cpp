@@ -227,6 +227,26 @@ TEST_F(TemporalBreakdownTest, ComputeImbalanceNamesTheSlowRank) {
   }
 }
 
+// Four ranks computing 4, 6, 7 and 9.5 ms: the median is the mean of the middle two, 6.5 ms,
+// not the upper one (7 ms), so the impact is (9.5 - 6.5) / 10.
+TEST_F(TemporalBreakdownTest, ComputeImbalanceMedianOfAnEvenCountIsTheMiddleTwosMean) {
+  std::vector<TraceEvent> events;
+  const double compute_ms[] = {4, 6, 7, 9.5};
+  for (int rank = 0; rank < 4; ++rank) {
+    for (auto& event : three_steps(rank)) events.push_back(event);
+    events.push_back(slice(rank, SC::kCompute, 10, 10 + compute_ms[rank], 1));
+    events.push_back(slice(rank, SC::kCompute, 20, 20 + compute_ms[rank], 2));
+  }
+  const std::vector<Finding> findings = temporal_findings(analyze(events, {}, 4));
+  ASSERT_TRUE(has_kind(findings, "compute_imbalance"));
+  for (const Finding& f : findings) {
+    if (f.kind != "compute_imbalance") continue;
+    EXPECT_EQ(f.rank, 3);
+    EXPECT_NE(f.evidence.find("the median rank 6.50 ms"), std::string::npos) << f.evidence;
+    EXPECT_NEAR(f.impact, 3.0 / 10, 1e-9);
+  }
+}
+
 TEST_F(TemporalBreakdownTest, WaitingInACollectiveInsideComputeIsNotImbalance) {
   std::vector<TraceEvent> events;
   for (int rank = 0; rank < 2; ++rank) {
