@@ -165,7 +165,8 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   return Status::ok();
 }
 
-int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) {
+int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
+               const std::vector<std::string>& workload_flags) {
   auto config = to_config(flags);
   if (!config.is_ok()) {
     log::error("{}", config.status().message());
@@ -184,6 +185,16 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars) 
     }
   } else if (flags.json) {
     log::error("--json applies to --workload runs (it prints their summary)");
+    return 2;
+  } else if (!workload_flags.empty()) {
+    // `--inject crash:rank=1 -- python3 train.py` would otherwise pass without injecting anything.
+    std::string names;
+    for (const std::string& name : workload_flags) names += (names.empty() ? "" : ", ") + name;
+    const bool one = workload_flags.size() == 1;
+    log::error(
+        "{} {} to --workload runs, not to a command: drop {} (from the command line, the "
+        "PARTRAIN_ environment and --config), or run --workload gpt|mlp",
+        names, one ? "applies" : "apply", one ? "it" : "them");
     return 2;
   }
   auto exit_code = flags.tui ? launch_with_dashboard(*config) : launch::launch(*config);
@@ -298,7 +309,9 @@ Subcommand add_launch_command(CLI::App& parent) {
                 "goes to --log-dir (default: beside the trace, <run-id>.logs/)");
   add_workload_flags(*cmd, flags->workload);
   cmd->footer(kLaunchFooter);
-  return {cmd, [flags, cmd] { return run_launch(*flags, flag_env_names(*cmd)); }};
+  return {cmd, [flags, cmd] {
+            return run_launch(*flags, flag_env_names(*cmd), workload_flags_given(*cmd));
+          }};
 }
 
 }  // namespace partrain::cli

@@ -2,10 +2,24 @@
 
 namespace partrain::cli {
 
+namespace {
+constexpr const char* kGroupPrefix = "Workload ";
+}  // namespace
+
+std::vector<std::string> workload_flags_given(const CLI::App& command) {
+  std::vector<std::string> given;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_group().rfind(kGroupPrefix, 0) != 0 || option->count() == 0) continue;
+    if (option->get_name() == "--workload") continue;
+    given.push_back(option->get_name());
+  }
+  return given;
+}
+
 void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
-  const std::string model = "Workload model";
-  const std::string layout = "Workload layout";
-  const std::string training = "Workload training";
+  const std::string model = std::string(kGroupPrefix) + "model";
+  const std::string layout = std::string(kGroupPrefix) + "layout";
+  const std::string training = std::string(kGroupPrefix) + "training";
   command.add_option("--workload", f.workload,
                      "Run a built-in workload instead of a command: gpt or mlp")
       ->check(CLI::IsMember({"gpt", "mlp"}))->group(model);

@@ -42,6 +42,9 @@ struct WorkloadFlags {
 };
 
 void add_workload_flags(CLI::App& command, WorkloadFlags& flags);
+// The workload flags given (on the command line, through PARTRAIN_<FLAG> or --config) other than
+// --workload itself: a run of a command takes none of them.
+std::vector<std::string> workload_flags_given(const CLI::App& command);
 
 // Builds and checks the workload for `world` ranks: exit 2 naming the constraint otherwise.
 StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& flags, int world,

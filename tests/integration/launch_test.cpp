@@ -198,6 +198,19 @@ TEST_F(LaunchTest, ArgumentsThatAreNotUtf8ReachTheWorkerUnchanged) {
   EXPECT_EQ(r.out, latin1 + "\n");
 }
 
+// `--inject crash:rank=1 -- python3 train.py` must not pass without injecting anything: workload
+// flags with a command are a usage error naming them, whether typed or from the environment.
+TEST_F(LaunchTest, WorkloadFlagsWithACommandAreAUsageError) {
+  Finished inject = run_partrain({"launch", "-n", "2", "--inject", "crash:rank=1", "--", "true"});
+  EXPECT_EQ(inject.exit_code, 2) << inject.err;
+  EXPECT_TRUE(contains(inject.err, "--inject applies to --workload runs")) << inject.err;
+  Finished layout = run_partrain({"launch", "-n", "2", "--dp", "2", "--steps", "5", "--", "true"});
+  EXPECT_EQ(layout.exit_code, 2) << layout.err;
+  EXPECT_TRUE(contains(layout.err, "--steps, --dp apply to --workload runs")) << layout.err;
+  Finished plain = run_partrain({"launch", "-n", "2", "--", "true"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+}
+
 TEST_F(LaunchTest, NoPrefixAndLogDir) {
   Finished plain = run_partrain({"launch", "-n", "1", "--no-prefix", "--", "echo", "bare"});
   EXPECT_EQ(plain.out, "bare\n");
