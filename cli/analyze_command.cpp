@@ -106,7 +106,7 @@ Subcommand add_analyze_command(CLI::App& parent) {
                   "--skip-steps)");
   cmd->add_option("--skip-steps", flags->skip_steps, "Warm-up steps left out of the window")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_flag("--json", flags->json, "Print the report as JSON on stdout");
   cmd->footer(kAnalyzeFooter);
   return {cmd, [flags] { return run_analyze(*flags); }};

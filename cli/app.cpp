@@ -1,9 +1,12 @@
 #include "cli/app.h"
 
-#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -13,8 +16,6 @@
 #include "cli/version.h"
 #include "core/byte_size.h"
 #include "core/log.h"
-
-#include <fmt/format.h>
 
 namespace partrain::cli {
 namespace {
@@ -122,6 +123,35 @@ int run(int argc, char** argv) {
   }
   std::fprintf(stderr, "partrain: error: no subcommand given\nRun 'partrain --help'.\n");
   return 2;
+}
+
+namespace {
+
+// A number as CLI11 reads it, or nothing; then whether it passes `wanted`.
+CLI::Validator number_check(bool (*wanted)(double), const char* what) {
+  return CLI::Validator(
+      [wanted, what](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(input.c_str(), &end);
+        if (input.empty() || end != input.c_str() + input.size()) {
+          return fmt::format("'{}' is not a number", input);
+        }
+        if (!std::isfinite(value) || !wanted(value)) {
+          return fmt::format("must be {}, got {}", what, input);
+        }
+        return {};
+      },
+      "", "");
+}
+
+}  // namespace
+
+CLI::Validator positive_number() {
+  return number_check([](double v) { return v > 0; }, "a positive number");
+}
+
+CLI::Validator non_negative_number() {
+  return number_check([](double v) { return v >= 0; }, "0 or more");
 }
 
 int report_error(const Status& status) {

@@ -31,6 +31,11 @@ Subcommand add_analyze_command(CLI::App& parent);
 Subcommand add_recommend_command(CLI::App& parent);
 Subcommand add_top_command(CLI::App& parent);
 
+// Checks for flags that take a positive (or a non-negative) number, with messages that say so:
+// CLI11's PositiveNumber and NonNegativeNumber name their range with DBL_MAX's 309 digits.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+
 // `status`'s message on stderr; returns its exit code.
 int report_error(const Status& status);
 // A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.

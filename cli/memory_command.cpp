@@ -135,10 +135,11 @@ StatusOr<std::string> render(const MemoryFlags& f) {
 }
 
 void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
-  cmd.add_option("--micro-batch", f.micro_batch, "Sequences per micro-batch b")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  cmd.add_option("--micro-batch", f.micro_batch, "Sequences per micro-batch b")
+      ->capture_default_str()
+      ->check(positive_number());
   cmd.add_option("--global-batch", f.global_batch, "Sequences per step (default dp x micro-batch)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   for (auto [name, value, help] : {std::tuple{"--dp", &f.dp, "Data-parallel degree"},
                                    std::tuple{"--tp", &f.tp, "Tensor-parallel degree t"},
                                    std::tuple{"--pp", &f.pp, "Pipeline-parallel degree p"},
@@ -165,7 +166,8 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
                              "bf16-fp32grad-accum"}));
   cmd.add_option("--bytes-per-param", f.bytes_per_param,
                  "Model-state bytes per parameter (custom recipe: the rest after params and grads "
-                 "is optimizer state)")->check(CLI::PositiveNumber);
+                 "is optimizer state)")
+      ->check(positive_number());
   cmd.add_option("--dropout", f.dropout, "Dropout probability; > 0 counts the 1-byte masks")
       ->capture_default_str()->check(CLI::Range(0.0, 0.999));
   cmd.add_option("--optimizer", f.optimizer, "adamw or sgd")->capture_default_str()
@@ -176,8 +178,10 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
                  "(4G)")->capture_default_str();
   cmd.add_option("--bucket-size", f.bucket_size, "DDP gradient bucket (bytes, or 25M)")->capture_default_str();
   cmd.add_flag("--inference", f.inference, "Weights and KV cache only (no grads or optimizer)");
-  cmd.add_option("--kv-len", f.kv_len, "Prompt tokens in the KV cache (--inference)")->check(CLI::NonNegativeNumber);
-  cmd.add_option("--gen-len", f.gen_len, "Generated tokens in the KV cache (--inference)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--kv-len", f.kv_len, "Prompt tokens in the KV cache (--inference)")
+      ->check(non_negative_number());
+  cmd.add_option("--gen-len", f.gen_len, "Generated tokens in the KV cache (--inference)")
+      ->check(non_negative_number());
 }
 
 }  // namespace

@@ -71,15 +71,19 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
   cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
   cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--layers", f.layers, "Transformer layers (overrides the preset's)")->check(CLI::PositiveNumber);
-  cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(CLI::PositiveNumber);
-  cmd.add_option("--heads", f.heads, "Attention heads a")->check(CLI::PositiveNumber);
-  cmd.add_option("--kv-heads", f.kv_heads, "Key/value heads (grouped-query attention)")->check(CLI::PositiveNumber);
-  cmd.add_option("--ffn", f.ffn, "MLP inner size (default 4h; with --swiglu LLaMA's 8h/3 rounded to 256)")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--vocab", f.vocab, "Vocabulary size V")->check(CLI::PositiveNumber);
-  cmd.add_option("--seq", f.seq, "Sequence length s (overrides the preset's)")->check(CLI::PositiveNumber);
+      ->check(positive_number());
+  cmd.add_option("--layers", f.layers, "Transformer layers (overrides the preset's)")
+      ->check(positive_number());
+  cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(positive_number());
+  cmd.add_option("--heads", f.heads, "Attention heads a")->check(positive_number());
+  cmd.add_option("--kv-heads", f.kv_heads, "Key/value heads (grouped-query attention)")
+      ->check(positive_number());
+  cmd.add_option("--ffn", f.ffn,
+                 "MLP inner size (default 4h; with --swiglu LLaMA's 8h/3 rounded to 256)")
+      ->check(positive_number());
+  cmd.add_option("--vocab", f.vocab, "Vocabulary size V")->check(positive_number());
+  cmd.add_option("--seq", f.seq, "Sequence length s (overrides the preset's)")
+      ->check(positive_number());
   cmd.add_flag("--swiglu", f.swiglu, "LLaMA-style SwiGLU MLP (3 matrices h x ffn)");
   cmd.add_flag("--rmsnorm", f.rmsnorm, "RMSNorm instead of LayerNorm");
   cmd.add_flag("--no-bias", f.no_bias, "Linear layers without biases (LLaMA)");

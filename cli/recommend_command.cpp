@@ -228,7 +228,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--cluster", f->cluster, "Cluster JSON: gpus_per_node, intra/inter_node_bandwidth "
                                            "(bytes/s) and _latency_us (see docs/recommend.md)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")
+      ->check(positive_number());
   cmd->add_option("--precision", f->precision, "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, "
                                                "bf16-fp32grad-accum")->capture_default_str()
       ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad",

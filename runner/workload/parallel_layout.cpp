@@ -21,19 +21,29 @@ std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
 }
 
 Status apply_strategy(std::string_view strategy, ParallelLayout& layout) {
+  // A degree given beside the shorthand (not its default) that the shorthand would change is a
+  // contradiction, not something to override silently.
+  auto set = [&](int& degree, int value, int unset, const char* flag) -> Status {
+    if (degree != unset && degree != value) {
+      return invalid_argument("--strategy {} means {} {}, but {} {} was given: pass one of them",
+                              strategy, flag, value, flag, degree);
+    }
+    degree = value;
+    return Status::ok();
+  };
   if (strategy == "ddp") {
-    layout.zero = 0;
+    return set(layout.zero, 0, 0, "--zero");
   } else if (strategy == "zero1") {
-    layout.zero = 1;
+    return set(layout.zero, 1, 0, "--zero");
   } else if (strategy == "zero2") {
-    layout.zero = 2;
+    return set(layout.zero, 2, 0, "--zero");
   } else if (strategy == "fsdp") {
-    layout.zero = 3;
+    return set(layout.zero, 3, 0, "--zero");
   } else if (strategy == "tp" || strategy == "sp") {
-    layout.tp = layout.world;
     layout.sp = strategy == "sp";
+    return set(layout.tp, layout.world, 1, "--tp");
   } else if (strategy == "pp") {
-    layout.pp = layout.world;
+    return set(layout.pp, layout.world, 1, "--pp");
   } else {
     return invalid_argument("--strategy '{}' is not one of ddp, zero1, zero2, fsdp, tp, sp, pp",
                             strategy);

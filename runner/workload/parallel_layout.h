@@ -59,7 +59,8 @@ struct ResolvedLayout {
   int64_t bucket_bytes = 25'000'000;
 };
 
-// Applies `--strategy ddp|zero1|zero2|fsdp|tp|sp|pp` to a layout whose other degrees are unset.
+// Applies `--strategy ddp|zero1|zero2|fsdp|tp|sp|pp` to a layout; kInvalidArgument when a degree
+// the shorthand sets was given otherwise (not its default: --zero 0, --tp 1, --pp 1).
 Status apply_strategy(std::string_view strategy, ParallelLayout& layout);
 
 // Fills defaults and checks the layout against the world and the model; an invalid layout is

@@ -97,6 +97,12 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
       {"--model llama-2-7b --dp 4 --global-batch 6", "multiple of --dp x --micro-batch"},
       {"--model llama-2-7b --pp 4 --pp-split 8,8,8", "one per stage"},
       {"--layers 4 --hidden 64", "give --model PRESET"},
+      // Said plainly, not as a range up to DBL_MAX's 309 digits.
+      {"--model llama-2-7b --layers 0", "--layers: must be a positive number, got 0"},
+      {"--params -5", "--params: must be a positive number, got -5"},
+      {"--params inf", "--params: must be a positive number, got inf"},
+      {"--model llama-2-7b --seq 2k", "--seq: '2k' is not a number"},
+      {"--model llama-2-7b --seq 99999999999", "past the 4 EiB partrain counts"},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_partrain(std::string("memory ") + args);

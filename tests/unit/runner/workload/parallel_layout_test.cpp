@@ -126,5 +126,26 @@ TEST(ApplyStrategy, ShorthandsSetTheDegrees) {
   EXPECT_FALSE(apply_strategy("zero4", pp).is_ok());
 }
 
+// A degree given beside the shorthand that contradicts it is refused, not overridden; one that
+// agrees with it is fine.
+TEST(ApplyStrategy, ContradictingDegreesAreRefused) {
+  ParallelLayout fsdp = world_of(2);
+  fsdp.zero = 1;
+  Status refused = apply_strategy("fsdp", fsdp);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.message(),
+            "--strategy fsdp means --zero 3, but --zero 1 was given: pass one of them");
+  ParallelLayout ddp = world_of(2);
+  ddp.zero = 3;
+  EXPECT_FALSE(apply_strategy("ddp", ddp).is_ok());
+  ParallelLayout tp = world_of(4);
+  tp.tp = 2;
+  EXPECT_FALSE(apply_strategy("tp", tp).is_ok());
+  ParallelLayout agreeing = world_of(4);
+  agreeing.pp = 4;
+  EXPECT_TRUE(apply_strategy("pp", agreeing).is_ok());
+  EXPECT_EQ(agreeing.pp, 4);
+}
+
 }  // namespace
 }  // namespace partrain::runner
