@@ -32,8 +32,10 @@ bool is_corruption(int code) {
 }
 
 Status corrupted(const std::filesystem::path& path, std::string_view detail) {
-  return unreadable("{} is a truncated or corrupted trace ({}); it cannot be read", path.string(),
-                    detail);
+  return unreadable(
+      "{} is a truncated or corrupted trace ({}); it cannot be read: record the run "
+      "again, or salvage its rows with `sqlite3 {} .recover | sqlite3 copy.db`",
+      path.string(), detail, path.string());
 }
 
 // The 16-byte magic every SQLite 3 database starts with.
@@ -77,10 +79,29 @@ Status check_identity(TraceFile& trace) {
   return Status::ok();
 }
 
+// SQLite's check lists every problem it found, a line each (up to 100, after a "*** in
+// database main ***" header): the first names the kind of damage, the count says how much.
+std::string first_problem(std::string_view report) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start <= report.size();) {
+    size_t end = report.find('\n', start);
+    if (end == std::string_view::npos) end = report.size();
+    std::string_view line = report.substr(start, end - start);
+    if (!line.empty() && !line.starts_with("*** in database")) lines.push_back(line);
+    start = end + 1;
+  }
+  if (lines.empty()) return std::string(report);
+  if (lines.size() == 1) return std::string(lines[0]);
+  return fmt::format("{}, and {} more problem{}", lines[0], lines.size() - 1,
+                     lines.size() == 2 ? "" : "s");
+}
+
 Status quick_check(TraceFile& trace, std::string_view sql) {
   auto result = trace.db.query_text(sql);
   if (!result.is_ok()) return corrupted(trace.path, trace.db.error_message());
-  if (result->value_or("") != "ok") return corrupted(trace.path, result->value_or("no result"));
+  if (result->value_or("") != "ok") {
+    return corrupted(trace.path, first_problem(result->value_or("no result")));
+  }
   return Status::ok();
 }
 

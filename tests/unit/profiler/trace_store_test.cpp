@@ -478,6 +478,12 @@ TEST_F(TraceStoreTest, BadInputsSayWhichCase) {
     f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   }
   expect_unreadable(corrupt, "truncated or corrupted");
+  // One line naming the first problem and how many more, and the way out, not SQLite's list of
+  // up to 100 lines.
+  const std::string said = open_trace(corrupt).status().message();
+  EXPECT_EQ(said.find('\n'), std::string::npos) << said;
+  EXPECT_LT(said.size(), 400u) << said;
+  EXPECT_NE(said.find(".recover"), std::string::npos) << said;
 
   // None of the failed opens wrote to its input.
   EXPECT_EQ(fs::file_size(file("text.db")), 14u);
