@@ -57,12 +57,23 @@ std::string table_header(size_t width) {
                      "bottleneck");
 }
 
+// The categories of a GPU's memory that make up its total in training.
+std::string memory_parts_text(const memory::StageMemory& m) {
+  return fmt::format("params {}, grads {}, optimizer {}, activations {}, comm {}, reserve {}",
+                     gib(m.params), gib(m.grads), gib(m.optimizer), gib(m.activations), gib(m.comm),
+                     gib(m.reserve));
+}
+
 std::string breakdown_text(const StepCost& c) {
   std::string text = fmt::format("step {} =", seconds_text(c.step_s));
   bool first = true;
   for (const auto& [name, value] : cost_terms(c)) {
-    if (value <= 0 && name != "compute") continue;
-    text += fmt::format("{} {} {}", first ? "" : " +", name, seconds_text(value));
+    // A calibrated overhead may be negative (the measured run was faster than the model): the
+    // terms still add up to the step, as --json's do.
+    if (value == 0 && name != "compute") continue;
+    const bool negative = value < 0 && !first;
+    text += fmt::format("{} {} {}", first ? "" : (negative ? " -" : " +"), name,
+                        seconds_text(negative ? -value : value));
     if (name == "compute" && c.recompute_s > 0) {
       text += fmt::format(" (recompute {})", seconds_text(c.recompute_s));
     }
@@ -226,11 +237,9 @@ std::string format_explain_text(const SearchResult& result, const std::vector<Al
   if (result.ranked.empty()) return "";
   const Candidate& w = result.ranked.front();
   std::string text = fmt::format("\nwhy {} wins:\n  {}\n", layout_label(w.layout), breakdown_text(w.cost));
-  text += fmt::format("  memory {} of {} per GPU (params {}, grads {}, optimizer {}, activations {}, "
-                      "reserve {}); MFU {:.1f}%, bottleneck {}\n",
-                      gib(w.heaviest.total()), gib(w.capacity_bytes), gib(w.heaviest.params),
-                      gib(w.heaviest.grads), gib(w.heaviest.optimizer), gib(w.heaviest.activations),
-                      gib(w.heaviest.reserve), 100 * w.cost.mfu, w.cost.bottleneck);
+  text += fmt::format("  memory {} of {} per GPU ({}); MFU {:.1f}%, bottleneck {}\n",
+                      gib(w.heaviest.total()), gib(w.capacity_bytes), memory_parts_text(w.heaviest),
+                      100 * w.cost.mfu, w.cost.bottleneck);
   const size_t shown = std::min(runners_up + 1, result.ranked.size());
   if (shown > 1) text += "runners-up:\n";
   for (size_t i = 1; i < shown; ++i) {
@@ -281,12 +290,9 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
 
 std::string format_check_text(const RecommendContext& context, const Candidate& c) {
   std::string text = header(context) + format_calibration_text(context.calibrations);
-  text += fmt::format("{}: {} — {} of {} per GPU (params {}, grads {}, optimizer {}, activations {}, "
-                      "comm {}, reserve {})\n",
-                      layout_label(c.layout), c.fits ? "fits" : "DOES NOT FIT", gib(c.heaviest.total()),
-                      gib(c.capacity_bytes), gib(c.heaviest.params), gib(c.heaviest.grads),
-                      gib(c.heaviest.optimizer), gib(c.heaviest.activations), gib(c.heaviest.comm),
-                      gib(c.heaviest.reserve));
+  text += fmt::format("{}: {} — {} of {} per GPU ({})\n", layout_label(c.layout),
+                      c.fits ? "fits" : "DOES NOT FIT", gib(c.heaviest.total()),
+                      gib(c.capacity_bytes), memory_parts_text(c.heaviest));
   if (c.discouraged) {
     text += "discouraged: ZeRO-2/3 with PP reduce-scatters gradients after every micro-batch\n";
   }

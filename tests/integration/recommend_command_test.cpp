@@ -50,6 +50,12 @@ TEST(RecommendCommand, ExplainSaysWhyTheWinnerWinsAndWhyAlternativesLose) {
   EXPECT_NE(r.out.find("why "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("runners-up:"), std::string::npos);
   EXPECT_NE(r.out.find("% slower"), std::string::npos);
+  // The winner's memory names every category its total holds, comm (ZeRO-3's gathered layers,
+  // DDP's buckets) included.
+  const size_t memory_line = r.out.find("  memory ");
+  ASSERT_NE(memory_line, std::string::npos) << r.out;
+  const std::string line = r.out.substr(memory_line, r.out.find('\n', memory_line) - memory_line);
+  EXPECT_NE(line.find(", comm "), std::string::npos) << line;
   // 70B parameters x 16 bytes do not fit 80 GB per GPU with DDP on 64 GPUs.
   EXPECT_NE(r.out.find("data parallel only (DDP, ZeRO-0): does not fit"), std::string::npos) << r.out;
 }
