@@ -98,6 +98,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::string message = e.what();
+    // A --config file that is not there is input that cannot be read, as a missing trace is.
+    const std::string kMissingConfig = "--config: File does not exist: ";
+    if (message.rfind(kMissingConfig, 0) == 0) {
+      std::fprintf(stderr, "partrain: error: cannot read --config %s: no such file\n",
+                   message.substr(kMissingConfig.size()).c_str());
+      return 3;
+    }
     const std::string kUnknownKey = "INI was not able to parse ";
     if (message.rfind(kUnknownKey, 0) == 0) {
       message = fmt::format("--config: '{}' is not a flag of `{}` (keys are long flag names)",

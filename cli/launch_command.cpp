@@ -100,6 +100,9 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   if (flags.no_trace && flags.trace_file) {
     return invalid_argument("pass either --trace FILE or --no-trace, not both");
   }
+  if (flags.trace_file && flags.trace_file->empty()) {
+    return invalid_argument("--trace needs a file name (an empty one would trace into nothing)");
+  }
   if (flags.no_trace && flags.trace_max_size) {
     return invalid_argument("--trace-max-size limits the trace: drop it or --no-trace");
   }

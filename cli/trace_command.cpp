@@ -19,6 +19,10 @@ struct TraceFlags {
 };
 
 int run_trace(const TraceFlags& flags) {
+  if (flags.output && flags.output->empty()) {
+    log::error("-o needs a file name (an empty one would trace into nothing)");
+    return 2;
+  }
   launch::TracedCommandConfig config;
   config.command = flags.command;
   config.output = flags.output;

@@ -59,7 +59,7 @@ TEST(Cli, UsageErrorsExitTwoWithTheReason) {
   EXPECT_NE(bad_workload.err.find("PARTRAIN_WORKLOAD_CONFIG"), std::string::npos)
       << bad_workload.err;
   CommandResult bad_config = run_partrain("bench collectives --config /nonexistent.toml");
-  EXPECT_EQ(bad_config.exit_code, 2);
+  EXPECT_EQ(bad_config.exit_code, 3);  // unreadable input, as a missing trace
   EXPECT_NE(bad_config.err.find("nonexistent.toml"), std::string::npos) << bad_config.err;
 }
 

@@ -211,6 +211,16 @@ TEST_F(LaunchTest, WorkloadFlagsWithACommandAreAUsageError) {
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
 }
 
+// An empty trace name would trace into SQLite's temporary database and keep nothing.
+TEST_F(LaunchTest, EmptyTraceNamesAreAUsageError) {
+  Finished launch = run_partrain({"launch", "-n", "1", "--trace", "", "--", "true"});
+  EXPECT_EQ(launch.exit_code, 2) << launch.err;
+  EXPECT_TRUE(contains(launch.err, "--trace needs a file name")) << launch.err;
+  Finished trace = run_partrain({"trace", "-o", "", "--", "true"});
+  EXPECT_EQ(trace.exit_code, 2) << trace.err;
+  EXPECT_TRUE(contains(trace.err, "-o needs a file name")) << trace.err;
+}
+
 TEST_F(LaunchTest, NoPrefixAndLogDir) {
   Finished plain = run_partrain({"launch", "-n", "1", "--no-prefix", "--", "echo", "bare"});
   EXPECT_EQ(plain.out, "bare\n");
