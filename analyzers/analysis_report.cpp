@@ -7,9 +7,6 @@
 #include <algorithm>
 #include <tuple>
 
-#include "core/clock.h"
-#include "core/log.h"
-
 #include "analyzers/collective_groups.h"
 #include "analyzers/collective_stats.h"
 #include "analyzers/memory_vs_estimate.h"
@@ -17,6 +14,9 @@
 #include "analyzers/stragglers.h"
 #include "analyzers/temporal_breakdown.h"
 #include "analyzers/top_kernels.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/subprocess.h"
 #include "profiler/chrome_export.h"
 
 namespace partrain::analyzers {
@@ -37,12 +37,51 @@ Status add_section(AnalysisReport& out, std::string json_key, StatusOr<Report> r
 }
 
 Status read_run_row(const profiler::SqliteDb& db, AnalysisReport& out) {
-  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(db, "SELECT status, command FROM runs"));
+  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
+                                  db,
+                                  "SELECT r.status, r.command, r.failing_rank, k.exit_code, "
+                                  "k.exit_signal FROM runs r LEFT JOIN ranks k "
+                                  "ON k.rank = r.failing_rank"));
   if (stmt.step() == SQLITE_ROW) {
     out.status = stmt.column_is_null(0) ? "unknown" : stmt.column_text(0);
     out.command = stmt.column_is_null(1) ? "" : stmt.column_text(1);
+    auto optional_int = [&](int column) -> std::optional<int> {
+      if (stmt.column_is_null(column)) return std::nullopt;
+      return static_cast<int>(stmt.column_int(column));
+    };
+    out.failing_rank = optional_int(2);
+    out.failing_exit_code = optional_int(3);
+    out.failing_exit_signal = optional_int(4);
   }
   return Status::ok();
+}
+
+// A failed run's first failure is the finding every other one may follow from: the ranks the
+// launcher stopped after it end their records early, and collectives they never reached look
+// missing.
+std::optional<Finding> rank_failed_finding(const AnalysisReport& report) {
+  if (report.status != "failed" || !report.failing_rank) return std::nullopt;
+  const int rank = *report.failing_rank;
+  std::string how = "failed";
+  if (report.failing_exit_signal.value_or(0) != 0) {
+    how = fmt::format("was killed by signal {} ({})", *report.failing_exit_signal,
+                      signal_name(*report.failing_exit_signal));
+  } else if (report.failing_exit_code) {
+    how = fmt::format("exited with code {}", *report.failing_exit_code);
+  }
+  Finding finding;
+  finding.kind = "rank_failed";
+  finding.severity = Severity::kCritical;
+  finding.rank = rank;
+  finding.impact = 1;
+  finding.evidence = fmt::format(
+      "the run failed: rank {} {} first, and the launcher stopped the others", rank, how);
+  finding.advice = fmt::format(
+      "start from rank {}: its last output (the launcher's failure summary, or --log-dir) and its "
+      "flight-recorder dump; collectives the other ranks did not record after it failed follow "
+      "from it",
+      rank);
+  return finding;
 }
 
 // The collective statistics and the straggler analysis from one read of the (comm_id, seq)
@@ -66,9 +105,14 @@ Status add_collective_sections(const profiler::SqliteDb& db, const AnalysisWindo
 }  // namespace
 
 void sort_findings(std::vector<Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    return std::make_tuple(-a.impact, -static_cast<int>(a.severity), a.kind, a.rank.value_or(-1)) <
-           std::make_tuple(-b.impact, -static_cast<int>(b.severity), b.kind, b.rank.value_or(-1));
+  auto precedence = [](const Finding& f) {
+    return f.kind == "rank_failed" ? 0 : f.kind == "trace_data_loss" ? 1 : 2;
+  };
+  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
+    return std::make_tuple(precedence(a), -a.impact, -static_cast<int>(a.severity), a.kind,
+                           a.rank.value_or(-1)) < std::make_tuple(precedence(b), -b.impact,
+                                                                  -static_cast<int>(b.severity),
+                                                                  b.kind, b.rank.value_or(-1));
   });
 }
 
@@ -77,6 +121,9 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
   out.started_ns = monotonic_ns();
   out.window = window;
   RETURN_IF_ERROR(read_run_row(db, out));
+  if (std::optional<Finding> failed = rank_failed_finding(out)) {
+    out.findings.push_back(std::move(*failed));
+  }
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
   for (Finding& finding : data_loss_findings(out.data_loss)) {
     out.findings.push_back(std::move(finding));

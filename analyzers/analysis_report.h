@@ -4,10 +4,10 @@
 // one is a single add_section call in analysis_report.cpp.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analyzers/analysis_window.h"
 #include "analyzers/finding.h"
@@ -30,13 +30,18 @@ struct AnalysisReport {
   nlohmann::json extra_json = nlohmann::json::object();
   std::string status;  // runs.status: completed, failed, killed, incomplete, running
   std::string command;
+  // A failed run: the rank that failed first and how it ended (the ranks table's exit).
+  std::optional<int> failing_rank;
+  std::optional<int> failing_exit_code;
+  std::optional<int> failing_exit_signal;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
   std::vector<ReportSection> sections;
   std::vector<Finding> findings;  // highest impact first
 };
 
 StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window);
-// Findings by impact, then severity, then kind and rank (a stable, total order).
+// The failed rank first and lost trace data second (every other finding follows from them),
+// then by impact, severity, kind and rank (a stable, total order).
 void sort_findings(std::vector<Finding>& findings);
 
 // "steps 1..5 (warm-up 1 skipped)", "steps 2..4 (selected)", "whole run (no steps recorded)".

@@ -79,15 +79,16 @@ Status select_steps(const std::vector<int64_t>& recorded, const WindowOptions& o
     return invalid_argument("--skip-steps {}: give a number of warm-up steps, 0 or more",
                             options.skip_steps);
   }
-  if (static_cast<size_t>(options.skip_steps) >= recorded.size()) {
+  const int skip = options.skip_is_default && recorded.size() == 1 ? 0 : options.skip_steps;
+  if (static_cast<size_t>(skip) >= recorded.size()) {
     return invalid_argument(
         "--skip-steps {} leaves none of the {} steps ({}..{}): skip fewer (--skip-steps 0 keeps "
         "them all) or record more steps",
         options.skip_steps, recorded.size(), lowest, highest);
   }
-  window.first_step = recorded[static_cast<size_t>(options.skip_steps)];
+  window.first_step = recorded[static_cast<size_t>(skip)];
   window.last_step = highest;
-  window.skipped_steps = options.skip_steps;
+  window.skipped_steps = skip;
   return Status::ok();
 }
 

@@ -25,6 +25,9 @@ struct WindowOptions {
   std::vector<int> ranks;                // empty: every rank of the trace
   std::optional<StepSelection> steps;    // explicit steps win over skip_steps
   int skip_steps = 1;                    // warm-up steps left out (`--skip-steps`)
+  // skip_steps is the default, not asked for: a trace with a single step (a run that failed or
+  // was stopped early) keeps it rather than leaving nothing to analyse.
+  bool skip_is_default = false;
 };
 
 // One rank's part of the window on the run-wide timeline.

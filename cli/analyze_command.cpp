@@ -24,13 +24,14 @@ struct AnalyzeFlags {
   std::string trace;
   std::string ranks;
   std::string steps;
-  int skip_steps = 1;
+  std::optional<int> skip_steps;  // unset: 1, and a trace of a single step keeps it
   bool json = false;
 };
 
 StatusOr<analyzers::WindowOptions> window_options(const AnalyzeFlags& flags) {
   analyzers::WindowOptions options;
-  options.skip_steps = flags.skip_steps;
+  options.skip_steps = flags.skip_steps.value_or(1);
+  options.skip_is_default = !flags.skip_steps.has_value();
   if (!flags.ranks.empty()) {
     ASSIGN_OR_RETURN(options.ranks, parse_rank_list(flags.ranks));
   }
@@ -104,8 +105,9 @@ Subcommand add_analyze_command(CLI::App& parent) {
   cmd->add_option("--steps", flags->steps,
                   "Only these training steps (inclusive): A:B, A:, :B or A (wins over "
                   "--skip-steps)");
-  cmd->add_option("--skip-steps", flags->skip_steps, "Warm-up steps left out of the window")
-      ->capture_default_str()
+  cmd->add_option("--skip-steps", flags->skip_steps,
+                  "Warm-up steps left out of the window (default 1; a trace with a single step, "
+                  "such as a run that failed early, keeps it)")
       ->check(non_negative_number());
   cmd->add_flag("--json", flags->json, "Print the report as JSON on stdout");
   cmd->footer(kAnalyzeFooter);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "tests/integration/command_runner.h"
@@ -78,6 +79,16 @@ TEST_F(FaultInjectTest, StoppedRanksKeepWhatTheyRecorded) {
               crashed)
         << "rank " << rank;
   }
+  // analyze names the rank that failed first, before anything that follows from it.
+  CommandResult analysis = run_partrain("analyze --json " + trace_.string());
+  ASSERT_EQ(analysis.exit_code, 0) << analysis.err;
+  const nlohmann::json findings = nlohmann::json::parse(analysis.out).at("findings");
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].at("kind"), "rank_failed") << findings.dump(2);
+  EXPECT_EQ(findings[0].at("rank"), 1) << findings.dump(2);
+  EXPECT_NE(findings[0].at("evidence").get<std::string>().find("signal 6 (SIGABRT)"),
+            std::string::npos)
+      << findings.dump(2);
 }
 
 TEST_F(FaultInjectTest, ExitEndsTheRankWithItsCode) {

@@ -104,6 +104,21 @@ TEST_F(AnalysisWindowTest, SkippingEveryStepIsAUsageError) {
       << window.status().message();
 }
 
+// A run that failed in its second step has one step: the default warm-up skip keeps it rather
+// than leaving nothing; asked for explicitly, skipping it is still an error.
+TEST_F(AnalysisWindowTest, DefaultSkipKeepsALoneStep) {
+  std::vector<TraceEvent> events = {rank_info(0)};
+  add_step(events, 0, 0, 0, 10);
+  auto trace = write_trace(std::move(events), 1);
+  WindowOptions by_default = skip_steps(1);
+  by_default.skip_is_default = true;
+  auto window = choose_window(trace.db, by_default);
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  EXPECT_EQ(window->first_step, 0);
+  EXPECT_EQ(window->skipped_steps, 0);
+  EXPECT_FALSE(choose_window(trace.db, skip_steps(1)).is_ok());
+}
+
 TEST_F(AnalysisWindowTest, RankFilterKeepsThoseRanksAndRefusesOthers) {
   auto trace = four_steps();
   auto one = choose_window(trace.db, select_ranks({1}));
