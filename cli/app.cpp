@@ -193,10 +193,26 @@ std::string invocation_line() {
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
   std::string line;
+  // The trace is shared (exported for Perfetto, attached to bug reports): --token's secret, the
+  // rendezvous password, is left out. Only partrain's own, before `--`: the rest is the command.
+  bool own_flags = true;
+  bool secret_next = false;
   for (size_t begin = 0; begin < text.size();) {
     size_t end = text.find('\0', begin);
     if (end == std::string::npos) end = text.size();
     std::string word = text.substr(begin, end - begin);
+    if (own_flags) {
+      if (secret_next) {
+        word = "REDACTED";
+        secret_next = false;
+      } else if (word == "--") {
+        own_flags = false;
+      } else if (word == "--token") {
+        secret_next = true;
+      } else if (word.starts_with("--token=")) {
+        word = "--token=REDACTED";
+      }
+    }
     if (!line.empty()) line += ' ';
     const bool plain = !word.empty() && word.find_first_of(" \t\n'\"$\\*?;&|<>()") ==
                                             std::string::npos;

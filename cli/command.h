@@ -45,7 +45,8 @@ int print_report(const StatusOr<std::string>& text);
 // for text that is no size or a size under 1 MiB (less than an empty trace with its reserve).
 StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
                                           const std::optional<std::string>& text);
-// This process's command line as typed (shell-quoted where needed), for a trace's run row.
+// This process's command line as typed (shell-quoted where needed), for a trace's run row;
+// partrain's own --token value reads REDACTED.
 std::string invocation_line();
 
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".

@@ -185,6 +185,19 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 }
 
+// The rendezvous token is a password: the run row's command (and so exports of the trace)
+// says REDACTED for it, while the worker's own arguments after `--` stay as typed.
+TEST_F(TraceLaunchTest, TheTokenIsLeftOutOfTheRecordedCommand) {
+  const fs::path db = dir_ / "token.db";
+  CommandResult r = run_partrain(fmt::format(
+      "launch -n 1 --token s3cret-value --trace {} -- echo --token visible-arg", db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string command = TraceQuery(db).rows("SELECT command FROM runs");
+  EXPECT_EQ(command.find("s3cret-value"), std::string::npos) << command;
+  EXPECT_NE(command.find("--token REDACTED"), std::string::npos) << command;
+  EXPECT_NE(command.find("--token visible-arg"), std::string::npos) << command;
+}
+
 // --nvml-interval reaches every rank (a CUDA rank samples its GPU's counters on it:
 // profiler/rank_gpu_counters.h; tests/gpu/trace_gpu_test.cpp checks the counters on a GPU); a
 // malformed one, or one with --no-trace, is a usage error naming the fix, before any rank starts.
