@@ -116,18 +116,25 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
+StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db) {
+  AnalysisReport run;
+  RETURN_IF_ERROR(read_run_row(db, run));
+  std::vector<Finding> findings;
+  if (std::optional<Finding> failed = rank_failed_finding(run)) {
+    findings.push_back(std::move(*failed));
+  }
+  ASSIGN_OR_RETURN(const std::vector<DataLossStat> losses, read_data_loss(db));
+  for (Finding& finding : data_loss_findings(losses)) findings.push_back(std::move(finding));
+  return findings;
+}
+
 StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window) {
   AnalysisReport out;
   out.started_ns = monotonic_ns();
   out.window = window;
   RETURN_IF_ERROR(read_run_row(db, out));
-  if (std::optional<Finding> failed = rank_failed_finding(out)) {
-    out.findings.push_back(std::move(*failed));
-  }
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
-  for (Finding& finding : data_loss_findings(out.data_loss)) {
-    out.findings.push_back(std::move(finding));
-  }
+  ASSIGN_OR_RETURN(out.findings, run_outcome_findings(db));
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
                               temporal_findings, format_temporal_breakdown,
                               temporal_breakdown_json));

@@ -40,6 +40,9 @@ struct AnalysisReport {
 };
 
 StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window);
+// The findings every other one may follow from, for analyze and top alike: the rank that failed
+// first (`rank_failed`) and what the trace lost (`trace_data_loss`).
+StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db);
 // The failed rank first and lost trace data second (every other finding follows from them),
 // then by impact, severity, kind and rank (a stable, total order).
 void sort_findings(std::vector<Finding>& findings);

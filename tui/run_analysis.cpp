@@ -53,6 +53,7 @@ Status analyze_for_dashboard(const profiler::SqliteDb& db, AnalysisSummary& out)
     return Status::ok();
   }
   AnalysisSummary summary;
+  ASSIGN_OR_RETURN(summary.findings, analyzers::run_outcome_findings(db));
   ASSIGN_OR_RETURN(const analyzers::TemporalBreakdown temporal,
                    analyzers::analyze_temporal_breakdown(db, *window));
   add_findings(summary.findings, temporal, analyzers::temporal_findings);

@@ -89,6 +89,12 @@ TEST_F(FaultInjectTest, StoppedRanksKeepWhatTheyRecorded) {
   EXPECT_NE(findings[0].at("evidence").get<std::string>().find("signal 6 (SIGABRT)"),
             std::string::npos)
       << findings.dump(2);
+  // So does top, whose findings are analyze's.
+  CommandResult top = run_partrain("top --json " + trace_.string());
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  const nlohmann::json top_findings = nlohmann::json::parse(top.out).at("findings");
+  ASSERT_FALSE(top_findings.empty());
+  EXPECT_EQ(top_findings[0].at("kind"), "rank_failed") << top_findings.dump(2);
 }
 
 TEST_F(FaultInjectTest, ExitEndsTheRankWithItsCode) {
