@@ -81,7 +81,8 @@ int run(int argc, char** argv) {
       "Every flag can also be set through PARTRAIN_<FLAG> (e.g. PARTRAIN_NPROC_PER_NODE=4) or a "
       "--config TOML file; the command line wins, then the config file, then the environment.\n"
       "Exit codes: 0 success, 1 failure, 2 usage or invalid configuration, 3 unreadable input, "
-      "124 collective or rendezvous timeout, 127 command not found, 128+N killed by signal N "
+      "124 collective or rendezvous timeout, 126 command not executable, 127 command not found, "
+      "128+N killed by signal N "
       "(130 Ctrl-C); `launch` returns the first failing rank's code.");
 
   std::map<const CLI::App*, std::function<int()>> runners;

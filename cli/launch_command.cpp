@@ -248,7 +248,7 @@ constexpr const char* kLaunchFooter =
     "the node files. --no-trace turns it off.\n"
     "Exit codes: 0 all ranks succeeded; the first failing rank's code (124 when its collective "
     "watchdog fired); 128 + signal when it was killed; 1 launcher failure (port in use, ...); 2 "
-    "invalid flags; 124 rendezvous timeout; 127 command not found.";
+    "invalid flags; 124 rendezvous timeout; 126 command not executable; 127 command not found.";
 
 }  // namespace
 

@@ -58,8 +58,8 @@ constexpr const char* kTraceFooter =
     "  partrain trace -o gpt.db -- partrain launch -n 4 --workload gpt --strategy fsdp\n"
     "  partrain export --format chrome gpt.db -o gpt.json   # then open it in ui.perfetto.dev\n\n"
     "Exit codes: the command's own; 128 + N when signal N ended it; 130/143 when interrupted; "
-    "2 no command, the output exists, a bad --step-marker, --max-size or --nvml-interval; 127 "
-    "command not found.";
+    "2 no command, the output exists, a bad --step-marker, --max-size or --nvml-interval; 126 "
+    "command not executable; 127 command not found.";
 
 }  // namespace
 

@@ -8,6 +8,8 @@ int Status::exit_code() const {
     case StatusCode::kInvalidArgument: return 2;
     case StatusCode::kUnreadable: return 3;
     case StatusCode::kTimeout: return 124;
+    case StatusCode::kNotExecutable:
+      return 126;
     case StatusCode::kNotFound: return 127;
     case StatusCode::kFailed:
     case StatusCode::kUnavailable: return 1;

@@ -17,6 +17,7 @@ enum class StatusCode {
   kUnreadable,       // exit 3: input that is not ours, newer schema, malformed preset
   kTimeout,          // exit 124: a deadline passed (collective watchdog, rendezvous)
   kNotFound,         // exit 127: a command that does not exist
+  kNotExecutable,    // exit 126: a command found but not executable (as shells say)
   kUnavailable,      // exit 1: a peer or port that could not be reached or bound
 };
 

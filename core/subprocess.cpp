@@ -155,6 +155,12 @@ StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
                        "e.g. `-- python3 train.py`",
                        options.argv[0], path_of(options.env));
   }
+  if (child_errno == EACCES) {
+    return make_status(StatusCode::kNotExecutable,
+                       "cannot run '{}': permission denied; make it executable (chmod +x) or "
+                       "name its interpreter, e.g. `-- sh {}`",
+                       options.argv[0], options.argv[0]);
+  }
   return failed("cannot run '{}': {}", options.argv[0], strerror(child_errno));
 }
 

@@ -23,6 +23,7 @@ TEST(Status, ExitCodesFollowTheConventions) {
   EXPECT_EQ(Status(StatusCode::kUnreadable, "x").exit_code(), 3);
   EXPECT_EQ(timeout_error("x").exit_code(), 124);
   EXPECT_EQ(Status(StatusCode::kNotFound, "x").exit_code(), 127);
+  EXPECT_EQ(Status(StatusCode::kNotExecutable, "x").exit_code(), 126);
   EXPECT_EQ(unavailable("x").exit_code(), 1);
 }
 

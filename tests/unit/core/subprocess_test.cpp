@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -63,6 +65,20 @@ TEST(Subprocess, MissingCommandIsNotFoundNamingCommandAndPath) {
   EXPECT_EQ(child.status().exit_code(), 127);
   EXPECT_NE(child.status().message().find("partrain-no-such-command"), std::string::npos);
   EXPECT_NE(child.status().message().find("/nonexistent"), std::string::npos);
+}
+
+// A file that is there but cannot be executed is exit 126, as shells report it, with the fix.
+TEST(Subprocess, CommandThatIsNotExecutableIs126) {
+  const std::string script = ::testing::TempDir() + "/partrain-not-executable.sh";
+  { std::ofstream(script) << "echo never\n"; }
+  ::chmod(script.c_str(), 0644);
+  auto child = Subprocess::spawn({{script}, {"PATH=/usr/bin:/bin"}, true});
+  ASSERT_FALSE(child.is_ok());
+  EXPECT_EQ(child.status().code(), StatusCode::kNotExecutable);
+  EXPECT_EQ(child.status().exit_code(), 126);
+  EXPECT_NE(child.status().message().find("chmod +x"), std::string::npos)
+      << child.status().message();
+  std::remove(script.c_str());
 }
 
 TEST(Subprocess, SignalGroupReachesGrandchildrenAndReapReportsTheSignal) {
