@@ -116,25 +116,37 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
+namespace {
+
+// The run row and the data-loss stats, read once: analyze_run keeps them for its header.
+Status read_outcome(const profiler::SqliteDb& db, AnalysisReport& out) {
+  RETURN_IF_ERROR(read_run_row(db, out));
+  ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
+  return Status::ok();
+}
+
+std::vector<Finding> outcome_findings(const AnalysisReport& run) {
+  std::vector<Finding> findings = data_loss_findings(run.data_loss);
+  if (std::optional<Finding> failed = rank_failed_finding(run)) {
+    findings.insert(findings.begin(), std::move(*failed));
+  }
+  return findings;
+}
+
+}  // namespace
+
 StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db) {
   AnalysisReport run;
-  RETURN_IF_ERROR(read_run_row(db, run));
-  std::vector<Finding> findings;
-  if (std::optional<Finding> failed = rank_failed_finding(run)) {
-    findings.push_back(std::move(*failed));
-  }
-  ASSIGN_OR_RETURN(const std::vector<DataLossStat> losses, read_data_loss(db));
-  for (Finding& finding : data_loss_findings(losses)) findings.push_back(std::move(finding));
-  return findings;
+  RETURN_IF_ERROR(read_outcome(db, run));
+  return outcome_findings(run);
 }
 
 StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window) {
   AnalysisReport out;
   out.started_ns = monotonic_ns();
   out.window = window;
-  RETURN_IF_ERROR(read_run_row(db, out));
-  ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
-  ASSIGN_OR_RETURN(out.findings, run_outcome_findings(db));
+  RETURN_IF_ERROR(read_outcome(db, out));
+  out.findings = outcome_findings(out);
   RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
                               temporal_findings, format_temporal_breakdown,
                               temporal_breakdown_json));

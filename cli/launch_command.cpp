@@ -1,6 +1,7 @@
 // `partrain launch`: torchrun's flags onto a LaunchConfig, then the launcher library. Argument
 // parsing and messages only; what launching means lives in runner/launch.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -191,8 +192,7 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     return 2;
   } else if (!workload_flags.empty()) {
     // `--inject crash:rank=1 -- python3 train.py` would otherwise pass without injecting anything.
-    std::string names;
-    for (const std::string& name : workload_flags) names += (names.empty() ? "" : ", ") + name;
+    const std::string names = fmt::format("{}", fmt::join(workload_flags, ", "));
     const bool one = workload_flags.size() == 1;
     log::error(
         "{} {} to --workload runs, not to a command: drop {} (from the command line, the "

@@ -40,12 +40,11 @@ void AnalysisCadence::ran(int64_t started_ns, int64_t finished_ns) {
 // views need (the straggler, the statistics rows) rather than its text and JSON.
 Status analyze_for_dashboard(const profiler::SqliteDb& db, AnalysisSummary& out) {
   const int64_t started = monotonic_ns();
-  analyzers::WindowOptions options;  // `partrain analyze`'s default: the first step is warm-up
+  // `partrain analyze`'s default: the first step is warm-up, unless it is the only one (a young
+  // run: analyse it rather than nothing).
+  analyzers::WindowOptions options;
+  options.skip_is_default = true;
   StatusOr<analyzers::AnalysisWindow> window = analyzers::choose_window(db, options);
-  if (!window.is_ok() && window.status().code() == StatusCode::kInvalidArgument) {
-    options.skip_steps = 0;  // a young run with one step: analyse it rather than nothing
-    window = analyzers::choose_window(db, options);
-  }
   if (!window.is_ok()) {
     if (window.status().code() != StatusCode::kInvalidArgument) return window.status();
     out = AnalysisSummary{};
