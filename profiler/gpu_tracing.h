@@ -23,8 +23,15 @@ class GpuTracing {
   // Asks for the records of work already completed (at a step's end); returns at once, the
   // flush itself runs on the collection's own thread, never on the program's.
   virtual void flush() = 0;
-  // Everything CUPTI still holds flushed and recorded; no record is collected after it.
+  // Everything CUPTI still holds flushed and recorded; no record is collected after it. Then
+  // CUPTI is released (its activity kinds disabled, its callbacks unsubscribed), so CUDA work
+  // after it reaches nothing of this object: for a process whose CUDA is still alive.
   virtual void stop() = 0;
+  // The same records, at the process's exit (atexit), where the program's CUDA may already be
+  // torn down: CUPTI is left as it is, since its calls that reach the driver
+  // (cuptiActivityDisable, cuptiUnsubscribe) crash once CUDA is gone. The object must then never
+  // be destroyed: CUPTI may still call into it until the process ends.
+  virtual void stop_at_exit() = 0;
 };
 
 // Starts GPU activity collection into `sink`, or returns nullptr after saying why once on stderr

@@ -100,7 +100,9 @@ constexpr std::pair<CUpti_CallbackDomain, CUpti_CallbackId> kLaunchCallbacks[] =
 thread_local uint64_t t_nccl_call = 0;
 
 class CuptiSession;
-CuptiSession* g_session = nullptr;  // CUPTI's buffer callbacks carry no user data
+// CUPTI's buffer callbacks carry no user data; the launch callback checks it too, since a
+// session stopped at exit stays subscribed.
+std::atomic<CuptiSession*> g_session{nullptr};
 
 class CuptiSession final : public GpuTracing {
  public:
@@ -150,7 +152,12 @@ class CuptiSession final : public GpuTracing {
   // Everything still in CUPTI's hands recorded, then the activity kinds disabled, the callbacks
   // unsubscribed and the buffer callbacks pointed at no session: CUDA work after it (a rank's
   // device freeing its memory at teardown) reaches nothing of this session. Once.
-  void stop() override;
+  void stop() override { end(/*release_cupti=*/true); }
+  // At exit: recorded the same way, the buffer callbacks pointed at no session, CUPTI left
+  // enabled. A traced PyTorch program's libraries tear CUDA down before partrain's atexit
+  // handler runs, and cuptiActivityDisable then crashed the program (SIGSEGV inside libcupti
+  // 13.0, on an H200, 2026-11-26).
+  void stop_at_exit() override { end(/*release_cupti=*/false); }
   ~CuptiSession() override { stop(); }
 
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
@@ -170,6 +177,7 @@ class CuptiSession final : public GpuTracing {
   void translate(uint8_t* buffer, size_t valid);
   void periodic_flush();
   Status enable();
+  void end(bool release_cupti);
 
   const CuptiApi api_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
@@ -240,6 +248,7 @@ void CUPTIAPI CuptiSession::on_launch(void* session, CUpti_CallbackDomain /*doma
   const auto* launch = static_cast<const CUpti_CallbackData*>(data);
   if (launch->callbackSite != CUPTI_API_ENTER) return;
   auto* self = static_cast<CuptiSession*>(session);
+  if (g_session.load() != self) return;  // stopped: its sink may be gone
   std::lock_guard lock(self->mutex_);
   self->translator_.add(GpuExternalCorrelation{call, launch->correlationId});
 }
@@ -282,7 +291,8 @@ void CuptiSession::give_back(uint8_t* buffer) {
 void CUPTIAPI CuptiSession::buffer_requested(uint8_t** buffer, size_t* size,
                                              size_t* max_records) {
   *max_records = 0;  // as many as fit
-  *buffer = g_session != nullptr ? g_session->take_buffer() : nullptr;
+  CuptiSession* session = g_session.load();
+  *buffer = session != nullptr ? session->take_buffer() : nullptr;
   *size = *buffer != nullptr ? kBufferBytes : 0;
 }
 
@@ -314,7 +324,7 @@ void CuptiSession::translate(uint8_t* buffer, size_t valid) {
   translator_.flush(/*final=*/false);
 }
 
-void CuptiSession::stop() {
+void CuptiSession::end(bool release_cupti) {
   if (stopped_) return;
   stopped_ = true;
   {
@@ -324,11 +334,14 @@ void CuptiSession::stop() {
   flusher_wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
   api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind kind : enabled_) api_.activity_disable(kind);
-  api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // what was recorded until the disable
+  if (release_cupti) {
+    for (CUpti_ActivityKind kind : enabled_) api_.activity_disable(kind);
+    api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // what was recorded until the disable
+  }
   g_session = nullptr;  // a buffer CUPTI still asks for gets none: nothing reaches this session
-  if (subscriber_ != nullptr) api_.unsubscribe(subscriber_);  // launch callbacks off
-  subscriber_ = nullptr;
+  if (release_cupti && subscriber_ != nullptr)
+    api_.unsubscribe(subscriber_);  // launch callbacks off
+  if (release_cupti) subscriber_ = nullptr;
   std::lock_guard lock(mutex_);
   translator_.flush(/*final=*/true);
   if (translator_.calls_without_gpu_time() > 0) {

@@ -180,9 +180,12 @@ void InjectedProcess::stop() {
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
     if (process->gpu_counters_) process->gpu_counters_->stop();  // with a last sample
-    if (GpuTracing* gpu = process->gpu()) gpu->stop();  // kernels still in CUPTI's buffers
+    // Kernels still in CUPTI's buffers. The program's CUDA may be torn down by now (libraries
+    // loaded after this one ran their destructors first): CUPTI is left enabled.
+    if (GpuTracing* gpu = process->gpu()) gpu->stop_at_exit();
     process->tracer_->slice("process", SliceCategory::kPhase, process->start_ns_, end_ns);
   }).join();
+  (void)process->gpu_owner_.release();  // never destroyed: CUPTI may call into it until the end
   delete process;  // flushes and says goodbye to the collector
 }
 

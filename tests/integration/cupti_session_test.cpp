@@ -1,0 +1,66 @@
+// The CUPTI session in a traced program's life, against a stand-in libcupti
+// (tests/support/fake_cupti): CUDA initialised through the injection entry point starts it, the
+// kernels still in CUPTI's hands at exit reach the trace, and the end at exit leaves CUPTI alone
+// when the program's CUDA is already gone (a PyTorch program's libraries tear it down before
+// partrain's atexit handler runs; the real libcupti then crashes in cuptiActivityDisable).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::testing {
+namespace {
+
+class CuptiSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef FAKE_CUPTI_PROGRAM
+    GTEST_SKIP() << "no CUPTI headers in this build (a CPU-only build): nothing to run";
+#endif
+  }
+  std::string path(const std::string& name) const { return (scratch_.path() / name).string(); }
+  ScratchDir scratch_;
+};
+
+#ifdef FAKE_CUPTI_PROGRAM
+TEST_F(CuptiSessionTest, AtExitAfterCudaIsGoneKernelsAreKeptAndCuptiIsLeftAlone) {
+  const std::string trace = path("exit.db");
+  const std::string log = path("cupti.log");
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {}", trace, FAKE_CUPTI_PROGRAM),
+      fmt::format("FAKE_CUPTI_LOG={} env -u RANK", log));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "InitializeInjection ok\ndone\n");
+  EXPECT_EQ(r.err.find("fake libcupti:"), std::string::npos) << r.err;
+
+  // Both kernels are in the trace: the last one only the flush at exit could hand over.
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT name, rank, stream, block_x FROM kernels ORDER BY name"),
+            "forward_kernel|0|7|128\nlast_kernel|0|7|128\n");
+  EXPECT_EQ(q.number("SELECT count(*) FROM kernels k, runs r WHERE k.ts_ns < r.start_ns OR "
+                     "k.ts_ns + k.dur_ns > r.end_ns"),
+            0)
+      << "kernels lie within the run";
+
+  // After the teardown the session flushed, and called nothing that reaches the driver.
+  const std::string calls = read_file(log);
+  const size_t torn_down = calls.find("torn down\n");
+  ASSERT_NE(torn_down, std::string::npos) << calls;
+  const std::string after = calls.substr(torn_down);
+  EXPECT_NE(after.find("cuptiActivityFlushAll\n"), std::string::npos) << calls;
+  EXPECT_EQ(after.find("cuptiActivityDisable\n"), std::string::npos) << calls;
+  EXPECT_EQ(after.find("cuptiUnsubscribe\n"), std::string::npos) << calls;
+  // It had started for real: subscribed, its kinds enabled.
+  EXPECT_NE(calls.find("cuptiSubscribe\ncuptiActivityRegisterTimestampCallback\n"
+                       "cuptiActivityRegisterCallbacks\ncuptiActivityEnable\n"),
+            std::string::npos)
+      << calls;
+}
+#endif
+
+}  // namespace
+}  // namespace partrain::testing
