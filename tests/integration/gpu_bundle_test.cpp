@@ -109,9 +109,10 @@ void expect_gpu_rows_skipped(const CommandResult& r) {
                 row.line.find("without CUDA") != std::string::npos) << row.line;
 #endif
   }
-  for (const char* name : {"partrain starts", "cuda libraries", "torch gemm ceiling", "bench nccl",
-                           "gpt cuda bf16", "gpt memory", "gpt trace overhead", "gpt kernels",
-                           "gpt cuda bf16 mb4", "torch nccl trace", "torch trace overhead"}) {
+  for (const char* name :
+       {"partrain starts", "cuda libraries", "torch gemm ceiling", "bench nccl", "gpt cuda bf16",
+        "gpt memory", "gpt trace overhead", "gpt kernels", "gpt cuda bf16 mb4", "gpt cuda bf16 mb8",
+        "torch nccl trace", "torch trace overhead"}) {
     EXPECT_TRUE(names.count(name)) << name << " missing from the table:\n" << r.out;
   }
   for (const std::string& test : gpu_test_names()) {
