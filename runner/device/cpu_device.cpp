@@ -114,14 +114,17 @@ void CpuDevice::add_gemm_time(int64_t start_ns, double flops) {
   gemm_.flops += flops;
 }
 
-void CpuDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
+void CpuDevice::matmul_forward(MutableMatrix out, Matrix inp, Matrix weight, const float* bias,
                                int64_t N, int64_t C, int64_t OC) {
   if (!status_.is_ok()) return;
   const int64_t start = monotonic_ns();
   const float* w = gemm_operand(Operand::kA, weight, OC * C);
   const float* x = gemm_operand(Operand::kB, inp, N * C);
-  if (w == nullptr || x == nullptr) return;
-  ops::matmul_forward(out, x, w, bias, N, C, OC);  // the bias is added in fp32, unrounded
+  // A bf16 out: the fp32 result in workspace, then rounded into it.
+  float* product = out.bf16 != nullptr ? operand_buffer(Operand::kProduct, N * OC) : out.f32;
+  if (w == nullptr || x == nullptr || product == nullptr) return;
+  ops::matmul_forward(product, x, w, bias, N, C, OC);  // the bias is added in fp32, unrounded
+  if (out.bf16 != nullptr) ops::to_bf16(out.bf16, product, N * OC);
   add_gemm_time(start,
                 2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC));
 }
@@ -199,12 +202,24 @@ void CpuDevice::attention_backward(float* dqkv, const float* dout, Matrix qkv, M
   ops::attention_backward(dqkv, dy, q, p, B, T, NH, hs, precision_ == GemmPrecision::kBf16);
 }
 
-void CpuDevice::gelu_forward(float* out, const float* inp, int64_t n) {
-  ops::gelu_forward(out, inp, n);
+void CpuDevice::gelu_forward(MutableMatrix out, Matrix inp, int64_t n) {
+  if (out.bf16 != nullptr && inp.bf16 != nullptr) {
+    ops::gelu_forward(out.bf16, inp.bf16, n);
+  } else if (out.bf16 != nullptr) {
+    ops::gelu_forward(out.bf16, inp.f32, n);
+  } else if (inp.bf16 != nullptr) {
+    ops::gelu_forward(out.f32, inp.bf16, n);
+  } else {
+    ops::gelu_forward(out.f32, inp.f32, n);
+  }
 }
 
-void CpuDevice::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
-  ops::gelu_backward(dinp, inp, dout, n);
+void CpuDevice::gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) {
+  if (inp.bf16 != nullptr) {
+    ops::gelu_backward(dinp, inp.bf16, dout, n);
+  } else {
+    ops::gelu_backward(dinp, inp.f32, dout, n);
+  }
 }
 
 void CpuDevice::residual_forward(float* out, const float* a, const float* b, int64_t n) {
@@ -298,13 +313,15 @@ void CpuDevice::mean_square_loss_backward(float* dy, const float* y, int64_t n, 
 }
 
 void CpuDevice::adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
-                             const ops::AdamWConfig& config, int64_t step) {
+                             const ops::AdamWConfig& config, int64_t step, uint16_t* params_bf16) {
   ops::adamw_update(params, grads, m, v, n, config, step);
+  if (params_bf16 != nullptr) ops::to_bf16(params_bf16, params, n);
 }
 
 void CpuDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
-                             const ops::AdamWConfig& config, int64_t step) {
+                             const ops::AdamWConfig& config, int64_t step, uint16_t* params_bf16) {
   ops::adamw_update(params, grads, m, v, n, config, step);
+  if (params_bf16 != nullptr) ops::to_bf16(params_bf16, params, n);
 }
 
 double CpuDevice::sum_of_squares(const float* x, int64_t n) { return ops::sum_of_squares(x, n); }

@@ -48,7 +48,7 @@ class CpuDevice final : public Device {
   void accumulate_bf16(uint16_t* sum, const float* x, int64_t n) override;
   void zero_bf16(uint16_t* x, int64_t n) override;
   void copy_bf16(uint16_t* destination, const uint16_t* source, int64_t n) override;
-  void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias, int64_t N,
+  void matmul_forward(MutableMatrix out, Matrix inp, Matrix weight, const float* bias, int64_t N,
                       int64_t C, int64_t OC) override;
   void matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                        Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) override;
@@ -61,8 +61,8 @@ class CpuDevice final : public Device {
                          int64_t NH, int64_t hs) override;
   void attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
                           int64_t T, int64_t NH, int64_t hs) override;
-  void gelu_forward(float* out, const float* inp, int64_t n) override;
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
+  void gelu_forward(MutableMatrix out, Matrix inp, int64_t n) override;
+  void gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) override;
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
   void residual_backward(float* da, float* db, const float* dout, int64_t n) override;
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
@@ -94,9 +94,9 @@ class CpuDevice final : public Device {
   float mean_square_loss_forward(const float* y, int64_t n) override;
   void mean_square_loss_backward(float* dy, const float* y, int64_t n, float dloss_scale) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
-                    const ops::AdamWConfig& config, int64_t step) override;
+                    const ops::AdamWConfig& config, int64_t step, uint16_t* params_bf16) override;
   void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
-                    const ops::AdamWConfig& config, int64_t step) override;
+                    const ops::AdamWConfig& config, int64_t step, uint16_t* params_bf16) override;
   double sum_of_squares(const float* x, int64_t n) override;
   double sum_of_squares(const uint16_t* x, int64_t n) override;
   void scale(float* x, int64_t n, float factor) override;

@@ -383,15 +383,23 @@ Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m,
       static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
+void CudaDevice::matmul_forward(MutableMatrix out, Matrix inp, Matrix weight, const float* bias,
                                 int64_t N, int64_t C, int64_t OC) {
   if (!begin_op() || N <= 0 || OC <= 0) return;
   const double flops =
       2.0 * static_cast<double>(N) * static_cast<double>(C) * static_cast<double>(OC);
   keep(timed_gemms(
       [&]() -> Status {
+        // A bf16 out: the fp32 product in scratch, then one pass adds the bias and rounds (as the
+        // CPU's fp32 op and to_bf16; no fp32 copy for the caller to round).
+        float* product = out.f32;
+        if (out.bf16 != nullptr) {
+          ASSIGN_OR_RETURN(void* memory,
+                           scratch(Scratch::kProduct, static_cast<size_t>(N * OC) * sizeof(float)));
+          product = static_cast<float*>(memory);
+        }
         if (C <= 0) {  // an empty product; cuBLAS refuses a leading dimension of 0
-          RETURN_IF_ERROR(CUDA_CHECK(kernels::fill(stream_, out, N * OC, 0.0f)));
+          RETURN_IF_ERROR(CUDA_CHECK(kernels::fill(stream_, product, N * OC, 0.0f)));
         } else {
           // out (N, OC) = inp (N, C) @ W^T with W (OC, C). Column-major:
           //   out^T (OC, N) = W (OC, C) inp^T (C, N);
@@ -401,10 +409,13 @@ void CudaDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const flo
           ASSIGN_OR_RETURN(GemmOperand w, gemm_operand(Scratch::kOperandA, weight, OC * C));
           ASSIGN_OR_RETURN(GemmOperand x, gemm_operand(Scratch::kOperandB, inp, N * C));
           RETURN_IF_ERROR(
-              matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, out, CUDA_R_32F, OC));
+              matmul_gemm(true, false, OC, N, C, w, C, x, C, 0.0f, product, CUDA_R_32F, OC));
+        }
+        if (out.bf16 != nullptr) {
+          return CUDA_CHECK(kernels::add_bias_and_round(stream_, out.bf16, product, bias, N, OC));
         }
         if (bias == nullptr) return Status::ok();
-        return CUDA_CHECK(kernels::add_bias(stream_, out, bias, N, OC));
+        return CUDA_CHECK(kernels::add_bias(stream_, out.f32, bias, N, OC));
       },
       flops));
 }
@@ -609,14 +620,26 @@ void CudaDevice::layernorm_backward(float* dinp, float* dweight, float* dbias, c
                                               mean, rstd, N, C)));
 }
 
-void CudaDevice::gelu_forward(float* out, const float* inp, int64_t n) {
+void CudaDevice::gelu_forward(MutableMatrix out, Matrix inp, int64_t n) {
   if (!begin_op()) return;
-  keep(CUDA_CHECK(kernels::gelu_forward(stream_, out, inp, n)));
+  if (out.bf16 != nullptr && inp.bf16 != nullptr) {
+    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.bf16, inp.bf16, n)));
+  } else if (out.bf16 != nullptr) {
+    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.bf16, inp.f32, n)));
+  } else if (inp.bf16 != nullptr) {
+    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.f32, inp.bf16, n)));
+  } else {
+    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.f32, inp.f32, n)));
+  }
 }
 
-void CudaDevice::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
+void CudaDevice::gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) {
   if (!begin_op()) return;
-  keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, inp, dout, n)));
+  if (inp.bf16 != nullptr) {
+    keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, inp.bf16, dout, n)));
+  } else {
+    keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, inp.f32, dout, n)));
+  }
 }
 
 void CudaDevice::residual_forward(float* out, const float* a, const float* b, int64_t n) {
@@ -778,17 +801,17 @@ kernels::AdamWStep adamw_step(const ops::AdamWConfig& config, int64_t step) {
 }  // namespace
 
 void CudaDevice::adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
-                              const ops::AdamWConfig& config, int64_t step) {
+                              const ops::AdamWConfig& config, int64_t step, uint16_t* params_bf16) {
   if (!begin_op()) return;
   const kernels::AdamWStep scalars = adamw_step(config, step);
-  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, scalars)));
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, params_bf16, n, scalars)));
 }
 
 void CudaDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
-                              const ops::AdamWConfig& config, int64_t step) {
+                              const ops::AdamWConfig& config, int64_t step, uint16_t* params_bf16) {
   if (!begin_op()) return;
   const kernels::AdamWStep scalars = adamw_step(config, step);
-  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, n, scalars)));
+  keep(CUDA_CHECK(kernels::adamw_update(stream_, params, grads, m, v, params_bf16, n, scalars)));
 }
 
 template <typename Value>

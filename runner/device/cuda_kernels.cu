@@ -161,17 +161,26 @@ __global__ void accumulate_kernel(float* gradient, const float* dout, int64_t n)
   for (int64_t i = first_index(); i < n; i += index_stride()) gradient[i] += dout[i];
 }
 
-__global__ void gelu_forward_kernel(float* out, const float* inp, int64_t n) {
+// An fp32 result written as its destination stores it: itself, or rounded to bf16 (nearest even).
+__device__ void store_as(float& destination, float x) { destination = x; }
+__device__ void store_as(uint16_t& destination, float x) {
+  destination = __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+// Each side fp32 or bf16 as stored (runner/ops/gelu.h), computed in fp32.
+template <typename Out, typename In>
+__global__ void gelu_forward_kernel(Out* out, const In* inp, int64_t n) {
   for (int64_t i = first_index(); i < n; i += index_stride()) {
-    const float x = inp[i];
+    const float x = widened(inp[i]);
     const float inner = kSqrtTwoOverPi * (x + kGeluCubic * x * x * x);
-    out[i] = 0.5f * x * (1.0f + tanhf(inner));
+    store_as(out[i], 0.5f * x * (1.0f + tanhf(inner)));
   }
 }
 
-__global__ void gelu_backward_kernel(float* dinp, const float* inp, const float* dout, int64_t n) {
+template <typename In>
+__global__ void gelu_backward_kernel(float* dinp, const In* inp, const float* dout, int64_t n) {
   for (int64_t i = first_index(); i < n; i += index_stride()) {
-    const float x = inp[i];
+    const float x = widened(inp[i]);
     const float inner = kSqrtTwoOverPi * (x + kGeluCubic * x * x * x);
     const float tanh_inner = tanhf(inner);
     const float sech_squared = 1.0f - tanh_inner * tanh_inner;
@@ -184,6 +193,31 @@ __global__ void gelu_backward_kernel(float* dinp, const float* inp, const float*
 __global__ void add_bias_kernel(float* out, const float* bias, int64_t N, int64_t OC) {
   const int64_t n = N * OC;
   for (int64_t i = first_index(); i < n; i += index_stride()) out[i] += bias[i % OC];
+}
+
+__global__ void add_bias_and_round_kernel(uint16_t* out, const float* product, const float* bias,
+                                          int64_t N, int64_t OC) {
+  const int64_t n = N * OC;
+  for (int64_t i = first_index(); i < n; i += index_stride()) {
+    const float value = bias != nullptr ? product[i] + bias[i % OC] : product[i];
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  }
+}
+
+// Four elements a thread (OC a multiple of 4: the four lie in one row), as the rounding quads.
+__global__ void add_bias_and_round_quads_kernel(uint2* out, const float4* product,
+                                                const float* bias, int64_t quads, int64_t OC) {
+  for (int64_t i = first_index(); i < quads; i += index_stride()) {
+    float4 q = product[i];
+    if (bias != nullptr) {
+      const int64_t column = (4 * i) % OC;
+      q.x += bias[column];
+      q.y += bias[column + 1];
+      q.z += bias[column + 2];
+      q.w += bias[column + 3];
+    }
+    out[i] = make_uint2(bf16_pair_bits(q.x, q.y), bf16_pair_bits(q.z, q.w));
+  }
 }
 
 // ---- column sums: dbias and LayerNorm's dweight, dbias ----------------------------------------
@@ -584,12 +618,11 @@ __global__ void scaled_accumulate_kernel(float* dy, const float* y, int64_t n, f
   for (int64_t i = first_index(); i < n; i += index_stride()) dy[i] += factor * y[i];
 }
 
-
 template <typename Grad>
-__global__ void adamw_kernel(float* params, const Grad* grads, float* m, float* v, int64_t n,
-                             float learning_rate, float beta1, float beta2, float eps,
-                             float weight_decay, float grad_scale, float bias_correction1,
-                             float bias_correction2) {
+__global__ void adamw_kernel(float* params, const Grad* grads, float* m, float* v,
+                             uint16_t* params_bf16, int64_t n, float learning_rate, float beta1,
+                             float beta2, float eps, float weight_decay, float grad_scale,
+                             float bias_correction1, float bias_correction2) {
   for (int64_t i = first_index(); i < n; i += index_stride()) {
     const float g = widened(grads[i]) * grad_scale;
     const float m_i = beta1 * m[i] + (1.0f - beta1) * g;
@@ -598,7 +631,10 @@ __global__ void adamw_kernel(float* params, const Grad* grads, float* m, float* 
     v[i] = v_i;
     const float m_hat = m_i / bias_correction1;
     const float v_hat = v_i / bias_correction2;
-    params[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * params[i]);
+    const float p = params[i];
+    const float updated = p - learning_rate * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * p);
+    params[i] = updated;
+    if (params_bf16 != nullptr) store_as(params_bf16[i], updated);
   }
 }
 
@@ -709,17 +745,46 @@ cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const f
 }
 
 cudaError_t gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t n) {
-  return launch_elements(stream, n, gelu_forward_kernel, out, inp, n);
+  return launch_elements(stream, n, gelu_forward_kernel<float, float>, out, inp, n);
+}
+
+cudaError_t gelu_forward(cudaStream_t stream, uint16_t* out, const uint16_t* inp, int64_t n) {
+  return launch_elements(stream, n, gelu_forward_kernel<uint16_t, uint16_t>, out, inp, n);
+}
+
+cudaError_t gelu_forward(cudaStream_t stream, uint16_t* out, const float* inp, int64_t n) {
+  return launch_elements(stream, n, gelu_forward_kernel<uint16_t, float>, out, inp, n);
+}
+
+cudaError_t gelu_forward(cudaStream_t stream, float* out, const uint16_t* inp, int64_t n) {
+  return launch_elements(stream, n, gelu_forward_kernel<float, uint16_t>, out, inp, n);
 }
 
 cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout,
                           int64_t n) {
-  return launch_elements(stream, n, gelu_backward_kernel, dinp, inp, dout, n);
+  return launch_elements(stream, n, gelu_backward_kernel<float>, dinp, inp, dout, n);
+}
+
+cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const uint16_t* inp, const float* dout,
+                          int64_t n) {
+  return launch_elements(stream, n, gelu_backward_kernel<uint16_t>, dinp, inp, dout, n);
 }
 
 cudaError_t add_bias(cudaStream_t stream, float* out, const float* bias, int64_t N, int64_t OC) {
   if (OC <= 0) return cudaSuccess;
   return launch_elements(stream, N * OC, add_bias_kernel, out, bias, N, OC);
+}
+
+cudaError_t add_bias_and_round(cudaStream_t stream, uint16_t* out, const float* product,
+                               const float* bias, int64_t N, int64_t OC) {
+  const bool quads = OC % 4 == 0 && reinterpret_cast<uintptr_t>(product) % alignof(float4) == 0 &&
+                     reinterpret_cast<uintptr_t>(out) % alignof(uint2) == 0;
+  if (!quads) {
+    return launch_elements(stream, N * OC, add_bias_and_round_kernel, out, product, bias, N, OC);
+  }
+  return launch_elements(stream, N * OC / 4, add_bias_and_round_quads_kernel,
+                         reinterpret_cast<uint2*>(out), reinterpret_cast<const float4*>(product),
+                         bias, N * OC / 4, OC);
 }
 
 cudaError_t bias_backward(cudaStream_t stream, float* dbias, const float* dout, int64_t N,
@@ -902,10 +967,10 @@ cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const floa
 namespace {
 
 template <typename Grad>
-cudaError_t launch_adamw(cudaStream_t stream, float* params, const Grad* grads, float* m,
-                         float* v, int64_t n, const AdamWStep& s) {
-  return launch_elements(stream, n, adamw_kernel<Grad>, params, grads, m, v, n, s.learning_rate,
-                         s.beta1, s.beta2, s.eps, s.weight_decay, s.grad_scale,
+cudaError_t launch_adamw(cudaStream_t stream, float* params, const Grad* grads, float* m, float* v,
+                         uint16_t* params_bf16, int64_t n, const AdamWStep& s) {
+  return launch_elements(stream, n, adamw_kernel<Grad>, params, grads, m, v, params_bf16, n,
+                         s.learning_rate, s.beta1, s.beta2, s.eps, s.weight_decay, s.grad_scale,
                          s.bias_correction1, s.bias_correction2);
 }
 
@@ -923,13 +988,13 @@ cudaError_t launch_sum_of_squares(cudaStream_t stream, double* result, double* p
 }  // namespace
 
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
-                         int64_t n, const AdamWStep& step) {
-  return launch_adamw(stream, params, grads, m, v, n, step);
+                         uint16_t* params_bf16, int64_t n, const AdamWStep& step) {
+  return launch_adamw(stream, params, grads, m, v, params_bf16, n, step);
 }
 
 cudaError_t adamw_update(cudaStream_t stream, float* params, const uint16_t* grads, float* m,
-                         float* v, int64_t n, const AdamWStep& step) {
-  return launch_adamw(stream, params, grads, m, v, n, step);
+                         float* v, uint16_t* params_bf16, int64_t n, const AdamWStep& step) {
+  return launch_adamw(stream, params, grads, m, v, params_bf16, n, step);
 }
 
 cudaError_t sum_of_squares(cudaStream_t stream, double* result, double* partials, const float* x,

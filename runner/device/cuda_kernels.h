@@ -26,12 +26,23 @@ cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, co
                              int64_t n);
 cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,
                               int64_t n);
+// Each side fp32 or bf16 as stored (a bf16 input widened as read, a bf16 output rounded as
+// written; runner/ops/gelu.h).
 cudaError_t gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t n);
+cudaError_t gelu_forward(cudaStream_t stream, uint16_t* out, const uint16_t* inp, int64_t n);
+cudaError_t gelu_forward(cudaStream_t stream, uint16_t* out, const float* inp, int64_t n);
+cudaError_t gelu_forward(cudaStream_t stream, float* out, const uint16_t* inp, int64_t n);
 cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const float* inp, const float* dout,
+                          int64_t n);
+cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const uint16_t* inp, const float* dout,
                           int64_t n);
 
 // The bias parts of matmul: out (N, OC) += bias per row; dbias (OC) += sum over rows of dout.
 cudaError_t add_bias(cudaStream_t stream, float* out, const float* bias, int64_t N, int64_t OC);
+// out (N, OC bf16) = product + bias per row (bias may be null), added in fp32 and rounded once
+// (nearest even): a matmul's bf16 output.
+cudaError_t add_bias_and_round(cudaStream_t stream, uint16_t* out, const float* product,
+                               const float* bias, int64_t N, int64_t OC);
 cudaError_t bias_backward(cudaStream_t stream, float* dbias, const float* dout, int64_t N,
                           int64_t OC);
 
@@ -104,11 +115,12 @@ struct AdamWStep {
   float learning_rate, beta1, beta2, eps, weight_decay, grad_scale;
   float bias_correction1, bias_correction2;
 };
-// From fp32 gradients, or from bf16 ones widened as they are read.
+// From fp32 gradients, or from bf16 ones widened as they are read; where params_bf16 is not
+// null, each updated parameter is also written into it rounded to bf16, in the same pass.
 cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads, float* m, float* v,
-                         int64_t n, const AdamWStep& step);
+                         uint16_t* params_bf16, int64_t n, const AdamWStep& step);
 cudaError_t adamw_update(cudaStream_t stream, float* params, const uint16_t* grads, float* m,
-                         float* v, int64_t n, const AdamWStep& step);
+                         float* v, uint16_t* params_bf16, int64_t n, const AdamWStep& step);
 
 // sum_i x_i^2 in double into *result (device memory), through `partials`, which holds
 // kSumOfSquaresPartials doubles (device memory); x fp32, or bf16 widened.

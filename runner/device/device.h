@@ -111,8 +111,10 @@ class Device {
   // as stored (Matrix, MutableMatrix): a bf16 operand is read as its widened values, so the results
   // are the fp32 op's on them, bit for bit (a bf16 GEMM's rounding leaves a bf16 value as it is),
   // without a widened copy or a rounding pass; a bf16 gradient gets the fp32 product added with
-  // one rounding, as accumulate_bf16 (docs/ops.md "bf16 model states").
-  virtual void matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
+  // one rounding, as accumulate_bf16 (docs/ops.md "bf16 model states"). The output too is fp32 or
+  // bf16 as stored: a bf16 out holds the fp32 result, bias added, rounded once (nearest even), as
+  // the fp32 op followed by to_bf16, without the fp32 result passing through the caller.
+  virtual void matmul_forward(MutableMatrix out, Matrix inp, Matrix weight, const float* bias,
                               int64_t N, int64_t C, int64_t OC) = 0;
   virtual void matmul_backward(float* dinp, MutableMatrix dweight, float* dbias, const float* dout,
                                Matrix inp, Matrix weight, int64_t N, int64_t C, int64_t OC) = 0;
@@ -131,9 +133,11 @@ class Device {
                                  int64_t NH, int64_t hs) = 0;
   virtual void attention_backward(float* dqkv, const float* dout, Matrix qkv, Matrix att, int64_t B,
                                   int64_t T, int64_t NH, int64_t hs) = 0;
-  // runner/ops/gelu.h
-  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) = 0;
+  // runner/ops/gelu.h. The input and the output each fp32 or bf16 as stored: a bf16 input is read
+  // widened and a bf16 output written rounded (nearest even), so under the bf16 recipes the MLP's
+  // activations need no fp32 copy and no separate rounding pass.
+  virtual void gelu_forward(MutableMatrix out, Matrix inp, int64_t n) = 0;
+  virtual void gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) = 0;
   // runner/ops/residual.h
   virtual void residual_forward(float* out, const float* a, const float* b, int64_t n) = 0;
   virtual void residual_backward(float* da, float* db, const float* dout, int64_t n) = 0;
@@ -177,11 +181,15 @@ class Device {
   virtual void mean_square_loss_backward(float* dy, const float* y, int64_t n,
                                          float dloss_scale) = 0;
   // runner/ops/adamw.h and runner/ops/global_norm.h; the uint16_t overloads read bf16 gradients,
-  // widened exactly as they are read (no fp32 copy of them is made).
+  // widened exactly as they are read (no fp32 copy of them is made). Where params_bf16 is not
+  // null, the updated params are also written into it rounded to bf16 (to_bf16's bits), in the
+  // same pass: how the bf16 parameters follow their fp32 master.
   virtual void adamw_update(float* params, const float* grads, float* m, float* v, int64_t n,
-                            const ops::AdamWConfig& config, int64_t step) = 0;
+                            const ops::AdamWConfig& config, int64_t step,
+                            uint16_t* params_bf16) = 0;
   virtual void adamw_update(float* params, const uint16_t* grads, float* m, float* v, int64_t n,
-                            const ops::AdamWConfig& config, int64_t step) = 0;
+                            const ops::AdamWConfig& config, int64_t step,
+                            uint16_t* params_bf16) = 0;
   virtual double sum_of_squares(const float* x, int64_t n) = 0;
   virtual double sum_of_squares(const uint16_t* x, int64_t n) = 0;
   virtual void scale(float* x, int64_t n, float factor) = 0;

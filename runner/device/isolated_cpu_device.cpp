@@ -162,10 +162,10 @@ void IsolatedCpuDevice::copy_bf16(uint16_t* destination, const uint16_t* source,
   if (on_host.ok()) cpu_.copy_bf16(d, s, n);
 }
 
-void IsolatedCpuDevice::matmul_forward(float* out, Matrix inp, Matrix weight, const float* bias,
-                                       int64_t N, int64_t C, int64_t OC) {
+void IsolatedCpuDevice::matmul_forward(MutableMatrix out, Matrix inp, Matrix weight,
+                                       const float* bias, int64_t N, int64_t C, int64_t OC) {
   Arguments on_host(*this, "matmul_forward");
-  float* o = on_host(out, N * OC, "out");
+  const MutableMatrix o = on_host.mutable_matrix(out, N * OC, "out");
   const Matrix i = on_host.matrix(inp, N * C, "inp");
   const Matrix w = on_host.matrix(weight, OC * C, "weight");
   const float* b = on_host(bias, OC, "bias");
@@ -235,18 +235,17 @@ void IsolatedCpuDevice::attention_backward(float* dqkv, const float* dout, Matri
   if (on_host.ok()) cpu_.attention_backward(dq, d, q, a, B, T, NH, hs);
 }
 
-void IsolatedCpuDevice::gelu_forward(float* out, const float* inp, int64_t n) {
+void IsolatedCpuDevice::gelu_forward(MutableMatrix out, Matrix inp, int64_t n) {
   Arguments on_host(*this, "gelu_forward");
-  float* o = on_host(out, n, "out");
-  const float* i = on_host(inp, n, "inp");
+  const MutableMatrix o = on_host.mutable_matrix(out, n, "out");
+  const Matrix i = on_host.matrix(inp, n, "inp");
   if (on_host.ok()) cpu_.gelu_forward(o, i, n);
 }
 
-void IsolatedCpuDevice::gelu_backward(float* dinp, const float* inp, const float* dout,
-                                      int64_t n) {
+void IsolatedCpuDevice::gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) {
   Arguments on_host(*this, "gelu_backward");
   float* di = on_host(dinp, n, "dinp");
-  const float* i = on_host(inp, n, "inp");
+  const Matrix i = on_host.matrix(inp, n, "inp");
   const float* d = on_host(dout, n, "dout");
   if (on_host.ok()) cpu_.gelu_backward(di, i, d, n);
 }
@@ -410,23 +409,27 @@ void IsolatedCpuDevice::mean_square_loss_backward(float* dy, const float* y, int
 
 template <typename Value>
 void IsolatedCpuDevice::checked_adamw(float* params, const Value* grads, float* m, float* v,
-                                      int64_t n, const ops::AdamWConfig& config, int64_t step) {
+                                      int64_t n, const ops::AdamWConfig& config, int64_t step,
+                                      uint16_t* params_bf16) {
   Arguments on_host(*this, "adamw_update");
   float* p = on_host(params, n, "params");
   const Value* g = on_host(grads, n, "grads");
   float* hm = on_host(m, n, "m");
   float* hv = on_host(v, n, "v");
-  if (on_host.ok()) cpu_.adamw_update(p, g, hm, hv, n, config, step);
+  uint16_t* pb = on_host(params_bf16, n, "params_bf16");
+  if (on_host.ok()) cpu_.adamw_update(p, g, hm, hv, n, config, step, pb);
 }
 
 void IsolatedCpuDevice::adamw_update(float* params, const float* grads, float* m, float* v,
-                                     int64_t n, const ops::AdamWConfig& config, int64_t step) {
-  checked_adamw(params, grads, m, v, n, config, step);
+                                     int64_t n, const ops::AdamWConfig& config, int64_t step,
+                                     uint16_t* params_bf16) {
+  checked_adamw(params, grads, m, v, n, config, step, params_bf16);
 }
 
 void IsolatedCpuDevice::adamw_update(float* params, const uint16_t* grads, float* m, float* v,
-                                     int64_t n, const ops::AdamWConfig& config, int64_t step) {
-  checked_adamw(params, grads, m, v, n, config, step);
+                                     int64_t n, const ops::AdamWConfig& config, int64_t step,
+                                     uint16_t* params_bf16) {
+  checked_adamw(params, grads, m, v, n, config, step, params_bf16);
 }
 
 template <typename Value>

@@ -1,8 +1,8 @@
 // The activations a model chunk keeps between forward and backward, in the run's storage type:
 // fp32, or bf16 under the bf16 recipes (2 bytes an element, as `partrain memory` counts them).
-// The GEMM ops (matmul, attention) read their saved inputs as stored (operand()), and attention
-// writes its probabilities as stored (target()). The other ops read and write fp32, so such an
-// op writes a bf16 activation through an fp32 buffer that store() rounds into it (nearest even),
+// The GEMM ops (matmul, attention) and GeLU read their saved inputs as stored (operand()), and
+// attention and GeLU write theirs as stored (target()). The other ops read and write fp32, so such
+// an op writes a bf16 activation through an fp32 buffer that store() rounds into it (nearest even),
 // and reads one widened back into an fp32 buffer. Each op thus computes in fp32 from bf16 inputs
 // and rounds what it keeps: the numerics of a kernel that loads and stores bf16 and computes in
 // fp32, at the cost of a pass over each tensor and its fp32 size in workspace while the op runs.
@@ -60,9 +60,9 @@ class ActivationStore {
   void keep(Output values, Tensor& saved) const;
   // The values of `saved`, widened when it is bf16.
   StatusOr<Input> input(const Tensor& saved) const;
-  // `saved` as a GEMM op's input (matmul and attention read bf16 as it lies).
+  // `saved` as the input of an op that reads bf16 as it lies (matmul, attention, GeLU).
   static Matrix operand(const Tensor& saved);
-  // `saved` as an op's output written as stored (attention's probabilities).
+  // `saved` as an op's output written as stored (attention's probabilities, GeLU's output).
   static MutableMatrix target(Tensor& saved);
   // Writes `source` (saved.numel() floats) into `saved`, rounded when it is bf16.
   void assign(Tensor& saved, const float* source) const;

@@ -7,11 +7,10 @@ void adamw_update(Device& device, float* values, Tensor& grads, int64_t offset, 
                   uint16_t* bf16_params) {
   if (n <= 0) return;
   if (grads.type() == ElementType::kF32) {
-    device.adamw_update(values, grads.data() + offset, m, v, n, config, step);
+    device.adamw_update(values, grads.data() + offset, m, v, n, config, step, bf16_params);
   } else {
-    device.adamw_update(values, grads.bf16_data() + offset, m, v, n, config, step);
+    device.adamw_update(values, grads.bf16_data() + offset, m, v, n, config, step, bf16_params);
   }
-  if (bf16_params != nullptr) device.to_bf16(bf16_params, values, n);
 }
 
 double sum_of_squares(Device& device, const Tensor& values, int64_t begin, int64_t n) {

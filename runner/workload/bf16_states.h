@@ -14,8 +14,8 @@
 namespace partrain::runner {
 
 // AdamW (runner/ops/adamw.h) on n fp32 values (the parameters, or the master of bf16 ones), m
-// and v, from gradients [offset, offset + n) of `grads` (fp32 or bf16); then, where bf16_params
-// is not null, the values written back rounded into it.
+// and v, from gradients [offset, offset + n) of `grads` (fp32 or bf16); where bf16_params is not
+// null, the updated values are also written rounded into it, in the same pass.
 void adamw_update(Device& device, float* values, Tensor& grads, int64_t offset, float* m,
                   float* v, int64_t n, const ops::AdamWConfig& config, int64_t step,
                   uint16_t* bf16_params);

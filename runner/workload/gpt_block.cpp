@@ -4,9 +4,8 @@ namespace partrain::runner {
 
 using memory::Category;
 
-StatusOr<ActivationStore::Output> GptBlock::layernorm(const float* x, const float* weight,
-                                                      const float* bias, Tensor& out,
-                                                      Tensor& mean, Tensor& rstd) {
+Status GptBlock::layernorm(const float* x, const float* weight, const float* bias, Tensor& out,
+                           Tensor& mean, Tensor& rstd) {
   const int64_t n = tp_.local_tokens(shape_.B, shape_.T);
   ASSIGN_OR_RETURN(out, store_.create({n, shape_.C}));
   ASSIGN_OR_RETURN(mean, Tensor::create(device_.allocator(), {n}, Category::kActivations));
@@ -14,8 +13,8 @@ StatusOr<ActivationStore::Output> GptBlock::layernorm(const float* x, const floa
   ASSIGN_OR_RETURN(ActivationStore::Output values, store_.output(out));
   device_.layernorm_forward(values.data(), mean.data(), rstd.data(), x, weight, bias, n,
                             shape_.C);
-  store_.store(values, out);
-  return values;
+  store_.keep(std::move(values), out);
+  return Status::ok();
 }
 
 StatusOr<Matrix> GptBlock::region_operand(const Tensor& saved, Tensor& gathered) {
@@ -44,8 +43,10 @@ Status GptBlock::project_and_add(Matrix in, int64_t k, Matrix weight, const floa
 }
 
 // Each op writes what the block keeps through store_.output() and store_.store() (rounded there
-// under bf16); the next op reads the stored values from the same buffer. What only the GEMMs or
-// the next block read again goes through store_.keep() (no fp32 write-back).
+// under bf16); the next op reads the stored values from the same buffer. What only the ops that
+// read stored values (the GEMMs, attention, GeLU) or the next block read again goes through
+// store_.keep() (no fp32 write-back), or is written as stored by its op (qkv and fc by their
+// matmuls, fc_gelu by GeLU).
 Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t tp = tp_.size();
@@ -57,17 +58,16 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   using Output = ActivationStore::Output;
   ASSIGN_OR_RETURN(ActivationStore::Input x_in, store_.input(x));
 
-  ASSIGN_OR_RETURN(Output ln1, layernorm(x_in.data(), w.vector(kLn1W), w.vector(kLn1B), a.ln1,
-                                         a.ln1_mean, a.ln1_rstd));
+  RETURN_IF_ERROR(
+      layernorm(x_in.data(), w.vector(kLn1W), w.vector(kLn1B), a.ln1, a.ln1_mean, a.ln1_rstd));
   // Under SP the gathered input is not kept: backward gathers it again (Korthikanti 2022,
   // sec. 4.2.2), so the saved activations stay sequence-sharded.
   Tensor gathered;
   ASSIGN_OR_RETURN(const Matrix ln1_full, region_operand(a.ln1, gathered));
+  // The projections that only a GEMM-reading op reads again are written as stored.
   ASSIGN_OR_RETURN(a.qkv, store_.create({N, 3 * c_local}));
-  ASSIGN_OR_RETURN(Output qkv, store_.output(a.qkv));
-  device_.matmul_forward(qkv.data(), ln1_full, w.matrix(kQkvW), w.vector(kQkvB), N, C, 3 * c_local);
-  store_.keep(std::move(qkv), a.qkv);
-  ln1 = Output();
+  device_.matmul_forward(ActivationStore::target(a.qkv), ln1_full, w.matrix(kQkvW), w.vector(kQkvB),
+                         N, C, 3 * c_local);
   ASSIGN_OR_RETURN(a.att, store_.create({B, heads_local, T, T}));
   ASSIGN_OR_RETURN(a.atty, store_.create({N, c_local}));
   ASSIGN_OR_RETURN(a.x2, store_.create({n, C}));
@@ -83,20 +83,17 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   }
   x_in = ActivationStore::Input();
 
-  ASSIGN_OR_RETURN(Output ln2, layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2,
-                                         a.ln2_mean, a.ln2_rstd));
+  RETURN_IF_ERROR(
+      layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2, a.ln2_mean, a.ln2_rstd));
   ASSIGN_OR_RETURN(const Matrix ln2_full, region_operand(a.ln2, gathered));
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
-  ASSIGN_OR_RETURN(Output fc, store_.output(a.fc));
-  device_.matmul_forward(fc.data(), ln2_full, w.matrix(kFcW), w.vector(kFcB), N, C, f_local);
-  store_.store(fc, a.fc);
-  ln2 = Output();
+  device_.matmul_forward(ActivationStore::target(a.fc), ln2_full, w.matrix(kFcW), w.vector(kFcB), N,
+                         C, f_local);
   gathered = Tensor();
+  // GeLU reads fc and writes fc_gelu as stored: under bf16, no fp32 copy of either.
   ASSIGN_OR_RETURN(a.fc_gelu, store_.create({N, f_local}));
-  ASSIGN_OR_RETURN(Output fc_gelu, store_.output(a.fc_gelu));
-  device_.gelu_forward(fc_gelu.data(), fc.data(), N * f_local);
-  store_.keep(std::move(fc_gelu), a.fc_gelu);
-  fc = Output();
+  device_.gelu_forward(ActivationStore::target(a.fc_gelu), ActivationStore::operand(a.fc),
+                       N * f_local);
   if (a.out.numel() == 0) {
     ASSIGN_OR_RETURN(a.out, store_.create({n, C}));
   }
@@ -151,10 +148,7 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   // block's peak is its largest live set, not the sum of its intermediates.
   a.fc_gelu = Tensor();
   ASSIGN_OR_RETURN(Tensor d_fc, scratch({N, f_local}));
-  {
-    ASSIGN_OR_RETURN(Input fc, store_.input(a.fc));
-    device_.gelu_backward(d_fc.data(), fc.data(), d_fc_gelu.data(), N * f_local);
-  }
+  device_.gelu_backward(d_fc.data(), ActivationStore::operand(a.fc), d_fc_gelu.data(), N * f_local);
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));

@@ -73,11 +73,10 @@ class GptBlock {
 
  private:
   Status run_forward(const BlockWeights& w, const Tensor& x, BlockActivations& acts);
-  // out = LayerNorm(x) over local_tokens rows, kept in the store's type (mean and rstd in fp32);
-  // returns out's stored values for the next op.
-  StatusOr<ActivationStore::Output> layernorm(const float* x, const float* weight,
-                                              const float* bias, Tensor& out, Tensor& mean,
-                                              Tensor& rstd);
+  // out = LayerNorm(x) over local_tokens rows, kept in the store's type (mean and rstd in fp32):
+  // only the GEMM of the region it enters reads it, as stored.
+  Status layernorm(const float* x, const float* weight, const float* bias, Tensor& out,
+                   Tensor& mean, Tensor& rstd);
   // values = residual + g(in @ weight^T + bias): a row-parallel projection (in: B T x k, this
   // rank's slice of the inner dimension) summed over tp, then the residual, into `values`
   // (store_.output of the tensor the caller then stores or keeps).

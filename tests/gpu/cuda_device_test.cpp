@@ -741,8 +741,8 @@ TEST_F(CudaDeviceTest, MeanSquareLossAdamWAndGlobalNorm) {
   for (int64_t step = 1; step <= 3; ++step) {
     config.grad_scale = step == 2 ? 0.3f : 1.0f;  // step 2 clipped, inside the update
     const auto grads = random_values(n, 10 + static_cast<uint32_t>(step));
-    cpu_.adamw_update(params.data(), grads.data(), m.data(), v.data(), n, config, step);
-    gpu_->adamw_update(gpu_params, on_gpu(grads), gpu_m, gpu_v, n, config, step);
+    cpu_.adamw_update(params.data(), grads.data(), m.data(), v.data(), n, config, step, nullptr);
+    gpu_->adamw_update(gpu_params, on_gpu(grads), gpu_m, gpu_v, n, config, step, nullptr);
   }
   expect_close(from_gpu(gpu_params, n), params, kFp32Tolerance, "params");
   expect_close(from_gpu(gpu_m, n), m, kFp32Tolerance, "m");
@@ -755,11 +755,70 @@ TEST_F(CudaDeviceTest, MeanSquareLossAdamWAndGlobalNorm) {
   uint16_t* gpu_bf16_grads = on_gpu(bf16_grads);
   expect_close(gpu_->sum_of_squares(gpu_bf16_grads, n), cpu_.sum_of_squares(bf16_grads.data(), n),
                1e-12, "sum of squares of bf16 values");
-  cpu_.adamw_update(params.data(), bf16_grads.data(), m.data(), v.data(), n, config, 4);
-  gpu_->adamw_update(gpu_params, gpu_bf16_grads, gpu_m, gpu_v, n, config, 4);
-  expect_close(from_gpu(gpu_params, n), params, kFp32Tolerance, "params from bf16 gradients");
+  // With the bf16 parameters written in the same pass (bf16-mixed's AdamW).
+  std::vector<uint16_t> params_bf16(static_cast<size_t>(n));
+  uint16_t* gpu_params_bf16 = on_gpu(std::vector<uint16_t>(static_cast<size_t>(n), 0x4040));
+  cpu_.adamw_update(params.data(), bf16_grads.data(), m.data(), v.data(), n, config, 4,
+                    params_bf16.data());
+  gpu_->adamw_update(gpu_params, gpu_bf16_grads, gpu_m, gpu_v, n, config, 4, gpu_params_bf16);
+  const std::vector<float> gpu_params_after = from_gpu(gpu_params, n);
+  expect_close(gpu_params_after, params, kFp32Tolerance, "params from bf16 gradients");
   expect_close(from_gpu(gpu_m, n), m, kFp32Tolerance, "m from bf16 gradients");
   expect_close(from_gpu(gpu_v, n), v, kFp32Tolerance, "v from bf16 gradients");
+  // The bf16 parameters are the GPU's own fp32 ones rounded, every bit.
+  std::vector<uint16_t> got_bf16(static_cast<size_t>(n)), want_bf16(static_cast<size_t>(n));
+  gpu_->download(got_bf16.data(), gpu_params_bf16, got_bf16.size() * sizeof(uint16_t));
+  cpu_.to_bf16(want_bf16.data(), gpu_params_after.data(), n);
+  EXPECT_EQ(got_bf16, want_bf16);
+}
+
+// GeLU over bf16 storage (the bf16 recipes' MLP): a bf16 input read widened, a bf16 output written
+// rounded, in each combination of types, against the CPU's. tanhf and std::tanh may differ by an
+// fp32 ulp, which can move a rounded value to its bf16 neighbour: one bf16 step (2^-8), 4e-3 of
+// the scale, where a missed widening or rounding is off by far more.
+TEST_F(CudaDeviceTest, GeluReadsAndWritesBf16AsStored) {
+  const int64_t n = 3 * 13 * 60 + 1;
+  const auto values = random_values(n, 1, 4.0f);
+  std::vector<uint16_t> x(static_cast<size_t>(n));
+  cpu_.to_bf16(x.data(), values.data(), n);
+  std::vector<float> x_widened(static_cast<size_t>(n));
+  cpu_.from_bf16(x_widened.data(), x.data(), n);
+  uint16_t* gpu_x = on_gpu(x);
+  float* gpu_x_widened = on_gpu(x_widened);
+  auto widened_from_gpu = [&](const uint16_t* data) {
+    std::vector<uint16_t> bits(static_cast<size_t>(n));
+    gpu_->download(bits.data(), data, bits.size() * sizeof(uint16_t));
+    std::vector<float> widened(static_cast<size_t>(n));
+    cpu_.from_bf16(widened.data(), bits.data(), n);
+    return widened;
+  };
+  auto widened_of = [&](const std::vector<uint16_t>& bits) {
+    std::vector<float> widened(static_cast<size_t>(n));
+    cpu_.from_bf16(widened.data(), bits.data(), n);
+    return widened;
+  };
+
+  std::vector<uint16_t> want(static_cast<size_t>(n));
+  cpu_.gelu_forward(want.data(), x.data(), n);
+  uint16_t* gpu_out = on_gpu(std::vector<uint16_t>(static_cast<size_t>(n), 0x4040));
+  gpu_->gelu_forward(gpu_out, gpu_x, n);
+  expect_close(widened_from_gpu(gpu_out), widened_of(want), 4e-3, "bf16 in, bf16 out");
+  uint16_t* gpu_out_from_f32 = on_gpu(std::vector<uint16_t>(static_cast<size_t>(n), 0x4040));
+  gpu_->gelu_forward(gpu_out_from_f32, gpu_x_widened, n);
+  expect_close(widened_from_gpu(gpu_out_from_f32), widened_of(want), 4e-3, "fp32 in, bf16 out");
+  std::vector<float> want_f32(static_cast<size_t>(n));
+  cpu_.gelu_forward(want_f32.data(), x_widened.data(), n);
+  float* gpu_out_f32 = on_gpu(std::vector<float>(static_cast<size_t>(n), 3.0f));
+  gpu_->gelu_forward(gpu_out_f32, gpu_x, n);
+  expect_close(from_gpu(gpu_out_f32, n), want_f32, kFp32Tolerance, "bf16 in, fp32 out");
+
+  const auto dout = random_values(n, 3);
+  auto dx = random_values(n, 4);
+  float* gpu_dx = on_gpu(dx);
+  cpu_.gelu_backward(dx.data(), x.data(), dout.data(), n);
+  gpu_->gelu_backward(gpu_dx, gpu_x, on_gpu(dout), n);
+  expect_close(from_gpu(gpu_dx, n), dx, kFp32Tolerance, "dinp from a bf16 input");
+  EXPECT_TRUE(gpu_->status().is_ok()) << gpu_->status().message();
 }
 
 // The first failure is kept, later ops are skipped and host values are NaN.
@@ -804,6 +863,32 @@ TEST_F(CudaDeviceBf16Test, MatmulMatchesTheCpusBf16Reference) {
 }
 
 TEST_F(CudaDeviceBf16Test, Bf16WeightsGoToTheTensorCoresAsStored) { compare_bf16_weights(); }
+
+// A bf16 output (qkv, fc under the bf16 recipes): the fp32 output of the same product, bias
+// added, rounded once: every bit, on the four-a-thread path (OC a multiple of 4) and the other;
+// with and without a bias.
+TEST_F(CudaDeviceBf16Test, MatmulWritesABf16OutputAsTheFp32OneRounded) {
+  for (const int64_t OC : {int64_t{96}, int64_t{37}}) {
+    SCOPED_TRACE(::testing::Message() << "OC " << OC);
+    const int64_t N = 67, C = 48;
+    const auto x = random_values(N * C, 51), w = random_values(OC * C, 52, 0.3f);
+    const auto bias = random_values(OC, 53);
+    float* gpu_x = on_gpu(x);
+    float* gpu_w = on_gpu(w);
+    for (const float* gpu_bias :
+         {static_cast<const float*>(on_gpu(bias)), static_cast<const float*>(nullptr)}) {
+      float* gpu_f32 = on_gpu(std::vector<float>(N * OC));
+      uint16_t* gpu_bf16 = on_gpu(std::vector<uint16_t>(N * OC, 0x4040));
+      gpu_->matmul_forward(gpu_f32, gpu_x, gpu_w, gpu_bias, N, C, OC);
+      gpu_->matmul_forward(gpu_bf16, gpu_x, gpu_w, gpu_bias, N, C, OC);
+      std::vector<uint16_t> got(N * OC), want(N * OC);
+      gpu_->download(got.data(), gpu_bf16, got.size() * sizeof(uint16_t));
+      cpu_.to_bf16(want.data(), from_gpu(gpu_f32, N * OC).data(), N * OC);
+      EXPECT_EQ(got, want) << (gpu_bias != nullptr ? "with a bias" : "without a bias");
+    }
+  }
+  EXPECT_TRUE(gpu_->status().is_ok()) << gpu_->status().message();
+}
 
 // Attention's four products go through the tensor cores in bf16 too: within bf16's tolerance of
 // the fp32 CPU, and close to the CPU's bf16 reference, which rounds the same operands at the same

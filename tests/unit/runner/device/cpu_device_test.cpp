@@ -240,9 +240,48 @@ TEST(CpuDevice, MlpStepsLowerTheLoss) {
     device.mean_square_loss_backward(dy.data(), y.data(), N * C, 1.0f);
     device.gelu_backward(dh.data(), h.data(), dy.data(), N * C);
     device.matmul_backward(nullptr, dw.data(), nullptr, dh.data(), x.data(), w.data(), N, C, C);
-    device.adamw_update(w.data(), dw.data(), m.data(), v.data(), C * C, config, step);
+    device.adamw_update(w.data(), dw.data(), m.data(), v.data(), C * C, config, step, nullptr);
   }
   EXPECT_LT(last, 0.5f * first);
+}
+
+// A bf16 output is the fp32 one, bias added, rounded once; its fp32 workspace is tracked.
+TEST(CpuDevice, MatmulWritesABf16OutputAsTheFp32OneRounded) {
+  CpuDevice device(CpuDeviceOptions{.precision = GemmPrecision::kBf16});
+  const int64_t N = 5, C = 8, OC = 6;
+  const auto x = random_values(N * C, 31), w = random_values(OC * C, 32),
+             bias = random_values(OC, 33);
+  std::vector<float> fp32_out(N * OC);
+  device.matmul_forward(fp32_out.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  std::vector<uint16_t> want(N * OC), got(N * OC, 0x4040);
+  device.to_bf16(want.data(), fp32_out.data(), N * OC);
+  device.matmul_forward(got.data(), x.data(), w.data(), bias.data(), N, C, OC);
+  EXPECT_EQ(got, want);
+  EXPECT_GE(device.allocator().peak_bytes(memory::Category::kWorkspace),
+            static_cast<uint64_t>(N * OC) * sizeof(float));
+  EXPECT_TRUE(device.status().is_ok()) << device.status().message();
+}
+
+// bf16-mixed's AdamW: the fp32 master updated as without, and the bf16 parameters written from
+// it in the same call, to_bf16's bits.
+TEST(CpuDevice, AdamWWritesTheBf16ParametersFromTheUpdatedMaster) {
+  CpuDevice device;
+  const int64_t n = 37;
+  const auto grads = random_values(n, 21);
+  auto params = random_values(n, 22), m = random_values(n, 23, 0.1f);
+  std::vector<float> v(n, 0.01f);
+  auto plain_params = params, plain_m = m, plain_v = v;
+  const ops::AdamWConfig config{.learning_rate = 0.05f, .weight_decay = 0.1f};
+  std::vector<uint16_t> params_bf16(n, 0x4040);
+  device.adamw_update(params.data(), grads.data(), m.data(), v.data(), n, config, 3,
+                      params_bf16.data());
+  device.adamw_update(plain_params.data(), grads.data(), plain_m.data(), plain_v.data(), n, config,
+                      3, nullptr);
+  EXPECT_EQ(params, plain_params);
+  EXPECT_EQ(m, plain_m);
+  std::vector<uint16_t> want(n);
+  device.to_bf16(want.data(), params.data(), n);
+  EXPECT_EQ(params_bf16, want);
 }
 
 TEST(CpuDevice, MeasuresAnSgemmPeakInTrackedWorkspace) {

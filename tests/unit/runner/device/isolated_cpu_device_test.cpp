@@ -160,8 +160,8 @@ TEST_F(IsolatedCpuDeviceTest, Bf16GradientsAreReadInTwoByteElements) {
   std::vector<float> params = random_values(128, 5), m(128, 0.0f), v(128, 0.0f);
   TrackedBuffer p = upload(params), m_d = upload(m), v_d = upload(v);
   const ops::AdamWConfig config{.learning_rate = 1e-2f};
-  device->adamw_update(f(p), g, f(m_d), f(v_d), 128, config, 1);
-  cpu.adamw_update(params.data(), bits.data(), m.data(), v.data(), 128, config, 1);
+  device->adamw_update(f(p), g, f(m_d), f(v_d), 128, config, 1, nullptr);
+  cpu.adamw_update(params.data(), bits.data(), m.data(), v.data(), 128, config, 1, nullptr);
   EXPECT_EQ(device->sum_of_squares(g, 128), cpu.sum_of_squares(bits.data(), 128));
   ASSERT_TRUE(device->status().is_ok()) << device->status().message();
   EXPECT_EQ(download(p), params);
