@@ -60,6 +60,32 @@ TEST_F(CuptiSessionTest, AtExitAfterCudaIsGoneKernelsAreKeptAndCuptiIsLeftAlone)
             std::string::npos)
       << calls;
 }
+
+// Another profiler holds CUPTI (nsys, torch.profiler): one notice, and the NCCL calls are traced
+// all the same (the NCCL program, its CUDA initialised, finding the stand-in libcupti on the
+// loader's path as it would the toolkit's).
+TEST_F(CuptiSessionTest, WhenAnotherProfilerHoldsCuptiNcclCallsAreStillTraced) {
+  const std::string trace = path("taken.db");
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {} 0 1", trace, FAKE_NCCL_PROGRAM),
+      fmt::format("LD_LIBRARY_PATH={} FAKE_CUPTI_TAKEN=1 FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} "
+                  "env -u RANK",
+                  FAKE_CUPTI_DIR, path("cupti.log")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("InitializeInjection ok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done rank 0: all results as expected"), std::string::npos) << r.out;
+  const std::string notice =
+      "CUPTI is already in use by another profiler in this process (nsys, the PyTorch profiler, "
+      "...): GPU kernels are not recorded; NCCL calls still are";
+  const size_t first = r.err.find(notice);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(notice, first + 1), std::string::npos) << r.err;
+  // It asked, was refused, and touched CUPTI no further.
+  EXPECT_EQ(read_file(path("cupti.log")), "cuptiSubscribe\n");
+  TraceQuery q(trace);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
+  EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 0);
+}
 #endif
 
 }  // namespace

@@ -10,7 +10,10 @@
  *                               cuptiActivityDisable, CUDA 13.0 on an H200, 2026-11-26); a flush
  *                               still works, as it does there.
  *   FAKE_CUPTI_LOG=FILE         each entry point called is appended to FILE, one name a line, and
- *                               "torn down" where the teardown happened. */
+ *                               "torn down" where the teardown happened.
+ *   FAKE_CUPTI_TAKEN=1          another profiler holds CUPTI: cuptiSubscribe fails with
+ *                               CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, as it does under
+ *                               nsys or torch.profiler. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -138,6 +141,7 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
   (void)callback;
   (void)userdata;
   log_line("cuptiSubscribe");
+  if (getenv("FAKE_CUPTI_TAKEN") != NULL) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   *subscriber = (CUpti_SubscriberHandle)0x1000;
   return CUPTI_SUCCESS;
 }
