@@ -469,7 +469,12 @@ void TraceWriter::State::store(const RankInfo& e) {
     s.bind(3, int64_t{e.node});
     s.bind(4, std::string_view(e.host));
     s.bind(5, e.pid);
-    s.bind(6, int64_t{e.exit_code});
+    // A rank a signal ended has no exit code (as waitpid's WEXITSTATUS means nothing then).
+    if (e.exit_signal != 0) {
+      s.bind_null(6);
+    } else {
+      s.bind(6, int64_t{e.exit_code});
+    }
     s.bind(7, int64_t{e.exit_signal});
     run(s, "a rank's exit");
     return;

@@ -53,8 +53,8 @@ CREATE TABLE rank (
   clock_offset_ns      INTEGER,  -- added to this host's monotonic clock to reach the timeline
   clock_uncertainty_ns INTEGER,
   clock_drift_ppm      REAL,     -- fitted drift of that offset over the run (ppm), 0 if unmeasured
-  exit_code            INTEGER,  -- NULL while running or when unknown
-  exit_signal          INTEGER
+  exit_code            INTEGER,  -- NULL while running, when unknown, or when a signal ended it
+  exit_signal          INTEGER   -- the signal that ended the rank, 0 if none
 );
 
 CREATE TABLE track (

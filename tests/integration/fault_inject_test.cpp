@@ -58,7 +58,8 @@ TEST_F(FaultInjectTest, CrashAbortsTheRank) {
   EXPECT_TRUE(has(r.err, R"(exiting with 134 \(128 \+ signal 6\))")) << r.err;
   TraceQuery q(trace_);
   EXPECT_EQ(q.rows("SELECT status, failing_rank FROM runs"), "failed|1\n");
-  EXPECT_EQ(q.rows("SELECT exit_code, exit_signal FROM ranks WHERE rank = 1"), "0|6\n");
+  // Killed by a signal: no exit code (NULL), the signal kept.
+  EXPECT_EQ(q.rows("SELECT exit_code IS NULL, exit_signal FROM ranks WHERE rank = 1"), "1|6\n");
   // Rank 1 finished step 0 and nothing after: the crash came at step 1's start.
   EXPECT_EQ(q.number("SELECT max(step) FROM steps WHERE rank = 1"), 0);
 }

@@ -128,9 +128,10 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
             "0|1|0|5000|3.5|2048\n");
   EXPECT_EQ(query_rows(db, "SELECT name, rank, value, severity, description FROM stats"),
             "recorder_dropped_events|1|5|data_loss|buffer full\n");
-  EXPECT_EQ(query_rows(db, "SELECT rank, host, pid, clock_offset_ns, clock_uncertainty_ns, exit_code, "
-                     "exit_signal FROM ranks ORDER BY rank"),
-            "0|hostA|100|0|0|NULL|NULL\n1|hostA|101|250|10|0|9\n2|hostA|102|NULL|NULL|1|0\n");
+  EXPECT_EQ(query_rows(db,
+                       "SELECT rank, host, pid, clock_offset_ns, clock_uncertainty_ns, exit_code, "
+                       "exit_signal FROM ranks ORDER BY rank"),
+            "0|hostA|100|0|0|NULL|NULL\n1|hostA|101|250|10|NULL|9\n2|hostA|102|NULL|NULL|1|0\n");
   EXPECT_EQ(query_rows(db, "SELECT rank, device, clock_drift_ppm FROM ranks ORDER BY rank"),
             "0|cpu|0.0\n1|cpu|12.5\n2|NULL|NULL\n");
   EXPECT_EQ(query_rows(db, "SELECT run_id, command, config, status, failing_rank, end_ns, world_size "
