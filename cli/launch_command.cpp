@@ -95,6 +95,12 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.token = flags.token;
   config.run_id = flags.run_id;
   config.log_dir = flags.log_dir;
+  if (flags.tee && !flags.log_dir) {
+    return invalid_argument(
+        "--tee copies the ranks' output to the terminal besides --log-dir's "
+        "files: add --log-dir DIR, or drop --tee (without --log-dir the "
+        "output goes to the terminal alone)");
+  }
   config.tee = flags.tee;
   config.prefix = flags.prefix;
   config.command = flags.command;

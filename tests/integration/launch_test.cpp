@@ -221,6 +221,17 @@ TEST_F(LaunchTest, EmptyTraceNamesAreAUsageError) {
   EXPECT_TRUE(contains(trace.err, "-o needs a file name")) << trace.err;
 }
 
+// --tee without --log-dir has nothing to tee: refused, not silently ignored.
+TEST_F(LaunchTest, TeeWithoutLogDirIsAUsageError) {
+  Finished r = run_partrain({"launch", "-n", "1", "--tee", "--", "echo", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "--tee copies the ranks' output to the terminal besides --log-dir's "
+                       "files: add --log-dir DIR"))
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(LaunchTest, NoPrefixAndLogDir) {
   Finished plain = run_partrain({"launch", "-n", "1", "--no-prefix", "--", "echo", "bare"});
   EXPECT_EQ(plain.out, "bare\n");
