@@ -3,8 +3,11 @@
 // `memory_events` (docs/trace-format.md); never more than one row per rank or step in memory.
 #include "analyzers/analysis_window.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "profiler/chrome_export.h"
 #include "profiler/trace_open.h"
@@ -107,6 +110,30 @@ StatusOr<RankSpan> step_span(const SqliteDb& db, int rank, int64_t first, int64_
   return span;
 }
 
+// An explicit --steps window in which none of the selected ranks recorded a step: refused (an
+// empty report would read as a clean one), naming the steps they did record.
+Status check_selected_ranks_have_steps(const SqliteDb& db, const AnalysisWindow& window) {
+  int64_t lowest = std::numeric_limits<int64_t>::max(),
+          highest = std::numeric_limits<int64_t>::min();
+  for (const auto& [rank, span] : window.spans) {
+    if (span.steps > 0) return Status::ok();
+    ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
+                                    db, "SELECT MIN(step), MAX(step) FROM steps WHERE rank = ?1"));
+    stmt.bind(1, int64_t{rank});
+    if (stmt.step() == SQLITE_ROW && !stmt.column_is_null(0)) {
+      lowest = std::min(lowest, stmt.column_int(0));
+      highest = std::max(highest, stmt.column_int(1));
+    }
+  }
+  const std::string recorded = lowest <= highest
+                                   ? fmt::format("they recorded steps {}..{}", lowest, highest)
+                                   : std::string("they recorded no steps at all");
+  return invalid_argument(
+      "--steps {}:{}: rank(s) {} recorded no step in it ({}); choose steps "
+      "they recorded, or other ranks with --rank",
+      window.first_step, window.last_step, fmt::join(window.ranks, ","), recorded);
+}
+
 // First to last event of a rank without steps: slices (collectives are slices) and memory samples.
 StatusOr<RankSpan> event_span(const SqliteDb& db, int rank) {
   ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
@@ -168,6 +195,7 @@ StatusOr<AnalysisWindow> choose_window(const profiler::SqliteDb& db,
       ASSIGN_OR_RETURN(window.spans[rank], event_span(db, rank));
     }
   }
+  if (window.steps_selected) RETURN_IF_ERROR(check_selected_ranks_have_steps(db, window));
   fill_empty_spans(window);
   return window;
 }

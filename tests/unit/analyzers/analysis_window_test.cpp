@@ -94,6 +94,28 @@ TEST_F(AnalysisWindowTest, StepsNotInTheTraceAreUsageErrorsNamingTheRecordedRang
       << window.status().message();
 }
 
+// Rank 1 died after step 1: asked for steps 2..3 of rank 1 alone, the window would be empty and the
+// report a clean nothing. Refused, naming the steps it did record; with rank 0 there is a window.
+TEST_F(AnalysisWindowTest, ExplicitStepsTheSelectedRanksNeverRecordedAreAUsageError) {
+  std::vector<TraceEvent> events = {rank_info(0), rank_info(1)};
+  for (int64_t step = 0; step < 4; ++step) add_step(events, 0, step, 10.0 * step, 10.0 * step + 10);
+  for (int64_t step = 0; step < 2; ++step) add_step(events, 1, step, 10.0 * step, 10.0 * step + 10);
+  auto trace = write_trace(std::move(events), 2);
+  WindowOptions rank_1 = select_steps(2, 3);
+  rank_1.ranks = {1};
+  auto window = choose_window(trace.db, rank_1);
+  ASSERT_FALSE(window.is_ok());
+  EXPECT_EQ(window.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(window.status().message(),
+            "--steps 2:3: rank(s) 1 recorded no step in it (they recorded steps 0..1); choose "
+            "steps they recorded, or other ranks with --rank");
+  WindowOptions both = select_steps(2, 3);
+  both.ranks = {0, 1};
+  auto with_rank_0 = choose_window(trace.db, both);
+  ASSERT_TRUE(with_rank_0.is_ok()) << with_rank_0.status().message();
+  EXPECT_EQ(with_rank_0->spans.at(0).steps, 2);
+}
+
 TEST_F(AnalysisWindowTest, SkippingEveryStepIsAUsageError) {
   auto trace = four_steps();
   auto window = choose_window(trace.db, skip_steps(4));
