@@ -101,7 +101,7 @@ Subcommand add_analyze_command(CLI::App& parent) {
   auto flags = std::make_shared<AnalyzeFlags>();
   cmd->add_option("trace", flags->trace,
                   "Trace file (default: the most recent *.db in ./partrain-runs)");
-  cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2");
+  cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2 or 0-3,6");
   cmd->add_option("--steps", flags->steps,
                   "Only these training steps (inclusive): A:B, A:, :B or A (wins over "
                   "--skip-steps)");

@@ -17,7 +17,8 @@ StatusOr<std::filesystem::path> most_recent_trace(std::string_view example);
 
 // "A:B", "A:", ":B" or "A": inclusive step numbers; kInvalidArgument otherwise.
 StatusOr<profiler::StepRange> parse_step_range(std::string_view text);
-// "0,2,5": world ranks; sorted, duplicates dropped; kInvalidArgument otherwise.
+// "0,2,5" or "0-3,6" (A-B: ranks A to B, inclusive): world ranks; sorted, duplicates dropped;
+// kInvalidArgument otherwise.
 StatusOr<std::vector<int>> parse_rank_list(std::string_view text);
 
 }  // namespace partrain::cli
