@@ -3,6 +3,9 @@
 // layout, and ranks them (Calculon-like); --check costs one given layout, --calibrate replaces
 // the presets' speeds with those measured in the user's own traces.
 #include <chrono>
+#include <optional>
+#include <set>
+#include <string>
 
 #include "analyzers/calibration.h"
 #include "analyzers/layout_search.h"
@@ -39,7 +42,7 @@ struct RecommendFlags {
   int max_cp = 8;
   std::vector<std::string> calibrate;
   int skip_steps = 1;
-  std::string check;
+  std::optional<std::string> check;
 };
 
 constexpr double kKernelOverheadSeconds = 4e-6;  // launch and tail per GEMM
@@ -104,7 +107,13 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
 // what the GPUs leave.
 StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::TrainingLayout l,
                                              int gpus) {
+  if (text.empty()) {
+    return invalid_argument(
+        "--check needs a layout, e.g. --check \"tp=2,zero=1,mb=2\" (leave "
+        "--check out to search)");
+  }
   std::optional<int> dp;
+  std::set<std::string> given;
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find(',', start);
@@ -118,6 +127,10 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
     }
     const std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
+    // mb and micro_batch are one key.
+    if (!given.insert(key == "micro_batch" ? "mb" : key).second) {
+      return invalid_argument("--check '{}': {} is given twice; give each key once", text, key);
+    }
     if (key == "recompute") {
       auto mode = memory::parse_recompute(value);
       if (!mode) return invalid_argument("--check: recompute={} (none, selective or full)", value);
@@ -163,7 +176,7 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
 }
 
 StatusOr<std::string> run_check(const RecommendFlags& f, Setup& s) {
-  ASSIGN_OR_RETURN(s.base.layout, parse_check(f.check, s.base.layout, f.gpus));
+  ASSIGN_OR_RETURN(s.base.layout, parse_check(*f.check, s.base.layout, f.gpus));
   ASSIGN_OR_RETURN(Candidate candidate, analyzers::evaluate_layout(s.cost, s.base));
   return f.json ? analyzers::format_check_json(s.context, candidate)
                 : analyzers::format_check_text(s.context, candidate);
@@ -195,7 +208,7 @@ StatusOr<std::string> render(const RecommendFlags& f) {
   if (f.gpus <= 0) return invalid_argument("give --gpus N, the GPUs to spread the job over");
   if (f.global_batch <= 0) return invalid_argument("give --global-batch B (sequences per step)");
   ASSIGN_OR_RETURN(Setup s, make_setup(f));
-  if (!f.check.empty()) return run_check(f, s);
+  if (f.check) return run_check(f, s);
   analyzers::SearchSpace space{f.gpus, f.max_micro_batch, f.max_vpp, f.max_cp, f.include_discouraged};
   const auto start = std::chrono::steady_clock::now();
   analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);

@@ -91,6 +91,18 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   auto bad_key = run_partrain(kSearch + " --check tensor=2");
   EXPECT_EQ(bad_key.exit_code, 2);
   EXPECT_NE(bad_key.err.find("unknown key 'tensor'"), std::string::npos) << bad_key.err;
+  // A key given twice was the last one silently; an empty --check searched.
+  auto twice = run_partrain(kSearch + " --check tp=2,tp=4");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("--check 'tp=2,tp=4': tp is given twice"), std::string::npos)
+      << twice.err;
+  auto mb_twice = run_partrain(kSearch + " --check mb=2,micro_batch=4");
+  EXPECT_EQ(mb_twice.exit_code, 2);
+  EXPECT_NE(mb_twice.err.find("micro_batch is given twice"), std::string::npos) << mb_twice.err;
+  auto empty = run_partrain(kSearch + " --check ''");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--check needs a layout"), std::string::npos) << empty.err;
+  EXPECT_EQ(empty.out, "");
   auto bare = run_partrain("recommend --params 7e9 --gpus 8 --global-batch 8");
   EXPECT_EQ(bare.exit_code, 2);
 
