@@ -114,7 +114,22 @@ StatusOr<memory::EstimateInput> to_input(const MemoryFlags& f) {
   return in;
 }
 
+// Flags that would change nothing where they are given: refused rather than ignored.
+Status check_flags_apply(const MemoryFlags& f) {
+  if (!f.inference && (f.kv_len > 0 || f.gen_len > 0)) {
+    return invalid_argument(
+        "--kv-len and --gen-len size the KV cache of an --inference estimate: "
+        "add --inference, or drop them");
+  }
+  if (f.explain && (f.json || f.sweep)) {
+    return invalid_argument("--explain shows one estimate's formulas as text: drop {} or --explain",
+                            f.json ? "--json" : "--sweep");
+  }
+  return Status::ok();
+}
+
 StatusOr<std::string> render(const MemoryFlags& f) {
+  RETURN_IF_ERROR(check_flags_apply(f));
   ASSIGN_OR_RETURN(memory::EstimateInput input, to_input(f));
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   input.capacity_bytes = gpu.memory_bytes;

@@ -156,5 +156,25 @@ TEST(MemoryCommand, InferenceKvCache) {
   EXPECT_EQ(parse_json(r.out)["per_gpu_bytes"]["kv_cache"].get<int64_t>(), 2147483648);  // 0.5 MiB/token
 }
 
+// Flags that would change nothing where they are given are refused, not ignored.
+TEST(MemoryCommand, FlagsThatDoNotApplyAreUsageErrors) {
+  auto kv = run_partrain("memory --model llama-2-7b --kv-len 4000");
+  EXPECT_EQ(kv.exit_code, 2);
+  EXPECT_NE(kv.err.find("--kv-len and --gen-len size the KV cache of an --inference estimate: "
+                        "add --inference, or drop them"),
+            std::string::npos)
+      << kv.err;
+  auto json = run_partrain("memory --model llama-2-7b --explain --json");
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_NE(json.err.find("--explain shows one estimate's formulas as text: drop --json or "
+                          "--explain"),
+            std::string::npos)
+      << json.err;
+  EXPECT_EQ(json.out, "");
+  auto sweep = run_partrain("memory --model llama-2-7b --explain --sweep");
+  EXPECT_EQ(sweep.exit_code, 2);
+  EXPECT_NE(sweep.err.find("drop --sweep or --explain"), std::string::npos) << sweep.err;
+}
+
 }  // namespace
 }  // namespace partrain
