@@ -9,6 +9,7 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
@@ -24,11 +25,47 @@ struct OpCounts {
   int64_t delayed = 0;
   int64_t last = 0;
 };
+// The time the others waited for a rank: the union of [first member's start, its start] over the
+// delayed collectives it came last to. Collectives of several communicators in flight together
+// (a TP group's and a DP group's, both held up by the same late rank) overlap, and their lateness
+// is one wait, not two: summed, a rank late once could wait over 100% of the step.
+class WaitIntervals {
+ public:
+  void add(int64_t start_ns, int64_t end_ns) {
+    intervals_.emplace_back(start_ns, end_ns);
+    if (intervals_.size() >= kCompactAt) compact();  // bounded memory on long traces
+  }
+  int64_t total_ns() {
+    compact();
+    int64_t total = 0;
+    for (const auto& [start, end] : intervals_) total += end - start;
+    return total;
+  }
+
+ private:
+  static constexpr size_t kCompactAt = 1 << 16;
+  // Sorted and merged: no two intervals overlap.
+  void compact() {
+    std::sort(intervals_.begin(), intervals_.end());
+    size_t merged = 0;
+    for (const auto& interval : intervals_) {
+      if (merged > 0 && interval.first <= intervals_[merged - 1].second) {
+        intervals_[merged - 1].second = std::max(intervals_[merged - 1].second, interval.second);
+      } else {
+        intervals_[merged++] = interval;
+      }
+    }
+    intervals_.resize(merged);
+  }
+  std::vector<std::pair<int64_t, int64_t>> intervals_;
+};
+
 struct RankAccumulator {
   int64_t matched = 0;
   int64_t delayed = 0;
   int64_t last = 0;
-  int64_t wait_ns = 0;
+  WaitIntervals waits;
+  int64_t wait_ns = 0;      // waits' total, at the end
   SampleQuantiles late_ns;  // lateness where it was last at a delayed collective
   std::map<std::string, OpCounts, std::less<>> by_op;
 };
@@ -89,7 +126,7 @@ void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ran
     if (row->ts_ns == latest) {
       ++acc.last;
       ++op.last;
-      acc.wait_ns += latest - earliest;
+      acc.waits.add(earliest, latest);
       acc.late_ns.add(static_cast<double>(latest - earliest));
     }
   }
@@ -162,9 +199,12 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::SqliteDb& db,
   StragglerReport report;
   ASSIGN_OR_RETURN(auto step, step_time(db, window));
   std::tie(report.median_step_ms, report.steps) = step;
-  const std::map<int, RankAccumulator>& ranks = ranks_->ranks;
+  std::map<int, RankAccumulator>& ranks = ranks_->ranks;
   int64_t total_wait_ns = 0;
-  for (const auto& [rank, acc] : ranks) total_wait_ns += acc.wait_ns;
+  for (auto& [rank, acc] : ranks) {
+    acc.wait_ns = acc.waits.total_ns();
+    total_wait_ns += acc.wait_ns;
+  }
   double best = 0;
   for (const auto& [rank, acc] : ranks) {
     report.ranks.push_back(summarize(rank, acc, report.median_step_ms, report.steps));

@@ -31,7 +31,9 @@ struct RankLateness {
   double last_share = 0;      // last / delayed
   double late_p50_ms = 0;     // its lateness where it was last (how long the others waited)
   double late_p90_ms = 0;
-  double wait_per_step_ms = 0;  // sum of that lateness / steps in the window: the score
+  // that lateness / steps in the window: the score. Lateness at collectives in flight together
+  // (several communicators held up at once) counts once: the union of the waits on the timeline.
+  double wait_per_step_ms = 0;
   double step_share = 0;        // wait_per_step_ms / median step time
   double wait_share = 0;        // its waiting / the waiting all analysed ranks cause
   std::string last_op;          // the op it is most often last at ("all_reduce")

@@ -75,6 +75,40 @@ TEST(StragglersTest, SlowRankIsTheStraggler) {
   EXPECT_EQ(stragglers_json(*report)["straggler"], 2);
 }
 
+// Rank 2 is 30 ms late at a TP all-reduce and, 1 ms after it, at a DP one, in 9 of 10 steps: the
+// others wait [0, 30] ms on one and [1, 31] ms on the other, 31 ms of the timeline, not 60. Summed
+// over communicators the score doubled (and a rank late at enough groups passed 100% of the step).
+TEST(StragglersTest, LatenessAtCollectivesInFlightTogetherCountsOnce) {
+  CollectiveTrace trace("two_comms");
+  const int64_t offsets[4] = {0, kMs / 10, 0, kMs / 5};
+  for (int64_t k = 0; k < 10; ++k) {
+    for (int rank = 0; rank < 4; ++rank) {
+      const int64_t offset = rank == 2 ? (k < 9 ? 30 * kMs : kMs / 20) : offsets[rank];
+      const int64_t start = k * 100 * kMs + offset;
+      trace.add({.rank = rank,
+                 .comm = "tp0",
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = start,
+                 .step = k});
+      trace.add({.rank = rank,
+                 .comm = "dp0",
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = start + kMs,
+                 .step = k});
+      trace.step(rank, k, k * 100 * kMs, 100 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const RankLateness& r2 = report->ranks[2];
+  EXPECT_EQ(r2.delayed, 18);
+  EXPECT_EQ(r2.last, 18);
+  EXPECT_DOUBLE_EQ(r2.late_p50_ms, 30.0);
+  EXPECT_DOUBLE_EQ(r2.wait_per_step_ms, 27.9);  // 9 x 31 ms over 10 steps
+  EXPECT_DOUBLE_EQ(r2.step_share, 0.279);
+  EXPECT_EQ(report->straggler, 2);
+}
+
 // 8 ms late at 9 of 10 steps of 100 ms: 7.2 ms of waiting per step, 7.2%: a warning.
 TEST(StragglersTest, SeverityFollowsShareOfStep) {
   CollectiveTrace trace("warning");
