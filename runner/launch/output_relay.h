@@ -40,6 +40,8 @@ class OutputRelay {
   void finish(size_t slot, Stream stream);
 
   const std::deque<std::string>& stderr_tail(size_t slot) const { return slots_[slot].tail; }
+  // Whether writing to stdout failed: its reader went away (`partrain launch ... | head`).
+  bool terminal_broken() const { return terminal_broken_; }
 
  private:
   struct Slot {
@@ -54,7 +56,7 @@ class OutputRelay {
 
   RelayOptions options_;
   std::vector<Slot> slots_;
-  bool terminal_broken_ = false;  // stdout closed under us (`| head`): keep running, stop writing
+  bool terminal_broken_ = false;  // stdout closed under us (`| head`): stop writing to it
 };
 
 }  // namespace partrain::launch

@@ -40,6 +40,7 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
   while (!all_reaped()) {
     poll_once(next_wake());
     handle_signals();
+    stop_if_terminal_broken();
     reap_exited(hooks);
     reap_orphans();
     if (!kill_deadline_) poll_remote(hooks);
@@ -112,6 +113,17 @@ void Supervisor::handle_signals() {
       kill_deadline_ = Clock::now();
     }
   }
+}
+
+void Supervisor::stop_if_terminal_broken() {
+  if (kill_deadline_ || !relay_.terminal_broken()) return;
+  // SIGTERM, not SIGPIPE, goes to the workers: Python ignores SIGPIPE.
+  log::warn(
+      "stdout was closed (the reader of the pipe exited): stopping the workers as SIGPIPE "
+      "would (SIGKILL after {})",
+      format_duration(options_.grace));
+  result_.stop_signal = SIGPIPE;
+  begin_stop(SIGTERM);
 }
 
 void Supervisor::reap_exited(const SupervisorHooks& hooks) {

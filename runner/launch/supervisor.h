@@ -68,6 +68,9 @@ class Supervisor {
   Status spawn_all(const std::vector<WorkerSpec>& specs);
   void poll_once(Clock::time_point wake_at);
   void handle_signals();
+  // stdout's reader went away (`| head`, a pager quit): the run stops as a pipeline's writer does
+  // on SIGPIPE, the workers through SIGTERM and the grace period.
+  void stop_if_terminal_broken();
   void reap_exited(const SupervisorHooks& hooks);
   void poll_remote(const SupervisorHooks& hooks);
   void begin_stop(int signal);

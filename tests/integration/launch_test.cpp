@@ -51,6 +51,19 @@ class Partrain {
   }
   pid_t pid() const { return process_->pid(); }
 
+  // Reads stdout until `text` has come, then closes it: its reader goes away, as `| head` does.
+  void close_stdout_after(const std::string& text) {
+    std::string out;
+    const Clock::time_point give_up = Clock::now() + std::chrono::seconds(20);
+    while (process_->stdout_fd() >= 0 && out.find(text) == std::string::npos &&
+           Clock::now() < give_up) {
+      pollfd fd{process_->stdout_fd(), POLLIN, 0};
+      ::poll(&fd, 1, 100);
+      read_into(out, process_->stdout_fd(), [&] { process_->close_stdout(); });
+    }
+    process_->close_stdout();
+  }
+
   Finished finish() {
     Finished result;
     while (process_->stdout_fd() >= 0 || process_->stderr_fd() >= 0) {
@@ -295,6 +308,25 @@ TEST_F(LaunchTest, SigtermIsForwardedAndGives143) {
   ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
   Finished r = launcher.finish();
   EXPECT_EQ(r.exit_code, 143) << r.err;
+  expect_all_gone();
+}
+
+// `partrain launch ... | head`: once stdout's reader is gone the run stops, as a pipeline's writer
+// does on SIGPIPE (it ran on to the end), and the launcher exits 141 (128 + SIGPIPE).
+TEST_F(LaunchTest, StdoutClosedUnderTheLauncherStopsTheRunAsSigpipeWould) {
+  Partrain launcher({"launch", "-n", "2", "--", "sh", "-c",
+                     fmt::format("sleep 30 & echo $$ $! > {}/pids_$RANK; i=0; while [ $i -lt "
+                                 "200 ]; do echo line $RANK; sleep 0.05; i=$((i+1)); done",
+                                 dir_.string())});  // 10 s unless stopped
+  wait_for_pid_files(2);
+  launcher.close_stdout_after("line");
+  Finished r = launcher.finish();
+  EXPECT_EQ(r.exit_code, 141) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "stdout was closed (the reader of the pipe exited): stopping the "
+                       "workers as SIGPIPE would"))
+      << r.err;
+  EXPECT_LT(r.seconds, 15.0);
   expect_all_gone();
 }
 
