@@ -339,9 +339,10 @@ void CuptiSession::end(bool release_cupti) {
     api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // what was recorded until the disable
   }
   g_session = nullptr;  // a buffer CUPTI still asks for gets none: nothing reaches this session
-  if (release_cupti && subscriber_ != nullptr)
+  if (release_cupti && subscriber_ != nullptr) {
     api_.unsubscribe(subscriber_);  // launch callbacks off
-  if (release_cupti) subscriber_ = nullptr;
+    subscriber_ = nullptr;
+  }
   std::lock_guard lock(mutex_);
   translator_.flush(/*final=*/true);
   if (translator_.calls_without_gpu_time() > 0) {
