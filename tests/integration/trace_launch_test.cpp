@@ -163,10 +163,13 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "partrain-runs" / "demo-2.db"));
 
-  // A failing rank: status failed, naming it; the other rank's exit is recorded too.
+  // A failing rank: status failed, naming it; the other rank's exit is recorded too. Rank 1
+  // fails half a second in, after rank 0 has ended (else the launcher's SIGTERM could end rank 0,
+  // which then has an exit signal and no exit code).
   const fs::path failed = dir_ / "failed.db";
-  r = run_partrain(fmt::format("launch -n 2 --trace {} -- sh -c 'test $RANK = 0 || exit 7'",
-                               failed.string()));
+  r = run_partrain(fmt::format(
+      "launch -n 2 --trace {} -- sh -c 'test $RANK = 0 || {{ sleep 0.5; exit 7; }}'",
+      failed.string()));
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_EQ(TraceQuery(failed).rows("SELECT status, failing_rank FROM runs"), "failed|1\n");
   EXPECT_EQ(TraceQuery(failed).rows("SELECT rank, exit_code FROM ranks ORDER BY rank"),
