@@ -32,6 +32,17 @@ TEST(RecommendCommand, JsonRanksTheSameLayoutsAsTheTable) {
       EXPECT_TRUE(c.contains(key)) << key;
     }
     EXPECT_EQ(c["dp"].get<int>() * c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>(), 16);
+    // Bytes are whole numbers, and the memory comes by category, as the text's memory line.
+    EXPECT_TRUE(c["memory_bytes"].is_number_unsigned()) << c["memory_bytes"];
+    EXPECT_TRUE(c["capacity_bytes"].is_number_unsigned()) << c["capacity_bytes"];
+    const auto& parts = c["memory_by_category_bytes"];
+    uint64_t sum = 0;
+    for (const char* part : {"params", "grads", "optimizer", "activations", "comm", "reserve"}) {
+      ASSERT_TRUE(parts[part].is_number_unsigned()) << part << ": " << parts;
+      sum += parts[part].get<uint64_t>();
+    }
+    EXPECT_EQ(parts["total"], c["memory_bytes"]);
+    EXPECT_LE(parts["total"].get<uint64_t>() - sum, 6u) << "each part rounded down: " << parts;
     EXPECT_TRUE(c["fits"].get<bool>());
     EXPECT_LE(c["tokens_per_s"].get<double>(), previous);
     previous = c["tokens_per_s"].get<double>();
