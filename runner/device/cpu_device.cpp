@@ -203,23 +203,11 @@ void CpuDevice::attention_backward(float* dqkv, const float* dout, Matrix qkv, M
 }
 
 void CpuDevice::gelu_forward(MutableMatrix out, Matrix inp, int64_t n) {
-  if (out.bf16 != nullptr && inp.bf16 != nullptr) {
-    ops::gelu_forward(out.bf16, inp.bf16, n);
-  } else if (out.bf16 != nullptr) {
-    ops::gelu_forward(out.bf16, inp.f32, n);
-  } else if (inp.bf16 != nullptr) {
-    ops::gelu_forward(out.f32, inp.bf16, n);
-  } else {
-    ops::gelu_forward(out.f32, inp.f32, n);
-  }
+  with_stored(out, inp, [&](auto* o, const auto* i) { ops::gelu_forward(o, i, n); });
 }
 
 void CpuDevice::gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) {
-  if (inp.bf16 != nullptr) {
-    ops::gelu_backward(dinp, inp.bf16, dout, n);
-  } else {
-    ops::gelu_backward(dinp, inp.f32, dout, n);
-  }
+  with_stored(inp, [&](const auto* i) { ops::gelu_backward(dinp, i, dout, n); });
 }
 
 void CpuDevice::residual_forward(float* out, const float* a, const float* b, int64_t n) {

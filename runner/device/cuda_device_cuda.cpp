@@ -622,24 +622,16 @@ void CudaDevice::layernorm_backward(float* dinp, float* dweight, float* dbias, c
 
 void CudaDevice::gelu_forward(MutableMatrix out, Matrix inp, int64_t n) {
   if (!begin_op()) return;
-  if (out.bf16 != nullptr && inp.bf16 != nullptr) {
-    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.bf16, inp.bf16, n)));
-  } else if (out.bf16 != nullptr) {
-    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.bf16, inp.f32, n)));
-  } else if (inp.bf16 != nullptr) {
-    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.f32, inp.bf16, n)));
-  } else {
-    keep(CUDA_CHECK(kernels::gelu_forward(stream_, out.f32, inp.f32, n)));
-  }
+  with_stored(out, inp, [&](auto* o, const auto* i) {
+    keep(CUDA_CHECK(kernels::gelu_forward(stream_, o, i, n)));
+  });
 }
 
 void CudaDevice::gelu_backward(float* dinp, Matrix inp, const float* dout, int64_t n) {
   if (!begin_op()) return;
-  if (inp.bf16 != nullptr) {
-    keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, inp.bf16, dout, n)));
-  } else {
-    keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, inp.f32, dout, n)));
-  }
+  with_stored(inp, [&](const auto* i) {
+    keep(CUDA_CHECK(kernels::gelu_backward(stream_, dinp, i, dout, n)));
+  });
 }
 
 void CudaDevice::residual_forward(float* out, const float* a, const float* b, int64_t n) {

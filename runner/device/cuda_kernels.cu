@@ -49,6 +49,12 @@ __device__ int64_t warp_row_stride() { return static_cast<int64_t>(gridDim.x) * 
 // (its bits are fp32's top half).
 __device__ float widened(float x) { return x; }
 __device__ float widened(uint16_t x) { return __uint_as_float(static_cast<uint32_t>(x) << 16); }
+// And back: an fp32 result written as its destination stores it, itself or rounded to bf16
+// (nearest even).
+__device__ void store_as(float& destination, float x) { destination = x; }
+__device__ void store_as(uint16_t& destination, float x) {
+  destination = __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
 
 struct Sum {
   template <typename T>
@@ -161,12 +167,6 @@ __global__ void accumulate_kernel(float* gradient, const float* dout, int64_t n)
   for (int64_t i = first_index(); i < n; i += index_stride()) gradient[i] += dout[i];
 }
 
-// An fp32 result written as its destination stores it: itself, or rounded to bf16 (nearest even).
-__device__ void store_as(float& destination, float x) { destination = x; }
-__device__ void store_as(uint16_t& destination, float x) {
-  destination = __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
-
 // Each side fp32 or bf16 as stored (runner/ops/gelu.h), computed in fp32.
 template <typename Out, typename In>
 __global__ void gelu_forward_kernel(Out* out, const In* inp, int64_t n) {
@@ -199,8 +199,7 @@ __global__ void add_bias_and_round_kernel(uint16_t* out, const float* product, c
                                           int64_t N, int64_t OC) {
   const int64_t n = N * OC;
   for (int64_t i = first_index(); i < n; i += index_stride()) {
-    const float value = bias != nullptr ? product[i] + bias[i % OC] : product[i];
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+    store_as(out[i], bias != nullptr ? product[i] + bias[i % OC] : product[i]);
   }
 }
 

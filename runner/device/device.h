@@ -35,6 +35,25 @@ struct MutableMatrix {
   uint16_t* bf16 = nullptr;
 };
 
+// Calls fn with the pointer of `x` (and of `out`) in the type it is stored in: one call for an op
+// whose loops or kernels are templated on the element type.
+template <typename Fn>
+void with_stored(Matrix x, Fn&& fn) {
+  if (x.bf16 != nullptr) {
+    fn(x.bf16);
+  } else {
+    fn(x.f32);
+  }
+}
+template <typename Fn>
+void with_stored(MutableMatrix out, Matrix x, Fn&& fn) {
+  if (out.bf16 != nullptr) {
+    with_stored(x, [&](const auto* in) { fn(out.bf16, in); });
+  } else {
+    with_stored(x, [&](const auto* in) { fn(out.f32, in); });
+  }
+}
+
 // embedding_forward_vocab_range's tables: ok when wpe is absent or stored in wte's type.
 Status check_table_types(Matrix wte, Matrix wpe);
 
