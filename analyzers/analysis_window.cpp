@@ -113,10 +113,14 @@ StatusOr<RankSpan> step_span(const SqliteDb& db, int rank, int64_t first, int64_
 // An explicit --steps window in which none of the selected ranks recorded a step: refused (an
 // empty report would read as a clean one), naming the steps they did record.
 Status check_selected_ranks_have_steps(const SqliteDb& db, const AnalysisWindow& window) {
+  if (std::any_of(window.spans.begin(), window.spans.end(),
+                  [](const auto& entry) { return entry.second.steps > 0; })) {
+    return Status::ok();
+  }
+  // The error's detail only: what each selected rank did record.
   int64_t lowest = std::numeric_limits<int64_t>::max(),
           highest = std::numeric_limits<int64_t>::min();
   for (const auto& [rank, span] : window.spans) {
-    if (span.steps > 0) return Status::ok();
     ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
                                     db, "SELECT MIN(step), MAX(step) FROM steps WHERE rank = ?1"));
     stmt.bind(1, int64_t{rank});

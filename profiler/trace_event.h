@@ -102,8 +102,8 @@ struct RankInfo {
   int64_t clock_uncertainty_ns = 0;
   double clock_drift_ppm = 0;
   bool exited = false;
-  int32_t exit_code = 0;
-  int32_t exit_signal = 0;
+  int32_t exit_code = 0;    // meaningless when a signal ended the rank: stored as NULL then
+  int32_t exit_signal = 0;  // the signal that ended it, 0 if none
 };
 
 // A GPU kernel (CUPTI's CONCURRENT_KERNEL record): its slice on the stream's track and its row
