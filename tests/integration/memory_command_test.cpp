@@ -1,11 +1,12 @@
 // `partrain memory` end to end: text and JSON agree, errors carry the documented exit codes and
 // name what is wrong, presets are found, the 405B sweep runs well under a second.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <utility>
 
 #include "tests/integration/command_runner.h"
 
@@ -158,22 +159,20 @@ TEST(MemoryCommand, InferenceKvCache) {
 
 // Flags that would change nothing where they are given are refused, not ignored.
 TEST(MemoryCommand, FlagsThatDoNotApplyAreUsageErrors) {
-  auto kv = run_partrain("memory --model llama-2-7b --kv-len 4000");
-  EXPECT_EQ(kv.exit_code, 2);
-  EXPECT_NE(kv.err.find("--kv-len and --gen-len size the KV cache of an --inference estimate: "
-                        "add --inference, or drop them"),
-            std::string::npos)
-      << kv.err;
-  auto json = run_partrain("memory --model llama-2-7b --explain --json");
-  EXPECT_EQ(json.exit_code, 2);
-  EXPECT_NE(json.err.find("--explain shows one estimate's formulas as text: drop --json or "
-                          "--explain"),
-            std::string::npos)
-      << json.err;
-  EXPECT_EQ(json.out, "");
-  auto sweep = run_partrain("memory --model llama-2-7b --explain --sweep");
-  EXPECT_EQ(sweep.exit_code, 2);
-  EXPECT_NE(sweep.err.find("drop --sweep or --explain"), std::string::npos) << sweep.err;
+  const std::pair<const char*, const char*> cases[] = {
+      {"--kv-len 4000",
+       "--kv-len and --gen-len size the KV cache of an --inference estimate: add --inference, or "
+       "drop them"},
+      {"--explain --json",
+       "--explain shows one estimate's formulas as text: drop --json or --explain"},
+      {"--explain --sweep", "drop --sweep or --explain"},
+  };
+  for (const auto& [flags, message] : cases) {
+    auto r = run_partrain(std::string("memory --model llama-2-7b ") + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
+    EXPECT_EQ(r.out, "") << flags;
+  }
 }
 
 }  // namespace

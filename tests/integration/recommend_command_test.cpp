@@ -2,9 +2,10 @@
 // costs one layout (a non-fitting one still exits 0), --explain names why others lose,
 // --calibrate reads a real traced launch, and bad input exits with the documented codes.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <utility>
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
@@ -103,17 +104,17 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   EXPECT_EQ(bad_key.exit_code, 2);
   EXPECT_NE(bad_key.err.find("unknown key 'tensor'"), std::string::npos) << bad_key.err;
   // A key given twice was the last one silently; an empty --check searched.
-  auto twice = run_partrain(kSearch + " --check tp=2,tp=4");
-  EXPECT_EQ(twice.exit_code, 2);
-  EXPECT_NE(twice.err.find("--check 'tp=2,tp=4': tp is given twice"), std::string::npos)
-      << twice.err;
-  auto mb_twice = run_partrain(kSearch + " --check mb=2,micro_batch=4");
-  EXPECT_EQ(mb_twice.exit_code, 2);
-  EXPECT_NE(mb_twice.err.find("micro_batch is given twice"), std::string::npos) << mb_twice.err;
-  auto empty = run_partrain(kSearch + " --check ''");
-  EXPECT_EQ(empty.exit_code, 2);
-  EXPECT_NE(empty.err.find("--check needs a layout"), std::string::npos) << empty.err;
-  EXPECT_EQ(empty.out, "");
+  const std::pair<const char*, const char*> checks[] = {
+      {"tp=2,tp=4", "--check 'tp=2,tp=4': tp is given twice"},
+      {"mb=2,micro_batch=4", "micro_batch is given twice"},
+      {"''", "--check needs a layout"},
+  };
+  for (const auto& [check, message] : checks) {
+    auto r = run_partrain(kSearch + " --check " + check);
+    EXPECT_EQ(r.exit_code, 2) << check;
+    EXPECT_NE(r.err.find(message), std::string::npos) << check << ": " << r.err;
+    EXPECT_EQ(r.out, "") << check;
+  }
   auto bare = run_partrain("recommend --params 7e9 --gpus 8 --global-batch 8");
   EXPECT_EQ(bare.exit_code, 2);
 
