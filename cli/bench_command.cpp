@@ -3,6 +3,7 @@
 // under `partrain launch` (RANK set) it is one of the ranks.
 // `partrain bench ingest`: the trace pipeline's rate (writer alone and end to end) and bytes per
 // event (cli/bench/ingest_bench.h).
+// `partrain bench gemm`: a GEMM's rate as the workloads issue it (runner/device/gemm_benchmark.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,12 +12,17 @@
 
 #include "cli/bench/bench_report.h"
 #include "cli/bench/bench_runner.h"
+#include "cli/bench/gemm_report.h"
 #include "cli/bench/ingest_bench.h"
 #include "cli/command.h"
 #include "core/byte_size.h"
 #include "core/log.h"
+#include "runner/device/cpu_device.h"
+#include "runner/device/cuda_device.h"
+#include "runner/device/gemm_benchmark.h"
 #include "runner/launch/launcher.h"
 #include "runner/worker/world.h"
+#include "runner/workload/workload_device.h"
 
 namespace partrain::cli {
 namespace {
@@ -218,6 +224,138 @@ CLI::App* add_ingest(CLI::App& bench, const std::shared_ptr<IngestFlags>& flags)
   return ingest;
 }
 
+struct GemmFlags {
+  std::vector<std::string> shapes;  // empty: 8192 on a GPU, 1024 on the CPU
+  std::string device = "auto";
+  std::string precision = "bf16";
+  int warmup_iters = 3;
+  int iters = 10;
+  int check = 1;
+  bool bias = false;
+  int blas_threads = 1;
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+// The device to time on: the GPU CUDA_VISIBLE_DEVICES puts first, or the CPU (--device auto
+// falls back to it with the same notice as `launch`).
+StatusOr<std::unique_ptr<runner::Device>> create_gemm_device(const GemmFlags& flags) {
+  ASSIGN_OR_RETURN(runner::DeviceChoice choice, runner::choose_device(flags.device, "auto", 1));
+  if (!choice.notice.empty()) log::info("{}", choice.notice);
+  const runner::GemmPrecision precision =
+      flags.precision == "bf16" ? runner::GemmPrecision::kBf16 : runner::GemmPrecision::kFp32;
+  if (choice.device == "cuda") {
+    runner::CudaDeviceOptions options;
+    options.precision = precision;
+    return runner::create_cuda_device(options);
+  }
+  runner::CpuDeviceOptions options;
+  options.blas_threads = flags.blas_threads;
+  options.precision = precision;
+  return std::unique_ptr<runner::Device>(std::make_unique<runner::CpuDevice>(options));
+}
+
+int run_gemm(const GemmFlags& flags) {
+  std::vector<runner::GemmShape> shapes;
+  for (const std::string& text : flags.shapes) {
+    StatusOr<runner::GemmShape> shape = runner::parse_gemm_shape(text);
+    if (!shape.is_ok()) {
+      log::error("-s/--shape: {}", shape.status().message());
+      return 2;
+    }
+    shapes.push_back(*shape);
+  }
+  StatusOr<std::unique_ptr<runner::Device>> device = create_gemm_device(flags);
+  if (!device.is_ok()) {
+    log::error("bench gemm: {}", device.status().message());
+    return device.status().exit_code();
+  }
+  if (shapes.empty()) {
+    const int64_t size = (*device)->host_addressable() ? 1024 : 8192;
+    shapes.push_back({size, size, size});
+  }
+  std::vector<runner::GemmBenchResult> results;
+  for (const runner::GemmShape& shape : shapes) {
+    runner::GemmBenchOptions options;
+    options.shape = shape;
+    options.bf16 = flags.precision == "bf16";
+    options.bias = flags.bias;
+    options.warmup_iters = flags.warmup_iters;
+    options.iters = flags.iters;
+    options.check_samples = flags.check != 0 ? 16 : 0;
+    options.seed = flags.seed;
+    StatusOr<runner::GemmBenchResult> result = runner::run_gemm_bench(**device, options);
+    if (!result.is_ok()) {
+      log::error("bench gemm {}: {}", runner::format_gemm_shape(shape), result.status().message());
+      return result.status().exit_code();
+    }
+    results.push_back(*result);
+  }
+  const bench::GemmBenchContext context{(*device)->name(), flags.warmup_iters, flags.iters};
+  const std::string text = flags.json ? bench::format_gemm_json(results, context)
+                                      : bench::format_gemm_table(results, context);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  // Checked like a test: a sampled entry off the reference fails the benchmark.
+  return bench::total_wrong(results) == 0 ? 0 : 1;
+}
+
+CLI::App* add_gemm(CLI::App& bench, const std::shared_ptr<GemmFlags>& flags) {
+  CLI::App* gemm = bench.add_subcommand(
+      "gemm",
+      "A GEMM's rate as the workloads issue it: matmul_forward on the device, operands and "
+      "output stored in the run's dtype, timed back to back, sampled results checked");
+  gemm->add_option("-s,--shape", flags->shapes,
+                   "GEMM shapes, each a size (8192: a cube) or MxNxK, out (M, N) with inner "
+                   "dimension K; comma-separated (default: 8192 on a GPU, 1024 on the CPU)")
+      ->delimiter(',');
+  gemm->add_option("--device", flags->device,
+                   "cuda, cpu, or auto (cuda when a GPU is visible, else cpu)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  gemm->add_option("--precision", flags->precision,
+                   "bf16 (operands and out in bf16, fp32 accumulate: the tensor cores on a GPU) "
+                   "or fp32 (TF32 off)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp32"}));
+  gemm->add_option("-w,--warmup-iters", flags->warmup_iters, "Untimed calls before timing")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  gemm->add_option("--iters", flags->iters, "Timed calls, back to back")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  gemm->add_option("-c,--check", flags->check,
+                   "Check 16 sampled entries against a host reference (0 or 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1));
+  gemm->add_flag("--bias", flags->bias,
+                 "Add an fp32 bias of N, as the workloads' linear layers do (not counted in the "
+                 "rate)");
+  gemm->add_option("--blas-threads", flags->blas_threads, "OpenBLAS threads on the CPU")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  gemm->add_option("--seed", flags->seed, "Seed of the operands' values, uniform in [-1, 1)")
+      ->capture_default_str();
+  gemm->add_flag("--json", flags->json, "Print {\"results\": [...]} instead of the table");
+  gemm->footer(
+      "Each shape: inp (M, K) and weight (N, K) filled from --seed and uploaded, then -w untimed "
+      "and --iters timed calls of matmul_forward (out = inp @ weight^T, the workloads' linear "
+      "layer), queued back to back and waited for once; time = that wall time / --iters, rate "
+      "= 2 M N K / time. Operands and out are kept as the workloads keep them under "
+      "--precision: a bf16 out is the fp32 product, bias added, rounded once, so on a GPU the "
+      "time includes that pass. The buffers are freed after each shape.\n"
+      "Check: the first and last entry and 14 drawn ones against a double-precision sum of the "
+      "stored operands; wrong when off by more than out's rounding plus fp32 accumulation's "
+      "worst case over K terms. Exit 1 when any is wrong.\n"
+      "Compare with PyTorch on the same GPU: torch.randn(n, n, dtype=torch.bfloat16, "
+      "device='cuda') @ b, timed the same way (scripts/gpu-validate.sh does both).\n"
+      "Examples:\n"
+      "  partrain bench gemm                              # 8192^3 bf16 on the GPU\n"
+      "  partrain bench gemm -s 4096,8192,16384 --bias --json\n"
+      "  partrain bench gemm --device cpu --precision fp32 -s 512,1024x4096x1024");
+  return gemm;
+}
+
 }  // namespace
 
 Subcommand add_bench_command(CLI::App& parent) {
@@ -276,8 +414,11 @@ Subcommand add_bench_command(CLI::App& parent) {
       "is wrong.");
   auto ingest_flags = std::make_shared<IngestFlags>();
   CLI::App* ingest = add_ingest(*bench, ingest_flags);
-  return {bench, [flags, collectives, ingest, ingest_flags] {
+  auto gemm_flags = std::make_shared<GemmFlags>();
+  CLI::App* gemm = add_gemm(*bench, gemm_flags);
+  return {bench, [flags, collectives, ingest, ingest_flags, gemm, gemm_flags] {
             if (ingest->parsed()) return run_ingest(*ingest_flags);
+            if (gemm->parsed()) return run_gemm(*gemm_flags);
             return run_bench(*flags, flag_env_names(*collectives));
           }};
 }

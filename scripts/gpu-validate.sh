@@ -13,6 +13,8 @@ Runs, in this order, each with its own time limit and all within the budget:
   partrain starts      bin/partrain --version (the bundle's libraries load)
   gpu_*_test           every GPU test executable (GoogleTest; label gpu in the build)
   torch gemm ceiling   an 8192^3 bf16 matrix product through PyTorch, when python3 has torch
+  partrain gemm        partrain bench gemm: the same product as the workloads issue it (bf16
+                       operands and out), without and with a bias, checked; vs the ceiling
   bench nccl           partrain bench collectives --backend nccl, one rank per visible GPU
                        (8 B to 128 MiB)
   gpt cuda bf16        partrain launch --workload gpt --device cuda (hidden 4096, 8 layers,
@@ -369,6 +371,45 @@ print("tflops", 2 * n**3 * 10 / (begin.elapsed_time(end) / 1e3) / 1e12, torch.cu
     add_row "torch gemm ceiling" SKIPPED "-" "$step_seconds" "python3 has no torch here; the ceiling needs PyTorch"
   else
     add_row "torch gemm ceiling" FAIL "exit $step_rc" "$step_seconds" "$(failure_line "$out_dir/torch-gemm.log")"
+  fi
+fi
+
+# The same 8192^3 bf16 product as the workloads issue it: partrain's matmul_forward with bf16
+# operands and out (the fp32 product rounded once), without and with the linear layers' bias,
+# 16 sampled entries each checked against a host reference; its rate against the torch ceiling.
+gemm_tflops() { json_eval "$1" '"%.1f" % d["results"][0]["tflops"]'; }
+if [ -n "$skip_reason" ]; then
+  add_row "partrain gemm" SKIPPED "-" 0.0 "$skip_reason"
+elif start_check "partrain gemm" 90; then
+  row_t0=$(date +%s)
+  run_step "$limit" "$out_dir/bench-gemm.log" --json "$out_dir/bench-gemm.json" \
+    "$partrain" bench gemm --device cuda --precision bf16 -s 8192 --json
+  gemm_rc=$step_rc bias_rc=""
+  left=$((limit - ($(date +%s) - row_t0)))
+  if [ $gemm_rc -eq 0 ] && [ $left -ge 15 ]; then
+    run_step "$left" "$out_dir/bench-gemm-bias.log" --json "$out_dir/bench-gemm-bias.json" \
+      "$partrain" bench gemm --device cuda --precision bf16 -s 8192 --bias --json
+    bias_rc=$step_rc
+  fi
+  seconds=$(( $(date +%s) - row_t0 )).0
+  plain=$(gemm_tflops "$out_dir/bench-gemm.json")
+  biased=""
+  [ "$bias_rc" != 0 ] || biased=$(gemm_tflops "$out_dir/bench-gemm-bias.json")
+  figure="bf16 8192^3: ${plain:-?} TFLOP/s"
+  [ -z "$ceiling_tflops" ] || [ -z "$plain" ] ||
+    figure="$figure = $(awk -v a="$plain" -v b="$ceiling_tflops" 'BEGIN { printf "%.1f", 100 * a / b }')% of torch's $ceiling_tflops"
+  figure="$figure; with bias ${biased:-?} TFLOP/s"
+  if [ $gemm_rc -eq 1 ] || [ "$bias_rc" = 1 ]; then
+    add_row "partrain gemm" FAIL "$figure" "$seconds" "sampled entries off the reference: bench-gemm*.json"
+  elif [ $gemm_rc -ne 0 ]; then
+    add_row "partrain gemm" FAIL "exit $gemm_rc" "$seconds" "$(failure_line "$out_dir/bench-gemm.log")"
+  elif [ -z "$bias_rc" ]; then
+    add_row "partrain gemm" FAIL "$figure" "$seconds" "no time left for the run with a bias"
+  elif [ "$bias_rc" -ne 0 ]; then
+    add_row "partrain gemm" FAIL "$figure" "$seconds" "with --bias: exit $bias_rc: $(failure_line "$out_dir/bench-gemm-bias.log")"
+  else
+    add_row "partrain gemm" PASS "$figure" "$seconds" \
+      "partrain bench gemm: mean of 10 back to back after 3 warm-ups, #wrong 0 of 16 sampled"
   fi
 fi
 

@@ -16,6 +16,7 @@
 #include "runner/device/cuda_device.h"
 #include "runner/device/cuda_kernels.h"
 #include "runner/device/cuda_memory.h"
+#include "runner/device/gemm_benchmark.h"
 
 namespace partrain::runner {
 namespace {
@@ -326,6 +327,20 @@ Device::GemmTotals CudaDevice::gemm_totals() const {
     keep(settle_gemm_times(true));
   }
   return gemm_;
+}
+
+StatusOr<Device::PeakGemm> CudaDevice::measure_peak_gemm() {
+  GemmBenchOptions options;
+  options.shape = {8192, 8192, 8192};
+  options.bf16 = options_.precision == GemmPrecision::kBf16;
+  options.warmup_iters = 2;
+  options.iters = 5;
+  options.check_samples = 0;
+  ASSIGN_OR_RETURN(GemmBenchResult result, run_gemm_bench(*this, options));
+  allocator_.reset_peaks();
+  return PeakGemm{result.tflops * 1e3,
+                  fmt::format("measured {} GEMM, {}", options.bf16 ? "bf16" : "fp32",
+                              format_gemm_shape(options.shape))};
 }
 
 // ---- GEMMs ------------------------------------------------------------------------------------

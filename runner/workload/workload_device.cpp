@@ -21,9 +21,10 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
   const bool gpu_visible = gpus.is_ok() && *gpus > 0;
   if (device == "cuda") {
     if (!gpus.is_ok()) {
-      return invalid_argument("--device cuda: no usable GPU: {}; train on the CPU with --device "
-                              "cpu (or auto, which picks the GPU when there is one)",
-                              gpus.status().message());
+      return invalid_argument(
+          "--device cuda: no usable GPU: {}; run on the CPU with --device "
+          "cpu (or auto, which picks the GPU when there is one)",
+          gpus.status().message());
     }
     if (*gpus == 0) {
       return invalid_argument("--device cuda: the CUDA runtime sees no GPU (is "
@@ -34,9 +35,9 @@ StatusOr<DeviceChoice> choose_device(std::string_view device, std::string_view c
     choice.device = "cuda";
   } else if (device == "auto") {
     choice.device = "cpu";
-    choice.notice = fmt::format("--device auto: no GPU ({}), training on the CPU",
-                                gpus.is_ok() ? "the CUDA runtime sees none"
-                                             : gpus.status().message());
+    choice.notice =
+        fmt::format("--device auto: no GPU ({}), running on the CPU",
+                    gpus.is_ok() ? "the CUDA runtime sees none" : gpus.status().message());
   } else {
     choice.device = "cpu";
   }

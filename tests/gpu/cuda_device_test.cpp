@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "runner/device/cpu_device.h"
 #include "runner/device/cuda_kernels.h"
+#include "runner/device/gemm_benchmark.h"
 #include "tests/gpu/visible_gpus.h"
 #include "tests/unit/runner/ops/bf16_values.h"
 #include "tests/unit/runner/ops/gradient_check.h"
@@ -458,6 +460,19 @@ TEST_F(CudaDeviceTest, MatmulForwardAndBackwardAccumulate) {
 
 TEST_F(CudaDeviceTest, Bf16WeightsAreWidenedForFp32Gemms) { compare_bf16_weights(); }
 
+TEST_F(CudaDeviceTest, GemmBenchmarkInFp32MatchesItsReference) {
+  GemmBenchOptions options;
+  options.shape = {2048, 1536, 4096};
+  options.bias = true;
+  StatusOr<GemmBenchResult> result = run_gemm_bench(*gpu_, options);
+  ASSERT_TRUE(result.is_ok()) << result.status().message();
+  EXPECT_EQ(result->checked, 16);
+  EXPECT_EQ(result->wrong, 0) << "max error " << result->max_error << " x the tolerance";
+  StatusOr<Device::PeakGemm> peak = gpu_->measure_peak_gemm();
+  ASSERT_TRUE(peak.is_ok()) << peak.status().message();
+  EXPECT_EQ(peak->source, "measured fp32 GEMM, 8192^3");
+}
+
 TEST_F(CudaDeviceTest, GemmTotalsCountEveryMatmul) {
   const int64_t N = 64, C = 96, OC = 80;
   const auto inp = random_values(N * C, 1), weight = random_values(OC * C, 2),
@@ -863,6 +878,40 @@ TEST_F(CudaDeviceBf16Test, MatmulMatchesTheCpusBf16Reference) {
 }
 
 TEST_F(CudaDeviceBf16Test, Bf16WeightsGoToTheTensorCoresAsStored) { compare_bf16_weights(); }
+
+// `partrain bench gemm`'s GEMM (runner/device/gemm_benchmark.h) at issue 7's 8192^3: bf16 operands
+// and out as stored, its sampled entries within bf16's tolerance of the double reference, a
+// positive rate; and the same check, in fp32, catches the bf16 rounding of fp32 operands.
+TEST_F(CudaDeviceBf16Test, GemmBenchmarkAt8192CubedMatchesItsReference) {
+  for (const bool bias : {false, true}) {
+    GemmBenchOptions options;
+    options.shape = {8192, 8192, 8192};
+    options.bf16 = true;
+    options.bias = bias;
+    options.iters = 5;
+    StatusOr<GemmBenchResult> result = run_gemm_bench(*gpu_, options);
+    ASSERT_TRUE(result.is_ok()) << result.status().message();
+    EXPECT_EQ(result->checked, 16);
+    EXPECT_EQ(result->wrong, 0) << "max error " << result->max_error << " x the tolerance";
+    EXPECT_GT(result->tflops, 0.0);
+    std::printf("bench gemm 8192^3 bf16%s: %.1f us, %.1f TFLOP/s, max error %.3f x tolerance\n",
+                bias ? " with bias" : "", result->mean_us, result->tflops, result->max_error);
+  }
+  GemmBenchOptions fp32;
+  fp32.shape = {512, 384, 1024};
+  fp32.bf16 = false;
+  StatusOr<GemmBenchResult> rounded = run_gemm_bench(*gpu_, fp32);
+  ASSERT_TRUE(rounded.is_ok()) << rounded.status().message();
+  EXPECT_GT(rounded->wrong, 8) << "fp32 operands rounded to bf16 passed an fp32 check";
+  // The peak a run's MFU is measured against is this GEMM, and leaves no memory held.
+  const uint64_t before = gpu_->allocator().stats().total_current;
+  StatusOr<Device::PeakGemm> peak = gpu_->measure_peak_gemm();
+  ASSERT_TRUE(peak.is_ok()) << peak.status().message();
+  EXPECT_EQ(peak->source, "measured bf16 GEMM, 8192^3");
+  EXPECT_GT(peak->gflops, 0.0);
+  EXPECT_LE(gpu_->allocator().stats().total_current, before + (512u << 20))
+      << "only the matmul's scratch (its fp32 product) may stay";
+}
 
 // A bf16 output (qkv, fc under the bf16 recipes): the fp32 output of the same product, bias
 // added, rounded once: every bit, on the four-a-thread path (OC a multiple of 4) and the other;

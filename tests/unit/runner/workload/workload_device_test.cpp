@@ -63,7 +63,7 @@ TEST(WorkloadDevice, AutoWithoutAGpuTrainsOnTheCpuAndSaysWhy) {
   EXPECT_EQ(choice->device, "cpu");
   EXPECT_EQ(choice->comm, "gloo");
   EXPECT_TRUE(choice->notice.starts_with("--device auto: no GPU (")) << choice->notice;
-  EXPECT_NE(choice->notice.find("training on the CPU"), std::string::npos);
+  EXPECT_NE(choice->notice.find("running on the CPU"), std::string::npos);
 }
 
 TEST(WorkloadDevice, TheCpuDeviceHasTheConfiguredBlasThreads) {
