@@ -1,6 +1,8 @@
 #include "cli/model_flags.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/share_dir.h"
 
@@ -46,7 +48,47 @@ StatusOr<memory::ModelConfig> dimensions_model(const ModelFlags& f) {
 
 }  // namespace
 
+// The flags naming the model's source, given together, would leave one of them unused: refused,
+// naming both.
+Status check_one_model_source(const ModelFlags& f) {
+  std::vector<std::string> given;
+  if (!f.model.empty()) given.push_back("--model " + f.model);
+  if (!f.model_file.empty()) given.push_back("--model-file " + f.model_file);
+  if (f.params > 0) given.push_back("--params");
+  if (given.size() > 1) {
+    return invalid_argument(
+        "{} and {} both give the model: pass one (the dimension flags, such as "
+        "--layers or --seq, change a preset's or a file's)",
+        given[0], given[1]);
+  }
+  if (f.params > 0) {
+    const std::pair<const char*, bool> dimensions[] = {{"--layers", f.layers > 0},
+                                                       {"--hidden", f.hidden > 0},
+                                                       {"--heads", f.heads > 0},
+                                                       {"--kv-heads", f.kv_heads > 0},
+                                                       {"--ffn", f.ffn > 0},
+                                                       {"--vocab", f.vocab > 0},
+                                                       {"--seq", f.seq > 0},
+                                                       {"--swiglu", f.swiglu},
+                                                       {"--rmsnorm", f.rmsnorm},
+                                                       {"--no-bias", f.no_bias},
+                                                       {"--untied-embeddings", f.untied_embeddings},
+                                                       {"--position", !f.position.empty()}};
+    for (const auto& [flag, set] : dimensions) {
+      if (set) {
+        return invalid_argument(
+            "--params gives a bare parameter count (model states only), which "
+            "{} cannot change: pass the dimensions without --params, or "
+            "--params alone",
+            flag);
+      }
+    }
+  }
+  return Status::ok();
+}
+
 StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
+  RETURN_IF_ERROR(check_one_model_source(f));
   if (f.params > 0) return memory::bare_model(f.params);
   memory::ModelConfig m;
   if (!f.model_file.empty()) {

@@ -53,14 +53,20 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
   const double sl = a.seq / l.cp, sbh = sl * a.micro_batch * static_cast<double>(m.hidden);
   const double as2b = static_cast<double>(m.heads) * sl * a.seq * a.micro_batch;
   std::vector<ExplainLine> lines;
+  // Under context parallelism a rank holds s/c of the sequence and its queries' scores against
+  // all s keys: the symbols say so, rather than calling s/c s.
+  const bool cp = l.cp > 1;
   lines.push_back(
       {"activations per layer",
-       fmt::format("s b h x {:.4g} + a s^2 b x {:.4g} (s {}, b {}, h {}, a {}; t {}{}, recompute "
-                   "{}, {} B/element{})",
-                   (act.sequence_region + act.tensor_region) / sbh, act.attention_core / as2b, sl,
-                   l.micro_batch, m.hidden, m.heads, l.tp, l.sp ? " with SP" : "",
-                   recompute_name(l.recompute), a.element_bytes,
-                   l.dropout > 0 ? ", 1-byte dropout masks" : ", no dropout"),
+       fmt::format(
+           "{0} b h x {2:.4g} + a {1} b x {3:.4g} ({4}, b {5}, h {6}, a {7}; t {8}{9}, "
+           "recompute {10}, {11} B/element{12})",
+           cp ? "(s/c)" : "s", cp ? "(s/c) s" : "s^2",
+           (act.sequence_region + act.tensor_region) / sbh, act.attention_core / as2b,
+           cp ? fmt::format("s {}, c {}: s/c {}", a.seq, l.cp, sl) : fmt::format("s {}", sl),
+           l.micro_batch, m.hidden, m.heads, l.tp, l.sp ? " with SP" : "",
+           recompute_name(l.recompute), a.element_bytes,
+           l.dropout > 0 ? ", 1-byte dropout masks" : ", no dropout"),
        format_gib_gb(act.total()),
        "Korthikanti 2022 Table 2: sbh(34 + 5as/h), TP sbh(10 + 24/t + 5as/(ht)), SP sbh(34/t + "
        "5as/(ht)); no dropout sbh(32 + 2as/h)"});

@@ -30,7 +30,13 @@ ForwardFlops forward_flops(const ModelConfig& model, double batch, double seq) {
 }  // namespace
 
 double training_flops(const ModelConfig& model, double batch, double seq, Recompute recompute) {
-  if (model.is_bare()) return 6 * model.bare_params * batch * seq;  // Kaplan 2020: 6 N per token
+  if (model.is_bare()) {
+    // Kaplan 2020: 6 N per token; full recompute repeats the forward's 2 N (Narayanan 2021 sec.
+    // 5.1: 8 T P). Selective recompute repeats the attention core, which needs s and h that a bare
+    // count does not have: counted as none.
+    const double per_token = recompute == Recompute::kFull ? 8 : 6;
+    return per_token * model.bare_params * batch * seq;
+  }
   ForwardFlops f = forward_flops(model, batch, seq);
   double flops = 3 * (f.blocks + f.logits);  // forward + backward (2x forward)
   if (recompute == Recompute::kFull) flops += f.blocks;                 // Narayanan 2021 eq. 3

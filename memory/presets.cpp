@@ -90,9 +90,35 @@ class FieldReader {
   std::set<std::string, std::less<>> seen_;
 };
 
+// Where a parse error is, as an editor shows it: line and column (1-based) of byte `offset`
+// (nlohmann's parse_error::byte: 1-based, the byte it stopped at).
+std::string text_position(std::string_view text, size_t offset) {
+  const size_t end = std::min(offset > 0 ? offset - 1 : 0, text.size());
+  size_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return fmt::format("line {}, column {}", line, end - line_start + 1);
+}
+
 StatusOr<json> parse_object(std::string_view text, std::string_view origin) {
-  json object = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return unreadable("{}: not valid JSON", origin);
+  json object;
+  try {
+    object = json::parse(text);
+  } catch (const json::parse_error& error) {
+    // what(): "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error
+    // while parsing object - unexpected '}'; expected string literal": the part after the
+    // position says what was wrong.
+    std::string_view why = error.what();
+    const size_t colon = why.find(": ");
+    why = colon == std::string_view::npos ? std::string_view() : why.substr(colon + 2);
+    return unreadable("{}: not valid JSON at {}{}{}", origin, text_position(text, error.byte),
+                      why.empty() ? "" : ": ", why);
+  }
   if (!object.is_object()) return unreadable("{}: expected a JSON object {{...}}", origin);
   return object;
 }

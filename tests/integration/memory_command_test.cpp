@@ -104,6 +104,12 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
       {"--params inf", "--params: must be a positive number, got inf"},
       {"--model llama-2-7b --seq 2k", "--seq: '2k' is not a number"},
       {"--model llama-2-7b --seq 99999999999", "past the 4 EiB partrain counts"},
+      // One source of the model: a second one would be left unused without a word.
+      {"--model llama-2-7b --params 7e9", "--model llama-2-7b and --params both give the model"},
+      {"--model-file x.json --model llama-2-7b",
+       "--model llama-2-7b and --model-file x.json both give the model"},
+      {"--params 7e9 --seq 4096", "which --seq cannot change"},
+      {"--params 7e9 --swiglu", "which --swiglu cannot change"},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_partrain(std::string("memory ") + args);

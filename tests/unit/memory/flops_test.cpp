@@ -48,8 +48,11 @@ TEST(Flops, SelectiveRecomputeAddsOnlyTheAttentionCore) {
   EXPECT_LT(extra / training_flops(gpt3, 1, 2048, Recompute::kNone), 0.05);
 }
 
-TEST(Flops, BareCountUsesSixN) {
+TEST(Flops, BareCountUsesSixNAndEightWithFullRecompute) {
   EXPECT_DOUBLE_EQ(training_flops(bare_model(1e9), 2, 1000, Recompute::kNone), 6e9 * 2000);
+  // Full recompute repeats the forward (2 N): 8 N, as Narayanan 2021's 8 T P.
+  EXPECT_DOUBLE_EQ(training_flops(bare_model(1e9), 2, 1000, Recompute::kFull), 8e9 * 2000);
+  EXPECT_DOUBLE_EQ(training_flops(bare_model(1e9), 2, 1000, Recompute::kSelective), 6e9 * 2000);
 }
 
 }  // namespace

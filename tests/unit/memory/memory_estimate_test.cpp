@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "memory/activations.h"
 #include "memory/explain.h"
 #include "memory/parameter_count.h"
@@ -176,6 +179,36 @@ TEST(MemoryEstimate, ExplainCitesSources) {
   auto lines = explain_estimate(in, *e);
   ASSERT_GE(lines.size(), 6u);
   for (const auto& line : lines) EXPECT_FALSE(line.source.empty()) << line.quantity;
+}
+
+// The per-layer line writes its symbols for what a rank holds: s without context parallelism,
+// s/c (and the scores' (s/c) x s) with it, the sequence it divides given beside.
+TEST(MemoryEstimate, ExplainNamesTheContextParallelShareOfTheSequence) {
+  for (const int cp : {1, 2}) {
+    EstimateInput in = input_for(testing::llama2_7b());
+    in.layout.cp = cp;
+    auto e = estimate_memory(in);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    const auto lines = explain_estimate(in, *e);
+    const auto per_layer = std::find_if(lines.begin(), lines.end(), [](const ExplainLine& line) {
+      return line.quantity == "activations per layer";
+    });
+    ASSERT_NE(per_layer, lines.end());
+    const std::string seq = std::to_string(in.layout.seq.value_or(in.model.seq));
+    if (cp == 1) {
+      EXPECT_EQ(per_layer->formula.rfind("s b h x ", 0), 0u) << per_layer->formula;
+      EXPECT_NE(per_layer->formula.find("a s^2 b x "), std::string::npos) << per_layer->formula;
+      EXPECT_NE(per_layer->formula.find("(s " + seq + ", b "), std::string::npos)
+          << per_layer->formula;
+    } else {
+      EXPECT_EQ(per_layer->formula.rfind("(s/c) b h x ", 0), 0u) << per_layer->formula;
+      EXPECT_NE(per_layer->formula.find("a (s/c) s b x "), std::string::npos) << per_layer->formula;
+      EXPECT_NE(per_layer->formula.find("(s " + seq + ", c 2: s/c " +
+                                        std::to_string(std::stoi(seq) / 2) + ", b "),
+                std::string::npos)
+          << per_layer->formula;
+    }
+  }
 }
 
 TEST(MemoryEstimate, SweepCoversDpZeroAndRecompute) {

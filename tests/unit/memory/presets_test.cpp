@@ -66,6 +66,17 @@ TEST(Presets, MalformedFilesNameTheField) {
                                    "seq": 4})", "x.json");
   EXPECT_NE(heads.status().message().find("field 'heads'"), std::string::npos);
   EXPECT_EQ(parse_model_json("{", "x.json").status().code(), StatusCode::kUnreadable);
+  // Broken JSON: where, as an editor counts (line, column), and what was expected there.
+  auto comma = parse_model_json("{\n  \"name\": \"x\",\n  \"layers\": 2,\n}\n", "x.json");
+  EXPECT_EQ(comma.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(comma.status().message().find("x.json: not valid JSON at line 4, column 1: "),
+            std::string::npos)
+      << comma.status().message();
+  EXPECT_NE(comma.status().message().find("expected string literal"), std::string::npos)
+      << comma.status().message();
+  auto quote = parse_model_json(R"({"name": "x, "layers": 2})", "x.json");
+  EXPECT_NE(quote.status().message().find("not valid JSON at line 1, column 15"), std::string::npos)
+      << quote.status().message();
   auto gpu = parse_gpu_json(R"({"name": "g", "memory_bytes": -1})", "g.json");
   EXPECT_NE(gpu.status().message().find("field 'memory_bytes'"), std::string::npos);
   auto extra = parse_gpu_json(R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
