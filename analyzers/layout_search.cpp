@@ -89,7 +89,10 @@ class Search {
  private:
   void consider() {
     StatusOr<memory::MemoryEstimate> estimate = memory::estimate_memory(input_);
-    if (!estimate.is_ok()) return reject(kRejectInvalid);
+    if (!estimate.is_ok()) {
+      if (result_.first_invalid.empty()) result_.first_invalid = estimate.status().message();
+      return reject(kRejectInvalid);
+    }
     ++result_.costed;
     const memory::StageMemory& heaviest = estimate->heaviest_stage();
     const bool least = !result_.least_memory ||

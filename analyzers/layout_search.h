@@ -54,6 +54,9 @@ struct SearchResult {
   std::map<std::string, int64_t> rejected;
   int64_t costed = 0;             // layouts whose memory and step time were computed
   std::optional<Candidate> least_memory;  // the smallest heaviest stage seen (fitting or not)
+  // Why the first invalid_layout was refused (the estimate's message): what to show when nothing
+  // could be costed, since one cause (an input past the 4 EiB bound, say) can refuse them all.
+  std::string first_invalid;
 };
 
 // `base` gives the model, recipe, capacity, global batch, sequence and flash/dropout settings;

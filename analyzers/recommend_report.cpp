@@ -231,6 +231,11 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
       text += fmt::format("nothing fits: the smallest layout, {}, needs {} per GPU of {}; add GPUs, "
                           "a larger --gpu, or a shorter --seq / smaller --global-batch\n",
                           layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
+    } else if (!result.first_invalid.empty()) {
+      text += fmt::format(
+          "no layout could be costed (the rejected counts above); the first "
+          "invalid_layout: {}\n",
+          result.first_invalid);
     } else {
       text += "no layout divides this model and GPU count; see the rejected counts above\n";
     }
@@ -277,7 +282,9 @@ std::string format_explain_text(const SearchResult& result, const std::vector<Al
       text += fmt::format("  {}: does not fit: its smallest, {}, needs {} per GPU of {}\n", alt.name,
                           layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
     } else {
-      text += fmt::format("  {}: not possible here ({})\n", alt.name, rejected_text(r));
+      text += fmt::format(
+          "  {}: not possible here ({}{}{})\n", alt.name, rejected_text(r),
+          r.first_invalid.empty() ? "" : "; the first invalid_layout: ", r.first_invalid);
     }
   }
   return text;
@@ -297,6 +304,7 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
   if (result.ranked.empty() && result.least_memory) {
     out["least_memory"] = candidate_json(*result.least_memory);
   }
+  if (!result.first_invalid.empty()) out["first_invalid_layout"] = result.first_invalid;
   return dump_json(out, 2) + "\n";
 }
 

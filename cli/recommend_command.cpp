@@ -4,6 +4,7 @@
 // the presets' speeds with those measured in the user's own traces.
 #include <chrono>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -80,14 +81,20 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.base.optimizer = optimizer;
   s.base.capacity_bytes = gpu.memory_bytes;
   s.base.layout.global_batch = f.global_batch;
-  s.base.layout.seq = model.seq;
+  s.base.layout.seq = model.sample_seq();
   s.base.layout.flash_attention = f.flash_attn;
   if (f.reserve != "auto") {
     ASSIGN_OR_RETURN(uint64_t reserve, parse_byte_size(f.reserve));
     s.base.reserve_bytes = static_cast<double>(reserve);
   }
-  s.context = {f.model.model.empty() ? model.name : f.model.model, gpu.name, f.gpus,
-               machines.gpus_per_node, f.global_batch, model.seq, {}, 0};
+  s.context = {f.model.model.empty() ? model.name : f.model.model,
+               gpu.name,
+               f.gpus,
+               machines.gpus_per_node,
+               f.global_batch,
+               model.sample_seq(),
+               {},
+               0};
   for (const std::string& path : f.calibrate) {
     ASSIGN_OR_RETURN(profiler::TraceFile trace,
                      profiler::open_trace(path, profiler::TraceOpenMode::kReadStrict));
@@ -122,8 +129,10 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
     start = end + 1;
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      return invalid_argument("--check '{}': '{}' is not KEY=VALUE (keys: dp tp pp cp vpp zero mb "
-                              "recompute sp schedule)", text, item);
+      return invalid_argument(
+          "--check '{}': '{}' is not KEY=VALUE (keys: dp tp pp cp vpp zero mb "
+          "recompute sp schedule pp_split)",
+          text, item);
     }
     const std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
@@ -135,6 +144,26 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
       auto mode = memory::parse_recompute(value);
       if (!mode) return invalid_argument("--check: recompute={} (none, selective or full)", value);
       l.recompute = *mode;
+      continue;
+    }
+    if (key == "pp_split") {  // layers per stage, '/' between them: the items are ','-separated
+      l.pp_split.clear();
+      size_t begin = 0;
+      while (true) {
+        const size_t slash = value.find('/', begin);
+        const std::string layers = value.substr(begin, slash - begin);
+        char* rest = nullptr;
+        const long long n = std::strtoll(layers.c_str(), &rest, 10);
+        if (layers.empty() || *rest != '\0' || n < 1 || n > (1 << 24)) {
+          return invalid_argument(
+              "--check: pp_split={} is not layers per stage, e.g. "
+              "pp_split=15/17 for pp=2",
+              value);
+        }
+        l.pp_split.push_back(n);
+        if (slash == std::string::npos) break;
+        begin = slash + 1;
+      }
       continue;
     }
     if (key == "schedule") {
@@ -158,8 +187,10 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
     else if (key == "mb" || key == "micro_batch") l.micro_batch = n;
     else if (key == "sp") l.sp = n != 0;
     else {
-      return invalid_argument("--check: unknown key '{}' (keys: dp tp pp cp vpp zero mb recompute "
-                              "sp schedule)", key);
+      return invalid_argument(
+          "--check: unknown key '{}' (keys: dp tp pp cp vpp zero mb recompute "
+          "sp schedule pp_split)",
+          key);
     }
   }
   if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1 || l.micro_batch < 1 || l.zero > 3) {
@@ -175,9 +206,36 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
   return l;
 }
 
+// A layout error names `partrain memory`'s flags ("--pp 3 x --vpp 1 = 3 chunks must divide the 32
+// layers, or give --pp-split"); under --check the same degrees are keys: said as the user wrote
+// them ("pp=3 x vpp=1 ... or give pp_split").
+std::string in_check_keys(const std::string& message) {
+  static const std::regex kFlag(R"(--(pp-split|micro-batch|vpp|zero|tp|pp|cp|dp|sp)\b( (\d+))?)");
+  std::string out;
+  auto last = message.cbegin();
+  for (std::sregex_iterator it(message.begin(), message.end(), kFlag), end; it != end; ++it) {
+    const std::smatch& match = *it;
+    out.append(last, match[0].first);
+    std::string key = match[1].str();
+    if (key == "pp-split") key = "pp_split";
+    if (key == "micro-batch") key = "mb";
+    out += key;
+    if (match[3].matched) out += "=" + match[3].str();
+    last = match[0].second;
+  }
+  out.append(last, message.cend());
+  return out;
+}
+
 StatusOr<std::string> run_check(const RecommendFlags& f, Setup& s) {
   ASSIGN_OR_RETURN(s.base.layout, parse_check(*f.check, s.base.layout, f.gpus));
-  ASSIGN_OR_RETURN(Candidate candidate, analyzers::evaluate_layout(s.cost, s.base));
+  StatusOr<Candidate> evaluated = analyzers::evaluate_layout(s.cost, s.base);
+  if (!evaluated.is_ok()) {
+    if (evaluated.status().code() != StatusCode::kInvalidArgument) return evaluated.status();
+    return invalid_argument("--check '{}': {}", *f.check,
+                            in_check_keys(evaluated.status().message()));
+  }
+  const Candidate& candidate = *evaluated;
   return f.json ? analyzers::format_check_json(s.context, candidate)
                 : analyzers::format_check_text(s.context, candidate);
 }
@@ -270,7 +328,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--check", f->check,
                   "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
-                  "recompute=selective,sp=1\" (dp defaults to what the GPUs leave)");
+                  "recompute=selective,sp=1\"; also cp, vpp, schedule=gpipe|1f1b|interleaved and "
+                  "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)");
   cmd->footer(
       "Examples:\n"
       "  partrain recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain\n"

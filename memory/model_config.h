@@ -37,6 +37,9 @@ struct ModelConfig {
   std::string source;          // where the dimensions were published
 
   bool is_bare() const { return bare_params > 0; }
+  // The tokens of one training sample: seq, or 1 for a model without a sequence (an MLP's sample
+  // is one input row).
+  int64_t sample_seq() const { return seq > 0 ? seq : 1; }
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
   double kv_ratio() const { return static_cast<double>(kv_heads) / static_cast<double>(heads); }

@@ -87,7 +87,7 @@ StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const Mode
   RETURN_IF_ERROR(check_degrees(layout));
   ResolvedLayout r;
   r.layout = layout;
-  r.seq = layout.seq.value_or(model.seq > 0 ? model.seq : 1);
+  r.seq = layout.seq.value_or(model.sample_seq());
   if (r.seq < 1) return invalid_argument("--seq must be at least 1 (got {})", r.seq);
   r.global_batch = layout.global_batch.value_or(layout.dp * layout.micro_batch);
   const int64_t per_step = layout.dp * layout.micro_batch;

@@ -96,7 +96,15 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   EXPECT_NE(no_gpus.err.find("--gpus"), std::string::npos) << no_gpus.err;
   auto bad_check = run_partrain(kSearch + " --check pp=16,vpp=3");
   EXPECT_EQ(bad_check.exit_code, 2);
-  EXPECT_NE(bad_check.err.find("48 chunks must divide the 32 layers"), std::string::npos) << bad_check.err;
+  // Said in --check's keys, not `partrain memory`'s flags.
+  EXPECT_NE(bad_check.err.find("--check 'pp=16,vpp=3': pp=16 x vpp=3 = 48 chunks must divide the "
+                               "32 layers, or give pp_split"),
+            std::string::npos)
+      << bad_check.err;
+  // And pp_split is a key: an uneven split costs where the even one does not resolve.
+  auto uneven = run_partrain(kSearch + " --check pp=2,pp_split=15/17 --json");
+  ASSERT_EQ(uneven.exit_code, 0) << uneven.err;
+  EXPECT_EQ(parse_json(uneven.out)["candidates"][0]["pp"], 2) << uneven.out;
   auto wrong_product = run_partrain(kSearch + " --check dp=3,tp=2");
   EXPECT_EQ(wrong_product.exit_code, 2);
   EXPECT_NE(wrong_product.err.find("is not --gpus 16"), std::string::npos) << wrong_product.err;
@@ -106,6 +114,9 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   // A key given twice was the last one silently; an empty --check searched.
   const std::pair<const char*, const char*> checks[] = {
       {"tp=2,tp=4", "--check 'tp=2,tp=4': tp is given twice"},
+      {"pp=2,pp_split=16/x", "pp_split=16/x is not layers per stage"},
+      {"pp=2,pp_split=10/10", "--check 'pp=2,pp_split=10/10': pp_split adds up to 20 layers"},
+      {"sp=1", "--check 'sp=1': sp (sequence parallelism) needs tp > 1"},
       {"mb=2,micro_batch=4", "micro_batch is given twice"},
       {"''", "--check needs a layout"},
   };
@@ -128,6 +139,35 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   std::ofstream(not_a_trace) << "hello";
   auto bad_trace = run_partrain(kSearch + " --calibrate " + not_a_trace);
   EXPECT_EQ(bad_trace.exit_code, 3) << bad_trace.err;
+}
+
+// A model without a sequence (the built-in MLP: one row a sample) is searched with one token a
+// sample; it used to take seq 0, and no layout divided it.
+TEST(RecommendCommand, AModelWithoutASequenceTrainsOneTokenASample) {
+  auto r = run_partrain("recommend --model builtin-mlp --gpus 4 --global-batch 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = parse_json(r.out);
+  EXPECT_EQ(j["seq"], 1);
+  EXPECT_GT(j["ranked"].get<int>(), 0) << r.out;
+  EXPECT_FALSE(j.contains("first_invalid_layout")) << r.out;
+}
+
+// When every layout is refused for one reason that is not the layout's (an input past what
+// partrain counts), the reason is shown, not "no layout divides".
+TEST(RecommendCommand, NothingCostedShowsWhyTheFirstLayoutWasRefused) {
+  const std::string args =
+      "recommend --model llama-2-7b --gpus 8 --global-batch 8 --seq 9999999999999";
+  auto text = run_partrain(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("no layout could be costed (the rejected counts above); the first "
+                          "invalid_layout: the estimate is "),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("past the 4 EiB partrain counts"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("no layout divides"), std::string::npos) << text.out;
+  auto j = parse_json(run_partrain(args + " --json").out);
+  EXPECT_EQ(j["ranked"], 0);
+  EXPECT_NE(j["first_invalid_layout"].get<std::string>().find("past the 4 EiB"), std::string::npos);
 }
 
 TEST(RecommendCommand, ClusterFileSetsTheNodeSizeThatDecidesWhereTensorParallelismGoes) {
