@@ -101,10 +101,12 @@ Subcommand add_analyze_command(CLI::App& parent) {
   auto flags = std::make_shared<AnalyzeFlags>();
   cmd->add_option("trace", flags->trace,
                   "Trace file (default: the most recent *.db in ./partrain-runs)");
-  cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2 or 0-3,6");
-  cmd->add_option("--steps", flags->steps,
-                  "Only these training steps (inclusive): A:B, A:, :B or A (wins over "
-                  "--skip-steps)");
+  without_env_var(
+      cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2 or 0-3,6"));
+  without_env_var(
+      cmd->add_option("--steps", flags->steps,
+                      "Only these training steps (inclusive): A:B, A:, :B or A (wins over "
+                      "--skip-steps)"));
   cmd->add_option("--skip-steps", flags->skip_steps,
                   "Warm-up steps left out of the window (default 1; a trace with a single step, "
                   "such as a run that failed early, keeps it)")

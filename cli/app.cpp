@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "cli/command.h"
 #include "cli/command_config.h"
@@ -20,8 +21,14 @@
 namespace partrain::cli {
 namespace {
 
+std::set<const CLI::Option*>& options_without_env_var() {
+  static std::set<const CLI::Option*> options;
+  return options;
+}
+
 bool is_bindable(const CLI::Option* option) {
   if (option->get_lnames().empty()) return false;  // positionals: the worker command, files
+  if (options_without_env_var().count(option) > 0) return false;
   const std::string& name = option->get_lnames().front();
   return name != "help" && name != "version" && name != "config" && name != "help-all";
 }
@@ -45,6 +52,11 @@ std::string command_path(const CLI::App& root) {
 }
 
 }  // namespace
+
+CLI::Option* without_env_var(CLI::Option* option) {
+  options_without_env_var().insert(option);
+  return option;
+}
 
 std::string flag_env_name(const std::string& long_name) {
   std::string name = "PARTRAIN_";
@@ -79,7 +91,8 @@ int run(int argc, char** argv) {
   app.fallthrough();  // `partrain launch --config x.toml -v` reaches the root's flags
   app.footer(
       "Every flag can also be set through PARTRAIN_<FLAG> (e.g. PARTRAIN_NPROC_PER_NODE=4) or a "
-      "--config TOML file; the command line wins, then the config file, then the environment.\n"
+      "--config TOML file; the command line wins, then the config file, then the environment "
+      "(not --steps and --rank of analyze and export: PARTRAIN_STEPS is launch's step count).\n"
       "Exit codes: 0 success, 1 failure, 2 usage or invalid configuration, 3 unreadable input, "
       "124 collective or rendezvous timeout, 126 command not executable, 127 command not found, "
       "128+N killed by signal N "

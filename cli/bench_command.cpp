@@ -237,13 +237,18 @@ struct GemmFlags {
   bool json = false;
 };
 
+// `launch`'s and `memory`'s precision names are taken too (PARTRAIN_PRECISION may be set for
+// them): every bf16 recipe multiplies bf16 operands.
+bool is_bf16_precision(const std::string& precision) { return precision.rfind("bf16", 0) == 0; }
+
 // The device to time on: the GPU CUDA_VISIBLE_DEVICES puts first, or the CPU (--device auto
 // falls back to it with the same notice as `launch`).
 StatusOr<std::unique_ptr<runner::Device>> create_gemm_device(const GemmFlags& flags) {
   ASSIGN_OR_RETURN(runner::DeviceChoice choice, runner::choose_device(flags.device, "auto", 1));
   if (!choice.notice.empty()) log::info("{}", choice.notice);
-  const runner::GemmPrecision precision =
-      flags.precision == "bf16" ? runner::GemmPrecision::kBf16 : runner::GemmPrecision::kFp32;
+  const runner::GemmPrecision precision = is_bf16_precision(flags.precision)
+                                              ? runner::GemmPrecision::kBf16
+                                              : runner::GemmPrecision::kFp32;
   if (choice.device == "cuda") {
     runner::CudaDeviceOptions options;
     options.precision = precision;
@@ -278,7 +283,7 @@ int run_gemm(const GemmFlags& flags) {
   for (const runner::GemmShape& shape : shapes) {
     runner::GemmBenchOptions options;
     options.shape = shape;
-    options.bf16 = flags.precision == "bf16";
+    options.bf16 = is_bf16_precision(flags.precision);
     options.bias = flags.bias;
     options.warmup_iters = flags.warmup_iters;
     options.iters = flags.iters;
@@ -315,9 +320,10 @@ CLI::App* add_gemm(CLI::App& bench, const std::shared_ptr<GemmFlags>& flags) {
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   gemm->add_option("--precision", flags->precision,
                    "bf16 (operands and out in bf16, fp32 accumulate: the tensor cores on a GPU) "
-                   "or fp32 (TF32 off)")
+                   "or fp32 (TF32 off); the recipes' names (bf16-mixed, fp32-adam, ...) as well")
       ->capture_default_str()
-      ->check(CLI::IsMember({"bf16", "fp32"}));
+      ->check(CLI::IsMember(
+          {"bf16", "fp32", "bf16-mixed", "bf16-fp32grad", "bf16-fp32grad-accum", "fp32-adam"}));
   gemm->add_option("-w,--warmup-iters", flags->warmup_iters, "Untimed calls before timing")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));

@@ -49,6 +49,10 @@ StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
 // partrain's own --token value reads REDACTED.
 std::string invocation_line();
 
+// Marks a flag that does not read PARTRAIN_<FLAG>: a trace-reading command's selection (--steps,
+// --rank), whose variable names another command's flag (launch's --steps, a step count) and
+// which, set for a launch, would silently narrow every analysis after it. Returns `option`.
+CLI::Option* without_env_var(CLI::Option* option);
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);
 // The PARTRAIN_<FLAG> variables of every flag of this command (the launcher strips its own

@@ -151,9 +151,10 @@ Subcommand add_export_command(CLI::App& parent) {
   cmd->add_flag("--force", flags->force, "Replace the output file if it exists");
   cmd->add_option("--format", flags->format, "Output format; accepted: chrome")
       ->capture_default_str();
-  cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2 or 0-3,6");
-  cmd->add_option("--steps", flags->steps,
-                  "Only these training steps (inclusive): A:B, A:, :B or A");
+  without_env_var(
+      cmd->add_option("--rank,--ranks", flags->ranks, "Only these world ranks, e.g. 0,2 or 0-3,6"));
+  without_env_var(cmd->add_option("--steps", flags->steps,
+                                  "Only these training steps (inclusive): A:B, A:, :B or A"));
   cmd->footer(kExportFooter);
   return {cmd, [flags] { return run_export(*flags); }};
 }

@@ -125,6 +125,26 @@ TEST_F(AnalyzeCommandTest, RankAndStepsNarrowTheReport) {
   EXPECT_EQ(all["ranks"][0]["steps"], 6);
 }
 
+// PARTRAIN_STEPS is launch's step count and PARTRAIN_RANK a launched rank's own number: exported
+// for a launch, they must not narrow the analysis (or the export) of its trace afterwards.
+TEST_F(AnalyzeCommandTest, SelectionsAreNotTakenFromTheEnvironment) {
+  const std::string env = "PARTRAIN_STEPS=20 PARTRAIN_RANK=1 PARTRAIN_RANKS=1";
+  const auto analyzed = run_partrain("analyze " + trace().string() + " --json --skip-steps 0", env);
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  const json doc = json::parse(analyzed.out);
+  EXPECT_EQ(doc["ranks"].size(), 4u);
+  EXPECT_EQ(doc["ranks"][0]["steps"], 6);
+  const auto exported = run_partrain("export " + trace().string() + " -o -", env);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("\"name\":\"rank 3 "), std::string::npos) << "rank 3 exported too";
+  EXPECT_NE(exported.err.find("for 4 ranks"), std::string::npos) << exported.err;
+  // Other flags still read theirs.
+  const auto skipped =
+      run_partrain("analyze " + trace().string() + " --json", "PARTRAIN_SKIP_STEPS=3");
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_EQ(json::parse(skipped.out)["window"]["first_step"], 3);
+}
+
 TEST_F(AnalyzeCommandTest, WithoutATraceTheNewestInPartrainRunsIsAnalysed) {
   const fs::path cwd = *dir_ / "cwd";
   fs::create_directories(cwd / "partrain-runs");

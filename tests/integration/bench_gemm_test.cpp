@@ -59,6 +59,17 @@ TEST(BenchGemm, JsonCarriesTheSameFacts) {
   }
 }
 
+// PARTRAIN_PRECISION set for a launch (a recipe's name) means the same GEMM here.
+TEST(BenchGemm, TakesTheRecipesPrecisionNames) {
+  for (const auto& [precision, dtype] :
+       {std::pair{"bf16-mixed", "bf16"}, std::pair{"fp32-adam", "fp32"}}) {
+    CommandResult r = run_partrain("bench gemm --device cpu -s 8 --iters 1 --json",
+                                   std::string("PARTRAIN_PRECISION=") + precision);
+    ASSERT_EQ(r.exit_code, 0) << precision << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["results"][0]["dtype"], dtype) << precision;
+  }
+}
+
 TEST(BenchGemm, NoCheckShowsNotApplicable) {
   CommandResult r = run_partrain("bench gemm --device cpu -s 16 -c 0 --iters 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -88,7 +99,7 @@ TEST(BenchGemm, BadInputIsAUsageErrorWithNothingOnStdout) {
            Case{"-s 0", "GEMM shape '0' is not a positive size"},
            Case{"-s 64x", "GEMM shape '64x' is not a positive size"},
            Case{"-s 1x2", "GEMM shape '1x2' has 2 dimensions"},
-           Case{"--precision fp16", "--precision: fp16 not in {bf16,fp32}"},
+           Case{"--precision fp16", "--precision: fp16 not in {bf16,fp32,bf16-mixed,"},
            Case{"--device gpu", "--device: gpu not in {auto,cuda,cpu}"},
            Case{"--iters 0", "--iters: Value 0 not in range"},
            Case{"-c 2", "--check: Value 2 not in range"},
