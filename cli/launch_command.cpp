@@ -95,6 +95,7 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.token = flags.token;
   config.run_id = flags.run_id;
   config.log_dir = flags.log_dir;
+  config.log_dir_per_run = true;
   if (flags.tee && !flags.log_dir) {
     return invalid_argument(
         "--tee copies the ranks' output to the terminal besides --log-dir's "
@@ -287,7 +288,8 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "node)");
   cmd->add_option("--run-id", flags->run_id, "PARTRAIN_RUN_ID (default: generated)");
   cmd->add_option("--log-dir,--log_dir", flags->log_dir,
-                  "Write each rank's output to DIR/rank_N.log instead of the terminal");
+                  "Write each rank's output to DIR/<run-id>/rank_N.log instead of the terminal "
+                  "(a directory per run, as torchrun's; <run-id>.2 when an id is reused)");
   cmd->add_flag("--tee", flags->tee, "With --log-dir: print the output on the terminal as well");
   cmd->add_flag("--prefix,!--no-prefix", flags->prefix,
                 "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)");

@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -20,6 +20,7 @@
 #include "profiler/rank_tracer.h"
 #include "runner/launch/launcher.h"
 #include "runner/launch/node_trace.h"
+#include "runner/launch/output_relay.h"
 #include "runner/launch/run_identity.h"
 #include "tui/dashboard.h"
 
@@ -114,7 +115,14 @@ StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
   }
   fs::path side = trace;
   side.replace_extension();
-  if (!config.log_dir) config.log_dir = side.string() + ".logs";
+  // The launcher's own log goes beside the ranks': one directory for the run, the trace's
+  // <stem>.logs by default (already the run's own), else a new one under --log-dir.
+  if (config.log_dir && config.log_dir_per_run) {
+    ASSIGN_OR_RETURN(config.log_dir, launch::new_run_log_dir(*config.log_dir, *config.run_id));
+  } else if (!config.log_dir) {
+    config.log_dir = side.string() + ".logs";
+  }
+  config.log_dir_per_run = false;
   config.tee = false;
   std::error_code error;
   fs::create_directories(*config.log_dir, error);

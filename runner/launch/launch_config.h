@@ -23,6 +23,9 @@ struct LaunchConfig {
   std::optional<std::string> token;        // multi-node shared secret; single node: random
   std::optional<std::string> run_id;       // PARTRAIN_RUN_ID; unset: generated
   std::optional<std::string> log_dir;      // one file per rank: DIR/rank_N.log
+  // log_dir is a root, as torchrun's --log-dir: each run writes DIR/<run id>/rank_N.log (then
+  // DIR/<run id>.2/, ... when a --run-id is reused), so a run never overwrites another's logs.
+  bool log_dir_per_run = false;
   bool tee = false;                        // with log_dir: also relay to the terminal
   bool prefix = true;                      // "[rank N] " before each relayed line
   Nanoseconds grace = std::chrono::seconds(10);  // SIGTERM -> SIGKILL

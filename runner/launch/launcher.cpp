@@ -201,7 +201,12 @@ StatusOr<int> launch(const LaunchConfig& config) {
   }
   std::vector<int> ranks;
   for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
-  RelayOptions relay_options{config.prefix, config.log_dir, config.tee};
+  std::optional<std::string> log_dir = config.log_dir;
+  if (log_dir && config.log_dir_per_run) {
+    ASSIGN_OR_RETURN(log_dir, new_run_log_dir(*log_dir, run.run_id));
+    log::info("rank output: {}/rank_<N>.log", *log_dir);
+  }
+  RelayOptions relay_options{config.prefix, log_dir, config.tee};
   if (config.worker_stdout_to_stderr) relay_options.terminal_stdout = 2;
   ASSIGN_OR_RETURN(OutputRelay relay, OutputRelay::open(relay_options, ranks));
 

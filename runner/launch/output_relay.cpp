@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +23,25 @@ bool write_all(int fd, std::string_view data) {
 }
 
 }  // namespace
+
+StatusOr<std::string> new_run_log_dir(const std::string& root, const std::string& run_id) {
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec) return failed("cannot create the log directory '{}': {}", root, ec.message());
+  for (int attempt = 1; attempt <= 1000; ++attempt) {
+    const std::string dir = attempt == 1 ? fmt::format("{}/{}", root, run_id)
+                                         : fmt::format("{}/{}.{}", root, run_id, attempt);
+    // mkdir, not create_directories: it fails when the directory is there, so two launchers
+    // given one --run-id never share one.
+    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
+    if (errno != EEXIST)
+      return failed("cannot create the log directory '{}': {}", dir, strerror(errno));
+  }
+  return failed(
+      "'{}' already holds 1000 log directories of run '{}': pass another --run-id or "
+      "--log-dir",
+      root, run_id);
+}
 
 StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<int>& ranks) {
   OutputRelay relay(std::move(options));

@@ -26,6 +26,11 @@ struct RelayOptions {
   int terminal_stderr = 2;
 };
 
+// A new directory for one run's logs under `root` (torchrun's --log-dir layout): root/<run_id>,
+// or root/<run_id>.2, .3, ... when that exists (a --run-id given again), created; root is created
+// as needed. Fails naming the directory and the reason.
+StatusOr<std::string> new_run_log_dir(const std::string& root, const std::string& run_id);
+
 class OutputRelay {
  public:
   // One slot per local worker; `ranks[i]` is the global rank of slot i (for prefixes, file names).

@@ -248,15 +248,27 @@ TEST_F(LaunchTest, TeeWithoutLogDirIsAUsageError) {
 TEST_F(LaunchTest, NoPrefixAndLogDir) {
   Finished plain = run_partrain({"launch", "-n", "1", "--no-prefix", "--", "echo", "bare"});
   EXPECT_EQ(plain.out, "bare\n");
+  // torchrun's layout: a directory per run under --log-dir, named by the run id, so a second run
+  // (the same --run-id included) keeps the first one's logs.
   std::string logs = (dir_ / "logs").string();
-  Finished logged =
-      run_partrain({"launch", "-n", "2", "--log-dir", logs, "--", "sh", "-c", "echo to file $RANK"});
-  EXPECT_EQ(logged.exit_code, 0) << logged.err;
-  EXPECT_EQ(logged.out, "");
-  std::ifstream file(logs + "/rank_1.log");
-  std::stringstream text;
-  text << file.rdbuf();
-  EXPECT_EQ(text.str(), "to file 1\n");
+  auto file_text = [](const std::string& path) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+  };
+  for (const char* run : {"first", "second"}) {
+    Finished logged =
+        run_partrain({"launch", "-n", "2", "--no-trace", "--run-id", "job7", "--log-dir", logs,
+                      "--", "sh", "-c", std::string("echo ") + run + " $RANK"});
+    EXPECT_EQ(logged.exit_code, 0) << logged.err;
+    EXPECT_EQ(logged.out, "");
+    const std::string dir = logs + (std::string(run) == "first" ? "/job7" : "/job7.2");
+    EXPECT_TRUE(contains(logged.err, "rank output: " + dir + "/rank_<N>.log")) << logged.err;
+  }
+  EXPECT_EQ(file_text(logs + "/job7/rank_1.log"), "first 1\n");
+  EXPECT_EQ(file_text(logs + "/job7.2/rank_1.log"), "second 1\n");
+  EXPECT_EQ(file_text(logs + "/job7.2/rank_0.log"), "second 0\n");
 }
 
 TEST_F(LaunchTest, FailingRankGivesItsExitCodeAndSummary) {

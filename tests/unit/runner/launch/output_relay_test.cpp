@@ -106,5 +106,28 @@ TEST_F(RelayTest, LogDirWritesOneFilePerRankAndTeeAlsoPrints) {
   std::filesystem::remove_all(dir);
 }
 
+// A run's logs go into a directory of their own, never over another run's: a --run-id given
+// again gets <id>.2, .3.
+TEST(RunLogDir, EachRunGetsANewDirectoryNamedByItsId) {
+  const std::string root =
+      testing::TempDir() + "/run_logs_" + std::to_string(::getpid()) + "/nested";
+  auto first = new_run_log_dir(root, "abc123");
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  EXPECT_EQ(*first, root + "/abc123");
+  EXPECT_TRUE(std::filesystem::is_directory(*first));
+  auto again = new_run_log_dir(root, "abc123");
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(*again, root + "/abc123.2");
+  EXPECT_EQ(*new_run_log_dir(root, "abc123"), root + "/abc123.3");
+  EXPECT_EQ(*new_run_log_dir(root, "other"), root + "/other");
+  // A root that cannot be a directory: said, with the path.
+  const std::string file = root + "/a-file";
+  std::ofstream(file) << "x";
+  auto refused = new_run_log_dir(file, "abc123");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find(file), std::string::npos) << refused.status().message();
+  std::filesystem::remove_all(testing::TempDir() + "/run_logs_" + std::to_string(::getpid()));
+}
+
 }  // namespace
 }  // namespace partrain::launch
