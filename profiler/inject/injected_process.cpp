@@ -68,11 +68,18 @@ bool parent_has(const std::string& variable) {
   return found || entry == variable;
 }
 
+// Whether the parent is `partrain trace` itself (PARTRAIN_TRACER_PID, runner/launch/
+// traced_command.cpp): the command it started.
+bool parent_is_tracer() {
+  const std::optional<int> tracer = env_int("PARTRAIN_TRACER_PID");
+  return tracer && *tracer == static_cast<int>(::getppid());
+}
+
 // A fork()ed child has none of the tracer's threads: it is not traced (an exec'd program that
 // is a rank starts afresh through the constructor).
 void forget_in_child() { g_current.store(nullptr); }
 
-void stop_at_exit() { InjectedProcess::stop(); }
+void stop_at_exit() { (void)InjectedProcess::stop(); }
 
 }  // namespace
 
@@ -124,7 +131,9 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   if (dlsym(RTLD_DEFAULT, "partrain_records_itself") != nullptr) return nullptr;
   std::optional<int> rank = launcher_rank();
   if (rank) {
-    if (parent_has("RANK=" + std::to_string(*rank))) return nullptr;
+    // The command `partrain trace` started is the rank even when RANK came from outside, set
+    // for the tracer too (`RANK=0 partrain trace -- python train.py`): the tracer is no rank.
+    if (parent_has("RANK=" + std::to_string(*rank)) && !parent_is_tracer()) return nullptr;
   } else {
     rank = nccl_rank;
   }
@@ -173,9 +182,12 @@ void InjectedProcess::start_gpu_tracing() {
 // Runs from atexit(), before the static destructors the tracer's code depends on. exit() has
 // already destroyed this thread's thread_locals (the recorder's buffer registration among
 // them), so the last events are recorded from a fresh thread.
-void InjectedProcess::stop() {
-  InjectedProcess* process = g_current.exchange(nullptr);
-  if (process == nullptr || process->pid_ != ::getpid()) return;
+bool InjectedProcess::stop() {
+  // Only the process that started it: a vfork()ed child shares its parent's memory (and exec's
+  // from it), and must leave the parent's tracing as it is.
+  InjectedProcess* process = current();
+  if (process == nullptr || process->pid_ != ::getpid()) return false;
+  if (!g_current.compare_exchange_strong(process, nullptr)) return false;
   const int64_t end_ns = monotonic_ns();
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
@@ -187,6 +199,7 @@ void InjectedProcess::stop() {
   }).join();
   (void)process->gpu_owner_.release();  // never destroyed: CUPTI may call into it until the end
   delete process;  // flushes and says goodbye to the collector
+  return true;
 }
 
 void InjectedProcess::record_call(const NcclCallRecord& record) {

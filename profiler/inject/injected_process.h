@@ -31,9 +31,10 @@ class InjectedProcess {
   // `nccl_rank` (the rank passed to its first ncclCommInitRank). nullptr when it cannot be:
   // no collector in the environment, no rank known, or a helper process of a rank.
   static InjectedProcess* start(std::optional<int> nccl_rank);
-  // Ends tracing at exit: open NCCL groups recorded, the process slice written, the tracer
-  // flushed and closed.
-  static void stop();
+  // Ends tracing at exit (and before an exec): open NCCL groups recorded, the process slice
+  // written, the tracer flushed and closed. False when this process was not tracing (none
+  // started, or a vfork()ed child, which leaves its parent's alone).
+  static bool stop();
 
   // CUDA was initialised in the process (CUPTI's injection entry point ran): GPU activity is
   // collected from then on by the rank this process is or becomes.

@@ -1,15 +1,15 @@
 // `partrain trace -- CMD`: any command runs under a collector with the injection environment;
 // ranks of a foreign launcher's processes appear through libpartrain_inject.so, partrain's own
 // workers record everything themselves, and the command's exit code comes back.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
-#include <fmt/format.h>
-
-#include "tests/support/scratch_dir.h"
 #include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::testing {
@@ -42,6 +42,60 @@ TEST_F(TraceCommandTest, ForeignRanksAppearThroughTheInjectionLibrary) {
   EXPECT_NE(r.err.find("workers record into the collector of an outer `partrain trace`"),
             std::string::npos)
       << r.err;
+}
+
+// RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
+// starts is that rank, not a helper of the tracer. Its own children, which inherit the same
+// RANK, stay helpers of it.
+TEST_F(TraceCommandTest, ACommandTracedUnderAnOuterRankIsThatRank) {
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- bash -c 'sleep 0.1; sleep 0.1; true'", db("outer_rank.db")),
+      "RANK=0 WORLD_SIZE=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(query(db("outer_rank.db"), "SELECT rank, count(DISTINCT pid) FROM ranks GROUP BY rank"),
+            "0|1\n");
+  EXPECT_EQ(query(db("outer_rank.db"), "SELECT count(*) FROM slices WHERE name = 'process'"),
+            "1\n");
+}
+
+// A rank that replaces itself with exec (a shell's exec, `#!/usr/bin/env python3`, pyenv's shims)
+// ends each image's tracing as exit does: no connection ends without a goodbye, and the rank's
+// row and each image's lifetime are there. Without it the collector counted every exec as a
+// crash (collector_unclean_disconnects).
+TEST_F(TraceCommandTest, ARankThatExecsEndsEachImageCleanly) {
+  CommandResult r =
+      run_partrain(fmt::format("trace -o {} -- {} launch -n 2 -- sh -c 'exec env sleep 0.1'",
+                               db("exec.db"), PARTRAIN_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(query(db("exec.db"),
+                  "SELECT count(*) FROM stats WHERE name = "
+                  "'collector_unclean_disconnects'"),
+            "0\n");
+  EXPECT_EQ(query(db("exec.db"), "SELECT rank, count(DISTINCT pid) FROM ranks GROUP BY rank"),
+            "0|1\n1|1\n");
+  // sh, env and sleep: one pid, three images, each a process slice.
+  EXPECT_EQ(query(db("exec.db"),
+                  "SELECT rank, count(*) FROM slices WHERE name = 'process' GROUP BY rank"),
+            "0|3\n1|3\n");
+  // An exec that fails leaves the process running, traced again: here one of a file that passes
+  // for a program (a regular, executable file) but is none; Python goes on to exit 3, cleanly.
+  const fs::path not_a_program = dir_ / "not-a-program";
+  { std::ofstream(not_a_program) << "\x01\x02 not an executable format"; }
+  fs::permissions(not_a_program, fs::perms::owner_all);
+  CommandResult failed = run_partrain(
+      fmt::format("trace -o {} -- {} launch -n 1 -- python3 -c \"import os, sys\n"
+                  "try:\n    os.execv('{}', ['x'])\nexcept OSError:\n    sys.exit(3)\"",
+                  db("failed_exec.db"), PARTRAIN_BINARY, not_a_program.string()));
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  EXPECT_EQ(query(db("failed_exec.db"),
+                  "SELECT count(*) FROM stats WHERE name = "
+                  "'collector_unclean_disconnects'"),
+            "0\n");
+  // The image before the failed exec and the same image after it (python3 may itself be
+  // reached through exec'ing shims, each an image more).
+  EXPECT_GE(
+      std::stoi(query(db("failed_exec.db"), "SELECT count(*) FROM slices WHERE name = 'process'")),
+      2);
 }
 
 TEST_F(TraceCommandTest, PartrainWorkersRecordThemselvesIntoTheOuterTrace) {

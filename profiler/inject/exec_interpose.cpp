@@ -1,0 +1,107 @@
+// A traced rank that replaces itself with exec: pyenv's shims (bash scripts exec'ing bash scripts
+// exec'ing python), `#!/usr/bin/env python3` (env execs python), `sh -c 'exec prog'`. The new
+// image traces itself again from the library's constructor (LD_PRELOAD is inherited, the rank
+// variables too), on a new connection; the old image's connection ends with the exec. Without
+// this it ended without a goodbye, which the collector counts as a crash (and whatever the old
+// image had not shipped was lost). So exec() first ends the old image's tracing as exit does
+// (flushed, goodbye), then calls the real exec; when that fails the process goes on, traced
+// again. The exec family members a program calls through its PLT are wrapped: execve (shells,
+// CPython's os.execv), execv, execvp (env), execvpe, fexecve. glibc's execl* reach execve
+// inside libc, unseen: a process that execs through them still shows as an unclean end.
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "profiler/inject/injected_process.h"
+
+#define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace partrain::profiler::inject {
+
+template <typename Fn>
+Fn next_exec(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+// Whether `path` is a regular file this process may execute: an exec that will fail at once
+// (shells and execvp try every PATH directory in turn) leaves the tracing as it is, instead of
+// ending and restarting it, a new connection each time.
+bool may_exec(const char* path) {
+  struct stat info {};
+  return path != nullptr && ::stat(path, &info) == 0 && S_ISREG(info.st_mode) &&
+         ::access(path, X_OK) == 0;
+}
+
+// execvp's search: `file` itself when it names a path, else the first PATH entry holding it.
+bool may_exec_on_path(const char* file) {
+  if (file == nullptr || *file == '\0') return false;
+  if (std::strchr(file, '/') != nullptr) return may_exec(file);
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/bin:/usr/bin";
+  while (true) {
+    const size_t colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + file;
+    if (may_exec(candidate.c_str())) return true;
+    if (colon == std::string_view::npos) return false;
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
+// Runs the real exec with the rank's tracing ended first, when it may succeed; restarts it when
+// the exec returned (failed), keeping the exec's errno for the caller.
+template <typename Exec>
+int exec_traced(bool may_succeed, Exec&& exec) {
+  const bool stopped = may_succeed && InjectedProcess::stop();
+  const int result = exec();
+  if (stopped) {
+    const int exec_errno = errno;
+    InjectedProcess::start(std::nullopt);
+    errno = exec_errno;
+  }
+  return result;
+}
+
+}  // namespace partrain::profiler::inject
+
+using partrain::profiler::inject::exec_traced;
+using partrain::profiler::inject::may_exec;
+using partrain::profiler::inject::may_exec_on_path;
+using partrain::profiler::inject::next_exec;
+
+PARTRAIN_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  static const auto real = next_exec<int (*)(const char*, char* const[], char* const[])>("execve");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return exec_traced(may_exec(path), [&] { return real(path, argv, envp); });
+}
+
+PARTRAIN_EXPORT int execv(const char* path, char* const argv[]) {
+  static const auto real = next_exec<int (*)(const char*, char* const[])>("execv");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return exec_traced(may_exec(path), [&] { return real(path, argv); });
+}
+
+PARTRAIN_EXPORT int execvp(const char* file, char* const argv[]) {
+  static const auto real = next_exec<int (*)(const char*, char* const[])>("execvp");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return exec_traced(may_exec_on_path(file), [&] { return real(file, argv); });
+}
+
+PARTRAIN_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  static const auto real = next_exec<int (*)(const char*, char* const[], char* const[])>("execvpe");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return exec_traced(may_exec_on_path(file), [&] { return real(file, argv, envp); });
+}
+
+PARTRAIN_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  static const auto real = next_exec<int (*)(int, char* const[], char* const[])>("fexecve");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return exec_traced(true, [&] { return real(fd, argv, envp); });
+}
