@@ -130,6 +130,8 @@ struct TransferRecord {
   int64_t stream = 0;
 };
 
+// The run's row. Stored as an update of what it knows: an empty run_id or command, a config of
+// "{}" (or empty), a world size or start of 0 leave the stored value as it is.
 struct RunInfo {
   std::string run_id;
   std::string command;

@@ -251,8 +251,16 @@ Status TraceWriter::State::prepare_statements() {
        "pid = coalesce(pid, excluded.pid), exit_code = excluded.exit_code, "
        "exit_signal = excluded.exit_signal"},
       {&update_run_info,
-       "UPDATE run SET run_id = ?1, command = ?2, config = ?3, world_size = ?4, "
-       "start_unix_ns = ?5, start_ns = ?6 WHERE id = 1"},
+       // A RunInfo fills in what it knows: empty text, '{}', 0 leave the stored value (a
+       // launcher under an outer `partrain trace` adds its world size and config that way).
+       "UPDATE run SET run_id = CASE WHEN ?1 = '' THEN run_id ELSE ?1 END, "
+       "command = CASE WHEN ?2 = '' THEN command ELSE ?2 END, "
+       "config = CASE WHEN ?3 = '{}' THEN config ELSE ?3 END, "
+       "world_size = CASE WHEN ?4 = 0 AND world_size IS NOT NULL THEN world_size ELSE ?4 END, "
+       "start_unix_ns = CASE WHEN ?5 = 0 AND start_unix_ns IS NOT NULL THEN start_unix_ns "
+       "ELSE ?5 END, "
+       "start_ns = CASE WHEN ?6 = 0 AND start_ns IS NOT NULL THEN start_ns ELSE ?6 END "
+       "WHERE id = 1"},
       {&update_run_status,
        "UPDATE run SET status = ?1, failing_rank = ?2, end_ns = coalesce(?3, end_ns), "
        "end_unix_ns = ?4 WHERE id = 1"},

@@ -115,7 +115,7 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
   if (!config.trace) return std::unique_ptr<NodeTrace>();
   if (auto outer = env::get(profiler::kCollectorEnv); outer && !outer->empty()) {
     log::info("workers record into the collector of an outer `partrain trace` ({})", *outer);
-    return std::unique_ptr<NodeTrace>();
+    return NodeTrace::forward_to_outer(config, run);
   }
   return NodeTrace::start(config, run);
 }

@@ -76,9 +76,31 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));
 }
 
+std::unique_ptr<NodeTrace> NodeTrace::forward_to_outer(const LaunchConfig& config,
+                                                       const RunContext& run) {
+  // The connection is attributed to the node's first rank (a collector knows clients by rank).
+  std::unique_ptr<profiler::RankTracer> outer =
+      profiler::RankTracer::from_env(run.node_rank * run.nproc_per_node);
+  if (!outer) return nullptr;
+  profiler::RunInfo info;  // only what the tracer's row lacks: its run id and command stay
+  info.config_json = config.trace_config_json;
+  info.world_size = run.world_size();
+  outer->emit(info);
+  return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(outer)));
+}
+
 NodeTrace::~NodeTrace() = default;
 
+void NodeTrace::append(const profiler::TraceEvent& event) {
+  if (session_) {
+    session_->append(event);
+  } else {
+    outer_->emit(event);
+  }
+}
+
 std::vector<std::string> NodeTrace::worker_env() const {
+  if (!session_) return {};
   return {fmt::format("{}={}", profiler::kCollectorEnv, session_->socket_path()),
           fmt::format("{}={}", profiler::kCollectorTokenEnv, token_)};
 }
@@ -95,7 +117,11 @@ void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorRes
     exit.exited = true;
     exit.exit_code = result.exits[i].signaled ? 0 : result.exits[i].value;
     exit.exit_signal = result.exits[i].signaled ? result.exits[i].value : 0;
-    session_->append(exit);
+    append(exit);
+  }
+  if (!session_) {
+    outer_.reset();  // flushed, goodbye: the outer tracer ends the run when its command does
+    return;
   }
   profiler::RunStatus status = profiler::RunStatus::kCompleted;
   std::optional<int> failing_rank;
@@ -108,9 +134,9 @@ void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorRes
   Status finished = session_->finish(status, failing_rank, monotonic_ns());
   const profiler::TraceSessionStats stats = session_->stats();
   if (!finished.is_ok()) {
-    log::error("trace {}: {}", path().string(), finished.message());
+    log::error("trace {}: {}", session_->path().string(), finished.message());
   } else {
-    log::info("trace: {} ({} events{}{})", path().string(), stats.events_written,
+    log::info("trace: {} ({} events{}{})", session_->path().string(), stats.events_written,
               stats.records_lost > 0 ? fmt::format(", {} lost", stats.records_lost) : "",
               describe_trace_stop(stats));
   }
@@ -123,12 +149,13 @@ void NodeTrace::record_diagnosis(std::optional<int> culprit, const std::string& 
   stat.value = 1;
   stat.severity = profiler::StatSeverity::kError;
   stat.description = headline;
-  session_->append(stat);
+  append(stat);
 }
 
 void NodeTrace::abandon() {
+  if (!session_) return;
   Status finished = session_->finish(profiler::RunStatus::kFailed);
-  if (!finished.is_ok()) log::error("trace {}: {}", path().string(), finished.message());
+  if (!finished.is_ok()) log::error("trace {}: {}", session_->path().string(), finished.message());
 }
 
 }  // namespace partrain::launch

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "profiler/rank_tracer.h"
 #include "profiler/trace_session.h"
 #include "runner/launch/launch_config.h"
 #include "runner/launch/supervisor.h"
@@ -45,10 +46,17 @@ class NodeTrace {
   // kInvalidArgument when the file exists, kFailed when it cannot be created.
   static StatusOr<std::unique_ptr<NodeTrace>> start(const LaunchConfig& config,
                                                     const RunContext& run);
+  // Under an outer `partrain trace` (PARTRAIN_COLLECTOR set): no file of its own; the workers
+  // record into the outer collector (their environment already says where), and the launcher
+  // adds what only it knows, through a connection of its own: the run's world size and config
+  // (filled into the tracer's run row), each rank's exit, the diagnosis. nullptr when the
+  // environment names no usable collector.
+  static std::unique_ptr<NodeTrace> forward_to_outer(const LaunchConfig& config,
+                                                     const RunContext& run);
   ~NodeTrace();
 
-  const std::filesystem::path& path() const { return session_->path(); }
-  // PARTRAIN_COLLECTOR and PARTRAIN_COLLECTOR_TOKEN for every worker of this node.
+  // PARTRAIN_COLLECTOR and PARTRAIN_COLLECTOR_TOKEN for every worker of this node (none when
+  // forwarding: the workers inherit the outer trace's).
   std::vector<std::string> worker_env() const;
   // Exit records of this node's workers and the run's final status; prints where the trace is.
   void finish(const std::vector<WorkerSpec>& specs, const SupervisorResult& result,
@@ -56,14 +64,19 @@ class NodeTrace {
   // The launcher's verdict on its ranks' flight-recorder dumps, as a `collective_diagnosis`
   // stat (rank: the culprit, -1 when none is known; description: the first problem).
   void record_diagnosis(std::optional<int> culprit, const std::string& headline);
-  // The run could not start (spawn failure): status failed, no failing rank.
+  // The run could not start (spawn failure): status failed, no failing rank (forwarding: the
+  // outer tracer records its command's end).
   void abandon();
 
  private:
   NodeTrace(std::unique_ptr<profiler::TraceSession> session, std::string token)
       : session_(std::move(session)), token_(std::move(token)) {}
+  explicit NodeTrace(std::unique_ptr<profiler::RankTracer> outer) : outer_(std::move(outer)) {}
 
-  std::unique_ptr<profiler::TraceSession> session_;
+  void append(const profiler::TraceEvent& event);
+
+  std::unique_ptr<profiler::TraceSession> session_;  // this node's own file, or
+  std::unique_ptr<profiler::RankTracer> outer_;      // the connection to an outer trace's
   std::string token_;
 };
 

@@ -110,6 +110,24 @@ TEST_F(TraceCommandTest, PartrainWorkersRecordThemselvesIntoTheOuterTrace) {
             "1\n");
   // No process was recorded twice: the injection library stays inert in partrain's workers.
   EXPECT_EQ(query(db("workload.db"), "SELECT count(*) FROM slices WHERE name = 'process'"), "0\n");
+  // What only the inner launcher knows, added to the tracer's run row and ranks: the world size,
+  // the workload's config and every rank's exit; the command stays the one that was traced.
+  EXPECT_EQ(
+      query(db("workload.db"),
+            "SELECT world_size, json_extract(config, '$.workload'), command LIKE '%trace -o%' "
+            "FROM runs"),
+      "2|mlp|1\n");
+  EXPECT_EQ(query(db("workload.db"), "SELECT rank, exit_code FROM ranks ORDER BY rank"),
+            "0|0\n1|0\n");
+  // A failing inner run: its ranks' exits as the launcher saw them (rank 1 stopped by SIGTERM).
+  CommandResult failed = run_partrain(fmt::format(
+      "trace -o {} -- {} launch -n 2 -- bash -c 'if [ $RANK = 0 ]; then exit 3; fi; sleep 30'",
+      db("failed_inner.db"), PARTRAIN_BINARY));
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  EXPECT_EQ(
+      query(db("failed_inner.db"), "SELECT rank, exit_code, exit_signal FROM ranks ORDER BY rank"),
+      "0|3|0\n1|NULL|15\n");
+  EXPECT_EQ(query(db("failed_inner.db"), "SELECT world_size, status FROM runs"), "2|failed\n");
 }
 
 TEST_F(TraceCommandTest, EnvironmentExitCodesAndRefusals) {

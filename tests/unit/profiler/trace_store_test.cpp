@@ -140,6 +140,27 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
   EXPECT_EQ(query_number(db, "PRAGMA user_version"), kTraceSchemaVersion);
 }
 
+// A later RunInfo fills in what it knows and leaves the rest: how a launcher under an outer
+// `partrain trace` adds its world size and config to the tracer's run row.
+TEST_F(TraceStoreTest, ALaterRunInfoKeepsWhatItLeavesEmpty) {
+  fs::path path = file("merged.db");
+  {
+    auto writer = make_writer(path);
+    ASSERT_TRUE(writer);
+    std::vector<TraceEvent> events = {
+        RunInfo{"r7", "partrain trace -- partrain launch -n 2", "{}", 0, 111, 222},
+        RunInfo{"", "", R"({"dp":2})", 2, 0, 0},
+    };
+    writer->append(events);
+  }
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(query_rows(trace->db,
+                       "SELECT run_id, command, config, world_size, start_unix_ns, "
+                       "start_ns FROM runs"),
+            "r7|partrain trace -- partrain launch -n 2|{\"dp\":2}|2|111|222\n");
+}
+
 TEST_F(TraceStoreTest, MemoryCategoriesMatchTheMemoryModule) {
   fs::path path = file("mem.db");
   {
