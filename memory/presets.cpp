@@ -118,6 +118,13 @@ StatusOr<json> parse_object(std::string_view text, std::string_view origin) {
     why = colon == std::string_view::npos ? std::string_view() : why.substr(colon + 2);
     return unreadable("{}: not valid JSON at {}{}{}", origin, text_position(text, error.byte),
                       why.empty() ? "" : ": ", why);
+  } catch (const json::exception& error) {
+    // Well-formed but not representable, such as a number past a double ("1e999"): what():
+    // "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    std::string_view why = error.what();
+    const size_t bracket = why.find("] ");
+    if (bracket != std::string_view::npos) why.remove_prefix(bracket + 2);
+    return unreadable("{}: not valid JSON: {}", origin, why);
   }
   if (!object.is_object()) return unreadable("{}: expected a JSON object {{...}}", origin);
   return object;

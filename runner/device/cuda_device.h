@@ -65,7 +65,8 @@ class CudaDevice final : public Device {
   // GEMM time from event pairs around each matmul, read when asked (waits for the last ones).
   GemmTotals gemm_totals() const override;
   // An 8192^3 matmul_forward as the workloads issue it (runner/device/gemm_benchmark.h): operands
-  // and out in bf16 under bf16 GEMMs, else fp32; 2 warm-up calls, the mean of 5.
+  // and out in bf16 under bf16 GEMMs, else fp32; 2 warm-up calls, the mean of 5. Its buffers and
+  // the scratch it grew are freed (to the cache) and the peaks restarted.
   StatusOr<PeakGemm> measure_peak_gemm() override;
 
   void fill(float* x, int64_t n, float value) override;

@@ -74,6 +74,13 @@ TEST(Presets, MalformedFilesNameTheField) {
       << comma.status().message();
   EXPECT_NE(comma.status().message().find("expected string literal"), std::string::npos)
       << comma.status().message();
+  // Well-formed but past a double: refused as input, not thrown (the fuzzer's find).
+  auto overflow = parse_model_json(R"({"name": "x", "layers": 4.1e711})", "x.json");
+  EXPECT_EQ(overflow.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(overflow.status().message().find("x.json: not valid JSON: number overflow parsing "
+                                             "'4.1e711'"),
+            std::string::npos)
+      << overflow.status().message();
   auto quote = parse_model_json(R"({"name": "x, "layers": 2})", "x.json");
   EXPECT_NE(quote.status().message().find("not valid JSON at line 1, column 15"), std::string::npos)
       << quote.status().message();
