@@ -55,12 +55,21 @@ class Search {
         }
         for (int zero = 0; zero <= 3; ++zero) {
           if (filter.zero && *filter.zero != zero) continue;
+          if (dp == 1 && zero > 0) {
+            reject(kRejectZeroWithoutDp, std::ssize(kRecomputeModes) * (tp > 1 ? 2 : 1));
+            continue;
+          }
           if (pp > 1 && zero >= 2 && !space_.include_discouraged) {
             // Counted once per recompute x SP variant, as if each had been tried.
             reject(kRejectDiscouraged, std::ssize(kRecomputeModes) * (tp > 1 ? 2 : 1));
             continue;
           }
           for (memory::Recompute recompute : kRecomputeModes) {
+            if (recompute == memory::Recompute::kSelective &&
+                model.architecture == memory::Architecture::kMlp) {
+              reject(kRejectNoAttention, tp > 1 ? 2 : 1);
+              continue;
+            }
             for (bool sp : {false, true}) {
               if (sp && tp == 1) continue;
               memory::TrainingLayout& l = input_.layout;

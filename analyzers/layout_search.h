@@ -46,6 +46,11 @@ inline constexpr const char* kRejectCpSeq = "cp_does_not_divide_seq";
 inline constexpr const char* kRejectBatch = "batch_does_not_divide";
 inline constexpr const char* kRejectVpp = "vpp_does_not_divide";
 inline constexpr const char* kRejectDiscouraged = "discouraged_zero_2_3_with_pp";
+// Variants that would change nothing, left out so that they do not crowd the ranking as ties:
+// ZeRO without data parallelism (it shards over dp), selective recompute of a model without
+// attention (it recomputes the attention core).
+inline constexpr const char* kRejectZeroWithoutDp = "zero_without_dp";
+inline constexpr const char* kRejectNoAttention = "selective_without_attention";
 inline constexpr const char* kRejectInvalid = "invalid_layout";
 inline constexpr const char* kRejectFit = "does_not_fit";
 

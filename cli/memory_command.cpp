@@ -2,6 +2,7 @@
 // KV cache, reserve) for a model and a parallel layout, as the DeepSpeed and Megatron
 // estimators compute it; --explain shows the formulas, --sweep a table over dp x ZeRO x recompute.
 #include <charconv>
+#include <utility>
 
 #include "cli/command.h"
 #include "cli/model_flags.h"
@@ -33,7 +34,7 @@ struct MemoryFlags {
   bool inference = false;
   int64_t kv_len = 0, gen_len = 0;
   bool per_stage = false, explain = false, json = false, sweep = false;
-  std::string sweep_dp = "1..1024";
+  std::string sweep_dp;  // empty: 1..1024
 };
 
 StatusOr<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view flag) {
@@ -125,6 +126,52 @@ Status check_flags_apply(const MemoryFlags& f) {
     return invalid_argument("--explain shows one estimate's formulas as text: drop {} or --explain",
                             f.json ? "--json" : "--sweep");
   }
+  // Training-only flags on an inference estimate (weights and KV cache, no backward).
+  if (f.inference && f.recompute != "none") {
+    return invalid_argument(
+        "--recompute {} saves activations for the backward pass, which "
+        "--inference has none of: drop --recompute",
+        f.recompute);
+  }
+  if (f.inference && f.zero > 0) {
+    return invalid_argument(
+        "--zero {} shards gradients and optimizer states over dp; an "
+        "--inference estimate keeps whole weights on every GPU: drop --zero",
+        f.zero);
+  }
+  // A bare parameter count has model states only: flags about activations or the KV cache.
+  if (f.model.params > 0) {
+    const std::pair<const char*, bool> needs_dimensions[] = {{"--inference", f.inference},
+                                                             {"--cp", f.cp > 1},
+                                                             {"--sp", f.sp},
+                                                             {"--flash-attn", f.flash_attn},
+                                                             {"--pp-split", !f.pp_split.empty()}};
+    for (const auto& [flag, given] : needs_dimensions) {
+      if (given) {
+        return invalid_argument(
+            "{} needs the model's layers and dimensions, which --params does "
+            "not give: use --model, --model-file or the dimension flags",
+            flag);
+      }
+    }
+  }
+  // --sweep varies dp, ZeRO and recompute itself.
+  if (f.sweep) {
+    const std::pair<const char*, bool> varied[] = {{"--dp", f.dp != 1},
+                                                   {"--zero", f.zero != 0},
+                                                   {"--recompute", f.recompute != "none"},
+                                                   {"--per-stage", f.per_stage}};
+    for (const auto& [flag, given] : varied) {
+      if (given) {
+        return invalid_argument(
+            "--sweep tabulates every dp size (--sweep-dp), ZeRO stage and "
+            "recompute mode, on the heaviest stage: drop {} or --sweep",
+            flag);
+      }
+    }
+  } else if (!f.sweep_dp.empty()) {
+    return invalid_argument("--sweep-dp sets the dp sizes of --sweep: add --sweep, or drop it");
+  }
   return Status::ok();
 }
 
@@ -137,7 +184,8 @@ StatusOr<std::string> render(const MemoryFlags& f) {
                                              : input.model.name,
                                 gpu.name};
   if (f.sweep) {
-    ASSIGN_OR_RETURN(std::vector<int> dp_sizes, parse_dp_sizes(f.sweep_dp));
+    ASSIGN_OR_RETURN(std::vector<int> dp_sizes,
+                     parse_dp_sizes(f.sweep_dp.empty() ? "1..1024" : f.sweep_dp));
     ASSIGN_OR_RETURN(memory::SweepReport report, memory::sweep_memory(input, dp_sizes));
     return f.json ? memory::format_sweep_json(report, context)
                   : memory::format_sweep_text(report, context, input);
@@ -214,8 +262,8 @@ Subcommand add_memory_command(CLI::App& parent) {
   cmd->add_flag("--json", flags->json, "Print JSON: {\"per_gpu_bytes\": {...}, \"capacity_bytes\", ...}");
   cmd->add_flag("--sweep", flags->sweep,
                 "Parameters, FLOPs, and a table over dp sizes x ZeRO stages x recompute modes");
-  cmd->add_option("--sweep-dp", flags->sweep_dp, "dp sizes of --sweep: LOW..HIGH (powers of two) or a list")
-      ->capture_default_str();
+  cmd->add_option("--sweep-dp", flags->sweep_dp,
+                  "dp sizes of --sweep: LOW..HIGH (powers of two) or a list (default 1..1024)");
   cmd->footer(
       "Examples:\n"
       "  partrain memory --model llama-2-7b --dp 8 --zero 1 --micro-batch 1 --gpu a100-80g\n"

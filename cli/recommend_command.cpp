@@ -197,6 +197,12 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
     return invalid_argument("--check '{}': degrees and mb must be at least 1, zero 0-3", text);
   }
   const int model_parallel = l.tp * l.pp * l.cp;
+  if (!dp && gpus % model_parallel != 0) {
+    return invalid_argument(
+        "--check '{}': tp x pp x cp = {} x {} x {} = {} does not divide --gpus "
+        "{}: every data-parallel replica needs the same {} GPUs",
+        text, l.tp, l.pp, l.cp, model_parallel, gpus, model_parallel);
+  }
   l.dp = dp.value_or(gpus / model_parallel);
   if (l.dp < 1 || l.dp * model_parallel != gpus) {
     return invalid_argument("--check '{}': dp x tp x pp x cp = {} x {} x {} x {} is not --gpus {}", text,
@@ -296,9 +302,9 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "Compute devices the ranks of a node share, when fewer than the ranks (CPU cores "
                   "for --gpu cpu; one GPU shared by several Gloo ranks); default one per rank")
       ->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--cluster", f->cluster, "Cluster JSON: gpus_per_node, intra/inter_node_bandwidth "
-                                           "(bytes/s) and _latency_us (see docs/recommend.md)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("--cluster", f->cluster,
+                  "Cluster JSON: gpus_per_node, intra/inter_node_bandwidth "
+                  "(bytes/s) and _latency_us (see docs/recommend.md)");
   cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")
       ->check(positive_number());
   cmd->add_option("--precision", f->precision, "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, "
@@ -326,10 +332,13 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "every step (the 'overhead' term) (repeatable)");
   cmd->add_option("--skip-steps", f->skip_steps, "Warm-up steps of a --calibrate trace left out")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--check", f->check,
-                  "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
-                  "recompute=selective,sp=1\"; also cp, vpp, schedule=gpipe|1f1b|interleaved and "
-                  "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)");
+  // Not from PARTRAIN_CHECK: `bench`'s -c/--check (0 or 1) reads it, and a layout to cost once
+  // is this invocation's question, as analyze's --steps is.
+  without_env_var(cmd->add_option(
+      "--check", f->check,
+      "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
+      "recompute=selective,sp=1\"; also cp, vpp, schedule=gpipe|1f1b|interleaved and "
+      "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)"));
   cmd->footer(
       "Examples:\n"
       "  partrain recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain\n"

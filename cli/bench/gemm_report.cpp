@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/json_dump.h"
@@ -42,7 +43,13 @@ std::string format_gemm_table(const std::vector<runner::GemmBenchResult>& result
                        checked ? fmt::format("{:.3f}", result.max_error) : "N/A");
   }
   const int wrong = total_wrong(results);
-  out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  const bool checked = std::any_of(results.begin(), results.end(),
+                                   [](const runner::GemmBenchResult& r) { return r.checked > 0; });
+  if (!checked) {
+    out += "# Out of bounds values : N/A (not checked: -c 0)\n";
+  } else {
+    out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  }
   return out;
 }
 

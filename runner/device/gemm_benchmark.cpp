@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -40,12 +41,19 @@ struct Operand {
 
 StatusOr<Operand> make_operand(Device& device, int64_t count, bool bf16, UniformValues& random) {
   Operand operand;
-  operand.values.resize(static_cast<size_t>(count));
-  for (float& value : operand.values) value = random.next();
   const size_t element_bytes = bf16 ? sizeof(uint16_t) : sizeof(float);
   ASSIGN_OR_RETURN(operand.buffer,
                    device.allocator().allocate(static_cast<size_t>(count) * element_bytes,
                                                memory::Category::kWorkspace));
+  try {
+    operand.values.resize(static_cast<size_t>(count));
+  } catch (const std::bad_alloc&) {
+    return failed(
+        "the host copy of a {}-element operand ({:.1f} GiB) does not fit in "
+        "host memory: benchmark a smaller shape",
+        count, static_cast<double>(count) * sizeof(float) / (1ULL << 30));
+  }
+  for (float& value : operand.values) value = random.next();
   if (bf16) {
     std::vector<uint16_t> bits(operand.values.size());
     ops::to_bf16(bits.data(), operand.values.data(), count);
@@ -111,6 +119,23 @@ StatusOr<GemmBenchResult> run_gemm_bench(Device& device, const GemmBenchOptions&
         "GEMM benchmark of {}x{}x{}, {} warm-up and {} timed iterations, {} "
         "checked entries: sizes and iterations must be positive",
         shape.m, shape.n, shape.k, options.warmup_iters, options.iters, options.check_samples);
+  }
+  // Each operand and the output within 2^40 elements (4 TiB of fp32, past any device), so the
+  // byte counts below cannot overflow.
+  constexpr double kMaxElements = 1099511627776.0;
+  const double m = static_cast<double>(shape.m), n = static_cast<double>(shape.n),
+               k = static_cast<double>(shape.k);
+  if (std::max({shape.m, shape.n, shape.k}) > std::numeric_limits<int32_t>::max()) {
+    return invalid_argument(
+        "GEMM shape {}x{}x{}: BLAS and cuBLAS take each dimension as a 32-bit "
+        "int (at most 2147483647)",
+        shape.m, shape.n, shape.k);
+  }
+  if (m * k > kMaxElements || n * k > kMaxElements || m * n > kMaxElements) {
+    return invalid_argument(
+        "GEMM shape {}x{}x{} has an operand past 2^40 elements: benchmark a "
+        "smaller shape",
+        shape.m, shape.n, shape.k);
   }
   const bool bf16 = options.bf16;
   UniformValues random(options.seed);

@@ -74,6 +74,8 @@ TEST(BenchGemm, NoCheckShowsNotApplicable) {
   CommandResult r = run_partrain("bench gemm --device cpu -s 16 -c 0 --iters 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("       0    N/A       N/A"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# Out of bounds values : N/A (not checked: -c 0)"), std::string::npos)
+      << r.out;
   CommandResult j = run_partrain("bench gemm --device cpu -s 16 -c 0 --iters 1 --json");
   ASSERT_EQ(j.exit_code, 0) << j.err;
   nlohmann::json doc = nlohmann::json::parse(j.out);
@@ -99,6 +101,8 @@ TEST(BenchGemm, BadInputIsAUsageErrorWithNothingOnStdout) {
            Case{"-s 0", "GEMM shape '0' is not a positive size"},
            Case{"-s 64x", "GEMM shape '64x' is not a positive size"},
            Case{"-s 1x2", "GEMM shape '1x2' has 2 dimensions"},
+           Case{"-s 2097152", "has an operand past 2^40 elements"},
+           Case{"-s 2147483648x1x1", "each dimension as a 32-bit int"},
            Case{"--precision fp16", "--precision: fp16 not in {bf16,fp32,bf16-mixed,"},
            Case{"--device gpu", "--device: gpu not in {auto,cuda,cpu}"},
            Case{"--iters 0", "--iters: Value 0 not in range"},

@@ -110,6 +110,16 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
        "--model llama-2-7b and --model-file x.json both give the model"},
       {"--params 7e9 --seq 4096", "which --seq cannot change"},
       {"--params 7e9 --swiglu", "which --swiglu cannot change"},
+      // Flags that would change nothing where they are given.
+      {"--params 7e9 --inference --kv-len 1000", "--inference needs the model's layers"},
+      {"--params 7e9 --cp 2", "--cp needs the model's layers"},
+      {"--params 7e9 --pp 3 --pp-split 1,2,3", "--pp-split needs the model's layers"},
+      {"--model llama-2-7b --inference --recompute full", "which --inference has none of"},
+      {"--model llama-2-7b --inference --dp 8 --zero 3", "keeps whole weights on every GPU"},
+      {"--model llama-2-7b --sweep --dp 4", "drop --dp or --sweep"},
+      {"--model llama-2-7b --sweep --recompute full", "drop --recompute or --sweep"},
+      {"--model llama-2-7b --sweep --per-stage", "drop --per-stage or --sweep"},
+      {"--model llama-2-7b --sweep-dp 1,2", "--sweep-dp sets the dp sizes of --sweep"},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_partrain(std::string("memory ") + args);

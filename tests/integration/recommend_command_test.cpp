@@ -117,6 +117,8 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
       {"pp=2,pp_split=16/x", "pp_split=16/x is not layers per stage"},
       {"pp=2,pp_split=10/10", "--check 'pp=2,pp_split=10/10': pp_split adds up to 20 layers"},
       {"sp=1", "--check 'sp=1': sp (sequence parallelism) needs tp > 1"},
+      // dp is not invented when the other degrees do not divide the GPUs.
+      {"tp=3", "--check 'tp=3': tp x pp x cp = 3 x 1 x 1 = 3 does not divide --gpus 16"},
       {"mb=2,micro_batch=4", "micro_batch is given twice"},
       {"''", "--check needs a layout"},
   };
@@ -143,6 +145,18 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
 
 // A model without a sequence (the built-in MLP: one row a sample) is searched with one token a
 // sample; it used to take seq 0, and no layout divided it.
+// A cluster file that is not there is unreadable input (exit 3), as every other file; and
+// PARTRAIN_CHECK (bench's -c, 0 or 1) does not turn a search into a --check.
+TEST(RecommendCommand, MissingClusterFileIsExit3AndPartrainCheckIsNotALayout) {
+  auto missing = run_partrain(kSearch + " --cluster /nonexistent/cluster.json");
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("cannot read /nonexistent/cluster.json"), std::string::npos)
+      << missing.err;
+  auto search = run_partrain(kSearch + " --json", "PARTRAIN_CHECK=1");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  EXPECT_GT(parse_json(search.out)["ranked"].get<int>(), 1);
+}
+
 TEST(RecommendCommand, AModelWithoutASequenceTrainsOneTokenASample) {
   auto r = run_partrain("recommend --model builtin-mlp --gpus 4 --global-batch 8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

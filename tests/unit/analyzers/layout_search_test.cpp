@@ -91,6 +91,29 @@ TEST_F(LayoutSearchTest, StructuralRejectionsNameTheirReason) {
   }
 }
 
+// Variants that change nothing are not ranked as ties of the real ones: ZeRO without dp, and
+// selective recompute of a model without attention.
+TEST_F(LayoutSearchTest, NoOpVariantsAreLeftOutAndCounted) {
+  const SearchResult r = search_layouts(cost_, base_, space_);
+  EXPECT_GT(r.rejected.at(kRejectZeroWithoutDp), 0);
+  for (const Candidate& c : r.ranked) {
+    if (c.layout.dp == 1) EXPECT_EQ(c.layout.zero, 0) << layout_label(c.layout);
+  }
+  memory::ModelConfig deep_mlp;  // the built-in MLP: 4 layers of 256, one row a sample
+  deep_mlp.architecture = memory::Architecture::kMlp;
+  deep_mlp.layers = 4;
+  deep_mlp.hidden = 256;
+  base_.model = deep_mlp;
+  base_.layout.seq = 1;
+  cost_.model = base_.model;
+  const SearchResult mlp = search_layouts(cost_, base_, space_);
+  ASSERT_FALSE(mlp.ranked.empty());
+  EXPECT_GT(mlp.rejected.at(kRejectNoAttention), 0);
+  for (const Candidate& c : mlp.ranked) {
+    EXPECT_NE(c.layout.recompute, memory::Recompute::kSelective) << layout_label(c.layout);
+  }
+}
+
 TEST_F(LayoutSearchTest, FilterHoldsAFamilyFixed) {
   const SearchResult fsdp = search_layouts(cost_, base_, space_, {1, 1, 1, 3});
   ASSERT_FALSE(fsdp.ranked.empty());

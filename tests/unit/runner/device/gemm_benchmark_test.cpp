@@ -115,6 +115,14 @@ TEST(GemmBenchmarkTest, RefusesEmptyShapesAndIterations) {
   options = small(false, false);
   options.iters = 0;
   EXPECT_EQ(run_gemm_bench(device, options).status().exit_code(), 2);
+  // Past 2^40 elements an operand's byte count could overflow: refused before any allocation.
+  options = small(false, false);
+  options.shape = {int64_t{1} << 21, 8, int64_t{1} << 21};
+  auto huge = run_gemm_bench(device, options);
+  EXPECT_EQ(huge.status().exit_code(), 2);
+  EXPECT_NE(huge.status().message().find("past 2^40 elements"), std::string::npos)
+      << huge.status().message();
+  EXPECT_EQ(device.allocator().stats().total_peak, 0u);
 }
 
 TEST(GemmBenchmarkTest, AShapeThatDoesNotFitFailsWithTheAllocatorsMessage) {
