@@ -88,6 +88,10 @@ int run(int argc, char** argv) {
   app.config_formatter(std::make_shared<CommandConfig>(&app));
   app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error
   app.require_subcommand(1);
+  // A flag given twice takes its last value, as argparse (torchrun, python) and most shells'
+  // tools do: `partrain launch ... --steps 4 --steps 8` trains 8 steps. Repeatable flags (lists)
+  // keep every value. Subcommands inherit this.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.fallthrough();  // `partrain launch --config x.toml -v` reaches the root's flags
   app.footer(
       "Every flag can also be set through PARTRAIN_<FLAG> (e.g. PARTRAIN_NPROC_PER_NODE=4) or a "
@@ -173,6 +177,13 @@ CLI::Validator positive_number() {
 
 CLI::Validator non_negative_number() {
   return number_check([](double v) { return v >= 0; }, "0 or more");
+}
+
+const char* first_given(std::initializer_list<std::pair<const char*, bool>> flags) {
+  for (const auto& [flag, given] : flags) {
+    if (given) return flag;
+  }
+  return nullptr;
 }
 
 int report_error(const Status& status) {

@@ -3,12 +3,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -35,6 +36,10 @@ Subcommand add_top_command(CLI::App& parent);
 // CLI11's PositiveNumber and NonNegativeNumber name their range with DBL_MAX's 309 digits.
 CLI::Validator positive_number();
 CLI::Validator non_negative_number();
+
+// The first of `flags` (name, whether it was given) that was given, or nullptr: how a command
+// names the flag that does not apply where it was given.
+const char* first_given(std::initializer_list<std::pair<const char*, bool>> flags);
 
 // `status`'s message on stderr; returns its exit code.
 int report_error(const Status& status);

@@ -272,7 +272,8 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "Number of nodes (default: from Slurm / Open MPI / PMI, else 1)");
   cmd->add_option("--node-rank,--node_rank", flags->node_rank, "This node's rank, 0..nnodes-1");
   cmd->add_option("--master-addr,--master_addr", flags->master_addr,
-                  "Node 0's address (default: Slurm's first host, $MASTER_ADDR, 127.0.0.1)");
+                  "Node 0's address (default: 127.0.0.1 on one node; with several, Slurm's "
+                  "first host or $MASTER_ADDR, else required)");
   cmd->add_option("--master-port,--master_port", flags->master_port,
                   "Rendezvous port on node 0 (default: 29500 for several nodes, a free port for "
                   "one)");

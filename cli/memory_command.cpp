@@ -141,33 +141,27 @@ Status check_flags_apply(const MemoryFlags& f) {
   }
   // A bare parameter count has model states only: flags about activations or the KV cache.
   if (f.model.params > 0) {
-    const std::pair<const char*, bool> needs_dimensions[] = {{"--inference", f.inference},
-                                                             {"--cp", f.cp > 1},
-                                                             {"--sp", f.sp},
-                                                             {"--flash-attn", f.flash_attn},
-                                                             {"--pp-split", !f.pp_split.empty()}};
-    for (const auto& [flag, given] : needs_dimensions) {
-      if (given) {
-        return invalid_argument(
-            "{} needs the model's layers and dimensions, which --params does "
-            "not give: use --model, --model-file or the dimension flags",
-            flag);
-      }
+    if (const char* flag = first_given({{"--inference", f.inference},
+                                        {"--cp", f.cp > 1},
+                                        {"--sp", f.sp},
+                                        {"--flash-attn", f.flash_attn},
+                                        {"--pp-split", !f.pp_split.empty()}})) {
+      return invalid_argument(
+          "{} needs the model's layers and dimensions, which --params does "
+          "not give: use --model, --model-file or the dimension flags",
+          flag);
     }
   }
   // --sweep varies dp, ZeRO and recompute itself.
   if (f.sweep) {
-    const std::pair<const char*, bool> varied[] = {{"--dp", f.dp != 1},
-                                                   {"--zero", f.zero != 0},
-                                                   {"--recompute", f.recompute != "none"},
-                                                   {"--per-stage", f.per_stage}};
-    for (const auto& [flag, given] : varied) {
-      if (given) {
-        return invalid_argument(
-            "--sweep tabulates every dp size (--sweep-dp), ZeRO stage and "
-            "recompute mode, on the heaviest stage: drop {} or --sweep",
-            flag);
-      }
+    if (const char* flag = first_given({{"--dp", f.dp != 1},
+                                        {"--zero", f.zero != 0},
+                                        {"--recompute", f.recompute != "none"},
+                                        {"--per-stage", f.per_stage}})) {
+      return invalid_argument(
+          "--sweep tabulates every dp size (--sweep-dp), ZeRO stage and "
+          "recompute mode, on the heaviest stage: drop {} or --sweep",
+          flag);
     }
   } else if (!f.sweep_dp.empty()) {
     return invalid_argument("--sweep-dp sets the dp sizes of --sweep: add --sweep, or drop it");

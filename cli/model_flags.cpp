@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/command.h"
 #include "core/share_dir.h"
 
 namespace partrain::cli {
@@ -62,26 +63,23 @@ Status check_one_model_source(const ModelFlags& f) {
         given[0], given[1]);
   }
   if (f.params > 0) {
-    const std::pair<const char*, bool> dimensions[] = {{"--layers", f.layers > 0},
-                                                       {"--hidden", f.hidden > 0},
-                                                       {"--heads", f.heads > 0},
-                                                       {"--kv-heads", f.kv_heads > 0},
-                                                       {"--ffn", f.ffn > 0},
-                                                       {"--vocab", f.vocab > 0},
-                                                       {"--seq", f.seq > 0},
-                                                       {"--swiglu", f.swiglu},
-                                                       {"--rmsnorm", f.rmsnorm},
-                                                       {"--no-bias", f.no_bias},
-                                                       {"--untied-embeddings", f.untied_embeddings},
-                                                       {"--position", !f.position.empty()}};
-    for (const auto& [flag, set] : dimensions) {
-      if (set) {
-        return invalid_argument(
-            "--params gives a bare parameter count (model states only), which "
-            "{} cannot change: pass the dimensions without --params, or "
-            "--params alone",
-            flag);
-      }
+    if (const char* flag = first_given({{"--layers", f.layers > 0},
+                                        {"--hidden", f.hidden > 0},
+                                        {"--heads", f.heads > 0},
+                                        {"--kv-heads", f.kv_heads > 0},
+                                        {"--ffn", f.ffn > 0},
+                                        {"--vocab", f.vocab > 0},
+                                        {"--seq", f.seq > 0},
+                                        {"--swiglu", f.swiglu},
+                                        {"--rmsnorm", f.rmsnorm},
+                                        {"--no-bias", f.no_bias},
+                                        {"--untied-embeddings", f.untied_embeddings},
+                                        {"--position", !f.position.empty()}})) {
+      return invalid_argument(
+          "--params gives a bare parameter count (model states only), which "
+          "{} cannot change: pass the dimensions without --params, or "
+          "--params alone",
+          flag);
     }
   }
   return Status::ok();

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <utility>
 
 extern char** environ;
@@ -154,6 +155,14 @@ StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
                        "command not found: '{}' (searched PATH={}); pass a program that exists, "
                        "e.g. `-- python3 train.py`",
                        options.argv[0], path_of(options.env));
+  }
+  std::error_code ec;
+  if (child_errno == EACCES && options.argv[0].find('/') != std::string::npos &&
+      std::filesystem::is_directory(options.argv[0], ec)) {
+    return make_status(StatusCode::kNotExecutable,
+                       "cannot run '{}': it is a directory; name the program in it, e.g. "
+                       "`-- {}/train.sh`",
+                       options.argv[0], options.argv[0]);
   }
   if (child_errno == EACCES) {
     return make_status(StatusCode::kNotExecutable,

@@ -52,9 +52,21 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
   if (cluster && !config.nnodes && plan.nnodes > 1) {
     log::info("{}: node {} of {}", cluster->engine, plan.node_rank, plan.nnodes);
   }
+  // One node rendezvouses on itself: a MASTER_ADDR left in the environment (or a cluster
+  // engine's first host) names another host for a multi-node job, and the workers would wait for
+  // a store that is not there. Only --master-addr is taken then, as torchrun does.
   std::optional<std::string> master = config.master_addr;
-  if (!master && cluster) master = cluster->master_addr;
-  if (!master) master = process_env()("MASTER_ADDR");
+  if (!master && plan.nnodes > 1 && cluster) master = cluster->master_addr;
+  if (!master && plan.nnodes > 1) master = process_env()("MASTER_ADDR");
+  if (!master && plan.nnodes == 1) {
+    if (std::optional<std::string> env = process_env()("MASTER_ADDR");
+        env && !env->empty() && *env != "127.0.0.1" && *env != "localhost") {
+      log::info(
+          "one node: rendezvous on 127.0.0.1, not MASTER_ADDR={} (a multi-node setting; "
+          "--master-addr overrides)",
+          *env);
+    }
+  }
   if (!master && plan.nnodes > 1) {
     return invalid_argument("{} nodes but no master address: pass --master-addr (node 0's host)",
                             plan.nnodes);

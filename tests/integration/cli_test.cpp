@@ -94,5 +94,19 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
   EXPECT_NE(extra.err.find("mysterious"), std::string::npos) << extra.err;
 }
 
+// A flag given twice takes its last value, as argparse does (it was a usage error: "At Most 1
+// required but received 2"); a list flag given twice keeps both lists.
+TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
+  CommandResult twice = run_partrain("bench collectives -b 16 -b 32 -e 32 -w 0 --iters 1 --json");
+  ASSERT_EQ(twice.exit_code, 0) << twice.err;
+  EXPECT_NE(twice.out.find("\"bytes\": 32"), std::string::npos) << twice.out;
+  EXPECT_EQ(twice.out.find("\"bytes\": 16"), std::string::npos) << twice.out;
+  CommandResult lists = run_partrain("bench gemm --device cpu -s 8 -s 16,24 -c 0 --iters 1");
+  ASSERT_EQ(lists.exit_code, 0) << lists.err;
+  for (const char* shape : {"8^3", "16^3", "24^3"}) {
+    EXPECT_NE(lists.out.find(shape), std::string::npos) << shape << "\n" << lists.out;
+  }
+}
+
 }  // namespace
 }  // namespace partrain::testing

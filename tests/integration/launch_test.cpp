@@ -360,6 +360,22 @@ TEST_F(LaunchTest, PortInUseIsAClearError) {
   EXPECT_TRUE(contains(r.err, "--master-port")) << r.err;
 }
 
+// A MASTER_ADDR left in the environment names another host for a multi-node job: one node
+// rendezvouses on itself (it used to hand the workers that address and wait for them forever).
+TEST_F(LaunchTest, OneNodeIgnoresAStaleMasterAddr) {
+  Finished r = run_partrain({"launch", "-n", "2", "--no-trace", "--workload", "mlp", "--layers",
+                             "2", "--hidden", "16", "--steps", "1"},
+                            {"MASTER_ADDR=10.9.9.9"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "one node: rendezvous on 127.0.0.1, not MASTER_ADDR=10.9.9.9"))
+      << r.err;
+  EXPECT_LT(r.seconds, 30.0);
+  Finished command = run_partrain(
+      {"launch", "-n", "1", "--no-trace", "--no-prefix", "--", "sh", "-c", "echo $MASTER_ADDR"},
+      {"MASTER_ADDR=10.9.9.9"});
+  EXPECT_EQ(command.out, "127.0.0.1\n") << command.err;
+}
+
 TEST_F(LaunchTest, TwoLaunchesAtOnceDoNotCollide) {
   const std::string worker = "sleep 0.5; echo port=$MASTER_PORT run=$PARTRAIN_RUN_ID";
   Partrain first({"launch", "-n", "2", "--", "sh", "-c", worker});

@@ -81,6 +81,16 @@ TEST(Subprocess, CommandThatIsNotExecutableIs126) {
   std::remove(script.c_str());
 }
 
+// A directory named as the command: 126 too, saying what it is rather than "permission denied".
+TEST(Subprocess, CommandThatIsADirectoryIs126AndSaysSo) {
+  auto child = Subprocess::spawn({{"/tmp"}, {"PATH=/usr/bin:/bin"}, true});
+  ASSERT_FALSE(child.is_ok());
+  EXPECT_EQ(child.status().exit_code(), 126);
+  EXPECT_NE(child.status().message().find("cannot run '/tmp': it is a directory"),
+            std::string::npos)
+      << child.status().message();
+}
+
 TEST(Subprocess, SignalGroupReachesGrandchildrenAndReapReportsTheSignal) {
   auto child = Subprocess::spawn(shell("sleep 30 & echo $!; wait"));
   ASSERT_TRUE(child.is_ok());
