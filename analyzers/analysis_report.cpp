@@ -39,9 +39,14 @@ Status add_section(AnalysisReport& out, std::string json_key, StatusOr<Report> r
 Status read_run_row(const profiler::SqliteDb& db, AnalysisReport& out) {
   ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
                                   db,
-                                  "SELECT r.status, r.command, r.failing_rank, k.exit_code, "
-                                  "k.exit_signal FROM runs r LEFT JOIN ranks k "
-                                  "ON k.rank = r.failing_rank"));
+                                  // Under an outer `partrain trace`, the launcher's root cause
+                                  // comes as a stat (runner/launch/node_trace.h).
+                                  "WITH f AS (SELECT coalesce(r.failing_rank, (SELECT min(rank) "
+                                  "FROM stats WHERE name = 'launch_failing_rank')) AS rank "
+                                  "FROM runs r) "
+                                  "SELECT r.status, r.command, f.rank, k.exit_code, "
+                                  "k.exit_signal FROM runs r, f LEFT JOIN ranks k "
+                                  "ON k.rank = f.rank"));
   if (stmt.step() == SQLITE_ROW) {
     out.status = stmt.column_is_null(0) ? "unknown" : stmt.column_text(0);
     out.command = stmt.column_is_null(1) ? "" : stmt.column_text(1);

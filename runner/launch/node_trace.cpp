@@ -120,6 +120,19 @@ void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorRes
     append(exit);
   }
   if (!session_) {
+    // The outer tracer sets the run's status from its command's exit, but cannot know which
+    // rank failed first: said as a stat, which the analyzers read as the run's failing rank.
+    if (result.root_cause && !result.stop_signal) {
+      profiler::StatEvent failing;
+      failing.name = "launch_failing_rank";
+      failing.rank = result.root_cause->rank;
+      failing.value = result.root_cause->exit_code();
+      failing.severity = profiler::StatSeverity::kError;
+      failing.description =
+          "the rank that failed first, as its launcher saw it (the run's "
+          "failing_rank under an outer `partrain trace`)";
+      append(failing);
+    }
     outer_.reset();  // flushed, goodbye: the outer tracer ends the run when its command does
     return;
   }

@@ -128,6 +128,9 @@ TEST_F(TraceCommandTest, PartrainWorkersRecordThemselvesIntoTheOuterTrace) {
       query(db("failed_inner.db"), "SELECT rank, exit_code, exit_signal FROM ranks ORDER BY rank"),
       "0|3|0\n1|NULL|15\n");
   EXPECT_EQ(query(db("failed_inner.db"), "SELECT world_size, status FROM runs"), "2|failed\n");
+  // And which rank failed first, which analyze reports first, as for a plain launch.
+  const CommandResult analyzed = run_partrain("analyze " + db("failed_inner.db"));
+  EXPECT_NE(analyzed.out.find("rank_failed (rank 0)"), std::string::npos) << analyzed.out;
 }
 
 TEST_F(TraceCommandTest, EnvironmentExitCodesAndRefusals) {
