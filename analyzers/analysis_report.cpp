@@ -81,11 +81,56 @@ std::optional<Finding> rank_failed_finding(const AnalysisReport& report) {
   finding.impact = 1;
   finding.evidence = fmt::format(
       "the run failed: rank {} {} first, and the launcher stopped the others", rank, how);
+  if (report.diagnosis_culprit && *report.diagnosis_culprit != rank) {
+    // A watchdog fires in the ranks left waiting: the first to exit is not the cause.
+    finding.advice = fmt::format(
+        "rank {}'s exit followed from rank {}, which the collective diagnosis above blames: start "
+        "from rank {}",
+        rank, *report.diagnosis_culprit, *report.diagnosis_culprit);
+    return finding;
+  }
   finding.advice = fmt::format(
       "start from rank {}: its last output (the launcher's failure summary, or --log-dir) and its "
       "flight-recorder dump; collectives the other ranks did not record after it failed follow "
       "from it",
       rank);
+  return finding;
+}
+
+// The launcher's reading of the ranks' flight-recorder dumps (a hang: the rank that never
+// reached a collective; a desync: the rank that issued another one), as it printed it.
+Status read_diagnosis(const profiler::SqliteDb& db, AnalysisReport& out) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   SqliteStatement::prepare(db,
+                                            "SELECT rank, description FROM stats WHERE name = "
+                                            "'collective_diagnosis' ORDER BY rank DESC LIMIT 1"));
+  if (stmt.step() == SQLITE_ROW) {
+    const int64_t culprit = stmt.column_is_null(0) ? -1 : stmt.column_int(0);
+    if (culprit >= 0) out.diagnosis_culprit = static_cast<int>(culprit);
+    out.diagnosis = stmt.column_is_null(1) ? "" : stmt.column_text(1);
+  }
+  return Status::ok();
+}
+
+std::optional<Finding> diagnosis_finding(const AnalysisReport& report) {
+  if (!report.diagnosis) return std::nullopt;
+  Finding finding;
+  finding.kind = "collective_diagnosis";
+  finding.severity = Severity::kCritical;
+  finding.rank = report.diagnosis_culprit;
+  finding.impact = 1;
+  finding.evidence = fmt::format("the launcher's flight-recorder diagnosis: {}",
+                                 report.diagnosis->empty() ? "(no headline)" : *report.diagnosis);
+  finding.advice =
+      report.diagnosis_culprit
+          ? fmt::format(
+                "start from rank {}: what it was doing instead of that collective (its "
+                "output, its stack: py-spy dump or gdb on a live hang), not from the "
+                "ranks whose watchdogs fired while they waited for it",
+                *report.diagnosis_culprit)
+          : std::string(
+                "the dumps did not single out a rank: compare each rank's last "
+                "collectives in the launcher's diagnosis (stderr)");
   return finding;
 }
 
@@ -111,7 +156,10 @@ Status add_collective_sections(const profiler::SqliteDb& db, const AnalysisWindo
 
 void sort_findings(std::vector<Finding>& findings) {
   auto precedence = [](const Finding& f) {
-    return f.kind == "rank_failed" ? 0 : f.kind == "trace_data_loss" ? 1 : 2;
+    return f.kind == "collective_diagnosis" ? 0
+           : f.kind == "rank_failed"        ? 1
+           : f.kind == "trace_data_loss"    ? 2
+                                            : 3;
   };
   std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
     return std::make_tuple(precedence(a), -a.impact, -static_cast<int>(a.severity), a.kind,
@@ -126,6 +174,7 @@ namespace {
 // The run row and the data-loss stats, read once: analyze_run keeps them for its header.
 Status read_outcome(const profiler::SqliteDb& db, AnalysisReport& out) {
   RETURN_IF_ERROR(read_run_row(db, out));
+  RETURN_IF_ERROR(read_diagnosis(db, out));
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
   return Status::ok();
 }
@@ -134,6 +183,9 @@ std::vector<Finding> outcome_findings(const AnalysisReport& run) {
   std::vector<Finding> findings = data_loss_findings(run.data_loss);
   if (std::optional<Finding> failed = rank_failed_finding(run)) {
     findings.insert(findings.begin(), std::move(*failed));
+  }
+  if (std::optional<Finding> diagnosis = diagnosis_finding(run)) {
+    findings.insert(findings.begin(), std::move(*diagnosis));
   }
   return findings;
 }

@@ -35,16 +35,21 @@ struct AnalysisReport {
   std::optional<int> failing_exit_code;
   std::optional<int> failing_exit_signal;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
+  // The launcher's flight-recorder diagnosis of a hang or desync (stat collective_diagnosis):
+  // the rank it blames (none when it could not tell) and its headline.
+  std::optional<std::string> diagnosis;
+  std::optional<int> diagnosis_culprit;
   std::vector<ReportSection> sections;
   std::vector<Finding> findings;  // highest impact first
 };
 
 StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window);
-// The findings every other one may follow from, for analyze and top alike: the rank that failed
-// first (`rank_failed`) and what the trace lost (`trace_data_loss`).
+// The findings every other one may follow from, for analyze and top alike: the launcher's
+// diagnosis of a hang or desync (`collective_diagnosis`), the rank that failed first
+// (`rank_failed`) and what the trace lost (`trace_data_loss`).
 StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db);
-// The failed rank first and lost trace data second (every other finding follows from them),
-// then by impact, severity, kind and rank (a stable, total order).
+// The diagnosis first, the failed rank second and lost trace data third (every other finding
+// follows from them), then by impact, severity, kind and rank (a stable, total order).
 void sort_findings(std::vector<Finding>& findings);
 
 // "steps 1..5 (warm-up 1 skipped)", "steps 2..4 (selected)", "whole run (no steps recorded)".

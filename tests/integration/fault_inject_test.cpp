@@ -148,6 +148,17 @@ TEST_F(FaultInjectTest, HangFiresTheWatchdogAndNamesTheMissingRank) {
                      "severity = 'error' AND rank <> 2"),
             1);
   EXPECT_EQ(q.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "2\n");
+  // analyze puts the diagnosis first, and sends the reader to the hung rank, not to the first
+  // rank out (whose watchdog fired while it waited).
+  const CommandResult analyzed = run_partrain("analyze --json " + trace_.string());
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  const nlohmann::json findings = nlohmann::json::parse(analyzed.out)["findings"];
+  ASSERT_GE(findings.size(), 2u) << analyzed.out;
+  EXPECT_EQ(findings[0]["kind"], "collective_diagnosis");
+  EXPECT_EQ(findings[0]["rank"], 2);
+  EXPECT_EQ(findings[1]["kind"], "rank_failed");
+  EXPECT_NE(findings[1]["advice"].get<std::string>().find("start from rank 2"), std::string::npos)
+      << findings[1].dump();
   // The firing rank's unfinished all_reduce is in the trace with its state.
   EXPECT_GE(q.number(fmt::format("SELECT count(*) FROM collectives WHERE rank = {} AND op = "
                                  "'all_reduce' AND state IN ('started', 'enqueued')",
