@@ -194,10 +194,23 @@ StatusOr<int> launch(const LaunchConfig& config) {
     log::info("rendezvous on {}:{}", plan.master_addr, rdzv.port());
   }
 
-  RunContext run{rdzv.run_id(), config.rdzv_id,  plan.token,     plan.master_addr, rdzv.port(),
-                 plan.nnodes,   plan.node_rank,  plan.nproc_per_node};
-  ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run));
+  RunContext run{rdzv.run_id(), config.rdzv_id, plan.token,     plan.master_addr,
+                 rdzv.port(),   plan.nnodes,    plan.node_rank, plan.nproc_per_node};
   std::vector<WorkerSpec> specs = worker_specs(config, run);
+  // Where the ranks' output goes, before the trace: a log directory that cannot be made must not
+  // leave a trace file of a run that never started.
+  std::vector<int> ranks;
+  for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
+  std::optional<std::string> log_dir = config.log_dir;
+  if (log_dir && config.log_dir_per_run) {
+    ASSIGN_OR_RETURN(log_dir, new_run_log_dir(*log_dir, run.run_id));
+    log::info("rank output: {}/rank_<N>.log", *log_dir);
+  }
+  RelayOptions relay_options{config.prefix, log_dir, config.tee};
+  if (config.worker_stdout_to_stderr) relay_options.terminal_stdout = 2;
+  ASSIGN_OR_RETURN(OutputRelay relay, OutputRelay::open(relay_options, ranks));
+
+  ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run));
   if (trace) {
     for (WorkerSpec& spec : specs) {
       for (std::string& variable : trace->worker_env()) spec.env.push_back(std::move(variable));
@@ -211,17 +224,6 @@ StatusOr<int> launch(const LaunchConfig& config) {
   } else {
     log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
   }
-  std::vector<int> ranks;
-  for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
-  std::optional<std::string> log_dir = config.log_dir;
-  if (log_dir && config.log_dir_per_run) {
-    ASSIGN_OR_RETURN(log_dir, new_run_log_dir(*log_dir, run.run_id));
-    log::info("rank output: {}/rank_<N>.log", *log_dir);
-  }
-  RelayOptions relay_options{config.prefix, log_dir, config.tee};
-  if (config.worker_stdout_to_stderr) relay_options.terminal_stdout = 2;
-  ASSIGN_OR_RETURN(OutputRelay relay, OutputRelay::open(relay_options, ranks));
-
   Supervisor supervisor({config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank},
                         signals, relay);
   SupervisorHooks hooks;

@@ -362,6 +362,18 @@ TEST_F(LaunchTest, PortInUseIsAClearError) {
 
 // A MASTER_ADDR left in the environment names another host for a multi-node job: one node
 // rendezvouses on itself (it used to hand the workers that address and wait for them forever).
+// A log directory that cannot be made stops the run before anything is written: no trace file
+// of a run that never started (it was left "running", then read as incomplete).
+TEST_F(LaunchTest, AnUnusableLogDirLeavesNoTrace) {
+  const std::string trace = (dir_ / "never.db").string();
+  Finished r = run_partrain({"launch", "-n", "2", "--log-dir", "/proc/partrain-no-such-dir",
+                             "--trace", trace, "--", "true"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot create the log directory '/proc/partrain-no-such-dir'"))
+      << r.err;
+  EXPECT_FALSE(fs::exists(trace));
+}
+
 TEST_F(LaunchTest, OneNodeIgnoresAStaleMasterAddr) {
   Finished r = run_partrain({"launch", "-n", "2", "--no-trace", "--workload", "mlp", "--layers",
                              "2", "--hidden", "16", "--steps", "1"},
