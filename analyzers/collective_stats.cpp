@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -41,6 +42,10 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 namespace detail {
+
+// How long after a collective's start a live trace surely holds every rank's record of it: the
+// recorders flush every 50 ms and the writer commits within a second.
+constexpr int64_t kLiveSettleNs = 5'000'000'000;
 
 // Accumulates one communicator at a time; matching state is per communicator.
 class StatsCollector {
@@ -78,6 +83,11 @@ class StatsCollector {
   // recorded, and the runs each rank missed (settled in end_comm).
   std::optional<size_t> desync_;
   std::map<int, int64_t> max_seq_;
+  // On a live run, the latest start each rank recorded, and when each pending run's first group
+  // started: a rank's records reach the trace per thread and per flush, so a later seq can be
+  // there before an earlier one; only a gap older than kLiveSettleNs is missing.
+  std::map<int, int64_t> max_start_ns_;
+  std::map<std::pair<int, int64_t>, int64_t> pending_start_ns_;  // (rank, first seq) -> start
   std::map<int, std::vector<MissingCollective>> pending_;
   // Reused between groups, so a group costs no allocation.
   std::vector<const CollectiveRow*> collectives_, p2p_;
@@ -87,6 +97,8 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
   for (const CollectiveRow& row : group.rows) {
     auto [it, inserted] = max_seq_.try_emplace(row.rank, group.seq);
     if (!inserted) it->second = std::max(it->second, group.seq);
+    auto [start, first] = max_start_ns_.try_emplace(row.rank, row.ts_ns);
+    if (!first) start->second = std::max(start->second, row.ts_ns);
   }
   if (!group.in_window()) return;
   ++report_.groups;
@@ -194,15 +206,21 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::s
   }
   runs.push_back(
       {group.comm_id, rank, std::string(op), group.seq, group.seq, 1, std::move(present)});
+  int64_t start = std::numeric_limits<int64_t>::max();
+  for (const CollectiveRow& row : group.rows) start = std::min(start, row.ts_ns);
+  pending_start_ns_[{rank, group.seq}] = start;
 }
 
-// A seq counts as missing once the member recorded a later one, or the run is over.
+// A seq counts as missing once the run is over, or, while it runs, once the member recorded a
+// later one that started kLiveSettleNs after it (records arrive per thread and per flush).
 void StatsCollector::end_comm() {
   for (auto& [rank, runs] : pending_) {
     auto last = max_seq_.find(rank);
     for (MissingCollective& run : runs) {
       if (!report_.run_ended) {
         if (last == max_seq_.end() || last->second < run.first_seq) continue;
+        const int64_t latest = max_start_ns_.count(rank) > 0 ? max_start_ns_[rank] : 0;
+        if (latest - pending_start_ns_[{rank, run.first_seq}] < kLiveSettleNs) continue;
         if (run.last_seq > last->second) {
           run.count -= run.last_seq - last->second;
           run.last_seq = last->second;
@@ -215,7 +233,9 @@ void StatsCollector::end_comm() {
     }
   }
   pending_.clear();
+  pending_start_ns_.clear();
   max_seq_.clear();
+  max_start_ns_.clear();
   desync_.reset();
   last_ = nullptr;
 }
