@@ -69,18 +69,24 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
   return relay;
 }
 
-void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line) {
+void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, bool ends_line) {
   if (stream == Stream::kStderr) {
     slot.tail.emplace_back(line);
     while (slot.tail.size() > options_.tail_lines) slot.tail.pop_front();
   }
+  // The bytes as the worker wrote them: a newline only where it wrote one (a log file, and the
+  // terminal without prefixes, get a worker's output byte for byte). With prefixes every piece
+  // ends its line, so that the next one starts with its rank.
   if (slot.log_file.valid()) {
-    std::string text = fmt::format("{}\n", line);
+    std::string text(line);
+    if (ends_line) text += '\n';
     (void)write_all(slot.log_file.get(), text);
   }
   if ((slot.log_file.valid() && !options_.tee) || terminal_broken_) return;
   int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
-  std::string text = fmt::format("{}{}\n", slot.prefix, line);
+  std::string text = slot.prefix;
+  text += line;
+  if (ends_line || !slot.prefix.empty()) text += '\n';
   if (!write_all(fd, text) && stream == Stream::kStdout) terminal_broken_ = true;
 }
 
@@ -92,7 +98,7 @@ void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes)
     if (newline == std::string_view::npos) {
       pending.append(bytes);
       if (pending.size() >= options_.max_line_bytes) {
-        emit_line(slot, stream, pending);
+        emit_line(slot, stream, pending, /*ends_line=*/false);
         pending.clear();
       }
       return;
@@ -128,7 +134,7 @@ void OutputRelay::finish(size_t slot_index, Stream stream) {
   Slot& slot = slots_[slot_index];
   std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
   if (!pending.empty()) {
-    emit_line(slot, stream, pending);
+    emit_line(slot, stream, pending, /*ends_line=*/false);
     pending.clear();
   }
 }

@@ -57,7 +57,9 @@ class OutputRelay {
     std::deque<std::string> tail;
   };
   explicit OutputRelay(RelayOptions options) : options_(std::move(options)) {}
-  void emit_line(Slot& slot, Stream stream, std::string_view line);
+  // `line` without its newline; ends_line: the worker wrote one after it (else it is a piece cut
+  // at max_line_bytes, or the end of a stream that did not end with one).
+  void emit_line(Slot& slot, Stream stream, std::string_view line, bool ends_line = true);
 
   RelayOptions options_;
   std::vector<Slot> slots_;

@@ -81,7 +81,29 @@ TEST_F(RelayTest, PartialLinesStayBounded) {
   relay->feed(0, Stream::kStdout, "abc");
   relay->feed(0, Stream::kStdout, "defg");  // pending reached the bound: out it goes
   relay->feed(0, Stream::kStdout, "hi\n");
-  EXPECT_EQ(contents(out_), "abcdefg\nhi\n");
+  // Without prefixes the bytes go out as written: no newline where the piece was cut.
+  EXPECT_EQ(contents(out_), "abcdefghi\n");
+}
+
+// A worker's output byte for byte where no prefix is added (the terminal with --no-prefix, and
+// --log-dir's files): a stream that does not end with a newline gets none (a binary written to
+// stdout came out one byte longer). With prefixes, a last partial line still ends its line.
+TEST_F(RelayTest, WithoutPrefixesTheBytesAreTheWorkers) {
+  const std::string dir = testing::TempDir() + "/relay_exact_" + std::to_string(::getpid());
+  RelayOptions o = options();
+  o.prefix = false;
+  o.log_dir = dir;
+  o.tee = true;
+  auto relay = OutputRelay::open(o, {0});
+  ASSERT_TRUE(relay.is_ok()) << relay.status().message();
+  relay->feed(0, Stream::kStdout, std::string_view("bin\0ary\nno newline at the end", 29));
+  relay->finish(0, Stream::kStdout);
+  EXPECT_EQ(contents(out_), std::string("bin\0ary\nno newline at the end", 29));
+  std::ifstream file(dir + "/rank_0.log");
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(text.str(), std::string("bin\0ary\nno newline at the end", 29));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(RelayTest, LogDirWritesOneFilePerRankAndTeeAlsoPrints) {
