@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 struct AnalyzeFlags {
   std::string trace;
-  std::string ranks;
+  std::optional<std::string> ranks;  // given empty: refused, not "every rank"
   std::string steps;
   std::optional<int> skip_steps;  // unset: 1, and a trace of a single step keeps it
   bool json = false;
@@ -32,8 +32,8 @@ StatusOr<analyzers::WindowOptions> window_options(const AnalyzeFlags& flags) {
   analyzers::WindowOptions options;
   options.skip_steps = flags.skip_steps.value_or(1);
   options.skip_is_default = !flags.skip_steps.has_value();
-  if (!flags.ranks.empty()) {
-    ASSIGN_OR_RETURN(options.ranks, parse_rank_list(flags.ranks));
+  if (flags.ranks) {
+    ASSIGN_OR_RETURN(options.ranks, parse_rank_list(*flags.ranks));
   }
   if (!flags.steps.empty()) {
     ASSIGN_OR_RETURN(const profiler::StepRange range, parse_step_range(flags.steps));

@@ -31,7 +31,7 @@ struct ExportFlags {
   std::string trace;
   std::string output;
   std::string format = "chrome";
-  std::string ranks;
+  std::optional<std::string> ranks;  // given empty: refused, not "every rank"
   std::string steps;
   bool force = false;
 };
@@ -42,8 +42,8 @@ StatusOr<ChromeExportOptions> export_options(const ExportFlags& flags) {
                             flags.format);
   }
   ChromeExportOptions options;
-  if (!flags.ranks.empty()) {
-    ASSIGN_OR_RETURN(options.ranks, parse_rank_list(flags.ranks));
+  if (flags.ranks) {
+    ASSIGN_OR_RETURN(options.ranks, parse_rank_list(*flags.ranks));
   }
   if (!flags.steps.empty()) {
     ASSIGN_OR_RETURN(options.steps, parse_step_range(flags.steps));

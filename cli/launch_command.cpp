@@ -62,6 +62,11 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.nnodes = flags.nnodes;
   config.node_rank = flags.node_rank;
   if (flags.standalone) {
+    if (flags.nnodes.value_or(1) != 1 || flags.node_rank.value_or(0) != 0) {
+      return invalid_argument(
+          "--standalone runs one node: drop --nnodes/--node-rank, or "
+          "--standalone for a multi-node run");
+    }
     config.nnodes = 1;
     config.node_rank = 0;
   }
@@ -89,9 +94,12 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
                             flags.collective_timeout);
   }
   // The workers' watchdog reads it (runner/worker/rank_guard.h); passed on explicitly because
-  // the launcher's own PARTRAIN_<FLAG> variables are not.
-  config.extra_env.push_back(fmt::format("PARTRAIN_COLLECTIVE_TIMEOUT={}ns",
-                                         collective_timeout->count()));
+  // the launcher's own PARTRAIN_<FLAG> variables are not. A command's processes have no use for
+  // it (a `partrain launch` among them would take it for its own flag).
+  if (flags.command.empty()) {
+    config.extra_env.push_back(
+        fmt::format("PARTRAIN_COLLECTIVE_TIMEOUT={}ns", collective_timeout->count()));
+  }
   config.token = flags.token;
   config.run_id = flags.run_id;
   config.log_dir = flags.log_dir;
@@ -297,10 +305,6 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_option("--grace", flags->grace,
                   "After SIGTERM, how long workers get before SIGKILL (10s, 500ms)")
       ->capture_default_str();
-  cmd->add_option("--collective-timeout", flags->collective_timeout,
-                  "Built-in workloads: a collective unfinished this long fires the rank's "
-                  "watchdog (flight-recorder dump, diagnosis, exit 124) (2s, 5m)")
-      ->capture_default_str();
   cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)");
   cmd->add_option("command", flags->command, "The worker command and its arguments, after `--`");
   cmd->add_flag("--json", flags->json,
@@ -321,6 +325,13 @@ Subcommand add_launch_command(CLI::App& parent) {
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "
                 "goes to --log-dir (default: beside the trace, <run-id>.logs/)");
   add_workload_flags(*cmd, flags->workload);
+  // In the workload's group: with a command it is refused as the other workload flags are (the
+  // command's own collectives have no partrain watchdog).
+  cmd->add_option("--collective-timeout", flags->collective_timeout,
+                  "Built-in workloads: a collective unfinished this long fires the rank's "
+                  "watchdog (flight-recorder dump, diagnosis, exit 124) (2s, 5m)")
+      ->capture_default_str()
+      ->group("Workload training");
   cmd->footer(kLaunchFooter);
   return {cmd, [flags, cmd] {
             return run_launch(*flags, flag_env_names(*cmd), workload_flags_given(*cmd));

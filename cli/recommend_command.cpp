@@ -185,7 +185,10 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
     else if (key == "vpp") l.vpp = n;
     else if (key == "zero") l.zero = n;
     else if (key == "mb" || key == "micro_batch") l.micro_batch = n;
-    else if (key == "sp") l.sp = n != 0;
+    else if (key == "sp" && n <= 1)
+      l.sp = n != 0;
+    else if (key == "sp")
+      return invalid_argument("--check: sp={} is 0 (off) or 1 (on)", value);
     else {
       return invalid_argument(
           "--check: unknown key '{}' (keys: dp tp pp cp vpp zero mb recompute "

@@ -169,7 +169,9 @@ TEST_F(AnalyzeCommandTest, NothingToAnalyseIsExit2) {
 }
 
 TEST_F(AnalyzeCommandTest, BadSelectionsAreExit2) {
-  for (const char* flags : {"--steps 9:12", "--rank 7", "--steps x", "--skip-steps 6"}) {
+  // --rank '' selected every rank; now it is a selection of none, refused.
+  for (const char* flags :
+       {"--steps 9:12", "--rank 7", "--steps x", "--skip-steps 6", "--rank ''"}) {
     const auto result = run_partrain(fmt::format("analyze {} {}", trace().string(), flags));
     EXPECT_EQ(result.exit_code, 2) << flags << ": " << result.err;
     EXPECT_FALSE(result.err.empty()) << flags;

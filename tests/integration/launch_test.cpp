@@ -364,6 +364,20 @@ TEST_F(LaunchTest, PortInUseIsAClearError) {
 // rendezvouses on itself (it used to hand the workers that address and wait for them forever).
 // A log directory that cannot be made stops the run before anything is written: no trace file
 // of a run that never started (it was left "running", then read as incomplete).
+// Flags that would change nothing are refused: the watchdog's timeout with a command (whose
+// collectives partrain does not watch), --standalone with a multi-node placement.
+TEST_F(LaunchTest, FlagsThatCannotApplyAreUsageErrors) {
+  Finished timeout =
+      run_partrain({"launch", "-n", "2", "--collective-timeout", "2s", "--", "true"});
+  EXPECT_EQ(timeout.exit_code, 2) << timeout.err;
+  EXPECT_TRUE(contains(timeout.err, "--collective-timeout applies to --workload runs"))
+      << timeout.err;
+  Finished standalone = run_partrain(
+      {"launch", "-n", "2", "--standalone", "--nnodes", "3", "--node-rank", "2", "--", "true"});
+  EXPECT_EQ(standalone.exit_code, 2) << standalone.err;
+  EXPECT_TRUE(contains(standalone.err, "--standalone runs one node")) << standalone.err;
+}
+
 TEST_F(LaunchTest, AnUnusableLogDirLeavesNoTrace) {
   const std::string trace = (dir_ / "never.db").string();
   Finished r = run_partrain({"launch", "-n", "2", "--log-dir", "/proc/partrain-no-such-dir",

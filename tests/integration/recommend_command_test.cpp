@@ -117,6 +117,7 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
       {"pp=2,pp_split=16/x", "pp_split=16/x is not layers per stage"},
       {"pp=2,pp_split=10/10", "--check 'pp=2,pp_split=10/10': pp_split adds up to 20 layers"},
       {"sp=1", "--check 'sp=1': sp (sequence parallelism) needs tp > 1"},
+      {"tp=2,sp=2", "--check: sp=2 is 0 (off) or 1 (on)"},
       // dp is not invented when the other degrees do not divide the GPUs.
       {"tp=3", "--check 'tp=3': tp x pp x cp = 3 x 1 x 1 = 3 does not divide --gpus 16"},
       {"mb=2,micro_batch=4", "micro_batch is given twice"},
