@@ -233,7 +233,9 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
   cmd.add_option("--reserve", f.reserve,
                  "Memory kept aside (CUDA context, NCCL buffers, fragmentation): auto or a size "
                  "(4G)")->capture_default_str();
-  cmd.add_option("--bucket-size", f.bucket_size, "DDP gradient bucket (bytes, or 25M)")->capture_default_str();
+  cmd.add_option("--bucket-size", f.bucket_size,
+                 "DDP gradient bucket: bytes, 25MB (decimal) or 25MiB (PyTorch's bucket_cap_mb=25)")
+      ->capture_default_str();
   cmd.add_flag("--inference", f.inference, "Weights and KV cache only (no grads or optimizer)");
   cmd.add_option("--kv-len", f.kv_len, "Prompt tokens in the KV cache (--inference)")
       ->check(non_negative_number());

@@ -14,13 +14,42 @@ StatusOr<uint64_t> parse_byte_size(std::string_view text) {
                             text);
   }
   std::string_view suffix(end, static_cast<size_t>(text.data() + text.size() - end));
-  double scale = 1;
-  if (suffix.empty() || suffix == "B" || suffix == "b") scale = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KiB" || suffix == "KB") scale = 1024.0;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB" || suffix == "MB") scale = 1048576.0;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB" || suffix == "GB") scale = 1073741824.0;
-  else return invalid_argument("'{}': unknown size suffix '{}' (use K, M or G)", text, suffix);
-  double bytes = number * scale;
+  // K, M, G and KiB, MiB, GiB are binary (nccl-tests' -b/-e); KB, MB, GB decimal, as partrain
+  // prints them ("GB = 10^9 bytes").
+  struct Unit {
+    std::string_view suffix;
+    double bytes;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},
+                                    {"B", 1},
+                                    {"b", 1},
+                                    {"K", 1024.0},
+                                    {"k", 1024.0},
+                                    {"KiB", 1024.0},
+                                    {"KB", 1e3},
+                                    {"kB", 1e3},
+                                    {"M", 1048576.0},
+                                    {"m", 1048576.0},
+                                    {"MiB", 1048576.0},
+                                    {"MB", 1e6},
+                                    {"G", 1073741824.0},
+                                    {"g", 1073741824.0},
+                                    {"GiB", 1073741824.0},
+                                    {"GB", 1e9},
+                                    {"T", 1099511627776.0},
+                                    {"TiB", 1099511627776.0},
+                                    {"TB", 1e12}};
+  const Unit* unit = nullptr;
+  for (const Unit& candidate : kUnits) {
+    if (candidate.suffix == suffix) unit = &candidate;
+  }
+  if (unit == nullptr) {
+    return invalid_argument(
+        "'{}': unknown size suffix '{}' (K, M, G, T or KiB, MiB, GiB, TiB: "
+        "binary; KB, MB, GB, TB: decimal)",
+        text, suffix);
+  }
+  double bytes = number * unit->bytes;
   if (bytes > 1.8e19) return invalid_argument("'{}': size too large", text);
   return static_cast<uint64_t>(std::llround(bytes));
 }

@@ -1,5 +1,6 @@
-// Byte sizes as users type them ("8", "64K", "128M", "1G": binary multiples, as nccl-tests
-// reads -b/-e) and as partrain prints them ("3.21 GiB", "512 B").
+// Byte sizes as users type them ("8", "64K", "128M", "1G", "2GiB": binary multiples, as
+// nccl-tests reads -b/-e; "4GB", "25MB": decimal, as partrain labels GB) and as partrain prints
+// them ("3.21 GiB", "512 B").
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,22 @@ TEST(ParseByteSize, BinarySuffixesAsNcclTests) {
   EXPECT_EQ(parse_byte_size("1.5K").value(), 1536u);
 }
 
+// KB, MB, GB are decimal, as partrain prints "GB = 10^9 bytes" (--reserve 4GB read as 4 GiB);
+// the i-forms and bare letters binary.
+TEST(ParseByteSize, DecimalAndBinaryUnitsAsLabelled) {
+  EXPECT_EQ(parse_byte_size("4GB").value(), 4'000'000'000u);
+  EXPECT_EQ(parse_byte_size("25MB").value(), 25'000'000u);
+  EXPECT_EQ(parse_byte_size("1KB").value(), 1000u);
+  EXPECT_EQ(parse_byte_size("4GiB").value(), 4ull << 30);
+  EXPECT_EQ(parse_byte_size("25MiB").value(), 25u << 20);
+  EXPECT_EQ(parse_byte_size("2T").value(), 2ull << 40);
+  EXPECT_EQ(parse_byte_size("1TB").value(), 1'000'000'000'000u);
+  auto unknown = parse_byte_size("3XB");
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("KB, MB, GB, TB: decimal"), std::string::npos)
+      << unknown.status().message();
+}
+
 TEST(ParseByteSize, RejectsGarbage) {
   for (const char* bad : {"", "M", "12Q", "-1", "lots"}) {
     auto result = parse_byte_size(bad);
