@@ -114,7 +114,15 @@ int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env
     log::error("{}", options.status().message());
     return options.status().exit_code();
   }
-  if (flags.nranks > 0 && !runner::launched_as_worker()) return run_as_launcher(flags, strip_env);
+  if (flags.nranks > 0 && !runner::launched_as_worker()) {
+    // Checked once here, rather than by every rank after they started.
+    if (options->root < 0 || options->root >= flags.nranks) {
+      log::error("-r/--root {} is not a rank of this world of {} (-n): pass 0 to {}", options->root,
+                 flags.nranks, flags.nranks - 1);
+      return 2;
+    }
+    return run_as_launcher(flags, strip_env);
+  }
 
   runner::WorldOptions world_options;
   world_options.backend = options->backend;

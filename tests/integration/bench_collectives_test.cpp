@@ -106,5 +106,17 @@ TEST(BenchCollectives, NcclWithoutGpuFailsClearly) {
   EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
 }
 
+// A root outside -n is refused once, before any rank starts (each rank printed it, then the
+// launcher its failure summary).
+TEST(BenchCollectives, RootOutsideTheRanksIsOneUsageError) {
+  CommandResult r = run_partrain("bench collectives -n 2 --op broadcast -r 5 -b 8 -e 8 --iters 1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("-r/--root 5 is not a rank of this world of 2 (-n): pass 0 to 1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "no rank started:\n" << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 }  // namespace
 }  // namespace partrain::testing
