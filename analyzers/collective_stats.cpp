@@ -82,23 +82,31 @@ class StatsCollector {
   // Per communicator: its desync (index into report_.desyncs), the highest seq each rank
   // recorded, and the runs each rank missed (settled in end_comm).
   std::optional<size_t> desync_;
-  std::map<int, int64_t> max_seq_;
-  // On a live run, the latest start each rank recorded, and when each pending run's first group
-  // started: a rank's records reach the trace per thread and per flush, so a later seq can be
-  // there before an earlier one; only a gap older than kLiveSettleNs is missing.
-  std::map<int, int64_t> max_start_ns_;
-  std::map<std::pair<int, int64_t>, int64_t> pending_start_ns_;  // (rank, first seq) -> start
-  std::map<int, std::vector<MissingCollective>> pending_;
+  // How far each rank got: its highest seq and its latest start. On a live run a rank's records
+  // reach the trace per thread and per flush, so a later seq can be there before an earlier
+  // one: only a gap older than kLiveSettleNs is missing.
+  struct Progress {
+    int64_t max_seq = 0;
+    int64_t max_start_ns = 0;
+  };
+  std::map<int, Progress> progress_;
+  // A run a rank missed, and when its first collective started (on the other members).
+  struct PendingRun {
+    MissingCollective run;
+    int64_t start_ns = 0;
+  };
+  std::map<int, std::vector<PendingRun>> pending_;
   // Reused between groups, so a group costs no allocation.
   std::vector<const CollectiveRow*> collectives_, p2p_;
 };
 
 void StatsCollector::add_group(const CollectiveGroup& group) {
   for (const CollectiveRow& row : group.rows) {
-    auto [it, inserted] = max_seq_.try_emplace(row.rank, group.seq);
-    if (!inserted) it->second = std::max(it->second, group.seq);
-    auto [start, first] = max_start_ns_.try_emplace(row.rank, row.ts_ns);
-    if (!first) start->second = std::max(start->second, row.ts_ns);
+    auto [it, inserted] = progress_.try_emplace(row.rank, Progress{group.seq, row.ts_ns});
+    if (!inserted) {
+      it->second.max_seq = std::max(it->second.max_seq, group.seq);
+      it->second.max_start_ns = std::max(it->second.max_start_ns, row.ts_ns);
+    }
   }
   if (!group.in_window()) return;
   ++report_.groups;
@@ -197,33 +205,31 @@ void StatsCollector::note_desync(const CollectiveGroup& group,
 
 void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::string_view op,
                                   std::vector<int> present) {
-  std::vector<MissingCollective>& runs = pending_[rank];
-  if (!runs.empty() && (runs.back().last_seq + 1 == group.seq ||
+  std::vector<PendingRun>& runs = pending_[rank];
+  if (!runs.empty() && (runs.back().run.last_seq + 1 == group.seq ||
                         runs.size() >= CollectiveStatsReport::kMaxMissing)) {
-    runs.back().last_seq = group.seq;  // past the cap, later runs fold into the last one
-    ++runs.back().count;
+    runs.back().run.last_seq = group.seq;  // past the cap, later runs fold into the last one
+    ++runs.back().run.count;
     return;
   }
-  runs.push_back(
-      {group.comm_id, rank, std::string(op), group.seq, group.seq, 1, std::move(present)});
   int64_t start = std::numeric_limits<int64_t>::max();
   for (const CollectiveRow& row : group.rows) start = std::min(start, row.ts_ns);
-  pending_start_ns_[{rank, group.seq}] = start;
+  runs.push_back(
+      {{group.comm_id, rank, std::string(op), group.seq, group.seq, 1, std::move(present)}, start});
 }
 
 // A seq counts as missing once the run is over, or, while it runs, once the member recorded a
 // later one that started kLiveSettleNs after it (records arrive per thread and per flush).
 void StatsCollector::end_comm() {
   for (auto& [rank, runs] : pending_) {
-    auto last = max_seq_.find(rank);
-    for (MissingCollective& run : runs) {
+    auto reached = progress_.find(rank);
+    for (auto& [run, start_ns] : runs) {
       if (!report_.run_ended) {
-        if (last == max_seq_.end() || last->second < run.first_seq) continue;
-        const int64_t latest = max_start_ns_.count(rank) > 0 ? max_start_ns_[rank] : 0;
-        if (latest - pending_start_ns_[{rank, run.first_seq}] < kLiveSettleNs) continue;
-        if (run.last_seq > last->second) {
-          run.count -= run.last_seq - last->second;
-          run.last_seq = last->second;
+        if (reached == progress_.end() || reached->second.max_seq < run.first_seq) continue;
+        if (reached->second.max_start_ns - start_ns < kLiveSettleNs) continue;
+        if (run.last_seq > reached->second.max_seq) {
+          run.count -= run.last_seq - reached->second.max_seq;
+          run.last_seq = reached->second.max_seq;
         }
       }
       report_.missing_total += run.count;
@@ -233,9 +239,7 @@ void StatsCollector::end_comm() {
     }
   }
   pending_.clear();
-  pending_start_ns_.clear();
-  max_seq_.clear();
-  max_start_ns_.clear();
+  progress_.clear();
   desync_.reset();
   last_ = nullptr;
 }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -177,6 +178,27 @@ CLI::Validator positive_number() {
 
 CLI::Validator non_negative_number() {
   return number_check([](double v) { return v >= 0; }, "0 or more");
+}
+
+StatusOr<std::vector<int64_t>> parse_positive_list(std::string_view text, std::string_view flag,
+                                                   char separator) {
+  std::vector<int64_t> values;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (ec != std::errc() || ptr != item.data() + item.size() || value < 1) {
+      return invalid_argument(
+          "{} '{}': expected positive integers separated by {}", flag, text,
+          separator == ',' ? std::string("commas") : fmt::format("'{}'", separator));
+    }
+    values.push_back(value);
+    start = end + 1;
+  }
+  return values;
 }
 
 const char* first_given(std::initializer_list<std::pair<const char*, bool>> flags) {

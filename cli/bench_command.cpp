@@ -245,9 +245,11 @@ struct GemmFlags {
   bool json = false;
 };
 
-// `launch`'s and `memory`'s precision names are taken too (PARTRAIN_PRECISION may be set for
-// them): every bf16 recipe multiplies bf16 operands.
-bool is_bf16_precision(const std::string& precision) { return precision.rfind("bf16", 0) == 0; }
+// `launch`'s precision names (PARTRAIN_PRECISION may be set for it): every bf16 recipe
+// multiplies bf16 operands. The flag accepts only names parse_precision knows.
+bool is_bf16_precision(const std::string& precision) {
+  return runner::is_bf16(runner::parse_precision(precision).value_or(runner::Precision::kFp32));
+}
 
 // The device to time on: the GPU CUDA_VISIBLE_DEVICES puts first, or the CPU (--device auto
 // falls back to it with the same notice as `launch`).
@@ -326,12 +328,12 @@ CLI::App* add_gemm(CLI::App& bench, const std::shared_ptr<GemmFlags>& flags) {
                    "cuda, cpu, or auto (cuda when a GPU is visible, else cpu)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  gemm->add_option("--precision", flags->precision,
-                   "bf16 (operands and out in bf16, fp32 accumulate: the tensor cores on a GPU) "
-                   "or fp32 (TF32 off); the recipes' names (bf16-mixed, fp32-adam, ...) as well")
+  gemm->add_option(
+          "--precision", flags->precision,
+          "bf16 (operands and out in bf16, fp32 accumulate: the tensor cores on a GPU) "
+          "or fp32 (TF32 off); launch's names (bf16-mixed, bf16-fp32grad, fp32-adam) as well")
       ->capture_default_str()
-      ->check(CLI::IsMember(
-          {"bf16", "fp32", "bf16-mixed", "bf16-fp32grad", "bf16-fp32grad-accum", "fp32-adam"}));
+      ->check(CLI::IsMember({"bf16", "fp32", "bf16-mixed", "bf16-fp32grad", "fp32-adam"}));
   gemm->add_option("-w,--warmup-iters", flags->warmup_iters, "Untimed calls before timing")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));

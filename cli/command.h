@@ -41,6 +41,11 @@ CLI::Validator non_negative_number();
 // names the flag that does not apply where it was given.
 const char* first_given(std::initializer_list<std::pair<const char*, bool>> flags);
 
+// "8,8,16" (or with another `separator`, "15/17"): positive integers; kInvalidArgument names
+// `flag` and the text otherwise.
+StatusOr<std::vector<int64_t>> parse_positive_list(std::string_view text, std::string_view flag,
+                                                   char separator = ',');
+
 // `status`'s message on stderr; returns its exit code.
 int report_error(const Status& status);
 // A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.

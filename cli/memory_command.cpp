@@ -37,37 +37,19 @@ struct MemoryFlags {
   std::string sweep_dp;  // empty: 1..1024
 };
 
-StatusOr<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view flag) {
-  std::vector<int64_t> values;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view item = text.substr(start, end - start);
-    int64_t value = 0;
-    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (ec != std::errc() || ptr != item.data() + item.size() || value < 1) {
-      return invalid_argument("{} '{}': expected positive integers separated by commas", flag, text);
-    }
-    values.push_back(value);
-    start = end + 1;
-  }
-  return values;
-}
-
 // "1..1024": the powers of two from 1 to 1024; "1,8,64": those sizes.
 StatusOr<std::vector<int>> parse_dp_sizes(const std::string& text) {
   std::vector<int> sizes;
   if (auto dots = text.find(".."); dots != std::string::npos) {
-    ASSIGN_OR_RETURN(auto low, parse_int_list(text.substr(0, dots), "--sweep-dp"));
-    ASSIGN_OR_RETURN(auto high, parse_int_list(text.substr(dots + 2), "--sweep-dp"));
+    ASSIGN_OR_RETURN(auto low, parse_positive_list(text.substr(0, dots), "--sweep-dp"));
+    ASSIGN_OR_RETURN(auto high, parse_positive_list(text.substr(dots + 2), "--sweep-dp"));
     if (low.size() != 1 || high.size() != 1 || low[0] > high[0] || high[0] > (1 << 24)) {
       return invalid_argument("--sweep-dp '{}': write LOW..HIGH (powers of two) or a list", text);
     }
     for (int64_t dp = low[0]; dp <= high[0]; dp *= 2) sizes.push_back(static_cast<int>(dp));
     return sizes;
   }
-  ASSIGN_OR_RETURN(auto list, parse_int_list(text, "--sweep-dp"));
+  ASSIGN_OR_RETURN(auto list, parse_positive_list(text, "--sweep-dp"));
   for (int64_t dp : list) sizes.push_back(static_cast<int>(dp));
   return sizes;
 }
@@ -89,7 +71,7 @@ StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
   l.flash_attention = f.flash_attn;
   l.dropout = f.dropout;
   if (!f.pp_split.empty()) {
-    ASSIGN_OR_RETURN(l.pp_split, parse_int_list(f.pp_split, "--pp-split"));
+    ASSIGN_OR_RETURN(l.pp_split, parse_positive_list(f.pp_split, "--pp-split"));
   }
   return l;
 }

@@ -147,23 +147,14 @@ StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::Tr
       continue;
     }
     if (key == "pp_split") {  // layers per stage, '/' between them: the items are ','-separated
-      l.pp_split.clear();
-      size_t begin = 0;
-      while (true) {
-        const size_t slash = value.find('/', begin);
-        const std::string layers = value.substr(begin, slash - begin);
-        char* rest = nullptr;
-        const long long n = std::strtoll(layers.c_str(), &rest, 10);
-        if (layers.empty() || *rest != '\0' || n < 1 || n > (1 << 24)) {
-          return invalid_argument(
-              "--check: pp_split={} is not layers per stage, e.g. "
-              "pp_split=15/17 for pp=2",
-              value);
-        }
-        l.pp_split.push_back(n);
-        if (slash == std::string::npos) break;
-        begin = slash + 1;
+      StatusOr<std::vector<int64_t>> split = parse_positive_list(value, "pp_split", '/');
+      if (!split.is_ok()) {
+        return invalid_argument(
+            "--check: pp_split={} is not layers per stage, e.g. "
+            "pp_split=15/17 for pp=2",
+            value);
       }
+      l.pp_split = std::move(*split);
       continue;
     }
     if (key == "schedule") {

@@ -1,11 +1,11 @@
 #include "runner/device/device.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
-#include <fmt/format.h>
-
-#include "core/clock.h"
+#include "runner/device/gemm_benchmark.h"
 
 namespace partrain::runner {
 
@@ -23,32 +23,20 @@ StatusOr<double> Device::measure_sgemm_gflops(int64_t size, int repeats) {
         "(got size {}, repeats {})",
         size, repeats);
   }
-  const auto matrix_bytes = static_cast<size_t>(size * size) * sizeof(float);
-  ASSIGN_OR_RETURN(TrackedBuffer a,
-                   allocator().allocate(matrix_bytes, memory::Category::kWorkspace));
-  ASSIGN_OR_RETURN(TrackedBuffer b,
-                   allocator().allocate(matrix_bytes, memory::Category::kWorkspace));
-  ASSIGN_OR_RETURN(TrackedBuffer c,
-                   allocator().allocate(matrix_bytes, memory::Category::kWorkspace));
-  auto* pa = static_cast<float*>(a.data());
-  auto* pb = static_cast<float*>(b.data());
-  auto* pc = static_cast<float*>(c.data());
-  // Non-zero, non-denormal inputs: some BLAS kernels take shortcuts on zeros.
-  fill(pa, size * size, 0.5f);
-  fill(pb, size * size, 0.25f);
-
-  matmul_forward(pc, pa, pb, nullptr, size, size, size);  // warm-up: threads, caches, page faults
-  synchronize();
-  int64_t best_ns = std::numeric_limits<int64_t>::max();
+  // One timed call at a time (the first after a warm-up: threads, caches, page faults), the
+  // best kept: the CPU's rate varies from call to call with its neighbours.
+  GemmBenchOptions options;
+  options.shape = {size, size, size};
+  options.warmup_iters = 1;
+  options.iters = 1;
+  options.check_samples = 0;
+  double best_tflops = 0;
   for (int i = 0; i < repeats; ++i) {
-    const int64_t start = monotonic_ns();
-    matmul_forward(pc, pa, pb, nullptr, size, size, size);
-    synchronize();
-    best_ns = std::min(best_ns, monotonic_ns() - start);
+    ASSIGN_OR_RETURN(GemmBenchResult result, run_gemm_bench(*this, options));
+    best_tflops = std::max(best_tflops, result.tflops);
+    options.warmup_iters = 0;
   }
-  const double flops =
-      2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
-  return flops / static_cast<double>(std::max<int64_t>(best_ns, 1));  // flop/ns = GFLOP/s
+  return best_tflops * 1e3;  // GFLOP/s
 }
 
 StatusOr<Device::PeakGemm> Device::measure_peak_gemm() {
