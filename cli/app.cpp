@@ -59,6 +59,24 @@ CLI::Option* without_env_var(CLI::Option* option) {
   return option;
 }
 
+void env_yields_to_alternatives(std::vector<CLI::Option*> group) {
+  // CLI11 reads PARTRAIN_<FLAG> after the command line and the --config file, for flags still
+  // unset. A check runs when a flag's value is parsed (at once, with trigger_on_parse) and is the
+  // one hook before that: the given flag takes its alternatives' variables away. From the
+  // environment a value is checked after every variable was read, so the variables stay.
+  for (CLI::Option* given : group) {
+    given->trigger_on_parse();
+    given->check(CLI::Validator(
+        [group, given](std::string&) {
+          for (CLI::Option* other : group) {
+            if (other != given) other->envname("");
+          }
+          return std::string();
+        },
+        "", ""));
+  }
+}
+
 std::string flag_env_name(const std::string& long_name) {
   std::string name = "PARTRAIN_";
   for (char c : long_name) {

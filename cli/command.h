@@ -63,6 +63,11 @@ std::string invocation_line();
 // --rank), whose variable names another command's flag (launch's --steps, a step count) and
 // which, set for a launch, would silently narrow every analysis after it. Returns `option`.
 CLI::Option* without_env_var(CLI::Option* option);
+// Marks flags that are alternatives (each gives the same thing, e.g. the model: --model,
+// --model-file, --params): one given on the command line or in --config makes the others' PARTRAIN_
+// variables not apply, as the command line wins over the environment. Without this, a
+// PARTRAIN_MODEL exported for one job conflicted with `--params` typed for the next.
+void env_yields_to_alternatives(std::vector<CLI::Option*> group);
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);
 // The PARTRAIN_<FLAG> variables of every flag of this command (the launcher strips its own

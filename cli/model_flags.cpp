@@ -102,16 +102,24 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
 }
 
 StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f) {
+  if (!f.gpu.empty() && !f.gpu_file.empty()) {
+    return invalid_argument("--gpu {} and --gpu-file {} both give the GPU: pass one", f.gpu,
+                            f.gpu_file);
+  }
   if (!f.gpu_file.empty()) return memory::load_gpu_file(f.gpu_file);
   ASSIGN_OR_RETURN(auto share, find_share_dir());
-  return memory::load_gpu_preset(share, f.gpu);
+  return memory::load_gpu_preset(share, f.gpu.empty() ? kDefaultGpu : f.gpu);
 }
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
-  cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
-  cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
-  cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
-      ->check(positive_number());
+  CLI::Option* model =
+      cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
+  CLI::Option* model_file =
+      cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
+  CLI::Option* params =
+      cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
+          ->check(positive_number());
+  env_yields_to_alternatives({model, model_file, params});
   cmd.add_option("--layers", f.layers, "Transformer layers (overrides the preset's)")
       ->check(positive_number());
   cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(positive_number());
@@ -133,8 +141,11 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
 }
 
 void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what) {
-  cmd.add_option("--gpu", f.gpu, "GPU preset (share/gpus/*.json): " + what)->capture_default_str();
-  cmd.add_option("--gpu-file", f.gpu_file, "GPU JSON file (the presets' format)");
+  CLI::Option* gpu = cmd.add_option("--gpu", f.gpu, "GPU preset (share/gpus/*.json): " + what)
+                         ->default_str(kDefaultGpu);
+  CLI::Option* gpu_file =
+      cmd.add_option("--gpu-file", f.gpu_file, "GPU JSON file (the presets' format)");
+  env_yields_to_alternatives({gpu, gpu_file});
 }
 
 }  // namespace partrain::cli

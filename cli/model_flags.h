@@ -27,9 +27,10 @@ struct ModelFlags {
 };
 
 struct GpuFlags {
-  std::string gpu = "h100-80g";
+  std::string gpu;  // empty: kDefaultGpu, unless --gpu-file
   std::string gpu_file;
 };
+inline constexpr const char* kDefaultGpu = "h100-80g";
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f);
 // `what` says what the preset is used for in the help ("capacity", "capacity, peak FLOP/s, links").
@@ -38,6 +39,7 @@ void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what);
 // A preset or file with the dimension flags applied on top, or a model from dimensions alone;
 // kInvalidArgument when neither is given, kUnreadable for a malformed file.
 StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f);
+// kInvalidArgument when --gpu and --gpu-file are both given.
 StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f);
 
 }  // namespace partrain::cli

@@ -154,6 +154,37 @@ TEST(MemoryCommand, EnvironmentVariables) {
   EXPECT_EQ(j["layout"]["zero"], 3);
 }
 
+// The command line (and --config) wins over the environment for the model's and the GPU's
+// source too: a PARTRAIN_MODEL left exported gives way to --params typed for this run.
+TEST(MemoryCommand, EnvironmentSourceGivesWayToAnotherOnTheCommandLine) {
+  auto r = run_partrain("memory --params 7e9 --json", "PARTRAIN_MODEL=llama-3-8b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NEAR(parse_json(r.out)["params"].get<double>(), 7e9, 1);
+
+  const std::string config = ::testing::TempDir() + "/partrain-memory-source.toml";
+  std::ofstream(config) << "model-file = \"" << PARTRAIN_SOURCE_DIR
+                        << "/share/models/llama-2-7b.json\"\n";
+  r = run_partrain("memory --config " + config + " --json",
+                   "PARTRAIN_PARAMS=1e9 PARTRAIN_MODEL=llama-3-8b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out)["model"], "llama-2-7b");
+
+  const std::string gpu_file = std::string(PARTRAIN_SOURCE_DIR) + "/share/gpus/a100-40g.json";
+  r = run_partrain("memory --model llama-2-7b --gpu-file " + gpu_file + " --json",
+                   "PARTRAIN_GPU=h200-141g");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out)["gpu"], "a100-40g");
+
+  // Two sources from the same place are still one too many.
+  r = run_partrain("memory --json", "PARTRAIN_MODEL=llama-3-8b PARTRAIN_PARAMS=1e9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--model llama-3-8b and --params both give the model"), std::string::npos)
+      << r.err;
+  r = run_partrain("memory --model llama-2-7b --gpu h200-141g --gpu-file " + gpu_file);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--gpu h200-141g and --gpu-file"), std::string::npos) << r.err;
+}
+
 TEST(MemoryCommand, ShareDirOverride) {
   const std::string dir = ::testing::TempDir() + "/partrain-share";
   std::filesystem::create_directories(dir + "/models");
