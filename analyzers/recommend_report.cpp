@@ -27,9 +27,9 @@ std::string tokens_text(double per_s) {
 }
 
 // The estimators' byte counts are doubles; the text and --json both show them as whole bytes.
-uint64_t whole_bytes(double bytes) { return static_cast<uint64_t>(std::max(0.0, bytes)); }
+uint64_t truncated_bytes(double bytes) { return static_cast<uint64_t>(std::max(0.0, bytes)); }
 
-std::string gib(double bytes) { return format_bytes(whole_bytes(bytes)); }
+std::string gib(double bytes) { return format_bytes(truncated_bytes(bytes)); }
 
 double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
@@ -86,11 +86,12 @@ std::string breakdown_text(const StepCost& c) {
 }
 
 // The per-GPU memory of the heaviest stage by category, as the text's "memory" line lists it.
-json memory_json(const memory::StageMemory& m) {
-  return {{"params", whole_bytes(m.params)},       {"grads", whole_bytes(m.grads)},
-          {"optimizer", whole_bytes(m.optimizer)}, {"activations", whole_bytes(m.activations)},
-          {"comm", whole_bytes(m.comm)},           {"reserve", whole_bytes(m.reserve)},
-          {"total", whole_bytes(m.total())}};
+json memory_json(const memory::StageMemory& stage) {
+  const memory::StageBytes b = memory::whole_bytes(stage);
+  return {{"params", b.params},       {"grads", b.grads},
+          {"optimizer", b.optimizer}, {"activations", b.activations},
+          {"comm", b.comm},           {"reserve", b.reserve},
+          {"total", b.total()}};
 }
 
 json candidate_json(const Candidate& c) {
@@ -113,9 +114,9 @@ json candidate_json(const Candidate& c) {
           {"step_time_s", k.step_s},
           {"tokens_per_s", k.tokens_per_s},
           {"mfu", k.mfu},
-          {"memory_bytes", whole_bytes(c.heaviest.total())},
+          {"memory_bytes", memory::whole_bytes(c.heaviest).total()},
           {"memory_by_category_bytes", memory_json(c.heaviest)},
-          {"capacity_bytes", whole_bytes(c.capacity_bytes)},
+          {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
           {"fits", c.fits},
           {"discouraged", c.discouraged},
           {"bubble_pct", pct(k.bubble_s, k.step_s)},

@@ -164,7 +164,7 @@ StatusOr<std::string> render(const MemoryFlags& f) {
                      parse_dp_sizes(f.sweep_dp.empty() ? "1..1024" : f.sweep_dp));
     ASSIGN_OR_RETURN(memory::SweepReport report, memory::sweep_memory(input, dp_sizes));
     return f.json ? memory::format_sweep_json(report, context)
-                  : memory::format_sweep_text(report, context, input);
+                  : memory::format_sweep_text(report, context);
   }
   ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
   if (f.json) return memory::format_estimate_json(input, estimate, context);

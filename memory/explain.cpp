@@ -44,51 +44,76 @@ ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
           "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};
 }
 
+// A transformer layer's activations as Korthikanti 2022 writes them: sbh x (the kept tensors) +
+// as^2b x (the attention core's), with this layout's figures in.
+ExplainLine transformer_layer_line(const EstimateInput& in, const ActivationSetup& a,
+                                   const LayerActivations& act) {
+  const auto& m = in.model;
+  const auto& l = in.layout;
+  const double sl = a.seq / l.cp, sbh = sl * a.micro_batch * static_cast<double>(m.hidden);
+  const double as2b = static_cast<double>(m.heads) * sl * a.seq * a.micro_batch;
+  // Under context parallelism a rank holds s/c of the sequence and its queries' scores against
+  // all s keys: the symbols say so, rather than calling s/c s.
+  const bool cp = l.cp > 1;
+  return {
+      "activations per layer",
+      fmt::format("{0} b h x {2:.4g} + a {1} b x {3:.4g} ({4}, b {5}, h {6}, a {7}; t {8}{9}, "
+                  "recompute {10}, {11} B/element{12})",
+                  cp ? "(s/c)" : "s", cp ? "(s/c) s" : "s^2",
+                  (act.sequence_region + act.tensor_region) / sbh, act.attention_core / as2b,
+                  cp ? fmt::format("s {}, c {}: s/c {}", a.seq, l.cp, sl) : fmt::format("s {}", sl),
+                  l.micro_batch, m.hidden, m.heads, l.tp, l.sp ? " with SP" : "",
+                  recompute_name(l.recompute), a.element_bytes,
+                  l.dropout > 0 ? ", 1-byte dropout masks" : ", no dropout"),
+      format_gib_gb(act.total()),
+      "Korthikanti 2022 Table 2: sbh(34 + 5as/h), TP sbh(10 + 24/t + 5as/(ht)), SP sbh(34/t + "
+      "5as/(ht)); no dropout sbh(32 + 2as/h)"};
+}
+
 std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryEstimate& e,
                                           const StageMemory& s) {
   const auto& m = in.model;
   const auto& l = in.layout;
   const ActivationSetup a = activation_setup(e.layout, in.recipe.activation_bytes);
   const LayerActivations act = layer_activations(m, a);
-  const double sl = a.seq / l.cp, sbh = sl * a.micro_batch * static_cast<double>(m.hidden);
-  const double as2b = static_cast<double>(m.heads) * sl * a.seq * a.micro_batch;
   std::vector<ExplainLine> lines;
-  // Under context parallelism a rank holds s/c of the sequence and its queries' scores against
-  // all s keys: the symbols say so, rather than calling s/c s.
-  const bool cp = l.cp > 1;
-  lines.push_back(
-      {"activations per layer",
-       fmt::format(
-           "{0} b h x {2:.4g} + a {1} b x {3:.4g} ({4}, b {5}, h {6}, a {7}; t {8}{9}, "
-           "recompute {10}, {11} B/element{12})",
-           cp ? "(s/c)" : "s", cp ? "(s/c) s" : "s^2",
-           (act.sequence_region + act.tensor_region) / sbh, act.attention_core / as2b,
-           cp ? fmt::format("s {}, c {}: s/c {}", a.seq, l.cp, sl) : fmt::format("s {}", sl),
-           l.micro_batch, m.hidden, m.heads, l.tp, l.sp ? " with SP" : "",
-           recompute_name(l.recompute), a.element_bytes,
-           l.dropout > 0 ? ", 1-byte dropout masks" : ", no dropout"),
-       format_gib_gb(act.total()),
-       "Korthikanti 2022 Table 2: sbh(34 + 5as/h), TP sbh(10 + 24/t + 5as/(ht)), SP sbh(34/t + "
-       "5as/(ht)); no dropout sbh(32 + 2as/h)"});
+  const bool mlp = m.architecture == Architecture::kMlp;
+  if (mlp) {
+    const bool full = l.recompute == Recompute::kFull;
+    lines.push_back(
+        {"activations per layer",
+         fmt::format("{} B x b h{} (b {}, h {}; t {}, recompute {})", a.element_bytes,
+                     full ? "" : " x (1 + 1/t)", l.micro_batch, m.hidden, l.tp,
+                     recompute_name(l.recompute)),
+         format_gib_gb(act.total()),
+         full ? "the lecture's deep MLP: a recomputed layer keeps its input x"
+              : "the lecture's deep MLP: each layer keeps its input x (for dW, whole under TP) "
+                "and its GeLU input (split with W's columns)"});
+  } else {
+    lines.push_back(transformer_layer_line(in, a, act));
+  }
   lines.push_back({"micro-batches in flight",
                    fmt::format("{} on stage {} of {} (m = {}, v = {})", schedule_name(l.schedule),
                                s.stage, l.pp, e.layout.micro_batches, l.vpp),
                    fmt::format("{:.4g}", s.in_flight),
                    "Narayanan 2021 sec. 2.2 (1F1B holds min(p - stage, m)); Korthikanti 2022 "
                    "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m)"});
-  if (s.stage == l.pp - 1) {
+  if (s.stage == l.pp - 1 && !mlp) {
     lines.push_back({"output layer (last stage)",
                      fmt::format("2 x {} B x s b h{} + 4 s b V/t = fp32 logits with V = {}",
                                  a.element_bytes, l.sp ? "/t" : "", m.vocab),
                      format_gib_gb(output_activation_bytes(m, a)),
                      "Korthikanti 2022 sec. 4.3: 4sbh/t (1 + V/h)"});
   }
+  std::string beside;  // what the layers' activations are not all of
+  if (!mlp) beside = "input/output layers";
+  if (l.recompute == Recompute::kFull) {
+    beside += beside.empty() ? "" : ", + ";
+    beside += mlp ? "one layer recomputed" : "one layer recomputed, beside one micro-batch's head";
+  }
   lines.push_back({"activations on this GPU",
-                   fmt::format("{} layers x per layer x {:.4g} in flight (+ input/output layers{})",
-                               s.layers, s.in_flight,
-                               l.recompute == Recompute::kFull
-                                   ? ", + one layer recomputed, beside one micro-batch's head"
-                                   : ""),
+                   fmt::format("{} layers x per layer x {:.4g} in flight{}", s.layers, s.in_flight,
+                               beside.empty() ? "" : " (+ " + beside + ")"),
                    format_gib_gb(s.activations), "Korthikanti 2022 sec. 4.2.3"});
   return lines;
 }
@@ -96,7 +121,12 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
 }  // namespace
 
 std::string format_gib_gb(double bytes) {
-  return fmt::format("{:.2f} GiB ({:.2f} GB)", bytes / 1073741824.0, bytes / 1e9);
+  if (bytes >= 1073741824.0 || bytes == 0) {
+    return fmt::format("{:.2f} GiB ({:.2f} GB)", bytes / 1073741824.0, bytes / 1e9);
+  }
+  if (bytes >= 1048576.0)
+    return fmt::format("{:.2f} MiB ({:.2f} MB)", bytes / 1048576.0, bytes / 1e6);
+  return fmt::format("{:.2f} KiB ({:.2f} kB)", bytes / 1024.0, bytes / 1e3);
 }
 
 std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryEstimate& e) {
@@ -104,12 +134,14 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
   const auto& l = in.layout;
   std::vector<ExplainLine> lines;
   lines.push_back(parameters_line(in.model, e.total_params));
-  lines.push_back({"parameters on this GPU",
-                   in.model.is_bare()
-                       ? fmt::format("P / (t x p) = P / ({} x {})", l.tp, l.pp)
-                       : fmt::format("stage {}: {} layers / t {} (+ embeddings / head of the end "
-                                     "stages)", s.stage, s.layers, l.tp),
-                   count(s.params_count), "Shoeybi 2019 (Megatron-LM) sec. 3: column/row-parallel split"});
+  lines.push_back(
+      {"parameters on this GPU",
+       in.model.is_bare() ? fmt::format("P / (t x p) = P / ({} x {})", l.tp, l.pp)
+                          : fmt::format("stage {}: {} layers / t {}{}", s.stage, s.layers, l.tp,
+                                        in.model.architecture == Architecture::kMlp
+                                            ? ""
+                                            : " (+ embeddings / head of the end stages)"),
+       count(s.params_count), "Shoeybi 2019 (Megatron-LM) sec. 3: column/row-parallel split"});
   if (in.inference) {
     lines.push_back({"weights", fmt::format("P_gpu x {} B", in.recipe.param_bytes),
                      format_gib_gb(s.params), "inference: no grads or optimizer"});

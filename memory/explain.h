@@ -18,7 +18,8 @@ struct ExplainLine {
 
 std::vector<ExplainLine> explain_estimate(const EstimateInput& input, const MemoryEstimate& estimate);
 
-// "12.55 GiB (13.48 GB)": binary and decimal, labelled.
+// "12.55 GiB (13.48 GB)": binary and decimal, labelled; under a GiB in MiB (MB), under a MiB in
+// KiB (kB), so that a small model's figures do not read 0.00.
 std::string format_gib_gb(double bytes);
 
 }  // namespace partrain::memory

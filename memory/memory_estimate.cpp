@@ -1,6 +1,7 @@
 #include "memory/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -141,6 +142,14 @@ double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage
     if (model.tied_embeddings && pp > 1) params += word_embedding_params(model) / tp;
   }
   return params;
+}
+
+StageBytes whole_bytes(const StageMemory& s) {
+  auto round = [](double bytes) {
+    return static_cast<int64_t>(std::llround(std::max(0.0, bytes)));
+  };
+  return {round(s.params), round(s.grads),    round(s.optimizer), round(s.activations),
+          round(s.comm),   round(s.kv_cache), round(s.reserve)};
 }
 
 StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input) {

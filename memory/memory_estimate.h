@@ -55,6 +55,18 @@ struct StageMemory {
   }
 };
 
+// A stage's memory in whole bytes, as the commands' --json give it: each category rounded to the
+// nearest byte and the total their sum, so the figures add up and `memory` and `recommend` agree
+// to the byte.
+struct StageBytes {
+  int64_t params = 0, grads = 0, optimizer = 0, activations = 0, comm = 0, kv_cache = 0,
+          reserve = 0;
+  int64_t total() const {
+    return params + grads + optimizer + activations + comm + kv_cache + reserve;
+  }
+};
+StageBytes whole_bytes(const StageMemory& stage);
+
 struct MemoryEstimate {
   ResolvedLayout layout;
   std::vector<StageMemory> stages;

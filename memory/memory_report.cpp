@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -16,14 +17,16 @@ constexpr double kGiB = 1073741824.0;
 
 int64_t to_bytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
 
-ordered_json bytes_json(const StageMemory& s) {
-  return ordered_json{{"params", to_bytes(s.params)},       {"grads", to_bytes(s.grads)},
-                      {"optimizer", to_bytes(s.optimizer)}, {"activations", to_bytes(s.activations)},
-                      {"comm", to_bytes(s.comm)},           {"kv_cache", to_bytes(s.kv_cache)},
-                      {"reserve", to_bytes(s.reserve)},     {"total", to_bytes(s.total())}};
+ordered_json bytes_json(const StageMemory& stage) {
+  const StageBytes b = whole_bytes(stage);
+  return ordered_json{{"params", b.params},       {"grads", b.grads},
+                      {"optimizer", b.optimizer}, {"activations", b.activations},
+                      {"comm", b.comm},           {"kv_cache", b.kv_cache},
+                      {"reserve", b.reserve},     {"total", b.total()}};
 }
 
-// GiB and GB columns; MiB and MB when the whole estimate is under a GiB (small models).
+// GiB and GB columns; MiB and MB when the model's own memory (all but the reserve, which is a GiB
+// for any model) is under a GiB, as nvidia-smi counts in MiB.
 struct Units {
   const char* binary_name;
   double binary;
@@ -35,8 +38,16 @@ Units units_for(double total) {
   return total < kGiB ? Units{"MiB", 1048576.0, "MB", 1e6} : Units{"GiB", kGiB, "GB", 1e9};
 }
 
+// A table's figure with two decimals; one that is not zero but would round to 0.00 reads "<0.01"
+// (the JSON carries its bytes), so a small model's parameters never read as none.
+std::string amount(double value) {
+  if (value > 0 && value < 0.005) return "<0.01";
+  return fmt::format("{:.2f}", value);
+}
+
 std::string row(const Units& u, std::string_view label, double bytes) {
-  return fmt::format("  {:<13}{:>10.2f}{:>11.2f}\n", label, bytes / u.binary, bytes / u.decimal);
+  return fmt::format("  {:<13}{:>10}{:>11}\n", label, amount(bytes / u.binary),
+                     amount(bytes / u.decimal));
 }
 
 std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
@@ -66,17 +77,21 @@ std::string recipe_line(const EstimateInput& in) {
 }
 
 std::string stage_table(const MemoryEstimate& e) {
-  std::string out = fmt::format("\nper stage (GiB)\n  {:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} "
-                                "{:>8} {:>8} {:>8} {:>8}\n",
-                                "stage", "layers", "params#", "params", "grads", "optimizer",
-                                "activations", "comm", "kv", "reserve", "total");
+  double largest = 0;
+  for (const StageMemory& s : e.stages) largest = std::max(largest, s.total() - s.reserve);
+  const Units u = units_for(largest);
+  std::string out = fmt::format(
+      "\nper stage ({})\n  {:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} "
+      "{:>8} {:>8} {:>8} {:>8}\n",
+      u.binary_name, "stage", "layers", "params#", "params", "grads", "optimizer", "activations",
+      "comm", "kv", "reserve", "total");
   for (const StageMemory& s : e.stages) {
-    out += fmt::format("  {:>5} {:>6} {:>9.3g} {:>8.2f} {:>8.2f} {:>9.2f} {:>11.2f} {:>8.2f} "
-                       "{:>8.2f} {:>8.2f} {:>8.2f}{}\n",
-                       s.stage, s.layers, s.params_count, s.params / kGiB, s.grads / kGiB,
-                       s.optimizer / kGiB, s.activations / kGiB, s.comm / kGiB, s.kv_cache / kGiB,
-                       s.reserve / kGiB, s.total() / kGiB,
-                       static_cast<size_t>(s.stage) == e.heaviest ? "  <- heaviest" : "");
+    out += fmt::format(
+        "  {:>5} {:>6} {:>9.3g} {:>8} {:>8} {:>9} {:>11} {:>8} {:>8} {:>8} {:>8}{}\n", s.stage,
+        s.layers, s.params_count, amount(s.params / u.binary), amount(s.grads / u.binary),
+        amount(s.optimizer / u.binary), amount(s.activations / u.binary), amount(s.comm / u.binary),
+        amount(s.kv_cache / u.binary), amount(s.reserve / u.binary), amount(s.total() / u.binary),
+        static_cast<size_t>(s.stage) == e.heaviest ? "  <- heaviest" : "");
   }
   return out;
 }
@@ -91,7 +106,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
   out += recipe_line(in);
   out += fmt::format("\nper GPU, stage {} of {} (heaviest; {} layers, {:.4g} parameters)\n", s.stage,
                      e.stages.size(), s.layers, s.params_count);
-  const Units u = units_for(s.total());
+  const Units u = units_for(s.total() - s.reserve);
   out += fmt::format("  {:<13}{:>10}{:>11}\n", "category", u.binary_name, u.decimal_name);
   out += row(u, "params", s.params);
   out += row(u, "grads", s.grads);
@@ -131,16 +146,27 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
       {"model", context.model_name},
       {"params", to_bytes(e.total_params)},
       {"gpu", context.gpu_name},
-      {"layout", {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp},
-                  {"sp", l.sp}, {"zero", l.zero}, {"micro_batch", l.micro_batch},
-                  {"global_batch", e.layout.global_batch}, {"micro_batches", e.layout.micro_batches},
-                  {"seq", e.layout.seq}, {"pp_schedule", schedule_name(l.schedule)},
-                  {"recompute", recompute_name(l.recompute)}, {"precision", in.recipe.name},
-                  {"bytes_per_param", in.recipe.total()}, {"inference", in.inference}}},
+      {"layout",
+       {{"dp", l.dp},
+        {"tp", l.tp},
+        {"pp", l.pp},
+        {"vpp", l.vpp},
+        {"cp", l.cp},
+        {"sp", l.sp},
+        {"zero", l.zero},
+        {"micro_batch", l.micro_batch},
+        {"global_batch", e.layout.global_batch},
+        {"micro_batches", e.layout.micro_batches},
+        {"seq", e.layout.seq},
+        {"pp_schedule", schedule_name(l.schedule)},
+        {"recompute", recompute_name(l.recompute)},
+        {"precision", in.recipe.name},
+        {"bytes_per_param", in.recipe.total()},
+        {"inference", in.inference}}},
       {"per_gpu_bytes", bytes_json(e.heaviest_stage())},
       {"capacity_bytes", to_bytes(e.capacity_bytes)},
       {"fits", e.fits()},
-      {"headroom_bytes", to_bytes(e.headroom())},
+      {"headroom_bytes", to_bytes(e.capacity_bytes) - whole_bytes(e.heaviest_stage()).total()},
       {"stage", e.heaviest},
       {"stages", stages}};
   return dump_json(out, 2) + "\n";
@@ -155,24 +181,30 @@ std::string format_explain_text(const std::vector<ExplainLine>& lines) {
   return out;
 }
 
-std::string format_sweep_text(const SweepReport& r, const ReportContext& context,
-                              const EstimateInput& base) {
+std::string format_sweep_text(const SweepReport& r, const ReportContext& context) {
   std::string out = fmt::format("model     {} ({:.4g} parameters), seq {}\n", context.model_name,
-                                r.params, base.layout.seq.value_or(base.model.seq));
+                                r.params, r.seq);
   out += fmt::format("FLOPs     {:.4g} per token ({:.4g} with full recompute); {:.4g} per "
                      "iteration ({:.4g} with full recompute)\n",
                      r.flops_per_token, r.flops_per_token_recompute, r.flops_per_iteration,
                      r.flops_per_iteration_recompute);
-  out += fmt::format("per GPU, heaviest stage, GiB{}\n",
-                     context.gpu_name.empty() ? "" : fmt::format(" (fits: on {})", context.gpu_name));
+  double largest = 0;
+  for (const SweepRow& row : r.rows) {
+    largest = std::max(largest, row.heaviest.total() - row.heaviest.reserve);
+  }
+  const Units u = units_for(largest);
+  out +=
+      fmt::format("per GPU, heaviest stage, {}{}\n", u.binary_name,
+                  context.gpu_name.empty() ? "" : fmt::format(" (fits: on {})", context.gpu_name));
   out += fmt::format("  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "dp", "zero",
                      "recompute", "params", "grads", "optimizer", "activations", "comm", "total", "fits");
   for (const SweepRow& row : r.rows) {
     const StageMemory& s = row.heaviest;
-    out += fmt::format("  {:>5} {:>4} {:>9} {:>9.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} {:>9.2f}  {}\n",
-                       row.dp, row.zero, recompute_name(row.recompute), s.params / kGiB,
-                       s.grads / kGiB, s.optimizer / kGiB, s.activations / kGiB, s.comm / kGiB,
-                       s.total() / kGiB, row.fits ? "yes" : "no");
+    out += fmt::format("  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", row.dp,
+                       row.zero, recompute_name(row.recompute), amount(s.params / u.binary),
+                       amount(s.grads / u.binary), amount(s.optimizer / u.binary),
+                       amount(s.activations / u.binary), amount(s.comm / u.binary),
+                       amount(s.total() / u.binary), row.fits ? "yes" : "no");
   }
   return out;
 }
@@ -186,6 +218,7 @@ std::string format_sweep_json(const SweepReport& r, const ReportContext& context
   }
   ordered_json out = {{"model", context.model_name},
                       {"params", to_bytes(r.params)},
+                      {"seq", r.seq},
                       {"flops_per_token", r.flops_per_token},
                       {"flops_per_token_full_recompute", r.flops_per_token_recompute},
                       {"flops_per_iteration", r.flops_per_iteration},

@@ -23,8 +23,7 @@ std::string format_estimate_text(const EstimateInput& input, const MemoryEstimat
 std::string format_estimate_json(const EstimateInput& input, const MemoryEstimate& estimate,
                                  const ReportContext& context);
 std::string format_explain_text(const std::vector<ExplainLine>& lines);
-std::string format_sweep_text(const SweepReport& report, const ReportContext& context,
-                              const EstimateInput& base);
+std::string format_sweep_text(const SweepReport& report, const ReportContext& context);
 std::string format_sweep_json(const SweepReport& report, const ReportContext& context);
 
 }  // namespace partrain::memory

@@ -8,6 +8,7 @@ StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<
   ASSIGN_OR_RETURN(MemoryEstimate reference, estimate_memory(base));
   SweepReport report;
   report.params = reference.total_params;
+  report.seq = reference.layout.seq;
   const auto seq = static_cast<double>(reference.layout.seq);
   const auto batch = static_cast<double>(reference.layout.global_batch);
   report.flops_per_token = training_flops_per_token(base.model, seq, Recompute::kNone);
@@ -17,6 +18,9 @@ StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<
   for (int dp : dp_sizes) {
     for (int zero = 0; zero <= 3; ++zero) {
       for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+        if (recompute == Recompute::kSelective && base.model.architecture == Architecture::kMlp) {
+          continue;
+        }
         EstimateInput input = base;
         input.layout.dp = dp;
         input.layout.zero = zero;

@@ -18,6 +18,7 @@ struct SweepRow {
 
 struct SweepReport {
   double params = 0;
+  int64_t seq = 0;                       // the tokens per sample the estimates use
   double flops_per_token = 0;            // no recompute
   double flops_per_token_recompute = 0;  // full recompute
   double flops_per_iteration = 0;        // the base layout's global batch
@@ -26,6 +27,8 @@ struct SweepReport {
 };
 
 // Keeps the base layout's micro-batch count per step (global batch = dp x micro x m) as dp grows.
+// A model without attention (the deep MLP) has no selective recompute: those rows, the same as
+// no recompute's, are left out.
 StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<int>& dp_sizes);
 
 }  // namespace partrain::memory

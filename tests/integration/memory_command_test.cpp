@@ -185,6 +185,43 @@ TEST(MemoryCommand, EnvironmentSourceGivesWayToAnotherOnTheCommandLine) {
   EXPECT_NE(r.err.find("--gpu h200-141g and --gpu-file"), std::string::npos) << r.err;
 }
 
+// The deep MLP's figures are KiB and MiB: its table is in MiB (the reserve, a GiB for any model,
+// does not pick the unit), a figure that rounds to 0.00 reads <0.01, and --explain says the MLP's
+// own formula (it had a transformer's, with "x -nan" for the attention core).
+TEST(MemoryCommand, SmallModelFiguresAreNotZero) {
+  auto r = run_partrain("memory --model builtin-mlp --explain --per-stage");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("category            MiB         MB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  params             0.50       0.52\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  activations       <0.01      <0.01\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per stage (MiB)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("= 4.00 MiB (4.19 MB)"), std::string::npos) << r.out;  // model states
+  EXPECT_NE(r.out.find("2 B x b h x (1 + 1/t) (b 1, h 256"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("-nan"), std::string::npos) << r.out;
+  // It has no output layer, embeddings or head.
+  for (const char* absent : {"output", "embeddings", "head of", "'s head"}) {
+    EXPECT_EQ(r.out.find(absent), std::string::npos) << absent << " in " << r.out;
+  }
+
+  // A sweep of the MLP: in MiB, at its sample's one token, and without selective recompute,
+  // which has no attention to skip (those rows were copies of no recompute's).
+  r = run_partrain("memory --model builtin-mlp --sweep --sweep-dp 1,2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("parameters), seq 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per GPU, heaviest stage, MiB"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("selective"), std::string::npos) << r.out;
+  r = run_partrain("memory --model builtin-mlp --sweep --sweep-dp 1,2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = parse_json(r.out);
+  EXPECT_EQ(j["seq"], 1);
+  EXPECT_EQ(j["rows"].size(), 2u * 4 * 2);
+
+  // A transformer's stay in GiB.
+  r = run_partrain("memory --model llama-2-7b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("category            GiB         GB"), std::string::npos) << r.out;
+}
+
 TEST(MemoryCommand, ShareDirOverride) {
   const std::string dir = ::testing::TempDir() + "/partrain-share";
   std::filesystem::create_directories(dir + "/models");

@@ -90,6 +90,31 @@ TEST(RecommendCommand, CheckCostsOneLayoutAndANonFittingOneStillExitsZero) {
   EXPECT_FALSE(parse_json(too_big_json.out)["candidates"][0]["fits"].get<bool>());
 }
 
+// recommend --check and memory size one layout to the same byte, and each one's categories add up
+// to its total: the categories are rounded once and the total is their sum (recommend truncated,
+// memory rounded the total on its own; this layout was 1 byte apart both ways).
+TEST(RecommendCommand, CheckAndMemoryAgreeToTheByte) {
+  auto memory = run_partrain(
+      "memory --model llama-3-70b --tp 8 --sp --pp 4 --dp 3 --zero 3 "
+      "--global-batch 12 --json");
+  auto check = run_partrain(
+      "recommend --model llama-3-70b --gpus 96 --global-batch 12 "
+      "--check dp=3,tp=8,pp=4,zero=3,sp=1 --json");
+  ASSERT_EQ(memory.exit_code, 0) << memory.err;
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  const auto bytes = parse_json(memory.out)["per_gpu_bytes"];
+  const auto candidate = parse_json(check.out)["candidates"][0];
+  int64_t sum = 0;
+  for (const auto& [name, value] : bytes.items()) {
+    if (name != "total") sum += value.get<int64_t>();
+  }
+  EXPECT_EQ(sum, bytes["total"].get<int64_t>());
+  EXPECT_EQ(candidate["memory_bytes"].get<int64_t>(), bytes["total"].get<int64_t>());
+  for (const auto& [name, value] : candidate["memory_by_category_bytes"].items()) {
+    EXPECT_EQ(value.get<int64_t>(), bytes[name].get<int64_t>()) << name;
+  }
+}
+
 TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   auto no_gpus = run_partrain("recommend --model llama-2-7b --global-batch 8");
   EXPECT_EQ(no_gpus.exit_code, 2);
