@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/trace_selection.h"
 #include "core/log.h"
+#include "core/output_path.h"
 #include "profiler/chrome_export.h"
 #include "profiler/trace_open.h"
 
@@ -51,22 +52,55 @@ StatusOr<ChromeExportOptions> export_options(const ExportFlags& flags) {
   return options;
 }
 
-// -o, or the trace's path with .json; "-" is stdout.
-StatusOr<fs::path> output_path(const ExportFlags& flags) {
-  if (flags.output == "-") return fs::path("-");
-  fs::path out = flags.output.empty() ? fs::path(flags.trace).replace_extension(".json")
-                                      : fs::path(flags.output);
+// Where the JSON goes: stdout ("-"), a file written whole (beside it, then renamed into place),
+// or a device or FIFO written into as it is made (/dev/null, a named pipe).
+struct ExportTarget {
+  fs::path path;
+  bool to_stdout = false;
+  bool streamed = false;  // a device or FIFO: never replaced
+};
+
+// -o, or the trace's path with .json, with symbolic links followed (a link's target is written,
+// the link kept).
+StatusOr<ExportTarget> export_target(const ExportFlags& flags) {
+  if (flags.output == "-") return ExportTarget{"-", true, false};
+  const fs::path given = flags.output.empty() ? fs::path(flags.trace).replace_extension(".json")
+                                              : fs::path(flags.output);
+  ExportTarget target{follow_links(given), false, false};
   std::error_code ec;
-  if (fs::equivalent(out, flags.trace, ec)) {
+  if (fs::equivalent(target.path, flags.trace, ec)) {
     return invalid_argument("the output {} is the trace itself: name another file with -o",
-                            out.string());
+                            given.string());
   }
-  // As merge and nsys export: what is there may be another export, or another run's trace.
-  if (!flags.force && fs::exists(fs::symlink_status(out, ec))) {
-    return invalid_argument("{} exists: pass --force to replace it, or name another file with -o",
-                            out.string());
+  switch (output_kind(target.path)) {
+    case OutputKind::kAbsent:
+      break;
+    case OutputKind::kDirectory:
+      return invalid_argument("{} is a directory: name a file with -o", given.string());
+    case OutputKind::kSpecial:
+      target.streamed = true;
+      break;
+    case OutputKind::kRegularFile:
+      // As merge and nsys export: what is there may be another export, or another run's trace.
+      if (!flags.force) {
+        return invalid_argument(
+            "{} exists: pass --force to replace it, or name another file with -o", given.string());
+      }
+      break;
   }
-  return out;
+  return target;
+}
+
+// The JSON into a stream; a failed write is an error naming `out`.
+StatusOr<ChromeExportCounts> export_to_stream(const profiler::SqliteDb& db,
+                                              const ChromeExportOptions& options, std::ostream& stream,
+                                              const std::string& out) {
+  StatusOr<ChromeExportCounts> counts = profiler::export_chrome_trace(db, options, stream);
+  stream.flush();
+  if (counts.is_ok() && !stream) {
+    return failed("writing {} failed: {}", out, std::strerror(errno));
+  }
+  return counts;
 }
 
 // Written beside `out` under a temporary name and renamed once complete, so a failed export
@@ -78,7 +112,7 @@ StatusOr<ChromeExportCounts> export_to_file(const profiler::SqliteDb& db,
       out.parent_path() / fmt::format(".{}.partrain-tmp-{}", out.filename().string(), getpid());
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) return failed("cannot write {}: {}", out.string(), std::strerror(errno));
-  StatusOr<ChromeExportCounts> counts = profiler::export_chrome_trace(db, options, file);
+  StatusOr<ChromeExportCounts> counts = export_to_stream(db, options, file, out.string());
   file.close();
   if (counts.is_ok() && !file) counts = failed("writing {} failed", out.string());
   std::error_code ec;
@@ -91,22 +125,30 @@ StatusOr<ChromeExportCounts> export_to_file(const profiler::SqliteDb& db,
   return counts;
 }
 
+// Into a device or FIFO as it is made.
+StatusOr<ChromeExportCounts> export_to_special_file(const profiler::SqliteDb& db,
+                                                    const ChromeExportOptions& options,
+                                                    const fs::path& out) {
+  std::ofstream file(out, std::ios::binary);
+  if (!file) return failed("cannot write {}: {}", out.string(), std::strerror(errno));
+  return export_to_stream(db, options, file, out.string());
+}
 
 int run_export(const ExportFlags& flags) {
   auto options = export_options(flags);
   if (!options.is_ok()) return report_error(options.status());
-  auto out = output_path(flags);
+  auto out = export_target(flags);
   if (!out.is_ok()) return report_error(out.status());
   auto trace = profiler::open_trace(flags.trace);
   if (!trace.is_ok()) return report_error(trace.status());
 
-  const bool to_stdout = *out == "-";
-  auto counts = to_stdout ? profiler::export_chrome_trace(trace->db, *options, std::cout)
-                          : export_to_file(trace->db, *options, *out);
+  auto counts = out->to_stdout  ? export_to_stream(trace->db, *options, std::cout, "stdout")
+                : out->streamed ? export_to_special_file(trace->db, *options, out->path)
+                                : export_to_file(trace->db, *options, out->path);
   if (!counts.is_ok()) return report_error(counts.status().with_context(flags.trace));
   log::info("wrote {} events ({} slices, {} counters, {} flows) for {} rank{} to {}",
             counts->events, counts->slices, counts->counters, counts->flows, counts->ranks,
-            counts->ranks == 1 ? "" : "s", to_stdout ? std::string("stdout") : out->string());
+            counts->ranks == 1 ? "" : "s", out->to_stdout ? std::string("stdout") : out->path.string());
   return 0;
 }
 
@@ -147,7 +189,9 @@ Subcommand add_export_command(CLI::App& parent) {
   auto flags = std::make_shared<ExportFlags>();
   cmd->add_option("trace", flags->trace, "Trace file (a partrain .db)")->required();
   cmd->add_option("-o,--output", flags->output,
-                  "Output file (default: the trace's path with .json; - writes to stdout)");
+                  "Output file (default: the trace's path with .json; - writes to stdout). A "
+                  "device or FIFO (/dev/null, a named pipe) is written into; through a symbolic "
+                  "link the file it names is written, the link kept");
   cmd->add_flag("--force", flags->force, "Replace the output file if it exists");
   cmd->add_option("--format", flags->format, "Output format; accepted: chrome")
       ->capture_default_str();

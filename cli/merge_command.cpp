@@ -43,7 +43,9 @@ Subcommand add_merge_command(CLI::App& parent) {
                   "Trace files of one run, one per node (node 0's first by convention)")
       ->required()
       ->expected(1, -1);
-  cmd->add_option("-o,--output", flags->output, "The merged trace file to create")->required();
+  cmd->add_option("-o,--output", flags->output,
+                  "The merged trace file to create (through a symbolic link, the file it names)")
+      ->required();
   cmd->add_flag("--force", flags->force, "Replace the output if it exists");
   cmd->footer(
       "Example (two nodes of run 20240611-1402-ab12):\n"
@@ -57,7 +59,7 @@ Subcommand add_merge_command(CLI::App& parent) {
       "written under a temporary name beside it and renamed when complete (see "
       "docs/trace-format.md, \"Merging node files\").\n"
       "Exit 2 for inputs of different runs, a rank in two inputs, a file given twice or an "
-      "existing output without --force; 3 for an input that is not a readable partrain trace.");
+      "existing output without --force, or an output that is a directory, device or FIFO; 3 for an input that is not a readable partrain trace.");
   return {cmd, [flags] { return run_merge(*flags); }};
 }
 

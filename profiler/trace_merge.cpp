@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/output_path.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
@@ -151,7 +152,13 @@ Status check_paths(std::span<const fs::path> inputs, const fs::path& output,
     return invalid_argument("cannot write {}: the directory {} does not exist", output.string(),
                             dir.string());
   }
-  if (fs::exists(output, error)) {
+  const OutputKind kind = output_kind(output);
+  if (kind == OutputKind::kDirectory || kind == OutputKind::kSpecial) {
+    return invalid_argument("{} is {}, not a file: name a file for the merged trace",
+                            output.string(),
+                            kind == OutputKind::kDirectory ? "a directory" : "a device or FIFO");
+  }
+  if (kind == OutputKind::kRegularFile) {
     if (!options.overwrite) {
       return invalid_argument("{} already exists: choose another output or pass --force to "
                               "replace it", output.string());
@@ -482,8 +489,11 @@ Status finish_output(SqliteDb db, const fs::path& temporary, const fs::path& out
 
 }  // namespace
 
-StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs, const fs::path& output,
+StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
+                                         const fs::path& given_output,
                                          const TraceMergeOptions& options) {
+  // Through a symbolic link the file it names is replaced and the link kept.
+  const fs::path output = follow_links(given_output);
   RETURN_IF_ERROR(check_paths(inputs, output, options));
   std::vector<MergeInput> files;
   for (const fs::path& path : inputs) {

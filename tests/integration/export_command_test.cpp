@@ -2,6 +2,7 @@
 // parses, says what it wrote, honours -o, --rank and --steps, leaves no file behind when it
 // fails, and maps bad flags to exit 2 and bad traces to exit 3.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -164,6 +165,36 @@ TEST_F(ExportCommandTest, ExistingOutputIsKeptWithoutForce) {
   auto forced = run_partrain("export --force " + trace_.string() + " -o " + other.string());
   ASSERT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_NO_THROW(json::parse(testing::read_file(other.string())));
+}
+
+// --force replaces a symbolic link's target and keeps the link; a FIFO (as a device such as
+// /dev/null) is written into, with or without --force, and stays a FIFO. Both used to be replaced
+// by a plain file (`-o /dev/full --force` turned the device into a file).
+TEST_F(ExportCommandTest, ALinkOrAFifoIsWrittenThroughNotReplaced) {
+  const fs::path target = dir_ / "target.json", link = dir_ / "link.json";
+  std::ofstream(target) << "old";
+  fs::create_symlink(target, link);
+  auto forced = run_partrain("export --force " + trace_.string() + " -o " + link.string());
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_NO_THROW(json::parse(testing::read_file(target.string())));
+
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path got = dir_ / "got.json";
+  auto streamed = testing::run_shell("cat " + fifo.string() + " > " + got.string() + " & " +
+                                     testing::partrain_binary() + " export " + trace_.string() +
+                                     " -o " + fifo.string() + "; status=$?; wait; exit $status");
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(json::parse(testing::read_file(got.string()))["distributedInfo"]["world_size"], 2);
+
+  const fs::path directory = dir_ / "out.json";
+  fs::create_directories(directory);
+  auto refused = run_partrain("export --force " + trace_.string() + " -o " + directory.string());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("is a directory: name a file with -o"), std::string::npos)
+      << refused.err;
 }
 
 TEST_F(ExportCommandTest, UnknownRankIsExit2NamingTheRanksAndLeavesNoFile) {

@@ -2,6 +2,7 @@
 // trace whose collectives view matches all four ranks, says what it merged, leaves the inputs
 // untouched, and refuses other runs, a rank twice, an existing output and non-traces by exit code.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -157,6 +158,29 @@ TEST_F(MergeCommand, AnExistingOutputNeedsForce) {
   auto forced = run_partrain(fmt::format("merge {} {} -o {} --force", node0_, node1_, out_));
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_TRUE(profiler::open_trace(out_, profiler::TraceOpenMode::kReadStrict).is_ok());
+}
+
+// Through a symbolic link the file it names is replaced and the link kept; a FIFO or a directory
+// cannot hold a trace and is refused before anything is read.
+TEST_F(MergeCommand, ALinkIsFollowedAndADeviceOrDirectoryRefused) {
+  write_node(node0_, kRunId, 0, {0, 1});
+  const fs::path target = dir_ / "target.db", link = dir_ / "link.db";
+  { std::ofstream(target) << "old"; }
+  fs::create_symlink(target, link);
+  auto forced = run_partrain(fmt::format("merge {} -o {} --force", node0_, link.string()));
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_TRUE(profiler::open_trace(target, profiler::TraceOpenMode::kReadStrict).is_ok());
+
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto refused = run_partrain(fmt::format("merge {} -o {} --force", node0_, fifo.string()));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("is a device or FIFO, not a file"), std::string::npos) << refused.err;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  refused = run_partrain(fmt::format("merge {} -o {} --force", node0_, dir_.string()));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("is a directory, not a file"), std::string::npos) << refused.err;
 }
 
 TEST_F(MergeCommand, AnInputThatIsNotSqliteIsExitThree) {
