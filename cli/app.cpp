@@ -4,11 +4,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -163,7 +166,7 @@ int run(int argc, char** argv) {
   if (quiet) log::set_level(log::Level::kWarning);
 
   for (const auto& [command, run_command] : runners) {
-    if (command->parsed()) return run_command();
+    if (command->parsed()) return checked_stdout(run_command());
   }
   std::fprintf(stderr, "partrain: error: no subcommand given\nRun 'partrain --help'.\n");
   return 2;
@@ -234,8 +237,19 @@ int report_error(const Status& status) {
 int print_report(const StatusOr<std::string>& text) {
   if (!text.is_ok()) return report_error(text.status());
   std::fwrite(text->data(), 1, text->size(), stdout);
-  std::fflush(stdout);
-  return 0;
+  return checked_stdout(0);
+}
+
+int checked_stdout(int exit_code) {
+  errno = 0;
+  const bool written = std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good();
+  if (written) return exit_code;
+  const int error = errno;
+  std::clearerr(stdout);  // said once
+  std::cout.clear();
+  if (error == EPIPE) return exit_code;  // `| head`: the reader has what it wanted
+  log::error("writing stdout failed: {}", error ? std::strerror(error) : "write error");
+  return exit_code == 0 ? 1 : exit_code;
 }
 
 StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,

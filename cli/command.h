@@ -50,6 +50,9 @@ StatusOr<std::vector<int64_t>> parse_positive_list(std::string_view text, std::s
 int report_error(const Status& status);
 // A rendered report on stdout and exit 0, or its error on stderr and the error's exit code.
 int print_report(const StatusOr<std::string>& text);
+// `exit_code`, or 1 with "writing stdout failed: No space left on device" when what was printed
+// could not be written (`> /dev/full`), as coreutils do; a closed pipe (`| head`) is not an error.
+int checked_stdout(int exit_code);
 
 // A trace size limit as typed after `flag` ("512M", "2G"): 0 when not given; kInvalidArgument
 // for text that is no size or a size under 1 MiB (less than an empty trace with its reserve).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 
 #include "core/env.h"
 #include "core/log.h"
@@ -13,11 +14,11 @@
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/flight_diagnosis.h"
 #include "runner/launch/flight_dump_dir.h"
-#include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/node_rendezvous.h"
 #include "runner/launch/node_trace.h"
 #include "runner/launch/run_identity.h"
 #include "runner/launch/signal_channel.h"
+#include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/supervisor.h"
 #include "runner/launch/worker_env.h"
 
@@ -157,6 +158,11 @@ int finish_run(const SupervisorResult& result) {
   if (result.stop_signal) {
     log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
     return exit_code_for_signal(*result.stop_signal);
+  }
+  if (result.stdout_error != 0) {
+    log::error("the workers' output could not be written to stdout ({}); every worker has exited",
+               std::strerror(result.stdout_error));
+    return 1;
   }
   if (result.root_cause) {
     std::string summary = format_failure_summary(*result.root_cause, result.root_cause_remote);

@@ -12,14 +12,16 @@ namespace partrain::launch {
 namespace {
 
 // One write per line, so lines of different ranks never interleave mid-line.
-bool write_all(int fd, std::string_view data) {
+// 0, or the errno of the write that failed.
+int write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
     data.remove_prefix(static_cast<size_t>(n));
   }
-  return true;
+  return 0;
 }
 
 }  // namespace
@@ -82,12 +84,13 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, bo
     if (ends_line) text += '\n';
     (void)write_all(slot.log_file.get(), text);
   }
-  if ((slot.log_file.valid() && !options_.tee) || terminal_broken_) return;
+  if ((slot.log_file.valid() && !options_.tee) || terminal_error_ != 0) return;
   int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
   std::string text = slot.prefix;
   text += line;
   if (ends_line || !slot.prefix.empty()) text += '\n';
-  if (!write_all(fd, text) && stream == Stream::kStdout) terminal_broken_ = true;
+  const int error = write_all(fd, text);
+  if (error != 0 && stream == Stream::kStdout) terminal_error_ = error;
 }
 
 void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes) {

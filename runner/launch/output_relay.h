@@ -45,8 +45,10 @@ class OutputRelay {
   void finish(size_t slot, Stream stream);
 
   const std::deque<std::string>& stderr_tail(size_t slot) const { return slots_[slot].tail; }
-  // Whether writing to stdout failed: its reader went away (`partrain launch ... | head`).
-  bool terminal_broken() const { return terminal_broken_; }
+  // Whether writing to stdout failed: its reader went away (`partrain launch ... | head`,
+  // EPIPE) or it cannot take more (`> /dev/full`, ENOSPC). The errno, or 0.
+  bool terminal_broken() const { return terminal_error_ != 0; }
+  int terminal_error() const { return terminal_error_; }
 
  private:
   struct Slot {
@@ -63,7 +65,7 @@ class OutputRelay {
 
   RelayOptions options_;
   std::vector<Slot> slots_;
-  bool terminal_broken_ = false;  // stdout closed under us (`| head`): stop writing to it
+  int terminal_error_ = 0;  // stdout failed under us (`| head`): stop writing to it
 };
 
 }  // namespace partrain::launch

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "core/log.h"
 
@@ -118,11 +120,19 @@ void Supervisor::handle_signals() {
 void Supervisor::stop_if_terminal_broken() {
   if (kill_deadline_ || !relay_.terminal_broken()) return;
   // SIGTERM, not SIGPIPE, goes to the workers: Python ignores SIGPIPE.
-  log::warn(
-      "stdout was closed (the reader of the pipe exited): stopping the workers as SIGPIPE "
-      "would (SIGKILL after {})",
-      format_duration(options_.grace));
-  result_.stop_signal = SIGPIPE;
+  if (relay_.terminal_error() == EPIPE) {
+    log::warn(
+        "stdout was closed (the reader of the pipe exited): stopping the workers as SIGPIPE "
+        "would (SIGKILL after {})",
+        format_duration(options_.grace));
+    result_.stop_signal = SIGPIPE;
+  } else {
+    // The workers' results would be lost: a failure of the run, as a program that cannot
+    // write its output fails.
+    log::error("writing stdout failed: {}: stopping the workers (SIGKILL after {})",
+               std::strerror(relay_.terminal_error()), format_duration(options_.grace));
+    result_.stdout_error = relay_.terminal_error();
+  }
   begin_stop(SIGTERM);
 }
 

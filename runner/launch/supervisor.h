@@ -43,6 +43,7 @@ struct SupervisorResult {
   std::optional<RankFailure> root_cause;
   bool root_cause_remote = false;
   std::optional<int> stop_signal;  // the signal that stopped the launcher, when that came first
+  int stdout_error = 0;            // errno of the failed write to stdout that stopped the run
   std::vector<ExitStatus> exits;   // per worker, in spec order
   std::vector<int64_t> pids;
 };

@@ -1,6 +1,7 @@
 // The command line as a user meets it: --help and --version, exit codes for bad input,
 // PARTRAIN_<FLAG> environment variables and TOML --config files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -96,6 +97,25 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
 
 // A flag given twice takes its last value, as argparse does (it was a usage error: "At Most 1
 // required but received 2"); a list flag given twice keeps both lists.
+// Output that cannot be written is a failure (exit 1, saying why), as coreutils' is, not a silent
+// exit 0; a launch whose workers' output cannot be written stops them and says so (it said the
+// pipe's reader had exited, and exited 141).
+TEST(Cli, StdoutThatCannotBeWrittenIsExit1) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  auto memory =
+      testing::run_shell(testing::partrain_binary() + " memory --model llama-2-7b > /dev/full");
+  EXPECT_EQ(memory.exit_code, 1);
+  EXPECT_NE(memory.err.find("writing stdout failed: No space left on device"), std::string::npos)
+      << memory.err;
+  auto launch = testing::run_shell(testing::partrain_binary() +
+                                   " launch -n 2 -- sh -c 'echo rank $RANK; sleep 20' > /dev/full");
+  EXPECT_EQ(launch.exit_code, 1);
+  EXPECT_NE(launch.err.find("writing stdout failed: No space left on device: stopping the workers"),
+            std::string::npos)
+      << launch.err;
+  EXPECT_NE(launch.err.find("every worker has exited"), std::string::npos) << launch.err;
+}
+
 TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
   CommandResult twice = run_partrain("bench collectives -b 16 -b 32 -e 32 -w 0 --iters 1 --json");
   ASSERT_EQ(twice.exit_code, 0) << twice.err;
