@@ -183,6 +183,8 @@ StatusOr<AnalysisWindow> choose_window(const profiler::SqliteDb& db,
   AnalysisWindow window;
   RETURN_IF_ERROR(read_run(db, window));
   ASSIGN_OR_RETURN(const std::vector<int> present, trace_ranks(db));
+  // A traced program that did not say (no WORLD_SIZE): the ranks it recorded, as export says.
+  if (window.world_size <= 0) window.world_size = static_cast<int>(present.size());
   ASSIGN_OR_RETURN(window.ranks, select_ranks(present, options.ranks));
   ASSIGN_OR_RETURN(const std::vector<int64_t> steps, recorded_steps(db));
   window.has_steps = !steps.empty();

@@ -158,9 +158,15 @@ StatusOr<RunRow> read_run(const SqliteDb& db, const std::vector<RankRow>& ranks)
   }
   if (!run.world_size || *run.world_size <= 0) run.world_size = static_cast<int64_t>(ranks.size());
   if (run.backend.empty()) {
-    bool cuda = std::any_of(ranks.begin(), ranks.end(),
-                            [](const RankRow& r) { return r.device.starts_with("cuda"); });
-    run.backend = cuda ? "nccl" : "gloo";
+    // A program partrain traced (no launch config): its collectives, if any, came through the
+    // NCCL interposition, and a rank on a GPU uses NCCL; otherwise the backend is not known and
+    // distributedInfo leaves it out rather than guess.
+    const bool cuda = std::any_of(ranks.begin(), ranks.end(),
+                                  [](const RankRow& r) { return r.device.starts_with("cuda"); });
+    ASSIGN_OR_RETURN(SqliteStatement any, prepare(db, "SELECT 1 FROM collective LIMIT 1"));
+    const int found = any.step();
+    if (found != SQLITE_ROW && found != SQLITE_DONE) return read_error(db, "the collectives");
+    if (cuda || found == SQLITE_ROW) run.backend = "nccl";
   }
   return run;
 }
@@ -646,9 +652,13 @@ void write_trailer(fmt::memory_buffer& out, const RunRow& run, const std::vector
   if (options.steps) string_field("steps", step_range_text(*options.steps));
   append_json_raw(out,
                   ",\"time_unit\":\"ts and dur are microseconds on the run-wide timeline\"},\n");
-  append_json_raw(out, "\"distributedInfo\":{\"backend\":");
-  append_json_string(out, run.backend);
-  fmt::format_to(std::back_inserter(out), ",\"rank\":{},\"world_size\":{}}}}}\n",
+  append_json_raw(out, "\"distributedInfo\":{");
+  if (!run.backend.empty()) {
+    append_json_raw(out, "\"backend\":");
+    append_json_string(out, run.backend);
+    append_json_raw(out, ",");
+  }
+  fmt::format_to(std::back_inserter(out), "\"rank\":{},\"world_size\":{}}}}}\n",
                  exported.empty() ? 0 : exported.front(), run.world_size.value_or(0));
 }
 

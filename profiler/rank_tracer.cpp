@@ -83,19 +83,33 @@ int64_t RankTracer::timeline_ns(int64_t local_ns) const {
 }
 
 // The calling thread's track, named once per thread: "main" for the tracer's thread.
+namespace {
+const std::string kMainTrack = "main";
+}  // namespace
+
 const std::string& RankTracer::thread_track() const {
   thread_local const std::string other =
       fmt::format("thread {}", static_cast<long>(::syscall(SYS_gettid)));
-  static const std::string main = "main";
-  return std::this_thread::get_id() == main_thread_ ? main : other;
+  return std::this_thread::get_id() == main_thread_ ? kMainTrack : other;
 }
 
 void RankTracer::slice(std::string_view name, SliceCategory category, int64_t start_ns,
                        int64_t end_ns, int layer, int micro_batch, std::optional<int64_t> step) {
+  slice_on(thread_track(), name, category, start_ns, end_ns, layer, micro_batch, step);
+}
+
+void RankTracer::main_track_slice(std::string_view name, SliceCategory category, int64_t start_ns,
+                                  int64_t end_ns) {
+  slice_on(kMainTrack, name, category, start_ns, end_ns, -1, -1, std::nullopt);
+}
+
+void RankTracer::slice_on(const std::string& track, std::string_view name, SliceCategory category,
+                          int64_t start_ns, int64_t end_ns, int layer, int micro_batch,
+                          std::optional<int64_t> step) {
   SliceEvent e;
   e.rank = rank_;
   e.track_kind = TrackKind::kCpuThread;
-  e.track = thread_track();
+  e.track = track;
   e.name = name;
   e.category = category;
   e.ts_ns = timeline_ns(start_ns);

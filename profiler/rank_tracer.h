@@ -71,6 +71,10 @@ class RankTracer {
   // `step`: the step the slice belongs to when not the rank's current one (-1: none).
   void slice(std::string_view name, SliceCategory category, int64_t start_ns, int64_t end_ns,
              int layer = -1, int micro_batch = -1, std::optional<int64_t> step = std::nullopt);
+  // A slice on the "main" track whichever thread records it: a traced process's lifetime,
+  // recorded at its exit from a helper thread.
+  void main_track_slice(std::string_view name, SliceCategory category, int64_t start_ns,
+                        int64_t end_ns);
   // The event's peer/root (a communicator rank) is stored as the world rank it is. GPU times
   // (local ns, -1: not measured) are when the op's kernels ran, for busbw on GPU time.
   void collective(const CollectiveEvent& event, int64_t gpu_start_ns = -1,
@@ -89,6 +93,9 @@ class RankTracer {
 
  private:
   const std::string& thread_track() const;
+  void slice_on(const std::string& track, std::string_view name, SliceCategory category,
+                int64_t start_ns, int64_t end_ns, int layer, int micro_batch,
+                std::optional<int64_t> step);
 
   const int32_t rank_;
   const std::thread::id main_thread_;

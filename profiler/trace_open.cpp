@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/log.h"
@@ -40,6 +41,11 @@ Status corrupted(const std::filesystem::path& path, std::string_view detail) {
 
 // The 16-byte magic every SQLite 3 database starts with.
 Status check_sqlite_header(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return unreadable("{} is a directory, not a trace: pass a trace file (a partrain .db)",
+                      path.string());
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return unreadable("cannot open {}: {}", path.string(), std::strerror(errno));
   std::array<char, 16> header{};

@@ -185,6 +185,8 @@ StatusOr<bool> TraceFollower::refresh(ViewModel& model) {
     Status end = trace_.db.exec("COMMIT");
     RETURN_IF_ERROR(read);
     RETURN_IF_ERROR(end);
+    // A traced program that did not say (no WORLD_SIZE): the ranks seen so far, as export says.
+    if (model.world_size <= 0) model.world_size = static_cast<int>(model.ranks.size());
     if (!estimate_loaded_) load_estimate(model);
     derive(model, touched);
   }

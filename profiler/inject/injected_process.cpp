@@ -150,6 +150,11 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   info.pid = ::getpid();
   info.device = "cpu";
   tracer->emit(info);
+  if (std::optional<int> world_size = launcher_world_size()) {
+    RunInfo run;  // only the world size: the run id and command are the tracer's
+    run.world_size = *world_size;
+    tracer->emit(run);
+  }
   auto* process = new InjectedProcess(std::move(tracer), launcher_world_size().value_or(0));
   if (g_cuda_initialised) process->start_gpu_tracing();
   process->start_gpu_counters();
@@ -195,7 +200,8 @@ bool InjectedProcess::stop() {
     // Kernels still in CUPTI's buffers. The program's CUDA may be torn down by now (libraries
     // loaded after this one ran their destructors first): CUPTI is left enabled.
     if (GpuTracing* gpu = process->gpu()) gpu->stop_at_exit();
-    process->tracer_->slice("process", SliceCategory::kPhase, process->start_ns_, end_ns);
+    process->tracer_->main_track_slice("process", SliceCategory::kPhase, process->start_ns_,
+                                       end_ns);
   }).join();
   (void)process->gpu_owner_.release();  // never destroyed: CUPTI may call into it until the end
   delete process;  // flushes and says goodbye to the collector

@@ -44,6 +44,32 @@ TEST_F(TraceCommandTest, ForeignRanksAppearThroughTheInjectionLibrary) {
       << r.err;
 }
 
+// Ranks a foreign launcher started: the run's world size is their WORLD_SIZE, and without one the
+// ranks seen (analyze said "world size 0, ranks 0-1"); each process's lifetime is on its main
+// thread's track (it was on the helper thread that recorded it at exit).
+TEST_F(TraceCommandTest, AForeignRunsWorldSizeAndEachProcessOnItsMainTrack) {
+  CommandResult r = run_partrain(fmt::format(
+      "trace -o {} -- sh -c 'RANK=0 WORLD_SIZE=2 sleep 0.1 & RANK=1 WORLD_SIZE=2 sleep 0.1; "
+      "wait'",
+      db("sized.db")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(query(db("sized.db"), "SELECT world_size FROM runs"), "2\n");
+  EXPECT_EQ(query(db("sized.db"),
+                  "SELECT rank, track FROM slices WHERE name = 'process' "
+                  "ORDER BY rank"),
+            "0|main\n1|main\n");
+
+  r = run_partrain(fmt::format("trace -o {} -- sh -c 'RANK=0 sleep 0.1 & RANK=1 sleep 0.1; wait'",
+                               db("unsized.db")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult analysis = run_partrain("analyze --json " + db("unsized.db"));
+  ASSERT_EQ(analysis.exit_code, 0) << analysis.err;
+  EXPECT_EQ(parse_json_output(analysis.out)["world_size"], 2) << analysis.out;
+  CommandResult top = run_partrain("top --json " + db("unsized.db"));
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_EQ(parse_json_output(top.out)["world_size"], 2) << top.out;
+}
+
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
 // starts is that rank, not a helper of the tracer. Its own children, which inherit the same
 // RANK, stay helpers of it.

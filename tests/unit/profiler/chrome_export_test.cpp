@@ -322,9 +322,16 @@ TEST_F(ChromeExportTest, DistributedInfoAndRunMetadata) {
   auto [cuda, cuda_counts] = export_json(sample_trace("{}", "cuda:", 3), selection({2, 1}));
   EXPECT_EQ(cuda.at("distributedInfo"),
             (json{{"backend", "nccl"}, {"rank", 1}, {"world_size", 3}}));
-  // A config that is not JSON, CPU ranks, no world size: gloo, and the count of ranks.
+  // A config that is not JSON (a traced program's), CPU ranks, no world size: the count of
+  // ranks; the collectives it recorded came through the NCCL interposition.
   auto [cpu, cpu_counts] = export_json(sample_trace("not json", "cpu", 0), selection({2}));
-  EXPECT_EQ(cpu.at("distributedInfo"), (json{{"backend", "gloo"}, {"rank", 2}, {"world_size", 3}}));
+  EXPECT_EQ(cpu.at("distributedInfo"), (json{{"backend", "nccl"}, {"rank", 2}, {"world_size", 3}}));
+  // Without collectives the backend is not known: left out, not guessed (it said gloo).
+  std::vector<TraceEvent> events = sample_events("{}", "cpu", 0);
+  std::erase_if(events,
+                [](const TraceEvent& e) { return std::holds_alternative<CollectiveRecord>(e); });
+  auto [quiet, quiet_counts] = export_json(write_trace(events));
+  EXPECT_EQ(quiet.at("distributedInfo"), (json{{"rank", 0}, {"world_size", 3}}));
 }
 
 TEST_F(ChromeExportTest, RankFilterKeepsThoseRanksAndTheFlowsBetweenThem) {

@@ -89,5 +89,19 @@ TEST(TraceOpenTest, OtherReadErrorsStayFailures) {
       << error.message();
 }
 
+// A directory given as the trace is said to be one (it read "is not an SQLite database (it is
+// empty)"); exit 3 as any unreadable trace.
+TEST(TraceOpenTest, ADirectoryIsSaidToBeOne) {
+  testing::ScratchDir dir;
+  const fs::path path = dir.path() / "run.db";
+  fs::create_directories(path);
+  auto trace = open_trace(path, TraceOpenMode::kRead);
+  ASSERT_FALSE(trace.is_ok());
+  EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(trace.status().message().find("run.db is a directory, not a trace: pass a trace file"),
+            std::string::npos)
+      << trace.status().message();
+}
+
 }  // namespace
 }  // namespace partrain::profiler
