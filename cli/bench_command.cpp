@@ -67,6 +67,12 @@ StatusOr<bench::BenchOptions> to_options(const BenchFlags& flags) {
                             flags.dtype);
   }
   options.dtype = *dtype;
+  // nccl-tests' count is size / element size: a size under one element would time nothing.
+  const size_t element = comm::dtype_size(*dtype);
+  if (options.min_bytes < element) {
+    return invalid_argument("-b/--minbytes {} is less than one {} ({} bytes): pass at least {}",
+                            flags.min_bytes, flags.dtype, element, element);
+  }
   auto redop = comm::parse_reduce_op(flags.redop);
   if (!redop) return invalid_argument("-o/--redop '{}' is not one of sum, avg, max, min", flags.redop);
   options.reduce_op = *redop;
@@ -108,11 +114,35 @@ int run_as_launcher(const BenchFlags& flags, const std::vector<std::string>& str
   return *code;
 }
 
+// NCCL moves GPU memory, one rank per GPU: checked before any rank starts, where each rank would
+// otherwise fail on its own with the CUDA runtime's words.
+Status check_nccl_gpus(int ranks) {
+  StatusOr<int> gpus = runner::visible_cuda_devices();
+  if (!gpus.is_ok()) {
+    return invalid_argument(
+        "--backend nccl: no usable GPU: {}; benchmark host memory with "
+        "--backend gloo",
+        gpus.status().message());
+  }
+  if (ranks > *gpus) {
+    return invalid_argument(
+        "--backend nccl runs one rank per GPU, and {} ranks (-n) were asked "
+        "for with {} GPU(s) visible: pass -n {} or less, or --backend gloo",
+        ranks, *gpus, *gpus);
+  }
+  return Status::ok();
+}
+
 int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env) {
   StatusOr<bench::BenchOptions> options = to_options(flags);
   if (!options.is_ok()) {
     log::error("{}", options.status().message());
     return options.status().exit_code();
+  }
+  if (options->backend == runner::CommBackend::kNccl && !runner::launched_as_worker()) {
+    if (Status gpus = check_nccl_gpus(std::max(flags.nranks, 1)); !gpus.is_ok()) {
+      return report_error(gpus);
+    }
   }
   if (flags.nranks > 0 && !runner::launched_as_worker()) {
     // Checked once here, rather than by every rank after they started.
@@ -152,7 +182,7 @@ int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env
   if (comm.rank() == 0) {
     bench::BenchContext context{comm.size(), std::string(comm.backend()),
                                 std::string((*space)->name())};
-    std::string text = options->json ? bench::format_bench_json(*rows, context)
+    std::string text = options->json ? bench::format_bench_json(*rows, *options, context)
                                      : bench::format_bench_table(*rows, *options, context);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

@@ -104,6 +104,34 @@ std::string path_of(const std::vector<std::string>& env) {
   return "(unset)";
 }
 
+// Why `program` could not be exec'd, as a user reads it: not found (naming PATH when it was
+// searched), a directory, or not executable.
+Status exec_failure(const std::string& program, int error, const std::vector<std::string>& env) {
+  const bool has_slash = program.find('/') != std::string::npos;
+  if (error == ENOENT) {
+    return make_status(
+        StatusCode::kNotFound,
+        "command not found: '{}' ({}); pass a program that exists, e.g. "
+        "`-- python3 train.py`",
+        program,
+        has_slash ? std::string("no such file") : fmt::format("searched PATH={}", path_of(env)));
+  }
+  std::error_code ec;
+  if (error == EACCES && has_slash && std::filesystem::is_directory(program, ec)) {
+    return make_status(StatusCode::kNotExecutable,
+                       "cannot run '{}': it is a directory; name the program in it, e.g. "
+                       "`-- {}/train.sh`",
+                       program, program);
+  }
+  if (error == EACCES) {
+    return make_status(StatusCode::kNotExecutable,
+                       "cannot run '{}': permission denied; make it executable (chmod +x) or "
+                       "name its interpreter, e.g. `-- sh {}`",
+                       program, program);
+  }
+  return failed("cannot run '{}': {}", program, strerror(error));
+}
+
 }  // namespace
 
 StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
@@ -150,27 +178,37 @@ StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
   if (n <= 0) return child;
 
   child.wait();
-  if (child_errno == ENOENT) {
-    return make_status(StatusCode::kNotFound,
-                       "command not found: '{}' (searched PATH={}); pass a program that exists, "
-                       "e.g. `-- python3 train.py`",
-                       options.argv[0], path_of(options.env));
+  return exec_failure(options.argv[0], child_errno, options.env);
+}
+
+Status Subprocess::check_runnable(const std::string& program, const std::vector<std::string>& env) {
+  if (program.empty()) return invalid_argument("no command given");
+  auto runnable = [](const std::string& file) -> int {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return ENOENT;
+    if (std::filesystem::is_directory(file, ec) || ::access(file.c_str(), X_OK) != 0) return EACCES;
+    return 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    const int error = runnable(program);
+    return error == 0 ? Status::ok() : exec_failure(program, error, env);
   }
-  std::error_code ec;
-  if (child_errno == EACCES && options.argv[0].find('/') != std::string::npos &&
-      std::filesystem::is_directory(options.argv[0], ec)) {
-    return make_status(StatusCode::kNotExecutable,
-                       "cannot run '{}': it is a directory; name the program in it, e.g. "
-                       "`-- {}/train.sh`",
-                       options.argv[0], options.argv[0]);
+  // As execvp: the first executable file of that name along PATH; EACCES when only files that
+  // cannot be run were found.
+  const std::string path = path_of(env);
+  int error = ENOENT;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end > start ? path.substr(start, end - start) : ".";
+    const int found = runnable(dir + "/" + program);
+    if (found == 0) return Status::ok();
+    std::error_code ec;
+    if (found == EACCES && !std::filesystem::is_directory(dir + "/" + program, ec)) error = EACCES;
+    start = end + 1;
   }
-  if (child_errno == EACCES) {
-    return make_status(StatusCode::kNotExecutable,
-                       "cannot run '{}': permission denied; make it executable (chmod +x) or "
-                       "name its interpreter, e.g. `-- sh {}`",
-                       options.argv[0], options.argv[0]);
-  }
-  return failed("cannot run '{}': {}", options.argv[0], strerror(child_errno));
+  return exec_failure(program, error, env);
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept

@@ -54,6 +54,9 @@ class Subprocess {
   // Starts the child. Errors: kNotFound when the command does not exist (naming it and PATH),
   // kFailed for other exec failures (permission denied, ...) or when fork fails.
   static StatusOr<Subprocess> spawn(const SpawnOptions& options);
+  // Whether `program` would be found and exec'd with `env`'s PATH, as execvp looks: the same
+  // errors as spawn's, before anything (a trace file) is made for a run that cannot start.
+  static Status check_runnable(const std::string& program, const std::vector<std::string>& env);
 
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&& other) noexcept;

@@ -27,6 +27,11 @@ nlohmann::json measurement_json(const BenchRow& row, const Measurement& m, bool 
   return entry;
 }
 
+// How a row's time combines the ranks' (-a): nccl-tests' 0 rank 0, 1 mean, 2 min, 3 max.
+const char* time_over_ranks(TimeAverage average) {
+  return std::array{"rank 0", "mean", "min", "max"}[static_cast<int>(average)];
+}
+
 }  // namespace
 
 int64_t total_wrong(const std::vector<BenchRow>& rows) {
@@ -59,7 +64,7 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOpt
                      context.backend, context.device);
   out += fmt::format("# warmup iters: {}, iters: {}, check: {}, time: {} over ranks\n#\n",
                      options.warmup_iters, options.iters, options.check ? 1 : 0,
-                     std::array{"rank 0", "mean", "min", "max"}[static_cast<int>(options.average)]);
+                     time_over_ranks(options.average));
   std::string current_op;
   for (const auto& row : rows) {
     if (row.op != current_op) {
@@ -89,7 +94,8 @@ std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOpt
   return out;
 }
 
-std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchContext& context) {
+std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchOptions& options,
+                              const BenchContext& context) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& row : rows) {
     results.push_back(measurement_json(row, row.out_of_place, false, context));
@@ -98,6 +104,10 @@ std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchCont
   nlohmann::json document = {{"nranks", context.nranks},
                              {"backend", context.backend},
                              {"device", context.device},
+                             {"warmup_iters", options.warmup_iters},
+                             {"iters", options.iters},
+                             {"checked", options.check},
+                             {"time_over_ranks", time_over_ranks(options.average)},
                              {"wrong", total_wrong(rows)},
                              {"avg_busbw_gbps", average_busbw_gbps(rows)},
                              {"results", results}};

@@ -17,7 +17,10 @@ struct BenchContext {
 
 std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
                                const BenchContext& context);
-std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchContext& context);
+// The table's facts: the header's (ranks, backend, device, iterations, check, time over ranks)
+// and every row.
+std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchOptions& options,
+                              const BenchContext& context);
 // Elements wrong over every row and variant (0 when all checked runs matched the reference).
 int64_t total_wrong(const std::vector<BenchRow>& rows);
 // nccl-tests' "Avg bus bandwidth": the mean busbw over every measurement, out of place and in

@@ -216,6 +216,8 @@ StatusOr<int> launch(const LaunchConfig& config) {
   if (config.worker_stdout_to_stderr) relay_options.terminal_stdout = 2;
   ASSIGN_OR_RETURN(OutputRelay relay, OutputRelay::open(relay_options, ranks));
 
+  // Nor a trace of a command that cannot start.
+  if (!specs.empty()) RETURN_IF_ERROR(Subprocess::check_runnable(specs[0].argv[0], specs[0].env));
   ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run));
   if (trace) {
     for (WorkerSpec& spec : specs) {

@@ -106,6 +106,8 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     return invalid_argument("no command to trace: pass it after `--`, e.g. "
                             "`partrain trace -- torchrun --nproc-per-node 4 train.py`");
   }
+  // A command that cannot start leaves no trace behind (a second try would find it there).
+  RETURN_IF_ERROR(Subprocess::check_runnable(config.command.front(), current_environment()));
   remove_stale_launcher_dirs();
   ASSIGN_OR_RETURN(SignalChannel signals, SignalChannel::open());
   std::string run_id = env::get("PARTRAIN_RUN_ID").value_or("");

@@ -99,11 +99,29 @@ TEST(BenchCollectives, TwoNodesOfTwoRanksFormOneWorld) {
   EXPECT_EQ(doc["results"].size(), 10u);  // 6 ops, 4 of them also in place
 }
 
-TEST(BenchCollectives, NcclWithoutGpuFailsClearly) {
-  if (std::filesystem::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU is present";
-  CommandResult r = run_partrain("bench collectives --backend nccl -b 8 -e 8 --iters 1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+// NCCL without a GPU for every rank is one usage error before any rank starts, naming the
+// alternative (each rank printed the CUDA runtime's error, exit 1). Without a GPU here; with
+// one, two ranks are one more than a single GPU takes.
+TEST(BenchCollectives, NcclWithoutAGpuPerRankIsOneUsageError) {
+  if (std::filesystem::exists("/dev/nvidia1")) GTEST_SKIP() << "two GPUs are present";
+  CommandResult r = run_partrain("bench collectives -n 2 --backend nccl -b 8 -e 8 --iters 1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--backend nccl"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--backend gloo"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "no rank started:\n" << r.err;
+  if (!std::filesystem::exists("/dev/nvidia0")) {
+    EXPECT_NE(r.err.find("--backend nccl: no usable GPU: "), std::string::npos) << r.err;
+  }
+}
+
+// A size under one element would time nothing (it printed rows of size 0, "OK").
+TEST(BenchCollectives, ASizeUnderOneElementIsRefused) {
+  CommandResult r = run_partrain("bench collectives -n 2 -b 6 -e 64 -d int64");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("-b/--minbytes 6 is less than one int64 (8 bytes): pass at least 8"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 // A root outside -n is refused once, before any rank starts (each rank printed it, then the

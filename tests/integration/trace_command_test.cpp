@@ -177,9 +177,25 @@ TEST_F(TraceCommandTest, EnvironmentExitCodesAndRefusals) {
   r = run_partrain("trace");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no command to trace"), std::string::npos) << r.err;
+  // A command that cannot start leaves no trace (a second try with the same -o found one there,
+  // and a bare analyze would pick it up as the newest run); a path is not searched for in PATH.
   r = run_partrain(fmt::format("trace -o {} -- no-such-command-xyz", db("missing.db")));
   EXPECT_EQ(r.exit_code, 127) << r.err;
-  EXPECT_EQ(query(db("missing.db"), "SELECT status FROM runs"), "failed\n");
+  EXPECT_NE(r.err.find("command not found: 'no-such-command-xyz' (searched PATH="),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(db("missing.db")));
+  r = run_partrain(fmt::format("trace -o {} -- /no/such/program", db("missing.db")));
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_NE(r.err.find("command not found: '/no/such/program' (no such file)"), std::string::npos)
+      << r.err;
+  r = run_partrain(fmt::format("trace -o {} -- {}", db("missing.db"), dir_.string()));
+  EXPECT_EQ(r.exit_code, 126) << r.err;
+  EXPECT_NE(r.err.find("it is a directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db("missing.db")));
+  r = run_partrain(fmt::format("launch -n 2 --trace {} -- no-such-command-xyz", db("missing.db")));
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_FALSE(fs::exists(db("missing.db")));
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace partrain {
 namespace {
@@ -89,6 +91,34 @@ TEST(Subprocess, CommandThatIsADirectoryIs126AndSaysSo) {
   EXPECT_NE(child.status().message().find("cannot run '/tmp': it is a directory"),
             std::string::npos)
       << child.status().message();
+}
+
+// check_runnable looks as execvp does and says what spawn would: found along PATH, a file that
+// cannot be run (126), a directory of that name skipped, nothing (127), a path not searched.
+TEST(Subprocess, CheckRunnableLooksAsExecvpDoes) {
+  const std::string dir = ::testing::TempDir() + "/partrain-check-runnable";
+  const std::string bin = dir + "/bin", other = dir + "/other";
+  std::filesystem::create_directories(bin);
+  std::filesystem::create_directories(other + "/tool");  // a directory named like the program
+  { std::ofstream(bin + "/tool") << "#!/bin/sh\n"; }
+  ::chmod((bin + "/tool").c_str(), 0755);
+  { std::ofstream(bin + "/plain") << "echo\n"; }
+  ::chmod((bin + "/plain").c_str(), 0644);
+  const std::vector<std::string> env = {"PATH=" + other + ":" + bin};
+  EXPECT_TRUE(Subprocess::check_runnable("tool", env).is_ok());
+  EXPECT_TRUE(Subprocess::check_runnable(bin + "/tool", {}).is_ok());
+  const Status plain = Subprocess::check_runnable("plain", env);
+  EXPECT_EQ(plain.exit_code(), 126) << plain.message();
+  EXPECT_NE(plain.message().find("chmod +x"), std::string::npos) << plain.message();
+  const Status missing = Subprocess::check_runnable("absent", env);
+  EXPECT_EQ(missing.exit_code(), 127);
+  EXPECT_NE(missing.message().find("(searched PATH=" + other + ":" + bin + ")"), std::string::npos)
+      << missing.message();
+  const Status no_file = Subprocess::check_runnable(bin + "/absent", env);
+  EXPECT_EQ(no_file.exit_code(), 127);
+  EXPECT_NE(no_file.message().find("(no such file)"), std::string::npos) << no_file.message();
+  EXPECT_EQ(Subprocess::check_runnable(other + "/tool", env).exit_code(), 126);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Subprocess, SignalGroupReachesGrandchildrenAndReapReportsTheSignal) {

@@ -44,7 +44,22 @@ TEST(BenchReport, TableHasNcclTestsColumnsAndUnits) {
 }
 
 TEST(BenchReport, JsonCarriesTheSameFacts) {
-  auto doc = nlohmann::json::parse(format_bench_json(sample_rows(), {4, "gloo", "cpu"}));
+  BenchOptions options;
+  options.warmup_iters = 3;
+  options.iters = 7;
+  options.check = false;
+  options.average = TimeAverage::kMax;
+  auto doc = nlohmann::json::parse(format_bench_json(sample_rows(), options, {4, "gloo", "cpu"}));
+  // The table header's facts too.
+  EXPECT_EQ(doc["nranks"], 4);
+  EXPECT_EQ(doc["warmup_iters"], 3);
+  EXPECT_EQ(doc["iters"], 7);
+  EXPECT_EQ(doc["checked"], false);
+  EXPECT_EQ(doc["time_over_ranks"], "max");
+  const std::string table = format_bench_table(sample_rows(), options, {4, "gloo", "cpu"});
+  EXPECT_NE(table.find("# warmup iters: 3, iters: 7, check: 0, time: max over ranks"),
+            std::string::npos)
+      << table;
   ASSERT_EQ(doc["results"].size(), 3u);  // out-of-place + in-place, then send_recv
   const auto& first = doc["results"][0];
   EXPECT_EQ(first["op"], "all_reduce");
