@@ -34,6 +34,12 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
   // which in a container may never reap them: the run leaves no zombie behind.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   next_remote_poll_ = started_ + options_.remote_poll_interval;
+  if (auto guard = OrphanGuard::start(); guard.is_ok()) {
+    orphan_guard_.emplace(std::move(guard).value());
+  } else {
+    log::warn("{}: a worker's own children would outlive a launcher killed by SIGKILL",
+              guard.status().message());
+  }
   if (Status spawned = spawn_all(workers); !spawned.is_ok()) {
     for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
     workers_.clear();  // ~Subprocess reaps
@@ -50,6 +56,7 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
   }
   // Grandchildren left in a worker's group would outlive the run, and hold its output open.
   for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
+  if (orphan_guard_) orphan_guard_->dismiss();
   const Clock::time_point drain_until = Clock::now() + kOutputDrain;
   while ((any_output_open() || has_children()) && Clock::now() < drain_until) {
     poll_once(std::min(drain_until, Clock::now() + std::chrono::milliseconds(10)));
@@ -70,6 +77,7 @@ Status Supervisor::spawn_all(const std::vector<WorkerSpec>& specs) {
   for (const WorkerSpec& spec : specs) {
     ASSIGN_OR_RETURN(Subprocess process, Subprocess::spawn({spec.argv, spec.env, true}));
     log::debug("rank {}: pid {}", spec.rank, process.pid());
+    if (orphan_guard_) orphan_guard_->watch(process.pid());
     workers_.push_back(Worker{spec.rank, std::move(process)});
   }
   return Status::ok();

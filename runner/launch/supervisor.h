@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "core/subprocess.h"
 #include "runner/launch/failure_summary.h"
+#include "runner/launch/orphan_guard.h"
 #include "runner/launch/output_relay.h"
 #include "runner/launch/signal_channel.h"
 
@@ -93,6 +94,7 @@ class Supervisor {
   std::optional<Clock::time_point> kill_deadline_;  // set once stopping
   bool killed_ = false;
   Clock::time_point next_remote_poll_;
+  std::optional<OrphanGuard> orphan_guard_;  // the workers' children, should the launcher die
 };
 
 }  // namespace partrain::launch

@@ -1,12 +1,11 @@
 #include "runner/launch/traced_command.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/env.h"
@@ -15,12 +14,13 @@
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
 #include "profiler/rank_tracer.h"
+#include "profiler/step_marker.h"
 #include "profiler/trace_session.h"
 #include "runner/launch/node_trace.h"
-#include "runner/launch/stale_launcher_dirs.h"
+#include "runner/launch/orphan_guard.h"
 #include "runner/launch/run_identity.h"
 #include "runner/launch/signal_channel.h"
-#include "profiler/step_marker.h"
+#include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/worker_env.h"
 
 namespace partrain::launch {
@@ -130,8 +130,15 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     (void)session->finish(profiler::RunStatus::kFailed);
     return child.status();
   }
+  // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard.
+  std::optional<OrphanGuard> guard;
+  if (auto started = OrphanGuard::start(); started.is_ok()) {
+    guard.emplace(std::move(started).value());
+    guard->watch(child->pid());
+  }
   std::optional<int> stop_signal;
   const ExitStatus exit = supervise(*child, signals, stop_signal);
+  if (guard) guard->dismiss();
   const profiler::RunStatus status = stop_signal     ? profiler::RunStatus::kKilled
                                      : exit.success() ? profiler::RunStatus::kCompleted
                                                       : profiler::RunStatus::kFailed;

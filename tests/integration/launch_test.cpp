@@ -1,7 +1,7 @@
 // `partrain launch` end to end: the real binary, real worker processes, real signals. Every test
 // that starts long-running workers also checks by pid that none of them survives the launcher.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "runner/launch/orphan_guard.h"
 
 extern char** environ;
 
@@ -135,6 +136,21 @@ class LaunchTest : public ::testing::Test {
   }
   // No process of the run may be alive (nor a zombie: the launcher reaped its children and the
   // sleeps were reaped by init, which may take a moment).
+  // After the launcher was killed its workers' children go to init, which may not reap at once:
+  // each recorded process is gone or a zombie within the guard's grace and a margin.
+  void expect_all_dead_or_zombies() const {
+    for (pid_t pid : recorded_pids()) {
+      auto dead = [pid] {
+        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+        std::string pid_field, comm, state;
+        return !(stat >> pid_field >> comm >> state) || state == "Z";
+      };
+      for (int i = 0; i < 500 && !dead(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      EXPECT_TRUE(dead()) << "pid " << pid << " outlived the killed launcher";
+    }
+  }
   void expect_all_gone() const {
     for (pid_t pid : recorded_pids()) {
       for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) {
@@ -312,6 +328,29 @@ TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_LT(r.seconds, 10.0);
   expect_all_gone();
+}
+
+// SIGKILL of the launcher (the OOM killer's, a scheduler's): the workers die with it (their
+// PR_SET_PDEATHSIG), and their own children too, through the orphan guard; the background sleeps
+// had run on under init for their 30 s.
+TEST_F(LaunchTest, SigkillOfTheLauncherTakesTheWorkersChildrenToo) {
+  Partrain launcher({"launch", "-n", "2", "--", "sh", "-c", record_pids_and_sleep()});
+  wait_for_pid_files(2);
+  ASSERT_EQ(::kill(launcher.pid(), SIGKILL), 0);
+  Finished r = launcher.finish();
+  EXPECT_EQ(r.exit_code, 137);
+  expect_all_dead_or_zombies();
+}
+
+TEST(OrphanGuard, DismissedItKillsNothing) {
+  auto guard = launch::OrphanGuard::start();
+  ASSERT_TRUE(guard.is_ok()) << guard.status().message();
+  auto sleeper = Subprocess::spawn({{"sleep", "30"}, {"PATH=/usr/bin:/bin"}, false});
+  ASSERT_TRUE(sleeper.is_ok());
+  guard->watch(sleeper->pid());
+  guard->dismiss();
+  EXPECT_FALSE(sleeper->try_reap().has_value()) << "the dismissed guard killed its group";
+  EXPECT_EQ(guard->pid(), -1);
 }
 
 TEST_F(LaunchTest, SigtermIsForwardedAndGives143) {

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
@@ -68,6 +70,29 @@ TEST_F(TraceCommandTest, AForeignRunsWorldSizeAndEachProcessOnItsMainTrack) {
   CommandResult top = run_partrain("top --json " + db("unsized.db"));
   ASSERT_EQ(top.exit_code, 0) << top.err;
   EXPECT_EQ(parse_json_output(top.out)["world_size"], 2) << top.out;
+}
+
+// SIGKILL of the tracer takes the command's own children with it (the orphan guard), not only
+// the command (PR_SET_PDEATHSIG): the background sleep had run on under init.
+TEST_F(TraceCommandTest, SigkillOfTheTracerTakesTheCommandsChildrenToo) {
+  const fs::path pid_file = dir_ / "sleep.pid";
+  CommandResult r = run_shell(fmt::format(
+      "{} trace -o {} -- sh -c 'sleep 30 & echo $! > {}; wait' & tracer=$!; i=0; "
+      "while [ ! -s {} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; kill -9 $tracer",
+      PARTRAIN_BINARY, db("killed.db"), pid_file.string(), pid_file.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(pid_file);
+  int pid = 0;
+  ASSERT_TRUE(in >> pid) << "the command never started";
+  auto dead = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, comm, state;
+    return !(stat >> pid_field >> comm >> state) || state == "Z";
+  };
+  for (int i = 0; i < 500 && !dead(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(dead()) << "the command's child " << pid << " outlived the killed tracer";
 }
 
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
