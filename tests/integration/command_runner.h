@@ -3,20 +3,21 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <thread>
 
 namespace partrain::testing {
 
@@ -38,6 +39,21 @@ inline nlohmann::json parse_json_output(const std::string& text) {
   auto json = nlohmann::json::parse(text, nullptr, false);
   EXPECT_FALSE(json.is_discarded()) << text;
   return json;
+}
+
+// Whether `pid` has ended within `timeout`: gone, or a zombie (a killed launcher's orphans go to
+// init, which may not reap at once).
+inline bool ends_within(int pid, std::chrono::milliseconds timeout) {
+  auto ended = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, comm, state;
+    return !(stat >> pid_field >> comm >> state) || state == "Z";
+  };
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  while (!ended() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ended();
 }
 
 // Runs `sh -c command` with stdout and stderr captured into temporary files.

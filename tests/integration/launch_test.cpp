@@ -20,6 +20,7 @@
 
 #include "core/subprocess.h"
 #include "runner/launch/orphan_guard.h"
+#include "tests/integration/command_runner.h"
 
 extern char** environ;
 
@@ -140,15 +141,8 @@ class LaunchTest : public ::testing::Test {
   // each recorded process is gone or a zombie within the guard's grace and a margin.
   void expect_all_dead_or_zombies() const {
     for (pid_t pid : recorded_pids()) {
-      auto dead = [pid] {
-        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-        std::string pid_field, comm, state;
-        return !(stat >> pid_field >> comm >> state) || state == "Z";
-      };
-      for (int i = 0; i < 500 && !dead(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      EXPECT_TRUE(dead()) << "pid " << pid << " outlived the killed launcher";
+      EXPECT_TRUE(partrain::testing::ends_within(pid, std::chrono::seconds(5)))
+          << "pid " << pid << " outlived the killed launcher";
     }
   }
   void expect_all_gone() const {
