@@ -109,7 +109,7 @@ Finished run_partrain(std::vector<std::string> args, std::vector<std::string> ex
 class LaunchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = testing::TempDir() + "/launch_test_XXXXXX";
+    std::string pattern = ::testing::TempDir() + "/launch_test_XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }
