@@ -84,14 +84,15 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(training);
   command.add_option("--dp", f.dp, "Data-parallel degree (default world / (tp x pp))")
       ->group(layout);
-  command.add_option("--tp", f.tp, "Tensor-parallel degree (Megatron)")->capture_default_str()
+  command.add_option("--tp", f.tp, "Tensor-parallel degree (Megatron)")
+      ->default_str("1")
       ->group(layout);
-  command.add_option("--pp", f.pp, "Pipeline-parallel degree")->capture_default_str()
-      ->group(layout);
+  command.add_option("--pp", f.pp, "Pipeline-parallel degree")->default_str("1")->group(layout);
   command.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)")->group(layout);
-  command.add_option("--zero", f.zero,
-                     "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 FSDP")
-      ->capture_default_str()->group(layout);
+  command
+      .add_option("--zero", f.zero, "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 FSDP")
+      ->default_str("0")
+      ->group(layout);
   command.add_option("--pp-schedule", f.pp_schedule, "gpipe, 1f1b or interleaved")
       ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
       ->group(layout);
@@ -129,10 +130,10 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   runner::ParallelLayout& l = config.layout;
   l.world = world;
   l.dp = f.dp;
-  l.tp = f.tp;
-  l.pp = f.pp;
+  l.tp = f.tp.value_or(1);
+  l.pp = f.pp.value_or(1);
   l.sp = f.sp;
-  l.zero = f.zero;
+  l.zero = f.zero.value_or(0);
   l.schedule = runner::parse_pipeline_schedule(f.pp_schedule)
                    .value_or(runner::PipelineSchedule::kOneFOneB);
   l.vpp = f.vpp;
@@ -140,7 +141,7 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   l.global_batch = f.global_batch;
   l.pp_split = f.pp_split;
   l.bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1e6);
-  if (f.strategy) RETURN_IF_ERROR(runner::apply_strategy(*f.strategy, l));
+  if (f.strategy) RETURN_IF_ERROR(runner::apply_strategy(*f.strategy, {f.tp, f.pp, f.zero}, l));
   config.steps = f.steps;
   config.lr = f.lr;
   config.seed = f.seed;

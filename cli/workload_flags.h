@@ -27,10 +27,10 @@ struct WorkloadFlags {
   std::string recompute = "none";
   std::string data;
   std::optional<int> dp;
-  int tp = 1;
-  int pp = 1;
+  std::optional<int> tp;  // unset: 1
+  std::optional<int> pp;  // unset: 1
   bool sp = false;
-  int zero = 0;
+  std::optional<int> zero;  // unset: 0 (given or not matters beside --strategy)
   std::string pp_schedule = "1f1b";
   int vpp = 1;
   double bucket_mb = 25;

@@ -20,30 +20,32 @@ std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
   return "1f1b";
 }
 
-Status apply_strategy(std::string_view strategy, ParallelLayout& layout) {
-  // A degree given beside the shorthand (not its default) that the shorthand would change is a
-  // contradiction, not something to override silently.
-  auto set = [&](int& degree, int value, int unset, const char* flag) -> Status {
-    if (degree != unset && degree != value) {
+Status apply_strategy(std::string_view strategy, const GivenDegrees& given,
+                      ParallelLayout& layout) {
+  // A degree given beside the shorthand that the shorthand would change is a contradiction, not
+  // something to override silently.
+  auto set = [&](int& degree, int value, const std::optional<int>& given_degree,
+                 const char* flag) -> Status {
+    if (given_degree && *given_degree != value) {
       return invalid_argument("--strategy {} means {} {}, but {} {} was given: pass one of them",
-                              strategy, flag, value, flag, degree);
+                              strategy, flag, value, flag, *given_degree);
     }
     degree = value;
     return Status::ok();
   };
   if (strategy == "ddp") {
-    return set(layout.zero, 0, 0, "--zero");
+    return set(layout.zero, 0, given.zero, "--zero");
   } else if (strategy == "zero1") {
-    return set(layout.zero, 1, 0, "--zero");
+    return set(layout.zero, 1, given.zero, "--zero");
   } else if (strategy == "zero2") {
-    return set(layout.zero, 2, 0, "--zero");
+    return set(layout.zero, 2, given.zero, "--zero");
   } else if (strategy == "fsdp") {
-    return set(layout.zero, 3, 0, "--zero");
+    return set(layout.zero, 3, given.zero, "--zero");
   } else if (strategy == "tp" || strategy == "sp") {
     layout.sp = strategy == "sp";
-    return set(layout.tp, layout.world, 1, "--tp");
+    return set(layout.tp, layout.world, given.tp, "--tp");
   } else if (strategy == "pp") {
-    return set(layout.pp, layout.world, 1, "--pp");
+    return set(layout.pp, layout.world, given.pp, "--pp");
   } else {
     return invalid_argument("--strategy '{}' is not one of ddp, zero1, zero2, fsdp, tp, sp, pp",
                             strategy);

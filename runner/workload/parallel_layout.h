@@ -59,9 +59,13 @@ struct ResolvedLayout {
   int64_t bucket_bytes = 25'000'000;
 };
 
+// The degrees a strategy shorthand sets, as given beside it (unset: not given).
+struct GivenDegrees {
+  std::optional<int> tp, pp, zero;
+};
 // Applies `--strategy ddp|zero1|zero2|fsdp|tp|sp|pp` to a layout; kInvalidArgument when a degree
-// the shorthand sets was given otherwise (not its default: --zero 0, --tp 1, --pp 1).
-Status apply_strategy(std::string_view strategy, ParallelLayout& layout);
+// the shorthand sets was given with another value, also its default (`--strategy tp --tp 1`).
+Status apply_strategy(std::string_view strategy, const GivenDegrees& given, ParallelLayout& layout);
 
 // Fills defaults and checks the layout against the world and the model; an invalid layout is
 // StatusCode::kInvalidArgument naming the constraint and a fix.

@@ -115,35 +115,41 @@ TEST(ResolveLayout, EachConstraintIsNamed) {
 
 TEST(ApplyStrategy, ShorthandsSetTheDegrees) {
   ParallelLayout layout = world_of(4);
-  ASSERT_TRUE(apply_strategy("fsdp", layout).is_ok());
+  ASSERT_TRUE(apply_strategy("fsdp", {}, layout).is_ok());
   EXPECT_EQ(layout.zero, 3);
-  ASSERT_TRUE(apply_strategy("sp", layout).is_ok());
+  ASSERT_TRUE(apply_strategy("sp", {}, layout).is_ok());
   EXPECT_EQ(layout.tp, 4);
   EXPECT_TRUE(layout.sp);
   ParallelLayout pp = world_of(4);
-  ASSERT_TRUE(apply_strategy("pp", pp).is_ok());
+  ASSERT_TRUE(apply_strategy("pp", {}, pp).is_ok());
   EXPECT_EQ(pp.pp, 4);
-  EXPECT_FALSE(apply_strategy("zero4", pp).is_ok());
+  EXPECT_FALSE(apply_strategy("zero4", {}, pp).is_ok());
 }
 
 // A degree given beside the shorthand that contradicts it is refused, not overridden; one that
 // agrees with it is fine.
 TEST(ApplyStrategy, ContradictingDegreesAreRefused) {
   ParallelLayout fsdp = world_of(2);
-  fsdp.zero = 1;
-  Status refused = apply_strategy("fsdp", fsdp);
+  Status refused = apply_strategy("fsdp", {.zero = 1}, fsdp);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.message(),
             "--strategy fsdp means --zero 3, but --zero 1 was given: pass one of them");
   ParallelLayout ddp = world_of(2);
-  ddp.zero = 3;
-  EXPECT_FALSE(apply_strategy("ddp", ddp).is_ok());
+  EXPECT_FALSE(apply_strategy("ddp", {.zero = 3}, ddp).is_ok());
   ParallelLayout tp = world_of(4);
-  tp.tp = 2;
-  EXPECT_FALSE(apply_strategy("tp", tp).is_ok());
+  EXPECT_FALSE(apply_strategy("tp", {.tp = 2}, tp).is_ok());
+  // Also a degree given at its default: `--strategy tp --tp 1` ran tp 2 without a word.
+  ParallelLayout tp_one = world_of(2);
+  refused = apply_strategy("tp", {.tp = 1}, tp_one);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.message(),
+            "--strategy tp means --tp 2, but --tp 1 was given: pass one of them");
+  ParallelLayout pp_one = world_of(2);
+  EXPECT_FALSE(apply_strategy("pp", {.pp = 1}, pp_one).is_ok());
+  ParallelLayout zero_none = world_of(2);
+  EXPECT_FALSE(apply_strategy("zero1", {.zero = 0}, zero_none).is_ok());
   ParallelLayout agreeing = world_of(4);
-  agreeing.pp = 4;
-  EXPECT_TRUE(apply_strategy("pp", agreeing).is_ok());
+  EXPECT_TRUE(apply_strategy("pp", {.pp = 4}, agreeing).is_ok());
   EXPECT_EQ(agreeing.pp, 4);
 }
 
