@@ -43,6 +43,16 @@ std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot() const {
   return events;
 }
 
+std::vector<profiler::CollectiveEvent> FlightRecorder::since(uint64_t first) const {
+  std::lock_guard lock(mutex_);
+  const uint64_t oldest = next_id_ - ring_.size();
+  std::vector<profiler::CollectiveEvent> events;
+  for (uint64_t id = std::max(first, oldest); id < next_id_; ++id) {
+    events.push_back(ring_[id % capacity_].event);
+  }
+  return events;
+}
+
 std::optional<profiler::CollectiveEvent> FlightRecorder::oldest_unfinished() const {
   std::lock_guard lock(mutex_);
   const Entry* oldest = nullptr;

@@ -29,6 +29,9 @@ class FlightRecorder {
 
   // Entries still in the ring, oldest first.
   std::vector<profiler::CollectiveEvent> snapshot() const;
+  // Entries recorded from id `first` on (those still in the ring), oldest first: what happened
+  // since total_recorded() was `first`, without copying the whole ring.
+  std::vector<profiler::CollectiveEvent> since(uint64_t first) const;
   // The unfinished (enqueued or started) entry enqueued first, if any: what a watchdog times.
   // Scans the ring in place, so polling it copies one entry, not the ring.
   std::optional<profiler::CollectiveEvent> oldest_unfinished() const;

@@ -182,8 +182,10 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   const int64_t B = layout.micro_batch;
   const int64_t G = layout.global_batch;
   MicroBatch batch;
-  std::vector<std::pair<int64_t, int64_t>> backward_windows;  // (step start, backward end)
   int64_t last_grad_ns = 0;
+  // The flight recorder's entries from here on are the next step's (its ring holds the last
+  // 2000 only, so each step's are counted as the step ends).
+  uint64_t recorded_before = recorder != nullptr ? recorder->total_recorded() : 0;
   // Tokens this rank trains on per step: its dp replica's share of the global batch.
   const int64_t rank_tokens = (G / layout.dp) * (config.kind == WorkloadKind::kGpt ? m.seq : 1);
   for (int step = 0; step < config.steps; ++step) {
@@ -229,10 +231,19 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                                      last ? unit_ready
                                           : std::function<void(const std::string&)>()));
     }
-    backward_windows.emplace_back(start, last_grad_ns);
     {
       profiler::TraceScope phase("reduce_gradients", profiler::SliceCategory::kPhase);
       RETURN_IF_ERROR(dp->reduce_gradients());
+    }
+    // DDP's overlap: the step's bucket all-reduces, and those started before its backward ended.
+    if (recorder != nullptr && mesh.dp().size() > 1) {
+      for (const profiler::CollectiveEvent& event : recorder->since(recorded_before)) {
+        if (event.comm_id != mesh.dp().id() || event.op != "all_reduce") continue;
+        ++summary.ddp_bucket_all_reduces;
+        if (event.start_ns >= start && event.start_ns < last_grad_ns) {
+          ++summary.ddp_buckets_started_in_backward;
+        }
+      }
     }
     {
       profiler::TraceScope phase("optimizer", profiler::SliceCategory::kPhase);
@@ -267,6 +278,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
     step_scope.reset();
     const int64_t end = monotonic_ns();
     summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);
+    if (recorder != nullptr) recorded_before = recorder->total_recorded();
     if (tracer != nullptr) {
       tracer->step_done(step, start, end, reported, rank_tokens);
       sample_device_memory(device, *tracer);
@@ -275,20 +287,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   }
   if (tracer != nullptr) tracer->set_step(-1);
 
-  if (mesh.dp().size() > 1) {
-    summary.ddp_buckets = static_cast<int>(dp->bucket_count());
-    if (recorder != nullptr) {
-      for (const profiler::CollectiveEvent& event : recorder->snapshot()) {
-        if (event.comm_id != mesh.dp().id() || event.op != "all_reduce") continue;
-        ++summary.ddp_bucket_all_reduces;
-        for (const auto& [step_start, backward_end] : backward_windows) {
-          if (event.start_ns >= step_start && event.start_ns < backward_end) {
-            ++summary.ddp_buckets_started_in_backward;
-          }
-        }
-      }
-    }
-  }
+  if (mesh.dp().size() > 1) summary.ddp_buckets = static_cast<int>(dp->bucket_count());
   const Device::GemmTotals gemm = device.gemm_totals();
   summary.gemm_seconds = gemm.seconds - gemm_before_steps.seconds;
   summary.gemm_flops = gemm.flops - gemm_before_steps.flops;

@@ -30,6 +30,26 @@ TEST(FlightRecorder, KeepsTheLastNOldestFirst) {
   EXPECT_EQ(FlightRecorder().capacity(), 2000u);
 }
 
+// What was recorded since an id, after the ring wrapped too: what a step counts of its own
+// (counting the whole ring at the end saw the last 2000 of a long run only).
+TEST(FlightRecorder, SinceGivesTheEntriesFromAnIdStillInTheRing) {
+  FlightRecorder recorder(3);
+  recorder.record(event_with_seq(0));
+  recorder.record(event_with_seq(1));
+  std::vector<CollectiveEvent> events = recorder.since(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].seq, 1u);
+  EXPECT_TRUE(recorder.since(2).empty());
+  for (uint64_t seq = 2; seq < 7; ++seq) recorder.record(event_with_seq(seq));
+  events = recorder.since(5);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].seq, 5u);
+  EXPECT_EQ(events[1].seq, 6u);
+  events = recorder.since(0);  // 0 to 3 were evicted
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].seq, 4u);
+}
+
 TEST(FlightRecorder, UpdatesInPlaceAndSinksFinishedEvenAfterEviction) {
   std::vector<CollectiveEvent> sunk;
   FlightRecorder recorder(2, [&](const CollectiveEvent& e) { sunk.push_back(e); });
