@@ -82,18 +82,22 @@ std::string format_summary_text(const RunSummary& s) {
                        s.ddp_buckets, s.ddp_buckets_started_in_backward,
                        s.ddp_bucket_all_reduces);
   }
-  out += fmt::format("memory peak per rank: {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
-                     "rank", "params", "grads", "optimizer", "activations", "comm", "total");
+  // Every category, as --json has them; the total is the peak of their sum (each category
+  // peaks at its own moment, so it is at most the sum of the peaks).
+  std::string header = fmt::format("memory peak per rank: {:>5}", "rank");
+  for (memory::Category category : memory::kAllCategories) {
+    header += fmt::format(" {:>11}", memory::category_name(category));
+  }
+  out += header + fmt::format(" {:>11}\n", "total");
   for (size_t r = 0; r < s.memory.size(); ++r) {
     const MemoryStats& m = s.memory[r];
-    using memory::Category;
-    out += fmt::format("                      {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
-                       r, format_bytes(m.peak[Category::kParams]),
-                       format_bytes(m.peak[Category::kGrads]),
-                       format_bytes(m.peak[Category::kOptimizer]),
-                       format_bytes(m.peak[Category::kActivations]),
-                       format_bytes(m.peak[Category::kComm]), format_bytes(m.total_peak));
+    std::string row = fmt::format("                      {:>5}", r);
+    for (memory::Category category : memory::kAllCategories) {
+      row += fmt::format(" {:>11}", format_bytes(m.peak[category]));
+    }
+    out += row + fmt::format(" {:>11}\n", format_bytes(m.total_peak));
   }
+  out += "  (total: the peak of the sum, at most the sum of each category's peak)\n";
   return out;
 }
 

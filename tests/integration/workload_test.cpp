@@ -387,6 +387,19 @@ TEST(Workload, SyntheticLossFalls) {
   EXPECT_LT(losses[19].get<double>(), losses[0].get<double>() - 0.5);
 }
 
+// The text summary's memory table has every category --json has, so its columns account for
+// the total (workspace and other were left out: 2.00 MiB of columns beside a 2.04 MiB total).
+TEST(Workload, SummaryMemoryTableHasEveryCategory) {
+  CommandResult r = run_partrain(fmt::format("launch -n 1 {} --layers 2 --steps 1", kModel));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = r.out + r.err;
+  for (const char* category :
+       {"params", "grads", "optimizer", "activations", "comm", "workspace", "other"}) {
+    EXPECT_NE(text.find(std::string(" ") + category + " "), std::string::npos) << category;
+  }
+  EXPECT_NE(text.find("(total: the peak of the sum"), std::string::npos) << text;
+}
+
 TEST(Workload, DdpBucketsOverlapBackward) {
   nlohmann::json run = run_workload("-n 2 --micro-batch 2", 4, "--bucket-mb 0.05", 8);
   EXPECT_GE(run["ddp"]["buckets"].get<int>(), 2);
