@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "analyzers/workload_run_config.h"
@@ -125,6 +126,18 @@ std::string pct_cell(std::optional<double> pct) {
 
 }  // namespace
 
+namespace {
+
+// How far a category is off, in percent of the estimate; infinite where the estimate has none of
+// a category the run used (a 0 that no percentage measures).
+double miss_pct(const CategoryPeak& c) {
+  if (const std::optional<double> pct = c.error_pct()) return std::abs(*pct);
+  const bool none_estimated = c.estimate_bytes && *c.estimate_bytes <= 0 && c.peak_bytes > 0;
+  return none_estimated ? std::numeric_limits<double>::infinity() : 0;
+}
+
+}  // namespace
+
 std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report) {
   // One finding per category, about the rank where it is off the most.
   std::vector<Finding> findings;
@@ -133,13 +146,13 @@ std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report)
     const CategoryPeak* worst = nullptr;
     for (const RankMemory& rank : report.ranks) {
       for (const CategoryPeak& c : rank.categories) {
-        const std::optional<double> pct = c.error_pct();
+        const double miss = miss_pct(c);
         const double big = std::max(c.peak_bytes, c.estimate_bytes.value_or(0));
-        if (c.category != category || !pct || std::abs(*pct) <= kErrorPct ||
+        if (c.category != category || miss <= kErrorPct ||
             big < kBigShare * rank.peak_total_bytes) {
           continue;
         }
-        if (worst == nullptr || std::abs(*pct) > std::abs(*worst->error_pct())) {
+        if (worst == nullptr || miss > miss_pct(*worst)) {
           worst = &c;
           worst_rank = &rank;
         }
@@ -151,10 +164,11 @@ std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report)
     f.severity = Severity::kWarning;
     f.rank = worst_rank->rank;
     f.impact = 0;  // a modelling gap, not step time at stake
-    f.evidence = fmt::format("{} on rank {} (stage {}) peaks at {}, the estimate says {} ({})",
-                             memory::category_name(category), worst_rank->rank,
-                             worst_rank->pp_stage, mib(worst->peak_bytes),
-                             mib(*worst->estimate_bytes), pct_cell(worst->error_pct()));
+    f.evidence =
+        fmt::format("{} on rank {} (stage {}) peaks at {}, the estimate says {} ({})",
+                    memory::category_name(category), worst_rank->rank, worst_rank->pp_stage,
+                    mib(worst->peak_bytes), mib(*worst->estimate_bytes),
+                    worst->error_pct() ? pct_cell(worst->error_pct()) : std::string("it has none"));
     f.advice = "trust the measured peak when sizing this layout; check the run's precision, "
                "recompute and schedule match the estimate, or report the gap (memory/ estimator)";
     findings.push_back(std::move(f));

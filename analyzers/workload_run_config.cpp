@@ -2,9 +2,10 @@
 // config", so analyses fall back to what the trace alone says.
 #include "analyzers/workload_run_config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
+#include "memory/parameter_count.h"
 
 namespace partrain::analyzers {
 
@@ -73,7 +74,14 @@ StatusOr<memory::EstimateInput> workload_estimate_input(const WorkloadRunConfig&
   in.layout.recompute = memory::parse_recompute(c.recompute).value_or(memory::Recompute::kNone);
   ASSIGN_OR_RETURN(in.recipe, memory::precision_recipe(c.precision, memory::Optimizer::kAdamW));
   in.reserve_bytes = 0;
-  in.bucket_bytes = 0;
+  // How partrain's workload holds gradients for communication: its DDP buckets and ZeRO-1's
+  // all-reduce are views of the flat gradients (no copy); ZeRO-2 and -3 stage each unit's
+  // gradients in fp32 for the reduce-scatter, ZeRO-2 two units at a time (one reducing while the
+  // next is produced): the estimate's bucket.
+  constexpr double kStagedGradBytes = 4;
+  in.reduce_grad_bytes = kStagedGradBytes;
+  in.bucket_bytes =
+      c.zero == 2 ? 2 * kStagedGradBytes * memory::layer_params(in.model).per_tp_rank(c.tp) : 0;
   return in;
 }
 

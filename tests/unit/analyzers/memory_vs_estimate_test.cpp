@@ -93,6 +93,43 @@ TEST_F(MemoryVsEstimateTest, PeaksAgainstTheEstimate) {
       50.0);
 }
 
+// ZeRO-2 in partrain's workload stages two units' gradients in fp32 for the reduce-scatter: the
+// comm estimate is 2 x 4 B x a block's 12h^2 + 13h parameters (it was 0, and its error "-").
+TEST_F(MemoryVsEstimateTest, ZeroTwoCommIsTwoStagedUnits) {
+  std::string config = gpt_config(2, 1, "1f1b", 2);
+  config.replace(config.find("\"zero\":0"), 8, "\"zero\":2");
+  auto trace = write_trace(config, 2, {sample(0, Category::kComm, 1, 399'872)});
+  AnalysisWindow window = window_of(2, 1, 1, 0, 10);
+  window.ranks = {0};
+  auto report = analyze_memory_vs_estimate(trace.db, window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_TRUE(report->has_estimate) << report->estimate_note;
+  const CategoryPeak* comm = find(report->ranks[0], Category::kComm);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_DOUBLE_EQ(*comm->estimate_bytes, 2 * 4 * (12 * 64 * 64 + 13 * 64));
+}
+
+// A category the estimate has none of but the run used a good share of is a finding: no
+// percentage measures it, and it was skipped.
+TEST(MemoryVsEstimateFindings, ACategoryTheEstimateHasNoneOfIsFlagged) {
+  MemoryVsEstimate report;
+  report.has_estimate = true;
+  RankMemory rank;
+  rank.rank = 1;
+  rank.peak_total_bytes = 1'600'000;
+  rank.estimate_total_bytes = 1'200'000;
+  rank.categories.push_back(CategoryPeak{Category::kComm, 400'000, 0.0});
+  rank.categories.push_back(CategoryPeak{Category::kParams, 400'000, 400'000.0});
+  report.ranks.push_back(rank);
+  auto findings = memory_vs_estimate_findings(report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rank, 1);
+  EXPECT_NE(findings[0].evidence.find("comm on rank 1 (stage 0) peaks at 0.38 MiB, the estimate "
+                                      "says 0.00 MiB (it has none)"),
+            std::string::npos)
+      << findings[0].evidence;
+}
+
 TEST_F(MemoryVsEstimateTest, ForeignRunGetsPeaksOnly) {
   auto trace = write_trace("{\"command\": \"python train.py\"}", 1, rank0_samples());
   AnalysisWindow window = window_of(1, 1, 1, 0, 10);
