@@ -247,6 +247,7 @@ StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const SqliteDb& db,
   report.pp = config->pp;
   report.vpp = config->schedule == memory::PipelineSchedule::kInterleaved ? config->vpp : 1;
   report.micro_batches = config->micro_batches;
+  report.layers = config->layers;
   // Narayanan 2021 sec. 2.2.
   report.theory_bubble_of_ideal =
       memory::bubble_fraction(report.pp, report.micro_batches, report.vpp);
@@ -285,11 +286,19 @@ std::string bubble_advice(const PipelineBubbleReport& report) {
       "raise the micro-batches per step (global batch / (dp x micro-batch), now {}): with {} the "
       "bubble is (p-1)/m = {:.0f}% of the ideal time",
       m, 4 * m, 100.0 * (p - 1) / (4.0 * m));
-  if (report.schedule != memory::PipelineSchedule::kInterleaved) {
-    advice += fmt::format("; or interleave (--pp-schedule interleaved --vpp 2): (p-1)/(v m) = "
-                          "{:.0f}%", 100.0 * (p - 1) / (2.0 * m));
-  } else {
-    advice += fmt::format("; or more virtual stages than --vpp {}", v);
+  // Interleaving, only where launch would run it: a layer or more per virtual stage, and the
+  // micro-batches a multiple of p (Narayanan 2021 sec. 2.2's schedule).
+  const int more_v = report.schedule == memory::PipelineSchedule::kInterleaved ? v + 1 : 2;
+  if (report.layers >= static_cast<int64_t>(p) * more_v) {
+    const std::string flags = report.schedule == memory::PipelineSchedule::kInterleaved
+                                  ? fmt::format("--vpp {}", more_v)
+                                  : std::string("--pp-schedule interleaved --vpp 2");
+    advice += fmt::format("; or {}{} ({}): (p-1)/(v m) = {:.0f}%",
+                          m % p == 0 ? "" : fmt::format("with micro-batches a multiple of {}, ", p),
+                          report.schedule == memory::PipelineSchedule::kInterleaved
+                              ? "more virtual stages"
+                              : "interleave",
+                          flags, 100.0 * (p - 1) / (more_v * static_cast<double>(m)));
   }
   if (report.mean_bubble_of_flush() > report.mean_simulated_bubble_of_flush() + 0.1) {
     advice += "; the stages wait longer than the schedule explains: look at p2p transfer time "

@@ -37,6 +37,7 @@ struct PipelineBubbleReport {
   std::string reason;  // why not, when not applicable
   memory::PipelineSchedule schedule = memory::PipelineSchedule::kOneFOneB;
   int pp = 1, vpp = 1, micro_batches = 1;
+  int64_t layers = 0;  // the model's, which bound the virtual stages (each holds one or more)
   // Narayanan 2021 sec. 2.2: bubble / ideal = (p-1)/m, (p-1)/(v m) interleaved; as a share of
   // the flush, x / (1 + x) = (p-1)/(m+p-1) for 1F1B.
   double theory_bubble_of_ideal = 0;

@@ -67,6 +67,40 @@ TEST_F(PipelineBubbleTest, GpipeByHand) {
   EXPECT_DOUBLE_EQ(pipeline_bubble_json(*report)["stages"][1]["bubble_ms"].get<double>(), 3.0);
 }
 
+// The advice names only layouts launch would run: interleaving needs a layer per virtual stage
+// and micro-batches a multiple of p (it offered --vpp 2 to a 2-layer, 1-micro-batch run).
+TEST(PipelineBubbleAdvice, InterleavingOnlyWhereTheLayoutAllowsIt) {
+  PipelineBubbleReport report;
+  report.applicable = true;
+  report.pp = 2;
+  report.micro_batches = 1;
+  report.layers = 2;
+  StageBubble stage;
+  stage.step_ns = 10;
+  stage.bubble_ns = 5;
+  stage.samples = 1;
+  report.stages = {stage, stage};
+  auto advice = [&] {
+    auto findings = pipeline_bubble_findings(report);
+    return findings.size() == 1 ? findings[0].advice : std::string("no finding");
+  };
+  EXPECT_EQ(advice().find("interleave"), std::string::npos) << advice();
+  report.layers = 4;
+  EXPECT_NE(advice().find("with micro-batches a multiple of 2, interleave (--pp-schedule "
+                          "interleaved --vpp 2): (p-1)/(v m) = 50%"),
+            std::string::npos)
+      << advice();
+  report.micro_batches = 4;
+  EXPECT_NE(advice().find("; or interleave (--pp-schedule interleaved --vpp 2)"), std::string::npos)
+      << advice();
+  report.schedule = memory::PipelineSchedule::kInterleaved;
+  report.vpp = 2;
+  EXPECT_EQ(advice().find("--vpp 3"), std::string::npos) << advice();  // 6 chunks, 4 layers
+  report.layers = 6;
+  EXPECT_NE(advice().find("more virtual stages (--vpp 3): (p-1)/(v m) = 8%"), std::string::npos)
+      << advice();
+}
+
 TEST_F(PipelineBubbleTest, NotApplicableWithoutPipeline) {
   auto trace = write_trace(gpt_config(2, 1, "1f1b", 2), 2, {step_event(0, 2, 0, 10)});
   auto report = analyze_pipeline_bubble(trace.db, window_of(2, 2, 2, 0, 10));
