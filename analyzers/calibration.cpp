@@ -83,8 +83,11 @@ StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& d
   std::map<std::pair<CostedOp, int>, std::map<double, SampleQuantiles>> samples;
   while (stmt.step() == SQLITE_ROW) {
     auto op = costed_op_from_trace(stmt.column_text(0));
-    const int group = std::max<int>(2, static_cast<int>(stmt.column_int(1)));
-    if (!op || stmt.column_int(3) <= 0) continue;
+    // A collective over one rank (a world of one) moves nothing: no link to measure. Send/recv
+    // rows name their pair.
+    const bool p2p = op == CostedOp::kSendRecv;
+    const int group = p2p ? 2 : static_cast<int>(stmt.column_int(1));
+    if (!op || group < 2 || stmt.column_int(3) <= 0) continue;
     samples[{*op, group}][stmt.column_double(2)].add(stmt.column_double(3) * 1e-9);
   }
   std::vector<CollectiveFit> fits;

@@ -206,6 +206,37 @@ TEST(Calibration, ASingleTinyMessageSizeIsNotTakenForBandwidth) {
   EXPECT_LT(model.comm.seconds(CostedOp::kAllReduce, 1e6, 4, LinkLevel::kIntraNode), 2e-3);
 }
 
+// A world of one's collectives move nothing: neither fitted nor named as "over 2 ranks" (the note
+// said so of a 1-rank trace).
+TEST(Calibration, CollectivesOverOneRankAreNotLinks) {
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    auto alone = partrain::testing::completed_all_reduce(
+        "solo", 0, {0}, seq, 4, static_cast<int64_t>(seq) * 100'000'000, 3'000);
+    alone.step = -1;
+    alone.event.op = "all_gather";  // its own fit, were it taken for a link of 2
+    events.push_back(alone);
+    const double bytes = seq % 2 == 0 ? 1e6 : 8e6;
+    for (int rank = 0; rank < 2; ++rank) {
+      auto pair = partrain::testing::completed_all_reduce(
+          "world", rank, {0, 1}, seq, static_cast<uint64_t>(bytes),
+          static_cast<int64_t>(seq) * 100'000'000 + 50'000'000,
+          static_cast<int64_t>(bytes / 2e9 * 1e9));
+      pair.step = -1;
+      events.push_back(pair);
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 2, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_EQ(c->collectives.size(), 1u);
+  EXPECT_EQ(c->collectives[0].group_size, 2);
+  for (const std::string& note : c->notes) {
+    EXPECT_EQ(note.find("only 4 B messages"), std::string::npos) << note;
+  }
+}
+
 TEST(Calibration, ATraceWithNothingToMeasureIsUnreadable) {
   partrain::testing::ScratchDir dir;
   auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 1, {});
