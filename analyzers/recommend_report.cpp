@@ -1,6 +1,7 @@
 #include "analyzers/recommend_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -160,6 +161,50 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
   return out;
 }
 
+// The parallelism the calibration runs had. A layout using tensor or pipeline parallelism that
+// none of them had is costed by the uncalibrated terms for it (the link model's TP all-reduces,
+// p2p and bubble), however well the rest fits: its rank is an extrapolation.
+struct CalibratedParallelism {
+  bool known = false;  // some calibration is a built-in workload's run with its layout
+  bool tp = false, pp = false;
+};
+
+CalibratedParallelism calibrated_parallelism(const std::vector<Calibration>& calibrations) {
+  CalibratedParallelism out;
+  for (const Calibration& c : calibrations) {
+    if (!c.own_run) continue;
+    out.known = true;
+    out.tp = out.tp || c.own_run->estimate.layout.layout.tp > 1;
+    out.pp = out.pp || c.own_run->estimate.layout.layout.pp > 1;
+  }
+  return out;
+}
+
+bool extrapolated(const memory::TrainingLayout& l, const CalibratedParallelism& calibrated) {
+  return calibrated.known && ((l.tp > 1 && !calibrated.tp) || (l.pp > 1 && !calibrated.pp));
+}
+
+// "#2 and #4 use tensor parallelism, which no calibration run had..." or nothing.
+std::string extrapolation_note(const std::vector<Candidate>& shown,
+                               const CalibratedParallelism& calibrated) {
+  std::vector<std::string> ranks;
+  bool tp = false, pp = false;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (!extrapolated(shown[i].layout, calibrated)) continue;
+    ranks.push_back(fmt::format("#{}", i + 1));
+    tp = tp || (shown[i].layout.tp > 1 && !calibrated.tp);
+    pp = pp || (shown[i].layout.pp > 1 && !calibrated.pp);
+  }
+  if (ranks.empty()) return "";
+  const std::string what = tp && pp ? "tensor and pipeline parallelism"
+                           : tp     ? "tensor parallelism"
+                                    : "pipeline parallelism";
+  return fmt::format(
+      "note: {} use {}, which no calibration run had: those terms are the uncalibrated model's, "
+      "so their rank is an extrapolation; trace such a layout and add it to --calibrate\n",
+      fmt::join(ranks, ", "), what);
+}
+
 json context_json(const RecommendContext& c) {
   return {{"model", c.model},          {"gpu", c.gpu},
           {"gpus", c.gpus},            {"gpus_per_node", c.gpus_per_node},
@@ -247,6 +292,10 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   for (size_t i = 0; i < shown; ++i) width = std::max(width, layout_label(result.ranked[i].layout).size());
   text += table_header(width);
   for (size_t i = 0; i < shown; ++i) text += table_row(i + 1, result.ranked[i], width);
+  text +=
+      extrapolation_note(std::vector<Candidate>(result.ranked.begin(),
+                                                result.ranked.begin() + static_cast<long>(shown)),
+                         calibrated_parallelism(context.calibrations));
   return text;
 }
 
@@ -295,8 +344,11 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
                                   size_t top) {
   json out = context_json(context);
   out["candidates"] = json::array();
+  const CalibratedParallelism calibrated = calibrated_parallelism(context.calibrations);
   for (size_t i = 0; i < std::min(top, result.ranked.size()); ++i) {
-    out["candidates"].push_back(candidate_json(result.ranked[i]));
+    json candidate = candidate_json(result.ranked[i]);
+    candidate["extrapolated"] = extrapolated(result.ranked[i].layout, calibrated);
+    out["candidates"].push_back(std::move(candidate));
   }
   out["rejected"] = result.rejected;
   out["costed"] = result.costed;

@@ -247,6 +247,21 @@ TEST(RecommendCommand, CalibratesFromATracedLaunch) {
   ASSERT_FALSE(cal["collectives"].empty());
   EXPECT_GT(cal["collectives"][0]["busbw_gbps"].get<double>(), 0);
 
+  // A layout with pipeline parallelism, which this tp run did not have, is an extrapolation:
+  // flagged in --json and named under the table.
+  auto all = parse_json(run_partrain(args + " --json --top 100").out);
+  bool any_pipeline = false;
+  for (const auto& candidate : all["candidates"]) {
+    const bool pipeline = candidate["pp"].get<int>() > 1;
+    any_pipeline = any_pipeline || pipeline;
+    EXPECT_EQ(candidate["extrapolated"].get<bool>(), pipeline) << candidate.dump();
+  }
+  ASSERT_TRUE(any_pipeline) << all.dump();
+  auto all_text = run_partrain(args + " --top 100");
+  EXPECT_NE(all_text.out.find("use pipeline parallelism, which no calibration run had"),
+            std::string::npos)
+      << all_text.out;
+
   // The step scale: with one calibration run, --check of that run's own layout (dp2 tp2 mb1,
   // global batch 2: the launch's default) predicts exactly its measured step.
   EXPECT_NE(text.out.find("  step: "), std::string::npos) << text.out;
