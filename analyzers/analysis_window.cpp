@@ -92,6 +92,7 @@ Status select_steps(const std::vector<int64_t>& recorded, const WindowOptions& o
   window.first_step = recorded[static_cast<size_t>(skip)];
   window.last_step = highest;
   window.skipped_steps = skip;
+  window.warm_up_only = skip < options.skip_steps;
   return Status::ok();
 }
 

@@ -197,6 +197,7 @@ GroupVisitor StragglerPass::visitor() {
 StatusOr<StragglerReport> StragglerPass::finish(const profiler::SqliteDb& db,
                                                 const AnalysisWindow& window) {
   StragglerReport report;
+  report.warm_up_only = window.warm_up_only;
   ASSIGN_OR_RETURN(auto step, step_time(db, window));
   std::tie(report.median_step_ms, report.steps) = step;
   std::map<int, RankAccumulator>& ranks = ranks_->ranks;
@@ -245,6 +246,15 @@ std::vector<Finding> straggler_findings(const StragglerReport& report) {
   f.advice = fmt::format("check rank {}'s host for contention, thermal throttling, a slower GPU; "
                          "compare its compute time with the other ranks'",
                          r.rank);
+  if (report.warm_up_only) {
+    // One step, the warm-up: allocation, connection set-up and first-call costs differ between
+    // ranks there without any rank being slow.
+    f.severity = Severity::kInfo;
+    f.evidence +=
+        "; in the warm-up step only (the trace has one step), where one-off start-up "
+        "costs can be what differs";
+    f.advice = fmt::format("record more steps to tell; then {}", f.advice);
+  }
   return {f};
 }
 

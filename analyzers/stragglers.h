@@ -47,6 +47,7 @@ struct StragglerReport {
   double median_step_ms = 0;
   int64_t steps = 0;                // steps in the window (1 without steps)
   std::optional<int> straggler;     // the highest score that clears the thresholds
+  bool warm_up_only = false;        // the window is the warm-up step (AnalysisWindow's)
 };
 
 // A collective whose members start less than this apart is in sync (noise).

@@ -37,12 +37,27 @@ bool is_bindable(const CLI::Option* option) {
   return name != "help" && name != "version" && name != "config" && name != "help-all";
 }
 
-// Every long flag of every command reads PARTRAIN_<FLAG> when not given on the command line.
-void bind_flag_env_vars(CLI::App& command) {
+// Every long flag of the command being run reads PARTRAIN_<FLAG> when not given on the command
+// line or in --config. A command's variables are bound when it is chosen (CLI11 runs a
+// subcommand's pre-parse callback as it meets its name), not before: CLI11 reads the variables of
+// every command, and a launch's PARTRAIN_STEPS=1:1 or PARTRAIN_LAYERS=abc made `partrain memory`
+// fail to convert flags it was not given.
+void bind_own_env_vars(CLI::App& command) {
   for (CLI::Option* option : command.get_options()) {
     if (is_bindable(option)) option->envname(flag_env_name(option->get_lnames().front()));
   }
-  for (CLI::App* sub : command.get_subcommands({})) bind_flag_env_vars(*sub);
+}
+
+void bind_all_env_vars(CLI::App& command) {
+  bind_own_env_vars(command);
+  for (CLI::App* sub : command.get_subcommands({})) bind_all_env_vars(*sub);
+}
+
+void bind_flag_env_vars_when_chosen(CLI::App& command) {
+  for (CLI::App* sub : command.get_subcommands({})) {
+    sub->preparse_callback([sub](size_t) { bind_own_env_vars(*sub); });
+    bind_flag_env_vars_when_chosen(*sub);
+  }
 }
 
 std::string command_path(const CLI::App& root) {
@@ -131,12 +146,17 @@ int run(int argc, char** argv) {
     Subcommand sub = add(app);
     runners.emplace(sub.app, std::move(sub.run));
   }
-  bind_flag_env_vars(app);
+  bind_own_env_vars(app);
+  bind_flag_env_vars_when_chosen(app);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      // --help, --help-all: every command's variables show beside its flags.
+      bind_all_env_vars(app);
+      return app.exit(e);
+    }
     std::string message = e.what();
     // A --config file that is not there is input that cannot be read, as a missing trace is.
     const std::string kMissingConfig = "--config: File does not exist: ";

@@ -155,7 +155,8 @@ int run_export(const ExportFlags& flags) {
 constexpr const char* kExportFooter =
     "The JSON (Chrome Trace Event Format, as PyTorch's profiler writes) holds one process per "
     "rank (pid = rank + 1, named \"rank N (host)\"), one thread per track (\"main (cpu_thread)\", "
-    "\"dp0 (comm)\", CUDA streams), a complete event (\"X\") per slice with step, micro_batch, "
+    "\"world/split1/color0 (comm)\", CUDA streams), a complete event (\"X\") per slice with step, "
+    "micro_batch, "
     "layer and, for collectives, comm_id, seq, op, dtype, count, bytes, peer, group_ranks... as "
     "args; a counter (\"C\") per memory category (\"memory params\", \"memory grads\"..., bytes "
     "in use); and flow arrows from each send to its recv and from the first member of each "

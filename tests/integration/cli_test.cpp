@@ -116,6 +116,26 @@ TEST(Cli, StdoutThatCannotBeWrittenIsExit1) {
   EXPECT_NE(launch.err.find("every worker has exited"), std::string::npos) << launch.err;
 }
 
+// A command reads only its own flags' variables: a launch's left in the environment cannot break
+// another command (PARTRAIN_STEPS=1:1 made `partrain memory` fail to convert launch's --steps).
+// The help still shows every command's.
+TEST(Cli, ACommandReadsOnlyItsOwnFlagsVariables) {
+  CommandResult memory =
+      run_partrain("memory --model llama-2-7b --json",
+                   "PARTRAIN_STEPS=1:1 PARTRAIN_NPROC_PER_NODE=abc PARTRAIN_MINBYTES=x");
+  EXPECT_EQ(memory.exit_code, 0) << memory.err;
+  // Its own still apply, and a bad one of its own is still an error.
+  CommandResult own = run_partrain("memory --model llama-2-7b --json", "PARTRAIN_DP=4");
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_NE(own.out.find("\"dp\": 4"), std::string::npos) << own.out;
+  CommandResult bad = run_partrain("memory --model llama-2-7b", "PARTRAIN_LAYERS=abc");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("abc"), std::string::npos) << bad.err;
+  CommandResult help = run_partrain("--help-all");
+  EXPECT_NE(help.out.find("Env:PARTRAIN_NPROC_PER_NODE"), std::string::npos);
+  EXPECT_NE(help.out.find("Env:PARTRAIN_KV_LEN"), std::string::npos);
+}
+
 TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
   CommandResult twice = run_partrain("bench collectives -b 16 -b 32 -e 32 -w 0 --iters 1 --json");
   ASSERT_EQ(twice.exit_code, 0) << twice.err;

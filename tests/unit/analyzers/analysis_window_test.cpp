@@ -36,6 +36,7 @@ TEST_F(AnalysisWindowTest, DefaultSkipsOneWarmUpStep) {
   EXPECT_EQ(window->first_step, 1);
   EXPECT_EQ(window->last_step, 3);
   EXPECT_EQ(window->skipped_steps, 1);
+  EXPECT_FALSE(window->warm_up_only);
   EXPECT_EQ(window->ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(window->spans.at(0).start_ns, 10 * kMs);
   EXPECT_EQ(window->spans.at(0).end_ns, 40 * kMs);
@@ -138,6 +139,7 @@ TEST_F(AnalysisWindowTest, DefaultSkipKeepsALoneStep) {
   ASSERT_TRUE(window.is_ok()) << window.status().message();
   EXPECT_EQ(window->first_step, 0);
   EXPECT_EQ(window->skipped_steps, 0);
+  EXPECT_TRUE(window->warm_up_only);  // the analyzers say so of what they find there
   EXPECT_FALSE(choose_window(trace.db, skip_steps(1)).is_ok());
 }
 

@@ -120,6 +120,26 @@ TEST(StragglersTest, SeverityFollowsShareOfStep) {
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
 }
 
+// A window that is the warm-up step only (a hang after the first step): the lateness there may
+// be start-up costs, so the straggler is named at info severity with that caveat.
+TEST(StragglersTest, AWarmUpOnlyWindowNamesTheStragglerWithACaveat) {
+  CollectiveTrace trace("warm_up_only");
+  write_run(trace, 30 * kMs);
+  AnalysisWindow w = window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9);
+  w.warm_up_only = true;
+  auto report = analyze_stragglers(trace.finish(), w);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rank, 2);
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+  EXPECT_NE(findings[0].evidence.find("in the warm-up step only (the trace has one step)"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].advice.rfind("record more steps to tell; then check rank 2's host", 0), 0u)
+      << findings[0].advice;
+}
+
 // 0.5 ms late is in sync (skew under 1 ms); 9 x 5 ms over 10 steps of 1 s is 0.45% of the
 // step, under the 2% floor: no straggler either way, though rank 2 is last most often.
 TEST(StragglersTest, LatenessWithinNoiseIsNoStraggler) {
