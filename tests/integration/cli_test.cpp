@@ -88,6 +88,19 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
   CommandResult bad = run_partrain(small + " -b 8 --config " + config);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("many"), std::string::npos) << bad.err;
+  // A file that is not TOML is said to be one, with its line: a key without a value, a string
+  // left open (they read as an empty value and a quoted preset name).
+  std::ofstream(config) << "# sizes\nminbytes = \n";
+  CommandResult empty = run_partrain(small + " --config " + config);
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--config line 2: 'minbytes' has no value"), std::string::npos)
+      << empty.err;
+  std::ofstream(config) << "datatype = \"int32\n";
+  CommandResult open_string = run_partrain(small + " --config " + config);
+  EXPECT_EQ(open_string.exit_code, 2);
+  EXPECT_NE(open_string.err.find("--config line 1: the string of 'datatype' is not closed"),
+            std::string::npos)
+      << open_string.err;
   // So is a key that is no flag of the command.
   std::ofstream(config) << "mysterious = 3\n";
   CommandResult extra = run_partrain(small + " -b 8 --config " + config);
