@@ -15,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/command_config.h"
@@ -59,6 +60,23 @@ void bind_flag_env_vars_when_chosen(CLI::App& command) {
     bind_flag_env_vars_when_chosen(*sub);
   }
 }
+
+// --help-all expands every level of commands: CLI11's stops at the first, so `bench
+// collectives`' flags were not in it.
+class ExpandingFormatter final : public CLI::Formatter {
+ public:
+  std::string make_expanded(const CLI::App* sub) const override {
+    std::stringstream out;
+    out << sub->get_display_name(true) << "\n";
+    out << make_description(sub);
+    out << make_positionals(sub);
+    out << make_groups(sub, CLI::AppFormatMode::Sub);
+    out << make_subcommands(sub, CLI::AppFormatMode::All);
+    std::string text = CLI::detail::find_and_replace(out.str(), "\n\n", "\n");
+    text = text.substr(0, text.size() - 1);  // as CLI11's: no final newline before indenting
+    return CLI::detail::find_and_replace(text, "\n", "\n  ") + "\n";
+  }
+};
 
 std::string command_path(const CLI::App& root) {
   std::string path = "partrain";
@@ -114,6 +132,7 @@ std::vector<std::string> flag_env_names(const CLI::App& command) {
 int run(int argc, char** argv) {
   CLI::App app{"partrain: launch, trace, analyse and size distributed LLM training jobs."};
   app.set_help_all_flag("--help-all", "Print help for every subcommand and exit");
+  app.formatter(std::make_shared<ExpandingFormatter>());
   app.set_version_flag("--version", std::function<std::string()>(version_text),
                        "Print the version and compiled-in backends");
   bool verbose = false;

@@ -147,6 +147,9 @@ TEST(Cli, ACommandReadsOnlyItsOwnFlagsVariables) {
   CommandResult help = run_partrain("--help-all");
   EXPECT_NE(help.out.find("Env:PARTRAIN_NPROC_PER_NODE"), std::string::npos);
   EXPECT_NE(help.out.find("Env:PARTRAIN_KV_LEN"), std::string::npos);
+  // --help-all expands every level: bench's subcommands' flags too (CLI11 stopped at bench).
+  EXPECT_NE(help.out.find("-b,--minbytes"), std::string::npos);
+  EXPECT_NE(help.out.find("Env:PARTRAIN_MINBYTES"), std::string::npos);
 }
 
 TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
