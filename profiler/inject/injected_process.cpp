@@ -85,6 +85,11 @@ void stop_at_exit() { (void)InjectedProcess::stop(); }
 
 InjectedProcess* InjectedProcess::current() { return g_current.load(std::memory_order_acquire); }
 
+bool InjectedProcess::tracing_in_this_process() {
+  const InjectedProcess* process = current();
+  return process != nullptr && process->pid_ == ::getpid();
+}
+
 InjectedProcess::InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_size)
     : tracer_(std::move(tracer)),
       gpu_sink_(*tracer_),
@@ -159,6 +164,7 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   if (g_cuda_initialised) process->start_gpu_tracing();
   process->start_gpu_counters();
   g_current.store(process, std::memory_order_release);
+  start_exit_flusher();
   static std::once_flag hooks;
   std::call_once(hooks, [] {
     ::pthread_atfork(nullptr, nullptr, forget_in_child);

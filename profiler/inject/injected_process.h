@@ -35,6 +35,9 @@ class InjectedProcess {
   // written, the tracer flushed and closed. False when this process was not tracing (none
   // started, or a vfork()ed child, which leaves its parent's alone).
   static bool stop();
+  // Whether this process is the one tracing (not a vfork()ed or fork()ed child of it).
+  // Async-signal-safe: an atomic load and getpid.
+  static bool tracing_in_this_process();
 
   // CUDA was initialised in the process (CUPTI's injection entry point ran): GPU activity is
   // collected from then on by the rank this process is or becomes.
@@ -76,5 +79,9 @@ class InjectedProcess {
   std::mutex step_marker_mutex_;
   std::optional<StepMarker> step_marker_;
 };
+
+// The thread that ends the tracing when the process calls _exit or _Exit (exit_interpose.cpp):
+// started with the tracing, once per process image.
+void start_exit_flusher();
 
 }  // namespace partrain::profiler::inject

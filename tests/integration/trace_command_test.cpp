@@ -88,6 +88,31 @@ TEST_F(TraceCommandTest, SigkillOfTheTracerTakesTheCommandsChildrenToo) {
       << "the command's child " << pid << " outlived the killed tracer";
 }
 
+// A rank that ends with _exit (dash's exit builtin, Python's os._exit) ends its tracing as exit
+// does: its lifetime is recorded and it says goodbye. It had skipped atexit, so the process slice
+// was lost and the collector counted a crash.
+TEST_F(TraceCommandTest, ARankEndingWithUnderscoreExitIsRecordedWhole) {
+  CommandResult r =
+      run_partrain(fmt::format("trace -o {} -- sh -c 'sleep 0.1; exit 3'", db("dash.db")),
+                   "RANK=0 WORLD_SIZE=1");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(query(db("dash.db"), "SELECT count(*) FROM slices WHERE name = 'process'"), "1\n");
+  EXPECT_EQ(query(db("dash.db"),
+                  "SELECT count(*) FROM stats WHERE name = "
+                  "'collector_unclean_disconnects'"),
+            "0\n");
+  r = run_partrain(
+      fmt::format("trace -o {} -- python3 -c 'import os; os._exit(4)'", db("os_exit.db")),
+      "RANK=0 WORLD_SIZE=1");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_GE(
+      std::stoi(query(db("os_exit.db"), "SELECT count(*) FROM slices WHERE name = 'process'")), 1);
+  EXPECT_EQ(query(db("os_exit.db"),
+                  "SELECT count(*) FROM stats WHERE name = "
+                  "'collector_unclean_disconnects'"),
+            "0\n");
+}
+
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
 // starts is that rank, not a helper of the tracer. Its own children, which inherit the same
 // RANK, stay helpers of it.
