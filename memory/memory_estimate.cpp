@@ -90,10 +90,11 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
     comm.pp = l.pp;
     comm.zero = l.zero;
     comm.bucket_bytes = in.bucket_bytes;
-    comm.grad_bytes_per_rank = m.params_count * in.recipe.grad_bytes;
+    const double reduce_grad_bytes = in.reduce_grad_bytes.value_or(in.recipe.grad_bytes);
+    comm.grad_bytes_per_rank = m.params_count * reduce_grad_bytes;
     comm.largest_layer_params = in.model.is_bare() ? 0 : layer_params(in.model).per_tp_rank(l.tp);
     comm.param_bytes = in.recipe.param_bytes;
-    comm.grad_bytes = in.reduce_grad_bytes.value_or(in.recipe.grad_bytes);
+    comm.grad_bytes = reduce_grad_bytes;
     if (!in.model.is_bare() && in.model.architecture == Architecture::kTransformer) {
       comm.boundary_activation_bytes = in.recipe.activation_bytes *
                                        static_cast<double>(r.seq / l.cp * l.micro_batch * in.model.hidden) /

@@ -21,8 +21,9 @@ struct EstimateInput {
   Optimizer optimizer = Optimizer::kAdamW;
   std::optional<double> reserve_bytes;  // unset: default_reserve()
   double bucket_bytes = 25e6;           // DDP gradient bucket
-  // Bytes per element of the gradients a sharded (ZeRO-3) unit sends to its reduce-scatter;
-  // unset: the recipe's. partrain's own workload stages them in fp32 under every recipe.
+  // Bytes per element a rank holds of the gradients it sends to a reduction (a DDP bucket's copy,
+  // a ZeRO unit's reduce-scatter staging); unset: the recipe's gradient bytes. partrain's own
+  // workload stages them in fp32 under every recipe.
   std::optional<double> reduce_grad_bytes;
   bool inference = false;               // weights + KV cache, no grads or optimizer
   int64_t kv_len = 0;                   // prompt tokens kept in the KV cache

@@ -109,6 +109,23 @@ TEST_F(MemoryVsEstimateTest, ZeroTwoCommIsTwoStagedUnits) {
   EXPECT_DOUBLE_EQ(*comm->estimate_bytes, 2 * 4 * (12 * 64 * 64 + 13 * 64));
 }
 
+// bf16 ZeRO-3: a unit gathered and the next prefetched (2 x 2 B), its fp32 staging and its bf16
+// gradients (4 + 2 B) per element of a block: 10 B, as measured (it was estimated at 6 B).
+TEST_F(MemoryVsEstimateTest, Bf16ZeroThreeCommCountsTheStagingAndTheBf16Gradients) {
+  std::string config = gpt_config(2, 1, "1f1b", 2);
+  config.replace(config.find("\"zero\":0"), 8, "\"zero\":3");
+  config.replace(config.find("\"precision\":\"fp32\""), 18, "\"precision\":\"bf16\"");
+  auto trace = write_trace(config, 2, {sample(0, Category::kComm, 1, 499'840)});
+  AnalysisWindow window = window_of(2, 1, 1, 0, 10);
+  window.ranks = {0};
+  auto report = analyze_memory_vs_estimate(trace.db, window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_TRUE(report->has_estimate) << report->estimate_note;
+  const CategoryPeak* comm = find(report->ranks[0], Category::kComm);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_DOUBLE_EQ(*comm->estimate_bytes, 10 * (12 * 64 * 64 + 13 * 64));
+}
+
 // A category the estimate has none of but the run used a good share of is a finding: no
 // percentage measures it, and it was skipped.
 TEST(MemoryVsEstimateFindings, ACategoryTheEstimateHasNoneOfIsFlagged) {
