@@ -185,7 +185,7 @@ int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env
     std::string text = options->json ? bench::format_bench_json(*rows, *options, context)
                                      : bench::format_bench_table(*rows, *options, context);
     std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    if (const int unwritten = checked_stdout(0); unwritten != 0) return unwritten;
   }
   // Results were checked: wrong values make the benchmark fail, as a test would.
   return bench::total_wrong(*rows) == 0 ? 0 : 1;
@@ -220,7 +220,7 @@ int run_ingest(const IngestFlags& flags) {
   std::string text = flags.json ? bench::format_ingest_json(*report)
                                 : bench::format_ingest_table(*report);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  if (const int unwritten = checked_stdout(0); unwritten != 0) return unwritten;
   // Checked like a test: the writer alone must store every event (drops end to end are data).
   return report->writer_lost() == 0 ? 0 : 1;
 }
@@ -340,7 +340,7 @@ int run_gemm(const GemmFlags& flags) {
   const std::string text = flags.json ? bench::format_gemm_json(results, context)
                                       : bench::format_gemm_table(results, context);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  if (const int unwritten = checked_stdout(0); unwritten != 0) return unwritten;
   // Checked like a test: a sampled entry off the reference fails the benchmark.
   return bench::total_wrong(results) == 0 ? 0 : 1;
 }

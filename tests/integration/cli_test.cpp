@@ -120,6 +120,12 @@ TEST(Cli, StdoutThatCannotBeWrittenIsExit1) {
   EXPECT_EQ(memory.exit_code, 1);
   EXPECT_NE(memory.err.find("writing stdout failed: No space left on device"), std::string::npos)
       << memory.err;
+  // The benchmarks' reports too (bench gemm said "write error": its own flush had the errno).
+  auto gemm = testing::run_shell(testing::partrain_binary() +
+                                 " bench gemm --device cpu -s 16 --json > /dev/full");
+  EXPECT_EQ(gemm.exit_code, 1);
+  EXPECT_NE(gemm.err.find("writing stdout failed: No space left on device"), std::string::npos)
+      << gemm.err;
   auto launch = testing::run_shell(testing::partrain_binary() +
                                    " launch -n 2 -- sh -c 'echo rank $RANK; sleep 20' > /dev/full");
   EXPECT_EQ(launch.exit_code, 1);
