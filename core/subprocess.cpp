@@ -4,12 +4,14 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 extern char** environ;
@@ -97,11 +99,21 @@ void write_errno_and_exit(int fd, int error) {
   ::_exit(127);
 }
 
-std::string path_of(const std::vector<std::string>& env) {
+std::optional<std::string> path_variable(const std::vector<std::string>& env) {
   for (const auto& var : env) {
     if (var.rfind("PATH=", 0) == 0) return var.substr(5);
   }
-  return "(unset)";
+  return std::nullopt;
+}
+
+// PATH as a message shows it.
+std::string path_of(const std::vector<std::string>& env) {
+  return path_variable(env).value_or("(unset)");
+}
+
+// The PATH execvp searches: the environment's, or glibc's default when it has none.
+std::string search_path(const std::vector<std::string>& env) {
+  return path_variable(env).value_or("/bin:/usr/bin");
 }
 
 // Why `program` could not be exec'd, as a user reads it: not found (naming PATH when it was
@@ -133,6 +145,29 @@ Status exec_failure(const std::string& program, int error, const std::vector<std
 }
 
 }  // namespace
+
+int find_executable(const std::string& program, std::string_view path) {
+  auto runnable = [](const std::string& file) {
+    struct stat info {};
+    if (::stat(file.c_str(), &info) != 0) return ENOENT;
+    return S_ISREG(info.st_mode) && ::access(file.c_str(), X_OK) == 0 ? 0 : EACCES;
+  };
+  if (program.find('/') != std::string::npos) return runnable(program);
+  int error = ENOENT;
+  while (true) {
+    const size_t colon = path.find(':');
+    const std::string_view dir = path.substr(0, colon);
+    const std::string candidate =
+        (dir.empty() ? std::string(".") : std::string(dir)) + "/" + program;
+    struct stat info {};
+    const bool is_directory = ::stat(candidate.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+    const int found = runnable(candidate);
+    if (found == 0) return 0;
+    if (found == EACCES && !is_directory) error = EACCES;  // execvp skips a directory
+    if (colon == std::string_view::npos) return error;
+    path.remove_prefix(colon + 1);
+  }
+}
 
 StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
@@ -183,32 +218,8 @@ StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
 
 Status Subprocess::check_runnable(const std::string& program, const std::vector<std::string>& env) {
   if (program.empty()) return invalid_argument("no command given");
-  auto runnable = [](const std::string& file) -> int {
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) return ENOENT;
-    if (std::filesystem::is_directory(file, ec) || ::access(file.c_str(), X_OK) != 0) return EACCES;
-    return 0;
-  };
-  if (program.find('/') != std::string::npos) {
-    const int error = runnable(program);
-    return error == 0 ? Status::ok() : exec_failure(program, error, env);
-  }
-  // As execvp: the first executable file of that name along PATH; EACCES when only files that
-  // cannot be run were found.
-  const std::string path = path_of(env);
-  int error = ENOENT;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string dir = end > start ? path.substr(start, end - start) : ".";
-    const int found = runnable(dir + "/" + program);
-    if (found == 0) return Status::ok();
-    std::error_code ec;
-    if (found == EACCES && !std::filesystem::is_directory(dir + "/" + program, ec)) error = EACCES;
-    start = end + 1;
-  }
-  return exec_failure(program, error, env);
+  const int error = find_executable(program, search_path(env));
+  return error == 0 ? Status::ok() : exec_failure(program, error, env);
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -49,12 +50,19 @@ struct SpawnOptions {
   bool capture_output = true;     // stdout/stderr as pipes; otherwise inherited
 };
 
+// As execvp looks for `program`: itself when it names a path, else the first executable regular
+// file of that name along `path` (a PATH value; empty: the current directory). 0 when found,
+// ENOENT when nothing is there, EACCES when only what cannot be run was found (a directory named
+// as the program, a file without execute permission). `partrain launch`/`trace` check a command
+// with it before they start; the injection library's exec wrappers, whether an exec may succeed.
+int find_executable(const std::string& program, std::string_view path);
+
 class Subprocess {
  public:
   // Starts the child. Errors: kNotFound when the command does not exist (naming it and PATH),
   // kFailed for other exec failures (permission denied, ...) or when fork fails.
   static StatusOr<Subprocess> spawn(const SpawnOptions& options);
-  // Whether `program` would be found and exec'd with `env`'s PATH, as execvp looks: the same
+  // Whether `program` would be found and exec'd with `env`'s PATH (find_executable): the same
   // errors as spawn's, before anything (a trace file) is made for a run that cannot start.
   static Status check_runnable(const std::string& program, const std::vector<std::string>& env);
 

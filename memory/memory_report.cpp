@@ -34,9 +34,13 @@ struct Units {
   double decimal;
 };
 
-Units units_for(double total) {
-  return total < kGiB ? Units{"MiB", 1048576.0, "MB", 1e6} : Units{"GiB", kGiB, "GB", 1e9};
+// Units for figures up to `largest` bytes of a stage's own memory (StageMemory::total() less the
+// reserve, which is a GiB for any model).
+Units units_for(double largest) {
+  return largest < kGiB ? Units{"MiB", 1048576.0, "MB", 1e6} : Units{"GiB", kGiB, "GB", 1e9};
 }
+
+double own_memory(const StageMemory& s) { return s.total() - s.reserve; }
 
 // A table's figure with two decimals; one that is not zero but would round to 0.00 reads "<0.01"
 // (the JSON carries its bytes), so a small model's parameters never read as none.
@@ -78,7 +82,7 @@ std::string recipe_line(const EstimateInput& in) {
 
 std::string stage_table(const MemoryEstimate& e) {
   double largest = 0;
-  for (const StageMemory& s : e.stages) largest = std::max(largest, s.total() - s.reserve);
+  for (const StageMemory& s : e.stages) largest = std::max(largest, own_memory(s));
   const Units u = units_for(largest);
   std::string out = fmt::format(
       "\nper stage ({})\n  {:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} "
@@ -106,7 +110,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
   out += recipe_line(in);
   out += fmt::format("\nper GPU, stage {} of {} (heaviest; {} layers, {:.4g} parameters)\n", s.stage,
                      e.stages.size(), s.layers, s.params_count);
-  const Units u = units_for(s.total() - s.reserve);
+  const Units u = units_for(own_memory(s));
   out += fmt::format("  {:<13}{:>10}{:>11}\n", "category", u.binary_name, u.decimal_name);
   out += row(u, "params", s.params);
   out += row(u, "grads", s.grads);
@@ -190,7 +194,7 @@ std::string format_sweep_text(const SweepReport& r, const ReportContext& context
                      r.flops_per_iteration_recompute);
   double largest = 0;
   for (const SweepRow& row : r.rows) {
-    largest = std::max(largest, row.heaviest.total() - row.heaviest.reserve);
+    largest = std::max(largest, own_memory(row.heaviest));
   }
   const Units u = units_for(largest);
   out +=

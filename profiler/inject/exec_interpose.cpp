@@ -9,7 +9,6 @@
 // CPython's os.execv), execv, execvp (env), execvpe, fexecve. glibc's execl* reach execve
 // inside libc, unseen: a process that execs through them still shows as an unclean end.
 #include <dlfcn.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,8 +16,8 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <string_view>
 
+#include "core/subprocess.h"
 #include "profiler/inject/injected_process.h"
 
 #define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -30,29 +29,20 @@ Fn next_exec(const char* name) {
   return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
 }
 
-// Whether `path` is a regular file this process may execute: an exec that will fail at once
-// (shells and execvp try every PATH directory in turn) leaves the tracing as it is, instead of
-// ending and restarting it, a new connection each time.
+// Whether an exec of `path` (execve, execv: no PATH search) or of `file` (execvp: searched along
+// PATH) may succeed: an exec that will fail at once (shells and execvp try every PATH directory
+// in turn) leaves the tracing as it is, instead of ending and restarting it, a new connection each
+// time. find_executable looks as execvp does.
 bool may_exec(const char* path) {
-  struct stat info {};
-  return path != nullptr && ::stat(path, &info) == 0 && S_ISREG(info.st_mode) &&
-         ::access(path, X_OK) == 0;
+  if (path == nullptr || *path == '\0') return false;
+  return find_executable(std::strchr(path, '/') != nullptr ? path : std::string("./") + path, "") ==
+         0;
 }
 
-// execvp's search: `file` itself when it names a path, else the first PATH entry holding it.
 bool may_exec_on_path(const char* file) {
   if (file == nullptr || *file == '\0') return false;
-  if (std::strchr(file, '/') != nullptr) return may_exec(file);
   const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/bin:/usr/bin";
-  while (true) {
-    const size_t colon = dirs.find(':');
-    const std::string_view dir = dirs.substr(0, colon);
-    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + file;
-    if (may_exec(candidate.c_str())) return true;
-    if (colon == std::string_view::npos) return false;
-    dirs.remove_prefix(colon + 1);
-  }
+  return find_executable(file, path != nullptr ? path : "/bin:/usr/bin") == 0;
 }
 
 // Runs the real exec with the rank's tracing ended first, when it may succeed; restarts it when

@@ -235,16 +235,6 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
       profiler::TraceScope phase("reduce_gradients", profiler::SliceCategory::kPhase);
       RETURN_IF_ERROR(dp->reduce_gradients());
     }
-    // DDP's overlap: the step's bucket all-reduces, and those started before its backward ended.
-    if (recorder != nullptr && mesh.dp().size() > 1) {
-      for (const profiler::CollectiveEvent& event : recorder->since(recorded_before)) {
-        if (event.comm_id != mesh.dp().id() || event.op != "all_reduce") continue;
-        ++summary.ddp_bucket_all_reduces;
-        if (event.start_ns >= start && event.start_ns < last_grad_ns) {
-          ++summary.ddp_buckets_started_in_backward;
-        }
-      }
-    }
     {
       profiler::TraceScope phase("optimizer", profiler::SliceCategory::kPhase);
       ASSIGN_OR_RETURN(double grad_sq, dp->grad_norm_squared());
@@ -278,7 +268,20 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
     step_scope.reset();
     const int64_t end = monotonic_ns();
     summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);
-    if (recorder != nullptr) recorded_before = recorder->total_recorded();
+    // DDP's overlap, counted once the step is timed: its bucket all-reduces, and those started
+    // before its backward ended.
+    if (recorder != nullptr) {
+      if (mesh.dp().size() > 1) {
+        for (const profiler::CollectiveEvent& event : recorder->since(recorded_before)) {
+          if (event.comm_id != mesh.dp().id() || event.op != "all_reduce") continue;
+          ++summary.ddp_bucket_all_reduces;
+          if (event.start_ns >= start && event.start_ns < last_grad_ns) {
+            ++summary.ddp_buckets_started_in_backward;
+          }
+        }
+      }
+      recorded_before = recorder->total_recorded();
+    }
     if (tracer != nullptr) {
       tracer->step_done(step, start, end, reported, rank_tokens);
       sample_device_memory(device, *tracer);
