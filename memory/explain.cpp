@@ -155,10 +155,12 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
     if (!in.model.is_bare()) {
       for (auto& line : activation_lines(in, e, s)) lines.push_back(std::move(line));
     }
-    lines.push_back({"comm buffers",
-                     l.zero >= 3 ? "2 gathered layers (current + prefetch) + 1 layer's grads, + p2p"
-                                 : "one gradient bucket (dp > 1) + 2 p2p boundary buffers (pp > 1)",
-                     format_gib_gb(s.comm), "Li 2020 (PyTorch DDP) sec. 3.2.3; Zhao 2023 (FSDP) sec. 3"});
+    lines.push_back(
+        {"comm buffers",
+         l.zero >= 3
+             ? "unit gathered + its grads, previous unit's grads, next unit prefetched, + p2p"
+             : "one gradient bucket (dp > 1) + 2 p2p boundary buffers (pp > 1)",
+         format_gib_gb(s.comm), "Li 2020 (PyTorch DDP) sec. 3.2.3; Zhao 2023 (FSDP) sec. 3"});
     if (l.pp > 1) {
       lines.push_back({"pipeline bubble",
                        fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),

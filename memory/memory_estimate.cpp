@@ -85,14 +85,16 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
     m.optimizer = states.optimizer;
     m.in_flight = in_flight_micro_batches(l.schedule, l.pp, l.vpp, r.micro_batches, stage);
     m.activations = training_activations(in, r, stage, m.in_flight);
+    const double reduce_grad_bytes = in.reduce_grad_bytes.value_or(in.recipe.grad_bytes);
     CommBufferInput comm;
     comm.dp = l.dp;
     comm.pp = l.pp;
     comm.zero = l.zero;
-    comm.bucket_bytes = in.bucket_bytes;
-    const double reduce_grad_bytes = in.reduce_grad_bytes.value_or(in.recipe.grad_bytes);
+    comm.largest_units = largest_units(in.model, r, stage);
+    comm.bucket_bytes = in.zero2_stages_units && l.zero == 2
+                            ? (comm.largest_units[0] + comm.largest_units[1]) * reduce_grad_bytes
+                            : in.bucket_bytes;
     comm.grad_bytes_per_rank = m.params_count * reduce_grad_bytes;
-    comm.largest_layer_params = in.model.is_bare() ? 0 : layer_params(in.model).per_tp_rank(l.tp);
     comm.param_bytes = in.recipe.param_bytes;
     comm.grad_bytes = reduce_grad_bytes;
     if (!in.model.is_bare() && in.model.architecture == Architecture::kTransformer) {
@@ -128,21 +130,52 @@ ReserveBreakdown default_reserve(double other_bytes) {
   return {kCudaContextBytes, kNcclBytes, kFragmentation * other_bytes};
 }
 
-double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+namespace {
+
+// Calls unit(params, count) for the parameter units of a stage of a structured model, per
+// tensor-parallel rank (blocks split by t, the vocab-parallel embedding on the first stage, the
+// final norm and LM head on the last; with tied embeddings and pp > 1 the last stage keeps its
+// own copy, as Megatron-LM does).
+template <typename Unit>
+void for_each_unit(const ModelConfig& model, const ResolvedLayout& r, int stage, Unit unit) {
   const int tp = r.layout.tp, pp = r.layout.pp;
-  if (model.is_bare()) return model.bare_params / (static_cast<double>(tp) * pp);
-  double params = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
-                  layer_params(model).per_tp_rank(tp);
-  if (model.architecture == Architecture::kMlp) return params;
+  unit(layer_params(model).per_tp_rank(tp), r.stage_layers[static_cast<size_t>(stage)]);
+  if (model.architecture == Architecture::kMlp) return;
   if (stage == 0) {
-    params += word_embedding_params(model) / tp + position_params(model);
-    if (model.embedding_norm) params += norm_params(model);
+    unit(word_embedding_params(model) / tp, 1);
+    unit(position_params(model), 1);
+    if (model.embedding_norm) unit(norm_params(model), 1);
   }
   if (stage == pp - 1) {
-    params += norm_params(model) + lm_head_params(model) / tp;
-    if (model.tied_embeddings && pp > 1) params += word_embedding_params(model) / tp;
+    unit(norm_params(model), 1);
+    unit(lm_head_params(model) / tp, 1);
+    if (model.tied_embeddings && pp > 1) unit(word_embedding_params(model) / tp, 1);
   }
+}
+
+}  // namespace
+
+double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+  if (model.is_bare()) return model.bare_params / (static_cast<double>(r.layout.tp) * r.layout.pp);
+  double params = 0;
+  for_each_unit(model, r, stage,
+                [&](double unit, int64_t count) { params += unit * static_cast<double>(count); });
   return params;
+}
+
+std::array<double, 3> largest_units(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+  std::array<double, 3> largest{};
+  if (model.is_bare()) return largest;
+  for_each_unit(model, r, stage, [&](double unit, int64_t count) {
+    for (int64_t i = 0; i < std::min<int64_t>(count, 3); ++i) {
+      // Insert into the descending three: the smallest falls off the end.
+      double carried = unit;
+      for (double& held : largest) {
+        if (carried > held) std::swap(carried, held);
+      }
+    }
+  });
+  return largest;
 }
 
 StageBytes whole_bytes(const StageMemory& s) {

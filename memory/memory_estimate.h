@@ -3,6 +3,7 @@
 // context, NCCL buffers and fragmentation; the heaviest stage decides whether it fits.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct EstimateInput {
   // a ZeRO unit's reduce-scatter staging); unset: the recipe's gradient bytes. partrain's own
   // workload stages them in fp32 under every recipe.
   std::optional<double> reduce_grad_bytes;
+  // How ZeRO-2 holds the gradients it reduce-scatters: in buckets of `bucket_bytes` (PyTorch), or
+  // unit by unit, two units' staging at a time (partrain's workload: one reducing while the next
+  // is produced).
+  bool zero2_stages_units = false;
   bool inference = false;               // weights + KV cache, no grads or optimizer
   int64_t kv_len = 0;                   // prompt tokens kept in the KV cache
   int64_t gen_len = 0;                  // generated tokens kept in the KV cache
@@ -93,5 +98,13 @@ ActivationSetup activation_setup(const ResolvedLayout& layout, double element_by
 // vocab-parallel embedding on the first stage, the final norm and LM head on the last; with
 // tied embeddings and pp > 1 the last stage keeps its own copy, as Megatron-LM does).
 double stage_params(const ModelConfig& model, const ResolvedLayout& layout, int stage);
+
+// The three largest parameter units of a stage, per tensor-parallel rank, largest first: the
+// pieces ZeRO-2 and -3 (FSDP) reduce and gather one at a time. Each block is a unit, and so are
+// the token embedding, the position embedding, the LM head (or the last stage's tied copy) and
+// each norm outside the blocks; with a large vocabulary the embedding is the largest. Zeros for a
+// bare parameter count.
+std::array<double, 3> largest_units(const ModelConfig& model, const ResolvedLayout& layout,
+                                    int stage);
 
 }  // namespace partrain::memory

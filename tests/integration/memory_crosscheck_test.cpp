@@ -34,7 +34,8 @@ struct Tolerance {
 void compare_with_estimate(const char* ranks, const char* layout, const std::string& launch_flags,
                            const char* recipe, std::initializer_list<Tolerance> tolerances) {
   nlohmann::json measured =
-      json_of(fmt::format("-q launch -n {} --workload gpt {} {} --steps 1 {} --json", ranks, kDims,
+      // Two steps: FSDP prefetches from the second on, in the order the first recorded.
+      json_of(fmt::format("-q launch -n {} --workload gpt {} {} --steps 2 {} --json", ranks, kDims,
                           layout, launch_flags));
   nlohmann::json estimate =
       // --bucket-size 0: the workload's DDP reduces gradients in place (PyTorch's

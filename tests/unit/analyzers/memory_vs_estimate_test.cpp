@@ -48,8 +48,8 @@ class MemoryVsEstimateTest : public WorkloadTraceTest {
 
   // The comm estimate for a 2-rank run of the fixture's gpt at ZeRO `zero` in `precision` (its
   // measured peak is irrelevant to the estimate), or nullopt with a test failure.
-  std::optional<double> comm_estimate(int zero, const char* precision) {
-    std::string config = gpt_config(2, 1, "1f1b", 2);
+  std::optional<double> comm_estimate(int zero, const char* precision, int vocab = 128) {
+    std::string config = gpt_config(2, 1, "1f1b", 2, 4, 64, 4, 32, vocab);
     config.replace(config.find("\"zero\":0"), 8, fmt::format("\"zero\":{}", zero));
     config.replace(config.find("\"precision\":\"fp32\""), 18,
                    fmt::format("\"precision\":\"{}\"", precision));
@@ -118,14 +118,25 @@ TEST_F(MemoryVsEstimateTest, PeaksAgainstTheEstimate) {
 constexpr double kBlockParams = 12 * 64 * 64 + 13 * 64;
 
 // ZeRO-2 in partrain's workload stages two units' gradients in fp32 for the reduce-scatter: 2 x
-// 4 B per element of a block (it was 0, its error "-"); in bf16 too (it was capped at the bf16
-// gradients' bytes). bf16 ZeRO-3: a unit gathered and the next prefetched (2 x 2 B), its fp32
-// staging and its bf16 gradients (4 + 2 B): 10 B, as measured (it was estimated at 6 B).
+// 4 B per element of a block, under bf16 too. ZeRO-3, from the second step (with prefetching): the
+// block in backward gathered (4 or 2 B) with its fp32 staging (4 B), the previous block's staging
+// in its reduce-scatter (4 B) and the next block prefetched (4 or 2 B): 16 and 12 B, as measured
+// on 4-layer gpts (the estimate said 12 and 10, two units with the bf16 gradients beside).
 TEST_F(MemoryVsEstimateTest, ZeroCommIsTheWorkloadsStaging) {
   EXPECT_EQ(comm_estimate(2, "fp32"), 2 * 4 * kBlockParams);
   EXPECT_EQ(comm_estimate(2, "bf16"), 2 * 4 * kBlockParams);
-  EXPECT_EQ(comm_estimate(3, "bf16"), 10 * kBlockParams);
-  EXPECT_EQ(comm_estimate(3, "fp32"), 12 * kBlockParams);
+  EXPECT_EQ(comm_estimate(3, "bf16"), 12 * kBlockParams);
+  EXPECT_EQ(comm_estimate(3, "fp32"), 16 * kBlockParams);
+}
+
+// With a vocabulary past 12 h the token embedding (V h) is the largest unit: it is the one
+// gathered with its staging (the estimate took two blocks, 74% under for V = 4096, measured
+// within 8% now), and ZeRO-2 stages it beside a block.
+TEST_F(MemoryVsEstimateTest, ZeroCommCountsAnEmbeddingLargerThanTheBlocks) {
+  constexpr double kEmbedding = 4096 * 64;
+  EXPECT_EQ(comm_estimate(2, "fp32", 4096), 4 * (kEmbedding + kBlockParams));
+  EXPECT_EQ(comm_estimate(3, "fp32", 4096), 8 * kEmbedding + 8 * kBlockParams);
+  EXPECT_EQ(comm_estimate(3, "bf16", 4096), 6 * kEmbedding + 6 * kBlockParams);
 }
 
 // A category the estimate has none of but the run used a good share of is a finding: no

@@ -134,6 +134,30 @@ TEST(MemoryEstimate, FullRecomputeAddsOneBlockNotAlongsideItsOwnHead) {
   }
 }
 
+// ZeRO-3's comm: the unit in backward with its gradients, the previous unit's gradients in their
+// reduce-scatter, the next unit prefetched, the three largest units of the stage. GPT-2 small
+// (V = 50257 > 12 h): the token embedding, 38.6 M parameters, outweighs a block's 7.1 M.
+TEST(MemoryEstimate, ZeroThreeCommIsTheThreeLargestUnits) {
+  const ModelConfig gpt2 = gpt_model(12, 768, 12, 50257, 1024);
+  EstimateInput in = input_for(gpt2);  // bf16-mixed: 2 B parameters and gradients
+  in.layout.dp = 8;
+  in.layout.zero = 3;
+  auto e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  const double block = layer_params(gpt2).total();
+  const double embedding = word_embedding_params(gpt2);
+  ASSERT_GT(embedding, block);
+  EXPECT_EQ(largest_units(gpt2, e->layout, 0), (std::array<double, 3>{embedding, block, block}));
+  EXPECT_DOUBLE_EQ(e->stages[0].comm, embedding * (2 + 2) + block * 2 + block * 2);
+  // A block-heavy model: three blocks, 8 B per element of one.
+  in = input_for(testing::llama2_7b());
+  in.layout.dp = 8;
+  in.layout.zero = 3;
+  e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_DOUBLE_EQ(e->stages[0].comm, 8 * layer_params(testing::llama2_7b()).total());
+}
+
 TEST(MemoryEstimate, FitsAgainstCapacity) {
   EstimateInput in = input_for(testing::llama2_7b());
   in.capacity_bytes = 80e9;
