@@ -3,6 +3,7 @@
 #include "analyzers/workload_run_config.h"
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "memory/parameter_count.h"
@@ -15,35 +16,56 @@ std::optional<WorkloadRunConfig> parse_workload_run_config(const std::string& js
       !j.contains("layout")) {
     return std::nullopt;
   }
+  // A field that is not a positive whole number (0, negative, 1e300, text) makes the config
+  // another shape: a trace edited or written by another tool, never divided by or trusted.
+  struct NotAWorkloadConfig {};
+  auto whole = [](const nlohmann::json& object, const char* key, int64_t fallback,
+                  int64_t least) -> int64_t {
+    if (!object.contains(key)) return fallback;
+    const nlohmann::json& value = object.at(key);
+    if (!value.is_number_integer() || value.get<int64_t>() < least) throw NotAWorkloadConfig{};
+    return value.get<int64_t>();
+  };
+  auto count = [&](const nlohmann::json& object, const char* key, int64_t fallback) {
+    const int64_t value = whole(object, key, fallback, 1);
+    if (value > std::numeric_limits<int>::max()) throw NotAWorkloadConfig{};
+    return static_cast<int>(value);
+  };
   try {
     WorkloadRunConfig c;
     c.workload = j.at("workload").get<std::string>();
     const auto& m = j.at("model");
-    c.layers = m.at("layers").get<int64_t>();
-    c.hidden = m.at("hidden").get<int64_t>();
-    c.heads = m.value("heads", int64_t{1});
-    c.seq = m.value("seq", int64_t{1});
-    c.vocab = m.value("vocab", int64_t{1});
-    c.ffn = m.value("ffn", 4 * c.hidden);
+    if (!m.contains("layers") || !m.contains("hidden")) return std::nullopt;
+    c.layers = whole(m, "layers", 1, 1);
+    c.hidden = whole(m, "hidden", 1, 1);
+    c.heads = whole(m, "heads", 1, 1);
+    c.seq = whole(m, "seq", 1, 1);
+    c.vocab = whole(m, "vocab", 1, 1);
+    c.ffn = whole(m, "ffn", 4 * c.hidden, 1);
     const auto& l = j.at("layout");
-    c.world = l.at("world").get<int>();
-    c.tp = l.value("tp", 1);
-    c.pp = l.value("pp", 1);
-    c.vpp = l.value("vpp", 1);
-    c.zero = l.value("zero", 0);
+    if (!l.contains("world")) return std::nullopt;
+    c.world = count(l, "world", 1);
+    c.tp = count(l, "tp", 1);
+    c.pp = count(l, "pp", 1);
+    c.vpp = count(l, "vpp", 1);
+    c.zero = static_cast<int>(whole(l, "zero", 0, 0));
+    if (c.zero > 3) return std::nullopt;
     c.sp = l.value("sp", false);
     c.schedule = memory::parse_schedule(l.value("schedule", std::string("1f1b")))
                      .value_or(memory::PipelineSchedule::kOneFOneB);
-    c.micro_batch = l.value("micro_batch", 1);
-    c.dp = l.contains("dp") ? l.at("dp").get<int>() : c.world / (c.tp * c.pp);
-    c.global_batch = l.contains("global_batch") ? l.at("global_batch").get<int>()
-                                                : c.dp * c.micro_batch;
+    c.micro_batch = count(l, "micro_batch", 1);
+    c.dp =
+        l.contains("dp") ? count(l, "dp", 1) : static_cast<int>(c.world / (int64_t{c.tp} * c.pp));
+    if (c.dp < 1) return std::nullopt;
+    c.global_batch = count(l, "global_batch", int64_t{c.dp} * c.micro_batch);
     for (int layers : l.value("pp_split", std::vector<int>{})) c.pp_split.push_back(layers);
     c.precision = j.value("precision", std::string("fp32"));
     c.recompute = j.value("recompute", std::string("none"));
-    if (c.dp < 1 || c.tp < 1 || c.pp < 1 || c.micro_batch < 1) return std::nullopt;
-    c.micro_batches = std::max(1, c.global_batch / (c.dp * c.micro_batch));
+    c.micro_batches =
+        static_cast<int>(std::max<int64_t>(1, c.global_batch / (int64_t{c.dp} * c.micro_batch)));
     return c;
+  } catch (const NotAWorkloadConfig&) {
+    return std::nullopt;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a config of another shape: not a built-in workload's
   }

@@ -3,7 +3,7 @@
 // pipeline send/receive buffers.
 #pragma once
 
-#include <array>
+#include <vector>
 
 namespace partrain::memory {
 
@@ -13,20 +13,23 @@ struct CommBufferInput {
   int zero = 0;
   double bucket_bytes = 25e6;          // PyTorch DDP's bucket_cap_mb = 25
   double grad_bytes_per_rank = 0;      // unsharded gradient bytes on this rank (caps the bucket)
-  // Parameters of the three largest units (memory_estimate.h: largest_units) of one
-  // tensor-parallel rank's stage, largest first.
-  std::array<double, 3> largest_units{};
+  // Parameters of the units one tensor-parallel rank of the stage uses in backward, in that
+  // order (memory_estimate.h: backward_units).
+  std::vector<double> backward_units;
   double param_bytes = 2;
   double grad_bytes = 2;
   double boundary_activation_bytes = 0;  // one micro-batch's b s h (/t with SP) at a stage boundary
 };
 
 // DDP and ZeRO-1/2: one bucket in flight (Li 2020 "PyTorch Distributed" sec. 3.2.3), capped at the
-// gradients; ZeRO-3/FSDP: a unit in backward, gathered, with its full gradients, beside the
-// previous unit's gradients in their reduce-scatter and the next unit's parameters prefetched
-// (Zhao 2023 "PyTorch FSDP" sec. 3.2-3.3), taken as the three largest units in that order (a
-// small model's token embedding outweighs its blocks); pipeline: a send and a receive buffer of
-// one boundary activation.
+// gradients; ZeRO-3/FSDP: the most, along the backward order, of a unit gathered with its full
+// gradients, the previous unit's gradients still in their reduce-scatter and the next unit
+// prefetched (Zhao 2023 "PyTorch FSDP" sec. 3.2-3.3; a small model's token embedding outweighs
+// its blocks); pipeline: a send and a receive buffer of one boundary activation.
 double comm_buffer_bytes(const CommBufferInput& input);
+
+// The most parameters two consecutive units of `units` hold together: gradients staged unit by
+// unit, one reducing while the next is produced.
+double largest_adjacent_pair(const std::vector<double>& units);
 
 }  // namespace partrain::memory

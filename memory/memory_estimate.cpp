@@ -90,9 +90,9 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
     comm.dp = l.dp;
     comm.pp = l.pp;
     comm.zero = l.zero;
-    comm.largest_units = largest_units(in.model, r, stage);
+    comm.backward_units = backward_units(in.model, r, stage);
     comm.bucket_bytes = in.zero2_stages_units && l.zero == 2
-                            ? (comm.largest_units[0] + comm.largest_units[1]) * reduce_grad_bytes
+                            ? largest_adjacent_pair(comm.backward_units) * reduce_grad_bytes
                             : in.bucket_bytes;
     comm.grad_bytes_per_rank = m.params_count * reduce_grad_bytes;
     comm.param_bytes = in.recipe.param_bytes;
@@ -163,19 +163,27 @@ double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage
   return params;
 }
 
-std::array<double, 3> largest_units(const ModelConfig& model, const ResolvedLayout& r, int stage) {
-  std::array<double, 3> largest{};
-  if (model.is_bare()) return largest;
-  for_each_unit(model, r, stage, [&](double unit, int64_t count) {
-    for (int64_t i = 0; i < std::min<int64_t>(count, 3); ++i) {
-      // Insert into the descending three: the smallest falls off the end.
-      double carried = unit;
-      for (double& held : largest) {
-        if (carried > held) std::swap(carried, held);
-      }
-    }
-  });
-  return largest;
+std::vector<double> backward_units(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+  std::vector<double> units;
+  if (model.is_bare()) return units;
+  const int tp = r.layout.tp;
+  const bool transformer = model.architecture != Architecture::kMlp;
+  if (transformer && stage == r.layout.pp - 1) {
+    // The final norm's gradients are reduced before the head's: the head's meet the last block.
+    const double head =
+        model.tied_embeddings ? word_embedding_params(model) : lm_head_params(model);
+    units.push_back(norm_params(model));
+    units.push_back(head / tp);
+  }
+  // A block's neighbours in the order are blocks from the third on: three show every peak.
+  const int64_t blocks = std::min<int64_t>(r.stage_layers[static_cast<size_t>(stage)], 3);
+  units.insert(units.end(), static_cast<size_t>(blocks), layer_params(model).per_tp_rank(tp));
+  if (transformer && stage == 0) {
+    units.push_back(word_embedding_params(model) / tp);
+    if (position_params(model) > 0) units.push_back(position_params(model));
+    if (model.embedding_norm) units.push_back(norm_params(model));
+  }
+  return units;
 }
 
 StageBytes whole_bytes(const StageMemory& s) {

@@ -3,7 +3,6 @@
 // context, NCCL buffers and fragmentation; the heaviest stage decides whether it fits.
 #pragma once
 
-#include <array>
 #include <optional>
 #include <vector>
 
@@ -99,12 +98,12 @@ ActivationSetup activation_setup(const ResolvedLayout& layout, double element_by
 // tied embeddings and pp > 1 the last stage keeps its own copy, as Megatron-LM does).
 double stage_params(const ModelConfig& model, const ResolvedLayout& layout, int stage);
 
-// The three largest parameter units of a stage, per tensor-parallel rank, largest first: the
-// pieces ZeRO-2 and -3 (FSDP) reduce and gather one at a time. Each block is a unit, and so are
-// the token embedding, the position embedding, the LM head (or the last stage's tied copy) and
-// each norm outside the blocks; with a large vocabulary the embedding is the largest. Zeros for a
-// bare parameter count.
-std::array<double, 3> largest_units(const ModelConfig& model, const ResolvedLayout& layout,
-                                    int stage);
+// The parameter units one tensor-parallel rank of a stage uses in backward, in that order: the
+// pieces ZeRO-2 and -3 (FSDP) reduce and gather one at a time. The final norm and the LM head (or
+// the tied embedding in its head use) on the last stage, the blocks (three stand for any run of
+// them), then the token embedding, the position embedding and an embedding norm on the first.
+// With a large vocabulary the embedding and head outweigh the blocks. Empty for a bare count.
+std::vector<double> backward_units(const ModelConfig& model, const ResolvedLayout& layout,
+                                   int stage);
 
 }  // namespace partrain::memory

@@ -134,10 +134,11 @@ TEST(MemoryEstimate, FullRecomputeAddsOneBlockNotAlongsideItsOwnHead) {
   }
 }
 
-// ZeRO-3's comm: the unit in backward with its gradients, the previous unit's gradients in their
-// reduce-scatter, the next unit prefetched, the three largest units of the stage. GPT-2 small
-// (V = 50257 > 12 h): the token embedding, 38.6 M parameters, outweighs a block's 7.1 M.
-TEST(MemoryEstimate, ZeroThreeCommIsTheThreeLargestUnits) {
+// ZeRO-3's comm, along the units' backward order: a unit with its gradients, the previous unit's
+// gradients in their reduce-scatter, the next unit prefetched. GPT-2 small (V = 50257 > 12 h):
+// the token embedding, 38.6 M parameters, outweighs a block's 7.1 M; its peak is at the end of
+// backward, beside the first block's gradients and the position embedding prefetched.
+TEST(MemoryEstimate, ZeroThreeCommFollowsTheBackwardOrderOfUnits) {
   const ModelConfig gpt2 = gpt_model(12, 768, 12, 50257, 1024);
   EstimateInput in = input_for(gpt2);  // bf16-mixed: 2 B parameters and gradients
   in.layout.dp = 8;
@@ -146,16 +147,30 @@ TEST(MemoryEstimate, ZeroThreeCommIsTheThreeLargestUnits) {
   ASSERT_TRUE(e.is_ok()) << e.status().message();
   const double block = layer_params(gpt2).total();
   const double embedding = word_embedding_params(gpt2);
-  ASSERT_GT(embedding, block);
-  EXPECT_EQ(largest_units(gpt2, e->layout, 0), (std::array<double, 3>{embedding, block, block}));
-  EXPECT_DOUBLE_EQ(e->stages[0].comm, embedding * (2 + 2) + block * 2 + block * 2);
-  // A block-heavy model: three blocks, 8 B per element of one.
+  const double position = position_params(gpt2);
+  EXPECT_EQ(backward_units(gpt2, e->layout, 0),
+            (std::vector<double>{norm_params(gpt2), embedding, block, block, block, embedding,
+                                 position}));
+  EXPECT_DOUBLE_EQ(e->stages[0].comm, embedding * (2 + 2) + block * 2 + position * 2);
+  // Blocks between two blocks: 8 B per element of one (llama-2-7b's untied head, 131 M, is
+  // smaller than a block, 202 M).
   in = input_for(testing::llama2_7b());
   in.layout.dp = 8;
   in.layout.zero = 3;
   e = estimate_memory(in);
   ASSERT_TRUE(e.is_ok()) << e.status().message();
   EXPECT_DOUBLE_EQ(e->stages[0].comm, 8 * layer_params(testing::llama2_7b()).total());
+  // llama-3-8b: its untied head and its embedding (525 M each) are at the two ends, never side
+  // by side: the peak is the head with its gradients, the final norm's in their reduce-scatter
+  // and the last block prefetched.
+  const ModelConfig llama3 = testing::llama3_8b();
+  in = input_for(llama3);
+  in.layout.dp = 8;
+  in.layout.zero = 3;
+  e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_DOUBLE_EQ(e->stages[0].comm, lm_head_params(llama3) * 4 + norm_params(llama3) * 2 +
+                                          layer_params(llama3).total() * 2);
 }
 
 TEST(MemoryEstimate, FitsAgainstCapacity) {
