@@ -46,6 +46,13 @@ Status check_sqlite_header(const std::filesystem::path& path) {
     return unreadable("{} is a directory, not a trace: pass a trace file (a partrain .db)",
                       path.string());
   }
+  // A FIFO would block the read below until a writer came; a device or socket is no file either.
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
+    return unreadable(
+        "{} is not a regular file (a FIFO, device or socket), not a trace: pass a "
+        "trace file (a partrain .db)",
+        path.string());
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return unreadable("cannot open {}: {}", path.string(), std::strerror(errno));
   std::array<char, 16> header{};
@@ -80,7 +87,8 @@ Status check_identity(TraceFile& trace) {
                       kTraceSchemaVersion);
   }
   if (trace.schema_version < 1) {
-    return unreadable("{} is a partrain trace without a schema version (user_version 0)", name);
+    return unreadable("{} is a partrain trace without a schema version (user_version {})", name,
+                      trace.schema_version);
   }
   return Status::ok();
 }

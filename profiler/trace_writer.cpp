@@ -95,7 +95,13 @@ bool settle_into_one_file(SqliteDb& db) {
 }
 
 std::filesystem::path writer_lock_path(const std::filesystem::path& trace) {
-  return std::filesystem::path(trace.string() + "-writer");
+  // Beside the file itself, whatever name it is given by (a symbolic link, ./, another working
+  // directory): a reader through a link must see the live writer's lock, or it would take the
+  // run for one whose writer died and mark it incomplete.
+  std::error_code error;
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(trace, error);
+  if (error || resolved.empty()) resolved = trace;
+  return std::filesystem::path(resolved.string() + "-writer");
 }
 
 Status create_deferred_indexes(SqliteDb& db) {

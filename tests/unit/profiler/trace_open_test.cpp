@@ -4,6 +4,7 @@
 #include "profiler/trace_open.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,22 @@ TEST(TraceOpenTest, ADirectoryIsSaidToBeOne) {
   EXPECT_NE(trace.status().message().find("run.db is a directory, not a trace: pass a trace file"),
             std::string::npos)
       << trace.status().message();
+}
+
+// A FIFO would block the read of the header until some writer came (analyze, export, top and
+// merge hung): refused as what it is, as are devices.
+TEST(TraceOpenTest, AFifoOrADeviceIsNoTrace) {
+  testing::ScratchDir dir;
+  const fs::path fifo = dir.path() / "fifo.db";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const fs::path& path : {fifo, fs::path("/dev/null")}) {
+    auto trace = open_trace(path, TraceOpenMode::kRead);
+    ASSERT_FALSE(trace.is_ok()) << path;
+    EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+    EXPECT_NE(trace.status().message().find(path.string() + " is not a regular file"),
+              std::string::npos)
+        << trace.status().message();
+  }
 }
 
 }  // namespace

@@ -200,6 +200,20 @@ TEST_F(TraceStoreTest, BatchesCommitWhenDue) {
   EXPECT_EQ(live->status, RunStatus::kRunning);
   EXPECT_TRUE(live->writer_alive);
   EXPECT_FALSE(live->marked_incomplete);
+  live = StatusOr<TraceFile>(Status::ok());
+
+  // And through a symbolic link, or another spelling of its path: the lock is found beside the
+  // file itself (a reader through a link took the live run for a dead writer's and marked it
+  // incomplete for good).
+  fs::create_symlink(path.filename(), file("link.db"));
+  for (const fs::path& name : {file("link.db"), dir_ / "." / "batch.db"}) {
+    auto other = open_trace(name);
+    ASSERT_TRUE(other.is_ok()) << other.status().message();
+    EXPECT_EQ(other->status, RunStatus::kRunning) << name;
+    EXPECT_TRUE(other->writer_alive) << name;
+    EXPECT_FALSE(other->marked_incomplete) << name;
+  }
+  EXPECT_EQ(query_rows(*reader, "SELECT status FROM runs"), "running\n");
 }
 
 TEST_F(TraceStoreTest, LargeBatchCommitsBeforeTheInterval) {
