@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 
@@ -100,7 +101,21 @@ Status choose_identity(const LaunchConfig& config, RendezvousPlan& plan) {
               config.rdzv_id);
   }
   if (config.run_id) {
-    plan.run_id = *config.run_id;
+    // It names directories (the log directory's, the default trace's, the collector's socket).
+    const std::string& id = *config.run_id;
+    const bool named =
+        !id.empty() && id.size() <= 128 && id.front() != '.' &&
+        std::all_of(id.begin(), id.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        });
+    if (!named) {
+      return invalid_argument(
+          "--run-id '{}' cannot name a run's directories: use 1 to 128 of "
+          "A-Z a-z 0-9 . _ - (not starting with '.'), or leave it out for a "
+          "generated one",
+          id.size() > 64 ? id.substr(0, 64) + "..." : id);
+    }
+    plan.run_id = id;
   } else {
     ASSIGN_OR_RETURN(plan.run_id, new_run_id());
   }

@@ -1,5 +1,6 @@
 #include "runner/workload/workload_config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace partrain::runner {
@@ -69,12 +70,27 @@ Status check_device_names(std::string_view device, std::string_view comm) {
 
 Status resolve_workload(WorkloadConfig& config) {
   LayoutModel& m = config.model;
-  if (m.layers < 1 || m.hidden < 1 || m.seq < 1) {
-    return invalid_argument("--layers, --hidden and --seq must be at least 1");
+  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--layers", m.layers},
+                                    {"--hidden", m.hidden},
+                                    {"--seq", m.seq},
+                                    {"--steps", config.steps}}) {
+    if (value < 1) return invalid_argument("{} must be at least 1, got {}", flag, value);
   }
-  if (config.steps < 1) return invalid_argument("--steps must be at least 1");
   RETURN_IF_ERROR(check_device_names(config.device, config.comm));
-  if (!(config.lr > 0)) return invalid_argument("--lr must be positive");
+  if (!(config.lr > 0) || !std::isfinite(config.lr)) {
+    return invalid_argument("--lr must be a positive number, got {}", config.lr);
+  }
+  // MFU divides by it: NaN reached the workers' JSON, 0 printed inf%, -1 a negative MFU.
+  if (config.peak_flops && (!(*config.peak_flops > 0) || !std::isfinite(*config.peak_flops))) {
+    return invalid_argument(
+        "--peak-flops must be a positive number of FLOP/s per rank (e.g. "
+        "989e12 for an H100's dense bf16), got {}",
+        *config.peak_flops);
+  }
+  if (config.blas_threads < 1 || config.blas_threads > 1024) {
+    return invalid_argument("--blas-threads must be 1 to 1024 (OpenBLAS threads per rank), got {}",
+                            config.blas_threads);
+  }
   if (config.kind == WorkloadKind::kGpt) {
     if (m.heads < 1 || m.hidden % m.heads != 0) {
       return invalid_argument("--hidden {} is not divisible by --heads {}: each head gets "

@@ -281,6 +281,22 @@ TEST_F(LaunchTest, NoPrefixAndLogDir) {
   EXPECT_EQ(file_text(logs + "/job7.2/rank_0.log"), "second 0\n");
 }
 
+// A run id names directories: one that cannot (a 300-character name aborted the launcher with
+// an uncaught filesystem_error, exit 134; 'a/b' left an empty partrain-runs/a) is exit 2 before
+// anything is made.
+TEST_F(LaunchTest, ARunIdThatCannotNameADirectoryIsRefusedFirst) {
+  const fs::path runs = dir_ / "ids";
+  fs::create_directories(runs);
+  for (const std::string id :
+       {std::string(300, 'a'), std::string("a/b"), std::string(".."), std::string("")}) {
+    Finished r = run_partrain({"launch", "--run-id", id, "--log-dir", (runs / "logs").string(),
+                               "--trace", (runs / "t.db").string(), "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << id << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, "cannot name a run's directories")) << r.err;
+    EXPECT_TRUE(fs::is_empty(runs)) << id;
+  }
+}
+
 TEST_F(LaunchTest, FailingRankGivesItsExitCodeAndSummary) {
   Finished r = run_partrain(
       {"launch", "-n", "3", "--", "sh", "-c",
