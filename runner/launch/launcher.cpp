@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "core/env.h"
 #include "core/log.h"
@@ -82,6 +83,18 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
   const bool loopback = plan.master_addr == "127.0.0.1" || plan.master_addr == "localhost";
   plan.bind_host = (plan.nnodes == 1 && loopback) ? "127.0.0.1" : "0.0.0.0";
   plan.nproc_per_node = config.nproc_per_node;
+  // What the nodes' workers must agree on: not what is a node's own (its output, its BLAS
+  // threads, its peak for MFU, where it keeps the data).
+  constexpr std::string_view kWorkload = "PARTRAIN_WORKLOAD_CONFIG=";
+  for (const std::string& variable : config.extra_env) {
+    if (!variable.starts_with(kWorkload)) continue;
+    nlohmann::json workload =
+        nlohmann::json::parse(variable.substr(kWorkload.size()), nullptr, false);
+    if (workload.is_object()) {
+      for (const char* own : {"json", "blas_threads", "peak_flops", "data"}) workload.erase(own);
+    }
+    plan.workload = workload.dump();
+  }
   plan.timeout = config.rdzv_timeout;
   std::array<char, 256> host{};
   ::gethostname(host.data(), host.size() - 1);

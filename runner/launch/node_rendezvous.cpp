@@ -1,9 +1,12 @@
 #include "runner/launch/node_rendezvous.h"
 
 #include <fmt/ranges.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -71,7 +74,16 @@ Status NodeRendezvous::connect(const InterruptCheck& interrupted) {
 }
 
 Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
+  // A node rank taken twice (a copy-pasted command line) would run two sets of the same ranks.
+  ASSIGN_OR_RETURN(int64_t claims, client_->add(key(fmt::format("claim/{}", plan_.node_rank)), 1));
+  if (claims > 1 && !claim_left_behind()) {
+    return invalid_argument(
+        "--node-rank {} has already joined the rendezvous at {}:{}: give each of the --nnodes {} "
+        "launchers its own --node-rank, 0 to {}",
+        plan_.node_rank, plan_.master_addr, port_, plan_.nnodes, plan_.nnodes - 1);
+  }
   if (plan_.node_rank == 0) RETURN_IF_ERROR(client_->set(key("run_id"), run_id_));
+  RETURN_IF_ERROR(client_->set(key(fmt::format("workload/{}", plan_.node_rank)), plan_.workload));
   RETURN_IF_ERROR(client_->set(node_key(plan_.node_rank),
                                fmt::format("{}\n{}\n{}\n", plan_.host, ::getpid(),
                                            plan_.nproc_per_node)));
@@ -97,10 +109,60 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
                               plan_.nproc_per_node);
     }
   }
+  for (int node = 0; node < plan_.nnodes; ++node) {
+    ASSIGN_OR_RETURN(std::string workload,
+                     client_->get(key(fmt::format("workload/{}", node)), kSlice));
+    if (workload != plan_.workload) return workload_mismatch(node, workload);
+  }
   ASSIGN_OR_RETURN(run_id_, client_->get(key("run_id"), plan_.timeout));
   log::debug("node {}: all {} nodes joined the rendezvous, run {}", plan_.node_rank, plan_.nnodes,
              run_id_);
   return Status::ok();
+}
+
+// A node rank claimed before by a launcher of this host that is gone (stopped while the others
+// waited, then started again) may be taken over; one alive, or on another host, may not.
+bool NodeRendezvous::claim_left_behind() {
+  auto joined = client_->check({node_key(plan_.node_rank)});
+  if (!joined.is_ok() || !*joined) return false;
+  auto info = client_->get(node_key(plan_.node_rank), kSlice);
+  if (!info.is_ok()) return false;
+  const size_t host_end = info->find('\n');
+  if (host_end == std::string::npos || info->substr(0, host_end) != plan_.host) return false;
+  const pid_t pid = static_cast<pid_t>(std::atoll(info->c_str() + host_end + 1));
+  if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return false;  // alive (or not ours)
+  log::info("node {}: taking over from the launcher that joined as node {} and is gone (pid {})",
+            plan_.node_rank, plan_.node_rank, pid);
+  return true;
+}
+
+// Workers of different workloads would meet in collectives of different sizes (Gloo aborts on
+// the first): refused at the rendezvous, naming the first field that differs.
+Status NodeRendezvous::workload_mismatch(int node, const std::string& theirs) const {
+  auto describe = [](const std::string& workload) {
+    return workload.empty() ? std::string("a command") : std::string("the built-in workload");
+  };
+  const nlohmann::json mine = nlohmann::json::parse(plan_.workload, nullptr, false);
+  const nlohmann::json other = nlohmann::json::parse(theirs, nullptr, false);
+  if (plan_.workload.empty() || theirs.empty() || mine.is_discarded() || other.is_discarded()) {
+    return invalid_argument(
+        "node {} runs {} but node {} runs {}: every node must run the same "
+        "one",
+        node, describe(theirs), plan_.node_rank, describe(plan_.workload));
+  }
+  std::vector<std::string> differences;
+  for (const nlohmann::json& change : nlohmann::json::diff(other, mine)) {
+    const std::string path = change.value("path", "");
+    const nlohmann::json::json_pointer pointer(path);
+    auto at = [&](const nlohmann::json& j) {
+      return j.contains(pointer) ? j.at(pointer).dump() : std::string("nothing");
+    };
+    differences.push_back(fmt::format("{} {} there, {} here", path.empty() ? "/" : path.substr(1),
+                                      at(other), at(mine)));
+  }
+  return invalid_argument(
+      "node {}'s workload differs from node {}'s: {}; give every node the same workload flags",
+      node, plan_.node_rank, fmt::join(differences, "; "));
 }
 
 Status NodeRendezvous::missing_nodes_error(Nanoseconds waited) {

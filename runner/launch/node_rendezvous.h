@@ -31,6 +31,9 @@ struct RendezvousPlan {
   int nproc_per_node = 1;
   std::string host;    // this node's name, for messages
   std::string run_id;  // node 0's becomes everyone's
+  // The built-in workload (its PARTRAIN_WORKLOAD_CONFIG JSON), which every node must run alike;
+  // empty for a command, which may differ from node to node.
+  std::string workload;
   Nanoseconds timeout = std::chrono::seconds(300);
 };
 
@@ -68,6 +71,8 @@ class NodeRendezvous {
   NodeRendezvous(const RendezvousPlan& plan) : plan_(plan), run_id_(plan.run_id) {}
   Status connect(const InterruptCheck& interrupted);
   Status register_and_wait(const InterruptCheck& interrupted);
+  bool claim_left_behind();
+  Status workload_mismatch(int node, const std::string& theirs) const;
   Status missing_nodes_error(Nanoseconds waited);
 
   RendezvousPlan plan_;

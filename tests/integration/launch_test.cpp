@@ -502,6 +502,89 @@ TEST_F(LaunchTest, TwoNodesOnOneMachineFormOneWorldOfFour) {
   EXPECT_TRUE(contains(b.out, "[rank 2]")) << b.out;
 }
 
+// `partrain launch` as node `node_rank` of two on this machine, one rank each, then `rest`.
+std::vector<std::string> one_of_two_nodes(const std::string& port, int node_rank,
+                                          std::vector<std::string> rest) {
+  std::vector<std::string> args = {"launch",
+                                   "--nnodes",
+                                   "2",
+                                   "--node-rank",
+                                   std::to_string(node_rank),
+                                   "--master-addr",
+                                   "127.0.0.1",
+                                   "--master-port",
+                                   port,
+                                   "--token",
+                                   "t",
+                                   "-n",
+                                   "1",
+                                   "--no-trace"};
+  args.insert(args.end(), rest.begin(), rest.end());
+  return args;
+}
+
+// Nodes given different workload flags would meet in collectives of different sizes (Gloo
+// aborted rank 0, both launchers exit 134): refused at the rendezvous on both, naming what
+// differs. A node's own settings (--json, --blas-threads) may differ.
+TEST_F(LaunchTest, NodesWithDifferentWorkloadsAreRefusedNamingTheDifference) {
+  std::string port = std::to_string(free_port());
+  auto node = [&](int node_rank, const char* hidden, const char* own) {
+    return one_of_two_nodes(
+        port, node_rank,
+        {"--workload", "gpt", "--layers", "1", "--hidden", hidden, "--heads", "2", "--seq", "8",
+         "--vocab", "16", "--ffn", "64", "--steps", "1", own});
+  };
+  auto both = [](std::vector<std::string> first, std::vector<std::string> second) {
+    Partrain node0(std::move(first));
+    Partrain node1(std::move(second));
+    Finished a = node0.finish();
+    return std::pair<Finished, Finished>(std::move(a), node1.finish());
+  };
+  const auto [a, b] = both(node(0, "32", "--json"), node(1, "64", "-q"));
+  EXPECT_EQ(a.exit_code, 2) << a.err;
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_TRUE(contains(a.err,
+                       "node 1's workload differs from node 0's: model/hidden 64 there, "
+                       "32 here; give every node the same workload flags"))
+      << a.err;
+  EXPECT_TRUE(contains(b.err, "model/hidden 32 there, 64 here")) << b.err;
+  EXPECT_FALSE(contains(a.err + b.err, "json")) << "a node's own output is its own";
+
+  port = std::to_string(free_port());  // a fresh rendezvous
+  const auto [c, d] = both(node(0, "32", "--blas-threads=2"), node(1, "32", "-q"));
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+}
+
+// Two launchers given the same --node-rank would both run its ranks: the second is refused.
+// (One that joined and is gone, stopped while the others waited, may be started again.)
+TEST_F(LaunchTest, ANodeRankTakenTwiceIsRefused) {
+  const std::string port = std::to_string(free_port());
+  auto node = [&](int node_rank, const char* word) {
+    return one_of_two_nodes(port, node_rank,
+                            {"--", "sh", "-c", std::string("sleep 1; echo ") + word + "$RANK"});
+  };
+  Partrain node0(node(0, "zero"));
+  Partrain first(node(1, "first"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Partrain second(node(1, "second"));
+  const Finished a = node0.finish();
+  const Finished b = first.finish();
+  const Finished c = second.finish();
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  // Whichever came second (on a busy machine, possibly the one started later) is refused; the
+  // other runs rank 1.
+  const bool first_ran = b.exit_code == 0;
+  const Finished& ran = first_ran ? b : c;
+  const Finished& refused = first_ran ? c : b;
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_TRUE(contains(ran.out, first_ran ? "first1" : "second1")) << ran.out;
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "--node-rank 1 has already joined the rendezvous"))
+      << refused.err;
+  EXPECT_EQ(refused.out, "");
+}
+
 TEST_F(LaunchTest, FailureOnOneNodeStopsTheOtherWithTheSameSummary) {
   const std::string port = std::to_string(free_port());
   auto node = [&](int node_rank) {
