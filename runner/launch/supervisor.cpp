@@ -75,6 +75,10 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
 
 Status Supervisor::spawn_all(const std::vector<WorkerSpec>& specs) {
   for (const WorkerSpec& spec : specs) {
+    // Ctrl-C while many workers start (-n 100000 took minutes): start no more; those started are
+    // stopped as in any stop.
+    handle_signals();
+    if (result_.stop_signal) break;
     ASSIGN_OR_RETURN(Subprocess process, Subprocess::spawn({spec.argv, spec.env, true}));
     log::debug("rank {}: pid {}", spec.rank, process.pid());
     if (orphan_guard_) orphan_guard_->watch(process.pid());

@@ -340,6 +340,21 @@ TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
   expect_all_gone();
 }
 
+// Ctrl-C while workers are still being started stops the starting: -n 100000 went on forking
+// for minutes, Ctrl-C unheard. Counted by the launcher's "rank N: pid" lines: far fewer than 5000.
+TEST_F(LaunchTest, SigintWhileWorkersStartStartsNoMore) {
+  Partrain launcher({"-v", "launch", "-n", "5000", "--no-trace", "--", "sleep", "30"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  Finished r = launcher.finish();
+  EXPECT_EQ(r.exit_code, 130) << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
+  const std::regex started(R"(debug: rank \d+: pid)");
+  const auto count = std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), started),
+                                   std::sregex_iterator());
+  EXPECT_GT(count, 0);
+  EXPECT_LT(count, 5000);
+}
+
 // SIGKILL of the launcher (the OOM killer's, a scheduler's): the workers die with it (their
 // PR_SET_PDEATHSIG), and their own children too, through the orphan guard; the background sleeps
 // had run on under init for their 30 s.
