@@ -63,7 +63,7 @@ class TrackRanks {
     while ((rc = stmt.step()) == SQLITE_ROW) {
       tracks.ranks_.emplace(stmt.column_int(0), static_cast<int>(stmt.column_int(1)));
     }
-    if (rc != SQLITE_DONE) return failed("listing tracks: {}", db.error_message());
+    if (rc != SQLITE_DONE) return profiler::trace_read_error(db, "listing tracks");
     return tracks;
   }
   // nullopt for a slice without its track row, which the view's join would leave out.
@@ -167,7 +167,7 @@ Status for_each_collective_group(const profiler::SqliteDb& db, const AnalysisWin
   while ((rc = comms.step()) == SQLITE_ROW) {
     comm_ids.emplace_back(comms.column_int(0), comms.column_text(1));
   }
-  if (rc != SQLITE_DONE) return failed("listing communicators: {}", db.error_message());
+  if (rc != SQLITE_DONE) return profiler::trace_read_error(db, "listing communicators");
   ASSIGN_OR_RETURN(const TrackRanks tracks, TrackRanks::read(db));
   StringCache strings(db);
   for (const auto& [id, comm_id] : comm_ids) {

@@ -13,6 +13,7 @@
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -89,7 +90,7 @@ StatusOr<std::pair<double, int64_t>> step_time(const profiler::SqliteDb& db,
       durations.add(static_cast<double>(stmt.column_int(1)));
     }
   }
-  if (rc != SQLITE_DONE) return failed("reading steps: {}", db.error_message());
+  if (rc != SQLITE_DONE) return profiler::trace_read_error(db, "reading steps");
   return std::pair{durations.median() / kNsPerMs, window.last_step - window.first_step + 1};
 }
 

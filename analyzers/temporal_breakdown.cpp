@@ -47,7 +47,7 @@ class SliceKinds {
       if (code < 0 || code >= kCodes) continue;
       kinds.kinds_[static_cast<size_t>(code)] = kind_of(stmt.column_text(1));
     }
-    if (rc != SQLITE_DONE) return failed("reading slice categories: {}", db.error_message());
+    if (rc != SQLITE_DONE) return profiler::trace_read_error(db, "reading slice categories");
     return kinds;
   }
   Kind kind(int64_t code) const {
@@ -108,7 +108,8 @@ StatusOr<std::vector<TrackCursor>> open_tracks(const SqliteDb& db, int rank, con
     }
     if (!cursor.done) cursors.push_back(std::move(cursor));
   }
-  if (rc != SQLITE_DONE) return failed("listing tracks of rank {}: {}", rank, db.error_message());
+  if (rc != SQLITE_DONE)
+    return profiler::trace_read_error(db, fmt::format("listing tracks of rank {}", rank));
   return cursors;
 }
 

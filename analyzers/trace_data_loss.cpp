@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/trace_open.h"
+
 namespace partrain::analyzers {
 
 StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::SqliteDb& db) {
@@ -20,7 +22,8 @@ StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::SqliteDb& db)
     loss.description = stmt.column_text(3);
     losses.push_back(std::move(loss));
   }
-  if (rc != SQLITE_DONE) return failed("reading the trace's data-loss stats: {}", db.error_message());
+  if (rc != SQLITE_DONE)
+    return profiler::trace_read_error(db, "reading the trace's data-loss stats");
   return losses;
 }
 

@@ -341,7 +341,9 @@ Status copy_tables(SqliteDb& db, CopyCounts& counts) {
     // Statements without ?1/?2 ignore the binding (SQLITE_RANGE, harmless).
     stmt.bind(1, offsets.first);
     stmt.bind(2, offsets.second);
-    if (stmt.run() != SQLITE_DONE) return failed("copying {}: {}", step.what, db.error_message());
+    // A damaged page of the input is unreadable input (exit 3), as every reader says.
+    if (stmt.run() != SQLITE_DONE)
+      return trace_read_error(db, fmt::format("copying {}", step.what));
     if (step.rows != nullptr) *step.rows += sqlite3_changes64(db.get());
   }
   return Status::ok();
