@@ -8,7 +8,7 @@
 namespace partrain::memory {
 
 struct CommBufferInput {
-  int dp = 1;
+  int dp = 1;  // ranks holding the same weights: dp x cp
   int pp = 1;
   int zero = 0;
   double bucket_bytes = 25e6;          // PyTorch DDP's bucket_cap_mb = 25

@@ -79,7 +79,10 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
                                 static_cast<double>(in.kv_len + in.gen_len),
                                 static_cast<double>(m.layers), l.tp, in.recipe.activation_bytes);
   } else {
-    const ModelStateBytes states = model_state_bytes(m.params_count, in.recipe, l.zero, l.dp);
+    // The ranks that hold the same weights: dp x cp (context-parallel ranks split the sequence,
+    // not the model), over which Megatron's distributed optimizer shards and gradients reduce.
+    const int data_ranks = l.dp * l.cp;
+    const ModelStateBytes states = model_state_bytes(m.params_count, in.recipe, l.zero, data_ranks);
     m.params = states.params;
     m.grads = states.grads;
     m.optimizer = states.optimizer;
@@ -87,7 +90,7 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
     m.activations = training_activations(in, r, stage, m.in_flight);
     const double reduce_grad_bytes = in.reduce_grad_bytes.value_or(in.recipe.grad_bytes);
     CommBufferInput comm;
-    comm.dp = l.dp;
+    comm.dp = data_ranks;
     comm.pp = l.pp;
     comm.zero = l.zero;
     comm.backward_units = backward_units(in.model, r, stage);

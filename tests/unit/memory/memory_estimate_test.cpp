@@ -173,6 +173,25 @@ TEST(MemoryEstimate, ZeroThreeCommFollowsTheBackwardOrderOfUnits) {
                                           layer_params(llama3).total() * 2);
 }
 
+// Context-parallel ranks hold the same weights as their dp peers: ZeRO shards over dp x cp, as
+// Megatron's distributed optimizer does and as recommend costs the step (it sharded over dp:
+// the optimizer twice recommend's), and dp = 1 with cp = 2 still reduces gradients in a bucket.
+TEST(MemoryEstimate, ZeroShardsOverTheContextParallelRanksToo) {
+  const ModelConfig model = testing::llama2_7b();
+  EstimateInput in = input_for(model);
+  in.layout.dp = 4;
+  in.layout.cp = 2;
+  in.layout.zero = 1;
+  auto e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_DOUBLE_EQ(e->stages[0].optimizer, 12 * total_params(model) / 8);
+  in.layout.dp = 1;
+  in.layout.zero = 0;
+  e = estimate_memory(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_DOUBLE_EQ(e->stages[0].comm, in.bucket_bytes);
+}
+
 TEST(MemoryEstimate, FitsAgainstCapacity) {
   EstimateInput in = input_for(testing::llama2_7b());
   in.capacity_bytes = 80e9;
