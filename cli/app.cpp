@@ -34,6 +34,7 @@ std::set<const CLI::Option*>& options_without_env_var() {
 bool is_bindable(const CLI::Option* option) {
   if (option->get_lnames().empty()) return false;  // positionals: the worker command, files
   if (options_without_env_var().count(option) > 0) return false;
+  if (option->get_group().empty()) return false;  // hidden: torchrun's flags launch refuses
   const std::string& name = option->get_lnames().front();
   return name != "help" && name != "version" && name != "config" && name != "help-all";
 }

@@ -266,6 +266,57 @@ constexpr const char* kLaunchFooter =
     "watchdog fired); 128 + signal when it was killed; 1 launcher failure (port in use, ...); 2 "
     "invalid flags; 124 rendezvous timeout; 126 command not executable; 127 command not found.";
 
+// torchrun's flags partrain does not have, each refused saying what to do instead (CLI11 listed
+// the flag, and the command after it, as "not expected"). Hidden from --help.
+void refuse_torchrun_flags(CLI::App& cmd) {
+  struct Unsupported {
+    const char* names;
+    const char* instead;
+  };
+  static constexpr Unsupported kUnsupported[] = {
+      {"--max-restarts,--max_restarts",
+       "partrain launch does not restart workers (torchrun's elastic restarts): a failed rank ends "
+       "the run with its exit code and a diagnosis; restart the job from your scheduler"},
+      {"--rdzv-endpoint,--rdzv_endpoint",
+       "the rendezvous is a store on node 0: give --master-addr HOST --master-port PORT"},
+      {"--rdzv-backend,--rdzv_backend,--rdzv-conf,--rdzv_conf",
+       "the rendezvous is a store on node 0 (torchrun's static c10d rendezvous): leave it out, "
+       "and give --master-addr, --master-port and --rdzv-timeout"},
+      {"--monitor-interval,--monitor_interval",
+       "the launcher watches its workers continuously: leave it out"},
+      {"--role", "every worker has the role 'default' (ROLE_NAME): leave it out"},
+      {"--redirects,-r",
+       "give --log-dir DIR for each rank's output in DIR/<run-id>/rank_N.log (--tee to see it "
+       "too), or --no-prefix for the raw streams"},
+      {"--start-method,--start_method",
+       "workers are always separate processes started with fork and exec: leave it out"},
+      {"--local-addr,--local_addr", "workers reach node 0 at --master-addr: leave it out"},
+  };
+  for (const Unsupported& flag : kUnsupported) {
+    const std::string names = flag.names;
+    const std::string instead = flag.instead;
+    cmd.add_option_function<std::string>(
+           names,
+           [names, instead](const std::string&) {
+             throw CLI::ValidationError(names.substr(0, names.find(',')), instead);
+           },
+           "")
+        ->group("");
+  }
+  for (const char* names : {"--no-python,--no_python", "-m,--module", "--run-path,--run_path"}) {
+    cmd.add_flag_callback(
+           names,
+           [first = std::string(names).substr(0, std::string(names).find(','))] {
+             throw CLI::ValidationError(
+                 first,
+                 "partrain launch runs the command as given: write `-- python3 -m pkg` or "
+                 "`-- python3 train.py` for Python, `-- ./prog` for anything else");
+           },
+           "")
+        ->group("");
+  }
+}
+
 }  // namespace
 
 Subcommand add_launch_command(CLI::App& parent) {
@@ -273,6 +324,7 @@ Subcommand add_launch_command(CLI::App& parent) {
       "launch", "Run N worker processes per node with torchrun's environment, rendezvous and "
                 "failure handling");
   auto flags = std::make_shared<LaunchFlags>();
+  refuse_torchrun_flags(*cmd);
   cmd->add_option("-n,--nproc-per-node,--nproc_per_node", flags->nproc_per_node,
                   "Workers on this node")
       ->capture_default_str();

@@ -297,6 +297,34 @@ TEST_F(LaunchTest, ARunIdThatCannotNameADirectoryIsRefusedFirst) {
   }
 }
 
+// torchrun's flags partrain has not got are refused saying what to do instead (CLI11 said "The
+// following arguments were not expected: true --max-restarts"); after `--` they are the
+// command's own.
+TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--max-restarts", "1"}, "--max-restarts: partrain launch does not restart workers"},
+      {{"--max_restarts=3"}, "does not restart workers"},
+      {{"--rdzv-endpoint", "host:29400"}, "give --master-addr HOST --master-port PORT"},
+      {{"--rdzv_backend", "c10d"}, "the rendezvous is a store on node 0"},
+      {{"--redirects", "3"}, "give --log-dir DIR"},
+      {{"--no-python"}, "runs the command as given"},
+      {{"-m"}, "runs the command as given"},
+  };
+  for (const auto& [flags, wanted] : cases) {
+    std::vector<std::string> args = {"launch", "-n", "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "true"});
+    Finished r = run_partrain(args);
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, wanted)) << r.err;
+    EXPECT_FALSE(contains(r.err, "not expected")) << r.err;
+  }
+  Finished passed = run_partrain({"launch", "-n", "1", "--no-trace", "--no-prefix", "--", "sh",
+                                  "-c", "echo \"$@\"", "x", "--max-restarts", "-m"});
+  EXPECT_EQ(passed.exit_code, 0) << passed.err;
+  EXPECT_EQ(passed.out, "--max-restarts -m\n");
+}
+
 TEST_F(LaunchTest, FailingRankGivesItsExitCodeAndSummary) {
   Finished r = run_partrain(
       {"launch", "-n", "3", "--", "sh", "-c",
