@@ -98,25 +98,54 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
     auto waited = std::chrono::steady_clock::now() - started;
     if (waited >= plan_.timeout) return missing_nodes_error(plan_.timeout);
   }
-  // torchrun requires the same --nproc-per-node everywhere; ranks are numbered on that basis.
+  // Every node checks what they must agree on and says it has; node 0, whose launcher holds the
+  // store, keeps it up until all have, so that each node reads the disagreement (not a closed
+  // connection) and says it.
+  Status disagreement;
+  RETURN_IF_ERROR(check_agreement(disagreement));
+  // Node 0 may close the store as this reply is on its way: the disagreement is said either way.
+  const Status checked = client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1");
+  if (!disagreement.is_ok()) {
+    if (plan_.node_rank == 0) {
+      std::vector<std::string> all_checked;
+      for (int node = 0; node < plan_.nnodes; ++node) {
+        all_checked.push_back(key(fmt::format("checked/{}", node)));
+      }
+      (void)client_->wait(all_checked, std::chrono::seconds(5));
+    }
+    return disagreement;
+  }
+  RETURN_IF_ERROR(checked);
+  ASSIGN_OR_RETURN(run_id_, client_->get(key("run_id"), plan_.timeout));
+  log::debug("node {}: all {} nodes joined the rendezvous, run {}", plan_.node_rank, plan_.nnodes,
+             run_id_);
+  return Status::ok();
+}
+
+// What the nodes must agree on: the same --nproc-per-node (torchrun requires it; ranks are
+// numbered on that basis) and the same workload. The disagreement, if any, into `disagreement`;
+// the store failing as the result.
+Status NodeRendezvous::check_agreement(Status& disagreement) {
   for (int node = 0; node < plan_.nnodes; ++node) {
     ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
     std::string nproc = info.substr(info.rfind('\n', info.size() - 2) + 1);
     nproc.pop_back();
     if (nproc != std::to_string(plan_.nproc_per_node)) {
-      return invalid_argument("node {} runs {} workers but node {} runs {}: every node must use the "
-                              "same --nproc-per-node", node, nproc, plan_.node_rank,
-                              plan_.nproc_per_node);
+      disagreement = invalid_argument(
+          "node {} runs {} worker{} but node {} runs {}: every node must use the same "
+          "--nproc-per-node",
+          node, nproc, nproc == "1" ? "" : "s", plan_.node_rank, plan_.nproc_per_node);
+      return Status::ok();
     }
   }
   for (int node = 0; node < plan_.nnodes; ++node) {
     ASSIGN_OR_RETURN(std::string workload,
                      client_->get(key(fmt::format("workload/{}", node)), kSlice));
-    if (workload != plan_.workload) return workload_mismatch(node, workload);
+    if (workload != plan_.workload) {
+      disagreement = workload_mismatch(node, workload);
+      return Status::ok();
+    }
   }
-  ASSIGN_OR_RETURN(run_id_, client_->get(key("run_id"), plan_.timeout));
-  log::debug("node {}: all {} nodes joined the rendezvous, run {}", plan_.node_rank, plan_.nnodes,
-             run_id_);
   return Status::ok();
 }
 

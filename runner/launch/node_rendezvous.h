@@ -72,6 +72,7 @@ class NodeRendezvous {
   Status connect(const InterruptCheck& interrupted);
   Status register_and_wait(const InterruptCheck& interrupted);
   bool claim_left_behind();
+  Status check_agreement(Status& disagreement);
   Status workload_mismatch(int node, const std::string& theirs) const;
   Status missing_nodes_error(Nanoseconds waited);
 

@@ -371,13 +371,19 @@ TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
 // Ctrl-C while workers are still being started stops the starting: -n 100000 went on forking
 // for minutes, Ctrl-C unheard. Counted by the launcher's "rank N: pid" lines: far fewer than 5000.
 TEST_F(LaunchTest, SigintWhileWorkersStartStartsNoMore) {
-  Partrain launcher({"-v", "launch", "-n", "5000", "--no-trace", "--", "sleep", "30"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const fs::path started = dir_ / "started";
+  Partrain launcher({"-v", "launch", "-n", "5000", "--no-trace", "--", "sh", "-c",
+                     fmt::format("touch {}; exec sleep 30", started.string())});
+  // Once the first worker runs (a busy machine may take seconds to get there).
+  for (int i = 0; i < 3000 && !fs::exists(started); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(fs::exists(started));
   ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
   Finished r = launcher.finish();
   EXPECT_EQ(r.exit_code, 130) << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
-  const std::regex started(R"(debug: rank \d+: pid)");
-  const auto count = std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), started),
+  const std::regex spawned(R"(debug: rank \d+: pid)");
+  const auto count = std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), spawned),
                                    std::sregex_iterator());
   EXPECT_GT(count, 0);
   EXPECT_LT(count, 5000);
@@ -597,6 +603,18 @@ TEST_F(LaunchTest, NodesWithDifferentWorkloadsAreRefusedNamingTheDifference) {
   const auto [c, d] = both(node(0, "32", "--blas-threads=2"), node(1, "32", "-q"));
   EXPECT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(d.exit_code, 0) << d.err;
+
+  // Different --nproc-per-node: node 1 said only that the store's connection closed (exit 1).
+  port = std::to_string(free_port());
+  const auto [e, f] = both(one_of_two_nodes(port, 0, {"-n", "2", "--", "true"}),
+                           one_of_two_nodes(port, 1, {"--", "true"}));
+  EXPECT_EQ(e.exit_code, 2) << e.err;
+  EXPECT_EQ(f.exit_code, 2) << f.err;
+  EXPECT_TRUE(contains(e.err, "node 1 runs 1 worker but node 0 runs 2")) << e.err;
+  EXPECT_TRUE(contains(f.err,
+                       "node 0 runs 2 workers but node 1 runs 1: every node must use the "
+                       "same --nproc-per-node"))
+      << f.err;
 }
 
 // Two launchers given the same --node-rank would both run its ranks: the second is refused.
