@@ -14,6 +14,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -122,6 +123,33 @@ std::string flag_env_name(const std::string& long_name) {
   return name;
 }
 
+// Where a flag's bad value came from, when not from the command line: CLI11 says "Could not
+// convert: --nproc-per-node = abc" for PARTRAIN_NPROC_PER_NODE=abc too, naming a flag nobody
+// typed.
+std::string value_source(const std::string& message, int argc, const char* const* argv) {
+  static const std::regex kFlag(R"(--[a-z][a-z0-9-]*)");
+  std::smatch flag;
+  if (message.find("PARTRAIN_") != std::string::npos || !std::regex_search(message, flag, kFlag)) {
+    return "";
+  }
+  const std::string name = flag.str();
+  bool typed = false;
+  bool config = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    typed = typed || arg == name || arg.starts_with(name + "=");
+    config = config || arg == "--config" || arg.starts_with("--config=");
+  }
+  if (typed) return "";
+  const std::string variable = flag_env_name(name.substr(2));
+  if (const char* value = std::getenv(variable.c_str());
+      value != nullptr && *value != '\0' && message.find(value) != std::string::npos) {
+    return fmt::format(" (from {}='{}' in the environment: fix or unset it)", variable, value);
+  }
+  return config ? " (from the --config file)" : "";
+}
+
 std::vector<std::string> flag_env_names(const CLI::App& command) {
   std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options()) {
@@ -190,6 +218,7 @@ int run(int argc, char** argv) {
       message = fmt::format("--config: '{}' is not a flag of `{}` (keys are long flag names)",
                             message.substr(kUnknownKey.size()), command_path(app));
     }
+    message += value_source(message, argc, argv);
     auto leftover = app.remaining();
     if (app.get_subcommands().empty() && !leftover.empty() && leftover.front()[0] != '-') {
       std::string known;

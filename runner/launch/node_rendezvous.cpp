@@ -204,10 +204,13 @@ Status NodeRendezvous::missing_nodes_error(Nanoseconds waited) {
   }
   return timeout_error(
       "rendezvous at {}:{} timed out after {}: {} of {} nodes joined; missing: {}. Start `partrain "
-      "launch --nnodes {} --node-rank N --master-addr {} --master-port {}` on each missing node, "
+      "launch --nnodes {} --node-rank N --master-addr {} --master-port {} --token <the same "
+      "token>` "
+      "on each missing node, "
       "or raise --rdzv-timeout",
-      plan_.master_addr, port_, format_duration(waited), plan_.nnodes - static_cast<int>(missing.size()),
-      plan_.nnodes, fmt::join(missing, ", "), plan_.nnodes, plan_.master_addr, port_);
+      plan_.master_addr, port_, format_duration(waited),
+      plan_.nnodes - static_cast<int>(missing.size()), plan_.nnodes, fmt::join(missing, ", "),
+      plan_.nnodes, plan_.master_addr, port_);
 }
 
 RankFailure NodeRendezvous::publish_failure(const RankFailure& local) {

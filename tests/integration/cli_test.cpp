@@ -149,7 +149,14 @@ TEST(Cli, ACommandReadsOnlyItsOwnFlagsVariables) {
   EXPECT_NE(own.out.find("\"dp\": 4"), std::string::npos) << own.out;
   CommandResult bad = run_partrain("memory --model llama-2-7b", "PARTRAIN_LAYERS=abc");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("abc"), std::string::npos) << bad.err;
+  // Saying where the value came from: nobody typed --layers.
+  EXPECT_NE(bad.err.find("--layers: 'abc' is not a number (from PARTRAIN_LAYERS='abc' in the "
+                         "environment: fix or unset it)"),
+            std::string::npos)
+      << bad.err;
+  CommandResult typed = run_partrain("memory --model llama-2-7b --layers abc", "PARTRAIN_LAYERS=7");
+  EXPECT_EQ(typed.exit_code, 2);
+  EXPECT_EQ(typed.err.find("(from"), std::string::npos) << typed.err;
   CommandResult help = run_partrain("--help-all");
   EXPECT_NE(help.out.find("Env:PARTRAIN_NPROC_PER_NODE"), std::string::npos);
   EXPECT_NE(help.out.find("Env:PARTRAIN_KV_LEN"), std::string::npos);

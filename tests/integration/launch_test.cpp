@@ -674,6 +674,9 @@ TEST_F(LaunchTest, RendezvousTimeoutNamesTheMissingNodeAndRanks) {
   EXPECT_EQ(r.exit_code, 124) << r.err;
   EXPECT_TRUE(contains(r.err, "127.0.0.1:" + port)) << r.err;
   EXPECT_TRUE(contains(r.err, "missing: node 1 (ranks 2-3)")) << r.err;
+  // The command it suggests joins (without the token a node is turned away); the secret itself
+  // is not printed.
+  EXPECT_TRUE(contains(r.err, "--master-port " + port + " --token <the same token>")) << r.err;
   EXPECT_LT(r.seconds, 5.0);
 }
 
