@@ -133,36 +133,20 @@ ReserveBreakdown default_reserve(double other_bytes) {
   return {kCudaContextBytes, kNcclBytes, kFragmentation * other_bytes};
 }
 
-namespace {
-
-// Calls unit(params, count) for the parameter units of a stage of a structured model, per
-// tensor-parallel rank (blocks split by t, the vocab-parallel embedding on the first stage, the
-// final norm and LM head on the last; with tied embeddings and pp > 1 the last stage keeps its
-// own copy, as Megatron-LM does).
-template <typename Unit>
-void for_each_unit(const ModelConfig& model, const ResolvedLayout& r, int stage, Unit unit) {
+double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
   const int tp = r.layout.tp, pp = r.layout.pp;
-  unit(layer_params(model).per_tp_rank(tp), r.stage_layers[static_cast<size_t>(stage)]);
-  if (model.architecture == Architecture::kMlp) return;
+  if (model.is_bare()) return model.bare_params / (static_cast<double>(tp) * pp);
+  double params = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
+                  layer_params(model).per_tp_rank(tp);
+  if (model.architecture == Architecture::kMlp) return params;
   if (stage == 0) {
-    unit(word_embedding_params(model) / tp, 1);
-    unit(position_params(model), 1);
-    if (model.embedding_norm) unit(norm_params(model), 1);
+    params += word_embedding_params(model) / tp + position_params(model);
+    if (model.embedding_norm) params += norm_params(model);
   }
   if (stage == pp - 1) {
-    unit(norm_params(model), 1);
-    unit(lm_head_params(model) / tp, 1);
-    if (model.tied_embeddings && pp > 1) unit(word_embedding_params(model) / tp, 1);
+    params += norm_params(model) + lm_head_params(model) / tp;
+    if (model.tied_embeddings && pp > 1) params += word_embedding_params(model) / tp;
   }
-}
-
-}  // namespace
-
-double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
-  if (model.is_bare()) return model.bare_params / (static_cast<double>(r.layout.tp) * r.layout.pp);
-  double params = 0;
-  for_each_unit(model, r, stage,
-                [&](double unit, int64_t count) { params += unit * static_cast<double>(count); });
   return params;
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -90,10 +91,21 @@ std::string collector_base_dir() {
   return fmt::format("/tmp/partrain-{}", ::getuid());
 }
 
+Status check_run_id(std::string_view run_id) {
+  const bool named = !run_id.empty() && run_id.size() <= 200 && run_id.front() != '.' &&
+                     std::none_of(run_id.begin(), run_id.end(), [](char c) {
+                       return c == '/' || std::iscntrl(static_cast<unsigned char>(c));
+                     });
+  if (named) return Status::ok();
+  return invalid_argument(
+      "'{}' cannot name a run's directories: use 1 to 200 characters without '/' or control "
+      "characters, not starting with '.'",
+      run_id.size() > 64 ? std::string(run_id.substr(0, 64)) + "..." : std::string(run_id));
+}
+
 StatusOr<std::string> make_collector_dir(std::string_view run_id) {
-  if (run_id.empty() || run_id.find('/') != std::string_view::npos || run_id == "." ||
-      run_id == "..") {
-    return invalid_argument("run id '{}' cannot name a directory", run_id);
+  if (Status checked = check_run_id(run_id); !checked.is_ok()) {
+    return invalid_argument("run id {}", checked.message());
   }
   const std::string base = collector_base_dir();
   RETURN_IF_ERROR(make_private_dir(base));

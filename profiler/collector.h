@@ -21,6 +21,12 @@
 
 namespace partrain::profiler {
 
+// A run id names directories (the collector's, the log directory's, the default trace's): 1 to
+// 200 characters without '/' or control characters, not starting with '.' (nor "." or "..").
+// kInvalidArgument "'<id>' cannot name a run's directories: ..." otherwise, for the caller to
+// say which flag or variable gave it.
+Status check_run_id(std::string_view run_id);
+
 // Creates (mode 0700) and returns the directory for a run's collector socket:
 // $XDG_RUNTIME_DIR/partrain/<run_id> when that variable names a directory, else
 // /tmp/partrain-<uid>/<run_id>. An existing parent must belong to this user and not be open to

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/env.h"
 #include "core/log.h"
+#include "profiler/collector.h"
 #include "profiler/rank_tracer.h"
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/flight_diagnosis.h"
@@ -114,19 +114,10 @@ Status choose_identity(const LaunchConfig& config, RendezvousPlan& plan) {
               config.rdzv_id);
   }
   if (config.run_id) {
-    // It names directories (the log directory's, the default trace's, the collector's socket).
     const std::string& id = *config.run_id;
-    const bool named =
-        !id.empty() && id.size() <= 128 && id.front() != '.' &&
-        std::all_of(id.begin(), id.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-        });
-    if (!named) {
-      return invalid_argument(
-          "--run-id '{}' cannot name a run's directories: use 1 to 128 of "
-          "A-Z a-z 0-9 . _ - (not starting with '.'), or leave it out for a "
-          "generated one",
-          id.size() > 64 ? id.substr(0, 64) + "..." : id);
+    if (Status checked = profiler::check_run_id(id); !checked.is_ok()) {
+      return invalid_argument("--run-id {}, or leave it out for a generated one",
+                              checked.message());
     }
     plan.run_id = id;
   } else {

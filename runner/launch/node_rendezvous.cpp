@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "core/json_dump.h"
@@ -28,6 +29,29 @@ std::string rank_range(int node_rank, int nproc) {
   int first = node_rank * nproc;
   return nproc == 1 ? fmt::format("rank {}", first)
                     : fmt::format("ranks {}-{}", first, first + nproc - 1);
+}
+
+// A node's record in the store: "host\npid\nnproc\n" (its launcher's pid, its
+// --nproc-per-node).
+struct NodeRecord {
+  std::string host;
+  pid_t pid = 0;
+  std::string nproc;
+};
+
+std::string node_record_text(const std::string& host, pid_t pid, int nproc) {
+  return fmt::format("{}\n{}\n{}\n", host, pid, nproc);
+}
+
+NodeRecord parse_node_record(const std::string& text) {
+  NodeRecord record;
+  std::istringstream in(text);
+  std::string pid;
+  std::getline(in, record.host);
+  std::getline(in, pid);
+  std::getline(in, record.nproc);
+  record.pid = static_cast<pid_t>(std::atoll(pid.c_str()));
+  return record;
 }
 
 Status interrupted_status() { return failed("interrupted while waiting for the other nodes"); }
@@ -85,8 +109,7 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
   if (plan_.node_rank == 0) RETURN_IF_ERROR(client_->set(key("run_id"), run_id_));
   RETURN_IF_ERROR(client_->set(key(fmt::format("workload/{}", plan_.node_rank)), plan_.workload));
   RETURN_IF_ERROR(client_->set(node_key(plan_.node_rank),
-                               fmt::format("{}\n{}\n{}\n", plan_.host, ::getpid(),
-                                           plan_.nproc_per_node)));
+                               node_record_text(plan_.host, ::getpid(), plan_.nproc_per_node)));
   std::vector<std::string> keys;
   for (int node = 0; node < plan_.nnodes; ++node) keys.push_back(node_key(node));
   const auto started = std::chrono::steady_clock::now();
@@ -128,8 +151,7 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
 Status NodeRendezvous::check_agreement(Status& disagreement) {
   for (int node = 0; node < plan_.nnodes; ++node) {
     ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
-    std::string nproc = info.substr(info.rfind('\n', info.size() - 2) + 1);
-    nproc.pop_back();
+    const std::string nproc = parse_node_record(info).nproc;
     if (nproc != std::to_string(plan_.nproc_per_node)) {
       disagreement = invalid_argument(
           "node {} runs {} worker{} but node {} runs {}: every node must use the same "
@@ -156,9 +178,9 @@ bool NodeRendezvous::claim_left_behind() {
   if (!joined.is_ok() || !*joined) return false;
   auto info = client_->get(node_key(plan_.node_rank), kSlice);
   if (!info.is_ok()) return false;
-  const size_t host_end = info->find('\n');
-  if (host_end == std::string::npos || info->substr(0, host_end) != plan_.host) return false;
-  const pid_t pid = static_cast<pid_t>(std::atoll(info->c_str() + host_end + 1));
+  const NodeRecord record = parse_node_record(*info);
+  const pid_t pid = record.pid;
+  if (record.host != plan_.host) return false;
   if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) return false;  // alive (or not ours)
   log::info("node {}: taking over from the launcher that joined as node {} and is gone (pid {})",
             plan_.node_rank, plan_.node_rank, pid);
@@ -166,7 +188,7 @@ bool NodeRendezvous::claim_left_behind() {
 }
 
 // Workers of different workloads would meet in collectives of different sizes (Gloo aborts on
-// the first): refused at the rendezvous, naming the first field that differs.
+// the first): refused at the rendezvous, naming each field that differs.
 Status NodeRendezvous::workload_mismatch(int node, const std::string& theirs) const {
   auto describe = [](const std::string& workload) {
     return workload.empty() ? std::string("a command") : std::string("the built-in workload");
