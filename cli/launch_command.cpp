@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
+#include "runner/launch/cluster_env.h"
 #include "runner/launch/launcher.h"
 #include "runner/workload/token_source.h"
 #include "runner/workload/workload_device.h"
@@ -143,6 +144,18 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   return config;
 }
 
+// Where this node sits (flags, else the cluster engine), settled before a workload is planned for
+// the whole world; the launcher then takes it as given and does not ask the engine again.
+Status place_this_node(launch::LaunchConfig& config) {
+  ASSIGN_OR_RETURN(launch::NodePlacement placement,
+                   launch::place_node({config.nnodes, config.node_rank, config.master_addr},
+                                      launch::ClusterProbe::of_process()));
+  config.nnodes = placement.nnodes;
+  config.node_rank = placement.node_rank;
+  config.master_addr = placement.master_addr;
+  return Status::ok();
+}
+
 // `--workload`: checks the layout before any rank starts, then runs `partrain worker` on every
 // rank with the workload as PARTRAIN_WORKLOAD_CONFIG. With --json, rank 0 leaves the summary in
 // a file the launcher prints, and the workers' own output goes to stderr.
@@ -151,7 +164,7 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   if (!flags.command.empty()) {
     return invalid_argument("pass either --workload or a command after `--`, not both");
   }
-  const int world = config.nnodes.value_or(1) * config.nproc_per_node;
+  const int world = *config.nnodes * config.nproc_per_node;  // placed by place_this_node
   // The device first: the workload is checked for the device it will run on (bf16 needs CUDA).
   ASSIGN_OR_RETURN(runner::DeviceChoice choice,
                    runner::choose_device(flags.workload.device, flags.workload.comm,
@@ -196,6 +209,10 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     log::error("--tui and --json both want the terminal's stdout: pass one of them");
     return 2;
   }
+  if (Status placed = place_this_node(*config); !placed.is_ok()) {
+    log::error("{}", placed.message());
+    return placed.exit_code();
+  }
   std::string summary_path;
   if (flags.workload.workload) {
     if (Status planned = plan_workload(flags, *config, summary_path); !planned.is_ok()) {
@@ -239,12 +256,28 @@ constexpr const char* kLaunchFooter =
     "Examples:\n"
     "  partrain launch -n 4 -- python3 train.py --lr 3e-4\n"
     "  partrain launch -n 8 --log-dir logs --tee -- ./my_worker\n"
-    "  # two nodes, one launcher each (Slurm and Open MPI set these for you):\n"
+    "  # two nodes by hand, one launcher each:\n"
     "  partrain launch --nnodes 2 --node-rank 0 --master-addr node01 --token $SECRET -n 4 -- "
     "python3 train.py\n"
     "  partrain launch --nnodes 2 --node-rank 1 --master-addr node01 --token $SECRET -n 4 -- "
     "python3 train.py\n"
-    "  srun -N2 --ntasks-per-node=1 partrain launch -n 4 -- python3 train.py\n\n"
+    "  # or started by the cluster's engine, one launcher per node:\n"
+    "  srun -N2 --ntasks-per-node=1 partrain launch -n 4 -- python3 train.py\n"
+    "  mpirun -np 2 --map-by ppr:1:node partrain launch -n 4 -- python3 train.py\n\n"
+    "What --nnodes, --node-rank and --master-addr leave out comes from the engine that started "
+    "the launcher (docs/clusters.md):\n"
+    "  Slurm: the step's SLURM_STEP_NUM_NODES nodes, this one SLURM_NODEID, master the first host "
+    "of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST; compressed lists such as gpu[01-04] "
+    "expanded). A step with several tasks on a node (SLURM_STEP_TASKS_PER_NODE), or the batch "
+    "script itself on several nodes, is refused (exit 2): start one task per node.\n"
+    "  Open MPI: OMPI_COMM_WORLD_SIZE nodes, this one OMPI_COMM_WORLD_RANK, master rank 0's host "
+    "as the job's PMIx server says (libpmix.so.2); several processes on a node "
+    "(OMPI_COMM_WORLD_LOCAL_SIZE) are refused (exit 2).\n"
+    "  MPICH's mpiexec and other PMI launchers: PMI_SIZE nodes, this one PMI_RANK (refused when "
+    "MPI_LOCALNRANKS says several share a node); they name no host: pass --master-addr or set "
+    "MASTER_ADDR.\n"
+    "Passing both --nnodes and --node-rank places a launcher by hand; the engine then only "
+    "supplies the master address if --master-addr is left out.\n\n"
     "When a rank fails, the others get SIGTERM and SIGKILL after --grace; a summary names the "
     "first failing rank and the launcher exits with its code (128 + signal when it was killed). "
     "Ctrl-C / SIGTERM are forwarded to the workers (exit 130 / 143); when stdout's reader "
@@ -329,11 +362,12 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "Workers on this node")
       ->capture_default_str();
   cmd->add_option("--nnodes", flags->nnodes,
-                  "Number of nodes (default: from Slurm / Open MPI / PMI, else 1)");
-  cmd->add_option("--node-rank,--node_rank", flags->node_rank, "This node's rank, 0..nnodes-1");
+                  "Number of nodes (default: from Slurm / Open MPI / PMI, below; else 1)");
+  cmd->add_option("--node-rank,--node_rank", flags->node_rank,
+                  "This node's rank, 0..nnodes-1 (default: from the engine, below; else 0)");
   cmd->add_option("--master-addr,--master_addr", flags->master_addr,
-                  "Node 0's address (default: 127.0.0.1 on one node; with several, Slurm's "
-                  "first host or $MASTER_ADDR, else required)");
+                  "Node 0's address (default: 127.0.0.1 on one node; with several, from the "
+                  "engine (below), else $MASTER_ADDR, else required)");
   cmd->add_option("--master-port,--master_port", flags->master_port,
                   "Rendezvous port on node 0 (default: 29500 for several nodes, a free port for "
                   "one)");

@@ -43,38 +43,13 @@ Status validate(const LaunchConfig& config) {
 
 // Flags win; then what a cluster engine (Slurm, Open MPI, PMI) says; then a single node.
 StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
-  ASSIGN_OR_RETURN(std::optional<ClusterPlacement> cluster, detect_cluster(process_env()));
+  ASSIGN_OR_RETURN(NodePlacement placement,
+                   place_node({config.nnodes, config.node_rank, config.master_addr},
+                              ClusterProbe::of_process()));
   RendezvousPlan plan;
-  plan.nnodes = config.nnodes.value_or(cluster ? cluster->nnodes : 1);
-  plan.node_rank = config.node_rank.value_or(cluster && plan.nnodes > 1 ? cluster->node_rank : 0);
-  if (plan.nnodes < 1) return invalid_argument("--nnodes must be at least 1, got {}", plan.nnodes);
-  if (plan.node_rank < 0 || plan.node_rank >= plan.nnodes) {
-    return invalid_argument("--node-rank {} is outside 0..{} (--nnodes {})", plan.node_rank,
-                            plan.nnodes - 1, plan.nnodes);
-  }
-  if (cluster && !config.nnodes && plan.nnodes > 1) {
-    log::info("{}: node {} of {}", cluster->engine, plan.node_rank, plan.nnodes);
-  }
-  // One node rendezvouses on itself: a MASTER_ADDR left in the environment (or a cluster
-  // engine's first host) names another host for a multi-node job, and the workers would wait for
-  // a store that is not there. Only --master-addr is taken then, as torchrun does.
-  std::optional<std::string> master = config.master_addr;
-  if (!master && plan.nnodes > 1 && cluster) master = cluster->master_addr;
-  if (!master && plan.nnodes > 1) master = process_env()("MASTER_ADDR");
-  if (!master && plan.nnodes == 1) {
-    if (std::optional<std::string> env = process_env()("MASTER_ADDR");
-        env && !env->empty() && *env != "127.0.0.1" && *env != "localhost") {
-      log::info(
-          "one node: rendezvous on 127.0.0.1, not MASTER_ADDR={} (a multi-node setting; "
-          "--master-addr overrides)",
-          *env);
-    }
-  }
-  if (!master && plan.nnodes > 1) {
-    return invalid_argument("{} nodes but no master address: pass --master-addr (node 0's host)",
-                            plan.nnodes);
-  }
-  plan.master_addr = master.value_or("127.0.0.1");
+  plan.nnodes = placement.nnodes;
+  plan.node_rank = placement.node_rank;
+  plan.master_addr = placement.master_addr;
   plan.master_port = config.master_port.value_or(plan.nnodes > 1 ? kDefaultMultiNodePort : 0);
   if (plan.nnodes > 1 && plan.master_port == 0) {
     return invalid_argument("--master-port 0 (a free port) works on one node only: the other "
