@@ -1,7 +1,9 @@
 # partrain's two entry points on a fresh Debian 12 machine:
 #   make demo   install what is missing, build, train a traced 4-rank GPT, export its trace, run
 #               a 4-rank collective benchmark, analyse the run
-#   make test   install what is missing, build, run the whole test suite (CTest)
+#   make test   install what is missing, build, run the whole test suite (CTest), with the real
+#               clients the tests drive: Slurm, munge and Open MPI from Debian, and torch with HTA
+#               in a virtual environment under $(PARTRAIN_CACHE) (docs/testing.md)
 # Everything else (deps, configure, build) is a step of those two. For a machine with a GPU:
 #   make gpu-bundle  build/partrain-gpu-bundle.tar.gz to carry there; its gpu-validate.sh runs
 #                    every GPU test and benchmark (docs/gpu-validation.md)
@@ -20,12 +22,35 @@ DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
   nlohmann-json3-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev tmux \
   patchelf
 
-.PHONY: all deps configure build demo test clean gpu-bundle gpu-validate
+# The tests of real clients (docs/testing.md). The cluster tests start these engines themselves
+# (tests/integration/cluster_*: Slurm's daemons with munge, mpirun, PMIx's library for rank 0's
+# host; ip and unshare for their nodes' namespaces); PARTRAIN_SKIP_CLUSTER=1 installs none.
+CLUSTER_DEB_PACKAGES := slurm-wlm munge openmpi-bin libpmix2 iproute2
+# The torch tests' interpreter: PyPI's default wheels of these versions in a virtual environment
+# kept across runs and checkouts; PARTRAIN_SKIP_TORCH=1 installs nothing.
+TORCH_VERSION := 2.15.0
+HTA_VERSION := 0.5.0
+PARTRAIN_CACHE ?= $(HOME)/.cache/partrain
+TORCH_VENV := $(PARTRAIN_CACHE)/venv-torch$(TORCH_VERSION)-hta$(HTA_VERSION)
+TORCH_PYTHON_FILE := $(BUILD_DIR)/torch-python
+
+.PHONY: all deps test-deps configure build demo test clean gpu-bundle gpu-validate
 
 all: build
 
 deps:
 	@./scripts/install-deps.sh $(DEB_PACKAGES)
+
+# The interpreter's path (empty when the install was skipped) goes to CMake and to ctest, whose
+# torch tests skip in one line without it.
+test-deps: configure
+	@./scripts/install-deps.sh --for "the cluster tests (Slurm, Open MPI)" \
+	  --skip PARTRAIN_SKIP_CLUSTER $(CLUSTER_DEB_PACKAGES)
+	@./scripts/install-deps.sh --for "the torch tests' virtual environment" \
+	  --skip PARTRAIN_SKIP_TORCH python3-venv
+	@./scripts/install-torch-venv.sh $(TORCH_VENV) torch==$(TORCH_VERSION) \
+	  HolisticTraceAnalysis==$(HTA_VERSION) >$(TORCH_PYTHON_FILE)
+	@cmake -S . -B $(BUILD_DIR) -DPARTRAIN_TORCH_PYTHON="$$(cat $(TORCH_PYTHON_FILE))" >/dev/null
 
 $(BUILD_DIR)/build.ninja: CMakeLists.txt | deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -49,8 +74,9 @@ demo: build
 	@echo "== partrain analyze: where the demo run's time went, and what to try =="
 	$(BUILD_DIR)/bin/partrain analyze $(DEMO_TRACE)
 
-test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE "long|soak" -j 2 $(CTEST_ARGS)
+test: build test-deps
+	PARTRAIN_TORCH_PYTHON="$$(cat $(TORCH_PYTHON_FILE))" \
+	  ctest --test-dir $(BUILD_DIR) --output-on-failure -LE "long|soak" -j 2 $(CTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)
