@@ -100,7 +100,7 @@ namespace {
 
 struct MasterAddr {
   std::string host;
-  std::string from;  // for the log: "the first host of SLURM_STEP_NODELIST=...", empty for the flag
+  std::string from;  // for the log ("the first host of SLURM_STEP_NODELIST=..."); flag: empty
 };
 
 // Node 0's address when several nodes run: the flag, the engine's (Slurm's first host, rank 0's
@@ -109,7 +109,9 @@ StatusOr<MasterAddr> find_master_addr(const PlacementFlags& flags,
                                       const std::optional<ClusterPlacement>& cluster,
                                       const ClusterProbe& probe, int nnodes) {
   if (flags.master_addr) return MasterAddr{*flags.master_addr, ""};
-  if (cluster && cluster->master_addr) return MasterAddr{*cluster->master_addr, cluster->master_from};
+  if (cluster && cluster->master_addr) {
+    return MasterAddr{*cluster->master_addr, cluster->master_from};
+  }
   std::string why_not;
   if (cluster && cluster->master_from_pmix) {
     StatusOr<std::string> host = probe.pmix_host_of_rank(0);

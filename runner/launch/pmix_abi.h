@@ -42,7 +42,7 @@ using InitFn = Status (*)(Proc* proc, Info* info, size_t ninfo);                
 using FinalizeFn = Status (*)(const Info* info, size_t ninfo);                    // PMIx_Finalize
 using GetFn = Status (*)(const Proc* proc, const char* key, const Info* info, size_t ninfo,
                          Value** value);                                          // PMIx_Get
-using ErrorStringFn = const char* (*)(Status status);                             // PMIx_Error_string
+using ErrorStringFn = const char* (*)(Status status);                     // PMIx_Error_string
 using ValueDestructFn = void (*)(Value* value);  // PMIx_Value_destruct (v4 on)
 }
 

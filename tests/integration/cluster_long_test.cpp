@@ -29,7 +29,8 @@ TEST(ClusterLong, ThreeNodesOfEveryLayoutComputeWhatOneRankDoes) {
     SCOPED_TRACE(layout);
     for (const std::string& engine :
          {kClusterToken + " srun -N3 --ntasks-per-node=1 --overcommit",
-          "mpirun --oversubscribe -x " + kClusterToken + " --map-by ppr:1:node --host node1,node2,node3"}) {
+          "mpirun --oversubscribe -x " + kClusterToken +
+              " --map-by ppr:1:node --host node1,node2,node3"}) {
       CommandResult run = cluster.run(engine + " partrain launch -n 2 --no-trace --json " +
                                           kModel + " " + layout,
                                       300);

@@ -67,8 +67,8 @@ class ClusterSandbox {
       _exit(127);
     }
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!std::filesystem::exists(dir_ + "/ready") && std::chrono::steady_clock::now() < give_up &&
-           ::waitpid(pid_, nullptr, WNOHANG) == 0) {
+    while (!std::filesystem::exists(dir_ + "/ready") &&
+           std::chrono::steady_clock::now() < give_up && ::waitpid(pid_, nullptr, WNOHANG) == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::string ready = read_file(dir_ + "/ready");
