@@ -1,387 +1,588 @@
 #include "runner/rendezvous/store_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <list>
-#include <map>
-#include <mutex>
-#include <optional>
+#include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "core/clock.h"
-#include "core/duration.h"
 #include "core/log.h"
+#include "runner/rendezvous/listen_socket.h"
+#include "runner/rendezvous/partrain_session.h"
+#include "runner/rendezvous/store_connection.h"
+#include "runner/rendezvous/store_notices.h"
+#include "runner/rendezvous/tcpstore_session.h"
 
 namespace partrain::rendezvous {
 namespace {
 
-// The shared map. Waits end early when the server stops, so the destructor never waits on a GET.
-class KeyValueTable {
- public:
-  void set(std::string key, std::string value) {
-    {
-      std::lock_guard lock(mutex_);
-      values_.insert_or_assign(std::move(key), std::move(value));
-    }
-    changed_.notify_all();
-  }
+using detail::Connection;
+using detail::Protocol;
+using detail::Verdict;
 
-  // nullopt when the deadline passed (or the server is stopping) before the key was set.
-  std::optional<std::string> get(const std::string& key, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return stopping_ || values_.contains(key); });
-    auto it = values_.find(key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
-  }
+// epoll tags of the two descriptors that are not connections; connection ids start above.
+constexpr uint64_t kListenTag = 0;
+constexpr uint64_t kWakeTag = 1;
+constexpr size_t kAcceptsPerWake = 64;     // then the ready connections get their turn
+constexpr size_t kReadChunkBytes = 64 * 1024;  // per connection per wake: no peer starves others
+constexpr int64_t kAcceptBackoffNs = 100'000'000;  // no descriptor at all: listen again after this
+constexpr int64_t kLingerNs = 1'000'000'000;  // a rejected peer's last chance to read why
 
-  StatusOr<int64_t> add(const std::string& key, int64_t delta) {
-    int64_t result = 0;
-    {
-      std::lock_guard lock(mutex_);
-      int64_t current = 0;
-      // Counters are stored as decimal text, as torch's TCPStore does, so GET reads them too.
-      if (auto it = values_.find(key); it != values_.end()) {
-        const std::string& text = it->second;
-        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
-        if (ec != std::errc() || end != text.data() + text.size()) {
-          return failed("rendezvous key '{}' does not hold an integer", key);
-        }
-      }
-      if (__builtin_add_overflow(current, delta, &result)) {
-        return failed("adding {} to rendezvous key '{}' ({}) overflows", delta, key, current);
-      }
-      values_.insert_or_assign(key, std::to_string(result));
-    }
-    changed_.notify_all();
-    return result;
-  }
+int64_t to_ns(Nanoseconds d) { return d.count(); }
 
-  // The keys still missing when the deadline passed; empty when all are set.
-  std::vector<std::string> wait(const std::vector<std::string>& keys,
-                                std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return stopping_ || missing_locked(keys).empty(); });
-    return missing_locked(keys);
-  }
-
-  bool check(const std::vector<std::string>& keys) {
-    std::lock_guard lock(mutex_);
-    return missing_locked(keys).empty();
-  }
-
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    changed_.notify_all();
-  }
-
- private:
-  std::vector<std::string> missing_locked(const std::vector<std::string>& keys) const {
-    std::vector<std::string> missing;
-    for (const auto& key : keys) {
-      if (!values_.contains(key)) missing.push_back(key);
-    }
-    return missing;
-  }
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::string, std::string, std::less<>> values_;
-  bool stopping_ = false;
-};
-
-std::string describe_peer(const sockaddr_storage& address) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (address.ss_family == AF_INET) {
-    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
-    inet_ntop(AF_INET, &v4.sin_addr, host, sizeof(host));
-    port = ntohs(v4.sin_port);
-    return fmt::format("{}:{}", host, port);
-  }
-  if (address.ss_family == AF_INET6) {
-    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
-    inet_ntop(AF_INET6, &v6.sin6_addr, host, sizeof(host));
-    port = ntohs(v6.sin6_port);
-  }
-  return fmt::format("[{}]:{}", host, port);
+size_t connection_limit(const StoreServerOptions& options) {
+  if (options.max_connections != 0) return options.max_connections;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 65536;
+  const size_t soft = static_cast<size_t>(limit.rlim_cur);
+  return soft > options.reserved_fds + 16 ? soft - options.reserved_fds : 16;
 }
 
-std::string timeout_message(const std::vector<std::string>& missing, uint32_t timeout_ms) {
-  const std::string within = format_duration(std::chrono::milliseconds(timeout_ms));
-  if (missing.size() == 1) {
-    return fmt::format("rendezvous key '{}' was not set within {}", missing.front(), within);
-  }
-  std::string names;
-  for (const auto& key : missing) names += (names.empty() ? "'" : ", '") + key + "'";
-  return fmt::format("rendezvous keys not set within {}: {}", within, names);
+void tune_client_socket(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // A vanished node's connections are found dead within ~2 minutes instead of hours (the
+  // launchers' heartbeats name it much sooner; this only returns the descriptors).
+  int idle = 60, interval = 10, count = 6;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
-
-Reply error_reply(ReplyCode code, std::string message) {
-  Reply reply;
-  reply.code = code;
-  reply.message = std::move(message);
-  return reply;
-}
-
-Reply shutting_down_reply() {
-  return error_reply(ReplyCode::kFailed, "the rendezvous store is shutting down");
-}
-
-// Closing a socket with unread input makes the kernel send a reset, which can destroy the
-// error reply before the peer reads it. So: send FIN, then discard what the peer still sends,
-// bounded in bytes and time so a hostile peer cannot hold the thread.
-void close_gracefully(int fd) {
-  ::shutdown(fd, SHUT_WR);
-  std::array<uint8_t, 4096> sink{};
-  const int64_t deadline_ns = monotonic_ns() + 500'000'000;
-  for (size_t drained = 0; drained < (1u << 20);) {
-    const int64_t left_ms = (deadline_ns - monotonic_ns()) / 1'000'000;
-    pollfd entry{fd, POLLIN, 0};
-    if (left_ms <= 0 || ::poll(&entry, 1, static_cast<int>(left_ms)) <= 0) return;
-    ssize_t got = ::recv(fd, sink.data(), sink.size(), 0);
-    if (got <= 0) return;
-    drained += static_cast<size_t>(got);
-  }
-}
-
-struct Connection {
-  int fd = -1;
-  std::string peer;
-  std::thread thread;
-  bool finished = false;
-};
 
 }  // namespace
 
 struct StoreServer::State {
   std::string token;
-  StoreLimits limits;
+  StoreServerOptions options;
+  size_t max_connections = 0;
   int listen_fd = -1;
-  std::array<int, 2> wake_pipe = {-1, -1};
+  int wake_fd = -1;
+  int epoll_fd = -1;
+  int spare_fd = -1;  // given up to accept-and-close a peer when no descriptor is left
   uint16_t port = 0;
-  KeyValueTable table;
+  std::thread loop_thread;
   std::atomic<bool> stopping{false};
-  std::thread accept_thread;
-  std::mutex connections_mutex;
-  std::list<Connection> connections;
 
-  void accept_loop();
-  void serve_connection(Connection* connection);
-  // Reads and answers one request; false when the connection should close.
-  bool serve_one_request(int fd, const std::string& peer);
-  Reply execute(const Request& request);
-  void reap_finished_connections();
+  KeySpace partrain_keys;
+  KeySpace tcpstore_keys;
+  KeyLivenessTable liveness;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections;
+  uint64_t next_id = 2;
+  // Connections yet to say a valid word, oldest first: the first to go when room runs out.
+  std::set<std::pair<int64_t, uint64_t>> unproven;
+  std::set<std::pair<int64_t, uint64_t>> timers;  // (deadline, connection id)
+  uint64_t buffered_bytes = 0;                    // unserved request bytes, every connection
+  std::vector<uint64_t> paused_for_budget;
+  int64_t listen_paused_until_ns = -1;
+  int64_t now_ns = 0;
+  detail::Notices notices;
+
+  std::atomic<uint64_t> accepted{0}, refused{0}, shed{0}, timed_out{0}, rejected{0};
+  std::atomic<uint64_t> stored_bytes{0}, tcpstore_stored_bytes{0}, open_connections{0};
+
+  State(std::string token_in, StoreServerOptions options_in)
+      : token(std::move(token_in)),
+        options(std::move(options_in)),
+        partrain_keys(options.max_stored_bytes),
+        tcpstore_keys(options.max_tcpstore_stored_bytes),
+        liveness(options.watched_prefix) {}
+
+  void run();
+  int wait_ms() const;
+  void accept_ready();
+  void out_of_descriptors();
+  bool shed_oldest_unproven(const char* why);
+  void add_connection(int fd, const sockaddr_storage& address);
+  void on_event(Connection& connection, uint32_t events);
+  bool read_some(Connection& connection);
+  void serve(Connection& connection);
+  bool flush(Connection& connection);
+  void begin_closing(Connection& connection);
+  void close_connection(uint64_t id);
+  void fire_timers();
+  void finish_ready_waits(KeySpace& keys, Protocol protocol);
+  void resume_paused();
+  void update(Connection& connection);
+  uint64_t buffer_bound(const Connection& connection) const;
+  KeySpace& keys_of(const Connection& connection) {
+    return connection.protocol == Protocol::kTcpStore ? tcpstore_keys : partrain_keys;
+  }
+  detail::SessionContext context_for(Connection& connection) {
+    const bool partrain = connection.protocol != Protocol::kTcpStore;
+    return detail::SessionContext{token,  options.limits, options.tcpstore_limits,
+                                  keys_of(connection), now_ns, partrain ? &liveness : nullptr};
+  }
 };
 
-void StoreServer::State::accept_loop() {
+void StoreServer::State::run() {
+  std::array<epoll_event, 256> events{};
   while (!stopping.load()) {
-    std::array<pollfd, 2> watched = {pollfd{listen_fd, POLLIN, 0}, pollfd{wake_pipe[0], POLLIN, 0}};
-    if (::poll(watched.data(), watched.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      log::error("rendezvous store stopped accepting connections: {}", std::strerror(errno));
+    const int ready = ::epoll_wait(epoll_fd, events.data(), events.size(), wait_ms());
+    if (ready < 0 && errno != EINTR) {
+      log::error("the rendezvous store stopped: epoll_wait failed: {}", std::strerror(errno));
       return;
     }
-    if (watched[1].revents != 0 || stopping.load()) return;
+    now_ns = monotonic_ns();
+    for (int i = 0; i < std::max(ready, 0); ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) continue;  // stopping is checked by the loop
+      if (tag == kListenTag) {
+        accept_ready();
+        continue;
+      }
+      auto it = connections.find(tag);
+      if (it != connections.end()) on_event(*it->second, events[i].events);
+    }
+    fire_timers();
+    notices.tick(now_ns);
+    finish_ready_waits(partrain_keys, Protocol::kPartrain);
+    finish_ready_waits(tcpstore_keys, Protocol::kTcpStore);
+    resume_paused();
+    stored_bytes.store(partrain_keys.bytes_used());
+    tcpstore_stored_bytes.store(tcpstore_keys.bytes_used());
+    open_connections.store(connections.size());
+  }
+  notices.flush();
+}
+
+int StoreServer::State::wait_ms() const {
+  int64_t next = -1;
+  if (!timers.empty()) next = timers.begin()->first;
+  if (listen_paused_until_ns >= 0 && (next < 0 || listen_paused_until_ns < next)) {
+    next = listen_paused_until_ns;
+  }
+  if (next < 0) return notices.pending() ? 10'000 : -1;
+  const int64_t left_ns = next - monotonic_ns();
+  if (left_ns <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>((left_ns + 999'999) / 1'000'000, 60'000));
+}
+
+void StoreServer::State::accept_ready() {
+  if (listen_paused_until_ns >= 0) return;
+  for (size_t i = 0; i < kAcceptsPerWake; ++i) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
-    int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&address), &length, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the peer gave up before we accepted (ECONNABORTED) or EINTR
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    reap_finished_connections();
-    std::lock_guard lock(connections_mutex);
-    Connection& connection = connections.emplace_back();
-    connection.fd = fd;
-    connection.peer = describe_peer(address);
-    connection.thread = std::thread([this, &connection] { serve_connection(&connection); });
-  }
-}
-
-void StoreServer::State::reap_finished_connections() {
-  std::list<Connection> finished;
-  {
-    std::lock_guard lock(connections_mutex);
-    for (auto it = connections.begin(); it != connections.end();) {
-      auto next = std::next(it);
-      if (it->finished) finished.splice(finished.end(), connections, it);
-      it = next;
-    }
-  }
-  for (auto& connection : finished) connection.thread.join();
-}
-
-void StoreServer::State::serve_connection(Connection* connection) {
-  // connection->fd is only closed here, under the mutex, so the destructor's shutdown never hits
-  // a descriptor number that was already reused.
-  while (!stopping.load() && serve_one_request(connection->fd, connection->peer)) {
-  }
-  std::lock_guard lock(connections_mutex);
-  ::close(connection->fd);
-  connection->fd = -1;
-  connection->finished = true;
-}
-
-bool StoreServer::State::serve_one_request(int fd, const std::string& peer) {
-  std::array<uint8_t, kFrameHeaderBytes> header_bytes{};
-  // A closed or shut-down connection ends here quietly: ranks disconnect when they are done.
-  if (!receive_exact(fd, header_bytes, -1).is_ok()) return false;
-
-  // The reply echoes the op bytes as sent, so the client can match it even if the rest was bad.
-  const uint16_t sent_op = static_cast<uint16_t>(header_bytes[6] | (header_bytes[7] << 8));
-  auto reject = [&](const Status& why) {
-    log::warn("rendezvous store rejected a client from {}: {}", peer, why.message());
-    (void)send_all(fd, encode_reply(static_cast<Op>(sent_op),
-                                    error_reply(ReplyCode::kRejected, why.message())));
-    close_gracefully(fd);
-    return false;
-  };
-  auto header = decode_frame_header(header_bytes, max_request_payload_bytes(limits));
-  if (!header.is_ok()) return reject(header.status());
-
-  std::array<uint8_t, kMaxTokenBytes> token_bytes{};
-  std::span<uint8_t> presented(token_bytes.data(), header->token_bytes);
-  if (!receive_exact(fd, presented, -1).is_ok()) return false;
-  if (!token_matches(token, presented)) {
-    return reject(failed("wrong token (the run's PARTRAIN_TOKEN)"));
-  }
-
-  // Safe to allocate now: the header's payload size passed the limits above.
-  std::vector<uint8_t> payload(header->payload_bytes);
-  if (!receive_exact(fd, payload, -1).is_ok()) return false;
-  const Op op = static_cast<Op>(header->op);
-  auto request = decode_request_payload(op, payload, limits);
-  if (!request.is_ok()) return reject(request.status());
-
-  return send_all(fd, encode_reply(op, execute(*request))).is_ok();
-}
-
-Reply StoreServer::State::execute(const Request& request) {
-  Reply reply;
-  switch (request.op) {
-    case Op::kSet: table.set(request.key, request.value); break;
-    case Op::kGet: {
-      auto value = table.get(request.key, std::chrono::milliseconds(request.timeout_ms));
-      if (!value && stopping.load()) return shutting_down_reply();
-      if (!value) {
-        return error_reply(ReplyCode::kTimeout, timeout_message({request.key}, request.timeout_ms));
-      }
-      reply.value = std::move(*value);
-      break;
-    }
-    case Op::kAdd: {
-      auto sum = table.add(request.key, request.delta);
-      if (!sum.is_ok()) return error_reply(ReplyCode::kFailed, sum.status().message());
-      reply.number = *sum;
-      break;
-    }
-    case Op::kWait: {
-      auto missing = table.wait(request.keys, std::chrono::milliseconds(request.timeout_ms));
-      if (!missing.empty() && stopping.load()) return shutting_down_reply();
-      if (!missing.empty()) {
-        return error_reply(ReplyCode::kTimeout, timeout_message(missing, request.timeout_ms));
-      }
-      break;
-    }
-    case Op::kCheck: reply.all_present = table.check(request.keys); break;
-    case Op::kPing: reply.number = monotonic_ns(); break;
-  }
-  return reply;
-}
-
-namespace {
-
-// A listening socket on the first address of bind_host that binds; the port-in-use error names
-// the port so the user knows which flag to change.
-StatusOr<int> listen_on(const std::string& bind_host, uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(bind_host.empty() ? nullptr : bind_host.c_str(), service.c_str(), &hints,
-                         &found);
-  if (rc != 0) {
-    return unavailable("cannot listen on '{}': {}", bind_host, gai_strerror(rc));
-  }
-  Status last_error = unavailable("no address to listen on for '{}'", bind_host);
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&address), &length,
+                       SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-      last_error = unavailable("cannot create a socket: {}", std::strerror(errno));
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        out_of_descriptors();
+      }
+      return;  // EAGAIN: the backlog is empty
+    }
+    // Accepted first, so only a peer that is really there can make the oldest silent one go.
+    if (connections.size() >= max_connections &&
+        !shed_oldest_unproven("the connection limit was reached")) {
+      // No room and nobody to make room: the peer is turned away, not left in the backlog
+      // (which would make the listening socket ready forever and the loop spin).
+      ::close(fd);
+      refused.fetch_add(1);
+      notices.note(detail::Notice::kRefused,
+                   fmt::format("the rendezvous store has {} connections, its limit: refusing new "
+                               "ones (raise `ulimit -n`)",
+                               connections.size()));
       continue;
     }
-    // SO_REUSEADDR: a restarted launcher can rebind while old connections sit in TIME_WAIT.
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
-      ::freeaddrinfo(found);
-      return fd;
+    add_connection(fd, address);
+  }
+}
+
+// The process has no descriptor left (others of the launcher hold some too): make one, by
+// dropping a connection that has not said a valid word, or by accepting with the spare one and
+// closing at once; failing both, stop listening for a moment rather than spin on accept.
+void StoreServer::State::out_of_descriptors() {
+  if (shed_oldest_unproven("the launcher ran out of file descriptors")) return;
+  if (spare_fd >= 0) {
+    ::close(spare_fd);
+    spare_fd = -1;
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      refused.fetch_add(1);
     }
-    const int error = errno;
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    notices.note(detail::Notice::kRefused,
+                 "the launcher is out of file descriptors: refusing new connections to the "
+                 "rendezvous store (raise `ulimit -n`)");
+    if (spare_fd >= 0) return;
+  }
+  listen_paused_until_ns = now_ns + kAcceptBackoffNs;
+  epoll_event event{};
+  event.data.u64 = kListenTag;
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &event);
+}
+
+bool StoreServer::State::shed_oldest_unproven(const char* why) {
+  if (unproven.empty()) return false;
+  const uint64_t id = unproven.begin()->second;
+  const std::string peer = connections.at(id)->peer;
+  close_connection(id);
+  shed.fetch_add(1);
+  notices.note(detail::Notice::kShed,
+               fmt::format("{}: closing connections that have sent no valid request yet, "
+                           "oldest first ({})",
+                           why, peer));
+  return true;
+}
+
+void StoreServer::State::add_connection(int fd, const sockaddr_storage& address) {
+  tune_client_socket(fd);
+  auto connection = std::make_unique<Connection>();
+  connection->id = next_id++;
+  connection->fd = fd;
+  connection->peer = describe_address(address);
+  connection->accepted_ns = now_ns;
+  Connection& added = *connection;
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLRDHUP;
+  event.data.u64 = added.id;
+  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) {
     ::close(fd);
-    if (error == EADDRINUSE) {
-      last_error = unavailable(
-          "port {} on {} is already in use (another partrain/torchrun run?): pass --master-port "
-          "with a free port, or 0 to pick one",
-          port, bind_host.empty() ? "all interfaces" : bind_host);
-      break;
+    return;
+  }
+  added.epoll_events = event.events;
+  connections.emplace(added.id, std::move(connection));
+  unproven.emplace(added.accepted_ns, added.id);
+  accepted.fetch_add(1);
+  // Most clients send their first request with the connection: served now, before more
+  // accepts could shed it.
+  on_event(added, EPOLLIN);
+}
+
+void StoreServer::State::on_event(Connection& connection, uint32_t events) {
+  const uint64_t id = connection.id;
+  if ((events & EPOLLERR) != 0) return close_connection(id);
+  if ((events & EPOLLOUT) != 0 && !flush(connection)) return close_connection(id);
+  if ((events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) != 0 && !read_some(connection)) {
+    return close_connection(id);
+  }
+  serve(connection);
+}
+
+// One read of at most kReadChunkBytes; false when the peer is gone.
+bool StoreServer::State::read_some(Connection& connection) {
+  if (connection.closing) {
+    std::array<uint8_t, 4096> sink{};
+    const ssize_t got = ::recv(connection.fd, sink.data(), sink.size(), 0);
+    return got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR));
+  }
+  const uint64_t room = buffer_bound(connection) - std::min(buffer_bound(connection),
+                                                            uint64_t{connection.buffered()});
+  if (room == 0) return true;  // served before more is read
+  if (buffered_bytes >= options.max_buffered_bytes) {
+    // Not read again until others' requests are served (update() drops its EPOLLIN meanwhile).
+    if (!connection.paused) paused_for_budget.push_back(connection.id);
+    connection.paused = true;
+    return true;
+  }
+  const size_t chunk = static_cast<size_t>(std::min<uint64_t>(
+      {kReadChunkBytes, room, options.max_buffered_bytes - buffered_bytes}));
+  if (connection.in_start > 0) {
+    connection.in.erase(connection.in.begin(),
+                        connection.in.begin() + static_cast<ptrdiff_t>(connection.in_start));
+    connection.in_start = 0;
+  }
+  const size_t before = connection.in.size();
+  connection.in.resize(before + chunk);
+  const ssize_t got = ::recv(connection.fd, connection.in.data() + before, chunk, 0);
+  connection.in.resize(before + static_cast<size_t>(std::max<ssize_t>(got, 0)));
+  if (got == 0) return false;
+  if (got < 0) return errno == EAGAIN || errno == EINTR;
+  buffered_bytes += static_cast<uint64_t>(got);
+  return true;
+}
+
+void StoreServer::State::serve(Connection& connection) {
+  const uint64_t id = connection.id;
+  if (!connection.closing && connection.buffered() > 0) {
+    if (connection.protocol == Protocol::kUnknown) {
+      const bool torch = connection.unserved()[0] == 0 && options.serve_tcpstore;
+      connection.protocol = torch ? Protocol::kTcpStore : Protocol::kPartrain;
     }
-    last_error = unavailable("cannot listen on {}:{}: {}", bind_host, port, std::strerror(error));
+    const size_t before = connection.buffered();
+    detail::SessionContext context = context_for(connection);
+    const Verdict verdict = connection.protocol == Protocol::kTcpStore
+                                ? detail::serve_tcpstore(connection, context)
+                                : detail::serve_partrain(connection, context);
+    buffered_bytes -= before - connection.buffered();
+    if (connection.handshaken) unproven.erase({connection.accepted_ns, id});
+    if (verdict == Verdict::kClose) {
+      rejected.fetch_add(1);
+      notices.note(detail::Notice::kRejected, fmt::format("the rendezvous store dropped a client "
+                                                          "from {}: {}",
+                                                          connection.peer,
+                                                          connection.close_reason));
+      return close_connection(id);
+    }
+    if (verdict == Verdict::kCloseAfterReply) {
+      rejected.fetch_add(1);
+      notices.note(detail::Notice::kRejected,
+                   fmt::format("the rendezvous store rejected a client from {}: {}",
+                               connection.peer, connection.close_reason));
+      begin_closing(connection);
+    }
   }
-  ::freeaddrinfo(found);
-  return last_error;
+  if (!flush(connection)) return close_connection(id);
+  update(connection);
 }
 
-uint16_t bound_port(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  if (address.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+// Writes what the socket takes now; false when the peer is gone.
+bool StoreServer::State::flush(Connection& connection) {
+  while (!connection.out.empty()) {
+    std::array<iovec, 16> pieces{};
+    size_t count = 0;
+    size_t offset = connection.out_offset;
+    for (const detail::Outgoing& piece : connection.out) {
+      if (count == pieces.size()) break;
+      pieces[count].iov_base = const_cast<char*>(piece.data()) + offset;
+      pieces[count].iov_len = piece.size() - offset;
+      offset = 0;
+      ++count;
+    }
+    msghdr message{};
+    message.msg_iov = pieces.data();
+    message.msg_iovlen = count;
+    const ssize_t sent = ::sendmsg(connection.fd, &message, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return false;
+      if (connection.write_blocked_ns < 0) connection.write_blocked_ns = now_ns;
+      return true;
+    }
+    connection.write_blocked_ns = -1;
+    connection.out_bytes -= static_cast<uint64_t>(sent);
+    size_t left = static_cast<size_t>(sent);
+    while (left > 0) {
+      const size_t rest = connection.out.front().size() - connection.out_offset;
+      if (left < rest) {
+        connection.out_offset += left;
+        break;
+      }
+      left -= rest;
+      connection.out.pop_front();
+      connection.out_offset = 0;
+    }
   }
-  return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  connection.write_blocked_ns = -1;
+  if (connection.closing && connection.closing_until_ns < 0) {
+    // The reply is out: say so with FIN, then wait briefly for the peer to read and hang up
+    // (closing with unread input would reset the connection and could destroy the reply).
+    ::shutdown(connection.fd, SHUT_WR);
+    connection.closing_until_ns = now_ns + kLingerNs;
+  }
+  return true;
 }
 
-}  // namespace
+void StoreServer::State::begin_closing(Connection& connection) {
+  connection.closing = true;
+  buffered_bytes -= connection.buffered();
+  connection.in.clear();
+  connection.in_start = 0;
+  if (connection.parked) keys_of(connection).cancel_wait(connection.id);
+  connection.parked.reset();
+}
+
+void StoreServer::State::close_connection(uint64_t id) {
+  auto it = connections.find(id);
+  if (it == connections.end()) return;
+  Connection& connection = *it->second;
+  buffered_bytes -= connection.buffered();
+  keys_of(connection).cancel_wait(id);
+  liveness.connection_closed(id, now_ns);
+  unproven.erase({connection.accepted_ns, id});
+  if (connection.timer_at_ns >= 0) timers.erase({connection.timer_at_ns, id});
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, connection.fd, nullptr);
+  ::close(connection.fd);
+  connections.erase(it);
+}
+
+// Re-arms a connection's epoll interest and its next deadline after anything changed.
+void StoreServer::State::update(Connection& connection) {
+  const bool backlogged = connection.buffered() >= buffer_bound(connection);
+  uint32_t wanted = EPOLLRDHUP;
+  if (!backlogged && !connection.paused) wanted |= EPOLLIN;
+  if (!connection.out.empty()) wanted |= EPOLLOUT;
+  if (wanted != connection.epoll_events) {
+    epoll_event event{};
+    event.events = wanted;
+    event.data.u64 = connection.id;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, connection.fd, &event);
+    connection.epoll_events = wanted;
+  }
+  // A request timer runs while a request is only partly here: bytes buffered, nothing parked
+  // and no replies holding the rest up.
+  const bool partial = connection.buffered() > 0 && !connection.parked && connection.out.empty();
+  if (!partial) {
+    connection.request_started_ns = -1;
+  } else if (connection.request_started_ns < 0) {
+    connection.request_started_ns = now_ns;
+  }
+  int64_t deadline = -1;
+  auto consider = [&](int64_t at) {
+    if (at >= 0 && (deadline < 0 || at < deadline)) deadline = at;
+  };
+  if (connection.closing) {
+    consider(connection.closing_until_ns >= 0 ? connection.closing_until_ns
+                                              : now_ns + to_ns(options.write_timeout));
+  } else {
+    if (!connection.handshaken) {
+      consider(connection.accepted_ns + to_ns(options.handshake_timeout));
+    }
+    if (connection.request_started_ns >= 0) {
+      consider(connection.request_started_ns + to_ns(options.request_timeout));
+    }
+    consider(connection.parked_until_ns);
+    if (connection.write_blocked_ns >= 0) {
+      consider(connection.write_blocked_ns + to_ns(options.write_timeout));
+    }
+  }
+  if (deadline == connection.timer_at_ns) return;
+  if (connection.timer_at_ns >= 0) timers.erase({connection.timer_at_ns, connection.id});
+  connection.timer_at_ns = deadline;
+  if (deadline >= 0) timers.emplace(deadline, connection.id);
+}
+
+void StoreServer::State::fire_timers() {
+  if (listen_paused_until_ns >= 0 && now_ns >= listen_paused_until_ns) {
+    listen_paused_until_ns = -1;
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = kListenTag;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &event);
+    if (spare_fd < 0) spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  while (!timers.empty() && timers.begin()->first <= now_ns) {
+    const uint64_t id = timers.begin()->second;
+    timers.erase(timers.begin());
+    Connection& connection = *connections.at(id);
+    connection.timer_at_ns = -1;
+    const int64_t handshake_end = connection.accepted_ns + to_ns(options.handshake_timeout);
+    std::string why;
+    if (connection.closing) {
+      if (connection.closing_until_ns < 0 || connection.closing_until_ns <= now_ns) {
+        close_connection(id);
+        continue;
+      }
+    } else if (connection.parked && connection.parked_until_ns <= now_ns) {
+      detail::SessionContext context = context_for(connection);
+      detail::finish_partrain_wait(connection, context, /*timed_out=*/true);
+      serve(connection);
+      continue;
+    } else if (!connection.handshaken && handshake_end <= now_ns) {
+      why = fmt::format("sent no valid request within {}",
+                        format_duration(options.handshake_timeout));
+    } else if (connection.request_started_ns >= 0 &&
+               connection.request_started_ns + to_ns(options.request_timeout) <= now_ns) {
+      why = fmt::format("began a request and did not finish it within {}",
+                        format_duration(options.request_timeout));
+    } else if (connection.write_blocked_ns >= 0 &&
+               connection.write_blocked_ns + to_ns(options.write_timeout) <= now_ns) {
+      why = fmt::format("read none of its replies for {}",
+                        format_duration(options.write_timeout));
+    }
+    if (!why.empty()) {
+      timed_out.fetch_add(1);
+      notices.note(detail::Notice::kTimedOut,
+                   fmt::format("the rendezvous store closed a connection from {} that {}",
+                               connection.peer, why));
+      close_connection(id);
+      continue;
+    }
+    update(connection);
+  }
+}
+
+void StoreServer::State::finish_ready_waits(KeySpace& keys, Protocol protocol) {
+  // Serving one waiter may set keys that release others: until none is left.
+  for (std::vector<WaiterId> ready = keys.take_ready(); !ready.empty();
+       ready = keys.take_ready()) {
+    for (WaiterId id : ready) {
+      auto it = connections.find(id);
+      if (it == connections.end()) continue;
+      Connection& connection = *it->second;
+      if (protocol == Protocol::kTcpStore) {
+        detail::finish_tcpstore_wait(connection);
+      } else {
+        detail::SessionContext context = context_for(connection);
+        detail::finish_partrain_wait(connection, context, /*timed_out=*/false);
+      }
+      serve(connection);
+    }
+  }
+}
+
+void StoreServer::State::resume_paused() {
+  if (paused_for_budget.empty() || buffered_bytes >= options.max_buffered_bytes) return;
+  for (uint64_t id : std::exchange(paused_for_budget, {})) {
+    auto it = connections.find(id);
+    if (it == connections.end()) continue;
+    it->second->paused = false;
+    if (!read_some(*it->second)) {
+      close_connection(id);
+      continue;
+    }
+    serve(*it->second);
+  }
+}
+
+uint64_t StoreServer::State::buffer_bound(const Connection& connection) const {
+  switch (connection.protocol) {
+    case Protocol::kPartrain: return detail::partrain_frame_bound(options.limits);
+    case Protocol::kTcpStore: return options.tcpstore_limits.max_query_bytes;
+    case Protocol::kUnknown: break;
+  }
+  return kReadChunkBytes;
+}
 
 StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bind_host,
                                                           uint16_t port, std::string token,
-                                                          StoreLimits limits) {
+                                                          StoreServerOptions options) {
   if (token.size() > kMaxTokenBytes) {
     return invalid_argument("the rendezvous token has {} bytes, more than the limit of {}",
                             token.size(), kMaxTokenBytes);
   }
-  auto state = std::make_unique<State>();
-  state->token = std::move(token);
-  state->limits = limits;
+  auto state = std::make_unique<State>(std::move(token), std::move(options));
+  state->max_connections = connection_limit(state->options);
   ASSIGN_OR_RETURN(state->listen_fd, listen_on(bind_host, port));
   state->port = bound_port(state->listen_fd);
-  if (::pipe2(state->wake_pipe.data(), O_CLOEXEC) != 0) {
-    ::close(state->listen_fd);
-    return failed("cannot create the rendezvous store's wake-up pipe: {}", std::strerror(errno));
+  state->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  state->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  state->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (state->wake_fd < 0 || state->epoll_fd < 0) {
+    const std::string why = std::strerror(errno);
+    for (int fd : {state->listen_fd, state->wake_fd, state->epoll_fd, state->spare_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return failed("cannot set up the rendezvous store's event loop: {}", why);
   }
+  epoll_event listen_event{};
+  listen_event.events = EPOLLIN;
+  listen_event.data.u64 = kListenTag;
+  ::epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, state->listen_fd, &listen_event);
+  epoll_event wake_event{};
+  wake_event.events = EPOLLIN;
+  wake_event.data.u64 = kWakeTag;
+  ::epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, state->wake_fd, &wake_event);
   State* raw = state.get();
-  state->accept_thread = std::thread([raw] { raw->accept_loop(); });
-  log::debug("rendezvous store listening on {}:{}", bind_host, state->port);
+  state->loop_thread = std::thread([raw] { raw->run(); });
+  log::debug("rendezvous store listening on {}:{} (at most {} connections)", bind_host,
+             state->port, state->max_connections);
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(state)));
 }
 
@@ -389,24 +590,36 @@ StoreServer::StoreServer(std::unique_ptr<State> state) : state_(std::move(state)
 
 uint16_t StoreServer::port() const { return state_->port; }
 
+StoreServerStats StoreServer::stats() const {
+  const State& s = *state_;
+  StoreServerStats stats;
+  stats.open_connections = s.open_connections.load();
+  stats.accepted = s.accepted.load();
+  stats.refused = s.refused.load();
+  stats.shed = s.shed.load();
+  stats.timed_out = s.timed_out.load();
+  stats.rejected = s.rejected.load();
+  stats.stored_bytes = s.stored_bytes.load();
+  stats.tcpstore_stored_bytes = s.tcpstore_stored_bytes.load();
+  stats.max_connections = s.max_connections;
+  return stats;
+}
+
+std::map<std::string, KeyLiveness> StoreServer::watched_keys() const {
+  return state_->liveness.snapshot();
+}
+
 StoreServer::~StoreServer() {
   State& s = *state_;
   s.stopping.store(true);
-  s.table.stop();
-  const uint8_t wake = 1;
-  (void)::write(s.wake_pipe[1], &wake, 1);
-  s.accept_thread.join();
-  {
-    // Wakes connection threads blocked in recv; those blocked in GET / WAIT were woken by stop().
-    std::lock_guard lock(s.connections_mutex);
-    for (auto& connection : s.connections) {
-      if (connection.fd >= 0) ::shutdown(connection.fd, SHUT_RDWR);
-    }
+  const uint64_t one = 1;
+  (void)::write(s.wake_fd, &one, sizeof(one));
+  s.loop_thread.join();
+  for (auto& [id, connection] : s.connections) ::close(connection->fd);
+  s.connections.clear();
+  for (int fd : {s.listen_fd, s.wake_fd, s.epoll_fd, s.spare_fd}) {
+    if (fd >= 0) ::close(fd);
   }
-  for (auto& connection : s.connections) connection.thread.join();
-  ::close(s.listen_fd);
-  ::close(s.wake_pipe[0]);
-  ::close(s.wake_pipe[1]);
 }
 
 }  // namespace partrain::rendezvous
