@@ -3,11 +3,23 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 namespace partrain::launch {
+namespace {
+
+// Runs in a thread that does not block the signal (the main thread does): re-sends it to the
+// main thread, whose thread id is the process id, where it waits for the signalfd.
+extern "C" void pass_to_main_thread(int signal) {
+  const int saved_errno = errno;
+  ::syscall(SYS_tgkill, ::getpid(), ::getpid(), signal);
+  errno = saved_errno;
+}
+
+}  // namespace
 
 StatusOr<SignalChannel> SignalChannel::open() {
   sigset_t set;
@@ -23,11 +35,25 @@ StatusOr<SignalChannel> SignalChannel::open() {
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     return failed("cannot create a signalfd: {}", strerror(error));
   }
-  return SignalChannel(UniqueFd(fd), previous);
+  SignalChannel channel(UniqueFd(fd), previous);
+  for (size_t i = 0; i < std::size(kForwarded); ++i) {
+    struct sigaction current{};
+    ::sigaction(kForwarded[i], nullptr, &current);
+    if (current.sa_handler == SIG_IGN) continue;  // nohup's SIGHUP, a background job's SIGINT
+    struct sigaction forward{};
+    forward.sa_handler = pass_to_main_thread;
+    forward.sa_flags = SA_RESTART;
+    sigemptyset(&forward.sa_mask);
+    if (::sigaction(kForwarded[i], &forward, nullptr) == 0) channel.previous_actions_[i] = current;
+  }
+  return channel;
 }
 
 SignalChannel::~SignalChannel() {
   if (!fd_.valid()) return;  // moved from
+  for (size_t i = 0; i < std::size(kForwarded); ++i) {
+    if (previous_actions_[i]) ::sigaction(kForwarded[i], &*previous_actions_[i], nullptr);
+  }
   (void)drain();
   pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
