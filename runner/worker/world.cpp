@@ -30,6 +30,33 @@ StatusOr<int> required_int(std::string_view name, long long min_value, long long
   return static_cast<int>(*value);
 }
 
+// The launcher's --rdzv-timeout bounds every wait for another rank's key (a rank that never
+// started), while the backend's own timeout, also used per collective, may be longer.
+class StoreWithWaitBound final : public rendezvous::Store {
+ public:
+  StoreWithWaitBound(std::shared_ptr<rendezvous::Store> store, Nanoseconds bound)
+      : store_(std::move(store)), bound_(bound) {}
+  Status set(std::string_view key, std::string_view value) override {
+    return store_->set(key, value);
+  }
+  StatusOr<std::string> get(std::string_view key, Nanoseconds timeout) override {
+    return store_->get(key, std::min(timeout, bound_));
+  }
+  StatusOr<int64_t> add(std::string_view key, int64_t delta) override {
+    return store_->add(key, delta);
+  }
+  Status wait(const std::vector<std::string>& keys, Nanoseconds timeout) override {
+    return store_->wait(keys, std::min(timeout, bound_));
+  }
+  StatusOr<bool> check(const std::vector<std::string>& keys) override {
+    return store_->check(keys);
+  }
+
+ private:
+  std::shared_ptr<rendezvous::Store> store_;
+  Nanoseconds bound_;
+};
+
 }  // namespace
 
 std::optional<CommBackend> parse_comm_backend(std::string_view name) {
@@ -60,13 +87,24 @@ StatusOr<WorkerEnv> read_worker_env() {
   result.master_addr = *addr;
   result.token = env::get("PARTRAIN_TOKEN").value_or("");
   result.run_id = env::get("PARTRAIN_RUN_ID").value_or("");
+  if (auto timeout = env::get("PARTRAIN_STORE_TIMEOUT"); timeout && !timeout->empty()) {
+    auto parsed = parse_duration(*timeout);
+    if (!parsed.is_ok() || parsed->count() <= 0) {
+      return invalid_argument("environment variable PARTRAIN_STORE_TIMEOUT={} is not a positive "
+                              "duration (the launcher's --rdzv-timeout)",
+                              *timeout);
+    }
+    result.store_timeout = *parsed;
+  }
   return result;
 }
 
-StatusOr<World> join_world(const WorldOptions& options) {
+StatusOr<World> join_world(const WorldOptions& given) {
   World world;
+  WorldOptions options = given;
   if (launched_as_worker()) {
     ASSIGN_OR_RETURN(world.env, read_worker_env());
+    options.timeout = world.env.store_timeout.value_or(options.timeout);
     ASSIGN_OR_RETURN(std::unique_ptr<rendezvous::StoreClient> client,
                      rendezvous::StoreClient::connect(world.env.master_addr,
                                                       world.env.master_port, world.env.token,
@@ -85,7 +123,8 @@ StatusOr<World> join_world(const WorldOptions& options) {
     if (auto* client = dynamic_cast<rendezvous::StoreClient*>(world.store.get())) {
       gloo.hostname = client->local_address();  // the address peers can reach this host on
     }
-    ASSIGN_OR_RETURN(base, comm::create_gloo_comm(world.store, world.env.rank,
+    auto bounded = std::make_shared<StoreWithWaitBound>(world.store, options.timeout);
+    ASSIGN_OR_RETURN(base, comm::create_gloo_comm(bounded, world.env.rank,
                                                   world.env.world_size, gloo));
     if (options.device != nullptr && !options.device->host_addressable()) {
       base = comm::stage_through_host(std::move(base), *options.device);
@@ -95,7 +134,8 @@ StatusOr<World> join_world(const WorldOptions& options) {
     comm::NcclCommOptions nccl;
     nccl.cuda_device = world.env.local_rank;
     if (options.device != nullptr) nccl.compute_stream = options.device->compute_stream();
-    ASSIGN_OR_RETURN(base, comm::create_nccl_comm(world.store, world.env.rank,
+    auto bounded = std::make_shared<StoreWithWaitBound>(world.store, options.timeout);
+    ASSIGN_OR_RETURN(base, comm::create_nccl_comm(bounded, world.env.rank,
                                                   world.env.world_size, nccl, "world"));
 #else
     return invalid_argument("this partrain was built without CUDA, so the NCCL backend is not "

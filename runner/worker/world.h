@@ -30,6 +30,8 @@ struct WorkerEnv {
   uint16_t master_port = 0;
   std::string token;
   std::string run_id;
+  // The launcher's --rdzv-timeout (PARTRAIN_STORE_TIMEOUT), when it set one.
+  std::optional<Nanoseconds> store_timeout;
 };
 
 // Whether this process was started by a launcher (RANK and WORLD_SIZE are set).
@@ -55,7 +57,8 @@ inline constexpr Nanoseconds kBackendTimeoutMargin = std::chrono::seconds(60);
 
 struct WorldOptions {
   CommBackend backend = CommBackend::kGloo;
-  // Connecting to the store and bootstrapping the communicators.
+  // Connecting to the store and bootstrapping the communicators; the launcher's --rdzv-timeout
+  // (WorkerEnv::store_timeout) takes its place when set.
   Nanoseconds timeout = std::chrono::seconds(300);
   // The collective watchdog's timeout (--collective-timeout); the backend's per-operation
   // timeout is set kBackendTimeoutMargin above it.

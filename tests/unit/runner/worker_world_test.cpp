@@ -71,5 +71,28 @@ TEST(JoinWorld, WrongTokenIsRejected) {
   EXPECT_NE(world.status().message().find("token"), std::string::npos) << world.status().message();
 }
 
+// A rank that never comes is waited for as long as the launcher's --rdzv-timeout says
+// (PARTRAIN_STORE_TIMEOUT), not the fixed 300 s the workers used to wait.
+TEST(JoinWorld, AMissingRankIsWaitedForAsLongAsTheRendezvousTimeout) {
+  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, "secret");
+  ASSERT_TRUE(server.is_ok());
+  ScopedEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+                 {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", std::to_string((*server)->port())}, {"PARTRAIN_TOKEN", "secret"},
+                 {"PARTRAIN_STORE_TIMEOUT", "1s"}});
+  const auto start = std::chrono::steady_clock::now();
+  auto world = join_world({});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(world.is_ok());
+  EXPECT_EQ(world.status().code(), StatusCode::kTimeout) << world.status().message();
+  EXPECT_GE(waited, std::chrono::milliseconds(900));
+  EXPECT_LT(waited, std::chrono::seconds(20)) << world.status().message();
+
+  ScopedEnv bad({{"PARTRAIN_STORE_TIMEOUT", "soon"}, {"WORLD_SIZE", "2"}});
+  auto refused = read_worker_env();
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("PARTRAIN_STORE_TIMEOUT=soon"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace partrain::runner
