@@ -40,6 +40,8 @@ struct LaunchFlags {
   std::string rdzv_id = "none";
   std::string rdzv_timeout = "300s";
   std::optional<std::string> token;
+  std::optional<std::string> token_file;
+  bool rdzv_bind_all = false;
   std::optional<std::string> run_id;
   std::optional<std::string> log_dir;
   bool tee = false;
@@ -102,6 +104,8 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
         fmt::format("PARTRAIN_COLLECTIVE_TIMEOUT={}ns", collective_timeout->count()));
   }
   config.token = flags.token;
+  config.token_file = flags.token_file;
+  config.rdzv_bind_all = flags.rdzv_bind_all;
   config.run_id = flags.run_id;
   config.log_dir = flags.log_dir;
   config.log_dir_per_run = true;
@@ -372,15 +376,19 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "Rendezvous port on node 0 (default: 29500 for several nodes, a free port for "
                   "one)");
   cmd->add_option("--rdzv-id,--rdzv_id", flags->rdzv_id,
-                  "Job id shared by the nodes (TORCHELASTIC_RUN_ID; seeds the token when no "
-                  "--token is given)")
+                  "Job id shared by the nodes (TORCHELASTIC_RUN_ID)")
       ->capture_default_str();
   cmd->add_option("--rdzv-timeout,--rdzv_timeout", flags->rdzv_timeout,
                   "How long nodes wait for each other (10s, 5m; bare number = seconds)")
       ->capture_default_str();
   cmd->add_option("--token", flags->token,
-                  "Shared secret of the rendezvous store (multi-node; default: random on one "
-                  "node)");
+                  "Shared secret of the rendezvous store, the same on every node (required with "
+                  "several nodes unless --token-file; default: random on one node)");
+  cmd->add_option("--token-file", flags->token_file,
+                  "Several nodes: read the secret from FILE in a directory every node shares; "
+                  "node 0 writes a random one there (mode 600) when it does not exist");
+  cmd->add_flag("--rdzv-bind-all", flags->rdzv_bind_all,
+                "Node 0's store listens on every interface, not only --master-addr's");
   cmd->add_option("--run-id", flags->run_id, "PARTRAIN_RUN_ID (default: generated)");
   cmd->add_option("--log-dir,--log_dir", flags->log_dir,
                   "Write each rank's output to DIR/<run-id>/rank_N.log instead of the terminal "

@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace partrain::launch {
 
@@ -17,7 +20,50 @@ std::string signal_hint(int signal) {
   }
 }
 
+namespace {
+
+constexpr size_t kMaxErrorFileBytes = 1 << 20;
+// As many as a stderr tail shows: the frames nearest the raise.
+constexpr size_t kErrorTracebackLines = 12;
+
+std::string rank_span(int first, int count) {
+  return count == 1 ? fmt::format("rank {}", first)
+                    : fmt::format("ranks {}-{}", first, first + count - 1);
+}
+
+std::string node_lost_summary(const RankFailure& failure) {
+  // A node whose launcher was stopped by a signal told the others; a lost one could not.
+  std::string text = fmt::format(
+      "partrain: error: node {} (host {}, launcher pid {}) {} after {}: {}\n", failure.node_rank,
+      failure.host, failure.pid, failure.status.signaled ? "stopped" : "was lost",
+      format_duration(failure.elapsed), failure.node_lost);
+  text += fmt::format("partrain: its {} {} counted as lost\n",
+                      rank_span(failure.rank, failure.ranks_lost),
+                      failure.ranks_lost == 1 ? "is" : "are");
+  text += fmt::format("partrain: the other ranks were stopped; exiting with {}\n",
+                      failure.exit_code());
+  return text;
+}
+
+// One line of a record: the store's encoding is one field per line.
+std::string one_line(std::string_view text) {
+  std::string line(text);
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return line;
+}
+
+template <typename Int>
+bool parse_field(std::string_view text, Int& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
 std::string format_failure_summary(const RankFailure& failure, bool remote) {
+  if (!failure.node_lost.empty()) return node_lost_summary(failure);
   std::string text = fmt::format(
       "partrain: error: rank {} (node {}, host {}, pid {}) failed first with {} after {}{}\n",
       failure.rank, failure.node_rank, failure.host, failure.pid, describe_exit(failure.status),
@@ -26,7 +72,20 @@ std::string format_failure_summary(const RankFailure& failure, bool remote) {
     std::string hint = signal_hint(failure.status.value);
     if (!hint.empty()) text += fmt::format("partrain: hint: {}\n", hint);
   }
-  if (failure.stderr_tail.empty()) {
+  if (!failure.error_report.empty()) {
+    // torchrun prints the recorded exception rather than the raw stderr, which may be
+    // interleaved with other output.
+    text += fmt::format("partrain: rank {} raised {} (recorded in its error file by torch's "
+                        "@record)\n",
+                        failure.rank, failure.error_report.front());
+    if (failure.error_report.size() > 1) {
+      text += fmt::format("partrain: the last {} line(s) of its traceback:\n",
+                          failure.error_report.size() - 1);
+      for (size_t i = 1; i < failure.error_report.size(); ++i) {
+        text += fmt::format("    {}\n", failure.error_report[i]);
+      }
+    }
+  } else if (failure.stderr_tail.empty()) {
     text += fmt::format("partrain: rank {} wrote nothing on stderr\n", failure.rank);
   } else {
     text += fmt::format("partrain: last {} stderr line(s) of rank {}:\n",
@@ -41,23 +100,50 @@ std::string format_failure_summary(const RankFailure& failure, bool remote) {
   return text;
 }
 
+std::vector<std::string> read_error_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  // Bounded: the file is the worker's to write, and a worker may be anything.
+  std::string text(kMaxErrorFileBytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  const nlohmann::json data = nlohmann::json::parse(text, nullptr, false);
+  if (!data.is_object() || !data.contains("message")) return {};
+  const nlohmann::json& message = data["message"];
+  std::string headline;
+  std::string callstack;
+  if (message.is_string()) {
+    headline = message.get<std::string>();
+  } else if (message.is_object()) {
+    headline = message.value("message", std::string());
+    if (message.contains("extraInfo") && message["extraInfo"].is_object()) {
+      callstack = message["extraInfo"].value("py_callstack", std::string());
+    }
+  }
+  if (headline.empty()) return {};
+  std::vector<std::string> report{one_line(headline)};
+  std::vector<std::string> lines;
+  std::istringstream stack(callstack);
+  for (std::string line; std::getline(stack, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  const size_t first =
+      lines.size() > kErrorTracebackLines ? lines.size() - kErrorTracebackLines : 0;
+  report.insert(report.end(), lines.begin() + static_cast<ptrdiff_t>(first), lines.end());
+  return report;
+}
+
 std::string encode_failure(const RankFailure& failure) {
-  std::string text = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n", failure.rank, failure.node_rank,
-                                 failure.host, failure.pid, failure.status.signaled ? 1 : 0,
-                                 failure.status.value, failure.elapsed.count());
-  for (const auto& line : failure.stderr_tail) text += line + "\n";
+  std::string text = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n", failure.rank,
+                                 failure.node_rank, one_line(failure.host), failure.pid,
+                                 failure.status.signaled ? 1 : 0, failure.status.value,
+                                 failure.elapsed.count(), failure.ranks_lost,
+                                 one_line(failure.node_lost), failure.error_report.size());
+  for (const auto& line : failure.error_report) text += one_line(line) + "\n";
+  for (const auto& line : failure.stderr_tail) text += one_line(line) + "\n";
   return text;
 }
 
-namespace {
-
-template <typename Int>
-bool parse_field(std::string_view text, Int& out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-}  // namespace
 
 StatusOr<RankFailure> decode_failure(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -69,15 +155,20 @@ StatusOr<RankFailure> decode_failure(std::string_view text) {
   RankFailure f;
   int signaled = 0;
   int64_t elapsed_ns = 0;
-  if (lines.size() < 7 || !parse_field(lines[0], f.rank) || !parse_field(lines[1], f.node_rank) ||
+  size_t report_lines = 0;
+  if (lines.size() < 10 || !parse_field(lines[0], f.rank) || !parse_field(lines[1], f.node_rank) ||
       !parse_field(lines[3], f.pid) || !parse_field(lines[4], signaled) ||
-      !parse_field(lines[5], f.status.value) || !parse_field(lines[6], elapsed_ns)) {
+      !parse_field(lines[5], f.status.value) || !parse_field(lines[6], elapsed_ns) ||
+      !parse_field(lines[7], f.ranks_lost) || !parse_field(lines[9], report_lines) ||
+      report_lines > lines.size() - 10) {
     return failed("malformed failure record in the rendezvous store");
   }
   f.host = std::string(lines[2]);
   f.status.signaled = signaled != 0;
   f.elapsed = Nanoseconds(elapsed_ns);
-  for (size_t i = 7; i < lines.size(); ++i) f.stderr_tail.emplace_back(lines[i]);
+  f.node_lost = std::string(lines[8]);
+  for (size_t i = 10; i < 10 + report_lines; ++i) f.error_report.emplace_back(lines[i]);
+  for (size_t i = 10 + report_lines; i < lines.size(); ++i) f.stderr_tail.emplace_back(lines[i]);
   return f;
 }
 

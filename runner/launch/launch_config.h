@@ -18,9 +18,14 @@ struct LaunchConfig {
   std::optional<int> node_rank;
   std::optional<std::string> master_addr;  // unset: Slurm's first host, $MASTER_ADDR, 127.0.0.1
   std::optional<uint16_t> master_port;     // unset: a free port (single node) or 29500
-  std::string rdzv_id = "none";            // torchrun's job id; seeds the multi-node token
+  std::string rdzv_id = "none";            // torchrun's job id (TORCHELASTIC_RUN_ID)
+  // How long nodes wait for each other, and workers for the store and their peers.
   Nanoseconds rdzv_timeout = std::chrono::seconds(300);
   std::optional<std::string> token;        // multi-node shared secret; single node: random
+  // Multi-node: a file every node reads the secret from; node 0 creates it when absent.
+  std::optional<std::string> token_file;
+  // Node 0's store listens on every interface, not only --master-addr's.
+  bool rdzv_bind_all = false;
   std::optional<std::string> run_id;       // PARTRAIN_RUN_ID; unset: generated
   std::optional<std::string> log_dir;      // one file per rank: DIR/rank_N.log
   // log_dir is a root, as torchrun's --log-dir: each run writes DIR/<run id>/rank_N.log (then

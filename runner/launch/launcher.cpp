@@ -1,5 +1,8 @@
 #include "runner/launch/launcher.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "runner/launch/signal_channel.h"
 #include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/supervisor.h"
+#include "runner/launch/token_file.h"
 #include "runner/launch/worker_env.h"
 
 namespace partrain::launch {
@@ -41,6 +45,32 @@ Status validate(const LaunchConfig& config) {
   return Status::ok();
 }
 
+// A host name that resolves to a loopback address here (Debian maps its own name to 127.0.1.1)
+// makes a store the other nodes cannot reach: said before they time out.
+void warn_if_loopback_only(const std::string& master_addr) {
+  if (master_addr == "127.0.0.1" || master_addr == "localhost" || master_addr == "::1") return;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(master_addr.c_str(), nullptr, &hints, &found) != 0) return;
+  bool loopback = found != nullptr;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<const sockaddr_in*>(ai->ai_addr);
+      loopback = loopback && (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    } else if (ai->ai_family == AF_INET6) {
+      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(ai->ai_addr);
+      loopback = loopback && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (loopback) {
+    log::warn("--master-addr {} is a loopback address on this host, which other hosts cannot "
+              "reach: pass node 0's network address, or --rdzv-bind-all",
+              master_addr);
+  }
+}
+
 // Flags win; then what a cluster engine (Slurm, Open MPI, PMI) says; then a single node.
 StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
   ASSIGN_OR_RETURN(NodePlacement placement,
@@ -55,8 +85,11 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
     return invalid_argument("--master-port 0 (a free port) works on one node only: the other "
                             "nodes must know node 0's port");
   }
-  const bool loopback = plan.master_addr == "127.0.0.1" || plan.master_addr == "localhost";
-  plan.bind_host = (plan.nnodes == 1 && loopback) ? "127.0.0.1" : "0.0.0.0";
+  // The store listens where the workers are told to find it, not on every interface.
+  plan.bind_host = config.rdzv_bind_all ? "0.0.0.0" : plan.master_addr;
+  if (plan.nnodes > 1 && plan.node_rank == 0 && !config.rdzv_bind_all) {
+    warn_if_loopback_only(plan.master_addr);
+  }
   plan.nproc_per_node = config.nproc_per_node;
   // What the nodes' workers must agree on: not what is a node's own (its output, its BLAS
   // threads, its peak for MFU, where it keeps the data).
@@ -77,17 +110,39 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
   return plan;
 }
 
-Status choose_identity(const LaunchConfig& config, RendezvousPlan& plan) {
-  if (config.token && !config.token->empty()) {
-    plan.token = *config.token;
-  } else if (plan.nnodes == 1) {
-    ASSIGN_OR_RETURN(plan.token, random_token());
-  } else {
-    plan.token = token_from_rdzv_id(config.rdzv_id);
-    log::warn("the rendezvous token is derived from --rdzv-id '{}' and is guessable; pass the same "
-              "secret --token (or PARTRAIN_TOKEN) to every node",
-              config.rdzv_id);
+// The multi-node secret: --token (PARTRAIN_TOKEN) or --token-file. One derived from public
+// values (the old default came from --rdzv-id) would let anyone who reaches the port in.
+StatusOr<std::string> choose_token(const LaunchConfig& config, const RendezvousPlan& plan,
+                                   const InterruptCheck& interrupted) {
+  const bool given = config.token && !config.token->empty();
+  if (given && config.token_file) {
+    return invalid_argument("pass --token (PARTRAIN_TOKEN) or --token-file, not both");
   }
+  if (given) {
+    if (plan.nnodes > 1 && *config.token == config.rdzv_id) {
+      return invalid_argument(
+          "--token is the same as --rdzv-id, which every worker's environment and the command "
+          "line show: give a secret of its own, e.g. `export PARTRAIN_TOKEN=$(openssl rand -hex "
+          "16)`");
+    }
+    return *config.token;
+  }
+  if (config.token_file) {
+    return token_from_file(*config.token_file, plan.node_rank == 0, plan.timeout, interrupted);
+  }
+  if (plan.nnodes == 1) return random_token();
+  return invalid_argument(
+      "{} nodes need a shared secret for the rendezvous store, or anyone who can reach {}:{} "
+      "could join the run: give every node the same --token (or PARTRAIN_TOKEN, e.g. `export "
+      "PARTRAIN_TOKEN=$(openssl rand -hex 16)` in the job script before srun / mpirun -x "
+      "PARTRAIN_TOKEN), or --token-file FILE in a directory every node shares (node 0 writes a "
+      "random one there)",
+      plan.nnodes, plan.master_addr, plan.master_port);
+}
+
+Status choose_identity(const LaunchConfig& config, RendezvousPlan& plan,
+                       const InterruptCheck& interrupted) {
+  ASSIGN_OR_RETURN(plan.token, choose_token(config, plan, interrupted));
   if (config.run_id) {
     const std::string& id = *config.run_id;
     if (Status checked = profiler::check_run_id(id); !checked.is_ok()) {
@@ -111,7 +166,10 @@ std::vector<WorkerSpec> worker_specs(const LaunchConfig& config, const RunContex
   for (int local = 0; local < run.nproc_per_node; ++local) {
     std::vector<std::string> env = worker_environment(base, strip, run, local);
     env.insert(env.end(), config.extra_env.begin(), config.extra_env.end());
-    specs.push_back(WorkerSpec{run.global_rank(local), config.command, std::move(env)});
+    const int rank = run.global_rank(local);
+    std::string error_file =
+        run.error_file_dir.empty() ? std::string() : error_file_path(run.error_file_dir, rank);
+    specs.push_back(WorkerSpec{rank, config.command, std::move(env), std::move(error_file)});
   }
   return specs;
 }
@@ -172,7 +230,6 @@ StatusOr<int> launch(const LaunchConfig& config) {
   RETURN_IF_ERROR(validate(config));
   remove_stale_launcher_dirs();
   ASSIGN_OR_RETURN(RendezvousPlan plan, plan_rendezvous(config));
-  RETURN_IF_ERROR(choose_identity(config, plan));
   // Before the store starts its threads: they inherit the blocked mask.
   ASSIGN_OR_RETURN(SignalChannel signals, SignalChannel::open());
   std::optional<int> stop_signal;
@@ -182,10 +239,19 @@ StatusOr<int> launch(const LaunchConfig& config) {
     }
     return stop_signal.has_value();
   };
-
-  auto joined = NodeRendezvous::join(plan, interrupted);
+  RETURN_IF_ERROR(choose_identity(config, plan, interrupted));
   if (stop_signal) {
-    log::error("stopped by {} during the rendezvous", signal_name(*stop_signal));
+    log::error("stopped by {} while waiting for --token-file", signal_name(*stop_signal));
+    return exit_code_for_signal(*stop_signal);
+  }
+
+  auto joined = NodeRendezvous::join(plan, interrupted, stop_signal);
+  if (stop_signal) {
+    if (joined.is_ok()) {
+      log::error("stopped by {} during the rendezvous", signal_name(*stop_signal));
+    } else {
+      log::error("{}", joined.status().message());
+    }
     return exit_code_for_signal(*stop_signal);
   }
   if (!joined.is_ok()) return joined.status();
@@ -194,8 +260,31 @@ StatusOr<int> launch(const LaunchConfig& config) {
     log::info("rendezvous on {}:{}", plan.master_addr, rdzv.port());
   }
 
-  RunContext run{rdzv.run_id(), config.rdzv_id, plan.token,     plan.master_addr,
-                 rdzv.port(),   plan.nnodes,    plan.node_rank, plan.nproc_per_node};
+  // Made first: torch scripts' error files (@record) go there too. Without it the ranks still
+  // dump to stderr and the trace; only the diagnosis and the recorded exceptions are lost.
+  std::optional<FlightDumpDir> flight;
+  if (auto created = FlightDumpDir::create(); created.is_ok()) {
+    flight.emplace(std::move(*created));
+  } else {
+    log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
+  }
+  RunContext run;
+  run.run_id = rdzv.run_id();
+  run.rdzv_id = config.rdzv_id;
+  run.token = plan.token;
+  run.master_addr = plan.master_addr;
+  run.master_port = rdzv.port();
+  run.nnodes = plan.nnodes;
+  run.node_rank = plan.node_rank;
+  run.nproc_per_node = plan.nproc_per_node;
+  run.rdzv_timeout = config.rdzv_timeout;
+  run.agent_store = plan.workload.empty();  // the store answers TCPStore clients (node_rendezvous)
+  if (flight) run.error_file_dir = flight->path().string();
+  if (plan.workload.empty() && plan.nproc_per_node > 1 && !env::get("OMP_NUM_THREADS")) {
+    log::info("setting OMP_NUM_THREADS=1 for each worker, as torchrun does, so {} ranks do not "
+              "oversubscribe the cores; set it yourself to tune",
+              plan.nproc_per_node);
+  }
   std::vector<WorkerSpec> specs = worker_specs(config, run);
   // Where the ranks' output goes, before the trace: a log directory that cannot be made must not
   // leave a trace file of a run that never started.
@@ -218,13 +307,8 @@ StatusOr<int> launch(const LaunchConfig& config) {
       for (std::string& variable : trace->worker_env()) spec.env.push_back(std::move(variable));
     }
   }
-  // Without it the ranks still dump to stderr and the trace; only the diagnosis is lost.
-  std::optional<FlightDumpDir> flight;
-  if (auto created = FlightDumpDir::create(); created.is_ok()) {
-    flight.emplace(std::move(*created));
+  if (flight) {
     for (WorkerSpec& spec : specs) spec.env.push_back(flight->worker_env());
-  } else {
-    log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
   }
   Supervisor supervisor({config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank},
                         signals, relay);
@@ -234,6 +318,9 @@ StatusOr<int> launch(const LaunchConfig& config) {
     hooks.poll_remote_failure = [&] { return rdzv.poll_failure(); };
   }
   auto result = supervisor.run(specs, hooks);
+  if (result.is_ok() && result->stop_signal && !result->root_cause) {
+    rdzv.publish_stop(*result->stop_signal);
+  }
   std::vector<comm::FlightDump> dumps = flight ? flight->read() : std::vector<comm::FlightDump>();
   rdzv.publish_flight_dumps(dumps);  // before finish(): node 0 reads them once all are done
   rdzv.finish(config.grace + config.rdzv_timeout, interrupted);

@@ -11,8 +11,10 @@
 #include <sstream>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/json_dump.h"
 #include "core/log.h"
+#include "runner/launch/node_watch.h"
 
 namespace partrain::launch {
 namespace {
@@ -20,6 +22,8 @@ namespace {
 constexpr std::string_view kPrefix = "partrain/launch/";
 // Waits are cut into slices this long so Ctrl-C is noticed while nodes gather.
 constexpr auto kSlice = std::chrono::milliseconds(250);
+// How long node 0, stopped while the nodes gather, keeps the store up for them to read why.
+constexpr auto kStopNoticeTime = std::chrono::seconds(2);
 
 std::string key(std::string_view name) { return fmt::format("{}{}", kPrefix, name); }
 std::string node_key(int node_rank) { return key(fmt::format("node/{}", node_rank)); }
@@ -59,17 +63,30 @@ Status interrupted_status() { return failed("interrupted while waiting for the o
 }  // namespace
 
 StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::join(const RendezvousPlan& plan,
-                                                               const InterruptCheck& interrupted) {
+                                                               const InterruptCheck& interrupted,
+                                                               std::optional<int>& stop_signal) {
   std::unique_ptr<NodeRendezvous> rdzv(new NodeRendezvous(plan));
   rdzv->port_ = plan.master_port;
   if (plan.node_rank == 0) {
+    rendezvous::StoreServerOptions options;
+    // Built-in workloads speak partrain's protocol only; a command may be a torch program, whose
+    // TCPStore clients find the store on MASTER_PORT as under torchrun.
+    options.serve_tcpstore = plan.workload.empty();
+    // The launcher's own descriptors: its workers' pipes and trace connections, the collector.
+    options.reserved_fds = 64 + 8 * static_cast<size_t>(plan.nproc_per_node);
+    options.watched_prefix = std::string(kHeartbeatPrefix);
     ASSIGN_OR_RETURN(rdzv->server_, rendezvous::StoreServer::start(plan.bind_host, plan.master_port,
-                                                                   plan.token));
+                                                                   plan.token, options));
     rdzv->port_ = rdzv->server_->port();
   }
   if (plan.nnodes > 1) {
     RETURN_IF_ERROR(rdzv->connect(interrupted));
-    RETURN_IF_ERROR(rdzv->register_and_wait(interrupted));
+    RETURN_IF_ERROR(rdzv->register_and_wait(interrupted, stop_signal));
+    rdzv->joined_ns_ = monotonic_ns();
+    if (plan.node_rank != 0) {
+      rdzv->heartbeat_ = NodeHeartbeat::start(plan.master_addr, rdzv->port_, plan.token,
+                                              plan.node_rank);
+    }
   }
   return rdzv;
 }
@@ -97,7 +114,8 @@ Status NodeRendezvous::connect(const InterruptCheck& interrupted) {
   }
 }
 
-Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
+Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted,
+                                         std::optional<int>& stop_signal) {
   // A node rank taken twice (a copy-pasted command line) would run two sets of the same ranks.
   ASSIGN_OR_RETURN(int64_t claims, client_->add(key(fmt::format("claim/{}", plan_.node_rank)), 1));
   if (claims > 1 && !claim_left_behind()) {
@@ -116,8 +134,12 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
   while (true) {
     Status all = client_->wait(keys, kSlice);
     if (all.is_ok()) break;
-    if (all.code() != StatusCode::kTimeout) return all;
-    if (interrupted()) return interrupted_status();
+    if (all.code() != StatusCode::kTimeout) {
+      if (plan_.node_rank != 0) return node_zero_left(all);
+      return all;
+    }
+    if (interrupted()) return announce_stop(stop_signal.value_or(SIGINT));
+    if (std::optional<Status> stopped = stopped_elsewhere(stop_signal)) return *stopped;
     auto waited = std::chrono::steady_clock::now() - started;
     if (waited >= plan_.timeout) return missing_nodes_error(plan_.timeout);
   }
@@ -145,13 +167,62 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted) {
   return Status::ok();
 }
 
+Status NodeRendezvous::announce_stop(int signal) {
+  const std::string reason = fmt::format("{}\n{}\n{}\n", plan_.node_rank, signal, plan_.host);
+  if (client_->add(key("stop_count"), 1).is_ok()) (void)client_->set(key("stop"), reason);
+  (void)client_->set(key(fmt::format("stop_read/{}", plan_.node_rank)), "1");
+  keep_store_for_the_stop_notice();
+  return failed("stopped by {} while the nodes gathered; the other nodes were told",
+                signal_name(signal));
+}
+
+std::optional<Status> NodeRendezvous::stopped_elsewhere(std::optional<int>& stop_signal) {
+  auto stopped = client_->check({key("stop")});
+  if (!stopped.is_ok() || !*stopped) return std::nullopt;
+  auto text = client_->get(key("stop"), kSlice);
+  (void)client_->set(key(fmt::format("stop_read/{}", plan_.node_rank)), "1");
+  keep_store_for_the_stop_notice();
+  std::istringstream in(text.is_ok() ? *text : "");
+  std::string node, signal, host;
+  std::getline(in, node);
+  std::getline(in, signal);
+  std::getline(in, host);
+  const int number = std::atoi(signal.c_str());
+  stop_signal = number > 0 ? number : SIGTERM;
+  return failed("node {} (host {}) was stopped by {} while the nodes gathered: stopping too",
+                node, host, signal_name(*stop_signal));
+}
+
+// Node 0's store goes with its launcher: kept up until every node that joined has read why the
+// nodes stop (each says so), for at most a few seconds.
+void NodeRendezvous::keep_store_for_the_stop_notice() {
+  if (plan_.node_rank != 0) return;
+  std::vector<std::string> read_it;
+  for (int node = 1; node < plan_.nnodes; ++node) {
+    auto joined = client_->check({node_key(node)});
+    if (joined.is_ok() && *joined) {
+      read_it.push_back(key(fmt::format("stop_read/{}", node)));
+    }
+  }
+  if (!read_it.empty()) (void)client_->wait(read_it, kStopNoticeTime);
+}
+
+Status NodeRendezvous::node_zero_left(const Status& why) {
+  return unavailable("node 0's launcher at {}:{} went away while the nodes gathered ({}): "
+                     "stopping",
+                     plan_.master_addr, port_, why.message());
+}
+
 // What the nodes must agree on: the same --nproc-per-node (torchrun requires it; ranks are
 // numbered on that basis) and the same workload. The disagreement, if any, into `disagreement`;
 // the store failing as the result.
 Status NodeRendezvous::check_agreement(Status& disagreement) {
+  peers_.clear();
   for (int node = 0; node < plan_.nnodes; ++node) {
     ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
-    const std::string nproc = parse_node_record(info).nproc;
+    const NodeRecord record = parse_node_record(info);
+    peers_.push_back(Peer{record.host, record.pid});
+    const std::string nproc = record.nproc;
     if (nproc != std::to_string(plan_.nproc_per_node)) {
       disagreement = invalid_argument(
           "node {} runs {} worker{} but node {} runs {}: every node must use the same "
@@ -237,40 +308,112 @@ Status NodeRendezvous::missing_nodes_error(Nanoseconds waited) {
 
 RankFailure NodeRendezvous::publish_failure(const RankFailure& local) {
   if (!client_ || store_lost_) return local;
+  // A node that just died takes its peers' collectives down with it: the loss is the cause.
+  RankFailure cause = local;
+  if (std::optional<RankFailure> lost = find_lost_node_here(/*disconnect_is_enough=*/true)) {
+    cause = *lost;
+  }
   auto order = client_->add(key("failure_count"), 1);
-  if (order.is_ok() && *order == 1) {
-    if (Status s = client_->set(key("failure"), encode_failure(local)); !s.is_ok()) {
+  if (!order.is_ok()) {
+    // The store is gone with node 0: that is why this rank failed.
+    store_lost_ = true;
+    return lost_node_failure(0, "its rendezvous store stopped answering (" +
+                                    order.status().message() + ")");
+  }
+  if (*order == 1) {
+    if (Status s = client_->set(key("failure"), encode_failure(cause)); !s.is_ok()) {
       log::warn("cannot tell the other nodes about the failure: {}", s.message());
     }
-    return local;
+    return cause;
   }
   // Another node failed first: its failure is the root cause and ours a consequence.
-  if (order.is_ok()) {
-    auto first = client_->get(key("failure"), std::chrono::seconds(5));
-    if (first.is_ok()) {
-      if (auto decoded = decode_failure(*first); decoded.is_ok()) return *decoded;
-    }
+  auto first = client_->get(key("failure"), std::chrono::seconds(5));
+  if (first.is_ok()) {
+    if (auto decoded = decode_failure(*first); decoded.is_ok()) return *decoded;
   }
-  return local;
+  return cause;
+}
+
+void NodeRendezvous::publish_stop(int signal) {
+  if (!client_ || store_lost_) return;
+  RankFailure stopped = lost_node_failure(
+      plan_.node_rank, fmt::format("its launcher was stopped by {}", signal_name(signal)));
+  stopped.status = ExitStatus{true, signal};
+  (void)publish_failure(stopped);
 }
 
 std::optional<RankFailure> NodeRendezvous::poll_failure() {
   if (!client_ || store_lost_) return std::nullopt;
-  auto published = client_->check({key("failure")});
-  if (!published.is_ok()) {
-    // Node 0's launcher is gone; its workers died with it and ours will notice through their own
-    // connections. Stopping healthy workers on a guess would be worse.
-    store_lost_ = true;
-    log::warn("lost the rendezvous store at {}:{} ({}); the workers keep running",
-              plan_.master_addr, port_, published.status().message());
-    return std::nullopt;
+  if (plan_.node_rank == 0 && !loss_published_) {
+    if (std::optional<RankFailure> lost = find_lost_node_here(/*disconnect_is_enough=*/false)) {
+      // Published for the other nodes, unless a failure was published first.
+      loss_published_ = true;
+      RankFailure cause = publish_failure(*lost);
+      return cause;
+    }
   }
+  auto published = client_->check({key("failure")});
+  if (!published.is_ok()) return store_gone_for_long(published.status());
+  store_unreachable_since_ns_ = -1;
   if (!*published) return std::nullopt;
   auto text = client_->get(key("failure"), kSlice);
   if (!text.is_ok()) return std::nullopt;
   auto decoded = decode_failure(*text);
   if (!decoded.is_ok()) return std::nullopt;
   return std::move(decoded).value();
+}
+
+// The store stopped answering: node 0 is gone, or the network to it is. A connection closed or
+// refused (its host's kernel answered for a dead launcher) is given kReconnectGrace, one that
+// just went silent kSilenceLimit, to come back (a reconnect is tried on every poll) before node 0
+// is named lost.
+std::optional<RankFailure> NodeRendezvous::store_gone_for_long(const Status& why) {
+  const int64_t now = monotonic_ns();
+  if (store_unreachable_since_ns_ < 0) {
+    store_unreachable_since_ns_ = now;
+    store_gone_limit_ = why.code() == StatusCode::kTimeout ? Nanoseconds(kSilenceLimit)
+                                                           : Nanoseconds(kReconnectGrace);
+  }
+  auto again = rendezvous::StoreClient::connect(plan_.master_addr, port_, plan_.token,
+                                                std::chrono::milliseconds(200));
+  if (again.is_ok() && (*again)->check({key("failure")}).is_ok()) {
+    client_ = std::move(*again);
+    store_unreachable_since_ns_ = -1;
+    return std::nullopt;
+  }
+  if (Nanoseconds(now - store_unreachable_since_ns_) < store_gone_limit_) return std::nullopt;
+  store_lost_ = true;
+  return lost_node_failure(
+      0, fmt::format("its rendezvous store at {}:{} has not answered for {} ({})",
+                     plan_.master_addr, port_,
+                     format_duration(Nanoseconds(now - store_unreachable_since_ns_)),
+                     why.message()));
+}
+
+std::optional<RankFailure> NodeRendezvous::find_lost_node_here(bool disconnect_is_enough) {
+  if (!server_ || plan_.nnodes < 2 || joined_ns_ == 0) return std::nullopt;
+  std::optional<LostNode> lost =
+      find_lost_node(server_->watched_keys(), plan_.nnodes, monotonic_ns(), joined_ns_,
+                     disconnect_is_enough);
+  if (!lost) return std::nullopt;
+  return lost_node_failure(lost->node_rank, lost->why);
+}
+
+RankFailure NodeRendezvous::lost_node_failure(int node_rank, const std::string& why) const {
+  RankFailure failure;
+  failure.node_rank = node_rank;
+  failure.rank = node_rank * plan_.nproc_per_node;
+  failure.ranks_lost = plan_.nproc_per_node;
+  if (static_cast<size_t>(node_rank) < peers_.size()) {
+    failure.host = peers_[node_rank].host;
+    failure.pid = peers_[node_rank].pid;
+  } else {
+    failure.host = node_rank == 0 ? plan_.master_addr : "?";
+  }
+  failure.status = ExitStatus{false, 1};
+  failure.elapsed = Nanoseconds(monotonic_ns() - joined_ns_);
+  failure.node_lost = why;
+  return failure;
 }
 
 void NodeRendezvous::publish_flight_dumps(const std::vector<comm::FlightDump>& dumps) {
@@ -314,18 +457,27 @@ std::vector<comm::FlightDump> NodeRendezvous::remote_flight_dumps() {
 }
 
 void NodeRendezvous::finish(Nanoseconds bound, const InterruptCheck& interrupted) {
+  if (heartbeat_ && !store_lost_) heartbeat_->finish();  // leaving now is not a loss
+  heartbeat_.reset();
   if (!client_ || store_lost_) return;
   auto done = client_->add(key("done"), 1);
   if (!done.is_ok() || plan_.node_rank != 0) return;
   const auto deadline = std::chrono::steady_clock::now() + bound;
   int64_t count = *done;
-  while (count < plan_.nnodes && std::chrono::steady_clock::now() < deadline && !interrupted()) {
+  // Nodes lost or gone are not waited for: only those whose heartbeat says they still run.
+  auto others_running = [&] {
+    return server_ && nodes_still_running(server_->watched_keys(), plan_.nnodes, monotonic_ns(),
+                                          joined_ns_) > 0;
+  };
+  while (count < plan_.nnodes && std::chrono::steady_clock::now() < deadline && !interrupted() &&
+         others_running()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto now_done = client_->add(key("done"), 0);
     if (!now_done.is_ok()) return;
     count = *now_done;
   }
-  if (count < plan_.nnodes) {
+  // Lost nodes were named in the run's summary; one still running is cut off here.
+  if (count < plan_.nnodes && others_running()) {
     log::warn("closing the rendezvous store with {} of {} nodes done", count, plan_.nnodes);
   }
 }

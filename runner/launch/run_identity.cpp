@@ -6,7 +6,6 @@
 
 #include <array>
 #include <cerrno>
-#include <cstdint>
 #include <ctime>
 
 #include "core/clock.h"
@@ -31,24 +30,9 @@ StatusOr<std::string> random_hex(size_t bytes) {
   return hex;
 }
 
-// FNV-1a, 64 bit: not a secret, only a stable function of the id.
-uint64_t fnv1a(std::string_view text, uint64_t seed) {
-  uint64_t hash = seed;
-  for (char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 }  // namespace
 
 StatusOr<std::string> random_token() { return random_hex(16); }
-
-std::string token_from_rdzv_id(std::string_view rdzv_id) {
-  return fmt::format("{:016x}{:016x}", fnv1a(rdzv_id, 14695981039346656037ull),
-                     fnv1a(rdzv_id, 0x9e3779b97f4a7c15ull));
-}
 
 StatusOr<std::string> new_run_id() {
   ASSIGN_OR_RETURN(std::string suffix, random_hex(2));

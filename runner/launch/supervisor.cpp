@@ -82,7 +82,7 @@ Status Supervisor::spawn_all(const std::vector<WorkerSpec>& specs) {
     ASSIGN_OR_RETURN(Subprocess process, Subprocess::spawn({spec.argv, spec.env, true}));
     log::debug("rank {}: pid {}", spec.rank, process.pid());
     if (orphan_guard_) orphan_guard_->watch(process.pid());
-    workers_.push_back(Worker{spec.rank, std::move(process)});
+    workers_.push_back(Worker{spec.rank, std::move(process), spec.error_file});
   }
   return Status::ok();
 }
@@ -254,6 +254,9 @@ RankFailure Supervisor::failure_of(size_t slot, const ExitStatus& status) {
   failure.status = status;
   failure.elapsed = std::chrono::duration_cast<Nanoseconds>(Clock::now() - started_);
   failure.stderr_tail.assign(tail.begin(), tail.end());
+  if (!workers_[slot].error_file.empty()) {
+    failure.error_report = read_error_file(workers_[slot].error_file);
+  }
   return failure;
 }
 

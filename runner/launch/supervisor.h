@@ -22,6 +22,8 @@ struct WorkerSpec {
   int rank = 0;  // global
   std::vector<std::string> argv;
   std::vector<std::string> env;
+  // Its TORCHELASTIC_ERROR_FILE, read back when it fails (empty: none).
+  std::string error_file;
 };
 
 struct SupervisorOptions {
@@ -64,6 +66,7 @@ class Supervisor {
   struct Worker {
     int rank = 0;
     Subprocess process;
+    std::string error_file;
   };
   using Clock = std::chrono::steady_clock;
 

@@ -15,6 +15,11 @@ std::vector<std::string> current_environment() {
   return env;
 }
 
+std::string error_file_path(const std::string& dir, int rank) {
+  // Not .json: the directory is the flight-recorder dumps' too, which are read as *.json.
+  return fmt::format("{}/rank_{}.torch-error", dir, rank);
+}
+
 namespace {
 
 std::string name_of(const std::string& assignment) {
@@ -39,10 +44,16 @@ std::map<std::string, std::string> run_variables(const RunContext& run, int loca
       {"TORCHELASTIC_RUN_ID", run.rdzv_id},
       {"TORCHELASTIC_RESTART_COUNT", "0"},
       {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_USE_AGENT_STORE", run.agent_store ? "True" : "False"},
+      {"TORCHELASTIC_ERROR_FILE", run.error_file_dir.empty()
+                                      ? std::string()
+                                      : error_file_path(run.error_file_dir,
+                                                        run.global_rank(local_rank))},
       {"PARTRAIN_RUN_ID", run.run_id},
       {"PARTRAIN_TOKEN", run.token},
       {"PARTRAIN_NNODES", std::to_string(run.nnodes)},
       {"PARTRAIN_NODE_RANK", std::to_string(run.node_rank)},
+      {"PARTRAIN_STORE_TIMEOUT", fmt::format("{}ns", run.rdzv_timeout.count())},
   };
 }
 
@@ -54,15 +65,20 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& base
   std::map<std::string, std::string> vars = run_variables(run, local_rank);
   std::vector<std::string> env;
   bool has_omp_threads = false;
+  bool has_async_error_handling = false;
   for (const auto& assignment : base) {
     const std::string name = name_of(assignment);
     if (vars.count(name) != 0) continue;
     if (std::find(strip.begin(), strip.end(), name) != strip.end()) continue;
     has_omp_threads = has_omp_threads || name == "OMP_NUM_THREADS";
+    has_async_error_handling =
+        has_async_error_handling || name == "TORCH_NCCL_ASYNC_ERROR_HANDLING";
     env.push_back(assignment);
   }
   // As torchrun: N ranks each spawning one OpenMP thread per core would oversubscribe the node.
   if (!has_omp_threads && run.nproc_per_node > 1) env.emplace_back("OMP_NUM_THREADS=1");
+  // As torchrun: a failed NCCL collective aborts its communicator instead of hanging the rank.
+  if (!has_async_error_handling) env.emplace_back("TORCH_NCCL_ASYNC_ERROR_HANDLING=1");
   for (const auto& [name, value] : vars) env.push_back(fmt::format("{}={}", name, value));
   return env;
 }

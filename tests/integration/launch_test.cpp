@@ -21,8 +21,7 @@
 #include "core/subprocess.h"
 #include "runner/launch/orphan_guard.h"
 #include "tests/integration/command_runner.h"
-
-extern char** environ;
+#include "tests/integration/launched_process.h"
 
 namespace partrain {
 namespace {
@@ -30,75 +29,19 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-struct Finished {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
+using testing::Finished;
 
 // One `partrain ...` process with both output streams collected.
-class Partrain {
+class Partrain : public testing::LaunchedProcess {
  public:
-  explicit Partrain(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
-    std::vector<std::string> argv{PARTRAIN_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<std::string> env;
-    for (char** var = environ; *var != nullptr; ++var) env.emplace_back(*var);
-    env.insert(env.end(), extra_env.begin(), extra_env.end());
-    started_ = Clock::now();
-    auto spawned = Subprocess::spawn({argv, env, true});
-    if (!spawned.is_ok()) throw std::runtime_error(spawned.status().message());
-    process_.emplace(std::move(spawned).value());
-  }
-  pid_t pid() const { return process_->pid(); }
-
-  // Reads stdout until `text` has come, then closes it: its reader goes away, as `| head` does.
-  void close_stdout_after(const std::string& text) {
-    std::string out;
-    const Clock::time_point give_up = Clock::now() + std::chrono::seconds(20);
-    while (process_->stdout_fd() >= 0 && out.find(text) == std::string::npos &&
-           Clock::now() < give_up) {
-      pollfd fd{process_->stdout_fd(), POLLIN, 0};
-      ::poll(&fd, 1, 100);
-      read_into(out, process_->stdout_fd(), [&] { process_->close_stdout(); });
-    }
-    process_->close_stdout();
-  }
-
-  Finished finish() {
-    Finished result;
-    while (process_->stdout_fd() >= 0 || process_->stderr_fd() >= 0) {
-      std::vector<pollfd> fds;
-      for (int fd : {process_->stdout_fd(), process_->stderr_fd()}) {
-        if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-      }
-      ::poll(fds.data(), fds.size(), 1000);
-      read_into(result.out, process_->stdout_fd(), [&] { process_->close_stdout(); });
-      read_into(result.err, process_->stderr_fd(), [&] { process_->close_stderr(); });
-    }
-    result.exit_code = process_->wait().exit_code();
-    result.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
-    return result;
-  }
+  explicit Partrain(std::vector<std::string> args, std::vector<std::string> extra_env = {})
+      : LaunchedProcess(with_binary(std::move(args)), std::move(extra_env)) {}
 
  private:
-  template <typename OnEof>
-  static void read_into(std::string& text, int fd, OnEof on_eof) {
-    if (fd < 0) return;
-    char buffer[4096];
-    while (true) {
-      ssize_t n = ::read(fd, buffer, sizeof buffer);
-      if (n > 0) {
-        text.append(buffer, static_cast<size_t>(n));
-        continue;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EINTR)) on_eof();
-      return;
-    }
+  static std::vector<std::string> with_binary(std::vector<std::string> args) {
+    args.insert(args.begin(), PARTRAIN_BINARY);
+    return args;
   }
-  Clock::time_point started_;
-  std::optional<Subprocess> process_;
 };
 
 Finished run_partrain(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 namespace partrain::launch {
 namespace {
 
@@ -72,6 +76,94 @@ TEST(FailureRecord, RoundTripsThroughTheStoreEncoding) {
   EXPECT_EQ(decoded->elapsed, f.elapsed);
   EXPECT_EQ(decoded->stderr_tail, f.stderr_tail);
   EXPECT_FALSE(decode_failure("3\nnot a record\n").is_ok());
+}
+
+// Node 1 of 4 ranks each, lost 12 s into the run.
+RankFailure lost_node(std::string why) {
+  RankFailure lost;
+  lost.rank = 4;
+  lost.node_rank = 1;
+  lost.host = "b07";
+  lost.pid = 777;
+  lost.status = ExitStatus{false, 1};
+  lost.elapsed = std::chrono::seconds(12);
+  lost.node_lost = std::move(why);
+  lost.ranks_lost = 4;
+  return lost;
+}
+
+TEST(FailureRecord, ANodeLossAndARecordedExceptionRoundTrip) {
+  RankFailure lost = lost_node("no heartbeat for 3.2 s\n(its host froze)");
+  lost.error_report = {"ValueError: boom", "  File \"train.py\", line 3"};
+  auto decoded = decode_failure(encode_failure(lost));
+  ASSERT_TRUE(decoded.is_ok()) << decoded.status().message();
+  EXPECT_EQ(decoded->node_lost, "no heartbeat for 3.2 s (its host froze)") << "one line";
+  EXPECT_EQ(decoded->ranks_lost, 4);
+  EXPECT_EQ(decoded->error_report, lost.error_report);
+  EXPECT_TRUE(decoded->stderr_tail.empty());
+  // A report longer than the record says is refused, not read past its end.
+  EXPECT_FALSE(decode_failure("1\n0\nh\n2\n0\n1\n5\n0\n\n99\nonly one\n").is_ok());
+}
+
+TEST(FailureSummary, ALostNodeIsNamedWithItsRanks) {
+  const std::string text = format_failure_summary(lost_node("no heartbeat for 3.0 s"), true);
+  EXPECT_NE(text.find("node 1 (host b07, launcher pid 777) was lost after 12 s: no heartbeat "
+                      "for 3.0 s"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("its ranks 4-7 are counted as lost"), std::string::npos) << text;
+  EXPECT_NE(text.find("exiting with 1"), std::string::npos) << text;
+}
+
+TEST(FailureSummary, ARecordedExceptionComesBeforeTheStderrTail) {
+  RankFailure f = killed_rank();
+  f.status = ExitStatus{false, 1};
+  f.error_report = {"ValueError: rank 3 is unhappy", "  File \"train.py\", line 9, in main",
+                    "ValueError: rank 3 is unhappy"};
+  const std::string text = format_failure_summary(f, false);
+  EXPECT_NE(text.find("rank 3 raised ValueError: rank 3 is unhappy (recorded in its error file "
+                      "by torch's @record)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    File \"train.py\", line 9, in main\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("allocating 4 GiB"), std::string::npos) << text;
+}
+
+class ErrorFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { path_ = ::testing::TempDir() + "/error_file_test.json"; }
+  void TearDown() override { std::remove(path_.c_str()); }
+  void write(const std::string& text) {
+    std::ofstream out(path_);
+    out << text;
+  }
+  std::string path_;
+};
+
+// The layout torch's ErrorHandler.record_exception writes.
+TEST_F(ErrorFileTest, TorchsRecordIsReadAsTorchrunReadsIt) {
+  std::string stack = "Traceback (most recent call last):\n";
+  for (int i = 0; i < 20; ++i) stack += fmt::format("  File \"f.py\", line {}, in g\n", i);
+  stack += "ValueError: boom\n";
+  nlohmann::json record = {{"message",
+                            {{"message", "ValueError: boom"},
+                             {"extraInfo", {{"py_callstack", stack}, {"timestamp", "17"}}}}}};
+  write(record.dump());
+  const std::vector<std::string> report = read_error_file(path_);
+  ASSERT_EQ(report.size(), 13u) << "the message and the traceback's last 12 lines";
+  EXPECT_EQ(report.front(), "ValueError: boom");
+  EXPECT_EQ(report.back(), "ValueError: boom");
+  EXPECT_EQ(report[1], "  File \"f.py\", line 9, in g");
+}
+
+TEST_F(ErrorFileTest, APlainMessageMissingOrBrokenFiles) {
+  write(R"({"message": "SignalException: got SIGTERM", "timestamp": 3})");
+  EXPECT_EQ(read_error_file(path_), std::vector<std::string>{"SignalException: got SIGTERM"});
+  write("{not json");
+  EXPECT_TRUE(read_error_file(path_).empty());
+  write(R"({"message": {"extraInfo": 5}})");
+  EXPECT_TRUE(read_error_file(path_).empty());
+  EXPECT_TRUE(read_error_file(path_ + ".absent").empty());
 }
 
 }  // namespace

@@ -49,6 +49,28 @@ TEST(WorkerEnv, TorchrunContractForNodeOneLocalRankTwo) {
   EXPECT_EQ(vars["PARTRAIN_NODE_RANK"], "1");
   EXPECT_EQ(vars["HOME"], "/root");
   EXPECT_EQ(vars["OMP_NUM_THREADS"], "1");
+  EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "2");
+  EXPECT_EQ(vars["ROLE_NAME"], "default");
+  EXPECT_EQ(vars["TORCHELASTIC_RESTART_COUNT"], "0");
+  EXPECT_EQ(vars["TORCHELASTIC_MAX_RESTARTS"], "0");
+  EXPECT_EQ(vars["TORCHELASTIC_USE_AGENT_STORE"], "False");
+  EXPECT_EQ(vars["TORCHELASTIC_ERROR_FILE"], "");
+  EXPECT_EQ(vars["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(vars["PARTRAIN_STORE_TIMEOUT"], "300000000000ns");
+}
+
+// A command's store speaks TCPStore: torch's ranks are its clients, as with torchrun's agent
+// store, and each rank has its own error file for @record.
+TEST(WorkerEnv, AgentStoreAndPerRankErrorFiles) {
+  RunContext run = two_nodes_of_four();
+  run.agent_store = true;
+  run.error_file_dir = "/tmp/flight-x";
+  run.rdzv_timeout = std::chrono::seconds(30);
+  auto vars = as_map(worker_environment({"TORCH_NCCL_ASYNC_ERROR_HANDLING=0"}, {}, run, 3));
+  EXPECT_EQ(vars["TORCHELASTIC_USE_AGENT_STORE"], "True");
+  EXPECT_EQ(vars["TORCHELASTIC_ERROR_FILE"], "/tmp/flight-x/rank_7.torch-error");
+  EXPECT_EQ(vars["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "0") << "the user's choice stands";
+  EXPECT_EQ(vars["PARTRAIN_STORE_TIMEOUT"], "30000000000ns");
 }
 
 TEST(WorkerEnv, LauncherFlagVariablesAreStrippedAndInheritedRanksReplaced) {
