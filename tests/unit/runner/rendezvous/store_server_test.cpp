@@ -238,6 +238,24 @@ TEST(StoreServer, AThousandParkedGetsAreReleasedByOneSet) {
   }
 }
 
+// The launchers wait in slices of 250 ms: each slice's timeout reply comes on time, again and
+// again, on one connection.
+TEST(StoreServer, RepeatedShortWaitsEachTimeOutOnTime) {
+  auto server = start({});
+  auto client = StoreClient::connect("127.0.0.1", server->port(), kToken, 1s);
+  ASSERT_TRUE(client.is_ok());
+  ASSERT_TRUE((*client)->set("here", "1").is_ok());
+  for (int i = 0; i < 12; ++i) {
+    const auto begin = std::chrono::steady_clock::now();
+    Status waited = (*client)->wait({"here", "absent"}, 250ms);
+    const auto took = std::chrono::steady_clock::now() - begin;
+    ASSERT_EQ(waited.code(), StatusCode::kTimeout) << i << ": " << waited.message();
+    EXPECT_GE(took, 240ms) << i;
+    EXPECT_LT(took, 1000ms) << i;
+  }
+  EXPECT_TRUE((*client)->set("absent", "now").is_ok());
+}
+
 TEST(StoreServer, RandomBytesAreDroppedAndTheServerGoesOn) {
   auto server = start({});
   uint32_t seed = 12345;
