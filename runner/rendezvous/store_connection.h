@@ -71,6 +71,8 @@ struct Connection {
     if (in_start == in.size()) {
       in.clear();
       in_start = 0;
+      // A large request's buffer is given back once served.
+      if (in.capacity() > 64 * 1024) in.shrink_to_fit();
     }
   }
   void send(std::string bytes) {

@@ -90,6 +90,7 @@ struct StoreServer::State {
   std::vector<uint64_t> paused_for_budget;
   int64_t listen_paused_until_ns = -1;
   int64_t now_ns = 0;
+  std::vector<uint8_t> scratch = std::vector<uint8_t>(kReadChunkBytes);
   detail::Notices notices;
 
   std::atomic<uint64_t> accepted{0}, refused{0}, shed{0}, timed_out{0}, rejected{0};
@@ -293,17 +294,17 @@ bool StoreServer::State::read_some(Connection& connection) {
   }
   const size_t chunk = static_cast<size_t>(std::min<uint64_t>(
       {kReadChunkBytes, room, options.max_buffered_bytes - buffered_bytes}));
+  // Read into the loop's scratch and keep only what came: a thousand idle connections then hold
+  // nothing, not a chunk each.
+  const ssize_t got = ::recv(connection.fd, scratch.data(), chunk, 0);
+  if (got == 0) return false;
+  if (got < 0) return errno == EAGAIN || errno == EINTR;
   if (connection.in_start > 0) {
     connection.in.erase(connection.in.begin(),
                         connection.in.begin() + static_cast<ptrdiff_t>(connection.in_start));
     connection.in_start = 0;
   }
-  const size_t before = connection.in.size();
-  connection.in.resize(before + chunk);
-  const ssize_t got = ::recv(connection.fd, connection.in.data() + before, chunk, 0);
-  connection.in.resize(before + static_cast<size_t>(std::max<ssize_t>(got, 0)));
-  if (got == 0) return false;
-  if (got < 0) return errno == EAGAIN || errno == EINTR;
+  connection.in.insert(connection.in.end(), scratch.begin(), scratch.begin() + got);
   buffered_bytes += static_cast<uint64_t>(got);
   return true;
 }
