@@ -128,8 +128,14 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted,
   RETURN_IF_ERROR(client_->set(key(fmt::format("workload/{}", plan_.node_rank)), plan_.workload));
   RETURN_IF_ERROR(client_->set(node_key(plan_.node_rank),
                                node_record_text(plan_.host, ::getpid(), plan_.nproc_per_node)));
+  // Node 0 waits for every node's record and then says so in one key the others wait for: a
+  // request per node per slice, where every node waiting for every record cost N^2.
   std::vector<std::string> keys;
-  for (int node = 0; node < plan_.nnodes; ++node) keys.push_back(node_key(node));
+  if (plan_.node_rank == 0) {
+    for (int node = 0; node < plan_.nnodes; ++node) keys.push_back(node_key(node));
+  } else {
+    keys.push_back(key("all_joined"));
+  }
   const auto started = std::chrono::steady_clock::now();
   while (true) {
     Status all = client_->wait(keys, kSlice);
@@ -143,24 +149,8 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted,
     auto waited = std::chrono::steady_clock::now() - started;
     if (waited >= plan_.timeout) return missing_nodes_error(plan_.timeout);
   }
-  // Every node checks what they must agree on and says it has; node 0, whose launcher holds the
-  // store, keeps it up until all have, so that each node reads the disagreement (not a closed
-  // connection) and says it.
-  Status disagreement;
-  RETURN_IF_ERROR(check_agreement(disagreement));
-  // Node 0 may close the store as this reply is on its way: the disagreement is said either way.
-  const Status checked = client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1");
-  if (!disagreement.is_ok()) {
-    if (plan_.node_rank == 0) {
-      std::vector<std::string> all_checked;
-      for (int node = 0; node < plan_.nnodes; ++node) {
-        all_checked.push_back(key(fmt::format("checked/{}", node)));
-      }
-      (void)client_->wait(all_checked, std::chrono::seconds(5));
-    }
-    return disagreement;
-  }
-  RETURN_IF_ERROR(checked);
+  if (plan_.node_rank == 0) RETURN_IF_ERROR(client_->set(key("all_joined"), "1"));
+  RETURN_IF_ERROR(agree());
   ASSIGN_OR_RETURN(run_id_, client_->get(key("run_id"), plan_.timeout));
   log::debug("node {}: all {} nodes joined the rendezvous, run {}", plan_.node_rank, plan_.nnodes,
              run_id_);
@@ -214,32 +204,83 @@ Status NodeRendezvous::node_zero_left(const Status& why) {
 }
 
 // What the nodes must agree on: the same --nproc-per-node (torchrun requires it; ranks are
-// numbered on that basis) and the same workload. The disagreement, if any, into `disagreement`;
-// the store failing as the result.
-Status NodeRendezvous::check_agreement(Status& disagreement) {
-  peers_.clear();
-  for (int node = 0; node < plan_.nnodes; ++node) {
+// numbered on that basis) and the same workload. Each node compares itself with node 0 alone (N
+// requests in all, where comparing with every node cost N^2) and says it has; the first that
+// disagrees says so too. Node 0 waits for all, then gives its verdict, naming the disagreement
+// from its side, and keeps the store up until the others have read it.
+Status NodeRendezvous::agree() {
+  ASSIGN_OR_RETURN(std::string zero_info, client_->get(node_key(0), kSlice));
+  ASSIGN_OR_RETURN(std::string zero_workload, client_->get(key("workload/0"), kSlice));
+  const NodeRecord zero = parse_node_record(zero_info);
+  peers_ = {Peer{zero.host, zero.pid}};
+  if (plan_.node_rank != 0) {
+    const Status disagreement = compare_with(0, zero.nproc, zero_workload);
+    if (!disagreement.is_ok()) {
+      auto order = client_->add(key("disagreeing_count"), 1);
+      if (order.is_ok() && *order == 1) {
+        (void)client_->set(key("disagreeing"), std::to_string(plan_.node_rank));
+      }
+      // Node 0 may close the store as this reply is on its way: the disagreement is said
+      // either way.
+      (void)client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1");
+      return disagreement;
+    }
+    RETURN_IF_ERROR(client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1"));
+    RETURN_IF_ERROR(wait_in_slices({key("verdict")}));
+    ASSIGN_OR_RETURN(std::string verdict, client_->get(key("verdict"), kSlice));
+    (void)client_->set(key(fmt::format("verdict_read/{}", plan_.node_rank)), "1");
+    if (verdict != "ok") return invalid_argument("{}", verdict);
+    return Status::ok();
+  }
+  std::vector<std::string> checked;
+  for (int node = 1; node < plan_.nnodes; ++node) {
+    checked.push_back(key(fmt::format("checked/{}", node)));
+  }
+  RETURN_IF_ERROR(wait_in_slices(checked));
+  // The names and pids of every node, for naming one that is lost later.
+  for (int node = 1; node < plan_.nnodes; ++node) {
     ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
     const NodeRecord record = parse_node_record(info);
     peers_.push_back(Peer{record.host, record.pid});
-    const std::string nproc = record.nproc;
-    if (nproc != std::to_string(plan_.nproc_per_node)) {
-      disagreement = invalid_argument(
-          "node {} runs {} worker{} but node {} runs {}: every node must use the same "
-          "--nproc-per-node",
-          node, nproc, nproc == "1" ? "" : "s", plan_.node_rank, plan_.nproc_per_node);
-      return Status::ok();
-    }
   }
-  for (int node = 0; node < plan_.nnodes; ++node) {
-    ASSIGN_OR_RETURN(std::string workload,
-                     client_->get(key(fmt::format("workload/{}", node)), kSlice));
-    if (workload != plan_.workload) {
-      disagreement = workload_mismatch(node, workload);
-      return Status::ok();
-    }
+  ASSIGN_OR_RETURN(bool disagreed, client_->check({key("disagreeing")}));
+  if (!disagreed) return client_->set(key("verdict"), "ok");
+  ASSIGN_OR_RETURN(std::string node_text, client_->get(key("disagreeing"), kSlice));
+  const int node = std::atoi(node_text.c_str());
+  ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
+  ASSIGN_OR_RETURN(std::string workload,
+                   client_->get(key(fmt::format("workload/{}", node)), kSlice));
+  const Status disagreement = compare_with(node, parse_node_record(info).nproc, workload);
+  (void)client_->set(key("verdict"), disagreement.message());
+  std::vector<std::string> read_it;
+  for (int other = 1; other < plan_.nnodes; ++other) {
+    if (other != node) read_it.push_back(key(fmt::format("verdict_read/{}", other)));
   }
+  if (!read_it.empty()) (void)client_->wait(read_it, kStopNoticeTime);
+  return disagreement;
+}
+
+// This node's --nproc-per-node and workload against `node`'s: the disagreement, or ok.
+Status NodeRendezvous::compare_with(int node, const std::string& nproc,
+                                    const std::string& workload) const {
+  if (nproc != std::to_string(plan_.nproc_per_node)) {
+    return invalid_argument(
+        "node {} runs {} worker{} but node {} runs {}: every node must use the same "
+        "--nproc-per-node",
+        node, nproc, nproc == "1" ? "" : "s", plan_.node_rank, plan_.nproc_per_node);
+  }
+  if (workload != plan_.workload) return workload_mismatch(node, workload);
   return Status::ok();
+}
+
+// Waits for `keys` in slices, as long as the rendezvous may take.
+Status NodeRendezvous::wait_in_slices(const std::vector<std::string>& keys) {
+  const auto until = std::chrono::steady_clock::now() + plan_.timeout;
+  while (true) {
+    Status waited = client_->wait(keys, kSlice);
+    if (waited.is_ok() || waited.code() != StatusCode::kTimeout) return waited;
+    if (std::chrono::steady_clock::now() >= until) return waited;
+  }
 }
 
 // A node rank claimed before by a launcher of this host that is gone (stopped while the others

@@ -98,7 +98,9 @@ class NodeRendezvous {
   std::optional<RankFailure> find_lost_node_here(bool disconnect_is_enough);
   std::optional<RankFailure> store_gone_for_long(const Status& why);
   bool claim_left_behind();
-  Status check_agreement(Status& disagreement);
+  Status agree();
+  Status compare_with(int node, const std::string& nproc, const std::string& workload) const;
+  Status wait_in_slices(const std::vector<std::string>& keys);
   Status workload_mismatch(int node, const std::string& theirs) const;
   Status missing_nodes_error(Nanoseconds waited);
 
