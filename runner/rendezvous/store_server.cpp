@@ -21,6 +21,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "runner/rendezvous/connection_deadlines.h"
 #include "runner/rendezvous/listen_socket.h"
 #include "runner/rendezvous/partrain_session.h"
 #include "runner/rendezvous/store_connection.h"
@@ -69,6 +70,7 @@ void tune_client_socket(int fd) {
 struct StoreServer::State {
   std::string token;
   StoreServerOptions options;
+  detail::Timeouts timeouts;
   size_t max_connections = 0;
   int listen_fd = -1;
   int wake_fd = -1;
@@ -99,6 +101,8 @@ struct StoreServer::State {
   State(std::string token_in, StoreServerOptions options_in)
       : token(std::move(token_in)),
         options(std::move(options_in)),
+        timeouts{to_ns(options.handshake_timeout), to_ns(options.request_timeout),
+                 to_ns(options.write_timeout)},
         partrain_keys(options.max_stored_bytes),
         tcpstore_keys(options.max_tcpstore_stored_bytes),
         liveness(options.watched_prefix) {}
@@ -434,25 +438,7 @@ void StoreServer::State::update(Connection& connection) {
   } else if (connection.request_started_ns < 0) {
     connection.request_started_ns = now_ns;
   }
-  int64_t deadline = -1;
-  auto consider = [&](int64_t at) {
-    if (at >= 0 && (deadline < 0 || at < deadline)) deadline = at;
-  };
-  if (connection.closing) {
-    consider(connection.closing_until_ns >= 0 ? connection.closing_until_ns
-                                              : now_ns + to_ns(options.write_timeout));
-  } else {
-    if (!connection.handshaken) {
-      consider(connection.accepted_ns + to_ns(options.handshake_timeout));
-    }
-    if (connection.request_started_ns >= 0) {
-      consider(connection.request_started_ns + to_ns(options.request_timeout));
-    }
-    consider(connection.parked_until_ns);
-    if (connection.write_blocked_ns >= 0) {
-      consider(connection.write_blocked_ns + to_ns(options.write_timeout));
-    }
-  }
+  const int64_t deadline = detail::next_deadline(connection, timeouts, now_ns);
   if (deadline == connection.timer_at_ns) return;
   if (connection.timer_at_ns >= 0) timers.erase({connection.timer_at_ns, connection.id});
   connection.timer_at_ns = deadline;
@@ -473,8 +459,6 @@ void StoreServer::State::fire_timers() {
     timers.erase(timers.begin());
     Connection& connection = *connections.at(id);
     connection.timer_at_ns = -1;
-    const int64_t handshake_end = connection.accepted_ns + to_ns(options.handshake_timeout);
-    std::string why;
     if (connection.closing) {
       if (connection.closing_until_ns < 0 || connection.closing_until_ns <= now_ns) {
         close_connection(id);
@@ -485,18 +469,9 @@ void StoreServer::State::fire_timers() {
       detail::finish_partrain_wait(connection, context, /*timed_out=*/true);
       serve(connection);
       continue;
-    } else if (!connection.handshaken && handshake_end <= now_ns) {
-      why = fmt::format("sent no valid request within {}",
-                        format_duration(options.handshake_timeout));
-    } else if (connection.request_started_ns >= 0 &&
-               connection.request_started_ns + to_ns(options.request_timeout) <= now_ns) {
-      why = fmt::format("began a request and did not finish it within {}",
-                        format_duration(options.request_timeout));
-    } else if (connection.write_blocked_ns >= 0 &&
-               connection.write_blocked_ns + to_ns(options.write_timeout) <= now_ns) {
-      why = fmt::format("read none of its replies for {}",
-                        format_duration(options.write_timeout));
     }
+    const std::string why =
+        connection.closing ? "" : detail::missed_deadline(connection, timeouts, now_ns);
     if (!why.empty()) {
       timed_out.fetch_add(1);
       notices.note(detail::Notice::kTimedOut,
