@@ -198,13 +198,19 @@ TEST(LaunchStoreAttack, TheStoreListensOnTheMasterAddressOnly) {
     const int port = testing::free_tcp_port();
     auto launcher = launcher_in_shell(launch_command(port, "--no-trace " + bind_flag +
                                                " -- sh -c 'sleep 2; echo done $RANK'"));
-    bool reachable = false;
-    for (int i = 0; i < 20 && !reachable; ++i) {
-      std::this_thread::sleep_for(100ms);
-      int fd = connect_to(other_ip, port, true);
-      reachable = fd >= 0;
+    // Once the store answers on loopback (a busy machine may take seconds), the other address
+    // is tried: the workers' 2 s sleep keeps the store up meanwhile.
+    bool up = false;
+    for (int i = 0; i < 300 && !up; ++i) {
+      int fd = connect_to("127.0.0.1", port, true);
+      up = fd >= 0;
       if (fd >= 0) ::close(fd);
+      if (!up) std::this_thread::sleep_for(100ms);
     }
+    EXPECT_TRUE(up) << "the store never answered on 127.0.0.1";
+    int fd = connect_to(other_ip, port, true);
+    const bool reachable = fd >= 0;
+    if (fd >= 0) ::close(fd);
     expect_the_run_finished(launcher.finish());
     return reachable;
   };

@@ -230,7 +230,7 @@ TEST_F(LaunchTest, NoPrefixAndLogDir) {
 TEST_F(LaunchTest, ARunIdThatCannotNameADirectoryIsRefusedFirst) {
   const fs::path runs = dir_ / "ids";
   fs::create_directories(runs);
-  for (const std::string id :
+  for (const std::string& id :
        {std::string(300, 'a'), std::string("a/b"), std::string(".."), std::string("")}) {
     Finished r = run_partrain({"launch", "--run-id", id, "--log-dir", (runs / "logs").string(),
                                "--trace", (runs / "t.db").string(), "--", "true"});
