@@ -2,20 +2,18 @@
 // (the torch-venv's torch 2.15, CPU): every TCPStore operation on partrain's store,
 // init_process_group("gloo") from the environment with all_reduces on 4 ranks, and a script
 // whose @record-decorated entry point raises on rank 2. Labelled `torch`; SKIPPED with one line
-// when there is no torch interpreter (PARTRAIN_TORCH_PYTHON, else
-// ${PARTRAIN_CACHE:-~/.cache/partrain}/torch-venv/bin/python) or PARTRAIN_SKIP_TORCH=1.
+// without a torch interpreter (PARTRAIN_TORCH_PYTHON, tests/support/torch_python.h).
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "tests/integration/command_runner.h"
+#include "tests/support/torch_python.h"
 
 namespace partrain {
 namespace {
@@ -26,30 +24,6 @@ bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
-// The interpreter with torch, or "" (with the reason in *why).
-std::string torch_python(std::string* why) {
-  if (const char* skip = std::getenv("PARTRAIN_SKIP_TORCH"); skip && std::string(skip) == "1") {
-    *why = "PARTRAIN_SKIP_TORCH=1";
-    return "";
-  }
-  std::string python;
-  if (const char* given = std::getenv("PARTRAIN_TORCH_PYTHON"); given && *given) {
-    python = given;
-  } else {
-    const char* cache = std::getenv("PARTRAIN_CACHE");
-    const char* home = std::getenv("HOME");
-    const std::string base = cache && *cache ? cache : std::string(home ? home : "") +
-                                                           "/.cache/partrain";
-    python = base + "/torch-venv/bin/python";
-  }
-  if (::access(python.c_str(), X_OK) != 0) {
-    *why = "no torch interpreter at " + python +
-           " (set PARTRAIN_TORCH_PYTHON, or install the venv with `make test`)";
-    return "";
-  }
-  return python;
-}
-
 std::string script(const std::string& name) {
   return std::string(PARTRAIN_SOURCE_DIR) + "/tests/integration/scripts/" + name;
 }
@@ -57,9 +31,8 @@ std::string script(const std::string& name) {
 class LaunchTorchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    python_ = torch_python(&why);
-    if (python_.empty()) GTEST_SKIP() << "torch tests skipped: " << why;
+    PARTRAIN_REQUIRE_TORCH();
+    python_ = testing::torch_python();
   }
   CommandResult launch(const std::string& flags, const std::string& script_name) {
     return testing::run_partrain(fmt::format("launch {} --no-trace -- {} {}", flags, python_,
