@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <fstream>
-#include <set>
 #include <sstream>
+
+#include "core/json_fields.h"
 
 namespace partrain::memory {
 namespace {
@@ -16,79 +17,6 @@ template <typename... Args>
 Status unreadable(fmt::format_string<Args...> format, Args&&... args) {
   return make_status(StatusCode::kUnreadable, format, std::forward<Args>(args)...);
 }
-
-// Reads the fields of one JSON object, each with its type checked, and rejects unknown keys.
-class FieldReader {
- public:
-  FieldReader(const json& object, std::string_view origin) : object_(object), origin_(origin) {}
-
-  Status positive_int(const char* field, int64_t& out, bool required = true) {
-    seen_.insert(field);
-    auto it = object_.find(field);
-    if (it == object_.end()) return missing(field, required);
-    if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
-      return unreadable("{}: field '{}' must be a positive integer (got {})", origin_, field, it->dump());
-    }
-    out = it->get<int64_t>();
-    return Status::ok();
-  }
-  Status positive_number(const char* field, double& out, bool required = true) {
-    seen_.insert(field);
-    auto it = object_.find(field);
-    if (it == object_.end()) return missing(field, required);
-    if (!it->is_number() || it->get<double>() <= 0) {
-      return unreadable("{}: field '{}' must be a positive number (got {})", origin_, field, it->dump());
-    }
-    out = it->get<double>();
-    return Status::ok();
-  }
-  Status boolean(const char* field, bool& out) {
-    seen_.insert(field);
-    auto it = object_.find(field);
-    if (it == object_.end()) return Status::ok();
-    if (!it->is_boolean()) {
-      return unreadable("{}: field '{}' must be true or false (got {})", origin_, field, it->dump());
-    }
-    out = it->get<bool>();
-    return Status::ok();
-  }
-  Status string(const char* field, std::string& out, bool required = false) {
-    seen_.insert(field);
-    auto it = object_.find(field);
-    if (it == object_.end()) return missing(field, required);
-    if (!it->is_string()) {
-      return unreadable("{}: field '{}' must be a string (got {})", origin_, field, it->dump());
-    }
-    out = it->get<std::string>();
-    return Status::ok();
-  }
-  template <typename Enum, typename Parse>
-  Status choice(const char* field, Enum& out, Parse parse, const char* allowed) {
-    std::string text;
-    RETURN_IF_ERROR(string(field, text));
-    if (text.empty()) return Status::ok();
-    auto parsed = parse(text);
-    if (!parsed) return unreadable("{}: field '{}' must be one of {} (got \"{}\")", origin_, field, allowed, text);
-    out = *parsed;
-    return Status::ok();
-  }
-  Status no_unknown_fields() const {
-    for (const auto& [key, value] : object_.items()) {
-      if (!seen_.contains(key)) return unreadable("{}: unknown field '{}'", origin_, key);
-    }
-    return Status::ok();
-  }
-
- private:
-  Status missing(const char* field, bool required) const {
-    if (!required) return Status::ok();
-    return unreadable("{}: missing field '{}'", origin_, field);
-  }
-
-  const json& object_;
-  std::string_view origin_;
-  std::set<std::string, std::less<>> seen_;
-};
 
 // Where a parse error is, as an editor shows it: line and column (1-based) of byte `offset`
 // (nlohmann's parse_error::byte: 1-based, the byte it stopped at).
@@ -154,15 +82,15 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-Status read_dimensions(FieldReader& r, ModelConfig& m) {
+Status read_dimensions(JsonFields& r, ModelConfig& m) {
   const bool transformer = m.architecture == Architecture::kTransformer;
-  RETURN_IF_ERROR(r.positive_int("layers", m.layers));
-  RETURN_IF_ERROR(r.positive_int("hidden", m.hidden));
-  RETURN_IF_ERROR(r.positive_int("heads", m.heads, transformer));
-  RETURN_IF_ERROR(r.positive_int("kv_heads", m.kv_heads, false));
-  RETURN_IF_ERROR(r.positive_int("ffn", m.ffn, false));
-  RETURN_IF_ERROR(r.positive_int("vocab", m.vocab, transformer));
-  RETURN_IF_ERROR(r.positive_int("seq", m.seq, transformer));
+  RETURN_IF_ERROR(r.integer("layers", m.layers));
+  RETURN_IF_ERROR(r.integer("hidden", m.hidden));
+  RETURN_IF_ERROR(r.integer("heads", m.heads, 1, transformer));
+  RETURN_IF_ERROR(r.integer("kv_heads", m.kv_heads, 1, false));
+  RETURN_IF_ERROR(r.integer("ffn", m.ffn, 1, false));
+  RETURN_IF_ERROR(r.integer("vocab", m.vocab, 1, transformer));
+  RETURN_IF_ERROR(r.integer("seq", m.seq, 1, transformer));
   if (m.kv_heads == 0) m.kv_heads = m.heads;
   if (m.ffn == 0) m.ffn = 4 * m.hidden;
   return Status::ok();
@@ -172,7 +100,7 @@ Status read_dimensions(FieldReader& r, ModelConfig& m) {
 
 StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view origin) {
   ASSIGN_OR_RETURN(json object, parse_object(text, origin));
-  FieldReader r(object, origin);
+  JsonFields r(object, std::string(origin), StatusCode::kUnreadable);
   ModelConfig m;
   RETURN_IF_ERROR(r.string("name", m.name, true));
   RETURN_IF_ERROR(r.choice("architecture", m.architecture, parse_architecture, "transformer, mlp"));
@@ -200,7 +128,7 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
 
 StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin) {
   ASSIGN_OR_RETURN(json object, parse_object(text, origin));
-  FieldReader r(object, origin);
+  JsonFields r(object, std::string(origin), StatusCode::kUnreadable);
   GpuSpec g;
   RETURN_IF_ERROR(r.string("name", g.name, true));
   RETURN_IF_ERROR(r.positive_number("memory_bytes", g.memory_bytes));
@@ -223,11 +151,11 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
 
 StatusOr<ClusterSpec> parse_cluster_json(std::string_view text, std::string_view origin) {
   ASSIGN_OR_RETURN(json object, parse_object(text, origin));
-  FieldReader r(object, origin);
+  JsonFields r(object, std::string(origin), StatusCode::kUnreadable);
   ClusterSpec c;
   double intra_latency_us = 0, inter_latency_us = 0;
   RETURN_IF_ERROR(r.string("name", c.name, true));
-  RETURN_IF_ERROR(r.positive_int("gpus_per_node", c.gpus_per_node, false));
+  RETURN_IF_ERROR(r.integer("gpus_per_node", c.gpus_per_node, 1, false));
   RETURN_IF_ERROR(r.positive_number("intra_node_bandwidth", c.intra_node_bandwidth, false));
   RETURN_IF_ERROR(r.positive_number("intra_node_latency_us", intra_latency_us, false));
   RETURN_IF_ERROR(r.positive_number("inter_node_bandwidth", c.inter_node_bandwidth, false));
