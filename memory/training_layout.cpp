@@ -1,116 +1,250 @@
 #include "memory/training_layout.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace partrain::memory {
 namespace {
 
-Status check_degrees(const TrainingLayout& l) {
-  const std::pair<const char*, int> degrees[] = {
-      {"--dp", l.dp}, {"--tp", l.tp}, {"--pp", l.pp}, {"--vpp", l.vpp}, {"--cp", l.cp}};
-  for (const auto& [flag, value] : degrees) {
-    if (value < 1) return invalid_argument("{} must be at least 1 (got {})", flag, value);
+// Each field's name on a command line, in a layout spec (empty: the spec has no key for it, a
+// command gives it as a flag) and in a workload config.
+struct FieldNames {
+  LayoutField field;
+  std::string_view flag, spec_key, config_field;
+};
+constexpr FieldNames kFieldNames[] = {
+    {LayoutField::kDp, "--dp", "dp", "layout.dp"},
+    {LayoutField::kTp, "--tp", "tp", "layout.tp"},
+    {LayoutField::kPp, "--pp", "pp", "layout.pp"},
+    {LayoutField::kCp, "--cp", "cp", "layout.cp"},
+    {LayoutField::kVpp, "--vpp", "vpp", "layout.vpp"},
+    {LayoutField::kSp, "--sp", "sp", "layout.sp"},
+    {LayoutField::kZero, "--zero", "zero", "layout.zero"},
+    {LayoutField::kSchedule, "--pp-schedule", "schedule", "layout.schedule"},
+    {LayoutField::kPpSplit, "--pp-split", "pp_split", "layout.pp_split"},
+    {LayoutField::kMicroBatch, "--micro-batch", "mb", "layout.micro_batch"},
+    {LayoutField::kGlobalBatch, "--global-batch", "", "layout.global_batch"},
+    {LayoutField::kSeq, "--seq", "", "model.seq"},
+    {LayoutField::kRecompute, "--recompute", "recompute", "recompute"},
+    {LayoutField::kDropout, "--dropout", "", "dropout"},
+};
+
+const FieldNames& names_of(LayoutField field) {
+  return *std::find_if(std::begin(kFieldNames), std::end(kFieldNames),
+                       [field](const FieldNames& n) { return n.field == field; });
+}
+
+// "tp x pp x cp = 3 x 1 x 1 = 3": the degrees that fill the world, but `left_out`.
+std::string degree_product(const TrainingLayout& l, const LayoutNames& names, LayoutField left_out) {
+  std::string factors, values;
+  int64_t product = 1;
+  for (const LayoutDegree& d : kLayoutDegrees) {
+    if (!d.fills_world || d.field == left_out || !names.offers(d.field)) continue;
+    const std::string_view sep = factors.empty() ? "" : " x ";
+    factors += fmt::format("{}{}", sep, names.name(d.field));
+    values += fmt::format("{}{}", sep, l.*d.member);
+    product *= l.*d.member;
   }
-  if (l.zero < 0 || l.zero > 3) return invalid_argument("--zero must be 0, 1, 2 or 3 (got {})", l.zero);
-  if (l.micro_batch < 1) return invalid_argument("--micro-batch must be at least 1 (got {})", l.micro_batch);
+  return fmt::format("{} = {} = {}", factors, values, product);
+}
+
+Status check_degrees(const TrainingLayout& l, const LayoutNames& n) {
+  for (const LayoutDegree& d : kLayoutDegrees) {
+    if (l.*d.member < 1) {
+      return invalid_argument("{} must be at least 1 (got {})", n.name(d.field), l.*d.member);
+    }
+  }
+  if (l.zero < 0 || l.zero > 3) {
+    return invalid_argument("{} is not 0, 1, 2 or 3 (ZeRO stage: 0 DDP, 1 shards optimizer states, "
+                            "2 also gradients, 3 (FSDP) also parameters)",
+                            n.named(LayoutField::kZero, l.zero));
+  }
+  if (l.micro_batch < 1) {
+    return invalid_argument("{} must be at least 1 (got {})", n.name(LayoutField::kMicroBatch),
+                            l.micro_batch);
+  }
   if (l.dropout < 0 || l.dropout >= 1) {
-    return invalid_argument("--dropout must be in [0, 1) (got {})", l.dropout);
+    return invalid_argument("{} must be in [0, 1) (got {})", n.name(LayoutField::kDropout), l.dropout);
   }
   if (l.sp && l.tp < 2) {
-    return invalid_argument("--sp (sequence parallelism) needs --tp > 1: it splits the regions "
-                            "tensor parallelism replicates");
+    return invalid_argument("{} (sequence parallelism) needs {} > 1: it splits the regions "
+                            "tensor parallelism replicates",
+                            n.name(LayoutField::kSp), n.name(LayoutField::kTp));
   }
+  // Messages are put together only on failure: the recommender resolves thousands of layouts.
   if (l.vpp > 1 && l.schedule != PipelineSchedule::kInterleaved) {
-    return invalid_argument("--vpp {} needs --pp-schedule interleaved", l.vpp);
+    return invalid_argument("{} needs {}", n.named(LayoutField::kVpp, l.vpp),
+                            n.named(LayoutField::kSchedule, "interleaved"));
   }
   if (l.schedule == PipelineSchedule::kInterleaved && (l.vpp < 2 || l.pp < 2)) {
-    return invalid_argument("--pp-schedule interleaved needs --pp > 1 and --vpp > 1 (got pp {}, vpp {})",
-                            l.pp, l.vpp);
+    return invalid_argument("{} needs {} > 1 and {} > 1 (got {}, {})",
+                            n.named(LayoutField::kSchedule, "interleaved"),
+                            n.name(LayoutField::kPp), n.name(LayoutField::kVpp),
+                            n.named(LayoutField::kPp, l.pp), n.named(LayoutField::kVpp, l.vpp));
   }
   return Status::ok();
 }
 
-Status check_model_divides(const TrainingLayout& l, const ModelConfig& m, int64_t seq) {
+// dp x tp x pp x cp must be the world's ranks; dp not given is what the others leave of them.
+Status fill_world(TrainingLayout& l, const LayoutWorld& world, const LayoutNames& n) {
+  const std::string ranks = fmt::format("{} {}", n.world, world.ranks);
+  if (world.ranks < 1) return invalid_argument("{} must be at least 1", ranks);
+  if (!world.dp_given) {
+    const int others = layout_ranks(l) / l.dp;
+    if (world.ranks % others != 0) {
+      return invalid_argument("{} does not divide {}: every data-parallel replica needs the same "
+                              "{} {}",
+                              degree_product(l, n, LayoutField::kDp), ranks, others, n.world_unit);
+    }
+    l.dp = world.ranks / others;
+  }
+  if (layout_ranks(l) != world.ranks) {
+    return invalid_argument("{} is not {}: the product of the degrees must be the number of {}",
+                            degree_product(l, n, LayoutField::kVpp), ranks, n.world_unit);
+  }
+  return Status::ok();
+}
+
+Status check_model_divides(const TrainingLayout& l, const ModelConfig& m, int64_t seq,
+                           const LayoutNames& n) {
+  auto tp = [&] { return n.named(LayoutField::kTp, l.tp); };
   if (m.architecture == Architecture::kTransformer) {
     if (m.heads % l.tp != 0) {
-      return invalid_argument("--tp {} must divide the attention heads ({}): try --tp {}", l.tp,
-                              m.heads, std::gcd(static_cast<int64_t>(l.tp), m.heads));
+      return invalid_argument("{} must divide the attention heads ({}): try {}", tp(), m.heads,
+                              n.named(LayoutField::kTp, std::gcd(static_cast<int64_t>(l.tp), m.heads)));
     }
     if (m.kv_heads % l.tp != 0) {
-      return invalid_argument("--tp {} must divide the KV heads ({}): Megatron shards whole KV "
-                              "groups; use --tp <= {}", l.tp, m.kv_heads, m.kv_heads);
+      return invalid_argument("{} must divide the KV heads ({}): Megatron shards whole KV "
+                              "groups; use {} <= {}", tp(), m.kv_heads, n.name(LayoutField::kTp),
+                              m.kv_heads);
     }
     if (m.ffn % l.tp != 0) {
-      return invalid_argument("--tp {} must divide the MLP size --ffn ({})", l.tp, m.ffn);
+      return invalid_argument("{} must divide the MLP size --ffn ({})", tp(), m.ffn);
     }
-    if (seq % l.cp != 0) return invalid_argument("--cp {} must divide the sequence ({})", l.cp, seq);
+    if (seq % l.cp != 0) {
+      return invalid_argument("{} must divide the sequence ({})", n.named(LayoutField::kCp, l.cp), seq);
+    }
     if (l.sp && (seq / l.cp) % l.tp != 0) {
-      return invalid_argument("--sp splits the sequence over --tp {}: it must divide {}", l.tp, seq / l.cp);
+      return invalid_argument("{} splits the sequence over {}: it must divide {}",
+                              n.name(LayoutField::kSp), tp(), seq / l.cp);
     }
   } else if (m.hidden % l.tp != 0) {
-    return invalid_argument("--tp {} must divide --hidden ({})", l.tp, m.hidden);
+    return invalid_argument("{} must divide --hidden ({})", tp(), m.hidden);
   }
   return Status::ok();
 }
 
-StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t layers) {
+StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t layers,
+                                            const LayoutNames& n) {
   const int64_t chunks = static_cast<int64_t>(l.pp) * l.vpp;
+  auto split = [&] { return n.name(LayoutField::kPpSplit); };
   if (l.pp > layers) {
-    return invalid_argument("--pp {} is more than the model's {} layers: every stage needs a layer",
-                            l.pp, layers);
+    return invalid_argument("{} is more than the model's {} layers: every stage needs a layer",
+                            n.named(LayoutField::kPp, l.pp), layers);
   }
   if (l.pp_split.empty()) {
     if (layers % chunks != 0) {
-      return invalid_argument("--pp {} x --vpp {} = {} chunks must divide the {} layers, or give "
-                              "--pp-split", l.pp, l.vpp, chunks, layers);
+      return invalid_argument("{} x {} = {} chunks must divide the {} layers, or give {}",
+                              n.named(LayoutField::kPp, l.pp), n.named(LayoutField::kVpp, l.vpp),
+                              chunks, layers, split());
     }
     return std::vector<int64_t>(static_cast<size_t>(chunks), layers / chunks);
   }
   if (static_cast<int64_t>(l.pp_split.size()) != chunks) {
-    return invalid_argument("--pp-split has {} entries; it needs one per stage ({} = pp x vpp)",
+    return invalid_argument("{} has {} entries; it needs one per stage ({} = pp x vpp)", split(),
                             l.pp_split.size(), chunks);
   }
   int64_t sum = 0;
-  for (int64_t n : l.pp_split) {
-    if (n < 1) return invalid_argument("--pp-split: every stage needs at least one layer (got {})", n);
-    sum += n;
+  for (int64_t layers_of_stage : l.pp_split) {
+    if (layers_of_stage < 1) {
+      return invalid_argument("{}: every stage needs at least one layer (got {})", split(),
+                              layers_of_stage);
+    }
+    sum += layers_of_stage;
   }
   if (sum != layers) {
-    return invalid_argument("--pp-split adds up to {} layers; the model has {}", sum, layers);
+    return invalid_argument("{} adds up to {} layers; the model has {}", split(), sum, layers);
   }
   return l.pp_split;
 }
 
 }  // namespace
 
-StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const ModelConfig& model) {
-  RETURN_IF_ERROR(check_degrees(layout));
+int layout_ranks(const TrainingLayout& layout) {
+  int ranks = 1;
+  for (const LayoutDegree& d : kLayoutDegrees) {
+    if (d.fills_world) ranks *= layout.*d.member;
+  }
+  return ranks;
+}
+
+std::string LayoutNames::name(LayoutField field) const {
+  const FieldNames& f = names_of(field);
+  switch (naming) {
+    case LayoutNaming::kFlags: return std::string(f.flag);
+    case LayoutNaming::kSpecKeys: return std::string(f.spec_key.empty() ? f.flag : f.spec_key);
+    case LayoutNaming::kConfigFields: return std::string(f.config_field);
+  }
+  return std::string(f.flag);
+}
+
+std::string LayoutNames::named(LayoutField field, std::string_view value) const {
+  // A flag takes its value after a space; a spec key or config field after '=' (a field a spec
+  // has no key for is still a flag).
+  const bool flag = naming == LayoutNaming::kFlags ||
+                    (naming == LayoutNaming::kSpecKeys && names_of(field).spec_key.empty());
+  return fmt::format("{}{}{}", name(field), flag ? " " : "=", value);
+}
+
+std::string LayoutNames::named(LayoutField field, int64_t value) const {
+  return named(field, std::to_string(value));
+}
+
+bool LayoutNames::offers(LayoutField field) const {
+  return std::find(not_offered.begin(), not_offered.end(), field) == not_offered.end();
+}
+
+StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const ModelConfig& model,
+                                        const LayoutNames& n, std::optional<LayoutWorld> world) {
   ResolvedLayout r;
   r.layout = layout;
-  r.seq = layout.seq.value_or(model.sample_seq());
-  if (r.seq < 1) return invalid_argument("--seq must be at least 1 (got {})", r.seq);
-  r.global_batch = layout.global_batch.value_or(layout.dp * layout.micro_batch);
-  const int64_t per_step = layout.dp * layout.micro_batch;
-  if (r.global_batch < per_step || r.global_batch % per_step != 0) {
-    return invalid_argument("--global-batch {} must be a multiple of --dp x --micro-batch = {}",
-                            r.global_batch, per_step);
+  TrainingLayout& l = r.layout;
+  RETURN_IF_ERROR(check_degrees(l, n));
+  if (world) RETURN_IF_ERROR(fill_world(l, *world, n));
+  r.seq = l.seq.value_or(model.sample_seq());
+  if (r.seq < 1) return invalid_argument("{} must be at least 1 (got {})", n.name(LayoutField::kSeq), r.seq);
+  const int64_t per_step = l.dp * l.micro_batch;
+  r.global_batch = l.global_batch.value_or(per_step);
+  // 0 and negative counts are multiples of anything: refused before the divisibility.
+  if (r.global_batch < 1) {
+    return invalid_argument("{} must be at least 1 (got {}): sequences per step over all ranks",
+                            n.name(LayoutField::kGlobalBatch), r.global_batch);
+  }
+  if (r.global_batch % per_step != 0) {
+    return invalid_argument("{} is not a multiple of {} x {} = {} x {} = {}: every data-parallel "
+                            "rank runs whole micro-batches",
+                            n.named(LayoutField::kGlobalBatch, r.global_batch),
+                            n.name(LayoutField::kDp), n.name(LayoutField::kMicroBatch), l.dp,
+                            l.micro_batch, per_step);
   }
   r.micro_batches = r.global_batch / per_step;
   if (model.is_bare()) {
-    r.chunk_layers.assign(static_cast<size_t>(layout.pp) * layout.vpp, 0);
-    r.stage_layers.assign(static_cast<size_t>(layout.pp), 0);
+    r.chunk_layers.assign(static_cast<size_t>(l.pp) * l.vpp, 0);
+    r.stage_layers.assign(static_cast<size_t>(l.pp), 0);
     return r;
   }
-  RETURN_IF_ERROR(check_model_divides(layout, model, r.seq));
-  if (layout.schedule == PipelineSchedule::kInterleaved && r.micro_batches % layout.pp != 0) {
+  RETURN_IF_ERROR(check_model_divides(l, model, r.seq, n));
+  if (l.schedule == PipelineSchedule::kInterleaved && r.micro_batches % l.pp != 0) {
     return invalid_argument("interleaved 1F1B needs the micro-batches per step ({}) to be a "
-                            "multiple of --pp {} (as Megatron-LM requires)", r.micro_batches, layout.pp);
+                            "multiple of {} (as Megatron-LM requires): adjust {} or {}",
+                            r.micro_batches, n.named(LayoutField::kPp, l.pp),
+                            n.name(LayoutField::kGlobalBatch), n.name(LayoutField::kMicroBatch));
   }
-  ASSIGN_OR_RETURN(r.chunk_layers, split_layers(layout, model.layers));
-  r.stage_layers.assign(static_cast<size_t>(layout.pp), 0);
+  ASSIGN_OR_RETURN(r.chunk_layers, split_layers(l, model.layers, n));
+  r.stage_layers.assign(static_cast<size_t>(l.pp), 0);
   // Chunk c runs on pipeline rank c mod pp (Narayanan 2021 sec. 2.2.1, interleaved schedule).
   for (size_t c = 0; c < r.chunk_layers.size(); ++c) {
-    r.stage_layers[c % static_cast<size_t>(layout.pp)] += r.chunk_layers[c];
+    r.stage_layers[c % static_cast<size_t>(l.pp)] += r.chunk_layers[c];
   }
   return r;
 }

@@ -1,10 +1,13 @@
-// The parallel layout and training setup an estimate is for (dp, tp, pp, vpp, cp, sp, ZeRO,
-// pipeline schedule and split, micro-batching, recompute), resolved with DESIGN.md's defaults
-// and checked against the model, naming the broken constraint.
+// The parallel layout of a training job, the one vocabulary of every layer: the degrees (dp, tp,
+// pp, vpp, cp), sequence parallelism, the ZeRO stage, the pipeline schedule and split,
+// micro-batching and recompute. resolve_layout is its one set of rules: DESIGN.md's defaults
+// filled in, every constraint checked against the model (and the ranks it must fill), each
+// broken one named as the user wrote it (`--tp 3` on a command line, `tp=3` in a layout spec).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,7 +26,7 @@ struct TrainingLayout {
   int vpp = 1;  // virtual stages per pipeline rank (interleaved 1F1B)
   int cp = 1;   // context parallel: the sequence split over cp ranks
   bool sp = false;
-  int zero = 0;
+  int zero = 0;  // 0 DDP, 1 optimizer states sharded over dp, 2 + gradients, 3 (FSDP) + parameters
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   std::vector<int64_t> pp_split;  // layers per pipeline stage (pp entries, or pp x vpp chunks)
   int64_t micro_batch = 1;
@@ -34,18 +37,69 @@ struct TrainingLayout {
   double dropout = 0;
 };
 
+// The fields of a layout, as messages, layout specs and configs name them.
+enum class LayoutField {
+  kDp, kTp, kPp, kCp, kVpp, kSp, kZero, kSchedule, kPpSplit, kMicroBatch, kGlobalBatch, kSeq,
+  kRecompute, kDropout,
+};
+
+// The parallel degrees, in the order messages list them. A new degree (ep) is a member above, a
+// LayoutField, its names (training_layout.cpp) and a row here: the rules, the layout spec, the
+// config codec and the products in messages follow the table.
+struct LayoutDegree {
+  LayoutField field;
+  int TrainingLayout::*member;
+  bool fills_world;  // a factor of dp x tp x pp x cp = the ranks (vpp divides a rank's layers)
+};
+inline constexpr LayoutDegree kLayoutDegrees[] = {
+    {LayoutField::kDp, &TrainingLayout::dp, true},   {LayoutField::kTp, &TrainingLayout::tp, true},
+    {LayoutField::kPp, &TrainingLayout::pp, true},   {LayoutField::kCp, &TrainingLayout::cp, true},
+    {LayoutField::kVpp, &TrainingLayout::vpp, false},
+};
+
+// The ranks a layout occupies: the product of the degrees that fill the world.
+int layout_ranks(const TrainingLayout& layout);
+
+// How the user wrote the layout: a command's flags (`--tp 3`), the keys of a layout spec
+// (`tp=3`, recommend --check) or the fields of a workload config (`layout.tp=3`).
+enum class LayoutNaming { kFlags, kSpecKeys, kConfigFields };
+
+struct LayoutNames {
+  LayoutNaming naming = LayoutNaming::kFlags;
+  // What dp x tp x pp x cp must fill when the layout is resolved on a world ("--gpus", "GPUs").
+  std::string_view world = "the world size";
+  std::string_view world_unit = "ranks";
+  // Degrees the user has no way to set here (the workloads run no cp): left out of products.
+  std::vector<LayoutField> not_offered = {};
+
+  std::string name(LayoutField field) const;                            // "--tp", "tp"
+  std::string named(LayoutField field, std::string_view value) const;   // "--tp 3", "tp=3"
+  std::string named(LayoutField field, int64_t value) const;
+  bool offers(LayoutField field) const;
+};
+
+// The ranks a layout must fill exactly: launch's world, recommend's --gpus. dp x tp x pp x cp
+// must equal them; dp, when not given, is what the other degrees leave.
+struct LayoutWorld {
+  int ranks = 1;
+  bool dp_given = false;
+};
+
 // A layout with defaults filled in and every constraint checked.
 struct ResolvedLayout {
-  TrainingLayout layout;
+  TrainingLayout layout;  // dp filled in from the world when it was not given
   int64_t global_batch = 1;
-  int64_t micro_batches = 1;         // per step and pipeline: global / (dp x micro)
+  int64_t micro_batches = 1;          // per step and pipeline: global / (dp x micro)
   int64_t seq = 1;
   std::vector<int64_t> chunk_layers;  // layers of each of the pp x vpp model chunks, in order
   std::vector<int64_t> stage_layers;  // layers held by each pipeline rank (sum of its chunks)
 };
 
-// kInvalidArgument naming the constraint (tp divides heads, pp <= layers, ...) and a fix.
-StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const ModelConfig& model);
+// kInvalidArgument naming the constraint (tp divides heads, pp <= layers, ...) and a fix, in
+// `names`; with a `world`, dp x tp x pp x cp must fill it.
+StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const ModelConfig& model,
+                                        const LayoutNames& names = {},
+                                        std::optional<LayoutWorld> world = std::nullopt);
 
 std::string_view schedule_name(PipelineSchedule value);  // gpipe, 1f1b, interleaved
 std::string_view recompute_name(Recompute value);        // none, selective, full

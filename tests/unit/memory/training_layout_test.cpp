@@ -81,5 +81,60 @@ TEST(TrainingLayout, InterleavedChunks) {
   EXPECT_NE(check(l).message().find("multiple of --pp 4"), std::string::npos);
 }
 
+// One rule, said as the user wrote the layout: a command's flag, a layout spec's key, a config's
+// field. The spec names a field it has no key for (the global batch) by its flag.
+TEST(TrainingLayout, EachRuleNamesTheFieldAsTheUserWroteIt) {
+  TrainingLayout l;
+  l.pp = 3;
+  const std::pair<LayoutNaming, const char*> namings[] = {
+      {LayoutNaming::kFlags, "--pp 3 x --vpp 1 = 3 chunks must divide the 32 layers, or give --pp-split"},
+      {LayoutNaming::kSpecKeys, "pp=3 x vpp=1 = 3 chunks must divide the 32 layers, or give pp_split"},
+      {LayoutNaming::kConfigFields,
+       "layout.pp=3 x layout.vpp=1 = 3 chunks must divide the 32 layers, or give layout.pp_split"},
+  };
+  for (const auto& [naming, message] : namings) {
+    EXPECT_EQ(resolve_layout(l, testing::llama2_7b(), {.naming = naming}).status().message(),
+              message);
+  }
+  l = {};
+  l.dp = 4;
+  l.micro_batch = 2;
+  l.global_batch = 12;
+  EXPECT_EQ(resolve_layout(l, testing::llama2_7b(), {.naming = LayoutNaming::kSpecKeys})
+                .status()
+                .message(),
+            "--global-batch 12 is not a multiple of dp x mb = 4 x 2 = 8: every data-parallel rank "
+            "runs whole micro-batches");
+  l = {};
+  l.zero = 4;
+  EXPECT_EQ(check(l).message().rfind("--zero 4 is not 0, 1, 2 or 3", 0), 0u) << check(l).message();
+}
+
+// On a world, dp is what tp x pp x cp leave of it unless given, and the degrees must fill it.
+TEST(TrainingLayout, TheDegreesFillTheWorld) {
+  TrainingLayout l;
+  l.tp = 2;
+  l.pp = 2;
+  auto r = resolve_layout(l, testing::llama2_7b(), {}, LayoutWorld{16, false});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->layout.dp, 4);
+  EXPECT_EQ(layout_ranks(r->layout), 16);
+  const LayoutNames gpus{.naming = LayoutNaming::kSpecKeys, .world = "--gpus", .world_unit = "GPUs"};
+  l.tp = 3;
+  EXPECT_EQ(resolve_layout(l, testing::gpt3_175b(), gpus, LayoutWorld{16, false}).status().message(),
+            "tp x pp x cp = 3 x 2 x 1 = 6 does not divide --gpus 16: every data-parallel replica "
+            "needs the same 6 GPUs");
+  l.tp = 2;
+  l.dp = 3;
+  EXPECT_EQ(resolve_layout(l, testing::llama2_7b(), gpus, LayoutWorld{16, true}).status().message(),
+            "dp x tp x pp x cp = 3 x 2 x 2 x 1 = 12 is not --gpus 16: the product of the degrees "
+            "must be the number of GPUs");
+  // A degree a command does not offer is left out of its products.
+  const LayoutNames launch{.not_offered = {LayoutField::kCp}};
+  EXPECT_EQ(resolve_layout(l, testing::llama2_7b(), launch, LayoutWorld{16, true}).status().message(),
+            "--dp x --tp x --pp = 3 x 2 x 2 = 12 is not the world size 16: the product of the "
+            "degrees must be the number of ranks");
+}
+
 }  // namespace
 }  // namespace partrain::memory
