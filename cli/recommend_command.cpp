@@ -4,8 +4,6 @@
 // the presets' speeds with those measured in the user's own traces.
 #include <chrono>
 #include <optional>
-#include <regex>
-#include <set>
 #include <string>
 
 #include "analyzers/calibration.h"
@@ -14,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/model_flags.h"
 #include "core/byte_size.h"
+#include "memory/layout_spec.h"
 #include "profiler/trace_open.h"
 
 namespace partrain::cli {
@@ -110,130 +109,32 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   return s;
 }
 
-// "dp=8,tp=4,pp=2,zero=1,mb=2,recompute=selective,sp=1" onto the base layout; dp defaults to
-// what the GPUs leave.
-StatusOr<memory::TrainingLayout> parse_check(const std::string& text, memory::TrainingLayout l,
-                                             int gpus) {
-  if (text.empty()) {
+// The --check layout on the job's GPUs, each broken rule said in --check's keys ("pp=3 x vpp=1 =
+// 3 chunks must divide the 32 layers, or give pp_split"); dp defaults to what the GPUs leave.
+StatusOr<memory::TrainingLayout> check_layout(const RecommendFlags& f, const Setup& s) {
+  if (f.check->empty()) {
     return invalid_argument(
         "--check needs a layout, e.g. --check \"tp=2,zero=1,mb=2\" (leave "
         "--check out to search)");
   }
-  std::optional<int> dp;
-  std::set<std::string> given;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(start, end - start);
-    start = end + 1;
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos) {
-      return invalid_argument(
-          "--check '{}': '{}' is not KEY=VALUE (keys: dp tp pp cp vpp zero mb "
-          "recompute sp schedule pp_split)",
-          text, item);
-    }
-    const std::string key = item.substr(0, eq);
-    const std::string value = item.substr(eq + 1);
-    // mb and micro_batch are one key.
-    if (!given.insert(key == "micro_batch" ? "mb" : key).second) {
-      return invalid_argument("--check '{}': {} is given twice; give each key once", text, key);
-    }
-    if (key == "recompute") {
-      auto mode = memory::parse_recompute(value);
-      if (!mode) return invalid_argument("--check: recompute={} (none, selective or full)", value);
-      l.recompute = *mode;
-      continue;
-    }
-    if (key == "pp_split") {  // layers per stage, '/' between them: the items are ','-separated
-      StatusOr<std::vector<int64_t>> split = parse_positive_list(value, "pp_split", '/');
-      if (!split.is_ok()) {
-        return invalid_argument(
-            "--check: pp_split={} is not layers per stage, e.g. "
-            "pp_split=15/17 for pp=2",
-            value);
-      }
-      l.pp_split = std::move(*split);
-      continue;
-    }
-    if (key == "schedule") {
-      auto schedule = memory::parse_schedule(value);
-      if (!schedule) return invalid_argument("--check: schedule={} (gpipe, 1f1b or interleaved)", value);
-      l.schedule = *schedule;
-      continue;
-    }
-    char* rest = nullptr;
-    const long number = std::strtol(value.c_str(), &rest, 10);
-    if (value.empty() || *rest != '\0' || number < 0 || number > (1 << 24)) {
-      return invalid_argument("--check: {}={} is not a non-negative integer", key, value);
-    }
-    const int n = static_cast<int>(number);
-    if (key == "dp") dp = n;
-    else if (key == "tp") l.tp = n;
-    else if (key == "pp") l.pp = n;
-    else if (key == "cp") l.cp = n;
-    else if (key == "vpp") l.vpp = n;
-    else if (key == "zero") l.zero = n;
-    else if (key == "mb" || key == "micro_batch") l.micro_batch = n;
-    else if (key == "sp" && n <= 1)
-      l.sp = n != 0;
-    else if (key == "sp")
-      return invalid_argument("--check: sp={} is 0 (off) or 1 (on)", value);
-    else {
-      return invalid_argument(
-          "--check: unknown key '{}' (keys: dp tp pp cp vpp zero mb recompute "
-          "sp schedule pp_split)",
-          key);
-    }
+  ASSIGN_OR_RETURN(memory::LayoutSpec spec,
+                   memory::parse_layout_spec(*f.check, s.base.layout, "--check"));
+  const memory::LayoutNames keys{
+      .naming = memory::LayoutNaming::kSpecKeys, .world = "--gpus", .world_unit = "GPUs"};
+  StatusOr<memory::ResolvedLayout> resolved = memory::resolve_layout(
+      spec.layout, s.base.model, keys, memory::LayoutWorld{f.gpus, spec.dp_given});
+  if (!resolved.is_ok()) {
+    return resolved.status().with_context(fmt::format("--check '{}'", *f.check));
   }
-  if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1 || l.micro_batch < 1 || l.zero > 3) {
-    return invalid_argument("--check '{}': degrees and mb must be at least 1, zero 0-3", text);
-  }
-  const int model_parallel = l.tp * l.pp * l.cp;
-  if (!dp && gpus % model_parallel != 0) {
-    return invalid_argument(
-        "--check '{}': tp x pp x cp = {} x {} x {} = {} does not divide --gpus "
-        "{}: every data-parallel replica needs the same {} GPUs",
-        text, l.tp, l.pp, l.cp, model_parallel, gpus, model_parallel);
-  }
-  l.dp = dp.value_or(gpus / model_parallel);
-  if (l.dp < 1 || l.dp * model_parallel != gpus) {
-    return invalid_argument("--check '{}': dp x tp x pp x cp = {} x {} x {} x {} is not --gpus {}", text,
-                            l.dp, l.tp, l.pp, l.cp, gpus);
-  }
-  if (l.vpp > 1) l.schedule = memory::PipelineSchedule::kInterleaved;
-  return l;
-}
-
-// A layout error names `partrain memory`'s flags ("--pp 3 x --vpp 1 = 3 chunks must divide the 32
-// layers, or give --pp-split"); under --check the same degrees are keys: said as the user wrote
-// them ("pp=3 x vpp=1 ... or give pp_split").
-std::string in_check_keys(const std::string& message) {
-  static const std::regex kFlag(R"(--(pp-split|micro-batch|vpp|zero|tp|pp|cp|dp|sp)\b( (\d+))?)");
-  std::string out;
-  auto last = message.cbegin();
-  for (std::sregex_iterator it(message.begin(), message.end(), kFlag), end; it != end; ++it) {
-    const std::smatch& match = *it;
-    out.append(last, match[0].first);
-    std::string key = match[1].str();
-    if (key == "pp-split") key = "pp_split";
-    if (key == "micro-batch") key = "mb";
-    out += key;
-    if (match[3].matched) out += "=" + match[3].str();
-    last = match[0].second;
-  }
-  out.append(last, message.cend());
-  return out;
+  return resolved->layout;
 }
 
 StatusOr<std::string> run_check(const RecommendFlags& f, Setup& s) {
-  ASSIGN_OR_RETURN(s.base.layout, parse_check(*f.check, s.base.layout, f.gpus));
+  ASSIGN_OR_RETURN(s.base.layout, check_layout(f, s));
   StatusOr<Candidate> evaluated = analyzers::evaluate_layout(s.cost, s.base);
   if (!evaluated.is_ok()) {
     if (evaluated.status().code() != StatusCode::kInvalidArgument) return evaluated.status();
-    return invalid_argument("--check '{}': {}", *f.check,
-                            in_check_keys(evaluated.status().message()));
+    return evaluated.status().with_context(fmt::format("--check '{}'", *f.check));
   }
   const Candidate& candidate = *evaluated;
   return f.json ? analyzers::format_check_json(s.context, candidate)
