@@ -1,0 +1,59 @@
+#include "memory/mesh_order.h"
+
+namespace partrain::memory {
+namespace {
+
+// Each axis's degree in the layout and coordinate in MeshCoords, indexed by MeshAxis.
+struct Axis {
+  int TrainingLayout::*degree;
+  int MeshCoords::*coordinate;
+};
+constexpr Axis kAxes[] = {{&TrainingLayout::tp, &MeshCoords::tp},
+                          {&TrainingLayout::cp, &MeshCoords::cp},
+                          {&TrainingLayout::dp, &MeshCoords::dp},
+                          {&TrainingLayout::pp, &MeshCoords::pp}};
+
+const Axis& axis_of(MeshAxis axis) { return kAxes[static_cast<size_t>(axis)]; }
+int axis_size(MeshAxis axis, const TrainingLayout& l) { return l.*axis_of(axis).degree; }
+
+}  // namespace
+
+int& MeshCoords::operator[](MeshAxis axis) { return this->*axis_of(axis).coordinate; }
+int MeshCoords::operator[](MeshAxis axis) const { return this->*axis_of(axis).coordinate; }
+
+MeshCoords mesh_coords(int rank, const TrainingLayout& layout) {
+  MeshCoords coords;
+  for (MeshAxis axis : kMeshOrder) {
+    coords[axis] = rank % axis_size(axis, layout);
+    rank /= axis_size(axis, layout);
+  }
+  return coords;
+}
+
+int mesh_rank(const MeshCoords& coords, const TrainingLayout& layout) {
+  int rank = 0;
+  for (MeshAxis axis : kMeshOrder) rank += coords[axis] * mesh_stride(axis, layout);
+  return rank;
+}
+
+int mesh_stride(MeshAxis axis, const TrainingLayout& layout) {
+  int stride = 1;
+  for (MeshAxis inner : kMeshOrder) {
+    if (inner == axis) break;
+    stride *= axis_size(inner, layout);
+  }
+  return stride;
+}
+
+int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout) {
+  const MeshCoords coords = mesh_coords(rank, layout);
+  int group = 0, stride = 1;
+  for (MeshAxis other : kMeshOrder) {
+    if (other == axis) continue;
+    group += coords[other] * stride;
+    stride *= axis_size(other, layout);
+  }
+  return group;
+}
+
+}  // namespace partrain::memory

@@ -1,0 +1,35 @@
+// Where each rank sits in a layout's mesh, as Megatron orders ranks: tp fastest-varying (its
+// groups kept inside a node), then cp, then dp, then pp (Megatron-Core's default order
+// "tp-cp-ep-dp-pp"). The runner's communicators, the analyzers' stage of a traced rank and the
+// recommender's link of each group all follow this one order.
+#pragma once
+
+#include "memory/training_layout.h"
+
+namespace partrain::memory {
+
+enum class MeshAxis { kTp, kCp, kDp, kPp };
+// Innermost (fastest-varying) first. Expert parallelism, when it comes, subdivides dp x cp for
+// the expert layers (Megatron's expert-data-parallel groups) rather than adding a factor here.
+inline constexpr MeshAxis kMeshOrder[] = {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kDp,
+                                          MeshAxis::kPp};
+
+struct MeshCoords {
+  int tp = 0;
+  int cp = 0;
+  int dp = 0;
+  int pp = 0;
+  int& operator[](MeshAxis axis);
+  int operator[](MeshAxis axis) const;
+};
+
+// rank = ((pp x dp_size + dp) x cp_size + cp) x tp_size + tp, for a rank of the layout's world.
+MeshCoords mesh_coords(int rank, const TrainingLayout& layout);
+int mesh_rank(const MeshCoords& coords, const TrainingLayout& layout);
+// The ranks between neighbours along `axis`: tp 1, cp tp, dp tp x cp, pp tp x cp x dp.
+int mesh_stride(MeshAxis axis, const TrainingLayout& layout);
+// The group of ranks that differ from `rank` only along `axis` (a tp group, a pipeline): its
+// index among those groups, 0 to ranks / axis size - 1, as the rank of the mesh without `axis`.
+int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout);
+
+}  // namespace partrain::memory
