@@ -39,8 +39,8 @@ struct Machines {
   const Link& link(LinkLevel level) const {
     return level == LinkLevel::kIntraNode ? intra_node : inter_node;
   }
-  // A group of `size` ranks `stride` apart (Megatron order: tp innermost, then cp, dp, pp) stays
-  // inside a node when it spans at most gpus_per_node consecutive ranks.
+  // A group of `size` ranks `stride` apart (memory::mesh_stride: Megatron's order) stays inside a
+  // node when it spans at most gpus_per_node consecutive ranks.
   LinkLevel level_of_group(int size, int stride) const {
     return static_cast<int64_t>(size) * stride <= gpus_per_node ? LinkLevel::kIntraNode
                                                                 : LinkLevel::kInterNode;

@@ -88,7 +88,8 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const SqliteDb& db,
       report.has_estimate = true;
       report.estimate_note = fmt::format(
           "estimate for the {} workload in {}, dp {} tp {} pp {} zero {} (no reserve)",
-          config->workload, config->precision, config->dp, config->tp, config->pp, config->zero);
+          memory::workload_kind_name(config->kind), config->precision, config->resolved.layout.dp,
+          config->resolved.layout.tp, config->resolved.layout.pp, config->resolved.layout.zero);
     } else {
       report.estimate_note = fmt::format("no estimate: {}", e.status().message());
     }

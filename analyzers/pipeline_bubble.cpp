@@ -119,7 +119,7 @@ std::vector<StageBubble> stage_means(const std::vector<RankStep>& rows,
       it->second.second = std::max(it->second.second, r.last);
     }
   }
-  std::vector<StageBubble> stages(static_cast<size_t>(config.pp));
+  std::vector<StageBubble> stages(static_cast<size_t>(config.resolved.layout.pp));
   std::vector<int64_t> forwards(stages.size()), backwards(stages.size());
   for (size_t s = 0; s < stages.size(); ++s) stages[s].stage = static_cast<int>(s);
   for (const RankStep& r : rows) {
@@ -239,15 +239,16 @@ StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const SqliteDb& db,
     report.reason = "the run's config is not a built-in workload's: pipeline layout unknown";
     return report;
   }
-  if (config->pp < 2) {
+  const memory::TrainingLayout& layout = config->resolved.layout;
+  if (layout.pp < 2) {
     report.reason = "not a pipeline-parallel run (pp = 1)";
     return report;
   }
-  report.schedule = config->schedule;
-  report.pp = config->pp;
-  report.vpp = config->schedule == memory::PipelineSchedule::kInterleaved ? config->vpp : 1;
-  report.micro_batches = config->micro_batches;
-  report.layers = config->layers;
+  report.schedule = layout.schedule;
+  report.pp = layout.pp;
+  report.vpp = layout.schedule == memory::PipelineSchedule::kInterleaved ? layout.vpp : 1;
+  report.micro_batches = static_cast<int>(config->resolved.micro_batches);
+  report.layers = config->model.layers;
   // Narayanan 2021 sec. 2.2.
   report.theory_bubble_of_ideal =
       memory::bubble_fraction(report.pp, report.micro_batches, report.vpp);

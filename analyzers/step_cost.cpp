@@ -4,9 +4,13 @@
 #include <utility>
 
 #include "memory/flops.h"
+#include "memory/mesh_order.h"
 
 namespace partrain::analyzers {
 namespace {
+
+using memory::MeshAxis;
+using memory::mesh_stride;
 
 // One micro-batch on one pipeline stage.
 struct StageMicroBatch {
@@ -42,7 +46,7 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
     const double bytes = b * s * static_cast<double>(m.hidden) * elem;
     double per_block = transformer ? 4 : 2;
     if (l.recompute == memory::Recompute::kFull) per_block += transformer ? 2 : 1;
-    const LinkLevel level = cm.comm.machines().level_of_group(l.tp, 1);
+    const LinkLevel level = cm.comm.machines().level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
     const double one = l.sp ? cm.comm.seconds(CostedOp::kAllGather, bytes, l.tp, level) +
                                   cm.comm.seconds(CostedOp::kReduceScatter, bytes, l.tp, level)
                             : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
@@ -54,7 +58,7 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
     // gradients backward (Megatron-Core's ring attention): 2 gathers + 1 scatter per block.
     const double kv_bytes = 2 * b * static_cast<double>(r.seq) *
                             static_cast<double>(m.kv_dim()) / l.tp * elem;
-    const LinkLevel level = cm.comm.machines().level_of_group(l.cp, l.tp);
+    const LinkLevel level = cm.comm.machines().level_of_group(l.cp, mesh_stride(MeshAxis::kCp, l));
     const double comm = 2 * cm.comm.seconds(CostedOp::kAllGather, kv_bytes, l.cp, level) +
                         cm.comm.seconds(CostedOp::kReduceScatter, kv_bytes, l.cp, level);
     const double hidden_behind = cm.overlaps_communication ? 3 * block.attention_core_s : 0;
@@ -70,7 +74,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
   const memory::TrainingLayout& l = r.layout;
   const int ranks = l.dp * l.cp;
   if (ranks <= 1) return 0;
-  const LinkLevel level = cm.comm.machines().level_of_group(ranks, l.tp);
+  // cp and dp are neighbours in the rank order: together one group, as strided as cp.
+  const LinkLevel level = cm.comm.machines().level_of_group(ranks, mesh_stride(MeshAxis::kCp, l));
   const double grads = params * cm.recipe.grad_bytes;
   const double weights = params * cm.recipe.param_bytes;
   const double m = static_cast<double>(r.micro_batches);
@@ -157,7 +162,7 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
     double bytes = static_cast<double>(l.micro_batch) * static_cast<double>(r.seq) / l.cp *
                    static_cast<double>(cm.model.hidden) * elem;
     if (l.sp) bytes /= l.tp;  // Megatron sends the sequence-parallel shard
-    const int stride = l.tp * l.cp * l.dp;
+    const int stride = mesh_stride(MeshAxis::kPp, l);
     const double p2p = cm.comm.seconds(CostedOp::kSendRecv, bytes, 2,
                                        cm.comm.machines().level_of_group(2, stride));
     c.pp_comm_s = 2 * (m * l.vpp + l.pp - 1) * p2p;

@@ -6,32 +6,28 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "core/status.h"
 #include "memory/memory_estimate.h"
+#include "memory/mesh_order.h"
 #include "memory/training_layout.h"
+#include "memory/workload_model.h"
 #include "profiler/sqlite_db.h"
 
 namespace partrain::analyzers {
 
 struct WorkloadRunConfig {
-  std::string workload;  // "gpt" or "mlp"
-  int64_t layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0, ffn = 0;
-  int world = 1;
-  int dp = 1, tp = 1, pp = 1, vpp = 1, zero = 0;
-  bool sp = false;
-  memory::PipelineSchedule schedule = memory::PipelineSchedule::kOneFOneB;
-  int micro_batch = 1;
-  int global_batch = 1;
-  int micro_batches = 1;  // per step and pipeline: global / (dp x micro)
-  std::vector<int64_t> pp_split;
+  memory::WorkloadKind kind = memory::WorkloadKind::kGpt;
+  memory::WorkloadModel model;
+  memory::ResolvedLayout resolved;
   std::string precision = "fp32";
-  std::string recompute = "none";
 
-  // Megatron order: tp innermost, then dp, then pp.
-  int pp_stage(int rank) const { return rank / (tp * dp); }
-  int pipeline_of(int rank) const { return rank % (tp * dp); }
+  // By the rank order of memory/mesh_order.h (Megatron's: tp innermost, then dp, then pp): a
+  // rank's pipeline stage, and which pipeline it is in (0 to dp x tp - 1).
+  int pp_stage(int rank) const { return memory::mesh_coords(rank, resolved.layout).pp; }
+  int pipeline_of(int rank) const {
+    return memory::mesh_group(rank, memory::MeshAxis::kPp, resolved.layout);
+  }
 };
 
 // The memory estimator's input for the run: its model, layout and precision recipe, with no
@@ -42,7 +38,9 @@ StatusOr<memory::EstimateInput> workload_estimate_input(const WorkloadRunConfig&
 // nullopt when the run's config is not a built-in workload's (a foreign job under `partrain
 // trace`); an error only when the runs view cannot be read.
 StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(const profiler::SqliteDb& db);
-// The same from the JSON text (exposed for tests).
+// The same from the JSON text (exposed for tests), read by memory's config codec leniently (an
+// older trace's config lacks fields) and resolved by memory's rules: nullopt when it is not a
+// built-in workload's config or does not resolve.
 std::optional<WorkloadRunConfig> parse_workload_run_config(const std::string& json_text);
 
 }  // namespace partrain::analyzers

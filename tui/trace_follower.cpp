@@ -487,7 +487,8 @@ void TraceFollower::derive(ViewModel& model, const std::map<int, bool>& touched)
   }
   // Every rank of a data-parallel replica reports the replica's tokens (runner/workload/
   // trainer.cpp): divide by the ranks per replica (tp x pp) to count each token once.
-  const int per_replica = config_ ? std::max(config_->tp * config_->pp, 1) : 1;
+  const int per_replica =
+      config_ ? std::max(config_->resolved.layout.tp * config_->resolved.layout.pp, 1) : 1;
   if (end > first && tokens > 0) {
     model.tokens_per_s = static_cast<double>(tokens) / per_replica /
                          (static_cast<double>(end - first) / 1e9);

@@ -16,10 +16,10 @@ const std::string kModel = R"("layers":2,"hidden":64,"heads":4,"seq":32,"vocab":
 TEST(WorkloadRunConfig, ReadsTheLayoutAndDerivesDataParallelism) {
   auto c = parse_workload_run_config(config(kModel, R"("world":8,"tp":2,"pp":2,"micro_batch":2)"));
   ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->hidden, 64);
-  EXPECT_EQ(c->dp, 2);
-  EXPECT_EQ(c->global_batch, 4);
-  EXPECT_EQ(c->micro_batches, 1);
+  EXPECT_EQ(c->model.hidden, 64);
+  EXPECT_EQ(c->resolved.layout.dp, 2);
+  EXPECT_EQ(c->resolved.global_batch, 4);
+  EXPECT_EQ(c->resolved.micro_batches, 1);
 }
 
 // A trace's config is input: a degree of 0 was divided by (SIGFPE in analyze, top and recommend
