@@ -18,8 +18,9 @@
 namespace partrain::cli {
 namespace {
 
-int fail(const Status& status, int rank) {
-  log::error("rank {}: {}", rank, status.message());
+// Before the world is joined this rank's number is not known ("rank -1" said nothing).
+int fail(const Status& status) {
+  log::error("{}", status.message());
   return status.exit_code();
 }
 
@@ -33,28 +34,28 @@ int run_worker() {
     return 2;
   }
   StatusOr<runner::WorkloadConfig> config = runner::workload_from_json(*text);
-  if (!config.is_ok()) return fail(config.status(), -1);
+  if (!config.is_ok()) return fail(config.status());
   StatusOr<Nanoseconds> collective_timeout = runner::collective_timeout_from_env();
-  if (!collective_timeout.is_ok()) return fail(collective_timeout.status(), -1);
+  if (!collective_timeout.is_ok()) return fail(collective_timeout.status());
   // Traced runs record from before the join, so the world's own collectives are in the trace.
   std::unique_ptr<runner::RankTracing> tracing = runner::RankTracing::from_env();
   // The device before the world: the communicator works on its buffers.
   int local_rank = 0;
   if (runner::launched_as_worker()) {
     StatusOr<runner::WorkerEnv> env = runner::read_worker_env();
-    if (!env.is_ok()) return fail(env.status(), -1);
+    if (!env.is_ok()) return fail(env.status());
     local_rank = env->local_rank;
   }
   StatusOr<std::unique_ptr<runner::Device>> device =
       runner::create_workload_device(*config, local_rank);
-  if (!device.is_ok()) return fail(device.status(), -1);
+  if (!device.is_ok()) return fail(device.status());
   runner::WorldOptions options;
   options.collective_timeout = *collective_timeout;
   options.backend = config->comm == "nccl" ? runner::CommBackend::kNccl : runner::CommBackend::kGloo;
   options.device = device->get();
   if (tracing) tracing->attach(options);
   StatusOr<runner::World> world = runner::join_world(options);
-  if (!world.is_ok()) return fail(world.status(), -1);
+  if (!world.is_ok()) return fail(world.status());
   const int rank = world->comm->rank();
   // The trace's short device id ("cpu", "cuda:0"): the name up to its description.
   if (tracing) {

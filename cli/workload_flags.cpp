@@ -108,40 +108,49 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->group(layout);
 }
 
+namespace {
+
+// The layout flags, typed once into the run's layout; resolve_workload checks them as given.
+Status set_layout(const WorkloadFlags& f, int world, runner::WorkloadConfig& config) {
+  memory::TrainingLayout& l = config.layout;
+  config.world = {world, f.dp.has_value()};
+  l.dp = f.dp.value_or(1);
+  l.tp = f.tp.value_or(1);
+  l.pp = f.pp.value_or(1);
+  l.sp = f.sp;
+  l.zero = f.zero.value_or(0);
+  l.schedule = *memory::parse_schedule(f.pp_schedule);  // the flag only takes known names
+  l.vpp = f.vpp;
+  l.micro_batch = f.micro_batch;
+  if (f.global_batch) l.global_batch = *f.global_batch;
+  l.pp_split.assign(f.pp_split.begin(), f.pp_split.end());
+  l.recompute = *memory::parse_recompute(f.recompute);
+  config.bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1e6);
+  if (!f.strategy) return Status::ok();
+  return runner::apply_strategy(*f.strategy, {f.tp, f.pp, f.zero}, world, l);
+}
+
+}  // namespace
+
 StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int world,
                                                     bool json) {
   runner::WorkloadConfig config;
-  config.kind = runner::parse_workload_kind(f.workload.value_or("gpt"))
-                    .value_or(runner::WorkloadKind::kGpt);
-  runner::LayoutModel& m = config.model;
+  config.kind = *memory::parse_workload_kind(f.workload.value_or("gpt"));  // gpt or mlp only
+  memory::WorkloadModel& m = config.model;
   m.layers = f.layers.value_or(4);
   m.hidden = f.hidden.value_or(256);
   m.heads = f.heads.value_or(8);
   m.seq = f.seq.value_or(128);
   m.vocab = f.vocab.value_or(512);
   m.ffn = f.ffn.value_or(4 * m.hidden);
-  if (config.kind == runner::WorkloadKind::kMlp) {
+  if (config.kind == memory::WorkloadKind::kMlp) {
     for (const auto& [name, given] : {std::pair{"--heads", f.heads.has_value()},
                                       std::pair{"--vocab", f.vocab.has_value()},
                                       std::pair{"--ffn", f.ffn.has_value()}}) {
       if (given) return invalid_argument("{} does not apply to --workload mlp", name);
     }
   }
-  runner::ParallelLayout& l = config.layout;
-  l.world = world;
-  l.dp = f.dp;
-  l.tp = f.tp.value_or(1);
-  l.pp = f.pp.value_or(1);
-  l.sp = f.sp;
-  l.zero = f.zero.value_or(0);
-  l.schedule = runner::parse_pipeline_schedule(f.pp_schedule)
-                   .value_or(runner::PipelineSchedule::kOneFOneB);
-  l.vpp = f.vpp;
-  l.micro_batch = f.micro_batch;
-  l.global_batch = f.global_batch;
-  l.pp_split = f.pp_split;
-  l.bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1e6);
-  if (f.strategy) RETURN_IF_ERROR(runner::apply_strategy(*f.strategy, {f.tp, f.pp, f.zero}, l));
+  RETURN_IF_ERROR(set_layout(f, world, config));
   config.steps = f.steps;
   config.lr = f.lr;
   config.seed = f.seed;
@@ -159,7 +168,6 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
                             f.precision);
   }
   config.precision = *precision;
-  config.recompute = runner::parse_recompute(f.recompute).value_or(runner::Recompute::kNone);
   config.data_path = f.data;
   config.peak_flops = f.peak_flops;
   config.blas_threads = f.blas_threads;

@@ -38,8 +38,8 @@ Status upload_values(Device& device, const std::vector<T>& values, TrackedBuffer
 Status BatchSource::fill(Device& device, int step, int dp_rank, int micro_batch,
                          MicroBatch& batch) const {
   const ResolvedLayout& l = config_->resolved;
-  const LayoutModel& m = config_->model;
-  const int64_t B = l.micro_batch;
+  const WorkloadModel& m = config_->model;
+  const int64_t B = l.layout.micro_batch;
   const int64_t G = l.global_batch;
   const int64_t first = static_cast<int64_t>(step) * G +
                         static_cast<int64_t>(dp_rank) * l.micro_batches * B +

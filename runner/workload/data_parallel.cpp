@@ -13,13 +13,14 @@ using memory::Category;
 StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
                                                               const ParamLayout& layout,
                                                               const ResolvedLayout& resolved,
-                                                              Mesh& mesh, TensorParallel& tp,
-                                                              uint64_t seed, int layers,
-                                                              StateStorage storage) {
+                                                              int64_t bucket_bytes, Mesh& mesh,
+                                                              TensorParallel& tp, uint64_t seed,
+                                                              int layers, StateStorage storage) {
   std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp, storage));
-  if (resolved.zero >= 2) {
+  const int zero = resolved.layout.zero;
+  if (zero >= 2) {
     ASSIGN_OR_RETURN(dp->sharded_,
-                     ShardedState::create(device, layout, resolved.zero, mesh.dp(), tp, seed,
+                     ShardedState::create(device, layout, zero, mesh.dp(), tp, seed,
                                           layers, TpShard{mesh.coords().tp, tp.size()}, storage));
     return dp;
   }
@@ -27,7 +28,7 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   const int64_t dp_rank = mesh.coords().dp;
   int64_t numel = layout.numel();
   int64_t shard = numel;
-  if (resolved.zero >= 1) {
+  if (zero >= 1) {
     // Equal shards need a length divisible by dp: pad the flat buffers, as PyTorch FSDP pads its
     // FlatParameter. The padding is zero and never trained.
     shard = (numel + dp_size - 1) / dp_size;
@@ -54,9 +55,9 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   ASSIGN_OR_RETURN(dp->adam_m_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   ASSIGN_OR_RETURN(dp->adam_v_, Tensor::zeros(device, {shard}, Category::kOptimizer));
   RETURN_IF_ERROR(dp->initialise_params(seed, layers));
-  if (resolved.zero == 0) {
+  if (zero == 0) {
     dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.at(0), wire_dtype(dp->grads_),
-                                            resolved.bucket_bytes, mesh.dp());
+                                            bucket_bytes, mesh.dp());
   }
   return dp;
 }
@@ -153,7 +154,7 @@ Status DataParallel::reduce_gradients() {
                                             static_cast<size_t>(wte->numel), wire_dtype(grads_),
                                             comm::ReduceOp::kSum));
   }
-  if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {
+  if (resolved_.layout.zero >= 1 && mesh_.dp().size() > 1) {
     // ZeRO: each rank keeps the sum of its shard only (in place, NCCL-style).
     const int64_t shard = shard_end_ - shard_begin_;
     RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grads_.at(0), grads_.at(shard_begin_),
@@ -186,7 +187,7 @@ StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first)
   // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
   const MeshCoords& coords = mesh_.coords();
   double local = 0;
-  if (resolved_.zero >= 1 || coords.dp == 0) {
+  if (resolved_.layout.zero >= 1 || coords.dp == 0) {
     for (const ParamUnit& unit : layout_.units()) {
       if (unit.name == "head") continue;  // the first stage's wte counts for both copies
       for (const LocalParam& param : unit.params) {
@@ -213,7 +214,7 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
     adamw_update(device_, p, grads_, shard_begin_, adam_m_.data(), adam_v_.data(), shard, clipped,
                  step, bf16 ? params_.bf16_data() + shard_begin_ : nullptr);
   }
-  if (resolved_.zero >= 1 && mesh_.dp().size() > 1) {  // bf16: half the bytes of fp32
+  if (resolved_.layout.zero >= 1 && mesh_.dp().size() > 1) {  // bf16: half the bytes of fp32
     RETURN_IF_ERROR(mesh_.dp().all_gather(params_.at(shard_begin_), params_.at(0),
                                           static_cast<size_t>(shard), wire_dtype(params_)));
   }

@@ -26,12 +26,13 @@ namespace partrain::runner {
 
 class DataParallel final : public ParamAccess {
  public:
-  // Allocates params (initialised from `seed`), grads and optimizer states for `layout`.
+  // Allocates params (initialised from `seed`), grads and optimizer states for `layout`, as
+  // `resolved`'s ZeRO stage shards them; DDP reduces in buckets of `bucket_bytes`.
   static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
                                                         const ResolvedLayout& resolved,
-                                                        Mesh& mesh, TensorParallel& tp,
-                                                        uint64_t seed, int layers,
-                                                        StateStorage storage = {});
+                                                        int64_t bucket_bytes, Mesh& mesh,
+                                                        TensorParallel& tp, uint64_t seed,
+                                                        int layers, StateStorage storage = {});
 
   // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
   // through unit_ready). bf16 storage (StateStorage): the bf16 parameters as stored, and under

@@ -4,13 +4,13 @@
 
 namespace partrain::runner {
 
-std::vector<ParamSpec> gpt_embedding_specs(const LayoutModel& m) {
+std::vector<ParamSpec> gpt_embedding_specs(const WorkloadModel& m) {
   // Megatron's vocab-parallel embedding splits wte's rows (the vocabulary); wpe is replicated.
   return {{"wte", 1, {m.vocab, m.hidden}, TpSplit::kColumn, InitKind::kNormal, false},
           {"wpe", 2, {m.seq, m.hidden}, TpSplit::kReplicated, InitKind::kNormal, false}};
 }
 
-std::vector<ParamSpec> gpt_block_specs(const LayoutModel& m, int layer) {
+std::vector<ParamSpec> gpt_block_specs(const WorkloadModel& m, int layer) {
   const int64_t C = m.hidden;
   const int64_t F = m.ffn;
   const uint64_t base = 100 + 16 * static_cast<uint64_t>(layer);
@@ -33,7 +33,7 @@ std::vector<ParamSpec> gpt_block_specs(const LayoutModel& m, int layer) {
   };
 }
 
-std::vector<ParamSpec> gpt_final_specs(const LayoutModel& m) {
+std::vector<ParamSpec> gpt_final_specs(const WorkloadModel& m) {
   return {{"lnfw", 3, {m.hidden}, TpSplit::kReplicated, InitKind::kOnes, true},
           {"lnfb", 4, {m.hidden}, TpSplit::kReplicated, InitKind::kZeros, true}};
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runner/workload/param_layout.h"
-#include "runner/workload/parallel_layout.h"
+#include "runner/workload/workload_layout.h"
 
 namespace partrain::runner {
 
@@ -17,8 +17,8 @@ enum GptBlockParam {
   kGptBlockParams
 };
 
-std::vector<ParamSpec> gpt_embedding_specs(const LayoutModel& model);  // wte (V, C), wpe (T, C)
-std::vector<ParamSpec> gpt_block_specs(const LayoutModel& model, int layer);
-std::vector<ParamSpec> gpt_final_specs(const LayoutModel& model);      // lnf weight and bias
+std::vector<ParamSpec> gpt_embedding_specs(const WorkloadModel& model);  // wte (V, C), wpe (T, C)
+std::vector<ParamSpec> gpt_block_specs(const WorkloadModel& model, int layer);
+std::vector<ParamSpec> gpt_final_specs(const WorkloadModel& model);      // lnf weight and bias
 
 }  // namespace partrain::runner

@@ -1,24 +1,18 @@
-// The device mesh: each rank's (pp, dp, tp) coordinates and one communicator per group, ordered
-// as Megatron orders them: tp fastest-varying (kept inside a node), then dp, then pp.
+// The device mesh: each rank's coordinates and one communicator per group, ranks ordered as
+// memory/mesh_order.h says (Megatron's order: tp fastest-varying, kept inside a node, then dp,
+// then pp).
 #pragma once
 
 #include <memory>
 
 #include "core/status.h"
+#include "memory/mesh_order.h"
 #include "runner/comm/comm.h"
-#include "runner/workload/parallel_layout.h"
+#include "runner/workload/workload_layout.h"
 
 namespace partrain::runner {
 
-struct MeshCoords {
-  int dp = 0;
-  int tp = 0;
-  int pp = 0;
-};
-
-// rank = pp x (dp_size x tp_size) + dp x tp_size + tp.
-MeshCoords mesh_coords(int rank, const ResolvedLayout& layout);
-int mesh_rank(const MeshCoords& coords, const ResolvedLayout& layout);
+using memory::MeshCoords;
 
 class Mesh {
  public:

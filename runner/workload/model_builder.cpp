@@ -9,17 +9,18 @@
 namespace partrain::runner {
 
 std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_rank) {
-  const int chunks = layout.pp * layout.vpp;
+  const int pp = layout.layout.pp, vpp = layout.layout.vpp;
+  const int chunks = pp * vpp;
   std::vector<ChunkPlacement> owned;
-  for (int k = 0; k < layout.vpp; ++k) {
+  for (int k = 0; k < vpp; ++k) {
     ChunkPlacement placement;
-    placement.chunk = k * layout.pp + pp_rank;
+    placement.chunk = k * pp + pp_rank;
     placement.first = placement.chunk == 0;
     placement.last = placement.chunk == chunks - 1;
-    int first_layer = 0;
-    for (int c = 0; c < placement.chunk; ++c) first_layer += layout.stage_layers[static_cast<size_t>(c)];
-    for (int l = 0; l < layout.stage_layers[static_cast<size_t>(placement.chunk)]; ++l) {
-      placement.layers.push_back(first_layer + l);
+    int64_t first_layer = 0;
+    for (int c = 0; c < placement.chunk; ++c) first_layer += layout.chunk_layers[static_cast<size_t>(c)];
+    for (int64_t l = 0; l < layout.chunk_layers[static_cast<size_t>(placement.chunk)]; ++l) {
+      placement.layers.push_back(static_cast<int>(first_layer + l));
     }
     owned.push_back(std::move(placement));
   }
@@ -28,14 +29,14 @@ std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_ra
 
 ParamLayout build_param_layout(const WorkloadConfig& config,
                                const std::vector<ChunkPlacement>& chunks, TpShard tp) {
-  const LayoutModel& m = config.model;
+  const WorkloadModel& m = config.model;
   ParamLayout layout;
   const bool gpt = config.kind == WorkloadKind::kGpt;
   bool has_embedding = false;
   for (const ChunkPlacement& chunk : chunks) {
     if (gpt && chunk.first) {
       const std::vector<ParamSpec> specs = gpt_embedding_specs(m);
-      if (config.resolved.zero >= 2) {
+      if (config.resolved.layout.zero >= 2) {
         layout.add_unit("embedding", chunk.chunk, {specs[0]}, tp);
         layout.add_unit("positions", chunk.chunk, {specs[1]}, tp);
       } else {
@@ -63,17 +64,17 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
                                                       Device& device, TensorParallel& tp,
                                                       const ParamLayout& layout,
                                                       ParamAccess& access) {
-  const LayoutModel& m = config.model;
-  const int64_t B = config.resolved.micro_batch;
+  const WorkloadModel& m = config.model;
+  const int64_t B = config.resolved.layout.micro_batch;
   const ElementType activations = activation_type(config.precision);
   std::vector<std::unique_ptr<ModelChunk>> built;
   for (const ChunkPlacement& chunk : chunks) {
     if (config.kind == WorkloadKind::kGpt) {
       GptShape shape{B, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
-      built.push_back(std::make_unique<GptChunk>(device, tp, shape, config.recompute, layout,
+      built.push_back(std::make_unique<GptChunk>(device, tp, shape, config.resolved.layout.recompute, layout,
                                                  access, chunk, activations));
     } else {
-      built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden, config.recompute,
+      built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden, config.resolved.layout.recompute,
                                                  layout, access, chunk, activations));
     }
   }

@@ -57,7 +57,8 @@ std::vector<ComputeStep> compute_order(const PipelineShape& shape, int rank) {
 }  // namespace
 
 PipelineShape pipeline_shape(const ResolvedLayout& layout) {
-  return {layout.schedule, layout.pp, layout.vpp, layout.micro_batches};
+  const TrainingLayout& l = layout.layout;
+  return {l.schedule, l.pp, l.vpp, static_cast<int>(layout.micro_batches)};
 }
 
 Status check_pipeline_shape(const PipelineShape& shape) {
@@ -65,7 +66,7 @@ Status check_pipeline_shape(const PipelineShape& shape) {
   if (shape.micro_batches < 1) {
     return invalid_argument("pipeline needs at least one micro-batch, got {}", shape.micro_batches);
   }
-  const std::string_view name = pipeline_schedule_name(shape.schedule);
+  const std::string_view name = memory::schedule_name(shape.schedule);
   if (shape.schedule != PipelineSchedule::kInterleaved) {
     if (shape.vpp != 1) {
       return invalid_argument("{} runs one chunk per rank, got vpp {}", name, shape.vpp);

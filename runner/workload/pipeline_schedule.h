@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "runner/workload/parallel_layout.h"
+#include "runner/workload/workload_layout.h"
 
 namespace partrain::runner {
 

@@ -25,7 +25,7 @@ namespace {
 constexpr float kMaxGradNorm = 1.0f;  // GPT-2 / Megatron's clipping threshold
 
 std::string describe_model(const WorkloadConfig& config, int64_t local_params) {
-  const LayoutModel& m = config.model;
+  const WorkloadModel& m = config.model;
   if (config.kind == WorkloadKind::kMlp) {
     return fmt::format("mlp ({} layers, hidden {}; {} parameters on rank 0)", m.layers, m.hidden,
                        local_params);
@@ -93,7 +93,7 @@ void sample_device_memory(const Device& device, profiler::RankTracer& tracer) {
 
 }  // namespace
 
-double gpt_flops_per_step(const LayoutModel& m, int64_t global_batch) {
+double gpt_flops_per_step(const WorkloadModel& m, int64_t global_batch) {
   const double h = m.hidden, s = m.seq, f = m.ffn, v = m.vocab;
   // Per token, forward: QKV 2*3h^2, attention scores and values 2*2sh, projection 2h^2, MLP
   // 2*2hf per layer, LM head 2hV; backward twice the forward.
@@ -104,10 +104,11 @@ double gpt_flops_per_step(const LayoutModel& m, int64_t global_batch) {
 
 StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, comm::Comm& world,
                                   const comm::FlightRecorder* recorder) {
-  const ResolvedLayout& layout = config.resolved;
-  if (world.size() != layout.world) {
+  const ResolvedLayout& resolved = config.resolved;
+  const TrainingLayout& layout = resolved.layout;
+  if (world.size() != config.world.ranks) {
     return invalid_argument("the workload was planned for {} ranks but the world has {}",
-                            layout.world, world.size());
+                            config.world.ranks, world.size());
   }
   profiler::RankTracer* tracer = profiler::active_tracer();
   if (tracer != nullptr) {
@@ -117,19 +118,20 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                      static_cast<int64_t>(e.category_bytes));
     });
   }
-  ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, layout));
+  ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, resolved));
   const MeshCoords coords = mesh.coords();
   // The host values every rank shares: the step's loss, the summary's figures.
   comm::HostValueCollectives world_values(device, world);
   TensorParallel tp(mesh.tp(), layout.sp, device);
   const TpShard shard{coords.tp, layout.tp};
-  const LayoutModel& m = config.model;
+  const WorkloadModel& m = config.model;
 
-  std::vector<ChunkPlacement> placements = owned_chunks(layout, coords.pp);
+  std::vector<ChunkPlacement> placements = owned_chunks(resolved, coords.pp);
   ParamLayout params_layout = build_param_layout(config, placements, shard);
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
-                   DataParallel::create(device, params_layout, layout, mesh, tp, config.seed,
-                                        m.layers, state_storage(config.precision)));
+                   DataParallel::create(device, params_layout, resolved, config.bucket_bytes, mesh,
+                                        tp, config.seed, m.layers,
+                                        state_storage(config.precision)));
   std::vector<std::unique_ptr<ModelChunk>> chunks = build_chunks(
       config, placements, device, tp, params_layout, *dp);
   ModelChunk& chunk = *chunks.front();
@@ -146,7 +148,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                                                                                      : comm::kNoColor,
                                      coords.pp));
     dp->set_tied_embedding_group(embedding_group.get());
-    const PipelineShape shape = pipeline_shape(layout);
+    const PipelineShape shape = pipeline_shape(resolved);
     ASSIGN_OR_RETURN(std::vector<PipelineAction> actions, pipeline_actions(shape, coords.pp));
     std::map<int, ModelChunk*> by_index;
     for (size_t i = 0; i < chunks.size(); ++i) by_index[placements[i].chunk] = chunks[i].get();
@@ -157,15 +159,15 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
 
   RunSummary summary;
   summary.workload = describe_model(config, params_layout.numel());
-  summary.layout = describe_layout(layout);
+  summary.layout = describe_layout(resolved);
   summary.device = device.name();
   summary.precision = precision_name(config.precision);
   summary.world = world.size();
   const bool gpt = config.kind == WorkloadKind::kGpt;
-  summary.tokens_per_step = static_cast<int64_t>(layout.global_batch) * (gpt ? m.seq : 1);
+  summary.tokens_per_step = resolved.global_batch * (gpt ? m.seq : 1);
   summary.model_flops_per_step =
-      gpt ? gpt_flops_per_step(m, layout.global_batch)
-          : 6.0 * layout.global_batch * static_cast<double>(m.hidden) * m.hidden * m.layers;
+      gpt ? gpt_flops_per_step(m, resolved.global_batch)
+          : 6.0 * static_cast<double>(resolved.global_batch) * static_cast<double>(m.hidden) * m.hidden * m.layers;
   if (config.peak_flops) {
     summary.peak_flops_per_rank = *config.peak_flops;
     summary.peak_source = "--peak-flops";
@@ -180,7 +182,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   ops::AdamWConfig adam;
   adam.learning_rate = static_cast<float>(config.lr);
   const int64_t B = layout.micro_batch;
-  const int64_t G = layout.global_batch;
+  const int64_t G = resolved.global_batch;
   MicroBatch batch;
   int64_t last_grad_ns = 0;
   // The flight recorder's entries from here on are the next step's (its ring holds the last
@@ -217,7 +219,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
       ASSIGN_OR_RETURN(double loss_sum, pipeline->run_step(hooks));
       loss = loss_sum * static_cast<double>(B) / static_cast<double>(G);
     }
-    for (int mb = 0; !pipeline && mb < layout.micro_batches; ++mb) {
+    for (int mb = 0; !pipeline && mb < resolved.micro_batches; ++mb) {
       RETURN_IF_ERROR(batches.fill(device, step, coords.dp, mb, batch));
       float mb_loss = 0;
       {
@@ -225,7 +227,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
         RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
       }
       loss += static_cast<double>(mb_loss) * static_cast<double>(B) / static_cast<double>(G);
-      const bool last = mb + 1 == layout.micro_batches;
+      const bool last = mb + 1 == resolved.micro_batches;
       profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1, mb);
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
                                      last ? unit_ready

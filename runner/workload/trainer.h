@@ -20,6 +20,6 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
 
 // Model FLOPs of one training step (forward + backward, 3x the forward's matrix products and
 // attention scores; no recomputation): Narayanan et al. 2021, eq. 3, generalised to any MLP width.
-double gpt_flops_per_step(const LayoutModel& model, int64_t global_batch);
+double gpt_flops_per_step(const WorkloadModel& model, int64_t global_batch);
 
 }  // namespace partrain::runner

@@ -3,33 +3,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/json_fields.h"
+#include "memory/workload_json.h"
+
 namespace partrain::runner {
-
-std::optional<WorkloadKind> parse_workload_kind(std::string_view name) {
-  if (name == "gpt") return WorkloadKind::kGpt;
-  if (name == "mlp") return WorkloadKind::kMlp;
-  return std::nullopt;
-}
-
-std::string_view workload_kind_name(WorkloadKind kind) {
-  return kind == WorkloadKind::kGpt ? "gpt" : "mlp";
-}
-
-std::optional<Recompute> parse_recompute(std::string_view name) {
-  if (name == "none") return Recompute::kNone;
-  if (name == "selective") return Recompute::kSelective;
-  if (name == "full") return Recompute::kFull;
-  return std::nullopt;
-}
-
-std::string_view recompute_name(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "none";
-}
 
 std::optional<Precision> parse_precision(std::string_view name) {
   if (name == "fp32" || name == "fp32-adam") return Precision::kFp32;
@@ -68,14 +45,16 @@ Status check_device_names(std::string_view device, std::string_view comm) {
   return Status::ok();
 }
 
-Status resolve_workload(WorkloadConfig& config) {
-  LayoutModel& m = config.model;
-  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--layers", m.layers},
-                                    {"--hidden", m.hidden},
-                                    {"--seq", m.seq},
-                                    {"--steps", config.steps}}) {
-    if (value < 1) return invalid_argument("{} must be at least 1, got {}", flag, value);
+Status resolve_workload(WorkloadConfig& config, const memory::LayoutNames& names) {
+  WorkloadModel& m = config.model;
+  if (config.kind == WorkloadKind::kMlp) {
+    // The lecture's MLP: square hidden x hidden layers; tensor parallelism splits the width.
+    m.heads = 0;
+    m.vocab = 0;
+    m.ffn = m.hidden;
   }
+  RETURN_IF_ERROR(memory::check_workload_model(config.kind, m));
+  if (config.steps < 1) return invalid_argument("--steps must be at least 1, got {}", config.steps);
   RETURN_IF_ERROR(check_device_names(config.device, config.comm));
   if (!(config.lr > 0) || !std::isfinite(config.lr)) {
     return invalid_argument("--lr must be a positive number, got {}", config.lr);
@@ -91,39 +70,14 @@ Status resolve_workload(WorkloadConfig& config) {
     return invalid_argument("--blas-threads must be 1 to 1024 (OpenBLAS threads per rank), got {}",
                             config.blas_threads);
   }
-  if (config.kind == WorkloadKind::kGpt) {
-    if (m.heads < 1 || m.hidden % m.heads != 0) {
-      return invalid_argument("--hidden {} is not divisible by --heads {}: each head gets "
-                              "hidden / heads dimensions",
-                              m.hidden, m.heads);
-    }
-    if (m.vocab < 2) return invalid_argument("--vocab must be at least 2");
-    if (m.ffn < 1) return invalid_argument("--ffn must be at least 1");
-  } else {
-    // The lecture's MLP: square hidden x hidden layers; tensor parallelism splits the width.
-    m.heads = 0;
-    m.vocab = 0;
-    m.ffn = m.hidden;
-    if (config.layout.sp) return invalid_argument("--sp applies to --workload gpt only");
-    if (config.layout.tp > 1 && m.hidden % config.layout.tp != 0) {
-      return invalid_argument("--hidden {} is not divisible by --tp {}", m.hidden,
-                              config.layout.tp);
-    }
-  }
-  ASSIGN_OR_RETURN(config.resolved, resolve_layout(config.layout, config.model));
-  if (config.kind == WorkloadKind::kMlp && config.resolved.tp > 1) {
-    // Megatron's MLP pairs a column-parallel layer with a row-parallel one: stages hold pairs.
-    for (int layers : config.resolved.stage_layers) {
-      if (layers % 2 != 0) {
-        return invalid_argument("--workload mlp with --tp > 1 pairs layers (column- then "
-                                "row-parallel): every pipeline stage needs an even number of "
-                                "layers, not {}",
-                                layers);
-      }
-    }
-  }
+  if (config.bucket_bytes < 1) return invalid_argument("--bucket-mb must be positive");
+  ASSIGN_OR_RETURN(config.resolved,
+                   memory::resolve_layout(config.layout,
+                                          memory::workload_model_config(config.kind, m), names,
+                                          config.world));
+  RETURN_IF_ERROR(check_runnable(config.resolved, config.kind, m, names));
   for (const fault::FaultSpec& spec : config.faults) {
-    Status valid = fault::validate_fault_spec(spec, config.resolved.world, config.steps);
+    Status valid = fault::validate_fault_spec(spec, config.world.ranks, config.steps);
     if (!valid.is_ok()) {
       return invalid_argument("--inject {}: {}", fault::fault_spec_text(spec), valid.message());
     }
@@ -131,66 +85,20 @@ Status resolve_workload(WorkloadConfig& config) {
   return Status::ok();
 }
 
-namespace {
-
-nlohmann::json layout_json(const ParallelLayout& l) {
-  nlohmann::json j = {{"world", l.world},
-                      {"tp", l.tp},
-                      {"pp", l.pp},
-                      {"sp", l.sp},
-                      {"zero", l.zero},
-                      {"schedule", pipeline_schedule_name(l.schedule)},
-                      {"vpp", l.vpp},
-                      {"micro_batch", l.micro_batch},
-                      {"pp_split", l.pp_split},
-                      {"bucket_bytes", l.bucket_bytes}};
-  if (l.dp) j["dp"] = *l.dp;
-  if (l.global_batch) j["global_batch"] = *l.global_batch;
-  return j;
-}
-
-ParallelLayout layout_from(const nlohmann::json& j) {
-  ParallelLayout l;
-  l.world = j.at("world").get<int>();
-  l.tp = j.at("tp").get<int>();
-  l.pp = j.at("pp").get<int>();
-  l.sp = j.at("sp").get<bool>();
-  l.zero = j.at("zero").get<int>();
-  l.schedule = parse_pipeline_schedule(j.at("schedule").get<std::string>())
-                   .value_or(PipelineSchedule::kOneFOneB);
-  l.vpp = j.at("vpp").get<int>();
-  l.micro_batch = j.at("micro_batch").get<int>();
-  l.pp_split = j.at("pp_split").get<std::vector<int>>();
-  l.bucket_bytes = j.at("bucket_bytes").get<int64_t>();
-  if (j.contains("dp")) l.dp = j.at("dp").get<int>();
-  if (j.contains("global_batch")) l.global_batch = j.at("global_batch").get<int>();
-  return l;
-}
-
-}  // namespace
-
 std::string workload_to_json(const WorkloadConfig& c) {
   nlohmann::json j = {
-      {"workload", workload_kind_name(c.kind)},
-      {"model",
-       {{"layers", c.model.layers},
-        {"hidden", c.model.hidden},
-        {"heads", c.model.heads},
-        {"seq", c.model.seq},
-        {"vocab", c.model.vocab},
-        {"ffn", c.model.ffn}}},
-      {"layout", layout_json(c.layout)},
       {"steps", c.steps},
       {"lr", c.lr},
       {"seed", c.seed},
       {"device", c.device},
       {"comm", c.comm},
       {"precision", precision_name(c.precision)},
-      {"recompute", recompute_name(c.recompute)},
+      {"bucket_bytes", c.bucket_bytes},
       {"data", c.data_path},
       {"json", c.json},
       {"blas_threads", c.blas_threads},
   };
+  memory::write_workload_setup(c.kind, c.model, c.resolved, j);
   if (c.peak_flops) j["peak_flops"] = *c.peak_flops;
   if (!c.faults.empty()) {
     nlohmann::json faults = nlohmann::json::array();
@@ -200,38 +108,56 @@ std::string workload_to_json(const WorkloadConfig& c) {
   return j.dump();
 }
 
-StatusOr<WorkloadConfig> workload_from_json(std::string_view text) {
-  WorkloadConfig c;
-  try {
-    nlohmann::json j = nlohmann::json::parse(text);
-    c.kind = parse_workload_kind(j.at("workload").get<std::string>()).value_or(WorkloadKind::kGpt);
-    const auto& m = j.at("model");
-    c.model = {m.at("layers").get<int>(), m.at("hidden").get<int>(), m.at("heads").get<int>(),
-               m.at("seq").get<int>(),    m.at("vocab").get<int>(),  m.at("ffn").get<int>()};
-    c.layout = layout_from(j.at("layout"));
-    c.steps = j.at("steps").get<int>();
-    c.lr = j.at("lr").get<double>();
-    c.seed = j.at("seed").get<uint64_t>();
-    c.device = j.at("device").get<std::string>();
-    c.comm = j.at("comm").get<std::string>();
-    c.precision = parse_precision(j.at("precision").get<std::string>()).value_or(Precision::kFp32);
-    c.recompute = parse_recompute(j.at("recompute").get<std::string>()).value_or(Recompute::kNone);
-    c.data_path = j.at("data").get<std::string>();
-    c.json = j.at("json").get<bool>();
-    c.blas_threads = j.at("blas_threads").get<int>();
-    if (j.contains("peak_flops")) c.peak_flops = j.at("peak_flops").get<double>();
-    if (j.contains("faults")) {
-      for (const auto& item : j.at("faults")) {
-        auto spec = fault::parse_fault_spec(item.get<std::string>());
-        if (!spec.is_ok()) return spec.status().with_context("PARTRAIN_WORKLOAD_CONFIG faults");
-        c.faults.push_back(*spec);
-      }
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return invalid_argument("PARTRAIN_WORKLOAD_CONFIG is not a workload description: {}",
-                            e.what());
+namespace {
+
+// The runner's own fields of the config, each as the launcher writes it.
+Status read_run_fields(JsonFields& j, WorkloadConfig& c) {
+  RETURN_IF_ERROR(j.integer("steps", c.steps, JsonFields::kAnyInteger));
+  RETURN_IF_ERROR(j.positive_number("lr", c.lr));
+  RETURN_IF_ERROR(j.integer("seed", c.seed));
+  RETURN_IF_ERROR(j.string("device", c.device, true));
+  RETURN_IF_ERROR(j.string("comm", c.comm, true));
+  RETURN_IF_ERROR(j.choice("precision", c.precision, parse_precision,
+                           "fp32, bf16-mixed, bf16-fp32grad", true));
+  RETURN_IF_ERROR(j.integer("bucket_bytes", c.bucket_bytes, JsonFields::kAnyInteger));
+  RETURN_IF_ERROR(j.string("data", c.data_path, true));
+  RETURN_IF_ERROR(j.boolean("json", c.json, true));
+  RETURN_IF_ERROR(j.integer("blas_threads", c.blas_threads, JsonFields::kAnyInteger));
+  if (j.has("peak_flops")) {
+    double peak = 0;
+    RETURN_IF_ERROR(j.positive_number("peak_flops", peak));
+    c.peak_flops = peak;
   }
-  RETURN_IF_ERROR(resolve_workload(c));
+  std::vector<std::string> faults;
+  RETURN_IF_ERROR(j.strings("faults", faults, false));
+  for (const std::string& text : faults) {
+    auto spec = fault::parse_fault_spec(text);
+    if (!spec.is_ok()) return spec.status().with_context("PARTRAIN_WORKLOAD_CONFIG field 'faults'");
+    c.faults.push_back(*spec);
+  }
+  return j.no_unknown_fields();
+}
+
+}  // namespace
+
+StatusOr<WorkloadConfig> workload_from_json(std::string_view text) {
+  constexpr const char* kOrigin = "PARTRAIN_WORKLOAD_CONFIG";
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return invalid_argument("{} is not a JSON object: `partrain launch --workload` writes it for "
+                            "its workers",
+                            kOrigin);
+  }
+  JsonFields fields(j, kOrigin, StatusCode::kInvalidArgument);
+  ASSIGN_OR_RETURN(memory::WorkloadSetup setup,
+                   memory::read_workload_setup(fields, memory::ConfigReading::kStrict));
+  WorkloadConfig c;
+  c.kind = setup.kind;
+  c.model = setup.model;
+  c.layout = setup.layout;
+  c.world = setup.world;
+  RETURN_IF_ERROR(read_run_fields(fields, c));
+  RETURN_IF_ERROR(resolve_workload(c, worker_config_names()).with_context(kOrigin));
   return c;
 }
 

@@ -1,6 +1,7 @@
 // Everything a rank needs to run a built-in workload: the model, the parallel layout, the
 // training hyper-parameters and the data. `partrain launch --workload` builds and checks it
-// once, then hands it to every worker as JSON (PARTRAIN_WORKLOAD_CONFIG).
+// once, then hands it to every worker as JSON (PARTRAIN_WORKLOAD_CONFIG), which a worker reads
+// strictly: a field that is not the launcher's is an error naming it, never a default.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +13,10 @@
 #include "runner/device/tensor.h"
 #include "runner/fault/fault_spec.h"
 #include "runner/workload/param_access.h"
-#include "runner/workload/parallel_layout.h"
+#include "runner/workload/workload_layout.h"
 
 namespace partrain::runner {
 
-enum class WorkloadKind { kGpt, kMlp };
-enum class Recompute { kNone, kSelective, kFull };
 // The `partrain memory` recipes a run can store its model states as. Both bf16 ones multiply bf16
 // GEMM operands (GemmPrecision::kBf16) and store bf16 parameters beside an fp32 master
 // (ParamStorage::kBf16); kBf16Mixed stores the gradients in bf16 as well (GradStorage::kBf16).
@@ -31,10 +30,6 @@ StateStorage state_storage(Precision precision);
 // The type the model chunks keep their activations in: bf16 under both bf16 recipes.
 ElementType activation_type(Precision precision);
 
-std::optional<WorkloadKind> parse_workload_kind(std::string_view name);
-std::string_view workload_kind_name(WorkloadKind kind);
-std::optional<Recompute> parse_recompute(std::string_view name);
-std::string_view recompute_name(Recompute recompute);
 // fp32 (fp32-adam), bf16 (bf16-mixed) and bf16-fp32grad; nullopt for anything else, including
 // bf16-fp32grad-accum (an fp32 accumulation buffer beside bf16 gradients: not implemented).
 std::optional<Precision> parse_precision(std::string_view name);
@@ -42,16 +37,17 @@ std::string_view precision_name(Precision precision);
 
 struct WorkloadConfig {
   WorkloadKind kind = WorkloadKind::kGpt;
-  LayoutModel model{4, 256, 8, 128, 512, 1024};  // layers hidden heads seq vocab ffn
-  ParallelLayout layout;
-  ResolvedLayout resolved;  // filled by resolve_workload
+  WorkloadModel model;
+  TrainingLayout layout;     // as given
+  memory::LayoutWorld world;  // the ranks the layout fills (dp, unless given, is what it leaves)
+  ResolvedLayout resolved;   // filled by resolve_workload
+  int64_t bucket_bytes = 25'000'000;  // DDP gradient bucket (PyTorch's default 25 MB)
   int steps = 10;
   double lr = 1e-3;
   uint64_t seed = 1234;
   std::string device = "cpu";  // cpu, cuda, auto, cpu-isolated (auto resolved: workload_device.h)
   std::string comm = "gloo";   // gloo, nccl, auto (likewise)
   Precision precision = Precision::kFp32;
-  Recompute recompute = Recompute::kNone;
   std::string data_path;  // empty: the synthetic stream
   std::optional<double> peak_flops;  // per rank, FLOP/s; unset: measured sgemm peak on CPU
   bool json = false;
@@ -62,12 +58,17 @@ struct WorkloadConfig {
 // --device is cpu, cuda, auto or cpu-isolated and --comm gloo, nccl or auto; kInvalidArgument names the bad one.
 Status check_device_names(std::string_view device, std::string_view comm);
 
-// Resolves the layout for this model and checks what the workload itself needs (e.g. hidden
-// divisible by heads); kInvalidArgument names the constraint.
-Status resolve_workload(WorkloadConfig& config);
+// Checks the model and the training values, resolves the layout on the world
+// (memory::resolve_layout) and checks that the workloads can run it (check_runnable);
+// kInvalidArgument names the constraint in `names`.
+Status resolve_workload(WorkloadConfig& config,
+                        const memory::LayoutNames& names = launch_flag_names());
 
+// The resolved config as JSON (resolve_workload first).
 std::string workload_to_json(const WorkloadConfig& config);
-// The config as the launcher wrote it; malformed JSON is kInvalidArgument naming the field.
+// The config as the launcher wrote it, resolved; anything else (malformed JSON, a field missing,
+// unknown or of the wrong type or value) is kInvalidArgument naming PARTRAIN_WORKLOAD_CONFIG and
+// the field.
 StatusOr<WorkloadConfig> workload_from_json(std::string_view json);
 
 }  // namespace partrain::runner

@@ -10,7 +10,9 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
+#include "runner/workload/workload_config.h"
 #include "tests/integration/command_runner.h"
 #include "tests/integration/workload_equivalence.h"
 
@@ -445,17 +447,17 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
     const char* names;
   };
   for (const Case& c : {
-           Case{"-n 3 --tp 3 --heads 4", "--heads 4 is not divisible by --tp 3"},
-           Case{"-n 2 --sp", "--sp (sequence parallelism) needs tensor parallelism"},
+           Case{"-n 3 --tp 3 --heads 4", "--tp 3 must divide the attention heads (4)"},
+           Case{"-n 2 --sp", "--sp (sequence parallelism) needs --tp > 1"},
            Case{"-n 4 --dp 3", "product of the degrees"},
-           Case{"-n 4 --pp 4 --layers 2", "fewer than pp x vpp"},
+           Case{"-n 4 --pp 4 --layers 2", "--pp 4 is more than the model's 2 layers"},
            Case{"-n 2 --pp 2 --vpp 2", "needs --pp-schedule interleaved"},
-           Case{"-n 2 --micro-batch 3 --global-batch 4", "is not a multiple of dp x micro-batch"},
+           Case{"-n 2 --micro-batch 3 --global-batch 4", "is not a multiple of --dp x --micro-batch"},
            Case{"-n 2 --pp 2 --pp-schedule interleaved --vpp 2 --layers 4 --global-batch 3",
                 "multiple of --pp 2"},
            Case{"-n 1 --hidden 60 --heads 8", "--hidden 60 is not divisible by --heads 8"},
            Case{"-n 2 --tp 2 --vocab 101 --heads 4", "--vocab 101 is not divisible by --tp 2"},
-           Case{"-n 2 --pp 2 --layers 4 --pp-split 2,1", "sums to 3 layers"},
+           Case{"-n 2 --pp 2 --layers 4 --pp-split 2,1", "adds up to 3 layers"},
            Case{"-n 2 --tp 2 --layers 3 --workload mlp", "even number of layers"},
            Case{"-n 1 --device cuda", "--device cuda"},
            Case{"-n 2 --comm nccl", "--comm nccl needs the CUDA device"},
@@ -471,6 +473,27 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.find("rendezvous on"), std::string::npos) << "a rank started: " << c.args;
+  }
+}
+
+// The real `partrain worker`, handed a PARTRAIN_WORKLOAD_CONFIG with a misspelled precision or
+// schedule (a fp23 run trained in fp32, a 1fb1 one in 1F1B), exits 2 naming the field before it
+// starts anything.
+TEST(Workload, AWorkerGivenAMisspelledConfigExitsNamingTheField) {
+  runner::WorkloadConfig config;
+  ASSERT_TRUE(runner::resolve_workload(config).is_ok());
+  const nlohmann::json good = nlohmann::json::parse(runner::workload_to_json(config));
+  const std::tuple<const char*, const char*, const char*> cases[] = {
+      {"/precision", "fp23", "PARTRAIN_WORKLOAD_CONFIG: field 'precision' must be one of"},
+      {"/layout/schedule", "1fb1", "PARTRAIN_WORKLOAD_CONFIG: field 'layout.schedule' must be one of"},
+      {"/layout/precision", "bf16", "PARTRAIN_WORKLOAD_CONFIG: unknown field 'layout.precision'"},
+  };
+  for (const auto& [pointer, value, message] : cases) {
+    nlohmann::json bad = good;
+    bad[nlohmann::json::json_pointer(pointer)] = value;
+    CommandResult r = run_partrain("worker", "PARTRAIN_WORKLOAD_CONFIG='" + bad.dump() + "'");
+    EXPECT_EQ(r.exit_code, 2) << pointer << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << pointer << "\n" << r.err;
   }
 }
 

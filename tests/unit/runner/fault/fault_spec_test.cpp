@@ -108,7 +108,7 @@ TEST(FaultSpecTest, SlowDelayAddsMatchingFaults) {
 // The launcher hands the faults to the workers in the workload JSON; they come back as given.
 TEST(FaultSpecTest, WorkloadConfigCarriesFaults) {
   WorkloadConfig config;
-  config.layout.world = 4;
+  config.world.ranks = 4;
   config.steps = 5;
   config.faults = {*parse_fault_spec("slow:rank=2,ms=30"),
                    *parse_fault_spec("slow:rank=1,step=3,ms=7")};

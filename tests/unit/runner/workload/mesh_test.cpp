@@ -12,21 +12,20 @@ namespace {
 
 ResolvedLayout layout_of(int dp, int tp, int pp) {
   ResolvedLayout layout;
-  layout.dp = dp;
-  layout.tp = tp;
-  layout.pp = pp;
-  layout.world = dp * tp * pp;
+  layout.layout.dp = dp;
+  layout.layout.tp = tp;
+  layout.layout.pp = pp;
   return layout;
 }
 
 TEST(MeshCoords, TensorParallelIsFastestThenDataThenPipeline) {
-  ResolvedLayout layout = layout_of(2, 2, 2);
-  EXPECT_EQ(mesh_coords(0, layout).tp, 0);
-  EXPECT_EQ(mesh_coords(1, layout).tp, 1);
-  EXPECT_EQ(mesh_coords(2, layout).dp, 1);
-  EXPECT_EQ(mesh_coords(4, layout).pp, 1);
+  const TrainingLayout layout = layout_of(2, 2, 2).layout;
+  EXPECT_EQ(memory::mesh_coords(0, layout).tp, 0);
+  EXPECT_EQ(memory::mesh_coords(1, layout).tp, 1);
+  EXPECT_EQ(memory::mesh_coords(2, layout).dp, 1);
+  EXPECT_EQ(memory::mesh_coords(4, layout).pp, 1);
   for (int rank = 0; rank < 8; ++rank) {
-    EXPECT_EQ(mesh_rank(mesh_coords(rank, layout), layout), rank);
+    EXPECT_EQ(memory::mesh_rank(memory::mesh_coords(rank, layout), layout), rank);
   }
 }
 

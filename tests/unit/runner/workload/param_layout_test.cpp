@@ -29,7 +29,7 @@ void expect_shards_tile(const ParamSpec& spec, int tp) {
 }
 
 TEST(ParamLayout, TensorParallelShardsTileEveryTensor) {
-  LayoutModel model{2, 8, 4, 6, 12, 16};
+  WorkloadModel model{2, 8, 4, 6, 12, 16};
   for (int tp : {1, 2, 4}) {
     for (const ParamSpec& spec : gpt_block_specs(model, 1)) {
       if (spec.split != TpSplit::kReplicated) expect_shards_tile(spec, tp);
@@ -50,7 +50,7 @@ TEST(ParamLayout, QkvShardHoldsItsHeadsOfQAndKAndV) {
 }
 
 TEST(ParamLayout, InitialValuesDependOnGlobalPositionOnly) {
-  LayoutModel model{2, 8, 4, 6, 12, 16};
+  WorkloadModel model{2, 8, 4, 6, 12, 16};
   ParamLayout whole, half;
   whole.add_unit("layer1", 0, gpt_block_specs(model, 1), {0, 1});
   half.add_unit("layer1", 0, gpt_block_specs(model, 1), {1, 2});
@@ -72,7 +72,7 @@ TEST(ParamLayout, InitialValuesDependOnGlobalPositionOnly) {
 }
 
 TEST(ParamLayout, UnitsAreContiguousInForwardOrder) {
-  LayoutModel model{2, 8, 4, 6, 12, 32};  // ffn = 4h
+  WorkloadModel model{2, 8, 4, 6, 12, 32};  // ffn = 4h
   ParamLayout layout;
   layout.add_unit("embedding", 0, gpt_embedding_specs(model), {0, 1});
   layout.add_unit("layer0", 0, gpt_block_specs(model, 0), {0, 1});

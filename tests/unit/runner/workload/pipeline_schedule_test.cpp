@@ -245,7 +245,7 @@ std::vector<PipelineShape> all_shapes() {
 }
 
 std::string name_of(const PipelineShape& shape) {
-  return std::string(pipeline_schedule_name(shape.schedule)) + " pp=" + std::to_string(shape.pp) +
+  return std::string(memory::schedule_name(shape.schedule)) + " pp=" + std::to_string(shape.pp) +
          " vpp=" + std::to_string(shape.vpp) + " m=" + std::to_string(shape.micro_batches);
 }
 
@@ -491,13 +491,14 @@ TEST(PipelineSchedule, RejectsWhatTheLayoutRejects) {
 }
 
 TEST(PipelineSchedule, ShapeComesFromTheResolvedLayout) {
-  ParallelLayout layout;
-  layout.world = 2;
+  TrainingLayout layout;
   layout.pp = 2;
   layout.schedule = PipelineSchedule::kInterleaved;
   layout.vpp = 2;
   layout.global_batch = 4;
-  auto resolved = resolve_layout(layout, {4, 64, 4, 16, 128, 256});
+  auto resolved = memory::resolve_layout(
+      layout, memory::workload_model_config(WorkloadKind::kGpt, {4, 64, 4, 16, 128, 256}), {},
+      memory::LayoutWorld{2, false});
   ASSERT_TRUE(resolved.is_ok()) << resolved.status().message();
   const PipelineShape shape = pipeline_shape(*resolved);
   EXPECT_EQ(shape.schedule, PipelineSchedule::kInterleaved);
