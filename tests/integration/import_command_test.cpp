@@ -1,0 +1,89 @@
+// `partrain import` end to end: the real binary on the committed Kineto fixtures and on bad
+// inputs, and what the other commands make of an imported trace.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/kineto_fixture.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kKineto = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto";
+
+std::string partrain(const std::string& args) { return std::string(PARTRAIN_BINARY) + " " + args; }
+
+TEST(ImportCommand, KinetoDirectoryIntoATraceTheOtherCommandsRead) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "ddp.db";
+  auto imported = run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " + out.string()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.err.find("imported 4 Kineto traces (ranks 0,1,2,3 of a world of 4;"),
+            std::string::npos)
+      << imported.err;
+  EXPECT_NE(imported.err.find("16 collectives) into"), std::string::npos) << imported.err;
+  auto analyzed = run_shell(partrain("analyze --json " + out.string()));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  auto report = parse_json_output(analyzed.out);
+  EXPECT_EQ(report["ranks"].size(), 4u) << analyzed.out;
+  auto exported = run_shell(partrain("export " + out.string() + " -o " +
+                                     (dir.path() / "ddp.json").string()));
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "ddp.json"));
+}
+
+TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {
+  ScratchDir dir;
+  write_text(dir.path() / "bad.json", "{\"traceEvents\": [");
+  auto malformed = run_shell(partrain("import " + (dir.path() / "bad.json").string() + " -o " +
+                                      (dir.path() / "o.db").string()));
+  EXPECT_EQ(malformed.exit_code, 3);
+  EXPECT_NE(malformed.err.find("bad.json: malformed JSON"), std::string::npos) << malformed.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "o.db"));
+
+  write_text(dir.path() / "empty.json", "");
+  auto empty = run_shell(partrain("import " + (dir.path() / "empty.json").string() + " -o " +
+                                  (dir.path() / "o.db").string()));
+  EXPECT_EQ(empty.exit_code, 3) << empty.err;
+
+  auto missing = run_shell(partrain("import " + (dir.path() / "nope.json").string() + " -o " +
+                                    (dir.path() / "o.db").string()));
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("nope.json: cannot open"), std::string::npos) << missing.err;
+}
+
+TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
+  ScratchDir dir;
+  write_text(dir.path() / "out.db", "x");
+  auto exists = run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " +
+                                   (dir.path() / "out.db").string()));
+  EXPECT_EQ(exists.exit_code, 2);
+  EXPECT_NE(exists.err.find("already exists: choose another output or pass --force"),
+            std::string::npos)
+      << exists.err;
+  auto forced = run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " +
+                                   (dir.path() / "out.db").string() + " --force"));
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+
+  write_text(dir.path() / "r.sqlite", std::string("SQLite format 3\0", 16) + std::string(100, '\0'));
+  auto mixed = run_shell(partrain("import " + (kKineto / "ddp/rank0.pt.trace.json.gz").string() +
+                                  " " + (dir.path() / "r.sqlite").string() + " -o " +
+                                  (dir.path() / "m.db").string()));
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("mix Nsight Systems SQLite exports and Kineto JSON"), std::string::npos)
+      << mixed.err;
+}
+
+TEST(ImportCommand, HelpExplainsTheInputs) {
+  auto help = run_shell(partrain("import --help"));
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("tensorboard_trace_handler"), std::string::npos);
+  EXPECT_NE(help.out.find("--step-marker"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace partrain::testing
