@@ -78,6 +78,23 @@ TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
       << mixed.err;
 }
 
+TEST(ImportCommand, ReadersGivenAKinetoTraceSayToImportIt) {
+  const std::string kineto = (kKineto / "ddp/rank0.pt.trace.json.gz").string();
+  for (const std::string& command : {"analyze " + kineto, "export " + kineto + " -o /dev/null"}) {
+    auto result = run_shell(partrain(command));
+    EXPECT_EQ(result.exit_code, 3) << command;
+    EXPECT_NE(result.err.find("is gzip-compressed, not a partrain trace: for a PyTorch profiler "
+                              "(Kineto) trace, import it first: partrain import"),
+              std::string::npos)
+        << result.err;
+  }
+  ScratchDir dir;
+  write_text(dir.path() / "t.json", "\n  {\"traceEvents\": []}");
+  auto json = run_shell(partrain("analyze " + (dir.path() / "t.json").string()));
+  EXPECT_EQ(json.exit_code, 3);
+  EXPECT_NE(json.err.find("is JSON, not a partrain trace"), std::string::npos) << json.err;
+}
+
 TEST(ImportCommand, HelpExplainsTheInputs) {
   auto help = run_shell(partrain("import --help"));
   EXPECT_EQ(help.exit_code, 0);

@@ -30,6 +30,10 @@ class KinetoFixture {
     host_ = std::move(name);
     return *this;
   }
+  KinetoFixture& backend(std::string name) {
+    backend_ = std::move(name);
+    return *this;
+  }
   KinetoFixture& base_time_ns(int64_t ns) {
     base_ns_ = ns;
     return *this;
@@ -95,9 +99,9 @@ class KinetoFixture {
     }
     std::string out = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n";
     if (with_distributed_info) {
-      out += fmt::format("  \"distributedInfo\": {{\"backend\": \"gloo\", \"rank\": {}, "
+      out += fmt::format("  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, "
                          "\"world_size\": {}, \"pg_count\": {}, \"pg_config\": [{}]}},\n",
-                         rank_, world_size_, groups_.size(), groups);
+                         backend_, rank_, world_size_, groups_.size(), groups);
     }
     if (!host_.empty()) out += fmt::format("  \"host_name\": \"{}\",\n", host_);
     out += fmt::format("  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n", base_ns_);
@@ -115,6 +119,7 @@ class KinetoFixture {
   int rank_;
   int world_size_;
   std::string host_ = "vm";
+  std::string backend_ = "gloo";
   int64_t base_ns_ = 1790857026000000000;
   std::vector<KinetoGroup> groups_;
   std::vector<std::string> events_;

@@ -209,6 +209,63 @@ TEST(KinetoImport, HostsClocksAlignedByCollectivesThatEndTogether) {
             10'000);
 }
 
+// Two NCCL ranks as torch's NCCL process group records them: record_param_comms with c10d's
+// metadata inside c10d's op, and the NCCL kernel it launched (carrying the same Seq and group).
+// Rank 1's host reads 2 ms ahead; the kernels end together.
+std::vector<KinetoFixture> nccl_ranks() {
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.host(r == 0 ? "a" : "b").backend("nccl");
+    const double skew_us = r == 0 ? 0 : 2000;
+    for (int seq = 0; seq < 3; ++seq) {
+      const double t = 1000.0 * (seq + 1) + skew_us;
+      f.event("cpu_op", "c10d::allreduce_", f.pid(), t, 30)
+          .event("cpu_op", "record_param_comms", f.pid(), t + 1, 20,
+                 fmt::format(R"j({{"External id": {}, "Collective name": "allreduce",
+                    "dtype": "BFloat16", "In msg nelems": 1048576, "Out msg nelems": 1048576,
+                    "Group size": 2, "In split size": "[]", "Out split size": "[]",
+                    "Process Group Name": "0", "Process Group Description": "default_pg",
+                    "Process Group Ranks": "[0, 1]", "Rank": {}, "Seq": {},
+                    "Is asynchronized op": 0}})j",
+                             100 + seq, r, 7 + seq))
+          .raw_event(fmt::format(
+              R"j({{"ph": "X", "cat": "kernel",
+                   "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                   "pid": 0, "tid": 20, "ts": {:.3f}, "dur": {:.3f},
+                   "args": {{"External id": {}, "device": {}, "stream": 20, "correlation": {},
+                   "Collective name": "allreduce", "Process Group Name": "0", "Seq": {}}}}})j",
+              t + 50 + (r == 0 ? 10 : 0), 200.0 - (r == 0 ? 10 : 0), 100 + seq, r, 500 + seq,
+              7 + seq));
+    }
+    ranks.push_back(std::move(f));
+  }
+  return ranks;
+}
+
+TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "nccl.db";
+  auto summary = import(write_ranks(dir.path(), nccl_ranks()), out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  EXPECT_EQ(summary->ranks[1].clock.offset_ns, -2'000'000);
+  TraceQuery trace(out);
+  EXPECT_EQ(trace.rows("SELECT comm_id, seq, op, dtype, count, bytes, group_size, group_ranks, "
+                       "count(*) FROM collectives GROUP BY comm_id, seq ORDER BY seq"),
+            "pg:0|7|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
+            "pg:0|8|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
+            "pg:0|9|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n");
+  // Host side: record_param_comms (it returns once the kernel is queued); device side: the
+  // kernel, which on the timeline ends at one instant on both ranks.
+  EXPECT_EQ(trace.rows("SELECT DISTINCT dur_ns FROM collectives"), "20000\n");
+  EXPECT_EQ(trace.number("SELECT max(s) FROM (SELECT max(gpu_end_ns) - min(gpu_end_ns) AS s "
+                         "FROM collectives GROUP BY seq)"),
+            0);
+  EXPECT_EQ(trace.rows("SELECT device FROM ranks ORDER BY rank"), "cuda:0\ncuda:1\n");
+  EXPECT_EQ(trace.rows("SELECT json_extract(config, '$.backend') FROM runs"), "nccl\n");
+}
+
 TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
   ScratchDir dir;
   auto fixtures = ambiguous_two_groups();
