@@ -1,14 +1,14 @@
 // The Kineto fixtures regenerated with the real torch.profiler (tests/data/kineto/
 // make_fixtures.py: 4-rank gloo jobs) and imported again: what the committed fixtures show
-// still holds for traces torch writes today. Needs torch: the interpreter is PARTRAIN_TORCH_PYTHON,
-// else ${PARTRAIN_CACHE:-~/.cache/partrain}/torch-venv/bin/python; SKIPPED without one.
+// still holds for traces torch writes today. Needs torch (tests/support/torch_python.h); SKIPPED
+// without it.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/torch_python.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::testing {
@@ -16,25 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string torch_python() {
-  if (const char* given = std::getenv("PARTRAIN_TORCH_PYTHON"); given != nullptr && *given) {
-    return given;
-  }
-  fs::path cache;
-  if (const char* c = std::getenv("PARTRAIN_CACHE"); c != nullptr && *c) {
-    cache = c;
-  } else if (const char* home = std::getenv("HOME"); home != nullptr) {
-    cache = fs::path(home) / ".cache/partrain";
-  }
-  const fs::path python = cache / "torch-venv/bin/python";
-  return fs::exists(python) ? python.string() : std::string();
-}
-
 TEST(ImportTorch, RegeneratedFixturesImportAsTheCommittedOnesDo) {
+  PARTRAIN_REQUIRE_TORCH();
   const std::string python = torch_python();
-  if (python.empty()) {
-    GTEST_SKIP() << "no torch: set PARTRAIN_TORCH_PYTHON or install the venv (make test does)";
-  }
   ScratchDir dir;
   const fs::path script = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto/make_fixtures.py";
   auto made = run_shell(python + " " + script.string() + " " + dir.path().string() + " 2>&1");
