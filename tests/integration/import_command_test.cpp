@@ -6,6 +6,7 @@
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/kineto_fixture.h"
+#include "tests/support/nsys_fixture.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
@@ -34,6 +35,32 @@ TEST(ImportCommand, KinetoDirectoryIntoATraceTheOtherCommandsRead) {
                                      (dir.path() / "ddp.json").string()));
   EXPECT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_TRUE(fs::exists(dir.path() / "ddp.json"));
+  auto top = run_shell(partrain("top --once " + out.string()));
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("4 of 4 ranks"), std::string::npos) << top.out;
+  auto merged = run_shell(partrain("merge " + out.string() + " -o " +
+                                   (dir.path() / "merged.db").string()));
+  EXPECT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_NE(merged.err.find("(4 ranks,"), std::string::npos) << merged.err;
+  auto calibrated = run_shell(partrain("recommend --model llama-2-7b --gpus 4 --gpu cpu "
+                                       "--global-batch 8 --calibrate " + out.string()));
+  EXPECT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("all_reduce (4 ranks"), std::string::npos) << calibrated.out;
+}
+
+TEST(ImportCommand, NsysReportIntoATraceWithKernels) {
+  ScratchDir dir;
+  const fs::path report = build_nsys_report(dir.path(), "one_report");
+  const fs::path out = dir.path() / "nsys.db";
+  auto imported = run_shell(partrain("import " + report.string() + " -o " + out.string() +
+                                     " --step-marker train_step"));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.err.find("imported 1 Nsight Systems reports (ranks 0,1 of a world of 2;"),
+            std::string::npos)
+      << imported.err;
+  auto analyzed = run_shell(partrain("analyze " + out.string()));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_NE(analyzed.out.find("ncclDevKernel_AllReduce"), std::string::npos) << analyzed.out;
 }
 
 TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {

@@ -2,10 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "profiler/sqlite_db.h"
+#include "tests/support/nsys_fixture.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
@@ -14,23 +12,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::ScratchDir;
+using testing::build_nsys_report;
 using testing::TraceQuery;
-
-const fs::path kFixtures = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/nsys";
-
-// tests/data/nsys/NAME.sql (make_fixtures.py) built into NAME.sqlite in `dir`.
-fs::path build_report(const fs::path& dir, const std::string& name) {
-  std::ifstream in(kFixtures / (name + ".sql"));
-  std::stringstream sql;
-  sql << in.rdbuf();
-  const fs::path out = dir / (name + ".sqlite");
-  auto db = SqliteDb::open(out.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  EXPECT_TRUE(db.is_ok());
-  if (db.is_ok()) {
-    EXPECT_TRUE(db->exec("BEGIN; " + sql.str() + " COMMIT;").is_ok()) << db->error_message();
-  }
-  return out;
-}
 
 StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path& output) {
   TraceImportOptions options;
@@ -42,7 +25,7 @@ StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path
 
 TEST(NsysImport, OneReportHoldingBothRanks) {
   ScratchDir dir;
-  const fs::path report = build_report(dir.path(), "one_report");
+  const fs::path report = build_nsys_report(dir.path(), "one_report");
   EXPECT_TRUE(is_sqlite_file(report));
   const fs::path out = dir.path() / "one.db";
   auto summary = import({report}, out);
@@ -81,7 +64,7 @@ TEST(NsysImport, OneReportHoldingBothRanks) {
 TEST(NsysImport, OneReportPerRankAlignedByTheAllReduceKernels) {
   ScratchDir dir;
   const fs::path out = dir.path() / "two.db";
-  auto summary = import({build_report(dir.path(), "rank1"), build_report(dir.path(), "rank0")}, out);
+  auto summary = import({build_nsys_report(dir.path(), "rank1"), build_nsys_report(dir.path(), "rank0")}, out);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   ASSERT_EQ(summary->ranks.size(), 2u);
   // rank1.sql's host clock reads 500 us ahead.
@@ -99,7 +82,7 @@ TEST(NsysImport, OneReportPerRankAlignedByTheAllReduceKernels) {
 
 TEST(NsysImport, UnknownExportSchemaVersionIsRefused) {
   ScratchDir dir;
-  auto summary = import({build_report(dir.path(), "future")}, dir.path() / "f.db");
+  auto summary = import({build_nsys_report(dir.path(), "future")}, dir.path() / "f.db");
   ASSERT_FALSE(summary.is_ok());
   EXPECT_EQ(summary.status().exit_code(), 3);
   EXPECT_NE(summary.status().message().find(
@@ -125,7 +108,7 @@ TEST(NsysImport, SqliteThatIsNoExportIsRefused) {
 
 TEST(NsysImport, TwoReportsOfOneRankAreRefused) {
   ScratchDir dir;
-  auto summary = import({build_report(dir.path(), "one_report"), build_report(dir.path(), "rank0")},
+  auto summary = import({build_nsys_report(dir.path(), "one_report"), build_nsys_report(dir.path(), "rank0")},
                         dir.path() / "d.db");
   ASSERT_FALSE(summary.is_ok());
   EXPECT_EQ(summary.status().exit_code(), 3);
