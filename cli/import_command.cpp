@@ -40,7 +40,8 @@ StatusOr<std::vector<fs::path>> expand_inputs(const std::vector<std::string>& gi
     std::vector<fs::path> found;
     for (const auto& entry : fs::directory_iterator(path, error)) {
       const fs::path& p = entry.path();
-      if (entry.is_regular_file() && (profiler::has_kineto_file_name(p) || p.extension() == ".sqlite")) {
+      if (entry.is_regular_file() &&
+          (profiler::has_kineto_file_name(p) || p.extension() == ".sqlite")) {
         found.push_back(p);
       }
     }
@@ -72,30 +73,31 @@ int run_import(const ImportFlags& flags) {
   options.step_marker = flags.step_marker;
   options.command_line = invocation_line();
   const bool nsys = sqlite_files != 0;
-  auto summary = nsys ? profiler::import_nsys_reports(options)
-                      : profiler::import_kineto_traces(options);
+  auto summary =
+      nsys ? profiler::import_nsys_reports(options) : profiler::import_kineto_traces(options);
   if (!summary.is_ok()) return report_error(summary.status());
   for (const std::string& warning : summary->warnings) log::warn("{}", warning);
   std::vector<int> ranks;
   for (const auto& r : summary->ranks) ranks.push_back(r.rank);
-  log::info("imported {} {} (ranks {} of a world of {}; {} events, {} collectives{}) into {} "
-            "as run {}",
-            options.inputs.size(), nsys ? "Nsight Systems reports" : "Kineto traces",
-            fmt::join(ranks, ","), summary->world_size, summary->events, summary->collectives,
-            summary->unmatched_collectives > 0
-                ? fmt::format(", {} unmatched", summary->unmatched_collectives)
-                : std::string(),
-            flags.output, summary->run_id);
+  log::info(
+      "imported {} {} (ranks {} of a world of {}; {} events, {} collectives{}) into {} "
+      "as run {}",
+      options.inputs.size(), nsys ? "Nsight Systems reports" : "Kineto traces",
+      fmt::join(ranks, ","), summary->world_size, summary->events, summary->collectives,
+      summary->unmatched_collectives > 0
+          ? fmt::format(", {} unmatched", summary->unmatched_collectives)
+          : std::string(),
+      flags.output, summary->run_id);
   for (const auto& r : summary->ranks) {
     if (r.clock.estimates > 0 || !r.clock.aligned) {
-      log::info("  rank {} ({}): clock {}", r.rank, r.host.empty() ? "host unknown" : r.host,
-                r.clock.aligned
-                    ? fmt::format("{:+.3f} ms from the reference host's, +/- {:.3f} ms ({} "
-                                  "collectives)",
-                                  static_cast<double>(r.clock.offset_ns) / 1e6,
-                                  static_cast<double>(r.clock.uncertainty_ns) / 1e6,
-                                  r.clock.estimates)
-                    : std::string("not aligned"));
+      log::info(
+          "  rank {} ({}): clock {}", r.rank, r.host.empty() ? "host unknown" : r.host,
+          r.clock.aligned
+              ? fmt::format("{:+.3f} ms from the reference host's, +/- {:.3f} ms ({} "
+                            "collectives)",
+                            static_cast<double>(r.clock.offset_ns) / 1e6,
+                            static_cast<double>(r.clock.uncertainty_ns) / 1e6, r.clock.estimates)
+              : std::string("not aligned"));
     }
   }
   return 0;

@@ -28,12 +28,16 @@ Status check_trace_output(const fs::path& output, bool overwrite, std::string_vi
   }
   if (kind == OutputKind::kRegularFile) {
     if (!overwrite) {
-      return invalid_argument("{} already exists: choose another output or pass --force to "
-                              "replace it", output.string());
+      return invalid_argument(
+          "{} already exists: choose another output or pass --force to "
+          "replace it",
+          output.string());
     }
     if (writer_alive(output)) {
-      return invalid_argument("{} is being written by a live run (its lock {} is held); it cannot "
-                              "be replaced", output.string(), writer_lock_path(output).string());
+      return invalid_argument(
+          "{} is being written by a live run (its lock {} is held); it cannot "
+          "be replaced",
+          output.string(), writer_lock_path(output).string());
     }
   }
   return Status::ok();

@@ -20,7 +20,8 @@ Estimate summarize(std::vector<int64_t> samples) {
   e.count = static_cast<int64_t>(samples.size());
   std::sort(samples.begin(), samples.end());
   const size_t n = samples.size();
-  e.offset_ns = n % 2 == 1 ? samples[n / 2] : samples[n / 2 - 1] + (samples[n / 2] - samples[n / 2 - 1]) / 2;
+  e.offset_ns =
+      n % 2 == 1 ? samples[n / 2] : samples[n / 2 - 1] + (samples[n / 2] - samples[n / 2 - 1]) / 2;
   std::vector<int64_t> deviations;
   deviations.reserve(n);
   for (int64_t s : samples) deviations.push_back(std::abs(s - e.offset_ns));
@@ -33,8 +34,8 @@ Estimate summarize(std::vector<int64_t> samples) {
 
 }  // namespace
 
-std::map<int, RankClockFit> align_clocks_by_collectives(const std::map<int, std::string>& clock_of_rank,
-                                                        std::vector<CollectiveEnd> ends) {
+std::map<int, RankClockFit> align_clocks_by_collectives(
+    const std::map<int, std::string>& clock_of_rank, std::vector<CollectiveEnd> ends) {
   // Clock domains: one per named host, one per rank whose host is not known.
   std::map<int, int> domain_of_rank;
   std::map<std::string, int> domain_of_host;
@@ -60,7 +61,8 @@ std::map<int, RankClockFit> align_clocks_by_collectives(const std::map<int, std:
   for (size_t i = 0; i < ends.size();) {
     size_t j = i;
     std::map<int, int64_t> latest;
-    for (; j < ends.size() && ends[j].comm_id == ends[i].comm_id && ends[j].seq == ends[i].seq; ++j) {
+    for (; j < ends.size() && ends[j].comm_id == ends[i].comm_id && ends[j].seq == ends[i].seq;
+         ++j) {
       auto domain = domain_of_rank.find(ends[j].rank);
       if (domain == domain_of_rank.end()) continue;
       auto [it, inserted] = latest.try_emplace(domain->second, ends[j].end_ns);

@@ -22,15 +22,15 @@ struct CollectiveEnd {
 };
 
 struct RankClockFit {
-  int64_t offset_ns = 0;       // add to the rank's clock to reach the reference host's
+  int64_t offset_ns = 0;  // add to the rank's clock to reach the reference host's
   int64_t uncertainty_ns = 0;
-  int64_t estimates = 0;       // collectives behind it (0 for the reference host and its ranks)
-  bool aligned = true;         // false: no collective links its host to the reference host
+  int64_t estimates = 0;  // collectives behind it (0 for the reference host and its ranks)
+  bool aligned = true;    // false: no collective links its host to the reference host
 };
 
 // `clock_of_rank`: every rank, with the clock it reads (its host's name; "" when unknown: that
 // rank's clock is its own). The reference clock is the lowest rank's.
-std::map<int, RankClockFit> align_clocks_by_collectives(const std::map<int, std::string>& clock_of_rank,
-                                                        std::vector<CollectiveEnd> ends);
+std::map<int, RankClockFit> align_clocks_by_collectives(
+    const std::map<int, std::string>& clock_of_rank, std::vector<CollectiveEnd> ends);
 
 }  // namespace partrain::profiler

@@ -61,8 +61,8 @@ Status EventSpool::replay(const std::function<Status(std::vector<TraceEvent>&)>&
     const size_t want = std::min<uint64_t>(buffer.size() - held, written_ - offset);
     size_t got = 0;
     while (got < want) {
-      const ssize_t n = ::pread(fd_, buffer.data() + held + got, want - got,
-                                static_cast<off_t>(offset + got));
+      const ssize_t n =
+          ::pread(fd_, buffer.data() + held + got, want - got, static_cast<off_t>(offset + got));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         return failed("reading the import's temporary file failed: {}",

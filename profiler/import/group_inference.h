@@ -37,10 +37,10 @@ struct IssuedCollective {
 
 enum class UnmatchedReason {
   kMatched,
-  kNoGroup,        // no listed group holds this rank
-  kSameMembers,    // groups with the same ranks were both ready: which one ran it is unknown
-  kAmbiguous,      // groups that share ranks were ready at once
-  kOutOfStep,      // the members' collectives stop lining up (or follow an ambiguous one)
+  kNoGroup,      // no listed group holds this rank
+  kSameMembers,  // groups with the same ranks were both ready: which one ran it is unknown
+  kAmbiguous,    // groups that share ranks were ready at once
+  kOutOfStep,    // the members' collectives stop lining up (or follow an ambiguous one)
 };
 
 struct GroupAssignment {

@@ -33,7 +33,9 @@ class GzipText {
   const std::string& error() const { return error_; }
   bool compressed() const { return compressed_; }
   // Text bytes handed out so far, and compressed bytes read from the file so far.
-  uint64_t text_bytes() const { return text_before_buffer_ + static_cast<uint64_t>(pos_ - buffer_); }
+  uint64_t text_bytes() const {
+    return text_before_buffer_ + static_cast<uint64_t>(pos_ - buffer_);
+  }
   uint64_t file_bytes() const;
   const std::filesystem::path& path() const { return path_; }
 

@@ -20,7 +20,7 @@ void remove_trace_files(const fs::path& path) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ImportOutput>> ImportOutput::create(const fs::path& given_output,
-                                                            bool overwrite) {
+                                                             bool overwrite) {
   const fs::path output = follow_links(given_output);
   RETURN_IF_ERROR(check_trace_output(output, overwrite, "imported trace"));
   std::unique_ptr<ImportOutput> out(new ImportOutput());

@@ -193,13 +193,12 @@ int64_t append_unmatched(TraceWriter& writer, const std::vector<UnmatchedCollect
   }
   for (const auto& [rank, entry] : by_rank) {
     const std::string why = fmt::format("{}", fmt::join(entry.second, "; "));
-    writer.append(StatEvent{"import_unmatched_collectives", rank, entry.first,
-                            StatSeverity::kInfo,
+    writer.append(StatEvent{"import_unmatched_collectives", rank, entry.first, StatSeverity::kInfo,
                             fmt::format("collectives left unmatched across ranks (each on a "
                                         "communicator of its own, unmatched:rank{}): {}",
                                         rank, why)});
-    warnings.push_back(fmt::format("rank {}: {} collectives left unmatched: {}", rank,
-                                   entry.first, why));
+    warnings.push_back(
+        fmt::format("rank {}: {} collectives left unmatched: {}", rank, entry.first, why));
   }
   return total;
 }

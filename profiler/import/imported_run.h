@@ -45,7 +45,7 @@ struct ImportedRank {
 
 // What the run row says of an import.
 struct ImportedRunDescription {
-  std::string source;  // "kineto", "nsys"
+  std::string source;   // "kineto", "nsys"
   std::string backend;  // "gloo", "nccl", "" when not known
   int world_size = 0;
   int64_t reference_unix_ns = 0;  // Unix time of the reference clock's zero

@@ -1,8 +1,9 @@
 #include "profiler/import/kineto_collectives.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
-#include <fmt/format.h>
 #include <set>
 #include <tuple>
 
@@ -47,10 +48,13 @@ int64_t end_of(const KinetoEvent& event) { return *event.ts_ns + event.dur_ns.va
 // Which argument of a c10d op holds this rank's buffer (nccl-tests' count): the input of a
 // gather, the output of a scatter, the tensors of the rest.
 size_t buffer_argument(std::string_view c10d_name) {
-  static constexpr std::string_view kInputSecond[] = {
-      "c10d::allgather_", "c10d::_allgather_base_", "c10d::allgather_coalesced_",
-      "c10d::allgather_into_tensor_coalesced_", "c10d::gather_", "c10d::alltoall_",
-      "c10d::alltoall_base_"};
+  static constexpr std::string_view kInputSecond[] = {"c10d::allgather_",
+                                                      "c10d::_allgather_base_",
+                                                      "c10d::allgather_coalesced_",
+                                                      "c10d::allgather_into_tensor_coalesced_",
+                                                      "c10d::gather_",
+                                                      "c10d::alltoall_",
+                                                      "c10d::alltoall_base_"};
   for (std::string_view name : kInputSecond) {
     if (name == c10d_name) return 1;
   }
@@ -135,9 +139,8 @@ class Assembler {
     }
     if (!gloo_calls.empty()) from_gloo_calls(gloo_calls, infer_groups(issued));
     for (auto& [rank, records] : out_.by_rank) {
-      std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
-        return a.event.start_ns < b.event.start_ns;
-      });
+      std::sort(records.begin(), records.end(),
+                [](const auto& a, const auto& b) { return a.event.start_ns < b.event.start_ns; });
     }
     return std::move(out_);
   }
@@ -261,7 +264,8 @@ class Assembler {
                  uint32_t element_bytes, int group_peer = -1) const {
     CollectiveEvent& c = record.event;
     c.comm_id = comm_id_of(group.name);
-    if (is_rooted_op(c.op) && group_peer >= 0 && group_peer < static_cast<int>(group.ranks.size())) {
+    if (is_rooted_op(c.op) && group_peer >= 0 &&
+        group_peer < static_cast<int>(group.ranks.size())) {
       c.peer = group.ranks[group_peer];
     }
     c.group_ranks = group.ranks;
@@ -340,9 +344,8 @@ class Assembler {
           } else {
             unmatched = why_unmatched(a, rank);
             record.event.group_size = common_size(a.candidates);
-            record.event.bytes =
-                nccl_tests_size_bytes(record.event.op, record.event.count * element_bytes,
-                                      record.event.group_size);
+            record.event.bytes = nccl_tests_size_bytes(
+                record.event.op, record.event.count * element_bytes, record.event.group_size);
           }
         }
         if (!unmatched.empty()) {
@@ -361,7 +364,8 @@ class Assembler {
 
   // A send or recv: its group is known when only one listed group holds this rank (the peer is
   // given as a rank of the group).
-  std::string place_p2p(CollectiveRecord& record, int rank, int group_peer, uint32_t element_bytes) {
+  std::string place_p2p(CollectiveRecord& record, int rank, int group_peer,
+                        uint32_t element_bytes) {
     std::vector<int> candidates;
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (index_in(groups_[g].ranks, rank) >= 0) candidates.push_back(static_cast<int>(g));
@@ -396,13 +400,15 @@ class Assembler {
       case UnmatchedReason::kNoGroup:
         return fmt::format("no process group listed in distributedInfo holds rank {}", rank);
       case UnmatchedReason::kSameMembers:
-        return fmt::format("process groups {} hold the same ranks and each had this collective "
-                           "due: which of them ran it is not in the trace",
-                           groups);
+        return fmt::format(
+            "process groups {} hold the same ranks and each had this collective "
+            "due: which of them ran it is not in the trace",
+            groups);
       case UnmatchedReason::kAmbiguous:
-        return fmt::format("process groups {} share ranks and each had this collective due: "
-                           "which of them ran it is not in the trace",
-                           groups);
+        return fmt::format(
+            "process groups {} share ranks and each had this collective due: "
+            "which of them ran it is not in the trace",
+            groups);
       case UnmatchedReason::kOutOfStep:
         return "the ranks' collectives stop lining up here (or follow an ambiguous one): no "
                "group's members all issued it";
@@ -427,13 +433,13 @@ std::optional<C10dCall> c10d_call_of(const KinetoEvent& event) {
   call.start_ns = *event.ts_ns;
   call.end_ns = end_of(event);
   const size_t buffer = buffer_argument(event.name);
-  if (const Json* dims = arg(event, "Input Dims"); dims != nullptr && dims->is_array() &&
-                                                    buffer < dims->size()) {
+  if (const Json* dims = arg(event, "Input Dims");
+      dims != nullptr && dims->is_array() && buffer < dims->size()) {
     call.count = elements_of_argument((*dims)[buffer]);
   }
   if (const Json* types = arg(event, "Input type"); types != nullptr && types->is_array() &&
-                                                     buffer < types->size() &&
-                                                     (*types)[buffer].is_string()) {
+                                                    buffer < types->size() &&
+                                                    (*types)[buffer].is_string()) {
     const TorchDtype dtype = dtype_of_torch_name((*types)[buffer].get<std::string>());
     if (dtype.bytes > 0) call.dtype = dtype.name;
   }
@@ -455,12 +461,12 @@ std::optional<GlooTransfer> gloo_transfer_of(const KinetoEvent& event) {
   t.thread = event.tid.is_text ? -1 : event.tid.number;
   t.start_ns = *event.ts_ns;
   t.end_ns = end_of(event);
-  if (const Json* dims = arg(event, "Input Dims"); dims != nullptr && dims->is_array() &&
-                                                    !dims->empty()) {
+  if (const Json* dims = arg(event, "Input Dims");
+      dims != nullptr && dims->is_array() && !dims->empty()) {
     t.count = elements_of_argument((*dims)[0]);
   }
-  if (const Json* types = arg(event, "Input type"); types != nullptr && types->is_array() &&
-                                                     !types->empty() && (*types)[0].is_string()) {
+  if (const Json* types = arg(event, "Input type");
+      types != nullptr && types->is_array() && !types->empty() && (*types)[0].is_string()) {
     const TorchDtype dtype = dtype_of_torch_name((*types)[0].get<std::string>());
     if (dtype.bytes > 0) t.dtype = dtype.name;
   }
@@ -476,14 +482,15 @@ std::optional<CommsRecord> comms_record_of(const KinetoEvent& event) {
   const TorchDtype dtype = dtype_of_torch_name(string_arg(event, "dtype"));
   r.dtype = dtype.name;
   r.dtype_bytes = dtype.bytes;
-  r.in_elements = static_cast<uint64_t>(std::max<int64_t>(0, int_arg(event, "In msg nelems").value_or(0)));
-  r.out_elements = static_cast<uint64_t>(std::max<int64_t>(0, int_arg(event, "Out msg nelems").value_or(0)));
+  r.in_elements =
+      static_cast<uint64_t>(std::max<int64_t>(0, int_arg(event, "In msg nelems").value_or(0)));
+  r.out_elements =
+      static_cast<uint64_t>(std::max<int64_t>(0, int_arg(event, "Out msg nelems").value_or(0)));
   r.group_size = static_cast<int>(int_arg(event, "Group size").value_or(0));
   r.group_name = string_arg(event, "Process Group Name");
   r.group_ranks = string_arg(event, "Process Group Ranks");
   r.group_rank = static_cast<int>(int_arg(event, "Rank").value_or(-1));
-  r.peer = static_cast<int>(
-      int_arg(event, r.op == "send" ? "Dst Rank" : "Src Rank").value_or(-1));
+  r.peer = static_cast<int>(int_arg(event, r.op == "send" ? "Dst Rank" : "Src Rank").value_or(-1));
   if (auto seq = int_arg(event, "Seq"); seq && *seq >= 0) r.seq = static_cast<uint64_t>(*seq);
   r.external_id = int_arg(event, "External id").value_or(-1);
   r.start_ns = *event.ts_ns;
@@ -492,7 +499,8 @@ std::optional<CommsRecord> comms_record_of(const KinetoEvent& event) {
 }
 
 std::optional<NcclKernelSpan> nccl_kernel_of(const KinetoEvent& event) {
-  if (!event.ts_ns || !(event.name.starts_with("nccl") || arg(event, "Collective name") != nullptr)) {
+  if (!event.ts_ns ||
+      !(event.name.starts_with("nccl") || arg(event, "Collective name") != nullptr)) {
     return std::nullopt;
   }
   NcclKernelSpan k;

@@ -24,9 +24,9 @@ namespace partrain::profiler {
 // once the work is queued, the wait is not recorded).
 struct C10dCall {
   std::string_view op;
-  uint64_t count = 0;          // elements of this rank's buffer
-  std::string_view dtype;      // empty when its tensors are a list (the annotation says)
-  int group_peer = -1;         // root of a rooted op, peer of send/recv: a rank of the group
+  uint64_t count = 0;      // elements of this rank's buffer
+  std::string_view dtype;  // empty when its tensors are a list (the annotation says)
+  int group_peer = -1;     // root of a rooted op, peer of send/recv: a rank of the group
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };
@@ -86,7 +86,7 @@ std::optional<NcclKernelSpan> nccl_kernel_of(const KinetoEvent& event);
 
 struct ImportedCollectives {
   std::map<int, std::vector<CollectiveRecord>> by_rank;  // times on each file's own clock
-  std::vector<CollectiveEnd> ends;                        // for clock alignment
+  std::vector<CollectiveEnd> ends;                       // for clock alignment
   std::vector<UnmatchedCollectives> unmatched;
 };
 

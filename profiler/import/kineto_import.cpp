@@ -52,9 +52,10 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
   for (const fs::path& path : inputs) {
     ASSIGN_OR_RETURN(KinetoHeader header, read_header(path, inputs.size() > 1));
     if (!header.top_level_object || !header.has_trace_events) {
-      return unreadable(path, "is JSON but not a Kineto trace: it has no traceEvents array (a "
-                              "trace from torch.profiler's export_chrome_trace or "
-                              "tensorboard_trace_handler has one)");
+      return unreadable(path,
+                        "is JSON but not a Kineto trace: it has no traceEvents array (a "
+                        "trace from torch.profiler's export_chrome_trace or "
+                        "tensorboard_trace_handler has one)");
     }
     if (!header.distributed_error.empty()) {
       return unreadable(path, fmt::format("distributedInfo: {}", header.distributed_error));
@@ -64,20 +65,21 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
       file.rank = file.header.distributed->rank;
       file.world_size = file.header.distributed->world_size;
     } else if (inputs.size() > 1) {
-      return unreadable(path, "has no distributedInfo, so its rank is unknown (torch.profiler "
-                              "writes it when torch.distributed is initialised before the "
-                              "profile); import files of one distributed run, one per rank");
+      return unreadable(path,
+                        "has no distributedInfo, so its rank is unknown (torch.profiler "
+                        "writes it when torch.distributed is initialised before the "
+                        "profile); import files of one distributed run, one per rank");
     }
     files.push_back(std::move(file));
   }
   for (size_t i = 0; i < files.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (files[i].world_size != files[j].world_size) {
-        return unreadable(files[i].path,
-                          fmt::format("says the world has {} ranks, but {} says {}: these files "
-                                      "are not of one run",
-                                      files[i].world_size, files[j].path.string(),
-                                      files[j].world_size));
+        return unreadable(
+            files[i].path,
+            fmt::format("says the world has {} ranks, but {} says {}: these files "
+                        "are not of one run",
+                        files[i].world_size, files[j].path.string(), files[j].world_size));
       }
       if (files[i].rank == files[j].rank) {
         return unreadable(files[i].path,
@@ -116,10 +118,9 @@ Status replay_rank(TraceWriter& writer, const ImportedRank& rank, ScannedRank& s
   const KinetoRankScan& scan = scanned.scan;
   const bool gpu_rank = scan.has_kernels();
   const int device = scan.main_device();
-  const int32_t memory_code =
-      device >= 0 && scan.memory_events_per_cuda_device.contains(device)
-          ? spooled_cuda_memory(device)
-          : kSpooledCpuMemory;
+  const int32_t memory_code = device >= 0 && scan.memory_events_per_cuda_device.contains(device)
+                                  ? spooled_cuda_memory(device)
+                                  : kSpooledCpuMemory;
   std::vector<TraceEvent> keep;
   auto on_slice = [&](SliceEvent& s) {
     s.rank = rank.rank;
@@ -135,7 +136,9 @@ Status replay_rank(TraceWriter& writer, const ImportedRank& rank, ScannedRank& s
           s->track = name != scan.thread_names.end()
                          ? name->second
                          : fmt::format("thread {}", s->track.substr(s->track.find('/') + 1));
-          if (gpu_rank && s->category == SliceCategory::kCompute) s->category = SliceCategory::kPhase;
+          if (gpu_rank && s->category == SliceCategory::kCompute) {
+            s->category = SliceCategory::kPhase;
+          }
         }
         on_slice(*s);
       } else if (auto* k = std::get_if<KernelRecord>(&event)) {
@@ -225,7 +228,8 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   }
   if (first_ns > last_ns) first_ns = last_ns = 0;  // no event at all
 
-  ImportedCollectives collectives = assemble_collectives(process_groups(files), std::move(evidence));
+  ImportedCollectives collectives =
+      assemble_collectives(process_groups(files), std::move(evidence));
   fit_rank_clocks(ranks, std::move(collectives.ends), summary.warnings);
   std::set<int> present;
   for (const ImportedRank& r : ranks) present.insert(r.rank);

@@ -69,8 +69,9 @@ class KinetoSax : public nlohmann::json_sax<Json> {
   }
   bool number_unsigned(number_unsigned_t v) override {
     return scalar(Json(v), nullptr,
-                  v <= static_cast<uint64_t>(INT64_MAX) ? std::optional<int64_t>(static_cast<int64_t>(v))
-                                                        : std::nullopt);
+                  v <= static_cast<uint64_t>(INT64_MAX)
+                      ? std::optional<int64_t>(static_cast<int64_t>(v))
+                      : std::nullopt);
   }
   bool number_float(number_float_t v, const string_t& text) override {
     return scalar(Json(v), &text);
@@ -133,8 +134,9 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     }
     if (depth_ == 1) {
       if (!container.is_object()) {
-        error = "not a Kineto trace: its top level is an array (Chrome's JSON array format), not "
-                "an object holding traceEvents";
+        error =
+            "not a Kineto trace: its top level is an array (Chrome's JSON array format), not "
+            "an object holding traceEvents";
         return false;
       }
       header_.top_level_object = true;
@@ -198,8 +200,11 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     } else if (depth_ == 3 && event_open_) {
       if (key_ == "ts" || key_ == "dur") {
         std::optional<int64_t> ns;
-        if (text != nullptr) ns = microseconds_text_to_ns(*text);
-        else if (integer && std::abs(*integer) < INT64_MAX / 1000) ns = *integer * 1000;
+        if (text != nullptr) {
+          ns = microseconds_text_to_ns(*text);
+        } else if (integer && std::abs(*integer) < INT64_MAX / 1000) {
+          ns = *integer * 1000;
+        }
         (key_ == "ts" ? event_.ts_ns : event_.dur_ns) = ns;
       } else if ((key_ == "pid" || key_ == "tid") && integer) {
         (key_ == "pid" ? event_.pid : event_.tid).number = *integer;

@@ -40,7 +40,7 @@ struct KinetoEvent {
 
 // One process group of distributedInfo.pg_config.
 struct ProcessGroupConfig {
-  std::string name;  // c10d's group name ("0", "1", or a hash for split groups)
+  std::string name;         // c10d's group name ("0", "1", or a hash for split groups)
   std::string description;  // pg_desc: "default_pg", "undefined", ...
   std::vector<int> ranks;   // world ranks
 };

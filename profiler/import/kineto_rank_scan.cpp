@@ -107,8 +107,8 @@ class RankScanner {
       const int64_t device = int_arg(e.args, "device", e.pid.number);
       const int64_t stream = int_arg(e.args, "stream", -1);
       if (stream < 0) return false;
-      SliceEvent slice = slice_of(e, TrackKind::kCudaStream, stream_track(device, stream),
-                                  SliceCategory::kSync);
+      SliceEvent slice =
+          slice_of(e, TrackKind::kCudaStream, stream_track(device, stream), SliceCategory::kSync);
       return spool(slice);
     }
     SliceCategory category = SliceCategory::kPhase;
@@ -132,7 +132,8 @@ class RankScanner {
       }
       if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
     }
-    SliceEvent slice = slice_of(e, TrackKind::kCpuThread, kineto_thread_key(e.pid, e.tid), category);
+    SliceEvent slice =
+        slice_of(e, TrackKind::kCpuThread, kineto_thread_key(e.pid, e.tid), category);
     return spool(slice);
   }
 
@@ -140,8 +141,8 @@ class RankScanner {
     KernelRecord k;
     const int64_t device = int_arg(e.args, "device", e.pid.is_text ? 0 : e.pid.number);
     const int64_t stream = int_arg(e.args, "stream", e.tid.is_text ? 0 : e.tid.number);
-    k.slice = slice_of(e, TrackKind::kCudaStream, stream_track(device, stream),
-                       SliceCategory::kKernel);
+    k.slice =
+        slice_of(e, TrackKind::kCudaStream, stream_track(device, stream), SliceCategory::kKernel);
     k.correlation_id = static_cast<uint32_t>(int_arg(e.args, "correlation", 0));
     k.device = static_cast<int32_t>(device);
     k.stream = stream;
@@ -232,11 +233,12 @@ class RankScanner {
 }  // namespace
 
 int KinetoRankScan::main_device() const {
-  const auto& counts = kernels_per_device.empty() ? memory_events_per_cuda_device : kernels_per_device;
+  const auto& counts =
+      kernels_per_device.empty() ? memory_events_per_cuda_device : kernels_per_device;
   if (counts.empty()) return -1;
-  return std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
-           return a.second < b.second;
-         })->first;
+  return std::max_element(counts.begin(), counts.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
 }
 
 std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid) {

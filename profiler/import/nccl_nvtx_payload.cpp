@@ -16,12 +16,24 @@ constexpr size_t kHeaderBytes = 32;
 // NCCL's static schema ids, (1 << 24) + these (src/include/nvtx_payload_schemas.h).
 std::optional<int64_t> schema_of_function(std::string_view function) {
   static constexpr std::pair<std::string_view, int64_t> kSchemas[] = {
-      {"ncclCommInitRank", 0},       {"ncclCommInitAll", 1},     {"ncclCommDestroy", 2},
-      {"ncclCommAbort", 3},          {"ncclAllGather", 4},       {"ncclAllReduce", 5},
-      {"ncclBroadcast", 6},          {"ncclReduceScatter", 7},   {"ncclReduce", 8},
-      {"ncclSend", 9},               {"ncclRecv", 10},           {"ncclCommInitRankConfig", 11},
-      {"ncclCommInitRankScalable", 12}, {"ncclCommSplit", 13},   {"ncclCommFinalize", 14},
-      {"ncclCommShrink", 15},        {"ncclAlltoAll", 16},       {"ncclGather", 17},
+      {"ncclCommInitRank", 0},
+      {"ncclCommInitAll", 1},
+      {"ncclCommDestroy", 2},
+      {"ncclCommAbort", 3},
+      {"ncclAllGather", 4},
+      {"ncclAllReduce", 5},
+      {"ncclBroadcast", 6},
+      {"ncclReduceScatter", 7},
+      {"ncclReduce", 8},
+      {"ncclSend", 9},
+      {"ncclRecv", 10},
+      {"ncclCommInitRankConfig", 11},
+      {"ncclCommInitRankScalable", 12},
+      {"ncclCommSplit", 13},
+      {"ncclCommFinalize", 14},
+      {"ncclCommShrink", 15},
+      {"ncclAlltoAll", 16},
+      {"ncclGather", 17},
       {"ncclScatter", 18}};
   for (const auto& [name, id] : kSchemas) {
     if (name == function) return (int64_t{1} << 24) + id;
@@ -51,8 +63,9 @@ NcclPayloadSchemas NcclPayloadSchemas::load(const SqliteDb& db) {
     }
   }
   auto entries = SqliteStatement::prepare(
-      db, "SELECT domainId, schemaId, type, name, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES "
-          "ORDER BY domainId, schemaId, idx");
+      db,
+      "SELECT domainId, schemaId, type, name, offset FROM NVTX_PAYLOAD_SCHEMA_ENTRIES "
+      "ORDER BY domainId, schemaId, idx");
   while (entries.is_ok() && entries->step() == SQLITE_ROW) {
     // A NULL offset means 0 (the first entry).
     out.schemas_[{entries->column_int(0), entries->column_int(1)}].entries.push_back(
@@ -69,8 +82,8 @@ NcclPayloadSchemas NcclPayloadSchemas::load(const SqliteDb& db) {
   return out;
 }
 
-bool NcclPayloadSchemas::decode_with(int64_t domain, const Schema& schema,
-                                     std::string_view payload, NcclPayload& out) const {
+bool NcclPayloadSchemas::decode_with(int64_t domain, const Schema& schema, std::string_view payload,
+                                     NcclPayload& out) const {
   bool any = false;
   for (const Entry& e : schema.entries) {
     std::optional<int64_t> value;

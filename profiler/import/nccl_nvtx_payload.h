@@ -18,13 +18,13 @@
 namespace partrain::profiler {
 
 struct NcclPayload {
-  std::optional<uint64_t> comm;   // commHash: one value on every rank of a communicator
-  std::optional<uint64_t> bytes;  // one rank's buffer: count x type size
-  std::optional<int> root;        // broadcast, reduce, gather, scatter (a communicator rank)
-  std::optional<int> peer;        // send, recv (a communicator rank)
+  std::optional<uint64_t> comm;          // commHash: one value on every rank of a communicator
+  std::optional<uint64_t> bytes;         // one rank's buffer: count x type size
+  std::optional<int> root;               // broadcast, reduce, gather, scatter (a communicator rank)
+  std::optional<int> peer;               // send, recv (a communicator rank)
   std::optional<std::string> reduce_op;  // "Sum", "Max", ...
-  std::optional<int> nranks;      // communicator creation: its size
-  std::optional<int> rank;        // communicator creation: this process's rank in it
+  std::optional<int> nranks;             // communicator creation: its size
+  std::optional<int> rank;               // communicator creation: this process's rank in it
 };
 
 class NcclPayloadSchemas {

@@ -43,11 +43,12 @@ StatusOr<NsysExport> open_nsys_export(const std::filesystem::path& path) {
                                "sqlite REPORT.nsys-rep`)"
                              : "not an SQLite database");
   }
-  auto version = out.db.query_text(
-      "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'");
+  auto version =
+      out.db.query_text("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'");
   if (!version.is_ok() || !version->has_value()) {
-    return unreadable("an Nsight Systems export without EXPORT_SCHEMA_VERSION in "
-                      "META_DATA_EXPORT: its schema cannot be known");
+    return unreadable(
+        "an Nsight Systems export without EXPORT_SCHEMA_VERSION in "
+        "META_DATA_EXPORT: its schema cannot be known");
   }
   out.schema_version = **version;
   const auto mm = major_minor(out.schema_version);
@@ -65,12 +66,14 @@ StatusOr<NsysExport> open_nsys_export(const std::filesystem::path& path) {
     out.product_version = **product;
   }
   if (!out.has_table("TARGET_INFO_SESSION_START_TIME")) {
-    return unreadable("an Nsight Systems export without TARGET_INFO_SESSION_START_TIME: its "
-                      "times cannot be placed on a clock");
+    return unreadable(
+        "an Nsight Systems export without TARGET_INFO_SESSION_START_TIME: its "
+        "times cannot be placed on a clock");
   }
   auto start = out.db.query_text("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
   const std::string text = start.is_ok() && start->has_value() ? **start : std::string();
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out.session_start_unix_ns);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), out.session_start_unix_ns);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
     return unreadable("TARGET_INFO_SESSION_START_TIME holds no session start time");
   }

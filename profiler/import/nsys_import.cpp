@@ -60,12 +60,14 @@ struct Report {
 };
 
 std::string host_of(const NsysExport& file) {
-  if (!file.has_table("TARGET_INFO_SYSTEM_ENV") || !file.has_column("TARGET_INFO_SYSTEM_ENV", "name")) {
+  if (!file.has_table("TARGET_INFO_SYSTEM_ENV") ||
+      !file.has_column("TARGET_INFO_SYSTEM_ENV", "name")) {
     return {};
   }
   auto host = SqliteStatement::prepare(
-      file.db, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE lower(name) IN ('hostname', "
-               "'host name') LIMIT 1");
+      file.db,
+      "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE lower(name) IN ('hostname', "
+      "'host name') LIMIT 1");
   return host.is_ok() && host->step() == SQLITE_ROW ? host->column_text(0) : std::string();
 }
 
@@ -73,8 +75,10 @@ std::map<int64_t, std::string> thread_names_of(const NsysExport& file) {
   std::map<int64_t, std::string> names;
   if (!file.has_table("ThreadNames")) return names;
   auto stmt = SqliteStatement::prepare(
-      file.db, "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId");
-  while (stmt.is_ok() && stmt->step() == SQLITE_ROW) names[stmt->column_int(0)] = stmt->column_text(1);
+      file.db,
+      "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId");
+  while (stmt.is_ok() && stmt->step() == SQLITE_ROW)
+    names[stmt->column_int(0)] = stmt->column_text(1);
   return names;
 }
 
@@ -102,8 +106,11 @@ Status scan_report(int index, const Report& report, std::string_view marker_text
                        what, db.error_message());
   };
   if (file.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) {
-    ASSIGN_OR_RETURN(auto kernels, SqliteStatement::prepare(
-        db, "SELECT globalPid, deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2"));
+    ASSIGN_OR_RETURN(
+        auto kernels,
+        SqliteStatement::prepare(
+            db,
+            "SELECT globalPid, deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2"));
     while (kernels.step() == SQLITE_ROW) {
       ProcessFacts& f = facts[{index, nsys_process_of(kernels.column_int(0))}];
       f.pid = nsys_pid_of(kernels.column_int(0));
@@ -114,9 +121,13 @@ Status scan_report(int index, const Report& report, std::string_view marker_text
   // NCCL's domain, per process (domain ids are a process's own).
   std::set<std::pair<int64_t, int64_t>> nccl_domains;
   {
-    ASSIGN_OR_RETURN(auto domains, SqliteStatement::prepare(db, fmt::format(
-        "SELECT e.globalTid, e.domainId FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
-        "WHERE e.eventType = {} AND COALESCE(e.text, s.value) = 'NCCL'", kNvtxDomainCreate)));
+    ASSIGN_OR_RETURN(
+        auto domains,
+        SqliteStatement::prepare(
+            db, fmt::format("SELECT e.globalTid, e.domainId FROM NVTX_EVENTS e LEFT JOIN StringIds "
+                            "s ON s.id = e.textId "
+                            "WHERE e.eventType = {} AND COALESCE(e.text, s.value) = 'NCCL'",
+                            kNvtxDomainCreate)));
     while (domains.step() == SQLITE_ROW) {
       nccl_domains.insert({nsys_process_of(domains.column_int(0)), domains.column_int(1)});
     }
@@ -124,8 +135,9 @@ Status scan_report(int index, const Report& report, std::string_view marker_text
   const NcclPayloadSchemas schemas = NcclPayloadSchemas::load(db);
   const bool blobs = file.has_column("NVTX_EVENTS", "binaryData");
   std::map<int64_t, StepMarker> markers;  // per process: a marker without a number counts
-  ASSIGN_OR_RETURN(auto ranges, SqliteStatement::prepare(
-      db, fmt::format(fmt::runtime(kRangesSql), blobs ? "e.binaryData" : "NULL")));
+  ASSIGN_OR_RETURN(auto ranges,
+                   SqliteStatement::prepare(
+                       db, fmt::format(fmt::runtime(kRangesSql), blobs ? "e.binaryData" : "NULL")));
   int rc = SQLITE_ROW;
   while ((rc = ranges.step()) == SQLITE_ROW) {
     const int64_t tid = ranges.column_int(2);
@@ -146,7 +158,9 @@ Status scan_report(int index, const Report& report, std::string_view marker_text
     const int64_t domain = ranges.column_int(3);
     if (nccl_domains.contains({process, domain})) {
       NcclCall call{tid, name, start, end, {}};
-      if (!ranges.column_is_null(5)) call.payload = schemas.decode(domain, ranges.column_text(5), name);
+      if (!ranges.column_is_null(5)) {
+        call.payload = schemas.decode(domain, ranges.column_text(5), name);
+      }
       nccl[{index, process}].calls.push_back(std::move(call));
     }
   }
@@ -156,19 +170,21 @@ Status scan_report(int index, const Report& report, std::string_view marker_text
     return Status::ok();
   }
   // NCCL kernels with the call that launched them (correlation ids are a process's own).
-  ASSIGN_OR_RETURN(auto launches, SqliteStatement::prepare(db,
-      "SELECT r.globalTid, r.start, k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-      "JOIN StringIds s ON s.id = k.demangledName "
-      "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
-      "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE s.value LIKE 'nccl%'"));
+  ASSIGN_OR_RETURN(
+      auto launches,
+      SqliteStatement::prepare(
+          db,
+          "SELECT r.globalTid, r.start, k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+          "JOIN StringIds s ON s.id = k.demangledName "
+          "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+          "AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE s.value LIKE 'nccl%'"));
   while ((rc = launches.step()) == SQLITE_ROW) {
     const int64_t tid = launches.column_int(0);
     auto trace = nccl.find({index, nsys_process_of(tid)});
     if (trace == nccl.end()) continue;
-    trace->second.launches.push_back({tid, launches.column_int(1) + report.shift_ns,
-                                      launches.column_int(2) + report.shift_ns,
-                                      launches.column_int(3) + report.shift_ns,
-                                      launches.column_text(4)});
+    trace->second.launches.push_back(
+        {tid, launches.column_int(1) + report.shift_ns, launches.column_int(2) + report.shift_ns,
+         launches.column_int(3) + report.shift_ns, launches.column_text(4)});
   }
   if (rc != SQLITE_DONE) return query_error("the NCCL kernels' launches");
   for (auto& [process, trace] : nccl) {
@@ -257,9 +273,9 @@ class ReportWriter {
           if (rank == nullptr) return;
           KernelRecord k;
           const int64_t device = row.column_int(2), stream = row.column_int(3);
-          k.slice = slice(*rank, TrackKind::kCudaStream, stream_track(device, stream),
-                          row.column_text(6), SliceCategory::kKernel, row.column_int(0),
-                          row.column_int(1));
+          k.slice =
+              slice(*rank, TrackKind::kCudaStream, stream_track(device, stream), row.column_text(6),
+                    SliceCategory::kKernel, row.column_int(0), row.column_int(1));
           k.correlation_id = static_cast<uint32_t>(row.column_int(4));
           k.device = static_cast<int32_t>(device);
           k.stream = stream;
@@ -284,8 +300,8 @@ class ReportWriter {
           TransferRecord t;
           const int64_t device = row.column_int(2), stream = row.column_int(3);
           t.slice = slice(*rank, TrackKind::kCudaStream, stream_track(device, stream),
-                          copy_name(row.column_int(7)), SliceCategory::kMemcpy,
-                          row.column_int(0), row.column_int(1));
+                          copy_name(row.column_int(7)), SliceCategory::kMemcpy, row.column_int(0),
+                          row.column_int(1));
           t.bytes = static_cast<uint64_t>(std::max<int64_t>(0, row.column_int(6)));
           t.correlation_id = static_cast<uint32_t>(row.column_int(4));
           t.device = static_cast<int32_t>(device);
@@ -347,20 +363,22 @@ class ReportWriter {
 
   // NVTX ranges: the steps (their spans, as the first pass found them), and the rest as phases.
   Status ranges() {
-    return each_row(fmt::format(fmt::runtime(kRangesSql), "NULL"), "NVTX_EVENTS",
-                    [&](const SqliteStatement& row) {
-      const int64_t tid = row.column_int(2);
-      const ImportedRank* rank = rank_of(tid);
-      if (rank == nullptr) return;
-      const int64_t start = row.column_int(0), end = row.column_int(1);
-      const int64_t on_reference = start + report_.shift_ns;
-      const bool step = std::any_of(rank->steps.begin(), rank->steps.end(), [&](const StepSpan& s) {
-        return s.start_ns == on_reference && s.end_ns == end + report_.shift_ns;
-      });
-      add(*rank, slice(*rank, TrackKind::kCpuThread, thread_track(report_, tid),
-                       row.column_text(4), step ? SliceCategory::kStep : SliceCategory::kPhase,
-                       start, end));
-    });
+    return each_row(
+        fmt::format(fmt::runtime(kRangesSql), "NULL"), "NVTX_EVENTS",
+        [&](const SqliteStatement& row) {
+          const int64_t tid = row.column_int(2);
+          const ImportedRank* rank = rank_of(tid);
+          if (rank == nullptr) return;
+          const int64_t start = row.column_int(0), end = row.column_int(1);
+          const int64_t on_reference = start + report_.shift_ns;
+          const bool step =
+              std::any_of(rank->steps.begin(), rank->steps.end(), [&](const StepSpan& s) {
+                return s.start_ns == on_reference && s.end_ns == end + report_.shift_ns;
+              });
+          add(*rank,
+              slice(*rank, TrackKind::kCpuThread, thread_track(report_, tid), row.column_text(4),
+                    step ? SliceCategory::kStep : SliceCategory::kPhase, start, end));
+        });
   }
 
   TraceWriter& writer_;
@@ -463,7 +481,8 @@ StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& optio
   // The reference clock is the report holding the lowest rank: its ranks' offsets are 0.
   const int64_t delta = reports[process_of_rank.begin()->second.first].shift_ns;
   if (delta != 0) move_clock(delta, reports, nccl, facts);
-  const int64_t reference_unix_ns = reports[process_of_rank.begin()->second.first].file.session_start_unix_ns;
+  const int64_t reference_unix_ns =
+      reports[process_of_rank.begin()->second.first].file.session_start_unix_ns;
   std::vector<ImportedRank> ranks;
   for (const auto& [rank_number, process] : process_of_rank) {
     const Report& report = reports[process.first];
@@ -478,10 +497,11 @@ StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& optio
     if (auto f = facts.find(process); f != facts.end()) {
       const auto& devices = f->second.kernels_per_device;
       if (!devices.empty()) {
-        rank.device = fmt::format("cuda:{}", std::max_element(devices.begin(), devices.end(),
-                                                              [](const auto& a, const auto& b) {
-                                                                return a.second < b.second;
-                                                              })->first);
+        rank.device = fmt::format(
+            "cuda:{}",
+            std::max_element(devices.begin(), devices.end(), [](const auto& a, const auto& b) {
+              return a.second < b.second;
+            })->first);
       }
       rank.steps = f->second.steps;
       std::sort(rank.steps.begin(), rank.steps.end(),

@@ -1,7 +1,8 @@
 #include "profiler/import/nsys_nccl.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -25,8 +26,8 @@ struct Membership {
 std::string_view reduce_op_of(const std::optional<std::string>& name) {
   if (!name) return {};
   static constexpr std::pair<std::string_view, std::string_view> kOps[] = {
-      {"Sum", "sum"}, {"Product", "prod"}, {"Prod", "prod"}, {"Max", "max"},
-      {"Min", "min"}, {"Avg", "avg"}};
+      {"Sum", "sum"}, {"Product", "prod"}, {"Prod", "prod"},
+      {"Max", "max"}, {"Min", "min"},      {"Avg", "avg"}};
   for (const auto& [nccl, partrain] : kOps) {
     if (nccl == *name) {
       for (std::string_view known : reduce_op_names()) {
@@ -55,8 +56,9 @@ std::pair<int64_t, int64_t> kernel_span(const ThreadLaunches& launches, int64_t 
   auto it = launches.find(thread);
   if (it == launches.end()) return {0, 0};
   const auto& list = it->second;
-  auto first = std::lower_bound(list.begin(), list.end(), start,
-                                [](const NcclKernelLaunch* l, int64_t t) { return l->launch_ns < t; });
+  auto first =
+      std::lower_bound(list.begin(), list.end(), start,
+                       [](const NcclKernelLaunch* l, int64_t t) { return l->launch_ns < t; });
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (auto k = first; k != list.end() && (*k)->launch_ns <= end; ++k) {
     lo = std::min(lo, (*k)->start_ns);
@@ -83,11 +85,11 @@ std::string_view first_kernel_dtype(const ThreadLaunches& launches, int64_t thre
 std::string_view dtype_of_nccl_kernel(std::string_view name) {
   name = name.substr(0, name.find('('));
   static constexpr std::pair<std::string_view, std::string_view> kTypes[] = {
-      {"f32", "float"},      {"float", "float"},      {"f16", "half"},      {"half", "half"},
-      {"bf16", "bfloat16"},  {"bfloat16", "bfloat16"}, {"f64", "double"},  {"double", "double"},
-      {"i8", "int8"},        {"int8_t", "int8"},      {"u8", "uint8"},      {"uint8_t", "uint8"},
-      {"i32", "int32"},      {"int32_t", "int32"},    {"u32", "uint32"},    {"uint32_t", "uint32"},
-      {"i64", "int64"},      {"int64_t", "int64"},    {"u64", "uint64"},    {"uint64_t", "uint64"},
+      {"f32", "float"},       {"float", "float"},       {"f16", "half"},   {"half", "half"},
+      {"bf16", "bfloat16"},   {"bfloat16", "bfloat16"}, {"f64", "double"}, {"double", "double"},
+      {"i8", "int8"},         {"int8_t", "int8"},       {"u8", "uint8"},   {"uint8_t", "uint8"},
+      {"i32", "int32"},       {"int32_t", "int32"},     {"u32", "uint32"}, {"uint32_t", "uint32"},
+      {"i64", "int64"},       {"int64_t", "int64"},     {"u64", "uint64"}, {"uint64_t", "uint64"},
       {"f8e4m3", "fp8_e4m3"}, {"f8e5m2", "fp8_e5m2"}};
   size_t pos = 0;
   while (pos <= name.size()) {
@@ -159,7 +161,8 @@ NcclCollectives nccl_collectives(const std::map<NsysProcess, NcclProcessTrace>& 
       if (call.function == "ncclGroupEnd") {
         auto& waiting = waiting_for_group_end[call.thread];
         bool found_kernel = false;
-        auto [lo, hi] = kernel_span(launches, call.thread, call.start_ns, call.end_ns, found_kernel);
+        auto [lo, hi] =
+            kernel_span(launches, call.thread, call.start_ns, call.end_ns, found_kernel);
         const std::string_view dtype =
             first_kernel_dtype(launches, call.thread, call.start_ns, call.end_ns);
         for (size_t i : waiting) {
@@ -191,7 +194,8 @@ NcclCollectives nccl_collectives(const std::map<NsysProcess, NcclProcessTrace>& 
       c.reduce_op = reduce_op_of(p.reduce_op);
       bool found_kernel = false;
       auto [lo, hi] = kernel_span(launches, call.thread, call.start_ns, call.end_ns, found_kernel);
-      std::string_view dtype = first_kernel_dtype(launches, call.thread, call.start_ns, call.end_ns);
+      std::string_view dtype =
+          first_kernel_dtype(launches, call.thread, call.start_ns, call.end_ns);
       c.dtype = dtype.empty() ? collective_dtype_names()[0] : dtype;
       if (found_kernel) {
         record.gpu_start_ns = lo;

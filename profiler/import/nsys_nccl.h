@@ -23,25 +23,25 @@ namespace partrain::profiler {
 using NsysProcess = std::pair<int, int64_t>;
 
 struct NcclCall {
-  int64_t thread = 0;     // globalTid
-  std::string function;   // "ncclAllReduce", "ncclGroupEnd", "ncclCommInitRank", ...
-  int64_t start_ns = 0;   // on the reference clock
+  int64_t thread = 0;    // globalTid
+  std::string function;  // "ncclAllReduce", "ncclGroupEnd", "ncclCommInitRank", ...
+  int64_t start_ns = 0;  // on the reference clock
   int64_t end_ns = 0;
   NcclPayload payload;
 };
 
 // An NCCL kernel and the runtime call that launched it, both of one process.
 struct NcclKernelLaunch {
-  int64_t thread = 0;      // the launching call's globalTid
-  int64_t launch_ns = 0;   // the launching call's start
-  int64_t start_ns = 0;    // the kernel's span
+  int64_t thread = 0;     // the launching call's globalTid
+  int64_t launch_ns = 0;  // the launching call's start
+  int64_t start_ns = 0;   // the kernel's span
   int64_t end_ns = 0;
-  std::string name;        // "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+  std::string name;  // "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 };
 
 struct NcclProcessTrace {
-  std::vector<NcclCall> calls;              // ascending start
-  std::vector<NcclKernelLaunch> launches;   // ascending launch
+  std::vector<NcclCall> calls;             // ascending start
+  std::vector<NcclKernelLaunch> launches;  // ascending launch
 };
 
 struct NcclRankMap {

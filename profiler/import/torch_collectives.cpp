@@ -24,8 +24,9 @@ std::string_view vocabulary_dtype(std::string_view dtype) {
 }
 
 template <size_t N>
-std::optional<std::string_view> look_up(const std::array<std::pair<std::string_view, std::string_view>, N>& table,
-                                        std::string_view name) {
+std::optional<std::string_view> look_up(
+    const std::array<std::pair<std::string_view, std::string_view>, N>& table,
+    std::string_view name) {
   for (const auto& [from, to] : table) {
     if (from == name) return vocabulary_op(to);
   }
@@ -119,19 +120,32 @@ struct DtypeName {
   uint32_t bytes;
 };
 constexpr std::array<DtypeName, 26> kDtypes = {{
-    {"Float", "float", 4},          {"float", "float", 4},
-    {"BFloat16", "bfloat16", 2},    {"c10::BFloat16", "bfloat16", 2},
-    {"Half", "half", 2},            {"c10::Half", "half", 2},
-    {"Double", "double", 8},        {"double", "double", 8},
-    {"Char", "int8", 1},            {"signed char", "int8", 1},
-    {"Byte", "uint8", 1},           {"unsigned char", "uint8", 1},
-    {"Int", "int32", 4},            {"int", "int32", 4},
-    {"UInt32", "uint32", 4},        {"unsigned int", "uint32", 4},
-    {"Long", "int64", 8},           {"long int", "int64", 8},
-    {"long", "int64", 8},           {"UInt64", "uint64", 8},
-    {"unsigned long", "uint64", 8}, {"Float8_e4m3fn", "fp8_e4m3", 1},
-    {"c10::Float8_e4m3fn", "fp8_e4m3", 1}, {"Float8_e5m2", "fp8_e5m2", 1},
-    {"c10::Float8_e5m2", "fp8_e5m2", 1},   {"Bool", "other", 1},
+    {"Float", "float", 4},
+    {"float", "float", 4},
+    {"BFloat16", "bfloat16", 2},
+    {"c10::BFloat16", "bfloat16", 2},
+    {"Half", "half", 2},
+    {"c10::Half", "half", 2},
+    {"Double", "double", 8},
+    {"double", "double", 8},
+    {"Char", "int8", 1},
+    {"signed char", "int8", 1},
+    {"Byte", "uint8", 1},
+    {"unsigned char", "uint8", 1},
+    {"Int", "int32", 4},
+    {"int", "int32", 4},
+    {"UInt32", "uint32", 4},
+    {"unsigned int", "uint32", 4},
+    {"Long", "int64", 8},
+    {"long int", "int64", 8},
+    {"long", "int64", 8},
+    {"UInt64", "uint64", 8},
+    {"unsigned long", "uint64", 8},
+    {"Float8_e4m3fn", "fp8_e4m3", 1},
+    {"c10::Float8_e4m3fn", "fp8_e4m3", 1},
+    {"Float8_e5m2", "fp8_e5m2", 1},
+    {"c10::Float8_e5m2", "fp8_e5m2", 1},
+    {"Bool", "other", 1},
 }};
 
 }  // namespace
@@ -165,8 +179,8 @@ bool is_rooted_op(std::string_view op) {
 }
 
 bool ends_together(std::string_view op) {
-  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" ||
-         op == "all_to_all" || op == "barrier";
+  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" || op == "all_to_all" ||
+         op == "barrier";
 }
 
 TorchDtype dtype_of_torch_name(std::string_view name) {

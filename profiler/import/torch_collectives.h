@@ -14,7 +14,7 @@ namespace partrain::profiler {
 
 // partrain's op name ("all_reduce", ...; "other" for a collective partrain has no name for), or
 // nullopt when `name` is no collective in that naming (an init or wait record, an ATen op).
-std::optional<std::string_view> op_of_c10d_op(std::string_view name);        // "c10d::allreduce_"
+std::optional<std::string_view> op_of_c10d_op(std::string_view name);          // "c10d::allreduce_"
 std::optional<std::string_view> op_of_collective_name(std::string_view name);  // "allreduce"
 std::optional<std::string_view> op_of_gloo_annotation(std::string_view name);  // "gloo:all_reduce"
 std::optional<std::string_view> op_of_nccl_call(std::string_view name);        // "ncclAllReduce"

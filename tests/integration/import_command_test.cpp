@@ -21,7 +21,8 @@ std::string partrain(const std::string& args) { return std::string(PARTRAIN_BINA
 TEST(ImportCommand, KinetoDirectoryIntoATraceTheOtherCommandsRead) {
   ScratchDir dir;
   const fs::path out = dir.path() / "ddp.db";
-  auto imported = run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " + out.string()));
+  auto imported =
+      run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " + out.string()));
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_NE(imported.err.find("imported 4 Kineto traces (ranks 0,1,2,3 of a world of 4;"),
             std::string::npos)
@@ -31,19 +32,21 @@ TEST(ImportCommand, KinetoDirectoryIntoATraceTheOtherCommandsRead) {
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
   auto report = parse_json_output(analyzed.out);
   EXPECT_EQ(report["ranks"].size(), 4u) << analyzed.out;
-  auto exported = run_shell(partrain("export " + out.string() + " -o " +
-                                     (dir.path() / "ddp.json").string()));
+  auto exported =
+      run_shell(partrain("export " + out.string() + " -o " + (dir.path() / "ddp.json").string()));
   EXPECT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_TRUE(fs::exists(dir.path() / "ddp.json"));
   auto top = run_shell(partrain("top --once " + out.string()));
   EXPECT_EQ(top.exit_code, 0) << top.err;
   EXPECT_NE(top.out.find("4 of 4 ranks"), std::string::npos) << top.out;
-  auto merged = run_shell(partrain("merge " + out.string() + " -o " +
-                                   (dir.path() / "merged.db").string()));
+  auto merged =
+      run_shell(partrain("merge " + out.string() + " -o " + (dir.path() / "merged.db").string()));
   EXPECT_EQ(merged.exit_code, 0) << merged.err;
   EXPECT_NE(merged.err.find("(4 ranks,"), std::string::npos) << merged.err;
-  auto calibrated = run_shell(partrain("recommend --model llama-2-7b --gpus 4 --gpu cpu "
-                                       "--global-batch 8 --calibrate " + out.string()));
+  auto calibrated =
+      run_shell(partrain("recommend --model llama-2-7b --gpus 4 --gpu cpu "
+                         "--global-batch 8 --calibrate " +
+                         out.string()));
   EXPECT_EQ(calibrated.exit_code, 0) << calibrated.err;
   EXPECT_NE(calibrated.out.find("all_reduce (4 ranks"), std::string::npos) << calibrated.out;
 }
@@ -52,8 +55,8 @@ TEST(ImportCommand, NsysReportIntoATraceWithKernels) {
   ScratchDir dir;
   const fs::path report = build_nsys_report(dir.path(), "one_report");
   const fs::path out = dir.path() / "nsys.db";
-  auto imported = run_shell(partrain("import " + report.string() + " -o " + out.string() +
-                                     " --step-marker train_step"));
+  auto imported = run_shell(
+      partrain("import " + report.string() + " -o " + out.string() + " --step-marker train_step"));
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_NE(imported.err.find("imported 1 Nsight Systems reports (ranks 0,1 of a world of 2;"),
             std::string::npos)
@@ -86,8 +89,8 @@ TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {
 TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
   ScratchDir dir;
   write_text(dir.path() / "out.db", "x");
-  auto exists = run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " +
-                                   (dir.path() / "out.db").string()));
+  auto exists = run_shell(
+      partrain("import " + (kKineto / "ddp").string() + " -o " + (dir.path() / "out.db").string()));
   EXPECT_EQ(exists.exit_code, 2);
   EXPECT_NE(exists.err.find("already exists: choose another output or pass --force"),
             std::string::npos)
@@ -96,7 +99,8 @@ TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
                                    (dir.path() / "out.db").string() + " --force"));
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
 
-  write_text(dir.path() / "r.sqlite", std::string("SQLite format 3\0", 16) + std::string(100, '\0'));
+  write_text(dir.path() / "r.sqlite",
+             std::string("SQLite format 3\0", 16) + std::string(100, '\0'));
   auto mixed = run_shell(partrain("import " + (kKineto / "ddp/rank0.pt.trace.json.gz").string() +
                                   " " + (dir.path() / "r.sqlite").string() + " -o " +
                                   (dir.path() / "m.db").string()));

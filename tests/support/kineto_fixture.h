@@ -3,6 +3,7 @@
 // decimals), built from a few lines per event, so a test states exactly the case it checks.
 #pragma once
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <cstdint>
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace partrain::testing {
 
@@ -45,10 +44,10 @@ class KinetoFixture {
   // A complete event: `fields` are more keys ("\"args\": {...}").
   KinetoFixture& event(std::string_view cat, std::string_view name, int64_t tid, double ts_us,
                        double dur_us, std::string_view args = "{}") {
-    events_.push_back(fmt::format(
-        "{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, "
-        "\"ts\": {:.3f}, \"dur\": {:.3f}, \"args\": {}}}",
-        cat, name, pid(), tid, ts_us, dur_us, args));
+    events_.push_back(
+        fmt::format("{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, "
+                    "\"ts\": {:.3f}, \"dur\": {:.3f}, \"args\": {}}}",
+                    cat, name, pid(), tid, ts_us, dur_us, args));
     return *this;
   }
   KinetoFixture& step(int64_t n, double ts_us, double dur_us) {
@@ -63,8 +62,8 @@ class KinetoFixture {
   }
   // A gloo collective as torch 2.15 records it: c10d's op on the main thread (issue), gloo's
   // annotation on a worker thread (the transfer), `elements` floats.
-  KinetoFixture& gloo_all_reduce(int64_t elements, double issue_us, double start_us,
-                                 double end_us, int64_t worker_tid) {
+  KinetoFixture& gloo_all_reduce(int64_t elements, double issue_us, double start_us, double end_us,
+                                 int64_t worker_tid) {
     event("cpu_op", "c10d::allreduce_", pid(), issue_us, 20.0,
           fmt::format("{{\"External id\": 1, \"Input Dims\": [[[{}]], [], [], [], [], []], "
                       "\"Input type\": [\"TensorList\", \"\", \"\", \"\", \"Scalar\", "
@@ -72,7 +71,7 @@ class KinetoFixture {
                       "\"-1\"]}}",
                       elements));
     return event("user_annotation", "gloo:all_reduce", worker_tid, start_us, end_us - start_us,
-                  fmt::format("{{\"Input Dims\": [[{}]], \"Input type\": [\"float\"]}}", elements));
+                 fmt::format("{{\"Input Dims\": [[{}]], \"Input type\": [\"float\"]}}", elements));
   }
   KinetoFixture& memory(double ts_us, int64_t total_allocated, int device_type = 0,
                         int device = -1) {
@@ -92,19 +91,22 @@ class KinetoFixture {
     std::string groups;
     for (const KinetoGroup& g : groups_) {
       if (!groups.empty()) groups += ", ";
-      groups += fmt::format("{{\"pg_name\": \"{}\", \"pg_desc\": \"{}\", \"pg_size\": {}, "
-                            "\"ranks\": [{}]}}",
-                            g.name, g.name == "0" ? "default_pg" : "undefined", g.ranks.size(),
-                            fmt::join(g.ranks, ", "));
+      groups += fmt::format(
+          "{{\"pg_name\": \"{}\", \"pg_desc\": \"{}\", \"pg_size\": {}, "
+          "\"ranks\": [{}]}}",
+          g.name, g.name == "0" ? "default_pg" : "undefined", g.ranks.size(),
+          fmt::join(g.ranks, ", "));
     }
     std::string out = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n";
     if (with_distributed_info) {
-      out += fmt::format("  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, "
-                         "\"world_size\": {}, \"pg_count\": {}, \"pg_config\": [{}]}},\n",
-                         backend_, rank_, world_size_, groups_.size(), groups);
+      out += fmt::format(
+          "  \"distributedInfo\": {{\"backend\": \"{}\", \"rank\": {}, "
+          "\"world_size\": {}, \"pg_count\": {}, \"pg_config\": [{}]}},\n",
+          backend_, rank_, world_size_, groups_.size(), groups);
     }
     if (!host_.empty()) out += fmt::format("  \"host_name\": \"{}\",\n", host_);
-    out += fmt::format("  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n", base_ns_);
+    out +=
+        fmt::format("  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": {},\n", base_ns_);
     out += "  \"traceEvents\": [\n";
     for (size_t i = 0; i < events_.size(); ++i) {
       out += "  " + events_[i] + (i + 1 < events_.size() ? ",\n" : "\n");

@@ -16,7 +16,8 @@ namespace partrain::testing {
 // tests/data/nsys/NAME.sql built into DIR/NAME.sqlite.
 inline std::filesystem::path build_nsys_report(const std::filesystem::path& dir,
                                                const std::string& name) {
-  std::ifstream in(std::filesystem::path(PARTRAIN_SOURCE_DIR) / "tests/data/nsys" / (name + ".sql"));
+  std::ifstream in(std::filesystem::path(PARTRAIN_SOURCE_DIR) / "tests/data/nsys" /
+                   (name + ".sql"));
   std::stringstream sql;
   sql << in.rdbuf();
   const std::filesystem::path out = dir / (name + ".sqlite");

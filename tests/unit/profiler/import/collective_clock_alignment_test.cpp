@@ -35,8 +35,8 @@ TEST(CollectiveClockAlignment, OtherHostsOffsetIsTheMedianEstimate) {
 
 TEST(CollectiveClockAlignment, HostsChainThroughEachOther) {
   // a-b share one communicator, b-c another; a and c never meet.
-  std::vector<CollectiveEnd> ends = {{"x", 0, 0, 100}, {"x", 0, 1, 300},
-                                     {"y", 0, 1, 1000}, {"y", 0, 2, 1500}};
+  std::vector<CollectiveEnd> ends = {
+      {"x", 0, 0, 100}, {"x", 0, 1, 300}, {"y", 0, 1, 1000}, {"y", 0, 2, 1500}};
   auto fits = align_clocks_by_collectives({{0, "a"}, {1, "b"}, {2, "c"}}, ends);
   EXPECT_EQ(fits[1].offset_ns, -200);
   EXPECT_EQ(fits[2].offset_ns, -200 - 500);

@@ -15,8 +15,8 @@ std::vector<ProcessGroupConfig> world_and_pairs() {
 
 TEST(GroupInference, OneGroupNumbersInIssueOrder) {
   std::vector<ProcessGroupConfig> groups = {{"0", "default_pg", {0, 1}}};
-  std::map<int, std::vector<IssuedCollective>> issued = {
-      {0, {all_reduce(8), all_reduce(16)}}, {1, {all_reduce(8), all_reduce(16)}}};
+  std::map<int, std::vector<IssuedCollective>> issued = {{0, {all_reduce(8), all_reduce(16)}},
+                                                         {1, {all_reduce(8), all_reduce(16)}}};
   auto out = infer_process_groups(groups, issued);
   for (int rank : {0, 1}) {
     ASSERT_EQ(out[rank].size(), 2u);
@@ -30,9 +30,10 @@ TEST(GroupInference, SubgroupOpsAsideTheWorldsGoInOrder) {
   // Ranks 0 and 1 all-reduce 64 on their pair while 2 and 3 wait at the world's 256; then all
   // four all-reduce 256 on the world (the pair is ready too, but does not hold ranks 2, 3).
   std::vector<ProcessGroupConfig> groups = {{"0", "default_pg", {0, 1, 2, 3}}, {"1", "", {0, 1}}};
-  std::map<int, std::vector<IssuedCollective>> issued = {
-      {0, {all_reduce(64), all_reduce(256)}}, {1, {all_reduce(64), all_reduce(256)}},
-      {2, {all_reduce(256)}},                 {3, {all_reduce(256)}}};
+  std::map<int, std::vector<IssuedCollective>> issued = {{0, {all_reduce(64), all_reduce(256)}},
+                                                         {1, {all_reduce(64), all_reduce(256)}},
+                                                         {2, {all_reduce(256)}},
+                                                         {3, {all_reduce(256)}}};
   auto out = infer_process_groups(groups, issued);
   EXPECT_EQ(out[0][0].group, 1);
   EXPECT_EQ(out[1][0].group, 1);
@@ -42,8 +43,8 @@ TEST(GroupInference, SubgroupOpsAsideTheWorldsGoInOrder) {
 
 TEST(GroupInference, EqualSizedGroupsOfTheSameRanksAreLeftUnmatched) {
   std::vector<ProcessGroupConfig> groups = {{"0", "default_pg", {0, 1}}, {"1", "", {0, 1}}};
-  std::map<int, std::vector<IssuedCollective>> issued = {
-      {0, {all_reduce(8), all_reduce(8)}}, {1, {all_reduce(8), all_reduce(8)}}};
+  std::map<int, std::vector<IssuedCollective>> issued = {{0, {all_reduce(8), all_reduce(8)}},
+                                                         {1, {all_reduce(8), all_reduce(8)}}};
   auto out = infer_process_groups(groups, issued);
   for (int rank : {0, 1}) {
     for (const GroupAssignment& a : out[rank]) {
@@ -92,9 +93,9 @@ TEST(GroupInference, OverlappingGroupsWithoutACoverStopTheirRanks) {
   // Pairs [0,1] and [1,2] of a 3-rank world that is never used: rank 1 stands at an op both
   // could hold and neither holds all three ranks.
   std::vector<ProcessGroupConfig> groups = {{"1", "", {0, 1}}, {"2", "", {1, 2}}};
-  std::map<int, std::vector<IssuedCollective>> issued = {
-      {0, {all_reduce(4), all_reduce(5)}}, {1, {all_reduce(4), all_reduce(5)}},
-      {2, {all_reduce(4)}}};
+  std::map<int, std::vector<IssuedCollective>> issued = {{0, {all_reduce(4), all_reduce(5)}},
+                                                         {1, {all_reduce(4), all_reduce(5)}},
+                                                         {2, {all_reduce(4)}}};
   auto out = infer_process_groups(groups, issued);
   EXPECT_EQ(out[1][0].reason, UnmatchedReason::kAmbiguous);
   EXPECT_EQ(out[1][1].reason, UnmatchedReason::kOutOfStep);
@@ -103,8 +104,8 @@ TEST(GroupInference, OverlappingGroupsWithoutACoverStopTheirRanks) {
 
 TEST(GroupInference, RanksThatDisagreeAreOutOfStep) {
   std::vector<ProcessGroupConfig> groups = {{"0", "default_pg", {0, 1}}};
-  std::map<int, std::vector<IssuedCollective>> issued = {
-      {0, {all_reduce(8), all_reduce(16)}}, {1, {all_reduce(8), all_reduce(32)}}};
+  std::map<int, std::vector<IssuedCollective>> issued = {{0, {all_reduce(8), all_reduce(16)}},
+                                                         {1, {all_reduce(8), all_reduce(32)}}};
   auto out = infer_process_groups(groups, issued);
   EXPECT_EQ(out[0][0].group, 0);
   EXPECT_EQ(out[0][1].reason, UnmatchedReason::kOutOfStep);

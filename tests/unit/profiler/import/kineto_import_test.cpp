@@ -28,7 +28,8 @@ StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path
 
 std::vector<fs::path> fixture_files(const std::string& job) {
   std::vector<fs::path> files;
-  for (int r = 0; r < 4; ++r) files.push_back(kFixtures / job / fmt::format("rank{}.pt.trace.json.gz", r));
+  for (int r = 0; r < 4; ++r)
+    files.push_back(kFixtures / job / fmt::format("rank{}.pt.trace.json.gz", r));
   return files;
 }
 
@@ -178,8 +179,7 @@ std::vector<KinetoFixture> two_hosts() {
     for (int k = 0; k < 6; ++k) {
       const double t = 2'000'000.0 + 10'000.0 * (k + 1) + shift_us;
       f.gloo_all_reduce(16, t, t + 5 + r,
-                        t + 500 + static_cast<double>(jitter_ns[r]) / 1000.0 + k * 0.001,
-                        6000 + r);
+                        t + 500 + static_cast<double>(jitter_ns[r]) / 1000.0 + k * 0.001, 6000 + r);
     }
     ranks.push_back(std::move(f));
   }
@@ -409,8 +409,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"world_sizes_disagree",
                  [](const fs::path& dir) { return two_ranks(dir, 2, 1, 4); },
                  "b.json: says the world has 4 ranks, but"},
-        BadInput{"two_files_one_rank",
-                 [](const fs::path& dir) { return two_ranks(dir, 2, 0, 2); },
+        BadInput{"two_files_one_rank", [](const fs::path& dir) { return two_ranks(dir, 2, 0, 2); },
                  "is rank 0, and so is"},
         BadInput{"no_distributed_info",
                  [](const fs::path& dir) {

@@ -11,8 +11,8 @@ namespace partrain::profiler {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::ScratchDir;
 using testing::build_nsys_report;
+using testing::ScratchDir;
 using testing::TraceQuery;
 
 StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path& output) {
@@ -37,7 +37,8 @@ TEST(NsysImport, OneReportHoldingBothRanks) {
             "0|4242|cuda:0|0|0\n1|4243|cuda:1|0|1\n");
   EXPECT_EQ(trace.rows("SELECT json_extract(config, '$.imported_from'), world_size FROM runs"),
             "nsys|2\n");
-  EXPECT_EQ(trace.rows("SELECT rank, name, count(*) FROM kernels GROUP BY rank, name ORDER BY rank, name"),
+  EXPECT_EQ(trace.rows(
+                "SELECT rank, name, count(*) FROM kernels GROUP BY rank, name ORDER BY rank, name"),
             "0|ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)|3\n"
             "0|void gemm<float>(float*)|3\n"
             "1|ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)|3\n"
@@ -64,7 +65,8 @@ TEST(NsysImport, OneReportHoldingBothRanks) {
 TEST(NsysImport, OneReportPerRankAlignedByTheAllReduceKernels) {
   ScratchDir dir;
   const fs::path out = dir.path() / "two.db";
-  auto summary = import({build_nsys_report(dir.path(), "rank1"), build_nsys_report(dir.path(), "rank0")}, out);
+  auto summary =
+      import({build_nsys_report(dir.path(), "rank1"), build_nsys_report(dir.path(), "rank0")}, out);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   ASSERT_EQ(summary->ranks.size(), 2u);
   // rank1.sql's host clock reads 500 us ahead.
@@ -108,8 +110,9 @@ TEST(NsysImport, SqliteThatIsNoExportIsRefused) {
 
 TEST(NsysImport, TwoReportsOfOneRankAreRefused) {
   ScratchDir dir;
-  auto summary = import({build_nsys_report(dir.path(), "one_report"), build_nsys_report(dir.path(), "rank0")},
-                        dir.path() / "d.db");
+  auto summary =
+      import({build_nsys_report(dir.path(), "one_report"), build_nsys_report(dir.path(), "rank0")},
+             dir.path() / "d.db");
   ASSERT_FALSE(summary.is_ok());
   EXPECT_EQ(summary.status().exit_code(), 3);
   EXPECT_NE(summary.status().message().find("is rank 0, and so is"), std::string::npos)
