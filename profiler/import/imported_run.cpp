@@ -31,6 +31,21 @@ int64_t ImportedRank::step_at(int64_t ns) const {
   return ns < span.end_ns ? span.step : -1;
 }
 
+std::vector<int> missing_ranks(const std::vector<ImportedRank>& ranks, int world_size,
+                               std::vector<std::string>& warnings) {
+  std::set<int> present;
+  for (const ImportedRank& r : ranks) present.insert(r.rank);
+  std::vector<int> missing;
+  for (int r = 0; r < world_size; ++r) {
+    if (!present.contains(r)) missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    warnings.push_back(fmt::format("ranks {} of {} have no trace: the imported trace says so",
+                                   rank_list_text(missing), world_size));
+  }
+  return missing;
+}
+
 std::vector<ImportedRankSummary> rank_summaries(const std::vector<ImportedRank>& ranks) {
   std::vector<ImportedRankSummary> out;
   for (const ImportedRank& r : ranks) {

@@ -81,6 +81,10 @@ struct UnmatchedCollectives {
 int64_t append_unmatched(TraceWriter& writer, const std::vector<UnmatchedCollectives>& unmatched,
                          std::vector<std::string>& warnings);
 
+// The ranks of the world that have no rank among `ranks`, with a warning naming them.
+std::vector<int> missing_ranks(const std::vector<ImportedRank>& ranks, int world_size,
+                               std::vector<std::string>& warnings);
+
 // What the import reports of each rank, ascending.
 std::vector<ImportedRankSummary> rank_summaries(const std::vector<ImportedRank>& ranks);
 

@@ -158,56 +158,73 @@ class Assembler {
     return nullptr;
   }
 
+  // The NCCL kernels of one rank, found by the group and sequence number they carry, else by
+  // the External id of the op that launched them.
+  class KernelIndex {
+   public:
+    explicit KernelIndex(const std::vector<NcclKernelSpan>& kernels) {
+      for (const NcclKernelSpan& k : kernels) {
+        if (k.seq) by_seq_.emplace(std::pair(k.group_name, *k.seq), &k);
+        if (k.external_id >= 0) by_external_id_.emplace(k.external_id, &k);
+      }
+    }
+    const NcclKernelSpan* of(const CommsRecord& r) const {
+      if (r.seq) {
+        auto it = by_seq_.find({r.group_name, *r.seq});
+        if (it != by_seq_.end()) return it->second;
+      }
+      auto it = by_external_id_.find(r.external_id);
+      return r.external_id >= 0 && it != by_external_id_.end() ? it->second : nullptr;
+    }
+
+   private:
+    std::map<std::pair<std::string, uint64_t>, const NcclKernelSpan*> by_seq_;
+    std::map<int64_t, const NcclKernelSpan*> by_external_id_;
+  };
+
+  // `issued_before`: the rank's collectives on this group so far (the sequence number when c10d
+  // gave none).
+  CollectiveRecord record_of(int rank, const CommsRecord& r, uint64_t issued_before) {
+    CollectiveRecord record;
+    record.world_rank = rank;
+    CollectiveEvent& c = record.event;
+    c.comm_id = comm_id_of(r.group_name);
+    c.op = r.op;
+    c.dtype = r.dtype;
+    if (auto ranks = kineto_rank_list(Json(r.group_ranks))) {
+      c.group_ranks = std::move(*ranks);
+    } else if (const ProcessGroupConfig* group = group_named(r.group_name)) {
+      c.group_ranks = group->ranks;  // the list was cut short ("[0, ..., 7]")
+    }
+    c.group_size = r.group_size > 0 ? r.group_size : static_cast<int>(c.group_ranks.size());
+    c.rank = r.group_rank >= 0 ? r.group_rank : std::max(0, index_in(c.group_ranks, rank));
+    c.count = c.op == "reduce_scatter" ? r.out_elements : r.in_elements;
+    c.bytes = nccl_tests_size_bytes(c.op, c.count * r.dtype_bytes, c.group_size);
+    if (is_p2p_op(c.op)) {
+      c.peer = r.peer;
+      c.seq = p2p_.next(rank, c.comm_id, r.peer);
+    } else {
+      c.seq = r.seq.value_or(issued_before);
+    }
+    c.enqueue_ns = c.start_ns = r.start_ns;
+    c.end_ns = r.end_ns;
+    c.state = CollectiveState::kCompleted;
+    return record;
+  }
+
   void from_comms_records(int rank, RankCollectiveEvidence& e) {
     std::sort(e.comms_records.begin(), e.comms_records.end(),
               [](const CommsRecord& a, const CommsRecord& b) { return a.start_ns < b.start_ns; });
-    std::map<std::pair<std::string, uint64_t>, const NcclKernelSpan*> kernel_by_seq;
-    std::map<int64_t, const NcclKernelSpan*> kernel_by_external_id;
-    for (const NcclKernelSpan& k : e.nccl_kernels) {
-      if (k.seq) kernel_by_seq.emplace(std::pair(k.group_name, *k.seq), &k);
-      if (k.external_id >= 0) kernel_by_external_id.emplace(k.external_id, &k);
-    }
+    const KernelIndex kernels(e.nccl_kernels);
     std::map<std::string, uint64_t> issued_on;  // collectives per group so far
     for (const CommsRecord& r : e.comms_records) {
-      CollectiveRecord record;
-      record.world_rank = rank;
-      CollectiveEvent& c = record.event;
-      c.comm_id = comm_id_of(r.group_name);
-      c.op = r.op;
-      c.dtype = r.dtype;
-      const ProcessGroupConfig* group = group_named(r.group_name);
-      if (auto ranks = kineto_rank_list(Json(r.group_ranks))) {
-        c.group_ranks = std::move(*ranks);
-      } else if (group != nullptr) {
-        c.group_ranks = group->ranks;
-      }
-      c.group_size = r.group_size > 0 ? r.group_size : static_cast<int>(c.group_ranks.size());
-      c.rank = r.group_rank >= 0 ? r.group_rank : std::max(0, index_in(c.group_ranks, rank));
-      c.count = c.op == "reduce_scatter" ? r.out_elements : r.in_elements;
-      c.bytes = nccl_tests_size_bytes(c.op, c.count * r.dtype_bytes, c.group_size);
-      if (is_p2p_op(c.op)) {
-        c.peer = r.peer;
-        c.seq = p2p_.next(rank, c.comm_id, r.peer);
-      } else {
-        c.seq = r.seq.value_or(issued_on[r.group_name]);
-      }
-      ++issued_on[r.group_name];
-      c.enqueue_ns = c.start_ns = r.start_ns;
-      c.end_ns = r.end_ns;
-      c.state = CollectiveState::kCompleted;
-      const NcclKernelSpan* kernel = nullptr;
-      if (r.seq) {
-        auto it = kernel_by_seq.find({r.group_name, *r.seq});
-        if (it != kernel_by_seq.end()) kernel = it->second;
-      }
-      if (kernel == nullptr && r.external_id >= 0) {
-        auto it = kernel_by_external_id.find(r.external_id);
-        if (it != kernel_by_external_id.end()) kernel = it->second;
-      }
-      if (kernel != nullptr) {
+      CollectiveRecord record = record_of(rank, r, issued_on[r.group_name]++);
+      if (const NcclKernelSpan* kernel = kernels.of(r)) {
         record.gpu_start_ns = kernel->start_ns;
         record.gpu_end_ns = kernel->end_ns;
-        if (ends_together(c.op)) out_.ends.push_back({c.comm_id, c.seq, rank, kernel->end_ns});
+        if (ends_together(record.event.op)) {
+          out_.ends.push_back({record.event.comm_id, record.event.seq, rank, kernel->end_ns});
+        }
       }
       out_.by_rank[rank].push_back(std::move(record));
     }

@@ -170,6 +170,95 @@ std::string backend_of(const std::vector<KinetoFile>& files) {
   return {};
 }
 
+// What the first pass over every file leaves: the ranks, their spools and the collectives'
+// evidence, and the events' extent on the reference file's clock.
+struct ScannedFiles {
+  std::vector<ImportedRank> ranks;
+  std::vector<ScannedRank> spooled;  // one per rank, in the same order
+  std::map<int, RankCollectiveEvidence> evidence;
+  int64_t first_ns = INT64_MAX;
+  int64_t last_ns = INT64_MIN;
+  uint64_t input_bytes = 0;
+  int64_t skipped = 0;
+};
+
+ImportedRank rank_of(const KinetoFile& file, int64_t reference_base, const KinetoRankScan& scan) {
+  ImportedRank rank;
+  rank.rank = file.rank;
+  rank.file = file.path;
+  rank.host = file.header.host_name;
+  rank.clock_domain = file.header.host_name;
+  rank.shift_ns = file.header.base_time_ns - reference_base;
+  rank.steps = scan.steps;
+  rank.pid = std::max<int64_t>(0, scan.main_pid);
+  const int device = scan.main_device();
+  rank.device = device >= 0 ? fmt::format("cuda:{}", device) : "cpu";
+  rank.events = scan.spooled;
+  return rank;
+}
+
+StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::string_view marker,
+                                  const fs::path& spool_dir) {
+  ScannedFiles out;
+  const int64_t reference_base = files.front().header.base_time_ns;
+  for (const KinetoFile& file : files) {
+    ASSIGN_OR_RETURN(std::unique_ptr<EventSpool> spool, EventSpool::create(spool_dir));
+    ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(file.path));
+    // One marker per file: a marker without a step number counts each rank's steps from 0.
+    ASSIGN_OR_RETURN(StepMarker step_marker, StepMarker::compile(marker));
+    ASSIGN_OR_RETURN(
+        KinetoRankScan scan,
+        scan_kineto_rank(*text, file.header.base_time_ns - reference_base, step_marker, *spool));
+    std::error_code error;
+    out.input_bytes += fs::file_size(file.path, error);
+    out.skipped += scan.skipped;
+    out.first_ns = std::min(out.first_ns, scan.first_ns);
+    out.last_ns = std::max(out.last_ns, scan.last_ns);
+    out.ranks.push_back(rank_of(file, reference_base, scan));
+    RankCollectiveEvidence& evidence = out.evidence[file.rank];
+    evidence = std::move(scan.collectives);
+    scan.collectives = {};
+    if (file.header.distributed) {
+      for (const ProcessGroupConfig& g : file.header.distributed->groups) {
+        evidence.own_groups.push_back(g.name);
+      }
+    }
+    out.spooled.push_back({std::move(spool), std::move(scan)});
+  }
+  if (out.first_ns > out.last_ns) out.first_ns = out.last_ns = 0;  // no event at all
+  return out;
+}
+
+// The second pass: the run and rank rows, each rank's spooled events, steps, collectives and the
+// import's stats, then the file renamed into place.
+Status write_trace(ImportOutput& output, const ImportedRunDescription& run, ScannedFiles& scanned,
+                   ImportedCollectives& collectives, TraceImportSummary& summary) {
+  TraceWriter& writer = output.writer();
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const ImportedRank& r : scanned.ranks) {
+    first = std::min(first, r.on_timeline(scanned.first_ns));
+    last = std::max(last, r.on_timeline(scanned.last_ns));
+  }
+  append_run_and_ranks(writer, run, scanned.ranks, summary.missing_ranks, first, summary.run_id);
+  for (size_t i = 0; i < scanned.ranks.size(); ++i) {
+    RETURN_IF_ERROR(replay_rank(writer, scanned.ranks[i], scanned.spooled[i]));
+    scanned.spooled[i].spool.reset();  // its disk space back before the next rank's
+    summary.events += scanned.ranks[i].events;
+  }
+  summary.events += append_steps(writer, scanned.ranks);
+  summary.collectives = append_collectives(writer, scanned.ranks, collectives.by_rank);
+  summary.events += summary.collectives;
+  summary.unmatched_collectives = append_unmatched(writer, collectives.unmatched, summary.warnings);
+  if (summary.skipped_events > 0) {
+    writer.append(StatEvent{"import_skipped_events", -1, summary.skipped_events,
+                            StatSeverity::kInfo,
+                            "Kineto events with no place in a partrain trace (flow arrows, "
+                            "Kineto's own spans and GPU projections of CPU annotations, events "
+                            "without a time)"});
+  }
+  return output.finish(last);
+}
+
 }  // namespace
 
 bool has_kineto_file_name(const fs::path& path) {
@@ -184,97 +273,25 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   ASSIGN_OR_RETURN(std::vector<KinetoFile> files, read_headers(options.inputs));
   ASSIGN_OR_RETURN(std::unique_ptr<ImportOutput> output,
                    ImportOutput::create(options.output, options.overwrite));
+  ASSIGN_OR_RETURN(ScannedFiles scanned, scan_files(files, marker, output->directory()));
   TraceImportSummary summary;
   summary.world_size = files.front().world_size;
-  const int64_t reference_base = files.front().header.base_time_ns;
-
-  std::vector<ImportedRank> ranks;
-  std::vector<ScannedRank> scanned;
-  std::map<int, RankCollectiveEvidence> evidence;
-  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
-  for (const KinetoFile& file : files) {
-    ImportedRank rank;
-    rank.rank = file.rank;
-    rank.file = file.path;
-    rank.host = file.header.host_name;
-    rank.clock_domain = file.header.host_name;
-    rank.shift_ns = file.header.base_time_ns - reference_base;
-    ASSIGN_OR_RETURN(std::unique_ptr<EventSpool> spool, EventSpool::create(output->directory()));
-    ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(file.path));
-    // One marker per file: a marker without a step number counts each rank's steps from 0.
-    ASSIGN_OR_RETURN(StepMarker step_marker, StepMarker::compile(marker));
-    ASSIGN_OR_RETURN(KinetoRankScan scan,
-                     scan_kineto_rank(*text, rank.shift_ns, step_marker, *spool));
-    std::error_code error;
-    summary.input_bytes += fs::file_size(file.path, error);
-    rank.steps = scan.steps;
-    rank.pid = std::max<int64_t>(0, scan.main_pid);
-    const int device = scan.main_device();
-    rank.device = device >= 0 ? fmt::format("cuda:{}", device) : "cpu";
-    rank.events = scan.spooled;
-    summary.skipped_events += scan.skipped;
-    first_ns = std::min(first_ns, scan.first_ns);
-    last_ns = std::max(last_ns, scan.last_ns);
-    RankCollectiveEvidence& rank_evidence = evidence[file.rank];
-    rank_evidence = std::move(scan.collectives);
-    scan.collectives = {};
-    if (file.header.distributed) {
-      for (const ProcessGroupConfig& g : file.header.distributed->groups) {
-        rank_evidence.own_groups.push_back(g.name);
-      }
-    }
-    ranks.push_back(std::move(rank));
-    scanned.push_back({std::move(spool), std::move(scan)});
-  }
-  if (first_ns > last_ns) first_ns = last_ns = 0;  // no event at all
-
+  summary.input_bytes = scanned.input_bytes;
+  summary.skipped_events = scanned.skipped;
   ImportedCollectives collectives =
-      assemble_collectives(process_groups(files), std::move(evidence));
-  fit_rank_clocks(ranks, std::move(collectives.ends), summary.warnings);
-  std::set<int> present;
-  for (const ImportedRank& r : ranks) present.insert(r.rank);
-  for (int r = 0; r < summary.world_size; ++r) {
-    if (!present.contains(r)) summary.missing_ranks.push_back(r);
-  }
-  if (!summary.missing_ranks.empty()) {
-    summary.warnings.push_back(fmt::format("ranks {} of {} have no file: the trace says so",
-                                           fmt::join(summary.missing_ranks, ","),
-                                           summary.world_size));
-  }
+      assemble_collectives(process_groups(files), std::move(scanned.evidence));
+  fit_rank_clocks(scanned.ranks, std::move(collectives.ends), summary.warnings);
+  summary.missing_ranks = missing_ranks(scanned.ranks, summary.world_size, summary.warnings);
 
-  TraceWriter& writer = output->writer();
   ImportedRunDescription run;
   run.source = "kineto";
   run.backend = backend_of(files);
   run.world_size = summary.world_size;
-  run.reference_unix_ns = reference_base;
+  run.reference_unix_ns = files.front().header.base_time_ns;
   run.files = options.inputs;
   run.command_line = options.command_line;
-  int64_t timeline_first = INT64_MAX, timeline_last = INT64_MIN;
-  for (const ImportedRank& r : ranks) {
-    timeline_first = std::min(timeline_first, r.on_timeline(first_ns));
-    timeline_last = std::max(timeline_last, r.on_timeline(last_ns));
-  }
-  append_run_and_ranks(writer, run, ranks, summary.missing_ranks, timeline_first, summary.run_id);
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    RETURN_IF_ERROR(replay_rank(writer, ranks[i], scanned[i]));
-    scanned[i].spool.reset();  // its disk space back before the next rank's
-  }
-  const int64_t steps = append_steps(writer, ranks);
-  summary.collectives = append_collectives(writer, ranks, collectives.by_rank);
-  summary.unmatched_collectives = append_unmatched(writer, collectives.unmatched, summary.warnings);
-  if (summary.skipped_events > 0) {
-    writer.append(StatEvent{"import_skipped_events", -1, summary.skipped_events,
-                            StatSeverity::kInfo,
-                            "Kineto events with no place in a partrain trace (flow arrows, "
-                            "Kineto's own spans and GPU projections of CPU annotations, events "
-                            "without a time)"});
-  }
-  RETURN_IF_ERROR(output->finish(timeline_last));
-
-  summary.ranks = rank_summaries(ranks);
-  for (const ImportedRank& r : ranks) summary.events += r.events;
-  summary.events += summary.collectives + steps;
+  RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, summary));
+  summary.ranks = rank_summaries(scanned.ranks);
   return summary;
 }
 

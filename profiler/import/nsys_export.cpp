@@ -16,7 +16,46 @@ std::optional<std::pair<int, int>> major_minor(std::string_view version) {
   return std::pair(major, minor);
 }
 
+std::string host_of(const NsysExport& file) {
+  if (!file.has_table("TARGET_INFO_SYSTEM_ENV") ||
+      !file.has_column("TARGET_INFO_SYSTEM_ENV", "name")) {
+    return {};
+  }
+  auto host = SqliteStatement::prepare(
+      file.db,
+      "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE lower(name) IN ('hostname', "
+      "'host name') LIMIT 1");
+  return host.is_ok() && host->step() == SQLITE_ROW ? host->column_text(0) : std::string();
+}
+
+std::map<int64_t, std::string> thread_names_of(const NsysExport& file) {
+  std::map<int64_t, std::string> names;
+  if (!file.has_table("ThreadNames")) return names;
+  auto stmt = SqliteStatement::prepare(
+      file.db,
+      "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId");
+  while (stmt.is_ok() && stmt->step() == SQLITE_ROW) {
+    names[stmt->column_int(0)] = stmt->column_text(1);
+  }
+  return names;
+}
+
 }  // namespace
+
+std::string nvtx_ranges_query(bool with_payloads) {
+  return fmt::format(
+      "SELECT e.start, e.end, e.globalTid, e.domainId, COALESCE(e.text, s.value), {} "
+      "FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+      "WHERE e.eventType IN ({}, {}) AND e.end IS NOT NULL ORDER BY e.start",
+      with_payloads ? "e.binaryData" : "NULL", kNvtxPushPopRange, kNvtxStartEndRange);
+}
+
+std::string NsysExport::thread_track(int64_t global_tid) const {
+  auto name = thread_names.find(global_tid);
+  return name == thread_names.end()
+             ? fmt::format("thread {}", nsys_tid_of(global_tid))
+             : fmt::format("thread {} ({})", nsys_tid_of(global_tid), name->second);
+}
 
 bool NsysExport::has_column(std::string_view table, std::string_view column) const {
   auto stmt = SqliteStatement::prepare(db, fmt::format("PRAGMA table_info({})", table));
@@ -77,6 +116,8 @@ StatusOr<NsysExport> open_nsys_export(const std::filesystem::path& path) {
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
     return unreadable("TARGET_INFO_SESSION_START_TIME holds no session start time");
   }
+  out.host = host_of(out);
+  out.thread_names = thread_names_of(out);
   return out;
 }
 

@@ -131,10 +131,14 @@ NcclRankMap nccl_ranks(const std::map<NsysProcess, NcclProcessTrace>& processes)
   return out;
 }
 
-NcclCollectives nccl_collectives(const std::map<NsysProcess, NcclProcessTrace>& processes,
-                                 const NcclRankMap& ranks) {
-  NcclCollectives out;
-  std::map<uint64_t, Membership> members;
+namespace {
+
+using Memberships = std::map<uint64_t, Membership>;
+
+// Who is in each communicator: the creation payloads of every rank's process.
+Memberships memberships(const std::map<NsysProcess, NcclProcessTrace>& processes,
+                        const NcclRankMap& ranks) {
+  Memberships members;
   for (const auto& [process, trace] : processes) {
     auto rank = ranks.rank_of.find(process);
     if (rank == ranks.rank_of.end()) continue;
@@ -146,99 +150,137 @@ NcclCollectives nccl_collectives(const std::map<NsysProcess, NcclProcessTrace>& 
       m.world_rank_of[*p.rank] = rank->second;
     }
   }
+  return members;
+}
+
+// One rank's NCCL calls, in issue order, into collective records.
+class RankCollectives {
+ public:
+  RankCollectives(int rank, const NcclProcessTrace& trace, const Memberships& members,
+                  std::vector<CollectiveRecord>& records)
+      : rank_(rank), members_(members), records_(records) {
+    for (const NcclKernelLaunch& l : trace.launches) launches_[l.thread].push_back(&l);
+  }
+
+  void add(const NcclCall& call) {
+    if (call.function == "ncclGroupEnd") {
+      on_group_end(call);
+    } else if (auto op = op_of_nccl_call(call.function)) {
+      on_collective(call, *op);
+    }
+  }
+  int64_t unknown_communicators() const { return unknown_; }
+
+ private:
+  // Calls grouped between ncclGroupStart and ncclGroupEnd launch their kernels in the end.
+  void on_group_end(const NcclCall& call) {
+    auto& waiting = waiting_for_group_end_[call.thread];
+    bool found_kernel = false;
+    auto [lo, hi] = kernel_span(launches_, call.thread, call.start_ns, call.end_ns, found_kernel);
+    const std::string_view dtype =
+        first_kernel_dtype(launches_, call.thread, call.start_ns, call.end_ns);
+    for (size_t i : waiting) {
+      if (found_kernel) {
+        records_[i].gpu_start_ns = lo;
+        records_[i].gpu_end_ns = hi;
+      }
+      CollectiveEvent& c = records_[i].event;
+      if (c.dtype == collective_dtype_names()[0] && !dtype.empty()) {
+        c.dtype = dtype;
+        // The size was known, its type was not: the count follows now.
+        const uint32_t element = dtype_bytes(dtype);
+        if (element > 0 && c.count == 0) c.count = buffer_bytes(c) / element;
+      }
+    }
+    waiting.clear();
+  }
+
+  void on_collective(const NcclCall& call, std::string_view op) {
+    const NcclPayload& p = call.payload;
+    CollectiveRecord record;
+    record.world_rank = rank_;
+    CollectiveEvent& c = record.event;
+    c.op = op;
+    c.enqueue_ns = c.start_ns = call.start_ns;
+    c.end_ns = call.end_ns;
+    c.state = CollectiveState::kCompleted;
+    c.reduce_op = reduce_op_of(p.reduce_op);
+    bool found_kernel = false;
+    auto [lo, hi] = kernel_span(launches_, call.thread, call.start_ns, call.end_ns, found_kernel);
+    const std::string_view dtype =
+        first_kernel_dtype(launches_, call.thread, call.start_ns, call.end_ns);
+    c.dtype = dtype.empty() ? collective_dtype_names()[0] : dtype;
+    if (found_kernel) {
+      record.gpu_start_ns = lo;
+      record.gpu_end_ns = hi;
+    }
+    place(c, p);
+    const uint64_t buffer = p.bytes.value_or(0);
+    const uint32_t element = dtype_bytes(c.dtype);
+    c.count = element > 0 ? buffer / element : 0;
+    c.bytes = nccl_tests_size_bytes(c.op, buffer, c.group_size);
+    records_.push_back(std::move(record));
+    if (!found_kernel) waiting_for_group_end_[call.thread].push_back(records_.size() - 1);
+  }
+
+  // Its communicator, members, root or peer and sequence number; unmatched without a payload.
+  void place(CollectiveEvent& c, const NcclPayload& p) {
+    if (!p.comm) {
+      c.comm_id = fmt::format("unmatched:rank{}", rank_);
+      c.seq = static_cast<uint64_t>(unknown_++);
+      return;
+    }
+    c.comm_id = comm_id_of(*p.comm);
+    auto m = members_.find(*p.comm);
+    if (m != members_.end()) {
+      c.group_size = m->second.nranks;
+      if (static_cast<int>(m->second.world_rank_of.size()) == m->second.nranks) {
+        for (const auto& [comm_rank, world_rank] : m->second.world_rank_of) {
+          c.group_ranks.push_back(world_rank);
+          if (world_rank == rank_) c.rank = comm_rank;
+        }
+      }
+    }
+    auto world_of = [&](int comm_rank) {
+      if (m == members_.end()) return -1;
+      auto w = m->second.world_rank_of.find(comm_rank);
+      return w == m->second.world_rank_of.end() ? -1 : w->second;
+    };
+    if (is_p2p_op(c.op) && p.peer) {
+      c.peer = world_of(*p.peer);
+      c.seq = p2p_seq_[{c.comm_id, *p.peer}]++;
+    } else {
+      if (is_rooted_op(c.op) && p.root) c.peer = world_of(*p.root);
+      c.seq = seq_[c.comm_id]++;
+    }
+  }
+
+  int rank_;
+  const Memberships& members_;
+  std::vector<CollectiveRecord>& records_;
+  ThreadLaunches launches_;
+  std::map<std::string, uint64_t> seq_;
+  std::map<std::pair<std::string, int>, uint64_t> p2p_seq_;
+  std::map<int64_t, std::vector<size_t>> waiting_for_group_end_;  // thread -> record indices
+  int64_t unknown_ = 0;
+};
+
+}  // namespace
+
+NcclCollectives nccl_collectives(const std::map<NsysProcess, NcclProcessTrace>& processes,
+                                 const NcclRankMap& ranks) {
+  NcclCollectives out;
+  const Memberships members = memberships(processes, ranks);
   for (const auto& [process, trace] : processes) {
     auto found = ranks.rank_of.find(process);
     if (found == ranks.rank_of.end()) continue;
     const int rank = found->second;
-    ThreadLaunches launches;
-    for (const NcclKernelLaunch& l : trace.launches) launches[l.thread].push_back(&l);
-    std::map<std::string, uint64_t> seq;
-    std::map<std::pair<std::string, int>, uint64_t> p2p_seq;
-    std::map<int64_t, std::vector<size_t>> waiting_for_group_end;  // thread -> record indices
     std::vector<CollectiveRecord>& records = out.by_rank[rank];
-    int64_t unknown = 0;
-    for (const NcclCall& call : trace.calls) {
-      if (call.function == "ncclGroupEnd") {
-        auto& waiting = waiting_for_group_end[call.thread];
-        bool found_kernel = false;
-        auto [lo, hi] =
-            kernel_span(launches, call.thread, call.start_ns, call.end_ns, found_kernel);
-        const std::string_view dtype =
-            first_kernel_dtype(launches, call.thread, call.start_ns, call.end_ns);
-        for (size_t i : waiting) {
-          if (found_kernel) {
-            records[i].gpu_start_ns = lo;
-            records[i].gpu_end_ns = hi;
-          }
-          CollectiveEvent& c = records[i].event;
-          if (c.dtype == collective_dtype_names()[0] && !dtype.empty()) {
-            c.dtype = dtype;
-            // The size was known, its type was not: the count follows now.
-            const uint32_t element = dtype_bytes(dtype);
-            if (element > 0 && c.count == 0) c.count = buffer_bytes(c) / element;
-          }
-        }
-        waiting.clear();
-        continue;
-      }
-      auto op = op_of_nccl_call(call.function);
-      if (!op) continue;
-      const NcclPayload& p = call.payload;
-      CollectiveRecord record;
-      record.world_rank = rank;
-      CollectiveEvent& c = record.event;
-      c.op = *op;
-      c.enqueue_ns = c.start_ns = call.start_ns;
-      c.end_ns = call.end_ns;
-      c.state = CollectiveState::kCompleted;
-      c.reduce_op = reduce_op_of(p.reduce_op);
-      bool found_kernel = false;
-      auto [lo, hi] = kernel_span(launches, call.thread, call.start_ns, call.end_ns, found_kernel);
-      std::string_view dtype =
-          first_kernel_dtype(launches, call.thread, call.start_ns, call.end_ns);
-      c.dtype = dtype.empty() ? collective_dtype_names()[0] : dtype;
-      if (found_kernel) {
-        record.gpu_start_ns = lo;
-        record.gpu_end_ns = hi;
-      }
-      if (!p.comm) {
-        c.comm_id = fmt::format("unmatched:rank{}", rank);
-        c.seq = static_cast<uint64_t>(unknown++);
-      } else {
-        c.comm_id = comm_id_of(*p.comm);
-        auto m = members.find(*p.comm);
-        if (m != members.end()) {
-          c.group_size = m->second.nranks;
-          if (static_cast<int>(m->second.world_rank_of.size()) == m->second.nranks) {
-            for (const auto& [comm_rank, world_rank] : m->second.world_rank_of) {
-              c.group_ranks.push_back(world_rank);
-              if (world_rank == rank) c.rank = comm_rank;
-            }
-          }
-        }
-        auto world_of = [&](int comm_rank) {
-          if (m == members.end()) return -1;
-          auto w = m->second.world_rank_of.find(comm_rank);
-          return w == m->second.world_rank_of.end() ? -1 : w->second;
-        };
-        if (is_p2p_op(c.op) && p.peer) {
-          c.peer = world_of(*p.peer);
-          c.seq = p2p_seq[{c.comm_id, *p.peer}]++;
-        } else {
-          if (is_rooted_op(c.op) && p.root) c.peer = world_of(*p.root);
-          c.seq = seq[c.comm_id]++;
-        }
-      }
-      const uint64_t buffer = p.bytes.value_or(0);
-      const uint32_t element = dtype_bytes(c.dtype);
-      c.count = element > 0 ? buffer / element : 0;
-      c.bytes = nccl_tests_size_bytes(c.op, buffer, c.group_size);
-      records.push_back(std::move(record));
-      if (!found_kernel) waiting_for_group_end[call.thread].push_back(records.size() - 1);
-    }
-    if (unknown > 0) {
+    RankCollectives collectives(rank, trace, members, records);
+    for (const NcclCall& call : trace.calls) collectives.add(call);
+    if (collectives.unknown_communicators() > 0) {
       out.unmatched.push_back(
-          {rank, unknown,
+          {rank, collectives.unknown_communicators(),
            "NCCL calls without a payload (export with `nsys export --include-blobs=true`, "
            "NCCL 2.19 or newer): their communicator is unknown"});
     }
