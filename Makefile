@@ -19,7 +19,7 @@ CXX_FLAGS_RELWITHDEBINFO ?= -O2 -g1 -DNDEBUG
 
 DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
   libcli11-dev libfmt-dev libsqlite3-dev libncurses-dev libgloo-dev libopenblas-dev \
-  nlohmann-json3-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev tmux \
+  nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev clang libclang-rt-14-dev tmux \
   patchelf
 
 # The tests of real clients (docs/testing.md). The cluster tests start these engines themselves

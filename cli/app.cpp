@@ -189,8 +189,9 @@ int run(int argc, char** argv) {
 
   std::map<const CLI::App*, std::function<int()>> runners;
   for (auto add : {add_launch_command, add_trace_command, add_bench_command, add_memory_command,
-                   add_export_command, add_merge_command, add_analyze_command, add_top_command,
-                   add_recommend_command, add_worker_command}) {
+                   add_export_command, add_merge_command, add_import_command,
+                   add_analyze_command, add_top_command, add_recommend_command,
+                   add_worker_command}) {
     Subcommand sub = add(app);
     runners.emplace(sub.app, std::move(sub.run));
   }

@@ -28,6 +28,7 @@ Subcommand add_memory_command(CLI::App& parent);
 Subcommand add_trace_command(CLI::App& parent);
 Subcommand add_export_command(CLI::App& parent);
 Subcommand add_merge_command(CLI::App& parent);
+Subcommand add_import_command(CLI::App& parent);
 Subcommand add_analyze_command(CLI::App& parent);
 Subcommand add_recommend_command(CLI::App& parent);
 Subcommand add_top_command(CLI::App& parent);

@@ -20,6 +20,7 @@
 #include "core/output_path.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
+#include "profiler/trace_output.h"
 #include "profiler/trace_writer.h"
 
 namespace partrain::profiler {
@@ -146,29 +147,7 @@ Status check_paths(std::span<const fs::path> inputs, const fs::path& output,
                               "file", output.string());
     }
   }
-  std::error_code error;
-  const fs::path dir = fs::absolute(output).parent_path();
-  if (!fs::is_directory(dir, error)) {
-    return invalid_argument("cannot write {}: the directory {} does not exist", output.string(),
-                            dir.string());
-  }
-  const OutputKind kind = output_kind(output);
-  if (kind == OutputKind::kDirectory || kind == OutputKind::kSpecial) {
-    return invalid_argument("{} is {}, not a file: name a file for the merged trace",
-                            output.string(),
-                            kind == OutputKind::kDirectory ? "a directory" : "a device or FIFO");
-  }
-  if (kind == OutputKind::kRegularFile) {
-    if (!options.overwrite) {
-      return invalid_argument("{} already exists: choose another output or pass --force to "
-                              "replace it", output.string());
-    }
-    if (writer_alive(output)) {
-      return invalid_argument("{} is being written by a live run (its lock {} is held); it cannot "
-                              "be replaced", output.string(), writer_lock_path(output).string());
-    }
-  }
-  return Status::ok();
+  return check_trace_output(output, options.overwrite, "merged trace");
 }
 
 std::string shown_run_id(const std::string& run_id) {
@@ -463,30 +442,12 @@ Status write_run_and_meta(SqliteDb& db, const RunRow& run, const std::vector<Mer
   return Status::ok();
 }
 
-Status sync_path(const fs::path& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return failed("cannot open {}: {}", path.string(), std::strerror(errno));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return failed("cannot sync {}: {}", path.string(), std::strerror(errno));
-  return Status::ok();
-}
-
 // Closes the output as a WAL trace, makes it durable, and renames it into place.
 Status finish_output(SqliteDb db, const fs::path& temporary, const fs::path& output) {
   RETURN_IF_ERROR(db.exec("PRAGMA journal_mode = WAL"));
   db = SqliteDb();  // closes and checkpoints: the whole trace is in the main file
   RETURN_IF_ERROR(sync_path(temporary, O_RDONLY));
-  std::error_code error;
-  // Side files of a replaced output would be replayed into the new file by the next reader.
-  for (const char* suffix : {"-wal", "-shm"}) fs::remove(output.string() + suffix, error);
-  fs::rename(temporary, output, error);
-  if (error) {
-    return failed("cannot rename {} to {}: {}", temporary.string(), output.string(),
-                  error.message());
-  }
-  fs::path dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
-  return sync_path(dir, O_RDONLY | O_DIRECTORY);
+  return rename_trace_into_place(temporary, output);
 }
 
 }  // namespace

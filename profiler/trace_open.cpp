@@ -59,6 +59,16 @@ Status check_sqlite_header(const std::filesystem::path& path) {
   in.read(header.data(), header.size());
   if (in.gcount() == 0) return unreadable("{} is not an SQLite database (it is empty)", path.string());
   if (in.gcount() < 16 || std::memcmp(header.data(), "SQLite format 3\0", 16) != 0) {
+    // JSON or gzip: most likely a PyTorch profiler (Kineto) trace, which `import` reads.
+    const std::string_view start(header.data(), static_cast<size_t>(in.gcount()));
+    const size_t first = start.find_first_not_of(" \t\r\n");
+    const bool json = first != std::string_view::npos && (start[first] == '{' || start[first] == '[');
+    const bool gzip = start.size() >= 2 && start[0] == '\x1f' && start[1] == '\x8b';
+    if (json || gzip) {
+      return unreadable("{} is {}, not a partrain trace: for a PyTorch profiler (Kineto) trace, "
+                        "import it first: partrain import FILE... -o trace.db",
+                        path.string(), json ? "JSON" : "gzip-compressed");
+    }
     return unreadable("{} is not an SQLite database, so not a partrain trace", path.string());
   }
   return Status::ok();

@@ -1,0 +1,148 @@
+// `partrain import`: traces users already have, one file per rank — PyTorch profiler (Kineto)
+// JSON, or Nsight Systems reports exported to SQLite — into one partrain trace, which analyze,
+// top, export and merge then read. Flags, the choice of importer and the summary live here; the
+// work is profiler/import/.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/log.h"
+#include "profiler/import/kineto_import.h"
+#include "profiler/import/nsys_import.h"
+
+namespace partrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ImportFlags {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string step_marker;
+  bool force = false;
+};
+
+// A directory stands for the traces in it (as HTA's TraceAnalysis(trace_dir=...) takes one):
+// its *.json, *.json.gz and *.sqlite files, in name order.
+StatusOr<std::vector<fs::path>> expand_inputs(const std::vector<std::string>& given) {
+  std::vector<fs::path> inputs;
+  for (const std::string& text : given) {
+    const fs::path path(text);
+    std::error_code error;
+    if (!fs::is_directory(path, error)) {
+      inputs.push_back(path);
+      continue;
+    }
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::directory_iterator(path, error)) {
+      const fs::path& p = entry.path();
+      if (entry.is_regular_file() &&
+          (profiler::has_kineto_file_name(p) || p.extension() == ".sqlite")) {
+        found.push_back(p);
+      }
+    }
+    if (found.empty()) {
+      return make_status(StatusCode::kUnreadable,
+                         "{}: a directory with no trace file in it (*.json, *.json.gz, *.sqlite)",
+                         text);
+    }
+    std::sort(found.begin(), found.end());
+    inputs.insert(inputs.end(), found.begin(), found.end());
+  }
+  return inputs;
+}
+
+int run_import(const ImportFlags& flags) {
+  auto inputs = expand_inputs(flags.inputs);
+  if (!inputs.is_ok()) return report_error(inputs.status());
+  size_t sqlite_files = 0;
+  for (const fs::path& p : *inputs) sqlite_files += profiler::is_sqlite_file(p) ? 1 : 0;
+  if (sqlite_files != 0 && sqlite_files != inputs->size()) {
+    return report_error(invalid_argument(
+        "the inputs mix Nsight Systems SQLite exports and Kineto JSON traces: import one kind "
+        "at a time"));
+  }
+  profiler::TraceImportOptions options;
+  options.inputs = std::move(inputs).value();
+  options.output = flags.output;
+  options.overwrite = flags.force;
+  options.step_marker = flags.step_marker;
+  options.command_line = invocation_line();
+  const bool nsys = sqlite_files != 0;
+  auto summary =
+      nsys ? profiler::import_nsys_reports(options) : profiler::import_kineto_traces(options);
+  if (!summary.is_ok()) return report_error(summary.status());
+  for (const std::string& warning : summary->warnings) log::warn("{}", warning);
+  std::vector<int> ranks;
+  for (const auto& r : summary->ranks) ranks.push_back(r.rank);
+  log::info(
+      "imported {} {} (ranks {} of a world of {}; {} events, {} collectives{}) into {} "
+      "as run {}",
+      options.inputs.size(), nsys ? "Nsight Systems reports" : "Kineto traces",
+      fmt::join(ranks, ","), summary->world_size, summary->events, summary->collectives,
+      summary->unmatched_collectives > 0
+          ? fmt::format(", {} unmatched", summary->unmatched_collectives)
+          : std::string(),
+      flags.output, summary->run_id);
+  for (const auto& r : summary->ranks) {
+    if (r.clock.estimates > 0 || !r.clock.aligned) {
+      log::info(
+          "  rank {} ({}): clock {}", r.rank, r.host.empty() ? "host unknown" : r.host,
+          r.clock.aligned
+              ? fmt::format("{:+.3f} ms from the reference host's, +/- {:.3f} ms ({} "
+                            "collectives)",
+                            static_cast<double>(r.clock.offset_ns) / 1e6,
+                            static_cast<double>(r.clock.uncertainty_ns) / 1e6, r.clock.estimates)
+              : std::string("not aligned"));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_import_command(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand(
+      "import", "Turn PyTorch profiler (Kineto) or Nsight Systems traces into a partrain trace");
+  auto flags = std::make_shared<ImportFlags>();
+  cmd->add_option("traces", flags->inputs,
+                  "One file per rank: Kineto JSON (.json, .json.gz) as torch.profiler writes it, "
+                  "or `nsys export --type sqlite` files (.sqlite); a directory stands for the "
+                  "trace files in it")
+      ->required()
+      ->expected(1, -1);
+  cmd->add_option("-o,--output", flags->output, "The partrain trace file to create")->required();
+  cmd->add_flag("--force", flags->force, "Replace the output if it exists");
+  cmd->add_option("--step-marker", flags->step_marker,
+                  "Regular expression naming the ranges that are training steps (Kineto user "
+                  "annotations, NVTX ranges); the first capture group, when a number, is the "
+                  "step (default: ProfilerStep#(\\d+), what torch.profiler's step() records)");
+  cmd->footer(
+      "Examples:\n"
+      "  partrain import ./log/ -o run.db            (tensorboard_trace_handler's directory)\n"
+      "  partrain import rank0.pt.trace.json.gz rank1.pt.trace.json.gz -o run.db\n"
+      "  partrain import report.sqlite -o run.db --step-marker 'train_step'\n"
+      "  partrain analyze run.db\n"
+      "Kineto: each file's rank and the world size come from its distributedInfo; CPU ops and "
+      "annotations become slices on their threads, GPU kernels, copies and fills slices on their "
+      "streams, ProfilerStep#N the steps, [memory] events the memory samples (category other: "
+      "Kineto gives none). Collectives come from record_param_comms (NCCL) or, for gloo, from "
+      "c10d's ops paired with gloo's annotations, their process groups inferred from "
+      "distributedInfo.pg_config; those the trace cannot place are left unmatched and the trace "
+      "says so. Hosts' clocks are aligned by collectives that end together on every member. "
+      "Nsight Systems: NCCL's NVTX ranges give the collectives, CUPTI's tables the kernels, "
+      "copies and fills. See docs/import.md.\n"
+      "The output is written under a temporary name beside it and renamed when complete. A "
+      "missing rank is no error: the trace says which ranks are absent.\n"
+      "Exit 2 for an existing output without --force, a bad --step-marker, or mixed kinds of "
+      "input; 3 for an input that cannot be read (malformed JSON, a truncated gzip file, JSON "
+      "that is no Kineto trace, an export of an unknown schema version, world sizes that "
+      "disagree, two files of one rank).");
+  return {cmd, [flags] { return run_import(*flags); }};
+}
+
+}  // namespace partrain::cli

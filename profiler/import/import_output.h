@@ -1,0 +1,44 @@
+// The trace file an import creates: written under a temporary name beside the output
+// (`<output>.import-<pid>.tmp`) through a TraceWriter, and renamed into place only once complete,
+// so a failed or interrupted import never leaves a file that looks like a finished trace (a
+// killed one can leave the temporary behind, never a partial output). The output rules are
+// those of `partrain merge`: an existing file is replaced only when asked, never a live trace,
+// a directory or a device, and through a symbolic link the file it names is replaced.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "core/status.h"
+#include "profiler/trace_writer.h"
+
+namespace partrain::profiler {
+
+class ImportOutput {
+ public:
+  // kInvalidArgument (exit 2) for an output that exists (without `overwrite`), is live, is a
+  // directory or device, or whose directory does not exist; kFailed when it cannot be created.
+  static StatusOr<std::unique_ptr<ImportOutput>> create(const std::filesystem::path& output,
+                                                        bool overwrite);
+  // Removes the temporary file unless finish() succeeded.
+  ~ImportOutput();
+  ImportOutput(const ImportOutput&) = delete;
+  ImportOutput& operator=(const ImportOutput&) = delete;
+
+  TraceWriter& writer() { return *writer_; }
+  const std::filesystem::path& output() const { return output_; }
+  const std::filesystem::path& directory() const { return directory_; }
+  // Stores the run as completed, closes the writer (building the trace's indexes), makes the
+  // file durable and renames it into place.
+  Status finish(int64_t end_ns);
+
+ private:
+  ImportOutput() = default;
+  std::filesystem::path output_;
+  std::filesystem::path directory_;
+  std::filesystem::path temporary_;
+  std::unique_ptr<TraceWriter> writer_;
+  bool finished_ = false;
+};
+
+}  // namespace partrain::profiler

@@ -1,0 +1,298 @@
+#include "profiler/import/kineto_import.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "profiler/import/event_spool.h"
+#include "profiler/import/gzip_text.h"
+#include "profiler/import/import_output.h"
+#include "profiler/import/imported_run.h"
+#include "profiler/import/kineto_collectives.h"
+#include "profiler/import/kineto_rank_scan.h"
+#include "profiler/step_marker.h"
+
+namespace partrain::profiler {
+namespace fs = std::filesystem;
+namespace {
+
+// memory::Category::kOther (the profiler does not see memory/): Kineto's allocator totals carry
+// no category of partrain's.
+constexpr uint8_t kOtherMemoryCategory = 6;
+
+struct KinetoFile {
+  fs::path path;
+  KinetoHeader header;
+  int rank = 0;
+  int world_size = 1;
+};
+
+Status unreadable(const fs::path& path, std::string_view why) {
+  return make_status(StatusCode::kUnreadable, "{}: {}", path.string(), why);
+}
+
+// The metadata before traceEvents (where Kineto writes it); the whole file when distributedInfo
+// comes after the events (other writers) and it is needed.
+StatusOr<KinetoHeader> read_header(const fs::path& path, bool need_rank) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
+  KinetoReadCallbacks stop_at_events;
+  stop_at_events.on_events_begin = [](const KinetoHeader&) { return false; };
+  ASSIGN_OR_RETURN(KinetoHeader header, read_kineto_trace(*text, stop_at_events));
+  if (header.has_trace_events && !header.distributed && need_rank) {
+    ASSIGN_OR_RETURN(text, GzipText::open(path));
+    KinetoReadCallbacks skip_events;
+    skip_events.wants_args = [](const KinetoEvent&) { return false; };
+    ASSIGN_OR_RETURN(header, read_kineto_trace(*text, skip_events));
+  }
+  return header;
+}
+
+StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inputs) {
+  std::vector<KinetoFile> files;
+  for (const fs::path& path : inputs) {
+    ASSIGN_OR_RETURN(KinetoHeader header, read_header(path, inputs.size() > 1));
+    if (!header.top_level_object || !header.has_trace_events) {
+      return unreadable(path,
+                        "is JSON but not a Kineto trace: it has no traceEvents array (a "
+                        "trace from torch.profiler's export_chrome_trace or "
+                        "tensorboard_trace_handler has one)");
+    }
+    if (!header.distributed_error.empty()) {
+      return unreadable(path, fmt::format("distributedInfo: {}", header.distributed_error));
+    }
+    KinetoFile file{path, std::move(header)};
+    if (file.header.distributed) {
+      file.rank = file.header.distributed->rank;
+      file.world_size = file.header.distributed->world_size;
+    } else if (inputs.size() > 1) {
+      return unreadable(path,
+                        "has no distributedInfo, so its rank is unknown (torch.profiler "
+                        "writes it when torch.distributed is initialised before the "
+                        "profile); import files of one distributed run, one per rank");
+    }
+    files.push_back(std::move(file));
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (files[i].world_size != files[j].world_size) {
+        return unreadable(
+            files[i].path,
+            fmt::format("says the world has {} ranks, but {} says {}: these files "
+                        "are not of one run",
+                        files[i].world_size, files[j].path.string(), files[j].world_size));
+      }
+      if (files[i].rank == files[j].rank) {
+        return unreadable(files[i].path,
+                          fmt::format("is rank {}, and so is {}: give one file per rank",
+                                      files[i].rank, files[j].path.string()));
+      }
+    }
+  }
+  std::sort(files.begin(), files.end(),
+            [](const KinetoFile& a, const KinetoFile& b) { return a.rank < b.rank; });
+  return files;
+}
+
+// Every rank's pg_config lists the groups created (new_group is called on all ranks); their
+// union by name, in the order met.
+std::vector<ProcessGroupConfig> process_groups(const std::vector<KinetoFile>& files) {
+  std::vector<ProcessGroupConfig> groups;
+  for (const KinetoFile& file : files) {
+    if (!file.header.distributed) continue;
+    for (const ProcessGroupConfig& g : file.header.distributed->groups) {
+      auto same = [&](const ProcessGroupConfig& known) { return known.name == g.name; };
+      if (std::none_of(groups.begin(), groups.end(), same)) groups.push_back(g);
+    }
+  }
+  return groups;
+}
+
+struct ScannedRank {
+  std::unique_ptr<EventSpool> spool;
+  KinetoRankScan scan;
+};
+
+// Stores one rank's spooled events on the timeline: its threads named, its steps given, its
+// CPU ops made phases when the rank's compute is its kernels, one device's memory kept.
+Status replay_rank(TraceWriter& writer, const ImportedRank& rank, ScannedRank& scanned) {
+  const KinetoRankScan& scan = scanned.scan;
+  const bool gpu_rank = scan.has_kernels();
+  const int device = scan.main_device();
+  const int32_t memory_code = device >= 0 && scan.memory_events_per_cuda_device.contains(device)
+                                  ? spooled_cuda_memory(device)
+                                  : kSpooledCpuMemory;
+  std::vector<TraceEvent> keep;
+  auto on_slice = [&](SliceEvent& s) {
+    s.rank = rank.rank;
+    s.step = rank.step_at(s.ts_ns);
+    s.ts_ns = rank.on_timeline(s.ts_ns);
+  };
+  return scanned.spool->replay([&](std::vector<TraceEvent>& events) -> Status {
+    keep.clear();
+    for (TraceEvent& event : events) {
+      if (auto* s = std::get_if<SliceEvent>(&event)) {
+        if (s->track_kind == TrackKind::kCpuThread) {
+          auto name = scan.thread_names.find(s->track);
+          s->track = name != scan.thread_names.end()
+                         ? name->second
+                         : fmt::format("thread {}", s->track.substr(s->track.find('/') + 1));
+          if (gpu_rank && s->category == SliceCategory::kCompute) {
+            s->category = SliceCategory::kPhase;
+          }
+        }
+        on_slice(*s);
+      } else if (auto* k = std::get_if<KernelRecord>(&event)) {
+        on_slice(k->slice);
+      } else if (auto* t = std::get_if<TransferRecord>(&event)) {
+        on_slice(t->slice);
+      } else if (auto* m = std::get_if<MemorySample>(&event)) {
+        if (m->rank != memory_code) continue;
+        m->rank = rank.rank;
+        m->category = kOtherMemoryCategory;
+        m->ts_ns = rank.on_timeline(m->ts_ns);
+      } else if (auto* c = std::get_if<CounterSample>(&event)) {
+        c->rank = rank.rank;
+        c->ts_ns = rank.on_timeline(c->ts_ns);
+      }
+      keep.push_back(std::move(event));
+    }
+    writer.append(keep);
+    return Status::ok();
+  });
+}
+
+std::string backend_of(const std::vector<KinetoFile>& files) {
+  for (const KinetoFile& f : files) {
+    if (f.header.distributed && !f.header.distributed->backend.empty()) {
+      return f.header.distributed->backend;
+    }
+  }
+  return {};
+}
+
+// What the first pass over every file leaves: the ranks, their spools and the collectives'
+// evidence, and the events' extent on the reference file's clock.
+struct ScannedFiles {
+  std::vector<ImportedRank> ranks;
+  std::vector<ScannedRank> spooled;  // one per rank, in the same order
+  std::map<int, RankCollectiveEvidence> evidence;
+  int64_t first_ns = INT64_MAX;
+  int64_t last_ns = INT64_MIN;
+  uint64_t input_bytes = 0;
+  int64_t skipped = 0;
+};
+
+ImportedRank rank_of(const KinetoFile& file, int64_t reference_base, const KinetoRankScan& scan) {
+  ImportedRank rank;
+  rank.rank = file.rank;
+  rank.file = file.path;
+  rank.host = file.header.host_name;
+  rank.clock_domain = file.header.host_name;
+  rank.shift_ns = file.header.base_time_ns - reference_base;
+  rank.steps = scan.steps;
+  rank.pid = std::max<int64_t>(0, scan.main_pid);
+  const int device = scan.main_device();
+  rank.device = device >= 0 ? fmt::format("cuda:{}", device) : "cpu";
+  rank.events = scan.spooled;
+  return rank;
+}
+
+StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::string_view marker,
+                                  const fs::path& spool_dir) {
+  ScannedFiles out;
+  const int64_t reference_base = files.front().header.base_time_ns;
+  for (const KinetoFile& file : files) {
+    ASSIGN_OR_RETURN(std::unique_ptr<EventSpool> spool, EventSpool::create(spool_dir));
+    ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(file.path));
+    // One marker per file: a marker without a step number counts each rank's steps from 0.
+    ASSIGN_OR_RETURN(StepMarker step_marker, StepMarker::compile(marker));
+    ASSIGN_OR_RETURN(
+        KinetoRankScan scan,
+        scan_kineto_rank(*text, file.header.base_time_ns - reference_base, step_marker, *spool));
+    std::error_code error;
+    out.input_bytes += fs::file_size(file.path, error);
+    out.skipped += scan.skipped;
+    out.first_ns = std::min(out.first_ns, scan.first_ns);
+    out.last_ns = std::max(out.last_ns, scan.last_ns);
+    out.ranks.push_back(rank_of(file, reference_base, scan));
+    RankCollectiveEvidence& evidence = out.evidence[file.rank];
+    evidence = std::move(scan.collectives);
+    scan.collectives = {};
+    if (file.header.distributed) {
+      for (const ProcessGroupConfig& g : file.header.distributed->groups) {
+        evidence.own_groups.push_back(g.name);
+      }
+    }
+    out.spooled.push_back({std::move(spool), std::move(scan)});
+  }
+  if (out.first_ns > out.last_ns) out.first_ns = out.last_ns = 0;  // no event at all
+  return out;
+}
+
+// The second pass: the run and rank rows, each rank's spooled events, steps, collectives and the
+// import's stats, then the file renamed into place.
+Status write_trace(ImportOutput& output, const ImportedRunDescription& run, ScannedFiles& scanned,
+                   ImportedCollectives& collectives, TraceImportSummary& summary) {
+  TraceWriter& writer = output.writer();
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const ImportedRank& r : scanned.ranks) {
+    first = std::min(first, r.on_timeline(scanned.first_ns));
+    last = std::max(last, r.on_timeline(scanned.last_ns));
+  }
+  append_run_and_ranks(writer, run, scanned.ranks, summary.missing_ranks, first, summary.run_id);
+  for (size_t i = 0; i < scanned.ranks.size(); ++i) {
+    RETURN_IF_ERROR(replay_rank(writer, scanned.ranks[i], scanned.spooled[i]));
+    scanned.spooled[i].spool.reset();  // its disk space back before the next rank's
+    summary.events += scanned.ranks[i].events;
+  }
+  summary.events += append_steps(writer, scanned.ranks);
+  summary.collectives = append_collectives(writer, scanned.ranks, collectives.by_rank);
+  summary.events += summary.collectives;
+  summary.unmatched_collectives = append_unmatched(writer, collectives.unmatched, summary.warnings);
+  if (summary.skipped_events > 0) {
+    writer.append(StatEvent{"import_skipped_events", -1, summary.skipped_events,
+                            StatSeverity::kInfo,
+                            "Kineto events with no place in a partrain trace (flow arrows, "
+                            "Kineto's own spans and GPU projections of CPU annotations, events "
+                            "without a time)"});
+  }
+  return output.finish(last);
+}
+
+}  // namespace
+
+bool has_kineto_file_name(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& options) {
+  const std::string_view marker =
+      options.step_marker.empty() ? kDefaultStepMarker : std::string_view(options.step_marker);
+  RETURN_IF_ERROR(StepMarker::compile(marker).status());
+  ASSIGN_OR_RETURN(std::vector<KinetoFile> files, read_headers(options.inputs));
+  ASSIGN_OR_RETURN(std::unique_ptr<ImportOutput> output,
+                   ImportOutput::create(options.output, options.overwrite));
+  ASSIGN_OR_RETURN(ScannedFiles scanned, scan_files(files, marker, output->directory()));
+  TraceImportSummary summary;
+  summary.world_size = files.front().world_size;
+  summary.input_bytes = scanned.input_bytes;
+  summary.skipped_events = scanned.skipped;
+  ImportedCollectives collectives =
+      assemble_collectives(process_groups(files), std::move(scanned.evidence));
+  fit_rank_clocks(scanned.ranks, std::move(collectives.ends), summary.warnings);
+  summary.missing_ranks = missing_ranks(scanned.ranks, summary.world_size, summary.warnings);
+
+  ImportedRunDescription run;
+  run.source = "kineto";
+  run.backend = backend_of(files);
+  run.world_size = summary.world_size;
+  run.reference_unix_ns = files.front().header.base_time_ns;
+  run.files = options.inputs;
+  run.command_line = options.command_line;
+  RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, summary));
+  summary.ranks = rank_summaries(scanned.ranks);
+  return summary;
+}
+
+}  // namespace partrain::profiler

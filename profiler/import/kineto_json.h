@@ -1,0 +1,95 @@
+// Reading a PyTorch profiler (Kineto) trace as a stream: the top-level metadata
+// (distributedInfo, baseTimeNanoseconds, ...) and then one event at a time, through nlohmann's
+// SAX interface, so a file of any size is read in constant memory (never a DOM of the file).
+// Times are taken from the number's text ("4986611431654.615" microseconds) into integer
+// nanoseconds: a double holds only ~16 digits, which Kineto's timestamps already use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "profiler/import/gzip_text.h"
+
+namespace partrain::profiler {
+
+// A process or thread id: Kineto writes OS ids (and CUDA device / stream ids) as integers, and
+// its synthetic tracks ("Spans", "Traces") as text.
+struct KinetoId {
+  int64_t number = 0;
+  std::string text;  // non-empty only for text ids
+  bool is_text = false;
+  bool operator==(const KinetoId&) const = default;
+};
+
+struct KinetoEvent {
+  char phase = 0;  // 'X' duration, 'i' instant, 'M' metadata, 'C' counter, 's'/'f' flows
+  std::string category;
+  std::string name;
+  KinetoId pid;
+  KinetoId tid;
+  std::optional<int64_t> ts_ns;
+  std::optional<int64_t> dur_ns;
+  nlohmann::json args;  // null unless the reader's args filter asked for them
+};
+
+// One process group of distributedInfo.pg_config.
+struct ProcessGroupConfig {
+  std::string name;         // c10d's group name ("0", "1", or a hash for split groups)
+  std::string description;  // pg_desc: "default_pg", "undefined", ...
+  std::vector<int> ranks;   // world ranks
+};
+
+struct KinetoDistributedInfo {
+  std::string backend;  // "gloo", "nccl", ...
+  int rank = -1;
+  int world_size = -1;
+  std::vector<ProcessGroupConfig> groups;
+};
+
+struct KinetoHeader {
+  bool top_level_object = false;
+  bool has_trace_events = false;
+  std::optional<int64_t> schema_version;
+  std::optional<KinetoDistributedInfo> distributed;
+  int64_t base_time_ns = 0;  // baseTimeNanoseconds: Unix ns that ts 0 stands for
+  std::string host_name;
+  std::string trace_name;
+  // The malformed distributedInfo's problem ("rank is not an integer"), empty when it reads well.
+  std::string distributed_error;
+};
+
+// Microseconds as written ("12.345", "7", "-0.5", "1.5e3") into nanoseconds, rounded to the
+// nearest; nullopt for text that is no number.
+std::optional<int64_t> microseconds_text_to_ns(std::string_view text);
+// A list of ranks as Kineto writes one: an array [0, 1], or its text "[0, 1]" (libkineto's own
+// writer, record_param_comms' "Process Group Ranks"); nullopt for anything else, a list cut
+// short ("[0, ..., 7]") included.
+std::optional<std::vector<int>> kineto_rank_list(const nlohmann::json& value);
+// distributedInfo's object into its fields; the problem when a field has the wrong type (ranks
+// are accepted as an array or as the text "[0, 1]", as libkineto's own writer puts them).
+StatusOr<KinetoDistributedInfo> parse_distributed_info(const nlohmann::json& info);
+
+struct KinetoReadCallbacks {
+  // Called when traceEvents begins, with the metadata read so far; false stops the reading
+  // there (a header-only read), with the header as it stands.
+  std::function<bool(const KinetoHeader&)> on_events_begin;
+  // Whether to keep the args of an event whose fields before `args` are those given (Kineto
+  // writes ph, cat, name, pid, tid, ts, dur, then args).
+  std::function<bool(const KinetoEvent&)> wants_args;
+  // Each event of traceEvents; false stops the reading.
+  std::function<bool(KinetoEvent&)> on_event;
+};
+
+// Reads `text` to its end (or until a callback says stop) and returns the header, every
+// top-level key included. kUnreadable naming the file for malformed JSON (with the byte offset),
+// a damaged or truncated gzip stream, and a top level that is not an object; a file without
+// traceEvents reads (has_trace_events false) and the caller says what it is not.
+StatusOr<KinetoHeader> read_kineto_trace(GzipText& text, const KinetoReadCallbacks& callbacks);
+
+}  // namespace partrain::profiler

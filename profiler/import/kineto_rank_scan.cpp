@@ -1,0 +1,263 @@
+#include "profiler/import/kineto_rank_scan.h"
+
+#include <algorithm>
+
+#include "profiler/import/torch_collectives.h"
+
+namespace partrain::profiler {
+namespace {
+
+using Json = nlohmann::json;
+
+int64_t int_arg(const Json& args, const char* key, int64_t fallback) {
+  if (!args.is_object()) return fallback;
+  auto it = args.find(key);
+  return it != args.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+std::array<int32_t, 3> dim3_arg(const Json& args, const char* key) {
+  std::array<int32_t, 3> out{0, 0, 0};
+  if (!args.is_object()) return out;
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_array()) return out;
+  for (size_t i = 0; i < 3 && i < it->size(); ++i) {
+    if ((*it)[i].is_number_integer()) out[i] = static_cast<int32_t>((*it)[i].get<int64_t>());
+  }
+  return out;
+}
+
+std::string stream_track(int64_t device, int64_t stream) {
+  return fmt::format("gpu{} stream {}", device, stream);
+}
+
+// Kineto's "Memcpy HtoD (Pageable -> Device)" as partrain names copies ("memcpy HtoD").
+std::string copy_name(std::string_view kineto_name) {
+  std::string_view kind = kineto_name.substr(std::min<size_t>(kineto_name.size(), 7));
+  kind = kind.substr(0, kind.find(' '));
+  return kind.empty() ? std::string("memcpy") : fmt::format("memcpy {}", kind);
+}
+
+bool wants_args(const KinetoEvent& e) {
+  switch (e.phase) {
+    case 'M':
+    case 'C':
+      return true;
+    case 'i':
+      return e.name == "[memory]";
+    case 'X':
+      if (e.category == "kernel" || e.category == "gpu_memcpy" || e.category == "gpu_memset" ||
+          e.category == "cuda_sync") {
+        return true;
+      }
+      return e.name.starts_with("c10d::") || e.name == "record_param_comms" ||
+             e.name.starts_with("gloo:") || e.category.empty() || e.name.empty();
+    default:
+      return false;
+  }
+}
+
+class RankScanner {
+ public:
+  RankScanner(int64_t shift_ns, StepMarker& steps, EventSpool& spool)
+      : shift_ns_(shift_ns), step_marker_(steps), spool_(spool) {}
+
+  KinetoRankScan& result() { return scan_; }
+  const Status& error() const { return error_; }
+
+  bool on_event(KinetoEvent& e) {
+    ++scan_.events;
+    if (e.phase == 'M') {
+      if (e.name == "thread_name" && e.args.is_object() && e.args.contains("name") &&
+          e.args["name"].is_string()) {
+        scan_.thread_names[kineto_thread_key(e.pid, e.tid)] = e.args["name"].get<std::string>();
+      }
+      return true;
+    }
+    if (!e.ts_ns) {
+      ++scan_.skipped;
+      return true;
+    }
+    e.ts_ns = *e.ts_ns + shift_ns_;
+    const int64_t dur = std::max<int64_t>(0, e.dur_ns.value_or(0));
+    e.dur_ns = dur;
+    bool kept = false;
+    if (e.phase == 'X') {
+      kept = on_duration(e);
+    } else if (e.phase == 'i' && e.name == "[memory]") {
+      kept = on_memory(e);
+    } else if (e.phase == 'C') {
+      kept = on_counter(e);
+    }
+    if (!kept) {
+      ++scan_.skipped;
+    } else {
+      scan_.first_ns = std::min(scan_.first_ns, *e.ts_ns);
+      scan_.last_ns = std::max(scan_.last_ns, *e.ts_ns + dur);
+    }
+    return error_.is_ok();
+  }
+
+ private:
+  bool on_duration(const KinetoEvent& e) {
+    const std::string& cat = e.category;
+    if (cat == "Trace" || cat == "gpu_user_annotation") return false;  // Kineto's own spans
+    if (cat == "kernel") return on_kernel(e);
+    if (cat == "gpu_memcpy" || cat == "gpu_memset") return on_transfer(e);
+    if (cat == "cuda_sync") {
+      const int64_t device = int_arg(e.args, "device", e.pid.number);
+      const int64_t stream = int_arg(e.args, "stream", -1);
+      if (stream < 0) return false;
+      SliceEvent slice =
+          slice_of(e, TrackKind::kCudaStream, stream_track(device, stream), SliceCategory::kSync);
+      return spool(slice);
+    }
+    SliceCategory category = SliceCategory::kPhase;
+    if (cat == "user_annotation") {
+      if (auto step = step_marker_.step_of(e.name)) {
+        scan_.steps.push_back({*step, *e.ts_ns, *e.ts_ns + *e.dur_ns});
+        if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
+        category = SliceCategory::kStep;
+      } else if (auto t = gloo_transfer_of(e)) {
+        scan_.collectives.gloo_transfers.push_back(*t);
+      }
+    } else if (cat == "cpu_op") {
+      if (auto record = comms_record_of(e)) {
+        scan_.collectives.comms_records.push_back(std::move(*record));
+      } else if (auto call = c10d_call_of(e)) {
+        scan_.collectives.c10d_calls.push_back(*call);
+      } else if (e.name != "record_param_comms" && !e.name.starts_with("c10d::")) {
+        // ATen ops: the compute of a CPU rank (the second pass makes them phases on a GPU rank,
+        // whose compute is its kernels).
+        category = SliceCategory::kCompute;
+      }
+      if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
+    }
+    SliceEvent slice =
+        slice_of(e, TrackKind::kCpuThread, kineto_thread_key(e.pid, e.tid), category);
+    return spool(slice);
+  }
+
+  bool on_kernel(const KinetoEvent& e) {
+    KernelRecord k;
+    const int64_t device = int_arg(e.args, "device", e.pid.is_text ? 0 : e.pid.number);
+    const int64_t stream = int_arg(e.args, "stream", e.tid.is_text ? 0 : e.tid.number);
+    k.slice =
+        slice_of(e, TrackKind::kCudaStream, stream_track(device, stream), SliceCategory::kKernel);
+    k.correlation_id = static_cast<uint32_t>(int_arg(e.args, "correlation", 0));
+    k.device = static_cast<int32_t>(device);
+    k.stream = stream;
+    k.grid = dim3_arg(e.args, "grid");
+    k.block = dim3_arg(e.args, "block");
+    k.registers = static_cast<int32_t>(int_arg(e.args, "registers per thread", 0));
+    // Kineto sums static and dynamic shared memory into one figure.
+    k.dynamic_shared_bytes = static_cast<int32_t>(int_arg(e.args, "shared memory", 0));
+    ++scan_.kernels_per_device[static_cast<int>(device)];
+    if (auto nccl = nccl_kernel_of(e)) scan_.collectives.nccl_kernels.push_back(std::move(*nccl));
+    return spool(k);
+  }
+
+  bool on_transfer(const KinetoEvent& e) {
+    TransferRecord t;
+    const int64_t device = int_arg(e.args, "device", e.pid.is_text ? 0 : e.pid.number);
+    const int64_t stream = int_arg(e.args, "stream", e.tid.is_text ? 0 : e.tid.number);
+    const bool copy = e.category == "gpu_memcpy";
+    t.slice = slice_of(e, TrackKind::kCudaStream, stream_track(device, stream),
+                       copy ? SliceCategory::kMemcpy : SliceCategory::kMemset);
+    t.slice.name = copy ? copy_name(e.name) : "memset";
+    t.bytes = static_cast<uint64_t>(std::max<int64_t>(0, int_arg(e.args, "bytes", 0)));
+    t.correlation_id = static_cast<uint32_t>(int_arg(e.args, "correlation", 0));
+    t.device = static_cast<int32_t>(device);
+    t.stream = stream;
+    return spool(t);
+  }
+
+  // "[memory]": the allocator's total after one allocation or free, on the CPU (Device Type 0)
+  // or a CUDA device (Device Type 1, Device Id the device).
+  bool on_memory(const KinetoEvent& e) {
+    const int64_t type = int_arg(e.args, "Device Type", -1);
+    const int64_t allocated = int_arg(e.args, "Total Allocated", -1);
+    if (allocated < 0 || (type != 0 && type != 1)) return false;
+    MemorySample m;
+    if (type == 1) {
+      const int device = static_cast<int>(int_arg(e.args, "Device Id", 0));
+      m.rank = spooled_cuda_memory(device);
+      ++scan_.memory_events_per_cuda_device[device];
+    } else {
+      m.rank = kSpooledCpuMemory;
+    }
+    m.ts_ns = *e.ts_ns;
+    m.bytes = allocated;
+    return spool(m);
+  }
+
+  bool on_counter(const KinetoEvent& e) {
+    if (!e.args.is_object()) return false;
+    bool any = false;
+    for (const auto& [key, value] : e.args.items()) {
+      if (!value.is_number()) continue;
+      CounterSample c;
+      c.name = e.args.size() == 1 ? e.name : fmt::format("{}.{}", e.name, key);
+      c.ts_ns = *e.ts_ns;
+      c.value = value.get<double>();
+      any = spool(c) || any;
+    }
+    return any;
+  }
+
+  SliceEvent slice_of(const KinetoEvent& e, TrackKind kind, std::string track,
+                      SliceCategory category) const {
+    SliceEvent s;
+    s.track_kind = kind;
+    s.track = std::move(track);
+    s.name = e.name;
+    s.category = category;
+    s.ts_ns = *e.ts_ns;
+    s.dur_ns = *e.dur_ns;
+    return s;
+  }
+
+  bool spool(const TraceEvent& event) {
+    if (!error_.is_ok()) return false;
+    error_ = spool_.append(event);
+    if (error_.is_ok()) ++scan_.spooled;
+    return error_.is_ok();
+  }
+
+  int64_t shift_ns_;
+  StepMarker& step_marker_;
+  EventSpool& spool_;
+  KinetoRankScan scan_;
+  Status error_;
+};
+
+}  // namespace
+
+int KinetoRankScan::main_device() const {
+  const auto& counts =
+      kernels_per_device.empty() ? memory_events_per_cuda_device : kernels_per_device;
+  if (counts.empty()) return -1;
+  return std::max_element(counts.begin(), counts.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid) {
+  return fmt::format("{}/{}", pid.is_text ? pid.text : std::to_string(pid.number),
+                     tid.is_text ? tid.text : std::to_string(tid.number));
+}
+
+StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, StepMarker& steps,
+                                          EventSpool& spool) {
+  RankScanner scanner(shift_ns, steps, spool);
+  KinetoReadCallbacks callbacks;
+  callbacks.wants_args = wants_args;
+  callbacks.on_event = [&scanner](KinetoEvent& e) { return scanner.on_event(e); };
+  auto header = read_kineto_trace(text, callbacks);
+  if (!scanner.error().is_ok()) return scanner.error();
+  if (!header.is_ok()) return header.status();
+  std::sort(scanner.result().steps.begin(), scanner.result().steps.end(),
+            [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+  return std::move(scanner.result());
+}
+
+}  // namespace partrain::profiler

@@ -1,0 +1,54 @@
+// The first pass over one rank's Kineto file: each event becomes a partrain event in the spool
+// (on the file's clock, its thread named later, its step not yet known), and what the second
+// pass needs is kept aside, small: the steps, thread names, the evidence of collectives, which
+// devices the rank used. Memory holds that summary, never the events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "profiler/import/event_spool.h"
+#include "profiler/import/imported_run.h"
+#include "profiler/import/kineto_collectives.h"
+#include "profiler/import/kineto_json.h"
+#include "profiler/step_marker.h"
+
+namespace partrain::profiler {
+
+// How a memory sample's device travels through the spool: MemorySample::rank holds this code
+// until the second pass knows which device's memory the rank reports.
+inline constexpr int32_t kSpooledCpuMemory = 0;
+inline int32_t spooled_cuda_memory(int device) { return device + 1; }
+
+struct KinetoRankScan {
+  std::vector<StepSpan> steps;
+  std::map<std::string, std::string> thread_names;  // "pid/tid" -> Kineto's thread name
+  RankCollectiveEvidence collectives;
+  std::map<int, int64_t> kernels_per_device;
+  std::map<int, int64_t> memory_events_per_cuda_device;
+  int64_t main_pid = -1;  // the process whose thread marks the steps (else the first CPU op's)
+  int64_t first_ns = INT64_MAX;
+  int64_t last_ns = INT64_MIN;
+  int64_t events = 0;   // read from traceEvents
+  int64_t spooled = 0;  // became partrain events
+  int64_t skipped = 0;  // events without a time, or of a kind partrain has no place for
+
+  bool has_kernels() const { return !kernels_per_device.empty(); }
+  // The device whose kernels (else memory events) are most numerous; -1 for a CPU rank.
+  int main_device() const;
+};
+
+// The thread key spooled slices carry in SliceEvent::track until the second pass names it.
+std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid);
+
+// Reads `text` (a Kineto file already checked by its header) into `spool` and the returned
+// summary, every time moved by `shift_ns` (this file's baseTimeNanoseconds minus the reference
+// file's). Fails with kUnreadable as read_kineto_trace does, or when the spool cannot be written.
+StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, StepMarker& steps,
+                                          EventSpool& spool);
+
+}  // namespace partrain::profiler

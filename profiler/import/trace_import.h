@@ -1,0 +1,46 @@
+// What an import of foreign traces (Kineto JSON, Nsight Systems SQLite) is asked to do, and what
+// it reports back; shared by the importers and `partrain import`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "profiler/import/collective_clock_alignment.h"
+
+namespace partrain::profiler {
+
+struct TraceImportOptions {
+  std::vector<std::filesystem::path> inputs;
+  std::filesystem::path output;
+  bool overwrite = false;
+  std::string step_marker;   // regular expression of step ranges (StepMarker); empty: default
+  std::string command_line;  // the importing command, for the run row
+};
+
+struct ImportedRankSummary {
+  int rank = 0;
+  std::filesystem::path file;
+  std::string host;
+  std::string device;
+  int64_t events = 0;  // partrain events stored for it
+  int64_t steps = 0;
+  RankClockFit clock;
+};
+
+struct TraceImportSummary {
+  std::string run_id;
+  int world_size = 0;
+  std::vector<ImportedRankSummary> ranks;  // ascending rank
+  std::vector<int> missing_ranks;          // ranks of the world with no file
+  int64_t events = 0;
+  int64_t collectives = 0;
+  int64_t unmatched_collectives = 0;
+  int64_t skipped_events = 0;
+  uint64_t input_bytes = 0;  // the files' sizes on disk
+  // Problems the trace records (stat rows), one line each, for the command to repeat on stderr.
+  std::vector<std::string> warnings;
+};
+
+}  // namespace partrain::profiler

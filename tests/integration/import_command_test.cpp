@@ -1,0 +1,137 @@
+// `partrain import` end to end: the real binary on the committed Kineto fixtures and on bad
+// inputs, and what the other commands make of an imported trace.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/kineto_fixture.h"
+#include "tests/support/nsys_fixture.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kKineto = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto";
+
+std::string partrain(const std::string& args) { return std::string(PARTRAIN_BINARY) + " " + args; }
+
+TEST(ImportCommand, KinetoDirectoryIntoATraceTheOtherCommandsRead) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "ddp.db";
+  auto imported =
+      run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " + out.string()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.err.find("imported 4 Kineto traces (ranks 0,1,2,3 of a world of 4;"),
+            std::string::npos)
+      << imported.err;
+  EXPECT_NE(imported.err.find("16 collectives) into"), std::string::npos) << imported.err;
+  auto analyzed = run_shell(partrain("analyze --json " + out.string()));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  auto report = parse_json_output(analyzed.out);
+  EXPECT_EQ(report["ranks"].size(), 4u) << analyzed.out;
+  auto exported =
+      run_shell(partrain("export " + out.string() + " -o " + (dir.path() / "ddp.json").string()));
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "ddp.json"));
+  auto top = run_shell(partrain("top --once " + out.string()));
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("4 of 4 ranks"), std::string::npos) << top.out;
+  auto merged =
+      run_shell(partrain("merge " + out.string() + " -o " + (dir.path() / "merged.db").string()));
+  EXPECT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_NE(merged.err.find("(4 ranks,"), std::string::npos) << merged.err;
+  auto calibrated =
+      run_shell(partrain("recommend --model llama-2-7b --gpus 4 --gpu cpu "
+                         "--global-batch 8 --calibrate " +
+                         out.string()));
+  EXPECT_EQ(calibrated.exit_code, 0) << calibrated.err;
+  EXPECT_NE(calibrated.out.find("all_reduce (4 ranks"), std::string::npos) << calibrated.out;
+}
+
+TEST(ImportCommand, NsysReportIntoATraceWithKernels) {
+  ScratchDir dir;
+  const fs::path report = build_nsys_report(dir.path(), "one_report");
+  const fs::path out = dir.path() / "nsys.db";
+  auto imported = run_shell(
+      partrain("import " + report.string() + " -o " + out.string() + " --step-marker train_step"));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.err.find("imported 1 Nsight Systems reports (ranks 0,1 of a world of 2;"),
+            std::string::npos)
+      << imported.err;
+  auto analyzed = run_shell(partrain("analyze " + out.string()));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_NE(analyzed.out.find("ncclDevKernel_AllReduce"), std::string::npos) << analyzed.out;
+}
+
+TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {
+  ScratchDir dir;
+  write_text(dir.path() / "bad.json", "{\"traceEvents\": [");
+  auto malformed = run_shell(partrain("import " + (dir.path() / "bad.json").string() + " -o " +
+                                      (dir.path() / "o.db").string()));
+  EXPECT_EQ(malformed.exit_code, 3);
+  EXPECT_NE(malformed.err.find("bad.json: malformed JSON"), std::string::npos) << malformed.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "o.db"));
+
+  write_text(dir.path() / "empty.json", "");
+  auto empty = run_shell(partrain("import " + (dir.path() / "empty.json").string() + " -o " +
+                                  (dir.path() / "o.db").string()));
+  EXPECT_EQ(empty.exit_code, 3) << empty.err;
+
+  auto missing = run_shell(partrain("import " + (dir.path() / "nope.json").string() + " -o " +
+                                    (dir.path() / "o.db").string()));
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("nope.json: cannot open"), std::string::npos) << missing.err;
+}
+
+TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
+  ScratchDir dir;
+  write_text(dir.path() / "out.db", "x");
+  auto exists = run_shell(
+      partrain("import " + (kKineto / "ddp").string() + " -o " + (dir.path() / "out.db").string()));
+  EXPECT_EQ(exists.exit_code, 2);
+  EXPECT_NE(exists.err.find("already exists: choose another output or pass --force"),
+            std::string::npos)
+      << exists.err;
+  auto forced = run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " +
+                                   (dir.path() / "out.db").string() + " --force"));
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+
+  write_text(dir.path() / "r.sqlite",
+             std::string("SQLite format 3\0", 16) + std::string(100, '\0'));
+  auto mixed = run_shell(partrain("import " + (kKineto / "ddp/rank0.pt.trace.json.gz").string() +
+                                  " " + (dir.path() / "r.sqlite").string() + " -o " +
+                                  (dir.path() / "m.db").string()));
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("mix Nsight Systems SQLite exports and Kineto JSON"), std::string::npos)
+      << mixed.err;
+}
+
+TEST(ImportCommand, ReadersGivenAKinetoTraceSayToImportIt) {
+  const std::string kineto = (kKineto / "ddp/rank0.pt.trace.json.gz").string();
+  for (const std::string& command : {"analyze " + kineto, "export " + kineto + " -o /dev/null"}) {
+    auto result = run_shell(partrain(command));
+    EXPECT_EQ(result.exit_code, 3) << command;
+    EXPECT_NE(result.err.find("is gzip-compressed, not a partrain trace: for a PyTorch profiler "
+                              "(Kineto) trace, import it first: partrain import"),
+              std::string::npos)
+        << result.err;
+  }
+  ScratchDir dir;
+  write_text(dir.path() / "t.json", "\n  {\"traceEvents\": []}");
+  auto json = run_shell(partrain("analyze " + (dir.path() / "t.json").string()));
+  EXPECT_EQ(json.exit_code, 3);
+  EXPECT_NE(json.err.find("is JSON, not a partrain trace"), std::string::npos) << json.err;
+}
+
+TEST(ImportCommand, HelpExplainsTheInputs) {
+  auto help = run_shell(partrain("import --help"));
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("tensorboard_trace_handler"), std::string::npos);
+  EXPECT_NE(help.out.find("--step-marker"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace partrain::testing

@@ -1,0 +1,444 @@
+#include "profiler/import/kineto_import.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/kineto_fixture.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::KinetoFixture;
+using testing::ScratchDir;
+using testing::TraceQuery;
+
+const fs::path kFixtures = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto";
+
+StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path& output,
+                                    std::string step_marker = {}) {
+  TraceImportOptions options;
+  options.inputs = std::move(inputs);
+  options.output = output;
+  options.step_marker = std::move(step_marker);
+  options.command_line = "partrain import test";
+  return import_kineto_traces(options);
+}
+
+std::vector<fs::path> fixture_files(const std::string& job) {
+  std::vector<fs::path> files;
+  for (int r = 0; r < 4; ++r)
+    files.push_back(kFixtures / job / fmt::format("rank{}.pt.trace.json.gz", r));
+  return files;
+}
+
+// Files of `fixtures`, rank by rank, written into `dir`.
+std::vector<fs::path> write_ranks(const fs::path& dir, const std::vector<KinetoFixture>& fixtures) {
+  std::vector<fs::path> files;
+  for (size_t r = 0; r < fixtures.size(); ++r) {
+    files.push_back(dir / fmt::format("rank{}.json", r));
+    testing::write_text(files.back(), fixtures[r].json());
+  }
+  return files;
+}
+
+void expect_no_output(const fs::path& dir, const fs::path& output) {
+  EXPECT_FALSE(fs::exists(output));
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().string().find(".import-"), std::string::npos) << entry.path();
+  }
+}
+
+TEST(KinetoImport, DdpFixtureAllCollectivesMatchedOnTheDefaultGroup) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "ddp.db";
+  auto summary = import(fixture_files("ddp"), out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->world_size, 4);
+  EXPECT_EQ(summary->ranks.size(), 4u);
+  EXPECT_TRUE(summary->missing_ranks.empty());
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(out);
+  EXPECT_EQ(trace.rows("SELECT status, world_size, json_extract(config, '$.imported_from'), "
+                       "json_extract(config, '$.backend') FROM runs"),
+            "completed|4|kineto|gloo\n");
+  EXPECT_EQ(trace.rows("SELECT rank, node, local_rank, host, device FROM ranks ORDER BY rank"),
+            "0|0|0|vm|cpu\n1|0|1|vm|cpu\n2|0|2|vm|cpu\n3|0|3|vm|cpu\n");
+  EXPECT_EQ(trace.rows("SELECT rank, group_concat(step) FROM (SELECT rank, step FROM steps "
+                       "ORDER BY rank, step) GROUP BY rank"),
+            "0|2,3\n1|2,3\n2|2,3\n3|2,3\n");
+  // DDP's two buckets (520 and 2112 floats) each step, all four ranks in each group.
+  EXPECT_EQ(trace.rows("SELECT comm_id, seq, op, dtype, count, bytes, group_size, group_ranks, "
+                       "count(*), count(DISTINCT step) FROM collectives GROUP BY comm_id, seq "
+                       "ORDER BY seq"),
+            "pg:0|0|all_reduce|float|520|2080|4|0,1,2,3|4|1\n"
+            "pg:0|1|all_reduce|float|2112|8448|4|0,1,2,3|4|1\n"
+            "pg:0|2|all_reduce|float|520|2080|4|0,1,2,3|4|1\n"
+            "pg:0|3|all_reduce|float|2112|8448|4|0,1,2,3|4|1\n");
+  // A collective runs from c10d's issue to the end of gloo's transfer.
+  EXPECT_EQ(trace.number("SELECT count(*) FROM collectives WHERE dur_ns <= 0 OR state != "
+                         "'completed'"),
+            0);
+  EXPECT_GT(trace.number("SELECT count(*) FROM slices WHERE category = 'compute' AND name LIKE "
+                         "'aten::%'"),
+            0);
+  EXPECT_GT(trace.number("SELECT count(*) FROM slices WHERE track LIKE '%pt_gloo_runloop%' AND "
+                         "name = 'gloo:all_reduce'"),
+            0);
+  EXPECT_GT(trace.number("SELECT count(*) FROM memory_events WHERE category = 'other'"), 0);
+  // Every slice of a step's span carries its step.
+  EXPECT_EQ(trace.number("SELECT count(*) FROM slices s JOIN steps t ON t.rank = s.rank AND "
+                         "s.ts_ns >= t.ts_ns AND s.ts_ns < t.ts_ns + t.dur_ns WHERE s.step IS NOT "
+                         "t.step"),
+            0);
+}
+
+TEST(KinetoImport, TwoGroupsFixtureMatchedThroughTheWorkerThreads) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "two.db";
+  auto summary = import(fixture_files("two_groups"), out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(out);
+  // Per step: the pair's all-reduces of 64 and 8 floats; the world's all-reduce of 256, all-gather
+  // of 32, broadcast of 16 from rank 0 and all-reduce of 8.
+  EXPECT_EQ(trace.rows("SELECT comm_id, op, count, group_ranks, count(DISTINCT seq), "
+                       "count(*) / count(DISTINCT seq) FROM collectives "
+                       "GROUP BY comm_id, op, count ORDER BY comm_id, op, count"),
+            "pg:0|all_gather|32|0,1,2,3|2|4\n"
+            "pg:0|all_reduce|8|0,1,2,3|2|4\n"
+            "pg:0|all_reduce|256|0,1,2,3|2|4\n"
+            "pg:0|broadcast|16|0,1,2,3|2|4\n"
+            "pg:1|all_reduce|8|0,1|2|2\n"
+            "pg:1|all_reduce|64|0,1|2|2\n"
+            "pg:2|all_reduce|8|2,3|2|2\n"
+            "pg:2|all_reduce|64|2,3|2|2\n");
+  EXPECT_EQ(trace.rows("SELECT DISTINCT peer, bytes FROM collectives WHERE op = 'broadcast'"),
+            "0|64\n");
+  EXPECT_EQ(trace.rows("SELECT DISTINCT bytes FROM collectives WHERE op = 'all_gather'"), "512\n");
+}
+
+// Four ranks: the world, and two groups "1" and "2" of the same ranks 0 and 1 (new_group([0, 1])
+// twice, as jobs that keep a second group for checkpoints do), every gloo op on one worker thread
+// per rank (so the threads tell nothing). Per step all four all-reduce 256 floats on the world,
+// then ranks 0 and 1 all-reduce 64 floats on group "1": the trace cannot tell it from "2".
+std::vector<KinetoFixture> ambiguous_two_groups() {
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 4; ++r) {
+    KinetoFixture f(r, 4);
+    if (r < 2) f.group("1", {0, 1}).group("2", {0, 1});
+    f.thread_name(5000 + r, "thread 5000 (pt_gloo_runloop)");
+    for (int step = 0; step < 2; ++step) {
+      const double t = 1000.0 * (step + 1);
+      f.step(step, t, 900);
+      f.gloo_all_reduce(256, t + 10, t + 20, t + 100, 5000 + r);
+      if (r < 2) f.gloo_all_reduce(64, t + 200, t + 210, t + 300, 5000 + r);
+    }
+    ranks.push_back(std::move(f));
+  }
+  return ranks;
+}
+
+TEST(KinetoImport, EqualSizedGroupsTheTraceCannotTellApartAreLeftUnmatchedAndSaid) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "amb.db";
+  auto summary = import(write_ranks(dir.path(), ambiguous_two_groups()), out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  // Two steps x ranks 0 and 1 of the all-reduce of 64.
+  EXPECT_EQ(summary->unmatched_collectives, 4);
+  ASSERT_EQ(summary->warnings.size(), 2u);
+  EXPECT_NE(summary->warnings.front().find("rank 0: 2 collectives left unmatched: 2: process "
+                                           "groups '1' or '2' hold the same ranks"),
+            std::string::npos)
+      << summary->warnings.front();
+  TraceQuery trace(out);
+  EXPECT_EQ(trace.rows("SELECT comm_id, count, count(DISTINCT seq), count(*) FROM collectives "
+                       "GROUP BY comm_id, count ORDER BY comm_id, count"),
+            "pg:0|256|2|8\nunmatched:rank0|64|2|2\nunmatched:rank1|64|2|2\n");
+  // Its size is known (both groups hold two ranks), its members are not.
+  EXPECT_EQ(trace.rows("SELECT DISTINCT group_size, group_ranks IS NULL, bytes FROM collectives "
+                       "WHERE comm_id LIKE 'unmatched%'"),
+            "2|1|256\n");
+  EXPECT_EQ(trace.rows("SELECT rank, value, severity FROM stats WHERE name = "
+                       "'import_unmatched_collectives' ORDER BY rank"),
+            "0|2|info\n1|2|info\n");
+}
+
+// Ranks 2 and 3 on host b, whose clock reads 1.5 ms ahead (and whose files count from a time
+// base one second later); all-reduces whose transfers end together, within a few microseconds.
+std::vector<KinetoFixture> two_hosts() {
+  std::vector<KinetoFixture> ranks;
+  const int64_t jitter_ns[4] = {0, 2000, -1000, 3000};
+  for (int r = 0; r < 4; ++r) {
+    KinetoFixture f(r, 4);
+    const bool b = r >= 2;
+    f.host(b ? "b" : "a");
+    const double shift_us = b ? 1500.0 - 1'000'000.0 : 0;
+    if (b) f.base_time_ns(1790857026000000000 + 1'000'000'000);
+    for (int k = 0; k < 6; ++k) {
+      const double t = 2'000'000.0 + 10'000.0 * (k + 1) + shift_us;
+      f.gloo_all_reduce(16, t, t + 5 + r,
+                        t + 500 + static_cast<double>(jitter_ns[r]) / 1000.0 + k * 0.001, 6000 + r);
+    }
+    ranks.push_back(std::move(f));
+  }
+  return ranks;
+}
+
+TEST(KinetoImport, HostsClocksAlignedByCollectivesThatEndTogether) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "hosts.db";
+  auto summary = import(write_ranks(dir.path(), two_hosts()), out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->ranks.size(), 4u);
+  EXPECT_EQ(summary->ranks[0].clock.offset_ns, 0);
+  EXPECT_EQ(summary->ranks[1].clock.offset_ns, 0);
+  EXPECT_EQ(summary->ranks[2].clock.offset_ns, summary->ranks[3].clock.offset_ns);
+  EXPECT_NEAR(static_cast<double>(summary->ranks[2].clock.offset_ns), -1'500'000, 5000);
+  EXPECT_EQ(summary->ranks[2].clock.estimates, 6);
+  TraceQuery trace(out);
+  // Stored as native traces store it: the file's clock plus this reaches the timeline.
+  const int64_t offset = trace.number("SELECT clock_offset_ns FROM ranks WHERE rank = 2");
+  EXPECT_NEAR(static_cast<double>(offset), 1'000'000'000 - 1'500'000, 5000);
+  EXPECT_LE(trace.number("SELECT clock_uncertainty_ns FROM ranks WHERE rank = 2"), 5000);
+  EXPECT_EQ(trace.number("SELECT clock_uncertainty_ns FROM ranks WHERE rank = 0"), 0);
+  // On the timeline the members end within the jitter, not 1.5 ms apart.
+  EXPECT_LE(trace.number("SELECT max(spread) FROM (SELECT max(ts_ns + dur_ns) - min(ts_ns + "
+                         "dur_ns) AS spread FROM collectives GROUP BY comm_id, seq)"),
+            10'000);
+}
+
+// Two NCCL ranks as torch's NCCL process group records them: record_param_comms with c10d's
+// metadata inside c10d's op, and the NCCL kernel it launched (carrying the same Seq and group).
+// Rank 1's host reads 2 ms ahead; the kernels end together.
+std::vector<KinetoFixture> nccl_ranks() {
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.host(r == 0 ? "a" : "b").backend("nccl");
+    const double skew_us = r == 0 ? 0 : 2000;
+    for (int seq = 0; seq < 3; ++seq) {
+      const double t = 1000.0 * (seq + 1) + skew_us;
+      f.event("cpu_op", "c10d::allreduce_", f.pid(), t, 30)
+          .event("cpu_op", "record_param_comms", f.pid(), t + 1, 20,
+                 fmt::format(R"j({{"External id": {}, "Collective name": "allreduce",
+                    "dtype": "BFloat16", "In msg nelems": 1048576, "Out msg nelems": 1048576,
+                    "Group size": 2, "In split size": "[]", "Out split size": "[]",
+                    "Process Group Name": "0", "Process Group Description": "default_pg",
+                    "Process Group Ranks": "[0, 1]", "Rank": {}, "Seq": {},
+                    "Is asynchronized op": 0}})j",
+                             100 + seq, r, 7 + seq))
+          .raw_event(fmt::format(
+              R"j({{"ph": "X", "cat": "kernel",
+                   "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                   "pid": 0, "tid": 20, "ts": {:.3f}, "dur": {:.3f},
+                   "args": {{"External id": {}, "device": {}, "stream": 20, "correlation": {},
+                   "Collective name": "allreduce", "Process Group Name": "0", "Seq": {}}}}})j",
+              t + 50 + (r == 0 ? 10 : 0), 200.0 - (r == 0 ? 10 : 0), 100 + seq, r, 500 + seq,
+              7 + seq));
+    }
+    ranks.push_back(std::move(f));
+  }
+  return ranks;
+}
+
+TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "nccl.db";
+  auto summary = import(write_ranks(dir.path(), nccl_ranks()), out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  EXPECT_EQ(summary->ranks[1].clock.offset_ns, -2'000'000);
+  TraceQuery trace(out);
+  EXPECT_EQ(trace.rows("SELECT comm_id, seq, op, dtype, count, bytes, group_size, group_ranks, "
+                       "count(*) FROM collectives GROUP BY comm_id, seq ORDER BY seq"),
+            "pg:0|7|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
+            "pg:0|8|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
+            "pg:0|9|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n");
+  // Host side: record_param_comms (it returns once the kernel is queued); device side: the
+  // kernel, which on the timeline ends at one instant on both ranks.
+  EXPECT_EQ(trace.rows("SELECT DISTINCT dur_ns FROM collectives"), "20000\n");
+  EXPECT_EQ(trace.number("SELECT max(s) FROM (SELECT max(gpu_end_ns) - min(gpu_end_ns) AS s "
+                         "FROM collectives GROUP BY seq)"),
+            0);
+  EXPECT_EQ(trace.rows("SELECT device FROM ranks ORDER BY rank"), "cuda:0\ncuda:1\n");
+  EXPECT_EQ(trace.rows("SELECT json_extract(config, '$.backend') FROM runs"), "nccl\n");
+}
+
+TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
+  ScratchDir dir;
+  auto fixtures = ambiguous_two_groups();
+  auto files = write_ranks(dir.path(), fixtures);
+  files.erase(files.begin() + 2);
+  const fs::path out = dir.path() / "missing.db";
+  auto summary = import(files, out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->missing_ranks, std::vector<int>{2});
+  TraceQuery trace(out);
+  EXPECT_EQ(trace.rows("SELECT value, severity, description FROM stats WHERE name = "
+                       "'import_missing_ranks'"),
+            "1|data_loss|ranks 2 of the world of 4 had no trace file: their events and their "
+            "part of every collective are absent\n");
+  EXPECT_EQ(trace.rows("SELECT group_concat(rank) FROM ranks"), "0,1,3\n");
+}
+
+TEST(KinetoImport, CpuMemoryOfACpuRankAsOtherCategory) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.memory(10, 1024).memory(20, 3072).event("cpu_op", "aten::add", f.pid(), 15, 2);
+  testing::write_text(dir.path() / "r.json", f.json());
+  auto summary = import({dir.path() / "r.json"}, dir.path() / "m.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "m.db");
+  EXPECT_EQ(trace.rows("SELECT category, bytes FROM memory_events ORDER BY ts_ns"),
+            "other|1024\nother|3072\n");
+  EXPECT_EQ(trace.rows("SELECT device FROM ranks"), "cpu\n");
+  EXPECT_EQ(trace.rows("SELECT category FROM slices WHERE name = 'aten::add'"), "compute\n");
+}
+
+TEST(KinetoImport, GpuRankKeepsItsDevicesMemoryAndItsKernelsAreTheCompute) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.memory(10, 1024)
+      .memory(20, 4096, /*device_type=*/1, /*device=*/0)
+      .event("cpu_op", "aten::mm", f.pid(), 15, 2)
+      .raw_event(R"j({"ph": "X", "cat": "kernel", "name": "void gemm<float>(float*)", "pid": 0,
+                      "tid": 7, "ts": 18.000, "dur": 30.000, "args": {"device": 0, "stream": 7,
+                      "correlation": 11, "grid": [64, 1, 1], "block": [256, 1, 1],
+                      "registers per thread": 128, "shared memory": 1024}})j")
+      .raw_event(R"j({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)",
+                      "pid": 0, "tid": 7, "ts": 12.000, "dur": 2.000, "args": {"device": 0,
+                      "stream": 7, "correlation": 10, "bytes": 1048576}})j");
+  testing::write_text(dir.path() / "r.json", f.json());
+  auto summary = import({dir.path() / "r.json"}, dir.path() / "g.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "g.db");
+  EXPECT_EQ(trace.rows("SELECT category, bytes FROM memory_events"), "other|4096\n");
+  EXPECT_EQ(trace.rows("SELECT device FROM ranks"), "cuda:0\n");
+  EXPECT_EQ(trace.rows("SELECT category FROM slices WHERE name = 'aten::mm'"), "phase\n");
+  EXPECT_EQ(trace.rows("SELECT name, ts_ns, dur_ns, correlation_id, device, stream, grid_x, "
+                       "block_x, registers FROM kernels"),
+            "void gemm<float>(float*)|18000|30000|11|0|7|64|256|128\n");
+  EXPECT_EQ(trace.rows("SELECT name, bytes, stream FROM transfers"), "memcpy HtoD|1048576|7\n");
+  EXPECT_EQ(trace.rows("SELECT DISTINCT track FROM slices WHERE track_kind = 'cuda_stream'"),
+            "gpu0 stream 7\n");
+}
+
+TEST(KinetoImport, AFileWithoutDistributedInfoAloneIsRankZero) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(7, 100, 50).event("cpu_op", "aten::mm", f.pid(), 110, 10);
+  testing::write_text(dir.path() / "single.json", f.json(/*with_distributed_info=*/false));
+  auto summary = import({dir.path() / "single.json"}, dir.path() / "s.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "s.db");
+  EXPECT_EQ(trace.rows("SELECT rank, step FROM steps"), "0|7\n");
+  EXPECT_EQ(trace.rows("SELECT name, step, category FROM slices WHERE name = 'aten::mm'"),
+            "aten::mm|7|compute\n");
+}
+
+TEST(KinetoImport, CustomStepMarkerWithoutANumberCountsEachRanksSteps) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.event("user_annotation", "train_step", f.pid(), 100, 50)
+        .event("user_annotation", "train_step", f.pid(), 200, 50);
+    ranks.push_back(std::move(f));
+  }
+  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "s.db", "train_step");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "s.db");
+  EXPECT_EQ(trace.rows("SELECT rank, step FROM steps ORDER BY rank, step"), "0|0\n0|1\n1|0\n1|1\n");
+}
+
+struct BadInput {
+  std::string name;
+  std::function<std::vector<fs::path>(const fs::path&)> make;
+  std::string message;  // part of the error
+};
+
+class KinetoImportBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(KinetoImportBadInput, ExitThreeNamingTheFileAndNothingLeftBehind) {
+  ScratchDir dir;
+  const BadInput& bad = GetParam();
+  const std::vector<fs::path> files = bad.make(dir.path());
+  const fs::path out = dir.path() / "out.db";
+  auto summary = import(files, out);
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 3) << summary.status().message();
+  EXPECT_NE(summary.status().message().find(bad.message), std::string::npos)
+      << summary.status().message();
+  expect_no_output(dir.path(), out);
+}
+
+std::vector<fs::path> two_ranks(const fs::path& dir, int world0, int rank1, int world1) {
+  KinetoFixture a(0, world0), b(rank1, world1);
+  a.step(1, 10, 5);
+  b.step(1, 10, 5);
+  testing::write_text(dir / "a.json", a.json());
+  testing::write_text(dir / "b.json", b.json());
+  return {dir / "a.json", dir / "b.json"};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, KinetoImportBadInput,
+    ::testing::Values(
+        BadInput{"malformed",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "bad.json", "{\"traceEvents\": [{\"ph\": }]}");
+                   return std::vector<fs::path>{dir / "bad.json"};
+                 },
+                 "bad.json: malformed JSON at byte"},
+        BadInput{"truncated_gzip",
+                 [](const fs::path& dir) {
+                   auto file = fixture_files("ddp")[0];
+                   fs::copy_file(file, dir / "cut.json.gz");
+                   fs::resize_file(dir / "cut.json.gz", fs::file_size(file) / 2);
+                   return std::vector<fs::path>{dir / "cut.json.gz"};
+                 },
+                 "cut.json.gz: the gzip stream ends before its end"},
+        BadInput{"not_kineto",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "config.json", "{\"lr\": 0.1}");
+                   return std::vector<fs::path>{dir / "config.json"};
+                 },
+                 "config.json: is JSON but not a Kineto trace"},
+        BadInput{"world_sizes_disagree",
+                 [](const fs::path& dir) { return two_ranks(dir, 2, 1, 4); },
+                 "b.json: says the world has 4 ranks, but"},
+        BadInput{"two_files_one_rank", [](const fs::path& dir) { return two_ranks(dir, 2, 0, 2); },
+                 "is rank 0, and so is"},
+        BadInput{"no_distributed_info",
+                 [](const fs::path& dir) {
+                   KinetoFixture a(0, 2);
+                   testing::write_text(dir / "a.json", a.json(false));
+                   testing::write_text(dir / "b.json", a.json(false));
+                   return std::vector<fs::path>{dir / "a.json", dir / "b.json"};
+                 },
+                 "a.json: has no distributedInfo"},
+        BadInput{"bad_distributed_info",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "a.json",
+                                       "{\"distributedInfo\": {\"rank\": \"x\", \"world_size\": "
+                                       "2}, \"traceEvents\": []}");
+                   return std::vector<fs::path>{dir / "a.json"};
+                 },
+                 "a.json: distributedInfo: distributedInfo has no rank"}),
+    [](const auto& test) { return test.param.name; });
+
+TEST(KinetoImport, ExistingOutputIsRefusedWithoutOverwrite) {
+  ScratchDir dir;
+  testing::write_text(dir.path() / "out.db", "keep me");
+  auto summary = import(fixture_files("ddp"), dir.path() / "out.db");
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 2);
+  std::ifstream kept(dir.path() / "out.db");
+  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep me");
+}
+
+}  // namespace
+}  // namespace partrain::profiler

@@ -1,0 +1,124 @@
+#include "profiler/import/nsys_import.h"
+
+#include <gtest/gtest.h>
+
+#include "profiler/sqlite_db.h"
+#include "tests/support/nsys_fixture.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::build_nsys_report;
+using testing::ScratchDir;
+using testing::TraceQuery;
+
+StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path& output) {
+  TraceImportOptions options;
+  options.inputs = std::move(inputs);
+  options.output = output;
+  options.step_marker = "train_step";
+  return import_nsys_reports(options);
+}
+
+TEST(NsysImport, OneReportHoldingBothRanks) {
+  ScratchDir dir;
+  const fs::path report = build_nsys_report(dir.path(), "one_report");
+  EXPECT_TRUE(is_sqlite_file(report));
+  const fs::path out = dir.path() / "one.db";
+  auto summary = import({report}, out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->world_size, 2);
+  ASSERT_EQ(summary->ranks.size(), 2u);
+  TraceQuery trace(out);
+  EXPECT_EQ(trace.rows("SELECT rank, pid, device, node, local_rank FROM ranks ORDER BY rank"),
+            "0|4242|cuda:0|0|0\n1|4243|cuda:1|0|1\n");
+  EXPECT_EQ(trace.rows("SELECT json_extract(config, '$.imported_from'), world_size FROM runs"),
+            "nsys|2\n");
+  EXPECT_EQ(trace.rows(
+                "SELECT rank, name, count(*) FROM kernels GROUP BY rank, name ORDER BY rank, name"),
+            "0|ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)|3\n"
+            "0|void gemm<float>(float*)|3\n"
+            "1|ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)|3\n"
+            "1|void gemm<float>(float*)|3\n");
+  EXPECT_EQ(trace.rows("SELECT rank, name, bytes, stream FROM transfers ORDER BY rank"),
+            "0|memcpy HtoD|1048576|7\n1|memcpy HtoD|1048576|7\n");
+  EXPECT_EQ(trace.rows("SELECT comm_id, seq, op, dtype, reduce_op, count, bytes, group_size, "
+                       "group_ranks, count(*) FROM collectives GROUP BY comm_id, seq ORDER BY seq"),
+            "nccl:0000000000c0ffee|0|all_reduce|float|sum|1024|4096|2|0,1|2\n"
+            "nccl:0000000000c0ffee|1|all_reduce|float|sum|1024|4096|2|0,1|2\n"
+            "nccl:0000000000c0ffee|2|all_reduce|float|sum|1024|4096|2|0,1|2\n");
+  // The device span is the kernel's (30-60 us into each step), the host span NCCL's range.
+  EXPECT_EQ(trace.rows("SELECT DISTINCT gpu_end_ns - gpu_start_ns, dur_ns FROM collectives"),
+            "30000|10000\n");
+  EXPECT_EQ(trace.rows("SELECT rank, step, dur_ns FROM steps ORDER BY rank, step"),
+            "0|0|90000\n0|1|90000\n0|2|90000\n1|0|90000\n1|1|90000\n1|2|90000\n");
+  EXPECT_EQ(trace.number("SELECT count(*) FROM slices WHERE name = 'cudaLaunchKernel' AND "
+                         "track = 'thread 4242 (pt_main_thread)'"),
+            6);
+  EXPECT_EQ(trace.number("SELECT count(*) FROM slices WHERE category = 'kernel' AND step IS NULL"),
+            0);
+}
+
+TEST(NsysImport, OneReportPerRankAlignedByTheAllReduceKernels) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "two.db";
+  auto summary =
+      import({build_nsys_report(dir.path(), "rank1"), build_nsys_report(dir.path(), "rank0")}, out);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->ranks.size(), 2u);
+  // rank1.sql's host clock reads 500 us ahead.
+  EXPECT_EQ(summary->ranks[1].clock.offset_ns, -500'000);
+  EXPECT_EQ(summary->ranks[1].clock.estimates, 3);
+  TraceQuery trace(out);
+  // Its session started 2 s before rank 0's: the offset stored moves its session clock onto
+  // rank 0's (the reference, though rank 1's report came first).
+  EXPECT_EQ(trace.rows("SELECT rank, clock_offset_ns FROM ranks ORDER BY rank"),
+            "0|0\n1|-2000500000\n");
+  EXPECT_EQ(trace.number("SELECT max(s) FROM (SELECT max(gpu_end_ns) - min(gpu_end_ns) AS s FROM "
+                         "collectives GROUP BY comm_id, seq)"),
+            0);
+}
+
+TEST(NsysImport, UnknownExportSchemaVersionIsRefused) {
+  ScratchDir dir;
+  auto summary = import({build_nsys_report(dir.path(), "future")}, dir.path() / "f.db");
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 3);
+  EXPECT_NE(summary.status().message().find(
+                "future.sqlite: export schema version 4.0.0 is not one partrain knows"),
+            std::string::npos)
+      << summary.status().message();
+  EXPECT_FALSE(fs::exists(dir.path() / "f.db"));
+}
+
+TEST(NsysImport, SqliteThatIsNoExportIsRefused) {
+  ScratchDir dir;
+  const fs::path other = dir.path() / "other.sqlite";
+  {
+    auto db = SqliteDb::open(other.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("CREATE TABLE t(x)").is_ok());
+  }
+  auto summary = import({other}, dir.path() / "o.db");
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 3);
+  EXPECT_NE(summary.status().message().find("not an Nsight Systems export"), std::string::npos);
+}
+
+TEST(NsysImport, TwoReportsOfOneRankAreRefused) {
+  ScratchDir dir;
+  auto summary =
+      import({build_nsys_report(dir.path(), "one_report"), build_nsys_report(dir.path(), "rank0")},
+             dir.path() / "d.db");
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 3);
+  EXPECT_NE(summary.status().message().find("is rank 0, and so is"), std::string::npos)
+      << summary.status().message();
+  EXPECT_FALSE(fs::exists(dir.path() / "d.db"));
+}
+
+}  // namespace
+}  // namespace partrain::profiler
