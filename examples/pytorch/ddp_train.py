@@ -13,6 +13,8 @@ which partrain's tests find in the trace.
 """
 
 import argparse
+import statistics
+import time
 
 import torch
 import torch.distributed as dist
@@ -26,6 +28,8 @@ def parse_args(argv=None):
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--batch", type=int, default=16, help="rows per rank and step")
     parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--timing", action="store_true",
+                        help="rank 0 also prints its median step time and when step 0 ended")
     parser.add_argument("--fail-at-step", type=int, default=-1,
                         help="raise at this step on the last rank (a failing rank, for tests)")
     return parser.parse_args(argv)
@@ -42,7 +46,9 @@ def train(args):
     model = DistributedDataParallel(model_of(args.hidden))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     data = torch.Generator().manual_seed(100 + rank)
+    step_ms, first_step_end = [], None
     for step in range(args.steps):
+        begin = time.perf_counter()
         if step == args.fail_at_step and rank == world - 1:
             raise RuntimeError(f"ddp_train: rank {rank} fails at step {step} as asked")
         x = torch.randn(args.batch, args.hidden, generator=data)
@@ -52,11 +58,17 @@ def train(args):
         loss = loss.detach()
         dist.all_reduce(loss, op=dist.ReduceOp.AVG)  # the loss every rank agrees on
         optimizer.step()
+        step_ms.append((time.perf_counter() - begin) * 1e3)
+        first_step_end = first_step_end or time.time()
         if rank == 0:
             print(f"ddp_train: step {step} loss {loss.item():.6f}", flush=True)
     digest = sum(float(p.detach().double().abs().sum()) for p in model.parameters())
     if rank == 0:
         print(f"ddp_train: parameters digest {digest:.6f}", flush=True)
+    if rank == 0 and args.timing:
+        timed = step_ms[1:] or step_ms  # the first step builds DDP's buckets
+        print(f"ddp_train: timing median_step_ms={statistics.median(timed):.3f} "
+              f"first_step_end_unix={first_step_end:.6f}", flush=True)
     gradient_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     return {
         "steps": args.steps,

@@ -29,10 +29,11 @@ _RECORD_BYTES = _native.COLLECTIVE.size
 class _Group:
     """One process group's recording state; its numbering lives on the issuing thread."""
 
-    __slots__ = ("pg", "handle", "nccl", "collectives", "p2p", "pending")
+    __slots__ = ("pg", "name", "handle", "nccl", "collectives", "p2p", "pending")
 
-    def __init__(self, pg):
+    def __init__(self, pg, name):
         self.pg = pg
+        self.name = name
         self.handle = None  # registered with the library at its first op (its ranks are set then)
         self.nccl = False
         self.collectives = 0
@@ -46,7 +47,8 @@ class Recorder:
         self._native = session.native
         self._c10d = c10d
         self._hooks = hooks
-        self._groups = {}  # group name -> _Group
+        self._groups = {}  # id(pg) -> _Group (which holds the pg: the id stays its own)
+        self._world = 1  # c10d's world: the next after each destroy_process_group() of all
         self._op_names = {}  # HookOpName -> bytes
         self._dtypes = {}  # torch.dtype -> (name bytes, element size)
         self._no_future = set()  # (backend is NCCL, op) whose Work has no future
@@ -79,10 +81,27 @@ class Recorder:
             return result
 
         setattr(c10d, name, register)
+        self._wrap_destroy()
         if self._hooks:
             self._wrap_work_wait()
         import atexit
         atexit.register(self._at_exit)
+
+    def _wrap_destroy(self):
+        """destroy_process_group() of everything restarts c10d's group names at "0": the groups
+        made after it are named "0#2", "1#2", ... (every rank destroys and makes them alike)."""
+        c10d = self._c10d
+        original = c10d.destroy_process_group
+
+        @functools.wraps(original)
+        def destroy_process_group(group=None):
+            everything = group is None or group is c10d.GroupMember.WORLD
+            result = original(group)
+            if everything:
+                self._world += 1
+            return result
+
+        c10d.destroy_process_group = destroy_process_group
 
     def _wrap_work_wait(self):
         import torch
@@ -108,10 +127,11 @@ class Recorder:
             self._native.start(rank)  # a process without a launcher's rank is c10d's rank
             if self.on_first_group is not None:
                 self.on_first_group(rank)
-        if not self._hooks or pg.group_name in self._groups:
+        if not self._hooks or id(pg) in self._groups:
             return
-        group = _Group(pg)
-        self._groups[pg.group_name] = group
+        name = str(pg.group_name)
+        group = _Group(pg, name if self._world == 1 else f"{name}#{self._world}")
+        self._groups[id(pg)] = group
         pg.register_pre_hook(HOOK_ID, functools.partial(self._pre, group))
         pg.register_post_hook(HOOK_ID, functools.partial(self._post, group))
 
@@ -120,8 +140,8 @@ class Recorder:
         ranks = self._c10d.get_process_group_ranks(pg)
         backend = str(self._c10d.get_backend(pg))
         group.nccl = "nccl" in backend
-        group.handle = self._native.register_group(str(pg.group_name), str(pg.group_desc),
-                                                   list(ranks), pg.rank())
+        group.handle = self._native.register_group(group.name, str(pg.group_desc), list(ranks),
+                                                   pg.rank())
 
     # -- hooks (hot path) ----------------------------------------------------------------------
 
