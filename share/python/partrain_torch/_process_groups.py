@@ -91,7 +91,9 @@ class Recorder:
         """destroy_process_group() of everything restarts c10d's group names at "0": the groups
         made after it are named "0#2", "1#2", ... (every rank destroys and makes them alike)."""
         c10d = self._c10d
-        original = c10d.destroy_process_group
+        original = getattr(c10d, "destroy_process_group", None)
+        if original is None:
+            return
 
         @functools.wraps(original)
         def destroy_process_group(group=None):
