@@ -2,7 +2,7 @@
 // stand-in torch (tests/integration/scripts/torch_stub: an older torch without ProcessGroup
 // hooks), so these run without PyTorch: the notice an older torch gets, steps from the
 // optimizer, a user's own sitecustomize still running, the module's own failure contained, and
-// nothing at all outside partrain. The real torch's recording is torch_trace_test.cpp's.
+// nothing at all outside partrain. The real torch's recording is trace_torchrun_torch_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <filesystem>
