@@ -6,9 +6,9 @@ Nothing of partrain is imported (docs/pytorch.md). The mesh is (dp, tp) = (world
 an MLP is split over tp with parallelize_module (column-parallel up projection, row-parallel
 down projection: one all_reduce of the activations in forward on the `tp` group; the input
 needs no gradient, so backward needs none), and each gradient is averaged over dp by hand
-(one all_reduce per parameter shard on the `dp` group). Rank 0 prints the loss of every step and a digest of the
-final parameters. train() returns the collectives its tensors imply, which partrain's tests
-find in the trace.
+(one all_reduce per parameter shard on the `dp` group). Rank 0 prints the loss of every step
+and a digest of the final parameters. train() returns the collectives its tensors imply,
+which partrain's tests find in the trace.
 """
 
 import argparse

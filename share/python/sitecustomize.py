@@ -16,8 +16,8 @@ def _install_partrain():
         import partrain_torch
         partrain_torch.install()
     except Exception as error:  # never the program's problem
-        print(f"partrain: the PyTorch recorder was not installed ({type(error).__name__}: {error}); "
-              "the program runs untraced by it", file=sys.stderr)
+        print(f"partrain: the PyTorch recorder was not installed ({type(error).__name__}: "
+              f"{error}); the program runs untraced by it", file=sys.stderr)
 
 
 def _run_shadowed_sitecustomize():

@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 TEST(PytorchNcclJoin, EachOpIsOneRowNamedAndNumberedByPyTorch) {
   ScratchDir scratch;
   const fs::path trace = scratch.path() / "join.db";
-  const fs::path script = fs::path(PARTRAIN_SOURCE_DIR) / "tests/integration/scripts/torch_nccl_join.py";
+  const fs::path script =
+      fs::path(PARTRAIN_SOURCE_DIR) / "tests/integration/scripts/torch_nccl_join.py";
   const fs::path share_python = fs::path(PARTRAIN_SOURCE_DIR) / "share/python";
   CommandResult run = run_partrain("trace -o '" + trace.string() + "' -- python3 '" +
                                    script.string() + "' '" + FAKE_NCCL_LIBRARY + "' '" +

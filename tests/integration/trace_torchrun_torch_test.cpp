@@ -1,7 +1,7 @@
 // Unmodified PyTorch jobs under `partrain trace -- torchrun`: examples/pytorch's scripts (DDP,
 // FSDP2, a 2-D DeviceMesh with tensor parallelism, a group made mid-run, torch.profiler with a
 // schedule) on 4 gloo ranks of a real torch, recorded through partrain's Python module and
-// checked against what the scripts' tensors imply (torch_trace_check.h). The scenarios share one
+// checked against what the scripts' tensors imply (torch_scenarios.h). The scenarios share one
 // set of processes (tests/integration/scripts/torch_scenarios.py): importing torch costs each
 // rank seconds.
 #include <gtest/gtest.h>
@@ -10,9 +10,8 @@
 #include <string>
 
 #include "tests/integration/command_runner.h"
-#include "tests/integration/torch_trace_check.h"
+#include "tests/integration/torch_scenarios.h"
 #include "tests/support/scratch_dir.h"
-#include "tests/support/torch_python.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::testing {
@@ -20,45 +19,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kRanks = 4;
-const fs::path kScenarios =
-    fs::path(PARTRAIN_SOURCE_DIR) / "tests" / "integration" / "scripts" / "torch_scenarios.py";
-
-std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
-
-// torchrun for the torch tests' interpreter: the script beside it, else `python -m
-// torch.distributed.run`.
-std::string torchrun() {
-  const fs::path python = torch_python();
-  const fs::path script = python.parent_path() / "torchrun";
-  std::error_code error;
-  return fs::exists(script, error) ? quoted(script) : quoted(python) + " -m torch.distributed.run";
-}
-
-// torchrun's command for the scenarios; a stuck job ends in a timeout instead of a hung suite.
-std::string torchrun_scenarios(const std::string& arguments) {
-  return "timeout -k 10 600 " + torchrun() + " --standalone --nproc-per-node " +
-         std::to_string(kRanks) + " " + quoted(kScenarios) + " " + arguments;
-}
-
 TEST(TorchTrace, TorchrunJobsAreRecordedWithoutTouchingTheScripts) {
   PARTRAIN_REQUIRE_TORCH();
   ScratchDir scratch;
   const fs::path trace = scratch.path() / "torch.db";
   const std::string expect = (scratch.path() / "expected").string();
 
-  CommandResult plain = run_shell(torchrun_scenarios(""));
-  ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  CommandResult traced = run_partrain("trace -o " + quoted(trace) + " -- " +
+  const std::string plain = untraced_scenario_output();
+  CommandResult traced = run_partrain("trace -o " + shell_quoted(trace) + " -- " +
                                       torchrun_scenarios("--expect " + expect));
   ASSERT_EQ(traced.exit_code, 0) << traced.err;
-  EXPECT_EQ(traced.out, plain.out) << "the scripts' own output changed under partrain";
-  EXPECT_NE(plain.out.find("profiler_schedule: parameters digest"), std::string::npos)
-      << plain.out;
+  EXPECT_EQ(traced.out, plain) << "the scripts' own output changed under partrain";
+  EXPECT_NE(plain.find("profiler_schedule: parameters digest"), std::string::npos) << plain;
 
   TraceQuery query(trace);
   expect_collectives_matched(query);
-  expect_scenarios_recorded(query, expect, kRanks);
+  expect_scenarios_recorded(query, expect, kScenarioRanks);
   // PyTorch's own group names: the default group, the mesh's dimensions, the new groups.
   EXPECT_EQ(query.rows("SELECT DISTINCT substr(comm_id, 1, instr(comm_id, ':') - 1) AS name "
                        "FROM collectives ORDER BY name"),
@@ -76,7 +52,7 @@ TEST(TorchTrace, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
   ScratchDir scratch;
   const fs::path trace = scratch.path() / "torch.db";
   CommandResult run = run_partrain(
-      "trace -o " + quoted(trace) + " -- " +
+      "trace -o " + shell_quoted(trace) + " -- " +
       torchrun_scenarios("--scenarios ddp_train --fail-at-step 2"));
   EXPECT_EQ(run.exit_code, 1) << run.err;  // torchrun's, as for a failed torchrun job
   EXPECT_NE(run.err.find("RuntimeError: ddp_train: rank 3 fails at step 2 as asked"),

@@ -7,9 +7,10 @@ recorder), notes its tensors and the time; the post hook notes when it was issue
 its Work to completion: the Work's future where it has one (gloo collectives), else polling
 Work.is_completed (send/recv on gloo, NCCL work, whose host future does not wait for the GPU)
 or, whichever comes first, the return of its wait() called from Python (gloo's
-reduce_scatter_tensor is a Work that completes only in wait(), where it copies its result). The record then goes to the injection library, which turns it into the
-trace's collective row (profiler/torch_collective.h). On an NCCL group the op also opens a
-window on its thread, so the NCCL calls it makes join its row instead of making their own.
+reduce_scatter_tensor is a Work that completes only in wait(), where it copies its result).
+The record then goes to the injection library, which turns it into the trace's collective row
+(profiler/torch_collective.h). On an NCCL group the op also opens a window on its thread, so
+the NCCL calls it makes join its row instead of making their own.
 """
 
 import functools

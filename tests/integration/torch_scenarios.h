@@ -1,5 +1,6 @@
-// What a trace of tests/integration/scripts/torch_scenarios.py (examples/pytorch's scripts run by
-// real PyTorch processes) must show, read through the documented views only:
+// tests/integration/scripts/torch_scenarios.py (examples/pytorch's scripts in one set of real
+// PyTorch processes) for the torch tests: how to run it, its output without partrain, and what
+// its trace must show, read through the documented views only:
 //   - every collective matched across its group: one row per member rank at each (comm_id, seq),
 //     all with the same op, dtype, count and bytes, completed; every send paired with its recv;
 //   - the collectives each scenario's tensors imply (the scripts' --expect files), in each of its
@@ -11,14 +12,70 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <tuple>
 
+#include "tests/integration/command_runner.h"
+#include "tests/support/torch_python.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::testing {
+
+inline constexpr int kScenarioRanks = 4;
+inline const std::filesystem::path kScenarioScripts = std::filesystem::path(PARTRAIN_SOURCE_DIR) /
+                                                      "tests" / "integration" / "scripts";
+inline const std::filesystem::path kScenarios = kScenarioScripts / "torch_scenarios.py";
+inline const std::filesystem::path kPytorchExamples =
+    std::filesystem::path(PARTRAIN_SOURCE_DIR) / "examples" / "pytorch";
+
+inline std::string shell_quoted(const std::filesystem::path& path) {
+  return "'" + path.string() + "'";
+}
+
+// torchrun for the torch tests' interpreter: the script beside it, else `python -m
+// torch.distributed.run`.
+inline std::string torchrun() {
+  const std::filesystem::path python = torch_python();
+  const std::filesystem::path script = python.parent_path() / "torchrun";
+  std::error_code error;
+  if (std::filesystem::exists(script, error)) return shell_quoted(script);
+  return shell_quoted(python) + " -m torch.distributed.run";
+}
+
+// torchrun's command for the scenarios; a stuck job ends in a timeout instead of a hung suite.
+inline std::string torchrun_scenarios(const std::string& arguments) {
+  return "timeout -k 10 600 " + torchrun() + " --standalone --nproc-per-node " +
+         std::to_string(kScenarioRanks) + " " + shell_quoted(kScenarios) + " " + arguments;
+}
+
+// The scenarios' output under torchrun without partrain, which the tests compare a traced run's
+// with. Made once per build and version of the scripts (the torch tests would otherwise each
+// pay a 4-rank run for it), under a lock so tests run in parallel share it:
+// <build>/torch_scenarios/untraced-<hash of the scripts>.out.
+inline std::string untraced_scenario_output() {
+  namespace fs = std::filesystem;
+  std::string scripts;
+  for (const fs::path& dir : {kScenarioScripts, kPytorchExamples}) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() == ".py") scripts += read_file(entry.path().string());
+    }
+  }
+  const fs::path dir = fs::path(PARTRAIN_BINARY).parent_path().parent_path() / "torch_scenarios";
+  fs::create_directories(dir);
+  const fs::path out = dir / ("untraced-" + std::to_string(std::hash<std::string>{}(scripts)) +
+                              "-" + std::to_string(std::hash<std::string>{}(torch_python())) +
+                              ".out");
+  CommandResult made = run_shell(
+      "flock " + shell_quoted(dir / "lock") + " sh -c \"test -s " + shell_quoted(out) + " || { " +
+      torchrun_scenarios("") + " >" + shell_quoted(out.string() + ".tmp") + " && mv " +
+      shell_quoted(out.string() + ".tmp") + " " + shell_quoted(out) + "; }\"");
+  EXPECT_EQ(made.exit_code, 0) << "the scenarios failed without partrain:\n" << made.err;
+  return read_file(out.string());
+}
 
 // Rows of `sql` that should not exist, one per line (empty when all holds).
 inline void expect_no_rows(const TraceQuery& trace, const std::string& what,
