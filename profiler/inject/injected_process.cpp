@@ -115,7 +115,10 @@ std::optional<int64_t> InjectedProcess::step_started(std::string_view range_name
     std::lock_guard lock(step_marker_mutex_);
     if (step_marker_) step = step_marker_->step_of(range_name);
   }
-  if (step) tracer_->set_step(*step);
+  if (step) {
+    nvtx_marks_steps_.store(true, std::memory_order_relaxed);
+    tracer_->set_step(*step);
+  }
   return step;
 }
 

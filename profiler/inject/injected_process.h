@@ -61,6 +61,10 @@ class InjectedProcess {
   // A training step ended (an NVTX step marker, or a PyTorch module's marker): its `step` slice
   // and steps row, and the GPU activity collected so far flushed.
   void step_ended(int64_t step, int64_t start_ns, int64_t end_ns);
+  // Whether an NVTX range has matched the step marker: the program marks its steps itself
+  // (--step-marker), and partrain's Python module's steps (ProfilerStep#N, the optimizer) give
+  // way from then on, so one step is never written twice.
+  bool nvtx_marks_steps() const { return nvtx_marks_steps_.load(std::memory_order_relaxed); }
   // A fresh external correlation id (CUPTI's EXTERNAL_CORRELATION) for one NCCL call or group.
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 
@@ -86,6 +90,7 @@ class InjectedProcess {
   std::atomic<uint64_t> next_correlation_{0};
   std::mutex step_marker_mutex_;
   std::optional<StepMarker> step_marker_;
+  std::atomic<bool> nvtx_marks_steps_{false};
 };
 
 // The thread that ends the tracing when the process calls _exit or _Exit (exit_interpose.cpp):

@@ -128,17 +128,17 @@ PARTRAIN_EXPORT uint64_t partrain_torch_window_open(void) {
 PARTRAIN_EXPORT void partrain_torch_window_close(void) { TorchRecording::close_window(); }
 
 // The rank is in training step `step` from local time now on (collectives issued from then on
-// carry it).
+// carry it). Steps an NVTX step marker gives win: these are then ignored.
 PARTRAIN_EXPORT void partrain_torch_step_begin(int64_t step) {
-  if (InjectedProcess* process = InjectedProcess::current(); process != nullptr && step >= 0) {
-    process->tracer().set_step(step);
-  }
+  InjectedProcess* process = InjectedProcess::current();
+  if (process == nullptr || step < 0 || process->nvtx_marks_steps()) return;
+  process->tracer().set_step(step);
 }
 
 // Training step `step` ran from start_ns to end_ns.
 PARTRAIN_EXPORT void partrain_torch_step_end(int64_t step, int64_t start_ns, int64_t end_ns) {
   InjectedProcess* process = InjectedProcess::current();
-  if (process == nullptr || step < 0 || end_ns < start_ns) return;
+  if (process == nullptr || step < 0 || end_ns < start_ns || process->nvtx_marks_steps()) return;
   process->step_ended(step, start_ns, end_ns);
 }
 

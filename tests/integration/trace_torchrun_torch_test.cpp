@@ -73,5 +73,20 @@ TEST(TorchTrace, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
   EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 3"), "0,1\n");
 }
 
+// A program that marks steps with NVTX ranges (--step-marker, default ProfilerStep#N) keeps
+// them: the module's optimizer steps give way instead of writing the same steps twice.
+TEST(TorchTrace, NvtxStepMarkersWinOverTheOptimizersSteps) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "nvtx.db";
+  CommandResult run = run_partrain("trace -o " + shell_quoted(trace) + " -- " +
+                                   shell_quoted(torch_python()) + " " +
+                                   shell_quoted(kScenarioScripts / "torch_nvtx_steps.py"),
+                                   "RANK=0 WORLD_SIZE=1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps"), "10,11,12\n");
+}
+
 }  // namespace
 }  // namespace partrain::testing
