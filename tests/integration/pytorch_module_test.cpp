@@ -47,7 +47,7 @@ TEST(PytorchModule, AnOlderTorchGetsOneNoticeAndItsStepsAndTheUsersSitecustomize
       << run.err;
   TraceQuery query(trace);
   EXPECT_EQ(query.rows("SELECT name, rank, severity FROM stats"),
-            "torch_collectives_unrecorded|0|data_loss\n");
+            "torch_collectives_unrecorded|0|info\n");
   EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 0"), "0,1,2\n");
 }
 

@@ -60,7 +60,7 @@ class Session:
 
     def _say_no_hooks(self, version, rank):
         text = _NO_HOOKS.format(version=version)
-        self.native.say("torch_collectives_unrecorded", _native.SEVERITY_DATA_LOSS, text)
+        self.native.say("torch_collectives_unrecorded", _native.SEVERITY_INFO, text)
         if rank == 0:
             print(f"partrain: {text}", file=sys.stderr)
 
