@@ -58,6 +58,7 @@ class Recorder:
         self._watcher = _completion.CompletionWatcher(
             self._polled, lambda entry: id(entry) in self._in_flight)
         self._first_group_seen = False
+        self._traced = False
         self.on_first_group = None  # called with this process's rank when a group first registers
         self.issued = 0  # ops issued so far (the step markers read it)
 
@@ -127,10 +128,12 @@ class Recorder:
         if not self._first_group_seen:
             self._first_group_seen = True
             rank = self._c10d.get_rank() if self._c10d.is_initialized() else pg.rank()
-            self._native.start(rank)  # a process without a launcher's rank is c10d's rank
+            # A process without a launcher's rank is c10d's rank; one the library will not trace
+            # (a helper process of a rank) gets no hooks at all.
+            self._traced = self._native.start(rank) == 1
             if self.on_first_group is not None:
                 self.on_first_group(rank)
-        if not self._hooks or id(pg) in self._groups:
+        if not self._hooks or not self._traced or id(pg) in self._groups:
             return
         name = str(pg.group_name)
         group = _Group(pg, name if self._world == 1 else f"{name}#{self._world}")
