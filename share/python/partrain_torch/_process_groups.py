@@ -217,7 +217,8 @@ class Recorder:
                 else:
                     future.add_done_callback(functools.partial(self._future_done, entry))
                     return
-            self._awaited[id(work)] = (work, entry)  # holding it keeps its Python object alive
+            if not group.nccl:  # an NCCL Work's wait() returns before the GPU has run it
+                self._awaited[id(work)] = (work, entry)  # held: its Python object stays the same
             self._watcher.watch(work, entry)
         except Exception as error:
             self._session.fail("following a collective to its completion", error)
