@@ -15,6 +15,7 @@ the NCCL calls it makes join its row instead of making their own.
 
 import functools
 import time
+import weakref
 
 from partrain_torch import _completion, _native
 
@@ -28,12 +29,15 @@ _RECORD_BYTES = _native.COLLECTIVE.size
 
 
 class _Group:
-    """One process group's recording state; its numbering lives on the issuing thread."""
+    """One process group's recording state; its numbering lives on the issuing thread. It holds
+    its group weakly: the group holds our hooks, which hold this, and a cycle through c10d's C++
+    object would keep the group and gloo's threads alive into the interpreter's teardown (where
+    stopping them aborted the process now and then)."""
 
     __slots__ = ("pg", "name", "handle", "nccl", "collectives", "p2p", "pending")
 
     def __init__(self, pg, name):
-        self.pg = pg
+        self.pg = weakref.ref(pg)
         self.name = name
         self.handle = None  # registered with the library at its first op (its ranks are set then)
         self.nccl = False
@@ -48,7 +52,7 @@ class Recorder:
         self._native = session.native
         self._c10d = c10d
         self._hooks = hooks
-        self._groups = {}  # id(pg) -> _Group (which holds the pg: the id stays its own)
+        self._groups = {}  # id(pg) -> _Group, until the group is destroyed
         self._world = 1  # c10d's world: the next after each destroy_process_group() of all
         self._op_names = {}  # HookOpName -> bytes
         self._dtypes = {}  # torch.dtype -> (name bytes, element size)
@@ -103,6 +107,9 @@ class Recorder:
             result = original(group)
             if everything:
                 self._world += 1
+                self._groups.clear()
+            else:
+                self._groups.pop(id(group), None)
             return result
 
         c10d.destroy_process_group = destroy_process_group
@@ -142,7 +149,10 @@ class Recorder:
         pg.register_post_hook(HOOK_ID, functools.partial(self._post, group))
 
     def _describe(self, group):
-        pg = group.pg
+        pg = group.pg()
+        if pg is None:
+            group.handle = -1
+            return
         ranks = self._c10d.get_process_group_ranks(pg)
         backend = str(self._c10d.get_backend(pg))
         group.nccl = "nccl" in backend
