@@ -304,8 +304,9 @@ constexpr const char* kLaunchFooter =
     "The run is traced by default: each node's launcher runs a collector and writes one SQLite "
     "file (./partrain-runs/<run-id>.db, or --trace FILE); workers find it through "
     "PARTRAIN_COLLECTOR. Built-in workloads record every collective, compute phase, step and "
-    "memory change; look at it with `partrain export --format chrome`, `partrain merge` joins "
-    "the node files. --no-trace turns it off.\n"
+    "memory change; a command's workers get the injection `partrain trace` gives (a PyTorch "
+    "script's collectives and steps: docs/pytorch.md). Look at it with `partrain export "
+    "--format chrome`, `partrain merge` joins the node files. --no-trace turns it off.\n"
     "Exit codes: 0 all ranks succeeded; the first failing rank's code (124 when its collective "
     "watchdog fired); 128 + signal when it was killed; 1 launcher failure (port in use, ...); 2 "
     "invalid flags; 124 rendezvous timeout; 126 command not executable; 127 command not found.";

@@ -181,9 +181,10 @@ std::optional<NcclCommInfo> NcclTracker::comm_info(ncclComm_t comm) const {
 }
 
 void NcclTracker::call_made(const NcclCall& call, uint64_t correlation, int64_t enqueue_ns,
-                            int64_t return_ns, ncclResult_t result) {
+                            int64_t return_ns, ncclResult_t result, uint64_t torch_op) {
   NcclCallRecord record;
   record.correlation = correlation;
+  record.torch_op = torch_op;
   record.stream = reinterpret_cast<uintptr_t>(call.stream);
   CollectiveEvent& event = record.event;
   event.op = call.op;

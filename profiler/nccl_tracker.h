@@ -36,11 +36,13 @@ struct NcclCall {
 };
 
 // A finished call, ready for the trace. `correlation` is the external correlation id the GPU
-// work it launched carries: its own, or its group's (pushed around ncclGroupEnd).
+// work it launched carries: its own, or its group's (pushed around ncclGroupEnd). `torch_op`:
+// the PyTorch op (c10d hook window, profiler/torch_nccl_join.h) the call was made in, 0 if none.
 struct NcclCallRecord {
   CollectiveEvent event;
   uint64_t correlation = 0;
   uintptr_t stream = 0;
+  uint64_t torch_op = 0;
 };
 
 // A communicator's creation or end, or a call NCCL rejected, for the communicator's track.
@@ -93,10 +95,11 @@ class NcclTracker {
   bool knows(ncclComm_t comm) const;
 
   // A collective or p2p call: numbered when it is made, recorded when it returns (or, inside a
-  // group, when the outermost ncclGroupEnd returns). `correlation` is the id pushed around it.
+  // group, when the outermost ncclGroupEnd returns). `correlation` is the id pushed around it;
+  // `torch_op` the PyTorch op whose hook window the calling thread is in (0: none).
   // One NCCL rejects is no collective: it goes to the comm sink with its result.
   void call_made(const NcclCall& call, uint64_t correlation, int64_t enqueue_ns,
-                 int64_t return_ns, ncclResult_t result);
+                 int64_t return_ns, ncclResult_t result, uint64_t torch_op = 0);
   void group_started();
   // `correlation` is the id pushed around ncclGroupEnd: the group's kernels carry it.
   void group_ended(uint64_t correlation, int64_t return_ns, ncclResult_t result);

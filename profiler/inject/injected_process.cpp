@@ -96,6 +96,7 @@ InjectedProcess::InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_s
       nccl_([this](const NcclCallRecord& record) { record_call(record); },
             [this](const NcclCommEvent& event) { record_comm(event); }, tracer_->rank(),
             world_size),
+      torch_(*tracer_, [this](const NcclCallRecord& record) { deliver_call(record); }),
       start_ns_(monotonic_ns()),
       pid_(::getpid()) {
   const std::string expression =
@@ -114,7 +115,10 @@ std::optional<int64_t> InjectedProcess::step_started(std::string_view range_name
     std::lock_guard lock(step_marker_mutex_);
     if (step_marker_) step = step_marker_->step_of(range_name);
   }
-  if (step) tracer_->set_step(*step);
+  if (step) {
+    nvtx_marks_steps_.store(true, std::memory_order_relaxed);
+    tracer_->set_step(*step);
+  }
   return step;
 }
 
@@ -124,8 +128,12 @@ void InjectedProcess::range_ended(std::string_view name, int64_t start_ns, int64
     tracer_->slice(name, SliceCategory::kPhase, start_ns, end_ns, -1, -1, step_at_start);
     return;
   }
-  tracer_->slice("step", SliceCategory::kStep, start_ns, end_ns, -1, -1, *marked_step);
-  tracer_->step_done(*marked_step, start_ns, end_ns, std::numeric_limits<double>::quiet_NaN(), 0);
+  step_ended(*marked_step, start_ns, end_ns);
+}
+
+void InjectedProcess::step_ended(int64_t step, int64_t start_ns, int64_t end_ns) {
+  tracer_->slice("step", SliceCategory::kStep, start_ns, end_ns, -1, -1, step);
+  tracer_->step_done(step, start_ns, end_ns, std::numeric_limits<double>::quiet_NaN(), 0);
   if (GpuTracing* gpu_tracing = gpu()) gpu_tracing->flush();  // the step's kernels, promptly
 }
 
@@ -202,6 +210,7 @@ bool InjectedProcess::stop() {
   const int64_t end_ns = monotonic_ns();
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
+    process->torch_.flush();  // NCCL calls whose PyTorch record never came
     if (process->gpu_counters_) process->gpu_counters_->stop();  // with a last sample
     // Kernels still in CUPTI's buffers. The program's CUDA may be torn down by now (libraries
     // loaded after this one ran their destructors first): CUPTI is left enabled.
@@ -214,8 +223,12 @@ bool InjectedProcess::stop() {
   return true;
 }
 
-void InjectedProcess::record_call(const NcclCallRecord& record) {
-  if (GpuTracing* gpu_tracing = gpu()) {
+void InjectedProcess::record_call(const NcclCallRecord& record) { torch_.nccl_call(record); }
+
+void InjectedProcess::deliver_call(const NcclCallRecord& record) {
+  GpuTracing* gpu_tracing = gpu();
+  // Without a correlation (a PyTorch op that made no NCCL call: gloo) no kernel is its.
+  if (gpu_tracing != nullptr && record.correlation != 0) {
     gpu_tracing->add_nccl_call(record);  // waits for its kernels' GPU times
   } else {
     tracer_->collective(record.event);

@@ -14,6 +14,7 @@
 #include "profiler/gpu_activity_translator.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/gpu_tracing.h"
+#include "profiler/inject/torch_recording.h"
 #include "profiler/nccl_tracker.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/rank_tracer_gpu_sink.h"
@@ -45,6 +46,7 @@ class InjectedProcess {
 
   RankTracer& tracer() { return *tracer_; }
   NcclTracker& nccl() { return nccl_; }
+  TorchRecording& torch() { return torch_; }
   // GPU activity collection, or nullptr (no CUDA yet, no CUPTI, CUPTI taken, CPU-only build).
   GpuTracing* gpu() const { return gpu_.load(std::memory_order_acquire); }
   // An NVTX range began: the step it starts when the step marker matches its name (the rank is
@@ -56,6 +58,13 @@ class InjectedProcess {
   // a step marker the rank's step (a `step` slice and its steps row).
   void range_ended(std::string_view name, int64_t start_ns, int64_t end_ns,
                    std::optional<int64_t> marked_step, int64_t step_at_start);
+  // A training step ended (an NVTX step marker, or a PyTorch module's marker): its `step` slice
+  // and steps row, and the GPU activity collected so far flushed.
+  void step_ended(int64_t step, int64_t start_ns, int64_t end_ns);
+  // Whether an NVTX range has matched the step marker: the program marks its steps itself
+  // (--step-marker), and partrain's Python module's steps (ProfilerStep#N, the optimizer) give
+  // way from then on, so one step is never written twice.
+  bool nvtx_marks_steps() const { return nvtx_marks_steps_.load(std::memory_order_relaxed); }
   // A fresh external correlation id (CUPTI's EXTERNAL_CORRELATION) for one NCCL call or group.
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 
@@ -65,11 +74,14 @@ class InjectedProcess {
   void start_gpu_tracing();
   void start_gpu_counters();
   void record_call(const NcclCallRecord& record);
+  // A row for the trace: with GPU times when GPU activity is collected.
+  void deliver_call(const NcclCallRecord& record);
   void record_comm(const NcclCommEvent& event);
 
   std::unique_ptr<RankTracer> tracer_;
   RankTracerGpuSink gpu_sink_;
   NcclTracker nccl_;
+  TorchRecording torch_;
   std::unique_ptr<GpuTracing> gpu_owner_;
   std::atomic<GpuTracing*> gpu_{nullptr};
   std::unique_ptr<GpuCounterSampler> gpu_counters_;  // NVML, where a driver is
@@ -78,6 +90,7 @@ class InjectedProcess {
   std::atomic<uint64_t> next_correlation_{0};
   std::mutex step_marker_mutex_;
   std::optional<StepMarker> step_marker_;
+  std::atomic<bool> nvtx_marks_steps_{false};
 };
 
 // The thread that ends the tracing when the process calls _exit or _Exit (exit_interpose.cpp):

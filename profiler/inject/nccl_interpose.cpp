@@ -60,7 +60,12 @@ class WrapperScope {
       : outermost_(t_wrapper_depth++ == 0),
         process_(outermost_ ? InjectedProcess::current() : nullptr),
         gpu_(process_ != nullptr ? process_->gpu() : nullptr),
-        correlation_(process_ != nullptr ? process_->next_correlation_id() : 0),
+        torch_op_(process_ != nullptr ? TorchRecording::window().op : 0),
+        // Inside a PyTorch op's window every call shares the window's id, so the op's kernels
+        // are found together whichever call launched them.
+        correlation_(process_ == nullptr ? 0
+                     : torch_op_ != 0    ? TorchRecording::window().correlation
+                                         : process_->next_correlation_id()),
         start_ns_(process_ != nullptr ? monotonic_ns() : 0) {
     // The kernels NCCL launches inside the call carry this id (CUPTI's external correlation).
     if (gpu_ != nullptr) gpu_->push_correlation(correlation_);
@@ -75,12 +80,15 @@ class WrapperScope {
   bool outermost() const { return outermost_; }
   InjectedProcess* process() const { return process_; }
   uint64_t correlation() const { return correlation_; }
+  // The PyTorch op whose hook window this thread is in (0: none).
+  uint64_t torch_op() const { return torch_op_; }
   int64_t start_ns() const { return start_ns_; }
 
  private:
   const bool outermost_;
   InjectedProcess* const process_;
   GpuTracing* const gpu_;
+  const uint64_t torch_op_;
   const uint64_t correlation_;
   const int64_t start_ns_;
 };
@@ -110,7 +118,8 @@ ncclResult_t traced_call(const NcclCall& call, Forward forward) {
   }
   const ncclResult_t result = forward();
   if (process != nullptr) {
-    process->nccl().call_made(call, scope.correlation(), scope.start_ns(), monotonic_ns(), result);
+    process->nccl().call_made(call, scope.correlation(), scope.start_ns(), monotonic_ns(), result,
+                              scope.torch_op());
   }
   return result;
 }

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/env.h"
@@ -26,6 +27,7 @@
 #include "runner/launch/stale_launcher_dirs.h"
 #include "runner/launch/supervisor.h"
 #include "runner/launch/token_file.h"
+#include "runner/launch/traced_command.h"
 #include "runner/launch/worker_env.h"
 
 namespace partrain::launch {
@@ -206,6 +208,12 @@ std::optional<FlightDiagnosis> diagnose_run(const std::vector<comm::FlightDump>&
   return diagnosis;
 }
 
+// Whether the worker command is this partrain binary (`launch --workload` runs `partrain worker`).
+bool runs_partrain_itself(const std::vector<std::string>& command) {
+  std::error_code error;
+  return !command.empty() && std::filesystem::equivalent(command[0], "/proc/self/exe", error);
+}
+
 int finish_run(const SupervisorResult& result) {
   if (result.stop_signal) {
     log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
@@ -303,8 +311,13 @@ StatusOr<int> launch(const LaunchConfig& config) {
   if (!specs.empty()) RETURN_IF_ERROR(Subprocess::check_runnable(specs[0].argv[0], specs[0].env));
   ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run));
   if (trace) {
+    // A command's workers (a PyTorch script) record through the injection, as under `partrain
+    // trace`; partrain's own workers record themselves.
+    std::optional<InjectionPaths> injection;
+    if (!runs_partrain_itself(config.command)) injection = find_injection();
     for (WorkerSpec& spec : specs) {
       for (std::string& variable : trace->worker_env()) spec.env.push_back(std::move(variable));
+      if (injection) add_injection_environment(spec.env, *injection);
     }
   }
   if (flight) {

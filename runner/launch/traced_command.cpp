@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "core/share_dir.h"
 #include "core/subprocess.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
@@ -27,23 +29,18 @@ namespace partrain::launch {
 namespace {
 namespace fs = std::filesystem;
 
-// The command's environment: ours, plus the collector and the injection library (prepended to
-// any LD_PRELOAD the user set).
+// The command's environment: ours minus what an outer tracer set, plus the collector and the
+// injection (add_injection_environment).
 std::vector<std::string> traced_environment(const profiler::TraceSession& session,
                                             const std::string& token, const std::string& run_id,
                                             const TracedCommandConfig& config) {
   std::vector<std::string> env;
-  std::optional<std::string> preload;
-  bool user_nvtx_tool = false;  // the user's own NVTX_INJECTION64_PATH wins: one tool per process
   for (std::string& variable : current_environment()) {
-    if (variable.rfind("LD_PRELOAD=", 0) == 0) {
-      preload = variable.substr(11);
-    } else if (variable.rfind("PARTRAIN_COLLECTOR", 0) != 0 &&
-               variable.rfind("PARTRAIN_RUN_ID=", 0) != 0 &&
-               variable.rfind("PARTRAIN_STEP_MARKER=", 0) != 0 &&
-               variable.rfind("PARTRAIN_NVML_INTERVAL=", 0) != 0 &&
-               variable.rfind("CUDA_INJECTION64_PATH=", 0) != 0) {
-      user_nvtx_tool = user_nvtx_tool || variable.rfind("NVTX_INJECTION64_PATH=", 0) == 0;
+    if (variable.rfind("PARTRAIN_COLLECTOR", 0) != 0 &&
+        variable.rfind("PARTRAIN_RUN_ID=", 0) != 0 &&
+        variable.rfind("PARTRAIN_STEP_MARKER=", 0) != 0 &&
+        variable.rfind("PARTRAIN_NVML_INTERVAL=", 0) != 0 &&
+        variable.rfind("CUDA_INJECTION64_PATH=", 0) != 0) {
       env.push_back(std::move(variable));
     }
   }
@@ -56,17 +53,33 @@ std::vector<std::string> traced_environment(const profiler::TraceSession& sessio
   env.push_back(fmt::format("{}={}", profiler::kCollectorEnv, session.socket_path()));
   env.push_back(fmt::format("{}={}", profiler::kCollectorTokenEnv, token));
   env.push_back("PARTRAIN_RUN_ID=" + run_id);
-  env.push_back(fmt::format("PARTRAIN_TRACER_PID={}", ::getpid()));
-  if (std::optional<std::string> library = injection_library()) {
-    env.push_back("LD_PRELOAD=" + *library + (preload && !preload->empty() ? " " + *preload : ""));
-    env.push_back("CUDA_INJECTION64_PATH=" + *library);
-    if (!user_nvtx_tool) env.push_back("NVTX_INJECTION64_PATH=" + *library);
-  } else {
-    if (preload) env.push_back("LD_PRELOAD=" + *preload);
-    log::warn("libpartrain_inject.so is not installed beside this partrain: only processes that "
-              "record themselves (partrain workers) are traced");
-  }
+  add_injection_environment(env, find_injection());
   return env;
+}
+
+// The value of `name` in `env` ("NAME=value" entries), and where it is.
+std::vector<std::string>::iterator find_variable(std::vector<std::string>& env,
+                                                 std::string_view name) {
+  return std::find_if(env.begin(), env.end(), [&](const std::string& variable) {
+    return variable.size() > name.size() && variable.compare(0, name.size(), name) == 0 &&
+           variable[name.size()] == '=';
+  });
+}
+
+// Sets `name` to `value` in `env`, or, with a separator, puts `value` in front of what is there.
+void set_variable(std::vector<std::string>& env, std::string_view name, const std::string& value,
+                  std::string_view separator = {}) {
+  auto found = find_variable(env, name);
+  if (found == env.end()) {
+    env.push_back(fmt::format("{}={}", name, value));
+    return;
+  }
+  const std::string old = found->substr(name.size() + 1);
+  if (separator.empty() || old.empty()) {
+    *found = fmt::format("{}={}", name, value);
+  } else if (old != value && !old.starts_with(value + std::string(separator))) {
+    *found = fmt::format("{}={}{}{}", name, value, separator, old);  // else: first already
+  }
 }
 
 // Supervises the command: forwards SIGINT/SIGTERM/SIGHUP to its process group, reaps it.
@@ -85,6 +98,43 @@ ExitStatus supervise(Subprocess& child, SignalChannel& signals, std::optional<in
 }
 
 }  // namespace
+
+InjectionPaths find_injection() {
+  InjectionPaths paths{injection_library(), python_module_dir()};
+  if (!paths.library) {
+    log::warn("libpartrain_inject.so is not installed beside this partrain: only processes that "
+              "record themselves (partrain workers) are traced");
+  }
+  if (!paths.python_module) {
+    log::warn("partrain's Python module (share/partrain/python) is not installed beside this "
+              "partrain: PyTorch's collectives are recorded only where they call NCCL");
+  }
+  return paths;
+}
+
+void add_injection_environment(std::vector<std::string>& env, const InjectionPaths& paths) {
+  // The command started by this process is a rank even when RANK came from outside, set for us
+  // too (profiler/inject/injected_process.cpp).
+  set_variable(env, "PARTRAIN_TRACER_PID", std::to_string(::getpid()));
+  if (paths.library) {
+    set_variable(env, "LD_PRELOAD", *paths.library, " ");
+    set_variable(env, "CUDA_INJECTION64_PATH", *paths.library);
+    // The user's own NVTX tool wins: one per process.
+    if (find_variable(env, "NVTX_INJECTION64_PATH") == env.end()) {
+      set_variable(env, "NVTX_INJECTION64_PATH", *paths.library);
+    }
+  }
+  if (paths.python_module) set_variable(env, "PYTHONPATH", *paths.python_module, ":");
+}
+
+std::optional<std::string> python_module_dir() {
+  StatusOr<fs::path> share = find_share_dir();
+  if (!share.is_ok()) return std::nullopt;
+  const fs::path dir = *share / "python";
+  std::error_code error;
+  if (!fs::exists(dir / "sitecustomize.py", error)) return std::nullopt;
+  return dir.string();
+}
 
 std::optional<std::string> injection_library() {
   std::error_code error;

@@ -1,7 +1,9 @@
 // `partrain trace -- CMD ...` as a library call: runs any command under a collector that writes
 // one trace file, with the injection environment (LD_PRELOAD, CUDA_INJECTION64_PATH and
-// NVTX_INJECTION64_PATH naming libpartrain_inject.so, PARTRAIN_COLLECTOR,
-// PARTRAIN_COLLECTOR_TOKEN, PARTRAIN_RUN_ID, PARTRAIN_STEP_MARKER), as nsys profile does. partrain's own workers (a `partrain launch` inside) record through it too.
+// NVTX_INJECTION64_PATH naming libpartrain_inject.so, PYTHONPATH leading to partrain's Python
+// module, PARTRAIN_COLLECTOR, PARTRAIN_COLLECTOR_TOKEN, PARTRAIN_RUN_ID, PARTRAIN_STEP_MARKER),
+// as nsys profile does. partrain's own workers (a `partrain launch` inside) record through it
+// too, and `partrain launch` gives a command's workers the same injection.
 #pragma once
 
 #include <optional>
@@ -24,6 +26,24 @@ struct TracedCommandConfig {
 // Where libpartrain_inject.so is for this partrain binary (<prefix>/lib beside <prefix>/bin), or
 // nullopt when it is not there.
 std::optional<std::string> injection_library();
+// Where partrain's Python module is (<share>/python, holding the sitecustomize.py that records
+// PyTorch jobs: docs/pytorch.md), or nullopt when it is not there.
+std::optional<std::string> python_module_dir();
+
+// What makes a command's processes record themselves, found once (each missing part is said
+// once, as a warning).
+struct InjectionPaths {
+  std::optional<std::string> library;        // injection_library()
+  std::optional<std::string> python_module;  // python_module_dir()
+};
+InjectionPaths find_injection();
+
+// Makes the processes of a command started with `env` ("NAME=value" entries) record themselves
+// into the collector it names: libpartrain_inject.so in LD_PRELOAD (before the user's),
+// CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH (unless the user set their own NVTX tool),
+// partrain's Python module first on PYTHONPATH, and PARTRAIN_TRACER_PID (this process, the
+// command's parent).
+void add_injection_environment(std::vector<std::string>& env, const InjectionPaths& paths);
 
 // The command's exit code (128 + signal when a signal ended it; 130/143 when partrain trace was
 // interrupted). A Status only when it could not start: no command or the output exists (exit 2),

@@ -1,0 +1,55 @@
+#include "profiler/inject/torch_recording.h"
+
+#include <utility>
+
+namespace partrain::profiler::inject {
+namespace {
+
+thread_local TorchWindow t_window;
+
+}  // namespace
+
+TorchRecording::TorchRecording(RankTracer& tracer, TorchNcclJoin::Deliver deliver)
+    : tracer_(tracer), join_(std::move(deliver)) {}
+
+int TorchRecording::add_group(TorchGroup group) {
+  std::lock_guard lock(groups_mutex_);
+  if (groups_.size() >= kMaxGroups) return -1;
+  groups_.push_back(std::move(group));
+  return static_cast<int>(groups_.size() - 1);
+}
+
+void TorchRecording::collective(int group, const TorchOp& op, uint64_t window) {
+  std::optional<CollectiveEvent> event;
+  {
+    std::lock_guard lock(groups_mutex_);
+    if (group < 0 || static_cast<size_t>(group) >= groups_.size()) {
+      if (!warned_unknown_group_.exchange(true)) {
+        tracer_.emit(StatEvent{"torch_records_without_group", tracer_.rank(), 1,
+                               StatSeverity::kDataLoss,
+                               "PyTorch collectives reported for a process group the recorder "
+                               "never registered (left out of the trace)"});
+      }
+      return;
+    }
+    event = torch_collective_event(groups_[static_cast<size_t>(group)], op);
+  }
+  if (event) join_.torch_op(window, *event);
+}
+
+const TorchWindow& TorchRecording::window() { return t_window; }
+
+uint64_t TorchRecording::open_window(uint64_t correlation) {
+  if (t_window.depth++ == 0) {
+    t_window.op = next_window_.fetch_add(1, std::memory_order_relaxed) + 1;
+    t_window.correlation = correlation;
+  }
+  return t_window.op;
+}
+
+void TorchRecording::close_window() {
+  if (t_window.depth == 0) return;  // unmatched: the module's post hook without its pre hook
+  if (--t_window.depth == 0) t_window = TorchWindow{};
+}
+
+}  // namespace partrain::profiler::inject

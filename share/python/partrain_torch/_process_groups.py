@@ -1,0 +1,265 @@
+"""Every c10d process group's collectives, from ProcessGroup's pre/post hooks (torch >= 2.15).
+
+A group gets its hooks when c10d registers it (the default group, new_group, split_group,
+DeviceMesh's and FSDP's groups alike, on their member ranks). The pre hook numbers the op as
+every member does (collectives per group, p2p per direction and peer, as PyTorch's flight
+recorder), notes its tensors and the time; the post hook notes when it was issued and follows
+its Work to completion: the Work's future where it has one (gloo collectives), else polling
+Work.is_completed (send/recv on gloo, NCCL work, whose host future does not wait for the GPU)
+or, whichever comes first, the return of its wait() called from Python (gloo's
+reduce_scatter_tensor is a Work that completes only in wait(), where it copies its result).
+The record then goes to the injection library, which turns it into the trace's collective row
+(profiler/torch_collective.h). On an NCCL group the op also opens a window on its thread, so
+the NCCL calls it makes join its row instead of making their own.
+"""
+
+import functools
+import time
+import weakref
+
+from partrain_torch import _completion, _native
+
+HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, health check)
+_P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
+_OUTCOME_COMPLETED, _OUTCOME_FAILED = 0, 1
+
+monotonic_ns = time.monotonic_ns
+_pack = _native.COLLECTIVE.pack
+_RECORD_BYTES = _native.COLLECTIVE.size
+
+
+class _Group:
+    """One process group's recording state; its numbering lives on the issuing thread. It holds
+    its group weakly: the group holds our hooks, which hold this, and a cycle through c10d's C++
+    object would keep the group and gloo's threads alive into the interpreter's teardown (where
+    stopping them aborted the process now and then)."""
+
+    __slots__ = ("pg", "name", "handle", "nccl", "collectives", "p2p", "pending")
+
+    def __init__(self, pg, name):
+        self.pg = weakref.ref(pg)
+        self.name = name
+        self.handle = None  # registered with the library at its first op (its ranks are set then)
+        self.nccl = False
+        self.collectives = 0
+        self.p2p = {}
+        self.pending = {}  # op_id -> what the pre hook saw
+
+
+class Recorder:
+    def __init__(self, session, c10d, hooks):
+        self._session = session
+        self._native = session.native
+        self._c10d = c10d
+        self._hooks = hooks
+        self._groups = {}  # id(pg) -> _Group, until the group is destroyed
+        self._world = 1  # c10d's world: the next after each destroy_process_group() of all
+        self._op_names = {}  # HookOpName -> bytes
+        self._dtypes = {}  # torch.dtype -> (name bytes, element size)
+        self._no_future = set()  # (backend is NCCL, op) whose Work has no future
+        self._in_flight = {}  # id(entry) -> entry, until completed (recorded at exit otherwise)
+        self._awaited = {}  # id(work) -> (work, entry): Work without a future, for its wait()
+        self._watcher = _completion.CompletionWatcher(
+            self._polled, lambda entry: id(entry) in self._in_flight)
+        self._first_group_seen = False
+        self._traced = False
+        self.on_first_group = None  # called with this process's rank when a group first registers
+        self.issued = 0  # ops issued so far (the step markers read it)
+
+    # -- registration ------------------------------------------------------------------------
+
+    def install(self):
+        c10d = self._c10d
+        name = "_register_pg_in_world" if hasattr(c10d, "_register_pg_in_world") else (
+            "_register_process_group" if hasattr(c10d, "_register_process_group") else None)
+        if name is None:
+            raise RuntimeError("torch.distributed.distributed_c10d has neither "
+                               "_register_pg_in_world nor _register_process_group")
+        original = getattr(c10d, name)
+        pg_position = 0 if name == "_register_pg_in_world" else 1
+
+        @functools.wraps(original)
+        def register(*args, **kwargs):
+            result = original(*args, **kwargs)
+            pg = args[pg_position] if len(args) > pg_position else kwargs.get("pg")
+            if pg is not None:
+                self._session._guarded("attaching to a new process group", self._registered, pg)
+            return result
+
+        setattr(c10d, name, register)
+        self._wrap_destroy()
+        if self._hooks:
+            self._wrap_work_wait()
+        import atexit
+        atexit.register(self._at_exit)
+
+    def _wrap_destroy(self):
+        """destroy_process_group() of everything restarts c10d's group names at "0": the groups
+        made after it are named "0#2", "1#2", ... (every rank destroys and makes them alike)."""
+        c10d = self._c10d
+        original = getattr(c10d, "destroy_process_group", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def destroy_process_group(group=None):
+            everything = group is None or group is c10d.GroupMember.WORLD
+            result = original(group)
+            if everything:
+                self._world += 1
+                self._groups.clear()
+            else:
+                self._groups.pop(id(group), None)
+            return result
+
+        c10d.destroy_process_group = destroy_process_group
+
+    def _wrap_work_wait(self):
+        import torch
+        work_class = torch._C._distributed_c10d.Work
+        original = work_class.wait
+        awaited = self._awaited
+
+        @functools.wraps(original)
+        def wait(work, *args, **kwargs):
+            result = original(work, *args, **kwargs)
+            if awaited:
+                waited = awaited.pop(id(work), None)
+                if waited is not None:
+                    self._completed(waited[1], monotonic_ns(), _OUTCOME_COMPLETED)
+            return result
+
+        work_class.wait = wait
+
+    def _registered(self, pg):
+        if not self._first_group_seen:
+            self._first_group_seen = True
+            rank = self._c10d.get_rank() if self._c10d.is_initialized() else pg.rank()
+            # A process without a launcher's rank is c10d's rank; one the library will not trace
+            # (a helper process of a rank) gets no hooks at all.
+            self._traced = self._native.start(rank) == 1
+            if self.on_first_group is not None:
+                self.on_first_group(rank)
+        if not self._hooks or not self._traced or id(pg) in self._groups:
+            return
+        name = str(pg.group_name)
+        group = _Group(pg, name if self._world == 1 else f"{name}#{self._world}")
+        self._groups[id(pg)] = group
+        pg.register_pre_hook(HOOK_ID, functools.partial(self._pre, group))
+        pg.register_post_hook(HOOK_ID, functools.partial(self._post, group))
+
+    def _describe(self, group):
+        pg = group.pg()
+        if pg is None:
+            group.handle = -1
+            return
+        ranks = self._c10d.get_process_group_ranks(pg)
+        backend = str(self._c10d.get_backend(pg))
+        group.nccl = "nccl" in backend
+        group.handle = self._native.register_group(group.name, str(pg.group_desc), list(ranks),
+                                                   pg.rank())
+
+    # -- hooks (hot path) ----------------------------------------------------------------------
+
+    def _pre(self, group, args):
+        issue_ns = monotonic_ns()
+        if self._session.failed:
+            return
+        try:
+            if group.handle is None:
+                self._describe(group)
+            name = args.name
+            op = self._op_names.get(name)
+            if op is None:
+                op = self._op_names[name] = name.name.encode()
+            inputs = args.input_tensors
+            outputs = args.output_tensors
+            input_elements = 0
+            for tensor in inputs:
+                input_elements += tensor.numel()
+            output_elements = 0
+            for tensor in outputs:
+                output_elements += tensor.numel()
+            first = inputs[0] if inputs else (outputs[0] if outputs else None)
+            dtype = (b"", 0)
+            if first is not None:
+                dtype = self._dtypes.get(first.dtype)
+                if dtype is None:
+                    dtype = self._dtypes[first.dtype] = (str(first.dtype).replace("torch.", "")
+                                                         .encode(), first.element_size())
+            root = args.root
+            if op in _P2P:
+                key = (op, root)
+                seq = group.p2p.get(key, 0)
+                group.p2p[key] = seq + 1
+            else:
+                seq = group.collectives
+                group.collectives = seq + 1
+            window = self._native.window_open() if group.nccl else 0
+            group.pending[args.op_id] = (op, dtype, input_elements, output_elements, root, seq,
+                                         issue_ns, window)
+            self.issued += 1
+        except Exception as error:
+            self._session.fail("recording a collective's start", error)
+
+    def _post(self, group, args):
+        issued_ns = monotonic_ns()
+        if group.nccl:
+            self._native.window_close()
+        if self._session.failed:
+            return
+        try:
+            seen = group.pending.pop(args.op_id, None)
+            if seen is None or group.handle is None or group.handle < 0:
+                return
+            entry = (group.handle, seen, issued_ns)
+            self._in_flight[id(entry)] = entry
+            work = args.work
+            if work is None:
+                self._completed(entry, issued_ns, _OUTCOME_COMPLETED)
+                return
+            kind = (group.nccl, seen[0])
+            if not group.nccl and kind not in self._no_future:
+                try:
+                    future = work.get_future()
+                except Exception:  # "Work::getFuture not implemented": send/recv, ...
+                    self._no_future.add(kind)
+                else:
+                    future.add_done_callback(functools.partial(self._future_done, entry))
+                    return
+            if not group.nccl:  # an NCCL Work's wait() returns before the GPU has run it
+                self._awaited[id(work)] = (work, entry)  # held: its Python object stays the same
+            self._watcher.watch(work, entry)
+        except Exception as error:
+            self._session.fail("following a collective to its completion", error)
+
+    def _future_done(self, entry, future):
+        completed_ns = monotonic_ns()
+        try:
+            future.value()
+            outcome = _OUTCOME_COMPLETED
+        except Exception:
+            outcome = _OUTCOME_FAILED
+        self._completed(entry, completed_ns, outcome)
+
+    def _polled(self, work, entry, completed_ns, outcome):
+        self._awaited.pop(id(work), None)
+        self._completed(entry, completed_ns, outcome)
+
+    def _completed(self, entry, completed_ns, outcome):
+        if self._in_flight.pop(id(entry), None) is None or self._session.failed:
+            return
+        try:
+            handle, seen, issued_ns = entry
+            op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
+            record = _pack(handle, root, outcome, dtype[1], input_elements, output_elements, seq,
+                           issue_ns, issued_ns, completed_ns, window, op, dtype[0])
+            self._native.collective(record, _RECORD_BYTES)
+        except Exception as error:
+            self._session.fail("recording a completed collective", error)
+
+    def _at_exit(self):
+        """Ops still in flight when the program ends: recorded as issued, never completed."""
+        self._watcher.stop()
+        for entry in list(self._in_flight.values()):
+            self._completed(entry, 0, _OUTCOME_COMPLETED)

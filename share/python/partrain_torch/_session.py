@@ -1,0 +1,119 @@
+"""One traced process's recording: what happens as torch's modules are imported.
+
+Holds the native entry points, the process-group recorder and the step markers, and contains
+every failure: the first one is said once (stderr and the trace's stats) and recording stops;
+nothing is ever raised into the program.
+"""
+
+import os
+import sys
+
+from partrain_torch import _native
+
+# What an older torch gets instead of collectives (docs/pytorch.md, "Versions").
+_NO_HOOKS = ("torch {version} has no ProcessGroup.register_pre_hook (PyTorch 2.15 and later "
+             "have it): its collectives are not recorded on gloo; on NCCL the injection library "
+             "still records each NCCL call with host times. Steps are recorded.")
+
+
+class Session:
+    def __init__(self):
+        self.native = None
+        self.recorder = None
+        self.steps = None
+        self.failed = False
+        self._unavailable = None
+
+    # -- import hooks ------------------------------------------------------------------------
+
+    def c10d_imported(self, c10d):
+        self._guarded("installing the process-group hooks", self._install_c10d, c10d)
+
+    def optimizer_imported(self, optimizer_module):
+        self._guarded("installing the optimizer step hooks", self._install_steps,
+                      "optimizer", optimizer_module)
+
+    def profiler_imported(self, profiler_module):
+        self._guarded("wrapping torch.profiler.profile", self._install_steps, "profiler",
+                      profiler_module)
+
+    # -- installation ------------------------------------------------------------------------
+
+    def _load_native(self):
+        if self.native is None and self._unavailable is None:
+            self.native, self._unavailable = _native.load()
+            if self.native is not None:
+                self.native.start(-1)  # a launcher's rank: traced from now on
+        return self.native
+
+    def _install_c10d(self, c10d):
+        if self._load_native() is None:
+            return
+        from partrain_torch import _process_groups
+        import torch
+        hooks = hasattr(torch._C._distributed_c10d.ProcessGroup, "register_pre_hook")
+        self.recorder = _process_groups.Recorder(self, c10d, hooks)
+        self.recorder.install()
+        self._note_uncaught_exceptions()
+        if not hooks:
+            self.recorder.on_first_group = lambda rank: self._say_no_hooks(torch.__version__, rank)
+
+    def _say_no_hooks(self, version, rank):
+        text = _NO_HOOKS.format(version=version)
+        self.native.say("torch_collectives_unrecorded", _native.SEVERITY_INFO, text)
+        if rank == 0:
+            print(f"partrain: {text}", file=sys.stderr)
+
+    def _install_steps(self, which, module):
+        if self._load_native() is None:
+            return
+        if self.steps is None:
+            from partrain_torch import _steps
+            self.steps = _steps.StepMarkers(self)
+        if which == "optimizer":
+            self.steps.install_optimizer(module)
+        else:
+            self.steps.install_profiler(module)
+
+    def _note_uncaught_exceptions(self):
+        """An exception that ends the rank goes into the trace too: the rank that failed first,
+        with its traceback's last lines, even under a launcher partrain does not run."""
+        previous = sys.excepthook
+        native = self.native
+
+        def excepthook(kind, value, traceback):
+            try:
+                import traceback as tracebacks
+                lines = tracebacks.format_exception(kind, value, traceback)
+                where = [line.strip().splitlines()[0] for line in lines[1:-1]][-2:]
+                text = " | ".join(where + [lines[-1].strip()])
+                native.say("rank_uncaught_exception", _native.SEVERITY_ERROR, text)
+            except Exception:
+                pass
+            previous(kind, value, traceback)
+
+        sys.excepthook = excepthook
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def _guarded(self, what, function, *args):
+        if self.failed:
+            return
+        try:
+            function(*args)
+        except Exception as error:
+            self.fail(what, error)
+
+    def fail(self, what, error):
+        """Recording stops for good; said once, here and in the trace."""
+        if self.failed:
+            return
+        self.failed = True
+        text = (f"partrain's PyTorch recorder failed while {what} ({type(error).__name__}: "
+                f"{error}) and records nothing more on this rank; the program is unaffected")
+        print(f"partrain: rank {os.environ.get('RANK', '?')}: {text}", file=sys.stderr)
+        if self.native is not None:
+            try:
+                self.native.say("torch_recorder_failed", _native.SEVERITY_ERROR, text)
+            except Exception:
+                pass

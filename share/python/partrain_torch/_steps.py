@@ -1,0 +1,160 @@
+"""Training steps from PyTorch's own markers, so `partrain analyze` can window the run by step.
+
+Two sources, the first that applies:
+  - torch.profiler.profile with a schedule: its ProfilerStep#N ranges. Step N begins when the
+    profiler enters ProfilerStep#N (start(), or the end of step()) and ends when it leaves it
+    (the start of step(), or stop()); the profiler's own work between them is in no step. The
+    range stop() ends is kept only if anything happened in it (the loop usually ends with a
+    step() that opens an empty one).
+  - otherwise the optimizer's step(): step 0 begins when the first optimizer is made, and each
+    step ends when the optimizer that marks steps returns from step(); the next begins there.
+    That optimizer is the first one to step; others (a GAN's second) do not mark steps until it
+    is gone (a program that trains several models one after the other).
+Numbers continue across sources: a profiler started after N optimizer steps numbers its
+ProfilerStep#0 as step N; after it stops, the optimizer marks steps again.
+"""
+
+import functools
+import time
+import weakref
+
+monotonic_ns = time.monotonic_ns
+
+_OPTIMIZER, _PROFILER = "optimizer", "profiler"
+
+
+class StepMarkers:
+    def __init__(self, session):
+        self._session = session
+        self._native = session.native
+        self._source = _OPTIMIZER
+        self._current = None  # the open step's number
+        self._start_ns = 0
+        self._activity_at_start = 0
+        self._next = 0  # the next step's number
+        self._driver = None  # weak reference to the optimizer whose step() marks steps
+        self._offset = 0  # added to ProfilerStep numbers
+        self._optimizer_steps = 0  # every optimizer's step() calls, for a range's activity
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _activity(self):
+        """Collectives issued and optimizer steps taken so far."""
+        recorder = self._session.recorder
+        return self._optimizer_steps + (recorder.issued if recorder is not None else 0)
+
+    def _begin(self, step, now):
+        self._current = step
+        self._start_ns = now
+        self._activity_at_start = self._activity()
+        self._native.step_begin(step)
+
+    def _end(self, now):
+        if self._current is None:
+            return
+        self._native.step_end(self._current, self._start_ns, now)
+        self._next = self._current + 1
+        self._current = None
+
+    def _guard(self, what, function, *args):
+        if self._session.failed:
+            return
+        try:
+            function(*args)
+        except Exception as error:
+            self._session.fail(what, error)
+
+    # -- the optimizer -----------------------------------------------------------------------
+
+    def install_optimizer(self, module):
+        module.register_optimizer_step_post_hook(self._optimizer_stepped)
+        optimizer_class = module.Optimizer
+        original = optimizer_class.__init__
+
+        @functools.wraps(original)
+        def __init__(optimizer, *args, **kwargs):
+            original(optimizer, *args, **kwargs)
+            self._guard("marking the first step", self._optimizer_made)
+
+        optimizer_class.__init__ = __init__
+
+    def _optimizer_made(self):
+        if self._source == _OPTIMIZER and self._current is None and self._next == 0:
+            self._begin(0, monotonic_ns())
+
+    def _optimizer_stepped(self, optimizer, args, kwargs):
+        now = monotonic_ns()
+        self._guard("marking a step", self._optimizer_step_ended, optimizer, now)
+
+    def _optimizer_step_ended(self, optimizer, now):
+        self._optimizer_steps += 1
+        if self._source != _OPTIMIZER:
+            return
+        driver = self._driver() if self._driver is not None else None
+        if driver is None:
+            self._driver = weakref.ref(optimizer)
+        elif driver is not optimizer:
+            return
+        if self._current is not None:
+            self._end(now)
+        self._begin(self._next, now)
+
+    # -- torch.profiler ----------------------------------------------------------------------
+
+    def install_profiler(self, module):
+        profile = module.profile
+        start, step, stop = profile.start, profile.step, profile.stop
+        markers = self
+
+        @functools.wraps(start)
+        def wrapped_start(prof):
+            start(prof)
+            markers._guard("marking a profiler step", markers._profiler_started, prof)
+
+        @functools.wraps(step)
+        def wrapped_step(prof):
+            markers._guard("marking a profiler step", markers._profiler_step_ending, prof)
+            step(prof)
+            markers._guard("marking a profiler step", markers._profiler_step_began, prof)
+
+        @functools.wraps(stop)
+        def wrapped_stop(prof):
+            markers._guard("marking a profiler step", markers._profiler_stopping, prof)
+            stop(prof)
+
+        profile.start, profile.step, profile.stop = wrapped_start, wrapped_step, wrapped_stop
+
+    @staticmethod
+    def _records_steps(prof):
+        return bool(getattr(prof, "record_steps", False))
+
+    def _profiler_started(self, prof):
+        if not self._records_steps(prof):
+            return
+        now = monotonic_ns()
+        if self._source == _OPTIMIZER:
+            # The optimizer's open step gives way (it has not ended: it is no step).
+            self._source = _PROFILER
+            self._current = None
+            self._offset = self._next - int(prof.step_num)
+        self._begin(int(prof.step_num) + self._offset, now)
+
+    def _profiler_step_ending(self, prof):
+        if self._source == _PROFILER and self._records_steps(prof):
+            self._end(monotonic_ns())
+
+    def _profiler_step_began(self, prof):
+        if self._source == _PROFILER and self._records_steps(prof):
+            self._begin(int(prof.step_num) + self._offset, monotonic_ns())
+
+    def _profiler_stopping(self, prof):
+        if self._source != _PROFILER or not self._records_steps(prof):
+            return
+        now = monotonic_ns()
+        if self._current is not None and self._activity() > self._activity_at_start:
+            self._end(now)
+        elif self._current is not None:
+            self._current = None  # the empty range the last step() opened
+        self._source = _OPTIMIZER
+        self._driver = None
+        self._begin(self._next, now)

@@ -1,0 +1,85 @@
+// partrain's Python module (share/python) as the traced command's processes load it, on a
+// stand-in torch (tests/integration/scripts/torch_stub: an older torch without ProcessGroup
+// hooks), so these run without PyTorch: the notice an older torch gets, steps from the
+// optimizer, a user's own sitecustomize still running, the module's own failure contained, and
+// nothing at all outside partrain. The real torch's recording is trace_torchrun_torch_test.cpp's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kScripts = fs::path(PARTRAIN_SOURCE_DIR) / "tests/integration/scripts";
+
+// The stand-in torch, then a user's sitecustomize, on the program's PYTHONPATH (partrain puts
+// its module in front).
+std::string stub_environment() {
+  return "RANK=0 WORLD_SIZE=1 PYTHONNOUSERSITE=1 PYTHONPATH='" +
+         (kScripts / "torch_stub").string() + ":" + (kScripts / "torch_stub/user_site").string() +
+         "'";
+}
+
+std::string program() { return "python3 '" + (kScripts / "torch_stub_program.py").string() + "'"; }
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+TEST(PytorchModule, AnOlderTorchGetsOneNoticeAndItsStepsAndTheUsersSitecustomizeRuns) {
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "old.db";
+  CommandResult run =
+      run_partrain("trace -o '" + trace.string() + "' -- " + program(), stub_environment());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "user sitecustomize ran\nprogram done on torch 2.11.0\n");
+  EXPECT_EQ(occurrences(run.err, "partrain: torch 2.11.0 has no ProcessGroup.register_pre_hook"),
+            1u)
+      << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT name, rank, severity FROM stats"),
+            "torch_collectives_unrecorded|0|info\n");
+  EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 0"), "0,1,2\n");
+}
+
+TEST(PytorchModule, ItsOwnFailureIsSaidOnceAndTheProgramRunsOn) {
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "broken.db";
+  CommandResult run = run_partrain("trace -o '" + trace.string() + "' -- " + program(),
+                                   stub_environment() + " TORCH_STUB_BROKEN=1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("program done"), std::string::npos) << run.out;
+  EXPECT_EQ(occurrences(run.err, "partrain's PyTorch recorder failed while attaching to a new "
+                                 "process group (RuntimeError: get_rank is broken"),
+            1u)
+      << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT name, rank, severity FROM stats"),
+            "torch_recorder_failed|0|error\n");
+  EXPECT_EQ(query.number("SELECT count(*) FROM steps"), 0) << "recording stops at the failure";
+}
+
+// The module first on PYTHONPATH, as partrain puts it, but no collector: a process started
+// outside partrain with a PYTHONPATH copied from a traced one.
+TEST(PytorchModule, OutsidePartrainItDoesNothing) {
+  CommandResult run = run_shell(
+      "RANK=0 WORLD_SIZE=1 PYTHONNOUSERSITE=1 PYTHONPATH='" +
+      (fs::path(PARTRAIN_SOURCE_DIR) / "share/python").string() + ":" +
+      (kScripts / "torch_stub").string() + ":" + (kScripts / "torch_stub/user_site").string() +
+      "' env -u PARTRAIN_COLLECTOR " + program());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "user sitecustomize ran\nprogram done on torch 2.11.0\n");
+  EXPECT_EQ(run.err, "");
+}
+
+}  // namespace
+}  // namespace partrain::testing

@@ -1,0 +1,1 @@
+from torch._C import _distributed_c10d  # noqa: F401

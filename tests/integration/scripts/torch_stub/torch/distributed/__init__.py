@@ -1,0 +1,1 @@
+from torch.distributed import distributed_c10d  # noqa: F401

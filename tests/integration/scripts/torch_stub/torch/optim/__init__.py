@@ -1,0 +1,1 @@
+from torch.optim.optimizer import Optimizer  # noqa: F401

@@ -1,0 +1,1 @@
+print("user sitecustomize ran")
