@@ -41,6 +41,13 @@ std::string format_failure_summary(const RankFailure& failure, bool remote) {
   return text;
 }
 
+std::string format_culprit_note(const RankFailure& failure, int culprit) {
+  return fmt::format(
+      "partrain: rank {} failed first, but the collective diagnosis above blames rank {}: rank "
+      "{}'s failure followed from it; start from rank {}\n",
+      failure.rank, culprit, failure.rank, culprit);
+}
+
 std::string encode_failure(const RankFailure& failure) {
   std::string text = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n", failure.rank, failure.node_rank,
                                  failure.host, failure.pid, failure.status.signaled ? 1 : 0,

@@ -34,6 +34,11 @@ std::string signal_hint(int signal);
 // `remote`: the failure happened on another node.
 std::string format_failure_summary(const RankFailure& failure, bool remote);
 
+// When the collective diagnosis blames another rank than the one that failed first (whose
+// watchdog fired while it waited on the culprit): "partrain: rank 1 failed first because it
+// waited on rank 0: start from rank 0, the culprit named above\n".
+std::string format_culprit_note(const RankFailure& failure, int culprit);
+
 // For the rendezvous store: one field per line, the stderr tail last.
 std::string encode_failure(const RankFailure& failure);
 StatusOr<RankFailure> decode_failure(std::string_view text);
