@@ -178,7 +178,9 @@ Status check_schema_objects(TraceFile& trace) {
   if (!stmt.is_ok()) return corrupted(trace.path, trace.db.error_message());
   std::set<std::pair<std::string, std::string>> present;
   int rc = SQLITE_ROW;
-  while ((rc = stmt->step()) == SQLITE_ROW) present.emplace(stmt->column_text(0), stmt->column_text(1));
+  while ((rc = stmt->step()) == SQLITE_ROW) {
+    present.emplace(stmt->column_text(0), stmt->column_text(1));
+  }
   if (rc != SQLITE_DONE) return corrupted(trace.path, trace.db.error_message());
   std::string missing;
   for (const auto& object : expected_objects(trace.schema_version)) {

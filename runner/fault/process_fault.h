@@ -1,5 +1,6 @@
-// The injected faults that end or stop a rank where they fire (--inject crash, exit, hang, stop): the
-// abrupt ends a launcher must cope with, done the way real ones happen. They never return.
+// The injected faults that end or stop a rank where they fire (--inject crash, exit, hang,
+// stop): the abrupt ends a launcher must cope with, done the way real ones happen. All but stop
+// never return.
 #pragma once
 
 #include <cstdint>

@@ -67,7 +67,9 @@ class EdgeBuilder {
       for (int member : unknown) add(waiter, member, e, WaitReason::kNoRecords, -1, waited);
     } else {
       for (int member : inside) {
-        if (process_is_held(processes_, member)) add(waiter, member, e, WaitReason::kHeldInside, -1, waited);
+        if (process_is_held(processes_, member)) {
+          add(waiter, member, e, WaitReason::kHeldInside, -1, waited);
+        }
       }
     }
   }
@@ -89,7 +91,9 @@ class EdgeBuilder {
                                     : (send ? channel->second.recvs : channel->second.sends);
     if (auto at = other.find(e.seq); at != other.end()) {
       if (at->second->bytes != e.bytes) return;  // a size mismatch, judged on its own
-      if (process_is_held(processes_, peer)) add(waiter, peer, e, WaitReason::kHeldInside, -1, waited);
+      if (process_is_held(processes_, peer)) {
+        add(waiter, peer, e, WaitReason::kHeldInside, -1, waited);
+      }
       return;
     }
     if (never_reached(other, ring_wrapped(*peer_dump->second), e.seq)) {

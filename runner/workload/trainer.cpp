@@ -56,9 +56,9 @@ StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine,
   return stats;
 }
 
-// The --inject faults that act at the start of a step, before its compute: crash, exit, hang and
-// stop end or stop the rank here; oom caps the tracked memory at what is in use, so the step's first
-// new buffer fails with "out of memory allocating ... of <category>".
+// The --inject faults that act at the start of a step, before its compute: crash, exit, hang
+// and stop end or stop the rank here; oom caps the tracked memory at what is in use, so the
+// step's first new buffer fails with "out of memory allocating ... of <category>".
 void inject_step_faults(const std::vector<fault::FaultSpec>& faults, int rank, int64_t step,
                         TrackedAllocator& allocator) {
   using fault::FaultKind;

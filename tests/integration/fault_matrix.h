@@ -93,7 +93,8 @@ struct MatrixCase {
 // The case a seed draws: its rank, step (every step for slow: a straggler is late repeatedly,
 // and the first step is analyze's warm-up) and exit code.
 inline MatrixCase draw_case(const MatrixLayout& layout, const std::string& kind, uint64_t seed) {
-  std::seed_seq seq{seed, static_cast<uint64_t>(std::hash<std::string>{}(layout.name + "/" + kind))};
+  const auto cell = static_cast<uint64_t>(std::hash<std::string>{}(layout.name + "/" + kind));
+  std::seed_seq seq{seed, cell};
   std::mt19937_64 rng(seq);
   MatrixCase c;
   c.layout = &layout;

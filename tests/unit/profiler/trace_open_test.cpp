@@ -152,7 +152,8 @@ TEST(TraceOpenTest, TablesOfLaterVersionsAreNotRequiredOfOlderFiles) {
   {
     auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE);
     ASSERT_TRUE(db.is_ok());
-    ASSERT_TRUE(db->exec("DROP VIEW transfers; DROP TABLE transfer; PRAGMA user_version = 2").is_ok());
+    ASSERT_TRUE(
+        db->exec("DROP VIEW transfers; DROP TABLE transfer; PRAGMA user_version = 2").is_ok());
   }
   auto trace = open_trace(path);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();

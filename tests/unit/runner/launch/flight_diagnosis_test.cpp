@@ -168,7 +168,8 @@ TEST(FlightDiagnosis, TwoRanksAtOddsBlameTheOneThatLeftTheCommunicatorsHabit) {
     dump.rank = rank;
     dump.trigger = DumpTrigger::kWatchdog;
     for (uint64_t seq = 0; seq < 3; ++seq) {
-      dump.entries.push_back(op("world", seq, "all_reduce", 4, CollectiveState::kCompleted, {0, 1}));
+      dump.entries.push_back(
+          op("world", seq, "all_reduce", 4, CollectiveState::kCompleted, {0, 1}));
     }
     dump.entries.push_back(op("world", 3, rank == 0 ? "all_gather" : "all_reduce",
                               rank == 0 ? 8 : 4, CollectiveState::kStarted, {0, 1}));

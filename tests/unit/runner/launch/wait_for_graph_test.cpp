@@ -34,8 +34,8 @@ struct Mesh {
   }
   // An operation of `rank` at `t` seconds: completed 1 ms later, or left in `state`.
   void add(int rank, const char* comm, std::vector<int> group, uint64_t seq, double t,
-           CollectiveState state = CollectiveState::kCompleted, std::string_view name = "all_reduce",
-           int peer = -1) {
+           CollectiveState state = CollectiveState::kCompleted,
+           std::string_view name = "all_reduce", int peer = -1) {
     CollectiveEvent e;
     e.comm_id = comm;
     e.seq = seq;
@@ -215,8 +215,8 @@ TEST(WaitForGraph, AnEndedRankOutranksARankStoppedInTheMiddleOfItsWork) {
   EXPECT_EQ(d.waits.roots[0].kind, RootKind::kEnded);
   EXPECT_EQ(d.waits.roots[1].rank, 2);
   EXPECT_EQ(d.waits.roots[1].kind, RootKind::kBusy);
-  EXPECT_NE(diagnosis_statement(d).find("its process was killed by signal 6 (SIGABRT) before the run "
-                                        "was stopped; rank 1 waits on it in all_reduce"),
+  EXPECT_NE(diagnosis_statement(d).find("its process was killed by signal 6 (SIGABRT) before "
+                                        "the run was stopped; rank 1 waits on it in all_reduce"),
             std::string::npos)
       << diagnosis_statement(d);
 }
