@@ -10,6 +10,7 @@
 #include "analyzers/collective_groups.h"
 #include "analyzers/collective_stats.h"
 #include "analyzers/memory_vs_estimate.h"
+#include "analyzers/node_file_check.h"
 #include "analyzers/pipeline_bubble.h"
 #include "analyzers/stragglers.h"
 #include "analyzers/temporal_breakdown.h"
@@ -156,10 +157,11 @@ Status add_collective_sections(const profiler::SqliteDb& db, const AnalysisWindo
 
 void sort_findings(std::vector<Finding>& findings) {
   auto precedence = [](const Finding& f) {
-    return f.kind == "collective_diagnosis" ? 0
-           : f.kind == "rank_failed"        ? 1
-           : f.kind == "trace_data_loss"    ? 2
-                                            : 3;
+    return f.kind == "node_file"            ? 0
+           : f.kind == "collective_diagnosis" ? 1
+           : f.kind == "rank_failed"        ? 2
+           : f.kind == "trace_data_loss"    ? 3
+                                            : 4;
   };
   std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
     return std::make_tuple(precedence(a), -a.impact, -static_cast<int>(a.severity), a.kind,
@@ -216,6 +218,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
                               memory_vs_estimate_json));
   RETURN_IF_ERROR(add_section(out, "kernels", analyze_top_kernels(db, window),
                               top_kernels_findings, format_top_kernels, top_kernels_json));
+  RETURN_IF_ERROR(add_node_file_finding(db, out.findings));
   sort_findings(out.findings);
   return out;
 }

@@ -48,8 +48,9 @@ StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const Analysi
 // diagnosis of a hang or desync (`collective_diagnosis`), the rank that failed first
 // (`rank_failed`) and what the trace lost (`trace_data_loss`).
 StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db);
-// The diagnosis first, the failed rank second and lost trace data third (every other finding
-// follows from them), then by impact, severity, kind and rank (a stable, total order).
+// One node's file of several read alone first (node_file: what the reader is missing), then
+// the diagnosis, the failed rank and lost trace data (every other finding follows from them),
+// then by impact, severity, kind and rank (a stable, total order).
 void sort_findings(std::vector<Finding>& findings);
 
 // "steps 1..5 (warm-up 1 skipped)", "steps 2..4 (selected)", "whole run (no steps recorded)".

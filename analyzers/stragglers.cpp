@@ -42,6 +42,23 @@ class WaitIntervals {
     for (const auto& [start, end] : intervals_) total += end - start;
     return total;
   }
+  // The part of the union outside `other`'s union.
+  int64_t total_ns_outside(WaitIntervals& other) {
+    compact();
+    other.compact();
+    int64_t total = 0;
+    size_t j = 0;
+    for (auto [start, end] : intervals_) {
+      while (j < other.intervals_.size() && other.intervals_[j].second <= start) ++j;
+      for (size_t k = j; k < other.intervals_.size() && other.intervals_[k].first < end; ++k) {
+        if (other.intervals_[k].first > start) total += other.intervals_[k].first - start;
+        start = std::max(start, other.intervals_[k].second);
+        if (start >= end) break;
+      }
+      if (start < end) total += end - start;
+    }
+    return total;
+  }
 
  private:
   static constexpr size_t kCompactAt = 1 << 16;
@@ -66,7 +83,10 @@ struct RankAccumulator {
   int64_t delayed = 0;
   int64_t last = 0;
   WaitIntervals waits;
-  int64_t wait_ns = 0;      // waits' total, at the end
+  // When it waited itself (early at a delayed collective, or its recv's sender late): what it
+  // held up meanwhile was held up by whoever it waited for, who is charged with it instead.
+  WaitIntervals held_up;
+  int64_t wait_ns = 0;      // waits' total outside held_up, at the end
   SampleQuantiles late_ns;  // lateness where it was last at a delayed collective
   std::map<std::string, OpCounts, std::less<>> by_op;
 };
@@ -100,18 +120,13 @@ OpCounts& op_counts(RankAccumulator& acc, std::string_view op) {
   return found->second;
 }
 
-// A collective group counts when two or more members recorded it and all agree on op and size.
-// `rows` is scratch space reused between groups.
-void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks,
-               std::vector<const CollectiveRow*>& rows) {
-  rows.clear();
-  for (const CollectiveRow& row : group.rows) {
-    if (!is_p2p(row.op)) rows.push_back(&row);
-  }
-  if (rows.size() < 2) return;
+// Members that matched (same op and size, or a send and the recv it pairs with): each one's
+// lateness against the earliest. The last one of a delayed group held the others up; the others
+// were held up meanwhile.
+void add_matched(const std::vector<const CollectiveRow*>& rows,
+                 std::map<int, RankAccumulator>& ranks) {
   int64_t earliest = rows.front()->ts_ns, latest = rows.front()->ts_ns;
   for (const CollectiveRow* row : rows) {
-    if (row->op != rows.front()->op || row->bytes != rows.front()->bytes) return;  // a desync
     earliest = std::min(earliest, row->ts_ns);
     latest = std::max(latest, row->ts_ns);
   }
@@ -129,8 +144,41 @@ void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ran
       ++op.last;
       acc.waits.add(earliest, latest);
       acc.late_ns.add(static_cast<double>(latest - earliest));
+    } else {
+      acc.held_up.add(row->ts_ns, latest);
     }
   }
+}
+
+// Transfers: a send and the recv it pairs with (the same communicator and seq, rank and peer
+// swapped) are a group of two. Either side waits for the other (Gloo's and NCCL's send complete
+// once the receiver has posted its recv), so a slow pipeline stage holds up the stage before it
+// as well as the one after.
+void add_transfers(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks) {
+  for (const CollectiveRow& send : group.rows) {
+    if (send.op != "send" || !send.peer) continue;
+    const auto recv = std::find_if(group.rows.begin(), group.rows.end(), [&](const auto& r) {
+      return r.op == "recv" && r.rank == *send.peer && r.peer == send.rank;
+    });
+    if (recv == group.rows.end() || recv->bytes != send.bytes) continue;
+    add_matched({&send, &*recv}, ranks);
+  }
+}
+
+// A collective group counts when two or more members recorded it and all agree on op and size.
+// `rows` is scratch space reused between groups.
+void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks,
+               std::vector<const CollectiveRow*>& rows) {
+  rows.clear();
+  for (const CollectiveRow& row : group.rows) {
+    if (!is_p2p(row.op)) rows.push_back(&row);
+  }
+  if (rows.size() < group.rows.size()) add_transfers(group, ranks);
+  if (rows.size() < 2) return;
+  for (const CollectiveRow* row : rows) {
+    if (row->op != rows.front()->op || row->bytes != rows.front()->bytes) return;  // a desync
+  }
+  add_matched(rows, ranks);
 }
 
 double share(int64_t part, int64_t whole) {
@@ -204,7 +252,10 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::SqliteDb& db,
   std::map<int, RankAccumulator>& ranks = ranks_->ranks;
   int64_t total_wait_ns = 0;
   for (auto& [rank, acc] : ranks) {
-    acc.wait_ns = acc.waits.total_ns();
+    // A slow pipeline stage makes the stages after it late too, and a slow rank its peers in
+    // their other groups: the waiting each of them caused while it waited itself is the slow
+    // rank's.
+    acc.wait_ns = acc.waits.total_ns_outside(acc.held_up);
     total_wait_ns += acc.wait_ns;
   }
   double best = 0;

@@ -17,6 +17,7 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "profiler/node_trace_name.h"
 #include "profiler/rank_tracer.h"
 #include "runner/launch/launcher.h"
 #include "runner/launch/node_trace.h"
@@ -108,7 +109,7 @@ StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
   }
   const fs::path base = config.trace_file ? fs::path(*config.trace_file)
                                           : launch::default_trace_path(*config.run_id);
-  const fs::path trace = launch::node_trace_path(base, config.node_rank.value_or(0));
+  const fs::path trace = profiler::node_trace_path(base, config.node_rank.value_or(0));
   if (fs::exists(trace)) {
     return invalid_argument("the trace file {} already exists: remove it or pass another --trace",
                             trace.string());

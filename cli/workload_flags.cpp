@@ -79,8 +79,9 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
                      "Inject a fault (repeatable), KIND:rank=R[,step=S][,ms=M][,code=C], in step "
                      "S (every step, or the first, without step=): slow (ms=M: sleep before the "
                      "compute), crash (abort: 134), exit (code C, default 1), hang (the others' "
-                     "watchdog fires: 124), desync (a different collective: 124 or the failing "
-                     "rank's code), oom (a tracked allocation fails: 1)")
+                     "watchdog fires: 124), stop (SIGSTOP: the others' watchdog fires: 124), "
+                     "desync (a different collective: 124 or the failing rank's code), oom (a "
+                     "tracked allocation fails: 1)")
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->group(training);
   command.add_option("--dp", f.dp, "Data-parallel degree (default world / (tp x pp))")
       ->group(layout);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "core/clock.h"
@@ -31,11 +32,15 @@ Status make_private_dir(const std::string& path) {
   }
   struct stat info {};
   if (::lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    return unavailable("{} exists but is not a directory: remove it", path);
+    return unavailable("{} exists but is not a directory{}: remove it", path,
+                       S_ISLNK(info.st_mode) ? " (a symbolic link)" : "");
   }
-  if (info.st_uid != ::getuid() || (info.st_mode & 077) != 0) {
-    return unavailable("{} belongs to another user or is open to others (mode {:o}): remove it",
-                       path, info.st_mode & 0777);
+  if (info.st_uid != ::getuid()) {
+    return unavailable("{} belongs to another user (uid {}): remove it", path, info.st_uid);
+  }
+  if ((info.st_mode & 077) != 0) {
+    return unavailable("{} is open to others (mode {:o}): remove it, or chmod 700 it", path,
+                       info.st_mode & 0777);
   }
   return Status::ok();
 }
@@ -108,7 +113,23 @@ StatusOr<std::string> make_collector_dir(std::string_view run_id) {
     return invalid_argument("run id {}", checked.message());
   }
   const std::string base = collector_base_dir();
-  RETURN_IF_ERROR(make_private_dir(base));
+  if (Status usable = make_private_dir(base); !usable.is_ok()) {
+    // Another user's directory, one open to others or a symbolic link where ours should be
+    // (made before us in a shared /tmp, by mistake or to catch our socket): not trusted, and
+    // not a reason to refuse every traced run either. A fresh private directory of our own
+    // serves this run; the trace session removes it at the end.
+    std::error_code no_temp;
+    std::filesystem::path temp = std::filesystem::temp_directory_path(no_temp);
+    if (no_temp) temp = "/tmp";
+    std::string fallback = (temp / fmt::format("{}XXXXXX", kFallbackCollectorDirPrefix)).string();
+    if (::mkdtemp(fallback.data()) == nullptr) {
+      return unavailable("{}; and no private directory could be made instead: {}",
+                         usable.message(), std::strerror(errno));
+    }
+    log::warn("{}; the collector's socket goes into {} for this run instead", usable.message(),
+              fallback);
+    return fallback;
+  }
   std::string dir = base + "/" + std::string(run_id);
   RETURN_IF_ERROR(make_private_dir(dir));
   return dir;

@@ -29,9 +29,14 @@ Status check_run_id(std::string_view run_id);
 
 // Creates (mode 0700) and returns the directory for a run's collector socket:
 // $XDG_RUNTIME_DIR/partrain/<run_id> when that variable names a directory, else
-// /tmp/partrain-<uid>/<run_id>. An existing parent must belong to this user and not be open to
-// others, or the socket could be swapped by another user.
+// /tmp/partrain-<uid>/<run_id>. A parent that is not this user's private directory (another
+// user's, one open to others, a symbolic link: the socket could be swapped) is not used: the
+// run gets a fresh private directory, $TMPDIR/partrain-collector-XXXXXX, with a warning saying
+// why. An existing run directory must be private too.
 StatusOr<std::string> make_collector_dir(std::string_view run_id);
+// The name of those fresh directories, for the clean-up of a launcher killed before removing its
+// own (runner/launch/stale_launcher_dirs.h).
+inline constexpr std::string_view kFallbackCollectorDirPrefix = "partrain-collector-";
 // The parent of every run's collector directory: $XDG_RUNTIME_DIR/partrain or /tmp/partrain-<uid>
 // (it may not exist yet).
 std::string collector_base_dir();

@@ -1,5 +1,7 @@
 #include "profiler/collector_protocol.h"
 
+#include <limits>
+
 #include <algorithm>
 
 namespace partrain::profiler {
@@ -187,7 +189,16 @@ StatusOr<CollectorFrame> decode_collector_frame(std::span<const uint8_t> bytes,
       frame.pid = static_cast<uint32_t>(get_le(payload, 4, 4));
       if (frame.rank < 0) return failed("collector HELLO with negative rank {}", frame.rank);
       break;
-    case FrameKind::kDropped: frame.dropped = get_le(payload, 0, 8); break;
+    case FrameKind::kDropped:
+      frame.dropped = get_le(payload, 0, 8);
+      // A count the trace cannot hold (its integers are signed 64-bit: 2^64-1 was stored as -1)
+      // is no count a rank could have reached.
+      if (frame.dropped > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return failed("malformed collector DROPPED frame: {} records cannot have been lost "
+                      "(more than 2^63-1)",
+                      frame.dropped);
+      }
+      break;
     case FrameKind::kGoodbye: break;
     case FrameKind::kBatch: {
       if (payload.size() < 4) return failed("malformed collector batch: no record count");

@@ -28,7 +28,7 @@ inline constexpr size_t kRecordLengthBytes = 4;
 enum class FrameKind : uint16_t {
   kHello = 1,    // payload: rank i32, pid u32. Must be the first frame of a connection.
   kBatch = 2,    // payload: record count u32, then that many length-prefixed records
-  kDropped = 3,  // payload: u64 records lost on the rank side since the last report
+  kDropped = 3,  // payload: u64 records lost on the rank side since the last report (< 2^63)
   kGoodbye = 4,  // payload: empty; the rank is done and the close that follows is clean
 };
 

@@ -1,8 +1,11 @@
 #include "profiler/disk_reserve.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -25,7 +28,22 @@ DiskReserve DiskReserve::claim(const std::filesystem::path& trace, uint64_t byte
   }
   // posix_fallocate returns the error instead of setting errno; it writes zeros itself where
   // the filesystem has no fallocate, so the blocks are really taken either way.
-  const int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (error == ENOSPC || error == EFBIG) {
+    // A disk smaller than the reserve still gets one, in proportion: the writer keeps its
+    // write-ahead log within it, so that a full disk can always be checkpointed and marked.
+    (void)ftruncate(fd, 0);  // what the failed call allocated counts as free again
+    struct statvfs fs {};
+    const uint64_t free_bytes =
+        fstatvfs(fd, &fs) == 0 ? uint64_t{fs.f_bavail} * uint64_t{fs.f_frsize} : 0;
+    const uint64_t smaller = std::min(bytes, free_bytes / 4) & ~(kMinReserveBytes - 1);
+    if (smaller >= kMinReserveBytes) {
+      log::debug("{}: {} bytes free, a disk reserve of {} bytes instead of {}", trace.string(),
+                 free_bytes, smaller, bytes);
+      bytes = smaller;
+      error = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    }
+  }
   close(fd);
   if (error != 0) {
     log::debug("no disk reserve for {}: cannot allocate {} bytes: {}", trace.string(), bytes,

@@ -15,9 +15,12 @@ std::filesystem::path disk_reserve_path(const std::filesystem::path& trace);
 class DiskReserve {
  public:
   DiskReserve() = default;
-  // Allocates the file; holds nothing (held() false, logged at debug) when the filesystem cannot
-  // allocate it, which only means a full disk will leave no room for the stop notice.
+  // Allocates the file. On a filesystem with less room than `bytes` (a small tmpfs, a nearly
+  // full disk) it holds a quarter of the free space instead, when that is at least
+  // kMinReserveBytes; else nothing (held() false, logged at debug), which only means a full disk
+  // will leave no room for the stop notice.
   static DiskReserve claim(const std::filesystem::path& trace, uint64_t bytes);
+  static constexpr uint64_t kMinReserveBytes = 64 << 10;
   ~DiskReserve() { release(); }
   DiskReserve(DiskReserve&& other) noexcept;
   DiskReserve& operator=(DiskReserve&& other) noexcept;

@@ -18,6 +18,7 @@
 
 #include "core/log.h"
 #include "core/output_path.h"
+#include "profiler/node_trace_name.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_output.h"
@@ -40,6 +41,7 @@ struct MergeInput {
   fs::path path;
   RunRow run;
   std::set<int64_t> ranks;  // world ranks with rows in rank, track, memory or step
+  std::set<int64_t> nodes;  // the nodes its rank rows name
   bool has_node0 = false;   // holds rank 0 or a rank of node 0: the run-level metadata's file
 };
 
@@ -95,6 +97,7 @@ Status read_ranks(const TraceFile& trace, MergeInput& input) {
   int rc = SQLITE_ROW;
   while ((rc = rank_rows.step()) == SQLITE_ROW) {
     input.ranks.insert(rank_rows.column_int(0));
+    if (!rank_rows.column_is_null(1)) input.nodes.insert(rank_rows.column_int(1));
     if (!rank_rows.column_is_null(1) && rank_rows.column_int(1) == 0) input.has_node0 = true;
   }
   if (rc != SQLITE_DONE) return query_failed(trace.path, trace.db, "the ranks");
@@ -179,6 +182,32 @@ Status check_inputs(const std::vector<MergeInput>& inputs) {
   return Status::ok();
 }
 
+// One input makes a copy: said, and when the file is one node's of several (its world has ranks
+// it holds nothing of), the other nodes' files are named as the launcher names them.
+void warn_single_input(const MergeInput& input, const fs::path& output) {
+  const int64_t world = input.run.world_size.value_or(0);
+  const auto held = static_cast<int64_t>(input.ranks.size());
+  if (held == 0 || world <= held || world % held != 0 || input.nodes.size() != 1) {
+    log::warn("one input: {} is copied as it is (merge joins the trace files of a run's nodes)",
+              output.string());
+    return;
+  }
+  const int node = static_cast<int>(*input.nodes.begin());
+  const int nodes = static_cast<int>(world / held);
+  const fs::path node0 = node0_trace_path(input.path, node);
+  std::string others, all;
+  for (int n = 0; n < nodes; ++n) {
+    const fs::path file = node_trace_path(node0, n);
+    all += " " + file.string();
+    if (n != node) others += (others.empty() ? "" : ", ") + file.string();
+  }
+  log::warn("{} is node {}'s file of a run of {} nodes ({} of its {} ranks): the other nodes' "
+            "files ({}) are not merged, and {} will lack their ranks; merge them all: partrain "
+            "merge{} -o {}",
+            input.path.string(), node, nodes, held, world, others, output.string(), all,
+            output.string());
+}
+
 // The temporary output beside the real one; removed (with its side files) unless kept.
 struct TemporaryTrace {
   fs::path path;
@@ -227,7 +256,7 @@ StatusOr<SqliteDb> create_output(const fs::path& path) {
 }
 
 struct CopyCounts {
-  int64_t ranks = 0, slices = 0, collectives = 0;
+  int64_t ranks = 0, slices = 0, collectives = 0, lost_strings = 0;
 };
 
 // The input's string id in `column`, as the output's id of the same value.
@@ -247,13 +276,18 @@ std::string severity_level(std::string_view column) {
   return "CASE " + std::string(column) + " WHEN 'error' THEN 2 WHEN 'data_loss' THEN 1 ELSE 0 END";
 }
 
-std::vector<CopyStep> copy_steps(CopyCounts& counts) {
+std::vector<CopyStep> string_steps() {
   return {
       {"strings", "INSERT OR IGNORE INTO main.string (value) SELECT value FROM src.string "
                   "ORDER BY id"},
       {"strings", "DELETE FROM temp.string_map"},
       {"strings", "INSERT INTO temp.string_map (src_id, dst_id) SELECT s.id, m.id "
                   "FROM src.string s JOIN main.string m ON m.value = s.value"},
+  };
+}
+
+std::vector<CopyStep> row_steps(CopyCounts& counts) {
+  return {
       {"ranks", "INSERT INTO main.rank (rank, local_rank, node, host, pid, device, clock_offset_ns, "
                 "clock_uncertainty_ns, clock_drift_ppm, exit_code, exit_signal) SELECT rank, "
                 "local_rank, node, host, pid, device, clock_offset_ns, clock_uncertainty_ns, "
@@ -312,9 +346,59 @@ StatusOr<std::pair<int64_t, int64_t>> id_offsets(SqliteDb& db) {
   return std::pair{stmt.column_int(0), stmt.column_int(1)};
 }
 
-Status copy_tables(SqliteDb& db, CopyCounts& counts) {
+// The columns that hold a string id (share/schema.sql).
+constexpr std::pair<std::string_view, std::string_view> kStringColumns[] = {
+    {"track", "name_id"},      {"slice", "name_id"},   {"collective", "comm_id"},
+    {"collective", "op"},      {"collective", "dtype"}, {"collective", "reduce_op"},
+    {"collective", "group_ranks_id"},
+};
+
+// A string table that lost rows (ids a writer hands out one after another are missing) leaves
+// rows naming strings that are not there: each lost string is merged as "(lost string N)", and
+// the output's stat `merge_lost_strings` counts them. Returns how many were lost. The scan of
+// every referencing column is paid only when the ids show a gap.
+StatusOr<int64_t> map_lost_strings(SqliteDb& db, const fs::path& input) {
+  ASSIGN_OR_RETURN(auto count, db.query_text("SELECT count(*) = coalesce(max(id), 0) "
+                                             "FROM src.string"));
+  if (count.value_or("0") == "1") return int64_t{0};
+  std::string referenced;
+  for (const auto& [table, column] : kStringColumns) {
+    if (!referenced.empty()) referenced += " UNION ";
+    referenced += fmt::format("SELECT {} AS id FROM src.{} WHERE {} IS NOT NULL", column, table,
+                              column);
+  }
+  const std::string lost = fmt::format(
+      "SELECT DISTINCT r.id FROM ({}) r WHERE r.id NOT IN (SELECT id FROM src.string)",
+      referenced);
+  Status status = db.exec(fmt::format(
+      "CREATE TEMP TABLE lost_string AS {0}; "
+      "INSERT OR IGNORE INTO main.string (value) SELECT '(lost string ' || id || ')' "
+      "FROM temp.lost_string; "
+      "INSERT INTO temp.string_map (src_id, dst_id) SELECT l.id, m.id FROM temp.lost_string l "
+      "JOIN main.string m ON m.value = '(lost string ' || l.id || ')'",
+      lost));
+  if (!status.is_ok()) return trace_read_error(db, "finding the strings the input lost");
+  ASSIGN_OR_RETURN(auto lost_count, db.query_text("SELECT count(*) FROM temp.lost_string"));
+  RETURN_IF_ERROR(db.exec("DROP TABLE temp.lost_string"));
+  const int64_t n = std::stoll(lost_count.value_or("0"));
+  if (n > 0) {
+    log::warn("{}: its rows name {} string(s) its string table lost (the file was damaged); "
+              "they are merged as '(lost string N)', and the stat merge_lost_strings counts them",
+              input.string(), n);
+  }
+  return n;
+}
+
+Status copy_tables(SqliteDb& db, const fs::path& input, CopyCounts& counts) {
   ASSIGN_OR_RETURN(auto offsets, id_offsets(db));
-  for (const CopyStep& step : copy_steps(counts)) {
+  std::vector<CopyStep> steps = string_steps();
+  for (CopyStep& step : row_steps(counts)) steps.push_back(std::move(step));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const CopyStep& step = steps[i];
+    if (i == string_steps().size()) {
+      ASSIGN_OR_RETURN(const int64_t lost, map_lost_strings(db, input));
+      counts.lost_strings += lost;
+    }
     if (!step.since_table.empty() && !db.has_table("src", step.since_table)) continue;
     ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, step.sql));
     // Statements without ?1/?2 ignore the binding (SQLITE_RANGE, harmless).
@@ -337,7 +421,7 @@ Status copy_input(SqliteDb& db, const MergeInput& input, CopyCounts& counts) {
     return failed("attaching {}: {}", input.path.string(), db.error_message());
   }
   Status status = db.exec("BEGIN");
-  if (status.is_ok()) status = copy_tables(db, counts);
+  if (status.is_ok()) status = copy_tables(db, input.path, counts);
   if (status.is_ok()) status = db.exec("COMMIT");
   // No ROLLBACK: without a journal there is nothing to roll back, the whole file is dropped.
   if (!status.is_ok()) return status.with_context(fmt::format("merging {}", input.path.string()));
@@ -442,6 +526,19 @@ Status write_run_and_meta(SqliteDb& db, const RunRow& run, const std::vector<Mer
   return Status::ok();
 }
 
+Status record_lost_strings(SqliteDb& db, int64_t lost) {
+  ASSIGN_OR_RETURN(SqliteStatement stat,
+                   SqliteStatement::prepare(
+                       db, "INSERT INTO stat (name, rank, value, severity, description) VALUES "
+                           "('merge_lost_strings', -1, ?1, 'data_loss', 'strings the rows of an "
+                           "input named but its string table had lost, merged as ''(lost string "
+                           "N)''') ON CONFLICT (name, rank) DO UPDATE SET value = value + "
+                           "excluded.value"));
+  stat.bind(1, lost);
+  if (stat.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
+  return Status::ok();
+}
+
 // Closes the output as a WAL trace, makes it durable, and renames it into place.
 Status finish_output(SqliteDb db, const fs::path& temporary, const fs::path& output) {
   RETURN_IF_ERROR(db.exec("PRAGMA journal_mode = WAL"));
@@ -464,6 +561,7 @@ StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
     files.push_back(std::move(input));
   }
   RETURN_IF_ERROR(check_inputs(files));
+  if (files.size() == 1) warn_single_input(files.front(), output);
 
   TemporaryTrace temporary{fs::absolute(output).concat(fmt::format(".merge-{}.tmp", getpid()))};
   ASSIGN_OR_RETURN(SqliteDb db, create_output(temporary.path));
@@ -471,6 +569,7 @@ StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
   for (const MergeInput& input : files) RETURN_IF_ERROR(copy_input(db, input, counts));
   RunRow run = merged_run(files);
   RETURN_IF_ERROR(write_run_and_meta(db, run, files));
+  if (counts.lost_strings > 0) RETURN_IF_ERROR(record_lost_strings(db, counts.lost_strings));
   Status finished = finish_output(std::move(db), temporary.path, output);
   if (!finished.is_ok()) return finished.with_context(fmt::format("writing {}", output.string()));
   temporary.keep = true;  // renamed into place
@@ -481,6 +580,7 @@ StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
   summary.ranks = counts.ranks;
   summary.slices = counts.slices;
   summary.collectives = counts.collectives;
+  summary.lost_strings = counts.lost_strings;
   summary.status = run.status;
   return summary;
 }

@@ -23,6 +23,7 @@ struct TraceMergeSummary {
   int64_t ranks = 0;
   int64_t slices = 0;
   int64_t collectives = 0;
+  int64_t lost_strings = 0;  // strings the inputs' rows named but their string tables had lost
   RunStatus status = RunStatus::kRunning;
 };
 
@@ -30,9 +31,12 @@ struct TraceMergeSummary {
 // new trace at `output`, written beside it under a temporary name and renamed when complete.
 // Errors: kUnreadable (exit 3) for an input open_trace refuses; kInvalidArgument (exit 2) for
 // files of different runs, a file given twice, a rank found in two inputs, an output that exists
-// (without overwrite) or is an input; kFailed when SQLite cannot write the output. Inputs are
+// (without overwrite) or is an input; kFailed when SQLite cannot write the output. An input
+// whose string table lost rows is merged with "(lost string N)" in their place, with a warning
+// and the stat `merge_lost_strings`. One input is copied, with a warning (naming the other
+// nodes' files when it is one node's of several). Inputs are
 // only read (open_trace may still mark a run whose writer died as incomplete). The launcher's
-// node files are launch::node_trace_path(trace, node) for node 0..N-1.
+// node files are node_trace_path(trace, node) (profiler/node_trace_name.h) for node 0..N-1.
 StatusOr<TraceMergeSummary> merge_traces(std::span<const std::filesystem::path> inputs,
                                          const std::filesystem::path& output,
                                          const TraceMergeOptions& options = {});

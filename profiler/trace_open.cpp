@@ -6,6 +6,10 @@
 
 #include <array>
 #include <cstring>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 
@@ -147,6 +151,61 @@ Status check_integrity(TraceFile& trace) {
   return Status::ok();
 }
 
+// Tables and views added after version 1 (docs/trace-format.md "Versioning"): older files lack
+// them by right.
+int introduced_in(std::string_view name) {
+  if (name == "counter" || name == "counters") return 2;
+  if (name == "transfer" || name == "transfers") return 3;
+  return 1;
+}
+
+// The tables and views a trace of `version` has, from the compiled-in schema: "CREATE TABLE
+// name" and "CREATE VIEW name" statements.
+std::vector<std::pair<std::string, std::string>> expected_objects(int version) {
+  std::vector<std::pair<std::string, std::string>> objects;
+  for (std::string_view sql : {schema_sql(), views_sql()}) {
+    for (std::string_view type : {"TABLE", "VIEW"}) {
+      const std::string create = fmt::format("CREATE {} ", type);
+      for (size_t at = sql.find(create); at != std::string_view::npos;
+           at = sql.find(create, at + 1)) {
+        const size_t begin = at + create.size();
+        const size_t end = sql.find_first_of(" (\n", begin);
+        std::string name(sql.substr(begin, end - begin));
+        if (introduced_in(name) > version) continue;
+        objects.emplace_back(type == "TABLE" ? "table" : "view", std::move(name));
+      }
+    }
+  }
+  return objects;
+}
+
+// Every table and view of the file's schema version is there: readers query them by name, and a
+// dropped one would fail half-way ("no such table") as a failure, not as the unreadable input it
+// is.
+Status check_schema_objects(TraceFile& trace) {
+  auto stmt = SqliteStatement::prepare(
+      trace.db, "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')");
+  if (!stmt.is_ok()) return corrupted(trace.path, trace.db.error_message());
+  std::set<std::pair<std::string, std::string>> present;
+  int rc = SQLITE_ROW;
+  while ((rc = stmt->step()) == SQLITE_ROW) {
+    present.emplace(stmt->column_text(0), stmt->column_text(1));
+  }
+  if (rc != SQLITE_DONE) return corrupted(trace.path, trace.db.error_message());
+  std::string missing;
+  for (const auto& object : expected_objects(trace.schema_version)) {
+    if (present.contains(object)) continue;
+    missing += fmt::format("{}the {} `{}`", missing.empty() ? "" : ", ", object.first,
+                           object.second);
+  }
+  if (missing.empty()) return Status::ok();
+  return unreadable(
+      "{} lacks {} of trace schema version {}: it was altered after it was written and cannot be "
+      "read; record the run again, or restore what is missing from share/schema.sql and "
+      "share/views.sql",
+      trace.path.string(), missing, trace.schema_version);
+}
+
 StatusOr<RunStatus> read_status(TraceFile& trace) {
   auto status = trace.db.query_text("SELECT status FROM run WHERE id = 1");
   if (!status.is_ok()) return corrupted(trace.path, trace.db.error_message());
@@ -156,6 +215,16 @@ StatusOr<RunStatus> read_status(TraceFile& trace) {
     if (run_status_name(s) == text) return s;
   }
   return corrupted(trace.path, fmt::format("unknown run status '{}'", text));
+}
+
+// The dead writer's `-writer` lock file, once its run is marked: taken first, so that a writer
+// which has just started on the same path (it would hold it) keeps its lock.
+void remove_dead_writers_lock(const std::filesystem::path& trace) {
+  const std::filesystem::path lock = writer_lock_path(trace);
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(lock.c_str());
+  ::close(fd);
 }
 
 // The allowed modification: `running` -> `incomplete`, with a stat row saying why, and the
@@ -173,6 +242,7 @@ Status mark_incomplete(const std::filesystem::path& path) {
   (void)settle_into_one_file(db);  // best effort: another reader may hold it open
   std::error_code ignored;  // the space the dead writer held back for a full disk
   std::filesystem::remove(disk_reserve_path(path), ignored);
+  remove_dead_writers_lock(path);
   return Status::ok();
 }
 
@@ -203,6 +273,7 @@ StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode 
   trace.db = std::move(db).value();
   RETURN_IF_ERROR(check_identity(trace));
   RETURN_IF_ERROR(check_integrity(trace));
+  RETURN_IF_ERROR(check_schema_objects(trace));
   ASSIGN_OR_RETURN(trace.status, read_status(trace));
   trace.writer_alive = writer_alive(path);
   if (trace.status != RunStatus::kRunning || trace.writer_alive) return trace;

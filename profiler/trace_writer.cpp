@@ -64,6 +64,11 @@ bool has_root(std::string_view op) {
   return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
 }
 
+// Bounds of the write-ahead log, in pages, before SQLite checkpoints it into the file: half the
+// disk reserve (stop()), at most 64 MiB.
+constexpr uint64_t kMinCheckpointPages = 16;
+constexpr uint64_t kMaxCheckpointPages = 8192;
+
 // The line of share/schema.sql after which come the indexes built at close.
 constexpr std::string_view kDeferredIndexesLine = "-- partrain:deferred-indexes";
 
@@ -562,6 +567,12 @@ void TraceWriter::State::stop() {
   stopped = true;
   const uint64_t freed = reserve.bytes();
   reserve.release();
+  // The log into the file, and the log emptied: its rows no longer depend on a -wal file, and
+  // its space is free for what follows (the stop notice, the ranks' exits, the run's status).
+  if (!db.exec("PRAGMA wal_checkpoint(TRUNCATE)").is_ok()) {
+    log::debug("trace {}: the write-ahead log could not be checkpointed at the stop: {}",
+               path.string(), db.error_message());
+  }
   if (options.max_file_bytes > 0) {
     // Room for the notice when the limit, not the disk, is what is full.
     (void)db.exec(fmt::format("PRAGMA max_page_count = {}",
@@ -680,6 +691,13 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
   s.created = true;
   if (options.disk_reserve_bytes > 0) {
     s.reserve = DiskReserve::claim(path, options.disk_reserve_bytes);
+    // At a full disk the stop frees the reserve and checkpoints the write-ahead log into the
+    // file before it records itself: the log must fit in what the reserve frees, or the trace
+    // would stay `running` with its rows in the log only.
+    const uint64_t log_pages =
+        std::clamp<uint64_t>(s.reserve.bytes() / kTracePageBytes / 2, kMinCheckpointPages,
+                             kMaxCheckpointPages);
+    (void)s.db.exec(fmt::format("PRAGMA wal_autocheckpoint = {}", log_pages));
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(writer.state_)));
 }

@@ -8,6 +8,7 @@
 #include "analyzers/analysis_window.h"
 #include "analyzers/collective_groups.h"
 #include "analyzers/memory_vs_estimate.h"
+#include "analyzers/node_file_check.h"
 #include "analyzers/pipeline_bubble.h"
 #include "analyzers/stragglers.h"
 #include "analyzers/temporal_breakdown.h"
@@ -77,6 +78,7 @@ Status analyze_for_dashboard(const profiler::SqliteDb& db, AnalysisSummary& out)
   add_findings(summary.findings, memory, analyzers::memory_vs_estimate_findings);
   ASSIGN_OR_RETURN(const analyzers::TopKernels kernels, analyzers::analyze_top_kernels(db, *window));
   add_findings(summary.findings, kernels, analyzers::top_kernels_findings);
+  RETURN_IF_ERROR(analyzers::add_node_file_finding(db, summary.findings));
   analyzers::sort_findings(summary.findings);
 
   summary.available = true;

@@ -22,19 +22,33 @@ uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event) {
 }
 
 void FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
+  bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
     const size_t index = static_cast<size_t>(id % capacity_);
     if (index < ring_.size() && ring_[index].id == id) ring_[index].event = event;
+    sink_open = !sink_closed_;
   }
   // The sink writes to a trace; never hold the ring's lock while calling it.
   const bool finished = event.state == profiler::CollectiveState::kCompleted ||
                         event.state == profiler::CollectiveState::kFailed;
-  if (finished && sink_) sink_(event);
+  if (finished && sink_ && sink_open) sink_(event);
+}
+
+std::vector<profiler::CollectiveEvent> FlightRecorder::final_snapshot() {
+  // One lock: an update either finished its entry before (the snapshot holds it finished, the
+  // sink has it) or comes after (the snapshot holds it unfinished, the sink never gets it).
+  std::lock_guard lock(mutex_);
+  sink_closed_ = true;
+  return snapshot_locked();
 }
 
 std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot() const {
   std::lock_guard lock(mutex_);
+  return snapshot_locked();
+}
+
+std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot_locked() const {
   std::vector<profiler::CollectiveEvent> events;
   events.reserve(ring_.size());
   // The oldest entry sits just after the newest once the ring has wrapped.

@@ -29,6 +29,10 @@ class FlightRecorder {
 
   // Entries still in the ring, oldest first.
   std::vector<profiler::CollectiveEvent> snapshot() const;
+  // The same, for a final dump: from here on, operations that finish no longer reach the sink.
+  // The dump writes the unfinished ones as they stood, so each operation reaches the trace once
+  // (a failure that followed, as the rank's end tore its peers down, would have been a second row).
+  std::vector<profiler::CollectiveEvent> final_snapshot();
   // Entries recorded from id `first` on (those still in the ring), oldest first: what happened
   // since total_recorded() was `first`, without copying the whole ring.
   std::vector<profiler::CollectiveEvent> since(uint64_t first) const;
@@ -44,11 +48,14 @@ class FlightRecorder {
     profiler::CollectiveEvent event;
   };
 
+  std::vector<profiler::CollectiveEvent> snapshot_locked() const;  // mutex_ held
+
   const size_t capacity_;
   const Sink sink_;
   mutable std::mutex mutex_;
   std::vector<Entry> ring_;  // ring_[id % capacity_] holds entry id while it is recent enough
   uint64_t next_id_ = 0;
+  bool sink_closed_ = false;  // guarded by mutex_: final_snapshot() was taken
 };
 
 }  // namespace partrain::comm

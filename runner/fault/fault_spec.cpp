@@ -14,8 +14,9 @@ struct KnownKind {
 };
 constexpr KnownKind kKinds[] = {{"slow", FaultKind::kSlow},   {"crash", FaultKind::kCrash},
                                 {"exit", FaultKind::kExit},   {"hang", FaultKind::kHang},
-                                {"desync", FaultKind::kDesync}, {"oom", FaultKind::kOom}};
-constexpr std::string_view kKindList = "slow, crash, exit, hang, desync, oom";
+                                {"stop", FaultKind::kStop},   {"desync", FaultKind::kDesync},
+                                {"oom", FaultKind::kOom}};
+constexpr std::string_view kKindList = "slow, crash, exit, hang, stop, desync, oom";
 // Exit codes a process can report (a shell's $? is 0-255).
 constexpr int64_t kMaxExitCode = 255;
 constexpr std::string_view kKeys[] = {"rank", "step", "ms", "code"};
@@ -64,6 +65,7 @@ std::string_view usage(FaultKind kind) {
     case FaultKind::kExit: return "exit:rank=R[,step=S][,code=C]";
     case FaultKind::kCrash: return "crash:rank=R[,step=S]";
     case FaultKind::kHang: return "hang:rank=R[,step=S]";
+    case FaultKind::kStop: return "stop:rank=R[,step=S]";
     case FaultKind::kDesync: return "desync:rank=R[,step=S]";
     case FaultKind::kOom: return "oom:rank=R[,step=S]";
   }

@@ -6,6 +6,8 @@
 //   crash:rank=R        rank R aborts (SIGABRT: the launcher exits 134)
 //   exit:rank=R,code=C  rank R exits with code C (default 1)
 //   hang:rank=R         rank R stops issuing collectives; the others' watchdog fires (124)
+//   stop:rank=R         rank R stops its own process (SIGSTOP), watchdog and all, as a debugger
+//                       or a swapping host would; the others' watchdog fires (124)
 //   desync:rank=R       rank R issues an all_gather where the others all-reduce the step's loss
 //   oom:rank=R          rank R's next tracked allocation fails (exit 1)
 #pragma once
@@ -20,7 +22,7 @@
 
 namespace partrain::runner::fault {
 
-enum class FaultKind { kSlow, kCrash, kExit, kHang, kDesync, kOom };
+enum class FaultKind { kSlow, kCrash, kExit, kHang, kStop, kDesync, kOom };
 std::string_view fault_kind_name(FaultKind kind);
 
 struct FaultSpec {

@@ -1,5 +1,6 @@
 #include "runner/fault/process_fault.h"
 
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -45,6 +46,16 @@ void hang_rank(const FaultSpec& spec, int rank, int64_t step) {
       rank, fault_spec_text(spec), step);
   flush_trace();
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void stop_rank(const FaultSpec& spec, int rank, int64_t step) {
+  log::warn(
+      "rank {}: --inject {}: stopping this process (SIGSTOP) at step {}; the other ranks' "
+      "collective watchdog (--collective-timeout) will fire",
+      rank, fault_spec_text(spec), step);
+  flush_trace();
+  ::raise(SIGSTOP);
+  log::warn("rank {}: --inject {}: continued (SIGCONT)", rank, fault_spec_text(spec));
 }
 
 }  // namespace partrain::runner::fault

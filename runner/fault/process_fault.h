@@ -1,5 +1,6 @@
-// The injected faults that end or stop a rank where they fire (--inject crash, exit, hang): the
-// abrupt ends a launcher must cope with, done the way real ones happen. They never return.
+// The injected faults that end or stop a rank where they fire (--inject crash, exit, hang,
+// stop): the abrupt ends a launcher must cope with, done the way real ones happen. All but stop
+// never return.
 #pragma once
 
 #include <cstdint>
@@ -16,5 +17,9 @@ namespace partrain::runner::fault {
 // Sleeps until the launcher stops the rank: it issues no further collective, so the others'
 // collective watchdog fires (124) and the diagnosis names this rank as missing.
 [[noreturn]] void hang_rank(const FaultSpec& spec, int rank, int64_t step);
+// Stops the whole process with SIGSTOP (its collective watchdog with it), as a debugger, a
+// swapping host or a `kill -STOP` would: the others' watchdog fires, and the launcher must tell
+// a stopped rank from a dead one. Returns once something continues the process (SIGCONT).
+void stop_rank(const FaultSpec& spec, int rank, int64_t step);
 
 }  // namespace partrain::runner::fault

@@ -133,6 +133,13 @@ std::vector<std::string> read_error_file(const std::string& path) {
   return report;
 }
 
+std::string format_culprit_note(const RankFailure& failure, int culprit) {
+  return fmt::format(
+      "partrain: rank {} failed first, but the collective diagnosis above blames rank {}: rank "
+      "{}'s failure followed from it; start from rank {}\n",
+      failure.rank, culprit, failure.rank, culprit);
+}
+
 std::string encode_failure(const RankFailure& failure) {
   std::string text = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n", failure.rank,
                                  failure.node_rank, one_line(failure.host), failure.pid,

@@ -49,6 +49,11 @@ std::string format_failure_summary(const RankFailure& failure, bool remote);
 // does not read (a rank killed before it could write one).
 std::vector<std::string> read_error_file(const std::string& path);
 
+// When the collective diagnosis blames another rank than the one that failed first (whose
+// watchdog fired while it waited on the culprit): "partrain: rank 1 failed first because it
+// waited on rank 0: start from rank 0, the culprit named above\n".
+std::string format_culprit_note(const RankFailure& failure, int culprit);
+
 // For the rendezvous store: one field per line, the stderr tail last.
 std::string encode_failure(const RankFailure& failure);
 StatusOr<RankFailure> decode_failure(std::string_view text);

@@ -7,6 +7,9 @@
 #include <set>
 
 #include "core/byte_size.h"
+#include "core/duration.h"
+#include "runner/launch/flight_index.h"
+#include "runner/launch/wait_for_text.h"
 
 namespace partrain::launch {
 namespace {
@@ -16,58 +19,31 @@ using comm::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
 
-// One member's collectives on one communicator, by seq.
-struct MemberRecord {
-  bool wrapped = false;  // its ring evicted entries: seqs below its oldest are unknown
-  std::map<uint64_t, const CollectiveEvent*> by_seq;
-};
-
-struct CommRecord {
-  std::vector<int> members;            // world ranks
-  std::map<int, MemberRecord> dumped;  // members with a dump, by world rank
-};
-
-bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
-
-// One direction of transfers between two ranks on one communicator: the n-th send of `sender`
-// to `receiver` pairs with the n-th recv of `receiver` from `sender` (seq counts per direction).
-struct ChannelKey {
-  std::string comm_id;
-  int sender = 0;  // world ranks
-  int receiver = 0;
-  auto operator<=>(const ChannelKey&) const = default;
-};
-
-struct ChannelRecord {
-  std::map<uint64_t, const CollectiveEvent*> sends;  // from the sender's dump
-  std::map<uint64_t, const CollectiveEvent*> recvs;  // from the receiver's dump
-};
-
-// Whether a member provably never reached `seq`: dumped, and its last seq is lower (or it has
-// none and its ring never wrapped).
-bool never_reached(const std::map<uint64_t, const CollectiveEvent*>& by_seq, bool wrapped,
-                   uint64_t seq) {
-  return by_seq.empty() ? !wrapped : by_seq.rbegin()->first < seq;
-}
-
-int64_t last_seq(const std::map<uint64_t, const CollectiveEvent*>& by_seq) {
-  return by_seq.empty() ? -1 : static_cast<int64_t>(by_seq.rbegin()->first);
-}
-
 std::string size_key(const CollectiveEvent& e) {
   return fmt::format("{} {}", format_bytes(e.bytes), e.dtype);
 }
 
-// Groups the ranks by key, largest group first; a tie goes to the group with the lowest rank
-// (the reference the others are compared with).
+// How often each key was seen at the seqs every member matched: what the communicator usually
+// carries.
+using KeyHistory = std::map<std::string, int64_t>;
+
+// Groups the ranks by key, largest group first. A tie goes to the group whose key the
+// communicator's matched history holds most often (two ranks, one of them deviating from what
+// both did at every seq before), then to the group with the lowest rank (the reference the others
+// are compared with).
 std::vector<std::pair<std::string, std::vector<int>>> groups_by(
     const std::vector<std::pair<int, CollectiveEvent>>& issued,
-    std::string (*key)(const CollectiveEvent&)) {
+    std::string (*key)(const CollectiveEvent&), const KeyHistory& history = {}) {
   std::map<std::string, std::vector<int>> by_key;
   for (const auto& [rank, event] : issued) by_key[key(event)].push_back(rank);
   std::vector<std::pair<std::string, std::vector<int>>> groups(by_key.begin(), by_key.end());
-  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+  auto seen = [&](const std::string& k) {
+    auto found = history.find(k);
+    return found == history.end() ? int64_t{0} : found->second;
+  };
+  std::sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
     if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    if (seen(a.first) != seen(b.first)) return seen(a.first) > seen(b.first);
     return a.second.front() < b.second.front();
   });
   return groups;
@@ -91,31 +67,6 @@ std::vector<int> minority(const std::vector<std::pair<std::string, std::vector<i
   return ranks;
 }
 
-std::map<std::string, CommRecord> index_by_comm(const std::vector<FlightDump>& dumps) {
-  std::map<std::string, CommRecord> comms;
-  for (const FlightDump& dump : dumps) {
-    for (const CollectiveEvent& e : dump.entries) {
-      if (is_p2p(e.op)) continue;
-      CommRecord& record = comms[e.comm_id];
-      if (record.members.empty()) record.members = e.group_ranks;
-    }
-  }
-  for (auto& [id, record] : comms) {
-    for (const FlightDump& dump : dumps) {
-      if (std::find(record.members.begin(), record.members.end(), dump.rank) ==
-          record.members.end()) {
-        continue;
-      }
-      MemberRecord& member = record.dumped[dump.rank];
-      member.wrapped = dump.total_recorded > dump.entries.size();
-      for (const CollectiveEvent& e : dump.entries) {
-        if (e.comm_id == id && !is_p2p(e.op)) member.by_seq[e.seq] = &e;
-      }
-    }
-  }
-  return comms;
-}
-
 // The first seq of one communicator that is not a completed match, or its last match.
 CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
   CollectiveFinding finding;
@@ -133,6 +84,7 @@ CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
     }
     for (const auto& [seq, event] : member.by_seq) seqs.insert(seq);
   }
+  KeyHistory ops_seen, sizes_seen;
   for (uint64_t seq : seqs) {
     if (seq < lowest) continue;
     std::vector<std::pair<int, CollectiveEvent>> issued;
@@ -146,8 +98,8 @@ CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
         missing_last.push_back(last_seq(member.by_seq));
       }
     }
-    const auto by_op = groups_by(issued, op_key);
-    const auto by_size = groups_by(issued, full_size_key);
+    const auto by_op = groups_by(issued, op_key, ops_seen);
+    const auto by_size = groups_by(issued, full_size_key, sizes_seen);
     const bool open = std::any_of(issued.begin(), issued.end(), [](const auto& item) {
       return item.second.state != CollectiveState::kCompleted;
     });
@@ -166,6 +118,10 @@ CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
     } else {
       finding.seq = seq;
       ++finding.matched;
+      if (!issued.empty()) {
+        ++ops_seen[op_key(issued.front().second)];
+        ++sizes_seen[full_size_key(issued.front().second)];
+      }
       continue;
     }
     finding.seq = seq;
@@ -178,24 +134,6 @@ CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
   return finding;
 }
 
-std::map<ChannelKey, ChannelRecord> index_channels(const std::vector<FlightDump>& dumps) {
-  std::map<ChannelKey, ChannelRecord> channels;
-  for (const FlightDump& dump : dumps) {
-    for (const CollectiveEvent& e : dump.entries) {
-      if (!is_p2p(e.op) || e.peer < 0 || static_cast<size_t>(e.peer) >= e.group_ranks.size()) {
-        continue;
-      }
-      const int peer = e.group_ranks[static_cast<size_t>(e.peer)];
-      if (e.op == "send") {
-        channels[ChannelKey{e.comm_id, dump.rank, peer}].sends[e.seq] = &e;
-      } else {
-        channels[ChannelKey{e.comm_id, peer, dump.rank}].recvs[e.seq] = &e;
-      }
-    }
-  }
-  return channels;
-}
-
 // The first seq of a channel that is not a completed pair, if any. A side without a dump is
 // unknown: nothing is judged against it.
 std::optional<CollectiveFinding> judge_channel(const ChannelKey& key, const ChannelRecord& record,
@@ -204,9 +142,7 @@ std::optional<CollectiveFinding> judge_channel(const ChannelKey& key, const Chan
     auto found = by_rank.find(rank);
     return found == by_rank.end() ? nullptr : found->second;
   };
-  auto wrapped = [](const FlightDump* d) {
-    return d != nullptr && d->total_recorded > d->entries.size();
-  };
+  auto wrapped = [](const FlightDump* d) { return d != nullptr && ring_wrapped(*d); };
   const FlightDump* sender = dump_of(key.sender);
   const FlightDump* receiver = dump_of(key.receiver);
   uint64_t lowest = 0;
@@ -356,15 +292,44 @@ std::string describe_finding(const CollectiveFinding& f) {
         const CollectiveEvent& op = f.issued.front().second;
         std::vector<int> issuers;
         for (const auto& [rank, event] : f.issued) issuers.push_back(rank);
-        // With every member's dump in hand, nobody is missing: the transport is to blame.
+        // With every member's dump in hand and no process held, nobody is missing: the
+        // transport is to blame.
+        std::string cause;
+        if (!f.held.empty()) {
+          cause = fmt::format(": held by the process of {}", ranks_word(f.held));
+        } else if (f.undumped.empty()) {
+          cause = ": the transport failed or stalled";
+        }
         return fmt::format("{}: {} of {} issued by {} but not completed ({}){}", where, op.op,
-                           size_key(op), ranks_word(issuers), states_of(f.issued),
-                           f.undumped.empty() ? ": the transport failed or stalled" : "");
+                           size_key(op), ranks_word(issuers), states_of(f.issued), cause);
       }
       return fmt::format("{}: {} collective(s) matched on {}, all completed", f.comm_id, f.matched,
                          ranks_word(f.members));
   }
   return where;
+}
+
+// A rank the launcher resumed so that it could take its stop signal ran on for a moment: its
+// records are read as they stood when it was resumed.
+std::vector<FlightDump> as_before_resume(const std::vector<FlightDump>& dumps,
+                                         const std::map<int, RankProcess>& processes) {
+  std::vector<FlightDump> out = dumps;
+  for (FlightDump& dump : out) {
+    auto found = processes.find(dump.rank);
+    if (found == processes.end() || found->second.resumed_ns <= 0) continue;
+    const int64_t resumed = found->second.resumed_ns;
+    const size_t before = dump.entries.size();
+    std::erase_if(dump.entries, [&](const CollectiveEvent& e) { return e.enqueue_ns >= resumed; });
+    dump.total_recorded -= std::min<uint64_t>(dump.total_recorded, before - dump.entries.size());
+    for (CollectiveEvent& e : dump.entries) {
+      if (e.end_ns < resumed) continue;
+      e.state = e.start_ns > 0 && e.start_ns < resumed ? CollectiveState::kStarted
+                                                       : CollectiveState::kEnqueued;
+      e.end_ns = 0;
+    }
+    dump.dumped_ns = std::min(dump.dumped_ns, resumed);
+  }
+  return out;
 }
 
 }  // namespace
@@ -379,7 +344,11 @@ std::string_view finding_kind_name(FindingKind kind) {
   return "unknown";
 }
 
-FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& dumps) {
+FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& given,
+                                      const std::vector<RankProcess>& processes) {
+  std::map<int, RankProcess> by_rank;
+  for (const RankProcess& process : processes) by_rank[process.rank] = process;
+  const std::vector<FlightDump> dumps = as_before_resume(given, by_rank);
   FlightDiagnosis diagnosis;
   for (const FlightDump& dump : dumps) {
     diagnosis.dumped_ranks.push_back(dump.rank);
@@ -390,14 +359,13 @@ FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& dumps) {
        {&diagnosis.dumped_ranks, &diagnosis.watchdog_ranks, &diagnosis.error_ranks}) {
     std::sort(ranks->begin(), ranks->end());
   }
-  for (const auto& [id, record] : index_by_comm(dumps)) {
+  const FlightIndex index = index_flight_dumps(dumps);
+  for (const auto& [id, record] : index.comms) {
     if (record.members.size() < 2) continue;  // a communicator of one rank cannot disagree
     diagnosis.findings.push_back(judge(id, record));
   }
-  std::map<int, const FlightDump*> by_rank;
-  for (const FlightDump& dump : dumps) by_rank[dump.rank] = &dump;
-  for (const auto& [key, record] : index_channels(dumps)) {
-    if (auto finding = judge_channel(key, record, by_rank)) {
+  for (const auto& [key, record] : index.channels) {
+    if (auto finding = judge_channel(key, record, index.by_rank)) {
       diagnosis.findings.push_back(std::move(*finding));
     }
   }
@@ -405,11 +373,25 @@ FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& dumps) {
                    [](const CollectiveFinding& a, const CollectiveFinding& b) {
                      return is_problem(a) && !is_problem(b);
                    });
-  std::set<int> blamed;
-  for (const CollectiveFinding& f : diagnosis.findings) {
-    blamed.insert(f.culprits.begin(), f.culprits.end());
+  diagnosis.waits = build_wait_for_graph(index, by_rank);
+  for (CollectiveFinding& f : diagnosis.findings) {
+    if (f.kind != FindingKind::kMatched || !f.unfinished) continue;
+    for (int member : f.members) {
+      if (process_is_held(by_rank, member)) f.held.push_back(member);
+    }
   }
-  if (blamed.size() == 1) diagnosis.culprit = *blamed.begin();
+  // A mismatch is a cause by itself (the others wait because of it): its minority first.
+  std::set<int> mismatched;
+  for (const CollectiveFinding& f : diagnosis.findings) {
+    if (f.kind == FindingKind::kOpMismatch || f.kind == FindingKind::kSizeMismatch) {
+      mismatched.insert(f.culprits.begin(), f.culprits.end());
+    }
+  }
+  if (mismatched.size() == 1) {
+    diagnosis.culprit = *mismatched.begin();
+  } else if (diagnosis.waits.culprit) {
+    diagnosis.culprit = diagnosis.waits.roots[*diagnosis.waits.culprit].rank;
+  }
   return diagnosis;
 }
 
@@ -437,6 +419,43 @@ std::string diagnosis_headline(const FlightDiagnosis& diagnosis) {
   return "";
 }
 
+namespace {
+
+// "(op_mismatch at world seq 3): world seq 3: op mismatch: ..." for the minority of a mismatch,
+// "(stopped at world/split1/color0 seq 3): its process was stopped ..." for a root.
+std::string culprit_evidence(const FlightDiagnosis& d) {
+  const int culprit = *d.culprit;
+  for (const CollectiveFinding& f : d.findings) {
+    if (f.kind != FindingKind::kOpMismatch && f.kind != FindingKind::kSizeMismatch) continue;
+    if (std::find(f.culprits.begin(), f.culprits.end(), culprit) == f.culprits.end()) continue;
+    return fmt::format("({} at {}): {}", finding_kind_name(f.kind), where_of(f),
+                       describe_finding(f));
+  }
+  for (const WaitRoot& root : d.waits.roots) {
+    if (root.rank != culprit) continue;
+    return fmt::format("({}): {}", root_kind_and_where(d.waits, root),
+                       describe_root(d.waits, root));
+  }
+  return "";
+}
+
+// A missing rank that waits itself on another communicator is not the cause: said beside it.
+std::string own_waits_of_missing(const FlightDiagnosis& d, const CollectiveFinding& f) {
+  std::string text;
+  for (int rank : f.missing) {
+    const std::string own = describe_own_wait(d.waits, rank);
+    if (!own.empty()) text += "; " + own;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string diagnosis_statement(const FlightDiagnosis& diagnosis) {
+  if (!diagnosis.culprit) return diagnosis_headline(diagnosis);
+  return fmt::format("rank {} {}", *diagnosis.culprit, culprit_evidence(diagnosis));
+}
+
 std::string format_flight_diagnosis(const FlightDiagnosis& d) {
   std::string text =
       fmt::format("partrain: flight recorder: dumps of {}", ranks_word(d.dumped_ranks));
@@ -449,7 +468,8 @@ std::string format_flight_diagnosis(const FlightDiagnosis& d) {
   text += "\n";
   std::set<int> undumped;
   for (const CollectiveFinding& f : d.findings) {
-    text += fmt::format("partrain: diagnosis: {}\n", describe_finding(f));
+    text += fmt::format("partrain: diagnosis: {}{}\n", describe_finding(f),
+                        own_waits_of_missing(d, f));
     undumped.insert(f.undumped.begin(), f.undumped.end());
   }
   if (d.findings.empty()) text += "partrain: diagnosis: no collective of several ranks recorded\n";
@@ -459,13 +479,21 @@ std::string format_flight_diagnosis(const FlightDiagnosis& d) {
         "or killed before it could write one)\n",
         ranks_word(std::vector<int>(undumped.begin(), undumped.end())));
   }
+  for (const std::string& line : describe_waits(d.waits)) {
+    text += fmt::format("partrain: waits: {}\n", line);
+  }
+  if (!d.waits.deadlocked.empty()) {
+    text += fmt::format("partrain: diagnosis: {} wait on each other, none of them at the root: "
+                        "the ranks issue their collectives in different orders\n",
+                        ranks_word(d.waits.deadlocked));
+  }
   if (d.culprit) {
-    for (const CollectiveFinding& f : d.findings) {
-      if (std::find(f.culprits.begin(), f.culprits.end(), *d.culprit) == f.culprits.end()) continue;
-      text += fmt::format("partrain: culprit: rank {} ({} at {})\n", *d.culprit,
-                          finding_kind_name(f.kind), where_of(f));
-      break;
-    }
+    text += fmt::format("partrain: culprit: rank {} {}\n", *d.culprit, culprit_evidence(d));
+  } else if (d.waits.roots.size() > 1) {
+    std::vector<int> roots;
+    for (const WaitRoot& root : d.waits.roots) roots.push_back(root.rank);
+    text += fmt::format("partrain: diagnosis: the waits lead to {}, none alone at the root\n",
+                        ranks_word(roots));
   }
   return text;
 }

@@ -1,9 +1,14 @@
-// The launcher's reading of its ranks' flight-recorder dumps, in the manner of PyTorch's
-// flight-recorder analyzer (tools/flight_recorder): each communicator's collectives are matched
-// across its member ranks by sequence number, and the first one that does not match is named with
-// its kind (op mismatch, size mismatch, missing ranks) and the rank to blame. A pure function of
-// the dumps, so tests feed it made-up recorders. Transfers are matched the same way per channel
-// (communicator, sender, receiver): the n-th send with the n-th recv.
+// The launcher's reading of its ranks' records of collectives (flight-recorder dumps, in the
+// manner of PyTorch's flight-recorder analyzer, tools/flight_recorder), in two parts:
+// - per communicator, collectives are matched across its members by sequence number, and the
+//   first one that does not match is named with its kind (op mismatch, size mismatch, missing
+//   ranks); transfers are matched the same way per channel (communicator, sender, receiver): the
+//   n-th send with the n-th recv;
+// - across communicators, who waits on whom (wait_for_graph.h), with what the launcher saw of
+//   each rank's process: the culprit is the rank at the root of that relation (or the minority
+//   of a mismatch), named with the evidence: what it is (hung, stopped, stuck in the kernel,
+//   ended), the operations it never entered and who waits on it.
+// A pure function of the records, whatever their source, so tests feed it made-up recorders.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +20,8 @@
 
 #include "profiler/collective_event.h"
 #include "runner/comm/flight_dump.h"
+#include "runner/launch/rank_process.h"
+#include "runner/launch/wait_for_graph.h"
 
 namespace partrain::launch {
 
@@ -44,6 +51,9 @@ struct CollectiveFinding {
   std::vector<int> undumped;              // members without a dump: nothing is known of them
   std::vector<int> culprits;              // the minority of a mismatch, or the missing ranks
   bool unfinished = false;  // kMatched: some member has it enqueued, started or failed
+  // kMatched and unfinished: members whose process was stopped, stuck in the kernel or ended
+  // first (the launcher's view): what holds it, rather than the transport.
+  std::vector<int> held;
 };
 
 struct FlightDiagnosis {
@@ -54,10 +64,17 @@ struct FlightDiagnosis {
   // and one per transfer channel with a problem (channels that matched are not listed).
   // Problems first, then by communicator id.
   std::vector<CollectiveFinding> findings;
-  std::optional<int> culprit;  // the one rank every problem blames, when there is one
+  WaitForGraph waits;  // who waits on whom across communicators, and the roots
+  // The rank to start from: the minority of a mismatch when one rank is, else the gravest root
+  // of the wait-for relation when it is alone in its class.
+  std::optional<int> culprit;
 };
 
-FlightDiagnosis diagnose_flight_dumps(const std::vector<comm::FlightDump>& dumps);
+// `processes`: what the launcher saw of its ranks' processes (none: nothing seen). The records of
+// a rank the launcher resumed (SIGCONT) to take its stop signal are read as they stood when it
+// was resumed: operations enqueued later are left out, and those that ended later are unfinished.
+FlightDiagnosis diagnose_flight_dumps(const std::vector<comm::FlightDump>& dumps,
+                                      const std::vector<RankProcess>& processes = {});
 
 // "partrain: "-prefixed lines for stderr, e.g.
 //   partrain: diagnosis: world/split1/color0 seq 14: missing ranks: rank 2 never issued
@@ -65,8 +82,14 @@ FlightDiagnosis diagnose_flight_dumps(const std::vector<comm::FlightDump>& dumps
 std::string format_flight_diagnosis(const FlightDiagnosis& diagnosis);
 
 // The first problem in one line ("world seq 9: op mismatch: rank 1 issued ..."), or "" when
-// every communicator matched: the trace's `collective_diagnosis` stat.
+// every communicator matched.
 std::string diagnosis_headline(const FlightDiagnosis& diagnosis);
+
+// The culprit with its evidence in one line, as the `culprit:` line says it ("rank 0 (stopped
+// at world/split1/color0 seq 3): its process was stopped (state T: SIGSTOP or SIGTSTP); it never
+// entered all_reduce ... where rank 2 waits; ..."), else the headline: the trace's
+// `collective_diagnosis` stat.
+std::string diagnosis_statement(const FlightDiagnosis& diagnosis);
 
 // "0-3", "0, 2, 5-7": world ranks, sorted.
 std::string format_rank_list(std::vector<int> ranks);

@@ -191,14 +191,17 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
 // failed (ranks stopped by the launcher or failing in compute dump too, as evidence, but do not
 // call for one: the failure summary says what happened to them). With several nodes, node 0's
 // has every node's dumps; the others' only their own, and they say so.
+// What the launcher saw of each rank's process goes with the dumps: a rank stopped or stuck in
+// the kernel has no dump of its own to say so.
 std::optional<FlightDiagnosis> diagnose_run(const std::vector<comm::FlightDump>& dumps,
+                                            const std::vector<RankProcess>& processes,
                                             bool other_nodes_elsewhere) {
   const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const comm::FlightDump& d) {
     return d.trigger == comm::DumpTrigger::kWatchdog ||
            d.trigger == comm::DumpTrigger::kCollectiveError;
   });
   if (!called_for) return std::nullopt;
-  FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
+  FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps, processes);
   std::string text = format_flight_diagnosis(diagnosis);
   if (other_nodes_elsewhere) {
     text += "partrain: diagnosis: from this node's ranks only; node 0's launcher diagnoses the "
@@ -214,7 +217,21 @@ bool runs_partrain_itself(const std::vector<std::string>& command) {
   return !command.empty() && std::filesystem::equivalent(command[0], "/proc/self/exe", error);
 }
 
-int finish_run(const SupervisorResult& result) {
+// The ranks' processes as the diagnosis reads them: this node's, as its supervisor saw them,
+// and the root cause's when it was another node's (its exit travels in the failure record).
+std::vector<RankProcess> observed_processes(const SupervisorResult& result) {
+  std::vector<RankProcess> processes = result.processes;
+  if (result.root_cause && result.root_cause_remote) {
+    RankProcess remote;
+    remote.rank = result.root_cause->rank;
+    remote.exit = result.root_cause->status;
+    remote.ended_before_stop = true;
+    processes.push_back(remote);
+  }
+  return processes;
+}
+
+int finish_run(const SupervisorResult& result, const std::optional<FlightDiagnosis>& diagnosis) {
   if (result.stop_signal) {
     log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
     return exit_code_for_signal(*result.stop_signal);
@@ -226,6 +243,9 @@ int finish_run(const SupervisorResult& result) {
   }
   if (result.root_cause) {
     std::string summary = format_failure_summary(*result.root_cause, result.root_cause_remote);
+    if (diagnosis && diagnosis->culprit && *diagnosis->culprit != result.root_cause->rank) {
+      summary += format_culprit_note(*result.root_cause, *diagnosis->culprit);
+    }
     std::fwrite(summary.data(), 1, summary.size(), stderr);
     return result.root_cause->exit_code();
   }
@@ -342,11 +362,11 @@ StatusOr<int> launch(const LaunchConfig& config) {
     return result.status();
   }
   for (comm::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
-  std::optional<FlightDiagnosis> diagnosis =
-      diagnose_run(dumps, rdzv.multi_node() && plan.node_rank != 0);
-  const int exit_code = finish_run(*result);
+  std::optional<FlightDiagnosis> diagnosis = diagnose_run(
+      dumps, observed_processes(*result), rdzv.multi_node() && plan.node_rank != 0);
+  const int exit_code = finish_run(*result, diagnosis);
   if (trace && diagnosis) {
-    trace->record_diagnosis(diagnosis->culprit, diagnosis_headline(*diagnosis));
+    trace->record_diagnosis(diagnosis->culprit, diagnosis_statement(*diagnosis));
   }
   if (trace) trace->finish(specs, *result, plan.node_rank, plan.host);
   return exit_code;

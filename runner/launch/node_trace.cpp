@@ -4,18 +4,11 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "profiler/node_trace_name.h"
 #include "profiler/rank_tracer.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
-
-fs::path node_trace_path(const fs::path& trace, int node_rank) {
-  if (node_rank == 0) return trace;
-  fs::path node = trace;
-  node.replace_filename(fmt::format("{}.node{}{}", trace.stem().string(), node_rank,
-                                    trace.extension().string()));
-  return node;
-}
 
 fs::path default_trace_path(const std::string& run_id) {
   return fs::path("partrain-runs") / (run_id + ".db");
@@ -70,7 +63,7 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   const std::string socket_name =
       run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(node_trace_path(base, run.node_rank),
+                   open_run_trace(profiler::node_trace_path(base, run.node_rank),
                                   "--trace FILE (or --no-trace)", socket_name, run.token,
                                   std::move(info), config.trace_max_bytes));
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));

@@ -19,9 +19,6 @@
 
 namespace partrain::launch {
 
-// Node 0 writes `trace` itself; node N writes `<stem>.node<N><extension>` beside it
-// (run.db -> run.node1.db), so the files of one run sort together.
-std::filesystem::path node_trace_path(const std::filesystem::path& trace, int node_rank);
 // ./partrain-runs/<run_id>.db
 std::filesystem::path default_trace_path(const std::string& run_id);
 

@@ -90,6 +90,14 @@ int remove_stale_launcher_dirs(const fs::path& temp_dir, const fs::path& collect
         leading_pid(std::string_view(name).substr(kFlightDirPrefix.size()));
     if (pid && process_gone(*pid) && remove_dir(entry.path())) ++removed;
   }
+  // A collector directory made in place of an unusable base (profiler/collector.h).
+  for (const fs::directory_entry& entry : fs::directory_iterator(temp_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(profiler::kFallbackCollectorDirPrefix) && owned_by_me(entry.path()) &&
+        collector_dir_is_stale(entry.path()) && remove_dir(entry.path())) {
+      ++removed;
+    }
+  }
   for (const fs::directory_entry& entry : fs::directory_iterator(collector_base, error)) {
     if (owned_by_me(entry.path()) && collector_dir_is_stale(entry.path()) &&
         remove_dir(entry.path())) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 namespace partrain::launch {
@@ -69,6 +70,9 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
     relay_.finish(slot, Stream::kStderr);
     result_.exits.push_back(*workers_[slot].process.exit_status());
     result_.pids.push_back(workers_[slot].process.pid());
+    workers_[slot].seen.rank = workers_[slot].rank;
+    workers_[slot].seen.exit = workers_[slot].process.exit_status();
+    result_.processes.push_back(workers_[slot].seen);
   }
   return std::move(result_);
 }
@@ -82,7 +86,7 @@ Status Supervisor::spawn_all(const std::vector<WorkerSpec>& specs) {
     ASSIGN_OR_RETURN(Subprocess process, Subprocess::spawn({spec.argv, spec.env, true}));
     log::debug("rank {}: pid {}", spec.rank, process.pid());
     if (orphan_guard_) orphan_guard_->watch(process.pid());
-    workers_.push_back(Worker{spec.rank, std::move(process), spec.error_file});
+    workers_.push_back(Worker{spec.rank, std::move(process), spec.error_file, RankProcess{}});
   }
   return Status::ok();
 }
@@ -158,7 +162,9 @@ void Supervisor::reap_exited(const SupervisorHooks& hooks) {
     drain_output(slot, 1 << 20);
     log::debug("rank {} (pid {}) ended with {}", workers_[slot].rank, p.pid(),
                describe_exit(*status));
+    if (!kill_deadline_) workers_[slot].seen.ended_before_stop = true;
     if (status->success() || kill_deadline_) continue;  // stopped by us: a consequence, not a cause
+    observe_workers();
     RankFailure local = failure_of(slot, *status);
     result_.root_cause = hooks.publish_failure ? hooks.publish_failure(local) : local;
     result_.root_cause_remote = result_.root_cause->node_rank != options_.node_rank;
@@ -173,6 +179,7 @@ void Supervisor::poll_remote(const SupervisorHooks& hooks) {
   next_remote_poll_ = Clock::now() + options_.remote_poll_interval;
   if (!hooks.poll_remote_failure) return;
   if (std::optional<RankFailure> remote = hooks.poll_remote_failure()) {
+    observe_workers();
     result_.root_cause = std::move(remote);
     result_.root_cause_remote = true;
     begin_stop(SIGTERM);
@@ -184,6 +191,20 @@ void Supervisor::begin_stop(int signal) {
   for (Worker& worker : workers_) {
     if (worker.process.reaped()) continue;
     if (Status sent = worker.process.signal_group(signal); !sent.is_ok()) log::warn("{}", sent.message());
+    // A stopped worker would hold the signal pending until SIGKILL ends the grace; continued,
+    // it takes it now, dumps what it holds and ships its trace (as a shell's `kill` does for a
+    // stopped job). A tracer's stop ('t') is the tracer's to end.
+    if (worker.seen.at_failure.state == 'T') {
+      worker.seen.resumed_ns = monotonic_ns();
+      (void)worker.process.signal_group(SIGCONT);
+    }
+  }
+}
+
+void Supervisor::observe_workers() {
+  for (Worker& worker : workers_) {
+    if (worker.process.reaped()) continue;
+    worker.seen.at_failure = snapshot_process(worker.process.pid());
   }
 }
 

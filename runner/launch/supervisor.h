@@ -14,6 +14,7 @@
 #include "runner/launch/failure_summary.h"
 #include "runner/launch/orphan_guard.h"
 #include "runner/launch/output_relay.h"
+#include "runner/launch/rank_process.h"
 #include "runner/launch/signal_channel.h"
 
 namespace partrain::launch {
@@ -49,6 +50,10 @@ struct SupervisorResult {
   int stdout_error = 0;            // errno of the failed write to stdout that stopped the run
   std::vector<ExitStatus> exits;   // per worker, in spec order
   std::vector<int64_t> pids;
+  // Per worker, in spec order: how its process stood when the run's first failure was seen
+  // (before any worker was stopped), how it ended, and whether it was resumed to take its stop
+  // signal. For the diagnosis: a rank stopped or stuck in the kernel is named as such.
+  std::vector<RankProcess> processes;
 };
 
 class Supervisor {
@@ -67,6 +72,7 @@ class Supervisor {
     int rank = 0;
     Subprocess process;
     std::string error_file;
+    RankProcess seen;  // filled by observe_workers() and as it ends
   };
   using Clock = std::chrono::steady_clock;
 
@@ -79,6 +85,8 @@ class Supervisor {
   void reap_exited(const SupervisorHooks& hooks);
   void poll_remote(const SupervisorHooks& hooks);
   void begin_stop(int signal);
+  // Looks at every live worker's process (/proc) once, when the run's first failure is seen.
+  void observe_workers();
   void enforce_grace();
   void drain_output(size_t slot, int max_reads);
   void reap_orphans();

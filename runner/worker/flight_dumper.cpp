@@ -24,7 +24,7 @@ std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int ran
   return dir / fmt::format("rank_{}.json", rank);
 }
 
-FlightDumper::FlightDumper(const comm::FlightRecorder& recorder, FlightDumperOptions options)
+FlightDumper::FlightDumper(comm::FlightRecorder& recorder, FlightDumperOptions options)
     : recorder_(recorder), options_(std::move(options)) {}
 
 bool FlightDumper::dump(comm::DumpTrigger trigger, std::string reason) {
@@ -37,14 +37,16 @@ bool FlightDumper::dump(comm::DumpTrigger trigger, std::string reason) {
   dump.reason = std::move(reason);
   dump.dumped_ns = monotonic_ns();
   dump.total_recorded = recorder_.total_recorded();
-  dump.entries = recorder_.snapshot();
+  dump.entries = recorder_.final_snapshot();
   write_file(dump);
-  if (trigger == comm::DumpTrigger::kWatchdog || trigger == comm::DumpTrigger::kCollectiveError) {
+  const bool news =
+      trigger == comm::DumpTrigger::kWatchdog || trigger == comm::DumpTrigger::kCollectiveError;
+  if (news) {
     std::string text = comm::format_flight_dump(dump, options_.stderr_entries);
     std::fwrite(text.data(), 1, text.size(), stderr);
     std::fflush(stderr);
-    write_trace(dump);
   }
+  write_trace(dump, news);
   return true;
 }
 
@@ -70,7 +72,7 @@ void FlightDumper::write_file(const comm::FlightDump& dump) const {
   }
 }
 
-void FlightDumper::write_trace(const comm::FlightDump& dump) const {
+void FlightDumper::write_trace(const comm::FlightDump& dump, bool with_stat) const {
   profiler::RankTracer* tracer = options_.tracer;
   if (tracer == nullptr) return;
   // Finished operations reached the trace when they finished; the unfinished ones get a row
@@ -82,6 +84,7 @@ void FlightDumper::write_trace(const comm::FlightDump& dump) const {
     row.end_ns = dump.dumped_ns;
     tracer->collective(row);
   }
+  if (!with_stat) return;
   profiler::StatEvent stat;
   stat.name =
       dump.trigger == comm::DumpTrigger::kWatchdog ? "collective_watchdog" : "collective_error";

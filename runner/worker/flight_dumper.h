@@ -1,10 +1,11 @@
 // A rank's flight-recorder dump, made once, by whoever asks first: the collective watchdog, a
 // failed collective, or the launcher's stop signal. It goes to a JSON file in the launcher's
-// flight directory (PARTRAIN_FLIGHT_DIR, read back for the diagnosis) and, for the watchdog and
-// collective errors, to stderr (the last entries and every unfinished one) and into the trace
-// when the rank is traced: its unfinished operations as collective rows with their state, and a
-// `collective_watchdog` / `collective_error` stat row. A rank that failed in compute or was
-// stopped by its launcher writes the file only: it is evidence for the diagnosis, not news.
+// flight directory (PARTRAIN_FLIGHT_DIR, read back for the diagnosis), into the trace when the
+// rank is traced (its unfinished operations as collective rows with their state, so the trace
+// shows where every rank stood), and, for the watchdog and collective errors, to stderr (the
+// last entries and every unfinished one) with a `collective_watchdog` / `collective_error` stat
+// row. A rank that failed in compute or was stopped by its launcher prints nothing and adds no
+// stat: its dump is evidence for the diagnosis, not news.
 #pragma once
 
 #include <filesystem>
@@ -33,7 +34,7 @@ std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int ran
 class FlightDumper {
  public:
   // `recorder` must outlive the dumper.
-  FlightDumper(const comm::FlightRecorder& recorder, FlightDumperOptions options);
+  FlightDumper(comm::FlightRecorder& recorder, FlightDumperOptions options);
 
   // Dumps unless a dump was made already (the first cause is the one worth keeping); returns
   // whether this call dumped. A second caller waits until the first dump is written.
@@ -41,9 +42,9 @@ class FlightDumper {
 
  private:
   void write_file(const comm::FlightDump& dump) const;
-  void write_trace(const comm::FlightDump& dump) const;
+  void write_trace(const comm::FlightDump& dump, bool with_stat) const;
 
-  const comm::FlightRecorder& recorder_;
+  comm::FlightRecorder& recorder_;
   const FlightDumperOptions options_;
   std::mutex mutex_;
   bool dumped_ = false;  // guarded by mutex_

@@ -56,9 +56,9 @@ StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine,
   return stats;
 }
 
-// The --inject faults that act at the start of a step, before its compute: crash, exit and hang
-// end or stop the rank here; oom caps the tracked memory at what is in use, so the step's first
-// new buffer fails with "out of memory allocating ... of <category>".
+// The --inject faults that act at the start of a step, before its compute: crash, exit, hang
+// and stop end or stop the rank here; oom caps the tracked memory at what is in use, so the
+// step's first new buffer fails with "out of memory allocating ... of <category>".
 void inject_step_faults(const std::vector<fault::FaultSpec>& faults, int rank, int64_t step,
                         TrackedAllocator& allocator) {
   using fault::FaultKind;
@@ -70,6 +70,9 @@ void inject_step_faults(const std::vector<fault::FaultSpec>& faults, int rank, i
   }
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kHang, rank, step)) {
     fault::hang_rank(*f, rank, step);
+  }
+  if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kStop, rank, step)) {
+    fault::stop_rank(*f, rank, step);
   }
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kOom, rank, step)) {
     allocator.set_limit_bytes(allocator.stats().total_current,

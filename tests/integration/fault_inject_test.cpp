@@ -1,8 +1,10 @@
 // --inject on real 4-rank runs, one test per fault kind: the launcher's exit code, its summary
-// (and the flight-recorder diagnosis for hang and desync), and what the trace says (run status,
-// failing rank, exits, watchdog rows). Hang and desync use a 2 s --collective-timeout so the
-// watchdog fires quickly; a pipeline hang checks that transfers are diagnosed too, and a hang on
-// the second of two nodes that node 0's diagnosis still names the rank.
+// (and the flight-recorder diagnosis for hang, stop and desync), and what the trace says (run
+// status, failing rank, exits, watchdog rows). Hang, stop and desync use a 2 s
+// --collective-timeout so the watchdog fires quickly; a tensor-parallel hang checks that the
+// diagnosis follows waits across communicators, a pipeline hang that transfers are diagnosed
+// too, and a hang on the second of two nodes that node 0's diagnosis still names the rank. The
+// fault matrix (fault_matrix*_test.cpp) runs every layout and kind.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -164,6 +166,63 @@ TEST_F(FaultInjectTest, HangFiresTheWatchdogAndNamesTheMissingRank) {
                                  "'all_reduce' AND state IN ('started', 'enqueued')",
                                  failing)),
             1);
+}
+
+// The issue's reproduction (dp 2 x tp 2, rank 0 hanging): its tensor-parallel peer waits in the
+// tp all_reduce, its data-parallel partner in the dp one, and rank 3 in the other dp pair on rank
+// 1, which waits itself. Each communicator alone blamed a different rank (no culprit, the trace's
+// collective_diagnosis NULL, analyze pointing at the first rank out); across communicators the
+// relation has one root.
+TEST_F(FaultInjectTest, TensorParallelHangIsBlamedOnTheHungRankNotOnThePeersWaitingForIt) {
+  CommandResult r = run_partrain(fmt::format(
+      "launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 "
+      "--global-batch 8 --micro-batch 2 --device cpu --tp 2 --steps 5 --grace 3s "
+      "--collective-timeout 2s --inject hang:rank=0,step=1 --trace {}",
+      trace_.string()));
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: waits: rank 3 waits on rank 1 in all_reduce of [0-9.]+ )"
+                         R"(KiB float on \S+ seq \d+ \(rank 1 never entered it\))"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: culprit: rank 0 \(missing_ranks at \S+ seq \d+\): hung )"
+                         R"(outside any collective: .*it never entered all_reduce of .* where )"
+                         R"(rank 1 waits; it never entered all_reduce of .* where rank 2 waits; )"
+                         R"(rank 3 waits on it through others)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: rank [123] failed first, but the collective diagnosis )"
+                         R"(above blames rank 0)"))
+      << r.err;
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "0\n");
+  const CommandResult analyzed = run_partrain("analyze --json " + trace_.string());
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  const nlohmann::json findings = nlohmann::json::parse(analyzed.out)["findings"];
+  ASSERT_GE(findings.size(), 2u) << analyzed.out;
+  EXPECT_EQ(findings[0]["kind"], "collective_diagnosis");
+  EXPECT_EQ(findings[0]["rank"], 0);
+  EXPECT_NE(findings[1]["advice"].get<std::string>().find("start from rank 0"), std::string::npos)
+      << findings[1].dump();
+}
+
+// A rank stopped with SIGSTOP longer than the timeout (its watchdog stopped with it): the
+// launcher sees its process stopped before it blames the transport or a healthy rank, names it,
+// and resumes it so that it takes the stop signal at once rather than at the end of --grace.
+TEST_F(FaultInjectTest, AStoppedRankIsNamedAsStoppedNotTheTransport) {
+  CommandResult r = run("--inject stop:rank=1,step=1 --collective-timeout 2s");
+  EXPECT_EQ(r.exit_code, 124) << r.err;
+  EXPECT_TRUE(has(r.err, R"(--inject stop:rank=1,step=1: stopping this process \(SIGSTOP\) at )"
+                         R"(step 1)"))
+      << r.err;
+  EXPECT_TRUE(has(r.err, R"(partrain: culprit: rank 1 \(stopped at \S+ seq \d+\): its process )"
+                         R"(was stopped \(state T: SIGSTOP or SIGTSTP\) when the run failed; it )"
+                         R"(never entered all_reduce)"))
+      << r.err;
+  EXPECT_FALSE(has(r.err, "the transport failed or stalled")) << r.err;
+  EXPECT_FALSE(has(r.err, R"(has not stopped: sending SIGKILL)")) << "resumed, it took SIGTERM";
+  TraceQuery q(trace_);
+  EXPECT_EQ(q.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "1\n");
+  EXPECT_NE(q.rows("SELECT description FROM stats WHERE name = 'collective_diagnosis'")
+                .find("stopped (state T"),
+            std::string::npos);
 }
 
 // On a pipeline the stuck operations are transfers: matched per channel, the hung stage is named.

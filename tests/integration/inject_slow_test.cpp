@@ -76,7 +76,7 @@ TEST(InjectSlowTest, BadInjectIsAUsageError) {
   auto r = run_partrain(fmt::format("{} --inject explode:rank=1 --no-trace", kRun));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown fault kind 'explode': known kinds: slow, crash, exit, hang, "
-                       "desync, oom"),
+                       "stop, desync, oom"),
             std::string::npos)
       << r.err;
   r = run_partrain(fmt::format("{} --inject slow:rank=9,ms=5 --no-trace", kRun));

@@ -1,9 +1,9 @@
 // Soak: PARTRAIN_SOAK_LAUNCHES (default 200) consecutive short 4-rank `--workload mlp` launches,
-// each with a random fault (none, slow, crash, exit, hang, desync, oom; random rank, step, code),
-// checking every one for the documented exit code (docs/reliability.md), a readable trace with
-// the expected run status, no worker left running and no file left behind in the launcher's
-// temporary directory (flight dumps) or its collector directory. Label soak, left out of `make
-// test` like long: run it with `ctest -L soak`; PARTRAIN_SOAK_SEED replays a sequence.
+// each with a random fault (none, slow, crash, exit, hang, stop, desync, oom; random rank, step,
+// code), checking every one for the documented exit code (docs/reliability.md), a readable
+// trace with the expected run status, no worker left running and no file left behind in the
+// launcher's temporary directory (flight dumps) or its collector directory. Label soak, left out
+// of `make test` like long: run it with `ctest -L soak`; PARTRAIN_SOAK_SEED replays a sequence.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -37,7 +37,7 @@ constexpr const char* kLaunch =
     "--peak-flops 1e9 --grace 3s";
 
 struct Fault {
-  std::string kind;  // none, slow, crash, exit, hang, desync, oom
+  std::string kind;  // none, slow, crash, exit, hang, stop, desync, oom
   int rank = 0;
   int step = 0;
   int code = 1;  // exit
@@ -48,8 +48,8 @@ struct Fault {
     std::string spec = fmt::format("--inject {}:rank={},step={}", kind, rank, step);
     if (kind == "slow") spec += fmt::format(",ms={}", ms);
     if (kind == "exit") spec += fmt::format(",code={}", code);
-    // A hang or desync ends in the others' watchdog: 2 s instead of the default 300 s.
-    if (kind == "hang" || kind == "desync") spec += " --collective-timeout 2s";
+    // A hang, stop or desync ends in the others' watchdog: 2 s instead of the default 300 s.
+    if (kind == "hang" || kind == "stop" || kind == "desync") spec += " --collective-timeout 2s";
     return spec;
   }
   std::string text() const { return kind == "none" ? "no fault" : flags(); }
@@ -59,15 +59,15 @@ struct Fault {
     if (completes()) return exit_code == 0;
     if (kind == "crash") return exit_code == 134;
     if (kind == "exit") return exit_code == code;
-    if (kind == "hang") return exit_code == 124;
+    if (kind == "hang" || kind == "stop") return exit_code == 124;
     if (kind == "desync") return exit_code == 124 || exit_code == 1;
     return exit_code == 1;  // oom
   }
 };
 
 Fault random_fault(std::mt19937_64& random) {
-  static const std::vector<std::string> kKinds = {"none", "slow",   "crash", "exit",
-                                                  "hang", "desync", "oom"};
+  static const std::vector<std::string> kKinds = {"none", "slow", "crash",  "exit",
+                                                  "hang", "stop", "desync", "oom"};
   Fault fault;
   fault.kind = kKinds[std::uniform_int_distribution<size_t>(0, kKinds.size() - 1)(random)];
   fault.rank = std::uniform_int_distribution<int>(0, 3)(random);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -455,21 +456,41 @@ TEST_F(TraceLaunchTest, TraceMaxSizeStopsTracingAndTheRunGoesOn) {
       << bad.err;
 }
 
-// A real full disk: a 5 MiB tmpfs in a private mount namespace (unshare, where user namespaces
-// are allowed), of which the writer's reserve takes 4 MiB.
-TEST_F(TraceLaunchTest, FullDiskStopsTracingAndTheRunGoesOn) {
-  const fs::path mount = dir_ / "small";
+// A launch of kLongRunSteps steps tracing into a tmpfs of `size` mounted in a private namespace
+// (unshare, where user namespaces are allowed); the trace file alone is copied out to
+// dir/copied.db and the tmpfs's listing to dir/left.txt before the namespace goes. nullopt (the
+// test skips) where no such mount is permitted.
+std::optional<CommandResult> launch_on_tmpfs(const fs::path& dir, std::string_view size) {
+  const fs::path mount = dir / "small";
   fs::create_directories(mount);
   if (run_shell("unshare -rm sh -c 'mount -t tmpfs tmpfs " + mount.string() + "'").exit_code != 0) {
-    GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk to fill";
+    return std::nullopt;
   }
   const fs::path db = mount / "full.db";
-  CommandResult r = run_shell(fmt::format(
-      "unshare -rm sh -c 'mount -t tmpfs -o size=5m tmpfs {0} && {1} launch -n 4 {2} --steps {3} "
+  return run_shell(fmt::format(
+      "unshare -rm sh -c 'mount -t tmpfs -o size={6} tmpfs {0} && {1} launch -n 4 {2} --steps {3} "
       "--trace {4}; code=$?; cp {4} {5}/copied.db; ls {0} > {5}/left.txt; exit $code'",
-      mount.string(), PARTRAIN_BINARY, kModel, kLongRunSteps, db.string(), dir_.string()));
+      mount.string(), PARTRAIN_BINARY, kModel, kLongRunSteps, db.string(), dir.string(), size));
+}
+
+// A real full disk: a 5 MiB tmpfs, of which the writer's reserve takes 4 MiB.
+TEST_F(TraceLaunchTest, FullDiskStopsTracingAndTheRunGoesOn) {
+  std::optional<CommandResult> r = launch_on_tmpfs(dir_, "5m");
+  if (!r) GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk";
   // The tmpfs is gone with the namespace: the trace was copied out of it before.
-  expect_tracing_stopped_and_run_went_on(r, dir_ / "copied.db", "the disk is full");
+  expect_tracing_stopped_and_run_went_on(*r, dir_ / "copied.db", "the disk is full");
+  EXPECT_EQ(read_file((dir_ / "left.txt").string()), "full.db\n") << "no reserve, lock, WAL left";
+}
+
+// A disk smaller than the 4 MiB reserve (a 2 MiB tmpfs): the writer holds a quarter of the free
+// space in reserve and keeps its write-ahead log within half of it, so the stop still checkpoints
+// and marks the trace. It ended `running` with its data in the log only (the main file 8 KiB:
+// "truncated or corrupted" once copied without it).
+TEST_F(TraceLaunchTest, ADiskSmallerThanTheReserveStillEndsCheckpointedAndMarked) {
+  std::optional<CommandResult> r = launch_on_tmpfs(dir_, "2m");
+  if (!r) GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk";
+  // Only the main file was copied out: everything must be in it.
+  expect_tracing_stopped_and_run_went_on(*r, dir_ / "copied.db", "the disk is full");
   EXPECT_EQ(read_file((dir_ / "left.txt").string()), "full.db\n") << "no reserve, lock, WAL left";
 }
 

@@ -109,6 +109,45 @@ TEST(StragglersTest, LatenessAtCollectivesInFlightTogetherCountsOnce) {
   EXPECT_EQ(report->straggler, 2);
 }
 
+// A pipeline of three stages (ranks 0, 1, 2), rank 1 sleeping 40 ms before its forward in each
+// of 10 steps of 100 ms: rank 2 posts its recv from rank 1 at +1 ms and rank 1 sends at +41 ms,
+// so rank 1 is late by 40 ms; rank 0 sends in time. Then the loss all-reduce (ranks 0, 1 and 2
+// at +5, +42 and +50 ms): rank 2, held up by rank 1, arrives 45 ms after rank 0, which is rank
+// 1's doing but for the 9 ms after its recv ended at +41 ms.
+// Transfers were not counted: there was no straggler; with the held-up time charged to rank 2,
+// rank 2 would take nearly half the blame.
+TEST(StragglersTest, ASlowPipelineStageIsFoundByTheStagesWaitingOnItsSends) {
+  CollectiveTrace trace("pipeline");
+  for (int64_t k = 0; k < 10; ++k) {
+    const int64_t t = k * 100 * kMs;
+    const uint64_t seq = static_cast<uint64_t>(k);
+    trace.add({.rank = 0, .comm = "pp01", .seq = seq, .op = "send", .start_ns = t,
+               .group = {0, 1}, .peer = 1, .step = k});
+    trace.add({.rank = 1, .comm = "pp01", .seq = seq, .op = "recv", .start_ns = t + kMs / 2,
+               .group = {0, 1}, .peer = 0, .step = k});
+    trace.add({.rank = 2, .comm = "pp12", .seq = seq, .op = "recv", .start_ns = t + kMs,
+               .dur_ns = 40 * kMs, .group = {1, 2}, .peer = 1, .step = k});
+    trace.add({.rank = 1, .comm = "pp12", .seq = seq, .op = "send", .start_ns = t + 41 * kMs,
+               .group = {1, 2}, .peer = 2, .step = k});
+    for (int rank = 0; rank < 3; ++rank) {
+      trace.add({.rank = rank, .comm = "world", .seq = seq,
+                 .start_ns = t + (rank == 0 ? 5 : rank == 1 ? 42 : 50) * kMs,
+                 .group = {0, 1, 2}, .step = k});
+      trace.step(rank, k, t, 100 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 1) << format_stragglers(*report);
+  const RankLateness& r1 = report->ranks[1];
+  EXPECT_EQ(r1.last_op, "send");
+  EXPECT_DOUBLE_EQ(r1.late_p50_ms, 40.0);
+  EXPECT_DOUBLE_EQ(r1.wait_per_step_ms, 40.0);
+  // Rank 2 held the loss all-reduce up 45 ms, of which it waited on rank 1 until +41 ms.
+  EXPECT_DOUBLE_EQ(report->ranks[2].wait_per_step_ms, 9.0);
+  EXPECT_DOUBLE_EQ(report->ranks[0].wait_per_step_ms, 0.0);
+}
+
 // 8 ms late at 9 of 10 steps of 100 ms: 7.2 ms of waiting per step, 7.2%: a warning.
 TEST(StragglersTest, SeverityFollowsShareOfStep) {
   CollectiveTrace trace("warning");

@@ -98,6 +98,21 @@ TEST(CollectorProtocol, RejectsForeignWrongAndOversizedFrames) {
   EXPECT_TRUE(decode_collector_frame(encode_batch(kToken, two, 2), kToken, limits).is_ok());
 }
 
+// A DROPPED count no rank could reach is malformed: 2^64-1 was stored in the trace as -1.
+TEST(CollectorProtocol, RejectsADroppedCountThatCannotBeACount) {
+  const CollectorLimits limits;
+  auto most = decode_collector_frame(encode_dropped(kToken, (1ull << 63) - 1), kToken, limits);
+  ASSERT_TRUE(most.is_ok()) << most.status().message();
+  EXPECT_EQ(most->dropped, (1ull << 63) - 1);
+  for (uint64_t count : {1ull << 63, ~0ull}) {
+    auto frame = decode_collector_frame(encode_dropped(kToken, count), kToken, limits);
+    ASSERT_FALSE(frame.is_ok()) << count;
+    EXPECT_NE(frame.status().message().find("malformed collector DROPPED frame"),
+              std::string::npos)
+        << frame.status().message();
+  }
+}
+
 // ---- socket directory ----------------------------------------------------------------------
 
 class ScopedRuntimeDir {
@@ -131,6 +146,38 @@ TEST(Collector, SocketDirectoryIsPrivate) {
   ASSERT_EQ(::chmod(dir->c_str(), 0755), 0);
   EXPECT_FALSE(make_collector_dir("run-1").is_ok());
   EXPECT_FALSE(make_collector_dir("../escape").is_ok());
+}
+
+// The base directory not ours to trust (open to others, a symbolic link; another user's works
+// alike but needs a second user): the run gets a private directory of its own, with a warning,
+// instead of failing every traced launch.
+TEST(Collector, AnUnusableBaseDirectoryGivesARunAPrivateOneInstead) {
+  ScopedRuntimeDir runtime;
+  const std::string base = runtime.path() + "/partrain";
+  auto expect_private_instead = [&](std::string_view why) {
+    ::testing::internal::CaptureStderr();
+    auto dir = make_collector_dir("run-1");
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(dir.is_ok()) << dir.status().message();
+    EXPECT_EQ(std::filesystem::path(*dir).filename().string().rfind(
+                  kFallbackCollectorDirPrefix, 0),
+              0u)
+        << *dir;
+    EXPECT_EQ(mode_of(*dir), 0700u);
+    EXPECT_NE(err.find(base), std::string::npos) << err;
+    EXPECT_NE(err.find(why), std::string::npos) << err;
+    EXPECT_NE(err.find("the collector's socket goes into " + *dir), std::string::npos) << err;
+    std::filesystem::remove_all(*dir);
+  };
+  ASSERT_EQ(::mkdir(base.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(base.c_str(), 0777), 0);
+  expect_private_instead("is open to others (mode 777)");
+  // A symbolic link, even to a directory that is private and ours, is not trusted either.
+  ASSERT_EQ(::rmdir(base.c_str()), 0);
+  const std::string target = runtime.path() + "/elsewhere";
+  ASSERT_EQ(::mkdir(target.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(target.c_str(), base.c_str()), 0);
+  expect_private_instead("is not a directory (a symbolic link)");
 }
 
 // ---- the real socket -----------------------------------------------------------------------

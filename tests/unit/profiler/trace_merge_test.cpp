@@ -404,6 +404,57 @@ TEST_F(TraceMergeTest, OneInputIsACopy) {
   }
 }
 
+// Merging one node's file alone copies it, and says which files the other nodes left, as the
+// launcher names them, and the merge that joins them all.
+TEST_F(TraceMergeTest, OneNodesFileAloneIsCopiedWithAWarningNamingTheOthers) {
+  const fs::path node1_file = file("run.node1.db");
+  write_node(node1_file, node1());
+  ::testing::internal::CaptureStderr();
+  auto summary = merge({node1_file});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_NE(err.find(fmt::format("{} is node 1's file of a run of 2 nodes (2 of its 4 ranks): "
+                                 "the other nodes' files ({}) are not merged",
+                                 node1_file.string(), file("run.db").string())),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find(fmt::format("partrain merge {} {} -o {}", file("run.db").string(),
+                                 node1_file.string(), file("all.db").string())),
+            std::string::npos)
+      << err;
+}
+
+// A string table that lost rows (the strings of a slice name and of a communicator): the rows
+// that name them are merged with "(lost string N)" in their place, said on stderr and counted in
+// the stat merge_lost_strings, instead of the merge failing on "NOT NULL constraint failed".
+TEST_F(TraceMergeTest, AStringTableThatLostRowsIsMergedWithPlaceholders) {
+  auto inputs = write_nodes(node0(), node1());
+  {
+    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DELETE FROM string WHERE value IN ('load node 1', 'world')").is_ok());
+  }
+  ::testing::internal::CaptureStderr();
+  auto summary = merge(inputs);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->lost_strings, 2);
+  EXPECT_NE(err.find(inputs[1].string() + ": its rows name 2 string(s) its string table lost"),
+            std::string::npos)
+      << err;
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM slices"),
+            query_number(open_read_only(inputs[0]), "SELECT count(*) FROM slices") +
+                query_number(open_read_only(inputs[1]), "SELECT count(*) FROM slice"));
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM slices WHERE name LIKE '(lost string %)'"), 2);
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM collectives WHERE comm_id LIKE "
+                              "'(lost string %)'"),
+            6);
+  EXPECT_EQ(query_rows(out, "SELECT value, severity FROM stats WHERE name = "
+                            "'merge_lost_strings'"),
+            "2|data_loss\n");
+}
+
 TEST_F(TraceMergeTest, FilesOfDifferentRunsAreRefused) {
   NodeSpec other = node1();
   other.run_id = "20240611-1500-cd34";

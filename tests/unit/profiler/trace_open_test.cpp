@@ -1,6 +1,7 @@
 // trace_read_error: a damaged page of an event table, met by a read after open_trace (whose probe
 // of a large file leaves the event tables unchecked), is the same exit 3 as one open_trace finds;
-// other read errors stay failures.
+// other read errors stay failures. A trace missing a table or view of its schema is exit 3 too,
+// naming what is missing; a live writer's lock is left alone by a reader.
 #include "profiler/trace_open.h"
 
 #include <gtest/gtest.h>
@@ -118,6 +119,59 @@ TEST(TraceOpenTest, AFifoOrADeviceIsNoTrace) {
               std::string::npos)
         << trace.status().message();
   }
+}
+
+// A table or a view dropped after the trace was written: open_trace names each one missing (exit
+// 3), instead of the reader failing half-way on "no such table" (exit 1).
+TEST(TraceOpenTest, ADroppedTableOrViewIsUnreadableNamingIt) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "dropped.db", 10);
+  ASSERT_TRUE(open_trace(path).is_ok());
+  {
+    auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP VIEW steps; DROP TABLE step; DROP VIEW slices").is_ok());
+  }
+  auto trace = open_trace(path);
+  ASSERT_FALSE(trace.is_ok());
+  EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+  EXPECT_EQ(trace.status().exit_code(), 3);
+  const std::string said = trace.status().message();
+  EXPECT_NE(said.find("lacks the table `step`, the view `slices`, the view `steps` of trace schema "
+                      "version"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("share/schema.sql"), std::string::npos) << said;
+}
+
+// An older schema lacks what later versions added, by right: a version-2 file has no transfer
+// table and is read.
+TEST(TraceOpenTest, TablesOfLaterVersionsAreNotRequiredOfOlderFiles) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "v2.db", 10);
+  {
+    auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(
+        db->exec("DROP VIEW transfers; DROP TABLE transfer; PRAGMA user_version = 2").is_ok());
+  }
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->schema_version, 2);
+}
+
+// Marking a dead writer's run incomplete removes its lock file; a live writer's stays.
+TEST(TraceOpenTest, ALiveWritersLockIsNotRemoved) {
+  testing::ScratchDir dir;
+  const fs::path path = dir.path() / "live.db";
+  auto writer = TraceWriter::create(path);
+  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_TRUE(trace->writer_alive);
+  EXPECT_FALSE(trace->marked_incomplete);
+  EXPECT_TRUE(fs::exists(writer_lock_path(path)));
 }
 
 }  // namespace

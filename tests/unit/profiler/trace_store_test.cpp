@@ -369,6 +369,7 @@ TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
   EXPECT_EQ(query_rows(trace->db, "SELECT status FROM runs"), "incomplete\n");
   EXPECT_EQ(query_rows(trace->db, "SELECT name, severity FROM stats"), "run_incomplete|data_loss\n");
   EXPECT_FALSE(fs::exists(disk_reserve_path(path))) << "marking it incomplete frees the reserve";
+  EXPECT_FALSE(fs::exists(writer_lock_path(path))) << "and removes the dead writer's lock file";
   trace = StatusOr<TraceFile>(Status::ok());
 
   // The writer died before building the deferred indexes; whoever finishes the trace can.

@@ -71,6 +71,27 @@ TEST(FlightRecorder, UpdatesInPlaceAndSinksFinishedEvenAfterEviction) {
   for (const auto& e : recorder.snapshot()) EXPECT_NE(e.seq, 0u);  // not resurrected
 }
 
+// A final dump writes the operations it holds unfinished into the trace itself: their later end
+// (a failure as the rank's peers are torn down) must not reach the sink as a second row.
+TEST(FlightRecorder, AfterTheFinalSnapshotFinishedOperationsNoLongerReachTheSink) {
+  std::vector<CollectiveEvent> sunk;
+  FlightRecorder recorder(4, [&](const CollectiveEvent& e) { sunk.push_back(e); });
+  const uint64_t done_before = recorder.record(event_with_seq(0));
+  const uint64_t open = recorder.record(event_with_seq(1));
+  CollectiveEvent done = event_with_seq(0);
+  done.state = CollectiveState::kCompleted;
+  recorder.update(done_before, done);
+  ASSERT_EQ(sunk.size(), 1u);
+  const std::vector<CollectiveEvent> final = recorder.final_snapshot();
+  ASSERT_EQ(final.size(), 2u);
+  EXPECT_EQ(final[1].state, CollectiveState::kEnqueued);
+  CollectiveEvent failed = event_with_seq(1);
+  failed.state = CollectiveState::kFailed;
+  recorder.update(open, failed);
+  EXPECT_EQ(sunk.size(), 1u) << "the dump wrote seq 1 as it stood";
+  EXPECT_EQ(recorder.snapshot()[1].state, CollectiveState::kFailed) << "the ring still follows";
+}
+
 TEST(FlightRecorder, OldestUnfinishedIsTheFirstEnqueuedStillOpen) {
   FlightRecorder recorder(3);
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());

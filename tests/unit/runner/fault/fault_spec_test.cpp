@@ -33,9 +33,10 @@ void expect_refused(std::string_view text, std::string_view message) {
 }
 
 TEST(FaultSpecTest, RefusalsNameTheBadPart) {
-  expect_refused("explode:rank=1",
-                 "unknown fault kind 'explode': known kinds: slow, crash, exit, hang, desync, oom");
-  expect_refused("x", "unknown fault kind 'x': known kinds: slow, crash, exit, hang, desync, oom");
+  expect_refused("explode:rank=1", "unknown fault kind 'explode': known kinds: slow, crash, exit, "
+                                   "hang, stop, desync, oom");
+  expect_refused("x",
+                 "unknown fault kind 'x': known kinds: slow, crash, exit, hang, stop, desync, oom");
   expect_refused("slow", "slow needs parameters: slow:rank=R,ms=M[,step=S]");
   expect_refused("slow:rank=1", "slow needs ms= (slow:rank=R,ms=M[,step=S])");
   expect_refused("slow:ms=1", "slow needs rank= (slow:rank=R,ms=M[,step=S])");
@@ -58,7 +59,8 @@ TEST(FaultSpecTest, RefusalsNameTheBadPart) {
 
 TEST(FaultSpecTest, ParsesEveryKindAndRoundTrips) {
   for (std::string_view text : {"crash:rank=1,step=2", "exit:rank=3,code=7", "exit:rank=0",
-                                "hang:rank=2,step=1", "desync:rank=1", "oom:rank=0,step=4"}) {
+                                "hang:rank=2,step=1", "stop:rank=3,step=2", "desync:rank=1",
+                                "oom:rank=0,step=4"}) {
     auto spec = parse_fault_spec(text);
     ASSERT_TRUE(spec.is_ok()) << text << ": " << spec.status().message();
     EXPECT_EQ(fault_spec_text(*spec), text);
@@ -67,6 +69,7 @@ TEST(FaultSpecTest, ParsesEveryKindAndRoundTrips) {
   EXPECT_EQ(exit->kind, FaultKind::kExit);
   EXPECT_EQ(exit_fault_code(*exit), 7);
   EXPECT_EQ(exit_fault_code(*parse_fault_spec("exit:rank=0")), 1);
+  EXPECT_EQ(parse_fault_spec("stop:rank=1")->kind, FaultKind::kStop);
 }
 
 TEST(FaultSpecTest, FaultAtMatchesKindRankAndStep) {

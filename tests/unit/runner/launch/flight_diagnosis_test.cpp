@@ -88,7 +88,16 @@ TEST(FlightDiagnosis, HungRankIsMissing) {
             "partrain: diagnosis: world/split1/color0 seq 5: missing ranks: rank 2 never issued "
             "all_reduce of 4.00 KiB float (started on ranks 0, 1, 3; rank 2's last was seq 4 on "
             "this communicator)\n"
-            "partrain: culprit: rank 2 (missing_ranks at world/split1/color0 seq 5)\n");
+            "partrain: waits: rank 0 waits on rank 2 in all_reduce of 4.00 KiB float on "
+            "world/split1/color0 seq 5 (rank 2 never entered it)\n"
+            "partrain: waits: rank 1 waits on rank 2 in all_reduce of 4.00 KiB float on "
+            "world/split1/color0 seq 5 (rank 2 never entered it)\n"
+            "partrain: waits: rank 3 waits on rank 2 in all_reduce of 4.00 KiB float on "
+            "world/split1/color0 seq 5 (rank 2 never entered it)\n"
+            "partrain: culprit: rank 2 (missing_ranks at world/split1/color0 seq 5): hung outside "
+            "any collective: it had entered none when it dumped (its last: all_reduce of "
+            "4.00 KiB float on world/split1/color0 seq 4, completed); it never entered all_reduce "
+            "of 4.00 KiB float on world/split1/color0 seq 5, where ranks 0, 1, 3 wait\n");
 }
 
 // --inject desync:rank=1: an all_gather where the others all-reduce, at world seq 3.
@@ -148,6 +157,30 @@ TEST(FlightDiagnosis, TiesBlameTheGroupWithoutTheLowestRank) {
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].culprits, (std::vector<int>{2, 3}));
   EXPECT_FALSE(d.culprit.has_value());  // two ranks blamed: no single culprit
+}
+
+// Two ranks (a 2-stage pipeline's world): no majority, but the world has carried an all_reduce at
+// each of its three seqs before, so rank 0's all_gather is the one that deviates.
+TEST(FlightDiagnosis, TwoRanksAtOddsBlameTheOneThatLeftTheCommunicatorsHabit) {
+  std::vector<FlightDump> dumps(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    FlightDump& dump = dumps[static_cast<size_t>(rank)];
+    dump.rank = rank;
+    dump.trigger = DumpTrigger::kWatchdog;
+    for (uint64_t seq = 0; seq < 3; ++seq) {
+      dump.entries.push_back(
+          op("world", seq, "all_reduce", 4, CollectiveState::kCompleted, {0, 1}));
+    }
+    dump.entries.push_back(op("world", 3, rank == 0 ? "all_gather" : "all_reduce",
+                              rank == 0 ? 8 : 4, CollectiveState::kStarted, {0, 1}));
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kOpMismatch);
+  EXPECT_EQ(d.culprit, 0);
+  // Without that history, the tie goes against the group without the lowest rank.
+  for (FlightDump& dump : dumps) dump.entries.erase(dump.entries.begin(), dump.entries.begin() + 3);
+  EXPECT_EQ(diagnose_flight_dumps(dumps).culprit, 1);
 }
 
 TEST(FlightDiagnosis, AllEnteredButUnfinishedIsNotBlamedOnARank) {

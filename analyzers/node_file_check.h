@@ -1,0 +1,36 @@
+// One node's trace file of a multi-node run, read alone: its run's world has ranks the file holds
+// nothing of, because they are in the other nodes' files. What analyze and top say then: which
+// node's file it is, which files are missing and the `partrain merge` that joins them, in place
+// of findings that take the other nodes' ranks for crashed ones (missing_collective).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "analyzers/finding.h"
+#include "core/status.h"
+#include "profiler/sqlite_db.h"
+
+namespace partrain::analyzers {
+
+struct NodeFile {
+  std::filesystem::path path;  // as SQLite opened it
+  int node = 0;
+  int nodes = 0;
+  int world_size = 0;
+  std::vector<int> ranks;                     // the world ranks the file holds
+  std::vector<std::filesystem::path> others;  // the other nodes' files, as the launcher names them
+};
+
+// nullopt unless `db` is one node's file of several (not a merge of them).
+StatusOr<std::optional<NodeFile>> find_node_file(const profiler::SqliteDb& db);
+
+// "node_file": the file, the files missing and the merge command.
+Finding node_file_finding(const NodeFile& file);
+
+// For analyze and top: when `db` is one node's file, drops the findings about ranks it does not
+// hold (they are in the other files, not missing) and adds the node_file finding.
+Status add_node_file_finding(const profiler::SqliteDb& db, std::vector<Finding>& findings);
+
+}  // namespace partrain::analyzers
