@@ -1,0 +1,93 @@
+// Unmodified PyTorch jobs under `partrain launch -- python` (partrain, not
+// torchrun, starts the ranks and serves their TCPStore): examples/pytorch's
+// scripts (DDP, FSDP2, a 2-D DeviceMesh with tensor parallelism, a group made
+// mid-run, torch.profiler with a schedule) on 4 gloo ranks of a real torch,
+// recorded through partrain's Python module and checked against what the
+// scripts' tensors imply, as trace_torchrun_torch_test.cpp checks them under
+// `partrain trace -- torchrun`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/integration/command_runner.h"
+#include "tests/integration/torch_scenarios.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The scenarios under `partrain launch` (a stuck job ends at CTest's timeout).
+std::string launched_scenarios(const fs::path &trace,
+                               const std::string &arguments,
+                               const std::string &launch_flags = "") {
+  return "launch -n " + std::to_string(kScenarioRanks) + " --no-prefix " +
+         launch_flags + " --trace " + shell_quoted(trace) + " -- " +
+         shell_quoted(torch_python()) + " " + shell_quoted(kScenarios) + " " +
+         arguments;
+}
+
+TEST(TorchLaunch, ScriptsLaunchedByPartrainAreRecordedWithoutTouchingThem) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "torch.db";
+  const std::string expect = (scratch.path() / "expected").string();
+
+  const std::string plain = untraced_scenario_output();
+  CommandResult traced =
+      run_partrain(launched_scenarios(trace, "--expect " + expect));
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, plain)
+      << "the scripts' own output changed under partrain launch";
+
+  TraceQuery query(trace);
+  expect_collectives_matched(query);
+  expect_scenarios_recorded(query, expect, kScenarioRanks);
+  EXPECT_EQ(
+      query.rows(
+          "SELECT DISTINCT substr(comm_id, 1, instr(comm_id, ':') - 1) AS name "
+          "FROM collectives ORDER BY name"),
+      "default_pg\nmesh_dp\nmesh_tp\nundefined\n");
+  EXPECT_EQ(query.rows("SELECT status FROM runs"), "completed\n");
+  expect_no_rows(query, "trace problems",
+                 "SELECT * FROM stats WHERE severity != 'info'");
+}
+
+// A rank that raises (no @record: the exception reaches the interpreter) is
+// named first with its traceback's last lines from its stderr, the others are
+// stopped, and the launcher exits with the rank's code, as for built-in
+// workloads.
+TEST(TorchLaunch, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "torch.db";
+  CommandResult run = run_partrain(launched_scenarios(
+      trace, "--scenarios ddp_train --fail-at-step 2", "--grace 5s"));
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_NE(run.err.find("rank 3 (node 0, host "), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("failed first with exit code 1"), std::string::npos)
+      << run.err;
+  EXPECT_NE(
+      run.err.find("RuntimeError: ddp_train: rank 3 fails at step 2 as asked"),
+      std::string::npos)
+      << run.err;
+  EXPECT_NE(
+      run.err.find(
+          "the other ranks were stopped; exiting with 1 (rank 3's exit code)"),
+      std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.err.find("has not stopped: sending SIGKILL"), std::string::npos)
+      << run.err;
+
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT status FROM runs"), "failed\n");
+  EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 3"),
+            "0,1\n");
+}
+
+} // namespace
+} // namespace partrain::testing
