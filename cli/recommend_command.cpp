@@ -2,6 +2,7 @@
 // recompute and SP for a model on N GPUs, predicts step time, throughput, MFU and memory per
 // layout, and ranks them (Calculon-like); --check costs one given layout, --calibrate replaces
 // the presets' speeds with those measured in the user's own traces.
+#include <charconv>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -43,9 +44,76 @@ struct RecommendFlags {
   std::vector<std::string> calibrate;
   int skip_steps = 1;
   std::optional<std::string> check;
+  // Search restrictions.
+  std::string sp = "any";
+  std::string zero;       // "0,1"
+  std::string recompute;  // "none,selective"
+  std::string schedule;   // "1f1b,interleaved"
+  int max_tp = 0;
+  std::string fix;        // "tp=8,pp=2"
+  double tokens = 0;      // training tokens: print the chosen layout's training time
+  std::string overlap_grad_reduce = "on";
+  std::string pipeline_p2p = "scatter-gather";
 };
 
-constexpr double kKernelOverheadSeconds = 4e-6;  // launch and tail per GEMM
+bool parse_int(const std::string& text, int64_t& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, comma - start);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+// --zero 0,1 / --recompute none,full / --schedule 1f1b,interleaved into the search space.
+Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
+  if (f.sp != "any") space.sp = f.sp == "on";
+  for (const std::string& item : split_list(f.zero)) {
+    if (item.size() != 1 || item[0] < '0' || item[0] > '3') {
+      return invalid_argument("--zero takes stages 0-3 separated by commas (--zero 0,1), not '{}'", item);
+    }
+    space.zero_stages.push_back(item[0] - '0');
+  }
+  for (const std::string& item : split_list(f.recompute)) {
+    const std::optional<memory::Recompute> mode = memory::parse_recompute(item);
+    if (!mode) return invalid_argument("--recompute takes none, selective, full (comma list), not '{}'", item);
+    space.recompute_modes.push_back(*mode);
+  }
+  for (const std::string& item : split_list(f.schedule)) {
+    const std::optional<memory::PipelineSchedule> schedule = memory::parse_schedule(item);
+    if (!schedule) {
+      return invalid_argument("--schedule takes 1f1b, interleaved, gpipe (comma list), not '{}'", item);
+    }
+    space.schedules.push_back(*schedule);
+  }
+  space.max_tp = f.max_tp;
+  for (const std::string& item : split_list(f.fix)) {
+    const size_t eq = item.find('=');
+    int64_t value = 0;
+    const std::string key = item.substr(0, eq);
+    if (eq == std::string::npos || !parse_int(item.substr(eq + 1), value) || value < (key == "zero" ? 0 : 1)) {
+      return invalid_argument("--fix takes key=value pairs (--fix tp=8,pp=2), not '{}'", item);
+    }
+    const int v = static_cast<int>(value);
+    if (key == "tp") space.fixed.tp = v;
+    else if (key == "pp") space.fixed.pp = v;
+    else if (key == "cp") space.fixed.cp = v;
+    else if (key == "dp") space.fixed.dp = v;
+    else if (key == "vpp") space.fixed.vpp = v;
+    else if (key == "zero" && v <= 3) space.fixed.zero = v;
+    else if (key == "mb") space.fixed.micro_batch = value;
+    else return invalid_argument("--fix: '{}' is not one of tp, pp, cp, dp, vpp, zero (0-3), mb", item);
+  }
+  return {};
+}
 
 struct Setup {
   CostModel cost;
@@ -69,12 +137,9 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   analyzers::Machines machines =
       analyzers::machines_from(gpu, f.gpus, f.gpus_per_node, cluster ? &*cluster : nullptr);
   machines.devices_per_node = f.devices_per_node;
-  const bool fp32 = recipe.activation_bytes >= 4;
-  Setup s{CostModel{model, recipe, analyzers::CollectiveCost(machines), {}, gpu.hbm_bandwidth,
-                    gpu.overlaps_communication},
-          {}, {}};
-  s.cost.speed = {fp32 ? gpu.fp32_flops : gpu.bf16_flops, gpu.gemm_efficiency, gpu.hbm_bandwidth,
-                  kKernelOverheadSeconds, 1};
+  Setup s{analyzers::cost_model_for(model, recipe, gpu, machines), {}, {}};
+  s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
+  s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
   s.base.model = model;
   s.base.recipe = recipe;
   s.base.optimizer = optimizer;
@@ -94,6 +159,8 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                model.sample_seq(),
                {},
                0};
+  s.context.speeds = analyzers::fitted_speeds(gpu, machines);
+  s.context.tokens = f.tokens;
   for (const std::string& path : f.calibrate) {
     ASSIGN_OR_RETURN(profiler::TraceFile trace,
                      profiler::open_trace(path, profiler::TraceOpenMode::kReadStrict));
@@ -168,7 +235,12 @@ StatusOr<std::string> render(const RecommendFlags& f) {
   if (f.global_batch <= 0) return invalid_argument("give --global-batch B (sequences per step)");
   ASSIGN_OR_RETURN(Setup s, make_setup(f));
   if (f.check) return run_check(f, s);
-  analyzers::SearchSpace space{f.gpus, f.max_micro_batch, f.max_vpp, f.max_cp, f.include_discouraged};
+  analyzers::SearchSpace space{.gpus = f.gpus,
+                               .max_micro_batch = f.max_micro_batch,
+                               .max_vpp = f.max_vpp,
+                               .max_cp = f.max_cp,
+                               .include_discouraged = f.include_discouraged};
+  RETURN_IF_ERROR(restrict_search(f, space));
   const auto start = std::chrono::steady_clock::now();
   analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);
   s.context.search_seconds =
@@ -176,7 +248,7 @@ StatusOr<std::string> render(const RecommendFlags& f) {
   if (f.json) return analyzers::format_recommend_json(s.context, result, f.top);
   std::string text = analyzers::format_recommend_text(s.context, result, f.top);
   if (f.explain) {
-    text += analyzers::format_explain_text(result, common_alternatives(f, s, space), 3);
+    text += analyzers::format_explain_text(s.context, result, common_alternatives(f, s, space), 3);
   }
   return text;
 }
@@ -221,6 +293,32 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--max-cp", f->max_cp, "Largest context-parallel degree tried")
       ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--sp", f->sp, "Sequence parallelism in the search: on, off or any")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off", "any"}));
+  cmd->add_option("--zero", f->zero, "ZeRO stages tried, comma-separated (default 0,1,2,3)");
+  cmd->add_option("--recompute", f->recompute,
+                  "Recompute modes tried: none, selective, full, comma-separated (default all)");
+  cmd->add_option("--schedule", f->schedule,
+                  "Pipeline schedules tried: 1f1b, interleaved, gpipe, comma-separated (default "
+                  "1f1b,interleaved)");
+  cmd->add_option("--max-tp", f->max_tp, "Largest tensor-parallel degree tried")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--fix", f->fix,
+                  "Hold part of the layout fixed and search the rest: \"tp=8\", \"tp=8,pp=2\" "
+                  "(keys tp, pp, cp, dp, vpp, zero, mb)");
+  cmd->add_option("--tokens", f->tokens,
+                  "Training tokens: print the chosen layout's end-to-end training time (Narayanan "
+                  "2021 eq. 4)")
+      ->check(positive_number());
+  cmd->add_option("--overlap-grad-reduce", f->overlap_grad_reduce,
+                  "Gradient reduction overlapped with backward bucket by bucket (on: PyTorch DDP, "
+                  "Megatron-Core --overlap-grad-reduce) or after it (off: Megatron-LM 2021, "
+                  "DeepSpeed's pipeline engine)")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
+                  "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP) "
+                  "or full (DeepSpeed's pipeline engine: every rank sends the whole activation)")
+      ->capture_default_str()->check(CLI::IsMember({"scatter-gather", "full"}));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "
                   "the presets', and a built-in run's measured step over its prediction scales "
