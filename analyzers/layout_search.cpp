@@ -72,12 +72,11 @@ class Search {
     if (model.layers % pp != 0) return reject(kRejectPpLayers);
     if (cp > 1 && seq % (2 * cp) != 0) return reject(kRejectCpSeq);  // Megatron's load balance
     if (global % dp != 0) return reject(kRejectBatch);
-    input_.model.vocab = memory::megatron_padded_vocab(model.vocab, tp);  // as Megatron holds it
     for (int micro : divisors(global / dp, space_.max_micro_batch)) {
-      if (space_.fixed.micro_batch && *space_.fixed.micro_batch != micro) continue;
+      if (space_.fixed_micro_batch && *space_.fixed_micro_batch != micro) continue;
       const int64_t m = global / dp / micro;
       for (int vpp = 1; vpp <= (pp > 1 ? space_.max_vpp : 1); ++vpp) {
-        if (!passes(space_.fixed.vpp, vpp)) continue;
+        if (!passes(space_.fixed_vpp, vpp)) continue;
         const std::vector<memory::PipelineSchedule> schedules = schedules_for(pp, vpp, space_);
         if (schedules.empty()) continue;
         if (vpp > 1 && (model.layers % (pp * vpp) != 0 || m % pp != 0)) {
@@ -170,7 +169,7 @@ SearchResult search_layouts(const CostModel& cm, const memory::EstimateInput& ba
       for (int cp : divisors(space.gpus / (tp * pp), fixed.cp ? *fixed.cp : space.max_cp)) {
         if (!passes(filter.cp, cp) || !passes(fixed.cp, cp)) continue;
         const int dp = space.gpus / (tp * pp * cp);
-        if (!passes(filter.dp, dp) || !passes(fixed.dp, dp)) continue;
+        if (!passes(space.fixed_dp, dp)) continue;
         search.split(tp, pp, cp, dp, filter);
       }
     }
@@ -179,9 +178,7 @@ SearchResult search_layouts(const CostModel& cm, const memory::EstimateInput& ba
 }
 
 StatusOr<Candidate> evaluate_layout(const CostModel& cm, const memory::EstimateInput& input) {
-  memory::EstimateInput padded = input;
-  padded.model.vocab = memory::megatron_padded_vocab(input.model.vocab, input.layout.tp);
-  ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(padded));
+  ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
   return make_candidate(cm, estimate);
 }
 

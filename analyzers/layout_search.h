@@ -18,8 +18,7 @@ namespace partrain::analyzers {
 // Parts of a layout held fixed (--fix tp=8; explain's "common alternatives": pure DP, FSDP, no
 // PP...).
 struct LayoutFilter {
-  std::optional<int> tp, pp, cp, zero, dp, vpp;
-  std::optional<int64_t> micro_batch;
+  std::optional<int> tp, pp, cp, zero;
 };
 
 struct SearchSpace {
@@ -35,6 +34,8 @@ struct SearchSpace {
   std::vector<memory::Recompute> recompute_modes;
   std::vector<memory::PipelineSchedule> schedules;
   LayoutFilter fixed;
+  std::optional<int> fixed_dp, fixed_vpp;
+  std::optional<int64_t> fixed_micro_batch;
 };
 
 struct Candidate {

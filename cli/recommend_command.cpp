@@ -2,7 +2,6 @@
 // recompute and SP for a model on N GPUs, predicts step time, throughput, MFU and memory per
 // layout, and ranks them (Calculon-like); --check costs one given layout, --calibrate replaces
 // the presets' speeds with those measured in the user's own traces.
-#include <charconv>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -56,11 +55,6 @@ struct RecommendFlags {
   std::string pipeline_p2p = "scatter-gather";
 };
 
-bool parse_int(const std::string& text, int64_t& out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc() && end == text.data() + text.size();
-}
-
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -95,22 +89,21 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
     space.schedules.push_back(*schedule);
   }
   space.max_tp = f.max_tp;
-  for (const std::string& item : split_list(f.fix)) {
-    const size_t eq = item.find('=');
-    int64_t value = 0;
-    const std::string key = item.substr(0, eq);
-    if (eq == std::string::npos || !parse_int(item.substr(eq + 1), value) || value < (key == "zero" ? 0 : 1)) {
-      return invalid_argument("--fix takes key=value pairs (--fix tp=8,pp=2), not '{}'", item);
-    }
-    const int v = static_cast<int>(value);
-    if (key == "tp") space.fixed.tp = v;
-    else if (key == "pp") space.fixed.pp = v;
-    else if (key == "cp") space.fixed.cp = v;
-    else if (key == "dp") space.fixed.dp = v;
-    else if (key == "vpp") space.fixed.vpp = v;
-    else if (key == "zero" && v <= 3) space.fixed.zero = v;
-    else if (key == "mb") space.fixed.micro_batch = value;
-    else return invalid_argument("--fix: '{}' is not one of tp, pp, cp, dp, vpp, zero (0-3), mb", item);
+  if (!f.fix.empty()) {
+    // memory's layout-spec parser, over a base no spec can produce: what changed was given.
+    memory::TrainingLayout unset;
+    unset.tp = unset.pp = unset.cp = unset.vpp = unset.zero = -1;
+    unset.micro_batch = -1;
+    ASSIGN_OR_RETURN(memory::LayoutSpec spec, memory::parse_layout_spec(f.fix, unset, "--fix"));
+    const memory::TrainingLayout& l = spec.layout;
+    auto given = [](int value) { return value >= 0 ? std::optional<int>(value) : std::nullopt; };
+    space.fixed.tp = given(l.tp);
+    space.fixed.pp = given(l.pp);
+    space.fixed.cp = given(l.cp);
+    space.fixed_vpp = given(l.vpp);
+    space.fixed.zero = given(l.zero);
+    if (spec.dp_given) space.fixed_dp = l.dp;
+    if (l.micro_batch >= 0) space.fixed_micro_batch = l.micro_batch;
   }
   return {};
 }
