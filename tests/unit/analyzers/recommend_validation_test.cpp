@@ -242,13 +242,6 @@ Prediction predict(const PublishedRun& run) {
   }
   if (!best) return {};
   const double step = best->cost.step_s;
-  if (std::getenv("PARTRAIN_VALIDATION_TERMS") != nullptr) {
-    const StepCost& k = best->cost;
-    std::printf("  %s:", run.id.c_str());
-    for (const auto& [name, v] : cost_terms(k)) std::printf(" %s %.3g", std::string(name).c_str(), v);
-    std::printf(" | gemm %.3g mem %.3g attn %.3g head %.3g\n", k.compute_parts.gemm_s,
-                k.compute_parts.memory_bound_s, k.compute_parts.attention_core_s, k.compute_parts.head_s);
-  }
   double value = step;
   const memory::ModelConfig& m = run.model;
   if (run.metric == Metric::kTflopsEq3) {
