@@ -1,16 +1,50 @@
 #include "analyzers/compute_cost.h"
 
 #include <algorithm>
-
+#include <cmath>
 
 namespace partrain::analyzers {
+namespace {
+
+constexpr double kTile = 128;  // cuBLAS's common output tile on sm_80/sm_90 (128 x 128)
+// FlashAttention-2's backward runs 5 matrix products to the forward's 2 (it recomputes the
+// scores): 2.5 times the forward's work.
+constexpr double kFlashBackwardFactor = 2.5;
+
+double memory_seconds(double bytes, const ComputeSpeed& speed) {
+  return bytes / (speed.memory_bandwidth * speed.memory_efficiency) * speed.scale;
+}
+
+}  // namespace
+
+ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32) {
+  return {fp32 ? gpu.fp32_flops : gpu.bf16_flops,
+          gpu.gemm_efficiency,
+          gpu.hbm_bandwidth,
+          gpu.gemm_overhead_us * 1e-6,
+          1,
+          gpu.memory_efficiency,
+          static_cast<int>(gpu.sm_count),
+          gpu.flash_attention_efficiency};
+}
+
+double wave_efficiency(double m, double n, double batch, int sm_count) {
+  if (sm_count <= 0) return 1;
+  const double tiles = std::ceil(m / kTile) * std::ceil(n / kTile) * batch;
+  const double waves = std::ceil(tiles / sm_count);
+  // Partial tiles at the edges do a full tile's work: m n over the tiles' area.
+  const double filled = m * n * batch / (tiles * kTile * kTile);
+  return filled * tiles / (waves * sm_count);
+}
 
 double gemm_seconds(double m, double n, double k, double batch, double element_bytes,
                     const ComputeSpeed& speed) {
   const double flops = 2 * m * n * k * batch;
   const double traffic = (m * k + k * n + m * n) * batch * element_bytes;
-  const double seconds = std::max(flops / (speed.peak_flops * speed.gemm_efficiency),
-                                  traffic / speed.memory_bandwidth);
+  const double compute =
+      flops / (speed.peak_flops * speed.gemm_efficiency * wave_efficiency(m, n, batch, speed.sm_count));
+  const double seconds =
+      std::max(compute, traffic / (speed.memory_bandwidth * speed.memory_efficiency));
   return (seconds + speed.kernel_overhead_s) * speed.scale;
 }
 
@@ -20,35 +54,59 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
   const double tokens = shape.micro_batch * shape.seq / shape.cp;  // this rank's queries
   const double h = static_cast<double>(model.hidden);
   const double f = static_cast<double>(model.ffn);
-  const double bytes = shape.element_bytes;
+  const double e = shape.element_bytes;
+  const double mask = shape.dropout > 0 ? 1 : 0;  // a 1-byte dropout mask per element
   auto gemm = [&](double m, double n, double k, double batch = 1) {
-    return gemm_seconds(m, n, k, batch, bytes, speed);
+    return gemm_seconds(m, n, k, batch, e, speed);
   };
   BlockTimes times;
-  double gemms = 0;
+  BlockForward& p = times.parts;
   if (model.architecture == memory::Architecture::kMlp) {
-    gemms = gemm(tokens, h / t, h);
+    // The lecture's MLP: one GEMM, its activation read and written.
+    memory::ActivationSetup kept = shape;
+    kept.recompute = memory::Recompute::kNone;
+    p.gemm_s = gemm(tokens, h / t, h);
+    p.memory_bound_s = memory_seconds(2 * memory::layer_activation_bytes(model, kept), speed);
   } else {
     const double heads = static_cast<double>(model.heads) / t;
     const double d = static_cast<double>(model.head_dim());
-    // Each rank's queries attend to the whole sequence (context parallelism passes K and V).
-    times.attention_core_s = gemm(shape.seq / shape.cp, shape.seq, d, shape.micro_batch * heads) +
-                             gemm(shape.seq / shape.cp, d, shape.seq, shape.micro_batch * heads);
+    const double queries = shape.seq / shape.cp;
     const double matrices = model.mlp == memory::MlpKind::kSwiglu ? 3 : 2;
-    gemms = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h) +  // QKV
-            gemm(tokens, h, h / t) +                                             // attention out
-            (matrices - 1) * gemm(tokens, f / t, h) + gemm(tokens, h, f / t) +   // MLP
-            times.attention_core_s;
+    p.gemm_s = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h) +  // QKV
+               gemm(tokens, h, h / t) +                                             // attention out
+               (matrices - 1) * gemm(tokens, f / t, h) + gemm(tokens, h, f / t);    // MLP
+    // Each rank's queries attend to the whole sequence (context parallelism passes K and V).
+    const double batch = shape.micro_batch * heads;
+    if (shape.flash_attention) {
+      // One fused kernel: QK^T and AV at FlashAttention's efficiency, the causal mask skipping
+      // the blocks above the diagonal (half the scores); nothing s^2 touches memory.
+      const double flops = 2 * 2 * queries * shape.seq * d * batch / 2;
+      const double efficiency = speed.flash_efficiency > 0 ? speed.flash_efficiency : speed.gemm_efficiency;
+      p.attention_core_s =
+          (flops / (speed.peak_flops * efficiency) + speed.kernel_overhead_s) * speed.scale;
+      p.flash_backward_factor = kFlashBackwardFactor;
+    } else {
+      // Megatron's core: QK^T, the fused scale-mask-softmax (scores read and written), dropout
+      // on the probabilities (read, written, its mask), AV.
+      const double scores = queries * shape.seq * batch;
+      p.attention_core_s = gemm(queries, shape.seq, d, batch) + gemm(queries, d, shape.seq, batch) +
+                           memory_seconds(scores * (2 * e + (mask > 0 ? 2 * e + mask : 0)), speed);
+    }
+    // The replicated region (norms, bias-dropout-residual) runs on every tp rank's whole
+    // sequence, or on its 1/t of it with SP: 2 norms (read, write), 2 bias-dropout-adds (input
+    // and residual read, output written, a mask), the MLP activation (GeLU read and written;
+    // SwiGLU reads two halves).
+    const double replicated = shape.sp ? tokens / t : tokens;
+    const double activation = model.mlp == memory::MlpKind::kSwiglu ? 3 : 2;
+    p.memory_bound_s = memory_seconds(replicated * h * (2 * 2 * e + 2 * (3 * e + mask)) +
+                                          tokens * f / t * activation * e,
+                                      speed);
   }
-  // Element-wise kernels read and write about what the block keeps for backward (all of it:
-  // whatever recompute later drops was written first).
-  memory::ActivationSetup kept = shape;
-  kept.recompute = memory::Recompute::kNone;
-  kept.flash_attention = false;
-  const double elementwise =
-      2 * memory::layer_activation_bytes(model, kept) / speed.memory_bandwidth * speed.scale;
-  times.forward_s = gemms + elementwise;
-  times.backward_s = 2 * gemms + 2 * elementwise;
+  times.attention_core_s = p.attention_core_s;
+  times.forward_s = p.total();
+  const double core_backward =
+      p.flash_backward_factor > 0 ? p.flash_backward_factor * p.attention_core_s : 2 * p.attention_core_s;
+  times.backward_s = 2 * (p.gemm_s + p.memory_bound_s) + core_backward;
   return times;
 }
 
@@ -60,8 +118,7 @@ double head_seconds(const memory::ModelConfig& model, const memory::ActivationSe
   const double logits = gemm_seconds(tokens, vocab, static_cast<double>(model.hidden), 1,
                                      shape.element_bytes, speed);
   // fp32 logits: written, read by softmax and cross-entropy, gradient written.
-  const double loss = 3 * 4 * tokens * vocab / speed.memory_bandwidth * speed.scale;
-  return 3 * logits + loss;
+  return 3 * logits + memory_seconds(3 * 4 * tokens * vocab, speed);
 }
 
 }  // namespace partrain::analyzers

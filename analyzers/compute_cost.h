@@ -1,32 +1,58 @@
 // The compute side of the recommender's cost model: one micro-batch's forward and backward on
-// one rank, GEMM by GEMM on a roofline capped at the GPU's large-GEMM efficiency (so small,
-// tensor-parallel-split GEMMs run below it), plus the element-wise work (norms, softmax, GeLU,
-// residuals, the loss) at memory bandwidth.
+// one rank, kernel by kernel. A GEMM runs in 128 x 128 output tiles, whole waves of them over the
+// GPU's SMs (NVIDIA's tile and wave quantization), at the preset's large-GEMM efficiency, or at
+// the memory bandwidth when its operands outweigh its FLOPs, plus a fixed launch-and-tail cost: so
+// thin, tensor-parallel-split GEMMs fall below the cap by their shape. Memory-bound kernels
+// (norms, bias-dropout-residual, GeLU, softmax, the loss) cost the bytes they move at the
+// bandwidth such kernels reach. The attention core is either materialised (QK^T, softmax, dropout,
+// AV as Megatron runs them) or FlashAttention's fused kernel.
 #pragma once
 
 #include "memory/activations.h"
 #include "memory/model_config.h"
+#include "memory/presets.h"
 #include "memory/training_layout.h"
 
 namespace partrain::analyzers {
 
 struct ComputeSpeed {
-  double peak_flops = 0;        // per GPU, for the run's precision
-  double gemm_efficiency = 0;   // the fraction of peak a large GEMM reaches
-  double memory_bandwidth = 0;  // bytes/s
+  double peak_flops = 0;         // per GPU, for the run's precision
+  double gemm_efficiency = 0;    // the fraction of peak a large GEMM's full waves reach
+  double memory_bandwidth = 0;   // bytes/s
   double kernel_overhead_s = 0;  // launch and tail per GEMM
-  double scale = 1;             // calibration: measured / predicted compute time
+  double scale = 1;              // calibration: measured / predicted compute time
+  double memory_efficiency = 1;  // the fraction of memory_bandwidth memory-bound kernels reach
+  int sm_count = 0;              // SMs a GEMM's tiles fill in waves; 0: no wave quantization
+  double flash_efficiency = 0;   // the fraction of peak FlashAttention reaches; 0: gemm_efficiency
 };
 
-// Seconds of one GEMM (batch x [m x k] . [k x n]): max(FLOPs at the capped peak, operand and
-// result traffic at memory bandwidth) plus the kernel overhead.
+// The GPU preset's speeds for a run's precision (fp32 or 16-bit operands).
+ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32);
+
+// Output tiles of a GEMM, the SMs' waves over them: the share of the waves' slots that do work
+// (1 without a SM count).
+double wave_efficiency(double m, double n, double batch, int sm_count);
+
+// Seconds of one GEMM (batch x [m x k] . [k x n]): max(FLOPs at the capped peak over the waves'
+// useful share, operand and result traffic at the memory-bound bandwidth) plus the overhead.
 double gemm_seconds(double m, double n, double k, double batch, double element_bytes,
                     const ComputeSpeed& speed);
 
+// One micro-batch of one block on one rank, forward, by kind of work (each backward is the
+// matching forward's multiple: GEMMs 2x, memory-bound 2x, FlashAttention 2.5x).
+struct BlockForward {
+  double gemm_s = 0;            // QKV, attention out, MLP
+  double memory_bound_s = 0;    // norms, bias-dropout-residual, GeLU/SwiGLU
+  double attention_core_s = 0;  // QK^T + softmax + dropout + AV, or the fused FlashAttention
+  double flash_backward_factor = 0;  // > 0 when the core is FlashAttention
+  double total() const { return gemm_s + memory_bound_s + attention_core_s; }
+};
+
 struct BlockTimes {
+  BlockForward parts;
   double forward_s = 0;
-  double backward_s = 0;         // twice the forward's GEMMs, the element-wise work again
-  double attention_core_s = 0;   // QK^T, softmax and AV of the forward (selective recompute redoes it)
+  double backward_s = 0;        // GEMMs and memory-bound work twice, FlashAttention 2.5x
+  double attention_core_s = 0;  // the forward's core (selective recompute redoes it)
   double recompute_s(memory::Recompute mode) const {
     if (mode == memory::Recompute::kFull) return forward_s;
     if (mode == memory::Recompute::kSelective) return attention_core_s;
@@ -36,8 +62,9 @@ struct BlockTimes {
 
 // One transformer block (or MLP layer) for one micro-batch on one tensor-parallel rank. `shape`
 // is how the rank sees the micro-batch, as the activation estimate does: b sequences of s tokens,
-// the sequence split over cp ranks, the layer over tp, element_bytes per activation and operand
-// (its recompute mode is ignored here: BlockTimes::recompute_s says what each mode adds).
+// the sequence split over cp ranks, the layer over tp (the norms and residuals over tp too with
+// SP), element_bytes per activation and operand, dropout masks when dropout > 0 (its recompute
+// mode is ignored here: BlockTimes::recompute_s says what each mode adds).
 BlockTimes block_times(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
                        const ComputeSpeed& speed);
 // The LM head and the loss (the last stage): forward and backward seconds together.

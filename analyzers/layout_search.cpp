@@ -19,6 +19,32 @@ constexpr memory::Recompute kRecomputeModes[] = {memory::Recompute::kNone,
                                                  memory::Recompute::kSelective,
                                                  memory::Recompute::kFull};
 
+template <typename T>
+bool allowed(const std::vector<T>& list, T value) {
+  return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+bool passes(const std::optional<int>& fixed, int value) { return !fixed || *fixed == value; }
+
+// The pipeline schedules tried for v virtual stages: 1F1B (or GPipe when asked for) without
+// interleaving, interleaved 1F1B with it.
+std::vector<memory::PipelineSchedule> schedules_for(int pp, int vpp, const SearchSpace& space) {
+  using memory::PipelineSchedule;
+  if (pp == 1) return {PipelineSchedule::kOneFOneB};
+  if (vpp > 1) {
+    if (!allowed(space.schedules, PipelineSchedule::kInterleaved)) return {};
+    return {PipelineSchedule::kInterleaved};
+  }
+  std::vector<PipelineSchedule> out;
+  for (PipelineSchedule s : {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe}) {
+    // GPipe only when asked for: its bubble equals 1F1B's, its memory is larger.
+    if (space.schedules.empty() ? s == PipelineSchedule::kOneFOneB : allowed(space.schedules, s)) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
 Candidate make_candidate(const CostModel& cm, const memory::MemoryEstimate& estimate) {
   Candidate c;
   c.layout = estimate.layout.layout;
@@ -47,14 +73,19 @@ class Search {
     if (cp > 1 && seq % (2 * cp) != 0) return reject(kRejectCpSeq);  // Megatron's load balance
     if (global % dp != 0) return reject(kRejectBatch);
     for (int micro : divisors(global / dp, space_.max_micro_batch)) {
+      if (space_.fixed_micro_batch && *space_.fixed_micro_batch != micro) continue;
       const int64_t m = global / dp / micro;
       for (int vpp = 1; vpp <= (pp > 1 ? space_.max_vpp : 1); ++vpp) {
+        if (!passes(space_.fixed_vpp, vpp)) continue;
+        const std::vector<memory::PipelineSchedule> schedules = schedules_for(pp, vpp, space_);
+        if (schedules.empty()) continue;
         if (vpp > 1 && (model.layers % (pp * vpp) != 0 || m % pp != 0)) {
           reject(kRejectVpp);
           continue;
         }
         for (int zero = 0; zero <= 3; ++zero) {
           if (filter.zero && *filter.zero != zero) continue;
+          if (!passes(space_.fixed.zero, zero) || !allowed(space_.zero_stages, zero)) continue;
           if (dp == 1 && zero > 0) {
             reject(kRejectZeroWithoutDp, std::ssize(kRecomputeModes) * (tp > 1 ? 2 : 1));
             continue;
@@ -65,6 +96,7 @@ class Search {
             continue;
           }
           for (memory::Recompute recompute : kRecomputeModes) {
+            if (!allowed(space_.recompute_modes, recompute)) continue;
             if (recompute == memory::Recompute::kSelective &&
                 model.architecture == memory::Architecture::kMlp) {
               reject(kRejectNoAttention, tp > 1 ? 2 : 1);
@@ -72,14 +104,17 @@ class Search {
             }
             for (bool sp : {false, true}) {
               if (sp && tp == 1) continue;
-              memory::TrainingLayout& l = input_.layout;
-              l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.vpp = vpp, l.zero = zero;
-              l.sp = sp;
-              l.micro_batch = micro;
-              l.recompute = recompute;
-              l.schedule = vpp > 1 ? memory::PipelineSchedule::kInterleaved
-                                   : memory::PipelineSchedule::kOneFOneB;
-              consider();
+              // --sp on still ranks tp 1 (there is nothing to split); off and on choose otherwise.
+              if (space_.sp && tp > 1 && *space_.sp != sp) continue;
+              for (memory::PipelineSchedule schedule : schedules) {
+                memory::TrainingLayout& l = input_.layout;
+                l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.vpp = vpp, l.zero = zero;
+                l.sp = sp;
+                l.micro_batch = micro;
+                l.recompute = recompute;
+                l.schedule = schedule;
+                consider();
+              }
             }
           }
         }
@@ -126,13 +161,16 @@ class Search {
 SearchResult search_layouts(const CostModel& cm, const memory::EstimateInput& base,
                             const SearchSpace& space, const LayoutFilter& filter) {
   Search search(cm, base, space);
-  for (int tp : divisors(space.gpus, space.gpus)) {
-    if (filter.tp && *filter.tp != tp) continue;
+  const LayoutFilter& fixed = space.fixed;
+  for (int tp : divisors(space.gpus, space.max_tp > 0 ? space.max_tp : space.gpus)) {
+    if (!passes(filter.tp, tp) || !passes(fixed.tp, tp)) continue;
     for (int pp : divisors(space.gpus / tp, space.gpus)) {
-      if (filter.pp && *filter.pp != pp) continue;
-      for (int cp : divisors(space.gpus / (tp * pp), space.max_cp)) {
-        if (filter.cp && *filter.cp != cp) continue;
-        search.split(tp, pp, cp, space.gpus / (tp * pp * cp), filter);
+      if (!passes(filter.pp, pp) || !passes(fixed.pp, pp)) continue;
+      for (int cp : divisors(space.gpus / (tp * pp), fixed.cp ? *fixed.cp : space.max_cp)) {
+        if (!passes(filter.cp, cp) || !passes(fixed.cp, cp)) continue;
+        const int dp = space.gpus / (tp * pp * cp);
+        if (!passes(space.fixed_dp, dp)) continue;
+        search.split(tp, pp, cp, dp, filter);
       }
     }
   }
@@ -148,6 +186,7 @@ std::string layout_label(const memory::TrainingLayout& l) {
   std::string label = fmt::format("dp{} tp{} pp{}", l.dp, l.tp, l.pp);
   if (l.vpp > 1) label += fmt::format(" vpp{}", l.vpp);
   if (l.cp > 1) label += fmt::format(" cp{}", l.cp);
+  if (l.schedule == memory::PipelineSchedule::kGpipe && l.pp > 1) label += " gpipe";
   label += fmt::format(" mb{} z{}", l.micro_batch, l.zero);
   if (l.recompute != memory::Recompute::kNone) {
     label += fmt::format(" rc={}", memory::recompute_name(l.recompute));

@@ -15,17 +15,27 @@
 
 namespace partrain::analyzers {
 
+// Parts of a layout held fixed (--fix tp=8; explain's "common alternatives": pure DP, FSDP, no
+// PP...).
+struct LayoutFilter {
+  std::optional<int> tp, pp, cp, zero;
+};
+
 struct SearchSpace {
   int gpus = 1;
   int max_micro_batch = 16;
   int max_vpp = 8;
   int max_cp = 8;
   bool include_discouraged = false;  // ZeRO-2/3 with PP
-};
-
-// Parts of a layout held fixed (explain's "common alternatives": pure DP, FSDP, no PP...).
-struct LayoutFilter {
-  std::optional<int> tp, pp, cp, zero;
+  int max_tp = 0;                    // 0: no bound
+  // The user's restrictions (--sp, --zero, --recompute, --schedule, --fix); empty lists allow all.
+  std::optional<bool> sp;
+  std::vector<int> zero_stages;
+  std::vector<memory::Recompute> recompute_modes;
+  std::vector<memory::PipelineSchedule> schedules;
+  LayoutFilter fixed;
+  std::optional<int> fixed_dp, fixed_vpp;
+  std::optional<int64_t> fixed_micro_batch;
 };
 
 struct Candidate {

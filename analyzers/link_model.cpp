@@ -7,8 +7,8 @@ Machines machines_from(const memory::GpuSpec& gpu, int gpus, int gpus_per_node,
   Machines m;
   m.gpus = gpus;
   m.gpus_per_node = gpus_per_node > 0 ? gpus_per_node : 8;
-  m.intra_node = {gpu.intra_node_bandwidth, 2e-6};
-  m.inter_node = {gpu.network_bandwidth, 8e-6};
+  m.intra_node = {gpu.intra_node_bandwidth * gpu.intra_node_efficiency, 2e-6};
+  m.inter_node = {gpu.network_bandwidth * gpu.network_efficiency, 8e-6};
   m.source = "GPU preset " + gpu.name;
   if (cluster == nullptr) return m;
   auto use = [](double value, double& field) {

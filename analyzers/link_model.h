@@ -39,15 +39,18 @@ struct Machines {
   const Link& link(LinkLevel level) const {
     return level == LinkLevel::kIntraNode ? intra_node : inter_node;
   }
-  // A group of `size` ranks `stride` apart (memory::mesh_stride: Megatron's order) stays inside a
-  // node when it spans at most gpus_per_node consecutive ranks.
+  // Groups of `size` ranks `stride` apart (memory::mesh_stride: Megatron's order) tile the ranks
+  // in blocks of size x stride. Every group stays inside a node only when such a block fits a
+  // node evenly; otherwise some group straddles two nodes (tp 3 on 8 GPUs a node: ranks 6-8), and
+  // a collective runs at its slowest group's pace, the NIC's.
   LinkLevel level_of_group(int size, int stride) const {
-    return static_cast<int64_t>(size) * stride <= gpus_per_node ? LinkLevel::kIntraNode
-                                                                : LinkLevel::kInterNode;
+    const int64_t span = static_cast<int64_t>(size) * stride;
+    return span <= gpus_per_node && gpus_per_node % span == 0 ? LinkLevel::kIntraNode
+                                                              : LinkLevel::kInterNode;
   }
 };
 
-// Defaults: NVLink and NIC bandwidth from the GPU preset; NCCL's per-step latency, about 2 us
+// Defaults: NVLink and NIC bandwidth from the GPU preset, times its fitted busbw efficiencies; NCCL's per-step latency, about 2 us
 // inside a node and 8 us across nodes (nccl-tests' small-message all-reduce times on DGX-class
 // machines are 10-40 us over a handful of tree steps). A cluster file overrides any of
 // them; gpus_per_node <= 0 takes the cluster's (or 8).

@@ -47,12 +47,56 @@ std::string rejected_text(const SearchResult& r) {
   return text.empty() ? "none" : text;
 }
 
-std::string table_row(size_t index, const Candidate& c, size_t width) {
+std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) {
   const StepCost& k = c.cost;
-  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>6.1f}% {:>6.1f}% {:>7.1f}%  {}\n", index,
-                     layout_label(c.layout), width, gib(c.heaviest.total()), seconds_text(k.step_s),
-                     tokens_text(k.tokens_per_s), 100 * k.mfu, pct(k.bubble_s, k.step_s),
-                     pct(k.exposed_comm_s(), k.step_s), k.bottleneck);
+  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>6.1f}% {:>6.1f}% {:>7.1f}%  {}\n", index,
+                     tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
+                     seconds_text(k.step_s), tokens_text(k.tokens_per_s), 100 * k.mfu,
+                     100 * k.bubble_fraction, pct(k.exposed_comm_s(), k.step_s), k.bottleneck);
+}
+
+std::string compute_parts_text(const StepCost& c) {
+  const ComputeParts& p = c.compute_parts;
+  return fmt::format("compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
+                     seconds_text(c.compute_s), seconds_text(p.gemm_s), seconds_text(p.memory_bound_s),
+                     seconds_text(p.attention_core_s), seconds_text(p.head_s));
+}
+
+std::string speeds_text(const FittedSpeeds& f) {
+  std::string text = fmt::format(
+      "cost model ({}): peak {:.4g} TFLOP/s; GEMMs at {:.2f} of peak over whole waves of 128x128 "
+      "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; FlashAttention at "
+      "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes\n",
+      f.gpu, f.peak_flops / 1e12, f.gemm_efficiency, f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)",
+      seconds_text(f.gemm_overhead_s), f.memory_efficiency, f.memory_bandwidth / 1e9,
+      f.flash_attention_efficiency, f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9);
+  if (!f.fit_source.empty()) text += "  fitted to: " + f.fit_source + "\n";
+  return text;
+}
+
+json speeds_json(const FittedSpeeds& f) {
+  return {{"gpu", f.gpu},
+          {"peak_flops", f.peak_flops},
+          {"gemm_efficiency", f.gemm_efficiency},
+          {"gemm_overhead_s", f.gemm_overhead_s},
+          {"sm_count", f.sm_count},
+          {"memory_bandwidth", f.memory_bandwidth},
+          {"memory_efficiency", f.memory_efficiency},
+          {"flash_attention_efficiency", f.flash_attention_efficiency},
+          {"intra_node_busbw", f.intra_node_busbw},
+          {"inter_node_busbw", f.inter_node_busbw},
+          {"fit_source", f.fit_source},
+          {"tie_fraction", kTieFraction}};
+}
+
+// Narayanan 2021 eq. 4: days ~ 8 T P / (n X) with full recompute (6 without), X the hardware
+// FLOP/s each GPU achieves; the same as T over the predicted tokens/s.
+std::string training_time_text(const RecommendContext& context, const Candidate& c) {
+  if (context.tokens <= 0) return "";
+  const double days = context.tokens / c.cost.tokens_per_s / 86400;
+  return fmt::format("training {:.4g} tokens with {}: {:.3g} days ({:.4g} h; Narayanan 2021 eq. 4, "
+                     "8 T P / (n X))\n",
+                     context.tokens, layout_label(c.layout), days, days * 24);
 }
 
 std::string table_header(size_t width) {
@@ -100,6 +144,10 @@ json candidate_json(const Candidate& c) {
   json breakdown = json::object();
   for (const auto& [name, value] : cost_terms(k)) breakdown[std::string(name)] = value;
   breakdown["recompute"] = k.recompute_s;
+  breakdown["compute_gemm"] = k.compute_parts.gemm_s;
+  breakdown["compute_memory_bound"] = k.compute_parts.memory_bound_s;
+  breakdown["compute_attention_core"] = k.compute_parts.attention_core_s;
+  breakdown["compute_lm_head"] = k.compute_parts.head_s;
   const memory::TrainingLayout& l = c.layout;
   return {{"dp", l.dp},
           {"tp", l.tp},
@@ -120,7 +168,7 @@ json candidate_json(const Candidate& c) {
           {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
           {"fits", c.fits},
           {"discouraged", c.discouraged},
-          {"bubble_pct", pct(k.bubble_s, k.step_s)},
+          {"bubble_pct", 100 * k.bubble_fraction},
           {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
           {"bottleneck", k.bottleneck},
           {"breakdown_s", breakdown}};
@@ -209,10 +257,29 @@ json context_json(const RecommendContext& c) {
   return {{"model", c.model},          {"gpu", c.gpu},
           {"gpus", c.gpus},            {"gpus_per_node", c.gpus_per_node},
           {"global_batch", c.global_batch}, {"seq", c.seq},
+          {"cost_model", speeds_json(c.speeds)},
           {"calibration", calibration_json(c.calibrations)}};
 }
 
 }  // namespace
+
+FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines) {
+  return {gpu.name,
+          gpu.bf16_flops,
+          gpu.gemm_efficiency,
+          gpu.gemm_overhead_us * 1e-6,
+          static_cast<int>(gpu.sm_count),
+          gpu.hbm_bandwidth,
+          gpu.memory_efficiency,
+          gpu.flash_attention_efficiency > 0 ? gpu.flash_attention_efficiency : gpu.gemm_efficiency,
+          machines.intra_node.bandwidth,
+          machines.inter_node.bandwidth,
+          gpu.fit_source};
+}
+
+bool ties(const StepCost& winner, const StepCost& other) {
+  return other.step_s - winner.step_s < kTieFraction * winner.step_s;
+}
 
 std::string largest_loss(const StepCost& winner, const StepCost& slower) {
   const auto a = cost_terms(winner);
@@ -291,7 +358,18 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   size_t width = 6;
   for (size_t i = 0; i < shown; ++i) width = std::max(width, layout_label(result.ranked[i].layout).size());
   text += table_header(width);
-  for (size_t i = 0; i < shown; ++i) text += table_row(i + 1, result.ranked[i], width);
+  const StepCost& best = result.ranked.front().cost;
+  size_t tied = 0;
+  for (size_t i = 0; i < shown; ++i) {
+    const bool tie = i > 0 && ties(best, result.ranked[i].cost);
+    tied += tie ? 1 : 0;
+    text += table_row(i + 1, result.ranked[i], width, tie);
+  }
+  if (tied > 0) {
+    text += fmt::format("'=': within {:.0f}% of #1's step time, the model's demonstrated error: a tie, "
+                        "not a ranking\n", 100 * kTieFraction);
+  }
+  text += training_time_text(context, result.ranked.front());
   text +=
       extrapolation_note(std::vector<Candidate>(result.ranked.begin(),
                                                 result.ranked.begin() + static_cast<long>(shown)),
@@ -299,11 +377,17 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   return text;
 }
 
-std::string format_explain_text(const SearchResult& result, const std::vector<Alternative>& alternatives,
-                                size_t runners_up) {
+std::string format_explain_text(const RecommendContext& context, const SearchResult& result,
+                                const std::vector<Alternative>& alternatives, size_t runners_up) {
   if (result.ranked.empty()) return "";
   const Candidate& w = result.ranked.front();
-  std::string text = fmt::format("\nwhy {} wins:\n  {}\n", layout_label(w.layout), breakdown_text(w.cost));
+  std::string text = "\n" + speeds_text(context.speeds);
+  text += fmt::format("why {} wins:\n  {}\n  {}\n", layout_label(w.layout), breakdown_text(w.cost),
+                      compute_parts_text(w.cost));
+  if (w.layout.pp > 1) {
+    text += fmt::format("  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time\n",
+                        w.layout.pp - 1, w.layout.vpp, w.micro_batches, 100 * w.cost.bubble_fraction);
+  }
   text += fmt::format("  memory {} of {} per GPU ({}); MFU {:.1f}%, bottleneck {}\n",
                       gib(w.heaviest.total()), gib(w.capacity_bytes), memory_parts_text(w.heaviest),
                       100 * w.cost.mfu, w.cost.bottleneck);
@@ -311,8 +395,9 @@ std::string format_explain_text(const SearchResult& result, const std::vector<Al
   if (shown > 1) text += "runners-up:\n";
   for (size_t i = 1; i < shown; ++i) {
     const Candidate& c = result.ranked[i];
-    text += fmt::format("  #{} {}: {:.1f}% slower ({}): {}\n", i + 1, layout_label(c.layout),
+    text += fmt::format("  #{} {}: {:.1f}% slower ({}){}: {}\n", i + 1, layout_label(c.layout),
                         pct(c.cost.step_s - w.cost.step_s, w.cost.step_s), seconds_text(c.cost.step_s),
+                        ties(w.cost, c.cost) ? ", a tie within the model's error" : "",
                         largest_loss(w.cost, c.cost));
   }
   if (!alternatives.empty()) text += "common alternatives:\n";
@@ -348,6 +433,7 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
   for (size_t i = 0; i < std::min(top, result.ranked.size()); ++i) {
     json candidate = candidate_json(result.ranked[i]);
     candidate["extrapolated"] = extrapolated(result.ranked[i].layout, calibrated);
+    candidate["ties_best"] = i > 0 && ties(result.ranked.front().cost, result.ranked[i].cost);
     out["candidates"].push_back(std::move(candidate));
   }
   out["rejected"] = result.rejected;
@@ -358,6 +444,9 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
     out["least_memory"] = candidate_json(*result.least_memory);
   }
   if (!result.first_invalid.empty()) out["first_invalid_layout"] = result.first_invalid;
+  if (context.tokens > 0 && !result.ranked.empty()) {
+    out["training_days"] = context.tokens / result.ranked.front().cost.tokens_per_s / 86400;
+  }
   return dump_json(out, 2) + "\n";
 }
 
@@ -372,8 +461,10 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
   text += fmt::format("predicted {}; {}, MFU {:.1f}%, bubble {:.1f}%, exposed communication {:.1f}%, "
                       "bottleneck {}\n",
                       breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), 100 * c.cost.mfu,
-                      pct(c.cost.bubble_s, c.cost.step_s), pct(c.cost.exposed_comm_s(), c.cost.step_s),
+                      100 * c.cost.bubble_fraction, pct(c.cost.exposed_comm_s(), c.cost.step_s),
                       c.cost.bottleneck);
+  text += "  " + compute_parts_text(c.cost) + "\n" + speeds_text(context.speeds);
+  text += training_time_text(context, c);
   return text;
 }
 

@@ -10,6 +10,29 @@
 
 namespace partrain::analyzers {
 
+// The speeds the model costs kernels and links at (--explain's "cost model" lines, --json's
+// "cost_model"): the preset's datasheet figures and fitted values, and what they were fitted to.
+struct FittedSpeeds {
+  std::string gpu;
+  double peak_flops = 0;
+  double gemm_efficiency = 0;
+  double gemm_overhead_s = 0;
+  int sm_count = 0;
+  double memory_bandwidth = 0;
+  double memory_efficiency = 0;
+  double flash_attention_efficiency = 0;
+  double intra_node_busbw = 0;   // bytes/s, after the fitted efficiency (or the cluster's)
+  double inter_node_busbw = 0;
+  std::string fit_source;
+};
+FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines);
+
+// Candidates whose step times differ by less than this fraction tie: the model's demonstrated
+// error, the mean |error| over the validation set of published runs (docs/recommend.md), rounded
+// up.
+inline constexpr double kTieFraction = 0.05;
+bool ties(const StepCost& winner, const StepCost& other);
+
 struct RecommendContext {
   std::string model;  // preset name or "custom"
   std::string gpu;
@@ -19,6 +42,8 @@ struct RecommendContext {
   int64_t seq = 1;
   std::vector<Calibration> calibrations;
   double search_seconds = 0;
+  FittedSpeeds speeds;
+  double tokens = 0;  // > 0: --tokens, the training time is reported
 };
 
 // One of explain's "common alternatives": the best of a family, or why none of it fits.
@@ -29,8 +54,8 @@ struct Alternative {
 
 std::string format_recommend_text(const RecommendContext& context, const SearchResult& result,
                                   size_t top);
-std::string format_explain_text(const SearchResult& result, const std::vector<Alternative>& alternatives,
-                                size_t runners_up);
+std::string format_explain_text(const RecommendContext& context, const SearchResult& result,
+                                const std::vector<Alternative>& alternatives, size_t runners_up);
 std::string format_recommend_json(const RecommendContext& context, const SearchResult& result,
                                   size_t top);
 // --check: one layout, fitting or not.

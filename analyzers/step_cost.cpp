@@ -1,10 +1,12 @@
 #include "analyzers/step_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "memory/flops.h"
 #include "memory/mesh_order.h"
+#include "memory/pipeline.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -19,22 +21,42 @@ struct StageMicroBatch {
   double recompute_s = 0;
   double tp_comm_s = 0;
   double cp_comm_s = 0;
+  double layers = 0;
+  double layer_forward_s = 0;   // one block's forward (ZeRO-3 overlaps a unit's gather with it)
+  double layer_backward_s = 0;  // one block's backward, its recompute included
+  ComputeParts parts;           // forward + backward + recompute by kind
   double total() const { return forward_s + backward_s + tp_comm_s + cp_comm_s; }
 };
+
+ComputeParts stage_parts(const BlockTimes& block, memory::Recompute recompute, double layers,
+                         double head_s) {
+  const BlockForward& f = block.parts;
+  const bool full = recompute == memory::Recompute::kFull;
+  const double core_backward = f.flash_backward_factor > 0 ? f.flash_backward_factor : 2;
+  const double core_recompute = recompute == memory::Recompute::kNone ? 0 : 1;
+  return {layers * f.gemm_s * (3 + (full ? 1 : 0)),
+          layers * f.memory_bound_s * (3 + (full ? 1 : 0)),
+          layers * f.attention_core_s * (1 + core_backward + core_recompute), head_s};
+}
 
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
                                   size_t stage, const BlockTimes& block, double head_s) {
   const memory::TrainingLayout& l = r.layout;
   const auto& m = cm.model;
   const double layers = static_cast<double>(r.stage_layers[stage]);
+  const bool last = stage + 1 == r.stage_layers.size();
   StageMicroBatch mb;
+  mb.layers = layers;
   mb.recompute_s = layers * block.recompute_s(l.recompute);
   mb.forward_s = layers * block.forward_s;
   mb.backward_s = layers * block.backward_s + mb.recompute_s;
-  if (stage + 1 == r.stage_layers.size()) {
+  mb.layer_forward_s = block.forward_s;
+  mb.layer_backward_s = block.backward_s + block.recompute_s(l.recompute);
+  if (last) {
     mb.forward_s += head_s / 3;
     mb.backward_s += head_s * 2 / 3;
   }
+  mb.parts = stage_parts(block, l.recompute, layers, last ? head_s : 0);
   const double elem = cm.recipe.activation_bytes;
   const double b = static_cast<double>(l.micro_batch);
   const double s = static_cast<double>(r.seq) / l.cp;
@@ -67,8 +89,37 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   return mb;
 }
 
+// A reduction overlapped bucket by bucket with the backward that produces its gradients: bucket
+// i is reduced once its gradients exist, the reductions run one after another. When they are
+// faster than the backward only the last bucket's shows; when slower, all of them but the
+// backward's share before the first bucket was ready. `tail_s` is the last bucket's own collective.
+double bucketed_exposed(double comm_s, double tail_s, double backward_s, double bytes,
+                        double bucket_bytes) {
+  const double buckets = std::max(1.0, std::ceil(bytes / std::max(1.0, bucket_bytes)));
+  return std::max(tail_s, comm_s - backward_s * (1 - 1 / buckets));
+}
+
+// ZeRO-3/FSDP: each block (the unit) is gathered before its forward and again before its
+// backward (and for full recompute's repeated forward), its gradients reduce-scattered after;
+// one unit is prefetched while the previous computes. Per unit the slower of the two sets the
+// pace, and the first gather and the last reduce-scatter never hide.
+double zero3_exposed(const CostModel& cm, const StageMicroBatch& mb, double gather_s,
+                     double scatter_s, bool full_recompute) {
+  if (mb.layers <= 0) return gather_s + scatter_s;
+  const double unit_gather = gather_s / mb.layers;
+  const double unit_scatter = scatter_s / mb.layers;
+  auto exposed = [&](double comm, double compute) {
+    return cm.overlaps_communication ? std::max(0.0, comm - compute) : comm;
+  };
+  const double recompute = full_recompute ? mb.layer_forward_s : 0;
+  const double forward = exposed(unit_gather, mb.layer_forward_s);
+  const double regather = full_recompute ? exposed(unit_gather, recompute) : 0;
+  const double backward = exposed(unit_gather + unit_scatter, mb.layer_backward_s - recompute);
+  return mb.layers * (forward + regather + backward) + unit_gather + unit_scatter;
+}
+
 // Gradient reduction (and ZeRO's parameter gathers) over the dp x cp ranks that hold the same
-// weights, less what hides behind one micro-batch's backward (or forward, for gathers).
+// weights, less what hides behind the backward (or forward, for gathers).
 double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, double params,
                           const StageMicroBatch& mb) {
   const memory::TrainingLayout& l = r.layout;
@@ -80,26 +131,28 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
   const double weights = params * cm.recipe.param_bytes;
   const double m = static_cast<double>(r.micro_batches);
   auto time = [&](CostedOp op, double bytes) { return cm.comm.seconds(op, bytes, ranks, level); };
-  auto hidden = [&](double comm, double compute) {
-    return cm.overlaps_communication ? std::max(0.0, comm - compute) : comm;
+  const bool overlap = cm.overlaps_communication && cm.overlap_grad_reduce;
+  auto reduce = [&](CostedOp op) {
+    const double comm = time(op, grads);
+    const double tail = time(op, std::min(cm.bucket_bytes, grads));
+    return overlap ? bucketed_exposed(comm, tail, mb.backward_s, grads, cm.bucket_bytes) : comm;
+  };
+  auto behind_forward = [&](double comm) {
+    const double tail = time(CostedOp::kAllGather, std::min(cm.bucket_bytes, weights));
+    return overlap ? bucketed_exposed(comm, tail, mb.forward_s, weights, cm.bucket_bytes) : comm;
   };
   const double reduce_scatter = time(CostedOp::kReduceScatter, grads);
   const double gather = time(CostedOp::kAllGather, weights);
   switch (l.zero) {
-    case 0: {
-      // DDP: buckets all-reduce during the last micro-batch's backward; the last one never hides.
-      const double all_reduce = time(CostedOp::kAllReduce, grads);
-      const double tail = time(CostedOp::kAllReduce, std::min(cm.bucket_bytes, grads));
-      return std::max(hidden(all_reduce, mb.backward_s), tail);
-    }
-    case 1: {
-      const double tail = time(CostedOp::kReduceScatter, std::min(cm.bucket_bytes, grads));
-      return std::max(hidden(reduce_scatter, mb.backward_s), tail) + hidden(gather, mb.forward_s);
-    }
+    case 0:  // DDP: all-reduce with the last micro-batch's backward
+      return reduce(CostedOp::kAllReduce);
+    case 1:  // reduce-scatter likewise, the updated weights all-gathered behind the next forward
+      return reduce(CostedOp::kReduceScatter) + behind_forward(gather);
     case 2:  // gradients are reduce-scattered after every micro-batch's backward
-      return m * hidden(reduce_scatter, mb.backward_s) + hidden(gather, mb.forward_s);
-    default:  // ZeRO-3/FSDP: gather for forward and backward, reduce-scatter, every micro-batch
-      return m * (hidden(gather, mb.forward_s) + hidden(gather + reduce_scatter, mb.backward_s));
+      return m * reduce(CostedOp::kReduceScatter) + behind_forward(gather);
+    default:
+      return m * zero3_exposed(cm, mb, gather, reduce_scatter,
+                               l.recompute == memory::Recompute::kFull);
   }
 }
 
@@ -111,11 +164,35 @@ double optimizer_seconds(const CostModel& cm, const memory::ResolvedLayout& r, d
   return local * bytes / cm.optimizer_bandwidth;
 }
 
+// Megatron's pipeline p2p (Narayanan 2021 sec. 4.1, scatter/gather): each of the t ranks of a
+// stage sends its 1/t of the b s h activation over its own link, and without SP the receiving
+// stage all-gathers the t pieces over the tensor-parallel link. On the critical path every
+// micro-batch crosses the p v - 1 chunk boundaries forward and back: m v + p - 1 each way.
+double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r) {
+  const memory::TrainingLayout& l = r.layout;
+  const double elem = cm.recipe.activation_bytes;
+  const double activation = static_cast<double>(l.micro_batch) * static_cast<double>(r.seq) / l.cp *
+                            static_cast<double>(cm.model.hidden) * elem;
+  const Machines& machines = cm.comm.machines();
+  const LinkLevel pp_level = machines.level_of_group(l.pp, mesh_stride(MeshAxis::kPp, l));
+  const bool split = cm.pipeline_scatter_gather || l.sp;
+  double one = cm.comm.seconds(CostedOp::kSendRecv, split ? activation / l.tp : activation, 2, pp_level);
+  if (cm.pipeline_scatter_gather && !l.sp && l.tp > 1) {
+    const LinkLevel tp_level = machines.level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
+    one += cm.comm.seconds(CostedOp::kAllGather, activation, l.tp, tp_level);
+  }
+  return 2 * static_cast<double>(r.micro_batches * l.vpp + l.pp - 1) * one;
+}
+
 std::string_view largest_term(const StepCost& c) {
   const CostTerms terms = cost_terms(c);
   return std::max_element(terms.begin(), terms.end(),
                           [](const auto& a, const auto& b) { return a.second < b.second; })
       ->first;
+}
+
+ComputeParts scaled(const ComputeParts& p, double m) {
+  return {m * p.gemm_s, m * p.memory_bound_s, m * p.attention_core_s, m * p.head_s};
 }
 
 }  // namespace
@@ -132,12 +209,23 @@ CostTerms cost_terms(const StepCost& c) {
            {"overhead", c.overhead_s}}};
 }
 
+CostModel cost_model_for(const memory::ModelConfig& model, const memory::PrecisionRecipe& recipe,
+                         const memory::GpuSpec& gpu, Machines machines) {
+  CostModel cm{model, recipe, CollectiveCost(std::move(machines)), {}, 0, gpu.overlaps_communication};
+  cm.speed = compute_speed(gpu, recipe.activation_bytes >= 4);
+  cm.optimizer_bandwidth = gpu.hbm_bandwidth * gpu.memory_efficiency;
+  return cm;
+}
+
 StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) {
   const memory::ResolvedLayout& r = estimate.layout;
   const memory::TrainingLayout& l = r.layout;
   const memory::ActivationSetup shape = memory::activation_setup(r, cm.recipe.activation_bytes);
   const BlockTimes block = block_times(cm.model, shape, cm.speed);
-  const double head_s = head_seconds(cm.model, shape, cm.speed);
+  // The LM head runs over Megatron's padded vocabulary.
+  memory::ModelConfig padded = cm.model;
+  padded.vocab = memory::megatron_padded_vocab(cm.model.vocab, l.tp);
+  const double head_s = head_seconds(padded, shape, cm.speed);
 
   // The heaviest stage sets the pipeline's pace; its weights set the gradient traffic.
   StageMicroBatch slowest;
@@ -150,22 +238,16 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   const double m = static_cast<double>(r.micro_batches);
   StepCost c;
   c.compute_s = m * (slowest.forward_s + slowest.backward_s);
+  c.compute_parts = scaled(slowest.parts, m);
   c.recompute_s = m * slowest.recompute_s;
   c.tp_comm_s = m * slowest.tp_comm_s;
   c.cp_comm_s = m * slowest.cp_comm_s;
   if (l.pp > 1) {
-    // Narayanan 2021 sec. 2.2: (p - 1)/v micro-batch times of fill and drain; every micro-batch
-    // crosses each of the p x v - 1 chunk boundaries forward and back, and the critical path
-    // waits for m v + p - 1 of those transfers each way.
-    c.bubble_s = static_cast<double>(l.pp - 1) / l.vpp * slowest.total();
-    const double elem = cm.recipe.activation_bytes;
-    double bytes = static_cast<double>(l.micro_batch) * static_cast<double>(r.seq) / l.cp *
-                   static_cast<double>(cm.model.hidden) * elem;
-    if (l.sp) bytes /= l.tp;  // Megatron sends the sequence-parallel shard
-    const int stride = mesh_stride(MeshAxis::kPp, l);
-    const double p2p = cm.comm.seconds(CostedOp::kSendRecv, bytes, 2,
-                                       cm.comm.machines().level_of_group(2, stride));
-    c.pp_comm_s = 2 * (m * l.vpp + l.pp - 1) * p2p;
+    // Narayanan 2021 sec. 2.2: the bubble is (p - 1)/(v m) of the ideal m micro-batch times, the
+    // fraction `partrain memory` reports.
+    c.bubble_fraction = memory::bubble_fraction(l.pp, r.micro_batches, l.vpp);
+    c.bubble_s = c.bubble_fraction * m * slowest.total();
+    c.pp_comm_s = pipeline_p2p_seconds(cm, r);
   }
   c.dp_comm_s = dp_exposed_seconds(cm, r, params, slowest);
   c.optimizer_s = optimizer_seconds(cm, r, params);

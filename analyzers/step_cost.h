@@ -23,19 +23,38 @@ struct CostModel {
   double optimizer_bandwidth = 0;  // bytes/s the optimizer step streams at
   bool overlaps_communication = true;
   double bucket_bytes = 25e6;      // DDP gradient bucket: the part that never hides
+  // Gradient reduction overlapped with the last micro-batch's backward, bucket by bucket
+  // (PyTorch DDP, Megatron-Core's --overlap-grad-reduce); off: after the backward, as Megatron-LM
+  // 2021 and DeepSpeed's pipeline engine do it.
+  bool overlap_grad_reduce = true;
+  // Megatron's pipeline p2p sends 1/t of the activation from each tp rank and all-gathers it on
+  // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
+  // from every rank.
+  bool pipeline_scatter_gather = true;
   // Measured over modelled step time of the calibration runs (--calibrate), every other term
   // calibrated first: what no term captures (scheduling and wake-up delays, framework and
   // launch overhead). 1 until calibrated.
   double step_scale = 1;
 };
 
+// What the compute term is made of, seconds per step on the critical path (recompute included):
+// --explain's compute lines.
+struct ComputeParts {
+  double gemm_s = 0;            // the blocks' linear layers
+  double memory_bound_s = 0;    // norms, bias-dropout-residual, activation functions
+  double attention_core_s = 0;  // QK^T, softmax, dropout, AV (or FlashAttention)
+  double head_s = 0;            // LM head and loss (last stage)
+};
+
 // Each term is seconds of one step on the critical path (the heaviest stage).
 struct StepCost {
   double compute_s = 0;     // m micro-batches' forward, backward and recompute
   double recompute_s = 0;   // of which recomputation
+  ComputeParts compute_parts;  // compute_s by kind of work
   double tp_comm_s = 0;     // tensor/sequence-parallel collectives (never hidden)
   double cp_comm_s = 0;     // context-parallel K/V exchange not hidden behind attention
-  double bubble_s = 0;      // pipeline fill and drain: (p - 1)/v micro-batch times
+  double bubble_s = 0;      // pipeline fill and drain: memory::bubble_fraction of the ideal time
+  double bubble_fraction = 0;  // (p - 1)/(v m), as `partrain memory` reports it
   double pp_comm_s = 0;     // pipeline sends and receives
   double dp_comm_s = 0;     // data-parallel / ZeRO traffic not hidden behind compute
   double optimizer_s = 0;
@@ -57,5 +76,10 @@ using CostTerms = std::array<std::pair<std::string_view, double>, 9>;
 CostTerms cost_terms(const StepCost& cost);
 
 StepCost step_cost(const CostModel& model, const memory::MemoryEstimate& estimate);
+
+// The model of `model` trained with `recipe` on `gpu`s linked as `machines`: the preset's peak,
+// fitted kernel efficiencies and overheads; the optimizer streaming at the memory-bound rate.
+CostModel cost_model_for(const memory::ModelConfig& model, const memory::PrecisionRecipe& recipe,
+                         const memory::GpuSpec& gpu, Machines machines);
 
 }  // namespace partrain::analyzers

@@ -43,9 +43,70 @@ struct RecommendFlags {
   std::vector<std::string> calibrate;
   int skip_steps = 1;
   std::optional<std::string> check;
+  // Search restrictions.
+  std::string sp = "any";
+  std::string zero;       // "0,1"
+  std::string recompute;  // "none,selective"
+  std::string schedule;   // "1f1b,interleaved"
+  int max_tp = 0;
+  std::string fix;        // "tp=8,pp=2"
+  double tokens = 0;      // training tokens: print the chosen layout's training time
+  std::string overlap_grad_reduce = "on";
+  std::string pipeline_p2p = "scatter-gather";
 };
 
-constexpr double kKernelOverheadSeconds = 4e-6;  // launch and tail per GEMM
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, comma - start);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+// --zero 0,1 / --recompute none,full / --schedule 1f1b,interleaved into the search space.
+Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
+  if (f.sp != "any") space.sp = f.sp == "on";
+  for (const std::string& item : split_list(f.zero)) {
+    if (item.size() != 1 || item[0] < '0' || item[0] > '3') {
+      return invalid_argument("--zero takes stages 0-3 separated by commas (--zero 0,1), not '{}'", item);
+    }
+    space.zero_stages.push_back(item[0] - '0');
+  }
+  for (const std::string& item : split_list(f.recompute)) {
+    const std::optional<memory::Recompute> mode = memory::parse_recompute(item);
+    if (!mode) return invalid_argument("--recompute takes none, selective, full (comma list), not '{}'", item);
+    space.recompute_modes.push_back(*mode);
+  }
+  for (const std::string& item : split_list(f.schedule)) {
+    const std::optional<memory::PipelineSchedule> schedule = memory::parse_schedule(item);
+    if (!schedule) {
+      return invalid_argument("--schedule takes 1f1b, interleaved, gpipe (comma list), not '{}'", item);
+    }
+    space.schedules.push_back(*schedule);
+  }
+  space.max_tp = f.max_tp;
+  if (!f.fix.empty()) {
+    // memory's layout-spec parser, over a base no spec can produce: what changed was given.
+    memory::TrainingLayout unset;
+    unset.tp = unset.pp = unset.cp = unset.vpp = unset.zero = -1;
+    unset.micro_batch = -1;
+    ASSIGN_OR_RETURN(memory::LayoutSpec spec, memory::parse_layout_spec(f.fix, unset, "--fix"));
+    const memory::TrainingLayout& l = spec.layout;
+    auto given = [](int value) { return value >= 0 ? std::optional<int>(value) : std::nullopt; };
+    space.fixed.tp = given(l.tp);
+    space.fixed.pp = given(l.pp);
+    space.fixed.cp = given(l.cp);
+    space.fixed_vpp = given(l.vpp);
+    space.fixed.zero = given(l.zero);
+    if (spec.dp_given) space.fixed_dp = l.dp;
+    if (l.micro_batch >= 0) space.fixed_micro_batch = l.micro_batch;
+  }
+  return {};
+}
 
 struct Setup {
   CostModel cost;
@@ -69,12 +130,9 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   analyzers::Machines machines =
       analyzers::machines_from(gpu, f.gpus, f.gpus_per_node, cluster ? &*cluster : nullptr);
   machines.devices_per_node = f.devices_per_node;
-  const bool fp32 = recipe.activation_bytes >= 4;
-  Setup s{CostModel{model, recipe, analyzers::CollectiveCost(machines), {}, gpu.hbm_bandwidth,
-                    gpu.overlaps_communication},
-          {}, {}};
-  s.cost.speed = {fp32 ? gpu.fp32_flops : gpu.bf16_flops, gpu.gemm_efficiency, gpu.hbm_bandwidth,
-                  kKernelOverheadSeconds, 1};
+  Setup s{analyzers::cost_model_for(model, recipe, gpu, machines), {}, {}};
+  s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
+  s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
   s.base.model = model;
   s.base.recipe = recipe;
   s.base.optimizer = optimizer;
@@ -94,6 +152,8 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                model.sample_seq(),
                {},
                0};
+  s.context.speeds = analyzers::fitted_speeds(gpu, machines);
+  s.context.tokens = f.tokens;
   for (const std::string& path : f.calibrate) {
     ASSIGN_OR_RETURN(profiler::TraceFile trace,
                      profiler::open_trace(path, profiler::TraceOpenMode::kReadStrict));
@@ -168,7 +228,12 @@ StatusOr<std::string> render(const RecommendFlags& f) {
   if (f.global_batch <= 0) return invalid_argument("give --global-batch B (sequences per step)");
   ASSIGN_OR_RETURN(Setup s, make_setup(f));
   if (f.check) return run_check(f, s);
-  analyzers::SearchSpace space{f.gpus, f.max_micro_batch, f.max_vpp, f.max_cp, f.include_discouraged};
+  analyzers::SearchSpace space{.gpus = f.gpus,
+                               .max_micro_batch = f.max_micro_batch,
+                               .max_vpp = f.max_vpp,
+                               .max_cp = f.max_cp,
+                               .include_discouraged = f.include_discouraged};
+  RETURN_IF_ERROR(restrict_search(f, space));
   const auto start = std::chrono::steady_clock::now();
   analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);
   s.context.search_seconds =
@@ -176,7 +241,7 @@ StatusOr<std::string> render(const RecommendFlags& f) {
   if (f.json) return analyzers::format_recommend_json(s.context, result, f.top);
   std::string text = analyzers::format_recommend_text(s.context, result, f.top);
   if (f.explain) {
-    text += analyzers::format_explain_text(result, common_alternatives(f, s, space), 3);
+    text += analyzers::format_explain_text(s.context, result, common_alternatives(f, s, space), 3);
   }
   return text;
 }
@@ -221,6 +286,32 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--max-cp", f->max_cp, "Largest context-parallel degree tried")
       ->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--sp", f->sp, "Sequence parallelism in the search: on, off or any")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off", "any"}));
+  cmd->add_option("--zero", f->zero, "ZeRO stages tried, comma-separated (default 0,1,2,3)");
+  cmd->add_option("--recompute", f->recompute,
+                  "Recompute modes tried: none, selective, full, comma-separated (default all)");
+  cmd->add_option("--schedule", f->schedule,
+                  "Pipeline schedules tried: 1f1b, interleaved, gpipe, comma-separated (default "
+                  "1f1b,interleaved)");
+  cmd->add_option("--max-tp", f->max_tp, "Largest tensor-parallel degree tried")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--fix", f->fix,
+                  "Hold part of the layout fixed and search the rest: \"tp=8\", \"tp=8,pp=2\" "
+                  "(keys tp, pp, cp, dp, vpp, zero, mb)");
+  cmd->add_option("--tokens", f->tokens,
+                  "Training tokens: print the chosen layout's end-to-end training time (Narayanan "
+                  "2021 eq. 4)")
+      ->check(positive_number());
+  cmd->add_option("--overlap-grad-reduce", f->overlap_grad_reduce,
+                  "Gradient reduction overlapped with backward bucket by bucket (on: PyTorch DDP, "
+                  "Megatron-Core --overlap-grad-reduce) or after it (off: Megatron-LM 2021, "
+                  "DeepSpeed's pipeline engine)")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
+                  "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP) "
+                  "or full (DeepSpeed's pipeline engine: every rank sends the whole activation)")
+      ->capture_default_str()->check(CLI::IsMember({"scatter-gather", "full"}));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "
                   "the presets', and a built-in run's measured step over its prediction scales "

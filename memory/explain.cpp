@@ -164,7 +164,7 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
     if (l.pp > 1) {
       lines.push_back({"pipeline bubble",
                        fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),
-                       fmt::format("{:.1f}%", 100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp)),
+                       fmt::format("{:.1f}% of the ideal time", 100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp)),
                        "Narayanan 2021 sec. 2.2"});
     }
     const double tokens = static_cast<double>(e.layout.global_batch * e.layout.seq);

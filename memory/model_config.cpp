@@ -22,6 +22,11 @@ ModelConfig bare_model(double params) {
   return model;
 }
 
+int64_t megatron_padded_vocab(int64_t vocab, int tp) {
+  const int64_t multiple = 128 * static_cast<int64_t>(tp > 0 ? tp : 1);
+  return vocab <= 0 ? vocab : (vocab + multiple - 1) / multiple * multiple;
+}
+
 Status validate_model(const ModelConfig& model) {
   if (model.is_bare()) return Status::ok();
   const std::pair<const char*, int64_t> positive[] = {

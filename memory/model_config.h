@@ -47,6 +47,10 @@ struct ModelConfig {
 
 // The GPT-3-style model of Narayanan 2021 Table 1: learned positions, tied embeddings, 4h MLP.
 ModelConfig gpt_model(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab, int64_t seq);
+// Megatron-LM pads the vocabulary to a multiple of 128 x tp (--make-vocab-size-divisible-by 128,
+// times the tensor-parallel size) so that each rank's slice of the embedding and the LM head is a
+// whole number of 128-row tiles.
+int64_t megatron_padded_vocab(int64_t vocab, int tp);
 // A model known only by its parameter count (`--params 7.5e9`).
 ModelConfig bare_model(double params);
 

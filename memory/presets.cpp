@@ -142,6 +142,19 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
     return unreadable("{}: field 'gemm_efficiency' is a fraction of peak, at most 1 (got {})", origin,
                       g.gemm_efficiency);
   }
+  RETURN_IF_ERROR(r.positive_number("gemm_overhead_us", g.gemm_overhead_us, false));
+  RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false));
+  for (auto [field, value] : {std::pair{"memory_efficiency", &g.memory_efficiency},
+                              std::pair{"flash_attention_efficiency", &g.flash_attention_efficiency},
+                              std::pair{"intra_node_efficiency", &g.intra_node_efficiency},
+                              std::pair{"network_efficiency", &g.network_efficiency}}) {
+    RETURN_IF_ERROR(r.positive_number(field, *value, false));
+    if (*value > 1) {
+      return unreadable("{}: field '{}' is a fraction of the datasheet's figure, at most 1 (got {})",
+                        origin, field, *value);
+    }
+  }
+  RETURN_IF_ERROR(r.string("fit_source", g.fit_source));
   RETURN_IF_ERROR(r.boolean("overlaps_communication", g.overlaps_communication));
   RETURN_IF_ERROR(r.string("source", g.source));
   RETURN_IF_ERROR(r.string("note", g.note));

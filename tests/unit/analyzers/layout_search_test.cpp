@@ -147,5 +147,27 @@ TEST(LayoutLabel, NamesEveryDegreeThatIsSet) {
   EXPECT_EQ(layout_label(memory::TrainingLayout{}), "dp1 tp1 pp1 mb1 z0");
 }
 
+// --fix, --sp, --zero, --recompute and --schedule narrow the search to what they allow.
+TEST_F(LayoutSearchTest, RestrictionsKeepOnlyTheLayoutsTheyAllow) {
+  SearchSpace space = space_;
+  space.fixed.tp = 2;
+  space.sp = false;
+  space.zero_stages = {0, 1};
+  space.recompute_modes = {memory::Recompute::kFull};
+  space.schedules = {memory::PipelineSchedule::kOneFOneB};
+  const SearchResult r = search_layouts(cost_, base_, space);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const Candidate& c : r.ranked) {
+    EXPECT_EQ(c.layout.tp, 2);
+    EXPECT_FALSE(c.layout.sp);
+    EXPECT_LE(c.layout.zero, 1);
+    EXPECT_EQ(c.layout.recompute, memory::Recompute::kFull);
+    EXPECT_EQ(c.layout.vpp, 1);
+  }
+  space = space_;
+  space.max_tp = 2;
+  for (const Candidate& c : search_layouts(cost_, base_, space).ranked) EXPECT_LE(c.layout.tp, 2);
+}
+
 }  // namespace
 }  // namespace partrain::analyzers

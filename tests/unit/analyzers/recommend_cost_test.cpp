@@ -63,6 +63,32 @@ TEST(Machines, GroupStaysInANodeWhileItSpansAtMostGpusPerNode) {
   EXPECT_EQ(m.level_of_group(2, 8), LinkLevel::kInterNode);   // dp 2 over tp 8
 }
 
+// tp 3 on 8 GPUs a node: ranks 6-8 straddle two nodes, so the group runs at the NIC's pace.
+TEST(Machines, GroupsThatDoNotTileANodeStraddleNodes) {
+  const Machines m = test_machines();
+  EXPECT_EQ(m.level_of_group(3, 1), LinkLevel::kInterNode);
+  EXPECT_EQ(m.level_of_group(6, 1), LinkLevel::kInterNode);
+  EXPECT_EQ(m.level_of_group(4, 2), LinkLevel::kIntraNode);
+  EXPECT_EQ(m.level_of_group(3, 2), LinkLevel::kInterNode);
+}
+
+TEST(ModelConfig, MegatronPadsTheVocabularyToAMultipleOf128TimesTp) {
+  EXPECT_EQ(memory::megatron_padded_vocab(50257, 1), 50304);
+  EXPECT_EQ(memory::megatron_padded_vocab(50257, 8), 51200);
+  EXPECT_EQ(memory::megatron_padded_vocab(51200, 8), 51200);
+  EXPECT_EQ(memory::megatron_padded_vocab(128256, 8), 129024);
+}
+
+TEST(ComputeCost, WavesOfTilesLeaveSmsIdleWhenTheTilesDoNotFillTheLastWave) {
+  EXPECT_EQ(wave_efficiency(1024, 1024, 1, 0), 1);            // not modelled
+  EXPECT_NEAR(wave_efficiency(1024, 1024, 1, 64), 1, 1e-12);  // 64 tiles, one full wave
+  EXPECT_NEAR(wave_efficiency(1024, 1152, 1, 64), 72.0 / 128, 1e-12);  // 72 tiles, 2 waves
+  EXPECT_NEAR(wave_efficiency(64, 128, 1, 1), 0.5, 1e-12);    // half a tile's rows
+  ComputeSpeed speed{1e15, 0.5, 1e300, 0, 1, 1, 64};
+  EXPECT_NEAR(gemm_seconds(1024, 1152, 1024, 1, 2, speed),
+              2.0 * 1024 * 1152 * 1024 / (5e14 * 72 / 128), 1e-15);
+}
+
 TEST(Machines, ClusterFileOverridesThePresetAndTheFlagOverridesTheFile) {
   memory::GpuSpec gpu;
   gpu.name = "h100";
@@ -153,11 +179,62 @@ TEST_F(StepCostTest, BubbleIsPMinusOneOverVMicroBatchTimes) {
   l.schedule = memory::PipelineSchedule::kInterleaved;
   const StepCost interleaved = step_cost(cost_, estimate(l));
   EXPECT_NEAR(interleaved.bubble_s, 1.5 * interleaved.compute_s / 8, 1e-12);
+  EXPECT_NEAR(c.bubble_fraction, 3.0 / 8, 1e-12);  // as `partrain memory` reports it
   // p2p: b s h x 2 bytes per boundary, 2 (m v + p - 1) on the critical path; stage neighbours
   // are 1 rank apart, inside the node.
   const double p2p = 2e-6 + 256.0 * 1024 * 2 / 100e9;
   EXPECT_NEAR(c.pp_comm_s, 2 * (8 + 3) * p2p, 1e-12);
   EXPECT_NEAR(interleaved.pp_comm_s, 2 * (16 + 3) * p2p, 1e-12);
+}
+
+// Megatron's scatter/gather: with tp 2 and no SP each rank sends half the activation, and the
+// receiving stage all-gathers it over the tp pair; DeepSpeed's engine sends all of it.
+TEST_F(StepCostTest, PipelineP2pIsDividedByTpAndGatheredWithoutSp) {
+  memory::TrainingLayout l;
+  l.pp = 2;
+  l.tp = 2;
+  l.global_batch = 4;  // m = 4
+  const double bytes = 256.0 * 1024 * 2;
+  // Stage neighbours are 2 ranks apart: a pipeline of 2 spans 4 ranks, inside the node.
+  const double send = 2e-6 + bytes / 2 / 100e9;
+  const double gather = 2e-6 + bytes * 0.5 / 100e9;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, 2 * (4 + 1) * (send + gather), 1e-12);
+  l.sp = true;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, 2 * (4 + 1) * send, 1e-12);
+  l.sp = false;
+  cost_.pipeline_scatter_gather = false;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, 2 * (4 + 1) * (2e-6 + bytes / 100e9), 1e-12);
+}
+
+// Without overlap the gradient all-reduce is all exposed; overlapped bucket by bucket, the part
+// that outlasts the backward still shows.
+TEST_F(StepCostTest, GradientReductionAfterBackwardIsExposedWhole) {
+  cost_.overlaps_communication = true;
+  cost_.overlap_grad_reduce = false;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  const memory::MemoryEstimate e = estimate(l);
+  const double grads = e.stages[0].params_count * 2;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, 2 * 2 * 2e-6 + grads * 1.5 / 100e9, 1e-12);
+}
+
+// ZeRO-3 across nodes on a slow NIC: each block's gathers outlast its compute, so the step is
+// paced by the gathers and reduce-scatters, not by compute.
+TEST_F(StepCostTest, Zero3IsPacedByTheSlowerOfAUnitsGathersAndItsCompute) {
+  Machines slow = test_machines();
+  slow.gpus_per_node = 1;
+  slow.inter_node = {1e9, 10e-6};
+  cost_.comm = CollectiveCost(slow);
+  cost_.overlaps_communication = true;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.zero = 3;
+  const memory::MemoryEstimate e = estimate(l);
+  const StepCost c = step_cost(cost_, e);
+  const double gather = cost_.comm.seconds(CostedOp::kAllGather, e.stages[0].params_count * 2, 4,
+                                           LinkLevel::kInterNode);
+  EXPECT_GT(c.dp_comm_s + c.compute_s, 2 * gather);  // forward and backward gathers at least
+  EXPECT_EQ(c.bottleneck, "dp_comm");
 }
 
 TEST_F(StepCostTest, DataParallelWithoutOverlapPaysTheWholeGradientAllReduce) {
