@@ -101,7 +101,8 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
           output = &(activation_out[Key{a.micro_batch, a.chunk + 1}] = std::move(out));
         }
         float mb_loss = 0;
-        profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, a.micro_batch);
+        profiler::TraceScope phase(tracer_, "forward", profiler::SliceCategory::kPhase, -1,
+                                   a.micro_batch);
         RETURN_IF_ERROR(chunk.forward(a.micro_batch, *batch, input, output, &mb_loss));
         loss += mb_loss;
         if (in != activation_in.end()) activation_in.erase(in);  // the chunk kept its own copy
@@ -117,7 +118,7 @@ StatusOr<double> PipelineExecutor::run_step(const PipelineStepHooks& hooks) {
           ASSIGN_OR_RETURN(grad_input, boundary(a.chunk));
         }
         const bool last_backward = ++backwards_done[a.chunk] == micro_batches_;
-        profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1,
+        profiler::TraceScope phase(tracer_, "backward", profiler::SliceCategory::kPhase, -1,
                                    a.micro_batch);
         RETURN_IF_ERROR(chunk.backward(a.micro_batch, *batch, grad_output, &grad_input,
                                        last_backward ? hooks.unit_ready

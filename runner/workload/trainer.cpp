@@ -60,19 +60,19 @@ StatusOr<std::vector<MemoryStats>> gather_memory(const MemoryStats& mine,
 // and stop end or stop the rank here; oom caps the tracked memory at what is in use, so the
 // step's first new buffer fails with "out of memory allocating ... of <category>".
 void inject_step_faults(const std::vector<fault::FaultSpec>& faults, int rank, int64_t step,
-                        TrackedAllocator& allocator) {
+                        TrackedAllocator& allocator, profiler::RankTracer* tracer) {
   using fault::FaultKind;
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kCrash, rank, step)) {
-    fault::crash_rank(*f, rank, step);
+    fault::crash_rank(*f, rank, step, tracer);
   }
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kExit, rank, step)) {
-    fault::exit_rank(*f, rank, step);
+    fault::exit_rank(*f, rank, step, tracer);
   }
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kHang, rank, step)) {
-    fault::hang_rank(*f, rank, step);
+    fault::hang_rank(*f, rank, step, tracer);
   }
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kStop, rank, step)) {
-    fault::stop_rank(*f, rank, step);
+    fault::stop_rank(*f, rank, step, tracer);
   }
   if (const fault::FaultSpec* f = fault::fault_at(faults, FaultKind::kOom, rank, step)) {
     allocator.set_limit_bytes(allocator.stats().total_current,
@@ -106,14 +106,14 @@ double gpt_flops_per_step(const WorkloadModel& m, int64_t global_batch) {
 }
 
 StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, comm::Comm& world,
-                                  const comm::FlightRecorder* recorder) {
+                                  const comm::FlightRecorder* recorder,
+                                  profiler::RankTracer* tracer) {
   const ResolvedLayout& resolved = config.resolved;
   const TrainingLayout& layout = resolved.layout;
   if (world.size() != config.world.ranks) {
     return invalid_argument("the workload was planned for {} ranks but the world has {}",
                             config.world.ranks, world.size());
   }
-  profiler::RankTracer* tracer = profiler::active_tracer();
   if (tracer != nullptr) {
     // Every change of tracked memory, by category: the trace's memory counters.
     device.allocator().set_observer([tracer](const MemoryEvent& e) {
@@ -134,9 +134,9 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
                    DataParallel::create(device, params_layout, resolved, config.bucket_bytes, mesh,
                                         tp, config.seed, m.layers,
-                                        state_storage(config.precision)));
+                                        state_storage(config.precision), tracer));
   std::vector<std::unique_ptr<ModelChunk>> chunks = build_chunks(
-      config, placements, device, tp, params_layout, *dp);
+      config, placements, device, tp, params_layout, *dp, tracer);
   ModelChunk& chunk = *chunks.front();
   // Pipelines: activations and gradients on channels of their own, and the tied-embedding
   // group of the first and last stage.
@@ -156,7 +156,8 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
     std::map<int, ModelChunk*> by_index;
     for (size_t i = 0; i < chunks.size(); ++i) by_index[placements[i].chunk] = chunks[i].get();
     pipeline = std::make_unique<PipelineExecutor>(device, by_index, *pp_activations,
-                                                  *pp_gradients, std::move(actions), shape);
+                                                  *pp_gradients, std::move(actions), shape,
+                                                  tracer);
   }
   ASSIGN_OR_RETURN(BatchSource batches, BatchSource::open(config));
 
@@ -197,14 +198,14 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
     if (tracer != nullptr) tracer->set_step(step);
     const int64_t start = monotonic_ns();
     std::optional<profiler::TraceScope> step_scope;
-    step_scope.emplace("step", profiler::SliceCategory::kStep);
+    step_scope.emplace(tracer, "step", profiler::SliceCategory::kStep);
     // --inject slow: this rank sleeps before its compute, a straggler the analyzers should find.
     if (const int64_t delay_ms = fault::slow_delay_ms(config.faults, world.rank(), step);
         delay_ms > 0) {
-      profiler::TraceScope delay("injected_delay", profiler::SliceCategory::kSync);
+      profiler::TraceScope delay(tracer, "injected_delay", profiler::SliceCategory::kSync);
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
-    inject_step_faults(config.faults, world.rank(), step, device.allocator());
+    inject_step_faults(config.faults, world.rank(), step, device.allocator(), tracer);
     dp->zero_grads();
     double loss = 0;
     // The moment the last gradient is produced ends backward: a bucket launched after it
@@ -226,22 +227,22 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
       RETURN_IF_ERROR(batches.fill(device, step, coords.dp, mb, batch));
       float mb_loss = 0;
       {
-        profiler::TraceScope phase("forward", profiler::SliceCategory::kPhase, -1, mb);
+        profiler::TraceScope phase(tracer, "forward", profiler::SliceCategory::kPhase, -1, mb);
         RETURN_IF_ERROR(chunk.forward(mb, batch, nullptr, nullptr, &mb_loss));
       }
       loss += static_cast<double>(mb_loss) * static_cast<double>(B) / static_cast<double>(G);
       const bool last = mb + 1 == resolved.micro_batches;
-      profiler::TraceScope phase("backward", profiler::SliceCategory::kPhase, -1, mb);
+      profiler::TraceScope phase(tracer, "backward", profiler::SliceCategory::kPhase, -1, mb);
       RETURN_IF_ERROR(chunk.backward(mb, batch, nullptr, nullptr,
                                      last ? unit_ready
                                           : std::function<void(const std::string&)>()));
     }
     {
-      profiler::TraceScope phase("reduce_gradients", profiler::SliceCategory::kPhase);
+      profiler::TraceScope phase(tracer, "reduce_gradients", profiler::SliceCategory::kPhase);
       RETURN_IF_ERROR(dp->reduce_gradients());
     }
     {
-      profiler::TraceScope phase("optimizer", profiler::SliceCategory::kPhase);
+      profiler::TraceScope phase(tracer, "optimizer", profiler::SliceCategory::kPhase);
       ASSIGN_OR_RETURN(double grad_sq, dp->grad_norm_squared());
       const double grad_norm = std::sqrt(grad_sq);
       const float clip = grad_norm > kMaxGradNorm
