@@ -15,7 +15,6 @@
 #include <iterator>
 #include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 
 #include "cli/command.h"
@@ -27,14 +26,22 @@
 namespace partrain::cli {
 namespace {
 
-std::set<const CLI::Option*>& options_without_env_var() {
-  static std::set<const CLI::Option*> options;
-  return options;
+// without_env_var's mark, kept on the option itself (CLI11 has no user data on an option): a
+// validator by this name that checks nothing and is never run.
+constexpr const char* kNoEnvVarMark = "partrain:no-env-var";
+
+bool has_no_env_var_mark(const CLI::Option* option) {
+  try {
+    // CLI11 2.1 looks validators up only through a non-const option; the lookup changes nothing.
+    return const_cast<CLI::Option*>(option)->get_validator(kNoEnvVarMark) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
 }
 
 bool is_bindable(const CLI::Option* option) {
   if (option->get_lnames().empty()) return false;  // positionals: the worker command, files
-  if (options_without_env_var().count(option) > 0) return false;
+  if (has_no_env_var_mark(option)) return false;
   if (option->get_group().empty()) return false;  // hidden: torchrun's flags launch refuses
   const std::string& name = option->get_lnames().front();
   return name != "help" && name != "version" && name != "config" && name != "help-all";
@@ -93,8 +100,9 @@ std::string command_path(const CLI::App& root) {
 }  // namespace
 
 CLI::Option* without_env_var(CLI::Option* option) {
-  options_without_env_var().insert(option);
-  return option;
+  CLI::Validator mark([](std::string&) { return std::string(); }, "", kNoEnvVarMark);
+  mark.active(false);
+  return option->check(std::move(mark));
 }
 
 void env_yields_to_alternatives(std::vector<CLI::Option*> group) {
