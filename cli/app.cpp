@@ -20,7 +20,6 @@
 #include "cli/command.h"
 #include "cli/command_config.h"
 #include "cli/version.h"
-#include "core/byte_size.h"
 #include "core/log.h"
 
 namespace partrain::cli {
@@ -328,22 +327,6 @@ int checked_stdout(int exit_code) {
   if (error == EPIPE) return exit_code;  // `| head`: the reader has what it wanted
   log::error("writing stdout failed: {}", error ? std::strerror(error) : "write error");
   return exit_code == 0 ? 1 : exit_code;
-}
-
-StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
-                                          const std::optional<std::string>& text) {
-  if (!text) return uint64_t{0};
-  constexpr uint64_t kSmallest = 1 << 20;
-  StatusOr<uint64_t> bytes = parse_byte_size(*text);
-  if (!bytes.is_ok()) {
-    return invalid_argument("{} {}: {}; give a size such as 512M or 2G", flag, *text,
-                            bytes.status().message());
-  }
-  if (*bytes < kSmallest) {
-    return invalid_argument("{} {}: a trace needs at least 1M (1048576 bytes); give a larger size",
-                            flag, *text);
-  }
-  return *bytes;
 }
 
 std::string invocation_line() {
