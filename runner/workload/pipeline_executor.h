@@ -47,6 +47,8 @@ class PipelineExecutor {
   StatusOr<double> run_step(const PipelineStepHooks& hooks);
 
  private:
+  class Step;  // one step's messages, batches and sends in flight
+
   Device& device_;
   std::map<int, ModelChunk*> chunks_;
   comm::Comm& activations_;
