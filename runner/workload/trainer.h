@@ -21,8 +21,8 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                                   const comm::FlightRecorder* recorder = nullptr,
                                   profiler::RankTracer* tracer = nullptr);
 
-// Model FLOPs of one training step (forward + backward, 3x the forward's matrix products and
-// attention scores; no recomputation): Narayanan et al. 2021, eq. 3, generalised to any MLP width.
-double gpt_flops_per_step(const WorkloadModel& model, int64_t global_batch);
+// Model FLOPs of one training step, as memory/flops.h counts them for the built-in model
+// (forward + backward; no recomputation, which the summary's MFU does not count).
+double model_flops_per_step(const WorkloadConfig& config);
 
 }  // namespace partrain::runner
