@@ -178,7 +178,8 @@ StatusOr<int64_t> time_gemms(Device& device, const std::function<void()>& gemm, 
 void check_samples(Device& device, const GemmShape& shape, const GemmOperands& operands,
                    int samples, UniformValues& random, GemmBenchResult& result) {
   auto draw = [&](int64_t bound) {
-    return std::min(bound - 1, static_cast<int64_t>((random.next() + 1.0f) / 2.0f * bound));
+    return std::min(bound - 1, static_cast<int64_t>((random.next() + 1.0f) / 2.0f *
+                                                      static_cast<float>(bound)));
   };
   const double output_rounding = operands.bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -22);
   const double accumulation = static_cast<double>(shape.k + 2) * std::ldexp(1.0, -23);
