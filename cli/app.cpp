@@ -15,26 +15,32 @@
 #include <iterator>
 #include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 
 #include "cli/command.h"
 #include "cli/command_config.h"
 #include "cli/version.h"
-#include "core/byte_size.h"
 #include "core/log.h"
 
 namespace partrain::cli {
 namespace {
 
-std::set<const CLI::Option*>& options_without_env_var() {
-  static std::set<const CLI::Option*> options;
-  return options;
+// without_env_var's mark, kept on the option itself (CLI11 has no user data on an option): a
+// validator by this name that checks nothing and is never run.
+constexpr const char* kNoEnvVarMark = "partrain:no-env-var";
+
+bool has_no_env_var_mark(const CLI::Option* option) {
+  try {
+    // CLI11 2.1 looks validators up only through a non-const option; the lookup changes nothing.
+    return const_cast<CLI::Option*>(option)->get_validator(kNoEnvVarMark) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
 }
 
 bool is_bindable(const CLI::Option* option) {
   if (option->get_lnames().empty()) return false;  // positionals: the worker command, files
-  if (options_without_env_var().count(option) > 0) return false;
+  if (has_no_env_var_mark(option)) return false;
   if (option->get_group().empty()) return false;  // hidden: torchrun's flags launch refuses
   const std::string& name = option->get_lnames().front();
   return name != "help" && name != "version" && name != "config" && name != "help-all";
@@ -93,8 +99,9 @@ std::string command_path(const CLI::App& root) {
 }  // namespace
 
 CLI::Option* without_env_var(CLI::Option* option) {
-  options_without_env_var().insert(option);
-  return option;
+  CLI::Validator mark([](std::string&) { return std::string(); }, "", kNoEnvVarMark);
+  mark.active(false);
+  return option->check(std::move(mark));
 }
 
 void env_yields_to_alternatives(std::vector<CLI::Option*> group) {
@@ -320,22 +327,6 @@ int checked_stdout(int exit_code) {
   if (error == EPIPE) return exit_code;  // `| head`: the reader has what it wanted
   log::error("writing stdout failed: {}", error ? std::strerror(error) : "write error");
   return exit_code == 0 ? 1 : exit_code;
-}
-
-StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
-                                          const std::optional<std::string>& text) {
-  if (!text) return uint64_t{0};
-  constexpr uint64_t kSmallest = 1 << 20;
-  StatusOr<uint64_t> bytes = parse_byte_size(*text);
-  if (!bytes.is_ok()) {
-    return invalid_argument("{} {}: {}; give a size such as 512M or 2G", flag, *text,
-                            bytes.status().message());
-  }
-  if (*bytes < kSmallest) {
-    return invalid_argument("{} {}: a trace needs at least 1M (1048576 bytes); give a larger size",
-                            flag, *text);
-  }
-  return *bytes;
 }
 
 std::string invocation_line() {

@@ -55,10 +55,6 @@ int print_report(const StatusOr<std::string>& text);
 // could not be written (`> /dev/full`), as coreutils do; a closed pipe (`| head`) is not an error.
 int checked_stdout(int exit_code);
 
-// A trace size limit as typed after `flag` ("512M", "2G"): 0 when not given; kInvalidArgument
-// for text that is no size or a size under 1 MiB (less than an empty trace with its reserve).
-StatusOr<uint64_t> parse_trace_size_limit(std::string_view flag,
-                                          const std::optional<std::string>& text);
 // This process's command line as typed (shell-quoted where needed), for a trace's run row;
 // partrain's own --token value reads REDACTED.
 std::string invocation_line();

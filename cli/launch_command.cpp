@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_dashboard.h"
+#include "cli/trace_flags.h"
 #include "cli/workload_flags.h"
 #include "core/duration.h"
 #include "core/json_dump.h"
@@ -52,9 +53,7 @@ struct LaunchFlags {
   std::vector<std::string> command;
   WorkloadFlags workload;
   bool json = false;
-  std::optional<std::string> trace_file;
-  std::optional<std::string> trace_max_size;
-  std::optional<std::string> nvml_interval;
+  TraceFileFlags trace;
   bool no_trace = false;
   bool tui = false;
 };
@@ -118,29 +117,26 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.tee = flags.tee;
   config.prefix = flags.prefix;
   config.command = flags.command;
-  if (flags.no_trace && flags.trace_file) {
+  if (flags.no_trace && flags.trace.file) {
     return invalid_argument("pass either --trace FILE or --no-trace, not both");
   }
-  if (flags.trace_file && flags.trace_file->empty()) {
-    return invalid_argument("--trace needs a file name (an empty one would trace into nothing)");
-  }
-  if (flags.no_trace && flags.trace_max_size) {
+  if (flags.no_trace && flags.trace.max_size) {
     return invalid_argument("--trace-max-size limits the trace: drop it or --no-trace");
   }
-  if (flags.nvml_interval) {
+  ASSIGN_OR_RETURN(config.trace_max_bytes,
+                   check_trace_file_flags(TraceFlagsCommand::kLaunch, flags.trace));
+  if (flags.trace.nvml_interval) {
     if (flags.no_trace) {
       return invalid_argument("--nvml-interval samples GPU counters into the trace: drop it or "
                               "--no-trace");
     }
-    RETURN_IF_ERROR(profiler::parse_nvml_interval(*flags.nvml_interval).status());
+    RETURN_IF_ERROR(profiler::parse_nvml_interval(*flags.trace.nvml_interval).status());
     // The ranks' tracing reads it (profiler/rank_gpu_counters.h).
     config.extra_env.push_back(
-        fmt::format("{}={}", profiler::kNvmlIntervalEnv, *flags.nvml_interval));
+        fmt::format("{}={}", profiler::kNvmlIntervalEnv, *flags.trace.nvml_interval));
   }
   config.trace = !flags.no_trace;
-  config.trace_file = flags.trace_file;
-  ASSIGN_OR_RETURN(config.trace_max_bytes,
-                   parse_trace_size_limit("--trace-max-size", flags.trace_max_size));
+  config.trace_file = flags.trace.file;
   config.trace_command = invocation_line();
   nlohmann::json run_config = {{"nproc_per_node", flags.nproc_per_node}};
   if (!flags.command.empty()) run_config["command"] = flags.command;
@@ -412,16 +408,7 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_flag("--json", flags->json,
                 "With --workload: print the run's summary as one JSON document on stdout (the "
                 "workers' output goes to stderr)");
-  cmd->add_option("--trace", flags->trace_file,
-                  "Trace file of the run (default: ./partrain-runs/<run-id>.db); with several "
-                  "nodes node N writes FILE's name with a .nodeN suffix before the extension");
-  cmd->add_option("--trace-max-size", flags->trace_max_size,
-                  "Stop tracing once a node's trace file would outgrow SIZE (512M, 2G); the run "
-                  "goes on, as it does when the disk fills up (default: no limit)");
-  cmd->add_option("--nvml-interval", flags->nvml_interval,
-                  "On a GPU: how often each rank samples its GPU's utilisation, SM clock, power "
-                  "and throttle reasons into the trace through NVML (100ms, 1s; 0: off; "
-                  "default: 100ms)");
+  add_trace_file_flags(*cmd, TraceFlagsCommand::kLaunch, flags->trace);
   cmd->add_flag("--no-trace", flags->no_trace, "Do not trace the run");
   cmd->add_flag("--tui", flags->tui,
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "

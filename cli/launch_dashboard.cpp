@@ -17,12 +17,11 @@
 
 #include "core/env.h"
 #include "core/log.h"
-#include "profiler/node_trace_name.h"
 #include "profiler/rank_tracer.h"
 #include "runner/launch/launcher.h"
-#include "runner/launch/node_trace.h"
 #include "runner/launch/output_relay.h"
 #include "runner/launch/run_identity.h"
+#include "runner/launch/trace_path.h"
 #include "tui/dashboard.h"
 
 namespace partrain::cli {
@@ -94,6 +93,15 @@ void block_launcher_signals() {
 }  // namespace
 
 StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
+  // Node N's default trace name takes node 0's run id, which it learns only at the rendezvous:
+  // the dashboard could not know the file to follow (a usage error, whatever the terminal).
+  const int node_rank = config.node_rank.value_or(0);
+  if (node_rank > 0 && config.trace && !config.run_id && !config.trace_file) {
+    return invalid_argument("--tui on node {} follows this node's trace file, named after node "
+                            "0's run id, which the rendezvous reveals only later: pass the same "
+                            "--run-id to every node, or --trace FILE",
+                            node_rank);
+  }
   RETURN_IF_ERROR(check_terminal());
   if (!config.trace) {
     return invalid_argument("--tui shows the run's trace: drop --no-trace");
@@ -102,18 +110,14 @@ StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
     return invalid_argument("under `partrain trace` the run records into the outer trace: watch "
                             "that file with `partrain top FILE` instead of --tui");
   }
-  // The file the node's collector will write, known before the launcher creates it.
+  // The file the node's collector will write, decided by the launcher's own call, before the
+  // launcher creates it: an existing file is refused here, before the dashboard starts.
   if (!config.run_id) {
     ASSIGN_OR_RETURN(std::string run_id, launch::new_run_id());
     config.run_id = run_id;
   }
-  const fs::path base = config.trace_file ? fs::path(*config.trace_file)
-                                          : launch::default_trace_path(*config.run_id);
-  const fs::path trace = profiler::node_trace_path(base, config.node_rank.value_or(0));
-  if (fs::exists(trace)) {
-    return invalid_argument("the trace file {} already exists: remove it or pass another --trace",
-                            trace.string());
-  }
+  ASSIGN_OR_RETURN(const fs::path trace,
+                   launch::decide_trace_path({config.trace_file, *config.run_id, node_rank}));
   fs::path side = trace;
   side.replace_extension();
   // The launcher's own log goes beside the ranks': one directory for the run, the trace's

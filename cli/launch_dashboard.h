@@ -10,8 +10,9 @@
 namespace partrain::cli {
 
 // The run's exit code, as `partrain launch` without --tui. kInvalidArgument (exit 2) when the
-// dashboard cannot be shown: no terminal, one smaller than 80x24, tracing off, or an outer
-// `partrain trace` owning the trace file.
+// dashboard cannot be shown: no terminal, one smaller than 80x24, tracing off, an outer
+// `partrain trace` owning the trace file, the trace file already there, or a node other than 0
+// whose trace is named by a run id it does not know yet (no --run-id, no --trace).
 StatusOr<int> launch_with_dashboard(launch::LaunchConfig config);
 
 }  // namespace partrain::cli

@@ -6,11 +6,14 @@
 #include <limits>
 #include <optional>
 
+#include "runner/launch/trace_path.h"
+
 namespace partrain::cli {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr const char* kRunsDir = "partrain-runs";
+// Where `launch` and `trace` write their traces when none is named.
+constexpr std::string_view kRunsDir = launch::kRunsDirectory;
 
 // A non-negative decimal number and nothing else.
 std::optional<int64_t> parse_count(std::string_view text) {

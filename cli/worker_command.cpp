@@ -66,7 +66,8 @@ int run_worker() {
   std::unique_ptr<runner::RankGuard::Watch> watch =
       guard->watch(*world, tracing ? &tracing->tracer() : nullptr, *collective_timeout);
   StatusOr<runner::RunSummary> summary =
-      runner::run_workload(*config, **device, *world->comm, world->recorder.get());
+      runner::run_workload(*config, **device, *world->comm, world->recorder.get(),
+                           tracing ? &tracing->tracer() : nullptr);
   const bool collective_failed = !summary.is_ok() && watch->dump_after_failure(summary.status());
   if (tracing) tracing->finish();
   if (!summary.is_ok()) {

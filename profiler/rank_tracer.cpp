@@ -17,10 +17,9 @@
 namespace partrain::profiler {
 namespace {
 
-std::atomic<RankTracer*> g_active_tracer{nullptr};
-
-// One scratch buffer per thread for encoding: the recorder copies the bytes, so it is reused.
-thread_local std::vector<uint8_t> t_encoded;
+// Room for a typical encoded event (a slice with its name, a collective with its ranks) in one
+// allocation; longer ones grow.
+constexpr size_t kTypicalEventBytes = 256;
 
 }  // namespace
 
@@ -53,7 +52,6 @@ RankTracer::RankTracer(RankTracerOptions options)
 }
 
 RankTracer::~RankTracer() {
-  if (active_tracer() == this) set_active_tracer(nullptr);
   recorder_.reset();  // final drain into the client, then the client says goodbye
   client_.reset();
 }
@@ -169,18 +167,15 @@ void RankTracer::step_done(int64_t step_index, int64_t start_ns, int64_t end_ns,
 }
 
 void RankTracer::emit(const TraceEvent& event) {
-  t_encoded.clear();
-  encode_event(event, t_encoded);
+  // The event's own buffer (the recorder copies the bytes): one allocation, as the event's strings
+  // already cost, and no per-thread scratch outliving it.
+  std::vector<uint8_t> encoded;
+  encoded.reserve(kTypicalEventBytes);
+  encode_event(event, encoded);
   // One record = one encoded event (its own size and type header); the collector decodes it.
-  recorder_->record(std::span<const uint8_t>(t_encoded));
+  recorder_->record(std::span<const uint8_t>(encoded));
 }
 
 bool RankTracer::flush(std::chrono::milliseconds timeout) { return recorder_->flush(timeout); }
-
-void set_active_tracer(RankTracer* tracer) {
-  g_active_tracer.store(tracer, std::memory_order_release);
-}
-
-RankTracer* active_tracer() { return g_active_tracer.load(std::memory_order_acquire); }
 
 }  // namespace partrain::profiler

@@ -1,9 +1,8 @@
 // A rank's side of tracing: turns what the rank does (slices, collectives, memory changes, steps)
 // into TraceEvents on the run-wide timeline and hands them to its Recorder, which ships them to the
 // node's collector. Never blocks training and never fails it: a lost collector means counted drops.
-//
-// One tracer per process may be made active (set_active_tracer) so that code far from the worker's
-// entry point (model chunks, the pipeline executor) can open TraceScopes without plumbing.
+// The worker makes one (runner/worker/rank_tracing.h) and hands it to what records: the trainer,
+// the model chunks and the optimizer open TraceScopes on it (nullptr: the rank is not traced).
 #pragma once
 
 #include <atomic>
@@ -113,10 +112,5 @@ class RankTracer {
   std::deque<std::pair<int64_t, int64_t>> step_history_;  // (local ns, step), oldest first
   std::function<void()> step_listener_;
 };
-
-// The process's active tracer (nullptr: not traced). The worker sets it before training starts
-// and clears it before the tracer is destroyed.
-void set_active_tracer(RankTracer* tracer);
-RankTracer* active_tracer();
 
 }  // namespace partrain::profiler

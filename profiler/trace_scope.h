@@ -1,6 +1,8 @@
-// TraceScope: a slice from construction to destruction on the active tracer (rank_tracer.h), the
-// way RECORD_FUNCTION marks a region in PyTorch. Costs one atomic load when the process is not
-// traced. The name must outlive the scope (a literal, or a string owned by the caller).
+// TraceScope: a slice from construction to destruction on the caller's tracer, the way
+// RECORD_FUNCTION marks a region in PyTorch. The tracer comes from whoever records (the trainer,
+// a model chunk, the optimizer were given it when made); nullptr means the rank is not traced,
+// and the scope then costs one comparison. The name must outlive the scope (a literal, or a
+// string owned by the caller).
 #pragma once
 
 #include <string_view>
@@ -12,9 +14,9 @@ namespace partrain::profiler {
 
 class TraceScope {
  public:
-  TraceScope(std::string_view name, SliceCategory category, int layer = -1,
+  TraceScope(RankTracer* tracer, std::string_view name, SliceCategory category, int layer = -1,
              int micro_batch = -1) noexcept
-      : tracer_(active_tracer()),
+      : tracer_(tracer),
         name_(name),
         category_(category),
         layer_(layer),

@@ -1,5 +1,5 @@
 // The CUDA device: the op set of device.h on one GPU, cuBLAS for the GEMMs and the small kernels
-// of cuda_kernels.cu for the rest, all queued on one compute stream. This header needs no CUDA
+// of cuda_kernels.h (runner/ops/<op>_cuda.cu) for the rest, all queued on one compute stream. This header needs no CUDA
 // (handles are forward-declared), so CPU-only code can ask for a CUDA device through
 // create_cuda_device and get a Status back when the build or the machine has none.
 #pragma once

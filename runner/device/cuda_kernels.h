@@ -1,7 +1,9 @@
-// Launchers of the CUDA device's own kernels (cuda_kernels.cu): everything of the op set that is
-// not a GEMM. Internal to the CUDA device (it includes the CUDA runtime's header). Each launcher
-// queues its kernels on `stream` and returns the launch's error (cudaGetLastError); empty inputs
-// launch nothing. Layouts and formulas are those of the matching runner/ops header.
+// Launchers of the CUDA device's own kernels: everything of the op set that is not a GEMM. Each
+// op family's kernels are in runner/ops/<op>_cuda.cu beside its CPU reference (<op>.cpp), with
+// the same layouts and formulas (the matching runner/ops header); fill and scale are in
+// runner/device/cuda_elementwise.cu, what they share in cuda_kernel_support.cuh. Internal to the
+// CUDA device (it includes the CUDA runtime's header). Each launcher queues its kernels on
+// `stream` and returns the launch's error (cudaGetLastError); empty inputs launch nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,9 +12,11 @@
 
 namespace partrain::runner::cuda_kernels {
 
-// Memory and element-wise ops.
+// runner/device/cuda_elementwise.cu
 cudaError_t fill(cudaStream_t stream, float* x, int64_t n, float value);
 cudaError_t scale(cudaStream_t stream, float* x, int64_t n, float factor);
+
+// runner/ops/bf16_round_cuda.cu
 // destination (n) = source rounded to bf16 (round to nearest even), as GEMM operands; four at a
 // time where source is 16-byte and destination 8-byte aligned.
 cudaError_t round_to_bf16(cudaStream_t stream, void* destination, const float* source, int64_t n);
@@ -22,10 +26,14 @@ cudaError_t store_bf16(cudaStream_t stream, uint16_t* destination, float* values
 cudaError_t widen_bf16(cudaStream_t stream, float* destination, const uint16_t* source, int64_t n);
 // sum (n) = bf16(sum + x): added in fp32, rounded to nearest even once.
 cudaError_t accumulate_bf16(cudaStream_t stream, uint16_t* sum, const float* x, int64_t n);
+
+// runner/ops/residual_cuda.cu
 cudaError_t residual_forward(cudaStream_t stream, float* out, const float* a, const float* b,
                              int64_t n);
 cudaError_t residual_backward(cudaStream_t stream, float* da, float* db, const float* dout,
                               int64_t n);
+
+// runner/ops/gelu_cuda.cu
 // Each side fp32 or bf16 as stored (a bf16 input widened as read, a bf16 output rounded as
 // written; runner/ops/gelu.h).
 cudaError_t gelu_forward(cudaStream_t stream, float* out, const float* inp, int64_t n);
@@ -37,6 +45,7 @@ cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const float* inp, co
 cudaError_t gelu_backward(cudaStream_t stream, float* dinp, const uint16_t* inp, const float* dout,
                           int64_t n);
 
+// runner/ops/matmul_cuda.cu
 // The bias parts of matmul: out (N, OC) += bias per row; dbias (OC) += sum over rows of dout.
 cudaError_t add_bias(cudaStream_t stream, float* out, const float* bias, int64_t N, int64_t OC);
 // out (N, OC bf16) = product + bias per row (bias may be null), added in fp32 and rounded once
@@ -46,6 +55,7 @@ cudaError_t add_bias_and_round(cudaStream_t stream, uint16_t* out, const float* 
 cudaError_t bias_backward(cudaStream_t stream, float* dbias, const float* dout, int64_t N,
                           int64_t OC);
 
+// runner/ops/layernorm_cuda.cu
 cudaError_t layernorm_forward(cudaStream_t stream, float* out, float* mean, float* rstd,
                               const float* inp, const float* weight, const float* bias, int64_t N,
                               int64_t C);
@@ -53,6 +63,7 @@ cudaError_t layernorm_backward(cudaStream_t stream, float* dinp, float* dweight,
                                const float* dout, const float* inp, const float* weight,
                                const float* mean, const float* rstd, int64_t N, int64_t C);
 
+// runner/ops/attention_cuda.cu
 // Attention's causal softmax over `rows` rows of (T) scores, row r being query t = r % T:
 // probabilities for keys t2 <= t and 0 after, written in fp32 (in place when probabilities ==
 // scores; rounded to bf16 values when round_to_bf16) or as bf16; the scores are overwritten.
@@ -69,6 +80,7 @@ cudaError_t causal_softmax_backward(cudaStream_t stream, const float* dp,
                                     const uint16_t* probabilities, uint16_t* dscores, int64_t rows,
                                     int64_t T, float scale);
 
+// runner/ops/embedding_cuda.cu
 // Embeddings over rows [vocab_start, vocab_end) of the (possibly sharded) wte; wpe, dwpe may be
 // nullptr.
 cudaError_t embedding_forward(cudaStream_t stream, float* out, const int32_t* tokens,
@@ -82,12 +94,14 @@ cudaError_t embedding_backward(cudaStream_t stream, float* dwte_shard, float* dw
                                const float* dout, const int32_t* tokens, int64_t B, int64_t T,
                                int64_t C, int64_t vocab_start, int64_t vocab_end);
 
+// runner/ops/cross_entropy_cuda.cu
 // Per-row losses (N) into `losses` (never nullptr here); a target outside [0, V) gives NaN.
 cudaError_t cross_entropy_forward(cudaStream_t stream, float* losses, const float* logits,
                                   const int32_t* targets, int64_t N, int64_t V);
 cudaError_t cross_entropy_backward(cudaStream_t stream, float* dlogits, const float* logits,
                                    const int32_t* targets, int64_t N, int64_t V, float dloss_scale);
 
+// runner/ops/vocab_parallel_cross_entropy_cuda.cu
 cudaError_t vocab_parallel_local_max(cudaStream_t stream, float* row_max, const float* logits,
                                      int64_t N, int64_t V_local);
 cudaError_t vocab_parallel_local_sum_exp(cudaStream_t stream, float* row_sum_exp,
@@ -105,9 +119,11 @@ cudaError_t vocab_parallel_backward(cudaStream_t stream, float* dlogits, const f
                                     const float* global_sum_exp, int64_t N, int64_t V_local,
                                     int64_t vocab_start, float dloss_scale);
 
+// runner/ops/mean_square_loss_cuda.cu
 cudaError_t mean_square_loss_backward(cudaStream_t stream, float* dy, const float* y, int64_t n,
                                       float dloss_scale);
 
+// runner/ops/adamw_cuda.cu
 // One AdamW step's scalars: bias_correction1 = 1 - beta1^step and bias_correction2 =
 // 1 - beta2^step, computed by the caller as runner/ops/adamw.cpp does; each gradient is multiplied
 // by grad_scale first.
@@ -122,6 +138,7 @@ cudaError_t adamw_update(cudaStream_t stream, float* params, const float* grads,
 cudaError_t adamw_update(cudaStream_t stream, float* params, const uint16_t* grads, float* m,
                          float* v, uint16_t* params_bf16, int64_t n, const AdamWStep& step);
 
+// runner/ops/global_norm_cuda.cu
 // sum_i x_i^2 in double into *result (device memory), through `partials`, which holds
 // kSumOfSquaresPartials doubles (device memory); x fp32, or bf16 widened.
 inline constexpr int kSumOfSquaresPartials = 1024;

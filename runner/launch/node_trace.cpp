@@ -4,15 +4,11 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "profiler/node_trace_name.h"
 #include "profiler/rank_tracer.h"
+#include "runner/launch/trace_path.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
-
-fs::path default_trace_path(const std::string& run_id) {
-  return fs::path("partrain-runs") / (run_id + ".db");
-}
 
 StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path& path,
                                                                 std::string_view flag,
@@ -20,10 +16,6 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path&
                                                                 const std::string& token,
                                                                 profiler::RunInfo run,
                                                                 uint64_t max_bytes) {
-  if (fs::exists(path)) {
-    return invalid_argument("the trace file {} already exists: remove it or pass another {}",
-                            path.string(), flag);
-  }
   std::error_code error;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
   if (error) {
@@ -52,8 +44,8 @@ std::string describe_trace_stop(const profiler::TraceSessionStats& stats) {
 
 StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
                                                       const RunContext& run) {
-  const fs::path base = config.trace_file ? fs::path(*config.trace_file)
-                                          : default_trace_path(run.run_id);
+  ASSIGN_OR_RETURN(const fs::path path,
+                   decide_trace_path({config.trace_file, run.run_id, run.node_rank}));
   profiler::RunInfo info;
   info.run_id = run.run_id;
   info.command = config.trace_command;
@@ -63,8 +55,7 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   const std::string socket_name =
       run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(profiler::node_trace_path(base, run.node_rank),
-                                  "--trace FILE (or --no-trace)", socket_name, run.token,
+                   open_run_trace(path, "--trace FILE (or --no-trace)", socket_name, run.token,
                                   std::move(info), config.trace_max_bytes));
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));
 }

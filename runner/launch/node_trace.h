@@ -19,14 +19,11 @@
 
 namespace partrain::launch {
 
-// ./partrain-runs/<run_id>.db
-std::filesystem::path default_trace_path(const std::string& run_id);
-
-// A new trace file at `path` (its directory made first) with its collector, the run's row
-// (start times filled in) already in it, and "tracing into PATH" said. The collector's socket
-// directory is named by `socket_name`. kInvalidArgument when the file exists (`flag` names how
-// to choose another, e.g. "--trace FILE"), kFailed when it cannot be created. Tracing stops
-// when the file would outgrow `max_bytes` (0: no limit) or fills the disk (trace_writer.h).
+// A new trace file at `path` (decide_trace_path's, trace_path.h; its directory made first) with
+// its collector, the run's row (start times filled in) already in it, and "tracing into PATH"
+// said. The collector's socket directory is named by `socket_name`. kFailed when it cannot be
+// created (`flag`, e.g. "--trace FILE", says how to choose another). Tracing stops when the file
+// would outgrow `max_bytes` (0: no limit) or fills the disk (trace_writer.h).
 StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const std::filesystem::path& path,
                                                                 std::string_view flag,
                                                                 const std::string& socket_name,
@@ -39,8 +36,8 @@ std::string describe_trace_stop(const profiler::TraceSessionStats& stats);
 
 class NodeTrace {
  public:
-  // Creates the node's file (its directory too) and starts the collector. Fails with
-  // kInvalidArgument when the file exists, kFailed when it cannot be created.
+  // Creates the node's file (decide_trace_path's; its directory too) and starts the collector.
+  // Fails with kInvalidArgument when the file exists, kFailed when it cannot be created.
   static StatusOr<std::unique_ptr<NodeTrace>> start(const LaunchConfig& config,
                                                     const RunContext& run);
   // Under an outer `partrain trace` (PARTRAIN_COLLECTOR set): no file of its own; the workers

@@ -37,7 +37,7 @@ bool group_alive(pid_t group) { return ::kill(-group, 0) == 0 || errno == EPERM;
   }
   ::syscall(SYS_close_range, 1024u, ~0u, 0u);  // the rest, where the kernel has close_range
 
-  static pid_t groups[kMaxGroups];
+  pid_t groups[kMaxGroups];  // 16 KiB of the forking thread's stack: no allocation after fork
   size_t count = 0;
   bool done = false;
   char buffer[4 * 64];

@@ -23,6 +23,7 @@
 #include "runner/launch/run_identity.h"
 #include "runner/launch/signal_channel.h"
 #include "runner/launch/stale_launcher_dirs.h"
+#include "runner/launch/trace_path.h"
 #include "runner/launch/worker_env.h"
 
 namespace partrain::launch {
@@ -165,13 +166,13 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     ASSIGN_OR_RETURN(run_id, new_run_id());
   }
   ASSIGN_OR_RETURN(std::string token, random_token());
-  const fs::path path = config.output ? fs::path(*config.output) : default_trace_path(run_id);
+  ASSIGN_OR_RETURN(const fs::path path, decide_trace_path({config.output, run_id, 0}));
   profiler::RunInfo info;
   info.run_id = run_id;
   info.command = config.command_line;
   info.config_json = "{}";
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(path, "-o FILE", run_id, token, std::move(info),
+                   open_run_trace(path, "--trace FILE", run_id, token, std::move(info),
                                   config.max_bytes));
 
   auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id, config),

@@ -43,14 +43,11 @@ std::unique_ptr<RankTracing> RankTracing::from_env() {
 }
 
 RankTracing::RankTracing(std::unique_ptr<profiler::RankTracer> tracer)
-    : tracer_(std::move(tracer)), gpu_sink_(*tracer_) {
-  profiler::set_active_tracer(tracer_.get());
-}
+    : tracer_(std::move(tracer)), gpu_sink_(*tracer_) {}
 
 RankTracing::~RankTracing() {
   stop_gpu_tracing();
   resync_.reset();
-  profiler::set_active_tracer(nullptr);
   tracer_.reset();
 }
 

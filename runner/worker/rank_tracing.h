@@ -1,9 +1,9 @@
 // A worker's tracing for its whole life, when its launcher (or `partrain trace`) runs a collector
-// (PARTRAIN_COLLECTOR): the rank's tracer made active before the world is joined so every
-// collective is recorded, the rank's metadata once joined, the clock kept on the run-wide
-// timeline while it trains, on a GPU its kernels, copies and device memory through CUPTI (the
-// same collection libpartrain_inject.so runs in a foreign program, here in-process), and a final
-// flush. Untraced processes never create one.
+// (PARTRAIN_COLLECTOR): the rank's tracer, made before the world is joined so every collective is
+// recorded and handed to the workload (tracer()), the rank's metadata once joined, the clock kept
+// on the run-wide timeline while it trains, on a GPU its kernels, copies and device memory
+// through CUPTI (the same collection libpartrain_inject.so runs in a foreign program, here
+// in-process), and a final flush. Untraced processes never create one.
 #pragma once
 
 #include <memory>
@@ -22,7 +22,7 @@ class RankTracing {
  public:
   // nullptr when the environment names no collector (or RANK is not set).
   static std::unique_ptr<RankTracing> from_env();
-  ~RankTracing();  // deactivates and flushes the tracer
+  ~RankTracing();  // stops the GPU collection and the clock re-sync, flushes the tracer
   RankTracing(const RankTracing&) = delete;
   RankTracing& operator=(const RankTracing&) = delete;
 

@@ -15,13 +15,15 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
                                                               const ResolvedLayout& resolved,
                                                               int64_t bucket_bytes, Mesh& mesh,
                                                               TensorParallel& tp, uint64_t seed,
-                                                              int layers, StateStorage storage) {
-  std::unique_ptr<DataParallel> dp(new DataParallel(device, layout, resolved, mesh, tp, storage));
+                                                              int layers, StateStorage storage,
+                                                              profiler::RankTracer* tracer) {
+  std::unique_ptr<DataParallel> dp(
+      new DataParallel(device, layout, resolved, mesh, tp, storage, tracer));
   const int zero = resolved.layout.zero;
   if (zero >= 2) {
     ASSIGN_OR_RETURN(dp->sharded_,
-                     ShardedState::create(device, layout, zero, mesh.dp(), tp, seed,
-                                          layers, TpShard{mesh.coords().tp, tp.size()}, storage));
+                     ShardedState::create(device, layout, zero, mesh.dp(), tp, seed, layers,
+                                          TpShard{mesh.coords().tp, tp.size()}, storage, tracer));
     return dp;
   }
   const int64_t dp_size = mesh.dp().size();
@@ -208,7 +210,7 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
   const bool bf16 = storage_.bf16_params;
   float* p = bf16 ? master_.data() : params_.data() + shard_begin_;
   {
-    profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
+    profiler::TraceScope scope(tracer_, "adamw", profiler::SliceCategory::kCompute);
     ops::AdamWConfig clipped = adam;
     clipped.grad_scale = grad_scale;  // fused: no pass of its own over the gradients
     adamw_update(device_, p, grads_, shard_begin_, adam_m_.data(), adam_v_.data(), shard, clipped,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "profiler/rank_tracer.h"
 #include "runner/comm/host_value_collectives.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
@@ -27,12 +28,14 @@ namespace partrain::runner {
 class DataParallel final : public ParamAccess {
  public:
   // Allocates params (initialised from `seed`), grads and optimizer states for `layout`, as
-  // `resolved`'s ZeRO stage shards them; DDP reduces in buckets of `bucket_bytes`.
+  // `resolved`'s ZeRO stage shards them; DDP reduces in buckets of `bucket_bytes`. `tracer`
+  // (null: not traced) records the optimizer's steps.
   static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
                                                         const ResolvedLayout& resolved,
                                                         int64_t bucket_bytes, Mesh& mesh,
                                                         TensorParallel& tp, uint64_t seed,
-                                                        int layers, StateStorage storage = {});
+                                                        int layers, StateStorage storage = {},
+                                                        profiler::RankTracer* tracer = nullptr);
 
   // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
   // through unit_ready). bf16 storage (StateStorage): the bf16 parameters as stored, and under
@@ -65,7 +68,7 @@ class DataParallel final : public ParamAccess {
  private:
 
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
-               Mesh& mesh, TensorParallel& tp, StateStorage storage)
+               Mesh& mesh, TensorParallel& tp, StateStorage storage, profiler::RankTracer* tracer)
       : device_(device),
         layout_(layout),
         resolved_(resolved),
@@ -73,7 +76,8 @@ class DataParallel final : public ParamAccess {
         tp_(tp),
         storage_(storage),
         world_values_(device, mesh.world()),
-        holds_(layout.units().size(), 0) {}
+        holds_(layout.units().size(), 0),
+        tracer_(tracer) {}
   Status initialise_params(uint64_t seed, int layers);
   StatusOr<double> owned_sum_of_squares(bool params);
   // Sum of squares over the flat elements this rank owns, of `values` (fp32 or bf16), which
@@ -95,6 +99,7 @@ class DataParallel final : public ParamAccess {
   std::unique_ptr<DdpBuckets> ddp_;
   std::unique_ptr<ShardedState> sharded_;  // ZeRO-2 and FSDP; the flat buffers stay empty
   comm::Comm* tied_group_ = nullptr;
+  profiler::RankTracer* tracer_;
 };
 
 }  // namespace partrain::runner

@@ -10,7 +10,7 @@ using memory::Category;
 
 GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
                    const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement,
-                   ElementType activations)
+                   ElementType activations, profiler::RankTracer* tracer)
     : device_(device),
       tp_(tp),
       shape_(shape),
@@ -18,7 +18,8 @@ GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute
       access_(access),
       placement_(std::move(placement)),
       store_(device, activations),
-      block_(device, tp, shape, recompute, store_) {
+      block_(device, tp, shape, recompute, store_),
+      tracer_(tracer) {
   static constexpr const char* kNames[kGptBlockParams] = {
       "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
       "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
@@ -202,8 +203,8 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
   InFlight& f = in_flight_[micro_batch];
   ASSIGN_OR_RETURN(f.input, store_.create({n, shape_.C}));
   if (placement_.first) {
-    profiler::TraceScope scope("embedding.forward", profiler::SliceCategory::kCompute, -1,
-                               micro_batch);
+    profiler::TraceScope scope(tracer_, "embedding.forward", profiler::SliceCategory::kCompute,
+                               -1, micro_batch);
     RETURN_IF_ERROR(embed_forward(batch, f.input));
   } else {
     RETURN_IF_ERROR(store_.copy(f.input, *input));
@@ -211,7 +212,7 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
   f.blocks.resize(blocks_.size());
   const Tensor* x = &f.input;
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    profiler::TraceScope scope("block.forward", profiler::SliceCategory::kCompute,
+    profiler::TraceScope scope(tracer_, "block.forward", profiler::SliceCategory::kCompute,
                                placement_.layers[i], micro_batch);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kForward));
     RETURN_IF_ERROR(block_.forward(w, *x, f.blocks[i]));
@@ -219,7 +220,7 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
     x = &f.blocks[i].out;
   }
   if (placement_.last) {
-    profiler::TraceScope scope("head.forward", profiler::SliceCategory::kCompute, -1,
+    profiler::TraceScope scope(tracer_, "head.forward", profiler::SliceCategory::kCompute, -1,
                                micro_batch);
     return head_forward(batch, *x, f.head, loss);
   }
@@ -246,7 +247,7 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
   };
   const Tensor& last_out = f.blocks.empty() ? f.input : f.blocks.back().out;
   if (placement_.last) {
-    profiler::TraceScope scope("head.backward", profiler::SliceCategory::kCompute, -1,
+    profiler::TraceScope scope(tracer_, "head.backward", profiler::SliceCategory::kCompute, -1,
                                micro_batch);
     RETURN_IF_ERROR(head_backward(batch, last_out, f.head, dx.data()));
     ready("final");
@@ -256,7 +257,7 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
   }
   ASSIGN_OR_RETURN(Tensor dx_in, tensor({n, C}, Category::kWorkspace));
   for (size_t i = f.blocks.size(); i-- > 0;) {
-    profiler::TraceScope scope("block.backward", profiler::SliceCategory::kCompute,
+    profiler::TraceScope scope(tracer_, "block.backward", profiler::SliceCategory::kCompute,
                                placement_.layers[i], micro_batch);
     device_.fill(dx_in.data(), n * C, 0.0f);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kBackward));
@@ -266,8 +267,8 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
     ready(fmt::format("layer{}", placement_.layers[i]));
   }
   if (placement_.first) {
-    profiler::TraceScope scope("embedding.backward", profiler::SliceCategory::kCompute, -1,
-                               micro_batch);
+    profiler::TraceScope scope(tracer_, "embedding.backward", profiler::SliceCategory::kCompute,
+                               -1, micro_batch);
     RETURN_IF_ERROR(embed_backward(batch, dx.data()));
     ready("embedding");
   } else {

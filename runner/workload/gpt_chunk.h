@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/rank_tracer.h"
 #include "runner/workload/gpt_block.h"
 #include "runner/workload/model_chunk.h"
 #include "runner/workload/param_access.h"
@@ -21,10 +22,11 @@ namespace partrain::runner {
 class GptChunk final : public ModelChunk {
  public:
   // `access` hands out the parameters and gradients of `layout`'s units; `activations` is the
-  // element type the chunk keeps its activations in.
+  // element type the chunk keeps its activations in; `tracer` (null: not traced) records each
+  // block's forward and backward.
   GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
            const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement,
-           ElementType activations);
+           ElementType activations, profiler::RankTracer* tracer);
 
   // Elements of the activation passed between pipeline stages (local tokens x C).
   int64_t boundary_numel() const override {
@@ -96,6 +98,7 @@ class GptChunk final : public ModelChunk {
   std::map<std::string, ParamRef> refs_;
   std::vector<BlockRefs> blocks_;
   std::map<int, InFlight> in_flight_;
+  profiler::RankTracer* tracer_;
 };
 
 }  // namespace partrain::runner

@@ -25,7 +25,8 @@ void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out) {
 
 MlpChunk::MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
                    Recompute recompute, const ParamLayout& layout, ParamAccess& access,
-                   ChunkPlacement placement, ElementType activations)
+                   ChunkPlacement placement, ElementType activations,
+                   profiler::RankTracer* tracer)
     : device_(device),
       tp_(tp),
       B_(micro_batch),
@@ -33,7 +34,8 @@ MlpChunk::MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int6
       recompute_(recompute),
       access_(access),
       placement_(std::move(placement)),
-      store_(device, activations) {
+      store_(device, activations),
+      tracer_(tracer) {
   for (int layer : placement_.layers) {
     units_.push_back(layout.unit_of(fmt::format("mlp{}.w", layer)));
   }
@@ -75,7 +77,7 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
   std::vector<Layer>& layers = in_flight_[micro_batch];
   layers.resize(placement_.layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
-    profiler::TraceScope scope("layer.forward", profiler::SliceCategory::kCompute,
+    profiler::TraceScope scope(tracer_, "layer.forward", profiler::SliceCategory::kCompute,
                                placement_.layers[i], micro_batch);
     const int64_t in = row_parallel(placement_.layers[i]) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(layers[i].input, store_.create({B_, in}));
@@ -120,8 +122,8 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
   }
   for (size_t i = layers.size(); i-- > 0;) {
     const int layer_index = placement_.layers[i];
-    profiler::TraceScope scope("layer.backward", profiler::SliceCategory::kCompute, layer_index,
-                               micro_batch);
+    profiler::TraceScope scope(tracer_, "layer.backward", profiler::SliceCategory::kCompute,
+                               layer_index, micro_batch);
     Layer& layer = layers[i];
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kBackward));
     if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layer));

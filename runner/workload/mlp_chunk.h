@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "profiler/rank_tracer.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
 #include "runner/workload/activation_store.h"
@@ -27,10 +28,11 @@ void mlp_features(uint64_t seed, uint64_t index, int hidden, float* out);
 
 class MlpChunk final : public ModelChunk {
  public:
-  // `activations`: the element type the chunk keeps its activations in.
+  // `activations`: the element type the chunk keeps its activations in; `tracer` (null: not
+  // traced) records each layer's forward and backward.
   MlpChunk(Device& device, TensorParallel& tp, int64_t micro_batch, int64_t hidden,
            Recompute recompute, const ParamLayout& layout, ParamAccess& access,
-           ChunkPlacement placement, ElementType activations);
+           ChunkPlacement placement, ElementType activations, profiler::RankTracer* tracer);
 
   int64_t boundary_numel() const override { return B_ * H_; }
   ElementType boundary_type() const override { return store_.type(); }
@@ -63,6 +65,7 @@ class MlpChunk final : public ModelChunk {
   ActivationStore store_;
   std::vector<size_t> units_;  // each layer's parameter unit (its weight is the whole unit)
   std::map<int, std::vector<Layer>> in_flight_;
+  profiler::RankTracer* tracer_;
 };
 
 }  // namespace partrain::runner

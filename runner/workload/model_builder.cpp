@@ -63,7 +63,8 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
                                                       const std::vector<ChunkPlacement>& chunks,
                                                       Device& device, TensorParallel& tp,
                                                       const ParamLayout& layout,
-                                                      ParamAccess& access) {
+                                                      ParamAccess& access,
+                                                      profiler::RankTracer* tracer) {
   const WorkloadModel& m = config.model;
   const int64_t B = config.resolved.layout.micro_batch;
   const ElementType activations = activation_type(config.precision);
@@ -71,11 +72,13 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
   for (const ChunkPlacement& chunk : chunks) {
     if (config.kind == WorkloadKind::kGpt) {
       GptShape shape{B, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
-      built.push_back(std::make_unique<GptChunk>(device, tp, shape, config.resolved.layout.recompute, layout,
-                                                 access, chunk, activations));
+      built.push_back(std::make_unique<GptChunk>(device, tp, shape,
+                                                 config.resolved.layout.recompute, layout, access,
+                                                 chunk, activations, tracer));
     } else {
-      built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden, config.resolved.layout.recompute,
-                                                 layout, access, chunk, activations));
+      built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden,
+                                                 config.resolved.layout.recompute, layout, access,
+                                                 chunk, activations, tracer));
     }
   }
   return built;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "profiler/rank_tracer.h"
 #include "runner/device/device.h"
 #include "runner/workload/model_chunk.h"
 #include "runner/workload/param_access.h"
@@ -31,6 +32,7 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
                                                       const std::vector<ChunkPlacement>& chunks,
                                                       Device& device, TensorParallel& tp,
                                                       const ParamLayout& layout,
-                                                      ParamAccess& access);
+                                                      ParamAccess& access,
+                                                      profiler::RankTracer* tracer);
 
 }  // namespace partrain::runner

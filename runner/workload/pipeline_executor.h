@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "profiler/rank_tracer.h"
 #include "runner/comm/comm.h"
 #include "runner/device/device.h"
 #include "runner/workload/model_chunk.h"
@@ -28,22 +29,26 @@ struct PipelineStepHooks {
 class PipelineExecutor {
  public:
   // chunks: this rank's model chunks by model chunk index. activations and gradients: two
-  // communicators over the pipeline group (rank i = pipeline stage i).
+  // communicators over the pipeline group (rank i = pipeline stage i). tracer (null: not traced)
+  // records each action's forward or backward phase.
   PipelineExecutor(Device& device, std::map<int, ModelChunk*> chunks, comm::Comm& activations,
                    comm::Comm& gradients, std::vector<PipelineAction> actions,
-                   const PipelineShape& shape)
+                   const PipelineShape& shape, profiler::RankTracer* tracer)
       : device_(device),
         chunks_(std::move(chunks)),
         activations_(activations),
         gradients_(gradients),
         actions_(std::move(actions)),
         micro_batches_(shape.micro_batches),
-        total_chunks_(shape.chunks()) {}
+        total_chunks_(shape.chunks()),
+        tracer_(tracer) {}
 
   // Runs the step; returns the sum of the last chunk's micro-batch mean losses (0 elsewhere).
   StatusOr<double> run_step(const PipelineStepHooks& hooks);
 
  private:
+  class Step;  // one step's messages, batches and sends in flight
+
   Device& device_;
   std::map<int, ModelChunk*> chunks_;
   comm::Comm& activations_;
@@ -51,6 +56,7 @@ class PipelineExecutor {
   std::vector<PipelineAction> actions_;
   int micro_batches_;
   int total_chunks_;
+  profiler::RankTracer* tracer_;
 };
 
 }  // namespace partrain::runner

@@ -26,8 +26,10 @@ StatusOr<std::unique_ptr<ShardedState>> ShardedState::create(Device& device,
                                                               int stage, comm::Comm& dp,
                                                               TensorParallel& tp, uint64_t seed,
                                                               int layers, TpShard tp_shard,
-                                                              StateStorage storage) {
-  std::unique_ptr<ShardedState> s(new ShardedState(device, layout, stage, dp, tp, storage));
+                                                              StateStorage storage,
+                                                              profiler::RankTracer* tracer) {
+  std::unique_ptr<ShardedState> s(
+      new ShardedState(device, layout, stage, dp, tp, storage, tracer));
   const UnitShards& shards = s->shards_;
   const int64_t params = stage == 3 ? shards.shard_numel() : shards.padded_numel();
   if (s->bf16()) {
@@ -325,7 +327,7 @@ Status ShardedState::update(const ops::AdamWConfig& adam, int64_t step, float gr
   for (size_t i = 0; i < shards_.size(); ++i) {
     const UnitShard& s = shards_.unit(i);
     {
-      profiler::TraceScope scope("adamw", profiler::SliceCategory::kCompute);
+      profiler::TraceScope scope(tracer_, "adamw", profiler::SliceCategory::kCompute);
       adamw_update(device_, owned_master(i), grads_, s.shard_offset,
                    adam_m_.data() + s.shard_offset, adam_v_.data() + s.shard_offset, s.shard,
                    clipped, step, bf16() ? owned_bf16_params(i) : nullptr);

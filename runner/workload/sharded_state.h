@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "profiler/rank_tracer.h"
 #include "runner/comm/comm.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
@@ -30,11 +31,13 @@ namespace partrain::runner {
 class ShardedState final : public ParamAccess {
  public:
   // stage 2 (ZeRO-2: parameters whole, padded per unit) or 3 (FSDP: parameters sharded).
+  // `tracer` (null: not traced) records the optimizer's steps.
   static StatusOr<std::unique_ptr<ShardedState>> create(Device& device, const ParamLayout& layout,
                                                         int stage, comm::Comm& dp,
                                                         TensorParallel& tp, uint64_t seed,
                                                         int layers, TpShard tp_shard,
-                                                        StateStorage storage = {});
+                                                        StateStorage storage = {},
+                                                        profiler::RankTracer* tracer = nullptr);
 
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
@@ -70,7 +73,7 @@ class ShardedState final : public ParamAccess {
   using Use = std::pair<size_t, Pass>;
 
   ShardedState(Device& device, const ParamLayout& layout, int stage, comm::Comm& dp,
-               TensorParallel& tp, StateStorage storage)
+               TensorParallel& tp, StateStorage storage, profiler::RankTracer* tracer)
       : device_(device),
         layout_(layout),
         stage_(stage),
@@ -78,7 +81,8 @@ class ShardedState final : public ParamAccess {
         dp_(dp),
         tp_(tp),
         shards_(layout, dp.size(), dp.rank()),
-        held_(layout.units().size()) {}
+        held_(layout.units().size()),
+        tracer_(tracer) {}
 
   // The unit's owned slice of the parameters (its first `shard` elements are this rank's), as
   // stored (fp32 or bf16), and where it starts in params_ (elements).
@@ -124,6 +128,7 @@ class ShardedState final : public ParamAccess {
   std::vector<Use> order_, trace_;
   bool prefetch_ok_ = true;
   int prefetch_hits_ = 0;
+  profiler::RankTracer* tracer_;
 };
 
 }  // namespace partrain::runner

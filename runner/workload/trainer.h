@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/status.h"
+#include "profiler/rank_tracer.h"
 #include "runner/comm/comm.h"
 #include "runner/comm/flight_recorder.h"
 #include "runner/device/device.h"
@@ -15,11 +16,13 @@ namespace partrain::runner {
 // Trains on `device` (workload_device.h creates it; the world's communicator works on its
 // buffers). `recorder` (may be null) is the world's flight recorder: the summary reports from it
 // how many DDP bucket all-reduces of the last step started before that step's backward ended.
+// `tracer` (null: not traced) records the steps, phases, ops and memory of the run.
 StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, comm::Comm& world,
-                                  const comm::FlightRecorder* recorder = nullptr);
+                                  const comm::FlightRecorder* recorder = nullptr,
+                                  profiler::RankTracer* tracer = nullptr);
 
-// Model FLOPs of one training step (forward + backward, 3x the forward's matrix products and
-// attention scores; no recomputation): Narayanan et al. 2021, eq. 3, generalised to any MLP width.
-double gpt_flops_per_step(const WorkloadModel& model, int64_t global_batch);
+// Model FLOPs of one training step, as memory/flops.h counts them for the built-in model
+// (forward + backward; no recomputation, which the summary's MFU does not count).
+double model_flops_per_step(const WorkloadConfig& config);
 
 }  // namespace partrain::runner

@@ -531,7 +531,7 @@ TEST_F(CudaDeviceTest, LayerNormForwardAndBackward) {
 TEST_F(CudaDeviceTest, AttentionForwardAndBackward) { compare_attention(kFp32Tolerance); }
 
 // The causal softmax keeps rows of up to 128, 512 and 2048 columns in registers and streams longer
-// ones (runner/device/cuda_kernels.cu): each side of each bound, against the CPU.
+// ones (runner/ops/attention_cuda.cu): each side of each bound, against the CPU.
 TEST_F(CudaDeviceTest, AttentionAtEveryRowLengthTheSoftmaxHandles) {
   std::vector<Shape> shapes;
   for (int64_t T : {1, 31, 33, 128, 129, 512, 513, 2048, 2049}) {

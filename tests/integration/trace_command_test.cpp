@@ -241,5 +241,62 @@ TEST_F(TraceCommandTest, EnvironmentExitCodesAndRefusals) {
   EXPECT_FALSE(fs::exists(db("missing.db")));
 }
 
+// `trace` names its flags as `launch` does (--trace FILE, --trace-max-size SIZE, the same
+// PARTRAIN_TRACE variable), and the spellings it had before (-o, --output, --max-size) still
+// work and are listed beside them in --help.
+TEST_F(TraceCommandTest, TheTraceFlagsAreSpelledAsLaunchsAndTheOldSpellingsStillWork) {
+  for (const char* spelling : {"--trace", "-o", "--output"}) {
+    const std::string file = db(fmt::format("by{}.db", spelling).c_str());  // by--trace.db
+    CommandResult r = run_partrain(fmt::format("trace {} {} -- true", spelling, file));
+    EXPECT_EQ(r.exit_code, 0) << spelling << ": " << r.err;
+    EXPECT_EQ(query(file, "SELECT status FROM runs"), "completed\n") << spelling;
+  }
+  for (const char* spelling : {"--trace-max-size", "--max-size"}) {
+    CommandResult r = run_partrain(fmt::format("trace {} 10K --trace {} -- true", spelling,
+                                               db("small.db")));
+    EXPECT_EQ(r.exit_code, 2) << spelling << ": " << r.err;
+    EXPECT_NE(r.err.find("--trace-max-size/--max-size 10K: a trace needs at least 1M"),
+              std::string::npos)
+        << r.err;
+    r = run_partrain(fmt::format("trace {} 2M --trace {} -- true", spelling,
+                                 db(fmt::format("limit{}.db", spelling).c_str())));
+    EXPECT_EQ(r.exit_code, 0) << spelling << ": " << r.err;
+  }
+  CommandResult r = run_partrain("trace -- true", "PARTRAIN_TRACE=" + db("from-env.db"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(db("from-env.db"))) << r.err;
+  // The same names in both commands' help, the old ones beside them.
+  CommandResult trace_help = run_partrain("trace --help");
+  EXPECT_NE(trace_help.out.find("-o,--trace,--output TEXT"), std::string::npos) << trace_help.out;
+  EXPECT_NE(trace_help.out.find("--trace-max-size,--max-size TEXT"), std::string::npos)
+      << trace_help.out;
+  CommandResult launch_help = run_partrain("launch --help");
+  EXPECT_NE(launch_help.out.find("  --trace TEXT"), std::string::npos) << launch_help.out;
+  EXPECT_NE(launch_help.out.find("  --trace-max-size TEXT"), std::string::npos) << launch_help.out;
+  EXPECT_NE(launch_help.out.find("  --nvml-interval TEXT"), std::string::npos) << launch_help.out;
+  // Both refuse an existing file with the same words.
+  for (const char* command : {"trace", "launch -n 1"}) {
+    r = run_partrain(fmt::format("{} --trace {} -- true", command, db("by--trace.db")));
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("the trace file " + db("by--trace.db") +
+                         " already exists: remove it or pass another --trace FILE"),
+              std::string::npos)
+        << command << ": " << r.err;
+  }
+}
+
+// --tui on a node other than 0 without --run-id or --trace: the file's name takes node 0's run
+// id, known only at the rendezvous, so the dashboard could not know what to follow. Refused
+// before a terminal is even needed.
+TEST_F(TraceCommandTest, ADashboardOnALaterNodeNeedsARunIdOrATraceFile) {
+  CommandResult r = run_partrain(
+      "launch --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 -n 1 --tui -- true </dev/null");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--tui on node 1 follows this node's trace file, named after node 0's "
+                       "run id"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace partrain::testing

@@ -1,6 +1,6 @@
 // RankTracer and TraceScope: what a rank records lands in the node's file on the run-wide
 // timeline (local time + the fitted clock offset), tagged with the current step, on the calling
-// thread's track; a TraceScope records only while a tracer is active.
+// thread's track; a TraceScope records only on the tracer it is given.
 #include "profiler/rank_tracer.h"
 
 #include <gtest/gtest.h>
@@ -104,20 +104,17 @@ TEST_F(RankTracerTest, LateRecordsCarryTheStepTheyHappenedIn) {
   EXPECT_EQ(tracer.step_at(monotonic_ns()), 2);
 }
 
-TEST_F(RankTracerTest, TraceScopeRecordsOnlyWhileATracerIsActive) {
+TEST_F(RankTracerTest, TraceScopeRecordsOnlyOnTheTracerItIsGiven) {
   {
-    profiler::TraceScope untraced("before", SliceCategory::kPhase);
+    profiler::TraceScope untraced(nullptr, "before", SliceCategory::kPhase);
   }
   {
     RankTracer tracer(tracer_options(0));
-    set_active_tracer(&tracer);
-    EXPECT_EQ(active_tracer(), &tracer);
     {
-      TraceScope scope("optimizer", SliceCategory::kPhase);
+      TraceScope scope(&tracer, "optimizer", SliceCategory::kPhase);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    set_active_tracer(nullptr);
-    { TraceScope after("after", SliceCategory::kPhase); }
+    { TraceScope after(nullptr, "after", SliceCategory::kPhase); }
     EXPECT_TRUE(tracer.flush());
   }
   ASSERT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());

@@ -1,0 +1,37 @@
+#include "runner/launch/trace_path.h"
+
+#include "profiler/collector.h"
+#include "profiler/node_trace_name.h"
+
+namespace partrain::launch {
+namespace fs = std::filesystem;
+
+Status check_trace_file(const std::optional<std::string>& file, std::string_view flag) {
+  if (file && file->empty()) {
+    return invalid_argument("{} needs a file name (an empty one would trace into nothing)", flag);
+  }
+  return Status::ok();
+}
+
+StatusOr<fs::path> decide_trace_path(const TracePathRequest& request) {
+  RETURN_IF_ERROR(check_trace_file(request.file, "--trace"));
+  fs::path base;
+  if (request.file) {
+    base = *request.file;
+  } else {
+    if (Status checked = profiler::check_run_id(request.run_id); !checked.is_ok()) {
+      return invalid_argument("run id {}", checked.message());
+    }
+    base = fs::path(kRunsDirectory) / (request.run_id + ".db");
+  }
+  fs::path path = profiler::node_trace_path(base, request.node_rank);
+  std::error_code error;
+  if (fs::exists(path, error)) {
+    return invalid_argument("the trace file {} already exists: remove it or pass another --trace "
+                            "FILE",
+                            path.string());
+  }
+  return path;
+}
+
+}  // namespace partrain::launch

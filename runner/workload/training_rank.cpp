@@ -1,0 +1,60 @@
+#include "runner/workload/training_rank.h"
+
+#include <map>
+#include <utility>
+
+#include "runner/workload/model_builder.h"
+#include "runner/workload/pipeline_schedule.h"
+
+namespace partrain::runner {
+namespace {
+
+// Pipelines: activations and gradients on channels of their own, the tied-embedding group of
+// the first and last stage, and the executor walking this stage's actions.
+Status wire_pipeline(const WorkloadConfig& config, Device& device, TrainingRank& rank,
+                     profiler::RankTracer* tracer) {
+  const int pp = config.resolved.layout.pp;
+  const int stage = rank.coords.pp;
+  ASSIGN_OR_RETURN(rank.pp_activations, rank.mesh.pp().split(0, stage));
+  ASSIGN_OR_RETURN(rank.pp_gradients, rank.mesh.pp().split(0, stage));
+  const bool tied_stage = stage == 0 || stage == pp - 1;
+  ASSIGN_OR_RETURN(rank.embedding_group,
+                   rank.mesh.pp().split(config.kind == WorkloadKind::kGpt && tied_stage
+                                            ? 0
+                                            : comm::kNoColor,
+                                        stage));
+  rank.dp->set_tied_embedding_group(rank.embedding_group.get());
+  const PipelineShape shape = pipeline_shape(config.resolved);
+  ASSIGN_OR_RETURN(std::vector<PipelineAction> actions, pipeline_actions(shape, stage));
+  std::map<int, ModelChunk*> by_index;
+  for (size_t i = 0; i < rank.chunks.size(); ++i) {
+    by_index[rank.placements[i].chunk] = rank.chunks[i].get();
+  }
+  rank.pipeline = std::make_unique<PipelineExecutor>(device, by_index, *rank.pp_activations,
+                                                     *rank.pp_gradients, std::move(actions),
+                                                     shape, tracer);
+  return Status::ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TrainingRank>> build_training_rank(const WorkloadConfig& config,
+                                                            Device& device, comm::Comm& world,
+                                                            profiler::RankTracer* tracer) {
+  const ResolvedLayout& resolved = config.resolved;
+  ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, resolved));
+  auto rank = std::make_unique<TrainingRank>(std::move(mesh), resolved.layout, device);
+  rank->placements = owned_chunks(resolved, rank->coords.pp);
+  rank->params = build_param_layout(config, rank->placements,
+                                    TpShard{rank->coords.tp, resolved.layout.tp});
+  ASSIGN_OR_RETURN(rank->dp, DataParallel::create(device, rank->params, resolved,
+                                                  config.bucket_bytes, rank->mesh, rank->tp,
+                                                  config.seed, config.model.layers,
+                                                  state_storage(config.precision), tracer));
+  rank->chunks = build_chunks(config, rank->placements, device, rank->tp, rank->params,
+                              *rank->dp, tracer);
+  if (resolved.layout.pp > 1) RETURN_IF_ERROR(wire_pipeline(config, device, *rank, tracer));
+  return rank;
+}
+
+}  // namespace partrain::runner
