@@ -41,8 +41,8 @@ double gemm_seconds(double m, double n, double k, double batch, double element_b
                     const ComputeSpeed& speed) {
   const double flops = 2 * m * n * k * batch;
   const double traffic = (m * k + k * n + m * n) * batch * element_bytes;
-  const double compute =
-      flops / (speed.peak_flops * speed.gemm_efficiency * wave_efficiency(m, n, batch, speed.sm_count));
+  const double compute = flops / (speed.peak_flops * speed.gemm_efficiency *
+                                  wave_efficiency(m, n, batch, speed.sm_count));
   const double seconds =
       std::max(compute, traffic / (speed.memory_bandwidth * speed.memory_efficiency));
   return (seconds + speed.kernel_overhead_s) * speed.scale;
@@ -73,15 +73,16 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
     const double queries = shape.seq / shape.cp;
     const double matrices = model.mlp == memory::MlpKind::kSwiglu ? 3 : 2;
     p.gemm_s = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h) +  // QKV
-               gemm(tokens, h, h / t) +                                             // attention out
-               (matrices - 1) * gemm(tokens, f / t, h) + gemm(tokens, h, f / t);    // MLP
+               gemm(tokens, h, h / t) +                                           // attention out
+               (matrices - 1) * gemm(tokens, f / t, h) + gemm(tokens, h, f / t);  // MLP
     // Each rank's queries attend to the whole sequence (context parallelism passes K and V).
     const double batch = shape.micro_batch * heads;
     if (shape.flash_attention) {
       // One fused kernel: QK^T and AV at FlashAttention's efficiency, the causal mask skipping
       // the blocks above the diagonal (half the scores); nothing s^2 touches memory.
       const double flops = 2 * 2 * queries * shape.seq * d * batch / 2;
-      const double efficiency = speed.flash_efficiency > 0 ? speed.flash_efficiency : speed.gemm_efficiency;
+      const double efficiency =
+          speed.flash_efficiency > 0 ? speed.flash_efficiency : speed.gemm_efficiency;
       p.attention_core_s =
           (flops / (speed.peak_flops * efficiency) + speed.kernel_overhead_s) * speed.scale;
       p.flash_backward_factor = kFlashBackwardFactor;
@@ -98,14 +99,14 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
     // SwiGLU reads two halves).
     const double replicated = shape.sp ? tokens / t : tokens;
     const double activation = model.mlp == memory::MlpKind::kSwiglu ? 3 : 2;
-    p.memory_bound_s = memory_seconds(replicated * h * (2 * 2 * e + 2 * (3 * e + mask)) +
-                                          tokens * f / t * activation * e,
-                                      speed);
+    p.memory_bound_s = memory_seconds(
+        replicated * h * (2 * 2 * e + 2 * (3 * e + mask)) + tokens * f / t * activation * e, speed);
   }
   times.attention_core_s = p.attention_core_s;
   times.forward_s = p.total();
-  const double core_backward =
-      p.flash_backward_factor > 0 ? p.flash_backward_factor * p.attention_core_s : 2 * p.attention_core_s;
+  const double core_backward = p.flash_backward_factor > 0
+                                   ? p.flash_backward_factor * p.attention_core_s
+                                   : 2 * p.attention_core_s;
   times.backward_s = 2 * (p.gemm_s + p.memory_bound_s) + core_backward;
   return times;
 }
@@ -115,8 +116,8 @@ double head_seconds(const memory::ModelConfig& model, const memory::ActivationSe
   if (model.architecture == memory::Architecture::kMlp) return 0;
   const double tokens = shape.micro_batch * shape.seq / shape.cp;
   const double vocab = static_cast<double>(model.vocab) / shape.tp;
-  const double logits = gemm_seconds(tokens, vocab, static_cast<double>(model.hidden), 1,
-                                     shape.element_bytes, speed);
+  const double logits =
+      gemm_seconds(tokens, vocab, static_cast<double>(model.hidden), 1, shape.element_bytes, speed);
   // fp32 logits: written, read by softmax and cross-entropy, gradient written.
   return 3 * logits + memory_seconds(3 * 4 * tokens * vocab, speed);
 }

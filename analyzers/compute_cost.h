@@ -41,9 +41,9 @@ double gemm_seconds(double m, double n, double k, double batch, double element_b
 // One micro-batch of one block on one rank, forward, by kind of work (each backward is the
 // matching forward's multiple: GEMMs 2x, memory-bound 2x, FlashAttention 2.5x).
 struct BlockForward {
-  double gemm_s = 0;            // QKV, attention out, MLP
-  double memory_bound_s = 0;    // norms, bias-dropout-residual, GeLU/SwiGLU
-  double attention_core_s = 0;  // QK^T + softmax + dropout + AV, or the fused FlashAttention
+  double gemm_s = 0;                 // QKV, attention out, MLP
+  double memory_bound_s = 0;         // norms, bias-dropout-residual, GeLU/SwiGLU
+  double attention_core_s = 0;       // QK^T + softmax + dropout + AV, or the fused FlashAttention
   double flash_backward_factor = 0;  // > 0 when the core is FlashAttention
   double total() const { return gemm_s + memory_bound_s + attention_core_s; }
 };

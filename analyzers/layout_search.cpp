@@ -1,8 +1,8 @@
 #include "analyzers/layout_search.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace partrain::analyzers {
 namespace {
@@ -15,9 +15,8 @@ std::vector<int> divisors(int64_t n, int64_t at_most) {
   return result;
 }
 
-constexpr memory::Recompute kRecomputeModes[] = {memory::Recompute::kNone,
-                                                 memory::Recompute::kSelective,
-                                                 memory::Recompute::kFull};
+constexpr memory::Recompute kRecomputeModes[] = {
+    memory::Recompute::kNone, memory::Recompute::kSelective, memory::Recompute::kFull};
 
 template <typename T>
 bool allowed(const std::vector<T>& list, T value) {
@@ -123,10 +122,12 @@ class Search {
   }
 
   SearchResult finish() && {
-    std::sort(result_.ranked.begin(), result_.ranked.end(), [](const Candidate& a, const Candidate& b) {
-      if (a.cost.tokens_per_s != b.cost.tokens_per_s) return a.cost.tokens_per_s > b.cost.tokens_per_s;
-      return a.heaviest.total() < b.heaviest.total();
-    });
+    std::sort(result_.ranked.begin(), result_.ranked.end(),
+              [](const Candidate& a, const Candidate& b) {
+                if (a.cost.tokens_per_s != b.cost.tokens_per_s)
+                  return a.cost.tokens_per_s > b.cost.tokens_per_s;
+                return a.heaviest.total() < b.heaviest.total();
+              });
     return std::move(result_);
   }
 
@@ -139,8 +140,8 @@ class Search {
     }
     ++result_.costed;
     const memory::StageMemory& heaviest = estimate->heaviest_stage();
-    const bool least = !result_.least_memory ||
-                       heaviest.total() < result_.least_memory->heaviest.total();
+    const bool least =
+        !result_.least_memory || heaviest.total() < result_.least_memory->heaviest.total();
     if (!estimate->fits() && !least) return reject(kRejectFit);
     Candidate candidate = make_candidate(cm_, *estimate);
     if (least) result_.least_memory = candidate;

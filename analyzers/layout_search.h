@@ -67,7 +67,7 @@ inline constexpr const char* kRejectFit = "does_not_fit";
 struct SearchResult {
   std::vector<Candidate> ranked;  // fitting and allowed, highest tokens/s first
   std::map<std::string, int64_t> rejected;
-  int64_t costed = 0;             // layouts whose memory and step time were computed
+  int64_t costed = 0;                     // layouts whose memory and step time were computed
   std::optional<Candidate> least_memory;  // the smallest heaviest stage seen (fitting or not)
   // Why the first invalid_layout was refused (the estimate's message): what to show when nothing
   // could be costed, since one cause (an input past the 4 EiB bound, say) can refuse them all.

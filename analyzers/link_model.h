@@ -50,10 +50,10 @@ struct Machines {
   }
 };
 
-// Defaults: NVLink and NIC bandwidth from the GPU preset, times its fitted busbw efficiencies; NCCL's per-step latency, about 2 us
-// inside a node and 8 us across nodes (nccl-tests' small-message all-reduce times on DGX-class
-// machines are 10-40 us over a handful of tree steps). A cluster file overrides any of
-// them; gpus_per_node <= 0 takes the cluster's (or 8).
+// Defaults: NVLink and NIC bandwidth from the GPU preset, times its fitted busbw efficiencies;
+// NCCL's per-step latency, about 2 us inside a node and 8 us across nodes (nccl-tests'
+// small-message all-reduce times on DGX-class machines are 10-40 us over a handful of tree steps).
+// A cluster file overrides any of them; gpus_per_node <= 0 takes the cluster's (or 8).
 Machines machines_from(const memory::GpuSpec& gpu, int gpus, int gpus_per_node,
                        const memory::ClusterSpec* cluster);
 

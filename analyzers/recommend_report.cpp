@@ -35,8 +35,9 @@ std::string gib(double bytes) { return format_bytes(truncated_bytes(bytes)); }
 double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
 std::string header(const RecommendContext& c) {
-  return fmt::format("partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n",
-                     c.model, c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq);
+  return fmt::format(
+      "partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n", c.model,
+      c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq);
 }
 
 std::string rejected_text(const SearchResult& r) {
@@ -49,8 +50,8 @@ std::string rejected_text(const SearchResult& r) {
 
 std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) {
   const StepCost& k = c.cost;
-  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>6.1f}% {:>6.1f}% {:>7.1f}%  {}\n", index,
-                     tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
+  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>6.1f}% {:>6.1f}% {:>7.1f}%  {}\n",
+                     index, tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
                      seconds_text(k.step_s), tokens_text(k.tokens_per_s), 100 * k.mfu,
                      100 * k.bubble_fraction, pct(k.exposed_comm_s(), k.step_s), k.bottleneck);
 }
@@ -58,8 +59,9 @@ std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) 
 std::string compute_parts_text(const StepCost& c) {
   const ComputeParts& p = c.compute_parts;
   return fmt::format("compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
-                     seconds_text(c.compute_s), seconds_text(p.gemm_s), seconds_text(p.memory_bound_s),
-                     seconds_text(p.attention_core_s), seconds_text(p.head_s));
+                     seconds_text(c.compute_s), seconds_text(p.gemm_s),
+                     seconds_text(p.memory_bound_s), seconds_text(p.attention_core_s),
+                     seconds_text(p.head_s));
 }
 
 std::string speeds_text(const FittedSpeeds& f) {
@@ -67,9 +69,10 @@ std::string speeds_text(const FittedSpeeds& f) {
       "cost model ({}): peak {:.4g} TFLOP/s; GEMMs at {:.2f} of peak over whole waves of 128x128 "
       "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; FlashAttention at "
       "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes\n",
-      f.gpu, f.peak_flops / 1e12, f.gemm_efficiency, f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)",
-      seconds_text(f.gemm_overhead_s), f.memory_efficiency, f.memory_bandwidth / 1e9,
-      f.flash_attention_efficiency, f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9);
+      f.gpu, f.peak_flops / 1e12, f.gemm_efficiency,
+      f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)", seconds_text(f.gemm_overhead_s),
+      f.memory_efficiency, f.memory_bandwidth / 1e9, f.flash_attention_efficiency,
+      f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9);
   if (!f.fit_source.empty()) text += "  fitted to: " + f.fit_source + "\n";
   return text;
 }
@@ -94,9 +97,10 @@ json speeds_json(const FittedSpeeds& f) {
 std::string training_time_text(const RecommendContext& context, const Candidate& c) {
   if (context.tokens <= 0) return "";
   const double days = context.tokens / c.cost.tokens_per_s / 86400;
-  return fmt::format("training {:.4g} tokens with {}: {:.3g} days ({:.4g} h; Narayanan 2021 eq. 4, "
-                     "8 T P / (n X))\n",
-                     context.tokens, layout_label(c.layout), days, days * 24);
+  return fmt::format(
+      "training {:.4g} tokens with {}: {:.3g} days ({:.4g} h; Narayanan 2021 eq. 4, "
+      "8 T P / (n X))\n",
+      context.tokens, layout_label(c.layout), days, days * 24);
 }
 
 std::string table_header(size_t width) {
@@ -254,9 +258,12 @@ std::string extrapolation_note(const std::vector<Candidate>& shown,
 }
 
 json context_json(const RecommendContext& c) {
-  return {{"model", c.model},          {"gpu", c.gpu},
-          {"gpus", c.gpus},            {"gpus_per_node", c.gpus_per_node},
-          {"global_batch", c.global_batch}, {"seq", c.seq},
+  return {{"model", c.model},
+          {"gpu", c.gpu},
+          {"gpus", c.gpus},
+          {"gpus_per_node", c.gpus_per_node},
+          {"global_batch", c.global_batch},
+          {"seq", c.seq},
           {"cost_model", speeds_json(c.speeds)},
           {"calibration", calibration_json(c.calibrations)}};
 }
@@ -298,9 +305,10 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     text += fmt::format("calibrated from {}{}:\n", c.source,
                         c.run_layout.empty() ? "" : " (a " + c.run_layout + " run)");
     if (c.compute_scale) {
-      text += fmt::format("  compute: {} per step measured vs {} predicted from the preset: x{:.3g}\n",
-                          seconds_text(c.measured_compute_s), seconds_text(c.predicted_compute_s),
-                          *c.compute_scale);
+      text +=
+          fmt::format("  compute: {} per step measured vs {} predicted from the preset: x{:.3g}\n",
+                      seconds_text(c.measured_compute_s), seconds_text(c.predicted_compute_s),
+                      *c.compute_scale);
     }
     if (c.optimizer_scale) {
       text += fmt::format("  optimizer: {} per step measured vs {} predicted: x{:.3g}\n",
@@ -308,25 +316,30 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
                           seconds_text(c.predicted_optimizer_s), *c.optimizer_scale);
     }
     for (const CollectiveFit& f : c.collectives) {
-      text += fmt::format("  {} ({} ranks, {} sizes, {} samples): busbw {:.3g} GB/s, latency {} per step\n",
-                          costed_op_name(f.op), f.group_size, f.sizes, f.samples,
-                          f.link.bandwidth / 1e9, seconds_text(f.link.latency_s));
+      text += fmt::format(
+          "  {} ({} ranks, {} sizes, {} samples): busbw {:.3g} GB/s, latency {} per step\n",
+          costed_op_name(f.op), f.group_size, f.sizes, f.samples, f.link.bandwidth / 1e9,
+          seconds_text(f.link.latency_s));
     }
     if (c.step_scale) {
-      text += fmt::format("  step: {} measured (median of the slowest rank) vs {} predicted with "
-                          "every calibration: x{:.3g}\n",
-                          seconds_text(c.own_run->measured_step_s),
-                          seconds_text(c.predicted_step_s), *c.step_scale);
+      text += fmt::format(
+          "  step: {} measured (median of the slowest rank) vs {} predicted with "
+          "every calibration: x{:.3g}\n",
+          seconds_text(c.own_run->measured_step_s), seconds_text(c.predicted_step_s),
+          *c.step_scale);
     }
     for (const std::string& note : c.notes) text += "  note: " + note + "\n";
   }
   if (const auto scale = combined_step_scale(calibrations)) {
-    text += fmt::format("step scale x{:.3g} (geometric mean over the runs): the 'overhead' term, "
-                        "what the other terms leave out\n", *scale);
+    text += fmt::format(
+        "step scale x{:.3g} (geometric mean over the runs): the 'overhead' term, "
+        "what the other terms leave out\n",
+        *scale);
     if (*scale > 1.5 || *scale < 1 / 1.5) {
-      text += "  note: the terms miss much of the calibration runs' step, so layouts unlike "
-              "theirs are predicted with less confidence; calibrate from runs closer to the "
-              "target (model size, steps long enough to amortise per-op overhead)\n";
+      text +=
+          "  note: the terms miss much of the calibration runs' step, so layouts unlike "
+          "theirs are predicted with less confidence; calibrate from runs closer to the "
+          "target (model size, steps long enough to amortise per-op overhead)\n";
     }
   }
   return text;
@@ -341,9 +354,10 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   if (result.ranked.empty()) {
     if (result.least_memory) {
       const Candidate& c = *result.least_memory;
-      text += fmt::format("nothing fits: the smallest layout, {}, needs {} per GPU of {}; add GPUs, "
-                          "a larger --gpu, or a shorter --seq / smaller --global-batch\n",
-                          layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
+      text += fmt::format(
+          "nothing fits: the smallest layout, {}, needs {} per GPU of {}; add GPUs, "
+          "a larger --gpu, or a shorter --seq / smaller --global-batch\n",
+          layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
     } else if (!result.first_invalid.empty()) {
       text += fmt::format(
           "no layout could be costed (the rejected counts above); the first "
@@ -356,7 +370,8 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   }
   const size_t shown = std::min(top, result.ranked.size());
   size_t width = 6;
-  for (size_t i = 0; i < shown; ++i) width = std::max(width, layout_label(result.ranked[i].layout).size());
+  for (size_t i = 0; i < shown; ++i)
+    width = std::max(width, layout_label(result.ranked[i].layout).size());
   text += table_header(width);
   const StepCost& best = result.ranked.front().cost;
   size_t tied = 0;
@@ -366,8 +381,10 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
     text += table_row(i + 1, result.ranked[i], width, tie);
   }
   if (tied > 0) {
-    text += fmt::format("'=': within {:.0f}% of #1's step time, the model's demonstrated error: a tie, "
-                        "not a ranking\n", 100 * kTieFraction);
+    text += fmt::format(
+        "'=': within {:.0f}% of #1's step time, the model's demonstrated error: a tie, "
+        "not a ranking\n",
+        100 * kTieFraction);
   }
   text += training_time_text(context, result.ranked.front());
   text +=
@@ -385,8 +402,9 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   text += fmt::format("why {} wins:\n  {}\n  {}\n", layout_label(w.layout), breakdown_text(w.cost),
                       compute_parts_text(w.cost));
   if (w.layout.pp > 1) {
-    text += fmt::format("  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time\n",
-                        w.layout.pp - 1, w.layout.vpp, w.micro_batches, 100 * w.cost.bubble_fraction);
+    text +=
+        fmt::format("  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time\n",
+                    w.layout.pp - 1, w.layout.vpp, w.micro_batches, 100 * w.cost.bubble_fraction);
   }
   text += fmt::format("  memory {} of {} per GPU ({}); MFU {:.1f}%, bottleneck {}\n",
                       gib(w.heaviest.total()), gib(w.capacity_bytes), memory_parts_text(w.heaviest),
@@ -395,10 +413,11 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   if (shown > 1) text += "runners-up:\n";
   for (size_t i = 1; i < shown; ++i) {
     const Candidate& c = result.ranked[i];
-    text += fmt::format("  #{} {}: {:.1f}% slower ({}){}: {}\n", i + 1, layout_label(c.layout),
-                        pct(c.cost.step_s - w.cost.step_s, w.cost.step_s), seconds_text(c.cost.step_s),
-                        ties(w.cost, c.cost) ? ", a tie within the model's error" : "",
-                        largest_loss(w.cost, c.cost));
+    text +=
+        fmt::format("  #{} {}: {:.1f}% slower ({}){}: {}\n", i + 1, layout_label(c.layout),
+                    pct(c.cost.step_s - w.cost.step_s, w.cost.step_s), seconds_text(c.cost.step_s),
+                    ties(w.cost, c.cost) ? ", a tie within the model's error" : "",
+                    largest_loss(w.cost, c.cost));
   }
   if (!alternatives.empty()) text += "common alternatives:\n";
   for (const Alternative& alt : alternatives) {
@@ -414,8 +433,9 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
                           seconds_text(best.cost.step_s), largest_loss(w.cost, best.cost));
     } else if (r.least_memory) {
       const Candidate& c = *r.least_memory;
-      text += fmt::format("  {}: does not fit: its smallest, {}, needs {} per GPU of {}\n", alt.name,
-                          layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
+      text +=
+          fmt::format("  {}: does not fit: its smallest, {}, needs {} per GPU of {}\n", alt.name,
+                      layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
     } else {
       text += fmt::format(
           "  {}: not possible here ({}{}{})\n", alt.name, rejected_text(r),
@@ -458,11 +478,11 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
   if (c.discouraged) {
     text += "discouraged: ZeRO-2/3 with PP reduce-scatters gradients after every micro-batch\n";
   }
-  text += fmt::format("predicted {}; {}, MFU {:.1f}%, bubble {:.1f}%, exposed communication {:.1f}%, "
-                      "bottleneck {}\n",
-                      breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), 100 * c.cost.mfu,
-                      100 * c.cost.bubble_fraction, pct(c.cost.exposed_comm_s(), c.cost.step_s),
-                      c.cost.bottleneck);
+  text += fmt::format(
+      "predicted {}; {}, MFU {:.1f}%, bubble {:.1f}%, exposed communication {:.1f}%, "
+      "bottleneck {}\n",
+      breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), 100 * c.cost.mfu,
+      100 * c.cost.bubble_fraction, pct(c.cost.exposed_comm_s(), c.cost.step_s), c.cost.bottleneck);
   text += "  " + compute_parts_text(c.cost) + "\n" + speeds_text(context.speeds);
   text += training_time_text(context, c);
   return text;

@@ -21,7 +21,7 @@ struct FittedSpeeds {
   double memory_bandwidth = 0;
   double memory_efficiency = 0;
   double flash_attention_efficiency = 0;
-  double intra_node_busbw = 0;   // bytes/s, after the fitted efficiency (or the cluster's)
+  double intra_node_busbw = 0;  // bytes/s, after the fitted efficiency (or the cluster's)
   double inter_node_busbw = 0;
   std::string fit_source;
 };

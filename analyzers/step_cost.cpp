@@ -11,8 +11,8 @@
 namespace partrain::analyzers {
 namespace {
 
-using memory::MeshAxis;
 using memory::mesh_stride;
+using memory::MeshAxis;
 
 // One micro-batch on one pipeline stage.
 struct StageMicroBatch {
@@ -78,8 +78,8 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   if (l.cp > 1 && transformer) {
     // Context parallelism passes K and V around the cp ranks forward, and again with their
     // gradients backward (Megatron-Core's ring attention): 2 gathers + 1 scatter per block.
-    const double kv_bytes = 2 * b * static_cast<double>(r.seq) *
-                            static_cast<double>(m.kv_dim()) / l.tp * elem;
+    const double kv_bytes =
+        2 * b * static_cast<double>(r.seq) * static_cast<double>(m.kv_dim()) / l.tp * elem;
     const LinkLevel level = cm.comm.machines().level_of_group(l.cp, mesh_stride(MeshAxis::kCp, l));
     const double comm = 2 * cm.comm.seconds(CostedOp::kAllGather, kv_bytes, l.cp, level) +
                         cm.comm.seconds(CostedOp::kReduceScatter, kv_bytes, l.cp, level);
@@ -151,8 +151,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
     case 2:  // gradients are reduce-scattered after every micro-batch's backward
       return m * reduce(CostedOp::kReduceScatter) + behind_forward(gather);
     default:
-      return m * zero3_exposed(cm, mb, gather, reduce_scatter,
-                               l.recompute == memory::Recompute::kFull);
+      return m *
+             zero3_exposed(cm, mb, gather, reduce_scatter, l.recompute == memory::Recompute::kFull);
   }
 }
 
@@ -160,7 +160,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
 double optimizer_seconds(const CostModel& cm, const memory::ResolvedLayout& r, double params) {
   const memory::TrainingLayout& l = r.layout;
   const double local = l.zero >= 1 ? params / (l.dp * l.cp) : params;
-  const double bytes = 2 * cm.recipe.optimizer_bytes + cm.recipe.grad_bytes + 2 * cm.recipe.param_bytes;
+  const double bytes =
+      2 * cm.recipe.optimizer_bytes + cm.recipe.grad_bytes + 2 * cm.recipe.param_bytes;
   return local * bytes / cm.optimizer_bandwidth;
 }
 
@@ -176,7 +177,8 @@ double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r
   const Machines& machines = cm.comm.machines();
   const LinkLevel pp_level = machines.level_of_group(l.pp, mesh_stride(MeshAxis::kPp, l));
   const bool split = cm.pipeline_scatter_gather || l.sp;
-  double one = cm.comm.seconds(CostedOp::kSendRecv, split ? activation / l.tp : activation, 2, pp_level);
+  double one =
+      cm.comm.seconds(CostedOp::kSendRecv, split ? activation / l.tp : activation, 2, pp_level);
   if (cm.pipeline_scatter_gather && !l.sp && l.tp > 1) {
     const LinkLevel tp_level = machines.level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
     one += cm.comm.seconds(CostedOp::kAllGather, activation, l.tp, tp_level);
@@ -211,7 +213,8 @@ CostTerms cost_terms(const StepCost& c) {
 
 CostModel cost_model_for(const memory::ModelConfig& model, const memory::PrecisionRecipe& recipe,
                          const memory::GpuSpec& gpu, Machines machines) {
-  CostModel cm{model, recipe, CollectiveCost(std::move(machines)), {}, 0, gpu.overlaps_communication};
+  CostModel cm{model, recipe, CollectiveCost(std::move(machines)),
+               {},    0,      gpu.overlaps_communication};
   cm.speed = compute_speed(gpu, recipe.activation_bytes >= 4);
   cm.optimizer_bandwidth = gpu.hbm_bandwidth * gpu.memory_efficiency;
   return cm;

@@ -22,7 +22,7 @@ struct CostModel {
   ComputeSpeed speed;
   double optimizer_bandwidth = 0;  // bytes/s the optimizer step streams at
   bool overlaps_communication = true;
-  double bucket_bytes = 25e6;      // DDP gradient bucket: the part that never hides
+  double bucket_bytes = 25e6;  // DDP gradient bucket: the part that never hides
   // Gradient reduction overlapped with the last micro-batch's backward, bucket by bucket
   // (PyTorch DDP, Megatron-Core's --overlap-grad-reduce); off: after the backward, as Megatron-LM
   // 2021 and DeepSpeed's pipeline engine do it.
@@ -48,23 +48,23 @@ struct ComputeParts {
 
 // Each term is seconds of one step on the critical path (the heaviest stage).
 struct StepCost {
-  double compute_s = 0;     // m micro-batches' forward, backward and recompute
-  double recompute_s = 0;   // of which recomputation
+  double compute_s = 0;        // m micro-batches' forward, backward and recompute
+  double recompute_s = 0;      // of which recomputation
   ComputeParts compute_parts;  // compute_s by kind of work
-  double tp_comm_s = 0;     // tensor/sequence-parallel collectives (never hidden)
-  double cp_comm_s = 0;     // context-parallel K/V exchange not hidden behind attention
-  double bubble_s = 0;      // pipeline fill and drain: memory::bubble_fraction of the ideal time
+  double tp_comm_s = 0;        // tensor/sequence-parallel collectives (never hidden)
+  double cp_comm_s = 0;        // context-parallel K/V exchange not hidden behind attention
+  double bubble_s = 0;         // pipeline fill and drain: memory::bubble_fraction of the ideal time
   double bubble_fraction = 0;  // (p - 1)/(v m), as `partrain memory` reports it
-  double pp_comm_s = 0;     // pipeline sends and receives
-  double dp_comm_s = 0;     // data-parallel / ZeRO traffic not hidden behind compute
+  double pp_comm_s = 0;        // pipeline sends and receives
+  double dp_comm_s = 0;        // data-parallel / ZeRO traffic not hidden behind compute
   double optimizer_s = 0;
   double shared_device_s = 0;  // ranks sharing a device: the node's compute exceeds the path's
-  double overhead_s = 0;    // (step_scale - 1) x the modelled step; negative when the
-                            // calibration runs were faster than modelled
+  double overhead_s = 0;       // (step_scale - 1) x the modelled step; negative when the
+                               // calibration runs were faster than modelled
   double step_s = 0;
-  double model_flops = 0;   // per step, without recomputation (for MFU)
+  double model_flops = 0;  // per step, without recomputation (for MFU)
   double tokens_per_s = 0;
-  double mfu = 0;           // model FLOPs / (step time x GPUs x peak)
+  double mfu = 0;               // model FLOPs / (step time x GPUs x peak)
   std::string_view bottleneck;  // the largest term's name (compute, bubble, tp_comm, ...)
 
   double exposed_comm_s() const { return tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s; }

@@ -49,8 +49,8 @@ struct RecommendFlags {
   std::string recompute;  // "none,selective"
   std::string schedule;   // "1f1b,interleaved"
   int max_tp = 0;
-  std::string fix;        // "tp=8,pp=2"
-  double tokens = 0;      // training tokens: print the chosen layout's training time
+  std::string fix;    // "tp=8,pp=2"
+  double tokens = 0;  // training tokens: print the chosen layout's training time
   std::string overlap_grad_reduce = "on";
   std::string pipeline_p2p = "scatter-gather";
 };
@@ -72,19 +72,23 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
   if (f.sp != "any") space.sp = f.sp == "on";
   for (const std::string& item : split_list(f.zero)) {
     if (item.size() != 1 || item[0] < '0' || item[0] > '3') {
-      return invalid_argument("--zero takes stages 0-3 separated by commas (--zero 0,1), not '{}'", item);
+      return invalid_argument("--zero takes stages 0-3 separated by commas (--zero 0,1), not '{}'",
+                              item);
     }
     space.zero_stages.push_back(item[0] - '0');
   }
   for (const std::string& item : split_list(f.recompute)) {
     const std::optional<memory::Recompute> mode = memory::parse_recompute(item);
-    if (!mode) return invalid_argument("--recompute takes none, selective, full (comma list), not '{}'", item);
+    if (!mode)
+      return invalid_argument("--recompute takes none, selective, full (comma list), not '{}'",
+                              item);
     space.recompute_modes.push_back(*mode);
   }
   for (const std::string& item : split_list(f.schedule)) {
     const std::optional<memory::PipelineSchedule> schedule = memory::parse_schedule(item);
     if (!schedule) {
-      return invalid_argument("--schedule takes 1f1b, interleaved, gpipe (comma list), not '{}'", item);
+      return invalid_argument("--schedule takes 1f1b, interleaved, gpipe (comma list), not '{}'",
+                              item);
     }
     space.schedules.push_back(*schedule);
   }
@@ -117,8 +121,9 @@ struct Setup {
 StatusOr<Setup> make_setup(const RecommendFlags& f) {
   ASSIGN_OR_RETURN(memory::ModelConfig model, resolve_model(f.model));
   if (model.is_bare()) {
-    return invalid_argument("recommend needs the model's dimensions (a --model preset, "
-                            "--model-file or --layers --hidden --heads --vocab --seq), not --params");
+    return invalid_argument(
+        "recommend needs the model's dimensions (a --model preset, "
+        "--model-file or --layers --hidden --heads --vocab --seq), not --params");
   }
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   std::optional<memory::ClusterSpec> cluster;
@@ -126,7 +131,8 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
     ASSIGN_OR_RETURN(cluster, memory::load_cluster_file(f.cluster));
   }
   const memory::Optimizer optimizer = *memory::parse_optimizer(f.optimizer);
-  ASSIGN_OR_RETURN(memory::PrecisionRecipe recipe, memory::precision_recipe(f.precision, optimizer));
+  ASSIGN_OR_RETURN(memory::PrecisionRecipe recipe,
+                   memory::precision_recipe(f.precision, optimizer));
   analyzers::Machines machines =
       analyzers::machines_from(gpu, f.gpus, f.gpus_per_node, cluster ? &*cluster : nullptr);
   machines.devices_per_node = f.devices_per_node;
@@ -216,9 +222,10 @@ std::vector<analyzers::Alternative> common_alternatives(const RecommendFlags& f,
     alternatives.push_back({name, analyzers::search_layouts(s.cost, s.base, space, filter)});
   }
   if (node_tp > 1) {
-    alternatives.push_back({fmt::format("TP {} inside each node", node_tp),
-                            analyzers::search_layouts(s.cost, s.base, space,
-                                                      {node_tp, std::nullopt, std::nullopt, std::nullopt})});
+    alternatives.push_back(
+        {fmt::format("TP {} inside each node", node_tp),
+         analyzers::search_layouts(s.cost, s.base, space,
+                                   {node_tp, std::nullopt, std::nullopt, std::nullopt})});
   }
   return alternatives;
 }
@@ -250,13 +257,16 @@ StatusOr<std::string> render(const RecommendFlags& f) {
 
 Subcommand add_recommend_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
-      "recommend", "Search parallel layouts (dp x tp x pp x cp, micro-batch, vpp, ZeRO, recompute, "
-                   "SP) for a model on N GPUs: predicted step time, tokens/s, MFU and memory, ranked");
+      "recommend",
+      "Search parallel layouts (dp x tp x pp x cp, micro-batch, vpp, ZeRO, recompute, "
+      "SP) for a model on N GPUs: predicted step time, tokens/s, MFU and memory, ranked");
   auto f = std::make_shared<RecommendFlags>();
   add_model_flags(*cmd, f->model);
   add_gpu_flags(*cmd, f->gpu, "memory, peak FLOP/s, HBM and link bandwidths");
-  cmd->add_option("--gpus", f->gpus, "GPUs in the job (N = dp x tp x pp x cp)")->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default: the cluster file's, or 8)")
+  cmd->add_option("--gpus", f->gpus, "GPUs in the job (N = dp x tp x pp x cp)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--gpus-per-node", f->gpus_per_node,
+                  "GPUs per node (default: the cluster file's, or 8)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--devices-per-node", f->devices_per_node,
                   "Compute devices the ranks of a node share, when fewer than the ranks (CPU cores "
@@ -267,27 +277,38 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "(bytes/s) and _latency_us (see docs/recommend.md)");
   cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")
       ->check(positive_number());
-  cmd->add_option("--precision", f->precision, "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, "
-                                               "bf16-fp32grad-accum")->capture_default_str()
-      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad",
-                             "bf16-fp32grad-accum"}));
-  cmd->add_option("--optimizer", f->optimizer, "adamw or sgd")->capture_default_str()
+  cmd->add_option("--precision", f->precision,
+                  "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, "
+                  "bf16-fp32grad-accum")
+      ->capture_default_str()
+      ->check(CLI::IsMember(
+          {"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad", "bf16-fp32grad-accum"}));
+  cmd->add_option("--optimizer", f->optimizer, "adamw or sgd")
+      ->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
-  cmd->add_option("--reserve", f->reserve, "Memory kept aside per GPU: auto or a size (4G)")->capture_default_str();
+  cmd->add_option("--reserve", f->reserve, "Memory kept aside per GPU: auto or a size (4G)")
+      ->capture_default_str();
   cmd->add_flag("--flash-attn", f->flash_attn, "FlashAttention (no stored attention scores)");
-  cmd->add_option("--top", f->top, "Layouts to print")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--top", f->top, "Layouts to print")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_flag("--json", f->json, "Print JSON: {\"candidates\": [...], \"rejected\": {...}}");
-  cmd->add_flag("--explain", f->explain, "Why the winner wins, why runners-up and common alternatives lose");
+  cmd->add_flag("--explain", f->explain,
+                "Why the winner wins, why runners-up and common alternatives lose");
   cmd->add_flag("--include-discouraged", f->include_discouraged,
                 "Rank ZeRO-2/3 with PP too (they reduce-scatter gradients every micro-batch)");
   cmd->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch tried")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--max-vpp", f->max_vpp, "Most virtual stages per pipeline rank tried")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--max-cp", f->max_cp, "Largest context-parallel degree tried")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--sp", f->sp, "Sequence parallelism in the search: on, off or any")
-      ->capture_default_str()->check(CLI::IsMember({"on", "off", "any"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off", "any"}));
   cmd->add_option("--zero", f->zero, "ZeRO stages tried, comma-separated (default 0,1,2,3)");
   cmd->add_option("--recompute", f->recompute,
                   "Recompute modes tried: none, selective, full, comma-separated (default all)");
@@ -307,17 +328,20 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "Gradient reduction overlapped with backward bucket by bucket (on: PyTorch DDP, "
                   "Megatron-Core --overlap-grad-reduce) or after it (off: Megatron-LM 2021, "
                   "DeepSpeed's pipeline engine)")
-      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
                   "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP) "
                   "or full (DeepSpeed's pipeline engine: every rank sends the whole activation)")
-      ->capture_default_str()->check(CLI::IsMember({"scatter-gather", "full"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"scatter-gather", "full"}));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "
                   "the presets', and a built-in run's measured step over its prediction scales "
                   "every step (the 'overhead' term) (repeatable)");
   cmd->add_option("--skip-steps", f->skip_steps, "Warm-up steps of a --calibrate trace left out")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   // Not from PARTRAIN_CHECK: `bench`'s -c/--check (0 or 1) reads it, and a layout to cost once
   // is this invocation's question, as analyze's --steps is.
   without_env_var(cmd->add_option(
@@ -327,9 +351,12 @@ Subcommand add_recommend_command(CLI::App& parent) {
       "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)"));
   cmd->footer(
       "Examples:\n"
-      "  partrain recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain\n"
-      "  partrain recommend --model llama-2-7b --gpus 8 --global-batch 64 --check \"tp=2,zero=1,mb=2\"\n"
-      "  partrain recommend --model builtin-gpt --gpus 4 --gpus-per-node 4 --devices-per-node 2 \\\n"
+      "  partrain recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 "
+      "--explain\n"
+      "  partrain recommend --model llama-2-7b --gpus 8 --global-batch 64 --check "
+      "\"tp=2,zero=1,mb=2\"\n"
+      "  partrain recommend --model builtin-gpt --gpus 4 --gpus-per-node 4 --devices-per-node 2 "
+      "\\\n"
       "      --gpu cpu --precision fp32 --global-batch 8 --calibrate partrain-runs/run.db\n"
       "Cost model (docs/recommend.md): compute on a roofline capped at the GPU's GEMM efficiency; "
       "TP/SP/CP, PP and DP traffic alpha-beta per link level (nccl-tests busbw factors); pipeline "

@@ -22,12 +22,13 @@ ExplainLine parameters_line(const ModelConfig& m, double total) {
   const LayerParams layer = layer_params(m);
   std::string formula = fmt::format(
       "l x layer + V h{}{} + norms = {} x {} + {} x {}{}{} + {}", m.tied_embeddings ? "" : " x 2",
-      m.position == PositionKind::kLearned ? " + s h" : "", m.layers, count(layer.total()),
-      m.vocab, m.hidden, m.tied_embeddings ? "" : " x 2",
+      m.position == PositionKind::kLearned ? " + s h" : "", m.layers, count(layer.total()), m.vocab,
+      m.hidden, m.tied_embeddings ? "" : " x 2",
       m.position == PositionKind::kLearned ? fmt::format(" + {} x {}", m.seq, m.hidden) : "",
       count(norm_params(m) * (m.embedding_norm ? 2 : 1)));
-  return {"parameters", formula, count(total),
-          "Narayanan 2021 sec. 5.1 (12lh^2(1 + 13/(12h) + (V+s)/(12lh)) for GPT), per layer summed"};
+  return {
+      "parameters", formula, count(total),
+      "Narayanan 2021 sec. 5.1 (12lh^2(1 + 13/(12h) + (V+s)/(12lh)) for GPT), per layer summed"};
 }
 
 ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
@@ -36,12 +37,13 @@ ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
   auto part = [&](double bytes, bool sharded) {
     return sharded && n > 1 ? fmt::format("{}/{}", bytes, n) : fmt::format("{}", bytes);
   };
-  return {"model states",
-          fmt::format("P_gpu x ({} + {} + {}) B = {} x ({} + {} + {}) [{}, ZeRO-{} over dp {}]",
-                      "param", "grad", "optimizer", count(s.params_count), part(r.param_bytes, z >= 3),
-                      part(r.grad_bytes, z >= 2), part(r.optimizer_bytes, z >= 1), r.name, z, n),
-          format_gib_gb(s.params + s.grads + s.optimizer),
-          "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};
+  return {
+      "model states",
+      fmt::format("P_gpu x ({} + {} + {}) B = {} x ({} + {} + {}) [{}, ZeRO-{} over dp {}]",
+                  "param", "grad", "optimizer", count(s.params_count), part(r.param_bytes, z >= 3),
+                  part(r.grad_bytes, z >= 2), part(r.optimizer_bytes, z >= 1), r.name, z, n),
+      format_gib_gb(s.params + s.grads + s.optimizer),
+      "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};
 }
 
 // A transformer layer's activations as Korthikanti 2022 writes them: sbh x (the kept tensors) +
@@ -145,11 +147,12 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
   if (in.inference) {
     lines.push_back({"weights", fmt::format("P_gpu x {} B", in.recipe.param_bytes),
                      format_gib_gb(s.params), "inference: no grads or optimizer"});
-    lines.push_back({"KV cache",
-                     fmt::format("2 x {} B x b {} x tokens {} x layers {} x h {} x n_kv/n_h {:.4g} / t {}",
-                                 in.recipe.activation_bytes, l.micro_batch, in.kv_len + in.gen_len,
-                                 s.layers, in.model.hidden, in.model.kv_ratio(), l.tp),
-                     format_gib_gb(s.kv_cache), "Kwon 2023 (PagedAttention) sec. 3; GQA: Ainslie 2023"});
+    lines.push_back(
+        {"KV cache",
+         fmt::format("2 x {} B x b {} x tokens {} x layers {} x h {} x n_kv/n_h {:.4g} / t {}",
+                     in.recipe.activation_bytes, l.micro_batch, in.kv_len + in.gen_len, s.layers,
+                     in.model.hidden, in.model.kv_ratio(), l.tp),
+         format_gib_gb(s.kv_cache), "Kwon 2023 (PagedAttention) sec. 3; GQA: Ainslie 2023"});
   } else {
     lines.push_back(states_line(in, s));
     if (!in.model.is_bare()) {
@@ -162,26 +165,32 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
              : "one gradient bucket (dp > 1) + 2 p2p boundary buffers (pp > 1)",
          format_gib_gb(s.comm), "Li 2020 (PyTorch DDP) sec. 3.2.3; Zhao 2023 (FSDP) sec. 3"});
     if (l.pp > 1) {
-      lines.push_back({"pipeline bubble",
-                       fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),
-                       fmt::format("{:.1f}% of the ideal time", 100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp)),
-                       "Narayanan 2021 sec. 2.2"});
+      lines.push_back(
+          {"pipeline bubble",
+           fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),
+           fmt::format("{:.1f}% of the ideal time",
+                       100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp)),
+           "Narayanan 2021 sec. 2.2"});
     }
     const double tokens = static_cast<double>(e.layout.global_batch * e.layout.seq);
-    if (!in.model.is_bare()) lines.push_back({"FLOPs per iteration",
-                     fmt::format("72 B s l h^2 (1 + s/(6h) + V/(12lh)) generalised, B {} s {}, recompute {}",
-                                 e.layout.global_batch, e.layout.seq, recompute_name(l.recompute)),
-                     fmt::format("{:.4g} FLOPs ({:.4g} per token)",
-                                 training_flops(in.model, static_cast<double>(e.layout.global_batch),
-                                                static_cast<double>(e.layout.seq), l.recompute),
-                                 training_flops(in.model, static_cast<double>(e.layout.global_batch),
-                                                static_cast<double>(e.layout.seq), l.recompute) / tokens),
-                     "Narayanan 2021 eq. 3 (96 and V/(16lh) with full recompute)"});
+    if (!in.model.is_bare())
+      lines.push_back(
+          {"FLOPs per iteration",
+           fmt::format("72 B s l h^2 (1 + s/(6h) + V/(12lh)) generalised, B {} s {}, recompute {}",
+                       e.layout.global_batch, e.layout.seq, recompute_name(l.recompute)),
+           fmt::format("{:.4g} FLOPs ({:.4g} per token)",
+                       training_flops(in.model, static_cast<double>(e.layout.global_batch),
+                                      static_cast<double>(e.layout.seq), l.recompute),
+                       training_flops(in.model, static_cast<double>(e.layout.global_batch),
+                                      static_cast<double>(e.layout.seq), l.recompute) /
+                           tokens),
+           "Narayanan 2021 eq. 3 (96 and V/(16lh) with full recompute)"});
   }
   lines.push_back({"reserve",
                    in.reserve_bytes ? "given (--reserve)"
                                     : "CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation",
-                   format_gib_gb(s.reserve), "partrain default; measure yours with `partrain trace`"});
+                   format_gib_gb(s.reserve),
+                   "partrain default; measure yours with `partrain trace`"});
   return lines;
 }
 

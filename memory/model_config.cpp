@@ -30,15 +30,17 @@ int64_t megatron_padded_vocab(int64_t vocab, int tp) {
 Status validate_model(const ModelConfig& model) {
   if (model.is_bare()) return Status::ok();
   const std::pair<const char*, int64_t> positive[] = {
-      {"layers", model.layers}, {"hidden", model.hidden}, {"heads", model.heads},
-      {"kv_heads", model.kv_heads}, {"ffn", model.ffn}, {"vocab", model.vocab},
+      {"layers", model.layers}, {"hidden", model.hidden},
+      {"heads", model.heads},   {"kv_heads", model.kv_heads},
+      {"ffn", model.ffn},       {"vocab", model.vocab},
       {"seq", model.seq}};
   for (const auto& [field, value] : positive) {
     if (model.architecture == Architecture::kMlp && std::string_view(field) != "layers" &&
         std::string_view(field) != "hidden") {
       continue;  // the deep MLP has no attention, vocabulary or sequence
     }
-    if (value <= 0) return invalid_argument("model '{}': {} must be positive (got {})", model.name, field, value);
+    if (value <= 0)
+      return invalid_argument("model '{}': {} must be positive (got {})", model.name, field, value);
   }
   if (model.architecture == Architecture::kMlp) return Status::ok();
   if (model.hidden % model.heads != 0) {
@@ -61,9 +63,12 @@ std::string_view norm_name(NormKind value) {
 }
 std::string_view position_name(PositionKind value) {
   switch (value) {
-    case PositionKind::kLearned: return "learned";
-    case PositionKind::kRotary: return "rotary";
-    case PositionKind::kAlibi: return "alibi";
+    case PositionKind::kLearned:
+      return "learned";
+    case PositionKind::kRotary:
+      return "rotary";
+    case PositionKind::kAlibi:
+      return "alibi";
   }
   return "learned";
 }

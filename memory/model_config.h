@@ -13,8 +13,8 @@
 namespace partrain::memory {
 
 enum class Architecture { kTransformer, kMlp };
-enum class MlpKind { kGelu, kSwiglu };              // GeLU: 2 matrices h x f; SwiGLU: 3
-enum class NormKind { kLayerNorm, kRmsNorm };       // LayerNorm: weight + bias; RMSNorm: weight
+enum class MlpKind { kGelu, kSwiglu };                  // GeLU: 2 matrices h x f; SwiGLU: 3
+enum class NormKind { kLayerNorm, kRmsNorm };           // LayerNorm: weight + bias; RMSNorm: weight
 enum class PositionKind { kLearned, kRotary, kAlibi };  // only learned positions have weights
 
 struct ModelConfig {
@@ -26,15 +26,15 @@ struct ModelConfig {
   int64_t kv_heads = 0;  // grouped-query attention; equal to heads for multi-head attention
   int64_t ffn = 0;       // MLP inner size (4h for GPT)
   int64_t vocab = 0;
-  int64_t seq = 0;       // training sequence length (and learned position table size)
+  int64_t seq = 0;  // training sequence length (and learned position table size)
   MlpKind mlp = MlpKind::kGelu;
   NormKind norm = NormKind::kLayerNorm;
   PositionKind position = PositionKind::kLearned;
   bool tied_embeddings = true;
-  bool bias = true;            // linear-layer biases (GPT, OPT, BLOOM: yes; LLaMA: no)
+  bool bias = true;             // linear-layer biases (GPT, OPT, BLOOM: yes; LLaMA: no)
   bool embedding_norm = false;  // a LayerNorm right after the word embedding (BLOOM)
-  double bare_params = 0;      // > 0: only a parameter count is known (model states only)
-  std::string source;          // where the dimensions were published
+  double bare_params = 0;       // > 0: only a parameter count is known (model states only)
+  std::string source;           // where the dimensions were published
 
   bool is_bare() const { return bare_params > 0; }
   // The tokens of one training sample: seq, or 1 for a model without a sequence (an MLP's sample

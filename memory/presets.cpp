@@ -1,9 +1,8 @@
 #include "memory/presets.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/json_fields.h"
@@ -117,10 +116,12 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
   RETURN_IF_ERROR(r.no_unknown_fields());
   if (m.architecture == Architecture::kTransformer) {
     if (m.hidden % m.heads != 0) {
-      return unreadable("{}: field 'heads' ({}) must divide 'hidden' ({})", origin, m.heads, m.hidden);
+      return unreadable("{}: field 'heads' ({}) must divide 'hidden' ({})", origin, m.heads,
+                        m.hidden);
     }
     if (m.heads % m.kv_heads != 0) {
-      return unreadable("{}: field 'kv_heads' ({}) must divide 'heads' ({})", origin, m.kv_heads, m.heads);
+      return unreadable("{}: field 'kv_heads' ({}) must divide 'heads' ({})", origin, m.kv_heads,
+                        m.heads);
     }
   }
   return m;
@@ -139,19 +140,21 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
   RETURN_IF_ERROR(r.positive_number("network_bandwidth", g.network_bandwidth));
   RETURN_IF_ERROR(r.positive_number("gemm_efficiency", g.gemm_efficiency, false));
   if (g.gemm_efficiency > 1) {
-    return unreadable("{}: field 'gemm_efficiency' is a fraction of peak, at most 1 (got {})", origin,
-                      g.gemm_efficiency);
+    return unreadable("{}: field 'gemm_efficiency' is a fraction of peak, at most 1 (got {})",
+                      origin, g.gemm_efficiency);
   }
   RETURN_IF_ERROR(r.positive_number("gemm_overhead_us", g.gemm_overhead_us, false));
   RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false));
-  for (auto [field, value] : {std::pair{"memory_efficiency", &g.memory_efficiency},
-                              std::pair{"flash_attention_efficiency", &g.flash_attention_efficiency},
-                              std::pair{"intra_node_efficiency", &g.intra_node_efficiency},
-                              std::pair{"network_efficiency", &g.network_efficiency}}) {
+  for (auto [field, value] :
+       {std::pair{"memory_efficiency", &g.memory_efficiency},
+        std::pair{"flash_attention_efficiency", &g.flash_attention_efficiency},
+        std::pair{"intra_node_efficiency", &g.intra_node_efficiency},
+        std::pair{"network_efficiency", &g.network_efficiency}}) {
     RETURN_IF_ERROR(r.positive_number(field, *value, false));
     if (*value > 1) {
-      return unreadable("{}: field '{}' is a fraction of the datasheet's figure, at most 1 (got {})",
-                        origin, field, *value);
+      return unreadable(
+          "{}: field '{}' is a fraction of the datasheet's figure, at most 1 (got {})", origin,
+          field, *value);
     }
   }
   RETURN_IF_ERROR(r.string("fit_source", g.fit_source));
@@ -203,11 +206,14 @@ std::vector<std::string> gpu_preset_names(const std::filesystem::path& share_dir
   return json_stems(share_dir / "gpus");
 }
 
-StatusOr<ModelConfig> load_model_preset(const std::filesystem::path& share_dir, std::string_view name) {
+StatusOr<ModelConfig> load_model_preset(const std::filesystem::path& share_dir,
+                                        std::string_view name) {
   auto names = model_preset_names(share_dir);
   if (std::find(names.begin(), names.end(), name) == names.end()) {
-    return invalid_argument("--model '{}' is not a preset (presets: {}); or give --model-file or "
-                            "the dimensions", name, joined(names));
+    return invalid_argument(
+        "--model '{}' is not a preset (presets: {}); or give --model-file or "
+        "the dimensions",
+        name, joined(names));
   }
   return load_model_file(share_dir / "models" / (std::string(name) + ".json"));
 }

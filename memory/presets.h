@@ -21,18 +21,19 @@ struct GpuSpec {
   double hbm_bandwidth = 0;         // bytes/s
   double intra_node_bandwidth = 0;  // bytes/s per direction (NVLink)
   double network_bandwidth = 0;     // bytes/s per GPU per direction (InfiniBand/RoCE NIC)
-  double gemm_efficiency = 0.75;    // the fraction of peak large GEMMs reach (the recommender's cap)
+  double gemm_efficiency = 0.75;  // the fraction of peak large GEMMs reach (the recommender's cap)
   // The recommender's other kernel and link speeds. sm_count is the datasheet's; the rest are
   // fitted (fit_source says to what) and shown by `recommend --explain`. The defaults leave a
   // user's file as before: no wave quantization, full bandwidths.
-  double gemm_overhead_us = 4;          // launch and tail per GEMM
-  int64_t sm_count = 0;                 // SMs a GEMM's tiles fill in waves; 0: not modelled
-  double memory_efficiency = 1;         // fraction of hbm_bandwidth memory-bound kernels reach
+  double gemm_overhead_us = 4;            // launch and tail per GEMM
+  int64_t sm_count = 0;                   // SMs a GEMM's tiles fill in waves; 0: not modelled
+  double memory_efficiency = 1;           // fraction of hbm_bandwidth memory-bound kernels reach
   double flash_attention_efficiency = 0;  // fraction of peak FlashAttention reaches; 0: gemm's
-  double intra_node_efficiency = 1;     // busbw over intra_node_bandwidth (NCCL over NVLink)
-  double network_efficiency = 1;        // busbw over network_bandwidth (NCCL over the NIC)
-  std::string fit_source;               // what the fitted values were fitted to
-  bool overlaps_communication = true;  // comm runs beside compute (GPU streams); false on the CPU backend
+  double intra_node_efficiency = 1;       // busbw over intra_node_bandwidth (NCCL over NVLink)
+  double network_efficiency = 1;          // busbw over network_bandwidth (NCCL over the NIC)
+  std::string fit_source;                 // what the fitted values were fitted to
+  bool overlaps_communication =
+      true;  // comm runs beside compute (GPU streams); false on the CPU backend
   std::string source;
   std::string note;
 };
@@ -62,7 +63,8 @@ StatusOr<ClusterSpec> load_cluster_file(const std::filesystem::path& path);
 // kInvalidArgument listing the presets there.
 std::vector<std::string> model_preset_names(const std::filesystem::path& share_dir);
 std::vector<std::string> gpu_preset_names(const std::filesystem::path& share_dir);
-StatusOr<ModelConfig> load_model_preset(const std::filesystem::path& share_dir, std::string_view name);
+StatusOr<ModelConfig> load_model_preset(const std::filesystem::path& share_dir,
+                                        std::string_view name);
 StatusOr<GpuSpec> load_gpu_preset(const std::filesystem::path& share_dir, std::string_view name);
 
 }  // namespace partrain::memory

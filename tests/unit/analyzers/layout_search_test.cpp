@@ -1,10 +1,10 @@
 // The recommender's search: what it enumerates, what it rejects and why, the ranking, and the
 // families explain compares against.
+#include "analyzers/layout_search.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "analyzers/layout_search.h"
 
 namespace partrain::analyzers {
 namespace {

@@ -80,10 +80,10 @@ TEST(ModelConfig, MegatronPadsTheVocabularyToAMultipleOf128TimesTp) {
 }
 
 TEST(ComputeCost, WavesOfTilesLeaveSmsIdleWhenTheTilesDoNotFillTheLastWave) {
-  EXPECT_EQ(wave_efficiency(1024, 1024, 1, 0), 1);            // not modelled
-  EXPECT_NEAR(wave_efficiency(1024, 1024, 1, 64), 1, 1e-12);  // 64 tiles, one full wave
+  EXPECT_EQ(wave_efficiency(1024, 1024, 1, 0), 1);                     // not modelled
+  EXPECT_NEAR(wave_efficiency(1024, 1024, 1, 64), 1, 1e-12);           // 64 tiles, one full wave
   EXPECT_NEAR(wave_efficiency(1024, 1152, 1, 64), 72.0 / 128, 1e-12);  // 72 tiles, 2 waves
-  EXPECT_NEAR(wave_efficiency(64, 128, 1, 1), 0.5, 1e-12);    // half a tile's rows
+  EXPECT_NEAR(wave_efficiency(64, 128, 1, 1), 0.5, 1e-12);             // half a tile's rows
   ComputeSpeed speed{1e15, 0.5, 1e300, 0, 1, 1, 64};
   EXPECT_NEAR(gemm_seconds(1024, 1152, 1024, 1, 2, speed),
               2.0 * 1024 * 1152 * 1024 / (5e14 * 72 / 128), 1e-15);
@@ -145,7 +145,8 @@ TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
 
 class StepCostTest : public ::testing::Test {
  protected:
-  StepCostTest() : cost_{model_, recipe(), CollectiveCost(test_machines()), speed(), 1e12, false, 0} {}
+  StepCostTest()
+      : cost_{model_, recipe(), CollectiveCost(test_machines()), speed(), 1e12, false, 0} {}
 
   static memory::PrecisionRecipe recipe() {
     return *memory::precision_recipe("bf16-mixed", memory::Optimizer::kAdamW);
@@ -284,8 +285,10 @@ TEST_F(StepCostTest, StepIsTheSumOfItsTermsAndMfuUsesModelFlops) {
   l.pp = 2;
   l.global_batch = 8;
   const StepCost c = step_cost(cost_, estimate(l));
-  EXPECT_NEAR(c.step_s, c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
-                            c.dp_comm_s + c.optimizer_s, 1e-12);
+  EXPECT_NEAR(c.step_s,
+              c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s + c.dp_comm_s +
+                  c.optimizer_s,
+              1e-12);
   EXPECT_EQ(c.shared_device_s, 0);  // one device per rank
   const double flops = memory::training_flops(model_, 8, 256, memory::Recompute::kNone);
   EXPECT_NEAR(c.mfu, flops / (c.step_s * 8 * 1e14), 1e-12);

@@ -57,12 +57,18 @@ memory::ModelConfig gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t v
 }
 
 std::vector<PublishedRun> narayanan_table1() {
-  struct Row { int64_t heads, hidden, layers; int tp, pp, gpus; int64_t batch; double tflops; };
-  const Row rows[] = {{24, 2304, 24, 1, 1, 32, 512, 137},      {32, 3072, 30, 2, 1, 64, 512, 138},
-                      {32, 4096, 36, 4, 1, 128, 512, 142},     {48, 6144, 40, 8, 1, 256, 1024, 135},
-                      {64, 8192, 48, 8, 2, 512, 1536, 138},    {80, 10240, 60, 8, 4, 1024, 1792, 140},
-                      {96, 12288, 80, 8, 8, 1536, 2304, 148},  {128, 16384, 96, 8, 16, 1920, 2160, 155},
-                      {128, 20480, 105, 8, 35, 2520, 2520, 163}, {160, 25600, 128, 8, 64, 3072, 3072, 163}};
+  struct Row {
+    int64_t heads, hidden, layers;
+    int tp, pp, gpus;
+    int64_t batch;
+    double tflops;
+  };
+  const Row rows[] = {
+      {24, 2304, 24, 1, 1, 32, 512, 137},        {32, 3072, 30, 2, 1, 64, 512, 138},
+      {32, 4096, 36, 4, 1, 128, 512, 142},       {48, 6144, 40, 8, 1, 256, 1024, 135},
+      {64, 8192, 48, 8, 2, 512, 1536, 138},      {80, 10240, 60, 8, 4, 1024, 1792, 140},
+      {96, 12288, 80, 8, 8, 1536, 2304, 148},    {128, 16384, 96, 8, 16, 1920, 2160, 155},
+      {128, 20480, 105, 8, 35, 2520, 2520, 163}, {160, 25600, 128, 8, 64, 3072, 3072, 163}};
   std::vector<PublishedRun> runs;
   for (const Row& r : rows) {
     PublishedRun run;
@@ -187,7 +193,8 @@ CostModel model_for(const PublishedRun& run) {
   memory::ClusterSpec cluster;
   cluster.name = "published";
   cluster.inter_node_bandwidth = run.inter_node_bandwidth;
-  Machines machines = machines_from(gpu, run.gpus, 8, run.inter_node_bandwidth > 0 ? &cluster : nullptr);
+  Machines machines =
+      machines_from(gpu, run.gpus, 8, run.inter_node_bandwidth > 0 ? &cluster : nullptr);
   const memory::PrecisionRecipe recipe =
       *memory::precision_recipe("bf16-mixed", memory::Optimizer::kAdamW);
   CostModel cm = cost_model_for(run.model, recipe, gpu, machines);
@@ -230,8 +237,8 @@ Prediction predict(const PublishedRun& run) {
       if (vpp > 1 && m % run.pp != 0) continue;
       in.layout.micro_batch = mb;
       in.layout.vpp = vpp;
-      in.layout.schedule = vpp > 1 ? memory::PipelineSchedule::kInterleaved
-                                   : memory::PipelineSchedule::kOneFOneB;
+      in.layout.schedule =
+          vpp > 1 ? memory::PipelineSchedule::kInterleaved : memory::PipelineSchedule::kOneFOneB;
       StatusOr<Candidate> c = evaluate_layout(cm, in);
       if (!c.is_ok()) {
         ADD_FAILURE() << run.id << ": " << c.status().message();
@@ -245,10 +252,11 @@ Prediction predict(const PublishedRun& run) {
   double value = step;
   const memory::ModelConfig& m = run.model;
   if (run.metric == Metric::kTflopsEq3) {
-    value = memory::narayanan_flops(static_cast<double>(run.global_batch), static_cast<double>(m.seq),
-                                    static_cast<double>(m.layers), static_cast<double>(m.hidden),
-                                    static_cast<double>(m.vocab), true) /
-            (step * run.gpus) / 1e12;
+    value =
+        memory::narayanan_flops(static_cast<double>(run.global_batch), static_cast<double>(m.seq),
+                                static_cast<double>(m.layers), static_cast<double>(m.hidden),
+                                static_cast<double>(m.vocab), true) /
+        (step * run.gpus) / 1e12;
   } else if (run.metric == Metric::kMfu) {
     value = best->cost.mfu;
   }

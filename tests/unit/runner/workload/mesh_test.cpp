@@ -45,10 +45,14 @@ TEST(Mesh, GroupsHoldTheRanksSharingTheOtherCoordinates) {
                                       comm::ReduceOp::kSum).is_ok());
     const auto& members = mesh->tp().world_ranks();
     EXPECT_EQ(value, members[0] + members[1]);
-    std::lock_guard lock(mutex);
-    tp_groups.insert(mesh->tp().world_ranks());
-    dp_groups.insert(mesh->dp().world_ranks());
-    pp_groups.insert(mesh->pp().world_ranks());
+    {
+      std::lock_guard lock(mutex);
+      tp_groups.insert(mesh->tp().world_ranks());
+      dp_groups.insert(mesh->dp().world_ranks());
+      pp_groups.insert(mesh->pp().world_ranks());
+    }
+    // The mesh's communicators stay up until every rank has built its own (see run_world).
+    EXPECT_TRUE(world.barrier().is_ok());
   });
   EXPECT_EQ(tp_groups, (std::set<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
   EXPECT_EQ(dp_groups, (std::set<std::vector<int>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
