@@ -33,8 +33,11 @@ Status TraceReader::read_error(std::string_view what) const {
 StatusOr<std::optional<RunRow>> TraceReader::run() const {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    prepare("SELECT run_id, command, config, status, world_size, start_ns, "
-                           "end_ns, failing_rank, CASE WHEN json_valid(config) THEN "
-                           "json_extract(config, '$.backend') END FROM run ORDER BY id LIMIT 1"));
+                           "end_ns, failing_rank, "
+                           "CASE WHEN json_valid(config) THEN json_extract(config, '$.backend') END, "
+                           "CASE WHEN json_valid(config) THEN "
+                           "json_extract(config, '$.nproc_per_node') END "
+                           "FROM run ORDER BY id LIMIT 1"));
   const int rc = stmt.step();
   if (rc == SQLITE_DONE) return std::optional<RunRow>();
   if (rc != SQLITE_ROW) return read_error("reading the run");
@@ -48,17 +51,18 @@ StatusOr<std::optional<RunRow>> TraceReader::run() const {
   run.end_ns = optional_int(stmt, 6);
   run.failing_rank = optional_int32(stmt, 7);
   run.backend = stmt.column_text(8);
+  run.nproc_per_node = optional_int32(stmt, 9);
   return std::optional<RunRow>(std::move(run));
 }
 
 StatusOr<std::vector<RankRow>> TraceReader::ranks() const {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare("SELECT rank, host, device, exit_code, exit_signal FROM rank "
+                   prepare("SELECT rank, host, device, exit_code, exit_signal, node FROM rank "
                            "ORDER BY rank"));
   std::vector<RankRow> ranks;
   RETURN_IF_ERROR(each_row(stmt, "reading the ranks", [&](const SqliteStatement& row) {
     ranks.push_back({static_cast<int>(row.column_int(0)), row.column_text(1), row.column_text(2),
-                     optional_int32(row, 3), optional_int32(row, 4)});
+                     optional_int32(row, 3), optional_int32(row, 4), optional_int32(row, 5)});
   }));
   return ranks;
 }
@@ -138,6 +142,13 @@ StatusOr<std::vector<StatRow>> TraceReader::stats() const {
     stats.push_back(std::move(stat));
   }));
   return stats;
+}
+
+StatusOr<bool> TraceReader::is_merge() const {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   prepare("SELECT count(*) FROM meta WHERE key = 'merged_from'"));
+  if (stmt.step() != SQLITE_ROW) return read_error("reading the trace's meta");
+  return stmt.column_int(0) > 0;
 }
 
 StatusOr<int64_t> TraceReader::event_count() const {

@@ -32,6 +32,7 @@ struct RunRow {
   std::optional<int64_t> end_ns;
   std::optional<int> failing_rank;
   std::string backend;              // config's "backend" ("gloo", "nccl"), empty when it has none
+  std::optional<int> nproc_per_node;  // config's "nproc_per_node" (a launch's ranks per node)
 };
 
 // A row of the ranks view. Texts the trace does not know are empty.
@@ -41,6 +42,7 @@ struct RankRow {
   std::string device;
   std::optional<int> exit_code;
   std::optional<int> exit_signal;
+  std::optional<int> node;  // the launcher's node index, when it wrote one
 };
 
 struct TrackRow {
@@ -84,6 +86,8 @@ class TraceReader {
   StatusOr<std::string_view> string(int64_t id) const;
   // Every stat row, by name and rank (the run's first).
   StatusOr<std::vector<StatRow>> stats() const;
+  // Whether the trace is `partrain merge`'s join of other files (meta 'merged_from').
+  StatusOr<bool> is_merge() const;
   // Events stored: slice rows (collectives, kernels and transfers are slices too), memory
   // samples and steps.
   StatusOr<int64_t> event_count() const;
