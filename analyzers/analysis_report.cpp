@@ -1,5 +1,6 @@
-// analyze_run and the rendering of its report: a header naming the run and the window, one
-// section per analysis, then the findings ordered by impact. Text and JSON carry the same numbers.
+// analyze_run: the window's analyses in turn, their findings gathered and ordered by impact.
+// The collective statistics and the stragglers share one read of the (comm_id, seq) groups:
+// reading them is most of what either costs on a large trace.
 #include "analyzers/analysis_report.h"
 
 #include <fmt/format.h>
@@ -8,72 +9,25 @@
 #include <tuple>
 
 #include "analyzers/collective_groups.h"
-#include "analyzers/collective_stats.h"
-#include "analyzers/memory_vs_estimate.h"
 #include "analyzers/node_file_check.h"
-#include "analyzers/pipeline_bubble.h"
-#include "analyzers/stragglers.h"
-#include "analyzers/temporal_breakdown.h"
-#include "analyzers/top_kernels.h"
 #include "core/clock.h"
-#include "core/log.h"
 #include "core/subprocess.h"
-#include "profiler/chrome_export.h"
 
 namespace partrain::analyzers {
 namespace {
 
-using profiler::SqliteStatement;
-
-// Runs one analysis and files its text, JSON and findings under `json_key`.
-template <typename Report, typename Findings, typename Format, typename Json>
-Status add_section(AnalysisReport& out, std::string json_key, StatusOr<Report> report,
-                   Findings findings, Format format, Json json) {
-  log::debug("analysis section {} done at {:.2f} s", json_key,
-             static_cast<double>(monotonic_ns() - out.started_ns) / 1e9);
-  if (!report.is_ok()) return report.status().with_context(json_key);
-  for (Finding& finding : findings(*report)) out.findings.push_back(std::move(finding));
-  out.sections.push_back({std::move(json_key), format(*report), json(*report)});
-  return Status::ok();
-}
-
-Status read_run_row(const profiler::SqliteDb& db, AnalysisReport& out) {
-  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
-                                  db,
-                                  // Under an outer `partrain trace`, the launcher's root cause
-                                  // comes as a stat (runner/launch/node_trace.h).
-                                  "WITH f AS (SELECT coalesce(r.failing_rank, (SELECT min(rank) "
-                                  "FROM stats WHERE name = 'launch_failing_rank')) AS rank "
-                                  "FROM runs r) "
-                                  "SELECT r.status, r.command, f.rank, k.exit_code, "
-                                  "k.exit_signal FROM runs r, f LEFT JOIN ranks k "
-                                  "ON k.rank = f.rank"));
-  if (stmt.step() == SQLITE_ROW) {
-    out.status = stmt.column_is_null(0) ? "unknown" : stmt.column_text(0);
-    out.command = stmt.column_is_null(1) ? "" : stmt.column_text(1);
-    auto optional_int = [&](int column) -> std::optional<int> {
-      if (stmt.column_is_null(column)) return std::nullopt;
-      return static_cast<int>(stmt.column_int(column));
-    };
-    out.failing_rank = optional_int(2);
-    out.failing_exit_code = optional_int(3);
-    out.failing_exit_signal = optional_int(4);
-  }
-  return Status::ok();
-}
-
 // A failed run's first failure is the finding every other one may follow from: the ranks the
 // launcher stopped after it end their records early, and collectives they never reached look
 // missing.
-std::optional<Finding> rank_failed_finding(const AnalysisReport& report) {
-  if (report.status != "failed" || !report.failing_rank) return std::nullopt;
-  const int rank = *report.failing_rank;
+std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
+  if (outcome.status != "failed" || !outcome.failing_rank) return std::nullopt;
+  const int rank = *outcome.failing_rank;
   std::string how = "failed";
-  if (report.failing_exit_signal.value_or(0) != 0) {
-    how = fmt::format("was killed by signal {} ({})", *report.failing_exit_signal,
-                      signal_name(*report.failing_exit_signal));
-  } else if (report.failing_exit_code) {
-    how = fmt::format("exited with code {}", *report.failing_exit_code);
+  if (outcome.failing_exit_signal.value_or(0) != 0) {
+    how = fmt::format("was killed by signal {} ({})", *outcome.failing_exit_signal,
+                      signal_name(*outcome.failing_exit_signal));
+  } else if (outcome.failing_exit_code) {
+    how = fmt::format("exited with code {}", *outcome.failing_exit_code);
   }
   Finding finding;
   finding.kind = "rank_failed";
@@ -82,12 +36,12 @@ std::optional<Finding> rank_failed_finding(const AnalysisReport& report) {
   finding.impact = 1;
   finding.evidence = fmt::format(
       "the run failed: rank {} {} first, and the launcher stopped the others", rank, how);
-  if (report.diagnosis_culprit && *report.diagnosis_culprit != rank) {
+  if (outcome.diagnosis_culprit && *outcome.diagnosis_culprit != rank) {
     // A watchdog fires in the ranks left waiting: the first to exit is not the cause.
     finding.advice = fmt::format(
         "rank {}'s exit followed from rank {}, which the collective diagnosis above blames: start "
         "from rank {}",
-        rank, *report.diagnosis_culprit, *report.diagnosis_culprit);
+        rank, *outcome.diagnosis_culprit, *outcome.diagnosis_culprit);
     return finding;
   }
   finding.advice = fmt::format(
@@ -98,59 +52,80 @@ std::optional<Finding> rank_failed_finding(const AnalysisReport& report) {
   return finding;
 }
 
-// The launcher's reading of the ranks' flight-recorder dumps (a hang: the rank that never
-// reached a collective; a desync: the rank that issued another one), as it printed it.
-Status read_diagnosis(const profiler::SqliteDb& db, AnalysisReport& out) {
-  ASSIGN_OR_RETURN(auto stmt,
-                   SqliteStatement::prepare(db,
-                                            "SELECT rank, description FROM stats WHERE name = "
-                                            "'collective_diagnosis' ORDER BY rank DESC LIMIT 1"));
-  if (stmt.step() == SQLITE_ROW) {
-    const int64_t culprit = stmt.column_is_null(0) ? -1 : stmt.column_int(0);
-    if (culprit >= 0) out.diagnosis_culprit = static_cast<int>(culprit);
-    out.diagnosis = stmt.column_is_null(1) ? "" : stmt.column_text(1);
-  }
-  return Status::ok();
-}
-
-std::optional<Finding> diagnosis_finding(const AnalysisReport& report) {
-  if (!report.diagnosis) return std::nullopt;
+std::optional<Finding> diagnosis_finding(const RunOutcome& outcome) {
+  if (!outcome.diagnosis) return std::nullopt;
   Finding finding;
   finding.kind = "collective_diagnosis";
   finding.severity = Severity::kCritical;
-  finding.rank = report.diagnosis_culprit;
+  finding.rank = outcome.diagnosis_culprit;
   finding.impact = 1;
   finding.evidence = fmt::format("the launcher's flight-recorder diagnosis: {}",
-                                 report.diagnosis->empty() ? "(no headline)" : *report.diagnosis);
+                                 outcome.diagnosis->empty() ? "(no headline)" : *outcome.diagnosis);
   finding.advice =
-      report.diagnosis_culprit
+      outcome.diagnosis_culprit
           ? fmt::format(
                 "start from rank {}: what it was doing instead of that collective (its "
                 "output, its stack: py-spy dump or gdb on a live hang), not from the "
                 "ranks whose watchdogs fired while they waited for it",
-                *report.diagnosis_culprit)
+                *outcome.diagnosis_culprit)
           : std::string(
                 "the dumps did not single out a rank: compare each rank's last "
                 "collectives in the launcher's diagnosis (stderr)");
   return finding;
 }
 
-// The collective statistics and the straggler analysis from one read of the (comm_id, seq)
-// groups: reading them is most of what either costs on a large trace.
-Status add_collective_sections(const profiler::SqliteDb& db, const AnalysisWindow& window,
+// The launcher's failing rank: the run row's, or under an outer `partrain trace` the stat its
+// launcher left (runner/launch/node_trace.h).
+std::optional<int> failing_rank(const std::optional<profiler::RunRow>& run,
+                                const std::vector<profiler::StatRow>& stats) {
+  if (run && run->failing_rank) return run->failing_rank;
+  std::optional<int> lowest;
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name != "launch_failing_rank" || !stat.rank) continue;
+    if (!lowest || *stat.rank < *lowest) lowest = stat.rank;
+  }
+  return lowest;
+}
+
+// The launcher's reading of the ranks' flight-recorder dumps (a hang: the rank that never
+// reached a collective; a desync: the rank that issued another one), as it printed it: the
+// row of the highest rank, the run's own last.
+void read_diagnosis(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
+  const profiler::StatRow* chosen = nullptr;
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name != "collective_diagnosis") continue;
+    if (chosen == nullptr || stat.rank.value_or(-1) > chosen->rank.value_or(-1)) chosen = &stat;
+  }
+  if (chosen == nullptr) return;
+  out.diagnosis_culprit = chosen->rank;
+  out.diagnosis = chosen->description;
+}
+
+// Files one analysis's result and findings, and when it was done.
+template <typename Report, typename Findings>
+Status add_analysis(AnalysisReport& out, std::string_view key, int64_t started_ns,
+                    StatusOr<Report> result, Report& into, Findings findings) {
+  out.done_ns.emplace_back(std::string(key), monotonic_ns() - started_ns);
+  if (!result.is_ok()) return result.status().with_context(key);
+  into = std::move(result).value();
+  for (Finding& finding : findings(into)) out.findings.push_back(std::move(finding));
+  return Status::ok();
+}
+
+// The collective statistics and the straggler analysis from one pass over the groups.
+Status add_collective_analyses(const profiler::TraceReader& reader, int64_t started_ns,
                                AnalysisReport& out) {
-  ASSIGN_OR_RETURN(const bool ended, run_has_ended(db));
+  ASSIGN_OR_RETURN(const bool ended, run_has_ended(reader));
   CollectiveStatsPass stats(ended);
   StragglerPass stragglers;
-  const Status read =
-      for_each_collective_group(db, window, visit_all({stats.visitor(), stragglers.visitor()}));
+  const Status read = for_each_collective_group(reader, out.window,
+                                                visit_all({stats.visitor(), stragglers.visitor()}));
   if (!read.is_ok()) return read.with_context("collectives");
-  StatusOr<CollectiveStatsReport> collectives = stats.finish();
-  RETURN_IF_ERROR(add_section(out, "collectives", collectives, collective_stats_findings,
-                              format_collective_stats, collective_stats_json));
-  out.extra_json["collective_matching"] = collective_matching_json(*collectives);
-  return add_section(out, "stragglers", stragglers.finish(db, window), straggler_findings,
-                     format_stragglers, stragglers_json);
+  RETURN_IF_ERROR(add_analysis(out, "collectives", started_ns,
+                               StatusOr<CollectiveStatsReport>(stats.finish()), out.collectives,
+                               collective_stats_findings));
+  return add_analysis(out, "stragglers", started_ns, stragglers.finish(reader, out.window),
+                      out.stragglers, straggler_findings);
 }
 
 }  // namespace
@@ -171,121 +146,58 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
-namespace {
-
-// The run row and the data-loss stats, read once: analyze_run keeps them for its header.
-Status read_outcome(const profiler::SqliteDb& db, AnalysisReport& out) {
-  RETURN_IF_ERROR(read_run_row(db, out));
-  RETURN_IF_ERROR(read_diagnosis(db, out));
-  ASSIGN_OR_RETURN(out.data_loss, read_data_loss(db));
-  return Status::ok();
+StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
+  RunOutcome out;
+  if (run) {
+    out.status = run->status ? std::string(profiler::run_status_name(*run->status)) : "unknown";
+    out.command = run->command;
+    out.failing_rank = failing_rank(run, stats);
+  }
+  if (out.failing_rank) {
+    ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
+    for (const profiler::RankRow& rank : ranks) {
+      if (rank.rank != *out.failing_rank) continue;
+      out.failing_exit_code = rank.exit_code;
+      out.failing_exit_signal = rank.exit_signal;
+    }
+  }
+  read_diagnosis(stats, out);
+  ASSIGN_OR_RETURN(out.data_loss, read_data_loss(reader));
+  return out;
 }
 
-std::vector<Finding> outcome_findings(const AnalysisReport& run) {
-  std::vector<Finding> findings = data_loss_findings(run.data_loss);
-  if (std::optional<Finding> failed = rank_failed_finding(run)) {
+std::vector<Finding> run_outcome_findings(const RunOutcome& outcome) {
+  std::vector<Finding> findings = data_loss_findings(outcome.data_loss);
+  if (std::optional<Finding> failed = rank_failed_finding(outcome)) {
     findings.insert(findings.begin(), std::move(*failed));
   }
-  if (std::optional<Finding> diagnosis = diagnosis_finding(run)) {
+  if (std::optional<Finding> diagnosis = diagnosis_finding(outcome)) {
     findings.insert(findings.begin(), std::move(*diagnosis));
   }
   return findings;
 }
 
-}  // namespace
-
-StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db) {
-  AnalysisReport run;
-  RETURN_IF_ERROR(read_outcome(db, run));
-  return outcome_findings(run);
-}
-
-StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window) {
+StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
+                                     const AnalysisWindow& window) {
+  const int64_t started = monotonic_ns();
   AnalysisReport out;
-  out.started_ns = monotonic_ns();
   out.window = window;
-  RETURN_IF_ERROR(read_outcome(db, out));
-  out.findings = outcome_findings(out);
-  RETURN_IF_ERROR(add_section(out, "ranks", analyze_temporal_breakdown(db, window),
-                              temporal_findings, format_temporal_breakdown,
-                              temporal_breakdown_json));
-  RETURN_IF_ERROR(add_collective_sections(db, window, out));
-  RETURN_IF_ERROR(add_section(out, "pipeline", analyze_pipeline_bubble(db, window),
-                              pipeline_bubble_findings, format_pipeline_bubble,
-                              pipeline_bubble_json));
-  RETURN_IF_ERROR(add_section(out, "memory", analyze_memory_vs_estimate(db, window),
-                              memory_vs_estimate_findings, format_memory_vs_estimate,
-                              memory_vs_estimate_json));
-  RETURN_IF_ERROR(add_section(out, "kernels", analyze_top_kernels(db, window),
-                              top_kernels_findings, format_top_kernels, top_kernels_json));
-  RETURN_IF_ERROR(add_node_file_finding(db, out.findings));
+  ASSIGN_OR_RETURN(out.outcome, read_run_outcome(reader));
+  out.findings = run_outcome_findings(out.outcome);
+  RETURN_IF_ERROR(add_analysis(out, "ranks", started, analyze_temporal_breakdown(reader, window),
+                               out.ranks, temporal_findings));
+  RETURN_IF_ERROR(add_collective_analyses(reader, started, out));
+  RETURN_IF_ERROR(add_analysis(out, "pipeline", started, analyze_pipeline_bubble(reader, window),
+                               out.pipeline, pipeline_bubble_findings));
+  RETURN_IF_ERROR(add_analysis(out, "memory", started,
+                               analyze_memory_vs_estimate(reader, window), out.memory,
+                               memory_vs_estimate_findings));
+  RETURN_IF_ERROR(add_analysis(out, "kernels", started, analyze_top_kernels(reader, window),
+                               out.kernels, top_kernels_findings));
+  RETURN_IF_ERROR(add_node_file_finding(reader, out.findings));
   sort_findings(out.findings);
-  return out;
-}
-
-std::string describe_window(const AnalysisWindow& window) {
-  if (!window.has_steps) return "whole run (no steps recorded)";
-  std::string steps = window.first_step == window.last_step
-                          ? fmt::format("step {}", window.first_step)
-                          : fmt::format("steps {}..{}", window.first_step, window.last_step);
-  if (window.steps_selected) return steps + " (selected)";
-  if (window.skipped_steps == 0) return steps + " (no warm-up skipped)";
-  return fmt::format("{} (warm-up {} skipped)", steps, window.skipped_steps);
-}
-
-std::string format_findings(const std::vector<Finding>& findings) {
-  if (findings.empty()) return "Findings: none\n";
-  std::string out = "Findings (highest impact first)\n";
-  for (size_t i = 0; i < findings.size(); ++i) {
-    const Finding& f = findings[i];
-    out += fmt::format("{:>2}. [{}] {}{}: {}\n    try: {}\n", i + 1, severity_name(f.severity),
-                       f.kind, f.rank ? fmt::format(" (rank {})", *f.rank) : std::string(),
-                       f.evidence, f.advice);
-  }
-  return out;
-}
-
-std::string format_report(const AnalysisReport& report) {
-  const AnalysisWindow& w = report.window;
-  std::string out = fmt::format(
-      "run {} ({}), world size {}, ranks {}\nwindow: {}, {:.1f} ms\n\n",
-      w.run_id.empty() ? "?" : w.run_id, report.status, w.world_size,
-      profiler::format_rank_ranges(w.ranks), describe_window(w),
-      static_cast<double>(w.end_ns - w.start_ns) / 1e6);
-  if (!report.data_loss.empty()) {
-    out = out.substr(0, out.size() - 1) + format_data_loss(report.data_loss) + "\n";
-  }
-  for (const ReportSection& section : report.sections) out += section.text + "\n";
-  return out + format_findings(report.findings);
-}
-
-nlohmann::json finding_json(const Finding& finding) {
-  return {{"kind", finding.kind},
-          {"severity", std::string(severity_name(finding.severity))},
-          {"rank", finding.rank ? nlohmann::json(*finding.rank) : nlohmann::json(nullptr)},
-          {"impact_pct", 100 * finding.impact},
-          {"evidence", finding.evidence},
-          {"advice", finding.advice}};
-}
-
-nlohmann::json report_json(const AnalysisReport& report) {
-  const AnalysisWindow& w = report.window;
-  nlohmann::json window = {{"has_steps", w.has_steps},
-                           {"ranks", w.ranks},
-                           {"skipped_steps", w.skipped_steps},
-                           {"description", describe_window(w)},
-                           {"duration_ms", static_cast<double>(w.end_ns - w.start_ns) / 1e6}};
-  window["first_step"] = w.has_steps ? nlohmann::json(w.first_step) : nlohmann::json(nullptr);
-  window["last_step"] = w.has_steps ? nlohmann::json(w.last_step) : nlohmann::json(nullptr);
-  nlohmann::json out = {{"run_id", w.run_id},   {"status", report.status},
-                        {"world_size", w.world_size}, {"command", report.command},
-                        {"window", window}};
-  out["data_loss"] = data_loss_json(report.data_loss);
-  for (const ReportSection& section : report.sections) out[section.json_key] = section.json;
-  for (const auto& [key, value] : report.extra_json.items()) out[key] = value;
-  nlohmann::json findings = nlohmann::json::array();
-  for (const Finding& finding : report.findings) findings.push_back(finding_json(finding));
-  out["findings"] = findings;
   return out;
 }
 

@@ -1,33 +1,34 @@
-// The whole of `partrain analyze` for one window: runs each analysis, gathers their findings in
-// order of impact, and renders the text report and the --json document (docs/analysis.md).
-// Each analysis is a section: its text, its JSON under a stable key, and its findings, so adding
-// one is a single add_section call in analysis_report.cpp.
+// The analysis report: every analysis of one window as typed results (per-rank breakdown,
+// matched collectives, stragglers, pipeline bubble, memory vs estimate, kernels) and their
+// findings in order of impact. `partrain analyze` renders it as text and --json
+// (docs/analysis.md); the dashboard (`partrain top`, `launch --tui`) shows the same report,
+// refreshed on a cost-bounded cadence (analysis_cadence.h).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzers/analysis_window.h"
+#include "analyzers/collective_stats.h"
 #include "analyzers/finding.h"
+#include "analyzers/memory_vs_estimate.h"
+#include "analyzers/pipeline_bubble.h"
+#include "analyzers/stragglers.h"
+#include "analyzers/temporal_breakdown.h"
+#include "analyzers/top_kernels.h"
 #include "analyzers/trace_data_loss.h"
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
-struct ReportSection {
-  std::string json_key;  // "ranks", "collectives", "pipeline", "memory", "kernels"
-  std::string text;      // the formatted section, ending in a newline
-  nlohmann::json json;
-};
-
-struct AnalysisReport {
-  AnalysisWindow window;
-  int64_t started_ns = 0;  // when analyze_run began (monotonic), for -v timings
-  // Top-level JSON keys beside the sections' (no text of their own), e.g. collective_matching.
-  nlohmann::json extra_json = nlohmann::json::object();
+// How the run ended and what its trace says it is missing: what every other finding may follow
+// from.
+struct RunOutcome {
   std::string status;  // runs.status: completed, failed, killed, incomplete, running
   std::string command;
   // A failed run: the rank that failed first and how it ended (the ranks table's exit).
@@ -39,15 +40,30 @@ struct AnalysisReport {
   // the rank it blames (none when it could not tell) and its headline.
   std::optional<std::string> diagnosis;
   std::optional<int> diagnosis_culprit;
-  std::vector<ReportSection> sections;
-  std::vector<Finding> findings;  // highest impact first
 };
 
-StatusOr<AnalysisReport> analyze_run(const profiler::SqliteDb& db, const AnalysisWindow& window);
-// The findings every other one may follow from, for analyze and top alike: the launcher's
-// diagnosis of a hang or desync (`collective_diagnosis`), the rank that failed first
-// (`rank_failed`) and what the trace lost (`trace_data_loss`).
-StatusOr<std::vector<Finding>> run_outcome_findings(const profiler::SqliteDb& db);
+struct AnalysisReport {
+  AnalysisWindow window;
+  RunOutcome outcome;
+  TemporalBreakdown ranks;
+  CollectiveStatsReport collectives;
+  StragglerReport stragglers;
+  PipelineBubbleReport pipeline;
+  MemoryVsEstimate memory;
+  TopKernels kernels;
+  std::vector<Finding> findings;  // highest impact first
+  // When each analysis was done, in ns since analyze_run began (`partrain -v analyze` prints
+  // them): "ranks", "collectives", "stragglers", "pipeline", "memory", "kernels".
+  std::vector<std::pair<std::string, int64_t>> done_ns;
+};
+
+StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
+                                     const AnalysisWindow& window);
+StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader);
+// The findings every other one may follow from: the launcher's diagnosis of a hang or desync
+// (`collective_diagnosis`), the rank that failed first (`rank_failed`) and what the trace lost
+// (`trace_data_loss`).
+std::vector<Finding> run_outcome_findings(const RunOutcome& outcome);
 // One node's file of several read alone first (node_file: what the reader is missing), then
 // the diagnosis, the failed rank and lost trace data (every other finding follows from them),
 // then by impact, severity, kind and rank (a stable, total order).
@@ -57,7 +73,8 @@ void sort_findings(std::vector<Finding>& findings);
 std::string describe_window(const AnalysisWindow& window);
 std::string format_report(const AnalysisReport& report);
 std::string format_findings(const std::vector<Finding>& findings);
-// {"run_id", "status", "world_size", "window": {...}, <section keys>..., "findings": [...]}.
+// {"run_id", "status", "world_size", "window": {...}, "ranks", "collectives",
+//  "collective_matching", "stragglers", "pipeline", "memory", "kernels", "findings": [...]}.
 nlohmann::json report_json(const AnalysisReport& report);
 nlohmann::json finding_json(const Finding& finding);
 

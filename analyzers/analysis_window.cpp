@@ -1,6 +1,6 @@
 // choose_window: which ranks and steps an analysis covers, and where those steps lie on each
-// rank's timeline. Reads the public views `runs`, `ranks`, `tracks`, `steps`, `slices` and
-// `memory_events` (docs/trace-format.md); never more than one row per rank or step in memory.
+// rank's timeline. Reads the run row, the ranks and the steps through the trace reader; never
+// more than one row per rank or step in memory.
 #include "analyzers/analysis_window.h"
 
 #include <fmt/format.h>
@@ -10,33 +10,21 @@
 #include <string>
 
 #include "profiler/chrome_export.h"
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
 namespace {
 
-using profiler::SqliteDb;
-using profiler::SqliteStatement;
+using profiler::TraceReader;
 
-Status read_run(const SqliteDb& db, AnalysisWindow& window) {
-  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(db, "SELECT run_id, world_size FROM runs"));
-  if (stmt.step() == SQLITE_ROW) {
-    window.run_id = stmt.column_text(0);
-    window.world_size = static_cast<int>(stmt.column_int(1));
+Status read_run(const TraceReader& reader, AnalysisWindow& window) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  if (run) {
+    window.run_id = run->run_id;
+    window.world_size = run->world_size.value_or(0);
   }
   return Status::ok();
 }
-
-// Ranks with a `ranks` row, and ranks that recorded slices or steps without one.
-StatusOr<std::vector<int>> trace_ranks(const SqliteDb& db) {
-  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
-                                  db, "SELECT rank FROM ranks UNION SELECT rank FROM tracks "
-                                      "UNION SELECT rank FROM steps ORDER BY 1"));
-  std::vector<int> ranks;
-  while (stmt.step() == SQLITE_ROW) ranks.push_back(static_cast<int>(stmt.column_int(0)));
-  return ranks;
-}
-
 StatusOr<std::vector<int>> select_ranks(const std::vector<int>& present,
                                         const std::vector<int>& wanted) {
   if (present.empty()) return invalid_argument("the trace has no ranks: nothing to analyse");
@@ -51,14 +39,6 @@ StatusOr<std::vector<int>> select_ranks(const std::vector<int>& present,
     }
   }
   return chosen;
-}
-
-StatusOr<std::vector<int64_t>> recorded_steps(const SqliteDb& db) {
-  ASSIGN_OR_RETURN(auto stmt,
-                   SqliteStatement::prepare(db, "SELECT DISTINCT step FROM steps ORDER BY step"));
-  std::vector<int64_t> steps;
-  while (stmt.step() == SQLITE_ROW) steps.push_back(stmt.column_int(0));
-  return steps;
 }
 
 // Fills first_step/last_step/skipped_steps from an explicit selection or by skipping warm-up.
@@ -96,24 +76,14 @@ Status select_steps(const std::vector<int64_t>& recorded, const WindowOptions& o
   return Status::ok();
 }
 
-StatusOr<RankSpan> step_span(const SqliteDb& db, int rank, int64_t first, int64_t last) {
-  ASSIGN_OR_RETURN(auto stmt,
-                   SqliteStatement::prepare(db, "SELECT MIN(ts_ns), MAX(ts_ns + dur_ns), COUNT(*) "
-                                                "FROM steps WHERE rank = ?1 AND step BETWEEN ?2 "
-                                                "AND ?3"));
-  stmt.bind(1, int64_t{rank});
-  stmt.bind(2, first);
-  stmt.bind(3, last);
-  RankSpan span;
-  if (stmt.step() == SQLITE_ROW && stmt.column_int(2) > 0) {
-    span = {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2)};
-  }
-  return span;
+StatusOr<RankSpan> steps_span(const TraceReader& reader, int rank, int64_t first, int64_t last) {
+  ASSIGN_OR_RETURN(const profiler::StepSpan span, profiler::step_span(reader, rank, first, last));
+  return RankSpan{span.start_ns, span.end_ns, span.steps};
 }
 
 // An explicit --steps window in which none of the selected ranks recorded a step: refused (an
 // empty report would read as a clean one), naming the steps they did record.
-Status check_selected_ranks_have_steps(const SqliteDb& db, const AnalysisWindow& window) {
+Status check_selected_ranks_have_steps(const TraceReader& reader, const AnalysisWindow& window) {
   if (std::any_of(window.spans.begin(), window.spans.end(),
                   [](const auto& entry) { return entry.second.steps > 0; })) {
     return Status::ok();
@@ -122,12 +92,10 @@ Status check_selected_ranks_have_steps(const SqliteDb& db, const AnalysisWindow&
   int64_t lowest = std::numeric_limits<int64_t>::max(),
           highest = std::numeric_limits<int64_t>::min();
   for (const auto& [rank, span] : window.spans) {
-    ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
-                                    db, "SELECT MIN(step), MAX(step) FROM steps WHERE rank = ?1"));
-    stmt.bind(1, int64_t{rank});
-    if (stmt.step() == SQLITE_ROW && !stmt.column_is_null(0)) {
-      lowest = std::min(lowest, stmt.column_int(0));
-      highest = std::max(highest, stmt.column_int(1));
+    ASSIGN_OR_RETURN(const auto numbers, profiler::step_numbers(reader, rank));
+    if (numbers) {
+      lowest = std::min(lowest, numbers->first);
+      highest = std::max(highest, numbers->second);
     }
   }
   const std::string recorded = lowest <= highest
@@ -140,24 +108,11 @@ Status check_selected_ranks_have_steps(const SqliteDb& db, const AnalysisWindow&
 }
 
 // First to last event of a rank without steps: slices (collectives are slices) and memory samples.
-StatusOr<RankSpan> event_span(const SqliteDb& db, int rank) {
-  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
-                                  db, "SELECT MIN(lo), MAX(hi) FROM ("
-                                      " SELECT MIN(ts_ns) AS lo, MAX(ts_ns + dur_ns) AS hi "
-                                      " FROM slices WHERE rank = ?1 UNION ALL"
-                                      " SELECT MIN(ts_ns), MAX(ts_ns) FROM memory_events "
-                                      " WHERE rank = ?1)"));
-  stmt.bind(1, int64_t{rank});
-  RankSpan span;
-  const int rc = stmt.step();
-  if (rc != SQLITE_ROW) {
-    return profiler::trace_read_error(db, fmt::format("reading the events of rank {}", rank));
-  }
-  if (!stmt.column_is_null(0)) {
-    span.start_ns = stmt.column_int(0);
-    span.end_ns = stmt.column_int(1);
-  }
-  return span;
+StatusOr<RankSpan> events_span(const TraceReader& reader, int rank) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::EventSpan> events,
+                   profiler::event_span(reader, rank));
+  if (!events) return RankSpan{};
+  return RankSpan{events->start_ns, events->end_ns, 0};
 }
 
 // A rank with nothing in the window (it died early, or records no steps) gets the window of the
@@ -179,15 +134,14 @@ void fill_empty_spans(AnalysisWindow& window) {
 
 }  // namespace
 
-StatusOr<AnalysisWindow> choose_window(const profiler::SqliteDb& db,
-                                       const WindowOptions& options) {
+StatusOr<AnalysisWindow> choose_window(const TraceReader& reader, const WindowOptions& options) {
   AnalysisWindow window;
-  RETURN_IF_ERROR(read_run(db, window));
-  ASSIGN_OR_RETURN(const std::vector<int> present, trace_ranks(db));
+  RETURN_IF_ERROR(read_run(reader, window));
+  ASSIGN_OR_RETURN(const std::vector<int> present, reader.recorded_ranks());
   // A traced program that did not say (no WORLD_SIZE): the ranks it recorded, as export says.
   if (window.world_size <= 0) window.world_size = static_cast<int>(present.size());
   ASSIGN_OR_RETURN(window.ranks, select_ranks(present, options.ranks));
-  ASSIGN_OR_RETURN(const std::vector<int64_t> steps, recorded_steps(db));
+  ASSIGN_OR_RETURN(const std::vector<int64_t> steps, profiler::recorded_steps(reader));
   window.has_steps = !steps.empty();
   if (window.has_steps) RETURN_IF_ERROR(select_steps(steps, options, window));
   if (!window.has_steps && options.steps) {
@@ -197,12 +151,12 @@ StatusOr<AnalysisWindow> choose_window(const profiler::SqliteDb& db,
   for (int rank : window.ranks) {
     if (window.has_steps) {
       ASSIGN_OR_RETURN(window.spans[rank],
-                       step_span(db, rank, window.first_step, window.last_step));
+                       steps_span(reader, rank, window.first_step, window.last_step));
     } else {
-      ASSIGN_OR_RETURN(window.spans[rank], event_span(db, rank));
+      ASSIGN_OR_RETURN(window.spans[rank], events_span(reader, rank));
     }
   }
-  if (window.steps_selected) RETURN_IF_ERROR(check_selected_ranks_have_steps(db, window));
+  if (window.steps_selected) RETURN_IF_ERROR(check_selected_ranks_have_steps(reader, window));
   fill_empty_spans(window);
   return window;
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -57,6 +57,7 @@ struct AnalysisWindow {
 
 // kInvalidArgument (exit 2) naming the ranks or steps the trace has when the selection asks for
 // others, or when skipping warm-up leaves no step ("--skip-steps 1 leaves none of the 1 steps").
-StatusOr<AnalysisWindow> choose_window(const profiler::SqliteDb& db, const WindowOptions& options);
+StatusOr<AnalysisWindow> choose_window(const profiler::TraceReader& reader,
+                                       const WindowOptions& options);
 
 }  // namespace partrain::analyzers

@@ -12,19 +12,19 @@
 #include "analyzers/sample_quantiles.h"
 #include "analyzers/temporal_breakdown.h"
 #include "analyzers/workload_run_config.h"
+#include "profiler/trace_reader/collective_reads.h"
+#include "profiler/trace_reader/slice_reads.h"
+#include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
 namespace {
 
-using profiler::SqliteStatement;
+using profiler::TraceReader;
 
-// The rows of the window's steps: "(step BETWEEN ?1 AND ?2 OR ?3)", ?3 true for a trace
-// without steps (one window, every row, the NULL steps too).
-constexpr std::string_view kInWindow = "(step BETWEEN ?1 AND ?2 OR ?3)";
-void bind_window_steps(SqliteStatement& stmt, const AnalysisWindow& window) {
-  stmt.bind(1, window.first_step);
-  stmt.bind(2, window.last_step);
-  stmt.bind(3, int64_t{window.has_steps ? 0 : 1});
+// The rows of the window's steps; a trace without steps is one window (every row, the ones with
+// no step too).
+profiler::StepFilter window_steps(const AnalysisWindow& window) {
+  return {window.first_step, window.last_step, !window.has_steps};
 }
 
 // The busiest rank's compute and optimizer time per step over the window. Compute is the
@@ -35,18 +35,13 @@ struct MeasuredPhases {
   double optimizer_s = 0;
 };
 
-StatusOr<MeasuredPhases> measure_phases(const profiler::SqliteDb& db, const AnalysisWindow& window) {
+StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const AnalysisWindow& window) {
   MeasuredPhases measured;
   if (!window.has_steps) return measured;
-  ASSIGN_OR_RETURN(TemporalBreakdown breakdown, analyze_temporal_breakdown(db, window));
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   SqliteStatement::prepare(db, fmt::format(R"sql(
-    SELECT rank, SUM(dur_ns) FROM slices
-    WHERE category = 'compute' AND name = 'adamw' AND {}
-    GROUP BY rank)sql", kInWindow)));
-  bind_window_steps(stmt, window);
-  std::map<int64_t, int64_t> optimizer_ns;
-  while (stmt.step() == SQLITE_ROW) optimizer_ns[stmt.column_int(0)] = stmt.column_int(1);
+  ASSIGN_OR_RETURN(TemporalBreakdown breakdown, analyze_temporal_breakdown(reader, window));
+  using TimeByRank = std::map<int, int64_t>;
+  ASSIGN_OR_RETURN(TimeByRank optimizer_ns,
+                   profiler::compute_time_by_rank(reader, "adamw", window_steps(window)));
   for (const RankBreakdown& rank : breakdown.ranks) {
     if (rank.steps == 0) continue;
     const auto steps = static_cast<double>(rank.steps);
@@ -66,29 +61,22 @@ constexpr double kBandwidthBytes = 64 * 1024;
 // (what the collective costs a rank, the arrival skew the machine produces included); for
 // send/recv the faster side's (the receiver's wait for its sender is the pipeline schedule's,
 // which the bubble term models).
-StatusOr<std::vector<CollectiveFit>> fit_collectives(const profiler::SqliteDb& db,
+StatusOr<std::vector<CollectiveFit>> fit_collectives(const TraceReader& reader,
                                                      const AnalysisWindow& window, LinkLevel level,
                                                      std::vector<std::string>& notes) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   SqliteStatement::prepare(db, fmt::format(R"sql(
-    SELECT MIN(op), MAX(group_size), MIN(bytes),
-           CASE WHEN MIN(op) IN ('send', 'recv') THEN MIN(dur_ns) ELSE AVG(dur_ns) END
-    FROM collectives
-    WHERE state = 'completed' AND {} AND bytes > 0
-    GROUP BY comm_id, seq
-    HAVING COUNT(DISTINCT bytes) = 1 AND COUNT(DISTINCT op) <= 2)sql", kInWindow)));
-  bind_window_steps(stmt, window);
+  ASSIGN_OR_RETURN(const std::vector<profiler::MatchedOpTiming> timings,
+                   profiler::matched_op_timings(reader, window_steps(window)));
   // Per op and group size (latency and busbw both depend on the group, so groups are fitted
   // apart), per message size, the durations.
   std::map<std::pair<CostedOp, int>, std::map<double, SampleQuantiles>> samples;
-  while (stmt.step() == SQLITE_ROW) {
-    auto op = costed_op_from_trace(stmt.column_text(0));
+  for (const profiler::MatchedOpTiming& timing : timings) {
+    auto op = costed_op_from_trace(timing.op);
     // A collective over one rank (a world of one) moves nothing: no link to measure. Send/recv
-    // rows name their pair.
+    // rows name their pair. Under a nanosecond is no time.
     const bool p2p = op == CostedOp::kSendRecv;
-    const int group = p2p ? 2 : static_cast<int>(stmt.column_int(1));
-    if (!op || group < 2 || stmt.column_int(3) <= 0) continue;
-    samples[{*op, group}][stmt.column_double(2)].add(stmt.column_double(3) * 1e-9);
+    const int group = p2p ? 2 : timing.group_size;
+    if (!op || group < 2 || static_cast<int64_t>(timing.time_ns) <= 0) continue;
+    samples[{*op, group}][timing.bytes].add(timing.time_ns * 1e-9);
   }
   std::vector<CollectiveFit> fits;
   for (const auto& [key, by_size] : samples) {
@@ -133,30 +121,34 @@ struct RankPlacement {
   int64_t most_ranks_on_a_host = 0;
 };
 
-StatusOr<RankPlacement> rank_placement(const profiler::SqliteDb& db) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, R"sql(
-    SELECT COUNT(*), coalesce(MAX(n), 0)
-    FROM (SELECT host, COUNT(*) AS n FROM ranks GROUP BY host))sql"));
-  if (stmt.step() != SQLITE_ROW) return RankPlacement{};
-  return RankPlacement{stmt.column_int(0), stmt.column_int(1)};
+// Hosts, and the most ranks one of them holds (ranks whose host is not recorded count as one).
+StatusOr<RankPlacement> rank_placement(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
+  std::map<std::string, int64_t> per_host;
+  for (const profiler::RankRow& rank : ranks) ++per_host[rank.host];
+  RankPlacement placement{static_cast<int64_t>(per_host.size()), 0};
+  for (const auto& [host, count] : per_host) {
+    placement.most_ranks_on_a_host = std::max(placement.most_ranks_on_a_host, count);
+  }
+  return placement;
 }
 
 // The median over the window's steps of the slowest rank's step: what a step of the run took.
-StatusOr<double> measure_step(const profiler::SqliteDb& db, const AnalysisWindow& window) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, R"sql(
-    SELECT MAX(dur_ns) FROM steps WHERE step BETWEEN ?1 AND ?2 GROUP BY step)sql"));
-  stmt.bind(1, window.first_step);
-  stmt.bind(2, window.last_step);
+StatusOr<double> measure_step(const TraceReader& reader, const AnalysisWindow& window) {
+  ASSIGN_OR_RETURN(profiler::StepCursor rows,
+                   profiler::window_steps(reader, window.first_step, window.last_step));
+  std::map<int64_t, int64_t> slowest;  // step -> its slowest rank's duration
+  profiler::StepRow row;
+  while (rows.next(row)) slowest[row.step] = std::max(slowest[row.step], row.dur_ns);
+  RETURN_IF_ERROR(rows.status());
   SampleQuantiles steps;
-  int rc;
-  while ((rc = stmt.step()) == SQLITE_ROW) steps.add(static_cast<double>(stmt.column_int(0)) * 1e-9);
-  if (rc != SQLITE_DONE) return Status(StatusCode::kFailed, "reading the steps");
+  for (const auto& [step, dur_ns] : slowest) steps.add(static_cast<double>(dur_ns) * 1e-9);
   return steps.median();
 }
 
 // `sharing`: how much slower the traced ranks computed because they shared devices (ranks on a
 // host over the machines' devices); the scales are for one rank alone on its device.
-Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& run,
+Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run,
                          const CostModel& uncalibrated, const AnalysisWindow& window,
                          double sharing, const RankPlacement& placement, Calibration& out) {
   ASSIGN_OR_RETURN(memory::EstimateInput input, workload_estimate_input(run));
@@ -166,7 +158,7 @@ Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& 
   own.recipe = input.recipe;
   const StepCost predicted = step_cost(own, estimate);
   out.run_layout = layout_label(input.layout);
-  ASSIGN_OR_RETURN(MeasuredPhases measured, measure_phases(db, window));
+  ASSIGN_OR_RETURN(MeasuredPhases measured, measure_phases(reader, window));
   if (measured.compute_s > 0 && predicted.compute_s > 0) {
     out.measured_compute_s = measured.compute_s;
     out.predicted_compute_s = predicted.compute_s * sharing;
@@ -180,7 +172,7 @@ Status calibrate_compute(const profiler::SqliteDb& db, const WorkloadRunConfig& 
     out.optimizer_scale = measured.optimizer_s / out.predicted_optimizer_s;
   }
   if (!window.has_steps) return Status::ok();
-  ASSIGN_OR_RETURN(double step_s, measure_step(db, window));
+  ASSIGN_OR_RETURN(double step_s, measure_step(reader, window));
   if (step_s <= 0) return Status::ok();
   // The run's own machines: how many of its ranks shared a host (the user's figure when the
   // trace has no rank rows); the devices per node are the user's (a trace records no cores).
@@ -216,27 +208,28 @@ std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& po
   return fit;
 }
 
-StatusOr<Calibration> measure_calibration(const profiler::SqliteDb& db, const std::string& source,
+StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::string& source,
                                           const CostModel& uncalibrated, int skip_steps) {
   Calibration out;
   out.source = source;
-  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> run, read_workload_run_config(db));
-  ASSIGN_OR_RETURN(RankPlacement placement, rank_placement(db));
+  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> run, read_workload_run_config(reader));
+  ASSIGN_OR_RETURN(RankPlacement placement, rank_placement(reader));
   WindowOptions options;
   options.skip_steps = skip_steps;
-  StatusOr<AnalysisWindow> chosen = choose_window(db, options);
+  StatusOr<AnalysisWindow> chosen = choose_window(reader, options);
   if (!chosen.is_ok()) return nothing_to_calibrate(source, chosen.status().message());
   const AnalysisWindow& window = *chosen;
   if (run) {
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
                                           uncalibrated.comm.machines().devices_per_node);
-    RETURN_IF_ERROR(calibrate_compute(db, *run, uncalibrated, window, sharing, placement, out));
+    RETURN_IF_ERROR(
+        calibrate_compute(reader, *run, uncalibrated, window, sharing, placement, out));
   } else {
     out.notes.push_back("not a built-in workload's trace (no model in its run config): compute "
                         "and optimizer speed not calibrated, collectives only");
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
-  ASSIGN_OR_RETURN(out.collectives, fit_collectives(db, window, level, out.notes));
+  ASSIGN_OR_RETURN(out.collectives, fit_collectives(reader, window, level, out.notes));
   if (!out.compute_scale && out.collectives.empty()) {
     return nothing_to_calibrate(
         source, fmt::format("no compute slices and no completed collectives after {} warm-up "

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analyzers/step_cost.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -54,7 +54,7 @@ struct Calibration {
 // `uncalibrated` gives the peak, preset efficiency and bandwidths the prediction is made with;
 // the trace's own model and layout come from its run config. kUnreadable naming the case when
 // the trace holds nothing to calibrate from.
-StatusOr<Calibration> measure_calibration(const profiler::SqliteDb& db, const std::string& source,
+StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader, const std::string& source,
                                           const CostModel& uncalibrated, int skip_steps = 1);
 
 // Scales the compute and optimizer speeds (by the geometric mean of the traces' scales, each

@@ -139,16 +139,11 @@ void StatsCollector::match_collective(const CollectiveGroup& group,
     }
   }
   std::set<int> present;
-  int64_t earliest = first.ts_ns, latest = first.ts_ns;
-  for (const CollectiveRow* row : rows) {
-    present.insert(row->rank);
-    earliest = std::min(earliest, row->ts_ns);
-    latest = std::max(latest, row->ts_ns);
-  }
+  for (const CollectiveRow* row : rows) present.insert(row->rank);
   if (rows.size() >= 2) {
     Accumulator& acc = at(group.comm_id, first.op, first.bytes);
     acc.group_size = std::max(acc.group_size, first.group_size);
-    acc.skews_ns.add(static_cast<double>(latest - earliest));
+    acc.skews_ns.add(static_cast<double>(arrival_of(rows).skew_ns()));
   }
   for (int member : parse_rank_list(first.group_ranks)) {
     if (!present.contains(member)) {
@@ -287,11 +282,11 @@ GroupVisitor CollectiveStatsPass::visitor() {
 
 CollectiveStatsReport CollectiveStatsPass::finish() { return collector_->finish(); }
 
-StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteDb& db,
+StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::TraceReader& reader,
                                                          const AnalysisWindow& window) {
-  ASSIGN_OR_RETURN(bool ended, run_has_ended(db));
+  ASSIGN_OR_RETURN(bool ended, run_has_ended(reader));
   CollectiveStatsPass pass(ended);
-  RETURN_IF_ERROR(for_each_collective_group(db, window, pass.visitor()));
+  RETURN_IF_ERROR(for_each_collective_group(reader, window, pass.visitor()));
   return pass.finish();
 }
 

@@ -15,7 +15,7 @@
 #include "analyzers/collective_groups.h"
 #include "analyzers/finding.h"
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -82,7 +82,7 @@ class StatsCollector;
 // `partrain analyze` reads the groups once for them and the straggler analysis together.
 class CollectiveStatsPass {
  public:
-  explicit CollectiveStatsPass(bool run_ended);  // run_has_ended(db)
+  explicit CollectiveStatsPass(bool run_ended);  // run_has_ended(reader)
   ~CollectiveStatsPass();
   CollectiveStatsPass(const CollectiveStatsPass&) = delete;
   CollectiveStatsPass& operator=(const CollectiveStatsPass&) = delete;
@@ -96,7 +96,7 @@ class CollectiveStatsPass {
 };
 
 // A pass of its own over the window's groups.
-StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::SqliteDb& db,
+StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::TraceReader& reader,
                                                          const AnalysisWindow& window);
 std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& report);
 std::string format_collective_stats(const CollectiveStatsReport& report);

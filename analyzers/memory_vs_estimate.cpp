@@ -13,14 +13,14 @@
 
 #include "analyzers/workload_run_config.h"
 #include "memory/memory_estimate.h"
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/memory_reads.h"
+#include "profiler/trace_reader/trace_codes.h"
 
 namespace partrain::analyzers {
 namespace {
 
 using memory::Category;
-using profiler::SqliteDb;
-using profiler::SqliteStatement;
+using profiler::TraceReader;
 
 constexpr size_t kCategories = memory::kAllCategories.size();
 
@@ -35,34 +35,23 @@ std::array<std::optional<double>, kCategories> stage_estimate(const memory::Stag
 }
 
 // Replays the rank's samples: per-category peaks, the peak of the sum, which categories appear.
-Status measure_peaks(const SqliteDb& db, RankMemory& out, std::array<double, kCategories>& peaks,
-                     std::array<bool, kCategories>& seen) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   SqliteStatement::prepare(db, "SELECT category, bytes FROM memory "
-                                                "WHERE rank = ?1 ORDER BY ts_ns"));
-  stmt.bind(1, int64_t{out.rank});
+Status measure_peaks(const TraceReader& reader, RankMemory& out,
+                     std::array<double, kCategories>& peaks, std::array<bool, kCategories>& seen) {
+  static_assert(profiler::kMemoryCategoryCount == kCategories);
+  ASSIGN_OR_RETURN(profiler::RankMemoryCursor samples, profiler::rank_memory(reader, out.rank));
   std::array<double, kCategories> now{};
   double total = 0;
-  int rc = SQLITE_ROW;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    // The raw table's category is memory::Category's value (share/schema.sql, memory_category);
-    // the memory_events view's text costs a join and a parse per sample.
-    const int64_t code = stmt.column_int(0);
-    const size_t c = code >= 0 && code < static_cast<int64_t>(kCategories)
-                         ? static_cast<size_t>(code)
-                         : static_cast<size_t>(Category::kOther);
-    const auto bytes = static_cast<double>(stmt.column_int(1));
+  profiler::MemoryLevel sample;
+  while (samples.next(sample)) {
+    const size_t c = sample.category;  // memory::Category's value
+    const auto bytes = static_cast<double>(sample.bytes);
     total += bytes - now[c];
     now[c] = bytes;
     peaks[c] = std::max(peaks[c], bytes);
     seen[c] = true;
     out.peak_total_bytes = std::max(out.peak_total_bytes, total);
   }
-  if (rc != SQLITE_DONE) {
-    return profiler::trace_read_error(
-        db, fmt::format("reading the memory samples of rank {}", out.rank));
-  }
-  return Status::ok();
+  return samples.status();
 }
 
 }  // namespace
@@ -72,10 +61,10 @@ std::optional<double> CategoryPeak::error_pct() const {
   return 100 * (peak_bytes - *estimate_bytes) / *estimate_bytes;
 }
 
-StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const SqliteDb& db,
+StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const TraceReader& reader,
                                                       const AnalysisWindow& window) {
   MemoryVsEstimate report;
-  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> config, read_workload_run_config(db));
+  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> config, read_workload_run_config(reader));
   std::optional<memory::MemoryEstimate> estimate;
   if (!config) {
     report.estimate_note = "not a built-in workload run: peaks only";
@@ -98,7 +87,7 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const SqliteDb& db,
     RankMemory row{rank, config ? config->pp_stage(rank) : 0, {}, 0, std::nullopt};
     std::array<double, kCategories> peaks{};
     std::array<bool, kCategories> seen{};
-    RETURN_IF_ERROR(measure_peaks(db, row, peaks, seen));
+    RETURN_IF_ERROR(measure_peaks(reader, row, peaks, seen));
     std::array<std::optional<double>, kCategories> predicted{};
     if (estimate && static_cast<size_t>(row.pp_stage) < estimate->stages.size()) {
       const memory::StageMemory& stage = estimate->stages[static_cast<size_t>(row.pp_stage)];

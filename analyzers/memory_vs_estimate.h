@@ -14,7 +14,7 @@
 #include "analyzers/finding.h"
 #include "core/status.h"
 #include "memory/category.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -40,7 +40,7 @@ struct MemoryVsEstimate {
   std::vector<RankMemory> ranks;
 };
 
-StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const profiler::SqliteDb& db,
+StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const profiler::TraceReader& reader,
                                                       const AnalysisWindow& window);
 // "memory_estimate_error": a category holding >= 10% of the rank's peak off by more than 20%.
 std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report);

@@ -8,19 +8,12 @@
 
 #include "profiler/chrome_export.h"
 #include "profiler/node_trace_name.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 namespace {
 
 namespace fs = std::filesystem;
-using profiler::SqliteStatement;
-
-// The single number `sql` selects, or nullopt for NULL / no row.
-StatusOr<std::optional<int64_t>> number(const profiler::SqliteDb& db, std::string_view sql) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, sql));
-  if (stmt.step() != SQLITE_ROW || stmt.column_is_null(0)) return std::optional<int64_t>();
-  return std::optional<int64_t>(stmt.column_int(0));
-}
 
 std::string file_list(const std::vector<fs::path>& files) {
   std::string text;
@@ -30,38 +23,34 @@ std::string file_list(const std::vector<fs::path>& files) {
 
 }  // namespace
 
-StatusOr<std::optional<NodeFile>> find_node_file(const profiler::SqliteDb& db) {
-  ASSIGN_OR_RETURN(auto merged,
-                   number(db, "SELECT count(*) FROM meta WHERE key = 'merged_from'"));
-  if (merged.value_or(0) > 0) return std::optional<NodeFile>();
-  ASSIGN_OR_RETURN(auto world, number(db, "SELECT world_size FROM runs"));
+StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& reader) {
+  ASSIGN_OR_RETURN(const bool merged, reader.is_merge());
+  if (merged) return std::optional<NodeFile>();
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
   NodeFile file;
-  file.world_size = static_cast<int>(world.value_or(0));
+  file.world_size = run ? run->world_size.value_or(0) : 0;
   std::set<int> nodes;
   {
     // The launcher's rank rows say each rank's node; a file whose launcher was killed before
     // writing them still names its ranks in its tracks.
-    ASSIGN_OR_RETURN(SqliteStatement stmt,
-                     SqliteStatement::prepare(db, "SELECT rank, node FROM ranks UNION "
-                                                  "SELECT DISTINCT rank, NULL FROM tracks"));
     std::set<int> ranks;
-    while (stmt.step() == SQLITE_ROW) {
-      ranks.insert(static_cast<int>(stmt.column_int(0)));
-      if (!stmt.column_is_null(1)) nodes.insert(static_cast<int>(stmt.column_int(1)));
+    ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> rank_rows, reader.ranks());
+    for (const profiler::RankRow& row : rank_rows) {
+      ranks.insert(row.rank);
+      if (row.node) nodes.insert(*row.node);
     }
+    ASSIGN_OR_RETURN(const std::vector<profiler::TrackRow> tracks, reader.tracks());
+    for (const profiler::TrackRow& track : tracks) ranks.insert(track.rank);
     file.ranks.assign(ranks.begin(), ranks.end());
   }
   const int held = static_cast<int>(file.ranks.size());
   if (held == 0 || file.world_size <= held) return std::optional<NodeFile>();
-  ASSIGN_OR_RETURN(auto per_node,
-                   number(db, "SELECT json_extract(config, '$.nproc_per_node') FROM runs "
-                              "WHERE json_valid(config)"));
-  const int nproc = static_cast<int>(per_node.value_or(held));
+  const int nproc = run && run->nproc_per_node ? *run->nproc_per_node : held;
   if (nproc <= 0 || file.world_size % nproc != 0) return std::optional<NodeFile>();
   file.nodes = file.world_size / nproc;
   if (file.nodes < 2) return std::optional<NodeFile>();  // one node that lost ranks: not this
   file.node = nodes.size() == 1 ? *nodes.begin() : file.ranks.front() / nproc;
-  file.path = sqlite3_db_filename(db.get(), "main");
+  file.path = sqlite3_db_filename(reader.db().get(), "main");
   const fs::path node0 = profiler::node0_trace_path(file.path, file.node);
   for (int n = 0; n < file.nodes; ++n) {
     if (n != file.node) file.others.push_back(profiler::node_trace_path(node0, n));
@@ -91,8 +80,9 @@ Finding node_file_finding(const NodeFile& file) {
   return finding;
 }
 
-Status add_node_file_finding(const profiler::SqliteDb& db, std::vector<Finding>& findings) {
-  ASSIGN_OR_RETURN(std::optional<NodeFile> file, find_node_file(db));
+Status add_node_file_finding(const profiler::TraceReader& reader,
+                             std::vector<Finding>& findings) {
+  ASSIGN_OR_RETURN(std::optional<NodeFile> file, find_node_file(reader));
   if (!file) return Status::ok();
   std::erase_if(findings, [&](const Finding& f) {
     const bool about_collectives = f.kind == "missing_collective" || f.kind == "desync";

@@ -10,7 +10,7 @@
 
 #include "analyzers/finding.h"
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -23,14 +23,15 @@ struct NodeFile {
   std::vector<std::filesystem::path> others;  // the other nodes' files, as the launcher names them
 };
 
-// nullopt unless `db` is one node's file of several (not a merge of them).
-StatusOr<std::optional<NodeFile>> find_node_file(const profiler::SqliteDb& db);
+// nullopt unless the trace is one node's file of several (not a merge of them).
+StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& reader);
 
 // "node_file": the file, the files missing and the merge command.
 Finding node_file_finding(const NodeFile& file);
 
-// For analyze and top: when `db` is one node's file, drops the findings about ranks it does not
+// For analyze and top: when the trace is one node's file, drops the findings about ranks it does not
 // hold (they are in the other files, not missing) and adds the node_file finding.
-Status add_node_file_finding(const profiler::SqliteDb& db, std::vector<Finding>& findings);
+Status add_node_file_finding(const profiler::TraceReader& reader,
+                             std::vector<Finding>& findings);
 
 }  // namespace partrain::analyzers

@@ -16,13 +16,13 @@
 #include "analyzers/pipeline_simulation.h"
 #include "analyzers/workload_run_config.h"
 #include "memory/pipeline.h"
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/slice_reads.h"
+#include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
 namespace {
 
-using profiler::SqliteDb;
-using profiler::SqliteStatement;
+using profiler::TraceReader;
 
 struct PhaseAction {
   bool forward = true;
@@ -42,24 +42,17 @@ struct RankStep {
   int forwards = 0, backwards = 0;
 };
 
-constexpr const char* kPhaseSql =
-    "SELECT ts_ns, ts_ns + dur_ns, name, micro_batch FROM slices "
-    "WHERE rank = ?1 AND category = 'phase' "
-    "AND name IN ('forward', 'backward') AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY ts_ns";
-
-// Fills busy, first/last and the action sums from the phase slices starting in [start, end);
-// false on a read error.
-bool measure_phases(SqliteStatement& phases, int64_t start, int64_t end, RankStep& out) {
-  phases.reset();
-  phases.bind(2, start);
-  phases.bind(3, end);
+// Fills busy, first/last and the action sums from the forward and backward phases starting in
+// [start, end); false on a read error.
+bool measure_phases(profiler::PipelineActionCursor& phases, int64_t start, int64_t end,
+                    RankStep& out) {
+  phases.over(start, end);
   int64_t open_start = 0, open_end = std::numeric_limits<int64_t>::min();
-  int rc = SQLITE_ROW;
-  while ((rc = phases.step()) == SQLITE_ROW) {
-    const int64_t s = phases.column_int(0), e = phases.column_int(1);
-    const bool forward = phases.column_text(2) == "forward";
-    const int micro_batch = phases.column_is_null(3) ? -1 : static_cast<int>(phases.column_int(3));
-    out.actions.push_back({forward, micro_batch, s, e});
+  profiler::PipelineAction action;
+  while (phases.next(action)) {
+    const int64_t s = action.start_ns, e = action.end_ns;
+    const bool forward = action.forward;
+    out.actions.push_back({forward, action.micro_batch, s, e});
     (forward ? out.forward : out.backward) += e - s;
     ++(forward ? out.forwards : out.backwards);
     out.first = std::min(out.first, s);
@@ -73,38 +66,31 @@ bool measure_phases(SqliteStatement& phases, int64_t start, int64_t end, RankSte
     }
   }
   if (open_end > open_start) out.busy += open_end - open_start;
-  return rc == SQLITE_DONE;
+  return phases.status().is_ok();
 }
 
-StatusOr<std::vector<RankStep>> measure_rank(const SqliteDb& db, const AnalysisWindow& window,
-                                             int rank) {
-  ASSIGN_OR_RETURN(SqliteStatement phases, SqliteStatement::prepare(db, kPhaseSql));
-  phases.bind(1, int64_t{rank});
+StatusOr<std::vector<RankStep>> measure_rank(const TraceReader& reader,
+                                             const AnalysisWindow& window, int rank) {
+  ASSIGN_OR_RETURN(profiler::PipelineActionCursor phases, profiler::pipeline_actions(reader, rank));
   std::vector<RankStep> out;
   if (!window.has_steps) {
     const RankSpan& span = window.spans.at(rank);
     RankStep row{{}, rank, 0, span.duration_ns()};
-    if (!measure_phases(phases, span.start_ns, span.end_ns, row)) {
-      return profiler::trace_read_error(db, fmt::format("reading the phases of rank {}", rank));
-    }
+    if (!measure_phases(phases, span.start_ns, span.end_ns, row)) return phases.status();
     out.push_back(row);
     return out;
   }
-  ASSIGN_OR_RETURN(SqliteStatement steps,
-                   SqliteStatement::prepare(db, "SELECT step, ts_ns, dur_ns FROM steps "
-                                                "WHERE rank = ?1 AND step BETWEEN ?2 AND ?3 "
-                                                "ORDER BY step"));
-  steps.bind(1, int64_t{rank});
-  steps.bind(2, window.first_step);
-  steps.bind(3, window.last_step);
-  while (steps.step() == SQLITE_ROW) {
-    RankStep row{{}, rank, steps.column_int(0), steps.column_int(2)};
-    const int64_t start = steps.column_int(1);
-    if (!measure_phases(phases, start, start + row.step_ns, row)) {
-      return profiler::trace_read_error(db, fmt::format("reading the phases of rank {}", rank));
+  ASSIGN_OR_RETURN(profiler::StepCursor steps,
+                   profiler::rank_steps(reader, rank, window.first_step, window.last_step));
+  profiler::StepRow step;
+  while (steps.next(step)) {
+    RankStep row{{}, rank, step.step, step.dur_ns};
+    if (!measure_phases(phases, step.ts_ns, step.ts_ns + row.step_ns, row)) {
+      return phases.status();
     }
     if (row.forwards + row.backwards > 0) out.push_back(row);
   }
+  RETURN_IF_ERROR(steps.status());
   return out;
 }
 
@@ -231,10 +217,10 @@ double PipelineBubbleReport::mean_simulated_bubble_of_flush() const {
   return stages.empty() ? 0 : sum / static_cast<double>(stages.size());
 }
 
-StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const SqliteDb& db,
+StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const TraceReader& reader,
                                                        const AnalysisWindow& window) {
   PipelineBubbleReport report;
-  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> config, read_workload_run_config(db));
+  ASSIGN_OR_RETURN(std::optional<WorkloadRunConfig> config, read_workload_run_config(reader));
   if (!config) {
     report.reason = "the run's config is not a built-in workload's: pipeline layout unknown";
     return report;
@@ -256,7 +242,7 @@ StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const SqliteDb& db,
       report.theory_bubble_of_ideal / (1 + report.theory_bubble_of_ideal);
   std::vector<RankStep> rows;
   for (int rank : window.ranks) {
-    ASSIGN_OR_RETURN(std::vector<RankStep> rank_rows, measure_rank(db, window, rank));
+    ASSIGN_OR_RETURN(std::vector<RankStep> rank_rows, measure_rank(reader, window, rank));
     rows.insert(rows.end(), rank_rows.begin(), rank_rows.end());
   }
   if (rows.empty()) {

@@ -12,7 +12,7 @@
 #include "analyzers/finding.h"
 #include "core/status.h"
 #include "memory/training_layout.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -54,7 +54,7 @@ struct PipelineBubbleReport {
   double mean_simulated_bubble_of_flush() const;
 };
 
-StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const profiler::SqliteDb& db,
+StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const profiler::TraceReader& reader,
                                                        const AnalysisWindow& window);
 // "pipeline_bubble" when the bubble costs more than 5% of the step.
 std::vector<Finding> pipeline_bubble_findings(const PipelineBubbleReport& report);

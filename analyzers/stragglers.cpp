@@ -13,7 +13,7 @@
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -93,24 +93,19 @@ struct RankAccumulator {
 
 // Median duration of the analysed ranks' steps inside the window and the number of steps.
 // Without steps the window is one step as long as the window.
-StatusOr<std::pair<double, int64_t>> step_time(const profiler::SqliteDb& db,
+StatusOr<std::pair<double, int64_t>> step_time(const profiler::TraceReader& reader,
                                                const AnalysisWindow& window) {
   if (!window.has_steps) {
     return std::pair{static_cast<double>(window.end_ns - window.start_ns) / kNsPerMs, int64_t{1}};
   }
-  ASSIGN_OR_RETURN(profiler::SqliteStatement stmt,
-                   profiler::SqliteStatement::prepare(
-                       db, "SELECT rank, dur_ns FROM steps WHERE step BETWEEN ? AND ?"));
-  stmt.bind(1, window.first_step);
-  stmt.bind(2, window.last_step);
+  ASSIGN_OR_RETURN(profiler::StepCursor steps,
+                   profiler::window_steps(reader, window.first_step, window.last_step));
   SampleQuantiles durations;
-  int rc = SQLITE_ROW;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    if (window.spans.contains(static_cast<int>(stmt.column_int(0)))) {
-      durations.add(static_cast<double>(stmt.column_int(1)));
-    }
+  profiler::StepRow step;
+  while (steps.next(step)) {
+    if (window.spans.contains(step.rank)) durations.add(static_cast<double>(step.dur_ns));
   }
-  if (rc != SQLITE_DONE) return profiler::trace_read_error(db, "reading steps");
+  RETURN_IF_ERROR(steps.status());
   return std::pair{durations.median() / kNsPerMs, window.last_step - window.first_step + 1};
 }
 
@@ -125,11 +120,8 @@ OpCounts& op_counts(RankAccumulator& acc, std::string_view op) {
 // were held up meanwhile.
 void add_matched(const std::vector<const CollectiveRow*>& rows,
                  std::map<int, RankAccumulator>& ranks) {
-  int64_t earliest = rows.front()->ts_ns, latest = rows.front()->ts_ns;
-  for (const CollectiveRow* row : rows) {
-    earliest = std::min(earliest, row->ts_ns);
-    latest = std::max(latest, row->ts_ns);
-  }
+  const GroupArrival arrival = arrival_of(rows);
+  const int64_t earliest = arrival.first_start_ns, latest = arrival.last_start_ns;
   const bool delayed = static_cast<double>(latest - earliest) >= kDelayedSkewMs * kNsPerMs;
   for (const CollectiveRow* row : rows) {
     if (!row->in_window) continue;
@@ -243,11 +235,11 @@ GroupVisitor StragglerPass::visitor() {
   return visitor;
 }
 
-StatusOr<StragglerReport> StragglerPass::finish(const profiler::SqliteDb& db,
+StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& reader,
                                                 const AnalysisWindow& window) {
   StragglerReport report;
   report.warm_up_only = window.warm_up_only;
-  ASSIGN_OR_RETURN(auto step, step_time(db, window));
+  ASSIGN_OR_RETURN(auto step, step_time(reader, window));
   std::tie(report.median_step_ms, report.steps) = step;
   std::map<int, RankAccumulator>& ranks = ranks_->ranks;
   int64_t total_wait_ns = 0;
@@ -271,11 +263,11 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::SqliteDb& db,
   return report;
 }
 
-StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
+StatusOr<StragglerReport> analyze_stragglers(const profiler::TraceReader& reader,
                                              const AnalysisWindow& window) {
   StragglerPass pass;
-  RETURN_IF_ERROR(for_each_collective_group(db, window, pass.visitor()));
-  return pass.finish(db, window);
+  RETURN_IF_ERROR(for_each_collective_group(reader, window, pass.visitor()));
+  return pass.finish(reader, window);
 }
 
 std::vector<Finding> straggler_findings(const StragglerReport& report) {

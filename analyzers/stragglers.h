@@ -15,7 +15,7 @@
 #include "analyzers/collective_groups.h"
 #include "analyzers/finding.h"
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -76,14 +76,15 @@ class StragglerPass {
   // Valid while this pass lives.
   GroupVisitor visitor();
   // Once, after the pass has seen every group; reads the window's step times.
-  StatusOr<StragglerReport> finish(const profiler::SqliteDb& db, const AnalysisWindow& window);
+  StatusOr<StragglerReport> finish(const profiler::TraceReader& reader,
+                                   const AnalysisWindow& window);
 
  private:
   std::unique_ptr<detail::StragglerRanks> ranks_;
 };
 
 // A pass of its own over the window's groups.
-StatusOr<StragglerReport> analyze_stragglers(const profiler::SqliteDb& db,
+StatusOr<StragglerReport> analyze_stragglers(const profiler::TraceReader& reader,
                                              const AnalysisWindow& window);
 std::vector<Finding> straggler_findings(const StragglerReport& report);
 std::string format_stragglers(const StragglerReport& report);

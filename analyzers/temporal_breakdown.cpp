@@ -1,166 +1,49 @@
-// analyze_temporal_breakdown: per rank, every slice of the window's kinds is read track by track
-// in time order (the slice_track_ts index gives that order for free), the tracks are merged by
-// start time, and each slice is added to running interval unions: one per kind, one for
-// compute ∪ comm and one for all three. Intersections follow by inclusion-exclusion, so nothing
-// but one row per track is ever held.
+// analyze_temporal_breakdown: per rank, the slices of the window's kinds come in order of start
+// (the reader merges the rank's tracks, each walked along the slice_track_ts index) and are
+// added to BusyTime's running unions, so nothing but one row per track is ever held.
 #include "analyzers/temporal_breakdown.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string_view>
 #include <utility>
 
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/slice_reads.h"
+#include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
 namespace {
 
-using profiler::SqliteDb;
-using profiler::SqliteStatement;
-
-enum Kind { kCompute = 0, kComm = 1, kMemcpy = 2, kPhase = 3, kNone = 4 };
-
-// One track's slices that touch [lo, hi), by start time, from the raw table: the slice_track_ts
-// index gives the order, and the `slices` view's four joins per row (track, kind, two strings)
-// would cost more than the sweep. The category stays the schema's code; SliceKinds maps it.
-constexpr const char* kTrackSlicesSql =
-    "SELECT ts_ns, ts_ns + dur_ns, category FROM slice "
-    "WHERE track_id = ?1 AND ts_ns < ?3 AND ts_ns + dur_ns > ?2 ORDER BY ts_ns";
-
-// What each slice category code counts as, from the trace's own slice_category table, so the
-// codes are written once (share/schema.sql).
-class SliceKinds {
- public:
-  SliceKinds() { kinds_.fill(kNone); }
-  static StatusOr<SliceKinds> read(const SqliteDb& db) {
-    ASSIGN_OR_RETURN(auto stmt,
-                     SqliteStatement::prepare(db, "SELECT id, name FROM slice_category"));
-    SliceKinds kinds;
-    int rc = SQLITE_ROW;
-    while ((rc = stmt.step()) == SQLITE_ROW) {
-      const int64_t code = stmt.column_int(0);
-      if (code < 0 || code >= kCodes) continue;
-      kinds.kinds_[static_cast<size_t>(code)] = kind_of(stmt.column_text(1));
-    }
-    if (rc != SQLITE_DONE) return profiler::trace_read_error(db, "reading slice categories");
-    return kinds;
-  }
-  Kind kind(int64_t code) const {
-    return code >= 0 && code < kCodes ? kinds_[static_cast<size_t>(code)] : kNone;
-  }
-
- private:
-  static constexpr int64_t kCodes = 64;
-  static Kind kind_of(std::string_view category) {
-    if (category == "compute" || category == "kernel") return kCompute;
-    if (category == "collective" || category == "p2p") return kComm;
-    if (category == "memcpy" || category == "memset") return kMemcpy;
-    if (category == "phase") return kPhase;
-    return kNone;  // sync, step: neither busy time nor a phase
-  }
-  std::array<Kind, kCodes> kinds_;
-};
-
-struct TrackCursor {
-  SqliteStatement stmt;
-  const SliceKinds* kinds = nullptr;
-  bool done = false;
-  int64_t start = 0, end = 0;
-  int kind = 0;
-  // Steps to the next slice of a kind the sweep counts; false on a read error.
-  bool advance() {
-    int rc = SQLITE_ROW;
-    while ((rc = stmt.step()) == SQLITE_ROW) {
-      const Kind k = kinds->kind(stmt.column_int(2));
-      if (k == kNone) continue;
-      start = stmt.column_int(0);
-      end = stmt.column_int(1);
-      kind = k;
-      return true;
-    }
-    done = true;
-    return rc == SQLITE_DONE;
-  }
-};
-
-StatusOr<std::vector<TrackCursor>> open_tracks(const SqliteDb& db, int rank, const RankSpan& span,
-                                               const SliceKinds& kinds) {
-  ASSIGN_OR_RETURN(auto tracks, SqliteStatement::prepare(
-                                    db, "SELECT track_id FROM tracks WHERE rank = ?1 "
-                                        "AND kind <> 'memory' ORDER BY track_id"));
-  tracks.bind(1, int64_t{rank});
-  std::vector<TrackCursor> cursors;
-  int rc = SQLITE_ROW;
-  while ((rc = tracks.step()) == SQLITE_ROW) {
-    TrackCursor cursor;
-    cursor.kinds = &kinds;
-    ASSIGN_OR_RETURN(cursor.stmt, SqliteStatement::prepare(db, kTrackSlicesSql));
-    cursor.stmt.bind(1, tracks.column_int(0));
-    cursor.stmt.bind(2, span.start_ns);
-    cursor.stmt.bind(3, span.end_ns);
-    if (!cursor.advance()) {
-      return profiler::trace_read_error(db, fmt::format("reading the slices of rank {}", rank));
-    }
-    if (!cursor.done) cursors.push_back(std::move(cursor));
-  }
-  if (rc != SQLITE_DONE)
-    return profiler::trace_read_error(db, fmt::format("listing tracks of rank {}", rank));
-  return cursors;
-}
+using profiler::TraceReader;
 
 // Feeds the rank's slices, clipped to its span, to the unions in order of start time.
-Status sweep_rank(const SqliteDb& db, const RankSpan& span, const SliceKinds& slice_kinds,
-                  RankBreakdown& out) {
-  ASSIGN_OR_RETURN(std::vector<TrackCursor> cursors,
-                   open_tracks(db, out.rank, span, slice_kinds));
-  IntervalUnion kinds[3], compute_or_comm, busy, phases_or_busy;
-  while (true) {
-    TrackCursor* next = nullptr;
-    for (TrackCursor& cursor : cursors) {
-      if (!cursor.done && (next == nullptr || cursor.start < next->start)) next = &cursor;
-    }
-    if (next == nullptr) break;
-    const int64_t start = std::max(next->start, span.start_ns);
-    const int64_t end = std::min(next->end, span.end_ns);
-    if (end > start) {
-      phases_or_busy.add(start, end);
-      if (next->kind != kPhase) {
-        kinds[next->kind].add(start, end);
-        if (next->kind != kMemcpy) compute_or_comm.add(start, end);
-        busy.add(start, end);
-      }
-    }
-    if (!next->advance()) {
-      return profiler::trace_read_error(db, fmt::format("reading the slices of rank {}", out.rank));
-    }
-  }
-  out.compute_ns = kinds[kCompute].total_ns();
-  out.comm_ns = kinds[kComm].total_ns();
-  out.memcpy_ns = kinds[kMemcpy].total_ns();
-  out.compute_or_comm_ns = compute_or_comm.total_ns();
-  out.overlap_ns = out.compute_ns + out.comm_ns - out.compute_or_comm_ns;
-  out.busy_ns = busy.total_ns();
-  out.idle_in_phases_ns = phases_or_busy.total_ns() - out.busy_ns;
+Status sweep_rank(const TraceReader& reader, const RankSpan& span, RankBreakdown& out) {
+  ASSIGN_OR_RETURN(profiler::RankSliceCursor slices,
+                   profiler::rank_slices(reader, out.rank, span.start_ns, span.end_ns,
+                                         breakdown_categories()));
+  BusyTime busy(span.start_ns, span.end_ns);
+  profiler::SliceSpan slice;
+  while (slices.next(slice)) busy.add(slice.start_ns, slice.end_ns, activity_of(slice.category));
+  RETURN_IF_ERROR(slices.status());
+  busy.fill(out);
   return Status::ok();
 }
 
-StatusOr<StepTimes> step_times(const SqliteDb& db, int rank, const AnalysisWindow& window) {
+StatusOr<StepTimes> step_times(const TraceReader& reader, int rank, const AnalysisWindow& window) {
   StepTimes times;
   if (!window.has_steps) return times;
-  ASSIGN_OR_RETURN(auto stmt, SqliteStatement::prepare(
-                                  db, "SELECT dur_ns FROM steps WHERE rank = ?1 AND step "
-                                      "BETWEEN ?2 AND ?3 ORDER BY dur_ns"));
-  stmt.bind(1, int64_t{rank});
-  stmt.bind(2, window.first_step);
-  stmt.bind(3, window.last_step);
+  ASSIGN_OR_RETURN(profiler::StepCursor steps,
+                   profiler::rank_steps(reader, rank, window.first_step, window.last_step));
   std::vector<double> durations;
-  while (stmt.step() == SQLITE_ROW) durations.push_back(static_cast<double>(stmt.column_int(0)));
+  profiler::StepRow step;
+  while (steps.next(step)) durations.push_back(static_cast<double>(step.dur_ns));
+  RETURN_IF_ERROR(steps.status());
   if (durations.empty()) return times;
+  std::sort(durations.begin(), durations.end());
   const size_t n = durations.size();
   times.count = static_cast<int64_t>(n);
   times.median_ns = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
@@ -171,44 +54,17 @@ StatusOr<StepTimes> step_times(const SqliteDb& db, int rank, const AnalysisWindo
 
 }  // namespace
 
-void IntervalUnion::add(int64_t start, int64_t end) {
-  if (open_ && start <= end_) {
-    end_ = std::max(end_, end);
-    return;
-  }
-  if (open_) total_ += end_ - start_;
-  open_ = true;
-  start_ = start;
-  end_ = end;
-}
-
-std::optional<double> RankBreakdown::overlap_pct() const {
-  if (comm_ns <= 0) return std::nullopt;
-  return 100.0 * static_cast<double>(overlap_ns) / static_cast<double>(comm_ns);
-}
-
-double RankBreakdown::pct_of_window(int64_t ns) const {
-  return window_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(window_ns) : 0.0;
-}
-
-std::optional<double> RankBreakdown::ms_per_step(int64_t ns) const {
-  if (steps <= 0) return std::nullopt;
-  return static_cast<double>(ns) / 1e6 / static_cast<double>(steps);
-}
-
-StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const profiler::SqliteDb& db,
+StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const TraceReader& reader,
                                                        const AnalysisWindow& window) {
   TemporalBreakdown report;
   report.has_steps = window.has_steps;
-  ASSIGN_OR_RETURN(const SliceKinds slice_kinds, SliceKinds::read(db));
   for (int rank : window.ranks) {
     const RankSpan& span = window.spans.at(rank);
     RankBreakdown row;
     row.rank = rank;
-    row.window_ns = span.duration_ns();
     row.steps = span.steps;
-    RETURN_IF_ERROR(sweep_rank(db, span, slice_kinds, row));
-    ASSIGN_OR_RETURN(row.step_times, step_times(db, rank, window));
+    RETURN_IF_ERROR(sweep_rank(reader, span, row));
+    ASSIGN_OR_RETURN(row.step_times, step_times(reader, rank, window));
     report.ranks.push_back(row);
   }
   return report;

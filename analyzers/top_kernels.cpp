@@ -1,5 +1,5 @@
-// analyze_top_kernels: one GROUP BY per rank over the kernels view, restricted to the rank's span
-// of the window, merged by name. Memory grows with distinct kernel names (hundreds), not launches.
+// analyze_top_kernels: the kernel time by name of each rank over its span of the window (one
+// GROUP BY each, in the reader), merged by name. Memory grows with distinct kernel names (hundreds), not launches.
 #include "analyzers/top_kernels.h"
 
 #include <fmt/format.h>
@@ -8,39 +8,27 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/kernel_reads.h"
 
 namespace partrain::analyzers {
 
-StatusOr<TopKernels> analyze_top_kernels(const profiler::SqliteDb& db, const AnalysisWindow& window,
-                                         size_t top) {
-  ASSIGN_OR_RETURN(auto stmt, profiler::SqliteStatement::prepare(
-                                  db, "SELECT name, COUNT(*), SUM(dur_ns) FROM kernels "
-                                      "WHERE rank = ?1 AND ts_ns >= ?2 AND ts_ns < ?3 "
-                                      "GROUP BY name"));
+StatusOr<TopKernels> analyze_top_kernels(const profiler::TraceReader& reader,
+                                         const AnalysisWindow& window, size_t top) {
   std::map<std::string, KernelRow> by_name;
   TopKernels report;
   // A CPU trace has no kernel rows, and the query would still walk every slice of the window.
-  ASSIGN_OR_RETURN(auto any, profiler::SqliteStatement::prepare(
-                                 db, "SELECT EXISTS (SELECT 1 FROM kernels)"));
-  if (any.step() != SQLITE_ROW) return profiler::trace_read_error(db, "reading the kernels");
-  if (any.column_int(0) == 0) return report;
+  ASSIGN_OR_RETURN(const bool any, profiler::has_kernels(reader));
+  if (!any) return report;
   for (int rank : window.ranks) {
     const RankSpan& span = window.spans.at(rank);
-    stmt.reset();
-    stmt.bind(1, int64_t{rank});
-    stmt.bind(2, span.start_ns);
-    stmt.bind(3, span.end_ns);
-    int rc = SQLITE_ROW;
-    while ((rc = stmt.step()) == SQLITE_ROW) {
-      KernelRow& row = by_name[stmt.column_text(0)];
-      row.count += stmt.column_int(1);
-      row.total_ns += stmt.column_int(2);
-      report.kernel_count += stmt.column_int(1);
-      report.kernel_ns += stmt.column_int(2);
-    }
-    if (rc != SQLITE_DONE) {
-      return profiler::trace_read_error(db, fmt::format("reading the kernels of rank {}", rank));
+    ASSIGN_OR_RETURN(const std::vector<profiler::KernelTime> times,
+                     profiler::kernel_times(reader, rank, span.start_ns, span.end_ns));
+    for (const profiler::KernelTime& time : times) {
+      KernelRow& row = by_name[time.name];
+      row.count += time.count;
+      row.total_ns += time.total_ns;
+      report.kernel_count += time.count;
+      report.kernel_ns += time.total_ns;
     }
   }
   report.distinct = by_name.size();

@@ -11,7 +11,7 @@
 #include "analyzers/analysis_window.h"
 #include "analyzers/finding.h"
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -35,7 +35,8 @@ struct TopKernels {
 inline constexpr size_t kDefaultTopKernels = 15;
 
 // Kernels whose start lies in a rank's span of the window, summed over the window's ranks.
-StatusOr<TopKernels> analyze_top_kernels(const profiler::SqliteDb& db, const AnalysisWindow& window,
+StatusOr<TopKernels> analyze_top_kernels(const profiler::TraceReader& reader,
+                                         const AnalysisWindow& window,
                                          size_t top = kDefaultTopKernels);
 // None: the table is information, not a diagnosis.
 std::vector<Finding> top_kernels_findings(const TopKernels& report);

@@ -4,26 +4,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 
-StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::SqliteDb& db) {
-  ASSIGN_OR_RETURN(auto stmt, profiler::SqliteStatement::prepare(
-                                  db, "SELECT name, rank, value, description FROM stats "
-                                      "WHERE severity = 'data_loss' ORDER BY name, rank"));
+StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
   std::vector<DataLossStat> losses;
-  int rc = SQLITE_ROW;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.severity != profiler::StatSeverity::kDataLoss) continue;
     DataLossStat loss;
-    loss.name = stmt.column_text(0);
-    if (!stmt.column_is_null(1)) loss.rank = static_cast<int>(stmt.column_int(1));
-    loss.value = stmt.column_int(2);
-    loss.description = stmt.column_text(3);
+    loss.name = stat.name;
+    loss.rank = stat.rank;
+    loss.value = stat.value;
+    loss.description = stat.description;
     losses.push_back(std::move(loss));
   }
-  if (rc != SQLITE_DONE)
-    return profiler::trace_read_error(db, "reading the trace's data-loss stats");
   return losses;
 }
 

@@ -10,7 +10,7 @@
 
 #include "analyzers/finding.h"
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -21,7 +21,7 @@ struct DataLossStat {
   std::string description;
 };
 
-StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::SqliteDb& db);
+StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::TraceReader& reader);
 // One warning naming every loss, or none when the trace is whole.
 std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses);
 // The report header's lines: "the trace is missing events: trace_stopped = 5454 (...)\n" per

@@ -50,11 +50,11 @@ StatusOr<memory::EstimateInput> workload_estimate_input(const WorkloadRunConfig&
   return in;
 }
 
-StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(const profiler::SqliteDb& db) {
-  ASSIGN_OR_RETURN(auto stmt, profiler::SqliteStatement::prepare(
-                                  db, "SELECT config FROM runs WHERE config IS NOT NULL LIMIT 1"));
-  if (stmt.step() != SQLITE_ROW) return std::optional<WorkloadRunConfig>();
-  return parse_workload_run_config(stmt.column_text(0));
+StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(
+    const profiler::TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  if (!run) return std::optional<WorkloadRunConfig>();
+  return parse_workload_run_config(run->config);
 }
 
 }  // namespace partrain::analyzers

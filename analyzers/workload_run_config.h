@@ -12,7 +12,7 @@
 #include "memory/mesh_order.h"
 #include "memory/training_layout.h"
 #include "memory/workload_model.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
 
@@ -37,7 +37,8 @@ StatusOr<memory::EstimateInput> workload_estimate_input(const WorkloadRunConfig&
 
 // nullopt when the run's config is not a built-in workload's (a foreign job under `partrain
 // trace`); an error only when the runs view cannot be read.
-StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(const profiler::SqliteDb& db);
+StatusOr<std::optional<WorkloadRunConfig>> read_workload_run_config(
+    const profiler::TraceReader& reader);
 // The same from the JSON text (exposed for tests), read by memory's config codec leniently (an
 // older trace's config lacks fields) and resolved by memory's rules: nullopt when it is not a
 // built-in workload's config or does not resolve.

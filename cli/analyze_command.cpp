@@ -60,10 +60,14 @@ int run_analyze(const AnalyzeFlags& flags) {
   if (trace->writer_alive) {
     log::warn("{} is still being written: analyzing what is committed so far", path.string());
   }
-  auto window = analyzers::choose_window(trace->db, *options);
+  const profiler::TraceReader reader(trace->db);
+  auto window = analyzers::choose_window(reader, *options);
   if (!window.is_ok()) return report_error(window.status().with_context(path.string()));
-  auto report = analyzers::analyze_run(trace->db, *window);
+  auto report = analyzers::analyze_run(reader, *window);
   if (!report.is_ok()) return report_error(report.status().with_context(path.string()));
+  for (const auto& [section, done_ns] : report->done_ns) {
+    log::debug("analysis section {} done at {:.2f} s", section, static_cast<double>(done_ns) / 1e9);
+  }
   if (flags.json) {
     std::cout << dump_json(analyzers::report_json(*report), 2) << '\n';
   } else {

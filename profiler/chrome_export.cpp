@@ -1,6 +1,7 @@
-// Chrome Trace Event Format writer over the trace store's public views (chrome_export.h). Each
-// part of the document is one streaming query: process and thread names, slices, memory
-// counters, sampled counters (NVML), then flow arrows (send -> recv, and collectives from their first member).
+// Chrome Trace Event Format writer (chrome_export.h). Each part of the document is one stream of
+// the reader's export rows (trace_reader/export_reads.h): process and thread names, slices,
+// memory counters, sampled counters (NVML), then flow arrows (send -> recv, and collectives from
+// their first member).
 #include "profiler/chrome_export.h"
 
 #include <fmt/format.h>
@@ -14,7 +15,8 @@
 #include <unordered_map>
 
 #include "profiler/json_text.h"
-#include "profiler/trace_open.h"
+#include "profiler/trace_reader/collective_reads.h"
+#include "profiler/trace_reader/export_reads.h"
 
 namespace partrain::profiler {
 namespace {
@@ -58,103 +60,40 @@ void open_event(fmt::memory_buffer& out, char phase, int rank) {
 
 // ---- what is exported ----------------------------------------------------------------------
 
-struct RankRow {
+struct ExportedRank {
   int rank = 0;
   std::string host;
   std::string device;
 };
 
-struct RunRow {
+struct ExportedRun {
   std::string run_id, command, status, backend;
   std::optional<int64_t> world_size;
 };
 
-// The rows an export keeps, as the bound parameters ?1..?5 of every query:
-// ?1 ranks as a JSON array (NULL: all), ?2..?3 steps, ?4..?5 the steps' time window.
-struct Selection {
-  std::string ranks_json;
-  bool by_step = false;
-  int64_t first_step = 0, last_step = 0, window_start = 0, window_end = 0;
-};
-
-void bind_selection(SqliteStatement& stmt, const Selection& selection) {
-  if (selection.ranks_json.empty()) {
-    stmt.bind_null(1);
-  } else {
-    stmt.bind(1, std::string_view(selection.ranks_json));
-  }
-  if (!selection.by_step) {
-    for (int i = 2; i <= 5; ++i) stmt.bind_null(i);
-    return;
-  }
-  stmt.bind(2, selection.first_step);
-  stmt.bind(3, selection.last_step);
-  stmt.bind(4, selection.window_start);
-  stmt.bind(5, selection.window_end);
-}
-
-constexpr std::string_view kRankFilter =
-    "(?1 IS NULL OR {0}.rank IN (SELECT value FROM json_each(?1)))";
-
-// A row of `slices` (alias) is kept when its rank is selected and its step is, or, having no
-// step, when it overlaps the selected steps' time window.
-std::string slice_filter(std::string_view alias) {
-  return fmt::format(kRankFilter, alias) +
-         fmt::format(
-             " AND (?2 IS NULL OR {0}.step BETWEEN ?2 AND ?3 OR ({0}.step IS NULL AND "
-             "{0}.ts_ns <= ?5 AND {0}.ts_ns + {0}.dur_ns >= ?4))",
-             alias);
-}
-
-// A damaged page met while reading is exit 3, as open_trace would have said (it checks large
-// files' event pages only as they are read).
-Status read_error(const SqliteDb& db, std::string_view what) {
-  return trace_read_error(db, fmt::format("reading {} from the trace", what));
-}
-
-StatusOr<SqliteStatement> prepare(const SqliteDb& db, std::string_view sql,
-                                  const Selection* selection = nullptr) {
-  auto stmt = SqliteStatement::prepare(db, sql);
-  if (stmt.is_ok() && selection != nullptr) bind_selection(*stmt, *selection);
-  return stmt;
-}
-
-std::string optional_text(const SqliteStatement& row, int column) {
-  return row.column_is_null(column) ? std::string() : row.column_text(column);
-}
-
 // Ranks named by `ranks` or owning a track or a step (a rank that only sampled memory, with no
 // rank row, is not listed).
-StatusOr<std::vector<RankRow>> read_ranks(const SqliteDb& db) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare(db,
-                           "SELECT r.rank, k.host, k.device FROM (SELECT rank FROM ranks "
-                           "UNION SELECT rank FROM tracks UNION SELECT rank FROM steps) r "
-                           "LEFT JOIN ranks k ON k.rank = r.rank ORDER BY r.rank"));
-  std::vector<RankRow> ranks;
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    ranks.push_back(
-        {static_cast<int>(stmt.column_int(0)), optional_text(stmt, 1), optional_text(stmt, 2)});
+StatusOr<std::vector<ExportedRank>> read_ranks(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::vector<int> recorded, reader.recorded_ranks());
+  ASSIGN_OR_RETURN(const std::vector<RankRow> rows, reader.ranks());
+  std::vector<ExportedRank> ranks;
+  for (int rank : recorded) {
+    auto row = std::find_if(rows.begin(), rows.end(),
+                            [rank](const RankRow& r) { return r.rank == rank; });
+    ranks.push_back(row == rows.end() ? ExportedRank{rank, "", ""}
+                                      : ExportedRank{rank, row->host, row->device});
   }
-  if (rc != SQLITE_DONE) return read_error(db, "the ranks");
   return ranks;
 }
 
-StatusOr<RunRow> read_run(const SqliteDb& db, const std::vector<RankRow>& ranks) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare(db,
-                           "SELECT run_id, command, status, world_size, CASE WHEN "
-                           "json_valid(config) THEN json_extract(config, '$.backend') END "
-                           "FROM runs LIMIT 1"));
-  RunRow run;
-  int rc = stmt.step();
-  if (rc == SQLITE_ROW) {
-    run = {optional_text(stmt, 0), optional_text(stmt, 1), optional_text(stmt, 2),
-           optional_text(stmt, 4), std::nullopt};
-    if (!stmt.column_is_null(3)) run.world_size = stmt.column_int(3);
-  } else if (rc != SQLITE_DONE) {
-    return read_error(db, "the run");
+StatusOr<ExportedRun> read_run(const TraceReader& reader, const std::vector<ExportedRank>& ranks) {
+  ASSIGN_OR_RETURN(const std::optional<RunRow> row, reader.run());
+  ExportedRun run;
+  if (row) {
+    run = {row->run_id, row->command,
+           row->status ? std::string(run_status_name(*row->status)) : std::string(),
+           row->backend, std::nullopt};
+    if (row->world_size) run.world_size = *row->world_size;
   }
   if (!run.world_size || *run.world_size <= 0) run.world_size = static_cast<int64_t>(ranks.size());
   if (run.backend.empty()) {
@@ -162,21 +101,19 @@ StatusOr<RunRow> read_run(const SqliteDb& db, const std::vector<RankRow>& ranks)
     // NCCL interposition, and a rank on a GPU uses NCCL; otherwise the backend is not known and
     // distributedInfo leaves it out rather than guess.
     const bool cuda = std::any_of(ranks.begin(), ranks.end(),
-                                  [](const RankRow& r) { return r.device.starts_with("cuda"); });
-    ASSIGN_OR_RETURN(SqliteStatement any, prepare(db, "SELECT 1 FROM collective LIMIT 1"));
-    const int found = any.step();
-    if (found != SQLITE_ROW && found != SQLITE_DONE) return read_error(db, "the collectives");
-    if (cuda || found == SQLITE_ROW) run.backend = "nccl";
+                                  [](const ExportedRank& r) { return r.device.starts_with("cuda"); });
+    ASSIGN_OR_RETURN(const bool collectives, has_collectives(reader));
+    if (cuda || collectives) run.backend = "nccl";
   }
   return run;
 }
 
-StatusOr<std::vector<RankRow>> select_ranks(const std::vector<RankRow>& present,
+StatusOr<std::vector<ExportedRank>> select_ranks(const std::vector<ExportedRank>& present,
                                             const std::vector<int>& wanted) {
   if (wanted.empty()) return present;
   std::vector<int> present_ranks;
-  for (const RankRow& r : present) present_ranks.push_back(r.rank);
-  std::vector<RankRow> chosen;
+  for (const ExportedRank& r : present) present_ranks.push_back(r.rank);
+  std::vector<ExportedRank> chosen;
   for (int rank : wanted) {
     auto it = std::find(present_ranks.begin(), present_ranks.end(), rank);
     if (it == present_ranks.end()) {
@@ -197,31 +134,23 @@ std::string step_range_text(const StepRange& steps) {
 }
 
 // The selected steps' time window on the exported ranks (`steps`: earliest start to latest end).
-Status select_steps(const SqliteDb& db, const StepRange& steps, Selection& selection) {
+Status select_steps(const TraceReader& reader, const StepRange& steps,
+                    ExportSelection& selection) {
   selection.by_step = true;
   selection.first_step = steps.first.value_or(std::numeric_limits<int64_t>::min());
   selection.last_step = steps.last.value_or(std::numeric_limits<int64_t>::max());
-  const std::string where = fmt::format(kRankFilter, "steps");
-  ASSIGN_OR_RETURN(SqliteStatement window,
-                   prepare(db,
-                           "SELECT min(ts_ns), max(ts_ns + dur_ns) FROM steps WHERE " + where +
-                               " AND step BETWEEN ?2 AND ?3",
-                           &selection));
-  if (window.step() != SQLITE_ROW) return read_error(db, "the steps");
-  if (!window.column_is_null(0)) {
-    selection.window_start = window.column_int(0);
-    selection.window_end = window.column_int(1);
+  ASSIGN_OR_RETURN(const std::optional<EventSpan> window,
+                   selected_steps_window(reader, selection));
+  if (window) {
+    selection.window_start = window->start_ns;
+    selection.window_end = window->end_ns;
     return Status::ok();
   }
-  ASSIGN_OR_RETURN(
-      SqliteStatement recorded,
-      prepare(db, "SELECT min(step), max(step) FROM steps WHERE " + where, &selection));
-  if (recorded.step() != SQLITE_ROW) return read_error(db, "the steps");
+  ASSIGN_OR_RETURN(const auto recorded, selected_step_numbers(reader, selection));
   return invalid_argument(
       "steps {} match no step recorded on the exported ranks ({})", step_range_text(steps),
-      recorded.column_is_null(0)
-          ? std::string("they record no steps")
-          : fmt::format("steps recorded: {}..{}", recorded.column_int(0), recorded.column_int(1)));
+      !recorded ? std::string("they record no steps")
+                : fmt::format("steps recorded: {}..{}", recorded->first, recorded->second));
 }
 
 // ---- processes and threads -----------------------------------------------------------------
@@ -258,21 +187,10 @@ class TrackIds {
   mutable std::string key_;  // reused: one lookup per slice row
 };
 
-StatusOr<TrackIds> read_tracks(const SqliteDb& db, const Selection& selection) {
-  ASSIGN_OR_RETURN(
-      SqliteStatement stmt,
-      prepare(db,
-              "SELECT rank, kind, name FROM tracks WHERE kind <> 'counter' AND " +
-                  fmt::format(kRankFilter, "tracks") +
-                  " ORDER BY rank, CASE kind WHEN 'cpu_thread' THEN 0 WHEN "
-                  "'cuda_stream' THEN 1 WHEN 'comm' THEN 2 ELSE 3 END, name",
-              &selection));
+StatusOr<TrackIds> read_tracks(const TraceReader& reader, const ExportSelection& selection) {
+  ASSIGN_OR_RETURN(const std::vector<ExportTrack> rows, export_tracks(reader, selection));
   TrackIds tracks;
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    tracks.add(static_cast<int>(stmt.column_int(0)), stmt.column_text(1), stmt.column_text(2));
-  }
-  if (rc != SQLITE_DONE) return read_error(db, "the tracks");
+  for (const ExportTrack& t : rows) tracks.add(t.rank, t.kind, t.name);
   return tracks;
 }
 
@@ -291,8 +209,8 @@ Status write_metadata_event(JsonStream& sink, std::string_view event, int pid, i
   return sink.end_element();
 }
 
-Status write_metadata(JsonStream& sink, const std::vector<RankRow>& ranks, const TrackIds& tracks) {
-  for (const RankRow& r : ranks) {
+Status write_metadata(JsonStream& sink, const std::vector<ExportedRank>& ranks, const TrackIds& tracks) {
+  for (const ExportedRank& r : ranks) {
     const std::string name = r.host.empty() ? fmt::format("rank {}", r.rank)
                                             : fmt::format("rank {} ({})", r.rank, r.host);
     RETURN_IF_ERROR(
@@ -311,115 +229,49 @@ Status write_metadata(JsonStream& sink, const std::vector<RankRow>& ranks, const
 
 // ---- slices --------------------------------------------------------------------------------
 
-struct ArgColumn {
-  std::string_view name;
-  bool text;
-};
-
-// clang-format off
-constexpr ArgColumn kCollectiveArgs[] = {
-    {"comm_id", true},     {"seq", false},        {"op", true},           {"dtype", true},
-    {"count", false},      {"bytes", false},      {"peer", false},        {"reduce_op", true},
-    {"root", false},       {"comm_rank", false},  {"group_size", false},  {"group_ranks", true},
-    {"state", true},       {"enqueue_ns", false}, {"gpu_start_ns", false}, {"gpu_end_ns", false}};
-constexpr ArgColumn kKernelArgs[] = {
-    {"correlation_id", false}, {"device", false},  {"stream", false},    {"grid_x", false},
-    {"grid_y", false},         {"grid_z", false},  {"block_x", false},   {"block_y", false},
-    {"block_z", false},        {"registers", false}, {"static_shared_bytes", false},
-    {"dynamic_shared_bytes", false}};
-constexpr ArgColumn kTransferArgs[] = {
-    {"bytes", false}, {"correlation_id", false}, {"device", false}, {"stream", false}};
-// clang-format on
-
-// Columns 0..9 of every slice query; the detail table's columns follow from kSliceArgsColumn.
-constexpr std::string_view kSliceColumns =
-    "s.rank, s.track_kind, s.track, s.ts_ns, s.dur_ns, s.name, s.category, s.step, "
-    "s.micro_batch, s.layer";
-constexpr int kSliceArgsColumn = 10;
-
-std::string detail_columns(std::string_view alias, std::span<const ArgColumn> columns) {
-  std::string list;
-  for (const ArgColumn& c : columns) list += fmt::format(", {}.{}", alias, c.name);
-  return list;
-}
-
-void write_slice(fmt::memory_buffer& out, const SqliteStatement& row, const TrackIds& tracks,
-                 std::span<const ArgColumn> details) {
-  const int rank = static_cast<int>(row.column_int(0));
-  open_event(out, 'X', rank);
-  fmt::format_to(std::back_inserter(out),
-                 ",\"tid\":{},\"ts\":", tracks.find(rank, row.column_text(1), row.column_text(2)));
-  append_json_us(out, row.column_int(3));
+void write_slice(fmt::memory_buffer& out, const ExportSlice& slice, const TrackIds& tracks) {
+  open_event(out, 'X', slice.rank);
+  fmt::format_to(std::back_inserter(out), ",\"tid\":{},\"ts\":",
+                 tracks.find(slice.rank, slice.track_kind, slice.track));
+  append_json_us(out, slice.ts_ns);
   append_json_raw(out, ",\"dur\":");
-  append_json_us(out, row.column_int(4));
+  append_json_us(out, slice.dur_ns);
   append_json_raw(out, ",\"name\":");
-  append_json_string(out, row.column_text(5));
+  append_json_string(out, slice.name);
   append_json_raw(out, ",\"cat\":");
-  append_json_string(out, row.column_text(6));
+  append_json_string(out, slice.category);
   Args args(out);
-  constexpr std::string_view kCoordinates[] = {"step", "micro_batch", "layer"};
-  for (int i = 0; i < 3; ++i) {
-    if (!row.column_is_null(7 + i)) args.add(kCoordinates[i], row.column_int(7 + i));
-  }
-  for (size_t i = 0; i < details.size(); ++i) {
-    const int column = kSliceArgsColumn + static_cast<int>(i);
-    if (row.column_is_null(column)) continue;
-    if (details[i].text) {
-      args.add(details[i].name, std::string_view(row.column_text(column)));
+  if (slice.step) args.add("step", *slice.step);
+  if (slice.micro_batch) args.add("micro_batch", *slice.micro_batch);
+  if (slice.layer) args.add("layer", *slice.layer);
+  for (const ExportArg& arg : slice.args) {
+    if (arg.text) {
+      args.add(arg.name, std::string_view(arg.value));
     } else {
-      args.add(details[i].name, row.column_int(column));
+      args.add(arg.name, arg.number);
     }
   }
   args.close();
   out.push_back('}');
 }
 
-StatusOr<int64_t> write_slice_rows(const SqliteDb& db, const std::string& sql,
-                                   const Selection& selection, const TrackIds& tracks,
-                                   std::span<const ArgColumn> details, JsonStream& sink) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, prepare(db, sql, &selection));
-  int64_t written = 0;
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    write_slice(sink.next_element(), stmt, tracks, details);
-    RETURN_IF_ERROR(sink.end_element());
-    ++written;
-  }
-  if (rc != SQLITE_DONE) return read_error(db, "the slices");
-  return written;
-}
-
-// One pass per kind, so each joins its detail view with an inner join SQLite can flatten: slices
-// with no detail row, collectives (their args), kernels (their launch parameters) and, from
-// schema version 3, GPU copies and fills (their bytes).
-StatusOr<int64_t> write_slices(const SqliteDb& db, const Selection& selection,
+// One pass per kind: slices with no detail row, collectives (their args), kernels (their launch
+// parameters) and, from schema version 3, GPU copies and fills (their bytes).
+StatusOr<int64_t> write_slices(const TraceReader& reader, const ExportSelection& selection,
                                const TrackIds& tracks, JsonStream& sink) {
-  const std::string where = slice_filter("s");
-  const bool has_transfers = db.has_table("main", "transfer");
-  const std::string plain = fmt::format(
-      "SELECT {} FROM slices s WHERE NOT EXISTS (SELECT 1 FROM collectives c WHERE c.slice_id = "
-      "s.slice_id) AND NOT EXISTS (SELECT 1 FROM kernels k WHERE k.slice_id = s.slice_id) {}AND {}",
-      kSliceColumns,
-      has_transfers ? "AND NOT EXISTS (SELECT 1 FROM transfer x WHERE x.slice_id = s.slice_id) "
-                    : "",
-      where);
-  const std::string collectives = fmt::format(
-      "SELECT {}{} FROM collectives c JOIN slices s ON s.slice_id = c.slice_id WHERE {}",
-      kSliceColumns, detail_columns("c", kCollectiveArgs), where);
-  const std::string kernels =
-      fmt::format("SELECT {}{} FROM kernels k JOIN slices s ON s.slice_id = k.slice_id WHERE {}",
-                  kSliceColumns, detail_columns("k", kKernelArgs), where);
-  const std::string transfers =
-      fmt::format("SELECT {}{} FROM transfers x JOIN slices s ON s.slice_id = x.slice_id WHERE {}",
-                  kSliceColumns, detail_columns("x", kTransferArgs), where);
+  std::vector<SliceDetail> passes{SliceDetail::kNone, SliceDetail::kCollective,
+                                  SliceDetail::kKernel};
+  if (has_transfer_table(reader)) passes.push_back(SliceDetail::kTransfer);
   int64_t total = 0;
-  using Pass = std::pair<const std::string*, std::span<const ArgColumn>>;
-  std::vector<Pass> passes{Pass{&plain, {}}, Pass{&collectives, kCollectiveArgs},
-                           Pass{&kernels, kKernelArgs}};
-  if (has_transfers) passes.emplace_back(&transfers, kTransferArgs);
-  for (const auto& [sql, details] : passes) {
-    ASSIGN_OR_RETURN(int64_t written, write_slice_rows(db, *sql, selection, tracks, details, sink));
-    total += written;
+  ExportSlice slice;
+  for (SliceDetail detail : passes) {
+    ASSIGN_OR_RETURN(ExportSliceCursor rows, export_slices(reader, selection, detail));
+    while (rows.next(slice)) {
+      write_slice(sink.next_element(), slice, tracks);
+      RETURN_IF_ERROR(sink.end_element());
+      ++total;
+    }
+    RETURN_IF_ERROR(rows.status());
   }
   return total;
 }
@@ -444,57 +296,37 @@ Status write_counter(JsonStream& sink, int rank, int64_t ts_ns, std::string_view
 
 // With --steps, each counter starts at the window with the bytes in use then: the last sample
 // at or before the window's start, one indexed lookup per (rank, category).
-StatusOr<int64_t> write_counters_at_window_start(const SqliteDb& db, const Selection& selection,
-                                                 const std::vector<RankRow>& ranks,
+StatusOr<int64_t> write_counters_at_window_start(const TraceReader& reader,
+                                                 const ExportSelection& selection,
+                                                 const std::vector<ExportedRank>& ranks,
                                                  JsonStream& sink) {
-  ASSIGN_OR_RETURN(SqliteStatement categories,
-                   prepare(db, "SELECT name FROM memory_category ORDER BY id"));
-  std::vector<std::string> names;
-  while (categories.step() == SQLITE_ROW) names.push_back(categories.column_text(0));
-  ASSIGN_OR_RETURN(SqliteStatement last,
-                   prepare(db,
-                           "SELECT bytes FROM memory_events WHERE rank = ?1 AND category = ?2 "
-                           "AND ts_ns <= ?3 ORDER BY ts_ns DESC LIMIT 1"));
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, memory_category_names(reader));
   int64_t written = 0;
-  for (const RankRow& r : ranks) {
+  for (const ExportedRank& r : ranks) {
     for (const std::string& category : names) {
-      last.bind(1, int64_t{r.rank});
-      last.bind(2, std::string_view(category));
-      last.bind(3, selection.window_start);
-      int rc = last.step();
-      if (rc == SQLITE_ROW) {
-        RETURN_IF_ERROR(
-            write_counter(sink, r.rank, selection.window_start, category, last.column_int(0)));
-        ++written;
-      } else if (rc != SQLITE_DONE) {
-        return read_error(db, "the memory samples");
-      }
-      last.reset();
+      ASSIGN_OR_RETURN(const std::optional<int64_t> bytes,
+                       memory_bytes_at(reader, r.rank, category, selection.window_start));
+      if (!bytes) continue;
+      RETURN_IF_ERROR(write_counter(sink, r.rank, selection.window_start, category, *bytes));
+      ++written;
     }
   }
   return written;
 }
 
-StatusOr<int64_t> write_counters(const SqliteDb& db, const Selection& selection,
-                                 const std::vector<RankRow>& ranks, JsonStream& sink) {
+StatusOr<int64_t> write_counters(const TraceReader& reader, const ExportSelection& selection,
+                                 const std::vector<ExportedRank>& ranks, JsonStream& sink) {
   int64_t written = 0;
   if (selection.by_step) {
-    ASSIGN_OR_RETURN(written, write_counters_at_window_start(db, selection, ranks, sink));
+    ASSIGN_OR_RETURN(written, write_counters_at_window_start(reader, selection, ranks, sink));
   }
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare(db,
-                           "SELECT m.rank, m.ts_ns, m.category, m.bytes FROM memory_events m "
-                           "WHERE " +
-                               fmt::format(kRankFilter, "m") +
-                               " AND (?2 IS NULL OR (m.ts_ns > ?4 AND m.ts_ns <= ?5))",
-                           &selection));
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    RETURN_IF_ERROR(write_counter(sink, static_cast<int>(stmt.column_int(0)), stmt.column_int(1),
-                                  stmt.column_text(2), stmt.column_int(3)));
+  ASSIGN_OR_RETURN(ExportMemoryCursor samples, export_memory(reader, selection));
+  ExportMemorySample sample;
+  while (samples.next(sample)) {
+    RETURN_IF_ERROR(write_counter(sink, sample.rank, sample.ts_ns, sample.category, sample.bytes));
     ++written;
   }
-  if (rc != SQLITE_DONE) return read_error(db, "the memory samples");
+  RETURN_IF_ERROR(samples.status());
   return written;
 }
 
@@ -502,34 +334,28 @@ StatusOr<int64_t> write_counters(const SqliteDb& db, const Selection& selection,
 
 // One "C" event per sample of the counters view, named as its track (gpu_sm_clock_mhz). Traces
 // of schema version 1 have no counter table: nothing to write.
-StatusOr<int64_t> write_sampled_counters(const SqliteDb& db, const Selection& selection,
-                                         JsonStream& sink) {
-  if (!db.has_table("main", "counter")) return int64_t{0};
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare(db,
-                           "SELECT c.rank, c.ts_ns, c.name, c.value FROM counters c WHERE " +
-                               fmt::format(kRankFilter, "c") +
-                               " AND (?2 IS NULL OR (c.ts_ns >= ?4 AND c.ts_ns <= ?5)) "
-                               "ORDER BY c.rank, c.name, c.ts_ns",
-                           &selection));
+StatusOr<int64_t> write_sampled_counters(const TraceReader& reader,
+                                         const ExportSelection& selection, JsonStream& sink) {
+  if (!has_counter_table(reader)) return int64_t{0};
+  ASSIGN_OR_RETURN(ExportCounterCursor samples, export_counters(reader, selection));
+  ExportCounterSample sample;
   int64_t written = 0;
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
+  while (samples.next(sample)) {
     fmt::memory_buffer& out = sink.next_element();
-    open_event(out, 'C', static_cast<int>(stmt.column_int(0)));
+    open_event(out, 'C', sample.rank);
     append_json_raw(out, ",\"ts\":");
-    append_json_us(out, stmt.column_int(1));
+    append_json_us(out, sample.ts_ns);
     append_json_raw(out, ",\"name\":");
-    append_json_string(out, stmt.column_text(2));
+    append_json_string(out, sample.name);
     append_json_raw(out, ",\"cat\":\"counter\"");
     Args args(out);
-    args.add("value", stmt.column_double(3));
+    args.add("value", sample.value);
     args.close();
     out.push_back('}');
     RETURN_IF_ERROR(sink.end_element());
     ++written;
   }
-  if (rc != SQLITE_DONE) return read_error(db, "the counter samples");
+  RETURN_IF_ERROR(samples.status());
   return written;
 }
 
@@ -543,11 +369,9 @@ struct FlowEnd {
   int64_t ts_ns = 0;
 };
 
-// Columns first..first+4 of a row: rank, track_kind, track, ts_ns, dur_ns.
-FlowEnd flow_end(const SqliteStatement& row, int first, const TrackIds& tracks) {
-  const int rank = static_cast<int>(row.column_int(first));
-  return {rank, tracks.find(rank, row.column_text(first + 1), row.column_text(first + 2)),
-          row.column_int(first + 3) + row.column_int(first + 4) / 2};
+FlowEnd flow_end(const FlowSlice& slice, const TrackIds& tracks) {
+  return {slice.rank, tracks.find(slice.rank, slice.track_kind, slice.track),
+          slice.ts_ns + slice.dur_ns / 2};
 }
 
 Status write_flow(JsonStream& sink, int64_t id, std::string_view category, std::string_view name,
@@ -568,65 +392,48 @@ Status write_flow(JsonStream& sink, int64_t id, std::string_view category, std::
   return Status::ok();
 }
 
-constexpr std::string_view kEndColumns =
-    "{0}.rank, {0}.track_kind, {0}.track, {0}.ts_ns, {0}.dur_ns";
-
-// send -> recv: same communicator and seq (p2p seq counts per communicator and peer pair, so
-// both sides agree), each naming the other as peer. Both ends must be exported.
-StatusOr<int64_t> write_p2p_flows(const SqliteDb& db, const Selection& selection,
+// send -> recv, both ends exported.
+StatusOr<int64_t> write_p2p_flows(const TraceReader& reader, const ExportSelection& selection,
                                   const TrackIds& tracks, JsonStream& sink, int64_t& next_id) {
-  const std::string sql = fmt::format(
-      "SELECT {}, {} FROM collectives a JOIN slices sa ON sa.slice_id = a.slice_id "
-      "JOIN collectives b ON b.comm_id = a.comm_id AND b.seq = a.seq AND b.rank = a.peer AND "
-      "b.peer = a.rank AND b.op = 'recv' JOIN slices sb ON sb.slice_id = b.slice_id "
-      "WHERE a.op = 'send' AND {} AND {}",
-      fmt::format(kEndColumns, "sa"), fmt::format(kEndColumns, "sb"), slice_filter("sa"),
-      slice_filter("sb"));
-  ASSIGN_OR_RETURN(SqliteStatement stmt, prepare(db, sql, &selection));
+  ASSIGN_OR_RETURN(SendRecvCursor pairs, export_send_recv_pairs(reader, selection));
+  FlowSlice send, recv;
   int64_t written = 0;
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    RETURN_IF_ERROR(write_flow(sink, next_id++, "p2p", "send -> recv", flow_end(stmt, 0, tracks),
-                               flow_end(stmt, 5, tracks)));
+  while (pairs.next(send, recv)) {
+    RETURN_IF_ERROR(write_flow(sink, next_id++, "p2p", "send -> recv", flow_end(send, tracks),
+                               flow_end(recv, tracks)));
     ++written;
   }
-  if (rc != SQLITE_DONE) return read_error(db, "the send/recv pairs");
+  RETURN_IF_ERROR(pairs.status());
   return written;
 }
 
 // A collective's members (same comm_id and seq): one arrow from the member that started first
-// to each other exported member. Rows come sorted by (comm_id, seq, start), so only the
+// to each other exported member. Members come sorted by (comm_id, seq, start), so only the
 // current group is held.
-StatusOr<int64_t> write_collective_flows(const SqliteDb& db, const Selection& selection,
+StatusOr<int64_t> write_collective_flows(const TraceReader& reader,
+                                         const ExportSelection& selection,
                                          const TrackIds& tracks, JsonStream& sink,
                                          int64_t& next_id) {
-  const std::string sql = fmt::format(
-      "SELECT c.comm_id, c.seq, c.op, {} FROM collectives c JOIN slices s ON s.slice_id = "
-      "c.slice_id WHERE c.op NOT IN ('send', 'recv') AND {} ORDER BY c.comm_id, c.seq, s.ts_ns, "
-      "s.rank",
-      fmt::format(kEndColumns, "s"), slice_filter("s"));
-  ASSIGN_OR_RETURN(SqliteStatement stmt, prepare(db, sql, &selection));
+  ASSIGN_OR_RETURN(CollectiveMemberCursor members, export_collective_members(reader, selection));
+  CollectiveMember member;
   std::string comm_id;
   int64_t seq = 0;
   FlowEnd first;
   bool in_group = false;
   int64_t written = 0;
-  int rc = 0;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    std::string row_comm = stmt.column_text(0);
-    const int64_t row_seq = stmt.column_int(1);
-    const FlowEnd end = flow_end(stmt, 3, tracks);
-    if (!in_group || row_seq != seq || row_comm != comm_id) {
-      comm_id = std::move(row_comm);
-      seq = row_seq;
+  while (members.next(member)) {
+    const FlowEnd end = flow_end(member.slice, tracks);
+    if (!in_group || member.seq != seq || member.comm_id != comm_id) {
+      comm_id = member.comm_id;
+      seq = member.seq;
       first = end;
       in_group = true;
       continue;
     }
-    RETURN_IF_ERROR(write_flow(sink, next_id++, "collective", stmt.column_text(2), first, end));
+    RETURN_IF_ERROR(write_flow(sink, next_id++, "collective", member.op, first, end));
     ++written;
   }
-  if (rc != SQLITE_DONE) return read_error(db, "the collectives");
+  RETURN_IF_ERROR(members.status());
   return written;
 }
 
@@ -634,10 +441,10 @@ StatusOr<int64_t> write_collective_flows(const SqliteDb& db, const Selection& se
 
 // The keys other than traceEvents come after it: older Perfetto versions stop reading at a
 // top-level key they do not know (distributedInfo), which is harmless once the events are in.
-void write_trailer(fmt::memory_buffer& out, const RunRow& run, const std::vector<RankRow>& ranks,
+void write_trailer(fmt::memory_buffer& out, const ExportedRun& run, const std::vector<ExportedRank>& ranks,
                    const ChromeExportOptions& options) {
   std::vector<int> exported;
-  for (const RankRow& r : ranks) exported.push_back(r.rank);
+  for (const ExportedRank& r : ranks) exported.push_back(r.rank);
   std::sort(exported.begin(), exported.end());
   auto string_field = [&](std::string_view key, std::string_view value) {
     fmt::format_to(std::back_inserter(out), ",\"{}\":", key);
@@ -676,31 +483,30 @@ std::string format_rank_ranges(const std::vector<int>& sorted_ranks) {
   return text;
 }
 
-StatusOr<ChromeExportCounts> export_chrome_trace(const SqliteDb& db,
+StatusOr<ChromeExportCounts> export_chrome_trace(const TraceReader& reader,
                                                  const ChromeExportOptions& options,
                                                  std::ostream& out) {
-  ASSIGN_OR_RETURN(std::vector<RankRow> present, read_ranks(db));
-  ASSIGN_OR_RETURN(std::vector<RankRow> ranks, select_ranks(present, options.ranks));
-  Selection selection;
-  if (!options.ranks.empty())
-    selection.ranks_json = fmt::format("[{}]", fmt::join(options.ranks, ","));
-  if (options.steps) RETURN_IF_ERROR(select_steps(db, *options.steps, selection));
-  ASSIGN_OR_RETURN(RunRow run, read_run(db, present));
-  ASSIGN_OR_RETURN(TrackIds tracks, read_tracks(db, selection));
+  ASSIGN_OR_RETURN(std::vector<ExportedRank> present, read_ranks(reader));
+  ASSIGN_OR_RETURN(std::vector<ExportedRank> ranks, select_ranks(present, options.ranks));
+  ExportSelection selection;
+  selection.ranks = options.ranks;
+  if (options.steps) RETURN_IF_ERROR(select_steps(reader, *options.steps, selection));
+  ASSIGN_OR_RETURN(ExportedRun run, read_run(reader, present));
+  ASSIGN_OR_RETURN(TrackIds tracks, read_tracks(reader, selection));
 
   JsonStream sink(out);
   append_json_raw(sink.raw(), "{\"traceEvents\":[");
   ChromeExportCounts counts;
   counts.ranks = static_cast<int>(ranks.size());
   RETURN_IF_ERROR(write_metadata(sink, ranks, tracks));
-  ASSIGN_OR_RETURN(counts.slices, write_slices(db, selection, tracks, sink));
-  ASSIGN_OR_RETURN(counts.counters, write_counters(db, selection, ranks, sink));
-  ASSIGN_OR_RETURN(int64_t sampled, write_sampled_counters(db, selection, sink));
+  ASSIGN_OR_RETURN(counts.slices, write_slices(reader, selection, tracks, sink));
+  ASSIGN_OR_RETURN(counts.counters, write_counters(reader, selection, ranks, sink));
+  ASSIGN_OR_RETURN(int64_t sampled, write_sampled_counters(reader, selection, sink));
   counts.counters += sampled;
   int64_t next_flow_id = 1;
-  ASSIGN_OR_RETURN(int64_t p2p, write_p2p_flows(db, selection, tracks, sink, next_flow_id));
+  ASSIGN_OR_RETURN(int64_t p2p, write_p2p_flows(reader, selection, tracks, sink, next_flow_id));
   ASSIGN_OR_RETURN(int64_t grouped,
-                   write_collective_flows(db, selection, tracks, sink, next_flow_id));
+                   write_collective_flows(reader, selection, tracks, sink, next_flow_id));
   counts.flows = p2p + grouped;
   write_trailer(sink.raw(), run, ranks, options);
   RETURN_IF_ERROR(sink.flush());

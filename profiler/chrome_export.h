@@ -1,7 +1,7 @@
 // A trace as Chrome Trace Event Format JSON (`partrain export --format chrome`), the format
 // Perfetto (ui.perfetto.dev) and chrome://tracing load: a process per rank, a thread per track,
 // slices, memory counters and flow arrows between matched collectives. Rows stream from the
-// store's views into JSON written as they come, so a trace of 10^8 events never sits in memory.
+// trace reader into JSON written as they come, so a trace of 10^8 events never sits in memory.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::profiler {
 
@@ -41,7 +41,7 @@ struct ChromeExportCounts {
 // Writes the whole JSON document to `out` (docs/trace-format.md, "Chrome / Perfetto export").
 // kInvalidArgument: a rank not in the trace, or steps of which no rank recorded any;
 // kFailed: SQLite or the stream failed (what was written so far is not a valid document).
-StatusOr<ChromeExportCounts> export_chrome_trace(const SqliteDb& db,
+StatusOr<ChromeExportCounts> export_chrome_trace(const TraceReader& reader,
                                                  const ChromeExportOptions& options,
                                                  std::ostream& out);
 

@@ -30,8 +30,11 @@ void render_collectives(const ViewModel& model, const UiState& state, ScreenGrid
   for (auto it = model.collectives.rbegin(); it != model.collectives.rend(); ++it) {
     if (rank_shown(state, it->last_rank)) recent.push_back(&*it);
   }
-  const bool stats = model.analysis.available && !model.analysis.collective_rows.empty();
-  const int stats_rows = stats ? std::min<int>(static_cast<int>(model.analysis.collective_rows.size()),
+  static const std::vector<analyzers::CollectiveStatsRow> kNoRows;
+  const std::vector<analyzers::CollectiveStatsRow>& rows =
+      model.analysis.report ? model.analysis.report->collectives.rows : kNoRows;
+  const bool stats = model.analysis.available() && !rows.empty();
+  const int stats_rows = stats ? std::min<int>(static_cast<int>(rows.size()),
                                                (area.height - 5) / 2)
                                : 0;
   int y = area.y;
@@ -64,7 +67,7 @@ void render_collectives(const ViewModel& model, const UiState& state, ScreenGrid
                         "busbw", "skew p50"),
             Style::kHeader, area.width);
   for (int i = 0; i < stats_rows && y < area.y + area.height; ++i) {
-    const analyzers::CollectiveStatsRow& r = model.analysis.collective_rows[static_cast<size_t>(i)];
+    const analyzers::CollectiveStatsRow& r = rows[static_cast<size_t>(i)];
     grid.text(area.x, y++,
               fmt::format(fmt::runtime(kStatsFormat), comm_cell(r.comm_id), r.op,
                           format_size(r.size_bucket) + "+", r.count,

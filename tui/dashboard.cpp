@@ -9,12 +9,15 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "tui/run_analysis.h"
-#include "tui/trace_follower.h"
+#include "analyzers/analysis_cadence.h"
+#include "analyzers/live_run_follower.h"
 #include "tui/views.h"
 
 namespace partrain::tui {
 namespace {
+
+using analyzers::AnalysisCadence;
+using analyzers::LiveRunFollower;
 
 // Set by the signal handler, read by the loop: a signal handler can only reach a global, and
 // only a sig_atomic_t is safe to write there.
@@ -45,7 +48,7 @@ class SignalGuard {
   struct sigaction old_[3] {};
 };
 
-StatusOr<std::unique_ptr<TraceFollower>> open_follower(const DashboardOptions& options) {
+StatusOr<std::unique_ptr<LiveRunFollower>> open_follower(const DashboardOptions& options) {
   const int64_t deadline = monotonic_ns() + options.wait_for_trace.count() * 1'000'000;
   std::error_code ec;
   while (!std::filesystem::exists(options.trace, ec) && monotonic_ns() < deadline) {
@@ -55,7 +58,7 @@ StatusOr<std::unique_ptr<TraceFollower>> open_follower(const DashboardOptions& o
   // The writer creates the file, then its schema: while waiting, a file that is not yet a trace
   // is one being born, not an unreadable input.
   while (true) {
-    auto follower = TraceFollower::open(options.trace);
+    auto follower = LiveRunFollower::open(options.trace);
     if (follower.is_ok() || monotonic_ns() >= deadline || g_signal != 0 ||
         (options.stop_requested && options.stop_requested())) {
       return follower;
@@ -65,11 +68,11 @@ StatusOr<std::unique_ptr<TraceFollower>> open_follower(const DashboardOptions& o
 }
 
 // The model after the first read and the analyses' first run.
-Status prime(TraceFollower& follower, ViewModel& model, AnalysisCadence& cadence) {
+Status prime(LiveRunFollower& follower, ViewModel& model, AnalysisCadence& cadence) {
   ASSIGN_OR_RETURN(const bool changed, follower.refresh(model));
   (void)changed;
   const int64_t started = monotonic_ns();
-  RETURN_IF_ERROR(analyze_for_dashboard(follower.db(), model.analysis));
+  RETURN_IF_ERROR(analyzers::refresh_analysis(follower.reader(), model.analysis));
   cadence.ran(started, monotonic_ns());
   return Status::ok();
 }
@@ -90,7 +93,7 @@ StatusOr<int> run_dashboard_on(const DashboardOptions& options, Terminal& termin
                             "--once for a snapshot)",
                             initial.width, initial.height, kMinWidth, kMinHeight);
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<TraceFollower> follower, open_follower(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<LiveRunFollower> follower, open_follower(options));
   const Glyphs& glyphs = glyphs_for(options.charset.value_or(charset_from_locale()));
   ViewModel model;
   AnalysisCadence cadence;
@@ -109,7 +112,7 @@ StatusOr<int> run_dashboard_on(const DashboardOptions& options, Terminal& termin
         ASSIGN_OR_RETURN(const bool changed, follower->refresh(model));
         if (changed) cadence.trace_changed();
         if (cadence.due(now)) {
-          RETURN_IF_ERROR(analyze_for_dashboard(follower->db(), model.analysis));
+          RETURN_IF_ERROR(analyzers::refresh_analysis(follower->reader(), model.analysis));
           cadence.ran(now, monotonic_ns());
           dirty = true;
         }
@@ -157,7 +160,7 @@ int run_dashboard(const DashboardOptions& options) {
 }
 
 StatusOr<std::string> render_overview_once(const DashboardOptions& options, int width, bool ansi) {
-  ASSIGN_OR_RETURN(std::unique_ptr<TraceFollower> follower, open_follower(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<LiveRunFollower> follower, open_follower(options));
   ViewModel model;
   AnalysisCadence cadence;
   RETURN_IF_ERROR(prime(*follower, model, cadence));
@@ -170,7 +173,7 @@ StatusOr<std::string> render_overview_once(const DashboardOptions& options, int 
 }
 
 StatusOr<nlohmann::json> view_model_once(const DashboardOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<TraceFollower> follower, open_follower(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<LiveRunFollower> follower, open_follower(options));
   ViewModel model;
   AnalysisCadence cadence;
   RETURN_IF_ERROR(prime(*follower, model, cadence));

@@ -41,21 +41,21 @@ void wrap(std::vector<Line>& out, const std::string& prefix, const std::string& 
 }  // namespace
 
 void render_findings(const ViewModel& model, const UiState& state, ScreenGrid& grid, Rect area) {
-  const AnalysisSummary& a = model.analysis;
+  const LiveAnalysis& a = model.analysis;
   int y = area.y;
-  if (!a.available) {
+  if (!a.available()) {
     grid.text(area.x, y++, "Findings: not yet available", Style::kBold, area.width);
     grid.text(area.x, y, a.note.empty() ? "the analyses run once the trace has a step" : a.note,
               Style::kDim, area.width);
     return;
   }
   grid.text(area.x, y++,
-            fmt::format("Findings: {}, {}, computed in {}", a.findings.size(), a.note,
+            fmt::format("Findings: {}, {}, computed in {}", a.findings().size(), a.note,
                         format_ms(a.computed_ns)),
             Style::kBold, area.width);
   std::vector<Line> lines;
   int shown = 0;
-  for (const analyzers::Finding& f : a.findings) {
+  for (const analyzers::Finding& f : a.findings()) {
     if (f.rank && !rank_shown(state, *f.rank)) continue;
     ++shown;
     const Style style = f.severity == analyzers::Severity::kCritical  ? Style::kCritical

@@ -22,7 +22,7 @@ int64_t total(const CategoryBytes& bytes) {
 }
 
 // The sample in force at the end of each column's time range.
-std::vector<CategoryBytes> columns_of(const RankMemory& mem, int columns) {
+std::vector<CategoryBytes> columns_of(const MemoryChart& mem, int columns) {
   std::vector<CategoryBytes> out(static_cast<size_t>(columns));
   if (mem.points.empty() || columns <= 0) return out;
   const int64_t first = mem.points.front().ts_ns;
@@ -45,7 +45,7 @@ std::vector<CategoryBytes> columns_of(const RankMemory& mem, int columns) {
 }
 
 // The stacked chart of `mem` in `height` rows from row y.
-void draw_chart(const RankMemory& mem, const Glyphs& glyphs, ScreenGrid& grid, Rect area, int y,
+void draw_chart(const MemoryChart& mem, const Glyphs& glyphs, ScreenGrid& grid, Rect area, int y,
                 int height) {
   const int chart_width = area.width - kAxisWidth;
   double scale = static_cast<double>(std::max(mem.peak_total, mem.estimate_total.value_or(0)));
@@ -90,7 +90,7 @@ void draw_chart(const RankMemory& mem, const Glyphs& glyphs, ScreenGrid& grid, R
 }
 
 // Each category in use, at its peak and estimated, from row y to the area's bottom.
-void draw_table(const RankStatus& row, const RankMemory& mem, const Glyphs& glyphs,
+void draw_table(const RankStatus& row, const MemoryChart& mem, const Glyphs& glyphs,
                 ScreenGrid& grid, Rect area, int y) {
   constexpr const char* kFormat = "  {:<12} {:>10} {:>10} {:>10} {:>8}";
   grid.text(area.x, y++, fmt::format(fmt::runtime(kFormat), "category", "in use", "peak",
@@ -131,9 +131,9 @@ void render_memory(const ViewModel& model, const UiState& state, const Glyphs& g
   const int rank = ranks[static_cast<size_t>(chosen)];
   const RankStatus& row = *std::find_if(model.ranks.begin(), model.ranks.end(),
                                         [rank](const RankStatus& r) { return r.rank == rank; });
-  static const RankMemory kEmpty;
+  static const MemoryChart kEmpty;
   auto found = model.memory.find(rank);
-  const RankMemory& mem = found != model.memory.end() ? found->second : kEmpty;
+  const MemoryChart& mem = found != model.memory.end() ? found->second : kEmpty;
   std::string title = fmt::format("Memory: rank {} (h/l), in use {}, peak {}", rank,
                                   format_size(row.memory_total()), format_size(mem.peak_total));
   if (mem.estimate_total) title += ", estimate " + format_size(*mem.estimate_total);

@@ -54,10 +54,10 @@ void right(ScreenGrid& grid, int x, int y, int width, const std::string& text, S
   grid.text(x + width - n, y, text, style, width);
 }
 
-std::vector<BarSegment> time_segments(const StepBreakdown& b, const Glyphs& g) {
+std::vector<BarSegment> time_segments(const RankBreakdown& b, const Glyphs& g) {
   return {{static_cast<double>(b.compute_ns), g.compute, Style::kCompute},
-          {static_cast<double>(b.exposed_comm_ns), g.comm, Style::kComm},
-          {static_cast<double>(b.exposed_memcpy_ns), g.memcpy, Style::kMemcpy},
+          {static_cast<double>(b.exposed_comm_ns()), g.comm, Style::kComm},
+          {static_cast<double>(b.exposed_memcpy_ns()), g.memcpy, Style::kMemcpy},
           {static_cast<double>(b.idle_ns()), g.idle, Style::kIdle}};
 }
 
@@ -161,7 +161,9 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
   int y = area.y;
   std::string title = fmt::format("Overview: {} of {} ranks", rows.size(),
                                   std::max<size_t>(model.ranks.size(), static_cast<size_t>(model.world_size)));
-  if (model.analysis.straggler) title += fmt::format(", straggler: rank {}", *model.analysis.straggler);
+  if (const std::optional<int> straggler = model.analysis.straggler()) {
+    title += fmt::format(", straggler: rank {}", *straggler);
+  }
   grid.text(area.x, y++, title, Style::kBold, area.width);
   grid.text(c.rank, y, "rank", Style::kHeader);
   right(grid, c.step, y, kStepWidth, "step", Style::kHeader);
@@ -179,14 +181,14 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
   const double scale = memory_scale(model, state);
   for (int i = first; i < static_cast<int>(rows.size()) && y < area.y + area.height - legend_rows; ++i) {
     const RankStatus& row = *rows[static_cast<size_t>(i)];
-    const bool straggler = model.analysis.straggler == row.rank;
+    const bool straggler = model.analysis.straggler() == row.rank;
     right(grid, c.rank, y, kRankWidth, std::to_string(row.rank), straggler ? Style::kWarning : Style::kBold);
     right(grid, c.step, y, kStepWidth, row.step ? std::to_string(*row.step) : "-", Style::kNormal);
     right(grid, c.step_time, y, kStepTimeWidth, row.step ? format_ms(row.step_ns) : "-", Style::kNormal);
-    if (row.breakdown && row.breakdown->step_ns > 0) {
+    if (row.breakdown && row.breakdown->window_ns > 0) {
       draw_cells(grid, c.time_bar, y,
                  stacked_bar(time_segments(*row.breakdown, glyphs),
-                             static_cast<double>(row.breakdown->step_ns), c.time_bar_width));
+                             static_cast<double>(row.breakdown->window_ns), c.time_bar_width));
     }
     const CategoryBytes memory_bytes = shown_memory(model, row);
     const int64_t memory_total = total_bytes(memory_bytes);

@@ -15,7 +15,7 @@ namespace {
 constexpr int kLabelWidth = 6;  // "r123 " before the cells
 
 struct Coverage {
-  std::array<int64_t, 4> ns{};  // by SliceKind
+  std::array<int64_t, 6> ns{};  // by Activity
 };
 
 // Per cell, how long each kind covered it.
@@ -41,14 +41,14 @@ Cell cell_for(const Coverage& c, int64_t cell_ns, const Glyphs& g) {
     if (c.ns[k] > c.ns[best]) best = k;
   }
   // Less than a quarter of the cell covered by anything reads as idle.
-  if (c.ns[best] * 4 < cell_ns || static_cast<SliceKind>(best) == SliceKind::kSync) {
-    return {g.idle, Style::kIdle};
-  }
-  switch (static_cast<SliceKind>(best)) {
-    case SliceKind::kCompute: return {g.compute, Style::kCompute};
-    case SliceKind::kComm: return {g.comm, Style::kComm};
-    case SliceKind::kMemcpy: return {g.memcpy, Style::kMemcpy};
-    case SliceKind::kSync: break;
+  if (c.ns[best] * 4 < cell_ns) return {g.idle, Style::kIdle};
+  switch (static_cast<Activity>(best)) {
+    case Activity::kCompute: return {g.compute, Style::kCompute};
+    case Activity::kComm: return {g.comm, Style::kComm};
+    case Activity::kMemcpy: return {g.memcpy, Style::kMemcpy};
+    case Activity::kSync:
+    case Activity::kPhase:
+    case Activity::kStep: break;
   }
   return {g.idle, Style::kIdle};
 }

@@ -33,16 +33,16 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
             {"loss", or_null(row.loss)},
             {"memory_bytes", row.memory_total()},
             {"memory_by_category_bytes", categories(row.memory_bytes)},
-            {"straggler", model.analysis.straggler == row.rank},
+            {"straggler", model.analysis.straggler() == row.rank},
             {"exit_code", or_null(row.exit_code)},
             {"exit_signal", or_null(row.exit_signal)}};
-  if (row.breakdown && row.breakdown->step_ns > 0) {
-    const StepBreakdown& b = *row.breakdown;
-    const double span = static_cast<double>(b.step_ns);
-    r["last_step"] = {{"compute_pct", 100 * static_cast<double>(b.compute_ns) / span},
-                      {"exposed_comm_pct", 100 * static_cast<double>(b.exposed_comm_ns) / span},
-                      {"exposed_memcpy_pct", 100 * static_cast<double>(b.exposed_memcpy_ns) / span},
-                      {"idle_pct", 100 * static_cast<double>(b.idle_ns()) / span}};
+  if (row.breakdown && row.breakdown->window_ns > 0) {
+    // Shares of the step as `partrain analyze` gives them of its window.
+    const RankBreakdown& b = *row.breakdown;
+    r["last_step"] = {{"compute_pct", b.pct_of_window(b.compute_ns)},
+                      {"exposed_comm_pct", b.pct_of_window(b.exposed_comm_ns())},
+                      {"exposed_memcpy_pct", b.pct_of_window(b.exposed_memcpy_ns())},
+                      {"idle_pct", b.pct_of_window(b.idle_ns())}};
   } else {
     r["last_step"] = nullptr;
   }
@@ -56,7 +56,7 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
     r["collective"] = nullptr;
   }
   if (auto it = model.memory.find(row.rank); it != model.memory.end()) {
-    const RankMemory& mem = it->second;
+    const MemoryChart& mem = it->second;
     r["memory_peak_bytes"] = mem.peak_total;
     r["memory_estimate_bytes"] = or_null(mem.estimate_total);
   }
@@ -81,7 +81,7 @@ nlohmann::json view_model_json(const ViewModel& model) {
                            {"last_rank", it->last_rank}});
   }
   json findings = json::array();
-  for (const analyzers::Finding& f : model.analysis.findings) {
+  for (const analyzers::Finding& f : model.analysis.findings()) {
     findings.push_back(analyzers::finding_json(f));
   }
   return {{"trace", model.trace_path},
@@ -95,9 +95,12 @@ nlohmann::json view_model_json(const ViewModel& model) {
           {"data_loss_events", model.data_loss_events},
           {"ranks", ranks},
           {"recent_collectives", collectives},
-          {"analysis", {{"available", model.analysis.available},
+          {"analysis", {{"available", model.analysis.available()},
                         {"window", model.analysis.note},
-                        {"straggler", or_null(model.analysis.straggler)}}},
+                        {"straggler", or_null(model.analysis.straggler())},
+                        {"report", model.analysis.report
+                                       ? analyzers::report_json(*model.analysis.report)
+                                       : json(nullptr)}}},
           {"findings", findings}};
 }
 

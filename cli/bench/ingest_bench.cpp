@@ -23,6 +23,7 @@
 #include "profiler/collector.h"
 #include "profiler/recorder.h"
 #include "profiler/sqlite_db.h"
+#include "profiler/trace_reader/trace_reader.h"
 #include "profiler/trace_session.h"
 #include "profiler/trace_writer.h"
 
@@ -171,10 +172,8 @@ void remove_trace(const fs::path& path) {
 StatusOr<uint64_t> stored_events(const fs::path& path) {
   ASSIGN_OR_RETURN(profiler::SqliteDb db,
                    profiler::SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE));
-  ASSIGN_OR_RETURN(auto count, db.query_text("SELECT (SELECT count(*) FROM slice) + "
-                                             "(SELECT count(*) FROM memory) + "
-                                             "(SELECT count(*) FROM step)"));
-  return count ? std::stoull(*count) : 0;
+  ASSIGN_OR_RETURN(const int64_t count, profiler::TraceReader(db).event_count());
+  return static_cast<uint64_t>(count);
 }
 
 Status measure_file(const fs::path& path, IngestCase& result) {

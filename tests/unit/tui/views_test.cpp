@@ -14,6 +14,16 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kMiB = 1 << 20;
 
+// A step of `step_ns`: compute, then exposed communication, then idle.
+RankBreakdown step_split(int64_t step_ns, int64_t compute_ns, int64_t comm_ns) {
+  analyzers::BusyTime busy(0, step_ns);
+  busy.add(0, compute_ns, Activity::kCompute);
+  busy.add(compute_ns, compute_ns + comm_ns, Activity::kComm);
+  RankBreakdown split;
+  busy.fill(split);
+  return split;
+}
+
 ViewModel two_ranks() {
   ViewModel model;
   model.run_id = "run-tui";
@@ -28,15 +38,15 @@ ViewModel two_ranks() {
     row.step = 3;
     row.step_ns = 100 * kMs;
     // Rank 0: 50% compute, 30% exposed comm, 20% idle; rank 1: all compute.
-    row.breakdown = rank == 0 ? StepBreakdown{100 * kMs, 50 * kMs, 30 * kMs, 0}
-                              : StepBreakdown{100 * kMs, 100 * kMs, 0, 0};
+    row.breakdown = rank == 0 ? step_split(100 * kMs, 50 * kMs, 30 * kMs)
+                              : step_split(100 * kMs, 100 * kMs, 0);
     row.memory_bytes[static_cast<size_t>(memory::Category::kParams)] = (rank == 0 ? 4 : 2) * kMiB;
     row.collective = RankCollective{"all_reduce", "dp", 3, 0, 20 * kMs, true};
     model.ranks.push_back(row);
     model.memory[rank].peak_total = 4 * kMiB;
   }
-  model.analysis.available = true;
-  model.analysis.straggler = 1;
+  model.analysis.report.emplace();
+  model.analysis.report->stragglers.straggler = 1;
   return model;
 }
 
@@ -160,7 +170,7 @@ TEST(Screen, TooSmallTerminalsGetAClearMessage) {
 
 TEST(Screen, EveryViewDrawsItsHeader) {
   ViewModel model = two_ranks();
-  model.slices[0].push_back({0, 50 * kMs, SliceKind::kCompute});
+  model.slices[0].push_back({0, 50 * kMs, Activity::kCompute});
   model.steps[0].push_back({3, 0, 100 * kMs, 1000});
   model.end_ns = 100 * kMs;
   const std::pair<View, const char*> expected[] = {{View::kOverview, "Overview:"},
@@ -181,8 +191,8 @@ TEST(Timeline, CellsShowTheKindThatCoveredThemAndStepMarks) {
   ViewModel model = two_ranks();
   // 74 cells over 740 ms: 10 ms each. Rank 0 computes for the first half of the step.
   model.steps[0].push_back({3, 0, 740 * kMs, 0});
-  model.slices[0].push_back({0, 370 * kMs, SliceKind::kCompute});
-  model.slices[0].push_back({370 * kMs, 400 * kMs, SliceKind::kComm});
+  model.slices[0].push_back({0, 370 * kMs, Activity::kCompute});
+  model.slices[0].push_back({370 * kMs, 400 * kMs, Activity::kComm});
   model.end_ns = 740 * kMs;
   UiState state;
   state.view = View::kTimeline;
@@ -200,7 +210,7 @@ TEST(Timeline, CellsShowTheKindThatCoveredThemAndStepMarks) {
 
 TEST(Memory, ChartsCategoriesAndTheEstimate) {
   ViewModel model = two_ranks();
-  RankMemory& mem = model.memory[0];
+  MemoryChart& mem = model.memory[0];
   mem.points.push_back({0, model.ranks[0].memory_bytes});
   mem.points.push_back({1000 * kMs, model.ranks[0].memory_bytes});
   mem.peak[0] = 4 * kMiB;
@@ -228,7 +238,7 @@ TEST(Findings, ListsFindingsBySeverityWithEvidenceAndAdvice) {
   f.impact = 0.12;
   f.evidence = "rank 1 arrives last at 94% of all-reduces";
   f.advice = "look at rank 1's host";
-  model.analysis.findings.push_back(f);
+  model.analysis.report->findings.push_back(f);
   model.analysis.note = "steps 1..3 (warm-up 1 skipped)";
   UiState state;
   state.view = View::kFindings;

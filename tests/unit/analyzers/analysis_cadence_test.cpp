@@ -1,11 +1,11 @@
-#include "tui/run_analysis.h"
+#include "analyzers/analysis_cadence.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/support/scratch_dir.h"
 #include "tests/unit/tui/tui_fixture.h"
 
-namespace partrain::tui {
+namespace partrain::analyzers {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -24,7 +24,7 @@ TEST(AnalysisCadence, RunsFirstThenOnlyAfterChangesAndAPauseOf40TimesItsCost) {
   EXPECT_TRUE(cadence.due(87 * kSecond + 1'000'000));
 }
 
-TEST(AnalyzeForDashboard, GivesTheAnalyzersStragglerAndStatistics) {
+TEST(RefreshAnalysis, GivesTheAnalyzersStragglerAndStatistics) {
   testing::ScratchDir dir;
   std::vector<profiler::TraceEvent> events = testing::two_rank_run_start();
   for (int64_t step = 0; step < 4; ++step) {
@@ -37,20 +37,21 @@ TEST(AnalyzeForDashboard, GivesTheAnalyzersStragglerAndStatistics) {
   writer->reset();
   auto trace = profiler::open_trace(dir.path() / "run.db");
   ASSERT_TRUE(trace.is_ok());
-  AnalysisSummary summary;
-  ASSERT_TRUE(analyze_for_dashboard(trace->db, summary).is_ok());
-  EXPECT_TRUE(summary.available);
+  LiveAnalysis summary;
+  ASSERT_TRUE(refresh_analysis(trace->db, summary).is_ok());
+  EXPECT_TRUE(summary.available());
   EXPECT_EQ(summary.note, "steps 1..3 (warm-up 1 skipped)");
   // Rank 1 arrives 20 ms late at every all-reduce: a fifth of each 100 ms step.
-  EXPECT_EQ(summary.straggler, 1);
-  ASSERT_EQ(summary.collective_rows.size(), 1u);
-  EXPECT_EQ(summary.collective_rows[0].comm_id, "dp");
-  EXPECT_EQ(summary.collective_rows[0].count, 6);  // 3 steps x 2 ranks
-  EXPECT_NEAR(summary.collective_rows[0].skew_p50_ms, 20.0, 1e-9);
+  EXPECT_EQ(summary.straggler(), 1);
+  const std::vector<CollectiveStatsRow>& collective_rows = summary.report->collectives.rows;
+  ASSERT_EQ(collective_rows.size(), 1u);
+  EXPECT_EQ(collective_rows[0].comm_id, "dp");
+  EXPECT_EQ(collective_rows[0].count, 6);  // 3 steps x 2 ranks
+  EXPECT_NEAR(collective_rows[0].skew_p50_ms, 20.0, 1e-9);
   bool straggler_finding = false;
-  for (const auto& f : summary.findings) straggler_finding |= f.kind == "straggler" && f.rank == 1;
+  for (const auto& f : summary.findings()) straggler_finding |= f.kind == "straggler" && f.rank == 1;
   EXPECT_TRUE(straggler_finding);
 }
 
 }  // namespace
-}  // namespace partrain::tui
+}  // namespace partrain::analyzers

@@ -1,17 +1,17 @@
-#include "tui/trace_follower.h"
+#include "analyzers/live_run_follower.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/support/scratch_dir.h"
 #include "tests/unit/tui/tui_fixture.h"
 
-namespace partrain::tui {
+namespace partrain::analyzers {
 namespace {
 
 using testing::kMiB;
 using testing::kMs;
 
-class TraceFollowerTest : public ::testing::Test {
+class LiveRunFollowerTest : public ::testing::Test {
  protected:
   std::filesystem::path path() const { return dir_.path() / "run.db"; }
   std::unique_ptr<profiler::TraceWriter> live_writer() {
@@ -22,8 +22,8 @@ class TraceFollowerTest : public ::testing::Test {
     EXPECT_TRUE((*writer)->commit().is_ok());
     return std::move(writer).value();
   }
-  std::unique_ptr<TraceFollower> follower() {
-    auto opened = TraceFollower::open(path());
+  std::unique_ptr<LiveRunFollower> follower() {
+    auto opened = LiveRunFollower::open(path());
     EXPECT_TRUE(opened.is_ok()) << opened.status().message();
     return std::move(opened).value();
   }
@@ -31,10 +31,10 @@ class TraceFollowerTest : public ::testing::Test {
   testing::ScratchDir dir_;
 };
 
-TEST_F(TraceFollowerTest, ReadsRanksStepsAndTheLastStepsSplit) {
+TEST_F(LiveRunFollowerTest, ReadsRanksStepsAndTheLastStepsSplit) {
   auto writer = live_writer();
   auto f = follower();
-  ViewModel model;
+  LiveRun model;
   ASSERT_TRUE(f->refresh(model).is_ok());
   EXPECT_EQ(model.run_id, "run-tui");
   EXPECT_EQ(model.status, "running");
@@ -46,20 +46,20 @@ TEST_F(TraceFollowerTest, ReadsRanksStepsAndTheLastStepsSplit) {
   ASSERT_TRUE(model.ranks[0].breakdown);
   // docs/analysis.md's exclusive split: compute + exposed comm + idle = the step.
   EXPECT_EQ(model.ranks[0].breakdown->compute_ns, 60 * kMs);
-  EXPECT_EQ(model.ranks[0].breakdown->exposed_comm_ns, 30 * kMs);
+  EXPECT_EQ(model.ranks[0].breakdown->exposed_comm_ns(), 30 * kMs);
   EXPECT_EQ(model.ranks[0].breakdown->idle_ns(), 10 * kMs);
   EXPECT_EQ(model.ranks[1].breakdown->compute_ns, 80 * kMs);
-  EXPECT_EQ(model.ranks[1].breakdown->exposed_comm_ns, 10 * kMs);
+  EXPECT_EQ(model.ranks[1].breakdown->exposed_comm_ns(), 10 * kMs);
   EXPECT_EQ(model.step, 1);
   // 2 x 1000 tokens (no workload config: each rank counts its own) in 100 ms.
   ASSERT_TRUE(model.tokens_per_s);
   EXPECT_DOUBLE_EQ(*model.tokens_per_s, 20'000);
 }
 
-TEST_F(TraceFollowerTest, MatchesCollectivesAcrossRanks) {
+TEST_F(LiveRunFollowerTest, MatchesCollectivesAcrossRanks) {
   auto writer = live_writer();
   auto f = follower();
-  ViewModel model;
+  LiveRun model;
   ASSERT_TRUE(f->refresh(model).is_ok());
   ASSERT_EQ(model.collectives.size(), 1u);
   const MatchedCollective& m = model.collectives.back();
@@ -77,10 +77,10 @@ TEST_F(TraceFollowerTest, MatchesCollectivesAcrossRanks) {
   EXPECT_EQ(model.ranks[1].collective->waited_ns, 0);
 }
 
-TEST_F(TraceFollowerTest, KeepsMemoryInUseAndPeaksByCategory) {
+TEST_F(LiveRunFollowerTest, KeepsMemoryInUseAndPeaksByCategory) {
   auto writer = live_writer();
   auto f = follower();
-  ViewModel model;
+  LiveRun model;
   ASSERT_TRUE(f->refresh(model).is_ok());
   const size_t params = static_cast<size_t>(memory::Category::kParams);
   const size_t activations = static_cast<size_t>(memory::Category::kActivations);
@@ -93,10 +93,10 @@ TEST_F(TraceFollowerTest, KeepsMemoryInUseAndPeaksByCategory) {
   EXPECT_FALSE(model.memory[0].estimate_total);  // not a built-in workload's config
 }
 
-TEST_F(TraceFollowerTest, RefreshReadsOnlyWhatArrived) {
+TEST_F(LiveRunFollowerTest, RefreshReadsOnlyWhatArrived) {
   auto writer = live_writer();
   auto f = follower();
-  ViewModel model;
+  LiveRun model;
   ASSERT_TRUE(*f->refresh(model));
   const int64_t first = f->rows_read();
   EXPECT_FALSE(*f->refresh(model));  // nothing committed since: nothing read
@@ -113,34 +113,34 @@ TEST_F(TraceFollowerTest, RefreshReadsOnlyWhatArrived) {
   EXPECT_EQ(model.collectives.back().seq, 2);
 }
 
-TEST_F(TraceFollowerTest, AFinishedRunReadsAsCompleted) {
+TEST_F(LiveRunFollowerTest, AFinishedRunReadsAsCompleted) {
   {
     auto writer = live_writer();
     ASSERT_TRUE(writer->set_run_status(profiler::RunStatus::kCompleted).is_ok());
   }
   auto f = follower();
-  ViewModel model;
+  LiveRun model;
   ASSERT_TRUE(f->refresh(model).is_ok());
   EXPECT_EQ(model.status, "completed");
   EXPECT_FALSE(model.live);
 }
 
-TEST_F(TraceFollowerTest, ARunWhoseWriterDiedReadsAsIncompleteWithoutWritingTheFile) {
+TEST_F(LiveRunFollowerTest, ARunWhoseWriterDiedReadsAsIncompleteWithoutWritingTheFile) {
   {
     auto writer = live_writer();
   }  // closed without a final status, like a killed launcher's file
   auto f = follower();
-  ViewModel model;
+  LiveRun model;
   ASSERT_TRUE(f->refresh(model).is_ok());
   EXPECT_EQ(model.status, "incomplete");
 }
 
-TEST_F(TraceFollowerTest, NotATraceIsUnreadable) {
+TEST_F(LiveRunFollowerTest, NotATraceIsUnreadable) {
   { std::FILE* file = std::fopen(path().c_str(), "w"); std::fputs("hello", file); std::fclose(file); }
-  auto opened = TraceFollower::open(path());
+  auto opened = LiveRunFollower::open(path());
   ASSERT_FALSE(opened.is_ok());
   EXPECT_EQ(opened.status().exit_code(), 3);
 }
 
 }  // namespace
-}  // namespace partrain::tui
+}  // namespace partrain::analyzers

@@ -1,0 +1,77 @@
+// Reading the collectives: the communicators, one communicator's ops in sequence order (the
+// matching of (comm_id, seq) across ranks streams these), and per-(comm_id, seq) timings for
+// the recommender's calibration. A row is the op of one rank, its strings resolved.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "profiler/collective_event.h"
+#include "profiler/trace_reader/row_cursor.h"
+#include "profiler/trace_reader/step_reads.h"
+#include "profiler/trace_reader/trace_reader.h"
+
+namespace partrain::profiler {
+
+struct Communicator {
+  int64_t string_id = 0;  // the interned comm_id
+  std::string comm_id;
+};
+
+// One rank's record of a collective or p2p op (the collectives view's columns). Texts are
+// valid while the reader lives.
+struct CollectiveOp {
+  int rank = 0;
+  std::string_view comm_id;
+  int64_t seq = 0;
+  std::string_view op;
+  int64_t bytes = 0;
+  std::optional<int> peer;  // send/recv peer or root, as a world rank
+  int64_t ts_ns = 0;        // host start and duration (its slice)
+  int64_t dur_ns = 0;
+  std::optional<int64_t> gpu_start_ns;
+  std::optional<int64_t> gpu_end_ns;
+  int group_size = 0;            // 0: not recorded
+  std::string_view group_ranks;  // "0,1,2,3" when recorded
+  std::optional<CollectiveState> state;
+};
+
+// One communicator's ops by seq (its collective_comm_seq index): every member rank's record of
+// seq 1, then of seq 2... Ops whose slice has no track row are left out, as the views leave them.
+class CommunicatorOpCursor : public RowCursor {
+ public:
+  CommunicatorOpCursor(const TraceReader& reader, SqliteStatement stmt, std::string what,
+                       std::string_view comm_id)
+      : RowCursor(reader.db(), std::move(stmt), std::move(what)),
+        reader_(&reader),
+        comm_id_(comm_id) {}
+  bool next(CollectiveOp& op);
+
+ private:
+  const TraceReader* reader_;
+  std::string_view comm_id_;
+};
+
+// Communicators that name at least one op, by comm_id.
+StatusOr<std::vector<Communicator>> communicators(const TraceReader& reader);
+// `comm` must outlive the cursor.
+StatusOr<CommunicatorOpCursor> communicator_ops(const TraceReader& reader,
+                                                const Communicator& comm);
+StatusOr<bool> has_collectives(const TraceReader& reader);
+
+// One completed (comm_id, seq) whose members agree on the size: the op, the group, the size,
+// and its time, the average member's for collectives and the faster side's for send/recv.
+struct MatchedOpTiming {
+  std::string op;
+  int group_size = 0;
+  double bytes = 0;
+  double time_ns = 0;
+};
+StatusOr<std::vector<MatchedOpTiming>> matched_op_timings(const TraceReader& reader,
+                                                          StepFilter steps);
+
+}  // namespace partrain::profiler

@@ -1,0 +1,93 @@
+#include "profiler/trace_reader/live_reads.h"
+
+#include <fmt/format.h>
+
+#include "profiler/trace_reader/trace_codes.h"
+
+namespace partrain::profiler {
+
+StatusOr<int64_t> data_version(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare("PRAGMA data_version"));
+  if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the data version");
+  return stmt.column_int(0);
+}
+
+StatusOr<ReadSnapshot> ReadSnapshot::begin(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare("BEGIN"));
+  if (stmt.step() != SQLITE_DONE) return reader.read_error("starting a read");
+  return ReadSnapshot(reader);
+}
+
+Status ReadSnapshot::end() {
+  if (reader_ == nullptr) return Status::ok();
+  const TraceReader& reader = *reader_;
+  reader_ = nullptr;
+  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare("COMMIT"));
+  if (stmt.step() != SQLITE_DONE) return reader.read_error("ending a read");
+  return Status::ok();
+}
+
+ReadSnapshot::~ReadSnapshot() { (void)end(); }
+
+bool StoredSliceCursor::next(StoredSlice& slice) {
+  while (step()) {
+    const int64_t track_id = stmt_.column_int(1);
+    const TrackRow* track = reader_->cached_track(track_id);
+    if (track == nullptr) {
+      StatusOr<const TrackRow*> found = reader_->track(track_id);  // a track created since
+      if (!found.is_ok()) return fail(found.status());
+      if (*found == nullptr) continue;
+      track = *found;
+    }
+    slice.id = stmt_.column_int(0);
+    slice.rank = track->rank;
+    slice.start_ns = stmt_.column_int(2);
+    slice.end_ns = slice.start_ns + stmt_.column_int(3);
+    slice.category = slice_category_from_code(stmt_.column_int(4));
+    slice.is_collective = !stmt_.column_is_null(5);
+    if (!slice.is_collective) return true;
+    CollectiveOp& op = slice.collective;
+    StatusOr<std::string_view> comm_id = reader_->string(stmt_.column_int(5));
+    if (!comm_id.is_ok()) return fail(comm_id.status());
+    StatusOr<std::string_view> name = reader_->string(stmt_.column_int(7));
+    if (!name.is_ok()) return fail(name.status());
+    op.rank = slice.rank;
+    op.comm_id = *comm_id;
+    op.seq = stmt_.column_int(6);
+    op.op = *name;
+    op.bytes = stmt_.column_int(8);
+    op.group_size = static_cast<int>(stmt_.column_int(9));  // NULL reads as 0
+    op.peer = stmt_.column_is_null(10) ? std::nullopt
+                                       : std::optional(static_cast<int>(stmt_.column_int(10)));
+    op.ts_ns = slice.start_ns;
+    op.dur_ns = slice.end_ns - slice.start_ns;
+    op.gpu_start_ns =
+        stmt_.column_is_null(11) ? std::nullopt : std::optional(stmt_.column_int(11));
+    op.gpu_end_ns = stmt_.column_is_null(12) ? std::nullopt : std::optional(stmt_.column_int(12));
+    op.group_ranks = {};
+    op.state.reset();
+    return true;
+  }
+  return false;
+}
+
+StatusOr<StoredSliceCursor> slices_stored_between(const TraceReader& reader, int64_t after,
+                                                  int64_t upto) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT s.id, s.track_id, s.ts_ns, s.dur_ns, s.category, "
+                                  "c.comm_id, c.seq, c.op, c.bytes, c.group_size, "
+                                  "coalesce(c.peer, c.root), c.gpu_start_ns, c.gpu_end_ns "
+                                  "FROM slice s LEFT JOIN collective c ON c.slice_id = s.id "
+                                  "WHERE s.id > ?1 AND s.id <= ?2 ORDER BY s.id"));
+  stmt.bind(1, after);
+  stmt.bind(2, upto);
+  return StoredSliceCursor(reader, std::move(stmt));
+}
+
+StatusOr<int64_t> last_slice_id(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare("SELECT coalesce(max(id), 0) FROM slice"));
+  if (stmt.step() != SQLITE_ROW) return reader.read_error("reading new slices");
+  return stmt.column_int(0);
+}
+
+}  // namespace partrain::profiler

@@ -1,0 +1,92 @@
+#include "profiler/trace_reader/step_reads.h"
+
+#include <fmt/format.h>
+
+namespace partrain::profiler {
+
+constexpr const char* kStepColumns = "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step ";
+
+bool StepCursor::next(StepRow& row) {
+  if (!step()) return false;
+  row.rank = static_cast<int>(stmt_.column_int(0));
+  row.step = stmt_.column_int(1);
+  row.ts_ns = stmt_.column_int(2);
+  row.dur_ns = stmt_.column_int(3);
+  row.loss = stmt_.column_is_null(4) ? std::nullopt : std::optional(stmt_.column_double(4));
+  row.tokens = stmt_.column_is_null(5) ? std::nullopt : std::optional(stmt_.column_int(5));
+  return true;
+}
+
+StatusOr<std::vector<int64_t>> recorded_steps(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT DISTINCT step FROM step ORDER BY step"));
+  std::vector<int64_t> steps;
+  RETURN_IF_ERROR(reader.each_row(stmt, "listing the steps", [&](const SqliteStatement& row) {
+    steps.push_back(row.column_int(0));
+  }));
+  return steps;
+}
+
+StatusOr<StepSpan> step_span(const TraceReader& reader, int rank, int64_t first, int64_t last) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT MIN(ts_ns), MAX(ts_ns + dur_ns), COUNT(*) FROM step "
+                                  "WHERE rank = ?1 AND step BETWEEN ?2 AND ?3"));
+  stmt.bind(1, int64_t{rank});
+  stmt.bind(2, first);
+  stmt.bind(3, last);
+  const int rc = stmt.step();
+  if (rc != SQLITE_ROW) {
+    return reader.read_error(fmt::format("reading the steps of rank {}", rank));
+  }
+  if (stmt.column_int(2) == 0) return StepSpan{};
+  return StepSpan{stmt.column_int(0), stmt.column_int(1), stmt.column_int(2)};
+}
+
+StatusOr<std::optional<std::pair<int64_t, int64_t>>> step_numbers(const TraceReader& reader,
+                                                                   int rank) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT MIN(step), MAX(step) FROM step WHERE rank = ?1"));
+  stmt.bind(1, int64_t{rank});
+  if (stmt.step() != SQLITE_ROW) {
+    return reader.read_error(fmt::format("reading the steps of rank {}", rank));
+  }
+  if (stmt.column_is_null(0)) return std::optional<std::pair<int64_t, int64_t>>();
+  return std::optional(std::pair{stmt.column_int(0), stmt.column_int(1)});
+}
+
+StatusOr<std::optional<EventSpan>> event_span(const TraceReader& reader, int rank) {
+  // The slice index (track_id, ts_ns) per track of the rank, and the memory (rank, ts_ns) index.
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT MIN(lo), MAX(hi) FROM ("
+                                  " SELECT MIN(ts_ns) AS lo, MAX(ts_ns + dur_ns) AS hi "
+                                  " FROM slices WHERE rank = ?1 UNION ALL"
+                                  " SELECT MIN(ts_ns), MAX(ts_ns) FROM memory_events "
+                                  " WHERE rank = ?1)"));
+  stmt.bind(1, int64_t{rank});
+  if (stmt.step() != SQLITE_ROW) {
+    return reader.read_error(fmt::format("reading the events of rank {}", rank));
+  }
+  if (stmt.column_is_null(0)) return std::optional<EventSpan>();
+  return std::optional(EventSpan{stmt.column_int(0), stmt.column_int(1)});
+}
+
+StatusOr<StepCursor> rank_steps(const TraceReader& reader, int rank, int64_t first,
+                                int64_t last) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare(std::string(kStepColumns) +
+                                  "WHERE rank = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step"));
+  stmt.bind(1, int64_t{rank});
+  stmt.bind(2, first);
+  stmt.bind(3, last);
+  return StepCursor(reader.db(), std::move(stmt), fmt::format("reading the steps of rank {}", rank));
+}
+
+StatusOr<StepCursor> window_steps(const TraceReader& reader, int64_t first, int64_t last) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare(std::string(kStepColumns) + "WHERE step BETWEEN ?1 AND ?2"));
+  stmt.bind(1, first);
+  stmt.bind(2, last);
+  return StepCursor(reader.db(), std::move(stmt), "reading the steps");
+}
+
+}  // namespace partrain::profiler
