@@ -101,6 +101,33 @@ void read_diagnosis(const std::vector<profiler::StatRow>& stats, RunOutcome& out
   out.diagnosis = chosen->description;
 }
 
+// A trace with neither collectives nor steps (a foreign program's processes and nothing else):
+// there is nothing to analyse, and saying why beats findings made from process lifetimes.
+std::optional<Finding> nothing_recorded_finding(const AnalysisReport& report) {
+  if (report.window.has_steps || report.collectives.ops > 0 || report.ranks.ranks.empty()) {
+    return std::nullopt;
+  }
+  for (const RankBreakdown& row : report.ranks.ranks) {
+    if (row.busy_ns > 0) return std::nullopt;
+  }
+  Finding finding;
+  finding.kind = "nothing_recorded";
+  finding.severity = Severity::kWarning;
+  finding.impact = 1;
+  finding.evidence = fmt::format(
+      "the trace holds no collectives, no steps and no compute for its {} rank{}, only the "
+      "processes' lifetimes: partrain saw no torch.distributed or NCCL call and no step marker",
+      report.ranks.ranks.size(), report.ranks.ranks.size() == 1 ? "" : "s");
+  finding.advice =
+      "partrain records PyTorch's collectives through ProcessGroup hooks (torch 2.15 or later; "
+      "an older torch records NCCL calls only), NCCL calls, and steps from ProfilerStep#N NVTX "
+      "ranges or the optimizer's step(). Check that the program initialises torch.distributed; "
+      "that its Python keeps partrain's PYTHONPATH entry (not -I, -E or -S, nor a PYTHONPATH "
+      "replaced for its workers: docs/pytorch.md, Limits); and the trace's stats "
+      "(torch_collectives_unrecorded, torch_recorder_failed) for a recording that gave up";
+  return finding;
+}
+
 // Files one analysis's result and findings, and when it was done.
 template <typename Report, typename Findings>
 Status add_analysis(AnalysisReport& out, std::string_view key, int64_t started_ns,
@@ -196,6 +223,9 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
                                memory_vs_estimate_findings));
   RETURN_IF_ERROR(add_analysis(out, "kernels", started, analyze_top_kernels(reader, window),
                                out.kernels, top_kernels_findings));
+  if (std::optional<Finding> nothing = nothing_recorded_finding(out)) {
+    out.findings.push_back(std::move(*nothing));
+  }
   RETURN_IF_ERROR(add_node_file_finding(reader, out.findings));
   sort_findings(out.findings);
   return out;

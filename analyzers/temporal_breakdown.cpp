@@ -202,8 +202,50 @@ std::optional<Finding> compute_imbalance(const TemporalBreakdown& report) {
 
 }  // namespace
 
+namespace {
+
+bool compute_recorded(const TemporalBreakdown& report) {
+  return std::any_of(report.ranks.begin(), report.ranks.end(),
+                     [](const RankBreakdown& row) { return row.compute_ns > 0; });
+}
+
+// No rank recorded compute, but communication or steps were: a foreign program's host work (a
+// PyTorch job on the CPU, whose collectives and steps partrain records but not its ops) or a
+// GPU program traced without its kernels. What is not communication is then unknown, not idle.
+std::optional<Finding> unrecorded_compute(const TemporalBreakdown& report) {
+  if (report.ranks.empty() || compute_recorded(report)) return std::nullopt;
+  const bool communicated = std::any_of(report.ranks.begin(), report.ranks.end(),
+                                        [](const RankBreakdown& row) { return row.comm_ns > 0; });
+  if (!communicated && !report.has_steps) return std::nullopt;
+  auto [idle, unused] = mean_and_worst(
+      report, [](const RankBreakdown& r) { return r.pct_of_window(r.idle_ns()) / 100; });
+  Finding finding;
+  finding.kind = "compute_unrecorded";
+  finding.severity = Severity::kInfo;
+  finding.impact = 0;
+  finding.evidence = fmt::format(
+      "no compute was recorded on any of the {} ranks: the {:.1f}% of the window outside "
+      "communication and memcpy (mean of the ranks) is work partrain could not see, not idle "
+      "time, so no idle, exposed-communication or compute-imbalance finding is made",
+      report.ranks.size(), 100 * idle);
+  finding.advice =
+      "partrain records a PyTorch program's collectives and steps, and its GPU kernels through "
+      "CUPTI, but not the host's own work: run it on the GPU under partrain to see its kernels, "
+      "or profile it with torch.profiler and bring the traces in with `partrain import`; the "
+      "communication times, step times and stragglers stand as measured";
+  return finding;
+}
+
+}  // namespace
+
 std::vector<Finding> temporal_findings(const TemporalBreakdown& report) {
   std::vector<Finding> findings;
+  if (!compute_recorded(report)) {
+    // Idle, exposure and imbalance are judged against compute; without any, they would be made
+    // up (a DDP job's all-reduces hide under a backward nobody recorded).
+    if (auto finding = unrecorded_compute(report)) findings.push_back(std::move(*finding));
+    return findings;
+  }
   for (auto finding :
        {exposed_communication(report), high_idle(report), compute_imbalance(report)}) {
     if (finding) findings.push_back(std::move(*finding));

@@ -12,19 +12,35 @@ namespace {
 // gives the order, and the `slices` view's four joins per row (track, kind, two strings) would
 // cost more than the sweep that reads them.
 constexpr const char* kTrackSlicesSql =
-    "SELECT ts_ns, ts_ns + dur_ns, category FROM slice "
+    "SELECT ts_ns, ts_ns + dur_ns, category, name_id FROM slice "
     "WHERE track_id = ?1 AND ts_ns < ?3 AND ts_ns + dur_ns > ?2 ORDER BY ts_ns";
 
+// The name of the phase slice a traced process's injection library writes for its whole life
+// (docs/tracing.md). A lifetime is not a phase of the rank's work: counted as one, a foreign
+// program's every idle moment looked like work "recorded only as a phase".
+constexpr const char* kProcessLifetimeSliceSql = "SELECT id FROM string WHERE value = 'process'";
+
 // Steps `stmt` to its next slice of `categories` into `head`; SQLite's last result code.
-int advance(SqliteStatement& stmt, SliceCategorySet categories, SliceSpan& head) {
+int advance(SqliteStatement& stmt, SliceCategorySet categories, int64_t lifetime_name,
+            SliceSpan& head) {
   int rc = SQLITE_ROW;
   while ((rc = stmt.step()) == SQLITE_ROW) {
     const std::optional<SliceCategory> category = slice_category_from_code(stmt.column_int(2));
     if (!category || !categories.contains(*category)) continue;
+    if (*category == SliceCategory::kPhase && stmt.column_int(3) == lifetime_name) continue;
     head = {stmt.column_int(0), stmt.column_int(1), *category};
     return rc;
   }
   return rc;
+}
+
+// The string id of the lifetime slice's name, or -1 when the trace has none.
+StatusOr<int64_t> process_lifetime_name(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare(kProcessLifetimeSliceSql));
+  const int rc = stmt.step();
+  if (rc == SQLITE_ROW) return stmt.column_int(0);
+  if (rc != SQLITE_DONE) return reader.read_error("reading the string table");
+  return int64_t{-1};
 }
 
 }  // namespace
@@ -36,7 +52,8 @@ bool RankSliceCursor::next(SliceSpan& slice) {
     if (tracks_[i].head.start_ns < tracks_[first].head.start_ns) first = i;
   }
   slice = tracks_[first].head;
-  const int rc = advance(tracks_[first].stmt, categories_, tracks_[first].head);
+  const int rc =
+      advance(tracks_[first].stmt, categories_, lifetime_name_, tracks_[first].head);
   if (rc != SQLITE_ROW) {
     if (rc != SQLITE_DONE) {
       status_ = trace_read_error(*db_, fmt::format("reading the slices of rank {}", rank_));
@@ -51,6 +68,7 @@ bool RankSliceCursor::next(SliceSpan& slice) {
 StatusOr<RankSliceCursor> rank_slices(const TraceReader& reader, int rank, int64_t from,
                                       int64_t to, SliceCategorySet categories) {
   ASSIGN_OR_RETURN(const std::vector<TrackRow> tracks, reader.tracks());
+  ASSIGN_OR_RETURN(const int64_t lifetime_name, process_lifetime_name(reader));
   std::vector<RankSliceCursor::Track> heads;
   for (const TrackRow& track : tracks) {
     if (track.rank != rank || !track.kind || *track.kind == TrackKind::kMemory) continue;
@@ -59,14 +77,14 @@ StatusOr<RankSliceCursor> rank_slices(const TraceReader& reader, int rank, int64
     head.stmt.bind(1, track.id);
     head.stmt.bind(2, from);
     head.stmt.bind(3, to);
-    const int rc = advance(head.stmt, categories, head.head);
+    const int rc = advance(head.stmt, categories, lifetime_name, head.head);
     if (rc == SQLITE_ROW) {
       heads.push_back(std::move(head));
     } else if (rc != SQLITE_DONE) {
       return reader.read_error(fmt::format("reading the slices of rank {}", rank));
     }
   }
-  return RankSliceCursor(reader.db(), rank, std::move(heads), categories);
+  return RankSliceCursor(reader.db(), rank, std::move(heads), categories, lifetime_name);
 }
 
 void PipelineActionCursor::over(int64_t from, int64_t to) {

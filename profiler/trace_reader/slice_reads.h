@@ -36,6 +36,7 @@ class SliceCategorySet {
 
 // The slices of one rank that overlap [from, to), by start: each of its tracks (memory tracks
 // aside) walked in time order along the slice_track_ts index, merged. Holds a row per track.
+// A traced process's lifetime slice (the phase named "process") is not among them.
 class RankSliceCursor {
  public:
   // A track's query and its next slice of the wanted categories.
@@ -44,8 +45,12 @@ class RankSliceCursor {
     SliceSpan head;
   };
   RankSliceCursor(const SqliteDb& db, int rank, std::vector<Track> tracks,
-                  SliceCategorySet categories)
-      : db_(&db), rank_(rank), tracks_(std::move(tracks)), categories_(categories) {}
+                  SliceCategorySet categories, int64_t lifetime_name)
+      : db_(&db),
+        rank_(rank),
+        tracks_(std::move(tracks)),
+        categories_(categories),
+        lifetime_name_(lifetime_name) {}
   // False at the end or on an error (status()).
   bool next(SliceSpan& slice);
   const Status& status() const { return status_; }
@@ -55,6 +60,7 @@ class RankSliceCursor {
   int rank_;
   std::vector<Track> tracks_;  // those with a head; one that runs out is removed
   SliceCategorySet categories_;
+  int64_t lifetime_name_;  // the process-lifetime slice's name id (skipped), -1: none
   Status status_;
 };
 

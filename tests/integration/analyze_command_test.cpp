@@ -197,6 +197,32 @@ TEST_F(AnalyzeCommandTest, BytesThatAreNotUtf8BecomeReplacementCharactersInJson)
   EXPECT_NE(report.dump().find("caf\ufffd"), std::string::npos) << report.dump();
 }
 
+// A foreign program partrain saw nothing of (no torch.distributed, no NCCL, no step marker): the
+// report says so and why, and makes no finding from the processes' lifetimes (it was a critical
+// "idle" finding with optimizer advice). top shows the same report.
+TEST_F(AnalyzeCommandTest, AProgramWithNothingRecordedIsSaidSoAndNothingElse) {
+  const fs::path foreign = *dir_ / "foreign.db";
+  const auto traced =
+      run_partrain(fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 sh -c 'sleep 0.3'",
+                               foreign.string()));
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  const auto result = run_partrain(fmt::format("analyze {} --json", foreign.string()));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_EQ(report.at("findings").size(), 1u) << report.at("findings").dump(2);
+  const json& finding = report.at("findings").at(0);
+  EXPECT_EQ(finding.at("kind"), "nothing_recorded");
+  EXPECT_NE(finding.at("advice").get<std::string>().find("torch.distributed"), std::string::npos);
+
+  const auto text = run_partrain("analyze " + foreign.string());
+  EXPECT_NE(text.out.find("no collectives, no steps and no compute"), std::string::npos)
+      << text.out;
+  const auto top = run_partrain(fmt::format("top --once --json {}", foreign.string()));
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  const json dashboard = json::parse(top.out);
+  EXPECT_EQ(dashboard.at("findings"), report.at("findings")) << top.out;
+}
+
 TEST_F(AnalyzeCommandTest, UnreadableTraceIsExit3) {
   const fs::path junk = *dir_ / "junk.db";
   std::ofstream(junk) << "not a database";

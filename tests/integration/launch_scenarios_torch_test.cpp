@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "tests/integration/command_runner.h"
@@ -52,8 +54,20 @@ TEST(TorchLaunch, ScriptsLaunchedByPartrainAreRecordedWithoutTouchingThem) {
           "FROM collectives ORDER BY name"),
       "default_pg\nmesh_dp\nmesh_tp\nundefined\n");
   EXPECT_EQ(query.rows("SELECT status FROM runs"), "completed\n");
-  expect_no_rows(query, "trace problems",
-                 "SELECT * FROM stats WHERE severity != 'info'");
+  expect_no_rows(query, "trace problems", "SELECT * FROM stats WHERE severity != 'info'");
+
+  // analyze tells the truth about a CPU job whose compute partrain does not record: it says so,
+  // and weighs nothing against that compute (no idle, exposed-communication or imbalance).
+  CommandResult analyzed = run_partrain("analyze --json " + shell_quoted(trace));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  std::set<std::string> kinds;
+  for (const auto& finding : nlohmann::json::parse(analyzed.out).at("findings")) {
+    kinds.insert(finding.at("kind").get<std::string>());
+  }
+  EXPECT_TRUE(kinds.count("compute_unrecorded")) << analyzed.out;
+  for (const char* made_up : {"idle", "exposed_communication", "compute_imbalance"}) {
+    EXPECT_FALSE(kinds.count(made_up)) << made_up << " judged against unrecorded compute";
+  }
 }
 
 // A rank that raises (no @record: the exception reaches the interpreter) is

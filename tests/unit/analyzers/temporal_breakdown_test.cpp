@@ -196,6 +196,42 @@ TEST_F(TemporalBreakdownTest, ExposedCommunicationAndIdleFindings) {
   }
 }
 
+// A traced process's lifetime slice (the phase named "process" its injection library writes)
+// is not a phase of its work: idle time under it is idle, not "inside phases".
+TEST_F(TemporalBreakdownTest, AProcessLifetimeIsNoPhase) {
+  auto events = three_steps();
+  profiler::SliceEvent lifetime = slice(0, SC::kPhase, 0, 30);
+  lifetime.name = "process";
+  events.push_back(lifetime);
+  events.push_back(slice(0, SC::kPhase, 20, 30, 2));  // a real phase
+  events.push_back(slice(0, SC::kCompute, 10, 12, 1));
+  const RankBreakdown row = analyze(events).ranks.at(0);
+  EXPECT_EQ(row.idle_ns(), 18 * kMs);
+  EXPECT_EQ(row.idle_in_phases_ns, 10 * kMs);  // the real phase's, not the lifetime's 18
+}
+
+// A foreign program on the CPU: its collectives and steps recorded, its compute not. No finding
+// judges time against compute then (all of it would be "idle", all communication "exposed");
+// one says why instead.
+TEST_F(TemporalBreakdownTest, WithoutAnyComputeRecordedOnlyThatIsSaid) {
+  std::vector<TraceEvent> events;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (auto& event : three_steps(rank)) events.push_back(event);
+    events.push_back(slice(rank, SC::kCollective, 12, 14 + 3 * rank, 1, "default_pg:0"));
+    events.push_back(slice(rank, SC::kCollective, 22, 24, 2, "default_pg:0"));
+  }
+  const std::vector<Finding> findings = temporal_findings(analyze(events, {}, 2));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "compute_unrecorded");
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+  EXPECT_NE(findings[0].evidence.find("of the 2 ranks"), std::string::npos) << findings[0].evidence;
+  EXPECT_NE(findings[0].advice.find("partrain import"), std::string::npos) << findings[0].advice;
+
+  // With compute on one rank, the usual findings are made again.
+  events.push_back(slice(0, SC::kCompute, 10, 11, 1));
+  EXPECT_FALSE(has_kind(temporal_findings(analyze(events, {}, 2)), "compute_unrecorded"));
+}
+
 TEST_F(TemporalBreakdownTest, BusyOverlappedBalancedRanksHaveNoFindings) {
   std::vector<TraceEvent> events;
   for (int rank = 0; rank < 2; ++rank) {
