@@ -4,7 +4,7 @@
 
 namespace partrain::launch {
 
-using comm::FlightDump;
+using profiler::FlightDump;
 using profiler::CollectiveEvent;
 
 bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }

@@ -193,12 +193,12 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
 // has every node's dumps; the others' only their own, and they say so.
 // What the launcher saw of each rank's process goes with the dumps: a rank stopped or stuck in
 // the kernel has no dump of its own to say so.
-std::optional<FlightDiagnosis> diagnose_run(const std::vector<comm::FlightDump>& dumps,
+std::optional<FlightDiagnosis> diagnose_run(const std::vector<profiler::FlightDump>& dumps,
                                             const std::vector<RankProcess>& processes,
                                             bool other_nodes_elsewhere) {
-  const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const comm::FlightDump& d) {
-    return d.trigger == comm::DumpTrigger::kWatchdog ||
-           d.trigger == comm::DumpTrigger::kCollectiveError;
+  const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
+    return d.trigger == profiler::DumpTrigger::kWatchdog ||
+           d.trigger == profiler::DumpTrigger::kCollectiveError;
   });
   if (!called_for) return std::nullopt;
   FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps, processes);
@@ -354,14 +354,14 @@ StatusOr<int> launch(const LaunchConfig& config) {
   if (result.is_ok() && result->stop_signal && !result->root_cause) {
     rdzv.publish_stop(*result->stop_signal);
   }
-  std::vector<comm::FlightDump> dumps = flight ? flight->read() : std::vector<comm::FlightDump>();
+  std::vector<profiler::FlightDump> dumps = flight ? flight->read() : std::vector<profiler::FlightDump>();
   rdzv.publish_flight_dumps(dumps);  // before finish(): node 0 reads them once all are done
   rdzv.finish(config.grace + config.rdzv_timeout, interrupted);
   if (!result.is_ok()) {
     if (trace) trace->abandon();
     return result.status();
   }
-  for (comm::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
+  for (profiler::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
   std::optional<FlightDiagnosis> diagnosis = diagnose_run(
       dumps, observed_processes(*result), rdzv.multi_node() && plan.node_rank != 0);
   const int exit_code = finish_run(*result, diagnosis);

@@ -142,7 +142,7 @@ StatusOr<World> join_world(const WorldOptions& given) {
                             "available: use --backend gloo, or rebuild with -DPARTRAIN_CUDA=ON");
 #endif
   }
-  world.recorder = std::make_unique<comm::FlightRecorder>(comm::FlightRecorder::kDefaultCapacity,
+  world.recorder = std::make_unique<profiler::FlightRecorder>(profiler::FlightRecorder::kDefaultCapacity,
                                                        options.collective_sink);
   world.comm = std::make_unique<comm::RecordingComm>(std::move(base), *world.recorder);
   log::debug("rank {} joined a world of {} ({})", world.env.rank, world.env.world_size,

@@ -9,8 +9,8 @@
 namespace partrain::launch {
 namespace {
 
-using comm::DumpTrigger;
-using comm::FlightDump;
+using profiler::DumpTrigger;
+using profiler::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
 

@@ -1,9 +1,9 @@
-#include "runner/comm/flight_recorder.h"
+#include "profiler/flight/flight_recorder.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace partrain::comm {
+namespace partrain::profiler {
 
 FlightRecorder::FlightRecorder(size_t capacity, Sink sink)
     : capacity_(std::max<size_t>(capacity, 1)), sink_(std::move(sink)) {
@@ -87,4 +87,4 @@ uint64_t FlightRecorder::total_recorded() const {
   return next_id_;
 }
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -12,7 +12,7 @@
 
 #include "profiler/collective_event.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 
 class FlightRecorder {
  public:
@@ -58,4 +58,4 @@ class FlightRecorder {
   bool sink_closed_ = false;  // guarded by mutex_: final_snapshot() was taken
 };
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

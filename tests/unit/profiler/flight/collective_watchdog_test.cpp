@@ -1,6 +1,6 @@
 // The collective watchdog: fires once on an operation left unfinished past the timeout, reports
 // the oldest one and how long it waited, and never fires on finished operations.
-#include "runner/comm/collective_watchdog.h"
+#include "profiler/flight/collective_watchdog.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +11,10 @@
 
 #include "core/clock.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
 
 using namespace std::chrono_literals;
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 CollectiveEvent op(uint64_t seq, int64_t enqueue_ns) {
   CollectiveEvent event;
@@ -97,4 +95,4 @@ TEST(CollectiveWatchdog, PollIntervalFollowsTheTimeout) {
 }
 
 }  // namespace
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -1,14 +1,12 @@
-#include "runner/comm/flight_recorder.h"
+#include "profiler/flight/flight_recorder.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
 
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 CollectiveEvent event_with_seq(uint64_t seq) {
   CollectiveEvent event;
@@ -113,4 +111,4 @@ TEST(FlightRecorder, OldestUnfinishedIsTheFirstEnqueuedStillOpen) {
 }
 
 }  // namespace
-}  // namespace partrain::comm
+}  // namespace partrain::profiler
