@@ -15,7 +15,6 @@
 namespace partrain::profiler {
 namespace {
 
-
 constexpr int kFormatVersion = 1;
 
 constexpr std::pair<CollectiveState, std::string_view> kStates[] = {

@@ -11,7 +11,6 @@
 namespace partrain::profiler {
 namespace {
 
-
 bool unfinished(const CollectiveEvent& e) {
   return e.state == CollectiveState::kEnqueued || e.state == CollectiveState::kStarted;
 }
@@ -37,8 +36,8 @@ bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
   dump.total_recorded = recorder_.total_recorded();
   dump.entries = recorder_.final_snapshot();
   write_file(dump);
-  const bool news =
-      trigger == profiler::DumpTrigger::kWatchdog || trigger == profiler::DumpTrigger::kCollectiveError;
+  const bool news = trigger == profiler::DumpTrigger::kWatchdog ||
+                    trigger == profiler::DumpTrigger::kCollectiveError;
   if (news) {
     std::string text = profiler::format_flight_dump(dump, options_.stderr_entries);
     std::fwrite(text.data(), 1, text.size(), stderr);

@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
-#include "profiler/rank_tracer.h"
 #include "profiler/flight/flight_dump.h"
 #include "profiler/flight/flight_recorder.h"
+#include "profiler/rank_tracer.h"
 
 namespace partrain::profiler {
 

@@ -53,7 +53,8 @@ std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot_locked() const {
   events.reserve(ring_.size());
   // The oldest entry sits just after the newest once the ring has wrapped.
   const size_t start = ring_.size() < capacity_ ? 0 : static_cast<size_t>(next_id_ % capacity_);
-  for (size_t i = 0; i < ring_.size(); ++i) events.push_back(ring_[(start + i) % ring_.size()].event);
+  for (size_t i = 0; i < ring_.size(); ++i)
+    events.push_back(ring_[(start + i) % ring_.size()].event);
   return events;
 }
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "profiler/collective_event.h"
-#include "runner/comm/comm.h"
 #include "profiler/flight/flight_recorder.h"
+#include "runner/comm/comm.h"
 
 namespace partrain::comm {
 

@@ -14,10 +14,10 @@
 namespace partrain::launch {
 namespace {
 
-using profiler::DumpTrigger;
-using profiler::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
+using profiler::DumpTrigger;
+using profiler::FlightDump;
 
 std::string size_key(const CollectiveEvent& e) {
   return fmt::format("{} {}", format_bytes(e.bytes), e.dtype);

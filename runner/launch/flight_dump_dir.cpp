@@ -64,8 +64,9 @@ std::vector<profiler::FlightDump> FlightDumpDir::read() const {
     dumps.push_back(std::move(*dump));
   }
   if (error) log::warn("cannot read {}: {}", path_.string(), error.message());
-  std::sort(dumps.begin(), dumps.end(),
-            [](const profiler::FlightDump& a, const profiler::FlightDump& b) { return a.rank < b.rank; });
+  std::sort(
+      dumps.begin(), dumps.end(),
+      [](const profiler::FlightDump& a, const profiler::FlightDump& b) { return a.rank < b.rank; });
   return dumps;
 }
 

@@ -196,10 +196,11 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
 std::optional<FlightDiagnosis> diagnose_run(const std::vector<profiler::FlightDump>& dumps,
                                             const std::vector<RankProcess>& processes,
                                             bool other_nodes_elsewhere) {
-  const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
-    return d.trigger == profiler::DumpTrigger::kWatchdog ||
-           d.trigger == profiler::DumpTrigger::kCollectiveError;
-  });
+  const bool called_for =
+      std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
+        return d.trigger == profiler::DumpTrigger::kWatchdog ||
+               d.trigger == profiler::DumpTrigger::kCollectiveError;
+      });
   if (!called_for) return std::nullopt;
   FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps, processes);
   std::string text = format_flight_diagnosis(diagnosis);
@@ -354,7 +355,8 @@ StatusOr<int> launch(const LaunchConfig& config) {
   if (result.is_ok() && result->stop_signal && !result->root_cause) {
     rdzv.publish_stop(*result->stop_signal);
   }
-  std::vector<profiler::FlightDump> dumps = flight ? flight->read() : std::vector<profiler::FlightDump>();
+  std::vector<profiler::FlightDump> dumps =
+      flight ? flight->read() : std::vector<profiler::FlightDump>();
   rdzv.publish_flight_dumps(dumps);  // before finish(): node 0 reads them once all are done
   rdzv.finish(config.grace + config.rdzv_timeout, interrupted);
   if (!result.is_ok()) {

@@ -6,9 +6,9 @@
 namespace partrain::launch {
 namespace {
 
-using profiler::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
+using profiler::FlightDump;
 
 bool waiting(const CollectiveEvent& e) { return e.state != CollectiveState::kCompleted; }
 

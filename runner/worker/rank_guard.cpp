@@ -86,9 +86,9 @@ bool RankGuard::Watch::dump_after_failure(const Status& status) {
   for (const profiler::CollectiveEvent& e : recorder_.snapshot()) {
     if (e.state == profiler::CollectiveState::kFailed) collective_failed = true;
   }
-  const bool dumped = dumper_.dump(
-      collective_failed ? profiler::DumpTrigger::kCollectiveError : profiler::DumpTrigger::kRankError,
-      status.message());
+  const bool dumped = dumper_.dump(collective_failed ? profiler::DumpTrigger::kCollectiveError
+                                                     : profiler::DumpTrigger::kRankError,
+                                   status.message());
   return dumped && collective_failed;
 }
 

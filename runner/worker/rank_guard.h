@@ -14,9 +14,9 @@
 
 #include "core/duration.h"
 #include "core/status.h"
-#include "profiler/rank_tracer.h"
 #include "profiler/flight/collective_watchdog.h"
 #include "profiler/flight/flight_dumper.h"
+#include "profiler/rank_tracer.h"
 #include "runner/worker/stop_signal_watch.h"
 #include "runner/worker/world.h"
 
@@ -72,7 +72,7 @@ class RankGuard {
   void on_stop_signal(int signal);
 
   std::mutex mutex_;
-  profiler::FlightDumper* dumper_ = nullptr;          // guarded by mutex_: the live Watch's
+  profiler::FlightDumper* dumper_ = nullptr;  // guarded by mutex_: the live Watch's
   profiler::RankTracer* tracer_ = nullptr;  // guarded by mutex_: the live Watch's
   std::unique_ptr<StopSignalWatch> signals_;
 };

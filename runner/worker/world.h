@@ -10,8 +10,8 @@
 #include "core/duration.h"
 #include "core/status.h"
 #include "profiler/clock_sync.h"
-#include "runner/comm/comm.h"
 #include "profiler/flight/flight_recorder.h"
+#include "runner/comm/comm.h"
 #include "runner/device/device.h"
 #include "runner/rendezvous/store.h"
 

@@ -4,9 +4,9 @@
 #pragma once
 
 #include "core/status.h"
+#include "profiler/flight/flight_recorder.h"
 #include "profiler/rank_tracer.h"
 #include "runner/comm/comm.h"
-#include "profiler/flight/flight_recorder.h"
 #include "runner/device/device.h"
 #include "runner/workload/run_summary.h"
 #include "runner/workload/workload_config.h"

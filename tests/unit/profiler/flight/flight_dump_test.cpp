@@ -8,7 +8,6 @@
 namespace partrain::profiler {
 namespace {
 
-
 CollectiveEvent entry(uint64_t seq, CollectiveState state) {
   CollectiveEvent e;
   e.comm_id = "world/split1/color0";

@@ -35,7 +35,8 @@ TEST(FlightDumper, FirstCauseWinsAndTheFileReadsBack) {
   recorder.record(event);
   FlightDumper dumper(recorder, FlightDumperOptions{3, dir, nullptr, 16});
   ::testing::internal::CaptureStderr();
-  EXPECT_TRUE(dumper.dump(profiler::DumpTrigger::kWatchdog, "all_reduce (comm world, seq 0) stuck"));
+  EXPECT_TRUE(
+      dumper.dump(profiler::DumpTrigger::kWatchdog, "all_reduce (comm world, seq 0) stuck"));
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("flight recorder of rank 3 (watchdog: all_reduce (comm world, seq 0) stuck)"),
             std::string::npos)

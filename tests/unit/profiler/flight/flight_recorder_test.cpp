@@ -7,7 +7,6 @@
 namespace partrain::profiler {
 namespace {
 
-
 CollectiveEvent event_with_seq(uint64_t seq) {
   CollectiveEvent event;
   event.comm_id = "world";
