@@ -21,7 +21,7 @@ uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event) {
   return id;
 }
 
-void FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
+bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
   bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
@@ -33,6 +33,7 @@ void FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event)
   const bool finished = event.state == profiler::CollectiveState::kCompleted ||
                         event.state == profiler::CollectiveState::kFailed;
   if (finished && sink_ && sink_open) sink_(event);
+  return sink_open;
 }
 
 std::vector<profiler::CollectiveEvent> FlightRecorder::final_snapshot() {

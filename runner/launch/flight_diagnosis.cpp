@@ -451,6 +451,13 @@ std::string own_waits_of_missing(const FlightDiagnosis& d, const CollectiveFindi
 
 }  // namespace
 
+bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps) {
+  return std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
+    return d.trigger == profiler::DumpTrigger::kWatchdog ||
+           d.trigger == profiler::DumpTrigger::kCollectiveError;
+  });
+}
+
 std::string diagnosis_statement(const FlightDiagnosis& diagnosis) {
   if (!diagnosis.culprit) return diagnosis_headline(diagnosis);
   return fmt::format("rank {} {}", *diagnosis.culprit, culprit_evidence(diagnosis));
