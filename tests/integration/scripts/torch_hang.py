@@ -31,7 +31,9 @@ def main():
         optimizer.zero_grad()
         model(inputs + rank).square().mean().backward()
         if rank == args.hang_rank and step == args.hang_step:
-            print(f"rank {rank} hangs before step {step}'s all_reduce", flush=True)
+            # CLOCK_MONOTONIC, the test's clock: how long the hang took to be diagnosed.
+            print(f"rank {rank} hangs before step {step}'s all_reduce at monotonic "
+                  f"{time.monotonic_ns()} ns", flush=True)
             while True:
                 time.sleep(3600)
         for parameter in model.parameters():
