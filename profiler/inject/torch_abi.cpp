@@ -95,10 +95,10 @@ PARTRAIN_EXPORT int partrain_torch_group(const char* name, const char* desc, con
   return process->torch().add_group(std::move(group));
 }
 
-// One op as the hooks saw it, once it was issued (outcome 2) and once it completed: a
-// TorchCollectiveAbi (above) of `size` bytes,
-// packed by the module with struct.Struct("<iiiIQQQqqqQ32s16s"). One buffer instead of 13
-// arguments: ctypes converts each argument separately, and that was two thirds of the cost.
+// One op as the hooks saw it, when it was issued (outcome 2: in flight, for the rank's flight
+// recorder) and again once it completed: a TorchCollectiveAbi (above) of `size` bytes, packed
+// by the module with struct.Struct("<iiiIQQQqqqQ32s16s"). One buffer instead of 13 arguments:
+// ctypes converts each argument separately, and that was two thirds of the cost.
 PARTRAIN_EXPORT void partrain_torch_collective(const void* record, size_t size) {
   InjectedProcess* process = InjectedProcess::current();
   if (process == nullptr || record == nullptr || size != sizeof(TorchCollectiveAbi)) return;
