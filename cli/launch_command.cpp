@@ -49,7 +49,7 @@ struct LaunchFlags {
   bool prefix = true;
   bool standalone = false;
   std::string grace = "10s";
-  std::string collective_timeout = "300s";
+  std::optional<std::string> collective_timeout;  // unset: 300s for workloads, off for commands
   std::vector<std::string> command;
   WorkloadFlags workload;
   bool json = false;
@@ -87,18 +87,24 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   auto grace = parse_duration(flags.grace);
   if (!grace.is_ok()) return grace.status().with_context("--grace");
   config.grace = *grace;
-  auto collective_timeout = parse_duration(flags.collective_timeout);
-  if (!collective_timeout.is_ok()) {
-    return collective_timeout.status().with_context("--collective-timeout");
+  // The ranks' watchdog reads it (profiler/flight/collective_watchdog.h); passed on explicitly
+  // because the launcher's own PARTRAIN_<FLAG> variables are not. A command's ranks (a PyTorch
+  // job, through the injection library) get one only when asked: torch's own timeouts govern
+  // them otherwise, as under torchrun (docs/reliability.md).
+  if (flags.collective_timeout && !flags.command.empty() && flags.no_trace) {
+    return invalid_argument(
+        "--collective-timeout watches a command's ranks through the trace's injection "
+        "library: drop --no-trace, or --collective-timeout");
   }
-  if (collective_timeout->count() <= 0) {
-    return invalid_argument("--collective-timeout must be positive, got {}",
-                            flags.collective_timeout);
-  }
-  // The workers' watchdog reads it (runner/worker/rank_guard.h); passed on explicitly because
-  // the launcher's own PARTRAIN_<FLAG> variables are not. A command's processes have no use for
-  // it (a `partrain launch` among them would take it for its own flag).
-  if (flags.command.empty()) {
+  if (flags.collective_timeout || flags.command.empty()) {
+    const std::string text = flags.collective_timeout.value_or("300s");
+    auto collective_timeout = parse_duration(text);
+    if (!collective_timeout.is_ok()) {
+      return collective_timeout.status().with_context("--collective-timeout");
+    }
+    if (collective_timeout->count() <= 0) {
+      return invalid_argument("--collective-timeout must be positive, got {}", text);
+    }
     config.extra_env.push_back(
         fmt::format("PARTRAIN_COLLECTIVE_TIMEOUT={}ns", collective_timeout->count()));
   }
@@ -289,8 +295,10 @@ constexpr const char* kLaunchFooter =
     "first failing rank and the launcher exits with its code (128 + signal when it was killed). "
     "Ctrl-C / SIGTERM are forwarded to the workers (exit 130 / 143); when stdout's reader "
     "goes away (| head), the workers are stopped as on SIGPIPE (exit 141).\n"
-    "Built-in workloads run a collective watchdog in every rank: a collective not completed "
-    "within --collective-timeout (300s), or one that fails, makes the rank dump its flight "
+    "Built-in workloads run a collective watchdog in every rank, a command's PyTorch ranks "
+    "when --collective-timeout is given (torch's own timeouts otherwise): a collective not "
+    "completed within --collective-timeout (workloads: 300s), or one that fails, makes the "
+    "rank dump its flight "
     "recorder (its last collectives with their state) to stderr and the trace; the launcher "
     "gathers every rank's dump and prints a diagnosis per communicator (matched, op mismatch, "
     "size mismatch, missing ranks at a seq) naming the culprit rank. A rank whose watchdog "
@@ -414,13 +422,10 @@ Subcommand add_launch_command(CLI::App& parent) {
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "
                 "goes to --log-dir (default: beside the trace, <run-id>.logs/)");
   add_workload_flags(*cmd, flags->workload);
-  // In the workload's group: with a command it is refused as the other workload flags are (the
-  // command's own collectives have no partrain watchdog).
   cmd->add_option("--collective-timeout", flags->collective_timeout,
-                  "Built-in workloads: a collective unfinished this long fires the rank's "
-                  "watchdog (flight-recorder dump, diagnosis, exit 124) (2s, 5m)")
-      ->capture_default_str()
-      ->group("Workload training");
+                  "A collective unfinished this long fires the rank's watchdog (flight-recorder "
+                  "dump, diagnosis, exit 124) (2s, 5m; built-in workloads: default 300s; a "
+                  "command's PyTorch ranks: off unless given, which needs the trace)");
   cmd->footer(kLaunchFooter);
   return {cmd, [flags, cmd] {
             return run_launch(*flags, flag_env_names(*cmd), workload_flags_given(*cmd));

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/trace_flags.h"
+#include "core/duration.h"
 #include "core/log.h"
 #include "runner/launch/traced_command.h"
 
@@ -14,6 +15,7 @@ namespace {
 struct TraceFlags {
   TraceFileFlags trace;
   std::optional<std::string> step_marker;
+  std::optional<std::string> collective_timeout;
   std::vector<std::string> command;
 };
 
@@ -30,6 +32,15 @@ int run_trace(const TraceFlags& flags) {
   config.step_marker = flags.step_marker;
   config.max_bytes = *max_bytes;
   config.nvml_interval = flags.trace.nvml_interval;
+  if (flags.collective_timeout) {
+    StatusOr<Nanoseconds> timeout = parse_duration(*flags.collective_timeout);
+    if (!timeout.is_ok() || timeout->count() <= 0) {
+      log::error("--collective-timeout must be a positive duration (2s, 5m), got '{}'",
+                 *flags.collective_timeout);
+      return 2;
+    }
+    config.collective_timeout = *timeout;
+  }
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
@@ -50,14 +61,20 @@ constexpr const char* kTraceFooter =
     "(communicator, seq, sizes, peer, group), NVTX ranges "
     "(those matching --step-marker become steps), where CUDA and CUPTI are, GPU kernels, "
     "copies and the GPU time of each NCCL call, and where NVML is, each rank's GPU counters "
-    "(docs/tracing.md).\n\n"
+    "(docs/tracing.md).\n"
+    "With --collective-timeout, a PyTorch rank whose collective stays unfinished that long dumps "
+    "its flight recorder (its last collectives with their state) and exits 124; the others, "
+    "stopped by their launcher (torchrun), dump theirs; once the command ends, partrain prints "
+    "a diagnosis naming the culprit rank and the collective it never entered, and exits 124 "
+    "(docs/reliability.md).\n\n"
     "Examples:\n"
     "  partrain trace -- torchrun --nproc-per-node 4 train.py\n"
     "  partrain trace --trace gpt.db -- partrain launch -n 4 --workload gpt --strategy fsdp\n"
     "  partrain export --format chrome gpt.db -o gpt.json   # then open it in ui.perfetto.dev\n\n"
     "Exit codes: the command's own; 128 + N when signal N ended it; 130/143 when interrupted; "
-    "2 no command, the trace file exists, a bad --step-marker, --trace-max-size or "
-    "--nvml-interval; 126 command not executable; 127 command not found.\n"
+    "124 when it failed after a rank's collective watchdog fired; 2 no command, the trace file "
+    "exists, a bad --step-marker, --trace-max-size, --nvml-interval or --collective-timeout; "
+    "126 command not executable; 127 command not found.\n"
     "--trace and --trace-max-size are spelled as in `partrain launch`; -o, --output and "
     "--max-size are their earlier names, still accepted.";
 
@@ -72,6 +89,10 @@ Subcommand add_trace_command(CLI::App& parent) {
                   "NVTX ranges whose name matches this regular expression are the program's "
                   "training steps; the first capture group, if a number, is the step "
                   "(default: 'ProfilerStep#(\\d+)', PyTorch's)");
+  cmd->add_option("--collective-timeout", flags->collective_timeout,
+                  "PyTorch ranks: a collective unfinished this long fires the rank's watchdog "
+                  "(flight-recorder dump, diagnosis, exit 124) (2s, 5m; default: off, torch's "
+                  "own timeouts apply)");
   cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
   cmd->footer(kTraceFooter);
   return {cmd, [flags] { return run_trace(*flags); }};

@@ -171,6 +171,7 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
   auto* process = new InjectedProcess(std::move(tracer), launcher_world_size().value_or(0));
   if (g_cuda_initialised) process->start_gpu_tracing();
   process->start_gpu_counters();
+  process->flight_ = RankFlight::start(process->torch_.flight_recorder(), *process->tracer_);
   g_current.store(process, std::memory_order_release);
   start_exit_flusher();
   static std::once_flag hooks;
@@ -207,6 +208,8 @@ bool InjectedProcess::stop() {
   InjectedProcess* process = current();
   if (process == nullptr || process->pid_ != ::getpid()) return false;
   if (!g_current.compare_exchange_strong(process, nullptr)) return false;
+  // No dump from here on: the recorder and the tracer go with the process.
+  if (process->flight_ != nullptr) process->flight_->close();
   const int64_t end_ns = monotonic_ns();
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);

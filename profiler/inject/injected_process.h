@@ -14,6 +14,7 @@
 #include "profiler/gpu_activity_translator.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/gpu_tracing.h"
+#include "profiler/inject/rank_flight.h"
 #include "profiler/inject/torch_recording.h"
 #include "profiler/nccl_tracker.h"
 #include "profiler/rank_tracer.h"
@@ -85,6 +86,7 @@ class InjectedProcess {
   std::unique_ptr<GpuTracing> gpu_owner_;
   std::atomic<GpuTracing*> gpu_{nullptr};
   std::unique_ptr<GpuCounterSampler> gpu_counters_;  // NVML, where a driver is
+  RankFlight* flight_ = nullptr;  // the watchdog and stop-signal dumps, when asked for; never freed
   const int64_t start_ns_;
   const int pid_;  // a fork()ed child inherits this object but none of the tracer's threads
   std::atomic<uint64_t> next_correlation_{0};

@@ -19,22 +19,38 @@ int TorchRecording::add_group(TorchGroup group) {
   return static_cast<int>(groups_.size() - 1);
 }
 
+std::optional<CollectiveEvent> TorchRecording::event_locked(int group, const TorchOp& op) {
+  if (group < 0 || static_cast<size_t>(group) >= groups_.size()) {
+    if (!warned_unknown_group_.exchange(true)) {
+      tracer_.emit(StatEvent{"torch_records_without_group", tracer_.rank(), 1,
+                             StatSeverity::kDataLoss,
+                             "PyTorch collectives reported for a process group the recorder "
+                             "never registered (left out of the trace)"});
+    }
+    return std::nullopt;
+  }
+  return torch_collective_event(groups_[static_cast<size_t>(group)], op);
+}
+
 void TorchRecording::collective(int group, const TorchOp& op, uint64_t window) {
   std::optional<CollectiveEvent> event;
   {
     std::lock_guard lock(groups_mutex_);
-    if (group < 0 || static_cast<size_t>(group) >= groups_.size()) {
-      if (!warned_unknown_group_.exchange(true)) {
-        tracer_.emit(StatEvent{"torch_records_without_group", tracer_.rank(), 1,
-                               StatSeverity::kDataLoss,
-                               "PyTorch collectives reported for a process group the recorder "
-                               "never registered (left out of the trace)"});
-      }
-      return;
-    }
-    event = torch_collective_event(groups_[static_cast<size_t>(group)], op);
+    event = event_locked(group, op);
   }
-  if (event) join_.torch_op(window, *event);
+  if (!event) return;
+  // An op a final dump already holds, unfinished, is in the trace through that dump.
+  if (!flight_.finished(group, *event)) return;
+  join_.torch_op(window, *event);
+}
+
+void TorchRecording::issued(int group, const TorchOp& op) {
+  std::optional<CollectiveEvent> event;
+  {
+    std::lock_guard lock(groups_mutex_);
+    event = event_locked(group, op);
+  }
+  if (event) flight_.issued(group, *event);
 }
 
 const TorchWindow& TorchRecording::window() { return t_window; }

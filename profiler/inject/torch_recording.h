@@ -7,9 +7,12 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "profiler/flight/flight_recorder.h"
+#include "profiler/flight/torch_flight.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/torch_collective.h"
 #include "profiler/torch_nccl_join.h"
@@ -32,8 +35,13 @@ class TorchRecording {
   // A process group: its handle for collective(), or -1 past kMaxGroups.
   static constexpr size_t kMaxGroups = 1 << 16;
   int add_group(TorchGroup group);
-  // An op of group `group` reported by the hooks; `window` is the op's window (0: none).
+  // An op of group `group` reported by the hooks once it completed; `window` is the op's window
+  // (0: none).
   void collective(int group, const TorchOp& op, uint64_t window);
+  // The same op when it was issued, before it completes: in flight, in the flight recorder.
+  void issued(int group, const TorchOp& op);
+  // The ops of this rank, in flight and recent (the rank's watchdog and dumps read it).
+  FlightRecorder& flight_recorder() { return recorder_; }
 
   // An NCCL call, which waits for its PyTorch op when it was made in a window.
   void nccl_call(const NcclCallRecord& call) { join_.nccl_call(call); }
@@ -46,8 +54,13 @@ class TorchRecording {
   static void close_window();
 
  private:
+  // The ops' event, nullopt (and a notice, once) for a group never registered. groups_mutex_ held.
+  std::optional<CollectiveEvent> event_locked(int group, const TorchOp& op);
+
   RankTracer& tracer_;
   TorchNcclJoin join_;
+  FlightRecorder recorder_;
+  TorchFlight flight_{recorder_};
   std::mutex groups_mutex_;
   std::vector<TorchGroup> groups_;
   std::atomic<uint64_t> next_window_{0};

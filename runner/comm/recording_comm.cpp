@@ -18,7 +18,7 @@ using profiler::CollectiveState;
 // One operation's entry, updated from whichever thread sees it start or end.
 class OpTracker {
  public:
-  OpTracker(FlightRecorder& recorder, uint64_t id, CollectiveEvent event)
+  OpTracker(profiler::FlightRecorder& recorder, uint64_t id, CollectiveEvent event)
       : recorder_(recorder), id_(id), event_(std::move(event)) {}
 
   void started(int64_t start_ns) {
@@ -49,7 +49,7 @@ class OpTracker {
   }
 
  private:
-  FlightRecorder& recorder_;
+  profiler::FlightRecorder& recorder_;
   const uint64_t id_;
   std::mutex mutex_;
   CollectiveEvent event_;
@@ -95,7 +95,7 @@ class RecordingWork final : public Work {
 
 }  // namespace
 
-RecordingComm::RecordingComm(std::unique_ptr<Comm> inner, FlightRecorder& recorder)
+RecordingComm::RecordingComm(std::unique_ptr<Comm> inner, profiler::FlightRecorder& recorder)
     : inner_(std::move(inner)),
       recorder_(recorder),
       send_seq_(static_cast<size_t>(inner_->size()), 0),

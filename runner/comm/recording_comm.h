@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "profiler/collective_event.h"
+#include "profiler/flight/flight_recorder.h"
 #include "runner/comm/comm.h"
-#include "runner/comm/flight_recorder.h"
 
 namespace partrain::comm {
 
@@ -24,7 +24,7 @@ uint64_t nccl_tests_bytes(std::string_view op, size_t count, DType dtype, int co
 class RecordingComm final : public Comm {
  public:
   // The recorder must outlive this communicator, its sub-groups and every Work they return.
-  RecordingComm(std::unique_ptr<Comm> inner, FlightRecorder& recorder);
+  RecordingComm(std::unique_ptr<Comm> inner, profiler::FlightRecorder& recorder);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -62,7 +62,7 @@ class RecordingComm final : public Comm {
   std::shared_ptr<OpTracker> track(profiler::CollectiveEvent event, Numbering numbering);
 
   std::unique_ptr<Comm> inner_;
-  FlightRecorder& recorder_;
+  profiler::FlightRecorder& recorder_;
   std::mutex mutex_;  // numbering and issuing happen together, so seq follows issue order
   uint64_t next_seq_ = 0;
   std::vector<uint64_t> send_seq_;  // per peer

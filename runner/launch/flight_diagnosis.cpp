@@ -14,10 +14,10 @@
 namespace partrain::launch {
 namespace {
 
-using comm::DumpTrigger;
-using comm::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
+using profiler::DumpTrigger;
+using profiler::FlightDump;
 
 std::string size_key(const CollectiveEvent& e) {
   return fmt::format("{} {}", format_bytes(e.bytes), e.dtype);
@@ -450,6 +450,13 @@ std::string own_waits_of_missing(const FlightDiagnosis& d, const CollectiveFindi
 }
 
 }  // namespace
+
+bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps) {
+  return std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
+    return d.trigger == profiler::DumpTrigger::kWatchdog ||
+           d.trigger == profiler::DumpTrigger::kCollectiveError;
+  });
+}
 
 std::string diagnosis_statement(const FlightDiagnosis& diagnosis) {
   if (!diagnosis.culprit) return diagnosis_headline(diagnosis);

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "profiler/collective_event.h"
-#include "runner/comm/flight_dump.h"
+#include "profiler/flight/flight_dump.h"
 #include "runner/launch/rank_process.h"
 #include "runner/launch/wait_for_graph.h"
 
@@ -70,10 +70,15 @@ struct FlightDiagnosis {
   std::optional<int> culprit;
 };
 
+// Whether the dumps call for a diagnosis: a rank's watchdog fired or one of its collectives
+// failed (ranks stopped by their launcher or failing in compute dump too, as evidence, but do
+// not: the failure summary says what happened to them).
+bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps);
+
 // `processes`: what the launcher saw of its ranks' processes (none: nothing seen). The records of
 // a rank the launcher resumed (SIGCONT) to take its stop signal are read as they stood when it
 // was resumed: operations enqueued later are left out, and those that ended later are unfinished.
-FlightDiagnosis diagnose_flight_dumps(const std::vector<comm::FlightDump>& dumps,
+FlightDiagnosis diagnose_flight_dumps(const std::vector<profiler::FlightDump>& dumps,
                                       const std::vector<RankProcess>& processes = {});
 
 // "partrain: "-prefixed lines for stderr, e.g.

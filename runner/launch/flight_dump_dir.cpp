@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/log.h"
-#include "runner/worker/flight_dumper.h"
+#include "profiler/flight/flight_dumper.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
@@ -45,18 +45,18 @@ FlightDumpDir::~FlightDumpDir() {
 }
 
 std::string FlightDumpDir::worker_env() const {
-  return std::string(runner::kFlightDirEnv) + "=" + path_.string();
+  return std::string(profiler::kFlightDirEnv) + "=" + path_.string();
 }
 
-std::vector<comm::FlightDump> FlightDumpDir::read() const {
-  std::vector<comm::FlightDump> dumps;
+std::vector<profiler::FlightDump> FlightDumpDir::read() const {
+  std::vector<profiler::FlightDump> dumps;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(path_, error)) {
     if (entry.path().extension() != ".json") continue;  // a .partial a rank did not finish
     std::ifstream in(entry.path());
     std::stringstream text;
     text << in.rdbuf();
-    StatusOr<comm::FlightDump> dump = comm::flight_dump_from_json(text.str());
+    StatusOr<profiler::FlightDump> dump = profiler::flight_dump_from_json(text.str());
     if (!dump.is_ok()) {
       log::warn("flight-recorder dump {}: {}", entry.path().string(), dump.status().message());
       continue;
@@ -64,8 +64,9 @@ std::vector<comm::FlightDump> FlightDumpDir::read() const {
     dumps.push_back(std::move(*dump));
   }
   if (error) log::warn("cannot read {}: {}", path_.string(), error.message());
-  std::sort(dumps.begin(), dumps.end(),
-            [](const comm::FlightDump& a, const comm::FlightDump& b) { return a.rank < b.rank; });
+  std::sort(
+      dumps.begin(), dumps.end(),
+      [](const profiler::FlightDump& a, const profiler::FlightDump& b) { return a.rank < b.rank; });
   return dumps;
 }
 

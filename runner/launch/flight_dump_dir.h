@@ -1,6 +1,6 @@
 // Where a launcher's workers leave their flight-recorder dumps (PARTRAIN_FLIGHT_DIR): a private
 // directory (0700) per launcher, read back once every worker is reaped and removed afterwards.
-// Each rank writes rank_<R>.json itself (runner/worker/flight_dumper.h), so no dump travels
+// Each rank writes rank_<R>.json itself (profiler/flight/flight_dumper.h), so no dump travels
 // through a pipe or socket a dying rank might not finish writing to.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "runner/comm/flight_dump.h"
+#include "profiler/flight/flight_dump.h"
 
 namespace partrain::launch {
 
@@ -31,7 +31,7 @@ class FlightDumpDir {
   std::string worker_env() const;
   // The dumps written so far, by rank. One that does not read is skipped with a warning: a dump
   // is evidence, never a reason for the launcher to fail.
-  std::vector<comm::FlightDump> read() const;
+  std::vector<profiler::FlightDump> read() const;
 
  private:
   explicit FlightDumpDir(std::filesystem::path path) : path_(std::move(path)) {}

@@ -4,8 +4,8 @@
 
 namespace partrain::launch {
 
-using comm::FlightDump;
 using profiler::CollectiveEvent;
+using profiler::FlightDump;
 
 bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
 

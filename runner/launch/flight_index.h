@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "profiler/collective_event.h"
-#include "runner/comm/flight_dump.h"
+#include "profiler/flight/flight_dump.h"
 
 namespace partrain::launch {
 
@@ -48,13 +48,13 @@ struct ChannelRecord {
 struct FlightIndex {
   std::map<std::string, CommRecord> comms;  // collectives, by communicator id
   std::map<ChannelKey, ChannelRecord> channels;
-  std::map<int, const comm::FlightDump*> by_rank;
+  std::map<int, const profiler::FlightDump*> by_rank;
 };
 
-FlightIndex index_flight_dumps(const std::vector<comm::FlightDump>& dumps);
+FlightIndex index_flight_dumps(const std::vector<profiler::FlightDump>& dumps);
 
 // Whether a ring evicted entries (its oldest seqs are unknown).
-bool ring_wrapped(const comm::FlightDump& dump);
+bool ring_wrapped(const profiler::FlightDump& dump);
 // Whether a member provably never reached `seq`: its last seq is lower (or it has none and its
 // ring never wrapped).
 bool never_reached(const RecordsBySeq& by_seq, bool wrapped, uint64_t seq);

@@ -16,6 +16,7 @@
 #include "core/env.h"
 #include "core/log.h"
 #include "profiler/collector.h"
+#include "profiler/flight/flight_dumper.h"
 #include "profiler/rank_tracer.h"
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/flight_diagnosis.h"
@@ -187,20 +188,14 @@ StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
   return NodeTrace::start(config, run);
 }
 
-// The flight-recorder diagnosis, printed when a rank's watchdog fired or one of its collectives
-// failed (ranks stopped by the launcher or failing in compute dump too, as evidence, but do not
-// call for one: the failure summary says what happened to them). With several nodes, node 0's
-// has every node's dumps; the others' only their own, and they say so.
+// The flight-recorder diagnosis, printed when the dumps call for one. With several nodes, node
+// 0's has every node's dumps; the others' only their own, and they say so.
 // What the launcher saw of each rank's process goes with the dumps: a rank stopped or stuck in
 // the kernel has no dump of its own to say so.
-std::optional<FlightDiagnosis> diagnose_run(const std::vector<comm::FlightDump>& dumps,
+std::optional<FlightDiagnosis> diagnose_run(const std::vector<profiler::FlightDump>& dumps,
                                             const std::vector<RankProcess>& processes,
                                             bool other_nodes_elsewhere) {
-  const bool called_for = std::any_of(dumps.begin(), dumps.end(), [](const comm::FlightDump& d) {
-    return d.trigger == comm::DumpTrigger::kWatchdog ||
-           d.trigger == comm::DumpTrigger::kCollectiveError;
-  });
-  if (!called_for) return std::nullopt;
+  if (!diagnosis_called_for(dumps)) return std::nullopt;
   FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps, processes);
   std::string text = format_flight_diagnosis(diagnosis);
   if (other_nodes_elsewhere) {
@@ -341,7 +336,13 @@ StatusOr<int> launch(const LaunchConfig& config) {
     }
   }
   if (flight) {
-    for (WorkerSpec& spec : specs) spec.env.push_back(flight->worker_env());
+    // Ours, not one inherited from an outer `partrain trace`: this launcher reads the dumps.
+    for (WorkerSpec& spec : specs) {
+      std::erase_if(spec.env, [](const std::string& variable) {
+        return variable.starts_with(std::string(profiler::kFlightDirEnv) + "=");
+      });
+      spec.env.push_back(flight->worker_env());
+    }
   }
   Supervisor supervisor({config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank},
                         signals, relay);
@@ -354,14 +355,15 @@ StatusOr<int> launch(const LaunchConfig& config) {
   if (result.is_ok() && result->stop_signal && !result->root_cause) {
     rdzv.publish_stop(*result->stop_signal);
   }
-  std::vector<comm::FlightDump> dumps = flight ? flight->read() : std::vector<comm::FlightDump>();
+  std::vector<profiler::FlightDump> dumps =
+      flight ? flight->read() : std::vector<profiler::FlightDump>();
   rdzv.publish_flight_dumps(dumps);  // before finish(): node 0 reads them once all are done
   rdzv.finish(config.grace + config.rdzv_timeout, interrupted);
   if (!result.is_ok()) {
     if (trace) trace->abandon();
     return result.status();
   }
-  for (comm::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
+  for (profiler::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
   std::optional<FlightDiagnosis> diagnosis = diagnose_run(
       dumps, observed_processes(*result), rdzv.multi_node() && plan.node_rank != 0);
   const int exit_code = finish_run(*result, diagnosis);

@@ -457,12 +457,12 @@ RankFailure NodeRendezvous::lost_node_failure(int node_rank, const std::string& 
   return failure;
 }
 
-void NodeRendezvous::publish_flight_dumps(const std::vector<comm::FlightDump>& dumps) {
+void NodeRendezvous::publish_flight_dumps(const std::vector<profiler::FlightDump>& dumps) {
   if (!client_ || store_lost_ || dumps.empty()) return;
   std::string value = "[";
-  for (const comm::FlightDump& dump : dumps) {
+  for (const profiler::FlightDump& dump : dumps) {
     if (value.size() > 1) value += ',';
-    value += comm::flight_dump_to_json(dump);
+    value += profiler::flight_dump_to_json(dump);
   }
   value += ']';
   if (Status s = client_->set(flight_key(plan_.node_rank), value); !s.is_ok()) {
@@ -470,8 +470,8 @@ void NodeRendezvous::publish_flight_dumps(const std::vector<comm::FlightDump>& d
   }
 }
 
-std::vector<comm::FlightDump> NodeRendezvous::remote_flight_dumps() {
-  std::vector<comm::FlightDump> dumps;
+std::vector<profiler::FlightDump> NodeRendezvous::remote_flight_dumps() {
+  std::vector<profiler::FlightDump> dumps;
   if (!client_ || store_lost_ || plan_.node_rank != 0) return dumps;
   for (int node = 1; node < plan_.nnodes; ++node) {
     auto published = client_->check({flight_key(node)});
@@ -485,7 +485,7 @@ std::vector<comm::FlightDump> NodeRendezvous::remote_flight_dumps() {
       continue;
     }
     for (const nlohmann::json& item : list) {
-      auto dump = comm::flight_dump_from_json(dump_json(item));
+      auto dump = profiler::flight_dump_from_json(dump_json(item));
       if (dump.is_ok()) {
         dumps.push_back(std::move(*dump));
       } else {

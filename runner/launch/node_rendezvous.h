@@ -16,7 +16,7 @@
 
 #include "core/duration.h"
 #include "core/status.h"
-#include "runner/comm/flight_dump.h"
+#include "profiler/flight/flight_dump.h"
 #include "runner/launch/failure_summary.h"
 #include "runner/launch/node_heartbeat.h"
 #include "runner/rendezvous/store_client.h"
@@ -70,10 +70,10 @@ class NodeRendezvous {
   // A node's flight-recorder dumps, left in the store for node 0's diagnosis before the node says
   // it is done (finish), so that node 0 has them all once its finish() returns. Nothing for an
   // empty list or a single node.
-  void publish_flight_dumps(const std::vector<comm::FlightDump>& dumps);
+  void publish_flight_dumps(const std::vector<profiler::FlightDump>& dumps);
   // Node 0, after finish(): the dumps the other nodes published; a node's that do not arrive or
   // do not read are left out with a warning (a dump is evidence, never a failure).
-  std::vector<comm::FlightDump> remote_flight_dumps();
+  std::vector<profiler::FlightDump> remote_flight_dumps();
   // This node's workers are done. Node 0 then waits (up to `bound`) for every node to say so,
   // so nobody loses the store while still reading it.
   void finish(Nanoseconds bound, const InterruptCheck& interrupted);

@@ -13,11 +13,15 @@
 #include "core/log.h"
 #include "core/share_dir.h"
 #include "core/subprocess.h"
+#include "profiler/flight/collective_watchdog.h"
+#include "profiler/flight/flight_dumper.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/step_marker.h"
 #include "profiler/trace_session.h"
+#include "runner/launch/flight_diagnosis.h"
+#include "runner/launch/flight_dump_dir.h"
 #include "runner/launch/node_trace.h"
 #include "runner/launch/orphan_guard.h"
 #include "runner/launch/run_identity.h"
@@ -34,16 +38,24 @@ namespace fs = std::filesystem;
 // injection (add_injection_environment).
 std::vector<std::string> traced_environment(const profiler::TraceSession& session,
                                             const std::string& token, const std::string& run_id,
-                                            const TracedCommandConfig& config) {
+                                            const TracedCommandConfig& config,
+                                            const FlightDumpDir* flight) {
   std::vector<std::string> env;
   for (std::string& variable : current_environment()) {
     if (variable.rfind("PARTRAIN_COLLECTOR", 0) != 0 &&
         variable.rfind("PARTRAIN_RUN_ID=", 0) != 0 &&
         variable.rfind("PARTRAIN_STEP_MARKER=", 0) != 0 &&
         variable.rfind("PARTRAIN_NVML_INTERVAL=", 0) != 0 &&
+        variable.rfind("PARTRAIN_FLIGHT_DIR=", 0) != 0 &&
+        variable.rfind("PARTRAIN_COLLECTIVE_TIMEOUT=", 0) != 0 &&
         variable.rfind("CUDA_INJECTION64_PATH=", 0) != 0) {
       env.push_back(std::move(variable));
     }
+  }
+  if (flight != nullptr) env.push_back(flight->worker_env());
+  if (config.collective_timeout) {
+    env.push_back(fmt::format("{}={}ns", profiler::kCollectiveTimeoutEnv,
+                              config.collective_timeout->count()));
   }
   if (config.step_marker) {
     env.push_back(fmt::format("{}={}", profiler::kStepMarkerEnv, *config.step_marker));
@@ -96,6 +108,25 @@ ExitStatus supervise(Subprocess& child, SignalChannel& signals, std::optional<in
       }
     }
   }
+}
+
+// The ranks' flight-recorder dumps once the command has ended (torchrun stops the other ranks
+// when one exits; they dump as they stop): diagnosed on stderr and in the trace when they call
+// for it. Whether a rank's watchdog fired.
+bool diagnose_command(const FlightDumpDir& flight, profiler::TraceSession& session) {
+  const std::vector<profiler::FlightDump> dumps = flight.read();
+  if (!diagnosis_called_for(dumps)) return false;
+  const FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
+  const std::string text = format_flight_diagnosis(diagnosis);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  profiler::StatEvent stat;
+  stat.name = "collective_diagnosis";
+  stat.rank = diagnosis.culprit.value_or(-1);
+  stat.value = 1;
+  stat.severity = profiler::StatSeverity::kError;
+  stat.description = diagnosis_statement(diagnosis);
+  session.append(stat);
+  return !diagnosis.watchdog_ranks.empty();
 }
 
 }  // namespace
@@ -175,8 +206,17 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
                    open_run_trace(path, "--trace FILE", run_id, token, std::move(info),
                                   config.max_bytes));
 
-  auto child = Subprocess::spawn({config.command, traced_environment(*session, token, run_id, config),
-                                  /*capture_output=*/false});
+  // Where the ranks dump their flight recorders; without it they still dump into the trace.
+  std::optional<FlightDumpDir> flight;
+  if (auto created = FlightDumpDir::create(); created.is_ok()) {
+    flight.emplace(std::move(*created));
+  } else {
+    log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
+  }
+  auto child = Subprocess::spawn(
+      {config.command,
+       traced_environment(*session, token, run_id, config, flight ? &*flight : nullptr),
+       /*capture_output=*/false});
   if (!child.is_ok()) {
     (void)session->finish(profiler::RunStatus::kFailed);
     return child.status();
@@ -190,6 +230,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   std::optional<int> stop_signal;
   const ExitStatus exit = supervise(*child, signals, stop_signal);
   if (guard) guard->dismiss();
+  const bool watchdog_fired = flight && diagnose_command(*flight, *session);
   const profiler::RunStatus status = stop_signal     ? profiler::RunStatus::kKilled
                                      : exit.success() ? profiler::RunStatus::kCompleted
                                                       : profiler::RunStatus::kFailed;
@@ -200,6 +241,8 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   log::info("trace: {} ({} events{})", path.string(), stats.events_written,
             describe_trace_stop(stats));
   if (stop_signal) return exit_code_for_signal(*stop_signal);
+  // torchrun exits 1 whatever ended its ranks: a hang the watchdog ended is a timeout.
+  if (watchdog_fired && !exit.success()) return 124;
   return exit.exit_code();
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/duration.h"
 #include "core/status.h"
 
 namespace partrain::launch {
@@ -21,6 +22,8 @@ struct TracedCommandConfig {
   std::optional<std::string> step_marker;  // NVTX ranges that are steps (a regex); unset: default
   uint64_t max_bytes = 0;                  // the trace file at most (0: no limit)
   std::optional<std::string> nvml_interval;  // GPU counter sampling period ("0": off); unset: 100ms
+  // The ranks' collective watchdog (PyTorch ranks, through the injection library); unset: none.
+  std::optional<Nanoseconds> collective_timeout;
 };
 
 // Where libpartrain_inject.so is for this partrain binary (<prefix>/lib beside <prefix>/bin), or
@@ -46,7 +49,9 @@ InjectionPaths find_injection();
 void add_injection_environment(std::vector<std::string>& env, const InjectionPaths& paths);
 
 // The command's exit code (128 + signal when a signal ended it; 130/143 when partrain trace was
-// interrupted). A Status only when it could not start: no command or the output exists (exit 2),
+// interrupted; 124 when it failed after a rank's collective watchdog fired: the ranks' flight-
+// recorder dumps, left in a directory of this run's, are then diagnosed on stderr and in the
+// trace, as `partrain launch` does). A Status only when it could not start: no command or the output exists (exit 2),
 // the trace cannot be created (1), command not found (127).
 StatusOr<int> run_traced_command(const TracedCommandConfig& config);
 

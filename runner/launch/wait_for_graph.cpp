@@ -6,9 +6,9 @@
 namespace partrain::launch {
 namespace {
 
-using comm::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
+using profiler::FlightDump;
 
 bool waiting(const CollectiveEvent& e) { return e.state != CollectiveState::kCompleted; }
 
@@ -230,8 +230,8 @@ WaitForGraph build_wait_for_graph(const FlightIndex& index,
     // of what it waited on, not as a cause.
     auto dump = index.by_rank.find(rank);
     const bool waited = dump != index.by_rank.end() &&
-                        (dump->second->trigger == comm::DumpTrigger::kWatchdog ||
-                         dump->second->trigger == comm::DumpTrigger::kCollectiveError);
+                        (dump->second->trigger == profiler::DumpTrigger::kWatchdog ||
+                         dump->second->trigger == profiler::DumpTrigger::kCollectiveError);
     if (!waited && process_is_held(processes, rank)) candidates.insert(rank);
   }
   for (int rank : candidates) {

@@ -12,26 +12,10 @@
 #include "core/subprocess.h"
 
 namespace partrain::runner {
-namespace {
-
-std::string describe_op(const profiler::CollectiveEvent& e) {
-  if (e.peer >= 0)
-    return fmt::format("{} (comm {}, peer {}, seq {})", e.op, e.comm_id, e.peer, e.seq);
-  return fmt::format("{} (comm {}, seq {})", e.op, e.comm_id, e.seq);
-}
-
-}  // namespace
 
 StatusOr<Nanoseconds> collective_timeout_from_env() {
-  std::optional<std::string> text = env::get(kCollectiveTimeoutEnv);
-  if (!text || text->empty()) return kDefaultCollectiveTimeout;
-  auto timeout = parse_duration(*text);
-  if (!timeout.is_ok()) return timeout.status().with_context(kCollectiveTimeoutEnv);
-  if (timeout->count() <= 0) {
-    return invalid_argument("{}={}: the collective timeout must be positive", kCollectiveTimeoutEnv,
-                            *text);
-  }
-  return *timeout;
+  ASSIGN_OR_RETURN(std::optional<Nanoseconds> timeout, profiler::collective_timeout_from_env());
+  return timeout.value_or(kDefaultCollectiveTimeout);
 }
 
 std::unique_ptr<RankGuard> RankGuard::install() {
@@ -51,7 +35,7 @@ RankGuard::~RankGuard() { signals_.reset(); }
 void RankGuard::on_stop_signal(int signal) {
   std::lock_guard lock(mutex_);
   if (dumper_ != nullptr) {
-    (void)dumper_->dump(comm::DumpTrigger::kSignal,
+    (void)dumper_->dump(profiler::DumpTrigger::kSignal,
                         fmt::format("stopped by {}", signal_name(signal)));
   }
   // Within the launcher's --grace: without this, the steps and collectives recorded since the
@@ -73,9 +57,9 @@ RankGuard::Watch::Watch(RankGuard& guard, const World& world, profiler::RankTrac
       rank_(world.env.rank),
       tracer_(tracer),
       dumper_(*world.recorder, [&] {
-        FlightDumperOptions options;
+        profiler::FlightDumperOptions options;
         options.rank = world.env.rank;
-        if (auto dir = env::get(kFlightDirEnv); dir && !dir->empty()) options.dir = *dir;
+        if (auto dir = env::get(profiler::kFlightDirEnv); dir && !dir->empty()) options.dir = *dir;
         options.tracer = tracer;
         return options;
       }()) {
@@ -84,10 +68,10 @@ RankGuard::Watch::Watch(RankGuard& guard, const World& world, profiler::RankTrac
     guard_.dumper_ = &dumper_;
     guard_.tracer_ = tracer;
   }
-  comm::WatchdogOptions options;
+  profiler::WatchdogOptions options;
   options.timeout = timeout;
-  watchdog_ = std::make_unique<comm::CollectiveWatchdog>(
-      recorder_, options, [this](const comm::WatchdogTimeout& t) { fire(t); });
+  watchdog_ = std::make_unique<profiler::CollectiveWatchdog>(
+      recorder_, options, [this](const profiler::WatchdogTimeout& t) { fire(t); });
 }
 
 RankGuard::Watch::~Watch() {
@@ -102,19 +86,17 @@ bool RankGuard::Watch::dump_after_failure(const Status& status) {
   for (const profiler::CollectiveEvent& e : recorder_.snapshot()) {
     if (e.state == profiler::CollectiveState::kFailed) collective_failed = true;
   }
-  const bool dumped = dumper_.dump(
-      collective_failed ? comm::DumpTrigger::kCollectiveError : comm::DumpTrigger::kRankError,
-      status.message());
+  const bool dumped = dumper_.dump(collective_failed ? profiler::DumpTrigger::kCollectiveError
+                                                     : profiler::DumpTrigger::kRankError,
+                                   status.message());
   return dumped && collective_failed;
 }
 
-void RankGuard::Watch::fire(const comm::WatchdogTimeout& timeout) {
-  const std::string reason =
-      fmt::format("{} not completed after {} (--collective-timeout {})", describe_op(timeout.event),
-                  format_duration(timeout.waited), format_duration(timeout.timeout));
+void RankGuard::Watch::fire(const profiler::WatchdogTimeout& timeout) {
+  const std::string reason = profiler::describe_watchdog_timeout(timeout);
   log::error("rank {}: collective watchdog: {}; dumping the flight recorder and exiting with 124",
              rank_, reason);
-  (void)dumper_.dump(comm::DumpTrigger::kWatchdog, reason);
+  (void)dumper_.dump(profiler::DumpTrigger::kWatchdog, reason);
   if (tracer_ != nullptr) (void)tracer_->flush(std::chrono::seconds(2));
   // The main thread is blocked inside the backend's collective, which cannot be cancelled (Gloo
   // offers no abort for a running algorithm): the rank ends from here, as PyTorch's watchdog

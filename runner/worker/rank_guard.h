@@ -14,15 +14,14 @@
 
 #include "core/duration.h"
 #include "core/status.h"
+#include "profiler/flight/collective_watchdog.h"
+#include "profiler/flight/flight_dumper.h"
 #include "profiler/rank_tracer.h"
-#include "runner/comm/collective_watchdog.h"
-#include "runner/worker/flight_dumper.h"
 #include "runner/worker/stop_signal_watch.h"
 #include "runner/worker/world.h"
 
 namespace partrain::runner {
 
-inline constexpr const char* kCollectiveTimeoutEnv = "PARTRAIN_COLLECTIVE_TIMEOUT";
 inline constexpr Nanoseconds kDefaultCollectiveTimeout = std::chrono::seconds(300);
 // How long a rank whose collective failed waits to be stopped before it exits by itself: a
 // failed collective usually means a peer died first, and the launcher should see that peer's
@@ -53,14 +52,14 @@ class RankGuard {
     friend class RankGuard;
     Watch(RankGuard& guard, const World& world, profiler::RankTracer* tracer,
           Nanoseconds timeout);
-    void fire(const comm::WatchdogTimeout& timeout);  // dump, flush, _Exit(124)
+    void fire(const profiler::WatchdogTimeout& timeout);  // dump, flush, _Exit(124)
 
     RankGuard& guard_;
-    const comm::FlightRecorder& recorder_;
+    const profiler::FlightRecorder& recorder_;
     const int rank_;
     profiler::RankTracer* tracer_;
-    FlightDumper dumper_;
-    std::unique_ptr<comm::CollectiveWatchdog> watchdog_;
+    profiler::FlightDumper dumper_;
+    std::unique_ptr<profiler::CollectiveWatchdog> watchdog_;
   };
 
   std::unique_ptr<Watch> watch(const World& world, profiler::RankTracer* tracer,
@@ -73,7 +72,7 @@ class RankGuard {
   void on_stop_signal(int signal);
 
   std::mutex mutex_;
-  FlightDumper* dumper_ = nullptr;          // guarded by mutex_: the live Watch's
+  profiler::FlightDumper* dumper_ = nullptr;  // guarded by mutex_: the live Watch's
   profiler::RankTracer* tracer_ = nullptr;  // guarded by mutex_: the live Watch's
   std::unique_ptr<StopSignalWatch> signals_;
 };

@@ -142,8 +142,8 @@ StatusOr<World> join_world(const WorldOptions& given) {
                             "available: use --backend gloo, or rebuild with -DPARTRAIN_CUDA=ON");
 #endif
   }
-  world.recorder = std::make_unique<comm::FlightRecorder>(comm::FlightRecorder::kDefaultCapacity,
-                                                       options.collective_sink);
+  world.recorder = std::make_unique<profiler::FlightRecorder>(
+      profiler::FlightRecorder::kDefaultCapacity, options.collective_sink);
   world.comm = std::make_unique<comm::RecordingComm>(std::move(base), *world.recorder);
   log::debug("rank {} joined a world of {} ({})", world.env.rank, world.env.world_size,
              comm_backend_name(options.backend));

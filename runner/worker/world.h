@@ -10,8 +10,8 @@
 #include "core/duration.h"
 #include "core/status.h"
 #include "profiler/clock_sync.h"
+#include "profiler/flight/flight_recorder.h"
 #include "runner/comm/comm.h"
-#include "runner/comm/flight_recorder.h"
 #include "runner/device/device.h"
 #include "runner/rendezvous/store.h"
 
@@ -42,7 +42,7 @@ StatusOr<WorkerEnv> read_worker_env();
 struct World {
   WorkerEnv env;
   std::shared_ptr<rendezvous::Store> store;
-  std::unique_ptr<comm::FlightRecorder> recorder;
+  std::unique_ptr<profiler::FlightRecorder> recorder;
   std::unique_ptr<comm::Comm> comm;  // recorded; rank() == env.rank
   // This host's monotonic clock relative to the store host's (node 0), from min-RTT pings at
   // join; unset for a world of one process.
@@ -65,7 +65,7 @@ struct WorldOptions {
   Nanoseconds collective_timeout = std::chrono::seconds(300);
   int clock_pings = 16;
   // Sees every completed or failed collective and transfer (the trace's collective records).
-  comm::FlightRecorder::Sink collective_sink;
+  profiler::FlightRecorder::Sink collective_sink;
   // The rank's device: NCCL orders every operation after its compute stream; Gloo is staged
   // through host copies (comm/host_staged_comm.h) where the device's memory is not host
   // addressable. Null, or the CPU device: host memory, nothing to do.

@@ -2,7 +2,7 @@
 
 namespace partrain::runner {
 
-DdpOverlap::DdpOverlap(const comm::FlightRecorder* recorder, const comm::Comm& dp)
+DdpOverlap::DdpOverlap(const profiler::FlightRecorder* recorder, const comm::Comm& dp)
     : recorder_(recorder),
       dp_(dp),
       recorded_before_(recorder != nullptr ? recorder->total_recorded() : 0) {}

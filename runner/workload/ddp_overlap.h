@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "runner/comm/comm.h"
-#include "runner/comm/flight_recorder.h"
+#include "profiler/flight/flight_recorder.h"
 #include "runner/workload/run_summary.h"
 
 namespace partrain::runner {
@@ -15,7 +15,7 @@ class DdpOverlap {
  public:
   // `recorder` (null: nothing is counted) records the collectives of every group; `dp` is the
   // rank's data-parallel group. Entries recorded before this call are not counted.
-  DdpOverlap(const comm::FlightRecorder* recorder, const comm::Comm& dp);
+  DdpOverlap(const profiler::FlightRecorder* recorder, const comm::Comm& dp);
 
   // Counts the entries recorded since the last call into `summary`: the step began at
   // `step_start_ns` and its backward ended at `backward_end_ns` (monotonic ns). Called once each
@@ -23,7 +23,7 @@ class DdpOverlap {
   void count_step(int64_t step_start_ns, int64_t backward_end_ns, RunSummary& summary);
 
  private:
-  const comm::FlightRecorder* recorder_;
+  const profiler::FlightRecorder* recorder_;
   const comm::Comm& dp_;
   uint64_t recorded_before_;
 };

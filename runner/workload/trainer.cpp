@@ -157,7 +157,7 @@ double model_flops_per_step(const WorkloadConfig& config) {
 }
 
 StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, comm::Comm& world,
-                                  const comm::FlightRecorder* recorder,
+                                  const profiler::FlightRecorder* recorder,
                                   profiler::RankTracer* tracer) {
   if (world.size() != config.world.ranks) {
     return invalid_argument("the workload was planned for {} ranks but the world has {}",

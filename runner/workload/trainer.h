@@ -4,9 +4,9 @@
 #pragma once
 
 #include "core/status.h"
+#include "profiler/flight/flight_recorder.h"
 #include "profiler/rank_tracer.h"
 #include "runner/comm/comm.h"
-#include "runner/comm/flight_recorder.h"
 #include "runner/device/device.h"
 #include "runner/workload/run_summary.h"
 #include "runner/workload/workload_config.h"
@@ -18,7 +18,7 @@ namespace partrain::runner {
 // how many DDP bucket all-reduces of the last step started before that step's backward ended.
 // `tracer` (null: not traced) records the steps, phases, ops and memory of the run.
 StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, comm::Comm& world,
-                                  const comm::FlightRecorder* recorder = nullptr,
+                                  const profiler::FlightRecorder* recorder = nullptr,
                                   profiler::RankTracer* tracer = nullptr);
 
 // Model FLOPs of one training step, as memory/flops.h counts them for the built-in model

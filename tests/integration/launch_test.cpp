@@ -405,13 +405,15 @@ TEST_F(LaunchTest, PortInUseIsAClearError) {
 // rendezvouses on itself (it used to hand the workers that address and wait for them forever).
 // A log directory that cannot be made stops the run before anything is written: no trace file
 // of a run that never started (it was left "running", then read as incomplete).
-// Flags that would change nothing are refused: the watchdog's timeout with a command (whose
-// collectives partrain does not watch), --standalone with a multi-node placement.
+// Flags that would change nothing are refused: the watchdog's timeout with an untraced command
+// (whose collectives partrain watches through the trace's injection library),
+// --standalone with a multi-node placement.
 TEST_F(LaunchTest, FlagsThatCannotApplyAreUsageErrors) {
-  Finished timeout =
-      run_partrain({"launch", "-n", "2", "--collective-timeout", "2s", "--", "true"});
+  Finished timeout = run_partrain(
+      {"launch", "-n", "2", "--collective-timeout", "2s", "--no-trace", "--", "true"});
   EXPECT_EQ(timeout.exit_code, 2) << timeout.err;
-  EXPECT_TRUE(contains(timeout.err, "--collective-timeout applies to --workload runs"))
+  EXPECT_TRUE(contains(timeout.err, "--collective-timeout watches a command's ranks through the "
+                                    "trace's injection library: drop --no-trace"))
       << timeout.err;
   Finished standalone = run_partrain(
       {"launch", "-n", "2", "--standalone", "--nnodes", "3", "--node-rank", "2", "--", "true"});

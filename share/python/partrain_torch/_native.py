@@ -9,7 +9,7 @@ and taking the GIL again.
 import ctypes
 import struct
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _c_int32_p = ctypes.POINTER(ctypes.c_int32)
 
@@ -28,7 +28,8 @@ _SIGNATURES = {
 
 SEVERITY_INFO, SEVERITY_DATA_LOSS, SEVERITY_ERROR = 0, 1, 2
 
-# partrain_torch_collective's record (TorchCollectiveAbi in torch_abi.cpp): group, root, outcome,
+# partrain_torch_collective's record (TorchCollectiveAbi in torch_abi.cpp): group, root, outcome
+# (0 completed, 1 failed, 2 issued: sent once more when it completes),
 # element bytes, input and output elements, seq, issue/issued/completed ns, window, HookOpName,
 # dtype. One packed buffer: ctypes' per-argument conversion cost more than the rest together.
 COLLECTIVE = struct.Struct("<iiiIQQQqqqQ32s16s")

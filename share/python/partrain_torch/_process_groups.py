@@ -3,7 +3,8 @@
 A group gets its hooks when c10d registers it (the default group, new_group, split_group,
 DeviceMesh's and FSDP's groups alike, on their member ranks). The pre hook numbers the op as
 every member does (collectives per group, p2p per direction and peer, as PyTorch's flight
-recorder), notes its tensors and the time; the post hook notes when it was issued and follows
+recorder), notes its tensors and the time; the post hook notes when it was issued (the library
+keeps it in flight in its flight recorder, docs/reliability.md) and follows
 its Work to completion: the Work's future where it has one (gloo collectives), else polling
 Work.is_completed (send/recv on gloo, NCCL work, whose host future does not wait for the GPU)
 or, whichever comes first, the return of its wait() called from Python (gloo's
@@ -21,7 +22,7 @@ from partrain_torch import _completion, _native
 
 HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, health check)
 _P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
-_OUTCOME_COMPLETED, _OUTCOME_FAILED = 0, 1
+_OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED = 0, 1, 2
 
 monotonic_ns = time.monotonic_ns
 _pack = _native.COLLECTIVE.pack
@@ -218,6 +219,13 @@ class Recorder:
             if work is None:
                 self._completed(entry, issued_ns, _OUTCOME_COMPLETED)
                 return
+            # In flight from now on, for the library's flight recorder (a watchdog times it, a
+            # dump shows it): before anything can complete it.
+            op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
+            self._native.collective(
+                _pack(group.handle, root, _OUTCOME_ISSUED, dtype[1], input_elements,
+                      output_elements, seq, issue_ns, issued_ns, 0, window, op, dtype[0]),
+                _RECORD_BYTES)
             kind = (group.nccl, seen[0])
             if not group.nccl and kind not in self._no_future:
                 try:

@@ -31,7 +31,7 @@ TEST(RecordingComm, NumbersCollectivesAndTransfersAlikeOnEveryRank) {
   std::mutex sink_mutex;
   std::array<int, kSize> sunk{};
   testing::run_world(kSize, [&](int rank, Comm& base) {
-    FlightRecorder recorder(100, [&](const CollectiveEvent&) {
+    profiler::FlightRecorder recorder(100, [&](const CollectiveEvent&) {
       std::lock_guard lock(sink_mutex);
       ++sunk[static_cast<size_t>(rank)];
     });
@@ -113,7 +113,7 @@ TEST(RecordingComm, NumbersCollectivesAndTransfersAlikeOnEveryRank) {
 
 TEST(RecordingComm, AsyncOpIsStartedOrCompletedWithoutWaiting) {
   testing::run_world(2, [&](int, Comm& base) {
-    FlightRecorder recorder;
+    profiler::FlightRecorder recorder;
     StatusOr<std::unique_ptr<Comm>> whole = base.split(0, 0);
     ASSERT_TRUE(whole.is_ok());
     RecordingComm comm(std::move(*whole), recorder);
@@ -141,7 +141,7 @@ TEST(RecordingComm, SendRecvExchangeIsASendAndARecv) {
   constexpr int kSize = 3;
   constexpr size_t kCount = 1 << 18;  // 1 MiB of floats: larger than any socket buffer
   testing::run_world(kSize, [&](int rank, Comm& base) {
-    FlightRecorder recorder;
+    profiler::FlightRecorder recorder;
     StatusOr<std::unique_ptr<Comm>> whole = base.split(0, rank);
     ASSERT_TRUE(whole.is_ok());
     RecordingComm comm(std::move(*whole), recorder);

@@ -9,10 +9,10 @@
 namespace partrain::launch {
 namespace {
 
-using comm::DumpTrigger;
-using comm::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
+using profiler::DumpTrigger;
+using profiler::FlightDump;
 
 constexpr const char* kDp = "world/split1/color0";
 

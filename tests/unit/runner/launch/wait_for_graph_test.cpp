@@ -12,10 +12,10 @@
 namespace partrain::launch {
 namespace {
 
-using comm::DumpTrigger;
-using comm::FlightDump;
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
+using profiler::DumpTrigger;
+using profiler::FlightDump;
 
 constexpr const char* kTp0 = "world/split0/color0";  // ranks 0, 1
 constexpr const char* kTp1 = "world/split0/color1";  // ranks 2, 3

@@ -12,7 +12,7 @@
 
 #include "profiler/collective_event.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 
 class FlightRecorder {
  public:
@@ -24,8 +24,10 @@ class FlightRecorder {
   // Adds an entry (evicting the oldest when full) and returns its id for update().
   uint64_t record(const profiler::CollectiveEvent& event);
   // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to the
-  // sink, even when the ring has already evicted it (callers finish each id once).
-  void update(uint64_t id, const profiler::CollectiveEvent& event);
+  // sink, even when the ring has already evicted it (callers finish each id once). False once a
+  // final snapshot was taken: the dump holds the operation as it stood, and a caller that writes
+  // finished operations to a trace itself leaves this one out.
+  bool update(uint64_t id, const profiler::CollectiveEvent& event);
 
   // Entries still in the ring, oldest first.
   std::vector<profiler::CollectiveEvent> snapshot() const;
@@ -58,4 +60,4 @@ class FlightRecorder {
   bool sink_closed_ = false;  // guarded by mutex_: final_snapshot() was taken
 };
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

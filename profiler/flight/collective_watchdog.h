@@ -7,13 +7,23 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "core/duration.h"
+#include "core/status.h"
 #include "profiler/collective_event.h"
-#include "runner/comm/flight_recorder.h"
+#include "profiler/flight/flight_recorder.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
+
+// --collective-timeout as a launcher passes it to its ranks ("2s", "1500000000ns"): partrain's
+// own workers and, through the injection library, a foreign job's ranks read it.
+inline constexpr const char* kCollectiveTimeoutEnv = "PARTRAIN_COLLECTIVE_TIMEOUT";
+// The timeout it gives, nullopt when unset or empty; kInvalidArgument when malformed or not
+// positive.
+StatusOr<std::optional<Nanoseconds>> collective_timeout_from_env();
 
 struct WatchdogOptions {
   Nanoseconds timeout = std::chrono::seconds(300);
@@ -26,6 +36,10 @@ struct WatchdogTimeout {
   Nanoseconds waited{0};            // since it was enqueued
   Nanoseconds timeout{0};
 };
+
+// The reason a dump gives for it, one line: "all_reduce (comm world, seq 12) not completed after
+// 2.1 s (--collective-timeout 2.0 s)".
+std::string describe_watchdog_timeout(const WatchdogTimeout& timeout);
 
 class CollectiveWatchdog {
  public:
@@ -53,4 +67,4 @@ class CollectiveWatchdog {
   std::thread thread_;  // last: starts once the members it reads exist
 };
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

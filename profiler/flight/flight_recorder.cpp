@@ -1,9 +1,9 @@
-#include "runner/comm/flight_recorder.h"
+#include "profiler/flight/flight_recorder.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace partrain::comm {
+namespace partrain::profiler {
 
 FlightRecorder::FlightRecorder(size_t capacity, Sink sink)
     : capacity_(std::max<size_t>(capacity, 1)), sink_(std::move(sink)) {
@@ -21,7 +21,7 @@ uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event) {
   return id;
 }
 
-void FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
+bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
   bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
@@ -33,6 +33,7 @@ void FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event)
   const bool finished = event.state == profiler::CollectiveState::kCompleted ||
                         event.state == profiler::CollectiveState::kFailed;
   if (finished && sink_ && sink_open) sink_(event);
+  return sink_open;
 }
 
 std::vector<profiler::CollectiveEvent> FlightRecorder::final_snapshot() {
@@ -53,7 +54,8 @@ std::vector<profiler::CollectiveEvent> FlightRecorder::snapshot_locked() const {
   events.reserve(ring_.size());
   // The oldest entry sits just after the newest once the ring has wrapped.
   const size_t start = ring_.size() < capacity_ ? 0 : static_cast<size_t>(next_id_ % capacity_);
-  for (size_t i = 0; i < ring_.size(); ++i) events.push_back(ring_[(start + i) % ring_.size()].event);
+  for (size_t i = 0; i < ring_.size(); ++i)
+    events.push_back(ring_[(start + i) % ring_.size()].event);
   return events;
 }
 
@@ -87,4 +89,4 @@ uint64_t FlightRecorder::total_recorded() const {
   return next_id_;
 }
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

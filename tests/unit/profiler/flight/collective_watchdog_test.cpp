@@ -1,6 +1,6 @@
 // The collective watchdog: fires once on an operation left unfinished past the timeout, reports
 // the oldest one and how long it waited, and never fires on finished operations.
-#include "runner/comm/collective_watchdog.h"
+#include "profiler/flight/collective_watchdog.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +11,10 @@
 
 #include "core/clock.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
 
 using namespace std::chrono_literals;
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 CollectiveEvent op(uint64_t seq, int64_t enqueue_ns) {
   CollectiveEvent event;
@@ -96,5 +94,37 @@ TEST(CollectiveWatchdog, PollIntervalFollowsTheTimeout) {
   EXPECT_EQ(interval(20ms), 10ms);  // a tiny timeout does not spin
 }
 
+// PARTRAIN_COLLECTIVE_TIMEOUT as launchers pass it: unset means no watchdog (a foreign rank's
+// default; partrain's own workers fall back to 300 s); malformed or not positive is refused.
+TEST(CollectiveWatchdog, TheTimeoutComesFromTheEnvironment) {
+  ::unsetenv(kCollectiveTimeoutEnv);
+  auto unset = collective_timeout_from_env();
+  ASSERT_TRUE(unset.is_ok());
+  EXPECT_FALSE(unset->has_value());
+  ::setenv(kCollectiveTimeoutEnv, "3000000000ns", 1);
+  auto given = collective_timeout_from_env();
+  ASSERT_TRUE(given.is_ok());
+  EXPECT_EQ(given->value(), 3s);
+  for (const char* bad : {"soon", "0s", "-2s"}) {
+    ::setenv(kCollectiveTimeoutEnv, bad, 1);
+    auto refused = collective_timeout_from_env();
+    ASSERT_FALSE(refused.is_ok()) << bad;
+    EXPECT_NE(refused.status().message().find(kCollectiveTimeoutEnv), std::string::npos)
+        << refused.status().message();
+  }
+  ::unsetenv(kCollectiveTimeoutEnv);
+}
+
+TEST(CollectiveWatchdog, TheReasonNamesTheOpItsCommunicatorSeqAndBothDurations) {
+  WatchdogTimeout timeout;
+  timeout.event = op(6, 0);
+  timeout.event.comm_id = "default_pg:0";
+  timeout.waited = 3150ms;
+  timeout.timeout = 3s;
+  EXPECT_EQ(describe_watchdog_timeout(timeout),
+            "all_reduce (comm default_pg:0, seq 6) not completed after 3.15 s "
+            "(--collective-timeout 3 s)");
+}
+
 }  // namespace
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

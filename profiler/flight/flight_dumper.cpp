@@ -1,4 +1,4 @@
-#include "runner/worker/flight_dumper.h"
+#include "profiler/flight/flight_dumper.h"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 
-namespace partrain::runner {
+namespace partrain::profiler {
 namespace {
-
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 bool unfinished(const CollectiveEvent& e) {
   return e.state == CollectiveState::kEnqueued || e.state == CollectiveState::kStarted;
@@ -24,14 +21,14 @@ std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int ran
   return dir / fmt::format("rank_{}.json", rank);
 }
 
-FlightDumper::FlightDumper(comm::FlightRecorder& recorder, FlightDumperOptions options)
+FlightDumper::FlightDumper(profiler::FlightRecorder& recorder, FlightDumperOptions options)
     : recorder_(recorder), options_(std::move(options)) {}
 
-bool FlightDumper::dump(comm::DumpTrigger trigger, std::string reason) {
+bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
   std::lock_guard lock(mutex_);
   if (dumped_) return false;
   dumped_ = true;
-  comm::FlightDump dump;
+  profiler::FlightDump dump;
   dump.rank = options_.rank;
   dump.trigger = trigger;
   dump.reason = std::move(reason);
@@ -39,10 +36,10 @@ bool FlightDumper::dump(comm::DumpTrigger trigger, std::string reason) {
   dump.total_recorded = recorder_.total_recorded();
   dump.entries = recorder_.final_snapshot();
   write_file(dump);
-  const bool news =
-      trigger == comm::DumpTrigger::kWatchdog || trigger == comm::DumpTrigger::kCollectiveError;
+  const bool news = trigger == profiler::DumpTrigger::kWatchdog ||
+                    trigger == profiler::DumpTrigger::kCollectiveError;
   if (news) {
-    std::string text = comm::format_flight_dump(dump, options_.stderr_entries);
+    std::string text = profiler::format_flight_dump(dump, options_.stderr_entries);
     std::fwrite(text.data(), 1, text.size(), stderr);
     std::fflush(stderr);
   }
@@ -50,14 +47,14 @@ bool FlightDumper::dump(comm::DumpTrigger trigger, std::string reason) {
   return true;
 }
 
-void FlightDumper::write_file(const comm::FlightDump& dump) const {
+void FlightDumper::write_file(const profiler::FlightDump& dump) const {
   if (!options_.dir) return;
   const std::filesystem::path path = flight_dump_path(*options_.dir, options_.rank);
   // Written beside and renamed, so the launcher never reads half a dump.
   const std::filesystem::path partial = path.string() + ".partial";
   {
     std::ofstream out(partial);
-    out << comm::flight_dump_to_json(dump);
+    out << profiler::flight_dump_to_json(dump);
     if (!out) {
       log::warn("rank {}: cannot write the flight-recorder dump {}", options_.rank,
                 partial.string());
@@ -72,7 +69,7 @@ void FlightDumper::write_file(const comm::FlightDump& dump) const {
   }
 }
 
-void FlightDumper::write_trace(const comm::FlightDump& dump, bool with_stat) const {
+void FlightDumper::write_trace(const profiler::FlightDump& dump, bool with_stat) const {
   profiler::RankTracer* tracer = options_.tracer;
   if (tracer == nullptr) return;
   // Finished operations reached the trace when they finished; the unfinished ones get a row
@@ -87,7 +84,7 @@ void FlightDumper::write_trace(const comm::FlightDump& dump, bool with_stat) con
   if (!with_stat) return;
   profiler::StatEvent stat;
   stat.name =
-      dump.trigger == comm::DumpTrigger::kWatchdog ? "collective_watchdog" : "collective_error";
+      dump.trigger == profiler::DumpTrigger::kWatchdog ? "collective_watchdog" : "collective_error";
   stat.rank = options_.rank;
   stat.value = 1;
   stat.severity = profiler::StatSeverity::kError;
@@ -95,4 +92,4 @@ void FlightDumper::write_trace(const comm::FlightDump& dump, bool with_stat) con
   tracer->emit(stat);
 }
 
-}  // namespace partrain::runner
+}  // namespace partrain::profiler

@@ -1,4 +1,4 @@
-#include "runner/comm/flight_dump.h"
+#include "profiler/flight/flight_dump.h"
 
 #include <fmt/format.h>
 
@@ -12,11 +12,8 @@
 #include "core/json_dump.h"
 #include "profiler/trace_event.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
-
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 constexpr int kFormatVersion = 1;
 
@@ -166,4 +163,4 @@ std::string format_flight_dump(const FlightDump& dump, size_t last_n) {
   return text;
 }
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -1,11 +1,14 @@
-#include "runner/comm/collective_watchdog.h"
+#include "profiler/flight/collective_watchdog.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "core/clock.h"
+#include "core/env.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
 
 Nanoseconds choose_poll_interval(const WatchdogOptions& options) {
@@ -17,6 +20,27 @@ Nanoseconds choose_poll_interval(const WatchdogOptions& options) {
 }
 
 }  // namespace
+
+StatusOr<std::optional<Nanoseconds>> collective_timeout_from_env() {
+  std::optional<std::string> text = env::get(kCollectiveTimeoutEnv);
+  if (!text || text->empty()) return std::optional<Nanoseconds>();
+  auto timeout = parse_duration(*text);
+  if (!timeout.is_ok()) return timeout.status().with_context(kCollectiveTimeoutEnv);
+  if (timeout->count() <= 0) {
+    return invalid_argument("{}={}: the collective timeout must be positive", kCollectiveTimeoutEnv,
+                            *text);
+  }
+  return std::optional<Nanoseconds>(*timeout);
+}
+
+std::string describe_watchdog_timeout(const WatchdogTimeout& timeout) {
+  const CollectiveEvent& e = timeout.event;
+  const std::string op =
+      e.peer >= 0 ? fmt::format("{} (comm {}, peer {}, seq {})", e.op, e.comm_id, e.peer, e.seq)
+                  : fmt::format("{} (comm {}, seq {})", e.op, e.comm_id, e.seq);
+  return fmt::format("{} not completed after {} (--collective-timeout {})", op,
+                     format_duration(timeout.waited), format_duration(timeout.timeout));
+}
 
 CollectiveWatchdog::CollectiveWatchdog(const FlightRecorder& recorder, WatchdogOptions options,
                                        OnTimeout on_timeout)
@@ -48,4 +72,4 @@ void CollectiveWatchdog::run() {
   }
 }
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -1,14 +1,11 @@
-#include "runner/comm/flight_recorder.h"
+#include "profiler/flight/flight_recorder.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
-
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 CollectiveEvent event_with_seq(uint64_t seq) {
   CollectiveEvent event;
@@ -80,14 +77,14 @@ TEST(FlightRecorder, AfterTheFinalSnapshotFinishedOperationsNoLongerReachTheSink
   const uint64_t open = recorder.record(event_with_seq(1));
   CollectiveEvent done = event_with_seq(0);
   done.state = CollectiveState::kCompleted;
-  recorder.update(done_before, done);
+  EXPECT_TRUE(recorder.update(done_before, done));
   ASSERT_EQ(sunk.size(), 1u);
   const std::vector<CollectiveEvent> final = recorder.final_snapshot();
   ASSERT_EQ(final.size(), 2u);
   EXPECT_EQ(final[1].state, CollectiveState::kEnqueued);
   CollectiveEvent failed = event_with_seq(1);
   failed.state = CollectiveState::kFailed;
-  recorder.update(open, failed);
+  EXPECT_FALSE(recorder.update(open, failed)) << "a caller writing its own rows leaves it out";
   EXPECT_EQ(sunk.size(), 1u) << "the dump wrote seq 1 as it stood";
   EXPECT_EQ(recorder.snapshot()[1].state, CollectiveState::kFailed) << "the ring still follows";
 }
@@ -113,4 +110,4 @@ TEST(FlightRecorder, OldestUnfinishedIsTheFirstEnqueuedStillOpen) {
 }
 
 }  // namespace
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "profiler/collective_event.h"
 
-namespace partrain::comm {
+namespace partrain::profiler {
 
 // What made the rank dump. kWatchdog and kCollectiveError are a rank's own verdict on a
 // collective; kRankError is a rank failing outside any collective (out of memory, ...) and
@@ -39,4 +39,4 @@ StatusOr<FlightDump> flight_dump_from_json(std::string_view text);
 // unfinished one, one per line: "  world seq 12 all_reduce 4 B float started 2.01 s ago".
 std::string format_flight_dump(const FlightDump& dump, size_t last_n);
 
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -1,15 +1,12 @@
 // The flight-recorder dump's file form: a JSON round trip keeps every field, names outside the
 // trace's vocabulary read as "other", and what is not a dump is refused; the stderr form lists
 // the last entries and every unfinished one.
-#include "runner/comm/flight_dump.h"
+#include "profiler/flight/flight_dump.h"
 
 #include <gtest/gtest.h>
 
-namespace partrain::comm {
+namespace partrain::profiler {
 namespace {
-
-using profiler::CollectiveEvent;
-using profiler::CollectiveState;
 
 CollectiveEvent entry(uint64_t seq, CollectiveState state) {
   CollectiveEvent e;
@@ -101,4 +98,4 @@ TEST(FlightDump, TextListsTheLastEntriesAndEveryUnfinishedOne) {
 }
 
 }  // namespace
-}  // namespace partrain::comm
+}  // namespace partrain::profiler

@@ -13,11 +13,11 @@
 #include <optional>
 #include <string>
 
+#include "profiler/flight/flight_dump.h"
+#include "profiler/flight/flight_recorder.h"
 #include "profiler/rank_tracer.h"
-#include "runner/comm/flight_dump.h"
-#include "runner/comm/flight_recorder.h"
 
-namespace partrain::runner {
+namespace partrain::profiler {
 
 inline constexpr const char* kFlightDirEnv = "PARTRAIN_FLIGHT_DIR";
 
@@ -34,20 +34,20 @@ std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int ran
 class FlightDumper {
  public:
   // `recorder` must outlive the dumper.
-  FlightDumper(comm::FlightRecorder& recorder, FlightDumperOptions options);
+  FlightDumper(profiler::FlightRecorder& recorder, FlightDumperOptions options);
 
   // Dumps unless a dump was made already (the first cause is the one worth keeping); returns
   // whether this call dumped. A second caller waits until the first dump is written.
-  bool dump(comm::DumpTrigger trigger, std::string reason);
+  bool dump(profiler::DumpTrigger trigger, std::string reason);
 
  private:
-  void write_file(const comm::FlightDump& dump) const;
-  void write_trace(const comm::FlightDump& dump, bool with_stat) const;
+  void write_file(const profiler::FlightDump& dump) const;
+  void write_trace(const profiler::FlightDump& dump, bool with_stat) const;
 
-  comm::FlightRecorder& recorder_;
+  profiler::FlightRecorder& recorder_;
   const FlightDumperOptions options_;
   std::mutex mutex_;
   bool dumped_ = false;  // guarded by mutex_
 };
 
-}  // namespace partrain::runner
+}  // namespace partrain::profiler

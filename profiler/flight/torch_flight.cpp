@@ -1,0 +1,38 @@
+#include "profiler/flight/torch_flight.h"
+
+#include <iterator>
+
+namespace partrain::profiler {
+
+void TorchFlight::issued(int group, const CollectiveEvent& event) {
+  const uint64_t id = recorder_.record(event);
+  std::lock_guard lock(mutex_);
+  in_flight_[Key{group, event.seq, event.enqueue_ns}] = id;
+  // Ops whose completion never came (the module stopped recording) are forgotten once the ring
+  // has evicted them: their update would find nothing anyway.
+  if (in_flight_.size() > 2 * recorder_.capacity()) {
+    const uint64_t total = recorder_.total_recorded();
+    const uint64_t oldest_kept = total > recorder_.capacity() ? total - recorder_.capacity() : 0;
+    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+      it = it->second < oldest_kept ? in_flight_.erase(it) : std::next(it);
+    }
+  }
+}
+
+bool TorchFlight::finished(int group, const CollectiveEvent& event) {
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = in_flight_.find(Key{group, event.seq, event.enqueue_ns});
+    if (found == in_flight_.end()) {
+      // Never reported in flight (its Work was done when issued): it enters finished.
+      (void)recorder_.record(event);
+      return true;
+    }
+    id = found->second;
+    in_flight_.erase(found);
+  }
+  return recorder_.update(id, event);
+}
+
+}  // namespace partrain::profiler

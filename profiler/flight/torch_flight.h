@@ -1,0 +1,36 @@
+// A foreign rank's PyTorch ops in its flight recorder, so that a watchdog can time them and a dump
+// shows where the rank stood: an op enters the recorder when partrain's Python module reports it
+// issued (its post hook; the op is then in flight) and is finished in place when its completion
+// is reported, the two matched by group, seq and the time the op was called.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "profiler/collective_event.h"
+#include "profiler/flight/flight_recorder.h"
+
+namespace partrain::profiler {
+
+class TorchFlight {
+ public:
+  // `recorder` must outlive this.
+  explicit TorchFlight(FlightRecorder& recorder) : recorder_(recorder) {}
+
+  // Op `event` of group handle `group` was issued and has not completed (state kStarted).
+  void issued(int group, const CollectiveEvent& event);
+  // It completed, failed, or was still in flight when the process ended (as its state says).
+  // Whether it still goes to the trace: false once a final dump holds it as it stood.
+  bool finished(int group, const CollectiveEvent& event);
+
+ private:
+  using Key = std::tuple<int, uint64_t, int64_t>;  // group, seq, enqueue_ns
+
+  FlightRecorder& recorder_;
+  std::mutex mutex_;
+  std::map<Key, uint64_t> in_flight_;  // guarded by mutex_: the recorder's id of each issued op
+};
+
+}  // namespace partrain::profiler

@@ -1,0 +1,58 @@
+// A foreign rank's flight recorder put to the use a built-in rank's RankGuard makes of its own
+// (runner/worker/rank_guard.h), so that a PyTorch job's hang is diagnosed whatever torch's own
+// timeout (gloo's is 30 minutes and cannot be aborted):
+// - PARTRAIN_COLLECTIVE_TIMEOUT set: a collective watchdog; an op unfinished past it makes the
+//   rank say so on stderr, dump the recorder, ship what the tracer holds and exit with 124, as
+//   PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING ends a rank;
+// - PARTRAIN_FLIGHT_DIR set (a launcher reads the dumps): SIGTERM and SIGINT first dump the
+//   recorder quietly (trigger `signal`), so a rank that never entered the collective the others
+//   wait in (stuck in Python, in compute) is seen, then take effect as they would have.
+// The dumps go to PARTRAIN_FLIGHT_DIR/rank_<R>.json and, unfinished ops as rows, to the trace.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "core/duration.h"
+#include "profiler/flight/collective_watchdog.h"
+#include "profiler/flight/flight_dumper.h"
+#include "profiler/flight/flight_recorder.h"
+#include "profiler/rank_tracer.h"
+
+namespace partrain::profiler::inject {
+
+class RankFlight {
+ public:
+  // nullptr when neither variable is set (or the timeout is malformed: said on stderr).
+  // `recorder` and `tracer` must stay until close().
+  static RankFlight* start(FlightRecorder& recorder, RankTracer& tracer);
+
+  // The tracing ends: no dump from here on, and the watchdog stops (unless it is the one ending
+  // the process). The object is never destroyed: a stop signal's handler may still reach it,
+  // and then only passes the signal on.
+  void close();
+
+  // The stop signal's work, on the thread that waits for it (never in the handler): dump, ship.
+  void on_stop_signal(int signal);
+
+ private:
+  RankFlight(FlightRecorder& recorder, RankTracer& tracer, std::optional<std::string> dir);
+  void watch(Nanoseconds timeout);
+  void fire(const WatchdogTimeout& timeout);  // dump, ship, _Exit(124)
+
+  FlightRecorder& recorder_;
+  RankTracer& tracer_;
+  FlightDumper dumper_;
+  std::mutex mutex_;
+  bool closed_ = false;  // guarded by mutex_: the recorder and tracer may be gone
+  bool fired_ = false;   // guarded by mutex_: the watchdog's thread is ending the process
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
+};
+
+// Takes SIGTERM and SIGINT for `flight` in this process: the handler wakes a thread of its own,
+// which calls flight.on_stop_signal(), waits for it (at most 2 s: the work may need a lock the
+// interrupted code holds) and then hands the signal to the disposition it found (the default:
+// the process dies by the signal). A fork()ed child passes its signals straight on.
+void take_stop_signals(RankFlight& flight);
+
+}  // namespace partrain::profiler::inject

@@ -1,0 +1,95 @@
+// A foreign rank's PyTorch ops in its flight recorder: in flight from their issue (what the
+// watchdog times and a dump shows), finished in place when their completion is reported, and
+// left out of the trace once a final dump holds them unfinished.
+#include "profiler/flight/torch_flight.h"
+
+#include <gtest/gtest.h>
+
+namespace partrain::profiler {
+namespace {
+
+CollectiveEvent op(uint64_t seq, int64_t enqueue_ns, CollectiveState state) {
+  CollectiveEvent event;
+  event.comm_id = "default_pg:0";
+  event.seq = seq;
+  event.op = "all_reduce";
+  event.enqueue_ns = enqueue_ns;
+  event.start_ns = enqueue_ns + 10;
+  event.end_ns = state == CollectiveState::kCompleted ? enqueue_ns + 100 : event.start_ns;
+  event.state = state;
+  return event;
+}
+
+TEST(TorchFlight, AnIssuedOpIsInFlightUntilItsCompletionArrives) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted));
+  flight.issued(0, op(1, 2000, CollectiveState::kStarted));
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->seq, 0u);
+
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->seq, 1u) << "seq 0 completed in place";
+  EXPECT_EQ(recorder.total_recorded(), 2u) << "one entry per op, not one per report";
+  EXPECT_TRUE(flight.finished(0, op(1, 2000, CollectiveState::kCompleted)));
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
+// Ops of two groups (or a send and a recv) may share a seq: group and call time tell them apart.
+TEST(TorchFlight, CompletionsMatchByGroupSeqAndCallTime) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(3, 1000, CollectiveState::kStarted));
+  flight.issued(1, op(3, 1000, CollectiveState::kStarted));
+  flight.issued(1, op(3, 5000, CollectiveState::kStarted));
+  EXPECT_TRUE(flight.finished(1, op(3, 1000, CollectiveState::kCompleted)));
+  const std::vector<CollectiveEvent> ring = recorder.snapshot();
+  ASSERT_EQ(ring.size(), 3u);
+  EXPECT_EQ(ring[0].state, CollectiveState::kStarted);
+  EXPECT_EQ(ring[1].state, CollectiveState::kCompleted);
+  EXPECT_EQ(ring[2].state, CollectiveState::kStarted);
+}
+
+// Work that was done when issued is never reported in flight: it enters finished.
+TEST(TorchFlight, AnOpNeverReportedInFlightEntersFinished) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kCompleted);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
+// A rank stopped by its launcher dumps what was in flight; should the op still complete before
+// the process ends, the dump's row stands and the op is not written a second time.
+TEST(TorchFlight, AfterAFinalDumpAnOpItHeldUnfinishedStaysOutOfTheTrace) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted));
+  const std::vector<CollectiveEvent> dumped = recorder.final_snapshot();
+  ASSERT_EQ(dumped.size(), 1u);
+  EXPECT_EQ(dumped[0].state, CollectiveState::kStarted);
+  EXPECT_FALSE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
+  EXPECT_TRUE(flight.finished(0, op(1, 3000, CollectiveState::kCompleted)))
+      << "an op the dump did not hold unfinished still goes to the trace";
+}
+
+// Ops whose completion never comes (the module stopped recording) do not pile up.
+TEST(TorchFlight, OpsThatNeverCompleteAreForgottenOnceTheRingEvictsThem) {
+  FlightRecorder recorder(4);
+  TorchFlight flight(recorder);
+  for (uint64_t seq = 0; seq < 100; ++seq) {
+    flight.issued(0, op(seq, static_cast<int64_t>(seq) * 1000, CollectiveState::kStarted));
+  }
+  // Still in the ring: its completion finds it.
+  EXPECT_TRUE(flight.finished(0, op(99, 99'000, CollectiveState::kCompleted)));
+  EXPECT_EQ(recorder.snapshot().back().state, CollectiveState::kCompleted);
+  // Evicted long ago: recorded afresh, finished.
+  const uint64_t before = recorder.total_recorded();
+  EXPECT_TRUE(flight.finished(0, op(0, 0, CollectiveState::kCompleted)));
+  EXPECT_EQ(recorder.total_recorded(), before + 1);
+}
+
+}  // namespace
+}  // namespace partrain::profiler
