@@ -60,8 +60,9 @@ TEST(TorchLaunch, ScriptsLaunchedByPartrainAreRecordedWithoutTouchingThem) {
   // and weighs nothing against that compute (no idle, exposed-communication or imbalance).
   CommandResult analyzed = run_partrain("analyze --json " + shell_quoted(trace));
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  const nlohmann::json report = nlohmann::json::parse(analyzed.out);
   std::set<std::string> kinds;
-  for (const auto& finding : nlohmann::json::parse(analyzed.out).at("findings")) {
+  for (const auto& finding : report.at("findings")) {
     kinds.insert(finding.at("kind").get<std::string>());
   }
   EXPECT_TRUE(kinds.count("compute_unrecorded")) << analyzed.out;

@@ -74,8 +74,11 @@ TEST(NodeFileAnalysisTest, OneNodesFileAloneNamesTheOthersAndTheMerge) {
   CommandResult merged = run_partrain("analyze --json " +
                                       (scratch.path() / "run.merged.db").string());
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
-  for (const auto& finding : nlohmann::json::parse(merged.out)["findings"]) {
-    EXPECT_NE(finding["kind"], "node_file") << finding.dump();
+  // Parsed into a local: a range-for over a member of a temporary reads a destroyed object.
+  const nlohmann::json report = nlohmann::json::parse(merged.out);
+  ASSERT_TRUE(report.contains("findings")) << merged.out;
+  for (const auto& finding : report.at("findings")) {
+    EXPECT_NE(finding.at("kind"), "node_file") << finding.dump();
   }
 }
 
