@@ -186,7 +186,7 @@ int run(int argc, char** argv) {
   for (auto add : {add_launch_command, add_trace_command, add_bench_command, add_memory_command,
                    add_export_command, add_merge_command, add_import_command,
                    add_analyze_command, add_top_command, add_recommend_command,
-                   add_worker_command}) {
+                   add_worker_command, add_completion_command, add_manpage_command}) {
     Subcommand sub = add(app);
     runners.emplace(sub.app, std::move(sub.run));
   }
