@@ -85,6 +85,8 @@ demo: build
 	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1K -e 16M -f 4 --op all_reduce
 	@echo "== partrain analyze: where the demo run's time went, and what to try =="
 	$(BUILD_DIR)/bin/partrain analyze $(DEMO_TRACE)
+	@echo "== next: $(BUILD_DIR)/bin/partrain top $(DEMO_TRACE) (the dashboard), launch --config" \
+	  "examples/workloads/gpt-dp2-tp2.toml, make install PREFIX=~/.local; README: After the demo =="
 
 test: build test-deps
 	PARTRAIN_TORCH_PYTHON="$$(cat $(TORCH_PYTHON_FILE))" \
