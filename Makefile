@@ -4,7 +4,10 @@
 #   make test   install what is missing, build, run the whole test suite (CTest), with the real
 #               clients the tests drive: Slurm, munge and Open MPI from Debian, and torch with HTA
 #               in a virtual environment under $(PARTRAIN_CACHE) (docs/testing.md)
-# Everything else (deps, configure, build) is a step of those two. For a machine with a GPU:
+# Everything else (deps, configure, build) is a step of those two. To install what was built:
+#   make install PREFIX=~/.local   bin/partrain, lib/libpartrain_inject.so, share/partrain (presets,
+#                                  Python module), the man page, bash and zsh completions, the docs
+# For a machine with a GPU:
 #   make gpu-bundle  build/partrain-gpu-bundle.tar.gz to carry there; its gpu-validate.sh runs
 #                    every GPU test and benchmark (docs/gpu-validation.md)
 
@@ -34,7 +37,9 @@ PARTRAIN_CACHE ?= $(HOME)/.cache/partrain
 TORCH_VENV := $(PARTRAIN_CACHE)/venv-torch$(TORCH_VERSION)-hta$(HTA_VERSION)
 TORCH_PYTHON_FILE := $(BUILD_DIR)/torch-python
 
-.PHONY: all deps test-deps configure build demo test clean gpu-bundle gpu-validate
+PREFIX ?= /usr/local
+
+.PHONY: all deps test-deps configure build install demo test clean gpu-bundle gpu-validate
 
 all: build
 
@@ -61,6 +66,13 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# CMake's install rules (DESTDIR= for a staging root); an installed partrain finds its injection
+# library and share/partrain relative to its own location, so the prefix may move.
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+	@echo "partrain installed under $(PREFIX): add $(PREFIX)/bin to PATH; man partrain;" \
+	  "completions in $(PREFIX)/share/bash-completion and $(PREFIX)/share/zsh/site-functions"
+
 DEMO_TRACE := $(BUILD_DIR)/demo.db
 
 demo: build
@@ -73,6 +85,8 @@ demo: build
 	$(BUILD_DIR)/bin/partrain bench collectives -n 4 -b 1K -e 16M -f 4 --op all_reduce
 	@echo "== partrain analyze: where the demo run's time went, and what to try =="
 	$(BUILD_DIR)/bin/partrain analyze $(DEMO_TRACE)
+	@echo "== next: $(BUILD_DIR)/bin/partrain top $(DEMO_TRACE) (the dashboard), launch --config" \
+	  "examples/workloads/gpt-dp2-tp2.toml, make install PREFIX=~/.local; README: After the demo =="
 
 test: build test-deps
 	PARTRAIN_TORCH_PYTHON="$$(cat $(TORCH_PYTHON_FILE))" \

@@ -19,6 +19,8 @@
 
 #include "cli/command.h"
 #include "cli/command_config.h"
+#include "cli/help_text.h"
+#include "cli/usage_error.h"
 #include "cli/version.h"
 #include "core/log.h"
 
@@ -84,17 +86,29 @@ class ExpandingFormatter final : public CLI::Formatter {
     text = text.substr(0, text.size() - 1);  // as CLI11's: no final newline before indenting
     return CLI::detail::find_and_replace(text, "\n", "\n  ") + "\n";
   }
-};
 
-std::string command_path(const CLI::App& root) {
-  std::string path = "partrain";
-  for (const CLI::App* app = &root;;) {
-    auto chosen = app->get_subcommands();
-    if (chosen.empty()) return path;
-    app = chosen.front();
-    path += " " + app->get_name();
+  // CLI11 shows a flag's type with its checks' own descriptions (`INT:INT in [1 - 1048576]`).
+  std::string make_option_opts(const CLI::Option* option) const override {
+    std::string text = CLI::Formatter::make_option_opts(option);
+    const std::string type = option->get_type_name();
+    if (option->get_option_text().empty() && option->get_type_size() != 0 && !type.empty() &&
+        text.rfind(" " + type, 0) == 0) {
+      // "INT 1 to 1024" with a default reads "INT=20 (1 to 1024)": the value's limits after it.
+      const std::string words = type_in_words(type);
+      std::string rest = text.substr(type.size() + 1);
+      const size_t space = words.front() == '{' ? std::string::npos : words.find(' ');
+      if (space == std::string::npos) {
+        text = " " + words + rest;
+      } else {
+        const std::string given_default =
+            rest.starts_with("=") ? rest.substr(0, rest.find(' ')) : std::string();
+        text = " " + words.substr(0, space) + given_default + " (" + words.substr(space + 1) +
+               ")" + rest.substr(given_default.size());
+      }
+    }
+    return text;
   }
-}
+};
 
 }  // namespace
 
@@ -130,33 +144,6 @@ std::string flag_env_name(const std::string& long_name) {
   return name;
 }
 
-// Where a flag's bad value came from, when not from the command line: CLI11 says "Could not
-// convert: --nproc-per-node = abc" for PARTRAIN_NPROC_PER_NODE=abc too, naming a flag nobody
-// typed.
-std::string value_source(const std::string& message, int argc, const char* const* argv) {
-  static const std::regex kFlag(R"(--[a-z][a-z0-9-]*)");
-  std::smatch flag;
-  if (message.find("PARTRAIN_") != std::string::npos || !std::regex_search(message, flag, kFlag)) {
-    return "";
-  }
-  const std::string name = flag.str();
-  bool typed = false;
-  bool config = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") break;
-    typed = typed || arg == name || arg.starts_with(name + "=");
-    config = config || arg == "--config" || arg.starts_with("--config=");
-  }
-  if (typed) return "";
-  const std::string variable = flag_env_name(name.substr(2));
-  if (const char* value = std::getenv(variable.c_str());
-      value != nullptr && *value != '\0' && message.find(value) != std::string::npos) {
-    return fmt::format(" (from {}='{}' in the environment: fix or unset it)", variable, value);
-  }
-  return config ? " (from the --config file)" : "";
-}
-
 std::vector<std::string> flag_env_names(const CLI::App& command) {
   std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options()) {
@@ -166,7 +153,8 @@ std::vector<std::string> flag_env_names(const CLI::App& command) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"partrain: launch, trace, analyse and size distributed LLM training jobs."};
+  // Named, not argv[0]: help's "Usage:" line reads `partrain`, not the path it was run by.
+  CLI::App app{"partrain: launch, trace, analyse and size distributed LLM training jobs.", "partrain"};
   app.set_help_all_flag("--help-all", "Print help for every subcommand and exit");
   app.formatter(std::make_shared<ExpandingFormatter>());
   app.set_version_flag("--version", std::function<std::string()>(version_text),
@@ -198,7 +186,7 @@ int run(int argc, char** argv) {
   for (auto add : {add_launch_command, add_trace_command, add_bench_command, add_memory_command,
                    add_export_command, add_merge_command, add_import_command,
                    add_analyze_command, add_top_command, add_recommend_command,
-                   add_worker_command}) {
+                   add_worker_command, add_completion_command, add_manpage_command}) {
     Subcommand sub = add(app);
     runners.emplace(sub.app, std::move(sub.run));
   }
@@ -208,35 +196,29 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+    const bool help = e.get_name() == "CallForHelp" || e.get_name() == "CallForAllHelp";
+    if (help && unknown_command(app).empty()) {
       // --help, --help-all: every command's variables show beside its flags.
       bind_all_env_vars(app);
-      return app.exit(e);
+      const std::string text = e.get_name() == "CallForHelp"
+                                   ? app.help()
+                                   : app.help("", CLI::AppFormatMode::All);
+      std::fputs(wrap_help(text, help_width()).c_str(), stdout);
+      return checked_stdout(0);
     }
-    std::string message = e.what();
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) && !help) {
+      return app.exit(e);  // --version
+    }
     // A --config file that is not there is input that cannot be read, as a missing trace is.
+    const std::string message = e.what();
     const std::string kMissingConfig = "--config: File does not exist: ";
     if (message.rfind(kMissingConfig, 0) == 0) {
       std::fprintf(stderr, "partrain: error: cannot read --config %s: no such file\n",
                    message.substr(kMissingConfig.size()).c_str());
       return 3;
     }
-    const std::string kUnknownKey = "INI was not able to parse ";
-    if (message.rfind(kUnknownKey, 0) == 0) {
-      message = fmt::format("--config: '{}' is not a flag of `{}` (keys are long flag names)",
-                            message.substr(kUnknownKey.size()), command_path(app));
-    }
-    message += value_source(message, argc, argv);
-    auto leftover = app.remaining();
-    if (app.get_subcommands().empty() && !leftover.empty() && leftover.front()[0] != '-') {
-      std::string known;
-      for (const CLI::App* sub : app.get_subcommands({})) {
-        known += (known.empty() ? "" : ", ") + sub->get_name();
-      }
-      message = fmt::format("unknown command '{}' (commands: {})", leftover.front(), known);
-    }
-    std::fprintf(stderr, "partrain: error: %s\nRun '%s --help' for usage.\n", message.c_str(),
-                 command_path(app).c_str());
+    std::fprintf(stderr, "partrain: error: %s\nRun '%s --help' for usage.\n",
+                 usage_error_message(app, e, argc, argv).c_str(), command_path(app).c_str());
     return 2;
   }
   if (verbose) log::set_level(log::Level::kDebug);

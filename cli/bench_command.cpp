@@ -174,16 +174,40 @@ int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env
     log::error("{}", space.status().message());
     return space.status().exit_code();
   }
-  StatusOr<std::vector<bench::BenchRow>> rows = bench::run_collective_bench(comm, **space, *options);
+  // The table is printed as it is measured, a row per size as nccl-tests does (a sweep to 8G
+  // took minutes of silence); --json is one document, printed at the end.
+  const bench::BenchContext context{comm.size(), std::string(comm.backend()),
+                                    std::string((*space)->name())};
+  const bool table = comm.rank() == 0 && !options->json;
+  // With --json nothing shows until the end: on a terminal, stderr says how far it got.
+  const bool progress = comm.rank() == 0 && options->json && ::isatty(STDERR_FILENO);
+  size_t measured = 0;
+  const size_t total = options->ops.size() * bench::bench_sizes(*options).size();
+  std::optional<bench::BenchRow> previous;
+  auto print = [](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  if (table) print(bench::format_bench_header(*options, context));
+  StatusOr<std::vector<bench::BenchRow>> rows = bench::run_collective_bench(
+      comm, **space, *options, [&](const bench::BenchRow& row) {
+        ++measured;
+        if (progress) {
+          std::fprintf(stderr, "\rpartrain: bench collectives: %s %s measured (%zu of %zu)\033[K",
+                       row.op.c_str(), format_bytes(row.bytes).c_str(), measured, total);
+          if (measured == total) std::fputs("\r\033[K", stderr);
+        }
+        if (!table) return;
+        print(bench::format_bench_row(row, previous ? &*previous : nullptr));
+        previous = row;
+      });
   if (!rows.is_ok()) {
     log::error("rank {}: {}", comm.rank(), rows.status().message());
     return rows.status().exit_code();
   }
   if (comm.rank() == 0) {
-    bench::BenchContext context{comm.size(), std::string(comm.backend()),
-                                std::string((*space)->name())};
-    std::string text = options->json ? bench::format_bench_json(*rows, *options, context)
-                                     : bench::format_bench_table(*rows, *options, context);
+    const std::string text = options->json ? bench::format_bench_json(*rows, *options, context)
+                                           : bench::format_bench_footer(*rows);
     std::fwrite(text.data(), 1, text.size(), stdout);
     if (const int unwritten = checked_stdout(0); unwritten != 0) return unwritten;
   }

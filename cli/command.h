@@ -32,6 +32,9 @@ Subcommand add_import_command(CLI::App& parent);
 Subcommand add_analyze_command(CLI::App& parent);
 Subcommand add_recommend_command(CLI::App& parent);
 Subcommand add_top_command(CLI::App& parent);
+// Hidden: generate the shell completions and the man page from the command tree.
+Subcommand add_completion_command(CLI::App& parent);
+Subcommand add_manpage_command(CLI::App& parent);
 
 // Checks for flags that take a positive (or a non-negative) number, with messages that say so:
 // CLI11's PositiveNumber and NonNegativeNumber name their range with DBL_MAX's 309 digits.

@@ -1,5 +1,6 @@
 #include "cli/model_flags.h"
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,9 +112,23 @@ StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f) {
   return memory::load_gpu_preset(share, f.gpu.empty() ? kDefaultGpu : f.gpu);
 }
 
+// "a, b or c" of the presets installed with this partrain, for a flag's help: the user picks one
+// without looking in share/.
+std::string preset_list(std::vector<std::string> (*names_in)(const std::filesystem::path&)) {
+  StatusOr<std::filesystem::path> share = find_share_dir();
+  if (!share.is_ok()) return "none found (set PARTRAIN_SHARE_DIR)";
+  const std::vector<std::string> names = names_in(*share);
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return list;
+}
+
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
-  CLI::Option* model =
-      cmd.add_option("--model", f.model, "Model preset (share/models/*.json), e.g. llama-2-7b");
+  CLI::Option* model = cmd.add_option(
+      "--model", f.model,
+      "Model preset (share/partrain/models/*.json): " + preset_list(memory::model_preset_names));
   CLI::Option* model_file =
       cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
   CLI::Option* params =
@@ -141,7 +156,9 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
 }
 
 void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what) {
-  CLI::Option* gpu = cmd.add_option("--gpu", f.gpu, "GPU preset (share/gpus/*.json): " + what)
+  CLI::Option* gpu = cmd.add_option("--gpu", f.gpu,
+                                    "GPU preset (" + preset_list(memory::gpu_preset_names) +
+                                        "; share/partrain/gpus/*.json): " + what)
                          ->default_str(kDefaultGpu);
   CLI::Option* gpu_file =
       cmd.add_option("--gpu-file", f.gpu_file, "GPU JSON file (the presets' format)");

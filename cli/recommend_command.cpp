@@ -2,6 +2,7 @@
 // recompute and SP for a model on N GPUs, predicts step time, throughput, MFU and memory per
 // layout, and ranks them (Calculon-like); --check costs one given layout, --calibrate replaces
 // the presets' speeds with those measured in the user's own traces.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -230,6 +231,46 @@ std::vector<analyzers::Alternative> common_alternatives(const RecommendFlags& f,
   return alternatives;
 }
 
+// When no layout divides the model over --gpus (63 GPUs: no tp divides the heads with a pp that
+// divides the layers), the GPU counts nearest below and above that do, with the same
+// restrictions: a usage error naming what to pass, not an empty ranking and exit 0.
+Status no_layout_divides(const Setup& s, analyzers::SearchSpace space,
+                         const analyzers::SearchResult& result) {
+  std::string reasons;
+  for (const auto& [reason, count] : result.rejected) {
+    std::string words = reason;
+    std::replace(words.begin(), words.end(), '_', ' ');
+    reasons += fmt::format("{}{} ({})", reasons.empty() ? "" : ", ", words, count);
+  }
+  const int asked = space.gpus;
+  auto works = [&](int gpus) {
+    space.gpus = gpus;
+    return analyzers::search_layouts(s.cost, s.base, space).costed > 0;
+  };
+  std::vector<int> nearest;
+  for (int below = asked - 1; below >= std::max(1, asked / 2); --below) {
+    if (works(below)) {
+      nearest.push_back(below);
+      break;
+    }
+  }
+  for (int above = asked + 1; above <= asked * 2; ++above) {
+    if (works(above)) {
+      nearest.push_back(above);
+      break;
+    }
+  }
+  std::string fix = "no GPU count from half to twice it does either: check the model's "
+                    "dimensions and the restricting flags";
+  if (nearest.size() == 1) fix = fmt::format("the nearest GPU count that works is {}", nearest[0]);
+  if (nearest.size() == 2) {
+    fix = fmt::format("the nearest GPU counts that work are {} and {} (--gpus {} or --gpus {})",
+                      nearest[0], nearest[1], nearest[0], nearest[1]);
+  }
+  return invalid_argument("no parallel layout divides {} over {} GPUs (rejected: {}): {}",
+                          s.context.model, asked, reasons, fix);
+}
+
 StatusOr<std::string> render(const RecommendFlags& f) {
   if (f.gpus <= 0) return invalid_argument("give --gpus N, the GPUs to spread the job over");
   if (f.global_batch <= 0) return invalid_argument("give --global-batch B (sequences per step)");
@@ -245,6 +286,9 @@ StatusOr<std::string> render(const RecommendFlags& f) {
   analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);
   s.context.search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result.costed == 0 && result.first_invalid.empty()) {
+    return no_layout_divides(s, space, result);
+  }
   if (f.json) return analyzers::format_recommend_json(s.context, result, f.top);
   std::string text = analyzers::format_recommend_text(s.context, result, f.top);
   if (f.explain) {

@@ -6,6 +6,8 @@
 #                                               what some tests need: says what it installs, and
 #                                               for what, before apt-get runs; VAR=1 skips it; a
 #                                               failure is one line, and those tests skip
+# It says what it will install, and how not to, before apt-get runs: PARTRAIN_SKIP_APT=1 installs
+# nothing (the missing packages are named, to install by hand).
 set -euo pipefail
 
 purpose=""
@@ -34,12 +36,19 @@ give_up() {
   exit 1
 }
 if [ -n "$skip_var" ] && [ "${!skip_var:-0}" = 1 ]; then give_up "$skip_var=1"; fi
+if [ "${PARTRAIN_SKIP_APT:-0}" = 1 ]; then
+  echo "partrain: PARTRAIN_SKIP_APT=1: not installing the missing Debian packages" \
+       "${missing[*]}; install them yourself (apt-get install ${missing[*]})" >&2
+  if [ -n "$skip_var" ]; then give_up "PARTRAIN_SKIP_APT=1"; fi
+  exit 0  # the build says what it cannot find
+fi
 
 if [ -n "$purpose" ]; then
-  echo "partrain: installing Debian packages for $purpose: ${missing[*]}" \
-       "(to skip: $skip_var=1 make test)" >&2
+  echo "partrain: installing Debian packages for $purpose with apt-get as root: ${missing[*]}" \
+       "(to skip: $skip_var=1, or PARTRAIN_SKIP_APT=1 for every package)" >&2
 else
-  echo "partrain: installing missing Debian packages: ${missing[*]}" >&2
+  echo "partrain: installing missing Debian packages with apt-get as root: ${missing[*]}" \
+       "(to skip: PARTRAIN_SKIP_APT=1, and install them yourself)" >&2
 fi
 if [ "$(id -u)" -eq 0 ]; then
   run=()

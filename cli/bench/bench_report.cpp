@@ -57,41 +57,53 @@ double average_busbw_gbps(const std::vector<BenchRow>& rows) {
   return measurements == 0 ? 0.0 : sum / measurements;
 }
 
-std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
-                               const BenchContext& context) {
+std::string format_bench_header(const BenchOptions& options, const BenchContext& context) {
   std::string out;
   out += fmt::format("# partrain bench collectives: {} ranks, backend {} on {}\n", context.nranks,
                      context.backend, context.device);
   out += fmt::format("# warmup iters: {}, iters: {}, check: {}, time: {} over ranks\n#\n",
                      options.warmup_iters, options.iters, options.check ? 1 : 0,
                      time_over_ranks(options.average));
-  std::string current_op;
-  for (const auto& row : rows) {
-    if (row.op != current_op) {
-      current_op = row.op;
-      out += fmt::format("# {}\n", row.op);
-      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:-^33} {:-^33}\n", "", "", "", "",
-                         "", " out-of-place ", " in-place ");
-      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>10} {:>7} {:>7} {:>6} {:>10} "
-                         "{:>7} {:>7} {:>6}\n",
-                         "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
-                         "#wrong", "time", "algbw", "busbw", "#wrong");
-      out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>10} {:>7} {:>7} {:>6} {:>10} "
-                         "{:>7} {:>7} {:>6}\n",
-                         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
-                         "(GB/s)", "(GB/s)", "");
-    }
-    std::string in_place = row.in_place ? format_measurement(*row.in_place)
-                                        : fmt::format(" {:>10} {:>7} {:>7} {:>6}", "-", "-", "-",
-                                                      "-");
-    out += fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", row.bytes, row.count, row.type,
-                       row.redop.empty() ? "none" : row.redop, row.root,
-                       format_measurement(row.out_of_place), in_place);
-  }
-  int64_t wrong = total_wrong(rows);
-  out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
-  out += fmt::format("# Avg bus bandwidth    : {:.3f} GB/s\n", average_busbw_gbps(rows));
   return out;
+}
+
+std::string format_bench_row(const BenchRow& row, const BenchRow* previous) {
+  std::string out;
+  if (previous == nullptr || row.op != previous->op) {
+    out += fmt::format("# {}\n", row.op);
+    out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:-^33} {:-^33}\n", "", "", "", "", "",
+                       " out-of-place ", " in-place ");
+    out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>10} {:>7} {:>7} {:>6} {:>10} "
+                       "{:>7} {:>7} {:>6}\n",
+                       "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+                       "#wrong", "time", "algbw", "busbw", "#wrong");
+    out += fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>5} {:>10} {:>7} {:>7} {:>6} {:>10} "
+                       "{:>7} {:>7} {:>6}\n",
+                       "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+                       "(GB/s)", "(GB/s)", "");
+  }
+  std::string in_place = row.in_place ? format_measurement(*row.in_place)
+                                      : fmt::format(" {:>10} {:>7} {:>7} {:>6}", "-", "-", "-",
+                                                    "-");
+  out += fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", row.bytes, row.count, row.type,
+                     row.redop.empty() ? "none" : row.redop, row.root,
+                     format_measurement(row.out_of_place), in_place);
+  return out;
+}
+
+std::string format_bench_footer(const std::vector<BenchRow>& rows) {
+  const int64_t wrong = total_wrong(rows);
+  return fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED") +
+         fmt::format("# Avg bus bandwidth    : {:.3f} GB/s\n", average_busbw_gbps(rows));
+}
+
+std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
+                               const BenchContext& context) {
+  std::string out = format_bench_header(options, context);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out += format_bench_row(rows[i], i == 0 ? nullptr : &rows[i - 1]);
+  }
+  return out + format_bench_footer(rows);
 }
 
 std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchOptions& options,

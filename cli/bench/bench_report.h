@@ -17,6 +17,12 @@ struct BenchContext {
 
 std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
                                const BenchContext& context);
+// The table in the pieces printed as the benchmark runs (as nccl-tests prints each size when it
+// is measured): the header, a row (after its op's column heads when `previous` is another op's
+// or null), and the totals.
+std::string format_bench_header(const BenchOptions& options, const BenchContext& context);
+std::string format_bench_row(const BenchRow& row, const BenchRow* previous);
+std::string format_bench_footer(const std::vector<BenchRow>& rows);
 // The table's facts: the header's (ranks, backend, device, iterations, check, time over ranks)
 // and every row.
 std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchOptions& options,

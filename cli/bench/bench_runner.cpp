@@ -136,8 +136,9 @@ std::vector<uint64_t> bench_sizes(const BenchOptions& options) {
   return sizes;
 }
 
-StatusOr<std::vector<BenchRow>> run_collective_bench(comm::Comm& comm, BufferSpace& space,
-                                                     const BenchOptions& options) {
+StatusOr<std::vector<BenchRow>> run_collective_bench(
+    comm::Comm& comm, BufferSpace& space, const BenchOptions& options,
+    const std::function<void(const BenchRow&)>& on_row) {
   std::vector<BenchRow> rows;
   const size_t width = comm::dtype_size(options.dtype);
   for (const std::string& op : options.ops) {
@@ -158,6 +159,7 @@ StatusOr<std::vector<BenchRow>> run_collective_bench(comm::Comm& comm, BufferSpa
         ASSIGN_OR_RETURN(row.in_place, measure(comm, space, *test, layout, options, true));
       }
       rows.push_back(std::move(row));
+      if (on_row) on_row(rows.back());
     }
   }
   return rows;

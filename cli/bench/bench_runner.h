@@ -3,6 +3,7 @@
 // and combines time and errors over the ranks (as nccl-tests does).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +34,11 @@ struct BenchRow {
   std::optional<Measurement> in_place;
 };
 
-StatusOr<std::vector<BenchRow>> run_collective_bench(comm::Comm& comm, BufferSpace& space,
-                                                     const BenchOptions& options);
+// Every size of every op in `options`; `on_row` (when set) is called with each row as soon as it
+// is measured, so a table can be printed as it grows.
+StatusOr<std::vector<BenchRow>> run_collective_bench(
+    comm::Comm& comm, BufferSpace& space, const BenchOptions& options,
+    const std::function<void(const BenchRow&)>& on_row = {});
 
 // Converts between doubles and the wire format of dtype (host memory).
 std::vector<std::byte> encode_values(const std::vector<double>& values, comm::DType dtype);

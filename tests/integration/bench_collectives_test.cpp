@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "tests/integration/command_runner.h"
 
@@ -134,6 +135,29 @@ TEST(BenchCollectives, RootOutsideTheRanksIsOneUsageError) {
       << r.err;
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "no rank started:\n" << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// nccl-tests prints each size's row when it is measured: a sweep to large sizes showed nothing
+// for minutes, then the whole table at once. Each line is stamped as it reaches the reader.
+TEST(BenchCollectives, EachRowIsPrintedWhenItsSizeIsMeasured) {
+  CommandResult r = run_shell(
+      partrain_binary() + " bench collectives -n 2 -b 1K -e 16M -f 4 -w 1 --iters 5 2>/dev/null |"
+      " while IFS= read -r line; do echo \"$(date +%s%N) $line\"; done");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  long long first_row = 0;
+  long long footer = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const long long stamp = std::stoll(line.substr(0, line.find(' ')));
+    const std::string text = line.substr(line.find(' ') + 1);
+    if (first_row == 0 && text.find("  1024 ") != std::string::npos) first_row = stamp;
+    if (text.starts_with("# Avg bus bandwidth")) footer = stamp;
+  }
+  ASSERT_GT(first_row, 0) << r.out;
+  ASSERT_GT(footer, 0) << r.out;
+  // Measuring 4M and 16M (twice 6 runs each, out of place and in place) takes far longer than
+  // 0.3 s over loopback; printed at the end, every line came within a few milliseconds.
+  EXPECT_GT(footer - first_row, 300'000'000) << r.out;
 }
 
 }  // namespace

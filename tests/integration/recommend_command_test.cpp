@@ -277,5 +277,28 @@ TEST(RecommendCommand, CalibratesFromATracedLaunch) {
   EXPECT_TRUE(layout["breakdown_s"].contains("overhead")) << layout.dump();
 }
 
+// 63 GPUs: no tp divides the 64 heads with a pp that divides the 80 layers and a dp that
+// divides the batch. It printed an empty ranking and exited 0; it is a usage error that names
+// the GPU counts nearest it that work, in text and --json alike.
+TEST(RecommendCommand, AGpuCountNoLayoutDividesIsExit2WithTheNearestThatWork) {
+  for (const char* json : {"", " --json"}) {
+    testing::CommandResult r = run_partrain(
+        std::string("recommend --model llama-3-70b --gpus 63 --global-batch 512") + json);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("no parallel layout divides llama-3-70b over 63 GPUs"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("the nearest GPU counts that work are 40 and 64"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("tp does not divide heads"), std::string::npos) << r.err;
+  }
+  // Each named count does work.
+  for (const char* gpus : {"40", "64"}) {
+    testing::CommandResult r = run_partrain(std::string("recommend --model llama-3-70b --global-batch 512 "
+                                               "--top 1 --gpus ") + gpus);
+    EXPECT_EQ(r.exit_code, 0) << gpus << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace partrain

@@ -1,0 +1,143 @@
+#include "cli/usage_error.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <regex>
+#include <string_view>
+#include <vector>
+
+#include "cli/app.h"
+#include "cli/command.h"
+#include "cli/suggestions.h"
+
+namespace partrain::cli {
+namespace {
+
+const CLI::App& chosen_command(const CLI::App& root) {
+  const CLI::App* app = &root;
+  for (auto chosen = app->get_subcommands(); !chosen.empty(); chosen = app->get_subcommands()) {
+    app = chosen.front();
+  }
+  return *app;
+}
+
+// The commands a user may type under `parent`: not the hidden ones (the launcher's `worker`).
+std::vector<std::string> visible_commands(const CLI::App& parent) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : parent.get_subcommands({})) {
+    if (!sub->get_group().empty()) names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+// The long flags `command` takes, its own and (through fallthrough) its parents'.
+std::vector<std::string> long_flags(const CLI::App& command) {
+  std::vector<std::string> flags;
+  for (const CLI::App* app = &command; app != nullptr; app = app->get_parent()) {
+    for (const CLI::Option* option : app->get_options()) {
+      if (option->get_group().empty()) continue;  // torchrun's flags launch refuses by name
+      for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+    }
+  }
+  return flags;
+}
+
+std::vector<std::string> leftovers(const CLI::App& root) { return root.remaining(true); }
+
+std::string unknown_command_message(const CLI::App& parent, const std::string& typed,
+                                    const std::string& path) {
+  const std::vector<std::string> known = visible_commands(parent);
+  std::string list;
+  for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+  const std::string where = path == "partrain" ? "" : fmt::format(" for `{}`", path);
+  return fmt::format("unknown command '{}'{}{} (commands: {})", typed, where,
+                     did_you_mean(closest_names(typed, known)), list);
+}
+
+// torchrun's elastic form, --nnodes MIN:MAX: partrain starts a fixed number of nodes.
+std::string elastic_range_message(const std::string& message) {
+  static const std::regex kRange(R"(Could not convert: --nnodes = (\d+):(\d+))");
+  std::smatch range;
+  if (!std::regex_search(message, range, kRange)) return "";
+  return fmt::format(
+      "--nnodes {}:{}: elastic node ranges (torchrun's --nnodes MIN:MAX) are not supported: "
+      "partrain starts a fixed number of nodes and does not wait for more; pass the count you "
+      "start, e.g. --nnodes {} (or leave --nnodes out under Slurm or mpirun, which give it)",
+      range[1].str(), range[2].str(), range[2].str());
+}
+
+// Where a flag's bad value came from, when not from the command line: CLI11 says "Could not
+// convert: --nproc-per-node = abc" for PARTRAIN_NPROC_PER_NODE=abc too, naming a flag nobody
+// typed.
+std::string value_source(const std::string& message, int argc, const char* const* argv) {
+  static const std::regex kFlag(R"(--[a-z][a-z0-9-]*)");
+  std::smatch flag;
+  if (message.find("PARTRAIN_") != std::string::npos || !std::regex_search(message, flag, kFlag)) {
+    return "";
+  }
+  const std::string name = flag.str();
+  bool typed = false;
+  bool config = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    typed = typed || arg == name || arg.starts_with(name + "=");
+    config = config || arg == "--config" || arg.starts_with("--config=");
+  }
+  if (typed) return "";
+  const std::string variable = flag_env_name(name.substr(2));
+  if (const char* value = std::getenv(variable.c_str());
+      value != nullptr && *value != '\0' && message.find(value) != std::string::npos) {
+    return fmt::format(" (from {}='{}' in the environment: fix or unset it)", variable, value);
+  }
+  return config ? " (from the --config file)" : "";
+}
+
+}  // namespace
+
+std::string command_path(const CLI::App& root) {
+  std::string path = "partrain";
+  for (const CLI::App* app = &root;;) {
+    auto chosen = app->get_subcommands();
+    if (chosen.empty()) return path;
+    app = chosen.front();
+    path += " " + app->get_name();
+  }
+}
+
+std::string unknown_command(const CLI::App& root) {
+  const CLI::App& command = chosen_command(root);
+  if (visible_commands(command).empty()) return "";
+  for (const std::string& word : leftovers(root)) {
+    if (!word.empty() && word.front() != '-') return word;
+    return "";
+  }
+  return "";
+}
+
+std::string usage_error_message(const CLI::App& root, const CLI::ParseError& error, int argc,
+                                const char* const* argv) {
+  std::string message = error.what();
+  const std::string path = command_path(root);
+  if (std::string range = elastic_range_message(message); !range.empty()) return range;
+  if (const std::string typed = unknown_command(root); !typed.empty()) {
+    return unknown_command_message(chosen_command(root), typed, path);
+  }
+  const std::string kUnknownKey = "INI was not able to parse ";
+  if (message.rfind(kUnknownKey, 0) == 0) {
+    message = fmt::format("--config: '{}' is not a flag of `{}` (keys are long flag names)",
+                          message.substr(kUnknownKey.size()), path);
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    for (const std::string& word : leftovers(root)) {
+      if (!word.starts_with("-") || word == "-" || word == "--") continue;
+      const std::string flag = word.substr(0, word.find('='));
+      return fmt::format("unknown flag '{}' for `{}`{}", flag, path,
+                         did_you_mean(closest_names(flag, long_flags(chosen_command(root)))));
+    }
+  }
+  return message + value_source(message, argc, argv);
+}
+
+}  // namespace partrain::cli

@@ -1,0 +1,130 @@
+// `make install PREFIX=...` (CMake's install rules) into a temporary prefix: the installed
+// partrain runs from there, finds its injection library and share/partrain beside itself, and
+// the generated completions and man page cover every command and flag.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "tests/integration/command_runner.h"
+
+namespace partrain::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The long flags `partrain --help-all` lists, and the commands.
+std::set<std::string> listed_flags() {
+  CommandResult help = run_partrain("--help-all");
+  std::set<std::string> flags;
+  static const std::regex kFlag(R"((^|\n) {2,6}(-[a-zA-Z],)?(--[a-z][a-z0-9_-]*))");  // not a description
+  for (auto it = std::sregex_iterator(help.out.begin(), help.out.end(), kFlag);
+       it != std::sregex_iterator(); ++it) {
+    flags.insert((*it)[3].str());
+  }
+  return flags;
+}
+
+const std::vector<std::string> kCommands = {"launch", "trace",   "bench", "collectives",
+                                            "gemm",   "ingest",  "memory", "export", "merge",
+                                            "import", "analyze", "top",    "recommend"};
+
+class Install : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("PARTRAIN_BINARY") != nullptr) GTEST_SKIP() << "a bundle's binary: no build tree";
+    char dir[] = "/tmp/partrain-install-XXXXXX";
+    prefix_ = mkdtemp(dir);
+    const fs::path build = fs::path(PARTRAIN_BINARY).parent_path().parent_path();
+    CommandResult installed =
+        run_shell("cmake --install " + build.string() + " --prefix " + prefix_.string());
+    ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+  }
+  void TearDown() override {
+    if (!prefix_.empty()) fs::remove_all(prefix_);
+  }
+  CommandResult run_installed(const std::string& args) {
+    // From another directory, with nothing pointing back at the build or source tree.
+    return run_shell("cd " + prefix_.string() + " && env -u PARTRAIN_SHARE_DIR " +
+                     (prefix_ / "bin" / "partrain").string() + " " + args);
+  }
+  fs::path prefix_;
+};
+
+TEST_F(Install, PutsEachPieceWhereUsersAndToolsLook) {
+  for (const char* path :
+       {"bin/partrain", "lib/libpartrain_inject.so", "share/partrain/schema.sql",
+        "share/partrain/models/llama-2-7b.json", "share/partrain/gpus/h100-80g.json",
+        "share/partrain/python/sitecustomize.py", "share/man/man1/partrain.1",
+        "share/bash-completion/completions/partrain", "share/zsh/site-functions/_partrain",
+        "share/doc/partrain/README.md", "share/doc/partrain/docs/architecture.md",
+        "share/doc/partrain/examples/pytorch/ddp_train.py"}) {
+    EXPECT_TRUE(fs::exists(prefix_ / path)) << path;
+  }
+}
+
+TEST_F(Install, TheInstalledBinaryFindsItsLibraryAndDataBesideItself) {
+  CommandResult version = run_installed("--version");
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_NE(version.out.find("partrain "), std::string::npos);
+  CommandResult traced = run_installed("trace -o run.db -- true");
+  EXPECT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.err.find("not installed beside"), std::string::npos) << traced.err;
+  EXPECT_TRUE(fs::exists(prefix_ / "run.db"));
+  // A preset only the installed share/partrain has: found there, not in the source tree.
+  fs::copy_file(prefix_ / "share/partrain/models/llama-2-7b.json",
+                prefix_ / "share/partrain/models/installed-probe.json");
+  CommandResult memory = run_installed("memory --model installed-probe --dp 8 --zero 1");
+  EXPECT_EQ(memory.exit_code, 0) << memory.err;
+  // The prefix may move: paths are relative to the binary.
+  const fs::path moved = prefix_.string() + "-moved";
+  fs::rename(prefix_, moved);
+  prefix_ = moved;
+  CommandResult after_move = run_installed("trace -o moved.db -- true");
+  EXPECT_EQ(after_move.exit_code, 0) << after_move.err;
+  EXPECT_EQ(after_move.err.find("not installed beside"), std::string::npos) << after_move.err;
+}
+
+TEST_F(Install, CompletionsOfferEveryCommandAndFlag) {
+  const std::string bash = read_file(prefix_ / "share/bash-completion/completions/partrain");
+  const std::string zsh = read_file(prefix_ / "share/zsh/site-functions/_partrain");
+  const std::set<std::string> flags = listed_flags();
+  ASSERT_GT(flags.size(), 100u);
+  for (const std::string& name : kCommands) {
+    EXPECT_NE(bash.find(" " + name), std::string::npos) << name;
+    EXPECT_NE(zsh.find("'" + name + ":"), std::string::npos) << name;
+  }
+  for (const std::string& flag : flags) {
+    EXPECT_NE(bash.find(flag), std::string::npos) << flag;
+    EXPECT_NE(zsh.find("'" + flag + ":"), std::string::npos) << flag;
+  }
+  EXPECT_EQ(bash.find(" worker"), std::string::npos) << "the launcher's own command";
+  // Bash completes as it is typed: a command, a flag, a choice.
+  const std::string script = (prefix_ / "share/bash-completion/completions/partrain").string();
+  CommandResult completed = run_shell(
+      "bash -c 'source " + script +
+      "; complete_words() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _partrain;"
+      " echo \"${COMPREPLY[*]}\"; }; complete_words partrain lau;"
+      " complete_words partrain launch --nproc-per;"
+      " complete_words partrain bench collectives --op all_r'");
+  EXPECT_EQ(completed.out, "launch\n--nproc-per-node\nall_reduce\n") << completed.err;
+}
+
+TEST_F(Install, TheManPageCoversEveryCommand) {
+  const std::string page = read_file(prefix_ / "share/man/man1/partrain.1");
+  EXPECT_EQ(page.rfind(".TH PARTRAIN 1", 0), 0u);
+  for (const char* command : {"launch", "trace", "bench collectives", "memory", "recommend"}) {
+    EXPECT_NE(page.find(".SS \"partrain " + std::string(command) + "\""), std::string::npos)
+        << command;
+  }
+  EXPECT_NE(page.find("\\-\\-nproc\\-per\\-node"), std::string::npos);
+  CommandResult checked = run_shell("command -v groff >/dev/null || exit 77; groff -man -ww -z " +
+                                    (prefix_ / "share/man/man1/partrain.1").string());
+  if (checked.exit_code != 77) EXPECT_EQ(checked.err, "") << "groff's warnings";
+}
+
+}  // namespace
+}  // namespace partrain::testing
