@@ -209,11 +209,12 @@ bool compute_recorded(const TemporalBreakdown& report) {
                      [](const RankBreakdown& row) { return row.compute_ns > 0; });
 }
 
-// No rank recorded compute, but communication or steps were: a foreign program's host work (a
-// PyTorch job on the CPU, whose collectives and steps partrain records but not its ops) or a
-// GPU program traced without its kernels. What is not communication is then unknown, not idle.
+// For a report in which no rank recorded compute, but communication or steps were: a foreign
+// program's host work (a PyTorch job on the CPU, whose collectives and steps partrain records
+// but not its ops) or a GPU program traced without its kernels. What is not communication is
+// then unknown, not idle.
 std::optional<Finding> unrecorded_compute(const TemporalBreakdown& report) {
-  if (report.ranks.empty() || compute_recorded(report)) return std::nullopt;
+  if (report.ranks.empty()) return std::nullopt;
   const bool communicated = std::any_of(report.ranks.begin(), report.ranks.end(),
                                         [](const RankBreakdown& row) { return row.comm_ns > 0; });
   if (!communicated && !report.has_steps) return std::nullopt;
