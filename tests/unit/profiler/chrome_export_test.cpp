@@ -430,6 +430,9 @@ TEST_F(ChromeExportTest, PerRankFileHasWhatHtaReads) {
   events.push_back(TransferRecord{SliceEvent{2, TrackKind::kCudaStream, "gpu2 stream 13",
                                              "memset", SliceCategory::kMemset, 13'000, 50, 1},
                                   64, 42, 2, 13});
+  // A step as an import of a torch.profiler trace keeps it.
+  events.push_back(SliceEvent{2, TrackKind::kCpuThread, "main", "ProfilerStep#1",
+                              SliceCategory::kStep, 10'000, 10'000, 1});
   auto [doc, counts] = export_json(write_trace(events), selection({2}, std::nullopt));
 
   std::smatch rank;
@@ -453,6 +456,9 @@ TEST_F(ChromeExportTest, PerRankFileHasWhatHtaReads) {
   std::set<std::string> names;
   for (const json& slice : events_of(doc, "X")) names.insert(slice.at("name"));
   EXPECT_TRUE(names.contains("Memset"));
+  // No ProfilerStep: HTA would keep only kernels whose CPU launch it finds, which are not stored.
+  EXPECT_FALSE(text_.find("ProfilerStep") != std::string::npos) << text_;
+  EXPECT_TRUE(names.contains("step"));
   EXPECT_TRUE(names.contains("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
 }
 
