@@ -249,7 +249,8 @@ constexpr const char* kExportFooter =
     "bigger traces with --rank/--steps, or run `trace_processor_shell --httpd trace.json` and "
     "open ui.perfetto.dev, which then uses that native trace processor.\n"
     "Exit codes: 0 written; 1 the output could not be written; 2 bad --format, --rank (a rank "
-    "not in the trace), --steps or -o (an existing file without --force); 3 unreadable trace (not "
+    "not in the trace), --steps or -o (an existing file without --force; with --per-rank, no -o "
+    "or one that is not a directory); 3 unreadable trace (not "
     "a partrain trace, newer schema, "
     "corrupted).";
 
@@ -265,7 +266,8 @@ Subcommand add_export_command(CLI::App& parent) {
   cmd->add_option("-o,--output", flags->output,
                   "Output file (default: the trace's path with .json; - writes to stdout). A "
                   "device or FIFO (/dev/null, a named pipe) is written into; through a symbolic "
-                  "link the file it names is written, the link kept");
+                  "link the file it names is written, the link kept. With --per-rank, a "
+                  "directory");
   cmd->add_flag("--force", flags->force, "Replace the output file if it exists");
   cmd->add_flag("--per-rank", flags->per_rank,
                 "One file per rank, rank<N>.json, in the directory -o names (made if absent): "
