@@ -1,6 +1,7 @@
-// analyze_gpu_timeline: per rank, its GPU slices in order of start (one query, the reader's)
-// are added to four running unions: all, compute, comm, and compute ∪ comm (the overlap follows
-// by inclusion-exclusion). Nothing but the open interval of each is held.
+// analyze_gpu_timeline: per rank, its CUDA streams' slices in order of start (the reader merges
+// the streams, each walked along the slice_track_ts index) are added to four running unions: all,
+// compute, comm, and compute ∪ comm (the overlap follows by inclusion-exclusion). Nothing but the
+// open interval of each is held.
 #include "analyzers/gpu_timeline.h"
 
 #include <fmt/format.h>
@@ -8,9 +9,11 @@
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "analyzers/rank_breakdown.h"
 #include "profiler/trace_reader/kernel_reads.h"
+#include "profiler/trace_reader/slice_reads.h"
 
 namespace partrain::analyzers {
 
@@ -38,19 +41,44 @@ std::optional<double> GpuTimeline::overlap_pct() const {
 
 namespace {
 
-// One rank's GPU timeline; nullopt when it ran nothing on the GPU in its span.
+// What each name of a GPU slice counts as, looked up once per name: a trace has a few hundred
+// kernel names and millions of launches.
+class GpuWorkByName {
+ public:
+  explicit GpuWorkByName(const profiler::TraceReader& reader) : reader_(reader) {}
+  StatusOr<GpuWork> of(const profiler::SliceSpan& slice) {
+    if (slice.category != profiler::SliceCategory::kKernel) return GpuWork::kOther;
+    auto found = work_.find(slice.name_id);
+    if (found != work_.end()) return found->second;
+    ASSIGN_OR_RETURN(const std::string_view name, reader_.string(slice.name_id));
+    return work_.emplace(slice.name_id, gpu_work_of(slice.category, name)).first->second;
+  }
+
+ private:
+  const profiler::TraceReader& reader_;
+  std::unordered_map<int64_t, GpuWork> work_;
+};
+
+// One rank's GPU timeline: its CUDA streams' slices that start in its span, in order of start;
+// nullopt when it ran nothing on the GPU there.
 StatusOr<std::optional<GpuTimeline>> rank_timeline(const profiler::TraceReader& reader, int rank,
-                                                   const RankSpan& span) {
-  ASSIGN_OR_RETURN(profiler::GpuActivityCursor rows,
-                   profiler::gpu_activity(reader, rank, span.start_ns, span.end_ns));
+                                                   const RankSpan& span, GpuWorkByName& work) {
+  using profiler::SliceCategory;
+  ASSIGN_OR_RETURN(profiler::RankSliceCursor rows,
+                   profiler::rank_slices(
+                       reader, rank, span.start_ns, span.end_ns,
+                       {SliceCategory::kKernel, SliceCategory::kMemcpy, SliceCategory::kMemset},
+                       profiler::TrackKind::kCudaStream));
   IntervalUnion all, compute, comm, compute_or_comm;
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
-  profiler::GpuActivitySlice slice;
+  profiler::SliceSpan slice;
   while (rows.next(slice)) {
+    if (slice.start_ns < span.start_ns) continue;  // it started before the span: not its work
     first = std::min(first, slice.start_ns);
     last = std::max(last, slice.end_ns);
     all.add(slice.start_ns, slice.end_ns);
-    switch (gpu_work_of(slice.category, slice.name)) {
+    ASSIGN_OR_RETURN(const GpuWork kind, work.of(slice));
+    switch (kind) {
       case GpuWork::kCompute:
         compute.add(slice.start_ns, slice.end_ns);
         break;
@@ -84,9 +112,10 @@ StatusOr<GpuTimelineReport> analyze_gpu_timeline(const profiler::TraceReader& re
   GpuTimelineReport report;
   ASSIGN_OR_RETURN(const bool any, profiler::has_kernels(reader));
   if (!any) return report;  // a CPU trace: no query over its slices
+  GpuWorkByName work(reader);
   for (int rank : window.ranks) {
     ASSIGN_OR_RETURN(std::optional<GpuTimeline> row,
-                     rank_timeline(reader, rank, window.spans.at(rank)));
+                     rank_timeline(reader, rank, window.spans.at(rank), work));
     if (row) report.ranks.push_back(*row);
   }
   return report;

@@ -27,30 +27,4 @@ StatusOr<std::vector<KernelTime>> kernel_times(const TraceReader& reader, int ra
   return times;
 }
 
-bool GpuActivityCursor::next(GpuActivitySlice& slice) {
-  if (!step()) return false;
-  slice.start_ns = stmt_.column_int(0);
-  slice.end_ns = stmt_.column_int(1);
-  const std::string category = stmt_.column_text(2);
-  slice.category = category == "kernel"   ? SliceCategory::kKernel
-                   : category == "memcpy" ? SliceCategory::kMemcpy
-                                          : SliceCategory::kMemset;
-  slice.name = stmt_.column_text(3);
-  return true;
-}
-
-StatusOr<GpuActivityCursor> gpu_activity(const TraceReader& reader, int rank, int64_t from,
-                                         int64_t to) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare("SELECT ts_ns, ts_ns + dur_ns, category, name FROM slices "
-                                  "WHERE rank = ?1 AND track_kind = 'cuda_stream' AND category "
-                                  "IN ('kernel', 'memcpy', 'memset') AND ts_ns >= ?2 AND ts_ns < "
-                                  "?3 ORDER BY ts_ns"));
-  stmt.bind(1, int64_t{rank});
-  stmt.bind(2, from);
-  stmt.bind(3, to);
-  return GpuActivityCursor(reader.db(), std::move(stmt),
-                           fmt::format("reading the GPU activity of rank {}", rank));
-}
-
 }  // namespace partrain::profiler

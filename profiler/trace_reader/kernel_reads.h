@@ -1,5 +1,4 @@
-// Reading the GPU kernels: whether a trace has any, one rank's kernel time by name, and one
-// rank's GPU activity (kernels, copies, fills) in order of start.
+// Reading the GPU kernels: whether a trace has any, and one rank's kernel time by name.
 #pragma once
 
 #include <cstdint>
@@ -7,8 +6,6 @@
 #include <vector>
 
 #include "core/status.h"
-#include "profiler/trace_event.h"
-#include "profiler/trace_reader/row_cursor.h"
 #include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::profiler {
@@ -24,23 +21,5 @@ StatusOr<bool> has_kernels(const TraceReader& reader);
 // with distinct names, not launches).
 StatusOr<std::vector<KernelTime>> kernel_times(const TraceReader& reader, int rank, int64_t from,
                                                int64_t to);
-
-// A kernel, copy or fill on one of the rank's CUDA streams.
-struct GpuActivitySlice {
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  SliceCategory category = SliceCategory::kKernel;  // kKernel, kMemcpy or kMemset
-  std::string name;
-};
-
-class GpuActivityCursor : public RowCursor {
- public:
-  using RowCursor::RowCursor;
-  bool next(GpuActivitySlice& slice);
-};
-// The kernel, memcpy and memset slices on the CUDA streams of `rank` that start in [from, to),
-// by start (one sorted query: a rank's GPU rows, not its host's).
-StatusOr<GpuActivityCursor> gpu_activity(const TraceReader& reader, int rank, int64_t from,
-                                         int64_t to);
 
 }  // namespace partrain::profiler
