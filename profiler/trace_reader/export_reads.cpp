@@ -61,10 +61,10 @@ constexpr ArgColumn kCollectiveArgs[] = {
     {"root", false},       {"comm_rank", false},  {"group_size", false},  {"group_ranks", true},
     {"state", true},       {"enqueue_ns", false}, {"gpu_start_ns", false}, {"gpu_end_ns", false}};
 constexpr ArgColumn kKernelArgs[] = {
-    {"correlation_id", false, "correlation"}, {"device", false},  {"stream", false}, {"grid_x", false},
-    {"grid_y", false},         {"grid_z", false},  {"block_x", false},   {"block_y", false},
-    {"block_z", false},        {"registers", false}, {"static_shared_bytes", false},
-    {"dynamic_shared_bytes", false}};
+    {"correlation_id", false, "correlation"}, {"device", false},  {"stream", false},
+    {"grid_x", false},         {"grid_y", false},  {"grid_z", false},  {"block_x", false},
+    {"block_y", false},        {"block_z", false}, {"registers", false},
+    {"static_shared_bytes", false}, {"dynamic_shared_bytes", false}};
 constexpr ArgColumn kTransferArgs[] = {
     {"bytes", false}, {"correlation_id", false, "correlation"}, {"device", false},
     {"stream", false}};
