@@ -3,7 +3,8 @@
 // HTA's temporal breakdown and communication/computation overlap agree with `partrain analyze
 // --json`'s "gpu" figures over the same steps within 1% per rank. The GPU trace is made of
 // synthetic CUPTI activity (kernels on three streams, NCCL all-reduce kernels, copies, fills)
-// put through the translator a traced rank uses, with each rank's clock offset; the CPU trace is
+// put through the translator a traced rank uses, with each rank's clock offset; a torch.profiler
+// GPU trace imported and exported again reads in HTA as the original files do; the CPU trace is
 // a built-in workload on gloo, on which HTA finds no GPU work (docs/import.md, "HTA").
 // SKIPPED without the interpreter.
 #include <gtest/gtest.h>
@@ -176,8 +177,7 @@ class HtaExport : public ::testing::Test {
   ScratchDir scratch_;
 };
 
-// Within 1% of partrain's figure (and both non-zero where partrain's is, so a rule that drops a
-// kind of work shows).
+// HTA's figure within 1% of partrain's (the bar; on these traces they agree to the ns).
 void expect_within_1pct(double hta, double partrain, const std::string& what) {
   EXPECT_NEAR(hta, partrain, 0.01 * std::abs(partrain)) << what;
 }
