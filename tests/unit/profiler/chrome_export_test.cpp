@@ -419,6 +419,8 @@ TEST_F(ChromeExportTest, GpuCopiesCarryTheirBytesAsArgs) {
 // fills) with Kineto's stream, device and correlation args and names; no stream on host slices.
 TEST_F(ChromeExportTest, PerRankFileHasWhatHtaReads) {
   std::vector<TraceEvent> events = sample_events(R"({"backend":"nccl"})", "cuda:", 3);
+  // Text that looks like the rank inside a string (the command) is escaped: never a match.
+  std::get<RunInfo>(events[0]).command = R"(train.py --meta '{"rank": 9}')";
   KernelRecord nccl;
   nccl.slice = SliceEvent{2, TrackKind::kCudaStream, "gpu2 stream 13",
                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL", SliceCategory::kKernel,
