@@ -215,6 +215,8 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   out.findings = run_outcome_findings(out.outcome);
   RETURN_IF_ERROR(add_analysis(out, "ranks", started, analyze_temporal_breakdown(reader, window),
                                out.ranks, temporal_findings));
+  RETURN_IF_ERROR(add_analysis(out, "gpu", started, analyze_gpu_timeline(reader, window),
+                               out.gpu, gpu_timeline_findings));
   RETURN_IF_ERROR(add_collective_analyses(reader, started, out));
   RETURN_IF_ERROR(add_analysis(out, "pipeline", started, analyze_pipeline_bubble(reader, window),
                                out.pipeline, pipeline_bubble_findings));

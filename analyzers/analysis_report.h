@@ -15,6 +15,7 @@
 #include "analyzers/analysis_window.h"
 #include "analyzers/collective_stats.h"
 #include "analyzers/finding.h"
+#include "analyzers/gpu_timeline.h"
 #include "analyzers/memory_vs_estimate.h"
 #include "analyzers/pipeline_bubble.h"
 #include "analyzers/stragglers.h"
@@ -46,6 +47,7 @@ struct AnalysisReport {
   AnalysisWindow window;
   RunOutcome outcome;
   TemporalBreakdown ranks;
+  GpuTimelineReport gpu;  // HTA's temporal breakdown of the GPU streams
   CollectiveStatsReport collectives;
   StragglerReport stragglers;
   PipelineBubbleReport pipeline;
@@ -53,7 +55,7 @@ struct AnalysisReport {
   TopKernels kernels;
   std::vector<Finding> findings;  // highest impact first
   // When each analysis was done, in ns since analyze_run began (`partrain -v analyze` prints
-  // them): "ranks", "collectives", "stragglers", "pipeline", "memory", "kernels".
+  // them): "ranks", "gpu", "collectives", "stragglers", "pipeline", "memory", "kernels".
   std::vector<std::pair<std::string, int64_t>> done_ns;
 };
 
@@ -73,7 +75,7 @@ void sort_findings(std::vector<Finding>& findings);
 std::string describe_window(const AnalysisWindow& window);
 std::string format_report(const AnalysisReport& report);
 std::string format_findings(const std::vector<Finding>& findings);
-// {"run_id", "status", "world_size", "window": {...}, "ranks", "collectives",
+// {"run_id", "status", "world_size", "window": {...}, "ranks", "gpu", "collectives",
 //  "collective_matching", "stragglers", "pipeline", "memory", "kernels", "findings": [...]}.
 nlohmann::json report_json(const AnalysisReport& report);
 nlohmann::json finding_json(const Finding& finding);

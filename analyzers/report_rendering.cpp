@@ -40,9 +40,11 @@ std::string format_report(const AnalysisReport& report) {
   if (!outcome.data_loss.empty()) {
     out = out.substr(0, out.size() - 1) + format_data_loss(outcome.data_loss) + "\n";
   }
-  // One section per analysis, in the order analyze_run runs them.
+  // One section per analysis, in the order analyze_run runs them; GPU time only where there is.
+  out += format_temporal_breakdown(report.ranks) + "\n";
+  if (const std::string gpu = format_gpu_timeline(report.gpu); !gpu.empty()) out += gpu + "\n";
   for (const std::string& section :
-       {format_temporal_breakdown(report.ranks), format_collective_stats(report.collectives),
+       {format_collective_stats(report.collectives),
         format_stragglers(report.stragglers), format_pipeline_bubble(report.pipeline),
         format_memory_vs_estimate(report.memory), format_top_kernels(report.kernels)}) {
     out += section + "\n";
@@ -73,6 +75,7 @@ nlohmann::json report_json(const AnalysisReport& report) {
                         {"window", window}};
   out["data_loss"] = data_loss_json(report.outcome.data_loss);
   out["ranks"] = temporal_breakdown_json(report.ranks);
+  out["gpu"] = gpu_timeline_json(report.gpu);
   out["collectives"] = collective_stats_json(report.collectives);
   out["collective_matching"] = collective_matching_json(report.collectives);
   out["stragglers"] = stragglers_json(report.stragglers);

@@ -4,6 +4,7 @@
 // profiler/chrome_export.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -35,6 +36,7 @@ struct ExportFlags {
   std::optional<std::string> ranks;  // given empty: refused, not "every rank"
   std::string steps;
   bool force = false;
+  bool per_rank = false;  // -o is a directory: one rank<N>.json per rank, as HTA reads them
 };
 
 StatusOr<ChromeExportOptions> export_options(const ExportFlags& flags) {
@@ -134,9 +136,73 @@ StatusOr<ChromeExportCounts> export_to_special_file(const profiler::SqliteDb& db
   return export_to_stream(db, options, file, out.string());
 }
 
+// --per-rank: the directory (made if absent, its parent must exist) and in it rank<N>.json for
+// each selected rank, each a whole export of that rank alone. Every file is checked before the
+// first is written, so a refusal leaves the directory as it was.
+struct PerRankTarget {
+  int rank = 0;
+  fs::path path;
+};
+
+StatusOr<std::vector<PerRankTarget>> per_rank_targets(const ExportFlags& flags,
+                                                      const profiler::TraceReader& reader,
+                                                      const ChromeExportOptions& options) {
+  if (flags.output.empty() || flags.output == "-") {
+    return invalid_argument(
+        "--per-rank writes one file per rank: name their directory with -o (e.g. -o hta_traces)");
+  }
+  const fs::path dir = follow_links(flags.output);
+  const OutputKind kind = output_kind(dir);
+  if (kind != OutputKind::kAbsent && kind != OutputKind::kDirectory) {
+    return invalid_argument("{} is not a directory: --per-rank names a directory with -o",
+                            flags.output);
+  }
+  auto recorded = reader.recorded_ranks();
+  if (!recorded.is_ok()) return recorded.status();
+  if (recorded->empty()) return invalid_argument("the trace records no ranks: nothing to write");
+  const std::vector<int> ranks = options.ranks.empty() ? *recorded : options.ranks;
+  for (int rank : ranks) {
+    if (std::find(recorded->begin(), recorded->end(), rank) == recorded->end()) {
+      return invalid_argument("rank {} is not in this trace (ranks present: {})", rank,
+                              profiler::format_rank_ranges(*recorded));
+    }
+  }
+  std::vector<PerRankTarget> targets;
+  for (int rank : ranks) {
+    PerRankTarget target{rank, dir / fmt::format("rank{}.json", rank)};
+    if (!flags.force && output_kind(target.path) != OutputKind::kAbsent) {
+      return invalid_argument("{} exists: pass --force to replace it, or name another directory",
+                              target.path.string());
+    }
+    targets.push_back(std::move(target));
+  }
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (ec) return failed("cannot create the directory {}: {}", flags.output, ec.message());
+  return targets;
+}
+
+// One file per rank into a directory (HTA's TraceAnalysis(trace_dir=...)).
+int run_per_rank_export(const ExportFlags& flags, const ChromeExportOptions& options) {
+  auto trace = profiler::open_trace(flags.trace);
+  if (!trace.is_ok()) return report_error(trace.status());
+  auto targets = per_rank_targets(flags, trace->db, options);
+  if (!targets.is_ok()) return report_error(targets.status().with_context(flags.trace));
+  for (const PerRankTarget& target : *targets) {
+    ChromeExportOptions one = options;
+    one.ranks = {target.rank};
+    auto counts = export_to_file(trace->db, one, target.path);
+    if (!counts.is_ok()) return report_error(counts.status().with_context(flags.trace));
+    log::info("wrote {} events ({} slices) of rank {} to {}", counts->events, counts->slices,
+              target.rank, target.path.string());
+  }
+  return 0;
+}
+
 int run_export(const ExportFlags& flags) {
   auto options = export_options(flags);
   if (!options.is_ok()) return report_error(options.status());
+  if (flags.per_rank) return run_per_rank_export(flags, *options);
   auto out = export_target(flags);
   if (!out.is_ok()) return report_error(out.status());
   auto trace = profiler::open_trace(flags.trace);
@@ -168,16 +234,23 @@ constexpr const char* kExportFooter =
     "and events without a step (memory samples, slices with no step) that overlap the time "
     "window of those steps; each memory counter starts at the window with the bytes then in "
     "use.\n"
+    "--per-rank writes rank<N>.json for each rank (of --rank, else every rank) into the "
+    "directory -o names, each file one rank's export as Kineto writes one per rank, which "
+    "HolisticTraceAnalysis loads: TraceAnalysis(trace_dir=DIR) (keep other .json and .gz files "
+    "out of DIR: HTA reads them all). GPU kernels, copies and fills carry stream, device and "
+    "correlation as Kineto's do; see docs/import.md, \"HTA\", for what HTA computes on them.\n"
     "Examples:\n"
     "  partrain export partrain-runs/r1.db            # writes partrain-runs/r1.json\n"
     "  partrain export run.db -o trace.json --rank 0,2 --steps 3:5\n"
     "  partrain export run.db -o - | gzip > trace.json.gz\n"
+    "  partrain export run.db --per-rank -o hta_traces --steps 3:5\n"
     "Open the file at https://ui.perfetto.dev (\"Open trace file\", or drop it on the page) or "
     "in chrome://tracing (\"Load\"). The browser alone handles JSON up to about 1-2 GB: narrow "
     "bigger traces with --rank/--steps, or run `trace_processor_shell --httpd trace.json` and "
     "open ui.perfetto.dev, which then uses that native trace processor.\n"
     "Exit codes: 0 written; 1 the output could not be written; 2 bad --format, --rank (a rank "
-    "not in the trace), --steps or -o (an existing file without --force); 3 unreadable trace (not "
+    "not in the trace), --steps or -o (an existing file without --force; with --per-rank, no -o "
+    "or one that is not a directory); 3 unreadable trace (not "
     "a partrain trace, newer schema, "
     "corrupted).";
 
@@ -193,8 +266,12 @@ Subcommand add_export_command(CLI::App& parent) {
   cmd->add_option("-o,--output", flags->output,
                   "Output file (default: the trace's path with .json; - writes to stdout). A "
                   "device or FIFO (/dev/null, a named pipe) is written into; through a symbolic "
-                  "link the file it names is written, the link kept");
+                  "link the file it names is written, the link kept. With --per-rank, a "
+                  "directory");
   cmd->add_flag("--force", flags->force, "Replace the output file if it exists");
+  cmd->add_flag("--per-rank", flags->per_rank,
+                "One file per rank, rank<N>.json, in the directory -o names (made if absent): "
+                "the layout HTA's TraceAnalysis(trace_dir=...) reads");
   cmd->add_option("--format", flags->format, "Output format; accepted: chrome")
       ->capture_default_str();
   without_env_var(

@@ -229,6 +229,27 @@ Status write_metadata(JsonStream& sink, const std::vector<ExportedRank>& ranks, 
 
 // ---- slices --------------------------------------------------------------------------------
 
+// The slice's name, but for two kinds, for HolisticTraceAnalysis's sake. A GPU copy or fill
+// goes under Kineto's name ("memcpy HtoD" as "Memcpy HtoD", "memset" as "Memset"): HTA tells
+// copies from compute kernels by these capitalised prefixes alone. A step is "step" (its number
+// in args), as recorded steps are, also where an import kept "ProfilerStep#N": HTA takes such a
+// name as its iteration marker and then keeps only the GPU events whose CPU launch (by
+// correlation) it finds, launches partrain does not store, so it would drop every kernel.
+void append_slice_name(fmt::memory_buffer& out, const ExportSlice& slice) {
+  if (slice.category == "step") {
+    append_json_raw(out, "\"step\"");
+    return;
+  }
+  const bool transfer = slice.category == "memcpy" || slice.category == "memset";
+  if (!transfer || slice.name.empty() || slice.name[0] != 'm') {
+    append_json_string(out, slice.name);
+    return;
+  }
+  std::string name = slice.name;
+  name[0] = 'M';
+  append_json_string(out, name);
+}
+
 void write_slice(fmt::memory_buffer& out, const ExportSlice& slice, const TrackIds& tracks) {
   open_event(out, 'X', slice.rank);
   fmt::format_to(std::back_inserter(out), ",\"tid\":{},\"ts\":",
@@ -237,7 +258,7 @@ void write_slice(fmt::memory_buffer& out, const ExportSlice& slice, const TrackI
   append_json_raw(out, ",\"dur\":");
   append_json_us(out, slice.dur_ns);
   append_json_raw(out, ",\"name\":");
-  append_json_string(out, slice.name);
+  append_slice_name(out, slice);
   append_json_raw(out, ",\"cat\":");
   append_json_string(out, slice.category);
   Args args(out);
@@ -459,13 +480,15 @@ void write_trailer(fmt::memory_buffer& out, const ExportedRun& run, const std::v
   if (options.steps) string_field("steps", step_range_text(*options.steps));
   append_json_raw(out,
                   ",\"time_unit\":\"ts and dur are microseconds on the run-wide timeline\"},\n");
-  append_json_raw(out, "\"distributedInfo\":{");
+  // With Kineto's spacing: HTA finds a file's rank by the pattern `"rank":\s+(\d+)` (the
+  // first match in the file; the events before, written compactly, never match).
+  append_json_raw(out, "\"distributedInfo\": {");
   if (!run.backend.empty()) {
-    append_json_raw(out, "\"backend\":");
+    append_json_raw(out, "\"backend\": ");
     append_json_string(out, run.backend);
-    append_json_raw(out, ",");
+    append_json_raw(out, ", ");
   }
-  fmt::format_to(std::back_inserter(out), "\"rank\":{},\"world_size\":{}}}}}\n",
+  fmt::format_to(std::back_inserter(out), "\"rank\": {}, \"world_size\": {}}}}}\n",
                  exported.empty() ? 0 : exported.front(), run.world_size.value_or(0));
 }
 

@@ -50,6 +50,8 @@ std::string slice_filter(std::string_view alias) {
 struct ArgColumn {
   std::string_view name;
   bool text;
+  std::string_view arg = {};  // the name in the export when it is not the column's (Kineto's)
+  std::string_view arg_name() const { return arg.empty() ? name : arg; }
 };
 
 // clang-format off
@@ -59,12 +61,13 @@ constexpr ArgColumn kCollectiveArgs[] = {
     {"root", false},       {"comm_rank", false},  {"group_size", false},  {"group_ranks", true},
     {"state", true},       {"enqueue_ns", false}, {"gpu_start_ns", false}, {"gpu_end_ns", false}};
 constexpr ArgColumn kKernelArgs[] = {
-    {"correlation_id", false}, {"device", false},  {"stream", false},    {"grid_x", false},
-    {"grid_y", false},         {"grid_z", false},  {"block_x", false},   {"block_y", false},
-    {"block_z", false},        {"registers", false}, {"static_shared_bytes", false},
-    {"dynamic_shared_bytes", false}};
+    {"correlation_id", false, "correlation"}, {"device", false},  {"stream", false},
+    {"grid_x", false},         {"grid_y", false},  {"grid_z", false},  {"block_x", false},
+    {"block_y", false},        {"block_z", false}, {"registers", false},
+    {"static_shared_bytes", false}, {"dynamic_shared_bytes", false}};
 constexpr ArgColumn kTransferArgs[] = {
-    {"bytes", false}, {"correlation_id", false}, {"device", false}, {"stream", false}};
+    {"bytes", false}, {"correlation_id", false, "correlation"}, {"device", false},
+    {"stream", false}};
 // clang-format on
 
 std::span<const ArgColumn> detail_columns(SliceDetail detail) {
@@ -195,7 +198,7 @@ bool ExportSliceCursor::next(ExportSlice& slice) {
     if (stmt_.column_is_null(column)) continue;
     if (slice.args.size() <= used) slice.args.emplace_back();
     ExportArg& arg = slice.args[used++];
-    arg.name = columns[i].name;
+    arg.name = columns[i].arg_name();
     arg.text = columns[i].text;
     if (arg.text) {
       arg.value = stmt_.column_text(column);

@@ -44,7 +44,8 @@ struct ExportTrack {
 StatusOr<std::vector<ExportTrack>> export_tracks(const TraceReader& reader,
                                                  const ExportSelection& selection);
 
-// A column of a slice's detail row, by its name in the views; NULLs are left out.
+// A column of a slice's detail row, by its name in the views (correlation_id by Kineto's,
+// correlation, which HTA reads); NULLs are left out.
 struct ExportArg {
   std::string_view name;
   bool text = false;

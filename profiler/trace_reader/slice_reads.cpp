@@ -28,7 +28,7 @@ int advance(SqliteStatement& stmt, SliceCategorySet categories, int64_t lifetime
     const std::optional<SliceCategory> category = slice_category_from_code(stmt.column_int(2));
     if (!category || !categories.contains(*category)) continue;
     if (*category == SliceCategory::kPhase && stmt.column_int(3) == lifetime_name) continue;
-    head = {stmt.column_int(0), stmt.column_int(1), *category};
+    head = {stmt.column_int(0), stmt.column_int(1), *category, stmt.column_int(3)};
     return rc;
   }
   return rc;
@@ -66,12 +66,14 @@ bool RankSliceCursor::next(SliceSpan& slice) {
 }
 
 StatusOr<RankSliceCursor> rank_slices(const TraceReader& reader, int rank, int64_t from,
-                                      int64_t to, SliceCategorySet categories) {
+                                      int64_t to, SliceCategorySet categories,
+                                      std::optional<TrackKind> only) {
   ASSIGN_OR_RETURN(const std::vector<TrackRow> tracks, reader.tracks());
   ASSIGN_OR_RETURN(const int64_t lifetime_name, process_lifetime_name(reader));
   std::vector<RankSliceCursor::Track> heads;
   for (const TrackRow& track : tracks) {
     if (track.rank != rank || !track.kind || *track.kind == TrackKind::kMemory) continue;
+    if (only && *track.kind != *only) continue;
     RankSliceCursor::Track head;
     ASSIGN_OR_RETURN(head.stmt, reader.prepare(kTrackSlicesSql));
     head.stmt.bind(1, track.id);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct SliceSpan {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   SliceCategory category = SliceCategory::kCompute;
+  int64_t name_id = -1;  // the name's string id (TraceReader::string)
 };
 
 class SliceCategorySet {
@@ -64,8 +66,10 @@ class RankSliceCursor {
   Status status_;
 };
 
+// `only`: the tracks of that kind alone (kCudaStream: the rank's GPU work).
 StatusOr<RankSliceCursor> rank_slices(const TraceReader& reader, int rank, int64_t from,
-                                      int64_t to, SliceCategorySet categories);
+                                      int64_t to, SliceCategorySet categories,
+                                      std::optional<TrackKind> only = std::nullopt);
 
 // A forward or backward phase slice (the pipeline schedule's actions).
 struct PipelineAction {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "profiler/trace_writer.h"
 #include "tests/integration/command_runner.h"
@@ -152,6 +153,68 @@ TEST_F(ExportCommandTest, ExplicitOutputIsWrittenWhole) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(outputs(), std::vector<std::string>{"trace.json"});  // no temporary left beside it
   EXPECT_NO_THROW(json::parse(testing::read_file(out.string())));
+}
+
+// --per-rank: rank<N>.json per rank in a new directory, each that rank alone with its rank where
+// HTA's pattern finds it; the directory's other files are left alone.
+TEST_F(ExportCommandTest, PerRankWritesOneFilePerRank) {
+  const fs::path out = dir_ / "hta";
+  auto result = run_partrain("export " + trace_.string() + " --per-rank -o " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"rank0.json", "rank1.json"}));
+  for (int rank : {0, 1}) {
+    const std::string text = testing::read_file((out / fmt::format("rank{}.json", rank)).string());
+    std::smatch found;
+    ASSERT_TRUE(std::regex_search(text, found, std::regex(R"("rank":\s+(\d+))")));
+    EXPECT_EQ(found[1], std::to_string(rank));
+    std::set<int> pids;
+    const json doc = json::parse(text);
+    for (const json& e : doc.at("traceEvents")) pids.insert(e.at("pid").get<int>());
+    EXPECT_EQ(pids, std::set<int>{rank + 1});
+  }
+  auto one = run_partrain("export " + trace_.string() + " --per-rank --rank 1 -o " +
+                          (dir_ / "one").string());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(fs::exists(dir_ / "one" / "rank1.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "one" / "rank0.json"));
+}
+
+// Refusals before anything is written (exit 2): no directory named, -o a file, a rank not in the
+// trace, a rank's file already there without --force (which then replaces it).
+TEST_F(ExportCommandTest, PerRankRefusesWithoutWriting) {
+  auto no_dir = run_partrain("export " + trace_.string() + " --per-rank");
+  EXPECT_EQ(no_dir.exit_code, 2) << no_dir.err;
+  EXPECT_NE(no_dir.err.find("-o"), std::string::npos) << no_dir.err;
+
+  const fs::path file = dir_ / "file.json";
+  std::ofstream(file) << "not a directory";
+  auto on_file = run_partrain("export " + trace_.string() + " --per-rank -o " + file.string());
+  EXPECT_EQ(on_file.exit_code, 2) << on_file.err;
+  EXPECT_NE(on_file.err.find("not a directory"), std::string::npos) << on_file.err;
+
+  const fs::path out = dir_ / "hta";
+  auto absent = run_partrain("export " + trace_.string() + " --per-rank --rank 5 -o " +
+                             out.string());
+  EXPECT_EQ(absent.exit_code, 2) << absent.err;
+  EXPECT_NE(absent.err.find("ranks present: 0-1"), std::string::npos) << absent.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  fs::create_directories(out);
+  std::ofstream(out / "rank1.json") << "kept";
+  auto refused = run_partrain("export " + trace_.string() + " --per-rank -o " + out.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(out / "rank0.json"));
+  EXPECT_EQ(testing::read_file((out / "rank1.json").string()), "kept");
+  auto forced =
+      run_partrain("export " + trace_.string() + " --per-rank --force -o " + out.string());
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NO_THROW(json::parse(testing::read_file((out / "rank1.json").string())));
 }
 
 // An existing file is not replaced without --force: it may be another run's trace.

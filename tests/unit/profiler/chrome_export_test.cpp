@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -405,12 +406,62 @@ TEST_F(ChromeExportTest, GpuCopiesCarryTheirBytesAsArgs) {
   std::vector<json> slices = events_of(doc, "X");
   ASSERT_EQ(slices.size(), 1u);
   EXPECT_EQ(counts.slices, 1);
-  EXPECT_EQ(slices[0].at("name"), "memcpy HtoD");
+  EXPECT_EQ(slices[0].at("name"), "Memcpy HtoD");  // Kineto's name, which HTA classifies by
   EXPECT_EQ(slices[0].at("cat"), "memcpy");
   const json& args = slices[0].at("args");
   EXPECT_EQ(args.at("bytes"), 4096);
-  EXPECT_EQ(args.at("correlation_id"), 12);
+  EXPECT_EQ(args.at("correlation"), 12);
   EXPECT_EQ(args.at("stream"), 7);
+}
+
+// What HolisticTraceAnalysis needs of a per-rank file (docs/import.md, "HTA"): the rank in
+// distributedInfo where its pattern `"rank":\s+(\d+)` finds it first; GPU work (kernels, copies,
+// fills) with Kineto's stream, device and correlation args and names; no stream on host slices.
+TEST_F(ChromeExportTest, PerRankFileHasWhatHtaReads) {
+  std::vector<TraceEvent> events = sample_events(R"({"backend":"nccl"})", "cuda:", 3);
+  // Text that looks like the rank inside a string (the command) is escaped: never a match.
+  std::get<RunInfo>(events[0]).command = R"(train.py --meta '{"rank": 9}')";
+  KernelRecord nccl;
+  nccl.slice = SliceEvent{2, TrackKind::kCudaStream, "gpu2 stream 13",
+                          "ncclDevKernel_AllReduce_Sum_f32_RING_LL", SliceCategory::kKernel,
+                          12'000, 800, 1};
+  nccl.correlation_id = 41;
+  nccl.device = 2;
+  nccl.stream = 13;
+  events.push_back(nccl);
+  events.push_back(TransferRecord{SliceEvent{2, TrackKind::kCudaStream, "gpu2 stream 13",
+                                             "memset", SliceCategory::kMemset, 13'000, 50, 1},
+                                  64, 42, 2, 13});
+  // A step as an import of a torch.profiler trace keeps it.
+  events.push_back(SliceEvent{2, TrackKind::kCpuThread, "main", "ProfilerStep#1",
+                              SliceCategory::kStep, 10'000, 10'000, 1});
+  auto [doc, counts] = export_json(write_trace(events), selection({2}, std::nullopt));
+
+  std::smatch rank;
+  ASSERT_TRUE(std::regex_search(text_, rank, std::regex(R"("rank":\s+(\d+))"))) << text_;
+  EXPECT_EQ(rank[1], "2");
+  EXPECT_EQ(doc.at("distributedInfo").at("world_size"), 3);
+  EXPECT_EQ(doc.at("distributedInfo").at("backend"), "nccl");
+  int gpu = 0;
+  for (const json& slice : events_of(doc, "X")) {
+    const json args = slice.value("args", json::object());
+    if (slice.at("cat") == "kernel" || slice.at("cat") == "memset") {
+      ++gpu;
+      EXPECT_EQ(args.at("stream"), 13) << slice.dump();
+      EXPECT_EQ(args.at("device"), 2) << slice.dump();
+      EXPECT_TRUE(args.at("correlation").is_number_integer()) << slice.dump();
+    } else {
+      EXPECT_FALSE(args.contains("stream")) << slice.dump();
+    }
+  }
+  EXPECT_EQ(gpu, 2);
+  std::set<std::string> names;
+  for (const json& slice : events_of(doc, "X")) names.insert(slice.at("name"));
+  EXPECT_TRUE(names.contains("Memset"));
+  // No ProfilerStep: HTA would keep only kernels whose CPU launch it finds, which are not stored.
+  EXPECT_FALSE(text_.find("ProfilerStep") != std::string::npos) << text_;
+  EXPECT_TRUE(names.contains("step"));
+  EXPECT_TRUE(names.contains("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
 }
 
 TEST_F(ChromeExportTest, NamesAreEscapedAndNonUtf8BytesReplaced) {
