@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -189,6 +190,7 @@ void MetricsServer::start() {
 }
 
 void MetricsServer::serve() {
+  ::pthread_setname_np(::pthread_self(), "metrics-http");
   std::list<Connection> connections;
   int64_t accept_paused_until = 0;
   std::vector<pollfd> fds;

@@ -1,5 +1,6 @@
 #include "metrics/page_refresher.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ void PageRefresher::publish(std::shared_ptr<const MetricsPage> page) {
 }
 
 void PageRefresher::run() {
+  ::pthread_setname_np(::pthread_self(), "metrics-refresh");  // as `top -H` shows it
   // Linux applies a thread id's niceness to that thread alone.
   if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kRefreshNice) != 0) {
     log::debug("metrics: cannot lower the refresher's priority");
