@@ -29,8 +29,9 @@ thread_ticks() {  # $1: pid, $2: thread name -> its utime + stime in clock ticks
 run() {  # $1: off|on, $2: index -> "median_ms [refresh_ticks http_ticks scrapes_ok]"
   local port=$((20000 + RANDOM % 20000)) extra="" refresh=0 http=0 t
   rm -f "$dir"/run.db*
-  curl -s -o /dev/null -w '%{http_code}\n' --rate 10/s --max-time 2 \
-    "http://127.0.0.1:$port/metrics?[1-100000]" >"$dir/codes" 2>/dev/null &
+  # The status codes go to stderr, unbuffered, so the count survives the kill below.
+  curl -s -w '%{stderr}%{http_code}\n' --rate 10/s --max-time 2 \
+    "http://127.0.0.1:$port/metrics?[1-100000]" >/dev/null 2>"$dir/codes" &
   local scraper=$!
   [[ $1 == on ]] && extra="--metrics-port $port --metrics-addr 127.0.0.1"
   "$PARTRAIN" -q launch -n 2 $MODEL --json --trace "$dir/run.db" $extra >"$dir/run.json" \

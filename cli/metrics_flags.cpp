@@ -49,7 +49,7 @@ void add_metrics_flags(CLI::App& command, MetricsFlags& flags) {
                      "free port, printed (docs/metrics.md)");
   command.add_option("--metrics-addr", flags.address,
                      "The address --metrics-port listens on (default: 0.0.0.0, every IPv4 "
-                     "interface, as node_exporter; 127.0.0.1: this host only; ::: IPv6 too)");
+                     "interface, as node_exporter; 127.0.0.1: this host only; '::' IPv6 too)");
 }
 
 StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> start_launch_metrics(

@@ -29,10 +29,14 @@ void add_run_families(const analyzers::LiveRun& run, const RefreshCost& cost,
       family("partrain_world_size", MetricType::kGauge, "", "Ranks in the run (WORLD_SIZE)");
   if (cost.trace_open) world.samples.push_back({{}, static_cast<double>(run.world_size)});
   out.push_back(std::move(world));
-  MetricFamily elapsed = family("partrain_run_elapsed_seconds", MetricType::kGauge, "seconds",
-                                "Time since the run started");
-  if (cost.trace_open) elapsed.samples.push_back({{}, seconds(run.elapsed_ns)});
-  out.push_back(std::move(elapsed));
+  // From the trace's own timeline, not this host's clock: on a node other than 0 the two differ
+  // by the hosts' clock offset.
+  MetricFamily traced = family("partrain_run_traced_seconds", MetricType::kGauge, "seconds",
+                               "Time from the run's start to its latest record in the trace");
+  if (run.start_ns > 0 && run.end_ns > run.start_ns) {
+    traced.samples.push_back({{}, seconds(run.end_ns - run.start_ns)});
+  }
+  out.push_back(std::move(traced));
   MetricFamily tokens = family("partrain_run_tokens_per_second", MetricType::kGauge, "",
                                "Tokens per second of the whole run in the latest step every rank "
                                "finished (each token counted once)");

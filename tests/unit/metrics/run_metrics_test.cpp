@@ -53,7 +53,8 @@ analyzers::LiveRun two_rank_run() {
   run.status = "running";
   run.live = true;
   run.world_size = 2;
-  run.elapsed_ns = 3'000 * kMs;
+  run.start_ns = 1'000 * kMs;
+  run.end_ns = 4'000 * kMs;
   run.tokens_per_s = 4096;
   run.data_loss_events = 3;
   for (int r = 0; r < 2; ++r) {
@@ -108,6 +109,7 @@ TEST(RunMetrics, PerRankFiguresInBaseUnits) {
   EXPECT_EQ(find(f, "partrain_dropped_events")->type, MetricType::kCounter);
   EXPECT_DOUBLE_EQ(*value(f, "partrain_metrics_refresh_duration_seconds"), 0.007);
   EXPECT_EQ(value(f, "partrain_run", {{"run_id", "r1"}, {"status", "running"}}), 1);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_run_traced_seconds"), 3.0);
 }
 
 TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond) {
