@@ -32,8 +32,9 @@ std::string_view sample_suffix(MetricType type) {
   return "";
 }
 
-// HELP text: backslash and newline escaped (both formats; OpenMetrics also escapes quotes).
-std::string escape_help(std::string_view text, ExpositionFormat format) {
+// Backslash and newline escaped, and double quotes when `quotes` (label values in both formats,
+// HELP text in OpenMetrics; Prometheus' format leaves quotes in HELP as they are).
+std::string escape(std::string_view text, bool quotes) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -41,7 +42,7 @@ std::string escape_help(std::string_view text, ExpositionFormat format) {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
-    } else if (c == '"' && format == ExpositionFormat::kOpenMetrics) {
+    } else if (c == '"' && quotes) {
       out += "\\\"";
     } else {
       out += c;
@@ -58,22 +59,7 @@ std::string_view content_type(ExpositionFormat format) {
              : "text/plain; version=0.0.4; charset=utf-8";
 }
 
-std::string escape_label_value(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string escape_label_value(std::string_view value) { return escape(value, true); }
 
 std::string format_value(double value) {
   if (std::isnan(value)) return "NaN";
@@ -94,7 +80,7 @@ std::string render(const std::vector<MetricFamily>& families, ExpositionFormat f
     const std::string family_name =
         open_metrics ? family.name : family.name + std::string(sample_suffix(family.type));
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n", family_name,
-                   escape_help(family.help, format));
+                   escape(family.help, open_metrics));
     fmt::format_to(std::back_inserter(out), "# TYPE {} {}\n", family_name,
                    type_name(family.type, format));
     if (open_metrics && !family.unit.empty()) {
