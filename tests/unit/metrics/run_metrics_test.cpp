@@ -179,6 +179,18 @@ TEST(RunMetrics, BeforeTheTraceExistsOnlyTheExportersOwnFigures) {
   }
 }
 
+// The collector creates the file before it writes the run's row: a page read then names no run
+// (an empty run_id would be a series of its own).
+TEST(RunMetrics, ATraceWithoutItsRunRowNamesNoRun) {
+  analyzers::LiveRun run;
+  run.status = "running";
+  RunMetrics metrics;
+  const auto f = metrics.families(run, 0, RefreshCost{0, 1, true});
+  EXPECT_TRUE(find(f, "partrain_run")->samples.empty());
+  EXPECT_TRUE(find(f, "partrain_world_size")->samples.empty());
+  EXPECT_EQ(value(f, "partrain_dropped_events"), 0);
+}
+
 // Names follow Prometheus' conventions: snake_case, the partrain_ prefix, a unit suffix when a
 // unit is given, and counters not ending in _total (the format adds it).
 TEST(RunMetrics, NamesFollowPrometheusConventions) {
