@@ -3,13 +3,19 @@
 #include "metrics/metrics_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -135,6 +141,72 @@ TEST(MetricsServer, ConnectionsBeyondTheLimitAreShedNotQueued) {
   // Once the idle ones are closed, scrapes are served again.
   for (int fd : idle) ::close(fd);
   std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(exchange(served.port(), "GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+// The /proc stat file of this process's thread named `name`, opened (-1 when there is none).
+int open_thread_stat(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string thread;
+    std::getline(comm, thread);
+    if (thread == name) return ::open((task.path() / "stat").c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  return -1;
+}
+
+// That thread's CPU time (user + system) in ms, read again from the open file.
+double thread_cpu_ms(int stat_fd) {
+  char buffer[1024] = {};
+  if (::pread(stat_fd, buffer, sizeof(buffer) - 1, 0) <= 0) return -1;
+  const std::string text(buffer);
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long long utime = 0;
+  for (int i = 3; fields >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15)
+      return static_cast<double>(utime + std::stoll(field)) * 1000.0 /
+             static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+  return -1;
+}
+
+// Out of descriptors, accept fails while peers wait in the backlog: the server rests its
+// listening socket instead of spinning on it, and serves again once descriptors are back.
+TEST(MetricsServer, RunningOutOfDescriptorsDoesNotSpin) {
+  Served served;
+  int stat_fd = -1;  // the thread names itself once it runs
+  for (int i = 0; i < 200 && stat_fd < 0; ++i) {
+    stat_fd = open_thread_stat("metrics-http");
+    if (stat_fd < 0) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GE(stat_fd, 0);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // A few descriptors above those open now: the clients below take them, then accept fails.
+  int open_now = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open_now;
+  }
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(open_now + 8);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> clients;
+  for (int i = 0; i < 32; ++i) {
+    const int fd = connect_to(served.port());
+    if (fd >= 0) clients.push_back(fd);
+  }
+  const double before = thread_cpu_ms(stat_fd);
+  std::this_thread::sleep_for(1s);
+  const double spent = thread_cpu_ms(stat_fd) - before;
+  for (int fd : clients) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ::close(stat_fd);
+  EXPECT_GE(before, 0);
+  EXPECT_LT(spent, 100) << "ms of CPU in 1 s with accept failing";
+  std::this_thread::sleep_for(300ms);
   EXPECT_EQ(exchange(served.port(), "GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
 }
 
