@@ -20,6 +20,7 @@
 
 #include "tests/integration/command_runner.h"
 #include "tests/integration/launched_process.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
@@ -38,21 +39,6 @@ constexpr char kRun[] =
     "launch -n 2 --workload mlp --layers 2 --hidden 64 --micro-batch 4 --steps 20000 "
     "--inject slow:rank=1,ms=25 --metrics-addr 127.0.0.1";
 
-// "name{labels}" -> value, for every sample line of a page.
-using Samples = std::map<std::string, double>;
-
-Samples parse_samples(const std::string& page) {
-  Samples samples;
-  std::istringstream lines(page);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return samples;
-}
-
 std::optional<double> get(const Samples& samples, const std::string& key) {
   const auto it = samples.find(key);
   if (it == samples.end()) return std::nullopt;
@@ -63,19 +49,6 @@ std::string curl(int port, const std::string& options) {
   return run_shell(
              fmt::format("curl -sS --max-time 5 {} http://127.0.0.1:{}/metrics", options, port))
       .out;
-}
-
-// A port free now (the kernel's pick for port 0), for the command to bind next.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 // Prometheus' client parses the page, strictly for OpenMetrics.

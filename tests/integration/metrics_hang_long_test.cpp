@@ -2,20 +2,16 @@
 // that counts as a hang before any watchdog fires): rank 1 stops at step 3 and issues no further
 // collective, rank 0 waits for it in the next all-reduce; the page then says hung, naming rank 1,
 // long before --collective-timeout.
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <map>
-#include <sstream>
 
 #include "tests/integration/command_runner.h"
 #include "tests/integration/launched_process.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/support/scratch_dir.h"
 
 namespace partrain::testing {
@@ -24,28 +20,9 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-std::map<std::string, double> scrape(int port) {
-  std::map<std::string, double> samples;
-  std::istringstream lines(
+Samples scrape(int port) {
+  return parse_samples(
       run_shell(fmt::format("curl -sS --max-time 5 http://127.0.0.1:{}/metrics", port)).out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    samples[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return samples;
 }
 
 TEST(MetricsHang, SilenceIsAHangNamingTheRankThatStoppedFirst) {
@@ -75,7 +52,7 @@ TEST(MetricsHang, SilenceIsAHangNamingTheRankThatStoppedFirst) {
                           "--trace",
                           (dir.path() / "run.db").string()});
   ASSERT_TRUE(launch.wait_for_stderr("hanging at step 3", 60s)) << launch.finish().err;
-  std::map<std::string, double> page;
+  Samples page;
   const auto give_up = Clock::now() + 90s;
   bool hung = false;
   while (!hung && Clock::now() < give_up) {
