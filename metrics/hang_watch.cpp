@@ -1,6 +1,7 @@
 #include "metrics/hang_watch.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace partrain::metrics {
 
@@ -38,19 +39,23 @@ HangState HangWatch::state(const analyzers::LiveRun& run, int64_t now_ns) const 
   // (records read in one refresh have one read time).
   std::optional<int> oldest;
   int64_t oldest_event = 0;
-  bool oldest_alone = false;
+  int64_t next_event = INT64_MAX;  // the second-oldest rank's latest record
   for (const auto& [rank, seen] : seen_) {
     if (now_ns - seen.read_at_ns < hang.threshold_ns) return hang;  // this rank still records
     if (!oldest || seen.last_event_ns < oldest_event) {
+      if (oldest) next_event = oldest_event;
       oldest = rank;
       oldest_event = seen.last_event_ns;
-      oldest_alone = true;
-    } else if (seen.last_event_ns == oldest_event) {
-      oldest_alone = false;
+    } else {
+      next_event = std::min(next_event, seen.last_event_ns);
     }
   }
   hang.hung = true;
-  if (oldest_alone) hang.culprit = oldest;
+  // Within a step the trace cannot say who is blocked (a collective is recorded when it ends, so
+  // a rank waiting in one and the rank that never came both fall silent): a culprit only when
+  // it stopped at least a step before every other rank.
+  const int64_t lead = std::max(kCulpritLeadFloorNs, slowest_step_ns);
+  if (seen_.size() == 1 || next_event - oldest_event >= lead) hang.culprit = oldest;
   return hang;
 }
 

@@ -19,6 +19,9 @@ namespace partrain::metrics {
 // step (a run whose steps are minutes long is not hung after 30 s).
 inline constexpr int64_t kHangQuietFloorNs = 30'000'000'000;
 inline constexpr int64_t kHangQuietSteps = 10;
+// The silent rank is named the culprit when its latest record precedes every other rank's by at
+// least the longer of this and the slowest rank's latest step.
+inline constexpr int64_t kCulpritLeadFloorNs = 1'000'000'000;
 
 struct HangState {
   bool hung = false;
@@ -34,9 +37,11 @@ class HangWatch {
   // How long `rank` has recorded nothing new, as observed; nullopt before its first record.
   std::optional<int64_t> quiet_ns(int rank, int64_t now_ns) const;
   // The diagnosis when the trace has one; else a hang when the run is live and every rank that
-  // recorded anything has been quiet for threshold_ns, the culprit being the rank quiet the
-  // longest: the one whose latest record is the oldest (it stopped first, and the others then
-  // wait for it), when it alone is.
+  // recorded anything has been quiet for threshold_ns, the culprit being the rank whose latest
+  // record is the oldest (it stopped first, and the others then wait for it) when it stopped a
+  // step (kCulpritLeadFloorNs at least) before every other; none when they stopped within a step
+  // of each other, where the trace cannot tell the blocked from the culprit (the flight
+  // recorder's diagnosis will, once --collective-timeout fires).
   HangState state(const analyzers::LiveRun& run, int64_t now_ns) const;
 
  private:

@@ -1,7 +1,9 @@
 // The endpoint's hang flag on a real hung run (labelled long: it waits out the 30 s of silence
 // that counts as a hang before any watchdog fires): rank 1 stops at step 3 and issues no further
-// collective, rank 0 waits for it in the next all-reduce; the page then says hung, naming rank 1,
-// long before --collective-timeout.
+// collective, rank 0 waits for it in the next all-reduce; the page then says hung long before
+// --collective-timeout. Both fell silent within one step, where the trace cannot tell the blocked
+// rank from the one that never came (collectives are recorded when they end): rank 0, blocked,
+// must not be blamed (the flight recorder's diagnosis names rank 1 once the watchdog fires).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -25,7 +27,7 @@ Samples scrape(int port) {
       run_shell(fmt::format("curl -sS --max-time 5 http://127.0.0.1:{}/metrics", port)).out);
 }
 
-TEST(MetricsHang, SilenceIsAHangNamingTheRankThatStoppedFirst) {
+TEST(MetricsHang, SilenceIsAHangWithoutBlamingTheBlockedRank) {
   if (run_shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl is not installed";
   ScratchDir dir;
   const int port = free_port();
@@ -65,7 +67,6 @@ TEST(MetricsHang, SilenceIsAHangNamingTheRankThatStoppedFirst) {
   const Finished finished = launch.finish(120s);
   EXPECT_EQ(finished.exit_code, 130) << finished.err;
   ASSERT_TRUE(hung) << "no hang flag within 90 s";
-  EXPECT_EQ(page["partrain_hang_culprit{rank=\"1\"}"], 1);
   EXPECT_EQ(page.count("partrain_hang_culprit{rank=\"0\"}"), 0u);
   EXPECT_GE(page["partrain_rank_quiet_seconds{rank=\"0\"}"],
             page["partrain_hang_threshold_seconds"]);

@@ -30,8 +30,10 @@ TEST(HangWatch, ARunStillRecordingIsNotHung) {
   EXPECT_FALSE(watch.quiet_ns(7, 31 * kS));
 }
 
-TEST(HangWatch, EveryRankQuietPastTheThresholdIsAHangBlamingWhoStoppedFirst) {
-  analyzers::LiveRun run = live_run({5'000, 9'000, 9'100});
+TEST(HangWatch, EveryRankQuietPastTheThresholdIsAHangBlamingWhoStoppedAStepFirst) {
+  // Rank 0 stopped 4 s before the others; the steps were 500 ms.
+  analyzers::LiveRun run = live_run({5 * kS, 9 * kS, 9 * kS + 100});
+  for (analyzers::RankStatus& rank : run.ranks) rank.step_ns = kS / 2;
   HangWatch watch;
   watch.observe(run, 0);
   EXPECT_FALSE(watch.state(run, kHangQuietFloorNs - 1).hung);
@@ -42,13 +44,22 @@ TEST(HangWatch, EveryRankQuietPastTheThresholdIsAHangBlamingWhoStoppedFirst) {
   EXPECT_EQ(hang.threshold_ns, kHangQuietFloorNs);
 }
 
-TEST(HangWatch, NoCulpritWhenTheRanksStoppedTogether) {
-  analyzers::LiveRun run = live_run({5'000, 5'000});
+// A rank blocked in a collective and the rank that never came both fall silent within a step:
+// the trace cannot tell them apart, so no one is named.
+TEST(HangWatch, NoCulpritWhenTheRanksStoppedWithinAStep) {
+  analyzers::LiveRun run = live_run({5 * kS, 5 * kS + 300'000'000});
+  run.ranks[0].step_ns = kS / 2;
   HangWatch watch;
   watch.observe(run, 0);
   const HangState hang = watch.state(run, kHangQuietFloorNs);
   EXPECT_TRUE(hang.hung);
   EXPECT_FALSE(hang.culprit);
+  // Steps of 2 s: a lead of 1.5 s is still within one.
+  run = live_run({5 * kS, 6 * kS + kS / 2});
+  run.ranks[1].step_ns = 2 * kS;
+  HangWatch slow;
+  slow.observe(run, 0);
+  EXPECT_FALSE(slow.state(run, kHangQuietSteps * 2 * kS).culprit);
 }
 
 TEST(HangWatch, LongStepsRaiseTheThreshold) {

@@ -159,7 +159,7 @@ TEST(RunMetrics, StragglerIsOneForTheNamedRankZeroForTheOthers) {
 
 TEST(RunMetrics, HangFlagAndCulprit) {
   analyzers::LiveRun run = two_rank_run();
-  run.ranks[1].last_event_ns = 900 * kMs;  // rank 1 stopped first
+  run.ranks[0].last_event_ns = 3'000 * kMs;  // rank 1 stopped 2 s (steps of 150 ms) before
   RunMetrics metrics;
   metrics.observe(run, 0);
   const auto f = metrics.families(run, kHangQuietFloorNs, {});
