@@ -29,6 +29,10 @@ DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
 # (tests/integration/cluster_*: Slurm's daemons with munge, mpirun, PMIx's library for rank 0's
 # host; ip and unshare for their nodes' namespaces); PARTRAIN_SKIP_CLUSTER=1 installs none.
 CLUSTER_DEB_PACKAGES := slurm-wlm munge openmpi-bin libpmix2 iproute2
+# The metrics endpoint's test scrapes a run with curl and parses the pages with Prometheus' own
+# Python client (tests/integration/metrics_endpoint_test.cpp); PARTRAIN_SKIP_METRICS_CLIENTS=1
+# installs neither.
+METRICS_DEB_PACKAGES := curl python3-prometheus-client
 # The torch tests' interpreter: PyPI's default wheels of these versions in a virtual environment
 # kept across runs and checkouts; PARTRAIN_SKIP_TORCH=1 installs nothing.
 TORCH_VERSION := 2.15.0
@@ -51,6 +55,8 @@ deps:
 test-deps: configure
 	@./scripts/install-deps.sh --for "the cluster tests (Slurm, Open MPI)" \
 	  --skip PARTRAIN_SKIP_CLUSTER $(CLUSTER_DEB_PACKAGES)
+	@./scripts/install-deps.sh --for "the metrics endpoint's test (curl, Prometheus' parser)" \
+	  --skip PARTRAIN_SKIP_METRICS_CLIENTS $(METRICS_DEB_PACKAGES)
 	@./scripts/install-deps.sh --for "the torch tests' virtual environment" \
 	  --skip PARTRAIN_SKIP_TORCH python3-venv
 	@./scripts/install-torch-venv.sh $(TORCH_VENV) torch==$(TORCH_VERSION) \

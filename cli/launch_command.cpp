@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_dashboard.h"
+#include "cli/metrics_flags.h"
 #include "cli/trace_flags.h"
 #include "cli/workload_flags.h"
 #include "core/duration.h"
@@ -56,6 +57,7 @@ struct LaunchFlags {
   TraceFileFlags trace;
   bool no_trace = false;
   bool tui = false;
+  MetricsFlags metrics;
 };
 
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
@@ -237,6 +239,12 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
         "PARTRAIN_ environment and --config), or run --workload gpt|mlp",
         names, one ? "applies" : "apply", one ? "it" : "them");
     return 2;
+  }
+  // Bound before any rank starts: a port in use stops the launch here.
+  auto metrics = start_launch_metrics(flags.metrics, *config);
+  if (!metrics.is_ok()) {
+    log::error("{}", metrics.status().message());
+    return metrics.status().exit_code();
   }
   auto exit_code = flags.tui ? launch_with_dashboard(*config) : launch::launch(*config);
   if (!exit_code.is_ok()) {
@@ -421,6 +429,7 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_flag("--tui", flags->tui,
                 "Show the live dashboard (partrain top) while the run goes on; the ranks' output "
                 "goes to --log-dir (default: beside the trace, <run-id>.logs/)");
+  add_metrics_flags(*cmd, flags->metrics);
   add_workload_flags(*cmd, flags->workload);
   cmd->add_option("--collective-timeout", flags->collective_timeout,
                   "A collective unfinished this long fires the rank's watchdog (flight-recorder "

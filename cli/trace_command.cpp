@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/metrics_flags.h"
 #include "cli/trace_flags.h"
 #include "core/duration.h"
 #include "core/log.h"
@@ -17,6 +18,7 @@ struct TraceFlags {
   std::optional<std::string> step_marker;
   std::optional<std::string> collective_timeout;
   std::vector<std::string> command;
+  MetricsFlags metrics;
 };
 
 int run_trace(const TraceFlags& flags) {
@@ -40,6 +42,12 @@ int run_trace(const TraceFlags& flags) {
       return 2;
     }
     config.collective_timeout = *timeout;
+  }
+  // Bound before the command starts: a port in use stops it here.
+  auto metrics = start_trace_metrics(flags.metrics, config);
+  if (!metrics.is_ok()) {
+    log::error("{}", metrics.status().message());
+    return metrics.status().exit_code();
   }
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
@@ -93,6 +101,7 @@ Subcommand add_trace_command(CLI::App& parent) {
                   "PyTorch ranks: a collective unfinished this long fires the rank's watchdog "
                   "(flight-recorder dump, diagnosis, exit 124) (2s, 5m; default: off, torch's "
                   "own timeouts apply)");
+  add_metrics_flags(*cmd, flags->metrics);
   cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
   cmd->footer(kTraceFooter);
   return {cmd, [flags] { return run_trace(*flags); }};

@@ -192,7 +192,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   RETURN_IF_ERROR(Subprocess::check_runnable(config.command.front(), current_environment()));
   remove_stale_launcher_dirs();
   ASSIGN_OR_RETURN(SignalChannel signals, SignalChannel::open());
-  std::string run_id = env::get("PARTRAIN_RUN_ID").value_or("");
+  std::string run_id = config.run_id.value_or(env::get("PARTRAIN_RUN_ID").value_or(""));
   if (run_id.empty()) {
     ASSIGN_OR_RETURN(run_id, new_run_id());
   }

@@ -18,6 +18,7 @@ namespace partrain::launch {
 struct TracedCommandConfig {
   std::vector<std::string> command;
   std::optional<std::string> output;  // unset: ./partrain-runs/<run-id>.db
+  std::optional<std::string> run_id;  // unset: $PARTRAIN_RUN_ID, else a new one
   std::string command_line;           // for the trace's run row
   std::optional<std::string> step_marker;  // NVTX ranges that are steps (a regex); unset: default
   uint64_t max_bytes = 0;                  // the trace file at most (0: no limit)

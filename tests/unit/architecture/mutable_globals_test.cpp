@@ -1,9 +1,9 @@
 // No mutable globals (STYLE.md habit 8): state lives in objects passed as context. A scan of
-// every C++ and CUDA source of the product (core, memory, profiler, runner, analyzers, tui, cli)
-// for variables that outlive a call and are shared by whoever reaches them: namespace-scope
-// variables (std::atomic ones included), static data members and function-local statics that
-// are not const, and thread_local ones. Constants (const, constexpr) pass, and so do lazily
-// built immutable tables (`static const T table = ...`: C++ makes their initialisation
+// every C++ and CUDA source of the product (core, memory, profiler, runner, analyzers, tui,
+// metrics, cli) for variables that outlive a call and are shared by whoever reaches them:
+// namespace-scope variables (std::atomic ones included), static data members and function-local
+// statics that are not const, and thread_local ones. Constants (const, constexpr) pass, and so
+// do lazily built immutable tables (`static const T table = ...`: C++ makes their initialisation
 // thread-safe).
 //
 // Left out: profiler/inject/, the injection library, whose NCCL, CUDA and NVTX entry points are
@@ -158,8 +158,8 @@ constexpr Allowed kAllowed[] = {
 
 // Folders of the product, relative to the source root; what is under profiler/inject/ is not
 // scanned (see the file's header).
-constexpr std::string_view kProductFolders[] = {"core",    "memory",    "profiler", "runner",
-                                                "analyzers", "tui", "cli"};
+constexpr std::string_view kProductFolders[] = {"core",      "memory", "profiler", "runner",
+                                                "analyzers", "tui",    "metrics",  "cli"};
 constexpr std::string_view kInjectionLibrary = "profiler/inject/";
 
 bool is_source(const fs::path& path) {

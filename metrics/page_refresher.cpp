@@ -1,0 +1,110 @@
+#include "metrics/page_refresher.h"
+
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "analyzers/analysis_cadence.h"
+#include "analyzers/live_run_follower.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "metrics/run_metrics.h"
+
+namespace partrain::metrics {
+namespace {
+
+// The refresher's niceness: it takes a core only when the ranks leave one.
+constexpr int kRefreshNice = 19;
+
+std::shared_ptr<const MetricsPage> render_page(const std::vector<MetricFamily>& families) {
+  auto page = std::make_shared<MetricsPage>();
+  page->prometheus_text = render(families, ExpositionFormat::kPrometheusText);
+  page->open_metrics_text = render(families, ExpositionFormat::kOpenMetrics);
+  return page;
+}
+
+}  // namespace
+
+PageRefresher::PageRefresher(std::filesystem::path trace, std::chrono::milliseconds interval)
+    : trace_(std::move(trace)), interval_(interval) {
+  page_ = render_page(RunMetrics().families(analyzers::LiveRun{}, monotonic_ns(), RefreshCost{}));
+}
+
+PageRefresher::~PageRefresher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PageRefresher::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+std::shared_ptr<const MetricsPage> PageRefresher::page() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return page_;
+}
+
+void PageRefresher::publish(std::shared_ptr<const MetricsPage> page) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  page_ = std::move(page);
+}
+
+void PageRefresher::run() {
+  ::pthread_setname_np(::pthread_self(), "metrics-refresh");  // as `top -H` shows it
+  // Linux applies a thread id's niceness to that thread alone.
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kRefreshNice) != 0) {
+    log::debug("metrics: cannot lower the refresher's priority");
+  }
+  std::unique_ptr<analyzers::LiveRunFollower> follower;
+  analyzers::LiveRun run;
+  analyzers::AnalysisCadence cadence;
+  RunMetrics metrics;
+  RefreshCost cost;
+  bool warned = false;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    lock.unlock();
+    const int64_t started = monotonic_ns();
+    Status refreshed = Status::ok();
+    if (!follower) {
+      // Until the run's collector has created the file with its schema, opening fails: retried.
+      std::error_code exists_error;
+      if (std::filesystem::exists(trace_, exists_error)) {
+        auto opened = analyzers::LiveRunFollower::open(trace_);
+        if (opened.is_ok()) follower = std::move(*opened);
+      }
+    }
+    if (follower) {
+      cost.trace_open = true;
+      StatusOr<bool> changed = follower->refresh(run);
+      refreshed = changed.status();
+      if (changed.is_ok() && *changed) cadence.trace_changed();
+      const int64_t now = monotonic_ns();
+      if (refreshed.is_ok() && cadence.due(now)) {
+        refreshed = analyzers::refresh_analysis(follower->reader(), run.analysis);
+        cadence.ran(now, monotonic_ns());
+      }
+    }
+    if (!refreshed.is_ok() && !warned) {
+      // The profiler's rule: say it once, keep serving what was read, and carry on.
+      log::warn("metrics: reading {} failed: {}; serving what was read before", trace_.string(),
+                refreshed.message());
+      warned = true;
+    }
+    const int64_t now = monotonic_ns();
+    metrics.observe(run, now);
+    ++cost.refreshes;
+    std::shared_ptr<const MetricsPage> page = render_page(metrics.families(run, now, cost));
+    cost.refresh_ns = monotonic_ns() - started;
+    publish(std::move(page));
+    lock.lock();
+    wake_.wait_for(lock, interval_, [this] { return stop_; });
+  }
+}
+
+}  // namespace partrain::metrics

@@ -1,0 +1,224 @@
+#include "metrics/run_metrics.h"
+
+#include <string>
+
+#include "memory/category.h"
+
+namespace partrain::metrics {
+namespace {
+
+constexpr double kNsPerSecond = 1e9;
+
+double seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerSecond; }
+
+MetricFamily family(std::string name, MetricType type, std::string unit, std::string help) {
+  return MetricFamily{std::move(name), type, std::move(unit), std::move(help), {}};
+}
+
+Sample of_rank(int rank, double value) { return Sample{{{"rank", std::to_string(rank)}}, value}; }
+
+void add_run_families(const analyzers::LiveRun& run, const RefreshCost& cost,
+                      std::vector<MetricFamily>& out) {
+  MetricFamily info = family("partrain_run", MetricType::kInfo, "",
+                             "The run followed: its id and status (running, completed, failed, "
+                             "killed, incomplete)");
+  // A trace just created has no run row yet: no run to name.
+  if (!run.run_id.empty()) {
+    info.samples.push_back({{{"run_id", run.run_id}, {"status", run.status}}, 1});
+  }
+  out.push_back(std::move(info));
+  MetricFamily world =
+      family("partrain_world_size", MetricType::kGauge, "", "Ranks in the run (WORLD_SIZE)");
+  if (run.world_size > 0) world.samples.push_back({{}, static_cast<double>(run.world_size)});
+  out.push_back(std::move(world));
+  // From the trace's own timeline, not this host's clock: on a node other than 0 the two differ
+  // by the hosts' clock offset.
+  MetricFamily traced = family("partrain_run_traced_seconds", MetricType::kGauge, "seconds",
+                               "Time from the run's start to its latest record in the trace");
+  if (run.start_ns > 0 && run.end_ns > run.start_ns) {
+    traced.samples.push_back({{}, seconds(run.end_ns - run.start_ns)});
+  }
+  out.push_back(std::move(traced));
+  MetricFamily tokens = family("partrain_run_tokens_per_second", MetricType::kGauge, "",
+                               "Tokens per second of the whole run in the latest step every rank "
+                               "finished (each token counted once)");
+  if (run.tokens_per_s) tokens.samples.push_back({{}, *run.tokens_per_s});
+  out.push_back(std::move(tokens));
+  MetricFamily dropped = family("partrain_dropped_events", MetricType::kCounter, "",
+                                "Events the trace lost (full buffers, a full disk, dropped "
+                                "records), summed over its data-loss statistics");
+  if (cost.trace_open) {
+    dropped.samples.push_back({{}, static_cast<double>(run.data_loss_events)});
+  }
+  out.push_back(std::move(dropped));
+}
+
+void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int64_t now_ns,
+                       std::vector<MetricFamily>& out) {
+  MetricFamily step =
+      family("partrain_step", MetricType::kGauge, "", "The rank's latest completed step");
+  MetricFamily step_time = family("partrain_step_duration_seconds", MetricType::kGauge, "seconds",
+                                  "Duration of the rank's latest completed step");
+  MetricFamily split = family("partrain_step_activity_seconds", MetricType::kGauge, "seconds",
+                              "The latest step split as `partrain analyze` splits it: compute, "
+                              "exposed_comm, exposed_memcpy and idle add up to the step");
+  MetricFamily tokens = family("partrain_tokens_per_second", MetricType::kGauge, "",
+                               "Tokens per second of the rank's latest step (its data-parallel "
+                               "replica's tokens over the step's duration)");
+  MetricFamily loss = family("partrain_loss", MetricType::kGauge, "",
+                             "Training loss of the rank's latest step that reported one");
+  MetricFamily bytes = family("partrain_memory_bytes", MetricType::kGauge, "bytes",
+                              "Memory in use now, per category of the tracked allocator");
+  MetricFamily peak = family("partrain_memory_peak_bytes", MetricType::kGauge, "bytes",
+                             "Peak memory in use so far, per category");
+  MetricFamily quiet = family("partrain_rank_quiet_seconds", MetricType::kGauge, "seconds",
+                              "Time since a new record of the rank last reached the trace");
+  for (const analyzers::RankStatus& rank : run.ranks) {
+    if (rank.step) {
+      step.samples.push_back(of_rank(rank.rank, static_cast<double>(*rank.step)));
+      step_time.samples.push_back(of_rank(rank.rank, seconds(rank.step_ns)));
+    }
+    if (rank.breakdown) {
+      const analyzers::RankBreakdown& b = *rank.breakdown;
+      const std::pair<const char*, int64_t> parts[] = {{"compute", b.compute_ns},
+                                                       {"exposed_comm", b.exposed_comm_ns()},
+                                                       {"exposed_memcpy", b.exposed_memcpy_ns()},
+                                                       {"idle", b.idle_ns()}};
+      for (const auto& [name, ns] : parts) {
+        split.samples.push_back(
+            {{{"rank", std::to_string(rank.rank)}, {"activity", name}}, seconds(ns)});
+      }
+    }
+    const auto marks = run.steps.find(rank.rank);
+    if (marks != run.steps.end() && !marks->second.empty()) {
+      const analyzers::StepMark& last = marks->second.back();
+      if (last.tokens > 0 && last.dur_ns > 0) {
+        tokens.samples.push_back(
+            of_rank(rank.rank, static_cast<double>(last.tokens) / seconds(last.dur_ns)));
+      }
+    }
+    if (rank.loss) loss.samples.push_back(of_rank(rank.rank, *rank.loss));
+    const auto chart = run.memory.find(rank.rank);
+    if (chart != run.memory.end()) {
+      for (size_t c = 0; c < analyzers::kMemoryCategories; ++c) {
+        const std::string category(memory::category_name(memory::kAllCategories[c]));
+        const std::string rank_label = std::to_string(rank.rank);
+        bytes.samples.push_back({{{"rank", rank_label}, {"category", category}},
+                                 static_cast<double>(rank.memory_bytes[c])});
+        peak.samples.push_back({{{"rank", rank_label}, {"category", category}},
+                                static_cast<double>(chart->second.peak[c])});
+      }
+    }
+    if (const auto ns = hang.quiet_ns(rank.rank, now_ns); ns && run.live) {
+      quiet.samples.push_back(of_rank(rank.rank, seconds(*ns)));
+    }
+  }
+  for (MetricFamily* f : {&step, &step_time, &split, &tokens, &loss, &bytes, &peak, &quiet}) {
+    out.push_back(std::move(*f));
+  }
+}
+
+void add_collective_families(
+    const std::map<std::pair<std::string, std::string>, analyzers::MatchedCollective>& latest,
+    std::vector<MetricFamily>& out) {
+  MetricFamily busbw =
+      family("partrain_collective_busbw_bytes_per_second", MetricType::kGauge, "bytes_per_second",
+             "Bus bandwidth of the latest matched collective of the "
+             "communicator and op, as nccl-tests computes it");
+  MetricFamily time = family("partrain_collective_duration_seconds", MetricType::kGauge, "seconds",
+                             "Its time: the median member's duration");
+  MetricFamily skew = family("partrain_collective_skew_seconds", MetricType::kGauge, "seconds",
+                             "Its arrival skew: the last member's start minus the first's");
+  MetricFamily size = family("partrain_collective_size_bytes", MetricType::kGauge, "bytes",
+                             "Its message size (nccl-tests' S)");
+  MetricFamily seq = family("partrain_collective_seq", MetricType::kGauge, "",
+                            "Its sequence number on the communicator ((comm, seq) names it in "
+                            "the trace)");
+  for (const auto& [key, c] : latest) {
+    const std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id},
+                                                                     {"op", c.op}};
+    busbw.samples.push_back({labels, c.busbw_gbps * 1e9});
+    time.samples.push_back({labels, seconds(c.time_ns)});
+    skew.samples.push_back({labels, seconds(c.skew_ns)});
+    size.samples.push_back({labels, static_cast<double>(c.bytes)});
+    seq.samples.push_back({labels, static_cast<double>(c.seq)});
+  }
+  for (MetricFamily* f : {&busbw, &time, &skew, &size, &seq}) out.push_back(std::move(*f));
+}
+
+void add_health_families(const analyzers::LiveRun& run, const HangWatch& watch, int64_t now_ns,
+                         std::vector<MetricFamily>& out) {
+  MetricFamily straggler = family("partrain_straggler", MetricType::kGauge, "",
+                                  "1 for the rank `partrain analyze` names the straggler in the "
+                                  "latest analysis window, 0 for the others");
+  MetricFamily wait =
+      family("partrain_straggler_wait_per_step_seconds", MetricType::kGauge, "seconds",
+             "How long the rank made the others wait per step (the straggler "
+             "score)");
+  if (const auto& report = run.analysis.report) {
+    const std::optional<int> named = report->stragglers.straggler;
+    for (const analyzers::RankLateness& rank : report->stragglers.ranks) {
+      straggler.samples.push_back(of_rank(rank.rank, named == rank.rank ? 1 : 0));
+      wait.samples.push_back(of_rank(rank.rank, rank.wait_per_step_ms / 1e3));
+    }
+  }
+  const HangState hang = watch.state(run, now_ns);
+  MetricFamily hung = family("partrain_hang", MetricType::kGauge, "",
+                             "1 when the run looks hung: the flight recorder diagnosed a hang "
+                             "or desync, or no rank has recorded anything for "
+                             "partrain_hang_threshold_seconds");
+  MetricFamily culprit = family("partrain_hang_culprit", MetricType::kGauge, "",
+                                "1 for the rank holding the others up, while partrain_hang is 1 "
+                                "and one can be named");
+  MetricFamily threshold = family("partrain_hang_threshold_seconds", MetricType::kGauge, "seconds",
+                                  "The silence after which the run counts as hung");
+  if (!run.ranks.empty()) {
+    hung.samples.push_back({{}, hang.hung ? 1.0 : 0.0});
+    threshold.samples.push_back({{}, seconds(hang.threshold_ns)});
+  }
+  if (hang.hung && hang.culprit) culprit.samples.push_back(of_rank(*hang.culprit, 1));
+  for (MetricFamily* f : {&straggler, &wait, &hung, &culprit, &threshold}) {
+    out.push_back(std::move(*f));
+  }
+}
+
+void add_exporter_families(const analyzers::LiveRun& run, const RefreshCost& cost,
+                           std::vector<MetricFamily>& out) {
+  MetricFamily refresh =
+      family("partrain_metrics_refresh_duration_seconds", MetricType::kGauge, "seconds",
+             "How long the exporter's latest refresh took (reading the trace, "
+             "rendering), off the training processes");
+  refresh.samples.push_back({{}, seconds(cost.refresh_ns)});
+  out.push_back(std::move(refresh));
+  MetricFamily refreshes = family("partrain_metrics_refreshes", MetricType::kCounter, "",
+                                  "Refreshes of the page so far");
+  refreshes.samples.push_back({{}, static_cast<double>(cost.refreshes)});
+  out.push_back(std::move(refreshes));
+  MetricFamily analysis = family("partrain_analysis_duration_seconds", MetricType::kGauge,
+                                 "seconds", "How long the latest run of the analyses took");
+  if (run.analysis.report) analysis.samples.push_back({{}, seconds(run.analysis.computed_ns)});
+  out.push_back(std::move(analysis));
+}
+
+}  // namespace
+
+void RunMetrics::observe(const analyzers::LiveRun& run, int64_t now_ns) {
+  for (const analyzers::MatchedCollective& c : run.collectives) {
+    auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op}, c);
+    if (!inserted && c.seq > it->second.seq) it->second = c;
+  }
+  hang_.observe(run, now_ns);
+}
+
+std::vector<MetricFamily> RunMetrics::families(const analyzers::LiveRun& run, int64_t now_ns,
+                                               const RefreshCost& cost) const {
+  std::vector<MetricFamily> out;
+  add_run_families(run, cost, out);
+  add_rank_families(run, hang_, now_ns, out);
+  add_collective_families(latest_, out);
+  add_health_families(run, hang_, now_ns, out);
+  add_exporter_families(run, cost, out);
+  return out;
+}
+
+}  // namespace partrain::metrics

@@ -1,0 +1,41 @@
+// The metrics of a followed run (analyzers::LiveRun, what the dashboard shows) as metric
+// families: per rank its step, step time and split, tokens/s, loss, memory per category and how
+// long it has been quiet; per communicator and op the latest matched collective's busbw, time,
+// skew and size; the straggler of the latest analysis window, the hang flag with its culprit and
+// the events the trace lost. Names, labels and units: docs/metrics.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzers/live_run.h"
+#include "metrics/exposition.h"
+#include "metrics/hang_watch.h"
+
+namespace partrain::metrics {
+
+// What producing the page cost (the exporter's own metrics).
+struct RefreshCost {
+  int64_t refresh_ns = 0;   // the latest refresh: reading the trace and rendering
+  int64_t refreshes = 0;    // refreshes so far
+  bool trace_open = false;  // the trace file has been opened (it appears once the run starts)
+};
+
+class RunMetrics {
+ public:
+  // Takes in what the latest refresh read, at now_ns (this host's monotonic clock).
+  void observe(const analyzers::LiveRun& run, int64_t now_ns);
+  std::vector<MetricFamily> families(const analyzers::LiveRun& run, int64_t now_ns,
+                                     const RefreshCost& cost) const;
+
+ private:
+  // The latest matched collective of each (comm_id, op): kept across refreshes, since the run
+  // keeps only its most recent ones and a communicator used once per step would drop out.
+  std::map<std::pair<std::string, std::string>, analyzers::MatchedCollective> latest_;
+  HangWatch hang_;
+};
+
+}  // namespace partrain::metrics

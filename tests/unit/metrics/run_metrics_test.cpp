@@ -1,0 +1,212 @@
+#include "metrics/run_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+namespace partrain::metrics {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+const MetricFamily* find(const std::vector<MetricFamily>& families, const std::string& name) {
+  for (const MetricFamily& f : families) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+// The value of `name` whose labels include every pair of `labels`.
+std::optional<double> value(const std::vector<MetricFamily>& families, const std::string& name,
+                            std::vector<std::pair<std::string, std::string>> labels = {}) {
+  const MetricFamily* f = find(families, name);
+  if (f == nullptr) return std::nullopt;
+  for (const Sample& s : f->samples) {
+    bool all = true;
+    for (const auto& label : labels) {
+      bool found = false;
+      for (const auto& have : s.labels) found = found || have == label;
+      all = all && found;
+    }
+    if (all) return s.value;
+  }
+  return std::nullopt;
+}
+
+analyzers::MatchedCollective matched(std::string comm, std::string op, int64_t seq,
+                                     double busbw_gbps) {
+  analyzers::MatchedCollective c;
+  c.comm_id = std::move(comm);
+  c.op = std::move(op);
+  c.seq = seq;
+  c.bytes = 1 << 20;
+  c.group_size = 2;
+  c.time_ns = 2 * kMs;
+  c.skew_ns = kMs / 2;
+  c.busbw_gbps = busbw_gbps;
+  return c;
+}
+
+analyzers::LiveRun two_rank_run() {
+  analyzers::LiveRun run;
+  run.run_id = "r1";
+  run.status = "running";
+  run.live = true;
+  run.world_size = 2;
+  run.start_ns = 1'000 * kMs;
+  run.end_ns = 4'000 * kMs;
+  run.tokens_per_s = 4096;
+  run.data_loss_events = 3;
+  for (int r = 0; r < 2; ++r) {
+    analyzers::RankStatus& row = analyzers::rank_row(run, r);
+    row.step = 9;
+    row.step_ns = (100 + 50 * r) * kMs;
+    row.loss = 2.5;
+    row.last_event_ns = 1'000 * kMs;
+    analyzers::RankBreakdown b;
+    b.window_ns = row.step_ns;
+    b.compute_ns = 60 * kMs;
+    b.comm_ns = 30 * kMs;
+    b.overlap_ns = 10 * kMs;
+    b.compute_or_comm_ns = 80 * kMs;
+    b.busy_ns = 85 * kMs;
+    row.breakdown = b;
+    run.steps[r].push_back({9, 0, row.step_ns, 2048});
+    analyzers::add_memory_sample(run, r, 10, 0, 4096);        // params
+    analyzers::add_memory_sample(run, r, 20, 3, 1 << 20);     // activations, peak
+    analyzers::add_memory_sample(run, r, 5'000, 3, 1 << 10);  // activations now
+  }
+  run.collectives.push_back(matched("world", "all_reduce", 4, 1.5));
+  run.collectives.push_back(matched("world", "all_reduce", 5, 2.5));
+  run.collectives.push_back(matched("tp0", "all_gather", 2, 0.5));
+  return run;
+}
+
+TEST(RunMetrics, PerRankFiguresInBaseUnits) {
+  const analyzers::LiveRun run = two_rank_run();
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, RefreshCost{7 * kMs, 4, true});
+  EXPECT_EQ(value(f, "partrain_step", {{"rank", "1"}}), 9);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_step_duration_seconds", {{"rank", "1"}}), 0.15);
+  // 2048 tokens in 0.15 s.
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_tokens_per_second", {{"rank", "1"}}), 2048 / 0.15);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_run_tokens_per_second"), 4096);
+  // The split adds up to the step: 60 compute, 20 exposed comm, 5 memcpy, 15 idle (ms).
+  const char* activities[] = {"compute", "exposed_comm", "exposed_memcpy", "idle"};
+  const double expected[] = {0.060, 0.020, 0.005, 0.015};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(
+        *value(f, "partrain_step_activity_seconds", {{"rank", "0"}, {"activity", activities[i]}}),
+        expected[i], 1e-12)
+        << activities[i];
+  }
+  EXPECT_EQ(value(f, "partrain_memory_bytes", {{"rank", "0"}, {"category", "params"}}), 4096);
+  EXPECT_EQ(value(f, "partrain_memory_bytes", {{"rank", "0"}, {"category", "activations"}}), 1024);
+  EXPECT_EQ(value(f, "partrain_memory_peak_bytes", {{"rank", "0"}, {"category", "activations"}}),
+            1 << 20);
+  EXPECT_EQ(value(f, "partrain_dropped_events"), 3);
+  EXPECT_EQ(find(f, "partrain_dropped_events")->type, MetricType::kCounter);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_metrics_refresh_duration_seconds"), 0.007);
+  EXPECT_EQ(value(f, "partrain_run", {{"run_id", "r1"}, {"status", "running"}}), 1);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_run_traced_seconds"), 3.0);
+}
+
+TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond) {
+  analyzers::LiveRun run = two_rank_run();
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  auto f = metrics.families(run, 0, {});
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "world"}, {"op", "all_reduce"}}),
+                   2.5e9);
+  EXPECT_EQ(value(f, "partrain_collective_seq", {{"comm", "world"}, {"op", "all_reduce"}}), 5);
+  EXPECT_DOUBLE_EQ(
+      *value(f, "partrain_collective_duration_seconds", {{"comm", "tp0"}, {"op", "all_gather"}}),
+      0.002);
+  EXPECT_EQ(find(f, "partrain_collective_busbw_bytes_per_second")->samples.size(), 2u);
+  // The run's recent collectives move on without tp0's: its latest stays on the page.
+  run.collectives.clear();
+  run.collectives.push_back(matched("world", "all_reduce", 6, 3.0));
+  metrics.observe(run, 1);
+  f = metrics.families(run, 1, {});
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "world"}, {"op", "all_reduce"}}),
+                   3e9);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "tp0"}, {"op", "all_gather"}}),
+                   0.5e9);
+}
+
+TEST(RunMetrics, StragglerIsOneForTheNamedRankZeroForTheOthers) {
+  analyzers::LiveRun run = two_rank_run();
+  analyzers::AnalysisReport report;
+  report.stragglers.ranks.resize(2);
+  report.stragglers.ranks[0].rank = 0;
+  report.stragglers.ranks[1].rank = 1;
+  report.stragglers.ranks[1].wait_per_step_ms = 12;
+  report.stragglers.straggler = 1;
+  run.analysis.report = report;
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  EXPECT_EQ(value(f, "partrain_straggler", {{"rank", "0"}}), 0);
+  EXPECT_EQ(value(f, "partrain_straggler", {{"rank", "1"}}), 1);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_straggler_wait_per_step_seconds", {{"rank", "1"}}), 0.012);
+  EXPECT_EQ(value(f, "partrain_hang"), 0);
+  EXPECT_TRUE(find(f, "partrain_hang_culprit")->samples.empty());
+}
+
+TEST(RunMetrics, HangFlagAndCulprit) {
+  analyzers::LiveRun run = two_rank_run();
+  run.ranks[0].last_event_ns = 3'000 * kMs;  // rank 1 stopped 2 s (steps of 150 ms) before
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, kHangQuietFloorNs, {});
+  EXPECT_EQ(value(f, "partrain_hang"), 1);
+  EXPECT_EQ(value(f, "partrain_hang_culprit", {{"rank", "1"}}), 1);
+  EXPECT_EQ(find(f, "partrain_hang_culprit")->samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_rank_quiet_seconds", {{"rank", "0"}}),
+                   kHangQuietFloorNs / 1e9);
+}
+
+TEST(RunMetrics, BeforeTheTraceExistsOnlyTheExportersOwnFigures) {
+  RunMetrics metrics;
+  const auto f = metrics.families(analyzers::LiveRun{}, 0, RefreshCost{});
+  for (const MetricFamily& family : f) {
+    const bool own = family.name.rfind("partrain_metrics_", 0) == 0;
+    EXPECT_EQ(!family.samples.empty(), own) << family.name;
+  }
+}
+
+// The collector creates the file before it writes the run's row: a page read then names no run
+// (an empty run_id would be a series of its own).
+TEST(RunMetrics, ATraceWithoutItsRunRowNamesNoRun) {
+  analyzers::LiveRun run;
+  run.status = "running";
+  RunMetrics metrics;
+  const auto f = metrics.families(run, 0, RefreshCost{0, 1, true});
+  EXPECT_TRUE(find(f, "partrain_run")->samples.empty());
+  EXPECT_TRUE(find(f, "partrain_world_size")->samples.empty());
+  EXPECT_EQ(value(f, "partrain_dropped_events"), 0);
+}
+
+// Names follow Prometheus' conventions: snake_case, the partrain_ prefix, a unit suffix when a
+// unit is given, and counters not ending in _total (the format adds it).
+TEST(RunMetrics, NamesFollowPrometheusConventions) {
+  const analyzers::LiveRun run = two_rank_run();
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  for (const MetricFamily& f : metrics.families(run, 0, {})) {
+    EXPECT_EQ(f.name.rfind("partrain_", 0), 0u) << f.name;
+    EXPECT_EQ(f.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"), std::string::npos) << f.name;
+    if (!f.unit.empty()) {
+      EXPECT_TRUE(f.name.ends_with("_" + f.unit)) << f.name;
+    }
+    EXPECT_FALSE(f.name.ends_with("_total")) << f.name;
+    EXPECT_FALSE(f.help.empty()) << f.name;
+  }
+}
+
+}  // namespace
+}  // namespace partrain::metrics
