@@ -127,7 +127,7 @@ void render_memory(const ViewModel& model, const UiState& state, const Glyphs& g
   }
   // h/l move the choice; it wraps around the shown ranks.
   const int n = static_cast<int>(ranks.size());
-  const int chosen = ((state.memory_rank < 0 ? 0 : state.memory_rank) % n + n) % n;
+  const int chosen = (state.memory_rank % n + n) % n;
   const int rank = ranks[static_cast<size_t>(chosen)];
   const RankStatus& row = *std::find_if(model.ranks.begin(), model.ranks.end(),
                                         [rank](const RankStatus& r) { return r.rank == rank; });

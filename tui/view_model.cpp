@@ -31,6 +31,7 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
             {"step", or_null(row.step)},
             {"step_ms", row.step ? json(ms(row.step_ns)) : json(nullptr)},
             {"loss", or_null(row.loss)},
+            {"tokens_per_s", or_null(row.tokens_per_s)},
             {"memory_bytes", row.memory_total()},
             {"memory_by_category_bytes", categories(row.memory_bytes)},
             {"straggler", model.analysis.straggler() == row.rank},
@@ -80,6 +81,13 @@ nlohmann::json view_model_json(const ViewModel& model) {
                            {"skew_ms", ms(it->skew_ns)},
                            {"last_rank", it->last_rank}});
   }
+  json history = json::array();
+  for (const StepPoint& point : model.history) {
+    history.push_back({{"step", point.step},
+                       {"step_ms", ms(point.slowest_ns)},
+                       {"loss", or_null(point.loss)},
+                       {"tokens", point.tokens}});
+  }
   json findings = json::array();
   for (const analyzers::Finding& f : model.analysis.findings()) {
     findings.push_back(analyzers::finding_json(f));
@@ -92,6 +100,8 @@ nlohmann::json view_model_json(const ViewModel& model) {
           {"step", or_null(model.step)},
           {"elapsed_ms", ms(model.elapsed_ns)},
           {"tokens_per_s", or_null(model.tokens_per_s)},
+          {"tokens_per_s_steps", model.throughput_steps},
+          {"steps", history},
           {"data_loss_events", model.data_loss_events},
           {"ranks", ranks},
           {"recent_collectives", collectives},
