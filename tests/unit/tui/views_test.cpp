@@ -266,6 +266,34 @@ TEST(Memory, ChartsCategoriesAndTheEstimate) {
   EXPECT_GT(count(text, "-----"), 0);  // the estimate's line across the chart
 }
 
+// Under the chart, the run's elapsed time at its first column, its middle and its last.
+TEST(Memory, TheChartHasATimeAxis) {
+  ViewModel model = two_ranks();
+  model.start_ns = 5'000 * kMs;
+  MemoryChart& mem = model.memory[0];
+  mem.points.push_back({7'000 * kMs, model.ranks[0].memory_bytes});    // 0:02 into the run
+  mem.points.push_back({125'000 * kMs, model.ranks[0].memory_bytes});  // 2:00
+  mem.peak_total = 4 * kMiB;
+  UiState state;
+  state.view = View::kMemory;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  int axis = -1;
+  for (int y = 0; y < 24; ++y) {
+    if (grid.row_text(y).starts_with("elapsed")) axis = y;
+  }
+  ASSERT_GT(axis, 0) << screen_text(grid);
+  const std::string row = grid.row_text(axis);
+  // 70 chart columns from column 10: "0:02" at the left, "1:01" centred, "2:00" at the right.
+  EXPECT_EQ(row.substr(9, 5), "+0:02") << row;
+  EXPECT_EQ(row.substr(43, 4), "1:01") << row;
+  EXPECT_EQ(row.substr(76), "2:00") << row;
+  EXPECT_EQ(row.substr(14, 4), "----") << row;
+  // The chart's bottom row is right above the axis, the table right below it.
+  EXPECT_EQ(grid.row_text(axis - 1).substr(0, 3), "0 B") << screen_text(grid);
+  EXPECT_NE(grid.row_text(axis + 1).find("category"), std::string::npos) << screen_text(grid);
+}
+
 // The first l moves to the next rank (it used to step from "none chosen" to the first rank,
 // which was already shown), and h from the first wraps to the last.
 TEST(Memory, HAndLChooseTheRankFromTheFirstPress) {
