@@ -3,6 +3,7 @@
 #include "tui/view_model.h"
 
 #include "analyzers/analysis_report.h"
+#include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::tui {
 namespace {
@@ -50,6 +51,7 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
   if (row.collective) {
     r["collective"] = {{"op", row.collective->op},
                        {"comm_id", row.collective->comm_id},
+                       {"group", profiler::communicator_name(row.collective->comm_id)},
                        {"seq", row.collective->seq},
                        {"waited_ms", ms(row.collective->waited_ns)},
                        {"matched", row.collective->matched}};
@@ -72,6 +74,7 @@ nlohmann::json view_model_json(const ViewModel& model) {
   json collectives = json::array();
   for (auto it = model.collectives.rbegin(); it != model.collectives.rend(); ++it) {
     collectives.push_back({{"comm_id", it->comm_id},
+                           {"group", profiler::communicator_name(it->comm_id)},
                            {"seq", it->seq},
                            {"op", it->op},
                            {"bytes", it->bytes},
