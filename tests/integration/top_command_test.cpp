@@ -226,6 +226,58 @@ TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
   tmux("kill-server");
 }
 
+// The dashboard of `launch --tui` shows what `partrain top` shows on the same trace: tokens/s
+// counted once per replica (it read 2x with tp 2: the run's config had not arrived when the
+// dashboard opened the trace) and the memory estimate. After q the run's summary is on the
+// terminal, not only in rank 0's log.
+TEST(LaunchTui, AgreesWithTopAndPrintsTheSummaryAfterQ) {
+  if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+  ScratchDir dir;
+  const std::string socket = fmt::format("partrain-launch-tui-summary-{}", getpid());
+  const auto tmux = [&](const std::string& args) {
+    return run_shell("tmux -u -L " + socket + " " + args);
+  };
+  const fs::path trace = dir.path() / "tui.db";
+  const fs::path code_file = dir.path() / "code";
+  const std::string command = fmt::format(
+      "{} launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+      "--dp 2 --tp 2 --steps 30 --tui --trace {}; echo $? > {}; sleep 60",
+      PARTRAIN_BINARY, trace.string(), code_file.string());
+  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 100 -y 30 \"{}\"", command))
+                .exit_code,
+            0);
+  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  ASSERT_TRUE(eventually([&] {
+    const std::string screen = capture();
+    return screen.find("| completed |") != std::string::npos && rank_rows(screen).size() == 4;
+  })) << capture();
+
+  // The same figure `partrain top --json` computes from the finished trace, as the status line
+  // prints it.
+  const nlohmann::json model = parse_json_output(run_partrain("-q top " + trace.string() + " --json").out);
+  ASSERT_TRUE(model["tokens_per_s"].is_number()) << model.dump();
+  const double tokens_per_s = model["tokens_per_s"].get<double>();
+  const std::string rate = tokens_per_s >= 1e4   ? fmt::format("{:.0f}k", tokens_per_s / 1e3)
+                           : tokens_per_s >= 1e3 ? fmt::format("{:.1f}k", tokens_per_s / 1e3)
+                                                 : fmt::format("{:.0f}", tokens_per_s);
+  const std::string expected = fmt::format("| {} tok/s ({} steps)", rate,
+                                           model["tokens_per_s_steps"].get<int>());
+  EXPECT_TRUE(eventually([&] { return capture().find(expected) != std::string::npos; }, 30s))
+      << expected << "\n" << capture();
+  ASSERT_TRUE(model["ranks"][0]["memory_estimate_bytes"].is_number()) << model.dump();
+  tmux("send-keys -t tui 4");
+  EXPECT_TRUE(eventually([&] { return capture().find(", estimate ") != std::string::npos; }, 30s))
+      << capture();
+
+  tmux("send-keys -t tui q");
+  ASSERT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
+  EXPECT_EQ(read_file(code_file.string()), "0\n");
+  const std::string after = capture();
+  EXPECT_NE(after.find("throughput: "), std::string::npos) << after;
+  EXPECT_NE(after.find("memory peak per rank"), std::string::npos) << after;
+  tmux("kill-server");
+}
+
 TEST(LaunchTui, RefusesWithoutATerminalOrATrace) {
   ScratchDir dir;
   const CommandResult piped = run_partrain(fmt::format(
