@@ -194,14 +194,19 @@ StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
     return !code.is_ok() || *code == 130 || *code == 143 || *code == 129;
   };
   const int dashboard_code = tui::run_dashboard(dashboard);
+  const bool built_in = runs_built_in_workload(config);
+  // As `partrain launch` prints them: the summary rank 0 printed, then the launcher's closing
+  // lines (where the trace is). A run still going shows the launcher's lines as they come.
+  const bool ended = run_over;
+  if (ended) print_rank_output(*config.log_dir, built_in);
   launcher_log.restore();
   if (dashboard_code != 0) {
     log::warn("the dashboard ended with exit code {}; the run goes on", dashboard_code);
-  } else if (!run_over) {
+  } else if (!ended) {
     log::info("dashboard closed; the run goes on (Ctrl-C stops it)");
   }
   StatusOr<int> code = run.get();
-  print_rank_output(*config.log_dir, runs_built_in_workload(config));
+  if (!ended) print_rank_output(*config.log_dir, built_in);
   log::info("rank output: {}/rank_<N>.log", *config.log_dir);
   return code;
 }
