@@ -254,7 +254,8 @@ TEST(LaunchTui, AgreesWithTopAndPrintsTheSummaryAfterQ) {
 
   // The same figure `partrain top --json` computes from the finished trace, as the status line
   // prints it.
-  const nlohmann::json model = parse_json_output(run_partrain("-q top " + trace.string() + " --json").out);
+  const nlohmann::json model =
+      parse_json_output(run_partrain("-q top " + trace.string() + " --json").out);
   ASSERT_TRUE(model["tokens_per_s"].is_number()) << model.dump();
   const double tokens_per_s = model["tokens_per_s"].get<double>();
   const std::string rate = tokens_per_s >= 1e4   ? fmt::format("{:.0f}k", tokens_per_s / 1e3)
