@@ -8,6 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "analyzers/analysis_window.h"
+#include "core/status.h"
+#include "profiler/trace_reader/trace_reader.h"
+
 namespace partrain::analyzers {
 
 // The dashboard's throughput covers this many of the latest steps (docs/top.md).
@@ -20,6 +24,12 @@ inline constexpr int kThroughputWindowSteps = 10;
 // add up to the run's. nullopt for an empty span or no tokens.
 std::optional<double> tokens_per_second(int64_t tokens, int64_t start_ns, int64_t end_ns,
                                         int ranks_per_replica);
+
+// Tokens per second over an analysis window's steps (`partrain analyze`): the tokens its ranks
+// recorded in them, from the first step's start to the last one's end, each token once for a
+// built-in workload (its config gives tp x pp). nullopt without steps or tokens.
+StatusOr<std::optional<double>> window_tokens_per_second(const profiler::TraceReader& reader,
+                                                         const AnalysisWindow& window);
 
 // One step as every rank finished it.
 struct StepPoint {
