@@ -20,7 +20,8 @@ void render_help(const Glyphs& glyphs, ScreenGrid& grid) {
       "q                    quit (the terminal is restored)",
       "",
       "Overview bars: compute, exposed comm, exposed memcpy and idle of",
-      "each rank's last step; memory in use stacked by category.",
+      "each rank's last step; memory in use stacked by category; below,",
+      "step time and loss over the latest steps; tok/s: per GPU.",
       "Details: docs/top.md"};
   const int rows = static_cast<int>(std::size(kLines));
   int width = 0;
