@@ -150,6 +150,39 @@ TEST_F(TopInTmux, ShowsALiveRunAndQuitsCleanly) {
   EXPECT_EQ(run_shell(tmux("display-message -p -t top '#{alternate_on}'")).out, "0\n");
 }
 
+// What issue 37 found missing or wrong on this screen: per-rank tokens/s, step time and loss
+// over steps, the memory chart's time axis, `l` choosing the next rank on its first press, and
+// the help box's corners.
+TEST_F(TopInTmux, ShowsHistoryRatesTheMemoryAxisAndAHelpBoxWithCorners) {
+  const std::string session = fmt::format("{} top {}; sleep 120", PARTRAIN_BINARY,
+                                          trace_.string());
+  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 \"{}\"",
+                                       session)))
+                .exit_code,
+            0);
+  ASSERT_TRUE(screen_has("Overview: 4 of 4 ranks")) << capture();
+  EXPECT_TRUE(screen_has(" tok/s (")) << capture();  // the status line says what it covers
+  EXPECT_TRUE(screen_has("step time  tok/s")) << capture();
+  // Sparklines once a step is in the history: a level glyph right after the label.
+  static const std::regex history("step time [▁▂▃▄▅▆▇█]+ [0-9.]+ m?s \\(");
+  EXPECT_TRUE(eventually([&] { return std::regex_search(capture(), history); }, 30s))
+      << capture();
+  EXPECT_TRUE(std::regex_search(capture(), std::regex("loss      [▁▂▃▄▅▆▇█]+ [0-9.]+")))
+      << capture();
+
+  press("4");
+  ASSERT_TRUE(screen_has("Memory: rank 0 ")) << capture();
+  EXPECT_TRUE(screen_has("elapsed  └")) << capture();
+  press("l");  // the first press moves on
+  EXPECT_TRUE(screen_has("Memory: rank 1 ")) << capture();
+
+  press("?");
+  EXPECT_TRUE(screen_has("┌──")) << capture();
+  EXPECT_TRUE(screen_has("──┘")) << capture();
+  EXPECT_EQ(capture().find("│──"), std::string::npos) << capture();
+  press("q");
+}
+
 TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
   ScratchDir dir;
   const fs::path trace = dir.path() / "run.db";
