@@ -207,14 +207,15 @@ Status LiveRunFollower::read_steps(LiveRun& run, std::map<int, bool>& touched) {
     profiler::StepRow step;
     while (steps.next(step)) {
       ++rows_read_;
+      const int64_t tokens = step.tokens.value_or(0);
       push_bounded(run.steps[row.rank],
-                   StepMark{step.step, step.ts_ns, step.dur_ns, step.tokens.value_or(0), step.loss},
+                   StepMark{step.step, step.ts_ns, step.dur_ns, tokens, step.loss},
                    LiveRun::kMaxStepsPerRank);
       // A step older than the history's newest is one a rank reported late: it is not plotted.
       if (run.history.empty() || step.step > run.history.back().step) {
         StepPoint& point = pending_steps_[step.step];
         point.step = step.step;
-        merge_step(point, step.ts_ns, step.dur_ns, step.tokens.value_or(0), step.loss);
+        merge_step(point, step.ts_ns, step.dur_ns, tokens, step.loss);
       }
       row.step = step.step;
       row.step_ns = step.dur_ns;
@@ -272,11 +273,9 @@ void LiveRunFollower::derive(LiveRun& run, const std::map<int, bool>& touched) {
     row.breakdown = breakdown_of(run.slices[row.rank], last.start_ns, last.start_ns + last.dur_ns);
     run.end_ns = std::max(run.end_ns, last.start_ns + last.dur_ns);
   }
-  // The latest step every rank has finished (none while ranks of the world are still to join).
+  // The latest step every rank of the trace has finished (a node's file holds its own ranks).
   std::optional<int64_t> common;
-  const bool all_joined = static_cast<int>(run.ranks.size()) >= run.world_size;
   for (const RankStatus& row : run.ranks) {
-    if (!all_joined) break;
     if (!row.step) {
       common.reset();
       break;
