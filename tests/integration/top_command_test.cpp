@@ -312,6 +312,36 @@ TEST(LaunchTui, AgreesWithTopAndPrintsTheSummaryAfterQ) {
   tmux("kill-server");
 }
 
+// A user's program under `launch --tui`: its last lines, not all of them, and where the rest is.
+TEST(LaunchTui, AProgramsLastLinesAfterQ) {
+  if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+  ScratchDir dir;
+  const std::string socket = fmt::format("partrain-launch-tui-tail-{}", getpid());
+  const auto tmux = [&](const std::string& args) {
+    return run_shell("tmux -u -L " + socket + " " + args);
+  };
+  const fs::path code_file = dir.path() / "code";
+  const std::string command = fmt::format(
+      "{} launch -n 2 --tui --trace {} -- sh -c 'seq 101 150'; echo $? > {}; sleep 60",
+      PARTRAIN_BINARY, (dir.path() / "u.db").string(), code_file.string());
+  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 100 -y 40 \"{}\"", command))
+                .exit_code,
+            0);
+  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  ASSERT_TRUE(eventually([&] { return capture().find("| completed |") != std::string::npos; }))
+      << capture();
+  tmux("send-keys -t tui q");
+  ASSERT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
+  const std::string after = capture();
+  EXPECT_NE(after.find("rank 0's last 20 lines (all 50 in " +
+                       (dir.path() / "u.logs" / "rank_0.log").string() + "):\n131\n"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find("\n150\n"), std::string::npos) << after;
+  EXPECT_EQ(after.find("\n130\n"), std::string::npos) << after;
+  tmux("kill-server");
+}
+
 TEST(LaunchTui, RefusesWithoutATerminalOrATrace) {
   ScratchDir dir;
   const CommandResult piped = run_partrain(fmt::format(
