@@ -20,8 +20,7 @@ std::optional<double> tokens_per_second(int64_t tokens, int64_t start_ns, int64_
 StatusOr<std::optional<double>> window_tokens_per_second(const profiler::TraceReader& reader,
                                                          const AnalysisWindow& window) {
   if (!window.has_steps) return std::optional<double>();
-  ASSIGN_OR_RETURN(const std::optional<WorkloadRunConfig> config,
-                   read_workload_run_config(reader));
+  ASSIGN_OR_RETURN(const std::optional<WorkloadRunConfig> config, read_workload_run_config(reader));
   const int per_replica =
       config ? std::max(config->resolved.layout.tp * config->resolved.layout.pp, 1) : 1;
   ASSIGN_OR_RETURN(profiler::StepCursor steps,

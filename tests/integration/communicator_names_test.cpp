@@ -2,6 +2,8 @@
 // GPT run records is named after the mesh group whose ranks it holds (so the naming follows the
 // runner's split order, runner/workload/mesh.cpp), and analyze, export and top all show those
 // names instead of the runner's ids ("world/split0/color1").
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,9 +11,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "memory/mesh_order.h"
 #include "profiler/trace_reader/communicator_name.h"

@@ -11,6 +11,7 @@
 #include <functional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -223,32 +224,49 @@ TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
             std::string::npos);
 }
 
+// A `partrain launch --tui` command in a detached tmux session on a server of its own, gone
+// with it.
+class TuiSession {
+ public:
+  explicit TuiSession(std::string_view name)
+      : socket_(fmt::format("partrain-launch-tui-{}-{}", name, getpid())) {}
+  ~TuiSession() { tmux("kill-server"); }
+  CommandResult tmux(const std::string& args) const {
+    return run_shell("tmux -u -L " + socket_ + " " + args);
+  }
+  bool start(const std::string& command, int width, int height) const {
+    return tmux(fmt::format("-f /dev/null new-session -d -s tui -x {} -y {} \"{}\"", width,
+                            height, command))
+               .exit_code == 0;
+  }
+  std::string capture() const { return tmux("capture-pane -p -t tui").out; }
+  void press(const std::string& key) const { tmux("send-keys -t tui " + key); }
+
+ private:
+  std::string socket_;
+};
+
 // `partrain launch --tui`: the dashboard follows the run it launched, stays for browsing once the
 // run has ended, and q returns the run's exit code with the launcher's messages replayed.
 TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
   if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
   ScratchDir dir;
-  const std::string socket = fmt::format("partrain-launch-tui-{}", getpid());
-  const auto tmux = [&](const std::string& args) {
-    return run_shell("tmux -u -L " + socket + " " + args);
-  };
+  TuiSession tui("follows");
+  const auto capture = [&] { return tui.capture(); };
   const fs::path trace = dir.path() / "tui.db";
   const fs::path code_file = dir.path() / "code";
   const std::string command = fmt::format(
       "{} launch -n 4 --workload mlp --layers 2 --hidden 32 --steps 40 --tui --trace {}; "
       "echo $? > {}; sleep 60",
       PARTRAIN_BINARY, trace.string(), code_file.string());
-  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 80 -y 24 \"{}\"", command))
-                .exit_code,
-            0);
-  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  ASSERT_TRUE(tui.start(command, 80, 24));
   // The run ends by itself (40 steps) and the dashboard stays on it, showing every rank.
   EXPECT_TRUE(eventually([&] {
     const std::string screen = capture();
     return screen.find("| completed |") != std::string::npos && rank_rows(screen).size() == 4;
   })) << capture();
   EXPECT_TRUE(read_file(code_file.string()).empty());  // still browsing
-  tmux("send-keys -t tui q");
+  tui.press("q");
   EXPECT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
   EXPECT_EQ(read_file(code_file.string()), "0\n");
   const std::string after = capture();
@@ -256,7 +274,6 @@ TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
   EXPECT_NE(after.find("rank output: " + (dir.path() / "tui.logs").string()), std::string::npos)
       << after;
   EXPECT_TRUE(fs::exists(dir.path() / "tui.logs" / "rank_3.log"));
-  tmux("kill-server");
 }
 
 // The dashboard of `launch --tui` shows what `partrain top` shows on the same trace: tokens/s
@@ -266,20 +283,15 @@ TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
 TEST(LaunchTui, AgreesWithTopAndPrintsTheSummaryAfterQ) {
   if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
   ScratchDir dir;
-  const std::string socket = fmt::format("partrain-launch-tui-summary-{}", getpid());
-  const auto tmux = [&](const std::string& args) {
-    return run_shell("tmux -u -L " + socket + " " + args);
-  };
+  TuiSession tui("summary");
+  const auto capture = [&] { return tui.capture(); };
   const fs::path trace = dir.path() / "tui.db";
   const fs::path code_file = dir.path() / "code";
   const std::string command = fmt::format(
       "{} launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
       "--dp 2 --tp 2 --steps 30 --tui --trace {}; echo $? > {}; sleep 60",
       PARTRAIN_BINARY, trace.string(), code_file.string());
-  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 100 -y 30 \"{}\"", command))
-                .exit_code,
-            0);
-  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  ASSERT_TRUE(tui.start(command, 100, 30));
   ASSERT_TRUE(eventually([&] {
     const std::string screen = capture();
     return screen.find("| completed |") != std::string::npos && rank_rows(screen).size() == 4;
@@ -299,38 +311,32 @@ TEST(LaunchTui, AgreesWithTopAndPrintsTheSummaryAfterQ) {
   EXPECT_TRUE(eventually([&] { return capture().find(expected) != std::string::npos; }, 30s))
       << expected << "\n" << capture();
   ASSERT_TRUE(model["ranks"][0]["memory_estimate_bytes"].is_number()) << model.dump();
-  tmux("send-keys -t tui 4");
+  tui.press("4");
   EXPECT_TRUE(eventually([&] { return capture().find(", estimate ") != std::string::npos; }, 30s))
       << capture();
 
-  tmux("send-keys -t tui q");
+  tui.press("q");
   ASSERT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
   EXPECT_EQ(read_file(code_file.string()), "0\n");
   const std::string after = capture();
   EXPECT_NE(after.find("throughput: "), std::string::npos) << after;
   EXPECT_NE(after.find("memory peak per rank"), std::string::npos) << after;
-  tmux("kill-server");
 }
 
 // A user's program under `launch --tui`: its last lines, not all of them, and where the rest is.
 TEST(LaunchTui, AProgramsLastLinesAfterQ) {
   if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
   ScratchDir dir;
-  const std::string socket = fmt::format("partrain-launch-tui-tail-{}", getpid());
-  const auto tmux = [&](const std::string& args) {
-    return run_shell("tmux -u -L " + socket + " " + args);
-  };
+  TuiSession tui("tail");
+  const auto capture = [&] { return tui.capture(); };
   const fs::path code_file = dir.path() / "code";
   const std::string command = fmt::format(
       "{} launch -n 2 --tui --trace {} -- sh -c 'seq 101 150'; echo $? > {}; sleep 60",
       PARTRAIN_BINARY, (dir.path() / "u.db").string(), code_file.string());
-  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 100 -y 40 \"{}\"", command))
-                .exit_code,
-            0);
-  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  ASSERT_TRUE(tui.start(command, 100, 40));
   ASSERT_TRUE(eventually([&] { return capture().find("| completed |") != std::string::npos; }))
       << capture();
-  tmux("send-keys -t tui q");
+  tui.press("q");
   ASSERT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
   const std::string after = capture();
   EXPECT_NE(after.find("rank 0's last 20 lines (all 50 in " +
@@ -339,7 +345,6 @@ TEST(LaunchTui, AProgramsLastLinesAfterQ) {
       << after;
   EXPECT_NE(after.find("\n150\n"), std::string::npos) << after;
   EXPECT_EQ(after.find("\n130\n"), std::string::npos) << after;
-  tmux("kill-server");
 }
 
 TEST(LaunchTui, RefusesWithoutATerminalOrATrace) {
