@@ -10,6 +10,7 @@
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/node_file_check.h"
+#include "analyzers/step_history.h"
 #include "core/clock.h"
 #include "core/subprocess.h"
 
@@ -211,6 +212,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   const int64_t started = monotonic_ns();
   AnalysisReport out;
   out.window = window;
+  ASSIGN_OR_RETURN(out.tokens_per_s, window_tokens_per_second(reader, window));
   ASSIGN_OR_RETURN(out.outcome, read_run_outcome(reader));
   out.findings = run_outcome_findings(out.outcome);
   RETURN_IF_ERROR(add_analysis(out, "ranks", started, analyze_temporal_breakdown(reader, window),

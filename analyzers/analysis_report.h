@@ -45,6 +45,8 @@ struct RunOutcome {
 
 struct AnalysisReport {
   AnalysisWindow window;
+  // Over the window's steps, as the dashboard counts its latest ones (step_history.h).
+  std::optional<double> tokens_per_s;
   RunOutcome outcome;
   TemporalBreakdown ranks;
   GpuTimelineReport gpu;  // HTA's temporal breakdown of the GPU streams

@@ -19,6 +19,7 @@
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
 #include "core/byte_size.h"
+#include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -316,10 +317,11 @@ std::string desync_text(const Desync& desync) {
     parts.push_back(fmt::format("{} did {} of {} B", ranks_phrase(ranks), action.op,
                                 action.bytes));
   }
-  std::string text = fmt::format("communicator {} seq {}: {}", desync.comm_id, desync.seq,
+  const std::string group = profiler::communicator_name(desync.comm_id);
+  std::string text = fmt::format("communicator {} seq {}: {}", group, desync.seq,
                                  fmt::join(parts, "; "));
   if (desync.later_mismatches > 0) {
-    text += fmt::format(" ({} later mismatches on {})", desync.later_mismatches, desync.comm_id);
+    text += fmt::format(" ({} later mismatches on {})", desync.later_mismatches, group);
   }
   return text;
 }
@@ -329,7 +331,7 @@ std::string missing_text(const MissingCollective& m) {
                                         : fmt::format("seqs {}-{} ({} ops)", m.first_seq,
                                                       m.last_seq, m.count);
   return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
-                     m.op, seqs, m.comm_id, ranks_phrase(m.present));
+                     m.op, seqs, profiler::communicator_name(m.comm_id), ranks_phrase(m.present));
 }
 
 }  // namespace
@@ -350,7 +352,7 @@ std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& repo
     f.advice = fmt::format(
         "every member of {} must issue the same collectives in the same order with the same "
         "sizes: look for a rank-dependent branch or a different model or config before seq {}",
-        desync.comm_id, desync.seq);
+        profiler::communicator_name(desync.comm_id), desync.seq);
     findings.push_back(std::move(f));
   }
   for (const MissingCollective& m : report.missing) {
@@ -390,7 +392,7 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
   if (report.rows.empty()) return out + "  (no collectives in the window)\n";
   size_t comm_width = 4;
   for (const CollectiveStatsRow& r : report.rows) {
-    comm_width = std::max(comm_width, r.comm_id.size());
+    comm_width = std::max(comm_width, profiler::communicator_name(r.comm_id).size());
   }
   out += fmt::format("  {:<{}} {:<14} {:>12} {:>6} {:>11} {:>10} {:>10} {:>14} {:>14} {:>10} "
                      "{:>10}\n",
@@ -399,7 +401,8 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
   for (const CollectiveStatsRow& r : report.rows) {
     out += fmt::format("  {:<{}} {:<14} {:>12} {:>6} {:>11} {:>7.3f} ms {:>7.3f} ms {:>14} {:>14} "
                        "{:>10} {:>10}\n",
-                       r.comm_id, comm_width, r.op, r.size_bucket, r.count,
+                       profiler::communicator_name(r.comm_id), comm_width, r.op, r.size_bucket,
+                       r.count,
                        format_bytes(static_cast<uint64_t>(r.bytes)), r.time_p50_ms,
                        r.time_p99_ms, format_gbps(r.algbw_gbps), format_gbps(r.busbw_gbps),
                        format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
@@ -415,7 +418,8 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
 nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
   nlohmann::json rows = nlohmann::json::array();
   for (const CollectiveStatsRow& r : report.rows) {
-    rows.push_back({{"comm_id", r.comm_id}, {"op", r.op}, {"size_bucket_bytes", r.size_bucket},
+    rows.push_back({{"comm_id", r.comm_id}, {"group", profiler::communicator_name(r.comm_id)},
+                    {"op", r.op}, {"size_bucket_bytes", r.size_bucket},
                     {"group_size", r.group_size}, {"count", r.count}, {"bytes", r.bytes},
                     {"time_p50_ms", r.time_p50_ms}, {"time_p99_ms", r.time_p99_ms},
                     {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
@@ -432,12 +436,14 @@ nlohmann::json collective_matching_json(const CollectiveStatsReport& report) {
     for (const DesyncMember& m : d.members) {
       members.push_back({{"rank", m.rank}, {"op", m.op}, {"bytes", m.bytes}});
     }
-    desyncs.push_back({{"comm_id", d.comm_id}, {"seq", d.seq}, {"members", members},
+    desyncs.push_back({{"comm_id", d.comm_id}, {"group", profiler::communicator_name(d.comm_id)},
+                       {"seq", d.seq}, {"members", members},
                        {"later_mismatches", d.later_mismatches}});
   }
   nlohmann::json missing = nlohmann::json::array();
   for (const MissingCollective& m : report.missing) {
-    missing.push_back({{"comm_id", m.comm_id}, {"rank", m.rank}, {"op", m.op},
+    missing.push_back({{"comm_id", m.comm_id}, {"group", profiler::communicator_name(m.comm_id)},
+                       {"rank", m.rank}, {"op", m.op},
                        {"first_seq", m.first_seq}, {"last_seq", m.last_seq},
                        {"count", m.count}, {"present", m.present}});
   }

@@ -17,6 +17,7 @@
 #include "analyzers/activity.h"
 #include "analyzers/analysis_report.h"
 #include "analyzers/rank_breakdown.h"
+#include "analyzers/step_history.h"
 #include "memory/category.h"
 
 namespace partrain::analyzers {
@@ -45,6 +46,8 @@ struct RankStatus {
   std::optional<int64_t> step;  // latest completed step
   int64_t step_ns = 0;          // its duration
   std::optional<double> loss;
+  // Tokens/s per GPU over its latest kThroughputWindowSteps steps (tokens_per_second).
+  std::optional<double> tokens_per_s;
   // That step split as `partrain analyze` splits a window (window_ns is the step; compute +
   // exposed comm + exposed memcpy + idle = the step), from the slices read that overlap it.
   std::optional<RankBreakdown> breakdown;
@@ -82,6 +85,7 @@ struct StepMark {
   int64_t start_ns = 0;
   int64_t dur_ns = 0;
   int64_t tokens = 0;  // this rank's (its data-parallel replica's) tokens in the step
+  std::optional<double> loss;
 };
 
 struct MemoryPoint {
@@ -119,7 +123,11 @@ struct LiveRun {
   int64_t end_ns = 0;          // latest time the trace shows (run end, or latest event)
   int64_t elapsed_ns = 0;
   std::optional<int64_t> step;  // latest step every rank has completed
+  // Over the latest throughput_steps steps every rank has completed (at most
+  // kThroughputWindowSteps): one step's figure jumps with every hiccup.
   std::optional<double> tokens_per_s;
+  int64_t throughput_steps = 0;
+  std::deque<StepPoint> history;  // steps every rank has completed, ascending, bounded
   int64_t data_loss_events = 0;  // stat rows of severity data_loss/error, summed
   std::vector<RankStatus> ranks;  // ascending
   std::deque<MatchedCollective> collectives;  // newest last, at most kMaxRecentCollectives
@@ -132,6 +140,7 @@ struct LiveRun {
   static constexpr size_t kMaxMemoryPoints = 2048;
   static constexpr size_t kMaxSlicesPerRank = 100'000;
   static constexpr size_t kMaxStepsPerRank = 4096;
+  static constexpr size_t kMaxHistorySteps = 4096;
 };
 
 // The row of `rank`, made (in rank order) when it is new.

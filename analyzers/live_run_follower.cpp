@@ -1,5 +1,5 @@
 // LiveRunFollower: the incremental reads and what is derived from them (the last step's split,
-// matched collectives, tokens/s).
+// matched collectives, the step history and tokens/s over its latest steps).
 #include "analyzers/live_run_follower.h"
 
 #include <fmt/format.h>
@@ -8,7 +8,6 @@
 #include <climits>
 
 #include "core/clock.h"
-#include "memory/memory_estimate.h"
 #include "profiler/trace_reader/live_reads.h"
 #include "profiler/trace_reader/memory_reads.h"
 #include "profiler/trace_reader/step_reads.h"
@@ -92,7 +91,10 @@ StatusOr<bool> LiveRunFollower::refresh(LiveRun& run) {
     RETURN_IF_ERROR(end);
     // A traced program that did not say (no WORLD_SIZE): the ranks seen so far, as export says.
     if (run.world_size <= 0) run.world_size = static_cast<int>(run.ranks.size());
-    if (!estimate_loaded_) load_estimate(run);
+    if (!config_) {
+      ASSIGN_OR_RETURN(config_, read_workload_run_config(*reader_));
+    }
+    apply_estimate(run);
     derive(run, touched);
   }
   // A run left `running` by a writer that is gone reads as incomplete (as open_trace reports it).
@@ -205,9 +207,16 @@ Status LiveRunFollower::read_steps(LiveRun& run, std::map<int, bool>& touched) {
     profiler::StepRow step;
     while (steps.next(step)) {
       ++rows_read_;
+      const int64_t tokens = step.tokens.value_or(0);
       push_bounded(run.steps[row.rank],
-                   StepMark{step.step, step.ts_ns, step.dur_ns, step.tokens.value_or(0)},
+                   StepMark{step.step, step.ts_ns, step.dur_ns, tokens, step.loss},
                    LiveRun::kMaxStepsPerRank);
+      // A step older than the history's newest is one a rank reported late: it is not plotted.
+      if (run.history.empty() || step.step > run.history.back().step) {
+        StepPoint& point = pending_steps_[step.step];
+        point.step = step.step;
+        merge_step(point, step.ts_ns, step.dur_ns, tokens, step.loss);
+      }
       row.step = step.step;
       row.step_ns = step.dur_ns;
       if (step.loss) row.loss = step.loss;
@@ -228,19 +237,22 @@ Status LiveRunFollower::read_stats(LiveRun& run) {
   return Status::ok();
 }
 
-void LiveRunFollower::load_estimate(LiveRun& run) {
-  if (run.ranks.empty()) return;
-  estimate_loaded_ = true;
-  if (!config_) return;  // a foreign job: no estimate
-  StatusOr<memory::EstimateInput> input = workload_estimate_input(*config_);
-  if (!input.is_ok()) return;
-  StatusOr<memory::MemoryEstimate> estimate = memory::estimate_memory(*input);
-  if (!estimate.is_ok()) return;
+void LiveRunFollower::apply_estimate(LiveRun& run) {
+  if (!config_) return;  // a foreign job (or a run row not written yet): no estimate
+  if (!estimate_) {
+    StatusOr<memory::EstimateInput> input = workload_estimate_input(*config_);
+    if (!input.is_ok()) return;
+    StatusOr<memory::MemoryEstimate> estimate = memory::estimate_memory(*input);
+    if (!estimate.is_ok()) return;
+    estimate_ = std::move(*estimate);
+  }
+  // Ranks join the trace one by one: each gets its stage's estimate when it first shows.
   for (const RankStatus& row : run.ranks) {
-    const auto stage = static_cast<size_t>(config_->pp_stage(row.rank));
-    if (stage >= estimate->stages.size()) continue;
-    const memory::StageMemory& s = estimate->stages[stage];
     MemoryChart& chart = run.memory[row.rank];
+    if (chart.estimate_total) continue;
+    const auto stage = static_cast<size_t>(config_->pp_stage(row.rank));
+    if (stage >= estimate_->stages.size()) continue;
+    const memory::StageMemory& s = estimate_->stages[stage];
     using memory::Category;
     auto set = [&chart](Category c, double bytes) {
       chart.estimate[static_cast<size_t>(c)] = static_cast<int64_t>(bytes);
@@ -261,7 +273,7 @@ void LiveRunFollower::derive(LiveRun& run, const std::map<int, bool>& touched) {
     row.breakdown = breakdown_of(run.slices[row.rank], last.start_ns, last.start_ns + last.dur_ns);
     run.end_ns = std::max(run.end_ns, last.start_ns + last.dur_ns);
   }
-  // The latest step every rank has finished, and the run's throughput in it.
+  // The latest step every rank of the trace has finished (a node's file holds its own ranks).
   std::optional<int64_t> common;
   for (const RankStatus& row : run.ranks) {
     if (!row.step) {
@@ -271,24 +283,42 @@ void LiveRunFollower::derive(LiveRun& run, const std::map<int, bool>& touched) {
     common = common ? std::min(*common, *row.step) : *row.step;
   }
   run.step = common;
-  run.tokens_per_s.reset();
-  if (!common) return;
-  int64_t tokens = 0, first = INT64_MAX, end = INT64_MIN;
-  for (const RankStatus& row : run.ranks) {
-    for (const StepMark& mark : run.steps[row.rank]) {
-      if (mark.step != *common) continue;
-      tokens += mark.tokens;
-      first = std::min(first, mark.start_ns);
-      end = std::max(end, mark.start_ns + mark.dur_ns);
+  if (common) {
+    // Steps every rank has finished join the history, in order.
+    while (!pending_steps_.empty() && pending_steps_.begin()->first <= *common) {
+      push_bounded(run.history, std::move(pending_steps_.begin()->second),
+                   LiveRun::kMaxHistorySteps);
+      pending_steps_.erase(pending_steps_.begin());
     }
   }
-  // Every rank of a data-parallel replica reports the replica's tokens (runner/workload/
-  // trainer.cpp): divide by the ranks per replica (tp x pp) to count each token once.
+  derive_throughput(run);
+}
+
+void LiveRunFollower::derive_throughput(LiveRun& run) {
   const int per_replica =
       config_ ? std::max(config_->resolved.layout.tp * config_->resolved.layout.pp, 1) : 1;
-  if (end > first && tokens > 0) {
-    run.tokens_per_s = static_cast<double>(tokens) / per_replica /
-                       (static_cast<double>(end - first) / 1e9);
+  run.tokens_per_s.reset();
+  run.throughput_steps = 0;
+  const size_t window = std::min<size_t>(run.history.size(), kThroughputWindowSteps);
+  if (window > 0) {
+    int64_t tokens = 0;
+    for (size_t i = run.history.size() - window; i < run.history.size(); ++i) {
+      tokens += run.history[i].tokens;
+    }
+    run.tokens_per_s = tokens_per_second(tokens, run.history[run.history.size() - window].start_ns,
+                                         run.history.back().end_ns, per_replica);
+    if (run.tokens_per_s) run.throughput_steps = static_cast<int64_t>(window);
+  }
+  for (RankStatus& row : run.ranks) {
+    const std::deque<StepMark>& marks = run.steps[row.rank];
+    const size_t n = std::min<size_t>(marks.size(), kThroughputWindowSteps);
+    row.tokens_per_s.reset();
+    if (n == 0) continue;
+    int64_t tokens = 0;
+    for (size_t i = marks.size() - n; i < marks.size(); ++i) tokens += marks[i].tokens;
+    const StepMark& last = marks.back();
+    row.tokens_per_s = tokens_per_second(tokens, marks[marks.size() - n].start_ns,
+                                         last.start_ns + last.dur_ns, per_replica);
   }
 }
 

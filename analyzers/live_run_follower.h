@@ -18,6 +18,7 @@
 #include "analyzers/live_run.h"
 #include "analyzers/workload_run_config.h"
 #include "core/status.h"
+#include "memory/memory_estimate.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_reader/live_reads.h"
 #include "profiler/trace_reader/trace_reader.h"
@@ -61,7 +62,8 @@ class LiveRunFollower {
   Status read_steps(LiveRun& run, std::map<int, bool>& touched);
   Status read_stats(LiveRun& run);
   void derive(LiveRun& run, const std::map<int, bool>& touched);
-  void load_estimate(LiveRun& run);
+  void derive_throughput(LiveRun& run);
+  void apply_estimate(LiveRun& run);
 
   profiler::TraceFile trace_;
   std::unique_ptr<profiler::TraceReader> reader_;  // over trace_.db, which must not move
@@ -71,9 +73,13 @@ class LiveRunFollower {
   int64_t last_memory_rowid_ = -1;
   int64_t rows_read_ = 0;
   std::map<int, int64_t> last_step_;  // rank -> latest step read
+  // Steps some rank has recorded that not every rank has yet: they join run.history then.
+  std::map<int64_t, StepPoint> pending_steps_;
   CollectiveMatcher matcher_;
+  // Read again until found: `launch --tui` opens the trace before the launcher has written the
+  // run's row, and a built-in workload's tokens/s and memory estimate need it.
   std::optional<WorkloadRunConfig> config_;
-  bool estimate_loaded_ = false;
+  std::optional<memory::MemoryEstimate> estimate_;
 };
 
 }  // namespace partrain::analyzers

@@ -33,10 +33,11 @@ std::string format_report(const AnalysisReport& report) {
   const AnalysisWindow& w = report.window;
   const RunOutcome& outcome = report.outcome;
   std::string out = fmt::format(
-      "run {} ({}), world size {}, ranks {}\nwindow: {}, {:.1f} ms\n\n",
+      "run {} ({}), world size {}, ranks {}\nwindow: {}, {:.1f} ms{}\n\n",
       w.run_id.empty() ? "?" : w.run_id, outcome.status, w.world_size,
       profiler::format_rank_ranges(w.ranks), describe_window(w),
-      static_cast<double>(w.end_ns - w.start_ns) / 1e6);
+      static_cast<double>(w.end_ns - w.start_ns) / 1e6,
+      report.tokens_per_s ? fmt::format(", {:.0f} tokens/s", *report.tokens_per_s) : "");
   if (!outcome.data_loss.empty()) {
     out = out.substr(0, out.size() - 1) + format_data_loss(outcome.data_loss) + "\n";
   }
@@ -70,6 +71,8 @@ nlohmann::json report_json(const AnalysisReport& report) {
                            {"duration_ms", static_cast<double>(w.end_ns - w.start_ns) / 1e6}};
   window["first_step"] = w.has_steps ? nlohmann::json(w.first_step) : nlohmann::json(nullptr);
   window["last_step"] = w.has_steps ? nlohmann::json(w.last_step) : nlohmann::json(nullptr);
+  window["tokens_per_s"] =
+      report.tokens_per_s ? nlohmann::json(*report.tokens_per_s) : nlohmann::json(nullptr);
   nlohmann::json out = {{"run_id", w.run_id},   {"status", report.outcome.status},
                         {"world_size", w.world_size}, {"command", report.outcome.command},
                         {"window", window}};

@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -13,7 +14,10 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/env.h"
 #include "core/log.h"
@@ -90,6 +94,40 @@ void block_launcher_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+// What the node's lowest rank printed, once the dashboard has given the terminal back: a
+// built-in workload's rank 0 prints the run's summary, which `partrain launch` without --tui
+// shows on stdout; a user's program gets its last lines, with where the rest is.
+void print_rank_output(const fs::path& log_dir, bool built_in_workload) {
+  std::error_code error;
+  std::optional<std::pair<int, fs::path>> lowest;
+  for (const fs::directory_entry& entry : fs::directory_iterator(log_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    int rank = 0;
+    if (std::sscanf(name.c_str(), "rank_%d.log", &rank) != 1) continue;
+    if (!lowest || rank < lowest->first) lowest = std::pair(rank, entry.path());
+  }
+  if (!lowest) return;
+  std::ifstream file(lowest->second);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(std::move(line));
+  if (lines.empty()) return;
+  constexpr size_t kTailLines = 20;
+  size_t first = 0;
+  if (!built_in_workload && lines.size() > kTailLines) {
+    first = lines.size() - kTailLines;
+    std::printf("rank %d's last %zu lines (all %zu in %s):\n", lowest->first, kTailLines,
+                lines.size(), lowest->second.c_str());
+  }
+  for (size_t i = first; i < lines.size(); ++i) std::printf("%s\n", lines[i].c_str());
+  std::fflush(stdout);
+}
+
+bool runs_built_in_workload(const launch::LaunchConfig& config) {
+  return std::any_of(config.extra_env.begin(), config.extra_env.end(), [](const std::string& v) {
+    return v.starts_with("PARTRAIN_WORKLOAD_CONFIG=");
+  });
+}
+
 }  // namespace
 
 StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
@@ -156,13 +194,19 @@ StatusOr<int> launch_with_dashboard(launch::LaunchConfig config) {
     return !code.is_ok() || *code == 130 || *code == 143 || *code == 129;
   };
   const int dashboard_code = tui::run_dashboard(dashboard);
+  const bool built_in = runs_built_in_workload(config);
+  // As `partrain launch` prints them: the summary rank 0 printed, then the launcher's closing
+  // lines (where the trace is). A run still going shows the launcher's lines as they come.
+  const bool ended = run_over;
+  if (ended) print_rank_output(*config.log_dir, built_in);
   launcher_log.restore();
   if (dashboard_code != 0) {
     log::warn("the dashboard ended with exit code {}; the run goes on", dashboard_code);
-  } else if (!run_over) {
+  } else if (!ended) {
     log::info("dashboard closed; the run goes on (Ctrl-C stops it)");
   }
   StatusOr<int> code = run.get();
+  if (!ended) print_rank_output(*config.log_dir, built_in);
   log::info("rank output: {}/rank_<N>.log", *config.log_dir);
   return code;
 }

@@ -1,7 +1,9 @@
 // `partrain launch --tui`: the run under the live dashboard. The launcher runs on a thread of its
 // own while the dashboard (tui::run_dashboard, the same loop as `partrain top`) owns the
 // terminal and follows the node's trace; the ranks' output goes to per-rank log files and the
-// launcher's own messages to a file, both printed or named once the dashboard closes.
+// launcher's own messages to a file. Once the dashboard closes and the run has ended, the
+// launcher's messages and the lowest rank's output (a built-in workload's summary) are printed
+// and the log directory named.
 #pragma once
 
 #include "core/status.h"

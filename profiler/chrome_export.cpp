@@ -16,6 +16,7 @@
 
 #include "profiler/json_text.h"
 #include "profiler/trace_reader/collective_reads.h"
+#include "profiler/trace_reader/communicator_name.h"
 #include "profiler/trace_reader/export_reads.h"
 
 namespace partrain::profiler {
@@ -168,7 +169,11 @@ class TrackIds {
   void add(int rank, std::string_view kind, std::string_view name) {
     int tid = tracks_.empty() || tracks_.back().rank != rank ? 1 : tracks_.back().tid + 1;
     ids_.emplace(key(rank, kind, name), tid);
-    tracks_.push_back({rank, tid, fmt::format("{} ({})", name, kind)});
+    // A communicator's track by its group's name (profiler::communicator_name).
+    tracks_.push_back({rank, tid,
+                       fmt::format("{} ({})", kind == "comm" ? communicator_name(name)
+                                                             : std::string(name),
+                                   kind)});
   }
   int find(int rank, std::string_view kind, std::string_view name) const {
     auto it = ids_.find(key(rank, kind, name));

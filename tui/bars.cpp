@@ -25,4 +25,18 @@ void draw_cells(ScreenGrid& grid, int x, int y, const std::vector<Cell>& cells) 
   }
 }
 
+std::vector<Cell> sparkline(std::span<const double> values, std::span<const char32_t> levels,
+                            Style style) {
+  std::vector<Cell> cells;
+  if (levels.empty() || values.empty()) return cells;
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  const int top = static_cast<int>(levels.size()) - 1;
+  for (double v : values) {
+    const int level =
+        *high > *low ? static_cast<int>(std::lround((v - *low) / (*high - *low) * top)) : top / 2;
+    cells.push_back({levels[static_cast<size_t>(std::clamp(level, 0, top))], style});
+  }
+  return cells;
+}
+
 }  // namespace partrain::tui

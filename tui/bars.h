@@ -3,6 +3,7 @@
 // bar's width and a segment's cells do not depend on rounding the ones before it.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "tui/screen_grid.h"
@@ -19,5 +20,9 @@ struct BarSegment {
 // are cut off); cells past the last segment are blank.
 std::vector<Cell> stacked_bar(const std::vector<BarSegment>& segments, double scale, int width);
 void draw_cells(ScreenGrid& grid, int x, int y, const std::vector<Cell>& cells);
+// A sparkline of `values` (oldest first) in `levels` heights, lowest first: the smallest value
+// takes the lowest, the largest the highest; all equal values sit in the middle.
+std::vector<Cell> sparkline(std::span<const double> values, std::span<const char32_t> levels,
+                            Style style);
 
 }  // namespace partrain::tui

@@ -6,21 +6,24 @@
 #include <algorithm>
 
 #include "analyzers/collective_stats.h"
+#include "profiler/trace_reader/communicator_name.h"
 #include "tui/units.h"
 #include "tui/views.h"
 
 namespace partrain::tui {
 namespace {
 
-// comm  seq  op  size  time  busbw  skew  last: 80 columns.
+// group  seq  op  size  time  busbw  skew  last: 80 columns.
 constexpr const char* kRecentFormat = "{:<16} {:>6} {:<12.12} {:>9} {:>8} {:>10} {:>8} {:>4}";
 constexpr const char* kStatsFormat = "{:<16} {:<12.12} {:>10} {:>7} {:>8} {:>10} {:>8}";
 constexpr size_t kCommWidth = 16;
 
-// Communicator ids differ at their end ("world/split0/color1"): keep the end when cutting.
+// A communicator by the name users know it by ("tp 1", "default_pg:0"); names that differ at
+// their end (a foreign NCCL communicator's hash and split) keep the end when cut.
 std::string comm_cell(const std::string& comm_id) {
-  if (comm_id.size() <= kCommWidth) return comm_id;
-  return "~" + comm_id.substr(comm_id.size() - (kCommWidth - 1));
+  const std::string name = profiler::communicator_name(comm_id);
+  if (name.size() <= kCommWidth) return name;
+  return "~" + name.substr(name.size() - (kCommWidth - 1));
 }
 
 }  // namespace
@@ -43,7 +46,7 @@ void render_collectives(const ViewModel& model, const UiState& state, ScreenGrid
                         recent.size()),
             Style::kBold, area.width);
   grid.text(area.x, y++,
-            fmt::format(fmt::runtime(kRecentFormat), "comm", "seq", "op", "size", "time", "busbw",
+            fmt::format(fmt::runtime(kRecentFormat), "group", "seq", "op", "size", "time", "busbw",
                         "skew", "last"),
             Style::kHeader, area.width);
   const int end = area.y + area.height - (stats ? stats_rows + 3 : 0);
@@ -63,7 +66,7 @@ void render_collectives(const ViewModel& model, const UiState& state, ScreenGrid
   grid.text(area.x, y++, "By communicator, op and size (partrain analyze, " + model.analysis.note + ")",
             Style::kBold, area.width);
   grid.text(area.x, y++,
-            fmt::format(fmt::runtime(kStatsFormat), "comm", "op", "size", "count", "p50",
+            fmt::format(fmt::runtime(kStatsFormat), "group", "op", "size", "count", "p50",
                         "busbw", "skew p50"),
             Style::kHeader, area.width);
   for (int i = 0; i < stats_rows && y < area.y + area.height; ++i) {

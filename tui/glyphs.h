@@ -25,6 +25,10 @@ struct Glyphs {
   char32_t horizontal;   // separators and the help box
   char32_t vertical;
   char32_t straggler;
+  // The help box's corners: top left, top right, bottom left, bottom right.
+  std::array<char32_t, 4> corners;
+  // Sparkline heights, lowest first (step time and loss over steps).
+  std::array<char32_t, 8> levels;
 };
 
 const Glyphs& glyphs_for(Charset charset);

@@ -20,7 +20,8 @@ void render_help(const Glyphs& glyphs, ScreenGrid& grid) {
       "q                    quit (the terminal is restored)",
       "",
       "Overview bars: compute, exposed comm, exposed memcpy and idle of",
-      "each rank's last step; memory in use stacked by category.",
+      "each rank's last step; memory in use stacked by category; below,",
+      "step time and loss over the latest steps; tok/s: per GPU.",
       "Details: docs/top.md"};
   const int rows = static_cast<int>(std::size(kLines));
   int width = 0;
@@ -36,10 +37,14 @@ void render_help(const Glyphs& glyphs, ScreenGrid& grid) {
     grid.put(x, y0, glyphs.horizontal, Style::kBold);
     grid.put(x, y0 + height - 1, glyphs.horizontal, Style::kBold);
   }
-  for (int y = y0; y < y0 + height; ++y) {
+  for (int y = y0 + 1; y < y0 + height - 1; ++y) {
     grid.put(x0, y, glyphs.vertical, Style::kBold);
     grid.put(x0 + width - 1, y, glyphs.vertical, Style::kBold);
   }
+  grid.put(x0, y0, glyphs.corners[0], Style::kBold);
+  grid.put(x0 + width - 1, y0, glyphs.corners[1], Style::kBold);
+  grid.put(x0, y0 + height - 1, glyphs.corners[2], Style::kBold);
+  grid.put(x0 + width - 1, y0 + height - 1, glyphs.corners[3], Style::kBold);
   for (int i = 0; i < rows && i + 1 < height - 1; ++i) {
     grid.text(x0 + 2, y0 + 1 + i, kLines[i], i == 0 ? Style::kHeader : Style::kNormal, width - 4);
   }

@@ -1,5 +1,6 @@
 // The memory view: one rank's memory over time, stacked by category from the bottom (params,
-// grads, optimizer, activations, comm, workspace, other) with the estimate as a line, and a
+// grads, optimizer, activations, comm, workspace, other) with the estimate as a line over an
+// axis of the run's elapsed time, and a
 // table of each category now, at its peak and as estimated (DESIGN.md "Analyses": memory peak
 // per category vs estimate).
 #include <fmt/format.h>
@@ -89,6 +90,33 @@ void draw_chart(const MemoryChart& mem, const Glyphs& glyphs, ScreenGrid& grid, 
   }
 }
 
+// The time axis under the chart: the run's elapsed time at the chart's first column, its middle
+// and its last, on a line.
+void draw_time_axis(const MemoryChart& mem, int64_t run_start_ns, const Glyphs& glyphs,
+                    ScreenGrid& grid, Rect area, int y) {
+  const int chart_x = area.x + kAxisWidth;
+  const int chart_width = area.width - kAxisWidth;
+  grid.text(area.x, y, "elapsed", Style::kDim, kAxisWidth - 2);
+  grid.put(chart_x - 1, y, glyphs.corners[2], Style::kDim);
+  for (int x = 0; x < chart_width; ++x) grid.put(chart_x + x, y, glyphs.horizontal, Style::kDim);
+  if (mem.points.empty()) return;
+  const int64_t first = mem.points.front().ts_ns;
+  const int64_t last = mem.points.back().ts_ns;
+  const int64_t origin = run_start_ns > 0 && run_start_ns <= first ? run_start_ns : first;
+  // Seconds with a decimal while the chart spans under a minute, else m:ss.
+  const bool short_span = last - origin < 60'000'000'000;
+  auto label = [short_span](int64_t ns) {
+    return short_span ? fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9)
+                      : format_elapsed(ns);
+  };
+  const std::string start = label(first - origin);
+  const std::string middle = label((first + last) / 2 - origin);
+  const std::string end = label(last - origin);
+  grid.text(chart_x, y, start, Style::kDim);
+  grid.text(chart_x + (chart_width - static_cast<int>(middle.size())) / 2, y, middle, Style::kDim);
+  grid.text(chart_x + chart_width - static_cast<int>(end.size()), y, end, Style::kDim);
+}
+
 // Each category in use, at its peak and estimated, from row y to the area's bottom.
 void draw_table(const RankStatus& row, const MemoryChart& mem, const Glyphs& glyphs,
                 ScreenGrid& grid, Rect area, int y) {
@@ -127,7 +155,7 @@ void render_memory(const ViewModel& model, const UiState& state, const Glyphs& g
   }
   // h/l move the choice; it wraps around the shown ranks.
   const int n = static_cast<int>(ranks.size());
-  const int chosen = ((state.memory_rank < 0 ? 0 : state.memory_rank) % n + n) % n;
+  const int chosen = (state.memory_rank % n + n) % n;
   const int rank = ranks[static_cast<size_t>(chosen)];
   const RankStatus& row = *std::find_if(model.ranks.begin(), model.ranks.end(),
                                         [rank](const RankStatus& r) { return r.rank == rank; });
@@ -140,9 +168,10 @@ void render_memory(const ViewModel& model, const UiState& state, const Glyphs& g
   grid.text(area.x, area.y, title, Style::kBold, area.width);
 
   const int table_rows = 1 + static_cast<int>(kMemoryCategories);
-  const int chart_height = std::max(3, area.height - 1 - table_rows - 1);
+  const int chart_height = std::max(3, area.height - 1 - table_rows - 2);  // title, axis, blank
   draw_chart(mem, glyphs, grid, area, area.y + 1, chart_height);
-  draw_table(row, mem, glyphs, grid, area, area.y + 1 + chart_height);
+  draw_time_axis(mem, model.start_ns, glyphs, grid, area, area.y + 1 + chart_height);
+  draw_table(row, mem, glyphs, grid, area, area.y + 2 + chart_height);
 }
 
 }  // namespace partrain::tui

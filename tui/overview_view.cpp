@@ -1,10 +1,12 @@
-// The overview: a row per rank (step, step time, how its last step split into compute, exposed
-// communication, exposed memcpy and idle, memory in use by category, its latest collective and
-// how long it waited there, the straggler mark), then a legend. The two bars share the width
-// left over by the fixed columns, so a wider terminal gets finer bars.
+// The overview: a row per rank (step, step time, tokens/s per GPU, how its last step split into
+// compute, exposed communication, exposed memcpy and idle, memory in use by category, its latest
+// collective and how long it waited there, the straggler mark), then the run's step time and
+// loss over its latest steps as sparklines, then a legend. The two bars share the width left
+// over by the fixed columns, so a wider terminal gets finer bars.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "tui/bars.h"
 #include "tui/units.h"
@@ -14,15 +16,19 @@ namespace partrain::tui {
 namespace {
 
 // Fixed columns and their widths; the two bars take the rest.
-constexpr int kRankWidth = 4, kStepWidth = 6, kStepTimeWidth = 9, kMemWidth = 9,
+constexpr int kRankWidth = 4, kStepWidth = 6, kStepTimeWidth = 9, kRateWidth = 6, kMemWidth = 9,
               kCollectiveWidth = 12, kWaitWidth = 8, kMarkWidth = 1;
-constexpr int kFixedWidth = kRankWidth + kStepWidth + kStepTimeWidth + kMemWidth +
-                            kCollectiveWidth + kWaitWidth + kMarkWidth + 8;  // + 8 separators
+constexpr int kFixedWidth = kRankWidth + kStepWidth + kStepTimeWidth + kRateWidth + kMemWidth +
+                            kCollectiveWidth + kWaitWidth + kMarkWidth + 9;  // + 9 separators
+// Below the rank rows: a blank line, the step-time and loss sparklines, a blank line, the legend.
+constexpr int kFooterRows = 6;
+// The sparklines' label column ("step time ", "loss      ").
+constexpr int kSparkLabelWidth = 10;
 // A live rank silent this long is shown as quiet instead of with its last collective.
 constexpr int64_t kQuietNs = 2'000'000'000;
 
 struct Columns {
-  int rank, step, step_time, time_bar, time_bar_width, memory_bar, memory_bar_width, memory,
+  int rank, step, step_time, rate, time_bar, time_bar_width, memory_bar, memory_bar_width, memory,
       collective, wait, mark;
 };
 
@@ -40,6 +46,7 @@ Columns columns(int width) {
   c.rank = next(kRankWidth);
   c.step = next(kStepWidth);
   c.step_time = next(kStepTimeWidth);
+  c.rate = next(kRateWidth);
   c.time_bar = next(c.time_bar_width);
   c.memory_bar = next(c.memory_bar_width);
   c.memory = next(kMemWidth);
@@ -139,6 +146,56 @@ void render_legend(const Glyphs& g, ScreenGrid& grid, int x, int y, int width) {
   }
 }
 
+// The run's latest steps (those every rank finished) as two sparklines: the slowest rank's step
+// time and the loss, each with its latest value and range. Two rows from y.
+void render_history(const ViewModel& model, const Glyphs& glyphs, ScreenGrid& grid, int x, int y,
+                    int width) {
+  constexpr int kSummaryWidth = 42;
+  grid.text(x, y, "step time", Style::kDim, kSparkLabelWidth);
+  grid.text(x, y + 1, "loss", Style::kDim, kSparkLabelWidth);
+  const int spark_x = x + kSparkLabelWidth;
+  if (model.history.empty()) {
+    grid.text(spark_x, y, "- (no step finished by every rank yet)", Style::kDim,
+              width - kSparkLabelWidth);
+    grid.text(spark_x, y + 1, "-", Style::kDim);
+    return;
+  }
+  const int spark_width = std::max(8, width - kSparkLabelWidth - kSummaryWidth - 1);
+  const size_t n = std::min(model.history.size(), static_cast<size_t>(spark_width));
+  std::vector<double> times, losses;
+  int64_t fastest = INT64_MAX, slowest = 0;
+  std::optional<double> first_loss, last_loss;
+  int64_t first_loss_step = 0;
+  for (size_t i = model.history.size() - n; i < model.history.size(); ++i) {
+    const StepPoint& point = model.history[i];
+    times.push_back(static_cast<double>(point.slowest_ns));
+    fastest = std::min(fastest, point.slowest_ns);
+    slowest = std::max(slowest, point.slowest_ns);
+    if (!point.loss) continue;
+    losses.push_back(*point.loss);
+    if (!first_loss) {
+      first_loss = point.loss;
+      first_loss_step = point.step;
+    }
+    last_loss = point.loss;
+  }
+  draw_cells(grid, spark_x, y, sparkline(times, glyphs.levels, Style::kCompute));
+  const int summary_x = spark_x + static_cast<int>(times.size()) + 1;
+  grid.text(summary_x, y,
+            fmt::format("{} ({} - {}, last {})", format_ms(model.history.back().slowest_ns),
+                        format_ms(fastest), format_ms(slowest), analyzers::steps_phrase(n)),
+            Style::kNormal, x + width - summary_x);
+  if (losses.empty()) {
+    grid.text(spark_x, y + 1, "- (not recorded)", Style::kDim);
+    return;
+  }
+  draw_cells(grid, spark_x, y + 1, sparkline(losses, glyphs.levels, Style::kGood));
+  const int loss_x = spark_x + static_cast<int>(losses.size()) + 1;
+  grid.text(loss_x, y + 1,
+            fmt::format("{:.4g} (step {}: {:.4g})", *last_loss, first_loss_step, *first_loss),
+            Style::kNormal, x + width - loss_x);
+}
+
 }  // namespace
 
 Style memory_style(size_t category) {
@@ -148,7 +205,7 @@ Style memory_style(size_t category) {
 int overview_height(const ViewModel& model, const UiState& state) {
   int shown = 0;
   for (const RankStatus& row : model.ranks) shown += rank_shown(state, row.rank) ? 1 : 0;
-  return 2 + shown + 3;  // title, header, rows, blank, two legend lines
+  return 2 + shown + kFooterRows;  // title, header, rows, history and legend
 }
 
 void render_overview(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
@@ -168,6 +225,7 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
   grid.text(c.rank, y, "rank", Style::kHeader);
   right(grid, c.step, y, kStepWidth, "step", Style::kHeader);
   right(grid, c.step_time, y, kStepTimeWidth, "step time", Style::kHeader);
+  right(grid, c.rate, y, kRateWidth, "tok/s", Style::kHeader);
   grid.text(c.time_bar, y, "last step", Style::kHeader, c.time_bar_width);
   grid.text(c.memory_bar, y, "memory", Style::kHeader, c.memory_bar_width);
   right(grid, c.memory, y, kMemWidth, model.live ? "in use" : "at peak", Style::kHeader);
@@ -175,7 +233,7 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
   right(grid, c.wait, y, kWaitWidth, "waited", Style::kHeader);
   ++y;
 
-  const int legend_rows = 3;
+  const int legend_rows = kFooterRows;
   const int room = std::max(1, area.y + area.height - y - legend_rows);
   const int first = std::clamp(state.scroll, 0, std::max(0, static_cast<int>(rows.size()) - room));
   const double scale = memory_scale(model, state);
@@ -185,6 +243,8 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
     right(grid, c.rank, y, kRankWidth, std::to_string(row.rank), straggler ? Style::kWarning : Style::kBold);
     right(grid, c.step, y, kStepWidth, row.step ? std::to_string(*row.step) : "-", Style::kNormal);
     right(grid, c.step_time, y, kStepTimeWidth, row.step ? format_ms(row.step_ns) : "-", Style::kNormal);
+    right(grid, c.rate, y, kRateWidth, row.tokens_per_s ? format_count(*row.tokens_per_s) : "-",
+          Style::kNormal);
     if (row.breakdown && row.breakdown->window_ns > 0) {
       draw_cells(grid, c.time_bar, y,
                  stacked_bar(time_segments(*row.breakdown, glyphs),
@@ -214,7 +274,9 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
                                                : "no rank matches the filter (/ to change it)",
               Style::kDim);
   }
-  render_legend(glyphs, grid, area.x, std::min(y + 1, area.y + area.height - 2), area.width);
+  const int footer = std::min(y + 1, area.y + area.height - kFooterRows + 1);
+  render_history(model, glyphs, grid, area.x, footer, area.width);
+  render_legend(glyphs, grid, area.x, footer + 3, area.width);
 }
 
 }  // namespace partrain::tui

@@ -1,5 +1,5 @@
 // The top line: which run, its status, the step every rank has finished, elapsed time and
-// throughput, so a glance says whether the run is alive and how fast it goes.
+// throughput over the latest steps, so a glance says whether the run is alive and how fast it goes.
 #include <fmt/format.h>
 
 #include "tui/units.h"
@@ -13,7 +13,10 @@ void render_status_line(const ViewModel& model, const UiState& state, ScreenGrid
                                  model.status);
   line += model.step ? fmt::format(" | step {}", *model.step) : std::string(" | step -");
   line += " | " + format_elapsed(model.elapsed_ns);
-  if (model.tokens_per_s) line += " | " + format_rate(*model.tokens_per_s, "tok/s");
+  if (model.tokens_per_s) {
+    line += fmt::format(" | {} ({})", format_rate(*model.tokens_per_s, "tok/s"),
+                        analyzers::steps_phrase(model.throughput_steps));
+  }
   if (model.data_loss_events > 0) line += fmt::format(" | {} events lost", model.data_loss_events);
   if (state.paused) line += " | PAUSED (p resumes)";
   const int used = grid.text(0, y, line, Style::kStatusBar);

@@ -50,7 +50,7 @@ struct UiState {
   std::vector<int> rank_filter;  // ranks shown; empty: all
   std::string message;           // one line for the user (a bad filter), cleared by the next key
   int scroll = 0;                // first row of the current view's list
-  int memory_rank = -1;          // the rank the memory view charts (-1: the first shown)
+  int memory_rank = 0;           // the memory view's rank: an index into the shown ranks
   TimelineWindow timeline;
 };
 

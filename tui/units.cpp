@@ -22,11 +22,15 @@ std::string format_elapsed(int64_t ns) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
+std::string format_count(double count) {
+  if (count >= 1e6) return fmt::format("{:.1f}M", count / 1e6);
+  if (count >= 1e4) return fmt::format("{:.0f}k", count / 1e3);
+  if (count >= 1e3) return fmt::format("{:.1f}k", count / 1e3);
+  return fmt::format("{:.0f}", count);
+}
+
 std::string format_rate(double per_second, const char* unit) {
-  if (per_second >= 1e6) return fmt::format("{:.1f}M {}", per_second / 1e6, unit);
-  if (per_second >= 1e4) return fmt::format("{:.0f}k {}", per_second / 1e3, unit);
-  if (per_second >= 1e3) return fmt::format("{:.1f}k {}", per_second / 1e3, unit);
-  return fmt::format("{:.0f} {}", per_second, unit);
+  return format_count(per_second) + " " + unit;
 }
 
 std::string format_size(int64_t bytes) {

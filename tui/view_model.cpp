@@ -3,6 +3,7 @@
 #include "tui/view_model.h"
 
 #include "analyzers/analysis_report.h"
+#include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::tui {
 namespace {
@@ -31,6 +32,7 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
             {"step", or_null(row.step)},
             {"step_ms", row.step ? json(ms(row.step_ns)) : json(nullptr)},
             {"loss", or_null(row.loss)},
+            {"tokens_per_s", or_null(row.tokens_per_s)},
             {"memory_bytes", row.memory_total()},
             {"memory_by_category_bytes", categories(row.memory_bytes)},
             {"straggler", model.analysis.straggler() == row.rank},
@@ -49,6 +51,7 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
   if (row.collective) {
     r["collective"] = {{"op", row.collective->op},
                        {"comm_id", row.collective->comm_id},
+                       {"group", profiler::communicator_name(row.collective->comm_id)},
                        {"seq", row.collective->seq},
                        {"waited_ms", ms(row.collective->waited_ns)},
                        {"matched", row.collective->matched}};
@@ -71,6 +74,7 @@ nlohmann::json view_model_json(const ViewModel& model) {
   json collectives = json::array();
   for (auto it = model.collectives.rbegin(); it != model.collectives.rend(); ++it) {
     collectives.push_back({{"comm_id", it->comm_id},
+                           {"group", profiler::communicator_name(it->comm_id)},
                            {"seq", it->seq},
                            {"op", it->op},
                            {"bytes", it->bytes},
@@ -79,6 +83,13 @@ nlohmann::json view_model_json(const ViewModel& model) {
                            {"busbw_gbps", it->busbw_gbps},
                            {"skew_ms", ms(it->skew_ns)},
                            {"last_rank", it->last_rank}});
+  }
+  json history = json::array();
+  for (const StepPoint& point : model.history) {
+    history.push_back({{"step", point.step},
+                       {"step_ms", ms(point.slowest_ns)},
+                       {"loss", or_null(point.loss)},
+                       {"tokens", point.tokens}});
   }
   json findings = json::array();
   for (const analyzers::Finding& f : model.analysis.findings()) {
@@ -92,6 +103,8 @@ nlohmann::json view_model_json(const ViewModel& model) {
           {"step", or_null(model.step)},
           {"elapsed_ms", ms(model.elapsed_ns)},
           {"tokens_per_s", or_null(model.tokens_per_s)},
+          {"tokens_per_s_steps", model.throughput_steps},
+          {"steps", history},
           {"data_loss_events", model.data_loss_events},
           {"ranks", ranks},
           {"recent_collectives", collectives},

@@ -22,6 +22,7 @@ using analyzers::RankBreakdown;
 using analyzers::RankCollective;
 using analyzers::RankStatus;
 using analyzers::StepMark;
+using analyzers::StepPoint;
 using analyzers::TimelineSlice;
 using analyzers::total_bytes;
 

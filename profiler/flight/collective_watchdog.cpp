@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::profiler {
 namespace {
@@ -36,8 +37,9 @@ StatusOr<std::optional<Nanoseconds>> collective_timeout_from_env() {
 std::string describe_watchdog_timeout(const WatchdogTimeout& timeout) {
   const CollectiveEvent& e = timeout.event;
   const std::string op =
-      e.peer >= 0 ? fmt::format("{} (comm {}, peer {}, seq {})", e.op, e.comm_id, e.peer, e.seq)
-                  : fmt::format("{} (comm {}, seq {})", e.op, e.comm_id, e.seq);
+      e.peer >= 0 ? fmt::format("{} (comm {}, peer {}, seq {})", e.op,
+                                communicator_name(e.comm_id), e.peer, e.seq)
+                  : fmt::format("{} (comm {}, seq {})", e.op, communicator_name(e.comm_id), e.seq);
   return fmt::format("{} not completed after {} (--collective-timeout {})", op,
                      format_duration(timeout.waited), format_duration(timeout.timeout));
 }

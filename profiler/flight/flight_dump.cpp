@@ -11,6 +11,7 @@
 #include "core/duration.h"
 #include "core/json_dump.h"
 #include "profiler/trace_event.h"
+#include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::profiler {
 namespace {
@@ -41,7 +42,7 @@ bool unfinished(const CollectiveEvent& e) {
 }
 
 std::string describe_entry(const CollectiveEvent& e, int64_t dumped_ns) {
-  std::string text = fmt::format("  {} seq {} {}", e.comm_id, e.seq, e.op);
+  std::string text = fmt::format("  {} seq {} {}", communicator_name(e.comm_id), e.seq, e.op);
   if (e.peer >= 0) text += fmt::format(" peer {}", e.peer);
   text += fmt::format(" {} {} {}", format_bytes(e.bytes), e.dtype,
                       profiler::collective_state_name(e.state));

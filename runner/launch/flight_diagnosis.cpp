@@ -8,6 +8,7 @@
 
 #include "core/byte_size.h"
 #include "core/duration.h"
+#include "profiler/trace_reader/communicator_name.h"
 #include "runner/launch/flight_index.h"
 #include "runner/launch/wait_for_text.h"
 
@@ -227,12 +228,14 @@ std::string describe_mismatch(const CollectiveFinding& f) {
   return text;
 }
 
-// "world seq 3" for a collective, "send 0->1 on world/split2/color0 seq 4" for a transfer.
+// "world seq 3" for a collective, "send 0->1 on pp 0 seq 4" for a transfer: communicators by
+// the names users know (profiler::communicator_name), as analyze and top show them.
 std::string where_of(const CollectiveFinding& f) {
+  const std::string group = profiler::communicator_name(f.comm_id);
   if (f.sender >= 0) {
-    return fmt::format("send {}->{} on {} seq {}", f.sender, f.receiver, f.comm_id, f.seq);
+    return fmt::format("send {}->{} on {} seq {}", f.sender, f.receiver, group, f.seq);
   }
-  return fmt::format("{} seq {}", f.comm_id, f.seq);
+  return fmt::format("{} seq {}", group, f.seq);
 }
 
 // "send 0->1 on world/split2/color0/split0/color0 seq 4: missing ranks: rank 1 never posted the
@@ -303,8 +306,8 @@ std::string describe_finding(const CollectiveFinding& f) {
         return fmt::format("{}: {} of {} issued by {} but not completed ({}){}", where, op.op,
                            size_key(op), ranks_word(issuers), states_of(f.issued), cause);
       }
-      return fmt::format("{}: {} collective(s) matched on {}, all completed", f.comm_id, f.matched,
-                         ranks_word(f.members));
+      return fmt::format("{}: {} collective(s) matched on {}, all completed",
+                         profiler::communicator_name(f.comm_id), f.matched, ranks_word(f.members));
   }
   return where;
 }

@@ -9,6 +9,7 @@
 
 #include "core/byte_size.h"
 #include "core/duration.h"
+#include "profiler/trace_reader/communicator_name.h"
 #include "runner/launch/flight_diagnosis.h"
 
 namespace partrain::launch {
@@ -31,20 +32,22 @@ std::pair<int, int> direction(const CollectiveEvent& e, int issuer) {
   return e.op == "send" ? std::pair{issuer, peer} : std::pair{peer, issuer};
 }
 
-// "world/split1/color0 seq 5", "send 0->1 on world/split2/color0 seq 4".
+// "dp 0 seq 5", "send 0->1 on pp 0 seq 4": communicators by the names users know
+// (profiler::communicator_name).
 std::string where(const WaitEdge& edge) {
-  if (!is_p2p(edge.op.op)) return fmt::format("{} seq {}", edge.op.comm_id, edge.op.seq);
+  const std::string group = profiler::communicator_name(edge.op.comm_id);
+  if (!is_p2p(edge.op.op)) return fmt::format("{} seq {}", group, edge.op.seq);
   const auto [sender, receiver] = direction(edge.op, edge.waiter);
-  return fmt::format("send {}->{} on {} seq {}", sender, receiver, edge.op.comm_id, edge.op.seq);
+  return fmt::format("send {}->{} on {} seq {}", sender, receiver, group, edge.op.seq);
 }
 
-// "all_reduce of 4.00 KiB float on world/split1/color0 seq 5", "send of 8.00 KiB float to rank
-// 1 on world/split2/color0 seq 4".
+// "all_reduce of 4.00 KiB float on dp 0 seq 5", "send of 8.00 KiB float to rank 1 on pp 0 seq
+// 4".
 std::string op_where(const WaitEdge& edge) {
   if (!is_p2p(edge.op.op)) return fmt::format("{} on {}", op_and_size(edge.op), where(edge));
   return fmt::format("{} {} rank {} on {} seq {}", op_and_size(edge.op),
                      edge.op.op == "send" ? "to" : "from", transfer_peer(edge.op),
-                     edge.op.comm_id, edge.op.seq);
+                     profiler::communicator_name(edge.op.comm_id), edge.op.seq);
 }
 
 // Sorted as the findings are: collectives before transfers, then by communicator and seq.
@@ -90,7 +93,8 @@ std::string what_it_is(const WaitRoot& root) {
           "hung outside any collective: it had entered none{} when it dumped (its last: {} on {} "
           "seq {}, {})",
           root.idle_ns >= 0 ? " for " + format_duration(Nanoseconds(root.idle_ns)) : "",
-          op_and_size(*root.last_op), root.last_op->comm_id, root.last_op->seq,
+          op_and_size(*root.last_op), profiler::communicator_name(root.last_op->comm_id),
+          root.last_op->seq,
           profiler::collective_state_name(root.last_op->state));
     case RootKind::kNoRecords:
       return "it left no records (no dump: on another node, or killed before it could write one)";

@@ -84,6 +84,12 @@ TEST(DashboardAndAnalyze, ShowTheSameBreakdownSkewAndFindings) {
   EXPECT_EQ(top["analysis"]["straggler"], 1);
   EXPECT_EQ(analyze["stragglers"]["straggler"], 1);
   EXPECT_TRUE(top["ranks"][1]["straggler"].get<bool>());
+
+  // Throughput by one formula: the dashboard over its latest steps (all 4 here), analyze over
+  // its window (steps 1..3); with steady 100 ms steps of 2 x 1000 tokens both are 20k tokens/s.
+  EXPECT_EQ(top["tokens_per_s_steps"], 4);
+  EXPECT_NEAR(top["tokens_per_s"].get<double>(), 20'000, 1e-6);
+  EXPECT_NEAR(analyze["window"]["tokens_per_s"].get<double>(), 20'000, 1e-6);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <functional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -150,6 +151,39 @@ TEST_F(TopInTmux, ShowsALiveRunAndQuitsCleanly) {
   EXPECT_EQ(run_shell(tmux("display-message -p -t top '#{alternate_on}'")).out, "0\n");
 }
 
+// What issue 37 found missing or wrong on this screen: per-rank tokens/s, step time and loss
+// over steps, the memory chart's time axis, `l` choosing the next rank on its first press, and
+// the help box's corners.
+TEST_F(TopInTmux, ShowsHistoryRatesTheMemoryAxisAndAHelpBoxWithCorners) {
+  const std::string session = fmt::format("{} top {}; sleep 120", PARTRAIN_BINARY,
+                                          trace_.string());
+  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 \"{}\"",
+                                       session)))
+                .exit_code,
+            0);
+  ASSERT_TRUE(screen_has("Overview: 4 of 4 ranks")) << capture();
+  EXPECT_TRUE(screen_has(" tok/s (")) << capture();  // the status line says what it covers
+  EXPECT_TRUE(screen_has("step time  tok/s")) << capture();
+  // Sparklines once a step is in the history: a level glyph right after the label.
+  static const std::regex history("step time [▁▂▃▄▅▆▇█]+ [0-9.]+ m?s \\(");
+  EXPECT_TRUE(eventually([&] { return std::regex_search(capture(), history); }, 30s))
+      << capture();
+  EXPECT_TRUE(std::regex_search(capture(), std::regex("loss      [▁▂▃▄▅▆▇█]+ [0-9.]+")))
+      << capture();
+
+  press("4");
+  ASSERT_TRUE(screen_has("Memory: rank 0 ")) << capture();
+  EXPECT_TRUE(screen_has("elapsed  └")) << capture();
+  press("l");  // the first press moves on
+  EXPECT_TRUE(screen_has("Memory: rank 1 ")) << capture();
+
+  press("?");
+  EXPECT_TRUE(screen_has("┌──")) << capture();
+  EXPECT_TRUE(screen_has("──┘")) << capture();
+  EXPECT_EQ(capture().find("│──"), std::string::npos) << capture();
+  press("q");
+}
+
 TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
   ScratchDir dir;
   const fs::path trace = dir.path() / "run.db";
@@ -190,32 +224,49 @@ TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
             std::string::npos);
 }
 
+// A `partrain launch --tui` command in a detached tmux session on a server of its own, gone
+// with it.
+class TuiSession {
+ public:
+  explicit TuiSession(std::string_view name)
+      : socket_(fmt::format("partrain-launch-tui-{}-{}", name, getpid())) {}
+  ~TuiSession() { tmux("kill-server"); }
+  CommandResult tmux(const std::string& args) const {
+    return run_shell("tmux -u -L " + socket_ + " " + args);
+  }
+  bool start(const std::string& command, int width, int height) const {
+    return tmux(fmt::format("-f /dev/null new-session -d -s tui -x {} -y {} \"{}\"", width,
+                            height, command))
+               .exit_code == 0;
+  }
+  std::string capture() const { return tmux("capture-pane -p -t tui").out; }
+  void press(const std::string& key) const { tmux("send-keys -t tui " + key); }
+
+ private:
+  std::string socket_;
+};
+
 // `partrain launch --tui`: the dashboard follows the run it launched, stays for browsing once the
 // run has ended, and q returns the run's exit code with the launcher's messages replayed.
 TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
   if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
   ScratchDir dir;
-  const std::string socket = fmt::format("partrain-launch-tui-{}", getpid());
-  const auto tmux = [&](const std::string& args) {
-    return run_shell("tmux -u -L " + socket + " " + args);
-  };
+  TuiSession tui("follows");
+  const auto capture = [&] { return tui.capture(); };
   const fs::path trace = dir.path() / "tui.db";
   const fs::path code_file = dir.path() / "code";
   const std::string command = fmt::format(
       "{} launch -n 4 --workload mlp --layers 2 --hidden 32 --steps 40 --tui --trace {}; "
       "echo $? > {}; sleep 60",
       PARTRAIN_BINARY, trace.string(), code_file.string());
-  ASSERT_EQ(tmux(fmt::format("-f /dev/null new-session -d -s tui -x 80 -y 24 \"{}\"", command))
-                .exit_code,
-            0);
-  const auto capture = [&] { return tmux("capture-pane -p -t tui").out; };
+  ASSERT_TRUE(tui.start(command, 80, 24));
   // The run ends by itself (40 steps) and the dashboard stays on it, showing every rank.
   EXPECT_TRUE(eventually([&] {
     const std::string screen = capture();
     return screen.find("| completed |") != std::string::npos && rank_rows(screen).size() == 4;
   })) << capture();
   EXPECT_TRUE(read_file(code_file.string()).empty());  // still browsing
-  tmux("send-keys -t tui q");
+  tui.press("q");
   EXPECT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
   EXPECT_EQ(read_file(code_file.string()), "0\n");
   const std::string after = capture();
@@ -223,7 +274,77 @@ TEST(LaunchTui, FollowsItsRunAndReturnsItsExitCode) {
   EXPECT_NE(after.find("rank output: " + (dir.path() / "tui.logs").string()), std::string::npos)
       << after;
   EXPECT_TRUE(fs::exists(dir.path() / "tui.logs" / "rank_3.log"));
-  tmux("kill-server");
+}
+
+// The dashboard of `launch --tui` shows what `partrain top` shows on the same trace: tokens/s
+// counted once per replica (it read 2x with tp 2: the run's config had not arrived when the
+// dashboard opened the trace) and the memory estimate. After q the run's summary is on the
+// terminal, not only in rank 0's log.
+TEST(LaunchTui, AgreesWithTopAndPrintsTheSummaryAfterQ) {
+  if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+  ScratchDir dir;
+  TuiSession tui("summary");
+  const auto capture = [&] { return tui.capture(); };
+  const fs::path trace = dir.path() / "tui.db";
+  const fs::path code_file = dir.path() / "code";
+  const std::string command = fmt::format(
+      "{} launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+      "--dp 2 --tp 2 --steps 30 --tui --trace {}; echo $? > {}; sleep 60",
+      PARTRAIN_BINARY, trace.string(), code_file.string());
+  ASSERT_TRUE(tui.start(command, 100, 30));
+  ASSERT_TRUE(eventually([&] {
+    const std::string screen = capture();
+    return screen.find("| completed |") != std::string::npos && rank_rows(screen).size() == 4;
+  })) << capture();
+
+  // The same figure `partrain top --json` computes from the finished trace, as the status line
+  // prints it.
+  const nlohmann::json model =
+      parse_json_output(run_partrain("-q top " + trace.string() + " --json").out);
+  ASSERT_TRUE(model["tokens_per_s"].is_number()) << model.dump();
+  const double tokens_per_s = model["tokens_per_s"].get<double>();
+  const std::string rate = tokens_per_s >= 1e4   ? fmt::format("{:.0f}k", tokens_per_s / 1e3)
+                           : tokens_per_s >= 1e3 ? fmt::format("{:.1f}k", tokens_per_s / 1e3)
+                                                 : fmt::format("{:.0f}", tokens_per_s);
+  const std::string expected = fmt::format("| {} tok/s ({} steps)", rate,
+                                           model["tokens_per_s_steps"].get<int>());
+  EXPECT_TRUE(eventually([&] { return capture().find(expected) != std::string::npos; }, 30s))
+      << expected << "\n" << capture();
+  ASSERT_TRUE(model["ranks"][0]["memory_estimate_bytes"].is_number()) << model.dump();
+  tui.press("4");
+  EXPECT_TRUE(eventually([&] { return capture().find(", estimate ") != std::string::npos; }, 30s))
+      << capture();
+
+  tui.press("q");
+  ASSERT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
+  EXPECT_EQ(read_file(code_file.string()), "0\n");
+  const std::string after = capture();
+  EXPECT_NE(after.find("throughput: "), std::string::npos) << after;
+  EXPECT_NE(after.find("memory peak per rank"), std::string::npos) << after;
+}
+
+// A user's program under `launch --tui`: its last lines, not all of them, and where the rest is.
+TEST(LaunchTui, AProgramsLastLinesAfterQ) {
+  if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+  ScratchDir dir;
+  TuiSession tui("tail");
+  const auto capture = [&] { return tui.capture(); };
+  const fs::path code_file = dir.path() / "code";
+  const std::string command = fmt::format(
+      "{} launch -n 2 --tui --trace {} -- sh -c 'seq 101 150'; echo $? > {}; sleep 60",
+      PARTRAIN_BINARY, (dir.path() / "u.db").string(), code_file.string());
+  ASSERT_TRUE(tui.start(command, 100, 40));
+  ASSERT_TRUE(eventually([&] { return capture().find("| completed |") != std::string::npos; }))
+      << capture();
+  tui.press("q");
+  ASSERT_TRUE(eventually([&] { return !read_file(code_file.string()).empty(); }, 30s)) << capture();
+  const std::string after = capture();
+  EXPECT_NE(after.find("rank 0's last 20 lines (all 50 in " +
+                       (dir.path() / "u.logs" / "rank_0.log").string() + "):\n131\n"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find("\n150\n"), std::string::npos) << after;
+  EXPECT_EQ(after.find("\n130\n"), std::string::npos) << after;
 }
 
 TEST(LaunchTui, RefusesWithoutATerminalOrATrace) {

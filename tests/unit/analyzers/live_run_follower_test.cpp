@@ -135,6 +135,70 @@ TEST_F(LiveRunFollowerTest, ARunWhoseWriterDiedReadsAsIncompleteWithoutWritingTh
   EXPECT_EQ(model.status, "incomplete");
 }
 
+// `launch --tui` opens the trace as soon as the collector has made it, before the launcher has
+// filled in the run's configuration: tokens/s (each token once across tensor parallelism) and
+// the memory estimate appear once it arrives, not never.
+TEST_F(LiveRunFollowerTest, ReadsTheWorkloadConfigOnceTheRunRowHasIt) {
+  auto writer = live_writer();  // runs.config '{}' so far
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  ASSERT_TRUE(model.tokens_per_s);
+  EXPECT_DOUBLE_EQ(*model.tokens_per_s, 20'000);  // no config yet: each rank counts its own
+  EXPECT_FALSE(model.memory[0].estimate_total);
+
+  // Both ranks are one replica (tp 2), as `partrain launch --workload gpt` writes it.
+  const std::string config =
+      R"({"workload":"gpt","model":{"layers":2,"hidden":64,"heads":4,"seq":32,"vocab":128,)"
+      R"("ffn":256},"layout":{"world":2,"tp":2,"pp":1,"sp":false,"zero":0,"schedule":"1f1b",)"
+      R"("vpp":1,"micro_batch":1,"pp_split":[],"bucket_bytes":25000000,"global_batch":1},)"
+      R"("steps":3,"precision":"fp32","recompute":"none"})";
+  writer->append(std::vector<profiler::TraceEvent>{
+      profiler::RunInfo{"run-tui", "partrain launch -n 2", config, 2, 0, 0}});
+  ASSERT_TRUE(writer->commit().is_ok());
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  ASSERT_TRUE(model.tokens_per_s);
+  EXPECT_DOUBLE_EQ(*model.tokens_per_s, 10'000);  // 2 x 1000 tokens / tp 2 in 100 ms
+  ASSERT_TRUE(model.ranks[0].tokens_per_s);
+  EXPECT_DOUBLE_EQ(*model.ranks[0].tokens_per_s, 5'000);  // per GPU: they add up to the run's
+  EXPECT_TRUE(model.memory[0].estimate_total);
+  EXPECT_TRUE(model.memory[1].estimate_total);
+}
+
+// Tokens/s covers the latest 10 steps every rank finished, so one slow step moves it a little,
+// not fourfold; the history keeps every finished step with its slowest rank's time and loss.
+TEST_F(LiveRunFollowerTest, ThroughputCoversTheLatestStepsAndTheHistoryKeepsEach) {
+  auto writer = profiler::TraceWriter::create(path());
+  ASSERT_TRUE(writer.is_ok());
+  (*writer)->append(testing::two_rank_run_start());
+  std::vector<profiler::TraceEvent> steps;
+  for (int64_t step = 0; step < 12; ++step) {
+    // Steps of 100 ms back to back; the last one takes 400 ms on rank 1.
+    for (int rank : {0, 1}) {
+      const int64_t dur = step == 11 && rank == 1 ? 400 * kMs : 100 * kMs;
+      steps.push_back(
+          profiler::StepEvent{rank, step, step * 100 * kMs, dur, 3.0 - 0.1 * step, 1000});
+    }
+  }
+  (*writer)->append(steps);
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  // Steps 2..11: 10 x 2 x 1000 tokens from 200 ms to 1500 ms (one step alone: 2000 / 0.4 s).
+  ASSERT_TRUE(model.tokens_per_s);
+  EXPECT_EQ(model.throughput_steps, 10);
+  EXPECT_DOUBLE_EQ(*model.tokens_per_s, 20'000 / 1.3);
+  // Rank 0's own steps 2..11 end at 1200 ms.
+  EXPECT_DOUBLE_EQ(*model.ranks[0].tokens_per_s, 10'000 / 1.0);
+  ASSERT_EQ(model.history.size(), 12u);
+  EXPECT_EQ(model.history.front().step, 0);
+  EXPECT_EQ(model.history.back().slowest_ns, 400 * kMs);
+  EXPECT_EQ(model.history.back().ranks, 2);
+  ASSERT_TRUE(model.history.back().loss);
+  EXPECT_DOUBLE_EQ(*model.history.back().loss, 3.0 - 0.1 * 11);
+}
+
 TEST_F(LiveRunFollowerTest, NotATraceIsUnreadable) {
   { std::FILE* file = std::fopen(path().c_str(), "w"); std::fputs("hello", file); std::fclose(file); }
   auto opened = LiveRunFollower::open(path());

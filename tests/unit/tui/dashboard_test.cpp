@@ -92,12 +92,16 @@ TEST_F(DashboardTest, AMissingTraceIsUnreadable) {
 TEST_F(DashboardTest, OnceRendersTheOverviewAt80Columns) {
   StatusOr<std::string> text = render_overview_once(options_, 80, false);
   ASSERT_TRUE(text.is_ok()) << text.status().message();
-  EXPECT_TRUE(has(*text, "run run-tui | completed | step 2 | 0:00 | 20k tok/s")) << *text;
-  EXPECT_TRUE(has(*text, "   0      2    100 ms ########====."));
-  EXPECT_TRUE(has(*text, "   1      2    100 ms ##########==."));
+  EXPECT_TRUE(has(*text, "run run-tui | completed | step 2 | 0:00 | 20k tok/s (2 steps)"))
+      << *text;
+  // Each rank's tokens/s per GPU (2 x 1000 tokens in 2 steps of 100 ms), then 9 bar cells.
+  EXPECT_TRUE(has(*text, "   0      2    100 ms    10k #####===.")) << *text;
+  EXPECT_TRUE(has(*text, "   1      2    100 ms    10k #######=.")) << *text;
+  EXPECT_TRUE(has(*text, "step time :: 100 ms (100 ms - 100 ms, last 2 steps)")) << *text;
   size_t lines = 0;
   for (size_t at = 0; (at = text->find('\n', at)) != std::string::npos; ++at) ++lines;
-  EXPECT_EQ(lines, 1 + 2 + 2 + 3u);  // status, title and header, 2 ranks, blank and legend
+  // status, title and header, 2 ranks, blank, step time and loss, blank and legend
+  EXPECT_EQ(lines, 1 + 2 + 2 + 6u);
 }
 
 TEST_F(DashboardTest, JsonCarriesTheViewModel) {

@@ -32,11 +32,13 @@ ViewModel two_ranks() {
   model.step = 3;
   model.elapsed_ns = 63 * 1000 * kMs;
   model.tokens_per_s = 4200;
+  model.throughput_steps = 10;
   for (int rank : {0, 1}) {
     RankStatus row;
     row.rank = rank;
     row.step = 3;
     row.step_ns = 100 * kMs;
+    row.tokens_per_s = 2100;
     // Rank 0: 50% compute, 30% exposed comm, 20% idle; rank 1: all compute.
     row.breakdown = rank == 0 ? step_split(100 * kMs, 50 * kMs, 30 * kMs)
                               : step_split(100 * kMs, 100 * kMs, 0);
@@ -98,20 +100,22 @@ TEST(Overview, ARowPerRankWithStepTimeBarsMemoryAndWait) {
   ScreenGrid grid(80, 24);
   render_screen(model, state, glyphs_for(Charset::kAscii), grid);
   const std::string status = grid.row_text(0);
-  EXPECT_NE(status.find("run run-tui | running | step 3 | 1:03 | 4.2k tok/s"), std::string::npos)
+  EXPECT_NE(status.find("run run-tui | running | step 3 | 1:03 | 4.2k tok/s (10 steps)"),
+            std::string::npos)
       << status;
   EXPECT_NE(grid.row_text(2).find("Overview: 2 of 2 ranks, straggler: rank 1"), std::string::npos);
   const std::string header = grid.row_text(3);
-  EXPECT_NE(header.find("rank   step step time"), std::string::npos) << header;
+  EXPECT_NE(header.find("rank   step step time  tok/s"), std::string::npos) << header;
   const std::string rank0 = grid.row_text(4);
   const std::string rank1 = grid.row_text(5);
-  EXPECT_EQ(rank0.substr(0, 22), "   0      3    100 ms ") << rank0;
-  // At 80 columns the time bar has 13 cells from column 22: 50% compute -> 7 (6.5 rounds up),
-  // compute + comm 80% -> 10 (so 3 of comm), then 3 idle.
-  EXPECT_EQ(rank0.substr(22, 13), "#######===...") << rank0;
-  // The memory bar, 10 cells from column 36, shares one scale (4 MiB) across ranks.
-  EXPECT_EQ(rank0.substr(36, 10), "PPPPPPPPPP") << rank0;
-  EXPECT_EQ(rank1.substr(36, 10), "PPPPP     ") << rank1;
+  // Each rank's tokens/s per GPU beside its step time.
+  EXPECT_EQ(rank0.substr(0, 29), "   0      3    100 ms   2.1k ") << rank0;
+  // At 80 columns the time bar has 9 cells from column 29: 50% compute -> 5 (4.5 rounds up),
+  // compute + comm 80% -> 7 (so 2 of comm), then 2 idle.
+  EXPECT_EQ(rank0.substr(29, 9), "#####==..") << rank0;
+  // The memory bar, 7 cells from column 39, shares one scale (4 MiB) across ranks.
+  EXPECT_EQ(rank0.substr(39, 7), "PPPPPPP") << rank0;
+  EXPECT_EQ(rank1.substr(39, 7), "PPPP   ") << rank1;
   EXPECT_NE(rank0.find("4.00 MiB"), std::string::npos) << rank0;
   EXPECT_NE(rank0.find("all_reduce"), std::string::npos);
   EXPECT_NE(rank0.find("20.0 ms"), std::string::npos);
@@ -124,7 +128,7 @@ TEST(Overview, UsesBlockCharactersInUtf8) {
   const ViewModel model = two_ranks();
   ScreenGrid grid(80, 24);
   render_screen(model, UiState{}, glyphs_for(Charset::kUtf8), grid);
-  EXPECT_EQ(count(grid.row_text(4), "▒"), 3);
+  EXPECT_EQ(count(grid.row_text(4), "▒"), 2);
   EXPECT_EQ(count(grid.row_text(5), "◆"), 1);
 }
 
@@ -142,8 +146,8 @@ TEST(Overview, WiderTerminalsGetWiderBars) {
   const ViewModel model = two_ranks();
   ScreenGrid grid(120, 30);
   render_screen(model, UiState{}, glyphs_for(Charset::kAscii), grid);
-  // 64 cells for the bars: 35 for time -> 18 compute cells (17.5 rounds up).
-  EXPECT_EQ(count(grid.row_text(5), "#"), 35);
+  // 56 cells for the bars: 31 for time, all compute on rank 1.
+  EXPECT_EQ(count(grid.row_text(5), "#"), 31);
 }
 
 TEST(Overview, TheRankFilterHidesOtherRanks) {
@@ -155,6 +159,39 @@ TEST(Overview, TheRankFilterHidesOtherRanks) {
   EXPECT_NE(grid.row_text(2).find("Overview: 1 of 2 ranks"), std::string::npos);
   EXPECT_EQ(grid.row_text(4).substr(0, 4), "   1");
   EXPECT_NE(grid.row_text(1).find("ranks 1"), std::string::npos);
+}
+
+// Below the rank rows: the slowest rank's step time and the loss over the steps every rank
+// finished, as sparklines with the latest value and the range.
+TEST(Overview, StepTimeAndLossOverStepsAsSparklines) {
+  ViewModel model = two_ranks();
+  for (int64_t step = 0; step < 5; ++step) {
+    StepPoint point;
+    point.step = step;
+    point.slowest_ns = (step + 1) * 10 * kMs;  // 10, 20, ..., 50 ms
+    point.loss = 3.0 - 0.5 * static_cast<double>(step);  // 3.0 down to 1.0
+    point.ranks = 2;
+    model.history.push_back(point);
+  }
+  ScreenGrid grid(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kAscii), grid);
+  const std::string text = screen_text(grid);
+  // Levels _ . , : - = + # from the smallest to the largest value.
+  EXPECT_NE(text.find("step time _,-=# 50.0 ms (10.0 ms - 50.0 ms, last 5 steps)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("loss      #=-,_ 1 (step 0: 3)"), std::string::npos) << text;
+
+  ScreenGrid utf8(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kUtf8), utf8);
+  EXPECT_NE(screen_text(utf8).find("▁▃▅▆█"), std::string::npos) << screen_text(utf8);
+
+  model.history.clear();
+  ScreenGrid empty(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kAscii), empty);
+  EXPECT_NE(screen_text(empty).find("step time - (no step finished by every rank yet)"),
+            std::string::npos)
+      << screen_text(empty);
 }
 
 TEST(Screen, TooSmallTerminalsGetAClearMessage) {
@@ -229,6 +266,54 @@ TEST(Memory, ChartsCategoriesAndTheEstimate) {
   EXPECT_GT(count(text, "-----"), 0);  // the estimate's line across the chart
 }
 
+// Under the chart, the run's elapsed time at its first column, its middle and its last.
+TEST(Memory, TheChartHasATimeAxis) {
+  ViewModel model = two_ranks();
+  model.start_ns = 5'000 * kMs;
+  MemoryChart& mem = model.memory[0];
+  mem.points.push_back({7'000 * kMs, model.ranks[0].memory_bytes});    // 0:02 into the run
+  mem.points.push_back({125'000 * kMs, model.ranks[0].memory_bytes});  // 2:00
+  mem.peak_total = 4 * kMiB;
+  UiState state;
+  state.view = View::kMemory;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  int axis = -1;
+  for (int y = 0; y < 24; ++y) {
+    if (grid.row_text(y).starts_with("elapsed")) axis = y;
+  }
+  ASSERT_GT(axis, 0) << screen_text(grid);
+  const std::string row = grid.row_text(axis);
+  // 70 chart columns from column 10: "0:02" at the left, "1:01" centred, "2:00" at the right.
+  EXPECT_EQ(row.substr(9, 5), "+0:02") << row;
+  EXPECT_EQ(row.substr(43, 4), "1:01") << row;
+  EXPECT_EQ(row.substr(76), "2:00") << row;
+  EXPECT_EQ(row.substr(14, 4), "----") << row;
+  // The chart's bottom row is right above the axis, the table right below it.
+  EXPECT_EQ(grid.row_text(axis - 1).substr(0, 3), "0 B") << screen_text(grid);
+  EXPECT_NE(grid.row_text(axis + 1).find("category"), std::string::npos) << screen_text(grid);
+}
+
+// The first l moves to the next rank (it used to step from "none chosen" to the first rank,
+// which was already shown), and h from the first wraps to the last.
+TEST(Memory, HAndLChooseTheRankFromTheFirstPress) {
+  const ViewModel model = two_ranks();
+  UiState state;
+  state.view = View::kMemory;
+  auto shown_rank = [&] {
+    ScreenGrid grid(80, 24);
+    render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+    return grid.row_text(2).substr(0, 15);
+  };
+  EXPECT_EQ(shown_rank(), "Memory: rank 0 ");
+  EXPECT_EQ(handle_key(state, 'l', model), KeyResult::kRedraw);
+  EXPECT_EQ(shown_rank(), "Memory: rank 1 ");
+  handle_key(state, 'l', model);
+  EXPECT_EQ(shown_rank(), "Memory: rank 0 ");  // wraps
+  handle_key(state, 'h', model);
+  EXPECT_EQ(shown_rank(), "Memory: rank 1 ");  // and back
+}
+
 TEST(Findings, ListsFindingsBySeverityWithEvidenceAndAdvice) {
   ViewModel model = two_ranks();
   analyzers::Finding f;
@@ -256,6 +341,37 @@ TEST(Help, OverlaysTheKeys) {
   render_screen(two_ranks(), state, glyphs_for(Charset::kAscii), grid);
   const std::string text = screen_text(grid);
   EXPECT_NE(text.find("q                    quit (the terminal is restored)"), std::string::npos);
+}
+
+// The box has corners, not a side over a line (`│────│`).
+TEST(Help, TheBoxHasCorners) {
+  UiState state;
+  state.help = true;
+  for (Charset charset : {Charset::kUtf8, Charset::kAscii}) {
+    const Glyphs& g = glyphs_for(charset);
+    ScreenGrid grid(80, 24);
+    render_screen(two_ranks(), state, g, grid);
+    // The title row: "| Keys ...|"; the box's left edge is two columns before "Keys".
+    int title = -1;
+    for (int y = 0; y < 24 && title < 0; ++y) {
+      if (grid.row_text(y).find(" Keys ") != std::string::npos) title = y;
+    }
+    ASSERT_GT(title, 0) << screen_text(grid);
+    const std::u32string title_row = decode_utf8(grid.row_text(title));
+    const size_t left = title_row.find(U"Keys") - 2;
+    const size_t right = title_row.find_last_of(g.vertical);
+    int bottom = title;
+    while (bottom + 1 < 24 && decode_utf8(grid.row_text(bottom + 1))[left] == g.vertical) ++bottom;
+    ++bottom;
+    const std::u32string top_row = decode_utf8(grid.row_text(title - 1));
+    const std::u32string bottom_row = decode_utf8(grid.row_text(bottom));
+    EXPECT_EQ(top_row[left], g.corners[0]) << grid.row_text(title - 1);
+    EXPECT_EQ(top_row[right], g.corners[1]) << grid.row_text(title - 1);
+    EXPECT_EQ(bottom_row[left], g.corners[2]) << grid.row_text(bottom);
+    EXPECT_EQ(bottom_row[right], g.corners[3]) << grid.row_text(bottom);
+    EXPECT_EQ(top_row[left + 1], g.horizontal);
+  }
+  EXPECT_EQ(glyphs_for(Charset::kUtf8).corners[0], U'┌');
 }
 
 }  // namespace

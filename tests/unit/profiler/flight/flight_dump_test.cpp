@@ -88,7 +88,7 @@ TEST(FlightDump, TextListsTheLastEntriesAndEveryUnfinishedOne) {
                       "and every unfinished one:"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  world/split1/color0 seq 9 all_reduce 4.00 KiB float enqueued"),
+  EXPECT_NE(text.find("  dp 0 seq 9 all_reduce 4.00 KiB float enqueued"),
             std::string::npos)
       << text;                                                // old, but unfinished: always listed
   EXPECT_EQ(text.find("seq 0 "), std::string::npos) << text;  // old and completed: left out

@@ -56,7 +56,7 @@ TEST(FlightDiagnosis, EverythingMatched) {
   EXPECT_FALSE(d.culprit.has_value());
   EXPECT_EQ(diagnosis_headline(d), "");
   EXPECT_NE(format_flight_diagnosis(d).find(
-                "partrain: diagnosis: world/split1/color0: 5 collective(s) matched on ranks 0-3, "
+                "partrain: diagnosis: dp 0: 5 collective(s) matched on ranks 0-3, "
                 "all completed"),
             std::string::npos)
       << format_flight_diagnosis(d);
@@ -85,19 +85,19 @@ TEST(FlightDiagnosis, HungRankIsMissing) {
   EXPECT_EQ(text,
             "partrain: flight recorder: dumps of ranks 0-3; the collective watchdog fired on "
             "ranks 0, 1, 3\n"
-            "partrain: diagnosis: world/split1/color0 seq 5: missing ranks: rank 2 never issued "
+            "partrain: diagnosis: dp 0 seq 5: missing ranks: rank 2 never issued "
             "all_reduce of 4.00 KiB float (started on ranks 0, 1, 3; rank 2's last was seq 4 on "
             "this communicator)\n"
             "partrain: waits: rank 0 waits on rank 2 in all_reduce of 4.00 KiB float on "
-            "world/split1/color0 seq 5 (rank 2 never entered it)\n"
+            "dp 0 seq 5 (rank 2 never entered it)\n"
             "partrain: waits: rank 1 waits on rank 2 in all_reduce of 4.00 KiB float on "
-            "world/split1/color0 seq 5 (rank 2 never entered it)\n"
+            "dp 0 seq 5 (rank 2 never entered it)\n"
             "partrain: waits: rank 3 waits on rank 2 in all_reduce of 4.00 KiB float on "
-            "world/split1/color0 seq 5 (rank 2 never entered it)\n"
-            "partrain: culprit: rank 2 (missing_ranks at world/split1/color0 seq 5): hung outside "
+            "dp 0 seq 5 (rank 2 never entered it)\n"
+            "partrain: culprit: rank 2 (missing_ranks at dp 0 seq 5): hung outside "
             "any collective: it had entered none when it dumped (its last: all_reduce of "
-            "4.00 KiB float on world/split1/color0 seq 4, completed); it never entered all_reduce "
-            "of 4.00 KiB float on world/split1/color0 seq 5, where ranks 0, 1, 3 wait\n");
+            "4.00 KiB float on dp 0 seq 4, completed); it never entered all_reduce "
+            "of 4.00 KiB float on dp 0 seq 5, where ranks 0, 1, 3 wait\n");
 }
 
 // --inject desync:rank=1: an all_gather where the others all-reduce, at world seq 3.
@@ -142,7 +142,7 @@ TEST(FlightDiagnosis, SizeMismatchNamesTheMinorityRank) {
   EXPECT_EQ(d.culprit, 3);
   EXPECT_EQ(d.error_ranks, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(diagnosis_headline(d),
-            "world/split1/color0 seq 3: size mismatch: ranks 0-2 issued all_reduce of 4.00 KiB "
+            "dp 0 seq 3: size mismatch: ranks 0-2 issued all_reduce of 4.00 KiB "
             "float; rank 3 issued all_reduce of 8.00 KiB float");
 }
 
@@ -239,7 +239,7 @@ TEST(FlightDiagnosis, RanksWithoutADumpAreUnknownNotMissing) {
   EXPECT_TRUE(d.findings[0].missing.empty());
   // Rank 3 may well be the one that never issued seq 2: the transport is not blamed.
   EXPECT_EQ(diagnosis_headline(d),
-            "world/split1/color0 seq 2: all_reduce of 4.00 KiB float issued by ranks 0-2 but not "
+            "dp 0 seq 2: all_reduce of 4.00 KiB float issued by ranks 0-2 but not "
             "completed (started on ranks 0-2)");
   EXPECT_NE(format_flight_diagnosis(d).find("partrain: diagnosis: nothing is known of rank 3"),
             std::string::npos);
@@ -290,11 +290,11 @@ TEST(FlightDiagnosis, TransfersPairSendsWithRecvsPerChannel) {
   EXPECT_EQ(f.matched, 2u);
   EXPECT_EQ(d.culprit, 3);
   EXPECT_EQ(diagnosis_headline(d),
-            "send 2->3 on world/split2/color0/split0/color0 seq 2: missing ranks: rank 3 never "
+            "send 2->3 on pp 0 activations seq 2: missing ranks: rank 3 never "
             "posted the matching recv (send of 8.00 KiB float started on rank 2; rank 3's last "
             "recv on this channel was seq 1)");
   EXPECT_NE(format_flight_diagnosis(d).find("partrain: culprit: rank 3 (missing_ranks at send "
-                                            "2->3 on world/split2/color0/split0/color0 seq 2)"),
+                                            "2->3 on pp 0 activations seq 2)"),
             std::string::npos)
       << format_flight_diagnosis(d);
 }
@@ -310,7 +310,7 @@ TEST(FlightDiagnosis, TransferSizeMismatchAndUnknownPeers) {
   EXPECT_EQ(d.findings[0].kind, FindingKind::kSizeMismatch);
   EXPECT_FALSE(d.culprit.has_value());  // two sides, no majority
   EXPECT_EQ(diagnosis_headline(d),
-            "send 2->3 on world/split2/color0/split0/color0 seq 0: size mismatch: rank 2 sends "
+            "send 2->3 on pp 0 activations seq 0: size mismatch: rank 2 sends "
             "8.00 KiB float, rank 3 receives 4.00 KiB float");
   // Without the receiver's dump, a pending send blames nobody.
   dumps.pop_back();

@@ -100,20 +100,20 @@ TEST(WaitForGraph, ATensorParallelWaitLeadsThroughToTheHungDataParallelPartner) 
   EXPECT_EQ(root.idle_ns, 10 * kSecond - (1100 * 1'000'000 + 1'000'000));
   const std::string text = format_flight_diagnosis(d);
   EXPECT_NE(text.find("partrain: waits: rank 3 waits on rank 1 in all_reduce of 4.00 KiB float "
-                      "on world/split1/color1 seq 1 (rank 1 never entered it)"),
+                      "on dp 1 seq 1 (rank 1 never entered it)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("rank 1 never issued all_reduce of 4.00 KiB float (started on rank 3; "
                       "rank 1's last was seq 0 on this communicator); rank 1 waits itself, on "
-                      "rank 0 in all_reduce of 4.00 KiB float on world/split0/color0 seq 1"),
+                      "rank 0 in all_reduce of 4.00 KiB float on tp 0 seq 1"),
             std::string::npos)
       << text;
   EXPECT_EQ(diagnosis_statement(d),
-            "rank 0 (missing_ranks at world/split0/color0 seq 1): hung outside any collective: it "
+            "rank 0 (missing_ranks at tp 0 seq 1): hung outside any collective: it "
             "had entered none for 8.9 s when it dumped (its last: all_reduce of 4.00 KiB float on "
-            "world/split1/color0 seq 0, completed); it never entered all_reduce of 4.00 KiB float "
-            "on world/split0/color0 seq 1, where rank 1 waits; it never entered all_reduce of "
-            "4.00 KiB float on world/split1/color0 seq 1, where rank 2 waits; rank 3 waits on it "
+            "dp 0 seq 0, completed); it never entered all_reduce of 4.00 KiB float "
+            "on tp 0 seq 1, where rank 1 waits; it never entered all_reduce of "
+            "4.00 KiB float on dp 0 seq 1, where rank 2 waits; rank 3 waits on it "
             "through others");
 }
 
@@ -133,17 +133,17 @@ TEST(WaitForGraph, AStoppedRankIsNamedAsStoppedAndItsRecordsAfterTheResumeAreSet
   EXPECT_EQ(d.waits.roots[0].kind, RootKind::kStopped);
   const std::string statement = diagnosis_statement(d);
   EXPECT_EQ(statement.substr(0, statement.find(';')),
-            "rank 0 (stopped at world/split0/color0 seq 1): its process was stopped (state T: "
+            "rank 0 (stopped at tp 0 seq 1): its process was stopped (state T: "
             "SIGSTOP or SIGTSTP) when the run failed")
       << statement;
-  EXPECT_NE(statement.find("it never entered all_reduce of 4.00 KiB float on world/split0/color0 "
+  EXPECT_NE(statement.find("it never entered all_reduce of 4.00 KiB float on tp 0 "
                            "seq 1, where rank 1 waits"),
             std::string::npos)
       << statement;
   // Without the resume time, its late tp all_reduce would read as entered.
   processes[0].resumed_ns = 0;
   EXPECT_EQ(format_flight_diagnosis(diagnose_flight_dumps(m.dumps, processes))
-                .find("never entered all_reduce of 4.00 KiB float on world/split0/color0 seq 1"),
+                .find("never entered all_reduce of 4.00 KiB float on tp 0 seq 1"),
             std::string::npos);
 }
 
@@ -164,12 +164,12 @@ TEST(WaitForGraph, APipelineRecvLeadsToASenderStuckInTheKernel) {
   EXPECT_EQ(d.waits.roots[0].kind, RootKind::kUninterruptible);
   EXPECT_EQ(d.waits.roots[0].through, (std::vector<int>{2}));
   EXPECT_NE(diagnosis_statement(d).find(
-                "(uninterruptible at send 0->1 on world/split2/color0 seq 1): its process was "
+                "(uninterruptible at send 0->1 on pp 0 seq 1): its process was "
                 "stuck in the kernel (state D, waiting in nfs_wait_bit_killable"),
             std::string::npos)
       << diagnosis_statement(d);
   EXPECT_NE(diagnosis_statement(d).find("it never posted the send matching rank 1's recv of "
-                                        "4.00 KiB float from rank 0 on world/split2/color0 seq 1"),
+                                        "4.00 KiB float from rank 0 on pp 0 seq 1"),
             std::string::npos)
       << diagnosis_statement(d);
 }
@@ -190,7 +190,7 @@ TEST(WaitForGraph, EveryoneEnteredButAStoppedMemberHoldsIt) {
   EXPECT_NE(diagnosis_headline(d).find("held by the process of rank 2"), std::string::npos)
       << diagnosis_headline(d);
   EXPECT_NE(diagnosis_statement(d).find("it entered all_reduce of 4.00 KiB float on "
-                                        "world/split1/color0 seq 1 but never finished it; rank 0 "
+                                        "dp 0 seq 1 but never finished it; rank 0 "
                                         "waits there"),
             std::string::npos)
       << diagnosis_statement(d);

@@ -1,0 +1,76 @@
+#include "profiler/trace_reader/communicator_name.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <optional>
+#include <vector>
+
+namespace partrain::profiler {
+namespace {
+
+// What each split of the world names, in the order the mesh makes them (runner/workload/
+// mesh.cpp), and each split of a pipeline group (runner/workload/training_rank.cpp).
+constexpr std::array<std::string_view, 3> kMeshAxes = {"tp", "dp", "pp"};
+constexpr std::array<std::string_view, 3> kPipelineChannels = {"activations", "gradients",
+                                                               "embedding"};
+
+struct Split {
+  int index = 0;
+  int color = 0;
+};
+
+std::optional<int> number_after(std::string_view text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) return std::nullopt;
+  text.remove_prefix(prefix.size());
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+// "world/split1/color0/split2/color0" -> {{1, 0}, {2, 0}}; nullopt for any other shape.
+std::optional<std::vector<Split>> world_splits(std::string_view id) {
+  constexpr std::string_view kWorld = "world";
+  if (!id.starts_with(kWorld)) return std::nullopt;
+  id.remove_prefix(kWorld.size());
+  std::vector<Split> splits;
+  while (!id.empty()) {
+    if (id.front() != '/') return std::nullopt;
+    id.remove_prefix(1);
+    const size_t slash = id.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    const std::optional<int> index = number_after(id.substr(0, slash), "split");
+    id.remove_prefix(slash + 1);
+    const size_t next = std::min(id.find('/'), id.size());
+    const std::optional<int> color = number_after(id.substr(0, next), "color");
+    id.remove_prefix(next);
+    if (!index || !color) return std::nullopt;
+    splits.push_back({*index, *color});
+  }
+  return splits;
+}
+
+}  // namespace
+
+std::string communicator_name(std::string_view comm_id) {
+  const std::optional<std::vector<Split>> splits = world_splits(comm_id);
+  if (!splits || splits->size() > 2) return std::string(comm_id);
+  if (splits->empty()) return "world";
+  const Split& axis = splits->front();
+  if (axis.index >= static_cast<int>(kMeshAxes.size())) return std::string(comm_id);
+  if (splits->size() == 1) return fmt::format("{} {}", kMeshAxes[axis.index], axis.color);
+  // A pipeline group's own channels; every member of one takes colour 0.
+  const Split& channel = splits->back();
+  if (kMeshAxes[axis.index] != "pp" || channel.color != 0 ||
+      channel.index >= static_cast<int>(kPipelineChannels.size())) {
+    return std::string(comm_id);
+  }
+  if (kPipelineChannels[channel.index] == "embedding") {
+    return fmt::format("embedding {}", axis.color);
+  }
+  return fmt::format("pp {} {}", axis.color, kPipelineChannels[channel.index]);
+}
+
+}  // namespace partrain::profiler
