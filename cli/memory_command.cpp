@@ -19,7 +19,7 @@ struct MemoryFlags {
   GpuFlags gpu;
   int64_t micro_batch = 1;
   int64_t global_batch = 0;
-  int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, zero = 0;
+  int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, zero = 0;
   bool sp = false;
   std::string pp_schedule = "1f1b";
   std::string pp_split;
@@ -61,6 +61,7 @@ StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
   l.pp = f.pp;
   l.vpp = f.vpp;
   l.cp = f.cp;
+  l.ep = f.ep;
   l.sp = f.sp;
   l.zero = f.zero;
   l.micro_batch = f.micro_batch;
@@ -125,6 +126,7 @@ Status check_flags_apply(const MemoryFlags& f) {
   if (f.model.params > 0) {
     if (const char* flag = first_given({{"--inference", f.inference},
                                         {"--cp", f.cp > 1},
+                                        {"--ep", f.ep > 1},
                                         {"--sp", f.sp},
                                         {"--flash-attn", f.flash_attn},
                                         {"--pp-split", !f.pp_split.empty()}})) {
@@ -179,11 +181,14 @@ void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
       ->check(positive_number());
   cmd.add_option("--global-batch", f.global_batch, "Sequences per step (default dp x micro-batch)")
       ->check(positive_number());
-  for (auto [name, value, help] : {std::tuple{"--dp", &f.dp, "Data-parallel degree"},
-                                   std::tuple{"--tp", &f.tp, "Tensor-parallel degree t"},
-                                   std::tuple{"--pp", &f.pp, "Pipeline-parallel degree p"},
-                                   std::tuple{"--vpp", &f.vpp, "Virtual stages per pipeline rank v (interleaved)"},
-                                   std::tuple{"--cp", &f.cp, "Context-parallel degree (splits the sequence)"}}) {
+  for (auto [name, value, help] :
+       {std::tuple{"--dp", &f.dp, "Data-parallel degree"},
+        std::tuple{"--tp", &f.tp, "Tensor-parallel degree t"},
+        std::tuple{"--pp", &f.pp, "Pipeline-parallel degree p"},
+        std::tuple{"--vpp", &f.vpp, "Virtual stages per pipeline rank v (interleaved)"},
+        std::tuple{"--cp", &f.cp, "Context-parallel degree (splits the sequence)"},
+        std::tuple{"--ep", &f.ep,
+                   "Expert-parallel degree (experts sharded over ep of the dp x cp ranks)"}}) {
     cmd.add_option(name, *value, help)->capture_default_str()->check(CLI::Range(1, 1 << 20));
   }
   cmd.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)");

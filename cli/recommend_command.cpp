@@ -126,6 +126,12 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
         "recommend needs the model's dimensions (a --model preset, "
         "--model-file or --layers --hidden --heads --vocab --seq), not --params");
   }
+  if (model.is_moe()) {
+    return invalid_argument(
+        "recommend does not search expert parallelism or cost all_to_all yet: model '{}' is a "
+        "mixture of experts; size a layout with `partrain memory --model {} --ep N`",
+        model.name, model.name);
+  }
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   std::optional<memory::ClusterSpec> cluster;
   if (!f.cluster.empty()) {

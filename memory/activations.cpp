@@ -18,11 +18,42 @@ LayerActivations mlp_layer(const ModelConfig& m, const ActivationSetup& a) {
   return act;
 }
 
+// The MLP's kept tensors: a dense MLP's intermediates (tensor region), or a mixture of experts'
+// (MixtureOfExperts): routing and dispatched tokens follow the sequence (split by t only with SP,
+// as the block's input is), the experts' intermediates are split by t.
+void add_mlp(const ModelConfig& m, const ActivationSetup& a, int64_t layer, double sb,
+             LayerActivations& act) {
+  if (a.recompute == Recompute::kFull) return;  // only the block's input is kept
+  const double matrices = m.mlp == MlpKind::kSwiglu ? 3 : 2, e = a.element_bytes, t = a.tp;
+  if (!m.is_moe_layer(layer)) {
+    act.tensor_region += e * matrices * sb * d(m.ffn) / t;
+    return;
+  }
+  const MixtureOfExperts& moe = m.moe;
+  // Dropless routing sends top_k copies of every token on average; a capacity factor reserves
+  // capacity_factor x that (padded slots are kept too).
+  const double slots = d(moe.top_k) * (moe.capacity_factor > 0 ? moe.capacity_factor : 1) * sb;
+  const double router = 2 * 4 * sb * d(moe.experts);      // fp32 logits and probabilities
+  const double dispatched = e * 2 * slots * d(m.hidden);  // experts' inputs and outputs
+  act.sequence_region += (router + dispatched) / (a.sp ? t : 1);
+  act.tensor_region += e * matrices * (slots + d(moe.shared_experts) * sb) * d(moe.expert_ffn) / t;
+}
+
 }  // namespace
 
-// Korthikanti 2022 sec. 4.1-4.2, generalised to grouped KV heads (K and V are n_kv/n_h of Q)
-// and to SwiGLU (gate, up and their product are kept: 3 s b f instead of GeLU's 2 s b f).
-LayerActivations layer_activations(const ModelConfig& m, const ActivationSetup& a) {
+LayerActivations mlp_activations(const ModelConfig& model, const ActivationSetup& setup,
+                                 int64_t layer) {
+  LayerActivations act;
+  if (model.architecture == Architecture::kTransformer) {
+    add_mlp(model, setup, layer, setup.seq / setup.cp * setup.micro_batch, act);
+  }
+  return act;
+}
+
+// Korthikanti 2022 sec. 4.1-4.2, generalised to grouped KV heads (K and V are n_kv/n_h of Q),
+// latent attention (its Q, K, V widths and the latents), SwiGLU (gate, up and their product are
+// kept: 3 s b f instead of GeLU's 2 s b f) and mixtures of experts.
+LayerActivations layer_activations(const ModelConfig& m, const ActivationSetup& a, int64_t layer) {
   if (m.architecture == Architecture::kMlp) return mlp_layer(m, a);
   const double s = a.seq / a.cp, b = a.micro_batch, h = d(m.hidden), t = a.tp, e = a.element_bytes;
   const double sbh = s * b * h;
@@ -33,11 +64,13 @@ LayerActivations layer_activations(const ModelConfig& m, const ActivationSetup& 
     act.sequence_region = e * sbh / seq_split;  // only the block's input: 2sbh (2sbh/t with SP)
     return act;
   }
-  // Two norm inputs, the QKV input, the fc1 input; dropout masks after attention and MLP.
-  act.sequence_region = (e * 4 * sbh + (masks ? 2 * sbh : 0)) / seq_split;
-  const double mlp_elements = (m.mlp == MlpKind::kSwiglu ? 3 : 2) * s * b * d(m.ffn);
-  // Q, K, V (K and V scaled by grouped heads), the attention-out input, the MLP intermediates.
-  act.tensor_region = e * (sbh * (2 + 2 * m.kv_ratio()) + mlp_elements) / t;
+  // Two norm inputs, the QKV input, the fc1 input; dropout masks after attention and MLP; latent
+  // attention's latents.
+  const AttentionWidths w = attention_widths(m);
+  act.sequence_region = (e * (4 * sbh + s * b * w.latents) + (masks ? 2 * sbh : 0)) / seq_split;
+  // Q, K, V (K and V scaled by grouped heads), the attention-out input, then the MLP's.
+  act.tensor_region = e * s * b * (w.q + w.k + w.v + w.out) / t;
+  add_mlp(m, a, layer, s * b, act);
   const double heads = d(m.heads);
   const bool core_kept = a.recompute == Recompute::kNone && !a.flash_attention;
   if (core_kept) {
@@ -50,8 +83,9 @@ LayerActivations layer_activations(const ModelConfig& m, const ActivationSetup& 
   return act;
 }
 
-double layer_activation_bytes(const ModelConfig& model, const ActivationSetup& setup) {
-  return layer_activations(model, setup).total();
+double layer_activation_bytes(const ModelConfig& model, const ActivationSetup& setup,
+                              int64_t layer) {
+  return layer_activations(model, setup, layer).total();
 }
 
 double embedding_activation_bytes(const ModelConfig& model, const ActivationSetup& a) {

@@ -28,9 +28,18 @@ struct LayerActivations {
   double total() const { return sequence_region + tensor_region + attention_core; }
 };
 
-// Bytes one block keeps for one micro-batch on one tensor-parallel rank.
-LayerActivations layer_activations(const ModelConfig& model, const ActivationSetup& setup);
-double layer_activation_bytes(const ModelConfig& model, const ActivationSetup& setup);
+// Bytes block `layer` (0-based) keeps for one micro-batch on one tensor-parallel rank. A mixture
+// of experts' block keeps the router's fp32 logits and probabilities, the tokens dispatched to
+// its experts and their outputs (top_k copies, times the capacity factor when tokens are capped),
+// the experts' intermediates (split by t, expert tensor parallelism) and the shared experts'.
+LayerActivations layer_activations(const ModelConfig& model, const ActivationSetup& setup,
+                                   int64_t layer = 0);
+double layer_activation_bytes(const ModelConfig& model, const ActivationSetup& setup,
+                              int64_t layer = 0);
+// The MLP's share of layer_activations (its intermediates; a mixture of experts' routing,
+// dispatched tokens and experts' intermediates).
+LayerActivations mlp_activations(const ModelConfig& model, const ActivationSetup& setup,
+                                 int64_t layer);
 // The first stage's extra: the embedding output is the first block's input (already counted);
 // with dropout its 1-byte mask s b h is added (Korthikanti 2022 sec. 4.3).
 double embedding_activation_bytes(const ModelConfig& model, const ActivationSetup& setup);

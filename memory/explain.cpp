@@ -13,12 +13,33 @@ namespace {
 
 std::string count(double value) { return fmt::format("{:.4g}", value); }
 
+// A mixture of experts: its dense blocks, then its MoE blocks with every routed expert, and what
+// a token computes with.
+ExplainLine moe_parameters_line(const ModelConfig& m, double total) {
+  const MixtureOfExperts& e = m.moe;
+  const LayerParams dense = layer_params(m, 0), moe = layer_params(m, e.dense_layers);
+  std::string formula;
+  if (e.dense_layers > 0)
+    formula = fmt::format("{} x {} (dense) + ", e.dense_layers, count(dense.total()));
+  formula += fmt::format(
+      "{} x ({} + {} experts x {}) + embeddings and norms {}; active per token {} (top {} of {}{})",
+      m.layers - e.dense_layers, count(moe.split + moe.replicated), e.experts,
+      count(moe.experts / static_cast<double>(e.experts)),
+      count(total - (e.dense_layers * dense.total() +
+                     static_cast<double>(m.layers - e.dense_layers) * moe.total())),
+      count(active_params(m)), e.top_k, e.experts,
+      e.shared_experts > 0 ? fmt::format(", {} shared", e.shared_experts) : "");
+  return {"parameters", formula, count(total),
+          "per block summed; routed experts held whole, active_params counts top_k of them"};
+}
+
 ExplainLine parameters_line(const ModelConfig& m, double total) {
   if (m.is_bare()) return {"parameters", "given (--params)", count(total), "user"};
   if (m.architecture == Architecture::kMlp) {
     return {"parameters", fmt::format("l h^2 = {} x {}^2", m.layers, m.hidden), count(total),
             "the lecture's deep MLP (x @ W per layer)"};
   }
+  if (m.is_moe()) return moe_parameters_line(m, total);
   const LayerParams layer = layer_params(m);
   std::string formula = fmt::format(
       "l x layer + V h{}{} + norms = {} x {} + {} x {}{}{} + {}", m.tied_embeddings ? "" : " x 2",
@@ -33,17 +54,26 @@ ExplainLine parameters_line(const ModelConfig& m, double total) {
 
 ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
   const auto& r = in.recipe;
-  const int z = in.layout.zero, n = in.layout.dp;
-  auto part = [&](double bytes, bool sharded) {
-    return sharded && n > 1 ? fmt::format("{}/{}", bytes, n) : fmt::format("{}", bytes);
+  const int z = in.layout.zero;
+  auto states = [&](double count_on_gpu, int n) {
+    auto part = [&](double bytes, bool sharded) {
+      return sharded && n > 1 ? fmt::format("{}/{}", bytes, n) : fmt::format("{}", bytes);
+    };
+    return fmt::format("{} x ({} + {} + {})", count(count_on_gpu), part(r.param_bytes, z >= 3),
+                       part(r.grad_bytes, z >= 2), part(r.optimizer_bytes, z >= 1));
   };
-  return {
-      "model states",
-      fmt::format("P_gpu x ({} + {} + {}) B = {} x ({} + {} + {}) [{}, ZeRO-{} over dp {}]",
-                  "param", "grad", "optimizer", count(s.params_count), part(r.param_bytes, z >= 3),
-                  part(r.grad_bytes, z >= 2), part(r.optimizer_bytes, z >= 1), r.name, z, n),
-      format_gib_gb(s.params + s.grads + s.optimizer),
-      "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};
+  const int data_ranks = in.layout.dp * in.layout.cp;
+  std::string formula = fmt::format(
+      "P_gpu x (param + grad + optimizer) B = {} [{}, ZeRO-{} over dp {}",
+      states(s.params_count - s.expert_params_count, data_ranks), r.name, z, data_ranks);
+  if (s.expert_params_count > 0) {
+    // Expert weights are shared by the dp x cp / ep ranks that hold the same experts.
+    formula += fmt::format("] + experts {} [over dp / ep {}",
+                           states(s.expert_params_count, expert_data_ranks(in.layout)),
+                           expert_data_ranks(in.layout));
+  }
+  return {"model states", formula + "]", format_gib_gb(s.params + s.grads + s.optimizer),
+          "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};
 }
 
 // A transformer layer's activations as Korthikanti 2022 writes them: sbh x (the kept tensors) +
@@ -72,12 +102,30 @@ ExplainLine transformer_layer_line(const EstimateInput& in, const ActivationSetu
       "5as/(ht)); no dropout sbh(32 + 2as/h)"};
 }
 
+// What a mixture of experts' block keeps for its MLP, within the per-layer figure above.
+ExplainLine moe_line(const EstimateInput& in, const ActivationSetup& a, int64_t layer) {
+  const MixtureOfExperts& e = in.model.moe;
+  const double factor = e.capacity_factor > 0 ? e.capacity_factor : 1;
+  return {
+      "of which the experts (MoE layer)",
+      fmt::format("router 8 s b E + {} B x 2 x k c s b h{} + {} B x {} x (k c + {}) s b f_e / t "
+                  "(E {}, k {}, c {}{}, f_e {})",
+                  a.element_bytes, a.sp ? "/t" : "", a.element_bytes,
+                  in.model.mlp == MlpKind::kSwiglu ? 3 : 2, e.shared_experts, e.experts, e.top_k,
+                  factor, e.capacity_factor > 0 ? "" : " dropless", e.expert_ffn),
+      format_gib_gb(mlp_activations(in.model, a, layer).total()),
+      "fp32 router logits and probabilities, the k copies of each token dispatched to the "
+      "experts and their outputs, the experts' (and shared experts') intermediates"};
+}
+
 std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryEstimate& e,
                                           const StageMemory& s) {
   const auto& m = in.model;
   const auto& l = in.layout;
   const ActivationSetup a = activation_setup(e.layout, in.recipe.activation_bytes);
-  const LayerActivations act = layer_activations(m, a);
+  // A mixture of experts' MoE blocks keep more than its dense ones: shown for an MoE block.
+  const int64_t shown_layer = m.is_moe() ? m.layers - 1 : 0;
+  const LayerActivations act = layer_activations(m, a, shown_layer);
   std::vector<ExplainLine> lines;
   const bool mlp = m.architecture == Architecture::kMlp;
   if (mlp) {
@@ -94,6 +142,7 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
   } else {
     lines.push_back(transformer_layer_line(in, a, act));
   }
+  if (m.is_moe() && l.recompute != Recompute::kFull) lines.push_back(moe_line(in, a, shown_layer));
   lines.push_back({"micro-batches in flight",
                    fmt::format("{} on stage {} of {} (m = {}, v = {})", schedule_name(l.schedule),
                                s.stage, l.pp, e.layout.micro_batches, l.vpp),

@@ -16,11 +16,14 @@ ForwardFlops forward_flops(const ModelConfig& model, double batch, double seq) {
   const double layers = static_cast<double>(model.layers);
   ForwardFlops f;
   // Narayanan 2021 sec. 5.1: 2 FLOPs per multiply-accumulate; per layer 24 B s h^2 of weights
-  // (for GPT) and 4 B s^2 h for the attention scores and their product with V.
-  f.attention_core = model.architecture == Architecture::kMlp
-                         ? 0
-                         : layers * 4 * tokens * seq * static_cast<double>(model.hidden);
-  f.blocks = layers * 2 * tokens * layer_matmul_params(model) + f.attention_core;
+  // (for GPT) and 4 B s^2 h for the attention scores and their product with V (QK^T over Q's
+  // width, AV over the output's: h each for multi-head attention). A mixture of experts'
+  // token multiplies by its top_k routed experts only.
+  if (model.architecture != Architecture::kMlp) {
+    const AttentionWidths w = attention_widths(model);
+    f.attention_core = layers * 2 * tokens * seq * (w.q + w.out);
+  }
+  f.blocks = 2 * tokens * blocks_matmul_params(model) + f.attention_core;
   if (model.architecture == Architecture::kTransformer) {
     f.logits = 2 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.vocab);
   }

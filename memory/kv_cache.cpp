@@ -7,6 +7,13 @@ namespace partrain::memory {
 double kv_cache_bytes(const ModelConfig& model, double batch, double tokens, double layers, int tp,
                       double element_bytes) {
   if (model.architecture != Architecture::kTransformer || model.is_bare()) return 0;
+  if (model.attention == AttentionKind::kLatent) {
+    // DeepSeek-V2 sec. 2.1.2: the compressed KV latent and the shared rotary key, every head's
+    // K and V rebuilt from them; every tensor-parallel rank keeps the whole latent.
+    const LatentAttention& a = model.latent;
+    return element_bytes * batch * tokens * layers *
+           static_cast<double>(a.kv_lora_rank + a.qk_rope_dim);
+  }
   return 2 * element_bytes * batch * tokens * layers * static_cast<double>(model.kv_dim()) / tp;
 }
 

@@ -35,15 +35,18 @@ double training_activations(const EstimateInput& in, const ResolvedLayout& r, in
   if (in.model.is_bare()) return 0;
   const ActivationSetup a = activation_setup(r, in.recipe.activation_bytes);
   const int last = in.layout.pp - 1;
-  double bytes = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
-                 layer_activation_bytes(in.model, a) * in_flight;
+  double bytes = 0;
   // Full recompute: while a block's backward runs, its recomputed activations are alive beside
   // the stored block inputs (its own input among them, so that is not counted twice).
   double recomputed = 0;
-  if (in.layout.recompute == Recompute::kFull) {
-    ActivationSetup working = a;
-    working.recompute = Recompute::kNone;
-    recomputed = layer_activation_bytes(in.model, working) - layer_activation_bytes(in.model, a);
+  ActivationSetup working = a;
+  working.recompute = Recompute::kNone;
+  for (int64_t layer : stage_blocks(r, stage)) {
+    const double stored = layer_activation_bytes(in.model, a, layer);
+    bytes += stored * in_flight;
+    if (in.layout.recompute == Recompute::kFull) {
+      recomputed = std::max(recomputed, layer_activation_bytes(in.model, working, layer) - stored);
+    }
   }
   if (stage == 0) bytes += embedding_activation_bytes(in.model, a) * in_flight;
   if (stage != last) return bytes + recomputed;
@@ -71,7 +74,9 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
   StageMemory m;
   m.stage = stage;
   m.layers = r.stage_layers[static_cast<size_t>(stage)];
-  m.params_count = stage_params(in.model, r, stage);
+  const StageParams held = stage_param_split(in.model, r, stage);
+  m.params_count = held.total();
+  m.expert_params_count = held.experts;
   if (in.inference) {
     m.params = m.params_count * in.recipe.param_bytes;
     m.activations = inference_activations(in, r);
@@ -81,11 +86,14 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
   } else {
     // The ranks that hold the same weights: dp x cp (context-parallel ranks split the sequence,
     // not the model), over which Megatron's distributed optimizer shards and gradients reduce.
+    // Routed experts' weights are shared by the dp x cp / ep ranks that hold the same experts.
     const int data_ranks = l.dp * l.cp;
-    const ModelStateBytes states = model_state_bytes(m.params_count, in.recipe, l.zero, data_ranks);
-    m.params = states.params;
-    m.grads = states.grads;
-    m.optimizer = states.optimizer;
+    const ModelStateBytes dense = model_state_bytes(held.dense, in.recipe, l.zero, data_ranks);
+    const ModelStateBytes experts =
+        model_state_bytes(held.experts, in.recipe, l.zero, expert_data_ranks(l));
+    m.params = dense.params + experts.params;
+    m.grads = dense.grads + experts.grads;
+    m.optimizer = dense.optimizer + experts.optimizer;
     m.in_flight = in_flight_micro_batches(l.schedule, l.pp, l.vpp, r.micro_batches, stage);
     m.activations = training_activations(in, r, stage, m.in_flight);
     const double reduce_grad_bytes = in.reduce_grad_bytes.value_or(in.recipe.grad_bytes);
@@ -133,21 +141,50 @@ ReserveBreakdown default_reserve(double other_bytes) {
   return {kCudaContextBytes, kNcclBytes, kFragmentation * other_bytes};
 }
 
-double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
-  const int tp = r.layout.tp, pp = r.layout.pp;
-  if (model.is_bare()) return model.bare_params / (static_cast<double>(tp) * pp);
-  double params = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
-                  layer_params(model).per_tp_rank(tp);
+std::vector<int64_t> stage_blocks(const ResolvedLayout& r, int stage) {
+  std::vector<int64_t> blocks;
+  const size_t pp = static_cast<size_t>(r.layout.pp);
+  int64_t first = 0;
+  // Chunk c runs on pipeline rank c mod pp (training_layout.cpp), its layers after chunk c-1's.
+  for (size_t c = 0; c < r.chunk_layers.size(); ++c) {
+    if (c % pp == static_cast<size_t>(stage)) {
+      for (int64_t layer = first; layer < first + r.chunk_layers[c]; ++layer) {
+        blocks.push_back(layer);
+      }
+    }
+    first += r.chunk_layers[c];
+  }
+  return blocks;
+}
+
+StageParams stage_param_split(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+  const int tp = r.layout.tp, pp = r.layout.pp, ep = r.layout.ep;
+  if (model.is_bare()) return {model.bare_params / (static_cast<double>(tp) * pp), 0};
+  StageParams params;
+  if (!model.is_moe()) {
+    params.dense = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
+                   layer_params(model).dense_per_rank(tp);
+  } else {
+    for (int64_t layer : stage_blocks(r, stage)) {
+      const LayerParams block = layer_params(model, layer);
+      params.dense += block.dense_per_rank(tp);
+      params.experts += block.experts_per_rank(tp, ep);
+    }
+  }
   if (model.architecture == Architecture::kMlp) return params;
   if (stage == 0) {
-    params += word_embedding_params(model) / tp + position_params(model);
-    if (model.embedding_norm) params += norm_params(model);
+    params.dense += word_embedding_params(model) / tp + position_params(model);
+    if (model.embedding_norm) params.dense += norm_params(model);
   }
   if (stage == pp - 1) {
-    params += norm_params(model) + lm_head_params(model) / tp;
-    if (model.tied_embeddings && pp > 1) params += word_embedding_params(model) / tp;
+    params.dense += norm_params(model) + lm_head_params(model) / tp;
+    if (model.tied_embeddings && pp > 1) params.dense += word_embedding_params(model) / tp;
   }
   return params;
+}
+
+double stage_params(const ModelConfig& model, const ResolvedLayout& r, int stage) {
+  return stage_param_split(model, r, stage).total();
 }
 
 std::vector<double> backward_units(const ModelConfig& model, const ResolvedLayout& r, int stage) {
@@ -162,9 +199,14 @@ std::vector<double> backward_units(const ModelConfig& model, const ResolvedLayou
     units.push_back(norm_params(model));
     units.push_back(head / tp);
   }
-  // A block's neighbours in the order are blocks from the third on: three show every peak.
-  const int64_t blocks = std::min<int64_t>(r.stage_layers[static_cast<size_t>(stage)], 3);
-  units.insert(units.end(), static_cast<size_t>(blocks), layer_params(model).per_tp_rank(tp));
+  // A block's neighbours in the order are blocks from the third on: three show every peak (the
+  // last three, which backward reaches first; a mixture of experts' leading dense blocks are
+  // only ever the first).
+  const std::vector<int64_t> blocks = stage_blocks(r, stage);
+  const size_t shown = std::min<size_t>(blocks.size(), 3);
+  for (size_t i = blocks.size() - shown; i < blocks.size(); ++i) {
+    units.push_back(layer_params(model, blocks[i]).per_rank(tp, r.layout.ep));
+  }
   if (transformer && stage == 0) {
     units.push_back(word_embedding_params(model) / tp);
     if (position_params(model) > 0) units.push_back(position_params(model));
@@ -190,6 +232,7 @@ StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input) {
   }
   estimate.capacity_bytes = input.capacity_bytes;
   estimate.total_params = total_params(input.model);
+  estimate.active_params = active_params(input.model);
   for (int stage = 0; stage < input.layout.pp; ++stage) {
     estimate.stages.push_back(estimate_stage(input, estimate.layout, stage));
     const StageMemory& added = estimate.stages.back();

@@ -50,6 +50,7 @@ struct StageMemory {
   int stage = 0;
   int64_t layers = 0;
   double params_count = 0;     // parameters this GPU computes with, before ZeRO sharding
+  double expert_params_count = 0;  // the routed experts' among them (sharded over dp x cp / ep)
   double in_flight = 0;        // micro-batches' worth of activations held at the peak
   double params = 0;
   double grads = 0;
@@ -81,6 +82,7 @@ struct MemoryEstimate {
   size_t heaviest = 0;
   double capacity_bytes = 0;
   double total_params = 0;
+  double active_params = 0;  // what one token computes with (a mixture of experts' top_k)
   const StageMemory& heaviest_stage() const { return stages[heaviest]; }
   bool fits() const { return capacity_bytes <= 0 || heaviest_stage().total() <= capacity_bytes; }
   double headroom() const { return capacity_bytes - heaviest_stage().total(); }
@@ -93,10 +95,19 @@ StatusOr<MemoryEstimate> estimate_memory(const EstimateInput& input);
 // recommender's compute model): b, s, cp, tp, SP, recompute, flash, dropout.
 ActivationSetup activation_setup(const ResolvedLayout& layout, double element_bytes);
 
-// Parameters one GPU of pipeline stage `stage` holds before ZeRO (blocks split by t, the
-// vocab-parallel embedding on the first stage, the final norm and LM head on the last; with
-// tied embeddings and pp > 1 the last stage keeps its own copy, as Megatron-LM does).
+// Parameters one GPU of pipeline stage `stage` holds before ZeRO (blocks split by t, routed
+// experts by t and ep, the vocab-parallel embedding on the first stage, the final norm and LM
+// head on the last; with tied embeddings and pp > 1 the last stage keeps its own copy, as
+// Megatron-LM does): the dense ones and the routed experts'.
+struct StageParams {
+  double dense = 0;
+  double experts = 0;
+  double total() const { return dense + experts; }
+};
+StageParams stage_param_split(const ModelConfig& model, const ResolvedLayout& layout, int stage);
 double stage_params(const ModelConfig& model, const ResolvedLayout& layout, int stage);
+// The blocks (0-based layer indices) pipeline stage `stage` holds, in the order they run.
+std::vector<int64_t> stage_blocks(const ResolvedLayout& layout, int stage);
 
 // The parameter units one tensor-parallel rank of a stage uses in backward, in that order: the
 // pieces ZeRO-2 and -3 (FSDP) reduce and gather one at a time. The final norm and the LM head (or

@@ -59,6 +59,7 @@ std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
   std::string line = fmt::format("layout    dp {}  tp {}{}  pp {}", l.dp, l.tp, l.sp ? " (sp)" : "", l.pp);
   if (l.vpp > 1) line += fmt::format("  vpp {}", l.vpp);
   if (l.cp > 1) line += fmt::format("  cp {}", l.cp);
+  if (l.ep > 1) line += fmt::format("  ep {}", l.ep);
   line += fmt::format("  zero {}  micro-batch {}  global batch {} ({} micro-batch{})  seq {}  {}",
                       l.zero, l.micro_batch, e.layout.global_batch, e.layout.micro_batches,
                       e.layout.micro_batches == 1 ? "" : "es",
@@ -105,7 +106,10 @@ std::string stage_table(const MemoryEstimate& e) {
 std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& e,
                                  const ReportContext& context, bool per_stage) {
   const StageMemory& s = e.heaviest_stage();
-  std::string out = fmt::format("model     {} ({:.4g} parameters)\n", context.model_name, e.total_params);
+  std::string out = fmt::format(
+      "model     {} ({:.4g} parameters{})\n", context.model_name, e.total_params,
+      e.active_params < e.total_params ? fmt::format(", {:.4g} active per token", e.active_params)
+                                       : "");
   out += layout_line(in, e);
   out += recipe_line(in);
   out += fmt::format("\nper GPU, stage {} of {} (heaviest; {} layers, {:.4g} parameters)\n", s.stage,
@@ -142,6 +146,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
     stages.push_back({{"stage", s.stage},
                       {"layers", s.layers},
                       {"params_count", to_bytes(s.params_count)},
+                      {"expert_params_count", to_bytes(s.expert_params_count)},
                       {"in_flight_micro_batches", s.in_flight},
                       {"per_gpu_bytes", bytes_json(s)}});
   }
@@ -149,6 +154,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
   ordered_json out = {
       {"model", context.model_name},
       {"params", to_bytes(e.total_params)},
+      {"active_params", to_bytes(e.active_params)},
       {"gpu", context.gpu_name},
       {"layout",
        {{"dp", l.dp},
@@ -156,6 +162,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
         {"pp", l.pp},
         {"vpp", l.vpp},
         {"cp", l.cp},
+        {"ep", l.ep},
         {"sp", l.sp},
         {"zero", l.zero},
         {"micro_batch", l.micro_batch},

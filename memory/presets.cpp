@@ -95,6 +95,27 @@ Status read_dimensions(JsonFields& r, ModelConfig& m) {
   return Status::ok();
 }
 
+// A mixture of experts' fields (MixtureOfExperts); absent: a dense model.
+Status read_experts(JsonFields& r, MixtureOfExperts& e) {
+  RETURN_IF_ERROR(r.integer("experts", e.experts, 1, false));
+  RETURN_IF_ERROR(r.integer("top_k", e.top_k, 1, false));
+  RETURN_IF_ERROR(r.integer("moe_ffn", e.expert_ffn, 1, false));
+  RETURN_IF_ERROR(r.integer("shared_experts", e.shared_experts, 0, false));
+  RETURN_IF_ERROR(r.integer("dense_layers", e.dense_layers, 0, false));
+  return r.positive_number("capacity_factor", e.capacity_factor, false);
+}
+
+// Latent attention's sizes (LatentAttention), read with "attention": "mla".
+Status read_latent(JsonFields& r, ModelConfig& m) {
+  RETURN_IF_ERROR(r.choice("attention", m.attention, parse_attention, "mha, mla"));
+  const bool latent = m.attention == AttentionKind::kLatent;
+  RETURN_IF_ERROR(r.integer("q_lora_rank", m.latent.q_lora_rank, 0, false));
+  RETURN_IF_ERROR(r.integer("kv_lora_rank", m.latent.kv_lora_rank, 1, latent));
+  RETURN_IF_ERROR(r.integer("qk_nope_dim", m.latent.qk_nope_dim, 1, latent));
+  RETURN_IF_ERROR(r.integer("qk_rope_dim", m.latent.qk_rope_dim, 1, latent));
+  return r.integer("v_head_dim", m.latent.v_head_dim, 1, latent);
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view origin) {
@@ -110,10 +131,19 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
   RETURN_IF_ERROR(r.boolean("tied_embeddings", m.tied_embeddings));
   RETURN_IF_ERROR(r.boolean("bias", m.bias));
   RETURN_IF_ERROR(r.boolean("embedding_norm", m.embedding_norm));
+  RETURN_IF_ERROR(read_latent(r, m));
+  RETURN_IF_ERROR(read_experts(r, m.moe));
   RETURN_IF_ERROR(r.string("source", m.source));
-  double published = 0;
-  RETURN_IF_ERROR(r.positive_number("published_params", published, false));  // documentation
+  double published = 0;  // documentation, checked against the count by the tests
+  RETURN_IF_ERROR(r.positive_number("published_params", published, false));
+  RETURN_IF_ERROR(r.positive_number("published_active_params", published, false));
   RETURN_IF_ERROR(r.no_unknown_fields());
+  if (m.architecture == Architecture::kTransformer) {
+    Status valid = m.attention == AttentionKind::kLatent ? validate_model(m) : validate_experts(m);
+    if (!valid.is_ok()) {
+      return unreadable("{}: {}", origin, valid.message());
+    }
+  }
   if (m.architecture == Architecture::kTransformer) {
     if (m.hidden % m.heads != 0) {
       return unreadable("{}: field 'heads' ({}) must divide 'hidden' ({})", origin, m.heads,

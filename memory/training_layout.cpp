@@ -18,6 +18,7 @@ constexpr FieldNames kFieldNames[] = {
     {LayoutField::kPp, "--pp", "pp", "layout.pp"},
     {LayoutField::kCp, "--cp", "cp", "layout.cp"},
     {LayoutField::kVpp, "--vpp", "vpp", "layout.vpp"},
+    {LayoutField::kEp, "--ep", "ep", "layout.ep"},
     {LayoutField::kSp, "--sp", "sp", "layout.sp"},
     {LayoutField::kZero, "--zero", "zero", "layout.zero"},
     {LayoutField::kSchedule, "--pp-schedule", "schedule", "layout.schedule"},
@@ -134,6 +135,28 @@ Status check_model_divides(const TrainingLayout& l, const ModelConfig& m, int64_
   return Status::ok();
 }
 
+// Megatron-LM's expert parallelism: whole experts per rank, ep ranks out of the data-parallel ones.
+Status check_experts(const TrainingLayout& l, const ModelConfig& m, const LayoutNames& n) {
+  if (l.ep == 1) return Status::ok();
+  const std::string ep = n.named(LayoutField::kEp, l.ep);
+  if (!m.is_moe()) {
+    return invalid_argument("{} shards a mixture of experts' experts: model '{}' has none", ep,
+                            m.name);
+  }
+  if (m.moe.experts % l.ep != 0) {
+    return invalid_argument("{} must divide the {} routed experts: every rank holds whole experts",
+                            ep, m.moe.experts);
+  }
+  const int data_ranks = l.dp * l.cp;
+  if (data_ranks % l.ep != 0) {
+    return invalid_argument(
+        "{} must divide {} x {} = {}: expert-parallel ranks are drawn from the "
+        "data-parallel ones (dense weights stay data-parallel)",
+        ep, n.name(LayoutField::kDp), n.name(LayoutField::kCp), data_ranks);
+  }
+  return Status::ok();
+}
+
 StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t layers,
                                             const LayoutNames& n) {
   const int64_t chunks = static_cast<int64_t>(l.pp) * l.vpp;
@@ -169,6 +192,8 @@ StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t lay
 }
 
 }  // namespace
+
+int expert_data_ranks(const TrainingLayout& layout) { return layout.dp * layout.cp / layout.ep; }
 
 int layout_ranks(const TrainingLayout& layout) {
   int ranks = 1;
@@ -228,6 +253,7 @@ StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const Mode
                             l.micro_batch, per_step);
   }
   r.micro_batches = r.global_batch / per_step;
+  RETURN_IF_ERROR(check_experts(l, model, n));
   if (model.is_bare()) {
     r.chunk_layers.assign(static_cast<size_t>(l.pp) * l.vpp, 0);
     r.stage_layers.assign(static_cast<size_t>(l.pp), 0);

@@ -1,5 +1,5 @@
 // The parallel layout of a training job, the one vocabulary of every layer: the degrees (dp, tp,
-// pp, vpp, cp), sequence parallelism, the ZeRO stage, the pipeline schedule and split,
+// pp, vpp, cp, ep), sequence parallelism, the ZeRO stage, the pipeline schedule and split,
 // micro-batching and recompute. resolve_layout is its one set of rules: DESIGN.md's defaults
 // filled in, every constraint checked against the model (and the ranks it must fill), each
 // broken one named as the user wrote it (`--tp 3` on a command line, `tp=3` in a layout spec).
@@ -25,6 +25,10 @@ struct TrainingLayout {
   int pp = 1;
   int vpp = 1;  // virtual stages per pipeline rank (interleaved 1F1B)
   int cp = 1;   // context parallel: the sequence split over cp ranks
+  // Expert parallel: a mixture of experts' routed experts sharded over ep ranks drawn from the
+  // data-parallel ones (dp x cp), as Megatron-LM and DeepSpeed draw them; dense weights stay
+  // data-parallel, expert weights are data-parallel over the dp x cp / ep expert-data ranks.
+  int ep = 1;
   bool sp = false;
   int zero = 0;  // 0 DDP, 1 optimizer states sharded over dp, 2 + gradients, 3 (FSDP) + parameters
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
@@ -39,8 +43,21 @@ struct TrainingLayout {
 
 // The fields of a layout, as messages, layout specs and configs name them.
 enum class LayoutField {
-  kDp, kTp, kPp, kCp, kVpp, kSp, kZero, kSchedule, kPpSplit, kMicroBatch, kGlobalBatch, kSeq,
-  kRecompute, kDropout,
+  kDp,
+  kTp,
+  kPp,
+  kCp,
+  kVpp,
+  kEp,
+  kSp,
+  kZero,
+  kSchedule,
+  kPpSplit,
+  kMicroBatch,
+  kGlobalBatch,
+  kSeq,
+  kRecompute,
+  kDropout,
 };
 
 // The parallel degrees, in the order messages list them. A new degree (ep) is a member above, a
@@ -52,13 +69,18 @@ struct LayoutDegree {
   bool fills_world;  // a factor of dp x tp x pp x cp = the ranks (vpp divides a rank's layers)
 };
 inline constexpr LayoutDegree kLayoutDegrees[] = {
-    {LayoutField::kDp, &TrainingLayout::dp, true},   {LayoutField::kTp, &TrainingLayout::tp, true},
-    {LayoutField::kPp, &TrainingLayout::pp, true},   {LayoutField::kCp, &TrainingLayout::cp, true},
+    {LayoutField::kDp, &TrainingLayout::dp, true},
+    {LayoutField::kTp, &TrainingLayout::tp, true},
+    {LayoutField::kPp, &TrainingLayout::pp, true},
+    {LayoutField::kCp, &TrainingLayout::cp, true},
     {LayoutField::kVpp, &TrainingLayout::vpp, false},
+    {LayoutField::kEp, &TrainingLayout::ep, false},  // drawn from dp x cp, not a factor of its own
 };
 
 // The ranks a layout occupies: the product of the degrees that fill the world.
 int layout_ranks(const TrainingLayout& layout);
+// The ranks that hold the same expert weights and reduce their gradients: dp x cp / ep.
+int expert_data_ranks(const TrainingLayout& layout);
 
 // How the user wrote the layout: a command's flags (`--tp 3`), the keys of a layout spec
 // (`tp=3`, recommend --check) or the fields of a workload config (`layout.tp=3`).

@@ -259,5 +259,31 @@ TEST(MemoryCommand, FlagsThatDoNotApplyAreUsageErrors) {
   }
 }
 
+// A mixture of experts from the command line: its total and active counts in text and JSON, the
+// experts a GPU holds under --ep, and an --ep the experts cannot be split by refused with exit 2.
+// recommend, which does not model experts yet, says so rather than costing a dense model.
+TEST(MemoryCommand, MixtureOfExpertsWithExpertParallelism) {
+  const std::string args =
+      "memory --model mixtral-8x7b --seq 4096 --dp 8 --ep 8 --zero 1 --flash-attn --gpu h100-80g";
+  auto text = run_partrain(args);
+  auto json = run_partrain(args + " --json");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(text.out.find("(4.67e+10 parameters, 1.288e+10 active per token)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("ep 8"), std::string::npos) << text.out;
+  auto j = parse_json(json.out);
+  EXPECT_NEAR(j["active_params"].get<double>() / 1e9, 12.88, 0.01);
+  EXPECT_EQ(j["layout"]["ep"], 8);
+  // One expert of each of the 32 blocks on every GPU: 32 x 3 x 4096 x 14336.
+  EXPECT_EQ(j["stages"][0]["expert_params_count"].get<int64_t>(), int64_t{32} * 3 * 4096 * 14336);
+  auto odd = run_partrain("memory --model mixtral-8x7b --dp 6 --ep 3");
+  EXPECT_EQ(odd.exit_code, 2);
+  EXPECT_NE(odd.err.find("--ep 3 must divide the 8 routed experts"), std::string::npos) << odd.err;
+  auto recommend = run_partrain("recommend --model mixtral-8x7b --gpus 64 --global-batch 512");
+  EXPECT_EQ(recommend.exit_code, 2);
+  EXPECT_NE(recommend.err.find("mixture of experts"), std::string::npos) << recommend.err;
+}
+
 }  // namespace
 }  // namespace partrain

@@ -45,8 +45,9 @@ TEST(LayoutSpec, KeysLeftOutKeepTheBase) {
 
 TEST(LayoutSpec, MalformedTextNamesTheItem) {
   const std::pair<const char*, const char*> cases[] = {
-      {"tp", "--check 'tp': 'tp' is not KEY=VALUE (keys: dp tp pp cp vpp zero mb recompute sp "
-             "schedule pp_split)"},
+      {"tp",
+       "--check 'tp': 'tp' is not KEY=VALUE (keys: dp tp pp cp vpp ep zero mb recompute sp "
+       "schedule pp_split)"},
       {"tp=2,tp=4", "--check 'tp=2,tp=4': tp is given twice; give each key once"},
       {"mb=2,micro_batch=4", "--check 'mb=2,micro_batch=4': micro_batch is given twice"},
       {"tensor=2", "--check: unknown key 'tensor'"},

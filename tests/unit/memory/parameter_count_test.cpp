@@ -65,7 +65,7 @@ TEST(ParameterCount, TensorParallelSplit) {
   LayerParams gpt3 = layer_params(testing::gpt3_175b());
   const double h = 12288;
   EXPECT_DOUBLE_EQ(gpt3.replicated, 2 * h + 4 * h);  // attention-out and fc2 biases, 2 LayerNorms
-  EXPECT_DOUBLE_EQ(gpt3.per_tp_rank(8), (12 * h * h + 7 * h) / 8 + 6 * h);
+  EXPECT_DOUBLE_EQ(gpt3.per_rank(8), (12 * h * h + 7 * h) / 8 + 6 * h);
   LayerParams llama7 = layer_params(testing::llama2_7b());
   EXPECT_DOUBLE_EQ(llama7.replicated, 2 * 4096.0);  // two RMSNorms, no biases
 }
