@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/number_format.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -259,12 +260,13 @@ namespace {
 // "  8.31 ms  41.2%": ms per step (total ms without steps) and share of the window.
 std::string cell(const RankBreakdown& row, int64_t ns) {
   const double value = row.ms_per_step(ns).value_or(ms(static_cast<double>(ns)));
-  return fmt::format("{:>9.2f} ms {:>5.1f}%", value, row.pct_of_window(ns));
+  return fmt::format("{:>9} ms {:>6}", format_decimal(value, 2),
+                     format_percent(row.pct_of_window(ns) / 100));
 }
 
 std::string step_cell(const RankBreakdown& row, double ns) {
   if (row.step_times.count == 0) return fmt::format("{:>11}", "-");
-  return fmt::format("{:>8.2f} ms", ms(ns));
+  return fmt::format("{:>8} ms", format_decimal(ms(ns), 2));
 }
 
 }  // namespace
@@ -278,13 +280,12 @@ std::string format_temporal_breakdown(const TemporalBreakdown& report) {
                      "exposed comm", "memcpy", "idle");
   for (const RankBreakdown& row : report.ranks) {
     const auto overlap = row.overlap_pct();
-    out += fmt::format("{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
-                       step_cell(row, row.step_times.median_ns),
-                       step_cell(row, row.step_times.p90_ns), cell(row, row.compute_ns),
-                       cell(row, row.comm_ns),
-                       overlap ? fmt::format("{:.1f}%", *overlap) : std::string("-"),
-                       cell(row, row.exposed_comm_ns()), cell(row, row.memcpy_ns),
-                       cell(row, row.idle_ns()));
+    out += fmt::format(
+        "{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
+        step_cell(row, row.step_times.median_ns), step_cell(row, row.step_times.p90_ns),
+        cell(row, row.compute_ns), cell(row, row.comm_ns),
+        overlap ? format_percent(*overlap / 100) : std::string("-"),
+        cell(row, row.exposed_comm_ns()), cell(row, row.memcpy_ns), cell(row, row.idle_ns()));
   }
   return out;
 }

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "core/number_format.h"
+
 namespace partrain::tui {
 
 std::string format_ms(int64_t ns) {
@@ -41,8 +43,7 @@ std::string format_size(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-std::string format_gbps(double gbps) {
-  return gbps < 10 ? fmt::format("{:.2f} GB/s", gbps) : fmt::format("{:.1f} GB/s", gbps);
-}
+// core's one bandwidth format: a CPU run's 3e-6 GB/s read "0.00 GB/s" here.
+std::string format_gbps(double gbps) { return format_bandwidth(gbps * 1e9); }
 
 }  // namespace partrain::tui
