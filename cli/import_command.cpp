@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/terminal_progress.h"
 #include "core/log.h"
 #include "profiler/import/kineto_import.h"
 #include "profiler/import/nsys_import.h"
@@ -73,8 +74,13 @@ int run_import(const ImportFlags& flags) {
   options.step_marker = flags.step_marker;
   options.command_line = invocation_line();
   const bool nsys = sqlite_files != 0;
+  TerminalProgress progress("import");  // gigabytes of traces take minutes
+  options.progress = [&](std::string_view what, int number, int count) {
+    progress.update(what, number, count);
+  };
   auto summary =
       nsys ? profiler::import_nsys_reports(options) : profiler::import_kineto_traces(options);
+  progress.finish();
   if (!summary.is_ok()) return report_error(summary.status());
   for (const std::string& warning : summary->warnings) log::warn("{}", warning);
   std::vector<int> ranks;
