@@ -10,7 +10,7 @@ namespace partrain::tui {
 
 std::string format_ms(int64_t ns) {
   const double ms = static_cast<double>(ns) / 1e6;
-  if (ms < 1) return fmt::format("{:.2f} ms", ms);
+  if (ms < 1) return format_decimal(ms, 2) + " ms";  // "0 ms" only for none, 4 us is not 0.00
   if (ms < 100) return fmt::format("{:.1f} ms", ms);
   if (ms < 1000) return fmt::format("{:.0f} ms", ms);
   if (ms < 60'000) return fmt::format("{:.2f} s", ms / 1000);
