@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/terminal_progress.h"
 #include "core/log.h"
+#include "core/number_format.h"
 #include "profiler/import/kineto_import.h"
 #include "profiler/import/nsys_import.h"
 
@@ -99,10 +100,11 @@ int run_import(const ImportFlags& flags) {
       log::info(
           "  rank {} ({}): clock {}", r.rank, r.host.empty() ? "host unknown" : r.host,
           r.clock.aligned
-              ? fmt::format("{:+.3f} ms from the reference host's, +/- {:.3f} ms ({} "
-                            "collectives)",
-                            static_cast<double>(r.clock.offset_ns) / 1e6,
-                            static_cast<double>(r.clock.uncertainty_ns) / 1e6, r.clock.estimates)
+              ? fmt::format("{}{} ms from the reference host's, +/- {} ms ({} collectives)",
+                            r.clock.offset_ns > 0 ? "+" : "",
+                            format_decimal(static_cast<double>(r.clock.offset_ns) / 1e6, 3),
+                            format_decimal(static_cast<double>(r.clock.uncertainty_ns) / 1e6, 3),
+                            r.clock.estimates)
               : std::string("not aligned"));
     }
   }

@@ -23,6 +23,7 @@
 #include "core/byte_size.h"
 #include "core/number_format.h"
 #include "tests/integration/command_runner.h"
+#include "tests/support/kineto_fixture.h"
 
 namespace partrain {
 namespace {
@@ -297,6 +298,30 @@ TEST_F(OutputPropertiesTest, BenchCollectivesAgreesWithJson) {
   EXPECT_NE(text.find(fmt::format("# Out of bounds values : {} OK", doc["wrong"].get<int>())),
             std::string::npos)
       << text;
+}
+
+// import's summary names each rank's clock offset on another host (two ranks on two hosts,
+// their all-reduces ending together): "+/- 0.000 ms" was a zero that was not one.
+TEST_F(OutputPropertiesTest, ImportSummary) {
+  const fs::path traces = *dir_ / "kineto";
+  fs::create_directories(traces);
+  for (int rank = 0; rank < 2; ++rank) {
+    testing::KinetoFixture fixture(rank, 2);
+    fixture.host(rank == 0 ? "node-a" : "node-b").base_time_ns(1'000'000'000);
+    for (int step = 0; step < 3; ++step) {
+      const double start = 1000.0 * step + (rank == 0 ? 0 : 40);
+      fixture.step(step, start, 900);
+      fixture.gloo_all_reduce(1024, start + 100, start + 200, 1000.0 * step + 700.0004 * (rank + 1),
+                              7);
+    }
+    testing::write_text(traces / fmt::format("rank{}.json", rank), fixture.json());
+  }
+  const auto result = ok("import " + traces.string() + " -o " + (*dir_ / "imported.db").string());
+  ASSERT_NE(result.err.find("imported 2 Kineto traces"), std::string::npos) << result.err;
+  ASSERT_NE(result.err.find("rank 1 (node-b): clock "), std::string::npos) << result.err;
+  const std::string said = result.out + result.err;
+  EXPECT_EQ(zero_looking(said), std::vector<std::string>()) << listed(zero_looking(said));
+  EXPECT_EQ(without_unit(said), std::vector<std::string>()) << listed(without_unit(said));
 }
 
 TEST_F(OutputPropertiesTest, ExportAndMergeSummaries) {
