@@ -208,23 +208,34 @@ std::vector<Finding> run_outcome_findings(const RunOutcome& outcome) {
 }
 
 StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
-                                     const AnalysisWindow& window) {
+                                     const AnalysisWindow& window,
+                                     const AnalysisProgress& progress) {
   const int64_t started = monotonic_ns();
+  int number = 0;
+  auto starting = [&](std::string_view analysis) {
+    if (progress) progress(analysis, ++number, 6);
+  };
   AnalysisReport out;
   out.window = window;
   ASSIGN_OR_RETURN(out.tokens_per_s, window_tokens_per_second(reader, window));
   ASSIGN_OR_RETURN(out.outcome, read_run_outcome(reader));
   out.findings = run_outcome_findings(out.outcome);
+  starting("time per rank");
   RETURN_IF_ERROR(add_analysis(out, "ranks", started, analyze_temporal_breakdown(reader, window),
                                out.ranks, temporal_findings));
+  starting("GPU streams");
   RETURN_IF_ERROR(add_analysis(out, "gpu", started, analyze_gpu_timeline(reader, window),
                                out.gpu, gpu_timeline_findings));
+  starting("collectives and stragglers");
   RETURN_IF_ERROR(add_collective_analyses(reader, started, out));
+  starting("pipeline bubble");
   RETURN_IF_ERROR(add_analysis(out, "pipeline", started, analyze_pipeline_bubble(reader, window),
                                out.pipeline, pipeline_bubble_findings));
+  starting("memory vs estimate");
   RETURN_IF_ERROR(add_analysis(out, "memory", started,
                                analyze_memory_vs_estimate(reader, window), out.memory,
                                memory_vs_estimate_findings));
+  starting("top kernels");
   RETURN_IF_ERROR(add_analysis(out, "kernels", started, analyze_top_kernels(reader, window),
                                out.kernels, top_kernels_findings));
   if (std::optional<Finding> nothing = nothing_recorded_finding(out)) {

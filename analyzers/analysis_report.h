@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,8 +63,13 @@ struct AnalysisReport {
   std::vector<std::pair<std::string, int64_t>> done_ns;
 };
 
+// Told each analysis as it starts (its name, its number from 1, how many there are), so a
+// command can show how far a big trace's analysis has got.
+using AnalysisProgress = std::function<void(std::string_view analysis, int number, int count)>;
+
 StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
-                                     const AnalysisWindow& window);
+                                     const AnalysisWindow& window,
+                                     const AnalysisProgress& progress = {});
 StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader);
 // The findings every other one may follow from: the launcher's diagnosis of a hang or desync
 // (`collective_diagnosis`), the rank that failed first (`rank_failed`) and what the trace lost

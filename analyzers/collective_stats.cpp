@@ -20,6 +20,7 @@
 #include "analyzers/sample_quantiles.h"
 #include "core/byte_size.h"
 #include "profiler/trace_reader/communicator_name.h"
+#include "core/number_format.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -372,16 +373,12 @@ std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& repo
 
 namespace {
 
-// Bandwidth in GB/s with enough decimals that slow CPU runs do not print 0.00 GB/s.
-std::string format_gbps(double gbps) {
-  if (gbps >= 100) return fmt::format("{:.0f} GB/s", gbps);
-  if (gbps >= 1) return fmt::format("{:.2f} GB/s", gbps);
-  if (gbps >= 0.001) return fmt::format("{:.4f} GB/s", gbps);
-  return fmt::format("{:.6f} GB/s", gbps);
-}
+std::string format_gbps(double gbps) { return format_bandwidth(gbps * 1e9); }
+
+std::string format_ms(double ms) { return format_decimal(ms, 3) + " ms"; }
 
 std::string format_skew(const CollectiveStatsRow& r, double ms) {
-  return r.matched > 0 ? fmt::format("{:.3f} ms", ms) : "-";
+  return r.matched > 0 ? format_ms(ms) : "-";
 }
 
 }  // namespace
@@ -394,18 +391,20 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
   for (const CollectiveStatsRow& r : report.rows) {
     comm_width = std::max(comm_width, profiler::communicator_name(r.comm_id).size());
   }
-  out += fmt::format("  {:<{}} {:<14} {:>12} {:>6} {:>11} {:>10} {:>10} {:>14} {:>14} {:>10} "
-                     "{:>10}\n",
-                     "comm", comm_width, "op", "size (B)", "count", "bytes", "time p50",
-                     "time p99", "algbw", "busbw", "skew p50", "skew p99");
+  // "size" is one op's message, "total" the bytes of all `count` of them.
+  out += fmt::format(
+      "  {:<{}} {:<14} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
+      "{:>10}\n",
+      "comm", comm_width, "op", "size", "count", "total", "time p50", "time p99", "algbw", "busbw",
+      "skew p50", "skew p99");
   for (const CollectiveStatsRow& r : report.rows) {
-    out += fmt::format("  {:<{}} {:<14} {:>12} {:>6} {:>11} {:>7.3f} ms {:>7.3f} ms {:>14} {:>14} "
-                       "{:>10} {:>10}\n",
-                       profiler::communicator_name(r.comm_id), comm_width, r.op, r.size_bucket,
-                       r.count,
-                       format_bytes(static_cast<uint64_t>(r.bytes)), r.time_p50_ms,
-                       r.time_p99_ms, format_gbps(r.algbw_gbps), format_gbps(r.busbw_gbps),
-                       format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
+    out += fmt::format(
+        "  {:<{}} {:<14} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
+        "{:>10}\n",
+        profiler::communicator_name(r.comm_id), comm_width, r.op, format_bytes(static_cast<uint64_t>(r.size_bucket)), r.count,
+        format_bytes(static_cast<uint64_t>(r.bytes)), format_ms(r.time_p50_ms),
+        format_ms(r.time_p99_ms), format_gbps(r.algbw_gbps), format_gbps(r.busbw_gbps),
+        format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
   }
   for (const Desync& desync : report.desyncs) out += "  desync: " + desync_text(desync) + "\n";
   for (const MissingCollective& m : report.missing) out += "  missing: " + missing_text(m) + "\n";

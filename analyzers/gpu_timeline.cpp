@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "analyzers/rank_breakdown.h"
+#include "core/number_format.h"
 #include "profiler/trace_reader/kernel_reads.h"
 #include "profiler/trace_reader/slice_reads.h"
 
@@ -126,7 +127,8 @@ std::vector<Finding> gpu_timeline_findings(const GpuTimelineReport&) { return {}
 std::string format_gpu_timeline(const GpuTimelineReport& report) {
   if (report.ranks.empty()) return "";
   auto cell = [](const GpuTimeline& row, int64_t ns) {
-    return fmt::format("{:>9.2f} ms {:>5.1f}%", ms(ns), row.pct_of_span(ns));
+    return fmt::format("{:>9} ms {:>6}", format_decimal(ms(ns), 2),
+                       format_percent(row.pct_of_span(ns) / 100));
   };
   std::string out =
       "GPU time per rank (HTA's temporal breakdown: ms and % of the span from the rank's first "
@@ -135,10 +137,11 @@ std::string format_gpu_timeline(const GpuTimelineReport& report) {
                      "compute", "non-compute", "idle", "comm", "comm overlap");
   for (const GpuTimeline& row : report.ranks) {
     const auto overlap = row.overlap_pct();
-    out += fmt::format("{:>4}  {:>9.2f} ms  {}  {}  {}  {:>9.2f} ms  {:>14}\n", row.rank,
-                       ms(row.span_ns), cell(row, row.compute_ns), cell(row, row.non_compute_ns()),
-                       cell(row, row.idle_ns()), ms(row.comm_ns),
-                       overlap ? fmt::format("{:.1f}%", *overlap) : std::string("-"));
+    out += fmt::format("{:>4}  {:>9} ms  {}  {}  {}  {:>9} ms  {:>14}\n", row.rank,
+                       format_decimal(ms(row.span_ns), 2), cell(row, row.compute_ns),
+                       cell(row, row.non_compute_ns()), cell(row, row.idle_ns()),
+                       format_decimal(ms(row.comm_ns), 2),
+                       overlap ? format_percent(*overlap / 100) : std::string("-"));
   }
   return out;
 }

@@ -12,7 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzers/workload_run_config.h"
+#include "core/byte_size.h"
+#include "core/number_format.h"
 #include "memory/memory_estimate.h"
+#include "profiler/chrome_export.h"
 #include "profiler/trace_reader/memory_reads.h"
 #include "profiler/trace_reader/trace_codes.h"
 
@@ -108,10 +111,13 @@ namespace {
 constexpr double kBigShare = 0.10;    // a category holding at least this share of the rank's peak
 constexpr double kErrorPct = 20.0;    // off by more than this
 
-std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
+std::string byte_cell(double value) {
+  return format_bytes(static_cast<uint64_t>(std::max(0.0, value)));
+}
 
 std::string pct_cell(std::optional<double> pct) {
-  return pct ? fmt::format("{:+.1f}%", *pct) : std::string("-");
+  if (!pct) return "-";
+  return (*pct > 0 ? "+" : "") + format_decimal(*pct, 1) + "%";
 }
 
 }  // namespace
@@ -157,7 +163,7 @@ std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report)
     f.evidence =
         fmt::format("{} on rank {} (stage {}) peaks at {}, the estimate says {} ({})",
                     memory::category_name(category), worst_rank->rank, worst_rank->pp_stage,
-                    mib(worst->peak_bytes), mib(*worst->estimate_bytes),
+                    byte_cell(worst->peak_bytes), byte_cell(*worst->estimate_bytes),
                     worst->error_pct() ? pct_cell(worst->error_pct()) : std::string("it has none"));
     f.advice = "trust the measured peak when sizing this layout; check the run's precision, "
                "recompute and schedule match the estimate, or report the gap (memory/ estimator)";
@@ -166,27 +172,79 @@ std::vector<Finding> memory_vs_estimate_findings(const MemoryVsEstimate& report)
   return findings;
 }
 
+namespace {
+
+// Two ranks whose rows would read the same: same stage, same figures in every category.
+bool same_figures(const RankMemory& a, const RankMemory& b) {
+  if (a.pp_stage != b.pp_stage || a.peak_total_bytes != b.peak_total_bytes ||
+      a.estimate_total_bytes != b.estimate_total_bytes ||
+      a.categories.size() != b.categories.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.categories.size(); ++i) {
+    const CategoryPeak& x = a.categories[i];
+    const CategoryPeak& y = b.categories[i];
+    if (x.category != y.category || x.peak_bytes != y.peak_bytes ||
+        x.estimate_bytes != y.estimate_bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The ranks grouped by identical figures, each group in rank order, groups by their first rank:
+// a dp replica's ranks read the same, and one block ("0-3") says so instead of four.
+std::vector<std::vector<const RankMemory*>> identical_rank_groups(const MemoryVsEstimate& report) {
+  std::vector<std::vector<const RankMemory*>> groups;
+  for (const RankMemory& rank : report.ranks) {
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& group) { return same_figures(*group.front(), rank); });
+    if (same == groups.end()) {
+      groups.push_back({&rank});
+    } else {
+      same->push_back(&rank);
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
 std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
   std::string out = fmt::format("Memory peak vs estimate ({})\n", report.estimate_note);
-  out += fmt::format("{:>4}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", "rank", "stage", "category",
-                     "peak", "estimate", "error");
-  for (const RankMemory& rank : report.ranks) {
+  const auto groups = identical_rank_groups(report);
+  std::vector<std::string> rank_cells;
+  size_t width = 5;
+  for (const auto& group : groups) {
+    std::vector<int> ranks;
+    for (const RankMemory* rank : group) ranks.push_back(rank->rank);
+    std::sort(ranks.begin(), ranks.end());
+    rank_cells.push_back(profiler::format_rank_ranges(ranks));
+    width = std::max(width, rank_cells.back().size());
+  }
+  auto line = [&](std::string_view ranks, std::string_view stage, std::string_view category,
+                  const std::string& peak, const std::string& estimate, const std::string& error) {
+    return fmt::format("{:>{}}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", ranks, width, stage,
+                       category, peak, estimate, error);
+  };
+  out += line("ranks", "stage", "category", "peak", "estimate", "error");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const RankMemory& rank = *groups[g].front();
+    const std::string stage = std::to_string(rank.pp_stage);
     for (const CategoryPeak& c : rank.categories) {
-      out += fmt::format("{:>4}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", rank.rank,
-                         rank.pp_stage, memory::category_name(c.category), mib(c.peak_bytes),
-                         c.estimate_bytes ? mib(*c.estimate_bytes) : std::string("-"),
-                         pct_cell(c.error_pct()));
+      out += line(rank_cells[g], stage, memory::category_name(c.category), byte_cell(c.peak_bytes),
+                  c.estimate_bytes ? byte_cell(*c.estimate_bytes) : std::string("-"),
+                  pct_cell(c.error_pct()));
     }
     const std::optional<double> total_pct =
         rank.estimate_total_bytes && *rank.estimate_total_bytes > 0
             ? std::optional<double>(100 * (rank.peak_total_bytes - *rank.estimate_total_bytes) /
                                     *rank.estimate_total_bytes)
             : std::nullopt;
-    out += fmt::format("{:>4}  {:>5}  {:<11}  {:>12}  {:>12}  {:>8}\n", rank.rank, rank.pp_stage,
-                       "total", mib(rank.peak_total_bytes),
-                       rank.estimate_total_bytes ? mib(*rank.estimate_total_bytes)
-                                                 : std::string("-"),
-                       pct_cell(total_pct));
+    out +=
+        line(rank_cells[g], stage, "total", byte_cell(rank.peak_total_bytes),
+             rank.estimate_total_bytes ? byte_cell(*rank.estimate_total_bytes) : std::string("-"),
+             pct_cell(total_pct));
   }
   return out;
 }

@@ -15,6 +15,8 @@
 
 #include "analyzers/pipeline_simulation.h"
 #include "analyzers/workload_run_config.h"
+#include "core/duration.h"
+#include "core/number_format.h"
 #include "memory/pipeline.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
@@ -319,23 +321,23 @@ std::vector<Finding> pipeline_bubble_findings(const PipelineBubbleReport& report
 std::string format_pipeline_bubble(const PipelineBubbleReport& report) {
   if (!report.applicable) return fmt::format("Pipeline bubble: none ({})\n", report.reason);
   std::string out = fmt::format(
-      "Pipeline bubble ({}, p = {}, m = {}{}; bubble = flush - busy; theory {:.1f}% of ideal, "
-      "{:.1f}% of flush; simulated with {:.2f} ms per stage crossing, {:.2f} ms between "
-      "actions)\n",
+      "Pipeline bubble ({}, p = {}, m = {}{}; bubble = flush - busy; theory {} of ideal, "
+      "{} of flush; simulated with {} per stage crossing, {} between actions)\n",
       memory::schedule_name(report.schedule), report.pp, report.micro_batches,
       report.vpp > 1 ? fmt::format(", v = {}", report.vpp) : std::string(),
-      100 * report.theory_bubble_of_ideal, 100 * report.theory_bubble_of_flush,
-      report.transfer_ns / 1e6, report.gap_ns / 1e6);
+      format_percent(report.theory_bubble_of_ideal), format_percent(report.theory_bubble_of_flush),
+      format_duration(Nanoseconds(static_cast<int64_t>(report.transfer_ns))),
+      format_duration(Nanoseconds(static_cast<int64_t>(report.gap_ns))));
   out += fmt::format("{:>5}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}\n",
                      "stage", "step", "flush", "busy", "bubble", "% flush", "sim %", "fwd",
                      "bwd");
   for (const StageBubble& st : report.stages) {
+    auto ms = [](double ns) { return format_decimal(ns / 1e6, 2); };
     out += fmt::format(
-        "{:>5}  {:>7.2f} ms  {:>7.2f} ms  {:>7.2f} ms  {:>7.2f} ms  {:>9.1f}%  {:>9.1f}%  "
-        "{:>7.2f} ms  {:>7.2f} ms\n",
-        st.stage, st.step_ns / 1e6, st.flush_ns / 1e6, st.busy_ns / 1e6, st.bubble_ns / 1e6,
-        100 * st.bubble_of_flush, 100 * st.simulated_bubble_of_flush, st.forward_ns / 1e6,
-        st.backward_ns / 1e6);
+        "{:>5}  {:>7} ms  {:>7} ms  {:>7} ms  {:>7} ms  {:>10}  {:>10}  {:>7} ms  {:>7} ms\n",
+        st.stage, ms(st.step_ns), ms(st.flush_ns), ms(st.busy_ns), ms(st.bubble_ns),
+        format_percent(st.bubble_of_flush), format_percent(st.simulated_bubble_of_flush),
+        ms(st.forward_ns), ms(st.backward_ns));
   }
   return out;
 }

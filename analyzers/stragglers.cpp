@@ -13,6 +13,7 @@
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
+#include "core/number_format.h"
 #include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
@@ -312,14 +313,15 @@ std::string format_stragglers(const StragglerReport& report) {
                      "matched", "delayed", "last", "late p50", "late p90", "wait/step",
                      "of step", "of wait");
   for (const RankLateness& r : report.ranks) {
-    out += fmt::format("  {:>4} {:>8} {:>8} {:>7.0f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms "
-                       "{:>7.1f}% {:>7.1f}%{}\n",
-                       r.rank, r.matched, r.delayed, 100 * r.last_share, r.late_p50_ms,
-                       r.late_p90_ms, r.wait_per_step_ms, 100 * r.step_share, 100 * r.wait_share,
+    out += fmt::format("  {:>4} {:>8} {:>8} {:>8} {:>9} ms {:>9} ms {:>9} ms {:>8} {:>8}{}\n",
+                       r.rank, r.matched, r.delayed, format_percent(r.last_share, 0),
+                       format_decimal(r.late_p50_ms, 3), format_decimal(r.late_p90_ms, 3),
+                       format_decimal(r.wait_per_step_ms, 3), format_percent(r.step_share),
+                       format_percent(r.wait_share),
                        report.straggler == r.rank ? "  <- straggler" : "");
   }
-  out += fmt::format("  median step {:.3f} ms over {} steps\n", report.median_step_ms,
-                     report.steps);
+  out += fmt::format("  median step {} ms over {} steps\n",
+                     format_decimal(report.median_step_ms, 3), report.steps);
   return out;
 }
 

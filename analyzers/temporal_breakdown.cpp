@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/number_format.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -90,8 +91,8 @@ std::pair<double, const RankBreakdown*> mean_and_worst(const TemporalBreakdown& 
 
 // "8.31 ms per step" with steps, "83.1 ms" without.
 std::string time_text(const RankBreakdown& row, int64_t ns) {
-  if (auto per_step = row.ms_per_step(ns)) return fmt::format("{:.2f} ms per step", *per_step);
-  return fmt::format("{:.2f} ms", ms(static_cast<double>(ns)));
+  if (auto per_step = row.ms_per_step(ns)) return format_decimal(*per_step, 2) + " ms per step";
+  return format_decimal(ms(static_cast<double>(ns)), 2) + " ms";
 }
 
 std::optional<Finding> exposed_communication(const TemporalBreakdown& report) {
@@ -114,11 +115,12 @@ std::optional<Finding> exposed_communication(const TemporalBreakdown& report) {
   finding.rank = worst->rank;
   finding.impact = exposed;
   finding.evidence = fmt::format(
-      "communication takes {:.1f}% of the window (mean of {} ranks) and {:.1f}% of it "
-      "overlaps compute: {:.1f}% of the time is exposed communication; most on rank {}: "
-      "{:.1f}% ({})",
-      100 * comm_share, report.ranks.size(), 100 * overlap_share, 100 * exposed, worst->rank,
-      worst->pct_of_window(worst->exposed_comm_ns()), time_text(*worst, worst->exposed_comm_ns()));
+      "communication takes {} of the window (mean of {} ranks) and {} of it overlaps compute: "
+      "{} of the time is exposed communication; most on rank {}: {} ({})",
+      format_percent(comm_share), report.ranks.size(), format_percent(overlap_share),
+      format_percent(exposed), worst->rank,
+      format_percent(worst->pct_of_window(worst->exposed_comm_ns()) / 100),
+      time_text(*worst, worst->exposed_comm_ns()));
   finding.advice =
       "start gradient all-reduces during backward (smaller DDP buckets) so they hide under "
       "compute; shrink tensor-parallel traffic (lower tp, keep tp inside a node); or give each "
@@ -138,11 +140,13 @@ std::optional<Finding> high_idle(const TemporalBreakdown& report) {
   finding.rank = worst->rank;
   finding.impact = idle;
   finding.evidence = fmt::format(
-      "ranks are idle (no compute, communication or memcpy recorded) {:.1f}% of the window "
-      "(mean of {} ranks); most on rank {}: {:.1f}% ({}); {:.1f}% of the window is inside "
-      "phase slices (forward, backward, optimizer...) and {:.1f}% outside any",
-      100 * idle, report.ranks.size(), worst->rank, worst->pct_of_window(worst->idle_ns()),
-      time_text(*worst, worst->idle_ns()), 100 * in_phases, 100 * (idle - in_phases));
+      "ranks are idle (no compute, communication or memcpy recorded) {} of the window (mean of "
+      "{} ranks); most on rank {}: {} ({}); {} of the window is inside phase slices (forward, "
+      "backward, optimizer...) and {} outside any",
+      format_percent(idle), report.ranks.size(), worst->rank,
+      format_percent(worst->pct_of_window(worst->idle_ns()) / 100),
+      time_text(*worst, worst->idle_ns()), format_percent(in_phases),
+      format_percent(idle - in_phases));
   finding.advice =
       in_phases >= idle / 2
           ? "most of it is inside phases: work recorded only as a phase (such as the optimizer "
@@ -259,12 +263,13 @@ namespace {
 // "  8.31 ms  41.2%": ms per step (total ms without steps) and share of the window.
 std::string cell(const RankBreakdown& row, int64_t ns) {
   const double value = row.ms_per_step(ns).value_or(ms(static_cast<double>(ns)));
-  return fmt::format("{:>9.2f} ms {:>5.1f}%", value, row.pct_of_window(ns));
+  return fmt::format("{:>9} ms {:>6}", format_decimal(value, 2),
+                     format_percent(row.pct_of_window(ns) / 100));
 }
 
 std::string step_cell(const RankBreakdown& row, double ns) {
   if (row.step_times.count == 0) return fmt::format("{:>11}", "-");
-  return fmt::format("{:>8.2f} ms", ms(ns));
+  return fmt::format("{:>8} ms", format_decimal(ms(ns), 2));
 }
 
 }  // namespace
@@ -278,13 +283,12 @@ std::string format_temporal_breakdown(const TemporalBreakdown& report) {
                      "exposed comm", "memcpy", "idle");
   for (const RankBreakdown& row : report.ranks) {
     const auto overlap = row.overlap_pct();
-    out += fmt::format("{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
-                       step_cell(row, row.step_times.median_ns),
-                       step_cell(row, row.step_times.p90_ns), cell(row, row.compute_ns),
-                       cell(row, row.comm_ns),
-                       overlap ? fmt::format("{:.1f}%", *overlap) : std::string("-"),
-                       cell(row, row.exposed_comm_ns()), cell(row, row.memcpy_ns),
-                       cell(row, row.idle_ns()));
+    out += fmt::format(
+        "{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
+        step_cell(row, row.step_times.median_ns), step_cell(row, row.step_times.p90_ns),
+        cell(row, row.compute_ns), cell(row, row.comm_ns),
+        overlap ? format_percent(*overlap / 100) : std::string("-"),
+        cell(row, row.exposed_comm_ns()), cell(row, row.memcpy_ns), cell(row, row.idle_ns()));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/number_format.h"
 #include "profiler/trace_reader/kernel_reads.h"
 
 namespace partrain::analyzers {
@@ -60,9 +61,9 @@ std::string format_top_kernels(const TopKernels& report) {
   out += fmt::format("{:>8}  {:>12}  {:>12}  {:>7}  {}\n", "count", "total", "mean", "share",
                      "kernel");
   for (const KernelRow& row : report.rows) {
-    out += fmt::format("{:>8}  {:>9.3f} ms  {:>9.1f} us  {:>6.1f}%  {}\n", row.count,
-                       static_cast<double>(row.total_ns) / 1e6, row.mean_ns() / 1e3,
-                       100 * row.share, row.name);
+    out += fmt::format("{:>8}  {:>9} ms  {:>9} us  {:>7}  {}\n", row.count,
+                       format_decimal(static_cast<double>(row.total_ns) / 1e6, 3),
+                       format_decimal(row.mean_ns() / 1e3, 1), format_percent(row.share), row.name);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "analyzers/analysis_report.h"
 #include "cli/command.h"
+#include "cli/terminal_progress.h"
 #include "cli/trace_selection.h"
 #include "core/json_dump.h"
 #include "core/log.h"
@@ -61,9 +62,16 @@ int run_analyze(const AnalyzeFlags& flags) {
     log::warn("{} is still being written: analyzing what is committed so far", path.string());
   }
   const profiler::TraceReader reader(trace->db);
+  TerminalProgress progress("analyze");  // a big trace takes minutes: say which analysis runs
+  progress.update("choosing the window");
   auto window = analyzers::choose_window(reader, *options);
+  progress.finish();  // before any message, which would land on the progress line
   if (!window.is_ok()) return report_error(window.status().with_context(path.string()));
-  auto report = analyzers::analyze_run(reader, *window);
+  auto report = analyzers::analyze_run(reader, *window,
+                                       [&](std::string_view analysis, int number, int count) {
+                                         progress.update(analysis, number, count);
+                                       });
+  progress.finish();
   if (!report.is_ok()) return report_error(report.status().with_context(path.string()));
   for (const auto& [section, done_ns] : report->done_ns) {
     log::debug("analysis section {} done at {:.2f} s", section, static_cast<double>(done_ns) / 1e9);

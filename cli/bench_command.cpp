@@ -15,6 +15,7 @@
 #include "cli/bench/gemm_report.h"
 #include "cli/bench/ingest_bench.h"
 #include "cli/command.h"
+#include "cli/terminal_progress.h"
 #include "core/byte_size.h"
 #include "core/log.h"
 #include "runner/device/cpu_device.h"
@@ -179,10 +180,13 @@ int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env
   const bench::BenchContext context{comm.size(), std::string(comm.backend()),
                                     std::string((*space)->name())};
   const bool table = comm.rank() == 0 && !options->json;
-  // With --json nothing shows until the end: on a terminal, stderr says how far it got.
-  const bool progress = comm.rank() == 0 && options->json && ::isatty(STDERR_FILENO);
-  size_t measured = 0;
-  const size_t total = options->ops.size() * bench::bench_sizes(*options).size();
+  // Between rows (and with --json, where nothing shows until the end), a terminal's stderr says
+  // how far the sweep got; rank 0 only.
+  std::optional<TerminalProgress> progress;
+  if (comm.rank() == 0) progress.emplace("bench collectives");
+  int64_t measured = 0;
+  const auto total =
+      static_cast<int64_t>(options->ops.size() * bench::bench_sizes(*options).size());
   std::optional<bench::BenchRow> previous;
   auto print = [](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -192,15 +196,17 @@ int run_bench(const BenchFlags& flags, const std::vector<std::string>& strip_env
   StatusOr<std::vector<bench::BenchRow>> rows = bench::run_collective_bench(
       comm, **space, *options, [&](const bench::BenchRow& row) {
         ++measured;
-        if (progress) {
-          std::fprintf(stderr, "\rpartrain: bench collectives: %s %s measured (%zu of %zu)\033[K",
-                       row.op.c_str(), format_bytes(row.bytes).c_str(), measured, total);
-          if (measured == total) std::fputs("\r\033[K", stderr);
+        if (table) {
+          progress->finish();  // the row starts on a clean line
+          print(bench::format_bench_row(row, previous ? &*previous : nullptr));
+          previous = row;
         }
-        if (!table) return;
-        print(bench::format_bench_row(row, previous ? &*previous : nullptr));
-        previous = row;
+        if (progress) {
+          progress->update(fmt::format("{} {} measured", row.op, format_bytes(row.bytes)), measured,
+                           total);
+        }
       });
+  if (progress) progress->finish();
   if (!rows.is_ok()) {
     log::error("rank {}: {}", comm.rank(), rows.status().message());
     return rows.status().exit_code();

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/terminal_progress.h"
 #include "core/log.h"
+#include "core/number_format.h"
 #include "profiler/import/kineto_import.h"
 #include "profiler/import/nsys_import.h"
 
@@ -73,8 +75,13 @@ int run_import(const ImportFlags& flags) {
   options.step_marker = flags.step_marker;
   options.command_line = invocation_line();
   const bool nsys = sqlite_files != 0;
+  TerminalProgress progress("import");  // gigabytes of traces take minutes
+  options.progress = [&](std::string_view what, int number, int count) {
+    progress.update(what, number, count);
+  };
   auto summary =
       nsys ? profiler::import_nsys_reports(options) : profiler::import_kineto_traces(options);
+  progress.finish();
   if (!summary.is_ok()) return report_error(summary.status());
   for (const std::string& warning : summary->warnings) log::warn("{}", warning);
   std::vector<int> ranks;
@@ -93,10 +100,11 @@ int run_import(const ImportFlags& flags) {
       log::info(
           "  rank {} ({}): clock {}", r.rank, r.host.empty() ? "host unknown" : r.host,
           r.clock.aligned
-              ? fmt::format("{:+.3f} ms from the reference host's, +/- {:.3f} ms ({} "
-                            "collectives)",
-                            static_cast<double>(r.clock.offset_ns) / 1e6,
-                            static_cast<double>(r.clock.uncertainty_ns) / 1e6, r.clock.estimates)
+              ? fmt::format("{}{} ms from the reference host's, +/- {} ms ({} collectives)",
+                            r.clock.offset_ns > 0 ? "+" : "",
+                            format_decimal(static_cast<double>(r.clock.offset_ns) / 1e6, 3),
+                            format_decimal(static_cast<double>(r.clock.uncertainty_ns) / 1e6, 3),
+                            r.clock.estimates)
               : std::string("not aligned"));
     }
   }

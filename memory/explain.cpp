@@ -143,12 +143,13 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
     lines.push_back(transformer_layer_line(in, a, act));
   }
   if (m.is_moe() && l.recompute != Recompute::kFull) lines.push_back(moe_line(in, a, shown_layer));
-  lines.push_back({"micro-batches in flight",
-                   fmt::format("{} on stage {} of {} (m = {}, v = {})", schedule_name(l.schedule),
-                               s.stage, l.pp, e.layout.micro_batches, l.vpp),
-                   fmt::format("{:.4g}", s.in_flight),
-                   "Narayanan 2021 sec. 2.2 (1F1B holds min(p - stage, m)); Korthikanti 2022 "
-                   "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m)"});
+  lines.push_back(
+      {"micro-batches in flight",
+       fmt::format("{} on stage {} of stages 0-{} (m = {}, v = {})", schedule_name(l.schedule),
+                   s.stage, l.pp - 1, e.layout.micro_batches, l.vpp),
+       fmt::format("{:.4g}", s.in_flight),
+       "Narayanan 2021 sec. 2.2 (1F1B holds min(p - stage, m)); Korthikanti 2022 "
+       "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m)"});
   if (s.stage == l.pp - 1 && !mlp) {
     lines.push_back({"output layer (last stage)",
                      fmt::format("2 x {} B x s b h{} + 4 s b V/t = fp32 logits with V = {}",
@@ -217,8 +218,10 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
       lines.push_back(
           {"pipeline bubble",
            fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),
-           fmt::format("{:.1f}% of the ideal time",
-                       100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp)),
+           fmt::format(
+               "{:.1f}% of the ideal time{}",
+               100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp),
+               e.layout.micro_batches < l.pp ? " (more micro-batches: see the warning)" : ""),
            "Narayanan 2021 sec. 2.2"});
     }
     const double tokens = static_cast<double>(e.layout.global_batch * e.layout.seq);

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/json_dump.h"
+#include "memory/pipeline.h"
 
 namespace partrain::memory {
 namespace {
@@ -101,6 +103,26 @@ std::string stage_table(const MemoryEstimate& e) {
   return out;
 }
 
+std::optional<std::string> pipeline_bubble_advice(const EstimateInput& in,
+                                                  const MemoryEstimate& e) {
+  const auto& l = in.layout;
+  const int64_t m = e.layout.micro_batches;
+  if (in.inference || l.pp <= 1 || m >= l.pp) return std::nullopt;
+  // Megatron-LM's rule of thumb, m >= 4 p: the bubble (p-1)/(v m) under 25% of the ideal time.
+  const int64_t suggested_m = 4 * static_cast<int64_t>(l.pp);
+  const int64_t per_micro_batch = e.layout.global_batch / m;  // dp x micro-batch sequences
+  return fmt::format(
+      "{} micro-batch{} per step on {} pipeline stages: the bubble (p - 1)/(v m) is {:.0f}% of "
+      "the ideal time; --global-batch {} gives m = {} and {:.0f}%",
+      m, m == 1 ? "" : "es", l.pp, 100 * bubble_fraction(l.pp, m, l.vpp),
+      suggested_m * per_micro_batch, suggested_m, 100 * bubble_fraction(l.pp, suggested_m, l.vpp));
+}
+
+std::string pipeline_bubble_warning(const EstimateInput& in, const MemoryEstimate& e) {
+  const std::optional<std::string> advice = pipeline_bubble_advice(in, e);
+  return advice ? "warning   " + *advice + "\n" : std::string();
+}
+
 }  // namespace
 
 std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& e,
@@ -112,8 +134,14 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
                                        : "");
   out += layout_line(in, e);
   out += recipe_line(in);
-  out += fmt::format("\nper GPU, stage {} of {} (heaviest; {} layers, {:.4g} parameters)\n", s.stage,
-                     e.stages.size(), s.layers, s.params_count);
+  out += pipeline_bubble_warning(in, e);
+  // Stages are numbered from 0, as --json, --per-stage and analyze number them (pp ranks).
+  out += e.stages.size() > 1
+             ? fmt::format(
+                   "\nper GPU, stage {} of stages 0-{} (heaviest; {} layers, {:.4g} "
+                   "parameters)\n",
+                   s.stage, e.stages.size() - 1, s.layers, s.params_count)
+             : fmt::format("\nper GPU ({} layers, {:.4g} parameters)\n", s.layers, s.params_count);
   const Units u = units_for(own_memory(s));
   out += fmt::format("  {:<13}{:>10}{:>11}\n", "category", u.binary_name, u.decimal_name);
   out += row(u, "params", s.params);
@@ -121,7 +149,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
   out += row(u, "optimizer", s.optimizer);
   out += row(u, "activations", s.activations);
   out += row(u, "comm", s.comm);
-  out += row(u, "kv cache", s.kv_cache);
+  if (in.inference || s.kv_cache > 0) out += row(u, "kv cache", s.kv_cache);  // none in training
   out += row(u, in.reserve_bytes ? "reserve" : "reserve*", s.reserve);
   out += row(u, "total", s.total());
   if (e.capacity_bytes > 0) {
@@ -180,6 +208,8 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
       {"headroom_bytes", to_bytes(e.capacity_bytes) - whole_bytes(e.heaviest_stage()).total()},
       {"stage", e.heaviest},
       {"stages", stages}};
+  const std::optional<std::string> bubble = pipeline_bubble_advice(in, e);
+  out["warnings"] = bubble ? ordered_json::array({*bubble}) : ordered_json::array();
   return dump_json(out, 2) + "\n";
 }
 

@@ -4,11 +4,13 @@
 
 #include <cmath>
 
+#include "core/number_format.h"
+
 namespace partrain::tui {
 
 std::string format_ms(int64_t ns) {
   const double ms = static_cast<double>(ns) / 1e6;
-  if (ms < 1) return fmt::format("{:.2f} ms", ms);
+  if (ms < 1) return format_decimal(ms, 2) + " ms";  // "0 ms" only for none, 4 us is not 0.00
   if (ms < 100) return fmt::format("{:.1f} ms", ms);
   if (ms < 1000) return fmt::format("{:.0f} ms", ms);
   if (ms < 60'000) return fmt::format("{:.2f} s", ms / 1000);
@@ -45,8 +47,7 @@ std::string format_size(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-std::string format_gbps(double gbps) {
-  return gbps < 10 ? fmt::format("{:.2f} GB/s", gbps) : fmt::format("{:.1f} GB/s", gbps);
-}
+// core's one bandwidth format: a CPU run's 3e-6 GB/s read "0.00 GB/s" here.
+std::string format_gbps(double gbps) { return format_bandwidth(gbps * 1e9); }
 
 }  // namespace partrain::tui

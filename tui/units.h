@@ -12,6 +12,6 @@ std::string format_elapsed(int64_t ns);     // "0:07", "1:03", "1:02:09" (h:mm:s
 std::string format_count(double count);     // "812", "4.2k", "42k", "1.3M"
 std::string format_rate(double per_second, const char* unit);  // "812 tok/s", "4.2k tok/s", "1.3M tok/s"
 std::string format_size(int64_t bytes);     // "512 B", "1.5 KiB", "123 MiB", "1.23 GiB"
-std::string format_gbps(double gbps);       // "0.42 GB/s", "12.4 GB/s"
+std::string format_gbps(double gbps);       // "420 MB/s", "12.4 GB/s" (core/number_format.h)
 
 }  // namespace partrain::tui

@@ -5,14 +5,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_dump.h"
+#include "core/number_format.h"
 
 namespace partrain::bench {
 namespace {
 
 std::string format_measurement(const Measurement& m) {
   std::string wrong = m.wrong < 0 ? "N/A" : fmt::format("{}", m.wrong);
-  return fmt::format(" {:>10.2f} {:>7.2f} {:>7.2f} {:>6}", m.time_us, m.algbw_gbps, m.busbw_gbps,
-                     wrong);
+  // nccl-tests' columns in us and GB/s, but a slow CPU link's 0.0016 GB/s is not "0.00".
+  return fmt::format(" {:>10} {:>7} {:>7} {:>6}", format_decimal(m.time_us, 2),
+                     format_decimal(m.algbw_gbps, 2), format_decimal(m.busbw_gbps, 2), wrong);
 }
 
 nlohmann::json measurement_json(const BenchRow& row, const Measurement& m, bool in_place,
@@ -94,7 +96,8 @@ std::string format_bench_row(const BenchRow& row, const BenchRow* previous) {
 std::string format_bench_footer(const std::vector<BenchRow>& rows) {
   const int64_t wrong = total_wrong(rows);
   return fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED") +
-         fmt::format("# Avg bus bandwidth    : {:.3f} GB/s\n", average_busbw_gbps(rows));
+         fmt::format("# Avg bus bandwidth    : {}\n",
+                     format_bandwidth(average_busbw_gbps(rows) * 1e9));
 }
 
 std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,

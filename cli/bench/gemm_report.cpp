@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_dump.h"
+#include "core/number_format.h"
 
 namespace partrain::bench {
 namespace {
@@ -40,7 +41,7 @@ std::string format_gemm_table(const std::vector<runner::GemmBenchResult>& result
                        runner::format_gemm_shape(result.shape), dtype_name(result),
                        result.bias ? "yes" : "no", result.mean_us, result.tflops, result.checked,
                        checked ? fmt::format("{}", result.wrong) : "N/A",
-                       checked ? fmt::format("{:.3f}", result.max_error) : "N/A");
+                       checked ? format_decimal(result.max_error, 3) : "N/A");
   }
   const int wrong = total_wrong(results);
   const bool checked = std::any_of(results.begin(), results.end(),

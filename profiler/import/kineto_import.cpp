@@ -198,10 +198,14 @@ ImportedRank rank_of(const KinetoFile& file, int64_t reference_base, const Kinet
 }
 
 StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::string_view marker,
-                                  const fs::path& spool_dir) {
+                                  const fs::path& spool_dir, const TraceImportOptions& options) {
   ScannedFiles out;
   const int64_t reference_base = files.front().header.base_time_ns;
   for (const KinetoFile& file : files) {
+    if (options.progress) {
+      options.progress(fmt::format("reading {}", file.path.filename().string()),
+                       static_cast<int>(&file - files.data()) + 1, static_cast<int>(files.size()));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<EventSpool> spool, EventSpool::create(spool_dir));
     ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(file.path));
     // One marker per file: a marker without a step number counts each rank's steps from 0.
@@ -273,7 +277,7 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   ASSIGN_OR_RETURN(std::vector<KinetoFile> files, read_headers(options.inputs));
   ASSIGN_OR_RETURN(std::unique_ptr<ImportOutput> output,
                    ImportOutput::create(options.output, options.overwrite));
-  ASSIGN_OR_RETURN(ScannedFiles scanned, scan_files(files, marker, output->directory()));
+  ASSIGN_OR_RETURN(ScannedFiles scanned, scan_files(files, marker, output->directory(), options));
   TraceImportSummary summary;
   summary.world_size = files.front().world_size;
   summary.input_bytes = scanned.input_bytes;
@@ -290,6 +294,7 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   run.reference_unix_ns = files.front().header.base_time_ns;
   run.files = options.inputs;
   run.command_line = options.command_line;
+  if (options.progress) options.progress("writing the trace", 1, 1);
   RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, summary));
   summary.ranks = rank_summaries(scanned.ranks);
   return summary;

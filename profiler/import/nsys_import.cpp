@@ -154,8 +154,8 @@ void move_clock(int64_t delta, ScannedReports& scanned) {
   }
 }
 
-StatusOr<ScannedReports> scan_reports(const std::vector<fs::path>& inputs,
-                                      std::string_view marker) {
+StatusOr<ScannedReports> scan_reports(const std::vector<fs::path>& inputs, std::string_view marker,
+                                      const TraceImportOptions& options) {
   ScannedReports out;
   for (const fs::path& path : inputs) {
     ASSIGN_OR_RETURN(NsysExport file, open_nsys_export(path));
@@ -165,6 +165,10 @@ StatusOr<ScannedReports> scan_reports(const std::vector<fs::path>& inputs,
   for (size_t i = 0; i < out.reports.size(); ++i) {
     Report& report = out.reports[i];
     report.shift_ns = report.file.session_start_unix_ns - first_unix_ns;
+    if (options.progress) {
+      options.progress(fmt::format("reading {}", inputs[i].filename().string()),
+                       static_cast<int>(i) + 1, static_cast<int>(inputs.size()));
+    }
     RETURN_IF_ERROR(scan_report(static_cast<int>(i), report, marker, out.nccl, out.facts));
   }
   return out;
@@ -278,7 +282,7 @@ StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& optio
   const std::string_view marker =
       options.step_marker.empty() ? kDefaultStepMarker : std::string_view(options.step_marker);
   RETURN_IF_ERROR(StepMarker::compile(marker).status());
-  ASSIGN_OR_RETURN(ScannedReports scanned, scan_reports(options.inputs, marker));
+  ASSIGN_OR_RETURN(ScannedReports scanned, scan_reports(options.inputs, marker, options));
   ASSIGN_OR_RETURN(RankedProcesses ranked, rank_processes(scanned, options.inputs));
   TraceImportSummary summary;
   summary.world_size = ranked.map.world_size;
@@ -305,6 +309,7 @@ StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& optio
   run.reference_unix_ns = reference.file.session_start_unix_ns;
   run.files = options.inputs;
   run.command_line = options.command_line;
+  if (options.progress) options.progress("writing the trace", 1, 1);
   RETURN_IF_ERROR(write_trace(*output, run, scanned, ranked, ranks, collectives, summary));
   summary.ranks = rank_summaries(ranks);
   std::error_code error;

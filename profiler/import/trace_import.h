@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profiler/import/collective_clock_alignment.h"
@@ -17,6 +19,9 @@ struct TraceImportOptions {
   bool overwrite = false;
   std::string step_marker;   // regular expression of step ranges (StepMarker); empty: default
   std::string command_line;  // the importing command, for the run row
+  // Told what the import is doing as it goes ("reading rank0.json.gz", 1, 8), so a command can
+  // show how far an import of large traces has got; unset: nothing is told.
+  std::function<void(std::string_view what, int number, int count)> progress;
 };
 
 struct ImportedRankSummary {

@@ -24,6 +24,8 @@ struct RunSummary {
   double model_flops_per_step = 0;      // Narayanan 2021: without recomputation
   double peak_flops_per_rank = 0;       // FLOP/s
   std::string peak_source;              // "measured sgemm" or "--peak-flops"
+  // The peak before settle_peak raised it to the run's own rate (0: not raised).
+  double peak_raised_from = 0;
   double final_params_l2 = 0;
   double gemm_seconds = 0;              // rank 0's time inside GEMMs over the run
   double gemm_flops = 0;                // and their FLOPs
@@ -39,7 +41,14 @@ struct RunSummary {
   double tokens_per_second() const;     // over the median step
   double mfu() const;
   double gemm_share_of_run() const;     // rank 0's GEMM time over its steps' time
+  double model_flops_per_second_per_rank() const;  // over the median step
+  double gemm_flops_per_second() const;            // rank 0's achieved GEMM rate
 };
+
+// A peak is what a rank can do at most: where the run's own work went faster (a peak measured
+// while other ranks competed for the cores, or a --peak-flops set too low), the peak becomes the
+// fastest rate the run measured, so no share of it exceeds 100%, and the summary says so.
+void settle_peak(RunSummary& summary);
 
 std::string format_summary_text(const RunSummary& summary);
 std::string format_summary_json(const RunSummary& summary);

@@ -285,5 +285,42 @@ TEST(MemoryCommand, MixtureOfExpertsWithExpertParallelism) {
   EXPECT_NE(recommend.err.find("mixture of experts"), std::string::npos) << recommend.err;
 }
 
+// Training has no KV cache: no "kv cache 0.00" row (inference keeps its row).
+TEST(MemoryCommand, KvCacheRowOnlyForInference) {
+  auto training = run_partrain("memory --model llama-3-8b --pp 4");
+  ASSERT_EQ(training.exit_code, 0) << training.err;
+  EXPECT_EQ(training.out.find("kv cache"), std::string::npos) << training.out;
+  auto inference = run_partrain("memory --model llama-3-8b --inference --kv-len 8192");
+  ASSERT_EQ(inference.exit_code, 0) << inference.err;
+  EXPECT_GT(text_gib(inference.out, "kv cache"), 0);
+}
+
+// The defaults give pp 4 one micro-batch per step, a bubble of 300% of the ideal time: a warning
+// in text and --json with the global batch that fills the pipeline (m = 4 p = 16: 19%); stages
+// are numbered from 0 as --json numbers them ("stage 3 of 4" read as the third of four).
+TEST(MemoryCommand, OneMicroBatchOnAPipelineIsWarnedWithAGlobalBatch) {
+  auto text = run_partrain("memory --model llama-3-8b --pp 4 --explain");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("warning   1 micro-batch per step on 4 pipeline stages: the bubble "
+                          "(p - 1)/(v m) is 300% of the ideal time; --global-batch 16 gives m = "
+                          "16 and 19%"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("per GPU, stage 3 of stages 0-3 (heaviest;"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("1f1b on stage 3 of stages 0-3"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find(" of 4 ("), std::string::npos) << text.out;
+  auto json = run_partrain("memory --model llama-3-8b --pp 4 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = parse_json(json.out);
+  ASSERT_EQ(doc["warnings"].size(), 1u);
+  EXPECT_NE(doc["warnings"][0].get<std::string>().find("--global-batch 16"), std::string::npos);
+  EXPECT_EQ(doc["stage"].get<int>(), 3);
+  // Filled, the warning goes.
+  auto filled = run_partrain("memory --model llama-3-8b --pp 4 --global-batch 16");
+  ASSERT_EQ(filled.exit_code, 0) << filled.err;
+  EXPECT_EQ(filled.out.find("warning"), std::string::npos) << filled.out;
+}
+
 }  // namespace
 }  // namespace partrain

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzers/stragglers.h"
+#include "core/number_format.h"
 #include "tests/unit/analyzers/collective_fixture.h"
 
 namespace partrain::analyzers {
@@ -59,9 +60,31 @@ TEST(CollectiveStatsTest, AllReduceBusbwAndSkewOnFourRanks) {
   EXPECT_TRUE(collective_stats_findings(*report).empty());
   const std::string text = format_collective_stats(*report);
   EXPECT_NE(text.find("1.57 GB/s"), std::string::npos) << text;
-  EXPECT_NE(text.find("1048576"), std::string::npos) << text;
+  // One op's size and the total of all of them, both as byte sizes (was "size (B)" 1048576
+  // beside "bytes" 8.00 MiB).
+  EXPECT_NE(text.find("1.00 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("8.00 MiB"), std::string::npos) << text;
+  EXPECT_EQ(text.find("size (B)"), std::string::npos) << text;
+  EXPECT_NE(text.find(" size "), std::string::npos) << text;
+  EXPECT_NE(text.find(" total "), std::string::npos) << text;
   EXPECT_EQ(collective_stats_json(*report)[0]["busbw_gbps"].get<double>(),
             row.busbw_gbps);
+}
+
+// A slow CPU run's 4-byte all-reduce over 1 ms moves 4 KB/s: printed "0.000004 GB/s" before.
+TEST(CollectiveStatsTest, SlowBandwidthInTheUnitThatFits) {
+  CollectiveTrace trace("slow");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank, .seq = 0, .bytes = 4, .start_ns = 1000, .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 1u);
+  const std::string text = format_collective_stats(*report);
+  EXPECT_NE(text.find(format_bandwidth(report->rows[0].algbw_gbps * 1e9)), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" KB/s"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0.000"), std::string::npos) << text;
 }
 
 // The GPU span wins over the host duration: 4 MiB all-gathers on 2 ranks, 2 ms on the GPU

@@ -156,10 +156,42 @@ TEST(MemoryVsEstimateFindings, ACategoryTheEstimateHasNoneOfIsFlagged) {
   auto findings = memory_vs_estimate_findings(report);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].rank, 1);
-  EXPECT_NE(findings[0].evidence.find("comm on rank 1 (stage 0) peaks at 0.38 MiB, the estimate "
-                                      "says 0.00 MiB (it has none)"),
+  // Byte sizes in the unit that fits: "0.00 MiB" read as a zero where there were 400 kB.
+  EXPECT_NE(findings[0].evidence.find("comm on rank 1 (stage 0) peaks at 390.62 KiB, the "
+                                      "estimate says 0 B (it has none)"),
             std::string::npos)
       << findings[0].evidence;
+}
+
+// Ranks with the same figures (a dp replica's) are one block, named by their ranks: analyze
+// printed four identical blocks for ranks 0-3 before. 256 B of "other" is 256 B, not 0.00 MiB.
+TEST(MemoryVsEstimateText, IdenticalRanksAreOneBlock) {
+  MemoryVsEstimate report;
+  report.has_estimate = true;
+  report.estimate_note = "test";
+  for (int r = 0; r < 6; ++r) {
+    RankMemory rank;
+    rank.rank = r;
+    rank.pp_stage = r == 4 ? 1 : 0;  // ranks 0-3 and 5 alike, rank 4 on another stage
+    rank.peak_total_bytes = 1'000'000;
+    rank.estimate_total_bytes = 900'000;
+    rank.categories.push_back(CategoryPeak{Category::kParams, 999'744, 900'000.0});
+    rank.categories.push_back(CategoryPeak{Category::kOther, 256, std::nullopt});
+    report.ranks.push_back(rank);
+  }
+  const std::string text = format_memory_vs_estimate(report);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(" params "), 2u) << text;  // two blocks, not six
+  EXPECT_NE(text.find("0-3,5      0  params"), std::string::npos) << text;
+  EXPECT_NE(text.find("    4      1  params"), std::string::npos) << text;
+  EXPECT_NE(text.find("256 B"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0.00"), std::string::npos) << text;
 }
 
 TEST_F(MemoryVsEstimateTest, ForeignRunGetsPeaksOnly) {

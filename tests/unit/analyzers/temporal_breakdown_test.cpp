@@ -188,6 +188,8 @@ TEST_F(TemporalBreakdownTest, ExposedCommunicationAndIdleFindings) {
       EXPECT_DOUBLE_EQ(f.impact, 0.3);  // 6 of 20 ms exposed
       EXPECT_EQ(f.severity, Severity::kCritical);
       EXPECT_NE(f.evidence.find("30.0%"), std::string::npos) << f.evidence;
+      // None of it overlaps: an exact 0%, not "0.0%" (a zero that may not be one).
+      EXPECT_NE(f.evidence.find("and 0% of it overlaps compute"), std::string::npos) << f.evidence;
     }
     if (f.kind == "idle") {
       EXPECT_DOUBLE_EQ(f.impact, 0.25);

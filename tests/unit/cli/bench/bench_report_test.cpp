@@ -40,7 +40,20 @@ TEST(BenchReport, TableHasNcclTestsColumnsAndUnits) {
   EXPECT_NE(table.find("N/A"), std::string::npos);  // unchecked
   EXPECT_NE(table.find("Out of bounds values : 3 FAILED"), std::string::npos);
   // As nccl-tests: the mean over every measurement, in place included: (15.73 + 7.86 + 0.0016) / 3.
-  EXPECT_NE(table.find("Avg bus bandwidth    : 7.865 GB/s"), std::string::npos) << table;
+  // In the unit that fits (core/number_format.h), as every command prints bandwidths.
+  EXPECT_NE(table.find("Avg bus bandwidth    : 7.86 GB/s"), std::string::npos) << table;
+  // The 8-byte send_recv's 0.0016 GB/s printed "0.00" in a GB/s column.
+  EXPECT_NE(table.find(" 0.0016  0.0016"), std::string::npos) << table;
+  EXPECT_EQ(table.find(" 0.00 "), std::string::npos) << table;
+}
+
+// A sweep of tiny messages over a slow link averages 3 MB/s: the footer said "0.003 GB/s".
+TEST(BenchReport, FooterBandwidthInTheUnitThatFits) {
+  std::vector<BenchRow> rows = sample_rows();
+  rows.erase(rows.begin());
+  rows[0].out_of_place.busbw_gbps = 0.003;
+  EXPECT_NE(format_bench_footer(rows).find("Avg bus bandwidth    : 3.00 MB/s"), std::string::npos)
+      << format_bench_footer(rows);
 }
 
 TEST(BenchReport, JsonCarriesTheSameFacts) {
