@@ -68,11 +68,15 @@ std::string speeds_text(const FittedSpeeds& f) {
   std::string text = fmt::format(
       "cost model ({}): peak {:.4g} TFLOP/s; GEMMs at {:.2f} of peak over whole waves of 128x128 "
       "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; FlashAttention at "
-      "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes\n",
+      "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes; {}\n",
       f.gpu, f.peak_flops / 1e12, f.gemm_efficiency,
       f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)", seconds_text(f.gemm_overhead_s),
       f.memory_efficiency, f.memory_bandwidth / 1e9, f.flash_attention_efficiency,
-      f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9);
+      f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9,
+      f.collective_sms > 0 && f.sm_count > f.collective_sms
+          ? fmt::format("an overlapped collective holds {} SMs, compute beside it runs on {}",
+                        f.collective_sms, f.sm_count - f.collective_sms)
+          : std::string("overlapped collectives cost compute nothing"));
   if (!f.fit_source.empty()) text += "  fitted to: " + f.fit_source + "\n";
   return text;
 }
@@ -83,6 +87,7 @@ json speeds_json(const FittedSpeeds& f) {
           {"gemm_efficiency", f.gemm_efficiency},
           {"gemm_overhead_s", f.gemm_overhead_s},
           {"sm_count", f.sm_count},
+          {"collective_sms", f.collective_sms},
           {"memory_bandwidth", f.memory_bandwidth},
           {"memory_efficiency", f.memory_efficiency},
           {"flash_attention_efficiency", f.flash_attention_efficiency},
@@ -276,6 +281,7 @@ FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines)
           gpu.gemm_efficiency,
           gpu.gemm_overhead_us * 1e-6,
           static_cast<int>(gpu.sm_count),
+          static_cast<int>(gpu.collective_sms),
           gpu.hbm_bandwidth,
           gpu.memory_efficiency,
           gpu.flash_attention_efficiency > 0 ? gpu.flash_attention_efficiency : gpu.gemm_efficiency,
