@@ -247,7 +247,8 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
     if (c.compute_scale) {
       entry["compute"] = {{"measured_s", c.measured_compute_s},
                           {"predicted_s", c.predicted_compute_s},
-                          {"scale", *c.compute_scale}};
+                          {"scale", *c.compute_scale},
+                          {"tp", c.compute_tp}};
     }
     if (c.optimizer_scale) {
       entry["optimizer"] = {{"measured_s", c.measured_optimizer_s},
@@ -268,6 +269,7 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
            {"sizes", f.sizes},
            {"samples", f.samples},
            {"busbw_gbps", f.link.bandwidth / 1e9},
+           {"rms_error", f.rms_error},
            {"latency_us", f.link.latency_s * 1e6}});
     }
     out.push_back(entry);
@@ -373,10 +375,11 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
                         c.run_layout.empty() ? "" : " (a " + c.run_layout + " run)");
     if (c.compute_scale) {
       const SecondsUnit unit = seconds_unit(c.measured_compute_s);
-      text +=
-          fmt::format("  compute: {} per step measured vs {} predicted from the preset: x{:.3g}\n",
-                      seconds_in(c.measured_compute_s, unit),
-                      seconds_in(c.predicted_compute_s, unit), *c.compute_scale);
+      text += fmt::format(
+          "  compute: {} per step measured vs {} predicted from the preset: x{:.3g} "
+          "(for layouts with tp {}, and those nearest it with no run of their own)\n",
+          seconds_in(c.measured_compute_s, unit), seconds_in(c.predicted_compute_s, unit),
+          *c.compute_scale, c.compute_tp);
     }
     if (c.optimizer_scale) {
       const SecondsUnit unit = seconds_unit(c.measured_optimizer_s);
@@ -386,9 +389,10 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     }
     for (const CollectiveFit& f : c.collectives) {
       text += fmt::format(
-          "  {} ({} ranks, {} sizes, {} samples): busbw {:.3g} GB/s, latency {} per step\n",
-          costed_op_name(f.op), f.group_size, f.sizes, f.samples, f.link.bandwidth / 1e9,
-          seconds_text(f.link.latency_s));
+          "  {} ({} ranks, {} size{}, {} samples, timed from the last rank's arrival): busbw "
+          "{:.3g} GB/s, latency {} per step; fits the sizes' medians within {:.1f}% rms\n",
+          costed_op_name(f.op), f.group_size, f.sizes, f.sizes == 1 ? "" : "s", f.samples,
+          f.link.bandwidth / 1e9, seconds_text(f.link.latency_s), 100 * f.rms_error);
     }
     if (c.step_scale) {
       const SecondsUnit unit = seconds_unit(c.own_run->measured_step_s);

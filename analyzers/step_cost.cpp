@@ -247,17 +247,30 @@ CostModel cost_model_for(const memory::ModelConfig& model, const memory::Precisi
   return cm;
 }
 
+double compute_scale_for(const CostModel& cm, int tp) {
+  const std::pair<const int, double>* nearest = nullptr;
+  auto distance = [tp](int measured) {
+    return std::abs(std::log2(static_cast<double>(measured) / tp));
+  };
+  for (const auto& entry : cm.compute_scale_by_tp) {
+    if (nearest == nullptr || distance(entry.first) <= distance(nearest->first)) nearest = &entry;
+  }
+  return nearest == nullptr ? 1.0 : nearest->second;
+}
+
 StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) {
   const memory::ResolvedLayout& r = estimate.layout;
   const memory::TrainingLayout& l = r.layout;
   const memory::ActivationSetup shape = memory::activation_setup(r, cm.recipe.activation_bytes);
-  const BlockTimes block = block_times(cm.model, shape, cm.speed);
-  const ComputeSpeed beside_comm = contended(cm.speed);
+  ComputeSpeed speed = cm.speed;
+  speed.scale *= compute_scale_for(cm, l.tp);
+  const BlockTimes block = block_times(cm.model, shape, speed);
+  const ComputeSpeed beside_comm = contended(speed);
   const BlockTimes contended_block = block_times(cm.model, shape, beside_comm);
   // The LM head runs over Megatron's padded vocabulary.
   memory::ModelConfig padded = cm.model;
   padded.vocab = memory::megatron_padded_vocab(cm.model.vocab, l.tp);
-  const double head_s = head_seconds(padded, shape, cm.speed);
+  const double head_s = head_seconds(padded, shape, speed);
   const double contended_head_s = head_seconds(padded, shape, beside_comm);
 
   // The heaviest stage sets the pipeline's pace; its weights set the gradient traffic.
