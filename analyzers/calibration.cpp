@@ -1,11 +1,11 @@
 #include "analyzers/calibration.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 #include <map>
-
-#include <fmt/format.h>
+#include <string_view>
 
 #include "analyzers/bandwidth.h"
 #include "analyzers/layout_search.h"
@@ -46,9 +46,10 @@ StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const Analysi
     if (rank.steps == 0) continue;
     const auto steps = static_cast<double>(rank.steps);
     const int64_t optimizer = optimizer_ns[rank.rank];
-    measured.compute_s = std::max(measured.compute_s,
-                                  static_cast<double>(rank.compute_only_ns() - optimizer) * 1e-9 / steps);
-    measured.optimizer_s = std::max(measured.optimizer_s, static_cast<double>(optimizer) * 1e-9 / steps);
+    measured.compute_s = std::max(
+        measured.compute_s, static_cast<double>(rank.compute_only_ns() - optimizer) * 1e-9 / steps);
+    measured.optimizer_s =
+        std::max(measured.optimizer_s, static_cast<double>(optimizer) * 1e-9 / steps);
   }
   return measured;
 }
@@ -57,10 +58,9 @@ StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const Analysi
 // bandwidth (a 4-byte loss all-reduce taking 3 ms would read as 1e-6 GB/s).
 constexpr double kBandwidthBytes = 64 * 1024;
 
-// One matched collective per (comm_id, seq): for collectives the average member's duration
-// (what the collective costs a rank, the arrival skew the machine produces included); for
-// send/recv the faster side's (the receiver's wait for its sender is the pipeline schedule's,
-// which the bubble term models).
+// One matched collective per (comm_id, seq), timed from its last member's arrival to its end
+// (the shortest member's duration): the waiting before it is the schedule's, a pipeline stage's
+// for its neighbour or a rank's for a straggler, which the bubble term models and no link has.
 StatusOr<std::vector<CollectiveFit>> fit_collectives(const TraceReader& reader,
                                                      const AnalysisWindow& window, LinkLevel level,
                                                      std::vector<std::string>& notes) {
@@ -111,6 +111,12 @@ StatusOr<std::vector<CollectiveFit>> fit_collectives(const TraceReader& reader,
       fit.link.bandwidth = best_busbw;  // one size, or latency hidden in noise: bandwidth only
       fit.link.latency_s = 0;
     }
+    double squares = 0;
+    for (const auto& [x, t] : points) {
+      const double fitted = latency_steps(op, group) * fit.link.latency_s + x / fit.link.bandwidth;
+      squares += (fitted - t) * (fitted - t) / (t * t);
+    }
+    fit.rms_error = std::sqrt(squares / static_cast<double>(points.size()));
     fits.push_back(fit);
   }
   return fits;
@@ -163,6 +169,7 @@ Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run
     out.measured_compute_s = measured.compute_s;
     out.predicted_compute_s = predicted.compute_s * sharing;
     out.compute_scale = measured.compute_s / out.predicted_compute_s;
+    out.compute_tp = input.layout.tp;
   } else {
     out.notes.push_back("no compute slices after the warm-up steps: compute not calibrated");
   }
@@ -186,9 +193,9 @@ Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run
 }
 
 Status nothing_to_calibrate(const std::string& source, std::string_view why) {
-  return Status(StatusCode::kUnreadable,
-                fmt::format("{}: nothing to calibrate from ({}); trace a run with more steps",
-                            source, why));
+  return Status(
+      StatusCode::kUnreadable,
+      fmt::format("{}: nothing to calibrate from ({}); trace a run with more steps", source, why));
 }
 
 }  // namespace
@@ -222,28 +229,34 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   if (run) {
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
                                           uncalibrated.comm.machines().devices_per_node);
-    RETURN_IF_ERROR(
-        calibrate_compute(reader, *run, uncalibrated, window, sharing, placement, out));
+    RETURN_IF_ERROR(calibrate_compute(reader, *run, uncalibrated, window, sharing, placement, out));
   } else {
-    out.notes.push_back("not a built-in workload's trace (no model in its run config): compute "
-                        "and optimizer speed not calibrated, collectives only");
+    out.notes.push_back(
+        "not a built-in workload's trace (no model in its run config): compute "
+        "and optimizer speed not calibrated, collectives only");
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
   ASSIGN_OR_RETURN(out.collectives, fit_collectives(reader, window, level, out.notes));
   if (!out.compute_scale && out.collectives.empty()) {
     return nothing_to_calibrate(
         source, fmt::format("no compute slices and no completed collectives after {} warm-up "
-                            "step(s)", skip_steps));
+                            "step(s)",
+                            skip_steps));
   }
   return out;
 }
 
 void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model) {
-  double compute_log = 0, optimizer_log = 0;
-  int computes = 0, optimizers = 0;
+  std::map<int, std::pair<double, int>> compute_logs;  // tp -> (sum of log scales, runs)
+  double optimizer_log = 0;
+  int optimizers = 0;
   std::map<std::tuple<CostedOp, LinkLevel, int>, const CollectiveFit*> best;
   for (const Calibration& c : calibrations) {
-    if (c.compute_scale) compute_log += std::log(*c.compute_scale), ++computes;
+    if (c.compute_scale) {
+      auto& [log_sum, runs] = compute_logs[c.compute_tp];
+      log_sum += std::log(*c.compute_scale);
+      ++runs;
+    }
     if (c.optimizer_scale) optimizer_log += std::log(*c.optimizer_scale), ++optimizers;
     for (const CollectiveFit& fit : c.collectives) {
       const CollectiveFit*& chosen = best[{fit.op, fit.level, fit.group_size}];
@@ -253,7 +266,9 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
   for (const auto& [key, fit] : best) {
     model.comm.calibrate(fit->op, fit->level, fit->group_size, fit->link);
   }
-  if (computes > 0) model.speed.scale *= std::exp(compute_log / computes);
+  for (const auto& [tp, logs] : compute_logs) {
+    model.compute_scale_by_tp[tp] = std::exp(logs.first / logs.second);
+  }
   if (optimizers > 0) model.optimizer_bandwidth /= std::exp(optimizer_log / optimizers);
 
   for (Calibration& c : calibrations) {

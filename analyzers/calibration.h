@@ -23,17 +23,21 @@ struct CollectiveFit {
   int sizes = 0;        // distinct message sizes fitted
   int64_t samples = 0;  // matched collectives
   Link link;            // latency per step and busbw
+  // How well the link fits what was measured: the root mean square of (fitted - measured) /
+  // measured over the sizes' median times (0 for one size, which it fits exactly).
+  double rms_error = 0;
 };
 
 struct Calibration {
-  std::string source;                 // the trace file
-  std::string run_layout;             // the traced run's layout, for the report
-  std::optional<double> compute_scale;    // measured / predicted compute per step
+  std::string source;                   // the trace file
+  std::string run_layout;               // the traced run's layout, for the report
+  std::optional<double> compute_scale;  // measured / predicted compute per step
+  int compute_tp = 1;                   // the run's tensor-parallel degree: the scale's class
   double measured_compute_s = 0, predicted_compute_s = 0;
   std::optional<double> optimizer_scale;  // measured / predicted optimizer step
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;
-  std::vector<std::string> notes;     // what could not be calibrated from this trace, and why
+  std::vector<std::string> notes;  // what could not be calibrated from this trace, and why
 
   // A built-in workload's run: what predicting its own step again needs (its model, precision,
   // layout and placement), and the median over the window of its slowest rank's step.
@@ -54,11 +58,13 @@ struct Calibration {
 // `uncalibrated` gives the peak, preset efficiency and bandwidths the prediction is made with;
 // the trace's own model and layout come from its run config. kUnreadable naming the case when
 // the trace holds nothing to calibrate from.
-StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader, const std::string& source,
-                                          const CostModel& uncalibrated, int skip_steps = 1);
+StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader,
+                                          const std::string& source, const CostModel& uncalibrated,
+                                          int skip_steps = 1);
 
-// Scales the compute and optimizer speeds (by the geometric mean of the traces' scales, each
-// measured against the uncalibrated model) and installs the fitted links (of several fits of
+// Scales the compute speed per tensor-parallel degree (CostModel::compute_scale_by_tp: the
+// geometric mean of the scales of the traces with that degree) and the optimizer's (of all),
+// each measured against the uncalibrated model, and installs the fitted links (of several fits of
 // one op, link level and group size, the one from the most samples). Then predicts each
 // built-in run's own step with that model and sets model.step_scale to the geometric mean of
 // measured / predicted, recording each in its Calibration.

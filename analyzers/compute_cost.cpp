@@ -25,7 +25,16 @@ ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32) {
           1,
           gpu.memory_efficiency,
           static_cast<int>(gpu.sm_count),
-          gpu.flash_attention_efficiency};
+          gpu.flash_attention_efficiency,
+          static_cast<int>(gpu.collective_sms)};
+}
+
+ComputeSpeed contended(const ComputeSpeed& speed) {
+  if (speed.collective_sms <= 0 || speed.sm_count <= speed.collective_sms) return speed;
+  ComputeSpeed slower = speed;
+  slower.sm_count = speed.sm_count - speed.collective_sms;
+  slower.peak_flops = speed.peak_flops * slower.sm_count / speed.sm_count;
+  return slower;
 }
 
 double wave_efficiency(double m, double n, double batch, int sm_count) {

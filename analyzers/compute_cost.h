@@ -24,7 +24,13 @@ struct ComputeSpeed {
   double memory_efficiency = 1;  // the fraction of memory_bandwidth memory-bound kernels reach
   int sm_count = 0;              // SMs a GEMM's tiles fill in waves; 0: no wave quantization
   double flash_efficiency = 0;   // the fraction of peak FlashAttention reaches; 0: gemm_efficiency
+  int collective_sms = 0;        // SMs a collective running beside compute holds
 };
+
+// The speed while a collective runs beside the kernels: its SMs are taken from the GEMMs' waves
+// and from the peak (a GPU's FLOP/s are its SMs'); memory-bound kernels keep the bandwidth, which
+// a network-paced collective barely uses. The same speed without collective SMs.
+ComputeSpeed contended(const ComputeSpeed& speed);
 
 // The GPU preset's speeds for a run's precision (fp32 or 16-bit operands).
 ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32);

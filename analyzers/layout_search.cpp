@@ -65,47 +65,47 @@ class Search {
     const auto& model = cm_.model;
     const int64_t global = input_.layout.global_batch.value_or(dp);
     const int64_t seq = input_.layout.seq.value_or(model.seq);
-    if (model.heads > 0 && (model.heads % tp != 0 || model.kv_heads % tp != 0)) {
-      return reject(kRejectTpHeads);
-    }
-    if (model.layers % pp != 0) return reject(kRejectPpLayers);
-    if (cp > 1 && seq % (2 * cp) != 0) return reject(kRejectCpSeq);  // Megatron's load balance
-    if (global % dp != 0) return reject(kRejectBatch);
+    const bool divides_heads =
+        model.heads <= 0 || (model.heads % tp == 0 && model.kv_heads % tp == 0);
+    if (!divides_heads) return reject_split(kRejectTpHeads);
+    if (model.layers % pp != 0) return reject_split(kRejectPpLayers);
+    if (cp > 1 && seq % (2 * cp) != 0) return reject_split(kRejectCpSeq);  // Megatron's balance
+    if (global % dp != 0) return reject_split(kRejectBatch);
+    ++result_.splits;
     for (int micro : divisors(global / dp, space_.max_micro_batch)) {
       if (space_.fixed_micro_batch && *space_.fixed_micro_batch != micro) continue;
       const int64_t m = global / dp / micro;
       for (int vpp = 1; vpp <= (pp > 1 ? space_.max_vpp : 1); ++vpp) {
         if (!passes(space_.fixed_vpp, vpp)) continue;
         const std::vector<memory::PipelineSchedule> schedules = schedules_for(pp, vpp, space_);
-        if (schedules.empty()) continue;
-        if (vpp > 1 && (model.layers % (pp * vpp) != 0 || m % pp != 0)) {
-          reject(kRejectVpp);
-          continue;
-        }
+        const bool vpp_divides = vpp == 1 || (model.layers % (pp * vpp) == 0 && m % pp == 0);
         for (int zero = 0; zero <= 3; ++zero) {
           if (filter.zero && *filter.zero != zero) continue;
           if (!passes(space_.fixed.zero, zero) || !allowed(space_.zero_stages, zero)) continue;
-          if (dp == 1 && zero > 0) {
-            reject(kRejectZeroWithoutDp, std::ssize(kRecomputeModes) * (tp > 1 ? 2 : 1));
-            continue;
-          }
-          if (pp > 1 && zero >= 2 && !space_.include_discouraged) {
-            // Counted once per recompute x SP variant, as if each had been tried.
-            reject(kRejectDiscouraged, std::ssize(kRecomputeModes) * (tp > 1 ? 2 : 1));
-            continue;
-          }
           for (memory::Recompute recompute : kRecomputeModes) {
             if (!allowed(space_.recompute_modes, recompute)) continue;
-            if (recompute == memory::Recompute::kSelective &&
-                model.architecture == memory::Architecture::kMlp) {
-              reject(kRejectNoAttention, tp > 1 ? 2 : 1);
-              continue;
-            }
             for (bool sp : {false, true}) {
               if (sp && tp == 1) continue;
               // --sp on still ranks tp 1 (there is nothing to split); off and on choose otherwise.
               if (space_.sp && tp > 1 && *space_.sp != sp) continue;
               for (memory::PipelineSchedule schedule : schedules) {
+                // Each layout left out is counted once under its first reason, so that the
+                // reasons and the ranked add up to the layouts searched.
+                const char* reason = nullptr;
+                if (!vpp_divides) {
+                  reason = kRejectVpp;
+                } else if (dp == 1 && zero > 0) {
+                  reason = kRejectZeroWithoutDp;
+                } else if (pp > 1 && zero >= 2 && !space_.include_discouraged) {
+                  reason = kRejectDiscouraged;
+                } else if (recompute == memory::Recompute::kSelective &&
+                           model.architecture == memory::Architecture::kMlp) {
+                  reason = kRejectNoAttention;
+                }
+                if (reason != nullptr) {
+                  reject(reason);
+                  continue;
+                }
                 memory::TrainingLayout& l = input_.layout;
                 l.dp = dp, l.tp = tp, l.pp = pp, l.cp = cp, l.vpp = vpp, l.zero = zero;
                 l.sp = sp;
@@ -149,7 +149,11 @@ class Search {
     result_.ranked.push_back(std::move(candidate));
   }
 
-  void reject(const char* reason, int64_t count = 1) { result_.rejected[reason] += count; }
+  void reject(const char* reason) { result_.rejected[reason] += 1; }
+  void reject_split(const char* reason) {
+    ++result_.splits;
+    result_.rejected[reason] += 1;
+  }
 
   const CostModel& cm_;
   memory::EstimateInput input_;
@@ -158,6 +162,35 @@ class Search {
 };
 
 }  // namespace
+
+bool is_split_reason(std::string_view reason) {
+  return reason == kRejectTpHeads || reason == kRejectPpLayers || reason == kRejectCpSeq ||
+         reason == kRejectBatch;
+}
+
+std::string_view rejection_words(std::string_view reason) {
+  if (reason == kRejectTpHeads) return "tp does not divide heads (attention or KV)";
+  if (reason == kRejectPpLayers) return "pp does not divide the layers";
+  if (reason == kRejectCpSeq) return "cp too large for the sequence (2 x cp must divide it)";
+  if (reason == kRejectBatch) return "dp does not divide the global batch";
+  if (reason == kRejectVpp) return "virtual stages do not divide the layers or micro-batches";
+  if (reason == kRejectDiscouraged) {
+    return "ZeRO-2/3 with pipeline parallelism (discouraged; --include-discouraged ranks them)";
+  }
+  if (reason == kRejectZeroWithoutDp) return "ZeRO without data parallelism (changes nothing)";
+  if (reason == kRejectNoAttention) return "selective recompute of a model without attention";
+  if (reason == kRejectInvalid) return "refused by the memory model's layout rules";
+  if (reason == kRejectFit) return "do not fit in GPU memory";
+  return reason;
+}
+
+int64_t SearchResult::layouts() const {
+  int64_t total = static_cast<int64_t>(ranked.size());
+  for (const auto& [reason, count] : rejected) {
+    if (!is_split_reason(reason)) total += count;
+  }
+  return total;
+}
 
 SearchResult search_layouts(const CostModel& cm, const memory::EstimateInput& base,
                             const SearchSpace& space, const LayoutFilter& filter) {

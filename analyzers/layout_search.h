@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzers/step_cost.h"
@@ -48,8 +49,10 @@ struct Candidate {
   StepCost cost;
 };
 
-// Why a layout left the search, keyed as in --json's "rejected". Structural reasons are counted
-// once per dp x tp x pp x cp split (or per micro-batch / vpp choice) where they are found.
+// Why a layout left the search, keyed as in --json's "rejected". The first four refuse a whole
+// dp x tp x pp x cp split and are counted once per split (--json's "rejected_splits"); the rest
+// once per layout (split, micro-batch, virtual stages, ZeRO, recompute, SP, schedule), each
+// under its first reason, so that they and the ranked add up to the layouts searched.
 inline constexpr const char* kRejectTpHeads = "tp_does_not_divide_heads";
 inline constexpr const char* kRejectPpLayers = "pp_does_not_divide_layers";  // even stages only
 inline constexpr const char* kRejectCpSeq = "cp_does_not_divide_seq";
@@ -64,14 +67,22 @@ inline constexpr const char* kRejectNoAttention = "selective_without_attention";
 inline constexpr const char* kRejectInvalid = "invalid_layout";
 inline constexpr const char* kRejectFit = "does_not_fit";
 
+bool is_split_reason(std::string_view reason);
+// The reason in the user's words ("pp does not divide the layers").
+std::string_view rejection_words(std::string_view reason);
+
 struct SearchResult {
-  std::vector<Candidate> ranked;  // fitting and allowed, highest tokens/s first
-  std::map<std::string, int64_t> rejected;
-  int64_t costed = 0;                     // layouts whose memory and step time were computed
-  std::optional<Candidate> least_memory;  // the smallest heaviest stage seen (fitting or not)
+  std::vector<Candidate> ranked;            // fitting and allowed, highest tokens/s first
+  std::map<std::string, int64_t> rejected;  // splits for is_split_reason, else layouts
+  int64_t splits = 0;                       // dp x tp x pp x cp splits searched
+  int64_t costed = 0;                       // layouts whose memory and step time were computed
+  std::optional<Candidate> least_memory;    // the smallest heaviest stage seen (fitting or not)
   // Why the first invalid_layout was refused (the estimate's message): what to show when nothing
   // could be costed, since one cause (an input past the 4 EiB bound, say) can refuse them all.
   std::string first_invalid;
+
+  // Layouts searched: the ranked and every layout rejected (split reasons left out).
+  int64_t layouts() const;
 };
 
 // `base` gives the model, recipe, capacity, global batch, sequence and flash/dropout settings;

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/byte_size.h"
 #include "core/json_dump.h"
@@ -15,16 +17,49 @@ namespace {
 
 using nlohmann::json;
 
-std::string seconds_text(double s) {
-  if (s >= 1) return fmt::format("{:.3g} s", s);
-  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
-  return fmt::format("{:.3g} us", s * 1e6);
+// Three significant digits, trailing zeros kept, so that a column reads alike: 16.0 beside 16.1,
+// 61.0k beside 61.2k (never 16 beside 16.1); whole numbers from 100 up.
+std::string three_digits(double value) {
+  if (value == 0 || !std::isfinite(value)) return fmt::format("{}", value);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
+  const int decimals = std::max(0, 2 - magnitude);
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  // Rounding may carry into the next power of ten (9.996 -> "10.00"): one digit fewer.
+  if (decimals > 0 && std::abs(std::stod(text)) >= std::pow(10.0, magnitude + 1)) {
+    text = fmt::format("{:.{}f}", value, decimals - 1);
+  }
+  return text;
 }
 
+// A unit for seconds: the one `reference` reads best in. One line uses one unit, so its figures
+// compare at a glance (never "1.61 s + 197 ms").
+struct SecondsUnit {
+  double per_second;
+  const char* name;
+};
+SecondsUnit seconds_unit(double reference) {
+  const double r = std::abs(reference);
+  if (r >= 1) return {1, "s"};
+  if (r >= 1e-3) return {1e3, "ms"};
+  return {1e6, "us"};
+}
+
+// Seconds in `unit`, three significant digits; figures much smaller than the line's largest keep
+// their own digits (0.00133 s), never a zero that is not zero.
+std::string seconds_in(double s, SecondsUnit unit) {
+  const double value = s * unit.per_second;
+  if (value == 0) return fmt::format("0 {}", unit.name);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
+  if (magnitude >= 0) return three_digits(value) + " " + unit.name;
+  return fmt::format("{:.{}f} {}", value, 2 - magnitude, unit.name);
+}
+
+std::string seconds_text(double s) { return seconds_in(s, seconds_unit(s)); }
+
 std::string tokens_text(double per_s) {
-  if (per_s >= 1e6) return fmt::format("{:.3g}M tok/s", per_s / 1e6);
-  if (per_s >= 1e3) return fmt::format("{:.3g}k tok/s", per_s / 1e3);
-  return fmt::format("{:.3g} tok/s", per_s);
+  if (per_s >= 1e6) return three_digits(per_s / 1e6) + "M tok/s";
+  if (per_s >= 1e3) return three_digits(per_s / 1e3) + "k tok/s";
+  return three_digits(per_s) + " tok/s";
 }
 
 // The estimators' byte counts are doubles; the text and --json both show them as whole bytes.
@@ -40,12 +75,28 @@ std::string header(const RecommendContext& c) {
       c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq);
 }
 
-std::string rejected_text(const SearchResult& r) {
-  std::string text;
+// Why layouts left the search, in words, with counts that add up: the layouts (ranked plus each
+// reason) to the layouts searched, the splits refused whole to the splits they are of.
+std::string search_summary(const SearchResult& r, std::string_view split_separator = "\n",
+                           std::string_view took = "") {
+  std::string layouts = fmt::format("{} ranked", r.ranked.size());
+  std::string splits;
+  int64_t refused_splits = 0;
   for (const auto& [reason, count] : r.rejected) {
-    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", reason, count);
+    if (is_split_reason(reason)) {
+      refused_splits += count;
+      splits += fmt::format("{}{} {}", splits.empty() ? "" : ", ", count, rejection_words(reason));
+    } else {
+      layouts += fmt::format(", {} {}", count, rejection_words(reason));
+    }
   }
-  return text.empty() ? "none" : text;
+  if (r.layouts() == 0 && r.splits == 0) return "the search's restrictions leave no layout";
+  std::string text = fmt::format("{} layouts searched{}: {}", r.layouts(), took, layouts);
+  if (refused_splits > 0) {
+    text += fmt::format("{}{} of {} dp x tp x pp x cp splits left out whole: {}", split_separator,
+                        refused_splits, r.splits, splits);
+  }
+  return text;
 }
 
 std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) {
@@ -58,21 +109,26 @@ std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) 
 
 std::string compute_parts_text(const StepCost& c) {
   const ComputeParts& p = c.compute_parts;
+  const SecondsUnit unit = seconds_unit(c.compute_s);
   return fmt::format("compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
-                     seconds_text(c.compute_s), seconds_text(p.gemm_s),
-                     seconds_text(p.memory_bound_s), seconds_text(p.attention_core_s),
-                     seconds_text(p.head_s));
+                     seconds_in(c.compute_s, unit), seconds_in(p.gemm_s, unit),
+                     seconds_in(p.memory_bound_s, unit), seconds_in(p.attention_core_s, unit),
+                     seconds_in(p.head_s, unit));
 }
 
 std::string speeds_text(const FittedSpeeds& f) {
   std::string text = fmt::format(
       "cost model ({}): peak {:.4g} TFLOP/s; GEMMs at {:.2f} of peak over whole waves of 128x128 "
       "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; FlashAttention at "
-      "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes\n",
+      "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes; {}\n",
       f.gpu, f.peak_flops / 1e12, f.gemm_efficiency,
       f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)", seconds_text(f.gemm_overhead_s),
       f.memory_efficiency, f.memory_bandwidth / 1e9, f.flash_attention_efficiency,
-      f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9);
+      f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9,
+      f.collective_sms > 0 && f.sm_count > f.collective_sms
+          ? fmt::format("an overlapped collective holds {} SMs, compute beside it runs on {}",
+                        f.collective_sms, f.sm_count - f.collective_sms)
+          : std::string("overlapped collectives cost compute nothing"));
   if (!f.fit_source.empty()) text += "  fitted to: " + f.fit_source + "\n";
   return text;
 }
@@ -83,6 +139,7 @@ json speeds_json(const FittedSpeeds& f) {
           {"gemm_efficiency", f.gemm_efficiency},
           {"gemm_overhead_s", f.gemm_overhead_s},
           {"sm_count", f.sm_count},
+          {"collective_sms", f.collective_sms},
           {"memory_bandwidth", f.memory_bandwidth},
           {"memory_efficiency", f.memory_efficiency},
           {"flash_attention_efficiency", f.flash_attention_efficiency},
@@ -117,6 +174,8 @@ std::string memory_parts_text(const memory::StageMemory& m) {
 }
 
 std::string breakdown_text(const StepCost& c) {
+  const SecondsUnit unit = seconds_unit(c.step_s);
+  auto seconds_text = [unit](double seconds) { return seconds_in(seconds, unit); };
   std::string text = fmt::format("step {} =", seconds_text(c.step_s));
   bool first = true;
   for (const auto& [name, value] : cost_terms(c)) {
@@ -145,13 +204,15 @@ json memory_json(const memory::StageMemory& stage) {
 
 json candidate_json(const Candidate& c) {
   const StepCost& k = c.cost;
+  // breakdown_s holds only the terms that add up to the step; what compute is made of is apart
+  // (compute_parts_s adds up to breakdown_s.compute, and recompute is inside it).
   json breakdown = json::object();
   for (const auto& [name, value] : cost_terms(k)) breakdown[std::string(name)] = value;
-  breakdown["recompute"] = k.recompute_s;
-  breakdown["compute_gemm"] = k.compute_parts.gemm_s;
-  breakdown["compute_memory_bound"] = k.compute_parts.memory_bound_s;
-  breakdown["compute_attention_core"] = k.compute_parts.attention_core_s;
-  breakdown["compute_lm_head"] = k.compute_parts.head_s;
+  const json compute_parts = {{"gemm", k.compute_parts.gemm_s},
+                              {"memory_bound", k.compute_parts.memory_bound_s},
+                              {"attention_core", k.compute_parts.attention_core_s},
+                              {"lm_head", k.compute_parts.head_s},
+                              {"recompute_included", k.recompute_s}};
   const memory::TrainingLayout& l = c.layout;
   return {{"dp", l.dp},
           {"tp", l.tp},
@@ -175,7 +236,8 @@ json candidate_json(const Candidate& c) {
           {"bubble_pct", 100 * k.bubble_fraction},
           {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
           {"bottleneck", k.bottleneck},
-          {"breakdown_s", breakdown}};
+          {"breakdown_s", breakdown},
+          {"compute_parts_s", compute_parts}};
 }
 
 json calibration_json(const std::vector<Calibration>& calibrations) {
@@ -185,7 +247,8 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
     if (c.compute_scale) {
       entry["compute"] = {{"measured_s", c.measured_compute_s},
                           {"predicted_s", c.predicted_compute_s},
-                          {"scale", *c.compute_scale}};
+                          {"scale", *c.compute_scale},
+                          {"tp", c.compute_tp}};
     }
     if (c.optimizer_scale) {
       entry["optimizer"] = {{"measured_s", c.measured_optimizer_s},
@@ -206,6 +269,7 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
            {"sizes", f.sizes},
            {"samples", f.samples},
            {"busbw_gbps", f.link.bandwidth / 1e9},
+           {"rms_error", f.rms_error},
            {"latency_us", f.link.latency_s * 1e6}});
     }
     out.push_back(entry);
@@ -276,6 +340,7 @@ FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines)
           gpu.gemm_efficiency,
           gpu.gemm_overhead_us * 1e-6,
           static_cast<int>(gpu.sm_count),
+          static_cast<int>(gpu.collective_sms),
           gpu.hbm_bandwidth,
           gpu.memory_efficiency,
           gpu.flash_attention_efficiency > 0 ? gpu.flash_attention_efficiency : gpu.gemm_efficiency,
@@ -295,8 +360,12 @@ std::string largest_loss(const StepCost& winner, const StepCost& slower) {
   for (size_t i = 1; i < a.size(); ++i) {
     if (b[i].second - a[i].second > b[worst].second - a[worst].second) worst = i;
   }
-  return fmt::format("{} {:+.3g} s ({} vs {})", a[worst].first, b[worst].second - a[worst].second,
-                     seconds_text(b[worst].second), seconds_text(a[worst].second));
+  const double grew = b[worst].second - a[worst].second;
+  const SecondsUnit unit =
+      seconds_unit(std::max(std::abs(b[worst].second), std::abs(a[worst].second)));
+  return fmt::format("{} {}{} ({} vs {})", a[worst].first, grew >= 0 ? "+" : "-",
+                     seconds_in(std::abs(grew), unit), seconds_in(b[worst].second, unit),
+                     seconds_in(a[worst].second, unit));
 }
 
 std::string format_calibration_text(const std::vector<Calibration>& calibrations) {
@@ -305,27 +374,32 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     text += fmt::format("calibrated from {}{}:\n", c.source,
                         c.run_layout.empty() ? "" : " (a " + c.run_layout + " run)");
     if (c.compute_scale) {
-      text +=
-          fmt::format("  compute: {} per step measured vs {} predicted from the preset: x{:.3g}\n",
-                      seconds_text(c.measured_compute_s), seconds_text(c.predicted_compute_s),
-                      *c.compute_scale);
+      const SecondsUnit unit = seconds_unit(c.measured_compute_s);
+      text += fmt::format(
+          "  compute: {} per step measured vs {} predicted from the preset: x{:.3g} "
+          "(for layouts with tp {}, and those nearest it with no run of their own)\n",
+          seconds_in(c.measured_compute_s, unit), seconds_in(c.predicted_compute_s, unit),
+          *c.compute_scale, c.compute_tp);
     }
     if (c.optimizer_scale) {
+      const SecondsUnit unit = seconds_unit(c.measured_optimizer_s);
       text += fmt::format("  optimizer: {} per step measured vs {} predicted: x{:.3g}\n",
-                          seconds_text(c.measured_optimizer_s),
-                          seconds_text(c.predicted_optimizer_s), *c.optimizer_scale);
+                          seconds_in(c.measured_optimizer_s, unit),
+                          seconds_in(c.predicted_optimizer_s, unit), *c.optimizer_scale);
     }
     for (const CollectiveFit& f : c.collectives) {
       text += fmt::format(
-          "  {} ({} ranks, {} sizes, {} samples): busbw {:.3g} GB/s, latency {} per step\n",
-          costed_op_name(f.op), f.group_size, f.sizes, f.samples, f.link.bandwidth / 1e9,
-          seconds_text(f.link.latency_s));
+          "  {} ({} ranks, {} size{}, {} samples, timed from the last rank's arrival): busbw "
+          "{:.3g} GB/s, latency {} per step; fits the sizes' medians within {:.1f}% rms\n",
+          costed_op_name(f.op), f.group_size, f.sizes, f.sizes == 1 ? "" : "s", f.samples,
+          f.link.bandwidth / 1e9, seconds_text(f.link.latency_s), 100 * f.rms_error);
     }
     if (c.step_scale) {
+      const SecondsUnit unit = seconds_unit(c.own_run->measured_step_s);
       text += fmt::format(
           "  step: {} measured (median of the slowest rank) vs {} predicted with "
           "every calibration: x{:.3g}\n",
-          seconds_text(c.own_run->measured_step_s), seconds_text(c.predicted_step_s),
+          seconds_in(c.own_run->measured_step_s, unit), seconds_in(c.predicted_step_s, unit),
           *c.step_scale);
     }
     for (const std::string& note : c.notes) text += "  note: " + note + "\n";
@@ -348,9 +422,7 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
 std::string format_recommend_text(const RecommendContext& context, const SearchResult& result,
                                   size_t top) {
   std::string text = header(context) + format_calibration_text(context.calibrations);
-  text += fmt::format("costed {} layouts in {}: {} fit and are ranked; rejected: {}\n\n",
-                      result.costed, seconds_text(context.search_seconds), result.ranked.size(),
-                      rejected_text(result));
+  text += search_summary(result, "\n", " in " + seconds_text(context.search_seconds)) + "\n\n";
   if (result.ranked.empty()) {
     if (result.least_memory) {
       const Candidate& c = *result.least_memory;
@@ -360,8 +432,8 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
           layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
     } else if (!result.first_invalid.empty()) {
       text += fmt::format(
-          "no layout could be costed (the rejected counts above); the first "
-          "invalid_layout: {}\n",
+          "no layout could be costed (the counts above); the first the memory model's layout "
+          "rules refused: {}\n",
           result.first_invalid);
     } else {
       text += "no layout divides this model and GPU count; see the rejected counts above\n";
@@ -438,8 +510,8 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
                       layout_label(c.layout), gib(c.heaviest.total()), gib(c.capacity_bytes));
     } else {
       text += fmt::format(
-          "  {}: not possible here ({}{}{})\n", alt.name, rejected_text(r),
-          r.first_invalid.empty() ? "" : "; the first invalid_layout: ", r.first_invalid);
+          "  {}: not possible here ({}{}{})\n", alt.name, search_summary(r, "; "),
+          r.first_invalid.empty() ? "" : "; the first the layout rules refused: ", r.first_invalid);
     }
   }
   return text;
@@ -456,7 +528,15 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
     candidate["ties_best"] = i > 0 && ties(result.ranked.front().cost, result.ranked[i].cost);
     out["candidates"].push_back(std::move(candidate));
   }
-  out["rejected"] = result.rejected;
+  // Counts that add up: ranked + rejected = layouts_searched; rejected_splits of splits_searched.
+  json rejected = json::object(), rejected_splits = json::object();
+  for (const auto& [reason, count] : result.rejected) {
+    (is_split_reason(reason) ? rejected_splits : rejected)[reason] = count;
+  }
+  out["rejected"] = rejected;
+  out["rejected_splits"] = rejected_splits;
+  out["layouts_searched"] = result.layouts();
+  out["splits_searched"] = result.splits;
   out["costed"] = result.costed;
   out["ranked"] = result.ranked.size();
   out["search_s"] = context.search_seconds;

@@ -18,6 +18,7 @@ struct FittedSpeeds {
   double gemm_efficiency = 0;
   double gemm_overhead_s = 0;
   int sm_count = 0;
+  int collective_sms = 0;  // SMs an overlapped collective takes from compute
   double memory_bandwidth = 0;
   double memory_efficiency = 0;
   double flash_attention_efficiency = 0;

@@ -89,39 +89,62 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   return mb;
 }
 
-// A reduction overlapped bucket by bucket with the backward that produces its gradients: bucket
-// i is reduced once its gradients exist, the reductions run one after another. When they are
-// faster than the backward only the last bucket's shows; when slower, all of them but the
-// backward's share before the first bucket was ready. `tail_s` is the last bucket's own collective.
-double bucketed_exposed(double comm_s, double tail_s, double backward_s, double bytes,
-                        double bucket_bytes) {
+// How much longer `compute_s` of work lasts when `comm_s` of communication runs beside it: while
+// both run the collective holds its SMs and the compute goes at its contended pace (all of it
+// would take `contended_s`), after that at full speed; when the communication outlasts the
+// contended compute, it sets the pace.
+double overlap_extension(double comm_s, double compute_s, double contended_s) {
+  if (comm_s <= 0) return 0;
+  if (comm_s >= contended_s) return comm_s - compute_s;
+  return comm_s * (1 - compute_s / std::max(contended_s, compute_s));
+}
+
+// A stage's micro-batch alone on its GPU and beside a collective (the collective's SMs taken).
+struct Paces {
+  const StageMicroBatch& alone;
+  const StageMicroBatch& contended;
+};
+
+// A reduction overlapped bucket by bucket with the compute that produces its gradients (or, for
+// gathers, consumes its weights): bucket i is reduced once its gradients exist, the reductions run
+// one after another. All but the last bucket's run beside the compute after the first bucket was
+// ready, slowing it; the last bucket's (`tail_s`) shows after it. When the reductions are slower
+// than that window, they set the pace.
+double bucketed_exposed(double comm_s, double tail_s, double window_s, double contended_window_s,
+                        double bytes, double bucket_bytes) {
   const double buckets = std::max(1.0, std::ceil(bytes / std::max(1.0, bucket_bytes)));
-  return std::max(tail_s, comm_s - backward_s * (1 - 1 / buckets));
+  const double share = 1 - 1 / buckets;
+  return tail_s + overlap_extension(comm_s - tail_s, window_s * share, contended_window_s * share);
 }
 
 // ZeRO-3/FSDP: each block (the unit) is gathered before its forward and again before its
 // backward (and for full recompute's repeated forward), its gradients reduce-scattered after;
-// one unit is prefetched while the previous computes. Per unit the slower of the two sets the
-// pace, and the first gather and the last reduce-scatter never hide.
-double zero3_exposed(const CostModel& cm, const StageMicroBatch& mb, double gather_s,
-                     double scatter_s, bool full_recompute) {
+// one unit is prefetched while the previous computes, slowing it by the SMs the collective holds.
+// Per unit the slower of the two sets the pace, and the first gather and the last
+// reduce-scatter never hide.
+double zero3_exposed(const CostModel& cm, Paces pace, double gather_s, double scatter_s,
+                     bool full_recompute) {
+  const StageMicroBatch& mb = pace.alone;
+  const StageMicroBatch& slow = pace.contended;
   if (mb.layers <= 0) return gather_s + scatter_s;
   const double unit_gather = gather_s / mb.layers;
   const double unit_scatter = scatter_s / mb.layers;
-  auto exposed = [&](double comm, double compute) {
-    return cm.overlaps_communication ? std::max(0.0, comm - compute) : comm;
+  auto exposed = [&](double comm, double compute, double contended_compute) {
+    return cm.overlaps_communication ? overlap_extension(comm, compute, contended_compute) : comm;
   };
   const double recompute = full_recompute ? mb.layer_forward_s : 0;
-  const double forward = exposed(unit_gather, mb.layer_forward_s);
-  const double regather = full_recompute ? exposed(unit_gather, recompute) : 0;
-  const double backward = exposed(unit_gather + unit_scatter, mb.layer_backward_s - recompute);
+  const double slow_recompute = full_recompute ? slow.layer_forward_s : 0;
+  const double forward = exposed(unit_gather, mb.layer_forward_s, slow.layer_forward_s);
+  const double regather = full_recompute ? exposed(unit_gather, recompute, slow_recompute) : 0;
+  const double backward = exposed(unit_gather + unit_scatter, mb.layer_backward_s - recompute,
+                                  slow.layer_backward_s - slow_recompute);
   return mb.layers * (forward + regather + backward) + unit_gather + unit_scatter;
 }
 
 // Gradient reduction (and ZeRO's parameter gathers) over the dp x cp ranks that hold the same
 // weights, less what hides behind the backward (or forward, for gathers).
 double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, double params,
-                          const StageMicroBatch& mb) {
+                          Paces pace) {
   const memory::TrainingLayout& l = r.layout;
   const int ranks = l.dp * l.cp;
   if (ranks <= 1) return 0;
@@ -135,11 +158,15 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
   auto reduce = [&](CostedOp op) {
     const double comm = time(op, grads);
     const double tail = time(op, std::min(cm.bucket_bytes, grads));
-    return overlap ? bucketed_exposed(comm, tail, mb.backward_s, grads, cm.bucket_bytes) : comm;
+    return overlap ? bucketed_exposed(comm, tail, pace.alone.backward_s, pace.contended.backward_s,
+                                      grads, cm.bucket_bytes)
+                   : comm;
   };
   auto behind_forward = [&](double comm) {
     const double tail = time(CostedOp::kAllGather, std::min(cm.bucket_bytes, weights));
-    return overlap ? bucketed_exposed(comm, tail, mb.forward_s, weights, cm.bucket_bytes) : comm;
+    return overlap ? bucketed_exposed(comm, tail, pace.alone.forward_s, pace.contended.forward_s,
+                                      weights, cm.bucket_bytes)
+                   : comm;
   };
   const double reduce_scatter = time(CostedOp::kReduceScatter, grads);
   const double gather = time(CostedOp::kAllGather, weights);
@@ -151,8 +178,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
     case 2:  // gradients are reduce-scattered after every micro-batch's backward
       return m * reduce(CostedOp::kReduceScatter) + behind_forward(gather);
     default:
-      return m *
-             zero3_exposed(cm, mb, gather, reduce_scatter, l.recompute == memory::Recompute::kFull);
+      return m * zero3_exposed(cm, pace, gather, reduce_scatter,
+                               l.recompute == memory::Recompute::kFull);
   }
 }
 
@@ -220,22 +247,41 @@ CostModel cost_model_for(const memory::ModelConfig& model, const memory::Precisi
   return cm;
 }
 
+double compute_scale_for(const CostModel& cm, int tp) {
+  const std::pair<const int, double>* nearest = nullptr;
+  auto distance = [tp](int measured) {
+    return std::abs(std::log2(static_cast<double>(measured) / tp));
+  };
+  for (const auto& entry : cm.compute_scale_by_tp) {
+    if (nearest == nullptr || distance(entry.first) <= distance(nearest->first)) nearest = &entry;
+  }
+  return nearest == nullptr ? 1.0 : nearest->second;
+}
+
 StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) {
   const memory::ResolvedLayout& r = estimate.layout;
   const memory::TrainingLayout& l = r.layout;
   const memory::ActivationSetup shape = memory::activation_setup(r, cm.recipe.activation_bytes);
-  const BlockTimes block = block_times(cm.model, shape, cm.speed);
+  ComputeSpeed speed = cm.speed;
+  speed.scale *= compute_scale_for(cm, l.tp);
+  const BlockTimes block = block_times(cm.model, shape, speed);
+  const ComputeSpeed beside_comm = contended(speed);
+  const BlockTimes contended_block = block_times(cm.model, shape, beside_comm);
   // The LM head runs over Megatron's padded vocabulary.
   memory::ModelConfig padded = cm.model;
   padded.vocab = memory::megatron_padded_vocab(cm.model.vocab, l.tp);
-  const double head_s = head_seconds(padded, shape, cm.speed);
+  const double head_s = head_seconds(padded, shape, speed);
+  const double contended_head_s = head_seconds(padded, shape, beside_comm);
 
   // The heaviest stage sets the pipeline's pace; its weights set the gradient traffic.
-  StageMicroBatch slowest;
+  StageMicroBatch slowest, slowest_contended;
   double params = 0;
   for (size_t stage = 0; stage < r.stage_layers.size(); ++stage) {
     StageMicroBatch mb = stage_micro_batch(cm, r, stage, block, head_s);
-    if (mb.total() > slowest.total()) slowest = mb;
+    if (mb.total() > slowest.total()) {
+      slowest = mb;
+      slowest_contended = stage_micro_batch(cm, r, stage, contended_block, contended_head_s);
+    }
     params = std::max(params, estimate.stages[stage].params_count);
   }
   const double m = static_cast<double>(r.micro_batches);
@@ -252,7 +298,7 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
     c.bubble_s = c.bubble_fraction * m * slowest.total();
     c.pp_comm_s = pipeline_p2p_seconds(cm, r);
   }
-  c.dp_comm_s = dp_exposed_seconds(cm, r, params, slowest);
+  c.dp_comm_s = dp_exposed_seconds(cm, r, params, {slowest, slowest_contended});
   c.optimizer_s = optimizer_seconds(cm, r, params);
   const double path = c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
                       c.dp_comm_s + c.optimizer_s;

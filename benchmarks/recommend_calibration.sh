@@ -8,16 +8,7 @@
 # layout pairs whose predicted order matches the measured one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PARTRAIN=${PARTRAIN:-build/bin/partrain}
-STEPS=${STEPS:-8}
-GLOBAL=${GLOBAL:-8}
-MICRO=${MICRO:-2}
-KEEP=${KEEP:-}          # a directory to keep the traces and predictions in
-PREDICT_ONLY=${PREDICT_ONLY:-}  # with KEEP: predict again from the kept traces, no new runs
-dir=${KEEP:-$(mktemp -d)}
-[[ -n $KEEP ]] || trap 'rm -rf "$dir"' EXIT
-mkdir -p "$dir"
-[[ -n $PREDICT_ONLY ]] || rm -f "$dir"/*.db "$dir"/*.db-wal "$dir"/*.db-shm
+source benchmarks/recommend_bench_setup.sh
 
 run() {  # run NAME DP TP PP: a traced launch of the gpt workload
   [[ -z $PREDICT_ONLY ]] || return 0

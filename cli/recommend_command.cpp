@@ -244,9 +244,9 @@ Status no_layout_divides(const Setup& s, analyzers::SearchSpace space,
                          const analyzers::SearchResult& result) {
   std::string reasons;
   for (const auto& [reason, count] : result.rejected) {
-    std::string words = reason;
-    std::replace(words.begin(), words.end(), '_', ' ');
-    reasons += fmt::format("{}{} ({})", reasons.empty() ? "" : ", ", words, count);
+    reasons +=
+        fmt::format("{}{}: {} {}", reasons.empty() ? "" : "; ", analyzers::rejection_words(reason),
+                    count, analyzers::is_split_reason(reason) ? "splits" : "layouts");
   }
   const int asked = space.gpus;
   auto works = [&](int gpus) {
@@ -266,8 +266,9 @@ Status no_layout_divides(const Setup& s, analyzers::SearchSpace space,
       break;
     }
   }
-  std::string fix = "no GPU count from half to twice it does either: check the model's "
-                    "dimensions and the restricting flags";
+  std::string fix =
+      "no GPU count from half to twice it does either: check the model's "
+      "dimensions and the restricting flags";
   if (nearest.size() == 1) fix = fmt::format("the nearest GPU count that works is {}", nearest[0]);
   if (nearest.size() == 2) {
     fix = fmt::format("the nearest GPU counts that work are {} and {} (--gpus {} or --gpus {})",

@@ -175,6 +175,11 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
   }
   RETURN_IF_ERROR(r.positive_number("gemm_overhead_us", g.gemm_overhead_us, false));
   RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false));
+  RETURN_IF_ERROR(r.integer("collective_sms", g.collective_sms, 0, false));
+  if (g.collective_sms > 0 && g.collective_sms >= g.sm_count) {
+    return unreadable("{}: field 'collective_sms' ({}) must be fewer than 'sm_count' ({})", origin,
+                      g.collective_sms, g.sm_count);
+  }
   for (auto [field, value] :
        {std::pair{"memory_efficiency", &g.memory_efficiency},
         std::pair{"flash_attention_efficiency", &g.flash_attention_efficiency},

@@ -25,8 +25,11 @@ struct GpuSpec {
   // The recommender's other kernel and link speeds. sm_count is the datasheet's; the rest are
   // fitted (fit_source says to what) and shown by `recommend --explain`. The defaults leave a
   // user's file as before: no wave quantization, full bandwidths.
-  double gemm_overhead_us = 4;            // launch and tail per GEMM
-  int64_t sm_count = 0;                   // SMs a GEMM's tiles fill in waves; 0: not modelled
+  double gemm_overhead_us = 4;  // launch and tail per GEMM
+  int64_t sm_count = 0;         // SMs a GEMM's tiles fill in waves; 0: not modelled
+  // SMs an NCCL collective holds while it runs beside compute (one CTA per channel): overlapped
+  // communication takes them from the GEMMs. 0: overlap costs compute nothing.
+  int64_t collective_sms = 0;
   double memory_efficiency = 1;           // fraction of hbm_bandwidth memory-bound kernels reach
   double flash_attention_efficiency = 0;  // fraction of peak FlashAttention reaches; 0: gemm's
   double intra_node_efficiency = 1;       // busbw over intra_node_bandwidth (NCCL over NVLink)

@@ -117,7 +117,7 @@ StatusOr<std::vector<MatchedOpTiming>> matched_op_timings(const TraceReader& rea
                                                           StepFilter steps) {
   ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare(R"sql(
     SELECT MIN(op), MAX(group_size), MIN(bytes),
-           CASE WHEN MIN(op) IN ('send', 'recv') THEN MIN(dur_ns) ELSE AVG(dur_ns) END
+           MIN(dur_ns)
     FROM collectives
     WHERE state = 'completed' AND (step BETWEEN ?1 AND ?2 OR ?3) AND bytes > 0
     GROUP BY comm_id, seq

@@ -64,7 +64,8 @@ StatusOr<CommunicatorOpCursor> communicator_ops(const TraceReader& reader,
 StatusOr<bool> has_collectives(const TraceReader& reader);
 
 // One completed (comm_id, seq) whose members agree on the size: the op, the group, the size,
-// and its time, the average member's for collectives and the faster side's for send/recv.
+// and its transfer time: the shortest member's duration, the last to arrive's, which waited for
+// no one (the others' waiting before it is the schedule's: a pipeline's, a straggler's).
 struct MatchedOpTiming {
   std::string op;
   int group_size = 0;

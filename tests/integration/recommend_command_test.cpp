@@ -3,8 +3,13 @@
 // --calibrate reads a real traced launch, and bad input exits with the documented codes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <utility>
 
 #include "tests/integration/command_runner.h"
@@ -16,7 +21,8 @@ namespace {
 using testing::run_partrain;
 constexpr auto parse_json = testing::parse_json_output;
 
-const std::string kSearch = "recommend --model llama-2-7b --gpus 16 --gpu a100-80g --global-batch 64";
+const std::string kSearch =
+    "recommend --model llama-2-7b --gpus 16 --gpu a100-80g --global-batch 64";
 
 TEST(RecommendCommand, JsonRanksTheSameLayoutsAsTheTable) {
   auto text = run_partrain(kSearch + " --top 5");
@@ -32,7 +38,8 @@ TEST(RecommendCommand, JsonRanksTheSameLayoutsAsTheTable) {
                             "bubble_pct", "exposed_comm_pct", "bottleneck"}) {
       EXPECT_TRUE(c.contains(key)) << key;
     }
-    EXPECT_EQ(c["dp"].get<int>() * c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>(), 16);
+    EXPECT_EQ(c["dp"].get<int>() * c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>(),
+              16);
     // Bytes are whole numbers, and the memory comes by category, as the text's memory line.
     EXPECT_TRUE(c["memory_bytes"].is_number_unsigned()) << c["memory_bytes"];
     EXPECT_TRUE(c["capacity_bytes"].is_number_unsigned()) << c["capacity_bytes"];
@@ -48,16 +55,122 @@ TEST(RecommendCommand, JsonRanksTheSameLayoutsAsTheTable) {
     EXPECT_LE(c["tokens_per_s"].get<double>(), previous);
     previous = c["tokens_per_s"].get<double>();
     // The table shows the same layout on a row of its own.
-    EXPECT_NE(text.out.find(c["layout"].get<std::string>() + " "), std::string::npos) << c["layout"];
+    EXPECT_NE(text.out.find(c["layout"].get<std::string>() + " "), std::string::npos)
+        << c["layout"];
   }
   ASSERT_TRUE(j["rejected"].is_object());
   EXPECT_GT(j["rejected"]["discouraged_zero_2_3_with_pp"].get<int>(), 0);
-  EXPECT_NE(text.out.find("discouraged_zero_2_3_with_pp"), std::string::npos);
+  // The text names the reasons in words (issue 37: it printed the snake_case ids).
+  EXPECT_NE(text.out.find("ZeRO-2/3 with pipeline parallelism"), std::string::npos);
+  EXPECT_EQ(text.out.find("discouraged_zero_2_3_with_pp"), std::string::npos);
   EXPECT_NE(text.out.find("tok/s"), std::string::npos);
 }
 
+// Issue 37: breakdown_s had recompute and the compute parts beside compute, so a sum of its
+// values counted them twice. Its terms now add up to the step; what compute is made of is in
+// compute_parts_s, which adds up to compute, recompute included in it.
+TEST(RecommendCommand, JsonBreakdownTermsAddUpToTheStep) {
+  auto r = run_partrain(kSearch + " --top 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = parse_json(r.out);
+  ASSERT_FALSE(j["candidates"].empty());
+  for (const auto& c : j["candidates"]) {
+    double sum = 0;
+    for (const auto& [name, value] : c["breakdown_s"].items()) sum += value.get<double>();
+    const double step = c["step_time_s"].get<double>();
+    EXPECT_NEAR(sum, step, 1e-9 * step) << c["breakdown_s"];
+    const auto& parts = c["compute_parts_s"];
+    const double compute = c["breakdown_s"]["compute"].get<double>();
+    EXPECT_NEAR(parts["gemm"].get<double>() + parts["memory_bound"].get<double>() +
+                    parts["attention_core"].get<double>() + parts["lm_head"].get<double>(),
+                compute, 1e-9 * compute);
+    EXPECT_LE(parts["recompute_included"].get<double>(), compute);
+  }
+}
+
+// Issue 37: the rejection counts were per split, per micro-batch choice or per variant, so they
+// did not add up to anything. Now every layout searched is ranked or left out under one reason,
+// and the splits refused whole are counted apart, each with its total, in words.
+TEST(RecommendCommand, RejectionCountsAddUpToTheLayoutsSearched) {
+  const std::string search =
+      "recommend --layers 40 --hidden 6144 --heads 48 --vocab 51200 --seq 2048 --gpus 256 "
+      "--gpus-per-node 8 --gpu a100-80g --global-batch 1024";
+  auto json = run_partrain(search + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = parse_json(json.out);
+  ASSERT_TRUE(j.contains("layouts_searched")) << j.dump().substr(0, 400);
+  int64_t sum = j["ranked"].get<int64_t>();
+  for (const auto& [reason, count] : j["rejected"].items()) sum += count.get<int64_t>();
+  EXPECT_EQ(sum, j["layouts_searched"].get<int64_t>());
+  int64_t splits = 0;
+  for (const auto& [reason, count] : j["rejected_splits"].items()) splits += count.get<int64_t>();
+  EXPECT_GT(splits, 0);  // tp 16 ... do not divide 48 heads, pp 3 ... 40 layers
+  EXPECT_LT(splits, j["splits_searched"].get<int64_t>());
+
+  auto text = run_partrain(search);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  // "50004 layouts searched in 80 ms: 9090 ranked, 8034 ZeRO-2/3 ..., 1524 do not fit ..."
+  const std::string first = text.out.substr(text.out.find('\n') + 1);
+  const std::string line = first.substr(0, first.find('\n'));
+  ASSERT_NE(line.find(" layouts searched"), std::string::npos) << line;
+  const int64_t total = std::stoll(line);
+  int64_t counted = 0;
+  const std::string counts = line.substr(line.find(": ") + 2);
+  for (size_t at = 0; at < counts.size();) {
+    counted += std::stoll(counts.substr(at));
+    const size_t next = counts.find(", ", at);
+    if (next == std::string::npos) break;
+    at = next + 2;
+    while (at < counts.size() && !std::isdigit(static_cast<unsigned char>(counts[at]))) ++at;
+  }
+  EXPECT_EQ(counted, total) << line;
+  EXPECT_EQ(total, j["layouts_searched"].get<int64_t>());
+  for (const char* id : {"_does_not_", "zero_without_dp", "does_not_fit", "discouraged_zero"}) {
+    EXPECT_EQ(text.out.find(id), std::string::npos) << id << " in\n" << text.out;
+  }
+  EXPECT_NE(text.out.find("splits left out whole: "), std::string::npos) << text.out;
+}
+
+// Issue 37: one unit per line ("step 1.61 s = compute 1.2 s + dp_comm 197 ms" mixed them), and a
+// column rounds alike ("16 s" beside "16.1 s", "61k" beside "61.2k"): three significant digits.
+TEST(RecommendCommand, OneUnitPerLineAndThreeSignificantDigitsInTheTable) {
+  auto r = run_partrain(
+      "recommend --layers 80 --hidden 12288 --heads 96 --vocab 51200 --seq 2048 --gpus 1536 "
+      "--gpus-per-node 8 --gpu a100-80g --global-batch 2304 --fix tp=8,pp=8 --top 10 --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int rows = 0, breakdowns = 0;
+  const std::regex unit(R"((\d) (s|ms|us)\b)");
+  const std::regex cell(R"(  ([0-9.]+) (s|ms|us) +([0-9.]+)(k|M|) tok/s )");
+  auto significant = [](std::string number) {
+    number.erase(std::remove(number.begin(), number.end(), '.'), number.end());
+    number.erase(0, number.find_first_not_of('0'));
+    return number.size();
+  };
+  while (std::getline(lines, line)) {
+    if (line.find(" = ") != std::string::npos || line.find(" slower (") != std::string::npos) {
+      std::set<std::string> units;
+      for (std::sregex_iterator it(line.begin(), line.end(), unit), end; it != end; ++it) {
+        units.insert((*it)[2]);
+      }
+      EXPECT_LE(units.size(), 1u) << line;
+      ++breakdowns;
+    }
+    std::smatch m;
+    if (std::regex_search(line, m, cell)) {
+      EXPECT_EQ(significant(m[1]), 3u) << line;
+      EXPECT_EQ(significant(m[3]), 3u) << line;
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 10);
+  EXPECT_GE(breakdowns, 3);
+}
+
 TEST(RecommendCommand, ExplainSaysWhyTheWinnerWinsAndWhyAlternativesLose) {
-  auto r = run_partrain("recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain");
+  auto r = run_partrain(
+      "recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("why "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("runners-up:"), std::string::npos);
@@ -69,24 +182,28 @@ TEST(RecommendCommand, ExplainSaysWhyTheWinnerWinsAndWhyAlternativesLose) {
   const std::string line = r.out.substr(memory_line, r.out.find('\n', memory_line) - memory_line);
   EXPECT_NE(line.find(", comm "), std::string::npos) << line;
   // 70B parameters x 16 bytes do not fit 80 GB per GPU with DDP on 64 GPUs.
-  EXPECT_NE(r.out.find("data parallel only (DDP, ZeRO-0): does not fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("data parallel only (DDP, ZeRO-0): does not fit"), std::string::npos)
+      << r.out;
 }
 
 TEST(RecommendCommand, CheckCostsOneLayoutAndANonFittingOneStillExitsZero) {
-  auto fits = run_partrain("recommend --model llama-2-7b --gpus 8 --gpu a100-80g --global-batch 64 "
-                           "--check tp=2,zero=1,mb=2 --json");
+  auto fits = run_partrain(
+      "recommend --model llama-2-7b --gpus 8 --gpu a100-80g --global-batch 64 "
+      "--check tp=2,zero=1,mb=2 --json");
   ASSERT_EQ(fits.exit_code, 0) << fits.err;
   auto j = parse_json(fits.out);
   ASSERT_EQ(j["candidates"].size(), 1u);
   EXPECT_EQ(j["candidates"][0]["dp"], 4);  // what the 8 GPUs leave
   EXPECT_TRUE(j["candidates"][0]["fits"].get<bool>());
 
-  auto too_big = run_partrain("recommend --model llama-2-70b --gpus 8 --gpu a100-40g --global-batch 8 "
-                              "--check dp=8,zero=0,mb=1");
+  auto too_big = run_partrain(
+      "recommend --model llama-2-70b --gpus 8 --gpu a100-40g --global-batch 8 "
+      "--check dp=8,zero=0,mb=1");
   EXPECT_EQ(too_big.exit_code, 0) << too_big.err;
   EXPECT_NE(too_big.out.find("DOES NOT FIT"), std::string::npos) << too_big.out;
-  auto too_big_json = run_partrain("recommend --model llama-2-70b --gpus 8 --gpu a100-40g "
-                                   "--global-batch 8 --check dp=8,zero=0,mb=1 --json");
+  auto too_big_json = run_partrain(
+      "recommend --model llama-2-70b --gpus 8 --gpu a100-40g "
+      "--global-batch 8 --check dp=8,zero=0,mb=1 --json");
   EXPECT_FALSE(parse_json(too_big_json.out)["candidates"][0]["fits"].get<bool>());
 }
 
@@ -199,8 +316,8 @@ TEST(RecommendCommand, NothingCostedShowsWhyTheFirstLayoutWasRefused) {
       "recommend --model llama-2-7b --gpus 8 --global-batch 8 --seq 9999999999999";
   auto text = run_partrain(args);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("no layout could be costed (the rejected counts above); the first "
-                          "invalid_layout: the estimate is "),
+  EXPECT_NE(text.out.find("no layout could be costed (the counts above); the first the memory "
+                          "model's layout rules refused: the estimate is "),
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("past the 4 EiB partrain counts"), std::string::npos) << text.out;
@@ -229,14 +346,19 @@ TEST(RecommendCommand, ClusterFileSetsTheNodeSizeThatDecidesWhereTensorParalleli
 TEST(RecommendCommand, CalibratesFromATracedLaunch) {
   partrain::testing::ScratchDir dir;
   const std::string db = (dir.path() / "cal.db").string();
-  auto launch = run_partrain("-q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 "
-                             "--vocab 128 --dp 2 --tp 2 --steps 3 --trace " + db);
+  auto launch = run_partrain(
+      "-q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 "
+      "--vocab 128 --dp 2 --tp 2 --steps 3 --trace " +
+      db);
   ASSERT_EQ(launch.exit_code, 0) << launch.err;
-  const std::string args = "recommend --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --gpu cpu "
-                           "--precision fp32 --gpus 4 --gpus-per-node 4 --global-batch 4 --calibrate " + db;
+  const std::string args =
+      "recommend --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --gpu cpu "
+      "--precision fp32 --gpus 4 --gpus-per-node 4 --global-batch 4 --calibrate " +
+      db;
   auto text = run_partrain(args);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("calibrated from " + db + " (a dp2 tp2 pp1 mb1 z0 run)"), std::string::npos)
+  EXPECT_NE(text.out.find("calibrated from " + db + " (a dp2 tp2 pp1 mb1 z0 run)"),
+            std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("compute: "), std::string::npos);
   EXPECT_NE(text.out.find("all_reduce (2 ranks"), std::string::npos) << text.out;
@@ -269,9 +391,13 @@ TEST(RecommendCommand, CalibratesFromATracedLaunch) {
   const double measured = cal["step"]["measured_s"].get<double>();
   EXPECT_GT(measured, 0);
   EXPECT_GT(cal["step"]["predicted_s"].get<double>(), 0);
-  auto own = parse_json(run_partrain(
-      "recommend --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --gpu cpu --precision fp32 "
-      "--gpus 4 --gpus-per-node 4 --global-batch 2 --check dp=2,tp=2,mb=1 --json --calibrate " + db).out);
+  auto own = parse_json(
+      run_partrain(
+          "recommend --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --gpu cpu --precision "
+          "fp32 "
+          "--gpus 4 --gpus-per-node 4 --global-batch 2 --check dp=2,tp=2,mb=1 --json --calibrate " +
+          db)
+          .out);
   const auto& layout = own["candidates"][0];
   EXPECT_NEAR(layout["step_time_s"].get<double>(), measured, 1e-9 + measured * 1e-9);
   EXPECT_TRUE(layout["breakdown_s"].contains("overhead")) << layout.dump();
@@ -294,8 +420,10 @@ TEST(RecommendCommand, AGpuCountNoLayoutDividesIsExit2WithTheNearestThatWork) {
   }
   // Each named count does work.
   for (const char* gpus : {"40", "64"}) {
-    testing::CommandResult r = run_partrain(std::string("recommend --model llama-3-70b --global-batch 512 "
-                                               "--top 1 --gpus ") + gpus);
+    testing::CommandResult r =
+        run_partrain(std::string("recommend --model llama-3-70b --global-batch 512 "
+                                 "--top 1 --gpus ") +
+                     gpus);
     EXPECT_EQ(r.exit_code, 0) << gpus << ": " << r.err;
   }
 }

@@ -89,6 +89,21 @@ TEST(ComputeCost, WavesOfTilesLeaveSmsIdleWhenTheTilesDoNotFillTheLastWave) {
               2.0 * 1024 * 1152 * 1024 / (5e14 * 72 / 128), 1e-15);
 }
 
+// A collective beside compute holds its SMs: 756 tiles fill 7 waves of 108 SMs and 9 of 84, so
+// a GEMM takes 108/84 as long while 24 SMs communicate.
+TEST(ComputeCost, ACollectiveBesideAGemmTakesItsSmsFromTheWaves) {
+  ComputeSpeed speed{1e14, 0.5, 1e300, 0, 1};
+  speed.sm_count = 108;
+  speed.collective_sms = 24;
+  const ComputeSpeed beside = contended(speed);
+  EXPECT_EQ(beside.sm_count, 84);
+  EXPECT_NEAR(beside.peak_flops, 1e14 * 84 / 108, 1);
+  const double alone = gemm_seconds(27 * 128, 28 * 128, 4096, 1, 2, speed);
+  EXPECT_NEAR(gemm_seconds(27 * 128, 28 * 128, 4096, 1, 2, beside) / alone, 108.0 / 84, 1e-12);
+  speed.collective_sms = 0;
+  EXPECT_EQ(gemm_seconds(27 * 128, 28 * 128, 4096, 1, 2, contended(speed)), alone);
+}
+
 TEST(Machines, ClusterFileOverridesThePresetAndTheFlagOverridesTheFile) {
   memory::GpuSpec gpu;
   gpu.name = "h100";
@@ -260,6 +275,55 @@ TEST_F(StepCostTest, OverlapHidesGradientTrafficBehindBackwardButNotTheLastBucke
   l.micro_batch = 4;  // backward ~9 ms hides the ~3 ms all-reduce of 200 MB of gradients
   const StepCost c = step_cost(cost_, estimate(l));
   EXPECT_NEAR(c.dp_comm_s, 2 * 2 * 2e-6 + 1e6 * 1.5 / 100e9, 1e-12);  // only the 1 MB tail
+}
+
+// The buckets reduced beside the backward take the collective's SMs from it: the backward runs at
+// the contended pace while they run, so the reduction costs (comm - tail) x (1 - b / b') beyond
+// the last bucket's tail, where b' is the backward with the SMs taken. Without collective SMs
+// only the tail shows.
+TEST_F(StepCostTest, OverlappedReductionSlowsTheBackwardItHidesBehind) {
+  cost_.overlaps_communication = true;
+  cost_.bucket_bytes = 1e6;
+  cost_.speed.sm_count = 100;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.micro_batch = 4;
+  const memory::MemoryEstimate e = estimate(l);
+  const double tail = 2 * 2 * 2e-6 + 1e6 * 1.5 / 100e9;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, tail, 1e-12);
+  // One micro-batch, no recompute, one stage: the backward is 2/3 of compute.
+  const double backward = step_cost(cost_, e).compute_s * 2 / 3;
+  CostModel beside = cost_;
+  cost_.speed.collective_sms = 20;
+  beside.speed = contended(cost_.speed);
+  const double contended_backward = step_cost(beside, e).compute_s * 2 / 3;
+  ASSERT_GT(contended_backward, backward * 1.1);  // 80 of 100 SMs, less the waves' slack
+  const double grads = e.stages[0].params_count * 2;
+  const double comm = 2 * 2 * 2e-6 + grads * 1.5 / 100e9;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s,
+              tail + (comm - tail) * (1 - backward / contended_backward), 1e-12);
+}
+
+// ZeRO-3 with compute slower than its gathers: before, only the first gather and the last
+// reduce-scatter showed; with the collective's SMs taken, every unit's gathers slow its compute.
+TEST_F(StepCostTest, Zero3PrefetchBesideComputeSlowsEveryUnit) {
+  cost_.overlaps_communication = true;
+  cost_.speed.sm_count = 100;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.zero = 3;
+  l.micro_batch = 4;
+  const memory::MemoryEstimate e = estimate(l);
+  const double params = e.stages[0].params_count;
+  const double unit_gather =
+      cost_.comm.seconds(CostedOp::kAllGather, params * 2, 4, LinkLevel::kIntraNode) / 8;
+  const double unit_scatter =
+      cost_.comm.seconds(CostedOp::kReduceScatter, params * 2, 4, LinkLevel::kIntraNode) / 8;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, unit_gather + unit_scatter, 1e-12);
+  cost_.speed.collective_sms = 20;
+  const double slowed = step_cost(cost_, e).dp_comm_s;
+  EXPECT_GT(slowed, unit_gather + unit_scatter + 8 * 2 * unit_gather * 0.1);
+  EXPECT_LT(slowed, 3 * 8 * (unit_gather + unit_scatter));  // never more than all of it
 }
 
 TEST_F(StepCostTest, TensorParallelPaysFourAllReducesPerBlockAndTheEmbeddingSum) {

@@ -293,16 +293,20 @@ TEST(RecommendValidation, NarayananTable1AchievedTflops) {
   EXPECT_EQ(std::count_if(e.begin(), e.end(), [](double error) { return error < 0.05; }), 9);
 }
 
-// Llama 3 on H100 within 10%; the DeepSpeed and FSDP runs (MT-NLG, BLOOM, OPT, GPT-NeoX) are
-// not yet within the 5% (the software-stack effects the model lacks are listed in
+// Llama 3 on H100 within the 5%; the DeepSpeed and FSDP runs (MT-NLG, BLOOM, OPT,
+// GPT-NeoX) are not yet (the software-stack effects the model lacks are listed in
 // docs/recommend.md): their rows are printed, and held to where they are so that a change that
 // moves them is seen.
 TEST(RecommendValidation, OtherPublishedRuns) {
   const std::vector<PublishedRun> runs = other_runs();
   const std::vector<double> e = errors(runs);
   for (size_t i = 0; i < runs.size(); ++i) {
-    const bool llama = runs[i].id.rfind("Llama", 0) == 0;
-    EXPECT_LT(e[i], llama ? 0.10 : 0.35) << runs[i].id;
+    const std::string& id = runs[i].id;
+    const double guard = id.rfind("Llama", 0) == 0      ? 0.05
+                         : id.rfind("OPT", 0) == 0      ? 0.10
+                         : id.rfind("GPT-NeoX", 0) == 0 ? 0.35
+                                                        : 0.21;
+    EXPECT_LT(e[i], guard) << id;
   }
 }
 
@@ -329,6 +333,36 @@ TEST(RecommendValidation, PtdpBeatsZero3AsTheGpusDouble) {
                 zero3_s / ptdp_s);
     EXPECT_GT(zero3_s, 1.5 * ptdp_s) << gpus << " GPUs";
   }
+}
+
+// Narayanan 2021 Table 1's 145.6B row: its t = 8, p = 8 is among the best layouts the search
+// finds for that model on 1,536 A100s at global batch 2,304 (the layouts it ranks, DDP's
+// overlapped reduction included): within the model's tie of the best.
+TEST(RecommendValidation, PaperLayoutOf145BTiesTheBest) {
+  PublishedRun run;
+  run.model = gpt(80, 12288, 96);
+  run.gpu = "a100-80g";
+  run.gpus = 1536;
+  run.overlap_grad_reduce = true;
+  const CostModel cm = model_for(run);
+  memory::EstimateInput base;
+  base.model = run.model;
+  base.recipe = cm.recipe;
+  base.capacity_bytes = memory::load_gpu_preset(kShare, run.gpu)->memory_bytes;
+  base.layout.global_batch = 2304;
+  base.layout.seq = run.model.seq;
+  const SearchSpace space{.gpus = run.gpus};
+  const SearchResult all = search_layouts(cm, base, space);
+  const SearchResult paper = search_layouts(cm, base, space, {.tp = 8, .pp = 8});
+  ASSERT_FALSE(all.ranked.empty());
+  ASSERT_FALSE(paper.ranked.empty());
+  const StepCost& best = all.ranked.front().cost;
+  const StepCost& ours = paper.ranked.front().cost;
+  std::printf("145.6B on 1536: best %s %.3g s (MFU %.1f%%), t 8 p 8 best %s %.3g s: +%.1f%%\n",
+              layout_label(all.ranked.front().layout).c_str(), best.step_s, 100 * best.mfu,
+              layout_label(paper.ranked.front().layout).c_str(), ours.step_s,
+              100 * (ours.step_s / best.step_s - 1));
+  EXPECT_TRUE(ties(best, ours));
 }
 
 }  // namespace

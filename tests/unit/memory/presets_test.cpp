@@ -115,6 +115,13 @@ TEST(Presets, RecommenderFieldsOfGpusAndClusterFiles) {
   auto over = parse_gpu_json(base + R"("gemm_efficiency": 1.2})", "g.json");
   EXPECT_EQ(over.status().code(), StatusCode::kUnreadable);
   EXPECT_NE(over.status().message().find("'gemm_efficiency' is a fraction of peak"), std::string::npos);
+  auto sms = parse_gpu_json(base + R"("sm_count": 108, "collective_sms": 24})", "g.json");
+  ASSERT_TRUE(sms.is_ok()) << sms.status().message();
+  EXPECT_EQ(sms->collective_sms, 24);
+  auto all_sms = parse_gpu_json(base + R"("sm_count": 24, "collective_sms": 24})", "g.json");
+  EXPECT_EQ(all_sms.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(all_sms.status().message().find("'collective_sms' (24) must be fewer than 'sm_count'"),
+            std::string::npos);
 
   auto c = parse_cluster_json(R"({"name": "lab", "gpus_per_node": 4, "inter_node_bandwidth": 12.5e9,
                                   "inter_node_latency_us": 15})", "c.json");
