@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "analyzers/activity.h"
 #include "analyzers/rank_breakdown.h"
 #include "core/number_format.h"
 #include "profiler/trace_reader/kernel_reads.h"
@@ -20,10 +21,8 @@ namespace partrain::analyzers {
 
 GpuWork gpu_work_of(profiler::SliceCategory category, std::string_view name) {
   if (category != profiler::SliceCategory::kKernel) return GpuWork::kOther;
-  // HTA 0.5's `^nccl.*Kernel` (ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...).
-  if (name.starts_with("nccl") && name.find("Kernel", 4) != std::string_view::npos) {
-    return GpuWork::kComm;
-  }
+  // The rank breakdown's communication on the GPU (activity.h), so both tables count the same.
+  if (activity_of(category, name) == Activity::kComm) return GpuWork::kComm;
   if (name.find("Memcpy") != std::string_view::npos || name.starts_with("Memset") ||
       name.find("Sync") != std::string_view::npos) {
     return GpuWork::kOther;

@@ -20,9 +20,10 @@
 
 namespace partrain::analyzers {
 
-// What a GPU slice's time counts as, by HTA's rules on names: NCCL's kernels (`nccl...Kernel...`)
-// communicate; copies, fills and kernels named like them (containing "Memcpy", starting with
-// "Memset") or like a wait (containing "Sync") are neither; every other kernel computes.
+// What a GPU slice's time counts as, by HTA's rules on names: NCCL's kernels (activity.h's
+// is_nccl_kernel, which the rank breakdown counts as communication too) communicate; copies, fills
+// and kernels named like them (containing "Memcpy", starting with "Memset") or like a wait
+// (containing "Sync") are neither; every other kernel computes.
 enum class GpuWork : uint8_t { kCompute, kComm, kOther };
 GpuWork gpu_work_of(profiler::SliceCategory category, std::string_view name);
 

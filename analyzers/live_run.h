@@ -78,6 +78,7 @@ struct TimelineSlice {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   Activity kind = Activity::kCompute;
+  bool gpu = false;  // a kernel (activity.h, on_gpu): an NCCL one does not make compute wait
 };
 
 struct StepMark {

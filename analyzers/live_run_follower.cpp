@@ -34,7 +34,7 @@ RankBreakdown breakdown_of(const std::deque<TimelineSlice>& slices, int64_t star
   std::sort(inside.begin(), inside.end(),
             [](const TimelineSlice& a, const TimelineSlice& b) { return a.start_ns < b.start_ns; });
   BusyTime busy(start, end);
-  for (const TimelineSlice& s : inside) busy.add(s.start_ns, s.end_ns, s.kind);
+  for (const TimelineSlice& s : inside) busy.add(s.start_ns, s.end_ns, s.kind, s.gpu);
   RankBreakdown b;
   busy.fill(b);
   return b;
@@ -66,6 +66,7 @@ StatusOr<std::unique_ptr<LiveRunFollower>> LiveRunFollower::open(
 LiveRunFollower::LiveRunFollower(profiler::TraceFile trace, FollowLimits limits)
     : trace_(std::move(trace)),
       reader_(std::make_unique<profiler::TraceReader>(trace_.db)),
+      activities_(*reader_),
       limits_(limits) {}
 
 LiveRunFollower::~LiveRunFollower() = default;
@@ -144,9 +145,10 @@ Status LiveRunFollower::read_slices(LiveRun& run, std::map<int, bool>& touched) 
     row.last_event_ns = std::max(row.last_event_ns, slice.end_ns);
     run.end_ns = std::max(run.end_ns, slice.end_ns);
     if (!slice.category) continue;
-    const Activity kind = activity_of(*slice.category);
+    ASSIGN_OR_RETURN(const Activity kind, activities_.of(*slice.category, slice.name_id));
     if (kind == Activity::kPhase || kind == Activity::kStep) continue;  // containers of the others
-    push_bounded(run.slices[slice.rank], TimelineSlice{slice.start_ns, slice.end_ns, kind},
+    push_bounded(run.slices[slice.rank],
+                 TimelineSlice{slice.start_ns, slice.end_ns, kind, on_gpu(*slice.category)},
                  LiveRun::kMaxSlicesPerRank);
     touched[slice.rank] = true;
     if (kind == Activity::kComm && slice.is_collective) add_collective(run, slice);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "analyzers/activity.h"
 #include "analyzers/collective_matcher.h"
 #include "analyzers/live_run.h"
 #include "analyzers/workload_run_config.h"
@@ -67,6 +68,7 @@ class LiveRunFollower {
 
   profiler::TraceFile trace_;
   std::unique_ptr<profiler::TraceReader> reader_;  // over trace_.db, which must not move
+  ActivityByName activities_;                      // over *reader_
   FollowLimits limits_;
   std::optional<int64_t> data_version_;
   int64_t last_slice_id_ = -1;  // -1: not started (the first read begins near the end)

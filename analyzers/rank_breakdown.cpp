@@ -15,7 +15,7 @@ void IntervalUnion::add(int64_t start, int64_t end) {
   end_ = end;
 }
 
-void BusyTime::add(int64_t start_ns, int64_t end_ns, Activity activity) {
+void BusyTime::add(int64_t start_ns, int64_t end_ns, Activity activity, bool gpu) {
   const int64_t start = std::max(start_ns, start_ns_);
   const int64_t end = std::min(end_ns, end_ns_);
   if (end <= start) return;
@@ -29,6 +29,9 @@ void BusyTime::add(int64_t start_ns, int64_t end_ns, Activity activity) {
   }
   phases_or_busy_.add(start, end);
   if (activity != Activity::kMemcpy) compute_or_comm_.add(start, end);
+  const bool host_comm = activity == Activity::kComm && !gpu;
+  if (host_comm) host_comm_.add(start, end);
+  if (host_comm || activity == Activity::kCompute) compute_or_host_comm_.add(start, end);
   busy_.add(start, end);
 }
 
@@ -39,6 +42,8 @@ void BusyTime::fill(RankBreakdown& out) const {
   out.memcpy_ns = memcpy_.total_ns();
   out.compute_or_comm_ns = compute_or_comm_.total_ns();
   out.overlap_ns = out.compute_ns + out.comm_ns - out.compute_or_comm_ns;
+  out.host_comm_ns = host_comm_.total_ns();
+  out.compute_or_host_comm_ns = compute_or_host_comm_.total_ns();
   out.busy_ns = busy_.total_ns();
   out.idle_in_phases_ns = phases_or_busy_.total_ns() - out.busy_ns;
 }

@@ -22,13 +22,17 @@ namespace {
 using profiler::TraceReader;
 
 // Feeds the rank's slices, clipped to its span, to the unions in order of start time.
-Status sweep_rank(const TraceReader& reader, const RankSpan& span, RankBreakdown& out) {
+Status sweep_rank(const TraceReader& reader, const RankSpan& span, ActivityByName& activities,
+                  RankBreakdown& out) {
   ASSIGN_OR_RETURN(profiler::RankSliceCursor slices,
                    profiler::rank_slices(reader, out.rank, span.start_ns, span.end_ns,
                                          breakdown_categories()));
   BusyTime busy(span.start_ns, span.end_ns);
   profiler::SliceSpan slice;
-  while (slices.next(slice)) busy.add(slice.start_ns, slice.end_ns, activity_of(slice.category));
+  while (slices.next(slice)) {
+    ASSIGN_OR_RETURN(const Activity activity, activities.of(slice.category, slice.name_id));
+    busy.add(slice.start_ns, slice.end_ns, activity, on_gpu(slice.category));
+  }
   RETURN_IF_ERROR(slices.status());
   busy.fill(out);
   return Status::ok();
@@ -59,12 +63,13 @@ StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const TraceReader& reader
                                                        const AnalysisWindow& window) {
   TemporalBreakdown report;
   report.has_steps = window.has_steps;
+  ActivityByName activities(reader);
   for (int rank : window.ranks) {
     const RankSpan& span = window.spans.at(rank);
     RankBreakdown row;
     row.rank = rank;
     row.steps = span.steps;
-    RETURN_IF_ERROR(sweep_rank(reader, span, row));
+    RETURN_IF_ERROR(sweep_rank(reader, span, activities, row));
     ASSIGN_OR_RETURN(row.step_times, step_times(reader, rank, window));
     report.ranks.push_back(row);
   }

@@ -44,6 +44,7 @@ bool StoredSliceCursor::next(StoredSlice& slice) {
     slice.start_ns = stmt_.column_int(2);
     slice.end_ns = slice.start_ns + stmt_.column_int(3);
     slice.category = slice_category_from_code(stmt_.column_int(4));
+    slice.name_id = stmt_.column_int(13);
     slice.is_collective = !stmt_.column_is_null(5);
     if (!slice.is_collective) return true;
     CollectiveOp& op = slice.collective;
@@ -76,8 +77,9 @@ StatusOr<StoredSliceCursor> slices_stored_between(const TraceReader& reader, int
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    reader.prepare("SELECT s.id, s.track_id, s.ts_ns, s.dur_ns, s.category, "
                                   "c.comm_id, c.seq, c.op, c.bytes, c.group_size, "
-                                  "coalesce(c.peer, c.root), c.gpu_start_ns, c.gpu_end_ns "
-                                  "FROM slice s LEFT JOIN collective c ON c.slice_id = s.id "
+                                  "coalesce(c.peer, c.root), c.gpu_start_ns, c.gpu_end_ns, "
+                                  "s.name_id FROM slice s "
+                                  "LEFT JOIN collective c ON c.slice_id = s.id "
                                   "WHERE s.id > ?1 AND s.id <= ?2 ORDER BY s.id"));
   stmt.bind(1, after);
   stmt.bind(2, upto);

@@ -40,6 +40,7 @@ struct StoredSlice {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   std::optional<SliceCategory> category;  // nullopt: a code this build does not know
+  int64_t name_id = -1;                   // the name's string id (TraceReader::string)
   bool is_collective = false;
   // When is_collective: what matching it across ranks needs (comm_id, seq, op, bytes, peer,
   // group size, host and GPU times); its group_ranks and state are not read (every column

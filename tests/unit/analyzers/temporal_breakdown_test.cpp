@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "analyzers/analysis_report.h"
+#include "analyzers/gpu_timeline.h"
 #include "tests/unit/analyzers/analysis_trace_fixture.h"
 
 namespace partrain::analyzers {
@@ -299,6 +300,80 @@ TEST_F(TemporalBreakdownTest, WaitingInACollectiveInsideComputeIsNotImbalance) {
   const TemporalBreakdown report = analyze(events, {}, 2);
   EXPECT_EQ(report.ranks.at(1).compute_only_ns(), 12 * kMs);
   EXPECT_FALSE(has_kind(temporal_findings(report), "compute_imbalance"));
+}
+
+// A kernel of `rank` named `name` on a CUDA stream, as a traced rank records it.
+profiler::KernelRecord kernel(int rank, const char* name, double start_ms, double end_ms,
+                              int64_t step, const char* stream = "gpu0 stream 7") {
+  profiler::KernelRecord k;
+  k.slice = slice(rank, SC::kKernel, start_ms, end_ms, step, stream);
+  k.slice.name = name;
+  return k;
+}
+constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+
+// A GPU rank, window [10, 30). The host's NCCL call [10, 10.5) (its enqueue) and NCCL's kernels
+// [14, 19) and [26, 28) communicate: 7.5 ms. gemm [10.5, 16), softmax [17, 18) on another stream
+// and gemm [20, 26) compute: 12.5 ms. Under compute: [14, 16) and [17, 18) of the first NCCL
+// kernel, 3 ms (40%); exposed 4.5 ms. Busy [10, 19) and [20, 28): idle 3 ms. The GPU table counts
+// the same kernels: comm 7 ms (the host's call aside), the same 3 ms under compute.
+TEST_F(TemporalBreakdownTest, NcclKernelsAreCommunicationNotCompute) {
+  auto events = three_steps();
+  events.push_back(slice(0, SC::kCollective, 10, 10.5, 1, "nccl:aa"));
+  events.push_back(kernel(0, "gemm", 10.5, 16, 1));
+  events.push_back(kernel(0, kNcclKernel, 14, 19, 1, "gpu0 stream 13"));
+  events.push_back(kernel(0, "softmax", 17, 18, 1, "gpu0 stream 21"));
+  events.push_back(kernel(0, "gemm", 20, 26, 2));
+  events.push_back(kernel(0, kNcclKernel, 26, 28, 2, "gpu0 stream 13"));
+  auto trace = write_trace(events, 1);
+  auto window = choose_window(trace.db, {});
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  auto report = analyze_temporal_breakdown(trace.db, *window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const RankBreakdown& row = report->ranks.at(0);
+  EXPECT_EQ(row.compute_ns, 12'500'000);
+  EXPECT_EQ(row.comm_ns, 7'500'000);
+  EXPECT_EQ(row.overlap_ns, 3 * kMs);
+  EXPECT_DOUBLE_EQ(*row.overlap_pct(), 40.0);
+  EXPECT_EQ(row.exposed_comm_ns(), 4'500'000);
+  EXPECT_EQ(row.idle_ns(), 3 * kMs);
+  EXPECT_EQ(row.compute_only_ns(), 12'500'000);  // compute under NCCL's kernels is work
+
+  auto gpu = analyze_gpu_timeline(trace.db, *window);
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().message();
+  ASSERT_EQ(gpu->ranks.size(), 1u);
+  EXPECT_EQ(gpu->ranks[0].comm_ns, row.comm_ns - 500'000);  // all but the host's call
+  EXPECT_EQ(gpu->ranks[0].overlap_ns, row.overlap_ns);
+  EXPECT_EQ(gpu->ranks[0].compute_ns, row.compute_ns);
+}
+
+// Two GPU ranks computing 6 ms per step alike; rank 1's NCCL kernel runs under 4 ms of its
+// compute, rank 0's after it. The exposed communication is found; no imbalance is: compute under
+// a kernel of NCCL's is work, not a wait in a collective call.
+TEST_F(TemporalBreakdownTest, NcclKernelsExposedAndComputeUnderThemIsWork) {
+  std::vector<TraceEvent> events;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (auto& event : three_steps(rank)) events.push_back(event);
+    for (int64_t step = 1; step <= 2; ++step) {
+      const double t = 10.0 * static_cast<double>(step);
+      events.push_back(kernel(rank, "gemm", t, t + 6, step));
+      const double nccl = rank == 0 ? t + 6 : t + 2;
+      events.push_back(kernel(rank, kNcclKernel, nccl, nccl + 4, step, "gpu0 stream 13"));
+    }
+  }
+  const TemporalBreakdown report = analyze(events, {}, 2);
+  EXPECT_EQ(report.ranks.at(0).exposed_comm_ns(), 8 * kMs);
+  EXPECT_EQ(report.ranks.at(1).exposed_comm_ns(), 0);
+  EXPECT_EQ(report.ranks.at(0).compute_only_ns(), 12 * kMs);
+  EXPECT_EQ(report.ranks.at(1).compute_only_ns(), 12 * kMs);
+  const std::vector<Finding> findings = temporal_findings(report);
+  ASSERT_TRUE(has_kind(findings, "exposed_communication"));
+  EXPECT_FALSE(has_kind(findings, "compute_imbalance"));
+  for (const Finding& f : findings) {
+    if (f.kind != "exposed_communication") continue;
+    EXPECT_EQ(f.rank, 0);
+    EXPECT_DOUBLE_EQ(f.impact, 0.2);  // 8 of 20 ms on rank 0, none on rank 1
+  }
 }
 
 TEST_F(TemporalBreakdownTest, TextAndJsonCarryTheSameNumbers) {
