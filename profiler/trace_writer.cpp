@@ -126,6 +126,7 @@ struct TraceWriter::State {
   SqliteDb db;
   int lock_fd = -1;
   SqliteStatement insert_string, insert_track, insert_step, insert_counter, insert_transfer,
+      insert_collective_nccl,
       upsert_stat, upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
   SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
@@ -236,6 +237,9 @@ Status TraceWriter::State::prepare_statements() {
       {&insert_transfer,
        "INSERT INTO transfer (slice_id, correlation_id, device, stream, bytes) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&insert_collective_nccl,
+       "INSERT INTO collective_nccl (slice_id, algorithm, protocol, channels) "
+       "VALUES (?1, ?2, ?3, ?4)"},
       {&insert_step,
        "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -409,6 +413,17 @@ void TraceWriter::State::store(const CollectiveRecord& r) {
   row[15] = sql_known(r.gpu_end_ns);
   row[16] = sql_integer(static_cast<uint8_t>(e.state));
   row_added(collectives);
+  // What NCCL chose, where its profiler plugin said: few enough for a statement each.
+  if (!e.algorithm.empty() || !e.protocol.empty() || e.channels > 0) {
+    if (e.algorithm.empty()) insert_collective_nccl.bind_null(2);
+    else insert_collective_nccl.bind(2, intern(e.algorithm));
+    if (e.protocol.empty()) insert_collective_nccl.bind_null(3);
+    else insert_collective_nccl.bind(3, intern(e.protocol));
+    if (e.channels > 0) insert_collective_nccl.bind(4, int64_t{e.channels});
+    else insert_collective_nccl.bind_null(4);
+    insert_collective_nccl.bind(1, slice);
+    run(insert_collective_nccl, "a collective's NCCL choices");
+  }
 }
 
 void TraceWriter::State::store(const KernelRecord& e) {
