@@ -190,6 +190,22 @@ TEST_F(NcclProfilerPluginTest, APluginWhoseInitFailsIsRefusedAndNcclCarriesOn) {
   EXPECT_EQ(occurrences(log, "task "), 0u) << log;
 }
 
+// `partrain launch` gives a command's workers the same level and plugin as `partrain trace`.
+TEST_F(NcclProfilerPluginTest, LaunchGivesItsWorkersThePlugin) {
+  const std::string trace = path("launch.db");
+  CommandResult r = run_partrain(
+      fmt::format("launch -n 2 --gpu-trace nccl --trace {} -- sh -c 'exec {} $RANK $WORLD_SIZE'",
+                  trace, FAKE_NCCL_PROGRAM),
+      "FAKE_NCCL_PROFILER=5,4 FAKE_NCCL_ID=launch1 env -u NCCL_PROFILER_PLUGIN");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(occurrences(r.out, "all results as expected"), 2u) << r.out;
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT rank, count(*), count(gpu_start_ns), count(channels) FROM collectives "
+                   "GROUP BY rank ORDER BY rank"),
+            "0|11|11|11\n1|11|11|11\n");  // ncclReduce succeeds here
+  EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 0);
+}
+
 TEST_F(NcclProfilerPluginTest, AnUnknownLevelIsAUsageError) {
   CommandResult r =
       run_partrain(fmt::format("trace --gpu-trace everything -o {} -- true", path("bad.db")));
@@ -198,6 +214,15 @@ TEST_F(NcclProfilerPluginTest, AnUnknownLevelIsAUsageError) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(path("bad.db")));
+}
+
+TEST_F(NcclProfilerPluginTest, LaunchRefusesALevelWithoutATrace) {
+  CommandResult r = run_partrain("launch -n 1 --no-trace --gpu-trace nccl -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--gpu-trace says how much of the GPU the trace records: drop it or "
+                       "--no-trace"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
