@@ -30,7 +30,8 @@ void add_trace_file_flags(CLI::App& command, TraceFlagsCommand of, TraceFileFlag
                      "SM clock, power and throttle reasons into the trace through NVML (100ms, "
                      "1s; 0: off; default: 100ms)");
   command.add_option("--gpu-trace", flags.gpu_trace,
-                     "How much of the GPU each rank records: nccl (NCCL's profiler plugin: each "
+                     "How much of the GPU a command's ranks (PyTorch, any NCCL program; built-in "
+                     "workloads record as before) record: nccl (NCCL's profiler plugin: each "
                      "collective's GPU span, algorithm, protocol and channels; NVTX steps; NVML "
                      "counters), kernels (+ CUPTI's kernel records), full (+ copies, memory and "
                      "synchronisation). Default: as without this flag, CUPTI's full set without "
@@ -55,24 +56,28 @@ StatusOr<std::optional<std::string>> gpu_trace_environment(const TraceFileFlags&
   const std::optional<profiler::GpuTraceLevel> level =
       profiler::parse_gpu_trace_level(*flags.gpu_trace);
   if (!level) {
-    return invalid_argument("--gpu-trace {}: no such level; give nccl, kernels or full "
-                            "(docs/tracing-levels.md)",
-                            *flags.gpu_trace);
+    return invalid_argument(
+        "--gpu-trace {}: no such level; give nccl, kernels or full "
+        "(docs/tracing-levels.md)",
+        *flags.gpu_trace);
   }
   const bool light = *level == profiler::GpuTraceLevel::kNccl;
   const std::optional<std::string> plugin = env::get("NCCL_PROFILER_PLUGIN");
   if (plugin && !plugin->empty()) {
-    log::warn("NCCL_PROFILER_PLUGIN is set ({}): NCCL has one profiler-plugin slot, so "
-              "partrain's is not loaded and collectives keep the interposition's host times{}",
-              *plugin, light ? " (no GPU time at --gpu-trace nccl)"
-                             : " and the GPU time of their CUPTI kernel records");
+    log::warn(
+        "NCCL_PROFILER_PLUGIN is set ({}): NCCL has one profiler-plugin slot, so "
+        "partrain's is not loaded and collectives keep the interposition's host times{}",
+        *plugin,
+        light ? " (no GPU time at --gpu-trace nccl)"
+              : " and the GPU time of their CUPTI kernel records");
   }
   const std::optional<std::string> nvtx = env::get("NVTX_INJECTION64_PATH");
   if (nvtx && !nvtx->empty()) {
-    log::warn("NVTX_INJECTION64_PATH is set ({}): NVTX ranges go to that tool, not partrain, so "
-              "steps come from partrain's PyTorch module (ProfilerStep#N, the optimizer's "
-              "step) where it runs, and the trace has no NVTX ranges",
-              *nvtx);
+    log::warn(
+        "NVTX_INJECTION64_PATH is set ({}): NVTX ranges go to that tool, not partrain, so "
+        "steps come from partrain's PyTorch module (ProfilerStep#N, the optimizer's "
+        "step) where it runs, and the trace has no NVTX ranges",
+        *nvtx);
   }
   return std::optional<std::string>(
       fmt::format("{}={}", profiler::kGpuTraceEnv, profiler::gpu_trace_level_name(*level)));

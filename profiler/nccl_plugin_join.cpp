@@ -48,10 +48,15 @@ void NcclPluginJoin::call_recorded(const NcclCallRecord& call) {
   if (event.group_size <= 1 || call.correlation == 0) return;
   std::lock_guard lock(mutex_);
   if (!hash_by_comm_.contains(event.comm_id)) {
-    auto context = std::find_if(unbound_.begin(), unbound_.end(), [&](const auto& candidate) {
+    // Only an unambiguous one: two unbound contexts of this size and rank could be either.
+    const auto same_shape = [&](const auto& candidate) {
       return candidate.second == std::pair(event.group_size, event.rank);
-    });
-    if (context == unbound_.end()) return;  // no plugin context for it: nothing will come
+    };
+    auto context = std::find_if(unbound_.begin(), unbound_.end(), same_shape);
+    if (context == unbound_.end() ||
+        std::count_if(unbound_.begin(), unbound_.end(), same_shape) > 1) {
+      return;  // no plugin context for it (known): nothing will come
+    }
     bind_locked(context->first, event.comm_id);
   }
   const Key key{event.comm_id, event.op};

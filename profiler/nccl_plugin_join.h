@@ -44,7 +44,8 @@ class NcclPluginJoin {
   // The plugin made a context for a communicator NCCL hashes as `comm_hash`, with these
   // members; bind() says which interposed communicator it is when that is known (the context
   // was made inside that communicator's interposed init). An unbound context is bound to the
-  // first interposed communicator of the same size and rank that has none.
+  // first interposed communicator of the same size and rank that has none, when it is the only
+  // unbound one of that size and rank (else that communicator's rows keep host times).
   void context_created(uint64_t comm_hash, int nranks, int rank);
   void bind(uint64_t comm_hash, const std::string& comm_id);
 

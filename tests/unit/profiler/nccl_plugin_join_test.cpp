@@ -112,6 +112,17 @@ TEST_F(NcclPluginJoinTest, AnUnboundContextIsBoundByTheCommunicatorsSizeAndRank)
   EXPECT_TRUE(delivered_[0].report);
 }
 
+TEST_F(NcclPluginJoinTest, TwoUnboundContextsOfOneShapeAreNotGuessedBetween) {
+  join_.context_created(0x77, 2, 0);
+  join_.context_created(0x78, 2, 0);
+  join_.call_recorded(call("all_gather", 100, 4, "nccl-x"));
+  join_.deliver(call("all_gather", 100, 4, "nccl-x"));
+  ASSERT_EQ(delivered_.size(), 1u);  // at once: no report is expected for it
+  EXPECT_FALSE(delivered_[0].report);
+  join_.op_reported(report("all_gather", 100, 50, 0x78));
+  EXPECT_EQ(join_.stats().unmatched, 1u);
+}
+
 TEST_F(NcclPluginJoinTest, APyTorchRowTakesTheSpanOfItsCallsOnceAllHaveReported) {
   join_.bind(0x1, "nccl-a");
   join_.call_recorded(call("all_reduce", 10, 8));
