@@ -190,6 +190,31 @@ TEST_F(NcclProfilerPluginTest, APluginWhoseInitFailsIsRefusedAndNcclCarriesOn) {
   EXPECT_EQ(occurrences(log, "task "), 0u) << log;
 }
 
+// A PyTorch rank (played by tests/integration/scripts/torch_nccl_join.py on a 2-rank NCCL group):
+// PyTorch's rows, named and numbered by PyTorch, take the plugin's report of their NCCL calls;
+// a barrier (NCCL's all_reduce of one element) too. The all_gather whose PyTorch record never
+// came, on a communicator never destroyed, is reported at exit without its channels: its row
+// has NCCL's choices and host times.
+TEST_F(NcclProfilerPluginTest, PyTorchsRowsTakeThePluginsReportOfTheirCalls) {
+  const std::string trace = path("torch.db");
+  const std::string source = PARTRAIN_SOURCE_DIR;
+  CommandResult r = run_partrain(
+      fmt::format("trace --gpu-trace nccl -o {} -- python3 {}/tests/integration/scripts/"
+                  "torch_nccl_join.py {} {}/share/python 2",
+                  trace, source, FAKE_NCCL_LIBRARY, source),
+      "FAKE_NCCL_PROFILER=5,4 RANK=0 WORLD_SIZE=1 PYTHONNOUSERSITE=1 env -u "
+      "NCCL_PROFILER_PLUGIN");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT CASE WHEN comm_id LIKE 'nccl-%' THEN 'nccl' ELSE comm_id END, seq, op, "
+                   "algorithm, channels, gpu_end_ns - gpu_start_ns FROM collectives ORDER BY "
+                   "ts_ns"),
+            "default_pg:0|0|all_reduce|Ring|2|41000\n"
+            "default_pg:0|1|barrier|Ring|2|41000\n"
+            "nccl|2|broadcast|Ring|2|41000\n"
+            "nccl|3|all_gather|Ring|2|NULL\n");
+}
+
 // `partrain launch` gives a command's workers the same level and plugin as `partrain trace`.
 TEST_F(NcclProfilerPluginTest, LaunchGivesItsWorkersThePlugin) {
   const std::string trace = path("launch.db");
