@@ -231,6 +231,32 @@ TEST_F(NcclProfilerPluginTest, LaunchGivesItsWorkersThePlugin) {
   EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 0);
 }
 
+// The levels' CUPTI part, against the stand-in libcupti (CUDA initialised through the injection
+// entry point, as a GPU program's is): nccl leaves CUPTI alone, kernels enables kernels and the
+// external correlation only, full the six kinds it always had. The plugin reports at each.
+#ifdef FAKE_CUPTI_DIR
+TEST_F(NcclProfilerPluginTest, EachLevelAsksCuptiForItsKindsOnly) {
+  for (const auto& [level, enables] :
+       {std::pair<std::string, size_t>{"nccl", 0}, {"kernels", 2}, {"full", 6}}) {
+    SCOPED_TRACE(level);
+    const std::string trace = path(level + ".db");
+    const std::string log = path(level + "-cupti.log");
+    CommandResult r = run_partrain(
+        fmt::format("trace --gpu-trace {} -o {} -- sh -c 'RANK=0 WORLD_SIZE=1 {} 0 2 >{}'", level,
+                    trace, FAKE_NCCL_PROGRAM, path(level + ".out")),
+        fmt::format("LD_LIBRARY_PATH={} FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} FAKE_NCCL_PROFILER=5,4 "
+                    "env -u RANK -u NCCL_PROFILER_PLUGIN",
+                    FAKE_CUPTI_DIR, log));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string calls = std::filesystem::exists(log) ? read_file(log) : "";
+    EXPECT_EQ(occurrences(calls, "cuptiActivityEnable\n"), enables) << calls;
+    EXPECT_EQ(occurrences(calls, "cuptiSubscribe\n"), enables > 0 ? 1u : 0u) << calls;
+    TraceQuery q(trace);
+    EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 11);
+  }
+}
+#endif
+
 TEST_F(NcclProfilerPluginTest, AnUnknownLevelIsAUsageError) {
   CommandResult r =
       run_partrain(fmt::format("trace --gpu-trace everything -o {} -- true", path("bad.db")));
