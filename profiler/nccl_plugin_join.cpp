@@ -28,6 +28,7 @@ NcclPluginOp merged(const std::vector<NcclPluginOp>& reports) {
 
 void NcclPluginJoin::context_created(uint64_t comm_hash, int nranks, int rank) {
   std::lock_guard lock(mutex_);
+  any_context_.store(true, std::memory_order_release);
   if (!comm_by_hash_.contains(comm_hash)) unbound_.push_back({comm_hash, {nranks, rank}});
 }
 
@@ -37,6 +38,7 @@ void NcclPluginJoin::bind(uint64_t comm_hash, const std::string& comm_id) {
 }
 
 void NcclPluginJoin::bind_locked(uint64_t comm_hash, const std::string& comm_id) {
+  any_context_.store(true, std::memory_order_release);
   comm_by_hash_[comm_hash] = comm_id;
   hash_by_comm_[comm_id] = comm_hash;
   std::erase_if(unbound_, [&](const auto& context) { return context.first == comm_hash; });
@@ -45,7 +47,10 @@ void NcclPluginJoin::bind_locked(uint64_t comm_hash, const std::string& comm_id)
 void NcclPluginJoin::call_recorded(const NcclCallRecord& call) {
   const CollectiveEvent& event = call.event;
   // One rank: NCCL copies in place and runs no kernel, so the plugin reports nothing.
-  if (event.group_size <= 1 || call.correlation == 0) return;
+  if (!any_context_.load(std::memory_order_acquire) || event.group_size <= 1 ||
+      call.correlation == 0) {
+    return;
+  }
   std::lock_guard lock(mutex_);
   if (!hash_by_comm_.contains(event.comm_id)) {
     // Only an unambiguous one: two unbound contexts of this size and rank could be either.
@@ -123,6 +128,10 @@ void NcclPluginJoin::op_reported(const NcclPluginOp& op) {
 }
 
 void NcclPluginJoin::deliver(const NcclCallRecord& row) {
+  if (!any_context_.load(std::memory_order_acquire)) {  // nothing can be waiting
+    deliver_(row, nullptr);
+    return;
+  }
   Joined out;
   {
     std::lock_guard lock(mutex_);

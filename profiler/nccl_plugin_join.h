@@ -11,6 +11,7 @@
 // Pure bookkeeping, thread-safe, bounded.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -81,6 +82,8 @@ class NcclPluginJoin {
   void send(Joined& out);
 
   const Deliver deliver_;
+  // No context yet (no plugin, the default level): calls pass through without the lock.
+  std::atomic<bool> any_context_{false};
   mutable std::mutex mutex_;
   std::unordered_map<uint64_t, std::string> comm_by_hash_;
   std::unordered_map<std::string, uint64_t> hash_by_comm_;
