@@ -143,6 +143,14 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
     config.extra_env.push_back(
         fmt::format("{}={}", profiler::kNvmlIntervalEnv, *flags.trace.nvml_interval));
   }
+  ASSIGN_OR_RETURN(std::optional<std::string> gpu_trace, gpu_trace_environment(flags.trace));
+  if (gpu_trace) {
+    if (flags.no_trace) {
+      return invalid_argument("--gpu-trace says how much of the GPU the trace records: drop it "
+                              "or --no-trace");
+    }
+    config.extra_env.push_back(*gpu_trace);  // the ranks' injection reads it
+  }
   config.trace = !flags.no_trace;
   config.trace_file = flags.trace.file;
   config.trace_command = invocation_line();

@@ -34,6 +34,12 @@ int run_trace(const TraceFlags& flags) {
   config.step_marker = flags.step_marker;
   config.max_bytes = *max_bytes;
   config.nvml_interval = flags.trace.nvml_interval;
+  StatusOr<std::optional<std::string>> gpu_trace = gpu_trace_environment(flags.trace);
+  if (!gpu_trace.is_ok()) {
+    log::error("{}", gpu_trace.status().message());
+    return gpu_trace.status().exit_code();
+  }
+  if (*gpu_trace) config.extra_env.push_back(**gpu_trace);
   if (flags.collective_timeout) {
     StatusOr<Nanoseconds> timeout = parse_duration(*flags.collective_timeout);
     if (!timeout.is_ok() || timeout->count() <= 0) {
@@ -81,7 +87,8 @@ constexpr const char* kTraceFooter =
     "  partrain export --format chrome gpt.db -o gpt.json   # then open it in ui.perfetto.dev\n\n"
     "Exit codes: the command's own; 128 + N when signal N ended it; 130/143 when interrupted; "
     "124 when it failed after a rank's collective watchdog fired; 2 no command, the trace file "
-    "exists, a bad --step-marker, --trace-max-size, --nvml-interval or --collective-timeout; "
+    "exists, a bad --step-marker, --trace-max-size, --nvml-interval, --gpu-trace or "
+    "--collective-timeout; "
     "126 command not executable; 127 command not found.\n"
     "--trace and --trace-max-size are spelled as in `partrain launch`; -o, --output and "
     "--max-size are their earlier names, still accepted.";

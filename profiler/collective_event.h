@@ -30,6 +30,12 @@ struct CollectiveEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   CollectiveState state = CollectiveState::kEnqueued;
+  // What NCCL chose for it, where its profiler plugin said (profiler/nccl_plugin_join.h): the
+  // algorithm ("Ring", "Tree"...) and protocol ("LL", "LL128", "Simple"), empty when not
+  // reported, and the channels it ran on (0: not reported).
+  std::string algorithm;
+  std::string protocol;
+  int channels = 0;
 };
 
 // The op's size S as nccl-tests reports it, from the bytes of one rank's buffer (its count

@@ -170,6 +170,9 @@ void encode(const CollectiveRecord& r, Writer& w) {
   w.put(e.start_ns);
   w.put(e.end_ns);
   w.put(static_cast<uint8_t>(e.state));
+  w.put_string(e.algorithm);
+  w.put_string(e.protocol);
+  w.put(static_cast<int32_t>(e.channels));
 }
 
 void encode(const MemorySample& e, Writer& w) {
@@ -295,6 +298,10 @@ void decode(Reader& r, CollectiveRecord& rec) {
   e.start_ns = r.get<int64_t>();
   e.end_ns = r.get<int64_t>();
   e.state = r.get_enum(CollectiveState::kFailed);
+  r.get_string(e.algorithm);
+  r.get_string(e.protocol);
+  e.channels = r.get<int32_t>();
+  if (e.channels < 0) r.fail();
 }
 
 void decode(Reader& r, MemorySample& e) {

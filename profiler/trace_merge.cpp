@@ -318,6 +318,12 @@ std::vector<CopyStep> row_steps(CopyCounts& counts) {
       {"transfers", "INSERT INTO main.transfer (slice_id, correlation_id, device, stream, bytes) "
                     "SELECT slice_id + ?2, correlation_id, device, stream, bytes FROM src.transfer "
                     "ORDER BY slice_id", nullptr, "transfer"},
+      // Since version 4.
+      {"collectives' NCCL choices", "INSERT INTO main.collective_nccl (slice_id, algorithm, "
+                                    "protocol, channels) SELECT slice_id + ?2, " +
+                                    mapped("algorithm") + ", " + mapped("protocol") +
+                                    ", channels FROM src.collective_nccl ORDER BY slice_id",
+       nullptr, "collective_nccl"},
       {"counter samples", "INSERT INTO main.counter (track_id, ts_ns, value) "
                           "SELECT track_id + ?1, ts_ns, value FROM src.counter", nullptr,
        "counter"},

@@ -156,6 +156,7 @@ Status check_integrity(TraceFile& trace) {
 int introduced_in(std::string_view name) {
   if (name == "counter" || name == "counters") return 2;
   if (name == "transfer" || name == "transfers") return 3;
+  if (name == "collective_nccl") return 4;
   return 1;
 }
 

@@ -128,6 +128,7 @@ struct TraceWriter::State {
   SqliteStatement insert_string, insert_track, insert_step, insert_counter, insert_transfer,
       upsert_stat, upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
   SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
+  SqliteRowBatch collective_choices;  // collective_nccl: one row a collective under the plugin
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
   // A collective's group (its world ranks' bytes) -> the string id of "0,1,2,3", so the list is
   // joined into text only the first time a group is seen.
@@ -193,6 +194,7 @@ struct TraceWriter::State {
   void flush_rows() {
     flush(slices);  // before the collective rows that share their ids
     flush(collectives);
+    flush(collective_choices);
     flush(kernels);
     flush(memory);
   }
@@ -294,6 +296,9 @@ Status TraceWriter::State::prepare_statements() {
       "INSERT OR FAIL INTO kernel (slice_id, correlation_id, device, stream, grid_x, grid_y, "
       "grid_z, block_x, block_y, block_z, registers, static_shared_bytes, dynamic_shared_bytes)",
       13, "kernels"));
+  RETURN_IF_ERROR(collective_choices.prepare(
+      db, "INSERT OR FAIL INTO collective_nccl (slice_id, algorithm, protocol, channels)", 4,
+      "collectives' NCCL choices"));
   return memory.prepare(db, "INSERT OR FAIL INTO memory (rank, ts_ns, category, bytes)", 4,
                         "memory samples");
 }
@@ -409,6 +414,15 @@ void TraceWriter::State::store(const CollectiveRecord& r) {
   row[15] = sql_known(r.gpu_end_ns);
   row[16] = sql_integer(static_cast<uint8_t>(e.state));
   row_added(collectives);
+  // What NCCL chose, where its profiler plugin said.
+  if (!e.algorithm.empty() || !e.protocol.empty() || e.channels > 0) {
+    SqlCell* choice = collective_choices.add_row();
+    choice[0] = sql_integer(slice);
+    choice[1] = e.algorithm.empty() ? kSqlNull : sql_integer(intern(e.algorithm));
+    choice[2] = e.protocol.empty() ? kSqlNull : sql_integer(intern(e.protocol));
+    choice[3] = e.channels > 0 ? sql_integer(e.channels) : kSqlNull;
+    row_added(collective_choices);
+  }
 }
 
 void TraceWriter::State::store(const KernelRecord& e) {
@@ -559,7 +573,9 @@ void TraceWriter::State::stop() {
   in_batch = false;
   events_dropped += batch_events;
   batch_events = 0;
-  for (SqliteRowBatch* batch : {&slices, &collectives, &kernels, &memory}) batch->discard();
+  for (SqliteRowBatch* batch : {&slices, &collectives, &collective_choices, &kernels, &memory}) {
+    batch->discard();
+  }
   strings.clear();  // their rows may have been in the batch
   tracks.clear();
   groups.clear();

@@ -13,6 +13,7 @@ tests/gpu/*_test.cpp) with the non-CUDA shared libraries they need into one arch
 
   partrain-gpu-bundle/
     gpu-validate.sh        the one command to run on the GPU machine
+    gpu-trace-levels.sh    the tracing levels' costs against plain and torch.profiler
     bin/                   partrain and the GPU tests, debug info stripped, RUNPATH $ORIGIN/../lib
     lib/                   libpartrain_inject.so, libgloo, libopenblas, ... (RUNPATH $ORIGIN)
     share/partrain/        presets and SQL, found beside bin/ as after an install
@@ -115,6 +116,9 @@ cp -R "$source_dir/share/." "$root/share/partrain/"
 rm -f "$root/share/partrain/CMakeLists.txt"
 cp "$source_dir/scripts/gpu-validate.sh" "$root/gpu-validate.sh"
 chmod +x "$root/gpu-validate.sh"
+# The tracing levels' costs (issue 38): longer than gpu-validate.sh's 10 minutes, run apart.
+cp "$source_dir/scripts/gpu-trace-levels.sh" "$root/gpu-trace-levels.sh"
+chmod +x "$root/gpu-trace-levels.sh"
 # The Python programs gpu-validate.sh runs with the target's own PyTorch (rows "torch ...").
 python_files=("$source_dir"/tests/gpu/*.py)
 if [ -e "${python_files[0]}" ]; then

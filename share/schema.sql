@@ -1,8 +1,8 @@
--- partrain trace schema, version 3 (docs/trace-format.md documents every column).
+-- partrain trace schema, version 4 (docs/trace-format.md documents every column).
 -- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
 -- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
 -- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -98,6 +98,15 @@ CREATE TABLE collective (
   state             INTEGER NOT NULL  -- 0 enqueued, 1 started, 2 completed, 3 failed
 );
 -- collective_comm_seq (comm_id, seq) is built when the trace is closed: see the end of this file.
+
+-- What NCCL chose for a collective, where its profiler plugin reported it (partrain's plugin,
+-- docs/tracing-levels.md): one row per such collective, same id as its slice. Since version 4.
+CREATE TABLE collective_nccl (
+  slice_id   INTEGER PRIMARY KEY REFERENCES slice(id),
+  algorithm  INTEGER REFERENCES string(id),  -- Ring, Tree, CollNetDirect, NVLS, ...
+  protocol   INTEGER REFERENCES string(id),  -- LL, LL128, Simple
+  channels   INTEGER                         -- channels it ran on
+);
 
 CREATE TABLE kernel (
   slice_id         INTEGER PRIMARY KEY REFERENCES slice(id),

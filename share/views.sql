@@ -26,7 +26,8 @@ SELECT t.rank, cid.value AS comm_id, co.seq, op.value AS op, dt.value AS dtype, 
        co.enqueue_ns, co.gpu_start_ns, co.gpu_end_ns,
        CASE co.state WHEN 0 THEN 'enqueued' WHEN 1 THEN 'started' WHEN 2 THEN 'completed'
                      ELSE 'failed' END AS state,
-       sl.step, sl.id AS slice_id
+       sl.step, sl.id AS slice_id, alg.value AS algorithm, pro.value AS protocol,
+       cn.channels
 FROM collective co
 JOIN slice sl ON sl.id = co.slice_id
 JOIN track t ON t.id = sl.track_id
@@ -34,7 +35,10 @@ JOIN string cid ON cid.id = co.comm_id
 JOIN string op ON op.id = co.op
 JOIN string dt ON dt.id = co.dtype
 LEFT JOIN string ro ON ro.id = co.reduce_op
-LEFT JOIN string gr ON gr.id = co.group_ranks_id;
+LEFT JOIN string gr ON gr.id = co.group_ranks_id
+LEFT JOIN collective_nccl cn ON cn.slice_id = co.slice_id
+LEFT JOIN string alg ON alg.id = cn.algorithm
+LEFT JOIN string pro ON pro.id = cn.protocol;
 
 CREATE VIEW kernels AS
 SELECT t.rank, n.value AS name, sl.ts_ns, sl.dur_ns, k.correlation_id, k.device, k.stream,

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/status.h"
+#include "profiler/gpu_trace_level.h"
 #include "profiler/cupti/cupti_activity_parser.h"
 
 namespace partrain::profiler::cupti {
@@ -224,6 +225,9 @@ Status CuptiSession::enable() {
                        "NCCL calls still are", result_text(api_, result));
   }
   std::vector<CUpti_ActivityKind> kinds(std::begin(kKinds), std::end(kKinds));
+  if (gpu_trace_level_from_env() == GpuTraceLevel::kKernels) {  // no copies, memory or syncs
+    kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  }
   if (env::get("PARTRAIN_CUPTI_API").value_or("") == "1") {
     kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
     kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "profiler/gpu_trace_level.h"
 #include "profiler/nvml/nvml_counter_source.h"
 #include "profiler/rank_gpu_counters.h"
 
@@ -97,6 +98,11 @@ InjectedProcess::InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_s
             [this](const NcclCommEvent& event) { record_comm(event); }, tracer_->rank(),
             world_size),
       torch_(*tracer_, [this](const NcclCallRecord& record) { deliver_call(record); }),
+      nccl_plugin_([this](const NcclPluginOp& op) { plugin_join_.op_reported(op); }),
+      plugin_join_([this](const NcclCallRecord& record, const NcclPluginOp* report) {
+        deliver_joined(record, report);
+      }),
+      realtime_offset_ns_(wall_ns() - monotonic_ns()),
       start_ns_(monotonic_ns()),
       pid_(::getpid()) {
   const std::string expression =
@@ -195,6 +201,8 @@ void InjectedProcess::cuda_initialised() {
 
 void InjectedProcess::start_gpu_tracing() {
   if (gpu_owner_) return;
+  // The lightest level leaves CUPTI alone: collectives' GPU spans come from NCCL's plugin.
+  if (gpu_trace_level_from_env() == GpuTraceLevel::kNccl) return;
   gpu_owner_ = profiler::start_gpu_tracing(gpu_sink_);
   gpu_.store(gpu_owner_.get(), std::memory_order_release);
 }
@@ -214,6 +222,9 @@ bool InjectedProcess::stop() {
   std::thread([process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
     process->torch_.flush();  // NCCL calls whose PyTorch record never came
+    process->nccl_plugin_.flush();  // tasks whose kernel channels never all came
+    process->plugin_join_.flush();  // rows whose plugin report never came
+    process->record_plugin_stats();
     if (process->gpu_counters_) process->gpu_counters_->stop();  // with a last sample
     // Kernels still in CUPTI's buffers. The program's CUDA may be torn down by now (libraries
     // loaded after this one ran their destructors first): CUPTI is left enabled.
@@ -226,9 +237,42 @@ bool InjectedProcess::stop() {
   return true;
 }
 
-void InjectedProcess::record_call(const NcclCallRecord& record) { torch_.nccl_call(record); }
+void InjectedProcess::record_call(const NcclCallRecord& record) {
+  plugin_join_.call_recorded(record);
+  torch_.nccl_call(record);
+}
 
-void InjectedProcess::deliver_call(const NcclCallRecord& record) {
+void InjectedProcess::deliver_call(const NcclCallRecord& record) { plugin_join_.deliver(record); }
+
+void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPluginOp* report) {
+  if (report != nullptr) {
+    CollectiveEvent event = record.event;
+    event.algorithm = report->algorithm;
+    event.protocol = report->protocol;
+    event.channels = report->channels;
+    int64_t gpu_start = -1;
+    int64_t gpu_end = -1;
+    if (report->gpu_start_ns >= 0) {
+      gpu_start = report->gpu_start_ns - realtime_offset_ns_;
+      gpu_end = report->gpu_end_ns - realtime_offset_ns_;
+      // The GPU ran it after the call was made, and within a minute of its return (else the
+      // GPU's clock is not the host's Unix time): otherwise its span is not placed.
+      constexpr int64_t kSlackNs = 1'000'000'000LL;
+      constexpr int64_t kLongestNs = 60'000'000'000LL;
+      if (gpu_start < event.enqueue_ns - kSlackNs || gpu_end > event.end_ns + kLongestNs) {
+        gpu_clock_unaligned_.fetch_add(1, std::memory_order_relaxed);
+        gpu_start = gpu_end = -1;
+      }
+    }
+    if (gpu_start >= 0 || gpu() == nullptr || record.correlation == 0) {
+      tracer_->collective(event, gpu_start, gpu_end);
+      return;
+    }
+    NcclCallRecord described = record;  // CUPTI's kernels place it instead
+    described.event = std::move(event);
+    gpu()->add_nccl_call(described);
+    return;
+  }
   GpuTracing* gpu_tracing = gpu();
   // Without a correlation (a PyTorch op that made no NCCL call: gloo) no kernel is its.
   if (gpu_tracing != nullptr && record.correlation != 0) {
@@ -236,6 +280,50 @@ void InjectedProcess::deliver_call(const NcclCallRecord& record) {
   } else {
     tracer_->collective(record.event);
   }
+}
+
+void InjectedProcess::plugin_not_offered(int nccl_version) {
+  if (plugin_absence_said_.exchange(true)) return;
+  const std::string version =
+      nccl_version > 0 ? fmt::format("NCCL {}.{}.{}", nccl_version / 10000,
+                                     nccl_version / 100 % 100, nccl_version % 100)
+                       : std::string("this NCCL");
+  std::fprintf(stderr,
+               "partrain: %s did not load partrain's profiler plugin (NCCL_PROFILER_PLUGIN; "
+               "interface v4 or later, NCCL 2.27 on): collectives keep the interposition's "
+               "host times%s\n",
+               version.c_str(), gpu() != nullptr ? " and CUPTI's kernel times" : "");
+  tracer_->emit(StatEvent{"nccl_plugin_absent", tracer_->rank(), 1, StatSeverity::kInfo,
+                          "NCCL did not load partrain's profiler plugin (it offers no "
+                          "interface v4+, or NCCL_PROFILER_PLUGIN named another): collectives "
+                          "have host times (and CUPTI's kernel times where collected)"});
+}
+
+void InjectedProcess::record_plugin_stats() {
+  const NcclPluginJoinStats join = plugin_join_.stats();
+  const NcclProxySummary proxy = nccl_plugin_.proxy_summary();
+  const int rank = tracer_->rank();
+  auto stat = [&](const char* name, uint64_t value, StatSeverity severity,
+                  const char* description) {
+    if (value > 0) {
+      tracer_->emit(StatEvent{name, rank, static_cast<int64_t>(value), severity, description});
+    }
+  };
+  stat("nccl_plugin_joined", join.joined, StatSeverity::kInfo,
+       "collectives joined to NCCL's profiler plugin report (algorithm, protocol, channels, "
+       "kernel channels' GPU span)");
+  stat("nccl_plugin_host_only", join.host_only, StatSeverity::kInfo,
+       "collectives the plugin was expected to report but did not: host times only");
+  stat("nccl_plugin_unmatched", join.unmatched, StatSeverity::kInfo,
+       "plugin reports no interposed call was found for");
+  stat("nccl_plugin_gpu_clock_unaligned", gpu_clock_unaligned_.load(), StatSeverity::kInfo,
+       "plugin GPU spans not placed: the GPU timer did not read as the host's Unix time");
+  stat("nccl_proxy_ops", proxy.ops, StatSeverity::kInfo,
+       "NCCL proxy operations (network transfers), counted by the profiler plugin");
+  stat("nccl_proxy_send_bytes", proxy.send_bytes, StatSeverity::kInfo,
+       "bytes NCCL's proxy operations sent, at most (steps x chunk size)");
+  stat("nccl_proxy_recv_bytes", proxy.recv_bytes, StatSeverity::kInfo,
+       "bytes NCCL's proxy operations received, at most (steps x chunk size)");
 }
 
 void InjectedProcess::record_comm(const NcclCommEvent& event) {

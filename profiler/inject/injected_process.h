@@ -16,6 +16,8 @@
 #include "profiler/gpu_tracing.h"
 #include "profiler/inject/rank_flight.h"
 #include "profiler/inject/torch_recording.h"
+#include "profiler/nccl_plugin_events.h"
+#include "profiler/nccl_plugin_join.h"
 #include "profiler/nccl_tracker.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/rank_tracer_gpu_sink.h"
@@ -48,6 +50,12 @@ class InjectedProcess {
   RankTracer& tracer() { return *tracer_; }
   NcclTracker& nccl() { return nccl_; }
   TorchRecording& torch() { return torch_; }
+  // NCCL's profiler plugin (profiler/inject/nccl_profiler_plugin.cpp) reports here.
+  NcclPluginEvents& nccl_plugin() { return nccl_plugin_; }
+  NcclPluginJoin& plugin_join() { return plugin_join_; }
+  // A communicator was initialised without NCCL initialising partrain's profiler plugin while
+  // the tracing level asked for it: said once (collectives keep the interposition's host times).
+  void plugin_not_offered(int nccl_version);
   // GPU activity collection, or nullptr (no CUDA yet, no CUPTI, CUPTI taken, CPU-only build).
   GpuTracing* gpu() const { return gpu_.load(std::memory_order_acquire); }
   // An NVTX range began: the step it starts when the step marker matches its name (the rank is
@@ -78,11 +86,21 @@ class InjectedProcess {
   // A row for the trace: with GPU times when GPU activity is collected.
   void deliver_call(const NcclCallRecord& record);
   void record_comm(const NcclCommEvent& event);
+  // A row joined (or not) to the plugin's report of it.
+  void deliver_joined(const NcclCallRecord& record, const NcclPluginOp* report);
+  void record_plugin_stats();
 
   std::unique_ptr<RankTracer> tracer_;
   RankTracerGpuSink gpu_sink_;
   NcclTracker nccl_;
   TorchRecording torch_;
+  NcclPluginEvents nccl_plugin_;
+  NcclPluginJoin plugin_join_;
+  // CLOCK_REALTIME minus CLOCK_MONOTONIC at the start: NCCL's kernel channel timers read the
+  // GPU's %globaltimer, which the driver keeps in Unix time.
+  const int64_t realtime_offset_ns_;
+  std::atomic<uint64_t> gpu_clock_unaligned_{0};
+  std::atomic<bool> plugin_absence_said_{false};
   std::unique_ptr<GpuTracing> gpu_owner_;
   std::atomic<GpuTracing*> gpu_{nullptr};
   std::unique_ptr<GpuCounterSampler> gpu_counters_;  // NVML, where a driver is

@@ -8,10 +8,13 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <span>
 
 #include "core/clock.h"
 #include "profiler/inject/injected_process.h"
+#include "profiler/inject/nccl_profiler_plugin.h"
 #include "profiler/nccl_abi.h"
 
 #define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -124,6 +127,26 @@ ncclResult_t traced_call(const NcclCall& call, Forward forward) {
   return result;
 }
 
+// The plugin contexts NCCL made inside a communicator's init belong to it. An init that made
+// none, in a process whose tracing level asked for the plugin, with no context made anywhere:
+// this NCCL did not load it, which is said once.
+void bind_plugin_contexts(InjectedProcess& process, ncclComm_t comm,
+                          const PluginContextsMadeHere& contexts, ncclResult_t result) {
+  if (result != ncclSuccess && result != ncclInProgress) return;
+  if (std::optional<NcclCommInfo> info = process.nccl().comm_info(comm)) {
+    for (uint64_t hash : contexts.comm_hashes()) process.plugin_join().bind(hash, info->id);
+  }
+  const char* level = std::getenv("PARTRAIN_GPU_TRACE");
+  if (contexts.comm_hashes().empty() && nccl_plugin_version() == 0 && level != nullptr &&
+      level[0] != '\0') {
+    using GetVersion = ncclResult_t (*)(int*);
+    static const auto get_version = next_definition<GetVersion>("ncclGetVersion");
+    int version = 0;
+    if (get_version != nullptr && get_version(&version) != ncclSuccess) version = 0;
+    process.plugin_not_offered(version);
+  }
+}
+
 // ncclCommInitRank and friends: the first one of a process without a launcher rank makes it a
 // rank of the trace, as the rank it asked NCCL for.
 template <typename Forward>
@@ -131,10 +154,13 @@ ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, in
                          int rank, const char* name, Forward forward) {
   if (t_wrapper_depth == 0) InjectedProcess::start(rank);
   WrapperScope scope;
+  PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = forward();
   if (InjectedProcess* process = scope.process()) {
-    process->nccl().comm_initialised(comm != nullptr ? *comm : nullptr, ids, nranks, rank, name,
-                                     scope.start_ns(), monotonic_ns(), result);
+    const ncclComm_t made = comm != nullptr ? *comm : nullptr;
+    process->nccl().comm_initialised(made, ids, nranks, rank, name, scope.start_ns(),
+                                     monotonic_ns(), result);
+    bind_plugin_contexts(*process, made, plugin_contexts, result);
   }
   return result;
 }
@@ -227,6 +253,7 @@ PARTRAIN_ENTRY_POINT(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclCo
                                      ncclConfig_t* config),
                      (comm, color, key, newcomm, config)) {
   WrapperScope scope;
+  partrain::profiler::inject::PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = next(comm, color, key, newcomm, config);
   if (InjectedProcess* process = scope.process()) {
     ncclComm_t child = newcomm != nullptr ? *newcomm : nullptr;
@@ -235,6 +262,9 @@ PARTRAIN_ENTRY_POINT(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclCo
     if (result == ncclSuccess) partrain::profiler::inject::describe_comm(child, nranks, rank);
     process->nccl().comm_split(comm, color, child, nranks, rank, scope.start_ns(),
                                partrain::monotonic_ns(), result);
+    if (child != nullptr) {
+      partrain::profiler::inject::bind_plugin_contexts(*process, child, plugin_contexts, result);
+    }
   }
   return result;
 }

@@ -16,6 +16,7 @@
 #include "profiler/flight/collective_watchdog.h"
 #include "profiler/flight/flight_dumper.h"
 #include "profiler/gpu_counter_sampler.h"
+#include "profiler/gpu_trace_level.h"
 #include "profiler/rank_gpu_counters.h"
 #include "profiler/rank_tracer.h"
 #include "profiler/step_marker.h"
@@ -41,7 +42,14 @@ std::vector<std::string> traced_environment(const profiler::TraceSession& sessio
                                             const TracedCommandConfig& config,
                                             const FlightDumpDir* flight) {
   std::vector<std::string> env;
+  auto replaced = [&](const std::string& variable) {
+    return std::any_of(config.extra_env.begin(), config.extra_env.end(), [&](const auto& extra) {
+      const size_t name = extra.find('=');
+      return variable.compare(0, name + 1, extra, 0, name + 1) == 0;
+    });
+  };
   for (std::string& variable : current_environment()) {
+    if (replaced(variable)) continue;
     if (variable.rfind("PARTRAIN_COLLECTOR", 0) != 0 &&
         variable.rfind("PARTRAIN_RUN_ID=", 0) != 0 &&
         variable.rfind("PARTRAIN_STEP_MARKER=", 0) != 0 &&
@@ -52,6 +60,7 @@ std::vector<std::string> traced_environment(const profiler::TraceSession& sessio
       env.push_back(std::move(variable));
     }
   }
+  env.insert(env.end(), config.extra_env.begin(), config.extra_env.end());
   if (flight != nullptr) env.push_back(flight->worker_env());
   if (config.collective_timeout) {
     env.push_back(fmt::format("{}={}ns", profiler::kCollectiveTimeoutEnv,
@@ -154,6 +163,12 @@ void add_injection_environment(std::vector<std::string>& env, const InjectionPat
     // The user's own NVTX tool wins: one per process.
     if (find_variable(env, "NVTX_INJECTION64_PATH") == env.end()) {
       set_variable(env, "NVTX_INJECTION64_PATH", *paths.library);
+    }
+    // A --gpu-trace level loads partrain's NCCL profiler plugin, unless the user's holds NCCL's
+    // one slot (the CLI said what that costs).
+    if (find_variable(env, profiler::kGpuTraceEnv) != env.end() &&
+        find_variable(env, "NCCL_PROFILER_PLUGIN") == env.end()) {
+      set_variable(env, "NCCL_PROFILER_PLUGIN", *paths.library);
     }
   }
   if (paths.python_module) set_variable(env, "PYTHONPATH", *paths.python_module, ":");

@@ -25,6 +25,9 @@ struct TracedCommandConfig {
   std::optional<std::string> nvml_interval;  // GPU counter sampling period ("0": off); unset: 100ms
   // The ranks' collective watchdog (PyTorch ranks, through the injection library); unset: none.
   std::optional<Nanoseconds> collective_timeout;
+  // More variables for the command ("PARTRAIN_GPU_TRACE=nccl": --gpu-trace), replacing any of
+  // the same name it would inherit.
+  std::vector<std::string> extra_env;
 };
 
 // Where libpartrain_inject.so is for this partrain binary (<prefix>/lib beside <prefix>/bin), or
@@ -45,6 +48,7 @@ InjectionPaths find_injection();
 // Makes the processes of a command started with `env` ("NAME=value" entries) record themselves
 // into the collector it names: libpartrain_inject.so in LD_PRELOAD (before the user's),
 // CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH (unless the user set their own NVTX tool),
+// NCCL_PROFILER_PLUGIN when a --gpu-trace level is in `env` (unless the user set their own),
 // partrain's Python module first on PYTHONPATH, and PARTRAIN_TRACER_PID (this process, the
 // command's parent).
 void add_injection_environment(std::vector<std::string>& env, const InjectionPaths& paths);

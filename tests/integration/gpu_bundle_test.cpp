@@ -168,7 +168,7 @@ TEST(GpuBundle, SelfContainedAndValidatesWithoutAGpu) {
 
   ASSERT_EQ(run_shell("tar -xzf " + quoted(archive) + " -C " + quoted(scratch.path())).exit_code, 0);
   const fs::path root = scratch.path() / "partrain-gpu-bundle";
-  for (const char* file : {"gpu-validate.sh", "MANIFEST.txt", "bin/partrain",
+  for (const char* file : {"gpu-validate.sh", "gpu-trace-levels.sh", "MANIFEST.txt", "bin/partrain",
                            "lib/libpartrain_inject.so", "share/partrain/models",
                            "tests/torch_nccl_program.py", "tests/check_torch_trace.py"}) {
     EXPECT_TRUE(fs::exists(root / file)) << file << " missing from the bundle";

@@ -1,6 +1,6 @@
 """Plays PyTorch's ProcessGroupNCCL for the NCCL join test, with the standard library only.
 
-    partrain trace -- python3 torch_nccl_join.py FAKE_LIBNCCL SHARE_PYTHON_DIR
+    partrain trace -- python3 torch_nccl_join.py FAKE_LIBNCCL SHARE_PYTHON_DIR [NRANKS]
 
 A real torch cannot drive NCCL without a GPU, so this process makes the calls a PyTorch rank
 makes on an NCCL group, in PyTorch's order, against the stand-in libnccl
@@ -13,6 +13,7 @@ by the module's own _native.COLLECTIVE). It does so for:
   - op 1, a barrier (NCCL sees an all_reduce of one element: another op, other numbers);
   - op 2, an all_gather whose record never comes (the process ends first);
 and makes one ncclBroadcast outside any window. Exit 0 when every call returned ncclSuccess.
+NRANKS (default 1) is the communicator's size this rank 0 claims (the stand-in sends nothing).
 """
 
 import ctypes
@@ -23,6 +24,7 @@ import time
 
 def main():
     fake_nccl, share_python = sys.argv[1], sys.argv[2]
+    nranks = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     sys.path.insert(0, share_python)
     from partrain_torch import _native
 
@@ -39,10 +41,10 @@ def main():
     unique_id = ctypes.create_string_buffer(128)
     comm = ctypes.c_void_p()
     results = [scope.ncclGetUniqueId(unique_id)]
-    results.append(scope.ncclCommInitRank(ctypes.byref(comm), 1,
+    results.append(scope.ncclCommInitRank(ctypes.byref(comm), nranks,
                                           ctypes.c_char_p(unique_id.raw), 0))
     buffer = ctypes.create_string_buffer(4096)
-    group = native.register_group("0", "default_pg", [0], 0)
+    group = native.register_group("0", "default_pg", list(range(nranks)), 0)
 
     def torch_op(seq, hook_op, elements, nccl_call, report=True):
         issue_ns = time.monotonic_ns()

@@ -2,7 +2,9 @@
  * wraps, recording each call it receives, one line per call with every argument, into the file
  * FAKE_NCCL_LOG names, so a test can check the real library gets exactly what the program
  * passed. FAKE_NCCL_FAIL=<function> makes that function return ncclInvalidArgument (4), to check
- * results pass through. Communicators are small structs: size and rank, nothing is sent. */
+ * results pass through. Communicators are small structs: size and rank, nothing is sent. With
+ * FAKE_NCCL_PROFILER it loads NCCL_PROFILER_PLUGIN as NCCL does (fake_nccl_profiler.h).
+ * FAKE_NCCL_VERSION: what ncclGetVersion says (default 22809, NCCL 2.28.9). */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,12 +12,16 @@
 #include <string.h>
 
 #include "profiler/nccl_abi.h"
+#include "tests/support/fake_nccl/fake_nccl_profiler.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
 struct ncclComm {
   int nranks;
   int rank;
+  uint64_t hash; /* NCCL's commHash: the same on every member */
+  int splits;
+  struct FakeProfiledComm* profiled;
 };
 
 static ncclResult_t logged(const char* function, const char* format, ...) {
@@ -36,11 +42,32 @@ static ncclResult_t logged(const char* function, const char* format, ...) {
   return fail != NULL && strcmp(fail, function) == 0 ? ncclInvalidArgument : ncclSuccess;
 }
 
-static ncclComm_t new_comm(int nranks, int rank) {
-  ncclComm_t comm = (ncclComm_t)malloc(sizeof(struct ncclComm));
+static ncclComm_t new_comm(int nranks, int rank, uint64_t hash) {
+  ncclComm_t comm = (ncclComm_t)calloc(1, sizeof(struct ncclComm));
   comm->nranks = nranks;
   comm->rank = rank;
+  comm->hash = hash;
+  comm->profiled = fake_profiler_comm_init(hash, nranks, rank);
   return comm;
+}
+
+static void end_comm(ncclComm_t comm) {
+  fake_profiler_comm_end(comm->profiled);
+  free(comm);
+}
+
+static uint64_t hash_of(const ncclUniqueId* id) { /* FNV-1a */
+  uint64_t hash = 1469598103934665603ull;
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    hash = (hash ^ (unsigned char)id->internal[i]) * 1099511628211ull;
+  }
+  return hash;
+}
+
+FAKE_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  const char* text = getenv("FAKE_NCCL_VERSION");
+  *version = text != NULL ? atoi(text) : 22809;
+  return ncclSuccess;
 }
 
 FAKE_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id) {
@@ -54,34 +81,35 @@ FAKE_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id) {
 
 FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
                                           int rank) {
-  ncclResult_t result = logged("ncclCommInitRank", "nranks=%d id=%s rank=%d", nranks,
-                               comm_id.internal, rank);
-  if (result == ncclSuccess) *comm = new_comm(nranks, rank);
+  ncclResult_t result =
+      logged("ncclCommInitRank", "nranks=%d id=%s rank=%d", nranks, comm_id.internal, rank);
+  if (result == ncclSuccess) *comm = new_comm(nranks, rank, hash_of(&comm_id));
   return result;
 }
 
-FAKE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
-                                                ncclUniqueId comm_id, int rank,
-                                                ncclConfig_t* config) {
+FAKE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
+                                                int rank, ncclConfig_t* config) {
   ncclResult_t result = logged("ncclCommInitRankConfig", "nranks=%d id=%s rank=%d config=%p",
                                nranks, comm_id.internal, rank, (void*)config);
-  if (result == ncclSuccess) *comm = new_comm(nranks, rank);
+  if (result == ncclSuccess) *comm = new_comm(nranks, rank, hash_of(&comm_id));
   return result;
 }
 
-FAKE_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
-                                                  int n_ids, ncclUniqueId* comm_ids,
-                                                  ncclConfig_t* config) {
+FAKE_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids,
+                                                  ncclUniqueId* comm_ids, ncclConfig_t* config) {
   ncclResult_t result = logged("ncclCommInitRankScalable", "nranks=%d rank=%d n_ids=%d config=%p",
                                nranks, rank, n_ids, (void*)config);
-  (void)comm_ids;
-  if (result == ncclSuccess) *comm = new_comm(nranks, rank);
+  if (result == ncclSuccess) {
+    *comm = new_comm(nranks, rank, n_ids > 0 && comm_ids != NULL ? hash_of(comm_ids) : 0);
+  }
   return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   ncclResult_t result = logged("ncclCommInitAll", "ndev=%d devlist=%p", ndev, (const void*)devlist);
-  for (int i = 0; result == ncclSuccess && i < ndev; ++i) comms[i] = new_comm(ndev, i);
+  for (int i = 0; result == ncclSuccess && i < ndev; ++i) {
+    comms[i] = new_comm(ndev, i, 0x1000u + (uint64_t)i);
+  }
   return result;
 }
 
@@ -91,7 +119,9 @@ FAKE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, nccl
                                color, key, (void*)config);
   /* Every rank passes the same colour in the tests: the child has the parent's members. */
   if (result == ncclSuccess) {
-    *newcomm = color == PARTRAIN_NCCL_SPLIT_NOCOLOR ? NULL : new_comm(comm->nranks, comm->rank);
+    const uint64_t hash = comm->hash * 31u + (uint64_t)(++comm->splits) * 7u + (uint64_t)color;
+    *newcomm =
+        color == PARTRAIN_NCCL_SPLIT_NOCOLOR ? NULL : new_comm(comm->nranks, comm->rank, hash);
   }
   return result;
 }
@@ -102,13 +132,13 @@ FAKE_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 
 FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   ncclResult_t result = logged("ncclCommDestroy", "comm=%p", (void*)comm);
-  if (result == ncclSuccess) free(comm);
+  if (result == ncclSuccess) end_comm(comm);
   return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   ncclResult_t result = logged("ncclCommAbort", "comm=%p", (void*)comm);
-  if (result == ncclSuccess) free(comm);
+  if (result == ncclSuccess) end_comm(comm);
   return result;
 }
 
@@ -125,15 +155,21 @@ FAKE_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                        cudaStream_t stream) {
-  return logged("ncclAllReduce", "send=%p recv=%p count=%zu dtype=%d op=%d comm=%p stream=%p",
-                sendbuff, recvbuff, count, (int)datatype, (int)op, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclAllReduce", "send=%p recv=%p count=%zu dtype=%d op=%d comm=%p stream=%p",
+             sendbuff, recvbuff, count, (int)datatype, (int)op, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "AllReduce", count, -1);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                        ncclDataType_t datatype, int root, ncclComm_t comm,
                                        cudaStream_t stream) {
-  return logged("ncclBroadcast", "send=%p recv=%p count=%zu dtype=%d root=%d comm=%p stream=%p",
-                sendbuff, recvbuff, count, (int)datatype, root, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclBroadcast", "send=%p recv=%p count=%zu dtype=%d root=%d comm=%p stream=%p",
+             sendbuff, recvbuff, count, (int)datatype, root, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "Broadcast", count, root);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
@@ -148,62 +184,90 @@ FAKE_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t data
 FAKE_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                                     ncclDataType_t datatype, ncclRedOp_t op, int root,
                                     ncclComm_t comm, cudaStream_t stream) {
-  return logged("ncclReduce",
-                "send=%p recv=%p count=%zu dtype=%d op=%d root=%d comm=%p stream=%p", sendbuff,
-                recvbuff, count, (int)datatype, (int)op, root, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclReduce", "send=%p recv=%p count=%zu dtype=%d op=%d root=%d comm=%p stream=%p",
+             sendbuff, recvbuff, count, (int)datatype, (int)op, root, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "Reduce", count, root);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                        ncclDataType_t datatype, ncclComm_t comm,
                                        cudaStream_t stream) {
-  return logged("ncclAllGather", "send=%p recv=%p count=%zu dtype=%d comm=%p stream=%p", sendbuff,
-                recvbuff, sendcount, (int)datatype, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclAllGather", "send=%p recv=%p count=%zu dtype=%d comm=%p stream=%p", sendbuff,
+             recvbuff, sendcount, (int)datatype, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "AllGather", sendcount, -1);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                           ncclDataType_t datatype, ncclRedOp_t op,
-                                           ncclComm_t comm, cudaStream_t stream) {
-  return logged("ncclReduceScatter",
-                "send=%p recv=%p count=%zu dtype=%d op=%d comm=%p stream=%p", sendbuff, recvbuff,
-                recvcount, (int)datatype, (int)op, (void*)comm, (void*)stream);
+                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  ncclResult_t result =
+      logged("ncclReduceScatter", "send=%p recv=%p count=%zu dtype=%d op=%d comm=%p stream=%p",
+             sendbuff, recvbuff, recvcount, (int)datatype, (int)op, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "ReduceScatter", recvcount, -1);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                       ncclDataType_t datatype, ncclComm_t comm,
                                       cudaStream_t stream) {
-  return logged("ncclAlltoAll", "send=%p recv=%p count=%zu dtype=%d comm=%p stream=%p", sendbuff,
-                recvbuff, count, (int)datatype, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclAlltoAll", "send=%p recv=%p count=%zu dtype=%d comm=%p stream=%p", sendbuff,
+             recvbuff, count, (int)datatype, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "AlltoAll", count, -1);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
                                     ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
-  return logged("ncclGather", "send=%p recv=%p count=%zu dtype=%d root=%d comm=%p stream=%p",
-                sendbuff, recvbuff, count, (int)datatype, root, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclGather", "send=%p recv=%p count=%zu dtype=%d root=%d comm=%p stream=%p", sendbuff,
+             recvbuff, count, (int)datatype, root, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "Gather", count, root);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                                      ncclDataType_t datatype, int root, ncclComm_t comm,
                                      cudaStream_t stream) {
-  return logged("ncclScatter", "send=%p recv=%p count=%zu dtype=%d root=%d comm=%p stream=%p",
-                sendbuff, recvbuff, count, (int)datatype, root, (void*)comm, (void*)stream);
+  ncclResult_t result =
+      logged("ncclScatter", "send=%p recv=%p count=%zu dtype=%d root=%d comm=%p stream=%p",
+             sendbuff, recvbuff, count, (int)datatype, root, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "Scatter", count, root);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
                                   int peer, ncclComm_t comm, cudaStream_t stream) {
-  return logged("ncclSend", "send=%p count=%zu dtype=%d peer=%d comm=%p stream=%p", sendbuff,
-                count, (int)datatype, peer, (void*)comm, (void*)stream);
+  ncclResult_t result = logged("ncclSend", "send=%p count=%zu dtype=%d peer=%d comm=%p stream=%p",
+                               sendbuff, count, (int)datatype, peer, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "Send", count, peer);
+  return result;
 }
 
 FAKE_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                   ncclComm_t comm, cudaStream_t stream) {
-  return logged("ncclRecv", "recv=%p count=%zu dtype=%d peer=%d comm=%p stream=%p", recvbuff,
-                count, (int)datatype, peer, (void*)comm, (void*)stream);
+  ncclResult_t result = logged("ncclRecv", "recv=%p count=%zu dtype=%d peer=%d comm=%p stream=%p",
+                               recvbuff, count, (int)datatype, peer, (void*)comm, (void*)stream);
+  if (result == ncclSuccess) fake_profiler_task(comm->profiled, "Recv", count, peer);
+  return result;
 }
 
-FAKE_EXPORT ncclResult_t ncclGroupStart(void) { return logged("ncclGroupStart", "%s", ""); }
+FAKE_EXPORT ncclResult_t ncclGroupStart(void) {
+  ncclResult_t result = logged("ncclGroupStart", "%s", "");
+  if (result == ncclSuccess) fake_profiler_group_start();
+  return result;
+}
 
-FAKE_EXPORT ncclResult_t ncclGroupEnd(void) { return logged("ncclGroupEnd", "%s", ""); }
+FAKE_EXPORT ncclResult_t ncclGroupEnd(void) {
+  ncclResult_t result = logged("ncclGroupEnd", "%s", "");
+  if (result == ncclSuccess) fake_profiler_group_end();
+  return result;
+}
 
 /* NCCL's profiling names: in libnccl pncclX is the function and ncclX its alias, so a call by
  * either name logs as ncclX. */

@@ -28,6 +28,9 @@ std::vector<TraceEvent> sample_events() {
   coll.event.enqueue_ns = 1'000;
   coll.event.start_ns = 1'050;
   coll.event.end_ns = 2'000;
+  coll.event.algorithm = "Ring";
+  coll.event.protocol = "LL128";
+  coll.event.channels = 16;
   coll.event.state = CollectiveState::kCompleted;
   return {slice,
           coll,
@@ -69,6 +72,9 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_EQ(coll.event.group_ranks, (std::vector<int>{4, 5, 6, 7}));
   EXPECT_EQ(coll.event.group_size, 4);
   EXPECT_EQ(coll.event.state, CollectiveState::kCompleted);
+  EXPECT_EQ(coll.event.algorithm, "Ring");
+  EXPECT_EQ(coll.event.protocol, "LL128");
+  EXPECT_EQ(coll.event.channels, 16);
   EXPECT_EQ(std::get<MemorySample>(decoded->at(2)).bytes, int64_t{1} << 40);
   EXPECT_DOUBLE_EQ(std::get<StepEvent>(decoded->at(3)).loss, 2.75);
   EXPECT_EQ(std::get<RankInfo>(decoded->at(5)).clock_offset_ns, -1234);
@@ -166,9 +172,9 @@ TEST(TraceEventTest, ForgedGroupSizeDoesNotAllocate) {
   coll.event.group_ranks = {0, 1};
   std::vector<uint8_t> bytes;
   encode_event(coll, bytes);
-  // The member count sits right before the two ranks, the group size, three timestamps and the
-  // state.
-  size_t count_at = bytes.size() - (2 * 4 + 4 + 3 * 8 + 1) - 4;
+  // The member count sits right before the two ranks, the group size, three timestamps, the
+  // state, and NCCL's algorithm and protocol (empty: a 2-byte length each) and channels.
+  size_t count_at = bytes.size() - (2 * 4 + 4 + 3 * 8 + 1 + 2 * 2 + 4) - 4;
   ASSERT_EQ(bytes[count_at], 2);
   bytes[count_at + 3] = 0xff;  // ~4 billion members
   auto result = decode_events(bytes);

@@ -69,7 +69,15 @@ std::vector<TraceEvent> rank_events(const NodeSpec& spec, int rank) {
   events.push_back(SliceEvent{rank, TrackKind::kCpuThread, "loader",
                               fmt::format("load node {}", spec.node), SliceCategory::kPhase,
                               1'500, 50});
-  for (uint64_t seq = 0; seq < 3; ++seq) events.push_back(world_all_reduce(rank, seq));
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    CollectiveRecord all_reduce = world_all_reduce(rank, seq);
+    if (seq == 1) {  // what NCCL's profiler plugin said of it (schema version 4)
+      all_reduce.event.algorithm = "Ring";
+      all_reduce.event.protocol = "LL128";
+      all_reduce.event.channels = rank + 1;
+    }
+    events.push_back(std::move(all_reduce));
+  }
   events.push_back(MemorySample{rank, 0, 1'000, 4096});
   events.push_back(MemorySample{rank, 3, 2'000, 8192 + rank});
   events.push_back(CounterSample{rank, fmt::format("gpu{}.power_w", rank), 3'000, 100.5 + rank});
@@ -276,6 +284,24 @@ TEST_F(TraceMergeTest, AVersionOneInputHasNoCounterSamplesOrTransfers) {
                             "FROM transfers ORDER BY rank"),
             "0|memcpy HtoD|memcpy|2500|40|1048576|0|7\n1|memcpy HtoD|memcpy|2500|40|1048577|0|7\n");
   EXPECT_EQ(query_number(out, "SELECT count(*) FROM steps"), 4);
+}
+
+// NCCL's choices stay with their collectives; an input older than version 4 has none.
+TEST_F(TraceMergeTest, NcclChoicesFollowTheirCollectivesAndOlderInputsHaveNone) {
+  auto inputs = write_nodes(node0(), node1());
+  {
+    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP TABLE collective_nccl; PRAGMA user_version = 3; "
+                         "UPDATE meta SET value = '3' WHERE key = 'schema_version'").is_ok())
+        << db->error_message();
+  }
+  ASSERT_TRUE(merge(inputs).is_ok());
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_rows(out, "SELECT rank, seq, algorithm, protocol, channels FROM collectives "
+                            "WHERE algorithm IS NOT NULL OR channels IS NOT NULL ORDER BY rank"),
+            "0|1|Ring|LL128|1\n1|1|Ring|LL128|2\n");
+  EXPECT_EQ(query_number(out, "SELECT count(*) FROM collectives"), 12);
 }
 
 // Both nodes' transfers, each on its own slice after the ids are shifted.
