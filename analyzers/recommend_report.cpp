@@ -11,6 +11,7 @@
 
 #include "core/byte_size.h"
 #include "core/json_dump.h"
+#include "core/number_format.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -101,10 +102,12 @@ std::string search_summary(const SearchResult& r, std::string_view split_separat
 
 std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) {
   const StepCost& k = c.cost;
-  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>6.1f}% {:>6.1f}% {:>7.1f}%  {}\n",
-                     index, tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
-                     seconds_text(k.step_s), tokens_text(k.tokens_per_s), 100 * k.mfu,
-                     100 * k.bubble_fraction, pct(k.exposed_comm_s(), k.step_s), k.bottleneck);
+  // Shares by format_percent: a bubble or exposed share that is not zero never reads "0.0%".
+  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}  {}\n", index,
+                     tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
+                     seconds_text(k.step_s), tokens_text(k.tokens_per_s), format_percent(k.mfu),
+                     format_percent(k.bubble_fraction),
+                     format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), k.bottleneck);
 }
 
 std::string compute_parts_text(const StepCost& c) {
@@ -559,10 +562,10 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
     text += "discouraged: ZeRO-2/3 with PP reduce-scatters gradients after every micro-batch\n";
   }
   text += fmt::format(
-      "predicted {}; {}, MFU {:.1f}%, bubble {:.1f}%, exposed communication {:.1f}%, "
-      "bottleneck {}\n",
-      breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), 100 * c.cost.mfu,
-      100 * c.cost.bubble_fraction, pct(c.cost.exposed_comm_s(), c.cost.step_s), c.cost.bottleneck);
+      "predicted {}; {}, MFU {}, bubble {}, exposed communication {}, bottleneck {}\n",
+      breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), format_percent(c.cost.mfu),
+      format_percent(c.cost.bubble_fraction),
+      format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
   text += "  " + compute_parts_text(c.cost) + "\n" + speeds_text(context.speeds);
   text += training_time_text(context, c);
   return text;

@@ -18,7 +18,9 @@ namespace partrain::profiler {
 // on its own bytes.
 // Header (14 bytes): magic "PTRC", version u16, kind u16, token length u16, payload length u32.
 inline constexpr uint8_t kCollectorMagic[4] = {'P', 'T', 'R', 'C'};
-inline constexpr uint16_t kCollectorProtocolVersion = 1;
+// 2: a collective record carries NCCL's algorithm, protocol and channel count (the profiler
+// plugin's), so a rank and a collector of different builds refuse each other's frames.
+inline constexpr uint16_t kCollectorProtocolVersion = 2;
 inline constexpr size_t kCollectorHeaderBytes = 14;
 inline constexpr uint16_t kMaxCollectorTokenBytes = 256;
 // Each record inside a batch is [u32 little-endian length][bytes]; the recorder's buffers store

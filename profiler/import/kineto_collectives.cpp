@@ -9,6 +9,7 @@
 
 #include "profiler/import/group_inference.h"
 #include "profiler/import/torch_collectives.h"
+#include "profiler/torch_collective.h"
 
 namespace partrain::profiler {
 namespace {
@@ -95,7 +96,18 @@ std::string describe_group(const ProcessGroupConfig& group) {
              : fmt::format("'{}' ({})", group.name, group.description);
 }
 
-std::string comm_id_of(const std::string& group_name) { return "pg:" + group_name; }
+// The group's id as partrain's PyTorch hooks write it for a live run ("default_pg:0",
+// profiler::torch_comm_id), so imported and traced runs name groups alike; "pg:<name>" when the
+// trace gives the group no description.
+std::string comm_id_of(const std::string& group_name,
+                       const std::vector<ProcessGroupConfig>& groups) {
+  for (const ProcessGroupConfig& g : groups) {
+    if (g.name == group_name && !g.description.empty() && g.description != "undefined") {
+      return torch_comm_id(g.name, g.description);
+    }
+  }
+  return "pg:" + group_name;
+}
 
 int index_in(const std::vector<int>& ranks, int rank) {
   auto it = std::find(ranks.begin(), ranks.end(), rank);
@@ -188,7 +200,7 @@ class Assembler {
     CollectiveRecord record;
     record.world_rank = rank;
     CollectiveEvent& c = record.event;
-    c.comm_id = comm_id_of(r.group_name);
+    c.comm_id = comm_id_of(r.group_name, groups_);
     c.op = r.op;
     c.dtype = r.dtype;
     if (auto ranks = kineto_rank_list(Json(r.group_ranks))) {
@@ -280,7 +292,7 @@ class Assembler {
   void set_group(CollectiveRecord& record, int rank, const ProcessGroupConfig& group,
                  uint32_t element_bytes, int group_peer = -1) const {
     CollectiveEvent& c = record.event;
-    c.comm_id = comm_id_of(group.name);
+    c.comm_id = comm_id_of(group.name, groups_);
     if (is_rooted_op(c.op) && group_peer >= 0 &&
         group_peer < static_cast<int>(group.ranks.size())) {
       c.peer = group.ranks[group_peer];

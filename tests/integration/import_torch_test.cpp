@@ -32,7 +32,7 @@ TEST(ImportTorch, RegeneratedFixturesImportAsTheCommittedOnesDo) {
   EXPECT_EQ(ddp_trace.rows("SELECT group_concat(DISTINCT step) FROM steps"), "2,3\n");
   // Every all-reduce of the default group, on all four ranks, its bytes those of a bucket.
   EXPECT_EQ(ddp_trace.rows("SELECT DISTINCT comm_id, op, group_size FROM collectives"),
-            "pg:0|all_reduce|4\n");
+            "default_pg:0|all_reduce|4\n");
   EXPECT_EQ(ddp_trace.number("SELECT count(*) FROM (SELECT comm_id, seq FROM collectives GROUP BY "
                              "1, 2 HAVING count(*) != 4 OR count(DISTINCT bytes) != 1)"),
             0);
@@ -45,7 +45,7 @@ TEST(ImportTorch, RegeneratedFixturesImportAsTheCommittedOnesDo) {
   TraceQuery two_trace(two);
   EXPECT_EQ(two_trace.rows("SELECT comm_id, count(DISTINCT seq), group_concat(DISTINCT "
                            "group_ranks) FROM collectives GROUP BY comm_id ORDER BY comm_id"),
-            "pg:0|8|0,1,2,3\npg:1|4|0,1\npg:2|4|2,3\n");
+            "default_pg:0|8|0,1,2,3\npg:1|4|0,1\npg:2|4|2,3\n");
 }
 
 }  // namespace

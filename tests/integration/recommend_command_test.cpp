@@ -168,6 +168,17 @@ TEST(RecommendCommand, OneUnitPerLineAndThreeSignificantDigitsInTheTable) {
   EXPECT_GE(breakdowns, 3);
 }
 
+// Shares print as format_percent does: an exact zero is "0%" and a small share keeps its digits,
+// so no figure in the table or the winner's line reads "0.0%" (issue 37: no zero-looking figure).
+TEST(RecommendCommand, NoShareLooksLikeAZeroThatIsNot) {
+  auto r = run_partrain(
+      "recommend --model llama-3-8b --gpus 8 --gpu h100-80g --global-batch 64 --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex zero_looking("(^|[^0-9.])0\\.0+%");
+  EXPECT_FALSE(std::regex_search(r.out, zero_looking)) << r.out;
+  EXPECT_NE(r.out.find(" 0% "), std::string::npos) << r.out;  // pp 1 layouts have no bubble
+}
+
 TEST(RecommendCommand, ExplainSaysWhyTheWinnerWinsAndWhyAlternativesLose) {
   auto r = run_partrain(
       "recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 --explain");

@@ -63,7 +63,8 @@ TEST(CollectorProtocol, FramesRoundTrip) {
   EXPECT_EQ(got, sent);
   // Header layout: magic, then little-endian version, kind, token length, payload length.
   EXPECT_EQ(std::string(frame.begin(), frame.begin() + 4), "PTRC");
-  EXPECT_EQ(frame[4], 1);
+  EXPECT_EQ(frame[4], kCollectorProtocolVersion);
+  EXPECT_EQ(frame[4], 2);
   EXPECT_EQ(frame[6], 2);
   EXPECT_EQ(frame[8], kToken.size());
   EXPECT_EQ(frame[10], 4 + records.size());

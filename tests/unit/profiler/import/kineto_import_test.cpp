@@ -72,10 +72,10 @@ TEST(KinetoImport, DdpFixtureAllCollectivesMatchedOnTheDefaultGroup) {
   EXPECT_EQ(trace.rows("SELECT comm_id, seq, op, dtype, count, bytes, group_size, group_ranks, "
                        "count(*), count(DISTINCT step) FROM collectives GROUP BY comm_id, seq "
                        "ORDER BY seq"),
-            "pg:0|0|all_reduce|float|520|2080|4|0,1,2,3|4|1\n"
-            "pg:0|1|all_reduce|float|2112|8448|4|0,1,2,3|4|1\n"
-            "pg:0|2|all_reduce|float|520|2080|4|0,1,2,3|4|1\n"
-            "pg:0|3|all_reduce|float|2112|8448|4|0,1,2,3|4|1\n");
+            "default_pg:0|0|all_reduce|float|520|2080|4|0,1,2,3|4|1\n"
+            "default_pg:0|1|all_reduce|float|2112|8448|4|0,1,2,3|4|1\n"
+            "default_pg:0|2|all_reduce|float|520|2080|4|0,1,2,3|4|1\n"
+            "default_pg:0|3|all_reduce|float|2112|8448|4|0,1,2,3|4|1\n");
   // A collective runs from c10d's issue to the end of gloo's transfer.
   EXPECT_EQ(trace.number("SELECT count(*) FROM collectives WHERE dur_ns <= 0 OR state != "
                          "'completed'"),
@@ -106,10 +106,10 @@ TEST(KinetoImport, TwoGroupsFixtureMatchedThroughTheWorkerThreads) {
   EXPECT_EQ(trace.rows("SELECT comm_id, op, count, group_ranks, count(DISTINCT seq), "
                        "count(*) / count(DISTINCT seq) FROM collectives "
                        "GROUP BY comm_id, op, count ORDER BY comm_id, op, count"),
-            "pg:0|all_gather|32|0,1,2,3|2|4\n"
-            "pg:0|all_reduce|8|0,1,2,3|2|4\n"
-            "pg:0|all_reduce|256|0,1,2,3|2|4\n"
-            "pg:0|broadcast|16|0,1,2,3|2|4\n"
+            "default_pg:0|all_gather|32|0,1,2,3|2|4\n"
+            "default_pg:0|all_reduce|8|0,1,2,3|2|4\n"
+            "default_pg:0|all_reduce|256|0,1,2,3|2|4\n"
+            "default_pg:0|broadcast|16|0,1,2,3|2|4\n"
             "pg:1|all_reduce|8|0,1|2|2\n"
             "pg:1|all_reduce|64|0,1|2|2\n"
             "pg:2|all_reduce|8|2,3|2|2\n"
@@ -155,7 +155,7 @@ TEST(KinetoImport, EqualSizedGroupsTheTraceCannotTellApartAreLeftUnmatchedAndSai
   TraceQuery trace(out);
   EXPECT_EQ(trace.rows("SELECT comm_id, count, count(DISTINCT seq), count(*) FROM collectives "
                        "GROUP BY comm_id, count ORDER BY comm_id, count"),
-            "pg:0|256|2|8\nunmatched:rank0|64|2|2\nunmatched:rank1|64|2|2\n");
+            "default_pg:0|256|2|8\nunmatched:rank0|64|2|2\nunmatched:rank1|64|2|2\n");
   // Its size is known (both groups hold two ranks), its members are not.
   EXPECT_EQ(trace.rows("SELECT DISTINCT group_size, group_ranks IS NULL, bytes FROM collectives "
                        "WHERE comm_id LIKE 'unmatched%'"),
@@ -253,9 +253,9 @@ TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
   TraceQuery trace(out);
   EXPECT_EQ(trace.rows("SELECT comm_id, seq, op, dtype, count, bytes, group_size, group_ranks, "
                        "count(*) FROM collectives GROUP BY comm_id, seq ORDER BY seq"),
-            "pg:0|7|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
-            "pg:0|8|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
-            "pg:0|9|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n");
+            "default_pg:0|7|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
+            "default_pg:0|8|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n"
+            "default_pg:0|9|all_reduce|bfloat16|1048576|2097152|2|0,1|2\n");
   // Host side: record_param_comms (it returns once the kernel is queued); device side: the
   // kernel, which on the timeline ends at one instant on both ranks.
   EXPECT_EQ(trace.rows("SELECT DISTINCT dur_ns FROM collectives"), "20000\n");
