@@ -211,31 +211,37 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
                                      const AnalysisWindow& window,
                                      const AnalysisProgress& progress) {
   const int64_t started = monotonic_ns();
-  int number = 0;
-  auto starting = [&](std::string_view analysis) {
-    if (progress) progress(analysis, ++number, 6);
+  // The analyses below, in the order they run: the progress line's names and its count.
+  static constexpr std::string_view kAnalyses[] = {
+      "time per rank",   "GPU streams",        "collectives and stragglers",
+      "pipeline bubble", "memory vs estimate", "top kernels"};
+  size_t next = 0;
+  auto starting = [&] {
+    if (progress)
+      progress(kAnalyses[next], static_cast<int>(next) + 1, static_cast<int>(std::size(kAnalyses)));
+    ++next;
   };
   AnalysisReport out;
   out.window = window;
   ASSIGN_OR_RETURN(out.tokens_per_s, window_tokens_per_second(reader, window));
   ASSIGN_OR_RETURN(out.outcome, read_run_outcome(reader));
   out.findings = run_outcome_findings(out.outcome);
-  starting("time per rank");
+  starting();
   RETURN_IF_ERROR(add_analysis(out, "ranks", started, analyze_temporal_breakdown(reader, window),
                                out.ranks, temporal_findings));
-  starting("GPU streams");
+  starting();
   RETURN_IF_ERROR(add_analysis(out, "gpu", started, analyze_gpu_timeline(reader, window),
                                out.gpu, gpu_timeline_findings));
-  starting("collectives and stragglers");
+  starting();
   RETURN_IF_ERROR(add_collective_analyses(reader, started, out));
-  starting("pipeline bubble");
+  starting();
   RETURN_IF_ERROR(add_analysis(out, "pipeline", started, analyze_pipeline_bubble(reader, window),
                                out.pipeline, pipeline_bubble_findings));
-  starting("memory vs estimate");
+  starting();
   RETURN_IF_ERROR(add_analysis(out, "memory", started,
                                analyze_memory_vs_estimate(reader, window), out.memory,
                                memory_vs_estimate_findings));
-  starting("top kernels");
+  starting();
   RETURN_IF_ERROR(add_analysis(out, "kernels", started, analyze_top_kernels(reader, window),
                                out.kernels, top_kernels_findings));
   if (std::optional<Finding> nothing = nothing_recorded_finding(out)) {

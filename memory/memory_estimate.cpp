@@ -161,15 +161,10 @@ StageParams stage_param_split(const ModelConfig& model, const ResolvedLayout& r,
   const int tp = r.layout.tp, pp = r.layout.pp, ep = r.layout.ep;
   if (model.is_bare()) return {model.bare_params / (static_cast<double>(tp) * pp), 0};
   StageParams params;
-  if (!model.is_moe()) {
-    params.dense = static_cast<double>(r.stage_layers[static_cast<size_t>(stage)]) *
-                   layer_params(model).dense_per_rank(tp);
-  } else {
-    for (int64_t layer : stage_blocks(r, stage)) {
-      const LayerParams block = layer_params(model, layer);
-      params.dense += block.dense_per_rank(tp);
-      params.experts += block.experts_per_rank(tp, ep);
-    }
+  for (int64_t layer : stage_blocks(r, stage)) {
+    const LayerParams block = layer_params(model, layer);
+    params.dense += block.dense_per_rank(tp);
+    params.experts += block.experts_per_rank(tp, ep);
   }
   if (model.architecture == Architecture::kMlp) return params;
   if (stage == 0) {
