@@ -100,23 +100,100 @@ std::string search_summary(const SearchResult& r, std::string_view split_separat
   return text;
 }
 
-std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) {
+std::string table_row(size_t index, const Candidate& c, size_t width, bool tie, bool moe) {
   const StepCost& k = c.cost;
   // Shares by format_percent: a bubble or exposed share that is not zero never reads "0.0%".
-  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}  {}\n", index,
-                     tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
-                     seconds_text(k.step_s), tokens_text(k.tokens_per_s), format_percent(k.mfu),
-                     format_percent(k.bubble_fraction),
-                     format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), k.bottleneck);
+  // A mixture of experts' all_to_all share (inside exp.comm) has a column of its own.
+  const std::string all_to_all =
+      moe ? fmt::format(" {:>7}", format_percent(pct(k.ep_comm_s, k.step_s) / 100)) : "";
+  return fmt::format(
+      "{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}{}  {}\n", index, tie ? "=" : " ",
+      layout_label(c.layout), width, gib(c.heaviest.total()), seconds_text(k.step_s),
+      tokens_text(k.tokens_per_s), format_percent(k.mfu), format_percent(k.bubble_fraction),
+      format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), all_to_all, k.bottleneck);
 }
 
 std::string compute_parts_text(const StepCost& c) {
   const ComputeParts& p = c.compute_parts;
   const SecondsUnit unit = seconds_unit(c.compute_s);
-  return fmt::format("compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
-                     seconds_in(c.compute_s, unit), seconds_in(p.gemm_s, unit),
-                     seconds_in(p.memory_bound_s, unit), seconds_in(p.attention_core_s, unit),
-                     seconds_in(p.head_s, unit));
+  std::string text = fmt::format(
+      "compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
+      seconds_in(c.compute_s, unit), seconds_in(p.gemm_s, unit), seconds_in(p.memory_bound_s, unit),
+      seconds_in(p.attention_core_s, unit), seconds_in(p.head_s, unit));
+  if (c.experts.moe) {
+    text += fmt::format(" + router {} + routed experts {} + shared experts {}",
+                        seconds_in(p.router_s, unit), seconds_in(p.routed_experts_s, unit),
+                        seconds_in(p.shared_experts_s, unit));
+  }
+  return text;
+}
+
+std::string_view level_words(LinkLevel level) {
+  return level == LinkLevel::kIntraNode ? "inside a node" : "across nodes";
+}
+std::string_view level_key(LinkLevel level) {
+  return level == LinkLevel::kIntraNode ? "intra_node" : "inter_node";
+}
+
+// A mixture of experts' terms (--explain, --check): what one MoE block costs per micro-batch, the
+// all_to_all and where its group lies, and the two gradient groups.
+std::string experts_text(const StepCost& c, const memory::TrainingLayout& l) {
+  const ExpertStep& e = c.experts;
+  if (!e.moe) return "";
+  const ExpertForward& f = e.forward;
+  const SecondsUnit unit = seconds_unit(f.total());
+  std::string text = fmt::format(
+      "  mixture of experts, each of the heaviest stage's {} MoE blocks per micro-batch, forward: "
+      "router {}, routed experts {} ({} per GPU, {:.0f} tokens each), shared experts {}\n",
+      e.moe_blocks, seconds_in(f.router_s, unit), seconds_in(f.routed_s, unit), f.local_experts,
+      f.tokens_per_expert, seconds_in(f.shared_s, unit));
+  const AllToAll& a = e.all_to_all;
+  if (l.ep > 1) {
+    text += fmt::format(
+        "  all_to_all: {} per micro-batch ({} per MoE block: dispatch and combine, forward and "
+        "backward{}), each {} per GPU over ep {} {} = {}: {} per step, {} of it, not overlapped "
+        "(DualPipe's overlap is not modelled)\n",
+        e.all_to_alls, e.moe_blocks > 0 ? e.all_to_alls / e.moe_blocks : 0,
+        l.recompute == memory::Recompute::kFull ? ", and full recompute's forward again" : "",
+        gib(a.bytes), a.ranks,
+        level_words(a.level), seconds_text(a.seconds), seconds_text(c.ep_comm_s),
+        format_percent(pct(c.ep_comm_s, c.step_s) / 100));
+  } else {
+    text += "  all_to_all: none (ep 1: every GPU holds every expert)\n";
+  }
+  const SecondsUnit grad_unit = seconds_unit(std::max(e.dense_grad_s, e.expert_grad_s));
+  text += fmt::format(
+      "  gradients (one reduction, before overlap): dense weights over dp x cp = {} GPUs {} {}, "
+      "routed experts over dp x cp / ep = {} GPUs {} {}\n",
+      e.data_ranks, level_words(e.dense_grad_level), seconds_in(e.dense_grad_s, grad_unit),
+      e.expert_data_ranks, level_words(e.expert_grad_level),
+      seconds_in(e.expert_grad_s, grad_unit));
+  return text;
+}
+
+json experts_json(const StepCost& c) {
+  const ExpertStep& e = c.experts;
+  const ExpertForward& f = e.forward;
+  return {
+      {"moe_blocks", e.moe_blocks},
+      {"local_experts", f.local_experts},
+      {"tokens_per_expert", f.tokens_per_expert},
+      {"block_forward_s",
+       {{"router", f.router_s}, {"routed_experts", f.routed_s}, {"shared_experts", f.shared_s}}},
+      {"all_to_all",
+       {{"bytes_per_gpu", e.all_to_all.bytes},
+        {"ranks", e.all_to_all.ranks},
+        {"level", level_key(e.all_to_all.level)},
+        {"seconds_each", e.all_to_all.seconds},
+        {"per_micro_batch", e.all_to_alls},
+        {"overlapped", false}}},
+      {"gradients_s",
+       {{"dense", e.dense_grad_s},
+        {"dense_ranks", e.data_ranks},
+        {"dense_level", level_key(e.dense_grad_level)},
+        {"experts", e.expert_grad_s},
+        {"expert_ranks", e.expert_data_ranks},
+        {"expert_level", level_key(e.expert_grad_level)}}}};
 }
 
 std::string speeds_text(const FittedSpeeds& f) {
@@ -163,10 +240,10 @@ std::string training_time_text(const RecommendContext& context, const Candidate&
       context.tokens, layout_label(c.layout), days, days * 24);
 }
 
-std::string table_header(size_t width) {
-  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}  {}\n", "#", "layout",
+std::string table_header(size_t width, bool moe) {
+  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}{}  {}\n", "#", "layout",
                      width, "memory/GPU", "step time", "throughput", "MFU", "bubble", "exp.comm",
-                     "bottleneck");
+                     moe ? fmt::format(" {:>7}", "a2a") : "", "bottleneck");
 }
 
 // The categories of a GPU's memory that make up its total in training.
@@ -207,40 +284,54 @@ json memory_json(const memory::StageMemory& stage) {
 
 json candidate_json(const Candidate& c) {
   const StepCost& k = c.cost;
+  const bool moe = k.experts.moe;
   // breakdown_s holds only the terms that add up to the step; what compute is made of is apart
-  // (compute_parts_s adds up to breakdown_s.compute, and recompute is inside it).
+  // (compute_parts_s adds up to breakdown_s.compute, and recompute is inside it). A dense model's
+  // has no ep_comm (its JSON is as before experts were modelled).
   json breakdown = json::object();
-  for (const auto& [name, value] : cost_terms(k)) breakdown[std::string(name)] = value;
-  const json compute_parts = {{"gemm", k.compute_parts.gemm_s},
-                              {"memory_bound", k.compute_parts.memory_bound_s},
-                              {"attention_core", k.compute_parts.attention_core_s},
-                              {"lm_head", k.compute_parts.head_s},
-                              {"recompute_included", k.recompute_s}};
+  for (const auto& [name, value] : cost_terms(k)) {
+    if (moe || name != "ep_comm") breakdown[std::string(name)] = value;
+  }
+  json compute_parts = {{"gemm", k.compute_parts.gemm_s},
+                        {"memory_bound", k.compute_parts.memory_bound_s},
+                        {"attention_core", k.compute_parts.attention_core_s},
+                        {"lm_head", k.compute_parts.head_s},
+                        {"recompute_included", k.recompute_s}};
   const memory::TrainingLayout& l = c.layout;
-  return {{"dp", l.dp},
-          {"tp", l.tp},
-          {"pp", l.pp},
-          {"cp", l.cp},
-          {"vpp", l.vpp},
-          {"zero", l.zero},
-          {"micro_batch", l.micro_batch},
-          {"micro_batches", c.micro_batches},
-          {"recompute", memory::recompute_name(l.recompute)},
-          {"sp", l.sp},
-          {"layout", layout_label(l)},
-          {"step_time_s", k.step_s},
-          {"tokens_per_s", k.tokens_per_s},
-          {"mfu", k.mfu},
-          {"memory_bytes", memory::whole_bytes(c.heaviest).total()},
-          {"memory_by_category_bytes", memory_json(c.heaviest)},
-          {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
-          {"fits", c.fits},
-          {"discouraged", c.discouraged},
-          {"bubble_pct", 100 * k.bubble_fraction},
-          {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
-          {"bottleneck", k.bottleneck},
-          {"breakdown_s", breakdown},
-          {"compute_parts_s", compute_parts}};
+  json out = {{"dp", l.dp},
+              {"tp", l.tp},
+              {"pp", l.pp},
+              {"cp", l.cp},
+              {"vpp", l.vpp},
+              {"zero", l.zero},
+              {"micro_batch", l.micro_batch},
+              {"micro_batches", c.micro_batches},
+              {"recompute", memory::recompute_name(l.recompute)},
+              {"sp", l.sp},
+              {"layout", layout_label(l)},
+              {"step_time_s", k.step_s},
+              {"tokens_per_s", k.tokens_per_s},
+              {"mfu", k.mfu},
+              {"memory_bytes", memory::whole_bytes(c.heaviest).total()},
+              {"memory_by_category_bytes", memory_json(c.heaviest)},
+              {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
+              {"fits", c.fits},
+              {"discouraged", c.discouraged},
+              {"bubble_pct", 100 * k.bubble_fraction},
+              {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
+              {"bottleneck", k.bottleneck},
+              {"breakdown_s", breakdown},
+              {"compute_parts_s", compute_parts}};
+  if (moe) {
+    out["compute_parts_s"]["router"] = k.compute_parts.router_s;
+    out["compute_parts_s"]["routed_experts"] = k.compute_parts.routed_experts_s;
+    out["compute_parts_s"]["shared_experts"] = k.compute_parts.shared_experts_s;
+    out["ep"] = l.ep;
+    out["expert_data_ranks"] = memory::expert_data_ranks(l);
+    out["all_to_all_pct"] = pct(k.ep_comm_s, k.step_s);
+    out["experts"] = experts_json(k);
+  }
+  return out;
 }
 
 json calibration_json(const std::vector<Calibration>& calibrations) {
@@ -447,13 +538,13 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   size_t width = 6;
   for (size_t i = 0; i < shown; ++i)
     width = std::max(width, layout_label(result.ranked[i].layout).size());
-  text += table_header(width);
+  text += table_header(width, context.moe);
   const StepCost& best = result.ranked.front().cost;
   size_t tied = 0;
   for (size_t i = 0; i < shown; ++i) {
     const bool tie = i > 0 && ties(best, result.ranked[i].cost);
     tied += tie ? 1 : 0;
-    text += table_row(i + 1, result.ranked[i], width, tie);
+    text += table_row(i + 1, result.ranked[i], width, tie, context.moe);
   }
   if (tied > 0) {
     text += fmt::format(
@@ -476,6 +567,7 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   std::string text = "\n" + speeds_text(context.speeds);
   text += fmt::format("why {} wins:\n  {}\n  {}\n", layout_label(w.layout), breakdown_text(w.cost),
                       compute_parts_text(w.cost));
+  text += experts_text(w.cost, w.layout);
   if (w.layout.pp > 1) {
     text +=
         fmt::format("  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time\n",
@@ -566,7 +658,8 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
       breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), format_percent(c.cost.mfu),
       format_percent(c.cost.bubble_fraction),
       format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
-  text += "  " + compute_parts_text(c.cost) + "\n" + speeds_text(context.speeds);
+  text += "  " + compute_parts_text(c.cost) + "\n" + experts_text(c.cost, c.layout) +
+          speeds_text(context.speeds);
   text += training_time_text(context, c);
   return text;
 }

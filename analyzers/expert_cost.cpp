@@ -1,0 +1,75 @@
+#include "analyzers/expert_cost.h"
+
+#include "memory/mesh_order.h"
+
+namespace partrain::analyzers {
+namespace {
+
+double d(int64_t value) { return static_cast<double>(value); }
+
+double rank_tokens(const memory::ActivationSetup& shape) {
+  return shape.micro_batch * shape.seq / shape.cp;
+}
+
+// Copies of a token the experts compute: top_k, times the capacity factor when capped.
+double slots_per_token(const memory::MixtureOfExperts& moe) {
+  return d(moe.top_k) * (moe.capacity_factor > 0 ? moe.capacity_factor : 1);
+}
+
+double mlp_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
+  return mlp.up_gemm_s + mlp.down_gemm_s + memory_bound_seconds(mlp.activation_bytes, speed);
+}
+
+}  // namespace
+
+double tokens_per_expert(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
+                         int ep) {
+  return rank_tokens(shape) * ep * slots_per_token(model.moe) / d(model.moe.experts);
+}
+
+ExpertForward expert_forward(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
+                             int ep, const ComputeSpeed& speed) {
+  ExpertForward f;
+  if (!model.is_moe()) return f;
+  const memory::MixtureOfExperts& moe = model.moe;
+  const double tokens = rank_tokens(shape);
+  const double h = d(model.hidden);
+  const double e = shape.element_bytes;
+  const double experts = d(moe.experts);
+  // The router's logits in fp32: written, read by the softmax, its probabilities written and read
+  // by the top-k.
+  f.router_s = gemm_seconds(tokens, experts, h, 1, e, speed) +
+               memory_bound_seconds(4 * 4 * tokens * experts, speed);
+  f.local_experts = static_cast<int>(moe.experts / ep);
+  f.tokens_per_expert = tokens_per_expert(model, shape, ep);
+  const MlpForward expert =
+      mlp_forward(model, f.tokens_per_expert, d(moe.expert_ffn), shape, speed);
+  // The dispatched copies are permuted into expert order and back (read and written each way).
+  const double permuted = 2 * 2 * tokens * slots_per_token(moe) * h * e;
+  f.routed_s = f.local_experts * mlp_seconds(expert, speed) + memory_bound_seconds(permuted, speed);
+  if (moe.shared_experts > 0) {
+    // The shared experts run as one MLP of their summed width (DeepSeekMoE fuses them).
+    const MlpForward shared =
+        mlp_forward(model, tokens, d(moe.shared_experts * moe.expert_ffn), shape, speed);
+    f.shared_s = mlp_seconds(shared, speed);
+  }
+  return f;
+}
+
+AllToAll expert_all_to_all(const CollectiveCost& comm, const memory::ModelConfig& model,
+                           const memory::ActivationSetup& shape,
+                           const memory::TrainingLayout& layout) {
+  AllToAll a;
+  if (!model.is_moe()) return a;
+  a.ranks = layout.ep;
+  a.bytes = rank_tokens(shape) * slots_per_token(model.moe) * d(model.hidden) * shape.element_bytes;
+  a.level = comm.machines().level_of_group(layout.ep, memory::expert_stride(layout));
+  a.seconds = comm.seconds(CostedOp::kAllToAll, a.bytes, layout.ep, a.level);
+  return a;
+}
+
+int all_to_alls_per_block(memory::Recompute recompute) {
+  return recompute == memory::Recompute::kFull ? 6 : 4;
+}
+
+}  // namespace partrain::analyzers
