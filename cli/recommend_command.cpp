@@ -2,6 +2,8 @@
 // micro-batch, virtual stages, ZeRO, recompute and SP for a model on N GPUs, predicts step time,
 // throughput, MFU and memory per layout, and ranks them (Calculon-like); --check costs one given
 // layout, --calibrate replaces the presets' speeds with those measured in the user's own traces.
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -129,19 +131,26 @@ struct Setup {
 // --ep and --fix ep against the model: a dense model has no experts to shard, and every rank
 // holds whole experts (memory's rule for a layout, said before the search refuses every layout).
 Status check_expert_degrees(const memory::ModelConfig& model, const analyzers::SearchSpace& space) {
-  std::vector<int> asked = space.ep_degrees;
-  if (space.fixed.ep) asked.push_back(*space.fixed.ep);
-  for (int ep : asked) {
+  std::vector<std::string> asked;
+  for (int ep : space.ep_degrees) asked.push_back(fmt::format("--ep {}", ep));
+  if (space.fixed.ep) asked.push_back(fmt::format("--fix ep={}", *space.fixed.ep));
+  std::vector<int> degrees = space.ep_degrees;
+  if (space.fixed.ep) degrees.push_back(*space.fixed.ep);
+  for (size_t i = 0; i < degrees.size(); ++i) {
+    const int ep = degrees[i];
     if (!model.is_moe() && ep != 1) {
       return invalid_argument(
-          "--ep / --fix ep={} shards a mixture of experts' experts: model '{}' has none (leave "
-          "it out)",
-          ep, model.name);
+          "{} shards a mixture of experts' experts: model '{}' has none (leave it out)", asked[i],
+          model.name);
     }
     if (ep < 1 || (model.is_moe() && model.moe.experts % ep != 0)) {
+      std::vector<int64_t> divisors;
+      for (int64_t d = 1; d <= model.moe.experts; ++d) {
+        if (model.moe.experts % d == 0) divisors.push_back(d);
+      }
       return invalid_argument(
-          "ep {} must divide the {} routed experts of '{}': every rank holds whole experts", ep,
-          model.moe.experts, model.name);
+          "{} must divide the {} routed experts of '{}': every rank holds whole experts (try {})",
+          asked[i], model.moe.experts, model.name, fmt::join(divisors, ", "));
     }
   }
   return {};
