@@ -8,18 +8,10 @@
 #include "analyzers/step_cost.h"
 #include "memory/memory_estimate.h"
 #include "memory/mesh_order.h"
+#include "tests/unit/analyzers/step_cost_fixture.h"
 
 namespace partrain::analyzers {
 namespace {
-
-Machines test_machines() {
-  Machines m;
-  m.gpus = 16;
-  m.gpus_per_node = 8;
-  m.intra_node = {100e9, 2e-6};
-  m.inter_node = {10e9, 10e-6};
-  return m;
-}
 
 // 4 blocks, the first dense; 8 experts of 512, top 2, h 1024.
 memory::ModelConfig moe_model() {
@@ -123,27 +115,14 @@ TEST(ExpertForward, FewerTokensPerExpertRunAtALowerEfficiency) {
 
 class ExpertStepTest : public ::testing::Test {
  protected:
-  ExpertStepTest()
-      : cost_{model_, recipe(), CollectiveCost(test_machines()), {1e14, 0.5, 1e300, 0, 1}, 1e12,
-              false,  0} {}
-
-  static memory::PrecisionRecipe recipe() {
-    return *memory::precision_recipe("bf16-mixed", memory::Optimizer::kAdamW);
-  }
-
-  memory::MemoryEstimate estimate(memory::TrainingLayout layout) {
-    memory::EstimateInput in;
-    in.model = model_;
-    in.recipe = recipe();
-    in.layout = layout;
-    in.reserve_bytes = 0;
-    auto e = memory::estimate_memory(in);
-    EXPECT_TRUE(e.is_ok()) << e.status().message();
-    return *e;
+  memory::MemoryEstimate estimate(const memory::TrainingLayout& layout) {
+    return estimate_for(model_, layout);
   }
 
   memory::ModelConfig model_ = moe_model();
-  CostModel cost_;
+  CostModel cost_{
+      model_, bf16_recipe(), CollectiveCost(test_machines()), {1e14, 0.5, 1e300, 0, 1}, 1e12, false,
+      0};
 };
 
 // Four all_to_alls per MoE block and micro-batch (dispatch, combine, their gradients), six when
@@ -210,7 +189,7 @@ TEST_F(ExpertStepTest, ExpertGradientsReduceOverTheExpertDataParallelGroup) {
   EXPECT_EQ(c8.experts.expert_grad_s, 0);
   EXPECT_EQ(c8.experts.expert_data_ranks, 1);
   const memory::StageMemory& held = alone.stages[0];
-  const memory::PrecisionRecipe r = recipe();
+  const memory::PrecisionRecipe r = bf16_recipe();
   const double streamed = 2 * r.optimizer_bytes + r.grad_bytes + 2 * r.param_bytes;
   EXPECT_NEAR(c8.optimizer_s,
               ((held.params_count - held.expert_params_count) / 8 + held.expert_params_count) *
