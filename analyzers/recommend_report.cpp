@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analyzers/expert_report.h"
+#include "analyzers/report_numbers.h"
 #include "core/byte_size.h"
 #include "core/json_dump.h"
 #include "core/number_format.h"
@@ -17,58 +19,6 @@ namespace partrain::analyzers {
 namespace {
 
 using nlohmann::json;
-
-// Three significant digits, trailing zeros kept, so that a column reads alike: 16.0 beside 16.1,
-// 61.0k beside 61.2k (never 16 beside 16.1); whole numbers from 100 up.
-std::string three_digits(double value) {
-  if (value == 0 || !std::isfinite(value)) return fmt::format("{}", value);
-  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
-  const int decimals = std::max(0, 2 - magnitude);
-  std::string text = fmt::format("{:.{}f}", value, decimals);
-  // Rounding may carry into the next power of ten (9.996 -> "10.00"): one digit fewer.
-  if (decimals > 0 && std::abs(std::stod(text)) >= std::pow(10.0, magnitude + 1)) {
-    text = fmt::format("{:.{}f}", value, decimals - 1);
-  }
-  return text;
-}
-
-// A unit for seconds: the one `reference` reads best in. One line uses one unit, so its figures
-// compare at a glance (never "1.61 s + 197 ms").
-struct SecondsUnit {
-  double per_second;
-  const char* name;
-};
-SecondsUnit seconds_unit(double reference) {
-  const double r = std::abs(reference);
-  if (r >= 1) return {1, "s"};
-  if (r >= 1e-3) return {1e3, "ms"};
-  return {1e6, "us"};
-}
-
-// Seconds in `unit`, three significant digits; figures much smaller than the line's largest keep
-// their own digits (0.00133 s), never a zero that is not zero.
-std::string seconds_in(double s, SecondsUnit unit) {
-  const double value = s * unit.per_second;
-  if (value == 0) return fmt::format("0 {}", unit.name);
-  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
-  if (magnitude >= 0) return three_digits(value) + " " + unit.name;
-  return fmt::format("{:.{}f} {}", value, 2 - magnitude, unit.name);
-}
-
-std::string seconds_text(double s) { return seconds_in(s, seconds_unit(s)); }
-
-std::string tokens_text(double per_s) {
-  if (per_s >= 1e6) return three_digits(per_s / 1e6) + "M tok/s";
-  if (per_s >= 1e3) return three_digits(per_s / 1e3) + "k tok/s";
-  return three_digits(per_s) + " tok/s";
-}
-
-// The estimators' byte counts are doubles; the text and --json both show them as whole bytes.
-uint64_t truncated_bytes(double bytes) { return static_cast<uint64_t>(std::max(0.0, bytes)); }
-
-std::string gib(double bytes) { return format_bytes(truncated_bytes(bytes)); }
-
-double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
 std::string header(const RecommendContext& c) {
   return fmt::format(
@@ -126,74 +76,6 @@ std::string compute_parts_text(const StepCost& c) {
                         seconds_in(p.shared_experts_s, unit));
   }
   return text;
-}
-
-std::string_view level_words(LinkLevel level) {
-  return level == LinkLevel::kIntraNode ? "inside a node" : "across nodes";
-}
-std::string_view level_key(LinkLevel level) {
-  return level == LinkLevel::kIntraNode ? "intra_node" : "inter_node";
-}
-
-// A mixture of experts' terms (--explain, --check): what one MoE block costs per micro-batch, the
-// all_to_all and where its group lies, and the two gradient groups.
-std::string experts_text(const StepCost& c, const memory::TrainingLayout& l) {
-  const ExpertStep& e = c.experts;
-  if (!e.moe) return "";
-  const ExpertForward& f = e.forward;
-  const SecondsUnit unit = seconds_unit(f.total());
-  std::string text = fmt::format(
-      "  mixture of experts, each of the heaviest stage's {} MoE blocks per micro-batch, forward: "
-      "router {}, routed experts {} ({} per GPU, {:.0f} tokens each), shared experts {}\n",
-      e.moe_blocks, seconds_in(f.router_s, unit), seconds_in(f.routed_s, unit), f.local_experts,
-      f.tokens_per_expert, seconds_in(f.shared_s, unit));
-  const AllToAll& a = e.all_to_all;
-  if (l.ep > 1) {
-    text += fmt::format(
-        "  all_to_all: {} per micro-batch ({} per MoE block: dispatch and combine, forward and "
-        "backward{}), each {} per GPU over ep {} {} = {}: {} per step, {} of it, not overlapped "
-        "(DualPipe's overlap is not modelled)\n",
-        e.all_to_alls, e.moe_blocks > 0 ? e.all_to_alls / e.moe_blocks : 0,
-        l.recompute == memory::Recompute::kFull ? ", and full recompute's forward again" : "",
-        gib(a.bytes), a.ranks,
-        level_words(a.level), seconds_text(a.seconds), seconds_text(c.ep_comm_s),
-        format_percent(pct(c.ep_comm_s, c.step_s) / 100));
-  } else {
-    text += "  all_to_all: none (ep 1: every GPU holds every expert)\n";
-  }
-  const SecondsUnit grad_unit = seconds_unit(std::max(e.dense_grad_s, e.expert_grad_s));
-  text += fmt::format(
-      "  gradients (one reduction, before overlap): dense weights over dp x cp = {} GPUs {} {}, "
-      "routed experts over dp x cp / ep = {} GPUs {} {}\n",
-      e.data_ranks, level_words(e.dense_grad_level), seconds_in(e.dense_grad_s, grad_unit),
-      e.expert_data_ranks, level_words(e.expert_grad_level),
-      seconds_in(e.expert_grad_s, grad_unit));
-  return text;
-}
-
-json experts_json(const StepCost& c) {
-  const ExpertStep& e = c.experts;
-  const ExpertForward& f = e.forward;
-  return {
-      {"moe_blocks", e.moe_blocks},
-      {"local_experts", f.local_experts},
-      {"tokens_per_expert", f.tokens_per_expert},
-      {"block_forward_s",
-       {{"router", f.router_s}, {"routed_experts", f.routed_s}, {"shared_experts", f.shared_s}}},
-      {"all_to_all",
-       {{"bytes_per_gpu", e.all_to_all.bytes},
-        {"ranks", e.all_to_all.ranks},
-        {"level", level_key(e.all_to_all.level)},
-        {"seconds_each", e.all_to_all.seconds},
-        {"per_micro_batch", e.all_to_alls},
-        {"overlapped", false}}},
-      {"gradients_s",
-       {{"dense", e.dense_grad_s},
-        {"dense_ranks", e.data_ranks},
-        {"dense_level", level_key(e.dense_grad_level)},
-        {"experts", e.expert_grad_s},
-        {"expert_ranks", e.expert_data_ranks},
-        {"expert_level", level_key(e.expert_grad_level)}}}};
 }
 
 std::string speeds_text(const FittedSpeeds& f) {
@@ -356,15 +238,14 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
     }
     entry["collectives"] = json::array();
     for (const CollectiveFit& f : c.collectives) {
-      entry["collectives"].push_back(
-          {{"op", costed_op_name(f.op)},
-           {"level", f.level == LinkLevel::kIntraNode ? "intra_node" : "inter_node"},
-           {"group_size", f.group_size},
-           {"sizes", f.sizes},
-           {"samples", f.samples},
-           {"busbw_gbps", f.link.bandwidth / 1e9},
-           {"rms_error", f.rms_error},
-           {"latency_us", f.link.latency_s * 1e6}});
+      entry["collectives"].push_back({{"op", costed_op_name(f.op)},
+                                      {"level", level_key(f.level)},
+                                      {"group_size", f.group_size},
+                                      {"sizes", f.sizes},
+                                      {"samples", f.samples},
+                                      {"busbw_gbps", f.link.bandwidth / 1e9},
+                                      {"rms_error", f.rms_error},
+                                      {"latency_us", f.link.latency_s * 1e6}});
     }
     out.push_back(entry);
   }

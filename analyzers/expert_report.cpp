@@ -1,0 +1,81 @@
+#include "analyzers/expert_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analyzers/report_numbers.h"
+#include "core/number_format.h"
+
+namespace partrain::analyzers {
+
+using nlohmann::json;
+
+std::string_view level_words(LinkLevel level) {
+  return level == LinkLevel::kIntraNode ? "inside a node" : "across nodes";
+}
+std::string_view level_key(LinkLevel level) {
+  return level == LinkLevel::kIntraNode ? "intra_node" : "inter_node";
+}
+
+// A mixture of experts' terms (--explain, --check): what one MoE block costs per micro-batch, the
+// all_to_all and where its group lies, and the two gradient groups.
+std::string experts_text(const StepCost& c, const memory::TrainingLayout& l) {
+  const ExpertStep& e = c.experts;
+  if (!e.moe) return "";
+  const ExpertForward& f = e.forward;
+  const SecondsUnit unit = seconds_unit(f.total());
+  std::string text = fmt::format(
+      "  mixture of experts, each of the heaviest stage's {} MoE blocks per micro-batch, forward: "
+      "router {}, routed experts {} ({} per GPU, {:.0f} tokens each), shared experts {}\n",
+      e.moe_blocks, seconds_in(f.router_s, unit), seconds_in(f.routed_s, unit), f.local_experts,
+      f.tokens_per_expert, seconds_in(f.shared_s, unit));
+  const AllToAll& a = e.all_to_all;
+  if (l.ep > 1) {
+    text += fmt::format(
+        "  all_to_all: {} per micro-batch ({} per MoE block: dispatch and combine, forward and "
+        "backward{}), each {} per GPU over ep {} {} = {}: {} per step, {} of it, not overlapped "
+        "(DualPipe's overlap is not modelled)\n",
+        e.all_to_alls, e.moe_blocks > 0 ? e.all_to_alls / e.moe_blocks : 0,
+        l.recompute == memory::Recompute::kFull ? ", and full recompute's forward again" : "",
+        gib(a.bytes), a.ranks, level_words(a.level), seconds_text(a.seconds),
+        seconds_text(c.ep_comm_s), format_percent(pct(c.ep_comm_s, c.step_s) / 100));
+  } else {
+    text += "  all_to_all: none (ep 1: every GPU holds every expert)\n";
+  }
+  const SecondsUnit grad_unit = seconds_unit(std::max(e.dense_grad_s, e.expert_grad_s));
+  text += fmt::format(
+      "  gradients (one reduction, before overlap): dense weights over dp x cp = {} GPUs {} {}, "
+      "routed experts over dp x cp / ep = {} GPUs {} {}\n",
+      e.data_ranks, level_words(e.dense_grad_level), seconds_in(e.dense_grad_s, grad_unit),
+      e.expert_data_ranks, level_words(e.expert_grad_level),
+      seconds_in(e.expert_grad_s, grad_unit));
+  return text;
+}
+
+json experts_json(const StepCost& c) {
+  const ExpertStep& e = c.experts;
+  const ExpertForward& f = e.forward;
+  return {
+      {"moe_blocks", e.moe_blocks},
+      {"local_experts", f.local_experts},
+      {"tokens_per_expert", f.tokens_per_expert},
+      {"block_forward_s",
+       {{"router", f.router_s}, {"routed_experts", f.routed_s}, {"shared_experts", f.shared_s}}},
+      {"all_to_all",
+       {{"bytes_per_gpu", e.all_to_all.bytes},
+        {"ranks", e.all_to_all.ranks},
+        {"level", level_key(e.all_to_all.level)},
+        {"seconds_each", e.all_to_all.seconds},
+        {"per_micro_batch", e.all_to_alls},
+        {"overlapped", false}}},
+      {"gradients_s",
+       {{"dense", e.dense_grad_s},
+        {"dense_ranks", e.data_ranks},
+        {"dense_level", level_key(e.dense_grad_level)},
+        {"experts", e.expert_grad_s},
+        {"expert_ranks", e.expert_data_ranks},
+        {"expert_level", level_key(e.expert_grad_level)}}}};
+}
+
+}  // namespace partrain::analyzers
