@@ -44,12 +44,16 @@ std::string experts_text(const StepCost& c, const memory::TrainingLayout& l) {
     text += "  all_to_all: none (ep 1: every GPU holds every expert)\n";
   }
   const SecondsUnit grad_unit = seconds_unit(std::max(e.dense_grad_s, e.expert_grad_s));
+  // "over dp x cp = 16 GPUs across nodes 16.8 ms", or that one GPU holds them alone.
+  auto group = [&](const char* ranks_named, int ranks, LinkLevel level, double seconds) {
+    if (ranks <= 1) return fmt::format("none ({} = 1: no other GPU holds them)", ranks_named);
+    return fmt::format("over {} = {} GPUs {} {}", ranks_named, ranks, level_words(level),
+                       seconds_in(seconds, grad_unit));
+  };
   text += fmt::format(
-      "  gradients (one reduction, before overlap): dense weights over dp x cp = {} GPUs {} {}, "
-      "routed experts over dp x cp / ep = {} GPUs {} {}\n",
-      e.data_ranks, level_words(e.dense_grad_level), seconds_in(e.dense_grad_s, grad_unit),
-      e.expert_data_ranks, level_words(e.expert_grad_level),
-      seconds_in(e.expert_grad_s, grad_unit));
+      "  gradients (one reduction, before overlap): dense weights {}, routed experts {}\n",
+      group("dp x cp", e.data_ranks, e.dense_grad_level, e.dense_grad_s),
+      group("dp x cp / ep", e.expert_data_ranks, e.expert_grad_level, e.expert_grad_s));
   return text;
 }
 
