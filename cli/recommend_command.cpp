@@ -260,6 +260,12 @@ std::vector<analyzers::Alternative> common_alternatives(const RecommendFlags& f,
   for (const auto& [name, filter] : families) {
     alternatives.push_back({name, analyzers::search_layouts(s.cost, s.base, space, filter)});
   }
+  if (s.base.model.is_moe()) {
+    analyzers::LayoutFilter no_ep;
+    no_ep.ep = 1;
+    alternatives.push_back({"no expert parallelism (EP 1: every GPU holds every expert)",
+                            analyzers::search_layouts(s.cost, s.base, space, no_ep)});
+  }
   if (node_tp > 1) {
     alternatives.push_back(
         {fmt::format("TP {} inside each node", node_tp),

@@ -498,6 +498,10 @@ TEST(RecommendCommand, MixtureOfExpertsIsSearchedWithEpAndItsAllToAllShown) {
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("+ router "), std::string::npos);
+  // The alternative a user of a dense framework would run: every expert on every GPU.
+  EXPECT_NE(text.out.find("  no expert parallelism (EP 1: every GPU holds every expert): "),
+            std::string::npos)
+      << text.out;
 }
 
 TEST(RecommendCommand, ExpertParallelFlagsAndChecksAreRestrictedAndRefusedByName) {
