@@ -11,6 +11,12 @@ namespace partrain::analyzers {
 
 using nlohmann::json;
 
+std::string_view moe_note() {
+  return "the router, expert and all_to_all terms are not validated against a measured "
+         "mixture-of-experts run (the tie margin is the error shown on dense runs): rank with "
+         "that much less certainty, and calibrate with a traced MoE run where you have one";
+}
+
 std::string_view level_words(LinkLevel level) {
   return level == LinkLevel::kIntraNode ? "inside a node" : "across nodes";
 }

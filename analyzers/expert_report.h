@@ -5,10 +5,15 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "analyzers/step_cost.h"
 
 namespace partrain::analyzers {
+
+// What the ranking of a mixture of experts rests on: the tie margin is the error shown on dense
+// runs; no measured MoE run has validated the expert terms (text and --json's "moe_note").
+std::string_view moe_note();
 
 // Empty for a dense model.
 std::string experts_text(const StepCost& cost, const memory::TrainingLayout& layout);

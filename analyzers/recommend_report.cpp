@@ -433,6 +433,7 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
         "not a ranking\n",
         100 * kTieFraction);
   }
+  if (context.moe) text += fmt::format("note: {}\n", moe_note());
   text += training_time_text(context, result.ranked.front());
   text +=
       extrapolation_note(std::vector<Candidate>(result.ranked.begin(),
@@ -516,6 +517,7 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
   out["costed"] = result.costed;
   out["ranked"] = result.ranked.size();
   out["search_s"] = context.search_seconds;
+  if (context.moe) out["moe_note"] = moe_note();
   if (result.ranked.empty() && result.least_memory) {
     out["least_memory"] = candidate_json(*result.least_memory);
   }
@@ -541,6 +543,7 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
       format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
   text += "  " + compute_parts_text(c.cost) + "\n" + experts_text(c.cost, c.layout) +
           speeds_text(context.speeds);
+  if (context.moe) text += fmt::format("note: {}\n", moe_note());
   text += training_time_text(context, c);
   return text;
 }
@@ -548,6 +551,7 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
 std::string format_check_json(const RecommendContext& context, const Candidate& candidate) {
   json out = context_json(context);
   out["candidates"] = json::array({candidate_json(candidate)});
+  if (context.moe) out["moe_note"] = moe_note();
   out["rejected"] = json::object();
   return dump_json(out, 2) + "\n";
 }

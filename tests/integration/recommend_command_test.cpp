@@ -453,6 +453,11 @@ TEST(RecommendCommand, MixtureOfExpertsIsSearchedWithEpAndItsAllToAllShown) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_NE(text.out.find(" a2a  bottleneck"), std::string::npos) << text.out;
   auto j = parse_json(json.out);
+  // What the ranking rests on, in both: no MoE run has validated the expert terms.
+  const std::string note = j["moe_note"].get<std::string>();
+  EXPECT_NE(note.find("not validated against a measured mixture-of-experts run"),
+            std::string::npos);
+  EXPECT_NE(text.out.find("note: " + note + "\n"), std::string::npos) << text.out;
   ASSERT_EQ(j["candidates"].size(), 5u);
   for (const auto& c : j["candidates"]) {
     const int ep = c["ep"].get<int>();
