@@ -11,6 +11,12 @@ double rank_tokens(const memory::ActivationSetup& shape) {
   return shape.micro_batch * shape.seq / shape.cp;
 }
 
+// The tokens a rank routes and dispatches: with SP its 1/t of the sequence (Megatron-Core's MoE
+// layer takes the sequence-parallel input as it is), else all of them.
+double dispatching_tokens(const memory::ActivationSetup& shape) {
+  return rank_tokens(shape) / (shape.sp ? shape.tp : 1);
+}
+
 // Copies of a token the experts compute: top_k, times the capacity factor when capped.
 double slots_per_token(const memory::MixtureOfExperts& moe) {
   return d(moe.top_k) * (moe.capacity_factor > 0 ? moe.capacity_factor : 1);
@@ -32,7 +38,7 @@ ExpertForward expert_forward(const memory::ModelConfig& model, const memory::Act
   ExpertForward f;
   if (!model.is_moe()) return f;
   const memory::MixtureOfExperts& moe = model.moe;
-  const double tokens = rank_tokens(shape);
+  const double tokens = dispatching_tokens(shape);
   const double h = d(model.hidden);
   const double e = shape.element_bytes;
   const double experts = d(moe.experts);
@@ -49,8 +55,8 @@ ExpertForward expert_forward(const memory::ModelConfig& model, const memory::Act
   f.routed_s = f.local_experts * mlp_seconds(expert, speed) + memory_bound_seconds(permuted, speed);
   if (moe.shared_experts > 0) {
     // The shared experts run as one MLP of their summed width (DeepSeekMoE fuses them).
-    const MlpForward shared =
-        mlp_forward(model, tokens, d(moe.shared_experts * moe.expert_ffn), shape, speed);
+    const MlpForward shared = mlp_forward(model, rank_tokens(shape),
+                                          d(moe.shared_experts * moe.expert_ffn), shape, speed);
     f.shared_s = mlp_seconds(shared, speed);
   }
   return f;
@@ -62,10 +68,26 @@ AllToAll expert_all_to_all(const CollectiveCost& comm, const memory::ModelConfig
   AllToAll a;
   if (!model.is_moe()) return a;
   a.ranks = layout.ep;
-  a.bytes = rank_tokens(shape) * slots_per_token(model.moe) * d(model.hidden) * shape.element_bytes;
+  a.bytes = dispatching_tokens(shape) * slots_per_token(model.moe) * d(model.hidden) *
+            shape.element_bytes;
   a.level = comm.machines().level_of_group(layout.ep, memory::expert_stride(layout));
   a.seconds = comm.seconds(CostedOp::kAllToAll, a.bytes, layout.ep, a.level);
   return a;
+}
+
+double expert_tp_exchange_seconds(const CollectiveCost& comm, const memory::ModelConfig& model,
+                                  const memory::ActivationSetup& shape,
+                                  const memory::TrainingLayout& layout) {
+  if (!model.is_moe() || !shape.sp || layout.tp < 2) return 0;
+  const LinkLevel level =
+      comm.machines().level_of_group(layout.tp, memory::mesh_stride(memory::MeshAxis::kTp, layout));
+  const double block = rank_tokens(shape) * d(model.hidden) * shape.element_bytes;
+  const double dispatched = block * slots_per_token(model.moe);
+  auto pair = [&](double bytes) {
+    return comm.seconds(CostedOp::kAllGather, bytes, layout.tp, level) +
+           comm.seconds(CostedOp::kReduceScatter, bytes, layout.tp, level);
+  };
+  return pair(dispatched) - pair(block);
 }
 
 int all_to_alls_per_block(memory::Recompute recompute) {

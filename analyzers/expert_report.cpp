@@ -49,6 +49,12 @@ std::string experts_text(const StepCost& c, const memory::TrainingLayout& l) {
   } else {
     text += "  all_to_all: none (ep 1: every GPU holds every expert)\n";
   }
+  if (e.tp_exchanges > 0) {
+    text += fmt::format(
+        "  tp exchange: with SP the MLP's all-gather and reduce-scatter over tp {} move the "
+        "dispatched copies, not the tokens: +{} a pair, {} pairs per micro-batch (in tp_comm)\n",
+        l.tp, seconds_text(e.tp_exchange_s), e.tp_exchanges);
+  }
   const SecondsUnit grad_unit = seconds_unit(std::max(e.dense_grad_s, e.expert_grad_s));
   // "over dp x cp = 16 GPUs across nodes 16.8 ms", or that one GPU holds them alone.
   auto group = [&](const char* ranks_named, int ranks, LinkLevel level, double seconds) {
@@ -79,6 +85,7 @@ json experts_json(const StepCost& c) {
         {"seconds_each", e.all_to_all.seconds},
         {"per_micro_batch", e.all_to_alls},
         {"overlapped", false}}},
+      {"tp_exchange", {{"extra_s_each", e.tp_exchange_s}, {"per_micro_batch", e.tp_exchanges}}},
       {"gradients_s",
        {{"dense", e.dense_grad_s},
         {"dense_ranks", e.data_ranks},

@@ -113,6 +113,8 @@ class Search {
                 } else if (recompute == memory::Recompute::kSelective &&
                            model.architecture == memory::Architecture::kMlp) {
                   reason = kRejectNoAttention;
+                } else if (model.is_moe() && tp > 1 && !sp) {
+                  reason = kRejectMoeTpWithoutSp;
                 }
                 if (reason != nullptr) {
                   reject(reason);
@@ -206,6 +208,9 @@ std::string_view rejection_words(std::string_view reason) {
   }
   if (reason == kRejectZeroWithoutDp) return "ZeRO without data parallelism (changes nothing)";
   if (reason == kRejectNoAttention) return "selective recompute of a model without attention";
+  if (reason == kRejectMoeTpWithoutSp) {
+    return "a mixture of experts with tp > 1 but no SP (Megatron-Core requires it)";
+  }
   if (reason == kRejectInvalid) return "refused by the memory model's layout rules";
   if (reason == kRejectFit) return "do not fit in GPU memory";
   return reason;

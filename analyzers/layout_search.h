@@ -70,6 +70,9 @@ inline constexpr const char* kRejectDiscouraged = "discouraged_zero_2_3_with_pp"
 // attention (it recomputes the attention core).
 inline constexpr const char* kRejectZeroWithoutDp = "zero_without_dp";
 inline constexpr const char* kRejectNoAttention = "selective_without_attention";
+// Megatron-Core refuses a mixture of experts with tp > 1 and no sequence parallelism (its MoE
+// layer takes the sequence-parallel input).
+inline constexpr const char* kRejectMoeTpWithoutSp = "moe_tp_needs_sp";
 inline constexpr const char* kRejectInvalid = "invalid_layout";
 inline constexpr const char* kRejectFit = "does_not_fit";
 

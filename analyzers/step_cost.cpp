@@ -37,7 +37,14 @@ struct Blocks {
   BlockTimes moe;
   ExpertForward experts;
   AllToAll all_to_all;
+  double tp_exchange_s = 0;  // expert_tp_exchange_seconds
 };
+
+// The MLP's tensor-parallel all-gather/reduce-scatter pairs per block and micro-batch: forward,
+// backward, and full recompute's forward.
+int mlp_tp_pairs(memory::Recompute recompute) {
+  return recompute == memory::Recompute::kFull ? 3 : 2;
+}
 
 // An MoE block: the block without its MLP, the experts' forward added (backward twice it).
 BlockTimes moe_block(const BlockTimes& without_mlp, const ExpertForward& experts) {
@@ -55,6 +62,7 @@ Blocks blocks_for(const CostModel& cm, const memory::ResolvedLayout& r,
   b.experts = expert_forward(cm.model, shape, r.layout.ep, speed);
   b.moe = moe_block(block_times(cm.model, shape, speed, BlockPart::kWithoutMlp), b.experts);
   b.all_to_all = expert_all_to_all(cm.comm, cm.model, shape, r.layout);
+  b.tp_exchange_s = expert_tp_exchange_seconds(cm.comm, cm.model, shape, r.layout);
   return b;
 }
 
@@ -141,6 +149,7 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
                             : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
     mb.tp_comm_s = layers * per_block * one;
     if (stage == 0 && transformer) mb.tp_comm_s += one;  // the vocab-parallel embedding's sum
+    mb.tp_comm_s += mb.moe_blocks * mlp_tp_pairs(l.recompute) * blocks.tp_exchange_s;
   }
   if (l.cp > 1 && transformer) {
     // Context parallelism passes K and V around the cp ranks forward, and again with their
@@ -347,6 +356,8 @@ ExpertStep expert_step(const CostModel& cm, const memory::TrainingLayout& l, con
   e.forward = blocks.experts;
   e.all_to_all = blocks.all_to_all;
   e.all_to_alls = slowest.moe_blocks * all_to_alls_per_block(l.recompute);
+  e.tp_exchange_s = blocks.tp_exchange_s;
+  e.tp_exchanges = e.tp_exchange_s != 0 ? slowest.moe_blocks * mlp_tp_pairs(l.recompute) : 0;
   const CostedOp reduction = l.zero == 0 ? CostedOp::kAllReduce : CostedOp::kReduceScatter;
   e.dense_grad_s = group_seconds(cm, groups.dense, reduction, cm.recipe.grad_bytes);
   e.expert_grad_s = group_seconds(cm, groups.experts, reduction, cm.recipe.grad_bytes);

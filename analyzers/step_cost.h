@@ -65,6 +65,8 @@ struct ExpertStep {
   ExpertForward forward;  // one MoE block, one micro-batch, forward
   AllToAll all_to_all;    // one dispatch or combine
   int all_to_alls = 0;    // per micro-batch on the heaviest stage
+  double tp_exchange_s = 0;  // with SP: one MLP all-gather + reduce-scatter beyond the dense one's
+  int tp_exchanges = 0;      // such pairs per micro-batch on the heaviest stage (in tp_comm)
   // Gradient reductions (ZeRO's reduce-scatters and gathers as the stage) before overlap: the
   // dense weights' over dp x cp, the routed experts' over the dp x cp / ep ranks holding them.
   double dense_grad_s = 0;

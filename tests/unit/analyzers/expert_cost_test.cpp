@@ -75,6 +75,29 @@ TEST(ExpertAllToAll, TheGroupsLinkFollowsTheRankOrder) {
   EXPECT_EQ(costed_op_from_trace("all_to_all"), CostedOp::kAllToAll);
 }
 
+// Megatron-Core's MoE layer with tp > 1 takes the sequence-parallel input: a rank routes and
+// dispatches its 1/t of the tokens, and the MLP's all-gather and reduce-scatter over tp move the
+// top_k dispatched copies instead of the tokens.
+TEST(ExpertAllToAll, WithSequenceParallelismARankDispatchesItsShareAndTpGathersTheCopies) {
+  const CollectiveCost comm(test_machines());
+  memory::TrainingLayout l;
+  l.tp = 2;
+  l.dp = 4;
+  l.ep = 4;
+  l.sp = true;
+  memory::ActivationSetup sp = shape(2, 1, 2);
+  sp.sp = true;
+  const double tokens = 2.0 * 256;
+  EXPECT_DOUBLE_EQ(expert_all_to_all(comm, moe_model(), sp, l).bytes, tokens / 2 * 2 * 1024 * 2);
+  // tp 2 inside the node: each of all-gather and reduce-scatter moves half of S over 100 GB/s;
+  // the dense block's pair (S = tokens x h) is already in tp_comm, the copies add top_k - 1 of it.
+  const double block = tokens * 1024 * 2;
+  EXPECT_NEAR(expert_tp_exchange_seconds(comm, moe_model(), sp, l), 2 * (2 - 1) * block / 2 / 100e9,
+              1e-15);
+  l.sp = false;
+  EXPECT_EQ(expert_tp_exchange_seconds(comm, moe_model(), shape(2, 1, 2), l), 0);
+}
+
 TEST(ExpertForward, EachLocalExpertComputesItsShareOfTheGroupsTokens) {
   const ComputeSpeed speed{1e14, 0.5, 1e300, 0, 1};
   const memory::ModelConfig m = moe_model();

@@ -67,6 +67,11 @@ TEST(ExpertSearch, EveryEpDividesTheDataParallelRanksAndTheExperts) {
   EXPECT_TRUE(seen.contains(8));
   EXPECT_TRUE(seen.contains(4));
   EXPECT_EQ(expert_degrees(j.base.model, 12, j.space), (std::vector<int>{1, 2, 4}));
+  // Megatron-Core runs a mixture of experts with tp > 1 only with SP.
+  for (const Candidate& c : r.ranked) {
+    if (c.layout.tp > 1) EXPECT_TRUE(c.layout.sp) << layout_label(c.layout);
+  }
+  EXPECT_GT(r.rejected.at(kRejectMoeTpWithoutSp), 0);
   // The counts still add up: each layout ranked or left out under one reason.
   int64_t sum = static_cast<int64_t>(r.ranked.size());
   for (const auto& [reason, count] : r.rejected) {
