@@ -34,11 +34,17 @@ memory::ActivationSetup shape(int64_t micro_batch, int cp = 1, int tp = 1) {
   return a;
 }
 
+memory::TrainingLayout expert_layout(int tp, int dp, int ep) {
+  memory::TrainingLayout l;
+  l.tp = tp;
+  l.dp = dp;
+  l.ep = ep;
+  return l;
+}
+
 TEST(ExpertAllToAll, EachRankSendsItsTokensTopKCopiesAndKeepsOneEpTh) {
   const CollectiveCost comm(test_machines());
-  memory::TrainingLayout l;
-  l.dp = 8;
-  l.ep = 4;
+  memory::TrainingLayout l = expert_layout(1, 8, 4);
   const AllToAll a = expert_all_to_all(comm, moe_model(), shape(2), l);
   // b s / cp x top_k x h x 2 bytes; 3/4 of it leaves the rank, one latency step (the sends go
   // at once); ep 4 neighbours 1 rank apart: inside the node.
@@ -59,10 +65,7 @@ TEST(ExpertAllToAll, EachRankSendsItsTokensTopKCopiesAndKeepsOneEpTh) {
 // ranks and crosses the 8-GPU node, while ep 2 stays in it.
 TEST(ExpertAllToAll, TheGroupsLinkFollowsTheRankOrder) {
   const CollectiveCost comm(test_machines());
-  memory::TrainingLayout l;
-  l.tp = 4;
-  l.dp = 4;
-  l.ep = 4;
+  memory::TrainingLayout l = expert_layout(4, 4, 4);
   EXPECT_EQ(memory::expert_stride(l), 4);
   EXPECT_EQ(memory::expert_data_stride(l), 16);
   const AllToAll across = expert_all_to_all(comm, moe_model(), shape(1, 1, 4), l);
@@ -80,10 +83,7 @@ TEST(ExpertAllToAll, TheGroupsLinkFollowsTheRankOrder) {
 // top_k dispatched copies instead of the tokens.
 TEST(ExpertAllToAll, WithSequenceParallelismARankDispatchesItsShareAndTpGathersTheCopies) {
   const CollectiveCost comm(test_machines());
-  memory::TrainingLayout l;
-  l.tp = 2;
-  l.dp = 4;
-  l.ep = 4;
+  memory::TrainingLayout l = expert_layout(2, 4, 4);
   l.sp = true;
   memory::ActivationSetup sp = shape(2, 1, 2);
   sp.sp = true;
