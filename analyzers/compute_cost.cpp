@@ -18,15 +18,17 @@ double memory_bound_seconds(double bytes, const ComputeSpeed& speed) {
 }
 
 MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double ffn,
-                       const memory::ActivationSetup& shape, const ComputeSpeed& speed) {
+                       const memory::ActivationSetup& shape, const ComputeSpeed& speed,
+                       double groups) {
   const double t = shape.tp;
   const double h = static_cast<double>(model.hidden);
   const double e = shape.element_bytes;
   const bool swiglu = model.mlp == memory::MlpKind::kSwiglu;
   const double matrices = swiglu ? 3 : 2;
   const double activation = swiglu ? 3 : 2;  // GeLU reads and writes; SwiGLU reads two halves
-  return {(matrices - 1) * gemm_seconds(tokens, ffn / t, h, 1, e, speed),
-          gemm_seconds(tokens, h, ffn / t, 1, e, speed), tokens * ffn / t * activation * e};
+  return {(matrices - 1) * gemm_seconds(tokens, ffn / t, h, groups, e, speed),
+          gemm_seconds(tokens, h, ffn / t, groups, e, speed),
+          tokens * ffn / t * activation * e * groups};
 }
 
 ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32) {

@@ -48,11 +48,12 @@ ExpertForward expert_forward(const memory::ModelConfig& model, const memory::Act
                memory_bound_seconds(4 * 4 * tokens * experts, speed);
   f.local_experts = static_cast<int>(moe.experts / ep);
   f.tokens_per_expert = tokens_per_expert(model, shape, ep);
-  const MlpForward expert =
-      mlp_forward(model, f.tokens_per_expert, d(moe.expert_ffn), shape, speed);
+  // The local experts in one grouped GEMM per projection.
+  const MlpForward experts_mlp =
+      mlp_forward(model, f.tokens_per_expert, d(moe.expert_ffn), shape, speed, f.local_experts);
   // The dispatched copies are permuted into expert order and back (read and written each way).
   const double permuted = 2 * 2 * tokens * slots_per_token(moe) * h * e;
-  f.routed_s = f.local_experts * mlp_seconds(expert, speed) + memory_bound_seconds(permuted, speed);
+  f.routed_s = mlp_seconds(experts_mlp, speed) + memory_bound_seconds(permuted, speed);
   if (moe.shared_experts > 0) {
     // The shared experts run as one MLP of their summed width (DeepSeekMoE fuses them).
     const MlpForward shared = mlp_forward(model, rank_tokens(shape),

@@ -125,15 +125,21 @@ TEST(ExpertForward, EachLocalExpertComputesItsShareOfTheGroupsTokens) {
             0);
 }
 
-// Smaller GEMMs fill fewer of the SMs' waves: spread over more experts a rank, the same routed
-// FLOPs take longer (compute_cost's tile and wave model, not a constant of its own).
+// The local experts run as one grouped GEMM per projection, their tiles sharing the SMs' waves:
+// spread thin (64 experts of 8 rows each, a 128-row tile 1/16 full) the same routed FLOPs take
+// several times as long as gathered (8 experts of 64 rows) -- compute_cost's tile and wave model,
+// not a constant of its own.
 TEST(ExpertForward, FewerTokensPerExpertRunAtALowerEfficiency) {
   ComputeSpeed speed{1e15, 0.7, 3e12, 5e-6, 1};
   speed.sm_count = 132;
-  const memory::ModelConfig m = moe_model();
-  const ExpertForward spread = expert_forward(m, shape(1), 1, speed);    // 8 experts x 64 rows
-  const ExpertForward gathered = expert_forward(m, shape(1), 8, speed);  // 1 expert x 512 rows
-  EXPECT_GT(spread.routed_s, 1.5 * gathered.routed_s);
+  memory::ModelConfig m = moe_model();
+  m.moe.experts = 64;
+  m.moe.expert_ffn = 1024;
+  const ExpertForward spread = expert_forward(m, shape(1), 1, speed);
+  const ExpertForward gathered = expert_forward(m, shape(1), 8, speed);
+  EXPECT_DOUBLE_EQ(spread.tokens_per_expert, 8);
+  EXPECT_DOUBLE_EQ(gathered.tokens_per_expert, 64);
+  EXPECT_GT(spread.routed_s, 2 * gathered.routed_s);
 }
 
 class ExpertStepTest : public ::testing::Test {
