@@ -20,6 +20,8 @@ std::string_view costed_op_name(CostedOp op) {
     case CostedOp::kAllGather: return "all_gather";
     case CostedOp::kReduceScatter: return "reduce_scatter";
     case CostedOp::kSendRecv: return "send_recv";
+    case CostedOp::kAllToAll:
+      return "all_to_all";
   }
   return "?";
 }
@@ -29,6 +31,7 @@ std::optional<CostedOp> costed_op_from_trace(std::string_view op) {
   if (op == "all_gather") return CostedOp::kAllGather;
   if (op == "reduce_scatter") return CostedOp::kReduceScatter;
   if (op == "send" || op == "recv") return CostedOp::kSendRecv;
+  if (op == "all_to_all") return CostedOp::kAllToAll;
   return std::nullopt;
 }
 
@@ -39,7 +42,9 @@ int latency_steps(CostedOp op, int nranks) {
     case CostedOp::kAllReduce: return 2 * log_steps;
     case CostedOp::kAllGather:
     case CostedOp::kReduceScatter: return log_steps;
-    case CostedOp::kSendRecv: return 1;
+    case CostedOp::kSendRecv:
+    case CostedOp::kAllToAll:
+      return 1;
   }
   return 1;
 }

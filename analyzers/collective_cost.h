@@ -13,16 +13,20 @@
 
 namespace partrain::analyzers {
 
-enum class CostedOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
-inline constexpr std::array<CostedOp, 4> kCostedOps = {CostedOp::kAllReduce, CostedOp::kAllGather,
-                                                      CostedOp::kReduceScatter, CostedOp::kSendRecv};
+// kAllToAll: a mixture of experts' dispatch and combine over the ep ranks.
+enum class CostedOp { kAllReduce, kAllGather, kReduceScatter, kSendRecv, kAllToAll };
+inline constexpr std::array<CostedOp, 5> kCostedOps = {CostedOp::kAllReduce, CostedOp::kAllGather,
+                                                       CostedOp::kReduceScatter,
+                                                       CostedOp::kSendRecv, CostedOp::kAllToAll};
 
-std::string_view costed_op_name(CostedOp op);  // all_reduce, all_gather, reduce_scatter, send_recv
+// all_reduce, all_gather, reduce_scatter, send_recv, all_to_all
+std::string_view costed_op_name(CostedOp op);
 // The op a traced collective counts as (send and recv are one send_recv); nullopt otherwise.
 std::optional<CostedOp> costed_op_from_trace(std::string_view op);
 
 // Latency steps: NCCL's tree and LL protocols keep small messages at O(log n) steps; an
-// all-reduce is a reduce-scatter plus an all-gather, so twice as many.
+// all-reduce is a reduce-scatter plus an all-gather, so twice as many. An all-to-all is n - 1
+// sends and receives NCCL issues at once (one group): one step, as a send/recv.
 int latency_steps(CostedOp op, int nranks);
 
 class CollectiveCost {
@@ -30,7 +34,8 @@ class CollectiveCost {
   explicit CollectiveCost(Machines machines) : machines_(std::move(machines)) {}
 
   // Seconds for one collective over `nranks` ranks at `level`; `bytes` is S as nccl-tests counts
-  // it (the whole buffer; the gathered one for all-gather and reduce-scatter). Zero for one rank.
+  // it (the whole buffer; the gathered one for all-gather and reduce-scatter; a rank's whole send
+  // buffer for all-to-all, of which (n - 1)/n leaves the rank). Zero for one rank.
   double seconds(CostedOp op, double bytes, int nranks, LinkLevel level) const;
   // A link measured for one op, level and group size replaces the preset's for that op and
   // level (calibration from a trace); with several group sizes measured, a collective uses the

@@ -11,11 +11,25 @@ constexpr double kTile = 128;  // cuBLAS's common output tile on sm_80/sm_90 (12
 // scores): 2.5 times the forward's work.
 constexpr double kFlashBackwardFactor = 2.5;
 
-double memory_seconds(double bytes, const ComputeSpeed& speed) {
+}  // namespace
+
+double memory_bound_seconds(double bytes, const ComputeSpeed& speed) {
   return bytes / (speed.memory_bandwidth * speed.memory_efficiency) * speed.scale;
 }
 
-}  // namespace
+MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double ffn,
+                       const memory::ActivationSetup& shape, const ComputeSpeed& speed,
+                       double groups) {
+  const double t = shape.tp;
+  const double h = static_cast<double>(model.hidden);
+  const double e = shape.element_bytes;
+  const bool swiglu = model.mlp == memory::MlpKind::kSwiglu;
+  const double matrices = swiglu ? 3 : 2;
+  const double activation = swiglu ? 3 : 2;  // GeLU reads and writes; SwiGLU reads two halves
+  return {(matrices - 1) * gemm_seconds(tokens, ffn / t, h, groups, e, speed),
+          gemm_seconds(tokens, h, ffn / t, groups, e, speed),
+          tokens * ffn / t * activation * e * groups};
+}
 
 ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32) {
   return {fp32 ? gpu.fp32_flops : gpu.bf16_flops,
@@ -58,7 +72,7 @@ double gemm_seconds(double m, double n, double k, double batch, double element_b
 }
 
 BlockTimes block_times(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
-                       const ComputeSpeed& speed) {
+                       const ComputeSpeed& speed, BlockPart part) {
   const double t = shape.tp;
   const double tokens = shape.micro_batch * shape.seq / shape.cp;  // this rank's queries
   const double h = static_cast<double>(model.hidden);
@@ -75,15 +89,16 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
     memory::ActivationSetup kept = shape;
     kept.recompute = memory::Recompute::kNone;
     p.gemm_s = gemm(tokens, h / t, h);
-    p.memory_bound_s = memory_seconds(2 * memory::layer_activation_bytes(model, kept), speed);
+    p.memory_bound_s = memory_bound_seconds(2 * memory::layer_activation_bytes(model, kept), speed);
   } else {
     const double heads = static_cast<double>(model.heads) / t;
     const double d = static_cast<double>(model.head_dim());
     const double queries = shape.seq / shape.cp;
-    const double matrices = model.mlp == memory::MlpKind::kSwiglu ? 3 : 2;
+    const MlpForward mlp =
+        part == BlockPart::kWhole ? mlp_forward(model, tokens, f, shape, speed) : MlpForward{};
     p.gemm_s = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h) +  // QKV
-               gemm(tokens, h, h / t) +                                           // attention out
-               (matrices - 1) * gemm(tokens, f / t, h) + gemm(tokens, h, f / t);  // MLP
+               gemm(tokens, h, h / t) +  // attention out
+               mlp.up_gemm_s + mlp.down_gemm_s;
     // Each rank's queries attend to the whole sequence (context parallelism passes K and V).
     const double batch = shape.micro_batch * heads;
     if (shape.flash_attention) {
@@ -99,17 +114,17 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
       // Megatron's core: QK^T, the fused scale-mask-softmax (scores read and written), dropout
       // on the probabilities (read, written, its mask), AV.
       const double scores = queries * shape.seq * batch;
-      p.attention_core_s = gemm(queries, shape.seq, d, batch) + gemm(queries, d, shape.seq, batch) +
-                           memory_seconds(scores * (2 * e + (mask > 0 ? 2 * e + mask : 0)), speed);
+      p.attention_core_s =
+          gemm(queries, shape.seq, d, batch) + gemm(queries, d, shape.seq, batch) +
+          memory_bound_seconds(scores * (2 * e + (mask > 0 ? 2 * e + mask : 0)), speed);
     }
     // The replicated region (norms, bias-dropout-residual) runs on every tp rank's whole
     // sequence, or on its 1/t of it with SP: 2 norms (read, write), 2 bias-dropout-adds (input
     // and residual read, output written, a mask), the MLP activation (GeLU read and written;
     // SwiGLU reads two halves).
     const double replicated = shape.sp ? tokens / t : tokens;
-    const double activation = model.mlp == memory::MlpKind::kSwiglu ? 3 : 2;
-    p.memory_bound_s = memory_seconds(
-        replicated * h * (2 * 2 * e + 2 * (3 * e + mask)) + tokens * f / t * activation * e, speed);
+    p.memory_bound_s = memory_bound_seconds(
+        replicated * h * (2 * 2 * e + 2 * (3 * e + mask)) + mlp.activation_bytes, speed);
   }
   times.attention_core_s = p.attention_core_s;
   times.forward_s = p.total();
@@ -128,7 +143,7 @@ double head_seconds(const memory::ModelConfig& model, const memory::ActivationSe
   const double logits =
       gemm_seconds(tokens, vocab, static_cast<double>(model.hidden), 1, shape.element_bytes, speed);
   // fp32 logits: written, read by softmax and cross-entropy, gradient written.
-  return 3 * logits + memory_seconds(3 * 4 * tokens * vocab, speed);
+  return 3 * logits + memory_bound_seconds(3 * 4 * tokens * vocab, speed);
 }
 
 }  // namespace partrain::analyzers

@@ -44,6 +44,23 @@ double wave_efficiency(double m, double n, double batch, int sm_count);
 double gemm_seconds(double m, double n, double k, double batch, double element_bytes,
                     const ComputeSpeed& speed);
 
+// Seconds of a memory-bound kernel moving `bytes` (at the bandwidth such kernels reach).
+double memory_bound_seconds(double bytes, const ComputeSpeed& speed);
+
+// A transformer's MLP over `tokens` rows on one tensor-parallel rank, forward: the up (and gate)
+// projections, the down projection, and the bytes its activation function (GeLU, SwiGLU) reads
+// and writes. `groups` > 1: that many experts of a mixture, `tokens` rows each, in one grouped
+// GEMM per projection (Megatron-Core's --moe-grouped-gemm, DeepSeek's): their tiles share the
+// waves, one launch.
+struct MlpForward {
+  double up_gemm_s = 0;    // h -> f/t, twice for SwiGLU
+  double down_gemm_s = 0;  // f/t -> h
+  double activation_bytes = 0;
+};
+MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double ffn,
+                       const memory::ActivationSetup& shape, const ComputeSpeed& speed,
+                       double groups = 1);
+
 // One micro-batch of one block on one rank, forward, by kind of work (each backward is the
 // matching forward's multiple: GEMMs 2x, memory-bound 2x, FlashAttention 2.5x).
 struct BlockForward {
@@ -71,8 +88,11 @@ struct BlockTimes {
 // the sequence split over cp ranks, the layer over tp (the norms and residuals over tp too with
 // SP), element_bytes per activation and operand, dropout masks when dropout > 0 (its recompute
 // mode is ignored here: BlockTimes::recompute_s says what each mode adds).
+// kWithoutMlp leaves a transformer block's MLP out: a mixture of experts' block costs its routed
+// experts apart (analyzers/expert_cost.h).
+enum class BlockPart { kWhole, kWithoutMlp };
 BlockTimes block_times(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
-                       const ComputeSpeed& speed);
+                       const ComputeSpeed& speed, BlockPart part = BlockPart::kWhole);
 // The LM head and the loss (the last stage): forward and backward seconds together.
 double head_seconds(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
                     const ComputeSpeed& speed);

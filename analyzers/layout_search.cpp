@@ -71,7 +71,19 @@ class Search {
     if (model.layers % pp != 0) return reject_split(kRejectPpLayers);
     if (cp > 1 && seq % (2 * cp) != 0) return reject_split(kRejectCpSeq);  // Megatron's balance
     if (global % dp != 0) return reject_split(kRejectBatch);
+    const std::vector<int> eps = expert_degrees(model, dp * cp, space_, filter);
+    if (eps.empty()) return reject_split(kRejectEpDataRanks);
     ++result_.splits;
+    for (int ep : eps) {
+      input_.layout.ep = ep;
+      layouts(tp, pp, cp, dp, filter);
+    }
+  }
+
+  // Every variant of one split and ep degree.
+  void layouts(int tp, int pp, int cp, int dp, const LayoutFilter& filter) {
+    const auto& model = cm_.model;
+    const int64_t global = input_.layout.global_batch.value_or(dp);
     for (int micro : divisors(global / dp, space_.max_micro_batch)) {
       if (space_.fixed_micro_batch && *space_.fixed_micro_batch != micro) continue;
       const int64_t m = global / dp / micro;
@@ -101,6 +113,8 @@ class Search {
                 } else if (recompute == memory::Recompute::kSelective &&
                            model.architecture == memory::Architecture::kMlp) {
                   reason = kRejectNoAttention;
+                } else if (model.is_moe() && tp > 1 && !sp) {
+                  reason = kRejectMoeTpWithoutSp;
                 }
                 if (reason != nullptr) {
                   reject(reason);
@@ -165,7 +179,19 @@ class Search {
 
 bool is_split_reason(std::string_view reason) {
   return reason == kRejectTpHeads || reason == kRejectPpLayers || reason == kRejectCpSeq ||
-         reason == kRejectBatch;
+         reason == kRejectBatch || reason == kRejectEpDataRanks;
+}
+
+std::vector<int> expert_degrees(const memory::ModelConfig& model, int data_ranks,
+                                const SearchSpace& space, const LayoutFilter& filter) {
+  if (!model.is_moe()) return {1};
+  std::vector<int> out;
+  for (int ep : divisors(data_ranks, model.moe.experts)) {
+    if (model.moe.experts % ep != 0 || !allowed(space.ep_degrees, ep)) continue;
+    if (!passes(space.fixed.ep, ep) || !passes(filter.ep, ep)) continue;
+    out.push_back(ep);
+  }
+  return out;
 }
 
 std::string_view rejection_words(std::string_view reason) {
@@ -173,12 +199,18 @@ std::string_view rejection_words(std::string_view reason) {
   if (reason == kRejectPpLayers) return "pp does not divide the layers";
   if (reason == kRejectCpSeq) return "cp too large for the sequence (2 x cp must divide it)";
   if (reason == kRejectBatch) return "dp does not divide the global batch";
+  if (reason == kRejectEpDataRanks) {
+    return "no allowed ep divides dp x cp (expert-parallel ranks are drawn from them)";
+  }
   if (reason == kRejectVpp) return "virtual stages do not divide the layers or micro-batches";
   if (reason == kRejectDiscouraged) {
     return "ZeRO-2/3 with pipeline parallelism (discouraged; --include-discouraged ranks them)";
   }
   if (reason == kRejectZeroWithoutDp) return "ZeRO without data parallelism (changes nothing)";
   if (reason == kRejectNoAttention) return "selective recompute of a model without attention";
+  if (reason == kRejectMoeTpWithoutSp) {
+    return "a mixture of experts with tp > 1 but no SP (Megatron-Core requires it)";
+  }
   if (reason == kRejectInvalid) return "refused by the memory model's layout rules";
   if (reason == kRejectFit) return "do not fit in GPU memory";
   return reason;
@@ -220,6 +252,7 @@ std::string layout_label(const memory::TrainingLayout& l) {
   std::string label = fmt::format("dp{} tp{} pp{}", l.dp, l.tp, l.pp);
   if (l.vpp > 1) label += fmt::format(" vpp{}", l.vpp);
   if (l.cp > 1) label += fmt::format(" cp{}", l.cp);
+  if (l.ep > 1) label += fmt::format(" ep{}", l.ep);
   if (l.schedule == memory::PipelineSchedule::kGpipe && l.pp > 1) label += " gpipe";
   label += fmt::format(" mb{} z{}", l.micro_batch, l.zero);
   if (l.recompute != memory::Recompute::kNone) {

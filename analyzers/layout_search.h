@@ -1,7 +1,8 @@
 // The recommender's search (DESIGN.md "Recommender"): every dp x tp x pp x cp split of the GPUs
-// with each micro-batch size, virtual pipeline size, ZeRO stage, recompute mode and sequence
-// parallelism; what does not divide, does not fit or is known to be bad is counted by reason,
-// the rest is costed and ranked by throughput.
+// with each expert-parallel degree (a mixture of experts: ep dividing dp x cp and the experts),
+// micro-batch size, virtual pipeline size, ZeRO stage, recompute mode and sequence parallelism;
+// what does not divide, does not fit or is known to be bad is counted by reason, the rest is
+// costed and ranked by throughput.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@ namespace partrain::analyzers {
 // Parts of a layout held fixed (--fix tp=8; explain's "common alternatives": pure DP, FSDP, no
 // PP...).
 struct LayoutFilter {
-  std::optional<int> tp, pp, cp, zero;
+  std::optional<int> tp, pp, cp, zero, ep;
 };
 
 struct SearchSpace {
@@ -34,6 +35,7 @@ struct SearchSpace {
   std::vector<int> zero_stages;
   std::vector<memory::Recompute> recompute_modes;
   std::vector<memory::PipelineSchedule> schedules;
+  std::vector<int> ep_degrees;  // --ep 8,16 (a mixture of experts); empty: every one that divides
   LayoutFilter fixed;
   std::optional<int> fixed_dp, fixed_vpp;
   std::optional<int64_t> fixed_micro_batch;
@@ -57,6 +59,10 @@ inline constexpr const char* kRejectTpHeads = "tp_does_not_divide_heads";
 inline constexpr const char* kRejectPpLayers = "pp_does_not_divide_layers";  // even stages only
 inline constexpr const char* kRejectCpSeq = "cp_does_not_divide_seq";
 inline constexpr const char* kRejectBatch = "batch_does_not_divide";
+// A mixture of experts' split none of the allowed ep degrees (--ep, --fix ep) divides: ep ranks
+// are drawn from the dp x cp ones (ep degrees that do not divide the experts are refused before
+// the search, and the search tries only those that divide both).
+inline constexpr const char* kRejectEpDataRanks = "ep_does_not_divide_dp_cp";
 inline constexpr const char* kRejectVpp = "vpp_does_not_divide";
 inline constexpr const char* kRejectDiscouraged = "discouraged_zero_2_3_with_pp";
 // Variants that would change nothing, left out so that they do not crowd the ranking as ties:
@@ -64,12 +70,20 @@ inline constexpr const char* kRejectDiscouraged = "discouraged_zero_2_3_with_pp"
 // attention (it recomputes the attention core).
 inline constexpr const char* kRejectZeroWithoutDp = "zero_without_dp";
 inline constexpr const char* kRejectNoAttention = "selective_without_attention";
+// Megatron-Core refuses a mixture of experts with tp > 1 and no sequence parallelism (its MoE
+// layer takes the sequence-parallel input).
+inline constexpr const char* kRejectMoeTpWithoutSp = "moe_tp_needs_sp";
 inline constexpr const char* kRejectInvalid = "invalid_layout";
 inline constexpr const char* kRejectFit = "does_not_fit";
 
 bool is_split_reason(std::string_view reason);
 // The reason in the user's words ("pp does not divide the layers").
 std::string_view rejection_words(std::string_view reason);
+
+// The expert-parallel degrees the search tries for a dp x cp split: 1 for a dense model; for a
+// mixture of experts each that divides dp x cp and the experts, and is allowed (--ep, --fix ep).
+std::vector<int> expert_degrees(const memory::ModelConfig& model, int data_ranks,
+                                const SearchSpace& space, const LayoutFilter& filter = {});
 
 struct SearchResult {
   std::vector<Candidate> ranked;            // fitting and allowed, highest tokens/s first
@@ -94,7 +108,7 @@ SearchResult search_layouts(const CostModel& model, const memory::EstimateInput&
 // naming the broken constraint when it does not resolve.
 StatusOr<Candidate> evaluate_layout(const CostModel& model, const memory::EstimateInput& input);
 
-// "dp8 tp4 pp2 mb2 z1 rc=selective sp" (vpp, cp only when > 1).
+// "dp8 tp4 pp2 ep8 mb2 z1 rc=selective sp" (vpp, cp, ep only when > 1).
 std::string layout_label(const memory::TrainingLayout& layout);
 
 }  // namespace partrain::analyzers

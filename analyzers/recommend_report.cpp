@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analyzers/expert_report.h"
+#include "analyzers/report_numbers.h"
 #include "core/byte_size.h"
 #include "core/json_dump.h"
 #include "core/number_format.h"
@@ -17,58 +19,6 @@ namespace partrain::analyzers {
 namespace {
 
 using nlohmann::json;
-
-// Three significant digits, trailing zeros kept, so that a column reads alike: 16.0 beside 16.1,
-// 61.0k beside 61.2k (never 16 beside 16.1); whole numbers from 100 up.
-std::string three_digits(double value) {
-  if (value == 0 || !std::isfinite(value)) return fmt::format("{}", value);
-  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
-  const int decimals = std::max(0, 2 - magnitude);
-  std::string text = fmt::format("{:.{}f}", value, decimals);
-  // Rounding may carry into the next power of ten (9.996 -> "10.00"): one digit fewer.
-  if (decimals > 0 && std::abs(std::stod(text)) >= std::pow(10.0, magnitude + 1)) {
-    text = fmt::format("{:.{}f}", value, decimals - 1);
-  }
-  return text;
-}
-
-// A unit for seconds: the one `reference` reads best in. One line uses one unit, so its figures
-// compare at a glance (never "1.61 s + 197 ms").
-struct SecondsUnit {
-  double per_second;
-  const char* name;
-};
-SecondsUnit seconds_unit(double reference) {
-  const double r = std::abs(reference);
-  if (r >= 1) return {1, "s"};
-  if (r >= 1e-3) return {1e3, "ms"};
-  return {1e6, "us"};
-}
-
-// Seconds in `unit`, three significant digits; figures much smaller than the line's largest keep
-// their own digits (0.00133 s), never a zero that is not zero.
-std::string seconds_in(double s, SecondsUnit unit) {
-  const double value = s * unit.per_second;
-  if (value == 0) return fmt::format("0 {}", unit.name);
-  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
-  if (magnitude >= 0) return three_digits(value) + " " + unit.name;
-  return fmt::format("{:.{}f} {}", value, 2 - magnitude, unit.name);
-}
-
-std::string seconds_text(double s) { return seconds_in(s, seconds_unit(s)); }
-
-std::string tokens_text(double per_s) {
-  if (per_s >= 1e6) return three_digits(per_s / 1e6) + "M tok/s";
-  if (per_s >= 1e3) return three_digits(per_s / 1e3) + "k tok/s";
-  return three_digits(per_s) + " tok/s";
-}
-
-// The estimators' byte counts are doubles; the text and --json both show them as whole bytes.
-uint64_t truncated_bytes(double bytes) { return static_cast<uint64_t>(std::max(0.0, bytes)); }
-
-std::string gib(double bytes) { return format_bytes(truncated_bytes(bytes)); }
-
-double pct(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
 
 std::string header(const RecommendContext& c) {
   return fmt::format(
@@ -100,23 +50,32 @@ std::string search_summary(const SearchResult& r, std::string_view split_separat
   return text;
 }
 
-std::string table_row(size_t index, const Candidate& c, size_t width, bool tie) {
+std::string table_row(size_t index, const Candidate& c, size_t width, bool tie, bool moe) {
   const StepCost& k = c.cost;
   // Shares by format_percent: a bubble or exposed share that is not zero never reads "0.0%".
-  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}  {}\n", index,
-                     tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
-                     seconds_text(k.step_s), tokens_text(k.tokens_per_s), format_percent(k.mfu),
-                     format_percent(k.bubble_fraction),
-                     format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), k.bottleneck);
+  // A mixture of experts' all_to_all share (inside exp.comm) has a column of its own.
+  const std::string all_to_all =
+      moe ? fmt::format(" {:>7}", format_percent(pct(k.ep_comm_s, k.step_s) / 100)) : "";
+  return fmt::format(
+      "{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}{}  {}\n", index, tie ? "=" : " ",
+      layout_label(c.layout), width, gib(c.heaviest.total()), seconds_text(k.step_s),
+      tokens_text(k.tokens_per_s), format_percent(k.mfu), format_percent(k.bubble_fraction),
+      format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), all_to_all, k.bottleneck);
 }
 
 std::string compute_parts_text(const StepCost& c) {
   const ComputeParts& p = c.compute_parts;
   const SecondsUnit unit = seconds_unit(c.compute_s);
-  return fmt::format("compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
-                     seconds_in(c.compute_s, unit), seconds_in(p.gemm_s, unit),
-                     seconds_in(p.memory_bound_s, unit), seconds_in(p.attention_core_s, unit),
-                     seconds_in(p.head_s, unit));
+  std::string text = fmt::format(
+      "compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
+      seconds_in(c.compute_s, unit), seconds_in(p.gemm_s, unit), seconds_in(p.memory_bound_s, unit),
+      seconds_in(p.attention_core_s, unit), seconds_in(p.head_s, unit));
+  if (c.experts.moe) {
+    text += fmt::format(" + router {} + routed experts {} + shared experts {}",
+                        seconds_in(p.router_s, unit), seconds_in(p.routed_experts_s, unit),
+                        seconds_in(p.shared_experts_s, unit));
+  }
+  return text;
 }
 
 std::string speeds_text(const FittedSpeeds& f) {
@@ -163,10 +122,10 @@ std::string training_time_text(const RecommendContext& context, const Candidate&
       context.tokens, layout_label(c.layout), days, days * 24);
 }
 
-std::string table_header(size_t width) {
-  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}  {}\n", "#", "layout",
+std::string table_header(size_t width, bool moe) {
+  return fmt::format("{:>3}  {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}{}  {}\n", "#", "layout",
                      width, "memory/GPU", "step time", "throughput", "MFU", "bubble", "exp.comm",
-                     "bottleneck");
+                     moe ? fmt::format(" {:>7}", "a2a") : "", "bottleneck");
 }
 
 // The categories of a GPU's memory that make up its total in training.
@@ -207,40 +166,54 @@ json memory_json(const memory::StageMemory& stage) {
 
 json candidate_json(const Candidate& c) {
   const StepCost& k = c.cost;
+  const bool moe = k.experts.moe;
   // breakdown_s holds only the terms that add up to the step; what compute is made of is apart
-  // (compute_parts_s adds up to breakdown_s.compute, and recompute is inside it).
+  // (compute_parts_s adds up to breakdown_s.compute, and recompute is inside it). A dense model's
+  // has no ep_comm (its JSON is as before experts were modelled).
   json breakdown = json::object();
-  for (const auto& [name, value] : cost_terms(k)) breakdown[std::string(name)] = value;
-  const json compute_parts = {{"gemm", k.compute_parts.gemm_s},
-                              {"memory_bound", k.compute_parts.memory_bound_s},
-                              {"attention_core", k.compute_parts.attention_core_s},
-                              {"lm_head", k.compute_parts.head_s},
-                              {"recompute_included", k.recompute_s}};
+  for (const auto& [name, value] : cost_terms(k)) {
+    if (moe || name != "ep_comm") breakdown[std::string(name)] = value;
+  }
+  json compute_parts = {{"gemm", k.compute_parts.gemm_s},
+                        {"memory_bound", k.compute_parts.memory_bound_s},
+                        {"attention_core", k.compute_parts.attention_core_s},
+                        {"lm_head", k.compute_parts.head_s},
+                        {"recompute_included", k.recompute_s}};
   const memory::TrainingLayout& l = c.layout;
-  return {{"dp", l.dp},
-          {"tp", l.tp},
-          {"pp", l.pp},
-          {"cp", l.cp},
-          {"vpp", l.vpp},
-          {"zero", l.zero},
-          {"micro_batch", l.micro_batch},
-          {"micro_batches", c.micro_batches},
-          {"recompute", memory::recompute_name(l.recompute)},
-          {"sp", l.sp},
-          {"layout", layout_label(l)},
-          {"step_time_s", k.step_s},
-          {"tokens_per_s", k.tokens_per_s},
-          {"mfu", k.mfu},
-          {"memory_bytes", memory::whole_bytes(c.heaviest).total()},
-          {"memory_by_category_bytes", memory_json(c.heaviest)},
-          {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
-          {"fits", c.fits},
-          {"discouraged", c.discouraged},
-          {"bubble_pct", 100 * k.bubble_fraction},
-          {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
-          {"bottleneck", k.bottleneck},
-          {"breakdown_s", breakdown},
-          {"compute_parts_s", compute_parts}};
+  json out = {{"dp", l.dp},
+              {"tp", l.tp},
+              {"pp", l.pp},
+              {"cp", l.cp},
+              {"vpp", l.vpp},
+              {"zero", l.zero},
+              {"micro_batch", l.micro_batch},
+              {"micro_batches", c.micro_batches},
+              {"recompute", memory::recompute_name(l.recompute)},
+              {"sp", l.sp},
+              {"layout", layout_label(l)},
+              {"step_time_s", k.step_s},
+              {"tokens_per_s", k.tokens_per_s},
+              {"mfu", k.mfu},
+              {"memory_bytes", memory::whole_bytes(c.heaviest).total()},
+              {"memory_by_category_bytes", memory_json(c.heaviest)},
+              {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
+              {"fits", c.fits},
+              {"discouraged", c.discouraged},
+              {"bubble_pct", 100 * k.bubble_fraction},
+              {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
+              {"bottleneck", k.bottleneck},
+              {"breakdown_s", breakdown},
+              {"compute_parts_s", compute_parts}};
+  if (moe) {
+    out["compute_parts_s"]["router"] = k.compute_parts.router_s;
+    out["compute_parts_s"]["routed_experts"] = k.compute_parts.routed_experts_s;
+    out["compute_parts_s"]["shared_experts"] = k.compute_parts.shared_experts_s;
+    out["ep"] = l.ep;
+    out["expert_data_ranks"] = memory::expert_data_ranks(l);
+    out["all_to_all_pct"] = pct(k.ep_comm_s, k.step_s);
+    out["experts"] = experts_json(k);
+  }
+  return out;
 }
 
 json calibration_json(const std::vector<Calibration>& calibrations) {
@@ -265,15 +238,14 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
     }
     entry["collectives"] = json::array();
     for (const CollectiveFit& f : c.collectives) {
-      entry["collectives"].push_back(
-          {{"op", costed_op_name(f.op)},
-           {"level", f.level == LinkLevel::kIntraNode ? "intra_node" : "inter_node"},
-           {"group_size", f.group_size},
-           {"sizes", f.sizes},
-           {"samples", f.samples},
-           {"busbw_gbps", f.link.bandwidth / 1e9},
-           {"rms_error", f.rms_error},
-           {"latency_us", f.link.latency_s * 1e6}});
+      entry["collectives"].push_back({{"op", costed_op_name(f.op)},
+                                      {"level", level_key(f.level)},
+                                      {"group_size", f.group_size},
+                                      {"sizes", f.sizes},
+                                      {"samples", f.samples},
+                                      {"busbw_gbps", f.link.bandwidth / 1e9},
+                                      {"rms_error", f.rms_error},
+                                      {"latency_us", f.link.latency_s * 1e6}});
     }
     out.push_back(entry);
   }
@@ -447,13 +419,13 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
   size_t width = 6;
   for (size_t i = 0; i < shown; ++i)
     width = std::max(width, layout_label(result.ranked[i].layout).size());
-  text += table_header(width);
+  text += table_header(width, context.moe);
   const StepCost& best = result.ranked.front().cost;
   size_t tied = 0;
   for (size_t i = 0; i < shown; ++i) {
     const bool tie = i > 0 && ties(best, result.ranked[i].cost);
     tied += tie ? 1 : 0;
-    text += table_row(i + 1, result.ranked[i], width, tie);
+    text += table_row(i + 1, result.ranked[i], width, tie, context.moe);
   }
   if (tied > 0) {
     text += fmt::format(
@@ -461,6 +433,7 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
         "not a ranking\n",
         100 * kTieFraction);
   }
+  if (context.moe) text += fmt::format("note: {}\n", moe_note());
   text += training_time_text(context, result.ranked.front());
   text +=
       extrapolation_note(std::vector<Candidate>(result.ranked.begin(),
@@ -476,6 +449,7 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   std::string text = "\n" + speeds_text(context.speeds);
   text += fmt::format("why {} wins:\n  {}\n  {}\n", layout_label(w.layout), breakdown_text(w.cost),
                       compute_parts_text(w.cost));
+  text += experts_text(w.cost, w.layout);
   if (w.layout.pp > 1) {
     text +=
         fmt::format("  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time\n",
@@ -543,6 +517,7 @@ std::string format_recommend_json(const RecommendContext& context, const SearchR
   out["costed"] = result.costed;
   out["ranked"] = result.ranked.size();
   out["search_s"] = context.search_seconds;
+  if (context.moe) out["moe_note"] = moe_note();
   if (result.ranked.empty() && result.least_memory) {
     out["least_memory"] = candidate_json(*result.least_memory);
   }
@@ -566,7 +541,9 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
       breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), format_percent(c.cost.mfu),
       format_percent(c.cost.bubble_fraction),
       format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
-  text += "  " + compute_parts_text(c.cost) + "\n" + speeds_text(context.speeds);
+  text += "  " + compute_parts_text(c.cost) + "\n" + experts_text(c.cost, c.layout) +
+          speeds_text(context.speeds);
+  if (context.moe) text += fmt::format("note: {}\n", moe_note());
   text += training_time_text(context, c);
   return text;
 }
@@ -574,6 +551,7 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
 std::string format_check_json(const RecommendContext& context, const Candidate& candidate) {
   json out = context_json(context);
   out["candidates"] = json::array({candidate_json(candidate)});
+  if (context.moe) out["moe_note"] = moe_note();
   out["rejected"] = json::object();
   return dump_json(out, 2) + "\n";
 }

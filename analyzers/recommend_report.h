@@ -45,6 +45,7 @@ struct RecommendContext {
   double search_seconds = 0;
   FittedSpeeds speeds;
   double tokens = 0;  // > 0: --tokens, the training time is reported
+  bool moe = false;   // a mixture of experts: ep, all_to_all and the experts' terms are shown
 };
 
 // One of explain's "common alternatives": the best of a family, or why none of it fits.

@@ -21,12 +21,59 @@ struct StageMicroBatch {
   double recompute_s = 0;
   double tp_comm_s = 0;
   double cp_comm_s = 0;
+  double ep_comm_s = 0;  // all_to_all dispatch and combine
   double layers = 0;
+  int moe_blocks = 0;
   double layer_forward_s = 0;   // one block's forward (ZeRO-3 overlaps a unit's gather with it)
   double layer_backward_s = 0;  // one block's backward, its recompute included
   ComputeParts parts;           // forward + backward + recompute by kind
-  double total() const { return forward_s + backward_s + tp_comm_s + cp_comm_s; }
+  double total() const { return forward_s + backward_s + tp_comm_s + cp_comm_s + ep_comm_s; }
 };
+
+// A block's times: a dense block's, and a mixture of experts' (its attention as a dense block's,
+// its MLP the router and experts').
+struct Blocks {
+  BlockTimes dense;
+  BlockTimes moe;
+  ExpertForward experts;
+  AllToAll all_to_all;
+  double tp_exchange_s = 0;  // expert_tp_exchange_seconds
+};
+
+// The MLP's tensor-parallel all-gather/reduce-scatter pairs per block and micro-batch: forward,
+// backward, and full recompute's forward.
+int mlp_tp_pairs(memory::Recompute recompute) {
+  return recompute == memory::Recompute::kFull ? 3 : 2;
+}
+
+// An MoE block: the block without its MLP, the experts' forward added (backward twice it).
+BlockTimes moe_block(const BlockTimes& without_mlp, const ExpertForward& experts) {
+  BlockTimes b = without_mlp;
+  b.forward_s += experts.total();
+  b.backward_s += 2 * experts.total();
+  return b;
+}
+
+Blocks blocks_for(const CostModel& cm, const memory::ResolvedLayout& r,
+                  const memory::ActivationSetup& shape, const ComputeSpeed& speed) {
+  Blocks b;
+  b.dense = block_times(cm.model, shape, speed);
+  if (!cm.model.is_moe()) return b;
+  b.experts = expert_forward(cm.model, shape, r.layout.ep, speed);
+  b.moe = moe_block(block_times(cm.model, shape, speed, BlockPart::kWithoutMlp), b.experts);
+  b.all_to_all = expert_all_to_all(cm.comm, cm.model, shape, r.layout);
+  b.tp_exchange_s = expert_tp_exchange_seconds(cm.comm, cm.model, shape, r.layout);
+  return b;
+}
+
+int moe_blocks_of(const memory::ModelConfig& model, const memory::ResolvedLayout& r, size_t stage) {
+  if (!model.is_moe()) return 0;
+  int count = 0;
+  for (int64_t layer : memory::stage_blocks(r, static_cast<int>(stage))) {
+    count += model.is_moe_layer(layer) ? 1 : 0;
+  }
+  return count;
+}
 
 ComputeParts stage_parts(const BlockTimes& block, memory::Recompute recompute, double layers,
                          double head_s) {
@@ -39,24 +86,52 @@ ComputeParts stage_parts(const BlockTimes& block, memory::Recompute recompute, d
           layers * f.attention_core_s * (1 + core_backward + core_recompute), head_s};
 }
 
+// The MoE blocks' parts: their attention's (the block without its MLP) and their experts'.
+void add_moe_parts(ComputeParts& parts, const Blocks& blocks, memory::Recompute recompute,
+                   double moe_blocks) {
+  const ComputeParts attention = stage_parts(blocks.moe, recompute, moe_blocks, 0);
+  parts.gemm_s += attention.gemm_s;
+  parts.memory_bound_s += attention.memory_bound_s;
+  parts.attention_core_s += attention.attention_core_s;
+  const double passes = moe_blocks * (recompute == memory::Recompute::kFull ? 4 : 3);
+  parts.router_s = passes * blocks.experts.router_s;
+  parts.routed_experts_s = passes * blocks.experts.routed_s;
+  parts.shared_experts_s = passes * blocks.experts.shared_s;
+}
+
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
-                                  size_t stage, const BlockTimes& block, double head_s) {
+                                  size_t stage, const Blocks& blocks, double head_s) {
   const memory::TrainingLayout& l = r.layout;
   const auto& m = cm.model;
   const double layers = static_cast<double>(r.stage_layers[stage]);
   const bool last = stage + 1 == r.stage_layers.size();
   StageMicroBatch mb;
   mb.layers = layers;
-  mb.recompute_s = layers * block.recompute_s(l.recompute);
-  mb.forward_s = layers * block.forward_s;
-  mb.backward_s = layers * block.backward_s + mb.recompute_s;
+  mb.moe_blocks = moe_blocks_of(m, r, stage);
+  const BlockTimes& block = blocks.dense;
+  const double dense = layers - mb.moe_blocks;
+  mb.recompute_s = dense * block.recompute_s(l.recompute);
+  mb.forward_s = dense * block.forward_s;
+  mb.backward_s = dense * block.backward_s + mb.recompute_s;
   mb.layer_forward_s = block.forward_s;
   mb.layer_backward_s = block.backward_s + block.recompute_s(l.recompute);
+  if (mb.moe_blocks > 0) {
+    const BlockTimes& moe = blocks.moe;
+    const double moe_recompute = mb.moe_blocks * moe.recompute_s(l.recompute);
+    mb.recompute_s += moe_recompute;
+    mb.forward_s += mb.moe_blocks * moe.forward_s;
+    mb.backward_s += mb.moe_blocks * moe.backward_s + moe_recompute;
+    // ZeRO-3's unit is a block: the stage's average one.
+    mb.layer_forward_s = mb.forward_s / layers;
+    mb.layer_backward_s = mb.backward_s / layers;
+    mb.ep_comm_s = mb.moe_blocks * all_to_alls_per_block(l.recompute) * blocks.all_to_all.seconds;
+  }
   if (last) {
     mb.forward_s += head_s / 3;
     mb.backward_s += head_s * 2 / 3;
   }
-  mb.parts = stage_parts(block, l.recompute, layers, last ? head_s : 0);
+  mb.parts = stage_parts(block, l.recompute, dense, last ? head_s : 0);
+  if (mb.moe_blocks > 0) add_moe_parts(mb.parts, blocks, l.recompute, mb.moe_blocks);
   const double elem = cm.recipe.activation_bytes;
   const double b = static_cast<double>(l.micro_batch);
   const double s = static_cast<double>(r.seq) / l.cp;
@@ -74,6 +149,7 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
                             : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
     mb.tp_comm_s = layers * per_block * one;
     if (stage == 0 && transformer) mb.tp_comm_s += one;  // the vocab-parallel embedding's sum
+    mb.tp_comm_s += mb.moe_blocks * mlp_tp_pairs(l.recompute) * blocks.tp_exchange_s;
   }
   if (l.cp > 1 && transformer) {
     // Context parallelism passes K and V around the cp ranks forward, and again with their
@@ -141,35 +217,78 @@ double zero3_exposed(const CostModel& cm, Paces pace, double gather_s, double sc
   return mb.layers * (forward + regather + backward) + unit_gather + unit_scatter;
 }
 
-// Gradient reduction (and ZeRO's parameter gathers) over the dp x cp ranks that hold the same
-// weights, less what hides behind the backward (or forward, for gathers).
-double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, double params,
-                          Paces pace) {
+// The ranks that hold the same weights of the heaviest stage and reduce their gradients: the
+// dense weights' dp x cp (cp and dp are neighbours in the rank order: together one group, as
+// strided as cp), a mixture's routed experts' dp x cp / ep (memory::expert_data_stride).
+struct WeightGroup {
+  double params = 0;
+  int ranks = 1;
+  LinkLevel level = LinkLevel::kIntraNode;
+};
+struct WeightGroups {
+  WeightGroup dense, experts;
+  double params() const { return dense.params + experts.params; }
+};
+
+WeightGroups weight_groups(const CostModel& cm, const memory::TrainingLayout& l,
+                           const memory::StageMemory& stage) {
+  const Machines& machines = cm.comm.machines();
+  WeightGroups g;
+  g.dense.params = stage.params_count - stage.expert_params_count;
+  g.dense.ranks = l.dp * l.cp;
+  g.dense.level = machines.level_of_group(g.dense.ranks, mesh_stride(MeshAxis::kCp, l));
+  g.experts.params = stage.expert_params_count;
+  g.experts.ranks = memory::expert_data_ranks(l);
+  g.experts.level = machines.level_of_group(g.experts.ranks, memory::expert_data_stride(l));
+  return g;
+}
+
+// One collective moving `bytes_per_param` of each group's weights, over each group's ranks.
+double group_seconds(const CostModel& cm, const WeightGroup& g, CostedOp op,
+                     double bytes_per_param) {
+  return g.params > 0 ? cm.comm.seconds(op, g.params * bytes_per_param, g.ranks, g.level) : 0;
+}
+
+// Gradient reduction (and ZeRO's parameter gathers) over the ranks that hold the same weights,
+// less what hides behind the backward (or forward, for gathers). The experts' collectives run
+// after the dense ones on the same stream; the last bucket, the first blocks' and embedding's,
+// is dense.
+double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r,
+                          const WeightGroups& groups, Paces pace) {
   const memory::TrainingLayout& l = r.layout;
   const int ranks = l.dp * l.cp;
   if (ranks <= 1) return 0;
-  // cp and dp are neighbours in the rank order: together one group, as strided as cp.
-  const LinkLevel level = cm.comm.machines().level_of_group(ranks, mesh_stride(MeshAxis::kCp, l));
+  const double params = groups.params();
   const double grads = params * cm.recipe.grad_bytes;
   const double weights = params * cm.recipe.param_bytes;
   const double m = static_cast<double>(r.micro_batches);
-  auto time = [&](CostedOp op, double bytes) { return cm.comm.seconds(op, bytes, ranks, level); };
+  const WeightGroup& dense = groups.dense;
+  // Each group's weights, `per_param` bytes of each, over its own ranks.
+  auto time = [&](CostedOp op, double per_param) {
+    return group_seconds(cm, dense, op, per_param) +
+           group_seconds(cm, groups.experts, op, per_param);
+  };
+  // The last bucket's collective.
+  auto tail_time = [&](CostedOp op, double per_param) {
+    return cm.comm.seconds(op, std::min(cm.bucket_bytes, dense.params * per_param), dense.ranks,
+                           dense.level);
+  };
   const bool overlap = cm.overlaps_communication && cm.overlap_grad_reduce;
   auto reduce = [&](CostedOp op) {
-    const double comm = time(op, grads);
-    const double tail = time(op, std::min(cm.bucket_bytes, grads));
+    const double comm = time(op, cm.recipe.grad_bytes);
+    const double tail = tail_time(op, cm.recipe.grad_bytes);
     return overlap ? bucketed_exposed(comm, tail, pace.alone.backward_s, pace.contended.backward_s,
                                       grads, cm.bucket_bytes)
                    : comm;
   };
   auto behind_forward = [&](double comm) {
-    const double tail = time(CostedOp::kAllGather, std::min(cm.bucket_bytes, weights));
+    const double tail = tail_time(CostedOp::kAllGather, cm.recipe.param_bytes);
     return overlap ? bucketed_exposed(comm, tail, pace.alone.forward_s, pace.contended.forward_s,
                                       weights, cm.bucket_bytes)
                    : comm;
   };
-  const double reduce_scatter = time(CostedOp::kReduceScatter, grads);
-  const double gather = time(CostedOp::kAllGather, weights);
+  const double reduce_scatter = time(CostedOp::kReduceScatter, cm.recipe.grad_bytes);
+  const double gather = time(CostedOp::kAllGather, cm.recipe.param_bytes);
   switch (l.zero) {
     case 0:  // DDP: all-reduce with the last micro-batch's backward
       return reduce(CostedOp::kAllReduce);
@@ -183,10 +302,12 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r, 
   }
 }
 
-// AdamW streams its fp32 states (read and written), the gradient and the weights.
-double optimizer_seconds(const CostModel& cm, const memory::ResolvedLayout& r, double params) {
-  const memory::TrainingLayout& l = r.layout;
-  const double local = l.zero >= 1 ? params / (l.dp * l.cp) : params;
+// AdamW streams its fp32 states (read and written), the gradient and the weights: with ZeRO each
+// group's share of them.
+double optimizer_seconds(const CostModel& cm, const WeightGroups& groups, int zero) {
+  const double local = zero >= 1 ? groups.dense.params / groups.dense.ranks +
+                                       groups.experts.params / groups.experts.ranks
+                                 : groups.params();
   const double bytes =
       2 * cm.recipe.optimizer_bytes + cm.recipe.grad_bytes + 2 * cm.recipe.param_bytes;
   return local * bytes / cm.optimizer_bandwidth;
@@ -221,7 +342,30 @@ std::string_view largest_term(const StepCost& c) {
 }
 
 ComputeParts scaled(const ComputeParts& p, double m) {
-  return {m * p.gemm_s, m * p.memory_bound_s, m * p.attention_core_s, m * p.head_s};
+  return {m * p.gemm_s,   m * p.memory_bound_s,   m * p.attention_core_s, m * p.head_s,
+          m * p.router_s, m * p.routed_experts_s, m * p.shared_experts_s};
+}
+
+// What --explain and --json say of a mixture of experts' terms.
+ExpertStep expert_step(const CostModel& cm, const memory::TrainingLayout& l, const Blocks& blocks,
+                       const StageMicroBatch& slowest, const WeightGroups& groups) {
+  ExpertStep e;
+  e.moe = cm.model.is_moe();
+  if (!e.moe) return e;
+  e.moe_blocks = slowest.moe_blocks;
+  e.forward = blocks.experts;
+  e.all_to_all = blocks.all_to_all;
+  e.all_to_alls = slowest.moe_blocks * all_to_alls_per_block(l.recompute);
+  e.tp_exchange_s = blocks.tp_exchange_s;
+  e.tp_exchanges = e.tp_exchange_s != 0 ? slowest.moe_blocks * mlp_tp_pairs(l.recompute) : 0;
+  const CostedOp reduction = l.zero == 0 ? CostedOp::kAllReduce : CostedOp::kReduceScatter;
+  e.dense_grad_s = group_seconds(cm, groups.dense, reduction, cm.recipe.grad_bytes);
+  e.expert_grad_s = group_seconds(cm, groups.experts, reduction, cm.recipe.grad_bytes);
+  e.data_ranks = groups.dense.ranks;
+  e.expert_data_ranks = groups.experts.ranks;
+  e.dense_grad_level = groups.dense.level;
+  e.expert_grad_level = groups.experts.level;
+  return e;
 }
 
 }  // namespace
@@ -230,6 +374,7 @@ CostTerms cost_terms(const StepCost& c) {
   return {{{"compute", c.compute_s},
            {"tp_comm", c.tp_comm_s},
            {"cp_comm", c.cp_comm_s},
+           {"ep_comm", c.ep_comm_s},
            {"bubble", c.bubble_s},
            {"pp_comm", c.pp_comm_s},
            {"dp_comm", c.dp_comm_s},
@@ -264,9 +409,9 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   const memory::ActivationSetup shape = memory::activation_setup(r, cm.recipe.activation_bytes);
   ComputeSpeed speed = cm.speed;
   speed.scale *= compute_scale_for(cm, l.tp);
-  const BlockTimes block = block_times(cm.model, shape, speed);
+  const Blocks blocks = blocks_for(cm, r, shape, speed);
   const ComputeSpeed beside_comm = contended(speed);
-  const BlockTimes contended_block = block_times(cm.model, shape, beside_comm);
+  const Blocks contended_blocks = blocks_for(cm, r, shape, beside_comm);
   // The LM head runs over Megatron's padded vocabulary.
   memory::ModelConfig padded = cm.model;
   padded.vocab = memory::megatron_padded_vocab(cm.model.vocab, l.tp);
@@ -275,15 +420,18 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
 
   // The heaviest stage sets the pipeline's pace; its weights set the gradient traffic.
   StageMicroBatch slowest, slowest_contended;
-  double params = 0;
+  size_t heaviest_weights = 0;
   for (size_t stage = 0; stage < r.stage_layers.size(); ++stage) {
-    StageMicroBatch mb = stage_micro_batch(cm, r, stage, block, head_s);
+    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, head_s);
     if (mb.total() > slowest.total()) {
       slowest = mb;
-      slowest_contended = stage_micro_batch(cm, r, stage, contended_block, contended_head_s);
+      slowest_contended = stage_micro_batch(cm, r, stage, contended_blocks, contended_head_s);
     }
-    params = std::max(params, estimate.stages[stage].params_count);
+    if (estimate.stages[stage].params_count > estimate.stages[heaviest_weights].params_count) {
+      heaviest_weights = stage;
+    }
   }
+  const WeightGroups groups = weight_groups(cm, l, estimate.stages[heaviest_weights]);
   const double m = static_cast<double>(r.micro_batches);
   StepCost c;
   c.compute_s = m * (slowest.forward_s + slowest.backward_s);
@@ -291,6 +439,7 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   c.recompute_s = m * slowest.recompute_s;
   c.tp_comm_s = m * slowest.tp_comm_s;
   c.cp_comm_s = m * slowest.cp_comm_s;
+  c.ep_comm_s = m * slowest.ep_comm_s;
   if (l.pp > 1) {
     // Narayanan 2021 sec. 2.2: the bubble is (p - 1)/(v m) of the ideal m micro-batch times, the
     // fraction `partrain memory` reports.
@@ -298,17 +447,19 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
     c.bubble_s = c.bubble_fraction * m * slowest.total();
     c.pp_comm_s = pipeline_p2p_seconds(cm, r);
   }
-  c.dp_comm_s = dp_exposed_seconds(cm, r, params, {slowest, slowest_contended});
-  c.optimizer_s = optimizer_seconds(cm, r, params);
+  c.dp_comm_s = dp_exposed_seconds(cm, r, groups, {slowest, slowest_contended});
+  c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
+  c.experts = expert_step(cm, l, blocks, slowest, groups);
   const double path = c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
-                      c.dp_comm_s + c.optimizer_s;
+                      c.dp_comm_s + c.optimizer_s + c.ep_comm_s;
   // Ranks sharing a compute device (CPU cores, Gloo ranks on one GPU) cannot all compute at full
   // speed: the step lasts at least the node's compute work spread over its devices. Idle time
   // in the pipeline's bubble is then not lost, other ranks use the device.
   const double gpus = static_cast<double>(l.dp) * l.tp * l.pp * l.cp;
   const double sharing = cm.comm.machines().device_sharing(static_cast<int>(gpus));
   const double shared = sharing * (c.compute_s + c.optimizer_s) + c.exposed_comm_s();
-  c.shared_device_s = std::max(0.0, shared - path);
+  // One device per rank: the path is the step (the two sums differ only by their rounding).
+  c.shared_device_s = sharing > 1 ? std::max(0.0, shared - path) : 0;
   const double modelled = path + c.shared_device_s;
   c.overhead_s = (cm.step_scale - 1) * modelled;
   c.step_s = modelled + c.overhead_s;

@@ -11,6 +11,7 @@
 
 #include "analyzers/collective_cost.h"
 #include "analyzers/compute_cost.h"
+#include "analyzers/expert_cost.h"
 #include "memory/memory_estimate.h"
 #include "memory/model_states.h"
 
@@ -51,6 +52,29 @@ struct ComputeParts {
   double memory_bound_s = 0;    // norms, bias-dropout-residual, activation functions
   double attention_core_s = 0;  // QK^T, softmax, dropout, AV (or FlashAttention)
   double head_s = 0;            // LM head and loss (last stage)
+  // A mixture of experts' MoE blocks (their attention is in the parts above).
+  double router_s = 0;
+  double routed_experts_s = 0;
+  double shared_experts_s = 0;
+};
+
+// What a mixture of experts adds to the heaviest stage's step, for --explain and --json.
+struct ExpertStep {
+  bool moe = false;       // the model is a mixture of experts (the terms below apply)
+  int moe_blocks = 0;     // MoE blocks on the heaviest stage
+  ExpertForward forward;  // one MoE block, one micro-batch, forward
+  AllToAll all_to_all;    // one dispatch or combine
+  int all_to_alls = 0;    // per micro-batch on the heaviest stage
+  double tp_exchange_s = 0;  // with SP: one MLP all-gather + reduce-scatter beyond the dense one's
+  int tp_exchanges = 0;      // such pairs per micro-batch on the heaviest stage (in tp_comm)
+  // Gradient reductions (ZeRO's reduce-scatters and gathers as the stage) before overlap: the
+  // dense weights' over dp x cp, the routed experts' over the dp x cp / ep ranks holding them.
+  double dense_grad_s = 0;
+  double expert_grad_s = 0;
+  int data_ranks = 1;
+  int expert_data_ranks = 1;
+  LinkLevel dense_grad_level = LinkLevel::kIntraNode;
+  LinkLevel expert_grad_level = LinkLevel::kIntraNode;
 };
 
 // Each term is seconds of one step on the critical path (the heaviest stage).
@@ -60,6 +84,8 @@ struct StepCost {
   ComputeParts compute_parts;  // compute_s by kind of work
   double tp_comm_s = 0;        // tensor/sequence-parallel collectives (never hidden)
   double cp_comm_s = 0;        // context-parallel K/V exchange not hidden behind attention
+  double ep_comm_s = 0;        // a mixture of experts' all_to_all dispatch and combine (not
+                               // overlapped: frameworks without DualPipe run it in line)
   double bubble_s = 0;         // pipeline fill and drain: memory::bubble_fraction of the ideal time
   double bubble_fraction = 0;  // (p - 1)/(v m), as `partrain memory` reports it
   double pp_comm_s = 0;        // pipeline sends and receives
@@ -73,13 +99,16 @@ struct StepCost {
   double tokens_per_s = 0;
   double mfu = 0;               // model FLOPs / (step time x GPUs x peak)
   std::string_view bottleneck;  // the largest term's name (compute, bubble, tp_comm, ...)
+  ExpertStep experts;
 
-  double exposed_comm_s() const { return tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s; }
+  double exposed_comm_s() const {
+    return tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s + ep_comm_s;
+  }
 };
 
 // The terms that add up to step_s, by name (the JSON's breakdown_s keys), in the order
 // `bottleneck` picks among equals.
-using CostTerms = std::array<std::pair<std::string_view, double>, 9>;
+using CostTerms = std::array<std::pair<std::string_view, double>, 10>;
 CostTerms cost_terms(const StepCost& cost);
 
 StepCost step_cost(const CostModel& model, const memory::MemoryEstimate& estimate);

@@ -1,7 +1,9 @@
-// `partrain recommend`: searches dp x tp x pp x cp, micro-batch, virtual stages, ZeRO,
-// recompute and SP for a model on N GPUs, predicts step time, throughput, MFU and memory per
-// layout, and ranks them (Calculon-like); --check costs one given layout, --calibrate replaces
-// the presets' speeds with those measured in the user's own traces.
+// `partrain recommend`: searches dp x tp x pp x cp (and ep for a mixture of experts),
+// micro-batch, virtual stages, ZeRO, recompute and SP for a model on N GPUs, predicts step time,
+// throughput, MFU and memory per layout, and ranks them (Calculon-like); --check costs one given
+// layout, --calibrate replaces the presets' speeds with those measured in the user's own traces.
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -49,6 +51,7 @@ struct RecommendFlags {
   std::string zero;       // "0,1"
   std::string recompute;  // "none,selective"
   std::string schedule;   // "1f1b,interleaved"
+  std::string ep;         // "8,16"
   int max_tp = 0;
   std::string fix;    // "tp=8,pp=2"
   double tokens = 0;  // training tokens: print the chosen layout's training time
@@ -93,11 +96,16 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
     }
     space.schedules.push_back(*schedule);
   }
+  if (!f.ep.empty()) {
+    ASSIGN_OR_RETURN(const std::vector<int64_t> degrees, parse_positive_list(f.ep, "--ep"));
+    for (int64_t ep : degrees)
+      space.ep_degrees.push_back(static_cast<int>(std::min<int64_t>(ep, 1 << 30)));
+  }
   space.max_tp = f.max_tp;
   if (!f.fix.empty()) {
     // memory's layout-spec parser, over a base no spec can produce: what changed was given.
     memory::TrainingLayout unset;
-    unset.tp = unset.pp = unset.cp = unset.vpp = unset.zero = -1;
+    unset.tp = unset.pp = unset.cp = unset.vpp = unset.zero = unset.ep = -1;
     unset.micro_batch = -1;
     ASSIGN_OR_RETURN(memory::LayoutSpec spec, memory::parse_layout_spec(f.fix, unset, "--fix"));
     const memory::TrainingLayout& l = spec.layout;
@@ -107,6 +115,7 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
     space.fixed.cp = given(l.cp);
     space.fixed_vpp = given(l.vpp);
     space.fixed.zero = given(l.zero);
+    space.fixed.ep = given(l.ep);
     if (spec.dp_given) space.fixed_dp = l.dp;
     if (l.micro_batch >= 0) space.fixed_micro_batch = l.micro_batch;
   }
@@ -119,18 +128,40 @@ struct Setup {
   analyzers::RecommendContext context;
 };
 
+// --ep and --fix ep against the model: a dense model has no experts to shard, and every rank
+// holds whole experts (memory's rule for a layout, said before the search refuses every layout).
+Status check_expert_degrees(const memory::ModelConfig& model, const analyzers::SearchSpace& space) {
+  std::vector<std::string> asked;
+  for (int ep : space.ep_degrees) asked.push_back(fmt::format("--ep {}", ep));
+  if (space.fixed.ep) asked.push_back(fmt::format("--fix ep={}", *space.fixed.ep));
+  std::vector<int> degrees = space.ep_degrees;
+  if (space.fixed.ep) degrees.push_back(*space.fixed.ep);
+  for (size_t i = 0; i < degrees.size(); ++i) {
+    const int ep = degrees[i];
+    if (!model.is_moe() && ep != 1) {
+      return invalid_argument(
+          "{} shards a mixture of experts' experts: model '{}' has none (leave it out)", asked[i],
+          model.name);
+    }
+    if (ep < 1 || (model.is_moe() && model.moe.experts % ep != 0)) {
+      std::vector<int64_t> divisors;
+      for (int64_t d = 1; d <= model.moe.experts; ++d) {
+        if (model.moe.experts % d == 0) divisors.push_back(d);
+      }
+      return invalid_argument(
+          "{} must divide the {} routed experts of '{}': every rank holds whole experts (try {})",
+          asked[i], model.moe.experts, model.name, fmt::join(divisors, ", "));
+    }
+  }
+  return {};
+}
+
 StatusOr<Setup> make_setup(const RecommendFlags& f) {
   ASSIGN_OR_RETURN(memory::ModelConfig model, resolve_model(f.model));
   if (model.is_bare()) {
     return invalid_argument(
         "recommend needs the model's dimensions (a --model preset, "
         "--model-file or --layers --hidden --heads --vocab --seq), not --params");
-  }
-  if (model.is_moe()) {
-    return invalid_argument(
-        "recommend does not search expert parallelism or cost all_to_all yet: model '{}' is a "
-        "mixture of experts; size a layout with `partrain memory --model {} --ep N`",
-        model.name, model.name);
   }
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   std::optional<memory::ClusterSpec> cluster;
@@ -167,6 +198,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                0};
   s.context.speeds = analyzers::fitted_speeds(gpu, machines);
   s.context.tokens = f.tokens;
+  s.context.moe = model.is_moe();
   for (const std::string& path : f.calibrate) {
     ASSIGN_OR_RETURN(profiler::TraceFile trace,
                      profiler::open_trace(path, profiler::TraceOpenMode::kReadStrict));
@@ -227,6 +259,12 @@ std::vector<analyzers::Alternative> common_alternatives(const RecommendFlags& f,
   std::vector<analyzers::Alternative> alternatives;
   for (const auto& [name, filter] : families) {
     alternatives.push_back({name, analyzers::search_layouts(s.cost, s.base, space, filter)});
+  }
+  if (s.base.model.is_moe()) {
+    analyzers::LayoutFilter no_ep;
+    no_ep.ep = 1;
+    alternatives.push_back({"no expert parallelism (EP 1: every GPU holds every expert)",
+                            analyzers::search_layouts(s.cost, s.base, space, no_ep)});
   }
   if (node_tp > 1) {
     alternatives.push_back(
@@ -289,6 +327,7 @@ StatusOr<std::string> render(const RecommendFlags& f) {
                                .max_cp = f.max_cp,
                                .include_discouraged = f.include_discouraged};
   RETURN_IF_ERROR(restrict_search(f, space));
+  RETURN_IF_ERROR(check_expert_degrees(s.base.model, space));
   const auto start = std::chrono::steady_clock::now();
   analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);
   s.context.search_seconds =
@@ -309,8 +348,9 @@ StatusOr<std::string> render(const RecommendFlags& f) {
 Subcommand add_recommend_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "recommend",
-      "Search parallel layouts (dp x tp x pp x cp, micro-batch, vpp, ZeRO, recompute, "
-      "SP) for a model on N GPUs: predicted step time, tokens/s, MFU and memory, ranked");
+      "Search parallel layouts (dp x tp x pp x cp, ep for a mixture of experts, micro-batch, vpp, "
+      "ZeRO, recompute, SP) for a model on N GPUs: predicted step time, tokens/s, MFU and memory, "
+      "ranked");
   auto f = std::make_shared<RecommendFlags>();
   add_model_flags(*cmd, f->model);
   add_gpu_flags(*cmd, f->gpu, "memory, peak FLOP/s, HBM and link bandwidths");
@@ -366,11 +406,14 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--schedule", f->schedule,
                   "Pipeline schedules tried: 1f1b, interleaved, gpipe, comma-separated (default "
                   "1f1b,interleaved)");
+  cmd->add_option("--ep", f->ep,
+                  "Expert-parallel degrees tried for a mixture-of-experts model, comma-separated "
+                  "(default: every one dividing both dp x cp and the routed experts)");
   cmd->add_option("--max-tp", f->max_tp, "Largest tensor-parallel degree tried")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--fix", f->fix,
                   "Hold part of the layout fixed and search the rest: \"tp=8\", \"tp=8,pp=2\" "
-                  "(keys tp, pp, cp, dp, vpp, zero, mb)");
+                  "(keys tp, pp, cp, dp, ep, vpp, zero, mb)");
   cmd->add_option("--tokens", f->tokens,
                   "Training tokens: print the chosen layout's end-to-end training time (Narayanan "
                   "2021 eq. 4)")
@@ -398,7 +441,7 @@ Subcommand add_recommend_command(CLI::App& parent) {
   without_env_var(cmd->add_option(
       "--check", f->check,
       "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
-      "recompute=selective,sp=1\"; also cp, vpp, schedule=gpipe|1f1b|interleaved and "
+      "recompute=selective,sp=1\"; also cp, ep, vpp, schedule=gpipe|1f1b|interleaved and "
       "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)"));
   cmd->footer(
       "Examples:\n"
@@ -410,7 +453,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
       "\\\n"
       "      --gpu cpu --precision fp32 --global-batch 8 --calibrate partrain-runs/run.db\n"
       "Cost model (docs/recommend.md): compute on a roofline capped at the GPU's GEMM efficiency; "
-      "TP/SP/CP, PP and DP traffic alpha-beta per link level (nccl-tests busbw factors); pipeline "
+      "TP/SP/CP, PP, DP and MoE all_to_all traffic alpha-beta per link level (nccl-tests busbw "
+      "factors); pipeline "
       "bubble (p-1)/(v m); DP overlapped with backward; memory from `partrain memory`. "
       "Exit 2 for invalid flags or a --check layout that does not resolve (a layout that does not "
       "fit still exits 0 with fits false), 3 for an unreadable preset, cluster or trace file.");

@@ -56,4 +56,8 @@ int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout) {
   return group;
 }
 
+int expert_stride(const TrainingLayout& layout) { return mesh_stride(MeshAxis::kCp, layout); }
+
+int expert_data_stride(const TrainingLayout& layout) { return expert_stride(layout) * layout.ep; }
+
 }  // namespace partrain::memory

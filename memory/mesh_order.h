@@ -9,8 +9,8 @@
 namespace partrain::memory {
 
 enum class MeshAxis { kTp, kCp, kDp, kPp };
-// Innermost (fastest-varying) first. Expert parallelism, when it comes, subdivides dp x cp for
-// the expert layers (Megatron's expert-data-parallel groups) rather than adding a factor here.
+// Innermost (fastest-varying) first. Expert parallelism subdivides dp x cp for the expert layers
+// rather than adding a factor here: see expert_stride.
 inline constexpr MeshAxis kMeshOrder[] = {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kDp,
                                           MeshAxis::kPp};
 
@@ -31,5 +31,12 @@ int mesh_stride(MeshAxis axis, const TrainingLayout& layout);
 // The group of ranks that differ from `rank` only along `axis` (a tp group, a pipeline): its
 // index among those groups, 0 to ranks / axis size - 1, as the rank of the mesh without `axis`.
 int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout);
+
+// Expert parallelism draws its ep ranks from the dp x cp ranks, innermost first (Megatron-Core's
+// expert rank order "tp-ep-dp-pp", expert tensor parallelism equal to tp): an ep group is ep
+// neighbours in dp x cp, tp apart; its expert-data-parallel group (the ranks holding the same
+// experts, dp x cp / ep of them) steps over whole ep groups, tp x ep apart.
+int expert_stride(const TrainingLayout& layout);
+int expert_data_stride(const TrainingLayout& layout);
 
 }  // namespace partrain::memory

@@ -261,7 +261,8 @@ TEST(MemoryCommand, FlagsThatDoNotApplyAreUsageErrors) {
 
 // A mixture of experts from the command line: its total and active counts in text and JSON, the
 // experts a GPU holds under --ep, and an --ep the experts cannot be split by refused with exit 2.
-// recommend, which does not model experts yet, says so rather than costing a dense model.
+// recommend costs the same layout (it refused mixtures of experts before issue 39) with the same
+// memory, to the byte.
 TEST(MemoryCommand, MixtureOfExpertsWithExpertParallelism) {
   const std::string args =
       "memory --model mixtral-8x7b --seq 4096 --dp 8 --ep 8 --zero 1 --flash-attn --gpu h100-80g";
@@ -280,9 +281,15 @@ TEST(MemoryCommand, MixtureOfExpertsWithExpertParallelism) {
   auto odd = run_partrain("memory --model mixtral-8x7b --dp 6 --ep 3");
   EXPECT_EQ(odd.exit_code, 2);
   EXPECT_NE(odd.err.find("--ep 3 must divide the 8 routed experts"), std::string::npos) << odd.err;
-  auto recommend = run_partrain("recommend --model mixtral-8x7b --gpus 64 --global-batch 512");
-  EXPECT_EQ(recommend.exit_code, 2);
-  EXPECT_NE(recommend.err.find("mixture of experts"), std::string::npos) << recommend.err;
+  auto recommend = run_partrain(
+      "recommend --model mixtral-8x7b --seq 4096 --gpus 8 --global-batch 8 --flash-attn --gpu "
+      "h100-80g --check dp=8,ep=8,zero=1 --json");
+  ASSERT_EQ(recommend.exit_code, 0) << recommend.err;
+  const auto candidate = parse_json(recommend.out)["candidates"][0];
+  EXPECT_EQ(candidate["ep"], 8);
+  for (const auto& [name, value] : candidate["memory_by_category_bytes"].items()) {
+    EXPECT_EQ(value.get<int64_t>(), j["per_gpu_bytes"][name].get<int64_t>()) << name;
+  }
 }
 
 // Training has no KV cache: no "kv cache 0.00" row (inference keeps its row).

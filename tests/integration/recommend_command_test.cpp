@@ -439,5 +439,109 @@ TEST(RecommendCommand, AGpuCountNoLayoutDividesIsExit2WithTheNearestThatWork) {
   }
 }
 
+// Issue 39: a mixture of experts was refused (exit 2); it is searched with ep, the table has an
+// a2a column, and the text and --json carry the same facts: ep in the label, the all_to_all's
+// share, the experts' compute parts, which still add up to compute and the terms to the step.
+const std::string kMoeSearch =
+    "recommend --model mixtral-8x7b --gpus 64 --gpu h100-80g --global-batch 512 --seq 4096 "
+    "--flash-attn";
+
+TEST(RecommendCommand, MixtureOfExpertsIsSearchedWithEpAndItsAllToAllShown) {
+  auto text = run_partrain(kMoeSearch + " --top 5 --explain");
+  auto json = run_partrain(kMoeSearch + " --top 5 --json");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(text.out.find(" a2a  bottleneck"), std::string::npos) << text.out;
+  auto j = parse_json(json.out);
+  // What the ranking rests on, in both: no MoE run has validated the expert terms.
+  const std::string note = j["moe_note"].get<std::string>();
+  EXPECT_NE(note.find("not validated against a measured mixture-of-experts run"),
+            std::string::npos);
+  EXPECT_NE(text.out.find("note: " + note + "\n"), std::string::npos) << text.out;
+  ASSERT_EQ(j["candidates"].size(), 5u);
+  for (const auto& c : j["candidates"]) {
+    const int ep = c["ep"].get<int>();
+    EXPECT_EQ(c["dp"].get<int>() * c["cp"].get<int>() % ep, 0);
+    EXPECT_EQ(c["expert_data_ranks"].get<int>(), c["dp"].get<int>() * c["cp"].get<int>() / ep);
+    const std::string label = c["layout"].get<std::string>();
+    if (ep > 1) EXPECT_NE(label.find(" ep" + std::to_string(ep) + " "), std::string::npos) << label;
+    EXPECT_NE(text.out.find(label + " "), std::string::npos) << label;
+    double sum = 0;
+    for (const auto& [name, value] : c["breakdown_s"].items()) sum += value.get<double>();
+    const double step = c["step_time_s"].get<double>();
+    EXPECT_NEAR(sum, step, 1e-9 * step) << c["breakdown_s"];
+    EXPECT_NEAR(c["all_to_all_pct"].get<double>(),
+                100 * c["breakdown_s"]["ep_comm"].get<double>() / step, 1e-9);
+    const auto& parts = c["compute_parts_s"];
+    double compute = 0;
+    for (const char* part : {"gemm", "memory_bound", "attention_core", "lm_head", "router",
+                             "routed_experts", "shared_experts"}) {
+      compute += parts[part].get<double>();
+    }
+    EXPECT_NEAR(compute, c["breakdown_s"]["compute"].get<double>(), 1e-9 * compute);
+    const auto& a2a = c["experts"]["all_to_all"];
+    EXPECT_EQ(a2a["ranks"].get<int>(), ep);
+    // Dispatch and combine, forward and backward, per MoE block (and full recompute's forward).
+    const int per_block = c["recompute"] == "full" ? 6 : 4;
+    EXPECT_EQ(a2a["per_micro_batch"].get<int>(), per_block * c["experts"]["moe_blocks"].get<int>());
+    EXPECT_FALSE(a2a["overlapped"].get<bool>());
+  }
+  // The winner's all_to_all in --explain: its count, bytes, group and link, and its share.
+  const auto& best = j["candidates"][0];
+  const std::string line = text.out.substr(text.out.find("  all_to_all: "));
+  EXPECT_NE(line.find(std::to_string(best["experts"]["all_to_all"]["per_micro_batch"].get<int>()) +
+                      " per micro-batch"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("over ep " + std::to_string(best["ep"].get<int>()) + " " +
+                      (best["experts"]["all_to_all"]["level"] == "intra_node" ? "inside a node"
+                                                                              : "across nodes")),
+            std::string::npos)
+      << line;
+  EXPECT_NE(text.out.find("routed experts over dp x cp / ep = " +
+                          std::to_string(best["expert_data_ranks"].get<int>()) + " GPUs"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("+ router "), std::string::npos);
+  // The alternative a user of a dense framework would run: every expert on every GPU.
+  EXPECT_NE(text.out.find("  no expert parallelism (EP 1: every GPU holds every expert): "),
+            std::string::npos)
+      << text.out;
+}
+
+TEST(RecommendCommand, ExpertParallelFlagsAndChecksAreRestrictedAndRefusedByName) {
+  auto listed = run_partrain(kMoeSearch + " --ep 4 --fix tp=1 --top 3 --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  for (const auto& c : parse_json(listed.out)["candidates"]) EXPECT_EQ(c["ep"], 4);
+  auto fixed = run_partrain(kMoeSearch + " --fix ep=2 --top 3 --json");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  for (const auto& c : parse_json(fixed.out)["candidates"]) EXPECT_EQ(c["ep"], 2);
+  // tp 4 with pp 4 leaves dp x cp 4 of 64 GPUs: ep 8 cannot be drawn from them.
+  auto text = run_partrain(kMoeSearch + " --ep 8 --fix tp=4");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("no allowed ep divides dp x cp"), std::string::npos) << text.out;
+  auto check = run_partrain(kMoeSearch + " --check tp=2,ep=8,zero=1 --json");
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(parse_json(check.out)["candidates"][0]["ep"], 8);
+  const std::pair<std::string, const char*> refused[] = {
+      {kMoeSearch + " --ep 3", "--ep 3 must divide the 8 routed experts of 'mixtral-8x7b'"},
+      {kMoeSearch + " --fix ep=16", "--fix ep=16 must divide the 8 routed experts"},
+      {kMoeSearch + " --ep 2,x", "--ep '2,x': expected positive integers"},
+      // Every split left out: exit 2 naming the constraint.
+      {kMoeSearch + " --ep 8 --fix tp=8,pp=2",
+       "rejected: no allowed ep divides dp x cp (expert-parallel ranks are drawn from them)"},
+      {kMoeSearch + " --check ep=16", "--check 'ep=16': ep=16 must divide the 8 routed experts"},
+      {kMoeSearch + " --check tp=8,ep=16", "ep=16 must divide"},
+      {kSearch + " --ep 2", "--ep 2 shards a mixture of experts' experts: model 'llama-2-7b'"},
+      {kSearch + " --check ep=2", "--check 'ep=2': ep=2 shards a mixture of experts' experts"},
+  };
+  for (const auto& [command, message] : refused) {
+    auto r = run_partrain(command);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find(message), std::string::npos) << command << ": " << r.err;
+    EXPECT_EQ(r.out, "") << command;
+  }
+}
+
 }  // namespace
 }  // namespace partrain

@@ -6,18 +6,10 @@
 #include "analyzers/compute_cost.h"
 #include "analyzers/step_cost.h"
 #include "memory/flops.h"
+#include "tests/unit/analyzers/step_cost_fixture.h"
 
 namespace partrain::analyzers {
 namespace {
-
-Machines test_machines() {
-  Machines m;
-  m.gpus = 16;
-  m.gpus_per_node = 8;
-  m.intra_node = {100e9, 2e-6};
-  m.inter_node = {10e9, 10e-6};
-  return m;
-}
 
 TEST(CollectiveCost, AllReduceIsLatencyStepsPlusBusFactorOverBandwidth) {
   CollectiveCost cost(test_machines());
@@ -161,22 +153,12 @@ TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
 class StepCostTest : public ::testing::Test {
  protected:
   StepCostTest()
-      : cost_{model_, recipe(), CollectiveCost(test_machines()), speed(), 1e12, false, 0} {}
+      : cost_{model_, bf16_recipe(), CollectiveCost(test_machines()), speed(), 1e12, false, 0} {}
 
-  static memory::PrecisionRecipe recipe() {
-    return *memory::precision_recipe("bf16-mixed", memory::Optimizer::kAdamW);
-  }
   static ComputeSpeed speed() { return {1e14, 0.5, 1e300, 0, 1}; }
 
-  memory::MemoryEstimate estimate(memory::TrainingLayout layout) {
-    memory::EstimateInput in;
-    in.model = model_;
-    in.recipe = recipe();
-    in.layout = layout;
-    in.reserve_bytes = 0;
-    auto e = memory::estimate_memory(in);
-    EXPECT_TRUE(e.is_ok()) << e.status().message();
-    return *e;
+  memory::MemoryEstimate estimate(const memory::TrainingLayout& layout) {
+    return estimate_for(model_, layout);
   }
 
   memory::ModelConfig model_ = memory::gpt_model(8, 1024, 16, 1024, 256);

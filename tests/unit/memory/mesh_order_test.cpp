@@ -71,5 +71,28 @@ TEST(MeshOrder, CoordinatesStridesAndGroups) {
   }
 }
 
+// Expert parallelism subdivides dp x cp, innermost: with tp 2, cp 2, dp 4 (16 ranks a pipeline
+// stage) and ep 4, rank 0's ep group is the 4 nearest dp x cp positions of its tp rank, 2 apart
+// (ranks 0, 2, 4, 6), and its expert-data group the positions 8 apart that hold the same experts
+// (ranks 0, 8).
+TEST(MeshOrder, ExpertGroupsSubdivideTheDataParallelRanksInnermost) {
+  TrainingLayout l = layout_of(2, 2, 4, 1);
+  l.ep = 4;
+  EXPECT_EQ(expert_stride(l), 2);
+  EXPECT_EQ(expert_data_stride(l), 8);
+  EXPECT_EQ(expert_data_ranks(l), 2);
+  // Every ep group (ep ranks, expert_stride apart) lies inside one tp rank's dp x cp ranks, and
+  // the groups and their expert-data partners tile those ranks.
+  std::set<int> covered;
+  for (int start : {0, 1, 8, 9}) {
+    for (int i = 0; i < l.ep; ++i) {
+      const int rank = start + i * expert_stride(l);
+      EXPECT_EQ(mesh_coords(rank, l).tp, start % 2);
+      covered.insert(rank);
+    }
+  }
+  EXPECT_EQ(covered.size(), 16u);
+}
+
 }  // namespace
 }  // namespace partrain::memory
