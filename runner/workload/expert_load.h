@@ -4,6 +4,7 @@
 // plain record for the profiler and the summary to take from the training step.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,5 +16,9 @@ struct ExpertLayerLoad {
   int64_t dropped_tokens = 0;              // token choices over an expert's capacity (0: dropless)
   double aux_loss = 0;  // E x sum_i f_i P_i, the mean over the step's micro-batches (1: balanced)
 };
+
+// Adds `part` (the same layer's load over another micro-batch or step) into `total`, which holds
+// `parts_before` of them: counts summed, the aux loss averaged.
+void accumulate_load(ExpertLayerLoad& total, const ExpertLayerLoad& part, int parts_before);
 
 }  // namespace partrain::runner

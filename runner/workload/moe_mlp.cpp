@@ -250,15 +250,7 @@ Status MoeMlp::backward(const MoeWeights& w, Matrix in, int64_t N, const float* 
 }
 
 void MoeMlp::record(const MoeActivations& a) {
-  ExpertLayerLoad& load = loads_[a.load.layer];
-  load.layer = a.load.layer;
-  load.tokens_per_expert.resize(a.load.tokens_per_expert.size(), 0);
-  for (size_t e = 0; e < a.load.tokens_per_expert.size(); ++e) {
-    load.tokens_per_expert[e] += a.load.tokens_per_expert[e];
-  }
-  load.dropped_tokens += a.load.dropped_tokens;
-  const int seen = recorded_[a.load.layer]++;
-  load.aux_loss = (load.aux_loss * seen + a.load.aux_loss) / (seen + 1);
+  accumulate_load(loads_[a.load.layer], a.load, recorded_[a.load.layer]++);
 }
 
 std::vector<ExpertLayerLoad> MoeMlp::take_loads() {
