@@ -11,12 +11,25 @@
 namespace partrain::runner {
 namespace {
 
+// A change to the default config that resolve_workload refuses (exit 2), naming `wanted`.
+struct Case {
+  const char* wanted;
+  void (*set)(WorkloadConfig&);
+};
+
+template <size_t N>
+void expect_refused(const Case (&cases)[N]) {
+  for (const Case& c : cases) {
+    WorkloadConfig config;
+    c.set(config);
+    const Status status = resolve_workload(config);
+    EXPECT_EQ(status.exit_code(), 2) << c.wanted;
+    EXPECT_NE(status.message().find(c.wanted), std::string::npos) << status.message();
+  }
+}
+
 // Each refusal names its flag and the value given, before any rank starts.
 TEST(WorkloadConfigTest, RefusesValuesTheRunCannotUseNamingTheFlag) {
-  struct Case {
-    const char* wanted;
-    void (*set)(WorkloadConfig&);
-  };
   const Case cases[] = {
       {"--layers must be at least 1, got 0", [](WorkloadConfig& c) { c.model.layers = 0; }},
       {"--seq must be at least 1, got -2", [](WorkloadConfig& c) { c.model.seq = -2; }},
@@ -30,13 +43,7 @@ TEST(WorkloadConfigTest, RefusesValuesTheRunCannotUseNamingTheFlag) {
       {"--blas-threads must be 1 to 1024", [](WorkloadConfig& c) { c.blas_threads = 0; }},
       {"--blas-threads must be 1 to 1024", [](WorkloadConfig& c) { c.blas_threads = 100000; }},
   };
-  for (const Case& c : cases) {
-    WorkloadConfig config;
-    c.set(config);
-    const Status status = resolve_workload(config);
-    EXPECT_EQ(status.exit_code(), 2) << c.wanted;
-    EXPECT_NE(status.message().find(c.wanted), std::string::npos) << status.message();
-  }
+  expect_refused(cases);
   WorkloadConfig config;
   config.peak_flops = 989e12;
   EXPECT_TRUE(resolve_workload(config).is_ok());
@@ -46,10 +53,6 @@ TEST(WorkloadConfigTest, RefusesValuesTheRunCannotUseNamingTheFlag) {
 // memory's (top-k, the flags of a dense model, ep and the experts) and the runner's own (the
 // experts split over tp, the CPU in fp32 only).
 TEST(WorkloadConfigTest, RefusesMixturesTheRunCannotUse) {
-  struct Case {
-    const char* wanted;
-    void (*set)(WorkloadConfig&);
-  };
   auto moe = [](WorkloadConfig& c) {
     c.model.moe = {.experts = 4, .top_k = 2, .expert_ffn = 64};
     c.world = {4, false};
@@ -103,13 +106,7 @@ TEST(WorkloadConfigTest, RefusesMixturesTheRunCannotUse) {
          c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64};
        }},
   };
-  for (const Case& c : cases) {
-    WorkloadConfig config;
-    c.set(config);
-    const Status status = resolve_workload(config);
-    EXPECT_EQ(status.exit_code(), 2) << c.wanted;
-    EXPECT_NE(status.message().find(c.wanted), std::string::npos) << status.message();
-  }
+  expect_refused(cases);
   WorkloadConfig config;
   moe(config);
   config.layout.ep = 2;
