@@ -84,6 +84,7 @@ Status check_runnable(const ResolvedLayout& r, WorkloadKind kind, const Workload
 std::string describe_layout(const ResolvedLayout& r) {
   const TrainingLayout& l = r.layout;
   std::string text = fmt::format("dp={} tp={} pp={}", l.dp, l.tp, l.pp);
+  if (l.ep > 1) text += fmt::format(" ep={}", l.ep);
   if (l.sp) text += " sp";
   text += fmt::format(" zero={} micro-batch={} global-batch={} ({} micro-batches)", l.zero,
                       l.micro_batch, r.global_batch, r.micro_batches);
