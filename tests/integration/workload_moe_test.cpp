@@ -19,7 +19,7 @@ namespace {
 
 constexpr int kSteps = 4;
 const char* kModel =
-    "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3 "
+    "--workload gpt --hidden 64 --heads 4 --seq 32 --vocab 128 --lr 3e-3 "
     "--global-batch 4";
 
 // Routed experts only, dropless; the same with an expert's capacity at an even share (tokens are
@@ -31,9 +31,9 @@ const char* kShared =
     "--experts 4 --top-k 1 --moe-ffn 32 --shared-experts 1 --dense-layers 1 "
     "--capacity-factor 1.25";
 
-nlohmann::json run_moe(const std::string& layout, const std::string& experts) {
-  const std::string args =
-      fmt::format("-q launch {} {} {} --steps {} --json", layout, kModel, experts, kSteps);
+nlohmann::json run_moe(const std::string& layout, const std::string& experts, int layers = 2) {
+  const std::string args = fmt::format("-q launch {} {} --layers {} {} --steps {} --json", layout,
+                                       kModel, layers, experts, kSteps);
   CommandResult r = run_partrain(args);
   EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
   return nlohmann::json::parse(r.out, nullptr, false);
@@ -98,6 +98,16 @@ TEST(Moe, SharedExpertsAndDenseLayersMatchOneRank) {
         "-n 2 --tp 2 --sp --micro-batch 4", "-n 4 --pp 2 --ep 2 --zero 2 --micro-batch 2"}) {
     expect_equivalent(reference(kShared), run_moe(layout, kShared), layout);
   }
+}
+
+// Interleaved 1F1B with a mixture in every virtual stage, against one rank that runs the same
+// micro-batches (the routing's statistics are each micro-batch's).
+TEST(Moe, InterleavedPipelineMatchesOneRank) {
+  const std::string experts = std::string(kCapacity) + " --shared-experts 1";
+  expect_equivalent(
+      run_moe("-n 1 --micro-batch 2", experts, 4),
+      run_moe("-n 2 --pp 2 --pp-schedule interleaved --vpp 2 --micro-batch 2", experts, 4),
+      "interleaved");
 }
 
 // Without the load-balancing loss (whose statistics are each micro-batch's) and without drops,
