@@ -123,7 +123,9 @@ std::string workload_to_json(const WorkloadConfig& c) {
       {"blas_threads", c.blas_threads},
   };
   memory::write_workload_setup(c.kind, c.model, c.resolved, j);
-  if (c.moe_aux_loss_coeff > 0) j["moe_aux_loss_coeff"] = c.moe_aux_loss_coeff;  // absent: 0
+  if (c.model.moe.enabled() && c.moe_aux_loss_coeff > 0) {
+    j["moe_aux_loss_coeff"] = c.moe_aux_loss_coeff;  // absent: 0
+  }
   if (c.peak_flops) j["peak_flops"] = *c.peak_flops;
   if (!c.faults.empty()) {
     nlohmann::json faults = nlohmann::json::array();
