@@ -101,6 +101,17 @@ TEST(Moe, SharedExpertsAndDenseLayersMatchOneRank) {
   }
 }
 
+// Two micro-batches a step on dp 2: ZeRO-2 and FSDP reduce-scatter each micro-batch's gradients
+// while the next one routes (an all-gather on the same dp group), and the pipeline's stages route
+// theirs in the schedule's order; the routing's micro-batches are DDP's.
+TEST(Moe, ShardedStatesAndPipelinesOverSeveralMicroBatches) {
+  const nlohmann::json ddp = run_moe("-n 2 --ep 2 --micro-batch 1", kCapacity);
+  for (const char* layout :
+       {"-n 2 --ep 2 --zero 3 --micro-batch 1", "-n 4 --ep 2 --pp 2 --zero 2 --micro-batch 1"}) {
+    expect_equivalent(ddp, run_moe(layout, kCapacity), layout);
+  }
+}
+
 // Interleaved 1F1B with a mixture in every virtual stage, against one rank that runs the same
 // micro-batches (the routing's statistics are each micro-batch's).
 TEST(Moe, InterleavedPipelineMatchesOneRank) {
