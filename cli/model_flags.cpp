@@ -31,15 +31,7 @@ void apply_dimensions(const ModelFlags& f, memory::ModelConfig& m) {
   if (f.no_bias) m.bias = false;
   if (f.untied_embeddings) m.tied_embeddings = false;
   if (auto position = memory::parse_position(f.position)) m.position = *position;
-  memory::MixtureOfExperts& e = m.moe;
-  if (f.experts > 0) e.experts = f.experts;
-  if (f.top_k > 0) e.top_k = f.top_k;
-  if (f.moe_ffn > 0) e.expert_ffn = f.moe_ffn;
-  if (f.shared_experts >= 0) e.shared_experts = f.shared_experts;
-  if (f.dense_layers >= 0) e.dense_layers = f.dense_layers;
-  if (f.capacity_factor >= 0) e.capacity_factor = f.capacity_factor;
-  // Experts given to a dense model are its MLP's size unless said.
-  if (e.experts > 0 && e.expert_ffn == 0) e.expert_ffn = m.ffn;
+  apply_expert_flags(f.moe, m.ffn, m.moe);
 }
 
 // A model from dimensions only: GPT defaults; SwiGLU's ffn as LLaMA rounds 8h/3 up to 256.
@@ -73,24 +65,19 @@ Status check_one_model_source(const ModelFlags& f) {
         given[0], given[1]);
   }
   if (f.params > 0) {
-    if (const char* flag = first_given({{"--layers", f.layers > 0},
-                                        {"--hidden", f.hidden > 0},
-                                        {"--heads", f.heads > 0},
-                                        {"--kv-heads", f.kv_heads > 0},
-                                        {"--ffn", f.ffn > 0},
-                                        {"--vocab", f.vocab > 0},
-                                        {"--seq", f.seq > 0},
-                                        {"--swiglu", f.swiglu},
-                                        {"--rmsnorm", f.rmsnorm},
-                                        {"--no-bias", f.no_bias},
-                                        {"--untied-embeddings", f.untied_embeddings},
-                                        {"--position", !f.position.empty()},
-                                        {"--experts", f.experts > 0},
-                                        {"--top-k", f.top_k > 0},
-                                        {"--moe-ffn", f.moe_ffn > 0},
-                                        {"--shared-experts", f.shared_experts >= 0},
-                                        {"--dense-layers", f.dense_layers >= 0},
-                                        {"--capacity-factor", f.capacity_factor >= 0}})) {
+    const char* dimension = first_given({{"--layers", f.layers > 0},
+                                         {"--hidden", f.hidden > 0},
+                                         {"--heads", f.heads > 0},
+                                         {"--kv-heads", f.kv_heads > 0},
+                                         {"--ffn", f.ffn > 0},
+                                         {"--vocab", f.vocab > 0},
+                                         {"--seq", f.seq > 0},
+                                         {"--swiglu", f.swiglu},
+                                         {"--rmsnorm", f.rmsnorm},
+                                         {"--no-bias", f.no_bias},
+                                         {"--untied-embeddings", f.untied_embeddings},
+                                         {"--position", !f.position.empty()}});
+    if (const char* flag = dimension != nullptr ? dimension : first_expert_flag(f.moe)) {
       return invalid_argument(
           "--params gives a bare parameter count (model states only), which "
           "{} cannot change: pass the dimensions without --params, or "
@@ -168,22 +155,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_flag("--untied-embeddings", f.untied_embeddings, "A separate LM head (V x h)");
   cmd.add_option("--position", f.position, "Positions: learned (s x h weights), rotary or alibi")
       ->check(CLI::IsMember({"learned", "rotary", "alibi"}));
-  cmd.add_option("--experts", f.experts, "Mixture of experts: routed experts per MoE layer")
-      ->check(positive_number());
-  cmd.add_option("--top-k", f.top_k, "Mixture of experts: experts each token is routed to")
-      ->check(positive_number());
-  cmd.add_option("--moe-ffn", f.moe_ffn,
-                 "Mixture of experts: one expert's MLP size (default --ffn)")
-      ->check(positive_number());
-  cmd.add_option("--shared-experts", f.shared_experts,
-                 "Mixture of experts: experts every token uses (DeepSeekMoE)")
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--dense-layers", f.dense_layers,
-                 "Mixture of experts: leading layers with a dense MLP of --ffn")
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--capacity-factor", f.capacity_factor,
-                 "Mixture of experts: slots per expert over an even share (0: dropless)")
-      ->check(CLI::NonNegativeNumber);
+  add_expert_flags(cmd, f.moe);
 }
 
 void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what) {

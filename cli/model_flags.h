@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/expert_flags.h"
 #include "core/status.h"
 #include "memory/model_config.h"
 #include "memory/presets.h"
@@ -24,9 +25,7 @@ struct ModelFlags {
   bool no_bias = false;
   bool untied_embeddings = false;
   std::string position;
-  // A mixture of experts (memory::MixtureOfExperts).
-  int64_t experts = 0, top_k = 0, moe_ffn = 0, shared_experts = -1, dense_layers = -1;
-  double capacity_factor = -1;
+  ExpertFlags moe;  // a mixture of experts (memory::MixtureOfExperts)
 };
 
 struct GpuFlags {

@@ -30,6 +30,11 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
   command.add_option("--seq", f.seq, "Sequence length in tokens (default 128)")->group(model);
   command.add_option("--vocab", f.vocab, "Vocabulary size (default 512)")->group(model);
   command.add_option("--ffn", f.ffn, "MLP width (default 4 x hidden)")->group(model);
+  add_expert_flags(command, f.moe, model);
+  command.add_option("--moe-aux-loss-coeff", f.moe_aux_loss_coeff,
+                     "Mixture of experts: the load-balancing loss's weight (Switch's E x sum_i "
+                     "f_i P_i over each micro-batch of all data-parallel ranks; 0: none)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group(model);
   command.add_option("--micro-batch", f.micro_batch, "Samples per micro-batch")
       ->capture_default_str()->group(training);
   command.add_option("--global-batch", f.global_batch,
@@ -89,6 +94,10 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->default_str("1")
       ->group(layout);
   command.add_option("--pp", f.pp, "Pipeline-parallel degree")->default_str("1")->group(layout);
+  command.add_option("--ep", f.ep,
+                     "Expert-parallel degree: routed experts sharded over ep of the dp ranks "
+                     "(tokens exchanged by all_to_all; dense weights stay data-parallel)")
+      ->default_str("1")->group(layout);
   command.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)")->group(layout);
   command
       .add_option("--zero", f.zero, "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 FSDP")
@@ -118,6 +127,7 @@ Status set_layout(const WorkloadFlags& f, int world, runner::WorkloadConfig& con
   l.dp = f.dp.value_or(1);
   l.tp = f.tp.value_or(1);
   l.pp = f.pp.value_or(1);
+  l.ep = f.ep.value_or(1);
   l.sp = f.sp;
   l.zero = f.zero.value_or(0);
   l.schedule = *memory::parse_schedule(f.pp_schedule);  // the flag only takes known names
@@ -144,6 +154,8 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   m.seq = f.seq.value_or(128);
   m.vocab = f.vocab.value_or(512);
   m.ffn = f.ffn.value_or(4 * m.hidden);
+  apply_expert_flags(f.moe, m.ffn, m.moe);
+  config.moe_aux_loss_coeff = f.moe_aux_loss_coeff;
   if (config.kind == memory::WorkloadKind::kMlp) {
     for (const auto& [name, given] : {std::pair{"--heads", f.heads.has_value()},
                                       std::pair{"--vocab", f.vocab.has_value()},

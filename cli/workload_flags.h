@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/expert_flags.h"
 #include "core/status.h"
 #include "runner/workload/workload_config.h"
 
@@ -16,6 +17,9 @@ namespace partrain::cli {
 struct WorkloadFlags {
   std::optional<std::string> workload;  // gpt | mlp; unset: run the command after `--`
   std::optional<int> layers, hidden, heads, seq, vocab, ffn;
+  ExpertFlags moe;  // gpt: a mixture of experts (memory::MixtureOfExperts)
+  double moe_aux_loss_coeff = 0.01;
+  std::optional<int> ep;  // unset: 1
   int micro_batch = 1;
   std::optional<int> global_batch;
   int steps = 10;

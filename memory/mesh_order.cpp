@@ -60,4 +60,21 @@ int expert_stride(const TrainingLayout& layout) { return mesh_stride(MeshAxis::k
 
 int expert_data_stride(const TrainingLayout& layout) { return expert_stride(layout) * layout.ep; }
 
+ExpertCoords expert_coords(const MeshCoords& coords, const TrainingLayout& layout) {
+  const int data = coords.dp * layout.cp + coords.cp;
+  return {.ep = data % layout.ep, .expert_data = data / layout.ep};
+}
+
+int expert_group(int rank, const TrainingLayout& layout) {
+  const MeshCoords coords = mesh_coords(rank, layout);
+  const ExpertCoords expert = expert_coords(coords, layout);
+  return (coords.pp * expert_data_ranks(layout) + expert.expert_data) * layout.tp + coords.tp;
+}
+
+int expert_data_group(int rank, const TrainingLayout& layout) {
+  const MeshCoords coords = mesh_coords(rank, layout);
+  const ExpertCoords expert = expert_coords(coords, layout);
+  return (coords.pp * layout.ep + expert.ep) * layout.tp + coords.tp;
+}
+
 }  // namespace partrain::memory

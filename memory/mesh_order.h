@@ -10,7 +10,7 @@ namespace partrain::memory {
 
 enum class MeshAxis { kTp, kCp, kDp, kPp };
 // Innermost (fastest-varying) first. Expert parallelism subdivides dp x cp for the expert layers
-// rather than adding a factor here: see expert_stride.
+// rather than adding a factor here: expert_stride and ExpertCoords, the same order.
 inline constexpr MeshAxis kMeshOrder[] = {MeshAxis::kTp, MeshAxis::kCp, MeshAxis::kDp,
                                           MeshAxis::kPp};
 
@@ -38,5 +38,19 @@ int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout);
 // experts, dp x cp / ep of them) steps over whole ep groups, tp x ep apart.
 int expert_stride(const TrainingLayout& layout);
 int expert_data_stride(const TrainingLayout& layout);
+// The same order as coordinates: a rank's data index (dp x cp, cp fastest) splits into its ep
+// rank (data index mod ep, the fastest) and its expert-data rank (data index / ep). Ranks with the
+// same tp, pp and expert-data rank form an expert-parallel group (they hold different experts and
+// exchange tokens); ranks with the same tp, pp and ep rank an expert-data-parallel group (they
+// hold the same experts and reduce their gradients), expert_data_ranks(layout) of them.
+struct ExpertCoords {
+  int ep = 0;
+  int expert_data = 0;
+};
+ExpertCoords expert_coords(const MeshCoords& coords, const TrainingLayout& layout);
+// The index of `rank`'s expert-parallel group and of its expert-data-parallel group (a
+// communicator split's color).
+int expert_group(int rank, const TrainingLayout& layout);
+int expert_data_group(int rank, const TrainingLayout& layout);
 
 }  // namespace partrain::memory

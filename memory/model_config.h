@@ -42,6 +42,8 @@ struct MixtureOfExperts {
   int64_t dense_layers = 0;
   double capacity_factor = 0;  // tokens an expert takes, over an even share; 0: dropless
   bool enabled() const { return experts > 0; }
+  // Block `layer` (0-based) routes its tokens to experts: every block after the dense ones.
+  bool is_moe_layer(int64_t layer) const { return enabled() && layer >= dense_layers; }
 };
 
 struct ModelConfig {
@@ -75,7 +77,7 @@ struct ModelConfig {
   double kv_ratio() const { return static_cast<double>(kv_heads) / static_cast<double>(heads); }
   bool is_moe() const { return moe.enabled(); }
   // Block `layer` (0-based) routes its tokens to experts: every block after the dense ones.
-  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe.dense_layers; }
+  bool is_moe_layer(int64_t layer) const { return moe.is_moe_layer(layer); }
 };
 
 // What a token's attention computes with, per block, in elements (summed over heads): Q and K

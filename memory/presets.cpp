@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/json_fields.h"
+#include "memory/experts_json.h"
 
 namespace partrain::memory {
 namespace {
@@ -93,16 +94,6 @@ Status read_dimensions(JsonFields& r, ModelConfig& m) {
   if (m.kv_heads == 0) m.kv_heads = m.heads;
   if (m.ffn == 0) m.ffn = 4 * m.hidden;
   return Status::ok();
-}
-
-// A mixture of experts' fields (MixtureOfExperts); absent: a dense model.
-Status read_experts(JsonFields& r, MixtureOfExperts& e) {
-  RETURN_IF_ERROR(r.integer("experts", e.experts, 1, false));
-  RETURN_IF_ERROR(r.integer("top_k", e.top_k, 1, false));
-  RETURN_IF_ERROR(r.integer("moe_ffn", e.expert_ffn, 1, false));
-  RETURN_IF_ERROR(r.integer("shared_experts", e.shared_experts, 0, false));
-  RETURN_IF_ERROR(r.integer("dense_layers", e.dense_layers, 0, false));
-  return r.positive_number("capacity_factor", e.capacity_factor, false);
 }
 
 // Latent attention's sizes (LatentAttention), read with "attention": "mla".

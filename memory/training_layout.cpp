@@ -140,19 +140,28 @@ Status check_experts(const TrainingLayout& l, const ModelConfig& m, const Layout
   if (l.ep == 1) return Status::ok();
   const std::string ep = n.named(LayoutField::kEp, l.ep);
   if (!m.is_moe()) {
-    return invalid_argument("{} shards a mixture of experts' experts: model '{}' has none", ep,
-                            m.name);
+    return invalid_argument("{} shards a mixture of experts' experts: model '{}' has none; give "
+                            "the model experts (--experts, --top-k) or leave {} at 1",
+                            ep, m.name, n.name(LayoutField::kEp));
   }
   if (m.moe.experts % l.ep != 0) {
-    return invalid_argument("{} must divide the {} routed experts: every rank holds whole experts",
-                            ep, m.moe.experts);
+    return invalid_argument("{} must divide the {} routed experts: every rank holds whole experts; "
+                            "try {}",
+                            ep, m.moe.experts,
+                            n.named(LayoutField::kEp, std::gcd(static_cast<int64_t>(l.ep),
+                                                               m.moe.experts)));
   }
   const int data_ranks = l.dp * l.cp;
   if (data_ranks % l.ep != 0) {
+    const std::string data =
+        n.offers(LayoutField::kCp)
+            ? fmt::format("{} x {} = {}", n.name(LayoutField::kDp), n.name(LayoutField::kCp),
+                          data_ranks)
+            : n.named(LayoutField::kDp, data_ranks);
     return invalid_argument(
-        "{} must divide {} x {} = {}: expert-parallel ranks are drawn from the "
-        "data-parallel ones (dense weights stay data-parallel)",
-        ep, n.name(LayoutField::kDp), n.name(LayoutField::kCp), data_ranks);
+        "{} must divide {}: expert-parallel ranks are drawn from the data-parallel ones (dense "
+        "weights stay data-parallel); try {}",
+        ep, data, n.named(LayoutField::kEp, std::gcd(l.ep, data_ranks)));
   }
   return Status::ok();
 }

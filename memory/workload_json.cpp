@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "memory/experts_json.h"
+
 namespace partrain::memory {
 namespace {
 
@@ -24,6 +26,7 @@ Status read_model(JsonFields& config, bool strict, WorkloadSetup& s) {
                                      {"vocab", &s.model.vocab}, {"ffn", &s.model.ffn}}) {
     RETURN_IF_ERROR(m.integer(field, *value, kAny, strict));
   }
+  RETURN_IF_ERROR(read_experts(m, s.model.moe));  // absent: a dense model, in either reading
   return strict ? m.no_unknown_fields() : Status::ok();
 }
 
@@ -58,6 +61,7 @@ void write_workload_setup(WorkloadKind kind, const WorkloadModel& m, const Resol
   config["workload"] = workload_kind_name(kind);
   config["model"] = {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
                      {"seq", m.seq},       {"vocab", m.vocab},   {"ffn", m.ffn}};
+  write_experts(m.moe, config["model"]);
   nlohmann::json layout = {{"world", layout_ranks(l)}};
   for (const LayoutDegree& d : kLayoutDegrees) layout[layout_key(d.field)] = l.*d.member;
   layout[layout_key(LayoutField::kSp)] = l.sp;

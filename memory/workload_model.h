@@ -24,10 +24,12 @@ struct WorkloadModel {
   int seq = 128;
   int vocab = 512;
   int ffn = 1024;
+  MixtureOfExperts moe;  // the gpt's MLPs as a mixture of experts; experts 0: dense
 };
 
-// Every dimension the model has at least 1 (the vocabulary 2) and hidden divisible by heads;
-// kInvalidArgument naming the flag (`--hidden 60 is not divisible by --heads 8`).
+// Every dimension the model has at least 1 (the vocabulary 2) and hidden divisible by heads, and
+// the mixture-of-experts fields as validate_experts has them (the gpt only); kInvalidArgument
+// naming the flag (`--hidden 60 is not divisible by --heads 8`).
 Status check_workload_model(WorkloadKind kind, const WorkloadModel& model);
 
 // "builtin-gpt" (learned positions, tied embeddings, GeLU MLP of width ffn) or "builtin-mlp".

@@ -10,24 +10,22 @@ namespace partrain::runner {
 
 using memory::Category;
 
-StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
-                                                              const ParamLayout& layout,
-                                                              const ResolvedLayout& resolved,
-                                                              int64_t bucket_bytes, Mesh& mesh,
-                                                              TensorParallel& tp, uint64_t seed,
-                                                              int layers, StateStorage storage,
-                                                              profiler::RankTracer* tracer) {
+StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(
+    Device& device, const ParamLayout& layout, const ResolvedLayout& resolved, int64_t bucket_bytes,
+    Mesh& mesh, TensorParallel& tp, uint64_t seed, int layers, StateStorage storage,
+    profiler::RankTracer* tracer, comm::Comm* group) {
+  comm::Comm& data = group != nullptr ? *group : mesh.dp();
   std::unique_ptr<DataParallel> dp(
-      new DataParallel(device, layout, resolved, mesh, tp, storage, tracer));
+      new DataParallel(device, layout, resolved, mesh, data, tp, storage, tracer));
   const int zero = resolved.layout.zero;
   if (zero >= 2) {
     ASSIGN_OR_RETURN(dp->sharded_,
-                     ShardedState::create(device, layout, zero, mesh.dp(), tp, seed, layers,
+                     ShardedState::create(device, layout, zero, data, tp, seed, layers,
                                           TpShard{mesh.coords().tp, tp.size()}, storage, tracer));
     return dp;
   }
-  const int64_t dp_size = mesh.dp().size();
-  const int64_t dp_rank = mesh.coords().dp;
+  const int64_t dp_size = data.size();
+  const int64_t dp_rank = data.rank();
   int64_t numel = layout.numel();
   int64_t shard = numel;
   if (zero >= 1) {
@@ -59,7 +57,7 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(Device& device,
   RETURN_IF_ERROR(dp->initialise_params(seed, layers));
   if (zero == 0) {
     dp->ddp_ = std::make_unique<DdpBuckets>(layout, dp->grads_.at(0), wire_dtype(dp->grads_),
-                                            bucket_bytes, mesh.dp());
+                                            bucket_bytes, data);
   }
   return dp;
 }
@@ -123,6 +121,7 @@ Status DataParallel::release(size_t unit, Pass pass) {
 }
 
 void DataParallel::zero_grads() {
+  if (experts_ != nullptr) experts_->zero_grads();
   if (sharded_) {
     sharded_->zero_grads();
   } else if (storage_.bf16_grads) {
@@ -137,6 +136,7 @@ void DataParallel::unit_ready(const std::string& unit) {
 }
 
 Status DataParallel::reduce_gradients() {
+  if (experts_ != nullptr) RETURN_IF_ERROR(experts_->reduce_gradients());
   if (sharded_) return sharded_->reduce_gradients(tied_group_);
   if (ddp_) RETURN_IF_ERROR(ddp_->finish());
   if (tp_.sequence_parallel()) {
@@ -156,17 +156,30 @@ Status DataParallel::reduce_gradients() {
                                             static_cast<size_t>(wte->numel), wire_dtype(grads_),
                                             comm::ReduceOp::kSum));
   }
-  if (resolved_.layout.zero >= 1 && mesh_.dp().size() > 1) {
+  if (resolved_.layout.zero >= 1 && data_.size() > 1) {
     // ZeRO: each rank keeps the sum of its shard only (in place, NCCL-style).
     const int64_t shard = shard_end_ - shard_begin_;
-    RETURN_IF_ERROR(mesh_.dp().reduce_scatter(grads_.at(0), grads_.at(shard_begin_),
-                                              static_cast<size_t>(shard), wire_dtype(grads_),
-                                              comm::ReduceOp::kSum));
+    RETURN_IF_ERROR(data_.reduce_scatter(grads_.at(0), grads_.at(shard_begin_),
+                                         static_cast<size_t>(shard), wire_dtype(grads_),
+                                         comm::ReduceOp::kSum));
   }
   return Status::ok();
 }
 
 StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
+  ASSIGN_OR_RETURN(double local, local_sum_of_squares(params));
+  if (experts_ != nullptr) {
+    ASSIGN_OR_RETURN(double experts, experts_->local_sum_of_squares(params));
+    local += experts;
+  }
+  // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
+  // norm is used for (clipping, the equivalence checks' 1e-4).
+  auto sum = static_cast<float>(local);
+  RETURN_IF_ERROR(world_values_.all_reduce(&sum, 1, comm::DType::kF32, comm::ReduceOp::kSum));
+  return static_cast<double>(sum);
+}
+
+StatusOr<double> DataParallel::local_sum_of_squares(bool params) {
   double local = 0;
   if (sharded_) {
     ASSIGN_OR_RETURN(local, params ? sharded_->owned_param_squares(mesh_.coords().tp)
@@ -177,11 +190,7 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
   } else {
     ASSIGN_OR_RETURN(local, flat_owned_squares(params ? params_ : grads_, 0));
   }
-  // fp32 on the wire (the communicators carry no fp64): ~1e-7 relative, far inside what the
-  // norm is used for (clipping, the equivalence checks' 1e-4).
-  auto sum = static_cast<float>(local);
-  RETURN_IF_ERROR(world_values_.all_reduce(&sum, 1, comm::DType::kF32, comm::ReduceOp::kSum));
-  return static_cast<double>(sum);
+  return local;
 }
 
 StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first) {
@@ -189,7 +198,7 @@ StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first)
   // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
   const MeshCoords& coords = mesh_.coords();
   double local = 0;
-  if (resolved_.layout.zero >= 1 || coords.dp == 0) {
+  if (resolved_.layout.zero >= 1 || data_.rank() == 0) {
     for (const ParamUnit& unit : layout_.units()) {
       if (unit.name == "head") continue;  // the first stage's wte counts for both copies
       for (const LocalParam& param : unit.params) {
@@ -205,6 +214,7 @@ StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first)
 }
 
 Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float grad_scale) {
+  if (experts_ != nullptr) RETURN_IF_ERROR(experts_->update(adam, step, grad_scale));
   if (sharded_) return sharded_->update(adam, step, grad_scale);
   const int64_t shard = shard_end_ - shard_begin_;
   const bool bf16 = storage_.bf16_params;
@@ -216,9 +226,9 @@ Status DataParallel::update(const ops::AdamWConfig& adam, int64_t step, float gr
     adamw_update(device_, p, grads_, shard_begin_, adam_m_.data(), adam_v_.data(), shard, clipped,
                  step, bf16 ? params_.bf16_data() + shard_begin_ : nullptr);
   }
-  if (resolved_.layout.zero >= 1 && mesh_.dp().size() > 1) {  // bf16: half the bytes of fp32
-    RETURN_IF_ERROR(mesh_.dp().all_gather(params_.at(shard_begin_), params_.at(0),
-                                          static_cast<size_t>(shard), wire_dtype(params_)));
+  if (resolved_.layout.zero >= 1 && data_.size() > 1) {  // bf16: half the bytes of fp32
+    RETURN_IF_ERROR(data_.all_gather(params_.at(shard_begin_), params_.at(0),
+                                     static_cast<size_t>(shard), wire_dtype(params_)));
   }
   return Status::ok();
 }

@@ -28,14 +28,16 @@ namespace partrain::runner {
 class DataParallel final : public ParamAccess {
  public:
   // Allocates params (initialised from `seed`), grads and optimizer states for `layout`, as
-  // `resolved`'s ZeRO stage shards them; DDP reduces in buckets of `bucket_bytes`. `tracer`
-  // (null: not traced) records the optimizer's steps.
+  // `resolved`'s ZeRO stage shards them over `group` (null: the mesh's dp group; a mixture of
+  // experts' routed experts: the expert-data group); DDP reduces in buckets of `bucket_bytes`.
+  // `tracer` (null: not traced) records the optimizer's steps.
   static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
                                                         const ResolvedLayout& resolved,
                                                         int64_t bucket_bytes, Mesh& mesh,
                                                         TensorParallel& tp, uint64_t seed,
                                                         int layers, StateStorage storage = {},
-                                                        profiler::RankTracer* tracer = nullptr);
+                                                        profiler::RankTracer* tracer = nullptr,
+                                                        comm::Comm* group = nullptr);
 
   // DDP and ZeRO-1: views into the flat buffers, release a no-op (DDP learns of finished units
   // through unit_ready). bf16 storage (StateStorage): the bf16 parameters as stored, and under
@@ -65,14 +67,21 @@ class DataParallel final : public ParamAccess {
   // group). The last stage's copy (unit "head") is not counted in norms.
   void set_tied_embedding_group(comm::Comm* group) { tied_group_ = group; }
 
+  // A mixture of experts: the routed experts' states, reduced over the expert-data group. The
+  // step's calls (zero_grads, reduce_gradients, the norms, update) then cover them too, the norms
+  // in the same one all-reduce over the world. `experts` must outlive this object's use.
+  void attach_experts(DataParallel* experts) { experts_ = experts; }
+
  private:
 
   DataParallel(Device& device, const ParamLayout& layout, const ResolvedLayout& resolved,
-               Mesh& mesh, TensorParallel& tp, StateStorage storage, profiler::RankTracer* tracer)
+               Mesh& mesh, comm::Comm& data, TensorParallel& tp, StateStorage storage,
+               profiler::RankTracer* tracer)
       : device_(device),
         layout_(layout),
         resolved_(resolved),
         mesh_(mesh),
+        data_(data),
         tp_(tp),
         storage_(storage),
         world_values_(device, mesh.world()),
@@ -80,6 +89,8 @@ class DataParallel final : public ParamAccess {
         tracer_(tracer) {}
   Status initialise_params(uint64_t seed, int layers);
   StatusOr<double> owned_sum_of_squares(bool params);
+  // This rank's part of it, before the sum over the world.
+  StatusOr<double> local_sum_of_squares(bool params);
   // Sum of squares over the flat elements this rank owns, of `values` (fp32 or bf16), which
   // holds flat elements [first, ...).
   StatusOr<double> flat_owned_squares(Tensor& values, int64_t first);
@@ -88,6 +99,7 @@ class DataParallel final : public ParamAccess {
   const ParamLayout& layout_;
   const ResolvedLayout& resolved_;
   Mesh& mesh_;
+  comm::Comm& data_;  // the ranks the states are replicated (DDP) or sharded (ZeRO) over
   TensorParallel& tp_;
   StateStorage storage_;
   comm::HostValueCollectives world_values_;  // the norms' sums over the world
@@ -99,6 +111,7 @@ class DataParallel final : public ParamAccess {
   std::unique_ptr<DdpBuckets> ddp_;
   std::unique_ptr<ShardedState> sharded_;  // ZeRO-2 and FSDP; the flat buffers stay empty
   comm::Comm* tied_group_ = nullptr;
+  DataParallel* experts_ = nullptr;
   profiler::RankTracer* tracer_;
 };
 

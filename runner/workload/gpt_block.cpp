@@ -86,6 +86,7 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   RETURN_IF_ERROR(
       layernorm(x2.data(), w.vector(kLn2W), w.vector(kLn2B), a.ln2, a.ln2_mean, a.ln2_rstd));
   ASSIGN_OR_RETURN(const Matrix ln2_full, region_operand(a.ln2, gathered));
+  if (w.moe()) return moe_forward(*w.moe(), ln2_full, x2.data(), a);
   ASSIGN_OR_RETURN(a.fc, store_.create({N, f_local}));
   device_.matmul_forward(ActivationStore::target(a.fc), ln2_full, w.matrix(kFcW), w.vector(kFcB), N,
                          C, f_local);
@@ -104,8 +105,45 @@ Status GptBlock::run_forward(const BlockWeights& w, const Tensor& x, BlockActiva
   return Status::ok();
 }
 
+Status GptBlock::moe_forward(const MoeWeights& moe, Matrix ln2_full, const float* x2,
+                             BlockActivations& a) {
+  const auto& [B, T, C, NH, F, V] = shape_;
+  ASSIGN_OR_RETURN(Tensor partial, scratch({B * T, C}));
+  RETURN_IF_ERROR(moe_->forward(moe, ln2_full, B * T, partial.data(), a.moe));
+  if (a.out.numel() == 0) {
+    ASSIGN_OR_RETURN(a.out, store_.create({tp_.local_tokens(B, T), C}));
+  }
+  ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(a.out));
+  RETURN_IF_ERROR(tp_.exit_forward(partial.data(), out.data(), B, T, C));
+  device_.residual_forward(out.data(), out.data(), x2, tp_.local_tokens(B, T) * C);
+  store_.keep(std::move(out), a.out);
+  return Status::ok();
+}
+
+StatusOr<Tensor> GptBlock::mlp_backward(const BlockWeights& w, BlockActivations& a, Matrix ln2_full,
+                                        const float* d_full) {
+  const auto& [B, T, C, NH, F, V] = shape_;
+  const int64_t N = B * T;
+  const int64_t f_local = F / tp_.size();
+  ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
+  device_.matmul_backward(d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB), d_full,
+                          ActivationStore::operand(a.fc_gelu), w.matrix(kFcProjW), N, f_local, C);
+  // Buffers are released as soon as backward is done with them, as autograd frees them: the
+  // block's peak is its largest live set, not the sum of its intermediates.
+  a.fc_gelu = Tensor();
+  ASSIGN_OR_RETURN(Tensor d_fc, scratch({N, f_local}));
+  device_.gelu_backward(d_fc.data(), ActivationStore::operand(a.fc), d_fc_gelu.data(), N * f_local);
+  d_fc_gelu = Tensor();
+  a.fc = Tensor();
+  ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
+  device_.matmul_backward(d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(),
+                          ln2_full, w.matrix(kFcW), N, C, f_local);
+  return d_ln2_full;
+}
+
 Status GptBlock::forward(const BlockWeights& w, const Tensor& x, BlockActivations& a) {
   RETURN_IF_ERROR(run_forward(w, x, a));
+  if (w.moe()) moe_->record(a.moe);  // a recompute's routing is not counted again
   if (recompute_ == Recompute::kSelective) a.att = Tensor();  // (B, NH, T, T): the 5as/h term
   if (recompute_ == Recompute::kFull) {
     Tensor out = std::move(a.out);
@@ -122,7 +160,6 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   const int64_t N = B * T;
   const int64_t n = tp_.local_tokens(B, T);
   const int64_t c_local = C / tp;
-  const int64_t f_local = F / tp;
   const int64_t heads_local = NH / tp;
   using Input = ActivationStore::Input;
 
@@ -137,24 +174,16 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   Tensor ln1_gathered, ln2_gathered;
   ASSIGN_OR_RETURN(const Matrix ln2_full, region_operand(a.ln2, ln2_gathered));
 
-  // MLP: out = x2 + g(fc_gelu @ fcproj^T).
+  // MLP: out = x2 + g(fc_gelu @ fcproj^T), or the mixture of experts'.
   ASSIGN_OR_RETURN(Tensor d_full, scratch({N, C}));
   RETURN_IF_ERROR(tp_.exit_backward(dout, d_full.data(), B, T, C));
-  ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
-  device_.matmul_backward(d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB),
-                          d_full.data(), ActivationStore::operand(a.fc_gelu), w.matrix(kFcProjW), N,
-                          f_local, C);
-  // Buffers are released as soon as backward is done with them, as autograd frees them: the
-  // block's peak is its largest live set, not the sum of its intermediates.
-  a.fc_gelu = Tensor();
-  ASSIGN_OR_RETURN(Tensor d_fc, scratch({N, f_local}));
-  device_.gelu_backward(d_fc.data(), ActivationStore::operand(a.fc), d_fc_gelu.data(), N * f_local);
-  d_fc_gelu = Tensor();
-  a.fc = Tensor();
-  ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
-  device_.matmul_backward(d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(),
-                          ln2_full, w.matrix(kFcW), N, C, f_local);
-  d_fc = Tensor();
+  Tensor d_ln2_full;
+  if (w.moe()) {
+    ASSIGN_OR_RETURN(d_ln2_full, scratch({N, C}));
+    RETURN_IF_ERROR(moe_->backward(*w.moe(), ln2_full, N, d_full.data(), d_ln2_full.data(), a.moe));
+  } else {
+    ASSIGN_OR_RETURN(d_ln2_full, mlp_backward(w, a, ln2_full, d_full.data()));
+  }
   ln2_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
   RETURN_IF_ERROR(tp_.enter_backward(d_ln2_full.data(), d_ln2.data(), B, T, C));

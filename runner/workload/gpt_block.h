@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <utility>
 
 #include "core/status.h"
@@ -14,6 +15,7 @@
 #include "runner/device/tensor.h"
 #include "runner/workload/activation_store.h"
 #include "runner/workload/gpt_specs.h"
+#include "runner/workload/moe_mlp.h"
 #include "runner/workload/tensor_parallel.h"
 #include "runner/workload/unit_params.h"
 #include "runner/workload/workload_config.h"
@@ -41,11 +43,27 @@ class BlockWeights {
   const float* vector(GptBlockParam p) const { return unit_.vector(offsets_[p]); }
   float* grad(GptBlockParam p) const { return unit_.grad(offsets_[p]); }  // a vector's
   // Adds the staged gradients into bf16 ones (UnitParams::flush): before the unit's release.
-  void flush() { unit_.flush(); }
+  void flush() {
+    unit_.flush();
+    if (experts_) experts_->flush();
+  }
+  // A mixture-of-experts block: its routed experts' unit, bound beside the block's (which holds
+  // the router and the shared experts), and where each parameter sits.
+  void bind_experts(UnitParams experts, const MoeOffsets* offsets) {
+    experts_ = std::move(experts);
+    moe_offsets_ = offsets;
+  }
+  // Its MoE weights; nullopt for a dense MLP.
+  std::optional<MoeWeights> moe() const {
+    if (!experts_) return std::nullopt;
+    return MoeWeights{&unit_, &*experts_, moe_offsets_};
+  }
 
  private:
   UnitParams unit_;
   std::array<int64_t, kGptBlockParams> offsets_;
+  std::optional<UnitParams> experts_;
+  const MoeOffsets* moe_offsets_ = nullptr;
 };
 
 // What a block keeps between its forward and backward for one micro-batch: the layernorm
@@ -54,14 +72,16 @@ struct BlockActivations {
   Tensor ln1, ln1_mean, ln1_rstd, qkv, att, atty;  // ln1: sequence-sharded under SP
   Tensor x2, ln2, ln2_mean, ln2_rstd, fc, fc_gelu;
   Tensor out;  // the block's output: the next block's input
+  MoeActivations moe;  // a mixture-of-experts block's, in place of fc and fc_gelu
   bool complete() const { return ln1.numel() > 0; }
 };
 
 class GptBlock {
  public:
+  // `moe` (null for a dense model) runs the MLP of the blocks whose weights have experts.
   GptBlock(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
-           ActivationStore store)
-      : device_(device), tp_(tp), shape_(shape), recompute_(recompute), store_(store) {}
+           ActivationStore store, MoeMlp* moe = nullptr)
+      : device_(device), tp_(tp), shape_(shape), recompute_(recompute), store_(store), moe_(moe) {}
 
   // x: the block input (saved by the caller in the store's type), local_tokens x C. Fills acts
   // (what the recompute mode keeps).
@@ -83,6 +103,12 @@ class GptBlock {
   Status project_and_add(Matrix in, int64_t k, Matrix weight, const float* bias,
                          const float* residual, ActivationStore::Output& values);
   StatusOr<Tensor> scratch(std::vector<int64_t> shape);  // zeroed, workspace
+  // The mixture of experts in the MLP's place: acts.out = x2 + g(moe(ln2)).
+  Status moe_forward(const MoeWeights& moe, Matrix ln2_full, const float* x2, BlockActivations& a);
+  // The dense MLP's backward from d_full (the output's gradient over the region): the gradient of
+  // its input, ln2 over the region.
+  StatusOr<Tensor> mlp_backward(const BlockWeights& w, BlockActivations& a, Matrix ln2_full,
+                                const float* d_full);
   // A saved tensor-parallel region input (ln1, ln2) as its matmul reads it: as stored, or under
   // SP gathered over tp into `gathered` (fp32).
   StatusOr<Matrix> region_operand(const Tensor& saved, Tensor& gathered);
@@ -92,6 +118,7 @@ class GptBlock {
   GptShape shape_;
   Recompute recompute_;
   ActivationStore store_;
+  MoeMlp* moe_;
 };
 
 }  // namespace partrain::runner

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "profiler/trace_scope.h"
+#include "runner/workload/moe_specs.h"
 
 namespace partrain::runner {
 
@@ -10,7 +13,8 @@ using memory::Category;
 
 GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
                    const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement,
-                   ElementType activations, profiler::RankTracer* tracer)
+                   ElementType activations, profiler::RankTracer* tracer,
+                   const ExpertWiring* experts)
     : device_(device),
       tp_(tp),
       shape_(shape),
@@ -18,7 +22,11 @@ GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute
       access_(access),
       placement_(std::move(placement)),
       store_(device, activations),
-      block_(device, tp, shape, recompute, store_),
+      experts_(experts),
+      moe_(experts != nullptr ? std::make_unique<MoeMlp>(device, tp, *experts->ep, *experts->data,
+                                                         experts->options)
+                              : nullptr),
+      block_(device, tp, shape, recompute, store_, moe_.get()),
       tracer_(tracer) {
   static constexpr const char* kNames[kGptBlockParams] = {
       "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
@@ -34,10 +42,43 @@ GptChunk::GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute
     refs.unit = layout.unit_of(fmt::format("layer{}.{}", layer, kNames[0]));
     for (int i = 0; i < kGptBlockParams; ++i) {
       const LocalParam* p = layout.find(fmt::format("layer{}.{}", layer, kNames[i]));
+      if (p == nullptr) continue;  // an MoE block has no dense MLP
       refs.offsets[static_cast<size_t>(i)] = p->offset - units[refs.unit].offset;
+    }
+    if (experts_ != nullptr && layout.find(router_name(layer)) != nullptr) {
+      const auto& units_of_experts = experts_->layout->units();
+      refs.experts_unit = static_cast<size_t>(
+          std::find_if(units_of_experts.begin(), units_of_experts.end(),
+                       [&](const ParamUnit& u) { return u.name == experts_unit_name(layer); }) -
+          units_of_experts.begin());
+      refs.moe = moe_offsets(layer, refs);
     }
     blocks_.push_back(refs);
   }
+}
+
+MoeOffsets GptChunk::moe_offsets(int layer, const BlockRefs& refs) const {
+  auto offset_in = [](const ParamLayout& layout, size_t unit, const std::string& name) {
+    return layout.find(name)->offset - layout.units()[unit].offset;
+  };
+  const MoeOptions& o = experts_->options;
+  MoeOffsets moe;
+  moe.layer = layer;
+  moe.router = offset_in(layout_, refs.unit, router_name(layer));
+  for (int s = 0; s < o.shared_experts; ++s) {
+    std::array<int64_t, kExpertParams>& at = moe.shared.emplace_back();
+    for (int p = 0; p < kExpertParams; ++p) {
+      at[static_cast<size_t>(p)] =
+          offset_in(layout_, refs.unit, shared_expert_name(layer, s, ExpertParam(p)));
+    }
+  }
+  // This rank's experts, in the order its unit holds them (global indices ascending).
+  const ParamUnit& unit = experts_->layout->units()[refs.experts_unit];
+  for (size_t i = 0; i < unit.params.size(); ++i) {
+    if (i % kExpertParams == 0) moe.routed.emplace_back();
+    moe.routed.back()[i % kExpertParams] = unit.params[i].offset - unit.offset;
+  }
+  return moe;
 }
 
 StatusOr<GptChunk::Bound> GptChunk::bind(const std::string& name, Pass pass) {
@@ -54,6 +95,7 @@ Status GptChunk::unbind(Bound& bound, const std::string& name, Pass pass) {
 
 Status GptChunk::unbind_block(BlockWeights& w, size_t i, Pass pass) {
   w.flush();
+  if (blocks_[i].moe) RETURN_IF_ERROR(experts_->access->release(blocks_[i].experts_unit, pass));
   return access_.release(blocks_[i].unit, pass);
 }
 
@@ -61,7 +103,15 @@ StatusOr<BlockWeights> GptChunk::bind_block(size_t i, Pass pass) {
   const BlockRefs& refs = blocks_[i];
   ASSIGN_OR_RETURN(UnitView view, access_.acquire(refs.unit, pass));
   ASSIGN_OR_RETURN(UnitParams unit, UnitParams::bind(device_, view, layout_.units()[refs.unit]));
-  return BlockWeights(std::move(unit), refs.offsets);
+  BlockWeights weights(std::move(unit), refs.offsets);
+  if (refs.moe) {
+    ASSIGN_OR_RETURN(UnitView experts, experts_->access->acquire(refs.experts_unit, pass));
+    ASSIGN_OR_RETURN(
+        UnitParams bound,
+        UnitParams::bind(device_, experts, experts_->layout->units()[refs.experts_unit]));
+    weights.bind_experts(std::move(bound), &*refs.moe);
+  }
+  return weights;
 }
 
 StatusOr<Tensor> GptChunk::tensor(std::vector<int64_t> shape, Category category) {

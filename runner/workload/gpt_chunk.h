@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,14 +21,25 @@
 
 namespace partrain::runner {
 
+// A mixture of experts' wiring for a chunk: the layout and access of this rank's routed experts
+// (its ep share, one unit per MoE block), the groups the MoE MLP talks to and its options.
+struct ExpertWiring {
+  const ParamLayout* layout = nullptr;
+  ParamAccess* access = nullptr;
+  comm::Comm* ep = nullptr;    // the expert-parallel group
+  comm::Comm* data = nullptr;  // the ranks that split the micro-batch (dp)
+  MoeOptions options;
+};
+
 class GptChunk final : public ModelChunk {
  public:
   // `access` hands out the parameters and gradients of `layout`'s units; `activations` is the
   // element type the chunk keeps its activations in; `tracer` (null: not traced) records each
-  // block's forward and backward.
+  // block's forward and backward; `experts` (null: a dense model) wires the MoE blocks.
   GptChunk(Device& device, TensorParallel& tp, GptShape shape, Recompute recompute,
            const ParamLayout& layout, ParamAccess& access, ChunkPlacement placement,
-           ElementType activations, profiler::RankTracer* tracer);
+           ElementType activations, profiler::RankTracer* tracer,
+           const ExpertWiring* experts = nullptr);
 
   // Elements of the activation passed between pipeline stages (local tokens x C).
   int64_t boundary_numel() const override {
@@ -45,6 +58,10 @@ class GptChunk final : public ModelChunk {
   Status backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
                   Tensor* grad_input,
                   const std::function<void(const std::string&)>& on_unit_ready) override;
+
+  std::vector<ExpertLayerLoad> take_expert_loads() override {
+    return moe_ ? moe_->take_loads() : std::vector<ExpertLayerLoad>();
+  }
 
  private:
   struct Head {
@@ -74,7 +91,11 @@ class GptChunk final : public ModelChunk {
   struct BlockRefs {
     size_t unit = 0;
     std::array<int64_t, kGptBlockParams> offsets{};
+    std::optional<MoeOffsets> moe;  // an MoE block's router and experts
+    size_t experts_unit = 0;        // in the experts' layout
   };
+  // Where block `layer`'s MoE parameters sit (its unit `refs.unit`).
+  MoeOffsets moe_offsets(int layer, const BlockRefs& refs) const;
   // Acquire / release the unit of a named parameter (wte, wpe, lnfw, lnfb) or of block i; the
   // release first adds the use's staged gradients into bf16 ones (UnitParams::flush).
   StatusOr<Bound> bind(const std::string& name, Pass pass);
@@ -94,6 +115,8 @@ class GptChunk final : public ModelChunk {
   ParamAccess& access_;
   ChunkPlacement placement_;
   ActivationStore store_;
+  const ExpertWiring* experts_;
+  std::unique_ptr<MoeMlp> moe_;  // null for a dense model
   GptBlock block_;
   std::map<std::string, ParamRef> refs_;
   std::vector<BlockRefs> blocks_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "runner/workload/moe_specs.h"
+
 namespace partrain::runner {
 
 std::vector<ParamSpec> gpt_embedding_specs(const WorkloadModel& m) {
@@ -17,7 +19,7 @@ std::vector<ParamSpec> gpt_block_specs(const WorkloadModel& m, int layer) {
   auto name = [layer](const char* part) { return fmt::format("layer{}.{}", layer, part); };
   // QKV and fc1 are column-parallel, the attention and MLP output projections row-parallel
   // (their biases replicated); layernorms replicated, their grads partial under SP.
-  return {
+  std::vector<ParamSpec> specs = {
       {name("ln1w"), base + 0, {C}, TpSplit::kReplicated, InitKind::kOnes, true},
       {name("ln1b"), base + 1, {C}, TpSplit::kReplicated, InitKind::kZeros, true},
       {name("qkvw"), base + 2, {3 * C, C}, TpSplit::kQkv, InitKind::kNormal, false},
@@ -31,6 +33,11 @@ std::vector<ParamSpec> gpt_block_specs(const WorkloadModel& m, int layer) {
       {name("fcprojw"), base + 10, {C, F}, TpSplit::kRow, InitKind::kResidualNormal, false},
       {name("fcprojb"), base + 11, {C}, TpSplit::kReplicated, InitKind::kZeros, false},
   };
+  if (m.moe.is_moe_layer(layer)) {  // the MLP's place: the router and the shared experts
+    specs.resize(kLn2B + 1);
+    for (ParamSpec& spec : moe_block_specs(m, layer)) specs.push_back(std::move(spec));
+  }
+  return specs;
 }
 
 std::vector<ParamSpec> gpt_final_specs(const WorkloadModel& m) {

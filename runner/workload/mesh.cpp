@@ -4,7 +4,7 @@ namespace partrain::runner {
 
 using memory::MeshAxis;
 
-StatusOr<Mesh> Mesh::build(comm::Comm& world, const ResolvedLayout& layout) {
+StatusOr<Mesh> Mesh::build(comm::Comm& world, const ResolvedLayout& layout, bool experts) {
   const TrainingLayout& l = layout.layout;
   if (world.size() != memory::layout_ranks(l)) {
     return invalid_argument("the layout needs {} ranks but the world has {}",
@@ -22,6 +22,12 @@ StatusOr<Mesh> Mesh::build(comm::Comm& world, const ResolvedLayout& layout) {
   ASSIGN_OR_RETURN(mesh.tp_, split(MeshAxis::kTp));
   ASSIGN_OR_RETURN(mesh.dp_, split(MeshAxis::kDp));
   ASSIGN_OR_RETURN(mesh.pp_, split(MeshAxis::kPp));
+  if (experts) {
+    const memory::ExpertCoords expert = memory::expert_coords(mesh.coords_, l);
+    ASSIGN_OR_RETURN(mesh.ep_, world.split(memory::expert_group(world.rank(), l), expert.ep));
+    ASSIGN_OR_RETURN(mesh.expert_data_,
+                     world.split(memory::expert_data_group(world.rank(), l), expert.expert_data));
+  }
   return mesh;
 }
 

@@ -16,14 +16,20 @@ using memory::MeshCoords;
 
 class Mesh {
  public:
-  // Splits `world` into the tp, dp and pp groups of `layout`; every rank must call it.
-  static StatusOr<Mesh> build(comm::Comm& world, const ResolvedLayout& layout);
+  // Splits `world` into the tp, dp and pp groups of `layout`, and with `experts` (a mixture of
+  // experts) its expert-parallel and expert-data-parallel groups; every rank must call it.
+  static StatusOr<Mesh> build(comm::Comm& world, const ResolvedLayout& layout,
+                              bool experts = false);
 
   const MeshCoords& coords() const { return coords_; }
   comm::Comm& world() const { return *world_; }
   comm::Comm& tp() const { return *tp_; }  // ranks that differ only in tp
   comm::Comm& dp() const { return *dp_; }  // ranks that differ only in dp
   comm::Comm& pp() const { return *pp_; }  // ranks that differ only in pp; rank i is stage i
+  // A mixture of experts (memory::ExpertCoords): the ranks that exchange tokens (rank i holds the
+  // i-th share of the experts) and the ranks that hold the same experts. Built with `experts`.
+  comm::Comm& ep() const { return *ep_; }
+  comm::Comm& expert_data() const { return *expert_data_; }
 
  private:
   comm::Comm* world_ = nullptr;
@@ -31,6 +37,8 @@ class Mesh {
   std::unique_ptr<comm::Comm> tp_;
   std::unique_ptr<comm::Comm> dp_;
   std::unique_ptr<comm::Comm> pp_;
+  std::unique_ptr<comm::Comm> ep_;
+  std::unique_ptr<comm::Comm> expert_data_;
 };
 
 }  // namespace partrain::runner

@@ -5,6 +5,7 @@
 #include "runner/workload/gpt_chunk.h"
 #include "runner/workload/gpt_specs.h"
 #include "runner/workload/mlp_chunk.h"
+#include "runner/workload/moe_specs.h"
 
 namespace partrain::runner {
 
@@ -59,12 +60,26 @@ ParamLayout build_param_layout(const WorkloadConfig& config,
   return layout;
 }
 
-std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& config,
-                                                      const std::vector<ChunkPlacement>& chunks,
-                                                      Device& device, TensorParallel& tp,
-                                                      const ParamLayout& layout,
-                                                      ParamAccess& access,
-                                                      profiler::RankTracer* tracer) {
+ParamLayout build_expert_param_layout(const WorkloadConfig& config,
+                                      const std::vector<ChunkPlacement>& chunks, TpShard tp,
+                                      int ep_rank) {
+  const WorkloadModel& m = config.model;
+  ParamLayout layout;
+  const auto per_rank = static_cast<int>(m.moe.experts / config.resolved.layout.ep);
+  for (const ChunkPlacement& chunk : chunks) {
+    for (int layer : chunk.layers) {
+      if (!m.moe.is_moe_layer(layer)) continue;
+      layout.add_unit(experts_unit_name(layer), chunk.chunk,
+                      routed_expert_specs(m, layer, ep_rank * per_rank, per_rank), tp);
+    }
+  }
+  return layout;
+}
+
+std::vector<std::unique_ptr<ModelChunk>> build_chunks(
+    const WorkloadConfig& config, const std::vector<ChunkPlacement>& chunks, Device& device,
+    TensorParallel& tp, const ParamLayout& layout, ParamAccess& access,
+    profiler::RankTracer* tracer, const ExpertWiring* experts) {
   const WorkloadModel& m = config.model;
   const int64_t B = config.resolved.layout.micro_batch;
   const ElementType activations = activation_type(config.precision);
@@ -74,7 +89,7 @@ std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& conf
       GptShape shape{B, m.seq, m.hidden, m.heads, m.ffn, m.vocab};
       built.push_back(std::make_unique<GptChunk>(device, tp, shape,
                                                  config.resolved.layout.recompute, layout, access,
-                                                 chunk, activations, tracer));
+                                                 chunk, activations, tracer, experts));
     } else {
       built.push_back(std::make_unique<MlpChunk>(device, tp, B, m.hidden,
                                                  config.resolved.layout.recompute, layout, access,

@@ -8,6 +8,7 @@
 
 #include "profiler/rank_tracer.h"
 #include "runner/device/device.h"
+#include "runner/workload/gpt_chunk.h"
 #include "runner/workload/model_chunk.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
@@ -28,11 +29,20 @@ std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_ra
 ParamLayout build_param_layout(const WorkloadConfig& config,
                                const std::vector<ChunkPlacement>& chunks, TpShard tp);
 
+// A mixture of experts: the routed experts of `chunks`' MoE blocks this expert-parallel rank
+// holds (experts [ep_rank E / ep, (ep_rank + 1) E / ep) of each), one unit per block
+// ("layer3.experts"), sharded for `tp`. Empty for a dense model.
+ParamLayout build_expert_param_layout(const WorkloadConfig& config,
+                                      const std::vector<ChunkPlacement>& chunks, TpShard tp,
+                                      int ep_rank);
+
+// `experts` (null: a dense model) wires the gpt's MoE blocks.
 std::vector<std::unique_ptr<ModelChunk>> build_chunks(const WorkloadConfig& config,
                                                       const std::vector<ChunkPlacement>& chunks,
                                                       Device& device, TensorParallel& tp,
                                                       const ParamLayout& layout,
                                                       ParamAccess& access,
-                                                      profiler::RankTracer* tracer);
+                                                      profiler::RankTracer* tracer,
+                                                      const ExpertWiring* experts = nullptr);
 
 }  // namespace partrain::runner

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "runner/device/tensor.h"
 #include "runner/device/tracked_allocator.h"
+#include "runner/workload/expert_load.h"
 
 namespace partrain::runner {
 
@@ -52,6 +53,8 @@ class ModelChunk {
   virtual Status backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
                           Tensor* grad_input,
                           const std::function<void(const std::string&)>& on_unit_ready) = 0;
+  // A mixture of experts: the routing of the forwards since the last call, per MoE block.
+  virtual std::vector<ExpertLayerLoad> take_expert_loads() { return {}; }
 };
 
 }  // namespace partrain::runner

@@ -106,6 +106,19 @@ std::string format_summary_text(const RunSummary& s) {
                        s.ddp_buckets, s.ddp_buckets_started_in_backward,
                        s.ddp_bucket_all_reduces);
   }
+  for (const ExpertLayerLoad& load : s.expert_load) {
+    int64_t routed = 0, busiest = 0;
+    for (int64_t tokens : load.tokens_per_expert) {
+      routed += tokens;
+      busiest = std::max(busiest, tokens);
+    }
+    out += fmt::format("experts, layer {} (rank 0): {} token choices routed, the busiest expert "
+                       "took {} (an even share: {}), {} dropped over capacity; load-balancing "
+                       "loss {:.4f} (1: balanced)\n",
+                       load.layer, routed, busiest,
+                       routed / std::max<int64_t>(1, static_cast<int64_t>(load.tokens_per_expert.size())),
+                       load.dropped_tokens, load.aux_loss);
+  }
   // Every category, as --json has them; the total is the peak of their sum (each category
   // peaks at its own moment, so it is at most the sum of the peaks).
   std::string header = fmt::format("memory peak per rank: {:>5}", "rank");
@@ -142,6 +155,13 @@ std::string format_summary_json(const RunSummary& s) {
                       {{"median", s.rank_step_seconds[r].first * 1e3},
                        {"p90", s.rank_step_seconds[r].second * 1e3}}}});
   }
+  nlohmann::json experts = nlohmann::json::array();
+  for (const ExpertLayerLoad& load : s.expert_load) {
+    experts.push_back({{"layer", load.layer},
+                       {"tokens_per_expert", load.tokens_per_expert},
+                       {"dropped_tokens", load.dropped_tokens},
+                       {"aux_loss", load.aux_loss}});
+  }
   nlohmann::json doc = {
       {"workload", s.workload},
       {"ranks", ranks},
@@ -170,6 +190,7 @@ std::string format_summary_json(const RunSummary& s) {
        {{"buckets", s.ddp_buckets},
         {"bucket_all_reduces", s.ddp_bucket_all_reduces},
         {"all_reduces_started_before_backward_end", s.ddp_buckets_started_in_backward}}},
+      {"expert_load", experts},
   };
   return dump_json(doc, 2) + "\n";
 }

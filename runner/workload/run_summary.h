@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runner/device/tracked_allocator.h"
+#include "runner/workload/expert_load.h"
 
 namespace partrain::runner {
 
@@ -35,6 +36,9 @@ struct RunSummary {
   int ddp_buckets = 0;
   int ddp_bucket_all_reduces = 0;
   int ddp_buckets_started_in_backward = 0;
+  // A mixture of experts: rank 0's MoE blocks over the run (token choices and drops summed over
+  // the steps, the aux loss their mean); empty for a dense model.
+  std::vector<ExpertLayerLoad> expert_load;
 
   double step_time_median() const;
   double step_time_p90() const;

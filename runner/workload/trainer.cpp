@@ -24,9 +24,19 @@ std::string describe_model(const WorkloadConfig& config, int64_t local_params) {
     return fmt::format("mlp ({} layers, hidden {}; {} parameters on rank 0)", m.layers, m.hidden,
                        local_params);
   }
-  return fmt::format("gpt ({} layers, hidden {}, {} heads, seq {}, vocab {}, ffn {}; {} "
+  std::string experts;
+  if (m.moe.enabled()) {
+    experts = fmt::format(", {} experts top-{} of moe-ffn {}", m.moe.experts, m.moe.top_k,
+                          m.moe.expert_ffn);
+    if (m.moe.shared_experts > 0) experts += fmt::format(" + {} shared", m.moe.shared_experts);
+    if (m.moe.dense_layers > 0) experts += fmt::format(", {} dense layers", m.moe.dense_layers);
+    experts += m.moe.capacity_factor > 0
+                   ? fmt::format(", capacity factor {}", m.moe.capacity_factor)
+                   : std::string(", dropless");
+  }
+  return fmt::format("gpt ({} layers, hidden {}, {} heads, seq {}, vocab {}, ffn {}{}; {} "
                      "parameters on rank 0)",
-                     m.layers, m.hidden, m.heads, m.seq, m.vocab, m.ffn, local_params);
+                     m.layers, m.hidden, m.heads, m.seq, m.vocab, m.ffn, experts, local_params);
 }
 
 // Every change of tracked memory, by category: the trace's memory counters.
@@ -91,6 +101,12 @@ void sample_device_memory(const Device& device, profiler::RankTracer& tracer) {
 
 // The configured steps, each timed, traced and counted into `summary` (its loss, its time and
 // DDP's overlap in it).
+// A step's routing into the run's, block by block (every step routes the same blocks).
+void add_expert_load(const std::vector<ExpertLayerLoad>& loads, int step, RunSummary& summary) {
+  summary.expert_load.resize(loads.size());
+  for (size_t i = 0; i < loads.size(); ++i) accumulate_load(summary.expert_load[i], loads[i], step);
+}
+
 Status train(const WorkloadConfig& config, Device& device, TrainingStep& training_step,
              DdpOverlap& overlap, profiler::RankTracer* tracer, RunSummary& summary) {
   // Tokens this rank trains on per step: its dp replica's share of the global batch.
@@ -102,6 +118,7 @@ Status train(const WorkloadConfig& config, Device& device, TrainingStep& trainin
     step_scope.emplace(tracer, "step", profiler::SliceCategory::kStep);
     ASSIGN_OR_RETURN(float loss, training_step.run(step));
     summary.losses.push_back(loss);
+    add_expert_load(training_step.expert_load(), step, summary);
     step_scope.reset();
     const int64_t end = monotonic_ns();
     summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);
@@ -185,7 +202,8 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
                    build_training_rank(config, device, world, tracer));
   ASSIGN_OR_RETURN(BatchSource batches, BatchSource::open(config));
   ASSIGN_OR_RETURN(RunSummary summary,
-                   start_summary(config, device, world, world_values, rank->params.numel()));
+                   start_summary(config, device, world, world_values,
+                                 rank->params.numel() + rank->expert_params.numel()));
   // The run's GEMM rate counts the steps' GEMMs only, not the peak measurement's.
   const Device::GemmTotals gemm_before_steps = device.gemm_totals();
   TrainingStep training_step(config, device, world, *rank, batches, world_values, tracer);

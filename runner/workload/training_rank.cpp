@@ -36,13 +36,45 @@ Status wire_pipeline(const WorkloadConfig& config, Device& device, TrainingRank&
   return Status::ok();
 }
 
+// A mixture of experts: the routed experts' layout and states (over the expert-data group,
+// attached to the dense ones), and the chunks' wiring to them.
+Status wire_experts(const WorkloadConfig& config, Device& device, TrainingRank& rank,
+                    profiler::RankTracer* tracer) {
+  const ResolvedLayout& resolved = config.resolved;
+  const memory::MixtureOfExperts& moe = config.model.moe;
+  const memory::ExpertCoords expert = memory::expert_coords(rank.coords, resolved.layout);
+  const TpShard tp{rank.coords.tp, resolved.layout.tp};
+  rank.expert_params = build_expert_param_layout(config, rank.placements, tp, expert.ep);
+  if (rank.expert_params.units().empty()) return Status::ok();  // a stage of dense blocks only
+  ASSIGN_OR_RETURN(
+      rank.expert_dp,
+      DataParallel::create(device, rank.expert_params, resolved, config.bucket_bytes, rank.mesh,
+                           rank.tp, config.seed, config.model.layers,
+                           state_storage(config.precision), tracer, &rank.mesh.expert_data()));
+  rank.dp->attach_experts(rank.expert_dp.get());
+  rank.experts.layout = &rank.expert_params;
+  rank.experts.access = rank.expert_dp.get();
+  rank.experts.ep = &rank.mesh.ep();
+  rank.experts.data = &rank.mesh.dp();
+  rank.experts.options = MoeOptions{
+      .hidden = config.model.hidden,
+      .experts = static_cast<int>(moe.experts),
+      .top_k = static_cast<int>(moe.top_k),
+      .expert_ffn = moe.expert_ffn,
+      .shared_experts = static_cast<int>(moe.shared_experts),
+      .capacity_factor = moe.capacity_factor,
+      .aux_weight = config.moe_aux_loss_coeff / static_cast<double>(resolved.micro_batches)};
+  return Status::ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<TrainingRank>> build_training_rank(const WorkloadConfig& config,
                                                             Device& device, comm::Comm& world,
                                                             profiler::RankTracer* tracer) {
   const ResolvedLayout& resolved = config.resolved;
-  ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, resolved));
+  const bool experts = config.kind == WorkloadKind::kGpt && config.model.moe.enabled();
+  ASSIGN_OR_RETURN(Mesh mesh, Mesh::build(world, resolved, experts));
   auto rank = std::make_unique<TrainingRank>(std::move(mesh), resolved.layout, device);
   rank->placements = owned_chunks(resolved, rank->coords.pp);
   rank->params = build_param_layout(config, rank->placements,
@@ -51,8 +83,9 @@ StatusOr<std::unique_ptr<TrainingRank>> build_training_rank(const WorkloadConfig
                                                   config.bucket_bytes, rank->mesh, rank->tp,
                                                   config.seed, config.model.layers,
                                                   state_storage(config.precision), tracer));
-  rank->chunks = build_chunks(config, rank->placements, device, rank->tp, rank->params,
-                              *rank->dp, tracer);
+  if (experts) RETURN_IF_ERROR(wire_experts(config, device, *rank, tracer));
+  rank->chunks = build_chunks(config, rank->placements, device, rank->tp, rank->params, *rank->dp,
+                              tracer, rank->expert_dp ? &rank->experts : nullptr);
   if (resolved.layout.pp > 1) RETURN_IF_ERROR(wire_pipeline(config, device, *rank, tracer));
   return rank;
 }

@@ -12,6 +12,7 @@
 #include "runner/comm/comm.h"
 #include "runner/device/device.h"
 #include "runner/workload/data_parallel.h"
+#include "runner/workload/gpt_chunk.h"
 #include "runner/workload/mesh.h"
 #include "runner/workload/model_chunk.h"
 #include "runner/workload/param_layout.h"
@@ -36,6 +37,12 @@ struct TrainingRank {
   std::vector<ChunkPlacement> placements;  // the model chunks this rank owns, in order
   ParamLayout params;                      // their parameters, sharded for this tp rank
   std::unique_ptr<DataParallel> dp;
+  // A mixture of experts: this rank's routed experts (its ep share, sharded for its tp rank) and
+  // their states over the expert-data group, which `dp` drives (attach_experts); the chunks'
+  // wiring to them. Empty for a dense model.
+  ParamLayout expert_params;
+  std::unique_ptr<DataParallel> expert_dp;
+  ExpertWiring experts;
   std::vector<std::unique_ptr<ModelChunk>> chunks;  // as placements
   // pp > 1: activations and gradients on channels of their own, the tied-embedding group of the
   // first and last stage, and the executor of the schedule; all null when pp = 1.

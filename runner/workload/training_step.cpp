@@ -36,6 +36,11 @@ StatusOr<float> TrainingStep::run(int step) {
                                   tracer_);
   rank_.dp->zero_grads();
   ASSIGN_OR_RETURN(double loss, forward_backward(step));
+  expert_load_.clear();
+  for (const auto& chunk : rank_.chunks) {
+    for (ExpertLayerLoad& load : chunk->take_expert_loads())
+      expert_load_.push_back(std::move(load));
+  }
   {
     profiler::TraceScope phase(tracer_, "reduce_gradients", profiler::SliceCategory::kPhase);
     RETURN_IF_ERROR(rank_.dp->reduce_gradients());

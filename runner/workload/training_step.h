@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/status.h"
 #include "profiler/rank_tracer.h"
@@ -13,6 +14,7 @@
 #include "runner/device/device.h"
 #include "runner/ops/adamw.h"
 #include "runner/workload/batch_source.h"
+#include "runner/workload/expert_load.h"
 #include "runner/workload/training_rank.h"
 #include "runner/workload/workload_config.h"
 
@@ -31,6 +33,11 @@ class TrainingStep {
   // When the last step's last gradient was produced (monotonic ns): the end of its backward.
   int64_t backward_end_ns() const { return last_grad_ns_; }
 
+  // A mixture of experts: the last step's routing in each MoE block this rank runs, in layer
+  // order (global counts, the same on every rank of a block's data-parallel group); empty for a
+  // dense model.
+  const std::vector<ExpertLayerLoad>& expert_load() const { return expert_load_; }
+
  private:
   StatusOr<double> forward_backward(int step);
   Status update(int step);
@@ -46,6 +53,7 @@ class TrainingStep {
   ops::AdamWConfig adam_;
   MicroBatch batch_;  // allocated by the first step, refilled by the others
   int64_t last_grad_ns_ = 0;
+  std::vector<ExpertLayerLoad> expert_load_;
 };
 
 }  // namespace partrain::runner

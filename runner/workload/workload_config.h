@@ -44,6 +44,8 @@ struct WorkloadConfig {
   int64_t bucket_bytes = 25'000'000;  // DDP gradient bucket (PyTorch's default 25 MB)
   int steps = 10;
   double lr = 1e-3;
+  // A mixture of experts' load-balancing loss weight (Switch, Fedus 2021: 0.01); 0: none.
+  double moe_aux_loss_coeff = 0.01;
   uint64_t seed = 1234;
   std::string device = "cpu";  // cpu, cuda, auto, cpu-isolated (auto resolved: workload_device.h)
   std::string comm = "gloo";   // gloo, nccl, auto (likewise)

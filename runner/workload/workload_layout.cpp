@@ -58,6 +58,12 @@ Status check_runnable(const ResolvedLayout& r, WorkloadKind kind, const Workload
                               "cross-entropy are split over the vocabulary",
                               model.vocab, n.named(LayoutField::kTp, l.tp));
     }
+    if (model.moe.enabled() && model.moe.expert_ffn % l.tp != 0) {
+      return invalid_argument("--moe-ffn {} is not divisible by {}: every expert's MLP is split "
+                              "over tp as the dense one is; pass a --moe-ffn that {} divides",
+                              model.moe.expert_ffn, n.named(LayoutField::kTp, l.tp),
+                              n.name(LayoutField::kTp));
+    }
     return Status::ok();
   }
   if (l.sp) return invalid_argument("{} applies to --workload gpt only", n.name(LayoutField::kSp));
@@ -78,6 +84,7 @@ Status check_runnable(const ResolvedLayout& r, WorkloadKind kind, const Workload
 std::string describe_layout(const ResolvedLayout& r) {
   const TrainingLayout& l = r.layout;
   std::string text = fmt::format("dp={} tp={} pp={}", l.dp, l.tp, l.pp);
+  if (l.ep > 1) text += fmt::format(" ep={}", l.ep);
   if (l.sp) text += " sp";
   text += fmt::format(" zero={} micro-batch={} global-batch={} ({} micro-batches)", l.zero,
                       l.micro_batch, r.global_batch, r.micro_batches);

@@ -94,5 +94,38 @@ TEST(MeshOrder, ExpertGroupsSubdivideTheDataParallelRanksInnermost) {
   EXPECT_EQ(covered.size(), 16u);
 }
 
+// The communicators' groups (expert_group, expert_data_group) in the same order as the strides.
+// tp 2, dp 4, pp 2, ep 2 (16 ranks): the data index of rank r is (r / 2) mod 4; an ep group is
+// two neighbouring data-parallel ranks, an expert-data group the ranks two data indices apart.
+TEST(MeshOrder, ExpertCommunicatorGroupsFollowTheStrides) {
+  TrainingLayout l = layout_of(2, 1, 4, 2);
+  l.ep = 2;
+  ASSERT_EQ(expert_data_ranks(l), 2);
+  std::map<int, std::vector<int>> ep, expert_data;
+  for (int rank = 0; rank < layout_ranks(l); ++rank) {
+    const ExpertCoords c = expert_coords(mesh_coords(rank, l), l);
+    EXPECT_EQ(c.ep, (rank / 2) % 2) << rank;
+    EXPECT_EQ(c.expert_data, (rank / 4) % 2) << rank;
+    ep[expert_group(rank, l)].push_back(rank);
+    expert_data[expert_data_group(rank, l)].push_back(rank);
+  }
+  // Groups listed in rank order: an ep group's i-th member is ep rank i.
+  const std::vector<std::vector<int>> ep_groups = {{0, 2},  {1, 3},  {4, 6},   {5, 7},
+                                                   {8, 10}, {9, 11}, {12, 14}, {13, 15}};
+  const std::vector<std::vector<int>> data_groups = {{0, 4},  {1, 5},  {2, 6},   {3, 7},
+                                                     {8, 12}, {9, 13}, {10, 14}, {11, 15}};
+  std::set<std::vector<int>> got_ep, got_data;
+  for (auto& [group, ranks] : ep) got_ep.insert(ranks);
+  for (auto& [group, ranks] : expert_data) got_data.insert(ranks);
+  EXPECT_EQ(got_ep, std::set<std::vector<int>>(ep_groups.begin(), ep_groups.end()));
+  EXPECT_EQ(got_data, std::set<std::vector<int>>(data_groups.begin(), data_groups.end()));
+  for (const auto& [group, ranks] : ep) EXPECT_EQ(ranks[1] - ranks[0], expert_stride(l));
+  for (const auto& [group, ranks] : expert_data) {
+    EXPECT_EQ(ranks[1] - ranks[0], expert_data_stride(l));
+  }
+  EXPECT_EQ(ep.rbegin()->first, 7);  // numbered 0 .. groups - 1
+  EXPECT_EQ(expert_data.rbegin()->first, 7);
+}
+
 }  // namespace
 }  // namespace partrain::memory

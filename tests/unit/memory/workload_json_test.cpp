@@ -55,6 +55,37 @@ TEST(WorkloadJson, WhatIsWrittenReadsBackStrictly) {
   EXPECT_EQ(setup->layout.recompute, Recompute::kSelective);
 }
 
+// A mixture of experts' fields go with the model, under the presets' names; a dense model's
+// config has none of them (older traces read as before).
+TEST(WorkloadJson, TheExpertsReadBackWithTheModel) {
+  EXPECT_FALSE(written()["model"].contains("experts"));
+  TrainingLayout l;
+  l.ep = 2;
+  WorkloadModel model{4, 64, 4, 16, 128, 256};
+  model.moe = {.experts = 4, .top_k = 2, .expert_ffn = 96, .shared_experts = 1,
+               .dense_layers = 1, .capacity_factor = 1.25};
+  auto r = resolve_layout(l, workload_model_config(WorkloadKind::kGpt, model), {},
+                          LayoutWorld{2, false});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  nlohmann::json config = {{"steps", 3}};
+  write_workload_setup(WorkloadKind::kGpt, model, *r, config);
+  EXPECT_EQ(config["model"]["top_k"], 2);
+  EXPECT_EQ(config["model"]["moe_ffn"], 96);
+  EXPECT_EQ(config["layout"]["ep"], 2);
+  auto setup = read(config, ConfigReading::kStrict);
+  ASSERT_TRUE(setup.is_ok()) << setup.status().message();
+  EXPECT_EQ(setup->model.moe.experts, 4);
+  EXPECT_EQ(setup->model.moe.top_k, 2);
+  EXPECT_EQ(setup->model.moe.expert_ffn, 96);
+  EXPECT_EQ(setup->model.moe.shared_experts, 1);
+  EXPECT_EQ(setup->model.moe.dense_layers, 1);
+  EXPECT_EQ(setup->model.moe.capacity_factor, 1.25);
+  EXPECT_EQ(setup->layout.ep, 2);
+  config["model"]["top_k"] = "2";
+  EXPECT_NE(read(config, ConfigReading::kStrict).status().message().find("model.top_k"),
+            std::string::npos);
+}
+
 // A worker never falls back to a default: each field that is not the launcher's is named.
 TEST(WorkloadJson, StrictReadingNamesTheField) {
   struct Case {

@@ -11,12 +11,25 @@
 namespace partrain::runner {
 namespace {
 
+// A change to the default config that resolve_workload refuses (exit 2), naming `wanted`.
+struct Case {
+  const char* wanted;
+  void (*set)(WorkloadConfig&);
+};
+
+template <size_t N>
+void expect_refused(const Case (&cases)[N]) {
+  for (const Case& c : cases) {
+    WorkloadConfig config;
+    c.set(config);
+    const Status status = resolve_workload(config);
+    EXPECT_EQ(status.exit_code(), 2) << c.wanted;
+    EXPECT_NE(status.message().find(c.wanted), std::string::npos) << status.message();
+  }
+}
+
 // Each refusal names its flag and the value given, before any rank starts.
 TEST(WorkloadConfigTest, RefusesValuesTheRunCannotUseNamingTheFlag) {
-  struct Case {
-    const char* wanted;
-    void (*set)(WorkloadConfig&);
-  };
   const Case cases[] = {
       {"--layers must be at least 1, got 0", [](WorkloadConfig& c) { c.model.layers = 0; }},
       {"--seq must be at least 1, got -2", [](WorkloadConfig& c) { c.model.seq = -2; }},
@@ -30,15 +43,73 @@ TEST(WorkloadConfigTest, RefusesValuesTheRunCannotUseNamingTheFlag) {
       {"--blas-threads must be 1 to 1024", [](WorkloadConfig& c) { c.blas_threads = 0; }},
       {"--blas-threads must be 1 to 1024", [](WorkloadConfig& c) { c.blas_threads = 100000; }},
   };
-  for (const Case& c : cases) {
-    WorkloadConfig config;
-    c.set(config);
-    const Status status = resolve_workload(config);
-    EXPECT_EQ(status.exit_code(), 2) << c.wanted;
-    EXPECT_NE(status.message().find(c.wanted), std::string::npos) << status.message();
-  }
+  expect_refused(cases);
   WorkloadConfig config;
   config.peak_flops = 989e12;
+  EXPECT_TRUE(resolve_workload(config).is_ok());
+}
+
+// A mixture of experts the run cannot use is refused before any rank starts, naming the rule:
+// memory's (top-k, the flags of a dense model, ep and the experts) and the runner's own (the
+// experts split over tp, the CPU in fp32 only).
+TEST(WorkloadConfigTest, RefusesMixturesTheRunCannotUse) {
+  auto moe = [](WorkloadConfig& c) {
+    c.model.moe = {.experts = 4, .top_k = 2, .expert_ffn = 64};
+    c.world = {4, false};
+  };
+  const Case cases[] = {
+      {"top_k (5) must be between 1 and experts (4)",
+       [](WorkloadConfig& c) { c.model.moe = {.experts = 4, .top_k = 5, .expert_ffn = 64}; }},
+      {"top_k is for a mixture of experts: give experts too",
+       [](WorkloadConfig& c) { c.model.moe.top_k = 2; }},
+      {"dense_layers (4) must be fewer than the 4 layers",
+       [](WorkloadConfig& c) {
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64, .dense_layers = 4};
+       }},
+      {"--ep 3 must divide the 4 routed experts",
+       [](WorkloadConfig& c) {
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64};
+         c.world = {3, false};
+         c.layout.ep = 3;
+       }},
+      {"--ep 4 must divide --dp 2: expert-parallel ranks are drawn from the data-parallel ones",
+       [](WorkloadConfig& c) {
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64};
+         c.world = {4, false};
+         c.layout.tp = 2;
+         c.layout.ep = 4;
+       }},
+      {"--ep 2 shards a mixture of experts' experts: model 'builtin-gpt' has none",
+       [](WorkloadConfig& c) {
+         c.world = {2, false};
+         c.layout.ep = 2;
+       }},
+      {"--moe-ffn 66 is not divisible by --tp 4",
+       [](WorkloadConfig& c) {
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 66};
+         c.world = {4, false};
+         c.layout.tp = 4;
+       }},
+      {"the mixture of experts runs on the CPU only",
+       [](WorkloadConfig& c) {
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64};
+         c.device = "cuda";
+       }},
+      {"the mixture of experts trains in fp32 only",
+       [](WorkloadConfig& c) {
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64};
+         c.precision = Precision::kBf16Mixed;
+       }},
+      {"--experts applies to --workload gpt only",
+       [](WorkloadConfig& c) {
+         c.kind = WorkloadKind::kMlp;
+         c.model.moe = {.experts = 4, .top_k = 1, .expert_ffn = 64};
+       }},
+  };
+  expect_refused(cases);
+  WorkloadConfig config;
+  moe(config);
+  config.layout.ep = 2;
   EXPECT_TRUE(resolve_workload(config).is_ok());
 }
 

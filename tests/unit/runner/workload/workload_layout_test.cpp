@@ -127,8 +127,7 @@ TEST(CheckRunnable, RefusesWhatTheWorkloadsCannotRun) {
   WorkloadConfig cp = world_of(2);
   cp.layout.cp = 2;
   expect_rejected(cp, "run no context parallelism");
-  // The workloads' models are dense (no experts yet): an ep in a config is refused by the rule
-  // every layout follows.
+  // ep on a dense model is refused by the rule every layout follows.
   WorkloadConfig ep = world_of(2);
   ep.layout.ep = 2;
   expect_rejected(ep, "2 shards a mixture of experts' experts: model 'builtin-gpt' has none");
