@@ -381,6 +381,10 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
   ASSIGN_OR_RETURN(out.collectives, fit_collectives(reader, window, run, level, out.notes));
+  for (CollectiveFit& fit : out.collectives) {  // not measured: the busbw it keeps, reported
+    if (!fit.bandwidth_measured)
+      fit.link.bandwidth = uncalibrated.comm.machines().link(level).bandwidth;
+  }
   if (!out.compute_scale && out.collectives.empty()) {
     return nothing_to_calibrate(
         source, fmt::format("no compute slices and no completed collectives after {} warm-up "
@@ -390,7 +394,8 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   return out;
 }
 
-std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations) {
+std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations,
+                                                double min_gemm_scale) {
   struct Run {
     double gemm_s, memory_s, measured_s;
   };
@@ -416,6 +421,12 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
     fit.gemm_scale = (g1 * mm - m1 * gm) / det;
     fit.memory_scale = (m1 * gg - g1 * gm) / det;
     fit.gemm_fitted = fit.gemm_scale > 0 && fit.memory_scale > 0;
+    if (fit.gemm_fitted && fit.gemm_scale < min_gemm_scale) {
+      fit.gemm_scale = min_gemm_scale;
+      fit.memory_scale = (m1 - min_gemm_scale * gm) / mm;
+      fit.at_peak = true;
+      fit.gemm_fitted = fit.memory_scale > 0;
+    }
   }
   if (!fit.gemm_fitted) {
     // The GEMMs at the preset's rate, the memory-bound work takes the rest.
@@ -467,7 +478,7 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
     }
     model.comm.calibrate(fit->op, fit->level, fit->group_size, link);
   }
-  if (const auto kinds = fit_compute_kinds(calibrations)) {
+  if (const auto kinds = fit_compute_kinds(calibrations, model.speed.gemm_efficiency)) {
     model.speed.gemm_scale *= kinds->gemm_scale;
     model.speed.memory_scale *= kinds->memory_scale;
     // Said once, with the last run that informed it.
@@ -477,9 +488,10 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
         "compute fitted by kind over {} run{}: GEMMs x{:.3g}{}, memory-bound work x{:.3g} of the "
         "preset's time; the runs' compute within {:.1f}% rms",
         kinds->runs, kinds->runs == 1 ? "" : "s", kinds->gemm_scale,
-        kinds->gemm_fitted ? ""
-                           : " (not fitted: the runs' mixes of GEMM and memory-bound work "
-                             "do not tell them apart; the preset's rate)",
+        kinds->at_peak       ? " (the fit asked for more than the peak: held at it)"
+        : kinds->gemm_fitted ? ""
+                             : " (not fitted: the runs' mixes of GEMM and memory-bound work do "
+                               "not tell them apart; the preset's rate)",
         kinds->memory_scale, 100 * kinds->rms_error));
   }
   if (optimizers > 0) model.optimizer_bandwidth /= std::exp(optimizer_log / optimizers);

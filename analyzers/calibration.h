@@ -25,7 +25,7 @@ struct CollectiveFit {
   int64_t samples = 0;  // matched collectives
   Link link;            // latency per step and busbw
   // How well the link fits what was measured: the root mean square of (fitted - measured) /
-  // measured over the sizes' median times (0 for one size, which it fits exactly).
+  // measured over the sizes' mean times on the path (0 for an exact fit).
   double rms_error = 0;
   // False when every message was latency-sized (under 64 KiB of bus bytes): the trace says
   // nothing of bandwidth, and the link keeps the busbw it had (the preset's or another trace's).
@@ -84,14 +84,19 @@ StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader,
 // of one mix, the GEMMs keep the preset's rate (gemm_fitted false: a trace of per-block slices
 // cannot tell the kinds apart) and the memory-bound rate takes the rest; when the preset's GEMMs
 // alone outlast the measurement, one scale for both.
+// No GEMM runs above the peak: a fit asking for a GEMM scale under `min_gemm_scale` (the
+// preset's gemm_efficiency: its GEMMs at the full peak) holds it there and fits the memory-bound
+// rate alone (at_peak).
 struct ComputeKindFit {
   double gemm_scale = 1;
   double memory_scale = 1;
   bool gemm_fitted = false;
+  bool at_peak = false;
   int runs = 0;
   double rms_error = 0;  // of (fitted - measured) / measured over the runs
 };
-std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations);
+std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations,
+                                                double min_gemm_scale = 0);
 
 // Installs the compute rates by kind (fit_compute_kinds) and the optimizer's scale (the geometric
 // mean over the runs), each measured against the uncalibrated model, and the fitted links (every

@@ -368,10 +368,12 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     }
     for (const CollectiveFit& f : c.collectives) {
       text += fmt::format(
-          "  {} ({} ranks, {} size{}, {} samples, timed from the last rank's arrival): busbw "
-          "{:.3g} GB/s, latency {} per step; fits the sizes' medians within {:.1f}% rms\n",
+          "  {} ({} ranks, {} size{}, {} samples; busbw from the last rank's arrival, latency "
+          "from what each cost a rank): busbw {:.3g} GB/s{}, latency {} per step; fits the "
+          "sizes' mean times within {:.1f}% rms\n",
           costed_op_name(f.op), f.group_size, f.sizes, f.sizes == 1 ? "" : "s", f.samples,
-          f.link.bandwidth / 1e9, seconds_text(f.link.latency_s), 100 * f.rms_error);
+          f.link.bandwidth / 1e9, f.bandwidth_measured ? "" : " (kept, not measured)",
+          seconds_text(f.link.latency_s), 100 * f.rms_error);
     }
     if (c.step_scale) {
       const SecondsUnit unit = seconds_unit(c.own_run->measured_step_s);

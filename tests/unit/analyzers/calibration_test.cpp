@@ -198,6 +198,14 @@ TEST(Calibration, ComputeIsFittedByKindOfWork) {
   EXPECT_NEAR(both->gemm_scale, 3, 1e-9);
   EXPECT_NEAR(both->memory_scale, 0.5, 1e-9);
   EXPECT_LT(both->rms_error, 1e-9);
+  // No GEMM runs above the peak: a preset at 1/4 of it bounds the GEMM scale at 4 (x3 would be
+  // 1.33x the peak), and the memory-bound rate is fitted alone with the GEMMs held there.
+  const auto bounded = fit_compute_kinds({even, norms}, 4);
+  ASSERT_TRUE(bounded);
+  EXPECT_TRUE(bounded->at_peak);
+  EXPECT_EQ(bounded->gemm_scale, 4);
+  EXPECT_GT(bounded->memory_scale, 0);
+  EXPECT_LT(bounded->memory_scale, 0.5);
 
   // One mix (one run, or two alike) cannot tell the kinds apart: the GEMMs keep the preset's
   // rate, the memory-bound work takes the rest.
