@@ -203,6 +203,19 @@ CostModel model_for(const PublishedRun& run) {
   return cm;
 }
 
+// What a search for `run`'s model on its GPUs starts from: its model and recipe, the GPU's
+// memory, the global batch.
+memory::EstimateInput search_input(const PublishedRun& run, const CostModel& cm,
+                                   int64_t global_batch) {
+  memory::EstimateInput base;
+  base.model = run.model;
+  base.recipe = cm.recipe;
+  base.capacity_bytes = memory::load_gpu_preset(kShare, run.gpu)->memory_bytes;
+  base.layout.global_batch = global_batch;
+  base.layout.seq = run.model.seq;
+  return base;
+}
+
 Prediction predict(const PublishedRun& run) {
   const CostModel cm = model_for(run);
   memory::EstimateInput in;
@@ -345,12 +358,7 @@ TEST(RecommendValidation, PaperLayoutOf145BTiesTheBest) {
   run.gpus = 1536;
   run.overlap_grad_reduce = true;
   const CostModel cm = model_for(run);
-  memory::EstimateInput base;
-  base.model = run.model;
-  base.recipe = cm.recipe;
-  base.capacity_bytes = memory::load_gpu_preset(kShare, run.gpu)->memory_bytes;
-  base.layout.global_batch = 2304;
-  base.layout.seq = run.model.seq;
+  const memory::EstimateInput base = search_input(run, cm, 2304);
   const SearchSpace space{.gpus = run.gpus};
   const SearchResult all = search_layouts(cm, base, space);
   const SearchResult paper = search_layouts(cm, base, space, {.tp = 8, .pp = 8});
@@ -376,12 +384,7 @@ TEST(RecommendValidation, BestMfuOf18BWithinThePapersSoftware) {
   run.gpu = "a100-80g";
   run.gpus = 256;
   const CostModel cm = model_for(run);  // reduction after the backward
-  memory::EstimateInput base;
-  base.model = run.model;
-  base.recipe = cm.recipe;
-  base.capacity_bytes = memory::load_gpu_preset(kShare, run.gpu)->memory_bytes;
-  base.layout.global_batch = 1024;
-  base.layout.seq = run.model.seq;
+  const memory::EstimateInput base = search_input(run, cm, 1024);
   SearchSpace papers{.gpus = run.gpus};
   papers.sp = false;
   papers.zero_stages = {0};
