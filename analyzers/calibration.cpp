@@ -27,29 +27,40 @@ profiler::StepFilter window_steps(const AnalysisWindow& window) {
   return {window.first_step, window.last_step, !window.has_steps};
 }
 
-// The busiest rank's compute and optimizer time per step over the window. Compute is the
-// temporal breakdown's compute not overlapped by communication (a blocking collective inside a
-// compute slice is waiting, not work), less the optimizer's `adamw` slices.
+// Compute and optimizer time per step over the window: the temporal breakdown's compute not
+// overlapped by communication (a blocking collective inside a compute slice is waiting, not
+// work), less the optimizer's `adamw` slices. For a built-in run, the heaviest pipeline stage's
+// average over its ranks (their collectives are timed by their average member, which carries
+// each rank's waiting for the slowest: see matched_collectives); otherwise the busiest rank's.
 struct MeasuredPhases {
   double compute_s = 0;
   double optimizer_s = 0;
 };
 
-StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const AnalysisWindow& window) {
+StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const AnalysisWindow& window,
+                                        const std::optional<WorkloadRunConfig>& run) {
   MeasuredPhases measured;
   if (!window.has_steps) return measured;
   ASSIGN_OR_RETURN(TemporalBreakdown breakdown, analyze_temporal_breakdown(reader, window));
   using TimeByRank = std::map<int, int64_t>;
   ASSIGN_OR_RETURN(TimeByRank optimizer_ns,
                    profiler::compute_time_by_rank(reader, "adamw", window_steps(window)));
+  struct Sums {
+    double compute_s = 0, optimizer_s = 0, ranks = 0;
+  };
+  std::map<int, Sums> by_group;  // by pipeline stage, or by rank without a run config
   for (const RankBreakdown& rank : breakdown.ranks) {
     if (rank.steps == 0) continue;
     const auto steps = static_cast<double>(rank.steps);
     const int64_t optimizer = optimizer_ns[rank.rank];
-    measured.compute_s = std::max(
-        measured.compute_s, static_cast<double>(rank.compute_only_ns() - optimizer) * 1e-9 / steps);
-    measured.optimizer_s =
-        std::max(measured.optimizer_s, static_cast<double>(optimizer) * 1e-9 / steps);
+    Sums& group = by_group[run ? run->pp_stage(rank.rank) : rank.rank];
+    group.compute_s += static_cast<double>(rank.compute_only_ns() - optimizer) * 1e-9 / steps;
+    group.optimizer_s += static_cast<double>(optimizer) * 1e-9 / steps;
+    group.ranks += 1;
+  }
+  for (const auto& [key, group] : by_group) {
+    measured.compute_s = std::max(measured.compute_s, group.compute_s / group.ranks);
+    measured.optimizer_s = std::max(measured.optimizer_s, group.optimizer_s / group.ranks);
   }
   return measured;
 }
@@ -58,66 +69,98 @@ StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const Analysi
 // bandwidth (a 4-byte loss all-reduce taking 3 ms would read as 1e-6 GB/s).
 constexpr double kBandwidthBytes = 64 * 1024;
 
-// One matched collective per (comm_id, seq), timed from its last member's arrival to its end
-// (the shortest member's duration): the waiting before it is the schedule's, a pipeline stage's
-// for its neighbour or a rank's for a straggler, which the bubble term models and no link has.
+// One completed (comm_id, seq) whose members agree on the size, and the time it costs a rank.
+struct MatchedCollective {
+  std::string op;
+  int group_size = 0;
+  double bytes = 0;
+  CollectiveFit::Sample time;
+};
+
+// The collectives of the window, each timed as it costs the ranks that run it:
+// - members of one pipeline stage (tensor- and data-parallel groups of a built-in run) do the
+//   same work between two collectives, so each waits on the others' noise every time; their
+//   average duration (the transfer plus the mean wait for the last arrival) is what each
+//   collective adds to a rank's step, with the stage's average compute beside it (on the CPU the
+//   tp ranks' 68 all-reduces a step waited 1.2 ms each for their partner: a quarter of the step);
+// - a group spanning stages (the tied embedding's all-reduce, p2p) or a foreign trace's: from its
+//   last member's arrival to its end (the shortest member's duration); the waiting before it is
+//   the schedule's, a pipeline stage's for its neighbour, which the bubble term models.
+StatusOr<std::vector<MatchedCollective>> matched_collectives(
+    const TraceReader& reader, const AnalysisWindow& window,
+    const std::optional<WorkloadRunConfig>& run) {
+  std::vector<MatchedCollective> matched;
+  ASSIGN_OR_RETURN(const std::vector<profiler::Communicator> comms,
+                   profiler::communicators(reader));
+  for (const profiler::Communicator& comm : comms) {
+    ASSIGN_OR_RETURN(profiler::CommunicatorOpCursor ops, profiler::communicator_ops(reader, comm));
+    std::vector<profiler::CollectiveOp> members;
+    auto flush = [&] {
+      if (members.empty()) return;
+      const profiler::CollectiveOp& first = members.front();
+      bool same_size = true, one_stage = run.has_value(), completed = true;
+      double shortest = static_cast<double>(first.dur_ns), sum = 0;
+      for (const profiler::CollectiveOp& m : members) {
+        same_size = same_size && m.bytes == first.bytes;
+        completed = completed && m.state == profiler::CollectiveState::kCompleted;
+        if (run) one_stage = one_stage && run->pp_stage(m.rank) == run->pp_stage(first.rank);
+        shortest = std::min(shortest, static_cast<double>(m.dur_ns));
+        sum += static_cast<double>(m.dur_ns);
+      }
+      const bool p2p = first.op == "send" || first.op == "recv";
+      if (same_size && completed && first.bytes > 0) {
+        const double path_ns = one_stage && !p2p && members.size() > 1
+                                   ? sum / static_cast<double>(members.size())
+                                   : shortest;
+        matched.push_back({std::string(first.op),
+                           first.group_size,
+                           static_cast<double>(first.bytes),
+                           {shortest * 1e-9, path_ns * 1e-9}});
+      }
+      members.clear();
+    };
+    profiler::CollectiveOp op;
+    while (ops.next(op)) {
+      const auto span = window.spans.find(op.rank);
+      if (span == window.spans.end() || op.ts_ns < span->second.start_ns ||
+          op.ts_ns + op.dur_ns > span->second.end_ns) {
+        continue;
+      }
+      if (!members.empty() && op.seq != members.front().seq) flush();
+      members.push_back(op);
+    }
+    RETURN_IF_ERROR(ops.status());
+    flush();
+  }
+  return matched;
+}
+
 StatusOr<std::vector<CollectiveFit>> fit_collectives(const TraceReader& reader,
-                                                     const AnalysisWindow& window, LinkLevel level,
+                                                     const AnalysisWindow& window,
+                                                     const std::optional<WorkloadRunConfig>& run,
+                                                     LinkLevel level,
                                                      std::vector<std::string>& notes) {
-  ASSIGN_OR_RETURN(const std::vector<profiler::MatchedOpTiming> timings,
-                   profiler::matched_op_timings(reader, window_steps(window)));
+  ASSIGN_OR_RETURN(const std::vector<MatchedCollective> timings,
+                   matched_collectives(reader, window, run));
   // Per op and group size (latency and busbw both depend on the group, so groups are fitted
   // apart), per message size, the durations.
-  std::map<std::pair<CostedOp, int>, std::map<double, SampleQuantiles>> samples;
-  for (const profiler::MatchedOpTiming& timing : timings) {
+  std::map<std::pair<CostedOp, int>, CollectiveFit> samples;
+  for (const MatchedCollective& timing : timings) {
     auto op = costed_op_from_trace(timing.op);
     // A collective over one rank (a world of one) moves nothing: no link to measure. Send/recv
     // rows name their pair. Under a nanosecond is no time.
     const bool p2p = op == CostedOp::kSendRecv;
     const int group = p2p ? 2 : timing.group_size;
-    if (!op || group < 2 || static_cast<int64_t>(timing.time_ns) <= 0) continue;
-    samples[{*op, group}][timing.bytes].add(timing.time_ns * 1e-9);
-  }
-  std::vector<CollectiveFit> fits;
-  for (const auto& [key, by_size] : samples) {
-    const auto [op, group] = key;
-    CollectiveFit fit;
-    fit.op = op;
+    if (!op || group < 2 || timing.time.transfer_s < 1e-9) continue;
+    CollectiveFit& fit = samples[{*op, group}];
+    fit.op = *op;
     fit.level = level;
     fit.group_size = group;
-    std::vector<std::pair<double, double>> points;  // (S x factor, median seconds)
-    double best_busbw = 0;
-    const double factor = busbw_factor(costed_op_name(op), group).value_or(1.0);
-    for (const auto& [bytes, times] : by_size) {
-      const double x = bytes * factor;
-      const double t = times.median();
-      points.emplace_back(x, t);
-      fit.samples += times.count();
-      best_busbw = std::max(best_busbw, x / t);
-    }
-    fit.sizes = static_cast<int>(points.size());
-    const auto line = fit_line(points);
-    const double largest = by_size.rbegin()->first;  // by_size is ordered by message size
-    if (!line && largest * factor < kBandwidthBytes) {
-      notes.push_back(fmt::format(
-          "{} over {} ranks: only {} B messages, too small to measure bandwidth: not calibrated",
-          costed_op_name(op), group, largest));
-      continue;
-    }
-    if (line && line->intercept >= 0) {
-      fit.link.bandwidth = 1 / line->slope;
-      fit.link.latency_s = line->intercept / std::max(1, latency_steps(op, group));
-    } else {
-      fit.link.bandwidth = best_busbw;  // one size, or latency hidden in noise: bandwidth only
-      fit.link.latency_s = 0;
-    }
-    double squares = 0;
-    for (const auto& [x, t] : points) {
-      const double fitted = latency_steps(op, group) * fit.link.latency_s + x / fit.link.bandwidth;
-      squares += (fitted - t) * (fitted - t) / (t * t);
-    }
-    fit.rms_error = std::sqrt(squares / static_cast<double>(points.size()));
-    fits.push_back(fit);
+    fit.samples_by_bytes[timing.bytes].push_back(timing.time);
+  }
+  std::vector<CollectiveFit> fits;
+  for (auto& [key, fit] : samples) {
+    if (auto fitted = fit_link(std::move(fit), notes)) fits.push_back(std::move(*fitted));
   }
   return fits;
 }
@@ -163,11 +206,18 @@ Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run
   own.model = input.model;
   own.recipe = input.recipe;
   const StepCost predicted = step_cost(own, estimate);
+  // The same prediction by kind: GEMMs alone (memory-bound work free), memory-bound alone.
+  CostModel gemms_only = own, memory_only = own;
+  gemms_only.speed.memory_scale = 0;
+  memory_only.speed.gemm_scale = 0;
   out.run_layout = layout_label(input.layout);
-  ASSIGN_OR_RETURN(MeasuredPhases measured, measure_phases(reader, window));
+  ASSIGN_OR_RETURN(MeasuredPhases measured,
+                   measure_phases(reader, window, std::optional<WorkloadRunConfig>(run)));
   if (measured.compute_s > 0 && predicted.compute_s > 0) {
     out.measured_compute_s = measured.compute_s;
     out.predicted_compute_s = predicted.compute_s * sharing;
+    out.predicted_gemm_s = step_cost(gemms_only, estimate).compute_s * sharing;
+    out.predicted_memory_s = step_cost(memory_only, estimate).compute_s * sharing;
     out.compute_scale = measured.compute_s / out.predicted_compute_s;
     out.compute_tp = input.layout.tp;
   } else {
@@ -200,11 +250,13 @@ Status nothing_to_calibrate(const std::string& source, std::string_view why) {
 
 }  // namespace
 
-std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& points) {
-  const double n = static_cast<double>(points.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& [x, y] : points) {
-    sx += x, sy += y, sxx += x * x, sxy += x * y;
+std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& points,
+                                const std::vector<double>& weights) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [x, y] = points[i];
+    const double w = i < weights.size() ? weights[i] : 1;
+    n += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
   }
   const double denominator = n * sxx - sx * sx;
   if (points.size() < 2 || denominator <= 1e-12 * n * sxx) return std::nullopt;
@@ -212,6 +264,98 @@ std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& po
   fit.slope = (n * sxy - sx * sy) / denominator;
   fit.intercept = (sy - fit.slope * sx) / n;
   if (fit.slope <= 0) return std::nullopt;
+  return fit;
+}
+
+namespace {
+
+double median_of(const std::vector<CollectiveFit::Sample>& samples,
+                 double CollectiveFit::Sample::*member) {
+  SampleQuantiles quantiles;
+  for (const CollectiveFit::Sample& sample : samples) quantiles.add(sample.*member);
+  return quantiles.median();
+}
+
+double mean_of(const std::vector<CollectiveFit::Sample>& samples,
+               double CollectiveFit::Sample::*member) {
+  double sum = 0;
+  for (const CollectiveFit::Sample& sample : samples) sum += sample.*member;
+  return sum / static_cast<double>(samples.size());
+}
+
+}  // namespace
+
+std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string>& notes) {
+  const CostedOp op = fit.op;
+  const int group = fit.group_size;
+  const double factor = busbw_factor(costed_op_name(op), group).value_or(1.0);
+  const int steps = std::max(1, latency_steps(op, group));
+  struct Size {
+    double x = 0;           // S x factor
+    double transfer_s = 0;  // medians
+    double path_s = 0;
+    double weight = 0;  // samples
+  };
+  std::vector<Size> sizes;
+  fit.samples = 0;
+  for (const auto& [bytes, samples] : fit.samples_by_bytes) {
+    const Size size{bytes * factor, median_of(samples, &CollectiveFit::Sample::transfer_s),
+                    mean_of(samples, &CollectiveFit::Sample::path_s),
+                    static_cast<double>(samples.size())};
+    sizes.push_back(size);
+    fit.samples += static_cast<int64_t>(samples.size());
+  }
+  if (sizes.empty()) return std::nullopt;
+  fit.sizes = static_cast<int>(sizes.size());
+  // Bandwidth shows only in bandwidth-sized messages (64 KiB of bus bytes and more), and only
+  // when their transfer is not mostly latency: a latency that depends on when the collective
+  // runs (on a CPU, 0.4 ms for the loss all-reduce at the step's end, 1.7 ms for a 1 KiB one
+  // among the tp ranks' kernels) would otherwise pass for a slope.
+  std::vector<std::pair<double, double>> large;  // (S x factor, median transfer)
+  std::vector<double> large_weights;
+  double small_transfer = 0, small_weight = 0;
+  for (const Size& size : sizes) {
+    if (size.x >= kBandwidthBytes) {
+      large.emplace_back(size.x, size.transfer_s);
+      large_weights.push_back(size.weight);
+    } else {
+      small_transfer += size.weight * size.transfer_s, small_weight += size.weight;
+    }
+  }
+  fit.bandwidth_measured = false;
+  if (large.size() >= 2) {
+    if (const auto line = fit_line(large, large_weights)) {
+      fit.link.bandwidth = 1 / line->slope;
+      fit.bandwidth_measured = true;
+    }
+  }
+  if (!fit.bandwidth_measured && !large.empty()) {
+    // The largest size's transfer less the small messages' latency, when that is most of it.
+    const auto [x, t] = large.back();
+    const double latency = small_weight > 0 ? small_transfer / small_weight : 0;
+    if (t - latency >= 0.5 * t) {
+      fit.link.bandwidth = x / (t - latency);
+      fit.bandwidth_measured = true;
+    }
+  }
+  if (!fit.bandwidth_measured) {
+    notes.push_back(fmt::format(
+        "{} over {} ranks: messages up to {} B, their time mostly latency: latency calibrated, "
+        "busbw left as it was",
+        costed_op_name(op), group, fit.samples_by_bytes.rbegin()->first));
+  }
+  auto transfer_at = [&](double x) { return fit.bandwidth_measured ? x / fit.link.bandwidth : 0; };
+  double latency = 0, count = 0;
+  for (const Size& size : sizes) {
+    latency += size.weight * (size.path_s - transfer_at(size.x)), count += size.weight;
+  }
+  fit.link.latency_s = std::max(0.0, latency / count) / steps;
+  double squares = 0;
+  for (const Size& size : sizes) {
+    const double fitted = steps * fit.link.latency_s + transfer_at(size.x);
+    squares += (fitted - size.path_s) * (fitted - size.path_s) / (size.path_s * size.path_s);
+  }
+  fit.rms_error = std::sqrt(squares / static_cast<double>(sizes.size()));
   return fit;
 }
 
@@ -236,7 +380,11 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
         "and optimizer speed not calibrated, collectives only");
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
-  ASSIGN_OR_RETURN(out.collectives, fit_collectives(reader, window, level, out.notes));
+  ASSIGN_OR_RETURN(out.collectives, fit_collectives(reader, window, run, level, out.notes));
+  for (CollectiveFit& fit : out.collectives) {  // not measured: the busbw it keeps, reported
+    if (!fit.bandwidth_measured)
+      fit.link.bandwidth = uncalibrated.comm.machines().link(level).bandwidth;
+  }
   if (!out.compute_scale && out.collectives.empty()) {
     return nothing_to_calibrate(
         source, fmt::format("no compute slices and no completed collectives after {} warm-up "
@@ -246,28 +394,105 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   return out;
 }
 
+std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations,
+                                                double min_gemm_scale) {
+  struct Run {
+    double gemm_s, memory_s, measured_s;
+  };
+  std::vector<Run> runs;
+  for (const Calibration& c : calibrations) {
+    if (c.compute_scale && c.predicted_gemm_s + c.predicted_memory_s > 0) {
+      runs.push_back({c.predicted_gemm_s, c.predicted_memory_s, c.measured_compute_s});
+    }
+  }
+  if (runs.empty()) return std::nullopt;
+  ComputeKindFit fit;
+  fit.runs = static_cast<int>(runs.size());
+  // Relative least squares: each run's equation divided by its measurement.
+  double gg = 0, gm = 0, mm = 0, g1 = 0, m1 = 0;
+  for (const Run& r : runs) {
+    const double g = r.gemm_s / r.measured_s, m = r.memory_s / r.measured_s;
+    gg += g * g, gm += g * m, mm += m * m, g1 += g, m1 += m;
+  }
+  const double det = gg * mm - gm * gm;
+  // Runs of one mix leave the two rates undetermined: a near-singular system (its mixes' angle
+  // under about 2 degrees) fits one of them only.
+  if (runs.size() >= 2 && det > 1e-3 * gg * mm) {
+    fit.gemm_scale = (g1 * mm - m1 * gm) / det;
+    fit.memory_scale = (m1 * gg - g1 * gm) / det;
+    fit.gemm_fitted = fit.gemm_scale > 0 && fit.memory_scale > 0;
+    if (fit.gemm_fitted && fit.gemm_scale < min_gemm_scale) {
+      fit.gemm_scale = min_gemm_scale;
+      fit.memory_scale = (m1 - min_gemm_scale * gm) / mm;
+      fit.at_peak = true;
+      fit.gemm_fitted = fit.memory_scale > 0;
+    }
+  }
+  if (!fit.gemm_fitted) {
+    // The GEMMs at the preset's rate, the memory-bound work takes the rest.
+    fit.gemm_scale = 1;
+    fit.memory_scale = mm > 0 ? (m1 - gm) / mm : 0;
+    if (fit.memory_scale <= 0) {
+      // The preset's GEMMs alone outlast what was measured: one scale for both kinds.
+      double sum = 0, squares = 0;
+      for (const Run& r : runs) {
+        const double p = (r.gemm_s + r.memory_s) / r.measured_s;
+        sum += p, squares += p * p;
+      }
+      fit.gemm_scale = fit.memory_scale = sum / squares;
+    }
+  }
+  double squares = 0;
+  for (const Run& r : runs) {
+    const double fitted = fit.gemm_scale * r.gemm_s + fit.memory_scale * r.memory_s;
+    squares += (fitted - r.measured_s) * (fitted - r.measured_s) / (r.measured_s * r.measured_s);
+  }
+  fit.rms_error = std::sqrt(squares / static_cast<double>(runs.size()));
+  return fit;
+}
+
 void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model) {
-  std::map<int, std::pair<double, int>> compute_logs;  // tp -> (sum of log scales, runs)
   double optimizer_log = 0;
   int optimizers = 0;
-  std::map<std::tuple<CostedOp, LinkLevel, int>, const CollectiveFit*> best;
+  // Every trace's samples of one op, link level and group size pooled into one fit over all the
+  // sizes they saw: one trace's small messages inform the latency, another's large ones the busbw.
+  std::map<std::tuple<CostedOp, LinkLevel, int>, CollectiveFit> pooled;
   for (const Calibration& c : calibrations) {
-    if (c.compute_scale) {
-      auto& [log_sum, runs] = compute_logs[c.compute_tp];
-      log_sum += std::log(*c.compute_scale);
-      ++runs;
-    }
     if (c.optimizer_scale) optimizer_log += std::log(*c.optimizer_scale), ++optimizers;
     for (const CollectiveFit& fit : c.collectives) {
-      const CollectiveFit*& chosen = best[{fit.op, fit.level, fit.group_size}];
-      if (chosen == nullptr || fit.samples > chosen->samples) chosen = &fit;
+      CollectiveFit& into = pooled[{fit.op, fit.level, fit.group_size}];
+      into.op = fit.op, into.level = fit.level, into.group_size = fit.group_size;
+      for (const auto& [bytes, samples] : fit.samples_by_bytes) {
+        auto& all = into.samples_by_bytes[bytes];
+        all.insert(all.end(), samples.begin(), samples.end());
+      }
     }
   }
-  for (const auto& [key, fit] : best) {
-    model.comm.calibrate(fit->op, fit->level, fit->group_size, fit->link);
+  std::vector<std::string> pooled_notes;  // each trace's own fit already said so
+  for (auto& [key, samples] : pooled) {
+    const auto fit = fit_link(std::move(samples), pooled_notes);
+    if (!fit) continue;
+    Link link = fit->link;
+    if (!fit->bandwidth_measured) {
+      link.bandwidth = model.comm.machines().link(fit->level).bandwidth;  // the preset's
+    }
+    model.comm.calibrate(fit->op, fit->level, fit->group_size, link);
   }
-  for (const auto& [tp, logs] : compute_logs) {
-    model.compute_scale_by_tp[tp] = std::exp(logs.first / logs.second);
+  if (const auto kinds = fit_compute_kinds(calibrations, model.speed.gemm_efficiency)) {
+    model.speed.gemm_scale *= kinds->gemm_scale;
+    model.speed.memory_scale *= kinds->memory_scale;
+    // Said once, with the last run that informed it.
+    auto informed = std::find_if(calibrations.rbegin(), calibrations.rend(),
+                                 [](const Calibration& c) { return c.compute_scale.has_value(); });
+    informed->notes.push_back(fmt::format(
+        "compute fitted by kind over {} run{}: GEMMs x{:.3g}{}, memory-bound work x{:.3g} of the "
+        "preset's time; the runs' compute within {:.1f}% rms",
+        kinds->runs, kinds->runs == 1 ? "" : "s", kinds->gemm_scale,
+        kinds->at_peak       ? " (the fit asked for more than the peak: held at it)"
+        : kinds->gemm_fitted ? ""
+                             : " (not fitted: the runs' mixes of GEMM and memory-bound work do "
+                               "not tell them apart; the preset's rate)",
+        kinds->memory_scale, 100 * kinds->rms_error));
   }
   if (optimizers > 0) model.optimizer_bandwidth /= std::exp(optimizer_log / optimizers);
 

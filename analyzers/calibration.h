@@ -7,6 +7,7 @@
 // terms leave out.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,16 +25,31 @@ struct CollectiveFit {
   int64_t samples = 0;  // matched collectives
   Link link;            // latency per step and busbw
   // How well the link fits what was measured: the root mean square of (fitted - measured) /
-  // measured over the sizes' median times (0 for one size, which it fits exactly).
+  // measured over the sizes' mean times on the path (0 for an exact fit).
   double rms_error = 0;
+  // False when every message was latency-sized (under 64 KiB of bus bytes): the trace says
+  // nothing of bandwidth, and the link keeps the busbw it had (the preset's or another trace's).
+  bool bandwidth_measured = true;
+  // One matched collective: its transfer (from the last member's arrival to the end: the
+  // shortest member's duration) and what it cost a rank on the step's path (the members' average
+  // duration when they wait on each other's equal work, else the transfer).
+  struct Sample {
+    double transfer_s = 0;
+    double path_s = 0;
+  };
+  // The matched collectives by message size: what the fit rests on, pooled with other traces' of
+  // the same op, link level and group size into one fit over all their sizes.
+  std::map<double, std::vector<Sample>> samples_by_bytes;
 };
 
 struct Calibration {
   std::string source;                   // the trace file
   std::string run_layout;               // the traced run's layout, for the report
   std::optional<double> compute_scale;  // measured / predicted compute per step
-  int compute_tp = 1;                   // the run's tensor-parallel degree: the scale's class
+  int compute_tp = 1;                   // the run's tensor-parallel degree
   double measured_compute_s = 0, predicted_compute_s = 0;
+  // predicted_compute_s by kind: the GEMMs' part and the memory-bound part (they add up to it).
+  double predicted_gemm_s = 0, predicted_memory_s = 0;
   std::optional<double> optimizer_scale;  // measured / predicted optimizer step
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;
@@ -62,22 +78,52 @@ StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader,
                                           const std::string& source, const CostModel& uncalibrated,
                                           int skip_steps = 1);
 
-// Scales the compute speed per tensor-parallel degree (CostModel::compute_scale_by_tp: the
-// geometric mean of the scales of the traces with that degree) and the optimizer's (of all),
-// each measured against the uncalibrated model, and installs the fitted links (of several fits of
-// one op, link level and group size, the one from the most samples). Then predicts each
+// The compute rates fitted by kind over the built-in runs: measured compute = g x predicted
+// GEMMs + m x predicted memory-bound work, least squares in relative error. Runs whose mixes
+// differ (a tp run shards its GEMMs but not its replicated norms) pin both; with one run, or runs
+// of one mix, the GEMMs keep the preset's rate (gemm_fitted false: a trace of per-block slices
+// cannot tell the kinds apart) and the memory-bound rate takes the rest; when the preset's GEMMs
+// alone outlast the measurement, one scale for both.
+// No GEMM runs above the peak: a fit asking for a GEMM scale under `min_gemm_scale` (the
+// preset's gemm_efficiency: its GEMMs at the full peak) holds it there and fits the memory-bound
+// rate alone (at_peak).
+struct ComputeKindFit {
+  double gemm_scale = 1;
+  double memory_scale = 1;
+  bool gemm_fitted = false;
+  bool at_peak = false;
+  int runs = 0;
+  double rms_error = 0;  // of (fitted - measured) / measured over the runs
+};
+std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations,
+                                                double min_gemm_scale = 0);
+
+// Installs the compute rates by kind (fit_compute_kinds) and the optimizer's scale (the geometric
+// mean over the runs), each measured against the uncalibrated model, and the fitted links (every
+// trace's samples of one op, link level and group size pooled into one fit). Then predicts each
 // built-in run's own step with that model and sets model.step_scale to the geometric mean of
 // measured / predicted, recording each in its Calibration.
 void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model);
 // The geometric mean of the calibrations' step scales; nullopt when none has one.
 std::optional<double> combined_step_scale(const std::vector<Calibration>& calibrations);
 
-// Least squares t = a + b x over (x, t) points; nullopt with fewer than two distinct x or when
-// the slope is not positive. Exposed for tests.
+// Least squares t = a + b x over (x, t) points, each weighted (by default 1); nullopt with fewer
+// than two distinct x or when the slope is not positive. Exposed for tests.
 struct LineFit {
   double intercept = 0;
   double slope = 0;
 };
-std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& points);
+std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& points,
+                                const std::vector<double>& weights = {});
+
+// The link of `fit`'s op and group size fitted to its samples_by_bytes: busbw from the transfers,
+// t = a + S x factor / busbw by least squares over the sizes' median transfer times, each
+// weighted by its sample count (every matched collective is one measurement; the median keeps a
+// size's outliers out); then the latency per step, alpha, from what the collectives cost on the
+// path less their transfer at that busbw: the link's latency plus the members' mean wait for the
+// last arrival, which recurs with every collective of equal-work ranks and does not grow with
+// its size. Latency-sized messages alone fit the latency only (bandwidth_measured false);
+// nullopt with a note when nothing can be fitted.
+std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string>& notes);
 
 }  // namespace partrain::analyzers

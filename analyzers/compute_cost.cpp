@@ -14,7 +14,8 @@ constexpr double kFlashBackwardFactor = 2.5;
 }  // namespace
 
 double memory_bound_seconds(double bytes, const ComputeSpeed& speed) {
-  return bytes / (speed.memory_bandwidth * speed.memory_efficiency) * speed.scale;
+  return bytes / (speed.memory_bandwidth * speed.memory_efficiency) * speed.scale *
+         speed.memory_scale;
 }
 
 MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double ffn,
@@ -68,7 +69,7 @@ double gemm_seconds(double m, double n, double k, double batch, double element_b
                                   wave_efficiency(m, n, batch, speed.sm_count));
   const double seconds =
       std::max(compute, traffic / (speed.memory_bandwidth * speed.memory_efficiency));
-  return (seconds + speed.kernel_overhead_s) * speed.scale;
+  return (seconds + speed.kernel_overhead_s) * speed.scale * speed.gemm_scale;
 }
 
 BlockTimes block_times(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
@@ -107,8 +108,8 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
       const double flops = 2 * 2 * queries * shape.seq * d * batch / 2;
       const double efficiency =
           speed.flash_efficiency > 0 ? speed.flash_efficiency : speed.gemm_efficiency;
-      p.attention_core_s =
-          (flops / (speed.peak_flops * efficiency) + speed.kernel_overhead_s) * speed.scale;
+      p.attention_core_s = (flops / (speed.peak_flops * efficiency) + speed.kernel_overhead_s) *
+                           speed.scale * speed.gemm_scale;
       p.flash_backward_factor = kFlashBackwardFactor;
     } else {
       // Megatron's core: QK^T, the fused scale-mask-softmax (scores read and written), dropout

@@ -20,11 +20,17 @@ struct ComputeSpeed {
   double gemm_efficiency = 0;    // the fraction of peak a large GEMM's full waves reach
   double memory_bandwidth = 0;   // bytes/s
   double kernel_overhead_s = 0;  // launch and tail per GEMM
-  double scale = 1;              // calibration: measured / predicted compute time
+  double scale = 1;              // calibration: measured / predicted compute time (all kinds)
   double memory_efficiency = 1;  // the fraction of memory_bandwidth memory-bound kernels reach
   int sm_count = 0;              // SMs a GEMM's tiles fill in waves; 0: no wave quantization
   double flash_efficiency = 0;   // the fraction of peak FlashAttention reaches; 0: gemm_efficiency
   int collective_sms = 0;        // SMs a collective running beside compute holds
+  // Calibration by kind: measured / predicted, on top of `scale`, for the GEMMs (QKV, MLP, the
+  // attention core's products, the LM head; FlashAttention) and for the memory-bound work (norms,
+  // residuals, activations, softmax and dropout, the loss): traces of layouts that mix the two
+  // differently (tp shards the GEMMs, not the replicated norms) fit each its own rate.
+  double gemm_scale = 1;
+  double memory_scale = 1;
 };
 
 // The speed while a collective runs beside the kernels: its SMs are taken from the GEMMs' waves

@@ -223,6 +223,8 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
     if (c.compute_scale) {
       entry["compute"] = {{"measured_s", c.measured_compute_s},
                           {"predicted_s", c.predicted_compute_s},
+                          {"predicted_gemm_s", c.predicted_gemm_s},
+                          {"predicted_memory_bound_s", c.predicted_memory_s},
                           {"scale", *c.compute_scale},
                           {"tp", c.compute_tp}};
     }
@@ -245,6 +247,7 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                                       {"samples", f.samples},
                                       {"busbw_gbps", f.link.bandwidth / 1e9},
                                       {"rms_error", f.rms_error},
+                                      {"busbw_measured", f.bandwidth_measured},
                                       {"latency_us", f.link.latency_s * 1e6}});
     }
     out.push_back(entry);
@@ -351,10 +354,11 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     if (c.compute_scale) {
       const SecondsUnit unit = seconds_unit(c.measured_compute_s);
       text += fmt::format(
-          "  compute: {} per step measured vs {} predicted from the preset: x{:.3g} "
-          "(for layouts with tp {}, and those nearest it with no run of their own)\n",
+          "  compute: {} per step measured vs {} predicted from the preset ({} GEMMs, {} "
+          "memory-bound): x{:.3g}\n",
           seconds_in(c.measured_compute_s, unit), seconds_in(c.predicted_compute_s, unit),
-          *c.compute_scale, c.compute_tp);
+          seconds_in(c.predicted_gemm_s, unit), seconds_in(c.predicted_memory_s, unit),
+          *c.compute_scale);
     }
     if (c.optimizer_scale) {
       const SecondsUnit unit = seconds_unit(c.measured_optimizer_s);
@@ -364,10 +368,12 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     }
     for (const CollectiveFit& f : c.collectives) {
       text += fmt::format(
-          "  {} ({} ranks, {} size{}, {} samples, timed from the last rank's arrival): busbw "
-          "{:.3g} GB/s, latency {} per step; fits the sizes' medians within {:.1f}% rms\n",
+          "  {} ({} ranks, {} size{}, {} samples; busbw from the last rank's arrival, latency "
+          "from what each cost a rank): busbw {:.3g} GB/s{}, latency {} per step; fits the "
+          "sizes' mean times within {:.1f}% rms\n",
           costed_op_name(f.op), f.group_size, f.sizes, f.sizes == 1 ? "" : "s", f.samples,
-          f.link.bandwidth / 1e9, seconds_text(f.link.latency_s), 100 * f.rms_error);
+          f.link.bandwidth / 1e9, f.bandwidth_measured ? "" : " (kept, not measured)",
+          seconds_text(f.link.latency_s), 100 * f.rms_error);
     }
     if (c.step_scale) {
       const SecondsUnit unit = seconds_unit(c.own_run->measured_step_s);

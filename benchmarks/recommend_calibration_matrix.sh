@@ -12,7 +12,10 @@ ROUNDS=${ROUNDS:-5}
 declare -A split=([dp]="2 1 1" [tp]="1 2 1" [pp]="1 1 2")
 layouts="dp tp pp"
 
+# The machine may be shared: the load it ran under is printed with the figures.
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 if [[ -z $PREDICT_ONLY ]]; then
+  echo "load average before the runs: $(load)"
   for round in $(seq 1 "$ROUNDS"); do
     for name in $layouts; do
       read -r dp tp pp <<<"${split[$name]}"
@@ -21,6 +24,7 @@ if [[ -z $PREDICT_ONLY ]]; then
         --blas-threads 1 --trace "$dir/$name-$round.db" >/dev/null 2>&1
     done
   done
+  echo "load average after the runs: $(load)"
 fi
 
 predict() {  # predict FROM TARGET: --check TARGET calibrated from FROM's runs (all: every run)

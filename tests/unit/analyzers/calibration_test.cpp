@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "analyzers/layout_search.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
@@ -33,6 +35,26 @@ CostModel uncalibrated() {
           100e9,
           false,
           25e6};
+}
+
+// A foreign trace without steps: 4 all-reduces over ranks 0 and 1 alternating `first` and
+// `second` bytes, each taking `seconds(bytes)` on both ranks; calibrated from.
+StatusOr<Calibration> two_rank_all_reduces(const std::filesystem::path& dir, double first,
+                                           double second,
+                                           const std::function<double(double)>& seconds) {
+  std::vector<profiler::TraceEvent> events;
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    const double bytes = seq % 2 == 0 ? first : second;
+    for (int rank = 0; rank < 2; ++rank) {
+      auto r = partrain::testing::completed_all_reduce(
+          "world", rank, {0, 1}, seq, static_cast<uint64_t>(bytes),
+          static_cast<int64_t>(seq) * 100'000'000, static_cast<int64_t>(seconds(bytes) * 1e9));
+      r.step = -1;
+      events.push_back(r);
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir / "t.db", "{}", 2, events);
+  return measure_calibration(trace.db, "t.db", uncalibrated(), 1);
 }
 
 // Four ranks all-reduce 1 MB and 16 MB; the last to arrive takes exactly
@@ -155,49 +177,140 @@ TEST(Calibration, StepScaleOfSeveralRunsIsTheGeometricMeanOfEach) {
   EXPECT_FALSE(combined_step_scale({Calibration{}}));
 }
 
-// A foreign job under `partrain trace` records no steps: every collective is the window.
-// Issue 35 item 6: one compute scale for every layout could not capture that the tp ranks ran the
-// same FLOPs faster (their GEMMs are narrower). Runs with tp 1 measured 4x and 1x (2x together)
-// and a tp 2 run 0.5x: tp 1 layouts take 2x, tp 2 and tp 4 (nearer 2 than 1) 0.5x.
-TEST(Calibration, ComputeScalesArePerTensorParallelDegree) {
-  std::vector<Calibration> calibrations(3);
-  calibrations[0].compute_scale = 4.0;
-  calibrations[1].compute_scale = 1.0;
-  calibrations[2].compute_scale = 0.5;
-  calibrations[2].compute_tp = 2;
+// Issue 35 item 6: one compute scale for every layout could not follow a tp run, whose GEMMs are
+// sharded and norms replicated (another mix of the two kinds of work). Runs measured at 3x the
+// preset's GEMM time plus 0.5x its memory-bound time, in two mixes, give back both rates.
+TEST(Calibration, ComputeIsFittedByKindOfWork) {
+  auto run = [](double gemm_s, double memory_s, double measured_s) {
+    Calibration c;
+    c.predicted_gemm_s = gemm_s;
+    c.predicted_memory_s = memory_s;
+    c.predicted_compute_s = gemm_s + memory_s;
+    c.measured_compute_s = measured_s;
+    c.compute_scale = measured_s / (gemm_s + memory_s);
+    return c;
+  };
+  const Calibration even = run(1, 1, 3 * 1 + 0.5 * 1), norms = run(1, 4, 3 * 1 + 0.5 * 4);
+  const auto both = fit_compute_kinds({even, norms});
+  ASSERT_TRUE(both);
+  EXPECT_TRUE(both->gemm_fitted);
+  EXPECT_EQ(both->runs, 2);
+  EXPECT_NEAR(both->gemm_scale, 3, 1e-9);
+  EXPECT_NEAR(both->memory_scale, 0.5, 1e-9);
+  EXPECT_LT(both->rms_error, 1e-9);
+  // No GEMM runs above the peak: a preset at 1/4 of it bounds the GEMM scale at 4 (x3 would be
+  // 1.33x the peak), and the memory-bound rate is fitted alone with the GEMMs held there.
+  const auto bounded = fit_compute_kinds({even, norms}, 4);
+  ASSERT_TRUE(bounded);
+  EXPECT_TRUE(bounded->at_peak);
+  EXPECT_EQ(bounded->gemm_scale, 4);
+  EXPECT_GT(bounded->memory_scale, 0);
+  EXPECT_LT(bounded->memory_scale, 0.5);
+
+  // One mix (one run, or two alike) cannot tell the kinds apart: the GEMMs keep the preset's
+  // rate, the memory-bound work takes the rest.
+  for (const auto& runs : {std::vector<Calibration>{even}, std::vector<Calibration>{even, even}}) {
+    const auto one = fit_compute_kinds(runs);
+    ASSERT_TRUE(one);
+    EXPECT_FALSE(one->gemm_fitted);
+    EXPECT_EQ(one->gemm_scale, 1);
+    EXPECT_NEAR(one->memory_scale, 2.5, 1e-9);
+  }
+  // The preset's GEMMs alone outlast the measurement: one scale for both kinds.
+  const auto slower = fit_compute_kinds({run(2, 1, 1.5)});
+  ASSERT_TRUE(slower);
+  EXPECT_NEAR(slower->gemm_scale, 0.5, 1e-9);
+  EXPECT_NEAR(slower->memory_scale, 0.5, 1e-9);
+  EXPECT_FALSE(fit_compute_kinds({Calibration{}}));  // no compute measured
+
+  // Installed, a layout of another mix (tp 2) is predicted at 3x its GEMMs + 0.5x the rest.
   CostModel model = uncalibrated();
   memory::EstimateInput in;
   in.model = model.model;
   in.recipe = model.recipe;
   in.reserve_bytes = 0;
-  auto compute = [&](const CostModel& m, int tp) {
-    in.layout.tp = tp;
-    return step_cost(m, *memory::estimate_memory(in)).compute_s;
-  };
-  const double tp1 = compute(model, 1), tp2 = compute(model, 2), tp4 = compute(model, 4);
+  in.layout.tp = 2;
+  const memory::MemoryEstimate estimate = *memory::estimate_memory(in);
+  CostModel gemms = model, memory_bound = model;
+  gemms.speed.memory_scale = 0;
+  memory_bound.speed.gemm_scale = 0;
+  const double gemm_s = step_cost(gemms, estimate).compute_s;
+  const double memory_s = step_cost(memory_bound, estimate).compute_s;
+  ASSERT_GT(gemm_s, 0);
+  ASSERT_GT(memory_s, 0);
+  EXPECT_NEAR(step_cost(model, estimate).compute_s, gemm_s + memory_s, 1e-9 * gemm_s);
+  std::vector<Calibration> calibrations{even, norms};
   apply_calibrations(calibrations, model);
-  EXPECT_NEAR(compute_scale_for(model, 1), 2.0, 1e-12);
-  EXPECT_NEAR(compute(model, 1), 2.0 * tp1, 1e-9 * tp1);
-  EXPECT_NEAR(compute(model, 2), 0.5 * tp2, 1e-9 * tp2);
-  EXPECT_NEAR(compute(model, 4), 0.5 * tp4, 1e-9 * tp4);
-  EXPECT_EQ(compute_scale_for(uncalibrated(), 8), 1.0);
+  EXPECT_NEAR(step_cost(model, estimate).compute_s, 3 * gemm_s + 0.5 * memory_s, 1e-9 * gemm_s);
+  EXPECT_NE(calibrations[1].notes.back().find("GEMMs x3, memory-bound work x0.5"),
+            std::string::npos)
+      << calibrations[1].notes.back();
 }
 
+// Two ranks of a built-in run all-reduce 1 MB and 8 MB; rank 1 arrives 1 ms late every time.
+// Within one pipeline stage (tp 2) each collective costs a rank its members' average: the
+// transfer (100 us + S / 2 GB/s) plus half the 1 ms wait, which recurs with every collective of
+// ranks doing the same work, so it is latency. Across stages (pp 2) the wait is the pipeline's:
+// the transfer alone. Busbw comes from the transfer either way.
+TEST(Calibration, CollectivesWithinAStageCostTheirAverageMember) {
+  for (const bool across_stages : {false, true}) {
+    const std::string config =
+        std::string(R"({"workload":"gpt","precision":"fp32","recompute":"none",)"
+                    R"("model":{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,)"
+                    R"("ffn":1024},"layout":{"world":2,"dp":1,"micro_batch":1,)") +
+        (across_stages ? R"("tp":1,"pp":2}})" : R"("tp":2,"pp":1}})");
+    partrain::testing::ScratchDir dir;
+    std::vector<profiler::TraceEvent> events;
+    for (uint64_t seq = 0; seq < 4; ++seq) {
+      const double bytes = seq % 2 == 0 ? 1e6 : 8e6;
+      const auto transfer_ns = static_cast<int64_t>((1e-4 + bytes / 2e9) * 1e9);
+      const int64_t t0 = static_cast<int64_t>(seq) * 100'000'000;
+      for (int rank = 0; rank < 2; ++rank) {
+        const int64_t late = rank == 1 ? 1'000'000 : 0;
+        auto r = partrain::testing::completed_all_reduce("g", rank, {0, 1}, seq,
+                                                         static_cast<uint64_t>(bytes), t0 + late,
+                                                         transfer_ns + 1'000'000 - late);
+        r.step = -1;
+        events.push_back(r);
+      }
+    }
+    auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", config, 2, events);
+    auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+    ASSERT_TRUE(c.is_ok()) << c.status().message();
+    ASSERT_EQ(c->collectives.size(), 1u);
+    const CollectiveFit& fit = c->collectives[0];
+    EXPECT_TRUE(fit.bandwidth_measured);
+    EXPECT_NEAR(fit.link.bandwidth, 2e9, 2e9 * 1e-3) << across_stages;
+    // 2 latency steps for a 2-rank all-reduce.
+    const double latency = across_stages ? 1e-4 : 1e-4 + 0.5e-3;
+    EXPECT_NEAR(fit.link.latency_s, latency / 2, 1e-7) << across_stages;
+  }
+}
+
+// A 128 KiB all-reduce taking 1.1 ms beside 4 B ones taking 1 ms is latency, not a 1.3 GB/s
+// link: the busbw stays the preset's, the latency is calibrated, and a note says so.
+TEST(Calibration, LatencyDominatedMessagesLeaveTheBusbw) {
+  partrain::testing::ScratchDir dir;
+  auto c = two_rank_all_reduces(dir.path(), 4, 128 * 1024,
+                                [](double bytes) { return bytes > 4 ? 1.1e-3 : 1e-3; });
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_EQ(c->collectives.size(), 1u);
+  EXPECT_FALSE(c->collectives[0].bandwidth_measured);
+  EXPECT_NEAR(c->collectives[0].link.latency_s, 1.05e-3 / 2, 1e-7);
+  EXPECT_NE(c->notes.back().find("their time mostly latency"), std::string::npos)
+      << c->notes.back();
+  CostModel model = uncalibrated();
+  std::vector<Calibration> calibrations{*c};
+  apply_calibrations(calibrations, model);
+  // 16 MB at the preset's 20 GB/s plus the measured 1.05 ms.
+  EXPECT_NEAR(model.comm.seconds(CostedOp::kAllReduce, 16e6, 2, LinkLevel::kIntraNode),
+              1.05e-3 + 16e6 / 20e9, 1e-6);
+}
+
+// A foreign job under `partrain trace` records no steps: every collective is the window.
 TEST(Calibration, CollectivesOfATraceWithoutStepsAreAllUsed) {
   partrain::testing::ScratchDir dir;
-  std::vector<profiler::TraceEvent> events;
-  for (uint64_t seq = 0; seq < 4; ++seq) {
-    const double bytes = seq % 2 == 0 ? 1e6 : 8e6;
-    for (int rank = 0; rank < 2; ++rank) {
-      auto r = partrain::testing::completed_all_reduce(
-          "world", rank, {0, 1}, seq, static_cast<uint64_t>(bytes),
-          static_cast<int64_t>(seq) * 100'000'000, static_cast<int64_t>(bytes / 2e9 * 1e9));
-      r.step = -1;
-      events.push_back(r);
-    }
-  }
-  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 2, events);
-  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  auto c = two_rank_all_reduces(dir.path(), 1e6, 8e6, [](double bytes) { return bytes / 2e9; });
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   ASSERT_EQ(c->collectives.size(), 1u);
   EXPECT_EQ(c->collectives[0].samples, 4);
@@ -205,8 +318,8 @@ TEST(Calibration, CollectivesOfATraceWithoutStepsAreAllUsed) {
 }
 
 // The 4-byte loss all-reduce over the world, at one size only, is all latency: read as
-// bandwidth it would be 1e-6 GB/s and make every 4-rank all-reduce take minutes, so it is left
-// uncalibrated with a note, while the 2-rank all-reduce at two sizes is fitted.
+// bandwidth it would be 1e-6 GB/s and make every 4-rank all-reduce take minutes, so only its
+// latency is calibrated, with a note, while the 2-rank all-reduce at two sizes is fitted whole.
 TEST(Calibration, ASingleTinyMessageSizeIsNotTakenForBandwidth) {
   partrain::testing::ScratchDir dir;
   std::vector<profiler::TraceEvent> events;
@@ -226,19 +339,24 @@ TEST(Calibration, ASingleTinyMessageSizeIsNotTakenForBandwidth) {
   auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 4, events);
   auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
   ASSERT_TRUE(c.is_ok()) << c.status().message();
-  ASSERT_EQ(c->collectives.size(), 1u);
+  ASSERT_EQ(c->collectives.size(), 2u);  // ordered by op, then group size
   EXPECT_EQ(c->collectives[0].group_size, 2);
   EXPECT_NEAR(c->collectives[0].link.bandwidth, 2e9, 2e9 * 1e-3);
+  EXPECT_EQ(c->collectives[1].group_size, 4);  // its latency only
+  EXPECT_FALSE(c->collectives[1].bandwidth_measured);
   ASSERT_EQ(c->notes.size(), 2u);  // not a built-in workload; the tiny all-reduce
-  EXPECT_NE(c->notes[1].find("all_reduce over 4 ranks: only 4 B messages"), std::string::npos)
+  EXPECT_NE(c->notes[1].find("all_reduce over 4 ranks: messages up to 4 B, their time mostly "
+                             "latency: latency calibrated, busbw left as it was"),
+            std::string::npos)
       << c->notes[1];
 
   CostModel model = uncalibrated();
   std::vector<Calibration> calibrations{*c};
   apply_calibrations(calibrations, model);
-  // A 4-rank all-reduce of 1 MB takes the 2-rank fit (the nearest group measured): about
-  // 0.75 ms of bandwidth plus latency, not the minutes the tiny message's "bandwidth" gives.
-  EXPECT_LT(model.comm.seconds(CostedOp::kAllReduce, 1e6, 4, LinkLevel::kIntraNode), 2e-3);
+  // A 4-rank all-reduce of 1 MB: the measured 3 ms of latency plus the preset's busbw
+  // (1 MB x 1.5 / 20 GB/s), not the minutes the tiny message's "bandwidth" would give.
+  EXPECT_NEAR(model.comm.seconds(CostedOp::kAllReduce, 1e6, 4, LinkLevel::kIntraNode),
+              3e-3 + 1e6 * 1.5 / 20e9, 1e-6);
 }
 
 // A world of one's collectives move nothing: neither fitted nor named as "over 2 ranks" (the note

@@ -203,6 +203,19 @@ CostModel model_for(const PublishedRun& run) {
   return cm;
 }
 
+// What a search for `run`'s model on its GPUs starts from: its model and recipe, the GPU's
+// memory, the global batch.
+memory::EstimateInput search_input(const PublishedRun& run, const CostModel& cm,
+                                   int64_t global_batch) {
+  memory::EstimateInput base;
+  base.model = run.model;
+  base.recipe = cm.recipe;
+  base.capacity_bytes = memory::load_gpu_preset(kShare, run.gpu)->memory_bytes;
+  base.layout.global_batch = global_batch;
+  base.layout.seq = run.model.seq;
+  return base;
+}
+
 Prediction predict(const PublishedRun& run) {
   const CostModel cm = model_for(run);
   memory::EstimateInput in;
@@ -345,12 +358,7 @@ TEST(RecommendValidation, PaperLayoutOf145BTiesTheBest) {
   run.gpus = 1536;
   run.overlap_grad_reduce = true;
   const CostModel cm = model_for(run);
-  memory::EstimateInput base;
-  base.model = run.model;
-  base.recipe = cm.recipe;
-  base.capacity_bytes = memory::load_gpu_preset(kShare, run.gpu)->memory_bytes;
-  base.layout.global_batch = 2304;
-  base.layout.seq = run.model.seq;
+  const memory::EstimateInput base = search_input(run, cm, 2304);
   const SearchSpace space{.gpus = run.gpus};
   const SearchResult all = search_layouts(cm, base, space);
   const SearchResult paper = search_layouts(cm, base, space, {.tp = 8, .pp = 8});
@@ -363,6 +371,35 @@ TEST(RecommendValidation, PaperLayoutOf145BTiesTheBest) {
               layout_label(paper.ranked.front().layout).c_str(), ours.step_s,
               100 * (ours.step_s / best.step_s - 1));
   EXPECT_TRUE(ties(best, ours));
+}
+
+// Issue 35 item 5, the 18.4B model on 256 A100s at global batch 1,024, searched within the
+// paper's own software (Megatron-LM 2021: no ZeRO, full recompute, no SP, gradients reduced after
+// the backward): its best layout's MFU is at most 45%. The default search also ranks selective
+// recompute, SP and overlapped reduction, which came later; its best is printed, not held to 45%
+// (docs/decisions.md "The 18.4B search's best MFU stays above the issue's 45%").
+TEST(RecommendValidation, BestMfuOf18BWithinThePapersSoftware) {
+  PublishedRun run;
+  run.model = gpt(40, 6144, 48);
+  run.gpu = "a100-80g";
+  run.gpus = 256;
+  const CostModel cm = model_for(run);  // reduction after the backward
+  const memory::EstimateInput base = search_input(run, cm, 1024);
+  SearchSpace papers{.gpus = run.gpus};
+  papers.sp = false;
+  papers.zero_stages = {0};
+  papers.recompute_modes = {memory::Recompute::kFull};
+  const SearchResult paper = search_layouts(cm, base, papers);
+  ASSERT_FALSE(paper.ranked.empty());
+  CostModel today = cm;
+  today.overlap_grad_reduce = true;
+  const SearchResult all = search_layouts(today, base, SearchSpace{.gpus = run.gpus});
+  ASSERT_FALSE(all.ranked.empty());
+  std::printf(
+      "18.4B on 256: best in the paper's software %s MFU %.1f%%; default search %s %.1f%%\n",
+      layout_label(paper.ranked.front().layout).c_str(), 100 * paper.ranked.front().cost.mfu,
+      layout_label(all.ranked.front().layout).c_str(), 100 * all.ranked.front().cost.mfu);
+  EXPECT_LE(paper.ranked.front().cost.mfu, 0.45);
 }
 
 }  // namespace
