@@ -392,23 +392,11 @@ CostModel cost_model_for(const memory::ModelConfig& model, const memory::Precisi
   return cm;
 }
 
-double compute_scale_for(const CostModel& cm, int tp) {
-  const std::pair<const int, double>* nearest = nullptr;
-  auto distance = [tp](int measured) {
-    return std::abs(std::log2(static_cast<double>(measured) / tp));
-  };
-  for (const auto& entry : cm.compute_scale_by_tp) {
-    if (nearest == nullptr || distance(entry.first) <= distance(nearest->first)) nearest = &entry;
-  }
-  return nearest == nullptr ? 1.0 : nearest->second;
-}
-
 StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) {
   const memory::ResolvedLayout& r = estimate.layout;
   const memory::TrainingLayout& l = r.layout;
   const memory::ActivationSetup shape = memory::activation_setup(r, cm.recipe.activation_bytes);
-  ComputeSpeed speed = cm.speed;
-  speed.scale *= compute_scale_for(cm, l.tp);
+  const ComputeSpeed speed = cm.speed;
   const Blocks blocks = blocks_for(cm, r, shape, speed);
   const ComputeSpeed beside_comm = contended(speed);
   const Blocks contended_blocks = blocks_for(cm, r, shape, beside_comm);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <array>
-#include <map>
 #include <string_view>
 #include <utility>
 
@@ -33,12 +32,6 @@ struct CostModel {
   // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
   // from every rank.
   bool pipeline_scatter_gather = true;
-  // Calibration (--calibrate): measured over predicted compute of the runs with each
-  // tensor-parallel degree. The degree sets the GEMMs' widths (h/t, f/t), a shape class that
-  // caches and tiles treat differently (on a CPU the tp ranks of the built-in GPT ran the same
-  // FLOPs faster), so a layout takes the scale of the nearest measured degree (by log2, the larger
-  // on a tie); none measured: 1.
-  std::map<int, double> compute_scale_by_tp;
   // Measured over modelled step time of the calibration runs (--calibrate), every other term
   // calibrated first: what no term captures (scheduling and wake-up delays, framework and
   // launch overhead). 1 until calibrated.
@@ -112,9 +105,6 @@ using CostTerms = std::array<std::pair<std::string_view, double>, 10>;
 CostTerms cost_terms(const StepCost& cost);
 
 StepCost step_cost(const CostModel& model, const memory::MemoryEstimate& estimate);
-
-// The calibrated compute scale for a layout with tensor-parallel degree `tp` (1 uncalibrated).
-double compute_scale_for(const CostModel& model, int tp);
 
 // The model of `model` trained with `recipe` on `gpu`s linked as `machines`: the preset's peak,
 // fitted kernel efficiencies and overheads; the optimizer streaming at the memory-bound rate.
