@@ -78,10 +78,12 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const TraceReader& reader,
     if (e.is_ok()) {
       estimate = std::move(e).value();
       report.has_estimate = true;
+      const memory::TrainingLayout& l = config->resolved.layout;
       report.estimate_note = fmt::format(
-          "estimate for the {} workload in {}, dp {} tp {} pp {} zero {} (no reserve)",
-          memory::workload_kind_name(config->kind), config->precision, config->resolved.layout.dp,
-          config->resolved.layout.tp, config->resolved.layout.pp, config->resolved.layout.zero);
+          "estimate for the {} workload in {}, dp {} tp {} pp {}{} zero {} (no "
+          "reserve)",
+          memory::workload_kind_name(config->kind), config->precision, l.dp, l.tp, l.pp,
+          l.ep > 1 ? fmt::format(" ep {}", l.ep) : "", l.zero);
     } else {
       report.estimate_note = fmt::format("no estimate: {}", e.status().message());
     }

@@ -10,9 +10,11 @@
 namespace partrain::profiler {
 namespace {
 
-// What each split of the world names, in the order the mesh makes them (runner/workload/
-// mesh.cpp), and each split of a pipeline group (runner/workload/training_rank.cpp).
-constexpr std::array<std::string_view, 3> kMeshAxes = {"tp", "dp", "pp"};
+// What each split of the world names, in the order the mesh makes them
+// (runner/workload/ mesh.cpp: a mixture of experts adds its expert-parallel and
+// expert-data-parallel groups), and each split of a pipeline group
+// (runner/workload/training_rank.cpp).
+constexpr std::array<std::string_view, 5> kMeshAxes = {"tp", "dp", "pp", "ep", "expert-dp"};
 constexpr std::array<std::string_view, 3> kPipelineChannels = {"activations", "gradients",
                                                                "embedding"};
 

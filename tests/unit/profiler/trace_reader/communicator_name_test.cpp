@@ -11,6 +11,9 @@ TEST(CommunicatorName, TheBuiltInWorkloadsMeshGroupsByAxisAndIndex) {
   EXPECT_EQ(communicator_name("world/split1/color0"), "dp 0");
   EXPECT_EQ(communicator_name("world/split1/color12"), "dp 12");
   EXPECT_EQ(communicator_name("world/split2/color3"), "pp 3");
+  EXPECT_EQ(communicator_name("world/split3/color1"),
+            "ep 1");  // a mixture of experts' groups
+  EXPECT_EQ(communicator_name("world/split4/color0"), "expert-dp 0");
   EXPECT_EQ(communicator_name("world/split2/color3/split0/color0"), "pp 3 activations");
   EXPECT_EQ(communicator_name("world/split2/color3/split1/color0"), "pp 3 gradients");
   EXPECT_EQ(communicator_name("world/split2/color1/split2/color0"), "embedding 1");
@@ -24,7 +27,9 @@ TEST(CommunicatorName, OtherIdsAreShownAsTheyAre) {
   EXPECT_EQ(communicator_name("unmatched:rank3"), "unmatched:rank3");
   EXPECT_EQ(communicator_name("dp"), "dp");
   // Shapes the workloads never make are not guessed at.
-  EXPECT_EQ(communicator_name("world/split3/color0"), "world/split3/color0");
+  EXPECT_EQ(communicator_name("world/split6/color0"), "world/split6/color0");
+  EXPECT_EQ(communicator_name("world/split3/color0/split0/color0"),
+            "world/split3/color0/split0/color0");
   EXPECT_EQ(communicator_name("world/split0/color1/split0/color0"),
             "world/split0/color1/split0/color0");
   EXPECT_EQ(communicator_name("world/split2/color1/split0/color1"),
