@@ -182,6 +182,41 @@ void add_health_families(const analyzers::LiveRun& run, const HangWatch& watch, 
   }
 }
 
+// The latest analysis window's expert load per MoE layer (analyzers/expert_load.h).
+void add_expert_families(const analyzers::LiveRun& run, std::vector<MetricFamily>& out) {
+  MetricFamily ratio = family("partrain_moe_load_ratio", MetricType::kGauge, "",
+                              "Max over mean of a MoE layer's token assignments per step, "
+                              "averaged over the latest analysis window: over its experts, and "
+                              "over the ep ranks that hold them when the run's ep is known (the "
+                              "expert phase runs at the most loaded ep rank's pace)");
+  MetricFamily dropped = family("partrain_moe_dropped_tokens_ratio", MetricType::kGauge, "",
+                                "Share of the layer's token assignments dropped for want of "
+                                "capacity in the window");
+  MetricFamily hottest = family("partrain_moe_hottest_expert_tokens_ratio", MetricType::kGauge, "",
+                                "Share of the layer's token assignments its hottest expert got "
+                                "in the window (the expert label names it)");
+  MetricFamily assigned = family("partrain_moe_assignments_per_step", MetricType::kGauge, "",
+                                 "Token-to-expert assignments the layer's router made per step "
+                                 "(top-k counts a token k times)");
+  MetricFamily aux = family("partrain_moe_aux_loss", MetricType::kGauge, "",
+                            "The layer's load-balancing auxiliary loss, averaged over the window");
+  if (const auto& report = run.analysis.report; report && report->experts.applicable) {
+    for (const analyzers::ExpertLayerBalance& l : report->experts.layers) {
+      const std::string layer = std::to_string(l.layer);
+      ratio.samples.push_back({{{"layer", layer}, {"over", "experts"}}, l.expert_ratio});
+      if (l.ep_ratio)
+        ratio.samples.push_back({{{"layer", layer}, {"over", "ep_ranks"}}, *l.ep_ratio});
+      dropped.samples.push_back({{{"layer", layer}}, l.dropped_share});
+      hottest.samples.push_back(
+          {{{"layer", layer}, {"expert", std::to_string(l.hottest_expert)}}, l.hottest_share});
+      assigned.samples.push_back({{{"layer", layer}}, l.routed_per_step});
+      if (l.aux_loss) aux.samples.push_back({{{"layer", layer}}, *l.aux_loss});
+    }
+  }
+  for (MetricFamily* f : {&ratio, &dropped, &hottest, &assigned, &aux})
+    out.push_back(std::move(*f));
+}
+
 void add_exporter_families(const analyzers::LiveRun& run, const RefreshCost& cost,
                            std::vector<MetricFamily>& out) {
   MetricFamily refresh =
@@ -217,6 +252,7 @@ std::vector<MetricFamily> RunMetrics::families(const analyzers::LiveRun& run, in
   add_rank_families(run, hang_, now_ns, out);
   add_collective_families(latest_, out);
   add_health_families(run, hang_, now_ns, out);
+  add_expert_families(run, out);
   add_exporter_families(run, cost, out);
   return out;
 }
