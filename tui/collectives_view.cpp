@@ -111,7 +111,9 @@ void render_collectives(const ViewModel& model, const UiState& state, ScreenGrid
   for (int i = first; i < static_cast<int>(recent.size()) && y < end; ++i) {
     const MatchedCollective& m = *recent[static_cast<size_t>(i)];
     grid.text(area.x, y++,
-              fmt::format(fmt::runtime(kRecentFormat), comm_cell(m.comm_id), m.seq, m.op, format_size(m.bytes),
+              // A labelled op by its label (moe_dispatch): it says more than the op.
+              fmt::format(fmt::runtime(kRecentFormat), comm_cell(m.comm_id), m.seq,
+                          m.label.empty() ? m.op : m.label, format_size(m.bytes),
                           format_ms(m.time_ns), format_gbps(m.busbw_gbps), format_ms(m.skew_ns),
                           fmt::format("r{}", m.last_rank)),
               m.skew_ns >= 1'000'000 ? Style::kWarning : Style::kNormal, area.width);

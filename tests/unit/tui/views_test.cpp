@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "tui/bars.h"
+#include "tui/view_model.h"
 
 namespace partrain::tui {
 namespace {
@@ -358,9 +360,19 @@ TEST(Collectives, TheWorstExpertLayersAtTheBottom) {
     l.dropped_share = layer == 5 ? 0.02 : 0;
     experts.layers.push_back(l);
   }
+  // A recent dispatch all_to_all shows its label in the op column.
+  MatchedCollective dispatch;
+  dispatch.comm_id = "ep";
+  dispatch.op = "all_to_all";
+  dispatch.label = "moe_dispatch";
+  dispatch.bytes = 4096;
+  dispatch.group_size = 2;
+  model.collectives.push_back(dispatch);
   ScreenGrid grid(80, 24);
   render_screen(model, state, glyphs_for(Charset::kAscii), grid);
   const std::string text = screen_text(grid);
+  EXPECT_NE(text.find(" moe_dispatch "), std::string::npos) << text;
+  EXPECT_EQ(view_model_json(model)["recent_collectives"][0]["label"], "moe_dispatch");
   EXPECT_NE(text.find("Experts: 6 MoE layers, ep 2"), std::string::npos) << text;
   // The four worst layers, the worst first: layer 5 at 1.50x over ep ranks, 2.0% dropped.
   EXPECT_NE(text.find("    5            2.00x        1.50x     2.0%        5 (25.0%)"),
