@@ -118,9 +118,8 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
   }
 }
 
-void add_collective_families(
-    const std::map<std::pair<std::string, std::string>, analyzers::MatchedCollective>& latest,
-    std::vector<MetricFamily>& out) {
+template <typename Latest>
+void add_collective_families(const Latest& latest, std::vector<MetricFamily>& out) {
   MetricFamily busbw =
       family("partrain_collective_busbw_bytes_per_second", MetricType::kGauge, "bytes_per_second",
              "Bus bandwidth of the latest matched collective of the "
@@ -135,8 +134,9 @@ void add_collective_families(
                             "Its sequence number on the communicator ((comm, seq) names it in "
                             "the trace)");
   for (const auto& [key, c] : latest) {
-    const std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id},
-                                                                     {"op", c.op}};
+    std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id}, {"op", c.op}};
+    // What the caller said the op is for (moe_dispatch), only where it said.
+    if (!c.label.empty()) labels.emplace_back("label", c.label);
     busbw.samples.push_back({labels, c.busbw_gbps * 1e9});
     time.samples.push_back({labels, seconds(c.time_ns)});
     skew.samples.push_back({labels, seconds(c.skew_ns)});
@@ -239,7 +239,7 @@ void add_exporter_families(const analyzers::LiveRun& run, const RefreshCost& cos
 
 void RunMetrics::observe(const analyzers::LiveRun& run, int64_t now_ns) {
   for (const analyzers::MatchedCollective& c : run.collectives) {
-    auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op}, c);
+    auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op, c.label}, c);
     if (!inserted && c.seq > it->second.seq) it->second = c;
   }
   hang_.observe(run, now_ns);

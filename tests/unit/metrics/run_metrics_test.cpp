@@ -138,6 +138,28 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
                    0.5e9);
 }
 
+// A mixture of experts' dispatch and combine all_to_all share communicator and op: their labels
+// keep them two series.
+TEST(RunMetrics, LabelledCollectivesAreSeriesOfTheirOwn) {
+  analyzers::LiveRun run = two_rank_run();
+  run.collectives.clear();
+  analyzers::MatchedCollective dispatch = matched("ep", "all_to_all", 8, 4.0);
+  dispatch.label = "moe_dispatch";
+  analyzers::MatchedCollective combine = matched("ep", "all_to_all", 9, 1.0);
+  combine.label = "moe_combine";
+  run.collectives = {dispatch, combine};
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "ep"}, {"op", "all_to_all"}, {"label", "moe_dispatch"}}),
+                   4e9);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "ep"}, {"op", "all_to_all"}, {"label", "moe_combine"}}),
+                   1e9);
+  EXPECT_EQ(find(f, "partrain_collective_busbw_bytes_per_second")->samples.size(), 2u);
+}
+
 TEST(RunMetrics, StragglerIsOneForTheNamedRankZeroForTheOthers) {
   analyzers::LiveRun run = two_rank_run();
   analyzers::AnalysisReport report;
