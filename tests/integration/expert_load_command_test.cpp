@@ -1,7 +1,9 @@
 // The expert load of a mixture-of-experts run through the real binary: `partrain analyze` (text
 // and --json) and `partrain top --json` on traces written by the real TraceWriter, one with a
 // balanced router (no finding) and one whose most loaded ep rank takes 1.5x the mean (the
-// expert_imbalance finding, with the same figures in every output).
+// expert_imbalance finding, with the same figures in every output); and a real launched run of
+// the built-in gpt with experts over ep 2, whose dispatch and combine all_to_all reach analyze's
+// collective table with nccl-tests' size and busbw, and whose config gives analyze its ep.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
+#include "tests/support/trace_query.h"
 
 namespace partrain {
 namespace {
@@ -97,6 +100,36 @@ TEST(ExpertLoadCommand, ABalancedRouterRaisesNothing) {
   EXPECT_EQ(finding(report["findings"], "expert_imbalance"), nullptr) << report["findings"].dump(2);
   const nlohmann::json top = run_json("top --json " + trace.string());
   EXPECT_EQ(finding(top["findings"], "expert_imbalance"), nullptr) << top["findings"].dump(2);
+}
+
+TEST(ExpertLoadCommand, ARealExpertParallelRunsAllToAllHasNcclTestsBusbw) {
+  testing::ScratchDir dir;
+  const fs::path trace = dir.path() / "moe.db";
+  const auto launch = run_partrain(fmt::format(
+      "-q launch -n 2 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+      "--experts 4 --top-k 2 --moe-ffn 64 --dp 2 --ep 2 --micro-batch 1 --steps 4 --trace {}",
+      trace.string()));
+  ASSERT_EQ(launch.exit_code, 0) << launch.err;
+  const nlohmann::json report = run_json("analyze --json " + trace.string());
+  EXPECT_EQ(report["experts"]["ep"], 2) << report["experts"].dump();
+  int rows = 0;
+  for (const nlohmann::json& row : report["collectives"]) {
+    if (row["op"] != "all_to_all") continue;
+    ++rows;
+    EXPECT_EQ(row["group_size"], 2);
+    const double algbw = row["algbw_gbps"].get<double>();
+    ASSERT_GT(algbw, 0) << row.dump();
+    EXPECT_NEAR(row["busbw_gbps"].get<double>(), algbw * (2 - 1) / 2.0, 1e-12 * algbw)
+        << row.dump();
+  }
+  EXPECT_GT(rows, 0) << report["collectives"].dump(2);
+  // Each all_to_all's S is nccl-tests' alltoall size: the whole per-rank buffer, n x the
+  // per-peer count (NCCL's count argument) x 4-byte floats.
+  testing::TraceQuery query(trace);
+  EXPECT_GT(query.number("SELECT count(*) FROM collectives WHERE op = 'all_to_all'"), 0);
+  EXPECT_EQ(query.number("SELECT count(*) FROM collectives WHERE op = 'all_to_all' AND "
+                         "bytes <> group_size * count * 4"),
+            0);
 }
 
 }  // namespace
