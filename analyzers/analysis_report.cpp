@@ -214,7 +214,8 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   // The analyses below, in the order they run: the progress line's names and its count.
   static constexpr std::string_view kAnalyses[] = {
       "time per rank",   "GPU streams",        "collectives and stragglers",
-      "pipeline bubble", "memory vs estimate", "top kernels"};
+      "pipeline bubble", "memory vs estimate", "expert load",
+      "top kernels"};
   size_t next = 0;
   auto starting = [&] {
     if (progress)
@@ -241,6 +242,9 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   RETURN_IF_ERROR(add_analysis(out, "memory", started,
                                analyze_memory_vs_estimate(reader, window), out.memory,
                                memory_vs_estimate_findings));
+  starting();
+  RETURN_IF_ERROR(add_analysis(out, "experts", started, analyze_expert_load(reader, window),
+                               out.experts, expert_load_findings));
   starting();
   RETURN_IF_ERROR(add_analysis(out, "kernels", started, analyze_top_kernels(reader, window),
                                out.kernels, top_kernels_findings));

@@ -16,6 +16,7 @@
 
 #include "analyzers/analysis_window.h"
 #include "analyzers/collective_stats.h"
+#include "analyzers/expert_load.h"
 #include "analyzers/finding.h"
 #include "analyzers/gpu_timeline.h"
 #include "analyzers/memory_vs_estimate.h"
@@ -56,10 +57,12 @@ struct AnalysisReport {
   StragglerReport stragglers;
   PipelineBubbleReport pipeline;
   MemoryVsEstimate memory;
+  ExpertLoadReport experts;  // mixture-of-experts routing per layer
   TopKernels kernels;
   std::vector<Finding> findings;  // highest impact first
   // When each analysis was done, in ns since analyze_run began (`partrain -v analyze` prints
-  // them): "ranks", "gpu", "collectives", "stragglers", "pipeline", "memory", "kernels".
+  // them): "ranks", "gpu", "collectives", "stragglers", "pipeline", "memory", "experts",
+  // "kernels".
   std::vector<std::pair<std::string, int64_t>> done_ns;
 };
 
@@ -85,7 +88,8 @@ std::string describe_window(const AnalysisWindow& window);
 std::string format_report(const AnalysisReport& report);
 std::string format_findings(const std::vector<Finding>& findings);
 // {"run_id", "status", "world_size", "window": {...}, "ranks", "gpu", "collectives",
-//  "collective_matching", "stragglers", "pipeline", "memory", "kernels", "findings": [...]}.
+//  "collective_matching", "stragglers", "pipeline", "memory", "experts", "kernels",
+//  "findings": [...]}.
 nlohmann::json report_json(const AnalysisReport& report);
 nlohmann::json finding_json(const Finding& finding);
 

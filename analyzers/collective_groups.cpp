@@ -47,6 +47,7 @@ CollectiveRow collective_row(const profiler::CollectiveOp& op) {
   CollectiveRow row;
   row.rank = op.rank;
   row.op = op.op;
+  row.label = op.label;
   row.bytes = op.bytes;
   row.peer = op.peer;
   row.ts_ns = op.ts_ns;

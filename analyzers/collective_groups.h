@@ -23,6 +23,7 @@ namespace partrain::analyzers {
 struct CollectiveRow {
   int rank = 0;
   std::string_view op;      // valid while the reader lives
+  std::string_view label;   // what its caller said it is for (moe_dispatch); empty: none
   int64_t bytes = 0;
   std::optional<int> peer;  // send/recv peer or root, as a world rank
   int64_t ts_ns = 0;        // host start

@@ -21,6 +21,7 @@ MatchedCollective summarize(std::string_view comm_id, int64_t seq,
   const CollectiveRow& first = members.front();
   MatchedCollective m{std::string(comm_id), seq, std::string(first.op), first.bytes,
                       first.group_size};
+  m.label = first.label;
   for (const CollectiveRow& member : members) m.end_ns = std::max(m.end_ns, member.end_ns);
   const GroupArrival arrival = arrival_of(std::span<const CollectiveRow>(members));
   m.skew_ns = arrival.skew_ns();

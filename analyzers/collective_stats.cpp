@@ -35,7 +35,8 @@ struct Accumulator {
   SampleQuantiles times_ns;
   SampleQuantiles skews_ns;
 };
-using StatsKey = std::tuple<std::string, std::string, int64_t>;  // comm, op, size bucket
+// comm, op, label, size bucket
+using StatsKey = std::tuple<std::string, std::string, std::string, int64_t>;
 
 std::string join_ranks(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ", "));
@@ -58,13 +59,17 @@ class StatsCollector {
   CollectiveStatsReport finish();
 
  private:
-  Accumulator& at(const std::string& comm, std::string_view op, int64_t bytes) {
-    // Consecutive rows are nearly always the same (op, bucket): one remembered entry saves a
-    // map search and two strings per row (std::map nodes do not move).
+  Accumulator& at(const std::string& comm, std::string_view op, std::string_view label,
+                  int64_t bytes) {
+    // Consecutive rows are nearly always the same (op, label, bucket): one remembered entry
+    // saves a map search and three strings per row (std::map nodes do not move).
     const int64_t bucket = size_bucket(bytes);
-    if (last_ != nullptr && bucket == last_bucket_ && op == last_op_) return *last_;
-    last_ = &stats_[StatsKey{comm, std::string(op), bucket}];
+    if (last_ != nullptr && bucket == last_bucket_ && op == last_op_ && label == last_label_) {
+      return *last_;
+    }
+    last_ = &stats_[StatsKey{comm, std::string(op), std::string(label), bucket}];
     last_op_ = op;
+    last_label_ = label;
     last_bucket_ = bucket;
     return *last_;
   }
@@ -80,6 +85,7 @@ class StatsCollector {
   // The entry `at` returned last, within the current communicator.
   Accumulator* last_ = nullptr;
   std::string last_op_;
+  std::string last_label_;
   int64_t last_bucket_ = 0;
   // Per communicator: its desync (index into report_.desyncs), the highest seq each rank
   // recorded, and the runs each rank missed (settled in end_comm).
@@ -119,7 +125,7 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
   for (const CollectiveRow& row : group.rows) {
     (is_p2p(row.op) ? p2p : collectives).push_back(&row);
     if (!row.in_window || !row.completed) continue;
-    Accumulator& acc = at(group.comm_id, row.op, row.bytes);
+    Accumulator& acc = at(group.comm_id, row.op, row.label, row.bytes);
     acc.group_size = std::max(acc.group_size, is_p2p(row.op) ? 2 : row.group_size);
     ++acc.count;
     acc.bytes += row.bytes;
@@ -143,7 +149,7 @@ void StatsCollector::match_collective(const CollectiveGroup& group,
   std::set<int> present;
   for (const CollectiveRow* row : rows) present.insert(row->rank);
   if (rows.size() >= 2) {
-    Accumulator& acc = at(group.comm_id, first.op, first.bytes);
+    Accumulator& acc = at(group.comm_id, first.op, first.label, first.bytes);
     acc.group_size = std::max(acc.group_size, first.group_size);
     acc.skews_ns.add(static_cast<double>(arrival_of(rows).skew_ns()));
   }
@@ -173,7 +179,7 @@ void StatsCollector::match_p2p(const CollectiveGroup& group,
       note_desync(group, {send, recv->second});
       continue;
     }
-    Accumulator& acc = at(group.comm_id, "send", send->bytes);
+    Accumulator& acc = at(group.comm_id, "send", send->label, send->bytes);
     acc.group_size = 2;
     acc.skews_ns.add(static_cast<double>(std::abs(recv->second->ts_ns - send->ts_ns)));
   }
@@ -244,7 +250,7 @@ void StatsCollector::end_comm() {
 CollectiveStatsReport StatsCollector::finish() {
   for (const auto& [key, acc] : stats_) {
     CollectiveStatsRow row;
-    std::tie(row.comm_id, row.op, row.size_bucket) = key;
+    std::tie(row.comm_id, row.op, row.label, row.size_bucket) = key;
     row.group_size = acc.group_size;
     row.count = acc.count;
     row.bytes = acc.bytes;
@@ -387,21 +393,27 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
   std::string out = fmt::format("Collectives: {} ops in {} (comm_id, seq) groups\n", report.ops,
                                 report.groups);
   if (report.rows.empty()) return out + "  (no collectives in the window)\n";
-  size_t comm_width = 4;
+  size_t comm_width = 4, op_width = 14;
+  // An op its caller labelled reads "all_to_all moe_dispatch".
+  auto op_cell = [](const CollectiveStatsRow& r) {
+    return r.label.empty() ? r.op : r.op + " " + r.label;
+  };
   for (const CollectiveStatsRow& r : report.rows) {
     comm_width = std::max(comm_width, profiler::communicator_name(r.comm_id).size());
+    op_width = std::max(op_width, op_cell(r).size());
   }
   // "size" is one op's message, "total" the bytes of all `count` of them.
   out += fmt::format(
-      "  {:<{}} {:<14} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
+      "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
       "{:>10}\n",
-      "comm", comm_width, "op", "size", "count", "total", "time p50", "time p99", "algbw", "busbw",
-      "skew p50", "skew p99");
+      "comm", comm_width, "op", op_width, "size", "count", "total", "time p50", "time p99", "algbw",
+      "busbw", "skew p50", "skew p99");
   for (const CollectiveStatsRow& r : report.rows) {
     out += fmt::format(
-        "  {:<{}} {:<14} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
+        "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
         "{:>10}\n",
-        profiler::communicator_name(r.comm_id), comm_width, r.op, format_bytes(static_cast<uint64_t>(r.size_bucket)), r.count,
+        profiler::communicator_name(r.comm_id), comm_width, op_cell(r), op_width,
+        format_bytes(static_cast<uint64_t>(r.size_bucket)), r.count,
         format_bytes(static_cast<uint64_t>(r.bytes)), format_ms(r.time_p50_ms),
         format_ms(r.time_p99_ms), format_gbps(r.algbw_gbps), format_gbps(r.busbw_gbps),
         format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
@@ -417,12 +429,20 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
 nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
   nlohmann::json rows = nlohmann::json::array();
   for (const CollectiveStatsRow& r : report.rows) {
-    rows.push_back({{"comm_id", r.comm_id}, {"group", profiler::communicator_name(r.comm_id)},
-                    {"op", r.op}, {"size_bucket_bytes", r.size_bucket},
-                    {"group_size", r.group_size}, {"count", r.count}, {"bytes", r.bytes},
-                    {"time_p50_ms", r.time_p50_ms}, {"time_p99_ms", r.time_p99_ms},
-                    {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
-                    {"matched", r.matched}, {"skew_p50_ms", r.skew_p50_ms},
+    rows.push_back({{"comm_id", r.comm_id},
+                    {"group", profiler::communicator_name(r.comm_id)},
+                    {"op", r.op},
+                    {"label", r.label.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
+                    {"size_bucket_bytes", r.size_bucket},
+                    {"group_size", r.group_size},
+                    {"count", r.count},
+                    {"bytes", r.bytes},
+                    {"time_p50_ms", r.time_p50_ms},
+                    {"time_p99_ms", r.time_p99_ms},
+                    {"algbw_gbps", r.algbw_gbps},
+                    {"busbw_gbps", r.busbw_gbps},
+                    {"matched", r.matched},
+                    {"skew_p50_ms", r.skew_p50_ms},
                     {"skew_p99_ms", r.skew_p99_ms}});
   }
   return rows;

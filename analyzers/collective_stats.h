@@ -23,6 +23,7 @@ namespace partrain::analyzers {
 struct CollectiveStatsRow {
   std::string comm_id;
   std::string op;
+  std::string label;        // what the caller said the ops are for (moe_dispatch); empty: none
   int64_t size_bucket = 0;  // 2^floor(log2(bytes)): ops of [bucket, 2 x bucket) bytes
   int group_size = 0;       // n in the busbw factor
   int64_t count = 0;        // completed ops on analysed ranks in the window (one per rank)

@@ -66,6 +66,7 @@ struct MatchedCollective {
   std::string op;
   int64_t bytes = 0;
   int group_size = 0;
+  std::string label;      // what its caller said it is for (moe_dispatch); empty: none
   int64_t time_ns = 0;    // the median member's time, as `analyze` takes p50 over members
   double busbw_gbps = 0;  // nccl-tests' busbw for that time (bandwidth.h)
   int64_t skew_ns = 0;    // last member's start - first member's start

@@ -45,11 +45,15 @@ std::string format_report(const AnalysisReport& report) {
   out += format_temporal_breakdown(report.ranks) + "\n";
   if (const std::string gpu = format_gpu_timeline(report.gpu); !gpu.empty()) out += gpu + "\n";
   for (const std::string& section :
-       {format_collective_stats(report.collectives),
-        format_stragglers(report.stragglers), format_pipeline_bubble(report.pipeline),
-        format_memory_vs_estimate(report.memory), format_top_kernels(report.kernels)}) {
+       {format_collective_stats(report.collectives), format_stragglers(report.stragglers),
+        format_pipeline_bubble(report.pipeline), format_memory_vs_estimate(report.memory)}) {
     out += section + "\n";
   }
+  // A dense run has no expert section.
+  if (const std::string experts = format_expert_load(report.experts); !experts.empty()) {
+    out += experts + "\n";
+  }
+  out += format_top_kernels(report.kernels) + "\n";
   return out + format_findings(report.findings);
 }
 
@@ -84,6 +88,7 @@ nlohmann::json report_json(const AnalysisReport& report) {
   out["stragglers"] = stragglers_json(report.stragglers);
   out["pipeline"] = pipeline_bubble_json(report.pipeline);
   out["memory"] = memory_vs_estimate_json(report.memory);
+  out["experts"] = expert_load_json(report.experts);
   out["kernels"] = top_kernels_json(report.kernels);
   nlohmann::json findings = nlohmann::json::array();
   for (const Finding& finding : report.findings) findings.push_back(finding_json(finding));

@@ -118,9 +118,8 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
   }
 }
 
-void add_collective_families(
-    const std::map<std::pair<std::string, std::string>, analyzers::MatchedCollective>& latest,
-    std::vector<MetricFamily>& out) {
+template <typename Latest>
+void add_collective_families(const Latest& latest, std::vector<MetricFamily>& out) {
   MetricFamily busbw =
       family("partrain_collective_busbw_bytes_per_second", MetricType::kGauge, "bytes_per_second",
              "Bus bandwidth of the latest matched collective of the "
@@ -135,8 +134,9 @@ void add_collective_families(
                             "Its sequence number on the communicator ((comm, seq) names it in "
                             "the trace)");
   for (const auto& [key, c] : latest) {
-    const std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id},
-                                                                     {"op", c.op}};
+    std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id}, {"op", c.op}};
+    // What the caller said the op is for (moe_dispatch), only where it said.
+    if (!c.label.empty()) labels.emplace_back("label", c.label);
     busbw.samples.push_back({labels, c.busbw_gbps * 1e9});
     time.samples.push_back({labels, seconds(c.time_ns)});
     skew.samples.push_back({labels, seconds(c.skew_ns)});
@@ -182,6 +182,41 @@ void add_health_families(const analyzers::LiveRun& run, const HangWatch& watch, 
   }
 }
 
+// The latest analysis window's expert load per MoE layer (analyzers/expert_load.h).
+void add_expert_families(const analyzers::LiveRun& run, std::vector<MetricFamily>& out) {
+  MetricFamily ratio = family("partrain_moe_load_ratio", MetricType::kGauge, "",
+                              "Max over mean of a MoE layer's token assignments per step, "
+                              "averaged over the latest analysis window: over its experts, and "
+                              "over the ep ranks that hold them when the run's ep is known (the "
+                              "expert phase runs at the most loaded ep rank's pace)");
+  MetricFamily dropped = family("partrain_moe_dropped_tokens_ratio", MetricType::kGauge, "",
+                                "Share of the layer's token assignments dropped for want of "
+                                "capacity in the window");
+  MetricFamily hottest = family("partrain_moe_hottest_expert_tokens_ratio", MetricType::kGauge, "",
+                                "Share of the layer's token assignments its hottest expert got "
+                                "in the window (the expert label names it)");
+  MetricFamily assigned = family("partrain_moe_assignments_per_step", MetricType::kGauge, "",
+                                 "Token-to-expert assignments the layer's router made per step "
+                                 "(top-k counts a token k times)");
+  MetricFamily aux = family("partrain_moe_aux_loss", MetricType::kGauge, "",
+                            "The layer's load-balancing auxiliary loss, averaged over the window");
+  if (const auto& report = run.analysis.report; report && report->experts.applicable) {
+    for (const analyzers::ExpertLayerBalance& l : report->experts.layers) {
+      const std::string layer = std::to_string(l.layer);
+      ratio.samples.push_back({{{"layer", layer}, {"over", "experts"}}, l.expert_ratio});
+      if (l.ep_ratio)
+        ratio.samples.push_back({{{"layer", layer}, {"over", "ep_ranks"}}, *l.ep_ratio});
+      dropped.samples.push_back({{{"layer", layer}}, l.dropped_share});
+      hottest.samples.push_back(
+          {{{"layer", layer}, {"expert", std::to_string(l.hottest_expert)}}, l.hottest_share});
+      assigned.samples.push_back({{{"layer", layer}}, l.routed_per_step});
+      if (l.aux_loss) aux.samples.push_back({{{"layer", layer}}, *l.aux_loss});
+    }
+  }
+  for (MetricFamily* f : {&ratio, &dropped, &hottest, &assigned, &aux})
+    out.push_back(std::move(*f));
+}
+
 void add_exporter_families(const analyzers::LiveRun& run, const RefreshCost& cost,
                            std::vector<MetricFamily>& out) {
   MetricFamily refresh =
@@ -204,7 +239,7 @@ void add_exporter_families(const analyzers::LiveRun& run, const RefreshCost& cos
 
 void RunMetrics::observe(const analyzers::LiveRun& run, int64_t now_ns) {
   for (const analyzers::MatchedCollective& c : run.collectives) {
-    auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op}, c);
+    auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op, c.label}, c);
     if (!inserted && c.seq > it->second.seq) it->second = c;
   }
   hang_.observe(run, now_ns);
@@ -217,6 +252,7 @@ std::vector<MetricFamily> RunMetrics::families(const analyzers::LiveRun& run, in
   add_rank_families(run, hang_, now_ns, out);
   add_collective_families(latest_, out);
   add_health_families(run, hang_, now_ns, out);
+  add_expert_families(run, out);
   add_exporter_families(run, cost, out);
   return out;
 }

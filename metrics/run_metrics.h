@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,9 +33,10 @@ class RunMetrics {
                                      const RefreshCost& cost) const;
 
  private:
-  // The latest matched collective of each (comm_id, op): kept across refreshes, since the run
-  // keeps only its most recent ones and a communicator used once per step would drop out.
-  std::map<std::pair<std::string, std::string>, analyzers::MatchedCollective> latest_;
+  // The latest matched collective of each (comm_id, op, label): kept across refreshes, since the
+  // run keeps only its most recent ones and a communicator used once per step would drop out.
+  using CollectiveKey = std::tuple<std::string, std::string, std::string>;
+  std::map<CollectiveKey, analyzers::MatchedCollective> latest_;
   HangWatch hang_;
 };
 

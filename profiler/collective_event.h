@@ -36,6 +36,10 @@ struct CollectiveEvent {
   std::string algorithm;
   std::string protocol;
   int channels = 0;
+  // What the op is for, where its caller said (comm::OpLabel): "moe_dispatch", "moe_combine";
+  // empty otherwise. Stored as the op's slice name, so the timeline and `analyze` tell apart
+  // ops of one communicator, op and size that do different jobs.
+  std::string label;
 };
 
 // The op's size S as nccl-tests reports it, from the bytes of one rank's buffer (its count

@@ -166,6 +166,19 @@ void RankTracer::step_done(int64_t step_index, int64_t start_ns, int64_t end_ns,
   if (step_listener_) step_listener_();
 }
 
+void RankTracer::expert_load(int64_t step_index, int layer,
+                             std::span<const int64_t> tokens_per_expert, int64_t dropped_tokens,
+                             double aux_loss) {
+  ExpertLoadRecord record;
+  record.rank = rank_;
+  record.step = step_index;
+  record.layer = layer;
+  record.tokens_per_expert.assign(tokens_per_expert.begin(), tokens_per_expert.end());
+  record.dropped_tokens = dropped_tokens;
+  record.aux_loss = aux_loss;
+  emit(record);
+}
+
 void RankTracer::emit(const TraceEvent& event) {
   // The event's own buffer (the recorder copies the bytes): one allocation, as the event's strings
   // already cost, and no per-thread scratch outliving it.

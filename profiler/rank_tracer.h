@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -80,6 +81,13 @@ class RankTracer {
                   int64_t gpu_end_ns = -1);
   void memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use);
   void step_done(int64_t step, int64_t start_ns, int64_t end_ns, double loss, int64_t tokens);
+  // How a mixture-of-experts layer routed the tokens of `step` (ExpertLoadRecord in
+  // trace_event.h says what each count is): once per step and MoE layer, from any rank that holds
+  // the layer; the counts are the whole micro-batch's, the same on every rank of its group, and
+  // `analyze` reads the lowest rank's. aux_loss NaN: the layer computes none. Experts past
+  // kMaxExperts are not recorded.
+  void expert_load(int64_t step, int layer, std::span<const int64_t> tokens_per_expert,
+                   int64_t dropped_tokens, double aux_loss);
   // Called on step_done's thread after each step is recorded: a GPU activity collection flushes
   // there, so the step's kernels reach the trace promptly. Set before the first step.
   void set_step_listener(std::function<void()> listener) { step_listener_ = std::move(listener); }

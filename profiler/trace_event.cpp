@@ -32,7 +32,7 @@ uint8_t code_of(const std::array<std::string_view, N>& names, std::string_view n
 // Record types on the wire: never renumber, only append.
 enum class RecordType : uint8_t {
   kSlice = 1, kCollective = 2, kMemory = 3, kStep = 4, kStat = 5, kRank = 6, kRun = 7,
-  kKernel = 8, kCounter = 9, kTransfer = 10
+  kKernel = 8, kCounter = 9, kTransfer = 10, kExpertLoad = 11
 };
 
 class Writer {
@@ -173,6 +173,7 @@ void encode(const CollectiveRecord& r, Writer& w) {
   w.put_string(e.algorithm);
   w.put_string(e.protocol);
   w.put(static_cast<int32_t>(e.channels));
+  w.put_string(e.label);
 }
 
 void encode(const MemorySample& e, Writer& w) {
@@ -250,10 +251,21 @@ void encode(const CounterSample& e, Writer& w) {
   w.put_double(e.value);
 }
 
+void encode(const ExpertLoadRecord& e, Writer& w) {
+  w.put(e.rank);
+  w.put(e.step);
+  w.put(e.layer);
+  const size_t experts = std::min(e.tokens_per_expert.size(), kMaxExperts);
+  w.put(static_cast<uint32_t>(experts));
+  for (size_t i = 0; i < experts; ++i) w.put(e.tokens_per_expert[i]);
+  w.put(e.dropped_tokens);
+  w.put_double(e.aux_loss);
+}
+
 constexpr RecordType record_type(const TraceEvent& event) {
   return static_cast<RecordType>(event.index() + 1);
 }
-static_assert(std::variant_size_v<TraceEvent> == static_cast<size_t>(RecordType::kTransfer),
+static_assert(std::variant_size_v<TraceEvent> == static_cast<size_t>(RecordType::kExpertLoad),
               "a new event type is appended to TraceEvent and to RecordType together");
 
 void decode(Reader& r, SliceEvent& e) {
@@ -302,6 +314,7 @@ void decode(Reader& r, CollectiveRecord& rec) {
   r.get_string(e.protocol);
   e.channels = r.get<int32_t>();
   if (e.channels < 0) r.fail();
+  r.get_string(e.label);
 }
 
 void decode(Reader& r, MemorySample& e) {
@@ -377,6 +390,22 @@ void decode(Reader& r, CounterSample& e) {
   r.get_string(e.name);
   e.ts_ns = r.get<int64_t>();
   e.value = r.get_double();
+}
+
+void decode(Reader& r, ExpertLoadRecord& e) {
+  e.rank = r.get<int32_t>();
+  e.step = r.get<int64_t>();
+  e.layer = r.get<int32_t>();
+  const uint32_t experts = r.get<uint32_t>();
+  // Checked against what is left before reserving, so a forged count cannot allocate.
+  if (experts > kMaxExperts || experts * sizeof(int64_t) > r.remaining()) {
+    r.fail();
+    return;
+  }
+  e.tokens_per_expert.resize(experts);
+  for (int64_t& tokens : e.tokens_per_expert) tokens = r.get<int64_t>();
+  e.dropped_tokens = r.get<int64_t>();
+  e.aux_loss = r.get_double();
 }
 
 // Decodes a record of type `type` into a new element at the end of out; false for an unknown

@@ -130,6 +130,20 @@ struct TransferRecord {
   int64_t stream = 0;
 };
 
+// How a mixture-of-experts layer routed one step's tokens, as the workload's router counted them
+// over the whole micro-batch (the same on every rank of the layer's group): the token-to-expert
+// assignments each routed expert received (top-k counts a token k times), before any capacity
+// cut; of those, the assignments dropped for want of capacity (0 when dropless); and the
+// load-balancing auxiliary loss (NaN when the layer does not compute one).
+struct ExpertLoadRecord {
+  int32_t rank = 0;
+  int64_t step = 0;
+  int32_t layer = 0;
+  std::vector<int64_t> tokens_per_expert;
+  int64_t dropped_tokens = 0;
+  double aux_loss = 0;
+};
+
 // The run's row. Stored as an update of what it knows: an empty run_id or command, a config of
 // "{}" (or empty), a world size or start of 0 leave the stored value as it is.
 struct RunInfo {
@@ -142,19 +156,24 @@ struct RunInfo {
 };
 
 using TraceEvent = std::variant<SliceEvent, CollectiveRecord, MemorySample, StepEvent, StatEvent,
-                                RankInfo, RunInfo, KernelRecord, CounterSample, TransferRecord>;
+                                RankInfo, RunInfo, KernelRecord, CounterSample, TransferRecord,
+                                ExpertLoadRecord>;
 
 // Encoding limits, checked by the decoder before it allocates anything.
 inline constexpr size_t kMaxEventStringBytes = 4096;
 inline constexpr size_t kMaxEventRecordBytes = 64 * 1024;
 inline constexpr size_t kMaxGroupRanks = 8192;
+// Routed experts of one layer (DeepSeek-V3 has 256): 8 bytes each keeps a record far below
+// kMaxEventRecordBytes.
+inline constexpr size_t kMaxExperts = 4096;
 
 std::span<const std::string_view> collective_op_names();
 std::span<const std::string_view> collective_dtype_names();
 std::span<const std::string_view> reduce_op_names();
 
 // Appends one record: u32 payload size, u8 type, payload. Strings longer than
-// kMaxEventStringBytes are cut there (and group ranks at kMaxGroupRanks) so every record decodes.
+// kMaxEventStringBytes are cut there (and group ranks at kMaxGroupRanks, experts at kMaxExperts)
+// so every record decodes.
 void encode_event(const TraceEvent& event, std::vector<uint8_t>& out);
 // Decodes a sequence of whole records; kUnreadable names the first bad record and why.
 StatusOr<std::vector<TraceEvent>> decode_events(std::span<const uint8_t> bytes);

@@ -327,6 +327,10 @@ std::vector<CopyStep> row_steps(CopyCounts& counts) {
       {"counter samples", "INSERT INTO main.counter (track_id, ts_ns, value) "
                           "SELECT track_id + ?1, ts_ns, value FROM src.counter", nullptr,
        "counter"},
+      // Since version 5.
+      {"expert loads", "INSERT INTO main.expert_load (rank, step, layer, experts, tokens, "
+                       "dropped_tokens, aux_loss) SELECT rank, step, layer, experts, tokens, "
+                       "dropped_tokens, aux_loss FROM src.expert_load", nullptr, "expert_load"},
       {"steps", "INSERT INTO main.step (rank, step, ts_ns, dur_ns, loss, tokens) "
                 "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM src.step"},
       // Counts of the same (name, rank) add up; the graver severity and the first description win.

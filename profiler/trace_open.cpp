@@ -157,6 +157,7 @@ int introduced_in(std::string_view name) {
   if (name == "counter" || name == "counters") return 2;
   if (name == "transfer" || name == "transfers") return 3;
   if (name == "collective_nccl") return 4;
+  if (name == "expert_load" || name == "expert_layers" || name == "expert_loads") return 5;
   return 1;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -126,7 +127,8 @@ struct TraceWriter::State {
   SqliteDb db;
   int lock_fd = -1;
   SqliteStatement insert_string, insert_track, insert_step, insert_counter, insert_transfer,
-      upsert_stat, upsert_rank, upsert_rank_exit, update_run_info, update_run_status;
+      insert_expert_load, upsert_stat, upsert_rank, upsert_rank_exit, update_run_info,
+      update_run_status;
   SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
   SqliteRowBatch collective_choices;  // collective_nccl: one row a collective under the plugin
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
@@ -221,6 +223,7 @@ struct TraceWriter::State {
   void store(const KernelRecord& e);
   void store(const TransferRecord& e);
   void store(const CounterSample& e);
+  void store(const ExpertLoadRecord& e);
   Status commit_batch();
   void stop();
   void append_after_stop(std::span<const TraceEvent> events);
@@ -241,6 +244,10 @@ Status TraceWriter::State::prepare_statements() {
       {&insert_step,
        "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+      // A step's record of a layer sent twice (a retried step) keeps the latest, as steps do.
+      {&insert_expert_load,
+       "INSERT OR REPLACE INTO expert_load (rank, step, layer, experts, tokens, dropped_tokens, "
+       "aux_loss) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
       {&upsert_stat,
        "INSERT INTO stat (name, rank, value, severity, description) VALUES (?1, ?2, ?3, ?4, ?5) "
        "ON CONFLICT (name, rank) DO UPDATE SET value = value + excluded.value, "
@@ -393,7 +400,9 @@ void TraceWriter::State::store(const CollectiveRecord& r) {
   int64_t dur = e.end_ns >= start ? e.end_ns - start : 0;
   SliceCategory category = is_p2p(e.op) ? SliceCategory::kP2p : SliceCategory::kCollective;
   const int64_t op = intern(e.op);
-  const int64_t slice = insert_slice_row(track, start, dur, op, category, r.step, -1, -1);
+  // The slice is named for what the op is for, when its caller said; the op is in its row.
+  const int64_t name = e.label.empty() ? op : intern(e.label);
+  const int64_t slice = insert_slice_row(track, start, dur, name, category, r.step, -1, -1);
   SqlCell* row = collectives.add_row();
   row[0] = sql_integer(slice);
   row[1] = sql_integer(comm_id);
@@ -483,6 +492,28 @@ void TraceWriter::State::store(const CounterSample& e) {
   insert_counter.bind(2, e.ts_ns);
   insert_counter.bind(3, e.value);
   run(insert_counter, "a counter sample");
+}
+
+// A layer's step: one row, its experts' counts as a JSON array (share/schema.sql).
+void TraceWriter::State::store(const ExpertLoadRecord& e) {
+  std::string tokens = "[";
+  for (size_t i = 0; i < e.tokens_per_expert.size(); ++i) {
+    if (i > 0) tokens += ',';
+    tokens += std::to_string(e.tokens_per_expert[i]);
+  }
+  tokens += ']';
+  insert_expert_load.bind(1, int64_t{e.rank});
+  insert_expert_load.bind(2, e.step);
+  insert_expert_load.bind(3, int64_t{e.layer});
+  insert_expert_load.bind(4, static_cast<int64_t>(e.tokens_per_expert.size()));
+  insert_expert_load.bind(5, std::string_view(tokens));
+  insert_expert_load.bind(6, e.dropped_tokens);
+  if (std::isnan(e.aux_loss)) {
+    insert_expert_load.bind_null(7);
+  } else {
+    insert_expert_load.bind(7, e.aux_loss);
+  }
+  run(insert_expert_load, "an expert load");
 }
 
 void TraceWriter::State::store(const StatEvent& e) {

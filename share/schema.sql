@@ -1,8 +1,8 @@
--- partrain trace schema, version 4 (docs/trace-format.md documents every column).
+-- partrain trace schema, version 5 (docs/trace-format.md documents every column).
 -- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
 -- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
 -- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -156,6 +156,22 @@ CREATE TABLE step (
   loss   REAL,
   tokens INTEGER,
   PRIMARY KEY (rank, step)
+) WITHOUT ROWID;
+
+-- How a mixture-of-experts layer routed one step's tokens (the workload's router counts over the
+-- whole micro-batch, the same on every rank of the layer's group): `tokens` is a JSON array of
+-- the token-to-expert assignments each routed expert received, before any capacity cut, indexed
+-- by expert; dropped_tokens, those of them dropped for want of capacity. One row per array keeps a
+-- 256-expert layer one row a step; the expert_loads view unnests it. Since version 5.
+CREATE TABLE expert_load (
+  rank           INTEGER NOT NULL,
+  step           INTEGER NOT NULL,
+  layer          INTEGER NOT NULL,
+  experts        INTEGER NOT NULL,  -- length of tokens
+  tokens         TEXT NOT NULL,     -- JSON array of integers, one per expert
+  dropped_tokens INTEGER NOT NULL,
+  aux_loss       REAL,              -- the load-balancing auxiliary loss; NULL when not computed
+  PRIMARY KEY (rank, step, layer)
 ) WITHOUT ROWID;
 
 CREATE TABLE stat (

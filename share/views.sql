@@ -27,9 +27,10 @@ SELECT t.rank, cid.value AS comm_id, co.seq, op.value AS op, dt.value AS dtype, 
        CASE co.state WHEN 0 THEN 'enqueued' WHEN 1 THEN 'started' WHEN 2 THEN 'completed'
                      ELSE 'failed' END AS state,
        sl.step, sl.id AS slice_id, alg.value AS algorithm, pro.value AS protocol,
-       cn.channels
+       cn.channels, CASE WHEN sl.name_id <> co.op THEN lab.value END AS label
 FROM collective co
 JOIN slice sl ON sl.id = co.slice_id
+JOIN string lab ON lab.id = sl.name_id
 JOIN track t ON t.id = sl.track_id
 JOIN string cid ON cid.id = co.comm_id
 JOIN string op ON op.id = co.op
@@ -69,6 +70,17 @@ FROM counter c JOIN track t ON t.id = c.track_id JOIN string s ON s.id = t.name_
 
 CREATE VIEW steps AS
 SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step;
+
+-- A mixture-of-experts layer's step (since version 5): routed_tokens sums the experts' arrays.
+CREATE VIEW expert_layers AS
+SELECT rank, step, layer, experts,
+       (SELECT coalesce(sum(value), 0) FROM json_each(l.tokens)) AS routed_tokens, dropped_tokens, aux_loss
+FROM expert_load l;
+
+-- One row per (rank, step, layer, expert): the assignments the expert received (since version 5).
+CREATE VIEW expert_loads AS
+SELECT l.rank, l.step, l.layer, CAST(j.key AS INTEGER) AS expert, j.value AS tokens
+FROM expert_load l, json_each(l.tokens) j;
 
 CREATE VIEW stats AS
 SELECT name, CASE WHEN rank < 0 THEN NULL ELSE rank END AS rank, value, severity, description

@@ -77,6 +77,7 @@ nlohmann::json view_model_json(const ViewModel& model) {
                            {"group", profiler::communicator_name(it->comm_id)},
                            {"seq", it->seq},
                            {"op", it->op},
+                           {"label", it->label.empty() ? json(nullptr) : json(it->label)},
                            {"bytes", it->bytes},
                            {"group_size", it->group_size},
                            {"time_ms", ms(it->time_ns)},

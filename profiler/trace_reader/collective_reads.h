@@ -38,6 +38,7 @@ struct CollectiveOp {
   int group_size = 0;            // 0: not recorded
   std::string_view group_ranks;  // "0,1,2,3" when recorded
   std::optional<CollectiveState> state;
+  std::string_view label;  // what the caller said the op is for (moe_dispatch); empty: none
 };
 
 // One communicator's ops by seq (its collective_comm_seq index): every member rank's record of

@@ -56,6 +56,12 @@ bool StoredSliceCursor::next(StoredSlice& slice) {
     op.comm_id = *comm_id;
     op.seq = stmt_.column_int(6);
     op.op = *name;
+    op.label = {};
+    if (slice.name_id != stmt_.column_int(7)) {  // the slice is named for its caller's label
+      StatusOr<std::string_view> label = reader_->string(slice.name_id);
+      if (!label.is_ok()) return fail(label.status());
+      op.label = *label;
+    }
     op.bytes = stmt_.column_int(8);
     op.group_size = static_cast<int>(stmt_.column_int(9));  // NULL reads as 0
     op.peer = stmt_.column_is_null(10) ? std::nullopt

@@ -5,7 +5,8 @@
 // tests fails the suite otherwise. Hot loops read raw tables, not the views (docs/decisions.md),
 // so a cursor costs what its query costs; nothing here loads a table that grows with the run.
 // This file: the reader and the run's small tables. Events: step_reads.h, slice_reads.h,
-// collective_reads.h, memory_reads.h, kernel_reads.h, live_reads.h, export_reads.h.
+// collective_reads.h, memory_reads.h, kernel_reads.h, expert_reads.h, live_reads.h,
+// export_reads.h.
 #pragma once
 
 #include <cstdint>

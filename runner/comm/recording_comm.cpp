@@ -129,6 +129,7 @@ std::shared_ptr<OpTracker> RecordingComm::track(CollectiveEvent event, Numbering
       event.seq = peer_valid ? recv_seq_[static_cast<size_t>(event.peer)]++ : 0;
       break;
   }
+  event.label = label_;
   event.state = CollectiveState::kEnqueued;
   event.enqueue_ns = monotonic_ns();
   const uint64_t id = recorder_.record(event);
@@ -204,6 +205,27 @@ StatusOr<std::unique_ptr<Comm>> RecordingComm::split(int color, int key) {
   ASSIGN_OR_RETURN(std::unique_ptr<Comm> sub, inner_->split(color, key));
   if (!sub) return std::unique_ptr<Comm>();
   return std::unique_ptr<Comm>(std::make_unique<RecordingComm>(std::move(sub), recorder_));
+}
+
+void RecordingComm::set_label(std::string label) {
+  std::lock_guard lock(mutex_);
+  label_ = std::move(label);
+}
+
+std::string RecordingComm::label() const {
+  std::lock_guard lock(mutex_);
+  return label_;
+}
+
+OpLabel::OpLabel(Comm& comm, std::string_view label)
+    : recording_(dynamic_cast<RecordingComm*>(&comm)) {
+  if (recording_ == nullptr) return;
+  previous_ = recording_->label();
+  recording_->set_label(std::string(label));
+}
+
+OpLabel::~OpLabel() {
+  if (recording_ != nullptr) recording_->set_label(std::move(previous_));
 }
 
 }  // namespace partrain::comm

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <optional>
 #include <vector>
 
@@ -50,6 +52,9 @@ class RecordingComm final : public Comm {
   StatusOr<std::unique_ptr<Comm>> split(int color, int key) override;
 
   Comm& inner() { return *inner_; }
+  // What the ops issued from now on are for ("moe_dispatch"; empty: nothing). OpLabel sets it.
+  void set_label(std::string label);
+  std::string label() const;
 
  private:
   enum class Numbering { kCollective, kSend, kRecv };
@@ -63,10 +68,30 @@ class RecordingComm final : public Comm {
 
   std::unique_ptr<Comm> inner_;
   profiler::FlightRecorder& recorder_;
-  std::mutex mutex_;  // numbering and issuing happen together, so seq follows issue order
+  mutable std::mutex mutex_;  // numbering and issuing happen together, so seq follows issue order
+  std::string label_;         // copied into each op's event as it is numbered
   uint64_t next_seq_ = 0;
   std::vector<uint64_t> send_seq_;  // per peer
   std::vector<uint64_t> recv_seq_;  // per peer
+};
+
+// Labels the ops issued on `comm` while it lives with what they are for, when `comm` records
+// (a RecordingComm: every traced built-in workload's communicator); does nothing otherwise. The
+// label names the op's slice in the trace and gives it a row of its own in `partrain analyze`'s
+// collective table, so a mixture of experts' dispatch and combine all_to_all, alike in
+// communicator, op and size, are told apart:
+//   { comm::OpLabel label(ep_comm, "moe_dispatch"); ep_comm.all_to_all(...); }
+// Labels nest (the previous one is restored); one thread labels a communicator at a time.
+class OpLabel {
+ public:
+  OpLabel(Comm& comm, std::string_view label);
+  ~OpLabel();
+  OpLabel(const OpLabel&) = delete;
+  OpLabel& operator=(const OpLabel&) = delete;
+
+ private:
+  RecordingComm* recording_;
+  std::string previous_;
 };
 
 }  // namespace partrain::comm

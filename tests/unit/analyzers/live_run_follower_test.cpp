@@ -56,6 +56,29 @@ TEST_F(LiveRunFollowerTest, ReadsRanksStepsAndTheLastStepsSplit) {
   EXPECT_DOUBLE_EQ(*model.tokens_per_s, 20'000);
 }
 
+// An op its caller labelled (a mixture of experts' dispatch) keeps its label in the dashboard's
+// recent collectives; the one without a label has none.
+TEST_F(LiveRunFollowerTest, ALabelledCollectiveKeepsItsLabel) {
+  auto writer = live_writer();
+  for (int rank = 0; rank < 2; ++rank) {
+    auto dispatch = testing::completed_all_reduce("ep", rank, {0, 1}, 0, kMiB, 200 * kMs, kMs);
+    dispatch.event.op = "all_to_all";
+    dispatch.event.reduce_op = "";
+    dispatch.event.label = "moe_dispatch";
+    writer->append(dispatch);
+  }
+  ASSERT_TRUE(writer->commit().is_ok());
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  ASSERT_EQ(model.collectives.size(), 2u);
+  const MatchedCollective& dispatch = model.collectives.back();
+  EXPECT_EQ(dispatch.comm_id, "ep");
+  EXPECT_EQ(dispatch.op, "all_to_all");
+  EXPECT_EQ(dispatch.label, "moe_dispatch");
+  EXPECT_EQ(model.collectives.front().label, "");
+}
+
 TEST_F(LiveRunFollowerTest, MatchesCollectivesAcrossRanks) {
   auto writer = live_writer();
   auto f = follower();

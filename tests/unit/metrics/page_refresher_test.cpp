@@ -85,5 +85,36 @@ TEST(PageRefresher, FollowsTheTraceOnceItAppears) {
   EXPECT_EQ(refresher.page()->prometheus_text.find("# EOF"), std::string::npos);
 }
 
+// A mixture-of-experts run's routing reaches the page once the analysis has run over it: layer 1
+// sends 30 and 10 assignments to its two experts in steps 1 and 2 (step 0 is the warm-up the
+// window skips): max / mean 30 / 20 = 1.5, expert 0 has 75%.
+TEST(PageRefresher, ExpertLoadOfTheLatestAnalysis) {
+  testing::ScratchDir dir;
+  const std::filesystem::path path = dir.path() / "run.db";
+  PageRefresher refresher(path, 50ms);
+  refresher.start();
+  auto writer = profiler::TraceWriter::create(path);
+  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  std::vector<profiler::TraceEvent> events = testing::two_rank_run_start();
+  for (int64_t step = 0; step < 3; ++step) {
+    for (auto& e : testing::two_rank_step(step, step * 100 * kMs)) events.push_back(e);
+    const std::vector<int64_t> tokens =
+        step == 0 ? std::vector<int64_t>{40, 0} : std::vector<int64_t>{30, 10};
+    events.push_back(profiler::ExpertLoadRecord{0, step, 1, tokens, step == 2 ? 4 : 0, 0.02});
+  }
+  (*writer)->append(events);
+  ASSERT_TRUE((*writer)->commit().is_ok());
+
+  const std::string page =
+      page_with(refresher, "partrain_moe_load_ratio{layer=\"1\",over=\"experts\"} 1.5");
+  EXPECT_TRUE(has(page, "partrain_moe_load_ratio{layer=\"1\",over=\"experts\"} 1.5")) << page;
+  EXPECT_TRUE(has(page, "partrain_moe_hottest_expert_tokens_ratio{layer=\"1\",expert=\"0\"} 0.75"))
+      << page;
+  // 4 of the window's 80 assignments dropped.
+  EXPECT_TRUE(has(page, "partrain_moe_dropped_tokens_ratio{layer=\"1\"} 0.05")) << page;
+  EXPECT_TRUE(has(page, "partrain_moe_assignments_per_step{layer=\"1\"} 40")) << page;
+  EXPECT_TRUE(has(page, "partrain_moe_aux_loss{layer=\"1\"} 0.02")) << page;
+}
+
 }  // namespace
 }  // namespace partrain::metrics

@@ -138,6 +138,28 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
                    0.5e9);
 }
 
+// A mixture of experts' dispatch and combine all_to_all share communicator and op: their labels
+// keep them two series.
+TEST(RunMetrics, LabelledCollectivesAreSeriesOfTheirOwn) {
+  analyzers::LiveRun run = two_rank_run();
+  run.collectives.clear();
+  analyzers::MatchedCollective dispatch = matched("ep", "all_to_all", 8, 4.0);
+  dispatch.label = "moe_dispatch";
+  analyzers::MatchedCollective combine = matched("ep", "all_to_all", 9, 1.0);
+  combine.label = "moe_combine";
+  run.collectives = {dispatch, combine};
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "ep"}, {"op", "all_to_all"}, {"label", "moe_dispatch"}}),
+                   4e9);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
+                          {{"comm", "ep"}, {"op", "all_to_all"}, {"label", "moe_combine"}}),
+                   1e9);
+  EXPECT_EQ(find(f, "partrain_collective_busbw_bytes_per_second")->samples.size(), 2u);
+}
+
 TEST(RunMetrics, StragglerIsOneForTheNamedRankZeroForTheOthers) {
   analyzers::LiveRun run = two_rank_run();
   analyzers::AnalysisReport report;
@@ -155,6 +177,51 @@ TEST(RunMetrics, StragglerIsOneForTheNamedRankZeroForTheOthers) {
   EXPECT_DOUBLE_EQ(*value(f, "partrain_straggler_wait_per_step_seconds", {{"rank", "1"}}), 0.012);
   EXPECT_EQ(value(f, "partrain_hang"), 0);
   EXPECT_TRUE(find(f, "partrain_hang_culprit")->samples.empty());
+}
+
+// The latest analysis window's expert load, per MoE layer; a dense run's page has none of it.
+TEST(RunMetrics, ExpertLoadPerLayerFromTheLatestAnalysis) {
+  analyzers::LiveRun run = two_rank_run();
+  analyzers::AnalysisReport report;
+  report.experts.applicable = true;
+  report.experts.ep = 2;
+  analyzers::ExpertLayerBalance layer;
+  layer.layer = 3;
+  layer.experts = 8;
+  layer.routed_per_step = 4096;
+  layer.expert_ratio = 1.75;
+  layer.ep_ratio = 1.3;
+  layer.dropped_share = 0.02;
+  layer.hottest_expert = 5;
+  layer.hottest_share = 0.25;
+  layer.aux_loss = 0.011;
+  report.experts.layers.push_back(layer);
+  layer.layer = 4;
+  layer.ep_ratio.reset();
+  layer.aux_loss.reset();
+  report.experts.layers.push_back(layer);
+  run.analysis.report = report;
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  EXPECT_EQ(value(f, "partrain_moe_load_ratio", {{"layer", "3"}, {"over", "experts"}}), 1.75);
+  EXPECT_EQ(value(f, "partrain_moe_load_ratio", {{"layer", "3"}, {"over", "ep_ranks"}}), 1.3);
+  EXPECT_EQ(value(f, "partrain_moe_load_ratio", {{"layer", "4"}, {"over", "ep_ranks"}}),
+            std::nullopt);
+  EXPECT_EQ(value(f, "partrain_moe_dropped_tokens_ratio", {{"layer", "3"}}), 0.02);
+  EXPECT_EQ(value(f, "partrain_moe_hottest_expert_tokens_ratio", {{"layer", "3"}, {"expert", "5"}}),
+            0.25);
+  EXPECT_EQ(value(f, "partrain_moe_assignments_per_step", {{"layer", "4"}}), 4096);
+  EXPECT_EQ(value(f, "partrain_moe_aux_loss", {{"layer", "3"}}), 0.011);
+  EXPECT_EQ(find(f, "partrain_moe_aux_loss")->samples.size(), 1u);
+
+  run.analysis.report = analyzers::AnalysisReport{};  // a dense run: not applicable
+  const auto dense = metrics.families(run, 0, {});
+  for (const char* name : {"partrain_moe_load_ratio", "partrain_moe_dropped_tokens_ratio",
+                           "partrain_moe_hottest_expert_tokens_ratio"}) {
+    ASSERT_NE(find(dense, name), nullptr) << name;
+    EXPECT_TRUE(find(dense, name)->samples.empty()) << name;
+  }
 }
 
 TEST(RunMetrics, HangFlagAndCulprit) {

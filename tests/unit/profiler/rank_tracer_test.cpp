@@ -3,15 +3,17 @@
 // thread's track; a TraceScope records only on the tracer it is given.
 #include "profiler/rank_tracer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "core/clock.h"
+#include "profiler/trace_open.h"
+#include "profiler/trace_reader/expert_reads.h"
 #include "profiler/trace_scope.h"
 #include "profiler/trace_session.h"
 #include "tests/support/rank_tracer_fixture.h"
@@ -120,6 +122,53 @@ TEST_F(RankTracerTest, TraceScopeRecordsOnlyOnTheTracerItIsGiven) {
   ASSERT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());
   EXPECT_EQ(rows(db(), "SELECT name, category, dur_ns >= 2000000 FROM slices"),
             "optimizer|phase|1\n");
+}
+
+// The workload's per-step routing counts travel as other records do (recorder, collector,
+// writer) and read back through the views and the reader, one row per (rank, step, layer).
+TEST_F(RankTracerTest, ExpertLoadsReachTheTraceAndReadBack) {
+  {
+    RankTracer rank0(tracer_options(0));
+    RankTracer rank1(tracer_options(1));
+    const std::vector<int64_t> step2 = {5, 0, 9, 2};
+    rank0.expert_load(2, 1, step2, 3, 0.25);
+    rank1.expert_load(2, 1, step2, 3, 0.25);  // the same global counts on the other rank
+    const std::vector<int64_t> step3 = {4, 4, 4, 4};
+    rank0.expert_load(3, 1, step3, 0, std::nan(""));
+    rank1.expert_load(3, 5, std::vector<int64_t>{1, 2}, 0, 0.5);  // a layer of another stage
+    EXPECT_TRUE(rank0.flush());
+    EXPECT_TRUE(rank1.flush());
+  }
+  ASSERT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());
+  EXPECT_EQ(rows(db(),
+                 "SELECT rank, step, layer, experts, routed_tokens, dropped_tokens, "
+                 "aux_loss FROM expert_layers ORDER BY rank, step, layer"),
+            "0|2|1|4|16|3|0.25\n0|3|1|4|16|0|NULL\n1|2|1|4|16|3|0.25\n1|3|5|2|3|0|0.5\n");
+  EXPECT_EQ(rows(db(),
+                 "SELECT expert, tokens FROM expert_loads WHERE rank = 0 AND step = 2 "
+                 "ORDER BY expert"),
+            "0|5\n1|0\n2|9\n3|2\n");
+
+  auto trace = open_trace(db());
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  const TraceReader reader(trace->db);
+  auto sources = expert_layer_sources(reader, StepFilter{0, 0, true});
+  ASSERT_TRUE(sources.is_ok()) << sources.status().message();
+  ASSERT_EQ(sources->size(), 2u);
+  EXPECT_EQ((*sources)[0].layer, 1);
+  EXPECT_EQ((*sources)[0].rank, 0);
+  EXPECT_EQ((*sources)[0].ranks, 2);
+  EXPECT_EQ((*sources)[1].layer, 5);
+  EXPECT_EQ((*sources)[1].rank, 1);
+  auto cursor = expert_loads(reader, 0, 1, StepFilter{3, 3, false});
+  ASSERT_TRUE(cursor.is_ok());
+  ExpertLoadRow row;
+  ASSERT_TRUE(cursor->next(row));
+  EXPECT_EQ(row.step, 3);
+  EXPECT_EQ(row.tokens_per_expert, (std::vector<int64_t>{4, 4, 4, 4}));
+  EXPECT_FALSE(row.aux_loss.has_value());  // NaN: not computed
+  EXPECT_FALSE(cursor->next(row));
+  EXPECT_TRUE(cursor->status().is_ok());
 }
 
 TEST(RankTracerEnv, NotTracedWithoutACollector) {

@@ -31,6 +31,7 @@ std::vector<TraceEvent> sample_events() {
   coll.event.algorithm = "Ring";
   coll.event.protocol = "LL128";
   coll.event.channels = 16;
+  coll.event.label = "moe_dispatch";
   coll.event.state = CollectiveState::kCompleted;
   return {slice,
           coll,
@@ -38,12 +39,12 @@ std::vector<TraceEvent> sample_events() {
           StepEvent{1, 7, 10'000, 900, 2.75, 8192},
           StatEvent{"recorder_dropped_events", 2, 17, StatSeverity::kDataLoss, "buffer full"},
           RankInfo{6, 2, 1, "node-b", 4411, "cuda:2", -1234, 50, -3.25, true, 0, 9},
-          RunInfo{"run-1", "partrain launch -n 8", R"({"dp":8})", 8, 1'700'000'000'000'000'000,
-                  0},
+          RunInfo{"run-1", "partrain launch -n 8", R"({"dp":8})", 8, 1'700'000'000'000'000'000, 0},
           CounterSample{3, "gpu3.power_w", 12'000, 412.345},
           TransferRecord{SliceEvent{1, TrackKind::kCudaStream, "gpu1 stream 9", "memcpy DtoH",
                                     SliceCategory::kMemcpy, 13'000, 250, 4},
-                         uint64_t{3} << 33, 77, 1, 9}};
+                         uint64_t{3} << 33, 77, 1, 9},
+          ExpertLoadRecord{2, 11, 3, {40, 0, int64_t{1} << 35, 7}, 5, 0.0125}};
 }
 
 std::vector<uint8_t> encode_all(const std::vector<TraceEvent>& events) {
@@ -75,6 +76,7 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_EQ(coll.event.algorithm, "Ring");
   EXPECT_EQ(coll.event.protocol, "LL128");
   EXPECT_EQ(coll.event.channels, 16);
+  EXPECT_EQ(coll.event.label, "moe_dispatch");
   EXPECT_EQ(std::get<MemorySample>(decoded->at(2)).bytes, int64_t{1} << 40);
   EXPECT_DOUBLE_EQ(std::get<StepEvent>(decoded->at(3)).loss, 2.75);
   EXPECT_EQ(std::get<RankInfo>(decoded->at(5)).clock_offset_ns, -1234);
@@ -88,6 +90,34 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_EQ(transfer.bytes, uint64_t{3} << 33);
   EXPECT_EQ(transfer.correlation_id, 77u);
   EXPECT_EQ(transfer.stream, 9);
+  const auto& experts = std::get<ExpertLoadRecord>(decoded->at(9));
+  EXPECT_EQ(experts.rank, 2);
+  EXPECT_EQ(experts.step, 11);
+  EXPECT_EQ(experts.layer, 3);
+  EXPECT_EQ(experts.tokens_per_expert, (std::vector<int64_t>{40, 0, int64_t{1} << 35, 7}));
+  EXPECT_EQ(experts.dropped_tokens, 5);
+  EXPECT_DOUBLE_EQ(experts.aux_loss, 0.0125);
+}
+
+TEST(TraceEventTest, ExpertsPastTheLimitAreCutAndAForgedCountDoesNotAllocate) {
+  ExpertLoadRecord many;
+  many.tokens_per_expert.assign(kMaxExperts + 10, 1);
+  std::vector<uint8_t> bytes;
+  encode_event(many, bytes);
+  auto decoded = decode_events(bytes);
+  ASSERT_TRUE(decoded.is_ok()) << decoded.status().message();
+  EXPECT_EQ(std::get<ExpertLoadRecord>(decoded->at(0)).tokens_per_expert.size(), kMaxExperts);
+
+  ExpertLoadRecord two{0, 1, 0, {3, 4}, 0, 0};
+  bytes.clear();
+  encode_event(two, bytes);
+  // The expert count sits before the two counts, the dropped tokens and the auxiliary loss.
+  const size_t count_at = bytes.size() - (2 * 8 + 8 + 8) - 4;
+  ASSERT_EQ(bytes[count_at], 2);
+  bytes[count_at + 3] = 0xff;  // ~4 billion experts
+  auto forged = decode_events(bytes);
+  ASSERT_FALSE(forged.is_ok());
+  EXPECT_EQ(forged.status().code(), StatusCode::kUnreadable);
 }
 
 TEST(TraceEventTest, FieldsAreLittleEndian) {
@@ -173,8 +203,8 @@ TEST(TraceEventTest, ForgedGroupSizeDoesNotAllocate) {
   std::vector<uint8_t> bytes;
   encode_event(coll, bytes);
   // The member count sits right before the two ranks, the group size, three timestamps, the
-  // state, and NCCL's algorithm and protocol (empty: a 2-byte length each) and channels.
-  size_t count_at = bytes.size() - (2 * 4 + 4 + 3 * 8 + 1 + 2 * 2 + 4) - 4;
+  // state, NCCL's algorithm and protocol (empty: a 2-byte length each), channels and the label.
+  size_t count_at = bytes.size() - (2 * 4 + 4 + 3 * 8 + 1 + 2 * 2 + 4 + 2) - 4;
   ASSERT_EQ(bytes[count_at], 2);
   bytes[count_at + 3] = 0xff;  // ~4 billion members
   auto result = decode_events(bytes);

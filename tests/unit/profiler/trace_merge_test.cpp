@@ -87,6 +87,8 @@ std::vector<TraceEvent> rank_events(const NodeSpec& spec, int rank) {
                                     uint64_t{1} << 20 | static_cast<uint64_t>(rank), 5, 0, 7});
   }
   events.push_back(StepEvent{rank, 1, 2'000, 20'000, 2.5 - 0.1 * rank, 512});
+  // A mixture-of-experts layer's routing (schema version 5).
+  events.push_back(ExpertLoadRecord{rank, 1, 2, {10 + rank, 6}, rank, 0.5});
   events.push_back(StatEvent{"per_rank_errors", rank, 1, StatSeverity::kError, "one per rank"});
   return events;
 }
@@ -302,6 +304,30 @@ TEST_F(TraceMergeTest, NcclChoicesFollowTheirCollectivesAndOlderInputsHaveNone) 
                             "WHERE algorithm IS NOT NULL OR channels IS NOT NULL ORDER BY rank"),
             "0|1|Ring|LL128|1\n1|1|Ring|LL128|2\n");
   EXPECT_EQ(query_number(out, "SELECT count(*) FROM collectives"), 12);
+}
+
+// Expert loads are copied from every input; an input older than version 5 has none.
+TEST_F(TraceMergeTest, ExpertLoadsAreCopiedAndOlderInputsHaveNone) {
+  auto inputs = write_nodes(node0(), node1());
+  {
+    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP VIEW expert_loads; DROP VIEW expert_layers; DROP TABLE "
+                         "expert_load; PRAGMA user_version = 4; UPDATE meta SET value = '4' "
+                         "WHERE key = 'schema_version'")
+                    .is_ok())
+        << db->error_message();
+  }
+  ASSERT_TRUE(merge(inputs).is_ok());
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_rows(out,
+                       "SELECT rank, step, layer, routed_tokens, dropped_tokens, aux_loss "
+                       "FROM expert_layers ORDER BY rank"),
+            "0|1|2|16|0|0.5\n1|1|2|17|1|0.5\n");
+  EXPECT_EQ(query_rows(out,
+                       "SELECT expert, tokens FROM expert_loads WHERE rank = 1 ORDER BY "
+                       "expert"),
+            "0|11\n1|6\n");
 }
 
 // Both nodes' transfers, each on its own slice after the ids are shifted.

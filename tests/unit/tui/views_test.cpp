@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "tui/bars.h"
+#include "tui/view_model.h"
 
 namespace partrain::tui {
 namespace {
@@ -332,6 +334,53 @@ TEST(Findings, ListsFindingsBySeverityWithEvidenceAndAdvice) {
   EXPECT_EQ(grid.row_text(3), "1. [warning] straggler (rank 1) (impact 12%)");
   EXPECT_EQ(grid.row_text(4), "   rank 1 arrives last at 94% of all-reduces");
   EXPECT_EQ(grid.row_text(5), "   try: look at rank 1's host");
+}
+
+// A mixture-of-experts run's collectives view ends with its worst layers' expert load, as
+// `partrain analyze` measured it; a dense run's has no such block.
+TEST(Collectives, TheWorstExpertLayersAtTheBottom) {
+  ViewModel model = two_ranks();
+  UiState state;
+  state.view = View::kCollectives;
+  ScreenGrid dense(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), dense);
+  EXPECT_EQ(screen_text(dense).find("Experts:"), std::string::npos);
+
+  analyzers::ExpertLoadReport& experts = model.analysis.report->experts;
+  experts.applicable = true;
+  experts.ep = 2;
+  for (int layer = 0; layer < 6; ++layer) {
+    analyzers::ExpertLayerBalance l;
+    l.layer = layer;
+    l.experts = 8;
+    l.expert_ratio = 1.5 + 0.1 * layer;
+    l.ep_ratio = 1.0 + 0.1 * layer;  // layer 5 is the worst: 1.5x
+    l.hottest_expert = layer;
+    l.hottest_share = 0.25;
+    l.dropped_share = layer == 5 ? 0.02 : 0;
+    experts.layers.push_back(l);
+  }
+  // A recent dispatch all_to_all shows its label in the op column.
+  MatchedCollective dispatch;
+  dispatch.comm_id = "ep";
+  dispatch.op = "all_to_all";
+  dispatch.label = "moe_dispatch";
+  dispatch.bytes = 4096;
+  dispatch.group_size = 2;
+  model.collectives.push_back(dispatch);
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string text = screen_text(grid);
+  EXPECT_NE(text.find(" moe_dispatch "), std::string::npos) << text;
+  EXPECT_EQ(view_model_json(model)["recent_collectives"][0]["label"], "moe_dispatch");
+  EXPECT_NE(text.find("Experts: 6 MoE layers, ep 2"), std::string::npos) << text;
+  // The four worst layers, the worst first: layer 5 at 1.50x over ep ranks, 2.0% dropped.
+  EXPECT_NE(text.find("    5            2.00x        1.50x     2.0%        5 (25.0%)"),
+            std::string::npos)
+      << text;
+  EXPECT_LT(text.find("    5     "), text.find("    4     "));
+  EXPECT_NE(text.find("    2     "), std::string::npos);
+  EXPECT_EQ(text.find("    1            1.60x"), std::string::npos) << text;  // only four fit
 }
 
 TEST(Help, OverlaysTheKeys) {
