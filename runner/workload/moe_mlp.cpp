@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runner/comm/recording_comm.h"
+
 namespace partrain::runner {
 
 using memory::Category;
@@ -55,7 +57,10 @@ Status MoeMlp::run_experts(const MoeWeights& w, const std::vector<float>& sent, 
   const DispatchPlan& plan = a.plan;
   const int64_t rows = plan.peers * plan.block;
   std::vector<float> received;
-  RETURN_IF_ERROR(exchange_rows(device_, ep_, plan, C, sent, received));
+  {
+    const comm::OpLabel label(ep_, "moe_dispatch");  // told apart from combine in the trace
+    RETURN_IF_ERROR(exchange_rows(device_, ep_, plan, C, sent, received));
+  }
   ASSIGN_OR_RETURN(a.expert_in, zeros({rows, C}, Category::kActivations));
   device_.upload(a.expert_in.data(), received.data(), received.size() * sizeof(float));
   ASSIGN_OR_RETURN(a.expert_fc, zeros({rows, F}, Category::kActivations));
@@ -74,6 +79,7 @@ Status MoeMlp::run_experts(const MoeWeights& w, const std::vector<float>& sent, 
   });
   std::vector<float> computed(static_cast<size_t>(rows * C));
   device_.download(computed.data(), out.data(), computed.size() * sizeof(float));
+  const comm::OpLabel label(ep_, "moe_combine");
   return exchange_rows(device_, ep_, plan, C, computed, returned);
 }
 
@@ -169,7 +175,10 @@ Status MoeMlp::experts_backward(const MoeWeights& w, const std::vector<float>& d
   const DispatchPlan& plan = a.plan;
   const int64_t rows = plan.peers * plan.block;
   std::vector<float> d_received;
-  RETURN_IF_ERROR(exchange_rows(device_, ep_, plan, C, d_sent, d_received));
+  {
+    const comm::OpLabel label(ep_, "moe_combine_grad");
+    RETURN_IF_ERROR(exchange_rows(device_, ep_, plan, C, d_sent, d_received));
+  }
   ASSIGN_OR_RETURN(Tensor d_y, zeros({rows, C}, Category::kWorkspace));
   device_.upload(d_y.data(), d_received.data(), d_received.size() * sizeof(float));
   ASSIGN_OR_RETURN(Tensor d_act, zeros({rows, F}, Category::kWorkspace));
@@ -190,6 +199,7 @@ Status MoeMlp::experts_backward(const MoeWeights& w, const std::vector<float>& d
   });
   std::vector<float> d_computed(static_cast<size_t>(rows * C));
   device_.download(d_computed.data(), d_x.data(), d_computed.size() * sizeof(float));
+  const comm::OpLabel label(ep_, "moe_dispatch_grad");
   return exchange_rows(device_, ep_, plan, C, d_computed, d_returned);
 }
 

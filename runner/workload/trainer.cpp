@@ -119,6 +119,12 @@ Status train(const WorkloadConfig& config, Device& device, TrainingStep& trainin
     ASSIGN_OR_RETURN(float loss, training_step.run(step));
     summary.losses.push_back(loss);
     add_expert_load(training_step.expert_load(), step, summary);
+    if (tracer != nullptr) {
+      for (const ExpertLayerLoad& load : training_step.expert_load()) {
+        tracer->expert_load(step, load.layer, load.tokens_per_expert, load.dropped_tokens,
+                            load.aux_loss);
+      }
+    }
     step_scope.reset();
     const int64_t end = monotonic_ns();
     summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,18 @@ TEST(ExpertLoadCommand, ARealExpertParallelRunsAllToAllHasNcclTestsBusbw) {
         << row.dump();
   }
   EXPECT_GT(rows, 0) << report["collectives"].dump(2);
+  // The workload records its routing and names its exchanges: both MoE layers' token choices
+  // (32 tokens a rank x 2 ranks x top-2 a step), and dispatch and combine as rows of their own.
+  ASSERT_EQ(report["experts"]["layers"].size(), 2u) << report["experts"].dump();
+  for (const nlohmann::json& layer : report["experts"]["layers"]) {
+    EXPECT_EQ(layer["assignments_per_step"], 32 * 2 * 2) << layer.dump();
+  }
+  std::set<std::string> labels;
+  for (const nlohmann::json& row : report["collectives"]) {
+    if (row["op"] == "all_to_all" && row["label"].is_string()) labels.insert(row["label"]);
+  }
+  EXPECT_EQ(labels, (std::set<std::string>{"moe_combine", "moe_combine_grad", "moe_dispatch",
+                                           "moe_dispatch_grad"}));
   // Each all_to_all's S is nccl-tests' alltoall size: the whole per-rank buffer, n x the
   // per-peer count (NCCL's count argument) x 4-byte floats.
   testing::TraceQuery query(trace);
