@@ -43,9 +43,9 @@ TEST(TerminalProgress, ImportAndAnalyzeSayHowFarOnATerminalOnly) {
   EXPECT_EQ(piped.err.find("reading "), std::string::npos) << piped.err;
 
   const std::string analyzed = on_a_terminal("analyze " + trace);
-  EXPECT_NE(analyzed.find("\rpartrain: analyze: time per rank (1 of 6)\033[K"), std::string::npos)
+  EXPECT_NE(analyzed.find("\rpartrain: analyze: time per rank (1 of 7)\033[K"), std::string::npos)
       << analyzed;
-  EXPECT_NE(analyzed.find("\rpartrain: analyze: top kernels (6 of 6)\033[K\r\033[K"),
+  EXPECT_NE(analyzed.find("\rpartrain: analyze: top kernels (7 of 7)\033[K\r\033[K"),
             std::string::npos)
       << analyzed;
   const auto analyze_piped = run_partrain("analyze " + trace);
