@@ -17,6 +17,11 @@ double in_flight_micro_batches(PipelineSchedule schedule, int pp, int vpp, int64
       const double chunks = static_cast<double>((pp - stage - 1) * 2 + (vpp - 1) * pp + 1);
       return std::min(chunks, m * vpp) / vpp;
     }
+    case PipelineSchedule::kZbH1:  // Qi 2023 sec. 3.1: 1F1B's first-stage peak on every stage
+      return std::min(static_cast<double>(pp), m);
+    case PipelineSchedule::kDualPipeV:  // DualPipe README: PP + 1 stages of 2p, two per rank
+    case PipelineSchedule::kDualPipe:   // PP + 1 stages of p, two per rank (one per direction)
+      return (2.0 * (schedule == PipelineSchedule::kDualPipeV ? pp : pp / 2.0) + 1) / 2;
   }
   return m;
 }
@@ -24,6 +29,27 @@ double in_flight_micro_batches(PipelineSchedule schedule, int pp, int vpp, int64
 // Narayanan 2021 sec. 2.2.1 and 2.2.2.
 double bubble_fraction(int pp, int64_t micro_batches, int vpp) {
   return static_cast<double>(pp - 1) / (static_cast<double>(vpp) * static_cast<double>(micro_batches));
+}
+
+double bubble_fraction(PipelineSchedule schedule, int pp, int64_t micro_batches, int vpp) {
+  const auto m = static_cast<double>(micro_batches);
+  switch (schedule) {
+    case PipelineSchedule::kGpipe:
+    case PipelineSchedule::kOneFOneB:
+      return bubble_fraction(pp, micro_batches, 1);
+    case PipelineSchedule::kInterleaved:
+      return bubble_fraction(pp, micro_batches, vpp);
+    case PipelineSchedule::kZbH1:       // Qi 2023 sec. 3.1: (p - 1)(F + B - W)
+    case PipelineSchedule::kDualPipeV:  // DualPipe README, PP = 2p stages: (p - 1)(F&B + B - 3W)
+      return (pp - 1) / (3 * m);
+    case PipelineSchedule::kDualPipe:  // DualPipe README, PP = p stages: (p/2 - 1)(F&B + B - 3W)
+      return std::max(pp - 2, 0) / (3 * m);
+  }
+  return bubble_fraction(pp, micro_batches, vpp);
+}
+
+int parameter_copies(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::kDualPipe ? 2 : 1;
 }
 
 }  // namespace partrain::memory
