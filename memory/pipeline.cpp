@@ -32,20 +32,37 @@ double bubble_fraction(int pp, int64_t micro_batches, int vpp) {
 }
 
 double bubble_fraction(PipelineSchedule schedule, int pp, int64_t micro_batches, int vpp) {
-  const auto m = static_cast<double>(micro_batches);
   switch (schedule) {
     case PipelineSchedule::kGpipe:
     case PipelineSchedule::kOneFOneB:
       return bubble_fraction(pp, micro_batches, 1);
     case PipelineSchedule::kInterleaved:
       return bubble_fraction(pp, micro_batches, vpp);
-    case PipelineSchedule::kZbH1:       // Qi 2023 sec. 3.1: (p - 1)(F + B - W)
-    case PipelineSchedule::kDualPipeV:  // DualPipe README, PP = 2p stages: (p - 1)(F&B + B - 3W)
-      return (pp - 1) / (3 * m);
-    case PipelineSchedule::kDualPipe:  // DualPipe README, PP = p stages: (p/2 - 1)(F&B + B - 3W)
-      return std::max(pp - 2, 0) / (3 * m);
+    case PipelineSchedule::kZbH1:
+    case PipelineSchedule::kDualPipeV:
+    case PipelineSchedule::kDualPipe:
+      return split_bubble_fraction(schedule, pp, micro_batches, 1, 1, 1);
   }
   return bubble_fraction(pp, micro_batches, vpp);
+}
+
+double split_bubble_fraction(PipelineSchedule schedule, int pp, int64_t micro_batches, double F,
+                             double B, double W) {
+  const auto m = static_cast<double>(micro_batches);
+  const double ideal = m * (F + B + W);  // one chunk's work per micro-batch
+  if (ideal <= 0) return 0;
+  switch (schedule) {
+    case PipelineSchedule::kZbH1:  // Qi 2023 sec. 3.1
+      return (pp - 1) * std::max(F + B - W, 0.0) / ideal;
+    case PipelineSchedule::kDualPipeV:  // DualPipe README over PP = 2p stages, two per rank
+      return (pp - 1) * std::max(F + 2 * B - W, 0.0) / (2 * ideal);
+    case PipelineSchedule::kDualPipe:  // DualPipe README over PP = p stages
+      return std::max(pp / 2.0 - 1, 0.0) * std::max(F + 2 * B - W, 0.0) / ideal;
+    case PipelineSchedule::kGpipe:
+    case PipelineSchedule::kOneFOneB:
+    case PipelineSchedule::kInterleaved: return 0;
+  }
+  return 0;
 }
 
 int parameter_copies(PipelineSchedule schedule) {

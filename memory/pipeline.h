@@ -26,6 +26,14 @@ double bubble_fraction(int pp, int64_t micro_batches, int vpp = 1);
 // (PP/2 - 1)(F&B + B_full - 3W) over 2p stages of half a rank's layers, F&B = F + B_full as
 // partrain runs them, one after the other) (p - 1)/(3m); DualPipe over p stages (p - 2)/(3m).
 double bubble_fraction(PipelineSchedule schedule, int pp, int64_t micro_batches, int vpp);
+// The zero-bubble schedules' bubble over the ideal time with a rank's action times per chunk:
+// forward F, input gradient B, weight gradient W. ZB-H1 (p - 1)(F + B - W) / (m (F + B + W))
+// (Qi 2023 sec. 3.1; the README's (PP-1)(F + B_full - 2W)); DualPipeV (p - 1)(F + 2B - W) /
+// (2 m (F + B + W)) and DualPipe (p/2 - 1)(F + 2B - W) / (m (F + B + W)) (the README's
+// (PP/2 - 1)(F&B + B_full - 3W) with F&B = F + B_full: partrain runs the pair one after the
+// other, so this bounds it from above). 0 for the other schedules.
+double split_bubble_fraction(PipelineSchedule schedule, int pp, int64_t micro_batches, double F,
+                             double B, double W);
 
 // Copies of a pipeline stage's parameters a rank holds: DualPipe 2 (a stage per direction),
 // every other schedule 1 (DualPipeV's two chunks are two different halves of a rank's share).

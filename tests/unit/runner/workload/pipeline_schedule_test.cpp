@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -19,8 +20,10 @@ using Program = std::vector<PipelineAction>;
 // ---------------------------------------------------------------------------------------------
 // A simulator of the executor contract in pipeline_schedule.h: sends are posted and never block,
 // a receive blocks its rank until the matching send (kind, micro_batch, chunk, src, dst) has been
-// posted. Every rank runs its list in order; compute has a cost in time units, transfers are free,
-// so the finishing time measures the bubble. The first broken rule stops the run.
+// posted, and, as Gloo completes one communicator's transfers in posting order, until every send
+// the rank posted before it on the same channel has met its peer's receive. Every rank runs its
+// list in order; compute has a cost in time units, transfers are free, so the finishing time
+// measures the bubble. The first broken rule stops the run.
 // ---------------------------------------------------------------------------------------------
 
 struct Simulation {
@@ -37,10 +40,13 @@ using WorkKey = std::pair<int, int>;                       // mb, chunk
 
 class Simulator {
  public:
+  // channel_of: the communicator of a transfer (pipeline_channel unless a test overrides it).
+  using ChannelOf = std::function<int(const PipelineAction&)>;
   Simulator(const PipelineShape& shape, const std::vector<Program>& programs, int64_t forward_cost,
-            int64_t backward_cost, bool rendezvous_sends)
+            int64_t backward_cost, bool rendezvous_sends, ChannelOf channel_of = nullptr)
       : shape_(shape),
         programs_(programs),
+        channel_of_(channel_of ? std::move(channel_of) : default_channel(shape)),
         forward_cost_(forward_cost),
         backward_cost_(memory::splits_backward(shape.schedule) ? backward_cost / 2 : backward_cost),
         weight_cost_(backward_cost - backward_cost_),
@@ -115,8 +121,14 @@ class Simulator {
         return post(r, a, gradient);
       case Kind::kRecvActivation:
       case Kind::kRecvGradient: {
-        auto it = mailbox_.find({gradient, a.micro_batch, a.chunk, a.peer, r});
+        const MessageKey key{gradient, a.micro_batch, a.chunk, a.peer, r};
+        recvs_posted_.insert(key);
+        auto it = mailbox_.find(key);
         if (it == mailbox_.end()) return false;  // blocked until the peer sends
+        // ... and until this rank's earlier sends on the channel have met their receives.
+        auto& before = pending_sends_[{r, channel_of_(a)}];
+        std::erase_if(before, [&](const MessageKey& send) { return recvs_posted_.contains(send); });
+        if (!before.empty()) return false;
         clock_[r] = std::max(clock_[r], it->second);
         mailbox_.erase(it);
         if (!received_[r].insert({gradient, a.micro_batch, a.chunk}).second) {
@@ -145,6 +157,7 @@ class Simulator {
       fail(r, a, "message sent twice");
       return false;
     }
+    pending_sends_[{r, channel_of_(a)}].push_back(key);
     if (!rendezvous_sends_) return true;
     waiting_send_[r] = true;
     return false;
@@ -233,8 +246,13 @@ class Simulator {
     }
   }
 
+  static ChannelOf default_channel(const PipelineShape& shape) {
+    return [shape](const PipelineAction& a) { return static_cast<int>(pipeline_channel(shape, a)); };
+  }
+
   PipelineShape shape_;
   const std::vector<Program>& programs_;
+  ChannelOf channel_of_;
   int64_t forward_cost_;
   int64_t backward_cost_;  // of B: half the backward when it is split, W the rest
   int64_t weight_cost_;
@@ -245,6 +263,8 @@ class Simulator {
   std::vector<int> in_flight_;
   std::vector<std::set<std::tuple<bool, int, int>>> received_;
   std::map<MessageKey, int64_t> mailbox_;  // posted, not yet received: send time
+  std::set<MessageKey> recvs_posted_;      // receives a rank has reached (posted)
+  std::map<std::pair<int, int>, std::vector<MessageKey>> pending_sends_;  // (rank, channel)
   std::set<std::tuple<bool, int, int>> sent_;
   std::set<WorkKey> forward_done_;
   std::set<WorkKey> backward_done_;
@@ -717,6 +737,27 @@ TEST(ZeroBubbleSchedule, RefusesWhatItCannotRun) {
   auto dual = pipeline_actions({PipelineSchedule::kDualPipe, 2, 1, 4}, 0);
   ASSERT_FALSE(dual.is_ok());
   EXPECT_NE(dual.status().message().find("dualpipev"), std::string::npos);
+}
+
+TEST(PipelineSimulator, DualPipeVOnTwoChannelsDeadlocksAsGlooDid) {
+  // What the four channels are for: DualPipeV's lists over one activation and one gradient
+  // communicator wait forever from pp 3 on (a receive queued behind the rank's own send the
+  // other way), as the first runs on Gloo did; at pp 2 the neighbours are one pair each way.
+  for (int pp = 2; pp <= 4; ++pp) {
+    const PipelineShape shape{PipelineSchedule::kDualPipeV, pp, 1, 2 * pp};
+    const auto programs = all_programs(shape);
+    const Simulation two = Simulator(shape, programs, 1, 2, false, [](const PipelineAction& a) {
+                             const bool activation = a.kind == Kind::kSendActivation ||
+                                                     a.kind == Kind::kRecvActivation;
+                             return activation ? 0 : 1;
+                           }).run();
+    if (pp == 2) {
+      EXPECT_EQ(two.error, "");
+    } else {
+      EXPECT_NE(two.error.find("deadlock"), std::string::npos) << "pp " << pp << two.error;
+    }
+    EXPECT_EQ(simulate(shape, programs).error, "") << "pp " << pp;
+  }
 }
 
 TEST(PipelineSimulator, CatchesAWeightPassBeforeItsBackward) {
