@@ -212,9 +212,8 @@ void zero_bubble_theory(PipelineBubbleReport& report) {
     ++n;
   }
   if (n == 0) return;
-  report.theory_bubble_of_ideal =
-      memory::split_bubble_fraction(report.schedule, report.pp, report.micro_batches, F / n,
-                                    B / n, W / n);
+  report.theory_bubble_of_ideal = memory::split_bubble_fraction(
+      report.schedule, report.pp, report.micro_batches, F / n, B / n, W / n);
   report.theory_bubble_of_flush =
       report.theory_bubble_of_ideal / (1 + report.theory_bubble_of_ideal);
 }
@@ -354,8 +353,7 @@ std::vector<Finding> pipeline_bubble_findings(const PipelineBubbleReport& report
       memory::schedule_name(report.schedule), report.pp, report.micro_batches,
       report.vpp > 1 ? fmt::format(", v = {}", report.vpp) : std::string(),
       100 * report.mean_bubble_of_flush(), 100 * report.mean_simulated_bubble_of_flush(),
-      memory::splits_backward(report.schedule) ? "with the measured F, B and W"
-                                               : "(p-1)/(m+p-1)",
+      memory::splits_backward(report.schedule) ? "with the measured F, B and W" : "(p-1)/(m+p-1)",
       100 * report.theory_bubble_of_flush, 100 * impact);
   f.advice = bubble_advice(report);
   return {f};
@@ -373,8 +371,8 @@ std::string format_pipeline_bubble(const PipelineBubbleReport& report) {
       format_duration(Nanoseconds(static_cast<int64_t>(report.gap_ns))));
   const bool split = memory::splits_backward(report.schedule);
   out += fmt::format("{:>5}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}{}\n",
-                     "stage", "step", "flush", "busy", "bubble", "% flush", "sim %", "fwd",
-                     "bwd", split ? fmt::format("  {:>10}", "wgt") : std::string());
+                     "stage", "step", "flush", "busy", "bubble", "% flush", "sim %", "fwd", "bwd",
+                     split ? fmt::format("  {:>10}", "wgt") : std::string());
   for (const StageBubble& st : report.stages) {
     auto ms = [](double ns) { return format_decimal(ns / 1e6, 2); };
     out += fmt::format(

@@ -42,8 +42,8 @@ Status check_input(const PipelineSimInput& in) {
     }
   }
   // The orders' own checks (dualpipev's m >= 2 pp, dualpipe not simulated), as messages.
-  RETURN_IF_ERROR(memory::pipeline_compute_order(in.schedule, in.pp, in.vpp, in.micro_batches, 0)
-                      .status());
+  RETURN_IF_ERROR(
+      memory::pipeline_compute_order(in.schedule, in.pp, in.vpp, in.micro_batches, 0).status());
   return Status::ok();
 }
 

@@ -60,7 +60,8 @@ double split_bubble_fraction(PipelineSchedule schedule, int pp, int64_t micro_ba
       return std::max(pp / 2.0 - 1, 0.0) * std::max(F + 2 * B - W, 0.0) / ideal;
     case PipelineSchedule::kGpipe:
     case PipelineSchedule::kOneFOneB:
-    case PipelineSchedule::kInterleaved: return 0;
+    case PipelineSchedule::kInterleaved:
+      return 0;
   }
   return 0;
 }

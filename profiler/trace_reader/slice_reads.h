@@ -81,8 +81,8 @@ struct PipelineAction {
   bool weight = false;
 };
 
-// The forward, backward and weight phase slices of one rank that start in [from, to), by start; over()
-// chooses another stretch and reads it from its start.
+// The forward, backward and weight phase slices of one rank that start in [from, to), by start;
+// over() chooses another stretch and reads it from its start.
 class PipelineActionCursor : public RowCursor {
  public:
   using RowCursor::RowCursor;

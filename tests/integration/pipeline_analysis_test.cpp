@@ -9,11 +9,10 @@
 // here under load: within 2-8 points (share of the flush) of the simulation. The test allows
 // 15 points either way. (With a tiny model of ~1 ms actions the measured bubble ran 15-40 points
 // above the simulation: noise of the same size as the work.)
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "analyzers/analysis_window.h"
 #include "analyzers/memory_vs_estimate.h"

@@ -246,10 +246,11 @@ TEST(Workload, Bf16StatesAreUsedAsStoredWithoutFp32Copies) {
 // micro-batch each), without and with full recompute; one rank's runs are shared.
 void expect_gpt_layout_matches_one_rank(const std::string& layout, int global_batch) {
   auto run = [&](const std::string& ranks, const char* recompute) {
-    std::string args = fmt::format("-q launch {} --workload gpt --layers 8 --hidden 64 --heads 4 "
-                                   "--seq 32 --vocab 128 --lr 3e-3 --global-batch {} --steps 6 "
-                                   "--recompute {} --json",
-                                   ranks, global_batch, recompute);
+    std::string args = fmt::format(
+        "-q launch {} --workload gpt --layers 8 --hidden 64 --heads 4 "
+        "--seq 32 --vocab 128 --lr 3e-3 --global-batch {} --steps 6 "
+        "--recompute {} --json",
+        ranks, global_batch, recompute);
     CommandResult r = run_partrain(args);
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
     return nlohmann::json::parse(r.out, nullptr, false);

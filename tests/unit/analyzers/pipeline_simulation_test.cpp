@@ -161,7 +161,8 @@ TEST(SimulatePipeline, ZeroBubbleSchedulesCompleteOnEveryShape) {
         ASSERT_TRUE(sim.is_ok()) << memory::schedule_name(schedule) << " pp " << pp << " m " << m
                                  << ": " << sim.status().message();
         const double chunks = schedule == PipelineSchedule::kDualPipeV ? 2 : 1;
-        for (int s = 0; s < pp; ++s) EXPECT_DOUBLE_EQ(sim->busy[static_cast<size_t>(s)], 3 * m * chunks);
+        for (int s = 0; s < pp; ++s)
+          EXPECT_DOUBLE_EQ(sim->busy[static_cast<size_t>(s)], 3 * m * chunks);
       }
     }
   }
@@ -212,7 +213,8 @@ TEST(SimulatePipeline, DualPipeVStaysWithinTheReadmeBound) {
     in.weight.assign(4, 2 * w);
     auto zb = simulate_pipeline(in);
     ASSERT_TRUE(zb.is_ok());
-    const double bound = memory::split_bubble_fraction(PipelineSchedule::kDualPipeV, 4, 12, 1, 1, w);
+    const double bound =
+        memory::split_bubble_fraction(PipelineSchedule::kDualPipeV, 4, 12, 1, 1, w);
     for (int s = 0; s < 4; ++s) {
       EXPECT_LE(v->bubble_of_ideal(s), bound + 1e-12) << "W " << w << " stage " << s;
       EXPECT_LT(v->bubble[static_cast<size_t>(s)], zb->bubble[static_cast<size_t>(s)])

@@ -39,8 +39,9 @@ EstimateInput deepseek_v3(int pp, int ep, PipelineSchedule schedule) {
   in.layout.zero = 1;
   in.layout.schedule = schedule;
   // 61 layers: the first and last stages lighter (embedding, head), as DeepSeek balances them.
-  in.layout.pp_split = pp == 16 ? std::vector<int64_t>{3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2}
-                                : std::vector<int64_t>{7, 8, 8, 8, 8, 8, 8, 6};
+  in.layout.pp_split = pp == 16
+                           ? std::vector<int64_t>{3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2}
+                           : std::vector<int64_t>{7, 8, 8, 8, 8, 8, 8, 6};
   in.layout.global_batch = 15360;  // sec. 4.2: 15,360 sequences of 4K tokens at the end
   in.layout.recompute = Recompute::kFull;
   in.layout.flash_attention = true;

@@ -1,8 +1,8 @@
 #include "memory/pipeline.h"
 
-#include "memory/pipeline_order.h"
-
 #include <gtest/gtest.h>
+
+#include "memory/pipeline_order.h"
 
 namespace partrain::memory {
 namespace {
@@ -44,13 +44,13 @@ TEST(Pipeline, ZeroBubbleInFlightIsThePeakOfTheOrder) {
   for (int pp = 2; pp <= 8; ++pp) {
     for (int64_t m = 1; m <= 3 * pp; ++m) {
       for (int stage = 0; stage < pp; ++stage) {
-        const int zb = peak_chunk_activations(PipelineSchedule::kZbH1, pp, 1, static_cast<int>(m),
-                                              stage);
+        const int zb =
+            peak_chunk_activations(PipelineSchedule::kZbH1, pp, 1, static_cast<int>(m), stage);
         EXPECT_DOUBLE_EQ(in_flight_micro_batches(PipelineSchedule::kZbH1, pp, 1, m, stage), zb)
             << "pp " << pp << " m " << m << " stage " << stage;
         if (m < 2 * pp) continue;
-        const int v = peak_chunk_activations(PipelineSchedule::kDualPipeV, pp, 1,
-                                             static_cast<int>(m), stage);
+        const int v =
+            peak_chunk_activations(PipelineSchedule::kDualPipeV, pp, 1, static_cast<int>(m), stage);
         EXPECT_DOUBLE_EQ(in_flight_micro_batches(PipelineSchedule::kDualPipeV, pp, 1, m, stage),
                          v / 2.0)
             << "pp " << pp << " m " << m << " stage " << stage;

@@ -150,13 +150,15 @@ TEST(TrainingLayout, ZeroBubbleSchedulesNameWhatTheyNeed) {
   EXPECT_NE(message(PipelineSchedule::kZbH1, 1, 8).find("needs --pp > 1"), std::string::npos);
   EXPECT_NE(message(PipelineSchedule::kDualPipe, 3, 12).find("--pp 3 must be even"),
             std::string::npos);
-  EXPECT_NE(message(PipelineSchedule::kDualPipeV, 4, 7).find("at least 2 x --pp 4 = 8 "
-                                                             "micro-batches"),
+  EXPECT_NE(message(PipelineSchedule::kDualPipeV, 4, 7)
+                .find("at least 2 x --pp 4 = 8 "
+                      "micro-batches"),
             std::string::npos);
   EXPECT_NE(message(PipelineSchedule::kDualPipe, 4, 9).find("must be even"), std::string::npos);
   // Llama 2 7B's 32 layers over dualpipev's 2 x 3 stages: give a split of 6 entries.
-  EXPECT_NE(message(PipelineSchedule::kDualPipeV, 3, 6).find("2 x --pp 3 = 6 stages must divide "
-                                                             "the 32 layers"),
+  EXPECT_NE(message(PipelineSchedule::kDualPipeV, 3, 6)
+                .find("2 x --pp 3 = 6 stages must divide "
+                      "the 32 layers"),
             std::string::npos);
   EXPECT_EQ(message(PipelineSchedule::kDualPipeV, 3, 6, {6, 5, 5, 5, 5, 6}), "");
   EXPECT_EQ(message(PipelineSchedule::kZbH1, 4, 8), "");

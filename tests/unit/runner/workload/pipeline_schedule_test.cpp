@@ -247,7 +247,8 @@ class Simulator {
   }
 
   static ChannelOf default_channel(const PipelineShape& shape) {
-    return [shape](const PipelineAction& a) { return static_cast<int>(pipeline_channel(shape, a)); };
+    return
+        [shape](const PipelineAction& a) { return static_cast<int>(pipeline_channel(shape, a)); };
   }
 
   PipelineShape shape_;
@@ -747,8 +748,8 @@ TEST(PipelineSimulator, DualPipeVOnTwoChannelsDeadlocksAsGlooDid) {
     const PipelineShape shape{PipelineSchedule::kDualPipeV, pp, 1, 2 * pp};
     const auto programs = all_programs(shape);
     const Simulation two = Simulator(shape, programs, 1, 2, false, [](const PipelineAction& a) {
-                             const bool activation = a.kind == Kind::kSendActivation ||
-                                                     a.kind == Kind::kRecvActivation;
+                             const bool activation =
+                                 a.kind == Kind::kSendActivation || a.kind == Kind::kRecvActivation;
                              return activation ? 0 : 1;
                            }).run();
     if (pp == 2) {
