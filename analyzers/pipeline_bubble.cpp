@@ -18,6 +18,7 @@
 #include "core/duration.h"
 #include "core/number_format.h"
 #include "memory/pipeline.h"
+#include "memory/pipeline_order.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -150,11 +151,27 @@ std::vector<StageBubble> stage_means(const std::vector<RankStep>& rows,
   return stages;
 }
 
-const PhaseAction* find_action(const RankStep& row, bool forward, int micro_batch) {
+// The model chunk of each of a rank's actions, which the phase slices do not name: the stage
+// itself but under DualPipeV, whose rank r runs a micro-batch's first forward on chunk r (down the
+// V) and its second on 2p - 1 - r, and its backwards the other way round (a chunk's backward needs
+// the next chunk's). -1 for weight passes and unknown micro-batches.
+std::vector<int> action_chunks(const RankStep& row, memory::PipelineSchedule schedule, int pp,
+                               int stage) {
+  std::vector<int> chunks;
+  std::map<std::pair<bool, int>, int> seen;  // (forward, micro-batch): slices so far
   for (const PhaseAction& a : row.actions) {
-    if (!a.weight && a.forward == forward && a.micro_batch == micro_batch) return &a;
+    if (a.weight || a.micro_batch < 0) {
+      chunks.push_back(-1);
+      continue;
+    }
+    if (schedule != memory::PipelineSchedule::kDualPipeV) {
+      chunks.push_back(stage);
+      continue;
+    }
+    const bool first = seen[{a.forward, a.micro_batch}]++ == 0;
+    chunks.push_back(first == a.forward ? stage : 2 * pp - 1 - stage);
   }
-  return nullptr;
+  return chunks;
 }
 
 int64_t median(std::vector<int64_t> values) {
@@ -169,25 +186,48 @@ int64_t median(std::vector<int64_t> values) {
 //   its output, when that dependency held the consumer up (its stage had finished its previous
 //   action by then);
 // - gap: between two actions of one stage when the second's input was already there.
-// Without interleaving only, where a slice's chunk is its stage.
+// Where a slice's chunk is known (action_chunks): not under interleaving.
 void measure_delays(const std::vector<RankStep>& rows, const WorkloadRunConfig& config,
                     PipelineBubbleReport& report) {
-  std::map<std::tuple<int, int64_t, int>, const RankStep*> at;  // (pipeline, step, stage)
+  struct Labelled {
+    const RankStep* row = nullptr;
+    std::vector<int> chunks;
+  };
+  const int pp = report.pp;
+  const int last_chunk = memory::pipeline_chunks(report.schedule, pp, report.vpp) - 1;
+  std::map<std::tuple<int, int64_t, int>, Labelled> at;  // (pipeline, step, stage)
   for (const RankStep& r : rows) {
-    at[{config.pipeline_of(r.rank), r.step, config.pp_stage(r.rank)}] = &r;
+    const int stage = config.pp_stage(r.rank);
+    at[{config.pipeline_of(r.rank), r.step, stage}] = {
+        &r, action_chunks(r, report.schedule, pp, stage)};
   }
+  // The producer of action i's input on another stage, or null (none, or this stage's own).
+  auto producer_of = [&](int pipeline, int64_t step, int stage, const Labelled& consumer,
+                         size_t i) -> const PhaseAction* {
+    const PhaseAction& a = consumer.row->actions[i];
+    const int chunk = consumer.chunks[i];
+    const int from = a.forward ? chunk - 1 : chunk + 1;
+    if (chunk < 0 || from < 0 || from > last_chunk) return nullptr;
+    const int from_stage = memory::chunk_rank(report.schedule, pp, from);
+    if (from_stage == stage) return nullptr;
+    auto row = at.find({pipeline, step, from_stage});
+    if (row == at.end()) return nullptr;
+    const std::vector<PhaseAction>& actions = row->second.row->actions;
+    for (size_t k = 0; k < actions.size(); ++k) {
+      if (!actions[k].weight && actions[k].forward == a.forward &&
+          actions[k].micro_batch == a.micro_batch && row->second.chunks[k] == from) {
+        return &actions[k];
+      }
+    }
+    return nullptr;
+  };
   std::vector<int64_t> transfers, gaps;
   for (const auto& [key, consumer] : at) {
     const auto& [pipeline, step, stage] = key;
-    for (size_t i = 0; i < consumer->actions.size(); ++i) {
-      const PhaseAction& a = consumer->actions[i];
-      const int64_t free_at = i > 0 ? consumer->actions[i - 1].end : a.start;
-      if (a.weight) continue;  // its input, its own backward, never crosses stages
-      auto producer_row = at.find({pipeline, step, a.forward ? stage - 1 : stage + 1});
-      const PhaseAction* producer =
-          producer_row == at.end() || a.micro_batch < 0
-              ? nullptr
-              : find_action(*producer_row->second, a.forward, a.micro_batch);
+    for (size_t i = 0; i < consumer.row->actions.size(); ++i) {
+      const PhaseAction& a = consumer.row->actions[i];
+      const int64_t free_at = i > 0 ? consumer.row->actions[i - 1].end : a.start;
+      const PhaseAction* producer = producer_of(pipeline, step, stage, consumer, i);
       if (producer != nullptr && producer->end > free_at) {
         if (a.start >= producer->end) transfers.push_back(a.start - producer->end);
       } else if (i > 0 && a.start >= free_at) {
@@ -288,8 +328,8 @@ StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const TraceReader& reader
   }
   report.applicable = true;
   report.stages = stage_means(rows, *config);
-  // Delays need a slice's stage to be its chunk's: not under interleaving or DualPipeV's V.
-  if (memory::chunks_per_rank(report.schedule, report.vpp) == 1) {
+  // Delays need each slice's chunk: not known under interleaving.
+  if (report.schedule != memory::PipelineSchedule::kInterleaved) {
     measure_delays(rows, *config, report);
   }
   if (memory::splits_backward(report.schedule)) zero_bubble_theory(report);

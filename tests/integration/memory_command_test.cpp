@@ -302,7 +302,7 @@ TEST(MemoryCommand, DeepSeekV3PublishedLayoutFitsAndEp8DoesNot) {
     return run_partrain(fmt::format(
         "memory --model deepseek-v3 --dp 128 --pp 16 --ep {} --zero 1 --pp-schedule dualpipe "
         "--pp-split 3,4,4,4,4,4,4,4,4,4,4,4,4,4,4,2 --precision bf16-fp32grad --recompute full "
-        "--flash-attn --global-batch 15360 --gpu h100-80g",
+        "--flash-attn --global-batch 15360 --gpu h800",
         ep));
   };
   const CommandResult published = run(64);

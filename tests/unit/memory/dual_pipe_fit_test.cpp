@@ -29,8 +29,7 @@ EstimateInput deepseek_v3(int pp, int ep, PipelineSchedule schedule) {
   EXPECT_TRUE(model.is_ok()) << model.status().message();
   if (model.is_ok()) in.model = *model;
   in.recipe = *precision_recipe("bf16-fp32grad", Optimizer::kAdamW);
-  // The H800 carries the H100's 80 GB of HBM3: the h100-80g preset's capacity.
-  auto gpu = load_gpu_preset(kShare, "h100-80g");
+  auto gpu = load_gpu_preset(kShare, "h800");
   EXPECT_TRUE(gpu.is_ok()) << gpu.status().message();
   if (gpu.is_ok()) in.capacity_bytes = gpu->memory_bytes;
   in.layout.dp = 2048 / pp;
