@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "memory/activations.h"
 #include "memory/flops.h"
 #include "memory/kv_cache.h"
 #include "memory/parameter_count.h"
 #include "memory/pipeline.h"
+#include "memory/pipeline_order.h"
 
 namespace partrain::memory {
 namespace {
@@ -151,7 +154,11 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
        "Narayanan 2021 sec. 2.2 (1F1B holds min(p - stage, m)); Korthikanti 2022 "
        "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m); Qi 2023 (ZB-H1 p); DualPipe "
        "README (PP + 1)"});
-  if (s.stage == l.pp - 1 && !mlp) {
+  // The rank that holds the model's last chunk (DualPipeV's rank 0, DualPipe's 0 and p - 1).
+  const std::vector<int> held = rank_chunks(l.schedule, l.pp, l.vpp, s.stage);
+  const bool holds_head = std::find(held.begin(), held.end(),
+                                    pipeline_chunks(l.schedule, l.pp, l.vpp) - 1) != held.end();
+  if (holds_head && !mlp) {
     lines.push_back({"output layer (last stage)",
                      fmt::format("2 x {} B x s b h{} + 4 s b V/t = fp32 logits with V = {}",
                                  a.element_bytes, l.sp ? "/t" : "", m.vocab),
