@@ -30,6 +30,10 @@ using analyzers::PipelineBubbleReport;
 
 constexpr double kBelowSimulation = 0.15;
 constexpr double kAboveSimulation = 0.15;
+// DualPipeV runs 24 actions a step per rank here (twice 1F1B's 8 and more than ZB-H1's 12), each
+// a chance for the scheduler to preempt a rank the simulation cannot see: alone it measured within
+// 8 points of the simulation, under the default suite's -j2 load up to 19 points over it.
+constexpr double kAboveSimulationDualPipeV = 0.25;
 
 class PipelineAnalysis : public ::testing::Test {
  protected:
@@ -98,8 +102,12 @@ void expect_near_simulation(const char* schedule, const PipelineBubbleReport& re
     EXPECT_GT(st.backward_ns, 0);
     EXPECT_GE(st.bubble_of_flush, st.simulated_bubble_of_flush - kBelowSimulation)
         << schedule << " stage " << st.stage << "\n" << format_pipeline_bubble(report);
-    EXPECT_LE(st.bubble_of_flush, st.simulated_bubble_of_flush + kAboveSimulation)
-        << schedule << " stage " << st.stage << "\n" << format_pipeline_bubble(report);
+    const double above = report.schedule == memory::PipelineSchedule::kDualPipeV
+                             ? kAboveSimulationDualPipeV
+                             : kAboveSimulation;
+    EXPECT_LE(st.bubble_of_flush, st.simulated_bubble_of_flush + above)
+        << schedule << " stage " << st.stage << "\n"
+        << format_pipeline_bubble(report);
   }
   std::cerr << format_pipeline_bubble(report);
 }
