@@ -18,6 +18,7 @@
 #include "core/duration.h"
 #include "core/number_format.h"
 #include "memory/pipeline.h"
+#include "memory/pipeline_order.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -30,6 +31,7 @@ struct PhaseAction {
   bool forward = true;
   int micro_batch = -1;
   int64_t start = 0, end = 0;
+  bool weight = false;
 };
 
 struct RankStep {
@@ -40,8 +42,8 @@ struct RankStep {
   int64_t first = std::numeric_limits<int64_t>::max();
   int64_t last = std::numeric_limits<int64_t>::min();
   int64_t busy = 0;
-  int64_t forward = 0, backward = 0;
-  int forwards = 0, backwards = 0;
+  int64_t forward = 0, backward = 0, weight = 0;
+  int forwards = 0, backwards = 0, weights = 0;
 };
 
 // Fills busy, first/last and the action sums from the forward and backward phases starting in
@@ -54,9 +56,14 @@ bool measure_phases(profiler::PipelineActionCursor& phases, int64_t start, int64
   while (phases.next(action)) {
     const int64_t s = action.start_ns, e = action.end_ns;
     const bool forward = action.forward;
-    out.actions.push_back({forward, action.micro_batch, s, e});
-    (forward ? out.forward : out.backward) += e - s;
-    ++(forward ? out.forwards : out.backwards);
+    out.actions.push_back({forward, action.micro_batch, s, e, action.weight});
+    if (action.weight) {
+      out.weight += e - s;
+      ++out.weights;
+    } else {
+      (forward ? out.forward : out.backward) += e - s;
+      ++(forward ? out.forwards : out.backwards);
+    }
     out.first = std::min(out.first, s);
     out.last = std::max(out.last, e);
     if (s > open_end) {  // slices come by start time, so one open interval is enough
@@ -108,7 +115,7 @@ std::vector<StageBubble> stage_means(const std::vector<RankStep>& rows,
     }
   }
   std::vector<StageBubble> stages(static_cast<size_t>(config.resolved.layout.pp));
-  std::vector<int64_t> forwards(stages.size()), backwards(stages.size());
+  std::vector<int64_t> forwards(stages.size()), backwards(stages.size()), weights(stages.size());
   for (size_t s = 0; s < stages.size(); ++s) stages[s].stage = static_cast<int>(s);
   for (const RankStep& r : rows) {
     StageBubble& st = stages.at(static_cast<size_t>(config.pp_stage(r.rank)));
@@ -124,13 +131,16 @@ std::vector<StageBubble> stage_means(const std::vector<RankStep>& rows,
     st.bubble_of_ideal += r.busy > 0 ? bubble / static_cast<double>(r.busy) : 0;
     st.forward_ns += static_cast<double>(r.forward);
     st.backward_ns += static_cast<double>(r.backward);
+    st.weight_ns += static_cast<double>(r.weight);
     forwards[static_cast<size_t>(st.stage)] += r.forwards;
     backwards[static_cast<size_t>(st.stage)] += r.backwards;
+    weights[static_cast<size_t>(st.stage)] += r.weights;
   }
   for (StageBubble& st : stages) {
     const auto s = static_cast<size_t>(st.stage);
     if (forwards[s] > 0) st.forward_ns /= static_cast<double>(forwards[s]);
     if (backwards[s] > 0) st.backward_ns /= static_cast<double>(backwards[s]);
+    if (weights[s] > 0) st.weight_ns /= static_cast<double>(weights[s]);
     if (st.samples == 0) continue;
     const double n = st.samples;
     for (double* v : {&st.step_ns, &st.flush_ns, &st.busy_ns, &st.bubble_ns, &st.bubble_of_flush,
@@ -141,11 +151,27 @@ std::vector<StageBubble> stage_means(const std::vector<RankStep>& rows,
   return stages;
 }
 
-const PhaseAction* find_action(const RankStep& row, bool forward, int micro_batch) {
+// The model chunk of each of a rank's actions, which the phase slices do not name: the stage
+// itself but under DualPipeV, whose rank r runs a micro-batch's first forward on chunk r (down the
+// V) and its second on 2p - 1 - r, and its backwards the other way round (a chunk's backward needs
+// the next chunk's). -1 for weight passes and unknown micro-batches.
+std::vector<int> action_chunks(const RankStep& row, memory::PipelineSchedule schedule, int pp,
+                               int stage) {
+  std::vector<int> chunks;
+  std::map<std::pair<bool, int>, int> seen;  // (forward, micro-batch): slices so far
   for (const PhaseAction& a : row.actions) {
-    if (a.forward == forward && a.micro_batch == micro_batch) return &a;
+    if (a.weight || a.micro_batch < 0) {
+      chunks.push_back(-1);
+      continue;
+    }
+    if (schedule != memory::PipelineSchedule::kDualPipeV) {
+      chunks.push_back(stage);
+      continue;
+    }
+    const bool first = seen[{a.forward, a.micro_batch}]++ == 0;
+    chunks.push_back(first == a.forward ? stage : 2 * pp - 1 - stage);
   }
-  return nullptr;
+  return chunks;
 }
 
 int64_t median(std::vector<int64_t> values) {
@@ -160,24 +186,48 @@ int64_t median(std::vector<int64_t> values) {
 //   its output, when that dependency held the consumer up (its stage had finished its previous
 //   action by then);
 // - gap: between two actions of one stage when the second's input was already there.
-// Without interleaving only, where a slice's chunk is its stage.
+// Where a slice's chunk is known (action_chunks): not under interleaving.
 void measure_delays(const std::vector<RankStep>& rows, const WorkloadRunConfig& config,
                     PipelineBubbleReport& report) {
-  std::map<std::tuple<int, int64_t, int>, const RankStep*> at;  // (pipeline, step, stage)
+  struct Labelled {
+    const RankStep* row = nullptr;
+    std::vector<int> chunks;
+  };
+  const int pp = report.pp;
+  const int last_chunk = memory::pipeline_chunks(report.schedule, pp, report.vpp) - 1;
+  std::map<std::tuple<int, int64_t, int>, Labelled> at;  // (pipeline, step, stage)
   for (const RankStep& r : rows) {
-    at[{config.pipeline_of(r.rank), r.step, config.pp_stage(r.rank)}] = &r;
+    const int stage = config.pp_stage(r.rank);
+    at[{config.pipeline_of(r.rank), r.step, stage}] = {
+        &r, action_chunks(r, report.schedule, pp, stage)};
   }
+  // The producer of action i's input on another stage, or null (none, or this stage's own).
+  auto producer_of = [&](int pipeline, int64_t step, int stage, const Labelled& consumer,
+                         size_t i) -> const PhaseAction* {
+    const PhaseAction& a = consumer.row->actions[i];
+    const int chunk = consumer.chunks[i];
+    const int from = a.forward ? chunk - 1 : chunk + 1;
+    if (chunk < 0 || from < 0 || from > last_chunk) return nullptr;
+    const int from_stage = memory::chunk_rank(report.schedule, pp, from);
+    if (from_stage == stage) return nullptr;
+    auto row = at.find({pipeline, step, from_stage});
+    if (row == at.end()) return nullptr;
+    const std::vector<PhaseAction>& actions = row->second.row->actions;
+    for (size_t k = 0; k < actions.size(); ++k) {
+      if (!actions[k].weight && actions[k].forward == a.forward &&
+          actions[k].micro_batch == a.micro_batch && row->second.chunks[k] == from) {
+        return &actions[k];
+      }
+    }
+    return nullptr;
+  };
   std::vector<int64_t> transfers, gaps;
   for (const auto& [key, consumer] : at) {
     const auto& [pipeline, step, stage] = key;
-    for (size_t i = 0; i < consumer->actions.size(); ++i) {
-      const PhaseAction& a = consumer->actions[i];
-      const int64_t free_at = i > 0 ? consumer->actions[i - 1].end : a.start;
-      auto producer_row = at.find({pipeline, step, a.forward ? stage - 1 : stage + 1});
-      const PhaseAction* producer =
-          producer_row == at.end() || a.micro_batch < 0
-              ? nullptr
-              : find_action(*producer_row->second, a.forward, a.micro_batch);
+    for (size_t i = 0; i < consumer.row->actions.size(); ++i) {
+      const PhaseAction& a = consumer.row->actions[i];
+      const int64_t free_at = i > 0 ? consumer.row->actions[i - 1].end : a.start;
+      const PhaseAction* producer = producer_of(pipeline, step, stage, consumer, i);
       if (producer != nullptr && producer->end > free_at) {
         if (a.start >= producer->end) transfers.push_back(a.start - producer->end);
       } else if (i > 0 && a.start >= free_at) {
@@ -189,12 +239,37 @@ void measure_delays(const std::vector<RankStep>& rows, const WorkloadRunConfig& 
   report.gap_ns = static_cast<double>(median(std::move(gaps)));
 }
 
+// The zero-bubble schedules' theory depends on how W compares with F and B: the measured means
+// over the stages that have them.
+void zero_bubble_theory(PipelineBubbleReport& report) {
+  double F = 0, B = 0, W = 0;
+  int n = 0;
+  for (const StageBubble& st : report.stages) {
+    if (st.samples == 0) continue;
+    F += st.forward_ns;
+    B += st.backward_ns;
+    W += st.weight_ns;
+    ++n;
+  }
+  if (n == 0) return;
+  report.theory_bubble_of_ideal = memory::split_bubble_fraction(
+      report.schedule, report.pp, report.micro_batches, F / n, B / n, W / n);
+  report.theory_bubble_of_flush =
+      report.theory_bubble_of_ideal / (1 + report.theory_bubble_of_ideal);
+}
+
 Status simulate_measured(PipelineBubbleReport& report) {
-  PipelineSimInput in{report.schedule, report.pp, report.vpp, report.micro_batches, {}, {},
-                      report.transfer_ns, report.gap_ns};
+  PipelineSimInput in;
+  in.schedule = report.schedule;
+  in.pp = report.pp;
+  in.vpp = report.vpp;
+  in.micro_batches = report.micro_batches;
+  in.transfer = report.transfer_ns;
+  in.gap = report.gap_ns;
   for (const StageBubble& st : report.stages) {
     in.forward.push_back(st.forward_ns);
     in.backward.push_back(st.backward_ns);
+    in.weight.push_back(st.weight_ns);
   }
   ASSIGN_OR_RETURN(PipelineSimulation sim, simulate_pipeline(in));
   report.simulated_flush_ns = sim.step_time;
@@ -237,9 +312,9 @@ StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const TraceReader& reader
   report.vpp = layout.schedule == memory::PipelineSchedule::kInterleaved ? layout.vpp : 1;
   report.micro_batches = static_cast<int>(config->resolved.micro_batches);
   report.layers = config->model.layers;
-  // Narayanan 2021 sec. 2.2.
+  // Narayanan 2021 sec. 2.2; the zero-bubble schedules' with F = B = W until measured.
   report.theory_bubble_of_ideal =
-      memory::bubble_fraction(report.pp, report.micro_batches, report.vpp);
+      memory::bubble_fraction(report.schedule, report.pp, report.micro_batches, report.vpp);
   report.theory_bubble_of_flush =
       report.theory_bubble_of_ideal / (1 + report.theory_bubble_of_ideal);
   std::vector<RankStep> rows;
@@ -253,7 +328,11 @@ StatusOr<PipelineBubbleReport> analyze_pipeline_bubble(const TraceReader& reader
   }
   report.applicable = true;
   report.stages = stage_means(rows, *config);
-  if (report.vpp == 1) measure_delays(rows, *config, report);
+  // Delays need each slice's chunk: not known under interleaving.
+  if (report.schedule != memory::PipelineSchedule::kInterleaved) {
+    measure_delays(rows, *config, report);
+  }
+  if (memory::splits_backward(report.schedule)) zero_bubble_theory(report);
   std::erase_if(report.stages, [](const StageBubble& st) { return st.samples == 0; });
   if (static_cast<int>(report.stages.size()) == report.pp) {
     RETURN_IF_ERROR(simulate_measured(report));
@@ -273,8 +352,9 @@ std::string bubble_advice(const PipelineBubbleReport& report) {
   const int p = report.pp, m = report.micro_batches, v = report.vpp;
   std::string advice = fmt::format(
       "raise the micro-batches per step (global batch / (dp x micro-batch), now {}): with {} the "
-      "bubble is (p-1)/m = {:.0f}% of the ideal time",
-      m, 4 * m, 100.0 * (p - 1) / (4.0 * m));
+      "bubble is {:.0f}% of the ideal time",
+      m, 4 * m, 100.0 * memory::bubble_fraction(report.schedule, p, 4 * m, v));
+  if (memory::splits_backward(report.schedule)) return advice;  // already past interleaving
   // Interleaving, only where launch would run it: a layer or more per virtual stage, and the
   // micro-batches a multiple of p (Narayanan 2021 sec. 2.2's schedule).
   const int more_v = report.schedule == memory::PipelineSchedule::kInterleaved ? v + 1 : 2;
@@ -309,10 +389,11 @@ std::vector<Finding> pipeline_bubble_findings(const PipelineBubbleReport& report
   f.impact = impact;
   f.evidence = fmt::format(
       "{} with p = {}, m = {}{}: stages idle {:.1f}% of the pipeline flush (simulated "
-      "{:.1f}%, theory (p-1)/(m+p-1) = {:.1f}%), {:.1f}% of the step",
+      "{:.1f}%, theory {} = {:.1f}%), {:.1f}% of the step",
       memory::schedule_name(report.schedule), report.pp, report.micro_batches,
       report.vpp > 1 ? fmt::format(", v = {}", report.vpp) : std::string(),
       100 * report.mean_bubble_of_flush(), 100 * report.mean_simulated_bubble_of_flush(),
+      memory::splits_backward(report.schedule) ? "with the measured F, B and W" : "(p-1)/(m+p-1)",
       100 * report.theory_bubble_of_flush, 100 * impact);
   f.advice = bubble_advice(report);
   return {f};
@@ -328,16 +409,18 @@ std::string format_pipeline_bubble(const PipelineBubbleReport& report) {
       format_percent(report.theory_bubble_of_ideal), format_percent(report.theory_bubble_of_flush),
       format_duration(Nanoseconds(static_cast<int64_t>(report.transfer_ns))),
       format_duration(Nanoseconds(static_cast<int64_t>(report.gap_ns))));
-  out += fmt::format("{:>5}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}\n",
-                     "stage", "step", "flush", "busy", "bubble", "% flush", "sim %", "fwd",
-                     "bwd");
+  const bool split = memory::splits_backward(report.schedule);
+  out += fmt::format("{:>5}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}{}\n",
+                     "stage", "step", "flush", "busy", "bubble", "% flush", "sim %", "fwd", "bwd",
+                     split ? fmt::format("  {:>10}", "wgt") : std::string());
   for (const StageBubble& st : report.stages) {
     auto ms = [](double ns) { return format_decimal(ns / 1e6, 2); };
     out += fmt::format(
-        "{:>5}  {:>7} ms  {:>7} ms  {:>7} ms  {:>7} ms  {:>10}  {:>10}  {:>7} ms  {:>7} ms\n",
+        "{:>5}  {:>7} ms  {:>7} ms  {:>7} ms  {:>7} ms  {:>10}  {:>10}  {:>7} ms  {:>7} ms{}\n",
         st.stage, ms(st.step_ns), ms(st.flush_ns), ms(st.busy_ns), ms(st.bubble_ns),
         format_percent(st.bubble_of_flush), format_percent(st.simulated_bubble_of_flush),
-        ms(st.forward_ns), ms(st.backward_ns));
+        ms(st.forward_ns), ms(st.backward_ns),
+        split ? fmt::format("  {:>7} ms", ms(st.weight_ns)) : std::string());
   }
   return out;
 }
@@ -367,6 +450,7 @@ nlohmann::json pipeline_bubble_json(const PipelineBubbleReport& report) {
                       {"bubble_ms", st.bubble_ns / 1e6},
                       {"forward_ms", st.forward_ns / 1e6},
                       {"backward_ms", st.backward_ns / 1e6},
+                      {"weight_ms", st.weight_ns / 1e6},
                       {"bubble_of_flush", st.bubble_of_flush},
                       {"bubble_of_ideal", st.bubble_of_ideal},
                       {"simulated_bubble_of_flush", st.simulated_bubble_of_flush},

@@ -25,7 +25,8 @@ struct StageBubble {
   double busy_ns = 0;        // |union of this stage's forward and backward slices|
   double bubble_ns = 0;      // flush - busy
   double forward_ns = 0;     // mean forward action (one chunk, one micro-batch)
-  double backward_ns = 0;    // mean backward action
+  double backward_ns = 0;    // mean backward action (the input gradient's, when split)
+  double weight_ns = 0;      // mean weight action (zb-h1, dualpipev); 0 otherwise
   double bubble_of_flush = 0;  // mean of bubble / flush
   double bubble_of_ideal = 0;  // mean of bubble / busy
   double simulated_bubble_of_flush = 0;
@@ -39,7 +40,8 @@ struct PipelineBubbleReport {
   int pp = 1, vpp = 1, micro_batches = 1;
   int64_t layers = 0;  // the model's, which bound the virtual stages (each holds one or more)
   // Narayanan 2021 sec. 2.2: bubble / ideal = (p-1)/m, (p-1)/(v m) interleaved; as a share of
-  // the flush, x / (1 + x) = (p-1)/(m+p-1) for 1F1B.
+  // the flush, x / (1 + x) = (p-1)/(m+p-1) for 1F1B. The zero-bubble schedules:
+  // memory::split_bubble_fraction with the measured mean F, B and W.
   double theory_bubble_of_ideal = 0;
   double theory_bubble_of_flush = 0;
   // Median measured delay from an action's end to the dependent action's start on the adjacent

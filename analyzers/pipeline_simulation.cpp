@@ -1,38 +1,19 @@
 // simulate_pipeline: every stage walks its action list in order; an action starts once the stage
 // is free and its inputs exist (the forward of the same micro-batch on the previous chunk; for a
-// backward, the backward on the next chunk and its own forward). Stages are swept round-robin
+// backward, the backward on the next chunk and its own forward; for a weight pass, its
+// backward). Stages are swept round-robin
 // until none can advance, so the result depends only on the dependencies, never on sweep order.
 #include "analyzers/pipeline_simulation.h"
 
 #include <algorithm>
 #include <optional>
 
+#include "memory/pipeline_order.h"
+
 namespace partrain::analyzers {
 namespace {
 
 using memory::PipelineSchedule;
-
-int warmup_forwards(PipelineSchedule schedule, int pp, int vpp, int m, int stage) {
-  switch (schedule) {
-    case PipelineSchedule::kGpipe: return m;
-    case PipelineSchedule::kOneFOneB: return std::min(pp - stage - 1, m);
-    case PipelineSchedule::kInterleaved:
-      // Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving.
-      return std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, m * vpp);
-  }
-  return m;
-}
-
-// The k-th forward (backward) of a rank: Megatron-LM's get_model_chunk_id walks micro-batches in
-// groups of pp, chunk by chunk (backwards through the chunks in descending order).
-PipelineAction kth_action(PipelineSchedule schedule, int pp, int vpp, int stage, int k,
-                          bool forward) {
-  if (schedule != PipelineSchedule::kInterleaved) return {forward, k, stage};
-  const int group = pp * vpp;
-  int local = (k % group) / pp;
-  if (!forward) local = vpp - 1 - local;
-  return {forward, (k / group) * pp + k % pp, local * pp + stage};
-}
 
 Status check_input(const PipelineSimInput& in) {
   if (in.pp < 1 || in.vpp < 1 || in.micro_batches < 1) {
@@ -48,15 +29,21 @@ Status check_input(const PipelineSimInput& in) {
                             in.micro_batches, in.pp);
   }
   const auto stages = static_cast<size_t>(in.pp);
-  if (in.forward.size() != stages || in.backward.size() != stages) {
+  if (in.forward.size() != stages || in.backward.size() != stages ||
+      (!in.weight.empty() && in.weight.size() != stages)) {
     return invalid_argument(
-        "pipeline simulation needs forward and backward times for all {} stages", in.pp);
+        "pipeline simulation needs forward and backward (and weight) times for all {} stages",
+        in.pp);
   }
   for (size_t s = 0; s < stages; ++s) {
-    if (in.forward[s] < 0 || in.backward[s] < 0 || in.transfer < 0 || in.gap < 0) {
+    if (in.forward[s] < 0 || in.backward[s] < 0 || in.transfer < 0 || in.gap < 0 ||
+        (!in.weight.empty() && in.weight[s] < 0)) {
       return invalid_argument("stage {} has a negative action time", s);
     }
   }
+  // The orders' own checks (dualpipev's m >= 2 pp, dualpipe not simulated), as messages.
+  RETURN_IF_ERROR(
+      memory::pipeline_compute_order(in.schedule, in.pp, in.vpp, in.micro_batches, 0).status());
   return Status::ok();
 }
 
@@ -79,17 +66,21 @@ class Finished {
 };
 
 // When the action's inputs are ready, or nullopt while one is missing.
-std::optional<double> inputs_ready(Finished& done, const PipelineAction& a, int chunks,
-                                   double transfer) {
+std::optional<double> inputs_ready(Finished& done, const PipelineAction& a,
+                                   const PipelineSimInput& in, int chunks) {
   double ready = 0;
   auto need = [&](bool forward, int chunk) {
     const std::optional<double>& end = done.at(forward, a.micro_batch, chunk);
-    // An input from another chunk crosses a stage boundary (adjacent chunks are on
-    // different ranks); the chunk's own forward, needed by its backward, does not.
-    if (end) ready = std::max(ready, *end + (chunk != a.chunk ? transfer : 0));
+    // An input from a chunk on another stage crosses a stage boundary; the chunk's own forward
+    // (needed by its backward) and a neighbour on the same stage (DualPipeV's tip) do not.
+    const bool crosses = memory::chunk_rank(in.schedule, in.pp, chunk) !=
+                         memory::chunk_rank(in.schedule, in.pp, a.chunk);
+    if (end) ready = std::max(ready, *end + (crosses ? in.transfer : 0));
     return end.has_value();
   };
-  if (a.forward) {
+  if (a.weight) {
+    if (!need(false, a.chunk)) return std::nullopt;
+  } else if (a.forward) {
     if (a.chunk > 0 && !need(true, a.chunk - 1)) return std::nullopt;
   } else {
     if (!need(true, a.chunk)) return std::nullopt;
@@ -102,17 +93,14 @@ std::optional<double> inputs_ready(Finished& done, const PipelineAction& a, int 
 
 std::vector<PipelineAction> pipeline_stage_actions(PipelineSchedule schedule, int pp, int vpp,
                                                    int micro_batches, int stage) {
-  const int total = micro_batches * (schedule == PipelineSchedule::kInterleaved ? vpp : 1);
-  const int warmup = warmup_forwards(schedule, pp, vpp, micro_batches, stage);
-  auto at = [&](int k, bool forward) { return kth_action(schedule, pp, vpp, stage, k, forward); };
+  StatusOr<std::vector<memory::PipelineCompute>> order =
+      memory::pipeline_compute_order(schedule, pp, vpp, micro_batches, stage);
   std::vector<PipelineAction> actions;
-  actions.reserve(static_cast<size_t>(2 * total));
-  for (int k = 0; k < warmup; ++k) actions.push_back(at(k, true));
-  for (int k = 0; k < total - warmup; ++k) {
-    actions.push_back(at(warmup + k, true));
-    actions.push_back(at(k, false));
+  if (!order.is_ok()) return actions;
+  for (const memory::PipelineCompute& c : *order) {
+    actions.push_back({c.pass == memory::PipelinePass::kForward, c.micro_batch, c.chunk,
+                       c.pass == memory::PipelinePass::kWeight});
   }
-  for (int k = total - warmup; k < total; ++k) actions.push_back(at(k, false));
   return actions;
 }
 
@@ -128,7 +116,7 @@ double PipelineSimulation::bubble_of_ideal(int stage) const {
 StatusOr<PipelineSimulation> simulate_pipeline(const PipelineSimInput& in) {
   RETURN_IF_ERROR(check_input(in));
   const int vpp = in.schedule == PipelineSchedule::kInterleaved ? in.vpp : 1;
-  const int chunks = in.pp * vpp;
+  const int chunks = memory::pipeline_chunks(in.schedule, in.pp, vpp);
   std::vector<std::vector<PipelineAction>> lists;
   for (int s = 0; s < in.pp; ++s) {
     lists.push_back(pipeline_stage_actions(in.schedule, in.pp, vpp, in.micro_batches, s));
@@ -143,12 +131,13 @@ StatusOr<PipelineSimulation> simulate_pipeline(const PipelineSimInput& in) {
     for (size_t s = 0; s < lists.size(); ++s) {
       while (next[s] < lists[s].size()) {
         const PipelineAction& a = lists[s][next[s]];
-        const std::optional<double> ready = inputs_ready(done, a, chunks, in.transfer);
+        const std::optional<double> ready = inputs_ready(done, a, in, chunks);
         if (!ready) break;
-        const double duration = a.forward ? in.forward[s] : in.backward[s];
+        const double weight = in.weight.empty() ? 0 : in.weight[s];
+        const double duration = a.weight ? weight : a.forward ? in.forward[s] : in.backward[s];
         const double start = std::max(*ready, free_at[s] + (next[s] > 0 ? in.gap : 0));
         free_at[s] = start + duration;
-        done.at(a.forward, a.micro_batch, a.chunk) = free_at[s];
+        if (!a.weight) done.at(a.forward, a.micro_batch, a.chunk) = free_at[s];
         sim.busy[s] += duration;
         sim.actions.push_back({static_cast<int>(s), a, start, free_at[s]});
         sim.step_time = std::max(sim.step_time, free_at[s]);

@@ -1,5 +1,6 @@
-// A small event simulation of the pipeline schedules (GPipe, 1F1B, interleaved 1F1B) fed with
-// forward and backward times per stage: what the step would take, and each stage's bubble, if
+// A small event simulation of the pipeline schedules (GPipe, 1F1B, interleaved 1F1B, ZB-H1,
+// DualPipeV; their orders are memory/pipeline_order.h's) fed with forward, backward and weight
+// times per stage: what the step would take, and each stage's bubble, if
 // the only waiting were the schedule's own data dependencies (no transfer time, no noise). The
 // pipeline_bubble analysis compares the measured bubble against it.
 #pragma once
@@ -12,17 +13,19 @@
 namespace partrain::analyzers {
 
 // One compute action of a pipeline rank: the forward or backward of micro-batch `micro_batch`
-// through model chunk `chunk` (chunk c lives on rank c % pp; without interleaving chunk = rank).
+// through model chunk `chunk` (memory::chunk_rank places it: c % pp, DualPipeV's V), or under the
+// zero-bubble schedules the weight pass that its backward left (weight, not forward).
 struct PipelineAction {
   bool forward = true;
   int micro_batch = 0;
   int chunk = 0;
+  bool weight = false;
   bool operator==(const PipelineAction&) const = default;
 };
 
-// The order in which `stage` runs its actions (Megatron-LM's schedules: GPipe all forwards then
-// all backwards; 1F1B with min(p - s - 1, m) warm-up forwards; interleaved with
-// min(2 (p - s - 1) + (v - 1) p, m v) warm-up forwards).
+// The order in which `stage` runs its actions (memory::pipeline_compute_order: Megatron-LM's
+// GPipe, 1F1B and interleaved warm-ups, ZB-H1's deferred W, DeepSeek's DualPipeV steps); empty
+// for a shape the schedule cannot run.
 std::vector<PipelineAction> pipeline_stage_actions(memory::PipelineSchedule schedule, int pp,
                                                    int vpp, int micro_batches, int stage);
 
@@ -33,7 +36,9 @@ struct PipelineSimInput {
   int micro_batches = 1;
   // Per stage: the time of one action (one chunk's forward or backward of one micro-batch).
   std::vector<double> forward;
-  std::vector<double> backward;
+  std::vector<double> backward;  // the input gradient's, when the schedule splits the backward
+  // Per stage, the weight pass of a split backward (zb-h1, dualpipev); empty: none or free.
+  std::vector<double> weight;
   // Delay between an action's end and the start of the action on the next (previous) stage that
   // needs its output: the p2p transfer and the receiver waking up. 0: dependencies only.
   double transfer = 0;
@@ -60,7 +65,8 @@ struct PipelineSimulation {
 };
 
 // kInvalidArgument when the shape is impossible (pp < 1, interleaved with m not a multiple of pp,
-// times missing or negative).
+// dualpipev with m < 2 pp, dualpipe (the estimator's only), times missing or negative); failed
+// when the lists deadlock.
 StatusOr<PipelineSimulation> simulate_pipeline(const PipelineSimInput& input);
 
 }  // namespace partrain::analyzers

@@ -194,8 +194,12 @@ void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
   cmd.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)");
   cmd.add_option("--zero", f.zero, "ZeRO stage: 0 DDP, 1 optimizer, 2 + grads, 3 (FSDP) + params")
       ->capture_default_str();
-  cmd.add_option("--pp-schedule", f.pp_schedule, "gpipe, 1f1b or interleaved")->capture_default_str()
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  cmd.add_option("--pp-schedule", f.pp_schedule,
+                 memory::schedule_choices() +
+                     " (zero-bubble: zb-h1, dualpipev; dualpipe holds "
+                     "two copies of the parameters)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(memory::schedule_names()));
   cmd.add_option("--pp-split", f.pp_split, "Layers per stage, e.g. 9,8,8,7 (uneven stages)");
   cmd.add_option("--recompute", f.recompute, "Activation recomputation: none, selective or full")
       ->capture_default_str()->check(CLI::IsMember({"none", "selective", "full"}));

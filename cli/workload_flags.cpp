@@ -103,8 +103,13 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       .add_option("--zero", f.zero, "ZeRO stage: 0 DDP, 1 optimizer states, 2 + gradients, 3 FSDP")
       ->default_str("0")
       ->group(layout);
-  command.add_option("--pp-schedule", f.pp_schedule, "gpipe, 1f1b or interleaved")
-      ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}))
+  command
+      .add_option("--pp-schedule", f.pp_schedule,
+                  memory::schedule_choices() +
+                      " (zb-h1 and dualpipev split the backward "
+                      "in B and W; dualpipe: memory only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(memory::schedule_names()))
       ->group(layout);
   command.add_option("--vpp", f.vpp, "Virtual pipeline stages per rank (interleaved)")
       ->capture_default_str()->group(layout);

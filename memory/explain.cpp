@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "memory/activations.h"
 #include "memory/flops.h"
 #include "memory/kv_cache.h"
 #include "memory/parameter_count.h"
 #include "memory/pipeline.h"
+#include "memory/pipeline_order.h"
 
 namespace partrain::memory {
 namespace {
@@ -149,8 +152,13 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
                    s.stage, l.pp - 1, e.layout.micro_batches, l.vpp),
        fmt::format("{:.4g}", s.in_flight),
        "Narayanan 2021 sec. 2.2 (1F1B holds min(p - stage, m)); Korthikanti 2022 "
-       "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m)"});
-  if (s.stage == l.pp - 1 && !mlp) {
+       "sec. 4.2.3 (interleaved x (1 + (p-1)/(pv)), GPipe m); Qi 2023 (ZB-H1 p); DualPipe "
+       "README (PP + 1)"});
+  // The rank that holds the model's last chunk (DualPipeV's rank 0, DualPipe's 0 and p - 1).
+  const std::vector<int> held = rank_chunks(l.schedule, l.pp, l.vpp, s.stage);
+  const bool holds_head = std::find(held.begin(), held.end(),
+                                    pipeline_chunks(l.schedule, l.pp, l.vpp) - 1) != held.end();
+  if (holds_head && !mlp) {
     lines.push_back({"output layer (last stage)",
                      fmt::format("2 x {} B x s b h{} + 4 s b V/t = fp32 logits with V = {}",
                                  a.element_bytes, l.sp ? "/t" : "", m.vocab),
@@ -215,14 +223,22 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
              : "one gradient bucket (dp > 1) + 2 p2p boundary buffers (pp > 1)",
          format_gib_gb(s.comm), "Li 2020 (PyTorch DDP) sec. 3.2.3; Zhao 2023 (FSDP) sec. 3"});
     if (l.pp > 1) {
+      const bool zero_bubble = splits_backward(l.schedule);
+      const std::string formula = !zero_bubble ? fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})",
+                                                             l.pp, l.vpp, e.layout.micro_batches)
+                                  : l.schedule == PipelineSchedule::kDualPipe
+                                      ? fmt::format("(p - 2)/(3 m) = ({} - 2)/(3 x {}), F = B = W",
+                                                    l.pp, e.layout.micro_batches)
+                                      : fmt::format("(p - 1)/(3 m) = ({} - 1)/(3 x {}), F = B = W",
+                                                    l.pp, e.layout.micro_batches);
       lines.push_back(
-          {"pipeline bubble",
-           fmt::format("(p - 1)/(v m) = ({} - 1)/({} x {})", l.pp, l.vpp, e.layout.micro_batches),
+          {"pipeline bubble", formula,
            fmt::format(
                "{:.1f}% of the ideal time{}",
-               100 * bubble_fraction(l.pp, e.layout.micro_batches, l.vpp),
+               100 * bubble_fraction(l.schedule, l.pp, e.layout.micro_batches, l.vpp),
                e.layout.micro_batches < l.pp ? " (more micro-batches: see the warning)" : ""),
-           "Narayanan 2021 sec. 2.2"});
+           zero_bubble ? "Qi 2023 sec. 3.1; DeepSeek DualPipe README (F&B = F + B)"
+                       : "Narayanan 2021 sec. 2.2"});
     }
     const double tokens = static_cast<double>(e.layout.global_batch * e.layout.seq);
     if (!in.model.is_bare())

@@ -60,7 +60,8 @@ StatusOr<bool> apply_item(std::string_view key, std::string_view value, LayoutSp
     l.recompute = *mode;
   } else if (key == "schedule") {
     const auto schedule = parse_schedule(value);
-    if (!schedule) return invalid_argument("{}: schedule={} (gpipe, 1f1b or interleaved)", source, value);
+    if (!schedule)
+      return invalid_argument("{}: schedule={} ({})", source, value, schedule_choices());
     l.schedule = *schedule;
   } else if (key == "pp_split") {
     auto split = layer_list(value);

@@ -10,6 +10,7 @@
 #include "memory/kv_cache.h"
 #include "memory/parameter_count.h"
 #include "memory/pipeline.h"
+#include "memory/pipeline_order.h"
 
 namespace partrain::memory {
 namespace {
@@ -20,6 +21,19 @@ constexpr double kFragmentation = 0.05;
 // Byte counts are printed and stored as int64: an estimate past 2^62 B (4 EiB, some 10^11 H100s)
 // comes from inputs no job has, and would wrap into negative numbers on the way out.
 constexpr double kMaxEstimateBytes = 4.611686018427387904e18;
+
+// Whether pipeline rank `stage` holds model chunk `chunk`: the schedule's placement
+// (memory/pipeline_order.h; DualPipeV's rank 0 holds both ends of its V, DualPipe's ranks 0 and
+// pp - 1 both ends of the model, one per direction).
+bool holds_chunk(const ResolvedLayout& r, int stage, size_t chunk) {
+  const TrainingLayout& l = r.layout;
+  const std::vector<int> held = rank_chunks(l.schedule, l.pp, l.vpp, stage);
+  return std::find(held.begin(), held.end(), static_cast<int>(chunk)) != held.end();
+}
+bool holds_first(const ResolvedLayout& r, int stage) { return holds_chunk(r, stage, 0); }
+bool holds_last(const ResolvedLayout& r, int stage) {
+  return holds_chunk(r, stage, r.chunk_layers.size() - 1);
+}
 
 const char* largest_category(const StageMemory& s) {
   const std::pair<const char*, double> categories[] = {
@@ -34,7 +48,6 @@ double training_activations(const EstimateInput& in, const ResolvedLayout& r, in
                             double in_flight) {
   if (in.model.is_bare()) return 0;
   const ActivationSetup a = activation_setup(r, in.recipe.activation_bytes);
-  const int last = in.layout.pp - 1;
   double bytes = 0;
   // Full recompute: while a block's backward runs, its recomputed activations are alive beside
   // the stored block inputs (its own input among them, so that is not counted twice).
@@ -48,8 +61,8 @@ double training_activations(const EstimateInput& in, const ResolvedLayout& r, in
       recomputed = std::max(recomputed, layer_activation_bytes(in.model, working, layer) - stored);
     }
   }
-  if (stage == 0) bytes += embedding_activation_bytes(in.model, a) * in_flight;
-  if (stage != last) return bytes + recomputed;
+  if (holds_first(r, stage)) bytes += embedding_activation_bytes(in.model, a) * in_flight;
+  if (!holds_last(r, stage)) return bytes + recomputed;
   // The last stage holds the head's activations of one micro-batch (GPipe: of all). The head of
   // the micro-batch in backward is freed before its last block is recomputed (autograd releases
   // the loss's graph as it goes), so the two peaks do not add.
@@ -143,11 +156,10 @@ ReserveBreakdown default_reserve(double other_bytes) {
 
 std::vector<int64_t> stage_blocks(const ResolvedLayout& r, int stage) {
   std::vector<int64_t> blocks;
-  const size_t pp = static_cast<size_t>(r.layout.pp);
   int64_t first = 0;
-  // Chunk c runs on pipeline rank c mod pp (training_layout.cpp), its layers after chunk c-1's.
+  // Chunk c's layers follow chunk c-1's; the schedule places the chunks (pipeline_order.h).
   for (size_t c = 0; c < r.chunk_layers.size(); ++c) {
-    if (c % pp == static_cast<size_t>(stage)) {
+    if (holds_chunk(r, stage, c)) {
       for (int64_t layer = first; layer < first + r.chunk_layers[c]; ++layer) {
         blocks.push_back(layer);
       }
@@ -159,7 +171,11 @@ std::vector<int64_t> stage_blocks(const ResolvedLayout& r, int stage) {
 
 StageParams stage_param_split(const ModelConfig& model, const ResolvedLayout& r, int stage) {
   const int tp = r.layout.tp, pp = r.layout.pp, ep = r.layout.ep;
-  if (model.is_bare()) return {model.bare_params / (static_cast<double>(tp) * pp), 0};
+  if (model.is_bare()) {
+    // DualPipe's ranks each hold two stages, one per direction: two copies of the model.
+    const double copies = parameter_copies(r.layout.schedule);
+    return {copies * model.bare_params / (static_cast<double>(tp) * pp), 0};
+  }
   StageParams params;
   for (int64_t layer : stage_blocks(r, stage)) {
     const LayerParams block = layer_params(model, layer);
@@ -167,13 +183,14 @@ StageParams stage_param_split(const ModelConfig& model, const ResolvedLayout& r,
     params.experts += block.experts_per_rank(tp, ep);
   }
   if (model.architecture == Architecture::kMlp) return params;
-  if (stage == 0) {
+  const bool first = holds_first(r, stage);
+  if (first) {
     params.dense += word_embedding_params(model) / tp + position_params(model);
     if (model.embedding_norm) params.dense += norm_params(model);
   }
-  if (stage == pp - 1) {
+  if (holds_last(r, stage)) {
     params.dense += norm_params(model) + lm_head_params(model) / tp;
-    if (model.tied_embeddings && pp > 1) params.dense += word_embedding_params(model) / tp;
+    if (model.tied_embeddings && !first) params.dense += word_embedding_params(model) / tp;
   }
   return params;
 }
@@ -187,7 +204,7 @@ std::vector<double> backward_units(const ModelConfig& model, const ResolvedLayou
   if (model.is_bare()) return units;
   const int tp = r.layout.tp;
   const bool transformer = model.architecture != Architecture::kMlp;
-  if (transformer && stage == r.layout.pp - 1) {
+  if (transformer && holds_last(r, stage)) {
     // The final norm's gradients are reduced before the head's: the head's meet the last block.
     const double head =
         model.tied_embeddings ? word_embedding_params(model) : lm_head_params(model);
@@ -202,7 +219,7 @@ std::vector<double> backward_units(const ModelConfig& model, const ResolvedLayou
   for (size_t i = blocks.size() - shown; i < blocks.size(); ++i) {
     units.push_back(layer_params(model, blocks[i]).per_rank(tp, r.layout.ep));
   }
-  if (transformer && stage == 0) {
+  if (transformer && holds_first(r, stage)) {
     units.push_back(word_embedding_params(model) / tp);
     if (position_params(model) > 0) units.push_back(position_params(model));
     if (model.embedding_norm) units.push_back(norm_params(model));

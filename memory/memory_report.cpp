@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/json_dump.h"
+#include "core/number_format.h"
 #include "memory/pipeline.h"
 
 namespace partrain::memory {
@@ -71,6 +72,20 @@ std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
   return line;
 }
 
+// The schedule's bubble, the heaviest stage's micro-batches in flight and the parameter copies a
+// rank holds (DualPipe: 2), for a pipelined training estimate; empty otherwise.
+std::string pipeline_line(const EstimateInput& in, const MemoryEstimate& e) {
+  const auto& l = in.layout;
+  if (in.inference || l.pp <= 1) return "";
+  return fmt::format(
+      "pipeline  {}: bubble {} of the ideal time, {:.4g} micro-batches in flight "
+      "on stage {}, {} parameter cop{} per rank\n",
+      schedule_name(l.schedule),
+      format_percent(bubble_fraction(l.schedule, l.pp, e.layout.micro_batches, l.vpp)),
+      e.heaviest_stage().in_flight, e.heaviest, parameter_copies(l.schedule),
+      parameter_copies(l.schedule) == 1 ? "y" : "ies");
+}
+
 std::string recipe_line(const EstimateInput& in) {
   const auto& r = in.recipe;
   if (in.inference) {
@@ -114,8 +129,9 @@ std::optional<std::string> pipeline_bubble_advice(const EstimateInput& in,
   return fmt::format(
       "{} micro-batch{} per step on {} pipeline stages: the bubble (p - 1)/(v m) is {:.0f}% of "
       "the ideal time; --global-batch {} gives m = {} and {:.0f}%",
-      m, m == 1 ? "" : "es", l.pp, 100 * bubble_fraction(l.pp, m, l.vpp),
-      suggested_m * per_micro_batch, suggested_m, 100 * bubble_fraction(l.pp, suggested_m, l.vpp));
+      m, m == 1 ? "" : "es", l.pp, 100 * bubble_fraction(l.schedule, l.pp, m, l.vpp),
+      suggested_m * per_micro_batch, suggested_m,
+      100 * bubble_fraction(l.schedule, l.pp, suggested_m, l.vpp));
 }
 
 std::string pipeline_bubble_warning(const EstimateInput& in, const MemoryEstimate& e) {
@@ -133,6 +149,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
       e.active_params < e.total_params ? fmt::format(", {:.4g} active per token", e.active_params)
                                        : "");
   out += layout_line(in, e);
+  out += pipeline_line(in, e);
   out += recipe_line(in);
   out += pipeline_bubble_warning(in, e);
   // Stages are numbered from 0, as --json, --per-stage and analyze number them (pp ranks).
@@ -198,6 +215,9 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
         {"micro_batches", e.layout.micro_batches},
         {"seq", e.layout.seq},
         {"pp_schedule", schedule_name(l.schedule)},
+        {"bubble_fraction",
+         l.pp > 1 ? bubble_fraction(l.schedule, l.pp, e.layout.micro_batches, l.vpp) : 0.0},
+        {"parameter_copies", parameter_copies(l.schedule)},
         {"recompute", recompute_name(l.recompute)},
         {"precision", in.recipe.name},
         {"bytes_per_param", in.recipe.total()},

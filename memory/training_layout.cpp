@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "memory/pipeline_order.h"
+
 namespace partrain::memory {
 namespace {
 
@@ -76,6 +78,20 @@ Status check_degrees(const TrainingLayout& l, const LayoutNames& n) {
   if (l.vpp > 1 && l.schedule != PipelineSchedule::kInterleaved) {
     return invalid_argument("{} needs {}", n.named(LayoutField::kVpp, l.vpp),
                             n.named(LayoutField::kSchedule, "interleaved"));
+  }
+  if (splits_backward(l.schedule) && l.pp < 2) {
+    return invalid_argument(
+        "{} fills a pipeline's bubbles with weight-gradient passes: it needs "
+        "{} > 1 (one stage has no bubble); use {}",
+        n.named(LayoutField::kSchedule, schedule_name(l.schedule)), n.name(LayoutField::kPp),
+        n.named(LayoutField::kSchedule, "1f1b"));
+  }
+  if (l.schedule == PipelineSchedule::kDualPipe && l.pp % 2 != 0) {
+    return invalid_argument(
+        "{} sends half the micro-batches each way through stage pairs: "
+        "{} must be even, or use {}",
+        n.named(LayoutField::kSchedule, "dualpipe"), n.named(LayoutField::kPp, l.pp),
+        n.named(LayoutField::kSchedule, "dualpipev"));
   }
   if (l.schedule == PipelineSchedule::kInterleaved && (l.vpp < 2 || l.pp < 2)) {
     return invalid_argument("{} needs {} > 1 and {} > 1 (got {}, {})",
@@ -166,13 +182,44 @@ Status check_experts(const TrainingLayout& l, const ModelConfig& m, const Layout
   return Status::ok();
 }
 
+// DeepSeek's DualPipe(V) asserts num_chunks >= 2 num_ranks (DualPipe also an even count, half
+// each way): fewer micro-batches never reach its steady phase.
+Status check_dual_pipe_micro_batches(const TrainingLayout& l, int64_t micro_batches,
+                                     const LayoutNames& n) {
+  if (l.schedule != PipelineSchedule::kDualPipeV && l.schedule != PipelineSchedule::kDualPipe) {
+    return Status::ok();
+  }
+  const std::string schedule = n.named(LayoutField::kSchedule, schedule_name(l.schedule));
+  if (micro_batches < 2 * static_cast<int64_t>(l.pp)) {
+    return invalid_argument(
+        "{} needs at least 2 x {} = {} micro-batches per step (got {}): raise "
+        "{} or lower {}",
+        schedule, n.named(LayoutField::kPp, l.pp), 2 * l.pp, micro_batches,
+        n.name(LayoutField::kGlobalBatch), n.name(LayoutField::kMicroBatch));
+  }
+  if (l.schedule == PipelineSchedule::kDualPipe && micro_batches % 2 != 0) {
+    return invalid_argument(
+        "{} runs half the micro-batches each way: the {} per step must be "
+        "even; adjust {}",
+        schedule, micro_batches, n.name(LayoutField::kGlobalBatch));
+  }
+  return Status::ok();
+}
+
 StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t layers,
                                             const LayoutNames& n) {
-  const int64_t chunks = static_cast<int64_t>(l.pp) * l.vpp;
+  const int64_t chunks = pipeline_chunks(l.schedule, l.pp, l.vpp);
   auto split = [&] { return n.name(LayoutField::kPpSplit); };
   if (l.pp > layers) {
     return invalid_argument("{} is more than the model's {} layers: every stage needs a layer",
                             n.named(LayoutField::kPp, l.pp), layers);
+  }
+  if (l.pp_split.empty() && l.schedule == PipelineSchedule::kDualPipeV && layers % chunks != 0) {
+    return invalid_argument(
+        "{} cuts the pipeline in half: 2 x {} = {} stages must divide the {} "
+        "layers, or give {} with {} entries",
+        n.named(LayoutField::kSchedule, "dualpipev"), n.named(LayoutField::kPp, l.pp), chunks,
+        layers, split(), chunks);
   }
   if (l.pp_split.empty()) {
     if (layers % chunks != 0) {
@@ -183,8 +230,10 @@ StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t lay
     return std::vector<int64_t>(static_cast<size_t>(chunks), layers / chunks);
   }
   if (static_cast<int64_t>(l.pp_split.size()) != chunks) {
-    return invalid_argument("{} has {} entries; it needs one per stage ({} = pp x vpp)", split(),
-                            l.pp_split.size(), chunks);
+    return invalid_argument(
+        "{} has {} entries; it needs one per stage ({}: pp x vpp, 2 pp "
+        "under dualpipev)",
+        split(), l.pp_split.size(), chunks);
   }
   int64_t sum = 0;
   for (int64_t layers_of_stage : l.pp_split) {
@@ -275,11 +324,15 @@ StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const Mode
                             r.micro_batches, n.named(LayoutField::kPp, l.pp),
                             n.name(LayoutField::kGlobalBatch), n.name(LayoutField::kMicroBatch));
   }
+  RETURN_IF_ERROR(check_dual_pipe_micro_batches(l, r.micro_batches, n));
   ASSIGN_OR_RETURN(r.chunk_layers, split_layers(l, model.layers, n));
   r.stage_layers.assign(static_cast<size_t>(l.pp), 0);
-  // Chunk c runs on pipeline rank c mod pp (Narayanan 2021 sec. 2.2.1, interleaved schedule).
-  for (size_t c = 0; c < r.chunk_layers.size(); ++c) {
-    r.stage_layers[c % static_cast<size_t>(l.pp)] += r.chunk_layers[c];
+  // Chunk c runs on pipeline rank c mod pp (Narayanan 2021 sec. 2.2.1, interleaved schedule),
+  // DualPipeV's V folds chunks pp..2pp-1 back, DualPipe holds stage c on c and pp - 1 - c.
+  for (int rank = 0; rank < l.pp; ++rank) {
+    for (int c : rank_chunks(l.schedule, l.pp, l.vpp, rank)) {
+      r.stage_layers[static_cast<size_t>(rank)] += r.chunk_layers[static_cast<size_t>(c)];
+    }
   }
   return r;
 }
@@ -289,8 +342,59 @@ std::string_view schedule_name(PipelineSchedule value) {
     case PipelineSchedule::kGpipe: return "gpipe";
     case PipelineSchedule::kOneFOneB: return "1f1b";
     case PipelineSchedule::kInterleaved: return "interleaved";
+    case PipelineSchedule::kZbH1:
+      return "zb-h1";
+    case PipelineSchedule::kDualPipeV:
+      return "dualpipev";
+    case PipelineSchedule::kDualPipe:
+      return "dualpipe";
   }
   return "1f1b";
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (PipelineSchedule s : kPipelineSchedules) names.emplace_back(schedule_name(s));
+  return names;
+}
+
+std::string schedule_choices() {
+  const std::vector<std::string> names = schedule_names();
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+bool splits_backward(PipelineSchedule value) {
+  switch (value) {
+    case PipelineSchedule::kGpipe:
+    case PipelineSchedule::kOneFOneB:
+    case PipelineSchedule::kInterleaved:
+      return false;
+    case PipelineSchedule::kZbH1:
+    case PipelineSchedule::kDualPipeV:
+    case PipelineSchedule::kDualPipe:
+      return true;
+  }
+  return false;
+}
+
+int chunks_per_rank(PipelineSchedule value, int vpp) {
+  switch (value) {
+    case PipelineSchedule::kInterleaved:
+      return vpp;
+    case PipelineSchedule::kDualPipeV:
+    case PipelineSchedule::kDualPipe:
+      return 2;
+    case PipelineSchedule::kGpipe:
+    case PipelineSchedule::kOneFOneB:
+    case PipelineSchedule::kZbH1:
+      return 1;
+  }
+  return 1;
 }
 
 std::string_view recompute_name(Recompute value) {
@@ -303,9 +407,9 @@ std::string_view recompute_name(Recompute value) {
 }
 
 std::optional<PipelineSchedule> parse_schedule(std::string_view text) {
-  if (text == "gpipe") return PipelineSchedule::kGpipe;
-  if (text == "1f1b") return PipelineSchedule::kOneFOneB;
-  if (text == "interleaved") return PipelineSchedule::kInterleaved;
+  for (PipelineSchedule s : kPipelineSchedules) {
+    if (text == schedule_name(s)) return s;
+  }
   return std::nullopt;
 }
 

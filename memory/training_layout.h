@@ -16,7 +16,16 @@
 
 namespace partrain::memory {
 
-enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
+// Pipeline schedules (docs/pipeline.md). The zero-bubble ones split a backward into the input
+// gradient (B) and the weight gradient (W) that fills bubbles later (Qi 2023): ZB-H1 at 1F1B's
+// activation memory; DualPipeV, DeepSeek's DualPipe cut in half (a V: rank r holds stages r and
+// 2 pp - 1 - r); DualPipe, the bidirectional original (two copies of the parameters), which only
+// the estimator models.
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved, kZbH1, kDualPipeV, kDualPipe };
+// Every schedule, in the order help texts list them.
+inline constexpr PipelineSchedule kPipelineSchedules[] = {
+    PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,  PipelineSchedule::kInterleaved,
+    PipelineSchedule::kZbH1,  PipelineSchedule::kDualPipeV, PipelineSchedule::kDualPipe};
 enum class Recompute { kNone, kSelective, kFull };  // Korthikanti 2022 sec. 5
 
 struct TrainingLayout {
@@ -123,9 +132,18 @@ StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const Mode
                                         const LayoutNames& names = {},
                                         std::optional<LayoutWorld> world = std::nullopt);
 
-std::string_view schedule_name(PipelineSchedule value);  // gpipe, 1f1b, interleaved
+// gpipe, 1f1b, interleaved, zb-h1, dualpipev, dualpipe: what users type and JSON carries.
+std::string_view schedule_name(PipelineSchedule value);
 std::string_view recompute_name(Recompute value);        // none, selective, full
 std::optional<PipelineSchedule> parse_schedule(std::string_view text);
+// The names for help texts and messages: "gpipe, 1f1b, ... or dualpipe".
+std::string schedule_choices();
+std::vector<std::string> schedule_names();
+// The schedules whose backward is split into input-gradient and weight-gradient passes.
+bool splits_backward(PipelineSchedule value);
+// Model chunks a pipeline rank holds: vpp under interleaved, 2 under DualPipeV (its V) and
+// DualPipe (a stage per direction), else 1.
+int chunks_per_rank(PipelineSchedule value, int vpp);
 std::optional<Recompute> parse_recompute(std::string_view text);
 
 }  // namespace partrain::memory

@@ -13,10 +13,11 @@ namespace {
 // What each split of the world names, in the order the mesh makes them
 // (runner/workload/ mesh.cpp: a mixture of experts adds its expert-parallel and
 // expert-data-parallel groups), and each split of a pipeline group
-// (runner/workload/training_rank.cpp).
+// (runner/workload/training_rank.cpp: DualPipeV adds its ways back up the V after the
+// embedding group).
 constexpr std::array<std::string_view, 5> kMeshAxes = {"tp", "dp", "pp", "ep", "expert-dp"};
-constexpr std::array<std::string_view, 3> kPipelineChannels = {"activations", "gradients",
-                                                               "embedding"};
+constexpr std::array<std::string_view, 5> kPipelineChannels = {
+    "activations", "gradients", "embedding", "activations-back", "gradients-back"};
 
 struct Split {
   int index = 0;

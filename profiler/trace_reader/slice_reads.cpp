@@ -100,6 +100,7 @@ bool PipelineActionCursor::next(PipelineAction& action) {
   action.start_ns = stmt_.column_int(0);
   action.end_ns = stmt_.column_int(1);
   action.forward = stmt_.column_text(2) == "forward";
+  action.weight = stmt_.column_text(2) == "weight";
   action.micro_batch = stmt_.column_is_null(3) ? -1 : static_cast<int>(stmt_.column_int(3));
   return true;
 }
@@ -108,7 +109,7 @@ StatusOr<PipelineActionCursor> pipeline_actions(const TraceReader& reader, int r
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    reader.prepare("SELECT ts_ns, ts_ns + dur_ns, name, micro_batch FROM slices "
                                   "WHERE rank = ?1 AND category = 'phase' "
-                                  "AND name IN ('forward', 'backward') AND ts_ns >= ?2 "
+                                  "AND name IN ('forward', 'backward', 'weight') AND ts_ns >= ?2 "
                                   "AND ts_ns < ?3 ORDER BY ts_ns"));
   stmt.bind(1, int64_t{rank});
   return PipelineActionCursor(reader.db(), std::move(stmt),

@@ -71,16 +71,18 @@ StatusOr<RankSliceCursor> rank_slices(const TraceReader& reader, int rank, int64
                                       int64_t to, SliceCategorySet categories,
                                       std::optional<TrackKind> only = std::nullopt);
 
-// A forward or backward phase slice (the pipeline schedule's actions).
+// A forward, backward or weight phase slice (the pipeline schedule's actions; weight: the
+// weight-gradient pass of a zero-bubble schedule's split backward, not forward).
 struct PipelineAction {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   bool forward = true;
   int micro_batch = -1;  // -1: not recorded
+  bool weight = false;
 };
 
-// The forward and backward phase slices of one rank that start in [from, to), by start; over()
-// chooses another stretch and reads it from its start.
+// The forward, backward and weight phase slices of one rank that start in [from, to), by start;
+// over() chooses another stretch and reads it from its start.
 class PipelineActionCursor : public RowCursor {
  public:
   using RowCursor::RowCursor;

@@ -120,14 +120,16 @@ Status GptBlock::moe_forward(const MoeWeights& moe, Matrix ln2_full, const float
   return Status::ok();
 }
 
-StatusOr<Tensor> GptBlock::mlp_backward(const BlockWeights& w, BlockActivations& a, Matrix ln2_full,
-                                        const float* d_full) {
+StatusOr<Tensor> GptBlock::mlp_backward(const BlockWeights& w, BlockActivations& a, Tensor ln2,
+                                        const float* d_full, WeightGradients& weight_grads) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t N = B * T;
   const int64_t f_local = F / tp_.size();
   ASSIGN_OR_RETURN(Tensor d_fc_gelu, scratch({N, f_local}));
-  device_.matmul_backward(d_fc_gelu.data(), w.matrix_grad(kFcProjW), w.grad(kFcProjB), d_full,
-                          ActivationStore::operand(a.fc_gelu), w.matrix(kFcProjW), N, f_local, C);
+  // The GEMMs' saved inputs move into weight_grads, which keeps them until the weight gradients.
+  RETURN_IF_ERROR(weight_grads.matmul_backward(d_fc_gelu.data(), w.matrix_grad(kFcProjW),
+                                               w.grad(kFcProjB), d_full, std::move(a.fc_gelu),
+                                               w.matrix(kFcProjW), N, f_local, C));
   // Buffers are released as soon as backward is done with them, as autograd frees them: the
   // block's peak is its largest live set, not the sum of its intermediates.
   a.fc_gelu = Tensor();
@@ -136,8 +138,9 @@ StatusOr<Tensor> GptBlock::mlp_backward(const BlockWeights& w, BlockActivations&
   d_fc_gelu = Tensor();
   a.fc = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2_full, scratch({N, C}));
-  device_.matmul_backward(d_ln2_full.data(), w.matrix_grad(kFcW), w.grad(kFcB), d_fc.data(),
-                          ln2_full, w.matrix(kFcW), N, C, f_local);
+  RETURN_IF_ERROR(weight_grads.matmul_backward(d_ln2_full.data(), w.matrix_grad(kFcW),
+                                               w.grad(kFcB), d_fc.data(), std::move(ln2),
+                                               w.matrix(kFcW), N, C, f_local));
   return d_ln2_full;
 }
 
@@ -154,7 +157,7 @@ Status GptBlock::forward(const BlockWeights& w, const Tensor& x, BlockActivation
 }
 
 Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivations& a,
-                          const float* dout, float* dx) {
+                          const float* dout, float* dx, WeightGradients& weight_grads) {
   const auto& [B, T, C, NH, F, V] = shape_;
   const int64_t tp = tp_.size();
   const int64_t N = B * T;
@@ -170,7 +173,8 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
     device_.attention_forward(atty.data(), ActivationStore::target(a.att),
                               ActivationStore::operand(a.qkv), B, T, heads_local, C / NH);
   }
-  // Under SP, the layernorm outputs are gathered again from their saved shards.
+  // Under SP, the layernorm outputs are gathered again from their saved shards (into
+  // ln*_gathered, which the weight gradients then read in place of ln*).
   Tensor ln1_gathered, ln2_gathered;
   ASSIGN_OR_RETURN(const Matrix ln2_full, region_operand(a.ln2, ln2_gathered));
 
@@ -182,7 +186,11 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
     ASSIGN_OR_RETURN(d_ln2_full, scratch({N, C}));
     RETURN_IF_ERROR(moe_->backward(*w.moe(), ln2_full, N, d_full.data(), d_ln2_full.data(), a.moe));
   } else {
-    ASSIGN_OR_RETURN(d_ln2_full, mlp_backward(w, a, ln2_full, d_full.data()));
+    ASSIGN_OR_RETURN(d_ln2_full,
+                     mlp_backward(w, a,
+                                  tp_.sequence_parallel() ? std::move(ln2_gathered)
+                                                          : std::move(a.ln2),
+                                  d_full.data(), weight_grads));
   }
   ln2_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln2, scratch({n, C}));
@@ -203,8 +211,10 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   device_.fill(d_full.data(), N * C, 0.0f);
   RETURN_IF_ERROR(tp_.exit_backward(d_x2.data(), d_full.data(), B, T, C));
   ASSIGN_OR_RETURN(Tensor d_atty, scratch({N, c_local}));
-  device_.matmul_backward(d_atty.data(), w.matrix_grad(kAttProjW), w.grad(kAttProjB), d_full.data(),
-                          ActivationStore::operand(a.atty), w.matrix(kAttProjW), N, c_local, C);
+  RETURN_IF_ERROR(weight_grads.matmul_backward(d_atty.data(), w.matrix_grad(kAttProjW),
+                                               w.grad(kAttProjB), d_full.data(),
+                                               std::move(a.atty), w.matrix(kAttProjW), N, c_local,
+                                               C));
   d_full = Tensor();
   a.atty = Tensor();
   ASSIGN_OR_RETURN(Tensor d_qkv, scratch({N, 3 * c_local}));
@@ -213,10 +223,12 @@ Status GptBlock::backward(const BlockWeights& w, const Tensor& x, BlockActivatio
   d_atty = Tensor();
   a.att = Tensor();
   a.qkv = Tensor();
-  ASSIGN_OR_RETURN(const Matrix ln1_full, region_operand(a.ln1, ln1_gathered));
+  RETURN_IF_ERROR(region_operand(a.ln1, ln1_gathered).status());
   ASSIGN_OR_RETURN(Tensor d_ln1_full, scratch({N, C}));
-  device_.matmul_backward(d_ln1_full.data(), w.matrix_grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
-                          ln1_full, w.matrix(kQkvW), N, C, 3 * c_local);
+  RETURN_IF_ERROR(weight_grads.matmul_backward(
+      d_ln1_full.data(), w.matrix_grad(kQkvW), w.grad(kQkvB), d_qkv.data(),
+      tp_.sequence_parallel() ? std::move(ln1_gathered) : std::move(a.ln1), w.matrix(kQkvW), N, C,
+      3 * c_local));
   d_qkv = Tensor();
   ln1_gathered = Tensor();
   ASSIGN_OR_RETURN(Tensor d_ln1, scratch({n, C}));

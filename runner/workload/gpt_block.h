@@ -18,6 +18,7 @@
 #include "runner/workload/moe_mlp.h"
 #include "runner/workload/tensor_parallel.h"
 #include "runner/workload/unit_params.h"
+#include "runner/workload/weight_gradients.h"
 #include "runner/workload/workload_config.h"
 
 namespace partrain::runner {
@@ -87,9 +88,10 @@ class GptBlock {
   // (what the recompute mode keeps).
   Status forward(const BlockWeights& w, const Tensor& x, BlockActivations& acts);
   // dout: the gradient of acts.out; accumulates the parameter grads and adds into dx (the
-  // input's gradient, local_tokens x C). Frees acts.
-  Status backward(const BlockWeights& w, const Tensor& x, BlockActivations& acts,
-                  const float* dout, float* dx);
+  // input's gradient, local_tokens x C). Frees acts, but for what `weight_grads` keeps of them
+  // when it defers the GEMMs' weight gradients (zero-bubble schedules).
+  Status backward(const BlockWeights& w, const Tensor& x, BlockActivations& acts, const float* dout,
+                  float* dx, WeightGradients& weight_grads);
 
  private:
   Status run_forward(const BlockWeights& w, const Tensor& x, BlockActivations& acts);
@@ -106,9 +108,10 @@ class GptBlock {
   // The mixture of experts in the MLP's place: acts.out = x2 + g(moe(ln2)).
   Status moe_forward(const MoeWeights& moe, Matrix ln2_full, const float* x2, BlockActivations& a);
   // The dense MLP's backward from d_full (the output's gradient over the region): the gradient of
-  // its input, ln2 over the region.
-  StatusOr<Tensor> mlp_backward(const BlockWeights& w, BlockActivations& a, Matrix ln2_full,
-                                const float* d_full);
+  // its input, ln2 over the region (`ln2`: the saved ln2, or gathered under SP, moved in for the
+  // fc weight gradient).
+  StatusOr<Tensor> mlp_backward(const BlockWeights& w, BlockActivations& a, Tensor ln2,
+                                const float* d_full, WeightGradients& weight_grads);
   // A saved tensor-parallel region input (ln1, ln2) as its matmul reads it: as stored, or under
   // SP gathered over tp into `gathered` (fp32).
   StatusOr<Matrix> region_operand(const Tensor& saved, Tensor& gathered);

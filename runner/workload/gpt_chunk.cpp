@@ -277,18 +277,32 @@ Status GptChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
   return store_.copy(*output, *x);
 }
 
+void GptChunk::report_units(const std::function<void(const std::string&)>& on_unit_ready) const {
+  if (!on_unit_ready) return;
+  if (placement_.last) {
+    on_unit_ready("final");
+    if (!placement_.first) on_unit_ready("head");
+  }
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    on_unit_ready(fmt::format("layer{}", placement_.layers[i]));
+  }
+  if (placement_.first) on_unit_ready("embedding");
+}
+
 Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
                           Tensor* grad_input,
                           const std::function<void(const std::string&)>& on_unit_ready) {
-  auto ready = [&](const std::string& unit) {
-    if (on_unit_ready) on_unit_ready(unit);
-  };
   auto found = in_flight_.find(micro_batch);
   if (found == in_flight_.end()) {
     return failed("backward of micro-batch {} on chunk {} before its forward", micro_batch,
                   placement_.chunk);
   }
   InFlight& f = found->second;
+  // Split, the units are finished by weight_backward, which reports them.
+  auto ready = [&](const std::string& unit) {
+    if (on_unit_ready && !split_) on_unit_ready(unit);
+  };
+  WeightGradients& weight_grads = deferred_.try_emplace(micro_batch, device_, split_).first->second;
   const int64_t n = tp_.local_tokens(shape_.B, shape_.T);
   const int64_t C = shape_.C;
   ASSIGN_OR_RETURN(Tensor dx, tensor({n, C}, Category::kWorkspace));
@@ -311,7 +325,8 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
                                placement_.layers[i], micro_batch);
     device_.fill(dx_in.data(), n * C, 0.0f);
     ASSIGN_OR_RETURN(BlockWeights w, bind_block(i, Pass::kBackward));
-    RETURN_IF_ERROR(block_.backward(w, block_input(i), f.blocks[i], dx.data(), dx_in.data()));
+    RETURN_IF_ERROR(
+        block_.backward(w, block_input(i), f.blocks[i], dx.data(), dx_in.data(), weight_grads));
     RETURN_IF_ERROR(unbind_block(w, i, Pass::kBackward));
     std::swap(dx, dx_in);
     ready(fmt::format("layer{}", placement_.layers[i]));
@@ -325,6 +340,24 @@ Status GptChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
     store_.assign(*grad_input, dx.data());
   }
   in_flight_.erase(found);
+  if (!split_) deferred_.erase(micro_batch);
+  return Status::ok();
+}
+
+Status GptChunk::weight_backward(int micro_batch,
+                                 const std::function<void(const std::string&)>& on_unit_ready) {
+  auto found = deferred_.find(micro_batch);
+  if (found == deferred_.end()) {
+    return failed("weight gradients of micro-batch {} on chunk {} before its backward", micro_batch,
+                  placement_.chunk);
+  }
+  {
+    profiler::TraceScope scope(tracer_, "weight.backward", profiler::SliceCategory::kCompute, -1,
+                               micro_batch);
+    found->second.run();
+  }
+  deferred_.erase(found);
+  if (split_) report_units(on_unit_ready);
   return Status::ok();
 }
 

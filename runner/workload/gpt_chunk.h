@@ -58,6 +58,11 @@ class GptChunk final : public ModelChunk {
   Status backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
                   Tensor* grad_input,
                   const std::function<void(const std::string&)>& on_unit_ready) override;
+  // Split: the blocks' GEMM weight gradients wait for weight_backward; the embedding's, the
+  // head's and the norms' (cheap, or scattered) stay in backward.
+  void split_backward() override { split_ = true; }
+  Status weight_backward(int micro_batch,
+                         const std::function<void(const std::string&)>& on_unit_ready) override;
 
   std::vector<ExpertLayerLoad> take_expert_loads() override {
     return moe_ ? moe_->take_loads() : std::vector<ExpertLayerLoad>();
@@ -107,6 +112,9 @@ class GptChunk final : public ModelChunk {
   Status head_forward(const MicroBatch& batch, const Tensor& x, Head& head, float* loss);
   Status head_backward(const MicroBatch& batch, const Tensor& x, Head& head, float* dx);
   StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
+  // The chunk's units in the order backward finishes them: final, head, layers last to first,
+  // embedding.
+  void report_units(const std::function<void(const std::string&)>& on_unit_ready) const;
 
   Device& device_;
   TensorParallel& tp_;
@@ -121,6 +129,8 @@ class GptChunk final : public ModelChunk {
   std::map<std::string, ParamRef> refs_;
   std::vector<BlockRefs> blocks_;
   std::map<int, InFlight> in_flight_;
+  bool split_ = false;
+  std::map<int, WeightGradients> deferred_;  // split: per micro-batch, until its W
   profiler::RankTracer* tracer_;
 };
 

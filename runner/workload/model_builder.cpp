@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "memory/pipeline_order.h"
 #include "runner/workload/gpt_chunk.h"
 #include "runner/workload/gpt_specs.h"
 #include "runner/workload/mlp_chunk.h"
@@ -10,12 +11,13 @@
 namespace partrain::runner {
 
 std::vector<ChunkPlacement> owned_chunks(const ResolvedLayout& layout, int pp_rank) {
-  const int pp = layout.layout.pp, vpp = layout.layout.vpp;
-  const int chunks = pp * vpp;
+  const TrainingLayout& degrees = layout.layout;
+  const int chunks = static_cast<int>(layout.chunk_layers.size());
   std::vector<ChunkPlacement> owned;
-  for (int k = 0; k < vpp; ++k) {
+  // The schedule places the chunks (memory/pipeline_order.h): Megatron's c mod pp, DualPipeV's V.
+  for (int chunk : memory::rank_chunks(degrees.schedule, degrees.pp, degrees.vpp, pp_rank)) {
     ChunkPlacement placement;
-    placement.chunk = k * pp + pp_rank;
+    placement.chunk = chunk;
     placement.first = placement.chunk == 0;
     placement.last = placement.chunk == chunks - 1;
     int64_t first_layer = 0;

@@ -55,6 +55,20 @@ class ModelChunk {
                           const std::function<void(const std::string&)>& on_unit_ready) = 0;
   // A mixture of experts: the routing of the forwards since the last call, per MoE block.
   virtual std::vector<ExpertLayerLoad> take_expert_loads() { return {}; }
+
+  // The zero-bubble schedules (Qi 2023) split a backward in two: from now on backward computes
+  // the input gradient and leaves the weight gradients it can defer (WeightGradients) to
+  // weight_backward. A chunk that does not split keeps computing everything in backward, and
+  // reports its units there; its weight_backward has nothing left to do.
+  virtual void split_backward() {}
+  // Runs what backward(micro_batch) left. `on_unit_ready` (may be empty), as for backward, is told
+  // each unit whose gradients this pass has finished.
+  virtual Status weight_backward(int micro_batch,
+                                 const std::function<void(const std::string&)>& on_unit_ready) {
+    (void)micro_batch;
+    (void)on_unit_ready;
+    return Status::ok();
+  }
 };
 
 }  // namespace partrain::runner

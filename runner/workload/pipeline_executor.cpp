@@ -20,17 +20,19 @@ class PipelineExecutor::Step {
     RETURN_IF_ERROR(failure_);
     switch (a.kind) {
       case PipelineActionKind::kRecvActivation:
-        return receive(a, executor_.activations_, a.chunk, activation_in_);
+        return receive(a, channel(a), a.chunk, activation_in_);
       case PipelineActionKind::kSendActivation:
-        return send(a, executor_.activations_, activation_out_);
+        return send(a, channel(a), activation_out_);
       case PipelineActionKind::kRecvGradient:
-        return receive(a, executor_.gradients_, a.chunk - 1, gradient_in_);
+        return receive(a, channel(a), a.chunk - 1, gradient_in_);
       case PipelineActionKind::kSendGradient:
-        return send(a, executor_.gradients_, gradient_out_);
+        return send(a, channel(a), gradient_out_);
       case PipelineActionKind::kForward:
         return forward(a);
       case PipelineActionKind::kBackward:
         return backward(a);
+      case PipelineActionKind::kWeight:
+        return weight(a);
     }
     return Status::ok();
   }
@@ -48,6 +50,10 @@ class PipelineExecutor::Step {
  private:
   using Key = std::pair<int, int>;  // (micro-batch, chunk) as the schedule names messages
   using Messages = std::map<Key, Tensor>;
+
+  comm::Comm& channel(const PipelineAction& a) const {
+    return *executor_.channels_.at(static_cast<size_t>(pipeline_channel(executor_.shape_, a)));
+  }
 
   // Boundary tensors are p2p staging: the comm category.
   StatusOr<Tensor> boundary(int chunk) {
@@ -114,9 +120,11 @@ class PipelineExecutor::Step {
     const Tensor* input = in == activation_in_.end() ? nullptr : &in->second;
     Tensor* output = nullptr;
     if (a.chunk + 1 < executor_.total_chunks_) {
-      // The output is the next chunk's input: kept under that message's key until sent.
+      // The output is the next chunk's input: kept under that message's key until sent, or
+      // handed straight to the next chunk when this rank runs it too.
       ASSIGN_OR_RETURN(Tensor out, boundary(a.chunk));
-      output = &(activation_out_[Key{a.micro_batch, a.chunk + 1}] = std::move(out));
+      Messages& into = local(a.chunk + 1) ? activation_in_ : activation_out_;
+      output = &(into[Key{a.micro_batch, a.chunk + 1}] = std::move(out));
     }
     float mb_loss = 0;
     profiler::TraceScope phase(executor_.tracer_, "forward", profiler::SliceCategory::kPhase, -1,
@@ -137,15 +145,31 @@ class PipelineExecutor::Step {
       ASSIGN_OR_RETURN(grad_input, boundary(a.chunk));
     }
     const bool last_backward = ++backwards_done_[a.chunk] == executor_.micro_batches_;
+    // Split, a chunk reports its units from its last weight pass instead (ModelChunk).
     profiler::TraceScope phase(executor_.tracer_, "backward", profiler::SliceCategory::kPhase, -1,
                                a.micro_batch);
     RETURN_IF_ERROR(chunk.backward(a.micro_batch, *batch, grad_output, &grad_input,
                                    last_backward ? hooks_.unit_ready
                                                  : std::function<void(const std::string&)>()));
     if (in != gradient_in_.end()) gradient_in_.erase(in);
-    if (a.chunk > 0) gradient_out_[Key{a.micro_batch, a.chunk}] = std::move(grad_input);
+    if (a.chunk > 0) {
+      Messages& into = local(a.chunk - 1) ? gradient_in_ : gradient_out_;
+      into[Key{a.micro_batch, a.chunk}] = std::move(grad_input);
+    }
     return Status::ok();
   }
+
+  Status weight(const PipelineAction& a) {
+    ModelChunk& chunk = *executor_.chunks_.at(a.chunk);
+    const bool last_weight = ++weights_done_[a.chunk] == executor_.micro_batches_;
+    profiler::TraceScope phase(executor_.tracer_, "weight", profiler::SliceCategory::kPhase, -1,
+                               a.micro_batch);
+    return chunk.weight_backward(
+        a.micro_batch, last_weight ? hooks_.unit_ready : std::function<void(const std::string&)>());
+  }
+
+  // Whether this rank runs chunk c too (no message crosses to it).
+  bool local(int chunk) const { return executor_.chunks_.contains(chunk); }
 
   PipelineExecutor& executor_;
   const PipelineStepHooks& hooks_;
@@ -153,6 +177,7 @@ class PipelineExecutor::Step {
   Messages activation_in_, activation_out_, gradient_in_, gradient_out_;
   std::map<int, MicroBatch> batches_;
   std::map<int, int> backwards_done_;  // per chunk
+  std::map<int, int> weights_done_;    // per chunk
   // Posted sends and the buffers they read; a buffer is freed once its send has completed.
   std::vector<std::pair<comm::WorkPtr, Tensor>> sends_;
   Status failure_;  // the first failed send

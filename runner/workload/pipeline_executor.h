@@ -2,7 +2,9 @@
 // pipeline_schedule.h for the contract), receiving each input right before the forward or
 // backward that needs it, posting sends asynchronously and waiting for them at the end of the
 // step. Activations and gradients travel on two communicators of the pipeline group, so their
-// streams never mix even when the previous and the next stage are the same rank (pp = 2).
+// streams never mix even when the previous and the next stage are the same rank (pp = 2); two
+// adjacent chunks on this rank (DualPipeV's tip) hand them over in place. Under the zero-bubble
+// schedules the chunks split their backward and a weight action runs the rest.
 #pragma once
 
 #include <functional>
@@ -28,20 +30,24 @@ struct PipelineStepHooks {
 
 class PipelineExecutor {
  public:
-  // chunks: this rank's model chunks by model chunk index. activations and gradients: two
-  // communicators over the pipeline group (rank i = pipeline stage i). tracer (null: not traced)
-  // records each action's forward or backward phase.
-  PipelineExecutor(Device& device, std::map<int, ModelChunk*> chunks, comm::Comm& activations,
-                   comm::Comm& gradients, std::vector<PipelineAction> actions,
+  // chunks: this rank's model chunks by model chunk index. channels: pipeline_channels(shape)
+  // communicators over the pipeline group (rank i = pipeline stage i), indexed by
+  // PipelineChannel. tracer (null: not traced) records each action's forward or backward phase.
+  PipelineExecutor(Device& device, std::map<int, ModelChunk*> chunks,
+                   std::vector<comm::Comm*> channels, std::vector<PipelineAction> actions,
                    const PipelineShape& shape, profiler::RankTracer* tracer)
       : device_(device),
         chunks_(std::move(chunks)),
-        activations_(activations),
-        gradients_(gradients),
+        channels_(std::move(channels)),
         actions_(std::move(actions)),
+        shape_(shape),
         micro_batches_(shape.micro_batches),
         total_chunks_(shape.chunks()),
-        tracer_(tracer) {}
+        tracer_(tracer) {
+    if (memory::splits_backward(shape.schedule)) {
+      for (auto& [index, chunk] : chunks_) chunk->split_backward();
+    }
+  }
 
   // Runs the step; returns the sum of the last chunk's micro-batch mean losses (0 elsewhere).
   StatusOr<double> run_step(const PipelineStepHooks& hooks);
@@ -51,9 +57,9 @@ class PipelineExecutor {
 
   Device& device_;
   std::map<int, ModelChunk*> chunks_;
-  comm::Comm& activations_;
-  comm::Comm& gradients_;
+  std::vector<comm::Comm*> channels_;
   std::vector<PipelineAction> actions_;
+  PipelineShape shape_;
   int micro_batches_;
   int total_chunks_;
   profiler::RankTracer* tracer_;

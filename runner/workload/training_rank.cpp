@@ -13,26 +13,42 @@ namespace {
 // the first and last stage, and the executor walking this stage's actions.
 Status wire_pipeline(const WorkloadConfig& config, Device& device, TrainingRank& rank,
                      profiler::RankTracer* tracer) {
-  const int pp = config.resolved.layout.pp;
   const int stage = rank.coords.pp;
-  ASSIGN_OR_RETURN(rank.pp_activations, rank.mesh.pp().split(0, stage));
-  ASSIGN_OR_RETURN(rank.pp_gradients, rank.mesh.pp().split(0, stage));
-  const bool tied_stage = stage == 0 || stage == pp - 1;
+  const PipelineShape shape = pipeline_shape(config.resolved);
+  // The pp group's splits in the order trace readers name them (profiler/trace_reader/
+  // communicator_name.cpp): activations, gradients, embedding, then DualPipeV's ways back.
+  std::vector<comm::Comm*> channels;
+  auto add_channels = [&](int count) -> Status {
+    for (int c = 0; c < count; ++c) {
+      ASSIGN_OR_RETURN(std::unique_ptr<comm::Comm> channel, rank.mesh.pp().split(0, stage));
+      channels.push_back(channel.get());
+      rank.pp_channels.push_back(std::move(channel));
+    }
+    return Status::ok();
+  };
+  RETURN_IF_ERROR(add_channels(2));
+  // The ranks that hold one end of the model but not the other keep a copy of the tied wte
+  // (DualPipeV's rank 0 holds both ends: one wte, no group).
+  bool first = false, last = false;
+  for (const ChunkPlacement& placement : rank.placements) {
+    first = first || placement.first;
+    last = last || placement.last;
+  }
+  const bool tied_stage = first != last;
   ASSIGN_OR_RETURN(rank.embedding_group,
                    rank.mesh.pp().split(config.kind == WorkloadKind::kGpt && tied_stage
                                             ? 0
                                             : comm::kNoColor,
                                         stage));
   rank.dp->set_tied_embedding_group(rank.embedding_group.get());
-  const PipelineShape shape = pipeline_shape(config.resolved);
+  RETURN_IF_ERROR(add_channels(pipeline_channels(shape) - 2));
   ASSIGN_OR_RETURN(std::vector<PipelineAction> actions, pipeline_actions(shape, stage));
   std::map<int, ModelChunk*> by_index;
   for (size_t i = 0; i < rank.chunks.size(); ++i) {
     by_index[rank.placements[i].chunk] = rank.chunks[i].get();
   }
-  rank.pipeline = std::make_unique<PipelineExecutor>(device, by_index, *rank.pp_activations,
-                                                     *rank.pp_gradients, std::move(actions),
-                                                     shape, tracer);
+  rank.pipeline = std::make_unique<PipelineExecutor>(device, by_index, std::move(channels),
+                                                     std::move(actions), shape, tracer);
   return Status::ok();
 }
 

@@ -46,7 +46,9 @@ struct TrainingRank {
   std::vector<std::unique_ptr<ModelChunk>> chunks;  // as placements
   // pp > 1: activations and gradients on channels of their own, the tied-embedding group of the
   // first and last stage, and the executor of the schedule; all null when pp = 1.
-  std::unique_ptr<comm::Comm> pp_activations, pp_gradients, embedding_group;
+  // The pipeline's channels (PipelineChannel: activations, gradients, and DualPipeV's ways back).
+  std::vector<std::unique_ptr<comm::Comm>> pp_channels;
+  std::unique_ptr<comm::Comm> embedding_group;
   std::unique_ptr<PipelineExecutor> pipeline;
 };
 

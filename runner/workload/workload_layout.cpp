@@ -52,6 +52,23 @@ Status check_runnable(const ResolvedLayout& r, WorkloadKind kind, const Workload
                             "memory and recommend model it)",
                             n.named(LayoutField::kCp, l.cp));
   }
+  if (memory::splits_backward(l.schedule) && l.zero >= 2) {
+    // A deferred weight gradient is added after its unit's release, when ZeRO-2 and FSDP have
+    // already reduce-scattered and freed the unit's gradient staging.
+    return invalid_argument(
+        "{} defers weight gradients past the backward; {} reduce-scatters a "
+        "unit's gradients when the backward releases it: use {} or {}",
+        n.named(LayoutField::kSchedule, memory::schedule_name(l.schedule)),
+        n.named(LayoutField::kZero, l.zero), n.named(LayoutField::kZero, 1),
+        n.named(LayoutField::kSchedule, "1f1b"));
+  }
+  if (l.schedule == PipelineSchedule::kDualPipe) {
+    return invalid_argument(
+        "{}: the built-in workloads run DualPipe's V-shaped half (one copy of "
+        "the parameters), not the bidirectional schedule that partrain memory "
+        "models: use {}",
+        n.named(LayoutField::kSchedule, "dualpipe"), n.named(LayoutField::kSchedule, "dualpipev"));
+  }
   if (kind == WorkloadKind::kGpt) {
     if (model.vocab % l.tp != 0) {
       return invalid_argument("--vocab {} is not divisible by {}: the embedding and the "

@@ -1,5 +1,6 @@
 // `partrain memory` end to end: text and JSON agree, errors carry the documented exit codes and
 // name what is wrong, presets are found, the 405B sweep runs well under a second.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 namespace partrain {
 namespace {
 
+using testing::CommandResult;
 using testing::run_partrain;
 constexpr auto parse_json = testing::parse_json_output;
 
@@ -290,6 +292,39 @@ TEST(MemoryCommand, MixtureOfExpertsWithExpertParallelism) {
   for (const auto& [name, value] : candidate["memory_by_category_bytes"].items()) {
     EXPECT_EQ(value.get<int64_t>(), j["per_gpu_bytes"][name].get<int64_t>()) << name;
   }
+}
+
+// DeepSeek-V3's published layout (PP 16, EP 64, ZeRO-1, DualPipe, H800 80 GB) fits, EP 8 in its
+// place does not, each with its breakdown by category (tests/unit/memory/dual_pipe_fit_test.cpp
+// says why; docs/memory.md what is not modelled).
+TEST(MemoryCommand, DeepSeekV3PublishedLayoutFitsAndEp8DoesNot) {
+  auto run = [](int ep) {
+    return run_partrain(fmt::format(
+        "memory --model deepseek-v3 --dp 128 --pp 16 --ep {} --zero 1 --pp-schedule dualpipe "
+        "--pp-split 3,4,4,4,4,4,4,4,4,4,4,4,4,4,4,2 --precision bf16-fp32grad --recompute full "
+        "--flash-attn --global-batch 15360 --gpu h800",
+        ep));
+  };
+  const CommandResult published = run(64);
+  const CommandResult ep8 = run(8);
+  ASSERT_EQ(published.exit_code, 0) << published.err;
+  ASSERT_EQ(ep8.exit_code, 0) << ep8.err;
+  for (const CommandResult* r : {&published, &ep8}) {
+    for (const char* row : {"  params ", "  grads ", "  optimizer ", "  activations ", "  comm ",
+                            "  reserve*", "  total ", "  capacity "}) {
+      EXPECT_NE(r->out.find(row), std::string::npos) << row << "\n" << r->out;
+    }
+    EXPECT_NE(r->out.find("2 parameter copies per rank"), std::string::npos) << r->out;
+  }
+  EXPECT_NE(published.out.find("fits         yes"), std::string::npos) << published.out;
+  EXPECT_NE(ep8.out.find("fits         NO"), std::string::npos) << ep8.out;
+  auto refused = run_partrain(
+      "memory --model llama-2-7b --pp 3 --pp-schedule dualpipe "
+      "--global-batch 6 --pp-split 11,11,10");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--pp 3 must be even, or use --pp-schedule dualpipev"),
+            std::string::npos)
+      << refused.err;
 }
 
 // Training has no KV cache: no "kv cache 0.00" row (inference keeps its row).

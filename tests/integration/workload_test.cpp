@@ -242,30 +242,33 @@ TEST(Workload, Bf16StatesAreUsedAsStoredWithoutFp32Copies) {
   }
 }
 
-// Pipeline layouts: 8 layers and 4 micro-batches per step, so pp 4 with 2 virtual stages fits.
-class PipelineEquivalence : public ::testing::TestWithParam<const char*> {
- protected:
-  static nlohmann::json run(const std::string& layout, const char* recompute) {
-    std::string args = fmt::format("-q launch {} --workload gpt --layers 8 --hidden 64 --heads 4 "
-                                   "--seq 32 --vocab 128 --lr 3e-3 --global-batch 4 --steps 6 "
-                                   "--recompute {} --json",
-                                   layout, recompute);
+// A gpt layout of 8 layers against one rank over `global_batch` sequences per step (one
+// micro-batch each), without and with full recompute; one rank's runs are shared.
+void expect_gpt_layout_matches_one_rank(const std::string& layout, int global_batch) {
+  auto run = [&](const std::string& ranks, const char* recompute) {
+    std::string args = fmt::format(
+        "-q launch {} --workload gpt --layers 8 --hidden 64 --heads 4 "
+        "--seq 32 --vocab 128 --lr 3e-3 --global-batch {} --steps 6 "
+        "--recompute {} --json",
+        ranks, global_batch, recompute);
     CommandResult r = run_partrain(args);
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
     return nlohmann::json::parse(r.out, nullptr, false);
-  }
-};
-
-TEST_P(PipelineEquivalence, MatchesOneRank) {
+  };
+  static std::map<std::pair<std::string, int>, nlohmann::json> reference;
   for (const char* recompute : {"none", "full"}) {
-    static std::map<std::string, nlohmann::json> reference;
-    if (!reference.count(recompute)) reference[recompute] = run("-n 1 --micro-batch 1", recompute);
-    nlohmann::json parallel = run(GetParam(), recompute);
+    const std::pair<std::string, int> key{recompute, global_batch};
+    if (!reference.count(key)) reference[key] = run("-n 1 --micro-batch 1", recompute);
+    nlohmann::json parallel = run(layout, recompute);
     ASSERT_FALSE(parallel.is_discarded());
-    expect_equivalent(reference[recompute], parallel,
-                      std::string(GetParam()) + " recompute " + recompute);
+    expect_equivalent(reference[key], parallel, layout + " recompute " + recompute);
   }
 }
+
+// Pipeline layouts: 8 layers and 4 micro-batches per step, so pp 4 with 2 virtual stages fits.
+class PipelineEquivalence : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PipelineEquivalence, MatchesOneRank) { expect_gpt_layout_matches_one_rank(GetParam(), 4); }
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, PipelineEquivalence,
@@ -283,6 +286,24 @@ INSTANTIATE_TEST_SUITE_P(
                       "-n 4 --dp 2 --pp 2 --zero 2 --micro-batch 1",
                       "-n 4 --dp 2 --pp 2 --zero 3 --micro-batch 1",
                       "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
+
+// The zero-bubble schedules: 8 micro-batches per step, so DualPipeV runs at pp 4 (m >= 2 pp), its
+// 2 pp = 8 stages one layer each. The weight passes run later than the input gradients, and
+// the V hands chunk pp - 1's output to chunk pp on the same rank; the losses and the final
+// parameters stay one rank's.
+class ZeroBubbleEquivalence : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ZeroBubbleEquivalence, MatchesOneRank) { expect_gpt_layout_matches_one_rank(GetParam(), 8); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ZeroBubbleEquivalence,
+    ::testing::Values("-n 2 --pp 2 --pp-schedule zb-h1 --micro-batch 1",
+                      "-n 4 --pp 4 --pp-schedule zb-h1 --micro-batch 1",
+                      "-n 2 --pp 2 --pp-schedule dualpipev --micro-batch 1",
+                      "-n 4 --pp 4 --pp-schedule dualpipev --micro-batch 1",
+                      "-n 4 --dp 2 --pp 2 --pp-schedule zb-h1 --micro-batch 1",
+                      "-n 4 --dp 2 --pp 2 --pp-schedule dualpipev --zero 1 --micro-batch 1",
+                      "-n 4 --tp 2 --pp 2 --pp-schedule zb-h1 --sp --micro-batch 1"));
 
 // The lecture's MLP under every layout that applies to it (no sequence parallelism).
 class MlpEquivalence : public ::testing::TestWithParam<const char*> {};
@@ -305,26 +326,24 @@ TEST_P(MlpEquivalence, MatchesOneRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, MlpEquivalence,
-                         ::testing::Values("-n 1 --micro-batch 1", "-n 2 --micro-batch 2",
-                                           "-n 4 --micro-batch 1", "-n 2 --zero 1 --micro-batch 2",
-                                           "-n 2 --tp 2 --micro-batch 4",
-                                           "-n 4 --tp 4 --micro-batch 4",
-                                           "-n 4 --dp 2 --tp 2 --micro-batch 2",
-                                           "-n 2 --pp 2 --micro-batch 1",
-                                           "-n 2 --pp 2 --pp-schedule interleaved --vpp 2 "
-                                           "--micro-batch 1",
-                                           "-n 4 --tp 2 --pp 2 --micro-batch 1",
-                                           "-n 2 --zero 2 --micro-batch 2",
-                                           "-n 2 --zero 3 --micro-batch 2",
-                                           "-n 4 --dp 2 --tp 2 --zero 3 --micro-batch 2",
-                                           "-n 4 --zero 3 --micro-batch 1",
-                                           "-n 4 --pp 4 --pp-schedule gpipe --micro-batch 1",
-                                           "-n 4 --pp 4 --pp-schedule 1f1b --micro-batch 1",
-                                           "-n 2 --pp 2 --pp-schedule gpipe --micro-batch 1",
-                                           "-n 2 --pp 2 --pp-split 3,1 --micro-batch 1",
-                                           "-n 4 --dp 2 --pp 2 --micro-batch 1",
-                                           "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, MlpEquivalence,
+    ::testing::Values(
+        "-n 1 --micro-batch 1", "-n 2 --micro-batch 2", "-n 4 --micro-batch 1",
+        "-n 2 --zero 1 --micro-batch 2", "-n 2 --tp 2 --micro-batch 4",
+        "-n 4 --tp 4 --micro-batch 4", "-n 4 --dp 2 --tp 2 --micro-batch 2",
+        "-n 2 --pp 2 --micro-batch 1",
+        "-n 2 --pp 2 --pp-schedule interleaved --vpp 2 "
+        "--micro-batch 1",
+        "-n 4 --tp 2 --pp 2 --micro-batch 1", "-n 2 --zero 2 --micro-batch 2",
+        "-n 2 --zero 3 --micro-batch 2", "-n 4 --dp 2 --tp 2 --zero 3 --micro-batch 2",
+        "-n 4 --zero 3 --micro-batch 1", "-n 4 --pp 4 --pp-schedule gpipe --micro-batch 1",
+        "-n 4 --pp 4 --pp-schedule 1f1b --micro-batch 1",
+        "-n 2 --pp 2 --pp-schedule gpipe --micro-batch 1",
+        "-n 2 --pp 2 --pp-split 3,1 --micro-batch 1",
+        "-n 2 --pp 2 --pp-schedule zb-h1 --micro-batch 1",
+        "-n 2 --pp 2 --pp-schedule dualpipev --micro-batch 1", "-n 4 --dp 2 --pp 2 --micro-batch 1",
+        "-n 8 --dp 2 --tp 2 --pp 2 --micro-batch 1"));
 
 // Both bf16 recipes on the CPU: every matmul multiplies bf16-rounded operands (the CUDA device's
 // arithmetic), the parameters are stored in bf16 beside an fp32 master and the activations in
@@ -452,7 +471,8 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 4 --dp 3", "product of the degrees"},
            Case{"-n 4 --pp 4 --layers 2", "--pp 4 is more than the model's 2 layers"},
            Case{"-n 2 --pp 2 --vpp 2", "needs --pp-schedule interleaved"},
-           Case{"-n 2 --micro-batch 3 --global-batch 4", "is not a multiple of --dp x --micro-batch"},
+           Case{"-n 2 --micro-batch 3 --global-batch 4",
+                "is not a multiple of --dp x --micro-batch"},
            Case{"-n 2 --pp 2 --pp-schedule interleaved --vpp 2 --layers 4 --global-batch 3",
                 "multiple of --pp 2"},
            Case{"-n 1 --hidden 60 --heads 8", "--hidden 60 is not divisible by --heads 8"},
@@ -466,6 +486,18 @@ TEST(Workload, InvalidLayoutsAreRefusedBeforeAnyRankStarts) {
            Case{"-n 1 --precision fp16",
                 "is not fp32, bf16, fp32-adam, bf16-mixed or bf16-fp32grad"},
            Case{"-n 2 --device cpu-isolated --comm nccl", "pass --comm gloo"},
+           Case{"-n 1 --pp-schedule zb-h1",
+                "needs --pp > 1 (one stage has no bubble); use "
+                "--pp-schedule 1f1b"},
+           Case{"-n 2 --pp 2 --pp-schedule dualpipev --layers 4 --global-batch 2",
+                "dualpipev needs at least 2 x --pp 2 = 4 micro-batches per step (got 2)"},
+           Case{"-n 3 --pp 3 --pp-schedule dualpipev --layers 8 --global-batch 6",
+                "2 x --pp 3 = 6 stages must divide the 8 layers, or give --pp-split with 6"},
+           Case{"-n 2 --pp 2 --pp-schedule zb-h1 --layers 4 --zero 2",
+                "--zero 2 reduce-scatters a unit's gradients when the backward releases it: use "
+                "--zero 1 or --pp-schedule 1f1b"},
+           Case{"-n 2 --pp 2 --pp-schedule dualpipe --layers 4 --global-batch 4",
+                "use --pp-schedule dualpipev"},
        }) {
     const bool names_workload = std::string(c.args).find("--workload") != std::string::npos;
     CommandResult r = run_partrain(std::string(names_workload ? "launch " : "launch --workload gpt ") +

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "memory/pipeline.h"
+
 namespace partrain::analyzers {
 namespace {
 
@@ -139,6 +141,96 @@ TEST(SimulatePipeline, RejectsImpossibleShapes) {
   in = two_stages(PipelineSchedule::kGpipe);
   in.forward = {1};
   EXPECT_FALSE(simulate_pipeline(in).is_ok());
+}
+
+// The zero-bubble schedules, from memory::pipeline_compute_order, over a grid of p and m: every
+// list completes (no stage waits forever) and every stage does all of its work.
+TEST(SimulatePipeline, ZeroBubbleSchedulesCompleteOnEveryShape) {
+  for (PipelineSchedule schedule : {PipelineSchedule::kZbH1, PipelineSchedule::kDualPipeV}) {
+    for (int pp = 2; pp <= 8; ++pp) {
+      for (int m = 1; m <= 4 * pp + 1; ++m) {
+        if (schedule == PipelineSchedule::kDualPipeV && m < 2 * pp) continue;
+        PipelineSimInput in;
+        in.schedule = schedule;
+        in.pp = pp;
+        in.micro_batches = m;
+        in.forward.assign(static_cast<size_t>(pp), 1);
+        in.backward.assign(static_cast<size_t>(pp), 1);
+        in.weight.assign(static_cast<size_t>(pp), 1);
+        auto sim = simulate_pipeline(in);
+        ASSERT_TRUE(sim.is_ok()) << memory::schedule_name(schedule) << " pp " << pp << " m " << m
+                                 << ": " << sim.status().message();
+        const double chunks = schedule == PipelineSchedule::kDualPipeV ? 2 : 1;
+        for (int s = 0; s < pp; ++s)
+          EXPECT_DOUBLE_EQ(sim->busy[static_cast<size_t>(s)], 3 * m * chunks);
+      }
+    }
+  }
+}
+
+// Qi 2023 sec. 3.1: ZB-H1 idles (p - 1)(F + B - W) per stage, 1F1B (p - 1)(F + B + W) when its
+// backward is the same B + W; here F = 2, B = 2, W = 1 over p = 4, m = 8.
+TEST(SimulatePipeline, ZbH1IdlesWhatQiPredicts) {
+  PipelineSimInput in;
+  in.schedule = PipelineSchedule::kZbH1;
+  in.pp = 4;
+  in.micro_batches = 8;
+  in.forward = {2, 2, 2, 2};
+  in.backward = {2, 2, 2, 2};
+  in.weight = {1, 1, 1, 1};
+  auto zb = simulate_pipeline(in);
+  ASSERT_TRUE(zb.is_ok()) << zb.status().message();
+  in.schedule = PipelineSchedule::kOneFOneB;
+  in.backward = {3, 3, 3, 3};
+  in.weight.clear();
+  auto one = simulate_pipeline(in);
+  ASSERT_TRUE(one.is_ok());
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_DOUBLE_EQ(zb->bubble[static_cast<size_t>(s)], 3 * (2 + 2 - 1)) << "stage " << s;
+    EXPECT_DOUBLE_EQ(one->bubble[static_cast<size_t>(s)], 3 * (2 + 3)) << "stage " << s;
+    EXPECT_NEAR(zb->bubble_of_ideal(s),
+                memory::split_bubble_fraction(PipelineSchedule::kZbH1, 4, 8, 2, 2, 1), 1e-12);
+  }
+}
+
+// DualPipeV over p = 4 ranks (8 stages of half a rank's layers each): its bubble stays within
+// the DualPipe README's (PP/2 - 1)(F&B + B_full - 3W), taken with F&B = F + B_full since the
+// pair runs one after the other here, and below ZB-H1's on the same work per rank.
+TEST(SimulatePipeline, DualPipeVStaysWithinTheReadmeBound) {
+  for (double w : {0.5, 1.0, 2.0}) {
+    PipelineSimInput in;
+    in.schedule = PipelineSchedule::kDualPipeV;
+    in.pp = 4;
+    in.micro_batches = 12;
+    in.forward.assign(4, 1);  // per chunk: half a rank's layers
+    in.backward.assign(4, 1);
+    in.weight.assign(4, w);
+    auto v = simulate_pipeline(in);
+    ASSERT_TRUE(v.is_ok()) << v.status().message();
+    in.schedule = PipelineSchedule::kZbH1;
+    in.forward.assign(4, 2);  // the same rank's layers as one stage
+    in.backward.assign(4, 2);
+    in.weight.assign(4, 2 * w);
+    auto zb = simulate_pipeline(in);
+    ASSERT_TRUE(zb.is_ok());
+    const double bound =
+        memory::split_bubble_fraction(PipelineSchedule::kDualPipeV, 4, 12, 1, 1, w);
+    for (int s = 0; s < 4; ++s) {
+      EXPECT_LE(v->bubble_of_ideal(s), bound + 1e-12) << "W " << w << " stage " << s;
+      EXPECT_LT(v->bubble[static_cast<size_t>(s)], zb->bubble[static_cast<size_t>(s)])
+          << "W " << w << " stage " << s;
+    }
+  }
+}
+
+TEST(SimulatePipeline, RefusesWhatTheScheduleCannotRun) {
+  PipelineSimInput in = two_stages(PipelineSchedule::kDualPipeV);
+  in.micro_batches = 3;  // < 2 pp
+  EXPECT_FALSE(simulate_pipeline(in).is_ok());
+  in = two_stages(PipelineSchedule::kDualPipe);
+  auto dual = simulate_pipeline(in);
+  ASSERT_FALSE(dual.is_ok());
+  EXPECT_NE(dual.status().message().find("dualpipev"), std::string::npos);
 }
 
 }  // namespace

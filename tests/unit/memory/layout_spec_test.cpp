@@ -56,7 +56,8 @@ TEST(LayoutSpec, MalformedTextNamesTheItem) {
       {"zero=99999999999", "--check: zero=99999999999 is not a non-negative integer"},
       {"sp=2", "--check: sp=2 is 0 (off) or 1 (on)"},
       {"recompute=most", "--check: recompute=most (none, selective or full)"},
-      {"schedule=zb", "--check: schedule=zb (gpipe, 1f1b or interleaved)"},
+      {"schedule=zb",
+       "--check: schedule=zb (gpipe, 1f1b, interleaved, zb-h1, dualpipev or dualpipe)"},
       {"pp_split=16/x", "--check: pp_split=16/x is not layers per stage"},
       {"pp_split=16//16", "--check: pp_split=16//16 is not layers per stage"},
   };

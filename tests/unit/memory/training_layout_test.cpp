@@ -136,5 +136,51 @@ TEST(TrainingLayout, TheDegreesFillTheWorld) {
             "degrees must be the number of ranks");
 }
 
+// A schedule that cannot run with the layout is refused naming the constraint and the fix.
+TEST(TrainingLayout, ZeroBubbleSchedulesNameWhatTheyNeed) {
+  auto message = [](PipelineSchedule schedule, int pp, int64_t global_batch,
+                    std::vector<int64_t> split = {}) {
+    TrainingLayout l;
+    l.schedule = schedule;
+    l.pp = pp;
+    l.global_batch = global_batch;
+    l.pp_split = std::move(split);
+    return check(l).message();
+  };
+  EXPECT_NE(message(PipelineSchedule::kZbH1, 1, 8).find("needs --pp > 1"), std::string::npos);
+  EXPECT_NE(message(PipelineSchedule::kDualPipe, 3, 12).find("--pp 3 must be even"),
+            std::string::npos);
+  EXPECT_NE(message(PipelineSchedule::kDualPipeV, 4, 7)
+                .find("at least 2 x --pp 4 = 8 "
+                      "micro-batches"),
+            std::string::npos);
+  EXPECT_NE(message(PipelineSchedule::kDualPipe, 4, 9).find("must be even"), std::string::npos);
+  // Llama 2 7B's 32 layers over dualpipev's 2 x 3 stages: give a split of 6 entries.
+  EXPECT_NE(message(PipelineSchedule::kDualPipeV, 3, 6)
+                .find("2 x --pp 3 = 6 stages must divide "
+                      "the 32 layers"),
+            std::string::npos);
+  EXPECT_EQ(message(PipelineSchedule::kDualPipeV, 3, 6, {6, 5, 5, 5, 5, 6}), "");
+  EXPECT_EQ(message(PipelineSchedule::kZbH1, 4, 8), "");
+}
+
+TEST(TrainingLayout, DualPipeVRanksHoldBothEndsOfTheirV) {
+  TrainingLayout l;
+  l.schedule = PipelineSchedule::kDualPipeV;
+  l.pp = 4;
+  l.global_batch = 8;
+  l.pp_split = {1, 2, 3, 4, 5, 6, 7, 4};
+  auto r = resolve_layout(l, testing::llama2_7b());
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->chunk_layers.size(), 8u);
+  EXPECT_EQ(r->stage_layers, (std::vector<int64_t>{1 + 4, 2 + 7, 3 + 6, 4 + 5}));
+}
+
+TEST(TrainingLayout, ScheduleNamesRoundTrip) {
+  for (PipelineSchedule s : kPipelineSchedules) EXPECT_EQ(parse_schedule(schedule_name(s)), s);
+  EXPECT_EQ(schedule_choices(), "gpipe, 1f1b, interleaved, zb-h1, dualpipev or dualpipe");
+  EXPECT_FALSE(parse_schedule("zb").has_value());
+}
+
 }  // namespace
 }  // namespace partrain::memory

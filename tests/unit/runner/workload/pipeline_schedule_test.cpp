@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -19,14 +20,17 @@ using Program = std::vector<PipelineAction>;
 // ---------------------------------------------------------------------------------------------
 // A simulator of the executor contract in pipeline_schedule.h: sends are posted and never block,
 // a receive blocks its rank until the matching send (kind, micro_batch, chunk, src, dst) has been
-// posted. Every rank runs its list in order; compute has a cost in time units, transfers are free,
-// so the finishing time measures the bubble. The first broken rule stops the run.
+// posted, and, as Gloo completes one communicator's transfers in posting order, until every send
+// the rank posted before it on the same channel has met its peer's receive. Every rank runs its
+// list in order; compute has a cost in time units, transfers are free, so the finishing time
+// measures the bubble. The first broken rule stops the run.
 // ---------------------------------------------------------------------------------------------
 
 struct Simulation {
   std::string error;                // empty: every check passed
   std::vector<int> forwards;        // per rank
   std::vector<int> backwards;       // per rank
+  std::vector<int> weights;         // per rank: weight passes (split backwards)
   std::vector<int> peak_in_flight;  // per rank: forwards whose backward has not run yet
   int64_t makespan = 0;             // time of the last action over all ranks
 };
@@ -36,14 +40,25 @@ using WorkKey = std::pair<int, int>;                       // mb, chunk
 
 class Simulator {
  public:
+  // channel_of: the communicator of a transfer (pipeline_channel unless a test overrides it).
+  using ChannelOf = std::function<int(const PipelineAction&)>;
   Simulator(const PipelineShape& shape, const std::vector<Program>& programs, int64_t forward_cost,
-            int64_t backward_cost, bool rendezvous_sends)
-      : shape_(shape), programs_(programs), forward_cost_(forward_cost),
-        backward_cost_(backward_cost), rendezvous_sends_(rendezvous_sends), pc_(programs.size()),
-        clock_(programs.size()), waiting_send_(programs.size()), in_flight_(programs.size()),
+            int64_t backward_cost, bool rendezvous_sends, ChannelOf channel_of = nullptr)
+      : shape_(shape),
+        programs_(programs),
+        channel_of_(channel_of ? std::move(channel_of) : default_channel(shape)),
+        forward_cost_(forward_cost),
+        backward_cost_(memory::splits_backward(shape.schedule) ? backward_cost / 2 : backward_cost),
+        weight_cost_(backward_cost - backward_cost_),
+        rendezvous_sends_(rendezvous_sends),
+        pc_(programs.size()),
+        clock_(programs.size()),
+        waiting_send_(programs.size()),
+        in_flight_(programs.size()),
         received_(programs.size()) {
     result_.forwards.assign(programs.size(), 0);
     result_.backwards.assign(programs.size(), 0);
+    result_.weights.assign(programs.size(), 0);
     result_.peak_in_flight.assign(programs.size(), 0);
   }
 
@@ -106,8 +121,14 @@ class Simulator {
         return post(r, a, gradient);
       case Kind::kRecvActivation:
       case Kind::kRecvGradient: {
-        auto it = mailbox_.find({gradient, a.micro_batch, a.chunk, a.peer, r});
+        const MessageKey key{gradient, a.micro_batch, a.chunk, a.peer, r};
+        recvs_posted_.insert(key);
+        auto it = mailbox_.find(key);
         if (it == mailbox_.end()) return false;  // blocked until the peer sends
+        // ... and until this rank's earlier sends on the channel have met their receives.
+        auto& before = pending_sends_[{r, channel_of_(a)}];
+        std::erase_if(before, [&](const MessageKey& send) { return recvs_posted_.contains(send); });
+        if (!before.empty()) return false;
         clock_[r] = std::max(clock_[r], it->second);
         mailbox_.erase(it);
         if (!received_[r].insert({gradient, a.micro_batch, a.chunk}).second) {
@@ -118,6 +139,8 @@ class Simulator {
       }
       case Kind::kForward: return forward(r, a);
       case Kind::kBackward: return backward(r, a);
+      case Kind::kWeight:
+        return weight(r, a);
     }
     return false;
   }
@@ -134,13 +157,21 @@ class Simulator {
       fail(r, a, "message sent twice");
       return false;
     }
+    pending_sends_[{r, channel_of_(a)}].push_back(key);
     if (!rendezvous_sends_) return true;
     waiting_send_[r] = true;
     return false;
   }
 
   // Consumes a received message that a compute needs; false if it has not arrived on this rank.
+  // A neighbouring chunk on the same rank hands it over with no message: its producer must have
+  // run (the forward of chunk - 1, or the backward of chunk).
   bool consume(int r, bool gradient, int micro_batch, int chunk) {
+    const int producer = gradient ? chunk : chunk - 1;
+    if (owner(producer) == r) {
+      return gradient ? backward_done_.contains({micro_batch, producer})
+                      : forward_done_.contains({micro_batch, producer});
+    }
     return received_[r].erase({gradient, micro_batch, chunk}) == 1;
   }
 
@@ -169,6 +200,23 @@ class Simulator {
     clock_[r] += backward_cost_;
     backward_done_.insert({a.micro_batch, a.chunk});
     ++result_.backwards[r];
+    if (!memory::splits_backward(shape_.schedule)) --in_flight_[r];
+    return true;
+  }
+
+  // A split backward's weight gradients: after its B, once; the activations go with it.
+  bool weight(int r, const PipelineAction& a) {
+    if (!memory::splits_backward(shape_.schedule)) {
+      return fail(r, a, "a weight pass in a schedule that does not split the backward"), false;
+    }
+    if (owner(a.chunk) != r) return fail(r, a, "chunk runs on another rank"), false;
+    if (!backward_done_.contains({a.micro_batch, a.chunk})) {
+      return fail(r, a, "runs before its backward"), false;
+    }
+    if (!weight_done_.insert({a.micro_batch, a.chunk}).second)
+      return fail(r, a, "ran twice"), false;
+    clock_[r] += weight_cost_;
+    ++result_.weights[r];
     --in_flight_[r];
     return true;
   }
@@ -193,12 +241,22 @@ class Simulator {
     if (forward_done_.size() != expected || backward_done_.size() != expected) {
       result_.error = "not every (micro-batch, chunk) ran forward and backward";
     }
+    if (memory::splits_backward(shape_.schedule) && weight_done_.size() != expected) {
+      result_.error = "not every (micro-batch, chunk) ran its weight pass";
+    }
+  }
+
+  static ChannelOf default_channel(const PipelineShape& shape) {
+    return
+        [shape](const PipelineAction& a) { return static_cast<int>(pipeline_channel(shape, a)); };
   }
 
   PipelineShape shape_;
   const std::vector<Program>& programs_;
+  ChannelOf channel_of_;
   int64_t forward_cost_;
-  int64_t backward_cost_;
+  int64_t backward_cost_;  // of B: half the backward when it is split, W the rest
+  int64_t weight_cost_;
   bool rendezvous_sends_;  // a send blocks its rank until the peer posts the receive
   std::vector<size_t> pc_;
   std::vector<int64_t> clock_;
@@ -206,9 +264,12 @@ class Simulator {
   std::vector<int> in_flight_;
   std::vector<std::set<std::tuple<bool, int, int>>> received_;
   std::map<MessageKey, int64_t> mailbox_;  // posted, not yet received: send time
+  std::set<MessageKey> recvs_posted_;      // receives a rank has reached (posted)
+  std::map<std::pair<int, int>, std::vector<MessageKey>> pending_sends_;  // (rank, channel)
   std::set<std::tuple<bool, int, int>> sent_;
   std::set<WorkKey> forward_done_;
   std::set<WorkKey> backward_done_;
+  std::set<WorkKey> weight_done_;
   Simulation result_;
 };
 
@@ -572,6 +633,143 @@ TEST(PipelineSimulator, CatchesAWrongInterleavedChunkOrder) {
   ASSERT_GE(forwards.size(), 3u);
   std::swap(rank1[forwards[0]], rank1[forwards[2]]);
   EXPECT_NE(simulate(shape, programs).error, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The zero-bubble schedules: ZB-H1 and DualPipeV over p 2-5 and every m they run with up to 12.
+// ---------------------------------------------------------------------------------------------
+
+std::vector<PipelineShape> zero_bubble_shapes() {
+  std::vector<PipelineShape> shapes;
+  for (auto schedule : {PipelineSchedule::kZbH1, PipelineSchedule::kDualPipeV}) {
+    for (int pp = 2; pp <= 5; ++pp) {
+      for (int m = 1; m <= 12; ++m) {
+        const PipelineShape shape{schedule, pp, 1, m};
+        if (check_pipeline_shape(shape).is_ok()) shapes.push_back(shape);
+      }
+    }
+  }
+  return shapes;
+}
+
+TEST(ZeroBubbleSchedule, EveryShapeCompletesRunningEachPassOnce) {
+  const auto shapes = zero_bubble_shapes();
+  // zb-h1: 4 x 12; dualpipev: m >= 2p gives 9 + 7 + 5 + 3.
+  ASSERT_EQ(shapes.size(), 48u + 24u);
+  for (const PipelineShape& shape : shapes) {
+    SCOPED_TRACE(name_of(shape));
+    const auto programs = all_programs(shape);
+    const Simulation sim = simulate(shape, programs);
+    ASSERT_EQ(sim.error, "");
+    const int per_rank = shape.micro_batches * shape.chunks() / shape.pp;
+    for (int r = 0; r < shape.pp; ++r) {
+      EXPECT_EQ(sim.forwards[r], per_rank);
+      EXPECT_EQ(sim.backwards[r], per_rank);
+      EXPECT_EQ(sim.weights[r], per_rank);
+    }
+  }
+}
+
+TEST(ZeroBubbleSchedule, ActivationsInFlightMatchTheory) {
+  for (const PipelineShape& shape : zero_bubble_shapes()) {
+    SCOPED_TRACE(name_of(shape));
+    const Simulation sim = simulate(shape, all_programs(shape));
+    ASSERT_EQ(sim.error, "");
+    for (int r = 0; r < shape.pp; ++r) {
+      EXPECT_EQ(sim.peak_in_flight[r], peak_activations_in_flight(shape, r)) << "rank " << r;
+      if (shape.schedule == PipelineSchedule::kZbH1) {
+        // Qi 2023: 1F1B's first-stage memory, pp micro-batches, on every stage.
+        EXPECT_EQ(sim.peak_in_flight[r], std::min(shape.pp, shape.micro_batches));
+      } else {
+        // DualPipe README: PP + 1 chunk activations over the 2 pp stages of the V.
+        EXPECT_EQ(sim.peak_in_flight[r], 2 * shape.pp + 1);
+      }
+    }
+  }
+}
+
+TEST(ZeroBubbleSchedule, WeightPassesShrinkOneFOneBsBubbleAsQiPredicts) {
+  // F = 2, B = 4 split into B = 2 and W = 2: 1F1B idles (p - 1)(F + B) = 6 (p - 1) per rank,
+  // ZB-H1 (p - 1)(F + B - W) = 2 (p - 1) (Qi 2023 sec. 3.1).
+  for (int pp = 2; pp <= 5; ++pp) {
+    const int m = 3 * pp;
+    const PipelineShape zb{PipelineSchedule::kZbH1, pp, 1, m};
+    const PipelineShape one{PipelineSchedule::kOneFOneB, pp, 1, m};
+    const Simulation z = simulate(zb, all_programs(zb), 2, 4);
+    const Simulation o = simulate(one, all_programs(one), 2, 4);
+    ASSERT_EQ(z.error, "");
+    const int64_t ideal = 6 * m;
+    EXPECT_EQ(o.makespan - ideal, 6 * (pp - 1)) << "pp " << pp;
+    EXPECT_EQ(z.makespan - ideal, 2 * (pp - 1)) << "pp " << pp;
+  }
+}
+
+TEST(ZeroBubbleSchedule, DualPipeVFoldsTheModelIntoAV) {
+  const PipelineShape shape{PipelineSchedule::kDualPipeV, 4, 1, 8};
+  EXPECT_EQ(shape.chunks(), 8);
+  EXPECT_EQ(rank_chunks(shape, 0), (std::vector<int>{0, 7}));
+  EXPECT_EQ(rank_chunks(shape, 3), (std::vector<int>{3, 4}));
+  EXPECT_EQ(chunk_rank(shape, 5), 2);
+  // The tip of the V hands chunk 3's output to chunk 4 on the same rank: no message.
+  auto actions = pipeline_actions(shape, 3);
+  ASSERT_TRUE(actions.is_ok());
+  for (const PipelineAction& a : *actions) {
+    if (a.peer >= 0) EXPECT_NE(a.chunk, 4) << describe_action(a);
+  }
+  // Rank 0 starts with 2 (pp - 1) = 6 forwards of chunk 0, then alternates chunk 0 and 7
+  // (DeepSeek's dualpipev.py steps 1 and 2).
+  auto first = pipeline_actions(shape, 0);
+  ASSERT_TRUE(first.is_ok());
+  std::string text;
+  int computes = 0;
+  for (const PipelineAction& a : *first) {
+    if (a.peer >= 0 || computes == 8) continue;
+    text += describe_action(a) + " ";
+    ++computes;
+  }
+  EXPECT_EQ(text,
+            "F(mb=0,c=0) F(mb=1,c=0) F(mb=2,c=0) F(mb=3,c=0) F(mb=4,c=0) F(mb=5,c=0) "
+            "F(mb=6,c=0) F(mb=0,c=7) ");
+}
+
+TEST(ZeroBubbleSchedule, RefusesWhatItCannotRun) {
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kZbH1, 1, 1, 4}, 0).is_ok());       // pp 1
+  EXPECT_FALSE(pipeline_actions({PipelineSchedule::kDualPipeV, 3, 1, 5}, 0).is_ok());  // m < 2p
+  auto dual = pipeline_actions({PipelineSchedule::kDualPipe, 2, 1, 4}, 0);
+  ASSERT_FALSE(dual.is_ok());
+  EXPECT_NE(dual.status().message().find("dualpipev"), std::string::npos);
+}
+
+TEST(PipelineSimulator, DualPipeVOnTwoChannelsDeadlocksAsGlooDid) {
+  // What the four channels are for: DualPipeV's lists over one activation and one gradient
+  // communicator wait forever from pp 3 on (a receive queued behind the rank's own send the
+  // other way), as the first runs on Gloo did; at pp 2 the neighbours are one pair each way.
+  for (int pp = 2; pp <= 4; ++pp) {
+    const PipelineShape shape{PipelineSchedule::kDualPipeV, pp, 1, 2 * pp};
+    const auto programs = all_programs(shape);
+    const Simulation two = Simulator(shape, programs, 1, 2, false, [](const PipelineAction& a) {
+                             const bool activation =
+                                 a.kind == Kind::kSendActivation || a.kind == Kind::kRecvActivation;
+                             return activation ? 0 : 1;
+                           }).run();
+    if (pp == 2) {
+      EXPECT_EQ(two.error, "");
+    } else {
+      EXPECT_NE(two.error.find("deadlock"), std::string::npos) << "pp " << pp << two.error;
+    }
+    EXPECT_EQ(simulate(shape, programs).error, "") << "pp " << pp;
+  }
+}
+
+TEST(PipelineSimulator, CatchesAWeightPassBeforeItsBackward) {
+  const PipelineShape shape{PipelineSchedule::kZbH1, 2, 1, 2};
+  auto programs = all_programs(shape);
+  auto& rank1 = programs[1];
+  auto weight = std::find_if(rank1.begin(), rank1.end(),
+                             [](const PipelineAction& a) { return a.kind == Kind::kWeight; });
+  ASSERT_NE(weight, rank1.end());
+  std::rotate(rank1.begin(), weight, weight + 1);
+  EXPECT_NE(simulate(shape, programs).error.find("before its backward"), std::string::npos);
 }
 
 }  // namespace
