@@ -40,12 +40,14 @@ std::string experts_text(const StepCost& c, const memory::TrainingLayout& l) {
   if (l.ep > 1) {
     text += fmt::format(
         "  all_to_all: {} per micro-batch ({} per MoE block: dispatch and combine, forward and "
-        "backward{}), each {} per GPU over ep {} {} = {}: {} per step, {} of it, not overlapped "
-        "(DualPipe's overlap is not modelled)\n",
+        "backward{}), each {} per GPU over ep {} {} = {}: {} per step, {} of it, {}\n",
         e.all_to_alls, e.moe_blocks > 0 ? e.all_to_alls / e.moe_blocks : 0,
         l.recompute == memory::Recompute::kFull ? ", and full recompute's forward again" : "",
         gib(a.bytes), a.ranks, level_words(a.level), seconds_text(a.seconds),
-        seconds_text(c.ep_comm_s), format_percent(pct(c.ep_comm_s, c.step_s) / 100));
+        seconds_text(c.ep_comm_s), format_percent(pct(c.ep_comm_s, c.step_s) / 100),
+        e.all_to_all_overlapped
+            ? "what the paired micro-batch's compute does not cover (DualPipe's overlap)"
+            : "not overlapped (Megatron-Core's and DeepSpeed's default; DualPipe(V) overlaps it)");
   } else {
     text += "  all_to_all: none (ep 1: every GPU holds every expert)\n";
   }
@@ -84,7 +86,7 @@ json experts_json(const StepCost& c) {
         {"level", level_key(e.all_to_all.level)},
         {"seconds_each", e.all_to_all.seconds},
         {"per_micro_batch", e.all_to_alls},
-        {"overlapped", false}}},
+        {"overlapped", e.all_to_all_overlapped}}},
       {"tp_exchange", {{"extra_s_each", e.tp_exchange_s}, {"per_micro_batch", e.tp_exchanges}}},
       {"gradients_s",
        {{"dense", e.dense_grad_s},

@@ -25,8 +25,8 @@ bool allowed(const std::vector<T>& list, T value) {
 
 bool passes(const std::optional<int>& fixed, int value) { return !fixed || *fixed == value; }
 
-// The pipeline schedules tried for v virtual stages: 1F1B (or GPipe when asked for) without
-// interleaving, interleaved 1F1B with it.
+// The pipeline schedules tried for v virtual stages: 1F1B (or, when asked for, GPipe, ZB-H1,
+// DualPipeV, DualPipe) without interleaving, interleaved 1F1B with it.
 std::vector<memory::PipelineSchedule> schedules_for(int pp, int vpp, const SearchSpace& space) {
   using memory::PipelineSchedule;
   if (pp == 1) return {PipelineSchedule::kOneFOneB};
@@ -35,8 +35,12 @@ std::vector<memory::PipelineSchedule> schedules_for(int pp, int vpp, const Searc
     return {PipelineSchedule::kInterleaved};
   }
   std::vector<PipelineSchedule> out;
-  for (PipelineSchedule s : {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe}) {
-    // GPipe only when asked for: its bubble equals 1F1B's, its memory is larger.
+  for (PipelineSchedule s :
+       {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe, PipelineSchedule::kZbH1,
+        PipelineSchedule::kDualPipeV, PipelineSchedule::kDualPipe}) {
+    // The others only when asked for: GPipe's bubble equals 1F1B's and its memory is larger; the
+    // zero-bubble schedules need a framework that splits the backward (not Megatron-LM's or
+    // DeepSpeed's default), so a default search ranks what users can run.
     if (space.schedules.empty() ? s == PipelineSchedule::kOneFOneB : allowed(space.schedules, s)) {
       out.push_back(s);
     }
@@ -253,7 +257,10 @@ std::string layout_label(const memory::TrainingLayout& l) {
   if (l.vpp > 1) label += fmt::format(" vpp{}", l.vpp);
   if (l.cp > 1) label += fmt::format(" cp{}", l.cp);
   if (l.ep > 1) label += fmt::format(" ep{}", l.ep);
-  if (l.schedule == memory::PipelineSchedule::kGpipe && l.pp > 1) label += " gpipe";
+  if (l.pp > 1 && l.schedule != memory::PipelineSchedule::kOneFOneB &&
+      l.schedule != memory::PipelineSchedule::kInterleaved) {
+    label += fmt::format(" {}", memory::schedule_name(l.schedule));
+  }
   label += fmt::format(" mb{} z{}", l.micro_batch, l.zero);
   if (l.recompute != memory::Recompute::kNone) {
     label += fmt::format(" rc={}", memory::recompute_name(l.recompute));

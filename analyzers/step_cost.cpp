@@ -421,23 +421,35 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   }
   const WeightGroups groups = weight_groups(cm, l, estimate.stages[heaviest_weights]);
   const double m = static_cast<double>(r.micro_batches);
+  // Passes of the heaviest rank's blocks per step: m, but under DualPipe a rank holds a stage of
+  // each direction (its blocks are both) and each direction carries half the micro-batches.
+  const bool dual_pipe = l.pp > 1 && l.schedule == memory::PipelineSchedule::kDualPipe;
+  const double passes = dual_pipe ? m / 2 : m;
   StepCost c;
-  c.compute_s = m * (slowest.forward_s + slowest.backward_s);
-  c.compute_parts = scaled(slowest.parts, m);
-  c.recompute_s = m * slowest.recompute_s;
-  c.tp_comm_s = m * slowest.tp_comm_s;
-  c.cp_comm_s = m * slowest.cp_comm_s;
-  c.ep_comm_s = m * slowest.ep_comm_s;
+  c.compute_s = passes * (slowest.forward_s + slowest.backward_s);
+  c.compute_parts = scaled(slowest.parts, passes);
+  c.recompute_s = passes * slowest.recompute_s;
+  c.tp_comm_s = passes * slowest.tp_comm_s;
+  c.cp_comm_s = passes * slowest.cp_comm_s;
+  c.ep_comm_s = passes * slowest.ep_comm_s;
+  // DualPipe(V) pairs one micro-batch's forward with another's backward and runs each one's
+  // all_to_all under the other's compute (DeepSeek-V3 report sec. 3.2.1): what compute cannot
+  // cover stays exposed.
+  const bool all_to_all_overlapped =
+      l.pp > 1 && (dual_pipe || l.schedule == memory::PipelineSchedule::kDualPipeV);
+  if (all_to_all_overlapped) c.ep_comm_s = std::max(0.0, c.ep_comm_s - c.compute_s);
   if (l.pp > 1) {
-    // Narayanan 2021 sec. 2.2: the bubble is (p - 1)/(v m) of the ideal m micro-batch times, the
-    // fraction `partrain memory` reports.
-    c.bubble_fraction = memory::bubble_fraction(l.pp, r.micro_batches, l.vpp);
-    c.bubble_s = c.bubble_fraction * m * slowest.total();
+    // The schedule's bubble over the ideal time, the fraction `partrain memory` reports:
+    // Narayanan 2021 sec. 2.2 for GPipe, 1F1B and interleaved, (p - 1)/(3m) for ZB-H1 and
+    // DualPipeV with the backward split evenly in B and W, (p - 2)/(3m) for DualPipe.
+    c.bubble_fraction = memory::bubble_fraction(l.schedule, l.pp, r.micro_batches, l.vpp);
+    c.bubble_s = c.bubble_fraction * passes * slowest.total();
     c.pp_comm_s = pipeline_p2p_seconds(cm, r);
   }
   c.dp_comm_s = dp_exposed_seconds(cm, r, groups, {slowest, slowest_contended});
   c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
   c.experts = expert_step(cm, l, blocks, slowest, groups);
+  c.experts.all_to_all_overlapped = all_to_all_overlapped;
   const double path = c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
                       c.dp_comm_s + c.optimizer_s + c.ep_comm_s;
   // Ranks sharing a compute device (CPU cores, Gloo ranks on one GPU) cannot all compute at full

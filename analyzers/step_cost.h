@@ -58,6 +58,8 @@ struct ExpertStep {
   ExpertForward forward;  // one MoE block, one micro-batch, forward
   AllToAll all_to_all;    // one dispatch or combine
   int all_to_alls = 0;    // per micro-batch on the heaviest stage
+  // DualPipe(V) runs them under the paired micro-batch's compute: ep_comm is what it leaves.
+  bool all_to_all_overlapped = false;
   double tp_exchange_s = 0;  // with SP: one MLP all-gather + reduce-scatter beyond the dense one's
   int tp_exchanges = 0;      // such pairs per micro-batch on the heaviest stage (in tp_comm)
   // Gradient reductions (ZeRO's reduce-scatters and gathers as the stage) before overlap: the

@@ -91,8 +91,8 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
   for (const std::string& item : split_list(f.schedule)) {
     const std::optional<memory::PipelineSchedule> schedule = memory::parse_schedule(item);
     if (!schedule) {
-      return invalid_argument("--schedule takes 1f1b, interleaved, gpipe (comma list), not '{}'",
-                              item);
+      return invalid_argument("--schedule takes {} (comma list), not '{}'",
+                              fmt::join(memory::schedule_names(), ", "), item);
     }
     space.schedules.push_back(*schedule);
   }
@@ -404,8 +404,9 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--recompute", f->recompute,
                   "Recompute modes tried: none, selective, full, comma-separated (default all)");
   cmd->add_option("--schedule", f->schedule,
-                  "Pipeline schedules tried: 1f1b, interleaved, gpipe, comma-separated (default "
-                  "1f1b,interleaved)");
+                  "Pipeline schedules tried, comma-separated: 1f1b, interleaved, gpipe, zb-h1, "
+                  "dualpipev, dualpipe (default 1f1b,interleaved; the zero-bubble ones need a "
+                  "framework that splits the backward)");
   cmd->add_option("--ep", f->ep,
                   "Expert-parallel degrees tried for a mixture-of-experts model, comma-separated "
                   "(default: every one dividing both dp x cp and the routed experts)");
@@ -438,11 +439,12 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(CLI::Range(0, 1 << 20));
   // Not from PARTRAIN_CHECK: `bench`'s -c/--check (0 or 1) reads it, and a layout to cost once
   // is this invocation's question, as analyze's --steps is.
-  without_env_var(cmd->add_option(
-      "--check", f->check,
-      "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
-      "recompute=selective,sp=1\"; also cp, ep, vpp, schedule=gpipe|1f1b|interleaved and "
-      "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)"));
+  without_env_var(
+      cmd->add_option("--check", f->check,
+                      "Cost one layout instead of searching: \"dp=8,tp=4,pp=2,zero=1,mb=2,"
+                      "recompute=selective,sp=1\"; also cp, ep, vpp, "
+                      "schedule=1f1b|interleaved|gpipe|zb-h1|dualpipev|dualpipe and "
+                      "pp_split=15/17 (layers per stage) (dp defaults to what the GPUs leave)"));
   cmd->footer(
       "Examples:\n"
       "  partrain recommend --model llama-3-70b --gpus 64 --gpu h100-80g --global-batch 512 "

@@ -187,6 +187,25 @@ TEST_F(ExpertStepTest, AllToAllsAreCountedPerMoeBlockAndMicroBatchOnThePath) {
   EXPECT_EQ(step_cost(cost_, estimate(l)).ep_comm_s, 0);
 }
 
+// DualPipeV runs each micro-batch's all_to_all under its paired micro-batch's compute: only what
+// the step's compute cannot cover stays on the path.
+TEST_F(ExpertStepTest, DualPipeVHidesTheAllToAllUnderThePairedCompute) {
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.pp = 2;
+  l.ep = 4;
+  l.global_batch = 32;  // m = 8 >= 2p
+  const StepCost one_f_one_b = step_cost(cost_, estimate(l));
+  ASSERT_GT(one_f_one_b.ep_comm_s, 0);
+  EXPECT_FALSE(one_f_one_b.experts.all_to_all_overlapped);
+  l.schedule = memory::PipelineSchedule::kDualPipeV;
+  const StepCost dual = step_cost(cost_, estimate(l));
+  EXPECT_TRUE(dual.experts.all_to_all_overlapped);
+  EXPECT_NEAR(dual.ep_comm_s, std::max(0.0, one_f_one_b.ep_comm_s - dual.compute_s),
+              1e-12 * one_f_one_b.ep_comm_s);
+  EXPECT_LT(dual.ep_comm_s, one_f_one_b.ep_comm_s);
+}
+
 // The dense weights' gradients reduce over dp x cp, the routed experts' over the dp x cp / ep
 // ranks holding the same experts (tp x ep apart): without overlap each is a whole all-reduce.
 TEST_F(ExpertStepTest, ExpertGradientsReduceOverTheExpertDataParallelGroup) {

@@ -145,6 +145,30 @@ TEST(LayoutLabel, NamesEveryDegreeThatIsSet) {
   l.recompute = memory::Recompute::kSelective;
   EXPECT_EQ(layout_label(l), "dp8 tp4 pp2 vpp2 cp2 mb2 z1 rc=selective sp");
   EXPECT_EQ(layout_label(memory::TrainingLayout{}), "dp1 tp1 pp1 mb1 z0");
+  l.vpp = 1;
+  l.schedule = memory::PipelineSchedule::kZbH1;
+  EXPECT_EQ(layout_label(l), "dp8 tp4 pp2 cp2 zb-h1 mb2 z1 rc=selective sp");
+}
+
+// The zero-bubble schedules are ranked when asked for, never by default (Megatron-LM and
+// DeepSpeed do not split the backward).
+TEST_F(LayoutSearchTest, ZeroBubbleSchedulesOnlyWhenAsked) {
+  bool pipelined = false;
+  for (const Candidate& c : search_layouts(cost_, base_, space_).ranked) {
+    if (c.layout.pp > 1) pipelined = true;
+    EXPECT_TRUE(c.layout.schedule == memory::PipelineSchedule::kOneFOneB ||
+                c.layout.schedule == memory::PipelineSchedule::kInterleaved)
+        << layout_label(c.layout);
+  }
+  ASSERT_TRUE(pipelined);
+  SearchSpace space = space_;
+  space.schedules = {memory::PipelineSchedule::kZbH1, memory::PipelineSchedule::kDualPipeV};
+  std::set<memory::PipelineSchedule> seen;
+  for (const Candidate& c : search_layouts(cost_, base_, space).ranked) {
+    if (c.layout.pp > 1) seen.insert(c.layout.schedule);
+  }
+  EXPECT_EQ(seen, (std::set<memory::PipelineSchedule>{memory::PipelineSchedule::kZbH1,
+                                                      memory::PipelineSchedule::kDualPipeV}));
 }
 
 // --fix, --sp, --zero, --recompute and --schedule narrow the search to what they allow.

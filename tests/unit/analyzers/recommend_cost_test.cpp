@@ -6,6 +6,7 @@
 #include "analyzers/compute_cost.h"
 #include "analyzers/step_cost.h"
 #include "memory/flops.h"
+#include "memory/pipeline.h"
 #include "tests/unit/analyzers/step_cost_fixture.h"
 
 namespace partrain::analyzers {
@@ -183,6 +184,33 @@ TEST_F(StepCostTest, BubbleIsPMinusOneOverVMicroBatchTimes) {
   const double p2p = 2e-6 + 256.0 * 1024 * 2 / 100e9;
   EXPECT_NEAR(c.pp_comm_s, 2 * (8 + 3) * p2p, 1e-12);
   EXPECT_NEAR(interleaved.pp_comm_s, 2 * (16 + 3) * p2p, 1e-12);
+}
+
+// The zero-bubble schedules' bubble is memory's, (p - 1)/(3m) with the backward split evenly in
+// B and W: a third of 1F1B's, at 1F1B's compute.
+TEST_F(StepCostTest, ZeroBubbleSchedulesLeaveAThirdOf1F1BsBubble) {
+  memory::TrainingLayout l;
+  l.pp = 4;
+  l.global_batch = 8;  // m = 8
+  const StepCost one_f_one_b = step_cost(cost_, estimate(l));
+  for (auto schedule : {memory::PipelineSchedule::kZbH1, memory::PipelineSchedule::kDualPipeV}) {
+    l.schedule = schedule;
+    const StepCost c = step_cost(cost_, estimate(l));
+    EXPECT_NEAR(c.bubble_fraction, 3.0 / (3 * 8), 1e-12) << memory::schedule_name(schedule);
+    EXPECT_NEAR(c.bubble_fraction, memory::bubble_fraction(schedule, 4, 8, 1), 1e-15);
+    EXPECT_NEAR(c.bubble_s, one_f_one_b.bubble_s / 3, 1e-9 * one_f_one_b.bubble_s);
+    EXPECT_LT(c.step_s, one_f_one_b.step_s);
+  }
+  // DualPipe: a rank holds a stage of each direction, each direction carries half the
+  // micro-batches, so a rank computes its 1F1B share of the blocks; the rank holding the last
+  // stage also holds the first, so it runs the head for half the micro-batches only. Bubble
+  // (p - 2)/(3m).
+  l.schedule = memory::PipelineSchedule::kDualPipe;
+  const StepCost dual = step_cost(cost_, estimate(l));
+  const double head_s = one_f_one_b.compute_parts.head_s;
+  ASSERT_GT(head_s, 0);
+  EXPECT_NEAR(dual.compute_s, one_f_one_b.compute_s - head_s / 2, 1e-9 * one_f_one_b.compute_s);
+  EXPECT_NEAR(dual.bubble_fraction, 2.0 / (3 * 8), 1e-12);
 }
 
 // Megatron's scatter/gather: with tp 2 and no SP each rank sends half the activation, and the
