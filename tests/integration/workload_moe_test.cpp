@@ -122,6 +122,19 @@ TEST(Moe, InterleavedPipelineMatchesOneRank) {
       "interleaved");
 }
 
+// The zero-bubble schedules (split backward, DualPipeV's V) with a mixture in every stage, against
+// one rank that runs the same micro-batches.
+TEST(Moe, ZeroBubbleSchedulesMatchOneRank) {
+  const std::string experts = std::string(kCapacity) + " --shared-experts 1";
+  const nlohmann::json one = run_moe("-n 1 --micro-batch 1", experts, 4);
+  for (const char* schedule : {"zb-h1", "dualpipev"}) {
+    expect_equivalent(
+        one,
+        run_moe(fmt::format("-n 2 --pp 2 --pp-schedule {} --micro-batch 1", schedule), experts, 4),
+        schedule);
+  }
+}
+
 // Without the load-balancing loss (whose statistics are each micro-batch's) and without drops,
 // gradient accumulation over micro-batches of one sample is the whole batch's step.
 TEST(Moe, GradientAccumulationMatchesDroplessWithoutTheAuxLoss) {
