@@ -15,13 +15,13 @@ void add_expert_flags(CLI::App& cmd, ExpertFlags& f, const std::string& group) {
           ->check(positive_number()),
       cmd.add_option("--shared-experts", f.shared_experts,
                      "Mixture of experts: experts every token uses (DeepSeekMoE)")
-          ->check(CLI::NonNegativeNumber),
+          ->check(non_negative_number()),
       cmd.add_option("--dense-layers", f.dense_layers,
                      "Mixture of experts: leading layers with a dense MLP of --ffn")
-          ->check(CLI::NonNegativeNumber),
+          ->check(non_negative_number()),
       cmd.add_option("--capacity-factor", f.capacity_factor,
                      "Mixture of experts: slots per expert over an even share (0: dropless)")
-          ->check(CLI::NonNegativeNumber),
+          ->check(non_negative_number()),
   };
   if (group.empty()) return;
   for (CLI::Option* option : options) option->group(group);

@@ -1,5 +1,7 @@
 #include "cli/workload_flags.h"
 
+#include "cli/command.h"
+
 namespace partrain::cli {
 
 namespace {
@@ -34,7 +36,7 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
   command.add_option("--moe-aux-loss-coeff", f.moe_aux_loss_coeff,
                      "Mixture of experts: the load-balancing loss's weight (Switch's E x sum_i "
                      "f_i P_i over each micro-batch of all data-parallel ranks; 0: none)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber)->group(model);
+      ->capture_default_str()->check(non_negative_number())->group(model);
   command.add_option("--micro-batch", f.micro_batch, "Samples per micro-batch")
       ->capture_default_str()->group(training);
   command.add_option("--global-batch", f.global_batch,
