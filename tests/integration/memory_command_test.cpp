@@ -104,6 +104,7 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
       {"--model llama-2-7b --layers 0", "--layers: must be a positive number, got 0"},
       {"--params -5", "--params: must be a positive number, got -5"},
       {"--params inf", "--params: must be a positive number, got inf"},
+      {"--model mixtral-8x7b --capacity-factor -1", "--capacity-factor: must be 0 or more, got -1"},
       {"--model llama-2-7b --seq 2k", "--seq: '2k' is not a number"},
       {"--model llama-2-7b --seq 99999999999", "past the 4 EiB partrain counts"},
       // One source of the model: a second one would be left unused without a word.
