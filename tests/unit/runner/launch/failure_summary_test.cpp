@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -131,7 +132,11 @@ TEST(FailureSummary, ARecordedExceptionComesBeforeTheStderrTail) {
 
 class ErrorFileTest : public ::testing::Test {
  protected:
-  void SetUp() override { path_ = ::testing::TempDir() + "/error_file_test.json"; }
+  // One file per test and process: ctest -j runs this file's tests at the same time.
+  void SetUp() override {
+    path_ = fmt::format("{}/error_file_test.{}.{}.json", ::testing::TempDir(),
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name(), getpid());
+  }
   void TearDown() override { std::remove(path_.c_str()); }
   void write(const std::string& text) {
     std::ofstream out(path_);
