@@ -18,19 +18,20 @@ Routing route_tokens(const float* logits, int64_t tokens, int experts, int top_k
   r.gate.resize(static_cast<size_t>(tokens) * k);
   r.kept.assign(static_cast<size_t>(tokens) * k, 1);
   std::vector<int32_t> order(E);
+  std::vector<double> exps;
   for (int64_t t = 0; t < tokens; ++t) {
     const float* row = logits + static_cast<size_t>(t) * E;
     const float max = *std::max_element(row, row + E);
+    exps.resize(E);
     double sum = 0;
-    for (size_t e = 0; e < E; ++e) sum += std::exp(static_cast<double>(row[e] - max));
+    for (size_t e = 0; e < E; ++e) sum += exps[e] = std::exp(static_cast<double>(row[e] - max));
     float* probs = r.probs.data() + static_cast<size_t>(t) * E;
-    for (size_t e = 0; e < E; ++e) {
-      probs[e] = static_cast<float>(std::exp(static_cast<double>(row[e] - max)) / sum);
-    }
-    // The k largest logits; equal ones in expert order (stable), so the lower index wins.
+    for (size_t e = 0; e < E; ++e) probs[e] = static_cast<float>(exps[e] / sum);
+    // The k largest logits (only those are ordered); of equal ones the lower index wins.
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [row](int32_t a, int32_t b) { return row[a] > row[b]; });
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+        [row](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
     int32_t* choice = r.choice.data() + static_cast<size_t>(t) * k;
     float* gate = r.gate.data() + static_cast<size_t>(t) * k;
     double chosen_sum = 0;

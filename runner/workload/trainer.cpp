@@ -99,13 +99,14 @@ void sample_device_memory(const Device& device, profiler::RankTracer& tracer) {
                                       static_cast<double>(info->total_bytes)});
 }
 
-// The configured steps, each timed, traced and counted into `summary` (its loss, its time and
-// DDP's overlap in it).
 // A step's routing into the run's, block by block (every step routes the same blocks).
 void add_expert_load(const std::vector<ExpertLayerLoad>& loads, int step, RunSummary& summary) {
   summary.expert_load.resize(loads.size());
   for (size_t i = 0; i < loads.size(); ++i) accumulate_load(summary.expert_load[i], loads[i], step);
 }
+
+// The configured steps, each timed, traced and counted into `summary` (its loss, its time and
+// DDP's overlap in it).
 
 Status train(const WorkloadConfig& config, Device& device, TrainingStep& training_step,
              DdpOverlap& overlap, profiler::RankTracer* tracer, RunSummary& summary) {
@@ -119,18 +120,17 @@ Status train(const WorkloadConfig& config, Device& device, TrainingStep& trainin
     ASSIGN_OR_RETURN(float loss, training_step.run(step));
     summary.losses.push_back(loss);
     add_expert_load(training_step.expert_load(), step, summary);
-    if (tracer != nullptr) {
-      for (const ExpertLayerLoad& load : training_step.expert_load()) {
-        tracer->expert_load(step, load.layer, load.tokens_per_expert, load.dropped_tokens,
-                            load.aux_loss);
-      }
-    }
     step_scope.reset();
     const int64_t end = monotonic_ns();
     summary.step_seconds.push_back(static_cast<double>(end - start) / 1e9);
     overlap.count_step(start, training_step.backward_end_ns(), summary);
     if (tracer != nullptr) {
       tracer->step_done(step, start, end, loss, rank_tokens);
+      // The routing is recorded outside the step's time, as its end is.
+      for (const ExpertLayerLoad& load : training_step.expert_load()) {
+        tracer->expert_load(step, load.layer, load.tokens_per_expert, load.dropped_tokens,
+                            load.aux_loss);
+      }
       sample_device_memory(device, *tracer);
     }
     log::debug("step {}: loss {:.6f}", step, loss);
