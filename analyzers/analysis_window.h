@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "profiler/trace_reader/step_reads.h"
 #include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
@@ -54,6 +55,12 @@ struct AnalysisWindow {
   int64_t start_ns = 0;            // earliest span start
   int64_t end_ns = 0;              // latest span end
 };
+
+// The window's steps as the trace reader filters rows by step; a trace without steps is one
+// window (every row, the ones with no step too).
+inline profiler::StepFilter step_filter(const AnalysisWindow& window) {
+  return {window.first_step, window.last_step, !window.has_steps};
+}
 
 // kInvalidArgument (exit 2) naming the ranks or steps the trace has when the selection asks for
 // others, or when skipping warm-up leaves no step ("--skip-steps 1 leaves none of the 1 steps").

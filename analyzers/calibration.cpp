@@ -21,12 +21,6 @@ namespace {
 
 using profiler::TraceReader;
 
-// The rows of the window's steps; a trace without steps is one window (every row, the ones with
-// no step too).
-profiler::StepFilter window_steps(const AnalysisWindow& window) {
-  return {window.first_step, window.last_step, !window.has_steps};
-}
-
 // Compute and optimizer time per step over the window: the temporal breakdown's compute not
 // overlapped by communication (a blocking collective inside a compute slice is waiting, not
 // work), less the optimizer's `adamw` slices. For a built-in run, the heaviest pipeline stage's
@@ -44,7 +38,7 @@ StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const Analysi
   ASSIGN_OR_RETURN(TemporalBreakdown breakdown, analyze_temporal_breakdown(reader, window));
   using TimeByRank = std::map<int, int64_t>;
   ASSIGN_OR_RETURN(TimeByRank optimizer_ns,
-                   profiler::compute_time_by_rank(reader, "adamw", window_steps(window)));
+                   profiler::compute_time_by_rank(reader, "adamw", step_filter(window)));
   struct Sums {
     double compute_s = 0, optimizer_s = 0, ranks = 0;
   };

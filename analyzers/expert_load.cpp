@@ -20,11 +20,6 @@ using profiler::TraceReader;
 // An ep above this in a config is not one (no layer has more experts to shard).
 constexpr int64_t kMaxExpertsEp = 4096;
 
-// The window's steps as the reader filters them; a trace without steps is one window.
-profiler::StepFilter window_steps(const AnalysisWindow& window) {
-  return {window.first_step, window.last_step, !window.has_steps};
-}
-
 // A running max / mean over the steps, and the step where it was largest.
 struct RatioSum {
   double sum = 0;
@@ -175,7 +170,7 @@ StatusOr<ExpertLoadReport> analyze_expert_load(const TraceReader& reader,
                                                std::optional<int> ep) {
   ExpertLoadReport out;
   out.ep = ep;
-  const profiler::StepFilter steps = window_steps(window);
+  const profiler::StepFilter steps = step_filter(window);
   ASSIGN_OR_RETURN(const std::vector<profiler::ExpertLayerSource> sources,
                    profiler::expert_layer_sources(reader, steps));
   if (sources.empty()) {
