@@ -421,10 +421,9 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   }
   const WeightGroups groups = weight_groups(cm, l, estimate.stages[heaviest_weights]);
   const double m = static_cast<double>(r.micro_batches);
-  // Passes of the heaviest rank's blocks per step: m, but under DualPipe a rank holds a stage of
-  // each direction (its blocks are both) and each direction carries half the micro-batches.
-  const bool dual_pipe = l.pp > 1 && l.schedule == memory::PipelineSchedule::kDualPipe;
-  const double passes = dual_pipe ? m / 2 : m;
+  // Passes of the heaviest rank's blocks per step: m over the copies of a stage it holds (under
+  // DualPipe a stage of each direction, its blocks both, each direction carrying half of m).
+  const double passes = m / memory::parameter_copies(l.schedule);
   StepCost c;
   c.compute_s = passes * (slowest.forward_s + slowest.backward_s);
   c.compute_parts = scaled(slowest.parts, passes);
@@ -436,7 +435,8 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   // all_to_all under the other's compute (DeepSeek-V3 report sec. 3.2.1): what compute cannot
   // cover stays exposed.
   const bool all_to_all_overlapped =
-      l.pp > 1 && (dual_pipe || l.schedule == memory::PipelineSchedule::kDualPipeV);
+      l.pp > 1 && (l.schedule == memory::PipelineSchedule::kDualPipe ||
+                   l.schedule == memory::PipelineSchedule::kDualPipeV);
   if (all_to_all_overlapped) c.ep_comm_s = std::max(0.0, c.ep_comm_s - c.compute_s);
   if (l.pp > 1) {
     // The schedule's bubble over the ideal time, the fraction `partrain memory` reports:
