@@ -34,9 +34,10 @@ class GpuTracing {
   virtual void stop_at_exit() = 0;
 };
 
-// Starts GPU activity collection into `sink`, or returns nullptr after saying why once on stderr
-// (no CUPTI library, another profiler holds CUPTI, no GPU, a CPU-only build: host-side tracing
-// goes on either way). Call once CUDA is initialised in the process.
+// Starts GPU activity collection into `sink` at the level PARTRAIN_GPU_TRACE asks for
+// (profiler/gpu_trace_level.h), or returns nullptr: silently at level nccl (no CUPTI), else after
+// saying why once on stderr (no CUPTI library, another profiler holds CUPTI, no GPU, a CPU-only
+// build: host-side tracing goes on either way). Call once CUDA is initialised in the process.
 std::unique_ptr<GpuTracing> start_gpu_tracing(GpuTraceSink& sink);
 
 }  // namespace partrain::profiler

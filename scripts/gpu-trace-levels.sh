@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # What the tracing levels cost on a GPU (issue 38; docs/tracing-levels.md, docs/gpu-validation.md
-# "Pending: tracing levels"): the PyTorch DDP program of gpu-validate.sh run plain, under
-# `partrain trace --gpu-trace nccl|kernels|full`, under torch.profiler, and under --gpu-trace nccl
-# beside torch.profiler, in alternating rounds; the median step time of each and its ratio to
-# plain. Then whether NCCL loaded partrain's plugin and at which version, and with two or more
-# GPUs how the plugin's GPU spans compare with CUPTI's kernel times. Run beside gpu-validate.sh
-# (same bundle or build tree); it needs python3 with torch.
+# "Tracing levels"): first whether NCCL loads partrain's profiler plugin and at which version;
+# then the PyTorch DDP program of gpu-validate.sh run plain, under
+# `partrain trace --gpu-trace nccl|kernels|full` and under torch.profiler, in alternating rounds,
+# the median step time of each and its ratio to plain; `--gpu-trace nccl` beside torch.profiler
+# (both must record); the built-in GPT untraced and at each level, in alternating rounds while the
+# deadline allows; with two or more GPUs, the plugin's GPU spans against CUPTI's kernel times.
+# Run beside gpu-validate.sh (same bundle or build tree); it needs python3 with torch.
 set -euo pipefail
 
 usage() {
   cat <<'USAGE'
 Usage: gpu-trace-levels.sh [--build-dir DIR] [--out DIR] [--rounds N] [--steps N] [--nproc N]
+                           [--gpt-rounds N] [--deadline SECONDS]
 
   --build-dir DIR  a build tree (default: the bundle this script is in, else build beside scripts/)
   --out DIR        logs, traces, summary.txt (default: ./gpu-trace-levels-<time>)
@@ -18,13 +20,16 @@ Usage: gpu-trace-levels.sh [--build-dir DIR] [--out DIR] [--rounds N] [--steps N
   --steps N        training steps a run, the first 5 left out of the median (default 35: 30 timed)
   --nproc N        ranks (GPUs) of the program (default 1; at 1 NCCL runs no collective kernel,
                    so the plugin reports no GPU span and the accuracy check is skipped)
+  --gpt-rounds N   most alternating rounds of the built-in GPT (untraced, nccl, kernels, full;
+                   default 5, 0 skips it); a round starts only if the deadline leaves time for it
+  --deadline S     seconds from the start after which no GPT round starts (default 600)
 Exit codes: 0 measured; 1 a run failed; 2 bad usage; 3 no partrain or program found.
 USAGE
 }
 usage_error() { echo "gpu-trace-levels: $*" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build_dir="" out_dir="" rounds=5 steps=35 nproc=1
+build_dir="" out_dir="" rounds=5 steps=35 nproc=1 gpt_rounds=5 deadline=600
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) [ $# -ge 2 ] || usage_error "--build-dir needs a directory"; build_dir=$2; shift 2 ;;
@@ -32,6 +37,8 @@ while [ $# -gt 0 ]; do
     --rounds) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage_error "--rounds needs a positive number"; rounds=$2; shift 2 ;;
     --steps) [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -ge 10 ] || usage_error "--steps needs a number >= 10"; steps=$2; shift 2 ;;
     --nproc) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage_error "--nproc needs a positive number"; nproc=$2; shift 2 ;;
+    --gpt-rounds) [[ ${2:-} =~ ^[0-9]+$ ]] || usage_error "--gpt-rounds needs a number"; gpt_rounds=$2; shift 2 ;;
+    --deadline) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage_error "--deadline needs a number of seconds"; deadline=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
@@ -50,6 +57,28 @@ mkdir -p "$out_dir"
 launch=(python3 -m torch.distributed.run --standalone --nproc-per-node "$nproc" "$program"
         --steps "$steps" --warmup 5)
 
+failed=0
+note() { echo "$*" | tee -a "$out_dir/summary.txt"; }
+note "gpu-trace-levels: $(date -u +'%Y-%m-%d %H:%M UTC'), $("$partrain" --version 2>&1 | head -1), nproc $nproc"
+
+# 1. Did NCCL load the plugin, at which version? One short untimed run with NCCL's own log.
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL timeout 120 "$partrain" trace --gpu-trace nccl \
+  -o "$out_dir/plugin-check.db" -- python3 -m torch.distributed.run --standalone --nproc-per-node \
+  "$nproc" "$program" --steps 10 --warmup 2 >"$out_dir/plugin-check.log" 2>&1 ||
+  { note "plugin check run failed: plugin-check.log"; failed=1; }
+grep -iE "profiler|did not load" "$out_dir/plugin-check.log" | sed 's/^[^ ]* [0-9]*:[0-9]*:[0-9]* //' |
+  sort -u | head -20 | tee -a "$out_dir/summary.txt" || true
+python3 - "$out_dir/plugin-check.db" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+q = lambda sql: db.execute(sql).fetchall()
+print("plugin check: collectives (rows, with algorithm, with GPU span)",
+      q("SELECT count(*), count(algorithm), count(gpu_start_ns) FROM collectives")[0],
+      "kernels", q("SELECT count(*) FROM kernels")[0][0])
+print("plugin check: stats", q("SELECT name, sum(value) FROM stats WHERE name LIKE 'nccl_%' GROUP BY name"))
+PY
+
+# 2. The PyTorch program at each level, in alternating rounds.
 # CONFIG ROUND: one run; its JSON summary in OUT/CONFIG-ROUND.json, its log beside it.
 run_config() {
   local config=$1 round=$2 base="$out_dir/$1-$2"
@@ -57,59 +86,101 @@ run_config() {
   case "$config" in
     plain) ;;
     torch) args+=(--profiler torch) ;;
-    nccl+torch) args=("$partrain" trace --gpu-trace nccl -o "$base.db" -- "${args[@]}" --profiler torch) ;;
+    nccl+torch) args=("$partrain" trace --gpu-trace nccl -o "$base.db" -- "${args[@]}" --profiler torch
+                      --torch-trace "$base.torch.json") ;;
     *) args=("$partrain" trace --gpu-trace "$config" -o "$base.db" -- "${args[@]}") ;;
   esac
-  timeout 300 "${args[@]}" >"$base.log" 2>&1
+  timeout 120 "${args[@]}" >"$base.log" 2>&1
 }
 
-configs=(plain nccl kernels full torch nccl+torch)
-failed=0
+configs=(plain nccl kernels full torch)
 for ((round = 1; round <= rounds; round++)); do
   # Each round starts one configuration later: none always runs first (warm caches, clocks).
   for ((i = 0; i < ${#configs[@]}; i++)); do
     config=${configs[$(((i + round - 1) % ${#configs[@]}))]}
-    run_config "$config" "$round" || { echo "run $config round $round failed: $out_dir/$config-$round.log" >&2; failed=1; }
+    run_config "$config" "$round" || { note "run $config round $round failed: $config-$round.log"; failed=1; }
   done
 done
 
 # Medians over rounds of each run's median step time (ms), and their ratios to plain.
-python3 - "$out_dir" "$rounds" "${configs[@]}" <<'PY' | tee "$out_dir/summary.txt"
+medians() {  # PREFIX ROUNDS CONFIGS...
+  python3 - "$out_dir" "$@" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
 import json, statistics, sys
-out, rounds, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+out, prefix, rounds, configs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 med = {}
 for c in configs:
     times = []
     for r in range(1, rounds + 1):
         try:
-            times.append(json.load(open(f"{out}/{c}-{r}.json"))["step_time_ms"]["median"])
+            times.append(json.load(open(f"{out}/{prefix}{c}-{r}.json"))["step_time_ms"]["median"])
         except (OSError, KeyError, ValueError):
             pass
     med[c] = statistics.median(times) if times else None
-    print(f"{c:12s} runs {len(times)}/{rounds}  median step " +
+    base = med.get(configs[0])
+    print(f"{prefix}{c:12s} runs {len(times)}/{rounds}  median step " +
           (f"{med[c]:.3f} ms" if med[c] else "-") +
-          (f"  ratio to plain {med[c] / med['plain']:.4f}x" if med[c] and med.get('plain') else ""))
+          (f"  ratio to {configs[0]} {med[c] / base:.4f}x" if med[c] and base else "") +
+          "  (" + " ".join(f"{t:.3f}" for t in times) + ")")
+PY
+}
+medians "" "$rounds" "${configs[@]}"
+
+# 3. --gpu-trace nccl beside torch.profiler: both must record.
+run_config nccl+torch 1 || { note "run nccl+torch failed: nccl+torch-1.log"; failed=1; }
+python3 - "$out_dir/nccl+torch-1.db" "$out_dir/nccl+torch-1.torch.json" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows, gpu = db.execute("SELECT count(*), count(gpu_start_ns) FROM collectives").fetchone()
+kernels = db.execute("SELECT count(*) FROM kernels").fetchone()[0]
+events = json.load(open(sys.argv[2]))["traceEvents"]
+torch_kernels = sum(1 for e in events if e.get("cat") == "kernel")
+print(f"nccl beside torch.profiler: partrain {rows} collectives ({gpu} with GPU span), "
+      f"{kernels} kernels; torch.profiler {torch_kernels} kernels")
 PY
 
-# Did NCCL load the plugin, at which version? One short untimed run with NCCL's own log.
-NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV timeout 300 "$partrain" trace --gpu-trace nccl \
-  -o "$out_dir/plugin-check.db" -- python3 -m torch.distributed.run --standalone \
-  --nproc-per-node "$nproc" "$program" --steps 10 --warmup 2 >"$out_dir/plugin-check.log" 2>&1 || failed=1
-grep -E "PROFILER/Plugin|profiler plugin|did not load" "$out_dir/plugin-check.log" | sort -u | tee -a "$out_dir/summary.txt" || true
-python3 - "$out_dir/plugin-check.db" <<'PY' | tee -a "$out_dir/summary.txt"
+# 4. The built-in GPT untraced and at each level (its ranks read PARTRAIN_GPU_TRACE themselves).
+readonly GPT=(launch -n 1 --workload gpt --device cuda --precision bf16 --layers 4 --hidden 4096
+              --heads 32 --seq 2048 --vocab 50304 --micro-batch 1 --global-batch 1 --json)
+run_gpt() {  # CONFIG ROUND
+  local config=$1 round=$2 base="$out_dir/gpt-$1-$2" trace=(--trace "$out_dir/gpt-$1-$2.db")
+  case "$config" in
+    untraced) trace=(--no-trace) ;;
+    nccl | kernels) trace+=(--gpu-trace "$config") ;;
+  esac
+  timeout 120 "$partrain" "${GPT[@]}" --steps "$steps" "${trace[@]}" >"$base.json" 2>"$base.log"
+}
+gpt_configs=(untraced nccl kernels full)
+gpt_done=0 round_seconds=0
+for ((round = 1; round <= gpt_rounds; round++)); do
+  [ $((SECONDS + round_seconds)) -le "$deadline" ] || { note "GPT: round $round not started (deadline ${deadline} s)"; break; }
+  started=$SECONDS
+  for ((i = 0; i < ${#gpt_configs[@]}; i++)); do
+    config=${gpt_configs[$(((i + round - 1) % ${#gpt_configs[@]}))]}
+    run_gpt "$config" "$round" || { note "GPT $config round $round failed: gpt-$config-$round.log"; failed=1; }
+  done
+  round_seconds=$((SECONDS - started)) gpt_done=$round
+done
+if [ "$gpt_done" -gt 0 ]; then
+  medians gpt- "$gpt_done" "${gpt_configs[@]}"
+  python3 - "$out_dir" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
 import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-q = lambda sql: db.execute(sql).fetchall()
-print("collectives", q("SELECT count(*), count(algorithm), count(gpu_start_ns) FROM collectives")[0],
-      "(rows, with algorithm, with GPU span)")
-print("stats", q("SELECT name, sum(value) FROM stats WHERE name LIKE 'nccl_%' GROUP BY name"))
+for level in ("nccl", "kernels", "full"):
+    try:
+        db = sqlite3.connect(f"{sys.argv[1]}/gpt-{level}-1.db")
+        k = db.execute("SELECT count(*) FROM kernels").fetchone()[0]
+        m = db.execute("SELECT count(*) FROM transfers").fetchone()[0]
+        c = db.execute("SELECT count(*) FROM counters").fetchone()[0]
+        print(f"GPT trace at {level}: {k} kernels, {m} copies, {c} NVML samples")
+    except Exception as e:  # noqa: BLE001
+        print(f"GPT trace at {level}: {type(e).__name__}: {e}")
 PY
+fi
 
 # The plugin's GPU spans against CUPTI's kernel times (two or more ranks: NCCL runs kernels):
 # at --gpu-trace full both are recorded; each collective's span against the NCCL kernel that
 # overlaps it on its rank. The issue's bar: within 2% or 1 us.
 if [ "$nproc" -ge 2 ]; then
-  python3 - "$out_dir"/full-*.db <<'PY' | tee -a "$out_dir/summary.txt"
+  python3 - "$out_dir"/full-*.db <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
 import sqlite3, sys
 within = total = 0
 worst = 0.0

@@ -1,6 +1,7 @@
 #include "profiler/inject/injected_process.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -12,11 +13,8 @@
 #include <string_view>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "core/clock.h"
 #include "core/env.h"
-#include "profiler/gpu_trace_level.h"
 #include "profiler/nvml/nvml_counter_source.h"
 #include "profiler/rank_gpu_counters.h"
 
@@ -201,8 +199,6 @@ void InjectedProcess::cuda_initialised() {
 
 void InjectedProcess::start_gpu_tracing() {
   if (gpu_owner_) return;
-  // The lightest level leaves CUPTI alone: collectives' GPU spans come from NCCL's plugin.
-  if (gpu_trace_level_from_env() == GpuTraceLevel::kNccl) return;
   gpu_owner_ = profiler::start_gpu_tracing(gpu_sink_);
   gpu_.store(gpu_owner_.get(), std::memory_order_release);
 }
