@@ -139,7 +139,7 @@ print(f"nccl beside torch.profiler: partrain {rows} collectives ({gpu} with GPU 
 PY
 
 # 4. The built-in GPT untraced and at each level (its ranks read PARTRAIN_GPU_TRACE themselves).
-readonly GPT=(launch -n 1 --workload gpt --device cuda --precision bf16 --layers 4 --hidden 4096
+readonly GPT=(launch -n 1 --workload gpt --device cuda --precision bf16 --layers 2 --hidden 4096
               --heads 32 --seq 2048 --vocab 50304 --micro-batch 1 --global-batch 1 --json)
 run_gpt() {  # CONFIG ROUND
   local config=$1 round=$2 base="$out_dir/gpt-$1-$2" trace=(--trace "$out_dir/gpt-$1-$2.db")
