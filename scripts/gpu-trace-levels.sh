@@ -12,7 +12,7 @@ set -euo pipefail
 usage() {
   cat <<'USAGE'
 Usage: gpu-trace-levels.sh [--build-dir DIR] [--out DIR] [--rounds N] [--steps N] [--nproc N]
-                           [--gpt-rounds N] [--deadline SECONDS]
+                           [--gpt-rounds N] [--deadline SECONDS] [--configs "LIST"] [--quick]
 
   --build-dir DIR  a build tree (default: the bundle this script is in, else build beside scripts/)
   --out DIR        logs, traces, summary.txt (default: ./gpu-trace-levels-<time>)
@@ -22,14 +22,21 @@ Usage: gpu-trace-levels.sh [--build-dir DIR] [--out DIR] [--rounds N] [--steps N
                    so the plugin reports no GPU span and the accuracy check is skipped)
   --gpt-rounds N   most alternating rounds of the built-in GPT (untraced, nccl, kernels, full;
                    default 5, 0 skips it); a round starts only if the deadline leaves time for it
-  --deadline S     seconds from the start after which no GPT round starts (default 600)
+  --deadline S     seconds from the start after which no round starts (default 600)
+  --configs LIST   the PyTorch program's configurations, space-separated (default "plain nccl
+                   kernels full torch"); LEVEL:PART,PART runs a level with parts of its CUPTI
+                   session switched off (PARTRAIN_CUPTI_OFF: step-flush, launch-callbacks,
+                   own-clock), e.g. "kernels:step-flush"; the first is the ratios' base
+  --quick          only the configurations' rounds: no plugin check, no nccl beside
+                   torch.profiler (run them once with the defaults)
 Exit codes: 0 measured; 1 a run failed; 2 bad usage; 3 no partrain or program found.
 USAGE
 }
 usage_error() { echo "gpu-trace-levels: $*" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build_dir="" out_dir="" rounds=5 steps=35 nproc=1 gpt_rounds=5 deadline=600
+build_dir="" out_dir="" rounds=5 steps=35 nproc=1 gpt_rounds=5 deadline=600 quick=0
+configs=(plain nccl kernels full torch)
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) [ $# -ge 2 ] || usage_error "--build-dir needs a directory"; build_dir=$2; shift 2 ;;
@@ -39,6 +46,8 @@ while [ $# -gt 0 ]; do
     --nproc) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage_error "--nproc needs a positive number"; nproc=$2; shift 2 ;;
     --gpt-rounds) [[ ${2:-} =~ ^[0-9]+$ ]] || usage_error "--gpt-rounds needs a number"; gpt_rounds=$2; shift 2 ;;
     --deadline) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage_error "--deadline needs a number of seconds"; deadline=$2; shift 2 ;;
+    --configs) [ -n "${2:-}" ] || usage_error "--configs needs a list"; read -ra configs <<<"$2"; shift 2 ;;
+    --quick) quick=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
@@ -62,13 +71,13 @@ note() { echo "$*" | tee -a "$out_dir/summary.txt"; }
 note "gpu-trace-levels: $(date -u +'%Y-%m-%d %H:%M UTC'), $("$partrain" --version 2>&1 | head -1), nproc $nproc"
 
 # 1. Did NCCL load the plugin, at which version? One short untimed run with NCCL's own log.
-NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL timeout 120 "$partrain" trace --gpu-trace nccl \
+[ $quick -eq 1 ] || NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL timeout 120 "$partrain" trace --gpu-trace nccl \
   -o "$out_dir/plugin-check.db" -- python3 -m torch.distributed.run --standalone --nproc-per-node \
   "$nproc" "$program" --steps 10 --warmup 2 >"$out_dir/plugin-check.log" 2>&1 ||
   { note "plugin check run failed: plugin-check.log"; failed=1; }
-grep -iE "profiler|did not load" "$out_dir/plugin-check.log" | sed 's/^[^ ]* [0-9]*:[0-9]*:[0-9]* //' |
+[ $quick -eq 1 ] || grep -iE "profiler|did not load" "$out_dir/plugin-check.log" | sed 's/^[^ ]* [0-9]*:[0-9]*:[0-9]* //' |
   sort -u | head -20 | tee -a "$out_dir/summary.txt" || true
-python3 - "$out_dir/plugin-check.db" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
+[ $quick -eq 1 ] || python3 - "$out_dir/plugin-check.db" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 q = lambda sql: db.execute(sql).fetchall()
@@ -88,18 +97,23 @@ run_config() {
     torch) args+=(--profiler torch) ;;
     nccl+torch) args=("$partrain" trace --gpu-trace nccl -o "$base.db" -- "${args[@]}" --profiler torch
                       --torch-trace "$base.torch.json") ;;
+    *:*) args=(env "PARTRAIN_CUPTI_OFF=${config#*:}" "$partrain" trace --gpu-trace "${config%%:*}"
+               -o "$base.db" -- "${args[@]}") ;;
     *) args=("$partrain" trace --gpu-trace "$config" -o "$base.db" -- "${args[@]}") ;;
   esac
   timeout 120 "${args[@]}" >"$base.log" 2>&1
 }
 
-configs=(plain nccl kernels full torch)
+done_rounds=0 round_seconds=0
 for ((round = 1; round <= rounds; round++)); do
+  [ $((SECONDS + round_seconds)) -le "$deadline" ] || { note "round $round not started (deadline ${deadline} s)"; break; }
+  started=$SECONDS
   # Each round starts one configuration later: none always runs first (warm caches, clocks).
   for ((i = 0; i < ${#configs[@]}; i++)); do
     config=${configs[$(((i + round - 1) % ${#configs[@]}))]}
     run_config "$config" "$round" || { note "run $config round $round failed: $config-$round.log"; failed=1; }
   done
+  round_seconds=$((SECONDS - started)) done_rounds=$round
 done
 
 # Medians over rounds of each run's median step time (ms), and their ratios to plain.
@@ -123,11 +137,11 @@ for c in configs:
           "  (" + " ".join(f"{t:.3f}" for t in times) + ")")
 PY
 }
-medians "" "$rounds" "${configs[@]}"
+medians "" "$done_rounds" "${configs[@]}"
 
 # 3. --gpu-trace nccl beside torch.profiler: both must record.
-run_config nccl+torch 1 || { note "run nccl+torch failed: nccl+torch-1.log"; failed=1; }
-python3 - "$out_dir/nccl+torch-1.db" "$out_dir/nccl+torch-1.torch.json" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
+[ $quick -eq 1 ] || run_config nccl+torch 1 || { note "run nccl+torch failed: nccl+torch-1.log"; failed=1; }
+[ $quick -eq 1 ] || python3 - "$out_dir/nccl+torch-1.db" "$out_dir/nccl+torch-1.torch.json" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
 import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 rows, gpu = db.execute("SELECT count(*), count(gpu_start_ns) FROM collectives").fetchone()

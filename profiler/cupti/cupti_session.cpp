@@ -100,6 +100,24 @@ constexpr std::pair<CUpti_CallbackDomain, CUpti_CallbackId> kLaunchCallbacks[] =
 // The NCCL call this thread is inside (its external correlation id), 0 outside any.
 thread_local uint64_t t_nccl_call = 0;
 
+// Parts of the session PARTRAIN_CUPTI_OFF switches off, to measure what each costs
+// (docs/tracing.md, "What tracing costs"): a comma-separated list of step-flush (no flush at
+// each step's end; the flusher's periodic one stays), launch-callbacks (NCCL's kernels are not
+// linked to their calls) and own-clock (records keep CUPTI's timestamps, not the rank's clock).
+struct SwitchedOff {
+  bool step_flush = false;
+  bool launch_callbacks = false;
+  bool own_clock = false;
+};
+SwitchedOff switched_off_from_env() {
+  SwitchedOff off;
+  const std::string list = "," + env::get("PARTRAIN_CUPTI_OFF").value_or("") + ",";
+  off.step_flush = list.find(",step-flush,") != std::string::npos;
+  off.launch_callbacks = list.find(",launch-callbacks,") != std::string::npos;
+  off.own_clock = list.find(",own-clock,") != std::string::npos;
+  return off;
+}
+
 class CuptiSession;
 // CUPTI's buffer callbacks carry no user data; the launch callback checks it too, since a
 // session stopped at exit stays subscribed.
@@ -126,6 +144,7 @@ class CuptiSession final : public GpuTracing {
     // The launch callbacks from the first NCCL call on: a process that makes none (a partrain
     // rank, whose communicator records itself) pays nothing for them on its launches.
     std::call_once(launch_callbacks_on_, [this] {
+      if (switched_off_.launch_callbacks) return;
       for (const auto& [domain, callback] : kLaunchCallbacks) {
         // One this CUDA does not know (an older driver's) links nothing: its launches aren't made.
         (void)api_.enable_callback(1, subscriber_, domain, callback);
@@ -144,6 +163,7 @@ class CuptiSession final : public GpuTracing {
     translator_.add_nccl_call(call);
   }
   void flush() override {
+    if (switched_off_.step_flush) return;  // the flusher's own second still comes
     {
       std::lock_guard lock(flusher_mutex_);
       flush_now_ = true;
@@ -181,6 +201,7 @@ class CuptiSession final : public GpuTracing {
   void end(bool release_cupti);
 
   const CuptiApi api_;
+  const SwitchedOff switched_off_ = switched_off_from_env();
   CUpti_SubscriberHandle subscriber_ = nullptr;
   GpuTraceSink& sink_;
   std::mutex mutex_;  // the translator and the pool; never held while calling into CUPTI
@@ -217,7 +238,7 @@ Status CuptiSession::enable() {
     return unavailable("CUPTI cannot start ({}): GPU kernels are not recorded; NCCL calls "
                        "still are", result_text(api_, result));
   }
-  api_.register_timestamp(&CuptiSession::timestamp);
+  if (!switched_off_.own_clock) api_.register_timestamp(&CuptiSession::timestamp);
   result = api_.register_callbacks(&CuptiSession::buffer_requested,
                                    &CuptiSession::buffer_completed);
   if (result != CUPTI_SUCCESS) {
