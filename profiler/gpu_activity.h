@@ -1,7 +1,7 @@
 // What the GPU did, as CUPTI's activity records say it, in vendor-neutral structs: the CUPTI
 // parser (profiler/cupti/) makes them from CUpti_Activity* records, tests make them by hand, and
 // GpuActivityTranslator turns them into trace events. Times are nanoseconds of the process's
-// monotonic clock (CUPTI's timestamps come from our clock through its timestamp callback).
+// monotonic clock (the parser adds the offset of that clock to CUPTI's, measured by the session).
 #pragma once
 
 #include <array>

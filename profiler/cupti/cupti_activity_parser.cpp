@@ -24,9 +24,15 @@ std::string_view synchronization_name(CUpti_ActivitySynchronizationType type) {
   }
 }
 
-int64_t ns(uint64_t timestamp) { return static_cast<int64_t>(timestamp); }
+// A CUPTI timestamp on the monotonic clock.
+struct Clock {
+  int64_t offset_ns;
+  int64_t operator()(uint64_t timestamp) const {
+    return timestamp == 0 ? 0 : static_cast<int64_t>(timestamp) + offset_ns;
+  }
+};
 
-GpuKernel kernel_of(const CUpti_ActivityKernel10& k) {
+GpuKernel kernel_of(const CUpti_ActivityKernel10& k, Clock ns) {
   GpuKernel kernel;
   kernel.name = k.name != nullptr ? k.name : "(unnamed kernel)";
   kernel.start_ns = ns(k.start);
@@ -44,11 +50,12 @@ GpuKernel kernel_of(const CUpti_ActivityKernel10& k) {
 
 }  // namespace
 
-std::optional<GpuActivity> parse_activity(const CUpti_Activity& record) {
+std::optional<GpuActivity> parse_activity(const CUpti_Activity& record, int64_t clock_offset_ns) {
+  const Clock ns{clock_offset_ns};
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return kernel_of(reinterpret_cast<const CUpti_ActivityKernel10&>(record));
+      return kernel_of(reinterpret_cast<const CUpti_ActivityKernel10&>(record), ns);
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& c = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
       return GpuMemcpy{direction_of(c.copyKind), c.bytes, ns(c.start), ns(c.end),

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,8 +18,8 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/status.h"
-#include "profiler/gpu_trace_level.h"
 #include "profiler/cupti/cupti_activity_parser.h"
+#include "profiler/gpu_trace_level.h"
 
 namespace partrain::profiler::cupti {
 namespace {
@@ -29,7 +30,7 @@ struct CuptiApi {
   decltype(&cuptiActivityEnable) activity_enable = nullptr;
   decltype(&cuptiActivityDisable) activity_disable = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
-  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
+  decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
@@ -41,7 +42,7 @@ struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
 
   bool complete() const {
-    return activity_enable && activity_disable && register_callbacks && register_timestamp &&
+    return activity_enable && activity_disable && register_callbacks && get_timestamp &&
            flush_all && next_record && dropped_records && push_external && pop_external &&
            subscribe && unsubscribe && enable_callback && result_string;
   }
@@ -102,21 +103,25 @@ thread_local uint64_t t_nccl_call = 0;
 
 // Parts of the session PARTRAIN_CUPTI_OFF switches off, to measure what each costs
 // (docs/tracing.md, "What tracing costs"): a comma-separated list of step-flush (no flush at
-// each step's end; the flusher's periodic one stays), launch-callbacks (NCCL's kernels are not
-// linked to their calls) and own-clock (records keep CUPTI's timestamps, not the rank's clock).
+// a step's end; the flusher's periodic one stays) and launch-callbacks (NCCL's kernels are not
+// linked to their calls).
 struct SwitchedOff {
   bool step_flush = false;
   bool launch_callbacks = false;
-  bool own_clock = false;
 };
 SwitchedOff switched_off_from_env() {
   SwitchedOff off;
   const std::string list = "," + env::get("PARTRAIN_CUPTI_OFF").value_or("") + ",";
   off.step_flush = list.find(",step-flush,") != std::string::npos;
   off.launch_callbacks = list.find(",launch-callbacks,") != std::string::npos;
-  off.own_clock = list.find(",own-clock,") != std::string::npos;
   return off;
 }
+
+// A step's end asks for a flush only this long after the last one. Each cuptiActivityFlushAll
+// cost the launching thread about 1 ms on an H200 (docs/gpu-validation.md, run 7b: 1.485x ->
+// 1.328x on a 7 ms step without the flush at each step); the flusher's own flush every second
+// keeps a live trace as current for steps shorter than this.
+constexpr auto kStepFlushGap = std::chrono::milliseconds(500);
 
 class CuptiSession;
 // CUPTI's buffer callbacks carry no user data; the launch callback checks it too, since a
@@ -166,6 +171,7 @@ class CuptiSession final : public GpuTracing {
     if (switched_off_.step_flush) return;  // the flusher's own second still comes
     {
       std::lock_guard lock(flusher_mutex_);
+      if (std::chrono::steady_clock::now() - last_flush_ < kStepFlushGap) return;
       flush_now_ = true;
     }
     flusher_wake_.notify_all();
@@ -184,7 +190,6 @@ class CuptiSession final : public GpuTracing {
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer,
                                         size_t size, size_t valid);
-  static uint64_t CUPTIAPI timestamp() { return static_cast<uint64_t>(monotonic_ns()); }
   // A kernel launch's callback, on the launching thread: inside an NCCL call, the launch's
   // correlation id is linked to the call. CUPTI writes EXTERNAL_CORRELATION records only for API
   // activity records (RUNTIME, DRIVER), which cost far more than these few callbacks
@@ -197,6 +202,7 @@ class CuptiSession final : public GpuTracing {
   void give_back(uint8_t* buffer);
   void translate(uint8_t* buffer, size_t valid);
   void periodic_flush();
+  void sync_clock();
   Status enable();
   void end(bool release_cupti);
 
@@ -217,6 +223,10 @@ class CuptiSession final : public GpuTracing {
   bool stopped_ = false;
   std::vector<CUpti_ActivityKind> enabled_;  // to disable at stop()
   bool flush_now_ = false;  // a step ended: flush before the second is up
+  std::chrono::steady_clock::time_point last_flush_{};  // under flusher_mutex_
+  // The monotonic clock minus CUPTI's (cuptiGetTimestamp), measured at the start and before
+  // each flush: records are placed on the rank's timeline with the offset of their flush.
+  std::atomic<int64_t> clock_offset_ns_{0};
 };
 
 std::string result_text(const CuptiApi& api, CUptiResult result) {
@@ -238,7 +248,10 @@ Status CuptiSession::enable() {
     return unavailable("CUPTI cannot start ({}): GPU kernels are not recorded; NCCL calls "
                        "still are", result_text(api_, result));
   }
-  if (!switched_off_.own_clock) api_.register_timestamp(&CuptiSession::timestamp);
+  // CUPTI's own clock, converted when records are read: a timestamp callback
+  // (cuptiActivityRegisterTimestampCallback) cost about 1 ms of a 7 ms step on an H200
+  // (docs/gpu-validation.md, run 7c: 1.549x -> 1.388x).
+  sync_clock();
   result = api_.register_callbacks(&CuptiSession::buffer_requested,
                                    &CuptiSession::buffer_completed);
   if (result != CUPTI_SUCCESS) {
@@ -280,6 +293,22 @@ void CUPTIAPI CuptiSession::on_launch(void* session, CUpti_CallbackDomain /*doma
 
 // Buffers are delivered when full or flushed: a flush every second, and one when a step ends,
 // keep a live dashboard and a killed process's trace at most a second behind.
+void CuptiSession::sync_clock() {
+  // The tightest of three readings between two monotonic ones: its midpoint is the offset.
+  int64_t best_gap = std::numeric_limits<int64_t>::max();
+  for (int i = 0; i < 3; ++i) {
+    const int64_t before = monotonic_ns();
+    uint64_t cupti = 0;
+    if (api_.get_timestamp(&cupti) != CUPTI_SUCCESS || cupti == 0) return;
+    const int64_t after = monotonic_ns();
+    if (after - before < best_gap) {
+      best_gap = after - before;
+      clock_offset_ns_.store(before + (after - before) / 2 - static_cast<int64_t>(cupti),
+                             std::memory_order_relaxed);
+    }
+  }
+}
+
 void CuptiSession::periodic_flush() {
   std::unique_lock lock(flusher_mutex_);
   while (true) {
@@ -287,7 +316,9 @@ void CuptiSession::periodic_flush() {
                            [this] { return stopping_ || flush_now_; });
     if (stopping_) return;
     flush_now_ = false;
+    last_flush_ = std::chrono::steady_clock::now();
     lock.unlock();
+    sync_clock();
     api_.flush_all(0);
     lock.lock();
   }
@@ -337,10 +368,11 @@ void CUPTIAPI CuptiSession::buffer_completed(CUcontext context, uint32_t stream,
 }
 
 void CuptiSession::translate(uint8_t* buffer, size_t valid) {
+  const int64_t offset = clock_offset_ns_.load(std::memory_order_relaxed);
   std::vector<GpuActivity> activities;
   CUpti_Activity* record = nullptr;
   while (api_.next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
-    if (std::optional<GpuActivity> activity = parse_activity(*record)) {
+    if (std::optional<GpuActivity> activity = parse_activity(*record, offset)) {
       activities.push_back(std::move(*activity));
     }
   }
@@ -358,6 +390,9 @@ void CuptiSession::end(bool release_cupti) {
   }
   flusher_wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
+  // At exit CUDA may be gone, and CUPTI calls that reach the driver with it: the last offset
+  // stays (measured within the flusher's second).
+  if (release_cupti) sync_clock();
   api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (release_cupti) {
     for (CUpti_ActivityKind kind : enabled_) api_.activity_disable(kind);
@@ -397,7 +432,7 @@ std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink) {
   find(library, "cuptiActivityEnable", api.activity_enable);
   find(library, "cuptiActivityDisable", api.activity_disable);
   find(library, "cuptiActivityRegisterCallbacks", api.register_callbacks);
-  find(library, "cuptiActivityRegisterTimestampCallback", api.register_timestamp);
+  find(library, "cuptiGetTimestamp", api.get_timestamp);
   find(library, "cuptiActivityFlushAll", api.flush_all);
   find(library, "cuptiActivityGetNextRecord", api.next_record);
   find(library, "cuptiActivityGetNumDroppedRecords", api.dropped_records);

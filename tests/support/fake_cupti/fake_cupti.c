@@ -1,8 +1,10 @@
 /* A stand-in libcupti for the CUPTI session's tests, so its life in a traced process (start,
  * flushes, the end at exit) runs on a machine without a GPU. It has the entry points partrain's
  * session calls, with CUPTI's own declarations (cupti.h), and keeps what a program's CUDA did:
- *   fake_cupti_kernel(name)     a kernel ran just now (start and end from the session's timestamp
- *                               callback); its record is handed over at the next flush
+ *   fake_cupti_kernel(name)     a kernel ran just now (start and end on the fake's own clock,
+ *                               CLOCK_REALTIME as CUPTI's is Unix time, or the session's
+ *                               timestamp callback if one was registered); its record is handed
+ *                               over at the next flush. cuptiGetTimestamp reads the same clock
  *   fake_cupti_cuda_torn_down() the program's CUDA is gone, as a PyTorch program's is when the
  *                               libraries loaded after the tracer tear it down at exit. From then
  *                               on cuptiActivityDisable, cuptiUnsubscribe and cuptiEnableCallback
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -168,6 +171,21 @@ EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char*
   return CUPTI_SUCCESS;
 }
 
+/* CUPTI's clock: Unix-time nanoseconds, far from the monotonic clock's, so a session that forgets
+ * to convert places its kernels decades away from their run. */
+static uint64_t fake_clock(void) {
+  if (g_timestamp != NULL) return g_timestamp();
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  log_line("cuptiGetTimestamp");
+  *timestamp = fake_clock();
+  return CUPTI_SUCCESS;
+}
+
 EXPORT void fake_cupti_kernel(const char* name) {
   pthread_mutex_lock(&g_mutex);
   if (g_pending_count < kMaxPending) {
@@ -175,7 +193,7 @@ EXPORT void fake_cupti_kernel(const char* name) {
     memset(kernel, 0, sizeof *kernel);
     kernel->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     kernel->name = strdup(name);
-    kernel->start = g_timestamp != NULL ? g_timestamp() : 0;
+    kernel->start = fake_clock();
     kernel->end = kernel->start + 1000;
     kernel->streamId = 7;
     kernel->correlationId = ++g_correlation;

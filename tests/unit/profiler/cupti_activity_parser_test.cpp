@@ -52,7 +52,7 @@ TEST(CuptiActivityParser, KernelRecordKeepsLaunchParameters) {
   k.registersPerThread = 96;
   k.staticSharedMemory = 2048;
   k.dynamicSharedMemory = 65536;
-  auto parsed = cupti::parse_activity(as_record(k));
+  auto parsed = cupti::parse_activity(as_record(k), 0);
   ASSERT_TRUE(parsed.has_value());
   const auto* kernel = std::get_if<GpuKernel>(&*parsed);
   ASSERT_NE(kernel, nullptr);
@@ -69,12 +69,44 @@ TEST(CuptiActivityParser, KernelRecordKeepsLaunchParameters) {
   EXPECT_EQ(kernel->dynamic_shared_bytes, 65536);
 }
 
+// CUPTI's clock is Unix time; the session's offset places each timestamp on the monotonic clock,
+// and an unknown (0) timestamp stays unknown.
+TEST(CuptiActivityParser, TimestampsMoveByTheClockOffset) {
+  constexpr int64_t kOffset = -1'700'000'000'000'000'000;
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 1'700'000'000'000'001'000;
+  k.end = 1'700'000'000'000'003'500;
+  auto kernel = cupti::parse_activity(as_record(k), kOffset);
+  ASSERT_TRUE(kernel && std::holds_alternative<GpuKernel>(*kernel));
+  EXPECT_EQ(std::get<GpuKernel>(*kernel).start_ns, 1000);
+  EXPECT_EQ(std::get<GpuKernel>(*kernel).end_ns, 3500);
+
+  CUpti_ActivityMemcpy6 copy{};
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.start = 1'700'000'000'000'002'000;
+  copy.end = 0;
+  auto parsed_copy = cupti::parse_activity(as_record(copy), kOffset);
+  ASSERT_TRUE(parsed_copy && std::holds_alternative<GpuMemcpy>(*parsed_copy));
+  EXPECT_EQ(std::get<GpuMemcpy>(*parsed_copy).start_ns, 2000);
+  EXPECT_EQ(std::get<GpuMemcpy>(*parsed_copy).end_ns, 0);
+
+  CUpti_ActivitySynchronization2 sync{};
+  sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sync.start = 1'700'000'000'000'004'000;
+  sync.end = 1'700'000'000'000'004'500;
+  auto parsed_sync = cupti::parse_activity(as_record(sync), kOffset);
+  ASSERT_TRUE(parsed_sync && std::holds_alternative<GpuSynchronization>(*parsed_sync));
+  EXPECT_EQ(std::get<GpuSynchronization>(*parsed_sync).start_ns, 4000);
+  EXPECT_EQ(std::get<GpuSynchronization>(*parsed_sync).end_ns, 4500);
+}
+
 TEST(CuptiActivityParser, OtherKindsAndThoseNotRecorded) {
   CUpti_ActivityMemcpy6 copy{};
   copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
   copy.bytes = 1 << 20;
-  auto parsed_copy = cupti::parse_activity(as_record(copy));
+  auto parsed_copy = cupti::parse_activity(as_record(copy), 0);
   ASSERT_TRUE(parsed_copy && std::holds_alternative<GpuMemcpy>(*parsed_copy));
   EXPECT_EQ(std::get<GpuMemcpy>(*parsed_copy).direction, CopyDirection::kDeviceToHost);
   EXPECT_EQ(std::get<GpuMemcpy>(*parsed_copy).bytes, 1u << 20);
@@ -83,16 +115,16 @@ TEST(CuptiActivityParser, OtherKindsAndThoseNotRecorded) {
   host_memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
   host_memory.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
   host_memory.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  EXPECT_FALSE(cupti::parse_activity(as_record(host_memory)).has_value());
+  EXPECT_FALSE(cupti::parse_activity(as_record(host_memory), 0).has_value());
 
   CUpti_ActivityExternalCorrelation torch_id{};
   torch_id.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
   torch_id.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;  // the PyTorch profiler's
-  EXPECT_FALSE(cupti::parse_activity(as_record(torch_id)).has_value());
+  EXPECT_FALSE(cupti::parse_activity(as_record(torch_id), 0).has_value());
 
   CUpti_ActivityAPI api{};
   api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  EXPECT_FALSE(cupti::parse_activity(as_record(api)).has_value());
+  EXPECT_FALSE(cupti::parse_activity(as_record(api), 0).has_value());
 }
 
 TEST(CuptiActivityParser, SyntheticRecordsThroughTheTranslatorGiveRowsAndLinks) {
@@ -144,7 +176,7 @@ TEST(CuptiActivityParser, SyntheticRecordsThroughTheTranslatorGiveRowsAndLinks) 
   for (const CUpti_Activity* record :
        {&as_record(alloc), &as_record(set), &as_record(link), &as_record(nccl_kernel),
         &as_record(wait)}) {
-    auto activity = cupti::parse_activity(*record);
+    auto activity = cupti::parse_activity(*record, 0);
     ASSERT_TRUE(activity.has_value());
     translator.add(*activity);
   }
