@@ -99,8 +99,23 @@ void add_moe_parts(ComputeParts& parts, const Blocks& blocks, memory::Recompute 
   parts.shared_experts_s = passes * blocks.experts.shared_s;
 }
 
+// Adding one micro-batch's weight gradients into the accumulation buffer, in its backward: the
+// stage's parameters on this GPU (their shard when ZeRO-2/3 reduce-scatters every micro-batch),
+// `grad_accumulation_bytes` each at the memory-bound rate.
+double grad_accumulation_seconds(const CostModel& cm, const memory::TrainingLayout& l,
+                                 const memory::StageMemory& stage, const ComputeSpeed& speed) {
+  if (cm.grad_accumulation_bytes <= 0) return 0;
+  double params = stage.params_count;
+  if (l.zero >= 2) {
+    const double dense = stage.params_count - stage.expert_params_count;
+    params = dense / (l.dp * l.cp) + stage.expert_params_count / memory::expert_data_ranks(l);
+  }
+  return memory_bound_seconds(params * cm.grad_accumulation_bytes, speed);
+}
+
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
-                                  size_t stage, const Blocks& blocks, double head_s) {
+                                  size_t stage, const Blocks& blocks, double head_s,
+                                  double grad_accumulation_s) {
   const memory::TrainingLayout& l = r.layout;
   const auto& m = cm.model;
   const double layers = static_cast<double>(r.stage_layers[stage]);
@@ -132,6 +147,9 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   }
   mb.parts = stage_parts(block, l.recompute, dense, last ? head_s : 0);
   if (mb.moe_blocks > 0) add_moe_parts(mb.parts, blocks, l.recompute, mb.moe_blocks);
+  mb.backward_s += grad_accumulation_s;
+  mb.layer_backward_s += grad_accumulation_s / std::max(layers, 1.0);
+  mb.parts.grad_accumulation_s = grad_accumulation_s;
   const double elem = cm.recipe.activation_bytes;
   const double b = static_cast<double>(l.micro_batch);
   const double s = static_cast<double>(r.seq) / l.cp;
@@ -342,8 +360,9 @@ std::string_view largest_term(const StepCost& c) {
 }
 
 ComputeParts scaled(const ComputeParts& p, double m) {
-  return {m * p.gemm_s,   m * p.memory_bound_s,   m * p.attention_core_s, m * p.head_s,
-          m * p.router_s, m * p.routed_experts_s, m * p.shared_experts_s};
+  return {m * p.gemm_s,           m * p.memory_bound_s,     m * p.attention_core_s,
+          m * p.head_s,           m * p.router_s,           m * p.routed_experts_s,
+          m * p.shared_experts_s, m * p.grad_accumulation_s};
 }
 
 // What --explain and --json say of a mixture of experts' terms.
@@ -410,10 +429,12 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   StageMicroBatch slowest, slowest_contended;
   size_t heaviest_weights = 0;
   for (size_t stage = 0; stage < r.stage_layers.size(); ++stage) {
-    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, head_s);
+    const double accumulation_s = grad_accumulation_seconds(cm, l, estimate.stages[stage], speed);
+    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, head_s, accumulation_s);
     if (mb.total() > slowest.total()) {
       slowest = mb;
-      slowest_contended = stage_micro_batch(cm, r, stage, contended_blocks, contended_head_s);
+      slowest_contended =
+          stage_micro_batch(cm, r, stage, contended_blocks, contended_head_s, accumulation_s);
     }
     if (estimate.stages[stage].params_count > estimate.stages[heaviest_weights].params_count) {
       heaviest_weights = stage;

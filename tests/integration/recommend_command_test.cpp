@@ -82,7 +82,8 @@ TEST(RecommendCommand, JsonBreakdownTermsAddUpToTheStep) {
     const auto& parts = c["compute_parts_s"];
     const double compute = c["breakdown_s"]["compute"].get<double>();
     EXPECT_NEAR(parts["gemm"].get<double>() + parts["memory_bound"].get<double>() +
-                    parts["attention_core"].get<double>() + parts["lm_head"].get<double>(),
+                    parts["attention_core"].get<double>() + parts["lm_head"].get<double>() +
+                    parts["grad_accumulation"].get<double>(),
                 compute, 1e-9 * compute);
     EXPECT_LE(parts["recompute_included"].get<double>(), compute);
   }
@@ -475,7 +476,7 @@ TEST(RecommendCommand, MixtureOfExpertsIsSearchedWithEpAndItsAllToAllShown) {
     const auto& parts = c["compute_parts_s"];
     double compute = 0;
     for (const char* part : {"gemm", "memory_bound", "attention_core", "lm_head", "router",
-                             "routed_experts", "shared_experts"}) {
+                             "routed_experts", "shared_experts", "grad_accumulation"}) {
       compute += parts[part].get<double>();
     }
     EXPECT_NEAR(compute, c["breakdown_s"]["compute"].get<double>(), 1e-9 * compute);

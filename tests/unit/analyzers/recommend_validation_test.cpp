@@ -44,6 +44,9 @@ struct PublishedRun {
   bool flash = false;
   double dropout = 0.1;
   bool overlap_grad_reduce = false;
+  // Megatron-LM 2021 and DeepSpeed fp16 add each micro-batch's gradients into .grad (autograd);
+  // DeepSpeed's BF16_Optimizer copies them to fp32 first; 0: fused into the GEMM (Megatron-Core).
+  double grad_accumulation_bytes = CostModel::kAutogradAdd16;
   double inter_node_bandwidth = 0;  // the cluster's NIC per GPU when not the preset's
   std::vector<int64_t> pp_split;
   Metric metric = Metric::kTflopsEq3;
@@ -118,6 +121,7 @@ std::vector<PublishedRun> other_runs() {
     run.micro_batch = 2;
     run.dropout = 0;
     run.scatter_gather = false;
+    run.grad_accumulation_bytes = CostModel::kDeepSpeedBf16;
     run.inter_node_bandwidth = 4 * 12.5e9 / 8;
     run.pp_split = {5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5};  // the embeddings hold a slot each end
     run.metric = Metric::kStepSeconds;
@@ -175,6 +179,7 @@ std::vector<PublishedRun> other_runs() {
     run.flash = true;
     run.dropout = 0;
     run.overlap_grad_reduce = true;
+    run.grad_accumulation_bytes = 0;  // not published; ZeRO-2 shards make it negligible
     run.metric = Metric::kMfu;
     run.published = mfu;
     (void)dp;
@@ -200,6 +205,7 @@ CostModel model_for(const PublishedRun& run) {
   CostModel cm = cost_model_for(run.model, recipe, gpu, machines);
   cm.overlap_grad_reduce = run.overlap_grad_reduce;
   cm.pipeline_scatter_gather = run.scatter_gather;
+  cm.grad_accumulation_bytes = run.grad_accumulation_bytes;
   return cm;
 }
 
@@ -357,6 +363,7 @@ TEST(RecommendValidation, PaperLayoutOf145BTiesTheBest) {
   run.gpu = "a100-80g";
   run.gpus = 1536;
   run.overlap_grad_reduce = true;
+  run.grad_accumulation_bytes = 0;
   const CostModel cm = model_for(run);
   const memory::EstimateInput base = search_input(run, cm, 2304);
   const SearchSpace space{.gpus = run.gpus};
@@ -393,6 +400,7 @@ TEST(RecommendValidation, BestMfuOf18BWithinThePapersSoftware) {
   ASSERT_FALSE(paper.ranked.empty());
   CostModel today = cm;
   today.overlap_grad_reduce = true;
+  today.grad_accumulation_bytes = 0;
   const SearchResult all = search_layouts(today, base, SearchSpace{.gpus = run.gpus});
   ASSERT_FALSE(all.ranked.empty());
   std::printf(
