@@ -335,6 +335,7 @@ double optimizer_seconds(const CostModel& cm, const WeightGroups& groups, int ze
 // stage sends its 1/t of the b s h activation over its own link, and without SP the receiving
 // stage all-gathers the t pieces over the tensor-parallel link. On the critical path every
 // micro-batch crosses the p v - 1 chunk boundaries forward and back: m v + p - 1 each way.
+// DeepSpeed's pipeline engine sends whole activations and does not pair its sends and receives.
 double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r) {
   const memory::TrainingLayout& l = r.layout;
   const double elem = cm.recipe.activation_bytes;
@@ -349,7 +350,14 @@ double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r
     const LinkLevel tp_level = machines.level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
     one += cm.comm.seconds(CostedOp::kAllGather, activation, l.tp, tp_level);
   }
-  return 2 * static_cast<double>(r.micro_batches * l.vpp + l.pp - 1) * one;
+  const double fill_and_drain = static_cast<double>(l.pp - 1);
+  if (!cm.pipeline_scatter_gather) {
+    // DeepSpeed's engine sends and receives one at a time, each blocking its stage's compute:
+    // every micro-batch's activation received and sent, its gradient received and sent.
+    return (4 * static_cast<double>(r.micro_batches * l.vpp) + 2 * fill_and_drain) * one;
+  }
+  // Megatron pairs each send with the receive that follows it (send_forward_recv_backward).
+  return 2 * (static_cast<double>(r.micro_batches * l.vpp) + fill_and_drain) * one;
 }
 
 std::string_view largest_term(const StepCost& c) {

@@ -30,7 +30,8 @@ struct CostModel {
   bool overlap_grad_reduce = true;
   // Megatron's pipeline p2p sends 1/t of the activation from each tp rank and all-gathers it on
   // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
-  // from every rank.
+  // from every rank, each send and receive on its own and blocking (deepspeed/runtime/pipe/p2p.py
+  // asserts async_op is False): 4 transfers per micro-batch on a stage's path, not 2.
   bool pipeline_scatter_gather = true;
   // Bytes per parameter that adding one micro-batch's weight gradients into the accumulation
   // buffer moves, a memory-bound kernel in every micro-batch's backward. 0: the weight-gradient
