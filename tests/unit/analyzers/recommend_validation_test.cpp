@@ -20,6 +20,7 @@
 #include "analyzers/recommend_report.h"
 #include "analyzers/step_cost.h"
 #include "memory/flops.h"
+#include "memory/parameter_count.h"
 #include "memory/presets.h"
 
 namespace partrain::analyzers {
@@ -27,7 +28,10 @@ namespace {
 
 const std::filesystem::path kShare = std::filesystem::path(PARTRAIN_SOURCE_DIR) / "share";
 
-enum class Metric { kTflopsEq3, kStepSeconds, kMfu };
+// kTflopsNeox: GPT-NeoX's logged TFLOP/s of the 20B run's code (megatron/logging.py get_flops at
+// EleutherAI/gpt-neox d7af1e7a): B s (6 P + 60 s h l) / (step x GPUs), P all the parameters, no
+// recompute term.
+enum class Metric { kTflopsEq3, kTflopsNeox, kStepSeconds, kMfu };
 
 struct PublishedRun {
   std::string id;
@@ -51,6 +55,9 @@ struct PublishedRun {
   std::vector<int64_t> pp_split;
   Metric metric = Metric::kTflopsEq3;
   double published = 0;
+  // |error| the row is held within: the issue's 5%, or where the model honestly is, with the
+  // reason at the row (docs/recommend.md "Validation").
+  double tolerance = 0.05;
 };
 
 memory::ModelConfig preset(const char* name) { return *memory::load_model_preset(kShare, name); }
@@ -92,6 +99,9 @@ std::vector<PublishedRun> narayanan_table1() {
 std::vector<PublishedRun> other_runs() {
   std::vector<PublishedRun> runs;
   // MT-NLG (Smith 2022 sec. 2.2-2.4): DeepSpeed's pipeline engine (1F1B), ZeRO-1, batch 1920.
+  // The micro-batch is not published; the three times fix it: with t = a (m + p - 1), m = 1920 /
+  // (2 dp) fits 60.1 / 50.2 / 44.4 s with one a to +-0.5%, m = 1920 / dp only to +-2.2% (and the
+  // model at micro-batch 1 misses by -10.2 / -11.3 / -13.9%, growing with the bubble's share).
   for (auto [gpus, seconds] : {std::pair{2240, 60.1}, {2800, 50.2}, {3360, 44.4}}) {
     PublishedRun run;
     run.id = "MT-NLG 530B " + std::to_string(gpus);
@@ -102,7 +112,7 @@ std::vector<PublishedRun> other_runs() {
     run.pp = 35;
     run.zero = 1;
     run.global_batch = 1920;
-    run.micro_batch = 1;
+    run.micro_batch = 2;  // inferred, above
     run.scatter_gather = false;
     run.metric = Metric::kStepSeconds;
     run.published = seconds;
@@ -139,6 +149,9 @@ std::vector<PublishedRun> other_runs() {
     run.global_batch = 992;
     run.overlap_grad_reduce = true;
     run.published = 147;
+    // "Up to 147 TFLOP/s": a peak, its FLOP convention and batch (992 sequences assumed, 2M
+    // tokens / 2048 = 1024 does not divide over 124 ranks) unpublished.
+    run.tolerance = 0.09;
     runs.push_back(run);
   }
   {  // GPT-NeoX-20B (configs/20B.yml): A100 40GB, 4 HDR HCAs per 8 GPUs.
@@ -153,10 +166,13 @@ std::vector<PublishedRun> other_runs() {
     run.global_batch = 1536;
     run.micro_batch = 4;
     run.dropout = 0;
-    run.scatter_gather = false;
-    run.overlap_grad_reduce = true;
+    run.scatter_gather = false;  // DeepSpeed's engine reduces after the backward
     run.inter_node_bandwidth = 4 * 25e9 / 8;
+    run.metric = Metric::kTflopsNeox;
     run.published = 117;
+    // 117 rests on a secondary source; its convention is taken to be NeoX's own logger. What is
+    // left (+16%) the model does not explain (unfused rotary embeddings are not costed).
+    run.tolerance = 0.17;
     runs.push_back(run);
   }
   // Llama 3 405B (Table 4): H100, FlashAttention, no recompute at 8K, interleaved, FSDP that
@@ -276,6 +292,11 @@ Prediction predict(const PublishedRun& run) {
                                 static_cast<double>(m.layers), static_cast<double>(m.hidden),
                                 static_cast<double>(m.vocab), true) /
         (step * run.gpus) / 1e12;
+  } else if (run.metric == Metric::kTflopsNeox) {
+    const double s = static_cast<double>(m.seq);
+    const double per_token = 6 * memory::total_params(m) +
+                             60 * s * static_cast<double>(m.hidden) * static_cast<double>(m.layers);
+    value = static_cast<double>(run.global_batch) * s * per_token / (step * run.gpus) / 1e12;
   } else if (run.metric == Metric::kMfu) {
     value = best->cost.mfu;
   }
@@ -299,34 +320,26 @@ std::vector<double> errors(const std::vector<PublishedRun>& runs) {
   return out;
 }
 
-// Issue 35 asks for every row within 5%: nine of ten are, the 76.1B row is 8.1% optimistic
-// (docs/recommend.md "Validation"). The mean is held to the 5% that ties use.
+// Issue 35 asks for every row within 5%: nine of ten are, the 76.1B row is 6.3% optimistic (its
+// micro-batch and virtual stages are unpublished; the fastest the layout admits, mb 2 v 5, is
+// taken; docs/recommend.md "Validation"). The mean is held to the 5% that ties use.
 TEST(RecommendValidation, NarayananTable1AchievedTflops) {
   const std::vector<double> e = errors(narayanan_table1());
   double sum = 0;
   for (double error : e) {
     sum += error;
-    EXPECT_LT(error, 0.09);
+    EXPECT_LT(error, 0.07);
   }
   EXPECT_LT(sum / e.size(), kTieFraction);
   EXPECT_EQ(std::count_if(e.begin(), e.end(), [](double error) { return error < 0.05; }), 9);
 }
 
-// Llama 3 on H100 within the issue's 5%; the DeepSpeed and FSDP runs (MT-NLG, BLOOM, OPT,
-// GPT-NeoX) are not yet (the software-stack effects the model lacks are listed in
-// docs/recommend.md): their rows are printed, and held to where they are so that a change that
-// moves them is seen.
+// MT-NLG, BLOOM and Llama 3 within the issue's 5%; OPT and GPT-NeoX, whose published figures
+// rest on unpublished conventions, held to where the model is (each row's tolerance says why).
 TEST(RecommendValidation, OtherPublishedRuns) {
   const std::vector<PublishedRun> runs = other_runs();
   const std::vector<double> e = errors(runs);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string& id = runs[i].id;
-    const double guard = id.rfind("Llama", 0) == 0      ? 0.05
-                         : id.rfind("OPT", 0) == 0      ? 0.10
-                         : id.rfind("GPT-NeoX", 0) == 0 ? 0.35
-                                                        : 0.21;
-    EXPECT_LT(e[i], guard) << id;
-  }
+  for (size_t i = 0; i < runs.size(); ++i) EXPECT_LT(e[i], runs[i].tolerance) << runs[i].id;
 }
 
 // Narayanan 2021 Table 2: PTD-P (t 8, p 12) against ZeRO-3 for 174.6B on 768 and 1,536 A100s,
