@@ -89,6 +89,27 @@ TEST(RecommendCommand, JsonBreakdownTermsAddUpToTheStep) {
   }
 }
 
+// Issue 35: a framework that accumulates gradients in a kernel of its own (Megatron-LM 2021,
+// DeepSpeed) pays it every micro-batch; the fused default (Megatron-Core) does not. The same
+// layout's step grows by exactly that term, which --explain names.
+TEST(RecommendCommand, UnfusedGradientAccumulationCostsEveryMicroBatch) {
+  const std::string check = kSearch + " --check \"tp=2,pp=2,mb=1\" --json";
+  auto fused = run_partrain(check);
+  auto autograd = run_partrain(check + " --grad-accumulation autograd");
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  ASSERT_EQ(autograd.exit_code, 0) << autograd.err;
+  const auto f = parse_json(fused.out)["candidates"][0];
+  const auto a = parse_json(autograd.out)["candidates"][0];
+  EXPECT_EQ(f["compute_parts_s"]["grad_accumulation"].get<double>(), 0);
+  const double added = a["compute_parts_s"]["grad_accumulation"].get<double>();
+  EXPECT_GT(added, 0);
+  EXPECT_GT(a["step_time_s"].get<double>(), f["step_time_s"].get<double>() + added * 0.99);
+  auto text = run_partrain(kSearch + " --check \"tp=2,pp=2,mb=1\" --grad-accumulation autograd");
+  EXPECT_NE(text.out.find("gradient accumulation"), std::string::npos) << text.out;
+  auto bad = run_partrain(kSearch + " --grad-accumulation sometimes");
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 // Issue 37: the rejection counts were per split, per micro-batch choice or per variant, so they
 // did not add up to anything. Now every layout searched is ranked or left out under one reason,
 // and the splits refused whole are counted apart, each with its total, in words.
