@@ -311,7 +311,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r,
     case 0:  // DDP: all-reduce with the last micro-batch's backward
       return reduce(CostedOp::kAllReduce);
     case 1:  // reduce-scatter likewise, the updated weights all-gathered behind the next forward
-      return reduce(CostedOp::kReduceScatter) + behind_forward(gather);
+      return reduce(cm.zero1_all_reduce ? CostedOp::kAllReduce : CostedOp::kReduceScatter) +
+             behind_forward(gather);
     case 2:  // gradients are reduce-scattered after every micro-batch's backward
       return m * reduce(CostedOp::kReduceScatter) + behind_forward(gather);
     default:
@@ -385,7 +386,9 @@ ExpertStep expert_step(const CostModel& cm, const memory::TrainingLayout& l, con
   e.all_to_alls = slowest.moe_blocks * all_to_alls_per_block(l.recompute);
   e.tp_exchange_s = blocks.tp_exchange_s;
   e.tp_exchanges = e.tp_exchange_s != 0 ? slowest.moe_blocks * mlp_tp_pairs(l.recompute) : 0;
-  const CostedOp reduction = l.zero == 0 ? CostedOp::kAllReduce : CostedOp::kReduceScatter;
+  const CostedOp reduction = l.zero == 0 || (l.zero == 1 && cm.zero1_all_reduce)
+                                 ? CostedOp::kAllReduce
+                                 : CostedOp::kReduceScatter;
   e.dense_grad_s = group_seconds(cm, groups.dense, reduction, cm.recipe.grad_bytes);
   e.expert_grad_s = group_seconds(cm, groups.experts, reduction, cm.recipe.grad_bytes);
   e.data_ranks = groups.dense.ranks;

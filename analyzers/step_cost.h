@@ -41,6 +41,9 @@ struct CostModel {
   // fp32 main_grad. kDeepSpeedBf16: DeepSpeed's BF16_Optimizer.update_hp_grads, which copies the
   // bf16 gradient to fp32 and then adds it.
   double grad_accumulation_bytes = 0;
+  // ZeRO-1's gradients all-reduced whole before each rank updates its shard (DeepSpeed's
+  // BF16_Optimizer: the pipeline engine's _bf16_reduce_grads), not reduce-scattered.
+  bool zero1_all_reduce = false;
   static constexpr double kAutogradAdd16 = 2 + 2 + 2;        // read both, write the sum
   static constexpr double kMainGradAdd32 = 2 + 4 + 4;        // bf16 read, fp32 read and written
   static constexpr double kDeepSpeedBf16 = (2 + 4) + 4 * 3;  // the fp32 copy, then the add

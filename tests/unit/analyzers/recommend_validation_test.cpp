@@ -51,6 +51,8 @@ struct PublishedRun {
   // Megatron-LM 2021 and DeepSpeed fp16 add each micro-batch's gradients into .grad (autograd);
   // DeepSpeed's BF16_Optimizer copies them to fp32 first; 0: fused into the GEMM (Megatron-Core).
   double grad_accumulation_bytes = CostModel::kAutogradAdd16;
+  std::string precision = "bf16-mixed";  // 16-bit weights and gradients (fp16 or bf16)
+  bool zero1_all_reduce = false;
   double inter_node_bandwidth = 0;  // the cluster's NIC per GPU when not the preset's
   std::vector<int64_t> pp_split;
   Metric metric = Metric::kTflopsEq3;
@@ -131,7 +133,10 @@ std::vector<PublishedRun> other_runs() {
     run.micro_batch = 2;
     run.dropout = 0;
     run.scatter_gather = false;
+    // DeepSpeed's BF16_Optimizer: fp32 gradients, accumulated and all-reduced in fp32.
     run.grad_accumulation_bytes = CostModel::kDeepSpeedBf16;
+    run.precision = "bf16-fp32grad";
+    run.zero1_all_reduce = true;
     run.inter_node_bandwidth = 4 * 12.5e9 / 8;
     run.pp_split = {5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5};  // the embeddings hold a slot each end
     run.metric = Metric::kStepSeconds;
@@ -217,11 +222,12 @@ CostModel model_for(const PublishedRun& run) {
   Machines machines =
       machines_from(gpu, run.gpus, 8, run.inter_node_bandwidth > 0 ? &cluster : nullptr);
   const memory::PrecisionRecipe recipe =
-      *memory::precision_recipe("bf16-mixed", memory::Optimizer::kAdamW);
+      *memory::precision_recipe(run.precision, memory::Optimizer::kAdamW);
   CostModel cm = cost_model_for(run.model, recipe, gpu, machines);
   cm.overlap_grad_reduce = run.overlap_grad_reduce;
   cm.pipeline_scatter_gather = run.scatter_gather;
   cm.grad_accumulation_bytes = run.grad_accumulation_bytes;
+  cm.zero1_all_reduce = run.zero1_all_reduce;
   return cm;
 }
 
