@@ -1,10 +1,13 @@
 // The recommender against published training runs (issue 35, docs/recommend.md "Validation"):
 // each row is the paper's own layout on its own hardware preset, with only what the paper states
 // (the software's documented behaviour included: Megatron-LM 2021 and DeepSpeed reduce
-// gradients after the backward); what it leaves out (micro-batch, virtual stages) is chosen as
-// the recommender would, the fastest that the layout admits. Throughput is compared as
-// published: Narayanan 2021 eq. 3 (hardware FLOPs with full recompute) per GPU, or the
-// iteration time. Nothing here is fitted per row: the speeds are the GPU presets'.
+// gradients after the backward and add each micro-batch's gradients in a kernel of their own;
+// DeepSpeed's pipeline engine sends whole activations, one blocking transfer at a time); what it
+// leaves out (micro-batch, virtual stages) is chosen as the recommender would, the fastest that
+// the layout admits (MT-NLG's micro-batch is inferred from its three times, at the row).
+// Throughput is compared as published: Narayanan 2021 eq. 3 (hardware FLOPs with full
+// recompute) per GPU, GPT-NeoX's own logged count, the iteration time or MFU. Nothing here is
+// fitted per row: the speeds are the GPU presets'.
 #include <gtest/gtest.h>
 
 #include <algorithm>
