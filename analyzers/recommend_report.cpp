@@ -70,6 +70,9 @@ std::string compute_parts_text(const StepCost& c) {
       "compute {} = GEMMs {} + memory-bound {} + attention core {} + LM head {}",
       seconds_in(c.compute_s, unit), seconds_in(p.gemm_s, unit), seconds_in(p.memory_bound_s, unit),
       seconds_in(p.attention_core_s, unit), seconds_in(p.head_s, unit));
+  if (p.grad_accumulation_s > 0) {
+    text += fmt::format(" + gradient accumulation {}", seconds_in(p.grad_accumulation_s, unit));
+  }
   if (c.experts.moe) {
     text += fmt::format(" + router {} + routed experts {} + shared experts {}",
                         seconds_in(p.router_s, unit), seconds_in(p.routed_experts_s, unit),
@@ -178,6 +181,7 @@ json candidate_json(const Candidate& c) {
                         {"memory_bound", k.compute_parts.memory_bound_s},
                         {"attention_core", k.compute_parts.attention_core_s},
                         {"lm_head", k.compute_parts.head_s},
+                        {"grad_accumulation", k.compute_parts.grad_accumulation_s},
                         {"recompute_included", k.recompute_s}};
   const memory::TrainingLayout& l = c.layout;
   json out = {{"dp", l.dp},

@@ -99,8 +99,23 @@ void add_moe_parts(ComputeParts& parts, const Blocks& blocks, memory::Recompute 
   parts.shared_experts_s = passes * blocks.experts.shared_s;
 }
 
+// Adding one micro-batch's weight gradients into the accumulation buffer, in its backward: the
+// stage's parameters on this GPU (their shard when ZeRO-2/3 reduce-scatters every micro-batch),
+// `grad_accumulation_bytes` each at the memory-bound rate.
+double grad_accumulation_seconds(const CostModel& cm, const memory::TrainingLayout& l,
+                                 const memory::StageMemory& stage, const ComputeSpeed& speed) {
+  if (cm.grad_accumulation_bytes <= 0) return 0;
+  double params = stage.params_count;
+  if (l.zero >= 2) {
+    const double dense = stage.params_count - stage.expert_params_count;
+    params = dense / (l.dp * l.cp) + stage.expert_params_count / memory::expert_data_ranks(l);
+  }
+  return memory_bound_seconds(params * cm.grad_accumulation_bytes, speed);
+}
+
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
-                                  size_t stage, const Blocks& blocks, double head_s) {
+                                  size_t stage, const Blocks& blocks, double head_s,
+                                  double grad_accumulation_s) {
   const memory::TrainingLayout& l = r.layout;
   const auto& m = cm.model;
   const double layers = static_cast<double>(r.stage_layers[stage]);
@@ -132,6 +147,9 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   }
   mb.parts = stage_parts(block, l.recompute, dense, last ? head_s : 0);
   if (mb.moe_blocks > 0) add_moe_parts(mb.parts, blocks, l.recompute, mb.moe_blocks);
+  mb.backward_s += grad_accumulation_s;
+  mb.layer_backward_s += grad_accumulation_s / std::max(layers, 1.0);
+  mb.parts.grad_accumulation_s = grad_accumulation_s;
   const double elem = cm.recipe.activation_bytes;
   const double b = static_cast<double>(l.micro_batch);
   const double s = static_cast<double>(r.seq) / l.cp;
@@ -293,7 +311,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r,
     case 0:  // DDP: all-reduce with the last micro-batch's backward
       return reduce(CostedOp::kAllReduce);
     case 1:  // reduce-scatter likewise, the updated weights all-gathered behind the next forward
-      return reduce(CostedOp::kReduceScatter) + behind_forward(gather);
+      return reduce(cm.zero1_all_reduce ? CostedOp::kAllReduce : CostedOp::kReduceScatter) +
+             behind_forward(gather);
     case 2:  // gradients are reduce-scattered after every micro-batch's backward
       return m * reduce(CostedOp::kReduceScatter) + behind_forward(gather);
     default:
@@ -317,6 +336,7 @@ double optimizer_seconds(const CostModel& cm, const WeightGroups& groups, int ze
 // stage sends its 1/t of the b s h activation over its own link, and without SP the receiving
 // stage all-gathers the t pieces over the tensor-parallel link. On the critical path every
 // micro-batch crosses the p v - 1 chunk boundaries forward and back: m v + p - 1 each way.
+// DeepSpeed's pipeline engine sends whole activations and does not pair its sends and receives.
 double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r) {
   const memory::TrainingLayout& l = r.layout;
   const double elem = cm.recipe.activation_bytes;
@@ -331,7 +351,14 @@ double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r
     const LinkLevel tp_level = machines.level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
     one += cm.comm.seconds(CostedOp::kAllGather, activation, l.tp, tp_level);
   }
-  return 2 * static_cast<double>(r.micro_batches * l.vpp + l.pp - 1) * one;
+  const double fill_and_drain = static_cast<double>(l.pp - 1);
+  if (!cm.pipeline_scatter_gather) {
+    // DeepSpeed's engine sends and receives one at a time, each blocking its stage's compute:
+    // every micro-batch's activation received and sent, its gradient received and sent.
+    return (4 * static_cast<double>(r.micro_batches * l.vpp) + 2 * fill_and_drain) * one;
+  }
+  // Megatron pairs each send with the receive that follows it (send_forward_recv_backward).
+  return 2 * (static_cast<double>(r.micro_batches * l.vpp) + fill_and_drain) * one;
 }
 
 std::string_view largest_term(const StepCost& c) {
@@ -342,8 +369,9 @@ std::string_view largest_term(const StepCost& c) {
 }
 
 ComputeParts scaled(const ComputeParts& p, double m) {
-  return {m * p.gemm_s,   m * p.memory_bound_s,   m * p.attention_core_s, m * p.head_s,
-          m * p.router_s, m * p.routed_experts_s, m * p.shared_experts_s};
+  return {m * p.gemm_s,           m * p.memory_bound_s,     m * p.attention_core_s,
+          m * p.head_s,           m * p.router_s,           m * p.routed_experts_s,
+          m * p.shared_experts_s, m * p.grad_accumulation_s};
 }
 
 // What --explain and --json say of a mixture of experts' terms.
@@ -358,7 +386,9 @@ ExpertStep expert_step(const CostModel& cm, const memory::TrainingLayout& l, con
   e.all_to_alls = slowest.moe_blocks * all_to_alls_per_block(l.recompute);
   e.tp_exchange_s = blocks.tp_exchange_s;
   e.tp_exchanges = e.tp_exchange_s != 0 ? slowest.moe_blocks * mlp_tp_pairs(l.recompute) : 0;
-  const CostedOp reduction = l.zero == 0 ? CostedOp::kAllReduce : CostedOp::kReduceScatter;
+  const CostedOp reduction = l.zero == 0 || (l.zero == 1 && cm.zero1_all_reduce)
+                                 ? CostedOp::kAllReduce
+                                 : CostedOp::kReduceScatter;
   e.dense_grad_s = group_seconds(cm, groups.dense, reduction, cm.recipe.grad_bytes);
   e.expert_grad_s = group_seconds(cm, groups.experts, reduction, cm.recipe.grad_bytes);
   e.data_ranks = groups.dense.ranks;
@@ -410,10 +440,12 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   StageMicroBatch slowest, slowest_contended;
   size_t heaviest_weights = 0;
   for (size_t stage = 0; stage < r.stage_layers.size(); ++stage) {
-    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, head_s);
+    const double accumulation_s = grad_accumulation_seconds(cm, l, estimate.stages[stage], speed);
+    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, head_s, accumulation_s);
     if (mb.total() > slowest.total()) {
       slowest = mb;
-      slowest_contended = stage_micro_batch(cm, r, stage, contended_blocks, contended_head_s);
+      slowest_contended =
+          stage_micro_batch(cm, r, stage, contended_blocks, contended_head_s, accumulation_s);
     }
     if (estimate.stages[stage].params_count > estimate.stages[heaviest_weights].params_count) {
       heaviest_weights = stage;

@@ -30,8 +30,23 @@ struct CostModel {
   bool overlap_grad_reduce = true;
   // Megatron's pipeline p2p sends 1/t of the activation from each tp rank and all-gathers it on
   // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
-  // from every rank.
+  // from every rank, each send and receive on its own and blocking (deepspeed/runtime/pipe/p2p.py
+  // asserts async_op is False): 4 transfers per micro-batch on a stage's path, not 2.
   bool pipeline_scatter_gather = true;
+  // Bytes per parameter that adding one micro-batch's weight gradients into the accumulation
+  // buffer moves, a memory-bound kernel in every micro-batch's backward. 0: the weight-gradient
+  // GEMM accumulates in place (Megatron-Core's gradient accumulation fusion, on by default since
+  // 2022). kAutogradAdd16: autograd's in-place add of a 16-bit gradient into the 16-bit .grad
+  // (Megatron-LM 2021 fp16, DeepSpeed fp16). kMainGradAdd32: Megatron's hook adding it into an
+  // fp32 main_grad. kDeepSpeedBf16: DeepSpeed's BF16_Optimizer.update_hp_grads, which copies the
+  // bf16 gradient to fp32 and then adds it.
+  double grad_accumulation_bytes = 0;
+  // ZeRO-1's gradients all-reduced whole before each rank updates its shard (DeepSpeed's
+  // BF16_Optimizer: the pipeline engine's _bf16_reduce_grads), not reduce-scattered.
+  bool zero1_all_reduce = false;
+  static constexpr double kAutogradAdd16 = 2 + 2 + 2;        // read both, write the sum
+  static constexpr double kMainGradAdd32 = 2 + 4 + 4;        // bf16 read, fp32 read and written
+  static constexpr double kDeepSpeedBf16 = (2 + 4) + 4 * 3;  // the fp32 copy, then the add
   // Measured over modelled step time of the calibration runs (--calibrate), every other term
   // calibrated first: what no term captures (scheduling and wake-up delays, framework and
   // launch overhead). 1 until calibrated.
@@ -49,6 +64,7 @@ struct ComputeParts {
   double router_s = 0;
   double routed_experts_s = 0;
   double shared_experts_s = 0;
+  double grad_accumulation_s = 0;  // each micro-batch's weight gradients added into the buffer
 };
 
 // What a mixture of experts adds to the heaviest stage's step, for --explain and --json.

@@ -57,6 +57,7 @@ struct RecommendFlags {
   double tokens = 0;  // training tokens: print the chosen layout's training time
   std::string overlap_grad_reduce = "on";
   std::string pipeline_p2p = "scatter-gather";
+  std::string grad_accumulation = "fused";
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -177,6 +178,11 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   Setup s{analyzers::cost_model_for(model, recipe, gpu, machines), {}, {}};
   s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
   s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
+  s.cost.grad_accumulation_bytes = f.grad_accumulation == "autograd" ? CostModel::kAutogradAdd16
+                                   : f.grad_accumulation == "fp32"   ? CostModel::kMainGradAdd32
+                                   : f.grad_accumulation == "deepspeed-bf16"
+                                       ? CostModel::kDeepSpeedBf16
+                                       : 0;
   s.base.model = model;
   s.base.recipe = recipe;
   s.base.optimizer = optimizer;
@@ -427,9 +433,17 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
                   "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP) "
-                  "or full (DeepSpeed's pipeline engine: every rank sends the whole activation)")
+                  "or full (DeepSpeed's pipeline engine: every rank sends the whole activation, "
+                  "each send and receive blocking on its own)")
       ->capture_default_str()
       ->check(CLI::IsMember({"scatter-gather", "full"}));
+  cmd->add_option("--grad-accumulation", f->grad_accumulation,
+                  "How each micro-batch's gradients are accumulated: fused (Megatron-Core: the "
+                  "weight-gradient GEMM adds into them), autograd (a 16-bit add kernel, 6 B a "
+                  "parameter: Megatron-LM 2021, DeepSpeed fp16), fp32 (Megatron's main_grad "
+                  "hook, 10 B) or deepspeed-bf16 (DeepSpeed's BF16_Optimizer, 18 B)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fused", "autograd", "fp32", "deepspeed-bf16"}));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "
                   "the presets', and a built-in run's measured step over its prediction scales "

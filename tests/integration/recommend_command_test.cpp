@@ -82,10 +82,32 @@ TEST(RecommendCommand, JsonBreakdownTermsAddUpToTheStep) {
     const auto& parts = c["compute_parts_s"];
     const double compute = c["breakdown_s"]["compute"].get<double>();
     EXPECT_NEAR(parts["gemm"].get<double>() + parts["memory_bound"].get<double>() +
-                    parts["attention_core"].get<double>() + parts["lm_head"].get<double>(),
+                    parts["attention_core"].get<double>() + parts["lm_head"].get<double>() +
+                    parts["grad_accumulation"].get<double>(),
                 compute, 1e-9 * compute);
     EXPECT_LE(parts["recompute_included"].get<double>(), compute);
   }
+}
+
+// Issue 35: a framework that accumulates gradients in a kernel of its own (Megatron-LM 2021,
+// DeepSpeed) pays it every micro-batch; the fused default (Megatron-Core) does not. The same
+// layout's step grows by exactly that term, which --explain names.
+TEST(RecommendCommand, UnfusedGradientAccumulationCostsEveryMicroBatch) {
+  const std::string check = kSearch + " --check \"tp=2,pp=2,mb=1\" --json";
+  auto fused = run_partrain(check);
+  auto autograd = run_partrain(check + " --grad-accumulation autograd");
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  ASSERT_EQ(autograd.exit_code, 0) << autograd.err;
+  const auto f = parse_json(fused.out)["candidates"][0];
+  const auto a = parse_json(autograd.out)["candidates"][0];
+  EXPECT_EQ(f["compute_parts_s"]["grad_accumulation"].get<double>(), 0);
+  const double added = a["compute_parts_s"]["grad_accumulation"].get<double>();
+  EXPECT_GT(added, 0);
+  EXPECT_GT(a["step_time_s"].get<double>(), f["step_time_s"].get<double>() + added * 0.99);
+  auto text = run_partrain(kSearch + " --check \"tp=2,pp=2,mb=1\" --grad-accumulation autograd");
+  EXPECT_NE(text.out.find("gradient accumulation"), std::string::npos) << text.out;
+  auto bad = run_partrain(kSearch + " --grad-accumulation sometimes");
+  EXPECT_EQ(bad.exit_code, 2);
 }
 
 // Issue 37: the rejection counts were per split, per micro-batch choice or per variant, so they
@@ -475,7 +497,7 @@ TEST(RecommendCommand, MixtureOfExpertsIsSearchedWithEpAndItsAllToAllShown) {
     const auto& parts = c["compute_parts_s"];
     double compute = 0;
     for (const char* part : {"gemm", "memory_bound", "attention_core", "lm_head", "router",
-                             "routed_experts", "shared_experts"}) {
+                             "routed_experts", "shared_experts", "grad_accumulation"}) {
       compute += parts[part].get<double>();
     }
     EXPECT_NEAR(compute, c["breakdown_s"]["compute"].get<double>(), 1e-9 * compute);

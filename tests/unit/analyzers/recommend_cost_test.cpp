@@ -228,8 +228,11 @@ TEST_F(StepCostTest, PipelineP2pIsDividedByTpAndGatheredWithoutSp) {
   l.sp = true;
   EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, 2 * (4 + 1) * send, 1e-12);
   l.sp = false;
+  // DeepSpeed's engine: whole activations, each send and receive blocking on its own: 4 per
+  // micro-batch on a stage's path, 2 per boundary to fill and drain.
   cost_.pipeline_scatter_gather = false;
-  EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, 2 * (4 + 1) * (2e-6 + bytes / 100e9), 1e-12);
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, (4 * 4 + 2 * 1) * (2e-6 + bytes / 100e9),
+              1e-12);
 }
 
 // Without overlap the gradient all-reduce is all exposed; overlapped bucket by bucket, the part
@@ -242,6 +245,23 @@ TEST_F(StepCostTest, GradientReductionAfterBackwardIsExposedWhole) {
   const memory::MemoryEstimate e = estimate(l);
   const double grads = e.stages[0].params_count * 2;
   EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, 2 * 2 * 2e-6 + grads * 1.5 / 100e9, 1e-12);
+}
+
+// DeepSpeed's BF16_Optimizer (BLOOM) all-reduces the whole gradient before each rank updates its
+// ZeRO-1 shard: twice the reduce-scatter's bytes, then the same all-gather of the weights.
+TEST_F(StepCostTest, Zero1AllReduceCostsTheWholeReductionThenTheGather) {
+  cost_.overlaps_communication = true;
+  cost_.overlap_grad_reduce = false;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.zero = 1;
+  const memory::MemoryEstimate e = estimate(l);
+  const double params = e.stages[0].params_count;
+  const double gather = 2 * 2e-6 + params * 2 * 0.75 / 100e9;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, 2 * 2e-6 + params * 2 * 0.75 / 100e9 + gather, 1e-12);
+  cost_.zero1_all_reduce = true;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, 2 * 2 * 2e-6 + params * 2 * 1.5 / 100e9 + gather,
+              1e-12);
 }
 
 // ZeRO-3 across nodes on a slow NIC: each block's gathers outlast its compute, so the step is
