@@ -4,7 +4,7 @@
 // gradients after the backward and add each micro-batch's gradients in a kernel of their own;
 // DeepSpeed's pipeline engine sends whole activations, one blocking transfer at a time); what it
 // leaves out (micro-batch, virtual stages) is chosen as the recommender would, the fastest that
-// the layout admits (MT-NLG's micro-batch is inferred from its three times, at the row).
+// the layout admits (MT-NLG's micro-batch is not published: 1, at the row).
 // Throughput is compared as published: Narayanan 2021 eq. 3 (hardware FLOPs with full
 // recompute) per GPU, GPT-NeoX's own logged count, the iteration time or MFU. Nothing here is
 // fitted per row: the speeds are the GPU presets'.
@@ -104,9 +104,11 @@ std::vector<PublishedRun> narayanan_table1() {
 std::vector<PublishedRun> other_runs() {
   std::vector<PublishedRun> runs;
   // MT-NLG (Smith 2022 sec. 2.2-2.4): DeepSpeed's pipeline engine (1F1B), ZeRO-1, batch 1920.
-  // The micro-batch is not published; the three times fix it: with t = a (m + p - 1), m = 1920 /
-  // (2 dp) fits 60.1 / 50.2 / 44.4 s with one a to +-0.5%, m = 1920 / dp only to +-2.2% (and the
-  // model at micro-batch 1 misses by -10.2 / -11.3 / -13.9%, growing with the bubble's share).
+  // The micro-batch is not published. It is not inferred from the three times these rows are
+  // checked against (that would fit the check): micro-batch 1, Megatron-DeepSpeed's default, and
+  // the rows are held where the model is, -10.2 / -11.3 / -13.9%, the miss growing with the
+  // bubble's share. With t = a (m + p - 1) the three times fit m = 1920 / (2 dp) to +-0.5% and
+  // m = 1920 / dp to +-2.2%: weak evidence for micro-batch 2, at which the model is within 2%.
   for (auto [gpus, seconds] : {std::pair{2240, 60.1}, {2800, 50.2}, {3360, 44.4}}) {
     PublishedRun run;
     run.id = "MT-NLG 530B " + std::to_string(gpus);
@@ -117,10 +119,11 @@ std::vector<PublishedRun> other_runs() {
     run.pp = 35;
     run.zero = 1;
     run.global_batch = 1920;
-    run.micro_batch = 2;  // inferred, above
+    run.micro_batch = 1;  // not published, above
     run.scatter_gather = false;
     run.metric = Metric::kStepSeconds;
     run.published = seconds;
+    run.tolerance = 0.15;
     runs.push_back(run);
   }
   {  // BLOOM (bigscience tr11 README): Jean Zay, 4 Omni-Path 100 Gb/s links per 8 GPUs.
