@@ -291,8 +291,6 @@ void CUPTIAPI CuptiSession::on_launch(void* session, CUpti_CallbackDomain /*doma
   self->translator_.add(GpuExternalCorrelation{call, launch->correlationId});
 }
 
-// Buffers are delivered when full or flushed: a flush every second, and one when a step ends,
-// keep a live dashboard and a killed process's trace at most a second behind.
 void CuptiSession::sync_clock() {
   // The tightest of three readings between two monotonic ones: its midpoint is the offset.
   int64_t best_gap = std::numeric_limits<int64_t>::max();
@@ -309,6 +307,9 @@ void CuptiSession::sync_clock() {
   }
 }
 
+// Buffers are delivered when full or flushed: a flush every second, and one when a step ends
+// half a second or more after the last, keep a live dashboard and a killed process's trace at
+// most a second behind.
 void CuptiSession::periodic_flush() {
   std::unique_lock lock(flusher_mutex_);
   while (true) {
