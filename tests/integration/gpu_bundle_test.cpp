@@ -240,7 +240,8 @@ TEST(GpuBundle, ScriptsExplainUsageAndMissingBuilds) {
   ScratchDir scratch;
   const std::string make = quoted(kSource / "scripts" / "make-gpu-bundle.sh");
   const std::string validate = quoted(kSource / "scripts" / "gpu-validate.sh");
-  for (const std::string& script : {make, validate}) {
+  const std::string levels = quoted(kSource / "scripts" / "gpu-trace-levels.sh");
+  for (const std::string& script : {make, validate, levels}) {
     CommandResult help = run_shell(script + " --help");
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find("Exit codes"), std::string::npos) << help.out;
@@ -248,6 +249,14 @@ TEST(GpuBundle, ScriptsExplainUsageAndMissingBuilds) {
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--no-such-flag"), std::string::npos) << bad.err;
   }
+  for (const char* bad_value : {"--rounds 0", "--steps 5", "--deadline x", "--configs ''"}) {
+    CommandResult bad = run_shell(levels + " " + bad_value);
+    EXPECT_EQ(bad.exit_code, 2) << bad_value << ": " << bad.err;
+    EXPECT_NE(bad.err.find(std::string(bad_value).substr(0, 7)), std::string::npos) << bad.err;
+  }
+  CommandResult no_partrain = run_shell(levels + " --build-dir " + quoted(scratch.path()));
+  EXPECT_EQ(no_partrain.exit_code, 3) << no_partrain.err;
+  EXPECT_NE(no_partrain.err.find("no partrain at"), std::string::npos) << no_partrain.err;
   CommandResult no_build = run_shell(validate + " --build-dir " + quoted(scratch.path()) +
                                      " --out " + quoted(scratch.path() / "out"));
   EXPECT_EQ(no_build.exit_code, 3) << no_build.err;
