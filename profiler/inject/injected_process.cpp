@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "profiler/inject/nccl_profiler_plugin.h"
 #include "profiler/nvml/nvml_counter_source.h"
 #include "profiler/rank_gpu_counters.h"
 
@@ -240,6 +241,12 @@ void InjectedProcess::record_call(const NcclCallRecord& record) {
 
 void InjectedProcess::deliver_call(const NcclCallRecord& record) { plugin_join_.deliver(record); }
 
+// CUPTI links NCCL's kernels to their calls only where NCCL's profiler plugin is not loaded
+// (nccl_interpose.cpp, KernelLinks): with the plugin a call CUPTI cannot place leaves at once.
+bool InjectedProcess::cupti_places_calls() const {
+  return gpu() != nullptr && nccl_plugin_version() == 0;
+}
+
 void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPluginOp* report) {
   if (report != nullptr) {
     CollectiveEvent event = record.event;
@@ -260,7 +267,7 @@ void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPlu
         gpu_start = gpu_end = -1;
       }
     }
-    if (gpu_start >= 0 || gpu() == nullptr || record.correlation == 0) {
+    if (gpu_start >= 0 || !cupti_places_calls() || record.correlation == 0) {
       tracer_->collective(event, gpu_start, gpu_end);
       return;
     }
@@ -269,10 +276,9 @@ void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPlu
     gpu()->add_nccl_call(described);
     return;
   }
-  GpuTracing* gpu_tracing = gpu();
   // Without a correlation (a PyTorch op that made no NCCL call: gloo) no kernel is its.
-  if (gpu_tracing != nullptr && record.correlation != 0) {
-    gpu_tracing->add_nccl_call(record);  // waits for its kernels' GPU times
+  if (cupti_places_calls() && record.correlation != 0) {
+    gpu()->add_nccl_call(record);  // waits for its kernels' GPU times
   } else {
     tracer_->collective(record.event);
   }

@@ -88,6 +88,8 @@ class InjectedProcess {
   void record_comm(const NcclCommEvent& event);
   // A row joined (or not) to the plugin's report of it.
   void deliver_joined(const NcclCallRecord& record, const NcclPluginOp* report);
+  // Whether a call without the plugin's GPU span waits for CUPTI to place it by its kernels.
+  bool cupti_places_calls() const;
   void record_plugin_stats();
 
   std::unique_ptr<RankTracer> tracer_;

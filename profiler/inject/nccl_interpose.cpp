@@ -55,11 +55,18 @@ ncclResult_t no_real_nccl(const char* name) {
   return ncclSystemError;
 }
 
+// Whether the kernels launched inside a wrapper are linked to its call through CUPTI's external
+// correlation: collectives and group ends launch NCCL's kernels; inits, splits and ends none
+// worth linking. Where NCCL's profiler plugin is loaded, each collective's GPU span comes from
+// its kernel channels instead and nothing is linked: the push, the pop and the launch callbacks
+// they turn on cost the launching thread (docs/tracing.md, "What tracing costs").
+enum class KernelLinks { kWanted, kNone };
+
 // One wrapper's stay on this thread: whether to record (outermost wrapper of a traced process),
 // its correlation id and when it started.
 class WrapperScope {
  public:
-  WrapperScope()
+  explicit WrapperScope(KernelLinks links)
       : outermost_(t_wrapper_depth++ == 0),
         process_(outermost_ ? InjectedProcess::current() : nullptr),
         gpu_(process_ != nullptr ? process_->gpu() : nullptr),
@@ -69,12 +76,13 @@ class WrapperScope {
         correlation_(process_ == nullptr ? 0
                      : torch_op_ != 0    ? TorchRecording::window().correlation
                                          : process_->next_correlation_id()),
-        start_ns_(process_ != nullptr ? monotonic_ns() : 0) {
+        start_ns_(process_ != nullptr ? monotonic_ns() : 0),
+        linked_(gpu_ != nullptr && links == KernelLinks::kWanted && nccl_plugin_version() == 0) {
     // The kernels NCCL launches inside the call carry this id (CUPTI's external correlation).
-    if (gpu_ != nullptr) gpu_->push_correlation(correlation_);
+    if (linked_) gpu_->push_correlation(correlation_);
   }
   ~WrapperScope() {
-    if (gpu_ != nullptr) gpu_->pop_correlation();
+    if (linked_) gpu_->pop_correlation();
     --t_wrapper_depth;
   }
   WrapperScope(const WrapperScope&) = delete;
@@ -94,6 +102,7 @@ class WrapperScope {
   const uint64_t torch_op_;
   const uint64_t correlation_;
   const int64_t start_ns_;
+  const bool linked_;
 };
 
 // The size and this rank of a communicator NCCL made without telling us (ncclCommShrink, or a
@@ -111,7 +120,7 @@ void describe_comm(ncclComm_t comm, int& nranks, int& rank) {
 // A collective or p2p call: forwarded, then recorded with its outcome.
 template <typename Forward>
 ncclResult_t traced_call(const NcclCall& call, Forward forward) {
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kWanted);
   InjectedProcess* process = scope.process();
   if (process != nullptr && !process->nccl().knows(call.comm)) {
     int nranks = 0;
@@ -153,7 +162,7 @@ template <typename Forward>
 ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, int nranks,
                          int rank, const char* name, Forward forward) {
   if (t_wrapper_depth == 0) InjectedProcess::start(rank);
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kNone);
   PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = forward();
   if (InjectedProcess* process = scope.process()) {
@@ -167,7 +176,7 @@ ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, in
 
 template <typename Forward>
 ncclResult_t traced_end(ncclComm_t comm, const char* name, Forward forward) {
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kNone);
   const ncclResult_t result = forward();
   if (InjectedProcess* process = scope.process()) {
     process->nccl().comm_ended(comm, name, scope.start_ns(), monotonic_ns(), result);
@@ -180,6 +189,7 @@ ncclResult_t traced_end(ncclComm_t comm, const char* name, Forward forward) {
 
 using partrain::profiler::NcclCall;
 using partrain::profiler::inject::InjectedProcess;
+using partrain::profiler::inject::KernelLinks;
 using partrain::profiler::inject::next_definition;
 using partrain::profiler::inject::no_real_nccl;
 using partrain::profiler::inject::traced_call;
@@ -238,7 +248,7 @@ PARTRAIN_ENTRY_POINT(ncclCommInitRankScalable, (ncclComm_t* comm, int nranks, in
 PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* devlist),
                      (comms, ndev, devlist)) {
   if (partrain::profiler::inject::t_wrapper_depth == 0) InjectedProcess::start(0);
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kNone);
   const ncclResult_t result = next(comms, ndev, devlist);
   if (InjectedProcess* process = scope.process(); process != nullptr && comms != nullptr) {
     const int64_t end_ns = partrain::monotonic_ns();
@@ -252,7 +262,7 @@ PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* d
 PARTRAIN_ENTRY_POINT(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                      ncclConfig_t* config),
                      (comm, color, key, newcomm, config)) {
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kNone);
   partrain::profiler::inject::PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = next(comm, color, key, newcomm, config);
   if (InjectedProcess* process = scope.process()) {
@@ -367,7 +377,7 @@ PARTRAIN_ENTRY_POINT(ncclRecv, (void* recvbuff, size_t count, ncclDataType_t dat
 }
 
 PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupStart) {
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kNone);
   const ncclResult_t result = next();
   if (InjectedProcess* process = scope.process(); process != nullptr && result == ncclSuccess) {
     process->nccl().group_started();
@@ -376,7 +386,7 @@ PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupStart) {
 }
 
 PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupEnd) {
-  WrapperScope scope;
+  WrapperScope scope(KernelLinks::kWanted);
   const ncclResult_t result = next();
   if (InjectedProcess* process = scope.process()) {
     process->nccl().group_ended(scope.correlation(), partrain::monotonic_ns(), result);

@@ -251,9 +251,30 @@ TEST_F(NcclProfilerPluginTest, EachLevelAsksCuptiForItsKindsOnly) {
     const std::string calls = std::filesystem::exists(log) ? read_file(log) : "";
     EXPECT_EQ(occurrences(calls, "cuptiActivityEnable\n"), enables) << calls;
     EXPECT_EQ(occurrences(calls, "cuptiSubscribe\n"), enables > 0 ? 1u : 0u) << calls;
+    // The plugin gives each call's GPU span: no launch callback links kernels to calls.
+    EXPECT_EQ(occurrences(calls, "cuptiEnableCallback\n"), 0u) << calls;
     TraceQuery q(trace);
     EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 11);
   }
+}
+
+// An NCCL without plugin v4+ gives no GPU span: at kernels, CUPTI's launch callbacks link
+// NCCL's kernels to their calls as before the plugin, turned on at the first collective.
+TEST_F(NcclProfilerPluginTest, WithoutThePluginKernelsAreLinkedThroughLaunchCallbacks) {
+  const std::string trace = path("no-plugin.db");
+  const std::string log = path("no-plugin-cupti.log");
+  CommandResult r = run_partrain(
+      fmt::format("trace --gpu-trace kernels -o {} -- sh -c 'RANK=0 WORLD_SIZE=1 {} 0 2 >{}'",
+                  trace, FAKE_NCCL_PROGRAM, path("no-plugin.out")),
+      fmt::format("LD_LIBRARY_PATH={} FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} FAKE_NCCL_PROFILER=none "
+                  "env -u RANK -u NCCL_PROFILER_PLUGIN",
+                  FAKE_CUPTI_DIR, log));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string calls = std::filesystem::exists(log) ? read_file(log) : "";
+  EXPECT_EQ(occurrences(calls, "cuptiEnableCallback\n"), 12u) << calls;  // kLaunchCallbacks
+  TraceQuery q(trace);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 0);
 }
 #endif
 
