@@ -473,8 +473,8 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   for (size_t i = 1; i < shown; ++i) {
     const Candidate& c = result.ranked[i];
     text +=
-        fmt::format("  #{} {}: {:.1f}% slower ({}){}: {}\n", i + 1, layout_label(c.layout),
-                    pct(c.cost.step_s - w.cost.step_s, w.cost.step_s), seconds_text(c.cost.step_s),
+        fmt::format("  #{} {}: {} slower ({}){}: {}\n", i + 1, layout_label(c.layout),
+                    format_percent(c.cost.step_s / w.cost.step_s - 1), seconds_text(c.cost.step_s),
                     ties(w.cost, c.cost) ? ", a tie within the model's error" : "",
                     largest_loss(w.cost, c.cost));
   }
