@@ -291,26 +291,27 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r,
     return cm.comm.seconds(op, std::min(cm.bucket_bytes, dense.params * per_param), dense.ranks,
                            dense.level);
   };
-  const bool overlap = cm.overlaps_communication && cm.overlap_grad_reduce;
+  const bool overlap_reduce = cm.overlaps_communication && cm.overlap_grad_reduce;
+  const bool overlap_gather = cm.overlaps_communication && cm.overlap_param_gather;
   auto reduce = [&](CostedOp op) {
     const double comm = time(op, cm.recipe.grad_bytes);
     const double tail = tail_time(op, cm.recipe.grad_bytes);
-    return overlap ? bucketed_exposed(comm, tail, pace.alone.backward_s, pace.contended.backward_s,
-                                      grads, cm.bucket_bytes)
-                   : comm;
+    return overlap_reduce ? bucketed_exposed(comm, tail, pace.alone.backward_s,
+                                             pace.contended.backward_s, grads, cm.bucket_bytes)
+                          : comm;
   };
   auto behind_forward = [&](double comm) {
     const double tail = tail_time(CostedOp::kAllGather, cm.recipe.param_bytes);
-    return overlap ? bucketed_exposed(comm, tail, pace.alone.forward_s, pace.contended.forward_s,
-                                      weights, cm.bucket_bytes)
-                   : comm;
+    return overlap_gather ? bucketed_exposed(comm, tail, pace.alone.forward_s,
+                                             pace.contended.forward_s, weights, cm.bucket_bytes)
+                          : comm;
   };
   const double reduce_scatter = time(CostedOp::kReduceScatter, cm.recipe.grad_bytes);
   const double gather = time(CostedOp::kAllGather, cm.recipe.param_bytes);
   switch (l.zero) {
     case 0:  // DDP: all-reduce with the last micro-batch's backward
       return reduce(CostedOp::kAllReduce);
-    case 1:  // reduce-scatter likewise, the updated weights all-gathered behind the next forward
+    case 1:  // reduce-scatter likewise, then all-gather the updated weights
       return reduce(cm.zero1_all_reduce ? CostedOp::kAllReduce : CostedOp::kReduceScatter) +
              behind_forward(gather);
     case 2:  // gradients are reduce-scattered after every micro-batch's backward

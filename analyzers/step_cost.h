@@ -25,9 +25,14 @@ struct CostModel {
   bool overlaps_communication = true;
   double bucket_bytes = 25e6;  // DDP gradient bucket: the part that never hides
   // Gradient reduction overlapped with the last micro-batch's backward, bucket by bucket
-  // (PyTorch DDP, Megatron-Core's --overlap-grad-reduce); off: after the backward, as Megatron-LM
-  // 2021 and DeepSpeed's pipeline engine do it.
-  bool overlap_grad_reduce = true;
+  // (PyTorch DDP, Megatron-LM's --overlap-grad-reduce, DeepSpeed's overlap_comm); off, as
+  // Megatron-LM and DeepSpeed's ZeRO-1/2 and pipeline engine default to: after the backward.
+  bool overlap_grad_reduce = false;
+  // ZeRO-1/2's updated weights all-gathered bucket by bucket behind the next forward (Megatron-LM's
+  // --overlap-param-gather, FSDP's prefetch); off, as Megatron-LM defaults to: after the optimizer
+  // step, before the forward. ZeRO-3's per-unit gathers are prefetched either way (FSDP and
+  // DeepSpeed ZeRO-3 do it by default).
+  bool overlap_param_gather = false;
   // Megatron's pipeline p2p sends 1/t of the activation from each tp rank and all-gathers it on
   // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
   // from every rank, each send and receive on its own and blocking (deepspeed/runtime/pipe/p2p.py

@@ -32,7 +32,10 @@ struct RecommendFlags {
   int devices_per_node = 0;
   std::string cluster;
   int64_t global_batch = 0;
-  std::string precision = "bf16-mixed";
+  // The software defaults are Megatron-LM's (megatron/training/arguments.py), the framework of
+  // the published runs recommend is checked against: bf16 gradients accumulated and reduced in
+  // fp32, reduction after the backward, gathers after the optimizer step, accumulation fused.
+  std::string precision = "bf16-fp32grad";
   std::string optimizer = "adamw";
   std::string reserve = "auto";
   bool flash_attn = false;
@@ -55,7 +58,8 @@ struct RecommendFlags {
   int max_tp = 0;
   std::string fix;    // "tp=8,pp=2"
   double tokens = 0;  // training tokens: print the chosen layout's training time
-  std::string overlap_grad_reduce = "on";
+  std::string overlap_grad_reduce = "off";
+  std::string overlap_param_gather = "off";
   std::string pipeline_p2p = "scatter-gather";
   std::string grad_accumulation = "fused";
 };
@@ -176,7 +180,14 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
       analyzers::machines_from(gpu, f.gpus, f.gpus_per_node, cluster ? &*cluster : nullptr);
   machines.devices_per_node = f.devices_per_node;
   Setup s{analyzers::cost_model_for(model, recipe, gpu, machines), {}, {}};
+  if (f.overlap_param_gather == "on" && f.overlap_grad_reduce == "off") {
+    // Megatron-LM refuses it too: the gathers ride on the overlapped reduction's buckets.
+    return invalid_argument(
+        "--overlap-param-gather on needs --overlap-grad-reduce on (as in Megatron-LM, whose "
+        "parameter gathers are issued by the overlapped gradient buckets)");
+  }
   s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
+  s.cost.overlap_param_gather = f.overlap_param_gather == "on";
   s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
   s.cost.grad_accumulation_bytes = f.grad_accumulation == "autograd" ? CostModel::kAutogradAdd16
                                    : f.grad_accumulation == "fp32"   ? CostModel::kMainGradAdd32
@@ -375,7 +386,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")
       ->check(positive_number());
   cmd->add_option("--precision", f->precision,
-                  "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, "
+                  "fp32-adam (fp32), bf16-mixed (bf16: 16-bit gradients, reduced in 16 bits), "
+                  "bf16-fp32grad (Megatron-LM's bf16: gradients accumulated and reduced in fp32), "
                   "bf16-fp32grad-accum")
       ->capture_default_str()
       ->check(CLI::IsMember(
@@ -427,8 +439,15 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(positive_number());
   cmd->add_option("--overlap-grad-reduce", f->overlap_grad_reduce,
                   "Gradient reduction overlapped with backward bucket by bucket (on: PyTorch DDP, "
-                  "Megatron-Core --overlap-grad-reduce) or after it (off: Megatron-LM 2021, "
-                  "DeepSpeed's pipeline engine)")
+                  "Megatron-LM --overlap-grad-reduce, DeepSpeed overlap_comm) or after it (off: "
+                  "Megatron-LM's and DeepSpeed ZeRO-1/2's default)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--overlap-param-gather", f->overlap_param_gather,
+                  "ZeRO-1/2's updated weights all-gathered behind the next forward bucket by "
+                  "bucket (on: Megatron-LM --overlap-param-gather, needs --overlap-grad-reduce on) "
+                  "or after the optimizer step (off: Megatron-LM's default); ZeRO-3 prefetches "
+                  "either way")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
@@ -471,7 +490,10 @@ Subcommand add_recommend_command(CLI::App& parent) {
       "Cost model (docs/recommend.md): compute on a roofline capped at the GPU's GEMM efficiency; "
       "TP/SP/CP, PP, DP and MoE all_to_all traffic alpha-beta per link level (nccl-tests busbw "
       "factors); pipeline "
-      "bubble (p-1)/(v m); DP overlapped with backward; memory from `partrain memory`. "
+      "bubble (p-1)/(v m); memory from `partrain memory`. Software as Megatron-LM runs it by "
+      "default: bf16 gradients reduced in fp32 after the backward, ZeRO-1's gathers after the "
+      "optimizer step, gradient accumulation fused (--precision, --overlap-grad-reduce, "
+      "--overlap-param-gather, --grad-accumulation for others). "
       "Exit 2 for invalid flags or a --check layout that does not resolve (a layout that does not "
       "fit still exits 0 with fits false), 3 for an unreadable preset, cluster or trace file.");
   return {cmd, [f] { return print_report(render(*f)); }};

@@ -222,7 +222,7 @@ TEST(RecommendCommand, ExplainSaysWhyTheWinnerWinsAndWhyAlternativesLose) {
 TEST(RecommendCommand, CheckCostsOneLayoutAndANonFittingOneStillExitsZero) {
   auto fits = run_partrain(
       "recommend --model llama-2-7b --gpus 8 --gpu a100-80g --global-batch 64 "
-      "--check tp=2,zero=1,mb=2 --json");
+      "--check tp=2,zero=1,mb=1 --json");
   ASSERT_EQ(fits.exit_code, 0) << fits.err;
   auto j = parse_json(fits.out);
   ASSERT_EQ(j["candidates"].size(), 1u);
@@ -244,8 +244,9 @@ TEST(RecommendCommand, CheckCostsOneLayoutAndANonFittingOneStillExitsZero) {
 // to its total: the categories are rounded once and the total is their sum (recommend truncated,
 // memory rounded the total on its own; this layout was 1 byte apart both ways).
 TEST(RecommendCommand, CheckAndMemoryAgreeToTheByte) {
+  // recommend's default recipe is Megatron-LM's bf16 (fp32 gradients), memory's is bf16-mixed.
   auto memory = run_partrain(
-      "memory --model llama-3-70b --tp 8 --sp --pp 4 --dp 3 --zero 3 "
+      "memory --model llama-3-70b --tp 8 --sp --pp 4 --dp 3 --zero 3 --precision bf16-fp32grad "
       "--global-batch 12 --json");
   auto check = run_partrain(
       "recommend --model llama-3-70b --gpus 96 --global-batch 12 "
@@ -263,6 +264,34 @@ TEST(RecommendCommand, CheckAndMemoryAgreeToTheByte) {
   for (const auto& [name, value] : candidate["memory_by_category_bytes"].items()) {
     EXPECT_EQ(value.get<int64_t>(), bytes[name].get<int64_t>()) << name;
   }
+}
+
+// The software defaults are Megatron-LM's: fp32 gradients reduced after the backward, the
+// distributed optimizer's gathers after its step. Overlapping them or reducing in 16 bits are
+// flags, each only ever faster; a gather overlap without the reduction's is refused, as
+// Megatron-LM refuses it.
+TEST(RecommendCommand, SoftwareDefaultsAreMegatronLmsAndTheBestCaseIsAFlag) {
+  const std::string check = kSearch + " --check tp=2,zero=1,mb=2 --json";
+  auto step = [&](const std::string& flags) {
+    auto r = run_partrain(check + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    return r.exit_code == 0 ? parse_json(r.out)["candidates"][0]["step_time_s"].get<double>() : 0;
+  };
+  const double defaults = step("");
+  EXPECT_EQ(defaults, step(" --precision bf16-fp32grad --overlap-grad-reduce off "
+                           "--overlap-param-gather off --grad-accumulation fused"));
+  const double reduce_overlapped = step(" --overlap-grad-reduce on");
+  const double both_overlapped = step(" --overlap-grad-reduce on --overlap-param-gather on");
+  const double best_case =
+      step(" --overlap-grad-reduce on --overlap-param-gather on --precision bf16-mixed");
+  EXPECT_LT(reduce_overlapped, defaults);
+  EXPECT_LT(both_overlapped, reduce_overlapped);
+  EXPECT_LT(best_case, both_overlapped);
+  auto refused = run_partrain(check + " --overlap-param-gather on");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--overlap-param-gather on needs --overlap-grad-reduce on"),
+            std::string::npos)
+      << refused.err;
 }
 
 TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {

@@ -299,6 +299,7 @@ TEST_F(StepCostTest, DataParallelWithoutOverlapPaysTheWholeGradientAllReduce) {
 
 TEST_F(StepCostTest, OverlapHidesGradientTrafficBehindBackwardButNotTheLastBucket) {
   cost_.overlaps_communication = true;
+  cost_.overlap_grad_reduce = true;
   cost_.bucket_bytes = 1e6;
   memory::TrainingLayout l;
   l.dp = 4;
@@ -313,6 +314,7 @@ TEST_F(StepCostTest, OverlapHidesGradientTrafficBehindBackwardButNotTheLastBucke
 // only the tail shows.
 TEST_F(StepCostTest, OverlappedReductionSlowsTheBackwardItHidesBehind) {
   cost_.overlaps_communication = true;
+  cost_.overlap_grad_reduce = true;
   cost_.bucket_bytes = 1e6;
   cost_.speed.sm_count = 100;
   memory::TrainingLayout l;
@@ -332,6 +334,27 @@ TEST_F(StepCostTest, OverlappedReductionSlowsTheBackwardItHidesBehind) {
   const double comm = 2 * 2 * 2e-6 + grads * 1.5 / 100e9;
   EXPECT_NEAR(step_cost(cost_, e).dp_comm_s,
               tail + (comm - tail) * (1 - backward / contended_backward), 1e-12);
+}
+
+// Megatron-LM's defaults: the reduction after the backward and the distributed optimizer's
+// gathers after its step, all exposed. --overlap-grad-reduce hides the reduce-scatter but not the
+// gathers; --overlap-param-gather hides those behind the forward, bucket by bucket.
+TEST_F(StepCostTest, Zero1GathersHideOnlyWithOverlapParamGather) {
+  cost_.overlaps_communication = true;
+  cost_.bucket_bytes = 1e6;
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.zero = 1;
+  l.micro_batch = 4;
+  const memory::MemoryEstimate e = estimate(l);
+  const double bytes = e.stages[0].params_count * 2;
+  const double whole = 2 * 2e-6 + bytes * 0.75 / 100e9;  // one reduce-scatter or gather
+  const double tail = 2 * 2e-6 + 1e6 * 0.75 / 100e9;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, 2 * whole, 1e-12);
+  cost_.overlap_grad_reduce = true;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, tail + whole, 1e-12);
+  cost_.overlap_param_gather = true;
+  EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, 2 * tail, 1e-12);
 }
 
 // ZeRO-3 with compute slower than its gathers: before, only the first gather and the last
