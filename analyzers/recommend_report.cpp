@@ -98,6 +98,29 @@ std::string speeds_text(const FittedSpeeds& f) {
   return text;
 }
 
+std::string software_text(const SoftwareSettings& s) {
+  const bool megatron = s.precision == "bf16-fp32grad" && !s.overlap_grad_reduce &&
+                        !s.overlap_param_gather && s.grad_accumulation == "fused" &&
+                        s.pipeline_p2p == "scatter-gather";
+  return fmt::format(
+      "software{}: precision {} (gradients kept and reduced at {} B a parameter); gradients "
+      "reduced "
+      "{}; ZeRO-1/2's weights gathered {}; gradient accumulation {}; pipeline p2p {}\n",
+      megatron ? " (Megatron-LM's defaults)" : "", s.precision, s.grad_bytes,
+      s.overlap_grad_reduce ? "behind the backward, bucket by bucket" : "after the backward",
+      s.overlap_param_gather ? "behind the forward" : "after the optimizer step",
+      s.grad_accumulation, s.pipeline_p2p);
+}
+
+json software_json(const SoftwareSettings& s) {
+  return {{"precision", s.precision},
+          {"grad_bytes_per_param", s.grad_bytes},
+          {"overlap_grad_reduce", s.overlap_grad_reduce},
+          {"overlap_param_gather", s.overlap_param_gather},
+          {"grad_accumulation", s.grad_accumulation},
+          {"pipeline_p2p", s.pipeline_p2p}};
+}
+
 json speeds_json(const FittedSpeeds& f) {
   return {{"gpu", f.gpu},
           {"peak_flops", f.peak_flops},
@@ -311,6 +334,7 @@ json context_json(const RecommendContext& c) {
           {"global_batch", c.global_batch},
           {"seq", c.seq},
           {"cost_model", speeds_json(c.speeds)},
+          {"software", software_json(c.software)},
           {"calibration", calibration_json(c.calibrations)}};
 }
 
@@ -456,7 +480,7 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
                                 const std::vector<Alternative>& alternatives, size_t runners_up) {
   if (result.ranked.empty()) return "";
   const Candidate& w = result.ranked.front();
-  std::string text = "\n" + speeds_text(context.speeds);
+  std::string text = "\n" + speeds_text(context.speeds) + software_text(context.software);
   text += fmt::format("why {} wins:\n  {}\n  {}\n", layout_label(w.layout), breakdown_text(w.cost),
                       compute_parts_text(w.cost));
   text += experts_text(w.cost, w.layout);
@@ -552,7 +576,7 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
       format_percent(c.cost.bubble_fraction),
       format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
   text += "  " + compute_parts_text(c.cost) + "\n" + experts_text(c.cost, c.layout) +
-          speeds_text(context.speeds);
+          speeds_text(context.speeds) + software_text(context.software);
   if (context.moe) text += fmt::format("note: {}\n", moe_note());
   text += training_time_text(context, c);
   return text;

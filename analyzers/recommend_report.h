@@ -34,6 +34,17 @@ FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines)
 inline constexpr double kTieFraction = 0.05;
 bool ties(const StepCost& winner, const StepCost& other);
 
+// How the framework is costed to train (recommend's --precision, --overlap-grad-reduce,
+// --overlap-param-gather, --grad-accumulation and --pipeline-p2p), said beside the speeds.
+struct SoftwareSettings {
+  std::string precision;  // the recipe's name
+  double grad_bytes = 0;  // per parameter: what the gradient collectives move
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  std::string grad_accumulation;  // fused, autograd, fp32 or deepspeed-bf16
+  std::string pipeline_p2p;       // scatter-gather or full
+};
+
 struct RecommendContext {
   std::string model;  // preset name or "custom"
   std::string gpu;
@@ -44,6 +55,7 @@ struct RecommendContext {
   std::vector<Calibration> calibrations;
   double search_seconds = 0;
   FittedSpeeds speeds;
+  SoftwareSettings software;
   double tokens = 0;  // > 0: --tokens, the training time is reported
   bool moe = false;   // a mixture of experts: ep, all_to_all and the experts' terms are shown
 };

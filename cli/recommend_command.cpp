@@ -214,6 +214,12 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                {},
                0};
   s.context.speeds = analyzers::fitted_speeds(gpu, machines);
+  s.context.software = {recipe.name,
+                        recipe.grad_bytes,
+                        s.cost.overlap_grad_reduce,
+                        s.cost.overlap_param_gather,
+                        f.grad_accumulation,
+                        f.pipeline_p2p};
   s.context.tokens = f.tokens;
   s.context.moe = model.is_moe();
   for (const std::string& path : f.calibrate) {

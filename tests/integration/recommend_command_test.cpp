@@ -287,6 +287,22 @@ TEST(RecommendCommand, SoftwareDefaultsAreMegatronLmsAndTheBestCaseIsAFlag) {
   EXPECT_LT(reduce_overlapped, defaults);
   EXPECT_LT(both_overlapped, reduce_overlapped);
   EXPECT_LT(best_case, both_overlapped);
+  // The text and --json say which software was costed.
+  auto text = run_partrain(kSearch + " --check tp=2,zero=1,mb=2");
+  EXPECT_NE(text.out.find("software (Megatron-LM's defaults): precision bf16-fp32grad (gradients "
+                          "kept and reduced at 4 B a parameter); gradients reduced after the "
+                          "backward; ZeRO-1/2's weights gathered after the optimizer step"),
+            std::string::npos)
+      << text.out;
+  auto best = run_partrain(check +
+                           " --overlap-grad-reduce on --overlap-param-gather on "
+                           "--precision bf16");
+  const auto software = parse_json(best.out)["software"];
+  EXPECT_EQ(software["precision"], "bf16-mixed");
+  EXPECT_EQ(software["grad_bytes_per_param"], 2);
+  EXPECT_TRUE(software["overlap_grad_reduce"].get<bool>());
+  EXPECT_TRUE(software["overlap_param_gather"].get<bool>());
+  EXPECT_EQ(software["grad_accumulation"], "fused");
   auto refused = run_partrain(check + " --overlap-param-gather on");
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("--overlap-param-gather on needs --overlap-grad-reduce on"),
