@@ -284,9 +284,10 @@ TEST(MemoryCommand, MixtureOfExpertsWithExpertParallelism) {
   auto odd = run_partrain("memory --model mixtral-8x7b --dp 6 --ep 3");
   EXPECT_EQ(odd.exit_code, 2);
   EXPECT_NE(odd.err.find("--ep 3 must divide the 8 routed experts"), std::string::npos) << odd.err;
+  // memory's default recipe, which recommend (Megatron-LM's fp32 gradients by default) is told.
   auto recommend = run_partrain(
       "recommend --model mixtral-8x7b --seq 4096 --gpus 8 --global-batch 8 --flash-attn --gpu "
-      "h100-80g --check dp=8,ep=8,zero=1 --json");
+      "h100-80g --precision bf16-mixed --check dp=8,ep=8,zero=1 --json");
   ASSERT_EQ(recommend.exit_code, 0) << recommend.err;
   const auto candidate = parse_json(recommend.out)["candidates"][0];
   EXPECT_EQ(candidate["ep"], 8);
