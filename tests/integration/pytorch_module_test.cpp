@@ -1,8 +1,10 @@
 // partrain's Python module (share/python) as the traced command's processes load it, on a
 // stand-in torch (tests/integration/scripts/torch_stub: an older torch without ProcessGroup
 // hooks), so these run without PyTorch: the notice an older torch gets, steps from the
-// optimizer, a user's own sitecustomize still running, the module's own failure contained, and
-// nothing at all outside partrain. The real torch's recording is trace_torchrun_torch_test.cpp's.
+// optimizer, a user's own sitecustomize still running, the module's own failure contained,
+// nothing at all outside partrain, and (on stand-ins for a newer torch's group, Work and future)
+// its threads done before the interpreter finalizes. The real torch's recording is
+// trace_torchrun_torch_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -78,6 +80,23 @@ TEST(PytorchModule, OutsidePartrainItDoesNothing) {
       "' env -u PARTRAIN_COLLECTOR " + program());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "user sitecustomize ran\nprogram done on torch 2.11.0\n");
+  EXPECT_EQ(run.err, "");
+}
+
+// The recorder's own threads (the one polling Work.is_completed, gloo's running and releasing the
+// futures' callbacks) are done with Python when its exit handler returns: past that point the
+// interpreter finalizes, and a thread that takes the GIL inside torch's C++ then aborts the
+// process ("terminate called without an active exception", as a loaded `partrain trace --
+// torchrun` run's rank did). The stand-ins hold both threads 0.3 s past the program's end.
+TEST(PytorchModule, ItsThreadsAreDoneWithPythonBeforeTheInterpreterFinalizes) {
+  CommandResult run =
+      run_shell("PYTHONNOUSERSITE=1 PYTHONPATH='" +
+                (fs::path(PARTRAIN_SOURCE_DIR) / "share/python").string() + "' python3 '" +
+                (kScripts / "torch_module_exit.py").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "program done\n"
+            "after the recorder's exit: polling thread alive: False; callbacks held by gloo: 0\n");
   EXPECT_EQ(run.err, "");
 }
 

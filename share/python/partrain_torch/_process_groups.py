@@ -24,6 +24,12 @@ HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, heal
 _P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
 _OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED = 0, 1, 2
 
+# How long the program's exit waits for the threads that run this recorder's code: a callback
+# still held after its wait belongs to an op the program left in flight (it may never complete);
+# the polling thread ends within one poll, longer only on a loaded machine.
+_EXIT_WAIT_FOR_CALLBACKS_S = 2.0
+_EXIT_WAIT_FOR_POLLING_S = 10.0
+
 monotonic_ns = time.monotonic_ns
 _pack = _native.COLLECTIVE.pack
 _RECORD_BYTES = _native.COLLECTIVE.size
@@ -62,6 +68,7 @@ class Recorder:
         self._awaited = {}  # id(work) -> (work, entry): Work without a future, for its wait()
         self._watcher = _completion.CompletionWatcher(
             self._polled, lambda entry: id(entry) in self._in_flight)
+        self._callbacks = _completion.FutureCallbacks()
         self._first_group_seen = False
         self._traced = False
         self.on_first_group = None  # called with this process's rank when a group first registers
@@ -233,7 +240,7 @@ class Recorder:
                 except Exception:  # "Work::getFuture not implemented": send/recv, ...
                     self._no_future.add(kind)
                 else:
-                    future.add_done_callback(functools.partial(self._future_done, entry))
+                    future.add_done_callback(self._callbacks.make(self._future_done, entry))
                     return
             if not group.nccl:  # an NCCL Work's wait() returns before the GPU has run it
                 self._awaited[id(work)] = (work, entry)  # held: its Python object stays the same
@@ -267,7 +274,12 @@ class Recorder:
             self._session.fail("recording a completed collective", error)
 
     def _at_exit(self):
-        """Ops still in flight when the program ends: recorded as issued, never completed."""
-        self._watcher.stop()
+        """The program ends (atexit: the interpreter is still whole). The threads that run this
+        recorder's Python on their own are done with it first (_completion.py says why: they
+        would abort the process during the interpreter's finalization): gloo's threads release
+        the futures' callbacks, the polling thread ends. Then ops still in flight are recorded as
+        issued, never completed."""
+        self._callbacks.wait_released(_EXIT_WAIT_FOR_CALLBACKS_S)
+        self._watcher.stop(_EXIT_WAIT_FOR_POLLING_S)
         for entry in list(self._in_flight.values()):
             self._completed(entry, 0, _OUTCOME_COMPLETED)
