@@ -380,7 +380,7 @@ FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& given,
   for (CollectiveFinding& f : diagnosis.findings) {
     if (f.kind != FindingKind::kMatched || !f.unfinished) continue;
     for (int member : f.members) {
-      if (process_is_held(by_rank, member)) f.held.push_back(member);
+      if (process_is_held(index, by_rank, member)) f.held.push_back(member);
     }
   }
   // A mismatch is a cause by itself (the others wait because of it): its minority first.

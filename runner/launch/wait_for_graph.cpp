@@ -67,7 +67,7 @@ class EdgeBuilder {
       for (int member : unknown) add(waiter, member, e, WaitReason::kNoRecords, -1, waited);
     } else {
       for (int member : inside) {
-        if (process_is_held(processes_, member)) {
+        if (process_is_held(index_, processes_, member)) {
           add(waiter, member, e, WaitReason::kHeldInside, -1, waited);
         }
       }
@@ -91,7 +91,7 @@ class EdgeBuilder {
                                     : (send ? channel->second.recvs : channel->second.sends);
     if (auto at = other.find(e.seq); at != other.end()) {
       if (at->second->bytes != e.bytes) return;  // a size mismatch, judged on its own
-      if (process_is_held(processes_, peer)) {
+      if (process_is_held(index_, processes_, peer)) {
         add(waiter, peer, e, WaitReason::kHeldInside, -1, waited);
       }
       return;
@@ -186,9 +186,17 @@ std::vector<int> waiting_through(int target, const std::vector<WaitEdge>& edges)
 
 }  // namespace
 
-bool process_is_held(const std::map<int, RankProcess>& processes, int rank) {
+bool process_is_held(const FlightIndex& index, const std::map<int, RankProcess>& processes,
+                     int rank) {
   auto found = processes.find(rank);
   if (found == processes.end()) return false;
+  if (auto dump = index.by_rank.find(rank); dump != index.by_rank.end()) {
+    const profiler::DumpTrigger trigger = dump->second->trigger;
+    if (trigger == profiler::DumpTrigger::kWatchdog ||
+        trigger == profiler::DumpTrigger::kCollectiveError) {
+      return false;
+    }
+  }
   const ProcessCondition c = found->second.at_failure.condition;
   return c == ProcessCondition::kStopped || c == ProcessCondition::kUninterruptible ||
          found->second.ended_before_stop;
@@ -225,14 +233,8 @@ WaitForGraph build_wait_for_graph(const FlightIndex& index,
   // waiting on it yet (the others may have been computing when the run was stopped).
   std::set<int> candidates;
   for (const auto& [rank, in] : edges_in) candidates.insert(rank);
-  for (const auto& [rank, process] : processes) {
-    // A rank that dumped on its own watchdog or failed collective was waiting: it ended because
-    // of what it waited on, not as a cause.
-    auto dump = index.by_rank.find(rank);
-    const bool waited = dump != index.by_rank.end() &&
-                        (dump->second->trigger == profiler::DumpTrigger::kWatchdog ||
-                         dump->second->trigger == profiler::DumpTrigger::kCollectiveError);
-    if (!waited && process_is_held(processes, rank)) candidates.insert(rank);
+  for (const auto& entry : processes) {
+    if (process_is_held(index, processes, entry.first)) candidates.insert(entry.first);
   }
   for (int rank : candidates) {
     if (waiters.contains(rank)) continue;  // waits itself: not a root

@@ -66,8 +66,11 @@ struct WaitForGraph {
 };
 
 // Whether the launcher saw `rank`'s process unable to take part: stopped, stuck in the kernel,
-// or ended before the run was stopped.
-bool process_is_held(const std::map<int, RankProcess>& processes, int rank);
+// or ended before the run was stopped. Not a rank that dumped on its own watchdog or failed
+// collective: it was waiting, and what its process did next (exit 124 the moment its watchdog
+// fired, first of the waiting ranks when the machine is loaded) followed from that.
+bool process_is_held(const FlightIndex& index, const std::map<int, RankProcess>& processes,
+                     int rank);
 
 // `processes`: by world rank, what the launcher saw; ranks not in it are unknown.
 WaitForGraph build_wait_for_graph(const FlightIndex& index,

@@ -196,6 +196,25 @@ TEST(WaitForGraph, EveryoneEnteredButAStoppedMemberHoldsIt) {
       << diagnosis_statement(d);
 }
 
+// Everyone entered, nothing completed in time, and the first watchdog to fire ended its rank
+// with 124 before the launcher stopped the rest (which rank's fires first is a race, a loaded
+// machine's torch job showed it): that exit followed from the wait and holds nobody.
+TEST(WaitForGraph, TheRankWhoseWatchdogEndedItFirstHoldsNobody) {
+  Mesh m = healthy_step();
+  for (int rank : {0, 2}) m.add(rank, kDp0, {0, 2}, 1, 7.0, CollectiveState::kStarted);
+  m.watchdog(2);
+  std::vector<RankProcess> processes = processes_of(4);
+  processes[2].ended_before_stop = true;
+  processes[2].exit = ExitStatus{false, 124};
+  FlightDiagnosis d = diagnose_flight_dumps(m.dumps, processes);
+  EXPECT_FALSE(d.culprit.has_value()) << format_flight_diagnosis(d);
+  EXPECT_TRUE(d.waits.edges.empty()) << format_flight_diagnosis(d);
+  EXPECT_NE(diagnosis_headline(d).find("issued by ranks 0, 2 but not completed (started on ranks "
+                                       "0, 2): the transport failed or stalled"),
+            std::string::npos)
+      << diagnosis_headline(d);
+}
+
 // A crash: rank 3 left no dump, ended by SIGABRT before the run was stopped. Rank 2 was still
 // computing when the launcher stopped it (its last operation just before its dump), so it is a
 // root too, a lesser one: the ended rank is the culprit.
