@@ -9,10 +9,26 @@ never entered, for as long as gloo's timeout (30 minutes) allows.
 """
 
 import argparse
+import os
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+
+
+def start_together(model, inputs, rank, world):
+    """Every rank enters step 0 within milliseconds of the others, so that the collectives the
+    watchdog times see the hang and nothing else. Without this, the first all_reduce also waited
+    for however much longer the slowest rank took to start (its model, optimizer and first
+    backward: seconds on a loaded machine, past the tests' --collective-timeout 3s), and the run
+    was diagnosed at seq 0, not at the hang. A first backward outside the steps, then a barrier
+    through the launcher's store, which no watchdog times."""
+    model(inputs + rank).square().mean().backward()
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                          is_master=False, timeout=timedelta(minutes=10))
+    store.set(f"torch_hang/ready/{rank}", "1")
+    store.wait([f"torch_hang/ready/{peer}" for peer in range(world)], timedelta(minutes=10))
 
 
 def main():
@@ -27,6 +43,7 @@ def main():
     model = torch.nn.Linear(16, 4)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs = torch.randn(8, 16)
+    start_together(model, inputs, rank, world)
     for step in range(args.steps):
         optimizer.zero_grad()
         model(inputs + rank).square().mean().backward()
