@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "analyzers/arrival_wait.h"
 #include "memory/flops.h"
 #include "memory/mesh_order.h"
 #include "memory/pipeline.h"
@@ -167,6 +168,16 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
                             : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
     mb.tp_comm_s = layers * per_block * one;
     if (stage == 0 && transformer) mb.tp_comm_s += one;  // the vocab-parallel embedding's sum
+    // Each waits for the last tp rank, which drifted over the compute since the one before: a
+    // transformer block's attention and MLP halves (its MLP alone for the MLP model).
+    const double each_way = transformer ? 2 : 1;
+    auto wait = [&](double segment_s) {
+      return each_way * arrival_wait_s(cm.arrival_jitter, l.tp, segment_s / each_way);
+    };
+    double block_wait = wait(block.forward_s) + wait(block.backward_s);
+    if (l.recompute == memory::Recompute::kFull) block_wait += wait(block.forward_s);
+    mb.tp_comm_s += layers * block_wait;
+    if (stage == 0 && transformer) mb.tp_comm_s += wait(block.forward_s) / each_way;
     mb.tp_comm_s += mb.moe_blocks * mlp_tp_pairs(l.recompute) * blocks.tp_exchange_s;
   }
   if (l.cp > 1 && transformer) {
@@ -480,6 +491,13 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
     c.pp_comm_s = pipeline_p2p_seconds(cm, r);
   }
   c.dp_comm_s = dp_exposed_seconds(cm, r, groups, {slowest, slowest_contended});
+  if (const int replicas = l.dp * l.cp; replicas > 1) {
+    // The gradient reduction waits for the last replica, which drifted over the step's work
+    // since they last synchronised (ZeRO-2 and 3 synchronise every micro-batch).
+    const double syncs = l.zero >= 2 ? passes : 1;
+    c.dp_comm_s +=
+        syncs * arrival_wait_s(cm.arrival_jitter, replicas, passes * slowest.total() / syncs);
+  }
   c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
   c.experts = expert_step(cm, l, blocks, slowest, groups);
   c.experts.all_to_all_overlapped = all_to_all_overlapped;

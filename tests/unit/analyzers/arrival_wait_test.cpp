@@ -1,0 +1,92 @@
+// The wait for the last arrival at a collective of equal-work ranks: the expected maximum of the
+// members' drifts, and what it adds to the step's tensor- and data-parallel collectives.
+#include "analyzers/arrival_wait.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "analyzers/compute_cost.h"
+#include "analyzers/step_cost.h"
+#include "tests/unit/analyzers/step_cost_fixture.h"
+
+namespace partrain::analyzers {
+namespace {
+
+TEST(ArrivalWait, ExpectedMaximumOfNormalsMatchesItsClosedForms) {
+  EXPECT_EQ(expected_max_of_normals(1), 0);
+  EXPECT_NEAR(expected_max_of_normals(2), 1 / std::sqrt(std::numbers::pi), 1e-9);
+  EXPECT_NEAR(expected_max_of_normals(3), 1.5 / std::sqrt(std::numbers::pi), 1e-9);
+  EXPECT_NEAR(expected_max_of_normals(4), 1.0293753730, 1e-8);
+  EXPECT_NEAR(expected_max_of_normals(5), 1.1629644736, 1e-8);
+  EXPECT_NEAR(expected_max_of_normals(1000), 3.2414, 1e-3);  // Tippett's table
+}
+
+TEST(ArrivalWait, GrowsWithTheSquareRootOfTheWorkSinceTheLastSync) {
+  const double jitter = 2e-3;  // s^(1/2)
+  EXPECT_NEAR(arrival_wait_s(jitter, 2, 0.25), 0.5 * jitter / std::sqrt(std::numbers::pi), 1e-15);
+  EXPECT_NEAR(arrival_wait_s(jitter, 2, 1.0), 2 * arrival_wait_s(jitter, 2, 0.25), 1e-15);
+  EXPECT_EQ(arrival_wait_s(0, 8, 1.0), 0);       // not calibrated
+  EXPECT_EQ(arrival_wait_s(jitter, 1, 1.0), 0);  // no one to wait for
+}
+
+class ArrivalWaitStepTest : public ::testing::Test {
+ protected:
+  ArrivalWaitStepTest()
+      : cost_{model_, bf16_recipe(), CollectiveCost(test_machines()), speed(), 1e12, false, 0} {}
+  static ComputeSpeed speed() { return {1e14, 0.5, 1e300, 0, 1}; }
+  StepCost cost(const memory::TrainingLayout& l, double jitter) {
+    CostModel model = cost_;
+    model.arrival_jitter = jitter;
+    return step_cost(model, estimate_for(model_, l));
+  }
+
+  memory::ModelConfig model_ = memory::gpt_model(8, 1024, 16, 1024, 256);
+  CostModel cost_;
+};
+
+// Data-parallel replicas last synchronised a step ago: their gradient all-reduce waits once for
+// the last of 4 after the step's compute; ZeRO-2 reduce-scatters after every micro-batch, each
+// waiting after one micro-batch's compute.
+TEST_F(ArrivalWaitStepTest, TheGradientReductionWaitsForTheLastReplica) {
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.global_batch = 8;  // 2 micro-batches of 1 per replica
+  const double jitter = 1e-3;
+  const StepCost still = cost(l, 0), drifting = cost(l, jitter);
+  EXPECT_EQ(drifting.compute_s, still.compute_s);
+  EXPECT_NEAR(drifting.dp_comm_s - still.dp_comm_s,
+              expected_max_of_normals(4) * jitter * std::sqrt(still.compute_s), 1e-12);
+  l.zero = 2;
+  const StepCost zero2 = cost(l, 0);
+  EXPECT_NEAR(cost(l, jitter).dp_comm_s - zero2.dp_comm_s,
+              2 * expected_max_of_normals(4) * jitter * std::sqrt(zero2.compute_s / 2), 1e-12);
+}
+
+// A tp group synchronises twice in each block's forward (after attention, after the MLP) and
+// twice in its backward, and once for the embedding: each waits for the last of the tp ranks after
+// half a block's pass.
+TEST_F(ArrivalWaitStepTest, EachTensorParallelCollectiveWaitsAfterHalfABlock) {
+  memory::TrainingLayout l;
+  l.tp = 4;
+  l.global_batch = 2;  // m = 2 micro-batches of 1
+  const double jitter = 1e-3;
+  const StepCost still = cost(l, 0), drifting = cost(l, jitter);
+  const memory::MemoryEstimate e = estimate_for(model_, l);
+  const BlockTimes block = block_times(
+      model_, memory::activation_setup(e.layout, bf16_recipe().activation_bytes), speed());
+  const double forward = arrival_wait_s(jitter, 4, block.forward_s / 2);
+  const double backward = arrival_wait_s(jitter, 4, block.backward_s / 2);
+  EXPECT_NEAR(drifting.tp_comm_s - still.tp_comm_s, 2 * (8 * 2 * (forward + backward) + forward),
+              1e-12);
+  EXPECT_EQ(drifting.dp_comm_s, 0);  // one replica: nothing to wait for
+  // A pipeline of single ranks has no equal-work group: its waiting is the bubble's.
+  memory::TrainingLayout pipeline;
+  pipeline.pp = 2;
+  pipeline.global_batch = 4;
+  EXPECT_EQ(cost(pipeline, jitter).step_s, cost(pipeline, 0).step_s);
+}
+
+}  // namespace
+}  // namespace partrain::analyzers
