@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <string_view>
+#include <tuple>
 
+#include "analyzers/arrival_wait.h"
 #include "analyzers/bandwidth.h"
 #include "analyzers/layout_search.h"
 #include "analyzers/sample_quantiles.h"
@@ -24,8 +27,8 @@ using profiler::TraceReader;
 // Compute and optimizer time per step over the window: the temporal breakdown's compute not
 // overlapped by communication (a blocking collective inside a compute slice is waiting, not
 // work), less the optimizer's `adamw` slices. For a built-in run, the heaviest pipeline stage's
-// average over its ranks (their collectives are timed by their average member, which carries
-// each rank's waiting for the slowest: see matched_collectives); otherwise the busiest rank's.
+// average over its ranks (what each waited for the slowest at their collectives is the arrival
+// jitter's: see arrival_samples); otherwise the busiest rank's.
 struct MeasuredPhases {
   double compute_s = 0;
   double optimizer_s = 0;
@@ -63,27 +66,47 @@ StatusOr<MeasuredPhases> measure_phases(const TraceReader& reader, const Analysi
 // bandwidth (a 4-byte loss all-reduce taking 3 ms would read as 1e-6 GB/s).
 constexpr double kBandwidthBytes = 64 * 1024;
 
-// One completed (comm_id, seq) whose members agree on the size, and the time it costs a rank.
-struct MatchedCollective {
+// One completed (comm_id, seq) whose members agree on the size: each recorded member's host
+// start and end.
+struct MatchedGroup {
+  struct Member {
+    int rank = 0;
+    int64_t start_ns = 0, end_ns = 0;
+  };
   std::string op;
   int group_size = 0;
   double bytes = 0;
-  CollectiveFit::Sample time;
+  bool in_window = true;        // every member's record lies within its rank's window
+  std::vector<Member> members;  // by rank
+  std::vector<int> ranks() const {
+    std::vector<int> out;
+    for (const Member& m : members) out.push_back(m.rank);
+    return out;
+  }
+  // From the last member's arrival to the first member's end: the collective cannot finish
+  // anywhere before the last member's data is in, and a member that returns later was held up
+  // after it. The waiting before the last arrival is the schedule's (a pipeline stage's for its
+  // neighbour, the drift of equal-work ranks: see arrival_samples). With one member recorded, or
+  // clocks of several hosts that put its end before the last start, the shortest member's
+  // duration.
+  double transfer_s() const {
+    int64_t last_start = members.front().start_ns, first_end = members.front().end_ns;
+    int64_t shortest = first_end - last_start;
+    for (const Member& m : members) {
+      last_start = std::max(last_start, m.start_ns);
+      first_end = std::min(first_end, m.end_ns);
+      shortest = std::min(shortest, m.end_ns - m.start_ns);
+    }
+    const int64_t transfer = first_end - last_start;
+    return static_cast<double>(members.size() > 1 && transfer > 0 ? transfer : shortest) * 1e-9;
+  }
 };
 
-// The collectives of the window, each timed as it costs the ranks that run it:
-// - members of one pipeline stage (tensor- and data-parallel groups of a built-in run) do the
-//   same work between two collectives, so each waits on the others' noise every time; their
-//   average duration (the transfer plus the mean wait for the last arrival) is what each
-//   collective adds to a rank's step, with the stage's average compute beside it (on the CPU the
-//   tp ranks' 68 all-reduces a step waited 1.2 ms each for their partner: a quarter of the step);
-// - a group spanning stages (the tied embedding's all-reduce, p2p) or a foreign trace's: from its
-//   last member's arrival to its end (the shortest member's duration); the waiting before it is
-//   the schedule's, a pipeline stage's for its neighbour, which the bubble term models.
-StatusOr<std::vector<MatchedCollective>> matched_collectives(
-    const TraceReader& reader, const AnalysisWindow& window,
-    const std::optional<WorkloadRunConfig>& run) {
-  std::vector<MatchedCollective> matched;
+// Every completed, size-agreeing collective of the trace (those outside the window too: a
+// collective's previous synchronisation may lie before it), by communicator and seq.
+StatusOr<std::vector<MatchedGroup>> matched_groups(const TraceReader& reader,
+                                                   const AnalysisWindow& window) {
+  std::vector<MatchedGroup> groups;
   ASSIGN_OR_RETURN(const std::vector<profiler::Communicator> comms,
                    profiler::communicators(reader));
   for (const profiler::Communicator& comm : comms) {
@@ -92,71 +115,117 @@ StatusOr<std::vector<MatchedCollective>> matched_collectives(
     auto flush = [&] {
       if (members.empty()) return;
       const profiler::CollectiveOp& first = members.front();
-      bool same_size = true, one_stage = run.has_value(), completed = true;
-      double shortest = static_cast<double>(first.dur_ns), sum = 0;
+      MatchedGroup group{
+          std::string(first.op), first.group_size, static_cast<double>(first.bytes), true, {}};
+      bool same_size = true, completed = true;
       for (const profiler::CollectiveOp& m : members) {
         same_size = same_size && m.bytes == first.bytes;
         completed = completed && m.state == profiler::CollectiveState::kCompleted;
-        if (run) one_stage = one_stage && run->pp_stage(m.rank) == run->pp_stage(first.rank);
-        shortest = std::min(shortest, static_cast<double>(m.dur_ns));
-        sum += static_cast<double>(m.dur_ns);
+        const auto span = window.spans.find(m.rank);
+        group.in_window = group.in_window && span != window.spans.end() &&
+                          m.ts_ns >= span->second.start_ns &&
+                          m.ts_ns + m.dur_ns <= span->second.end_ns;
+        group.members.push_back({m.rank, m.ts_ns, m.ts_ns + m.dur_ns});
       }
-      const bool p2p = first.op == "send" || first.op == "recv";
-      if (same_size && completed && first.bytes > 0) {
-        const double path_ns = one_stage && !p2p && members.size() > 1
-                                   ? sum / static_cast<double>(members.size())
-                                   : shortest;
-        matched.push_back({std::string(first.op),
-                           first.group_size,
-                           static_cast<double>(first.bytes),
-                           {shortest * 1e-9, path_ns * 1e-9}});
-      }
+      std::sort(group.members.begin(), group.members.end(),
+                [](const auto& a, const auto& b) { return a.rank < b.rank; });
+      if (same_size && completed) groups.push_back(std::move(group));
       members.clear();
     };
     profiler::CollectiveOp op;
     while (ops.next(op)) {
-      const auto span = window.spans.find(op.rank);
-      if (span == window.spans.end() || op.ts_ns < span->second.start_ns ||
-          op.ts_ns + op.dur_ns > span->second.end_ns) {
-        continue;
-      }
       if (!members.empty() && op.seq != members.front().seq) flush();
       members.push_back(op);
     }
     RETURN_IF_ERROR(ops.status());
     flush();
   }
-  return matched;
+  return groups;
 }
 
-StatusOr<std::vector<CollectiveFit>> fit_collectives(const TraceReader& reader,
-                                                     const AnalysisWindow& window,
-                                                     const std::optional<WorkloadRunConfig>& run,
+StatusOr<std::vector<CollectiveFit>> fit_collectives(const std::vector<MatchedGroup>& groups,
                                                      LinkLevel level,
                                                      std::vector<std::string>& notes) {
-  ASSIGN_OR_RETURN(const std::vector<MatchedCollective> timings,
-                   matched_collectives(reader, window, run));
   // Per op and group size (latency and busbw both depend on the group, so groups are fitted
-  // apart), per message size, the durations.
+  // apart), per message size, the transfers.
   std::map<std::pair<CostedOp, int>, CollectiveFit> samples;
-  for (const MatchedCollective& timing : timings) {
-    auto op = costed_op_from_trace(timing.op);
+  for (const MatchedGroup& group : groups) {
+    auto op = costed_op_from_trace(group.op);
     // A collective over one rank (a world of one) moves nothing: no link to measure. Send/recv
     // rows name their pair. Under a nanosecond is no time.
     const bool p2p = op == CostedOp::kSendRecv;
-    const int group = p2p ? 2 : timing.group_size;
-    if (!op || group < 2 || timing.time.transfer_s < 1e-9) continue;
-    CollectiveFit& fit = samples[{*op, group}];
+    const int ranks = p2p ? 2 : group.group_size;
+    if (!group.in_window || group.bytes <= 0 || !op || ranks < 2) continue;
+    const double transfer = group.transfer_s();
+    if (transfer < 1e-9) continue;
+    CollectiveFit& fit = samples[{*op, ranks}];
     fit.op = *op;
     fit.level = level;
-    fit.group_size = group;
-    fit.samples_by_bytes[timing.bytes].push_back(timing.time);
+    fit.group_size = ranks;
+    fit.transfers_by_bytes[group.bytes].push_back(transfer);
   }
   std::vector<CollectiveFit> fits;
   for (auto& [key, fit] : samples) {
     if (auto fitted = fit_link(std::move(fit), notes)) fits.push_back(std::move(*fitted));
   }
   return fits;
+}
+
+// The arrivals of a built-in run's collectives among ranks of one pipeline stage (tensor- and
+// data-parallel groups, the world of a run without pipeline stages), whose members did the same
+// work since they last synchronised: the members' mean wait for the last arrival, and the time
+// since the latest collective each member ran with all of them (a superset of the group), on
+// average over the members. Collectives across stages (p2p, the tied embeddings' all-reduce) wait
+// for the schedule, which the bubble models.
+std::vector<ArrivalSample> arrival_samples(const std::vector<MatchedGroup>& groups,
+                                           const WorkloadRunConfig& run) {
+  // Each rank's collectives in start order: (start, group index).
+  std::map<int, std::vector<std::pair<int64_t, size_t>>> by_rank;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const MatchedGroup::Member& m : groups[g].members) {
+      by_rank[m.rank].emplace_back(m.start_ns, g);
+    }
+  }
+  for (auto& [rank, list] : by_rank) std::sort(list.begin(), list.end());
+  std::vector<ArrivalSample> out;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const MatchedGroup& group = groups[g];
+    const auto op = costed_op_from_trace(group.op);
+    if (!group.in_window || !op || *op == CostedOp::kSendRecv || group.group_size < 2 ||
+        static_cast<int>(group.members.size()) != group.group_size) {
+      continue;
+    }
+    const int stage = run.pp_stage(group.members.front().rank);
+    const std::vector<int> ranks = group.ranks();
+    bool one_stage = true, synced = true;
+    double start_sum = 0, last_start = 0, since_sum = 0;
+    for (const MatchedGroup::Member& m : group.members) {
+      one_stage = one_stage && run.pp_stage(m.rank) == stage;
+      start_sum += static_cast<double>(m.start_ns);
+      last_start = std::max(last_start, static_cast<double>(m.start_ns));
+      // The member's latest earlier collective with all of this group's ranks.
+      const auto& list = by_rank[m.rank];
+      auto it = std::lower_bound(list.begin(), list.end(), std::make_pair(m.start_ns, g));
+      std::optional<int64_t> synced_at;
+      while (it != list.begin() && !synced_at) {
+        --it;
+        const MatchedGroup& before = groups[it->second];
+        const std::vector<int> before_ranks = before.ranks();
+        if (std::includes(before_ranks.begin(), before_ranks.end(), ranks.begin(), ranks.end())) {
+          for (const MatchedGroup::Member& b : before.members) {
+            if (b.rank == m.rank) synced_at = b.end_ns;
+          }
+        }
+      }
+      synced = synced && synced_at && *synced_at <= m.start_ns;
+      if (synced) since_sum += static_cast<double>(m.start_ns - *synced_at);
+    }
+    if (!one_stage || !synced) continue;
+    const auto n = static_cast<double>(group.members.size());
+    out.push_back({*op, group.bytes, group.group_size, (last_start - start_sum / n) * 1e-9,
+                   since_sum / n * 1e-9});
+  }
+  return out;
 }
 
 struct RankPlacement {
@@ -263,18 +332,16 @@ std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& po
 
 namespace {
 
-double median_of(const std::vector<CollectiveFit::Sample>& samples,
-                 double CollectiveFit::Sample::*member) {
+double quantile_of(const std::vector<double>& values, double q) {
   SampleQuantiles quantiles;
-  for (const CollectiveFit::Sample& sample : samples) quantiles.add(sample.*member);
-  return quantiles.median();
+  for (double value : values) quantiles.add(value);
+  return quantiles.quantile(q);
 }
 
-double mean_of(const std::vector<CollectiveFit::Sample>& samples,
-               double CollectiveFit::Sample::*member) {
+double mean_of(const std::vector<double>& values) {
   double sum = 0;
-  for (const CollectiveFit::Sample& sample : samples) sum += sample.*member;
-  return sum / static_cast<double>(samples.size());
+  for (double value : values) sum += value;
+  return sum / static_cast<double>(values.size());
 }
 
 }  // namespace
@@ -285,19 +352,18 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
   const double factor = busbw_factor(costed_op_name(op), group).value_or(1.0);
   const int steps = std::max(1, latency_steps(op, group));
   struct Size {
-    double x = 0;           // S x factor
-    double transfer_s = 0;  // medians
-    double path_s = 0;
+    double x = 0;       // S x factor
+    double link_s = 0;  // the lower quartile of the transfers: the link undisturbed
+    double mean_s = 0;  // their mean: the link and the delays that recur with every collective
     double weight = 0;  // samples
   };
   std::vector<Size> sizes;
   fit.samples = 0;
-  for (const auto& [bytes, samples] : fit.samples_by_bytes) {
-    const Size size{bytes * factor, median_of(samples, &CollectiveFit::Sample::transfer_s),
-                    mean_of(samples, &CollectiveFit::Sample::path_s),
-                    static_cast<double>(samples.size())};
-    sizes.push_back(size);
-    fit.samples += static_cast<int64_t>(samples.size());
+  for (const auto& [bytes, transfers] : fit.transfers_by_bytes) {
+    if (transfers.empty()) continue;
+    sizes.push_back({bytes * factor, quantile_of(transfers, 0.25), mean_of(transfers),
+                     static_cast<double>(transfers.size())});
+    fit.samples += static_cast<int64_t>(transfers.size());
   }
   if (sizes.empty()) return std::nullopt;
   fit.sizes = static_cast<int>(sizes.size());
@@ -305,15 +371,15 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
   // when their transfer is not mostly latency: a latency that depends on when the collective
   // runs (on a CPU, 0.4 ms for the loss all-reduce at the step's end, 1.7 ms for a 1 KiB one
   // among the tp ranks' kernels) would otherwise pass for a slope.
-  std::vector<std::pair<double, double>> large;  // (S x factor, median transfer)
+  std::vector<std::pair<double, double>> large;  // (S x factor, link time)
   std::vector<double> large_weights;
-  double small_transfer = 0, small_weight = 0;
+  double small_link = 0, small_weight = 0;
   for (const Size& size : sizes) {
     if (size.x >= kBandwidthBytes) {
-      large.emplace_back(size.x, size.transfer_s);
+      large.emplace_back(size.x, size.link_s);
       large_weights.push_back(size.weight);
     } else {
-      small_transfer += size.weight * size.transfer_s, small_weight += size.weight;
+      small_link += size.weight * size.link_s, small_weight += size.weight;
     }
   }
   fit.bandwidth_measured = false;
@@ -326,7 +392,7 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
   if (!fit.bandwidth_measured && !large.empty()) {
     // The largest size's transfer less the small messages' latency, when that is most of it.
     const auto [x, t] = large.back();
-    const double latency = small_weight > 0 ? small_transfer / small_weight : 0;
+    const double latency = small_weight > 0 ? small_link / small_weight : 0;
     if (t - latency >= 0.5 * t) {
       fit.link.bandwidth = x / (t - latency);
       fit.bandwidth_measured = true;
@@ -336,20 +402,46 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
     notes.push_back(fmt::format(
         "{} over {} ranks: messages up to {} B, their time mostly latency: latency calibrated, "
         "busbw left as it was",
-        costed_op_name(op), group, fit.samples_by_bytes.rbegin()->first));
+        costed_op_name(op), group, fit.transfers_by_bytes.rbegin()->first));
   }
   auto transfer_at = [&](double x) { return fit.bandwidth_measured ? x / fit.link.bandwidth : 0; };
   double latency = 0, count = 0;
   for (const Size& size : sizes) {
-    latency += size.weight * (size.path_s - transfer_at(size.x)), count += size.weight;
+    latency += size.weight * (size.mean_s - transfer_at(size.x)), count += size.weight;
   }
   fit.link.latency_s = std::max(0.0, latency / count) / steps;
   double squares = 0;
   for (const Size& size : sizes) {
     const double fitted = steps * fit.link.latency_s + transfer_at(size.x);
-    squares += (fitted - size.path_s) * (fitted - size.path_s) / (size.path_s * size.path_s);
+    squares += (fitted - size.mean_s) * (fitted - size.mean_s) / (size.mean_s * size.mean_s);
   }
   fit.rms_error = std::sqrt(squares / static_cast<double>(sizes.size()));
+  return fit;
+}
+
+std::optional<ArrivalJitterFit> fit_arrival_jitter(std::vector<ArrivalSample> arrivals) {
+  double waits = 0, drift = 0;
+  // By kind of collective: the measured and the fitted waits' sums (the fit's drift sum).
+  std::map<std::tuple<CostedOp, double, int>, std::array<double, 3>> kinds;
+  for (const ArrivalSample& a : arrivals) {
+    const double spread = expected_max_of_normals(a.ranks) * std::sqrt(a.since_sync_s);
+    waits += a.wait_s, drift += spread;
+    auto& kind = kinds[{a.op, a.bytes, a.ranks}];
+    kind[0] += a.wait_s, kind[1] += spread, kind[2] += 1;
+  }
+  if (waits <= 0 || drift <= 0) return std::nullopt;
+  ArrivalJitterFit fit;
+  fit.jitter = waits / drift;
+  fit.samples = static_cast<int64_t>(arrivals.size());
+  double squares = 0;
+  for (const auto& [key, kind] : kinds) {
+    if (kind[0] <= 0) continue;  // no wait measured: nothing to compare
+    const double fitted = fit.jitter * kind[1];
+    squares += (fitted - kind[0]) * (fitted - kind[0]) / (kind[0] * kind[0]);
+    ++fit.kinds;
+  }
+  fit.rms_error = fit.kinds > 0 ? std::sqrt(squares / fit.kinds) : 0;
+  fit.arrivals = std::move(arrivals);
   return fit;
 }
 
@@ -374,7 +466,9 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
         "and optimizer speed not calibrated, collectives only");
   }
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
-  ASSIGN_OR_RETURN(out.collectives, fit_collectives(reader, window, run, level, out.notes));
+  ASSIGN_OR_RETURN(const std::vector<MatchedGroup> groups, matched_groups(reader, window));
+  ASSIGN_OR_RETURN(out.collectives, fit_collectives(groups, level, out.notes));
+  if (run) out.arrival_jitter = fit_arrival_jitter(arrival_samples(groups, *run));
   for (CollectiveFit& fit : out.collectives) {  // not measured: the busbw it keeps, reported
     if (!fit.bandwidth_measured)
       fit.link.bandwidth = uncalibrated.comm.machines().link(level).bandwidth;
@@ -451,15 +545,34 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
   // Every trace's samples of one op, link level and group size pooled into one fit over all the
   // sizes they saw: one trace's small messages inform the latency, another's large ones the busbw.
   std::map<std::tuple<CostedOp, LinkLevel, int>, CollectiveFit> pooled;
+  std::vector<ArrivalSample> arrivals;
   for (const Calibration& c : calibrations) {
     if (c.optimizer_scale) optimizer_log += std::log(*c.optimizer_scale), ++optimizers;
     for (const CollectiveFit& fit : c.collectives) {
       CollectiveFit& into = pooled[{fit.op, fit.level, fit.group_size}];
       into.op = fit.op, into.level = fit.level, into.group_size = fit.group_size;
-      for (const auto& [bytes, samples] : fit.samples_by_bytes) {
-        auto& all = into.samples_by_bytes[bytes];
-        all.insert(all.end(), samples.begin(), samples.end());
+      for (const auto& [bytes, transfers] : fit.transfers_by_bytes) {
+        auto& all = into.transfers_by_bytes[bytes];
+        all.insert(all.end(), transfers.begin(), transfers.end());
       }
+    }
+    if (c.arrival_jitter) {
+      arrivals.insert(arrivals.end(), c.arrival_jitter->arrivals.begin(),
+                      c.arrival_jitter->arrivals.end());
+    }
+  }
+  const int arrival_runs = static_cast<int>(
+      std::count_if(calibrations.begin(), calibrations.end(),
+                    [](const Calibration& c) { return c.arrival_jitter.has_value(); }));
+  if (const auto jitter = fit_arrival_jitter(std::move(arrivals))) {
+    model.arrival_jitter = jitter->jitter;
+    if (arrival_runs > 1) {  // said once, with the last run that informed it
+      auto informed = std::find_if(calibrations.rbegin(), calibrations.rend(),
+                                   [](const auto& c) { return c.arrival_jitter.has_value(); });
+      informed->notes.push_back(fmt::format(
+          "arrival jitter pooled over {} runs: {:.3g} ms^1/2 from {} collectives, the kinds' mean "
+          "waits within {:.1f}% rms",
+          arrival_runs, jitter->jitter * std::sqrt(1e3), jitter->samples, 100 * jitter->rms_error));
     }
   }
   std::vector<std::string> pooled_notes;  // each trace's own fit already said so

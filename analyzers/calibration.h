@@ -25,22 +25,43 @@ struct CollectiveFit {
   int64_t samples = 0;  // matched collectives
   Link link;            // latency per step and busbw
   // How well the link fits what was measured: the root mean square of (fitted - measured) /
-  // measured over the sizes' mean times on the path (0 for an exact fit).
+  // measured over the sizes' mean transfer times (0 for an exact fit).
   double rms_error = 0;
   // False when every message was latency-sized (under 64 KiB of bus bytes): the trace says
   // nothing of bandwidth, and the link keeps the busbw it had (the preset's or another trace's).
   bool bandwidth_measured = true;
-  // One matched collective: its transfer (from the last member's arrival to the end: the
-  // shortest member's duration) and what it cost a rank on the step's path (the members' average
-  // duration when they wait on each other's equal work, else the transfer).
-  struct Sample {
-    double transfer_s = 0;
-    double path_s = 0;
-  };
-  // The matched collectives by message size: what the fit rests on, pooled with other traces' of
-  // the same op, link level and group size into one fit over all their sizes.
-  std::map<double, std::vector<Sample>> samples_by_bytes;
+  // The matched collectives' transfers by message size, seconds from the last member's arrival
+  // to the first member's end (the waiting before the last arrival is the schedule's: see
+  // ArrivalJitterFit): what the fit rests on, pooled with other traces' of the same op, link
+  // level and group size into one fit over all their sizes.
+  std::map<double, std::vector<double>> transfers_by_bytes;
 };
+
+// One collective of ranks that did equal work since they last synchronised (the tensor- and
+// data-parallel groups within a pipeline stage of a built-in run): how long its members waited
+// on average for the last arrival, and the seconds since their last common collective (the
+// members' mean).
+struct ArrivalSample {
+  CostedOp op = CostedOp::kAllReduce;
+  double bytes = 0;
+  int ranks = 0;
+  double wait_s = 0;
+  double since_sync_s = 0;
+};
+
+// The ranks' drift, fitted to wait = e(n) x jitter x sqrt(since_sync) (analyzers/arrival_wait.h)
+// over the samples: jitter = sum of waits / sum of e(n) sqrt(since_sync).
+struct ArrivalJitterFit {
+  double jitter = 0;  // s^(1/2)
+  int64_t samples = 0;
+  // The root mean square of (fitted - measured) / measured over the mean wait of each kind of
+  // collective (op, size and group): how well one jitter explains syncs after short and long work.
+  double rms_error = 0;
+  int kinds = 0;
+  std::vector<ArrivalSample> arrivals;  // pooled with other traces' by apply_calibrations
+};
+// nullopt when no sample waited a measurable time.
+std::optional<ArrivalJitterFit> fit_arrival_jitter(std::vector<ArrivalSample> arrivals);
 
 struct Calibration {
   std::string source;                   // the trace file
@@ -53,6 +74,7 @@ struct Calibration {
   std::optional<double> optimizer_scale;  // measured / predicted optimizer step
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;
+  std::optional<ArrivalJitterFit> arrival_jitter;  // a built-in run with tp or dp groups
   std::vector<std::string> notes;  // what could not be calibrated from this trace, and why
 
   // A built-in workload's run: what predicting its own step again needs (its model, precision,
@@ -99,8 +121,9 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
                                                 double min_gemm_scale = 0);
 
 // Installs the compute rates by kind (fit_compute_kinds) and the optimizer's scale (the geometric
-// mean over the runs), each measured against the uncalibrated model, and the fitted links (every
-// trace's samples of one op, link level and group size pooled into one fit). Then predicts each
+// mean over the runs), each measured against the uncalibrated model, the fitted links (every
+// trace's samples of one op, link level and group size pooled into one fit) and the arrival
+// jitter (every trace's arrivals pooled). Then predicts each
 // built-in run's own step with that model and sets model.step_scale to the geometric mean of
 // measured / predicted, recording each in its Calibration.
 void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model);
@@ -116,13 +139,12 @@ struct LineFit {
 std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& points,
                                 const std::vector<double>& weights = {});
 
-// The link of `fit`'s op and group size fitted to its samples_by_bytes: busbw from the transfers,
-// t = a + S x factor / busbw by least squares over the sizes' median transfer times, each
-// weighted by its sample count (every matched collective is one measurement; the median keeps a
-// size's outliers out); then the latency per step, alpha, from what the collectives cost on the
-// path less their transfer at that busbw: the link's latency plus the members' mean wait for the
-// last arrival, which recurs with every collective of equal-work ranks and does not grow with
-// its size. Latency-sized messages alone fit the latency only (bandwidth_measured false);
+// The link of `fit`'s op and group size fitted to its transfers_by_bytes: busbw by least squares
+// t = a + S x factor / busbw over the sizes' lower-quartile transfers, each weighted by its
+// sample count (a transfer is the link plus, under load, a member descheduled while it ran:
+// delays only add, so the fastest quarter shows the link), then the latency per step, alpha, from
+// the mean transfers less their time at that busbw (the delays recur with every collective, as a
+// latency does). Latency-sized messages alone fit the latency only (bandwidth_measured false);
 // nullopt with a note when nothing can be fitted.
 std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string>& notes);
 

@@ -277,6 +277,12 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                                       {"busbw_measured", f.bandwidth_measured},
                                       {"latency_us", f.link.latency_s * 1e6}});
     }
+    if (c.arrival_jitter) {
+      entry["arrival_jitter"] = {{"jitter_sqrt_s", c.arrival_jitter->jitter},
+                                 {"samples", c.arrival_jitter->samples},
+                                 {"kinds", c.arrival_jitter->kinds},
+                                 {"rms_error", c.arrival_jitter->rms_error}};
+    }
     out.push_back(entry);
   }
   return out;
@@ -396,12 +402,21 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
     }
     for (const CollectiveFit& f : c.collectives) {
       text += fmt::format(
-          "  {} ({} ranks, {} size{}, {} samples; busbw from the last rank's arrival, latency "
-          "from what each cost a rank): busbw {:.3g} GB/s{}, latency {} per step; fits the "
-          "sizes' mean times within {:.1f}% rms\n",
+          "  {} ({} ranks, {} size{}, {} samples; transfers from the last rank's arrival: busbw "
+          "from their fastest quarter, latency from their mean): busbw {:.3g} GB/s{}, latency "
+          "{} per step; fits the sizes' mean transfers within {:.1f}% rms\n",
           costed_op_name(f.op), f.group_size, f.sizes, f.sizes == 1 ? "" : "s", f.samples,
           f.link.bandwidth / 1e9, f.bandwidth_measured ? "" : " (kept, not measured)",
           seconds_text(f.link.latency_s), 100 * f.rms_error);
+    }
+    if (c.arrival_jitter) {
+      const ArrivalJitterFit& a = *c.arrival_jitter;
+      text += fmt::format(
+          "  arrival jitter {:.3g} ms^1/2 ({} collectives of equal-work ranks, {} kind{}): each "
+          "waits for the last rank e(n) x jitter x sqrt(work since they last synchronised); fits "
+          "the kinds' mean waits within {:.1f}% rms\n",
+          a.jitter * std::sqrt(1e3), a.samples, a.kinds, a.kinds == 1 ? "" : "s",
+          100 * a.rms_error);
     }
     if (c.step_scale) {
       const SecondsUnit unit = seconds_unit(c.own_run->measured_step_s);
