@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzers/collective_arrivals.h"
 #include "analyzers/step_cost.h"
 #include "profiler/trace_reader/trace_reader.h"
 
@@ -35,18 +36,6 @@ struct CollectiveFit {
   // ArrivalJitterFit): what the fit rests on, pooled with other traces' of the same op, link
   // level and group size into one fit over all their sizes.
   std::map<double, std::vector<double>> transfers_by_bytes;
-};
-
-// One collective of ranks that did equal work since they last synchronised (the tensor- and
-// data-parallel groups within a pipeline stage of a built-in run): how long its members waited
-// on average for the last arrival, and the seconds since their last common collective (the
-// members' mean).
-struct ArrivalSample {
-  CostedOp op = CostedOp::kAllReduce;
-  double bytes = 0;
-  int ranks = 0;
-  double wait_s = 0;
-  double since_sync_s = 0;
 };
 
 // The ranks' drift, fitted to wait = e(n) x jitter x sqrt(since_sync) (analyzers/arrival_wait.h)

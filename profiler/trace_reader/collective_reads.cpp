@@ -119,24 +119,4 @@ StatusOr<bool> has_collectives(const TraceReader& reader) {
   return rc == SQLITE_ROW;
 }
 
-StatusOr<std::vector<MatchedOpTiming>> matched_op_timings(const TraceReader& reader,
-                                                          StepFilter steps) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare(R"sql(
-    SELECT MIN(op), MAX(group_size), MIN(bytes),
-           MIN(dur_ns)
-    FROM collectives
-    WHERE state = 'completed' AND (step BETWEEN ?1 AND ?2 OR ?3) AND bytes > 0
-    GROUP BY comm_id, seq
-    HAVING COUNT(DISTINCT bytes) = 1 AND COUNT(DISTINCT op) <= 2)sql"));
-  stmt.bind(1, steps.first);
-  stmt.bind(2, steps.last);
-  stmt.bind(3, int64_t{steps.all ? 1 : 0});
-  std::vector<MatchedOpTiming> timings;
-  RETURN_IF_ERROR(reader.each_row(stmt, "reading the collectives", [&](const SqliteStatement& row) {
-    timings.push_back({row.column_text(0), static_cast<int>(row.column_int(1)),
-                       row.column_double(2), row.column_double(3)});
-  }));
-  return timings;
-}
-
 }  // namespace partrain::profiler

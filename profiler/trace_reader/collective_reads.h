@@ -1,6 +1,6 @@
-// Reading the collectives: the communicators, one communicator's ops in sequence order (the
-// matching of (comm_id, seq) across ranks streams these), and per-(comm_id, seq) timings for
-// the recommender's calibration. A row is the op of one rank, its strings resolved.
+// Reading the collectives: the communicators and one communicator's ops in sequence order (the
+// matching of (comm_id, seq) across ranks streams these). A row is the op of one rank, its
+// strings resolved.
 #pragma once
 
 #include <cstdint>
@@ -63,17 +63,5 @@ StatusOr<std::vector<Communicator>> communicators(const TraceReader& reader);
 StatusOr<CommunicatorOpCursor> communicator_ops(const TraceReader& reader,
                                                 const Communicator& comm);
 StatusOr<bool> has_collectives(const TraceReader& reader);
-
-// One completed (comm_id, seq) whose members agree on the size: the op, the group, the size,
-// and its transfer time: the shortest member's duration, the last to arrive's, which waited for
-// no one (the others' waiting before it is the schedule's: a pipeline's, a straggler's).
-struct MatchedOpTiming {
-  std::string op;
-  int group_size = 0;
-  double bytes = 0;
-  double time_ns = 0;
-};
-StatusOr<std::vector<MatchedOpTiming>> matched_op_timings(const TraceReader& reader,
-                                                          StepFilter steps);
 
 }  // namespace partrain::profiler
