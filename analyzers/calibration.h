@@ -32,7 +32,7 @@ struct CollectiveFit {
   // nothing of bandwidth, and the link keeps the busbw it had (the preset's or another trace's).
   bool bandwidth_measured = true;
   // The matched collectives' transfers by message size, seconds from the last member's arrival
-  // to the first member's end (the waiting before the last arrival is the schedule's: see
+  // to the members' mean end (the waiting before the last arrival is the schedule's: see
   // ArrivalJitterFit): what the fit rests on, pooled with other traces' of the same op, link
   // level and group size into one fit over all their sizes.
   std::map<double, std::vector<double>> transfers_by_bytes;

@@ -16,15 +16,16 @@ std::vector<int> MatchedGroup::ranks() const {
 }
 
 double MatchedGroup::transfer_s() const {
-  int64_t last_start = members.front().start_ns, first_end = members.front().end_ns;
-  int64_t shortest = first_end - last_start;
+  int64_t last_start = members.front().start_ns, shortest = members.front().end_ns - last_start;
+  double end_sum = 0;
   for (const Member& m : members) {
     last_start = std::max(last_start, m.start_ns);
-    first_end = std::min(first_end, m.end_ns);
     shortest = std::min(shortest, m.end_ns - m.start_ns);
+    end_sum += static_cast<double>(m.end_ns);
   }
-  const int64_t transfer = first_end - last_start;
-  return static_cast<double>(members.size() > 1 && transfer > 0 ? transfer : shortest) * 1e-9;
+  const double transfer =
+      end_sum / static_cast<double>(members.size()) - static_cast<double>(last_start);
+  return (members.size() > 1 && transfer > 0 ? transfer : static_cast<double>(shortest)) * 1e-9;
 }
 
 StatusOr<std::vector<MatchedGroup>> matched_groups(const profiler::TraceReader& reader,

@@ -1,6 +1,6 @@
 // A trace's collectives matched across ranks by (comm_id, seq), with each member's host start
 // and end: what calibration reads from them. A collective's transfer runs from its last
-// member's arrival to its first member's end; the wait before the last arrival is the
+// member's arrival to its members' end; the wait before the last arrival is the
 // schedule's, and among ranks that did equal work since they last synchronised, their drift
 // (analyzers/arrival_wait.h).
 #pragma once
@@ -30,12 +30,12 @@ struct MatchedGroup {
   bool in_window = true;        // every member's record lies within its rank's window
   std::vector<Member> members;  // by rank
   std::vector<int> ranks() const;
-  // From the last member's arrival to the first member's end: the collective cannot finish
-  // anywhere before the last member's data is in, and a member that returns later was held up
-  // after it. The waiting before the last arrival is the schedule's (a pipeline stage's for its
-  // neighbour, the drift of equal-work ranks: see arrival_samples). With one member recorded, or
-  // clocks of several hosts that put its end before the last start, the shortest member's
-  // duration.
+  // From the last member's arrival to the members' mean end: what the collective costs each
+  // member once all are in (the link, and any member held up while it runs or returns late,
+  // which recurs on the members' path). The waiting before the last arrival is the schedule's
+  // (a pipeline stage's for its neighbour, the drift of equal-work ranks: see arrival_samples).
+  // With one member recorded, or clocks of several hosts that put the end before the last
+  // start, the shortest member's duration.
   double transfer_s() const;
 };
 

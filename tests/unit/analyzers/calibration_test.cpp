@@ -71,10 +71,12 @@ TEST(Calibration, FitsBusbwAndLatencyFromTheLastMemberToArrive) {
     const double seconds = 200e-6 + bytes * 1.5 / 5e9;
     for (int repeat = 0; repeat < 3; ++repeat, ++seq) {
       for (int rank = 0; rank < 4; ++rank) {
-        const auto dur = static_cast<int64_t>(seconds * 1e9) + rank * 1'000'000;  // late ranks
+        // Rank r arrived r ms before the last one, rank 0, and waited for it: all end together.
+        const int64_t early = rank * 1'000'000;
+        const auto dur = static_cast<int64_t>(seconds * 1e9) + early;
         events.push_back(partrain::testing::completed_all_reduce(
             "dp", rank, {0, 1, 2, 3}, seq, static_cast<uint64_t>(bytes),
-            static_cast<int64_t>(seq) * 100'000'000, dur));
+            static_cast<int64_t>(seq + 1) * 100'000'000 - early, dur));
       }
     }
   }
@@ -305,11 +307,12 @@ TEST(Calibration, TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink) {
   }
 }
 
-// The collective cannot end before the last member's data is in; a member that returns later
-// was held up after it (descheduled on a loaded CPU). Rank 0 arrives first, rank 1 2 ms later;
-// rank 0 returns 300 us + S / 2 GB/s after rank 1's arrival, rank 1 5 ms after that: the transfer
-// is rank 0's end less rank 1's start (the shortest member, rank 0, took 2 ms more).
-TEST(Calibration, TheTransferEndsWithTheFirstMemberToReturn) {
+// Once the last member is in, the collective costs each member its time to its own end: rank 0
+// arrives first, rank 1 2 ms later; rank 0 returns 300 us + S / 2 GB/s after rank 1's arrival,
+// rank 1 1 ms after that (held up as it returned; the next collective would find it late). The
+// transfer runs from the last arrival to the members' mean end: 300 us + 0.5 ms + S / 2 GB/s (the
+// shortest member, rank 0, took 2 ms more: its wait).
+TEST(Calibration, TheTransferRunsFromTheLastArrivalToTheMembersMeanEnd) {
   partrain::testing::ScratchDir dir;
   std::vector<profiler::TraceEvent> events;
   for (uint64_t seq = 0; seq < 4; ++seq) {
@@ -320,7 +323,7 @@ TEST(Calibration, TheTransferEndsWithTheFirstMemberToReturn) {
         "world", 0, {0, 1}, seq, static_cast<uint64_t>(bytes), t0, 2'000'000 + transfer_ns);
     auto last = partrain::testing::completed_all_reduce("world", 1, {0, 1}, seq,
                                                         static_cast<uint64_t>(bytes),
-                                                        t0 + 2'000'000, transfer_ns + 5'000'000);
+                                                        t0 + 2'000'000, transfer_ns + 1'000'000);
     first.step = last.step = -1;
     events.push_back(first);
     events.push_back(last);
@@ -330,7 +333,7 @@ TEST(Calibration, TheTransferEndsWithTheFirstMemberToReturn) {
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   ASSERT_EQ(c->collectives.size(), 1u);
   EXPECT_NEAR(c->collectives[0].link.bandwidth, 2e9, 2e9 * 1e-3);
-  EXPECT_NEAR(c->collectives[0].link.latency_s, 3e-4 / 2, 1e-7);
+  EXPECT_NEAR(c->collectives[0].link.latency_s, (3e-4 + 0.5e-3) / 2, 1e-7);
 }
 
 // On a loaded CPU a member descheduled during the transfer adds milliseconds to it, more often
