@@ -334,7 +334,15 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   const LinkLevel level = placement.hosts > 1 ? LinkLevel::kInterNode : LinkLevel::kIntraNode;
   ASSIGN_OR_RETURN(const std::vector<MatchedGroup> groups, matched_groups(reader, window));
   ASSIGN_OR_RETURN(out.collectives, fit_collectives(groups, level, out.notes));
-  if (run) out.arrival_jitter = fit_arrival_jitter(arrival_samples(groups, *run));
+  if (run) {
+    out.arrival_jitter = fit_arrival_jitter(arrival_samples(groups, *run));
+    if (!out.arrival_jitter) {
+      out.notes.push_back(
+          "no collective among ranks of one pipeline stage waited for another: the ranks' "
+          "arrival jitter is not calibrated from this run (a tp or dp layout's wait for its last "
+          "rank is left out unless another run gives it)");
+    }
+  }
   for (CollectiveFit& fit : out.collectives) {  // not measured: the busbw it keeps, reported
     if (!fit.bandwidth_measured)
       fit.link.bandwidth = uncalibrated.comm.machines().link(level).bandwidth;
