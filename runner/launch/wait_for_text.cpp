@@ -88,7 +88,18 @@ std::string what_it_is(const WaitRoot& root) {
       return fmt::format("its process was {} when the run failed",
                          describe_rank_process(root.process));
     case RootKind::kHung:
-      if (!root.last_op) return "it had recorded no operation: hung before its first";
+      if (!root.last_op) {
+        // No record says whether it hung or was still starting (loading data, compiling) when
+        // the others' timeout ran out; what its process was doing then is what is known.
+        if (root.process.at_failure.condition == ProcessCondition::kUnknown) {
+          return "it had recorded no operation: it never reached its first collective (hung, "
+                 "or still starting)";
+        }
+        return fmt::format(
+            "it had recorded no operation: it never reached its first collective (hung, or "
+            "still starting; its process was {} when the run failed)",
+            describe_rank_process(root.process));
+      }
       return fmt::format(
           "hung outside any collective: it had entered none{} when it dumped (its last: {} on {} "
           "seq {}, {})",

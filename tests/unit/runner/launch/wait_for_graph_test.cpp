@@ -117,6 +117,26 @@ TEST(WaitForGraph, ATensorParallelWaitLeadsThroughToTheHungDataParallelPartner) 
             "through others");
 }
 
+// Rank 2 recorded nothing while rank 0 waits for it in the first all_reduce: the statement says
+// it never reached its first collective, not that it hung (a slow start reads the same in the
+// records), and what its process was doing.
+TEST(WaitForGraph, ARankWithNoRecordNeverReachedItsFirstCollective) {
+  Mesh m;
+  m.add(0, kDp0, {0, 2}, 0, 1.0, CollectiveState::kStarted);
+  m.watchdog(0);
+  std::vector<RankProcess> processes = processes_of(4);
+  processes[2].at_failure = {ProcessCondition::kRunning, 'R', ""};
+  FlightDiagnosis d = diagnose_flight_dumps(m.dumps, processes);
+  ASSERT_EQ(d.culprit, 2) << format_flight_diagnosis(d);
+  EXPECT_EQ(d.waits.roots[0].kind, RootKind::kHung);
+  const std::string statement = diagnosis_statement(d);
+  EXPECT_NE(statement.find("rank 2 (missing_ranks at dp 0 seq 0): it had recorded no operation: "
+                           "it never reached its first collective (hung, or still starting; its "
+                           "process was running (state R) when the run failed)"),
+            std::string::npos)
+      << statement;
+}
+
 // The same hang as a SIGSTOP: the launcher saw rank 0 stopped, then resumed it to take SIGTERM;
 // what it recorded after the resume (it went on into the tp all_reduce) is not evidence.
 TEST(WaitForGraph, AStoppedRankIsNamedAsStoppedAndItsRecordsAfterTheResumeAreSetAside) {
