@@ -22,11 +22,12 @@ Usage: gpu-trace-levels.sh [--build-dir DIR] [--out DIR] [--rounds N] [--steps N
                    so the plugin reports no GPU span and the accuracy check is skipped)
   --gpt-rounds N   most alternating rounds of the built-in GPT (untraced, nccl, kernels, full;
                    default 5, 0 skips it); a round starts only if the deadline leaves time for it
-  --deadline S     seconds from the start after which no round starts (default 600)
+  --deadline S     seconds from the start after which no round starts (default 420: a round
+                   started then still ends inside a 10-minute call)
   --configs LIST   the PyTorch program's configurations, space-separated (default "plain nccl
                    kernels full torch"); LEVEL:PART,PART runs a level with parts of its CUPTI
-                   session switched off (PARTRAIN_CUPTI_OFF: step-flush, launch-callbacks,
-                   own-clock), e.g. "kernels:step-flush"; the first is the ratios' base
+                   session switched off (PARTRAIN_CUPTI_OFF: step-flush, launch-callbacks),
+                   e.g. "kernels:step-flush"; the first is the ratios' base
   --quick          only the configurations' rounds: no plugin check, no nccl beside
                    torch.profiler (run them once with the defaults)
 Exit codes: 0 measured; 1 a run failed; 2 bad usage; 3 no partrain or program found.
@@ -35,7 +36,7 @@ USAGE
 usage_error() { echo "gpu-trace-levels: $*" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build_dir="" out_dir="" rounds=5 steps=35 nproc=1 gpt_rounds=5 deadline=600 quick=0
+build_dir="" out_dir="" rounds=5 steps=35 nproc=1 gpt_rounds=5 deadline=420 quick=0
 configs=(plain nccl kernels full torch)
 while [ $# -gt 0 ]; do
   case "$1" in
