@@ -174,6 +174,10 @@ class CuptiSession final : public GpuTracing {
       if (std::chrono::steady_clock::now() - last_flush_ < kStepFlushGap) return;
       flush_now_ = true;
     }
+    // On the program's thread, its CUDA alive: CUPTI's clock is read here and at the start,
+    // never on the flusher, which can still tick after a program's libraries tore CUDA down at
+    // exit (where CUPTI calls that reach the driver crash).
+    sync_clock();
     flusher_wake_.notify_all();
   }
   // Everything still in CUPTI's hands recorded, then the activity kinds disabled, the callbacks
@@ -224,8 +228,8 @@ class CuptiSession final : public GpuTracing {
   std::vector<CUpti_ActivityKind> enabled_;  // to disable at stop()
   bool flush_now_ = false;  // a step ended: flush before the second is up
   std::chrono::steady_clock::time_point last_flush_{};  // under flusher_mutex_
-  // The monotonic clock minus CUPTI's (cuptiGetTimestamp), measured at the start and before
-  // each flush: records are placed on the rank's timeline with the offset of their flush.
+  // The monotonic clock minus CUPTI's (cuptiGetTimestamp), measured at the start, at a step's
+  // end flush and at stop(): records are placed on the rank's timeline with the latest offset.
   std::atomic<int64_t> clock_offset_ns_{0};
 };
 
@@ -319,7 +323,6 @@ void CuptiSession::periodic_flush() {
     flush_now_ = false;
     last_flush_ = std::chrono::steady_clock::now();
     lock.unlock();
-    sync_clock();
     api_.flush_all(0);
     lock.lock();
   }
