@@ -118,8 +118,7 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
   }
 }
 
-template <typename Latest>
-void add_collective_families(const Latest& latest, std::vector<MetricFamily>& out) {
+void add_collective_families(const LatestCollectives& latest, std::vector<MetricFamily>& out) {
   MetricFamily busbw =
       family("partrain_collective_busbw_bytes_per_second", MetricType::kGauge, "bytes_per_second",
              "Bus bandwidth of the latest matched collective of the "

@@ -25,6 +25,11 @@ struct RefreshCost {
   bool trace_open = false;  // the trace file has been opened (it appears once the run starts)
 };
 
+// The latest matched collective of each (comm_id, op, label): kept across refreshes, since the
+// run keeps only its most recent ones and a communicator used once per step would drop out.
+using LatestCollectives =
+    std::map<std::tuple<std::string, std::string, std::string>, analyzers::MatchedCollective>;
+
 class RunMetrics {
  public:
   // Takes in what the latest refresh read, at now_ns (this host's monotonic clock).
@@ -33,10 +38,7 @@ class RunMetrics {
                                      const RefreshCost& cost) const;
 
  private:
-  // The latest matched collective of each (comm_id, op, label): kept across refreshes, since the
-  // run keeps only its most recent ones and a communicator used once per step would drop out.
-  using CollectiveKey = std::tuple<std::string, std::string, std::string>;
-  std::map<CollectiveKey, analyzers::MatchedCollective> latest_;
+  LatestCollectives latest_;
   HangWatch hang_;
 };
 
