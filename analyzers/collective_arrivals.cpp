@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "profiler/trace_reader/collective_reads.h"
+#include "analyzers/collective_groups.h"
 
 namespace partrain::analyzers {
 
@@ -31,39 +31,24 @@ double MatchedGroup::transfer_s() const {
 StatusOr<std::vector<MatchedGroup>> matched_groups(const profiler::TraceReader& reader,
                                                    const AnalysisWindow& window) {
   std::vector<MatchedGroup> groups;
-  ASSIGN_OR_RETURN(const std::vector<profiler::Communicator> comms,
-                   profiler::communicators(reader));
-  for (const profiler::Communicator& comm : comms) {
-    ASSIGN_OR_RETURN(profiler::CommunicatorOpCursor ops, profiler::communicator_ops(reader, comm));
-    std::vector<profiler::CollectiveOp> members;
-    auto flush = [&] {
-      if (members.empty()) return;
-      const profiler::CollectiveOp& first = members.front();
-      MatchedGroup group{
-          std::string(first.op), first.group_size, static_cast<double>(first.bytes), true, {}};
-      bool same_size = true, completed = true;
-      for (const profiler::CollectiveOp& m : members) {
-        same_size = same_size && m.bytes == first.bytes;
-        completed = completed && m.state == profiler::CollectiveState::kCompleted;
-        const auto span = window.spans.find(m.rank);
-        group.in_window = group.in_window && span != window.spans.end() &&
-                          m.ts_ns >= span->second.start_ns &&
-                          m.ts_ns + m.dur_ns <= span->second.end_ns;
-        group.members.push_back({m.rank, m.ts_ns, m.ts_ns + m.dur_ns});
-      }
-      std::sort(group.members.begin(), group.members.end(),
-                [](const auto& a, const auto& b) { return a.rank < b.rank; });
-      if (same_size && completed) groups.push_back(std::move(group));
-      members.clear();
-    };
-    profiler::CollectiveOp op;
-    while (ops.next(op)) {
-      if (!members.empty() && op.seq != members.front().seq) flush();
-      members.push_back(op);
+  GroupVisitor visitor;
+  visitor.on_group = [&](const CollectiveGroup& collective) {
+    const CollectiveRow& first = collective.rows.front();
+    MatchedGroup group{
+        std::string(first.op), first.group_size, static_cast<double>(first.bytes), true, {}};
+    for (const CollectiveRow& row : collective.rows) {
+      if (row.bytes != first.bytes || !row.completed) return;  // not one agreed, finished op
+      // The whole record inside its rank's window (the stream's in_window asks only the start).
+      const auto span = window.spans.find(row.rank);
+      group.in_window = group.in_window && span != window.spans.end() &&
+                        row.ts_ns >= span->second.start_ns && row.end_ns <= span->second.end_ns;
+      group.members.push_back({row.rank, row.ts_ns, row.end_ns});
     }
-    RETURN_IF_ERROR(ops.status());
-    flush();
-  }
+    std::sort(group.members.begin(), group.members.end(),
+              [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    groups.push_back(std::move(group));
+  };
+  RETURN_IF_ERROR(for_each_collective_group(reader, window, visitor));
   return groups;
 }
 
