@@ -105,17 +105,25 @@ run_config() {
   timeout 120 "${args[@]}" >"$base.log" 2>&1
 }
 
-done_rounds=0 round_seconds=0
-for ((round = 1; round <= rounds; round++)); do
-  [ $((SECONDS + round_seconds)) -le "$deadline" ] || { note "round $round not started (deadline ${deadline} s)"; break; }
-  started=$SECONDS
-  # Each round starts one configuration later: none always runs first (warm caches, clocks).
-  for ((i = 0; i < ${#configs[@]}; i++)); do
-    config=${configs[$(((i + round - 1) % ${#configs[@]}))]}
-    run_config "$config" "$round" || { note "run $config round $round failed: $config-$round.log"; failed=1; }
+# RUNNER NAME ROUNDS CONFIGS...: alternating rounds of RUNNER CONFIG ROUND, a round started only
+# if the last one's length still ends before the deadline; sets done_rounds.
+alternate() {
+  local runner=$1 name=$2 most=$3 round i config started round_seconds=0
+  shift 3
+  local list=("$@")
+  done_rounds=0
+  for ((round = 1; round <= most; round++)); do
+    [ $((SECONDS + round_seconds)) -le "$deadline" ] || { note "$name: round $round not started (deadline ${deadline} s)"; break; }
+    started=$SECONDS
+    # Each round starts one configuration later: none always runs first (warm caches, clocks).
+    for ((i = 0; i < ${#list[@]}; i++)); do
+      config=${list[$(((i + round - 1) % ${#list[@]}))]}
+      "$runner" "$config" "$round" || { note "$name: $config round $round failed (its log in $out_dir)"; failed=1; }
+    done
+    round_seconds=$((SECONDS - started)) done_rounds=$round
   done
-  round_seconds=$((SECONDS - started)) done_rounds=$round
-done
+}
+alternate run_config "PyTorch program" "$rounds" "${configs[@]}"
 
 # Medians over rounds of each run's median step time (ms), and their ratios to plain.
 medians() {  # PREFIX ROUNDS CONFIGS...
@@ -165,18 +173,9 @@ run_gpt() {  # CONFIG ROUND
   timeout 120 "$partrain" "${GPT[@]}" --steps "$steps" "${trace[@]}" >"$base.json" 2>"$base.log"
 }
 gpt_configs=(untraced nccl kernels full)
-gpt_done=0 round_seconds=0
-for ((round = 1; round <= gpt_rounds; round++)); do
-  [ $((SECONDS + round_seconds)) -le "$deadline" ] || { note "GPT: round $round not started (deadline ${deadline} s)"; break; }
-  started=$SECONDS
-  for ((i = 0; i < ${#gpt_configs[@]}; i++)); do
-    config=${gpt_configs[$(((i + round - 1) % ${#gpt_configs[@]}))]}
-    run_gpt "$config" "$round" || { note "GPT $config round $round failed: gpt-$config-$round.log"; failed=1; }
-  done
-  round_seconds=$((SECONDS - started)) gpt_done=$round
-done
-if [ "$gpt_done" -gt 0 ]; then
-  medians gpt- "$gpt_done" "${gpt_configs[@]}"
+alternate run_gpt GPT "$gpt_rounds" "${gpt_configs[@]}"
+if [ "$done_rounds" -gt 0 ]; then
+  medians gpt- "$done_rounds" "${gpt_configs[@]}"
   python3 - "$out_dir" <<'PY' 2>&1 | tee -a "$out_dir/summary.txt" || true
 import sqlite3, sys
 for level in ("nccl", "kernels", "full"):
