@@ -228,6 +228,16 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   } else {
     log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
   }
+  // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard,
+  // forked before the command as the launcher's is: started after it, a tracer killed while the
+  // guard's fork was still under way (a loaded machine) left the command's children running.
+  std::optional<OrphanGuard> guard;
+  if (auto started = OrphanGuard::start(); started.is_ok()) {
+    guard.emplace(std::move(started).value());
+  } else {
+    log::warn("{}: the command's own children would outlive a tracer killed by SIGKILL",
+              started.status().message());
+  }
   auto child = Subprocess::spawn(
       {config.command,
        traced_environment(*session, token, run_id, config, flight ? &*flight : nullptr),
@@ -236,12 +246,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     (void)session->finish(profiler::RunStatus::kFailed);
     return child.status();
   }
-  // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard.
-  std::optional<OrphanGuard> guard;
-  if (auto started = OrphanGuard::start(); started.is_ok()) {
-    guard.emplace(std::move(started).value());
-    guard->watch(child->pid());
-  }
+  if (guard) guard->watch(child->pid());
   std::optional<int> stop_signal;
   const ExitStatus exit = supervise(*child, signals, stop_signal);
   if (guard) guard->dismiss();
