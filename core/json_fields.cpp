@@ -106,6 +106,15 @@ Status JsonFields::positive_number(std::string_view field, double& out, bool req
               "a positive number");
 }
 
+Status JsonFields::fraction(std::string_view field, double& out, bool required) {
+  return read(
+      field, out, required,
+      [](const auto& v) {
+        return v.is_number() && v.template get<double>() >= 0 && v.template get<double>() < 1;
+      },
+      "a number in [0, 1)");
+}
+
 Status JsonFields::boolean(std::string_view field, bool& out, bool required) {
   return read(field, out, required, [](const auto& v) { return v.is_boolean(); }, "true or false");
 }

@@ -34,6 +34,8 @@ class JsonFields {
   Status integers(std::string_view field, std::vector<int64_t>& out, int64_t least = 1,
                   bool required = true);
   Status positive_number(std::string_view field, double& out, bool required = true);
+  // A probability that can be 0 but not 1: [0, 1).
+  Status fraction(std::string_view field, double& out, bool required = false);
   Status boolean(std::string_view field, bool& out, bool required = false);
   Status string(std::string_view field, std::string& out, bool required = false);
   Status strings(std::string_view field, std::vector<std::string>& out, bool required = false);

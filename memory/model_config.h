@@ -66,6 +66,9 @@ struct ModelConfig {
   LatentAttention latent;  // with AttentionKind::kLatent
   MixtureOfExperts moe;
   double bare_params = 0;       // > 0: only a parameter count is known (model states only)
+  // The dropout probability its published training recipe used (hidden and attention), when a
+  // preset states it; unset: not published (recommend then takes Megatron-LM's default).
+  std::optional<double> dropout;
   std::string source;           // where the dimensions were published
 
   bool is_bare() const { return bare_params > 0; }

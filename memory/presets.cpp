@@ -124,6 +124,11 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
   RETURN_IF_ERROR(r.boolean("embedding_norm", m.embedding_norm));
   RETURN_IF_ERROR(read_latent(r, m));
   RETURN_IF_ERROR(read_experts(r, m.moe));
+  if (r.has("dropout")) {
+    double dropout = 0;
+    RETURN_IF_ERROR(r.fraction("dropout", dropout, true));
+    m.dropout = dropout;
+  }
   RETURN_IF_ERROR(r.string("source", m.source));
   double published = 0;  // documentation, checked against the count by the tests
   RETURN_IF_ERROR(r.positive_number("published_params", published, false));
