@@ -97,8 +97,9 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
     const double queries = shape.seq / shape.cp;
     const MlpForward mlp =
         part == BlockPart::kWhole ? mlp_forward(model, tokens, f, shape, speed) : MlpForward{};
-    p.gemm_s = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h) +  // QKV
-               gemm(tokens, h, h / t) +  // attention out
+    p.qkv_gemm_s = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h);
+    p.up_gemm_s = mlp.up_gemm_s;
+    p.gemm_s = p.qkv_gemm_s + gemm(tokens, h, h / t) +  // attention out
                mlp.up_gemm_s + mlp.down_gemm_s;
     // Each rank's queries attend to the whole sequence (context parallelism passes K and V).
     const double batch = shape.micro_batch * heads;
@@ -110,14 +111,23 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
           speed.flash_efficiency > 0 ? speed.flash_efficiency : speed.gemm_efficiency;
       p.attention_core_s = (flops / (speed.peak_flops * efficiency) + speed.kernel_overhead_s) *
                            speed.scale * speed.gemm_scale;
-      p.flash_backward_factor = kFlashBackwardFactor;
+      p.attention_core_backward_s = kFlashBackwardFactor * p.attention_core_s;
     } else {
-      // Megatron's core: QK^T, the fused scale-mask-softmax (scores read and written), dropout
-      // on the probabilities (read, written, its mask), AV.
+      // Megatron's core. Forward: QK^T writes the scores, the fused scale-mask-softmax reads and
+      // writes them, dropout reads and writes the probabilities and writes its mask, AV reads
+      // them. Backward: dP = dO V^T writes a score-sized gradient; dV = P^T dO, dQ = dS K and
+      // dK = dS^T Q each read one; dropout's backward reads the gradient and the mask and writes
+      // it, softmax's reads it and the probabilities and writes dS. Per score element 13 bytes
+      // forward, 19 backward at 16 bits (with dropout), not twice: where the scores' traffic sets
+      // the pace (long sequences, small heads), the backward is ~1.5x the forward.
       const double scores = queries * shape.seq * batch;
-      p.attention_core_s =
-          gemm(queries, shape.seq, d, batch) + gemm(queries, d, shape.seq, batch) +
-          memory_bound_seconds(scores * (2 * e + (mask > 0 ? 2 * e + mask : 0)), speed);
+      const double scores_product = gemm(queries, shape.seq, d, batch);   // QK^T, dO V^T
+      const double reading_product = gemm(queries, d, shape.seq, batch);  // AV, P^T dO, ...
+      const double dropout = mask > 0 ? 2 * e + mask : 0;                 // read, write, mask
+      p.attention_core_s = scores_product + reading_product +
+                           memory_bound_seconds(scores * (2 * e + dropout), speed);
+      p.attention_core_backward_s = scores_product + 3 * reading_product +
+                                    memory_bound_seconds(scores * (3 * e + dropout), speed);
     }
     // The replicated region (norms, bias-dropout-residual) runs on every tp rank's whole
     // sequence, or on its 1/t of it with SP: 2 norms (read, write), 2 bias-dropout-adds (input
@@ -129,10 +139,7 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
   }
   times.attention_core_s = p.attention_core_s;
   times.forward_s = p.total();
-  const double core_backward = p.flash_backward_factor > 0
-                                   ? p.flash_backward_factor * p.attention_core_s
-                                   : 2 * p.attention_core_s;
-  times.backward_s = 2 * (p.gemm_s + p.memory_bound_s) + core_backward;
+  times.backward_s = 2 * (p.gemm_s + p.memory_bound_s) + p.attention_core_backward_s;
   return times;
 }
 

@@ -67,20 +67,25 @@ MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double f
                        const memory::ActivationSetup& shape, const ComputeSpeed& speed,
                        double groups = 1);
 
-// One micro-batch of one block on one rank, forward, by kind of work (each backward is the
-// matching forward's multiple: GEMMs 2x, memory-bound 2x, FlashAttention 2.5x).
+// One micro-batch of one block on one rank, forward, by kind of work (the GEMMs' and the
+// memory-bound work's backward is the forward's 2x; the attention core's backward is costed
+// kernel by kernel).
 struct BlockForward {
-  double gemm_s = 0;                 // QKV, attention out, MLP
-  double memory_bound_s = 0;         // norms, bias-dropout-residual, GeLU/SwiGLU
-  double attention_core_s = 0;       // QK^T + softmax + dropout + AV, or the fused FlashAttention
-  double flash_backward_factor = 0;  // > 0 when the core is FlashAttention
+  double gemm_s = 0;            // QKV, attention out, MLP
+  double qkv_gemm_s = 0;        // of which QKV's (a column-parallel layer's)
+  double up_gemm_s = 0;         // and the MLP's up (and gate) projection's
+  double memory_bound_s = 0;    // norms, bias-dropout-residual, GeLU/SwiGLU
+  double attention_core_s = 0;  // QK^T + softmax + dropout + AV, or the fused FlashAttention
+  // The core's backward: materialised, dP = dO V^T and the products for dV, dQ and dK, with the
+  // dropout's and softmax's backward over the scores; FlashAttention's 2.5x its forward.
+  double attention_core_backward_s = 0;
   double total() const { return gemm_s + memory_bound_s + attention_core_s; }
 };
 
 struct BlockTimes {
   BlockForward parts;
   double forward_s = 0;
-  double backward_s = 0;        // GEMMs and memory-bound work twice, FlashAttention 2.5x
+  double backward_s = 0;        // GEMMs and memory-bound work twice, the core's backward
   double attention_core_s = 0;  // the forward's core (selective recompute redoes it)
   double recompute_s(memory::Recompute mode) const {
     if (mode == memory::Recompute::kFull) return forward_s;

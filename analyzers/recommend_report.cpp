@@ -100,16 +100,17 @@ std::string speeds_text(const FittedSpeeds& f) {
 
 std::string software_text(const SoftwareSettings& s) {
   const bool megatron = s.precision == "bf16-fp32grad" && !s.overlap_grad_reduce &&
-                        !s.overlap_param_gather && s.grad_accumulation == "fused" &&
-                        s.pipeline_p2p == "scatter-gather";
+                        !s.overlap_param_gather && s.tp_backward_overlap &&
+                        s.grad_accumulation == "fused" && s.pipeline_p2p == "scatter-gather";
   return fmt::format(
       "software{}: precision {} (gradients kept and reduced at {} B a parameter); gradients "
-      "reduced "
-      "{}; ZeRO-1/2's weights gathered {}; gradient accumulation {}; pipeline p2p {}\n",
+      "reduced {}; ZeRO-1/2's weights gathered {}; tensor-parallel backward collectives {}; "
+      "gradient accumulation {}; pipeline p2p {}; dropout {} ({})\n",
       megatron ? " (Megatron-LM's defaults)" : "", s.precision, s.grad_bytes,
       s.overlap_grad_reduce ? "behind the backward, bucket by bucket" : "after the backward",
       s.overlap_param_gather ? "behind the forward" : "after the optimizer step",
-      s.grad_accumulation, s.pipeline_p2p);
+      s.tp_backward_overlap ? "behind the GEMMs" : "in line", s.grad_accumulation, s.pipeline_p2p,
+      s.dropout, s.dropout_source.empty() ? "given" : s.dropout_source);
 }
 
 json software_json(const SoftwareSettings& s) {
@@ -117,8 +118,10 @@ json software_json(const SoftwareSettings& s) {
           {"grad_bytes_per_param", s.grad_bytes},
           {"overlap_grad_reduce", s.overlap_grad_reduce},
           {"overlap_param_gather", s.overlap_param_gather},
+          {"tp_backward_overlap", s.tp_backward_overlap},
           {"grad_accumulation", s.grad_accumulation},
-          {"pipeline_p2p", s.pipeline_p2p}};
+          {"pipeline_p2p", s.pipeline_p2p},
+          {"dropout", s.dropout}};
 }
 
 json speeds_json(const FittedSpeeds& f) {
@@ -365,7 +368,7 @@ bool ties(const StepCost& winner, const StepCost& other) {
   return other.step_s - winner.step_s < kTieFraction * winner.step_s;
 }
 
-std::string largest_loss(const StepCost& winner, const StepCost& slower) {
+std::string largest_loss(const StepCost& winner, const StepCost& slower, SecondsUnit unit) {
   const auto a = cost_terms(winner);
   const auto b = cost_terms(slower);
   size_t worst = 0;
@@ -373,8 +376,6 @@ std::string largest_loss(const StepCost& winner, const StepCost& slower) {
     if (b[i].second - a[i].second > b[worst].second - a[worst].second) worst = i;
   }
   const double grew = b[worst].second - a[worst].second;
-  const SecondsUnit unit =
-      seconds_unit(std::max(std::abs(b[worst].second), std::abs(a[worst].second)));
   return fmt::format("{} {}{} ({} vs {})", a[worst].first, grew >= 0 ? "+" : "-",
                      seconds_in(std::abs(grew), unit), seconds_in(b[worst].second, unit),
                      seconds_in(a[worst].second, unit));
@@ -511,11 +512,12 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   if (shown > 1) text += "runners-up:\n";
   for (size_t i = 1; i < shown; ++i) {
     const Candidate& c = result.ranked[i];
-    text +=
-        fmt::format("  #{} {}: {} slower ({}){}: {}\n", i + 1, layout_label(c.layout),
-                    format_percent(c.cost.step_s / w.cost.step_s - 1), seconds_text(c.cost.step_s),
-                    ties(w.cost, c.cost) ? ", a tie within the model's error" : "",
-                    largest_loss(w.cost, c.cost));
+    const SecondsUnit unit = seconds_unit(c.cost.step_s);
+    text += fmt::format("  #{} {}: {} slower ({}){}: {}\n", i + 1, layout_label(c.layout),
+                        format_percent(c.cost.step_s / w.cost.step_s - 1),
+                        seconds_in(c.cost.step_s, unit),
+                        ties(w.cost, c.cost) ? ", a tie within the model's error" : "",
+                        largest_loss(w.cost, c.cost, unit));
   }
   if (!alternatives.empty()) text += "common alternatives:\n";
   for (const Alternative& alt : alternatives) {
@@ -526,9 +528,11 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
         text += fmt::format("  {}: the winner is one\n", alt.name);
         continue;
       }
-      text += fmt::format("  {}: best {} is {:.2f}x the winner's step time ({}): {}\n", alt.name,
-                          layout_label(best.layout), best.cost.step_s / w.cost.step_s,
-                          seconds_text(best.cost.step_s), largest_loss(w.cost, best.cost));
+      const SecondsUnit unit = seconds_unit(best.cost.step_s);
+      text +=
+          fmt::format("  {}: best {} is {:.2f}x the winner's step time ({}): {}\n", alt.name,
+                      layout_label(best.layout), best.cost.step_s / w.cost.step_s,
+                      seconds_in(best.cost.step_s, unit), largest_loss(w.cost, best.cost, unit));
     } else if (r.least_memory) {
       const Candidate& c = *r.least_memory;
       text +=

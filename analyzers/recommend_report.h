@@ -7,6 +7,7 @@
 
 #include "analyzers/calibration.h"
 #include "analyzers/layout_search.h"
+#include "analyzers/report_numbers.h"
 
 namespace partrain::analyzers {
 
@@ -35,15 +36,23 @@ inline constexpr double kTieFraction = 0.05;
 bool ties(const StepCost& winner, const StepCost& other);
 
 // How the framework is costed to train (recommend's --precision, --overlap-grad-reduce,
-// --overlap-param-gather, --grad-accumulation and --pipeline-p2p), said beside the speeds.
+// --overlap-param-gather, --tp-backward-overlap, --grad-accumulation, --pipeline-p2p and
+// --dropout), said beside the speeds.
 struct SoftwareSettings {
   std::string precision;  // the recipe's name
   double grad_bytes = 0;  // per parameter: what the gradient collectives move
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  bool tp_backward_overlap = true;
   std::string grad_accumulation;  // fused, autograd, fp32 or deepspeed-bf16
   std::string pipeline_p2p;       // scatter-gather or full
+  double dropout = 0;             // hidden and attention dropout probability
+  std::string dropout_source;     // "--dropout", "the model's published recipe", ...
 };
+
+// Megatron-LM's --hidden-dropout and --attention-dropout default (megatron/training/arguments.py):
+// recommend's dropout for a model whose recipe is not published.
+inline constexpr double kMegatronDropout = 0.1;
 
 struct RecommendContext {
   std::string model;  // preset name or "custom"
@@ -78,7 +87,8 @@ std::string format_check_json(const RecommendContext& context, const Candidate& 
 // What each --calibrate trace replaced, for the text report.
 std::string format_calibration_text(const std::vector<Calibration>& calibrations);
 
-// The term of `slower` that grew most over `winner`'s, as "bubble +0.41 s".
-std::string largest_loss(const StepCost& winner, const StepCost& slower);
+// The term of `slower` that grew most over `winner`'s, as "bubble +0.41 s", in `unit` (the
+// unit of the line it ends: one unit per line).
+std::string largest_loss(const StepCost& winner, const StepCost& slower, SecondsUnit unit);
 
 }  // namespace partrain::analyzers

@@ -35,6 +35,7 @@ struct StageMicroBatch {
 // its MLP the router and experts').
 struct Blocks {
   BlockTimes dense;
+  BlockForward dense_contended;  // the dense block beside a collective (its SMs taken)
   BlockTimes moe;
   ExpertForward experts;
   AllToAll all_to_all;
@@ -59,6 +60,7 @@ Blocks blocks_for(const CostModel& cm, const memory::ResolvedLayout& r,
                   const memory::ActivationSetup& shape, const ComputeSpeed& speed) {
   Blocks b;
   b.dense = block_times(cm.model, shape, speed);
+  b.dense_contended = block_times(cm.model, shape, contended(speed)).parts;
   if (!cm.model.is_moe()) return b;
   b.experts = expert_forward(cm.model, shape, r.layout.ep, speed);
   b.moe = moe_block(block_times(cm.model, shape, speed, BlockPart::kWithoutMlp), b.experts);
@@ -80,11 +82,10 @@ ComputeParts stage_parts(const BlockTimes& block, memory::Recompute recompute, d
                          double head_s) {
   const BlockForward& f = block.parts;
   const bool full = recompute == memory::Recompute::kFull;
-  const double core_backward = f.flash_backward_factor > 0 ? f.flash_backward_factor : 2;
   const double core_recompute = recompute == memory::Recompute::kNone ? 0 : 1;
-  return {layers * f.gemm_s * (3 + (full ? 1 : 0)),
-          layers * f.memory_bound_s * (3 + (full ? 1 : 0)),
-          layers * f.attention_core_s * (1 + core_backward + core_recompute), head_s};
+  return {
+      layers * f.gemm_s * (3 + (full ? 1 : 0)), layers * f.memory_bound_s * (3 + (full ? 1 : 0)),
+      layers * (f.attention_core_s * (1 + core_recompute) + f.attention_core_backward_s), head_s};
 }
 
 // The MoE blocks' parts: their attention's (the block without its MLP) and their experts'.
@@ -112,6 +113,16 @@ double grad_accumulation_seconds(const CostModel& cm, const memory::TrainingLayo
     params = dense / (l.dp * l.cp) + stage.expert_params_count / memory::expert_data_ranks(l);
   }
   return memory_bound_seconds(params * cm.grad_accumulation_bytes, speed);
+}
+
+// How much longer `compute_s` of work lasts when `comm_s` of communication runs beside it: while
+// both run the collective holds its SMs and the compute goes at its contended pace (all of it
+// would take `contended_s`), after that at full speed; when the communication outlasts the
+// contended compute, it sets the pace.
+double overlap_extension(double comm_s, double compute_s, double contended_s) {
+  if (comm_s <= 0) return 0;
+  if (comm_s >= contended_s) return comm_s - compute_s;
+  return comm_s * (1 - compute_s / std::max(contended_s, compute_s));
 }
 
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
@@ -158,15 +169,40 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   if (l.tp > 1) {
     // Megatron: 2 all-reduces of b s h forward and 2 backward per block (Narayanan 2021 sec.
     // 3.2; the MLP lecture model has one each way), 2 more when full recompute reruns the
-    // forward; with SP each is an all-gather plus a reduce-scatter of the same bytes.
+    // forward; with SP each is an all-gather plus a reduce-scatter of the same bytes, and the
+    // backward all-gathers each column-parallel layer's input again for its weight gradient
+    // (Korthikanti 2022 sec. 4.2.2).
     const double bytes = b * s * static_cast<double>(m.hidden) * elem;
-    double per_block = transformer ? 4 : 2;
-    if (l.recompute == memory::Recompute::kFull) per_block += transformer ? 2 : 1;
     const LinkLevel level = cm.comm.machines().level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
-    const double one = l.sp ? cm.comm.seconds(CostedOp::kAllGather, bytes, l.tp, level) +
-                                  cm.comm.seconds(CostedOp::kReduceScatter, bytes, l.tp, level)
-                            : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
-    mb.tp_comm_s = layers * per_block * one;
+    const double gather = cm.comm.seconds(CostedOp::kAllGather, bytes, l.tp, level);
+    const double scatter = cm.comm.seconds(CostedOp::kReduceScatter, bytes, l.tp, level);
+    const double one =
+        l.sp ? gather + scatter : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
+    const double forward_ops = transformer ? 2 : 1;
+    double per_block = forward_ops * one;  // the forward's
+    if (l.recompute == memory::Recompute::kFull) per_block += forward_ops * one;
+    const bool async_backward = transformer && cm.overlaps_communication && cm.tp_backward_overlap;
+    if (!async_backward) {
+      per_block += forward_ops * (one + (l.sp ? gather : 0));
+    } else {
+      // Megatron-LM since 2022 (LinearWithGradAccumulationAndAsyncCommunication): a
+      // column-parallel layer's (QKV's, the MLP's up projection's) input gradient is all-reduced
+      // (with SP reduce-scattered) while its weight gradient is computed, and with SP its input
+      // is re-gathered while its input gradient is computed; the collective's SMs slow those
+      // GEMMs. The row-parallel layers' gradient gathers (SP) stay in line.
+      const BlockForward& alone = blocks.dense.parts;
+      const BlockForward& slow = blocks.dense_contended;
+      auto behind = [&](double comm, double gemm_s, double slow_gemm_s) {
+        return overlap_extension(comm, gemm_s, slow_gemm_s);
+      };
+      for (auto [gemm_s, slow_gemm_s] :
+           {std::pair{alone.qkv_gemm_s, slow.qkv_gemm_s}, {alone.up_gemm_s, slow.up_gemm_s}}) {
+        per_block += l.sp ? gather + behind(gather, gemm_s, slow_gemm_s) +
+                                behind(scatter, gemm_s, slow_gemm_s)
+                          : behind(one, gemm_s, slow_gemm_s);
+      }
+    }
+    mb.tp_comm_s = layers * per_block;
     if (stage == 0 && transformer) mb.tp_comm_s += one;  // the vocab-parallel embedding's sum
     // Each waits for the last tp rank, which drifted over the compute since the one before: a
     // transformer block's attention and MLP halves (its MLP alone for the MLP model).
@@ -188,20 +224,12 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
     const LinkLevel level = cm.comm.machines().level_of_group(l.cp, mesh_stride(MeshAxis::kCp, l));
     const double comm = 2 * cm.comm.seconds(CostedOp::kAllGather, kv_bytes, l.cp, level) +
                         cm.comm.seconds(CostedOp::kReduceScatter, kv_bytes, l.cp, level);
-    const double hidden_behind = cm.overlaps_communication ? 3 * block.attention_core_s : 0;
+    const double hidden_behind =
+        cm.overlaps_communication ? block.attention_core_s + block.parts.attention_core_backward_s
+                                  : 0;
     mb.cp_comm_s = layers * std::max(0.0, comm - hidden_behind);
   }
   return mb;
-}
-
-// How much longer `compute_s` of work lasts when `comm_s` of communication runs beside it: while
-// both run the collective holds its SMs and the compute goes at its contended pace (all of it
-// would take `contended_s`), after that at full speed; when the communication outlasts the
-// contended compute, it sets the pace.
-double overlap_extension(double comm_s, double compute_s, double contended_s) {
-  if (comm_s <= 0) return 0;
-  if (comm_s >= contended_s) return comm_s - compute_s;
-  return comm_s * (1 - compute_s / std::max(contended_s, compute_s));
 }
 
 // A stage's micro-batch alone on its GPU and beside a collective (the collective's SMs taken).
@@ -333,15 +361,30 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r,
   }
 }
 
-// AdamW streams its fp32 states (read and written), the gradient and the weights: with ZeRO each
-// group's share of them.
+// The optimizer step's passes over each parameter's bytes, as Megatron-LM's mixed-precision
+// optimizer makes them (megatron/core/optimizer: copy the gradients to fp32 main gradients when
+// they are 16-bit, the gradient norm for clipping, the fused Adam, the updated main weights copied
+// to the 16-bit model weights) and the gradient buffer zeroed for the next step.
+double optimizer_bytes_per_param(const memory::PrecisionRecipe& recipe) {
+  const bool master = recipe.param_bytes < 4;  // fp32 main weights beside 16-bit model weights
+  const double fp32_grad = 4;
+  const double main_grads = master && recipe.grad_bytes < 4 ? recipe.grad_bytes + fp32_grad : 0;
+  const double norm = fp32_grad;
+  // Adam reads and writes its fp32 states (the main weights among them when kept), reads the
+  // gradient, and without main weights reads and writes the weights themselves.
+  const double adam =
+      2 * recipe.optimizer_bytes + fp32_grad + (master ? 0 : 2 * recipe.param_bytes);
+  const double copy_back = master ? 4 + recipe.param_bytes : 0;
+  const double zero_grads = recipe.grad_bytes;
+  return main_grads + norm + adam + copy_back + zero_grads;
+}
+
+// The step over this rank's parameters (with ZeRO each group's share of them).
 double optimizer_seconds(const CostModel& cm, const WeightGroups& groups, int zero) {
   const double local = zero >= 1 ? groups.dense.params / groups.dense.ranks +
                                        groups.experts.params / groups.experts.ranks
                                  : groups.params();
-  const double bytes =
-      2 * cm.recipe.optimizer_bytes + cm.recipe.grad_bytes + 2 * cm.recipe.param_bytes;
-  return local * bytes / cm.optimizer_bandwidth;
+  return local * optimizer_bytes_per_param(cm.recipe) / cm.optimizer_bandwidth;
 }
 
 // Megatron's pipeline p2p (Narayanan 2021 sec. 4.1, scatter/gather): each of the t ranks of a

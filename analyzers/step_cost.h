@@ -33,6 +33,12 @@ struct CostModel {
   // step, before the forward. ZeRO-3's per-unit gathers are prefetched either way (FSDP and
   // DeepSpeed ZeRO-3 do it by default).
   bool overlap_param_gather = false;
+  // Megatron-LM's backward (since 2022, always on today): a column-parallel layer's input
+  // gradient is all-reduced (reduce-scattered with SP) while its weight gradient is computed,
+  // and with SP its input re-gathered while the input gradient is; off: every backward
+  // collective in line (Megatron-LM 2021, DeepSpeed's Megatron forks of it, the built-in
+  // workload).
+  bool tp_backward_overlap = true;
   // Megatron's pipeline p2p sends 1/t of the activation from each tp rank and all-gathers it on
   // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
   // from every rank, each send and receive on its own and blocking (deepspeed/runtime/pipe/p2p.py

@@ -39,6 +39,7 @@ struct RecommendFlags {
   std::string optimizer = "adamw";
   std::string reserve = "auto";
   bool flash_attn = false;
+  std::optional<double> dropout;  // unset: the preset's published dropout, else Megatron-LM's
   size_t top = 10;
   bool json = false;
   bool explain = false;
@@ -60,6 +61,7 @@ struct RecommendFlags {
   double tokens = 0;  // training tokens: print the chosen layout's training time
   std::string overlap_grad_reduce = "off";
   std::string overlap_param_gather = "off";
+  std::string tp_backward_overlap = "on";
   std::string pipeline_p2p = "scatter-gather";
   std::string grad_accumulation = "fused";
 };
@@ -189,6 +191,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
   s.cost.overlap_param_gather = f.overlap_param_gather == "on";
   s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
+  s.cost.tp_backward_overlap = f.tp_backward_overlap == "on";
   s.cost.grad_accumulation_bytes = f.grad_accumulation == "autograd" ? CostModel::kAutogradAdd16
                                    : f.grad_accumulation == "fp32"   ? CostModel::kMainGradAdd32
                                    : f.grad_accumulation == "deepspeed-bf16"
@@ -201,6 +204,21 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.base.layout.global_batch = f.global_batch;
   s.base.layout.seq = model.sample_seq();
   s.base.layout.flash_attention = f.flash_attn;
+  // Dropout (hidden and attention): the flag, the preset's published recipe, the calibration
+  // runs' (the built-in workloads have none), or Megatron-LM's default.
+  std::string dropout_source = "--dropout";
+  if (f.dropout) {
+    s.base.layout.dropout = *f.dropout;
+  } else if (model.dropout) {
+    s.base.layout.dropout = *model.dropout;
+    dropout_source = "the model's published recipe";
+  } else if (!f.calibrate.empty()) {
+    s.base.layout.dropout = 0;
+    dropout_source = "the calibration runs': the built-in workloads have none";
+  } else {
+    s.base.layout.dropout = analyzers::kMegatronDropout;
+    dropout_source = "Megatron-LM's default";
+  }
   if (f.reserve != "auto") {
     ASSIGN_OR_RETURN(uint64_t reserve, parse_byte_size(f.reserve));
     s.base.reserve_bytes = static_cast<double>(reserve);
@@ -218,8 +236,11 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                         recipe.grad_bytes,
                         s.cost.overlap_grad_reduce,
                         s.cost.overlap_param_gather,
+                        s.cost.tp_backward_overlap,
                         f.grad_accumulation,
-                        f.pipeline_p2p};
+                        f.pipeline_p2p,
+                        s.base.layout.dropout,
+                        dropout_source};
   s.context.tokens = f.tokens;
   s.context.moe = model.is_moe();
   for (const std::string& path : f.calibrate) {
@@ -404,6 +425,11 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--reserve", f->reserve, "Memory kept aside per GPU: auto or a size (4G)")
       ->capture_default_str();
   cmd->add_flag("--flash-attn", f->flash_attn, "FlashAttention (no stored attention scores)");
+  cmd->add_option("--dropout", f->dropout,
+                  "Dropout probability, hidden and attention (> 0: 1-byte masks stored and the "
+                  "dropout kernels costed); default: a preset's published recipe, else 0.1, "
+                  "Megatron-LM's --hidden-dropout and --attention-dropout")
+      ->check(CLI::Range(0.0, 0.999999));
   cmd->add_option("--top", f->top, "Layouts to print")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
@@ -454,6 +480,13 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "bucket (on: Megatron-LM --overlap-param-gather, needs --overlap-grad-reduce on) "
                   "or after the optimizer step (off: Megatron-LM's default); ZeRO-3 prefetches "
                   "either way")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--tp-backward-overlap", f->tp_backward_overlap,
+                  "Tensor-parallel backward collectives behind the GEMMs: each column-parallel "
+                  "layer's input-gradient all-reduce (reduce-scatter with SP) behind its weight "
+                  "gradient, SP's input re-gather behind its input gradient (on: Megatron-LM since "
+                  "2022) or in line (off: Megatron-LM 2021, DeepSpeed's Megatron forks)")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--pipeline-p2p", f->pipeline_p2p,

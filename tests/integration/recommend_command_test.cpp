@@ -266,6 +266,47 @@ TEST(RecommendCommand, CheckAndMemoryAgreeToTheByte) {
   }
 }
 
+// Dropout is Megatron-LM's default (0.1, hidden and attention) unless the model's preset
+// publishes its own (Llama's none) or --dropout says it: its masks are memory, its kernels time.
+// The tensor-parallel backward collectives hide behind the GEMMs (Megatron-LM since 2022) unless
+// --tp-backward-overlap off.
+TEST(RecommendCommand, DropoutAndTensorParallelOverlapFollowTheRecipe) {
+  const std::string custom =
+      "recommend --layers 24 --hidden 2048 --heads 16 --vocab 51200 --seq 2048 --gpus 16 --gpu "
+      "a100-80g --global-batch 64 --check tp=2,zero=1,mb=2";
+  const std::string check = custom + " --json";
+  auto run = [&](const std::string& args) {
+    auto r = run_partrain(args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    return r.exit_code == 0 ? parse_json(r.out) : nlohmann::json::object();
+  };
+  const auto defaults = run(check);
+  EXPECT_DOUBLE_EQ(defaults["software"]["dropout"].get<double>(), 0.1);
+  EXPECT_TRUE(defaults["software"]["tp_backward_overlap"].get<bool>());
+  const auto none = run(check + " --dropout 0");
+  EXPECT_DOUBLE_EQ(none["software"]["dropout"].get<double>(), 0);
+  const auto& with = defaults["candidates"][0];
+  const auto& without = none["candidates"][0];
+  EXPECT_GT(with["memory_by_category_bytes"]["activations"].get<double>(),
+            without["memory_by_category_bytes"]["activations"].get<double>());
+  EXPECT_GT(with["step_time_s"].get<double>(), without["step_time_s"].get<double>());
+  const auto in_line = run(check + " --tp-backward-overlap off");
+  EXPECT_FALSE(in_line["software"]["tp_backward_overlap"].get<bool>());
+  EXPECT_GT(in_line["candidates"][0]["breakdown_s"]["tp_comm"].get<double>(),
+            with["breakdown_s"]["tp_comm"].get<double>());
+  const auto llama =
+      run("recommend --model llama-3-8b --gpus 16 --gpu h100-80g --global-batch 32 --check "
+          "tp=2,zero=1,mb=1 --json");
+  EXPECT_DOUBLE_EQ(llama["software"]["dropout"].get<double>(), 0);
+  auto text = run_partrain(custom);
+  EXPECT_NE(text.out.find("tensor-parallel backward collectives behind the GEMMs"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("dropout 0.1 (Megatron-LM's default)"), std::string::npos) << text.out;
+  auto refused = run_partrain(check + " --dropout 1");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+}
+
 // The software defaults are Megatron-LM's: fp32 gradients reduced after the backward, the
 // distributed optimizer's gathers after its step. Overlapping them or reducing in 16 bits are
 // flags, each only ever faster; a gather overlap without the reduction's is refused, as

@@ -151,6 +151,29 @@ TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
               3 * 2 * b * s * h * 1000 / 8e13, 1e-12);
 }
 
+// Megatron's materialised attention where the scores' traffic sets the pace (a long sequence, a
+// small head): per score element the forward moves 2 (QK^T writes) + 4 (softmax reads, writes)
+// + 5 (dropout reads, writes, its mask) + 2 (AV reads) bytes at 16 bits; the backward 2 (dP
+// written) + 3 x 2 (dV, dQ, dK read it) + 5 (dropout's backward) + 6 (softmax's: the gradient
+// and the probabilities read, dS written): 19 to 13, not twice.
+TEST(ComputeCost, MaterialisedAttentionBackwardIsCostedKernelByKernel) {
+  const memory::ModelConfig model = memory::gpt_model(1, 64, 1, 1000, 4096);
+  const ComputeSpeed speed{1e30, 1, 1e12, 0, 1};
+  const double s = 4096, d = 64, e = 2;
+  const BlockTimes t = block_times(
+      model, {.micro_batch = 1, .seq = s, .tp = 1, .dropout = 0.1, .element_bytes = e}, speed);
+  const double product = (s * s + 2 * s * d) * e / 1e12;  // one s x s operand or result
+  EXPECT_NEAR(t.attention_core_s, 2 * product + s * s * (2 * e + 2 * e + 1) / 1e12, 1e-15);
+  EXPECT_NEAR(t.parts.attention_core_backward_s, 4 * product + s * s * (3 * e + 2 * e + 1) / 1e12,
+              1e-15);
+  EXPECT_LT(t.parts.attention_core_backward_s, 1.6 * t.attention_core_s);
+  // FlashAttention: its backward recomputes the scores, 2.5 times its forward's work.
+  const BlockTimes flash = block_times(
+      model, {.micro_batch = 1, .seq = s, .tp = 1, .flash_attention = true, .element_bytes = e},
+      speed);
+  EXPECT_NEAR(flash.parts.attention_core_backward_s, 2.5 * flash.attention_core_s, 1e-15);
+}
+
 class StepCostTest : public ::testing::Test {
  protected:
   StepCostTest()
@@ -290,10 +313,13 @@ TEST_F(StepCostTest, DataParallelWithoutOverlapPaysTheWholeGradientAllReduce) {
   const StepCost c = step_cost(cost_, e);
   const double grads = e.stages[0].params_count * 2;  // bf16 gradients
   EXPECT_NEAR(c.dp_comm_s, 2 * 2 * 2e-6 + grads * 1.5 / 100e9, 1e-12);
-  // AdamW streams 2 x 12 + 2 + 2 x 2 = 30 bytes per parameter at 1 TB/s; ZeRO-1 divides by dp.
-  EXPECT_NEAR(c.optimizer_s, e.stages[0].params_count * 30 / 1e12, 1e-12);
+  // Megatron's optimizer step over bf16 gradients and fp32 main weights, per parameter: the
+  // gradient copied to fp32 (2 + 4), its norm read (4), AdamW (2 x 12 states + 4 gradient), the
+  // main weight copied to the bf16 one (4 + 2), the gradient zeroed (2): 46 bytes at 1 TB/s;
+  // ZeRO-1 divides by dp.
+  EXPECT_NEAR(c.optimizer_s, e.stages[0].params_count * 46 / 1e12, 1e-12);
   l.zero = 1;
-  EXPECT_NEAR(step_cost(cost_, estimate(l)).optimizer_s, e.stages[0].params_count * 30 / 4 / 1e12,
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).optimizer_s, e.stages[0].params_count * 46 / 4 / 1e12,
               1e-12);
 }
 
@@ -323,12 +349,18 @@ TEST_F(StepCostTest, OverlappedReductionSlowsTheBackwardItHidesBehind) {
   const memory::MemoryEstimate e = estimate(l);
   const double tail = 2 * 2 * 2e-6 + 1e6 * 1.5 / 100e9;
   EXPECT_NEAR(step_cost(cost_, e).dp_comm_s, tail, 1e-12);
-  // One micro-batch, no recompute, one stage: the backward is 2/3 of compute.
-  const double backward = step_cost(cost_, e).compute_s * 2 / 3;
-  CostModel beside = cost_;
+  // One micro-batch, no recompute, one stage: the blocks' backward and 2/3 of the head.
+  auto backward_s = [&](const ComputeSpeed& speed) {
+    const memory::ActivationSetup shape =
+        memory::activation_setup(e.layout, cost_.recipe.activation_bytes);
+    memory::ModelConfig padded = model_;
+    padded.vocab = memory::megatron_padded_vocab(model_.vocab, 1);
+    return static_cast<double>(model_.layers) * block_times(model_, shape, speed).backward_s +
+           head_seconds(padded, shape, speed) * 2 / 3;
+  };
+  const double backward = backward_s(cost_.speed);
   cost_.speed.collective_sms = 20;
-  beside.speed = contended(cost_.speed);
-  const double contended_backward = step_cost(beside, e).compute_s * 2 / 3;
+  const double contended_backward = backward_s(contended(cost_.speed));
   ASSERT_GT(contended_backward, backward * 1.1);  // 80 of 100 SMs, less the waves' slack
   const double grads = e.stages[0].params_count * 2;
   const double comm = 2 * 2 * 2e-6 + grads * 1.5 / 100e9;
@@ -380,6 +412,7 @@ TEST_F(StepCostTest, Zero3PrefetchBesideComputeSlowsEveryUnit) {
 }
 
 TEST_F(StepCostTest, TensorParallelPaysFourAllReducesPerBlockAndTheEmbeddingSum) {
+  cost_.tp_backward_overlap = false;  // every collective in line (Megatron-LM 2021)
   memory::TrainingLayout l;
   l.tp = 4;
   l.global_batch = 2;  // m = 2 micro-batches of 1
@@ -388,11 +421,38 @@ TEST_F(StepCostTest, TensorParallelPaysFourAllReducesPerBlockAndTheEmbeddingSum)
   EXPECT_NEAR(c.tp_comm_s, 2 * (8 * 4 + 1) * all_reduce, 1e-12);
   l.recompute = memory::Recompute::kFull;
   EXPECT_NEAR(step_cost(cost_, estimate(l)).tp_comm_s, 2 * (8 * 6 + 1) * all_reduce, 1e-12);
-  // SP: an all-gather and a reduce-scatter of the same bytes instead of each all-reduce.
+  // SP: an all-gather and a reduce-scatter of the same bytes instead of each all-reduce, and
+  // the backward's all-gather of each column-parallel layer's input again (2 a block).
   l.recompute = memory::Recompute::kNone;
   l.sp = true;
-  const double gather_scatter = 2 * (2 * 2e-6 + 256.0 * 1024 * 2 * 0.75 / 100e9);
-  EXPECT_NEAR(step_cost(cost_, estimate(l)).tp_comm_s, 2 * (8 * 4 + 1) * gather_scatter, 1e-12);
+  const double gather = 2 * 2e-6 + 256.0 * 1024 * 2 * 0.75 / 100e9;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).tp_comm_s,
+              2 * ((8 * 4 + 1) * 2 * gather + 8 * 2 * gather), 1e-12);
+}
+
+// Megatron-LM since 2022: a column-parallel layer's input-gradient all-reduce runs while its
+// weight gradient is computed. On a GPU that overlaps communication the backward's two
+// all-reduces a block hide behind QKV's and the MLP up projection's weight-gradient GEMMs, less
+// the SMs they take; in line they are paid whole; where nothing overlaps (a CPU), in line.
+TEST_F(StepCostTest, BackwardTensorParallelCollectivesHideBehindTheWeightGradients) {
+  memory::TrainingLayout l;
+  l.tp = 4;
+  l.global_batch = 2;
+  cost_.speed.sm_count = 100;
+  cost_.speed.collective_sms = 20;
+  cost_.tp_backward_overlap = false;
+  cost_.overlaps_communication = true;
+  const double in_line = step_cost(cost_, estimate(l)).tp_comm_s;
+  const double all_reduce = 2 * 2 * 2e-6 + 256.0 * 1024 * 2 * 1.5 / 100e9;
+  ASSERT_NEAR(in_line, 2 * (8 * 4 + 1) * all_reduce, 1e-12);
+  cost_.tp_backward_overlap = true;
+  const double overlapped = step_cost(cost_, estimate(l)).tp_comm_s;
+  // Forward and the embedding's sum stay in line; each backward all-reduce costs at most itself
+  // and at least what the contended GEMM beside it loses.
+  EXPECT_LT(overlapped, in_line - 2 * 8 * 2 * all_reduce * 0.2);
+  EXPECT_GE(overlapped, 2 * (8 * 2 + 1) * all_reduce - 1e-12);
+  cost_.overlaps_communication = false;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).tp_comm_s, in_line, 1e-12);
 }
 
 TEST_F(StepCostTest, StepIsTheSumOfItsTermsAndMfuUsesModelFlops) {
