@@ -61,7 +61,7 @@ struct RecommendFlags {
   double tokens = 0;  // training tokens: print the chosen layout's training time
   std::string overlap_grad_reduce = "off";
   std::string overlap_param_gather = "off";
-  std::string tp_backward_overlap = "on";
+  std::string tp_backward_overlap;  // on, off; unset: on, off when calibrating (built-in runs')
   std::string pipeline_p2p = "scatter-gather";
   std::string grad_accumulation = "fused";
 };
@@ -191,7 +191,9 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
   s.cost.overlap_param_gather = f.overlap_param_gather == "on";
   s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
-  s.cost.tp_backward_overlap = f.tp_backward_overlap == "on";
+  // The built-in workloads that calibration runs keep their tensor-parallel collectives in line.
+  s.cost.tp_backward_overlap =
+      f.tp_backward_overlap.empty() ? f.calibrate.empty() : f.tp_backward_overlap == "on";
   s.cost.grad_accumulation_bytes = f.grad_accumulation == "autograd" ? CostModel::kAutogradAdd16
                                    : f.grad_accumulation == "fp32"   ? CostModel::kMainGradAdd32
                                    : f.grad_accumulation == "deepspeed-bf16"
@@ -486,8 +488,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "Tensor-parallel backward collectives behind the GEMMs: each column-parallel "
                   "layer's input-gradient all-reduce (reduce-scatter with SP) behind its weight "
                   "gradient, SP's input re-gather behind its input gradient (on: Megatron-LM since "
-                  "2022) or in line (off: Megatron-LM 2021, DeepSpeed's Megatron forks)")
-      ->capture_default_str()
+                  "2022; the default) or in line (off: Megatron-LM 2021, DeepSpeed's Megatron "
+                  "forks, the built-in workloads: the default with --calibrate)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
                   "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP) "
