@@ -125,6 +125,57 @@ double overlap_extension(double comm_s, double compute_s, double contended_s) {
   return comm_s * (1 - compute_s / std::max(contended_s, compute_s));
 }
 
+// One block's tensor-parallel collectives for one micro-batch, what each pass leaves exposed.
+// Megatron: 2 all-reduces of b s h forward and 2 backward per block (Narayanan 2021 sec. 3.2;
+// the MLP lecture model has one each way), 2 more when full recompute reruns the forward; with SP
+// each is an all-gather plus a reduce-scatter of the same bytes, and the backward all-gathers
+// each column-parallel layer's input again for its weight gradient (Korthikanti 2022 sec. 4.2.2).
+struct TpBlockComm {
+  double forward_s = 0;
+  double recompute_s = 0;  // full recompute's forward again
+  double backward_s = 0;
+  double embedding_s = 0;  // the vocab-parallel embedding's sum (the first stage, once)
+  double per_block() const { return forward_s + recompute_s + backward_s; }
+};
+
+TpBlockComm tp_block_comm(const CostModel& cm, const memory::ResolvedLayout& r,
+                          const Blocks& blocks) {
+  const memory::TrainingLayout& l = r.layout;
+  TpBlockComm c;
+  if (l.tp <= 1) return c;
+  const bool transformer = cm.model.architecture == memory::Architecture::kTransformer;
+  const double bytes = static_cast<double>(l.micro_batch) * static_cast<double>(r.seq) / l.cp *
+                       static_cast<double>(cm.model.hidden) * cm.recipe.activation_bytes;
+  const LinkLevel level = cm.comm.machines().level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
+  const double gather = cm.comm.seconds(CostedOp::kAllGather, bytes, l.tp, level);
+  const double scatter = cm.comm.seconds(CostedOp::kReduceScatter, bytes, l.tp, level);
+  const double one =
+      l.sp ? gather + scatter : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
+  const double forward_ops = transformer ? 2 : 1;
+  c.forward_s = forward_ops * one;
+  if (l.recompute == memory::Recompute::kFull) c.recompute_s = forward_ops * one;
+  c.embedding_s = transformer ? one : 0;
+  const bool async_backward = transformer && cm.overlaps_communication && cm.tp_backward_overlap;
+  if (!async_backward) {
+    c.backward_s = forward_ops * (one + (l.sp ? gather : 0));
+    return c;
+  }
+  // Megatron-LM since 2022 (LinearWithGradAccumulationAndAsyncCommunication): a column-parallel
+  // layer's (QKV's, the MLP's up projection's) input gradient is all-reduced (with SP
+  // reduce-scattered) while its weight gradient is computed, and with SP its input is re-gathered
+  // while its input gradient is computed; the collective's SMs slow those GEMMs. The row-parallel
+  // layers' gradient gathers (SP) stay in line.
+  const BlockForward& alone = blocks.dense.parts;
+  const BlockForward& slow = blocks.dense_contended;
+  for (auto [gemm_s, slow_gemm_s] :
+       {std::pair{alone.qkv_gemm_s, slow.qkv_gemm_s}, {alone.up_gemm_s, slow.up_gemm_s}}) {
+    c.backward_s += l.sp ? gather + overlap_extension(gather, gemm_s, slow_gemm_s) +
+                               overlap_extension(scatter, gemm_s, slow_gemm_s)
+                         : overlap_extension(one, gemm_s, slow_gemm_s);
+  }
+  return c;
+}
+
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
                                   size_t stage, const Blocks& blocks, double head_s,
                                   double grad_accumulation_s) {
@@ -167,43 +218,9 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   const double s = static_cast<double>(r.seq) / l.cp;
   const bool transformer = m.architecture == memory::Architecture::kTransformer;
   if (l.tp > 1) {
-    // Megatron: 2 all-reduces of b s h forward and 2 backward per block (Narayanan 2021 sec.
-    // 3.2; the MLP lecture model has one each way), 2 more when full recompute reruns the
-    // forward; with SP each is an all-gather plus a reduce-scatter of the same bytes, and the
-    // backward all-gathers each column-parallel layer's input again for its weight gradient
-    // (Korthikanti 2022 sec. 4.2.2).
-    const double bytes = b * s * static_cast<double>(m.hidden) * elem;
-    const LinkLevel level = cm.comm.machines().level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
-    const double gather = cm.comm.seconds(CostedOp::kAllGather, bytes, l.tp, level);
-    const double scatter = cm.comm.seconds(CostedOp::kReduceScatter, bytes, l.tp, level);
-    const double one =
-        l.sp ? gather + scatter : cm.comm.seconds(CostedOp::kAllReduce, bytes, l.tp, level);
-    const double forward_ops = transformer ? 2 : 1;
-    double per_block = forward_ops * one;  // the forward's
-    if (l.recompute == memory::Recompute::kFull) per_block += forward_ops * one;
-    const bool async_backward = transformer && cm.overlaps_communication && cm.tp_backward_overlap;
-    if (!async_backward) {
-      per_block += forward_ops * (one + (l.sp ? gather : 0));
-    } else {
-      // Megatron-LM since 2022 (LinearWithGradAccumulationAndAsyncCommunication): a
-      // column-parallel layer's (QKV's, the MLP's up projection's) input gradient is all-reduced
-      // (with SP reduce-scattered) while its weight gradient is computed, and with SP its input
-      // is re-gathered while its input gradient is computed; the collective's SMs slow those
-      // GEMMs. The row-parallel layers' gradient gathers (SP) stay in line.
-      const BlockForward& alone = blocks.dense.parts;
-      const BlockForward& slow = blocks.dense_contended;
-      auto behind = [&](double comm, double gemm_s, double slow_gemm_s) {
-        return overlap_extension(comm, gemm_s, slow_gemm_s);
-      };
-      for (auto [gemm_s, slow_gemm_s] :
-           {std::pair{alone.qkv_gemm_s, slow.qkv_gemm_s}, {alone.up_gemm_s, slow.up_gemm_s}}) {
-        per_block += l.sp ? gather + behind(gather, gemm_s, slow_gemm_s) +
-                                behind(scatter, gemm_s, slow_gemm_s)
-                          : behind(one, gemm_s, slow_gemm_s);
-      }
-    }
-    mb.tp_comm_s = layers * per_block;
-    if (stage == 0 && transformer) mb.tp_comm_s += one;  // the vocab-parallel embedding's sum
+    const TpBlockComm tp = tp_block_comm(cm, r, blocks);
+    mb.tp_comm_s = layers * tp.per_block();
+    if (stage == 0 && transformer) mb.tp_comm_s += tp.embedding_s;
     // Each waits for the last tp rank, which drifted over the compute since the one before: a
     // transformer block's attention and MLP halves (its MLP alone for the MLP model).
     const double each_way = transformer ? 2 : 1;
@@ -543,6 +560,10 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   }
   c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
   c.experts = expert_step(cm, l, blocks, slowest, groups);
+  const TpBlockComm tp = tp_block_comm(cm, r, blocks);
+  c.block = {blocks.dense.forward_s + tp.forward_s, blocks.dense.backward_s +
+                                                        blocks.dense.recompute_s(l.recompute) +
+                                                        tp.backward_s + tp.recompute_s};
   c.experts.all_to_all_overlapped = all_to_all_overlapped;
   const double path = c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
                       c.dp_comm_s + c.optimizer_s + c.ep_comm_s;

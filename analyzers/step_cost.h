@@ -104,6 +104,14 @@ struct ExpertStep {
   LinkLevel expert_grad_level = LinkLevel::kIntraNode;
 };
 
+// One dense block's forward and backward (its recompute included) for one micro-batch on one
+// rank, with the tensor-parallel collectives each pass leaves exposed: what a profiler shows per
+// layer (Korthikanti 2022 Table 4 measures it), --explain's block line.
+struct BlockPass {
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
 // Each term is seconds of one step on the critical path (the heaviest stage).
 struct StepCost {
   double compute_s = 0;        // m micro-batches' forward, backward and recompute
@@ -127,6 +135,7 @@ struct StepCost {
   double mfu = 0;               // model FLOPs / (step time x GPUs x peak)
   std::string_view bottleneck;  // the largest term's name (compute, bubble, tp_comm, ...)
   ExpertStep experts;
+  BlockPass block;  // one dense block, one micro-batch (not a term: within compute and tp_comm)
 
   double exposed_comm_s() const {
     return tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s + ep_comm_s;
