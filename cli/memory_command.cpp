@@ -208,10 +208,11 @@ void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
 
 void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
   cmd.add_option("--precision", f.precision,
-                 "fp32-adam (16 B/param), bf16-mixed (16), bf16-fp32grad (18), bf16-fp32grad-accum "
-                 "(20); fp32 and bf16 are aliases")->capture_default_str()
-      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad",
-                             "bf16-fp32grad-accum"}));
+                 "fp32-adam (16 B/param), bf16-mixed (16), fp16-mixed (16, loss-scaled fp16), "
+                 "bf16-fp32grad (18), bf16-fp32grad-accum (20); fp32, bf16 and fp16 are aliases")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "fp16-mixed", "fp16",
+                             "bf16-fp32grad", "bf16-fp32grad-accum"}));
   cmd.add_option("--bytes-per-param", f.bytes_per_param,
                  "Model-state bytes per parameter (custom recipe: the rest after params and grads "
                  "is optimizer state)")

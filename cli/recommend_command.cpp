@@ -416,11 +416,11 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(positive_number());
   cmd->add_option("--precision", f->precision,
                   "fp32-adam (fp32), bf16-mixed (bf16: 16-bit gradients, reduced in 16 bits), "
-                  "bf16-fp32grad (Megatron-LM's bf16: gradients accumulated and reduced in fp32), "
-                  "bf16-fp32grad-accum")
+                  "fp16-mixed (fp16: the same bytes, loss-scaled), bf16-fp32grad (Megatron-LM's "
+                  "bf16: gradients accumulated and reduced in fp32), bf16-fp32grad-accum")
       ->capture_default_str()
-      ->check(CLI::IsMember(
-          {"fp32-adam", "fp32", "bf16-mixed", "bf16", "bf16-fp32grad", "bf16-fp32grad-accum"}));
+      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "fp16-mixed", "fp16",
+                             "bf16-fp32grad", "bf16-fp32grad-accum"}));
   cmd->add_option("--optimizer", f->optimizer, "adamw or sgd")
       ->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));

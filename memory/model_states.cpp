@@ -14,6 +14,10 @@ StatusOr<PrecisionRecipe> precision_recipe(std::string_view name, Optimizer opti
     return PrecisionRecipe{"fp32-adam", 4, 4, states, 4};
   }
   if (name == "bf16-mixed" || name == "bf16") return PrecisionRecipe{"bf16-mixed", 2, 2, 4 + states, 2};
+  // fp16 with a loss scale (Megatron-LM's --fp16, DeepSpeed's fp16): bf16-mixed's bytes, and the
+  // same tensor-core peak on A100 and H100.
+  if (name == "fp16-mixed" || name == "fp16")
+    return PrecisionRecipe{"fp16-mixed", 2, 2, 4 + states, 2};
   if (name == "bf16-fp32grad") return PrecisionRecipe{"bf16-fp32grad", 2, 4, 4 + states, 2};
   if (name == "bf16-fp32grad-accum") {
     return PrecisionRecipe{"bf16-fp32grad-accum", 2, 2 + 4, 4 + states, 2};
@@ -33,7 +37,8 @@ StatusOr<PrecisionRecipe> with_bytes_per_param(PrecisionRecipe recipe, double by
 }
 
 std::string_view precision_names() {
-  return "fp32-adam (fp32), bf16-mixed (bf16), bf16-fp32grad, bf16-fp32grad-accum";
+  return "fp32-adam (fp32), bf16-mixed (bf16), fp16-mixed (fp16), bf16-fp32grad, "
+         "bf16-fp32grad-accum";
 }
 
 // ZeRO 2019 sec. 5.1 (Figure 1): the sharded states are divided by N_d.

@@ -19,7 +19,12 @@ TEST(ModelStates, RecipesBytesPerParameter) {
   EXPECT_EQ(recipe("fp32").name, "fp32-adam");  // launch's names are aliases
   EXPECT_EQ(recipe("bf16").name, "bf16-mixed");
   EXPECT_DOUBLE_EQ(recipe("bf16-mixed").optimizer_bytes, 12);  // ZeRO's K = 12
-  EXPECT_EQ(precision_recipe("fp16", Optimizer::kAdamW).status().code(), StatusCode::kInvalidArgument);
+  // Loss-scaled fp16 (Megatron-LM's --fp16, DeepSpeed's fp16) keeps bf16-mixed's bytes.
+  EXPECT_EQ(recipe("fp16").name, "fp16-mixed");
+  EXPECT_DOUBLE_EQ(recipe("fp16-mixed").total(), 16);
+  EXPECT_DOUBLE_EQ(recipe("fp16").grad_bytes, recipe("bf16-mixed").grad_bytes);
+  EXPECT_EQ(precision_recipe("fp8", Optimizer::kAdamW).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(ModelStates, SgdKeepsNoState) {
