@@ -560,11 +560,11 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   }
   c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
   c.experts = expert_step(cm, l, blocks, slowest, groups);
-  const TpBlockComm tp = tp_block_comm(cm, r, blocks);
-  c.block = {blocks.dense.forward_s + tp.forward_s, blocks.dense.backward_s +
-                                                        blocks.dense.recompute_s(l.recompute) +
-                                                        tp.backward_s + tp.recompute_s};
   c.experts.all_to_all_overlapped = all_to_all_overlapped;
+  const TpBlockComm tp = tp_block_comm(cm, r, blocks);
+  const BlockTimes& dense = blocks.dense;
+  c.block = {dense.forward_s + tp.forward_s,
+             dense.backward_s + dense.recompute_s(l.recompute) + tp.backward_s + tp.recompute_s};
   const double path = c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
                       c.dp_comm_s + c.optimizer_s + c.ep_comm_s;
   // Ranks sharing a compute device (CPU cores, Gloo ranks on one GPU) cannot all compute at full
