@@ -260,6 +260,10 @@ CLI::Validator non_negative_number() {
   return number_check([](double v) { return v >= 0; }, "0 or more");
 }
 
+CLI::Validator probability() {
+  return number_check([](double v) { return v >= 0 && v < 1; }, "a probability in [0, 1)");
+}
+
 StatusOr<std::vector<int64_t>> parse_positive_list(std::string_view text, std::string_view flag,
                                                    char separator) {
   std::vector<int64_t> values;

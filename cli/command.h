@@ -40,6 +40,7 @@ Subcommand add_manpage_command(CLI::App& parent);
 // CLI11's PositiveNumber and NonNegativeNumber name their range with DBL_MAX's 309 digits.
 CLI::Validator positive_number();
 CLI::Validator non_negative_number();
+CLI::Validator probability();  // a number in [0, 1)
 
 // The first of `flags` (name, whether it was given) that was given, or nullptr: how a command
 // names the flag that does not apply where it was given.

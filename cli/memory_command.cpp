@@ -218,7 +218,8 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
                  "is optimizer state)")
       ->check(positive_number());
   cmd.add_option("--dropout", f.dropout, "Dropout probability; > 0 counts the 1-byte masks")
-      ->capture_default_str()->check(CLI::Range(0.0, 0.999));
+      ->capture_default_str()
+      ->check(probability());
   cmd.add_option("--optimizer", f.optimizer, "adamw or sgd")->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
   add_gpu_flags(cmd, f.gpu, "capacity");

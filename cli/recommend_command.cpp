@@ -431,7 +431,7 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "Dropout probability, hidden and attention (> 0: 1-byte masks stored and the "
                   "dropout kernels costed); default: a preset's published recipe, else 0.1, "
                   "Megatron-LM's --hidden-dropout and --attention-dropout")
-      ->check(CLI::Range(0.0, 0.999999));
+      ->check(probability());
   cmd->add_option("--top", f->top, "Layouts to print")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

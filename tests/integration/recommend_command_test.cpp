@@ -305,6 +305,9 @@ TEST(RecommendCommand, DropoutAndTensorParallelOverlapFollowTheRecipe) {
   EXPECT_NE(text.out.find("dropout 0.1 (Megatron-LM's default)"), std::string::npos) << text.out;
   auto refused = run_partrain(check + " --dropout 1");
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--dropout: must be a probability in [0, 1), got 1"),
+            std::string::npos)
+      << refused.err;
 }
 
 // The software defaults are Megatron-LM's: fp32 gradients reduced after the backward, the
