@@ -63,13 +63,16 @@ std::string table_row(size_t index, const Candidate& c, size_t width, bool tie, 
       format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), all_to_all, k.bottleneck);
 }
 
-// One dense block's passes, as a profiler shows them per layer.
+// One dense block's passes, as a profiler shows them per layer ("" for a mixture of experts
+// without dense blocks): a line of its own.
 std::string block_text(const StepCost& c, int64_t micro_batch) {
+  if (!c.block.exists) return "";
   const SecondsUnit unit = seconds_unit(c.block.backward_s);
   return fmt::format(
-      "one block, one micro-batch of {}: forward {}, backward {} (its recompute and the exposed "
-      "tensor-parallel collectives included)",
-      micro_batch, seconds_in(c.block.forward_s, unit), seconds_in(c.block.backward_s, unit));
+      "  one {}block, one micro-batch of {}: forward {}, backward {} (its recompute and the "
+      "exposed tensor-parallel collectives included)\n",
+      c.experts.moe ? "dense " : "", micro_batch, seconds_in(c.block.forward_s, unit),
+      seconds_in(c.block.backward_s, unit));
 }
 
 std::string compute_parts_text(const StepCost& c) {
@@ -242,8 +245,10 @@ json candidate_json(const Candidate& c) {
               {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
               {"bottleneck", k.bottleneck},
               {"breakdown_s", breakdown},
-              {"compute_parts_s", compute_parts},
-              {"block_s", {{"forward", k.block.forward_s}, {"backward", k.block.backward_s}}}};
+              {"compute_parts_s", compute_parts}};
+  if (k.block.exists) {
+    out["block_s"] = {{"forward", k.block.forward_s}, {"backward", k.block.backward_s}};
+  }
   if (moe) {
     out["compute_parts_s"]["router"] = k.compute_parts.router_s;
     out["compute_parts_s"]["routed_experts"] = k.compute_parts.routed_experts_s;
@@ -509,7 +514,7 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   std::string text = "\n" + speeds_text(context.speeds) + software_text(context.software);
   text += fmt::format("why {} wins:\n  {}\n  {}\n", layout_label(w.layout), breakdown_text(w.cost),
                       compute_parts_text(w.cost));
-  text += "  " + block_text(w.cost, w.layout.micro_batch) + "\n";
+  text += block_text(w.cost, w.layout.micro_batch);
   text += experts_text(w.cost, w.layout);
   if (w.layout.pp > 1) {
     text +=
@@ -605,8 +610,8 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
       breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), format_percent(c.cost.mfu),
       format_percent(c.cost.bubble_fraction),
       format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
-  text += "  " + compute_parts_text(c.cost) + "\n  " + block_text(c.cost, c.layout.micro_batch) +
-          "\n" + experts_text(c.cost, c.layout) + speeds_text(context.speeds) +
+  text += "  " + compute_parts_text(c.cost) + "\n" + block_text(c.cost, c.layout.micro_batch) +
+          experts_text(c.cost, c.layout) + speeds_text(context.speeds) +
           software_text(context.software);
   if (context.moe) text += fmt::format("note: {}\n", moe_note());
   text += training_time_text(context, c);

@@ -563,7 +563,7 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   c.experts.all_to_all_overlapped = all_to_all_overlapped;
   const TpBlockComm tp = tp_block_comm(cm, r, blocks);
   const BlockTimes& dense = blocks.dense;
-  c.block = {dense.forward_s + tp.forward_s,
+  c.block = {!cm.model.is_moe() || cm.model.moe.dense_layers > 0, dense.forward_s + tp.forward_s,
              dense.backward_s + dense.recompute_s(l.recompute) + tp.backward_s + tp.recompute_s};
   const double path = c.compute_s + c.tp_comm_s + c.cp_comm_s + c.bubble_s + c.pp_comm_s +
                       c.dp_comm_s + c.optimizer_s + c.ep_comm_s;

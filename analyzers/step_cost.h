@@ -108,6 +108,7 @@ struct ExpertStep {
 // rank, with the tensor-parallel collectives each pass leaves exposed: what a profiler shows per
 // layer (Korthikanti 2022 Table 4 measures it), --explain's block line.
 struct BlockPass {
+  bool exists = false;  // the model has a dense block (a mixture of experts may have none)
   double forward_s = 0;
   double backward_s = 0;
 };

@@ -111,6 +111,7 @@ TEST(ExpertSearch, DenseModelsKeepEpOne) {
     EXPECT_EQ(c.layout.ep, 1);
     EXPECT_EQ(layout_label(c.layout).find("ep"), std::string::npos);
     EXPECT_FALSE(c.cost.experts.moe);
+    EXPECT_TRUE(c.cost.block.exists);  // --explain's "one block" line
   }
   EXPECT_EQ(expert_degrees(j.base.model, 16, j.space), std::vector<int>{1});
 }
@@ -135,6 +136,8 @@ TEST(ExpertRanking, MixtralKeepsTheEpGroupInsideANode) {
   }
   ASSERT_NE(across, nullptr);
   EXPECT_GT(across->cost.step_s, best.cost.step_s);
+  // Every Mixtral block routes to experts: there is no dense block to show per layer.
+  EXPECT_FALSE(best.cost.block.exists);
   EXPECT_GT(across->cost.ep_comm_s, 2 * best.cost.ep_comm_s) << layout_label(across->layout);
 }
 
