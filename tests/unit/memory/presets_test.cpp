@@ -84,6 +84,12 @@ TEST(Presets, MalformedFilesNameTheField) {
   auto quote = parse_model_json(R"({"name": "x, "layers": 2})", "x.json");
   EXPECT_NE(quote.status().message().find("not valid JSON at line 1, column 15"), std::string::npos)
       << quote.status().message();
+  auto dropout = parse_model_json(R"({"name": "x", "layers": 2, "hidden": 8, "heads": 2,
+                                     "vocab": 10, "seq": 4, "dropout": 1})",
+                                  "x.json");
+  EXPECT_NE(dropout.status().message().find("field 'dropout' must be a number in [0, 1)"),
+            std::string::npos)
+      << dropout.status().message();
   auto gpu = parse_gpu_json(R"({"name": "g", "memory_bytes": -1})", "g.json");
   EXPECT_NE(gpu.status().message().find("field 'memory_bytes'"), std::string::npos);
   auto extra = parse_gpu_json(R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
@@ -98,6 +104,9 @@ TEST(Presets, DefaultsForOptionalFields) {
   EXPECT_EQ(m->kv_heads, 4);
   EXPECT_EQ(m->ffn, 256);
   EXPECT_TRUE(m->tied_embeddings);
+  EXPECT_FALSE(m->dropout.has_value());  // unpublished: recommend takes Megatron-LM's default
+  EXPECT_EQ(load_model_preset(kShare, "llama-3-8b")->dropout, 0.0);
+  EXPECT_EQ(load_model_preset(kShare, "opt-175b")->dropout, 0.1);
   auto g = parse_gpu_json(R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
       "hbm_bandwidth": 1, "intra_node_bandwidth": 1, "network_bandwidth": 1})", "g.json");
   ASSERT_TRUE(g.is_ok());
