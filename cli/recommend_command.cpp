@@ -429,8 +429,9 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_flag("--flash-attn", f->flash_attn, "FlashAttention (no stored attention scores)");
   cmd->add_option("--dropout", f->dropout,
                   "Dropout probability, hidden and attention (> 0: 1-byte masks stored and the "
-                  "dropout kernels costed); default: a preset's published recipe, else 0.1, "
-                  "Megatron-LM's --hidden-dropout and --attention-dropout")
+                  "dropout kernels costed); default: a preset's published recipe, else 0 with "
+                  "--calibrate (the built-in workloads have none), else 0.1, Megatron-LM's "
+                  "--hidden-dropout and --attention-dropout")
       ->check(probability());
   cmd->add_option("--top", f->top, "Layouts to print")
       ->capture_default_str()
