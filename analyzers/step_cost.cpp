@@ -35,7 +35,6 @@ struct StageMicroBatch {
 // its MLP the router and experts').
 struct Blocks {
   BlockTimes dense;
-  BlockForward dense_contended;  // the dense block beside a collective (its SMs taken)
   BlockTimes moe;
   ExpertForward experts;
   AllToAll all_to_all;
@@ -60,7 +59,6 @@ Blocks blocks_for(const CostModel& cm, const memory::ResolvedLayout& r,
                   const memory::ActivationSetup& shape, const ComputeSpeed& speed) {
   Blocks b;
   b.dense = block_times(cm.model, shape, speed);
-  b.dense_contended = block_times(cm.model, shape, contended(speed)).parts;
   if (!cm.model.is_moe()) return b;
   b.experts = expert_forward(cm.model, shape, r.layout.ep, speed);
   b.moe = moe_block(block_times(cm.model, shape, speed, BlockPart::kWithoutMlp), b.experts);
@@ -138,8 +136,9 @@ struct TpBlockComm {
   double per_block() const { return forward_s + recompute_s + backward_s; }
 };
 
+// `alone` and `slow` are the dense block alone on its GPU and beside a collective.
 TpBlockComm tp_block_comm(const CostModel& cm, const memory::ResolvedLayout& r,
-                          const Blocks& blocks) {
+                          const BlockForward& alone, const BlockForward& slow) {
   const memory::TrainingLayout& l = r.layout;
   TpBlockComm c;
   if (l.tp <= 1) return c;
@@ -165,8 +164,6 @@ TpBlockComm tp_block_comm(const CostModel& cm, const memory::ResolvedLayout& r,
   // reduce-scattered) while its weight gradient is computed, and with SP its input is re-gathered
   // while its input gradient is computed; the collective's SMs slow those GEMMs. The row-parallel
   // layers' gradient gathers (SP) stay in line.
-  const BlockForward& alone = blocks.dense.parts;
-  const BlockForward& slow = blocks.dense_contended;
   for (auto [gemm_s, slow_gemm_s] :
        {std::pair{alone.qkv_gemm_s, slow.qkv_gemm_s}, {alone.up_gemm_s, slow.up_gemm_s}}) {
     c.backward_s += l.sp ? gather + overlap_extension(gather, gemm_s, slow_gemm_s) +
@@ -177,8 +174,8 @@ TpBlockComm tp_block_comm(const CostModel& cm, const memory::ResolvedLayout& r,
 }
 
 StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLayout& r,
-                                  size_t stage, const Blocks& blocks, double head_s,
-                                  double grad_accumulation_s) {
+                                  size_t stage, const Blocks& blocks, const TpBlockComm& tp,
+                                  double head_s, double grad_accumulation_s) {
   const memory::TrainingLayout& l = r.layout;
   const auto& m = cm.model;
   const double layers = static_cast<double>(r.stage_layers[stage]);
@@ -218,9 +215,8 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
   const double s = static_cast<double>(r.seq) / l.cp;
   const bool transformer = m.architecture == memory::Architecture::kTransformer;
   if (l.tp > 1) {
-    const TpBlockComm tp = tp_block_comm(cm, r, blocks);
     mb.tp_comm_s = layers * tp.per_block();
-    if (stage == 0 && transformer) mb.tp_comm_s += tp.embedding_s;
+    if (stage == 0) mb.tp_comm_s += tp.embedding_s;
     // Each waits for the last tp rank, which drifted over the compute since the one before: a
     // transformer block's attention and MLP halves (its MLP alone for the MLP model).
     const double each_way = transformer ? 2 : 1;
@@ -507,17 +503,18 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   padded.vocab = memory::megatron_padded_vocab(cm.model.vocab, l.tp);
   const double head_s = head_seconds(padded, shape, speed);
   const double contended_head_s = head_seconds(padded, shape, beside_comm);
+  const TpBlockComm tp = tp_block_comm(cm, r, blocks.dense.parts, contended_blocks.dense.parts);
 
   // The heaviest stage sets the pipeline's pace; its weights set the gradient traffic.
   StageMicroBatch slowest, slowest_contended;
   size_t heaviest_weights = 0;
   for (size_t stage = 0; stage < r.stage_layers.size(); ++stage) {
     const double accumulation_s = grad_accumulation_seconds(cm, l, estimate.stages[stage], speed);
-    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, head_s, accumulation_s);
+    StageMicroBatch mb = stage_micro_batch(cm, r, stage, blocks, tp, head_s, accumulation_s);
     if (mb.total() > slowest.total()) {
       slowest = mb;
       slowest_contended =
-          stage_micro_batch(cm, r, stage, contended_blocks, contended_head_s, accumulation_s);
+          stage_micro_batch(cm, r, stage, contended_blocks, tp, contended_head_s, accumulation_s);
     }
     if (estimate.stages[stage].params_count > estimate.stages[heaviest_weights].params_count) {
       heaviest_weights = stage;
@@ -561,7 +558,6 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
   c.experts = expert_step(cm, l, blocks, slowest, groups);
   c.experts.all_to_all_overlapped = all_to_all_overlapped;
-  const TpBlockComm tp = tp_block_comm(cm, r, blocks);
   const BlockTimes& dense = blocks.dense;
   c.block = {!cm.model.is_moe() || cm.model.moe.dense_layers > 0, dense.forward_s + tp.forward_s,
              dense.backward_s + dense.recompute_s(l.recompute) + tp.backward_s + tp.recompute_s};
