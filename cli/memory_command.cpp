@@ -9,6 +9,7 @@
 #include "core/byte_size.h"
 #include "memory/explain.h"
 #include "memory/memory_report.h"
+#include "memory/model_states.h"
 #include "memory/sweep.h"
 
 namespace partrain::cli {
@@ -211,8 +212,7 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
                  "fp32-adam (16 B/param), bf16-mixed (16), fp16-mixed (16, loss-scaled fp16), "
                  "bf16-fp32grad (18), bf16-fp32grad-accum (20); fp32, bf16 and fp16 are aliases")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "fp16-mixed", "fp16",
-                             "bf16-fp32grad", "bf16-fp32grad-accum"}));
+      ->check(CLI::IsMember(memory::precision_choices()));
   cmd.add_option("--bytes-per-param", f.bytes_per_param,
                  "Model-state bytes per parameter (custom recipe: the rest after params and grads "
                  "is optimizer state)")

@@ -16,6 +16,7 @@
 #include "cli/model_flags.h"
 #include "core/byte_size.h"
 #include "memory/layout_spec.h"
+#include "memory/model_states.h"
 #include "profiler/trace_open.h"
 
 namespace partrain::cli {
@@ -419,8 +420,7 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "fp16-mixed (fp16: the same bytes, loss-scaled), bf16-fp32grad (Megatron-LM's "
                   "bf16: gradients accumulated and reduced in fp32), bf16-fp32grad-accum")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32-adam", "fp32", "bf16-mixed", "bf16", "fp16-mixed", "fp16",
-                             "bf16-fp32grad", "bf16-fp32grad-accum"}));
+      ->check(CLI::IsMember(memory::precision_choices()));
   cmd->add_option("--optimizer", f->optimizer, "adamw or sgd")
       ->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));

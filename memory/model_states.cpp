@@ -36,6 +36,13 @@ StatusOr<PrecisionRecipe> with_bytes_per_param(PrecisionRecipe recipe, double by
   return recipe;
 }
 
+const std::vector<std::string>& precision_choices() {
+  static const std::vector<std::string> names = {
+      "fp32-adam",  "fp32", "bf16-mixed",    "bf16",
+      "fp16-mixed", "fp16", "bf16-fp32grad", "bf16-fp32grad-accum"};
+  return names;
+}
+
 std::string_view precision_names() {
   return "fp32-adam (fp32), bf16-mixed (bf16), fp16-mixed (fp16), bf16-fp32grad, "
          "bf16-fp32grad-accum";

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -29,6 +30,8 @@ StatusOr<PrecisionRecipe> precision_recipe(std::string_view name, Optimizer opti
 // --bytes-per-param: keeps the recipe's param and grad bytes, the rest is optimizer state.
 StatusOr<PrecisionRecipe> with_bytes_per_param(PrecisionRecipe recipe, double bytes_per_param);
 std::string_view precision_names();  // for help and errors
+// Every name precision_recipe takes, aliases included (the commands' --precision choices).
+const std::vector<std::string>& precision_choices();
 
 struct ModelStateBytes {
   double params = 0;
