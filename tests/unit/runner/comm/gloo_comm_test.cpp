@@ -4,10 +4,12 @@
 #include "runner/comm/gloo_comm.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 
@@ -382,6 +384,35 @@ TEST(GlooCreate, RejectsBadRank) {
   EXPECT_EQ((*alone)->id(), "world");
   EXPECT_EQ((*alone)->backend(), "gloo");
   EXPECT_EQ((*alone)->world_ranks(), std::vector<int>{0});
+}
+
+// This process's threads under SCHED_BATCH.
+int batch_threads() {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (sched_getscheduler(std::stoi(task.path().filename().string())) == SCHED_BATCH) ++count;
+  }
+  return count;
+}
+
+// Each rank's TCP progress thread does not preempt on wakeup (it had spun on the pair's lock
+// while the preempted holder waited a tick), and the thread that created it keeps its policy.
+TEST(GlooCreate, ProgressThreadsRunUnderBatchPolicyAndTheCallerIsUnchanged) {
+  if (sched_getscheduler(0) != SCHED_OTHER) {
+    GTEST_SKIP() << "the test runs under another scheduling policy, which gloo's threads inherit";
+  }
+  const int before = batch_threads();
+  std::atomic<int> callers_unchanged = 0;
+  run_world(2, [&](int rank, Comm& comm) {
+    if (sched_getscheduler(0) == SCHED_OTHER) ++callers_unchanged;
+    ASSERT_TRUE(comm.barrier().is_ok());  // both devices exist from here on
+    if (rank == 0) {
+      EXPECT_EQ(batch_threads(), before + 2);
+    }
+    ASSERT_TRUE(comm.barrier().is_ok());
+  });
+  EXPECT_EQ(callers_unchanged.load(), 2);
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooCollectives, ::testing::Values(1, 2, 3, 4),
