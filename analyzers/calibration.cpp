@@ -235,8 +235,8 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
   fit.sizes = static_cast<int>(sizes.size());
   // Bandwidth shows only in bandwidth-sized messages (64 KiB of bus bytes and more), and only
   // when their transfer is not mostly latency: a latency that depends on when the collective
-  // runs (on a CPU, 0.4 ms for the loss all-reduce at the step's end, 1.7 ms for a 1 KiB one
-  // among the tp ranks' kernels) would otherwise pass for a slope.
+  // runs (on a CPU, 0.2 ms for the loss all-reduce at the step's end, up to a scheduler tick
+  // more for one whose bytes wait on a busy core) would otherwise pass for a slope.
   std::vector<std::pair<double, double>> large;  // (S x factor, link time)
   std::vector<double> large_weights;
   double small_link = 0, small_weight = 0;
@@ -271,8 +271,14 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
         costed_op_name(op), group, fit.transfers_by_bytes.rbegin()->first));
   }
   auto transfer_at = [&](double x) { return fit.bandwidth_measured ? x / fit.link.bandwidth : 0; };
+  // With the busbw measured, the latency comes from the messages that are mostly latency when
+  // there are some: a long transfer's delays grow with its length and with what else the cores
+  // run (a 13 MB all-reduce's spread above its fastest quarter is milliseconds), and charged
+  // per collective they priced each of a tp layout's 1 KiB all-reduces as a 13 MB one.
+  const bool latency_from_small = fit.bandwidth_measured && small_weight > 0;
   double latency = 0, count = 0;
   for (const Size& size : sizes) {
+    if (latency_from_small && size.x >= kBandwidthBytes) continue;
     latency += size.weight * (size.mean_s - transfer_at(size.x)), count += size.weight;
   }
   fit.link.latency_s = std::max(0.0, latency / count) / steps;

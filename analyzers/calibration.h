@@ -133,8 +133,10 @@ std::optional<LineFit> fit_line(const std::vector<std::pair<double, double>>& po
 // sample count (a transfer is the link plus, under load, a member descheduled while it ran:
 // delays only add, so the fastest quarter shows the link), then the latency per step, alpha, from
 // the mean transfers less their time at that busbw (the delays recur with every collective, as a
-// latency does). Latency-sized messages alone fit the latency only (bandwidth_measured false);
-// nullopt with a note when nothing can be fitted.
+// latency does): of the latency-sized messages when there are some beside a measured busbw (a
+// long transfer's delays grow with its length: not a per-collective cost), else of every size.
+// Latency-sized messages alone fit the latency only (bandwidth_measured false); nullopt with a
+// note when nothing can be fitted.
 std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string>& notes);
 
 }  // namespace partrain::analyzers
