@@ -25,6 +25,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kTracePageBytes = 8192;  // SQLite's page size in a trace file
 
+// What a stopped trace still stores: the run's stats, its ranks (their exits) and its status.
+bool is_run_row(const TraceEvent& event) {
+  return std::holds_alternative<StatEvent>(event) || std::holds_alternative<RankInfo>(event) ||
+         std::holds_alternative<RunInfo>(event);
+}
+
 // Heterogeneous lookup, so interning a string_view allocates only for strings not seen yet.
 struct StringHash {
   using is_transparent = void;
@@ -158,6 +164,9 @@ struct TraceWriter::State {
   // it once the statement in hand is done.
   std::string stop_reason;
   bool stopped = false;
+  // The run's own rows (is_run_row) appended since the last commit: a stop rolls their batch
+  // back, and they are stored again after it, as any that come later are.
+  std::vector<TraceEvent> run_rows_in_batch;
   uint64_t events_dropped = 0;
   uint64_t drops_recorded = 0;  // of events_dropped, how many trace_stopped already counts
 
@@ -585,6 +594,7 @@ Status TraceWriter::State::commit_batch() {
   }
   in_batch = false;
   Status status = db.exec("COMMIT");
+  if (status.is_ok()) run_rows_in_batch.clear();
   if (!status.is_ok()) {
     const int rc = db.error_code();
     (void)db.exec("ROLLBACK");
@@ -602,7 +612,10 @@ void TraceWriter::State::stop() {
   if (stopped) return;
   if (in_batch) (void)db.exec("ROLLBACK");  // SQLite may have rolled it back already
   in_batch = false;
-  events_dropped += batch_events;
+  // The run's own rows of the batch are stored again below: not dropped.
+  const std::vector<TraceEvent> run_rows = std::move(run_rows_in_batch);
+  run_rows_in_batch.clear();
+  events_dropped += batch_events - std::min(batch_events, run_rows.size());
   batch_events = 0;
   for (SqliteRowBatch* batch : {&slices, &collectives, &collective_choices, &kernels, &memory}) {
     batch->discard();
@@ -636,16 +649,14 @@ void TraceWriter::State::stop() {
   drops_recorded = events_dropped;
   store(notice);
   (void)commit_batch();
+  append_after_stop(run_rows);
 }
 
 // Once stopped: the run's own rows are stored (each alone, they are few); the rest is counted.
 void TraceWriter::State::append_after_stop(std::span<const TraceEvent> events) {
   bool kept = false;
   for (const TraceEvent& event : events) {
-    const bool run_row = std::holds_alternative<StatEvent>(event) ||
-                         std::holds_alternative<RankInfo>(event) ||
-                         std::holds_alternative<RunInfo>(event);
-    if (!run_row) {
+    if (!is_run_row(event)) {
       ++events_dropped;
       continue;
     }
@@ -794,8 +805,9 @@ void TraceWriter::append(std::span<const TraceEvent> events) {
   }
   s.begin_batch();
   for (const TraceEvent& event : events) {
-    if (!s.stop_reason.empty()) break;  // the rest is counted as dropped by the stop
-    std::visit([&s](const auto& e) { s.store(e); }, event);
+    if (is_run_row(event)) s.run_rows_in_batch.push_back(event);
+    // Once stopping, the rest is counted as dropped by the stop (the run's rows stored after it).
+    if (s.stop_reason.empty()) std::visit([&s](const auto& e) { s.store(e); }, event);
   }
   s.batch_events += events.size();
   if (!s.stop_reason.empty() || s.batch_events >= s.options.max_batch_events) {
@@ -817,6 +829,9 @@ Status TraceWriter::commit() { return state_->commit_batch(); }
 Status TraceWriter::set_run_status(RunStatus status, std::optional<int> failing_rank,
                                    std::optional<int64_t> end_ns) {
   State& s = *state_;
+  // The batch in flight first, so that a disk that fills at its commit stops tracing before the
+  // status is written: the status then goes in alone, as the run's rows do after a stop.
+  (void)commit();
   s.begin_batch();
   s.update_run_status.bind(1, run_status_name(status));
   if (failing_rank) s.update_run_status.bind(2, int64_t{*failing_rank});

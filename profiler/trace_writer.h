@@ -6,8 +6,9 @@
 // When the file cannot grow (the disk is full, or options.max_file_bytes is reached) or a batch
 // cannot be committed, tracing stops for good and the run it records goes on: the batch in flight
 // is rolled back, a warning is logged once, the stat row `trace_stopped` says why, and from then
-// on only the run's own rows (stats, ranks' exits, the run status) are stored; every other event
-// is counted in that row's value. What was committed before stays readable.
+// on only the run's own rows (stats, ranks' exits, the run status) are stored, those of the
+// rolled-back batch too; every other event is counted in that row's value. What was committed
+// before stays readable.
 #pragma once
 
 #include <chrono>

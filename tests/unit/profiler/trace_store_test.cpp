@@ -454,6 +454,44 @@ TEST_F(TraceStoreTest, FullFileStopsTracingAndKeepsEveryCommittedEvent) {
   EXPECT_FALSE(fs::exists(writer_lock_path(path)));
 }
 
+// The run's own rows in the batch a stop rolls back are stored after it: each batch carries a
+// rank's exit beside its slices, and the status is set with each commit (a launch's last batch
+// carries the ranks' exits, and its status follows). With 1000 slices a batch the file fills
+// while the append stores them; with 50, fewer than a row batch holds, only when the status's
+// commit flushes them. Either way every rank and the final status are in the trace.
+TEST_F(TraceStoreTest, TheRunsRowsInTheBatchAStopRollsBackAreStoredAfterIt) {
+  for (int slices_per_batch : {1000, 50}) {
+    SCOPED_TRACE(fmt::format("{} slices a batch", slices_per_batch));
+    fs::path path = file(fmt::format("full-{}.db", slices_per_batch));
+    TraceWriterOptions options;
+    options.max_file_bytes = 1 << 20;
+    options.max_commit_interval = std::chrono::hours(1);
+    auto writer = make_writer(path, options);
+    ASSERT_TRUE(writer);
+    int64_t ts = 0;
+    int ranks = 0;
+    for (; ranks < 5000 && writer->stop_reason().empty(); ++ranks) {
+      std::vector<TraceEvent> batch = numbered_slices(slices_per_batch, ts);
+      RankInfo rank;
+      rank.rank = ranks;
+      rank.exited = true;
+      batch.emplace_back(rank);
+      writer->append(batch);
+      ASSERT_TRUE(writer->set_run_status(RunStatus::kCompleted, std::nullopt, ts).is_ok());
+    }
+    ASSERT_FALSE(writer->stop_reason().empty()) << "1 MiB never filled up";
+    writer.reset();
+
+    auto trace = open_trace(path);
+    ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+    EXPECT_EQ(trace->status, RunStatus::kCompleted);
+    EXPECT_EQ(query_number(trace->db, "SELECT end_ns FROM runs"), ts) << "the last status set";
+    EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM rank WHERE exit_code = 0"), ranks);
+    EXPECT_EQ(query_number(trace->db, "SELECT value FROM stats WHERE name = 'trace_stopped'"),
+              static_cast<int64_t>(ts) - query_number(trace->db, "SELECT count(*) FROM slices"));
+  }
+}
+
 void write_bytes(const fs::path& path, std::string_view bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(),
                                                                static_cast<std::streamsize>(bytes.size()));
