@@ -585,7 +585,10 @@ Status TraceWriter::State::commit_batch() {
     drops_recorded = events_dropped;
     store(dropped);
   }
-  if (!in_batch) return Status::ok();
+  if (!in_batch) {
+    run_rows_in_batch.clear();  // stored a statement at a time: nothing to roll back
+    return Status::ok();
+  }
   if (!stopped && write_errors > errors_recorded) {
     StatEvent stat{"store_write_errors", -1, static_cast<int64_t>(write_errors - errors_recorded),
                    StatSeverity::kDataLoss, "events the trace writer could not store"};
@@ -594,16 +597,17 @@ Status TraceWriter::State::commit_batch() {
   }
   in_batch = false;
   Status status = db.exec("COMMIT");
-  if (status.is_ok()) run_rows_in_batch.clear();
-  if (!status.is_ok()) {
-    const int rc = db.error_code();
-    (void)db.exec("ROLLBACK");
-    if (stopped) return status.with_context(fmt::format("committing to {}", path.string()));
-    // The batch is gone, and with it the rows the writer's id caches point to.
-    note_error(rc, "a batch (COMMIT)");
-    if (stop_reason.empty()) stop_reason = describe_stop(rc);
-    stop();
+  if (status.is_ok()) {
+    run_rows_in_batch.clear();
+    return Status::ok();
   }
+  const int rc = db.error_code();
+  (void)db.exec("ROLLBACK");
+  if (stopped) return status.with_context(fmt::format("committing to {}", path.string()));
+  // The batch is gone, and with it the rows the writer's id caches point to.
+  note_error(rc, "a batch (COMMIT)");
+  if (stop_reason.empty()) stop_reason = describe_stop(rc);
+  stop();
   return Status::ok();
 }
 
