@@ -144,6 +144,19 @@ TEST(Overview, LongNamesAreCutToTheirColumn) {
   EXPECT_NE(row.find("20.0 ms"), std::string::npos) << row;  // the next column is intact
 }
 
+// A wait of a few microseconds keeps its unit in the 8-character column: "0.0035 ms" did not fit
+// and was cut to "0.0035 ~", a number without a unit.
+TEST(Overview, MicrosecondWaitsKeepTheirUnit) {
+  ViewModel model = two_ranks();
+  model.ranks[0].collective->waited_ns = 3'500;
+  model.ranks[1].collective->waited_ns = 420;
+  ScreenGrid grid(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kAscii), grid);
+  EXPECT_NE(grid.row_text(4).find(" 3.5 us"), std::string::npos) << grid.row_text(4);
+  EXPECT_NE(grid.row_text(5).find(" 420 ns"), std::string::npos) << grid.row_text(5);
+  EXPECT_EQ(grid.row_text(4).find('~'), std::string::npos) << grid.row_text(4);
+}
+
 TEST(Overview, WiderTerminalsGetWiderBars) {
   const ViewModel model = two_ranks();
   ScreenGrid grid(120, 30);
