@@ -26,6 +26,7 @@
 #include "profiler/rank_gpu_counters.h"
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/launcher.h"
+#include "runner/worker/cpu_binding.h"
 #include "runner/workload/token_source.h"
 #include "runner/workload/workload_device.h"
 
@@ -190,6 +191,12 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   resolved.device = choice.device;
   resolved.comm = choice.comm;
   ASSIGN_OR_RETURN(runner::WorkloadConfig workload, to_workload_config(resolved, world, flags.json));
+  if (workload.cpu_bind == "core") {
+    // Too few CPUs for the node's ranks is refused here, once, not by every rank after it started.
+    RETURN_IF_ERROR(
+        runner::rank_cpus(runner::allowed_cpus(), 0, config.nproc_per_node, workload.blas_threads)
+            .status());
+  }
   if (!workload.data_path.empty()) {
     // A bad token file is refused here, once, rather than by every rank after it started.
     RETURN_IF_ERROR(runner::open_token_file(workload.data_path, workload.model.vocab,

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "runner/worker/cpu_binding.h"
 #include "runner/worker/rank_guard.h"
 #include "runner/worker/rank_tracing.h"
 #include "runner/worker/world.h"
@@ -41,14 +42,24 @@ int run_worker() {
   std::unique_ptr<runner::RankTracing> tracing = runner::RankTracing::from_env();
   // The device before the world: the communicator works on its buffers.
   int local_rank = 0;
+  int local_ranks = 1;
   if (runner::launched_as_worker()) {
     StatusOr<runner::WorkerEnv> env = runner::read_worker_env();
     if (!env.is_ok()) return fail(env.status());
     local_rank = env->local_rank;
+    local_ranks = env->local_world_size;
   }
   StatusOr<std::unique_ptr<runner::Device>> device =
       runner::create_workload_device(*config, local_rank);
   if (!device.is_ok()) return fail(device.status());
+  // Before the world's threads start (they inherit it); a GPU workload (--device auto) is left.
+  if (config->cpu_bind == "core" && (*device)->host_addressable()) {
+    StatusOr<std::vector<int>> cpus =
+        runner::rank_cpus(runner::allowed_cpus(), local_rank, local_ranks, config->blas_threads);
+    if (!cpus.is_ok()) return fail(cpus.status());
+    if (Status bound = runner::bind_process(*cpus); !bound.is_ok()) return fail(bound);
+    log::info("local rank {} bound to CPU {}", local_rank, fmt::join(*cpus, ","));
+  }
   runner::WorldOptions options;
   options.collective_timeout = *collective_timeout;
   options.backend = config->comm == "nccl" ? runner::CommBackend::kNccl : runner::CommBackend::kGloo;

@@ -82,6 +82,14 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->group(training);
   command.add_option("--blas-threads", f.blas_threads, "OpenBLAS threads per rank")
       ->capture_default_str()->group(training);
+  command
+      .add_option("--cpu-bind", f.cpu_bind,
+                  "core: bind each rank of a CPU workload to --blas-threads cores of its own, "
+                  "in order of local rank (Open MPI's --bind-to core); none: leave placement "
+                  "to the scheduler")
+      ->check(CLI::IsMember({"none", "core"}))
+      ->capture_default_str()
+      ->group(training);
   command.add_option("--inject", f.inject,
                      "Inject a fault (repeatable), KIND:rank=R[,step=S][,ms=M][,code=C], in step "
                      "S (every step, or the first, without step=): slow (ms=M: sleep before the "
@@ -191,6 +199,7 @@ StatusOr<runner::WorkloadConfig> to_workload_config(const WorkloadFlags& f, int 
   config.data_path = f.data;
   config.peak_flops = f.peak_flops;
   config.blas_threads = f.blas_threads;
+  config.cpu_bind = f.cpu_bind;
   config.json = json;
   for (const std::string& text : f.inject) {
     auto spec = runner::fault::parse_fault_spec(text);

@@ -42,6 +42,7 @@ struct WorkloadFlags {
   std::optional<std::string> strategy;
   std::optional<double> peak_flops;
   int blas_threads = 1;
+  std::string cpu_bind = "none";
   std::vector<std::string> inject;  // --inject KIND:key=value[,...], repeatable
 };
 

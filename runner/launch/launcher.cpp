@@ -95,14 +95,16 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
   }
   plan.nproc_per_node = config.nproc_per_node;
   // What the nodes' workers must agree on: not what is a node's own (its output, its BLAS
-  // threads, its peak for MFU, where it keeps the data).
+  // threads and their binding, its peak for MFU, where it keeps the data).
   constexpr std::string_view kWorkload = "PARTRAIN_WORKLOAD_CONFIG=";
   for (const std::string& variable : config.extra_env) {
     if (!variable.starts_with(kWorkload)) continue;
     nlohmann::json workload =
         nlohmann::json::parse(variable.substr(kWorkload.size()), nullptr, false);
     if (workload.is_object()) {
-      for (const char* own : {"json", "blas_threads", "peak_flops", "data"}) workload.erase(own);
+      for (const char* own : {"json", "blas_threads", "cpu_bind", "peak_flops", "data"}) {
+        workload.erase(own);
+      }
     }
     plan.workload = workload.dump();
   }

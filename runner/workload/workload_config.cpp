@@ -89,6 +89,14 @@ Status resolve_workload(WorkloadConfig& config, const memory::LayoutNames& names
     return invalid_argument("--blas-threads must be 1 to 1024 (OpenBLAS threads per rank), got {}",
                             config.blas_threads);
   }
+  if (config.cpu_bind != "none" && config.cpu_bind != "core") {
+    return invalid_argument("--cpu-bind must be none or core, got '{}'", config.cpu_bind);
+  }
+  if (config.cpu_bind == "core" && config.device == "cuda") {
+    return invalid_argument(
+        "--cpu-bind core binds the ranks of a CPU workload, and this one "
+        "runs on CUDA: leave --cpu-bind out (or pass none)");
+  }
   if (config.bucket_bytes < 1) return invalid_argument("--bucket-mb must be positive");
   if (!(config.moe_aux_loss_coeff >= 0) || !std::isfinite(config.moe_aux_loss_coeff)) {
     return invalid_argument("--moe-aux-loss-coeff must be 0 or a positive number, got {}",
@@ -121,6 +129,7 @@ std::string workload_to_json(const WorkloadConfig& c) {
       {"data", c.data_path},
       {"json", c.json},
       {"blas_threads", c.blas_threads},
+      {"cpu_bind", c.cpu_bind},
   };
   memory::write_workload_setup(c.kind, c.model, c.resolved, j);
   if (c.model.moe.enabled() && c.moe_aux_loss_coeff > 0) {
@@ -150,6 +159,7 @@ Status read_run_fields(JsonFields& j, WorkloadConfig& c) {
   RETURN_IF_ERROR(j.string("data", c.data_path, true));
   RETURN_IF_ERROR(j.boolean("json", c.json, true));
   RETURN_IF_ERROR(j.integer("blas_threads", c.blas_threads, JsonFields::kAnyInteger));
+  RETURN_IF_ERROR(j.string("cpu_bind", c.cpu_bind));
   c.moe_aux_loss_coeff = 0;
   RETURN_IF_ERROR(j.positive_number("moe_aux_loss_coeff", c.moe_aux_loss_coeff, false));
   if (j.has("peak_flops")) {

@@ -54,6 +54,8 @@ struct WorkloadConfig {
   std::optional<double> peak_flops;  // per rank, FLOP/s; unset: measured sgemm peak on CPU
   bool json = false;
   int blas_threads = 1;
+  // none, or core: each rank bound to blas_threads CPUs of its own (runner/worker/cpu_binding.h).
+  std::string cpu_bind = "none";
   std::vector<fault::FaultSpec> faults;  // --inject, checked against world and steps
 };
 

@@ -2,9 +2,8 @@
 // layout computes what one rank computes (losses and final parameter norm within 1e-4
 // relative, fp32 on CPU, same seed and global batch), DDP buckets overlap backward, memory
 // categories add up, and invalid layouts are refused before any rank starts.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "runner/worker/cpu_binding.h"
 #include "runner/workload/workload_config.h"
 #include "tests/integration/command_runner.h"
 #include "tests/integration/workload_equivalence.h"
@@ -78,6 +78,40 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ZeRO over 3 ranks with a parameter count (110336) not divisible by 3: the buffers are padded to
 // equal shards and the padding never changes the result.
+// --cpu-bind core: each rank on a core of its own, in local-rank order, and the same training
+// as unbound; more ranks than the CPUs the launcher may use is refused before any rank starts.
+TEST(Workload, CpuBindGivesEachRankItsOwnCore) {
+  const std::vector<int> allowed = runner::allowed_cpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "one CPU: two ranks cannot have one each";
+  const std::string args = fmt::format(
+      "launch -n 2 {} --layers 2 --steps 3 --cpu-bind core "
+      "--no-trace --json",
+      kModel);
+  CommandResult bound = run_partrain(args);
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_NE(bound.err.find(fmt::format("local rank 0 bound to CPU {}\n", allowed[0])),
+            std::string::npos)
+      << bound.err;
+  EXPECT_NE(bound.err.find(fmt::format("local rank 1 bound to CPU {}\n", allowed[1])),
+            std::string::npos)
+      << bound.err;
+  nlohmann::json unbound = run_workload("-n 2", 3);
+  nlohmann::json doc = nlohmann::json::parse(bound.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << bound.out;
+  expect_equivalent(unbound, doc, "bound to cores");
+
+  CommandResult refused = run_partrain(fmt::format(
+      "launch -n {0} --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
+      "--global-batch {0} --steps 1 --cpu-bind core --no-trace",
+      allowed.size() + 1));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find(fmt::format("need {} CPUs, and {} are allowed here",
+                                         allowed.size() + 1, allowed.size())),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.err.find("[rank"), std::string::npos) << "no rank started: " << refused.err;
+}
+
 TEST(Workload, ZeroOverThreeRanksWithAnIndivisibleParameterCount) {
   const char* model = "--workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
                       "--lr 3e-3 --global-batch 3 --steps 6 --json";

@@ -42,6 +42,13 @@ TEST(WorkloadConfigTest, RefusesValuesTheRunCannotUseNamingTheFlag) {
       {"--peak-flops must be a positive number", [](WorkloadConfig& c) { c.peak_flops = -1; }},
       {"--blas-threads must be 1 to 1024", [](WorkloadConfig& c) { c.blas_threads = 0; }},
       {"--blas-threads must be 1 to 1024", [](WorkloadConfig& c) { c.blas_threads = 100000; }},
+      {"--cpu-bind must be none or core, got 'socket'",
+       [](WorkloadConfig& c) { c.cpu_bind = "socket"; }},
+      {"--cpu-bind core binds the ranks of a CPU workload, and this one runs on CUDA",
+       [](WorkloadConfig& c) {
+         c.cpu_bind = "core";
+         c.device = "cuda";
+       }},
   };
   expect_refused(cases);
   WorkloadConfig config;
@@ -125,10 +132,12 @@ TEST(WorkloadConfigTest, TheWorkersConfigIsTheLaunchersResolvedOne) {
   config.layout.micro_batch = 2;
   config.precision = Precision::kBf16Fp32Grad;
   config.bucket_bytes = 1000;
+  config.cpu_bind = "core";
   ASSERT_TRUE(resolve_workload(config).is_ok());
   auto back = workload_from_json(workload_to_json(config));
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->kind, WorkloadKind::kMlp);
+  EXPECT_EQ(back->cpu_bind, "core");
   EXPECT_EQ(back->resolved.layout.dp, 2);
   EXPECT_EQ(back->resolved.layout.tp, 2);
   EXPECT_EQ(back->resolved.layout.zero, 2);
