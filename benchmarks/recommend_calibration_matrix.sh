@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source benchmarks/recommend_bench_setup.sh
 ROUNDS=${ROUNDS:-5}
+CPU_BIND=${CPU_BIND:-none}  # core: each rank bound to a core of its own (launch --cpu-bind)
 declare -A split=([dp]="2 1 1" [tp]="1 2 1" [pp]="1 1 2")
 layouts="dp tp pp"
 
@@ -21,7 +22,7 @@ if [[ -z $PREDICT_ONLY ]]; then
       read -r dp tp pp <<<"${split[$name]}"
       "$PARTRAIN" -q launch -n 2 --workload gpt --dp "$dp" --tp "$tp" --pp "$pp" \
         --pp-schedule 1f1b --micro-batch "$MICRO" --global-batch "$GLOBAL" --steps "$STEPS" \
-        --blas-threads 1 --trace "$dir/$name-$round.db" >/dev/null 2>&1
+        --blas-threads 1 --cpu-bind "$CPU_BIND" --trace "$dir/$name-$round.db" >/dev/null 2>&1
     done
   done
   echo "load average after the runs: $(load)"
