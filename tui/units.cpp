@@ -4,18 +4,17 @@
 
 #include <cmath>
 
+#include "core/duration.h"
 #include "core/number_format.h"
 
 namespace partrain::tui {
 
 std::string format_ms(int64_t ns) {
   const double ms = static_cast<double>(ns) / 1e6;
-  if (ns == 0) return "0 ms";
   // Under 10 us a millisecond figure needs four decimals and outgrows a column ("0.0035 ms"
   // was cut to "0.0035 ~" in the overview's 8-character waited column): micro- or nanoseconds.
-  if (ns > 0 && ns < 1'000) return fmt::format("{} ns", ns);
-  if (ns > 0 && ns < 10'000) return fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
-  if (ms < 1) return format_decimal(ms, 2) + " ms";
+  if (ns > 0 && ns < 10'000) return format_duration(Nanoseconds(ns));
+  if (ms < 1) return format_decimal(ms, 2) + " ms";  // "0 ms" only for none
   if (ms < 100) return fmt::format("{:.1f} ms", ms);
   if (ms < 1000) return fmt::format("{:.0f} ms", ms);
   if (ms < 60'000) return fmt::format("{:.2f} s", ms / 1000);
