@@ -11,7 +11,8 @@
 
 namespace partrain::runner {
 
-// The CPUs this process may run on (sched_getaffinity), in increasing order.
+// The CPUs the calling thread may run on (sched_getaffinity; a process's threads share them
+// unless one was bound apart), in increasing order.
 std::vector<int> allowed_cpus();
 
 // The `per_rank` CPUs of local rank `local_rank` of a node's `local_ranks`, consecutive in

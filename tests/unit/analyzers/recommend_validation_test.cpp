@@ -472,16 +472,11 @@ TEST(RecommendValidation, KorthikantiTable4OneBlock) {
   run.software = megatron_lm_2022();
   const CostModel cm = model_for(run);
   for (const Row& row : rows) {
-    memory::EstimateInput in;
-    in.model = run.model;
-    in.recipe = cm.recipe;
+    memory::EstimateInput in = search_input(run, cm, 4);  // dropout 0.1, the row's default
     in.layout.tp = 8;
     in.layout.micro_batch = 4;
-    in.layout.global_batch = 4;
-    in.layout.seq = run.model.seq;
     in.layout.sp = row.sp;
     in.layout.recompute = row.recompute;
-    in.layout.dropout = 0.1;
     const StatusOr<memory::MemoryEstimate> estimate = memory::estimate_memory(in);
     ASSERT_TRUE(estimate.is_ok()) << estimate.status().message();
     const BlockPass pass = step_cost(cm, *estimate).block;
