@@ -1,9 +1,9 @@
 #include "profiler/inject/rank_flight.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,27 +22,31 @@ namespace partrain::profiler::inject {
 namespace {
 
 constexpr int kStopSignals[] = {SIGTERM, SIGINT};
-// How long a stop signal waits for its dump and the tracer's flush before it takes effect.
-constexpr int kStopWorkTimeoutMs = 5000;
+
+size_t signal_index(int signal) { return signal == SIGTERM ? 0 : 1; }
+
+// What the handler hands the relay's thread: the signal as it came, so that the disposition
+// found before ours gets it with its sender (si_pid, a sigqueue value) once the work is done.
+struct StopRequest {
+  siginfo_t info;
+};
 
 // What the signal handler reaches. A handler can only reach static storage, so this is the one
 // static of the file: made once per process and never freed (a late signal may still use it).
 struct SignalRelay {
   std::atomic<RankFlight*> flight{nullptr};
   pid_t pid = 0;  // the process that took the signals: a fork()ed child passes them straight on
-  int request_read = -1, request_write = -1;  // the handler writes the signal number here...
-  int done_read = -1, done_write = -1;        // ...and waits here for the thread's work
+  int request_read = -1, request_write = -1;  // the handler writes the signal here
+  // Set by the relay's thread before it sends the signal again, its work done: the handler then
+  // hands that one on instead of relaying it.
+  std::atomic<bool> passing[std::size(kStopSignals)] = {};
   struct sigaction previous[std::size(kStopSignals)] = {};
 };
 std::atomic<SignalRelay*> g_relay{nullptr};
 
-const struct sigaction& previous_action(const SignalRelay& relay, int signal) {
-  return relay.previous[signal == SIGTERM ? 0 : 1];
-}
-
 // The signal, handed to the disposition found before ours. Async-signal-safe.
 void pass_on(const SignalRelay& relay, int signal, siginfo_t* info, void* context) {
-  const struct sigaction& previous = previous_action(relay, signal);
+  const struct sigaction& previous = relay.previous[signal_index(signal)];
   if ((previous.sa_flags & SA_SIGINFO) != 0) {
     if (previous.sa_sigaction != nullptr) previous.sa_sigaction(signal, info, context);
     return;
@@ -60,55 +64,59 @@ void pass_on(const SignalRelay& relay, int signal, siginfo_t* info, void* contex
   previous.sa_handler(signal);
 }
 
-// Async-signal-safe: an atomic load, getpid, write, poll and read.
+// Async-signal-safe: atomics, getpid and one write. The handler never waits for the work: the
+// thread it interrupted may hold a lock the work needs (the flight recorder's, malloc's,
+// stdio's), and a handler that waited on it would leave the rank stopping without its dump,
+// however long it waited.
 void on_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  const SignalRelay* relay = g_relay.load();
+  SignalRelay* relay = g_relay.load();
   if (relay == nullptr) return;
-  if (::getpid() == relay->pid) {
-    const int32_t number = signal;
-    if (::write(relay->request_write, &number, sizeof number) == sizeof number) {
-      pollfd done{relay->done_read, POLLIN, 0};
-      int ready = 0;
-      while ((ready = ::poll(&done, 1, kStopWorkTimeoutMs)) < 0 && errno == EINTR) {
-      }
-      char byte = 0;
-      if (ready > 0) (void)!::read(relay->done_read, &byte, 1);
-    }
+  bool relayed = false;
+  if (::getpid() == relay->pid && !relay->passing[signal_index(signal)].exchange(false)) {
+    StopRequest request{};
+    if (info != nullptr) request.info = *info;
+    request.info.si_signo = signal;
+    relayed = ::write(relay->request_write, &request, sizeof request) == sizeof request;
   }
-  pass_on(*relay, signal, info, context);
+  if (!relayed) pass_on(*relay, signal, info, context);
   errno = saved_errno;
+}
+
+// The signal again, as it came, now that the work is done: to this process (any thread that does
+// not block it), whose handler passes it on. Sending a signal with its original siginfo is
+// allowed to oneself only, which this is.
+void send_again(SignalRelay& relay, const StopRequest& request) {
+  const int signal = request.info.si_signo;
+  relay.passing[signal_index(signal)].store(true);
+  siginfo_t info = request.info;
+  if (::syscall(SYS_rt_sigqueueinfo, relay.pid, signal, &info) != 0)
+    (void)::kill(relay.pid, signal);
 }
 
 void relay_signals(SignalRelay* relay) {
   while (true) {
-    int32_t signal = 0;
-    const ssize_t n = ::read(relay->request_read, &signal, sizeof signal);
+    StopRequest request{};
+    const ssize_t n = ::read(relay->request_read, &request, sizeof request);
     if (n < 0 && errno == EINTR) continue;
-    if (n != sizeof signal) return;
-    if (RankFlight* flight = relay->flight.load()) flight->on_stop_signal(signal);
-    const char one = 1;
-    (void)!::write(relay->done_write, &one, 1);
+    if (n != sizeof request) return;
+    if (RankFlight* flight = relay->flight.load()) flight->on_stop_signal(request.info.si_signo);
+    send_again(*relay, request);
   }
 }
 
 SignalRelay* make_relay() {
   int request[2];
-  int done[2];
   if (::pipe2(request, O_CLOEXEC) != 0) return nullptr;
-  if (::pipe2(done, O_CLOEXEC) != 0) {
-    ::close(request[0]);
-    ::close(request[1]);
-    return nullptr;
-  }
+  // The handler's write never blocks: with the pipe full (signals faster than the dumps), the
+  // signal is passed on at once.
+  (void)::fcntl(request[1], F_SETFL, O_NONBLOCK);
   auto* relay = new SignalRelay();
   relay->pid = ::getpid();
   relay->request_read = request[0];
   relay->request_write = request[1];
-  relay->done_read = done[0];
-  relay->done_write = done[1];
-  // Started with the stop signals blocked, which it inherits: were the thread to take one, it
-  // would wait for itself.
+  // Started with the stop signals blocked, which it inherits: the signals it sends again go to
+  // the program's threads, and none is relayed to itself.
   sigset_t stop;
   sigset_t before;
   sigemptyset(&stop);

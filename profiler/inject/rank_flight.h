@@ -32,7 +32,7 @@ class RankFlight {
   // and then only passes the signal on.
   void close();
 
-  // The stop signal's work, on the thread that waits for it (never in the handler): dump, ship.
+  // The stop signal's work, on the relay's own thread (never in the handler): dump, ship.
   void on_stop_signal(int signal);
 
  private:
@@ -49,10 +49,12 @@ class RankFlight {
   std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 
-// Takes SIGTERM and SIGINT for `flight` in this process: the handler wakes a thread of its own,
-// which calls flight.on_stop_signal(), waits for it (at most 2 s: the work may need a lock the
-// interrupted code holds) and then hands the signal to the disposition it found (the default:
-// the process dies by the signal). A fork()ed child passes its signals straight on.
+// Takes SIGTERM and SIGINT for `flight` in this process. The handler only hands the signal to a
+// thread of its own and returns: the thread it interrupted may hold a lock the work needs, so it
+// never waits for it. That thread calls flight.on_stop_signal() and then sends the signal again,
+// with its sender's details, to the process, whose handler gives it to the disposition found
+// before (the default: the process dies by the signal). A fork()ed child passes its signals
+// straight on.
 void take_stop_signals(RankFlight& flight);
 
 }  // namespace partrain::profiler::inject

@@ -1,0 +1,126 @@
+// A foreign rank's stop signals (profiler/inject/rank_flight.h): a SIGTERM dumps the flight
+// recorder and ships its unfinished operations before it reaches the program's own disposition,
+// and the dump never waits on the thread the signal interrupted, which may hold what the dump
+// needs. Here that thread is the only reader of the dump's file (a FIFO where the dump writes
+// it): a handler that waited for the dump would wait for itself. Run in a death-test child: the
+// handlers are the process's and stay.
+#include "profiler/inject/rank_flight.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "profiler/flight/flight_dumper.h"
+#include "tests/support/rank_tracer_fixture.h"
+#include "tests/support/trace_query.h"
+
+namespace partrain::profiler::inject {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<int> g_program_handled{0};
+std::atomic<int> g_program_value{0};
+
+// The program's own SIGTERM handler, installed before the tracing took the signal.
+void program_handler(int, siginfo_t* info, void*) {
+  g_program_value.store(info->si_value.sival_int);
+  g_program_handled.fetch_add(1);
+}
+
+bool wait_for_program_handler() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (g_program_handled.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return g_program_handled.load() != 0;
+}
+
+using RankFlightTest = testing::RankTracerFixture;
+
+// What the child checks; empty when all holds.
+std::string stop_while_holding_the_dump(const fs::path& dir, RankTracerOptions options,
+                                        const fs::path& db,
+                                        std::unique_ptr<TraceSession>& session) {
+  fs::create_directories(dir);
+  struct sigaction program = {};
+  program.sa_sigaction = program_handler;
+  program.sa_flags = SA_SIGINFO;
+  sigemptyset(&program.sa_mask);
+  ::sigaction(SIGTERM, &program, nullptr);
+  ::setenv(kFlightDirEnv, dir.c_str(), 1);
+  ::unsetenv("PARTRAIN_COLLECTIVE_TIMEOUT");
+
+  FlightRecorder recorder;
+  CollectiveEvent waiting;
+  waiting.comm_id = "world";
+  waiting.seq = 6;
+  waiting.op = "all_reduce";
+  waiting.dtype = "float";
+  waiting.bytes = 256;
+  waiting.group_ranks = {0, 1};
+  waiting.rank = 0;
+  waiting.state = CollectiveState::kStarted;
+  waiting.start_ns = 1;
+  recorder.record(waiting);
+  auto tracer = std::make_unique<RankTracer>(options);
+  RankFlight* flight = RankFlight::start(recorder, *tracer);
+  if (flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
+
+  const fs::path partial = flight_dump_path(dir, 0).string() + ".partial";
+  if (::mkfifo(partial.c_str(), 0600) != 0) return "mkfifo failed";
+
+  // Delivered to this thread before pthread_sigqueue returns.
+  union sigval value;
+  value.sival_int = 42;
+  if (::pthread_sigqueue(::pthread_self(), SIGTERM, value) != 0) return "pthread_sigqueue failed";
+  if (g_program_handled.load() != 0) {
+    return "the program's handler ran before the dump was read: the signal's handler waited on "
+           "the thread it interrupted";
+  }
+  std::stringstream dump;
+  dump << std::ifstream(partial).rdbuf();  // opens once the dump opens it to write
+  if (dump.str().find("\"signal\"") == std::string::npos ||
+      dump.str().find("all_reduce") == std::string::npos) {
+    return "the dump lacks the trigger or the operation: " + dump.str();
+  }
+  if (!wait_for_program_handler()) return "the program's handler never ran after the dump";
+  if (g_program_handled.load() != 1) return "the program's handler ran more than once";
+  if (g_program_value.load() != 42) return "the program's handler lost the sender's value";
+
+  flight->close();
+  tracer.reset();
+  session.reset();
+  const std::string rows =
+      testing::TraceQuery(db).rows("SELECT op || ' ' || seq || ' ' || state FROM collectives");
+  if (rows != "all_reduce 6 started\n") return "the trace holds: " + rows;
+  return "";
+}
+
+TEST_F(RankFlightTest,
+       AStopSignalDumpsWithoutWaitingOnTheThreadItInterruptedThenReachesTheProgram) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::string problem =
+            stop_while_holding_the_dump(dir_ / "flight", tracer_options(0), db(), session_);
+        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+        std::fflush(stderr);
+        std::_Exit(problem.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace partrain::profiler::inject
