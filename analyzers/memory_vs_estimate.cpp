@@ -52,6 +52,7 @@ Status measure_peaks(const TraceReader& reader, RankMemory& out,
     now[c] = bytes;
     peaks[c] = std::max(peaks[c], bytes);
     seen[c] = true;
+    out.recorded = true;
     out.peak_total_bytes = std::max(out.peak_total_bytes, total);
   }
   return samples.status();
@@ -89,7 +90,9 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const TraceReader& reader,
     }
   }
   for (int rank : window.ranks) {
-    RankMemory row{rank, config ? config->pp_stage(rank) : 0, {}, 0, std::nullopt};
+    RankMemory row;
+    row.rank = rank;
+    row.pp_stage = config ? config->pp_stage(rank) : 0;
     std::array<double, kCategories> peaks{};
     std::array<bool, kCategories> seen{};
     RETURN_IF_ERROR(measure_peaks(reader, row, peaks, seen));
@@ -214,7 +217,23 @@ std::vector<std::vector<const RankMemory*>> identical_rank_groups(const MemoryVs
 
 std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
   std::string out = fmt::format("Memory peak vs estimate ({})\n", report.estimate_note);
-  const auto groups = identical_rank_groups(report);
+  // Ranks with nothing recorded and nothing estimated have no row: their peak is unknown.
+  MemoryVsEstimate shown = report;
+  std::vector<int> unrecorded;
+  std::erase_if(shown.ranks, [&](const RankMemory& rank) {
+    if (rank.recorded || rank.estimate_total_bytes) return false;
+    unrecorded.push_back(rank.rank);
+    return true;
+  });
+  if (!unrecorded.empty()) {
+    std::sort(unrecorded.begin(), unrecorded.end());
+    out += fmt::format(
+        "no memory recorded on {} {}: partrain records a PyTorch job's memory from the CUDA "
+        "caching allocator, and a built-in workload's by category; a CPU job has none\n",
+        unrecorded.size() == 1 ? "rank" : "ranks", profiler::format_rank_ranges(unrecorded));
+  }
+  if (shown.ranks.empty()) return out;
+  const auto groups = identical_rank_groups(shown);
   std::vector<std::string> rank_cells;
   size_t width = 5;
   for (const auto& group : groups) {
@@ -267,7 +286,9 @@ nlohmann::json memory_vs_estimate_json(const MemoryVsEstimate& report) {
     ranks.push_back({{"rank", rank.rank},
                      {"pp_stage", rank.pp_stage},
                      {"estimate_note", report.has_estimate ? report.estimate_note : ""},
-                     {"peak_total_bytes", rank.peak_total_bytes},
+                     {"recorded", rank.recorded},
+                     {"peak_total_bytes", rank.recorded ? nlohmann::json(rank.peak_total_bytes)
+                                                        : nlohmann::json(nullptr)},
                      {"estimate_total_bytes", optional(rank.estimate_total_bytes)},
                      {"categories", std::move(categories)}});
   }

@@ -32,6 +32,9 @@ struct RankMemory {
   std::vector<CategoryPeak> categories;  // categories the rank sampled or the estimate names
   double peak_total_bytes = 0;           // max over time of the sum over categories
   std::optional<double> estimate_total_bytes;  // the estimate without the reserve
+  // Any memory sample at all: a PyTorch job's memory comes from the CUDA caching allocator, so a
+  // CPU job's ranks have none, and their peak is unknown, not 0 B.
+  bool recorded = false;
 };
 
 struct MemoryVsEstimate {

@@ -223,6 +223,7 @@ TEST_F(OutputPropertiesTest, AnalyzeTextAgreesWithJson) {
   }
   // Memory: each rank's total peak, as a byte size, on a total row of a block naming the rank.
   for (const json& rank : doc["memory"]) {
+    if (rank["peak_total_bytes"].is_null()) continue;  // nothing recorded: no row
     const std::string peak =
         format_bytes(static_cast<uint64_t>(rank["peak_total_bytes"].get<double>()));
     const bool found = std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {

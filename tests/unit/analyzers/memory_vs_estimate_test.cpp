@@ -206,5 +206,28 @@ TEST_F(MemoryVsEstimateTest, ForeignRunGetsPeaksOnly) {
   EXPECT_TRUE(memory_vs_estimate_findings(*report).empty());
 }
 
+// A CPU PyTorch job records no memory (its memory comes from the CUDA caching allocator): such a
+// rank's peak is unknown, and the text and --json said it was 0 B.
+TEST_F(MemoryVsEstimateTest, ARankWithNoMemoryRecordedHasNoPeak) {
+  auto trace = write_trace("{\"command\": \"python train.py\"}", 3, rank0_samples());
+  AnalysisWindow window = window_of(3, 1, 1, 0, 10);
+  auto report = analyze_memory_vs_estimate(trace.db, window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->ranks.size(), 3u);
+  EXPECT_TRUE(report->ranks[0].recorded);
+  EXPECT_FALSE(report->ranks[1].recorded);
+  const std::string text = format_memory_vs_estimate(*report);
+  EXPECT_NE(text.find("no memory recorded on ranks 1-2: partrain records a PyTorch job's memory "
+                      "from the CUDA caching allocator"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(" 0 B "), std::string::npos) << text;
+  EXPECT_NE(text.find("3.06 MiB"), std::string::npos) << text;  // rank 0's 3,204,160 B
+  const nlohmann::json json = memory_vs_estimate_json(*report);
+  EXPECT_EQ(json[0]["peak_total_bytes"], 3'204'160.0);
+  EXPECT_TRUE(json[1]["peak_total_bytes"].is_null()) << json.dump();
+  EXPECT_EQ(json[1]["recorded"], false);
+}
+
 }  // namespace
 }  // namespace partrain::analyzers
