@@ -101,6 +101,12 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
     return dimensions_model(f);
   }
   apply_dimensions(f, m);
+  if (m.seq == 0 && m.architecture == memory::Architecture::kTransformer) {
+    // A Hugging Face config of a model without a position table (BLOOM) has no length.
+    return make_status(StatusCode::kUnreadable,
+                       "{} gives no sequence length (no max_position_embeddings): pass --seq",
+                       f.model_file);
+  }
   return m;
 }
 
@@ -132,7 +138,10 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
       "--model", f.model,
       "Model preset (share/partrain/models/*.json): " + preset_list(memory::model_preset_names));
   CLI::Option* model_file =
-      cmd.add_option("--model-file", f.model_file, "Model JSON file (the presets' format)");
+      cmd.add_option("--model-file", f.model_file,
+                     "Model JSON file: the presets' format, or a Hugging Face config.json "
+                     "(llama, mistral, qwen2, mixtral, deepseek_v2/v3, gpt_neox, gpt2, opt, "
+                     "bloom)");
   CLI::Option* params =
       cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
           ->check(positive_number());

@@ -1,6 +1,7 @@
 // libFuzzer target: the model, GPU and cluster preset readers (share/models, share/gpus,
-// --model-file, --gpu-file, --cluster) on arbitrary text. A malformed file must come back as a
-// kUnreadable status naming the field, never a crash or an exception.
+// --model-file with a Hugging Face config.json too, --gpu-file, --cluster) on arbitrary text. A
+// malformed file must come back as a kUnreadable status naming the field, never a crash or an
+// exception.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -89,6 +90,38 @@ TEST(MemoryCommand, MalformedModelFileIsUnreadable) {
   EXPECT_NE(r.err.find("bad_model.json"), std::string::npos) << r.err;
   std::ofstream(path) << "{ not json";
   EXPECT_EQ(run_partrain("memory --model-file " + path).exit_code, 3);
+}
+
+// A Hugging Face config.json is a --model-file: Meta-Llama-3-8B's own config gives the preset's
+// figures; BLOOM's has no length (ALiBi) and asks for --seq with exit 3.
+TEST(MemoryCommand, AHuggingFaceConfigIsAModelFile) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "Meta-Llama-3-8B";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLM"],
+    "attention_bias": false, "attention_dropout": 0.0, "hidden_act": "silu",
+    "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 8192,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": null,
+    "rope_theta": 500000.0, "tie_word_embeddings": false, "vocab_size": 128256})";
+  const std::string layout = " --dp 8 --zero 3 --gpu h100-80g --json";
+  auto from_config = run_partrain("memory --model-file " + (dir / "config.json").string() + layout);
+  auto from_preset = run_partrain("memory --model llama-3-8b" + layout);
+  ASSERT_EQ(from_config.exit_code, 0) << from_config.err;
+  ASSERT_EQ(from_preset.exit_code, 0) << from_preset.err;
+  EXPECT_EQ(parse_json(from_config.out)["per_gpu_bytes"],
+            parse_json(from_preset.out)["per_gpu_bytes"]);
+  auto text = run_partrain("memory --model-file " + (dir / "config.json").string());
+  EXPECT_NE(text.out.find("model     Meta-Llama-3-8B"), std::string::npos) << text.out;
+
+  const std::filesystem::path bloom = std::filesystem::path(::testing::TempDir()) / "bloom.json";
+  std::ofstream(bloom) << R"({"model_type": "bloom", "n_embed": 1024, "n_layer": 24,
+    "num_attention_heads": 16, "vocab_size": 250880})";
+  auto no_seq = run_partrain("memory --model-file " + bloom.string());
+  EXPECT_EQ(no_seq.exit_code, 3);
+  EXPECT_NE(no_seq.err.find("gives no sequence length (no max_position_embeddings): pass --seq"),
+            std::string::npos)
+      << no_seq.err;
+  EXPECT_EQ(run_partrain("memory --model-file " + bloom.string() + " --seq 2048").exit_code, 0);
 }
 
 TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {

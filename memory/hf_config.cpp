@@ -1,0 +1,316 @@
+#include "memory/hf_config.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace partrain::memory {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kLargestDimension = int64_t{1} << 40;
+
+// The config's fields as transformers writes them: a null is an unset field (n_inner,
+// q_lora_rank), and a field may go by an older name (BLOOM's n_embed).
+class HfFields {
+ public:
+  HfFields(const json& config, std::string_view origin) : config_(config), origin_(origin) {}
+
+  template <typename... Args>
+  Status error(fmt::format_string<Args...> format, Args&&... args) const {
+    return make_status(StatusCode::kUnreadable, "{}: {}", origin_,
+                       fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  // The first of `names` present and not null, with the name it goes by.
+  std::pair<const json*, const char*> find(std::initializer_list<const char*> names) const {
+    for (const char* name : names) {
+      auto it = config_.find(name);
+      if (it != config_.end() && !it->is_null()) return {&*it, name};
+    }
+    return {nullptr, *names.begin()};
+  }
+
+  // The first of `names` present, an integer of at least `least`; `fallback` when none is.
+  StatusOr<int64_t> integer(std::initializer_list<const char*> names,
+                            std::optional<int64_t> fallback = std::nullopt,
+                            int64_t least = 1) const {
+    const auto [value, name] = find(names);
+    if (value == nullptr) {
+      if (fallback) return *fallback;
+      return error("Hugging Face config without '{}'", name);
+    }
+    // Bounded, so that the products of dimensions the estimator forms stay exact.
+    if (!value->is_number_integer() || value->get<int64_t>() < least ||
+        value->get<int64_t>() > kLargestDimension) {
+      return error("Hugging Face config field '{}' must be an integer from {} to {} (got {})", name,
+                   least, kLargestDimension, value->dump());
+    }
+    return value->get<int64_t>();
+  }
+
+  StatusOr<bool> boolean(const char* name, bool fallback) const {
+    const json* value = find({name}).first;
+    if (value == nullptr) return fallback;
+    if (!value->is_boolean()) {
+      return error("Hugging Face config field '{}' must be true or false (got {})", name,
+                   value->dump());
+    }
+    return value->get<bool>();
+  }
+
+  // A dropout probability, when the config states one.
+  StatusOr<std::optional<double>> probability(std::initializer_list<const char*> names) const {
+    const auto [value, name] = find(names);
+    if (value == nullptr) return std::optional<double>();
+    if (!value->is_number() || value->get<double>() < 0 || value->get<double>() >= 1) {
+      return error("Hugging Face config field '{}' must be a probability in [0, 1) (got {})", name,
+                   value->dump());
+    }
+    return std::optional<double>(value->get<double>());
+  }
+
+ private:
+  const json& config_;
+  std::string origin_;
+};
+
+// The length it was pre-trained with where the config says so (a context extended by YaRN or
+// Llama 3.1's rope scaling keeps the original), else its context length; 0 without either.
+StatusOr<int64_t> pretraining_seq(const HfFields& f,
+                                  std::initializer_list<const char*> context_names) {
+  if (const json* scaling = f.find({"rope_scaling"}).first;
+      scaling != nullptr && scaling->is_object()) {
+    auto original = scaling->find("original_max_position_embeddings");
+    if (original != scaling->end() && original->is_number_integer() &&
+        original->get<int64_t>() > 0) {
+      return original->get<int64_t>();
+    }
+  }
+  return f.integer(context_names, int64_t{0});
+}
+
+// The decoders written like LLaMA: RMSNorm, rotary positions, a gated MLP of 3 matrices
+// (SwiGLU), untied embeddings unless the config ties them.
+Status read_llama_like(const HfFields& f, ModelConfig& m) {
+  ASSIGN_OR_RETURN(m.hidden, f.integer({"hidden_size"}));
+  ASSIGN_OR_RETURN(m.layers, f.integer({"num_hidden_layers"}));
+  ASSIGN_OR_RETURN(m.heads, f.integer({"num_attention_heads"}));
+  ASSIGN_OR_RETURN(m.kv_heads, f.integer({"num_key_value_heads"}, m.heads));
+  ASSIGN_OR_RETURN(m.ffn, f.integer({"intermediate_size"}));
+  ASSIGN_OR_RETURN(m.vocab, f.integer({"vocab_size"}));
+  ASSIGN_OR_RETURN(m.seq, pretraining_seq(f, {"max_position_embeddings"}));
+  ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", false));
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.position = PositionKind::kRotary;
+  m.bias = false;
+  ASSIGN_OR_RETURN(const bool attention_bias, f.boolean("attention_bias", false));
+  ASSIGN_OR_RETURN(const bool mlp_bias, f.boolean("mlp_bias", false));
+  if (attention_bias || mlp_bias) {
+    return f.error(
+        "Hugging Face config with attention_bias or mlp_bias true: partrain's LLaMA-style model "
+        "has no linear biases; write the model in the presets' format (\"bias\": true) instead");
+  }
+  if (m.heads > 0 && m.hidden % m.heads == 0) {
+    ASSIGN_OR_RETURN(const int64_t head_dim, f.integer({"head_dim"}, m.hidden / m.heads));
+    if (head_dim != m.hidden / m.heads) {
+      return f.error(
+          "Hugging Face config field 'head_dim' ({}) is not hidden_size / num_attention_heads "
+          "({}): partrain's model has heads of hidden / heads; write the model in the presets' "
+          "format with the hidden size the attention computes with",
+          head_dim, m.hidden / m.heads);
+    }
+  }
+  ASSIGN_OR_RETURN(m.dropout, f.probability({"attention_dropout"}));
+  return Status::ok();
+}
+
+Status read_mixtral(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_like(f, m));
+  ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_local_experts"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
+  m.moe.expert_ffn = m.ffn;
+  return Status::ok();
+}
+
+// DeepSeek-V2/V3: latent attention, shared and routed experts after the first dense blocks.
+Status read_deepseek(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_like(f, m));
+  m.kv_heads = m.heads;  // latent attention: every head has its keys and values
+  m.attention = AttentionKind::kLatent;
+  ASSIGN_OR_RETURN(m.latent.q_lora_rank, f.integer({"q_lora_rank"}, int64_t{0}, 0));
+  ASSIGN_OR_RETURN(m.latent.kv_lora_rank, f.integer({"kv_lora_rank"}));
+  ASSIGN_OR_RETURN(m.latent.qk_nope_dim, f.integer({"qk_nope_head_dim"}));
+  ASSIGN_OR_RETURN(m.latent.qk_rope_dim, f.integer({"qk_rope_head_dim"}));
+  ASSIGN_OR_RETURN(m.latent.v_head_dim, f.integer({"v_head_dim"}));
+  ASSIGN_OR_RETURN(m.moe.experts, f.integer({"n_routed_experts"}, int64_t{0}, 0));
+  if (m.moe.experts == 0) return Status::ok();
+  ASSIGN_OR_RETURN(const int64_t every, f.integer({"moe_layer_freq"}, int64_t{1}));
+  if (every != 1) {
+    return f.error(
+        "Hugging Face config field 'moe_layer_freq' is {}: partrain's mixture of experts routes "
+        "every block after the dense ones",
+        every);
+  }
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
+  ASSIGN_OR_RETURN(m.moe.expert_ffn, f.integer({"moe_intermediate_size"}));
+  ASSIGN_OR_RETURN(m.moe.shared_experts, f.integer({"n_shared_experts"}, int64_t{0}, 0));
+  ASSIGN_OR_RETURN(m.moe.dense_layers, f.integer({"first_k_dense_replace"}, int64_t{0}, 0));
+  return Status::ok();
+}
+
+// The sizes every dense multi-head model has, under the names its type gives them.
+Status read_sizes(const HfFields& f, ModelConfig& m, std::initializer_list<const char*> hidden,
+                  std::initializer_list<const char*> layers,
+                  std::initializer_list<const char*> heads) {
+  ASSIGN_OR_RETURN(m.hidden, f.integer(hidden));
+  ASSIGN_OR_RETURN(m.layers, f.integer(layers));
+  ASSIGN_OR_RETURN(m.heads, f.integer(heads));
+  m.kv_heads = m.heads;
+  ASSIGN_OR_RETURN(m.vocab, f.integer({"vocab_size"}));
+  return Status::ok();
+}
+
+// GPT-NeoX and Pythia: LayerNorm, rotary positions, a GeLU MLP, biases, untied embeddings.
+Status read_gpt_neox(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(
+      read_sizes(f, m, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}));
+  ASSIGN_OR_RETURN(m.ffn, f.integer({"intermediate_size"}, 4 * m.hidden));
+  ASSIGN_OR_RETURN(m.seq, pretraining_seq(f, {"max_position_embeddings"}));
+  ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", false));
+  m.position = PositionKind::kRotary;
+  ASSIGN_OR_RETURN(m.dropout, f.probability({"hidden_dropout", "attention_dropout"}));
+  return Status::ok();
+}
+
+// GPT-2: learned positions, tied embeddings, a 4h GeLU MLP unless n_inner says otherwise.
+Status read_gpt2(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_sizes(f, m, {"n_embd"}, {"n_layer"}, {"n_head"}));
+  ASSIGN_OR_RETURN(m.ffn, f.integer({"n_inner"}, 4 * m.hidden));
+  ASSIGN_OR_RETURN(m.seq, f.integer({"n_positions", "n_ctx"}, int64_t{0}));
+  ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(m.dropout, f.probability({"resid_pdrop"}));
+  return Status::ok();
+}
+
+// OPT: learned positions, tied embeddings, a ReLU MLP of ffn_dim (GeLU's parameter count).
+Status read_opt(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(
+      read_sizes(f, m, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}));
+  ASSIGN_OR_RETURN(m.ffn, f.integer({"ffn_dim"}));
+  ASSIGN_OR_RETURN(m.seq, f.integer({"max_position_embeddings"}, int64_t{0}));
+  ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(m.bias, f.boolean("enable_bias", true));
+  ASSIGN_OR_RETURN(const int64_t projected, f.integer({"word_embed_proj_dim"}, m.hidden));
+  if (projected != m.hidden) {
+    return f.error(
+        "Hugging Face config field 'word_embed_proj_dim' ({}) differs from hidden_size ({}): "
+        "partrain's model has no projection between the embeddings and the blocks",
+        projected, m.hidden);
+  }
+  ASSIGN_OR_RETURN(m.dropout, f.probability({"dropout"}));
+  return Status::ok();
+}
+
+// BLOOM: ALiBi (no position weights, and no context length in the config), a LayerNorm after
+// the word embedding, tied embeddings, a 4h GeLU MLP.
+Status read_bloom(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_sizes(f, m, {"hidden_size", "n_embed"}, {"n_layer", "num_hidden_layers"},
+                             {"n_head", "num_attention_heads"}));
+  ASSIGN_OR_RETURN(m.ffn, f.integer({"n_inner"}, 4 * m.hidden));
+  m.seq = 0;
+  ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", true));
+  m.position = PositionKind::kAlibi;
+  m.embedding_norm = true;
+  ASSIGN_OR_RETURN(m.dropout, f.probability({"hidden_dropout"}));
+  return Status::ok();
+}
+
+// Qwen2 is LLaMA's block with biases on the query, key and value projections alone, which
+// partrain's model (biases on every linear layer or none) counts without: h + 2 kv_dim
+// parameters a block, about 0.002% of Qwen2-7B.
+Status read_qwen2(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_like(f, m));
+  m.source +=
+      fmt::format("; its q/k/v biases ({:.0f} parameters) are not counted",
+                  static_cast<double>(m.layers) * static_cast<double>(m.hidden + 2 * m.kv_dim()));
+  return Status::ok();
+}
+
+struct Mapping {
+  const char* model_type;
+  Status (*read)(const HfFields&, ModelConfig&);
+};
+
+const Mapping kMappings[] = {
+    {"llama", read_llama_like},
+    {"mistral", read_llama_like},
+    {"qwen2", read_qwen2},
+    {"mixtral", read_mixtral},
+    {"deepseek_v2", read_deepseek},
+    {"deepseek_v3", read_deepseek},
+    {"gpt_neox", read_gpt_neox},
+    {"gpt2", read_gpt2},
+    {"opt", read_opt},
+    {"bloom", read_bloom},
+};
+
+}  // namespace
+
+bool is_hf_config(const json& object) {
+  return object.is_object() && object.contains("model_type") && !object.contains("layers");
+}
+
+const std::vector<std::string>& hf_model_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> out;
+    for (const Mapping& m : kMappings) out.emplace_back(m.model_type);
+    return out;
+  }();
+  return types;
+}
+
+StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view origin,
+                                           std::string name) {
+  HfFields f(config, origin);
+  const json& type = config.at("model_type");
+  if (!type.is_string()) {
+    return f.error("Hugging Face config field 'model_type' must be a string (got {})", type.dump());
+  }
+  const std::string model_type = type.get<std::string>();
+  const Mapping* mapping = nullptr;
+  for (const Mapping& m : kMappings) {
+    if (model_type == m.model_type) mapping = &m;
+  }
+  if (mapping == nullptr) {
+    std::string types;
+    for (const std::string& t : hf_model_types()) types += (types.empty() ? "" : ", ") + t;
+    return f.error(
+        "Hugging Face model_type \"{}\" is not one partrain reads (it reads {}): write the model "
+        "in the presets' format (share/models/*.json, docs/memory.md)",
+        model_type, types);
+  }
+  ModelConfig m;
+  m.name = std::move(name);
+  m.source = fmt::format("{} (Hugging Face config, model_type {})", origin, model_type);
+  RETURN_IF_ERROR(mapping->read(f, m));
+  if (m.attention != AttentionKind::kLatent) {
+    if (m.hidden % m.heads != 0) {
+      return f.error("the number of attention heads ({}) must divide the hidden size ({})", m.heads,
+                     m.hidden);
+    }
+    if (m.heads % m.kv_heads != 0) {
+      return f.error("the number of key/value heads ({}) must divide the attention heads ({})",
+                     m.kv_heads, m.heads);
+    }
+  }
+  if (Status experts = validate_experts(m); !experts.is_ok()) {
+    return f.error("{}", experts.message());
+  }
+  return m;
+}
+
+}  // namespace partrain::memory

@@ -1,0 +1,174 @@
+// Hugging Face config.json files as models (memory/hf_config.h): the published configs of models
+// partrain has presets for read as those presets, field by field and in their parameter counts;
+// what ModelConfig cannot express is refused naming the field. The configs below are the
+// models' config.json files on the Hugging Face hub, as published (fields that do not bear on
+// the model's size left in, as a user's file has them).
+#include "memory/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "memory/parameter_count.h"
+#include "memory/presets.h"
+#include "tests/support/scratch_dir.h"
+
+namespace partrain::memory {
+namespace {
+
+const std::filesystem::path kShare = std::filesystem::path(PARTRAIN_SOURCE_DIR) / "share";
+
+// meta-llama/Meta-Llama-3-8B
+constexpr const char* kLlama3_8b = R"({"architectures": ["LlamaForCausalLM"],
+  "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 128000,
+  "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+  "intermediate_size": 14336, "max_position_embeddings": 8192, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null, "rope_theta": 500000.0,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
+  "use_cache": true, "vocab_size": 128256})";
+
+// mistralai/Mixtral-8x7B-v0.1
+constexpr const char* kMixtral = R"({"architectures": ["MixtralForCausalLM"],
+  "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
+  "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "num_local_experts": 8, "output_router_logits": false, "rms_norm_eps": 1e-05,
+  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0",
+  "use_cache": true, "vocab_size": 32000})";
+
+// deepseek-ai/DeepSeek-V3 (its quantization_config and auto_map left out)
+constexpr const char* kDeepSeekV3 = R"({"architectures": ["DeepseekV3ForCausalLM"],
+  "attention_bias": false, "attention_dropout": 0.0, "aux_loss_alpha": 0.001,
+  "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3,
+  "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02,
+  "intermediate_size": 18432, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+  "model_type": "deepseek_v3", "moe_intermediate_size": 2048, "moe_layer_freq": 1,
+  "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": true,
+  "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
+  "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+  "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                   "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                   "type": "yarn"},
+  "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid",
+  "seq_aux": true, "tie_word_embeddings": false, "topk_group": 4, "topk_method": "noaux_tc",
+  "torch_dtype": "bfloat16", "transformers_version": "4.33.1", "use_cache": true,
+  "v_head_dim": 128, "vocab_size": 129280})";
+
+// EleutherAI/gpt-neox-20b
+constexpr const char* kNeox20b = R"({"architectures": ["GPTNeoXForCausalLM"],
+  "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "gelu_fast", "hidden_size": 6144,
+  "initializer_range": 0.02, "intermediate_size": 24576, "layer_norm_eps": 1e-05,
+  "max_position_embeddings": 2048, "model_type": "gpt_neox", "num_attention_heads": 64,
+  "num_hidden_layers": 44, "rotary_emb_base": 10000, "rotary_pct": 0.25,
+  "tie_word_embeddings": false, "torch_dtype": "float16", "transformers_version": "4.24.0.dev0",
+  "use_cache": true, "use_parallel_residual": true, "vocab_size": 50432})";
+
+// bigscience/bloom
+constexpr const char* kBloom = R"({"apply_residual_connection_post_layernorm": false,
+  "attention_dropout": 0.0, "architectures": ["BloomForCausalLM"],
+  "attention_softmax_in_fp32": true, "pad_token_id": 3, "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_dropout": 0.0, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05,
+  "masked_softmax_fusion": true, "model_type": "bloom", "n_embed": 14336, "n_layer": 70,
+  "num_attention_heads": 112, "pretraining_tp": 4, "slow_but_exact": false,
+  "transformers_version": "4.21.0", "use_cache": true, "vocab_size": 250880})";
+
+StatusOr<ModelConfig> read(const char* text, std::string name = "model") {
+  return model_from_hf_config(nlohmann::json::parse(text), "config.json", std::move(name));
+}
+
+// Every field that makes the model what it is (not its name, source or sequence length).
+auto architecture(const ModelConfig& m) {
+  return std::tuple(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab, m.mlp, m.norm,
+                    m.position, m.tied_embeddings, m.bias, m.embedding_norm, m.attention);
+}
+auto latent_and_experts(const ModelConfig& m) {
+  return std::tuple(m.latent.q_lora_rank, m.latent.kv_lora_rank, m.latent.qk_nope_dim,
+                    m.latent.qk_rope_dim, m.latent.v_head_dim, m.moe.experts, m.moe.top_k,
+                    m.moe.expert_ffn, m.moe.shared_experts, m.moe.dense_layers);
+}
+
+void expect_same_model(const ModelConfig& got, const ModelConfig& preset) {
+  EXPECT_EQ(architecture(got), architecture(preset));
+  EXPECT_EQ(latent_and_experts(got), latent_and_experts(preset));
+  EXPECT_DOUBLE_EQ(total_params(got), total_params(preset));
+  EXPECT_DOUBLE_EQ(active_params(got), active_params(preset));
+}
+
+TEST(HfConfig, PublishedConfigsReadAsThePresets) {
+  const std::pair<const char*, const char*> models[] = {{kLlama3_8b, "llama-3-8b"},
+                                                        {kMixtral, "mixtral-8x7b"},
+                                                        {kDeepSeekV3, "deepseek-v3"},
+                                                        {kNeox20b, "gpt-neox-20b"},
+                                                        {kBloom, "bloom-176b"}};
+  for (const auto& [text, name] : models) {
+    SCOPED_TRACE(name);
+    const StatusOr<ModelConfig> got = read(text, name);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    const StatusOr<ModelConfig> preset = load_model_preset(kShare, name);
+    ASSERT_TRUE(preset.is_ok()) << preset.status().message();
+    expect_same_model(*got, *preset);
+  }
+}
+
+// The length a model was pre-trained with, not the context it was extended to; none without a
+// position table.
+TEST(HfConfig, SequenceIsThePretrainingLength) {
+  EXPECT_EQ(read(kLlama3_8b)->seq, 8192);
+  EXPECT_EQ(read(kDeepSeekV3)->seq, 4096);  // YaRN's original, not 163,840
+  EXPECT_EQ(read(kBloom)->seq, 0);
+  EXPECT_EQ(read(kMixtral)->dropout, 0.0);
+  EXPECT_FALSE(read(kNeox20b)->dropout.has_value());  // the config does not say
+}
+
+TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
+  auto refused = [](const std::string& text, const std::string& field) {
+    const StatusOr<ModelConfig> got = read(text.c_str());
+    ASSERT_FALSE(got.is_ok()) << text;
+    EXPECT_EQ(got.status().code(), StatusCode::kUnreadable);
+    EXPECT_NE(got.status().message().find(field), std::string::npos) << got.status().message();
+    EXPECT_NE(got.status().message().find("config.json: "), std::string::npos);
+  };
+  // Qwen3-0.6B: 16 heads of 128 over a hidden size of 1024.
+  refused(R"({"model_type": "qwen3", "hidden_size": 1024})",
+          "model_type \"qwen3\" is not one partrain reads (it reads llama, mistral, qwen2");
+  refused(R"({"model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 2,
+              "num_attention_heads": 16, "intermediate_size": 3072, "vocab_size": 1000,
+              "head_dim": 128})",
+          "field 'head_dim' (128) is not hidden_size / num_attention_heads (64)");
+  refused(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24,
+              "num_attention_heads": 16, "ffn_dim": 4096, "vocab_size": 50272,
+              "word_embed_proj_dim": 512})",
+          "field 'word_embed_proj_dim' (512) differs from hidden_size (1024)");
+  refused(R"({"model_type": "llama", "hidden_size": "4096"})",
+          "field 'hidden_size' must be an integer from 1 to 1099511627776 (got \"4096\")");
+  refused(R"({"model_type": "llama", "hidden_size": 4096})", "without 'num_hidden_layers'");
+  refused(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+              "num_local_experts": 2, "num_experts_per_tok": 3})",
+          "top_k");
+}
+
+// Through the file loader, as --model-file reads it: a config.json is told from a preset by its
+// model_type, and named after its directory (the repository's, in a hub cache).
+TEST(HfConfig, TheFileLoaderTellsAConfigFromAPresetAndNamesIt) {
+  testing::ScratchDir scratch;
+  const std::filesystem::path snapshot = scratch.path() / "models--meta-llama--Meta-Llama-3-8B" /
+                                         "snapshots" / "8cde5ca8" / "config.json";
+  std::filesystem::create_directories(snapshot.parent_path());
+  std::ofstream(snapshot) << kLlama3_8b;
+  const StatusOr<ModelConfig> model = load_model_file(snapshot);
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  EXPECT_EQ(model->name, "Meta-Llama-3-8B");
+  EXPECT_EQ(model->layers, 32);
+  EXPECT_NE(model->source.find("model_type llama"), std::string::npos) << model->source;
+}
+
+}  // namespace
+}  // namespace partrain::memory
