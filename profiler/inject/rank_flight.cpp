@@ -37,6 +37,7 @@ struct SignalRelay {
   std::atomic<RankFlight*> flight{nullptr};
   pid_t pid = 0;  // the process that took the signals: a fork()ed child passes them straight on
   int request_read = -1, request_write = -1;  // the handler writes the signal here
+  std::atomic<bool> relaying{true};           // false once the relay's thread has stopped
   // Set by the relay's thread before it sends the signal again, its work done: the handler then
   // hands that one on instead of relaying it.
   std::atomic<bool> passing[std::size(kStopSignals)] = {};
@@ -73,7 +74,8 @@ void on_signal(int signal, siginfo_t* info, void* context) {
   SignalRelay* relay = g_relay.load();
   if (relay == nullptr) return;
   bool relayed = false;
-  if (::getpid() == relay->pid && !relay->passing[signal_index(signal)].exchange(false)) {
+  if (::getpid() == relay->pid && relay->relaying.load() &&
+      !relay->passing[signal_index(signal)].exchange(false)) {
     StopRequest request{};
     if (info != nullptr) request.info = *info;
     request.info.si_signo = signal;
@@ -99,7 +101,10 @@ void relay_signals(SignalRelay* relay) {
     StopRequest request{};
     const ssize_t n = ::read(relay->request_read, &request, sizeof request);
     if (n < 0 && errno == EINTR) continue;
-    if (n != sizeof request) return;
+    if (n != sizeof request) {
+      relay->relaying.store(false);  // the handler passes the signals on itself from here
+      return;
+    }
     if (RankFlight* flight = relay->flight.load()) flight->on_stop_signal(request.info.si_signo);
     send_again(*relay, request);
   }
