@@ -241,7 +241,14 @@ StatusOr<ClusterSpec> load_cluster_file(const std::filesystem::path& path) {
   return parse_cluster_json(text, path.string());
 }
 
-StatusOr<ModelConfig> load_model_file(const std::filesystem::path& path) {
+StatusOr<ModelConfig> load_model_file(const std::filesystem::path& given) {
+  // A model's directory (a Hugging Face snapshot) stands for the config.json in it.
+  std::error_code error;
+  const bool directory = std::filesystem::is_directory(given, error);
+  const std::filesystem::path path = directory ? given / "config.json" : given;
+  if (directory && !std::filesystem::exists(path, error)) {
+    return unreadable("{} is a directory without a config.json: give a model file", given.string());
+  }
   ASSIGN_OR_RETURN(std::string text, read_text(path));
   return parse_model_json(text, path.string());
 }

@@ -168,6 +168,15 @@ TEST(HfConfig, TheFileLoaderTellsAConfigFromAPresetAndNamesIt) {
   EXPECT_EQ(model->name, "Meta-Llama-3-8B");
   EXPECT_EQ(model->layers, 32);
   EXPECT_NE(model->source.find("model_type llama"), std::string::npos) << model->source;
+  // The snapshot's directory stands for its config.json; a directory without one is refused.
+  const StatusOr<ModelConfig> from_dir = load_model_file(snapshot.parent_path());
+  ASSERT_TRUE(from_dir.is_ok()) << from_dir.status().message();
+  EXPECT_EQ(from_dir->name, "Meta-Llama-3-8B");
+  const StatusOr<ModelConfig> empty = load_model_file(scratch.path());
+  EXPECT_EQ(empty.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(empty.status().message().find("is a directory without a config.json"),
+            std::string::npos)
+      << empty.status().message();
 }
 
 }  // namespace
