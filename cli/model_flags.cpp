@@ -140,8 +140,8 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   CLI::Option* model_file =
       cmd.add_option("--model-file", f.model_file,
                      "Model JSON file: the presets' format, or a Hugging Face config.json "
-                     "(llama, mistral, qwen2, mixtral, deepseek_v2/v3, gpt_neox, gpt2, opt, "
-                     "bloom)");
+                     "(llama, mistral, phi3, qwen2, qwen3, gemma, mixtral, deepseek_v2/v3, "
+                     "gpt_neox, gpt2, opt, bloom)");
   CLI::Option* params =
       cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
           ->check(positive_number());

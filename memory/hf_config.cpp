@@ -78,7 +78,8 @@ class HfFields {
 };
 
 // The length it was pre-trained with where the config says so (a context extended by YaRN or
-// Llama 3.1's rope scaling keeps the original), else its context length; 0 without either.
+// Llama 3.1's rope scaling keeps the original, in rope_scaling or, for Phi-3, beside it), else
+// its context length; 0 without either.
 StatusOr<int64_t> pretraining_seq(const HfFields& f,
                                   std::initializer_list<const char*> context_names) {
   if (const json* scaling = f.find({"rope_scaling"}).first;
@@ -88,6 +89,9 @@ StatusOr<int64_t> pretraining_seq(const HfFields& f,
         original->get<int64_t>() > 0) {
       return original->get<int64_t>();
     }
+  }
+  if (f.find({"original_max_position_embeddings"}).first != nullptr) {
+    return f.integer({"original_max_position_embeddings"});
   }
   return f.integer(context_names, int64_t{0});
 }
@@ -240,6 +244,22 @@ Status read_qwen2(const HfFields& f, ModelConfig& m) {
   return Status::ok();
 }
 
+// Qwen3 adds an RMSNorm over each head's queries and keys (2 head_dim weights a block), which
+// partrain's model does not count.
+Status read_qwen3(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_like(f, m));
+  m.source += fmt::format("; its per-head q/k norms ({:.0f} parameters) are not counted",
+                          static_cast<double>(m.layers) * static_cast<double>(2 * m.head_dim()));
+  return Status::ok();
+}
+
+// Gemma (the first): LLaMA's block with a gated GeLU (SwiGLU's count) and tied embeddings.
+Status read_gemma(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_like(f, m));
+  ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", true));
+  return Status::ok();
+}
+
 struct Mapping {
   const char* model_type;
   Status (*read)(const HfFields&, ModelConfig&);
@@ -249,6 +269,9 @@ const Mapping kMappings[] = {
     {"llama", read_llama_like},
     {"mistral", read_llama_like},
     {"qwen2", read_qwen2},
+    {"qwen3", read_qwen3},
+    {"phi3", read_llama_like},
+    {"gemma", read_gemma},
     {"mixtral", read_mixtral},
     {"deepseek_v2", read_deepseek},
     {"deepseek_v3", read_deepseek},

@@ -117,6 +117,37 @@ TEST(HfConfig, PublishedConfigsReadAsThePresets) {
   }
 }
 
+// Models without a preset, against their published parameter counts (within 1%): Phi-3-mini
+// 3.8B (microsoft/Phi-3-mini-128k-instruct), Gemma 2B 2.51B (google/gemma-2b), Qwen3-8B 8.2B
+// (Qwen/Qwen3-8B), their configs' size fields as published.
+TEST(HfConfig, OtherPublishedConfigsCountTheirPublishedParameters) {
+  const std::pair<const char*, double> models[] = {
+      {R"({"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+           "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+           "vocab_size": 32064, "max_position_embeddings": 131072,
+           "original_max_position_embeddings": 4096, "hidden_act": "silu",
+           "rope_scaling": {"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]},
+           "tie_word_embeddings": false, "attention_dropout": 0.0, "resid_pdrop": 0.0})",
+       3.8e9},
+      {R"({"model_type": "gemma", "hidden_size": 2048, "intermediate_size": 16384,
+           "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+           "num_hidden_layers": 18, "vocab_size": 256000, "max_position_embeddings": 8192,
+           "hidden_act": "gelu", "attention_bias": false, "attention_dropout": 0.0})",
+       2.51e9},
+      {R"({"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+           "num_hidden_layers": 36, "vocab_size": 151936, "max_position_embeddings": 40960,
+           "tie_word_embeddings": false, "attention_bias": false, "attention_dropout": 0.0})",
+       8.2e9}};
+  for (const auto& [text, published] : models) {
+    const StatusOr<ModelConfig> model = read(text);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_NEAR(total_params(*model) / published, 1.0, 0.01) << text;
+  }
+  EXPECT_EQ(read(models[0].first)->seq, 4096);  // Phi-3's original length, beside rope_scaling
+  EXPECT_TRUE(read(models[1].first)->tied_embeddings);  // Gemma ties unless it says otherwise
+}
+
 // The length a model was pre-trained with, not the context it was extended to; none without a
 // position table.
 TEST(HfConfig, SequenceIsThePretrainingLength) {
@@ -135,13 +166,17 @@ TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
     EXPECT_NE(got.status().message().find(field), std::string::npos) << got.status().message();
     EXPECT_NE(got.status().message().find("config.json: "), std::string::npos);
   };
-  // Qwen3-0.6B: 16 heads of 128 over a hidden size of 1024.
-  refused(R"({"model_type": "qwen3", "hidden_size": 1024})",
-          "model_type \"qwen3\" is not one partrain reads (it reads llama, mistral, qwen2");
-  refused(R"({"model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 2,
-              "num_attention_heads": 16, "intermediate_size": 3072, "vocab_size": 1000,
-              "head_dim": 128})",
+  refused(R"({"model_type": "falcon", "hidden_size": 4544})",
+          "model_type \"falcon\" is not one partrain reads (it reads llama, mistral, qwen2");
+  // Qwen3-0.6B: 16 heads of 128 over a hidden size of 1024; Gemma-7B: 16 of 256 over 3072.
+  refused(R"({"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28,
+              "num_attention_heads": 16, "num_key_value_heads": 8, "intermediate_size": 3072,
+              "vocab_size": 151936, "head_dim": 128})",
           "field 'head_dim' (128) is not hidden_size / num_attention_heads (64)");
+  refused(R"({"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 28,
+              "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 24576,
+              "vocab_size": 256000, "head_dim": 256})",
+          "field 'head_dim' (256) is not hidden_size / num_attention_heads (192)");
   refused(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24,
               "num_attention_heads": 16, "ffn_dim": 4096, "vocab_size": 50272,
               "word_embed_proj_dim": 512})",
