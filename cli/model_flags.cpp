@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "core/share_dir.h"
+#include "memory/hf_cache.h"
 
 namespace partrain::cli {
 namespace {
@@ -92,8 +93,12 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
   RETURN_IF_ERROR(check_one_model_source(f));
   if (f.params > 0) return memory::bare_model(f.params);
   memory::ModelConfig m;
-  if (!f.model_file.empty()) {
-    ASSIGN_OR_RETURN(m, memory::load_model_file(f.model_file));
+  std::filesystem::path file = f.model_file;
+  if (!f.model.empty() && memory::is_hf_repo_id(f.model)) {
+    ASSIGN_OR_RETURN(file, memory::find_hf_cached_config(f.model));
+  }
+  if (!file.empty()) {
+    ASSIGN_OR_RETURN(m, memory::load_model_file(file));
   } else if (!f.model.empty()) {
     ASSIGN_OR_RETURN(auto share, find_share_dir());
     ASSIGN_OR_RETURN(m, memory::load_model_preset(share, f.model));
@@ -105,7 +110,7 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
     // A Hugging Face config of a model without a position table (BLOOM) has no length.
     return make_status(StatusCode::kUnreadable,
                        "{} gives no sequence length (no max_position_embeddings): pass --seq",
-                       f.model_file);
+                       file.string());
   }
   return m;
 }
@@ -136,7 +141,9 @@ std::string preset_list(std::vector<std::string> (*names_in)(const std::filesyst
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   CLI::Option* model = cmd.add_option(
       "--model", f.model,
-      "Model preset (share/partrain/models/*.json): " + preset_list(memory::model_preset_names));
+      "Model preset (share/partrain/models/*.json): " + preset_list(memory::model_preset_names) +
+          "; or a Hugging Face repository id (ORG/NAME) whose config.json is in the local hub "
+          "cache (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)");
   CLI::Option* model_file =
       cmd.add_option("--model-file", f.model_file,
                      "Model JSON file: the presets' format, or a Hugging Face config.json "

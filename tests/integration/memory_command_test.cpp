@@ -112,6 +112,24 @@ TEST(MemoryCommand, AHuggingFaceConfigIsAModelFile) {
             parse_json(from_preset.out)["per_gpu_bytes"]);
   auto text = run_partrain("memory --model-file " + (dir / "config.json").string());
   EXPECT_NE(text.out.find("model     Meta-Llama-3-8B"), std::string::npos) << text.out;
+  // The same config in a hub cache, named by its repository id.
+  const std::filesystem::path hub = std::filesystem::path(::testing::TempDir()) / "hub";
+  const std::filesystem::path snapshot =
+      hub / "models--meta-llama--Meta-Llama-3-8B" / "snapshots" / "abc";
+  std::filesystem::create_directories(snapshot);
+  std::filesystem::copy_file(dir / "config.json", snapshot / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto from_hub = run_partrain("memory --model meta-llama/Meta-Llama-3-8B" + layout,
+                               "HF_HUB_CACHE=" + hub.string());
+  ASSERT_EQ(from_hub.exit_code, 0) << from_hub.err;
+  EXPECT_EQ(parse_json(from_hub.out)["per_gpu_bytes"],
+            parse_json(from_preset.out)["per_gpu_bytes"]);
+  auto not_cached =
+      run_partrain("memory --model meta-llama/Llama-2-7b-hf", "HF_HUB_CACHE=" + hub.string());
+  EXPECT_EQ(not_cached.exit_code, 2);
+  EXPECT_NE(not_cached.err.find("huggingface-cli download meta-llama/Llama-2-7b-hf config.json"),
+            std::string::npos)
+      << not_cached.err;
 
   const std::filesystem::path bloom = std::filesystem::path(::testing::TempDir()) / "bloom.json";
   std::ofstream(bloom) << R"({"model_type": "bloom", "n_embed": 1024, "n_layer": 24,

@@ -1,0 +1,26 @@
+// A model in the local Hugging Face hub cache, by its repository id ("meta-llama/Meta-Llama-3-8B"),
+// as `huggingface-cli download` and transformers leave it: HF_HUB_CACHE, else HF_HOME/hub, else
+// ~/.cache/huggingface/hub, holding models--ORG--NAME/snapshots/REVISION/config.json with
+// refs/main naming the revision. Nothing is downloaded: partrain reaches no network.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace partrain::memory {
+
+// A repository id: ORG/NAME, each part non-empty, no further slash.
+bool is_hf_repo_id(std::string_view text);
+
+// Where the hub cache is looked for, in order (the first that the environment names).
+std::filesystem::path hf_hub_cache_dir();
+
+// The cached config.json of `repo_id`: refs/main's snapshot, else the most recently written one.
+// kInvalidArgument (a --model that names nothing) naming the directory looked in and how to
+// fetch the file when the cache has none.
+StatusOr<std::filesystem::path> find_hf_cached_config(std::string_view repo_id);
+
+}  // namespace partrain::memory

@@ -1,0 +1,96 @@
+// The local Hugging Face hub cache (memory/hf_cache.h): where it is, as the hub library looks
+// for it, and which snapshot's config.json a repository id stands for.
+#include "memory/hf_cache.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "tests/support/scratch_dir.h"
+
+namespace partrain::memory {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The variables the hub library reads, set for one test and restored after it.
+class HubEnvironment {
+ public:
+  HubEnvironment() {
+    for (const char* name : kNames) {
+      const char* value = ::getenv(name);
+      saved_.push_back(value ? std::optional<std::string>(value) : std::nullopt);
+      ::unsetenv(name);
+    }
+  }
+  ~HubEnvironment() {
+    for (size_t i = 0; i < std::size(kNames); ++i) {
+      if (saved_[i]) {
+        ::setenv(kNames[i], saved_[i]->c_str(), 1);
+      } else {
+        ::unsetenv(kNames[i]);
+      }
+    }
+  }
+
+ private:
+  static constexpr const char* kNames[] = {"HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME"};
+  std::vector<std::optional<std::string>> saved_;
+};
+
+void write_config(const fs::path& snapshot) {
+  fs::create_directories(snapshot);
+  std::ofstream(snapshot / "config.json") << R"({"model_type": "llama"})";
+}
+
+TEST(HfCache, RepositoryIdsAreOrgSlashName) {
+  EXPECT_TRUE(is_hf_repo_id("meta-llama/Meta-Llama-3-8B"));
+  for (const char* not_one : {"llama-3-8b", "/x", "x/", "a/b/c", ""}) {
+    EXPECT_FALSE(is_hf_repo_id(not_one)) << not_one;
+  }
+}
+
+TEST(HfCache, TheCacheDirectoryIsTheHubLibrarys) {
+  HubEnvironment environment;
+  ::setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/home/u/.cache/huggingface/hub"));
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/xdg/huggingface/hub"));
+  ::setenv("HF_HOME", "/hf", 1);
+  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/hf/hub"));
+  ::setenv("HF_HUB_CACHE", "/cache", 1);
+  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/cache"));
+}
+
+// refs/main's snapshot wins over a newer one; without refs, the newest; none: how to fetch it.
+TEST(HfCache, ARepositoryIdStandsForItsMainSnapshotsConfig) {
+  HubEnvironment environment;
+  testing::ScratchDir scratch;
+  ::setenv("HF_HUB_CACHE", scratch.path().c_str(), 1);
+  const fs::path repo = scratch.path() / "models--org--model";
+  write_config(repo / "snapshots" / "old");
+  write_config(repo / "snapshots" / "new");
+  fs::last_write_time(repo / "snapshots" / "old" / "config.json",
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  EXPECT_EQ(*find_hf_cached_config("org/model"), repo / "snapshots" / "new" / "config.json");
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << "old";
+  EXPECT_EQ(*find_hf_cached_config("org/model"), repo / "snapshots" / "old" / "config.json");
+
+  const StatusOr<fs::path> missing = find_hf_cached_config("org/other");
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find(
+                "no config.json in the Hugging Face cache (" +
+                (scratch.path() / "models--org--other").string() +
+                "): fetch it with `huggingface-cli download org/other config.json`"),
+            std::string::npos)
+      << missing.status().message();
+}
+
+}  // namespace
+}  // namespace partrain::memory
