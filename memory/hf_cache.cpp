@@ -14,7 +14,9 @@ bool is_hf_repo_id(std::string_view text) {
 }
 
 std::filesystem::path hf_hub_cache_dir() {
-  if (auto cache = env::get("HF_HUB_CACHE"); cache && !cache->empty()) return *cache;
+  for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"}) {  // the second: its old name
+    if (auto cache = env::get(name); cache && !cache->empty()) return *cache;
+  }
   if (auto home = env::get("HF_HOME"); home && !home->empty()) {
     return std::filesystem::path(*home) / "hub";
   }

@@ -1,5 +1,6 @@
 // A model in the local Hugging Face hub cache, by its repository id ("meta-llama/Meta-Llama-3-8B"),
-// as `huggingface-cli download` and transformers leave it: HF_HUB_CACHE, else HF_HOME/hub, else
+// as `huggingface-cli download` and transformers leave it: HF_HUB_CACHE (or its old name
+// HUGGINGFACE_HUB_CACHE), else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else
 // ~/.cache/huggingface/hub, holding models--ORG--NAME/snapshots/REVISION/config.json with
 // refs/main naming the revision. Nothing is downloaded: partrain reaches no network.
 #pragma once

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tests/support/scratch_dir.h"
 
@@ -39,7 +40,8 @@ class HubEnvironment {
   }
 
  private:
-  static constexpr const char* kNames[] = {"HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME"};
+  static constexpr const char* kNames[] = {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME",
+                                           "XDG_CACHE_HOME", "HOME"};
   std::vector<std::optional<std::string>> saved_;
 };
 
@@ -63,6 +65,8 @@ TEST(HfCache, TheCacheDirectoryIsTheHubLibrarys) {
   EXPECT_EQ(hf_hub_cache_dir(), fs::path("/xdg/huggingface/hub"));
   ::setenv("HF_HOME", "/hf", 1);
   EXPECT_EQ(hf_hub_cache_dir(), fs::path("/hf/hub"));
+  ::setenv("HUGGINGFACE_HUB_CACHE", "/old", 1);
+  EXPECT_EQ(hf_hub_cache_dir(), fs::path("/old"));
   ::setenv("HF_HUB_CACHE", "/cache", 1);
   EXPECT_EQ(hf_hub_cache_dir(), fs::path("/cache"));
 }
