@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 namespace partrain::memory {
 namespace {
@@ -85,8 +87,14 @@ StatusOr<int64_t> pretraining_seq(const HfFields& f,
   if (const json* scaling = f.find({"rope_scaling"}).first;
       scaling != nullptr && scaling->is_object()) {
     auto original = scaling->find("original_max_position_embeddings");
-    if (original != scaling->end() && original->is_number_integer() &&
-        original->get<int64_t>() > 0) {
+    if (original != scaling->end() && !original->is_null()) {
+      if (!original->is_number_integer() || original->get<int64_t>() < 1 ||
+          original->get<int64_t>() > kLargestDimension) {
+        return f.error(
+            "Hugging Face config field 'rope_scaling.original_max_position_embeddings' must be "
+            "an integer from 1 to {} (got {})",
+            kLargestDimension, original->dump());
+      }
       return original->get<int64_t>();
     }
   }

@@ -184,6 +184,10 @@ TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
   refused(R"({"model_type": "llama", "hidden_size": "4096"})",
           "field 'hidden_size' must be an integer from 1 to 1099511627776 (got \"4096\")");
   refused(R"({"model_type": "llama", "hidden_size": 4096})", "without 'num_hidden_layers'");
+  refused(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+              "rope_scaling": {"original_max_position_embeddings": 1e30}})",
+          "field 'rope_scaling.original_max_position_embeddings' must be an integer from 1 to");
   refused(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
               "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
               "num_local_experts": 2, "num_experts_per_tok": 3})",
