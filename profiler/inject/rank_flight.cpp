@@ -105,8 +105,10 @@ void relay_signals(SignalRelay* relay) {
       relay->relaying.store(false);  // the handler passes the signals on itself from here
       return;
     }
-    if (RankFlight* flight = relay->flight.load()) flight->on_stop_signal(request.info.si_signo);
-    send_again(*relay, request);
+    RankFlight* flight = relay->flight.load();
+    if (flight == nullptr || flight->on_stop_signal(request.info.si_signo)) {
+      send_again(*relay, request);
+    }
   }
 }
 
@@ -206,12 +208,16 @@ void RankFlight::close() {
   if (stop_watchdog) watchdog_.reset();  // joins its thread, which finds closed_ if it fires
 }
 
-void RankFlight::on_stop_signal(int signal) {
+bool RankFlight::on_stop_signal(int signal) {
   std::lock_guard lock(mutex_);
-  if (closed_ || fired_) return;
+  // The watchdog's thread is ending the process with 124, its dump shipped and the tracing
+  // ending: the signal would cut that short.
+  if (fired_) return false;
+  if (closed_) return true;
   (void)dumper_.dump(DumpTrigger::kSignal, "stopped by " + signal_name(signal));
   // Another rank failed: the trace must show how far this one got.
   (void)tracer_.flush(std::chrono::seconds(2));
+  return true;
 }
 
 void RankFlight::fire(const WatchdogTimeout& timeout) {

@@ -32,8 +32,9 @@ class RankFlight {
   // and then only passes the signal on.
   void close();
 
-  // The stop signal's work, on the relay's own thread (never in the handler): dump, ship.
-  void on_stop_signal(int signal);
+  // The stop signal's work, on the relay's own thread (never in the handler): dump, ship. False
+  // when the signal is not to take effect: the watchdog has fired and is ending the process.
+  bool on_stop_signal(int signal);
 
  private:
   RankFlight(FlightRecorder& recorder, RankTracer& tracer, std::optional<std::string> dir);
@@ -51,10 +52,10 @@ class RankFlight {
 
 // Takes SIGTERM and SIGINT for `flight` in this process. The handler only hands the signal to a
 // thread of its own and returns: the thread it interrupted may hold a lock the work needs, so it
-// never waits for it. That thread calls flight.on_stop_signal() and then sends the signal again,
-// with its sender's details, to the process, whose handler gives it to the disposition found
-// before (the default: the process dies by the signal). A fork()ed child passes its signals
-// straight on.
+// never waits for it. That thread calls flight.on_stop_signal() and then (unless the watchdog is
+// already ending the process) sends the signal again, with its sender's details, to the process,
+// whose handler gives it to the disposition found before (the default: the process dies by the
+// signal). A fork()ed child passes its signals straight on.
 void take_stop_signals(RankFlight& flight);
 
 }  // namespace partrain::profiler::inject
