@@ -400,11 +400,10 @@ double optimizer_seconds(const CostModel& cm, const WeightGroups& groups, int ze
   return local * optimizer_bytes_per_param(cm.recipe) / cm.optimizer_bandwidth;
 }
 
-// Megatron's pipeline p2p (Narayanan 2021 sec. 4.1, scatter/gather): each of the t ranks of a
-// stage sends its 1/t of the b s h activation over its own link, and without SP the receiving
-// stage all-gathers the t pieces over the tensor-parallel link. On the critical path every
-// micro-batch crosses the p v - 1 chunk boundaries forward and back: m v + p - 1 each way.
-// DeepSpeed's pipeline engine sends whole activations and does not pair its sends and receives.
+// A pipeline's p2p (PipelineP2p): with scatter/gather each of the t ranks of a stage sends its 1/t
+// of the b s h activation over its own link, and without SP the receiving stage all-gathers the t
+// pieces over the tensor-parallel link. On the critical path every micro-batch crosses the p v - 1
+// chunk boundaries forward and back: m v + p - 1 each way.
 double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r) {
   const memory::TrainingLayout& l = r.layout;
   const double elem = cm.recipe.activation_bytes;
@@ -412,15 +411,16 @@ double pipeline_p2p_seconds(const CostModel& cm, const memory::ResolvedLayout& r
                             static_cast<double>(cm.model.hidden) * elem;
   const Machines& machines = cm.comm.machines();
   const LinkLevel pp_level = machines.level_of_group(l.pp, mesh_stride(MeshAxis::kPp, l));
-  const bool split = cm.pipeline_scatter_gather || l.sp;
+  // With SP the activation is already split over the tensor-parallel ranks.
+  const bool split = cm.pipeline_p2p != PipelineP2p::kFull || l.sp;
   double one =
       cm.comm.seconds(CostedOp::kSendRecv, split ? activation / l.tp : activation, 2, pp_level);
-  if (cm.pipeline_scatter_gather && !l.sp && l.tp > 1) {
+  if (split && !l.sp && l.tp > 1) {
     const LinkLevel tp_level = machines.level_of_group(l.tp, mesh_stride(MeshAxis::kTp, l));
     one += cm.comm.seconds(CostedOp::kAllGather, activation, l.tp, tp_level);
   }
   const double fill_and_drain = static_cast<double>(l.pp - 1);
-  if (!cm.pipeline_scatter_gather) {
+  if (cm.pipeline_p2p != PipelineP2p::kScatterGather) {
     // DeepSpeed's engine sends and receives one at a time, each blocking its stage's compute:
     // every micro-batch's activation received and sent, its gradient received and sent.
     return (4 * static_cast<double>(r.micro_batches * l.vpp) + 2 * fill_and_drain) * one;

@@ -16,6 +16,19 @@
 
 namespace partrain::analyzers {
 
+// How a pipeline's stages pass activations and gradients to each other.
+// - kScatterGather: Megatron (Narayanan 2021 sec. 4.1): each of a stage's t tensor-parallel ranks
+//   sends 1/t of the activation over its own link and the receiving stage all-gathers the pieces
+//   over the tensor-parallel link; each send is paired with the receive that follows it.
+// - kDeepSpeed: DeepSpeed's pipeline engine: the same 1/t pieces (a PartitionedTensor over the
+//   tensor-parallel group, all-gathered by the receiver: is_pipe_partitioned and, since v0.5.4,
+//   is_grad_partitioned, on whenever tp > 1), but each send and receive on its own and blocking
+//   (deepspeed/runtime/pipe/p2p.py asserts async_op is False): 4 transfers per micro-batch on a
+//   stage's path, not 2.
+// - kFull: unpaired like DeepSpeed, every rank sending the whole activation (DeepSpeed with
+//   pipe_partitioned off, or an engine without partitioning).
+enum class PipelineP2p { kScatterGather, kDeepSpeed, kFull };
+
 struct CostModel {
   memory::ModelConfig model;
   memory::PrecisionRecipe recipe;
@@ -39,11 +52,8 @@ struct CostModel {
   // collective in line (Megatron-LM 2021, DeepSpeed's Megatron forks of it, the built-in
   // workload).
   bool tp_backward_overlap = true;
-  // Megatron's pipeline p2p sends 1/t of the activation from each tp rank and all-gathers it on
-  // the receiving stage (Narayanan 2021 sec. 4.1); DeepSpeed's pipeline engine sends all of it
-  // from every rank, each send and receive on its own and blocking (deepspeed/runtime/pipe/p2p.py
-  // asserts async_op is False): 4 transfers per micro-batch on a stage's path, not 2.
-  bool pipeline_scatter_gather = true;
+  // How a pipeline's stages pass activations and gradients (PipelineP2p).
+  PipelineP2p pipeline_p2p = PipelineP2p::kScatterGather;
   // Bytes per parameter that adding one micro-batch's weight gradients into the accumulation
   // buffer moves, a memory-bound kernel in every micro-batch's backward. 0: the weight-gradient
   // GEMM accumulates in place (Megatron-Core's gradient accumulation fusion, on by default since

@@ -24,6 +24,7 @@ namespace {
 
 using analyzers::Candidate;
 using analyzers::CostModel;
+using analyzers::PipelineP2p;
 
 struct RecommendFlags {
   ModelFlags model;
@@ -191,7 +192,9 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   }
   s.cost.overlap_grad_reduce = f.overlap_grad_reduce == "on";
   s.cost.overlap_param_gather = f.overlap_param_gather == "on";
-  s.cost.pipeline_scatter_gather = f.pipeline_p2p == "scatter-gather";
+  s.cost.pipeline_p2p = f.pipeline_p2p == "deepspeed" ? PipelineP2p::kDeepSpeed
+                        : f.pipeline_p2p == "full"    ? PipelineP2p::kFull
+                                                      : PipelineP2p::kScatterGather;
   // The built-in workloads that calibration runs keep their tensor-parallel collectives in line.
   s.cost.tp_backward_overlap =
       f.tp_backward_overlap.empty() ? f.calibrate.empty() : f.tp_backward_overlap == "on";
@@ -493,11 +496,12 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "forks, the built-in workloads: the default with --calibrate)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--pipeline-p2p", f->pipeline_p2p,
-                  "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP) "
-                  "or full (DeepSpeed's pipeline engine: every rank sends the whole activation, "
-                  "each send and receive blocking on its own)")
+                  "Pipeline sends: scatter-gather (Megatron: 1/t per rank, all-gathered over TP, "
+                  "each send paired with a receive), deepspeed (DeepSpeed's pipeline engine: the "
+                  "same 1/t pieces, each send and receive blocking on its own) or full (unpaired, "
+                  "every rank sending the whole activation: DeepSpeed with pipe_partitioned off)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"scatter-gather", "full"}));
+      ->check(CLI::IsMember({"scatter-gather", "deepspeed", "full"}));
   cmd->add_option("--grad-accumulation", f->grad_accumulation,
                   "How each micro-batch's gradients are accumulated: fused (Megatron-Core: the "
                   "weight-gradient GEMM adds into them), autograd (a 16-bit add kernel, 6 B a "

@@ -251,9 +251,12 @@ TEST_F(StepCostTest, PipelineP2pIsDividedByTpAndGatheredWithoutSp) {
   l.sp = true;
   EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, 2 * (4 + 1) * send, 1e-12);
   l.sp = false;
-  // DeepSpeed's engine: whole activations, each send and receive blocking on its own: 4 per
-  // micro-batch on a stage's path, 2 per boundary to fill and drain.
-  cost_.pipeline_scatter_gather = false;
+  // DeepSpeed's engine: the same pieces, gathered the same, each send and receive blocking on its
+  // own: 4 per micro-batch on a stage's path, 2 per boundary to fill and drain.
+  cost_.pipeline_p2p = PipelineP2p::kDeepSpeed;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, (4 * 4 + 2 * 1) * (send + gather), 1e-12);
+  // Unpartitioned: whole activations, nothing to gather.
+  cost_.pipeline_p2p = PipelineP2p::kFull;
   EXPECT_NEAR(step_cost(cost_, estimate(l)).pp_comm_s, (4 * 4 + 2 * 1) * (2e-6 + bytes / 100e9),
               1e-12);
 }
