@@ -197,11 +197,15 @@ bool same_figures(const RankMemory& a, const RankMemory& b) {
   return true;
 }
 
-// The ranks grouped by identical figures, each group in rank order, groups by their first rank:
-// a dp replica's ranks read the same, and one block ("0-3") says so instead of four.
+// A rank with nothing recorded and nothing estimated has no row: its peak is unknown.
+bool has_row(const RankMemory& rank) { return rank.recorded || rank.estimate_total_bytes; }
+
+// The ranks with a row grouped by identical figures, each group in rank order, groups by their
+// first rank: a dp replica's ranks read the same, and one block ("0-3") says so instead of four.
 std::vector<std::vector<const RankMemory*>> identical_rank_groups(const MemoryVsEstimate& report) {
   std::vector<std::vector<const RankMemory*>> groups;
   for (const RankMemory& rank : report.ranks) {
+    if (!has_row(rank)) continue;
     auto same = std::find_if(groups.begin(), groups.end(),
                              [&](const auto& group) { return same_figures(*group.front(), rank); });
     if (same == groups.end()) {
@@ -217,14 +221,10 @@ std::vector<std::vector<const RankMemory*>> identical_rank_groups(const MemoryVs
 
 std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
   std::string out = fmt::format("Memory peak vs estimate ({})\n", report.estimate_note);
-  // Ranks with nothing recorded and nothing estimated have no row: their peak is unknown.
-  MemoryVsEstimate shown = report;
   std::vector<int> unrecorded;
-  std::erase_if(shown.ranks, [&](const RankMemory& rank) {
-    if (rank.recorded || rank.estimate_total_bytes) return false;
-    unrecorded.push_back(rank.rank);
-    return true;
-  });
+  for (const RankMemory& rank : report.ranks) {
+    if (!has_row(rank)) unrecorded.push_back(rank.rank);
+  }
   if (!unrecorded.empty()) {
     std::sort(unrecorded.begin(), unrecorded.end());
     out += fmt::format(
@@ -232,8 +232,8 @@ std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
         "caching allocator, and a built-in workload's by category; a CPU job has none\n",
         unrecorded.size() == 1 ? "rank" : "ranks", profiler::format_rank_ranges(unrecorded));
   }
-  if (shown.ranks.empty()) return out;
-  const auto groups = identical_rank_groups(shown);
+  const auto groups = identical_rank_groups(report);
+  if (groups.empty()) return out;
   std::vector<std::string> rank_cells;
   size_t width = 5;
   for (const auto& group : groups) {
