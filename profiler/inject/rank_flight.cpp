@@ -25,18 +25,14 @@ constexpr int kStopSignals[] = {SIGTERM, SIGINT};
 
 size_t signal_index(int signal) { return signal == SIGTERM ? 0 : 1; }
 
-// What the handler hands the relay's thread: the signal as it came, so that the disposition
-// found before ours gets it with its sender (si_pid, a sigqueue value) once the work is done.
-struct StopRequest {
-  siginfo_t info;
-};
-
 // What the signal handler reaches. A handler can only reach static storage, so this is the one
 // static of the file: made once per process and never freed (a late signal may still use it).
 struct SignalRelay {
   std::atomic<RankFlight*> flight{nullptr};
   pid_t pid = 0;  // the process that took the signals: a fork()ed child passes them straight on
-  int request_read = -1, request_write = -1;  // the handler writes the signal here
+  // The handler writes the signal's siginfo here, as it came: the disposition found before ours
+  // gets it with its sender (si_pid, a sigqueue value) once the work is done.
+  int request_read = -1, request_write = -1;
   std::atomic<bool> relaying{true};           // false once the relay's thread has stopped
   // Set by the relay's thread before it sends the signal again, its work done: the handler then
   // hands that one on instead of relaying it.
@@ -76,9 +72,9 @@ void on_signal(int signal, siginfo_t* info, void* context) {
   bool relayed = false;
   if (::getpid() == relay->pid && relay->relaying.load() &&
       !relay->passing[signal_index(signal)].exchange(false)) {
-    StopRequest request{};
-    if (info != nullptr) request.info = *info;
-    request.info.si_signo = signal;
+    siginfo_t request{};
+    if (info != nullptr) request = *info;
+    request.si_signo = signal;
     relayed = ::write(relay->request_write, &request, sizeof request) == sizeof request;
   }
   if (!relayed) pass_on(*relay, signal, info, context);
@@ -88,17 +84,16 @@ void on_signal(int signal, siginfo_t* info, void* context) {
 // The signal again, as it came, now that the work is done: to this process (any thread that does
 // not block it), whose handler passes it on. Sending a signal with its original siginfo is
 // allowed to oneself only, which this is.
-void send_again(SignalRelay& relay, const StopRequest& request) {
-  const int signal = request.info.si_signo;
+void send_again(SignalRelay& relay, siginfo_t info) {
+  const int signal = info.si_signo;
   relay.passing[signal_index(signal)].store(true);
-  siginfo_t info = request.info;
   if (::syscall(SYS_rt_sigqueueinfo, relay.pid, signal, &info) != 0)
     (void)::kill(relay.pid, signal);
 }
 
 void relay_signals(SignalRelay* relay) {
   while (true) {
-    StopRequest request{};
+    siginfo_t request{};
     const ssize_t n = ::read(relay->request_read, &request, sizeof request);
     if (n < 0 && errno == EINTR) continue;
     if (n != sizeof request) {
@@ -106,7 +101,7 @@ void relay_signals(SignalRelay* relay) {
       return;
     }
     RankFlight* flight = relay->flight.load();
-    if (flight == nullptr || flight->on_stop_signal(request.info.si_signo)) {
+    if (flight == nullptr || flight->on_stop_signal(request.si_signo)) {
       send_again(*relay, request);
     }
   }
