@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -268,6 +269,24 @@ Status read_gemma(const HfFields& f, ModelConfig& m) {
   return Status::ok();
 }
 
+// A Hugging Face config's model name: its "_name_or_path" when set, else its directory's (the
+// repository's name in a hub cache, models--ORG--NAME/snapshots/HASH/config.json).
+std::string hf_model_name(const json& config, std::string_view origin) {
+  auto named = config.find("_name_or_path");
+  if (named != config.end() && named->is_string() && !named->get<std::string>().empty()) {
+    return std::filesystem::path(named->get<std::string>()).filename().string();
+  }
+  const std::filesystem::path path(origin);
+  std::filesystem::path dir = path.parent_path();
+  if (dir.parent_path().filename() == "snapshots") {
+    const std::string repo = dir.parent_path().parent_path().filename().string();
+    const size_t dashes = repo.rfind("--");
+    if (dashes != std::string::npos) return repo.substr(dashes + 2);
+  }
+  if (path.filename() == "config.json" && !dir.filename().empty()) return dir.filename().string();
+  return path.stem().string();
+}
+
 struct Mapping {
   const char* model_type;
   Status (*read)(const HfFields&, ModelConfig&);
@@ -304,8 +323,7 @@ const std::vector<std::string>& hf_model_types() {
   return types;
 }
 
-StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view origin,
-                                           std::string name) {
+StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view origin) {
   HfFields f(config, origin);
   const json& type = config.at("model_type");
   if (!type.is_string()) {
@@ -325,7 +343,7 @@ StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view 
         model_type, types);
   }
   ModelConfig m;
-  m.name = std::move(name);
+  m.name = hf_model_name(config, origin);
   m.source = fmt::format("{} (Hugging Face config, model_type {})", origin, model_type);
   RETURN_IF_ERROR(mapping->read(f, m));
   if (m.attention != AttentionKind::kLatent) {

@@ -22,11 +22,11 @@ bool is_hf_config(const nlohmann::json& object);
 // The model_types read, in the order the error message lists them.
 const std::vector<std::string>& hf_model_types();
 
-// The model in `config`. Its sequence length is the one it was pre-trained with where the config
-// says (rope_scaling's original_max_position_embeddings), else its context length
-// (max_position_embeddings, n_positions); 0 when the config has neither (BLOOM): --seq gives it.
-// `name` is the model's name for messages (the file's directory for a snapshot's config.json).
-StatusOr<ModelConfig> model_from_hf_config(const nlohmann::json& config, std::string_view origin,
-                                           std::string name);
+// The model in `config`, read from the file `origin`. Its sequence length is the one it was
+// pre-trained with where the config says (rope_scaling's original_max_position_embeddings), else
+// its context length (max_position_embeddings, n_positions); 0 when the config has neither
+// (BLOOM): --seq gives it. Its name is "_name_or_path"'s last part when set, else the file's
+// directory (the repository's name in a hub cache, models--ORG--NAME/snapshots/HASH/config.json).
+StatusOr<ModelConfig> model_from_hf_config(const nlohmann::json& config, std::string_view origin);
 
 }  // namespace partrain::memory

@@ -108,30 +108,12 @@ Status read_latent(JsonFields& r, ModelConfig& m) {
   return r.integer("v_head_dim", m.latent.v_head_dim, 1, latent);
 }
 
-// A Hugging Face config's model name: its "_name_or_path" when set, else its directory's (the
-// repository's name in a hub cache, models--ORG--NAME/snapshots/HASH/config.json).
-std::string hf_model_name(const json& config, std::string_view origin) {
-  auto named = config.find("_name_or_path");
-  if (named != config.end() && named->is_string() && !named->get<std::string>().empty()) {
-    return std::filesystem::path(named->get<std::string>()).filename().string();
-  }
-  const std::filesystem::path path(origin);
-  std::filesystem::path dir = path.parent_path();
-  if (dir.parent_path().filename() == "snapshots") {
-    const std::string repo = dir.parent_path().parent_path().filename().string();
-    const size_t dashes = repo.rfind("--");
-    if (dashes != std::string::npos) return repo.substr(dashes + 2);
-  }
-  if (path.filename() == "config.json" && !dir.filename().empty()) return dir.filename().string();
-  return path.stem().string();
-}
-
 }  // namespace
 
 StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view origin) {
   ASSIGN_OR_RETURN(json object, parse_object(text, origin));
   if (is_hf_config(object)) {
-    return model_from_hf_config(object, origin, hf_model_name(object, origin));
+    return model_from_hf_config(object, origin);
   }
   JsonFields r(object, std::string(origin), StatusCode::kUnreadable);
   ModelConfig m;

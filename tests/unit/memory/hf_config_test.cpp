@@ -79,8 +79,8 @@ constexpr const char* kBloom = R"({"apply_residual_connection_post_layernorm": f
   "num_attention_heads": 112, "pretraining_tp": 4, "slow_but_exact": false,
   "transformers_version": "4.21.0", "use_cache": true, "vocab_size": 250880})";
 
-StatusOr<ModelConfig> read(const char* text, std::string name = "model") {
-  return model_from_hf_config(nlohmann::json::parse(text), "config.json", std::move(name));
+StatusOr<ModelConfig> read(const char* text) {
+  return model_from_hf_config(nlohmann::json::parse(text), "config.json");
 }
 
 // Every field that makes the model what it is (not its name, source or sequence length).
@@ -109,7 +109,7 @@ TEST(HfConfig, PublishedConfigsReadAsThePresets) {
                                                         {kBloom, "bloom-176b"}};
   for (const auto& [text, name] : models) {
     SCOPED_TRACE(name);
-    const StatusOr<ModelConfig> got = read(text, name);
+    const StatusOr<ModelConfig> got = read(text);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
     const StatusOr<ModelConfig> preset = load_model_preset(kShare, name);
     ASSERT_TRUE(preset.is_ok()) << preset.status().message();
