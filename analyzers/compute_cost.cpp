@@ -97,9 +97,10 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
     const double queries = shape.seq / shape.cp;
     const MlpForward mlp =
         part == BlockPart::kWhole ? mlp_forward(model, tokens, f, shape, speed) : MlpForward{};
-    p.qkv_gemm_s = gemm(tokens, (h + 2 * static_cast<double>(model.kv_dim())) / t, h);
+    const double q_width = static_cast<double>(model.q_dim());
+    p.qkv_gemm_s = gemm(tokens, (q_width + 2 * static_cast<double>(model.kv_dim())) / t, h);
     p.up_gemm_s = mlp.up_gemm_s;
-    p.gemm_s = p.qkv_gemm_s + gemm(tokens, h, h / t) +  // attention out
+    p.gemm_s = p.qkv_gemm_s + gemm(tokens, h, q_width / t) +  // attention out
                mlp.up_gemm_s + mlp.down_gemm_s;
     // Each rank's queries attend to the whole sequence (context parallelism passes K and V).
     const double batch = shape.micro_batch * heads;

@@ -22,8 +22,9 @@ using nlohmann::json;
 
 std::string header(const RecommendContext& c) {
   return fmt::format(
-      "partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n", c.model,
-      c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq);
+             "partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n",
+             c.model, c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq) +
+         (c.model_notes.empty() ? "" : fmt::format("note: {}\n", fmt::join(c.model_notes, "; ")));
 }
 
 // Why layouts left the search, in words, with counts that add up: the layouts (ranked plus each
@@ -352,6 +353,7 @@ std::string extrapolation_note(const std::vector<Candidate>& shown,
 
 json context_json(const RecommendContext& c) {
   return {{"model", c.model},
+          {"model_notes", c.model_notes},
           {"gpu", c.gpu},
           {"gpus", c.gpus},
           {"gpus_per_node", c.gpus_per_node},

@@ -67,6 +67,7 @@ struct RecommendContext {
   SoftwareSettings software;
   double tokens = 0;  // > 0: --tokens, the training time is reported
   bool moe = false;   // a mixture of experts: ep, all_to_all and the experts' terms are shown
+  std::vector<std::string> model_notes;  // what the model's count approximates (ModelConfig::notes)
 };
 
 // One of explain's "common alternatives": the best of a family, or why none of it fits.

@@ -26,6 +26,7 @@ void apply_dimensions(const ModelFlags& f, memory::ModelConfig& m) {
     if (value > 0) *field = value;
   }
   if (multi_head && f.kv_heads == 0) m.kv_heads = m.heads;
+  if (f.head_dim > 0) m.explicit_head_dim = f.head_dim;
   if (gpt_width && f.ffn == 0) m.ffn = 4 * m.hidden;
   if (f.swiglu) m.mlp = memory::MlpKind::kSwiglu;
   if (f.rmsnorm) m.norm = memory::NormKind::kRmsNorm;
@@ -70,6 +71,7 @@ Status check_one_model_source(const ModelFlags& f) {
                                          {"--hidden", f.hidden > 0},
                                          {"--heads", f.heads > 0},
                                          {"--kv-heads", f.kv_heads > 0},
+                                         {"--head-dim", f.head_dim > 0},
                                          {"--ffn", f.ffn > 0},
                                          {"--vocab", f.vocab > 0},
                                          {"--seq", f.seq > 0},
@@ -144,11 +146,11 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
       "Model preset (share/partrain/models/*.json): " + preset_list(memory::model_preset_names) +
           "; or a Hugging Face repository id (ORG/NAME) whose config.json is in the local hub "
           "cache (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)");
-  CLI::Option* model_file =
-      cmd.add_option("--model-file", f.model_file,
-                     "Model JSON file: the presets' format, or a Hugging Face config.json "
-                     "(llama, mistral, phi3, qwen2, qwen3, gemma, mixtral, deepseek_v2/v3, "
-                     "gpt_neox, gpt2, opt, bloom)");
+  CLI::Option* model_file = cmd.add_option(
+      "--model-file", f.model_file,
+      "Model JSON file: the presets' format, or a Hugging Face config.json "
+      "(llama, mistral, phi3, qwen2, qwen3, qwen2_moe, qwen3_moe, gemma, gemma2, mixtral, "
+      "deepseek_v2/v3, gpt_neox, gpt2, opt, bloom)");
   CLI::Option* params =
       cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
           ->check(positive_number());
@@ -158,6 +160,10 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_option("--hidden", f.hidden, "Hidden size h")->check(positive_number());
   cmd.add_option("--heads", f.heads, "Attention heads a")->check(positive_number());
   cmd.add_option("--kv-heads", f.kv_heads, "Key/value heads (grouped-query attention)")
+      ->check(positive_number());
+  cmd.add_option("--head-dim", f.head_dim,
+                 "Each attention head's width, where it is not hidden / heads (Gemma, Qwen3, "
+                 "Mistral-Nemo: the attention computes with heads x head-dim)")
       ->check(positive_number());
   cmd.add_option("--ffn", f.ffn,
                  "MLP inner size (default 4h; with --swiglu LLaMA's 8h/3 rounded to 256)")

@@ -20,6 +20,7 @@ struct ModelFlags {
   std::string model_file;
   double params = 0;
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq = 0;
+  int64_t head_dim = 0;  // each head's width, where it is not hidden / heads
   bool swiglu = false;
   bool rmsnorm = false;
   bool no_bias = false;

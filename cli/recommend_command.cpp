@@ -249,6 +249,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                         dropout_source};
   s.context.tokens = f.tokens;
   s.context.moe = model.is_moe();
+  s.context.model_notes = model.notes;
   for (const std::string& path : f.calibrate) {
     ASSIGN_OR_RETURN(profiler::TraceFile trace,
                      profiler::open_trace(path, profiler::TraceOpenMode::kReadStrict));

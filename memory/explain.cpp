@@ -207,9 +207,9 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
                      format_gib_gb(s.params), "inference: no grads or optimizer"});
     lines.push_back(
         {"KV cache",
-         fmt::format("2 x {} B x b {} x tokens {} x layers {} x h {} x n_kv/n_h {:.4g} / t {}",
+         fmt::format("2 x {} B x b {} x tokens {} x layers {} x n_kv {} x d_head {} / t {}",
                      in.recipe.activation_bytes, l.micro_batch, in.kv_len + in.gen_len, s.layers,
-                     in.model.hidden, in.model.kv_ratio(), l.tp),
+                     in.model.kv_heads, in.model.head_dim(), l.tp),
          format_gib_gb(s.kv_cache), "Kwon 2023 (PagedAttention) sec. 3; GQA: Ainslie 2023"});
   } else {
     lines.push_back(states_line(in, s));

@@ -105,6 +105,16 @@ StatusOr<int64_t> pretraining_seq(const HfFields& f,
   return f.integer(context_names, int64_t{0});
 }
 
+// Each head's width, where the config gives one other than hidden_size / num_attention_heads
+// (Gemma, the small Qwen3s, Mistral-Nemo): the attention computes with heads x head_dim.
+Status read_head_dim(const HfFields& f, ModelConfig& m) {
+  ASSIGN_OR_RETURN(const int64_t head_dim, f.integer({"head_dim"}, int64_t{0}));
+  if (head_dim > 0 && (m.hidden % m.heads != 0 || head_dim != m.hidden / m.heads)) {
+    m.explicit_head_dim = head_dim;
+  }
+  return Status::ok();
+}
+
 // The decoders written like LLaMA: RMSNorm, rotary positions, a gated MLP of 3 matrices
 // (SwiGLU), untied embeddings unless the config ties them.
 Status read_llama_like(const HfFields& f, ModelConfig& m) {
@@ -127,16 +137,7 @@ Status read_llama_like(const HfFields& f, ModelConfig& m) {
         "Hugging Face config with attention_bias or mlp_bias true: partrain's LLaMA-style model "
         "has no linear biases; write the model in the presets' format (\"bias\": true) instead");
   }
-  if (m.heads > 0 && m.hidden % m.heads == 0) {
-    ASSIGN_OR_RETURN(const int64_t head_dim, f.integer({"head_dim"}, m.hidden / m.heads));
-    if (head_dim != m.hidden / m.heads) {
-      return f.error(
-          "Hugging Face config field 'head_dim' ({}) is not hidden_size / num_attention_heads "
-          "({}): partrain's model has heads of hidden / heads; write the model in the presets' "
-          "format with the hidden size the attention computes with",
-          head_dim, m.hidden / m.heads);
-    }
-  }
+  RETURN_IF_ERROR(read_head_dim(f, m));
   ASSIGN_OR_RETURN(m.dropout, f.probability({"attention_dropout"}));
   return Status::ok();
 }
@@ -243,13 +244,13 @@ Status read_bloom(const HfFields& f, ModelConfig& m) {
 }
 
 // Qwen2 is LLaMA's block with biases on the query, key and value projections alone, which
-// partrain's model (biases on every linear layer or none) counts without: h + 2 kv_dim
+// partrain's model (biases on every linear layer or none) counts without: q_dim + 2 kv_dim
 // parameters a block, about 0.002% of Qwen2-7B.
 Status read_qwen2(const HfFields& f, ModelConfig& m) {
   RETURN_IF_ERROR(read_llama_like(f, m));
-  m.source +=
-      fmt::format("; its q/k/v biases ({:.0f} parameters) are not counted",
-                  static_cast<double>(m.layers) * static_cast<double>(m.hidden + 2 * m.kv_dim()));
+  m.notes.push_back(
+      fmt::format("its q/k/v biases ({:.0f} parameters) are not counted",
+                  static_cast<double>(m.layers) * static_cast<double>(m.q_dim() + 2 * m.kv_dim())));
   return Status::ok();
 }
 
@@ -257,15 +258,100 @@ Status read_qwen2(const HfFields& f, ModelConfig& m) {
 // partrain's model does not count.
 Status read_qwen3(const HfFields& f, ModelConfig& m) {
   RETURN_IF_ERROR(read_llama_like(f, m));
-  m.source += fmt::format("; its per-head q/k norms ({:.0f} parameters) are not counted",
-                          static_cast<double>(m.layers) * static_cast<double>(2 * m.head_dim()));
+  m.notes.push_back(
+      fmt::format("its per-head q/k norms ({:.0f} parameters) are not counted",
+                  static_cast<double>(m.layers) * static_cast<double>(2 * m.head_dim())));
   return Status::ok();
+}
+
+// Qwen's mixtures (qwen2_moe: Qwen1.5/Qwen2-MoE; qwen3_moe): LLaMA's attention (Qwen2's with
+// q/k/v biases, Qwen3's with q/k norms, neither counted: read_qwen2, read_qwen3), every block
+// routed except the dense ones `mlp_only_layers` lists, which partrain takes only as the first k.
+// Qwen2-MoE's shared expert is one MLP of shared_expert_intermediate_size, counted as that many
+// routed experts' widths (the same weights and FLOPs), behind a sigmoid gate of h weights a
+// block, not counted.
+Status read_qwen_moe(const HfFields& f, ModelConfig& m, bool shared_expert) {
+  ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_experts"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
+  ASSIGN_OR_RETURN(m.moe.expert_ffn, f.integer({"moe_intermediate_size"}));
+  ASSIGN_OR_RETURN(const int64_t every, f.integer({"decoder_sparse_step"}, int64_t{1}));
+  if (every != 1) {
+    return f.error(
+        "Hugging Face config field 'decoder_sparse_step' is {}: partrain's mixture of experts "
+        "routes every block after the dense ones",
+        every);
+  }
+  if (const json* dense = f.find({"mlp_only_layers"}).first; dense != nullptr) {
+    bool leading = dense->is_array();
+    for (size_t i = 0; leading && i < dense->size(); ++i) {
+      leading = (*dense)[i].is_number_integer() && (*dense)[i].get<int64_t>() == int64_t(i);
+    }
+    if (!leading) {
+      return f.error(
+          "Hugging Face config field 'mlp_only_layers' ({}) is not the first blocks 0, 1, ...: "
+          "partrain's mixture of experts keeps dense MLPs in the first blocks only",
+          dense->dump());
+    }
+    m.moe.dense_layers = static_cast<int64_t>(dense->size());
+  }
+  if (!shared_expert) return Status::ok();
+  ASSIGN_OR_RETURN(const int64_t shared,
+                   f.integer({"shared_expert_intermediate_size"}, int64_t{0}, 0));
+  if (shared % m.moe.expert_ffn != 0) {
+    return f.error(
+        "Hugging Face config field 'shared_expert_intermediate_size' ({}) is not a multiple of "
+        "moe_intermediate_size ({}): partrain's shared experts are routed experts' widths",
+        shared, m.moe.expert_ffn);
+  }
+  m.moe.shared_experts = shared / m.moe.expert_ffn;
+  if (shared > 0) {
+    m.notes.push_back(fmt::format("its shared expert's gate ({:.0f} parameters) is not counted",
+                                  static_cast<double>(m.layers) * static_cast<double>(m.hidden)));
+  }
+  return Status::ok();
+}
+
+Status read_qwen2_moe(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_qwen2(f, m));
+  return read_qwen_moe(f, m, true);
+}
+
+Status read_qwen3_moe(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_qwen3(f, m));
+  return read_qwen_moe(f, m, false);
 }
 
 // Gemma (the first): LLaMA's block with a gated GeLU (SwiGLU's count) and tied embeddings.
 Status read_gemma(const HfFields& f, ModelConfig& m) {
   RETURN_IF_ERROR(read_llama_like(f, m));
   ASSIGN_OR_RETURN(m.tied_embeddings, f.boolean("tie_word_embeddings", true));
+  return Status::ok();
+}
+
+// Gemma 2: Gemma's block with a norm after attention and after the MLP as well as before them
+// (4 RMSNorms a block, 2 h weights more than partrain's model counts).
+Status read_gemma2(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_gemma(f, m));
+  m.notes.push_back(
+      fmt::format("its norms after attention and the MLP ({:.0f} parameters) are not "
+                  "counted",
+                  static_cast<double>(m.layers) * static_cast<double>(2 * m.hidden)));
+  return Status::ok();
+}
+
+// Sliding-window attention (Mistral 7B v0.1, Gemma 2's alternate blocks) attends to the last
+// `sliding_window` keys only; partrain's attention core is causal over the whole sequence, so a
+// sequence longer than the window (the config's, or --seq's) is costed as full attention, and a
+// note says so.
+Status note_sliding_window(const HfFields& f, ModelConfig& m) {
+  ASSIGN_OR_RETURN(const bool used, f.boolean("use_sliding_window", true));
+  ASSIGN_OR_RETURN(const int64_t window, f.integer({"sliding_window"}, int64_t{0}, 0));
+  if (used && window > 0) {
+    m.notes.push_back(fmt::format(
+        "its sliding window ({} keys) is not modelled: a longer sequence is costed as full "
+        "attention",
+        window));
+  }
   return Status::ok();
 }
 
@@ -297,8 +383,11 @@ const Mapping kMappings[] = {
     {"mistral", read_llama_like},
     {"qwen2", read_qwen2},
     {"qwen3", read_qwen3},
+    {"qwen2_moe", read_qwen2_moe},
+    {"qwen3_moe", read_qwen3_moe},
     {"phi3", read_llama_like},
     {"gemma", read_gemma},
+    {"gemma2", read_gemma2},
     {"mixtral", read_mixtral},
     {"deepseek_v2", read_deepseek},
     {"deepseek_v3", read_deepseek},
@@ -346,10 +435,13 @@ StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view 
   m.name = hf_model_name(config, origin);
   m.source = fmt::format("{} (Hugging Face config, model_type {})", origin, model_type);
   RETURN_IF_ERROR(mapping->read(f, m));
+  RETURN_IF_ERROR(note_sliding_window(f, m));
   if (m.attention != AttentionKind::kLatent) {
-    if (m.hidden % m.heads != 0) {
-      return f.error("the number of attention heads ({}) must divide the hidden size ({})", m.heads,
-                     m.hidden);
+    if (m.explicit_head_dim == 0 && m.hidden % m.heads != 0) {
+      return f.error(
+          "the number of attention heads ({}) must divide the hidden size ({}), or the config "
+          "must give head_dim",
+          m.heads, m.hidden);
     }
     if (m.heads % m.kv_heads != 0) {
       return f.error("the number of key/value heads ({}) must divide the attention heads ({})",

@@ -1,8 +1,8 @@
 // A Hugging Face transformers `config.json`, read as a model: the file users already have for
 // their model (as the Hugging Face and DeepSpeed memory calculators take it), given to
 // --model-file like a preset. Each supported `model_type` is mapped field by field onto
-// ModelConfig; what ModelConfig cannot express (a head_dim other than hidden / heads, embeddings
-// projected to another width, experts of mixed sizes) is refused naming the field, never
+// ModelConfig; what ModelConfig cannot express (embeddings projected to another width, experts
+// of mixed sizes, linear biases on some layers only) is refused naming the field, never
 // approximated silently. Errors are StatusCode::kUnreadable naming the file and the field.
 #pragma once
 

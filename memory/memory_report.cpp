@@ -148,6 +148,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
       "model     {} ({:.4g} parameters{})\n", context.model_name, e.total_params,
       e.active_params < e.total_params ? fmt::format(", {:.4g} active per token", e.active_params)
                                        : "");
+  for (const std::string& note : in.model.notes) out += "note      " + note + "\n";
   out += layout_line(in, e);
   out += pipeline_line(in, e);
   out += recipe_line(in);
@@ -200,6 +201,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
       {"model", context.model_name},
       {"params", to_bytes(e.total_params)},
       {"active_params", to_bytes(e.active_params)},
+      {"model_notes", in.model.notes},
       {"gpu", context.gpu_name},
       {"layout",
        {{"dp", l.dp},

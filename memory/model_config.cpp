@@ -101,7 +101,7 @@ AttentionWidths attention_widths(const ModelConfig& model) {
     return {qk, qk, heads * d(a.v_head_dim), heads * d(a.v_head_dim),
             d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim)};
   }
-  return {d(model.hidden), d(model.kv_dim()), d(model.kv_dim()), d(model.hidden), 0};
+  return {d(model.q_dim()), d(model.kv_dim()), d(model.kv_dim()), d(model.q_dim()), 0};
 }
 
 Status validate_model(const ModelConfig& model) {
@@ -122,9 +122,13 @@ Status validate_model(const ModelConfig& model) {
   if (model.architecture == Architecture::kMlp) return Status::ok();
   RETURN_IF_ERROR(validate_experts(model));
   if (model.attention == AttentionKind::kLatent) return validate_latent(model);
-  if (model.hidden % model.heads != 0) {
-    return invalid_argument("model '{}': heads ({}) must divide hidden ({})", model.name,
-                            model.heads, model.hidden);
+  if (model.explicit_head_dim < 0) {
+    return invalid_argument("model '{}': head_dim must be positive (got {})", model.name,
+                            model.explicit_head_dim);
+  }
+  if (model.explicit_head_dim == 0 && model.hidden % model.heads != 0) {
+    return invalid_argument("model '{}': heads ({}) must divide hidden ({}), or give head_dim",
+                            model.name, model.heads, model.hidden);
   }
   if (model.heads % model.kv_heads != 0) {
     return invalid_argument("model '{}': kv_heads ({}) must divide heads ({})", model.name,

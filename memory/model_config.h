@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -53,6 +54,9 @@ struct ModelConfig {
   int64_t hidden = 0;
   int64_t heads = 0;
   int64_t kv_heads = 0;  // grouped-query attention; equal to heads for multi-head attention
+  // Each head's width where the model sets it apart from hidden / heads (Gemma, the small
+  // Qwen3s, Mistral-Nemo: heads x head_dim wider or narrower than hidden); 0: hidden / heads.
+  int64_t explicit_head_dim = 0;
   int64_t ffn = 0;       // MLP inner size (4h for GPT)
   int64_t vocab = 0;
   int64_t seq = 0;  // training sequence length (and learned position table size)
@@ -70,12 +74,16 @@ struct ModelConfig {
   // preset states it; unset: not published (recommend then takes Megatron-LM's default).
   std::optional<double> dropout;
   std::string source;           // where the dimensions were published
+  // What the count leaves out or approximates of the model as published (a Hugging Face
+  // config's parts ModelConfig has no field for), said with every estimate of it.
+  std::vector<std::string> notes;
 
   bool is_bare() const { return bare_params > 0; }
   // The tokens of one training sample: seq, or 1 for a model without a sequence (an MLP's sample
   // is one input row).
   int64_t sample_seq() const { return seq > 0 ? seq : 1; }
-  int64_t head_dim() const { return hidden / heads; }
+  int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads; }
+  int64_t q_dim() const { return heads * head_dim(); }  // the queries' (and attention out's) width
   int64_t kv_dim() const { return kv_heads * head_dim(); }
   double kv_ratio() const { return static_cast<double>(kv_heads) / static_cast<double>(heads); }
   bool is_moe() const { return moe.enabled(); }
@@ -101,8 +109,8 @@ int64_t megatron_padded_vocab(int64_t vocab, int tp);
 // A model known only by its parameter count (`--params 7.5e9`).
 ModelConfig bare_model(double params);
 
-// Every dimension positive, heads divide hidden, kv heads divide heads; kInvalidArgument naming
-// the field otherwise.
+// Every dimension positive, heads divide hidden (unless each head's width is given), kv heads
+// divide heads; kInvalidArgument naming the field otherwise.
 Status validate_model(const ModelConfig& model);
 // The mixture-of-experts fields alone (part of validate_model): top_k within the experts, no
 // expert field on a dense model.

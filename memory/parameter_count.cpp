@@ -40,10 +40,10 @@ LayerParams attention_params(const ModelConfig& m) {
               + heads * d(a.v_head_dim) * h;                       // attention out
     return p;
   }
-  const double kv = d(m.kv_dim());
-  p.split = 2 * h * h + 2 * h * kv;  // Q, K, V, attention out
+  const double q = d(m.q_dim()), kv = d(m.kv_dim());
+  p.split = 2 * h * q + 2 * h * kv;  // Q, K, V, attention out
   if (m.bias) {
-    p.split += h + 2 * kv;  // column-parallel QKV biases
+    p.split += q + 2 * kv;  // column-parallel QKV biases
     p.replicated += h;      // row-parallel attention-out bias
   }
   return p;
@@ -89,7 +89,7 @@ double layer_matmul_params(const ModelConfig& model, int64_t layer) {
   // Weights only: the norms' and biases' elementwise work is not a matmul.
   double attention_weights = attention.split + attention.replicated;
   if (model.bias && model.attention == AttentionKind::kMultiHead) {
-    attention_weights -= 2 * h + 2 * d(model.kv_dim());
+    attention_weights -= d(model.q_dim()) + 2 * d(model.kv_dim()) + h;  // QKV's, attention out's
   }
   if (model.attention == AttentionKind::kLatent) {
     attention_weights -= d(model.latent.kv_lora_rank + model.latent.q_lora_rank);  // the norms

@@ -89,6 +89,7 @@ Status read_dimensions(JsonFields& r, ModelConfig& m) {
   RETURN_IF_ERROR(r.integer("hidden", m.hidden));
   RETURN_IF_ERROR(r.integer("heads", m.heads, 1, transformer));
   RETURN_IF_ERROR(r.integer("kv_heads", m.kv_heads, 1, false));
+  RETURN_IF_ERROR(r.integer("head_dim", m.explicit_head_dim, 1, false));
   RETURN_IF_ERROR(r.integer("ffn", m.ffn, 1, false));
   RETURN_IF_ERROR(r.integer("vocab", m.vocab, 1, transformer));
   RETURN_IF_ERROR(r.integer("seq", m.seq, 1, transformer));
@@ -145,9 +146,9 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
     }
   }
   if (m.architecture == Architecture::kTransformer) {
-    if (m.hidden % m.heads != 0) {
-      return unreadable("{}: field 'heads' ({}) must divide 'hidden' ({})", origin, m.heads,
-                        m.hidden);
+    if (m.explicit_head_dim == 0 && m.hidden % m.heads != 0) {
+      return unreadable("{}: field 'heads' ({}) must divide 'hidden' ({}), or give 'head_dim'",
+                        origin, m.heads, m.hidden);
     }
     if (m.heads % m.kv_heads != 0) {
       return unreadable("{}: field 'kv_heads' ({}) must divide 'heads' ({})", origin, m.kv_heads,

@@ -142,6 +142,37 @@ TEST(MemoryCommand, AHuggingFaceConfigIsAModelFile) {
   EXPECT_EQ(run_partrain("memory --model-file " + bloom.string() + " --seq 2048").exit_code, 0);
 }
 
+// Heads of their own width, from a config's head_dim or from --head-dim: Qwen3-4B (32 heads of
+// 128 over a hidden size of 2,560) is the same model either way, and its 4.0B parameters.
+TEST(MemoryCommand, HeadsOfTheirOwnWidthFromAConfigOrTheFlags) {
+  const std::filesystem::path config =
+      std::filesystem::path(::testing::TempDir()) / "qwen3-4b.json";
+  std::ofstream(config) << R"({"model_type": "qwen3", "hidden_size": 2560,
+    "intermediate_size": 9728, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "num_hidden_layers": 36, "vocab_size": 151936,
+    "max_position_embeddings": 40960, "tie_word_embeddings": true})";
+  const std::string layout = " --dp 8 --zero 3 --seq 4096 --gpu h100-80g --json";
+  auto from_config = run_partrain("memory --model-file " + config.string() + layout);
+  auto from_flags = run_partrain(
+      "memory --layers 36 --hidden 2560 --heads 32 --kv-heads 8 --head-dim 128 --ffn 9728 "
+      "--vocab 151936 --swiglu --rmsnorm --no-bias --position rotary" +
+      layout);
+  ASSERT_EQ(from_config.exit_code, 0) << from_config.err;
+  ASSERT_EQ(from_flags.exit_code, 0) << from_flags.err;
+  EXPECT_EQ(parse_json(from_config.out)["per_gpu_bytes"],
+            parse_json(from_flags.out)["per_gpu_bytes"]);
+  EXPECT_NEAR(parse_json(from_flags.out)["params"].get<double>() / 4.0e9, 1.0, 0.01);
+  // What the count leaves out of the config is said in the text and in --json alike.
+  const std::string note = "its per-head q/k norms (9216 parameters) are not counted";
+  EXPECT_EQ(parse_json(from_config.out)["model_notes"], nlohmann::json::array({note}));
+  EXPECT_EQ(parse_json(from_flags.out)["model_notes"], nlohmann::json::array());
+  auto text = run_partrain("memory --model-file " + config.string());
+  EXPECT_NE(text.out.find("\nnote      " + note + "\n"), std::string::npos) << text.out;
+  auto bare = run_partrain("memory --params 4e9 --head-dim 128");
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("--head-dim cannot change"), std::string::npos) << bare.err;
+}
+
 TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
   const std::pair<const char*, const char*> cases[] = {
       {"--model llama-2-7b --tp 3", "must divide the attention heads"},

@@ -431,6 +431,27 @@ TEST(RecommendCommand, AModelWithoutASequenceTrainsOneTokenASample) {
   EXPECT_FALSE(j.contains("first_invalid_layout")) << r.out;
 }
 
+// A Hugging Face config's notes (what the count approximates) head the table and are in --json.
+TEST(RecommendCommand, AModelFilesNotesAreSaidWithTheRanking) {
+  testing::ScratchDir scratch;
+  const std::filesystem::path config = scratch.path() / "config.json";
+  std::ofstream(config) << R"({"model_type": "mistral", "hidden_size": 1024,
+    "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 8,
+    "head_dim": 128, "intermediate_size": 4096, "vocab_size": 32000,
+    "max_position_embeddings": 8192, "sliding_window": 4096})";
+  const std::string search =
+      "recommend --model-file " + config.string() + " --gpus 8 --gpu a100-80g --global-batch 64";
+  const std::string note =
+      "its sliding window (4096 keys) is not modelled: a longer sequence is costed as full "
+      "attention";
+  auto text = run_partrain(search);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("tokens\nnote: " + note + "\n"), std::string::npos) << text.out;
+  auto json = run_partrain(search + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(parse_json(json.out)["model_notes"], nlohmann::json::array({note}));
+}
+
 // When every layout is refused for one reason that is not the layout's (an input past what
 // partrain counts), the reason is shown, not "no layout divides".
 TEST(RecommendCommand, NothingCostedShowsWhyTheFirstLayoutWasRefused) {

@@ -151,6 +151,23 @@ TEST(ComputeCost, BlockForwardIsItsFlopsAtTheCappedPeakAndBackwardTwice) {
               3 * 2 * b * s * h * 1000 / 8e13, 1e-12);
 }
 
+// Heads of their own width (Gemma, the small Qwen3s): the QKV and attention-out GEMMs and the
+// core compute with heads x head_dim, not hidden. Forward per layer 8 b s h q (QKV, out) +
+// 16 b s h^2 (the 4h MLP) + 4 b s^2 q at q = 16 x 128 = 2 h.
+TEST(ComputeCost, HeadsOfTheirOwnWidthCostThatWidth) {
+  memory::ModelConfig model = memory::gpt_model(4, 1024, 16, 1000, 512);
+  model.explicit_head_dim = 128;
+  const ComputeSpeed speed{1e14, 0.8, 1e300, 0, 1};
+  const double b = 2, s = 512, h = 1024, q = 2048;
+  for (int tp : {1, 2}) {
+    const BlockTimes t =
+        block_times(model, {.micro_batch = b, .seq = s, .tp = tp, .element_bytes = 2}, speed);
+    const double flops = (8 * b * s * h * q + 16 * b * s * h * h + 4 * b * s * s * q) / tp;
+    EXPECT_NEAR(t.forward_s, flops / 8e13, 1e-12) << "tp " << tp;
+    EXPECT_NEAR(t.attention_core_s, 4 * b * s * s * q / tp / 8e13, 1e-12);
+  }
+}
+
 // Megatron's materialised attention where the scores' traffic sets the pace (a long sequence, a
 // small head): per score element the forward moves 2 (QK^T writes) + 4 (softmax reads, writes)
 // + 5 (dropout reads, writes, its mask) + 2 (AV reads) bytes at 16 bits; the backward 2 (dP

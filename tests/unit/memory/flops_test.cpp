@@ -48,6 +48,17 @@ TEST(Flops, SelectiveRecomputeAddsOnlyTheAttentionCore) {
   EXPECT_LT(extra / training_flops(gpt3, 1, 2048, Recompute::kNone), 0.05);
 }
 
+// Heads of their own width: the attention core's QK^T and AV run over heads x head_dim (here
+// 2 h), the weights' FLOPs follow the wider Q and attention-out matrices.
+TEST(Flops, HeadsOfTheirOwnWidthCountTheirWidth) {
+  ModelConfig model = gpt_model(2, 1024, 16, 1000, 512);
+  model.explicit_head_dim = 128;
+  const double h = 1024, q = 2048, s = 512, layers = 2;
+  const double forward_block = 2 * s * (4 * h * q + 8 * h * h) + 4 * s * s * q;
+  const double forward = layers * forward_block + 2 * s * h * 1000;
+  EXPECT_NEAR(training_flops(model, 1, s, Recompute::kNone) / (3 * forward), 1.0, 1e-12);
+}
+
 TEST(Flops, BareCountUsesSixNAndEightWithFullRecompute) {
   EXPECT_DOUBLE_EQ(training_flops(bare_model(1e9), 2, 1000, Recompute::kNone), 6e9 * 2000);
   // Full recompute repeats the forward (2 N): 8 N, as Narayanan 2021's 8 T P.

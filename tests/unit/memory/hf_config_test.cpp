@@ -148,6 +148,72 @@ TEST(HfConfig, OtherPublishedConfigsCountTheirPublishedParameters) {
   EXPECT_TRUE(read(models[1].first)->tied_embeddings);  // Gemma ties unless it says otherwise
 }
 
+// Heads of their own width (head_dim other than hidden_size / num_attention_heads) and Qwen's
+// mixtures, against their published parameter counts (within 1%; the mixtures' active ones
+// too): Qwen3-0.6B 0.6B (Qwen/Qwen3-0.6B: 0.44B without embeddings), Qwen3-4B 4.0B, Gemma-7B
+// 8.54B (google/gemma-7b), Gemma-2-9B 9.24B (google/gemma-2-9b), Mistral-Nemo 12.2B
+// (mistralai/Mistral-Nemo-Base-2407), Qwen3-30B-A3B 30.5B with 3.3B active, Qwen1.5-MoE-A2.7B
+// 14.3B with 2.7B active; their configs' size fields as published.
+TEST(HfConfig, HeadsOfTheirOwnWidthAndQwenMixturesCountTheirPublishedParameters) {
+  struct Published {
+    const char* config;
+    double total, active;
+  };
+  const Published models[] = {
+      {R"({"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+           "num_hidden_layers": 28, "vocab_size": 151936, "max_position_embeddings": 40960,
+           "tie_word_embeddings": true, "attention_bias": false})",
+       0.6e9, 0.6e9},
+      {R"({"model_type": "qwen3", "hidden_size": 2560, "intermediate_size": 9728,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+           "num_hidden_layers": 36, "vocab_size": 151936, "max_position_embeddings": 40960,
+           "tie_word_embeddings": true, "attention_bias": false})",
+       4.0e9, 4.0e9},
+      {R"({"model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256,
+           "num_hidden_layers": 28, "vocab_size": 256000, "max_position_embeddings": 8192,
+           "hidden_act": "gelu", "attention_bias": false})",
+       8.54e9, 8.54e9},
+      {R"({"model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+           "num_hidden_layers": 42, "vocab_size": 256000, "max_position_embeddings": 8192,
+           "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
+           "query_pre_attn_scalar": 256, "attn_logit_softcapping": 50.0,
+           "final_logit_softcapping": 30.0})",
+       9.24e9, 9.24e9},
+      {R"({"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 14336,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+           "num_hidden_layers": 40, "vocab_size": 131072, "max_position_embeddings": 1024000,
+           "sliding_window": null, "tie_word_embeddings": false})",
+       12.2e9, 12.2e9},
+      {R"({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+           "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+           "decoder_sparse_step": 1, "mlp_only_layers": [], "num_attention_heads": 32,
+           "num_key_value_heads": 4, "head_dim": 128, "num_hidden_layers": 48,
+           "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": false,
+           "use_sliding_window": false, "sliding_window": null})",
+       30.5e9, 3.3e9},
+      {R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+           "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+           "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 24,
+           "vocab_size": 151936, "max_position_embeddings": 8192, "tie_word_embeddings": false,
+           "use_sliding_window": false, "sliding_window": 32768})",
+       14.3e9, 2.7e9}};
+  for (const Published& published : models) {
+    const StatusOr<ModelConfig> model = read(published.config);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_NEAR(total_params(*model) / published.total, 1.0, 0.01) << published.config;
+    EXPECT_NEAR(active_params(*model) / published.active, 1.0, 0.02) << published.config;
+  }
+  // The attention computes with heads x head_dim: Qwen3-0.6B's queries are 2,048 wide over a
+  // hidden size of 1,024; Gemma-7B's 4,096 over 3,072.
+  EXPECT_EQ(read(models[0].config)->q_dim(), 2048);
+  EXPECT_EQ(read(models[2].config)->q_dim(), 4096);
+  EXPECT_EQ(attention_widths(*read(models[2].config)).out, 4096);
+}
+
 // The length a model was pre-trained with, not the context it was extended to; none without a
 // position table.
 TEST(HfConfig, SequenceIsThePretrainingLength) {
@@ -168,15 +234,6 @@ TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
   };
   refused(R"({"model_type": "falcon", "hidden_size": 4544})",
           "model_type \"falcon\" is not one partrain reads (it reads llama, mistral, qwen2");
-  // Qwen3-0.6B: 16 heads of 128 over a hidden size of 1024; Gemma-7B: 16 of 256 over 3072.
-  refused(R"({"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28,
-              "num_attention_heads": 16, "num_key_value_heads": 8, "intermediate_size": 3072,
-              "vocab_size": 151936, "head_dim": 128})",
-          "field 'head_dim' (128) is not hidden_size / num_attention_heads (64)");
-  refused(R"({"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 28,
-              "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 24576,
-              "vocab_size": 256000, "head_dim": 256})",
-          "field 'head_dim' (256) is not hidden_size / num_attention_heads (192)");
   refused(R"({"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24,
               "num_attention_heads": 16, "ffn_dim": 4096, "vocab_size": 50272,
               "word_embed_proj_dim": 512})",
@@ -192,6 +249,61 @@ TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
               "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
               "num_local_experts": 2, "num_experts_per_tok": 3})",
           "top_k");
+  const std::string qwen3_moe = R"({"model_type": "qwen3_moe", "hidden_size": 64,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
+      "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2,
+      "vocab_size": 100, )";
+  refused(qwen3_moe + R"("decoder_sparse_step": 2})", "field 'decoder_sparse_step' is 2");
+  refused(qwen3_moe + R"("mlp_only_layers": [1, 3]})",
+          "field 'mlp_only_layers' ([1,3]) is not the first blocks");
+  refused(R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 4,
+              "num_attention_heads": 4, "intermediate_size": 128, "moe_intermediate_size": 32,
+              "shared_expert_intermediate_size": 48, "num_experts": 8,
+              "num_experts_per_tok": 2, "vocab_size": 100})",
+          "field 'shared_expert_intermediate_size' (48) is not a multiple of");
+}
+
+// Qwen's mixtures: mlp_only_layers that lead are the dense blocks; Qwen2-MoE's shared expert
+// is counted as routed experts' widths.
+TEST(HfConfig, QwenMixturesKeepTheirDenseBlocksAndSharedExpert) {
+  const StatusOr<ModelConfig> qwen3 = read(R"({"model_type": "qwen3_moe", "hidden_size": 64,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
+      "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2,
+      "mlp_only_layers": [0, 1], "vocab_size": 100})");
+  ASSERT_TRUE(qwen3.is_ok()) << qwen3.status().message();
+  EXPECT_EQ(qwen3->moe.dense_layers, 2);
+  EXPECT_EQ(qwen3->moe.shared_experts, 0);
+  EXPECT_EQ(qwen3->ffn, 128);  // the dense blocks' MLP
+  const StatusOr<ModelConfig> qwen2 = read(R"({"model_type": "qwen2_moe", "hidden_size": 64,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
+      "moe_intermediate_size": 32, "shared_expert_intermediate_size": 128, "num_experts": 8,
+      "num_experts_per_tok": 2, "vocab_size": 100})");
+  ASSERT_TRUE(qwen2.is_ok()) << qwen2.status().message();
+  EXPECT_EQ(qwen2->moe.shared_experts, 4);
+  EXPECT_EQ(qwen2->moe.dense_layers, 0);
+  const std::vector<std::string> notes = {
+      "its q/k/v biases (768 parameters) are not counted",
+      "its shared expert's gate (256 parameters) is not counted"};
+  EXPECT_EQ(qwen2->notes, notes);
+}
+
+// A sliding window is not modelled (a longer sequence is costed as full attention), and a note
+// says so; no window, or one the config turns off (Qwen2's use_sliding_window false), says nothing.
+TEST(HfConfig, ASlidingWindowCostedAsFullAttentionIsStated) {
+  const std::string mistral = R"({"model_type": "mistral", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+      "vocab_size": 100, "max_position_embeddings": 8192, )";
+  const StatusOr<ModelConfig> windowed = read((mistral + R"("sliding_window": 4096})").c_str());
+  ASSERT_TRUE(windowed.is_ok()) << windowed.status().message();
+  EXPECT_EQ(windowed->notes,
+            std::vector<std::string>{"its sliding window (4096 keys) is not modelled: a longer "
+                                     "sequence is costed as full attention"});
+  for (const char* tail :
+       {R"("sliding_window": null})", R"("sliding_window": 4096, "use_sliding_window": false})"}) {
+    const StatusOr<ModelConfig> plain = read((mistral + tail).c_str());
+    ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+    EXPECT_TRUE(plain->notes.empty()) << tail;
+  }
 }
 
 // Through the file loader, as --model-file reads it: a config.json is told from a preset by its

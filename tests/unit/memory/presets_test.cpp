@@ -114,6 +114,24 @@ TEST(Presets, DefaultsForOptionalFields) {
   EXPECT_TRUE(g->overlaps_communication);
 }
 
+// A head of its own width ("head_dim"): heads then need not divide hidden; without it they must.
+TEST(Presets, HeadDimFreesHeadsFromDividingHidden) {
+  auto m = parse_model_json(R"({"name": "x", "layers": 2, "hidden": 96, "heads": 4,
+                               "head_dim": 32, "vocab": 10, "seq": 4})",
+                            "x.json");
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->head_dim(), 32);
+  EXPECT_EQ(m->q_dim(), 128);
+  auto refused = parse_model_json(R"({"name": "x", "layers": 2, "hidden": 96, "heads": 5,
+                                     "vocab": 10, "seq": 4})",
+                                  "x.json");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("field 'heads' (5) must divide 'hidden' (96), or "
+                                            "give 'head_dim'"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 TEST(Presets, RecommenderFieldsOfGpusAndClusterFiles) {
   const std::string base = R"({"name": "g", "memory_bytes": 1, "bf16_flops": 1, "fp32_flops": 1,
       "hbm_bandwidth": 1, "intra_node_bandwidth": 1, "network_bandwidth": 1, )";
