@@ -117,7 +117,8 @@ Status read_head_dim(const HfFields& f, ModelConfig& m) {
 
 // The decoders written like LLaMA: RMSNorm, rotary positions, a gated MLP of 3 matrices
 // (SwiGLU), untied embeddings unless the config ties them.
-Status read_llama_like(const HfFields& f, ModelConfig& m) {
+// The block's fields, biases aside (read_llama_like refuses them, gpt-oss has them all).
+Status read_llama_block(const HfFields& f, ModelConfig& m) {
   ASSIGN_OR_RETURN(m.hidden, f.integer({"hidden_size"}));
   ASSIGN_OR_RETURN(m.layers, f.integer({"num_hidden_layers"}));
   ASSIGN_OR_RETURN(m.heads, f.integer({"num_attention_heads"}));
@@ -129,6 +130,13 @@ Status read_llama_like(const HfFields& f, ModelConfig& m) {
   m.mlp = MlpKind::kSwiglu;
   m.norm = NormKind::kRmsNorm;
   m.position = PositionKind::kRotary;
+  RETURN_IF_ERROR(read_head_dim(f, m));
+  ASSIGN_OR_RETURN(m.dropout, f.probability({"attention_dropout"}));
+  return Status::ok();
+}
+
+Status read_llama_like(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_block(f, m));
   m.bias = false;
   ASSIGN_OR_RETURN(const bool attention_bias, f.boolean("attention_bias", false));
   ASSIGN_OR_RETURN(const bool mlp_bias, f.boolean("mlp_bias", false));
@@ -137,8 +145,6 @@ Status read_llama_like(const HfFields& f, ModelConfig& m) {
         "Hugging Face config with attention_bias or mlp_bias true: partrain's LLaMA-style model "
         "has no linear biases; write the model in the presets' format (\"bias\": true) instead");
   }
-  RETURN_IF_ERROR(read_head_dim(f, m));
-  ASSIGN_OR_RETURN(m.dropout, f.probability({"attention_dropout"}));
   return Status::ok();
 }
 
@@ -147,6 +153,21 @@ Status read_mixtral(const HfFields& f, ModelConfig& m) {
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_local_experts"}));
   ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
   m.moe.expert_ffn = m.ffn;
+  return Status::ok();
+}
+
+// gpt-oss: LLaMA's block with biases on every linear layer (q/k/v/o and each expert's), routed
+// experts of intermediate_size, and a learned attention sink per head (not counted, nor the
+// router's bias).
+Status read_gpt_oss(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_block(f, m));
+  m.bias = true;
+  ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_local_experts"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok", "experts_per_token"}));
+  m.moe.expert_ffn = m.ffn;
+  m.notes.push_back(
+      fmt::format("its attention sinks and router biases ({:.0f} parameters) are not counted",
+                  static_cast<double>(m.layers) * static_cast<double>(m.heads + m.moe.experts)));
   return Status::ok();
 }
 
@@ -389,6 +410,7 @@ const Mapping kMappings[] = {
     {"gemma", read_gemma},
     {"gemma2", read_gemma2},
     {"mixtral", read_mixtral},
+    {"gpt_oss", read_gpt_oss},
     {"deepseek_v2", read_deepseek},
     {"deepseek_v3", read_deepseek},
     {"gpt_neox", read_gpt_neox},

@@ -214,6 +214,32 @@ TEST(HfConfig, HeadsOfTheirOwnWidthAndQwenMixturesCountTheirPublishedParameters)
   EXPECT_EQ(attention_widths(*read(models[2].config)).out, 4096);
 }
 
+// gpt-oss (openai/gpt-oss-120b, -20b): biases on every linear layer, 128 or 32 experts of 2,880,
+// heads of 64 over a hidden size of 2,880; 116.83B and 20.91B as published, 5.13B and 3.61B
+// active as OpenAI counts them, without the input embedding (which partrain counts as active).
+TEST(HfConfig, GptOssCountsItsPublishedParameters) {
+  const std::string big = R"({"architectures": ["GptOssForCausalLM"], "attention_bias": true,
+      "attention_dropout": 0.0, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu",
+      "hidden_size": 2880, "initial_context_length": 4096, "intermediate_size": 2880,
+      "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64,
+      "num_experts_per_tok": 4, "num_key_value_heads": 8, "rope_scaling": {"beta_fast": 32.0,
+      "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+      "rope_type": "yarn", "truncate": false}, "sliding_window": 128, "swiglu_limit": 7.0,
+      "tie_word_embeddings": false, "vocab_size": 201088, )";
+  const std::tuple<std::string, double, double> models[] = {
+      {big + R"("num_hidden_layers": 36, "num_local_experts": 128})", 116.83e9, 5.13e9},
+      {big + R"("num_hidden_layers": 24, "num_local_experts": 32})", 20.91e9, 3.61e9}};
+  for (const auto& [config, total, active] : models) {
+    const StatusOr<ModelConfig> model = read(config.c_str());
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_NEAR(total_params(*model) / total, 1.0, 0.002);
+    const double input_embedding = 201088.0 * 2880;
+    EXPECT_NEAR((active_params(*model) - input_embedding) / active, 1.0, 0.005);
+    EXPECT_EQ(model->seq, 4096);         // YaRN's original, the length it was pre-trained at
+    EXPECT_EQ(model->notes.size(), 2u);  // sinks and router biases; the sliding window
+  }
+}
+
 // The length a model was pre-trained with, not the context it was extended to; none without a
 // position table.
 TEST(HfConfig, SequenceIsThePretrainingLength) {
