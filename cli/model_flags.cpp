@@ -149,8 +149,9 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   CLI::Option* model_file = cmd.add_option(
       "--model-file", f.model_file,
       "Model JSON file: the presets' format, or a Hugging Face config.json "
-      "(llama, mistral, phi3, qwen2, qwen3, qwen2_moe, qwen3_moe, gemma, gemma2, mixtral, "
-      "gpt_oss, deepseek_v2/v3, gpt_neox, gpt2, opt, bloom)");
+      "(llama, mistral, phi3, qwen2, qwen3, qwen2_moe, qwen3_moe, gemma, gemma2, gemma3_text, "
+      "mixtral, gpt_oss, deepseek_v2/v3, gpt_neox, gpt2, opt, bloom; a vision-language "
+      "config's text_config)");
   CLI::Option* params =
       cmd.add_option("--params", f.params, "A bare parameter count (model states only), e.g. 7.5e9")
           ->check(positive_number());

@@ -275,13 +275,17 @@ Status read_qwen2(const HfFields& f, ModelConfig& m) {
   return Status::ok();
 }
 
-// Qwen3 adds an RMSNorm over each head's queries and keys (2 head_dim weights a block), which
-// partrain's model does not count.
-Status read_qwen3(const HfFields& f, ModelConfig& m) {
-  RETURN_IF_ERROR(read_llama_like(f, m));
+// Qwen3 and Gemma 3 add an RMSNorm over each head's queries and keys (2 head_dim weights a
+// block), which partrain's model does not count.
+void note_qk_norms(ModelConfig& m) {
   m.notes.push_back(
       fmt::format("its per-head q/k norms ({:.0f} parameters) are not counted",
                   static_cast<double>(m.layers) * static_cast<double>(2 * m.head_dim())));
+}
+
+Status read_qwen3(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_llama_like(f, m));
+  note_qk_norms(m);
   return Status::ok();
 }
 
@@ -360,6 +364,13 @@ Status read_gemma2(const HfFields& f, ModelConfig& m) {
   return Status::ok();
 }
 
+// Gemma 3's language model: Gemma 2's block with Qwen3's per-head q/k norms.
+Status read_gemma3_text(const HfFields& f, ModelConfig& m) {
+  RETURN_IF_ERROR(read_gemma2(f, m));
+  note_qk_norms(m);
+  return Status::ok();
+}
+
 // Sliding-window attention (Mistral 7B v0.1, Gemma 2's alternate blocks) attends to the last
 // `sliding_window` keys only; partrain's attention core is causal over the whole sequence, so a
 // sequence longer than the window (the config's, or --seq's) is costed as full attention, and a
@@ -409,6 +420,7 @@ const Mapping kMappings[] = {
     {"phi3", read_llama_like},
     {"gemma", read_gemma},
     {"gemma2", read_gemma2},
+    {"gemma3_text", read_gemma3_text},
     {"mixtral", read_mixtral},
     {"gpt_oss", read_gpt_oss},
     {"deepseek_v2", read_deepseek},
@@ -418,6 +430,15 @@ const Mapping kMappings[] = {
     {"opt", read_opt},
     {"bloom", read_bloom},
 };
+
+const Mapping* find_mapping(const json& config) {
+  auto type = config.find("model_type");
+  if (type == config.end() || !type->is_string()) return nullptr;
+  for (const Mapping& m : kMappings) {
+    if (type->get<std::string>() == m.model_type) return &m;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -441,9 +462,19 @@ StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view 
     return f.error("Hugging Face config field 'model_type' must be a string (got {})", type.dump());
   }
   const std::string model_type = type.get<std::string>();
-  const Mapping* mapping = nullptr;
-  for (const Mapping& m : kMappings) {
-    if (model_type == m.model_type) mapping = &m;
+  const Mapping* mapping = find_mapping(config);
+  // A vision-language wrapper (gemma3, mistral3, llava...) keeps its language model in
+  // text_config: that is the model trained here; the vision encoder is not counted, and a note
+  // says so.
+  if (auto text = config.find("text_config");
+      mapping == nullptr && text != config.end() && find_mapping(*text) != nullptr) {
+    ASSIGN_OR_RETURN(ModelConfig m, model_from_hf_config(*text, origin));
+    m.name = hf_model_name(config, origin);
+    m.notes.insert(m.notes.begin(),
+                   fmt::format("a {} config: its language model (text_config, model_type {}) is "
+                               "counted, its vision encoder and projector are not",
+                               model_type, text->at("model_type").get<std::string>()));
+    return m;
   }
   if (mapping == nullptr) {
     std::string types;

@@ -240,6 +240,46 @@ TEST(HfConfig, GptOssCountsItsPublishedParameters) {
   }
 }
 
+// A vision-language wrapper's language model is read from its text_config and named after the
+// wrapper; the vision encoder is left out and a note says so. Gemma-3-27B's language model is
+// 27.0B (the 27.4B release less its 0.4B SigLIP encoder), Mistral-Small-3.1-24B's 23.6B.
+TEST(HfConfig, AVisionLanguageWrappersTextConfigIsTheModel) {
+  const std::pair<const char*, double> models[] = {
+      {R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+           "_name_or_path": "google/gemma-3-27b-pt",
+           "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
+             "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
+             "num_key_value_heads": 16, "query_pre_attn_scalar": 168, "vocab_size": 262208,
+             "max_position_embeddings": 131072, "sliding_window": 1024,
+             "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}})",
+       27.0e9},
+      {R"({"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+           "text_config": {"model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
+             "intermediate_size": 32768, "num_attention_heads": 32, "num_hidden_layers": 40,
+             "num_key_value_heads": 8, "vocab_size": 131072, "max_position_embeddings": 131072,
+             "sliding_window": null},
+           "vision_config": {"model_type": "pixtral", "hidden_size": 1024}})",
+       23.6e9}};
+  for (const auto& [text, published] : models) {
+    const StatusOr<ModelConfig> model = read(text);
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_NEAR(total_params(*model) / published, 1.0, 0.01) << text;
+    ASSERT_FALSE(model->notes.empty());
+    EXPECT_NE(model->notes.front().find("its vision encoder and projector are not"),
+              std::string::npos)
+        << model->notes.front();
+  }
+  EXPECT_EQ(read(models[0].first)->name, "gemma-3-27b-pt");
+  EXPECT_TRUE(read(models[0].first)->tied_embeddings);
+  // A wrapper whose language model partrain does not read is refused by the wrapper's type.
+  const StatusOr<ModelConfig> refused =
+      read(R"({"model_type": "llava", "text_config": {"model_type": "falcon"}})");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("model_type \"llava\" is not one"), std::string::npos)
+      << refused.status().message();
+}
+
 // The length a model was pre-trained with, not the context it was extended to; none without a
 // position table.
 TEST(HfConfig, SequenceIsThePretrainingLength) {
