@@ -53,15 +53,16 @@ std::string search_summary(const SearchResult& r, std::string_view split_separat
 
 std::string table_row(size_t index, const Candidate& c, size_t width, bool tie, bool moe) {
   const StepCost& k = c.cost;
-  // Shares by format_percent: a bubble or exposed share that is not zero never reads "0.0%".
-  // A mixture of experts' all_to_all share (inside exp.comm) has a column of its own.
+  // Shares of the step by format_percent: a bubble or exposed share that is not zero never reads
+  // "0.0%". A mixture of experts' all_to_all share (inside exp.comm) has a column of its own.
   const std::string all_to_all =
       moe ? fmt::format(" {:>7}", format_percent(pct(k.ep_comm_s, k.step_s) / 100)) : "";
-  return fmt::format(
-      "{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}{}  {}\n", index, tie ? "=" : " ",
-      layout_label(c.layout), width, gib(c.heaviest.total()), seconds_text(k.step_s),
-      tokens_text(k.tokens_per_s), format_percent(k.mfu), format_percent(k.bubble_fraction),
-      format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), all_to_all, k.bottleneck);
+  return fmt::format("{:>3}{} {:<{}} {:>11} {:>10} {:>13} {:>7} {:>7} {:>8}{}  {}\n", index,
+                     tie ? "=" : " ", layout_label(c.layout), width, gib(c.heaviest.total()),
+                     seconds_text(k.step_s), tokens_text(k.tokens_per_s), format_percent(k.mfu),
+                     format_percent(pct(k.bubble_s, k.step_s) / 100),
+                     format_percent(pct(k.exposed_comm_s(), k.step_s) / 100), all_to_all,
+                     k.bottleneck);
 }
 
 // One dense block's passes, as a profiler shows them per layer ("" for a mixture of experts
@@ -242,7 +243,8 @@ json candidate_json(const Candidate& c) {
               {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
               {"fits", c.fits},
               {"discouraged", c.discouraged},
-              {"bubble_pct", 100 * k.bubble_fraction},
+              {"bubble_pct", pct(k.bubble_s, k.step_s)},
+              {"bubble_of_ideal_pct", 100 * k.bubble_fraction},
               {"exposed_comm_pct", pct(k.exposed_comm_s(), k.step_s)},
               {"bottleneck", k.bottleneck},
               {"breakdown_s", breakdown},
@@ -519,9 +521,11 @@ std::string format_explain_text(const RecommendContext& context, const SearchRes
   text += block_text(w.cost, w.layout.micro_batch);
   text += experts_text(w.cost, w.layout);
   if (w.layout.pp > 1) {
-    text +=
-        fmt::format("  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time\n",
-                    w.layout.pp - 1, w.layout.vpp, w.micro_batches, 100 * w.cost.bubble_fraction);
+    text += fmt::format(
+        "  pipeline bubble (p - 1)/(v m) = {}/({} x {}) = {:.1f}% of the ideal time, "
+        "{} of the step\n",
+        w.layout.pp - 1, w.layout.vpp, w.micro_batches, 100 * w.cost.bubble_fraction,
+        format_percent(pct(w.cost.bubble_s, w.cost.step_s) / 100));
   }
   text += fmt::format("  memory {} of {} per GPU ({}); MFU {:.1f}%, bottleneck {}\n",
                       gib(w.heaviest.total()), gib(w.capacity_bytes), memory_parts_text(w.heaviest),
@@ -610,7 +614,7 @@ std::string format_check_text(const RecommendContext& context, const Candidate& 
   text += fmt::format(
       "predicted {}; {}, MFU {}, bubble {}, exposed communication {}, bottleneck {}\n",
       breakdown_text(c.cost), tokens_text(c.cost.tokens_per_s), format_percent(c.cost.mfu),
-      format_percent(c.cost.bubble_fraction),
+      format_percent(pct(c.cost.bubble_s, c.cost.step_s) / 100),
       format_percent(pct(c.cost.exposed_comm_s(), c.cost.step_s) / 100), c.cost.bottleneck);
   text += "  " + compute_parts_text(c.cost) + "\n" + block_text(c.cost, c.layout.micro_batch) +
           experts_text(c.cost, c.layout) + speeds_text(context.speeds) +

@@ -431,6 +431,32 @@ TEST(RecommendCommand, AModelWithoutASequenceTrainsOneTokenASample) {
   EXPECT_FALSE(j.contains("first_invalid_layout")) << r.out;
 }
 
+// The bubble column is a share of the step, as exp.comm beside it, never above 100%; --json
+// gives it and Narayanan's (p - 1)/(v m) of the ideal time, 300% for pp 4 at one micro-batch.
+TEST(RecommendCommand, TheBubbleIsAShareOfTheStepBesideItsShareOfTheIdealTime) {
+  const std::string search =
+      "recommend --model llama-3-8b --gpus 64 --global-batch 1 --gpu h200-141g --top 10";
+  auto text = run_partrain(search);
+  auto json = run_partrain(search + " --json");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(text.out.find("300.0%"), std::string::npos) << text.out;
+  bool pipelined = false;
+  const nlohmann::json j = parse_json(json.out);
+  for (const auto& c : j["candidates"]) {
+    const double of_step = c["bubble_pct"].get<double>();
+    EXPECT_GE(of_step, 0);
+    EXPECT_LT(of_step, 100) << c["layout"];
+    if (c["pp"].get<int>() == 1) continue;
+    pipelined = true;
+    EXPECT_GT(of_step, 0) << c["layout"];
+    EXPECT_DOUBLE_EQ(c["bubble_of_ideal_pct"].get<double>(),
+                     100.0 * (c["pp"].get<int>() - 1) / c["vpp"].get<int>())
+        << c["layout"];
+  }
+  EXPECT_TRUE(pipelined) << json.out;
+}
+
 // A Hugging Face config's notes (what the count approximates) head the table and are in --json.
 TEST(RecommendCommand, AModelFilesNotesAreSaidWithTheRanking) {
   testing::ScratchDir scratch;
