@@ -68,6 +68,16 @@ int run_import(const ImportFlags& flags) {
         "the inputs mix Nsight Systems SQLite exports and Kineto JSON traces: import one kind "
         "at a time"));
   }
+  // --force replaces the output: never one of the traces it is made from (followed through
+  // links, as the output is written).
+  for (const fs::path& input : *inputs) {
+    std::error_code ec;
+    if (fs::equivalent(input, flags.output, ec)) {
+      return report_error(
+          invalid_argument("the output {} is also an input ({}): name a new file with -o",
+                           flags.output, input.string()));
+    }
+  }
   profiler::TraceImportOptions options;
   options.inputs = std::move(inputs).value();
   options.output = flags.output;

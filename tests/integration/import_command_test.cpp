@@ -107,6 +107,19 @@ TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
   EXPECT_EQ(mixed.exit_code, 2);
   EXPECT_NE(mixed.err.find("mix Nsight Systems SQLite exports and Kineto JSON"), std::string::npos)
       << mixed.err;
+
+  // --force never replaces an input, named directly or through a link.
+  const fs::path input = dir.path() / "rank0.pt.trace.json.gz";
+  fs::copy_file(kKineto / "ddp/rank0.pt.trace.json.gz", input);
+  const auto size = fs::file_size(input);
+  fs::create_symlink(input, dir.path() / "link.db");
+  for (const fs::path& output : {input, dir.path() / "link.db"}) {
+    auto onto_input =
+        run_shell(partrain("import " + input.string() + " -o " + output.string() + " --force"));
+    EXPECT_EQ(onto_input.exit_code, 2) << output;
+    EXPECT_NE(onto_input.err.find("is also an input"), std::string::npos) << onto_input.err;
+    EXPECT_EQ(fs::file_size(input), size);
+  }
 }
 
 TEST(ImportCommand, ReadersGivenAKinetoTraceSayToImportIt) {
