@@ -82,9 +82,12 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
                         files[i].world_size, files[j].path.string(), files[j].world_size));
       }
       if (files[i].rank == files[j].rank) {
-        return unreadable(files[i].path,
-                          fmt::format("is rank {}, and so is {}: give one file per rank",
-                                      files[i].rank, files[j].path.string()));
+        return unreadable(
+            files[i].path,
+            fmt::format("is rank {}, and so is {}: give one file per rank (a profiler schedule "
+                        "with repeat or several active cycles writes a file per cycle: import "
+                        "one cycle's files at a time)",
+                        files[i].rank, files[j].path.string()));
       }
     }
   }
@@ -180,6 +183,7 @@ struct ScannedFiles {
   int64_t last_ns = INT64_MIN;
   uint64_t input_bytes = 0;
   int64_t skipped = 0;
+  int64_t negative_durations = 0;
 };
 
 ImportedRank rank_of(const KinetoFile& file, int64_t reference_base, const KinetoRankScan& scan) {
@@ -195,6 +199,26 @@ ImportedRank rank_of(const KinetoFile& file, int64_t reference_base, const Kinet
   rank.device = device >= 0 ? fmt::format("cuda:{}", device) : "cpu";
   rank.events = scan.spooled;
   return rank;
+}
+
+// A file read whole that gives nothing to import: partrain's own export (its events are a
+// partrain trace's, not Kineto's: the .db it came from is the trace), or no event with a time.
+Status check_scanned(const fs::path& path, const KinetoRankScan& scan) {
+  if (scan.exporter.starts_with("partrain")) {
+    return unreadable(path,
+                      fmt::format("is partrain's own export ({}), not a PyTorch profiler trace: "
+                                  "analyze the trace it was exported from (its otherData.run_id "
+                                  "names the run)",
+                                  scan.exporter));
+  }
+  if (scan.spooled == 0) {
+    return unreadable(
+        path, fmt::format("has no event partrain can place ({} events in traceEvents, {} of "
+                          "them without a numeric ts or of a kind with no place in a trace): a "
+                          "profile that recorded nothing, or not one torch.profiler wrote",
+                          scan.events, scan.skipped));
+  }
+  return Status::ok();
 }
 
 StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::string_view marker,
@@ -213,9 +237,11 @@ StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::str
     ASSIGN_OR_RETURN(
         KinetoRankScan scan,
         scan_kineto_rank(*text, file.header.base_time_ns - reference_base, step_marker, *spool));
+    RETURN_IF_ERROR(check_scanned(file.path, scan));
     std::error_code error;
     out.input_bytes += fs::file_size(file.path, error);
     out.skipped += scan.skipped;
+    out.negative_durations += scan.negative_durations;
     out.first_ns = std::min(out.first_ns, scan.first_ns);
     out.last_ns = std::max(out.last_ns, scan.last_ns);
     out.ranks.push_back(rank_of(file, reference_base, scan));
@@ -282,6 +308,11 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   summary.world_size = files.front().world_size;
   summary.input_bytes = scanned.input_bytes;
   summary.skipped_events = scanned.skipped;
+  if (scanned.negative_durations > 0) {
+    summary.warnings.push_back(
+        fmt::format("{} events have a negative dur: each is kept as an instant (0 long) at its ts",
+                    scanned.negative_durations));
+  }
   ImportedCollectives collectives =
       assemble_collectives(process_groups(files), std::move(scanned.evidence));
   fit_rank_clocks(scanned.ranks, std::move(collectives.ends), summary.warnings);

@@ -224,6 +224,9 @@ class KinetoSax : public nlohmann::json_sax<Json> {
       header_.host_name = v.get<std::string>();
     } else if (k == "traceName" && v.is_string()) {
       header_.trace_name = v.get<std::string>();
+    } else if (k == "otherData" && v.is_object() && v.contains("exporter") &&
+               v.at("exporter").is_string()) {
+      header_.exporter = v.at("exporter").get<std::string>();
     } else if (k == "distributedInfo") {
       auto info = parse_distributed_info(v);
       if (info.is_ok()) {

@@ -62,6 +62,8 @@ struct KinetoHeader {
   std::string trace_name;
   // The malformed distributedInfo's problem ("rank is not an integer"), empty when it reads well.
   std::string distributed_error;
+  // otherData.exporter, where the writer names itself ("partrain 0.1.0" for partrain's export).
+  std::string exporter;
 };
 
 // Microseconds as written ("12.345", "7", "-0.5", "1.5e3") into nanoseconds, rounded to the

@@ -78,6 +78,7 @@ class RankScanner {
       return true;
     }
     e.ts_ns = *e.ts_ns + shift_ns_;
+    if (e.dur_ns.value_or(0) < 0) ++scan_.negative_durations;
     const int64_t dur = std::max<int64_t>(0, e.dur_ns.value_or(0));
     e.dur_ns = dur;
     bool kept = false;
@@ -257,6 +258,7 @@ StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, Step
   if (!header.is_ok()) return header.status();
   std::sort(scanner.result().steps.begin(), scanner.result().steps.end(),
             [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+  scanner.result().exporter = header->exporter;
   return std::move(scanner.result());
 }
 

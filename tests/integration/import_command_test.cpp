@@ -84,6 +84,57 @@ TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {
                                     (dir.path() / "o.db").string()));
   EXPECT_EQ(missing.exit_code, 3);
   EXPECT_NE(missing.err.find("nope.json: cannot open"), std::string::npos) << missing.err;
+
+  // A profile with nothing to place, or only events without a numeric ts, is no trace.
+  write_text(dir.path() / "none.json", R"({"schemaVersion": 1, "traceEvents": []})");
+  write_text(dir.path() / "text_ts.json", R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": "soon",
+       "dur": "long"}]})");
+  for (const char* name : {"none.json", "text_ts.json"}) {
+    auto nothing = run_shell(partrain("import " + (dir.path() / name).string() + " -o " +
+                                      (dir.path() / "o.db").string()));
+    EXPECT_EQ(nothing.exit_code, 3) << name;
+    EXPECT_NE(nothing.err.find(std::string(name) + ": has no event partrain can place"),
+              std::string::npos)
+        << nothing.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "o.db"));
+  }
+}
+
+// partrain's own export (for Perfetto and HTA) is not a profiler trace to import back: its events
+// are a partrain trace's; the .db it came from is the trace.
+TEST(ImportCommand, PartrainsOwnExportIsRefusedPointingToItsTrace) {
+  ScratchDir dir;
+  const fs::path db = dir.path() / "ddp.db";
+  ASSERT_EQ(
+      run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " + db.string())).exit_code,
+      0);
+  for (const std::string& layout : {std::string(""), std::string(" --per-rank")}) {
+    const fs::path exported = dir.path() / (layout.empty() ? "whole.json" : "per_rank");
+    ASSERT_EQ(run_shell(partrain("export " + db.string() + layout + " -o " + exported.string()))
+                  .exit_code,
+              0);
+    auto back = run_shell(
+        partrain("import " + exported.string() + " -o " + (dir.path() / "back.db").string()));
+    EXPECT_EQ(back.exit_code, 3) << back.err;
+    EXPECT_NE(back.err.find("is partrain's own export (partrain "), std::string::npos) << back.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "back.db"));
+  }
+}
+
+// Negative durations are kept as instants, and the import says how many.
+TEST(ImportCommand, NegativeDurationsAreCountedInAWarning) {
+  ScratchDir dir;
+  write_text(dir.path() / "neg.json", R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": -5},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 200, "dur": 10}
+      ]})");
+  auto r = run_shell(partrain("import " + (dir.path() / "neg.json").string() + " -o " +
+                              (dir.path() / "o.db").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 events have a negative dur: each is kept as an instant"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(ImportCommand, ExistingOutputAndMixedInputsAreUsageErrors) {
