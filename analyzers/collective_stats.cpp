@@ -383,6 +383,12 @@ std::string format_gbps(double gbps) { return format_bandwidth(gbps * 1e9); }
 
 std::string format_ms(double ms) { return format_decimal(ms, 3) + " ms"; }
 
+// A row's byte or bandwidth figure, null where no size was recorded.
+template <typename T>
+nlohmann::json known_or_null(const CollectiveStatsRow& r, T value) {
+  return r.size_known() ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
 std::string format_skew(const CollectiveStatsRow& r, double ms) {
   return r.matched > 0 ? format_ms(ms) : "-";
 }
@@ -402,21 +408,33 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
     comm_width = std::max(comm_width, profiler::communicator_name(r.comm_id).size());
     op_width = std::max(op_width, op_cell(r).size());
   }
-  // "size" is one op's message, "total" the bytes of all `count` of them.
+  // "size" is one op's message (the row's mean), "total" the bytes of all `count` of them; "-"
+  // where no size was recorded.
   out += fmt::format(
       "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
       "{:>10}\n",
       "comm", comm_width, "op", op_width, "size", "count", "total", "time p50", "time p99", "algbw",
       "busbw", "skew p50", "skew p99");
+  bool sizes_unknown = false;
   for (const CollectiveStatsRow& r : report.rows) {
+    const bool known = r.size_known();
+    sizes_unknown |= !known && r.op != "barrier";
+    auto bytes_cell = [&](int64_t bytes) {
+      return known ? format_bytes(static_cast<uint64_t>(bytes)) : std::string("-");
+    };
+    auto gbps_cell = [&](double gbps) { return known ? format_gbps(gbps) : std::string("-"); };
     out += fmt::format(
         "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
         "{:>10}\n",
         profiler::communicator_name(r.comm_id), comm_width, op_cell(r), op_width,
-        format_bytes(static_cast<uint64_t>(r.size_bucket)), r.count,
-        format_bytes(static_cast<uint64_t>(r.bytes)), format_ms(r.time_p50_ms),
-        format_ms(r.time_p99_ms), format_gbps(r.algbw_gbps), format_gbps(r.busbw_gbps),
+        bytes_cell(r.size_bytes()), r.count, bytes_cell(r.bytes), format_ms(r.time_p50_ms),
+        format_ms(r.time_p99_ms), gbps_cell(r.algbw_gbps), gbps_cell(r.busbw_gbps),
         format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
+  }
+  if (sizes_unknown) {
+    out +=
+        "  size -: the trace holds no message size for these ops (a PyTorch profiler trace "
+        "records them with record_shapes=True), so neither bytes nor bandwidth is known\n";
   }
   for (const Desync& desync : report.desyncs) out += "  desync: " + desync_text(desync) + "\n";
   for (const MissingCollective& m : report.missing) out += "  missing: " + missing_text(m) + "\n";
@@ -434,13 +452,14 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"op", r.op},
                     {"label", r.label.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
                     {"size_bucket_bytes", r.size_bucket},
+                    {"size_bytes", known_or_null(r, r.size_bytes())},
                     {"group_size", r.group_size},
                     {"count", r.count},
-                    {"bytes", r.bytes},
+                    {"bytes", known_or_null(r, r.bytes)},
                     {"time_p50_ms", r.time_p50_ms},
                     {"time_p99_ms", r.time_p99_ms},
-                    {"algbw_gbps", r.algbw_gbps},
-                    {"busbw_gbps", r.busbw_gbps},
+                    {"algbw_gbps", known_or_null(r, r.algbw_gbps)},
+                    {"busbw_gbps", known_or_null(r, r.busbw_gbps)},
                     {"matched", r.matched},
                     {"skew_p50_ms", r.skew_p50_ms},
                     {"skew_p99_ms", r.skew_p99_ms}});

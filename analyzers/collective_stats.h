@@ -35,6 +35,12 @@ struct CollectiveStatsRow {
   int64_t matched = 0;      // (comm_id, seq) groups with two or more members recorded
   double skew_p50_ms = 0;   // last start - first start per matched group
   double skew_p99_ms = 0;
+
+  // No op of the row has a recorded size (a Kineto trace profiled without record_shapes, a
+  // barrier): its size, bytes and bandwidths are unknown, not zero.
+  bool size_known() const { return bytes > 0; }
+  // One op's message, the row's mean (ops of one bucket may differ a little).
+  int64_t size_bytes() const { return count > 0 ? bytes / count : 0; }
 };
 
 struct DesyncMember {

@@ -208,9 +208,11 @@ TEST_F(OutputPropertiesTest, AnalyzeTextAgreesWithJson) {
   }
   // Collectives: every JSON row is a text row with its size, count, total and bandwidths.
   for (const json& c : doc["collectives"]) {
-    const std::string size = format_bytes(c["size_bucket_bytes"].get<uint64_t>());
-    const std::string total = format_bytes(c["bytes"].get<uint64_t>());
-    const std::string busbw = format_bandwidth(c["busbw_gbps"].get<double>() * 1e9);
+    const bool sized = !c["bytes"].is_null();
+    const std::string size = sized ? format_bytes(c["size_bytes"].get<uint64_t>()) : "-";
+    const std::string total = sized ? format_bytes(c["bytes"].get<uint64_t>()) : "-";
+    const std::string busbw =
+        sized ? format_bandwidth(c["busbw_gbps"].get<double>() * 1e9) : std::string("-");
     const std::string count = fmt::format(" {} ", c["count"].get<int>());
     const std::string op = " " + c["op"].get<std::string>() + " ";
     const bool found = std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {

@@ -71,6 +71,37 @@ TEST(CollectiveStatsTest, AllReduceBusbwAndSkewOnFourRanks) {
             row.busbw_gbps);
 }
 
+// Ops without a recorded size (a Kineto trace profiled without record_shapes) have unknown
+// bytes and bandwidth: "-" and null, with a line saying how to record them, never "0 B" at
+// "0 B/s". A 12-byte broadcast shows 12 B, not its bucket's 8 B.
+TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
+  CollectiveTrace trace("unsized");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank, .seq = 0, .bytes = 0, .start_ns = 1000, .group = {0, 1}});
+    trace.add({.rank = rank,
+               .seq = 1,
+               .op = "broadcast",
+               .bytes = 12,
+               .start_ns = 5000,
+               .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const std::string text = format_collective_stats(*report);
+  EXPECT_EQ(text.find(" 0 B "), std::string::npos) << text;
+  EXPECT_EQ(text.find("0 B/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("size -: the trace holds no message size"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 12 B "), std::string::npos) << text;
+  const nlohmann::json rows = collective_stats_json(*report);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const nlohmann::json& row : rows) {
+    const bool unsized = row["op"] == "all_reduce";
+    EXPECT_EQ(row["busbw_gbps"].is_null(), unsized) << row;
+    EXPECT_EQ(row["bytes"].is_null(), unsized) << row;
+    if (!unsized) EXPECT_EQ(row["size_bytes"], 12) << row;
+  }
+}
+
 // A slow CPU run's 4-byte all-reduce over 1 ms moves 4 KB/s: printed "0.000004 GB/s" before.
 TEST(CollectiveStatsTest, SlowBandwidthInTheUnitThatFits) {
   CollectiveTrace trace("slow");
