@@ -109,6 +109,11 @@ StatusOr<NsysExport> open_nsys_export(const std::filesystem::path& path) {
         "an Nsight Systems export without TARGET_INFO_SESSION_START_TIME: its "
         "times cannot be placed on a clock");
   }
+  if (!out.has_table("StringIds")) {
+    return unreadable(
+        "an Nsight Systems export without StringIds: its kernel, range and thread names "
+        "cannot be read (export the report again with nsys export --type sqlite)");
+  }
   auto start = out.db.query_text("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1");
   const std::string text = start.is_ok() && start->has_value() ? **start : std::string();
   auto [end, ec] =

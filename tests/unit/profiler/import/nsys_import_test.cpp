@@ -108,6 +108,25 @@ TEST(NsysImport, SqliteThatIsNoExportIsRefused) {
   EXPECT_NE(summary.status().message().find("not an Nsight Systems export"), std::string::npos);
 }
 
+// An export without its string table (every name is an id into it) is refused naming the table,
+// not with the SQL that failed on it.
+TEST(NsysImport, AnExportWithoutStringIdsIsRefusedNamingTheTable) {
+  ScratchDir dir;
+  const fs::path report = build_nsys_report(dir.path(), "rank0");
+  {
+    auto db = SqliteDb::open(report.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP TABLE StringIds").is_ok());
+  }
+  auto summary = import({report}, dir.path() / "s.db");
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 3);
+  EXPECT_NE(summary.status().message().find("an Nsight Systems export without StringIds"),
+            std::string::npos)
+      << summary.status().message();
+  EXPECT_FALSE(fs::exists(dir.path() / "s.db"));
+}
+
 TEST(NsysImport, TwoReportsOfOneRankAreRefused) {
   ScratchDir dir;
   auto summary =
