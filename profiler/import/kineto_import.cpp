@@ -308,6 +308,14 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   summary.world_size = files.front().world_size;
   summary.input_bytes = scanned.input_bytes;
   summary.skipped_events = scanned.skipped;
+  const bool stepped = std::any_of(scanned.ranks.begin(), scanned.ranks.end(),
+                                   [](const ImportedRank& r) { return !r.steps.empty(); });
+  if (!options.step_marker.empty() && !stepped) {
+    summary.warnings.push_back(fmt::format(
+        "--step-marker '{}' matched no event's name: the trace has no steps (the default, {}, "
+        "finds torch.profiler's ProfilerStep#N)",
+        options.step_marker, kDefaultStepMarker));
+  }
   if (scanned.negative_durations > 0) {
     summary.warnings.push_back(
         fmt::format("{} events have a negative dur: each is kept as an instant (0 long) at its ts",

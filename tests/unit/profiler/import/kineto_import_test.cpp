@@ -351,6 +351,14 @@ TEST(KinetoImport, CustomStepMarkerWithoutANumberCountsEachRanksSteps) {
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   TraceQuery trace(dir.path() / "s.db");
   EXPECT_EQ(trace.rows("SELECT rank, step FROM steps ORDER BY rank, step"), "0|0\n0|1\n1|0\n1|1\n");
+  EXPECT_TRUE(summary->warnings.empty());
+  // A marker that matches nothing leaves the trace without steps, and says so.
+  auto unmatched = import(write_ranks(dir.path(), ranks), dir.path() / "u.db", "train_stp");
+  ASSERT_TRUE(unmatched.is_ok()) << unmatched.status().message();
+  ASSERT_EQ(unmatched->warnings.size(), 1u);
+  EXPECT_NE(unmatched->warnings[0].find("--step-marker 'train_stp' matched no event's name"),
+            std::string::npos)
+      << unmatched->warnings[0];
 }
 
 struct BadInput {
