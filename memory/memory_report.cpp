@@ -259,15 +259,20 @@ std::string format_sweep_text(const SweepReport& r, const ReportContext& context
   out +=
       fmt::format("per GPU, heaviest stage, {}{}\n", u.binary_name,
                   context.gpu_name.empty() ? "" : fmt::format(" (fits: on {})", context.gpu_name));
-  out += fmt::format("  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", "dp", "zero",
-                     "recompute", "params", "grads", "optimizer", "activations", "comm", "total", "fits");
+  out += fmt::format("  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}  {}\n", "dp",
+                     "zero", "recompute", "params", "grads", "optimizer", "activations", "comm",
+                     r.default_reserve ? "reserve*" : "reserve", "total", "fits");
   for (const SweepRow& row : r.rows) {
     const StageMemory& s = row.heaviest;
-    out += fmt::format("  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9}  {}\n", row.dp,
-                       row.zero, recompute_name(row.recompute), amount(s.params / u.binary),
-                       amount(s.grads / u.binary), amount(s.optimizer / u.binary),
-                       amount(s.activations / u.binary), amount(s.comm / u.binary),
-                       amount(s.total() / u.binary), row.fits ? "yes" : "no");
+    out += fmt::format(
+        "  {:>5} {:>4} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}  {}\n", row.dp, row.zero,
+        recompute_name(row.recompute), amount(s.params / u.binary), amount(s.grads / u.binary),
+        amount(s.optimizer / u.binary), amount(s.activations / u.binary), amount(s.comm / u.binary),
+        amount(s.reserve / u.binary), amount(s.total() / u.binary), row.fits ? "yes" : "no");
+  }
+  if (r.default_reserve) {
+    out +=
+        "  * default reserve: CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation (--reserve)\n";
   }
   return out;
 }

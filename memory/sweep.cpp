@@ -9,6 +9,7 @@ StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<
   SweepReport report;
   report.params = reference.total_params;
   report.seq = reference.layout.seq;
+  report.default_reserve = !base.reserve_bytes;
   const auto seq = static_cast<double>(reference.layout.seq);
   const auto batch = static_cast<double>(reference.layout.global_batch);
   report.flops_per_token = training_flops_per_token(base.model, seq, Recompute::kNone);

@@ -24,6 +24,7 @@ struct SweepReport {
   double flops_per_iteration = 0;        // the base layout's global batch
   double flops_per_iteration_recompute = 0;
   std::vector<SweepRow> rows;            // layouts that do not resolve are left out
+  bool default_reserve = true;           // no --reserve: CUDA context, NCCL and fragmentation
 };
 
 // Keeps the base layout's micro-batch count per step (global batch = dp x micro x m) as dp grows.

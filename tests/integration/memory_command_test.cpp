@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <utility>
 
 #include "tests/integration/command_runner.h"
@@ -228,6 +229,32 @@ TEST(MemoryCommand, SweepOf405bRunsUnderASecond) {
   auto text = run_partrain("memory --model llama-3-405b --sweep");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("FLOPs"), std::string::npos);
+}
+
+// Each sweep row's columns add up to its total: the reserve has a column of its own (it was in
+// the total only, which then exceeded the sum of what was shown).
+TEST(MemoryCommand, SweepRowsAddUpToTheirTotal) {
+  auto text = run_partrain("memory --model llama-2-7b --sweep --sweep-dp 1,8");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(" reserve* "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("* default reserve: CUDA context"), std::string::npos) << text.out;
+  int rows = 0;
+  std::istringstream lines(text.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    int dp = 0, zero = 0;
+    std::string recompute, fits;
+    double parts[6] = {}, total = 0;
+    if (!(row >> dp >> zero >> recompute)) continue;
+    for (double& part : parts) row >> part;
+    row >> total >> fits;
+    ASSERT_TRUE(row) << line;
+    double sum = 0;
+    for (double part : parts) sum += part;
+    EXPECT_NEAR(sum, total, 0.035) << line;  // six figures of two decimals, each rounded
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2 * 4 * 3);
 }
 
 TEST(MemoryCommand, EnvironmentVariables) {
