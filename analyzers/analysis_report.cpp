@@ -36,7 +36,9 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
   finding.rank = rank;
   finding.impact = 1;
   finding.evidence = fmt::format(
-      "the run failed: rank {} {} first, and the launcher stopped the others", rank, how);
+      "the run failed: rank {} {} first{}, and the launcher stopped the others", rank, how,
+      outcome.failing_exception ? " on an uncaught exception (" + *outcome.failing_exception + ")"
+                                : std::string());
   if (outcome.diagnosis_culprit && *outcome.diagnosis_culprit != rank) {
     // A watchdog fires in the ranks left waiting: the first to exit is not the cause.
     finding.advice = fmt::format(
@@ -189,6 +191,11 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
       if (rank.rank != *out.failing_rank) continue;
       out.failing_exit_code = rank.exit_code;
       out.failing_exit_signal = rank.exit_signal;
+    }
+    for (const profiler::StatRow& stat : stats) {
+      if (stat.name == "rank_uncaught_exception" && stat.rank == out.failing_rank) {
+        out.failing_exception = stat.description;
+      }
     }
   }
   read_diagnosis(stats, out);

@@ -39,6 +39,9 @@ struct RunOutcome {
   std::optional<int> failing_rank;
   std::optional<int> failing_exit_code;
   std::optional<int> failing_exit_signal;
+  // Its uncaught Python exception, where it raised one (stat rank_uncaught_exception: the
+  // program's line, the library's and the exception).
+  std::optional<std::string> failing_exception;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
   // The launcher's flight-recorder diagnosis of a hang or desync (stat collective_diagnosis):
   // the rank it blames (none when it could not tell) and its headline.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -102,6 +103,48 @@ TEST(TorchLaunch, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
   EXPECT_EQ(query.rows("SELECT status FROM runs"), "failed\n");
   EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 3"),
             "0,1\n");
+  // analyze names the exception with the failure, from the program's own line.
+  CommandResult analyzed = run_partrain("analyze " + shell_quoted(trace));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_NE(analyzed.out.find("rank 3 exited with code 1 first on an uncaught exception (File "),
+            std::string::npos)
+      << analyzed.out;
+  EXPECT_NE(analyzed.out.find("| RuntimeError: ddp_train: rank 3 fails at step 2 as asked), and "
+                              "the launcher stopped the others"),
+            std::string::npos)
+      << analyzed.out;
+}
+
+// Most programs end without destroy_process_group(): sys.exit(3) on one rank, a normal end on
+// the others. Their exit statuses are theirs: the hooks partrain put on the groups leave them
+// before the interpreter ends (c10d's registry, destroyed after it, took a finalized
+// interpreter's GIL with them: SIGSEGV, exit 139, on every traced run).
+TEST(TorchLaunch, ARankEndingWithoutDestroyingItsGroupsKeepsItsExitStatus) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path script = scratch.path() / "no_destroy.py";
+  std::ofstream(script) << R"(import sys, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+for step in range(3):
+    dist.all_reduce(torch.ones(64))
+    if step == 1 and dist.get_rank() == int(sys.argv[1]):
+        sys.exit(3)
+)";
+  for (const char* failing : {"1", "-1"}) {
+    SCOPED_TRACE(failing);
+    const fs::path trace = scratch.path() / (std::string("t") + failing + ".db");
+    CommandResult run =
+        run_partrain("launch -n 2 --trace " + shell_quoted(trace) + " -- " +
+                     shell_quoted(torch_python()) + " " + shell_quoted(script) + " " + failing);
+    if (std::string(failing) == "1") {
+      EXPECT_EQ(run.exit_code, 3) << run.err;
+      EXPECT_NE(run.err.find("failed first with exit code 3"), std::string::npos) << run.err;
+    } else {
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+    }
+    EXPECT_EQ(run.err.find("SIGSEGV"), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("SIGABRT"), std::string::npos) << run.err;
+  }
 }
 
 } // namespace

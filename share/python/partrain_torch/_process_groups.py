@@ -278,8 +278,23 @@ class Recorder:
         recorder's Python on their own are done with it first (_completion.py says why: they
         would abort the process during the interpreter's finalization): gloo's threads release
         the futures' callbacks, the polling thread ends. Then ops still in flight are recorded as
-        issued, never completed."""
+        issued, never completed. Last, the hooks leave the groups still alive: a program that
+        never calls destroy_process_group() leaves its groups to c10d's registry, which C++
+        destroys after the interpreter is gone, and a Python hook destroyed then takes the GIL of
+        a finalized interpreter (SIGSEGV, the program's own exit status lost)."""
         self._callbacks.wait_released(_EXIT_WAIT_FOR_CALLBACKS_S)
         self._watcher.stop(_EXIT_WAIT_FOR_POLLING_S)
         for entry in list(self._in_flight.values()):
             self._completed(entry, 0, _OUTCOME_COMPLETED)
+        self._unhook_groups()
+
+    def _unhook_groups(self):
+        for group in list(self._groups.values()):
+            pg = group.pg()
+            if pg is None:
+                continue
+            for unregister in ("unregister_pre_hook", "unregister_post_hook"):
+                remove = getattr(pg, unregister, None)
+                if remove is not None:
+                    remove(HOOK_ID)
+        self._groups.clear()

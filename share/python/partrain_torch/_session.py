@@ -15,6 +15,31 @@ _NO_HOOKS = ("torch {version} has no ProcessGroup.register_pre_hook (PyTorch 2.1
              "have it): its collectives are not recorded on gloo; on NCCL the injection library "
              "still records each NCCL call with host times. Steps are recorded.")
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _is_library(filename):
+    """A frame of an installed package or the standard library, not of the user's program."""
+    import sysconfig
+    paths = sysconfig.get_paths()
+    return ("site-packages" in filename or "dist-packages" in filename
+            or filename.startswith(paths.get("stdlib", "\0")))
+
+
+def _exception_summary(kind, value, traceback):
+    """The exception and where it came from: the program's own last line (the user's, not
+    torch's) and, when the exception rose in a library below it, the library's last frame.
+    partrain's own frames (Work.wait's wrapper) are left out."""
+    import traceback as tracebacks
+    frames = [f for f in tracebacks.extract_tb(traceback)
+              if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR + os.sep)]
+    own = [f for f in frames if not _is_library(f.filename)]
+    where = own[-1:]
+    if frames and (not own or frames[-1] is not own[-1]):
+        where.append(frames[-1])
+    lines = ['File "{}", line {}, in {}'.format(f.filename, f.lineno, f.name) for f in where]
+    lines.append(tracebacks.format_exception_only(kind, value)[-1].strip())
+    return " | ".join(lines)
 
 class Session:
     def __init__(self):
@@ -83,11 +108,8 @@ class Session:
 
         def excepthook(kind, value, traceback):
             try:
-                import traceback as tracebacks
-                lines = tracebacks.format_exception(kind, value, traceback)
-                where = [line.strip().splitlines()[0] for line in lines[1:-1]][-2:]
-                text = " | ".join(where + [lines[-1].strip()])
-                native.say("rank_uncaught_exception", _native.SEVERITY_ERROR, text)
+                native.say("rank_uncaught_exception", _native.SEVERITY_ERROR,
+                           _exception_summary(kind, value, traceback))
             except Exception:
                 pass
             previous(kind, value, traceback)
