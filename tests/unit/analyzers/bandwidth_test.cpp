@@ -13,6 +13,8 @@ TEST(BusbwFactor, NcclTestsDefinitions) {
   EXPECT_DOUBLE_EQ(*busbw_factor("all_to_all", 2), 0.5);
   EXPECT_DOUBLE_EQ(*busbw_factor("broadcast", 8), 1.0);
   EXPECT_DOUBLE_EQ(*busbw_factor("send_recv", 8), 1.0);
+  EXPECT_DOUBLE_EQ(*busbw_factor("gather", 4), 0.75);  // nccl-tests' gather_perf, scatter_perf
+  EXPECT_DOUBLE_EQ(*busbw_factor("scatter", 2), 0.5);
   EXPECT_FALSE(busbw_factor("barrier", 8).has_value());
   EXPECT_FALSE(busbw_factor("all_reduce", 0).has_value());
 }
@@ -23,6 +25,9 @@ TEST(CollectiveBandwidth, AlgbwIsSizeOverTime) {
   EXPECT_DOUBLE_EQ(bw.algbw_gbps, 10.0);
   EXPECT_DOUBLE_EQ(bw.busbw_gbps, 17.5);
   EXPECT_DOUBLE_EQ(collective_bandwidth("all_reduce", 1e9, 0, 8).algbw_gbps, 0.0);
+  // An op without nccl-tests' factor (monitored_barrier's, a new one) moves its bytes once: its
+  // busbw is its algbw, not 0 B/s.
+  EXPECT_DOUBLE_EQ(collective_bandwidth("alltoall_base_v2", 1e9, 0.1, 8).busbw_gbps, 10.0);
 }
 
 }  // namespace
