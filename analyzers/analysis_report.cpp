@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include "analyzers/collective_groups.h"
@@ -199,12 +200,41 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     }
   }
   read_diagnosis(stats, out);
+  for (const profiler::StatRow& stat : stats) {
+    int attempt = 0;
+    if (stat.name == "torchelastic_restart" &&
+        std::sscanf(stat.description.c_str(), "attempt %d", &attempt) == 1) {
+      out.restarts = std::max(out.restarts, attempt);
+    }
+  }
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(reader));
   return out;
 }
 
+// torchrun restarted the workers: each attempt's groups are named apart (...@restartN), but the
+// steps of every attempt share one numbering, so step figures mix them.
+std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
+  if (outcome.restarts == 0) return std::nullopt;
+  Finding finding;
+  finding.kind = "job_restarted";
+  finding.severity = Severity::kWarning;
+  finding.impact = 1;
+  finding.evidence = fmt::format(
+      "the trace holds {} attempts of the job: torchrun restarted its workers {} time{} "
+      "(--max-restarts); each attempt's collectives are on groups of their own (comm ids ending "
+      "@restartN), but the attempts' steps share their numbers, so step times mix them",
+      outcome.restarts + 1, outcome.restarts, outcome.restarts == 1 ? "" : "s");
+  finding.advice =
+      "read the collectives of one attempt by its comm ids; for one attempt's step times, trace "
+      "the job without restarts (or until it first fails) into a trace of its own";
+  return finding;
+}
+
 std::vector<Finding> run_outcome_findings(const RunOutcome& outcome) {
   std::vector<Finding> findings = data_loss_findings(outcome.data_loss);
+  if (std::optional<Finding> restarted = restarted_finding(outcome)) {
+    findings.push_back(std::move(*restarted));
+  }
   if (std::optional<Finding> failed = rank_failed_finding(outcome)) {
     findings.insert(findings.begin(), std::move(*failed));
   }

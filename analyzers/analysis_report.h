@@ -42,6 +42,9 @@ struct RunOutcome {
   // Its uncaught Python exception, where it raised one (stat rank_uncaught_exception: the
   // program's line, the library's and the exception).
   std::optional<std::string> failing_exception;
+  // torchrun restarted the job's workers this many times (stat torchelastic_restart): the trace
+  // holds that many more attempts, whose steps share their numbers.
+  int restarts = 0;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
   // The launcher's flight-recorder diagnosis of a hang or desync (stat collective_diagnosis):
   // the rank it blames (none when it could not tell) and its headline.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/integration/command_runner.h"
@@ -71,6 +72,34 @@ TEST(TorchTrace, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
             std::string::npos)
       << failure;
   EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 3"), "0,1\n");
+}
+
+// A worker torchrun restarted (TORCHELASTIC_RESTART_COUNT 1) names its groups apart from the
+// first attempt's, so no collective is matched across attempts, and analyze says the trace mixes
+// attempts (their steps share numbers).
+TEST(TorchTrace, ARestartedWorkersGroupsAreToldApartFromTheFirstAttempts) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "restart.db";
+  const fs::path script = scratch.path() / "attempt.py";
+  std::ofstream(script) << "import sys, torch, torch.distributed as dist\n"
+                           "dist.init_process_group('gloo', init_method='file://' + sys.argv[1],\n"
+                           "                        rank=0, world_size=1)\n"
+                           "for _ in range(2):\n"
+                           "    dist.all_reduce(torch.ones(8))\n"
+                           "dist.destroy_process_group()\n";
+  CommandResult run =
+      run_partrain("trace -o " + shell_quoted(trace) + " -- " + shell_quoted(torch_python()) + " " +
+                       shell_quoted(script) + " " + shell_quoted(scratch.path() / "rendezvous"),
+                   "TORCHELASTIC_RESTART_COUNT=1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT DISTINCT comm_id FROM collectives"), "default_pg:0@restart1\n");
+  CommandResult analyzed = run_partrain("analyze " + shell_quoted(trace));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_NE(analyzed.out.find("job_restarted: the trace holds 2 attempts of the job"),
+            std::string::npos)
+      << analyzed.out;
 }
 
 // A program that marks steps with NVTX ranges (--step-marker, default ProfilerStep#N) keeps

@@ -15,6 +15,7 @@ the NCCL calls it makes join its row instead of making their own.
 """
 
 import functools
+import os
 import time
 import weakref
 
@@ -53,6 +54,14 @@ class _Group:
         self.pending = {}  # op_id -> what the pre hook saw
 
 
+def _restart_attempt():
+    """How many times torchrun has restarted this worker's job (0: the first attempt)."""
+    try:
+        return max(0, int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
+    except ValueError:
+        return 0
+
+
 class Recorder:
     def __init__(self, session, c10d, hooks):
         self._session = session
@@ -61,6 +70,7 @@ class Recorder:
         self._hooks = hooks
         self._groups = {}  # id(pg) -> _Group, until the group is destroyed
         self._world = 1  # c10d's world: the next after each destroy_process_group() of all
+        self._attempt = _restart_attempt()  # torchrun's restarts of its workers
         self._op_names = {}  # HookOpName -> bytes
         self._dtypes = {}  # torch.dtype -> (name bytes, element size)
         self._no_future = set()  # (backend is NCCL, op) whose Work has no future
@@ -146,12 +156,24 @@ class Recorder:
             # A process without a launcher's rank is c10d's rank; one the library will not trace
             # (a helper process of a rank) gets no hooks at all.
             self._traced = self._native.start(rank) == 1
+            if self._traced and self._attempt > 0:
+                self._native.say(
+                    "torchelastic_restart", _native.SEVERITY_INFO,
+                    f"attempt {self._attempt} of the job: torchrun restarted its workers "
+                    f"(TORCHELASTIC_RESTART_COUNT={self._attempt}); its groups are named "
+                    f"...@restart{self._attempt}")
             if self.on_first_group is not None:
                 self.on_first_group(rank)
         if not self._hooks or not self._traced or id(pg) in self._groups:
             return
         name = str(pg.group_name)
-        group = _Group(pg, name if self._world == 1 else f"{name}#{self._world}")
+        if self._world > 1:
+            name = f"{name}#{self._world}"
+        if self._attempt > 0:
+            # A restarted worker's groups start their numbering again: told apart from the
+            # earlier attempts', so no collective is matched across attempts.
+            name = f"{name}@restart{self._attempt}"
+        group = _Group(pg, name)
         self._groups[id(pg)] = group
         pg.register_pre_hook(HOOK_ID, functools.partial(self._pre, group))
         pg.register_post_hook(HOOK_ID, functools.partial(self._post, group))
