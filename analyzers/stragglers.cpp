@@ -242,6 +242,7 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
   report.warm_up_only = window.warm_up_only;
   ASSIGN_OR_RETURN(auto step, step_time(reader, window));
   std::tie(report.median_step_ms, report.steps) = step;
+  report.stepless = !window.has_steps;
   std::map<int, RankAccumulator>& ranks = ranks_->ranks;
   int64_t total_wait_ns = 0;
   for (auto& [rank, acc] : ranks) {
@@ -320,8 +321,12 @@ std::string format_stragglers(const StragglerReport& report) {
                        format_percent(r.wait_share),
                        report.straggler == r.rank ? "  <- straggler" : "");
   }
-  out += fmt::format("  median step {} ms over {} steps\n",
-                     format_decimal(report.median_step_ms, 3), report.steps);
+  out += report.stepless ? fmt::format(
+                               "  no steps: the window ({} ms) stands for the step in the per-step "
+                               "columns\n",
+                               format_decimal(report.median_step_ms, 3))
+                         : fmt::format("  median step {} ms over {} steps\n",
+                                       format_decimal(report.median_step_ms, 3), report.steps);
   return out;
 }
 
@@ -334,8 +339,11 @@ nlohmann::json stragglers_json(const StragglerReport& report) {
                      {"wait_per_step_ms", r.wait_per_step_ms}, {"step_share", r.step_share},
                      {"last_op", r.last_op}, {"last_op_share", r.last_op_share}});
   }
-  nlohmann::json j = {{"ranks", ranks}, {"median_step_ms", report.median_step_ms},
-                      {"steps", report.steps}, {"delayed_skew_ms", kDelayedSkewMs},
+  nlohmann::json j = {{"ranks", ranks},
+                      {"median_step_ms", report.median_step_ms},
+                      {"steps", report.steps},
+                      {"stepless", report.stepless},
+                      {"delayed_skew_ms", kDelayedSkewMs},
                       {"straggler", nullptr}};
   if (report.straggler) j["straggler"] = *report.straggler;
   return j;

@@ -46,6 +46,7 @@ struct StragglerReport {
   // this is its duration.
   double median_step_ms = 0;
   int64_t steps = 0;                // steps in the window (1 without steps)
+  bool stepless = false;            // no steps: the window is the one "step"
   std::optional<int> straggler;     // the highest score that clears the thresholds
   bool warm_up_only = false;        // the window is the warm-up step (AnalysisWindow's)
 };

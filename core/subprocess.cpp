@@ -136,10 +136,13 @@ Status exec_failure(const std::string& program, int error, const std::vector<std
                        program, program);
   }
   if (error == EACCES) {
+    // The interpreter the file's name suggests: a Python script is not a shell script.
+    const std::string_view name(program);
+    const char* interpreter = name.ends_with(".py") ? "python3" : "sh";
     return make_status(StatusCode::kNotExecutable,
                        "cannot run '{}': permission denied; make it executable (chmod +x) or "
-                       "name its interpreter, e.g. `-- sh {}`",
-                       program, program);
+                       "name its interpreter, e.g. `-- {} {}`",
+                       program, interpreter, program);
   }
   return failed("cannot run '{}': {}", program, strerror(error));
 }

@@ -72,7 +72,20 @@ TEST(StragglersTest, SlowRankIsTheStraggler) {
             "the median, 27% of the step (100% of all waiting at collectives)");
   EXPECT_NE(findings[0].advice.find("rank 2's host"), std::string::npos);
   EXPECT_NE(format_stragglers(*report).find("<- straggler"), std::string::npos);
+  EXPECT_NE(format_stragglers(*report).find("median step 100.000 ms over 10 steps"),
+            std::string::npos);
   EXPECT_EQ(stragglers_json(*report)["straggler"], 2);
+  EXPECT_EQ(stragglers_json(*report)["stepless"], false);
+
+  // Without steps the window stands for the step, and the text says so rather than "over 1
+  // steps".
+  auto stepless = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, 1000 * kMs));
+  ASSERT_TRUE(stepless.is_ok()) << stepless.status().message();
+  const std::string text = format_stragglers(*stepless);
+  EXPECT_NE(text.find("no steps: the window (1000.000 ms) stands for the step"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("over 1 steps"), std::string::npos) << text;
+  EXPECT_EQ(stragglers_json(*stepless)["stepless"], true);
 }
 
 // Rank 2 is 30 ms late at a TP all-reduce and, 1 ms after it, at a DP one, in 9 of 10 steps: the

@@ -80,7 +80,18 @@ TEST(Subprocess, CommandThatIsNotExecutableIs126) {
   EXPECT_EQ(child.status().exit_code(), 126);
   EXPECT_NE(child.status().message().find("chmod +x"), std::string::npos)
       << child.status().message();
+  EXPECT_NE(child.status().message().find("`-- sh " + script + "`"), std::string::npos)
+      << child.status().message();
   std::remove(script.c_str());
+  // A Python script's interpreter is python3, not sh.
+  const std::string python = ::testing::TempDir() + "/partrain-not-executable.py";
+  { std::ofstream(python) << "print('never')\n"; }
+  ::chmod(python.c_str(), 0644);
+  auto py = Subprocess::spawn({{python}, {"PATH=/usr/bin:/bin"}, true});
+  ASSERT_FALSE(py.is_ok());
+  EXPECT_NE(py.status().message().find("`-- python3 " + python + "`"), std::string::npos)
+      << py.status().message();
+  std::remove(python.c_str());
 }
 
 // A directory named as the command: 126 too, saying what it is rather than "permission denied".
