@@ -389,6 +389,11 @@ nlohmann::json known_or_null(const CollectiveStatsRow& r, T value) {
   return r.size_known() ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
+// A skew, null where no group of the row matched (the text's "-").
+nlohmann::json matched_or_null(const CollectiveStatsRow& r, double ms) {
+  return r.matched > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr);
+}
+
 std::string format_skew(const CollectiveStatsRow& r, double ms) {
   return r.matched > 0 ? format_ms(ms) : "-";
 }
@@ -461,8 +466,8 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"algbw_gbps", known_or_null(r, r.algbw_gbps)},
                     {"busbw_gbps", known_or_null(r, r.busbw_gbps)},
                     {"matched", r.matched},
-                    {"skew_p50_ms", r.skew_p50_ms},
-                    {"skew_p99_ms", r.skew_p99_ms}});
+                    {"skew_p50_ms", matched_or_null(r, r.skew_p50_ms)},
+                    {"skew_p99_ms", matched_or_null(r, r.skew_p99_ms)}});
   }
   return rows;
 }

@@ -69,6 +69,7 @@ TEST(CollectiveStatsTest, AllReduceBusbwAndSkewOnFourRanks) {
   EXPECT_NE(text.find(" total "), std::string::npos) << text;
   EXPECT_EQ(collective_stats_json(*report)[0]["busbw_gbps"].get<double>(),
             row.busbw_gbps);
+  EXPECT_EQ(collective_stats_json(*report)[0]["skew_p50_ms"].get<double>(), row.skew_p50_ms);
 }
 
 // Ops without a recorded size (a Kineto trace profiled without record_shapes) have unknown
@@ -100,6 +101,19 @@ TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
     EXPECT_EQ(row["bytes"].is_null(), unsized) << row;
     if (!unsized) EXPECT_EQ(row["size_bytes"], 12) << row;
   }
+}
+
+// A row none of whose groups matched (one member recorded) has no skew: "-" and null alike.
+TEST(CollectiveStatsTest, UnmatchedRowsHaveNoSkew) {
+  CollectiveTrace trace("alone");
+  trace.add({.rank = 0, .seq = 0, .start_ns = 1000, .group = {0, 1}});
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 1u);
+  EXPECT_EQ(report->rows[0].matched, 0);
+  const nlohmann::json row = collective_stats_json(*report)[0];
+  EXPECT_TRUE(row["skew_p50_ms"].is_null()) << row;
+  EXPECT_TRUE(row["skew_p99_ms"].is_null()) << row;
 }
 
 // A slow CPU run's 4-byte all-reduce over 1 ms moves 4 KB/s: printed "0.000004 GB/s" before.
