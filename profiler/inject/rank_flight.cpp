@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,9 +22,20 @@
 namespace partrain::profiler::inject {
 namespace {
 
-constexpr int kStopSignals[] = {SIGTERM, SIGINT};
+// SIGABRT ends the process whatever its handler does (abort() raises it again with the default
+// action when the handler returns): the rank's dump and its unshipped events go before it, the
+// handler waiting a bounded time for them. A terminate() in a library's thread (gloo's enforce,
+// PyTorch's NCCL watchdog) aborts a rank that way.
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGABRT};
 
-size_t signal_index(int signal) { return signal == SIGTERM ? 0 : 1; }
+size_t signal_index(int signal) { return signal == SIGTERM ? 0 : signal == SIGINT ? 1 : 2; }
+
+bool is_fatal(int signal) { return signal == SIGABRT; }
+
+// How long a fatal signal's handler waits for the dump and the flush: the relay's flush waits up
+// to 2 s for the collector, and a relay that cannot finish (its thread the aborting one, a lock
+// the aborting thread holds) must not keep the rank from dying.
+constexpr int kFatalWaitMs = 3000;
 
 // What the signal handler reaches. A handler can only reach static storage, so this is the one
 // static of the file: made once per process and never freed (a late signal may still use it).
@@ -37,6 +49,9 @@ struct SignalRelay {
   // Set by the relay's thread before it sends the signal again, its work done: the handler then
   // hands that one on instead of relaying it.
   std::atomic<bool> passing[std::size(kStopSignals)] = {};
+  // Fatal signals the relay's thread has dumped and flushed for; the handler waits for it to
+  // move, then hands the signal on itself (nothing is sent again).
+  std::atomic<uint64_t> fatal_done{0};
   struct sigaction previous[std::size(kStopSignals)] = {};
 };
 std::atomic<SignalRelay*> g_relay{nullptr};
@@ -70,12 +85,22 @@ void on_signal(int signal, siginfo_t* info, void* context) {
   SignalRelay* relay = g_relay.load();
   if (relay == nullptr) return;
   bool relayed = false;
+  const uint64_t done_before = relay->fatal_done.load();
   if (::getpid() == relay->pid && relay->relaying.load() &&
       !relay->passing[signal_index(signal)].exchange(false)) {
     siginfo_t request{};
     if (info != nullptr) request = *info;
     request.si_signo = signal;
     relayed = ::write(relay->request_write, &request, sizeof request) == sizeof request;
+  }
+  if (relayed && is_fatal(signal)) {
+    // The process ends when this returns: wait, boundedly, for the dump and the flush.
+    const struct timespec millisecond = {0, 1'000'000};
+    for (int waited = 0; waited < kFatalWaitMs && relay->fatal_done.load() == done_before;
+         ++waited) {
+      ::nanosleep(&millisecond, nullptr);
+    }
+    relayed = false;
   }
   if (!relayed) pass_on(*relay, signal, info, context);
   errno = saved_errno;
@@ -101,6 +126,11 @@ void relay_signals(SignalRelay* relay) {
       return;
     }
     RankFlight* flight = relay->flight.load();
+    if (is_fatal(request.si_signo)) {
+      if (flight != nullptr) (void)flight->on_stop_signal(request.si_signo);
+      relay->fatal_done.fetch_add(1);
+      continue;
+    }
     if (flight == nullptr || flight->on_stop_signal(request.si_signo)) {
       send_again(*relay, request);
     }

@@ -6,7 +6,9 @@
 //   PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING ends a rank;
 // - PARTRAIN_FLIGHT_DIR set (a launcher reads the dumps): SIGTERM and SIGINT first dump the
 //   recorder quietly (trigger `signal`), so a rank that never entered the collective the others
-//   wait in (stuck in Python, in compute) is seen, then take effect as they would have.
+//   wait in (stuck in Python, in compute) is seen, then take effect as they would have; SIGABRT
+//   (a terminate() in gloo's or PyTorch's NCCL watchdog thread) dumps and ships what the tracer
+//   holds before the rank dies of it.
 // The dumps go to PARTRAIN_FLIGHT_DIR/rank_<R>.json and, unfinished ops as rows, to the trace.
 #pragma once
 
@@ -50,12 +52,14 @@ class RankFlight {
   std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 
-// Takes SIGTERM and SIGINT for `flight` in this process. The handler only hands the signal to a
-// thread of its own and returns: the thread it interrupted may hold a lock the work needs, so it
-// never waits for it. That thread calls flight.on_stop_signal() and then (unless the watchdog is
+// Takes SIGTERM, SIGINT and SIGABRT for `flight` in this process. The handler only hands the signal
+// to a thread of its own and returns: the thread it interrupted may hold a lock the work needs, so
+// it never waits for it. That thread calls flight.on_stop_signal() and then (unless the watchdog is
 // already ending the process) sends the signal again, with its sender's details, to the process,
 // whose handler gives it to the disposition found before (the default: the process dies by the
-// signal). A fork()ed child passes its signals straight on.
+// signal). SIGABRT, which ends the process when its handler returns, is the exception: its
+// handler waits (at most 3 s) for that thread's dump and flush, then hands it on. A fork()ed
+// child passes its signals straight on.
 void take_stop_signals(RankFlight& flight);
 
 }  // namespace partrain::profiler::inject

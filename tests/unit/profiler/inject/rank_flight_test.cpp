@@ -122,5 +122,55 @@ TEST_F(RankFlightTest,
       ::testing::ExitedWithCode(0), "");
 }
 
+// A library's thread that calls abort() (std::terminate in gloo's enforce, PyTorch's NCCL
+// watchdog): the rank still dies of SIGABRT, but its dump and its unshipped records go first
+// (the trace lost a failing rank's last collectives). The child's body, which never returns;
+// it ships to the parent's collector and dumps into the parent's directory, both named in the
+// environment (the threadsafe death test's child runs the test, and its SetUp, afresh).
+constexpr const char* kParentSocket = "PARTRAIN_TEST_PARENT_SOCKET";
+constexpr const char* kParentFlightDir = "PARTRAIN_TEST_PARENT_FLIGHT_DIR";
+
+[[noreturn]] void abort_from_a_thread(RankTracerOptions options) {
+  options.socket_path = std::getenv(kParentSocket);
+  ::setenv(kFlightDirEnv, std::getenv(kParentFlightDir), 1);
+  ::unsetenv("PARTRAIN_COLLECTIVE_TIMEOUT");
+  auto* recorder = new FlightRecorder();
+  CollectiveEvent issued;
+  issued.comm_id = "world";
+  issued.seq = 3;
+  issued.op = "all_reduce";
+  issued.dtype = "float";
+  issued.bytes = 1024;
+  issued.group_ranks = {0, 1};
+  issued.rank = 0;
+  issued.state = CollectiveState::kStarted;
+  issued.start_ns = 1;
+  recorder->record(issued);
+  auto* tracer = new RankTracer(options);
+  if (RankFlight::start(*recorder, *tracer) == nullptr) std::_Exit(2);
+  std::thread([] { std::abort(); }).join();
+  std::_Exit(3);  // never: abort() does not return
+}
+
+TEST_F(RankFlightTest, AnAbortingThreadDumpsAndShipsBeforeTheRankDies) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const fs::path dir = dir_ / "flight";
+  fs::create_directories(dir);
+  // Not replaced in the child, which inherits the parent's.
+  ::setenv(kParentSocket, session_->socket_path().c_str(), 0);
+  ::setenv(kParentFlightDir, dir.c_str(), 0);
+  EXPECT_EXIT(abort_from_a_thread(tracer_options(0)), ::testing::KilledBySignal(SIGABRT), "");
+  ::unsetenv(kParentSocket);
+  ::unsetenv(kParentFlightDir);
+  std::stringstream dump;
+  dump << std::ifstream(flight_dump_path(dir, 0)).rdbuf();
+  EXPECT_NE(dump.str().find("\"signal\""), std::string::npos) << dump.str();
+  EXPECT_NE(dump.str().find("SIGABRT"), std::string::npos) << dump.str();
+  session_.reset();
+  EXPECT_EQ(testing::TraceQuery(db()).rows("SELECT op || ' ' || seq || ' ' || state FROM "
+                                           "collectives"),
+            "all_reduce 3 started\n");
+}
+
 }  // namespace
 }  // namespace partrain::profiler::inject
