@@ -49,6 +49,21 @@ bool wait_for_program_handler() {
 
 using RankFlightTest = testing::RankTracerFixture;
 
+// Rank 0's all_reduce `seq` on a 2-rank "world", started and not finished.
+CollectiveEvent started_all_reduce(uint64_t seq, uint64_t bytes) {
+  CollectiveEvent op;
+  op.comm_id = "world";
+  op.seq = seq;
+  op.op = "all_reduce";
+  op.dtype = "float";
+  op.bytes = bytes;
+  op.group_ranks = {0, 1};
+  op.rank = 0;
+  op.state = CollectiveState::kStarted;
+  op.start_ns = 1;
+  return op;
+}
+
 // What the child checks; empty when all holds.
 std::string stop_while_holding_the_dump(const fs::path& dir, RankTracerOptions options,
                                         const fs::path& db,
@@ -63,17 +78,7 @@ std::string stop_while_holding_the_dump(const fs::path& dir, RankTracerOptions o
   ::unsetenv("PARTRAIN_COLLECTIVE_TIMEOUT");
 
   FlightRecorder recorder;
-  CollectiveEvent waiting;
-  waiting.comm_id = "world";
-  waiting.seq = 6;
-  waiting.op = "all_reduce";
-  waiting.dtype = "float";
-  waiting.bytes = 256;
-  waiting.group_ranks = {0, 1};
-  waiting.rank = 0;
-  waiting.state = CollectiveState::kStarted;
-  waiting.start_ns = 1;
-  recorder.record(waiting);
+  recorder.record(started_all_reduce(6, 256));
   auto tracer = std::make_unique<RankTracer>(options);
   RankFlight* flight = RankFlight::start(recorder, *tracer);
   if (flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
@@ -135,17 +140,7 @@ constexpr const char* kParentFlightDir = "PARTRAIN_TEST_PARENT_FLIGHT_DIR";
   ::setenv(kFlightDirEnv, std::getenv(kParentFlightDir), 1);
   ::unsetenv("PARTRAIN_COLLECTIVE_TIMEOUT");
   auto* recorder = new FlightRecorder();
-  CollectiveEvent issued;
-  issued.comm_id = "world";
-  issued.seq = 3;
-  issued.op = "all_reduce";
-  issued.dtype = "float";
-  issued.bytes = 1024;
-  issued.group_ranks = {0, 1};
-  issued.rank = 0;
-  issued.state = CollectiveState::kStarted;
-  issued.start_ns = 1;
-  recorder->record(issued);
+  recorder->record(started_all_reduce(3, 1024));
   auto* tracer = new RankTracer(options);
   if (RankFlight::start(*recorder, *tracer) == nullptr) std::_Exit(2);
   std::thread([] { std::abort(); }).join();
