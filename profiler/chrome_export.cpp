@@ -98,9 +98,19 @@ StatusOr<ExportedRun> read_run(const TraceReader& reader, const std::vector<Expo
   }
   if (!run.world_size || *run.world_size <= 0) run.world_size = static_cast<int64_t>(ranks.size());
   if (run.backend.empty()) {
-    // A program partrain traced (no launch config): its collectives, if any, came through the
-    // NCCL interposition, and a rank on a GPU uses NCCL; otherwise the backend is not known and
-    // distributedInfo leaves it out rather than guess.
+    // A PyTorch program says its backend (stat torch_backend: "gloo", "nccl", or c10d's
+    // "cpu:gloo,cuda:nccl", whose NCCL carries the collectives a profile is about).
+    ASSIGN_OR_RETURN(const std::vector<StatRow> stats, reader.stats());
+    for (const StatRow& stat : stats) {
+      if (stat.name != "torch_backend" || stat.description.empty()) continue;
+      run.backend = stat.description.find("nccl") != std::string::npos ? "nccl" : stat.description;
+      break;
+    }
+  }
+  if (run.backend.empty()) {
+    // Another program partrain traced (no launch config): its collectives, if any, came through
+    // the NCCL interposition, and a rank on a GPU uses NCCL; otherwise the backend is not known
+    // and distributedInfo leaves it out rather than guess.
     const bool cuda = std::any_of(ranks.begin(), ranks.end(),
                                   [](const ExportedRank& r) { return r.device.starts_with("cuda"); });
     ASSIGN_OR_RETURN(const bool collectives, has_collectives(reader));

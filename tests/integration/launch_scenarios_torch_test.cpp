@@ -145,6 +145,11 @@ for step in range(3):
     EXPECT_EQ(run.err.find("SIGSEGV"), std::string::npos) << run.err;
     EXPECT_EQ(run.err.find("SIGABRT"), std::string::npos) << run.err;
   }
+  // The export names the job's backend as torch said it (it said nccl for every traced job
+  // with collectives).
+  CommandResult exported = run_partrain("export -o - " + shell_quoted(scratch.path() / "t-1.db"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(nlohmann::json::parse(exported.out).at("distributedInfo").at("backend"), "gloo");
 }
 
 } // namespace

@@ -71,6 +71,7 @@ class Recorder:
         self._groups = {}  # id(pg) -> _Group, until the group is destroyed
         self._world = 1  # c10d's world: the next after each destroy_process_group() of all
         self._attempt = _restart_attempt()  # torchrun's restarts of its workers
+        self._backend_said = False  # the stat torch_backend, from the first group used
         self._op_names = {}  # HookOpName -> bytes
         self._dtypes = {}  # torch.dtype -> (name bytes, element size)
         self._no_future = set()  # (backend is NCCL, op) whose Work has no future
@@ -188,6 +189,10 @@ class Recorder:
         group.nccl = "nccl" in backend
         group.handle = self._native.register_group(group.name, str(pg.group_desc), list(ranks),
                                                    pg.rank())
+        if not self._backend_said:
+            # The job's backend, once: what an export's distributedInfo names (HTA reads it).
+            self._backend_said = True
+            self._native.say("torch_backend", _native.SEVERITY_INFO, backend)
 
     # -- hooks (hot path) ----------------------------------------------------------------------
 
