@@ -22,6 +22,9 @@ namespace {
 constexpr double kNsPerMs = 1e6;
 constexpr double kCriticalStepShare = 0.20;
 constexpr double kWarningStepShare = 0.05;
+// A rank last at fewer delayed collectives than this may be chance (one slow start, the victim of
+// a rank that then hung): its straggler finding is a warning at most, and says on how few.
+constexpr int64_t kConfidentLastCount = 3;
 
 struct OpCounts {
   int64_t delayed = 0;
@@ -292,6 +295,11 @@ std::vector<Finding> straggler_findings(const StragglerReport& report) {
   f.advice = fmt::format("check rank {}'s host for contention, thermal throttling, a slower GPU; "
                          "compare its compute time with the other ranks'",
                          r.rank);
+  if (r.last < kConfidentLastCount) {
+    if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
+    f.evidence += fmt::format("; on only {} delayed collective{}, which may be chance", r.last,
+                              r.last == 1 ? "" : "s");
+  }
   if (report.warm_up_only) {
     // One step, the warm-up: allocation, connection set-up and first-call costs differ between
     // ranks there without any rank being slow.

@@ -79,7 +79,9 @@ TEST(StragglersTest, SlowRankIsTheStraggler) {
 
   // Without steps the window stands for the step, and the text says so rather than "over 1
   // steps".
-  auto stepless = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, 1000 * kMs));
+  CollectiveTrace unstepped("stepless");
+  write_run(unstepped, 30 * kMs);
+  auto stepless = analyze_stragglers(unstepped.finish(), window({0, 1, 2, 3}, 0, 1000 * kMs));
   ASSERT_TRUE(stepless.is_ok()) << stepless.status().message();
   const std::string text = format_stragglers(*stepless);
   EXPECT_NE(text.find("no steps: the window (1000.000 ms) stands for the step"), std::string::npos)
@@ -159,6 +161,30 @@ TEST(StragglersTest, ASlowPipelineStageIsFoundByTheStagesWaitingOnItsSends) {
   // Rank 2 held the loss all-reduce up 45 ms, of which it waited on rank 1 until +41 ms.
   EXPECT_DOUBLE_EQ(report->ranks[2].wait_per_step_ms, 9.0);
   EXPECT_DOUBLE_EQ(report->ranks[0].wait_per_step_ms, 0.0);
+}
+
+// Last at two delayed all-reduces only, 30 ms late each in 3 steps of 100 ms (20% of the step):
+// a warning that says on how few, not a critical finding (a hung rank's victim looked like one).
+TEST(StragglersTest, FewDelayedCollectivesMakeAWarningAtMost) {
+  CollectiveTrace trace("few");
+  for (int64_t k = 0; k < 3; ++k) {
+    for (int rank = 0; rank < 2; ++rank) {
+      const int64_t late = rank == 1 && k < 2 ? 30 * kMs : 0;
+      trace.add({.rank = rank, .seq = static_cast<uint64_t>(k), .start_ns = k * 100 * kMs + late,
+                 .group = {0, 1}, .step = k});
+      trace.step(rank, k, k * 100 * kMs, 100 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1}, 0, int64_t{1} << 60, 0, 2));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 1) << format_stragglers(*report);
+  EXPECT_DOUBLE_EQ(report->ranks[1].step_share, 0.2);
+  std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].evidence.find("on only 2 delayed collectives, which may be chance"),
+            std::string::npos)
+      << findings[0].evidence;
 }
 
 // 8 ms late at 9 of 10 steps of 100 ms: 7.2 ms of waiting per step, 7.2%: a warning.
