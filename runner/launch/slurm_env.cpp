@@ -192,6 +192,19 @@ StatusOr<std::optional<ClusterPlacement>> detect_slurm(const EnvLookup& env) {
         "--ntasks-per-node=1), or place each launcher yourself with --nnodes and --node-rank",
         tasks, tasks_from, tasks);
   }
+  // srun sets the count and the list together: a count the list does not hold would have this
+  // node wait for nodes that never start, until the rendezvous times out. Refused unless the
+  // flags place the launcher.
+  if (std::optional<std::string> list = env("SLURM_STEP_NODELIST"); list && step_nodes) {
+    ASSIGN_OR_RETURN(std::vector<std::string> hosts, expand_nodelist(*list));
+    if (static_cast<int>(hosts.size()) != *step_nodes && !p.refusal) {
+      p.refusal = fmt::format(
+          "Slurm: SLURM_STEP_NUM_NODES={} but SLURM_STEP_NODELIST='{}' lists {} node(s): these "
+          "are not the variables one srun step set (inherited from another step, or set by "
+          "hand?); run partrain launch under srun, or place it with --nnodes and --node-rank",
+          *step_nodes, *list, hosts.size());
+    }
+  }
   return std::optional<ClusterPlacement>(p);
 }
 

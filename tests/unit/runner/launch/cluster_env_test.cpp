@@ -45,7 +45,7 @@ Env slurm_task(int node, int nodes, const std::string& tasks_per_node = "1(x2)")
           {"SLURM_NODEID", std::to_string(node)},
           {"SLURM_NNODES", std::to_string(nodes)},
           {"SLURM_STEP_NUM_NODES", std::to_string(nodes)},
-          {"SLURM_STEP_NODELIST", "gpu[07-08]"},
+          {"SLURM_STEP_NODELIST", nodes == 1 ? "gpu07" : "gpu[07-08]"},
           {"SLURM_STEP_TASKS_PER_NODE", tasks_per_node}};
 }
 

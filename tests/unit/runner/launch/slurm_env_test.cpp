@@ -13,8 +13,12 @@ using Hosts = std::vector<std::string>;
 using partrain::testing::Env;
 using partrain::testing::fake_env;
 
-// A task of `srun -N<nodes> --ntasks-per-node=<per_node>` on node `node` of hosts gpu[07-...].
+// A task of `srun -N<nodes> --ntasks-per-node=<per_node>` on node `node` of hosts gpu[07-...],
+// the step's list as long as its count (the job's 4 nodes long).
 Env step_task(int node, int nodes, const std::string& tasks_per_node) {
+  const std::string step_list = nodes == 1 ? "gpu07"
+                                           : "gpu[07-" + std::string(nodes + 6 < 10 ? "0" : "") +
+                                                 std::to_string(nodes + 6) + "]";
   return {{"SLURM_JOB_ID", "81"},
           {"SLURM_STEP_ID", "0"},
           {"SLURM_PROCID", std::to_string(node)},
@@ -22,7 +26,7 @@ Env step_task(int node, int nodes, const std::string& tasks_per_node) {
           {"SLURM_NNODES", std::to_string(nodes)},
           {"SLURM_STEP_NUM_NODES", std::to_string(nodes)},
           {"SLURM_JOB_NODELIST", "gpu[07-10]"},
-          {"SLURM_STEP_NODELIST", "gpu[07-10]"},
+          {"SLURM_STEP_NODELIST", step_list},
           {"SLURM_STEP_TASKS_PER_NODE", tasks_per_node}};
 }
 
@@ -176,6 +180,17 @@ TEST(DetectSlurm, MalformedOrInconsistentVariablesAreNamed) {
   auto unmatched = detect_slurm(fake_env(bad_list));
   ASSERT_FALSE(unmatched.is_ok());
   EXPECT_NE(unmatched.status().message().find("gpu[07-"), std::string::npos);
+
+  // A count the step's list does not hold: this node would wait for nodes that never start.
+  Env miscounted = step_task(0, 2, "1(x2)");
+  miscounted["SLURM_STEP_NUM_NODES"] = "3";
+  auto waits = detect_slurm(fake_env(miscounted));
+  ASSERT_TRUE(waits.is_ok()) << waits.status().message();
+  ASSERT_TRUE((*waits)->refusal.has_value());  // unless --nnodes and --node-rank place it
+  EXPECT_NE((*waits)->refusal->find(
+                "SLURM_STEP_NUM_NODES=3 but SLURM_STEP_NODELIST='gpu[07-08]' lists 2 node(s)"),
+            std::string::npos)
+      << *(*waits)->refusal;
 }
 
 }  // namespace
