@@ -170,8 +170,11 @@ TEST(StragglersTest, FewDelayedCollectivesMakeAWarningAtMost) {
   for (int64_t k = 0; k < 3; ++k) {
     for (int rank = 0; rank < 2; ++rank) {
       const int64_t late = rank == 1 && k < 2 ? 30 * kMs : 0;
-      trace.add({.rank = rank, .seq = static_cast<uint64_t>(k), .start_ns = k * 100 * kMs + late,
-                 .group = {0, 1}, .step = k});
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 100 * kMs + late,
+                 .group = {0, 1},
+                 .step = k});
       trace.step(rank, k, k * 100 * kMs, 100 * kMs);
     }
   }
