@@ -141,7 +141,8 @@ void StatsCollector::match_collective(const CollectiveGroup& group,
                                       const std::vector<const CollectiveRow*>& rows) {
   const CollectiveRow& first = *rows.front();
   for (const CollectiveRow* row : rows) {
-    if (row->op != first.op || row->bytes != first.bytes) {
+    if (row->op != first.op ||
+        (row->bytes != first.bytes && profiler::members_move_one_size(first.op))) {
       note_desync(group, rows);
       return;
     }

@@ -172,7 +172,10 @@ void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ran
   if (rows.size() < group.rows.size()) add_transfers(group, ranks);
   if (rows.size() < 2) return;
   for (const CollectiveRow* row : rows) {
-    if (row->op != rows.front()->op || row->bytes != rows.front()->bytes) return;  // a desync
+    if (row->op != rows.front()->op ||
+        (row->bytes != rows.front()->bytes && profiler::members_move_one_size(row->op))) {
+      return;  // a desync
+    }
   }
   add_matched(rows, ranks);
 }

@@ -21,4 +21,6 @@ uint64_t nccl_tests_size_bytes(std::string_view op, uint64_t buffer_bytes, int g
   return buffer_bytes;
 }
 
+bool members_move_one_size(std::string_view op) { return op != "all_to_all"; }
+
 }  // namespace partrain::profiler

@@ -48,4 +48,9 @@ struct CollectiveEvent {
 // buffer otherwise. busbw = S / t x the op's factor (docs/collectives.md).
 uint64_t nccl_tests_size_bytes(std::string_view op, uint64_t buffer_bytes, int group_size);
 
+// Whether every member of one of these ops moves the same size, so that sizes that differ are a
+// desync: all but all_to_all, whose members' splits are their own (all_to_all_single with split
+// sizes, a mixture of experts' token dispatch).
+bool members_move_one_size(std::string_view op);
+
 }  // namespace partrain::profiler

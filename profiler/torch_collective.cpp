@@ -91,7 +91,11 @@ std::optional<CollectiveEvent> torch_collective_event(const TorchGroup& group, c
   // A barrier has no tensors; the built-in workloads' barrier says float, with no bytes.
   event.dtype = op.dtype.empty() ? std::string_view("float") : torch_trace_dtype(op.dtype);
   event.count = nccl_count(*trace_op, op, group_size);
-  event.bytes = nccl_tests_size_bytes(*trace_op, event.count * op.element_bytes, group_size);
+  // An all_to_all's whole buffer as it is: with split sizes (all_to_all_single's, uneven) it need
+  // not be count x group size.
+  event.bytes = *trace_op == "all_to_all"
+                    ? op.input_elements * op.element_bytes
+                    : nccl_tests_size_bytes(*trace_op, event.count * op.element_bytes, group_size);
   event.peer = op.root;
   event.rank = group.rank;
   event.group_ranks = group.ranks;

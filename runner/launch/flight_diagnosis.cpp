@@ -107,7 +107,7 @@ CollectiveFinding judge(const std::string& comm_id, const CommRecord& record) {
     if (by_op.size() > 1) {
       finding.kind = FindingKind::kOpMismatch;
       finding.culprits = minority(by_op);
-    } else if (by_size.size() > 1) {
+    } else if (by_size.size() > 1 && profiler::members_move_one_size(issued.front().second.op)) {
       finding.kind = FindingKind::kSizeMismatch;
       finding.culprits = minority(by_size);
     } else if (!missing.empty()) {

@@ -103,6 +103,26 @@ TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
   }
 }
 
+// An all_to_all with split sizes moves a size of each rank's own: matched, no desync (a mixture
+// of experts' dispatch is uneven by nature); an all_reduce of two sizes is one.
+TEST(CollectiveStatsTest, UnevenAllToAllIsNoDesync) {
+  CollectiveTrace trace("uneven");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank,
+               .seq = 0,
+               .op = "all_to_all",
+               .bytes = 12u * (rank + 1),
+               .start_ns = 1000,
+               .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_TRUE(report->desyncs.empty());
+  int64_t matched = 0;
+  for (const CollectiveStatsRow& row : report->rows) matched += row.matched;
+  EXPECT_EQ(matched, 1);
+}
+
 // A row none of whose groups matched (one member recorded) has no skew: "-" and null alike.
 TEST(CollectiveStatsTest, UnmatchedRowsHaveNoSkew) {
   CollectiveTrace trace("alone");

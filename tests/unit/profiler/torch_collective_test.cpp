@@ -61,6 +61,9 @@ TEST(TorchCollectiveEvent, CountAndBytesFollowNcclTests) {
            Case{"REDUCE_SCATTER_BASE", 1000, 250, 250, 4000},
            Case{"REDUCE_SCATTER", 1000, 250, 250, 4000},
            Case{"ALLTOALL_BASE", 1000, 1000, 250, 4000},
+           // all_to_all_single with split sizes: S is the whole input (3 x 4 bytes), not the
+           // per-peer count (3 / 4, truncated) times the group.
+           Case{"ALLTOALL_BASE", 3, 6, 0, 12},
            Case{"GATHER", 250, 1000, 250, 4000},
            Case{"SCATTER", 1000, 250, 250, 4000},
            Case{"SEND", 300, 0, 300, 1200},

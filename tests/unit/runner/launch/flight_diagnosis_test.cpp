@@ -146,6 +146,21 @@ TEST(FlightDiagnosis, SizeMismatchNamesTheMinorityRank) {
             "float; rank 3 issued all_reduce of 8.00 KiB float");
 }
 
+// all_to_all_single with split sizes: each rank's buffer is its own, and sizes that differ are no
+// mismatch (a mixture of experts' dispatch is uneven by nature).
+TEST(FlightDiagnosis, UnevenAllToAllIsNoSizeMismatch) {
+  std::vector<FlightDump> dumps = healthy_run(3);
+  for (FlightDump& dump : dumps) {
+    dump.entries.push_back(op(kDp, 3, "all_to_all", 1024 * static_cast<uint64_t>(dump.rank + 1)));
+    dump.total_recorded = 4;
+  }
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  for (const auto& finding : d.findings) {
+    EXPECT_NE(finding.kind, FindingKind::kSizeMismatch) << diagnosis_headline(d);
+  }
+  EXPECT_FALSE(d.culprit.has_value()) << diagnosis_headline(d);
+}
+
 // Two ranks against two: the group holding the lowest rank is the reference.
 TEST(FlightDiagnosis, TiesBlameTheGroupWithoutTheLowestRank) {
   std::vector<FlightDump> dumps = healthy_run(0);
