@@ -27,6 +27,11 @@ StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& re
   ASSIGN_OR_RETURN(const bool merged, reader.is_merge());
   if (merged) return std::optional<NodeFile>();
   ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  // An imported trace's missing ranks are files the import was not given (its own finding says
+  // so), not other nodes' partrain traces to merge.
+  if (run && run->config.find("\"imported_from\"") != std::string::npos) {
+    return std::optional<NodeFile>();
+  }
   NodeFile file;
   file.world_size = run ? run->world_size.value_or(0) : 0;
   std::set<int> nodes;

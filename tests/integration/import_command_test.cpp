@@ -122,6 +122,22 @@ TEST(ImportCommand, PartrainsOwnExportIsRefusedPointingToItsTrace) {
   }
 }
 
+// One rank's file of a 4-rank job: analyze says the other ranks' files were not given, and does
+// not take it for one node's partrain trace with other nodes' files to merge.
+TEST(ImportCommand, OneRanksFileIsNoNodeFile) {
+  ScratchDir dir;
+  const fs::path db = dir.path() / "one.db";
+  ASSERT_EQ(run_shell(partrain("import " + (kKineto / "ddp/rank0.pt.trace.json.gz").string() +
+                               " -o " + db.string()))
+                .exit_code,
+            0);
+  auto analyzed = run_shell(partrain("analyze " + db.string()));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_EQ(analyzed.out.find("node_file"), std::string::npos) << analyzed.out;
+  EXPECT_EQ(analyzed.out.find("partrain merge"), std::string::npos) << analyzed.out;
+  EXPECT_NE(analyzed.out.find("import_missing_ranks"), std::string::npos) << analyzed.out;
+}
+
 // Negative durations are kept as instants, and the import says how many.
 TEST(ImportCommand, NegativeDurationsAreCountedInAWarning) {
   ScratchDir dir;
