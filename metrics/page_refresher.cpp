@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "metrics/run_metrics.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::metrics {
 namespace {
@@ -104,6 +105,11 @@ void PageRefresher::run() {
     publish(std::move(page));
     lock.lock();
     wake_.wait_for(lock, interval_, [this] { return stop_; });
+  }
+  lock.unlock();
+  if (follower) {
+    follower.reset();
+    profiler::settle_finished_trace(trace_);  // its writer could not while this read it
   }
 }
 

@@ -250,6 +250,15 @@ Status mark_incomplete(const std::filesystem::path& path) {
 
 }  // namespace
 
+void settle_finished_trace(const std::filesystem::path& trace) {
+  std::error_code error;
+  std::filesystem::path wal = trace;
+  wal += "-wal";
+  if (!std::filesystem::exists(wal, error) || writer_alive(trace)) return;
+  auto db = SqliteDb::open(trace.string(), SQLITE_OPEN_READWRITE);
+  if (db.is_ok()) (void)settle_into_one_file(*db);
+}
+
 Status trace_read_error(const SqliteDb& db, std::string_view what) {
   if (is_corruption(db.error_code())) {
     return unreadable("{}: the trace is truncated or corrupted ({}); it cannot be read", what,

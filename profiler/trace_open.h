@@ -36,6 +36,12 @@ inline constexpr uintmax_t kFullCheckBytes = uintmax_t{64} << 20;
 // when the writer's process exits or is killed).
 bool writer_alive(const std::filesystem::path& trace);
 
+// A finished trace that a reader held open while its writer closed it (a live follower: the
+// metrics endpoint, the dashboard) stays in WAL mode, and the reader's read-only close leaves its
+// -wal and -shm files beside it. The last reader to let go puts it back into one file, as the
+// writer would have: best effort, nothing done while a writer holds it or another reader does.
+void settle_finished_trace(const std::filesystem::path& trace);
+
 // Errors are kUnreadable (exit 3) with a message naming the file and the case.
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path,
                                TraceOpenMode mode = TraceOpenMode::kRead);

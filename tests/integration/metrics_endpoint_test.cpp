@@ -321,6 +321,10 @@ TEST(MetricsEndpoint, TraceServesItsRun) {
   }
   const Finished finished = traced.finish(60s);
   ASSERT_EQ(finished.exit_code, 0) << finished.err;
+  // The endpoint read the trace while its writer closed it: it leaves it one file, as a run
+  // without --metrics-port does (its -wal and -shm stayed beside it).
+  EXPECT_FALSE(fs::exists(dir.path() / "t.db-wal"));
+  EXPECT_FALSE(fs::exists(dir.path() / "t.db-shm"));
   TraceQuery q(trace);
   std::string run_id = q.rows("SELECT run_id FROM runs");
   run_id.pop_back();
