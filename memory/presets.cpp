@@ -1,5 +1,8 @@
 #include "memory/presets.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -115,6 +118,14 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
   ASSIGN_OR_RETURN(json object, parse_object(text, origin));
   if (is_hf_config(object)) {
     return model_from_hf_config(object, origin);
+  }
+  if (object.is_object() && !object.contains("layers") &&
+      (object.contains("architectures") || object.contains("num_hidden_layers") ||
+       object.contains("hidden_size"))) {
+    return unreadable(
+        "{}: looks like a Hugging Face config.json but has no \"model_type\", which says how to "
+        "read it: add the one its architecture is ({}), or write the model in the presets' format",
+        origin, fmt::join(hf_model_types(), ", "));
   }
   JsonFields r(object, std::string(origin), StatusCode::kUnreadable);
   ModelConfig m;

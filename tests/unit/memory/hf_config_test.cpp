@@ -372,6 +372,21 @@ TEST(HfConfig, ASlidingWindowCostedAsFullAttentionIsStated) {
   }
 }
 
+// A config.json without model_type is said to be one, with the fix, not asked for a preset's
+// "name".
+TEST(HfConfig, AConfigWithoutModelTypeIsToldSo) {
+  const StatusOr<ModelConfig> got = parse_model_json(
+      R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2})",
+      "config.json");
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(got.status().message().find("looks like a Hugging Face config.json but has no "
+                                        "\"model_type\""),
+            std::string::npos)
+      << got.status().message();
+  EXPECT_NE(got.status().message().find("llama, mistral"), std::string::npos);
+}
+
 // Through the file loader, as --model-file reads it: a config.json is told from a preset by its
 // model_type, and named after its directory (the repository's, in a hub cache).
 TEST(HfConfig, TheFileLoaderTellsAConfigFromAPresetAndNamesIt) {
