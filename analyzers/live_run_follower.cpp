@@ -234,7 +234,9 @@ Status LiveRunFollower::read_stats(LiveRun& run) {
   ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader_->stats());
   run.data_loss_events = 0;
   for (const profiler::StatRow& stat : stats) {
-    if (stat.severity != profiler::StatSeverity::kInfo) run.data_loss_events += stat.value;
+    // What analyze counts as lost (trace_data_loss.h), not an error a rank reported (an uncaught
+    // exception read "1 events lost").
+    if (stat.severity == profiler::StatSeverity::kDataLoss) run.data_loss_events += stat.value;
   }
   return Status::ok();
 }

@@ -56,6 +56,23 @@ TEST_F(LiveRunFollowerTest, ReadsRanksStepsAndTheLastStepsSplit) {
   EXPECT_DOUBLE_EQ(*model.tokens_per_s, 20'000);
 }
 
+// Events lost are the data-loss stats' count, as analyze counts them: a rank's error (an uncaught
+// exception) and an info stat are no lost events.
+TEST_F(LiveRunFollowerTest, EventsLostAreTheDataLossStatsOnly) {
+  auto writer = live_writer();
+  writer->append(profiler::StatEvent{"tracer_dropped_events", 0, 5,
+                                     profiler::StatSeverity::kDataLoss, "dropped"});
+  writer->append(profiler::StatEvent{"rank_uncaught_exception", 1, 1,
+                                     profiler::StatSeverity::kError, "ValueError"});
+  writer->append(profiler::StatEvent{"collector_unclean_disconnects", 0, 1,
+                                     profiler::StatSeverity::kInfo, "a rank left"});
+  ASSERT_TRUE(writer->commit().is_ok());
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_EQ(model.data_loss_events, 5);
+}
+
 // An op its caller labelled (a mixture of experts' dispatch) keeps its label in the dashboard's
 // recent collectives; the one without a label has none.
 TEST_F(LiveRunFollowerTest, ALabelledCollectiveKeepsItsLabel) {
