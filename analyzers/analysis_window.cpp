@@ -145,8 +145,10 @@ StatusOr<AnalysisWindow> choose_window(const TraceReader& reader, const WindowOp
   window.has_steps = !steps.empty();
   if (window.has_steps) RETURN_IF_ERROR(select_steps(steps, options, window));
   if (!window.has_steps && options.steps) {
-    return invalid_argument("--steps: the trace records no steps (a job partrain did not "
-                            "launch); leave --steps out to analyse the whole run");
+    return invalid_argument(
+        "--steps: the trace records no steps (a PyTorch job's come from its optimizer's step() or "
+        "torch.profiler's ProfilerStep#N; another program's from NVTX ranges, --step-marker); "
+        "leave --steps out to analyse the whole run");
   }
   for (int rank : window.ranks) {
     if (window.has_steps) {

@@ -175,6 +175,12 @@ TEST_F(AnalysisWindowTest, WithoutStepsEachRankIsOneWindowFromFirstToLastEvent) 
   EXPECT_EQ(window->spans.at(1).end_ns, 3 * kMs);
   auto selected = choose_window(trace.db, select_steps(1, 2));
   EXPECT_EQ(selected.status().code(), StatusCode::kInvalidArgument);
+  // Where steps come from, not "a job partrain did not launch" (launched jobs record none
+  // without an optimizer or a profiler either).
+  EXPECT_NE(selected.status().message().find("records no steps (a PyTorch job's come from its "
+                                             "optimizer's step()"),
+            std::string::npos)
+      << selected.status().message();
 }
 
 TEST_F(AnalysisWindowTest, RanksWithoutARankRowComeFromTheirSlices) {
