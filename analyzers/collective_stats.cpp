@@ -390,6 +390,15 @@ nlohmann::json known_or_null(const CollectiveStatsRow& r, T value) {
   return r.size_known() ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
+// A time, "-" (null) where none of the row's ops completed (a functional collective waited from
+// C++ stays started): no op took "0 ms".
+std::string time_cell(const CollectiveStatsRow& r, double ms) {
+  return r.count > 0 ? format_ms(ms) : "-";
+}
+nlohmann::json completed_or_null(const CollectiveStatsRow& r, double ms) {
+  return r.count > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr);
+}
+
 // A skew, null where no group of the row matched (the text's "-").
 nlohmann::json matched_or_null(const CollectiveStatsRow& r, double ms) {
   return r.matched > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr);
@@ -421,10 +430,11 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
       "{:>10}\n",
       "comm", comm_width, "op", op_width, "size", "count", "total", "time p50", "time p99", "algbw",
       "busbw", "skew p50", "skew p99");
-  bool sizes_unknown = false;
+  bool sizes_unknown = false, unfinished = false;
   for (const CollectiveStatsRow& r : report.rows) {
     const bool known = r.size_known();
-    sizes_unknown |= !known && r.op != "barrier";
+    sizes_unknown |= !known && r.count > 0 && r.op != "barrier";
+    unfinished |= r.count == 0;
     auto bytes_cell = [&](int64_t bytes) {
       return known ? format_bytes(static_cast<uint64_t>(bytes)) : std::string("-");
     };
@@ -433,9 +443,14 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
         "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
         "{:>10}\n",
         profiler::communicator_name(r.comm_id), comm_width, op_cell(r), op_width,
-        bytes_cell(r.size_bytes()), r.count, bytes_cell(r.bytes), format_ms(r.time_p50_ms),
-        format_ms(r.time_p99_ms), gbps_cell(r.algbw_gbps), gbps_cell(r.busbw_gbps),
+        bytes_cell(r.size_bytes()), r.count, bytes_cell(r.bytes), time_cell(r, r.time_p50_ms),
+        time_cell(r, r.time_p99_ms), gbps_cell(r.algbw_gbps), gbps_cell(r.busbw_gbps),
         format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
+  }
+  if (unfinished) {
+    out +=
+        "  count 0: issued in the window, none completed there (still in flight at its end, or "
+        "completed where partrain cannot see it), so no time, size or bandwidth\n";
   }
   if (sizes_unknown) {
     out +=
@@ -462,8 +477,8 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"group_size", r.group_size},
                     {"count", r.count},
                     {"bytes", known_or_null(r, r.bytes)},
-                    {"time_p50_ms", r.time_p50_ms},
-                    {"time_p99_ms", r.time_p99_ms},
+                    {"time_p50_ms", completed_or_null(r, r.time_p50_ms)},
+                    {"time_p99_ms", completed_or_null(r, r.time_p99_ms)},
                     {"algbw_gbps", known_or_null(r, r.algbw_gbps)},
                     {"busbw_gbps", known_or_null(r, r.busbw_gbps)},
                     {"matched", r.matched},

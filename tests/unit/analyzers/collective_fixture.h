@@ -31,6 +31,7 @@ struct Op {
   int64_t gpu_start_ns = -1;
   int64_t gpu_end_ns = -1;
   int64_t step = -1;
+  profiler::CollectiveState state = profiler::CollectiveState::kCompleted;
 };
 
 inline profiler::CollectiveRecord record(const Op& op) {
@@ -51,7 +52,7 @@ inline profiler::CollectiveRecord record(const Op& op) {
   r.event.enqueue_ns = op.start_ns;
   r.event.start_ns = op.start_ns;
   r.event.end_ns = op.start_ns + op.dur_ns;
-  r.event.state = profiler::CollectiveState::kCompleted;
+  r.event.state = op.state;
   return r;
 }
 

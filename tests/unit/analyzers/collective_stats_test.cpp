@@ -123,6 +123,32 @@ TEST(CollectiveStatsTest, UnevenAllToAllIsNoDesync) {
   EXPECT_EQ(matched, 1);
 }
 
+// Ops issued but never completed in the window (a functional collective waited from C++): no
+// time, size or bandwidth, said so, never "0 ms" at "0 B/s".
+TEST(CollectiveStatsTest, OpsThatNeverCompletedHaveNoTime) {
+  CollectiveTrace trace("started");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank,
+               .seq = 0,
+               .op = "reduce_scatter",
+               .bytes = 128,
+               .start_ns = 1000 + rank * 2'000'000,
+               .group = {0, 1},
+               .state = profiler::CollectiveState::kStarted});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 1u);
+  EXPECT_EQ(report->rows[0].count, 0);
+  const std::string text = format_collective_stats(*report);
+  EXPECT_EQ(text.find(" 0 ms"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0 B/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("count 0: issued in the window, none completed there"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("size -: the trace holds no message size"), std::string::npos) << text;
+  EXPECT_TRUE(collective_stats_json(*report)[0]["time_p50_ms"].is_null());
+}
+
 // A row none of whose groups matched (one member recorded) has no skew: "-" and null alike.
 TEST(CollectiveStatsTest, UnmatchedRowsHaveNoSkew) {
   CollectiveTrace trace("alone");
