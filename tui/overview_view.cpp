@@ -155,8 +155,11 @@ void render_history(const ViewModel& model, const Glyphs& glyphs, ScreenGrid& gr
   grid.text(x, y + 1, "loss", Style::kDim, kSparkLabelWidth);
   const int spark_x = x + kSparkLabelWidth;
   if (model.history.empty()) {
-    grid.text(spark_x, y, "- (no step finished by every rank yet)", Style::kDim,
-              width - kSparkLabelWidth);
+    // A run that is over will finish no step: it recorded none every rank finished.
+    grid.text(spark_x, y,
+              model.live ? "- (no step finished by every rank yet)"
+                         : "- (the run recorded no step every rank finished)",
+              Style::kDim, width - kSparkLabelWidth);
     grid.text(spark_x, y + 1, "-", Style::kDim);
     return;
   }

@@ -202,11 +202,19 @@ TEST(Overview, StepTimeAndLossOverStepsAsSparklines) {
   EXPECT_NE(screen_text(utf8).find("▁▃▅▆█"), std::string::npos) << screen_text(utf8);
 
   model.history.clear();
+  model.live = true;
   ScreenGrid empty(80, 24);
   render_screen(model, UiState{}, glyphs_for(Charset::kAscii), empty);
   EXPECT_NE(screen_text(empty).find("step time - (no step finished by every rank yet)"),
             std::string::npos)
       << screen_text(empty);
+  // A run that is over will finish none: "yet" would promise one.
+  model.live = false;
+  ScreenGrid over(80, 24);
+  render_screen(model, UiState{}, glyphs_for(Charset::kAscii), over);
+  EXPECT_NE(screen_text(over).find("step time - (the run recorded no step every rank finished)"),
+            std::string::npos)
+      << screen_text(over);
 }
 
 TEST(Screen, TooSmallTerminalsGetAClearMessage) {
