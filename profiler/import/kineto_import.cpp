@@ -60,6 +60,7 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
     if (!header.distributed_error.empty()) {
       return unreadable(path, fmt::format("distributedInfo: {}", header.distributed_error));
     }
+
     KinetoFile file{path, std::move(header)};
     if (file.header.distributed) {
       file.rank = file.header.distributed->rank;
@@ -210,6 +211,14 @@ Status check_scanned(const fs::path& path, const KinetoRankScan& scan) {
                                   "analyze the trace it was exported from (its otherData.run_id "
                                   "names the run)",
                                   scan.exporter));
+  }
+  // torch.profiler (Kineto) writes schemaVersion into every trace; another tool's Chrome trace
+  // has none of its metadata, and its events would be read as a PyTorch rank's.
+  if (!scan.kineto_metadata) {
+    return unreadable(path,
+                      "is a Chrome trace but not one torch.profiler wrote (no schemaVersion, "
+                      "distributedInfo or baseTimeNanoseconds): partrain imports PyTorch "
+                      "profiler (Kineto) traces and Nsight Systems exports");
   }
   if (scan.spooled == 0) {
     return unreadable(

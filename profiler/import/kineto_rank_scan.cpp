@@ -259,6 +259,8 @@ StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, Step
   std::sort(scanner.result().steps.begin(), scanner.result().steps.end(),
             [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
   scanner.result().exporter = header->exporter;
+  scanner.result().kineto_metadata = header->schema_version.has_value() ||
+                                     header->distributed.has_value() || header->base_time_ns != 0;
   return std::move(scanner.result());
 }
 

@@ -38,6 +38,8 @@ struct KinetoRankScan {
   int64_t skipped = 0;  // events without a time, or of a kind partrain has no place for
   int64_t negative_durations = 0;  // events whose dur was below 0, kept 0 long
   std::string exporter;            // the file's otherData.exporter, where its writer names itself
+  // Kineto's own metadata was there (schemaVersion, distributedInfo or baseTimeNanoseconds).
+  bool kineto_metadata = false;
 
   bool has_kernels() const { return !kernels_per_device.empty(); }
   // The device whose kernels (else memory events) are most numerous; -1 for a CPU rank.

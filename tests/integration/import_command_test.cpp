@@ -90,6 +90,17 @@ TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {
   write_text(dir.path() / "text_ts.json", R"({"schemaVersion": 1, "traceEvents": [
       {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": "soon",
        "dur": "long"}]})");
+  // Another tool's Chrome trace: none of Kineto's metadata.
+  write_text(dir.path() / "chrome.json",
+             R"({"traceEvents": [{"name": "step", "ph": "X", "ts": 1, "dur": 2, "pid": 1,
+                                   "tid": 1}]})");
+  auto chrome = run_shell(partrain("import " + (dir.path() / "chrome.json").string() + " -o " +
+                                   (dir.path() / "o.db").string()));
+  EXPECT_EQ(chrome.exit_code, 3) << chrome.err;
+  EXPECT_NE(chrome.err.find("chrome.json: is a Chrome trace but not one torch.profiler wrote"),
+            std::string::npos)
+      << chrome.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "o.db"));
   for (const char* name : {"none.json", "text_ts.json"}) {
     auto nothing = run_shell(partrain("import " + (dir.path() / name).string() + " -o " +
                                       (dir.path() / "o.db").string()));
