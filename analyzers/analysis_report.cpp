@@ -220,10 +220,10 @@ std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   finding.severity = Severity::kWarning;
   finding.impact = 1;
   finding.evidence = fmt::format(
-      "the trace holds {} attempts of the job: torchrun restarted its workers {} time{} "
-      "(--max-restarts); each attempt's collectives are on groups of their own (comm ids ending "
-      "@restartN), but the attempts' steps share their numbers, so step times mix them",
-      outcome.restarts + 1, outcome.restarts, outcome.restarts == 1 ? "" : "s");
+      "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
+      "collectives are on groups of their own (comm ids ending @restartN), but the steps of the "
+      "attempts this trace holds share their numbers, so step times mix them",
+      outcome.restarts, outcome.restarts == 1 ? "" : "s");
   finding.advice =
       "read the collectives of one attempt by its comm ids; for one attempt's step times, trace "
       "the job without restarts (or until it first fails) into a trace of its own";

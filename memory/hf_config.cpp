@@ -309,7 +309,8 @@ Status read_qwen_moe(const HfFields& f, ModelConfig& m, bool shared_expert) {
   if (const json* dense = f.find({"mlp_only_layers"}).first; dense != nullptr) {
     bool leading = dense->is_array();
     for (size_t i = 0; leading && i < dense->size(); ++i) {
-      leading = (*dense)[i].is_number_integer() && (*dense)[i].get<int64_t>() == int64_t(i);
+      leading =
+          (*dense)[i].is_number_integer() && (*dense)[i].get<int64_t>() == static_cast<int64_t>(i);
     }
     if (!leading) {
       return f.error(
