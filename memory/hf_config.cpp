@@ -171,6 +171,17 @@ Status read_gpt_oss(const HfFields& f, ModelConfig& m) {
   return Status::ok();
 }
 
+// A mixture whose `field` (how many blocks apart the routed ones are) is 1: partrain's routes
+// every block after the dense ones; another spacing is refused naming the field.
+Status every_block_routed(const HfFields& f, const char* field) {
+  ASSIGN_OR_RETURN(const int64_t every, f.integer({field}, int64_t{1}));
+  if (every == 1) return Status::ok();
+  return f.error(
+      "Hugging Face config field '{}' is {}: partrain's mixture of experts routes every block "
+      "after the dense ones",
+      field, every);
+}
+
 // DeepSeek-V2/V3: latent attention, shared and routed experts after the first dense blocks.
 Status read_deepseek(const HfFields& f, ModelConfig& m) {
   RETURN_IF_ERROR(read_llama_like(f, m));
@@ -183,13 +194,7 @@ Status read_deepseek(const HfFields& f, ModelConfig& m) {
   ASSIGN_OR_RETURN(m.latent.v_head_dim, f.integer({"v_head_dim"}));
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"n_routed_experts"}, int64_t{0}, 0));
   if (m.moe.experts == 0) return Status::ok();
-  ASSIGN_OR_RETURN(const int64_t every, f.integer({"moe_layer_freq"}, int64_t{1}));
-  if (every != 1) {
-    return f.error(
-        "Hugging Face config field 'moe_layer_freq' is {}: partrain's mixture of experts routes "
-        "every block after the dense ones",
-        every);
-  }
+  RETURN_IF_ERROR(every_block_routed(f, "moe_layer_freq"));
   ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
   ASSIGN_OR_RETURN(m.moe.expert_ffn, f.integer({"moe_intermediate_size"}));
   ASSIGN_OR_RETURN(m.moe.shared_experts, f.integer({"n_shared_experts"}, int64_t{0}, 0));
@@ -299,13 +304,7 @@ Status read_qwen_moe(const HfFields& f, ModelConfig& m, bool shared_expert) {
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_experts"}));
   ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
   ASSIGN_OR_RETURN(m.moe.expert_ffn, f.integer({"moe_intermediate_size"}));
-  ASSIGN_OR_RETURN(const int64_t every, f.integer({"decoder_sparse_step"}, int64_t{1}));
-  if (every != 1) {
-    return f.error(
-        "Hugging Face config field 'decoder_sparse_step' is {}: partrain's mixture of experts "
-        "routes every block after the dense ones",
-        every);
-  }
+  RETURN_IF_ERROR(every_block_routed(f, "decoder_sparse_step"));
   if (const json* dense = f.find({"mlp_only_layers"}).first; dense != nullptr) {
     bool leading = dense->is_array();
     for (size_t i = 0; leading && i < dense->size(); ++i) {
