@@ -29,7 +29,7 @@ StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& re
   ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
   // An imported trace's missing ranks are files the import was not given (its own finding says
   // so), not other nodes' partrain traces to merge.
-  if (run && run->config.find("\"imported_from\"") != std::string::npos) {
+  if (run && !run->imported_from.empty()) {
     return std::optional<NodeFile>();
   }
   NodeFile file;

@@ -31,13 +31,16 @@ Status TraceReader::read_error(std::string_view what) const {
 }
 
 StatusOr<std::optional<RunRow>> TraceReader::run() const {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare("SELECT run_id, command, config, status, world_size, start_ns, "
-                           "end_ns, failing_rank, "
-                           "CASE WHEN json_valid(config) THEN json_extract(config, '$.backend') END, "
-                           "CASE WHEN json_valid(config) THEN "
-                           "json_extract(config, '$.nproc_per_node') END "
-                           "FROM run ORDER BY id LIMIT 1"));
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      prepare("SELECT run_id, command, config, status, world_size, start_ns, "
+              "end_ns, failing_rank, "
+              "CASE WHEN json_valid(config) THEN json_extract(config, '$.backend') END, "
+              "CASE WHEN json_valid(config) THEN "
+              "json_extract(config, '$.nproc_per_node') END, "
+              "CASE WHEN json_valid(config) THEN "
+              "json_extract(config, '$.imported_from') END "
+              "FROM run ORDER BY id LIMIT 1"));
   const int rc = stmt.step();
   if (rc == SQLITE_DONE) return std::optional<RunRow>();
   if (rc != SQLITE_ROW) return read_error("reading the run");
@@ -52,6 +55,7 @@ StatusOr<std::optional<RunRow>> TraceReader::run() const {
   run.failing_rank = optional_int32(stmt, 7);
   run.backend = stmt.column_text(8);
   run.nproc_per_node = optional_int32(stmt, 9);
+  run.imported_from = stmt.column_text(10);
   return std::optional<RunRow>(std::move(run));
 }
 

@@ -34,6 +34,7 @@ struct RunRow {
   std::optional<int> failing_rank;
   std::string backend;              // config's "backend" ("gloo", "nccl"), empty when it has none
   std::optional<int> nproc_per_node;  // config's "nproc_per_node" (a launch's ranks per node)
+  std::string imported_from;  // config's "imported_from" ("kineto", "nsys"), empty when traced
 };
 
 // A row of the ranks view. Texts the trace does not know are empty.
