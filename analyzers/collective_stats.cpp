@@ -384,29 +384,15 @@ std::string format_gbps(double gbps) { return format_bandwidth(gbps * 1e9); }
 
 std::string format_ms(double ms) { return format_decimal(ms, 3) + " ms"; }
 
-// A row's byte or bandwidth figure, null where no size was recorded.
+// A row's figure, null where it is not known (the text's "-"): its bytes and bandwidths without a
+// recorded size, its times when none of its ops completed, its skews when no group matched.
 template <typename T>
-nlohmann::json known_or_null(const CollectiveStatsRow& r, T value) {
-  return r.size_known() ? nlohmann::json(value) : nlohmann::json(nullptr);
+nlohmann::json known_or_null(bool known, T value) {
+  return known ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
-// A time, "-" (null) where none of the row's ops completed (a functional collective waited from
-// C++ stays started): no op took "0 ms".
-std::string time_cell(const CollectiveStatsRow& r, double ms) {
-  return r.count > 0 ? format_ms(ms) : "-";
-}
-nlohmann::json completed_or_null(const CollectiveStatsRow& r, double ms) {
-  return r.count > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr);
-}
-
-// A skew, null where no group of the row matched (the text's "-").
-nlohmann::json matched_or_null(const CollectiveStatsRow& r, double ms) {
-  return r.matched > 0 ? nlohmann::json(ms) : nlohmann::json(nullptr);
-}
-
-std::string format_skew(const CollectiveStatsRow& r, double ms) {
-  return r.matched > 0 ? format_ms(ms) : "-";
-}
+// A time in the text, "-" where it is not known: no op took "0 ms".
+std::string ms_cell(bool known, double ms) { return known ? format_ms(ms) : "-"; }
 
 }  // namespace
 
@@ -443,9 +429,10 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
         "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
         "{:>10}\n",
         profiler::communicator_name(r.comm_id), comm_width, op_cell(r), op_width,
-        bytes_cell(r.size_bytes()), r.count, bytes_cell(r.bytes), time_cell(r, r.time_p50_ms),
-        time_cell(r, r.time_p99_ms), gbps_cell(r.algbw_gbps), gbps_cell(r.busbw_gbps),
-        format_skew(r, r.skew_p50_ms), format_skew(r, r.skew_p99_ms));
+        bytes_cell(r.size_bytes()), r.count, bytes_cell(r.bytes),
+        ms_cell(r.count > 0, r.time_p50_ms), ms_cell(r.count > 0, r.time_p99_ms),
+        gbps_cell(r.algbw_gbps), gbps_cell(r.busbw_gbps), ms_cell(r.matched > 0, r.skew_p50_ms),
+        ms_cell(r.matched > 0, r.skew_p99_ms));
   }
   if (unfinished) {
     out +=
@@ -473,17 +460,17 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"op", r.op},
                     {"label", r.label.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
                     {"size_bucket_bytes", r.size_bucket},
-                    {"size_bytes", known_or_null(r, r.size_bytes())},
+                    {"size_bytes", known_or_null(r.size_known(), r.size_bytes())},
                     {"group_size", r.group_size},
                     {"count", r.count},
-                    {"bytes", known_or_null(r, r.bytes)},
-                    {"time_p50_ms", completed_or_null(r, r.time_p50_ms)},
-                    {"time_p99_ms", completed_or_null(r, r.time_p99_ms)},
-                    {"algbw_gbps", known_or_null(r, r.algbw_gbps)},
-                    {"busbw_gbps", known_or_null(r, r.busbw_gbps)},
+                    {"bytes", known_or_null(r.size_known(), r.bytes)},
+                    {"time_p50_ms", known_or_null(r.count > 0, r.time_p50_ms)},
+                    {"time_p99_ms", known_or_null(r.count > 0, r.time_p99_ms)},
+                    {"algbw_gbps", known_or_null(r.size_known(), r.algbw_gbps)},
+                    {"busbw_gbps", known_or_null(r.size_known(), r.busbw_gbps)},
                     {"matched", r.matched},
-                    {"skew_p50_ms", matched_or_null(r, r.skew_p50_ms)},
-                    {"skew_p99_ms", matched_or_null(r, r.skew_p99_ms)}});
+                    {"skew_p50_ms", known_or_null(r.matched > 0, r.skew_p50_ms)},
+                    {"skew_p99_ms", known_or_null(r.matched > 0, r.skew_p99_ms)}});
   }
   return rows;
 }
