@@ -39,6 +39,9 @@ StatusOr<Nanoseconds> parse_duration(std::string_view text) {
 
 std::string format_duration(Nanoseconds duration) {
   auto ns = static_cast<double>(duration.count());
+  // Past 999 s, "{:.3g}" would write "1.2e+03 s": minutes, then hours.
+  if (ns >= 3600e9) return fmt::format("{:.3g} h", ns / 3600e9);
+  if (ns >= 999.5e9) return fmt::format("{:.3g} min", ns / 60e9);
   if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
   if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
   if (ns >= 1e3) return fmt::format("{:.3g} us", ns / 1e3);

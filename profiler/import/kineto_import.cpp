@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "core/duration.h"
 #include "profiler/import/event_spool.h"
 #include "profiler/import/gzip_text.h"
 #include "profiler/import/import_output.h"
@@ -268,6 +269,30 @@ StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::str
   return out;
 }
 
+// Ranks of one run profile the same steps, so their files overlap in time (on the reference
+// file's clock, which the time bases already agree on to NTP's precision). Two files that do not
+// overlap at all are of different runs, or of different cycles of a profiler schedule: their
+// collectives would otherwise be matched by sequence number as if one job had issued them, and
+// ranks on other hosts shifted by the gap to make them agree.
+void warn_if_not_one_run(const std::vector<ImportedRank>& ranks,
+                         const std::vector<ScannedRank>& spooled,
+                         std::vector<std::string>& warnings) {
+  size_t ends_first = 0, starts_last = 0;
+  for (size_t i = 0; i < spooled.size(); ++i) {
+    if (spooled[i].scan.last_ns < spooled[ends_first].scan.last_ns) ends_first = i;
+    if (spooled[i].scan.first_ns > spooled[starts_last].scan.first_ns) starts_last = i;
+  }
+  const int64_t gap_ns = spooled[starts_last].scan.first_ns - spooled[ends_first].scan.last_ns;
+  if (gap_ns <= 0) return;
+  warnings.push_back(fmt::format(
+      "rank {}'s events ({}) begin {} after rank {}'s ({}) end: files of one run overlap in "
+      "time, so these are of different runs or of different cycles of a profiler schedule; "
+      "import the files one job wrote in one profiling cycle",
+      ranks[starts_last].rank, ranks[starts_last].file.filename().string(),
+      format_duration(Nanoseconds(gap_ns)), ranks[ends_first].rank,
+      ranks[ends_first].file.filename().string()));
+}
+
 // The second pass: the run and rank rows, each rank's spooled events, steps, collectives and the
 // import's stats, then the file renamed into place.
 Status write_trace(ImportOutput& output, const ImportedRunDescription& run, ScannedFiles& scanned,
@@ -330,6 +355,7 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
         fmt::format("{} events have a negative dur: each is kept as an instant (0 long) at its ts",
                     scanned.negative_durations));
   }
+  warn_if_not_one_run(scanned.ranks, scanned.spooled, summary.warnings);
   ImportedCollectives collectives =
       assemble_collectives(process_groups(files), std::move(scanned.evidence));
   fit_rank_clocks(scanned.ranks, std::move(collectives.ends), summary.warnings);

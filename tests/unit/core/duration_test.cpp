@@ -33,6 +33,10 @@ TEST(ParseDuration, RejectsWithReason) {
 
 TEST(FormatDuration, AlwaysHasAUnit) {
   EXPECT_EQ(format_duration(seconds(30)), "30 s");
+  EXPECT_EQ(format_duration(seconds(999)), "999 s");
+  EXPECT_EQ(format_duration(seconds(1200)), "20 min");
+  EXPECT_EQ(format_duration(seconds(7200)), "2 h");
+  EXPECT_EQ(format_duration(seconds(90 * 3600)), "90 h");
   EXPECT_EQ(format_duration(milliseconds(250)), "250 ms");
   EXPECT_EQ(format_duration(std::chrono::microseconds(12)), "12 us");
   EXPECT_EQ(format_duration(Nanoseconds(5)), "5 ns");

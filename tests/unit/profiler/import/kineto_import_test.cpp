@@ -209,6 +209,38 @@ TEST(KinetoImport, HostsClocksAlignedByCollectivesThatEndTogether) {
             10'000);
 }
 
+// Rank 0's file from one run of a job and rank 1's from a run two hours later (each host writing
+// its own). Their collectives pair up by sequence number, and the clock fit would line them up
+// by shifting rank 1 two hours: the import says the files cannot be of one run.
+TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.host(r == 0 ? "a" : "b");
+    f.base_time_ns(1790857026000000000 + r * 7'200'000'000'000);
+    for (int k = 0; k < 4; ++k) {
+      const double t = 1000.0 + 10'000.0 * k;
+      f.gloo_all_reduce(16, t, t + 5, t + 500, 6000 + r);
+    }
+    ranks.push_back(std::move(f));
+  }
+  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "two.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  const std::string warnings = fmt::format("{}", fmt::join(summary->warnings, "\n"));
+  EXPECT_NE(warnings.find("rank 1's events (rank1.json) begin 2 h after rank 0's (rank0.json) "
+                          "end: files of one run overlap in time"),
+            std::string::npos)
+      << warnings;
+
+  // The same job's files written at once on two hosts (a time base a second apart): no warning.
+  auto together = import(write_ranks(dir.path(), two_hosts()), dir.path() / "one.db");
+  ASSERT_TRUE(together.is_ok()) << together.status().message();
+  for (const std::string& w : together->warnings) {
+    EXPECT_EQ(w.find("overlap in time"), std::string::npos) << w;
+  }
+}
+
 // Two NCCL ranks as torch's NCCL process group records them: record_param_comms with c10d's
 // metadata inside c10d's op, and the NCCL kernel it launched (carrying the same Seq and group).
 // Rank 1's host reads 2 ms ahead; the kernels end together.
