@@ -110,7 +110,7 @@ class Search {
                 const char* reason = nullptr;
                 if (!vpp_divides) {
                   reason = kRejectVpp;
-                } else if (dp == 1 && zero > 0) {
+                } else if (dp * cp == 1 && zero > 0) {  // ZeRO shards over dp x cp
                   reason = kRejectZeroWithoutDp;
                 } else if (pp > 1 && zero >= 2 && !space_.include_discouraged) {
                   reason = kRejectDiscouraged;
@@ -210,7 +210,8 @@ std::string_view rejection_words(std::string_view reason) {
   if (reason == kRejectDiscouraged) {
     return "ZeRO-2/3 with pipeline parallelism (discouraged; --include-discouraged ranks them)";
   }
-  if (reason == kRejectZeroWithoutDp) return "ZeRO without data parallelism (changes nothing)";
+  if (reason == kRejectZeroWithoutDp)
+    return "ZeRO without data or context parallelism (changes nothing)";
   if (reason == kRejectNoAttention) return "selective recompute of a model without attention";
   if (reason == kRejectMoeTpWithoutSp) {
     return "a mixture of experts with tp > 1 but no SP (Megatron-Core requires it)";

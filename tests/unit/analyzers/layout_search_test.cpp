@@ -91,14 +91,17 @@ TEST_F(LayoutSearchTest, StructuralRejectionsNameTheirReason) {
   }
 }
 
-// Variants that change nothing are not ranked as ties of the real ones: ZeRO without dp, and
-// selective recompute of a model without attention.
+// Variants that change nothing are not ranked as ties of the real ones: ZeRO without dp or cp
+// (it shards over both), and selective recompute of a model without attention.
 TEST_F(LayoutSearchTest, NoOpVariantsAreLeftOutAndCounted) {
   const SearchResult r = search_layouts(cost_, base_, space_);
   EXPECT_GT(r.rejected.at(kRejectZeroWithoutDp), 0);
+  bool zero_over_cp_alone = false;
   for (const Candidate& c : r.ranked) {
-    if (c.layout.dp == 1) EXPECT_EQ(c.layout.zero, 0) << layout_label(c.layout);
+    if (c.layout.dp * c.layout.cp == 1) EXPECT_EQ(c.layout.zero, 0) << layout_label(c.layout);
+    zero_over_cp_alone |= c.layout.dp == 1 && c.layout.cp > 1 && c.layout.zero > 0;
   }
+  EXPECT_TRUE(zero_over_cp_alone);
   memory::ModelConfig deep_mlp;  // the built-in MLP: 4 layers of 256, one row a sample
   deep_mlp.architecture = memory::Architecture::kMlp;
   deep_mlp.layers = 4;
