@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analyzers/compute_cost.h"
 #include "analyzers/expert_report.h"
 #include "analyzers/report_numbers.h"
 #include "core/byte_size.h"
@@ -98,11 +99,15 @@ std::string compute_parts_text(const StepCost& c) {
 std::string speeds_text(const FittedSpeeds& f) {
   std::string text = fmt::format(
       "cost model ({}): peak {:.4g} TFLOP/s; GEMMs at {:.2f} of peak over whole waves of 128x128 "
-      "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; FlashAttention at "
-      "{:.2f} of peak; busbw {:.4g} GB/s in a node, {:.4g} GB/s between nodes; {}\n",
+      "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; {}; busbw "
+      "{:.4g} GB/s in a node, {:.4g} GB/s between nodes; {}\n",
       f.gpu, f.peak_flops / 1e12, f.gemm_efficiency,
       f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)", seconds_text(f.gemm_overhead_s),
-      f.memory_efficiency, f.memory_bandwidth / 1e9, f.flash_attention_efficiency,
+      f.memory_efficiency, f.memory_bandwidth / 1e9,
+      f.flash_attention
+          ? fmt::format("FlashAttention at {:.2f} of peak", f.flash_attention_efficiency)
+          : std::string("attention core materialised (its scores' bytes at the memory-bound "
+                        "rate; --flash-attn costs FlashAttention)"),
       f.intra_node_busbw / 1e9, f.inter_node_busbw / 1e9,
       f.collective_sms > 0 && f.sm_count > f.collective_sms
           ? fmt::format("an overlapped collective holds {} SMs, compute beside it runs on {}",
@@ -148,6 +153,7 @@ json speeds_json(const FittedSpeeds& f) {
           {"memory_bandwidth", f.memory_bandwidth},
           {"memory_efficiency", f.memory_efficiency},
           {"flash_attention_efficiency", f.flash_attention_efficiency},
+          {"attention", f.flash_attention ? "flash" : "materialised"},
           {"intra_node_busbw", f.intra_node_busbw},
           {"inter_node_busbw", f.inter_node_busbw},
           {"fit_source", f.fit_source},
@@ -159,10 +165,18 @@ json speeds_json(const FittedSpeeds& f) {
 std::string training_time_text(const RecommendContext& context, const Candidate& c) {
   if (context.tokens <= 0) return "";
   const double days = context.tokens / c.cost.tokens_per_s / 86400;
+  const double t = context.tokens;
+  const std::string tokens = t >= 1e12  ? three_digits(t / 1e12) + "T"
+                             : t >= 1e9 ? three_digits(t / 1e9) + "B"
+                             : t >= 1e6 ? three_digits(t / 1e6) + "M"
+                                        : three_digits(t);
   return fmt::format(
-      "training {:.4g} tokens with {}: {:.3g} days ({:.4g} h; Narayanan 2021 eq. 4, "
-      "8 T P / (n X))\n",
-      context.tokens, layout_label(c.layout), days, days * 24);
+      "training {} tokens with {}: {} days ({} h) at its predicted {} (Narayanan 2021 eq. "
+      "4: k T P / (n X), k = {} {})\n",
+      tokens, layout_label(c.layout), three_digits(days), three_digits(days * 24),
+      tokens_text(c.cost.tokens_per_s), c.layout.recompute == memory::Recompute::kFull ? 8 : 6,
+      c.layout.recompute == memory::Recompute::kFull ? "with full recompute"
+                                                     : "without full recompute");
 }
 
 std::string table_header(size_t width, bool moe) {
@@ -368,9 +382,10 @@ json context_json(const RecommendContext& c) {
 
 }  // namespace
 
-FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines) {
+FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines, bool fp32,
+                           bool flash_attention) {
   return {gpu.name,
-          gpu.bf16_flops,
+          compute_speed(gpu, fp32).peak_flops,
           gpu.gemm_efficiency,
           gpu.gemm_overhead_us * 1e-6,
           static_cast<int>(gpu.sm_count),
@@ -378,6 +393,7 @@ FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines)
           gpu.hbm_bandwidth,
           gpu.memory_efficiency,
           gpu.flash_attention_efficiency > 0 ? gpu.flash_attention_efficiency : gpu.gemm_efficiency,
+          flash_attention,
           machines.intra_node.bandwidth,
           machines.inter_node.bandwidth,
           gpu.fit_source};

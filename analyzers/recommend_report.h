@@ -23,11 +23,14 @@ struct FittedSpeeds {
   double memory_bandwidth = 0;
   double memory_efficiency = 0;
   double flash_attention_efficiency = 0;
+  bool flash_attention = false;  // the attention core costed as FlashAttention, else materialised
   double intra_node_busbw = 0;  // bytes/s, after the fitted efficiency (or the cluster's)
   double inter_node_busbw = 0;
   std::string fit_source;
 };
-FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines);
+// `fp32`: the recipe computes in fp32 (the peak is the GPU's fp32 one, as the cost model uses).
+FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines, bool fp32,
+                           bool flash_attention);
 
 // Candidates whose step times differ by less than this fraction tie: the model's demonstrated
 // error, the mean |error| over the validation set of published runs (docs/recommend.md), rounded

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <optional>
 #include <string>
 
@@ -137,6 +138,14 @@ struct Setup {
   analyzers::RecommendContext context;
 };
 
+std::vector<int64_t> divisors_of(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
 // --ep and --fix ep against the model: a dense model has no experts to shard, and every rank
 // holds whole experts (memory's rule for a layout, said before the search refuses every layout).
 Status check_expert_degrees(const memory::ModelConfig& model, const analyzers::SearchSpace& space) {
@@ -153,14 +162,52 @@ Status check_expert_degrees(const memory::ModelConfig& model, const analyzers::S
           model.name);
     }
     if (ep < 1 || (model.is_moe() && model.moe.experts % ep != 0)) {
-      std::vector<int64_t> divisors;
-      for (int64_t d = 1; d <= model.moe.experts; ++d) {
-        if (model.moe.experts % d == 0) divisors.push_back(d);
-      }
       return invalid_argument(
           "{} must divide the {} routed experts of '{}': every rank holds whole experts (try {})",
-          asked[i], model.moe.experts, model.name, fmt::join(divisors, ", "));
+          asked[i], model.moe.experts, model.name, fmt::join(divisors_of(model.moe.experts), ", "));
     }
+  }
+  return {};
+}
+
+// --fix's degrees against the GPUs and the model, said before a search that would find nothing
+// to count: a degree that does not divide --gpus, a tp that does not divide the heads, a pp that
+// does not divide the layers.
+Status check_fixed_degrees(const memory::ModelConfig& model, const analyzers::SearchSpace& space) {
+  const std::pair<const char*, std::optional<int>> fixed[] = {{"dp", space.fixed_dp},
+                                                              {"tp", space.fixed.tp},
+                                                              {"pp", space.fixed.pp},
+                                                              {"cp", space.fixed.cp}};
+  int64_t product = 1;
+  for (const auto& [name, degree] : fixed) {
+    if (!degree) continue;
+    product *= *degree;
+    if (*degree < 1 || space.gpus % *degree != 0) {
+      return invalid_argument("--fix {}={} does not divide --gpus {}: {} of {}", name, *degree,
+                              space.gpus, name, fmt::join(divisors_of(space.gpus), ", "));
+    }
+  }
+  if (space.gpus % product != 0) {
+    return invalid_argument(
+        "--fix's degrees multiply to {}, which does not divide --gpus {} (dp x tp x pp x cp = "
+        "--gpus)",
+        product, space.gpus);
+  }
+  if (space.fixed.tp && model.heads > 0 &&
+      (model.heads % *space.fixed.tp != 0 || model.kv_heads % *space.fixed.tp != 0)) {
+    std::vector<int64_t> fits;
+    for (int64_t d : divisors_of(std::gcd(model.heads, model.kv_heads))) {
+      if (space.gpus % d == 0) fits.push_back(d);
+    }
+    return invalid_argument(
+        "--fix tp={} does not divide the {} attention heads and {} KV heads of '{}': each "
+        "tensor-parallel rank holds whole heads (tp of {})",
+        *space.fixed.tp, model.heads, model.kv_heads, model.name, fmt::join(fits, ", "));
+  }
+  if (space.fixed.pp && model.layers % *space.fixed.pp != 0) {
+    return invalid_argument(
+        "--fix pp={} does not divide the {} layers of '{}': each stage holds as many (pp of {})",
+        *space.fixed.pp, model.layers, model.name, fmt::join(divisors_of(model.layers), ", "));
   }
   return {};
 }
@@ -237,7 +284,8 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                model.sample_seq(),
                {},
                0};
-  s.context.speeds = analyzers::fitted_speeds(gpu, machines);
+  s.context.speeds =
+      analyzers::fitted_speeds(gpu, machines, recipe.activation_bytes >= 4, f.flash_attn);
   s.context.software = {recipe.name,
                         recipe.grad_bytes,
                         s.cost.overlap_grad_reduce,
@@ -379,6 +427,7 @@ StatusOr<std::string> render(const RecommendFlags& f) {
                                .include_discouraged = f.include_discouraged};
   RETURN_IF_ERROR(restrict_search(f, space));
   RETURN_IF_ERROR(check_expert_degrees(s.base.model, space));
+  RETURN_IF_ERROR(check_fixed_degrees(s.base.model, space));
   const auto start = std::chrono::steady_clock::now();
   analyzers::SearchResult result = analyzers::search_layouts(s.cost, s.base, space);
   s.context.search_seconds =

@@ -1,6 +1,7 @@
 // `partrain recommend` end to end: the ranked table and --json carry the same layouts, --check
 // costs one layout (a non-fitting one still exits 0), --explain names why others lose,
 // --calibrate reads a real traced launch, and bad input exits with the documented codes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -595,6 +596,69 @@ TEST(RecommendCommand, AGpuCountNoLayoutDividesIsExit2WithTheNearestThatWork) {
                      gpus);
     EXPECT_EQ(r.exit_code, 0) << gpus << ": " << r.err;
   }
+}
+
+// A --fix the GPUs or the model cannot take is named, with the degrees that would do; it was "no
+// parallel layout divides ... (rejected: )", an empty list, as the search counted nothing.
+TEST(RecommendCommand, AFixedDegreeThatCannotBeIsRefusedByName) {
+  const std::pair<const char*, const char*> fixes[] = {
+      {"tp=3", "--fix tp=3 does not divide --gpus 16: tp of 1, 2, 4, 8, 16"},
+      {"dp=3", "--fix dp=3 does not divide --gpus 16: dp of 1, 2, 4, 8, 16"},
+      {"tp=8,pp=4", "--fix's degrees multiply to 32, which does not divide --gpus 16"},
+  };
+  for (const auto& [fix, message] : fixes) {
+    auto r = run_partrain(kSearch + " --fix " + fix);
+    EXPECT_EQ(r.exit_code, 2) << fix;
+    EXPECT_NE(r.err.find(message), std::string::npos) << fix << ": " << r.err;
+  }
+  auto heads = run_partrain(
+      "recommend --layers 12 --hidden 768 --heads 12 --vocab 50257 --seq 1024 --gpus 16 "
+      "--global-batch 64 --fix tp=8");
+  EXPECT_EQ(heads.exit_code, 2);
+  EXPECT_NE(heads.err.find("--fix tp=8 does not divide the 12 attention heads and 12 KV heads of "
+                           "'custom': each tensor-parallel rank holds whole heads (tp of 1, 2, 4)"),
+            std::string::npos)
+      << heads.err;
+  auto layers = run_partrain(
+      "recommend --layers 12 --hidden 768 --heads 12 --vocab 50257 --seq 1024 --gpus 16 "
+      "--global-batch 64 --fix pp=8");
+  EXPECT_EQ(layers.exit_code, 2);
+  EXPECT_NE(layers.err.find("--fix pp=8 does not divide the 12 layers of 'custom': each stage "
+                            "holds as many (pp of 1, 2, 3, 4, 6, 12)"),
+            std::string::npos)
+      << layers.err;
+}
+
+// ZeRO shards over dp x cp: with dp 1 and cp > 1 it is searched, not refused as changing
+// nothing (every dp 1, cp 8 layout of an 8B model at seq 8192 was tried at ZeRO-0 alone).
+TEST(RecommendCommand, ZeroIsSearchedOverContextParallelRanksAlone) {
+  auto r = run_partrain(
+      "recommend --model llama-3-8b --gpus 8 --global-batch 64 --flash-attn "
+      "--fix dp=1,cp=8,zero=3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = parse_json(r.out);
+  ASSERT_FALSE(j["candidates"].empty()) << r.out;
+  for (const auto& c : j["candidates"]) EXPECT_EQ(c["zero"], 3);
+  EXPECT_FALSE(j["rejected"].contains("zero_without_dp")) << j["rejected"];
+}
+
+// --tokens: the winner's training time is the tokens over its predicted tokens/s, in days to
+// three digits (2e+03 days before), and the text says which k of eq. 4 that is.
+TEST(RecommendCommand, TokensGiveTheTrainingTimeOfTheWinner) {
+  const std::string search =
+      "recommend --model llama-3-8b --gpus 8 --global-batch 64 --flash-attn --tokens 15e12";
+  auto json = run_partrain(search + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = parse_json(json.out);
+  const double tokens_per_s = j["candidates"][0]["tokens_per_s"].get<double>();
+  const double days = j["training_days"].get<double>();
+  EXPECT_NEAR(days, 15e12 / tokens_per_s / 86400, 1e-9 * days);
+  auto text = run_partrain(search);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(fmt::format(": {:.0f} days (", days)), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("e+"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Narayanan 2021 eq. 4: k T P / (n X), k = "), std::string::npos)
+      << text.out;
 }
 
 // Issue 39: a mixture of experts was refused (exit 2); it is searched with ep, the table has an
