@@ -118,6 +118,13 @@ std::string stage_table(const MemoryEstimate& e) {
   return out;
 }
 
+std::string pipeline_bubble_warning(const EstimateInput& in, const MemoryEstimate& e) {
+  const std::optional<std::string> advice = pipeline_bubble_advice(in, e);
+  return advice ? "warning   " + *advice + "\n" : std::string();
+}
+
+}  // namespace
+
 std::optional<std::string> pipeline_bubble_advice(const EstimateInput& in,
                                                   const MemoryEstimate& e) {
   const auto& l = in.layout;
@@ -133,13 +140,6 @@ std::optional<std::string> pipeline_bubble_advice(const EstimateInput& in,
       suggested_m * per_micro_batch, suggested_m,
       100 * bubble_fraction(l.schedule, l.pp, suggested_m, l.vpp));
 }
-
-std::string pipeline_bubble_warning(const EstimateInput& in, const MemoryEstimate& e) {
-  const std::optional<std::string> advice = pipeline_bubble_advice(in, e);
-  return advice ? "warning   " + *advice + "\n" : std::string();
-}
-
-}  // namespace
 
 std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& e,
                                  const ReportContext& context, bool per_stage) {
@@ -274,6 +274,12 @@ std::string format_sweep_text(const SweepReport& r, const ReportContext& context
     out +=
         "  * default reserve: CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation (--reserve)\n";
   }
+  if (r.pp > 1) {
+    out += fmt::format(
+        "  each row keeps {} micro-batch{} per step (global batch = dp x micro-batch x {})\n",
+        r.micro_batches, r.micro_batches == 1 ? "" : "es", r.micro_batches);
+  }
+  if (r.pipeline_advice) out += "warning   " + *r.pipeline_advice + "\n";
   return out;
 }
 
@@ -292,7 +298,10 @@ std::string format_sweep_json(const SweepReport& r, const ReportContext& context
                       {"flops_per_iteration", r.flops_per_iteration},
                       {"flops_per_iteration_full_recompute", r.flops_per_iteration_recompute},
                       {"gpu", context.gpu_name},
+                      {"micro_batches", r.micro_batches},
                       {"rows", rows}};
+  out["warnings"] =
+      r.pipeline_advice ? ordered_json::array({*r.pipeline_advice}) : ordered_json::array();
   return dump_json(out, 2) + "\n";
 }
 

@@ -2,6 +2,7 @@
 // shape of `partrain memory --json`, shared by every command that prints an estimate.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@ std::string format_estimate_text(const EstimateInput& input, const MemoryEstimat
 std::string format_estimate_json(const EstimateInput& input, const MemoryEstimate& estimate,
                                  const ReportContext& context);
 std::string format_explain_text(const std::vector<ExplainLine>& lines);
+// A pipeline with fewer micro-batches per step than stages: its bubble, and the --global-batch
+// that gives m = 4 p (Megatron-LM's rule of thumb); nullopt otherwise.
+std::optional<std::string> pipeline_bubble_advice(const EstimateInput& input,
+                                                  const MemoryEstimate& estimate);
 std::string format_sweep_text(const SweepReport& report, const ReportContext& context);
 std::string format_sweep_json(const SweepReport& report, const ReportContext& context);
 

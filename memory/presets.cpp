@@ -127,6 +127,20 @@ StatusOr<ModelConfig> parse_model_json(std::string_view text, std::string_view o
         "read it: add the one its architecture is ({}), or write the model in the presets' format",
         origin, fmt::join(hf_model_types(), ", "));
   }
+  // A checkpoint's files beside config.json: a weight index or a tokenizer's or generation's
+  // settings, given for the config.
+  if (object.is_object() && !object.contains("layers") &&
+      (object.contains("weight_map") || object.contains("eos_token_id") ||
+       object.contains("tokenizer_class") || object.contains("added_tokens"))) {
+    return unreadable(
+        "{}: is a file of a Hugging Face checkpoint ({}) but not its config.json: give the "
+        "config.json beside it (or the checkpoint's directory)",
+        origin,
+        object.contains("weight_map") ? "a safetensors weight index"
+        : object.contains("tokenizer_class") || object.contains("added_tokens")
+            ? "a tokenizer's settings"
+            : "its generation settings");
+  }
   JsonFields r(object, std::string(origin), StatusCode::kUnreadable);
   ModelConfig m;
   RETURN_IF_ERROR(r.string("name", m.name, true));

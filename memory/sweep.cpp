@@ -1,6 +1,7 @@
 #include "memory/sweep.h"
 
 #include "memory/flops.h"
+#include "memory/memory_report.h"
 
 namespace partrain::memory {
 
@@ -10,6 +11,9 @@ StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<
   report.params = reference.total_params;
   report.seq = reference.layout.seq;
   report.default_reserve = !base.reserve_bytes;
+  report.pp = base.layout.pp;
+  report.micro_batches = reference.layout.micro_batches;
+  report.pipeline_advice = pipeline_bubble_advice(base, reference);
   const auto seq = static_cast<double>(reference.layout.seq);
   const auto batch = static_cast<double>(reference.layout.global_batch);
   report.flops_per_token = training_flops_per_token(base.model, seq, Recompute::kNone);

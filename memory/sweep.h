@@ -2,6 +2,8 @@
 // its heaviest stage over data-parallel sizes x ZeRO stages x recompute modes.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "memory/memory_estimate.h"
@@ -25,6 +27,9 @@ struct SweepReport {
   double flops_per_iteration_recompute = 0;
   std::vector<SweepRow> rows;            // layouts that do not resolve are left out
   bool default_reserve = true;           // no --reserve: CUDA context, NCCL and fragmentation
+  int pp = 1;
+  int64_t micro_batches = 1;                   // per step and pipeline, kept in every row
+  std::optional<std::string> pipeline_advice;  // fewer micro-batches than stages (the warning)
 };
 
 // Keeps the base layout's micro-batch count per step (global batch = dp x micro x m) as dp grows.

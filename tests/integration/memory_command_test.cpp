@@ -206,6 +206,9 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
       {"--model llama-2-7b --sweep --recompute full", "drop --recompute or --sweep"},
       {"--model llama-2-7b --sweep --per-stage", "drop --per-stage or --sweep"},
       {"--model llama-2-7b --sweep-dp 1,2", "--sweep-dp sets the dp sizes of --sweep"},
+      // Dimensions without all of them: the missing ones are named.
+      {"--layers 2 --hidden 96 --heads 3 --vocab 10", "--seq (--seq missing)"},
+      {"--layers 2 --heads 3", "--seq (--hidden --vocab --seq missing)"},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_partrain(std::string("memory ") + args);
@@ -229,6 +232,29 @@ TEST(MemoryCommand, SweepOf405bRunsUnderASecond) {
   auto text = run_partrain("memory --model llama-3-405b --sweep");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("FLOPs"), std::string::npos);
+}
+
+// A pipelined sweep says how many micro-batches each row keeps, and warns of a bubble as the
+// single estimate does (--help's own example ran at m = 1 on 14 stages without a word), in the
+// text and in --json's warnings.
+TEST(MemoryCommand, PipelinedSweepSaysItsMicroBatchesAndWarnsOfTheBubble) {
+  const std::string sweep = "memory --model llama-3-405b --tp 8 --pp 14 --sweep --sweep-dp 1,2";
+  auto text = run_partrain(sweep);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("each row keeps 1 micro-batch per step"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("warning   1 micro-batch per step on 14 pipeline stages"),
+            std::string::npos)
+      << text.out;
+  auto json = run_partrain(sweep + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = parse_json(json.out);
+  EXPECT_EQ(j["micro_batches"], 1);
+  ASSERT_EQ(j["warnings"].size(), 1u) << json.out;
+  auto enough = run_partrain(sweep + " --global-batch 2048 --json");
+  ASSERT_EQ(enough.exit_code, 0) << enough.err;
+  auto e = parse_json(enough.out);
+  EXPECT_EQ(e["micro_batches"], 2048);
+  EXPECT_TRUE(e["warnings"].empty()) << enough.out;
 }
 
 // Each sweep row's columns add up to its total: the reserve has a column of its own (it was in

@@ -387,6 +387,26 @@ TEST(HfConfig, AConfigWithoutModelTypeIsToldSo) {
   EXPECT_NE(got.status().message().find("llama, mistral"), std::string::npos);
 }
 
+// The checkpoint's other JSON files, given for its config.json, are named as what they are: a
+// weight index read "missing field 'name'", as if it were a broken preset.
+TEST(HfConfig, ACheckpointsOtherFilesAreNamedNotReadAsPresets) {
+  const std::pair<const char*, const char*> files[] = {
+      {R"({"metadata": {"total_size": 16060522496}, "weight_map": {"lm_head.weight": "a"}})",
+       "is a file of a Hugging Face checkpoint (a safetensors weight index) but not its "
+       "config.json: give the config.json beside it"},
+      {R"({"bos_token_id": 128000, "eos_token_id": 128001, "transformers_version": "4.40.0"})",
+       "(its generation settings)"},
+      {R"({"tokenizer_class": "PreTrainedTokenizerFast", "added_tokens_decoder": {}})",
+       "(a tokenizer's settings)"},
+  };
+  for (const auto& [text, message] : files) {
+    const StatusOr<ModelConfig> got = parse_model_json(text, "x.json");
+    ASSERT_FALSE(got.is_ok()) << text;
+    EXPECT_EQ(got.status().code(), StatusCode::kUnreadable);
+    EXPECT_NE(got.status().message().find(message), std::string::npos) << got.status().message();
+  }
+}
+
 // Through the file loader, as --model-file reads it: a config.json is told from a preset by its
 // model_type, and named after its directory (the repository's, in a hub cache).
 TEST(HfConfig, TheFileLoaderTellsAConfigFromAPresetAndNamesIt) {
