@@ -1,5 +1,8 @@
 #include "cli/model_flags.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -38,10 +41,25 @@ void apply_dimensions(const ModelFlags& f, memory::ModelConfig& m) {
 
 // A model from dimensions only: GPT defaults; SwiGLU's ffn as LLaMA rounds 8h/3 up to 256.
 StatusOr<memory::ModelConfig> dimensions_model(const ModelFlags& f) {
-  if (f.layers == 0 || f.hidden == 0 || f.heads == 0 || f.vocab == 0 || f.seq == 0) {
-    return invalid_argument("give --model PRESET, --model-file FILE, --params N, or the dimensions "
-                            "--layers --hidden --heads --vocab --seq (and optionally --kv-heads "
-                            "--ffn --swiglu --rmsnorm --position --untied-embeddings)");
+  const std::pair<const char*, int64_t> needed[] = {{"--layers", f.layers},
+                                                    {"--hidden", f.hidden},
+                                                    {"--heads", f.heads},
+                                                    {"--vocab", f.vocab},
+                                                    {"--seq", f.seq}};
+  std::vector<std::string> missing;
+  for (const auto& [flag, value] : needed) {
+    if (value == 0) missing.push_back(flag);
+  }
+  if (!missing.empty()) {
+    // Some dimensions given: name the ones still missing, not the whole list again.
+    const std::string which = missing.size() < std::size(needed)
+                                  ? fmt::format(" ({} missing)", fmt::join(missing, " "))
+                                  : std::string();
+    return invalid_argument(
+        "give --model PRESET, --model-file FILE, --params N, or the dimensions "
+        "--layers --hidden --heads --vocab --seq{} (and optionally --kv-heads "
+        "--ffn --swiglu --rmsnorm --position --untied-embeddings)",
+        which);
   }
   memory::ModelConfig m = memory::gpt_model(f.layers, f.hidden, f.heads, f.vocab, f.seq);
   m.name = "custom";

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <regex>
 #include <string_view>
@@ -67,6 +68,38 @@ std::string elastic_range_message(const std::string& message) {
       range[1].str(), range[2].str(), range[2].str());
 }
 
+// A numeric flag's value that is not a number: CLI11 says "Could not convert: --seq = 1e3" or,
+// behind a range check, "--dp: Value 8x not in range 1 to 1048576", as if 8x were too large.
+// Said as what is wrong, with the digits when the value is a whole number in another notation.
+std::string numeric_value_message(const std::string& message) {
+  static const std::regex kConvert(R"(Could not convert: (--[a-z][a-z0-9-]*) = (.*))");
+  static const std::regex kRange(R"((--[a-z][a-z0-9-]*): Value (.*) not in range (\S+) to (\S+))");
+  std::smatch m;
+  std::string flag, value, range;
+  if (std::regex_search(message, m, kConvert)) {
+    flag = m[1].str(), value = m[2].str();
+  } else if (std::regex_search(message, m, kRange)) {
+    flag = m[1].str(), value = m[2].str(),
+    range = fmt::format(" from {} to {}", m[3].str(), m[4].str());
+    char* end = nullptr;
+    const double number = std::strtod(value.c_str(), &end);
+    // A number out of range: CLI11's words are right.
+    if (!value.empty() && end != nullptr && *end == '\0' && number == std::trunc(number) &&
+        value.find_first_of("eE.") == std::string::npos) {
+      return "";
+    }
+  } else {
+    return "";
+  }
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  const bool whole = !value.empty() && end != nullptr && *end == '\0' && std::isfinite(number) &&
+                     number == std::trunc(number) && std::abs(number) < 9e15;
+  return fmt::format("{}: '{}' is not a number the flag takes{}{}", flag, value,
+                     range.empty() ? std::string() : " (a whole number" + range + ")",
+                     whole ? fmt::format(": write it in digits, {} {:.0f}", flag, number) : "");
+}
+
 // Where a flag's bad value came from, when not from the command line: CLI11 says "Could not
 // convert: --nproc-per-node = abc" for PARTRAIN_NPROC_PER_NODE=abc too, naming a flag nobody
 // typed.
@@ -121,6 +154,9 @@ std::string usage_error_message(const CLI::App& root, const CLI::ParseError& err
   std::string message = error.what();
   const std::string path = command_path(root);
   if (std::string range = elastic_range_message(message); !range.empty()) return range;
+  if (std::string numeric = numeric_value_message(message); !numeric.empty()) {
+    return numeric + value_source(message, argc, argv);
+  }
   if (const std::string typed = unknown_command(root); !typed.empty()) {
     return unknown_command_message(chosen_command(root), typed, path);
   }

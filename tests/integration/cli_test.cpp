@@ -64,6 +64,25 @@ TEST(Cli, UsageErrorsExitTwoWithTheReason) {
   EXPECT_NE(bad_config.err.find("nonexistent.toml"), std::string::npos) << bad_config.err;
 }
 
+// A numeric flag's value that is no number is said to be none, with its digits when it is a
+// whole number in another notation: CLI11 said "Value 8x not in range 1 to 1048576" and "Could
+// not convert: --micro-batch = 1e3". A number out of range keeps the range's words.
+TEST(Cli, ANumberInAnotherNotationIsNamedWithItsDigits) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--dp 8x", "--dp: '8x' is not a number the flag takes (a whole number from 1 to 1048576)"},
+      {"--dp 1e3", "(a whole number from 1 to 1048576): write it in digits, --dp 1000"},
+      {"--micro-batch 1e3",
+       "--micro-batch: '1e3' is not a number the flag takes: write it in digits, --micro-batch "
+       "1000"},
+      {"--dp 0", "--dp: Value 0 not in range 1 to 1048576"},
+  };
+  for (const auto& [args, message] : cases) {
+    CommandResult r = run_partrain(std::string("memory --model llama-2-7b ") + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 TEST(Cli, FlagsFromEnvironmentAndConfig) {
   const std::string small = "bench collectives -e 64 -f 2 -w 0 --iters 1 --json";
   // -b from PARTRAIN_MINBYTES.
