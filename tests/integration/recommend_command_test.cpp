@@ -642,6 +642,25 @@ TEST(RecommendCommand, ZeroIsSearchedOverContextParallelRanksAlone) {
   EXPECT_FALSE(j["rejected"].contains("zero_without_dp")) << j["rejected"];
 }
 
+// The cost model's line names the peak the MFU is taken against (fp32's under --precision fp32,
+// not bf16's) and which attention core was costed.
+TEST(RecommendCommand, TheCostModelLineSaysThePeakAndTheAttentionCosted) {
+  auto fp32 = run_partrain(kSearch + " --precision fp32 --json");
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
+  const auto j = parse_json(fp32.out);
+  EXPECT_EQ(j["cost_model"]["peak_flops"].get<double>(), 19.5e12);
+  EXPECT_EQ(j["cost_model"]["attention"], "materialised");
+  // MFU is against that peak: model FLOPs a GPU does a second over it stay below 1.
+  EXPECT_LE(j["candidates"][0]["mfu"].get<double>(), 1.0);
+  auto text = run_partrain(kSearch + " --flash-attn --explain");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("peak 312 TFLOP/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("FlashAttention at 0."), std::string::npos) << text.out;
+  auto materialised = run_partrain(kSearch + " --explain");
+  EXPECT_NE(materialised.out.find("attention core materialised"), std::string::npos)
+      << materialised.out;
+}
+
 // --tokens: the winner's training time is the tokens over its predicted tokens/s, in days to
 // three digits (2e+03 days before), and the text says which k of eq. 4 that is.
 TEST(RecommendCommand, TokensGiveTheTrainingTimeOfTheWinner) {
