@@ -248,12 +248,17 @@ class Assembler {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     std::sort(e.c10d_calls.begin(), e.c10d_calls.end(), by_start);
     std::sort(e.gloo_transfers.begin(), e.gloo_transfers.end(), by_start);
+    // c10d's barrier carries its one-element dummy tensor, gloo's annotation of it no tensor:
+    // a barrier pairs by its op alone.
+    auto key = [](std::string_view op, uint64_t count) {
+      return std::pair(op, op == "barrier" ? uint64_t{0} : count);
+    };
     std::map<std::pair<std::string_view, uint64_t>, std::deque<const GlooTransfer*>> waiting;
-    for (const GlooTransfer& t : e.gloo_transfers) waiting[{t.op, t.count}].push_back(&t);
+    for (const GlooTransfer& t : e.gloo_transfers) waiting[key(t.op, t.count)].push_back(&t);
     std::vector<PairedCall> calls;
     for (const C10dCall& call : e.c10d_calls) {
       PairedCall paired{call, nullptr};
-      auto it = waiting.find({call.op, call.count});
+      auto it = waiting.find(key(call.op, call.count));
       if (it != waiting.end()) {
         std::deque<const GlooTransfer*>& queue = it->second;
         while (!queue.empty() && queue.front()->start_ns < call.start_ns) queue.pop_front();

@@ -275,6 +275,32 @@ std::vector<KinetoFixture> nccl_ranks() {
   return ranks;
 }
 
+// A gloo barrier as torch 2.15 records it: c10d's op with its one-element dummy tensor on the main
+// thread, gloo's annotation without any tensor on the worker thread. Rank 0 waits 370 ms in it
+// for rank 1: the barrier lasts until gloo's annotation ends, not the 0.44 ms c10d took to
+// enqueue it (they did not pair, c10d's count 1 against gloo's 0).
+TEST(KinetoImport, AGlooBarrierLastsAsLongAsGloosTransfer) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    const double issue = r == 0 ? 1000.0 : 371'000.0;
+    f.event("cpu_op", "c10d::barrier", f.pid(), issue, 442.0,
+            R"({"External id": 2, "Input type": ["unsigned char", "", "ScalarList", "Scalar",
+               "Scalar"], "Input Dims": [[1], [], [], [], []]})");
+    f.event("user_annotation", "gloo:barrier", 7000 + r, issue + 600, 372'000.0 - issue - 600,
+            R"({"External id": 513})");
+    ranks.push_back(std::move(f));
+  }
+  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "b.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(dir.path() / "b.db");
+  EXPECT_EQ(trace.rows("SELECT rank, op, bytes, (ts_ns + dur_ns) / 1000 FROM collectives ORDER BY "
+                       "rank"),
+            "0|barrier|0|372000\n1|barrier|0|372000\n");
+}
+
 TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
   ScratchDir dir;
   const fs::path out = dir.path() / "nccl.db";
