@@ -95,22 +95,33 @@ struct RankAccumulator {
   std::map<std::string, OpCounts, std::less<>> by_op;
 };
 
-// Median duration of the analysed ranks' steps inside the window and the number of steps.
-// Without steps the window is one step as long as the window.
-StatusOr<std::pair<double, int64_t>> step_time(const profiler::TraceReader& reader,
-                                               const AnalysisWindow& window) {
+struct StepTimes {
+  double median_ms = 0;
+  double mean_ms = 0;
+  int64_t steps = 0;
+};
+
+// The median and mean duration of the analysed ranks' steps inside the window and the number of
+// steps. Without steps the window is one step as long as the window.
+StatusOr<StepTimes> step_time(const profiler::TraceReader& reader, const AnalysisWindow& window) {
   if (!window.has_steps) {
-    return std::pair{static_cast<double>(window.end_ns - window.start_ns) / kNsPerMs, int64_t{1}};
+    const double ms = static_cast<double>(window.end_ns - window.start_ns) / kNsPerMs;
+    return StepTimes{ms, ms, 1};
   }
   ASSIGN_OR_RETURN(profiler::StepCursor steps,
                    profiler::window_steps(reader, window.first_step, window.last_step));
   SampleQuantiles durations;
+  double total_ns = 0;
   profiler::StepRow step;
   while (steps.next(step)) {
-    if (window.spans.contains(step.rank)) durations.add(static_cast<double>(step.dur_ns));
+    if (!window.spans.contains(step.rank)) continue;
+    durations.add(static_cast<double>(step.dur_ns));
+    total_ns += static_cast<double>(step.dur_ns);
   }
   RETURN_IF_ERROR(steps.status());
-  return std::pair{durations.median() / kNsPerMs, window.last_step - window.first_step + 1};
+  const double count = static_cast<double>(durations.count());
+  return StepTimes{durations.median() / kNsPerMs, count > 0 ? total_ns / count / kNsPerMs : 0,
+                   window.last_step - window.first_step + 1};
 }
 
 OpCounts& op_counts(RankAccumulator& acc, std::string_view op) {
@@ -246,8 +257,10 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
                                                 const AnalysisWindow& window) {
   StragglerReport report;
   report.warm_up_only = window.warm_up_only;
-  ASSIGN_OR_RETURN(auto step, step_time(reader, window));
-  std::tie(report.median_step_ms, report.steps) = step;
+  ASSIGN_OR_RETURN(const StepTimes step, step_time(reader, window));
+  report.median_step_ms = step.median_ms;
+  report.mean_step_ms = step.mean_ms;
+  report.steps = step.steps;
   report.stepless = !window.has_steps;
   std::map<int, RankAccumulator>& ranks = ranks_->ranks;
   int64_t total_wait_ns = 0;
@@ -260,7 +273,9 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
   }
   double best = 0;
   for (const auto& [rank, acc] : ranks) {
-    report.ranks.push_back(summarize(rank, acc, report.median_step_ms, report.steps));
+    // The wait per step is a mean over the steps, so its share is of the mean step: over the
+    // median, a rank slow in some steps only (which the median leaves out) read 127% of the step.
+    report.ranks.push_back(summarize(rank, acc, report.mean_step_ms, report.steps));
     RankLateness& r = report.ranks.back();
     r.wait_share = share(acc.wait_ns, total_wait_ns);
     if (clears_thresholds(r, ranks.size()) && r.wait_per_step_ms > best) {
@@ -336,8 +351,11 @@ std::string format_stragglers(const StragglerReport& report) {
                                "  no steps: the window ({} ms) stands for the step in the per-step "
                                "columns\n",
                                format_decimal(report.median_step_ms, 3))
-                         : fmt::format("  median step {} ms over {} steps\n",
-                                       format_decimal(report.median_step_ms, 3), report.steps);
+                         : fmt::format(
+                               "  median step {} ms, mean {} ms (of step: of the mean) "
+                               "over {} steps\n",
+                               format_decimal(report.median_step_ms, 3),
+                               format_decimal(report.mean_step_ms, 3), report.steps);
   return out;
 }
 
@@ -352,6 +370,7 @@ nlohmann::json stragglers_json(const StragglerReport& report) {
   }
   nlohmann::json j = {{"ranks", ranks},
                       {"median_step_ms", report.median_step_ms},
+                      {"mean_step_ms", report.mean_step_ms},
                       {"steps", report.steps},
                       {"stepless", report.stepless},
                       {"delayed_skew_ms", kDelayedSkewMs},

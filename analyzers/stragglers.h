@@ -34,7 +34,7 @@ struct RankLateness {
   // that lateness / steps in the window: the score. Lateness at collectives in flight together
   // (several communicators held up at once) counts once: the union of the waits on the timeline.
   double wait_per_step_ms = 0;
-  double step_share = 0;        // wait_per_step_ms / median step time
+  double step_share = 0;        // wait_per_step_ms / mean step time
   double wait_share = 0;        // its waiting / the waiting all analysed ranks cause
   std::string last_op;          // the op it is most often last at ("all_reduce")
   double last_op_share = 0;     // share of that op's delayed collectives where it is last
@@ -45,6 +45,7 @@ struct StragglerReport {
   // Median step of the analysed ranks in the window; without steps the window is one step and
   // this is its duration.
   double median_step_ms = 0;
+  double mean_step_ms = 0;          // the step_share's denominator (the wait is a mean too)
   int64_t steps = 0;                // steps in the window (1 without steps)
   bool stepless = false;            // no steps: the window is the one "step"
   std::optional<int> straggler;     // the highest score that clears the thresholds
@@ -56,7 +57,7 @@ inline constexpr double kDelayedSkewMs = 1.0;
 // The straggler: the rank with the highest wait_per_step_ms (the score) that causes at least
 // min(1, max(kMinWaitShare, kChanceFactor / ranks)) of the waiting of all analysed ranks (75%
 // with two ranks, where either noisy rank causes half by chance), makes the others wait
-// >= kMinWaitMs per step and >= kMinStepShare of the median step.
+// >= kMinWaitMs per step and >= kMinStepShare of the mean step.
 inline constexpr double kMinWaitShare = 0.5;
 inline constexpr double kChanceFactor = 1.5;
 inline constexpr double kMinWaitMs = 1.0;

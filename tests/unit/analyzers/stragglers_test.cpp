@@ -72,7 +72,8 @@ TEST(StragglersTest, SlowRankIsTheStraggler) {
             "the median, 27% of the step (100% of all waiting at collectives)");
   EXPECT_NE(findings[0].advice.find("rank 2's host"), std::string::npos);
   EXPECT_NE(format_stragglers(*report).find("<- straggler"), std::string::npos);
-  EXPECT_NE(format_stragglers(*report).find("median step 100.000 ms over 10 steps"),
+  EXPECT_NE(format_stragglers(*report).find(
+                "median step 100.000 ms, mean 100.000 ms (of step: of the mean) over 10 steps"),
             std::string::npos);
   EXPECT_EQ(stragglers_json(*report)["straggler"], 2);
   EXPECT_EQ(stragglers_json(*report)["stepless"], false);
@@ -188,6 +189,37 @@ TEST(StragglersTest, FewDelayedCollectivesMakeAWarningAtMost) {
   EXPECT_NE(findings[0].evidence.find("on only 2 delayed collectives, which may be chance"),
             std::string::npos)
       << findings[0].evidence;
+}
+
+// Rank 1 is 600 ms late in two of ten steps only (those steps last 700 ms, the others 100 ms):
+// 120 ms of waiting per step, which over the 100 ms median step read 120% of the step. The
+// wait is a mean over the steps, and so is the step it is a share of: 1,200 ms of 2,200 ms.
+TEST(StragglersTest, ARankSlowInSomeStepsOnlyIsAShareOfTheMeanStep) {
+  CollectiveTrace trace("window");
+  int64_t start = 0;
+  for (int64_t k = 0; k < 10; ++k) {
+    const int64_t late = k < 2 ? 600 * kMs : 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = start + (rank == 1 ? late : 0),
+                 .group = {0, 1},
+                 .step = k});
+      trace.step(rank, k, start, 100 * kMs + late);
+    }
+    start += 100 * kMs + late;
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_DOUBLE_EQ(report->median_step_ms, 100.0);
+  EXPECT_DOUBLE_EQ(report->mean_step_ms, 220.0);
+  ASSERT_EQ(report->straggler, 1) << format_stragglers(*report);
+  EXPECT_DOUBLE_EQ(report->ranks[1].wait_per_step_ms, 120.0);
+  EXPECT_NEAR(report->ranks[1].step_share, 1200.0 / 2200.0, 1e-12);
+  EXPECT_NEAR(stragglers_json(*report)["ranks"][1]["step_share"].get<double>(), 1200.0 / 2200.0,
+              1e-12);
+  EXPECT_NE(straggler_findings(*report)[0].evidence.find("55% of the step"), std::string::npos)
+      << straggler_findings(*report)[0].evidence;
 }
 
 // 8 ms late at 9 of 10 steps of 100 ms: 7.2 ms of waiting per step, 7.2%: a warning.
