@@ -27,9 +27,11 @@ MatchedCollective summarize(std::string_view comm_id, int64_t seq,
   m.skew_ns = arrival.skew_ns();
   m.last_rank = arrival.last_rank;
   m.time_ns = median_time(members);
-  m.busbw_gbps = collective_bandwidth(m.op, static_cast<double>(m.bytes),
-                                      static_cast<double>(m.time_ns) / 1e9, m.group_size)
-                     .busbw_gbps;
+  if (m.bytes > 0 && m.time_ns > 0) {
+    m.busbw_gbps = collective_bandwidth(m.op, static_cast<double>(m.bytes),
+                                        static_cast<double>(m.time_ns) / 1e9, m.group_size)
+                       .busbw_gbps;
+  }
   return m;
 }
 

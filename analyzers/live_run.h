@@ -68,7 +68,9 @@ struct MatchedCollective {
   int group_size = 0;
   std::string label;      // what its caller said it is for (moe_dispatch); empty: none
   int64_t time_ns = 0;    // the median member's time, as `analyze` takes p50 over members
-  double busbw_gbps = 0;  // nccl-tests' busbw for that time (bandwidth.h)
+  // nccl-tests' busbw for that time (bandwidth.h); none for an op that moves no bytes (a
+  // barrier) or has no time yet: not a bandwidth of 0 B/s.
+  std::optional<double> busbw_gbps;
   int64_t skew_ns = 0;    // last member's start - first member's start
   int64_t end_ns = 0;     // the last member's end
   int last_rank = 0;      // the member that arrived last

@@ -136,7 +136,7 @@ void add_collective_families(const LatestCollectives& latest, std::vector<Metric
     std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id}, {"op", c.op}};
     // What the caller said the op is for (moe_dispatch), only where it said.
     if (!c.label.empty()) labels.emplace_back("label", c.label);
-    busbw.samples.push_back({labels, c.busbw_gbps * 1e9});
+    if (c.busbw_gbps) busbw.samples.push_back({labels, *c.busbw_gbps * 1e9});
     time.samples.push_back({labels, seconds(c.time_ns)});
     skew.samples.push_back({labels, seconds(c.skew_ns)});
     size.samples.push_back({labels, static_cast<double>(c.bytes)});

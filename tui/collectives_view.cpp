@@ -114,8 +114,8 @@ void render_collectives(const ViewModel& model, const UiState& state, ScreenGrid
               // A labelled op by its label (moe_dispatch): it says more than the op.
               fmt::format(fmt::runtime(kRecentFormat), comm_cell(m.comm_id), m.seq,
                           m.label.empty() ? m.op : m.label, format_size(m.bytes),
-                          format_ms(m.time_ns), format_gbps(m.busbw_gbps), format_ms(m.skew_ns),
-                          fmt::format("r{}", m.last_rank)),
+                          format_ms(m.time_ns), m.busbw_gbps ? format_gbps(*m.busbw_gbps) : "-",
+                          format_ms(m.skew_ns), fmt::format("r{}", m.last_rank)),
               m.skew_ns >= 1'000'000 ? Style::kWarning : Style::kNormal, area.width);
   }
   if (recent.empty()) grid.text(area.x, y++, "no matched collective yet", Style::kDim);

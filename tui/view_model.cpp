@@ -81,7 +81,7 @@ nlohmann::json view_model_json(const ViewModel& model) {
                            {"bytes", it->bytes},
                            {"group_size", it->group_size},
                            {"time_ms", ms(it->time_ns)},
-                           {"busbw_gbps", it->busbw_gbps},
+                           {"busbw_gbps", or_null(it->busbw_gbps)},
                            {"skew_ms", ms(it->skew_ns)},
                            {"last_rank", it->last_rank}});
   }

@@ -96,6 +96,27 @@ TEST_F(LiveRunFollowerTest, ALabelledCollectiveKeepsItsLabel) {
   EXPECT_EQ(model.collectives.front().label, "");
 }
 
+// A matched barrier has a time but no busbw (no bytes move): null in top --json, '-' in its
+// table and no metrics series, not "0 B/s".
+TEST_F(LiveRunFollowerTest, AMatchedBarrierHasNoBusbw) {
+  auto writer = live_writer();
+  for (int rank = 0; rank < 2; ++rank) {
+    auto barrier = testing::completed_all_reduce("world", rank, {0, 1}, 0, 0, 200 * kMs, kMs);
+    barrier.event.op = "barrier";
+    barrier.event.reduce_op = "";
+    writer->append(barrier);
+  }
+  ASSERT_TRUE(writer->commit().is_ok());
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  const auto barrier = std::find_if(model.collectives.begin(), model.collectives.end(),
+                                    [](const MatchedCollective& m) { return m.op == "barrier"; });
+  ASSERT_NE(barrier, model.collectives.end());
+  EXPECT_GT(barrier->time_ns, 0);
+  EXPECT_FALSE(barrier->busbw_gbps);
+}
+
 TEST_F(LiveRunFollowerTest, MatchesCollectivesAcrossRanks) {
   auto writer = live_writer();
   auto f = follower();
@@ -110,7 +131,8 @@ TEST_F(LiveRunFollowerTest, MatchesCollectivesAcrossRanks) {
   EXPECT_EQ(m.last_rank, 1);
   EXPECT_EQ(m.time_ns, 20 * kMs);      // median of 30 ms and 10 ms
   // busbw = S / t x 2(n-1)/n = 1 MiB / 20 ms x 1 (nccl-tests, n = 2).
-  EXPECT_NEAR(m.busbw_gbps, 1048576.0 / 0.020 / 1e9, 1e-9);
+  ASSERT_TRUE(m.busbw_gbps);
+  EXPECT_NEAR(*m.busbw_gbps, 1048576.0 / 0.020 / 1e9, 1e-9);
   ASSERT_TRUE(model.ranks[0].collective);
   EXPECT_TRUE(model.ranks[0].collective->matched);
   EXPECT_EQ(model.ranks[0].collective->waited_ns, 20 * kMs);  // waited for rank 1

@@ -138,6 +138,21 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
                    0.5e9);
 }
 
+// A barrier moves no bytes: it has a duration and a skew but no busbw series (absent, not a
+// bandwidth of 0 B/s), as analyze's table gives it '-' and null.
+TEST(RunMetrics, ABarrierHasNoBusbwSeries) {
+  analyzers::LiveRun run = two_rank_run();
+  analyzers::MatchedCollective barrier = matched("world", "barrier", 7, 0);
+  barrier.bytes = 0;
+  barrier.busbw_gbps.reset();
+  run.collectives.push_back(barrier);
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  auto f = metrics.families(run, 0, {});
+  EXPECT_FALSE(value(f, "partrain_collective_busbw_bytes_per_second", {{"op", "barrier"}}));
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_duration_seconds", {{"op", "barrier"}}), 0.002);
+}
+
 // A mixture of experts' dispatch and combine all_to_all share communicator and op: their labels
 // keep them two series.
 TEST(RunMetrics, LabelledCollectivesAreSeriesOfTheirOwn) {
