@@ -117,6 +117,15 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   config.run_id = flags.run_id;
   config.log_dir = flags.log_dir;
   config.log_dir_per_run = true;
+  // torchrun's --tee takes the streams (0-3); partrain's is a switch, and the number would be
+  // run as the command.
+  if (flags.tee && !flags.command.empty() && flags.command.front().size() == 1 &&
+      flags.command.front()[0] >= '0' && flags.command.front()[0] <= '3') {
+    return invalid_argument(
+        "--tee takes no value in partrain launch (torchrun's --tee {} picks streams): write "
+        "--tee alone, with --log-dir DIR; it copies both streams",
+        flags.command.front());
+  }
   if (flags.tee && !flags.log_dir) {
     return invalid_argument(
         "--tee copies the ranks' output to the terminal besides --log-dir's "
@@ -346,9 +355,6 @@ void refuse_torchrun_flags(CLI::App& cmd) {
     const char* instead;
   };
   static constexpr Unsupported kUnsupported[] = {
-      {"--max-restarts,--max_restarts",
-       "partrain launch does not restart workers (torchrun's elastic restarts): a failed rank ends "
-       "the run with its exit code and a diagnosis; restart the job from your scheduler"},
       {"--rdzv-endpoint,--rdzv_endpoint",
        "the rendezvous is a store on node 0: give --master-addr HOST --master-port PORT"},
       {"--rdzv-backend,--rdzv_backend,--rdzv-conf,--rdzv_conf",
@@ -363,6 +369,10 @@ void refuse_torchrun_flags(CLI::App& cmd) {
       {"--start-method,--start_method",
        "workers are always separate processes started with fork and exec: leave it out"},
       {"--local-addr,--local_addr", "workers reach node 0 at --master-addr: leave it out"},
+      {"--local-ranks-filter,--local_ranks_filter",
+       "every rank's output is relayed, each line prefixed [rank N]: give --log-dir DIR for a "
+       "file per rank, or filter the prefix (grep '^\\[rank 0\\]')"},
+      {"--logs-specs,--logs_specs", "give --log-dir DIR (a file per rank in DIR/<run-id>/)"},
   };
   for (const Unsupported& flag : kUnsupported) {
     const std::string names = flag.names;
@@ -375,6 +385,19 @@ void refuse_torchrun_flags(CLI::App& cmd) {
            "")
         ->group("");
   }
+  // torchrun's default, 0, is what partrain does: accepted; more restarts are refused.
+  cmd.add_option_function<std::string>(
+         "--max-restarts,--max_restarts",
+         [](const std::string& value) {
+           if (value == "0") return;
+           throw CLI::ValidationError(
+               "--max-restarts",
+               "partrain launch does not restart workers (torchrun's elastic restarts): a failed "
+               "rank ends the run with its exit code and a diagnosis; restart the job from your "
+               "scheduler, or give 0");
+         },
+         "")
+      ->group("");
   for (const char* names : {"--no-python,--no_python", "-m,--module", "--run-path,--run_path"}) {
     cmd.add_flag_callback(
            names,
@@ -435,7 +458,12 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "After SIGTERM, how long workers get before SIGKILL (10s, 500ms)")
       ->capture_default_str();
   cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)");
-  cmd->add_option("command", flags->command, "The worker command and its arguments, after `--`");
+  cmd->add_option("command", flags->command,
+                  "The worker command and its arguments, after `--` or after launch's own flags "
+                  "(as torchrun: everything from the script on is the script's)");
+  // torchrun's rule: the first word that is no flag of launch starts the worker command, and the
+  // script's own flags after it (-n 3, --trace, --steps) are the script's, not launch's.
+  cmd->positionals_at_end();
   cmd->add_flag("--json", flags->json,
                 "With --workload: print the run's summary as one JSON document on stdout (the "
                 "workers' output goes to stderr)");

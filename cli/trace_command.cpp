@@ -109,7 +109,10 @@ Subcommand add_trace_command(CLI::App& parent) {
                   "(flight-recorder dump, diagnosis, exit 124) (2s, 5m; default: off, torch's "
                   "own timeouts apply)");
   add_metrics_flags(*cmd, flags->metrics);
-  cmd->add_option("command", flags->command, "The command and its arguments, after `--`");
+  cmd->add_option("command", flags->command,
+                  "The command and its arguments, after `--` or after trace's own flags (its "
+                  "flags after it are its own)");
+  cmd->positionals_at_end();  // as launch: the command's flags are never trace's
   cmd->footer(kTraceFooter);
   return {cmd, [flags] { return run_trace(*flags); }};
 }

@@ -78,6 +78,16 @@ std::string numeric_value_message(const std::string& message) {
   std::string flag, value, range;
   if (std::regex_search(message, m, kConvert)) {
     flag = m[1].str(), value = m[2].str();
+    // A flag given twice reads "2,auto": its last value is the one taken.
+    if (const size_t comma = value.rfind(','); comma != std::string::npos) {
+      value = value.substr(comma + 1);
+    }
+    if (flag == "--nproc-per-node" && (value == "auto" || value == "cpu" || value == "gpu")) {
+      return fmt::format(
+          "--nproc-per-node {}: give the count of workers (torchrun's {} counts the node's {}): "
+          "e.g. --nproc-per-node $(nproc), or the GPUs nvidia-smi -L lists",
+          value, value, value == "cpu" ? "cores" : "GPUs, else its cores");
+    }
   } else if (std::regex_search(message, m, kRange)) {
     flag = m[1].str(), value = m[2].str(),
     range = fmt::format(" from {} to {}", m[3].str(), m[4].str());

@@ -22,6 +22,7 @@
 #include "runner/launch/orphan_guard.h"
 #include "tests/integration/command_runner.h"
 #include "tests/integration/launched_process.h"
+#include "tests/support/scratch_dir.h"
 
 namespace partrain {
 namespace {
@@ -246,6 +247,9 @@ TEST_F(LaunchTest, ARunIdThatCannotNameADirectoryIsRefusedFirst) {
 TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"--max-restarts", "1"}, "--max-restarts: partrain launch does not restart workers"},
+      {{"--local-ranks-filter", "0"}, "give --log-dir DIR for a file per rank"},
+      {{"--nproc-per-node", "auto"}, "--nproc-per-node auto: give the count of workers"},
+      {{"--tee", "3", "--log-dir", "logs"}, "--tee takes no value in partrain launch"},
       {{"--max_restarts=3"}, "does not restart workers"},
       {{"--rdzv-endpoint", "host:29400"}, "give --master-addr HOST --master-port PORT"},
       {{"--rdzv_backend", "c10d"}, "the rendezvous is a store on node 0"},
@@ -266,6 +270,33 @@ TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
                                   "-c", "echo \"$@\"", "x", "--max-restarts", "-m"});
   EXPECT_EQ(passed.exit_code, 0) << passed.err;
   EXPECT_EQ(passed.out, "--max-restarts -m\n");
+}
+
+// torchrun's default --max-restarts 0 is what partrain does: accepted (scripts pass it).
+TEST_F(LaunchTest, MaxRestartsZeroIsAccepted) {
+  Finished r = run_partrain(
+      {"launch", "-n", "1", "--no-trace", "--max-restarts", "0", "--", "sh", "-c", "echo ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "ok")) << r.out;
+}
+
+// As under torchrun, the first word that is not one of launch's flags starts the command, and
+// the flags after it are the script's: `-n 3` set 3 ranks and the script saw no arguments.
+TEST_F(LaunchTest, TheScriptsOwnFlagsAfterItAreTheScripts) {
+  Finished r = run_partrain({"launch", "-n", "2", "--no-trace", "--no-prefix", "sh", "-c",
+                             "echo \"$RANK/$WORLD_SIZE $*\"", "x", "-n", "3", "--trace", "t.db",
+                             "--steps", "5", "-v"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "0/2 -n 3 --trace t.db --steps 5 -v\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1/2 -n 3 --trace t.db --steps 5 -v\n")) << r.out;
+  EXPECT_FALSE(contains(r.out, "/3 ")) << r.out;
+  // And `partrain trace`'s: the command's -o is its own.
+  testing::ScratchDir dir;
+  const std::string db = (dir.path() / "a.db").string();
+  Finished traced = run_partrain({"trace", "-o", db, "sh", "-c", "echo \"$*\"", "x", "-o", "b.db"});
+  EXPECT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, "-o b.db\n");
+  EXPECT_TRUE(fs::exists(db));
 }
 
 TEST_F(LaunchTest, FailingRankGivesItsExitCodeAndSummary) {
