@@ -66,6 +66,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& base
   std::vector<std::string> env;
   bool has_omp_threads = false;
   bool has_async_error_handling = false;
+  bool has_python_buffering = false;
   for (const auto& assignment : base) {
     const std::string name = name_of(assignment);
     if (vars.count(name) != 0) continue;
@@ -73,12 +74,17 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& base
     has_omp_threads = has_omp_threads || name == "OMP_NUM_THREADS";
     has_async_error_handling =
         has_async_error_handling || name == "TORCH_NCCL_ASYNC_ERROR_HANDLING";
+    has_python_buffering = has_python_buffering || name == "PYTHONUNBUFFERED";
     env.push_back(assignment);
   }
   // As torchrun: N ranks each spawning one OpenMP thread per core would oversubscribe the node.
   if (!has_omp_threads && run.nproc_per_node > 1) env.emplace_back("OMP_NUM_THREADS=1");
   // As torchrun: a failed NCCL collective aborts its communicator instead of hanging the rank.
   if (!has_async_error_handling) env.emplace_back("TORCH_NCCL_ASYNC_ERROR_HANDLING=1");
+  // A worker writes into the launcher's pipe, where Python buffers its print()s in 8 KiB blocks:
+  // a training loop's progress lines showed only when the block filled or the rank ended, and a
+  // killed rank's last lines were lost. Unbuffered, they come as printed, as on a terminal.
+  if (!has_python_buffering) env.emplace_back("PYTHONUNBUFFERED=1");
   for (const auto& [name, value] : vars) env.push_back(fmt::format("{}={}", name, value));
   return env;
 }

@@ -34,5 +34,23 @@ def _run_shadowed_sitecustomize():
     spec.loader.exec_module(module)
 
 
+def _give_python_its_sigint():
+    """Ctrl-C raises KeyboardInterrupt, as in an untraced run.
+
+    A launched rank's injection library takes SIGINT before the interpreter starts (to dump its
+    flight recorder), and CPython installs its own SIGINT handler only over the default one: the
+    program's `except KeyboardInterrupt` and `finally` then never ran, the rank died of the
+    signal. Python's handler goes back in; its exit runs the recorder's flush like any other.
+    """
+    import os
+    import signal
+    if os.environ.get("PARTRAIN_FLIGHT_DIR") and signal.getsignal(signal.SIGINT) is None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+try:
+    _give_python_its_sigint()
+except Exception:  # never the program's problem (an embedded interpreter off its main thread)
+    pass
 _install_partrain()
 _run_shadowed_sitecustomize()

@@ -342,6 +342,32 @@ TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
   expect_all_gone();
 }
 
+// A traced Python rank gets KeyboardInterrupt on Ctrl-C, as under torchrun and --no-trace: its
+// `except KeyboardInterrupt` cleanup (a checkpoint) runs. The injection library had taken SIGINT
+// before the interpreter started, CPython left its own handler out, and the rank died of it.
+TEST_F(LaunchTest, SigintRaisesKeyboardInterruptInATracedPythonRank) {
+  testing::ScratchDir dir;
+  // Its pid twice in pids_<rank>, as record_pids_and_sleep's shell and sleep.
+  const std::string program =
+      "import os, sys, time\n"
+      "open(sys.argv[1] + '/pids_' + os.environ['RANK'], 'w').write('%d %d' % ((os.getpid(),) "
+      "* 2))\n"
+      "try:\n"
+      "    time.sleep(30)\n"
+      "except KeyboardInterrupt:\n"
+      "    print('caught, checkpoint saved', flush=True)\n"
+      "    sys.exit(3)\n";
+  Partrain launcher({"launch", "-n", "2", "--trace", (dir.path() / "t.db").string(), "--",
+                     "python3", "-c", program, dir_.string()});
+  wait_for_pid_files(2);
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  Finished r = launcher.finish();
+  EXPECT_TRUE(contains(r.out, "[rank 0] caught, checkpoint saved")) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "[rank 1] caught, checkpoint saved")) << r.out << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  expect_all_gone();
+}
+
 // Ctrl-C while workers are still being started stops the starting: -n 100000 went on forking
 // for minutes, Ctrl-C unheard. Counted by the launcher's "rank N: pid" lines: far fewer than 5000.
 TEST_F(LaunchTest, SigintWhileWorkersStartStartsNoMore) {

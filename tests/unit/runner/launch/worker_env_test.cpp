@@ -56,6 +56,7 @@ TEST(WorkerEnv, TorchrunContractForNodeOneLocalRankTwo) {
   EXPECT_EQ(vars["TORCHELASTIC_USE_AGENT_STORE"], "False");
   EXPECT_EQ(vars["TORCHELASTIC_ERROR_FILE"], "");
   EXPECT_EQ(vars["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(vars["PYTHONUNBUFFERED"], "1");
   EXPECT_EQ(vars["PARTRAIN_STORE_TIMEOUT"], "300000000000ns");
 }
 
@@ -70,6 +71,8 @@ TEST(WorkerEnv, AgentStoreAndPerRankErrorFiles) {
   EXPECT_EQ(vars["TORCHELASTIC_USE_AGENT_STORE"], "True");
   EXPECT_EQ(vars["TORCHELASTIC_ERROR_FILE"], "/tmp/flight-x/rank_7.torch-error");
   EXPECT_EQ(vars["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "0") << "the user's choice stands";
+  auto buffered = as_map(worker_environment({"PYTHONUNBUFFERED="}, {}, run, 3));
+  EXPECT_EQ(buffered["PYTHONUNBUFFERED"], "") << "the user's choice stands";
   EXPECT_EQ(vars["PARTRAIN_STORE_TIMEOUT"], "30000000000ns");
 }
 
