@@ -71,8 +71,10 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
   return relay;
 }
 
-void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, bool ends_line) {
-  if (stream == Stream::kStderr) {
+void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, char end) {
+  const bool ends_line = end == '\n';
+  // A redrawn piece (a progress bar's) is not a line of the failure summary's tail.
+  if (stream == Stream::kStderr && end != '\r') {
     slot.tail.emplace_back(line);
     while (slot.tail.size() > options_.tail_lines) slot.tail.pop_front();
   }
@@ -81,14 +83,19 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, bo
   // ends its line, so that the next one starts with its rank.
   if (slot.log_file.valid()) {
     std::string text(line);
-    if (ends_line) text += '\n';
+    if (end != 0) text += end;
     (void)write_all(slot.log_file.get(), text);
   }
   if ((slot.log_file.valid() && !options_.tee) || terminal_error_ != 0) return;
   int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
   std::string text = slot.prefix;
   text += line;
-  if (ends_line || !slot.prefix.empty()) text += '\n';
+  // A carriage return goes back to the line's start, where the next piece writes its prefix.
+  if (end == '\r') {
+    text += '\r';
+  } else if (ends_line || !slot.prefix.empty()) {
+    text += '\n';
+  }
   const int error = write_all(fd, text);
   if (error != 0 && stream == Stream::kStdout) terminal_error_ = error;
 }
@@ -96,12 +103,32 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, bo
 void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes) {
   Slot& slot = slots_[slot_index];
   std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
+  // A carriage return that ended the last read waits for the next byte: a CRLF is a newline.
+  if (!pending.empty() && pending.back() == '\r' && !bytes.empty() && bytes.front() != '\n') {
+    pending.pop_back();
+    emit_line(slot, stream, pending, '\r');
+    pending.clear();
+  }
   while (!bytes.empty()) {
-    size_t newline = bytes.find('\n');
+    size_t newline = bytes.find_first_of("\r\n");
+    if (newline != std::string_view::npos && bytes[newline] == '\r') {
+      if (newline + 1 == bytes.size()) {
+        pending.append(bytes);  // CR or CRLF: the next read tells
+        return;
+      }
+      if (bytes[newline + 1] != '\n') {
+        pending.append(bytes.substr(0, newline));
+        emit_line(slot, stream, pending, '\r');
+        pending.clear();
+        bytes.remove_prefix(newline + 1);
+        continue;
+      }
+      ++newline;  // CRLF: the line keeps its CR, as written, and ends at the LF
+    }
     if (newline == std::string_view::npos) {
       pending.append(bytes);
       if (pending.size() >= options_.max_line_bytes) {
-        emit_line(slot, stream, pending, /*ends_line=*/false);
+        emit_line(slot, stream, pending, 0);
         pending.clear();
       }
       return;
@@ -137,7 +164,7 @@ void OutputRelay::finish(size_t slot_index, Stream stream) {
   Slot& slot = slots_[slot_index];
   std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
   if (!pending.empty()) {
-    emit_line(slot, stream, pending, /*ends_line=*/false);
+    emit_line(slot, stream, pending, 0);
     pending.clear();
   }
 }

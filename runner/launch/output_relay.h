@@ -36,7 +36,9 @@ class OutputRelay {
   // One slot per local worker; `ranks[i]` is the global rank of slot i (for prefixes, file names).
   static StatusOr<OutputRelay> open(RelayOptions options, const std::vector<int>& ranks);
 
-  // Bytes a worker wrote; complete lines go out at once, a partial line waits for its end.
+  // Bytes a worker wrote; complete lines go out at once, a partial line waits for its end. A
+  // carriage return (not of a CRLF) ends a piece too: a progress bar redraws its line with one,
+  // and waiting for the newline showed none of it until the bar was done.
   void feed(size_t slot, Stream stream, std::string_view bytes);
   // Reads what `fd` has now (non-blocking), at most `max_reads` reads so one chatty rank cannot
   // starve the others. Returns false at end of stream, after flushing.
@@ -61,7 +63,9 @@ class OutputRelay {
   explicit OutputRelay(RelayOptions options) : options_(std::move(options)) {}
   // `line` without its newline; ends_line: the worker wrote one after it (else it is a piece cut
   // at max_line_bytes, or the end of a stream that did not end with one).
-  void emit_line(Slot& slot, Stream stream, std::string_view line, bool ends_line = true);
+  // `end`: the '\n' or '\r' that ended the piece, 0 for one cut at max_line_bytes or the stream's
+  // end.
+  void emit_line(Slot& slot, Stream stream, std::string_view line, char end = '\n');
 
   RelayOptions options_;
   std::vector<Slot> slots_;

@@ -52,6 +52,27 @@ TEST_F(RelayTest, PrefixesCompleteLinesAndBuffersPartialOnes) {
   EXPECT_EQ(contents(err_), "[rank 4] oops\n");
 }
 
+// A progress bar redraws its line with carriage returns and ends it with a newline at the end:
+// each redraw goes out as it comes, prefixed (the CR takes the cursor back to the line's start,
+// where the next piece writes its rank), not the whole bar at once when it is done. A CRLF is a
+// newline, also split between two reads; a redraw is no line of the failure summary's tail.
+TEST_F(RelayTest, CarriageReturnsGoOutAsTheyComeAndCrlfIsANewline) {
+  auto relay = OutputRelay::open(options(), {0});
+  ASSERT_TRUE(relay.is_ok());
+  relay->feed(0, Stream::kStderr, "\r 0%|");
+  EXPECT_EQ(contents(err_), "[rank 0] \r");
+  relay->feed(0, Stream::kStderr, "\r50%|##\r");
+  EXPECT_EQ(contents(err_), "[rank 0] \r[rank 0]  0%|\r");
+  relay->feed(0, Stream::kStderr, "100%|####\n");
+  EXPECT_EQ(contents(err_), "[rank 0] \r[rank 0]  0%|\r[rank 0] 50%|##\r[rank 0] 100%|####\n");
+  relay->feed(0, Stream::kStdout, "dos\r");
+  EXPECT_EQ(contents(out_), "");  // a CR at a read's end: a CRLF's half, perhaps
+  relay->feed(0, Stream::kStdout, "\nline\r\n");
+  EXPECT_EQ(contents(out_), "[rank 0] dos\r\n[rank 0] line\r\n");
+  std::deque<std::string> tail{"100%|####"};
+  EXPECT_EQ(relay->stderr_tail(0), tail);
+}
+
 TEST_F(RelayTest, NoPrefixWhenSwitchedOff) {
   RelayOptions o = options();
   o.prefix = false;
@@ -97,12 +118,13 @@ TEST_F(RelayTest, WithoutPrefixesTheBytesAreTheWorkers) {
   auto relay = OutputRelay::open(o, {0});
   ASSERT_TRUE(relay.is_ok()) << relay.status().message();
   relay->feed(0, Stream::kStdout, std::string_view("bin\0ary\nno newline at the end", 29));
+  relay->feed(0, Stream::kStdout, "\r10%\r20%\r");
   relay->finish(0, Stream::kStdout);
-  EXPECT_EQ(contents(out_), std::string("bin\0ary\nno newline at the end", 29));
+  EXPECT_EQ(contents(out_), std::string("bin\0ary\nno newline at the end\r10%\r20%\r", 38));
   std::ifstream file(dir + "/rank_0.log");
   std::stringstream text;
   text << file.rdbuf();
-  EXPECT_EQ(text.str(), std::string("bin\0ary\nno newline at the end", 29));
+  EXPECT_EQ(text.str(), std::string("bin\0ary\nno newline at the end\r10%\r20%\r", 38));
   std::filesystem::remove_all(dir);
 }
 
