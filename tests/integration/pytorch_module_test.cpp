@@ -53,6 +53,22 @@ TEST(PytorchModule, AnOlderTorchGetsOneNoticeAndItsStepsAndTheUsersSitecustomize
   EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 0"), "0,1,2\n");
 }
 
+// An optimizer that steps another inside its step() (ZeroRedundancyOptimizer: the inner one
+// updates the shard, then the wrapper broadcasts it) marks steps at its own end: the inner one's
+// end had made step 0 the 0.1 s before it and put each broadcast in the next step.
+TEST(PytorchModule, AWrappedOptimizersStepEndsWithTheWrapper) {
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "sharded.db";
+  CommandResult run = run_partrain("trace -o '" + trace.string() + "' -- " + program(),
+                                   stub_environment() + " TORCH_STUB_SHARDED=1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT group_concat(step) FROM steps WHERE rank = 0"), "0,1,2\n");
+  // Each step: 0.1 s of "backward", 0.3 s of "broadcast".
+  EXPECT_GE(query.number("SELECT min(dur_ns) FROM steps WHERE rank = 0"), 380'000'000)
+      << query.rows("SELECT step, dur_ns FROM steps");
+}
+
 TEST(PytorchModule, ItsOwnFailureIsSaidOnceAndTheProgramRunsOn) {
   ScratchDir scratch;
   const fs::path trace = scratch.path() / "broken.db";

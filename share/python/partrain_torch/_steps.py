@@ -9,7 +9,9 @@ Two sources, the first that applies:
   - otherwise the optimizer's step(): step 0 begins when the first optimizer is made, and each
     step ends when the optimizer that marks steps returns from step(); the next begins there.
     That optimizer is the first one to step; others (a GAN's second) do not mark steps until it
-    is gone (a program that trains several models one after the other).
+    is gone (a program that trains several models one after the other). A step() called inside
+    another's (ZeroRedundancyOptimizer's inner optimizer, which returns before the wrapper
+    broadcasts the updated shards) never marks one: the step ends when the outermost returns.
 Numbers continue across sources: a profiler started after N optimizer steps numbers its
 ProfilerStep#0 as step N; after it stops, the optimizer marks steps again.
 """
@@ -35,6 +37,7 @@ class StepMarkers:
         self._driver = None  # weak reference to the optimizer whose step() marks steps
         self._offset = 0  # added to ProfilerStep numbers
         self._optimizer_steps = 0  # every optimizer's step() calls, for a range's activity
+        self._stepping = 0  # optimizer step() calls under way, nested in one another
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -67,6 +70,8 @@ class StepMarkers:
     # -- the optimizer -----------------------------------------------------------------------
 
     def install_optimizer(self, module):
+        if hasattr(module, "register_optimizer_step_pre_hook"):
+            module.register_optimizer_step_pre_hook(self._optimizer_stepping)
         module.register_optimizer_step_post_hook(self._optimizer_stepped)
         optimizer_class = module.Optimizer
         original = optimizer_class.__init__
@@ -82,14 +87,19 @@ class StepMarkers:
         if self._source == _OPTIMIZER and self._current is None and self._next == 0:
             self._begin(0, monotonic_ns())
 
+    def _optimizer_stepping(self, optimizer, args, kwargs):
+        self._stepping += 1
+
     def _optimizer_stepped(self, optimizer, args, kwargs):
         now = monotonic_ns()
         self._guard("marking a step", self._optimizer_step_ended, optimizer, now)
 
     def _optimizer_step_ended(self, optimizer, now):
         self._optimizer_steps += 1
-        if self._source != _OPTIMIZER:
-            return
+        # A step() that raised left its count behind (no post-hook): never below zero.
+        self._stepping = max(0, self._stepping - 1)
+        if self._source != _OPTIMIZER or self._stepping > 0:
+            return  # inside another optimizer's step(): that one's end is the step's
         driver = self._driver() if self._driver is not None else None
         if driver is None:
             self._driver = weakref.ref(optimizer)
