@@ -21,6 +21,12 @@ const std::vector<Finding>& LiveAnalysis::findings() const {
   return report ? report->findings : kNone;
 }
 
+bool compute_recorded(const LiveRun& run) {
+  return std::any_of(run.ranks.begin(), run.ranks.end(), [](const RankStatus& row) {
+    return row.breakdown && row.breakdown->compute_ns > 0;
+  });
+}
+
 RankStatus& rank_row(LiveRun& run, int rank) {
   auto it = std::lower_bound(run.ranks.begin(), run.ranks.end(), rank,
                              [](const RankStatus& r, int value) { return r.rank < value; });

@@ -147,6 +147,11 @@ struct LiveRun {
   static constexpr size_t kMaxHistorySteps = 4096;
 };
 
+// Whether any rank's latest step recorded compute (analyze's compute_recorded, for the live
+// view): a PyTorch CPU job's host work is not seen, and then its steps' compute, exposed
+// communication and idle are unknown rather than 0 and the rest.
+bool compute_recorded(const LiveRun& run);
+
 // The row of `rank`, made (in rank order) when it is new.
 RankStatus& rank_row(LiveRun& run, int rank);
 // One memory sample of `rank`: bytes in use now, the peaks, and the chart (samples within a

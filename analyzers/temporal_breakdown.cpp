@@ -211,12 +211,12 @@ std::optional<Finding> compute_imbalance(const TemporalBreakdown& report) {
 
 }  // namespace
 
-namespace {
-
 bool compute_recorded(const TemporalBreakdown& report) {
   return std::any_of(report.ranks.begin(), report.ranks.end(),
                      [](const RankBreakdown& row) { return row.compute_ns > 0; });
 }
+
+namespace {
 
 // For a report in which no rank recorded compute, but communication or steps were: a foreign
 // program's host work (a PyTorch job on the CPU, whose collectives and steps partrain records
@@ -280,20 +280,30 @@ std::string step_cell(const RankBreakdown& row, double ns) {
 }  // namespace
 
 std::string format_temporal_breakdown(const TemporalBreakdown& report) {
+  // Without any compute recorded, what is not communication is unknown: compute, its overlap,
+  // the exposed communication and the idle time read '-', not 0 ms and 75% idle.
+  const bool known = compute_recorded(report);
   std::string out = fmt::format(
       "Time per rank ({}, % of the rank's window; comm overlapping compute counts in both)\n",
       report.has_steps ? "ms per step" : "ms");
   out += fmt::format("{:>4}  {:>11}  {:>11}  {:>18}  {:>18}  {:>7}  {:>18}  {:>18}  {:>18}\n",
                      "rank", "step median", "step p90", "compute", "comm", "overlap",
                      "exposed comm", "memcpy", "idle");
+  const std::string unknown = fmt::format("{:>18}", "-");
   for (const RankBreakdown& row : report.ranks) {
-    const auto overlap = row.overlap_pct();
-    out += fmt::format(
-        "{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
-        step_cell(row, row.step_times.median_ns), step_cell(row, row.step_times.p90_ns),
-        cell(row, row.compute_ns), cell(row, row.comm_ns),
-        overlap ? format_percent(*overlap / 100) : std::string("-"),
-        cell(row, row.exposed_comm_ns()), cell(row, row.memcpy_ns), cell(row, row.idle_ns()));
+    const auto overlap = known ? row.overlap_pct() : std::nullopt;
+    out +=
+        fmt::format("{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
+                    step_cell(row, row.step_times.median_ns), step_cell(row, row.step_times.p90_ns),
+                    known ? cell(row, row.compute_ns) : unknown, cell(row, row.comm_ns),
+                    overlap ? format_percent(*overlap / 100) : std::string("-"),
+                    known ? cell(row, row.exposed_comm_ns()) : unknown, cell(row, row.memcpy_ns),
+                    known ? cell(row, row.idle_ns()) : unknown);
+  }
+  if (!known && !report.ranks.empty()) {
+    out +=
+        "  compute: none recorded (a program's host work partrain does not see: see the "
+        "compute_unrecorded finding); compute, exposed comm and idle are unknown\n";
   }
   return out;
 }
@@ -304,7 +314,9 @@ nlohmann::json optional_number(std::optional<double> value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-nlohmann::json rank_json(const RankBreakdown& row) {
+// `compute_known`: false when no rank recorded compute, which leaves compute, overlap, exposed
+// communication and idle unknown (null).
+nlohmann::json rank_json(const RankBreakdown& row, bool compute_known) {
   nlohmann::json out = {{"rank", row.rank}, {"window_ms", ms(static_cast<double>(row.window_ns))},
                         {"steps", row.steps}};
   const std::pair<const char*, int64_t> parts[] = {
@@ -313,13 +325,21 @@ nlohmann::json rank_json(const RankBreakdown& row) {
       {"overlap", row.overlap_ns},         {"exposed_comm", row.exposed_comm_ns()},
       {"exposed_memcpy", row.exposed_memcpy_ns()}, {"idle_in_phases", row.idle_in_phases_ns}};
   for (const auto& [name, ns] : parts) {
+    const std::string_view part = name;
+    if (!compute_known && part != "comm" && part != "memcpy") {
+      out[fmt::format("{}_ms", name)] = nullptr;
+      out[fmt::format("{}_ms_per_step", name)] = nullptr;
+      if (part != "overlap") out[fmt::format("{}_pct", name)] = nullptr;
+      continue;
+    }
     out[fmt::format("{}_ms", name)] = ms(static_cast<double>(ns));
     out[fmt::format("{}_ms_per_step", name)] = optional_number(row.ms_per_step(ns));
     if (std::string_view(name) != "overlap") {
       out[fmt::format("{}_pct", name)] = row.pct_of_window(ns);
     }
   }
-  out["overlap_pct"] = optional_number(row.overlap_pct());
+  out["overlap_pct"] = compute_known ? optional_number(row.overlap_pct()) : nullptr;
+  out["compute_recorded"] = compute_known;
   const bool timed = row.step_times.count > 0;
   auto step_ms = [timed](double ns) {
     return timed ? nlohmann::json(ms(ns)) : nlohmann::json(nullptr);
@@ -334,7 +354,8 @@ nlohmann::json rank_json(const RankBreakdown& row) {
 
 nlohmann::json temporal_breakdown_json(const TemporalBreakdown& report) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const RankBreakdown& row : report.ranks) ranks.push_back(rank_json(row));
+  const bool known = compute_recorded(report);
+  for (const RankBreakdown& row : report.ranks) ranks.push_back(rank_json(row, known));
   return ranks;
 }
 

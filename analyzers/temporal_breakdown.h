@@ -25,6 +25,9 @@ struct TemporalBreakdown {
 
 StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const profiler::TraceReader& reader,
                                                        const AnalysisWindow& window);
+// Whether any rank recorded compute: a PyTorch CPU job's host work is not seen, and then what is
+// not communication is unknown, neither compute nor idle.
+bool compute_recorded(const TemporalBreakdown& report);
 // "exposed_communication", "idle", "compute_imbalance".
 std::vector<Finding> temporal_findings(const TemporalBreakdown& report);
 std::string format_temporal_breakdown(const TemporalBreakdown& report);

@@ -73,6 +73,7 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
                              "Peak memory in use so far, per category");
   MetricFamily quiet = family("partrain_rank_quiet_seconds", MetricType::kGauge, "seconds",
                               "Time since a new record of the rank last reached the trace");
+  const bool compute_known = analyzers::compute_recorded(run);
   for (const analyzers::RankStatus& rank : run.ranks) {
     if (rank.step) {
       step.samples.push_back(of_rank(rank.rank, static_cast<double>(*rank.step)));
@@ -85,6 +86,9 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
                                                        {"exposed_memcpy", b.exposed_memcpy_ns()},
                                                        {"idle", b.idle_ns()}};
       for (const auto& [name, ns] : parts) {
+        // Without compute recorded, compute, exposed comm and idle are unknown: no series (a
+        // CPU job read 0 s of compute and 80% idle).
+        if (!compute_known && std::string_view(name) != "exposed_memcpy") continue;
         split.samples.push_back(
             {{{"rank", std::to_string(rank.rank)}, {"activity", name}}, seconds(ns)});
       }

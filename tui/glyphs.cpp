@@ -8,18 +8,33 @@ namespace partrain::tui {
 namespace {
 
 constexpr Glyphs kUtf8Glyphs = {
-    U'█', U'▒', U'░', U'·',
+    U'█',
+    U'▒',
+    U'░',
+    U'·',
+    U'?',
     {U'█', U'▓', U'▒', U'░', U'≡', U'─', U'·'},  // params grads optimizer activations comm ws other
-    U'│', U'┄', U'─', U'│', U'◆',
+    U'│',
+    U'┄',
+    U'─',
+    U'│',
+    U'◆',
     {U'┌', U'┐', U'└', U'┘'},
     {U'▁', U'▂', U'▃', U'▄', U'▅', U'▆', U'▇', U'█'}};
 
-constexpr Glyphs kAsciiGlyphs = {
-    U'#', U'=', U'~', U'.',
-    {U'P', U'G', U'O', U'A', U'C', U'W', U'o'},
-    U'|', U'-', U'-', U'|', U'*',
-    {U'+', U'+', U'+', U'+'},
-    {U'_', U'.', U',', U':', U'-', U'=', U'+', U'#'}};
+constexpr Glyphs kAsciiGlyphs = {U'#',
+                                 U'=',
+                                 U'~',
+                                 U'.',
+                                 U'?',
+                                 {U'P', U'G', U'O', U'A', U'C', U'W', U'o'},
+                                 U'|',
+                                 U'-',
+                                 U'-',
+                                 U'|',
+                                 U'*',
+                                 {U'+', U'+', U'+', U'+'},
+                                 {U'_', U'.', U',', U':', U'-', U'=', U'+', U'#'}};
 
 }  // namespace
 

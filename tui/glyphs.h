@@ -18,6 +18,7 @@ struct Glyphs {
   char32_t comm;
   char32_t memcpy;
   char32_t idle;
+  char32_t unrecorded;  // a step's time that is neither communication nor recorded compute
   // One per memory::Category, distinct without colour (NO_COLOR terminals still tell them apart).
   std::array<char32_t, memory::kAllCategories.size()> memory;
   char32_t step_marker;  // timeline step boundary

@@ -61,7 +61,15 @@ void right(ScreenGrid& grid, int x, int y, int width, const std::string& text, S
   grid.text(x + width - n, y, text, style, width);
 }
 
-std::vector<BarSegment> time_segments(const RankBreakdown& b, const Glyphs& g) {
+// `compute_known` false (no rank recorded compute): communication, memcpy, and the rest as
+// unrecorded, not as idle.
+std::vector<BarSegment> time_segments(const RankBreakdown& b, const Glyphs& g, bool compute_known) {
+  if (!compute_known) {
+    const int64_t rest = std::max<int64_t>(0, b.window_ns - b.comm_ns - b.exposed_memcpy_ns());
+    return {{static_cast<double>(b.comm_ns), g.comm, Style::kComm},
+            {static_cast<double>(b.exposed_memcpy_ns()), g.memcpy, Style::kMemcpy},
+            {static_cast<double>(rest), g.unrecorded, Style::kDim}};
+  }
   return {{static_cast<double>(b.compute_ns), g.compute, Style::kCompute},
           {static_cast<double>(b.exposed_comm_ns()), g.comm, Style::kComm},
           {static_cast<double>(b.exposed_memcpy_ns()), g.memcpy, Style::kMemcpy},
@@ -126,7 +134,7 @@ void render_collective(const ViewModel& model, const RankStatus& row, const Colu
   }
 }
 
-void render_legend(const Glyphs& g, ScreenGrid& grid, int x, int y, int width) {
+void render_legend(const Glyphs& g, ScreenGrid& grid, int x, int y, int width, bool compute_known) {
   int at = x + grid.text(x, y, "step: ", Style::kDim, width);
   // Each glyph in its own style, as the bars draw it.
   const Style styles[] = {Style::kCompute, Style::kComm, Style::kMemcpy, Style::kIdle};
@@ -138,6 +146,7 @@ void render_legend(const Glyphs& g, ScreenGrid& grid, int x, int y, int width) {
     at += 3 + grid.text(at + 2, row, name, Style::kDim);
   };
   for (int i = 0; i < 4; ++i) entry(y, glyphs[i], styles[i], names[i]);
+  if (!compute_known) entry(y, g.unrecorded, Style::kDim, "not recorded (no compute seen)");
   entry(y, g.straggler, Style::kWarning, "straggler");
   entry(y, g.vertical, Style::kEstimate, "memory estimate");
   at = x + grid.text(x, y + 1, "mem:  ", Style::kDim, width);
@@ -240,6 +249,7 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
   const int room = std::max(1, area.y + area.height - y - legend_rows);
   const int first = std::clamp(state.scroll, 0, std::max(0, static_cast<int>(rows.size()) - room));
   const double scale = memory_scale(model, state);
+  const bool compute_known = analyzers::compute_recorded(model);
   for (int i = first; i < static_cast<int>(rows.size()) && y < area.y + area.height - legend_rows; ++i) {
     const RankStatus& row = *rows[static_cast<size_t>(i)];
     const bool straggler = model.analysis.straggler() == row.rank;
@@ -250,7 +260,7 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
           Style::kNormal);
     if (row.breakdown && row.breakdown->window_ns > 0) {
       draw_cells(grid, c.time_bar, y,
-                 stacked_bar(time_segments(*row.breakdown, glyphs),
+                 stacked_bar(time_segments(*row.breakdown, glyphs, compute_known),
                              static_cast<double>(row.breakdown->window_ns), c.time_bar_width));
     }
     const CategoryBytes memory_bytes = shown_memory(model, row);
@@ -279,7 +289,7 @@ void render_overview(const ViewModel& model, const UiState& state, const Glyphs&
   }
   const int footer = std::min(y + 1, area.y + area.height - kFooterRows + 1);
   render_history(model, glyphs, grid, area.x, footer, area.width);
-  render_legend(glyphs, grid, area.x, footer + 3, area.width);
+  render_legend(glyphs, grid, area.x, footer + 3, area.width, compute_known);
 }
 
 }  // namespace partrain::tui

@@ -39,12 +39,16 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
             {"exit_code", or_null(row.exit_code)},
             {"exit_signal", or_null(row.exit_signal)}};
   if (row.breakdown && row.breakdown->window_ns > 0) {
-    // Shares of the step as `partrain analyze` gives them of its window.
+    // Shares of the step as `partrain analyze` gives them of its window; without compute
+    // recorded on any rank, compute, exposed comm and idle are unknown (null), as in analyze.
     const RankBreakdown& b = *row.breakdown;
-    r["last_step"] = {{"compute_pct", b.pct_of_window(b.compute_ns)},
-                      {"exposed_comm_pct", b.pct_of_window(b.exposed_comm_ns())},
+    const bool known = analyzers::compute_recorded(model);
+    auto share = [&](int64_t ns) { return known ? json(b.pct_of_window(ns)) : json(nullptr); };
+    r["last_step"] = {{"compute_pct", share(b.compute_ns)},
+                      {"exposed_comm_pct", share(b.exposed_comm_ns())},
                       {"exposed_memcpy_pct", b.pct_of_window(b.exposed_memcpy_ns())},
-                      {"idle_pct", b.pct_of_window(b.idle_ns())}};
+                      {"idle_pct", share(b.idle_ns())},
+                      {"compute_recorded", known}};
   } else {
     r["last_step"] = nullptr;
   }

@@ -223,9 +223,28 @@ TEST_F(TemporalBreakdownTest, WithoutAnyComputeRecordedOnlyThatIsSaid) {
     events.push_back(slice(rank, SC::kCollective, 12, 14 + 3 * rank, 1, "default_pg:0"));
     events.push_back(slice(rank, SC::kCollective, 22, 24, 2, "default_pg:0"));
   }
-  const std::vector<Finding> findings = temporal_findings(analyze(events, {}, 2));
+  const TemporalBreakdown report = analyze(events, {}, 2);
+  const std::vector<Finding> findings = temporal_findings(report);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].kind, "compute_unrecorded");
+  // Nor does the table or --json make it up: compute, overlap, exposed comm and idle are unknown
+  // ('-', null), not "0 ms" beside "75% idle"; communication stands as measured.
+  EXPECT_FALSE(compute_recorded(report));
+  const std::string text = format_temporal_breakdown(report);
+  EXPECT_NE(text.find("compute: none recorded"), std::string::npos) << text;
+  // Per rank one " 0 ms", memcpy's (none was made: that is measured); compute's was another.
+  size_t zeros = 0;
+  for (size_t at = text.find(" 0 ms"); at != std::string::npos; at = text.find(" 0 ms", at + 1)) {
+    ++zeros;
+  }
+  EXPECT_EQ(zeros, 2u) << text;
+  const nlohmann::json ranks = temporal_breakdown_json(report);
+  for (const char* key : {"compute_ms", "compute_pct", "idle_pct", "idle_ms_per_step",
+                          "exposed_comm_pct", "overlap_pct"}) {
+    EXPECT_TRUE(ranks[0][key].is_null()) << key << ": " << ranks[0];
+  }
+  EXPECT_GT(ranks[0]["comm_ms"].get<double>(), 0);
+  EXPECT_EQ(ranks[0]["compute_recorded"], false);
   EXPECT_EQ(findings[0].severity, Severity::kInfo);
   EXPECT_NE(findings[0].evidence.find("of the 2 ranks"), std::string::npos) << findings[0].evidence;
   EXPECT_NE(findings[0].advice.find("partrain import"), std::string::npos) << findings[0].advice;

@@ -138,6 +138,29 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
                    0.5e9);
 }
 
+// A job whose compute no rank recorded (a PyTorch job on the CPU): its steps' compute, exposed
+// communication and idle are unknown, so they have no series; a CPU job read 0 s of compute and
+// 80% idle on a dashboard.
+TEST(RunMetrics, WithoutRecordedComputeTheStepSplitHasNoComputeOrIdle) {
+  analyzers::LiveRun run = two_rank_run();
+  for (analyzers::RankStatus& row : run.ranks) {
+    row.breakdown->compute_ns = 0;
+    row.breakdown->overlap_ns = 0;
+  }
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  auto f = metrics.families(run, 0, {});
+  for (const char* activity : {"compute", "exposed_comm", "idle"}) {
+    EXPECT_FALSE(value(f, "partrain_step_activity_seconds", {{"activity", activity}})) << activity;
+  }
+  EXPECT_TRUE(value(f, "partrain_step_activity_seconds", {{"activity", "exposed_memcpy"}}));
+  // With compute on a rank, every part is there.
+  auto known = metrics.families(two_rank_run(), 0, {});
+  EXPECT_DOUBLE_EQ(
+      *value(known, "partrain_step_activity_seconds", {{"rank", "0"}, {"activity", "compute"}}),
+      0.06);
+}
+
 // A barrier moves no bytes: it has a duration and a skew but no busbw series (absent, not a
 // bandwidth of 0 B/s), as analyze's table gives it '-' and null.
 TEST(RunMetrics, ABarrierHasNoBusbwSeries) {

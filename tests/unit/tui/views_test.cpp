@@ -126,6 +126,33 @@ TEST(Overview, ARowPerRankWithStepTimeBarsMemoryAndWait) {
   for (int y = 0; y < 24; ++y) EXPECT_LE(grid.row_text(y).size(), 80u) << y;
 }
 
+// A job whose compute no rank recorded (a PyTorch job on the CPU): the bar shows its
+// communication and the rest as not recorded ('?'), not as idle, the legend says so, and --json
+// has null shares, as analyze's table has '-'.
+TEST(Overview, AStepWithoutRecordedComputeIsNotIdle) {
+  ViewModel model = two_ranks();
+  for (RankStatus& row : model.ranks) {
+    analyzers::BusyTime busy(0, 100 * kMs);
+    busy.add(70 * kMs, 90 * kMs, Activity::kComm);
+    RankBreakdown split;
+    busy.fill(split);
+    row.breakdown = split;
+  }
+  UiState state;
+  ScreenGrid grid(120, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string text = screen_text(grid);
+  EXPECT_NE(text.find("==????????"), std::string::npos) << text;
+  EXPECT_EQ(text.find("..."), std::string::npos) << text;
+  EXPECT_NE(text.find("not recorded (no compute seen)"), std::string::npos) << text;
+  const nlohmann::json j = view_model_json(model);
+  EXPECT_TRUE(j["ranks"][0]["last_step"]["compute_pct"].is_null()) << j["ranks"][0];
+  EXPECT_TRUE(j["ranks"][0]["last_step"]["idle_pct"].is_null()) << j["ranks"][0];
+  EXPECT_EQ(j["ranks"][0]["last_step"]["compute_recorded"], false);
+  // The two_ranks() job, with compute, keeps its shares.
+  EXPECT_EQ(view_model_json(two_ranks())["ranks"][0]["last_step"]["compute_pct"], 50.0);
+}
+
 TEST(Overview, UsesBlockCharactersInUtf8) {
   const ViewModel model = two_ranks();
   ScreenGrid grid(80, 24);
