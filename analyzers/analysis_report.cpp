@@ -161,6 +161,34 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
 
 }  // namespace
 
+// The exposed communication a straggler causes is the others waiting for it, not the link: the
+// exposed_communication finding says how much of it that is and points at the straggler first
+// (its "smaller DDP buckets" advice was the wrong way for a rank that sleeps), and its impact is
+// what remains once the waiting is gone.
+void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Finding>& findings) {
+  if (!stragglers.straggler) return;
+  const auto straggler =
+      std::find_if(stragglers.ranks.begin(), stragglers.ranks.end(),
+                   [&](const RankLateness& r) { return r.rank == *stragglers.straggler; });
+  auto exposed = std::find_if(findings.begin(), findings.end(),
+                              [](const Finding& f) { return f.kind == "exposed_communication"; });
+  if (straggler == stragglers.ranks.end() || exposed == findings.end()) return;
+  const double waiting = std::min(straggler->step_share, exposed->impact);
+  exposed->evidence += fmt::format(
+      "; up to {:.1f} ms per step of it ({:.0f}% of the step) is the other ranks waiting for rank "
+      "{}, the straggler, not the transfers",
+      straggler->wait_per_step_ms, 100 * waiting, straggler->rank);
+  exposed->advice = fmt::format(
+      "first make rank {} keep up (the straggler finding): the waiting goes with it; then, for "
+      "what stays exposed, {}",
+      straggler->rank, exposed->advice);
+  exposed->impact = std::max(0.0, exposed->impact - waiting);
+  // The thresholds exposed_communication judges by, on what remains.
+  exposed->severity = exposed->impact >= 0.25   ? Severity::kCritical
+                      : exposed->impact >= 0.10 ? Severity::kWarning
+                                                : Severity::kInfo;
+}
+
 void sort_findings(std::vector<Finding>& findings) {
   auto precedence = [](const Finding& f) {
     return f.kind == "node_file"            ? 0
@@ -289,6 +317,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
     out.findings.push_back(std::move(*nothing));
   }
   RETURN_IF_ERROR(add_node_file_finding(reader, out.findings));
+  account_for_the_straggler(out.stragglers, out.findings);
   sort_findings(out.findings);
   return out;
 }

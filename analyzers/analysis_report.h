@@ -76,6 +76,11 @@ struct AnalysisReport {
 // command can show how far a big trace's analysis has got.
 using AnalysisProgress = std::function<void(std::string_view analysis, int number, int count)>;
 
+// The exposed communication a straggler causes is the others waiting for it: the
+// exposed_communication finding says how much, points at the straggler first, and keeps as its
+// impact what remains without the waiting.
+void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Finding>& findings);
+
 StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
                                      const AnalysisWindow& window,
                                      const AnalysisProgress& progress = {});

@@ -293,8 +293,45 @@ StatusOr<StragglerReport> analyze_stragglers(const profiler::TraceReader& reader
   return pass.finish(reader, window);
 }
 
+namespace {
+
+// No one rank causes most of the waiting, but together they make each other wait a good share
+// of every step: the lateness takes turns (each step another rank is slow: uneven data, a shared
+// host's noise). The per-rank analysis names nobody; the job still loses the time.
+std::optional<Finding> rotating_lateness(const StragglerReport& report) {
+  double total_share = 0, total_ms = 0;
+  int late_ranks = 0;
+  for (const RankLateness& r : report.ranks) {
+    total_share += r.step_share;
+    total_ms += r.wait_per_step_ms;
+    if (r.last > 0 && r.step_share >= kMinStepShare) ++late_ranks;
+  }
+  if (late_ranks < 2 || total_share < kWarningStepShare || total_ms < kMinWaitMs) {
+    return std::nullopt;
+  }
+  Finding f;
+  f.kind = "rotating_lateness";
+  f.impact = std::min(total_share, 1.0);
+  f.severity = total_share >= kCriticalStepShare ? Severity::kWarning : Severity::kInfo;
+  f.evidence = fmt::format(
+      "no single straggler, but {} ranks take turns arriving last at delayed collectives: "
+      "together they keep the others waiting {:.1f} ms per step, {:.0f}% of the step (each "
+      "rank's share is in the arrival table)",
+      late_ranks, total_ms, 100 * std::min(total_share, 1.0));
+  f.advice =
+      "look for work that varies from step to step and rank to rank: uneven samples or sequence "
+      "lengths per rank (pack or bucket them), data loading on the step's path, a noisy shared "
+      "host; `partrain analyze --steps A:B` on a few steps shows who was late in each";
+  return f;
+}
+
+}  // namespace
+
 std::vector<Finding> straggler_findings(const StragglerReport& report) {
-  if (!report.straggler) return {};
+  if (!report.straggler) {
+    if (auto rotating = rotating_lateness(report)) return {*rotating};
+    return {};
+  }
   const auto it = std::find_if(report.ranks.begin(), report.ranks.end(),
                                [&](const RankLateness& r) { return r.rank == *report.straggler; });
   const RankLateness& r = *it;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzers/analysis_report.h"
 #include "tests/unit/analyzers/collective_fixture.h"
 
 namespace partrain::analyzers {
@@ -220,6 +221,71 @@ TEST(StragglersTest, ARankSlowInSomeStepsOnlyIsAShareOfTheMeanStep) {
               1e-12);
   EXPECT_NE(straggler_findings(*report)[0].evidence.find("55% of the step"), std::string::npos)
       << straggler_findings(*report)[0].evidence;
+}
+
+// Each step another rank is 50 ms late (rank k % 4 in step k): nobody causes most of the
+// waiting, so nobody is the straggler, but the job waits 50 ms of every 150 ms step. One finding
+// says so; it was silent.
+TEST(StragglersTest, LatenessThatTakesTurnsIsAFindingOfItsOwn) {
+  CollectiveTrace trace("rotating");
+  int64_t start = 0;
+  for (int64_t k = 0; k < 40; ++k) {
+    for (int rank = 0; rank < 4; ++rank) {
+      const int64_t late = rank == k % 4 ? 50 * kMs : 0;
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = start + 100 * kMs + late,
+                 .step = k});
+      trace.step(rank, k, start, 150 * kMs);
+    }
+    start += 150 * kMs;
+  }
+  auto report =
+      analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 39));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_FALSE(report->straggler) << format_stragglers(*report);
+  std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u) << format_stragglers(*report);
+  EXPECT_EQ(findings[0].kind, "rotating_lateness");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NEAR(findings[0].impact, 50.0 / 150.0, 0.01);
+  EXPECT_NE(findings[0].evidence.find("4 ranks take turns arriving last"), std::string::npos)
+      << findings[0].evidence;
+  EXPECT_NE(findings[0].evidence.find("50.0 ms per step, 33% of the step"), std::string::npos)
+      << findings[0].evidence;
+}
+
+// Exposed communication caused by a straggler is the others' waiting: the finding says how much,
+// advises the straggler first, and its impact (and so its severity) is what remains. The helper's
+// case: a 5 ms all-reduce behind a rank sleeping 50 ms, 56 ms of a 58 ms step exposed.
+TEST(StragglersTest, ExposedCommunicationAStragglerCausesIsSaidToBeItsWaiting) {
+  StragglerReport stragglers;
+  stragglers.straggler = 2;
+  RankLateness late;
+  late.rank = 2;
+  late.wait_per_step_ms = 50.0;
+  late.step_share = 50.0 / 58.0;
+  stragglers.ranks = {RankLateness{}, late};
+  Finding exposed{"exposed_communication",
+                  Severity::kCritical,
+                  0,
+                  56.0 / 58.0,
+                  "communication takes ...",
+                  "start gradient all-reduces during backward"};
+  std::vector<Finding> findings = {exposed};
+  account_for_the_straggler(stragglers, findings);
+  EXPECT_NE(findings[0].evidence.find("up to 50.0 ms per step of it (86% of the step) is the "
+                                      "other ranks waiting for rank 2, the straggler"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].advice.rfind("first make rank 2 keep up", 0), 0u) << findings[0].advice;
+  EXPECT_NEAR(findings[0].impact, 6.0 / 58.0, 1e-9);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  // Without a straggler nothing changes.
+  std::vector<Finding> alone = {exposed};
+  account_for_the_straggler(StragglerReport{}, alone);
+  EXPECT_EQ(alone[0].evidence, exposed.evidence);
+  EXPECT_EQ(alone[0].impact, exposed.impact);
 }
 
 // 8 ms late at 9 of 10 steps of 100 ms: 7.2 ms of waiting per step, 7.2%: a warning.
