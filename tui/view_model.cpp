@@ -26,18 +26,21 @@ json categories(const CategoryBytes& bytes) {
 }
 
 json rank_json(const ViewModel& model, const RankStatus& row) {
-  json r = {{"rank", row.rank},
-            {"host", row.host},
-            {"device", row.device},
-            {"step", or_null(row.step)},
-            {"step_ms", row.step ? json(ms(row.step_ns)) : json(nullptr)},
-            {"loss", or_null(row.loss)},
-            {"tokens_per_s", or_null(row.tokens_per_s)},
-            {"memory_bytes", row.memory_total()},
-            {"memory_by_category_bytes", categories(row.memory_bytes)},
-            {"straggler", model.analysis.straggler() == row.rank},
-            {"exit_code", or_null(row.exit_code)},
-            {"exit_signal", or_null(row.exit_signal)}};
+  json r = {
+      {"rank", row.rank},
+      {"host", row.host},
+      {"device", row.device},
+      {"step", or_null(row.step)},
+      {"step_ms", row.step ? json(ms(row.step_ns)) : json(nullptr)},
+      {"loss", or_null(row.loss)},
+      {"tokens_per_s", or_null(row.tokens_per_s)},
+      // No memory recorded (a PyTorch job on the CPU) is unknown, as the text's '-'.
+      {"memory_bytes", model.memory.contains(row.rank) ? json(row.memory_total()) : json(nullptr)},
+      {"memory_by_category_bytes",
+       model.memory.contains(row.rank) ? categories(row.memory_bytes) : json(nullptr)},
+      {"straggler", model.analysis.straggler() == row.rank},
+      {"exit_code", or_null(row.exit_code)},
+      {"exit_signal", or_null(row.exit_signal)}};
   if (row.breakdown && row.breakdown->window_ns > 0) {
     // Shares of the step as `partrain analyze` gives them of its window; without compute
     // recorded on any rank, compute, exposed comm and idle are unknown (null), as in analyze.
@@ -94,7 +97,8 @@ nlohmann::json view_model_json(const ViewModel& model) {
     history.push_back({{"step", point.step},
                        {"step_ms", ms(point.slowest_ns)},
                        {"loss", or_null(point.loss)},
-                       {"tokens", point.tokens}});
+                       // 0: the step's tokens are not known (a PyTorch job's), not none.
+                       {"tokens", point.tokens > 0 ? json(point.tokens) : json(nullptr)}});
   }
   json findings = json::array();
   for (const analyzers::Finding& f : model.analysis.findings()) {

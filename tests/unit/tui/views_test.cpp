@@ -153,6 +153,23 @@ TEST(Overview, AStepWithoutRecordedComputeIsNotIdle) {
   EXPECT_EQ(view_model_json(two_ranks())["ranks"][0]["last_step"]["compute_pct"], 50.0);
 }
 
+// What was not recorded is null in --json, as '-' in the text: a rank's memory (a CPU PyTorch
+// job's) and a step's tokens; it read 0.
+TEST(Overview, JsonGivesNullForMemoryAndTokensNotRecorded) {
+  ViewModel model = two_ranks();
+  model.memory.erase(1);
+  model.ranks[1].memory_bytes = {};
+  analyzers::StepPoint point;
+  point.step = 3;
+  point.slowest_ns = 100 * kMs;
+  model.history.push_back(point);
+  const nlohmann::json j = view_model_json(model);
+  EXPECT_TRUE(j["ranks"][1]["memory_bytes"].is_null()) << j["ranks"][1];
+  EXPECT_TRUE(j["ranks"][1]["memory_by_category_bytes"].is_null()) << j["ranks"][1];
+  EXPECT_EQ(j["ranks"][0]["memory_bytes"], 4 * kMiB);
+  EXPECT_TRUE(j["steps"][0]["tokens"].is_null()) << j["steps"];
+}
+
 TEST(Overview, UsesBlockCharactersInUtf8) {
   const ViewModel model = two_ranks();
   ScreenGrid grid(80, 24);
