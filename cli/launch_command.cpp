@@ -434,8 +434,7 @@ Subcommand add_launch_command(CLI::App& parent) {
                   "Rendezvous port on node 0 (default: 29500 for several nodes, a free port for "
                   "one)");
   cmd->add_option("--rdzv-id,--rdzv_id", flags->rdzv_id,
-                  "Job id shared by the nodes (TORCHELASTIC_RUN_ID)")
-      ->capture_default_str();
+                  "Job id shared by the nodes (TORCHELASTIC_RUN_ID; default: the run's id)");
   cmd->add_option("--rdzv-timeout,--rdzv_timeout", flags->rdzv_timeout,
                   "How long nodes wait for each other (10s, 5m; bare number = seconds)")
       ->capture_default_str();

@@ -88,11 +88,13 @@ StatusOr<memory::EstimateInput> to_input(const MemoryFlags& f) {
     ASSIGN_OR_RETURN(in.recipe, memory::with_bytes_per_param(in.recipe, f.bytes_per_param));
   }
   if (f.reserve != "auto") {
-    ASSIGN_OR_RETURN(uint64_t reserve, parse_byte_size(f.reserve));
-    in.reserve_bytes = static_cast<double>(reserve);
+    StatusOr<uint64_t> reserve = parse_byte_size(f.reserve);
+    if (!reserve.is_ok()) return reserve.status().with_context("--reserve");
+    in.reserve_bytes = static_cast<double>(*reserve);
   }
-  ASSIGN_OR_RETURN(uint64_t bucket, parse_byte_size(f.bucket_size));
-  in.bucket_bytes = static_cast<double>(bucket);
+  StatusOr<uint64_t> bucket = parse_byte_size(f.bucket_size);
+  if (!bucket.is_ok()) return bucket.status().with_context("--bucket-size");
+  in.bucket_bytes = static_cast<double>(*bucket);
   in.inference = f.inference;
   in.kv_len = f.kv_len;
   in.gen_len = f.gen_len;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -273,8 +274,9 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
     dropout_source = "Megatron-LM's default";
   }
   if (f.reserve != "auto") {
-    ASSIGN_OR_RETURN(uint64_t reserve, parse_byte_size(f.reserve));
-    s.base.reserve_bytes = static_cast<double>(reserve);
+    StatusOr<uint64_t> reserve = parse_byte_size(f.reserve);
+    if (!reserve.is_ok()) return reserve.status().with_context("--reserve");
+    s.base.reserve_bytes = static_cast<double>(*reserve);
   }
   s.context = {f.model.model.empty() ? model.name : f.model.model,
                gpu.name,
@@ -381,9 +383,10 @@ Status no_layout_divides(const Setup& s, analyzers::SearchSpace space,
                          const analyzers::SearchResult& result) {
   std::string reasons;
   for (const auto& [reason, count] : result.rejected) {
-    reasons +=
-        fmt::format("{}{}: {} {}", reasons.empty() ? "" : "; ", analyzers::rejection_words(reason),
-                    count, analyzers::is_split_reason(reason) ? "splits" : "layouts");
+    reasons += fmt::format(
+        "{}{}: {} {}", reasons.empty() ? "" : "; ", analyzers::rejection_words(reason), count,
+        analyzers::is_split_reason(reason) ? (count == 1 ? "split" : "splits")
+                                           : (count == 1 ? "layout" : "layouts"));
   }
   const int asked = space.gpus;
   auto works = [&](int gpus) {
@@ -503,9 +506,16 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--max-cp", f->max_cp, "Largest context-parallel degree tried")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  // memory's --sp is a switch, so PARTRAIN_SP=1 (or true) may be set for both commands: on.
   cmd->add_option("--sp", f->sp, "Sequence parallelism in the search: on, off or any")
       ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off", "any"}));
+      ->transform(CLI::CheckedTransformer(std::map<std::string, std::string>{{"on", "on"},
+                                                                             {"off", "off"},
+                                                                             {"any", "any"},
+                                                                             {"1", "on"},
+                                                                             {"true", "on"},
+                                                                             {"0", "off"},
+                                                                             {"false", "off"}}));
   cmd->add_option("--zero", f->zero, "ZeRO stages tried, comma-separated (default 0,1,2,3)");
   cmd->add_option("--recompute", f->recompute,
                   "Recompute modes tried: none, selective, full, comma-separated (default all)");

@@ -78,12 +78,12 @@ std::string pipeline_line(const EstimateInput& in, const MemoryEstimate& e) {
   const auto& l = in.layout;
   if (in.inference || l.pp <= 1) return "";
   return fmt::format(
-      "pipeline  {}: bubble {} of the ideal time, {:.4g} micro-batches in flight "
+      "pipeline  {}: bubble {} of the ideal time, {:.4g} micro-batch{} in flight "
       "on stage {}, {} parameter cop{} per rank\n",
       schedule_name(l.schedule),
       format_percent(bubble_fraction(l.schedule, l.pp, e.layout.micro_batches, l.vpp)),
-      e.heaviest_stage().in_flight, e.heaviest, parameter_copies(l.schedule),
-      parameter_copies(l.schedule) == 1 ? "y" : "ies");
+      e.heaviest_stage().in_flight, e.heaviest_stage().in_flight == 1 ? "" : "es", e.heaviest,
+      parameter_copies(l.schedule), parameter_copies(l.schedule) == 1 ? "y" : "ies");
 }
 
 std::string recipe_line(const EstimateInput& in) {

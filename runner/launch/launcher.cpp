@@ -295,7 +295,9 @@ StatusOr<int> launch(const LaunchConfig& config) {
   }
   RunContext run;
   run.run_id = rdzv.run_id();
-  run.rdzv_id = config.rdzv_id;
+  // torchrun --standalone makes up a fresh id (a uuid) where none is given, and scripts name
+  // their runs after it: the run's own id, which every node agreed on, rather than "none".
+  run.rdzv_id = config.rdzv_id == "none" ? run.run_id : config.rdzv_id;
   run.token = plan.token;
   run.master_addr = plan.master_addr;
   run.master_port = rdzv.port();

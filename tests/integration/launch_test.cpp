@@ -299,6 +299,19 @@ TEST_F(LaunchTest, TheScriptsOwnFlagsAfterItAreTheScripts) {
   EXPECT_TRUE(fs::exists(db));
 }
 
+// Without --rdzv-id, TORCHELASTIC_RUN_ID is the run's id (torchrun --standalone makes up a uuid;
+// scripts name their runs after it), not "none"; a given --rdzv-id stands.
+TEST_F(LaunchTest, TheTorchelasticRunIdIsTheRunsUnlessGiven) {
+  Finished made = run_partrain({"launch", "-n", "1", "--no-trace", "--no-prefix", "--run-id",
+                                "job-7", "--", "sh", "-c", "echo $TORCHELASTIC_RUN_ID"});
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out, "job-7\n");
+  Finished given = run_partrain({"launch", "-n", "1", "--no-trace", "--no-prefix", "--rdzv-id",
+                                 "job42", "--", "sh", "-c", "echo $TORCHELASTIC_RUN_ID"});
+  EXPECT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(given.out, "job42\n");
+}
+
 TEST_F(LaunchTest, FailingRankGivesItsExitCodeAndSummary) {
   Finished r = run_partrain(
       {"launch", "-n", "3", "--", "sh", "-c",

@@ -209,6 +209,9 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
       // Dimensions without all of them: the missing ones are named.
       {"--layers 2 --hidden 96 --heads 3 --vocab 10", "--seq (--seq missing)"},
       {"--layers 2 --heads 3", "--seq (--hidden --vocab --seq missing)"},
+      // A byte size's error names its flag.
+      {"--model llama-2-7b --reserve -1G", "--reserve: "},
+      {"--model llama-2-7b --bucket-size 25Q", "--bucket-size: "},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_partrain(std::string("memory ") + args);

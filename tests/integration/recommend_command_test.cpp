@@ -421,6 +421,12 @@ TEST(RecommendCommand, MissingClusterFileIsExit3AndPartrainCheckIsNotALayout) {
   auto search = run_partrain(kSearch + " --json", "PARTRAIN_CHECK=1");
   ASSERT_EQ(search.exit_code, 0) << search.err;
   EXPECT_GT(parse_json(search.out)["ranked"].get<int>(), 1);
+  // PARTRAIN_SP=1 turns memory's --sp switch on; recommend reads it as --sp on, not an error.
+  auto sp = run_partrain(kSearch + " --json --top 3", "PARTRAIN_SP=1");
+  ASSERT_EQ(sp.exit_code, 0) << sp.err;
+  for (const auto& c : parse_json(sp.out)["candidates"]) {
+    if (c["tp"].get<int>() > 1) EXPECT_TRUE(c["sp"].get<bool>()) << c;
+  }
 }
 
 TEST(RecommendCommand, AModelWithoutASequenceTrainsOneTokenASample) {
