@@ -73,8 +73,12 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
 
 void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, char end) {
   const bool ends_line = end == '\n';
+  const bool redraw = end == '\r' || end == kShownRedraw;
+  bool& redrawing = slot.redrawing[stream == Stream::kStdout ? 0 : 1];
+  if (redraw) redrawing = true;
+  if (ends_line) redrawing = false;
   // A redrawn piece (a progress bar's) is not a line of the failure summary's tail.
-  if (stream == Stream::kStderr && end != '\r') {
+  if (stream == Stream::kStderr && !redraw) {
     slot.tail.emplace_back(line);
     while (slot.tail.size() > options_.tail_lines) slot.tail.pop_front();
   }
@@ -83,21 +87,32 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, ch
   // ends its line, so that the next one starts with its rank.
   if (slot.log_file.valid()) {
     std::string text(line);
-    if (end != 0) text += end;
+    if (end == '\n' || end == '\r') text += end;
     (void)write_all(slot.log_file.get(), text);
   }
   if ((slot.log_file.valid() && !options_.tee) || terminal_error_ != 0) return;
   int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
+  // A carriage return goes back to the line's start, where the next piece writes its prefix; a
+  // redrawn state already shown has put the cursor there, and an empty piece adds nothing.
+  if (end == '\r' && line.empty() && !slot.prefix.empty()) return;
   std::string text = slot.prefix;
   text += line;
-  // A carriage return goes back to the line's start, where the next piece writes its prefix.
-  if (end == '\r') {
+  if (end == '\r' || (end == kShownRedraw && !slot.prefix.empty())) {
     text += '\r';
-  } else if (ends_line || !slot.prefix.empty()) {
+  } else if (end != kShownRedraw && (ends_line || !slot.prefix.empty())) {
     text += '\n';
   }
   const int error = write_all(fd, text);
   if (error != 0 && stream == Stream::kStdout) terminal_error_ = error;
+}
+
+void OutputRelay::show_redraw(Slot& slot, Stream stream, std::string& pending) {
+  if (pending.empty() || pending.back() == '\r' ||
+      !slot.redrawing[stream == Stream::kStdout ? 0 : 1]) {
+    return;
+  }
+  emit_line(slot, stream, pending, kShownRedraw);
+  pending.clear();
 }
 
 void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes) {
@@ -131,6 +146,7 @@ void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes)
         emit_line(slot, stream, pending, 0);
         pending.clear();
       }
+      show_redraw(slot, stream, pending);
       return;
     }
     if (pending.empty()) {

@@ -57,6 +57,9 @@ class OutputRelay {
     int rank = 0;
     std::string prefix;
     std::string pending[2];  // partial line per stream
+    // The stream's last piece ended in a carriage return: it redraws a line (a progress bar),
+    // whose next state is shown when a read ends, not when the next redraw comes.
+    bool redrawing[2] = {false, false};
     UniqueFd log_file;
     std::deque<std::string> tail;
   };
@@ -64,8 +67,12 @@ class OutputRelay {
   // `line` without its newline; ends_line: the worker wrote one after it (else it is a piece cut
   // at max_line_bytes, or the end of a stream that did not end with one).
   // `end`: the '\n' or '\r' that ended the piece, 0 for one cut at max_line_bytes or the stream's
-  // end.
+  // end, kShownRedraw for a redrawn line's state shown as it stands at the end of a read.
+  static constexpr char kShownRedraw = 1;
   void emit_line(Slot& slot, Stream stream, std::string_view line, char end = '\n');
+  // At the end of a read: a redrawn line's state so far goes out (its bytes to the log as they
+  // are; on a prefixed terminal with its prefix, the cursor back at the line's start).
+  void show_redraw(Slot& slot, Stream stream, std::string& pending);
 
   RelayOptions options_;
   std::vector<Slot> slots_;

@@ -52,19 +52,23 @@ TEST_F(RelayTest, PrefixesCompleteLinesAndBuffersPartialOnes) {
   EXPECT_EQ(contents(err_), "[rank 4] oops\n");
 }
 
-// A progress bar redraws its line with carriage returns and ends it with a newline at the end:
-// each redraw goes out as it comes, prefixed (the CR takes the cursor back to the line's start,
-// where the next piece writes its rank), not the whole bar at once when it is done. A CRLF is a
-// newline, also split between two reads; a redraw is no line of the failure summary's tail.
+// A progress bar redraws its line with carriage returns (tqdm writes "\r" and the new state, then
+// waits for the next step) and ends it with a newline: each state goes out when written,
+// prefixed, the cursor back at the line's start where the next one writes its rank; not the
+// whole bar at once when it is done, nor each state one step late. A CRLF is a newline, also
+// split between two reads; a redraw is no line of the failure summary's tail.
 TEST_F(RelayTest, CarriageReturnsGoOutAsTheyComeAndCrlfIsANewline) {
   auto relay = OutputRelay::open(options(), {0});
   ASSERT_TRUE(relay.is_ok());
   relay->feed(0, Stream::kStderr, "\r 0%|");
-  EXPECT_EQ(contents(err_), "[rank 0] \r");
-  relay->feed(0, Stream::kStderr, "\r50%|##\r");
-  EXPECT_EQ(contents(err_), "[rank 0] \r[rank 0]  0%|\r");
-  relay->feed(0, Stream::kStderr, "100%|####\n");
-  EXPECT_EQ(contents(err_), "[rank 0] \r[rank 0]  0%|\r[rank 0] 50%|##\r[rank 0] 100%|####\n");
+  EXPECT_EQ(contents(err_), "[rank 0]  0%|\r");
+  relay->feed(0, Stream::kStderr, "\r50%|##");
+  EXPECT_EQ(contents(err_), "[rank 0]  0%|\r[rank 0] 50%|##\r");
+  relay->feed(0, Stream::kStderr, "\r100%|####\n");
+  EXPECT_EQ(contents(err_), "[rank 0]  0%|\r[rank 0] 50%|##\r[rank 0] 100%|####\n");
+  // After the bar's newline, a partial line waits for its end again.
+  relay->feed(0, Stream::kStderr, "next");
+  EXPECT_EQ(contents(err_), "[rank 0]  0%|\r[rank 0] 50%|##\r[rank 0] 100%|####\n");
   relay->feed(0, Stream::kStdout, "dos\r");
   EXPECT_EQ(contents(out_), "");  // a CR at a read's end: a CRLF's half, perhaps
   relay->feed(0, Stream::kStdout, "\nline\r\n");
