@@ -166,22 +166,39 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
 // (its "smaller DDP buckets" advice was the wrong way for a rank that sleeps), and its impact is
 // what remains once the waiting is gone.
 void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Finding>& findings) {
-  if (!stragglers.straggler) return;
-  const auto straggler =
-      std::find_if(stragglers.ranks.begin(), stragglers.ranks.end(),
-                   [&](const RankLateness& r) { return r.rank == *stragglers.straggler; });
   auto exposed = std::find_if(findings.begin(), findings.end(),
                               [](const Finding& f) { return f.kind == "exposed_communication"; });
-  if (straggler == stragglers.ranks.end() || exposed == findings.end()) return;
-  const double waiting = std::min(straggler->step_share, exposed->impact);
+  if (exposed == findings.end()) return;
+  // Who the waiting is for: the straggler, else ranks taking turns (rotating_lateness).
+  double share = 0, wait_ms = 0;
+  std::string whom, first;
+  if (stragglers.straggler) {
+    const auto straggler =
+        std::find_if(stragglers.ranks.begin(), stragglers.ranks.end(),
+                     [&](const RankLateness& r) { return r.rank == *stragglers.straggler; });
+    if (straggler == stragglers.ranks.end()) return;
+    share = straggler->step_share;
+    wait_ms = straggler->wait_per_step_ms;
+    whom = fmt::format("waiting for rank {}, the straggler", straggler->rank);
+    first = fmt::format("first make rank {} keep up (the straggler finding)", straggler->rank);
+  } else if (std::any_of(findings.begin(), findings.end(),
+                         [](const Finding& f) { return f.kind == "rotating_lateness"; })) {
+    for (const RankLateness& r : stragglers.ranks) {
+      share += r.step_share;
+      wait_ms += r.wait_per_step_ms;
+    }
+    whom = "waiting for one another, the ranks taking turns to be late";
+    first = "first even out what makes a different rank late each step (rotating_lateness)";
+  } else {
+    return;
+  }
+  const double waiting = std::min(share, exposed->impact);
   exposed->evidence += fmt::format(
-      "; up to {:.1f} ms per step of it ({:.0f}% of the step) is the other ranks waiting for rank "
-      "{}, the straggler, not the transfers",
-      straggler->wait_per_step_ms, 100 * waiting, straggler->rank);
-  exposed->advice = fmt::format(
-      "first make rank {} keep up (the straggler finding): the waiting goes with it; then, for "
-      "what stays exposed, {}",
-      straggler->rank, exposed->advice);
+      "; up to {:.1f} ms per step of it ({:.0f}% of the step) is the other ranks {}, not the "
+      "transfers",
+      wait_ms, 100 * waiting, whom);
+  exposed->advice = fmt::format("{}: the waiting goes with it; then, for what stays exposed, {}",
+                                first, exposed->advice);
   exposed->impact = std::max(0.0, exposed->impact - waiting);
   // The thresholds exposed_communication judges by, on what remains.
   exposed->severity = exposed->impact >= 0.25   ? Severity::kCritical

@@ -399,11 +399,20 @@ std::string format_stragglers(const StragglerReport& report) {
 nlohmann::json stragglers_json(const StragglerReport& report) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankLateness& r : report.ranks) {
-    ranks.push_back({{"rank", r.rank}, {"matched", r.matched}, {"delayed", r.delayed},
-                     {"last", r.last}, {"last_share", r.last_share}, {"wait_share", r.wait_share},
-                     {"late_p50_ms", r.late_p50_ms}, {"late_p90_ms", r.late_p90_ms},
-                     {"wait_per_step_ms", r.wait_per_step_ms}, {"step_share", r.step_share},
-                     {"last_op", r.last_op}, {"last_op_share", r.last_op_share}});
+    ranks.push_back(
+        {{"rank", r.rank},
+         {"matched", r.matched},
+         {"delayed", r.delayed},
+         {"last", r.last},
+         {"last_share", r.last_share},
+         {"wait_share", r.wait_share},
+         {"late_p50_ms", r.late_p50_ms},
+         {"late_p90_ms", r.late_p90_ms},
+         {"wait_per_step_ms", r.wait_per_step_ms},
+         {"step_share", r.step_share},
+         // A rank never last at a delayed collective has no such op: null, as '-'.
+         {"last_op", r.last_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.last_op)},
+         {"last_op_share", r.last_op_share}});
   }
   nlohmann::json j = {{"ranks", ranks},
                       {"median_step_ms", report.median_step_ms},

@@ -77,6 +77,8 @@ TEST(StragglersTest, SlowRankIsTheStraggler) {
                 "median step 100.000 ms, mean 100.000 ms (of step: of the mean) over 10 steps"),
             std::string::npos);
   EXPECT_EQ(stragglers_json(*report)["straggler"], 2);
+  EXPECT_EQ(stragglers_json(*report)["ranks"][2]["last_op"], "all_reduce");
+  EXPECT_TRUE(stragglers_json(*report)["ranks"][0]["last_op"].is_null());  // never last
   EXPECT_EQ(stragglers_json(*report)["stepless"], false);
 
   // Without steps the window stands for the step, and the text says so rather than "over 1
@@ -281,7 +283,23 @@ TEST(StragglersTest, ExposedCommunicationAStragglerCausesIsSaidToBeItsWaiting) {
   EXPECT_EQ(findings[0].advice.rfind("first make rank 2 keep up", 0), 0u) << findings[0].advice;
   EXPECT_NEAR(findings[0].impact, 6.0 / 58.0, 1e-9);
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
-  // Without a straggler nothing changes.
+  // Ranks taking turns (rotating_lateness): their waiting, summed, is said and taken out too.
+  StragglerReport turns;
+  for (int rank = 0; rank < 4; ++rank) {
+    RankLateness r;
+    r.rank = rank;
+    r.wait_per_step_ms = 8.0;
+    r.step_share = 8.0 / 58.0;
+    turns.ranks.push_back(r);
+  }
+  std::vector<Finding> rotating = {exposed, Finding{"rotating_lateness"}};
+  account_for_the_straggler(turns, rotating);
+  EXPECT_NE(rotating[0].evidence.find("up to 32.0 ms per step of it (55% of the step) is the "
+                                      "other ranks waiting for one another"),
+            std::string::npos)
+      << rotating[0].evidence;
+  EXPECT_NEAR(rotating[0].impact, 24.0 / 58.0, 1e-9);
+  // Without either nothing changes.
   std::vector<Finding> alone = {exposed};
   account_for_the_straggler(StragglerReport{}, alone);
   EXPECT_EQ(alone[0].evidence, exposed.evidence);
