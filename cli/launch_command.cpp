@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "core/duration.h"
 #include "core/json_dump.h"
 #include "core/log.h"
+#include "core/subprocess.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
 #include "runner/launch/cluster_env.h"
@@ -32,6 +34,25 @@
 
 namespace partrain::cli {
 namespace {
+
+// torchrun's positional is a script it runs with Python: `partrain launch -n 2 train.py` was
+// "command not found" (train.py is not on PATH) or "permission denied" (not executable). A .py
+// file that exists but would not run as a program is run with python3, and says so; an
+// executable one (its own shebang) runs as it is.
+std::vector<std::string> torchrun_script_command(std::vector<std::string> command) {
+  if (command.empty() || !command.front().ends_with(".py")) return command;
+  const std::string& script = command.front();
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(script, error)) return command;
+  const char* path = std::getenv("PATH");
+  if (find_executable(script, path != nullptr ? path : "/bin:/usr/bin") == 0) return command;
+  log::info(
+      "running {} with python3, as torchrun runs its script (`-- ./{}` with a shebang and "
+      "chmod +x runs it as a program)",
+      script, script);
+  command.insert(command.begin(), "python3");
+  return command;
+}
 
 // Flags as typed; durations and optionals are resolved when the command runs.
 struct LaunchFlags {
@@ -134,7 +155,7 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   }
   config.tee = flags.tee;
   config.prefix = flags.prefix;
-  config.command = flags.command;
+  config.command = torchrun_script_command(flags.command);
   if (flags.no_trace && flags.trace.file) {
     return invalid_argument("pass either --trace FILE or --no-trace, not both");
   }
@@ -188,7 +209,7 @@ Status place_this_node(launch::LaunchConfig& config) {
 Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
                      std::string& summary_path) {
   if (!flags.command.empty()) {
-    return invalid_argument("pass either --workload or a command after `--`, not both");
+    return invalid_argument("pass either --workload or a command, not both");
   }
   const int world = *config.nnodes * config.nproc_per_node;  // placed by place_this_node
   // The device first: the workload is checked for the device it will run on (bf16 needs CUDA).
@@ -252,7 +273,13 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
       return planned.exit_code();
     }
   } else if (flags.json) {
-    log::error("--json applies to --workload runs (it prints their summary)");
+    // PARTRAIN_JSON=1 exported for analyze's or top's --json reaches launch too: say so.
+    const char* exported = std::getenv(flag_env_name("json").c_str());
+    log::error("--json applies to --workload runs (it prints their summary){}",
+               exported != nullptr && *exported != '\0'
+                   ? fmt::format(" (from {}={} in the environment: unset it for a command)",
+                                 flag_env_name("json"), exported)
+                   : std::string());
     return 2;
   } else if (!workload_flags.empty()) {
     // `--inject crash:rank=1 -- python3 train.py` would otherwise pass without injecting anything.

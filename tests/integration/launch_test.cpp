@@ -176,6 +176,10 @@ TEST_F(LaunchTest, WorkloadFlagsWithACommandAreAUsageError) {
   EXPECT_TRUE(contains(layout.err, "--steps, --dp apply to --workload runs")) << layout.err;
   Finished plain = run_partrain({"launch", "-n", "2", "--", "true"});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  // PARTRAIN_JSON=1, exported for analyze's or top's --json, is named as where --json came from.
+  Finished exported = run_partrain({"launch", "-n", "1", "--", "true"}, {"PARTRAIN_JSON=1"});
+  EXPECT_EQ(exported.exit_code, 2) << exported.err;
+  EXPECT_TRUE(contains(exported.err, "(from PARTRAIN_JSON=1 in the environment")) << exported.err;
 }
 
 // An empty trace name would trace into SQLite's temporary database and keep nothing.
@@ -270,6 +274,21 @@ TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
                                   "-c", "echo \"$@\"", "x", "--max-restarts", "-m"});
   EXPECT_EQ(passed.exit_code, 0) << passed.err;
   EXPECT_EQ(passed.out, "--max-restarts -m\n");
+}
+
+// As torchrun, a .py script that would not run as a program (not executable, or a bare name not on
+// PATH) is run with python3, saying so; it was "permission denied" (126) or "not found" (127).
+TEST_F(LaunchTest, APythonScriptThatIsNoProgramRunsWithPython3AsUnderTorchrun) {
+  const std::string script_path = (dir_ / "train.py").string();
+  std::ofstream(script_path) << "import os, sys\nprint(os.environ['RANK'], sys.argv[1:])\n";
+  fs::permissions(script_path, fs::perms::owner_read | fs::perms::owner_write);
+  Finished r =
+      run_partrain({"launch", "-n", "2", "--no-trace", "--no-prefix", script_path, "--tp", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "0 ['--tp', '2']\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 ['--tp', '2']\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "running " + script_path + " with python3, as torchrun runs"))
+      << r.err;
 }
 
 // torchrun's default --max-restarts 0 is what partrain does: accepted (scripts pass it).
