@@ -327,6 +327,7 @@ StatusOr<std::unique_ptr<runner::Device>> create_gemm_device(const GemmFlags& fl
   runner::CpuDeviceOptions options;
   options.blas_threads = flags.blas_threads;
   options.precision = precision;
+  if (const auto warning = runner::blas_kernel_warning()) log::warn("{}", *warning);
   return std::unique_ptr<runner::Device>(std::make_unique<runner::CpuDevice>(options));
 }
 

@@ -26,6 +26,7 @@
 #include "core/subprocess.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
+#include "runner/device/cpu_device.h"
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/launcher.h"
 #include "runner/worker/cpu_binding.h"
@@ -232,6 +233,15 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
     RETURN_IF_ERROR(runner::open_token_file(workload.data_path, workload.model.vocab,
                                             workload.model.seq)
                         .status());
+  }
+  // The workload's GEMMs are OpenBLAS's: where this OpenBLAS does not know the CPU and fell back
+  // to its generic kernels (a quarter of the rate), the ranks get the right ones, unless the user
+  // chose a core type.
+  if (choice.device == "cpu" && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    if (const std::optional<std::string> core = runner::better_blas_coretype()) {
+      log::info("{}; the workers get OPENBLAS_CORETYPE={}", *runner::blas_kernel_warning(), *core);
+      config.extra_env.push_back("OPENBLAS_CORETYPE=" + *core);
+    }
   }
   config.command = {std::filesystem::read_symlink("/proc/self/exe").string(), "worker"};
   config.extra_env.push_back("PARTRAIN_WORKLOAD_CONFIG=" + runner::workload_to_json(workload));

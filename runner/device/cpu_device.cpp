@@ -1,13 +1,14 @@
 #include "runner/device/cpu_device.h"
 
-#include "core/clock.h"
-
 #include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <iterator>
 
+#include "core/clock.h"
 #include "runner/ops/adamw.h"
 #include "runner/ops/attention.h"
 #include "runner/ops/bf16_round.h"
@@ -29,6 +30,36 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
       precision_(options.precision),
       operands_(static_cast<size_t>(Operand::kCount)) {
   openblas_set_num_threads(blas_threads_);
+}
+
+std::optional<std::string> better_blas_coretype() {
+  const char* core = openblas_get_corename();
+  if (core == nullptr) return std::nullopt;
+  static constexpr const char* kGeneric[] = {"prescott",  "core2",  "katmai", "coppermine",
+                                             "northwood", "banias", "atom",   "nehalem"};
+  std::string name(core);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool generic = std::any_of(std::begin(kGeneric), std::end(kGeneric),
+                                   [&](const char* g) { return name == g; });
+  if (!generic) return std::nullopt;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    return "SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return std::nullopt;
+}
+
+std::optional<std::string> blas_kernel_warning() {
+  const std::optional<std::string> better = better_blas_coretype();
+  if (!better) return std::nullopt;
+  return fmt::format(
+      "OpenBLAS runs its '{}' kernels on this CPU, which has {} (this OpenBLAS does not know the "
+      "CPU's model): GEMMs run at a fraction of the core's rate; set OPENBLAS_CORETYPE={} in "
+      "the environment (or install a newer OpenBLAS)",
+      openblas_get_corename(), *better == "SkylakeX" ? "AVX-512" : "AVX2", *better);
 }
 
 std::string CpuDevice::name() const {

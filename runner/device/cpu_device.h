@@ -4,6 +4,7 @@
 // the CUDA device does, so bf16 training has a CPU reference.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,16 @@
 #include "runner/device/tracked_allocator.h"
 
 namespace partrain::runner {
+
+// OpenBLAS picks its kernels for the CPU model it recognises; an older OpenBLAS that does not know
+// a new model falls back to its generic x86-64 kernels (Debian 12's 0.3.21 on a 2023 Xeon chose
+// "Prescott", SSE3: sgemm at a quarter of the core's rate). The warning that says so, with the
+// fix, when that happened on a CPU with AVX2; nullopt otherwise.
+std::optional<std::string> blas_kernel_warning();
+// The OPENBLAS_CORETYPE that gives such a CPU its kernels (SkylakeX with AVX-512 F/BW/VL/DQ,
+// Haswell with AVX2 and FMA); nullopt when OpenBLAS chose well itself. Read by OpenBLAS when it
+// loads: a process sets it for the processes it starts.
+std::optional<std::string> better_blas_coretype();
 
 struct CpuDeviceOptions {
   // OpenBLAS threads for this process. Its thread count is process-wide state inside OpenBLAS, so

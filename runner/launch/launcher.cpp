@@ -308,9 +308,19 @@ StatusOr<int> launch(const LaunchConfig& config) {
   run.agent_store = plan.workload.empty();  // the store answers TCPStore clients (node_rendezvous)
   if (flight) run.error_file_dir = flight->path().string();
   if (plan.workload.empty() && plan.nproc_per_node > 1 && !env::get("OMP_NUM_THREADS")) {
-    log::info("setting OMP_NUM_THREADS=1 for each worker, as torchrun does, so {} ranks do not "
-              "oversubscribe the cores; set it yourself to tune",
-              plan.nproc_per_node);
+    log::info(
+        "setting OMP_NUM_THREADS=1 for each worker, as torchrun does, so {} ranks do not "
+        "oversubscribe the cores with threads; set it yourself to tune",
+        plan.nproc_per_node);
+  }
+  // More ranks than cores share them whatever the threads: their timings measure the scheduler
+  // as much as the work (a benchmark's spread, a straggler that is only descheduled).
+  if (const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+      cores > 0 && plan.nproc_per_node > cores) {
+    log::warn(
+        "{} ranks on this node's {} cores: they take turns on the cores, and times include "
+        "the waits for one",
+        plan.nproc_per_node, cores);
   }
   std::vector<WorkerSpec> specs = worker_specs(config, run);
   // Where the ranks' output goes, before the trace: a log directory that cannot be made must not

@@ -291,6 +291,22 @@ TEST_F(LaunchTest, APythonScriptThatIsNoProgramRunsWithPython3AsUnderTorchrun) {
       << r.err;
 }
 
+// More ranks than the node has cores are warned about: they take turns on the cores, and their
+// timings (a benchmark's, a straggler's) include the waits. As many as the cores are not.
+TEST_F(LaunchTest, MoreRanksThanCoresAreWarnedAbout) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1 || cores > 8) GTEST_SKIP() << cores << " cores: too many ranks to start here";
+  const std::string over = std::to_string(cores + 1);
+  Finished r = run_partrain({"launch", "-n", over, "--no-trace", "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, fmt::format("warning: {} ranks on this node's {} cores", over, cores)))
+      << r.err;
+  Finished fits = run_partrain({"launch", "-n", std::to_string(cores), "--no-trace", "--", "true"});
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_FALSE(contains(fits.err, "ranks on this node's")) << fits.err;
+}
+
 // torchrun's default --max-restarts 0 is what partrain does: accepted (scripts pass it).
 TEST_F(LaunchTest, MaxRestartsZeroIsAccepted) {
   Finished r = run_partrain(
