@@ -237,7 +237,8 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   // The workload's GEMMs are OpenBLAS's: where this OpenBLAS does not know the CPU and fell back
   // to its generic kernels (a quarter of the rate), the ranks get the right ones, unless the user
   // chose a core type.
-  if (choice.device == "cpu" && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+  // Both CPU devices (cpu-isolated too: it trains bit for bit as cpu does, the same kernels).
+  if (choice.device.starts_with("cpu") && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
     if (const std::optional<std::string> core = runner::better_blas_coretype()) {
       log::info("{}; the workers get OPENBLAS_CORETYPE={}", *runner::blas_kernel_warning(), *core);
       config.extra_env.push_back("OPENBLAS_CORETYPE=" + *core);
