@@ -201,9 +201,7 @@ void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Fi
                                 first, exposed->advice);
   exposed->impact = std::max(0.0, exposed->impact - waiting);
   // The thresholds exposed_communication judges by, on what remains.
-  exposed->severity = exposed->impact >= 0.25   ? Severity::kCritical
-                      : exposed->impact >= 0.10 ? Severity::kWarning
-                                                : Severity::kInfo;
+  exposed->severity = exposed_communication_severity(exposed->impact);
 }
 
 void sort_findings(std::vector<Finding>& findings) {

@@ -113,10 +113,11 @@ std::optional<Finding> exposed_communication(const TemporalBreakdown& report) {
   const double overlap_share =
       comm > 0 ? static_cast<double>(overlap) / static_cast<double>(comm) : 1.0;
   // Communication that hides under compute costs nothing; what is left exposed is the cost.
-  if (exposed < 0.10) return std::nullopt;
+  const Severity severity = exposed_communication_severity(exposed);
+  if (severity == Severity::kInfo) return std::nullopt;
   Finding finding;
   finding.kind = "exposed_communication";
-  finding.severity = exposed >= 0.25 ? Severity::kCritical : Severity::kWarning;
+  finding.severity = severity;
   finding.rank = worst->rank;
   finding.impact = exposed;
   finding.evidence = fmt::format(
@@ -210,6 +211,10 @@ std::optional<Finding> compute_imbalance(const TemporalBreakdown& report) {
 }
 
 }  // namespace
+
+Severity exposed_communication_severity(double share) {
+  return share >= 0.25 ? Severity::kCritical : share >= 0.10 ? Severity::kWarning : Severity::kInfo;
+}
 
 bool compute_recorded(const TemporalBreakdown& report) {
   return std::any_of(report.ranks.begin(), report.ranks.end(),

@@ -25,6 +25,10 @@ struct TemporalBreakdown {
 
 StatusOr<TemporalBreakdown> analyze_temporal_breakdown(const profiler::TraceReader& reader,
                                                        const AnalysisWindow& window);
+// exposed_communication's severity for a mean exposed share of the window: warning from 10% (the
+// finding's threshold), critical from 25%, info below (what a straggler's waiting leaves).
+Severity exposed_communication_severity(double share);
+
 // Whether any rank recorded compute: a PyTorch CPU job's host work is not seen, and then what is
 // not communication is unknown, neither compute nor idle.
 bool compute_recorded(const TemporalBreakdown& report);
