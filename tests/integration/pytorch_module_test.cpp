@@ -67,6 +67,15 @@ TEST(PytorchModule, AWrappedOptimizersStepEndsWithTheWrapper) {
   // Each step: 0.1 s of "backward", 0.3 s of "broadcast".
   EXPECT_GE(query.number("SELECT min(dur_ns) FROM steps WHERE rank = 0"), 380'000'000)
       << query.rows("SELECT step, dur_ns FROM steps");
+
+  // A wrapper's step() that raised (no post-hook ran) leaves nothing under way: the next ones
+  // mark steps again.
+  const fs::path raised = scratch.path() / "raised.db";
+  CommandResult again = run_partrain("trace -o '" + raised.string() + "' -- " + program(),
+                                     stub_environment() + " TORCH_STUB_SHARDED=raise-first");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(TraceQuery(raised).rows("SELECT group_concat(step) FROM steps WHERE rank = 0"),
+            "0,1\n");
 }
 
 TEST(PytorchModule, ItsOwnFailureIsSaidOnceAndTheProgramRunsOn) {

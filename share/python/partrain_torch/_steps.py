@@ -37,7 +37,7 @@ class StepMarkers:
         self._driver = None  # weak reference to the optimizer whose step() marks steps
         self._offset = 0  # added to ProfilerStep numbers
         self._optimizer_steps = 0  # every optimizer's step() calls, for a range's activity
-        self._stepping = 0  # optimizer step() calls under way, nested in one another
+        self._stepping = []  # id() of each optimizer whose step() is under way, outermost first
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -88,7 +88,11 @@ class StepMarkers:
             self._begin(0, monotonic_ns())
 
     def _optimizer_stepping(self, optimizer, args, kwargs):
-        self._stepping += 1
+        # The outermost optimizer stepping again: an earlier step() of it raised (no post-hook
+        # ran), and what it left under way is over.
+        if self._stepping and self._stepping[0] == id(optimizer):
+            self._stepping.clear()
+        self._stepping.append(id(optimizer))
 
     def _optimizer_stepped(self, optimizer, args, kwargs):
         now = monotonic_ns()
@@ -96,9 +100,10 @@ class StepMarkers:
 
     def _optimizer_step_ended(self, optimizer, now):
         self._optimizer_steps += 1
-        # A step() that raised left its count behind (no post-hook): never below zero.
-        self._stepping = max(0, self._stepping - 1)
-        if self._source != _OPTIMIZER or self._stepping > 0:
+        # This step() and any it called that raised (their post-hooks never ran) are done.
+        if id(optimizer) in self._stepping:
+            del self._stepping[self._stepping.index(id(optimizer)):]
+        if self._source != _OPTIMIZER or self._stepping:
             return  # inside another optimizer's step(): that one's end is the step's
         driver = self._driver() if self._driver is not None else None
         if driver is None:

@@ -14,9 +14,13 @@ class Sharded(Optimizer):
     def __init__(self):
         super().__init__([], {})
         self.inner = Optimizer([], {})
+        self.raise_first = os.environ.get("TORCH_STUB_SHARDED") == "raise-first"
 
     def _update(self):
         self.inner.step()
+        if self.raise_first:
+            self.raise_first = False
+            raise RuntimeError("the first broadcast failed")
         time.sleep(0.3)
 
 
@@ -25,5 +29,8 @@ optimizer = Sharded() if os.environ.get("TORCH_STUB_SHARDED") else Optimizer([],
 for _ in range(3):
     if os.environ.get("TORCH_STUB_SHARDED"):
         time.sleep(0.1)  # forward and backward
-    optimizer.step()
+    try:
+        optimizer.step()
+    except RuntimeError:
+        pass  # the program goes on: its next step() is a step again
 print(f"program done on torch {torch.__version__}")
