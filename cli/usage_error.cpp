@@ -93,9 +93,11 @@ std::string numeric_value_message(const std::string& message) {
     range = fmt::format(" from {} to {}", m[3].str(), m[4].str());
     char* end = nullptr;
     const double number = std::strtod(value.c_str(), &end);
-    // A number out of range: CLI11's words are right.
-    if (!value.empty() && end != nullptr && *end == '\0' && number == std::trunc(number) &&
-        value.find_first_of("eE.") == std::string::npos) {
+    const double low = std::strtod(m[3].str().c_str(), nullptr);
+    const double high = std::strtod(m[4].str().c_str(), nullptr);
+    // A number out of the range (--dp 0, --dropout 1e3): CLI11's words are right. One inside it
+    // was refused for its notation (--dp 1e3, --dp 2.5: the flag takes whole numbers).
+    if (!value.empty() && end != nullptr && *end == '\0' && (number < low || number > high)) {
       return "";
     }
   } else {
