@@ -5,7 +5,6 @@
 #include <algorithm>
 
 namespace partrain::analyzers {
-namespace {
 
 std::vector<int> divisors(int64_t n, int64_t at_most) {
   std::vector<int> result;
@@ -14,6 +13,8 @@ std::vector<int> divisors(int64_t n, int64_t at_most) {
   }
   return result;
 }
+
+namespace {
 
 constexpr memory::Recompute kRecomputeModes[] = {
     memory::Recompute::kNone, memory::Recompute::kSelective, memory::Recompute::kFull};

@@ -23,6 +23,9 @@ struct LayoutFilter {
   std::optional<int> tp, pp, cp, zero, ep;
 };
 
+// n's divisors up to at_most, ascending: the degrees a search tries and a refusal names.
+std::vector<int> divisors(int64_t n, int64_t at_most);
+
 struct SearchSpace {
   int gpus = 1;
   int max_micro_batch = 16;

@@ -139,14 +139,6 @@ struct Setup {
   analyzers::RecommendContext context;
 };
 
-std::vector<int64_t> divisors_of(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
-}
-
 // --ep and --fix ep against the model: a dense model has no experts to shard, and every rank
 // holds whole experts (memory's rule for a layout, said before the search refuses every layout).
 Status check_expert_degrees(const memory::ModelConfig& model, const analyzers::SearchSpace& space) {
@@ -165,7 +157,8 @@ Status check_expert_degrees(const memory::ModelConfig& model, const analyzers::S
     if (ep < 1 || (model.is_moe() && model.moe.experts % ep != 0)) {
       return invalid_argument(
           "{} must divide the {} routed experts of '{}': every rank holds whole experts (try {})",
-          asked[i], model.moe.experts, model.name, fmt::join(divisors_of(model.moe.experts), ", "));
+          asked[i], model.moe.experts, model.name,
+          fmt::join(analyzers::divisors(model.moe.experts, model.moe.experts), ", "));
     }
   }
   return {};
@@ -185,7 +178,8 @@ Status check_fixed_degrees(const memory::ModelConfig& model, const analyzers::Se
     product *= *degree;
     if (*degree < 1 || space.gpus % *degree != 0) {
       return invalid_argument("--fix {}={} does not divide --gpus {}: {} of {}", name, *degree,
-                              space.gpus, name, fmt::join(divisors_of(space.gpus), ", "));
+                              space.gpus, name,
+                              fmt::join(analyzers::divisors(space.gpus, space.gpus), ", "));
     }
   }
   if (space.gpus % product != 0) {
@@ -197,7 +191,7 @@ Status check_fixed_degrees(const memory::ModelConfig& model, const analyzers::Se
   if (space.fixed.tp && model.heads > 0 &&
       (model.heads % *space.fixed.tp != 0 || model.kv_heads % *space.fixed.tp != 0)) {
     std::vector<int64_t> fits;
-    for (int64_t d : divisors_of(std::gcd(model.heads, model.kv_heads))) {
+    for (const int d : analyzers::divisors(std::gcd(model.heads, model.kv_heads), model.heads)) {
       if (space.gpus % d == 0) fits.push_back(d);
     }
     return invalid_argument(
@@ -208,7 +202,8 @@ Status check_fixed_degrees(const memory::ModelConfig& model, const analyzers::Se
   if (space.fixed.pp && model.layers % *space.fixed.pp != 0) {
     return invalid_argument(
         "--fix pp={} does not divide the {} layers of '{}': each stage holds as many (pp of {})",
-        *space.fixed.pp, model.layers, model.name, fmt::join(divisors_of(model.layers), ", "));
+        *space.fixed.pp, model.layers, model.name,
+        fmt::join(analyzers::divisors(model.layers, model.layers), ", "));
   }
   return {};
 }
