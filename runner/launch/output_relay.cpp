@@ -11,6 +11,9 @@
 namespace partrain::launch {
 namespace {
 
+// A slot's per-stream state (pending piece, redrawing) is indexed stdout 0, stderr 1.
+size_t index_of(Stream stream) { return stream == Stream::kStdout ? 0 : 1; }
+
 // One write per line, so lines of different ranks never interleave mid-line.
 // 0, or the errno of the write that failed.
 int write_all(int fd, std::string_view data) {
@@ -74,7 +77,7 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
 void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, char end) {
   const bool ends_line = end == '\n';
   const bool redraw = end == '\r' || end == kShownRedraw;
-  bool& redrawing = slot.redrawing[stream == Stream::kStdout ? 0 : 1];
+  bool& redrawing = slot.redrawing[index_of(stream)];
   if (redraw) redrawing = true;
   if (ends_line) redrawing = false;
   // A redrawn piece (a progress bar's) is not a line of the failure summary's tail.
@@ -107,8 +110,7 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, ch
 }
 
 void OutputRelay::show_redraw(Slot& slot, Stream stream, std::string& pending) {
-  if (pending.empty() || pending.back() == '\r' ||
-      !slot.redrawing[stream == Stream::kStdout ? 0 : 1]) {
+  if (pending.empty() || pending.back() == '\r' || !slot.redrawing[index_of(stream)]) {
     return;
   }
   emit_line(slot, stream, pending, kShownRedraw);
@@ -117,7 +119,7 @@ void OutputRelay::show_redraw(Slot& slot, Stream stream, std::string& pending) {
 
 void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes) {
   Slot& slot = slots_[slot_index];
-  std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
+  std::string& pending = slot.pending[index_of(stream)];
   // A carriage return that ended the last read waits for the next byte: a CRLF is a newline.
   if (!pending.empty() && pending.back() == '\r' && !bytes.empty() && bytes.front() != '\n') {
     pending.pop_back();
@@ -178,7 +180,7 @@ bool OutputRelay::pump(size_t slot, Stream stream, int fd, int max_reads) {
 
 void OutputRelay::finish(size_t slot_index, Stream stream) {
   Slot& slot = slots_[slot_index];
-  std::string& pending = slot.pending[stream == Stream::kStdout ? 0 : 1];
+  std::string& pending = slot.pending[index_of(stream)];
   if (!pending.empty()) {
     emit_line(slot, stream, pending, 0);
     pending.clear();
