@@ -25,7 +25,8 @@ json categories(const CategoryBytes& bytes) {
   return out;
 }
 
-json rank_json(const ViewModel& model, const RankStatus& row) {
+// `compute_known`: analyzers::compute_recorded(model), asked once for all the rows.
+json rank_json(const ViewModel& model, const RankStatus& row, bool compute_known) {
   json r = {
       {"rank", row.rank},
       {"host", row.host},
@@ -45,13 +46,14 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
     // Shares of the step as `partrain analyze` gives them of its window; without compute
     // recorded on any rank, compute, exposed comm and idle are unknown (null), as in analyze.
     const RankBreakdown& b = *row.breakdown;
-    const bool known = analyzers::compute_recorded(model);
-    auto share = [&](int64_t ns) { return known ? json(b.pct_of_window(ns)) : json(nullptr); };
+    auto share = [&](int64_t ns) {
+      return compute_known ? json(b.pct_of_window(ns)) : json(nullptr);
+    };
     r["last_step"] = {{"compute_pct", share(b.compute_ns)},
                       {"exposed_comm_pct", share(b.exposed_comm_ns())},
                       {"exposed_memcpy_pct", b.pct_of_window(b.exposed_memcpy_ns())},
                       {"idle_pct", share(b.idle_ns())},
-                      {"compute_recorded", known}};
+                      {"compute_recorded", compute_known}};
   } else {
     r["last_step"] = nullptr;
   }
@@ -77,7 +79,8 @@ json rank_json(const ViewModel& model, const RankStatus& row) {
 
 nlohmann::json view_model_json(const ViewModel& model) {
   json ranks = json::array();
-  for (const RankStatus& row : model.ranks) ranks.push_back(rank_json(model, row));
+  const bool compute_known = analyzers::compute_recorded(model);
+  for (const RankStatus& row : model.ranks) ranks.push_back(rank_json(model, row, compute_known));
   json collectives = json::array();
   for (auto it = model.collectives.rbegin(); it != model.collectives.rend(); ++it) {
     collectives.push_back({{"comm_id", it->comm_id},
