@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/json_dump.h"
@@ -43,6 +44,12 @@ int64_t total_wrong(const std::vector<BenchRow>& rows) {
     if (row.in_place) wrong += std::max<int64_t>(0, row.in_place->wrong);
   }
   return wrong;
+}
+
+bool any_checked(const std::vector<BenchRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const BenchRow& row) {
+    return row.out_of_place.wrong >= 0 || (row.in_place && row.in_place->wrong >= 0);
+  });
 }
 
 double average_busbw_gbps(const std::vector<BenchRow>& rows) {
@@ -95,9 +102,13 @@ std::string format_bench_row(const BenchRow& row, const BenchRow* previous) {
 
 std::string format_bench_footer(const std::vector<BenchRow>& rows) {
   const int64_t wrong = total_wrong(rows);
-  return fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED") +
-         fmt::format("# Avg bus bandwidth    : {}\n",
-                     format_bandwidth(average_busbw_gbps(rows) * 1e9));
+  // nccl-tests' two lines, which its parsers read: "N OK|FAILED", then the mean busbw in GB/s
+  // (a bare number there; here its unit follows, never scaled to MB/s, which a parser would take
+  // for GB/s). With -c 0 nccl-tests says "0 OK" of values it never looked at: said so here.
+  return fmt::format("# Out of bounds values : {} {}{}\n", wrong, wrong == 0 ? "OK" : "FAILED",
+                     any_checked(rows) ? "" : " (nothing checked: -c 0)") +
+         fmt::format("# Avg bus bandwidth    : {} GB/s\n",
+                     format_decimal(average_busbw_gbps(rows), 2));
 }
 
 std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchOptions& options,
@@ -116,16 +127,17 @@ std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchOpti
     results.push_back(measurement_json(row, row.out_of_place, false, context));
     if (row.in_place) results.push_back(measurement_json(row, *row.in_place, true, context));
   }
-  nlohmann::json document = {{"nranks", context.nranks},
-                             {"backend", context.backend},
-                             {"device", context.device},
-                             {"warmup_iters", options.warmup_iters},
-                             {"iters", options.iters},
-                             {"checked", options.check},
-                             {"time_over_ranks", time_over_ranks(options.average)},
-                             {"wrong", total_wrong(rows)},
-                             {"avg_busbw_gbps", average_busbw_gbps(rows)},
-                             {"results", results}};
+  nlohmann::json document = {
+      {"nranks", context.nranks},
+      {"backend", context.backend},
+      {"device", context.device},
+      {"warmup_iters", options.warmup_iters},
+      {"iters", options.iters},
+      {"checked", options.check},
+      {"time_over_ranks", time_over_ranks(options.average)},
+      {"wrong", any_checked(rows) ? nlohmann::json(total_wrong(rows)) : nlohmann::json(nullptr)},
+      {"avg_busbw_gbps", average_busbw_gbps(rows)},
+      {"results", results}};
   return dump_json(document, 2) + "\n";
 }
 

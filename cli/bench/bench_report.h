@@ -29,6 +29,8 @@ std::string format_bench_json(const std::vector<BenchRow>& rows, const BenchOpti
                               const BenchContext& context);
 // Elements wrong over every row and variant (0 when all checked runs matched the reference).
 int64_t total_wrong(const std::vector<BenchRow>& rows);
+// Whether any measurement was checked against the reference (none with -c 0).
+bool any_checked(const std::vector<BenchRow>& rows);
 // nccl-tests' "Avg bus bandwidth": the mean busbw over every measurement, out of place and in
 // place (GB/s).
 double average_busbw_gbps(const std::vector<BenchRow>& rows);

@@ -64,12 +64,45 @@ StatusOr<int64_t> combine_time(comm::Comm& comm, BufferSpace& space, int64_t ns,
   return ns;
 }
 
-Status fill_send(BufferSpace& space, const Buffers& buffers, const CollectiveTest& test,
-                 const CollectiveLayout& layout, comm::DType dtype, int rank, int nranks) {
+// Buffers are filled and checked this many elements at a time: the host copies a check needs
+// stay a few MB beside the benchmark's two buffers, whatever the message size (nccl-tests keeps
+// one expected buffer; a whole-buffer check here had taken ~7x the message in host memory).
+constexpr uint64_t kPieceElements = uint64_t{1} << 20;
+
+Status fill_send(BufferSpace& space, const Buffers& buffers, uint64_t send_count, comm::DType dtype,
+                 int rank) {
+  const size_t width = comm::dtype_size(dtype);
   std::vector<double> values;
-  test.fill_send(values, rank, nranks, layout);
-  std::vector<std::byte> bytes = encode_values(values, dtype);
-  return space.upload(buffers.send, bytes.data(), bytes.size());
+  for (uint64_t first = 0; first < send_count; first += kPieceElements) {
+    values.resize(std::min(kPieceElements, send_count - first));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = bench_value(rank, first + i);
+    const std::vector<std::byte> bytes = encode_values(values, dtype);
+    RETURN_IF_ERROR(space.upload(static_cast<std::byte*>(buffers.send) + first * width,
+                                 bytes.data(), bytes.size()));
+  }
+  return Status::ok();
+}
+
+// Elements of this rank's recv buffer off what the test expects.
+StatusOr<int64_t> count_wrong_received(BufferSpace& space, const Buffers& buffers,
+                                       const CollectiveTest& test, const CollectiveLayout& layout,
+                                       const BenchOptions& options, int rank, int nranks) {
+  const size_t width = comm::dtype_size(options.dtype);
+  std::vector<std::byte> got;
+  std::vector<double> expected;
+  int64_t wrong = 0;
+  for (uint64_t first = 0; first < layout.recv_count; first += kPieceElements) {
+    const uint64_t n = std::min(kPieceElements, layout.recv_count - first);
+    got.resize(n * width);
+    RETURN_IF_ERROR(space.download(
+        got.data(), static_cast<const std::byte*>(buffers.recv) + first * width, got.size()));
+    expected.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      expected[i] = test.expected(first + i, rank, nranks, layout, options.reduce_op, options.root);
+    }
+    wrong += count_wrong(decode_values(got, options.dtype), expected, options.dtype);
+  }
+  return wrong;
 }
 
 StatusOr<Measurement> measure(comm::Comm& comm, BufferSpace& space, const CollectiveTest& test,
@@ -84,7 +117,7 @@ StatusOr<Measurement> measure(comm::Comm& comm, BufferSpace& space, const Collec
   ASSIGN_OR_RETURN(void* raw_b, space.allocate(layout.recv_count * width));
   ScopedBuffer b(space, raw_b);
   Buffers buffers = place_buffers(a.get(), b.get(), test, layout, width, rank, in_place);
-  RETURN_IF_ERROR(fill_send(space, buffers, test, layout, options.dtype, rank, nranks));
+  RETURN_IF_ERROR(fill_send(space, buffers, layout.send_count, options.dtype, rank));
 
   auto run_once = [&] {
     return test.run(comm, buffers.send, buffers.recv, layout, options.dtype, options.reduce_op,
@@ -110,13 +143,10 @@ StatusOr<Measurement> measure(comm::Comm& comm, BufferSpace& space, const Collec
   result.wrong = -1;
   if (options.check) {
     // The timed runs may have reduced in place over and over: start again from fresh inputs.
-    RETURN_IF_ERROR(fill_send(space, buffers, test, layout, options.dtype, rank, nranks));
+    RETURN_IF_ERROR(fill_send(space, buffers, layout.send_count, options.dtype, rank));
     RETURN_IF_ERROR(run_once()->wait());
-    std::vector<std::byte> got(layout.recv_count * width);
-    RETURN_IF_ERROR(space.download(got.data(), buffers.recv, got.size()));
-    std::vector<double> expected;
-    test.expected_recv(expected, rank, nranks, layout, options.reduce_op, options.root);
-    int64_t wrong = count_wrong(decode_values(got, options.dtype), expected, options.dtype);
+    ASSIGN_OR_RETURN(int64_t wrong,
+                     count_wrong_received(space, buffers, test, layout, options, rank, nranks));
     ASSIGN_OR_RETURN(result.wrong, reduce_over_ranks(comm, space, wrong, comm::ReduceOp::kSum));
   }
   return result;

@@ -40,11 +40,11 @@ struct CollectiveTest {
   // Enqueues one run over buffers laid out as `layout` says.
   comm::WorkPtr (*run)(comm::Comm& comm, const void* send, void* recv, const CollectiveLayout&,
                        comm::DType dtype, comm::ReduceOp op, int root);
-  // Fills this rank's send buffer (as doubles; the caller converts to dtype).
-  void (*fill_send)(std::vector<double>& send, int rank, int nranks, const CollectiveLayout&);
-  // The values this rank's recv buffer must hold afterwards.
-  void (*expected_recv)(std::vector<double>& recv, int rank, int nranks, const CollectiveLayout&,
-                        comm::ReduceOp op, int root);
+  // Element `index` of what this rank's recv buffer must hold afterwards (its send buffer's
+  // element i is bench_value(rank, i)). One element at a time, so a check walks a buffer of any
+  // size in pieces.
+  double (*expected)(uint64_t index, int rank, int nranks, const CollectiveLayout&,
+                     comm::ReduceOp op, int root);
 };
 
 const std::vector<CollectiveTest>& collective_tests();

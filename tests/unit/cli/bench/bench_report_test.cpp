@@ -40,20 +40,38 @@ TEST(BenchReport, TableHasNcclTestsColumnsAndUnits) {
   EXPECT_NE(table.find("N/A"), std::string::npos);  // unchecked
   EXPECT_NE(table.find("Out of bounds values : 3 FAILED"), std::string::npos);
   // As nccl-tests: the mean over every measurement, in place included: (15.73 + 7.86 + 0.0016) / 3.
-  // In the unit that fits (core/number_format.h), as every command prints bandwidths.
+  // In GB/s, as nccl-tests' parsers read it (never scaled: "3.00 MB/s" would be read as 3 GB/s).
   EXPECT_NE(table.find("Avg bus bandwidth    : 7.86 GB/s"), std::string::npos) << table;
   // The 8-byte send_recv's 0.0016 GB/s printed "0.00" in a GB/s column.
   EXPECT_NE(table.find(" 0.0016  0.0016"), std::string::npos) << table;
   EXPECT_EQ(table.find(" 0.00 "), std::string::npos) << table;
 }
 
-// A sweep of tiny messages over a slow link averages 3 MB/s: the footer said "0.003 GB/s".
-TEST(BenchReport, FooterBandwidthInTheUnitThatFits) {
+// A sweep of tiny messages over a slow link averages 3 MB/s: still in GB/s, the unit nccl-tests'
+// parsers take the number in, with its digits (not "0.00").
+TEST(BenchReport, FooterBandwidthInGbPerSecond) {
   std::vector<BenchRow> rows = sample_rows();
   rows.erase(rows.begin());
   rows[0].out_of_place.busbw_gbps = 0.003;
-  EXPECT_NE(format_bench_footer(rows).find("Avg bus bandwidth    : 3.00 MB/s"), std::string::npos)
+  EXPECT_NE(format_bench_footer(rows).find("Avg bus bandwidth    : 0.003 GB/s\n"),
+            std::string::npos)
       << format_bench_footer(rows);
+}
+
+// -c 0: nothing was compared with the reference, and neither the footer nor --json say "0 wrong".
+TEST(BenchReport, UncheckedRunSaysSo) {
+  std::vector<BenchRow> rows = sample_rows();
+  rows[0].out_of_place.wrong = -1;
+  rows[0].in_place->wrong = -1;
+  const std::string footer = format_bench_footer(rows);
+  EXPECT_NE(footer.find("Out of bounds values : 0 OK (nothing checked: -c 0)\n"), std::string::npos)
+      << footer;
+  BenchOptions options;
+  options.check = false;
+  auto doc = nlohmann::json::parse(format_bench_json(rows, options, {4, "gloo", "cpu"}));
+  EXPECT_TRUE(doc["wrong"].is_null()) << doc.dump();
+  // Checked rows keep the plain nccl-tests line.
+  EXPECT_EQ(format_bench_footer(sample_rows()).find("nothing checked"), std::string::npos);
 }
 
 TEST(BenchReport, JsonCarriesTheSameFacts) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "cli/bench/bench_options.h"
 #include "cli/bench/bench_runner.h"
 
@@ -36,25 +39,49 @@ TEST(CollectiveLayout, CountsAsNcclTests) {
   EXPECT_EQ(find_collective_test("send_recv")->layout(1024, 4, 4).call_count, 256u);
 }
 
+// What rank `rank`'s recv buffer must hold after `op`, element by element.
+std::vector<double> expected_recv(const char* op, int rank, int nranks,
+                                  const CollectiveLayout& layout) {
+  std::vector<double> recv(layout.recv_count);
+  for (uint64_t i = 0; i < recv.size(); ++i) {
+    recv[i] = find_collective_test(op)->expected(i, rank, nranks, layout, comm::ReduceOp::kSum, 0);
+  }
+  return recv;
+}
+
 TEST(CollectiveTests, ExpectedValuesFollowTheMathematics) {
   const int n = 3;
   CollectiveLayout layout = find_collective_test("reduce_scatter")->layout(3 * 4 * 5, 4, n);
-  std::vector<double> recv;
-  find_collective_test("reduce_scatter")->expected_recv(recv, 1, n, layout, comm::ReduceOp::kSum, 0);
+  std::vector<double> recv = expected_recv("reduce_scatter", 1, n, layout);
   ASSERT_EQ(recv.size(), 5u);
   for (uint64_t i = 0; i < 5; ++i) {
     double sum = bench_value(0, 5 + i) + bench_value(1, 5 + i) + bench_value(2, 5 + i);
     EXPECT_DOUBLE_EQ(recv[i], sum);
   }
   layout = find_collective_test("all_to_all")->layout(3 * 4 * 5, 4, n);
-  find_collective_test("all_to_all")->expected_recv(recv, 2, n, layout, comm::ReduceOp::kSum, 0);
+  recv = expected_recv("all_to_all", 2, n, layout);
   ASSERT_EQ(recv.size(), 15u);
   // Block r of rank 2's result is block 2 of rank r's input.
   EXPECT_DOUBLE_EQ(recv[5 * 1 + 3], bench_value(1, 5 * 2 + 3));
   layout = find_collective_test("send_recv")->layout(3 * 4 * 5, 4, n);
-  find_collective_test("send_recv")->expected_recv(recv, 0, n, layout, comm::ReduceOp::kSum, 0);
+  recv = expected_recv("send_recv", 0, n, layout);
   ASSERT_EQ(recv.size(), 15u);
   EXPECT_DOUBLE_EQ(recv[0], bench_value(2, 0));  // rank 0 receives from rank n-1
+  // all_gather: block r is rank r's send buffer; all_reduce: the sum over ranks; broadcast: the
+  // root's.
+  layout = find_collective_test("all_gather")->layout(3 * 4 * 5, 4, n);
+  recv = expected_recv("all_gather", 0, n, layout);
+  ASSERT_EQ(recv.size(), 15u);
+  EXPECT_DOUBLE_EQ(recv[5 * 2 + 4], bench_value(2, 4));
+  layout = find_collective_test("all_reduce")->layout(4 * 6, 4, n);
+  EXPECT_DOUBLE_EQ(expected_recv("all_reduce", 1, n, layout)[5],
+                   bench_value(0, 5) + bench_value(1, 5) + bench_value(2, 5));
+  EXPECT_DOUBLE_EQ(
+      find_collective_test("all_reduce")->expected(5, 1, n, layout, comm::ReduceOp::kMax, 0),
+      std::max({bench_value(0, 5), bench_value(1, 5), bench_value(2, 5)}));
+  EXPECT_DOUBLE_EQ(
+      find_collective_test("broadcast")->expected(3, 0, n, layout, comm::ReduceOp::kSum, 2),
+      bench_value(2, 3));
 }
 
 TEST(BenchValue, SmallSignedIntegers) {
