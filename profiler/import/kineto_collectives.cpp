@@ -243,30 +243,45 @@ class Assembler {
   }
 
   // Each c10d op with the first unclaimed transfer of the same op and size that starts after it
-  // (a group's work queue runs its ops in issue order).
+  // (a group's work queue runs its ops in issue order). A reduce-scatter's transfer may be an
+  // all-reduce of its whole input (ProcessGroupGloo's `_reduce_scatter_base`, torch 2.x): the
+  // earlier of the two kinds that starts after it.
   static std::vector<PairedCall> pair_with_transfers(RankCollectiveEvidence& e) {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     std::sort(e.c10d_calls.begin(), e.c10d_calls.end(), by_start);
     std::sort(e.gloo_transfers.begin(), e.gloo_transfers.end(), by_start);
     // c10d's barrier carries its one-element dummy tensor, gloo's annotation of it no tensor:
     // a barrier pairs by its op alone.
+    using Key = std::pair<std::string_view, uint64_t>;
     auto key = [](std::string_view op, uint64_t count) {
-      return std::pair(op, op == "barrier" ? uint64_t{0} : count);
+      return Key(op, op == "barrier" ? uint64_t{0} : count);
     };
-    std::map<std::pair<std::string_view, uint64_t>, std::deque<const GlooTransfer*>> waiting;
+    std::map<Key, std::deque<const GlooTransfer*>> waiting;
     for (const GlooTransfer& t : e.gloo_transfers) waiting[key(t.op, t.count)].push_back(&t);
+    // The first transfer under `k` that starts after `start_ns` (earlier ones are no one's).
+    auto next_after = [&](const Key& k, int64_t start_ns) -> std::deque<const GlooTransfer*>* {
+      auto it = waiting.find(k);
+      if (it == waiting.end()) return nullptr;
+      std::deque<const GlooTransfer*>& queue = it->second;
+      while (!queue.empty() && queue.front()->start_ns < start_ns) queue.pop_front();
+      return queue.empty() ? nullptr : &queue;
+    };
     std::vector<PairedCall> calls;
     for (const C10dCall& call : e.c10d_calls) {
       PairedCall paired{call, nullptr};
-      auto it = waiting.find(key(call.op, call.count));
-      if (it != waiting.end()) {
-        std::deque<const GlooTransfer*>& queue = it->second;
-        while (!queue.empty() && queue.front()->start_ns < call.start_ns) queue.pop_front();
-        if (!queue.empty()) {
-          paired.transfer = queue.front();
-          queue.pop_front();
-          if (paired.call.dtype.empty()) paired.call.dtype = paired.transfer->dtype;
+      std::deque<const GlooTransfer*>* queue = next_after(key(call.op, call.count), call.start_ns);
+      if (call.op == "reduce_scatter" && call.input_count > 0) {
+        std::deque<const GlooTransfer*>* whole =
+            next_after(key("all_reduce", call.input_count), call.start_ns);
+        if (whole != nullptr &&
+            (queue == nullptr || whole->front()->start_ns < queue->front()->start_ns)) {
+          queue = whole;
         }
+      }
+      if (queue != nullptr) {
+        paired.transfer = queue->front();
+        queue->pop_front();
+        if (paired.call.dtype.empty()) paired.call.dtype = paired.transfer->dtype;
       }
       calls.push_back(paired);
     }
@@ -470,6 +485,9 @@ std::optional<C10dCall> c10d_call_of(const KinetoEvent& event) {
   if (const Json* dims = arg(event, "Input Dims");
       dims != nullptr && dims->is_array() && buffer < dims->size()) {
     call.count = elements_of_argument((*dims)[buffer]);
+    if (call.op == "reduce_scatter" && buffer == 0 && dims->size() > 1) {
+      call.input_count = elements_of_argument((*dims)[1]);
+    }
   }
   if (const Json* types = arg(event, "Input type"); types != nullptr && types->is_array() &&
                                                     buffer < types->size() &&
@@ -495,9 +513,11 @@ std::optional<GlooTransfer> gloo_transfer_of(const KinetoEvent& event) {
   t.thread = event.tid.is_text ? -1 : event.tid.number;
   t.start_ns = *event.ts_ns;
   t.end_ns = end_of(event);
+  // The annotation's first input is one tensor: its shape, [] for a 0-d tensor (one element: a
+  // loss all-reduced), else a list of shapes.
   if (const Json* dims = arg(event, "Input Dims");
       dims != nullptr && dims->is_array() && !dims->empty()) {
-    t.count = elements_of_argument((*dims)[0]);
+    t.count = elements_of_shape((*dims)[0]).value_or(elements_of_argument((*dims)[0]));
   }
   if (const Json* types = arg(event, "Input type");
       types != nullptr && types->is_array() && !types->empty() && (*types)[0].is_string()) {

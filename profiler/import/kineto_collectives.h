@@ -25,6 +25,9 @@ namespace partrain::profiler {
 struct C10dCall {
   std::string_view op;
   uint64_t count = 0;      // elements of this rank's buffer
+  // A reduce-scatter's input elements (group size x count): ProcessGroupGloo runs
+  // `_reduce_scatter_base` as an all-reduce of a copy of the whole input.
+  uint64_t input_count = 0;
   std::string_view dtype;  // empty when its tensors are a list (the annotation says)
   int group_peer = -1;     // root of a rooted op, peer of send/recv: a rank of the group
   int64_t start_ns = 0;

@@ -301,6 +301,63 @@ TEST(KinetoImport, AGlooBarrierLastsAsLongAsGloosTransfer) {
             "0|barrier|0|372000\n1|barrier|0|372000\n");
 }
 
+// FSDP's reduce-scatter on gloo as torch 2.15 records it: c10d's `_reduce_scatter_base_` (output
+// 65,664 floats, input 131,328), and ProcessGroupGloo's transfer, an all-reduce of a copy of the
+// whole input (`gloo:all_reduce` of 131,328). It lasts until that transfer ends, 6.4 ms after
+// the 0.33 ms c10d took to enqueue it (they did not pair: c10d's op and count against gloo's).
+TEST(KinetoImport, AGlooReduceScatterLastsUntilItsWholeInputAllReduceEnds) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.event("cpu_op", "c10d::_reduce_scatter_base_", f.pid(), 1000.0, 331.6,
+            R"({"External id": 4, "Input Dims": [[65664], [131328], [], [], [], []],
+               "Input type": ["float", "float", "", "", "Scalar", "Scalar"],
+               "Concrete Inputs": ["", "", "", "", "False", "-1"]})");
+    f.event("user_annotation", "gloo:all_reduce", 7000 + r, 1400.0, 6400.0,
+            R"({"Input Dims": [[131328]], "Input type": ["float"]})");
+    // A later all-reduce of the same size is the user's own, paired with its own transfer.
+    f.gloo_all_reduce(131328, 9000.0, 9100.0, 9500.0, 7000 + r);
+    ranks.push_back(std::move(f));
+  }
+  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "rs.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(dir.path() / "rs.db");
+  // nccl-tests' size of a reduce-scatter is its whole input.
+  EXPECT_EQ(trace.rows("SELECT rank, seq, op, dtype, count, bytes, ts_ns / 1000, "
+                       "(ts_ns + dur_ns) / 1000 FROM collectives ORDER BY rank, seq"),
+            "0|0|reduce_scatter|float|65664|525312|1000|7800\n"
+            "0|1|all_reduce|float|131328|525312|9000|9500\n"
+            "1|0|reduce_scatter|float|65664|525312|1000|7800\n"
+            "1|1|all_reduce|float|131328|525312|9000|9500\n");
+}
+
+// A loss all-reduced as a 0-d tensor: c10d's list holds one tensor of shape [], gloo's annotation
+// the shape [] itself. One float, 4 bytes, until gloo's transfer ends (it had been left unpaired:
+// no dtype, 0 bytes, the 0.1 ms of c10d's enqueue).
+TEST(KinetoImport, AZeroDimensionalAllReduceIsOneElementPairedWithItsTransfer) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.event("cpu_op", "c10d::allreduce_", f.pid(), 1000.0, 101.8,
+            R"({"External id": 5, "Input Dims": [[[]], [], [], [], [], []],
+               "Input type": ["TensorList", "", "", "", "Scalar", "Scalar"],
+               "Concrete Inputs": ["", "", "", "", "False", "-1"]})");
+    f.event("user_annotation", "gloo:all_reduce", 7000 + r, 1200.0, 2900.0,
+            R"({"Input Dims": [[]], "Input type": ["float"]})");
+    ranks.push_back(std::move(f));
+  }
+  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "loss.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(dir.path() / "loss.db");
+  EXPECT_EQ(trace.rows("SELECT rank, op, dtype, count, bytes, (ts_ns + dur_ns) / 1000 FROM "
+                       "collectives ORDER BY rank"),
+            "0|all_reduce|float|1|4|4100\n1|all_reduce|float|1|4|4100\n");
+}
+
 TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
   ScratchDir dir;
   const fs::path out = dir.path() / "nccl.db";
