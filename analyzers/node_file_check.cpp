@@ -21,6 +21,38 @@ std::string file_list(const std::vector<fs::path>& files) {
   return text;
 }
 
+// The world ranks the file holds something of, and the nodes its launcher's rank rows name.
+struct HeldRanks {
+  std::vector<int> ranks;  // sorted
+  std::set<int> nodes;
+};
+
+StatusOr<HeldRanks> held_ranks(const profiler::TraceReader& reader) {
+  // The launcher's rank rows say each rank's node; a file whose launcher was killed before
+  // writing them still names its ranks in its tracks.
+  HeldRanks held;
+  std::set<int> ranks;
+  ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> rank_rows, reader.ranks());
+  for (const profiler::RankRow& row : rank_rows) {
+    ranks.insert(row.rank);
+    if (row.node) held.nodes.insert(*row.node);
+  }
+  ASSIGN_OR_RETURN(const std::vector<profiler::TrackRow> tracks, reader.tracks());
+  for (const profiler::TrackRow& track : tracks) ranks.insert(track.rank);
+  held.ranks.assign(ranks.begin(), ranks.end());
+  return held;
+}
+
+// Drops the findings that take a rank the file holds nothing of for one that skipped its
+// collectives (missing_collective, desync).
+void drop_collective_findings_of_absent_ranks(const std::vector<int>& held,
+                                              std::vector<Finding>& findings) {
+  std::erase_if(findings, [&](const Finding& f) {
+    const bool about_collectives = f.kind == "missing_collective" || f.kind == "desync";
+    return about_collectives && f.rank && !std::binary_search(held.begin(), held.end(), *f.rank);
+  });
+}
+
 }  // namespace
 
 StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& reader) {
@@ -34,20 +66,9 @@ StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& re
   }
   NodeFile file;
   file.world_size = run ? run->world_size.value_or(0) : 0;
-  std::set<int> nodes;
-  {
-    // The launcher's rank rows say each rank's node; a file whose launcher was killed before
-    // writing them still names its ranks in its tracks.
-    std::set<int> ranks;
-    ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> rank_rows, reader.ranks());
-    for (const profiler::RankRow& row : rank_rows) {
-      ranks.insert(row.rank);
-      if (row.node) nodes.insert(*row.node);
-    }
-    ASSIGN_OR_RETURN(const std::vector<profiler::TrackRow> tracks, reader.tracks());
-    for (const profiler::TrackRow& track : tracks) ranks.insert(track.rank);
-    file.ranks.assign(ranks.begin(), ranks.end());
-  }
+  ASSIGN_OR_RETURN(HeldRanks in_file, held_ranks(reader));
+  file.ranks = std::move(in_file.ranks);
+  const std::set<int>& nodes = in_file.nodes;
   const int held = static_cast<int>(file.ranks.size());
   if (held == 0 || file.world_size <= held) return std::optional<NodeFile>();
   const int nproc = run && run->nproc_per_node ? *run->nproc_per_node : held;
@@ -87,13 +108,16 @@ Finding node_file_finding(const NodeFile& file) {
 
 Status add_node_file_finding(const profiler::TraceReader& reader,
                              std::vector<Finding>& findings) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  if (run && !run->imported_from.empty()) {
+    // The ranks whose files the import was not given: its import_missing_ranks finding says so.
+    ASSIGN_OR_RETURN(const HeldRanks held, held_ranks(reader));
+    drop_collective_findings_of_absent_ranks(held.ranks, findings);
+    return Status::ok();
+  }
   ASSIGN_OR_RETURN(std::optional<NodeFile> file, find_node_file(reader));
   if (!file) return Status::ok();
-  std::erase_if(findings, [&](const Finding& f) {
-    const bool about_collectives = f.kind == "missing_collective" || f.kind == "desync";
-    return about_collectives && f.rank &&
-           !std::binary_search(file->ranks.begin(), file->ranks.end(), *f.rank);
-  });
+  drop_collective_findings_of_absent_ranks(file->ranks, findings);
   findings.push_back(node_file_finding(*file));
   return Status::ok();
 }

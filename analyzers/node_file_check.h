@@ -29,8 +29,9 @@ StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& re
 // "node_file": the file, the files missing and the merge command.
 Finding node_file_finding(const NodeFile& file);
 
-// For analyze and top: when the trace is one node's file, drops the findings about ranks it does not
-// hold (they are in the other files, not missing) and adds the node_file finding.
+// For analyze and top: when the trace is one node's file, drops the findings about ranks it does
+// not hold (they are in the other files, not missing) and adds the node_file finding. An imported
+// trace's ranks without a file lose those findings too (import_missing_ranks names them).
 Status add_node_file_finding(const profiler::TraceReader& reader,
                              std::vector<Finding>& findings);
 

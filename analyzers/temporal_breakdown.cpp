@@ -19,6 +19,11 @@
 namespace partrain::analyzers {
 namespace {
 
+// Which ranks a share is the mean of: "mean of 4 ranks", "1 rank" for a trace of one.
+std::string over_ranks(const TemporalBreakdown& report) {
+  return report.ranks.size() == 1 ? "1 rank" : fmt::format("mean of {} ranks", report.ranks.size());
+}
+
 using profiler::TraceReader;
 
 // Feeds the rank's slices, clipped to its span, to the unions in order of start time.
@@ -121,9 +126,9 @@ std::optional<Finding> exposed_communication(const TemporalBreakdown& report) {
   finding.rank = worst->rank;
   finding.impact = exposed;
   finding.evidence = fmt::format(
-      "communication takes {} of the window (mean of {} ranks) and {} of it overlaps compute: "
+      "communication takes {} of the window ({}) and {} of it overlaps compute: "
       "{} of the time is exposed communication; most on rank {}: {} ({})",
-      format_percent(comm_share), report.ranks.size(), format_percent(overlap_share),
+      format_percent(comm_share), over_ranks(report), format_percent(overlap_share),
       format_percent(exposed), worst->rank,
       format_percent(worst->pct_of_window(worst->exposed_comm_ns()) / 100),
       time_text(*worst, worst->exposed_comm_ns()));
@@ -146,10 +151,10 @@ std::optional<Finding> high_idle(const TemporalBreakdown& report) {
   finding.rank = worst->rank;
   finding.impact = idle;
   finding.evidence = fmt::format(
-      "ranks are idle (no compute, communication or memcpy recorded) {} of the window (mean of "
-      "{} ranks); most on rank {}: {} ({}); {} of the window is inside phase slices (forward, "
+      "ranks are idle (no compute, communication or memcpy recorded) {} of the window ({}); "
+      "most on rank {}: {} ({}); {} of the window is inside phase slices (forward, "
       "backward, optimizer...) and {} outside any",
-      format_percent(idle), report.ranks.size(), worst->rank,
+      format_percent(idle), over_ranks(report), worst->rank,
       format_percent(worst->pct_of_window(worst->idle_ns()) / 100),
       time_text(*worst, worst->idle_ns()), format_percent(in_phases),
       format_percent(idle - in_phases));

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "profiler/chrome_export.h"
+
 namespace partrain::profiler {
 namespace {
 
@@ -17,8 +19,9 @@ std::string run_id_at(int64_t unix_ns) {
   return text;
 }
 
+// "rank 3", "ranks 1-3": sorted ranks.
 std::string rank_list_text(const std::vector<int>& ranks) {
-  return fmt::format("{}", fmt::join(ranks, ","));
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", format_rank_ranges(ranks));
 }
 
 }  // namespace
@@ -40,8 +43,9 @@ std::vector<int> missing_ranks(const std::vector<ImportedRank>& ranks, int world
     if (!present.contains(r)) missing.push_back(r);
   }
   if (!missing.empty()) {
-    warnings.push_back(fmt::format("ranks {} of {} have no trace: the imported trace says so",
-                                   rank_list_text(missing), world_size));
+    warnings.push_back(fmt::format("{} of {} {} no trace: the imported trace says so",
+                                   rank_list_text(missing), world_size,
+                                   missing.size() == 1 ? "has" : "have"));
   }
   return missing;
 }
@@ -140,7 +144,7 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
     writer.append(StatEvent{
         "import_missing_ranks", -1, static_cast<int64_t>(missing_ranks.size()),
         StatSeverity::kDataLoss,
-        fmt::format("ranks {} of the world of {} had no trace file: their events and their part "
+        fmt::format("{} of the world of {} had no trace file: their events and their part "
                     "of every collective are absent",
                     rank_list_text(missing_ranks), run.world_size)});
   }

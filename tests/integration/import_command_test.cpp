@@ -147,6 +147,10 @@ TEST(ImportCommand, OneRanksFileIsNoNodeFile) {
   EXPECT_EQ(analyzed.out.find("node_file"), std::string::npos) << analyzed.out;
   EXPECT_EQ(analyzed.out.find("partrain merge"), std::string::npos) << analyzed.out;
   EXPECT_NE(analyzed.out.find("import_missing_ranks"), std::string::npos) << analyzed.out;
+  // Nor for ranks that skipped their collectives: their files were not given.
+  EXPECT_EQ(analyzed.out.find("missing_collective"), std::string::npos) << analyzed.out;
+  EXPECT_NE(analyzed.out.find("ranks 1-3 of the world of 4 had no trace file"), std::string::npos)
+      << analyzed.out;
 }
 
 // Negative durations are kept as instants, and the import says how many.

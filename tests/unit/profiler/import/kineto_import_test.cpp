@@ -393,7 +393,7 @@ TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
   TraceQuery trace(out);
   EXPECT_EQ(trace.rows("SELECT value, severity, description FROM stats WHERE name = "
                        "'import_missing_ranks'"),
-            "1|data_loss|ranks 2 of the world of 4 had no trace file: their events and their "
+            "1|data_loss|rank 2 of the world of 4 had no trace file: their events and their "
             "part of every collective are absent\n");
   EXPECT_EQ(trace.rows("SELECT group_concat(rank) FROM ranks"), "0,1,3\n");
 }
