@@ -28,11 +28,14 @@ std::unique_ptr<ClockResync> ClockResync::start(const WorkerEnv& env, profiler::
   auto client = rendezvous::StoreClient::connect(env.master_addr, env.master_port, env.token,
                                                  std::chrono::seconds(10));
   std::unique_ptr<rendezvous::StoreClient> connection;
-  if (client.is_ok()) {
+  // A ping at once: the store drops a connection that sends nothing within its handshake timeout
+  // (10 s, the default interval too), which had raced the first round and lost it on some rank.
+  Status spoke = client.is_ok() ? (*client)->ping().status() : client.status();
+  if (spoke.is_ok()) {
     connection = std::move(*client);
   } else {
     log::warn("rank {}: clock re-sync disabled, the offset measured at join stays in force ({})",
-              env.rank, client.status().message());
+              env.rank, spoke.message());
   }
   std::unique_ptr<ClockResync> resync(
       new ClockResync(std::move(connection), std::move(identity), tracer, options));
@@ -62,7 +65,10 @@ void ClockResync::measure_now() {
   auto offset = measure_clock_offset(*client_, options_.pings);
   const int64_t now = monotonic_ns();
   if (!offset.is_ok()) {
-    log::debug("clock re-sync failed: {}", offset.status().message());
+    // Said once, then no more rounds on a connection that failed.
+    log::warn("rank {}: clock re-sync failed, the last offset stays in force ({})", identity_.rank,
+              offset.status().message());
+    client_.reset();
     return;
   }
   if (*offset) add(**offset, now);

@@ -67,5 +67,44 @@ TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
             "1|1|1\n");
 }
 
+// The store drops a connection that has sent nothing within its handshake timeout; with the
+// default interval as long as that timeout, the first round raced it and one rank of most runs
+// was never re-synced. The connection speaks at once, so a round after the timeout still works.
+TEST(ClockResync, TheConnectionOutlivesTheStoresHandshakeTimeout) {
+  rendezvous::StoreServerOptions options;
+  options.handshake_timeout = std::chrono::milliseconds(100);
+  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, "secret", options);
+  ASSERT_TRUE(server.is_ok()) << server.status().message();
+  testing::ScratchDir scratch;
+  profiler::TraceSessionOptions session_options;
+  session_options.path = scratch.path() / "clock.db";
+  session_options.run_id = scratch.path().filename().string();
+  session_options.token = "secret";
+  auto session = profiler::TraceSession::start(std::move(session_options));
+  ASSERT_TRUE(session.is_ok()) << session.status().message();
+  WorkerEnv env;
+  env.rank = 0;
+  env.master_addr = "127.0.0.1";
+  env.master_port = (*server)->port();
+  env.token = "secret";
+  {  // the rank closes its connection before the run ends
+    profiler::RankTracerOptions tracer_options;
+    tracer_options.socket_path = (*session)->socket_path();
+    tracer_options.token = "secret";
+    tracer_options.rank = 0;
+    profiler::RankTracer tracer(tracer_options);
+    profiler::RankInfo identity;
+    identity.rank = 0;
+    auto resync = ClockResync::start(env, {0, 10, 16}, monotonic_ns(), identity, tracer,
+                                     {.interval = std::chrono::seconds(100), .pings = 2});
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 4 handshake timeouts
+    resync->measure_now();
+    EXPECT_EQ(resync->drift().observations, 2u);  // the join's and this round's
+    resync.reset();
+    EXPECT_TRUE(tracer.flush());
+  }
+  ASSERT_TRUE((*session)->finish(profiler::RunStatus::kCompleted).is_ok());
+}
+
 }  // namespace
 }  // namespace partrain::runner
