@@ -329,17 +329,18 @@ void StoreServer::State::serve(Connection& connection) {
     if (connection.handshaken) unproven.erase({connection.accepted_ns, id});
     if (verdict == Verdict::kClose) {
       rejected.fetch_add(1);
-      notices.note(detail::Notice::kRejected, fmt::format("the rendezvous store dropped a client "
-                                                          "from {}: {}",
-                                                          connection.peer,
-                                                          connection.close_reason));
+      notices.note(detail::Notice::kRejected,
+                   fmt::format("the rendezvous store dropped a client from {}: {}", connection.peer,
+                               connection.close_reason),
+                   connection.close_reason);
       return close_connection(id);
     }
     if (verdict == Verdict::kCloseAfterReply) {
       rejected.fetch_add(1);
       notices.note(detail::Notice::kRejected,
                    fmt::format("the rendezvous store rejected a client from {}: {}",
-                               connection.peer, connection.close_reason));
+                               connection.peer, connection.close_reason),
+                   connection.close_reason);
       begin_closing(connection);
     }
   }
