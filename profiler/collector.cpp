@@ -141,6 +141,7 @@ StatusOr<std::string> make_collector_dir(std::string_view run_id) {
 struct Collector::Connection {
   int fd = -1;
   int32_t rank = -1;  // set by HELLO
+  int64_t accepted_ns = 0;
   bool said_goodbye = false;
   std::vector<uint8_t> in;  // received bytes; [0, used) not yet consumed
   size_t used = 0;
@@ -226,6 +227,7 @@ CollectorStats Collector::stats() const {
   CollectorStats stats;
   stats.connections = connections_.load();
   stats.rejected = rejected_.load();
+  stats.rejected_unidentified = rejected_unidentified_.load();
   stats.batches = batches_.load();
   stats.records = records_.load();
   stats.dropped_reported = dropped_reported_.load();
@@ -234,6 +236,7 @@ CollectorStats Collector::stats() const {
 }
 
 void Collector::reject(const Connection& connection, const Status& why) {
+  if (connection.rank < 0) rejected_unidentified_.fetch_add(1);
   // Logged once per collector: a misconfigured rank reconnecting must not flood stderr.
   if (rejected_.fetch_add(1) == 0) {
     log::warn("trace collector: disconnected a client (rank {}): {}", connection.rank,
@@ -312,6 +315,7 @@ void Collector::accept_pending(std::vector<std::unique_ptr<Connection>>& connect
     if (fd < 0) return;
     auto connection = std::make_unique<Connection>();
     connection->fd = fd;
+    connection->accepted_ns = monotonic_ns();
     connections.push_back(std::move(connection));
     connections_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -324,7 +328,9 @@ void Collector::close_connection(Connection& c, bool cut) {
     if (!clean) unclean_closes_.fetch_add(1, std::memory_order_relaxed);
     if (consumer_.closed) consumer_.closed(c.rank, clean);
   }
-  if (cut) {
+  if (c.rank < 0) {
+    // Never said HELLO: no rank's connection, nothing of a rank's lost with it.
+  } else if (cut) {
     ++drain_result_.cut;
   } else if (mode_.load(std::memory_order_relaxed) == kDrain) {
     ++drain_result_.drained;
@@ -340,6 +346,8 @@ void Collector::tick_if_due(int64_t now_ns) {
 }
 
 namespace {
+
+constexpr int64_t kHelloGraceNs = 1'000'000'000;
 
 // How long poll may sleep: until the next tick and, while draining, the drain deadline.
 int poll_timeout_ms(bool ticking, int64_t next_tick_ns, bool draining, int64_t deadline_ns) {
@@ -373,13 +381,26 @@ void Collector::serve() {
       ::unlink(options_.socket_path.c_str());
       socket_removed_ = true;
     }
+    if (draining) {
+      // A client that has not said HELLO a second after it connected is no rank (ranks say it
+      // first thing): it does not hold the run's end for the drain timeout.
+      const int64_t now = monotonic_ns();
+      for (const auto& c : connections) {
+        if (c->rank < 0 && now - c->accepted_ns >= kHelloGraceNs) close_connection(*c, false);
+      }
+      std::erase_if(connections, [](const auto& c) { return c->fd < 0; });
+    }
     if (draining && (connections.empty() || monotonic_ns() >= drain_deadline_ns_.load())) break;
     fds.clear();
     fds.push_back({wake_read_, POLLIN, 0});
     fds.push_back({listen_fd_, POLLIN, 0});  // poll ignores -1 once draining
     for (const auto& c : connections) fds.push_back({c->fd, POLLIN, 0});
-    const int timeout = poll_timeout_ms(static_cast<bool>(consumer_.tick), next_tick_ns_,
-                                        draining, drain_deadline_ns_.load());
+    int timeout = poll_timeout_ms(static_cast<bool>(consumer_.tick), next_tick_ns_, draining,
+                                  drain_deadline_ns_.load());
+    if (draining && std::any_of(connections.begin(), connections.end(),
+                                [](const auto& c) { return c->rank < 0; })) {
+      timeout = std::min(timeout, 100);  // to close the silent ones once their grace is over
+    }
     if (::poll(fds.data(), fds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       log::error("trace collector: poll failed ({}); the collector stops", std::strerror(errno));

@@ -62,6 +62,8 @@ struct CollectorOptions {
 struct CollectorStats {
   uint64_t connections = 0;  // accepted
   uint64_t rejected = 0;     // disconnected for a bad frame (magic, version, token, size, order)
+  // Of them, clients cut off before a valid HELLO: no rank's events came through them.
+  uint64_t rejected_unidentified = 0;
   uint64_t batches = 0;
   uint64_t records = 0;
   uint64_t dropped_reported = 0;
@@ -120,6 +122,7 @@ class Collector {
   int64_t next_tick_ns_ = 0;
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> rejected_unidentified_{0};
   std::atomic<uint64_t> batches_{0};
   std::atomic<uint64_t> records_{0};
   std::atomic<uint64_t> dropped_reported_{0};

@@ -18,6 +18,7 @@ constexpr std::string_view kUndecodableStat = "collector_undecodable_events";
 constexpr std::string_view kUncleanStat = "collector_unclean_disconnects";
 constexpr std::string_view kRejectedStat = "collector_rejected_clients";
 constexpr std::string_view kDrainCutStat = "collector_drain_timeouts";
+constexpr std::string_view kForeignStat = "collector_foreign_clients";
 
 StatEvent stat(std::string_view name, int32_t rank, uint64_t value, StatSeverity severity,
                std::string_view description) {
@@ -200,10 +201,20 @@ void TraceSession::stop_collector(std::chrono::milliseconds drain_timeout) {
                          "rank connections still open when the collector stopped; what they had "
                          "not sent yet is lost"));
   }
-  if (collector_stats.rejected > 0) {
-    stats.push_back(stat(kRejectedStat, -1, collector_stats.rejected, StatSeverity::kDataLoss,
-                         "clients cut off for a bad frame (wrong token, version or size); their "
-                         "events are not in the trace"));
+  if (const uint64_t ranks = collector_stats.rejected - collector_stats.rejected_unidentified;
+      ranks > 0) {
+    stats.push_back(stat(kRejectedStat, -1, static_cast<int64_t>(ranks), StatSeverity::kDataLoss,
+                         "ranks' connections cut off for a bad frame (version, size or order); "
+                         "their events from then on are not in the trace"));
+  }
+  if (collector_stats.rejected_unidentified > 0) {
+    // Nothing of a rank's came through them: no loss unless a rank had the wrong token (it is
+    // then absent from the trace, and its own stderr says so).
+    stats.push_back(stat(kForeignStat, -1,
+                         static_cast<int64_t>(collector_stats.rejected_unidentified),
+                         StatSeverity::kInfo,
+                         "clients cut off before a valid HELLO (not a partrain frame, or the "
+                         "wrong token or version): no rank's events came through them"));
   }
   std::lock_guard lock(ingest_->mutex);
   ingest_->append_locked(stats);

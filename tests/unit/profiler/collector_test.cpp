@@ -374,8 +374,34 @@ TEST_F(CollectorSocketTest, BadClientsAreCutOffWhileAGoodOneKeepsWorking) {
   good.write_batch(two, 1);
   ASSERT_TRUE(received.wait_for_total(2));
   EXPECT_EQ(collector->stats().rejected, 4u);
+  // Bad magic, the wrong token and a batch without HELLO never were a rank; the oversized batch
+  // came after rank 3's HELLO.
+  EXPECT_EQ(collector->stats().rejected_unidentified, 3u);
   std::lock_guard lock(received.mutex);
   expect_in_order(received.by_rank[0], 0, 2);
+}
+
+// A client that connects and says nothing (a foreign process, not a rank: ranks say HELLO first
+// thing) neither holds the run's end for the drain timeout nor counts as a rank's connection cut
+// unread; a rank that is still sending is read to its end.
+TEST_F(CollectorSocketTest, DrainDoesNotWaitForAClientThatNeverSaidHello) {
+  Received received;
+  auto collector = start(received);
+  ASSERT_NE(collector, nullptr);
+  const int silent = raw_connect(socket_path_);
+  ASSERT_GE(silent, 0);
+  auto rank = std::make_unique<CollectorClient>(client_options(0));
+  ASSERT_TRUE(rank->connected());
+  rank->write_batch(records_of({numbered(0, 0)}), 1);
+  rank.reset();  // GOODBYE
+  const int64_t start_ns = monotonic_ns();
+  const CollectorDrainResult drained = collector->drain(std::chrono::milliseconds(5000));
+  EXPECT_LT(monotonic_ns() - start_ns, 3'000'000'000);
+  EXPECT_EQ(drained.cut, 0u);
+  EXPECT_EQ(drained.drained, 1u);
+  ::close(silent);
+  std::lock_guard lock(received.mutex);
+  expect_in_order(received.by_rank[0], 0, 1);
 }
 
 TEST_F(CollectorSocketTest, ClientWithoutCollectorDropsAndCountsWithoutBlocking) {
