@@ -130,6 +130,12 @@ ParsedHead parse_request_head(std::string_view head) {
   if (head.size() > kMaxRequestHeadBytes) {
     return bad(431, fmt::format("request head over {} bytes", kMaxRequestHeadBytes));
   }
+  // RFC 9112 sec. 2.2: an empty line before the request line is ignored.
+  if (head.starts_with("\r\n")) {
+    head.remove_prefix(2);
+  } else if (head.starts_with("\n")) {
+    head.remove_prefix(1);
+  }
   const std::vector<std::string_view> lines = split_lines(head);
   if (lines.empty()) return bad(400, "empty request");
   if (lines.size() - 1 > kMaxHeaderLines) {
@@ -143,7 +149,18 @@ ParsedHead parse_request_head(std::string_view head) {
     return bad(400, "malformed request line: expected 'GET /metrics HTTP/1.1'");
   }
   const std::string_view method = line.substr(0, first);
-  const std::string_view target = line.substr(first + 1, second - first - 1);
+  std::string_view target = line.substr(first + 1, second - first - 1);
+  // The absolute form (RFC 9112 sec. 3.2.2: a server MUST accept it), as a proxy or a client
+  // configured with a proxy sends it: its path is the target.
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() > scheme.size() && lower(target.substr(0, scheme.size())) == scheme) {
+      const std::string_view rest = target.substr(scheme.size());
+      const size_t path = rest.find_first_of("/?");
+      target = path == std::string_view::npos ? std::string_view("/") : rest.substr(path);
+      if (target.front() == '?') target = "/";  // "http://h?x": the root, its query dropped
+      break;
+    }
+  }
   const std::string_view version = line.substr(second + 1);
   if (!is_token(method)) return bad(400, "malformed request method");
   if (target.empty() || target.front() != '/' || has_control_bytes(target)) {

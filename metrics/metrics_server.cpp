@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <list>
@@ -253,8 +254,17 @@ void MetricsServer::serve() {
           break;
         }
         if (connections.size() >= limits_.max_connections) {
-          ::close(fd);  // shed: a scraper retries at its next interval
-          continue;
+          // Room is made by the oldest connection that has not sent a whole request (a scraper
+          // sends it at once): peers trickling bytes cannot hold every slot. With every slot
+          // answering, the newcomer is shed: a scraper retries at its next interval.
+          auto silent = std::find_if(connections.begin(), connections.end(),
+                                     [](const Connection& c) { return !c.answered; });
+          if (silent == connections.end()) {
+            ::close(fd);
+            continue;
+          }
+          ::close(silent->fd);
+          connections.erase(silent);
         }
         connections.push_back(Connection{fd, after + limits_.request_timeout_ns, {}, {}, 0, false});
       }

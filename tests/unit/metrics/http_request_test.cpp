@@ -66,7 +66,7 @@ TEST(HttpRequest, MalformedRequestsAre400) {
   for (const char* head :
        {"\r\n\r\n", "GET\r\n\r\n", "GET /metrics\r\n\r\n", "GET  /metrics HTTP/1.1\r\n\r\n",
         "GET /metrics HTTP/1.1 extra\r\n\r\n", "G(T /metrics HTTP/1.1\r\n\r\n",
-        "GET metrics HTTP/1.1\r\n\r\n", "GET http://h/metrics HTTP/1.1\r\n\r\n",
+        "GET metrics HTTP/1.1\r\n\r\n", "GET ftp://h/metrics HTTP/1.1\r\n\r\n",
         "GET /met\x01rics HTTP/1.1\r\n\r\n", "GET /metrics HTTX/1.1\r\n\r\n",
         "GET /metrics HTTP/1.1\r\nno colon\r\n\r\n", "GET /metrics HTTP/1.1\r\n folded: x\r\n\r\n",
         "GET /metrics HTTP/1.1\r\nBad Name: x\r\n\r\n",
@@ -76,6 +76,16 @@ TEST(HttpRequest, MalformedRequestsAre400) {
     EXPECT_EQ(respond_to(head).status, 400) << head;
   }
   EXPECT_EQ(respond_to("GET /metrics HTTP/2.0\r\n\r\n").status, 505);
+}
+
+// RFC 9112: the absolute form is accepted (sec. 3.2.2, a MUST), and an empty line before the
+// request line ignored (sec. 2.2).
+TEST(HttpRequest, AbsoluteFormAndALeadingEmptyLineAreServed) {
+  EXPECT_EQ(respond_to("GET http://127.0.0.1:9464/metrics HTTP/1.1\r\n\r\n").status, 200);
+  EXPECT_EQ(respond_to("GET HTTPS://node7/metrics?x=1 HTTP/1.1\r\n\r\n").status, 200);
+  EXPECT_EQ(respond_to("GET http://node7 HTTP/1.1\r\n\r\n").status, 404);  // the path is /
+  EXPECT_EQ(respond_to("GET http://node7/other HTTP/1.1\r\n\r\n").status, 404);
+  EXPECT_EQ(respond_to("\r\nGET /metrics HTTP/1.1\r\n\r\n").status, 200);
 }
 
 TEST(HttpRequest, OversizedHeadsAre431) {

@@ -125,23 +125,32 @@ TEST(MetricsServer, ASlowPeerIsAnswered408AndClosed) {
   EXPECT_EQ(exchange(served.port(), "GET /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
 }
 
-TEST(MetricsServer, ConnectionsBeyondTheLimitAreShedNotQueued) {
+// At the limit, a newcomer makes room by closing the oldest connection that has not sent a whole
+// request yet: peers that trickle bytes to hold every slot cannot keep scrapes out.
+TEST(MetricsServer, AtTheLimitTheOldestSilentConnectionMakesRoom) {
   ServerLimits limits;
   limits.max_connections = 4;
-  limits.request_timeout_ns = 2'000'000'000;
+  limits.request_timeout_ns = 10'000'000'000;
   Served served(limits);
   std::vector<int> idle;
-  for (int i = 0; i < 4; ++i) idle.push_back(connect_to(served.port()));
-  std::this_thread::sleep_for(200ms);  // the server has accepted them
-  // A fifth is accepted and closed at once, with nothing sent.
-  const int extra = connect_to(served.port());
-  ASSERT_GE(extra, 0);
-  EXPECT_EQ(read_all(extra, 1s), "");
-  ::close(extra);
-  // Once the idle ones are closed, scrapes are served again.
-  for (int fd : idle) ::close(fd);
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(connect_to(served.port()));
+    (void)::send(idle.back(), "G", 1, MSG_NOSIGNAL);  // a head begun, never finished
+    std::this_thread::sleep_for(20ms);                // accepted in this order
+  }
   std::this_thread::sleep_for(200ms);
+  // A scrape beside four slots held: served, and the first of the four is gone.
   EXPECT_EQ(exchange(served.port(), "GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  // The first of the four was closed, with nothing sent; the last is still open.
+  auto closed = [](int fd) {
+    pollfd entry{fd, POLLIN, 0};
+    char byte = 0;
+    return ::poll(&entry, 1, 1000) == 1 && ::recv(fd, &byte, 1, MSG_DONTWAIT) == 0;
+  };
+  EXPECT_TRUE(closed(idle[0]));
+  pollfd last{idle[3], POLLIN, 0};
+  EXPECT_EQ(::poll(&last, 1, 100), 0);
+  for (int fd : idle) ::close(fd);
 }
 
 // The /proc stat file of this process's thread named `name`, opened (-1 when there is none).
