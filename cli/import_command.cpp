@@ -3,6 +3,7 @@
 // top, export and merge then read. Flags, the choice of importer and the summary live here; the
 // work is profiler/import/.
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -25,6 +26,7 @@ struct ImportFlags {
   std::vector<std::string> inputs;
   std::string output;
   std::string step_marker;
+  std::string cycle;  // "N" or "last"; empty: not given
   bool force = false;
 };
 
@@ -83,6 +85,22 @@ int run_import(const ImportFlags& flags) {
   options.output = flags.output;
   options.overwrite = flags.force;
   options.step_marker = flags.step_marker;
+  if (!flags.cycle.empty()) {
+    if (flags.cycle == "last") {
+      options.cycle = profiler::TraceImportOptions::kLastCycle;
+    } else {
+      int cycle = 0;
+      const char* end = flags.cycle.data() + flags.cycle.size();
+      const auto [at, error] = std::from_chars(flags.cycle.data(), end, cycle);
+      if (error != std::errc() || at != end || cycle < 1) {
+        return report_error(invalid_argument(
+            "--cycle {}: give a cycle number from 1 (each rank's files in time order) or "
+            "'last'",
+            flags.cycle));
+      }
+      options.cycle = cycle;
+    }
+  }
   options.command_line = invocation_line();
   const bool nsys = sqlite_files != 0;
   TerminalProgress progress("import");  // gigabytes of traces take minutes
@@ -99,8 +117,10 @@ int run_import(const ImportFlags& flags) {
   log::info(
       "imported {} {} (ranks {} of a world of {}; {} events, {} collectives{}) into {} "
       "as run {}",
-      options.inputs.size(), nsys ? "Nsight Systems reports" : "Kineto traces",
-      fmt::join(ranks, ","), summary->world_size, summary->events, summary->collectives,
+      // a Kineto file per rank imported (one cycle's of several); a report may hold several ranks
+      nsys ? options.inputs.size() : summary->ranks.size(),
+      nsys ? "Nsight Systems reports" : "Kineto traces", fmt::join(ranks, ","), summary->world_size,
+      summary->events, summary->collectives,
       summary->unmatched_collectives > 0
           ? fmt::format(", {} unmatched", summary->unmatched_collectives)
           : std::string(),
@@ -135,6 +155,10 @@ Subcommand add_import_command(CLI::App& parent) {
       ->expected(1, -1);
   cmd->add_option("-o,--output", flags->output, "The partrain trace file to create")->required();
   cmd->add_flag("--force", flags->force, "Replace the output if it exists");
+  cmd->add_option("--cycle", flags->cycle,
+                  "Which profiler cycle to import when there are several files per rank (a "
+                  "torch.profiler schedule with repeat writes one per cycle): N, from 1 in each "
+                  "rank's time order, or 'last'");
   cmd->add_option("--step-marker", flags->step_marker,
                   "Regular expression naming the ranges that are training steps (Kineto user "
                   "annotations, NVTX ranges); the first capture group, when a number, is the "
@@ -143,6 +167,7 @@ Subcommand add_import_command(CLI::App& parent) {
       "Examples:\n"
       "  partrain import ./log/ -o run.db            (tensorboard_trace_handler's directory)\n"
       "  partrain import rank0.pt.trace.json.gz rank1.pt.trace.json.gz -o run.db\n"
+      "  partrain import ./log/ --cycle last -o run.db  (schedule(..., repeat=3): 3 files a rank)\n"
       "  partrain import report.sqlite -o run.db --step-marker 'train_step'\n"
       "  partrain analyze run.db\n"
       "Kineto: each file's rank and the world size come from its distributedInfo; CPU ops and "
@@ -156,10 +181,11 @@ Subcommand add_import_command(CLI::App& parent) {
       "copies and fills. See docs/import.md.\n"
       "The output is written under a temporary name beside it and renamed when complete. A "
       "missing rank is no error: the trace says which ranks are absent.\n"
-      "Exit 2 for an existing output without --force, a bad --step-marker, or mixed kinds of "
-      "input; 3 for an input that cannot be read (malformed JSON, a truncated gzip file, JSON "
+      "Exit 2 for an existing output without --force, a bad --step-marker or --cycle, or mixed "
+      "kinds of input; 3 for an input that cannot be read (malformed JSON, a truncated gzip file, "
+      "JSON "
       "that is no Kineto trace, an export of an unknown schema version, world sizes that "
-      "disagree, two files of one rank).");
+      "disagree, several files of one rank without --cycle).");
   return {cmd, [flags] { return run_import(*flags); }};
 }
 

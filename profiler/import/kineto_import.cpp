@@ -48,7 +48,73 @@ StatusOr<KinetoHeader> read_header(const fs::path& path, bool need_rank) {
   return header;
 }
 
-StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inputs) {
+// When the file's first event happened (Unix ns): orders one rank's files of several cycles.
+StatusOr<int64_t> first_event_ns(const KinetoFile& file) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(file.path));
+  std::optional<int64_t> first;
+  KinetoReadCallbacks until_first;
+  until_first.wants_args = [](const KinetoEvent&) { return false; };
+  until_first.on_event = [&](KinetoEvent& event) {
+    first = event.ts_ns;
+    return !first.has_value();
+  };
+  RETURN_IF_ERROR(read_kineto_trace(*text, until_first).status());
+  return file.header.base_time_ns + first.value_or(0);
+}
+
+// One profiler cycle's files, one per rank: a schedule with repeat (or several active cycles)
+// writes a file per cycle, and each rank's k-th file in time order is cycle k.
+StatusOr<std::vector<KinetoFile>> one_cycle(std::vector<KinetoFile> files,
+                                            std::optional<int> cycle) {
+  std::map<int, std::vector<size_t>> of_rank;
+  for (size_t i = 0; i < files.size(); ++i) of_rank[files[i].rank].push_back(i);
+  size_t cycles = 0;
+  for (const auto& [rank, indexes] : of_rank) cycles = std::max(cycles, indexes.size());
+  const bool first_or_last = cycle && (*cycle == TraceImportOptions::kLastCycle || *cycle == 1);
+  if (cycles == 1 && (!cycle || first_or_last)) return files;
+  if (cycle && *cycle != TraceImportOptions::kLastCycle && *cycle > static_cast<int>(cycles)) {
+    return invalid_argument("--cycle {}: the traces hold {} profiler cycle{} per rank", *cycle,
+                            cycles, cycles == 1 ? "" : "s");
+  }
+  for (auto& [rank, indexes] : of_rank) {
+    std::vector<std::pair<int64_t, size_t>> by_time;
+    for (size_t i : indexes) {
+      ASSIGN_OR_RETURN(const int64_t begin, first_event_ns(files[i]));
+      by_time.emplace_back(begin, i);
+    }
+    std::sort(by_time.begin(), by_time.end());
+    for (size_t k = 0; k < by_time.size(); ++k) indexes[k] = by_time[k].second;
+  }
+  const auto& [rank, indexes] = *std::max_element(
+      of_rank.begin(), of_rank.end(),
+      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  if (!cycle) {
+    std::vector<std::string> names;
+    for (size_t i : indexes) names.push_back(files[i].path.filename().string());
+    return unreadable(
+        files[indexes.front()].path,
+        fmt::format("rank {} has {} files ({}, in time order): a profiler schedule with repeat or "
+                    "several active cycles writes one per cycle; import one cycle with --cycle "
+                    "1..{} (or --cycle last)",
+                    rank, indexes.size(), fmt::join(names, ", "), indexes.size()));
+  }
+  for (const auto& [other, its] : of_rank) {
+    if (its.size() != cycles) {
+      return unreadable(files[its.front()].path,
+                        fmt::format("rank {} has {} file{} and rank {} has {}: which files are "
+                                    "one cycle is unknown; give one file per rank",
+                                    other, its.size(), its.size() == 1 ? "" : "s", rank, cycles));
+    }
+  }
+  const size_t k =
+      *cycle == TraceImportOptions::kLastCycle ? cycles - 1 : static_cast<size_t>(*cycle - 1);
+  std::vector<KinetoFile> chosen;
+  for (const auto& [unused, its] : of_rank) chosen.push_back(std::move(files[its[k]]));
+  return chosen;
+}
+
+StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inputs,
+                                               std::optional<int> cycle) {
   std::vector<KinetoFile> files;
   for (const fs::path& path : inputs) {
     ASSIGN_OR_RETURN(KinetoHeader header, read_header(path, inputs.size() > 1));
@@ -83,16 +149,9 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
                         "are not of one run",
                         files[i].world_size, files[j].path.string(), files[j].world_size));
       }
-      if (files[i].rank == files[j].rank) {
-        return unreadable(
-            files[i].path,
-            fmt::format("is rank {}, and so is {}: give one file per rank (a profiler schedule "
-                        "with repeat or several active cycles writes a file per cycle: import "
-                        "one cycle's files at a time)",
-                        files[i].rank, files[j].path.string()));
-      }
     }
   }
+  ASSIGN_OR_RETURN(files, one_cycle(std::move(files), cycle));
   std::sort(files.begin(), files.end(),
             [](const KinetoFile& a, const KinetoFile& b) { return a.rank < b.rank; });
   return files;
@@ -334,7 +393,7 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   const std::string_view marker =
       options.step_marker.empty() ? kDefaultStepMarker : std::string_view(options.step_marker);
   RETURN_IF_ERROR(StepMarker::compile(marker).status());
-  ASSIGN_OR_RETURN(std::vector<KinetoFile> files, read_headers(options.inputs));
+  ASSIGN_OR_RETURN(std::vector<KinetoFile> files, read_headers(options.inputs, options.cycle));
   ASSIGN_OR_RETURN(std::unique_ptr<ImportOutput> output,
                    ImportOutput::create(options.output, options.overwrite));
   ASSIGN_OR_RETURN(ScannedFiles scanned, scan_files(files, marker, output->directory(), options));

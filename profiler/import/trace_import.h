@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,11 @@ struct TraceImportOptions {
   bool overwrite = false;
   std::string step_marker;   // regular expression of step ranges (StepMarker); empty: default
   std::string command_line;  // the importing command, for the run row
+  // Which profiler cycle to import when the inputs hold several files per rank (a schedule with
+  // repeat, or several active cycles: a file per cycle), 1-based in each rank's time order;
+  // kLastCycle the latest. Unset: several files of one rank are refused, naming the cycles.
+  std::optional<int> cycle;
+  static constexpr int kLastCycle = -1;
   // Told what the import is doing as it goes ("reading rank0.json.gz", 1, 8), so a command can
   // show how far an import of large traces has got; unset: nothing is told.
   std::function<void(std::string_view what, int number, int count)> progress;

@@ -153,6 +153,33 @@ TEST(ImportCommand, OneRanksFileIsNoNodeFile) {
       << analyzed.out;
 }
 
+// A directory of a schedule with repeat (two files a rank): refused naming --cycle, imported
+// with it; a cycle that is no number is a usage error.
+TEST(ImportCommand, SeveralCyclesNeedCycle) {
+  ScratchDir dir;
+  const fs::path log = dir.path() / "log";
+  fs::create_directories(log);
+  for (int r = 0; r < 2; ++r) {
+    for (int cycle = 1; cycle <= 2; ++cycle) {
+      fs::copy_file(kKineto / fmt::format("ddp/rank{}.pt.trace.json.gz", r),
+                    log / fmt::format("rank{}.{}.pt.trace.json.gz", r, cycle));
+    }
+  }
+  const fs::path db = dir.path() / "c.db";
+  auto refused = run_shell(partrain("import " + log.string() + " -o " + db.string()));
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_NE(refused.err.find("import one cycle with --cycle 1..2 (or --cycle last)"),
+            std::string::npos)
+      << refused.err;
+  auto bad = run_shell(partrain("import " + log.string() + " --cycle 0 -o " + db.string()));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--cycle 0: give a cycle number from 1"), std::string::npos) << bad.err;
+  auto last = run_shell(partrain("import " + log.string() + " --cycle last -o " + db.string()));
+  EXPECT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_NE(last.err.find("imported 2 Kineto traces (ranks 0,1 of a world of 4"), std::string::npos)
+      << last.err;
+}
+
 // Negative durations are kept as instants, and the import says how many.
 TEST(ImportCommand, NegativeDurationsAreCountedInAWarning) {
   ScratchDir dir;

@@ -358,6 +358,52 @@ TEST(KinetoImport, AZeroDimensionalAllReduceIsOneElementPairedWithItsTransfer) {
             "0|all_reduce|float|1|4|4100\n1|all_reduce|float|1|4|4100\n");
 }
 
+// A profiler schedule with repeat 2 writes two files per rank, a cycle each: --cycle picks one,
+// each rank's files taken in time order whatever their names, and a cycle that is not there is
+// a usage error.
+TEST(KinetoImport, CyclePicksOneProfilerCyclesFiles) {
+  ScratchDir dir;
+  std::vector<fs::path> files;
+  for (int r = 0; r < 2; ++r) {
+    for (int cycle = 1; cycle <= 2; ++cycle) {
+      KinetoFixture f(r, 2);
+      const double t = cycle * 1'000'000.0;  // a second apart
+      f.step(cycle * 10, t, 5000);
+      f.step(cycle * 10 + 1, t + 5000, 5000);
+      // Named so that name order is not time order.
+      files.push_back(dir.path() / fmt::format("rank{}.{}.json", r, 3 - cycle));
+      testing::write_text(files.back(), f.json());
+    }
+  }
+  auto steps_of = [&](std::optional<int> cycle) -> std::string {
+    TraceImportOptions options;
+    options.inputs = files;
+    options.output = dir.path() / "c.db";
+    options.overwrite = true;
+    options.cycle = cycle;
+    auto summary = import_kineto_traces(options);
+    if (!summary.is_ok()) return summary.status().message();
+    return TraceQuery(options.output)
+        .rows(
+            "SELECT rank, group_concat(step) FROM (SELECT rank, step FROM steps ORDER BY rank, "
+            "step) "
+            "GROUP BY rank");
+  };
+  EXPECT_EQ(steps_of(1), "0|10,11\n1|10,11\n");
+  EXPECT_EQ(steps_of(2), "0|20,21\n1|20,21\n");
+  EXPECT_EQ(steps_of(TraceImportOptions::kLastCycle), "0|20,21\n1|20,21\n");
+  EXPECT_EQ(steps_of(3), "--cycle 3: the traces hold 2 profiler cycles per rank");
+  EXPECT_NE(steps_of(std::nullopt)
+                .find("rank 0 has 2 files (rank0.2.json, rank0.1.json, in time "
+                      "order)"),
+            std::string::npos)
+      << steps_of(std::nullopt);
+  // A rank with a cycle fewer: which files go together is unknown.
+  files.pop_back();
+  EXPECT_NE(steps_of(1).find("rank 1 has 1 file and rank 0 has 2"), std::string::npos)
+      << steps_of(1);
+}
+
 TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
   ScratchDir dir;
   const fs::path out = dir.path() / "nccl.db";
@@ -533,7 +579,9 @@ INSTANTIATE_TEST_SUITE_P(
                  [](const fs::path& dir) { return two_ranks(dir, 2, 1, 4); },
                  "b.json: says the world has 4 ranks, but"},
         BadInput{"two_files_one_rank", [](const fs::path& dir) { return two_ranks(dir, 2, 0, 2); },
-                 "is rank 0, and so is"},
+                 "a.json: rank 0 has 2 files (a.json, b.json, in time order): a profiler "
+                 "schedule with repeat or several active cycles writes one per cycle; import one "
+                 "cycle with --cycle 1..2 (or --cycle last)"},
         BadInput{"no_distributed_info",
                  [](const fs::path& dir) {
                    KinetoFixture a(0, 2);
