@@ -244,6 +244,19 @@ std::string format_explain_text(const std::vector<ExplainLine>& lines) {
   return out;
 }
 
+namespace {
+
+// The dp sizes left out and why; nullopt when none was.
+std::optional<std::string> dp_left_out_note(const SweepReport& r) {
+  if (r.dp_left_out.empty() || !r.global_batch) return std::nullopt;
+  return fmt::format(
+      "dp {} left out: the global batch of {} is not a multiple of dp x "
+      "micro-batch (every data-parallel rank runs whole micro-batches)",
+      fmt::join(r.dp_left_out, ", "), *r.global_batch);
+}
+
+}  // namespace
+
 std::string format_sweep_text(const SweepReport& r, const ReportContext& context) {
   std::string out = fmt::format("model     {} ({:.4g} parameters), seq {}\n", context.model_name,
                                 r.params, r.seq);
@@ -274,12 +287,20 @@ std::string format_sweep_text(const SweepReport& r, const ReportContext& context
     out +=
         "  * default reserve: CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation (--reserve)\n";
   }
-  if (r.pp > 1) {
+  if (r.global_batch) {
+    out += fmt::format(
+        "  each row keeps the global batch of {} (micro-batches per step: {} / (dp "
+        "x micro-batch))\n",
+        *r.global_batch, *r.global_batch);
+  } else if (r.pp > 1) {
     out += fmt::format(
         "  each row keeps {} micro-batch{} per step (global batch = dp x micro-batch x {})\n",
         r.micro_batches, r.micro_batches == 1 ? "" : "es", r.micro_batches);
   }
   if (r.pipeline_advice) out += "warning   " + *r.pipeline_advice + "\n";
+  if (std::optional<std::string> left_out = dp_left_out_note(r)) {
+    out += "note      " + *left_out + "\n";
+  }
   return out;
 }
 
@@ -300,8 +321,13 @@ std::string format_sweep_json(const SweepReport& r, const ReportContext& context
                       {"gpu", context.gpu_name},
                       {"micro_batches", r.micro_batches},
                       {"rows", rows}};
+  out["global_batch"] = r.global_batch ? ordered_json(*r.global_batch) : ordered_json(nullptr);
+  out["dp_left_out"] = r.dp_left_out;
   out["warnings"] =
       r.pipeline_advice ? ordered_json::array({*r.pipeline_advice}) : ordered_json::array();
+  if (std::optional<std::string> left_out = dp_left_out_note(r)) {
+    out["warnings"].push_back(*left_out);
+  }
   return dump_json(out, 2) + "\n";
 }
 

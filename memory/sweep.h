@@ -29,10 +29,15 @@ struct SweepReport {
   bool default_reserve = true;           // no --reserve: CUDA context, NCCL and fragmentation
   int pp = 1;
   int64_t micro_batches = 1;                   // per step and pipeline, kept in every row
+  // --global-batch given: every row keeps it, and the dp sizes it does not divide into whole
+  // micro-batches are left out (as `memory --dp` refuses them).
+  std::optional<int64_t> global_batch;
+  std::vector<int> dp_left_out;
   std::optional<std::string> pipeline_advice;  // fewer micro-batches than stages (the warning)
 };
 
-// Keeps the base layout's micro-batch count per step (global batch = dp x micro x m) as dp grows.
+// Keeps the base layout's global batch when one was given (dp sizes it does not divide are left
+// out), else its micro-batch count per step (global batch = dp x micro x m) as dp grows.
 // A model without attention (the deep MLP) has no selective recompute: those rows, the same as
 // no recompute's, are left out.
 StatusOr<SweepReport> sweep_memory(const EstimateInput& base, const std::vector<int>& dp_sizes);

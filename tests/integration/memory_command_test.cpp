@@ -223,12 +223,14 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
 // The benchmark of issue 5: 405B over dp 1..1024, every ZeRO stage and recompute mode, < 1 s.
 TEST(MemoryCommand, SweepOf405bRunsUnderASecond) {
   const auto start = std::chrono::steady_clock::now();
-  auto r = run_partrain("memory --model llama-3-405b --tp 8 --pp 14 --global-batch 16 --sweep "
+  // A global batch every dp of the sweep divides (16 sequences a pipeline at dp 1024).
+  auto r = run_partrain("memory --model llama-3-405b --tp 8 --pp 14 --global-batch 16384 --sweep "
                         "--sweep-dp 1..1024 --json");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = parse_json(r.out);
   EXPECT_EQ(j["rows"].size(), 11u * 4 * 3);
+  EXPECT_TRUE(j["dp_left_out"].empty());
   EXPECT_NEAR(j["params"].get<double>() / 1e9, 405.85, 0.01);
   EXPECT_GT(j["flops_per_token_full_recompute"].get<double>(), j["flops_per_token"].get<double>());
   EXPECT_LT(seconds, 1.0);

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "memory/activations.h"
 #include "memory/explain.h"
+#include "memory/memory_report.h"
 #include "memory/parameter_count.h"
 #include "memory/sweep.h"
 #include "tests/unit/memory/test_models.h"
@@ -275,6 +277,32 @@ TEST(MemoryEstimate, SweepCoversDpZeroAndRecompute) {
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->rows.size(), 4u * 4 * 3);
   EXPECT_GT(report->flops_per_token_recompute, report->flops_per_token);
+}
+
+// --global-batch given: every row keeps it, and a dp it does not divide is left out and named,
+// as `memory --dp 3 --global-batch 64` refuses it (the sweep had tabulated dp 3 at 192).
+TEST(MemoryEstimate, SweepKeepsAGivenGlobalBatch) {
+  EstimateInput in = input_for(testing::llama2_7b());
+  in.layout.global_batch = 64;
+  auto report = sweep_memory(in, {1, 2, 3, 4});
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_EQ(report->rows.size(), 3u * 4 * 3);
+  EXPECT_EQ(report->dp_left_out, std::vector<int>{3});
+  for (const SweepRow& row : report->rows) EXPECT_NE(row.dp, 3);
+  const std::string text = format_sweep_text(*report, {"llama-2-7b", "h100-80g"});
+  EXPECT_NE(text.find("dp 3 left out: the global batch of 64 is not a multiple of dp x "
+                      "micro-batch"),
+            std::string::npos)
+      << text;
+  const auto json = nlohmann::json::parse(format_sweep_json(*report, {"llama-2-7b", "h100-80g"}));
+  EXPECT_EQ(json["global_batch"], 64);
+  EXPECT_EQ(json["dp_left_out"], nlohmann::json::array({3}));
+  // Without it, the micro-batch count per step is kept and nothing is left out.
+  in.layout.global_batch.reset();
+  report = sweep_memory(in, {1, 2, 3, 4});
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_TRUE(report->dp_left_out.empty());
+  EXPECT_EQ(report->rows.size(), 4u * 4 * 3);
 }
 
 }  // namespace
