@@ -152,6 +152,46 @@ StatusOr<Measurement> measure(comm::Comm& comm, BufferSpace& space, const Collec
   return result;
 }
 
+// What every rank must agree on: the runs each makes (ops, sizes, iterations, check) and their
+// element type, reduction and root, folded into one number (FNV-1a).
+int64_t options_fingerprint(const BenchOptions& options) {
+  uint64_t hash = 1469598103934665603ull;
+  auto mix = [&](uint64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      hash ^= (value >> (8 * i)) & 0xff;
+      hash *= 1099511628211ull;
+    }
+  };
+  for (uint64_t size : bench_sizes(options)) mix(size);
+  for (const std::string& op : options.ops) {
+    for (char c : op) mix(static_cast<unsigned char>(c));
+    mix(0);
+  }
+  mix(static_cast<uint64_t>(options.warmup_iters));
+  mix(static_cast<uint64_t>(options.iters));
+  mix(options.check ? 1 : 0);
+  mix(static_cast<uint64_t>(options.dtype));
+  mix(static_cast<uint64_t>(options.reduce_op));
+  mix(static_cast<uint64_t>(options.root));
+  mix(static_cast<uint64_t>(options.average));
+  return static_cast<int64_t>(hash >> 1);  // non-negative: reduced as a signed integer
+}
+
+// Ranks given different options would call different collectives, or the same with other
+// sizes, and the transport aborts the process (Gloo's enforce): found before the first run.
+Status check_ranks_agree(comm::Comm& comm, BufferSpace& space, const BenchOptions& options) {
+  const int64_t mine = options_fingerprint(options);
+  ASSIGN_OR_RETURN(const int64_t low, reduce_over_ranks(comm, space, mine, comm::ReduceOp::kMin));
+  ASSIGN_OR_RETURN(const int64_t high, reduce_over_ranks(comm, space, mine, comm::ReduceOp::kMax));
+  if (low != high) {
+    return invalid_argument(
+        "the ranks were given different benchmark options (sizes, ops, iterations, check, "
+        "datatype, reduction, root or time averaging; flags or PARTRAIN_* variables differ "
+        "between ranks or nodes): give every rank the same ones");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::vector<uint64_t> bench_sizes(const BenchOptions& options) {
@@ -169,6 +209,7 @@ std::vector<uint64_t> bench_sizes(const BenchOptions& options) {
 StatusOr<std::vector<BenchRow>> run_collective_bench(
     comm::Comm& comm, BufferSpace& space, const BenchOptions& options,
     const std::function<void(const BenchRow&)>& on_row) {
+  RETURN_IF_ERROR(check_ranks_agree(comm, space, options));
   std::vector<BenchRow> rows;
   const size_t width = comm::dtype_size(options.dtype);
   for (const std::string& op : options.ops) {

@@ -57,6 +57,17 @@ TEST(BenchCollectives, DtypesAndReductionsOnThreeRanks) {
   }
 }
 
+// Ranks given different sizes (here through PARTRAIN_MAXBYTES, as nodes with other environments
+// would) are told so, exit 2, where Gloo's enforce had aborted them (SIGABRT) mid-run.
+TEST(BenchCollectives, RanksWithDifferentOptionsAreToldSo) {
+  CommandResult r = run_shell(
+      partrain_binary() + " launch -n 2 --no-trace -- sh -c 'PARTRAIN_MAXBYTES=$((RANK+1))K exec " +
+      partrain_binary() + " bench collectives -b 1K -f 2 -w 0 --iters 1'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the ranks were given different benchmark options"), std::string::npos)
+      << r.err;
+}
+
 TEST(BenchCollectives, TableOnStdoutLikeNcclTests) {
   CommandResult r = run_partrain("bench collectives -n 2 -b 8 -e 1K -f 4 -w 0 --iters 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
