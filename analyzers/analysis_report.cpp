@@ -165,6 +165,24 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
 // exposed_communication finding says how much of it that is and points at the straggler first
 // (its "smaller DDP buckets" advice was the wrong way for a rank that sleeps), and its impact is
 // what remains once the waiting is gone.
+// A rank that aborts in the transport's size check (Gloo's enforce) fails first, but the desync
+// it tripped over is another rank's doing: the rank_failed finding points there.
+void follow_the_desync(std::vector<Finding>& findings) {
+  auto failed = std::find_if(findings.begin(), findings.end(),
+                             [](const Finding& f) { return f.kind == "rank_failed"; });
+  if (failed == findings.end() || !failed->rank) return;
+  if (failed->advice.find("diagnosis above blames") != std::string::npos) return;
+  for (const Finding& desync : findings) {
+    if (desync.kind != "desync" || !desync.rank || *desync.rank == *failed->rank) continue;
+    failed->advice = fmt::format(
+        "rank {}'s failure followed from the desync below, which rank {} caused (it issued "
+        "another collective than its group: a transport aborts on the mismatch, and the first "
+        "rank to hit it fails first): start from rank {}",
+        *failed->rank, *desync.rank, *desync.rank);
+    return;
+  }
+}
+
 void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Finding>& findings) {
   auto exposed = std::find_if(findings.begin(), findings.end(),
                               [](const Finding& f) { return f.kind == "exposed_communication"; });
@@ -333,6 +351,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   }
   RETURN_IF_ERROR(add_node_file_finding(reader, out.findings));
   account_for_the_straggler(out.stragglers, out.findings);
+  follow_the_desync(out.findings);
   sort_findings(out.findings);
   return out;
 }

@@ -81,6 +81,11 @@ using AnalysisProgress = std::function<void(std::string_view analysis, int numbe
 // impact what remains without the waiting.
 void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Finding>& findings);
 
+// A failed run whose first failure is a rank that hit another rank's desync (Gloo aborts on the
+// mismatched sizes in whichever rank meets it first): rank_failed's advice points at the desync's
+// rank.
+void follow_the_desync(std::vector<Finding>& findings);
+
 StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
                                      const AnalysisWindow& window,
                                      const AnalysisProgress& progress = {});

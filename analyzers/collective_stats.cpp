@@ -116,8 +116,11 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
       it->second.max_start_ns = std::max(it->second.max_start_ns, row.ts_ns);
     }
   }
-  if (!group.in_window()) return;
-  ++report_.groups;
+  // Whether the members agree is judged over the whole trace: the window's steps are what the
+  // figures describe, but a failed or hung run's decisive collectives come after its last whole
+  // step (the step never ended), and a desync in the warm-up is a desync too.
+  const bool in_window = group.in_window();
+  if (in_window) ++report_.groups;
   std::vector<const CollectiveRow*>& collectives = collectives_;
   std::vector<const CollectiveRow*>& p2p = p2p_;
   collectives.clear();
@@ -149,7 +152,7 @@ void StatsCollector::match_collective(const CollectiveGroup& group,
   }
   std::set<int> present;
   for (const CollectiveRow* row : rows) present.insert(row->rank);
-  if (rows.size() >= 2) {
+  if (rows.size() >= 2 && group.in_window()) {
     Accumulator& acc = at(group.comm_id, first.op, first.label, first.bytes);
     acc.group_size = std::max(acc.group_size, first.group_size);
     acc.skews_ns.add(static_cast<double>(arrival_of(rows).skew_ns()));
@@ -180,6 +183,7 @@ void StatsCollector::match_p2p(const CollectiveGroup& group,
       note_desync(group, {send, recv->second});
       continue;
     }
+    if (!group.in_window()) continue;
     Accumulator& acc = at(group.comm_id, "send", send->label, send->bytes);
     acc.group_size = 2;
     acc.skews_ns.add(static_cast<double>(std::abs(recv->second->ts_ns - send->ts_ns)));

@@ -252,6 +252,32 @@ TEST(CollectiveStatsTest, DesyncAtSeqFiveNamesRankAndOps) {
   EXPECT_EQ(report->rows[1].matched, 7);
 }
 
+// A failed run's decisive collectives come after its last whole step, outside the window the
+// figures describe: rank 1 never issued seq 3, and at seq 4 it sent another size. Both are judged
+// (they had been skipped with the group), while the figures keep to the window's seqs 0-2.
+TEST(CollectiveStatsTest, AgreementIsJudgedAfterTheWindowToo) {
+  CollectiveTrace trace("tail");
+  for (uint64_t seq = 0; seq < 5; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) {
+      if (rank == 1 && seq == 3) continue;
+      trace.add({.rank = rank,
+                 .seq = seq,
+                 .bytes = rank == 1 && seq == 4 ? 64 : 4,
+                 .start_ns = static_cast<int64_t>(seq) * 1'000'000});
+    }
+  }
+  // The window: seqs 0-2 (the steps that ended).
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2, 3}, 0, 2'500'000));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_EQ(report->groups, 3);
+  EXPECT_EQ(report->ops, 12);
+  ASSERT_EQ(report->missing.size(), 1u);
+  EXPECT_EQ(report->missing[0].rank, 1);
+  EXPECT_EQ(report->missing[0].first_seq, 3);
+  ASSERT_EQ(report->desyncs.size(), 1u);
+  EXPECT_EQ(report->desyncs[0].seq, 4);
+}
+
 // Rank 3 skips seq 2 of dp0 but records seq 3: seq 2 is missing whatever the run's state. It
 // stops after seq 3 while the others go on to seq 5: seqs 4-5 are missing once the run is over,
 // and not yet while it runs (rank 3 may still get there).

@@ -374,5 +374,26 @@ TEST(StragglersTest, RankSelectionKeepsLatenessAgainstAllMembers) {
   EXPECT_EQ(report->straggler, 2);
 }
 
+// Rank 0 aborted on the size mismatch rank 1 caused: rank_failed points at rank 1. Without a
+// desync of another rank, its advice stays.
+TEST(FollowTheDesync, RankFailedPointsAtTheDesyncsRank) {
+  Finding failed;
+  failed.kind = "rank_failed";
+  failed.rank = 0;
+  failed.advice = "start from rank 0";
+  Finding desync;
+  desync.kind = "desync";
+  desync.rank = 1;
+  std::vector<Finding> findings = {failed, desync};
+  follow_the_desync(findings);
+  EXPECT_NE(findings[0].advice.find("which rank 1 caused"), std::string::npos)
+      << findings[0].advice;
+  EXPECT_NE(findings[0].advice.find("start from rank 1"), std::string::npos);
+  std::vector<Finding> own = {failed, desync};
+  own[1].rank = 0;
+  follow_the_desync(own);
+  EXPECT_EQ(own[0].advice, "start from rank 0");
+}
+
 }  // namespace
 }  // namespace partrain::analyzers
