@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -25,6 +26,9 @@ constexpr double kWarningStepShare = 0.05;
 // A rank last at fewer delayed collectives than this may be chance (one slow start, the victim of
 // a rank that then hung): its straggler finding is a warning at most, and says on how few.
 constexpr int64_t kConfidentLastCount = 3;
+// A rank last more often than chance would make it with this probability or more is no critical
+// straggler (its waits may be the host's noise, not its slowness).
+constexpr double kChanceLevel = 0.05;
 
 struct OpCounts {
   int64_t delayed = 0;
@@ -224,6 +228,25 @@ bool clears_thresholds(const RankLateness& r, size_t ranks) {
          r.step_share >= kMinStepShare;
 }
 
+// The chance of a rank being last at `last` or more of `delayed` collectives when each of `ranks`
+// is equally likely to be last at each: the binomial upper tail.
+double chance_of_being_last(int64_t last, int64_t delayed, size_t ranks) {
+  if (ranks < 2 || last <= 0) return 1;
+  const double p = 1.0 / static_cast<double>(ranks);
+  const double n = static_cast<double>(delayed);
+  if (delayed > 10'000) {  // the normal approximation, with continuity correction
+    const double z = (static_cast<double>(last) - 0.5 - n * p) / std::sqrt(n * p * (1 - p));
+    return 0.5 * std::erfc(z / std::sqrt(2.0));
+  }
+  double tail = 0;
+  for (int64_t k = last; k <= delayed; ++k) {
+    const double kk = static_cast<double>(k);
+    tail += std::exp(std::lgamma(n + 1) - std::lgamma(kk + 1) - std::lgamma(n - kk + 1) +
+                     kk * std::log(p) + (n - kk) * std::log1p(-p));
+  }
+  return std::min(tail, 1.0);
+}
+
 // "all_reduce" -> "all-reduces"
 std::string op_plural(std::string op) {
   std::replace(op.begin(), op.end(), '_', '-');
@@ -354,6 +377,15 @@ std::vector<Finding> straggler_findings(const StragglerReport& report) {
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
     f.evidence += fmt::format("; on only {} delayed collective{}, which may be chance", r.last,
                               r.last == 1 ? "" : "s");
+  } else if (const size_t ranks = report.ranks.size();
+             chance_of_being_last(r.last, r.delayed, ranks) > kChanceLevel) {
+    // Last no more often than one of N ranks would be by chance (oversubscribed cores, a noisy
+    // host): its waits are real, but nothing singles it out.
+    if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
+    f.evidence += fmt::format(
+        "; last at {} of {} delayed collectives, which chance alone gives one of {} ranks "
+        "{:.0f}% of the time: it may not be slower than the others",
+        r.last, r.delayed, ranks, 100 * chance_of_being_last(r.last, r.delayed, ranks));
   }
   if (report.warm_up_only) {
     // One step, the warm-up: allocation, connection set-up and first-call costs differ between

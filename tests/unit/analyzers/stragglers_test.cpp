@@ -317,6 +317,36 @@ TEST(StragglersTest, SeverityFollowsShareOfStep) {
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
 }
 
+// Four ranks on two cores: each is last at about a quarter of the delayed collectives. Rank 1's
+// 4 of 10, 21% of the step, is what chance gives one of 4 ranks 22% of the time: a warning that
+// says so, not a critical straggler; 9 of 10 is no chance.
+TEST(StragglersTest, LastNoMoreOftenThanChanceIsNoCriticalStraggler) {
+  StragglerReport report;
+  for (int rank = 0; rank < 4; ++rank) {
+    RankLateness r;
+    r.rank = rank;
+    r.matched = 12;
+    r.delayed = 10;
+    r.last = rank == 1 ? 4 : 2;
+    r.step_share = rank == 1 ? 0.21 : 0.05;
+    r.last_op = "all_reduce";
+    r.last_op_share = r.last / 10.0;
+    report.ranks.push_back(r);
+  }
+  report.straggler = 1;
+  std::vector<Finding> findings = straggler_findings(report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].evidence.find("last at 4 of 10 delayed collectives, which chance alone "
+                                      "gives one of 4 ranks 22% of the time"),
+            std::string::npos)
+      << findings[0].evidence;
+  report.ranks[1].last = 9;
+  findings = straggler_findings(report);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+  EXPECT_EQ(findings[0].evidence.find("chance"), std::string::npos) << findings[0].evidence;
+}
+
 // A window that is the warm-up step only (a hang after the first step): the lateness there may
 // be start-up costs, so the straggler is named at info severity with that caveat.
 TEST(StragglersTest, AWarmUpOnlyWindowNamesTheStragglerWithACaveat) {
