@@ -1,5 +1,6 @@
 #include "runner/launch/slurm_env.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace partrain::launch {
@@ -100,7 +101,14 @@ Status find_master(const EnvLookup& env, ClusterPlacement& p) {
 }
 
 // The tasks Slurm started on this node, from the step's list (the job's in the batch script).
-StatusOr<int> tasks_on_node(const EnvLookup& env, int node_id, std::string& from) {
+// The step's tasks per node as Slurm lists them, and where from; nullopt when not said (one, as
+// srun --ntasks-per-node=1 starts).
+struct StepTasks {
+  std::vector<int> per_node;
+  std::string from;  // "SLURM_STEP_TASKS_PER_NODE=2,1"
+};
+
+StatusOr<std::optional<StepTasks>> step_tasks(const EnvLookup& env, int node_id) {
   for (const char* var : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     std::optional<std::string> list = env(var);
     if (!list) continue;
@@ -109,10 +117,9 @@ StatusOr<int> tasks_on_node(const EnvLookup& env, int node_id, std::string& from
       return invalid_argument("{}='{}' lists {} node(s), but this is node {} (SLURM_NODEID)", var,
                               *list, tasks.size(), node_id);
     }
-    from = fmt::format("{}={}", var, *list);
-    return tasks[node_id];
+    return std::optional<StepTasks>(StepTasks{std::move(tasks), fmt::format("{}={}", var, *list)});
   }
-  return 1;  // not said: one, as srun --ntasks-per-node=1 starts
+  return std::optional<StepTasks>();
 }
 
 }  // namespace
@@ -182,15 +189,28 @@ StatusOr<std::optional<ClusterPlacement>> detect_slurm(const EnvLookup& env) {
     return invalid_argument("Slurm: node {} ({}) is not below the step's node count {}",
                             p.node_rank, p.node_rank_from, p.nnodes);
   }
-  std::string tasks_from;
-  ASSIGN_OR_RETURN(int tasks, tasks_on_node(env, p.node_rank, tasks_from));
-  if (tasks > 1) {
+  ASSIGN_OR_RETURN(std::optional<StepTasks> tasks, step_tasks(env, p.node_rank));
+  if (tasks && tasks->per_node[p.node_rank] > 1) {
+    const int here = tasks->per_node[p.node_rank];
     p.refusal = fmt::format(
         "Slurm started {} tasks on this node ({}), each a partrain launcher, but partrain launch "
         "runs one launcher per node that starts the node's workers itself (-n): run `srun "
         "--ntasks-per-node=1 partrain launch -n {} ...` (in a batch script: #SBATCH "
         "--ntasks-per-node=1), or place each launcher yourself with --nnodes and --node-rank",
-        tasks, tasks_from, tasks);
+        here, tasks->from, here);
+  } else if (tasks) {
+    // Another node's launchers refuse (above): this one would wait for them until the
+    // rendezvous times out. Every node of the step sees the list, so every node refuses.
+    const auto crowded =
+        std::find_if(tasks->per_node.begin(), tasks->per_node.end(), [](int n) { return n > 1; });
+    if (crowded != tasks->per_node.end()) {
+      p.refusal = fmt::format(
+          "Slurm started {} tasks on node {} of this step ({}), and partrain launch runs one "
+          "launcher per node: that node refuses, and this one would wait for it until the "
+          "rendezvous times out; run `srun --ntasks-per-node=1 partrain launch ...` (in a batch "
+          "script: #SBATCH --ntasks-per-node=1)",
+          *crowded, crowded - tasks->per_node.begin(), tasks->from);
+    }
   }
   // srun sets the count and the list together: a count the list does not hold would have this
   // node wait for nodes that never start, until the rendezvous times out. Refused unless the

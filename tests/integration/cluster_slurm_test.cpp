@@ -107,6 +107,14 @@ TEST(ClusterSlurm, TheExampleJobScriptTrainsMergesAndAnalyses) {
   // Collectives of ranks on different nodes, recorded in different files, matched by (comm, seq).
   EXPECT_GT(report["collective_matching"]["groups"].get<int>(), 0) << analysis.out;
   EXPECT_EQ(report["collective_matching"]["missing_total"], 0) << analysis.out;
+
+  // A layout the launcher refuses (exit 2) writes no trace: the job ends with the launcher's code,
+  // not merge's complaint about a missing file.
+  CommandResult refused = cluster.run("sbatch --wait --parsable --output=bad.out " + script +
+                                      " -n 2 " + kModel + " --dp 3 --tp 2");
+  const std::string bad = read_file(cluster.dir() + "/bad.out");
+  EXPECT_EQ(refused.exit_code, 2) << bad;
+  EXPECT_EQ(bad.find("cannot open"), std::string::npos) << bad;
 }
 
 TEST(ClusterSlurm, SeveralTasksOnANodeOrTheBatchScriptAreRefusedWithTheFix) {

@@ -131,14 +131,23 @@ TEST(DetectSlurm, SeveralTasksOnThisNodeAreRefusedWithTheFix) {
   EXPECT_NE(why.find("srun --ntasks-per-node=1 partrain launch -n 2"), std::string::npos) << why;
 }
 
-TEST(DetectSlurm, TasksPerNodeIsReadForThisNode) {
-  // 2 tasks on node 0, 1 on node 1: only node 0 has more than one.
-  auto second = detect_slurm(fake_env(step_task(1, 2, "2,1")));
-  ASSERT_TRUE(second.is_ok());
-  EXPECT_FALSE((*second)->refusal.has_value());
+// 2 tasks on node 0, 1 on node 1 (srun -N2 -n3): node 0's launchers refuse, and node 1, which
+// would wait for them until the rendezvous timed out (5 min), refuses at once too.
+TEST(DetectSlurm, EveryNodeRefusesWhenAnyNodeHasSeveralTasks) {
   auto first = detect_slurm(fake_env(step_task(0, 2, "2,1")));
   ASSERT_TRUE(first.is_ok());
-  EXPECT_TRUE((*first)->refusal.has_value());
+  ASSERT_TRUE((*first)->refusal.has_value());
+  EXPECT_NE((*first)->refusal->find("2 tasks on this node"), std::string::npos);
+  auto second = detect_slurm(fake_env(step_task(1, 2, "2,1")));
+  ASSERT_TRUE(second.is_ok());
+  ASSERT_TRUE((*second)->refusal.has_value());
+  EXPECT_NE((*second)->refusal->find("Slurm started 2 tasks on node 0 of this step "
+                                     "(SLURM_STEP_TASKS_PER_NODE=2,1)"),
+            std::string::npos)
+      << *(*second)->refusal;
+  auto even = detect_slurm(fake_env(step_task(1, 2, "1(x2)")));
+  ASSERT_TRUE(even.is_ok());
+  EXPECT_FALSE((*even)->refusal.has_value());
 }
 
 TEST(DetectSlurm, TheBatchScriptIsOneNodeAndRefusedOnSeveral) {
