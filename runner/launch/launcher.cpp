@@ -109,6 +109,7 @@ StatusOr<RendezvousPlan> plan_rendezvous(const LaunchConfig& config) {
     plan.workload = workload.dump();
   }
   plan.timeout = config.rdzv_timeout;
+  plan.rdzv_id = config.rdzv_id;
   std::array<char, 256> host{};
   ::gethostname(host.data(), host.size() - 1);
   plan.host = host.data();

@@ -35,32 +35,37 @@ std::string rank_range(int node_rank, int nproc) {
                     : fmt::format("ranks {}-{}", first, first + nproc - 1);
 }
 
-// A node's record in the store: "host\npid\nnproc\n" (its launcher's pid, its
-// --nproc-per-node).
+Status interrupted_status() { return failed("interrupted while waiting for the other nodes"); }
+
+}  // namespace
+
+// A node's record in the store: "host\npid\nnproc\nnnodes\nrdzv_id\n" (its launcher's pid,
+// its --nproc-per-node, --nnodes and --rdzv-id).
 struct NodeRecord {
   std::string host;
   pid_t pid = 0;
   std::string nproc;
+  std::string nnodes;
+  std::string rdzv_id;
 };
 
-std::string node_record_text(const std::string& host, pid_t pid, int nproc) {
-  return fmt::format("{}\n{}\n{}\n", host, pid, nproc);
+static std::string node_record_text(const RendezvousPlan& plan, pid_t pid) {
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n", plan.host, pid, plan.nproc_per_node, plan.nnodes,
+                     plan.rdzv_id);
 }
 
-NodeRecord parse_node_record(const std::string& text) {
+static NodeRecord parse_node_record(const std::string& text) {
   NodeRecord record;
   std::istringstream in(text);
   std::string pid;
   std::getline(in, record.host);
   std::getline(in, pid);
   std::getline(in, record.nproc);
+  std::getline(in, record.nnodes);
+  std::getline(in, record.rdzv_id);
   record.pid = static_cast<pid_t>(std::atoll(pid.c_str()));
   return record;
 }
-
-Status interrupted_status() { return failed("interrupted while waiting for the other nodes"); }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::join(const RendezvousPlan& plan,
                                                                const InterruptCheck& interrupted,
@@ -126,8 +131,18 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted,
   }
   if (plan_.node_rank == 0) RETURN_IF_ERROR(client_->set(key("run_id"), run_id_));
   RETURN_IF_ERROR(client_->set(key(fmt::format("workload/{}", plan_.node_rank)), plan_.workload));
-  RETURN_IF_ERROR(client_->set(node_key(plan_.node_rank),
-                               node_record_text(plan_.host, ::getpid(), plan_.nproc_per_node)));
+  RETURN_IF_ERROR(client_->set(node_key(plan_.node_rank), node_record_text(plan_, ::getpid())));
+  // Another job's launcher, or one given another --nnodes, is told at once (it would otherwise
+  // wait for nodes that never come, or join a world that is not its job's): against node 0's
+  // record when it is there, and node 0 hears of it while it waits.
+  if (plan_.node_rank != 0) {
+    ASSIGN_OR_RETURN(bool zero_joined, client_->check({node_key(0)}));
+    if (zero_joined) {
+      ASSIGN_OR_RETURN(std::string zero_info, client_->get(node_key(0), kSlice));
+      const NodeRecord zero = parse_node_record(zero_info);
+      if (Status job = compare_job(0, zero); !job.is_ok()) return say_disagreement(job);
+    }
+  }
   // Node 0 waits for every node's record and then says so in one key the others wait for: a
   // request per node per slice, where every node waiting for every record cost N^2.
   std::vector<std::string> keys;
@@ -146,6 +161,9 @@ Status NodeRendezvous::register_and_wait(const InterruptCheck& interrupted,
     }
     if (interrupted()) return announce_stop(stop_signal.value_or(SIGINT));
     if (std::optional<Status> stopped = stopped_elsewhere(stop_signal)) return *stopped;
+    if (plan_.node_rank == 0) {
+      if (std::optional<Status> disagreed = disagreement_while_waiting()) return *disagreed;
+    }
     auto waited = std::chrono::steady_clock::now() - started;
     if (waited >= plan_.timeout) return missing_nodes_error(plan_.timeout);
   }
@@ -214,17 +232,8 @@ Status NodeRendezvous::agree() {
   const NodeRecord zero = parse_node_record(zero_info);
   peers_ = {Peer{zero.host, zero.pid}};
   if (plan_.node_rank != 0) {
-    const Status disagreement = compare_with(0, zero.nproc, zero_workload);
-    if (!disagreement.is_ok()) {
-      auto order = client_->add(key("disagreeing_count"), 1);
-      if (order.is_ok() && *order == 1) {
-        (void)client_->set(key("disagreeing"), std::to_string(plan_.node_rank));
-      }
-      // Node 0 may close the store as this reply is on its way: the disagreement is said
-      // either way.
-      (void)client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1");
-      return disagreement;
-    }
+    const Status disagreement = compare_with(0, zero, zero_workload);
+    if (!disagreement.is_ok()) return say_disagreement(disagreement);
     RETURN_IF_ERROR(client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1"));
     RETURN_IF_ERROR(wait_in_slices({key("verdict")}));
     ASSIGN_OR_RETURN(std::string verdict, client_->get(key("verdict"), kSlice));
@@ -250,7 +259,7 @@ Status NodeRendezvous::agree() {
   ASSIGN_OR_RETURN(std::string info, client_->get(node_key(node), kSlice));
   ASSIGN_OR_RETURN(std::string workload,
                    client_->get(key(fmt::format("workload/{}", node)), kSlice));
-  const Status disagreement = compare_with(node, parse_node_record(info).nproc, workload);
+  const Status disagreement = compare_with(node, parse_node_record(info), workload);
   (void)client_->set(key("verdict"), disagreement.message());
   std::vector<std::string> read_it;
   for (int other = 1; other < plan_.nnodes; ++other) {
@@ -260,9 +269,29 @@ Status NodeRendezvous::agree() {
   return disagreement;
 }
 
-// This node's --nproc-per-node and workload against `node`'s: the disagreement, or ok.
-Status NodeRendezvous::compare_with(int node, const std::string& nproc,
+// This node's job (--rdzv-id, --nnodes) against `node`'s record: the disagreement, or ok.
+Status NodeRendezvous::compare_job(int node, const NodeRecord& theirs) const {
+  if (!theirs.rdzv_id.empty() && theirs.rdzv_id != plan_.rdzv_id) {
+    return invalid_argument(
+        "node {} joined the rendezvous at {}:{} with --rdzv-id {} but node {} with --rdzv-id {}: "
+        "launchers of another job reached this store (two jobs on one --master-port?); give the "
+        "nodes of one job the same --rdzv-id and each job its own --master-port",
+        node, plan_.master_addr, port_, theirs.rdzv_id, plan_.node_rank, plan_.rdzv_id);
+  }
+  if (!theirs.nnodes.empty() && theirs.nnodes != std::to_string(plan_.nnodes)) {
+    return invalid_argument(
+        "node {} was started with --nnodes {} but node {} with --nnodes {}: every node must be "
+        "given the same --nnodes",
+        node, theirs.nnodes, plan_.node_rank, plan_.nnodes);
+  }
+  return Status::ok();
+}
+
+// This node's job, --nproc-per-node and workload against `node`'s: the disagreement, or ok.
+Status NodeRendezvous::compare_with(int node, const NodeRecord& theirs,
                                     const std::string& workload) const {
+  RETURN_IF_ERROR(compare_job(node, theirs));
+  const std::string& nproc = theirs.nproc;
   if (nproc != std::to_string(plan_.nproc_per_node)) {
     return invalid_argument(
         "node {} runs {} worker{} but node {} runs {}: every node must use the same "
@@ -271,6 +300,34 @@ Status NodeRendezvous::compare_with(int node, const std::string& nproc,
   }
   if (workload != plan_.workload) return workload_mismatch(node, workload);
   return Status::ok();
+}
+
+// A node that disagrees says so in the store (the first of them names itself), for node 0 to
+// give its verdict, and returns the disagreement.
+Status NodeRendezvous::say_disagreement(const Status& disagreement) {
+  auto order = client_->add(key("disagreeing_count"), 1);
+  if (order.is_ok() && *order == 1) {
+    (void)client_->set(key("disagreeing"), std::to_string(plan_.node_rank));
+  }
+  // Node 0 may close the store as this reply is on its way: the disagreement is said either way.
+  (void)client_->set(key(fmt::format("checked/{}", plan_.node_rank)), "1");
+  return disagreement;
+}
+
+// Node 0, while nodes are still missing: one that has joined and disagrees (another job's,
+// another --nnodes) ends the wait, named from node 0's side.
+std::optional<Status> NodeRendezvous::disagreement_while_waiting() {
+  auto disagreed = client_->check({key("disagreeing")});
+  if (!disagreed.is_ok() || !*disagreed) return std::nullopt;
+  auto node_text = client_->get(key("disagreeing"), kSlice);
+  if (!node_text.is_ok()) return std::nullopt;
+  const int node = std::atoi(node_text->c_str());
+  auto info = client_->get(node_key(node), kSlice);
+  if (!info.is_ok()) return std::nullopt;
+  Status job = compare_job(node, parse_node_record(*info));
+  if (job.is_ok()) return std::nullopt;  // another kind of disagreement: agree() names it
+  (void)client_->set(key("verdict"), job.message());
+  return job;
 }
 
 // Waits for `keys` in slices, as long as the rendezvous may take.

@@ -32,6 +32,9 @@ struct RendezvousPlan {
   int nnodes = 1;
   int node_rank = 0;
   int nproc_per_node = 1;
+  // torchrun's --rdzv-id as given ("none" when not): launchers of one job give the same one, and
+  // one of another job that reached this store (a port shared by two jobs) is told so.
+  std::string rdzv_id = "none";
   std::string host;    // this node's name, for messages
   std::string run_id;  // node 0's becomes everyone's
   // The built-in workload (its PARTRAIN_WORKLOAD_CONFIG JSON), which every node must run alike;
@@ -39,6 +42,9 @@ struct RendezvousPlan {
   std::string workload;
   Nanoseconds timeout = std::chrono::seconds(300);
 };
+
+// A node's record in the store (node_rendezvous.cpp).
+struct NodeRecord;
 
 // Asked between waits: whether the launcher got SIGINT/SIGTERM and should give up.
 using InterruptCheck = std::function<bool()>;
@@ -99,7 +105,10 @@ class NodeRendezvous {
   std::optional<RankFailure> store_gone_for_long(const Status& why);
   bool claim_left_behind();
   Status agree();
-  Status compare_with(int node, const std::string& nproc, const std::string& workload) const;
+  Status compare_job(int node, const NodeRecord& theirs) const;
+  Status compare_with(int node, const NodeRecord& theirs, const std::string& workload) const;
+  Status say_disagreement(const Status& disagreement);
+  std::optional<Status> disagreement_while_waiting();
   Status wait_in_slices(const std::vector<std::string>& keys);
   Status workload_mismatch(int node, const std::string& theirs) const;
   Status missing_nodes_error(Nanoseconds waited);

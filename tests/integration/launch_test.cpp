@@ -667,6 +667,38 @@ TEST_F(LaunchTest, NodesWithDifferentWorkloadsAreRefusedNamingTheDifference) {
       << f.err;
 }
 
+// Launchers of two jobs on one port (different --rdzv-id), or of one job given different
+// --nnodes, are told so at once by both sides (they had run as one world, or waited 5 min).
+TEST_F(LaunchTest, AnotherJobsOrAnotherNnodesLauncherIsRefused) {
+  auto both = [](std::vector<std::string> first, std::vector<std::string> second) {
+    Partrain node0(std::move(first));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // node 0's record first
+    Partrain node1(std::move(second));
+    Finished a = node0.finish();
+    return std::pair<Finished, Finished>(std::move(a), node1.finish());
+  };
+  std::string port = std::to_string(free_port());
+  const auto [a, b] = both(one_of_two_nodes(port, 0, {"--rdzv-id", "A", "--", "true"}),
+                           one_of_two_nodes(port, 1, {"--rdzv-id", "B", "--", "true"}));
+  EXPECT_EQ(a.exit_code, 2) << a.err;
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_TRUE(contains(b.err, "node 0 joined the rendezvous at 127.0.0.1:" + port +
+                                  " with --rdzv-id A but node 1 with --rdzv-id B: launchers of "
+                                  "another job reached this store"))
+      << b.err;
+  EXPECT_TRUE(contains(a.err, "with --rdzv-id B but node 0 with --rdzv-id A")) << a.err;
+
+  port = std::to_string(free_port());
+  const auto [c, d] = both(one_of_two_nodes(port, 0, {"--nnodes", "3", "--", "true"}),
+                           one_of_two_nodes(port, 1, {"--", "true"}));
+  EXPECT_EQ(c.exit_code, 2) << c.err;
+  EXPECT_EQ(d.exit_code, 2) << d.err;
+  EXPECT_TRUE(contains(d.err, "node 0 was started with --nnodes 3 but node 1 with --nnodes 2"))
+      << d.err;
+  EXPECT_TRUE(contains(c.err, "node 1 was started with --nnodes 2 but node 0 with --nnodes 3"))
+      << c.err;
+}
+
 // Two launchers given the same --node-rank would both run its ranks: the second is refused.
 // (One that joined and is gone, stopped while the others waited, may be started again.)
 TEST_F(LaunchTest, ANodeRankTakenTwiceIsRefused) {
