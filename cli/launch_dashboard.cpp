@@ -85,12 +85,15 @@ class StderrToFile {
   fs::path path_;
 };
 
-// The launcher reads SIGINT, SIGTERM and SIGHUP from a signalfd on its own thread; blocked here
-// too, they reach it whichever thread the kernel picks (SIGWINCH stays the dashboard's).
+// The launcher reads its signals (launch/signal_channel.h) from a signalfd on its own thread;
+// blocked here too, they reach it whichever thread the kernel picks (SIGWINCH stays the
+// dashboard's).
 void block_launcher_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&set, signal);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE}) {
+    sigaddset(&set, signal);
+  }
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 

@@ -87,7 +87,8 @@ void write_errno_and_exit(int fd, int error) {
   sigset_t empty;
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT}) ::signal(sig, SIG_DFL);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2})
+    ::signal(sig, SIG_DFL);
 
   if (out_fd >= 0 && ::dup2(out_fd, STDOUT_FILENO) < 0) write_errno_and_exit(exec_error_fd, errno);
   if (err_fd >= 0 && ::dup2(err_fd, STDERR_FILENO) < 0) write_errno_and_exit(exec_error_fd, errno);

@@ -261,7 +261,7 @@ StatusOr<int> launch(const LaunchConfig& config) {
   std::optional<int> stop_signal;
   InterruptCheck interrupted = [&] {
     for (int signal : signals.drain()) {
-      if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) stop_signal = signal;
+      if (is_stop_signal(signal)) stop_signal = signal;
     }
     return stop_signal.has_value();
   };

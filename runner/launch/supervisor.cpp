@@ -119,7 +119,14 @@ void Supervisor::poll_once(Clock::time_point wake_at) {
 
 void Supervisor::handle_signals() {
   for (int signal : signals_.drain()) {
-    if (signal != SIGINT && signal != SIGTERM && signal != SIGHUP) continue;  // SIGCHLD: a wake-up
+    if (is_passed_on(signal)) {
+      log::info("received {}: passing it to the workers", signal_name(signal));
+      for (Worker& worker : workers_) {
+        if (!worker.process.reaped()) (void)worker.process.signal_group(signal);
+      }
+      continue;
+    }
+    if (!is_stop_signal(signal)) continue;  // SIGCHLD: a wake-up
     if (!kill_deadline_) {
       log::warn("received {}: forwarding it to the workers (SIGKILL after {})",
                 signal_name(signal), format_duration(options_.grace));

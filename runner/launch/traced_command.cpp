@@ -104,17 +104,16 @@ void set_variable(std::vector<std::string>& env, std::string_view name, const st
   }
 }
 
-// Supervises the command: forwards SIGINT/SIGTERM/SIGHUP to its process group, reaps it.
+// Supervises the command: forwards the stop signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) and the
+// job's own (SIGUSR1, SIGUSR2) to its process group, reaps it.
 ExitStatus supervise(Subprocess& child, SignalChannel& signals, std::optional<int>& stop_signal) {
   while (true) {
     if (std::optional<ExitStatus> exit = child.try_reap()) return *exit;
     pollfd entry{signals.fd(), POLLIN, 0};
     ::poll(&entry, 1, 200);
     for (int signal : signals.drain()) {
-      if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
-        stop_signal = signal;
-        (void)child.signal_group(signal);
-      }
+      if (is_stop_signal(signal)) stop_signal = signal;
+      if (is_stop_signal(signal) || is_passed_on(signal)) (void)child.signal_group(signal);
     }
   }
 }

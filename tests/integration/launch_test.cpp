@@ -390,6 +390,40 @@ TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
   expect_all_gone();
 }
 
+// SIGUSR1 (Slurm's `--signal USR1@120`, asking a job to checkpoint before its time limit) goes
+// on to every worker and the run goes on; SIGQUIT stops it as torchrun's does (131). Both had
+// killed the launcher outright, the workers never told and its trace left incomplete.
+TEST_F(LaunchTest, Sigusr1IsPassedOnAndSigquitStops) {
+  const std::string program =
+      "import os, signal, sys, time\n"
+      "got = []\n"
+      "signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n"
+      "open(sys.argv[1] + '/pids_' + os.environ['RANK'], 'w').write('%d %d' % ((os.getpid(),) "
+      "* 2))\n"
+      "for _ in range(400):\n"
+      "    if got: break\n"
+      "    time.sleep(0.05)\n"
+      "print('rank', os.environ['RANK'], 'checkpointed' if got else 'no USR1', flush=True)\n";
+  Partrain passed(
+      {"launch", "-n", "2", "--no-trace", "--", "python3", "-c", program, dir_.string()});
+  wait_for_pid_files(2);
+  ASSERT_EQ(::kill(passed.pid(), SIGUSR1), 0);
+  Finished r = passed.finish();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[rank 0] rank 0 checkpointed")) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "[rank 1] rank 1 checkpointed")) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "received SIGUSR1: passing it to the workers")) << r.err;
+  for (int rank = 0; rank < 2; ++rank) fs::remove(dir_ / fmt::format("pids_{}", rank));
+
+  Partrain quit({"launch", "-n", "2", "--", "sh", "-c", record_pids_and_sleep()});
+  wait_for_pid_files(2);
+  ASSERT_EQ(::kill(quit.pid(), SIGQUIT), 0);
+  Finished q = quit.finish();
+  EXPECT_EQ(q.exit_code, 131) << q.err;
+  EXPECT_TRUE(contains(q.err, "received SIGQUIT: forwarding it to the workers")) << q.err;
+  expect_all_gone();
+}
+
 // A traced Python rank gets KeyboardInterrupt on Ctrl-C, as under torchrun and --no-trace: its
 // `except KeyboardInterrupt` cleanup (a checkpoint) runs. The injection library had taken SIGINT
 // before the interpreter started, CPython left its own handler out, and the rank died of it.
