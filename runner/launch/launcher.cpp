@@ -30,6 +30,7 @@
 #include "runner/launch/token_file.h"
 #include "runner/launch/traced_command.h"
 #include "runner/launch/worker_env.h"
+#include "runner/worker/cpu_binding.h"
 
 namespace partrain::launch {
 namespace {
@@ -316,12 +317,13 @@ StatusOr<int> launch(const LaunchConfig& config) {
   }
   // More ranks than cores share them whatever the threads: their timings measure the scheduler
   // as much as the work (a benchmark's spread, a straggler that is only descheduled).
-  if (const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  // The cores this launcher may use (a Slurm cpuset, `srun -c`, taskset), not the machine's.
+  if (const long cores = static_cast<long>(runner::allowed_cpus().size());
       cores > 0 && plan.nproc_per_node > cores) {
     log::warn(
-        "{} ranks on this node's {} cores: they take turns on the cores, and times include "
-        "the waits for one",
-        plan.nproc_per_node, cores);
+        "{} ranks on the {} core{} this launcher may use: they take turns on the cores, and times "
+        "include the waits for one",
+        plan.nproc_per_node, cores, cores == 1 ? "" : "s");
   }
   std::vector<WorkerSpec> specs = worker_specs(config, run);
   // Where the ranks' output goes, before the trace: a log directory that cannot be made must not

@@ -81,7 +81,12 @@ std::string describe_rank_process(const RankProcess& process) {
                                   : fmt::format("exited with {}", describe_exit(*process.exit));
   }
   if (seen.condition == ProcessCondition::kRunning) {
-    return fmt::format("running (state {})", seen.state);
+    // Alive and not held: on a core (R), or sleeping in a wait it can leave (S: a Python
+    // time.sleep, a lock, a read), which is where a hung program's main thread usually is.
+    return seen.state == 'S' ? std::string(
+                                   "alive, sleeping (state S: waiting on a timer, a lock "
+                                   "or a read, not held by the kernel)")
+                             : fmt::format("running (state {})", seen.state);
   }
   return std::string(process_condition_name(seen.condition));
 }

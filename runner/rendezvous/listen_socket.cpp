@@ -43,7 +43,7 @@ StatusOr<int> listen_on(const std::string& bind_host, uint16_t port) {
     if (error == EADDRINUSE) {
       last_error = unavailable(
           "port {} on {} is already in use (another partrain/torchrun run?): pass --master-port "
-          "with a free port, or 0 to pick one",
+          "with a free port (every node the same one), or 0 to pick one on a single node",
           port, where);
       break;
     }

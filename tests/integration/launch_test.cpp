@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -291,20 +292,30 @@ TEST_F(LaunchTest, APythonScriptThatIsNoProgramRunsWithPython3AsUnderTorchrun) {
       << r.err;
 }
 
-// More ranks than the node has cores are warned about: they take turns on the cores, and their
-// timings (a benchmark's, a straggler's) include the waits. As many as the cores are not.
+// More ranks than the cores the launcher may use are warned about: they take turns on the cores,
+// and their timings (a benchmark's, a straggler's) include the waits. As many as the cores are
+// not. The cores are the launcher's (a Slurm cpuset, `srun -c`, taskset), not the machine's.
 TEST_F(LaunchTest, MoreRanksThanCoresAreWarnedAbout) {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const int cores = CPU_COUNT(&allowed);
   if (cores < 1 || cores > 8) GTEST_SKIP() << cores << " cores: too many ranks to start here";
   const std::string over = std::to_string(cores + 1);
   Finished r = run_partrain({"launch", "-n", over, "--no-trace", "--", "true"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(
-      contains(r.err, fmt::format("warning: {} ranks on this node's {} cores", over, cores)))
+      contains(r.err, fmt::format("warning: {} ranks on the {} core{} this launcher may use", over,
+                                  cores, cores == 1 ? "" : "s")))
       << r.err;
   Finished fits = run_partrain({"launch", "-n", std::to_string(cores), "--no-trace", "--", "true"});
   EXPECT_EQ(fits.exit_code, 0) << fits.err;
-  EXPECT_FALSE(contains(fits.err, "ranks on this node's")) << fits.err;
+  EXPECT_FALSE(contains(fits.err, "this launcher may use")) << fits.err;
+  // Held to one core: two ranks are one too many, whatever the machine has.
+  const testing::CommandResult one = testing::run_shell(
+      "taskset -c 0 " + testing::partrain_binary() + " launch -n 2 --no-trace -- true");
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(contains(one.err, "warning: 2 ranks on the 1 core this launcher may use")) << one.err;
 }
 
 // torchrun's default --max-restarts 0 is what partrain does: accepted (scripts pass it).

@@ -135,6 +135,13 @@ TEST(WaitForGraph, ARankWithNoRecordNeverReachedItsFirstCollective) {
                            "process was running (state R) when the run failed)"),
             std::string::npos)
       << statement;
+  // Sleeping (a Python time.sleep) is said as such, not as "running (state S)".
+  processes[2].at_failure = {ProcessCondition::kRunning, 'S', ""};
+  const std::string sleeping = diagnosis_statement(diagnose_flight_dumps(m.dumps, processes));
+  EXPECT_NE(sleeping.find("its process was alive, sleeping (state S: waiting on a timer, a lock "
+                          "or a read, not held by the kernel) when the run failed"),
+            std::string::npos)
+      << sleeping;
 }
 
 // The same hang as a SIGSTOP: the launcher saw rank 0 stopped, then resumed it to take SIGTERM;
