@@ -15,6 +15,10 @@
 namespace partrain::launch {
 namespace {
 
+// A collective a rank had waited in this long when it was stopped by a signal was stuck: the
+// stop calls for a diagnosis (no collective of a healthy run waits seconds for its members).
+constexpr int64_t kStalledNs = 5'000'000'000;
+
 using profiler::CollectiveEvent;
 using profiler::CollectiveState;
 using profiler::DumpTrigger;
@@ -455,9 +459,22 @@ std::string own_waits_of_missing(const FlightDiagnosis& d, const CollectiveFindi
 }  // namespace
 
 bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps) {
-  return std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
+  const bool failed = std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
     return d.trigger == profiler::DumpTrigger::kWatchdog ||
            d.trigger == profiler::DumpTrigger::kCollectiveError;
+  });
+  if (failed) return true;
+  // A run stopped by hand (Ctrl-C on a job that stopped making progress, a scheduler's SIGTERM)
+  // without --collective-timeout: a rank that had waited in a collective for kStalledNs when it
+  // dumped was stuck there, and who never came is what the user wants to know (py-spy's
+  // question, answered from the records).
+  return std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
+    if (d.trigger != profiler::DumpTrigger::kSignal) return false;
+    return std::any_of(d.entries.begin(), d.entries.end(), [&](const profiler::CollectiveEvent& e) {
+      const bool unfinished = e.state == profiler::CollectiveState::kEnqueued ||
+                              e.state == profiler::CollectiveState::kStarted;
+      return unfinished && d.dumped_ns - e.enqueue_ns >= kStalledNs;
+    });
   });
 }
 

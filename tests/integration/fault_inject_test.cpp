@@ -292,6 +292,24 @@ TEST_F(FaultInjectTest, DesyncNamesTheMismatchingRankAndSeq) {
             std::string::npos);
 }
 
+// A hang without --collective-timeout (nothing fires), stopped by Ctrl-C 7 s into it: the ranks'
+// dumps show rank 0, 1 and 3 stuck in an all-reduce rank 2 never entered, and the launcher
+// diagnoses it as a watchdog's dumps (it had said only "stopped by SIGINT").
+TEST_F(FaultInjectTest, CtrlCOnAStuckRunNamesTheRankThatNeverCame) {
+  // Stopped 7 s after rank 2 says it hangs (the start-up may take seconds on a busy machine).
+  const std::string err = trace_.string() + ".err";
+  CommandResult r = testing::run_shell(fmt::format(
+      "{} launch -n 4 {} --inject hang:rank=2,step=1 --trace {} 2>{} & pid=$!; "
+      "for i in $(seq 600); do grep -q 'hanging at step' {} && break; sleep 0.1; done; sleep 7; "
+      "kill -INT $pid; wait $pid; status=$?; cat {} >&2; exit $status",
+      PARTRAIN_BINARY, kWorkload, trace_.string(), err, err, err));
+  fs::remove(err);
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  expect_rank_2_blamed_for_never_issuing(r.err);
+  EXPECT_EQ(TraceQuery(trace_).rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"),
+            "2\n");
+}
+
 // Two launchers on one machine as two nodes of 2 ranks, rank 2 (node 1) hanging: node 1 hands
 // its ranks' dumps to node 0 through the rendezvous store, so node 0's diagnosis covers all four
 // ranks and names rank 2, though node 0 never saw it.

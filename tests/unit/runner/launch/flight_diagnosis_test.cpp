@@ -45,6 +45,24 @@ std::vector<FlightDump> healthy_run(uint64_t done) {
   return dumps;
 }
 
+// Dumps of ranks stopped by a signal call for a diagnosis only when one of them had waited in a
+// collective for 5 s or more (Ctrl-C on a stuck job), not for an ordinary stop mid-collective;
+// a watchdog's dump always does.
+TEST(FlightDiagnosis, ASignalStopCallsForADiagnosisWhenARankWasStuck) {
+  std::vector<FlightDump> dumps = healthy_run(3);
+  EXPECT_FALSE(diagnosis_called_for(dumps));
+  CollectiveEvent waiting = op(kDp, 3, "all_reduce", 4096, CollectiveState::kStarted);
+  waiting.enqueue_ns = 1'000'000'000;
+  dumps[0].entries.push_back(waiting);
+  dumps[0].dumped_ns = waiting.enqueue_ns + 200'000'000;  // 0.2 s in: a stop mid-collective
+  EXPECT_FALSE(diagnosis_called_for(dumps));
+  dumps[0].dumped_ns = waiting.enqueue_ns + 6'000'000'000;  // 6 s in: stuck
+  EXPECT_TRUE(diagnosis_called_for(dumps));
+  std::vector<FlightDump> watchdog = healthy_run(3);
+  watchdog[2].trigger = DumpTrigger::kWatchdog;
+  EXPECT_TRUE(diagnosis_called_for(watchdog));
+}
+
 TEST(FlightDiagnosis, EverythingMatched) {
   FlightDiagnosis d = diagnose_flight_dumps(healthy_run(5));
   ASSERT_EQ(d.findings.size(), 1u);
