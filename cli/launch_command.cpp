@@ -487,7 +487,8 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_option("--run-id", flags->run_id, "PARTRAIN_RUN_ID (default: generated)");
   cmd->add_option("--log-dir,--log_dir", flags->log_dir,
                   "Write each rank's output to DIR/<run-id>/rank_N.log instead of the terminal "
-                  "(a directory per run, as torchrun's; <run-id>.2 when an id is reused)");
+                  "(a directory per run, as torchrun's; <run-id>.nodeN on node N of several; "
+                  "<run-id>.2 when an id is reused)");
   cmd->add_flag("--tee", flags->tee, "With --log-dir: print the output on the terminal as well");
   cmd->add_flag("--prefix,!--no-prefix", flags->prefix,
                 "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)");

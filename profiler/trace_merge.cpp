@@ -549,10 +549,12 @@ Status record_lost_strings(SqliteDb& db, int64_t lost) {
   return Status::ok();
 }
 
-// Closes the output as a WAL trace, makes it durable, and renames it into place.
+// Closes the output as a closed trace is kept, one file in rollback-journal mode (readers opening
+// a WAL file read-only leave -wal and -shm beside it: analyze of every merged run did), makes it
+// durable, and renames it into place.
 Status finish_output(SqliteDb db, const fs::path& temporary, const fs::path& output) {
-  RETURN_IF_ERROR(db.exec("PRAGMA journal_mode = WAL"));
-  db = SqliteDb();  // closes and checkpoints: the whole trace is in the main file
+  RETURN_IF_ERROR(db.exec("PRAGMA journal_mode = DELETE"));
+  db = SqliteDb();  // the whole trace is in the main file
   RETURN_IF_ERROR(sync_path(temporary, O_RDONLY));
   return rename_trace_into_place(temporary, output);
 }

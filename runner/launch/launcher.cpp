@@ -201,6 +201,10 @@ std::optional<FlightDiagnosis> diagnose_run(const std::vector<profiler::FlightDu
                                             bool other_nodes_elsewhere) {
   if (!diagnosis_called_for(dumps)) return std::nullopt;
   FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps, processes);
+  // Another node's rank that exited on its watchdog reads "ended" from here, without its dump:
+  // this node names no culprit, node 0 (every node's dumps) does. Two culprit lines in one job's
+  // output had contradicted each other.
+  if (other_nodes_elsewhere) diagnosis.culprit.reset();
   std::string text = format_flight_diagnosis(diagnosis);
   if (other_nodes_elsewhere) {
     text += "partrain: diagnosis: from this node's ranks only; node 0's launcher diagnoses the "
@@ -332,7 +336,7 @@ StatusOr<int> launch(const LaunchConfig& config) {
   for (const WorkerSpec& spec : specs) ranks.push_back(spec.rank);
   std::optional<std::string> log_dir = config.log_dir;
   if (log_dir && config.log_dir_per_run) {
-    ASSIGN_OR_RETURN(log_dir, new_run_log_dir(*log_dir, run.run_id));
+    ASSIGN_OR_RETURN(log_dir, new_run_log_dir(*log_dir, run.run_id, plan.node_rank));
     log::info("rank output: {}/rank_<N>.log", *log_dir);
   }
   RelayOptions relay_options{config.prefix, log_dir, config.tee};

@@ -29,13 +29,15 @@ int write_all(int fd, std::string_view data) {
 
 }  // namespace
 
-StatusOr<std::string> new_run_log_dir(const std::string& root, const std::string& run_id) {
+StatusOr<std::string> new_run_log_dir(const std::string& root, const std::string& run_id,
+                                      int node_rank) {
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
   if (ec) return failed("cannot create the log directory '{}': {}", root, ec.message());
+  const std::string name = node_rank == 0 ? run_id : fmt::format("{}.node{}", run_id, node_rank);
   for (int attempt = 1; attempt <= 1000; ++attempt) {
-    const std::string dir = attempt == 1 ? fmt::format("{}/{}", root, run_id)
-                                         : fmt::format("{}/{}.{}", root, run_id, attempt);
+    const std::string dir = attempt == 1 ? fmt::format("{}/{}", root, name)
+                                         : fmt::format("{}/{}.{}", root, name, attempt);
     // mkdir, not create_directories: it fails when the directory is there, so two launchers
     // given one --run-id never share one.
     if (::mkdir(dir.c_str(), 0755) == 0) return dir;

@@ -26,10 +26,13 @@ struct RelayOptions {
   int terminal_stderr = 2;
 };
 
-// A new directory for one run's logs under `root` (torchrun's --log-dir layout): root/<run_id>,
-// or root/<run_id>.2, .3, ... when that exists (a --run-id given again), created; root is created
-// as needed. Fails naming the directory and the reason.
-StatusOr<std::string> new_run_log_dir(const std::string& root, const std::string& run_id);
+// A new directory for one run's logs under `root` (torchrun's --log-dir layout): root/<run_id>
+// (node N > 0 of several: root/<run_id>.nodeN, as its trace file is named, so nodes sharing the
+// directory do not take each other's for a reused id), or .2, .3, ... after it when that exists
+// (a --run-id given again), created; root is created as needed. Fails naming the directory and
+// the reason.
+StatusOr<std::string> new_run_log_dir(const std::string& root, const std::string& run_id,
+                                      int node_rank = 0);
 
 class OutputRelay {
  public:

@@ -352,7 +352,10 @@ TEST_F(TraceMergeTest, OutputIsAValidTraceWithMergedRunAndMeta) {
   EXPECT_EQ(trace->status, RunStatus::kCompleted);
   EXPECT_FALSE(trace->writer_alive);
   EXPECT_EQ(query_rows(trace->db, "PRAGMA integrity_check"), "ok\n");
-  EXPECT_EQ(query_rows(trace->db, "PRAGMA journal_mode"), "wal\n");
+  // As a closed trace is: one file, which a read-only reader leaves alone (no -wal, no -shm).
+  EXPECT_EQ(query_rows(trace->db, "PRAGMA journal_mode"), "delete\n");
+  EXPECT_FALSE(fs::exists(file("all.db-wal")));
+  EXPECT_FALSE(fs::exists(file("all.db-shm")));
   EXPECT_EQ(query_rows(trace->db, "SELECT run_id, command, config, status, start_ns, end_ns, "
                             "world_size, failing_rank FROM runs"),
             fmt::format("{}|partrain launch --nnodes 2 --workload mlp|{{\"node\":0}}|completed|"

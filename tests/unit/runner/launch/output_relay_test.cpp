@@ -168,6 +168,11 @@ TEST(RunLogDir, EachRunGetsANewDirectoryNamedByItsId) {
   EXPECT_EQ(*again, root + "/abc123.2");
   EXPECT_EQ(*new_run_log_dir(root, "abc123"), root + "/abc123.3");
   EXPECT_EQ(*new_run_log_dir(root, "other"), root + "/other");
+  // Nodes of one run sharing the directory: node N's beside node 0's, named as its trace file,
+  // not taken for a reused id (node 1 had got abc123.4 here, node 2 .5, in whatever order).
+  EXPECT_EQ(*new_run_log_dir(root, "multi", 1), root + "/multi.node1");
+  EXPECT_EQ(*new_run_log_dir(root, "multi", 0), root + "/multi");
+  EXPECT_EQ(*new_run_log_dir(root, "multi", 2), root + "/multi.node2");
   // A root that cannot be a directory: said, with the path.
   const std::string file = root + "/a-file";
   std::ofstream(file) << "x";
