@@ -22,9 +22,13 @@ namespace {
 using nlohmann::json;
 
 std::string header(const RecommendContext& c) {
-  return fmt::format(
-             "partrain recommend: {} on {} x {} ({} per node), global batch {} x {} tokens\n",
-             c.model, c.gpus, c.gpu, c.gpus_per_node, c.global_batch, c.seq) +
+  // "8 per node" for 2 GPUs read as 8 present: the GPUs fill whole nodes, or one node in part.
+  const std::string nodes = c.gpus <= c.gpus_per_node
+                                ? fmt::format("on one node of {}", c.gpus_per_node)
+                                : fmt::format("{} per node, {} nodes", c.gpus_per_node,
+                                              (c.gpus + c.gpus_per_node - 1) / c.gpus_per_node);
+  return fmt::format("partrain recommend: {} on {} x {} ({}), global batch {} x {} tokens\n",
+                     c.model, c.gpus, c.gpu, nodes, c.global_batch, c.seq) +
          (c.model_notes.empty() ? "" : fmt::format("note: {}\n", fmt::join(c.model_notes, "; ")));
 }
 

@@ -113,6 +113,12 @@ Status check_flags_apply(const MemoryFlags& f) {
                             f.json ? "--json" : "--sweep");
   }
   // Training-only flags on an inference estimate (weights and KV cache, no backward).
+  if (f.inference && f.model.seq > 0) {
+    return invalid_argument(
+        "--seq {} is a training sample's length; an --inference estimate's tokens are --kv-len "
+        "(the prompt) + --gen-len (generated): drop --seq",
+        f.model.seq);
+  }
   if (f.inference && f.recompute != "none") {
     return invalid_argument(
         "--recompute {} saves activations for the backward pass, which "
@@ -161,6 +167,7 @@ StatusOr<std::string> render(const MemoryFlags& f) {
   ASSIGN_OR_RETURN(memory::EstimateInput input, to_input(f));
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   input.capacity_bytes = gpu.memory_bytes;
+  if (!gpu.cuda_runtime && !input.reserve_bytes) input.reserve_bytes = 0;  // host memory
   memory::ReportContext context{f.model.params > 0 ? fmt::format("{:.4g} parameters", f.model.params)
                                              : input.model.name,
                                 gpu.name};

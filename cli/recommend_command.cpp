@@ -250,6 +250,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.base.recipe = recipe;
   s.base.optimizer = optimizer;
   s.base.capacity_bytes = gpu.memory_bytes;
+  if (!gpu.cuda_runtime && !s.base.reserve_bytes) s.base.reserve_bytes = 0;  // host memory
   s.base.layout.global_batch = f.global_batch;
   s.base.layout.seq = model.sample_seq();
   s.base.layout.flash_attention = f.flash_attn;

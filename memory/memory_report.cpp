@@ -63,6 +63,12 @@ std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
   if (l.vpp > 1) line += fmt::format("  vpp {}", l.vpp);
   if (l.cp > 1) line += fmt::format("  cp {}", l.cp);
   if (l.ep > 1) line += fmt::format("  ep {}", l.ep);
+  if (in.inference) {
+    // Serving: a batch of sequences, each of kv_len + gen_len tokens (the recipe line); no
+    // optimizer, schedule or recompute, and the training seq plays no part.
+    return line +
+           fmt::format("  batch {}{}\n", l.micro_batch, l.flash_attention ? "  flash-attn" : "");
+  }
   line += fmt::format("  zero {}  micro-batch {}  global batch {} ({} micro-batch{})  seq {}  {}",
                       l.zero, l.micro_batch, e.layout.global_batch, e.layout.micro_batches,
                       e.layout.micro_batches == 1 ? "" : "es",
@@ -221,8 +227,9 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
          l.pp > 1 ? bubble_fraction(l.schedule, l.pp, e.layout.micro_batches, l.vpp) : 0.0},
         {"parameter_copies", parameter_copies(l.schedule)},
         {"recompute", recompute_name(l.recompute)},
-        {"precision", in.recipe.name},
-        {"bytes_per_param", in.recipe.total()},
+        // Serving keeps the weights alone (the recipe line's B/param), not training's states.
+        {"precision", in.inference ? std::string("inference") : in.recipe.name},
+        {"bytes_per_param", in.inference ? in.recipe.param_bytes : in.recipe.total()},
         {"inference", in.inference}}},
       {"per_gpu_bytes", bytes_json(e.heaviest_stage())},
       {"capacity_bytes", to_bytes(e.capacity_bytes)},
@@ -230,6 +237,10 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
       {"headroom_bytes", to_bytes(e.capacity_bytes) - whole_bytes(e.heaviest_stage()).total()},
       {"stage", e.heaviest},
       {"stages", stages}};
+  if (in.inference) {
+    out["layout"]["kv_len"] = in.kv_len;
+    out["layout"]["gen_len"] = in.gen_len;
+  }
   const std::optional<std::string> bubble = pipeline_bubble_advice(in, e);
   out["warnings"] = bubble ? ordered_json::array({*bubble}) : ordered_json::array();
   return dump_json(out, 2) + "\n";

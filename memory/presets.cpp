@@ -220,6 +220,7 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
   }
   RETURN_IF_ERROR(r.string("fit_source", g.fit_source));
   RETURN_IF_ERROR(r.boolean("overlaps_communication", g.overlaps_communication));
+  RETURN_IF_ERROR(r.boolean("cuda_runtime", g.cuda_runtime));
   RETURN_IF_ERROR(r.string("source", g.source));
   RETURN_IF_ERROR(r.string("note", g.note));
   RETURN_IF_ERROR(r.no_unknown_fields());

@@ -37,6 +37,9 @@ struct GpuSpec {
   std::string fit_source;                 // what the fitted values were fitted to
   bool overlaps_communication =
       true;  // comm runs beside compute (GPU streams); false on the CPU backend
+  // The device holds a CUDA context and NCCL's buffers: the default reserve counts them. False for
+  // host memory (the cpu preset), whose default reserve is none.
+  bool cuda_runtime = true;
   std::string source;
   std::string note;
 };

@@ -378,10 +378,35 @@ TEST(MemoryCommand, ShareDirOverride) {
   EXPECT_EQ(parse_json(r.out)["model"], "tiny");
 }
 
+// The cpu preset is host memory: no CUDA context or NCCL buffers in its default reserve (it had
+// been given a GPU's 1 GiB, most of a small CPU model's estimate). --reserve still sets one.
+TEST(MemoryCommand, TheCpuPresetHasNoGpuReserve) {
+  auto r = run_partrain("memory --model builtin-gpt --gpu cpu --dp 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_json(r.out)["per_gpu_bytes"]["reserve"].get<int64_t>(), 0) << r.out;
+  auto text = run_partrain("memory --model builtin-gpt --gpu cpu --dp 2");
+  EXPECT_EQ(text.out.find("CUDA context"), std::string::npos) << text.out;
+  auto given = run_partrain("memory --model builtin-gpt --gpu cpu --dp 2 --reserve 1M --json");
+  EXPECT_EQ(parse_json(given.out)["per_gpu_bytes"]["reserve"].get<int64_t>(), 1 << 20);
+}
+
 TEST(MemoryCommand, InferenceKvCache) {
   auto r = run_partrain("memory --model llama-2-7b --inference --kv-len 4000 --gen-len 96 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(parse_json(r.out)["per_gpu_bytes"]["kv_cache"].get<int64_t>(), 2147483648);  // 0.5 MiB/token
+  // The layout says what the text says: 2 B/param weights, the KV cache's tokens, no training
+  // recipe (it had said bf16-mixed's 16 B/param) and no training seq or schedule in the text.
+  const auto layout = parse_json(r.out)["layout"];
+  EXPECT_EQ(layout["precision"], "inference");
+  EXPECT_EQ(layout["bytes_per_param"].get<double>(), 2.0);
+  EXPECT_EQ(layout["kv_len"], 4000);
+  EXPECT_EQ(layout["gen_len"], 96);
+  auto text = run_partrain("memory --model llama-2-7b --inference --kv-len 4000 --gen-len 96");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("recipe    inference: 2 B/param weights, KV cache of 4000 + 96 tokens"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("1f1b"), std::string::npos) << text.out;
 }
 
 // Flags that would change nothing where they are given are refused, not ignored.
@@ -393,6 +418,8 @@ TEST(MemoryCommand, FlagsThatDoNotApplyAreUsageErrors) {
       {"--explain --json",
        "--explain shows one estimate's formulas as text: drop --json or --explain"},
       {"--explain --sweep", "drop --sweep or --explain"},
+      {"--inference --kv-len 100 --seq 1024",
+       "--seq 1024 is a training sample's length; an --inference estimate's tokens are --kv-len"},
   };
   for (const auto& [flags, message] : cases) {
     auto r = run_partrain(std::string("memory --model llama-2-7b ") + flags);

@@ -161,6 +161,12 @@ TEST(RecommendCommand, OneUnitPerLineAndThreeSignificantDigitsInTheTable) {
       "recommend --layers 80 --hidden 12288 --heads 96 --vocab 51200 --seq 2048 --gpus 1536 "
       "--gpus-per-node 8 --gpu a100-80g --global-batch 2304 --fix tp=8,pp=8 --top 10 --explain");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out.rfind("partrain recommend: custom on 1536 x a100-80g (8 per node, 192 nodes), ", 0), 0u)
+      << r.out;
+  // Fewer GPUs than a node holds: one node, not "8 per node" of 2 GPUs.
+  auto two = run_partrain("recommend --model builtin-gpt --gpus 2 --gpu cpu --global-batch 4");
+  EXPECT_NE(two.out.find("on 2 x cpu (on one node of 8)"), std::string::npos) << two.out;
   std::istringstream lines(r.out);
   std::string line;
   int rows = 0, breakdowns = 0;
