@@ -84,7 +84,17 @@ std::vector<std::string> split_list(const std::string& text) {
 
 // --zero 0,1 / --recompute none,full / --schedule 1f1b,interleaved into the search space.
 Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
-  if (f.sp != "any") space.sp = f.sp == "on";
+  // memory's --sp is a switch, so PARTRAIN_SP=1 (or true) may be set for both commands: on.
+  if (f.sp == "on" || f.sp == "1" || f.sp == "true") {
+    space.sp = true;
+  } else if (f.sp == "off" || f.sp == "0" || f.sp == "false") {
+    space.sp = false;
+  } else if (f.sp != "any") {
+    return invalid_argument(
+        "--sp {}: give on (every layout with tp > 1 uses sequence parallelism), off (none does) "
+        "or any (both are searched)",
+        f.sp);
+  }
   for (const std::string& item : split_list(f.zero)) {
     if (item.size() != 1 || item[0] < '0' || item[0] > '3') {
       return invalid_argument("--zero takes stages 0-3 separated by commas (--zero 0,1), not '{}'",
@@ -129,6 +139,16 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
     space.fixed.ep = given(l.ep);
     if (spec.dp_given) space.fixed_dp = l.dp;
     if (l.micro_batch >= 0) space.fixed_micro_batch = l.micro_batch;
+    // The keys the search restricts by a list: --fix recompute=full is --recompute full (they
+    // had been accepted and ignored).
+    if (spec.recompute_given) space.recompute_modes = {l.recompute};
+    if (spec.sp_given) space.sp = l.sp;
+    if (spec.schedule_given) space.schedules = {l.schedule};
+    if (spec.pp_split_given) {
+      return invalid_argument(
+          "--fix pp_split: the search splits the layers evenly; cost an uneven split with "
+          "--check (pp=2,pp_split=15/17)");
+    }
   }
   return {};
 }
@@ -465,7 +485,9 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--cluster", f->cluster,
                   "Cluster JSON: gpus_per_node, intra/inter_node_bandwidth "
                   "(bytes/s) and _latency_us (see docs/recommend.md)");
-  cmd->add_option("--global-batch", f->global_batch, "Sequences per optimizer step")
+  cmd->add_option("--global-batch", f->global_batch,
+                  "Sequences per optimizer step (required: the search divides it over dp and "
+                  "micro-batches)")
       ->check(positive_number());
   cmd->add_option("--precision", f->precision,
                   "fp32-adam (fp32), bf16-mixed (bf16: 16-bit gradients, reduced in 16 bits), "
@@ -502,16 +524,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--max-cp", f->max_cp, "Largest context-parallel degree tried")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  // memory's --sp is a switch, so PARTRAIN_SP=1 (or true) may be set for both commands: on.
   cmd->add_option("--sp", f->sp, "Sequence parallelism in the search: on, off or any")
-      ->capture_default_str()
-      ->transform(CLI::CheckedTransformer(std::map<std::string, std::string>{{"on", "on"},
-                                                                             {"off", "off"},
-                                                                             {"any", "any"},
-                                                                             {"1", "on"},
-                                                                             {"true", "on"},
-                                                                             {"0", "off"},
-                                                                             {"false", "off"}}));
+      ->capture_default_str();
   cmd->add_option("--zero", f->zero, "ZeRO stages tried, comma-separated (default 0,1,2,3)");
   cmd->add_option("--recompute", f->recompute,
                   "Recompute modes tried: none, selective, full, comma-separated (default all)");
@@ -526,7 +540,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--fix", f->fix,
                   "Hold part of the layout fixed and search the rest: \"tp=8\", \"tp=8,pp=2\" "
-                  "(keys tp, pp, cp, dp, ep, vpp, zero, mb)");
+                  "(keys tp, pp, cp, dp, ep, vpp, zero, mb, and recompute, sp, schedule, "
+                  "pp_split as --check takes them)");
   cmd->add_option("--tokens", f->tokens,
                   "Training tokens: print the chosen layout's end-to-end training time (Narayanan "
                   "2021 eq. 4)")

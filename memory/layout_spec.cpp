@@ -54,15 +54,18 @@ StatusOr<bool> apply_item(std::string_view key, std::string_view value, LayoutSp
   } else if (key == "sp") {
     if (value != "0" && value != "1") return invalid_argument("{}: sp={} is 0 (off) or 1 (on)", source, value);
     l.sp = value == "1";
+    spec.sp_given = true;
   } else if (key == "recompute") {
     const auto mode = parse_recompute(value);
     if (!mode) return invalid_argument("{}: recompute={} (none, selective or full)", source, value);
     l.recompute = *mode;
+    spec.recompute_given = true;
   } else if (key == "schedule") {
     const auto schedule = parse_schedule(value);
     if (!schedule)
       return invalid_argument("{}: schedule={} ({})", source, value, schedule_choices());
     l.schedule = *schedule;
+    spec.schedule_given = true;
   } else if (key == "pp_split") {
     auto split = layer_list(value);
     if (!split) {
@@ -70,6 +73,7 @@ StatusOr<bool> apply_item(std::string_view key, std::string_view value, LayoutSp
                               "pp=2", source, value);
     }
     l.pp_split = std::move(*split);
+    spec.pp_split_given = true;
   } else {
     return false;
   }

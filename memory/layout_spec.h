@@ -14,6 +14,12 @@ namespace partrain::memory {
 struct LayoutSpec {
   TrainingLayout layout;  // the base layout with the spec's keys applied
   bool dp_given = false;  // without dp, resolve_layout fills it from the world
+  // Keys whose value the base may hold already (a search restricts by them, a pp_split it has
+  // no use for): given or not.
+  bool sp_given = false;
+  bool recompute_given = false;
+  bool schedule_given = false;
+  bool pp_split_given = false;
 };
 
 // The keys, for messages and help: "dp tp pp cp vpp zero mb recompute sp schedule pp_split".

@@ -66,7 +66,15 @@ Status check_sqlite_header(const std::filesystem::path& path) {
     // JSON or gzip: most likely a PyTorch profiler (Kineto) trace, which `import` reads.
     const std::string_view start(header.data(), static_cast<size_t>(in.gcount()));
     const size_t first = start.find_first_not_of(" \t\r\n");
-    const bool json = first != std::string_view::npos && (start[first] == '{' || start[first] == '[');
+    // An object or an array whose first value starts as JSON's do ("[rank 0] ...", a launcher's
+    // log, starts with '[' too).
+    const size_t second =
+        first == std::string_view::npos ? first : start.find_first_not_of(" \t\r\n", first + 1);
+    const bool json_value_next =
+        second == std::string_view::npos ||
+        std::string_view("{[]}\"-0123456789tfn").find(start[second]) != std::string_view::npos;
+    const bool json = first != std::string_view::npos &&
+                      (start[first] == '{' || start[first] == '[') && json_value_next;
     const bool gzip = start.size() >= 2 && start[0] == '\x1f' && start[1] == '\x8b';
     if (json || gzip) {
       return unreadable("{} is {}, not a partrain trace: for a PyTorch profiler (Kineto) trace, "

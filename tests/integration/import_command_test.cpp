@@ -246,6 +246,13 @@ TEST(ImportCommand, ReadersGivenAKinetoTraceSayToImportIt) {
   auto json = run_shell(partrain("analyze " + (dir.path() / "t.json").string()));
   EXPECT_EQ(json.exit_code, 3);
   EXPECT_NE(json.err.find("is JSON, not a partrain trace"), std::string::npos) << json.err;
+  // A launcher's log starts with '[' too, and is no JSON.
+  write_text(dir.path() / "launch.txt", "[rank 0] gpt step 1 loss 6.2\n");
+  auto log = run_shell(partrain("analyze " + (dir.path() / "launch.txt").string()));
+  EXPECT_EQ(log.exit_code, 3);
+  EXPECT_NE(log.err.find("launch.txt is not an SQLite database, so not a partrain trace"),
+            std::string::npos)
+      << log.err;
 }
 
 TEST(ImportCommand, HelpExplainsTheInputs) {

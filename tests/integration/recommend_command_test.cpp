@@ -365,6 +365,25 @@ TEST(RecommendCommand, BadInputExitsWithTheDocumentedCode) {
   auto no_gpus = run_partrain("recommend --model llama-2-7b --global-batch 8");
   EXPECT_EQ(no_gpus.exit_code, 2);
   EXPECT_NE(no_gpus.err.find("--gpus"), std::string::npos) << no_gpus.err;
+  // A value --sp does not take: said in its words, not the parser's mapping table.
+  auto bad_sp = run_partrain(kSearch + " --sp maybe");
+  EXPECT_EQ(bad_sp.exit_code, 2);
+  EXPECT_NE(bad_sp.err.find("--sp maybe: give on (every layout with tp > 1 uses sequence "
+                            "parallelism), off (none does) or any"),
+            std::string::npos)
+      << bad_sp.err;
+  EXPECT_EQ(run_partrain(kSearch + " --sp 1 --json").exit_code, 0);  // PARTRAIN_SP=1 of memory
+  // --fix's keys that the search restricts by list apply (recompute=full had been ignored).
+  auto full = run_partrain(kSearch + " --fix recompute=full --json");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const auto candidates = parse_json(full.out)["candidates"];
+  ASSERT_FALSE(candidates.empty()) << full.out;
+  for (const auto& c : candidates) EXPECT_EQ(c["recompute"], "full") << c;
+  auto split = run_partrain(kSearch + " --fix pp_split=15/17");
+  EXPECT_EQ(split.exit_code, 2);
+  EXPECT_NE(split.err.find("--fix pp_split: the search splits the layers evenly"),
+            std::string::npos)
+      << split.err;
   auto bad_check = run_partrain(kSearch + " --check pp=16,vpp=3");
   EXPECT_EQ(bad_check.exit_code, 2);
   // Said in --check's keys, not `partrain memory`'s flags.
