@@ -463,7 +463,7 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"group", profiler::communicator_name(r.comm_id)},
                     {"op", r.op},
                     {"label", r.label.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.label)},
-                    {"size_bucket_bytes", r.size_bucket},
+                    {"size_bucket_bytes", known_or_null(r.size_known(), r.size_bucket)},
                     {"size_bytes", known_or_null(r.size_known(), r.size_bytes())},
                     {"group_size", r.group_size},
                     {"count", r.count},

@@ -294,7 +294,8 @@ std::string format_temporal_breakdown(const TemporalBreakdown& report) {
   // the exposed communication and the idle time read '-', not 0 ms and 75% idle.
   const bool known = compute_recorded(report);
   std::string out = fmt::format(
-      "Time per rank ({}, % of the rank's window; comm overlapping compute counts in both)\n",
+      "Time per rank ({}, % of the rank's window; comm overlapping compute counts in both; "
+      "overlap: % of comm under compute)\n",
       report.has_steps ? "ms per step" : "ms");
   out += fmt::format("{:>4}  {:>11}  {:>11}  {:>18}  {:>18}  {:>7}  {:>18}  {:>18}  {:>18}\n",
                      "rank", "step median", "step p90", "compute", "comm", "overlap",

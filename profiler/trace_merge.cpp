@@ -188,8 +188,10 @@ void warn_single_input(const MergeInput& input, const fs::path& output) {
   const int64_t world = input.run.world_size.value_or(0);
   const auto held = static_cast<int64_t>(input.ranks.size());
   if (held == 0 || world <= held || world % held != 0 || input.nodes.size() != 1) {
-    log::warn("one input: {} is copied as it is (merge joins the trace files of a run's nodes)",
-              output.string());
+    log::warn(
+        "one input: {} is copied as it is into {} (merge joins the trace files of a "
+        "run's nodes)",
+        input.path.string(), output.string());
     return;
   }
   const int node = static_cast<int>(*input.nodes.begin());

@@ -127,6 +127,17 @@ TEST_F(MergeCommand, JoinsTwoNodeFilesIntoOneTrace) {
   EXPECT_EQ(fs::last_write_time(node1_), mtime1);
 }
 
+// One input of the whole world is copied: the warning names the input and the output (it had
+// named the output as what was copied).
+TEST_F(MergeCommand, OneInputIsCopiedSayingWhichIntoWhich) {
+  write_node(node0_, kRunId, 0, {0, 1, 2, 3});
+  auto r = run_partrain(fmt::format("merge {} -o {}", node0_, out_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("one input: {} is copied as it is into {}", node0_, out_)),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(MergeCommand, FilesOfDifferentRunsAreExitTwoNamingBothRuns) {
   write_node(node0_, kRunId, 0, {0, 1});
   write_node(node1_, "20240611-1500-cd34", 1, {2, 3});

@@ -99,6 +99,7 @@ TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
     const bool unsized = row["op"] == "all_reduce";
     EXPECT_EQ(row["busbw_gbps"].is_null(), unsized) << row;
     EXPECT_EQ(row["bytes"].is_null(), unsized) << row;
+    EXPECT_EQ(row["size_bucket_bytes"].is_null(), unsized) << row;  // not a size bucket of 0
     if (!unsized) EXPECT_EQ(row["size_bytes"], 12) << row;
   }
 }

@@ -232,6 +232,9 @@ TEST_F(TemporalBreakdownTest, WithoutAnyComputeRecordedOnlyThatIsSaid) {
   EXPECT_FALSE(compute_recorded(report));
   const std::string text = format_temporal_breakdown(report);
   EXPECT_NE(text.find("compute: none recorded"), std::string::npos) << text;
+  // The overlap column is a share of the communication (overlap_pct), not of the window the
+  // other columns' shares are of: the header says so.
+  EXPECT_NE(text.find("overlap: % of comm under compute"), std::string::npos) << text;
   // Per rank one " 0 ms", memcpy's (none was made: that is measured); compute's was another.
   size_t zeros = 0;
   for (size_t at = text.find(" 0 ms"); at != std::string::npos; at = text.find(" 0 ms", at + 1)) {
