@@ -229,7 +229,10 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
   cmd.add_option("--dropout", f.dropout, "Dropout probability; > 0 counts the 1-byte masks")
       ->capture_default_str()
       ->check(probability());
-  cmd.add_option("--optimizer", f.optimizer, "adamw or sgd")->capture_default_str()
+  cmd.add_option("--optimizer", f.optimizer,
+                 "adamw (adam: the same states, two fp32 moments) or sgd (plain, no momentum "
+                 "buffer)")
+      ->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
   add_gpu_flags(cmd, f.gpu, "capacity");
   cmd.add_option("--reserve", f.reserve,

@@ -495,7 +495,9 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "bf16: gradients accumulated and reduced in fp32), bf16-fp32grad-accum")
       ->capture_default_str()
       ->check(CLI::IsMember(memory::precision_choices()));
-  cmd->add_option("--optimizer", f->optimizer, "adamw or sgd")
+  cmd->add_option("--optimizer", f->optimizer,
+                  "adamw (adam: the same states, two fp32 moments) or sgd (plain, no momentum "
+                  "buffer)")
       ->capture_default_str()
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
   cmd->add_option("--reserve", f->reserve, "Memory kept aside per GPU: auto or a size (4G)")

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -64,7 +66,7 @@ StatusOr<json> parse_object(std::string_view text, std::string_view origin) {
 
 StatusOr<std::string> read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!in) return unreadable("cannot read {}", path.string());
+  if (!in) return unreadable("cannot read {}: {}", path.string(), std::strerror(errno));
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
