@@ -171,7 +171,11 @@ void follow_the_desync(std::vector<Finding>& findings) {
   auto failed = std::find_if(findings.begin(), findings.end(),
                              [](const Finding& f) { return f.kind == "rank_failed"; });
   if (failed == findings.end() || !failed->rank) return;
-  if (failed->advice.find("diagnosis above blames") != std::string::npos) return;
+  // The launcher's flight-recorder diagnosis, from the ranks' dumps, already says where to start.
+  const bool diagnosed = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.kind == "collective_diagnosis";
+  });
+  if (diagnosed) return;
   for (const Finding& desync : findings) {
     if (desync.kind != "desync" || !desync.rank || *desync.rank == *failed->rank) continue;
     failed->advice = fmt::format(

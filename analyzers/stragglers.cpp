@@ -377,15 +377,15 @@ std::vector<Finding> straggler_findings(const StragglerReport& report) {
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
     f.evidence += fmt::format("; on only {} delayed collective{}, which may be chance", r.last,
                               r.last == 1 ? "" : "s");
-  } else if (const size_t ranks = report.ranks.size();
-             chance_of_being_last(r.last, r.delayed, ranks) > kChanceLevel) {
+  } else if (const double chance = chance_of_being_last(r.last, r.delayed, report.ranks.size());
+             chance > kChanceLevel) {
     // Last no more often than one of N ranks would be by chance (oversubscribed cores, a noisy
     // host): its waits are real, but nothing singles it out.
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
     f.evidence += fmt::format(
         "; last at {} of {} delayed collectives, which chance alone gives one of {} ranks "
         "{:.0f}% of the time: it may not be slower than the others",
-        r.last, r.delayed, ranks, 100 * chance_of_being_last(r.last, r.delayed, ranks));
+        r.last, r.delayed, report.ranks.size(), 100 * chance);
   }
   if (report.warm_up_only) {
     // One step, the warm-up: allocation, connection set-up and first-call costs differ between

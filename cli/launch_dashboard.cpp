@@ -25,6 +25,7 @@
 #include "runner/launch/launcher.h"
 #include "runner/launch/output_relay.h"
 #include "runner/launch/run_identity.h"
+#include "runner/launch/signal_channel.h"
 #include "runner/launch/trace_path.h"
 #include "tui/dashboard.h"
 
@@ -91,9 +92,7 @@ class StderrToFile {
 void block_launcher_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE}) {
-    sigaddset(&set, signal);
-  }
+  for (int signal : launch::kLauncherSignals) sigaddset(&set, signal);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 

@@ -24,9 +24,7 @@ extern "C" void pass_to_main_thread(int signal) {
 StatusOr<SignalChannel> SignalChannel::open() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE}) {
-    sigaddset(&set, sig);
-  }
+  for (int sig : kLauncherSignals) sigaddset(&set, sig);
   sigset_t previous;
   if (int rc = pthread_sigmask(SIG_BLOCK, &set, &previous); rc != 0) {
     return failed("cannot block signals: {}", strerror(rc));

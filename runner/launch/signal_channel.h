@@ -45,6 +45,11 @@ class SignalChannel {
   std::array<std::optional<struct sigaction>, std::size(kForwarded)> previous_actions_;
 };
 
+// Every signal the launcher reads from its signalfd, blocked in each of its threads (SIGPIPE too,
+// so a closed terminal pipe is an error code, not death).
+inline constexpr int kLauncherSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                           SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE};
+
 // Signals that stop the run: forwarded to the workers, which get SIGKILL after the grace period,
 // and the launcher exits 128 + the signal (torchrun's SIGINT, SIGTERM, SIGHUP and SIGQUIT).
 inline bool is_stop_signal(int signal) {

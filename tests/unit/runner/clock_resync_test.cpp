@@ -18,29 +18,46 @@ namespace partrain::runner {
 namespace {
 namespace fs = std::filesystem;
 
+constexpr const char* kToken = "secret";
+
+// The trace a rank's records go to, in `dir`.
+StatusOr<std::unique_ptr<profiler::TraceSession>> start_session(const fs::path& dir) {
+  profiler::TraceSessionOptions options;
+  options.path = dir / "clock.db";
+  options.run_id = dir.filename().string();
+  options.token = kToken;
+  return profiler::TraceSession::start(std::move(options));
+}
+
+// Rank `rank`'s view of the store at `port` on this host.
+WorkerEnv rank_env(int rank, uint16_t port) {
+  WorkerEnv env;
+  env.rank = rank;
+  env.master_addr = "127.0.0.1";
+  env.master_port = port;
+  env.token = kToken;
+  return env;
+}
+
+profiler::RankTracerOptions tracer_options(const profiler::TraceSession& session, int rank) {
+  profiler::RankTracerOptions options;
+  options.socket_path = session.socket_path();
+  options.token = kToken;
+  options.rank = rank;
+  return options;
+}
+
 TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
-  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, "secret");
+  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, kToken);
   ASSERT_TRUE(server.is_ok()) << server.status().message();
   testing::ScratchDir scratch;
   const fs::path& dir = scratch.path();
-  profiler::TraceSessionOptions session_options;
-  session_options.path = dir / "clock.db";
-  session_options.run_id = dir.filename().string();
-  session_options.token = "secret";
-  auto session = profiler::TraceSession::start(std::move(session_options));
+  auto session = start_session(dir);
   ASSERT_TRUE(session.is_ok()) << session.status().message();
 
-  WorkerEnv env;
-  env.rank = 1;
-  env.master_addr = "127.0.0.1";
-  env.master_port = (*server)->port();
-  env.token = "secret";
+  const WorkerEnv env = rank_env(1, (*server)->port());
   {
-    profiler::RankTracerOptions tracer_options;
-    tracer_options.socket_path = (*session)->socket_path();
-    tracer_options.token = "secret";
-    tracer_options.rank = 1;
-    profiler::RankTracer tracer(tracer_options);
+    profiler::RankTracer tracer(tracer_options(**session, 1));
     profiler::RankInfo identity;
     identity.rank = 1;
     identity.host = "here";
@@ -73,26 +90,14 @@ TEST(ClockResync, RemeasuresOnTheIntervalAndPublishesTheFit) {
 TEST(ClockResync, TheConnectionOutlivesTheStoresHandshakeTimeout) {
   rendezvous::StoreServerOptions options;
   options.handshake_timeout = std::chrono::milliseconds(100);
-  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, "secret", options);
+  auto server = rendezvous::StoreServer::start("127.0.0.1", 0, kToken, options);
   ASSERT_TRUE(server.is_ok()) << server.status().message();
   testing::ScratchDir scratch;
-  profiler::TraceSessionOptions session_options;
-  session_options.path = scratch.path() / "clock.db";
-  session_options.run_id = scratch.path().filename().string();
-  session_options.token = "secret";
-  auto session = profiler::TraceSession::start(std::move(session_options));
+  auto session = start_session(scratch.path());
   ASSERT_TRUE(session.is_ok()) << session.status().message();
-  WorkerEnv env;
-  env.rank = 0;
-  env.master_addr = "127.0.0.1";
-  env.master_port = (*server)->port();
-  env.token = "secret";
+  const WorkerEnv env = rank_env(0, (*server)->port());
   {  // the rank closes its connection before the run ends
-    profiler::RankTracerOptions tracer_options;
-    tracer_options.socket_path = (*session)->socket_path();
-    tracer_options.token = "secret";
-    tracer_options.rank = 0;
-    profiler::RankTracer tracer(tracer_options);
+    profiler::RankTracer tracer(tracer_options(**session, 0));
     profiler::RankInfo identity;
     identity.rank = 0;
     auto resync = ClockResync::start(env, {0, 10, 16}, monotonic_ns(), identity, tracer,
