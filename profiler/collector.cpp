@@ -323,17 +323,16 @@ void Collector::accept_pending(std::vector<std::unique_ptr<Connection>>& connect
 
 void Collector::close_connection(Connection& c, bool cut) {
   // After GOODBYE every frame of the client has been read, so even a cut close loses nothing.
+  // A client that never said HELLO is no rank's connection: nothing of a rank's goes with it.
   const bool clean = c.said_goodbye;
   if (c.rank >= 0) {
     if (!clean) unclean_closes_.fetch_add(1, std::memory_order_relaxed);
     if (consumer_.closed) consumer_.closed(c.rank, clean);
-  }
-  if (c.rank < 0) {
-    // Never said HELLO: no rank's connection, nothing of a rank's lost with it.
-  } else if (cut) {
-    ++drain_result_.cut;
-  } else if (mode_.load(std::memory_order_relaxed) == kDrain) {
-    ++drain_result_.drained;
+    if (cut) {
+      ++drain_result_.cut;
+    } else if (mode_.load(std::memory_order_relaxed) == kDrain) {
+      ++drain_result_.drained;
+    }
   }
   ::close(c.fd);
   c.fd = -1;
