@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/trace_selection.h"
 #include "core/duration.h"
+#include "core/env.h"
 #include "core/json_dump.h"
 #include "core/log.h"
 #include "tui/dashboard.h"
@@ -66,14 +67,22 @@ StatusOr<tui::DashboardOptions> dashboard_options(const TopFlags& flags) {
   return options;
 }
 
-int stdout_width() {
+// The size of the terminal a `--once` frame is for: stdout's when it is one, else COLUMNS and
+// LINES as a shell exports them, else 80x24.
+tui::TerminalSize once_frame_size() {
   winsize size{};
-  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
-    return size.ws_col;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 &&
+      size.ws_row > 0) {
+    return {size.ws_col, size.ws_row};
   }
-  return tui::kMinWidth;
+  const auto from_env = [](std::string_view name, int fallback) {
+    const StatusOr<std::optional<long long>> value = env::get_int(name);  // malformed: ignored
+    return value.is_ok() && value->has_value() && **value > 0 && **value < 10'000
+               ? static_cast<int>(**value)
+               : fallback;
+  };
+  return {from_env("COLUMNS", tui::kMinWidth), from_env("LINES", tui::kMinHeight)};
 }
-
 
 int run_top(const TopFlags& flags) {
   StatusOr<tui::DashboardOptions> options = dashboard_options(flags);
@@ -87,7 +96,8 @@ int run_top(const TopFlags& flags) {
   }
   if (flags.once) {
     const bool color = tui::use_color(options->color, isatty(STDOUT_FILENO) != 0);
-    return print_report(tui::render_overview_once(*options, stdout_width(), color));
+    const tui::TerminalSize size = once_frame_size();
+    return print_report(tui::render_view_once(*options, size.width, size.height, color));
   }
   return tui::run_dashboard(*options);
 }
@@ -112,6 +122,7 @@ constexpr const char* kTopFooter =
     "  partrain top                          # the latest run in ./partrain-runs\n"
     "  partrain top run.db --view timeline\n"
     "  partrain top run.db --once            # one overview frame on stdout\n"
+    "  partrain top run.db --once --view findings\n"
     "  partrain top run.db --json | jq '.ranks[] | {rank, step_ms}'\n"
     "Exit codes: 0 quit with q (or --once/--json printed); 1 failure; 2 usage (bad flag, no "
     "trace found, no terminal, terminal smaller than 80x24); 3 unreadable trace (not a partrain "
@@ -126,7 +137,9 @@ Subcommand add_top_command(CLI::App& parent) {
                   "Trace file (default: the most recent *.db in ./partrain-runs)");
   cmd->add_option("--interval", flags->interval, "Refresh period: 500ms, 2s (bare numbers: seconds)")
       ->capture_default_str();
-  cmd->add_flag("--once", flags->once, "Print one frame of the overview on stdout and exit");
+  cmd->add_flag("--once", flags->once,
+                "Print one frame of --view on stdout and exit (the overview lists every rank; the "
+                "other views fill the terminal, or COLUMNS x LINES, at least 80x24)");
   cmd->add_flag("--json", flags->json, "Print the view model as JSON on stdout and exit");
   cmd->add_option("--color", flags->color, "Colour: auto (a terminal without NO_COLOR), always, never")
       ->capture_default_str()

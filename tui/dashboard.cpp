@@ -159,16 +159,22 @@ int run_dashboard(const DashboardOptions& options) {
   return *result;
 }
 
-StatusOr<std::string> render_overview_once(const DashboardOptions& options, int width, bool ansi) {
+StatusOr<std::string> render_view_once(const DashboardOptions& options, int width, int height,
+                                       bool ansi) {
   ASSIGN_OR_RETURN(std::unique_ptr<LiveRunFollower> follower, open_follower(options));
   ViewModel model;
   AnalysisCadence cadence;
   RETURN_IF_ERROR(prime(*follower, model, cadence));
   const Glyphs& glyphs = glyphs_for(options.charset.value_or(charset_from_locale()));
   UiState state;
-  ScreenGrid grid(std::max(width, kMinWidth), 1 + overview_height(model, state));
+  state.view = options.view;
+  width = std::max(width, kMinWidth);
+  height = options.view == View::kOverview ? 1 + overview_height(model, state)
+                                           : std::max(height, kMinHeight);
+  ScreenGrid grid(width, height);
   render_status_line(model, state, grid, 0);
-  render_overview(model, state, glyphs, grid, Rect{0, 1, grid.width(), grid.height() - 1});
+  const Rect area{0, 1, grid.width(), grid.height() - 1};
+  render_view(model, state, glyphs, grid, area);
   return grid.to_text(ansi, ansi);
 }
 

@@ -44,9 +44,11 @@ int run_dashboard(const DashboardOptions& options);
 // The same loop on a given terminal (tests pass a scripted one). Errors are returned, not printed.
 StatusOr<int> run_dashboard_on(const DashboardOptions& options, Terminal& terminal);
 
-// One frame of the overview (status line, then a row per rank) at `width` columns, as plain text
-// or with ANSI colours.
-StatusOr<std::string> render_overview_once(const DashboardOptions& options, int width, bool ansi);
+// One frame of options.view under the status line, as plain text or with ANSI colours: the
+// overview with a row per rank whatever `height`; the other views in `width` x `height` cells
+// (at least 80x24), as they would fill a terminal of that size.
+StatusOr<std::string> render_view_once(const DashboardOptions& options, int width, int height,
+                                       bool ansi);
 // The view model after one refresh and one run of the analyses.
 StatusOr<nlohmann::json> view_model_once(const DashboardOptions& options);
 

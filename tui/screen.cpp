@@ -1,5 +1,5 @@
-// render_screen: the frame around the views, and the message that replaces them on a terminal
-// smaller than 80x24.
+// render_view: the chosen view in its area; render_screen: the frame around it, and the message
+// that replaces them on a terminal smaller than 80x24.
 #include <fmt/format.h>
 
 #include "tui/views.h"
@@ -55,6 +55,27 @@ void render_key_hints(const UiState& state, ScreenGrid& grid, int y) {
 
 }  // namespace
 
+void render_view(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
+                 ScreenGrid& grid, Rect area) {
+  switch (state.view) {
+    case View::kOverview:
+      render_overview(model, state, glyphs, grid, area);
+      break;
+    case View::kTimeline:
+      render_timeline(model, state, glyphs, grid, area);
+      break;
+    case View::kCollectives:
+      render_collectives(model, state, grid, area);
+      break;
+    case View::kMemory:
+      render_memory(model, state, glyphs, grid, area);
+      break;
+    case View::kFindings:
+      render_findings(model, state, grid, area);
+      break;
+  }
+}
+
 void render_screen(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
                    ScreenGrid& grid) {
   if (grid.width() < kMinWidth || grid.height() < kMinHeight) {
@@ -64,13 +85,7 @@ void render_screen(const ViewModel& model, const UiState& state, const Glyphs& g
   render_status_line(model, state, grid, 0);
   render_tabs(state, grid, 1);
   const Rect area{0, 2, grid.width(), grid.height() - 3};
-  switch (state.view) {
-    case View::kOverview: render_overview(model, state, glyphs, grid, area); break;
-    case View::kTimeline: render_timeline(model, state, glyphs, grid, area); break;
-    case View::kCollectives: render_collectives(model, state, grid, area); break;
-    case View::kMemory: render_memory(model, state, glyphs, grid, area); break;
-    case View::kFindings: render_findings(model, state, grid, area); break;
-  }
+  render_view(model, state, glyphs, grid, area);
   render_key_hints(state, grid, grid.height() - 1);
   if (state.help) render_help(glyphs, grid);
 }

@@ -23,6 +23,9 @@ struct Rect {
 void render_screen(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
                    ScreenGrid& grid);
 
+// The view state.view chooses, drawn in `area`.
+void render_view(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
+                 ScreenGrid& grid, Rect area);
 void render_status_line(const ViewModel& model, const UiState& state, ScreenGrid& grid, int y);
 void render_overview(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
                      ScreenGrid& grid, Rect area);

@@ -198,6 +198,13 @@ TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
   EXPECT_EQ(rank_rows(once.out).size(), 4u) << once.out;
   for (const std::string& line : lines_of(once.out)) EXPECT_LE(tui::decode_utf8(line).size(), 80u) << line;
   EXPECT_EQ(once.out.find("\x1b["), std::string::npos);  // not a terminal: no colour
+  // Another view, in the size the shell exports (not a terminal).
+  const CommandResult view = run_shell(fmt::format(
+      "COLUMNS=120 LINES=40 {} top {} --once --view collectives", PARTRAIN_BINARY, trace.string()));
+  ASSERT_EQ(view.exit_code, 0) << view.err;
+  EXPECT_NE(view.out.find("Collectives: "), std::string::npos) << view.out;
+  EXPECT_EQ(view.out.find("Overview: "), std::string::npos) << view.out;
+  EXPECT_EQ(lines_of(view.out).size(), 40u) << view.out;
 
   const CommandResult json = run_partrain("top " + trace.string() + " --json");
   ASSERT_EQ(json.exit_code, 0) << json.err;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <nlohmann/json.hpp>
 
@@ -90,7 +91,7 @@ TEST_F(DashboardTest, AMissingTraceIsUnreadable) {
 }
 
 TEST_F(DashboardTest, OnceRendersTheOverviewAt80Columns) {
-  StatusOr<std::string> text = render_overview_once(options_, 80, false);
+  StatusOr<std::string> text = render_view_once(options_, 80, 24, false);
   ASSERT_TRUE(text.is_ok()) << text.status().message();
   EXPECT_TRUE(has(*text, "run run-tui | completed | step 2 | 0:00 | 20k tok/s (2 steps)"))
       << *text;
@@ -102,6 +103,28 @@ TEST_F(DashboardTest, OnceRendersTheOverviewAt80Columns) {
   for (size_t at = 0; (at = text->find('\n', at)) != std::string::npos; ++at) ++lines;
   // status, title and header, 2 ranks, blank, step time and loss, blank and legend
   EXPECT_EQ(lines, 1 + 2 + 2 + 6u);
+}
+
+// --once --view: the chosen view under the status line, filling the frame's size (at least 80x24).
+TEST_F(DashboardTest, OnceRendersTheChosenViewInTheFrameSize) {
+  const auto line_count = [](const std::string& text) {
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  options_.view = View::kCollectives;
+  StatusOr<std::string> text = render_view_once(options_, 100, 30, false);
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_TRUE(has(*text, "run run-tui | completed | step 2")) << *text;
+  EXPECT_TRUE(has(*text, "Collectives: 2 recent matched")) << *text;
+  EXPECT_FALSE(has(*text, "Overview:")) << *text;
+  EXPECT_EQ(line_count(*text), 30u);
+  for (size_t at = 0, next; (next = text->find('\n', at)) != std::string::npos; at = next + 1) {
+    EXPECT_LE(next - at, 100u);
+  }
+  options_.view = View::kFindings;
+  text = render_view_once(options_, 40, 10, false);  // smaller than a dashboard: 80x24
+  ASSERT_TRUE(text.is_ok()) << text.status().message();
+  EXPECT_TRUE(has(*text, "Findings:")) << *text;
+  EXPECT_EQ(line_count(*text), 24u);
 }
 
 TEST_F(DashboardTest, JsonCarriesTheViewModel) {
