@@ -125,6 +125,11 @@ struct LiveRun {
   bool live = false;           // a writer holds the trace
   int64_t start_ns = 0;        // runs.start_ns
   int64_t end_ns = 0;          // latest time the trace shows (run end, or latest event)
+  // The latest end of a slice or step: what the timeline follows (the run's end row comes a
+  // teardown later, with nothing in between to draw).
+  int64_t data_end_ns = 0;
+  // Whether slices older than those held were skipped or evicted (partrain export has them).
+  bool older_slices_dropped = false;
   int64_t elapsed_ns = 0;
   std::optional<int64_t> step;  // latest step every rank has completed
   // Over the latest throughput_steps steps every rank has completed (at most

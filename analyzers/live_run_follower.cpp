@@ -40,10 +40,13 @@ RankBreakdown breakdown_of(const std::deque<TimelineSlice>& slices, int64_t star
   return b;
 }
 
+// Appends `item`, evicting the oldest beyond `limit`; whether any was.
 template <typename T>
-void push_bounded(std::deque<T>& items, T item, size_t limit) {
+bool push_bounded(std::deque<T>& items, T item, size_t limit) {
   items.push_back(std::move(item));
+  const bool evicts = items.size() > limit;
   while (items.size() > limit) items.pop_front();
+  return evicts;
 }
 
 // The rows the first read takes (the newest `budget`), or those that arrived since `last`.
@@ -136,6 +139,7 @@ Status LiveRunFollower::read_slices(LiveRun& run, std::map<int, bool>& touched) 
   ASSIGN_OR_RETURN(const int64_t newest, profiler::last_slice_id(*reader_));
   const int64_t from = read_from(last_slice_id_, newest, limits_.initial_slices,
                                  limits_.slices_per_refresh);
+  if (from > std::max<int64_t>(last_slice_id_, 0)) run.older_slices_dropped = true;
   ASSIGN_OR_RETURN(profiler::StoredSliceCursor slices,
                    profiler::slices_stored_between(*reader_, from, newest));
   profiler::StoredSlice slice;
@@ -144,12 +148,15 @@ Status LiveRunFollower::read_slices(LiveRun& run, std::map<int, bool>& touched) 
     RankStatus& row = rank_row(run, slice.rank);
     row.last_event_ns = std::max(row.last_event_ns, slice.end_ns);
     run.end_ns = std::max(run.end_ns, slice.end_ns);
+    run.data_end_ns = std::max(run.data_end_ns, slice.end_ns);
     if (!slice.category) continue;
     ASSIGN_OR_RETURN(const Activity kind, activities_.of(*slice.category, slice.name_id));
     if (kind == Activity::kPhase || kind == Activity::kStep) continue;  // containers of the others
-    push_bounded(run.slices[slice.rank],
-                 TimelineSlice{slice.start_ns, slice.end_ns, kind, on_gpu(*slice.category)},
-                 LiveRun::kMaxSlicesPerRank);
+    if (push_bounded(run.slices[slice.rank],
+                     TimelineSlice{slice.start_ns, slice.end_ns, kind, on_gpu(*slice.category)},
+                     LiveRun::kMaxSlicesPerRank)) {
+      run.older_slices_dropped = true;
+    }
     touched[slice.rank] = true;
     if (kind == Activity::kComm && slice.is_collective) add_collective(run, slice);
   }
@@ -276,6 +283,7 @@ void LiveRunFollower::derive(LiveRun& run, const std::map<int, bool>& touched) {
     const StepMark& last = run.steps[row.rank].back();
     row.breakdown = breakdown_of(run.slices[row.rank], last.start_ns, last.start_ns + last.dur_ns);
     run.end_ns = std::max(run.end_ns, last.start_ns + last.dur_ns);
+    run.data_end_ns = std::max(run.data_end_ns, last.start_ns + last.dur_ns);
   }
   // The latest step every rank of the trace has finished (a node's file holds its own ranks).
   std::optional<int64_t> common;

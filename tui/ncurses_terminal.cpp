@@ -1,6 +1,7 @@
 // The one file that includes curses (STYLE.md, after htop): a Terminal over ncursesw. Cells go
 // out as wide characters with a colour pair per Style; ncurses sends only what changed.
 #include <curses.h>
+#include <term.h>
 #include <unistd.h>
 
 #include <clocale>
@@ -115,6 +116,17 @@ StatusOr<std::unique_ptr<Terminal>> open_ncurses_terminal(bool color) {
                             term == nullptr ? "unset" : term);
   }
   set_term(screen);
+  // A terminal that cannot place the cursor (TERM=dumb: an editor's shell buffer) would get the
+  // status line and a screen of blanks.
+  const char* cup = tigetstr(const_cast<char*>("cup"));
+  if (cup == nullptr || cup == reinterpret_cast<char*>(-1)) {
+    endwin();
+    delscreen(screen);
+    return invalid_argument(
+        "the terminal cannot move its cursor (TERM={}): run partrain top in a full terminal, "
+        "set TERM to its type (e.g. xterm-256color), or print a snapshot with --once or --json",
+        term == nullptr ? "unset" : term);
+  }
   return std::unique_ptr<Terminal>(new NcursesTerminal(screen, color));
 }
 

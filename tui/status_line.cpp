@@ -9,17 +9,24 @@ namespace partrain::tui {
 
 void render_status_line(const ViewModel& model, const UiState& state, ScreenGrid& grid, int y) {
   grid.fill_row(y, Style::kStatusBar);
-  std::string line = fmt::format(" run {} | {}", model.run_id.empty() ? "?" : model.run_id,
-                                 model.status);
-  line += model.step ? fmt::format(" | step {}", *model.step) : std::string(" | step -");
-  line += " | " + format_elapsed(model.elapsed_ns);
+  // What must stay visible at 80 columns comes first (that the screen is paused), and a long
+  // run id is cut so that the status, step and data lost still show.
+  const std::string prefix = state.paused ? " PAUSED (p resumes) | run " : " run ";
+  std::string facts = " | " + model.status;
+  facts += model.step ? fmt::format(" | step {}", *model.step) : std::string(" | step -");
+  facts += " | " + format_elapsed(model.elapsed_ns);
+  if (model.data_loss_events > 0) facts += fmt::format(" | {} events lost", model.data_loss_events);
+  const int id_room =
+      std::max(8, grid.width() - static_cast<int>(prefix.size()) - static_cast<int>(facts.size()));
+  int used = grid.text(0, y, prefix, Style::kStatusBar);
+  used += grid.text(used, y, model.run_id.empty() ? "?" : model.run_id, Style::kStatusBar, id_room);
+  used += grid.text(used, y, facts, Style::kStatusBar);
   if (model.tokens_per_s) {
-    line += fmt::format(" | {} ({})", format_rate(*model.tokens_per_s, "tok/s"),
-                        analyzers::steps_phrase(model.throughput_steps));
+    used += grid.text(used, y,
+                      fmt::format(" | {} ({})", format_rate(*model.tokens_per_s, "tok/s"),
+                                  analyzers::steps_phrase(model.throughput_steps)),
+                      Style::kStatusBar);
   }
-  if (model.data_loss_events > 0) line += fmt::format(" | {} events lost", model.data_loss_events);
-  if (state.paused) line += " | PAUSED (p resumes)";
-  const int used = grid.text(0, y, line, Style::kStatusBar);
   // The program's name where the run's facts leave room for it.
   constexpr std::string_view kName = "partrain top ";
   if (used + static_cast<int>(kName.size()) + 2 <= grid.width()) {

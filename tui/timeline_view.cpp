@@ -58,7 +58,8 @@ Cell cell_for(const Coverage& c, int64_t cell_ns, const Glyphs& g) {
 void render_timeline(const ViewModel& model, const UiState& state, const Glyphs& glyphs,
                      ScreenGrid& grid, Rect area) {
   const int64_t span = std::max<int64_t>(state.timeline.span_ns.value_or(default_span_ns(model)), 1);
-  const int64_t end = state.timeline.end_ns.value_or(model.end_ns);
+  const int64_t newest = newest_data_ns(model);
+  const int64_t end = state.timeline.end_ns.value_or(newest);
   const int cells = std::max(area.width - kLabelWidth, 1);
   const int64_t cell_ns = std::max<int64_t>(span / cells, 1);
   const int64_t start = end - cell_ns * cells;
@@ -67,7 +68,7 @@ void render_timeline(const ViewModel& model, const UiState& state, const Glyphs&
             fmt::format("Timeline: {} shown, {} per cell, {}", format_ms(cell_ns * cells),
                         format_ms(cell_ns),
                         state.timeline.end_ns ? fmt::format("ending {} before the newest data",
-                                                            format_ms(model.end_ns - end))
+                                                            format_ms(newest - end))
                                               : std::string("following the newest data")),
             Style::kBold, area.width);
 
@@ -83,12 +84,20 @@ void render_timeline(const ViewModel& model, const UiState& state, const Glyphs&
   if (reference) {
     auto marks = model.steps.find(reference->rank);
     if (marks != model.steps.end()) {
+      std::vector<std::pair<int, int64_t>> shown;  // column, step
       for (const StepMark& mark : marks->second) {
         if (mark.start_ns < start || mark.start_ns >= end) continue;
-        const int x = kLabelWidth + static_cast<int>((mark.start_ns - start) / cell_ns);
+        shown.emplace_back(kLabelWidth + static_cast<int>((mark.start_ns - start) / cell_ns),
+                           mark.step);
+      }
+      // A step's number only where it fits whole before the next marker: a cut "1" for 16 reads
+      // as step 1.
+      for (size_t i = 0; i < shown.size(); ++i) {
+        const auto [x, step] = shown[i];
         grid.put(x, y, glyphs.step_marker, Style::kBold);
-        grid.text(x + 1, y, std::to_string(mark.step), Style::kDim,
-                  std::max(0, area.width - x - 1));
+        const int room = (i + 1 < shown.size() ? shown[i + 1].first : area.width) - x - 1;
+        const std::string label = std::to_string(step);
+        if (static_cast<int>(label.size()) <= room) grid.text(x + 1, y, label, Style::kDim);
       }
     }
   }
@@ -106,7 +115,9 @@ void render_timeline(const ViewModel& model, const UiState& state, const Glyphs&
     grid.text(area.x, y, fmt::format("r{}", rank), Style::kBold, kLabelWidth - 1);
     auto slices = model.slices.find(rank);
     if (slices != model.slices.end() && !slices->second.empty()) {
-      if (slices->second.front().start_ns > start) before_loaded = true;
+      if (model.older_slices_dropped && slices->second.front().start_ns > start) {
+        before_loaded = true;
+      }
       const std::vector<Coverage> coverage = cover(slices->second, start, cell_ns, cells);
       for (int x = 0; x < cells; ++x) {
         const Cell cell = cell_for(coverage[static_cast<size_t>(x)], cell_ns, glyphs);

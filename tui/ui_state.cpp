@@ -24,14 +24,20 @@ int64_t timeline_span(const UiState& state, const ViewModel& model) {
 
 void pan(UiState& state, const ViewModel& model, int direction) {
   const int64_t span = timeline_span(state, model);
-  const int64_t end = state.timeline.end_ns.value_or(model.end_ns) + direction * span / 4;
+  const int64_t newest = newest_data_ns(model);
+  const int64_t end = state.timeline.end_ns.value_or(newest) + direction * span / 4;
   // Panning past the newest data follows it again.
-  state.timeline.end_ns = end >= model.end_ns ? std::nullopt : std::optional<int64_t>(end);
+  state.timeline.end_ns = end >= newest ? std::nullopt : std::optional<int64_t>(end);
 }
 
+// Zooming out stops once the whole run fits twice over.
 void zoom(UiState& state, const ViewModel& model, bool in) {
   const int64_t span = timeline_span(state, model);
-  state.timeline.span_ns = std::clamp(in ? span / 2 : span * 2, kMinSpanNs, kMaxSpanNs);
+  const int64_t run = newest_data_ns(model) - model.start_ns;
+  const int64_t widest =
+      model.start_ns > 0 && run > 0 ? std::clamp(2 * run, kMinSpanNs, kMaxSpanNs) : kMaxSpanNs;
+  state.timeline.span_ns = std::clamp(in ? span / 2 : std::max(span, std::min(span * 2, widest)),
+                                      kMinSpanNs, kMaxSpanNs);
 }
 
 KeyResult edit_filter(UiState& state, int key) {
@@ -154,6 +160,10 @@ StatusOr<std::vector<int>> parse_rank_filter(std::string_view text) {
 bool rank_shown(const UiState& state, int rank) {
   return state.rank_filter.empty() ||
          std::binary_search(state.rank_filter.begin(), state.rank_filter.end(), rank);
+}
+
+int64_t newest_data_ns(const ViewModel& model) {
+  return model.data_end_ns > 0 ? model.data_end_ns : model.end_ns;
 }
 
 int64_t default_span_ns(const ViewModel& model) {

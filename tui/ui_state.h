@@ -63,5 +63,7 @@ StatusOr<std::vector<int>> parse_rank_filter(std::string_view text);
 bool rank_shown(const UiState& state, int rank);
 // The timeline's span when the user has not zoomed: about four recent steps, or 2 s.
 int64_t default_span_ns(const ViewModel& model);
+// Where the timeline ends when it follows the newest data: the latest slice or step.
+int64_t newest_data_ns(const ViewModel& model);
 
 }  // namespace partrain::tui

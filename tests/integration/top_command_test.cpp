@@ -25,6 +25,14 @@
 namespace partrain::testing {
 namespace {
 
+// `command` as one argument of the shell run_shell starts: single-quoted, so that $? in it is the
+// command's own and not the outer shell's.
+std::string single_quoted(const std::string& command) {
+  std::string quoted = "'";
+  for (char c : command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -110,8 +118,8 @@ TEST_F(TopInTmux, ShowsALiveRunAndQuitsCleanly) {
   const std::string session = fmt::format(
       "echo before-top; {} top {}; echo $? > {}; echo after-top; sleep 120", PARTRAIN_BINARY,
       trace_.string(), code_file);
-  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 \"{}\"",
-                                       session)))
+  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 {}",
+                                       single_quoted(session))))
                 .exit_code,
             0);
   ASSERT_TRUE(screen_has("Overview: 4 of 4 ranks")) << capture();
@@ -157,8 +165,8 @@ TEST_F(TopInTmux, ShowsALiveRunAndQuitsCleanly) {
 TEST_F(TopInTmux, ShowsHistoryRatesTheMemoryAxisAndAHelpBoxWithCorners) {
   const std::string session = fmt::format("{} top {}; sleep 120", PARTRAIN_BINARY,
                                           trace_.string());
-  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 \"{}\"",
-                                       session)))
+  ASSERT_EQ(run_shell(tmux(fmt::format("-f /dev/null new-session -d -s top -x 80 -y 24 {}",
+                                       single_quoted(session))))
                 .exit_code,
             0);
   ASSERT_TRUE(screen_has("Overview: 4 of 4 ranks")) << capture();
@@ -242,8 +250,8 @@ class TuiSession {
     return run_shell("tmux -u -L " + socket_ + " " + args);
   }
   bool start(const std::string& command, int width, int height) const {
-    return tmux(fmt::format("-f /dev/null new-session -d -s tui -x {} -y {} \"{}\"", width,
-                            height, command))
+    return tmux(fmt::format("-f /dev/null new-session -d -s tui -x {} -y {} {}", width, height,
+                            single_quoted(command)))
                .exit_code == 0;
   }
   std::string capture() const { return tmux("capture-pane -p -t tui").out; }
@@ -252,6 +260,30 @@ class TuiSession {
  private:
   std::string socket_;
 };
+
+// A terminal that cannot move its cursor (TERM=dumb) is refused with a way out, not drawn as a
+// screen of blanks.
+TEST(TopCommand, ATerminalThatCannotMoveItsCursorIsRefused) {
+  if (run_shell("tmux -V").exit_code != 0) GTEST_SKIP() << "tmux is not installed";
+  ScratchDir dir;
+  const fs::path trace = dir.path() / "run.db";
+  ASSERT_EQ(run_partrain(fmt::format("-q launch -n 2 --workload mlp --layers 2 --hidden 32 "
+                                     "--steps 3 --trace {}",
+                                     trace.string()))
+                .exit_code,
+            0);
+  TuiSession tui("dumb");
+  const fs::path out = dir.path() / "out";
+  ASSERT_TRUE(tui.start(fmt::format("TERM=dumb {} top {} 2> {}; echo $? >> {}; sleep 60",
+                                    PARTRAIN_BINARY, trace.string(), out.string(), out.string()),
+                        80, 24));
+  EXPECT_TRUE(eventually([&] {
+    return read_file(out.string()).find("\n2\n") != std::string::npos;
+  })) << read_file(out.string())
+      << tui.capture();
+  EXPECT_NE(read_file(out.string()).find("cannot move its cursor (TERM=dumb)"), std::string::npos)
+      << read_file(out.string());
+}
 
 // `partrain launch --tui`: the dashboard follows the run it launched, stays for browsing once the
 // run has ended, and q returns the run's exit code with the launcher's messages replayed.

@@ -175,6 +175,30 @@ TEST_F(LiveRunFollowerTest, RefreshReadsOnlyWhatArrived) {
   EXPECT_EQ(model.collectives.back().seq, 2);
 }
 
+// The timeline follows the latest slice, not the run's end row; it says older slices were not
+// loaded only when the first read skipped some.
+TEST_F(LiveRunFollowerTest, KnowsTheLatestSliceAndWhetherOlderOnesWereSkipped) {
+  {
+    auto writer = live_writer();
+    writer->append(testing::two_rank_step(2, 100 * kMs));
+    ASSERT_TRUE(writer->set_run_status(profiler::RunStatus::kCompleted).is_ok());
+  }
+  auto all = follower();
+  LiveRun model;
+  ASSERT_TRUE(all->refresh(model).is_ok());
+  EXPECT_FALSE(model.older_slices_dropped);
+  EXPECT_EQ(model.data_end_ns, 200 * kMs);  // step 2 of rank 1 ends there
+  EXPECT_GE(model.end_ns, model.data_end_ns);
+
+  FollowLimits few;
+  few.initial_slices = 2;
+  auto newest = LiveRunFollower::open(path(), few);
+  ASSERT_TRUE(newest.is_ok());
+  LiveRun sampled;
+  ASSERT_TRUE((*newest)->refresh(sampled).is_ok());
+  EXPECT_TRUE(sampled.older_slices_dropped);
+}
+
 TEST_F(LiveRunFollowerTest, AFinishedRunReadsAsCompleted) {
   {
     auto writer = live_writer();

@@ -90,6 +90,18 @@ TEST(UiState, ZoomAndPanTheTimeline) {
   EXPECT_FALSE(state.timeline.span_ns);
 }
 
+// Zooming out stops at twice the run; panning follows the latest slice, not the run's end row.
+TEST(UiState, ZoomOutStopsAtTwiceTheRun) {
+  UiState state;
+  ViewModel model = model_ending_at(5000 * kMs);
+  model.start_ns = 100 * kMs;
+  model.data_end_ns = 1100 * kMs;  // a run of 1 s
+  for (int i = 0; i < 10; ++i) handle_key(state, '[', model);
+  EXPECT_EQ(state.timeline.span_ns, 2000 * kMs);
+  handle_key(state, 'h', model);
+  EXPECT_EQ(state.timeline.end_ns, 600 * kMs);
+}
+
 TEST(UiState, ViewNamesRoundTrip) {
   for (int i = 0; i < kViewCount; ++i) {
     const auto view = static_cast<View>(i);

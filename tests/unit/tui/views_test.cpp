@@ -129,6 +129,20 @@ TEST(Overview, ARowPerRankWithStepTimeBarsMemoryAndWait) {
 // A job whose compute no rank recorded (a PyTorch job on the CPU): the bar shows its
 // communication and the rest as not recorded ('?'), not as idle, the legend says so, and --json
 // has null shares, as analyze's table has '-'.
+// At 80 columns with a long run id, the pause and lost events stay on the status line.
+TEST(StatusLine, PausedAndEventsLostComeBeforeWhatMayBeCut) {
+  ViewModel model = two_ranks();
+  model.run_id = "20261129-141955-llama-70b-sweep-dp8-tp8-pp4-a1b2c3d4";
+  model.data_loss_events = 7;
+  UiState state;
+  state.paused = true;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string status = grid.row_text(0);
+  EXPECT_EQ(status.rfind(" PAUSED (p resumes) | run 2026", 0), 0u) << status;
+  EXPECT_NE(status.find("| 7 events lost"), std::string::npos) << status;
+}
+
 TEST(Overview, AStepWithoutRecordedComputeIsNotIdle) {
   ViewModel model = two_ranks();
   for (RankStatus& row : model.ranks) {
@@ -310,6 +324,41 @@ TEST(Timeline, CellsShowTheKindThatCoveredThemAndStepMarks) {
   EXPECT_EQ(count(row, "#"), 37);
   EXPECT_EQ(count(row, "="), 3);
   EXPECT_EQ(count(row, "."), 34);
+}
+
+// Following the newest data means the latest slice, not the run's end row written a teardown
+// later; a step number that does not fit before the next marker is left out, not cut.
+TEST(Timeline, FollowsTheLatestSliceAndLabelsOnlyWholeStepNumbers) {
+  ViewModel model = two_ranks();
+  const int64_t base = 1000 * kMs;
+  for (int step = 8; step < 20; ++step) {
+    model.steps[0].push_back({step, base + (step - 8) * 20 * kMs, 20 * kMs, 0});
+  }
+  model.slices[0].push_back({0, base + 240 * kMs, Activity::kCompute});
+  model.data_end_ns = base + 240 * kMs;
+  model.end_ns = base + 600 * kMs;  // the launcher's end, 360 ms after the last slice
+  UiState state;
+  state.view = View::kTimeline;
+  state.timeline.span_ns = 74 * 10 * kMs / 2;  // 5 ms a cell: a marker every 4 columns
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string row = grid.row_text(4);
+  EXPECT_EQ(count(row, "#"), 74) << screen_text(grid);
+  const std::string ruler = grid.row_text(3);
+  EXPECT_NE(ruler.find("|8  |9  |10 |11 |12 |13 |14 |15 |16 |17 |18 |19"), std::string::npos)
+      << ruler;
+  state.timeline.span_ns = 74 * 10 * kMs / 4;  // 2.5 ms a cell: two-digit numbers do not fit
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_EQ(grid.row_text(3).find("|1|"), std::string::npos) << grid.row_text(3);
+  EXPECT_NE(grid.row_text(3).find("|19"), std::string::npos) << grid.row_text(3);
+  // Panned to before the first slice, with nothing dropped: no claim that older slices were not
+  // loaded; only when the follower did drop some.
+  state.timeline.span_ns = 2000 * kMs;
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_EQ(screen_text(grid).find("not loaded"), std::string::npos) << screen_text(grid);
+  model.older_slices_dropped = true;
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_NE(screen_text(grid).find("older slices not loaded"), std::string::npos);
 }
 
 TEST(Memory, ChartsCategoriesAndTheEstimate) {
