@@ -36,10 +36,19 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
   finding.severity = Severity::kCritical;
   finding.rank = rank;
   finding.impact = 1;
-  finding.evidence = fmt::format(
-      "the run failed: rank {} {} first{}, and the launcher stopped the others", rank, how,
-      outcome.failing_exception ? " on an uncaught exception (" + *outcome.failing_exception + ")"
-                                : std::string());
+  if (outcome.failing_rank_from_exceptions) {
+    finding.evidence = fmt::format(
+        "the run failed: rank {} raised an uncaught exception ({}); the launcher's exits are not "
+        "in "
+        "the trace, so it is the rank whose exception did not rise out of a torch.distributed "
+        "call (one that did is most often a peer's failure reaching it), else the lowest",
+        rank, *outcome.failing_exception);
+  } else {
+    finding.evidence = fmt::format(
+        "the run failed: rank {} {} first{}, and the launcher stopped the others", rank, how,
+        outcome.failing_exception ? " on an uncaught exception (" + *outcome.failing_exception + ")"
+                                  : std::string());
+  }
   if (outcome.diagnosis_culprit && *outcome.diagnosis_culprit != rank) {
     // A watchdog fires in the ranks left waiting: the first to exit is not the cause.
     finding.advice = fmt::format(
@@ -242,6 +251,28 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
+// Under a launcher partrain does not run, nothing says which rank failed first but the ranks'
+// uncaught exceptions. One that rose out of a torch.distributed call is most often a peer's
+// failure reaching the rank (gloo's "Connection closed by peer"): the rank whose exception rose in
+// its own code comes first, then the lowest rank.
+void failing_rank_from_exceptions(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
+  const profiler::StatRow* chosen = nullptr;
+  const auto in_collective = [](const profiler::StatRow& stat) {
+    return stat.description.find("torch/distributed/") != std::string::npos;
+  };
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name != "rank_uncaught_exception" || !stat.rank) continue;
+    if (chosen == nullptr || std::make_pair(in_collective(stat), *stat.rank) <
+                                 std::make_pair(in_collective(*chosen), *chosen->rank)) {
+      chosen = &stat;
+    }
+  }
+  if (chosen == nullptr) return;
+  out.failing_rank = chosen->rank;
+  out.failing_exception = chosen->description;
+  out.failing_rank_from_exceptions = true;
+}
+
 StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
   ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
   ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
@@ -251,7 +282,9 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     out.command = run->command;
     out.failing_rank = failing_rank(run, stats);
   }
-  if (out.failing_rank) {
+  if (!out.failing_rank && out.status == "failed") {
+    failing_rank_from_exceptions(stats, out);
+  } else if (out.failing_rank) {
     ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
     for (const profiler::RankRow& rank : ranks) {
       if (rank.rank != *out.failing_rank) continue;

@@ -42,6 +42,9 @@ struct RunOutcome {
   // Its uncaught Python exception, where it raised one (stat rank_uncaught_exception: the
   // program's line, the library's and the exception).
   std::optional<std::string> failing_exception;
+  // The failing rank was read from the ranks' exceptions, not from a launcher that saw the exits
+  // (a job under torchrun or mpirun traced with partrain trace).
+  bool failing_rank_from_exceptions = false;
   // torchrun restarted the job's workers this many times (stat torchelastic_restart): the trace
   // holds that many more attempts, whose steps share their numbers.
   int restarts = 0;
