@@ -31,6 +31,38 @@ namespace {
 // validator by this name that checks nothing and is never run.
 constexpr const char* kNoEnvVarMark = "partrain:no-env-var";
 
+// also_from_torchrun_env's mark: a validator named this prefix and the variables, comma-separated.
+constexpr std::string_view kTorchrunEnvMark = "partrain:torchrun-env:";
+
+// The variables also_from_torchrun_env gave `option`, in order.
+std::vector<std::string> torchrun_env_names(CLI::Option* option) {
+  for (int i = 0;; ++i) {
+    const CLI::Validator* validator = nullptr;
+    try {
+      validator = option->get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return {};
+    }
+    const std::string& name = validator->get_name();
+    if (!name.starts_with(kTorchrunEnvMark)) continue;
+    std::vector<std::string> names;
+    std::stringstream list(name.substr(kTorchrunEnvMark.size()));
+    for (std::string variable; std::getline(list, variable, ',');) names.push_back(variable);
+    return names;
+  }
+}
+
+// The variable a flag reads: PARTRAIN_<FLAG>, or when that is unset the first of torchrun's that
+// is set.
+std::string bound_env_name(CLI::Option* option) {
+  const std::string own = flag_env_name(option->get_lnames().front());
+  if (const char* value = std::getenv(own.c_str()); value != nullptr) return own;
+  for (const std::string& name : torchrun_env_names(option)) {
+    if (std::getenv(name.c_str()) != nullptr) return name;
+  }
+  return own;
+}
+
 bool has_no_env_var_mark(const CLI::Option* option) {
   try {
     // CLI11 2.1 looks validators up only through a non-const option; the lookup changes nothing.
@@ -55,7 +87,7 @@ bool is_bindable(const CLI::Option* option) {
 // fail to convert flags it was not given.
 void bind_own_env_vars(CLI::App& command) {
   for (CLI::Option* option : command.get_options()) {
-    if (is_bindable(option)) option->envname(flag_env_name(option->get_lnames().front()));
+    if (is_bindable(option)) option->envname(bound_env_name(option));
   }
 }
 
@@ -116,6 +148,14 @@ CLI::Option* without_env_var(CLI::Option* option) {
   CLI::Validator mark([](std::string&) { return std::string(); }, "", kNoEnvVarMark);
   mark.active(false);
   return option->check(std::move(mark));
+}
+
+CLI::Option* also_from_torchrun_env(CLI::Option* option, const std::vector<std::string>& names) {
+  std::string mark(kTorchrunEnvMark);
+  for (const std::string& name : names) mark += (mark.back() == ':' ? "" : ",") + name;
+  CLI::Validator validator([](std::string&) { return std::string(); }, "", mark);
+  validator.active(false);
+  return option->check(std::move(validator));
 }
 
 void env_yields_to_alternatives(std::vector<CLI::Option*> group) {

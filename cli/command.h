@@ -67,6 +67,11 @@ std::string invocation_line();
 // --rank), whose variable names another command's flag (launch's --steps, a step count) and
 // which, set for a launch, would silently narrow every analysis after it. Returns `option`.
 CLI::Option* without_env_var(CLI::Option* option);
+// Marks a flag torchrun has too: when PARTRAIN_<FLAG> is unset it reads the first of `names`
+// that is set (torchrun's PET_<FLAG>, which Kubeflow's PyTorchJob exports, then any variable of
+// torchrun's own), so a job set up for torchrun runs the same under partrain launch. Returns
+// `option`.
+CLI::Option* also_from_torchrun_env(CLI::Option* option, const std::vector<std::string>& names);
 // Marks flags that are alternatives (each gives the same thing, e.g. the model: --model,
 // --model-file, --params): one given on the command line or in --config makes the others' PARTRAIN_
 // variables not apply, as the command line wins over the environment. Without this, a

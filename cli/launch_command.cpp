@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -37,20 +38,33 @@ namespace partrain::cli {
 namespace {
 
 // torchrun's positional is a script it runs with Python: `partrain launch -n 2 train.py` was
-// "command not found" (train.py is not on PATH) or "permission denied" (not executable). A .py
-// file that exists but would not run as a program is run with python3, and says so; an
-// executable one (its own shebang) runs as it is.
+// "command not found" (train.py is not on PATH) or "permission denied" (not executable). A file
+// that exists but would not run as a program (train.py, or a script without the .py) is run with
+// the python3 on PATH, and says which; an executable one (its own shebang) runs as it is.
 std::vector<std::string> torchrun_script_command(std::vector<std::string> command) {
-  if (command.empty() || !command.front().ends_with(".py")) return command;
+  if (command.empty()) return command;
   const std::string& script = command.front();
   std::error_code error;
   if (!std::filesystem::is_regular_file(script, error)) return command;
-  const char* path = std::getenv("PATH");
-  if (find_executable(script, path != nullptr ? path : "/bin:/usr/bin") == 0) return command;
+  const char* path_variable = std::getenv("PATH");
+  const std::string path = path_variable != nullptr ? path_variable : "/bin:/usr/bin";
+  if (find_executable(script, path) == 0) return command;
+  std::string python = "python3";
+  for (size_t start = 0; start <= path.size();) {
+    const size_t end = std::min(path.find(':', start), path.size());
+    const std::filesystem::path candidate =
+        std::filesystem::path(end > start ? path.substr(start, end - start) : ".") / "python3";
+    if (find_executable(candidate.string(), path) == 0) {
+      python = candidate.string();
+      break;
+    }
+    start = end + 1;
+  }
+  const std::string as_program = script.find('/') == std::string::npos ? "./" + script : script;
   log::info(
-      "running {} with python3, as torchrun runs its script (`-- ./{}` with a shebang and "
-      "chmod +x runs it as a program)",
-      script, script);
+      "running {} with {}, as torchrun runs its script with its Python (`-- {}` with a shebang "
+      "and chmod +x runs it as a program; `-- /path/to/python {}` chooses the interpreter)",
+      script, python, as_program, script);
   command.insert(command.begin(), "python3");
   return command;
 }
@@ -72,7 +86,7 @@ struct LaunchFlags {
   bool tee = false;
   bool prefix = true;
   bool standalone = false;
-  std::string grace = "10s";
+  std::string grace = "30s";                      // torchrun's --shutdown-timeout
   std::optional<std::string> collective_timeout;  // unset: 300s for workloads, off for commands
   std::vector<std::string> command;
   WorkloadFlags workload;
@@ -411,6 +425,9 @@ void refuse_torchrun_flags(CLI::App& cmd) {
        "every rank's output is relayed, each line prefixed [rank N]: give --log-dir DIR for a "
        "file per rank, or filter the prefix (grep '^\\[rank 0\\]')"},
       {"--logs-specs,--logs_specs", "give --log-dir DIR (a file per rank in DIR/<run-id>/)"},
+      {"--signals-to-handle,--signals_to_handle",
+       "the launcher passes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 on to the "
+       "workers (Slurm's warning signals included): leave it out"},
   };
   for (const Unsupported& flag : kUnsupported) {
     const std::string names = flag.names;
@@ -458,21 +475,32 @@ Subcommand add_launch_command(CLI::App& parent) {
                 "failure handling");
   auto flags = std::make_shared<LaunchFlags>();
   refuse_torchrun_flags(*cmd);
-  cmd->add_option("-n,--nproc-per-node,--nproc_per_node", flags->nproc_per_node,
-                  "Workers on this node")
+  // The flags torchrun has too also read its PET_<FLAG> variables (after PARTRAIN_<FLAG>).
+  const auto torchrun = [](CLI::Option* option) {
+    std::string name = "PET_";
+    for (char c : option->get_lnames().front()) {
+      name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return also_from_torchrun_env(option, {name});
+  };
+  torchrun(cmd->add_option("-n,--nproc-per-node,--nproc_per_node", flags->nproc_per_node,
+                           "Workers on this node"))
       ->capture_default_str();
-  cmd->add_option("--nnodes", flags->nnodes,
-                  "Number of nodes (default: from Slurm / Open MPI / PMI, below; else 1)");
-  cmd->add_option("--node-rank,--node_rank", flags->node_rank,
-                  "This node's rank, 0..nnodes-1 (default: from the engine, below; else 0)");
-  cmd->add_option("--master-addr,--master_addr", flags->master_addr,
-                  "Node 0's address (default: 127.0.0.1 on one node; with several, from the "
-                  "engine (below), else $MASTER_ADDR, else required)");
-  cmd->add_option("--master-port,--master_port", flags->master_port,
-                  "Rendezvous port on node 0 (default: 29500 for several nodes, a free port for "
-                  "one)");
-  cmd->add_option("--rdzv-id,--rdzv_id", flags->rdzv_id,
-                  "Job id shared by the nodes (TORCHELASTIC_RUN_ID; default: the run's id)");
+  torchrun(
+      cmd->add_option("--nnodes", flags->nnodes,
+                      "Number of nodes (default: from Slurm / Open MPI / PMI, below; else 1)"));
+  torchrun(cmd->add_option("--node-rank,--node_rank", flags->node_rank,
+                           "This node's rank, 0..nnodes-1 (default: from the engine, below; else "
+                           "0)"));
+  torchrun(cmd->add_option("--master-addr,--master_addr", flags->master_addr,
+                           "Node 0's address (default: 127.0.0.1 on one node; with several, from "
+                           "the engine (below), else $MASTER_ADDR, else required)"));
+  torchrun(cmd->add_option("--master-port,--master_port", flags->master_port,
+                           "Rendezvous port on node 0 (default: 29500 for several nodes, a free "
+                           "port for one)"));
+  torchrun(cmd->add_option("--rdzv-id,--rdzv_id", flags->rdzv_id,
+                           "Job id shared by the nodes (TORCHELASTIC_RUN_ID; default: the run's "
+                           "id)"));
   cmd->add_option("--rdzv-timeout,--rdzv_timeout", flags->rdzv_timeout,
                   "How long nodes wait for each other (10s, 5m; bare number = seconds)")
       ->capture_default_str();
@@ -485,17 +513,22 @@ Subcommand add_launch_command(CLI::App& parent) {
   cmd->add_flag("--rdzv-bind-all", flags->rdzv_bind_all,
                 "Node 0's store listens on every interface, not only --master-addr's");
   cmd->add_option("--run-id", flags->run_id, "PARTRAIN_RUN_ID (default: generated)");
-  cmd->add_option("--log-dir,--log_dir", flags->log_dir,
-                  "Write each rank's output to DIR/<run-id>/rank_N.log instead of the terminal "
-                  "(a directory per run, as torchrun's; <run-id>.nodeN on node N of several; "
-                  "<run-id>.2 when an id is reused)");
+  torchrun(
+      cmd->add_option("--log-dir,--log_dir", flags->log_dir,
+                      "Write each rank's output to DIR/<run-id>/rank_N.log instead of the terminal "
+                      "(a directory per run, as torchrun's; <run-id>.nodeN on node N of several; "
+                      "<run-id>.2 when an id is reused)"));
   cmd->add_flag("--tee", flags->tee, "With --log-dir: print the output on the terminal as well");
   cmd->add_flag("--prefix,!--no-prefix", flags->prefix,
                 "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)");
-  cmd->add_option("--grace", flags->grace,
-                  "After SIGTERM, how long workers get before SIGKILL (10s, 500ms)")
+  also_from_torchrun_env(
+      cmd->add_option("--grace,--shutdown-timeout,--shutdown_timeout", flags->grace,
+                      "After SIGTERM, how long workers get before SIGKILL (10s, 500ms; bare "
+                      "numbers: seconds; torchrun's --shutdown-timeout)"),
+      {"PET_SHUTDOWN_TIMEOUT", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"})
       ->capture_default_str();
-  cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)");
+  torchrun(
+      cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)"));
   cmd->add_option("command", flags->command,
                   "The worker command and its arguments, after `--` or after launch's own flags "
                   "(as torchrun: everything from the script on is the script's)");

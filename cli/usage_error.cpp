@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 #include <string_view>
 #include <vector>
@@ -131,10 +132,13 @@ std::string value_source(const std::string& message, int argc, const char* const
     config = config || arg == "--config" || arg.starts_with("--config=");
   }
   if (typed) return "";
+  // PARTRAIN_<FLAG>, or torchrun's PET_<FLAG> that a flag both share falls back on.
   const std::string variable = flag_env_name(name.substr(2));
-  if (const char* value = std::getenv(variable.c_str());
-      value != nullptr && *value != '\0' && message.find(value) != std::string::npos) {
-    return fmt::format(" (from {}='{}' in the environment: fix or unset it)", variable, value);
+  for (const std::string& candidate : {variable, "PET_" + variable.substr(strlen("PARTRAIN_"))}) {
+    if (const char* value = std::getenv(candidate.c_str());
+        value != nullptr && *value != '\0' && message.find(value) != std::string::npos) {
+      return fmt::format(" (from {}='{}' in the environment: fix or unset it)", candidate, value);
+    }
   }
   return config ? " (from the --config file)" : "";
 }

@@ -288,8 +288,16 @@ TEST_F(LaunchTest, APythonScriptThatIsNoProgramRunsWithPython3AsUnderTorchrun) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "0 ['--tp', '2']\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "1 ['--tp', '2']\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "running " + script_path + " with python3, as torchrun runs"))
+  EXPECT_TRUE(contains(r.err, "running " + script_path + " with /")) << r.err;  // python3's path
+  EXPECT_TRUE(contains(r.err, "as torchrun runs its script with its Python (`-- " + script_path +
+                                  "` with a shebang"))
       << r.err;
+  // Without the .py, as torchrun runs any script: it was "command not found" (127).
+  const std::string bare = (dir_ / "train_noext").string();
+  fs::copy_file(script_path, bare);
+  Finished noext = run_partrain({"launch", "-n", "1", "--no-trace", "--no-prefix", bare, "x"});
+  EXPECT_EQ(noext.exit_code, 0) << noext.err;
+  EXPECT_EQ(noext.out, "0 ['x']\n");
 }
 
 // More ranks than the cores the launcher may use are warned about: they take turns on the cores,
@@ -389,6 +397,51 @@ TEST_F(LaunchTest, RankIgnoringSigtermIsKilledAfterTheGrace) {
   EXPECT_GE(r.seconds, 1.2);  // 0.3 s of work + 1 s grace
   EXPECT_LT(r.seconds, 4.0);
   expect_all_gone();
+}
+
+// torchrun's names for the grace: --shutdown-timeout (seconds), PET_SHUTDOWN_TIMEOUT and
+// TORCH_ELASTIC_SHUTDOWN_TIMEOUT; PARTRAIN_GRACE and the flag win over them.
+TEST_F(LaunchTest, TorchrunsShutdownTimeoutIsTheGrace) {
+  const std::vector<std::string> job = {
+      "launch",
+      "-n",
+      "2",
+      "--no-trace",
+      "--",
+      "sh",
+      "-c",
+      "if [ $RANK = 0 ]; then sleep 0.3; exit 4; fi; " + record_pids_and_sleep("trap '' TERM;")};
+  std::vector<std::string> flag = job;
+  flag.insert(flag.begin() + 1, {"--shutdown-timeout", "1"});
+  Finished r = run_partrain(flag);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "sending SIGKILL")) << r.err;
+  EXPECT_LT(r.seconds, 4.0);
+  expect_all_gone();
+  r = run_partrain(job, {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT=1"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_LT(r.seconds, 4.0);
+  expect_all_gone();
+  r = run_partrain(job, {"PET_SHUTDOWN_TIMEOUT=1", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT=20"});
+  EXPECT_LT(r.seconds, 4.0);
+  expect_all_gone();
+}
+
+// torchrun reads its flags from PET_<FLAG> too (Kubeflow's PyTorchJob sets them): so does launch,
+// for the flags it shares with torchrun, after its own PARTRAIN_<FLAG>; and the variables reach
+// the workers as they would under torchrun.
+TEST_F(LaunchTest, TorchrunsPetVariablesAreRead) {
+  const std::vector<std::string> job = {
+      "launch", "--no-trace", "--",
+      "sh",     "-c",         "echo $RANK/$WORLD_SIZE $TORCHELASTIC_RUN_ID $PET_RDZV_ID"};
+  Finished r = run_partrain(job, {"PET_NPROC_PER_NODE=2", "PET_RDZV_ID=kubeflow-job"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[rank 1] 1/2 kubeflow-job kubeflow-job\n")) << r.out;
+  r = run_partrain(job, {"PET_NPROC_PER_NODE=2", "PARTRAIN_NPROC_PER_NODE=3"});
+  EXPECT_TRUE(contains(r.out, "[rank 2] 2/3")) << r.out;
+  r = run_partrain(job, {"PET_NPROC_PER_NODE=two"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "PET_NPROC_PER_NODE='two'")) << r.err;
 }
 
 TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
