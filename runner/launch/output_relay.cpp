@@ -77,11 +77,10 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
 }
 
 void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, char end) {
-  const bool ends_line = end == '\n';
   const bool redraw = end == '\r' || end == kShownRedraw;
   bool& redrawing = slot.redrawing[index_of(stream)];
   if (redraw) redrawing = true;
-  if (ends_line) redrawing = false;
+  if (end == '\n') redrawing = false;
   // A redrawn piece (a progress bar's) is not a line of the failure summary's tail.
   if (stream == Stream::kStderr && !redraw) {
     slot.tail.emplace_back(line);
@@ -97,15 +96,26 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, ch
   }
   if ((slot.log_file.valid() && !options_.tee) || terminal_error_ != 0) return;
   int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
-  // A carriage return goes back to the line's start, where the next piece writes its prefix; a
-  // redrawn state already shown has put the cursor there, and an empty piece adds nothing.
-  if (end == '\r' && line.empty() && !slot.prefix.empty()) return;
-  std::string text = slot.prefix;
-  text += line;
-  if (end == '\r' || (end == kShownRedraw && !slot.prefix.empty())) {
-    text += '\r';
-  } else if (end != kShownRedraw && (ends_line || !slot.prefix.empty())) {
-    text += '\n';
+  std::string text;
+  if (slot.prefix.empty()) {
+    // The bytes as written: a newline only where the worker wrote one.
+    text = line;
+    if (end == '\n' || end == '\r') text += end;
+  } else {
+    // A carriage return goes back to the line's start, where the next piece writes its prefix;
+    // a redrawn state already shown has put the cursor there, and an empty piece adds nothing.
+    if (end == '\r' && line.empty()) return;
+    std::optional<int>& open = open_line_[index_of(stream)];
+    const bool continues = open == slot.rank && (end == '\n' || end == kPiece || end == kStreamEnd);
+    if (open && !continues) text += '\n';  // another rank's open line (or a redraw) ends here
+    if (!continues) text += slot.prefix;
+    text += line;
+    if (end == '\r' || end == kShownRedraw) {
+      text += '\r';
+    } else if (end != kPiece) {
+      text += '\n';
+    }
+    open = end == kPiece ? std::optional<int>(slot.rank) : std::nullopt;
   }
   const int error = write_all(fd, text);
   if (error != 0 && stream == Stream::kStdout) terminal_error_ = error;
@@ -122,6 +132,7 @@ void OutputRelay::show_redraw(Slot& slot, Stream stream, std::string& pending) {
 void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes) {
   Slot& slot = slots_[slot_index];
   std::string& pending = slot.pending[index_of(stream)];
+  slot.last_bytes[index_of(stream)] = std::chrono::steady_clock::now();
   // A carriage return that ended the last read waits for the next byte: a CRLF is a newline.
   if (!pending.empty() && pending.back() == '\r' && !bytes.empty() && bytes.front() != '\n') {
     pending.pop_back();
@@ -147,7 +158,7 @@ void OutputRelay::feed(size_t slot_index, Stream stream, std::string_view bytes)
     if (newline == std::string_view::npos) {
       pending.append(bytes);
       if (pending.size() >= options_.max_line_bytes) {
-        emit_line(slot, stream, pending, 0);
+        emit_line(slot, stream, pending, kPiece);
         pending.clear();
       }
       show_redraw(slot, stream, pending);
@@ -184,8 +195,23 @@ void OutputRelay::finish(size_t slot_index, Stream stream) {
   Slot& slot = slots_[slot_index];
   std::string& pending = slot.pending[index_of(stream)];
   if (!pending.empty()) {
-    emit_line(slot, stream, pending, 0);
+    emit_line(slot, stream, pending, kStreamEnd);
     pending.clear();
+  }
+}
+
+void OutputRelay::show_quiet_pieces(std::chrono::steady_clock::time_point now) {
+  for (Slot& slot : slots_) {
+    for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+      std::string& pending = slot.pending[index_of(stream)];
+      // A carriage return at the end waits for the next byte (a CRLF's half, perhaps).
+      if (pending.empty() || pending.back() == '\r' ||
+          now - slot.last_bytes[index_of(stream)] < options_.quiet_piece_after) {
+        continue;
+      }
+      emit_line(slot, stream, pending, kPiece);
+      pending.clear();
+    }
   }
 }
 

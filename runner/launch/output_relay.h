@@ -3,6 +3,7 @@
 // last stderr lines of each rank kept for the failure summary.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <string>
@@ -21,7 +22,12 @@ struct RelayOptions {
   std::optional<std::string> log_dir;  // DIR/rank_N.log, both streams, unprefixed
   bool tee = false;                    // with log_dir: print to the terminal as well
   size_t tail_lines = 20;
-  size_t max_line_bytes = 64 * 1024;   // longer lines are cut, so a newline-less stream stays bounded
+  // Longer lines go out in pieces of this many bytes (one line still: the next piece continues it
+  // without a prefix), so a newline-less stream stays bounded.
+  size_t max_line_bytes = 64 * 1024;
+  // A partial line that nothing has followed for this long goes out as it stands, its line left
+  // open for the rest: a prompt (input(), pdb's "(Pdb) ") or progress dots without a newline.
+  std::chrono::milliseconds quiet_piece_after{100};
   int terminal_stdout = 1;
   int terminal_stderr = 2;
 };
@@ -48,6 +54,9 @@ class OutputRelay {
   bool pump(size_t slot, Stream stream, int fd, int max_reads = 16);
   // End of stream: a last line without a newline still goes out.
   void finish(size_t slot, Stream stream);
+  // Partial lines that nothing has followed since quiet_piece_after before `now` go out as they
+  // stand (the launcher calls it whenever it wakes).
+  void show_quiet_pieces(std::chrono::steady_clock::time_point now);
 
   const std::deque<std::string>& stderr_tail(size_t slot) const { return slots_[slot].tail; }
   // Whether writing to stdout failed: its reader went away (`partrain launch ... | head`,
@@ -63,15 +72,18 @@ class OutputRelay {
     // The stream's last piece ended in a carriage return: it redraws a line (a progress bar),
     // whose next state is shown when a read ends, not when the next redraw comes.
     bool redrawing[2] = {false, false};
+    std::chrono::steady_clock::time_point last_bytes[2];  // when the stream last wrote
     UniqueFd log_file;
     std::deque<std::string> tail;
   };
   explicit OutputRelay(RelayOptions options) : options_(std::move(options)) {}
-  // `line` without its newline; ends_line: the worker wrote one after it (else it is a piece cut
-  // at max_line_bytes, or the end of a stream that did not end with one).
-  // `end`: the '\n' or '\r' that ended the piece, 0 for one cut at max_line_bytes or the stream's
-  // end, kShownRedraw for a redrawn line's state shown as it stands at the end of a read.
+  // `line` without its end. `end`: the '\n' or '\r' that ended the piece; kPiece for part of a
+  // line (cut at max_line_bytes, or a quiet one shown): the line stays open for the rest;
+  // kStreamEnd for the end of a stream that did not end with a newline; kShownRedraw for a
+  // redrawn line's state shown as it stands at the end of a read.
+  static constexpr char kPiece = 0;
   static constexpr char kShownRedraw = 1;
+  static constexpr char kStreamEnd = 2;
   void emit_line(Slot& slot, Stream stream, std::string_view line, char end = '\n');
   // At the end of a read: a redrawn line's state so far goes out (its bytes to the log as they
   // are; on a prefixed terminal with its prefix, the cursor back at the line's start).
@@ -80,6 +92,9 @@ class OutputRelay {
   RelayOptions options_;
   std::vector<Slot> slots_;
   int terminal_error_ = 0;  // stdout failed under us (`| head`): stop writing to it
+  // Per terminal stream (stdout, stderr): the rank whose line a piece left open there; the next
+  // piece of that rank continues it, anyone else's closes it first.
+  std::optional<int> open_line_[2];
 };
 
 }  // namespace partrain::launch

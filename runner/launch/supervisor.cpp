@@ -106,7 +106,10 @@ void Supervisor::poll_once(Clock::time_point wake_at) {
       owners.emplace_back(slot, Stream::kStderr);
     }
   }
-  if (::poll(fds.data(), fds.size(), poll_timeout_ms(wake_at)) <= 0) return;
+  if (::poll(fds.data(), fds.size(), poll_timeout_ms(wake_at)) <= 0) {
+    relay_.show_quiet_pieces(Clock::now());  // a prompt the worker now waits behind
+    return;
+  }
   for (size_t i = 1; i < fds.size(); ++i) {
     if (fds[i].revents == 0) continue;
     auto [slot, stream] = owners[i];
@@ -115,6 +118,7 @@ void Supervisor::poll_once(Clock::time_point wake_at) {
       stream == Stream::kStdout ? p.close_stdout() : p.close_stderr();
     }
   }
+  relay_.show_quiet_pieces(Clock::now());
 }
 
 void Supervisor::handle_signals() {

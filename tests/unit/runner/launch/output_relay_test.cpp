@@ -110,6 +110,40 @@ TEST_F(RelayTest, PartialLinesStayBounded) {
   EXPECT_EQ(contents(out_), "abcdefghi\n");
 }
 
+// A line longer than the bound goes out in pieces, still one line: the next piece continues it
+// without a prefix (a 1 MB JSON log line came out as 16 prefixed lines). Another rank's line ends
+// the open one first; its rest then starts a line of its own.
+TEST_F(RelayTest, ALongLineStaysOneLineUnderItsPrefix) {
+  RelayOptions o = options();
+  o.max_line_bytes = 4;
+  auto relay = OutputRelay::open(o, {4, 5});
+  ASSERT_TRUE(relay.is_ok());
+  relay->feed(0, Stream::kStdout, "abc");
+  relay->feed(0, Stream::kStdout, "defg");
+  relay->feed(0, Stream::kStdout, "hi\n");
+  EXPECT_EQ(contents(out_), "[rank 4] abcdefghi\n");
+  relay->feed(0, Stream::kStdout, "jklmn");
+  relay->feed(1, Stream::kStdout, "other\n");
+  relay->feed(0, Stream::kStdout, "op\n");
+  EXPECT_EQ(contents(out_), "[rank 4] abcdefghi\n[rank 4] jklmn\n[rank 5] other\n[rank 4] op\n");
+}
+
+// A partial line nothing follows (a prompt: input()'s, pdb's "(Pdb) ") goes out once the stream
+// has been quiet for quiet_piece_after, not when the user has already answered it; the rest of
+// the line continues it.
+TEST_F(RelayTest, AQuietPartialLineIsShownAndItsRestContinuesIt) {
+  auto relay = OutputRelay::open(options(), {0});
+  ASSERT_TRUE(relay.is_ok());
+  const auto start = std::chrono::steady_clock::now();
+  relay->feed(0, Stream::kStdout, "(Pdb) ");
+  relay->show_quiet_pieces(start);  // not quiet yet: the line may still be coming
+  EXPECT_EQ(contents(out_), "");
+  relay->show_quiet_pieces(start + std::chrono::seconds(1));
+  EXPECT_EQ(contents(out_), "[rank 0] (Pdb) ");
+  relay->feed(0, Stream::kStdout, "42\nnext\n");
+  EXPECT_EQ(contents(out_), "[rank 0] (Pdb) 42\n[rank 0] next\n");
+}
+
 // A worker's output byte for byte where no prefix is added (the terminal with --no-prefix, and
 // --log-dir's files): a stream that does not end with a newline gets none (a binary written to
 // stdout came out one byte longer). With prefixes, a last partial line still ends its line.
