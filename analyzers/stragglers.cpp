@@ -103,6 +103,7 @@ struct StepTimes {
   double median_ms = 0;
   double mean_ms = 0;
   int64_t steps = 0;
+  std::map<int, double> rank_mean_ms;  // each rank's own mean step
 };
 
 // The median and mean duration of the analysed ranks' steps inside the window and the number of
@@ -116,16 +117,23 @@ StatusOr<StepTimes> step_time(const profiler::TraceReader& reader, const Analysi
                    profiler::window_steps(reader, window.first_step, window.last_step));
   SampleQuantiles durations;
   double total_ns = 0;
+  std::map<int, std::pair<double, int64_t>> per_rank;  // total ns, steps
   profiler::StepRow step;
   while (steps.next(step)) {
     if (!window.spans.contains(step.rank)) continue;
     durations.add(static_cast<double>(step.dur_ns));
     total_ns += static_cast<double>(step.dur_ns);
+    per_rank[step.rank].first += static_cast<double>(step.dur_ns);
+    ++per_rank[step.rank].second;
   }
   RETURN_IF_ERROR(steps.status());
   const double count = static_cast<double>(durations.count());
-  return StepTimes{durations.median() / kNsPerMs, count > 0 ? total_ns / count / kNsPerMs : 0,
-                   window.last_step - window.first_step + 1};
+  StepTimes times{durations.median() / kNsPerMs, count > 0 ? total_ns / count / kNsPerMs : 0,
+                  window.last_step - window.first_step + 1};
+  for (const auto& [rank, sum] : per_rank) {
+    times.rank_mean_ms[rank] = sum.first / static_cast<double>(sum.second) / kNsPerMs;
+  }
+  return times;
 }
 
 OpCounts& op_counts(RankAccumulator& acc, std::string_view op) {
@@ -209,7 +217,8 @@ RankLateness summarize(int rank, const RankAccumulator& acc, double step_ms, int
   r.late_p50_ms = acc.late_ns.median() / kNsPerMs;
   r.late_p90_ms = acc.late_ns.quantile(0.9) / kNsPerMs;
   r.wait_per_step_ms = static_cast<double>(acc.wait_ns) / kNsPerMs / static_cast<double>(steps);
-  r.step_share = step_ms > 0 ? r.wait_per_step_ms / step_ms : 0.0;
+  // Waits fall inside the rank's own steps, or in the gaps between them: at most all of it.
+  r.step_share = step_ms > 0 ? std::min(r.wait_per_step_ms / step_ms, 1.0) : 0.0;
   int64_t most_last = 0;
   for (const auto& [op, counts] : acc.by_op) {
     if (counts.last > most_last) {
@@ -280,7 +289,7 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
                                                 const AnalysisWindow& window) {
   StragglerReport report;
   report.warm_up_only = window.warm_up_only;
-  ASSIGN_OR_RETURN(const StepTimes step, step_time(reader, window));
+  ASSIGN_OR_RETURN(StepTimes step, step_time(reader, window));
   report.median_step_ms = step.median_ms;
   report.mean_step_ms = step.mean_ms;
   report.steps = step.steps;
@@ -298,7 +307,12 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
   for (const auto& [rank, acc] : ranks) {
     // The wait per step is a mean over the steps, so its share is of the mean step: over the
     // median, a rank slow in some steps only (which the median leaves out) read 127% of the step.
-    report.ranks.push_back(summarize(rank, acc, report.mean_step_ms, report.steps));
+    // The rank's own: ranks in groups of their own (DDP on a subgroup) step at their own pace,
+    // and a slow group's waits over the run's mean step read 178%.
+    const auto own = step.rank_mean_ms.find(rank);
+    report.ranks.push_back(
+        summarize(rank, acc, own != step.rank_mean_ms.end() ? own->second : report.mean_step_ms,
+                  report.steps));
     RankLateness& r = report.ranks.back();
     r.wait_share = share(acc.wait_ns, total_wait_ns);
     if (clears_thresholds(r, ranks.size()) && r.wait_per_step_ms > best) {
@@ -373,6 +387,21 @@ std::vector<Finding> straggler_findings(const StragglerReport& report) {
   f.advice = fmt::format("check rank {}'s host for contention, thermal throttling, a slower GPU; "
                          "compare its compute time with the other ranks'",
                          r.rank);
+  if (is_p2p(r.last_op)) {
+    // A pipeline's transfers wait on the data dependency itself: a stage with more work than
+    // its neighbours (the last stage's loss and output layer, an uneven layer split) keeps them
+    // waiting as a slow host does, and the transfers alone cannot tell the two apart.
+    if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
+    f.evidence +=
+        "; at pipeline transfers, where a stage with more work than its neighbours "
+        "waits the same way a slow host does";
+    f.advice = fmt::format(
+        "compare rank {}'s compute per micro-batch with the other stages' (the pipeline "
+        "section): balance the layers across stages (the last stage also computes the loss and "
+        "output layer) if its stage has more; if not, check its host for contention, thermal "
+        "throttling, a slower GPU",
+        r.rank);
+  }
   if (r.last < kConfidentLastCount) {
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
     f.evidence += fmt::format("; on only {} delayed collective{}, which may be chance", r.last,

@@ -165,6 +165,50 @@ TEST(StragglersTest, ASlowPipelineStageIsFoundByTheStagesWaitingOnItsSends) {
   // Rank 2 held the loss all-reduce up 45 ms, of which it waited on rank 1 until +41 ms.
   EXPECT_DOUBLE_EQ(report->ranks[2].wait_per_step_ms, 9.0);
   EXPECT_DOUBLE_EQ(report->ranks[0].wait_per_step_ms, 0.0);
+  // Late at transfers, a stage with more work looks the same as a slow host: a warning that
+  // says so, and the advice starts from the stages' balance.
+  const std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].evidence.find("at pipeline transfers"), std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].advice.rfind("compare rank 1's compute per micro-batch with the other "
+                                     "stages'",
+                                     0),
+            0u)
+      << findings[0].advice;
+}
+
+// Ranks 0 and 1 train in a group of their own at 10 ms a step, ranks 2 and 3 in another at 100 ms
+// a step, rank 3 arriving 80 ms late each time: rank 3's waits are 80% of its own group's step,
+// not 145% of the run's mean step (55 ms).
+TEST(StragglersTest, OfStepIsOfTheRanksOwnStep) {
+  CollectiveTrace trace("groups");
+  for (int64_t k = 0; k < 10; ++k) {
+    for (int rank : {0, 1}) {
+      trace.add({.rank = rank,
+                 .comm = "fast",
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 10 * kMs,
+                 .group = {0, 1},
+                 .step = k});
+      trace.step(rank, k, k * 10 * kMs, 10 * kMs);
+    }
+    for (int rank : {2, 3}) {
+      trace.add({.rank = rank,
+                 .comm = "slow",
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 100 * kMs + (rank == 3 ? 80 * kMs : 0),
+                 .group = {2, 3},
+                 .step = k});
+      trace.step(rank, k, k * 100 * kMs, 100 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const RankLateness& r3 = report->ranks[3];
+  EXPECT_DOUBLE_EQ(r3.wait_per_step_ms, 80.0);
+  EXPECT_DOUBLE_EQ(r3.step_share, 0.8);
 }
 
 // Last at two delayed all-reduces only, 30 ms late each in 3 steps of 100 ms (20% of the step):
