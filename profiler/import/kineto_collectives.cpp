@@ -371,8 +371,11 @@ class Assembler {
 
   void from_gloo_calls(const std::map<int, std::vector<PairedCall>>& calls,
                        const std::map<int, std::vector<GroupAssignment>>& assignments) {
+    const std::vector<GroupAssignment> none;
     for (const auto& [rank, rank_calls] : calls) {
-      const std::vector<GroupAssignment>& assigned = assignments.at(rank);
+      // A rank that issued only send/recv (a pipeline stage) has no collective to assign.
+      auto it = assignments.find(rank);
+      const std::vector<GroupAssignment>& assigned = it == assignments.end() ? none : it->second;
       size_t next_collective = 0;
       std::map<std::string, int64_t> unmatched_by_reason;
       uint64_t unmatched_seq = 0;
