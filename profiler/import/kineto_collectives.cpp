@@ -114,15 +114,18 @@ int index_in(const std::vector<int>& ranks, int rank) {
   return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
 }
 
-// Numbers each rank's p2p ops per (communicator, peer) in issue order, as both ends do.
+// Numbers each rank's p2p ops per (communicator, direction, peer) in issue order, as a live
+// run's hooks do (share/python/partrain_torch/_process_groups.py, after PyTorch's flight
+// recorder): a rank's k-th send to a peer is then the peer's k-th recv from it, however the two
+// directions interleave (1F1B, batch_isend_irecv's [isend, irecv] on both ends).
 class P2pNumbering {
  public:
-  uint64_t next(int rank, const std::string& comm_id, int peer) {
-    return counts_[{rank, comm_id, peer}]++;
+  uint64_t next(int rank, const std::string& comm_id, std::string_view op, int peer) {
+    return counts_[{rank, comm_id, std::string(op), peer}]++;
   }
 
  private:
-  std::map<std::tuple<int, std::string, int>, uint64_t> counts_;
+  std::map<std::tuple<int, std::string, std::string, int>, uint64_t> counts_;
 };
 
 class Assembler {
@@ -214,7 +217,7 @@ class Assembler {
     c.bytes = nccl_tests_size_bytes(c.op, c.count * r.dtype_bytes, c.group_size);
     if (is_p2p_op(c.op)) {
       c.peer = r.peer;
-      c.seq = p2p_.next(rank, c.comm_id, r.peer);
+      c.seq = p2p_.next(rank, c.comm_id, c.op, r.peer);
     } else {
       c.seq = r.seq.value_or(issued_before);
     }
@@ -434,7 +437,8 @@ class Assembler {
     }
     set_group(record, rank, group, element_bytes);
     record.event.peer = group.ranks[group_peer];
-    record.event.seq = p2p_.next(rank, record.event.comm_id, record.event.peer);
+    record.event.seq =
+        p2p_.next(rank, record.event.comm_id, record.event.op, record.event.peer);
     return {};
   }
 

@@ -36,6 +36,19 @@ StatusOr<TraceImportSummary> import_ranks(const ScratchDir& dir,
   return import_kineto_traces(options);
 }
 
+// A 4-rank job of tests/data/kineto (real torch 2.15 traces, make_fixtures.py) imported into
+// `dir`/out.db.
+StatusOr<TraceImportSummary> import_fixture(const ScratchDir& dir, std::string_view job) {
+  TraceImportOptions options;
+  for (int r = 0; r < 4; ++r) {
+    options.inputs.push_back(fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto" / job /
+                             fmt::format("rank{}.pt.trace.json.gz", r));
+  }
+  options.output = dir.path() / "out.db";
+  options.command_line = "partrain import test";
+  return import_kineto_traces(options);
+}
+
 // A gloo send or recv of `elements` floats as torch 2.15 records it: c10d's op with the peer
 // (a rank of the group) in Concrete Inputs, gloo's annotation of the transfer on the same thread.
 void gloo_p2p(KinetoFixture& f, std::string_view op, int peer, int64_t elements, double issue_us) {
@@ -74,6 +87,41 @@ TEST(KinetoCollectives, RanksThatIssuedOnlySendAndRecvImport) {
                        "GROUP BY rank"),
             "0|send|1|0,1,2|128\n1|recv|0|0,1,2|128\n");
   EXPECT_EQ(trace.number(kPairedSends), 3);
+}
+
+// Both directions with one peer: 1F1B (a stage sends activations forward and receives gradients
+// back) and batch_isend_irecv([isend, irecv]) on both ends. Numbered per (group, peer) alone,
+// rank 0's first send was seq 0 and rank 1's first recv seq 1 (its send took 0): none paired.
+TEST(KinetoCollectives, SendAndRecvAreNumberedPerDirectionAsLiveRunsNumberThem) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks = world_of(2);
+  for (int step = 0; step < 2; ++step) {
+    const double t = 1000.0 * (step + 1);
+    for (int r = 0; r < 2; ++r) {
+      gloo_p2p(ranks[r], "send", 1 - r, 30, t);
+      gloo_p2p(ranks[r], "recv", 1 - r, 30, t + 100);
+    }
+  }
+  auto summary = import_ranks(dir, ranks);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT rank, op, group_concat(seq) FROM collectives GROUP BY rank, op"),
+            "0|recv|0,1\n0|send|0,1\n1|recv|0,1\n1|send|0,1\n");
+  EXPECT_EQ(trace.number(kPairedSends), 4);
+}
+
+// Two 2-stage pipelines as torch.profiler recorded them (tests/data/kineto/pipeline): per step
+// 1F1B's activations forward and gradients back, then batch_isend_irecv([isend, irecv]) on both
+// ends, and no collective at all. Every send pairs with its recv.
+TEST(KinetoCollectives, PipelineFixtureImportsWithEverySendPaired) {
+  ScratchDir dir;
+  auto summary = import_fixture(dir, "pipeline");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(dir.path() / "out.db");
+  // Two steps, three sends per rank each (two micro-batches' and the exchange's).
+  EXPECT_EQ(trace.number("SELECT count(*) FROM collectives WHERE op = 'send'"), 24);
+  EXPECT_EQ(trace.number(kPairedSends), 24);
 }
 
 }  // namespace
