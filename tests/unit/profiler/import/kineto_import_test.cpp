@@ -435,6 +435,19 @@ TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
   EXPECT_EQ(trace.rows("SELECT group_concat(rank) FROM ranks"), "0,1,3\n");
 }
 
+// Kineto records no loss: an imported step has none (NULL, as a live run's step without one),
+// where it had been a loss of 0 that `top` showed.
+TEST(KinetoImport, ImportedStepsHaveNoLoss) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 1000.0, 500.0).step(2, 1500.0, 500.0);
+  testing::write_text(dir.path() / "r.json", f.json());
+  auto summary = import({dir.path() / "r.json"}, dir.path() / "s.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "s.db");
+  EXPECT_EQ(trace.rows("SELECT step, loss FROM step ORDER BY step"), "1|NULL\n2|NULL\n");
+}
+
 TEST(KinetoImport, CpuMemoryOfACpuRankAsOtherCategory) {
   ScratchDir dir;
   KinetoFixture f(0, 1);
