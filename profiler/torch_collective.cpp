@@ -1,5 +1,6 @@
 #include "profiler/torch_collective.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -46,14 +47,15 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kDtypes 
 }};
 
 // Elements of one rank's buffer as NCCL's count argument names it (nccl-tests' count).
-uint64_t nccl_count(std::string_view op, const TorchOp& torch, int group_size) {
-  if (op == "all_gather" || op == "gather") return torch.input_elements;
-  if (op == "reduce_scatter" || op == "scatter") return torch.output_elements;
-  if (op == "all_to_all") return torch.input_elements / static_cast<uint64_t>(group_size);
+uint64_t nccl_count(std::string_view op, uint64_t input_elements, uint64_t output_elements,
+                    int group_size) {
+  if (op == "all_gather" || op == "gather") return input_elements;
+  if (op == "reduce_scatter" || op == "scatter") return output_elements;
+  if (op == "all_to_all") return input_elements / static_cast<uint64_t>(std::max(group_size, 1));
   if (op == "barrier") return 0;
   // One buffer: an all_reduce's or broadcast's input (also its output), a send's input, a
   // recv's output.
-  return torch.input_elements > 0 ? torch.input_elements : torch.output_elements;
+  return input_elements > 0 ? input_elements : output_elements;
 }
 
 }  // namespace
@@ -80,6 +82,18 @@ std::string_view torch_trace_dtype(std::string_view torch_dtype) {
   return "other";
 }
 
+CollectiveSize torch_collective_size(std::string_view op, uint64_t input_elements,
+                                     uint64_t output_elements, uint32_t element_bytes,
+                                     int group_size) {
+  const uint64_t count = nccl_count(op, input_elements, output_elements, group_size);
+  // An all_to_all's whole buffer as it is: with split sizes (all_to_all_single's, uneven) it need
+  // not be count x group size.
+  const uint64_t bytes = op == "all_to_all"
+                             ? input_elements * element_bytes
+                             : nccl_tests_size_bytes(op, count * element_bytes, group_size);
+  return {count, bytes};
+}
+
 std::optional<CollectiveEvent> torch_collective_event(const TorchGroup& group, const TorchOp& op) {
   std::optional<std::string_view> trace_op = torch_trace_op(op.hook_op);
   if (!trace_op) return std::nullopt;
@@ -90,12 +104,10 @@ std::optional<CollectiveEvent> torch_collective_event(const TorchGroup& group, c
   event.op = *trace_op;
   // A barrier has no tensors; the built-in workloads' barrier says float, with no bytes.
   event.dtype = op.dtype.empty() ? std::string_view("float") : torch_trace_dtype(op.dtype);
-  event.count = nccl_count(*trace_op, op, group_size);
-  // An all_to_all's whole buffer as it is: with split sizes (all_to_all_single's, uneven) it need
-  // not be count x group size.
-  event.bytes = *trace_op == "all_to_all"
-                    ? op.input_elements * op.element_bytes
-                    : nccl_tests_size_bytes(*trace_op, event.count * op.element_bytes, group_size);
+  const CollectiveSize size = torch_collective_size(
+      *trace_op, op.input_elements, op.output_elements, op.element_bytes, group_size);
+  event.count = size.count;
+  event.bytes = size.bytes;
   event.peer = op.root;
   event.rank = group.rank;
   event.group_ranks = group.ranks;

@@ -52,6 +52,17 @@ struct TorchGroup {
   int rank = 0;
 };
 
+// An op's count and bytes as the trace records them (below), from its tensors' elements as the
+// hooks see them (input_elements, output_elements). Shared with the importers, so an imported
+// op and a traced one read alike.
+struct CollectiveSize {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+CollectiveSize torch_collective_size(std::string_view op, uint64_t input_elements,
+                                     uint64_t output_elements, uint32_t element_bytes,
+                                     int group_size);
+
 // The op as the trace records it (nullopt when it is no collective): count and bytes follow
 // nccl-tests (count = elements of one rank's buffer as NCCL's count argument: the input of
 // all_gather and gather, the output of reduce_scatter and scatter, a peer's share of

@@ -12,7 +12,7 @@ namespace {
 
 void remove_trace_files(const fs::path& path) {
   std::error_code ignored;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal", "-writer"}) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal", "-writer", "-reserve"}) {
     fs::remove(path.string() + suffix, ignored);
   }
 }
@@ -57,6 +57,18 @@ Status ImportOutput::finish(int64_t end_ns) {
   RETURN_IF_ERROR(rename_trace_into_place(temporary_, output_));
   finished_ = true;
   return Status::ok();
+}
+
+StatusOr<TraceImportSummary> import_or_status(
+    std::string_view source, const std::function<StatusOr<TraceImportSummary>()>& import) {
+  try {
+    return import();
+  } catch (const std::exception& e) {
+    return failed(
+        "importing the {} stopped on an internal error ({}): nothing was written; please report "
+        "it with the traces",
+        source, e.what());
+  }
 }
 
 }  // namespace partrain::profiler

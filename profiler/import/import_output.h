@@ -7,9 +7,12 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <string_view>
 
 #include "core/status.h"
+#include "profiler/import/trace_import.h"
 #include "profiler/trace_writer.h"
 
 namespace partrain::profiler {
@@ -40,5 +43,11 @@ class ImportOutput {
   std::unique_ptr<TraceWriter> writer_;
   bool finished_ = false;
 };
+
+// Runs an importer so that an exception (a bug: bad input is a Status) ends as a Status (exit 1)
+// naming `source` and what was thrown, after the ImportOutput it made has removed its temporary
+// files on the way out, never as an abort that leaves them behind.
+StatusOr<TraceImportSummary> import_or_status(
+    std::string_view source, const std::function<StatusOr<TraceImportSummary>()>& import);
 
 }  // namespace partrain::profiler

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -166,6 +167,9 @@ int64_t append_steps(TraceWriter& writer, const std::vector<ImportedRank>& ranks
       step.step = s.step;
       step.ts_ns = r.on_timeline(s.start_ns);
       step.dur_ns = s.end_ns - s.start_ns;
+      // No trace says the loss: stored as NULL (a NaN's binding), as a live run's steps without
+      // one are, never as a loss of 0.
+      step.loss = std::numeric_limits<double>::quiet_NaN();
       writer.append(step);
       ++stored;
     }

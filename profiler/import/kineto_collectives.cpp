@@ -62,6 +62,18 @@ size_t buffer_argument(std::string_view c10d_name) {
   return 0;
 }
 
+// Whether a c10d op's schema takes its output tensors first (`_allgather_base_(output, input,
+// ...)`, `scatter_(output_tensors, input_tensors, ...)`); the rest take one list of tensors
+// (`allreduce_(tensors, ...)`, `send(tensors, ...)`), their input.
+bool outputs_first(std::string_view c10d_name) {
+  static constexpr std::string_view kOutputsFirst[] = {
+      "c10d::reduce_scatter_", "c10d::_reduce_scatter_base_",
+      "c10d::reduce_scatter_tensor_coalesced_", "c10d::scatter_"};
+  return buffer_argument(c10d_name) == 1 ||
+         std::find(std::begin(kOutputsFirst), std::end(kOutputsFirst), c10d_name) !=
+             std::end(kOutputsFirst);
+}
+
 // The op's argument at `index` of Concrete Inputs as an integer (c10d passes roots and peers as
 // group ranks there).
 std::optional<int> concrete_int(const KinetoEvent& event, size_t index) {
@@ -114,15 +126,18 @@ int index_in(const std::vector<int>& ranks, int rank) {
   return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
 }
 
-// Numbers each rank's p2p ops per (communicator, peer) in issue order, as both ends do.
+// Numbers each rank's p2p ops per (communicator, direction, peer) in issue order, as a live
+// run's hooks do (share/python/partrain_torch/_process_groups.py, after PyTorch's flight
+// recorder): a rank's k-th send to a peer is then the peer's k-th recv from it, however the two
+// directions interleave (1F1B, batch_isend_irecv's [isend, irecv] on both ends).
 class P2pNumbering {
  public:
-  uint64_t next(int rank, const std::string& comm_id, int peer) {
-    return counts_[{rank, comm_id, peer}]++;
+  uint64_t next(int rank, const std::string& comm_id, std::string_view op, int peer) {
+    return counts_[{rank, comm_id, std::string(op), peer}]++;
   }
 
  private:
-  std::map<std::tuple<int, std::string, int>, uint64_t> counts_;
+  std::map<std::tuple<int, std::string, std::string, int>, uint64_t> counts_;
 };
 
 class Assembler {
@@ -150,6 +165,7 @@ class Assembler {
       }
     }
     if (!gloo_calls.empty()) from_gloo_calls(gloo_calls, infer_groups(issued));
+    type_from_members();
     for (auto& [rank, records] : out_.by_rank) {
       std::sort(records.begin(), records.end(),
                 [](const auto& a, const auto& b) { return a.event.start_ns < b.event.start_ns; });
@@ -210,11 +226,13 @@ class Assembler {
     }
     c.group_size = r.group_size > 0 ? r.group_size : static_cast<int>(c.group_ranks.size());
     c.rank = r.group_rank >= 0 ? r.group_rank : std::max(0, index_in(c.group_ranks, rank));
-    c.count = c.op == "reduce_scatter" ? r.out_elements : r.in_elements;
-    c.bytes = nccl_tests_size_bytes(c.op, c.count * r.dtype_bytes, c.group_size);
+    const CollectiveSize size =
+        torch_collective_size(c.op, r.in_elements, r.out_elements, r.dtype_bytes, c.group_size);
+    c.count = size.count;
+    c.bytes = size.bytes;
     if (is_p2p_op(c.op)) {
       c.peer = r.peer;
-      c.seq = p2p_.next(rank, c.comm_id, r.peer);
+      c.seq = p2p_.next(rank, c.comm_id, c.op, r.peer);
     } else {
       c.seq = r.seq.value_or(issued_before);
     }
@@ -243,21 +261,19 @@ class Assembler {
   }
 
   // Each c10d op with the first unclaimed transfer of the same op and size that starts after it
-  // (a group's work queue runs its ops in issue order). A reduce-scatter's transfer may be an
-  // all-reduce of its whole input (ProcessGroupGloo's `_reduce_scatter_base`, torch 2.x): the
-  // earlier of the two kinds that starts after it.
+  // (a group's work queue runs its ops in issue order), or of the same op without tensors (a
+  // barrier's, a scatter's off its root). A reduce-scatter's transfer may be an all-reduce of its
+  // whole input (ProcessGroupGloo's `_reduce_scatter_base`, torch 2.x). Of the kinds that fit, the
+  // one that starts first.
   static std::vector<PairedCall> pair_with_transfers(RankCollectiveEvidence& e) {
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     std::sort(e.c10d_calls.begin(), e.c10d_calls.end(), by_start);
     std::sort(e.gloo_transfers.begin(), e.gloo_transfers.end(), by_start);
-    // c10d's barrier carries its one-element dummy tensor, gloo's annotation of it no tensor:
-    // a barrier pairs by its op alone.
-    using Key = std::pair<std::string_view, uint64_t>;
-    auto key = [](std::string_view op, uint64_t count) {
-      return Key(op, op == "barrier" ? uint64_t{0} : count);
-    };
+    using Key = std::pair<std::string_view, std::optional<uint64_t>>;  // nullopt: no tensors
     std::map<Key, std::deque<const GlooTransfer*>> waiting;
-    for (const GlooTransfer& t : e.gloo_transfers) waiting[key(t.op, t.count)].push_back(&t);
+    for (const GlooTransfer& t : e.gloo_transfers) {
+      waiting[Key(t.op, t.has_tensors ? std::optional(t.count) : std::nullopt)].push_back(&t);
+    }
     // The first transfer under `k` that starts after `start_ns` (earlier ones are no one's).
     auto next_after = [&](const Key& k, int64_t start_ns) -> std::deque<const GlooTransfer*>* {
       auto it = waiting.find(k);
@@ -268,16 +284,18 @@ class Assembler {
     };
     std::vector<PairedCall> calls;
     for (const C10dCall& call : e.c10d_calls) {
-      PairedCall paired{call, nullptr};
-      std::deque<const GlooTransfer*>* queue = next_after(key(call.op, call.count), call.start_ns);
-      if (call.op == "reduce_scatter" && call.input_count > 0) {
-        std::deque<const GlooTransfer*>* whole =
-            next_after(key("all_reduce", call.input_count), call.start_ns);
-        if (whole != nullptr &&
-            (queue == nullptr || whole->front()->start_ns < queue->front()->start_ns)) {
-          queue = whole;
+      std::vector<Key> kinds = {Key(call.op, call.count), Key(call.op, std::nullopt)};
+      if (call.op == "reduce_scatter" && call.input_elements > 0) {
+        kinds.emplace_back("all_reduce", call.input_elements);
+      }
+      std::deque<const GlooTransfer*>* queue = nullptr;
+      for (const Key& kind : kinds) {
+        std::deque<const GlooTransfer*>* q = next_after(kind, call.start_ns);
+        if (q != nullptr && (queue == nullptr || q->front()->start_ns < queue->front()->start_ns)) {
+          queue = q;
         }
       }
+      PairedCall paired{call, nullptr};
       if (queue != nullptr) {
         paired.transfer = queue->front();
         queue->pop_front();
@@ -298,7 +316,6 @@ class Assembler {
     record.world_rank = rank;
     CollectiveEvent& c = record.event;
     c.op = paired.call.op;
-    c.count = paired.call.count;
     // call.dtype is partrain's name already (or empty: not known).
     c.dtype = paired.call.dtype.empty() ? collective_dtype_names()[0] : paired.call.dtype;
     c.enqueue_ns = c.start_ns = paired.call.start_ns;
@@ -310,7 +327,7 @@ class Assembler {
 
   // `group_peer`: a rooted op's root as a rank of the group (-1: none).
   void set_group(CollectiveRecord& record, int rank, const ProcessGroupConfig& group,
-                 uint32_t element_bytes, int group_peer = -1) const {
+                 int group_peer = -1) const {
     CollectiveEvent& c = record.event;
     c.comm_id = comm_id_of(group.name, groups_);
     if (is_rooted_op(c.op) && group_peer >= 0 &&
@@ -320,7 +337,6 @@ class Assembler {
     c.group_ranks = group.ranks;
     c.group_size = static_cast<int>(group.ranks.size());
     c.rank = std::max(0, index_in(group.ranks, rank));
-    c.bytes = nccl_tests_size_bytes(c.op, c.count * element_bytes, c.group_size);
   }
 
   // Which group each of a rank's gloo worker threads serves. ProcessGroupGloo starts the same
@@ -371,21 +387,23 @@ class Assembler {
 
   void from_gloo_calls(const std::map<int, std::vector<PairedCall>>& calls,
                        const std::map<int, std::vector<GroupAssignment>>& assignments) {
+    const std::vector<GroupAssignment> none;
     for (const auto& [rank, rank_calls] : calls) {
-      const std::vector<GroupAssignment>& assigned = assignments.at(rank);
+      // A rank that issued only send/recv (a pipeline stage) has no collective to assign.
+      auto it = assignments.find(rank);
+      const std::vector<GroupAssignment>& assigned = it == assignments.end() ? none : it->second;
       size_t next_collective = 0;
       std::map<std::string, int64_t> unmatched_by_reason;
       uint64_t unmatched_seq = 0;
       for (const PairedCall& paired : rank_calls) {
         CollectiveRecord record = record_of(rank, paired);
-        const uint32_t element_bytes = dtype_bytes(record.event.dtype);
         std::string unmatched;
         if (is_p2p_op(paired.call.op)) {
-          unmatched = place_p2p(record, rank, paired.call.group_peer, element_bytes);
+          unmatched = place_p2p(record, rank, paired.call.group_peer);
         } else {
           const GroupAssignment& a = assigned[next_collective++];
           if (a.group >= 0) {
-            set_group(record, rank, groups_[a.group], element_bytes, paired.call.group_peer);
+            set_group(record, rank, groups_[a.group], paired.call.group_peer);
             record.event.seq = a.seq;
             if (paired.transfer != nullptr && ends_together(record.event.op)) {
               out_.ends.push_back({record.event.comm_id, a.seq, rank, paired.transfer->end_ns});
@@ -393,9 +411,14 @@ class Assembler {
           } else {
             unmatched = why_unmatched(a, rank);
             record.event.group_size = common_size(a.candidates);
-            record.event.bytes = nccl_tests_size_bytes(
-                record.event.op, record.event.count * element_bytes, record.event.group_size);
+            if (record.event.group_size == 0) {
+              record.event.group_size = group_size_of_buffers(paired.call);
+            }
           }
+        }
+        set_size(record.event, paired.call);
+        if (dtype_bytes(record.event.dtype) == 0) {
+          untyped_.push_back({rank, out_.by_rank[rank].size(), paired.call});
         }
         if (!unmatched.empty()) {
           // A communicator of its own per rank, so nothing pairs it with another rank's op.
@@ -413,8 +436,7 @@ class Assembler {
 
   // A send or recv: its group is known when only one listed group holds this rank (the peer is
   // given as a rank of the group).
-  std::string place_p2p(CollectiveRecord& record, int rank, int group_peer,
-                        uint32_t element_bytes) {
+  std::string place_p2p(CollectiveRecord& record, int rank, int group_peer) {
     std::vector<int> candidates;
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (index_in(groups_[g].ranks, rank) >= 0) candidates.push_back(static_cast<int>(g));
@@ -429,10 +451,52 @@ class Assembler {
     if (group_peer < 0 || group_peer >= static_cast<int>(group.ranks.size())) {
       return "send/recv whose peer the trace does not give";
     }
-    set_group(record, rank, group, element_bytes);
+    set_group(record, rank, group);
     record.event.peer = group.ranks[group_peer];
-    record.event.seq = p2p_.next(rank, record.event.comm_id, record.event.peer);
+    record.event.seq = p2p_.next(rank, record.event.comm_id, record.event.op, record.event.peer);
     return {};
+  }
+
+  // The op's count and bytes as a live run's hooks would record them, on the group size set.
+  static void set_size(CollectiveEvent& c, const C10dCall& call) {
+    const CollectiveSize size = torch_collective_size(
+        c.op, call.input_elements, call.output_elements, dtype_bytes(c.dtype), c.group_size);
+    c.count = size.count;
+    c.bytes = size.bytes;
+  }
+
+  // An all_gather's or reduce_scatter's group size from its two buffers (the whole one is the
+  // group size times this rank's), for when the group is not known; 0 when they do not say.
+  static int group_size_of_buffers(const C10dCall& call) {
+    const uint64_t whole = call.op == "all_gather" ? call.output_elements : call.input_elements;
+    const uint64_t part = call.op == "all_gather" ? call.input_elements : call.output_elements;
+    if ((call.op != "all_gather" && call.op != "reduce_scatter") || part == 0 ||
+        whole % part != 0) {
+      return 0;
+    }
+    return static_cast<int>(whole / part);
+  }
+
+  // A member that knows nothing of its tensors' dtype (a scatter off its root: c10d's op holds a
+  // list of tensors, gloo's annotation none) moves the dtype its matched members do.
+  void type_from_members() {
+    std::map<std::pair<std::string_view, uint64_t>, std::string_view> dtype_of;
+    for (const auto& [rank, records] : out_.by_rank) {
+      for (const CollectiveRecord& r : records) {
+        if (!is_p2p_op(r.event.op) && dtype_bytes(r.event.dtype) > 0) {
+          dtype_of.emplace(std::pair(std::string_view(r.event.comm_id), r.event.seq),
+                           r.event.dtype);
+        }
+      }
+    }
+    for (const Untyped& u : untyped_) {
+      CollectiveEvent& c = out_.by_rank[u.rank][u.index].event;
+      if (is_p2p_op(c.op)) continue;
+      auto it = dtype_of.find({c.comm_id, c.seq});
+      if (it == dtype_of.end()) continue;
+      c.dtype = it->second;
+      set_size(c, u.call);
+    }
   }
 
   int common_size(const std::vector<int>& candidates) const {
@@ -467,8 +531,16 @@ class Assembler {
     return {};
   }
 
+  // A record stored without a known dtype, with what sizes it.
+  struct Untyped {
+    int rank = 0;
+    size_t index = 0;  // in out_.by_rank[rank], before they are sorted
+    C10dCall call;
+  };
+
   const std::vector<ProcessGroupConfig>& groups_;
   P2pNumbering p2p_;
+  std::vector<Untyped> untyped_;
   ImportedCollectives out_;
 };
 
@@ -485,9 +557,9 @@ std::optional<C10dCall> c10d_call_of(const KinetoEvent& event) {
   if (const Json* dims = arg(event, "Input Dims");
       dims != nullptr && dims->is_array() && buffer < dims->size()) {
     call.count = elements_of_argument((*dims)[buffer]);
-    if (call.op == "reduce_scatter" && buffer == 0 && dims->size() > 1) {
-      call.input_count = elements_of_argument((*dims)[1]);
-    }
+    const size_t input = outputs_first(event.name) ? 1 : 0;
+    if (input < dims->size()) call.input_elements = elements_of_argument((*dims)[input]);
+    if (input == 1) call.output_elements = elements_of_argument((*dims)[0]);
   }
   if (const Json* types = arg(event, "Input type"); types != nullptr && types->is_array() &&
                                                     buffer < types->size() &&
@@ -518,6 +590,7 @@ std::optional<GlooTransfer> gloo_transfer_of(const KinetoEvent& event) {
   if (const Json* dims = arg(event, "Input Dims");
       dims != nullptr && dims->is_array() && !dims->empty()) {
     t.count = elements_of_shape((*dims)[0]).value_or(elements_of_argument((*dims)[0]));
+    t.has_tensors = true;
   }
   if (const Json* types = arg(event, "Input type");
       types != nullptr && types->is_array() && !types->empty() && (*types)[0].is_string()) {

@@ -24,10 +24,15 @@ namespace partrain::profiler {
 // once the work is queued, the wait is not recorded).
 struct C10dCall {
   std::string_view op;
-  uint64_t count = 0;      // elements of this rank's buffer
-  // A reduce-scatter's input elements (group size x count): ProcessGroupGloo runs
-  // `_reduce_scatter_base` as an all-reduce of a copy of the whole input.
-  uint64_t input_count = 0;
+  // Elements of the tensors gloo's annotation shows (this rank's buffer; an all_to_all's whole
+  // input): what pairs the op with its transfer and what every member has alike.
+  uint64_t count = 0;
+  // Its input and output tensors' elements as a live run's hooks see them (TorchOp): what the
+  // trace's count and bytes are made from (torch_collective_size). A reduce-scatter's input is
+  // group size x count: ProcessGroupGloo runs `_reduce_scatter_base` as an all-reduce of a copy
+  // of the whole input. 0 where Kineto does not record them (a list of lists of tensors).
+  uint64_t input_elements = 0;
+  uint64_t output_elements = 0;
   std::string_view dtype;  // empty when its tensors are a list (the annotation says)
   int group_peer = -1;     // root of a rooted op, peer of send/recv: a rank of the group
   int64_t start_ns = 0;
@@ -38,6 +43,9 @@ struct C10dCall {
 struct GlooTransfer {
   std::string_view op;
   uint64_t count = 0;
+  // A barrier's, and a scatter's on a rank other than its root, show no tensor: such a
+  // transfer pairs by its op alone.
+  bool has_tensors = false;
   std::string_view dtype;
   int64_t thread = -1;  // the worker thread's id
   int64_t start_ns = 0;

@@ -382,14 +382,7 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run, Scan
   return output.finish(last);
 }
 
-}  // namespace
-
-bool has_kineto_file_name(const fs::path& path) {
-  const std::string name = path.filename().string();
-  return name.ends_with(".json") || name.ends_with(".json.gz");
-}
-
-StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& options) {
+StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
   const std::string_view marker =
       options.step_marker.empty() ? kDefaultStepMarker : std::string_view(options.step_marker);
   RETURN_IF_ERROR(StepMarker::compile(marker).status());
@@ -431,6 +424,17 @@ StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& opti
   RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, summary));
   summary.ranks = rank_summaries(scanned.ranks);
   return summary;
+}
+
+}  // namespace
+
+bool has_kineto_file_name(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& options) {
+  return import_or_status("Kineto traces", [&] { return import_traces(options); });
 }
 
 }  // namespace partrain::profiler

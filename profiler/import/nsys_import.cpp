@@ -268,17 +268,7 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run,
   return output.finish(last_ns);
 }
 
-}  // namespace
-
-bool is_sqlite_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[16] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == sizeof magic &&
-         std::string_view(magic, sizeof magic) == std::string_view("SQLite format 3\0", 16);
-}
-
-StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& options) {
+StatusOr<TraceImportSummary> import_reports(const TraceImportOptions& options) {
   const std::string_view marker =
       options.step_marker.empty() ? kDefaultStepMarker : std::string_view(options.step_marker);
   RETURN_IF_ERROR(StepMarker::compile(marker).status());
@@ -315,6 +305,20 @@ StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& optio
   std::error_code error;
   for (const fs::path& p : options.inputs) summary.input_bytes += fs::file_size(p, error);
   return summary;
+}
+
+}  // namespace
+
+bool is_sqlite_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[16] = {};
+  in.read(magic, sizeof magic);
+  return in.gcount() == sizeof magic &&
+         std::string_view(magic, sizeof magic) == std::string_view("SQLite format 3\0", 16);
+}
+
+StatusOr<TraceImportSummary> import_nsys_reports(const TraceImportOptions& options) {
+  return import_or_status("Nsight Systems reports", [&] { return import_reports(options); });
 }
 
 }  // namespace partrain::profiler

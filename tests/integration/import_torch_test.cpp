@@ -46,6 +46,27 @@ TEST(ImportTorch, RegeneratedFixturesImportAsTheCommittedOnesDo) {
   EXPECT_EQ(two_trace.rows("SELECT comm_id, count(DISTINCT seq), group_concat(DISTINCT "
                            "group_ranks) FROM collectives GROUP BY comm_id ORDER BY comm_id"),
             "default_pg:0|8|0,1,2,3\npg:1|4|0,1\npg:2|4|2,3\n");
+
+  // Pipeline stages that issued send and recv only, both ways: every send pairs with its recv.
+  const fs::path pipeline = dir.path() / "pipeline.db";
+  imported = run_shell(std::string(PARTRAIN_BINARY) + " import " +
+                       (dir.path() / "pipeline").string() + " -o " + pipeline.string());
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  TraceQuery pipeline_trace(pipeline);
+  EXPECT_EQ(pipeline_trace.rows(
+                "SELECT count(*), count(r.rank) FROM collectives s LEFT JOIN collectives r ON "
+                "r.comm_id = s.comm_id AND r.seq = s.seq AND r.rank = s.peer AND r.peer = s.rank "
+                "AND r.op = 'recv' AND r.bytes = s.bytes WHERE s.op = 'send'"),
+            "24|24\n");
+
+  // A scatter and an all_to_all: every member sized alike, as a live run sizes them.
+  const fs::path rooted = dir.path() / "rooted.db";
+  imported = run_shell(std::string(PARTRAIN_BINARY) + " import " +
+                       (dir.path() / "rooted").string() + " -o " + rooted.string());
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(TraceQuery(rooted).rows("SELECT op, dtype, count, bytes, count(*) FROM collectives "
+                                    "GROUP BY op, dtype, count, bytes ORDER BY op"),
+            "all_to_all|float|4|64|8\nscatter|float|8|128|8\n");
 }
 
 }  // namespace

@@ -131,6 +131,17 @@ inline void write_text(const std::filesystem::path& path, const std::string& tex
   std::ofstream(path, std::ios::binary) << text;
 }
 
+// Files of `fixtures`, rank by rank (`rank0.json`, ...), written into `dir`.
+inline std::vector<std::filesystem::path> write_kineto_ranks(
+    const std::filesystem::path& dir, const std::vector<KinetoFixture>& fixtures) {
+  std::vector<std::filesystem::path> files;
+  for (size_t r = 0; r < fixtures.size(); ++r) {
+    files.push_back(dir / fmt::format("rank{}.json", r));
+    write_text(files.back(), fixtures[r].json());
+  }
+  return files;
+}
+
 inline void write_gzip(const std::filesystem::path& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));

@@ -8,6 +8,10 @@ two_groups  the default group plus "tp" pairs [0, 1], [2, 3] (new_group, each ra
             both, as torch requires): all-reduces on the pairs, an all-reduce, an all-gather and
             a broadcast on the default group, and an all-reduce of the same size on the default
             group and on the pairs.
+pipeline    two 2-stage pipelines, ranks (0, 1) and (2, 3): send and recv only, no collective.
+            Per step 1F1B's two micro-batches (activations forward, gradients back), then an
+            exchange both ways in one batch_isend_irecv([isend, irecv]).
+rooted      a scatter of 8 floats per rank from rank 0, and an all_to_all_single of 16 floats.
 Each job profiles steps 2-3 (schedule wait=1, warmup=1, active=2) with record_shapes and
 profile_memory, and writes rank<N>.<time>.pt.trace.json.gz into OUTDIR/<job>/.
 """
@@ -68,7 +72,37 @@ def two_groups(rank, out):
             prof.step()
 
 
-JOBS = {"ddp": ddp, "two_groups": two_groups}
+def pipeline(rank, out):
+    peer = rank ^ 1
+    first_stage = rank % 2 == 0
+    with profiler(out, rank) as prof:
+        for _ in range(STEPS):
+            for _micro_batch in range(2):
+                activations, grads = torch.ones(2, 16), torch.empty(2, 16)
+                if first_stage:
+                    dist.send(activations, peer)
+                    dist.recv(grads, peer)
+                else:
+                    dist.recv(activations, peer)
+                    dist.send(torch.ones(2, 16), peer)
+            sent, received = torch.ones(30), torch.empty(30)
+            ops = [dist.P2POp(dist.isend, sent, peer), dist.P2POp(dist.irecv, received, peer)]
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+            prof.step()
+
+
+def rooted(rank, out):
+    with profiler(out, rank) as prof:
+        for _ in range(STEPS):
+            chunk = torch.empty(8)
+            dist.scatter(chunk, [torch.ones(8)] * WORLD if rank == 0 else None, src=0)
+            received = torch.empty(16)
+            dist.all_to_all_single(received, torch.ones(16))
+            prof.step()
+
+
+JOBS = {"ddp": ddp, "two_groups": two_groups, "pipeline": pipeline, "rooted": rooted}
 
 
 def worker(rank, port, job, out):

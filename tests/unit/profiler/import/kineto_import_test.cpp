@@ -33,16 +33,6 @@ std::vector<fs::path> fixture_files(const std::string& job) {
   return files;
 }
 
-// Files of `fixtures`, rank by rank, written into `dir`.
-std::vector<fs::path> write_ranks(const fs::path& dir, const std::vector<KinetoFixture>& fixtures) {
-  std::vector<fs::path> files;
-  for (size_t r = 0; r < fixtures.size(); ++r) {
-    files.push_back(dir / fmt::format("rank{}.json", r));
-    testing::write_text(files.back(), fixtures[r].json());
-  }
-  return files;
-}
-
 void expect_no_output(const fs::path& dir, const fs::path& output) {
   EXPECT_FALSE(fs::exists(output));
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -143,7 +133,7 @@ std::vector<KinetoFixture> ambiguous_two_groups() {
 TEST(KinetoImport, EqualSizedGroupsTheTraceCannotTellApartAreLeftUnmatchedAndSaid) {
   ScratchDir dir;
   const fs::path out = dir.path() / "amb.db";
-  auto summary = import(write_ranks(dir.path(), ambiguous_two_groups()), out);
+  auto summary = import(testing::write_kineto_ranks(dir.path(), ambiguous_two_groups()), out);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   // Two steps x ranks 0 and 1 of the all-reduce of 64.
   EXPECT_EQ(summary->unmatched_collectives, 4);
@@ -189,7 +179,7 @@ std::vector<KinetoFixture> two_hosts() {
 TEST(KinetoImport, HostsClocksAlignedByCollectivesThatEndTogether) {
   ScratchDir dir;
   const fs::path out = dir.path() / "hosts.db";
-  auto summary = import(write_ranks(dir.path(), two_hosts()), out);
+  auto summary = import(testing::write_kineto_ranks(dir.path(), two_hosts()), out);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   ASSERT_EQ(summary->ranks.size(), 4u);
   EXPECT_EQ(summary->ranks[0].clock.offset_ns, 0);
@@ -225,7 +215,7 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
     }
     ranks.push_back(std::move(f));
   }
-  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "two.db");
+  auto summary = import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "two.db");
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   const std::string warnings = fmt::format("{}", fmt::join(summary->warnings, "\n"));
   EXPECT_NE(warnings.find("rank 1's events (rank1.json) begin 2 h after rank 0's (rank0.json) "
@@ -234,7 +224,8 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
       << warnings;
 
   // The same job's files written at once on two hosts (a time base a second apart): no warning.
-  auto together = import(write_ranks(dir.path(), two_hosts()), dir.path() / "one.db");
+  auto together =
+      import(testing::write_kineto_ranks(dir.path(), two_hosts()), dir.path() / "one.db");
   ASSERT_TRUE(together.is_ok()) << together.status().message();
   for (const std::string& w : together->warnings) {
     EXPECT_EQ(w.find("overlap in time"), std::string::npos) << w;
@@ -292,7 +283,7 @@ TEST(KinetoImport, AGlooBarrierLastsAsLongAsGloosTransfer) {
             R"({"External id": 513})");
     ranks.push_back(std::move(f));
   }
-  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "b.db");
+  auto summary = import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "b.db");
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->unmatched_collectives, 0);
   TraceQuery trace(dir.path() / "b.db");
@@ -320,7 +311,7 @@ TEST(KinetoImport, AGlooReduceScatterLastsUntilItsWholeInputAllReduceEnds) {
     f.gloo_all_reduce(131328, 9000.0, 9100.0, 9500.0, 7000 + r);
     ranks.push_back(std::move(f));
   }
-  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "rs.db");
+  auto summary = import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "rs.db");
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->unmatched_collectives, 0);
   TraceQuery trace(dir.path() / "rs.db");
@@ -349,7 +340,7 @@ TEST(KinetoImport, AZeroDimensionalAllReduceIsOneElementPairedWithItsTransfer) {
             R"({"Input Dims": [[]], "Input type": ["float"]})");
     ranks.push_back(std::move(f));
   }
-  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "loss.db");
+  auto summary = import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "loss.db");
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->unmatched_collectives, 0);
   TraceQuery trace(dir.path() / "loss.db");
@@ -407,7 +398,7 @@ TEST(KinetoImport, CyclePicksOneProfilerCyclesFiles) {
 TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
   ScratchDir dir;
   const fs::path out = dir.path() / "nccl.db";
-  auto summary = import(write_ranks(dir.path(), nccl_ranks()), out);
+  auto summary = import(testing::write_kineto_ranks(dir.path(), nccl_ranks()), out);
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   EXPECT_EQ(summary->unmatched_collectives, 0);
   EXPECT_EQ(summary->ranks[1].clock.offset_ns, -2'000'000);
@@ -430,7 +421,7 @@ TEST(KinetoImport, NcclCollectivesFromRecordParamCommsWithTheirKernelsTimes) {
 TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
   ScratchDir dir;
   auto fixtures = ambiguous_two_groups();
-  auto files = write_ranks(dir.path(), fixtures);
+  auto files = testing::write_kineto_ranks(dir.path(), fixtures);
   files.erase(files.begin() + 2);
   const fs::path out = dir.path() / "missing.db";
   auto summary = import(files, out);
@@ -442,6 +433,19 @@ TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
             "1|data_loss|rank 2 of the world of 4 had no trace file: their events and their "
             "part of every collective are absent\n");
   EXPECT_EQ(trace.rows("SELECT group_concat(rank) FROM ranks"), "0,1,3\n");
+}
+
+// Kineto records no loss: an imported step has none (NULL, as a live run's step without one),
+// where it had been a loss of 0 that `top` showed.
+TEST(KinetoImport, ImportedStepsHaveNoLoss) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 1000.0, 500.0).step(2, 1500.0, 500.0);
+  testing::write_text(dir.path() / "r.json", f.json());
+  auto summary = import({dir.path() / "r.json"}, dir.path() / "s.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "s.db");
+  EXPECT_EQ(trace.rows("SELECT step, loss FROM step ORDER BY step"), "1|NULL\n2|NULL\n");
 }
 
 TEST(KinetoImport, CpuMemoryOfACpuRankAsOtherCategory) {
@@ -508,13 +512,15 @@ TEST(KinetoImport, CustomStepMarkerWithoutANumberCountsEachRanksSteps) {
         .event("user_annotation", "train_step", f.pid(), 200, 50);
     ranks.push_back(std::move(f));
   }
-  auto summary = import(write_ranks(dir.path(), ranks), dir.path() / "s.db", "train_step");
+  auto summary =
+      import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "s.db", "train_step");
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   TraceQuery trace(dir.path() / "s.db");
   EXPECT_EQ(trace.rows("SELECT rank, step FROM steps ORDER BY rank, step"), "0|0\n0|1\n1|0\n1|1\n");
   EXPECT_TRUE(summary->warnings.empty());
   // A marker that matches nothing leaves the trace without steps, and says so.
-  auto unmatched = import(write_ranks(dir.path(), ranks), dir.path() / "u.db", "train_stp");
+  auto unmatched =
+      import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "u.db", "train_stp");
   ASSERT_TRUE(unmatched.is_ok()) << unmatched.status().message();
   ASSERT_EQ(unmatched->warnings.size(), 1u);
   EXPECT_NE(unmatched->warnings[0].find("--step-marker 'train_stp' matched no event's name"),
