@@ -135,6 +135,13 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
   return m;
 }
 
+DropoutChoice choose_dropout(const std::optional<double>& flag, const memory::ModelConfig& model,
+                             DropoutChoice otherwise) {
+  if (flag) return {*flag, "--dropout"};
+  if (model.dropout) return {*model.dropout, "the model's published recipe"};
+  return otherwise;
+}
+
 StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f) {
   if (!f.gpu.empty() && !f.gpu_file.empty()) {
     return invalid_argument("--gpu {} and --gpu-file {} both give the GPU: pass one", f.gpu,

@@ -143,6 +143,41 @@ TEST(MemoryCommand, AHuggingFaceConfigIsAModelFile) {
   EXPECT_EQ(run_partrain("memory --model-file " + bloom.string() + " --seq 2048").exit_code, 0);
 }
 
+// Dropout is the model's published recipe unless --dropout says otherwise, as in `recommend`:
+// OPT-175B trained with 0.1, whose 1-byte masks (and the stored probabilities' dropout) add
+// activations; a config.json's attention_dropout the same. --explain says where it came from.
+TEST(MemoryCommand, DropoutIsTheModelsUnlessTheFlagSays) {
+  auto activations = [](const std::string& args) {
+    auto r = run_partrain("memory " + args + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return parse_json(r.out)["per_gpu_bytes"]["activations"].get<double>();
+  };
+  const std::string opt = "--model opt-175b --tp 8 --pp 8 --global-batch 64";
+  const double published = activations(opt);
+  EXPECT_EQ(published, activations(opt + " --dropout 0.1"));
+  EXPECT_GT(published, activations(opt + " --dropout 0"));
+  auto explained = run_partrain("memory --model opt-175b --tp 8 --pp 8 --explain");
+  const std::string line =
+      "  dropout\n      hidden and attention, 1-byte masks when > 0 (--dropout P sets it)\n"
+      "      = ";
+  EXPECT_NE(explained.out.find(line + "0.1\n      source: the model's published recipe\n"),
+            std::string::npos)
+      << explained.out;
+  auto flag = run_partrain("memory --model opt-175b --tp 8 --pp 8 --dropout 0 --explain");
+  EXPECT_NE(flag.out.find(line + "0\n      source: --dropout\n"), std::string::npos) << flag.out;
+  auto none = run_partrain("memory --params 7e9 --explain");
+  EXPECT_NE(none.out.find(line + "0\n      source: none: the model states no dropout\n"),
+            std::string::npos)
+      << none.out;
+
+  const std::filesystem::path config = std::filesystem::path(::testing::TempDir()) / "gpt2.json";
+  std::ofstream(config) << R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+    "n_head": 12, "n_positions": 1024, "vocab_size": 50257, "resid_pdrop": 0.1})";
+  const std::string file = "--model-file " + config.string();
+  EXPECT_EQ(activations(file), activations(file + " --dropout 0.1"));
+  EXPECT_GT(activations(file), activations(file + " --dropout 0"));
+}
+
 // Heads of their own width, from a config's head_dim or from --head-dim: Qwen3-4B (32 heads of
 // 128 over a hidden size of 2,560) is the same model either way, and its 4.0B parameters.
 TEST(MemoryCommand, HeadsOfTheirOwnWidthFromAConfigOrTheFlags) {
