@@ -178,6 +178,48 @@ TEST(MemoryCommand, DropoutIsTheModelsUnlessTheFlagSays) {
   EXPECT_GT(activations(file), activations(file + " --dropout 0"));
 }
 
+// --model takes names: a local file or directory is sent to --model-file, not to the hub; a
+// repository without an organisation (gpt2, cached as models--gpt2) is found in the hub cache.
+TEST(MemoryCommand, ModelTakesNamesAndFindsUnnamespacedRepositories) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "local-model";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "gpt2", "n_embd": 768,
+    "n_layer": 12, "n_head": 12, "n_positions": 1024, "vocab_size": 50257})";
+  for (const std::string& given : {dir.string(), (dir / "config.json").string()}) {
+    auto r = run_partrain("memory --model " + given);
+    EXPECT_EQ(r.exit_code, 2) << given;
+    EXPECT_NE(r.err.find("use --model-file " + given), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("huggingface-cli"), std::string::npos) << r.err;
+  }
+  const std::filesystem::path hub = std::filesystem::path(::testing::TempDir()) / "hub-gpt2";
+  const std::filesystem::path snapshot = hub / "models--gpt2" / "snapshots" / "ffff";
+  std::filesystem::create_directories(snapshot);
+  std::filesystem::copy_file(dir / "config.json", snapshot / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto cached = run_partrain("memory --model gpt2 --json", "HF_HUB_CACHE=" + hub.string());
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  auto local = run_partrain("memory --model-file " + dir.string() + " --json");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(parse_json(cached.out)["per_gpu_bytes"], parse_json(local.out)["per_gpu_bytes"]);
+  // A preset keeps its name over a cached repository of the same one.
+  std::filesystem::create_directories(hub / "models--llama-2-7b" / "snapshots" / "x");
+  auto preset = run_partrain("memory --model llama-2-7b", "HF_HUB_CACHE=" + hub.string());
+  EXPECT_EQ(preset.exit_code, 0) << preset.err;
+  auto unknown = run_partrain("memory --model gpt9", "HF_HUB_CACHE=" + hub.string());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("is not a preset"), std::string::npos) << unknown.err;
+}
+
+// --kv-heads on latent attention (DeepSeek's: every head has its keys and values) would change
+// nothing: refused, saying why.
+TEST(MemoryCommand, KvHeadsOnLatentAttentionIsRefused) {
+  auto r = run_partrain("memory --model deepseek-v3 --kv-heads 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kv-heads 8 would change nothing: deepseek-v3's latent attention"),
+            std::string::npos)
+      << r.err;
+}
+
 // Heads of their own width, from a config's head_dim or from --head-dim: Qwen3-4B (32 heads of
 // 128 over a hidden size of 2,560) is the same model either way, and its 4.0B parameters.
 TEST(MemoryCommand, HeadsOfTheirOwnWidthFromAConfigOrTheFlags) {
