@@ -28,7 +28,7 @@ struct MemoryFlags {
   bool flash_attn = false;
   std::string precision = "bf16-mixed";
   double bytes_per_param = 0;
-  double dropout = 0;
+  std::optional<double> dropout;  // unset: the model's published dropout, else none
   std::string optimizer = "adamw";
   std::string reserve = "auto";
   std::string bucket_size = "25000000";
@@ -71,7 +71,6 @@ StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
   l.schedule = *memory::parse_schedule(f.pp_schedule);  // the flag only accepts known names
   l.recompute = *memory::parse_recompute(f.recompute);
   l.flash_attention = f.flash_attn;
-  l.dropout = f.dropout;
   if (!f.pp_split.empty()) {
     ASSIGN_OR_RETURN(l.pp_split, parse_positive_list(f.pp_split, "--pp-split"));
   }
@@ -162,9 +161,14 @@ Status check_flags_apply(const MemoryFlags& f) {
   return Status::ok();
 }
 
+// Without --dropout or a published recipe: none, as the built-in workloads train.
+const DropoutChoice kNoDropout{0, "none: the model states no dropout"};
+
 StatusOr<std::string> render(const MemoryFlags& f) {
   RETURN_IF_ERROR(check_flags_apply(f));
   ASSIGN_OR_RETURN(memory::EstimateInput input, to_input(f));
+  const DropoutChoice dropout = choose_dropout(f.dropout, input.model, kNoDropout);
+  input.layout.dropout = dropout.probability;
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   input.capacity_bytes = gpu.memory_bytes;
   if (!gpu.cuda_runtime && !input.reserve_bytes) input.reserve_bytes = 0;  // host memory
@@ -181,7 +185,12 @@ StatusOr<std::string> render(const MemoryFlags& f) {
   ASSIGN_OR_RETURN(memory::MemoryEstimate estimate, memory::estimate_memory(input));
   if (f.json) return memory::format_estimate_json(input, estimate, context);
   std::string text = memory::format_estimate_text(input, estimate, context, f.per_stage);
-  if (f.explain) text += memory::format_explain_text(memory::explain_estimate(input, estimate));
+  if (f.explain) {
+    std::vector<memory::ExplainLine> lines = memory::explain_estimate(input, estimate);
+    lines.push_back({"dropout", "hidden and attention, 1-byte masks when > 0 (--dropout P sets it)",
+                     fmt::format("{:g}", dropout.probability), dropout.source});
+    text += memory::format_explain_text(lines);
+  }
   return text;
 }
 
@@ -226,8 +235,9 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
                  "Model-state bytes per parameter (custom recipe: the rest after params and grads "
                  "is optimizer state)")
       ->check(positive_number());
-  cmd.add_option("--dropout", f.dropout, "Dropout probability; > 0 counts the 1-byte masks")
-      ->capture_default_str()
+  cmd.add_option("--dropout", f.dropout,
+                 "Dropout probability; > 0 counts the 1-byte masks (default: the model's "
+                 "published recipe, a preset's or a config.json's, else 0)")
       ->check(probability());
   cmd.add_option("--optimizer", f.optimizer,
                  "adamw (adam: the same states, two fp32 moments) or sgd (plain, no momentum "

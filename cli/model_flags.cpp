@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -69,6 +70,40 @@ StatusOr<memory::ModelConfig> dimensions_model(const ModelFlags& f) {
   return m;
 }
 
+// A local file or directory given to --model, which takes names, not paths.
+Status local_path_given(const std::string& name) {
+  std::error_code error;
+  return invalid_argument(
+      "--model '{}' is a local {}: --model takes a preset or a Hugging Face repository id "
+      "(ORG/NAME) in the hub cache; use --model-file {}",
+      name, std::filesystem::is_directory(name, error) ? "directory" : "file", name);
+}
+
+// The config.json --model names in the hub cache (ORG/NAME, or a NAME cached as models--NAME,
+// such as gpt2); empty for a preset (or an unknown name, which the preset lookup refuses).
+StatusOr<std::filesystem::path> model_flag_config(const std::string& name,
+                                                  const std::filesystem::path& share) {
+  std::error_code error;
+  const bool local = std::filesystem::exists(name, error);
+  if (name.ends_with(".json") || name.starts_with('/') || name.starts_with('.')) {
+    return local_path_given(name);
+  }
+  if (memory::is_hf_repo_id(name)) {
+    StatusOr<std::filesystem::path> cached = memory::find_hf_cached_config(name);
+    if (!cached.is_ok() && local) return local_path_given(name);
+    return cached;
+  }
+  const std::vector<std::string> presets = memory::model_preset_names(share);
+  if (std::find(presets.begin(), presets.end(), name) != presets.end()) {
+    return std::filesystem::path();
+  }
+  if (std::filesystem::exists(memory::hf_cache_repo_dir(name), error)) {
+    return memory::find_hf_cached_config(name);
+  }
+  if (local) return local_path_given(name);
+  return std::filesystem::path();
+}
+
 }  // namespace
 
 // The flags naming the model's source, given together, would leave one of them unused: refused,
@@ -114,16 +149,23 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
   if (f.params > 0) return memory::bare_model(f.params);
   memory::ModelConfig m;
   std::filesystem::path file = f.model_file;
-  if (!f.model.empty() && memory::is_hf_repo_id(f.model)) {
-    ASSIGN_OR_RETURN(file, memory::find_hf_cached_config(f.model));
+  if (!f.model.empty()) {
+    ASSIGN_OR_RETURN(auto share, find_share_dir());
+    ASSIGN_OR_RETURN(file, model_flag_config(f.model, share));
+    if (file.empty()) {
+      ASSIGN_OR_RETURN(m, memory::load_model_preset(share, f.model));
+    }
   }
   if (!file.empty()) {
     ASSIGN_OR_RETURN(m, memory::load_model_file(file));
-  } else if (!f.model.empty()) {
-    ASSIGN_OR_RETURN(auto share, find_share_dir());
-    ASSIGN_OR_RETURN(m, memory::load_model_preset(share, f.model));
-  } else {
+  } else if (f.model.empty()) {
     return dimensions_model(f);
+  }
+  if (f.kv_heads > 0 && m.attention == memory::AttentionKind::kLatent) {
+    return invalid_argument(
+        "--kv-heads {} would change nothing: {}'s latent attention gives every head its keys and "
+        "values (from a kv_lora_rank latent): drop --kv-heads",
+        f.kv_heads, m.name);
   }
   apply_dimensions(f, m);
   if (m.seq == 0 && m.architecture == memory::Architecture::kTransformer) {
@@ -133,6 +175,13 @@ StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f) {
                        file.string());
   }
   return m;
+}
+
+DropoutChoice choose_dropout(const std::optional<double>& flag, const memory::ModelConfig& model,
+                             DropoutChoice otherwise) {
+  if (flag) return {*flag, "--dropout"};
+  if (model.dropout) return {*model.dropout, "the model's published recipe"};
+  return otherwise;
 }
 
 StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f) {

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cli/expert_flags.h"
@@ -42,6 +42,16 @@ void add_gpu_flags(CLI::App& cmd, GpuFlags& f, const std::string& what);
 // A preset or file with the dimension flags applied on top, or a model from dimensions alone;
 // kInvalidArgument when neither is given, kUnreadable for a malformed file.
 StatusOr<memory::ModelConfig> resolve_model(const ModelFlags& f);
+// The dropout probability a run trains with, and where it came from, for the reports to say.
+struct DropoutChoice {
+  double probability = 0;
+  std::string source;
+};
+// --dropout when given, else the model's published recipe (a preset's "dropout", a config.json's
+// attention_dropout, hidden_dropout...), else `otherwise` (each command's own default).
+DropoutChoice choose_dropout(const std::optional<double>& flag, const memory::ModelConfig& model,
+                             DropoutChoice otherwise);
+
 // kInvalidArgument when --gpu and --gpu-file are both given.
 StatusOr<memory::GpuSpec> resolve_gpu(const GpuFlags& f);
 

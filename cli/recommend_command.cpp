@@ -276,19 +276,12 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.base.layout.flash_attention = f.flash_attn;
   // Dropout (hidden and attention): the flag, the preset's published recipe, the calibration
   // runs' (the built-in workloads have none), or Megatron-LM's default.
-  std::string dropout_source = "--dropout";
-  if (f.dropout) {
-    s.base.layout.dropout = *f.dropout;
-  } else if (model.dropout) {
-    s.base.layout.dropout = *model.dropout;
-    dropout_source = "the model's published recipe";
-  } else if (!f.calibrate.empty()) {
-    s.base.layout.dropout = 0;
-    dropout_source = "the calibration runs': the built-in workloads have none";
-  } else {
-    s.base.layout.dropout = analyzers::kMegatronDropout;
-    dropout_source = "Megatron-LM's default";
-  }
+  const DropoutChoice dropout = choose_dropout(
+      f.dropout, model,
+      f.calibrate.empty()
+          ? DropoutChoice{analyzers::kMegatronDropout, "Megatron-LM's default"}
+          : DropoutChoice{0, "the calibration runs': the built-in workloads have none"});
+  s.base.layout.dropout = dropout.probability;
   if (f.reserve != "auto") {
     StatusOr<uint64_t> reserve = parse_byte_size(f.reserve);
     if (!reserve.is_ok()) return reserve.status().with_context("--reserve");
@@ -311,8 +304,8 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                         s.cost.tp_backward_overlap,
                         f.grad_accumulation,
                         f.pipeline_p2p,
-                        s.base.layout.dropout,
-                        dropout_source};
+                        dropout.probability,
+                        dropout.source};
   s.context.tokens = f.tokens;
   s.context.moe = model.is_moe();
   s.context.model_notes = model.notes;

@@ -1,6 +1,11 @@
 #include "memory/hf_cache.h"
 
+#include <fmt/format.h>
+
+#include <cctype>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 
 #include "core/env.h"
@@ -27,18 +32,31 @@ std::filesystem::path hf_hub_cache_dir() {
   return std::filesystem::path(home) / ".cache" / "huggingface" / "hub";
 }
 
-StatusOr<std::filesystem::path> find_hf_cached_config(std::string_view repo_id) {
-  namespace fs = std::filesystem;
+std::filesystem::path hf_cache_repo_dir(std::string_view repo_id) {
   std::string folder = "models--" + std::string(repo_id);
-  folder.replace(folder.find('/'), 1, "--");
-  const fs::path repo = hf_hub_cache_dir() / folder;
-  std::error_code error;
-  // refs/main names the snapshot transformers uses by default.
-  std::string revision;
-  if (std::ifstream main(repo / "refs" / "main"); main) std::getline(main, revision);
-  if (!revision.empty() && fs::exists(repo / "snapshots" / revision / "config.json", error)) {
-    return repo / "snapshots" / revision / "config.json";
+  if (const size_t slash = folder.find('/'); slash != std::string::npos) {
+    folder.replace(slash, 1, "--");
   }
+  return hf_hub_cache_dir() / folder;
+}
+
+namespace {
+
+// The revision refs/main names, without the line end or spaces an editor or Windows left.
+std::string main_revision(const std::filesystem::path& repo) {
+  std::ifstream main(repo / "refs" / "main");
+  std::string revision((std::istreambuf_iterator<char>(main)), std::istreambuf_iterator<char>());
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!revision.empty() && space(revision.back())) revision.pop_back();
+  size_t first = 0;
+  while (first < revision.size() && space(revision[first])) ++first;
+  return revision.substr(first);
+}
+
+// The most recently written snapshot's config.json, when a snapshot has one.
+std::optional<std::filesystem::path> newest_config(const std::filesystem::path& repo) {
+  namespace fs = std::filesystem;
+  std::error_code error;
   std::optional<fs::path> newest;
   fs::file_time_type newest_time;
   for (const auto& entry : fs::directory_iterator(repo / "snapshots", error)) {
@@ -46,6 +64,28 @@ StatusOr<std::filesystem::path> find_hf_cached_config(std::string_view repo_id) 
     const auto written = fs::last_write_time(config, error);
     if (error) continue;
     if (!newest || written > newest_time) newest = config, newest_time = written;
+  }
+  return newest;
+}
+
+}  // namespace
+
+StatusOr<std::filesystem::path> find_hf_cached_config(std::string_view repo_id) {
+  namespace fs = std::filesystem;
+  const fs::path repo = hf_cache_repo_dir(repo_id);
+  const std::optional<fs::path> newest = newest_config(repo);
+  // refs/main names the snapshot transformers uses by default; another revision's config may
+  // describe another model, so it is named, not taken.
+  if (const std::string revision = main_revision(repo); !revision.empty()) {
+    const fs::path config = repo / "snapshots" / revision / "config.json";
+    std::error_code error;
+    if (fs::exists(config, error)) return config;
+    return invalid_argument(
+        "--model '{}': refs/main names revision {}, whose snapshot has no config.json in the "
+        "Hugging Face cache ({}): fetch it with `huggingface-cli download {} config.json`{}",
+        repo_id, revision, repo.string(), repo_id,
+        newest ? fmt::format(", or give another revision's with --model-file {}", newest->string())
+               : "");
   }
   if (newest) return *newest;
   return invalid_argument(

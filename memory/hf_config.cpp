@@ -1,6 +1,7 @@
 #include "memory/hf_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -8,18 +9,28 @@
 #include <string_view>
 #include <utility>
 
+#include "memory/hf_config_defaults.h"
+
 namespace partrain::memory {
 namespace {
 
 using nlohmann::json;
 
 constexpr int64_t kLargestDimension = int64_t{1} << 40;
+// Layers are walked one by one (pipeline stages, activations): a count past any model's (the
+// largest published have a few hundred) is a mistake, refused before the walk would hang.
+constexpr int64_t kMostLayers = 100'000;
 
 // The config's fields as transformers writes them: a null is an unset field (n_inner,
-// q_lora_rank), and a field may go by an older name (BLOOM's n_embed).
+// q_lora_rank), and a field may go by an older name (BLOOM's n_embed). A wrapper's language
+// model is read from its text_config, whose fields the errors name as text_config.FIELD.
 class HfFields {
  public:
-  HfFields(const json& config, std::string_view origin) : config_(config), origin_(origin) {}
+  HfFields(const json& config, std::string_view origin, std::string prefix = "")
+      : config_(config), origin_(origin), prefix_(std::move(prefix)) {}
+
+  // The field as the user finds it in the file.
+  std::string path(std::string_view name) const { return prefix_ + std::string(name); }
 
   template <typename... Args>
   Status error(fmt::format_string<Args...> format, Args&&... args) const {
@@ -36,20 +47,24 @@ class HfFields {
     return {nullptr, *names.begin()};
   }
 
-  // The first of `names` present, an integer of at least `least`; `fallback` when none is.
+  // The first of `names` present, an integer from `least` to `most`; `fallback` when none is.
   StatusOr<int64_t> integer(std::initializer_list<const char*> names,
-                            std::optional<int64_t> fallback = std::nullopt,
-                            int64_t least = 1) const {
+                            std::optional<int64_t> fallback = std::nullopt, int64_t least = 1,
+                            int64_t most = kLargestDimension) const {
     const auto [value, name] = find(names);
     if (value == nullptr) {
       if (fallback) return *fallback;
-      return error("Hugging Face config without '{}'", name);
+      if (prefix_.empty()) return error("Hugging Face config without '{}'", path(name));
+      return error(
+          "Hugging Face config without '{}', which partrain knows no default of for this "
+          "language model: add it to {}, from the language model's own config.json",
+          path(name), prefix_.substr(0, prefix_.size() - 1));
     }
     // Bounded, so that the products of dimensions the estimator forms stay exact.
     if (!value->is_number_integer() || value->get<int64_t>() < least ||
-        value->get<int64_t>() > kLargestDimension) {
-      return error("Hugging Face config field '{}' must be an integer from {} to {} (got {})", name,
-                   least, kLargestDimension, value->dump());
+        value->get<int64_t>() > most) {
+      return error("Hugging Face config field '{}' must be an integer from {} to {} (got {})",
+                   path(name), least, most, value->dump());
     }
     return value->get<int64_t>();
   }
@@ -58,7 +73,7 @@ class HfFields {
     const json* value = find({name}).first;
     if (value == nullptr) return fallback;
     if (!value->is_boolean()) {
-      return error("Hugging Face config field '{}' must be true or false (got {})", name,
+      return error("Hugging Face config field '{}' must be true or false (got {})", path(name),
                    value->dump());
     }
     return value->get<bool>();
@@ -69,8 +84,8 @@ class HfFields {
     const auto [value, name] = find(names);
     if (value == nullptr) return std::optional<double>();
     if (!value->is_number() || value->get<double>() < 0 || value->get<double>() >= 1) {
-      return error("Hugging Face config field '{}' must be a probability in [0, 1) (got {})", name,
-                   value->dump());
+      return error("Hugging Face config field '{}' must be a probability in [0, 1) (got {})",
+                   path(name), value->dump());
     }
     return std::optional<double>(value->get<double>());
   }
@@ -78,27 +93,54 @@ class HfFields {
  private:
   const json& config_;
   std::string origin_;
+  std::string prefix_;
 };
 
+// A rope block's original length (original_max_position_embeddings), under `path` for errors;
+// nullopt when it names none.
+StatusOr<std::optional<int64_t>> original_length(const HfFields& f, const json& rope,
+                                                 const std::string& path) {
+  auto original = rope.find("original_max_position_embeddings");
+  if (original == rope.end() || original->is_null()) return std::optional<int64_t>();
+  if (!original->is_number_integer() || original->get<int64_t>() < 1 ||
+      original->get<int64_t>() > kLargestDimension) {
+    return f.error(
+        "Hugging Face config field '{}.original_max_position_embeddings' must be an integer from "
+        "1 to {} (got {})",
+        path, kLargestDimension, original->dump());
+  }
+  return std::optional<int64_t>(original->get<int64_t>());
+}
+
+// The original length in the rope block transformers v4 writes as rope_scaling and v5 as
+// rope_parameters, which v5 nests by layer type where they differ (Gemma 3: full_attention,
+// sliding_attention): the full attention's, else the largest a layer type names.
+StatusOr<std::optional<int64_t>> rope_original_length(const HfFields& f) {
+  for (const char* name : {"rope_scaling", "rope_parameters"}) {
+    const json* rope = f.find({name}).first;
+    if (rope == nullptr || !rope->is_object()) continue;
+    ASSIGN_OR_RETURN(std::optional<int64_t> flat, original_length(f, *rope, f.path(name)));
+    if (flat) return flat;
+    std::optional<int64_t> longest;
+    for (const auto& [layer_type, nested] : rope->items()) {
+      if (!nested.is_object()) continue;
+      ASSIGN_OR_RETURN(std::optional<int64_t> length,
+                       original_length(f, nested, f.path(name) + "." + layer_type));
+      if (length && layer_type == "full_attention") return length;
+      if (length && (!longest || *length > *longest)) longest = length;
+    }
+    if (longest) return longest;
+  }
+  return std::optional<int64_t>();
+}
+
 // The length it was pre-trained with where the config says so (a context extended by YaRN or
-// Llama 3.1's rope scaling keeps the original, in rope_scaling or, for Phi-3, beside it), else
+// Llama 3.1's rope scaling keeps the original, in its rope block or, for Phi-3, beside it), else
 // its context length; 0 without either.
 StatusOr<int64_t> pretraining_seq(const HfFields& f,
                                   std::initializer_list<const char*> context_names) {
-  if (const json* scaling = f.find({"rope_scaling"}).first;
-      scaling != nullptr && scaling->is_object()) {
-    auto original = scaling->find("original_max_position_embeddings");
-    if (original != scaling->end() && !original->is_null()) {
-      if (!original->is_number_integer() || original->get<int64_t>() < 1 ||
-          original->get<int64_t>() > kLargestDimension) {
-        return f.error(
-            "Hugging Face config field 'rope_scaling.original_max_position_embeddings' must be "
-            "an integer from 1 to {} (got {})",
-            kLargestDimension, original->dump());
-      }
-      return original->get<int64_t>();
-    }
-  }
+  ASSIGN_OR_RETURN(const std::optional<int64_t> original, rope_original_length(f));
+  if (original) return *original;
   if (f.find({"original_max_position_embeddings"}).first != nullptr) {
     return f.integer({"original_max_position_embeddings"});
   }
@@ -120,7 +162,7 @@ Status read_head_dim(const HfFields& f, ModelConfig& m) {
 // The block's fields, biases aside (read_llama_like refuses them, gpt-oss has them all).
 Status read_llama_block(const HfFields& f, ModelConfig& m) {
   ASSIGN_OR_RETURN(m.hidden, f.integer({"hidden_size"}));
-  ASSIGN_OR_RETURN(m.layers, f.integer({"num_hidden_layers"}));
+  ASSIGN_OR_RETURN(m.layers, f.integer({"num_hidden_layers"}, std::nullopt, 1, kMostLayers));
   ASSIGN_OR_RETURN(m.heads, f.integer({"num_attention_heads"}));
   ASSIGN_OR_RETURN(m.kv_heads, f.integer({"num_key_value_heads"}, m.heads));
   ASSIGN_OR_RETURN(m.ffn, f.integer({"intermediate_size"}));
@@ -151,7 +193,7 @@ Status read_llama_like(const HfFields& f, ModelConfig& m) {
 Status read_mixtral(const HfFields& f, ModelConfig& m) {
   RETURN_IF_ERROR(read_llama_like(f, m));
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_local_experts"}));
-  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}, std::nullopt, 1, m.moe.experts));
   m.moe.expert_ffn = m.ffn;
   return Status::ok();
 }
@@ -163,7 +205,8 @@ Status read_gpt_oss(const HfFields& f, ModelConfig& m) {
   RETURN_IF_ERROR(read_llama_block(f, m));
   m.bias = true;
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_local_experts"}));
-  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok", "experts_per_token"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok", "experts_per_token"},
+                                          std::nullopt, 1, m.moe.experts));
   m.moe.expert_ffn = m.ffn;
   m.notes.push_back(
       fmt::format("its attention sinks and router biases ({:.0f} parameters) are not counted",
@@ -195,7 +238,7 @@ Status read_deepseek(const HfFields& f, ModelConfig& m) {
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"n_routed_experts"}, int64_t{0}, 0));
   if (m.moe.experts == 0) return Status::ok();
   RETURN_IF_ERROR(every_block_routed(f, "moe_layer_freq"));
-  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}, std::nullopt, 1, m.moe.experts));
   ASSIGN_OR_RETURN(m.moe.expert_ffn, f.integer({"moe_intermediate_size"}));
   ASSIGN_OR_RETURN(m.moe.shared_experts, f.integer({"n_shared_experts"}, int64_t{0}, 0));
   ASSIGN_OR_RETURN(m.moe.dense_layers, f.integer({"first_k_dense_replace"}, int64_t{0}, 0));
@@ -207,7 +250,7 @@ Status read_sizes(const HfFields& f, ModelConfig& m, std::initializer_list<const
                   std::initializer_list<const char*> layers,
                   std::initializer_list<const char*> heads) {
   ASSIGN_OR_RETURN(m.hidden, f.integer(hidden));
-  ASSIGN_OR_RETURN(m.layers, f.integer(layers));
+  ASSIGN_OR_RETURN(m.layers, f.integer(layers, std::nullopt, 1, kMostLayers));
   ASSIGN_OR_RETURN(m.heads, f.integer(heads));
   m.kv_heads = m.heads;
   ASSIGN_OR_RETURN(m.vocab, f.integer({"vocab_size"}));
@@ -302,7 +345,7 @@ Status read_qwen3(const HfFields& f, ModelConfig& m) {
 // block, not counted.
 Status read_qwen_moe(const HfFields& f, ModelConfig& m, bool shared_expert) {
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"num_experts"}));
-  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}));
+  ASSIGN_OR_RETURN(m.moe.top_k, f.integer({"num_experts_per_tok"}, std::nullopt, 1, m.moe.experts));
   ASSIGN_OR_RETURN(m.moe.expert_ffn, f.integer({"moe_intermediate_size"}));
   RETURN_IF_ERROR(every_block_routed(f, "decoder_sparse_step"));
   if (const json* dense = f.find({"mlp_only_layers"}).first; dense != nullptr) {
@@ -455,39 +498,31 @@ const std::vector<std::string>& hf_model_types() {
   return types;
 }
 
-StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view origin) {
-  HfFields f(config, origin);
-  const json& type = config.at("model_type");
-  if (!type.is_string()) {
-    return f.error("Hugging Face config field 'model_type' must be a string (got {})", type.dump());
-  }
-  const std::string model_type = type.get<std::string>();
-  const Mapping* mapping = find_mapping(config);
-  // A vision-language wrapper (gemma3, mistral3, llava...) keeps its language model in
-  // text_config: that is the model trained here; the vision encoder is not counted, and a note
-  // says so.
-  if (auto text = config.find("text_config");
-      mapping == nullptr && text != config.end() && find_mapping(*text) != nullptr) {
-    ASSIGN_OR_RETURN(ModelConfig m, model_from_hf_config(*text, origin));
-    m.name = hf_model_name(config, origin);
-    m.notes.insert(m.notes.begin(),
-                   fmt::format("a {} config: its language model (text_config, model_type {}) is "
-                               "counted, its vision encoder and projector are not",
-                               model_type, text->at("model_type").get<std::string>()));
-    return m;
-  }
-  if (mapping == nullptr) {
-    std::string types;
-    for (const std::string& t : hf_model_types()) types += (types.empty() ? "" : ", ") + t;
-    return f.error(
-        "Hugging Face model_type \"{}\" is not one partrain reads (it reads {}): write the model "
-        "in the presets' format (share/models/*.json, docs/memory.md)",
-        model_type, types);
-  }
+namespace {
+
+std::string model_type_list() {
+  std::string types;
+  for (const std::string& t : hf_model_types()) types += (types.empty() ? "" : ", ") + t;
+  return types;
+}
+
+Status not_read(const json& config, const std::string& model_type, std::string_view origin) {
+  return HfFields(config, origin)
+      .error(
+          "Hugging Face model_type \"{}\" is not one partrain reads (it reads {}): write the "
+          "model in the presets' format (share/models/*.json, docs/memory.md)",
+          model_type, model_type_list());
+}
+
+// The model in `config`, whose model_type `mapping` reads; `prefix` names where its fields are
+// ("text_config." in a wrapper).
+StatusOr<ModelConfig> read_model(const json& config, const Mapping& mapping,
+                                 std::string_view origin, std::string prefix) {
+  HfFields f(config, origin, std::move(prefix));
   ModelConfig m;
   m.name = hf_model_name(config, origin);
-  m.source = fmt::format("{} (Hugging Face config, model_type {})", origin, model_type);
-  RETURN_IF_ERROR(mapping->read(f, m));
+  m.source = fmt::format("{} (Hugging Face config, model_type {})", origin, mapping.model_type);
+  RETURN_IF_ERROR(mapping.read(f, m));
   RETURN_IF_ERROR(note_sliding_window(f, m));
   if (m.attention != AttentionKind::kLatent) {
     if (m.explicit_head_dim == 0 && m.hidden % m.heads != 0) {
@@ -504,6 +539,105 @@ StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view 
   if (Status experts = validate_experts(m); !experts.is_ok()) {
     return f.error("{}", experts.message());
   }
+  return m;
+}
+
+// A vision-language wrapper (gemma3, mistral3, llava...) keeps its language model in
+// text_config: that is the model trained here; the vision encoder is not counted, and a note
+// says so. transformers v4 saved text_config as a diff against its class's defaults, which fill
+// what it omits, as transformers does when it loads it, and a note says which.
+StatusOr<ModelConfig> read_text_config(const json& config, const json& text,
+                                       const std::string& wrapper_type, std::string_view origin) {
+  const HfFields f(config, origin);
+  std::optional<std::string> text_type = default_text_model_type(wrapper_type);
+  if (auto named = text.find("model_type"); named != text.end() && named->is_string()) {
+    text_type = named->get<std::string>();
+  }
+  if (!text_type) {
+    return f.error(
+        "Hugging Face {} config whose text_config has no model_type: add "
+        "text_config.model_type, the language model's (one of {})",
+        wrapper_type, model_type_list());
+  }
+  const Mapping* mapping = find_mapping(json{{"model_type", *text_type}});
+  if (mapping == nullptr) {
+    return f.error(
+        "Hugging Face {} config's language model, text_config.model_type \"{}\", is not one "
+        "partrain reads (it reads {}): write the model in the presets' format "
+        "(share/models/*.json, docs/memory.md)",
+        wrapper_type, *text_type, model_type_list());
+  }
+  json filled_text = text;
+  filled_text["model_type"] = *text_type;
+  const FilledTextConfig filled = fill_text_config_defaults(filled_text, *text_type);
+  ASSIGN_OR_RETURN(ModelConfig m, read_model(filled_text, *mapping, origin, "text_config."));
+  m.name = hf_model_name(config, origin);
+  if (!filled.defaulted.empty()) {
+    m.notes.insert(m.notes.begin(),
+                   fmt::format("its text_config leaves {} at transformers' {} defaults ({})",
+                               filled.defaulted.size() == 1 ? "a field" : "fields",
+                               filled.config_class, fmt::join(filled.defaulted, ", ")));
+  }
+  m.notes.insert(m.notes.begin(),
+                 fmt::format("a {} config: its language model (text_config, model_type {}) is "
+                             "counted, its vision encoder and projector are not",
+                             wrapper_type, *text_type));
+  return m;
+}
+
+// A quantized checkpoint's weights (AWQ, GPTQ, bitsandbytes, fp8, mxfp4) are stored narrower
+// than training keeps them; partrain counts every weight at the recipe's width, which a note
+// says, with the width the checkpoint stores where the config says it (docs/decisions.md).
+void note_quantization(const json& config, ModelConfig& m) {
+  auto quantization = config.find("quantization_config");
+  if (quantization == config.end() || !quantization->is_object()) return;
+  auto method = quantization->find("quant_method");
+  const std::string name =
+      method != quantization->end() && method->is_string() ? method->get<std::string>() : "";
+  std::string width;
+  if (auto bits = quantization->find("bits"); bits != quantization->end() && bits->is_number()) {
+    width = fmt::format("{} bits a weight", bits->dump());
+  } else if (quantization->value("load_in_4bit", false)) {
+    width = "4 bits a weight";
+  } else if (quantization->value("load_in_8bit", false) || name == "fp8") {
+    width = "8 bits a weight";
+  } else if (name == "mxfp4") {
+    width = "4.25 bits a weight (4-bit values, an 8-bit scale a 32)";
+  }
+  std::string kept;
+  if (auto unconverted = quantization->find("modules_to_not_convert");
+      unconverted != quantization->end() && unconverted->is_array() && !unconverted->empty()) {
+    std::vector<std::string> modules;
+    for (const json& module : *unconverted) {
+      if (module.is_string()) modules.push_back(module.get<std::string>());
+    }
+    kept = fmt::format(", except {}", fmt::join(modules, ", "));
+  }
+  m.notes.push_back(fmt::format(
+      "its checkpoint is quantized (quantization_config: {}{}{}): partrain counts every weight "
+      "at the --precision width training keeps, so an --inference estimate of the quantized "
+      "weights is too large",
+      name.empty() ? "quant_method unstated" : name, width.empty() ? "" : ", " + width, kept));
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> model_from_hf_config(const json& config, std::string_view origin) {
+  const json& type = config.at("model_type");
+  if (!type.is_string()) {
+    return HfFields(config, origin)
+        .error("Hugging Face config field 'model_type' must be a string (got {})", type.dump());
+  }
+  const std::string model_type = type.get<std::string>();
+  StatusOr<ModelConfig> m = [&]() -> StatusOr<ModelConfig> {
+    if (const Mapping* mapping = find_mapping(config)) {
+      return read_model(config, *mapping, origin, "");
+    }
+    auto text = config.find("text_config");
+    if (text == config.end() || !text->is_object()) return not_read(config, model_type, origin);
+    return read_text_config(config, *text, model_type, origin);
+  }();
+  if (m.is_ok()) note_quantization(config, *m);
   return m;
 }
 

@@ -143,6 +143,83 @@ TEST(MemoryCommand, AHuggingFaceConfigIsAModelFile) {
   EXPECT_EQ(run_partrain("memory --model-file " + bloom.string() + " --seq 2048").exit_code, 0);
 }
 
+// Dropout is the model's published recipe unless --dropout says otherwise, as in `recommend`:
+// OPT-175B trained with 0.1, whose 1-byte masks (and the stored probabilities' dropout) add
+// activations; a config.json's attention_dropout the same. --explain says where it came from.
+TEST(MemoryCommand, DropoutIsTheModelsUnlessTheFlagSays) {
+  auto activations = [](const std::string& args) {
+    auto r = run_partrain("memory " + args + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return parse_json(r.out)["per_gpu_bytes"]["activations"].get<double>();
+  };
+  const std::string opt = "--model opt-175b --tp 8 --pp 8 --global-batch 64";
+  const double published = activations(opt);
+  EXPECT_EQ(published, activations(opt + " --dropout 0.1"));
+  EXPECT_GT(published, activations(opt + " --dropout 0"));
+  auto explained = run_partrain("memory --model opt-175b --tp 8 --pp 8 --explain");
+  const std::string line =
+      "  dropout\n      hidden and attention, 1-byte masks when > 0 (--dropout P sets it)\n"
+      "      = ";
+  EXPECT_NE(explained.out.find(line + "0.1\n      source: the model's published recipe\n"),
+            std::string::npos)
+      << explained.out;
+  auto flag = run_partrain("memory --model opt-175b --tp 8 --pp 8 --dropout 0 --explain");
+  EXPECT_NE(flag.out.find(line + "0\n      source: --dropout\n"), std::string::npos) << flag.out;
+  auto none = run_partrain("memory --params 7e9 --explain");
+  EXPECT_NE(none.out.find(line + "0\n      source: none: the model states no dropout\n"),
+            std::string::npos)
+      << none.out;
+
+  const std::filesystem::path config = std::filesystem::path(::testing::TempDir()) / "gpt2.json";
+  std::ofstream(config) << R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+    "n_head": 12, "n_positions": 1024, "vocab_size": 50257, "resid_pdrop": 0.1})";
+  const std::string file = "--model-file " + config.string();
+  EXPECT_EQ(activations(file), activations(file + " --dropout 0.1"));
+  EXPECT_GT(activations(file), activations(file + " --dropout 0"));
+}
+
+// --model takes names: a local file or directory is sent to --model-file, not to the hub; a
+// repository without an organisation (gpt2, cached as models--gpt2) is found in the hub cache.
+TEST(MemoryCommand, ModelTakesNamesAndFindsUnnamespacedRepositories) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "local-model";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "gpt2", "n_embd": 768,
+    "n_layer": 12, "n_head": 12, "n_positions": 1024, "vocab_size": 50257})";
+  for (const std::string& given : {dir.string(), (dir / "config.json").string()}) {
+    auto r = run_partrain("memory --model " + given);
+    EXPECT_EQ(r.exit_code, 2) << given;
+    EXPECT_NE(r.err.find("use --model-file " + given), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("huggingface-cli"), std::string::npos) << r.err;
+  }
+  const std::filesystem::path hub = std::filesystem::path(::testing::TempDir()) / "hub-gpt2";
+  const std::filesystem::path snapshot = hub / "models--gpt2" / "snapshots" / "ffff";
+  std::filesystem::create_directories(snapshot);
+  std::filesystem::copy_file(dir / "config.json", snapshot / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto cached = run_partrain("memory --model gpt2 --json", "HF_HUB_CACHE=" + hub.string());
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  auto local = run_partrain("memory --model-file " + dir.string() + " --json");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(parse_json(cached.out)["per_gpu_bytes"], parse_json(local.out)["per_gpu_bytes"]);
+  // A preset keeps its name over a cached repository of the same one.
+  std::filesystem::create_directories(hub / "models--llama-2-7b" / "snapshots" / "x");
+  auto preset = run_partrain("memory --model llama-2-7b", "HF_HUB_CACHE=" + hub.string());
+  EXPECT_EQ(preset.exit_code, 0) << preset.err;
+  auto unknown = run_partrain("memory --model gpt9", "HF_HUB_CACHE=" + hub.string());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("is not a preset"), std::string::npos) << unknown.err;
+}
+
+// --kv-heads on latent attention (DeepSeek's: every head has its keys and values) would change
+// nothing: refused, saying why.
+TEST(MemoryCommand, KvHeadsOnLatentAttentionIsRefused) {
+  auto r = run_partrain("memory --model deepseek-v3 --kv-heads 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kv-heads 8 would change nothing: deepseek-v3's latent attention"),
+            std::string::npos)
+      << r.err;
+}
+
 // Heads of their own width, from a config's head_dim or from --head-dim: Qwen3-4B (32 heads of
 // 128 over a hidden size of 2,560) is the same model either way, and its 4.0B parameters.
 TEST(MemoryCommand, HeadsOfTheirOwnWidthFromAConfigOrTheFlags) {

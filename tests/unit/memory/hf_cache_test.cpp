@@ -50,6 +50,16 @@ void write_config(const fs::path& snapshot) {
   std::ofstream(snapshot / "config.json") << R"({"model_type": "llama"})";
 }
 
+// org/model in `cache`, with snapshots "old" and "new", whose config.json is the newer.
+fs::path two_snapshots(const fs::path& cache) {
+  const fs::path repo = cache / "models--org--model";
+  write_config(repo / "snapshots" / "old");
+  write_config(repo / "snapshots" / "new");
+  fs::last_write_time(repo / "snapshots" / "old" / "config.json",
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  return repo;
+}
+
 TEST(HfCache, RepositoryIdsAreOrgSlashName) {
   EXPECT_TRUE(is_hf_repo_id("meta-llama/Meta-Llama-3-8B"));
   for (const char* not_one : {"llama-3-8b", "/x", "x/", "a/b/c", ""}) {
@@ -76,11 +86,7 @@ TEST(HfCache, ARepositoryIdStandsForItsMainSnapshotsConfig) {
   HubEnvironment environment;
   testing::ScratchDir scratch;
   ::setenv("HF_HUB_CACHE", scratch.path().c_str(), 1);
-  const fs::path repo = scratch.path() / "models--org--model";
-  write_config(repo / "snapshots" / "old");
-  write_config(repo / "snapshots" / "new");
-  fs::last_write_time(repo / "snapshots" / "old" / "config.json",
-                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  const fs::path repo = two_snapshots(scratch.path());
   EXPECT_EQ(*find_hf_cached_config("org/model"), repo / "snapshots" / "new" / "config.json");
   fs::create_directories(repo / "refs");
   std::ofstream(repo / "refs" / "main") << "old";
@@ -94,6 +100,49 @@ TEST(HfCache, ARepositoryIdStandsForItsMainSnapshotsConfig) {
                 "): fetch it with `huggingface-cli download org/other config.json`"),
             std::string::npos)
       << missing.status().message();
+}
+
+// refs/main as an editor or Windows leaves it ("\r\n", spaces) names the same revision; a
+// revision whose snapshot has no config.json is refused naming it, and the snapshot that has
+// one, rather than another revision's config read silently in its place.
+TEST(HfCache, RefsMainIsTrimmedAndItsRevisionIsNotReplacedSilently) {
+  HubEnvironment environment;
+  testing::ScratchDir scratch;
+  ::setenv("HF_HUB_CACHE", scratch.path().c_str(), 1);
+  const fs::path repo = two_snapshots(scratch.path());
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << " old\r\n";
+  const StatusOr<fs::path> trimmed = find_hf_cached_config("org/model");
+  ASSERT_TRUE(trimmed.is_ok()) << trimmed.status().message();
+  EXPECT_EQ(*trimmed, repo / "snapshots" / "old" / "config.json");
+
+  for (const char* revision : {"partial", "absent"}) {
+    fs::create_directories(repo / "snapshots" / "partial");
+    std::ofstream(repo / "snapshots" / "partial" / "tokenizer.json") << "{}";
+    std::ofstream(repo / "refs" / "main") << revision;
+    const StatusOr<fs::path> refused = find_hf_cached_config("org/model");
+    ASSERT_FALSE(refused.is_ok()) << revision;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find(
+                  std::string("refs/main names revision ") + revision +
+                  ", whose snapshot has no config.json in the Hugging Face cache"),
+              std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(
+        refused.status().message().find("or give another revision's with --model-file " +
+                                        (repo / "snapshots" / "new" / "config.json").string()),
+        std::string::npos)
+        << refused.status().message();
+  }
+}
+
+// A repository without an organisation (gpt2) is cached as models--NAME.
+TEST(HfCache, ARepositoryWithoutAnOrganisationIsModelsDashDashName) {
+  HubEnvironment environment;
+  ::setenv("HF_HUB_CACHE", "/cache", 1);
+  EXPECT_EQ(hf_cache_repo_dir("gpt2"), fs::path("/cache/models--gpt2"));
+  EXPECT_EQ(hf_cache_repo_dir("openai-community/gpt2"),
+            fs::path("/cache/models--openai-community--gpt2"));
 }
 
 }  // namespace

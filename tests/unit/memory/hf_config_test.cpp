@@ -241,43 +241,126 @@ TEST(HfConfig, GptOssCountsItsPublishedParameters) {
 }
 
 // A vision-language wrapper's language model is read from its text_config and named after the
-// wrapper; the vision encoder is left out and a note says so. Gemma-3-27B's language model is
-// 27.0B (the 27.4B release less its 0.4B SigLIP encoder), Mistral-Small-3.1-24B's 23.6B.
+// wrapper; the vision encoder is left out and a note says so. Mistral-Small-3.1-24B's language
+// model is 23.6B.
 TEST(HfConfig, AVisionLanguageWrappersTextConfigIsTheModel) {
-  const std::pair<const char*, double> models[] = {
-      {R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-           "_name_or_path": "google/gemma-3-27b-pt",
-           "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
-             "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
-             "num_key_value_heads": 16, "query_pre_attn_scalar": 168, "vocab_size": 262208,
-             "max_position_embeddings": 131072, "sliding_window": 1024,
-             "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
-           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}})",
-       27.0e9},
-      {R"({"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
-           "text_config": {"model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
-             "intermediate_size": 32768, "num_attention_heads": 32, "num_hidden_layers": 40,
-             "num_key_value_heads": 8, "vocab_size": 131072, "max_position_embeddings": 131072,
-             "sliding_window": null},
-           "vision_config": {"model_type": "pixtral", "hidden_size": 1024}})",
-       23.6e9}};
-  for (const auto& [text, published] : models) {
-    const StatusOr<ModelConfig> model = read(text);
+  const StatusOr<ModelConfig> model = read(R"({"architectures":
+      ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+      "_name_or_path": "mistralai/Mistral-Small-3.1-24B-Base-2503",
+      "text_config": {"model_type": "mistral", "head_dim": 128, "hidden_size": 5120,
+        "intermediate_size": 32768, "num_attention_heads": 32, "num_hidden_layers": 40,
+        "num_key_value_heads": 8, "vocab_size": 131072, "max_position_embeddings": 131072,
+        "sliding_window": null},
+      "vision_config": {"model_type": "pixtral", "hidden_size": 1024}})");
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  EXPECT_NEAR(total_params(*model) / 23.6e9, 1.0, 0.01);
+  EXPECT_EQ(model->name, "Mistral-Small-3.1-24B-Base-2503");
+  ASSERT_EQ(model->notes.size(), 1u);  // all its fields given: no defaults said
+  EXPECT_NE(model->notes.front().find("its vision encoder and projector are not"),
+            std::string::npos)
+      << model->notes.front();
+}
+
+// transformers v4 saved a wrapper's text_config as a diff against its text model class's
+// defaults, which fill it back when it loads: the published configs of google/gemma-3-27b-it
+// and gemma-3-4b-it (their text_configs have no vocab_size, the 4B's no heads or head_dim
+// either) and llava-hf/llava-1.5-7b-hf (only vocab_size and max_position_embeddings given),
+// against transformers 5.24's parameter counts on the meta device: 27,009,346,304,
+// 3,880,263,168 and 6,738,939,904 (the language models'). partrain leaves out Gemma 3's norms
+// after attention and the MLP and its q/k norms, 2 h + 2 head_dim a block, which its notes name.
+TEST(HfConfig, AWrappersTextConfigIsFilledFromItsClassDefaults) {
+  const std::string gemma3 = R"({"architectures": ["Gemma3ForConditionalGeneration"],
+      "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106],
+      "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+      "model_type": "gemma3", "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+      "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+        "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+        "patch_size": 14, "vision_use_head": false}, )";
+  const std::string gemma3_27b = gemma3 + R"("text_config": {"head_dim": 128,
+      "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text",
+      "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16,
+      "query_pre_attn_scalar": 168, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+      "sliding_window": 1024}})";
+  const std::string gemma3_4b = gemma3 + R"("text_config": {"hidden_size": 2560,
+      "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}})";
+  const std::string llava = R"({"_name_or_path": "llava-hf/llava-1.5-7b-hf",
+      "architectures": ["LlavaForConditionalGeneration"], "ignore_index": -100,
+      "image_token_index": 32000, "model_type": "llava", "pad_token_id": 32001,
+      "projector_hidden_act": "gelu", "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5",
+        "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 4096,
+        "model_type": "llama", "rms_norm_eps": 1e-05, "torch_dtype": "float16",
+        "vocab_size": 32064},
+      "tie_word_embeddings": false, "torch_dtype": "float16",
+      "transformers_version": "4.36.0.dev0", "vision_config": {"hidden_size": 1024,
+        "image_size": 336, "intermediate_size": 4096, "model_type": "clip_vision_model",
+        "num_attention_heads": 16, "num_hidden_layers": 24, "patch_size": 14,
+        "projection_dim": 768, "vocab_size": 32000}, "vision_feature_layer": -2,
+      "vision_feature_select_strategy": "default", "vocab_size": 32064})";
+  struct Published {
+    std::string config;
+    double transformers_count;
+    bool gemma3_norms;
+    std::string defaults;
+  };
+  const Published models[] = {
+      {gemma3_27b, 27'009'346'304, true,
+       "its text_config leaves fields at transformers' Gemma3TextConfig defaults (vocab_size "
+       "262208, max_position_embeddings 131072)"},
+      {gemma3_4b, 3'880'263'168, true,
+       "its text_config leaves fields at transformers' Gemma3TextConfig defaults (vocab_size "
+       "262208, num_attention_heads 8, num_key_value_heads 4, head_dim 256, "
+       "max_position_embeddings 131072)"},
+      {llava, 6'738'939'904, false,
+       "its text_config leaves fields at transformers' LlamaConfig defaults (hidden_size 4096, "
+       "intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32)"}};
+  for (const Published& published : models) {
+    const StatusOr<ModelConfig> model = read(published.config.c_str());
     ASSERT_TRUE(model.is_ok()) << model.status().message();
-    EXPECT_NEAR(total_params(*model) / published, 1.0, 0.01) << text;
-    ASSERT_FALSE(model->notes.empty());
-    EXPECT_NE(model->notes.front().find("its vision encoder and projector are not"),
-              std::string::npos)
-        << model->notes.front();
+    const double uncounted =
+        published.gemma3_norms
+            ? static_cast<double>(model->layers * (2 * model->hidden + 2 * model->head_dim()))
+            : 0;
+    EXPECT_DOUBLE_EQ(total_params(*model) + uncounted, published.transformers_count)
+        << published.defaults;
+    ASSERT_GE(model->notes.size(), 2u);
+    EXPECT_EQ(model->notes[1], published.defaults);
   }
-  EXPECT_EQ(read(models[0].first)->name, "gemma-3-27b-pt");
-  EXPECT_TRUE(read(models[0].first)->tied_embeddings);
-  // A wrapper whose language model partrain does not read is refused by the wrapper's type.
+  EXPECT_EQ(read(gemma3_4b.c_str())->name, "config");  // no _name_or_path: the file's
+  EXPECT_TRUE(read(gemma3_4b.c_str())->tied_embeddings);
+  EXPECT_EQ(read(llava.c_str())->name, "llava-1.5-7b-hf");
+  EXPECT_EQ(read(llava.c_str())->seq, 4096);
+  // A text_config without model_type is the wrapper's default text model (LLaVA's llama).
+  const StatusOr<ModelConfig> untyped =
+      read(R"({"model_type": "llava", "text_config": {"vocab_size": 32064}})");
+  ASSERT_TRUE(untyped.is_ok()) << untyped.status().message();
+  EXPECT_EQ(untyped->layers, 32);
+  // A language model partrain has no defaults for names the field it lacks, and the fix.
+  const StatusOr<ModelConfig> partial = read(
+      R"({"model_type": "some_vlm", "text_config": {"model_type": "qwen3", "hidden_size": 64}})");
+  ASSERT_FALSE(partial.is_ok());
+  EXPECT_NE(partial.status().message().find(
+                "without 'text_config.num_hidden_layers', which partrain knows no default of "
+                "for this language model: add it to text_config, from the language model's own "
+                "config.json"),
+            std::string::npos)
+      << partial.status().message();
+  // A language model partrain does not read is refused by its own type, not the wrapper's.
   const StatusOr<ModelConfig> refused =
       read(R"({"model_type": "llava", "text_config": {"model_type": "falcon"}})");
   ASSERT_FALSE(refused.is_ok());
-  EXPECT_NE(refused.status().message().find("model_type \"llava\" is not one"), std::string::npos)
+  EXPECT_NE(refused.status().message().find(
+                "llava config's language model, text_config.model_type \"falcon\", is not one "
+                "partrain reads"),
+            std::string::npos)
       << refused.status().message();
+  const StatusOr<ModelConfig> untyped_unknown =
+      read(R"({"model_type": "some_vlm", "text_config": {"hidden_size": 64}})");
+  ASSERT_FALSE(untyped_unknown.is_ok());
+  EXPECT_NE(untyped_unknown.status().message().find(
+                "some_vlm config whose text_config has no model_type: add text_config.model_type"),
+            std::string::npos)
+      << untyped_unknown.status().message();
 }
 
 // The length a model was pre-trained with, not the context it was extended to; none without a
@@ -288,6 +371,51 @@ TEST(HfConfig, SequenceIsThePretrainingLength) {
   EXPECT_EQ(read(kBloom)->seq, 0);
   EXPECT_EQ(read(kMixtral)->dropout, 0.0);
   EXPECT_FALSE(read(kNeox20b)->dropout.has_value());  // the config does not say
+}
+
+// transformers v5 writes v4's rope_scaling as rope_parameters (meta-llama/Llama-3.1-8B saved by
+// transformers 5.24): its original length is the pre-training one, not the 131,072 it extends
+// to. Gemma 3's v5 config nests it by layer type: the full attention's counts.
+TEST(HfConfig, TransformersV5RopeParametersKeepThePretrainingLength) {
+  const StatusOr<ModelConfig> llama = read(R"({"architectures": ["LlamaForCausalLM"],
+      "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 1, "dtype": "bfloat16",
+      "eos_token_id": 2, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+      "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 131072,
+      "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32,
+      "num_hidden_layers": 32, "num_key_value_heads": 8, "pad_token_id": null,
+      "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_parameters": {"factor": 8.0,
+      "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192,
+      "rope_theta": 500000.0, "rope_type": "llama3"}, "tie_word_embeddings": false,
+      "transformers_version": "5.24.0", "use_cache": true, "vocab_size": 128256})");
+  ASSERT_TRUE(llama.is_ok()) << llama.status().message();
+  EXPECT_EQ(llama->seq, 8192);
+  const std::string gemma3 = R"({"model_type": "gemma3_text", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 131072,
+      "rope_parameters": {)";
+  const std::pair<std::string, int64_t> nestings[] = {
+      {R"("sliding_attention": {"rope_type": "yarn", "original_max_position_embeddings": 4096},
+          "full_attention": {"rope_type": "yarn", "original_max_position_embeddings": 32768}}})",
+       32768},
+      {R"("sliding_attention": {"rope_type": "yarn", "original_max_position_embeddings": 4096},
+          "chunked_attention": {"original_max_position_embeddings": 16384}}})",
+       16384},
+      {R"("sliding_attention": {"rope_type": "default"},
+          "full_attention": {"rope_type": "linear", "factor": 8.0}}})",
+       131072}};
+  for (const auto& [nesting, seq] : nestings) {
+    const StatusOr<ModelConfig> model = read((gemma3 + nesting).c_str());
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    EXPECT_EQ(model->seq, seq) << nesting;
+  }
+  const StatusOr<ModelConfig> refused = read((gemma3 + R"("full_attention":
+      {"original_max_position_embeddings": "32k"}}})")
+                                                 .c_str());
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find(
+                "'rope_parameters.full_attention.original_max_position_embeddings' must be"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
@@ -314,7 +442,14 @@ TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
   refused(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
               "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
               "num_local_experts": 2, "num_experts_per_tok": 3})",
-          "top_k");
+          "field 'num_experts_per_tok' must be an integer from 1 to 2 (got 3)");
+  // Layers are walked one by one: a count no model has is refused, not walked for hours.
+  refused(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1000000000000,
+              "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})",
+          "field 'num_hidden_layers' must be an integer from 1 to 100000 (got 1000000000000)");
+  refused(R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 100001, "n_head": 4,
+              "vocab_size": 100})",
+          "field 'n_layer' must be an integer from 1 to 100000 (got 100001)");
   const std::string qwen3_moe = R"({"model_type": "qwen3_moe", "hidden_size": 64,
       "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
       "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2,
@@ -327,6 +462,38 @@ TEST(HfConfig, WhatTheModelCannotExpressIsRefusedByField) {
               "shared_expert_intermediate_size": 48, "num_experts": 8,
               "num_experts_per_tok": 2, "vocab_size": 100})",
           "field 'shared_expert_intermediate_size' (48) is not a multiple of");
+}
+
+// A quantized checkpoint (its quantization_config) is counted at the training width, and a note
+// says so with the width it stores: mxfp4 gpt-oss (its experts only), AWQ 4-bit, fp8
+// DeepSeek-V3, bitsandbytes 4-bit.
+TEST(HfConfig, AQuantizedCheckpointIsNoted) {
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+      "vocab_size": 100, "quantization_config": )";
+  const std::pair<const char*, const char*> quantizations[] = {
+      {R"({"modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"],
+           "quant_method": "mxfp4"}})",
+       "its checkpoint is quantized (quantization_config: mxfp4, 4.25 bits a weight (4-bit "
+       "values, an 8-bit scale a 32), except model.layers.*.self_attn, lm_head): partrain "
+       "counts every weight at the --precision width training keeps, so an --inference "
+       "estimate of the quantized weights is too large"},
+      {R"({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true}})",
+       "(quantization_config: awq, 4 bits a weight)"},
+      {R"({"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+           "weight_block_size": [128, 128]}})",
+       "(quantization_config: fp8, 8 bits a weight)"},
+      {R"({"quant_method": "bitsandbytes", "load_in_4bit": true}})",
+       "(quantization_config: bitsandbytes, 4 bits a weight)"},
+      {R"({"quant_method": "compressed-tensors"}})", "(quantization_config: compressed-tensors)"}};
+  for (const auto& [quantization, note] : quantizations) {
+    const StatusOr<ModelConfig> model = read((llama + quantization).c_str());
+    ASSERT_TRUE(model.is_ok()) << model.status().message();
+    ASSERT_EQ(model->notes.size(), 1u) << quantization;
+    EXPECT_NE(model->notes.front().find(note), std::string::npos) << model->notes.front();
+  }
+  const StatusOr<ModelConfig> plain = read(kLlama3_8b);
+  EXPECT_TRUE(plain->notes.empty());
 }
 
 // Qwen's mixtures: mlp_only_layers that lead are the dense blocks; Qwen2-MoE's shared expert
