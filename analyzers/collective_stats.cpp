@@ -216,14 +216,23 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::s
   std::vector<PendingRun>& runs = pending_[rank];
   if (!runs.empty() && (runs.back().run.last_seq + 1 == group.seq ||
                         runs.size() >= CollectiveStatsReport::kMaxMissing)) {
-    runs.back().run.last_seq = group.seq;  // past the cap, later runs fold into the last one
-    ++runs.back().run.count;
+    MissingCollective& run = runs.back().run;
+    run.last_seq = group.seq;  // past the cap, later runs fold into the last one
+    ++run.count;
+    if (std::find(run.ops.begin(), run.ops.end(), op) == run.ops.end()) run.ops.emplace_back(op);
     return;
   }
   int64_t start = std::numeric_limits<int64_t>::max();
   for (const CollectiveRow& row : group.rows) start = std::min(start, row.ts_ns);
-  runs.push_back(
-      {{group.comm_id, rank, std::string(op), group.seq, group.seq, 1, std::move(present)}, start});
+  runs.push_back({{group.comm_id,
+                   rank,
+                   std::string(op),
+                   {std::string(op)},
+                   group.seq,
+                   group.seq,
+                   1,
+                   std::move(present)},
+                  start});
 }
 
 // A seq counts as missing once the run is over, or, while it runs, once the member recorded a
@@ -342,8 +351,10 @@ std::string missing_text(const MissingCollective& m) {
   const std::string seqs = m.count == 1 ? fmt::format("seq {}", m.first_seq)
                                         : fmt::format("seqs {}-{} ({} ops)", m.first_seq,
                                                       m.last_seq, m.count);
+  // A run of several ops names each (an all_reduce then a barrier is not "all_reduce seqs 0-1").
+  const std::string ops = m.ops.size() <= 1 ? m.op : fmt::format("{}", fmt::join(m.ops, " and "));
   return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
-                     m.op, seqs, profiler::communicator_name(m.comm_id), ranks_phrase(m.present));
+                     ops, seqs, profiler::communicator_name(m.comm_id), ranks_phrase(m.present));
 }
 
 }  // namespace
@@ -492,10 +503,15 @@ nlohmann::json collective_matching_json(const CollectiveStatsReport& report) {
   }
   nlohmann::json missing = nlohmann::json::array();
   for (const MissingCollective& m : report.missing) {
-    missing.push_back({{"comm_id", m.comm_id}, {"group", profiler::communicator_name(m.comm_id)},
-                       {"rank", m.rank}, {"op", m.op},
-                       {"first_seq", m.first_seq}, {"last_seq", m.last_seq},
-                       {"count", m.count}, {"present", m.present}});
+    missing.push_back({{"comm_id", m.comm_id},
+                       {"group", profiler::communicator_name(m.comm_id)},
+                       {"rank", m.rank},
+                       {"op", m.op},
+                       {"ops", m.ops},
+                       {"first_seq", m.first_seq},
+                       {"last_seq", m.last_seq},
+                       {"count", m.count},
+                       {"present", m.present}});
   }
   return {{"ops", report.ops},         {"groups", report.groups},   {"desyncs", desyncs},
           {"missing", missing},         {"missing_total", report.missing_total}};

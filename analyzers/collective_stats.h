@@ -61,6 +61,7 @@ struct MissingCollective {
   std::string comm_id;
   int rank = 0;
   std::string op;             // what the others did at first_seq
+  std::vector<std::string> ops;  // every op of the run, in order of first appearance (op first)
   int64_t first_seq = 0;
   int64_t last_seq = 0;
   int64_t count = 0;          // sequence numbers in the run

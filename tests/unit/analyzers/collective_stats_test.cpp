@@ -318,6 +318,33 @@ TEST(CollectiveStatsTest, MissingRankIsFoundOnceItCannotStillArrive) {
   }
 }
 
+// A run of missing seqs with different ops names each: an all_reduce then a barrier is not
+// "all_reduce seqs 0-1".
+TEST(CollectiveStatsTest, AMissingRunOfSeveralOpsNamesEach) {
+  CollectiveTrace trace("missing_ops");
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    for (int rank = 0; rank < 2; ++rank) {
+      if (rank == 1 && seq > 0) continue;
+      trace.add({.rank = rank,
+                 .seq = seq,
+                 .op = seq == 2 ? "barrier" : "all_reduce",
+                 .start_ns = static_cast<int64_t>(seq) * 10'000'000'000,
+                 .group = {0, 1}});
+    }
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->missing.size(), 1u);
+  EXPECT_EQ(report->missing[0].ops, (std::vector<std::string>{"all_reduce", "barrier"}));
+  const std::vector<Finding> findings = collective_stats_findings(*report);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_NE(findings[0].evidence.find("rank 1 never recorded all_reduce and barrier seqs 1-2 (2 "
+                                      "ops)"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(collective_matching_json(*report)["missing"][0]["ops"][1], "barrier");
+}
+
 // While a run is live, a rank's records reach the trace per thread and per flush: its seq 3 may
 // be stored before its seq 2. A gap whose later record started within a few seconds is not yet
 // missing (top showed healthy runs with a critical missing_collective); once the run is over,
