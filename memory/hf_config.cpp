@@ -17,9 +17,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kLargestDimension = int64_t{1} << 40;
-// Layers are walked one by one (pipeline stages, activations): a count past any model's (the
-// largest published have a few hundred) is a mistake, refused before the walk would hang.
-constexpr int64_t kMostLayers = 100'000;
 
 // The config's fields as transformers writes them: a null is an unset field (n_inner,
 // q_lora_rank), and a field may go by an older name (BLOOM's n_embed). A wrapper's language

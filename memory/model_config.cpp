@@ -119,6 +119,11 @@ Status validate_model(const ModelConfig& model) {
     if (value <= 0)
       return invalid_argument("model '{}': {} must be positive (got {})", model.name, field, value);
   }
+  if (model.layers > kMostLayers) {
+    return invalid_argument(
+        "model '{}': {} layers is more than any model has (at most {}): check the layer count",
+        model.name, model.layers, kMostLayers);
+  }
   if (model.architecture == Architecture::kMlp) return Status::ok();
   RETURN_IF_ERROR(validate_experts(model));
   if (model.attention == AttentionKind::kLatent) return validate_latent(model);

@@ -109,8 +109,12 @@ int64_t megatron_padded_vocab(int64_t vocab, int tp);
 // A model known only by its parameter count (`--params 7.5e9`).
 ModelConfig bare_model(double params);
 
-// Every dimension positive, heads divide hidden (unless each head's width is given), kv heads
-// divide heads; kInvalidArgument naming the field otherwise.
+// Layers are walked one by one (pipeline stages, activations): a count past any model's (the
+// largest published have a few hundred) is a mistake, refused before the walk would hang.
+inline constexpr int64_t kMostLayers = 100'000;
+
+// Every dimension positive, at most kMostLayers layers, heads divide hidden (unless each head's
+// width is given), kv heads divide heads; kInvalidArgument naming the field otherwise.
 Status validate_model(const ModelConfig& model);
 // The mixture-of-experts fields alone (part of validate_model): top_k within the experts, no
 // expert field on a dense model.

@@ -202,8 +202,44 @@ class TrackIds {
   mutable std::string key_;  // reused: one lookup per slice row
 };
 
+// Names with numbers in them in the numbers' order: "gpu0 stream 7" before "gpu0 stream 13"
+// (as text, stream 7 came after 20).
+bool natural_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t i_end = i, j_end = j;
+      while (i_end < a.size() && std::isdigit(static_cast<unsigned char>(a[i_end]))) ++i_end;
+      while (j_end < b.size() && std::isdigit(static_cast<unsigned char>(b[j_end]))) ++j_end;
+      std::string_view x = a.substr(i, i_end - i), y = b.substr(j, j_end - j);
+      x.remove_prefix(std::min(x.find_first_not_of('0'), x.size()));
+      y.remove_prefix(std::min(y.find_first_not_of('0'), y.size()));
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = i_end;
+      j = j_end;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
 StatusOr<TrackIds> read_tracks(const TraceReader& reader, const ExportSelection& selection) {
-  ASSIGN_OR_RETURN(const std::vector<ExportTrack> rows, export_tracks(reader, selection));
+  ASSIGN_OR_RETURN(std::vector<ExportTrack> rows, export_tracks(reader, selection));
+  // Within a rank's tracks of one kind, in their numbers' order; ranks and kinds as they come.
+  for (auto run = rows.begin(); run != rows.end();) {
+    const auto end = std::find_if(run, rows.end(), [&](const ExportTrack& t) {
+      return t.rank != run->rank || t.kind != run->kind;
+    });
+    std::stable_sort(run, end, [](const ExportTrack& a, const ExportTrack& b) {
+      return natural_less(a.name, b.name);
+    });
+    run = end;
+  }
   TrackIds tracks;
   for (const ExportTrack& t : rows) tracks.add(t.rank, t.kind, t.name);
   return tracks;
@@ -397,17 +433,30 @@ StatusOr<int64_t> write_sampled_counters(const TraceReader& reader,
 
 // ---- flows ---------------------------------------------------------------------------------
 
-// One end of an arrow: the middle of its slice, so "s" and "f" (bound to the enclosing slice)
-// fall inside the slice whatever order a viewer sorts equal timestamps in.
+// One end of an arrow, strictly inside its slice ("s" and "f" bind to the enclosing slice,
+// whatever order a viewer sorts equal timestamps in) and never before the arrow's start: the
+// source just after its slice starts, the target at its middle or, when that comes before the
+// source's point (the first member of a collective waits longest, so its middle came late and
+// a fifth of the arrows pointed back in time), as soon after the source's point as it can.
 struct FlowEnd {
   int pid = 0;
   int tid = 0;
   int64_t ts_ns = 0;
 };
 
-FlowEnd flow_end(const FlowSlice& slice, const TrackIds& tracks) {
+constexpr int64_t kFlowInsetNs = 1'000;  // 1 us inside the slice, or its middle if shorter
+
+FlowEnd flow_source(const FlowSlice& slice, const TrackIds& tracks) {
   return {slice.rank, tracks.find(slice.rank, slice.track_kind, slice.track),
-          slice.ts_ns + slice.dur_ns / 2};
+          slice.ts_ns + std::min(slice.dur_ns / 2, kFlowInsetNs)};
+}
+
+FlowEnd flow_target(const FlowSlice& slice, const TrackIds& tracks, const FlowEnd& source) {
+  const int64_t inset = std::min(slice.dur_ns / 2, kFlowInsetNs);
+  const int64_t latest = slice.ts_ns + slice.dur_ns - inset;
+  const int64_t ts = std::max(slice.ts_ns + slice.dur_ns / 2, source.ts_ns);
+  return {slice.rank, tracks.find(slice.rank, slice.track_kind, slice.track),
+          std::clamp(ts, slice.ts_ns + inset, std::max(latest, slice.ts_ns + inset))};
 }
 
 Status write_flow(JsonStream& sink, int64_t id, std::string_view category, std::string_view name,
@@ -435,8 +484,9 @@ StatusOr<int64_t> write_p2p_flows(const TraceReader& reader, const ExportSelecti
   FlowSlice send, recv;
   int64_t written = 0;
   while (pairs.next(send, recv)) {
-    RETURN_IF_ERROR(write_flow(sink, next_id++, "p2p", "send -> recv", flow_end(send, tracks),
-                               flow_end(recv, tracks)));
+    const FlowEnd from = flow_source(send, tracks);
+    RETURN_IF_ERROR(
+        write_flow(sink, next_id++, "p2p", "send -> recv", from, flow_target(recv, tracks, from)));
     ++written;
   }
   RETURN_IF_ERROR(pairs.status());
@@ -458,15 +508,15 @@ StatusOr<int64_t> write_collective_flows(const TraceReader& reader,
   bool in_group = false;
   int64_t written = 0;
   while (members.next(member)) {
-    const FlowEnd end = flow_end(member.slice, tracks);
     if (!in_group || member.seq != seq || member.comm_id != comm_id) {
       comm_id = member.comm_id;
       seq = member.seq;
-      first = end;
+      first = flow_source(member.slice, tracks);
       in_group = true;
       continue;
     }
-    RETURN_IF_ERROR(write_flow(sink, next_id++, "collective", member.op, first, end));
+    RETURN_IF_ERROR(write_flow(sink, next_id++, "collective", member.op, first,
+                               flow_target(member.slice, tracks, first)));
     ++written;
   }
   RETURN_IF_ERROR(members.status());

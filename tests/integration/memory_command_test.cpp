@@ -178,6 +178,18 @@ TEST(MemoryCommand, DropoutIsTheModelsUnlessTheFlagSays) {
   EXPECT_GT(activations(file), activations(file + " --dropout 0"));
 }
 
+// A layer count past any model's is refused at once, from a flag as from a config: the
+// per-layer walk of 10^12 layers never returned.
+TEST(MemoryCommand, ALayerCountPastAnyModelsIsRefused) {
+  auto r = run_partrain(
+      "memory --layers 1000000000000 --hidden 4096 --heads 32 --seq 2048 "
+      "--vocab 32000");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("1000000000000 layers is more than any model has (at most 100000)"),
+            std::string::npos)
+      << r.err;
+}
+
 // --model takes names: a local file or directory is sent to --model-file, not to the hub; a
 // repository without an organisation (gpt2, cached as models--gpt2) is found in the hub cache.
 TEST(MemoryCommand, ModelTakesNamesAndFindsUnnamespacedRepositories) {

@@ -277,6 +277,9 @@ TEST_F(ChromeExportTest, FlowsGoFromSendToRecvAndFromTheFirstMemberOfACollective
     const auto& [s, f] = pair;
     EXPECT_TRUE(inside_a_slice(doc, s)) << s.dump();
     EXPECT_TRUE(inside_a_slice(doc, f)) << f.dump();
+    // Never back in time: the first member of a collective waits longest, so its middle comes
+    // late (a fifth of the arrows pointed backwards from there).
+    EXPECT_LE(s.at("ts").get<double>(), f.at("ts").get<double>()) << s.dump() << f.dump();
     auto& kind = s.at("cat") == "p2p" ? p2p : collectives;
     kind.insert({rank_of(s), rank_of(f)});
   }
@@ -412,6 +415,45 @@ TEST_F(ChromeExportTest, GpuCopiesCarryTheirBytesAsArgs) {
   EXPECT_EQ(args.at("bytes"), 4096);
   EXPECT_EQ(args.at("correlation"), 12);
   EXPECT_EQ(args.at("stream"), 7);
+}
+
+// The first member of a collective waits longest: its middle can come after a later member's
+// whole slice. The arrow still goes forward in time, from just after the first member's start.
+TEST_F(ChromeExportTest, AnArrowFromAMemberThatWaitedLongGoesForward) {
+  std::vector<TraceEvent> events = {RunInfo{"r", "cmd", "{}", 2, 0, 0}};
+  events.push_back(collective(0, "barrier", "world", 0, 1'000, 20'000, -1, -1));
+  events.push_back(collective(1, "barrier", "world", 0, 9'000, 1'000, -1, -1));
+  auto [doc, counts] = export_json(write_trace(events));
+  auto flows = paired_flows(doc);
+  ASSERT_EQ(flows.size(), 1u);
+  const auto& [s, f] = flows.begin()->second;
+  EXPECT_EQ(rank_of(s), 0);
+  EXPECT_LE(s.at("ts").get<double>(), f.at("ts").get<double>()) << s.dump() << f.dump();
+  EXPECT_TRUE(inside_a_slice(doc, s)) << s.dump();
+  EXPECT_TRUE(inside_a_slice(doc, f)) << f.dump();
+}
+
+// A rank's streams in their numbers' order: stream 7 before 13 and 20 (as text it came last).
+TEST_F(ChromeExportTest, StreamsAreOrderedByTheirNumbers) {
+  std::vector<TraceEvent> events = {RunInfo{"r", "cmd", "{}", 1, 0, 0}};
+  for (int stream : {20, 7, 13}) {
+    events.push_back(SliceEvent{0, TrackKind::kCudaStream, fmt::format("gpu0 stream {}", stream),
+                                "sgemm", SliceCategory::kKernel, 1'000 * stream, 500, 1});
+  }
+  auto [doc, counts] = export_json(write_trace(events));
+  std::map<int, std::string> names;  // tid -> name
+  std::map<int, int64_t> order;      // tid -> sort index
+  for (const json& m : events_of(doc, "M")) {
+    if (m.at("name") == "thread_name") names[m.at("tid")] = m.at("args").at("name");
+    if (m.at("name") == "thread_sort_index") order[m.at("tid")] = m.at("args").at("sort_index");
+  }
+  std::vector<std::pair<int64_t, std::string>> sorted;
+  for (const auto& [tid, name] : names) sorted.emplace_back(order[tid], name);
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(sorted.size(), 3u);
+  EXPECT_EQ(sorted[0].second, "gpu0 stream 7 (cuda_stream)");
+  EXPECT_EQ(sorted[1].second, "gpu0 stream 13 (cuda_stream)");
+  EXPECT_EQ(sorted[2].second, "gpu0 stream 20 (cuda_stream)");
 }
 
 // What HolisticTraceAnalysis needs of a per-rank file (docs/import.md, "HTA"): the rank in
