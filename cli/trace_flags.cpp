@@ -13,11 +13,13 @@ namespace partrain::cli {
 void add_trace_file_flags(CLI::App& command, TraceFlagsCommand of, TraceFileFlags& flags) {
   const bool launch = of == TraceFlagsCommand::kLaunch;
   command.add_option(launch ? "--trace" : "-o,--trace,--output", flags.file,
-                     launch ? "Trace file of the run (default: ./partrain-runs/<run-id>.db); "
-                              "must not exist; with several nodes node N writes FILE's name with "
-                              "a .nodeN suffix before the extension"
-                            : "Trace file to write (default: ./partrain-runs/<run-id>.db); "
-                              "must not exist");
+                     launch
+                         ? "Trace file of the run (default: ./partrain-runs/<run-id>.db); "
+                           "must not exist; with several nodes node 0 writes FILE and node N > 0 "
+                           "FILE with .nodeN before its extension (run.db, run.node1.db: "
+                           "partrain merge joins them)"
+                         : "Trace file to write (default: ./partrain-runs/<run-id>.db); "
+                           "must not exist");
   command.add_option(launch ? "--trace-max-size" : "--trace-max-size,--max-size", flags.max_size,
                      launch ? "Stop tracing once a node's trace file would outgrow SIZE (512M, "
                               "2G); the run goes on, as it does when the disk fills up (default: "
