@@ -232,6 +232,15 @@ Status read_deepseek(const HfFields& f, ModelConfig& m) {
   ASSIGN_OR_RETURN(m.latent.qk_nope_dim, f.integer({"qk_nope_head_dim"}));
   ASSIGN_OR_RETURN(m.latent.qk_rope_dim, f.integer({"qk_rope_head_dim"}));
   ASSIGN_OR_RETURN(m.latent.v_head_dim, f.integer({"v_head_dim"}));
+  // DeepSeek-V3's multi-token prediction: a block, its projection and norms beside the model,
+  // trained with it and dropped for inference (Hugging Face's 685B counts them, 14B).
+  ASSIGN_OR_RETURN(const int64_t predict_layers,
+                   f.integer({"num_nextn_predict_layers"}, int64_t{0}, 0, kMostLayers));
+  if (predict_layers > 0) {
+    m.notes.push_back(fmt::format(
+        "its {} multi-token-prediction module{} (num_nextn_predict_layers) {} not counted",
+        predict_layers, predict_layers == 1 ? "" : "s", predict_layers == 1 ? "is" : "are"));
+  }
   ASSIGN_OR_RETURN(m.moe.experts, f.integer({"n_routed_experts"}, int64_t{0}, 0));
   if (m.moe.experts == 0) return Status::ok();
   RETURN_IF_ERROR(every_block_routed(f, "moe_layer_freq"));

@@ -115,6 +115,14 @@ TEST(HfConfig, PublishedConfigsReadAsThePresets) {
     ASSERT_TRUE(preset.is_ok()) << preset.status().message();
     expect_same_model(*got, *preset);
   }
+  // DeepSeek-V3's multi-token-prediction module (14B of Hugging Face's 685B) is said to be left
+  // out, as every other part partrain does not count.
+  const StatusOr<ModelConfig> v3 = read(kDeepSeekV3);
+  ASSERT_TRUE(v3.is_ok());
+  EXPECT_NE(std::find(v3->notes.begin(), v3->notes.end(),
+                      "its 1 multi-token-prediction module (num_nextn_predict_layers) is not "
+                      "counted"),
+            v3->notes.end());
 }
 
 // Models without a preset, against their published parameter counts (within 1%): Phi-3-mini
