@@ -409,9 +409,15 @@ void refuse_torchrun_flags(CLI::App& cmd) {
   static constexpr Unsupported kUnsupported[] = {
       {"--rdzv-endpoint,--rdzv_endpoint",
        "the rendezvous is a store on node 0: give --master-addr HOST --master-port PORT"},
-      {"--rdzv-backend,--rdzv_backend,--rdzv-conf,--rdzv_conf",
+      {"--rdzv-backend,--rdzv_backend",
        "the rendezvous is a store on node 0 (torchrun's static c10d rendezvous): leave it out, "
        "and give --master-addr, --master-port and --rdzv-timeout"},
+      {"--rdzv-conf,--rdzv_conf",
+       "the rendezvous is a store on node 0: its timeout is --rdzv-timeout (10s, 5m); leave the "
+       "rest out"},
+      {"-t",
+       "torchrun's -t is --tee N: give --log-dir DIR --tee for each rank's output in a file and "
+       "on the terminal"},
       {"--monitor-interval,--monitor_interval",
        "the launcher watches its workers continuously: leave it out"},
       {"--role", "every worker has the role 'default' (ROLE_NAME): leave it out"},

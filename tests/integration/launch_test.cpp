@@ -258,6 +258,11 @@ TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
       {{"--max_restarts=3"}, "does not restart workers"},
       {{"--rdzv-endpoint", "host:29400"}, "give --master-addr HOST --master-port PORT"},
       {{"--rdzv_backend", "c10d"}, "the rendezvous is a store on node 0"},
+      {{"--rdzv-conf", "timeout=60"},
+       "--rdzv-conf: the rendezvous is a store on node 0: its "
+       "timeout is --rdzv-timeout"},
+      {{"-t", "3"}, "-t: torchrun's -t is --tee N"},
+      {{"--signals-to-handle", "SIGUSR1"}, "passes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1"},
       {{"--redirects", "3"}, "give --log-dir DIR"},
       {{"--no-python"}, "runs the command as given"},
       {{"-m"}, "runs the command as given"},
