@@ -22,6 +22,7 @@
 #include "cli/trace_flags.h"
 #include "cli/workload_flags.h"
 #include "core/duration.h"
+#include "core/env.h"
 #include "core/json_dump.h"
 #include "core/log.h"
 #include "core/subprocess.h"
@@ -277,6 +278,17 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
 
 int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
                const std::vector<std::string>& workload_flags) {
+  // Kubeflow's elastic PyTorchJob exports torchrun's restart budget; launch takes the other
+  // PET_ flags it shares, but restarts no worker: said, not silently dropped (as a flag, it is
+  // refused).
+  if (const std::optional<std::string> restarts = env::get("PET_MAX_RESTARTS");
+      restarts && *restarts != "0" && !restarts->empty()) {
+    log::warn(
+        "PET_MAX_RESTARTS={} in the environment: partrain launch does not restart workers "
+        "(torchrun's --max-restarts); a failed rank ends the run with its exit code, for the "
+        "scheduler to restart",
+        *restarts);
+  }
   auto config = to_config(flags);
   if (!config.is_ok()) {
     log::error("{}", config.status().message());

@@ -444,6 +444,13 @@ TEST_F(LaunchTest, TorchrunsPetVariablesAreRead) {
   EXPECT_TRUE(contains(r.out, "[rank 1] 1/2 kubeflow-job kubeflow-job\n")) << r.out;
   r = run_partrain(job, {"PET_NPROC_PER_NODE=2", "PARTRAIN_NPROC_PER_NODE=3"});
   EXPECT_TRUE(contains(r.out, "[rank 2] 2/3")) << r.out;
+  // A restart budget launch cannot honour is said, and the run goes on.
+  r = run_partrain(job, {"PET_NPROC_PER_NODE=1", "PET_MAX_RESTARTS=3"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "PET_MAX_RESTARTS=3 in the environment: partrain launch does not "
+                       "restart workers"))
+      << r.err;
   r = run_partrain(job, {"PET_NPROC_PER_NODE=two"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "PET_NPROC_PER_NODE='two'")) << r.err;
