@@ -255,7 +255,7 @@ void sort_findings(std::vector<Finding>& findings) {
 // uncaught exceptions. One that rose out of a torch.distributed call is most often a peer's
 // failure reaching the rank (gloo's "Connection closed by peer"): the rank whose exception rose in
 // its own code comes first, then the lowest rank.
-void failing_rank_from_exceptions(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
+void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
   const profiler::StatRow* chosen = nullptr;
   const auto in_collective = [](const profiler::StatRow& stat) {
     return stat.description.find("torch/distributed/") != std::string::npos;
@@ -283,7 +283,7 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     out.failing_rank = failing_rank(run, stats);
   }
   if (!out.failing_rank && out.status == "failed") {
-    failing_rank_from_exceptions(stats, out);
+    blame_first_exception(stats, out);
   } else if (out.failing_rank) {
     ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
     for (const profiler::RankRow& rank : ranks) {

@@ -224,15 +224,9 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::s
   }
   int64_t start = std::numeric_limits<int64_t>::max();
   for (const CollectiveRow& row : group.rows) start = std::min(start, row.ts_ns);
-  runs.push_back({{group.comm_id,
-                   rank,
-                   std::string(op),
-                   {std::string(op)},
-                   group.seq,
-                   group.seq,
-                   1,
-                   std::move(present)},
-                  start});
+  runs.push_back(
+      {{group.comm_id, rank, {std::string(op)}, group.seq, group.seq, 1, std::move(present)},
+       start});
 }
 
 // A seq counts as missing once the run is over, or, while it runs, once the member recorded a
@@ -352,9 +346,9 @@ std::string missing_text(const MissingCollective& m) {
                                         : fmt::format("seqs {}-{} ({} ops)", m.first_seq,
                                                       m.last_seq, m.count);
   // A run of several ops names each (an all_reduce then a barrier is not "all_reduce seqs 0-1").
-  const std::string ops = m.ops.size() <= 1 ? m.op : fmt::format("{}", fmt::join(m.ops, " and "));
   return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
-                     ops, seqs, profiler::communicator_name(m.comm_id), ranks_phrase(m.present));
+                     fmt::join(m.ops, " and "), seqs, profiler::communicator_name(m.comm_id),
+                     ranks_phrase(m.present));
 }
 
 }  // namespace
@@ -506,7 +500,7 @@ nlohmann::json collective_matching_json(const CollectiveStatsReport& report) {
     missing.push_back({{"comm_id", m.comm_id},
                        {"group", profiler::communicator_name(m.comm_id)},
                        {"rank", m.rank},
-                       {"op", m.op},
+                       {"op", m.ops.front()},
                        {"ops", m.ops},
                        {"first_seq", m.first_seq},
                        {"last_seq", m.last_seq},

@@ -60,8 +60,8 @@ struct Desync {
 struct MissingCollective {
   std::string comm_id;
   int rank = 0;
-  std::string op;             // what the others did at first_seq
-  std::vector<std::string> ops;  // every op of the run, in order of first appearance (op first)
+  // What the others did: at first_seq first, then every other op of the run as it first came.
+  std::vector<std::string> ops;
   int64_t first_seq = 0;
   int64_t last_seq = 0;
   int64_t count = 0;          // sequence numbers in the run

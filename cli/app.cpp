@@ -176,13 +176,20 @@ void env_yields_to_alternatives(std::vector<CLI::Option*> group) {
   }
 }
 
-std::string flag_env_name(const std::string& long_name) {
-  std::string name = "PARTRAIN_";
+namespace {
+
+std::string env_name(std::string name, const std::string& long_name) {
   for (char c : long_name) {
     name += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
   return name;
 }
+
+}  // namespace
+
+std::string flag_env_name(const std::string& long_name) { return env_name("PARTRAIN_", long_name); }
+
+std::string torchrun_env_name(const std::string& long_name) { return env_name("PET_", long_name); }
 
 std::vector<std::string> flag_env_names(const CLI::App& command) {
   std::vector<std::string> names;

@@ -79,6 +79,8 @@ CLI::Option* also_from_torchrun_env(CLI::Option* option, const std::vector<std::
 void env_yields_to_alternatives(std::vector<CLI::Option*> group);
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);
+// torchrun's PET_<FLAG> for it (argparse's env action): "nproc-per-node" -> "PET_NPROC_PER_NODE".
+std::string torchrun_env_name(const std::string& long_name);
 // The PARTRAIN_<FLAG> variables of every flag of this command (the launcher strips its own
 // from the workers' environment).
 std::vector<std::string> flag_env_names(const CLI::App& command);

@@ -495,11 +495,7 @@ Subcommand add_launch_command(CLI::App& parent) {
   refuse_torchrun_flags(*cmd);
   // The flags torchrun has too also read its PET_<FLAG> variables (after PARTRAIN_<FLAG>).
   const auto torchrun = [](CLI::Option* option) {
-    std::string name = "PET_";
-    for (char c : option->get_lnames().front()) {
-      name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
-    return also_from_torchrun_env(option, {name});
+    return also_from_torchrun_env(option, {torchrun_env_name(option->get_lnames().front())});
   };
   torchrun(cmd->add_option("-n,--nproc-per-node,--nproc_per_node", flags->nproc_per_node,
                            "Workers on this node"))

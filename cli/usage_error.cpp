@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <regex>
 #include <string_view>
 #include <vector>
@@ -134,7 +133,7 @@ std::string value_source(const std::string& message, int argc, const char* const
   if (typed) return "";
   // PARTRAIN_<FLAG>, or torchrun's PET_<FLAG> that a flag both share falls back on.
   const std::string variable = flag_env_name(name.substr(2));
-  for (const std::string& candidate : {variable, "PET_" + variable.substr(strlen("PARTRAIN_"))}) {
+  for (const std::string& candidate : {variable, torchrun_env_name(name.substr(2))}) {
     if (const char* value = std::getenv(candidate.c_str());
         value != nullptr && *value != '\0' && message.find(value) != std::string::npos) {
       return fmt::format(" (from {}='{}' in the environment: fix or unset it)", candidate, value);

@@ -106,11 +106,8 @@ void Supervisor::poll_once(Clock::time_point wake_at) {
       owners.emplace_back(slot, Stream::kStderr);
     }
   }
-  if (::poll(fds.data(), fds.size(), poll_timeout_ms(wake_at)) <= 0) {
-    relay_.show_quiet_pieces(Clock::now());  // a prompt the worker now waits behind
-    return;
-  }
-  for (size_t i = 1; i < fds.size(); ++i) {
+  const bool readable = ::poll(fds.data(), fds.size(), poll_timeout_ms(wake_at)) > 0;
+  for (size_t i = 1; readable && i < fds.size(); ++i) {
     if (fds[i].revents == 0) continue;
     auto [slot, stream] = owners[i];
     Subprocess& p = workers_[slot].process;
@@ -118,7 +115,7 @@ void Supervisor::poll_once(Clock::time_point wake_at) {
       stream == Stream::kStdout ? p.close_stdout() : p.close_stderr();
     }
   }
-  relay_.show_quiet_pieces(Clock::now());
+  relay_.show_quiet_pieces(Clock::now());  // a prompt the worker now waits behind
 }
 
 void Supervisor::handle_signals() {

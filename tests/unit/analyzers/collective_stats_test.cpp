@@ -387,7 +387,7 @@ TEST(CollectiveStatsTest, SendRecvMatchAsPairs) {
   ASSERT_TRUE(report.is_ok()) << report.status().message();
   ASSERT_EQ(report->missing.size(), 1u);
   EXPECT_EQ(report->missing[0].rank, 3);
-  EXPECT_EQ(report->missing[0].op, "recv");
+  EXPECT_EQ(report->missing[0].ops.front(), "recv");
   EXPECT_EQ(report->missing[0].present, std::vector<int>{2});
   ASSERT_EQ(report->desyncs.size(), 1u);
   EXPECT_EQ(report->desyncs[0].seq, 1);

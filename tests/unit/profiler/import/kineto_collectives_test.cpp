@@ -9,6 +9,7 @@
 
 #include "profiler/import/kineto_import.h"
 #include "tests/support/kineto_fixture.h"
+#include "tests/support/kineto_import_run.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
@@ -29,24 +30,13 @@ std::vector<KinetoFixture> world_of(int size) {
 // The ranks' files imported into `dir`/out.db.
 StatusOr<TraceImportSummary> import_ranks(const ScratchDir& dir,
                                           const std::vector<KinetoFixture>& ranks) {
-  TraceImportOptions options;
-  options.inputs = testing::write_kineto_ranks(dir.path(), ranks);
-  options.output = dir.path() / "out.db";
-  options.command_line = "partrain import test";
-  return import_kineto_traces(options);
+  return testing::import_kineto(testing::write_kineto_ranks(dir.path(), ranks),
+                                dir.path() / "out.db");
 }
 
-// A 4-rank job of tests/data/kineto (real torch 2.15 traces, make_fixtures.py) imported into
-// `dir`/out.db.
+// A 4-rank job of tests/data/kineto imported into `dir`/out.db.
 StatusOr<TraceImportSummary> import_fixture(const ScratchDir& dir, std::string_view job) {
-  TraceImportOptions options;
-  for (int r = 0; r < 4; ++r) {
-    options.inputs.push_back(fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto" / job /
-                             fmt::format("rank{}.pt.trace.json.gz", r));
-  }
-  options.output = dir.path() / "out.db";
-  options.command_line = "partrain import test";
-  return import_kineto_traces(options);
+  return testing::import_kineto(testing::kineto_fixture_files(job), dir.path() / "out.db");
 }
 
 // A gloo send or recv of `elements` floats as torch 2.15 records it: c10d's op with the peer

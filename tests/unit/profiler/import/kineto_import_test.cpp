@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/kineto_fixture.h"
+#include "tests/support/kineto_import_run.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
@@ -14,23 +15,13 @@ using testing::KinetoFixture;
 using testing::ScratchDir;
 using testing::TraceQuery;
 
-const fs::path kFixtures = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto";
-
 StatusOr<TraceImportSummary> import(std::vector<fs::path> inputs, const fs::path& output,
                                     std::string step_marker = {}) {
-  TraceImportOptions options;
-  options.inputs = std::move(inputs);
-  options.output = output;
-  options.step_marker = std::move(step_marker);
-  options.command_line = "partrain import test";
-  return import_kineto_traces(options);
+  return testing::import_kineto(std::move(inputs), output, std::move(step_marker));
 }
 
 std::vector<fs::path> fixture_files(const std::string& job) {
-  std::vector<fs::path> files;
-  for (int r = 0; r < 4; ++r)
-    files.push_back(kFixtures / job / fmt::format("rank{}.pt.trace.json.gz", r));
-  return files;
+  return testing::kineto_fixture_files(job);
 }
 
 void expect_no_output(const fs::path& dir, const fs::path& output) {
