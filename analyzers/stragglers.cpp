@@ -476,8 +476,8 @@ nlohmann::json stragglers_json(const StragglerReport& report) {
          {"last_op_share", r.last_op_share}});
   }
   nlohmann::json j = {{"ranks", ranks},
-                      {"median_step_ms", report.median_step_ms},
-                      {"mean_step_ms", report.mean_step_ms},
+                      {"step_ms_median", report.median_step_ms},
+                      {"step_ms_mean", report.mean_step_ms},
                       {"steps", report.steps},
                       {"stepless", report.stepless},
                       {"delayed_skew_ms", kDelayedSkewMs},

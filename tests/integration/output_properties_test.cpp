@@ -235,7 +235,7 @@ TEST_F(OutputPropertiesTest, AnalyzeTextAgreesWithJson) {
     EXPECT_TRUE(found) << "rank " << rank["rank"] << " total " << peak << "\n" << text;
   }
   EXPECT_NE(text.find(fmt::format("median step {} ms",
-                                  format_decimal(doc["stragglers"]["median_step_ms"], 3))),
+                                  format_decimal(doc["stragglers"]["step_ms_median"], 3))),
             std::string::npos)
       << text;
 }
