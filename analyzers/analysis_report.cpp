@@ -186,12 +186,23 @@ void follow_the_desync(std::vector<Finding>& findings) {
   });
   if (diagnosed) return;
   for (const Finding& desync : findings) {
-    if (desync.kind != "desync" || !desync.rank || *desync.rank == *failed->rank) continue;
-    failed->advice = fmt::format(
-        "rank {}'s failure followed from the desync below, which rank {} caused (it issued "
-        "another collective than its group: a transport aborts on the mismatch, and the first "
-        "rank to hit it fails first): start from rank {}",
-        *failed->rank, *desync.rank, *desync.rank);
+    if (desync.kind != "desync" || desync.rank == failed->rank) continue;
+    if (desync.rank) {
+      failed->advice = fmt::format(
+          "rank {}'s failure followed from the desync below, which rank {} caused (it issued "
+          "another collective than its group: a transport aborts on the mismatch, and the first "
+          "rank to hit it fails first): start from rank {}",
+          *failed->rank, *desync.rank, *desync.rank);
+    } else {
+      // Two ranks, or an even split: no majority says which side is wrong, but the failure is
+      // the mismatch's, not something of the first rank to hit it.
+      failed->advice = fmt::format(
+          "rank {}'s failure followed from the desync below (its group's members issued "
+          "different collectives: a transport aborts on the mismatch, and the first rank to hit "
+          "it fails first; no majority says which side is wrong): start from the code paths "
+          "that issued the two collectives it names",
+          *failed->rank);
+    }
     return;
   }
 }

@@ -86,7 +86,7 @@ void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Fi
 
 // A failed run whose first failure is a rank that hit another rank's desync (Gloo aborts on the
 // mismatched sizes in whichever rank meets it first): rank_failed's advice points at the desync's
-// rank.
+// rank, or at the desync itself where no majority names one.
 void follow_the_desync(std::vector<Finding>& findings);
 
 StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,

@@ -448,13 +448,18 @@ TEST(StragglersTest, RankSelectionKeepsLatenessAgainstAllMembers) {
   EXPECT_EQ(report->straggler, 2);
 }
 
-// Rank 0 aborted on the size mismatch rank 1 caused: rank_failed points at rank 1. Without a
-// desync of another rank, its advice stays.
-TEST(FollowTheDesync, RankFailedPointsAtTheDesyncsRank) {
+Finding rank_0_failed() {
   Finding failed;
   failed.kind = "rank_failed";
   failed.rank = 0;
   failed.advice = "start from rank 0";
+  return failed;
+}
+
+// Rank 0 aborted on the size mismatch rank 1 caused: rank_failed points at rank 1. Without a
+// desync of another rank, its advice stays.
+TEST(FollowTheDesync, RankFailedPointsAtTheDesyncsRank) {
+  const Finding failed = rank_0_failed();
   Finding desync;
   desync.kind = "desync";
   desync.rank = 1;
@@ -467,6 +472,19 @@ TEST(FollowTheDesync, RankFailedPointsAtTheDesyncsRank) {
   own[1].rank = 0;
   follow_the_desync(own);
   EXPECT_EQ(own[0].advice, "start from rank 0");
+}
+
+// Two ranks (gloo's "Received data size doesn't match" abort): the desync names no rank, and the
+// failed rank is not told to start from itself.
+TEST(FollowTheDesync, RankFailedPointsAtADesyncOfNoMajority) {
+  const Finding failed = rank_0_failed();
+  Finding desync;
+  desync.kind = "desync";
+  std::vector<Finding> findings = {failed, desync};
+  follow_the_desync(findings);
+  EXPECT_NE(findings[0].advice.find("followed from the desync below"), std::string::npos)
+      << findings[0].advice;
+  EXPECT_EQ(findings[0].advice.find("start from rank 0"), std::string::npos);
 }
 
 }  // namespace
