@@ -6,15 +6,20 @@ namespace {
 double d(int64_t value) { return static_cast<double>(value); }
 
 // The lecture's deep MLP: each layer keeps its input x (for dW) and the GeLU input.
-LayerActivations mlp_layer(const ModelConfig& m, const ActivationSetup& a) {
+// The lecture's deep MLP under TP alternates column-parallel layers (even: x whole, the GeLU
+// input split with W's columns) and row-parallel ones (odd: x split, the GeLU input whole after
+// the all-reduce).
+LayerActivations mlp_layer(const ModelConfig& m, const ActivationSetup& a, int64_t layer) {
   LayerActivations act;
   const double bh = a.micro_batch * d(m.hidden);
+  const bool column = layer % 2 == 0;
+  const double x = a.element_bytes * bh / (column ? 1 : a.tp);
   if (a.recompute == Recompute::kFull) {
-    act.sequence_region = a.element_bytes * bh;
+    act.sequence_region = x;
     return act;
   }
-  act.sequence_region = a.element_bytes * bh;   // x, replicated under TP
-  act.tensor_region = a.element_bytes * bh / a.tp;  // GeLU input, split with W's columns
+  act.sequence_region = x;
+  act.tensor_region = a.element_bytes * bh / (column ? a.tp : 1);
   return act;
 }
 
@@ -54,7 +59,7 @@ LayerActivations mlp_activations(const ModelConfig& model, const ActivationSetup
 // latent attention (its Q, K, V widths and the latents), SwiGLU (gate, up and their product are
 // kept: 3 s b f instead of GeLU's 2 s b f) and mixtures of experts.
 LayerActivations layer_activations(const ModelConfig& m, const ActivationSetup& a, int64_t layer) {
-  if (m.architecture == Architecture::kMlp) return mlp_layer(m, a);
+  if (m.architecture == Architecture::kMlp) return mlp_layer(m, a, layer);
   const double s = a.seq / a.cp, b = a.micro_batch, h = d(m.hidden), t = a.tp, e = a.element_bytes;
   const double sbh = s * b * h;
   const double seq_split = a.sp ? t : 1;
@@ -96,7 +101,9 @@ double embedding_activation_bytes(const ModelConfig& model, const ActivationSetu
 
 // Korthikanti 2022 sec. 4.3: 4sbh/t (1 + v/h) = norm input + head input (16-bit) + fp32 logits.
 double output_activation_bytes(const ModelConfig& model, const ActivationSetup& a) {
-  if (model.architecture == Architecture::kMlp) return 0;
+  // The MLP's head is its loss, which keeps its input: the last layer's output.
+  if (model.architecture == Architecture::kMlp)
+    return a.element_bytes * a.micro_batch * d(model.hidden);
   const double sb = a.seq / a.cp * a.micro_batch;
   const double hidden_states = 2 * a.element_bytes * sb * d(model.hidden) / (a.sp ? a.tp : 1);
   const double logits = 4 * sb * d(model.vocab) / a.tp;

@@ -44,7 +44,7 @@ LayerActivations mlp_activations(const ModelConfig& model, const ActivationSetup
 // with dropout its 1-byte mask s b h is added (Korthikanti 2022 sec. 4.3).
 double embedding_activation_bytes(const ModelConfig& model, const ActivationSetup& setup);
 // The last stage's extra: final norm input, LM head input and the fp32 logits, 4 s b h/t (1 + V/h)
-// in 16-bit (Korthikanti 2022 sec. 4.3).
+// in 16-bit (Korthikanti 2022 sec. 4.3); the MLP's, the loss's input (b h).
 double output_activation_bytes(const ModelConfig& model, const ActivationSetup& setup);
 
 // Korthikanti 2022 Table 2, bytes per layer (16-bit, with dropout), in closed form:

@@ -158,7 +158,13 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
   const std::vector<int> held = rank_chunks(l.schedule, l.pp, l.vpp, s.stage);
   const bool holds_head = std::find(held.begin(), held.end(),
                                     pipeline_chunks(l.schedule, l.pp, l.vpp) - 1) != held.end();
-  if (holds_head && !mlp) {
+  if (holds_head && mlp) {
+    lines.push_back({"loss input (last stage)",
+                     fmt::format("{} B x b h{}", a.element_bytes,
+                                 l.schedule == PipelineSchedule::kGpipe ? " x m" : ""),
+                     format_gib_gb(output_activation_bytes(m, a)),
+                     "the last layer's GeLU result, which the loss keeps for its backward"});
+  } else if (holds_head) {
     lines.push_back({"output layer (last stage)",
                      fmt::format("2 x {} B x s b h{} + 4 s b V/t = fp32 logits with V = {}",
                                  a.element_bytes, l.sp ? "/t" : "", m.vocab),
@@ -166,7 +172,7 @@ std::vector<ExplainLine> activation_lines(const EstimateInput& in, const MemoryE
                      "Korthikanti 2022 sec. 4.3: 4sbh/t (1 + V/h)"});
   }
   std::string beside;  // what the layers' activations are not all of
-  if (!mlp) beside = "input/output layers";
+  beside = mlp ? (holds_head ? "the loss input" : "") : "input/output layers";
   if (l.recompute == Recompute::kFull) {
     beside += beside.empty() ? "" : ", + ";
     beside += mlp ? "one layer recomputed" : "one layer recomputed, beside one micro-batch's head";

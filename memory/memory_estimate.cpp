@@ -62,13 +62,21 @@ double training_activations(const EstimateInput& in, const ResolvedLayout& r, in
     }
   }
   if (holds_first(r, stage)) bytes += embedding_activation_bytes(in.model, a) * in_flight;
-  if (!holds_last(r, stage)) return bytes + recomputed;
+  const bool mlp = in.model.architecture == Architecture::kMlp;
+  // The MLP's stage output is its last layer's GeLU output, written while that layer's working
+  // set is alive and kept until it is sent: one layer's width beside so few, it shows.
+  if (!holds_last(r, stage)) {
+    return bytes + recomputed + (mlp ? output_activation_bytes(in.model, a) : 0);
+  }
   // The last stage holds the head's activations of one micro-batch (GPipe: of all). The head of
   // the micro-batch in backward is freed before its last block is recomputed (autograd releases
   // the loss's graph as it goes), so the two peaks do not add.
+  // The MLP's head is the last layer's own output, written while that layer's working set is
+  // alive (its GeLU reads the kept input): there the two add.
   const bool all_held = in.layout.schedule == PipelineSchedule::kGpipe;
   const double held = all_held ? static_cast<double>(r.micro_batches) : 1.0;
   const double output = output_activation_bytes(in.model, a);
+  if (mlp) return bytes + held * output + recomputed;
   return bytes + (held - 1) * output + std::max(output, recomputed);
 }
 

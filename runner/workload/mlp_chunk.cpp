@@ -47,7 +47,7 @@ StatusOr<Tensor> MlpChunk::tensor(std::vector<int64_t> shape, Category category)
   return t;
 }
 
-Status MlpChunk::layer_forward(size_t i, Matrix w, Layer& layer) {
+Status MlpChunk::layer_forward(size_t i, Matrix w, Layer& layer, bool recomputing) {
   const int layer_index = placement_.layers[i];
   const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
   const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
@@ -65,10 +65,11 @@ Status MlpChunk::layer_forward(size_t i, Matrix w, Layer& layer) {
     }
   }
   store_.store(pre, layer.pre);
+  if (recomputing) return Status::ok();  // the backward reads the GeLU's input, not its output
   ASSIGN_OR_RETURN(layer.out, store_.create({B_, width}));
   ASSIGN_OR_RETURN(ActivationStore::Output out, store_.output(layer.out));
   device_.gelu_forward(out.data(), pre.data(), B_ * width);
-  store_.keep(std::move(out), layer.out);  // the next layer reads layer.out itself
+  store_.keep(std::move(out), layer.out);  // the next layer copies it as its input
   return Status::ok();
 }
 
@@ -83,25 +84,29 @@ Status MlpChunk::forward(int micro_batch, const MicroBatch& batch, const Tensor*
     ASSIGN_OR_RETURN(layers[i].input, store_.create({B_, in}));
     if (i > 0) {
       RETURN_IF_ERROR(store_.copy(layers[i].input, layers[i - 1].out));
+      // The copy is what this layer keeps; autograd would keep one tensor here, not two.
+      layers[i - 1].out = Tensor();
     } else if (placement_.first) {
       store_.assign(layers[i].input, batch.feature_values());
     } else {
       RETURN_IF_ERROR(store_.copy(layers[i].input, *input));
     }
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kForward));
-    RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layers[i]));
+    RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layers[i], false));
     RETURN_IF_ERROR(access_.release(units_[i], Pass::kForward));
-    if (recompute_ == Recompute::kFull && i + 1 < layers.size()) {
-      // Only each layer's input survives; the last output feeds the loss or the next stage.
-      layers[i].pre = Tensor();
-    }
+    // Only each layer's input survives (the last output feeds the loss or the next stage).
+    if (recompute_ == Recompute::kFull) layers[i].pre = Tensor();
   }
   if (placement_.last) {
     ASSIGN_OR_RETURN(ActivationStore::Input y, store_.input(layers.back().out));
     *loss = device_.mean_square_loss_forward(y.data(), B_ * H_);
     return Status::ok();
   }
-  return store_.copy(*output, layers.back().out);
+  RETURN_IF_ERROR(store_.copy(*output, layers.back().out));
+  // The next stage has it and this stage's backward starts from its gradient: freed after the
+  // send, as Megatron-LM's deallocate_output_tensor frees a stage's output.
+  layers.back().out = Tensor();
+  return Status::ok();
 }
 
 Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor* grad_output,
@@ -126,7 +131,7 @@ Status MlpChunk::backward(int micro_batch, const MicroBatch& batch, const Tensor
                                layer_index, micro_batch);
     Layer& layer = layers[i];
     ASSIGN_OR_RETURN(UnitView view, access_.acquire(units_[i], Pass::kBackward));
-    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layer));
+    if (layer.pre.numel() == 0) RETURN_IF_ERROR(layer_forward(i, matrix_at(view, 0), layer, true));
     const int64_t width = column_parallel(layer_index) ? H_ / tp_.size() : H_;
     const int64_t in = row_parallel(layer_index) ? H_ / tp_.size() : H_;
     ASSIGN_OR_RETURN(Tensor dpre, tensor({B_, width}, Category::kWorkspace));

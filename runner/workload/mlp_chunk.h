@@ -52,7 +52,8 @@ class MlpChunk final : public ModelChunk {
   bool row_parallel(int layer) const { return tp_.size() > 1 && layer % 2 == 1; }
   // w: the layer's weight, acquired by the caller; fills layer.pre and layer.out from
   // layer.input.
-  Status layer_forward(size_t i, Matrix w, Layer& layer);
+  // `recomputing`: the backward's recompute, which needs only the GeLU's input.
+  Status layer_forward(size_t i, Matrix w, Layer& layer, bool recomputing);
   StatusOr<Tensor> tensor(std::vector<int64_t> shape, memory::Category category);
 
   Device& device_;

@@ -1,4 +1,4 @@
-// The memory estimator against what the built-in workload measures (issue 5, item 6): for each
+// The memory estimator against what the built-in workloads measure (issue 5, item 6): for each
 // implemented layout, `partrain memory` for the same model and layout vs the per-category peaks of
 // `partrain launch --json`: params, grads and optimizer within 1%, activations within 15%, the
 // total within 10% (the estimate has no workspace line; the measured total has one).
@@ -16,6 +16,15 @@ namespace partrain::testing {
 namespace {
 
 const std::string kDims = "--layers 4 --hidden 256 --heads 8 --seq 128 --vocab 512";
+const std::string kMlpDims = "--layers 4 --hidden 256";
+
+struct Workload {
+  const char* name;   // launch's --workload
+  const char* model;  // memory's --model
+  const std::string& dims;
+};
+const Workload kGpt = {"gpt", "builtin-gpt", kDims};
+const Workload kMlp = {"mlp", "builtin-mlp", kMlpDims};
 
 nlohmann::json json_of(const std::string& args) {
   CommandResult r = run_partrain(args);
@@ -32,17 +41,18 @@ struct Tolerance {
 // layout and `recipe`, per rank: each category within its tolerance. Pipelines: rank r is stage
 // r in these layouts (dp = tp = 1), checked stage by stage.
 void compare_with_estimate(const char* ranks, const char* layout, const std::string& launch_flags,
-                           const char* recipe, std::initializer_list<Tolerance> tolerances) {
+                           const char* recipe, std::initializer_list<Tolerance> tolerances,
+                           const Workload& workload = kGpt) {
   nlohmann::json measured =
       // Two steps: FSDP prefetches from the second on, in the order the first recorded.
-      json_of(fmt::format("-q launch -n {} --workload gpt {} {} --steps 2 {} --json", ranks, kDims,
-                          layout, launch_flags));
+      json_of(fmt::format("-q launch -n {} --workload {} {} {} --steps 2 {} --json", ranks,
+                          workload.name, workload.dims, layout, launch_flags));
   nlohmann::json estimate =
       // --bucket-size 0: the workload's DDP reduces gradients in place (PyTorch's
       // gradient_as_bucket_view), with no bucket copies.
-      json_of(fmt::format("memory --model builtin-gpt {} {} --precision {} --reserve 0 --gpu "
+      json_of(fmt::format("memory --model {} {} {} --precision {} --reserve 0 --gpu "
                           "cpu --bucket-size 0 --per-stage --json",
-                          kDims, layout, recipe));
+                          workload.model, workload.dims, layout, recipe));
   ASSERT_FALSE(measured.is_discarded());
   ASSERT_FALSE(estimate.is_discarded());
   const auto& stages = estimate["stages"];
@@ -90,6 +100,32 @@ TEST_P(MemoryCrossCheck, EstimateMatchesMeasuredPeaks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MemoryCrossCheck, ::testing::ValuesIn(kLayouts));
+
+// The lecture's deep MLP keeps, as autograd would, each layer's input and GeLU input (split by
+// the alternating column- and row-parallel layers), the loss's input on the last stage, and the
+// stage output until it is sent: exact, where it had kept every layer's output beside the next
+// layer's copy of it (+50%) and the last layer's GeLU input under full recompute.
+const Layout kMlpLayouts[] = {
+    {"2", "--dp 2 --micro-batch 64"},
+    {"2", "--dp 2 --micro-batch 64 --recompute full"},
+    {"2", "--tp 2 --micro-batch 64"},
+    {"2", "--tp 2 --micro-batch 64 --recompute full"},
+    {"2", "--pp 2 --micro-batch 16 --global-batch 64"},
+    {"2", "--pp 2 --pp-schedule gpipe --micro-batch 16 --global-batch 64"},
+    {"2", "--pp 2 --micro-batch 16 --global-batch 64 --recompute full"},
+    {"2", "--dp 2 --zero 3 --micro-batch 64"},
+};
+
+class MemoryCrossCheckMlp : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(MemoryCrossCheckMlp, EstimateMatchesMeasuredPeaks) {
+  const auto& [ranks, layout] = GetParam();
+  compare_with_estimate(
+      ranks, layout, "", "fp32",
+      {{"params", 0.01}, {"grads", 0.01}, {"optimizer", 0.01}, {"activations", 0.01}}, kMlp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, MemoryCrossCheckMlp, ::testing::ValuesIn(kMlpLayouts));
 
 // The mixture of experts (fp32 only: the workload refuses it in bf16), the flags the same for
 // both commands: the experts' parameters, gradients and optimizer states sharded over ep (and
