@@ -122,6 +122,7 @@ struct LiveRun {
   std::string status = "running";  // runs.status
   std::string command;
   int world_size = 0;
+  bool imported = false;       // from `partrain import` (runs.config's imported_from)
   bool live = false;           // a writer holds the trace
   int64_t start_ns = 0;        // runs.start_ns
   int64_t end_ns = 0;          // latest time the trace shows (run end, or latest event)

@@ -117,6 +117,7 @@ Status LiveRunFollower::read_run(LiveRun& run) {
   run.run_id = row->run_id;
   run.status = row->status ? std::string(profiler::run_status_name(*row->status)) : "unknown";
   run.command = row->command;
+  run.imported = !row->imported_from.empty();
   run.world_size = row->world_size.value_or(0);
   run.start_ns = row->start_ns.value_or(0);
   if (row->end_ns) run.end_ns = std::max(run.end_ns, *row->end_ns);

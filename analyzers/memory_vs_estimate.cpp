@@ -89,6 +89,16 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const TraceReader& reader,
       report.estimate_note = fmt::format("no estimate: {}", e.status().message());
     }
   }
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  report.imported = run && !run->imported_from.empty();
+  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name == "import_cpu_memory_relative" && stat.rank &&
+        std::find(window.ranks.begin(), window.ranks.end(), *stat.rank) != window.ranks.end()) {
+      report.relative_ranks.push_back(*stat.rank);
+    }
+  }
+  std::sort(report.relative_ranks.begin(), report.relative_ranks.end());
   for (int rank : window.ranks) {
     RankMemory row;
     row.rank = rank;
@@ -219,6 +229,26 @@ std::vector<std::vector<const RankMemory*>> identical_rank_groups(const MemoryVs
 
 }  // namespace
 
+std::string memory_unrecorded_reason(bool imported) {
+  return imported
+             ? "the imported profile holds no [memory] events: profile with "
+               "torch.profiler(profile_memory=True)"
+             : "partrain records a PyTorch job's memory from the CUDA caching allocator, and a "
+               "built-in workload's by category; a CPU job has none";
+}
+
+namespace {
+
+std::string relative_memory_note(const std::vector<int>& ranks) {
+  return fmt::format(
+      "{} {}: torch.profiler's CPU memory samples count what was allocated after profiling "
+      "began (its first sample starts near 0 B), so the peak is a change, not the bytes in use: "
+      "the parameters and optimizer states allocated before are not in it",
+      ranks.size() == 1 ? "rank" : "ranks", profiler::format_rank_ranges(ranks));
+}
+
+}  // namespace
+
 std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
   std::string out = fmt::format("Memory peak vs estimate ({})\n", report.estimate_note);
   std::vector<int> unrecorded;
@@ -228,10 +258,10 @@ std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
   if (!unrecorded.empty()) {
     std::sort(unrecorded.begin(), unrecorded.end());
     out += fmt::format(
-        "no memory recorded on {} {}: partrain records a PyTorch job's memory from the CUDA "
-        "caching allocator, and a built-in workload's by category; a CPU job has none\n",
-        unrecorded.size() == 1 ? "rank" : "ranks", profiler::format_rank_ranges(unrecorded));
+        "no memory recorded on {} {}: {}\n", unrecorded.size() == 1 ? "rank" : "ranks",
+        profiler::format_rank_ranges(unrecorded), memory_unrecorded_reason(report.imported));
   }
+  if (!report.relative_ranks.empty()) out += relative_memory_note(report.relative_ranks) + "\n";
   const auto groups = identical_rank_groups(report);
   if (groups.empty()) return out;
   std::vector<std::string> rank_cells;
@@ -271,6 +301,11 @@ std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
 }
 
 nlohmann::json memory_vs_estimate_json(const MemoryVsEstimate& report) {
+  // Bytes are whole: an estimate shared over ranks (ZeRO-3 over 3) is rounded, as memory's are.
+  auto bytes = [](double v) { return static_cast<int64_t>(std::llround(v)); };
+  auto optional_bytes = [&](std::optional<double> v) {
+    return v ? nlohmann::json(bytes(*v)) : nlohmann::json(nullptr);
+  };
   auto optional = [](std::optional<double> v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
@@ -279,18 +314,29 @@ nlohmann::json memory_vs_estimate_json(const MemoryVsEstimate& report) {
     nlohmann::json categories = nlohmann::json::object();
     for (const CategoryPeak& c : rank.categories) {
       categories[std::string(memory::category_name(c.category))] = {
-          {"peak_bytes", c.peak_bytes},
-          {"estimate_bytes", optional(c.estimate_bytes)},
+          {"peak_bytes", bytes(c.peak_bytes)},
+          {"estimate_bytes", optional_bytes(c.estimate_bytes)},
           {"error_pct", optional(c.error_pct())}};
     }
-    ranks.push_back({{"rank", rank.rank},
-                     {"pp_stage", rank.pp_stage},
-                     {"estimate_note", report.has_estimate ? report.estimate_note : ""},
-                     {"recorded", rank.recorded},
-                     {"peak_total_bytes", rank.recorded ? nlohmann::json(rank.peak_total_bytes)
-                                                        : nlohmann::json(nullptr)},
-                     {"estimate_total_bytes", optional(rank.estimate_total_bytes)},
-                     {"categories", std::move(categories)}});
+    const bool relative =
+        std::binary_search(report.relative_ranks.begin(), report.relative_ranks.end(), rank.rank);
+    std::string note;  // the text's line about this rank's memory, if any
+    if (!rank.recorded) {
+      note = memory_unrecorded_reason(report.imported);
+    } else if (relative) {
+      note = relative_memory_note({rank.rank});
+    }
+    ranks.push_back(
+        {{"rank", rank.rank},
+         {"pp_stage", rank.pp_stage},
+         {"estimate_note", report.estimate_note},
+         {"recorded", rank.recorded},
+         {"relative", relative},
+         {"note", note},
+         {"peak_total_bytes",
+          rank.recorded ? nlohmann::json(bytes(rank.peak_total_bytes)) : nlohmann::json(nullptr)},
+         {"estimate_total_bytes", optional_bytes(rank.estimate_total_bytes)},
+         {"categories", std::move(categories)}});
   }
   return ranks;  // the report's "memory" list, one entry per rank
 }

@@ -41,7 +41,15 @@ struct MemoryVsEstimate {
   bool has_estimate = false;
   std::string estimate_note;  // what was estimated, or why nothing was
   std::vector<RankMemory> ranks;
+  bool imported = false;  // from `partrain import`: memory is what the profile sampled
+  // Imported ranks whose samples are torch.profiler's CPU allocator's: allocations since
+  // profiling began, not bytes in use (the stat import_cpu_memory_relative).
+  std::vector<int> relative_ranks;
 };
+
+// Why a rank has no memory samples: a traced CPU job has none; an imported profile had
+// profile_memory off (or no allocation while it ran). One text for analyze and top.
+std::string memory_unrecorded_reason(bool imported);
 
 StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const profiler::TraceReader& reader,
                                                       const AnalysisWindow& window);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tui/text_wrap.h"
 #include "tui/units.h"
 #include "tui/views.h"
 
@@ -15,27 +16,11 @@ struct Line {
   Style style;
 };
 
-// Word-wraps `text` after `prefix` to `width` columns; later lines start with `indent` spaces.
 void wrap(std::vector<Line>& out, const std::string& prefix, const std::string& text, int width,
           int indent, Style style) {
-  std::string line = prefix;
-  bool fresh = true;  // no word on this line yet
-  for (size_t pos = 0; pos <= text.size();) {
-    size_t next = text.find(' ', pos);
-    if (next == std::string::npos) next = text.size();
-    const std::string word = text.substr(pos, next - pos);
-    pos = next + 1;
-    if (word.empty()) continue;
-    if (!fresh && static_cast<int>(line.size() + 1 + word.size()) > width) {
-      out.push_back({line, style});
-      line.assign(static_cast<size_t>(indent), ' ');
-      fresh = true;
-    }
-    if (!fresh) line += ' ';
-    line += word;
-    fresh = false;
+  for (std::string& line : wrap_words(prefix, text, width, indent)) {
+    out.push_back({std::move(line), style});
   }
-  if (!fresh) out.push_back({line, style});
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyzers/memory_vs_estimate.h"
+#include "tui/text_wrap.h"
 #include "tui/units.h"
 #include "tui/views.h"
 
@@ -159,9 +161,20 @@ void render_memory(const ViewModel& model, const UiState& state, const Glyphs& g
   const int rank = ranks[static_cast<size_t>(chosen)];
   const RankStatus& row = *std::find_if(model.ranks.begin(), model.ranks.end(),
                                         [rank](const RankStatus& r) { return r.rank == rank; });
-  static const MemoryChart kEmpty;
   auto found = model.memory.find(rank);
-  const MemoryChart& mem = found != model.memory.end() ? found->second : kEmpty;
+  if (found == model.memory.end()) {
+    // Nothing recorded is not 0 B: say so, as analyze does, instead of an empty chart at zero.
+    grid.text(area.x, area.y, fmt::format("Memory: rank {} (h/l), not recorded", rank),
+              Style::kBold, area.width);
+    int y = area.y + 2;
+    for (const std::string& line :
+         wrap_words("", analyzers::memory_unrecorded_reason(model.imported), area.width, 0)) {
+      if (y >= area.y + area.height) break;
+      grid.text(area.x, y++, line, Style::kDim, area.width);
+    }
+    return;
+  }
+  const MemoryChart& mem = found->second;
   std::string title = fmt::format("Memory: rank {} (h/l), in use {}, peak {}", rank,
                                   format_size(row.memory_total()), format_size(mem.peak_total));
   if (mem.estimate_total) title += ", estimate " + format_size(*mem.estimate_total);

@@ -181,10 +181,8 @@ struct ScannedRank {
 Status replay_rank(TraceWriter& writer, const ImportedRank& rank, ScannedRank& scanned) {
   const KinetoRankScan& scan = scanned.scan;
   const bool gpu_rank = scan.has_kernels();
-  const int device = scan.main_device();
-  const int32_t memory_code = device >= 0 && scan.memory_events_per_cuda_device.contains(device)
-                                  ? spooled_cuda_memory(device)
-                                  : kSpooledCpuMemory;
+  const int32_t memory_code =
+      scan.memory_on_cpu() ? kSpooledCpuMemory : spooled_cuda_memory(scan.main_device());
   std::vector<TraceEvent> keep;
   auto on_slice = [&](SliceEvent& s) {
     s.rank = rank.rank;
@@ -364,6 +362,15 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run, Scan
   }
   append_run_and_ranks(writer, run, scanned.ranks, summary.missing_ranks, first, summary.run_id);
   for (size_t i = 0; i < scanned.ranks.size(); ++i) {
+    const KinetoRankScan& scan = scanned.spooled[i].scan;
+    if (scan.memory_on_cpu() && scan.cpu_memory_events > 0) {
+      // torch's CPU memory profiling counts from zero when it starts (CUDA's totals are the
+      // caching allocator's own): what analyze must not read as bytes in use.
+      writer.append(StatEvent{"import_cpu_memory_relative", scanned.ranks[i].rank,
+                              scan.cpu_memory_events, StatSeverity::kInfo,
+                              "memory samples from torch.profiler's CPU allocator: allocations "
+                              "since profiling began, not bytes in use"});
+    }
     RETURN_IF_ERROR(replay_rank(writer, scanned.ranks[i], scanned.spooled[i]));
     scanned.spooled[i].spool.reset();  // its disk space back before the next rank's
     summary.events += scanned.ranks[i].events;

@@ -185,6 +185,7 @@ class RankScanner {
       ++scan_.memory_events_per_cuda_device[device];
     } else {
       m.rank = kSpooledCpuMemory;
+      ++scan_.cpu_memory_events;
     }
     m.ts_ns = *e.ts_ns;
     m.bytes = allocated;

@@ -30,6 +30,12 @@ struct KinetoRankScan {
   RankCollectiveEvidence collectives;
   std::map<int, int64_t> kernels_per_device;
   std::map<int, int64_t> memory_events_per_cuda_device;
+  int64_t cpu_memory_events = 0;  // Device Type 0: the CPU allocator's, counted from profiling on
+  // Whether the rank's memory is the CPU allocator's: no CUDA samples of its main device.
+  bool memory_on_cpu() const {
+    const int device = main_device();
+    return device < 0 || !memory_events_per_cuda_device.contains(device);
+  }
   int64_t main_pid = -1;  // the process whose thread marks the steps (else the first CPU op's)
   int64_t first_ns = INT64_MAX;
   int64_t last_ns = INT64_MIN;

@@ -224,9 +224,39 @@ TEST_F(MemoryVsEstimateTest, ARankWithNoMemoryRecordedHasNoPeak) {
   EXPECT_EQ(text.find(" 0 B "), std::string::npos) << text;
   EXPECT_NE(text.find("3.06 MiB"), std::string::npos) << text;  // rank 0's 3,204,160 B
   const nlohmann::json json = memory_vs_estimate_json(*report);
-  EXPECT_EQ(json[0]["peak_total_bytes"], 3'204'160.0);
+  EXPECT_EQ(json[0]["peak_total_bytes"], 3'204'160);
+  EXPECT_TRUE(json[0]["peak_total_bytes"].is_number_integer()) << json.dump();  // whole bytes
   EXPECT_TRUE(json[1]["peak_total_bytes"].is_null()) << json.dump();
   EXPECT_EQ(json[1]["recorded"], false);
+  // --json says what the text says: why there is no estimate, why there is no memory.
+  EXPECT_EQ(json[1]["estimate_note"], "not a built-in workload run: peaks only");
+  EXPECT_NE(json[1]["note"].get<std::string>().find("a CPU job has none"), std::string::npos);
+}
+
+// An imported torch.profiler trace: ranks without [memory] events need profile_memory=True, and
+// the CPU allocator's samples (import_cpu_memory_relative) count from when profiling began, which
+// the text and --json say beside the peak.
+TEST_F(MemoryVsEstimateTest, ImportedCpuSamplesAreAChangeNotBytesInUse) {
+  std::vector<profiler::TraceEvent> events = rank0_samples();
+  events.push_back(profiler::StatEvent{"import_cpu_memory_relative", 0, 6,
+                                       profiler::StatSeverity::kInfo, "from zero"});
+  auto trace = write_trace(R"({"imported_from": "kineto", "world_size": 2})", 2, events);
+  auto report = analyze_memory_vs_estimate(trace.db, window_of(2, 1, 1, 0, 10));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const std::string text = format_memory_vs_estimate(*report);
+  EXPECT_NE(text.find("no memory recorded on rank 1: the imported profile holds no [memory] "
+                      "events: profile with torch.profiler(profile_memory=True)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 0: torch.profiler's CPU memory samples count what was allocated "
+                      "after profiling began"),
+            std::string::npos)
+      << text;
+  const nlohmann::json json = memory_vs_estimate_json(*report);
+  EXPECT_EQ(json[0]["relative"], true);
+  EXPECT_NE(json[0]["note"].get<std::string>().find("after profiling began"), std::string::npos);
+  EXPECT_EQ(json[1]["relative"], false);
+  EXPECT_NE(json[1]["note"].get<std::string>().find("profile_memory=True"), std::string::npos);
 }
 
 }  // namespace

@@ -382,6 +382,28 @@ TEST(Memory, ChartsCategoriesAndTheEstimate) {
   EXPECT_GT(count(text, "-----"), 0);  // the estimate's line across the chart
 }
 
+// A rank with no memory samples (a CPU PyTorch job) is "not recorded" with analyze's reason, not
+// an empty chart of "in use 0 B, peak 0 B ... no memory samples yet".
+TEST(Memory, ARankWithoutSamplesIsNotRecordedNotZero) {
+  ViewModel model = two_ranks();
+  model.memory.clear();
+  for (auto& row : model.ranks) row.memory_bytes = {};
+  UiState state;
+  state.view = View::kMemory;
+  ScreenGrid grid(80, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  std::string text = screen_text(grid);
+  EXPECT_NE(text.find("Memory: rank 0 (h/l), not recorded"), std::string::npos) << text;
+  EXPECT_NE(text.find("a CPU job has none"), std::string::npos) << text;  // wrapped, whole
+  EXPECT_EQ(text.find("0 B"), std::string::npos) << text;
+  EXPECT_EQ(text.find("samples yet"), std::string::npos) << text;
+
+  model.imported = true;  // an imported profile: the profiler's option to turn on
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  text = screen_text(grid);
+  EXPECT_NE(text.find("profile_memory=True"), std::string::npos) << text;
+}
+
 // Under the chart, the run's elapsed time at its first column, its middle and its last.
 TEST(Memory, TheChartHasATimeAxis) {
   ViewModel model = two_ranks();

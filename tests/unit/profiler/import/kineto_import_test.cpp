@@ -451,6 +451,10 @@ TEST(KinetoImport, CpuMemoryOfACpuRankAsOtherCategory) {
             "other|1024\nother|3072\n");
   EXPECT_EQ(trace.rows("SELECT device FROM ranks"), "cpu\n");
   EXPECT_EQ(trace.rows("SELECT category FROM slices WHERE name = 'aten::add'"), "compute\n");
+  // torch's CPU memory profiling counts from zero when it starts: said, so analyze does not read
+  // the samples as bytes in use.
+  EXPECT_EQ(trace.rows("SELECT rank, value FROM stats WHERE name = 'import_cpu_memory_relative'"),
+            "0|2\n");
 }
 
 TEST(KinetoImport, GpuRankKeepsItsDevicesMemoryAndItsKernelsAreTheCompute) {
@@ -471,6 +475,8 @@ TEST(KinetoImport, GpuRankKeepsItsDevicesMemoryAndItsKernelsAreTheCompute) {
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   TraceQuery trace(dir.path() / "g.db");
   EXPECT_EQ(trace.rows("SELECT category, bytes FROM memory_events"), "other|4096\n");
+  EXPECT_EQ(trace.rows("SELECT count(*) FROM stats WHERE name = 'import_cpu_memory_relative'"),
+            "0\n");  // the caching allocator's totals are bytes in use
   EXPECT_EQ(trace.rows("SELECT device FROM ranks"), "cuda:0\n");
   EXPECT_EQ(trace.rows("SELECT category FROM slices WHERE name = 'aten::mm'"), "phase\n");
   EXPECT_EQ(trace.rows("SELECT name, ts_ns, dur_ns, correlation_id, device, stream, grid_x, "
