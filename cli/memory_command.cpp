@@ -175,6 +175,13 @@ StatusOr<std::string> render(const MemoryFlags& f) {
   memory::ReportContext context{f.model.params > 0 ? fmt::format("{:.4g} parameters", f.model.params)
                                              : input.model.name,
                                 gpu.name};
+  if (!gpu.cuda_runtime && f.gpu.gpu_file.empty()) {  // the cpu preset, not the user's file
+    context.capacity_caveat = fmt::format(
+        "the {} preset's {:.0f} GiB is a placeholder, not this host's memory, and the ranks on a "
+        "host share its memory: the fit is per rank against it; give your host's memory per "
+        "rank with --gpu-file",
+        gpu.name, gpu.memory_bytes / 1073741824.0);
+  }
   if (f.sweep) {
     ASSIGN_OR_RETURN(std::vector<int> dp_sizes,
                      parse_dp_sizes(f.sweep_dp.empty() ? "1..1024" : f.sweep_dp));

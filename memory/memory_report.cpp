@@ -14,6 +14,20 @@
 namespace partrain::memory {
 namespace {
 
+// What the figures leave out or rest on that the table cannot show: the text's notes and
+// --json's warnings.
+std::vector<std::string> estimate_notes(const EstimateInput& in, const ReportContext& context) {
+  std::vector<std::string> notes;
+  if (in.model.is_bare()) {
+    notes.push_back(
+        "activations are not estimated from --params alone (no layers, hidden size or sequence): "
+        "the total and the fit are the model states only; give --model or --layers, --hidden, "
+        "--heads and --seq instead");
+  }
+  if (!context.capacity_caveat.empty()) notes.push_back(context.capacity_caveat);
+  return notes;
+}
+
 using nlohmann::ordered_json;
 
 constexpr double kGiB = 1073741824.0;
@@ -183,6 +197,7 @@ std::string format_estimate_text(const EstimateInput& in, const MemoryEstimate& 
                        e.fits() ? "yes" : "NO", std::fabs(headroom) / kGiB, std::fabs(headroom) / 1e9,
                        e.fits() ? "headroom" : "over", context.gpu_name);
   }
+  for (const std::string& note : estimate_notes(in, context)) out += "  note: " + note + "\n";
   if (!in.reserve_bytes) {
     out += "  * default reserve: CUDA context 512 MiB + NCCL 512 MiB + 5% fragmentation (--reserve)\n";
   }
@@ -243,6 +258,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
   }
   const std::optional<std::string> bubble = pipeline_bubble_advice(in, e);
   out["warnings"] = bubble ? ordered_json::array({*bubble}) : ordered_json::array();
+  for (const std::string& note : estimate_notes(in, context)) out["warnings"].push_back(note);
   return dump_json(out, 2) + "\n";
 }
 

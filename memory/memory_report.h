@@ -15,6 +15,9 @@ namespace partrain::memory {
 struct ReportContext {
   std::string model_name;
   std::string gpu_name;  // empty: no capacity known
+  // Why the capacity is no host's or GPU's measured memory (the cpu preset's placeholder, which
+  // every rank on a host shares); empty: a device's own.
+  std::string capacity_caveat;
 };
 
 std::string format_estimate_text(const EstimateInput& input, const MemoryEstimate& estimate,

@@ -622,5 +622,27 @@ TEST(MemoryCommand, OneMicroBatchOnAPipelineIsWarnedWithAGlobalBatch) {
   EXPECT_EQ(filled.out.find("warning"), std::string::npos) << filled.out;
 }
 
+// What a fit rests on that the table cannot show: --params alone estimates no activations, and
+// the cpu preset's capacity is a placeholder that a host's ranks share (it said "fits yes" for 4
+// ranks of 22 GiB on a 23 GiB host). A GPU preset's capacity is the device's own: no note.
+TEST(MemoryCommand, NotesWhatTheFitLeavesOut) {
+  auto r = run_partrain("memory --params 1.5e9 --gpu cpu --precision fp32 --dp 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: activations are not estimated from --params alone"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("note: the cpu preset's 64 GiB is a placeholder"), std::string::npos)
+      << r.out;
+  r = run_partrain("memory --params 1.5e9 --gpu cpu --precision fp32 --dp 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto warnings = nlohmann::json::parse(r.out)["warnings"];
+  ASSERT_EQ(warnings.size(), 2u) << r.out;
+  EXPECT_NE(warnings[1].get<std::string>().find("placeholder"), std::string::npos) << r.out;
+
+  r = run_partrain("memory --model llama-2-7b --gpu h100-80g --dp 8 --zero 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("note:"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace partrain
