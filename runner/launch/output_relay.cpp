@@ -76,7 +76,19 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
   return relay;
 }
 
-void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, char end) {
+void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view piece, char end) {
+  // What of this line was shown already as a redraw (its state at the end of a read): the line is
+  // that and this piece, for the tail and a prefixed terminal, which writes it again over itself
+  // (a carriage return instead starts the line afresh). The log gets the piece's bytes alone.
+  std::string& shown = slot.shown_redraw[index_of(stream)];
+  std::string whole;
+  std::string_view line = piece;
+  if (end != '\r' && !shown.empty()) {
+    whole = shown;
+    whole += piece;
+    line = whole;
+  }
+  shown = end == kShownRedraw ? std::string(line) : std::string();
   const bool redraw = end == '\r' || end == kShownRedraw;
   bool& redrawing = slot.redrawing[index_of(stream)];
   if (redraw) redrawing = true;
@@ -90,7 +102,7 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, ch
   // terminal without prefixes, get a worker's output byte for byte). With prefixes every piece
   // ends its line, so that the next one starts with its rank.
   if (slot.log_file.valid()) {
-    std::string text(line);
+    std::string text(piece);
     if (end == '\n' || end == '\r') text += end;
     (void)write_all(slot.log_file.get(), text);
   }
@@ -99,7 +111,7 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view line, ch
   std::string text;
   if (slot.prefix.empty()) {
     // The bytes as written: a newline only where the worker wrote one.
-    text = line;
+    text = piece;
     if (end == '\n' || end == '\r') text += end;
   } else {
     // A carriage return goes back to the line's start, where the next piece writes its prefix;

@@ -72,19 +72,23 @@ class OutputRelay {
     // The stream's last piece ended in a carriage return: it redraws a line (a progress bar),
     // whose next state is shown when a read ends, not when the next redraw comes.
     bool redrawing[2] = {false, false};
+    // A redrawn line's state shown on the prefixed terminal as it stood at the end of a read, the
+    // cursor back at its start: the rest of that line, when it comes, is written after it again
+    // (tqdm's closing newline arrives on its own: it had come out as an empty "[rank N] " line).
+    std::string shown_redraw[2];
     std::chrono::steady_clock::time_point last_bytes[2];  // when the stream last wrote
     UniqueFd log_file;
     std::deque<std::string> tail;
   };
   explicit OutputRelay(RelayOptions options) : options_(std::move(options)) {}
-  // `line` without its end. `end`: the '\n' or '\r' that ended the piece; kPiece for part of a
+  // `piece` without its end. `end`: the '\n' or '\r' that ended the piece; kPiece for part of a
   // line (cut at max_line_bytes, or a quiet one shown): the line stays open for the rest;
   // kStreamEnd for the end of a stream that did not end with a newline; kShownRedraw for a
   // redrawn line's state shown as it stands at the end of a read.
   static constexpr char kPiece = 0;
   static constexpr char kShownRedraw = 1;
   static constexpr char kStreamEnd = 2;
-  void emit_line(Slot& slot, Stream stream, std::string_view line, char end = '\n');
+  void emit_line(Slot& slot, Stream stream, std::string_view piece, char end = '\n');
   // At the end of a read: a redrawn line's state so far goes out (its bytes to the log as they
   // are; on a prefixed terminal with its prefix, the cursor back at the line's start).
   void show_redraw(Slot& slot, Stream stream, std::string& pending);

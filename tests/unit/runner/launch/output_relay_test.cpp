@@ -77,6 +77,26 @@ TEST_F(RelayTest, CarriageReturnsGoOutAsTheyComeAndCrlfIsANewline) {
   EXPECT_EQ(relay->stderr_tail(0), tail);
 }
 
+// A bar's state shown at the end of a read is the line so far: what comes after it in later reads
+// is written after it again, over itself. tqdm's closing newline arrives on its own, and had come
+// out as an empty "[rank 0] " line (and a state's rest, "2", over the state's start).
+TEST_F(RelayTest, TheRestOfAShownRedrawContinuesItsLine) {
+  auto relay = OutputRelay::open(options(), {0});
+  ASSERT_TRUE(relay.is_ok());
+  relay->feed(0, Stream::kStderr, "\rprogress 1/");
+  relay->feed(0, Stream::kStderr, "2");
+  EXPECT_EQ(contents(err_), "[rank 0] progress 1/\r[rank 0] progress 1/2\r");
+  relay->feed(0, Stream::kStderr, "\rprogress 2/2");
+  relay->feed(0, Stream::kStderr, "\n");
+  EXPECT_EQ(contents(err_),
+            "[rank 0] progress 1/\r[rank 0] progress 1/2\r[rank 0] progress 2/2\r"
+            "[rank 0] progress 2/2\n");
+  relay->feed(0, Stream::kStderr, "after\n");  // a line of its own again
+  EXPECT_NE(contents(err_).find("\n[rank 0] after\n"), std::string::npos) << contents(err_);
+  std::deque<std::string> tail{"progress 2/2", "after"};
+  EXPECT_EQ(relay->stderr_tail(0), tail);
+}
+
 TEST_F(RelayTest, NoPrefixWhenSwitchedOff) {
   RelayOptions o = options();
   o.prefix = false;
