@@ -42,25 +42,40 @@ namespace {
 // "command not found" (train.py is not on PATH) or "permission denied" (not executable). A file
 // that exists but would not run as a program (train.py, or a script without the .py) is run with
 // the python3 on PATH, and says which; an executable one (its own shebang) runs as it is.
+// The python3 the workers' PATH finds first (what `python3` will run), for the notes.
+std::string python_on_path(const std::string& path) {
+  for (size_t start = 0; start <= path.size();) {
+    const size_t end = std::min(path.find(':', start), path.size());
+    const std::filesystem::path candidate =
+        std::filesystem::path(end > start ? path.substr(start, end - start) : ".") / "python3";
+    if (find_executable(candidate.string(), path) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return "python3";
+}
+
+std::string search_path() {
+  const char* path_variable = std::getenv("PATH");
+  return path_variable != nullptr ? path_variable : "/bin:/usr/bin";
+}
+
+// torchrun's -m/--module: the command's first word is a module, run as `python3 -m MODULE`.
+std::vector<std::string> torchrun_module_command(std::vector<std::string> command) {
+  if (command.empty()) return command;
+  log::info("running `python3 -m {}` with {}, as torchrun -m runs it", command.front(),
+            python_on_path(search_path()));
+  command.insert(command.begin(), {"python3", "-m"});
+  return command;
+}
+
 std::vector<std::string> torchrun_script_command(std::vector<std::string> command) {
   if (command.empty()) return command;
   const std::string& script = command.front();
   std::error_code error;
   if (!std::filesystem::is_regular_file(script, error)) return command;
-  const char* path_variable = std::getenv("PATH");
-  const std::string path = path_variable != nullptr ? path_variable : "/bin:/usr/bin";
+  const std::string path = search_path();
   if (find_executable(script, path) == 0) return command;
-  std::string python = "python3";
-  for (size_t start = 0; start <= path.size();) {
-    const size_t end = std::min(path.find(':', start), path.size());
-    const std::filesystem::path candidate =
-        std::filesystem::path(end > start ? path.substr(start, end - start) : ".") / "python3";
-    if (find_executable(candidate.string(), path) == 0) {
-      python = candidate.string();
-      break;
-    }
-    start = end + 1;
-  }
+  const std::string python = python_on_path(path);
   const std::string as_program = script.find('/') == std::string::npos ? "./" + script : script;
   log::info(
       "running {} with {}, as torchrun runs its script with its Python (`-- {}` with a shebang "
@@ -96,6 +111,8 @@ struct LaunchFlags {
   bool no_trace = false;
   bool tui = false;
   MetricsFlags metrics;
+  bool module = false;     // torchrun's -m: the command is a Python module
+  bool no_python = false;  // torchrun's --no-python: the command runs as given, never with Python
 };
 
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
@@ -171,7 +188,13 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   }
   config.tee = flags.tee;
   config.prefix = flags.prefix;
-  config.command = torchrun_script_command(flags.command);
+  if (flags.module && flags.no_python) {
+    return invalid_argument(
+        "-m runs a module with Python and --no-python runs no Python: give one");
+  }
+  config.command = flags.module      ? torchrun_module_command(flags.command)
+                   : flags.no_python ? flags.command
+                                     : torchrun_script_command(flags.command);
   if (flags.no_trace && flags.trace.file) {
     return invalid_argument("pass either --trace FILE or --no-trace, not both");
   }
@@ -471,18 +494,17 @@ void refuse_torchrun_flags(CLI::App& cmd) {
          },
          "")
       ->group("");
-  for (const char* names : {"--no-python,--no_python", "-m,--module", "--run-path,--run_path"}) {
-    cmd.add_flag_callback(
-           names,
-           [first = std::string(names).substr(0, std::string(names).find(','))] {
-             throw CLI::ValidationError(
-                 first,
-                 "partrain launch runs the command as given: write `-- python3 -m pkg` or "
-                 "`-- python3 train.py` for Python, `-- ./prog` for anything else");
-           },
-           "")
-        ->group("");
-  }
+  cmd.add_flag_callback(
+         "--run-path,--run_path",
+         [] {
+           throw CLI::ValidationError(
+               "--run-path",
+               "torchrun's --run-path runs the script inside its own interpreter; partrain's "
+               "workers are processes of their own: give the script (`train.py`), run with "
+               "Python, or -m MODULE");
+         },
+         "")
+      ->group("");
 }
 
 }  // namespace
@@ -543,9 +565,16 @@ Subcommand add_launch_command(CLI::App& parent) {
       ->capture_default_str();
   torchrun(
       cmd->add_flag("--standalone", flags->standalone, "Single node (as torchrun --standalone)"));
+  torchrun(cmd->add_flag("-m,--module", flags->module,
+                         "The command's first word is a Python module, run as `python3 -m "
+                         "MODULE ARGS` (as torchrun -m)"));
+  torchrun(cmd->add_flag("--no-python,--no_python", flags->no_python,
+                         "Run the command as given, never with Python (as torchrun "
+                         "--no-python): a script without its execute bit then fails to start"));
   cmd->add_option("command", flags->command,
                   "The worker command and its arguments, after `--` or after launch's own flags "
-                  "(as torchrun: everything from the script on is the script's)");
+                  "(as torchrun: everything from the script on is the script's; a script that is "
+                  "not executable runs with python3)");
   // torchrun's rule: the first word that is no flag of launch starts the worker command, and the
   // script's own flags after it (-n 3, --trace, --steps) are the script's, not launch's.
   cmd->positionals_at_end();

@@ -264,8 +264,8 @@ TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
       {{"-t", "3"}, "-t: torchrun's -t is --tee N"},
       {{"--signals-to-handle", "SIGUSR1"}, "passes SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1"},
       {{"--redirects", "3"}, "give --log-dir DIR"},
-      {{"--no-python"}, "runs the command as given"},
-      {{"-m"}, "runs the command as given"},
+      {{"--run-path"}, "--run-path: torchrun's --run-path runs the script inside its own"},
+      {{"-m", "--no-python"}, "-m runs a module with Python and --no-python runs no Python"},
   };
   for (const auto& [flags, wanted] : cases) {
     std::vector<std::string> args = {"launch", "-n", "2"};
@@ -280,6 +280,29 @@ TEST_F(LaunchTest, TorchrunFlagsItHasNotGotSayWhatToDoInstead) {
                                   "-c", "echo \"$@\"", "x", "--max-restarts", "-m"});
   EXPECT_EQ(passed.exit_code, 0) << passed.err;
   EXPECT_EQ(passed.out, "--max-restarts -m\n");
+}
+
+// torchrun's -m runs the command's first word as a Python module (it was refused); --no-python
+// runs a script as given, never with Python (a script without its execute bit fails to start).
+TEST_F(LaunchTest, TorchrunsModuleAndNoPythonFlags) {
+  fs::create_directories(dir_ / "pkg");
+  std::ofstream(dir_ / "pkg" / "__init__.py") << "";
+  std::ofstream(dir_ / "pkg" / "__main__.py")
+      << "import os, sys\nprint('module', os.environ['RANK'], sys.argv[1:])\n";
+  Finished r =
+      run_partrain({"launch", "-n", "2", "--no-trace", "--no-prefix", "-m", "pkg", "-n", "3"},
+                   {"PYTHONPATH=" + dir_.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "module 0 ['-n', '3']\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "module 1 ['-n', '3']\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "running `python3 -m pkg` with")) << r.err;
+
+  const std::string script_path = (dir_ / "plain.py").string();
+  std::ofstream(script_path) << "print('ran')\n";
+  fs::permissions(script_path, fs::perms::owner_read | fs::perms::owner_write);
+  r = run_partrain({"launch", "-n", "1", "--no-trace", "--no-python", script_path});
+  EXPECT_NE(r.exit_code, 0) << r.out;  // not run with python3
+  EXPECT_FALSE(contains(r.out, "ran")) << r.out;
 }
 
 // As torchrun, a .py script that would not run as a program (not executable, or a bare name not on
