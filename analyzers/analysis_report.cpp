@@ -164,8 +164,11 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
   RETURN_IF_ERROR(add_analysis(out, "collectives", started_ns,
                                StatusOr<CollectiveStatsReport>(stats.finish()), out.collectives,
                                collective_stats_findings));
+  const bool compute_known = compute_recorded(out.ranks);  // the breakdown ran first
   return add_analysis(out, "stragglers", started_ns, stragglers.finish(reader, out.window),
-                      out.stragglers, straggler_findings);
+                      out.stragglers, [compute_known](const StragglerReport& report) {
+                        return straggler_findings(report, compute_known);
+                      });
 }
 
 }  // namespace

@@ -364,7 +364,7 @@ std::optional<Finding> rotating_lateness(const StragglerReport& report) {
 
 }  // namespace
 
-std::vector<Finding> straggler_findings(const StragglerReport& report) {
+std::vector<Finding> straggler_findings(const StragglerReport& report, bool compute_recorded) {
   if (!report.straggler) {
     if (auto rotating = rotating_lateness(report)) return {*rotating};
     return {};
@@ -384,9 +384,19 @@ std::vector<Finding> straggler_findings(const StragglerReport& report) {
       "median, {:.0f}% of the step ({:.0f}% of all waiting at collectives)",
       r.rank, 100 * r.last_op_share, op_plural(r.last_op), kDelayedSkewMs, r.late_p50_ms,
       100 * r.step_share, 100 * r.wait_share);
-  f.advice = fmt::format("check rank {}'s host for contention, thermal throttling, a slower GPU; "
-                         "compare its compute time with the other ranks'",
-                         r.rank);
+  f.advice = compute_recorded
+                 ? fmt::format(
+                       "check rank {}'s host for contention, thermal throttling, a slower "
+                       "GPU; compare its compute time with the other ranks'",
+                       r.rank)
+                 : fmt::format(
+                       "check rank {}'s host for contention (other processes on its "
+                       "cores: `partrain launch --cpu-bind core` keeps ranks off each "
+                       "other's), thermal throttling, or work only it does (data loading, "
+                       "logging, longer samples); its compute is not in this trace (see "
+                       "compute_unrecorded): torch.profiler on it, brought in with "
+                       "`partrain import`, compares it with the other ranks'",
+                       r.rank);
   if (is_p2p(r.last_op)) {
     // A pipeline's transfers wait on the data dependency itself: a stage with more work than
     // its neighbours (the last stage's loss and output layer, an uneven layer split) keeps them

@@ -88,7 +88,10 @@ class StragglerPass {
 // A pass of its own over the window's groups.
 StatusOr<StragglerReport> analyze_stragglers(const profiler::TraceReader& reader,
                                              const AnalysisWindow& window);
-std::vector<Finding> straggler_findings(const StragglerReport& report);
+// `compute_recorded`: whether the ranks' compute is in the trace (analyze's breakdown); a PyTorch
+// CPU job's is not, and its straggler's advice names what to look at on a host, not a GPU.
+std::vector<Finding> straggler_findings(const StragglerReport& report,
+                                        bool compute_recorded = true);
 std::string format_stragglers(const StragglerReport& report);
 nlohmann::json stragglers_json(const StragglerReport& report);
 

@@ -72,6 +72,12 @@ TEST(StragglersTest, SlowRankIsTheStraggler) {
             "rank 2 arrives last at 100% of delayed all-reduces (skew >= 1 ms), 30.0 ms late at "
             "the median, 27% of the step (100% of all waiting at collectives)");
   EXPECT_NE(findings[0].advice.find("rank 2's host"), std::string::npos);
+  EXPECT_NE(findings[0].advice.find("a slower GPU"), std::string::npos);
+  // A PyTorch CPU job's compute is not in the trace: no GPU to suspect, its cores and host work.
+  const Finding cpu = straggler_findings(*report, /*compute_recorded=*/false)[0];
+  EXPECT_EQ(cpu.advice.find("GPU"), std::string::npos) << cpu.advice;
+  EXPECT_NE(cpu.advice.find("--cpu-bind core"), std::string::npos) << cpu.advice;
+  EXPECT_NE(cpu.advice.find("compute_unrecorded"), std::string::npos) << cpu.advice;
   EXPECT_NE(format_stragglers(*report).find("<- straggler"), std::string::npos);
   EXPECT_NE(format_stragglers(*report).find(
                 "median step 100.000 ms, mean 100.000 ms (of step: of the mean) over 10 steps"),
