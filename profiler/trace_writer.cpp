@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -190,6 +191,7 @@ struct TraceWriter::State {
   bool created = false;          // create() succeeded: closing builds the deferred indexes
   DiskReserve reserve;
   size_t batch_event_limit = 0;  // options.max_batch_events, or less to fit the reserve
+  struct stat identity {};       // of the file created, to tell when its path names another
   // Stopping (trace_writer.h): a full file or a failed COMMIT sets stop_reason; stop() acts on
   // it once the statement in hand is done.
   std::string stop_reason;
@@ -793,6 +795,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
     return status.with_context(fmt::format("creating trace {}", path.string()));
   }
   s.created = true;
+  (void)::stat(path.c_str(), &s.identity);
   if (options.disk_reserve_bytes > 0) s.bound_log_by_reserve();
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(writer.state_)));
 }
@@ -933,5 +936,14 @@ uint64_t TraceWriter::write_errors() const { return state_->write_errors; }
 const std::string& TraceWriter::stop_reason() const { return state_->stop_reason; }
 uint64_t TraceWriter::events_dropped() const { return state_->events_dropped; }
 const std::filesystem::path& TraceWriter::path() const { return state_->path; }
+
+std::string TraceWriter::file_gone() const {
+  struct stat now {};
+  if (::stat(state_->path.c_str(), &now) != 0) return "removed";
+  if (now.st_dev != state_->identity.st_dev || now.st_ino != state_->identity.st_ino) {
+    return "replaced by another file";
+  }
+  return "";
+}
 
 }  // namespace partrain::profiler

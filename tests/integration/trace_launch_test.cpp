@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
@@ -185,6 +186,25 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   r = run_partrain(fmt::format("launch -n 1 --trace {} -- true", failed.string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+// A trace file removed or replaced while the run is traced: the closing line said "trace: FILE
+// (N events)" as if the events were there; it now says what became of the file.
+TEST_F(TraceLaunchTest, ATraceFileRemovedOrReplacedDuringTheRunIsSaidToBeGone) {
+  for (const auto& [name, change, said] :
+       {std::tuple{"removed.db", "rm {0}", "removed"},
+        std::tuple{"replaced.db", "rm {0} && echo other > {0}", "replaced by another file"}}) {
+    const fs::path db = dir_ / name;
+    const std::string command = fmt::format(fmt::runtime(change), db.string());
+    CommandResult r =
+        run_partrain(fmt::format("launch -n 1 --trace {} -- sh -c '{}'", db.string(), command));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(
+                  fmt::format("trace {} was {} while the run was traced: the ", db.string(), said)),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("trace: " + db.string() + " ("), std::string::npos) << r.err;
+  }
 }
 
 // The rendezvous token is a password: the run row's command (and so exports of the trace)
