@@ -403,6 +403,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   RETURN_IF_ERROR(add_node_file_finding(reader, out.findings));
   account_for_the_straggler(out.stragglers, out.findings);
   follow_the_desync(out.findings);
+  discount_missing_collectives(out.findings, out.outcome.data_loss);
   sort_findings(out.findings);
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 
@@ -54,6 +55,25 @@ std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses)
                          "missing may be lost records rather than ranks that never called them "
                          "(docs/reliability.md)";
   return {finding};
+}
+
+void discount_missing_collectives(std::vector<Finding>& findings,
+                                  const std::vector<DataLossStat>& losses) {
+  for (Finding& finding : findings) {
+    if (finding.kind != "missing_collective") continue;
+    const auto loss = std::find_if(losses.begin(), losses.end(), [&](const DataLossStat& l) {
+      return l.value > 0 && (!l.rank || l.rank == finding.rank);
+    });
+    if (loss == losses.end()) continue;
+    finding.severity = Severity::kWarning;
+    finding.evidence +=
+        fmt::format("; the trace lost events{}: {}",
+                    loss->rank ? fmt::format(" of rank {}", *loss->rank) : "", describe(*loss));
+    finding.advice =
+        "likely a record lost from the trace, not an op the rank skipped: its other "
+        "findings and exit status tell whether it failed; trace again, onto a disk "
+        "nothing else locks or fills, to see every collective";
+  }
 }
 
 std::string format_data_loss(const std::vector<DataLossStat>& losses) {

@@ -24,6 +24,13 @@ struct DataLossStat {
 StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::TraceReader& reader);
 // One warning naming every loss, or none when the trace is whole.
 std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses);
+// A collective a rank "never recorded" is no evidence against a rank whose events the trace lost
+// (a loss of that rank, or of the whole run: a recorder that dropped events, a writer that could
+// not store them or stopped): its missing_collective findings become warnings that name the loss
+// and say the record was likely lost, instead of critical ones that say the rank crashed, hung or
+// skipped the op.
+void discount_missing_collectives(std::vector<Finding>& findings,
+                                  const std::vector<DataLossStat>& losses);
 // The report header's lines: "the trace is missing events: trace_stopped = 5454 (...)\n" per
 // loss; "" for none.
 std::string format_data_loss(const std::vector<DataLossStat>& losses);

@@ -9,12 +9,31 @@
 #include <cstring>
 #include <utility>
 
+#include "core/byte_size.h"
 #include "core/log.h"
 
 namespace partrain::profiler {
 
 std::filesystem::path disk_reserve_path(const std::filesystem::path& trace) {
   return std::filesystem::path(trace.string() + "-reserve");
+}
+
+std::optional<uint64_t> free_bytes_beside(const std::filesystem::path& trace) {
+  std::filesystem::path dir = trace.parent_path();
+  if (dir.empty()) dir = ".";
+  struct statvfs fs {};
+  if (statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
+  return uint64_t{fs.f_bavail} * uint64_t{fs.f_frsize};
+}
+
+Status check_room_for_trace(const std::filesystem::path& trace, uint64_t free_bytes) {
+  if (free_bytes >= DiskReserve::kMinFreeBytes) return Status::ok();
+  return failed(
+      "the filesystem of {} has {} free, and a trace needs at least {} to be closed "
+      "properly when the disk fills up (its status, the ranks' exits, the notice that "
+      "tracing stopped): free some space, trace into a file on another filesystem "
+      "(--trace FILE), or run without a trace (--no-trace)",
+      trace.string(), format_bytes(free_bytes), format_bytes(DiskReserve::kMinFreeBytes));
 }
 
 DiskReserve DiskReserve::claim(const std::filesystem::path& trace, uint64_t bytes) {
@@ -36,8 +55,10 @@ DiskReserve DiskReserve::claim(const std::filesystem::path& trace, uint64_t byte
     struct statvfs fs {};
     const uint64_t free_bytes =
         fstatvfs(fd, &fs) == 0 ? uint64_t{fs.f_bavail} * uint64_t{fs.f_frsize} : 0;
-    const uint64_t smaller = std::min(bytes, free_bytes / 4) & ~(kMinReserveBytes - 1);
-    if (smaller >= kMinReserveBytes) {
+    constexpr uint64_t kStep = 64 << 10;
+    const uint64_t smaller =
+        std::min(bytes, std::max(kMinReserveBytes, (free_bytes / 4) & ~(kStep - 1)));
+    if (smaller < bytes && smaller <= free_bytes) {
       log::debug("{}: {} bytes free, a disk reserve of {} bytes instead of {}", trace.string(),
                  free_bytes, smaller, bytes);
       bytes = smaller;

@@ -33,6 +33,7 @@ TraceSessionStats writer_figures(const TraceWriter& writer) {
   stats.write_errors = writer.write_errors();
   stats.events_dropped = writer.events_dropped();
   stats.stop_reason = writer.stop_reason();
+  stats.file_gone = writer.file_gone();
   return stats;
 }
 

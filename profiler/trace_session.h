@@ -37,6 +37,8 @@ struct TraceSessionStats {
   // not stored since.
   std::string stop_reason;
   uint64_t events_dropped = 0;
+  // What became of the file if its path no longer names it (TraceWriter::file_gone), else empty.
+  std::string file_gone;
 };
 
 class TraceSession {

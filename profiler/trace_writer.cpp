@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/byte_size.h"
 #include "core/log.h"
 #include "profiler/disk_reserve.h"
 #include "profiler/sqlite_db.h"
@@ -71,10 +74,37 @@ bool has_root(std::string_view op) {
   return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
 }
 
-// Bounds of the write-ahead log, in pages, before SQLite checkpoints it into the file: half the
-// disk reserve (stop()), at most 64 MiB.
+// Bounds of the write-ahead log, in pages, before SQLite checkpoints it into the file: a quarter
+// of the disk reserve (bound_log_by_reserve()), at most 64 MiB. The least reserve gives the least.
 constexpr uint64_t kMinCheckpointPages = 16;
 constexpr uint64_t kMaxCheckpointPages = 8192;
+static_assert(DiskReserve::kMinReserveBytes / 4 / kTracePageBytes == kMinCheckpointPages);
+// What an event adds to the write-ahead log, counted generously: its row, index entries and share
+// of the pages each commit rewrites came to 31-43 bytes in a 4-rank gpt launch's batches of
+// ~4400 events (18-23 pages of 8 KiB each; the commit's debug line says how many).
+constexpr uint64_t kLogBytesPerEvent = 128;
+
+// Removes a trace file and what SQLite keeps beside it.
+void remove_trace_files(const std::filesystem::path& path) {
+  std::error_code ignored;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::filesystem::remove(path.string() + suffix, ignored);
+  }
+}
+
+// The last error of `db` was the disk (or the file's size limit) being full: SQLite says so, or
+// its filesystem has no block or no inode left (SQLite calls a -wal it cannot create for want of
+// an inode "unable to open database file").
+bool is_disk_full(const SqliteDb& db, const std::filesystem::path& path) {
+  if (db.get() != nullptr &&
+      ((db.error_code() & 0xff) == SQLITE_FULL || sqlite3_system_errno(db.get()) == ENOSPC)) {
+    return true;
+  }
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  struct statvfs fs {};
+  return statvfs(dir.c_str(), &fs) == 0 && (fs.f_bavail == 0 || fs.f_favail == 0);
+}
 
 // The line of share/schema.sql after which come the indexes built at close.
 constexpr std::string_view kDeferredIndexesLine = "-- partrain:deferred-indexes";
@@ -160,6 +190,8 @@ struct TraceWriter::State {
   uint64_t errors_recorded = 0;  // of write_errors, how many are already in stat
   bool created = false;          // create() succeeded: closing builds the deferred indexes
   DiskReserve reserve;
+  size_t batch_event_limit = 0;  // options.max_batch_events, or less to fit the reserve
+  struct stat identity {};       // of the file created, to tell when its path names another
   // Stopping (trace_writer.h): a full file or a failed COMMIT sets stop_reason; stop() acts on
   // it once the statement in hand is done.
   std::string stop_reason;
@@ -214,6 +246,8 @@ struct TraceWriter::State {
     int rc = stmt.run();
     if (rc != SQLITE_DONE) note_error(rc, what);
   }
+  Status open_new();
+  void bound_log_by_reserve();
   Status prepare_statements();
   void begin_batch();
   int64_t intern(std::string_view value);
@@ -599,6 +633,10 @@ Status TraceWriter::State::commit_batch() {
   Status status = db.exec("COMMIT");
   if (status.is_ok()) {
     run_rows_in_batch.clear();
+    int pages = 0, unused = 0;  // written to the log by this batch (kLogBytesPerEvent)
+    sqlite3_db_status(db.get(), SQLITE_DBSTATUS_CACHE_WRITE, &pages, &unused, 1);
+    log::debug("trace {}: a batch of {} events committed, {} pages into the log", path.string(),
+               batch_events, pages);
     return Status::ok();
   }
   const int rc = db.error_code();
@@ -725,9 +763,16 @@ Status apply_schema(SqliteDb& db) {
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem::path& path,
                                                            const TraceWriterOptions& options) {
+  if (options.disk_reserve_bytes > 0) {
+    // Refused before any file is made: a trace begun on a nearly full disk could not be closed.
+    if (std::optional<uint64_t> free = free_bytes_beside(path)) {
+      RETURN_IF_ERROR(check_room_for_trace(path, *free));
+    }
+  }
   auto state = std::make_unique<State>();
   state->path = path;
   state->options = options;
+  state->batch_event_limit = options.max_batch_events;
   ASSIGN_OR_RETURN(state->lock_fd, take_writer_lock(path));
   TraceWriter writer(std::move(state));  // from here on, failures release the lock
   State& s = *writer.state_;
@@ -737,31 +782,70 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
       return invalid_argument("{} already exists; choose another file or allow overwriting",
                               path.string());
     }
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      std::filesystem::remove(path.string() + suffix, error);
-    }
+    remove_trace_files(path);
   }
-  ASSIGN_OR_RETURN(s.db, SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                               SQLITE_OPEN_NOMUTEX));
-  Status status = apply_schema(s.db);
-  if (status.is_ok() && options.max_file_bytes > 0) {
-    status = s.db.exec(fmt::format("PRAGMA max_page_count = {}",
-                                   std::max<uint64_t>(options.max_file_bytes / kTracePageBytes, 1)));
-  }
-  if (status.is_ok()) status = s.prepare_statements();
-  if (!status.is_ok()) return status.with_context(fmt::format("creating trace {}", path.string()));
-  s.created = true;
-  if (options.disk_reserve_bytes > 0) {
+  // Taken before the file, whose schema alone is ~240 KiB: the free space check_room_for_trace
+  // saw is the space the reserve is a share of.
+  if (options.disk_reserve_bytes > 0)
     s.reserve = DiskReserve::claim(path, options.disk_reserve_bytes);
-    // At a full disk the stop frees the reserve and checkpoints the write-ahead log into the
-    // file before it records itself: the log must fit in what the reserve frees, or the trace
-    // would stay `running` with its rows in the log only.
-    const uint64_t log_pages =
-        std::clamp<uint64_t>(s.reserve.bytes() / kTracePageBytes / 2, kMinCheckpointPages,
-                             kMaxCheckpointPages);
-    (void)s.db.exec(fmt::format("PRAGMA wal_autocheckpoint = {}", log_pages));
+  if (Status status = s.open_new(); !status.is_ok()) {
+    { TraceWriter closing(std::move(writer.state_)); }  // closes the file, releases the lock
+    // What SQLite made of the file is no trace: left, it would refuse a retry ("already exists").
+    remove_trace_files(path);
+    return status.with_context(fmt::format("creating trace {}", path.string()));
   }
+  s.created = true;
+  (void)::stat(path.c_str(), &s.identity);
+  if (options.disk_reserve_bytes > 0) s.bound_log_by_reserve();
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(writer.state_)));
+}
+
+Status TraceWriter::State::open_new() {
+  auto opened = SqliteDb::open(path.string(),
+                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  Status status = opened.status();
+  if (status.is_ok()) {
+    db = std::move(*opened);
+    status = apply_schema(db);
+  }
+  if (status.is_ok() && options.max_file_bytes > 0) {
+    status = db.exec(fmt::format("PRAGMA max_page_count = {}",
+                                 std::max<uint64_t>(options.max_file_bytes / kTracePageBytes, 1)));
+  }
+  if (status.is_ok()) status = prepare_statements();
+  if (status.is_ok() || !is_disk_full(db, path)) return status;
+  // SQLite says "disk I/O error" for a full disk met while it sizes its -shm file.
+  return failed(
+      "the disk is full ({}): free some space, trace into a file on another "
+      "filesystem (--trace FILE), or run without a trace (--no-trace)",
+      status.message());
+}
+
+// At a full disk the stop frees the reserve and checkpoints the write-ahead log into the file
+// before it records itself: the log must fit in what the reserve frees, or the trace would stay
+// `running` with its rows in the log only. The log holds at most the checkpoint threshold and the
+// batch committed past it, each kept within a quarter of the reserve; the other half is for
+// the file to grow by what the checkpoint brings in and for the stop's own rows.
+void TraceWriter::State::bound_log_by_reserve() {
+  const uint64_t quarter = reserve.bytes() / 4;
+  const uint64_t log_pages =
+      std::clamp<uint64_t>(quarter / kTracePageBytes, kMinCheckpointPages, kMaxCheckpointPages);
+  // The schema, ~30 pages, is in the log yet: into the file with it, before any batch counts.
+  (void)db.exec(
+      fmt::format("PRAGMA wal_autocheckpoint = {}; PRAGMA wal_checkpoint(TRUNCATE)", log_pages));
+  if (reserve.held()) {
+    batch_event_limit =
+        std::min<size_t>(batch_event_limit, std::max<uint64_t>(quarter / kLogBytesPerEvent, 1));
+  }
+  if (reserve.bytes() < options.disk_reserve_bytes) {
+    const std::optional<uint64_t> free = free_bytes_beside(path);
+    log::warn(
+        "trace {}: little space on its filesystem ({} free after a reserve of {} instead "
+        "of {}): tracing will stop when it fills up and the run will go on; free some "
+        "space or trace elsewhere to keep the whole run",
+        path.string(), format_bytes(free.value_or(0)), format_bytes(reserve.bytes()),
+        format_bytes(options.disk_reserve_bytes));
+  }
 }
 
 TraceWriter::TraceWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -814,7 +898,7 @@ void TraceWriter::append(std::span<const TraceEvent> events) {
     if (s.stop_reason.empty()) std::visit([&s](const auto& e) { s.store(e); }, event);
   }
   s.batch_events += events.size();
-  if (!s.stop_reason.empty() || s.batch_events >= s.options.max_batch_events) {
+  if (!s.stop_reason.empty() || s.batch_events >= s.batch_event_limit) {
     (void)commit();
   } else {
     commit_if_due();
@@ -852,5 +936,14 @@ uint64_t TraceWriter::write_errors() const { return state_->write_errors; }
 const std::string& TraceWriter::stop_reason() const { return state_->stop_reason; }
 uint64_t TraceWriter::events_dropped() const { return state_->events_dropped; }
 const std::filesystem::path& TraceWriter::path() const { return state_->path; }
+
+std::string TraceWriter::file_gone() const {
+  struct stat now {};
+  if (::stat(state_->path.c_str(), &now) != 0) return "removed";
+  if (now.st_dev != state_->identity.st_dev || now.st_ino != state_->identity.st_ino) {
+    return "replaced by another file";
+  }
+  return "";
+}
 
 }  // namespace partrain::profiler

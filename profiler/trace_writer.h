@@ -81,6 +81,9 @@ class TraceWriter {
   // since (those of the batch rolled back included).
   const std::string& stop_reason() const;
   uint64_t events_dropped() const;
+  // Empty while the file's path still names the file being written; else what became of it
+  // ("removed", "replaced by another file"): the events recorded are not at that path.
+  std::string file_gone() const;
   const std::filesystem::path& path() const;
 
  private:

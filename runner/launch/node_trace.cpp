@@ -42,6 +42,19 @@ std::string describe_trace_stop(const profiler::TraceSessionStats& stats) {
                      stats.events_dropped);
 }
 
+void log_trace_closed(const fs::path& path, const profiler::TraceSessionStats& stats) {
+  if (!stats.file_gone.empty()) {
+    log::warn(
+        "trace {} was {} while the run was traced: the {} events recorded are not in it "
+        "(lost, or in the file it was moved to); trace into a file nothing else removes",
+        path.string(), stats.file_gone, stats.events_written);
+    return;
+  }
+  log::info("trace: {} ({} events{}{})", path.string(), stats.events_written,
+            stats.records_lost > 0 ? fmt::format(", {} lost", stats.records_lost) : "",
+            describe_trace_stop(stats));
+}
+
 StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
                                                       const RunContext& run) {
   ASSIGN_OR_RETURN(const fs::path path,
@@ -133,9 +146,7 @@ void NodeTrace::finish(const std::vector<WorkerSpec>& specs, const SupervisorRes
   if (!finished.is_ok()) {
     log::error("trace {}: {}", session_->path().string(), finished.message());
   } else {
-    log::info("trace: {} ({} events{}{})", session_->path().string(), stats.events_written,
-              stats.records_lost > 0 ? fmt::format(", {} lost", stats.records_lost) : "",
-              describe_trace_stop(stats));
+    log_trace_closed(session_->path(), stats);
   }
 }
 

@@ -33,6 +33,9 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const std::file
 // For the closing "trace: FILE (N events...)" line: "; tracing stopped early (the disk is
 // full): N events not stored", or "" when tracing went to the end.
 std::string describe_trace_stop(const profiler::TraceSessionStats& stats);
+// The closing line, "trace: FILE (N events...)"; a warning instead when the file was removed or
+// replaced while the run was traced, as what it recorded is not at that path.
+void log_trace_closed(const std::filesystem::path& path, const profiler::TraceSessionStats& stats);
 
 class NodeTrace {
  public:

@@ -26,7 +26,21 @@ StatusOr<fs::path> decide_trace_path(const TracePathRequest& request) {
   }
   fs::path path = profiler::node_trace_path(base, request.node_rank);
   std::error_code error;
-  if (fs::exists(path, error)) {
+  const fs::file_status status = fs::status(path, error);
+  if (fs::is_directory(status)) {
+    return invalid_argument(
+        "the trace file {0} is a directory: pass a file in it (--trace "
+        "{1}) or another --trace FILE",
+        path.string(), (path / "run.db").string());
+  }
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    return invalid_argument(
+        "the trace file {} is not a regular file (a device, a FIFO or a "
+        "socket): a trace is an SQLite file, pass another --trace FILE, or "
+        "--no-trace to run without one",
+        path.string());
+  }
+  if (fs::exists(fs::symlink_status(path, error))) {
     return invalid_argument("the trace file {} already exists: remove it or pass another --trace "
                             "FILE",
                             path.string());

@@ -257,8 +257,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     log::error("trace {}: {}", path.string(), finished.message());
   }
   const profiler::TraceSessionStats stats = session->stats();
-  log::info("trace: {} ({} events{})", path.string(), stats.events_written,
-            describe_trace_stop(stats));
+  log_trace_closed(path, stats);
   if (stop_signal) return exit_code_for_signal(*stop_signal);
   // torchrun exits 1 whatever ended its ranks: a hang the watchdog ended is a timeout.
   if (watchdog_fired && !exit.success()) return 124;

@@ -3,8 +3,8 @@
 // clock offsets, steps with losses), its status follows the run's end, and a launcher killed
 // with SIGKILL leaves a file that opens, passes integrity_check and reads as incomplete. A trace
 // that fills its disk (or its --trace-max-size) stops while the run goes on.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,16 +12,15 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "tests/support/scratch_dir.h"
 #include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/trace_query.h"
 
 namespace partrain::testing {
@@ -187,6 +186,25 @@ TEST_F(TraceLaunchTest, DefaultPathNoTraceAndFailedStatus) {
   r = run_partrain(fmt::format("launch -n 1 --trace {} -- true", failed.string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+// A trace file removed or replaced while the run is traced: the closing line said "trace: FILE
+// (N events)" as if the events were there; it now says what became of the file.
+TEST_F(TraceLaunchTest, ATraceFileRemovedOrReplacedDuringTheRunIsSaidToBeGone) {
+  for (const auto& [name, change, said] :
+       {std::tuple{"removed.db", "rm {0}", "removed"},
+        std::tuple{"replaced.db", "rm {0} && echo other > {0}", "replaced by another file"}}) {
+    const fs::path db = dir_ / name;
+    const std::string command = fmt::format(fmt::runtime(change), db.string());
+    CommandResult r =
+        run_partrain(fmt::format("launch -n 1 --trace {} -- sh -c '{}'", db.string(), command));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(
+                  fmt::format("trace {} was {} while the run was traced: the ", db.string(), said)),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("trace: " + db.string() + " ("), std::string::npos) << r.err;
+  }
 }
 
 // The rendezvous token is a password: the run row's command (and so exports of the trace)
@@ -456,21 +474,30 @@ TEST_F(TraceLaunchTest, TraceMaxSizeStopsTracingAndTheRunGoesOn) {
       << bad.err;
 }
 
-// A launch of kLongRunSteps steps tracing into a tmpfs of `size` mounted in a private namespace
-// (unshare, where user namespaces are allowed); the trace file alone is copied out to
+// A launch of kLongRunSteps steps tracing into a tmpfs of `size` (and `options` more, e.g.
+// nr_inodes) mounted in a private namespace (unshare, where user namespaces are allowed), of
+// which a file takes all but `left` KiB (0: none); the trace file alone is copied out to
 // dir/copied.db and the tmpfs's listing to dir/left.txt before the namespace goes. nullopt (the
 // test skips) where no such mount is permitted.
-std::optional<CommandResult> launch_on_tmpfs(const fs::path& dir, std::string_view size) {
+std::optional<CommandResult> launch_on_tmpfs(const fs::path& dir, std::string_view size,
+                                             int left = 0, std::string_view options = "") {
   const fs::path mount = dir / "small";
   fs::create_directories(mount);
   if (run_shell("unshare -rm sh -c 'mount -t tmpfs tmpfs " + mount.string() + "'").exit_code != 0) {
     return std::nullopt;
   }
   const fs::path db = mount / "full.db";
+  const std::string fill =
+      left == 0 ? "true"
+                : fmt::format(
+                      "dd if=/dev/zero of={0}/filler bs=1K status=none count=$(($(df "
+                      "--output=avail -k {0} | tail -1) - {1}))",
+                      mount.string(), left);
   return run_shell(fmt::format(
-      "unshare -rm sh -c 'mount -t tmpfs -o size={6} tmpfs {0} && {1} launch -n 4 {2} --steps {3} "
-      "--trace {4}; code=$?; cp {4} {5}/copied.db; ls {0} > {5}/left.txt; exit $code'",
-      mount.string(), PARTRAIN_BINARY, kModel, kLongRunSteps, db.string(), dir.string(), size));
+      "unshare -rm sh -c 'mount -t tmpfs -o size={6}{7} tmpfs {0} && {8} && {1} launch -n 4 {2} "
+      "--steps {3} --trace {4}; code=$?; cp {4} {5}/copied.db; ls {0} > {5}/left.txt; exit $code'",
+      mount.string(), partrain_binary(), kModel, kLongRunSteps, db.string(), dir.string(), size,
+      options, fill));
 }
 
 // A real full disk: a 5 MiB tmpfs, of which the writer's reserve takes 4 MiB.
@@ -492,6 +519,50 @@ TEST_F(TraceLaunchTest, ADiskSmallerThanTheReserveStillEndsCheckpointedAndMarked
   // Only the main file was copied out: everything must be in it.
   expect_tracing_stopped_and_run_went_on(*r, dir_ / "copied.db", "the disk is full");
   EXPECT_EQ(read_file((dir_ / "left.txt").string()), "full.db\n") << "no reserve, lock, WAL left";
+}
+
+// A nearly full disk with just the room a trace needs (1 MiB, DiskReserve::kMinFreeBytes, and a
+// little): the least reserve, 512 KiB, still closes it. With 450 KiB free the writer held no
+// reserve and the whole trace was lost (status `running`, no ranks, "committing ... database or
+// disk is full"); with 600-850 KiB and a 64 KiB reserve, 8 closes of 12 failed so.
+TEST_F(TraceLaunchTest, ANearlyFullDiskWithRoomForATraceStillEndsCheckpointedAndMarked) {
+  std::optional<CommandResult> r = launch_on_tmpfs(dir_, "4m", 1100);
+  if (!r) GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk";
+  EXPECT_NE(r->err.find("little space on its filesystem"), std::string::npos)
+      << "warned at the start: " << r->err;
+  expect_tracing_stopped_and_run_went_on(*r, dir_ / "copied.db", "the disk is full");
+  EXPECT_EQ(read_file((dir_ / "left.txt").string()), "filler\nfull.db\n")
+      << "no reserve, lock, WAL left";
+}
+
+// With less than that free, tracing is refused before anything runs or is written, saying what
+// to do; the run is not started (exit 1, as for a port in use).
+TEST_F(TraceLaunchTest, ADiskTooFullToCloseATraceIsRefusedAtTheStart) {
+  std::optional<CommandResult> r = launch_on_tmpfs(dir_, "4m", 450);
+  if (!r) GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk";
+  EXPECT_EQ(r->exit_code, 1) << r->err;
+  EXPECT_NE(r->err.find("free, and a trace needs at least 1.00 MiB to be closed properly"),
+            std::string::npos)
+      << r->err;
+  EXPECT_NE(r->err.find("(--trace FILE), or run without a trace (--no-trace)"), std::string::npos)
+      << r->err;
+  EXPECT_EQ(r->err.find("[rank 0] loss:"), std::string::npos) << "no rank started: " << r->err;
+  EXPECT_EQ(read_file((dir_ / "left.txt").string()), "filler\n") << "nothing made beside it";
+}
+
+// A trace SQLite cannot create for want of space (here of inodes: the root, the writer's lock, the
+// reserve and the trace take the 4 there are, and its -wal cannot be made) is
+// said to be a full disk, not "unable to open database file", and leaves no file behind that
+// would refuse the retry as "already exists".
+TEST_F(TraceLaunchTest, ATraceThatCannotBeCreatedOnAFullDiskLeavesNothing) {
+  std::optional<CommandResult> r = launch_on_tmpfs(dir_, "4m", 0, ",nr_inodes=4");
+  if (!r) GTEST_SKIP() << "unshare -rm with a tmpfs mount is not permitted here: no small disk";
+  EXPECT_EQ(r->exit_code, 1) << r->err;
+  EXPECT_NE(
+      r->err.find("creating trace " + (dir_ / "small" / "full.db").string() + ": the disk is full"),
+      std::string::npos)
+      << r->err;
+  EXPECT_EQ(read_file((dir_ / "left.txt").string()), "") << "no stub of the trace left";
 }
 
 }  // namespace

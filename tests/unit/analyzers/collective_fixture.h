@@ -69,6 +69,7 @@ class CollectiveTrace {
   }
   ~CollectiveTrace() { fs::remove(path_); }
   void add(const Op& op) { writer_->append(record(op)); }
+  void add(const profiler::StatEvent& stat) { writer_->append(stat); }
   void step(int rank, int64_t step, int64_t ts_ns, int64_t dur_ns) {
     writer_->append(profiler::StepEvent{rank, step, ts_ns, dur_ns, 1.0, 64});
   }

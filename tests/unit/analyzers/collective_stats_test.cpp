@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "analyzers/analysis_report.h"
 #include "analyzers/stragglers.h"
 #include "core/number_format.h"
 #include "tests/unit/analyzers/collective_fixture.h"
@@ -316,6 +318,39 @@ TEST(CollectiveStatsTest, MissingRankIsFoundOnceItCannotStillArrive) {
       EXPECT_NE(findings[1].evidence.find("seqs 4-5 (2 ops)"), std::string::npos);
     }
   }
+}
+
+// A rank whose recorder dropped events (a collector held up by a locked trace file, full
+// buffers) "never recorded" collectives the trace lost: analyze called them critical, blaming
+// the rank ("crashed, hung or skipped the op"). They are warnings now that name the loss; a rank
+// the trace lost nothing of is still blamed.
+TEST(CollectiveStatsTest, CollectivesMissingOnARankWhoseEventsWereLostAreBlamedOnTheLoss) {
+  CollectiveTrace trace("lost");
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) {
+      if ((rank == 3 && seq == 2) || (rank == 1 && seq == 4)) continue;
+      trace.add({.rank = rank, .seq = seq, .start_ns = static_cast<int64_t>(seq) * 1'000'000});
+    }
+  }
+  trace.add(profiler::StatEvent{"recorder_dropped_events", 3, 40, profiler::StatSeverity::kDataLoss,
+                                "events the rank lost before they reached the collector"});
+  auto report = analyze_run(trace.finish(), window({0, 1, 2, 3}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  std::map<int, const Finding*> missing;
+  for (const Finding& f : report->findings) {
+    if (f.kind == "missing_collective") missing[f.rank.value_or(-1)] = &f;
+  }
+  ASSERT_EQ(missing.size(), 2u);
+  ASSERT_TRUE(missing.count(3));
+  EXPECT_EQ(missing[3]->severity, Severity::kWarning);
+  EXPECT_EQ(missing[3]->evidence,
+            "rank 3 never recorded all_reduce seq 2 of communicator dp0 that ranks 0, 1, 2 "
+            "recorded; the trace lost events of rank 3: recorder_dropped_events = 40 on rank 3 "
+            "(events the rank lost before they reached the collector)");
+  EXPECT_NE(missing[3]->advice.find("likely a record lost from the trace"), std::string::npos);
+  ASSERT_TRUE(missing.count(1));
+  EXPECT_EQ(missing[1]->severity, Severity::kCritical);
+  EXPECT_NE(missing[1]->advice.find("rank 1 crashed, hung or skipped the op"), std::string::npos);
 }
 
 // A run of missing seqs with different ops names each: an all_reduce then a barrier is not

@@ -403,6 +403,47 @@ TEST_F(TraceStoreTest, DiskReserveIsHeldWhileWritingAndFreedAtClose) {
   EXPECT_FALSE(fs::exists(disk_reserve_path(path)));
 }
 
+// At a full disk the stop checkpoints the write-ahead log into the file with the space the
+// reserve frees: the log must never hold more than half of it, however many events a batch
+// gathers in its 250 ms. It held one whole batch (20 000 slices here, 1.4 MiB beside a 512 KiB
+// reserve), and the log bound itself was at least 128 KiB, twice the least reserve of 64 KiB.
+TEST_F(TraceStoreTest, TheWriteAheadLogNeverHoldsMoreThanHalfTheDiskReserve) {
+  fs::path path = file("bounded.db");
+  TraceWriterOptions options;
+  options.disk_reserve_bytes = DiskReserve::kMinReserveBytes;
+  options.max_commit_interval = std::chrono::hours(1);
+  auto writer = make_writer(path, options);
+  ASSERT_TRUE(writer);
+  std::error_code error;
+  ASSERT_EQ(fs::file_size(disk_reserve_path(path), error), DiskReserve::kMinReserveBytes);
+  int64_t ts = 0;
+  for (int chunk = 0; chunk < 80; ++chunk) {
+    writer->append(numbered_slices(250, ts));
+    EXPECT_LE(fs::file_size(path.string() + "-wal", error), DiskReserve::kMinReserveBytes / 2)
+        << "after " << ts << " slices";
+  }
+  ASSERT_TRUE(writer->commit().is_ok());
+  EXPECT_LE(fs::file_size(path.string() + "-wal", error), DiskReserve::kMinReserveBytes / 2);
+  writer.reset();
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM slices"), ts);
+}
+
+// Tracing starts only where a full disk later still lets the trace be closed, and the refusal
+// says what to do.
+TEST_F(TraceStoreTest, ADiskWithLessThanTheLeastReserveAndTraceRoomIsRefused) {
+  EXPECT_TRUE(check_room_for_trace("t.db", DiskReserve::kMinFreeBytes).is_ok());
+  Status refused = check_room_for_trace("t.db", 450 << 10);
+  EXPECT_EQ(refused.code(), StatusCode::kFailed);
+  EXPECT_THAT(refused.message(),
+              ::testing::HasSubstr("the filesystem of t.db has 450.00 KiB free, and a trace needs "
+                                   "at least 1.00 MiB to be closed properly"));
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("free some space, trace into a file on "
+                                                      "another filesystem (--trace FILE), or run "
+                                                      "without a trace (--no-trace)"));
+}
+
 // A full file (here the size limit; a full disk gives SQLite the same SQLITE_FULL) stops tracing:
 // the rows committed before stay, the batch in flight and everything after are counted, and the
 // run's own rows (stats, status) are still stored.

@@ -4,6 +4,7 @@
 #include "runner/launch/trace_path.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,32 @@ TEST_F(TracePathTest, AFileAlreadyThereIsRefusedByName) {
   std::string text;
   std::getline(in, text);
   EXPECT_EQ(text, "an earlier run");
+}
+
+// A directory, /dev/null or a FIFO is not "a file already there" to remove: each is named for
+// what it is, with what to pass instead (all three said "already exists: remove it").
+TEST_F(TracePathTest, ADirectoryOrAFileThatIsNotRegularIsNamedForWhatItIs) {
+  fs::create_directory(dir_ / "traces");
+  StatusOr<fs::path> directory = decide_trace_path({(dir_ / "traces").string(), "r", 0});
+  ASSERT_FALSE(directory.is_ok());
+  EXPECT_EQ(directory.status().exit_code(), 2);
+  EXPECT_EQ(directory.status().message(), "the trace file " + (dir_ / "traces").string() +
+                                              " is a directory: pass a file in it "
+                                              "(--trace " +
+                                              (dir_ / "traces" / "run.db").string() +
+                                              ") or another --trace FILE");
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  for (const fs::path& special : {fs::path("/dev/null"), dir_ / "fifo"}) {
+    StatusOr<fs::path> refused = decide_trace_path({special.string(), "r", 0});
+    ASSERT_FALSE(refused.is_ok()) << special;
+    EXPECT_EQ(refused.status().exit_code(), 2);
+    EXPECT_EQ(
+        refused.status().message(),
+        "the trace file " + special.string() +
+            " is not a regular file (a device, a FIFO "
+            "or a socket): a trace is an SQLite file, pass another --trace FILE, or --no-trace "
+            "to run without one");
+  }
 }
 
 TEST_F(TracePathTest, EmptyNamesAndUnusableRunIdsAreUsageErrors) {
