@@ -10,12 +10,10 @@
 namespace partrain::launch {
 namespace fs = std::filesystem;
 
-StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path& path,
-                                                                std::string_view flag,
-                                                                const std::string& socket_name,
-                                                                const std::string& token,
-                                                                profiler::RunInfo run,
-                                                                uint64_t max_bytes) {
+StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(
+    const fs::path& path, std::string_view flag, const std::string& socket_name,
+    const std::string& token, profiler::RunInfo run, uint64_t max_bytes,
+    std::function<void(int rank, pid_t pid)> rank_connected) {
   std::error_code error;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
   if (error) {
@@ -27,6 +25,7 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path&
   options.run_id = socket_name;
   options.token = token;
   options.writer.max_file_bytes = max_bytes;
+  options.rank_connected = std::move(rank_connected);
   auto session = profiler::TraceSession::start(std::move(options));
   if (!session.is_ok()) return session.status().with_context(flag);
   run.start_unix_ns = wall_ns();

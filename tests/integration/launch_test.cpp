@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -568,6 +569,46 @@ TEST(OrphanGuard, DismissedItKillsNothing) {
   guard->dismiss();
   EXPECT_FALSE(sleeper->try_reap().has_value()) << "the dismissed guard killed its group";
   EXPECT_EQ(guard->pid(), -1);
+}
+
+// A process the guard was told of one by one (a rank the collector heard from, which torchrun
+// started in a session of its own) dies with the launcher as the watched groups do.
+TEST(OrphanGuard, AWatchedProcessDiesWithTheLauncher) {
+  auto sleeper = Subprocess::spawn({{"sleep", "30"}, {"PATH=/usr/bin:/bin"}, false});
+  ASSERT_TRUE(sleeper.is_ok());
+  const pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {  // a launcher that dies without dismissing its guard, as under SIGKILL
+    auto guard = launch::OrphanGuard::start();
+    if (!guard.is_ok()) ::_exit(1);
+    guard->watch_process(sleeper->pid());
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::optional<ExitStatus> ended;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    ended = sleeper->try_reap();
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ended.has_value()) << "the watched process outlived the launcher";
+}
+
+// A pid and its start time name one process: the guard leaves a pid that went to another.
+TEST(OrphanGuard, AProcessStartTimeIsKnownOnlyWhileItRuns) {
+  const std::optional<uint64_t> mine = launch::process_start_ticks(::getpid());
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_EQ(launch::process_start_ticks(::getpid()), mine);
+  auto child = Subprocess::spawn({{"sleep", "30"}, {"PATH=/usr/bin:/bin"}, false});
+  ASSERT_TRUE(child.is_ok());
+  const pid_t pid = child->pid();
+  const std::optional<uint64_t> its = launch::process_start_ticks(pid);
+  ASSERT_TRUE(its.has_value());
+  EXPECT_GE(*its, *mine);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  while (!child->try_reap()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(launch::process_start_ticks(pid).has_value());
 }
 
 TEST_F(LaunchTest, SigtermIsForwardedAndGives143) {
