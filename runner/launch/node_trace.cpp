@@ -42,7 +42,8 @@ std::string describe_trace_stop(const profiler::TraceSessionStats& stats) {
 }
 
 StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
-                                                      const RunContext& run) {
+                                                      const RunContext& run,
+                                                      std::shared_ptr<OrphanGuardLink> guard_link) {
   ASSIGN_OR_RETURN(const fs::path path,
                    decide_trace_path({config.trace_file, run.run_id, run.node_rank}));
   profiler::RunInfo info;
@@ -53,9 +54,12 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   // The collector's socket directory: one per node, also when two "nodes" share a host.
   const std::string socket_name =
       run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
-  ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(path, "--trace FILE (or --no-trace)", socket_name, run.token,
-                                  std::move(info), config.trace_max_bytes));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<profiler::TraceSession> session,
+      open_run_trace(path, "--trace FILE (or --no-trace)", socket_name, run.token, std::move(info),
+                     config.trace_max_bytes, [guard_link](int, pid_t pid) {
+                       if (guard_link) guard_link->watch_process(pid);
+                     }));
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));
 }
 

@@ -38,8 +38,10 @@ class NodeTrace {
  public:
   // Creates the node's file (decide_trace_path's; its directory too) and starts the collector.
   // Fails with kInvalidArgument when the file exists, kFailed when it cannot be created.
-  static StatusOr<std::unique_ptr<NodeTrace>> start(const LaunchConfig& config,
-                                                    const RunContext& run);
+  // `guard_link` (optional) hears of each rank process that says hello to the collector.
+  static StatusOr<std::unique_ptr<NodeTrace>> start(
+      const LaunchConfig& config, const RunContext& run,
+      std::shared_ptr<OrphanGuardLink> guard_link = nullptr);
   // Under an outer `partrain trace` (PARTRAIN_COLLECTOR set): no file of its own; the workers
   // record into the outer collector (their environment already says where), and the launcher
   // adds what only it knows, through a connection of its own: the run's world size and config

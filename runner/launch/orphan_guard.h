@@ -54,6 +54,25 @@ class OrphanGuard {
   UniqueFd write_end_;
 };
 
+// Where the trace's collector, on its own thread, tells the launcher's guard of each rank process
+// that said hello: the collector starts before the guard and may outlive it, so the launcher
+// attaches the guard while it runs and detaches it before it goes.
+class OrphanGuardLink {
+ public:
+  void attach(OrphanGuard* guard) {
+    std::lock_guard lock(mutex_);
+    guard_ = guard;
+  }
+  void watch_process(pid_t pid) {
+    std::lock_guard lock(mutex_);
+    if (guard_ != nullptr) guard_->watch_process(pid);
+  }
+
+ private:
+  std::mutex mutex_;
+  OrphanGuard* guard_ = nullptr;
+};
+
 // When the process started, in clock ticks since boot (/proc/<pid>/stat's starttime): a pid and
 // its start time name one process, where a pid alone may be reused. nullopt when it is gone.
 // Async-signal-safe (no allocation): the guard calls it after fork.

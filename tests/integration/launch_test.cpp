@@ -560,6 +560,25 @@ TEST_F(LaunchTest, SigkillOfTheLauncherTakesTheWorkersChildrenToo) {
   expect_all_dead_or_zombies();
 }
 
+// A launcher under launch starts its workers in sessions of their own (torchrun's
+// start_new_session), out of the worker's group the guard kills: here the worker's shell starts
+// rank 1 with setsid. A rank the trace heard from dies with the launcher too.
+TEST_F(LaunchTest, SigkillOfTheLauncherTakesANestedLaunchersRanks) {
+  const fs::path pid_file = dir_ / "rank1.pid";
+  const testing::CommandResult r = testing::run_shell(fmt::format(
+      "{0} launch -n 1 --trace {1} -- sh -c 'RANK=1 WORLD_SIZE=2 setsid sleep 30 & echo $! > {2}; "
+      "wait' & launcher=$!; i=0; while [ \"$(cat /proc/$(cat {2} 2>/dev/null)/comm 2>/dev/null)\" "
+      "!= sleep ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; sleep 0.5; kill -9 $launcher",
+      testing::partrain_binary(), (dir_ / "nested.db").string(), pid_file.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(pid_file);
+  int pid = 0;
+  ASSERT_TRUE(in >> pid) << "the worker never started its rank";
+  const bool ended = testing::ends_within(pid, std::chrono::seconds(5));
+  if (!ended) ::kill(pid, SIGKILL);
+  EXPECT_TRUE(ended) << "the nested rank " << pid << " outlived the launcher";
+}
+
 TEST(OrphanGuard, DismissedItKillsNothing) {
   auto guard = launch::OrphanGuard::start();
   ASSERT_TRUE(guard.is_ok()) << guard.status().message();
