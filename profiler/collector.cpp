@@ -84,6 +84,14 @@ bool send_gathered(int fd, std::span<const uint8_t> head, std::span<const uint8_
   return true;
 }
 
+// The process at the other end of a Unix socket, as the kernel saw it connect; 0 if unknown.
+pid_t peer_pid(int fd) {
+  ucred credentials{};
+  socklen_t size = sizeof credentials;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return 0;
+  return credentials.pid;
+}
+
 }  // namespace
 
 std::string collector_base_dir() {
@@ -259,6 +267,7 @@ bool Collector::handle_frame(Connection& connection, const CollectorFrame& frame
         return false;
       }
       connection.rank = frame.rank;
+      if (consumer_.hello) consumer_.hello(connection.rank, peer_pid(connection.fd));
       return true;
     case FrameKind::kBatch:
       batches_.fetch_add(1, std::memory_order_relaxed);

@@ -4,6 +4,8 @@
 // recorder's sink in a rank: it sends batches and, when the collector is gone, drops and counts.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -50,6 +52,9 @@ struct CollectorConsumer {
   // Optional; called at least every CollectorOptions::tick_interval while the collector runs,
   // busy or idle, so an owner can do timed work (the writer's commit_if_due) on this thread.
   std::function<void()> tick = {};
+  // Optional: a client said HELLO as `rank`; `pid` is the peer process the kernel reports for
+  // the socket (SO_PEERCRED; 0 when it cannot say, as for a peer in another pid namespace).
+  std::function<void(int rank, pid_t pid)> hello = {};
 };
 
 struct CollectorOptions {

@@ -139,7 +139,8 @@ StatusOr<std::unique_ptr<TraceSession>> TraceSession::start(TraceSessionOptions 
                           uint32_t count) { ingest->on_records(rank, records, count); },
       .dropped = [ingest](int rank, uint64_t count) { ingest->on_dropped(rank, count); },
       .closed = [ingest](int rank, bool clean) { ingest->on_closed(rank, clean); },
-      .tick = [ingest] { ingest->on_tick(); }};
+      .tick = [ingest] { ingest->on_tick(); },
+      .hello = std::move(options.rank_connected)};
   // One socket per launcher: the launchers of a run's nodes share the run id, and several of
   // them may run on one host (a multi-node run tried out on one machine).
   CollectorOptions collector_options{.socket_path = fmt::format("{}/collector-{}.sock", dir,

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,8 @@ struct TraceSessionOptions {
   std::string token;   // every client frame must carry it
   TraceWriterOptions writer;
   CollectorLimits limits;
+  // Optional, on the collector's thread: a rank's process said hello (CollectorConsumer::hello).
+  std::function<void(int rank, pid_t pid)> rank_connected = {};
 };
 
 struct TraceSessionStats {

@@ -49,11 +49,15 @@ bool may_exec_on_path(const char* file) {
 // the exec returned (failed), keeping the exec's errno for the caller.
 template <typename Exec>
 int exec_traced(bool may_succeed, Exec&& exec) {
+  std::optional<int> rank;
+  if (may_succeed && InjectedProcess::tracing_in_this_process()) {
+    rank = InjectedProcess::current()->tracer().rank();
+  }
   const bool stopped = may_succeed && InjectedProcess::stop();
   const int result = exec();
   if (stopped) {
     const int exec_errno = errno;
-    InjectedProcess::start(std::nullopt);
+    InjectedProcess::start_as_rank(rank);  // it was that rank, and is again
     errno = exec_errno;
   }
   return result;

@@ -2,8 +2,9 @@
 // LD_PRELOAD, and CUDA_INJECTION64_PATH for CUDA programs), it makes each rank of a foreign job a
 // rank of the trace: who it is (host, pid, local rank, node), how long it lived, and every NCCL
 // call it made (nccl_interpose.cpp). A process with a launcher rank (RANK, OMPI_COMM_WORLD_RANK,
-// PMI_RANK, SLURM_PROCID) starts tracing at load; one without starts at its first
-// ncclCommInitRank, as that call's rank. It never disturbs its host: no collector, no rank, or
+// PMI_RANK, SLURM_PROCID) starts tracing at load, unless its parent holds the same rank (a
+// shell wrapper's program, a rank's helper); those, and one without, start at their first
+// ncclCommInitRank or c10d process group. It never disturbs its host: no collector, no rank, or
 // partrain's own workers (which record themselves) mean it stays inert.
 #include <optional>
 
@@ -12,7 +13,7 @@
 namespace partrain::profiler::inject {
 namespace {
 
-__attribute__((constructor)) void partrain_inject_start() { InjectedProcess::start(std::nullopt); }
+__attribute__((constructor)) void partrain_inject_start() { InjectedProcess::start_at_load(); }
 
 }  // namespace
 }  // namespace partrain::profiler::inject

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -75,6 +76,15 @@ bool parent_is_tracer() {
   return tracer && *tracer == static_cast<int>(::getppid());
 }
 
+// Whether the process that started this one was given the same launcher rank: this one is then
+// a helper of that rank (a compiler, a data loader), or the program a wrapper runs (`bash
+// run.sh` -> python), and records the rank only once it acts as one. The command `partrain
+// trace` started is the rank even when RANK came from outside, set for the tracer too
+// (`RANK=0 partrain trace -- python train.py`): the tracer is no rank.
+bool started_by_same_rank(int rank) {
+  return parent_has("RANK=" + std::to_string(rank)) && !parent_is_tracer();
+}
+
 // A fork()ed child has none of the tracer's threads: it is not traced (an exec'd program that
 // is a rank starts afresh through the constructor).
 void forget_in_child() { g_current.store(nullptr); }
@@ -142,19 +152,33 @@ void InjectedProcess::step_ended(int64_t step, int64_t start_ns, int64_t end_ns)
   if (GpuTracing* gpu_tracing = gpu()) gpu_tracing->flush();  // the step's kernels, promptly
 }
 
-InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
+InjectedProcess* InjectedProcess::start_at_load() {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
+  const std::optional<int> rank = launcher_rank();
+  if (!rank || started_by_same_rank(*rank)) return nullptr;
+  return begin(*rank);
+}
+
+InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank) {
+  std::lock_guard lock(g_start_mutex);
+  if (InjectedProcess* process = current()) return process;
+  const std::optional<int> published = launcher_rank();
+  InjectedProcess* process = begin(published ? *published : rank);
+  if (process != nullptr && published && started_by_same_rank(*published)) {
+    process->tracer_->emit(StatEvent{
+        "rank_process_taken_over", *published, 1, StatSeverity::kInfo,
+        fmt::format("the process the launcher started as rank {} (a shell wrapper, or a "
+                    "launcher under a launcher) set up no communicator or process group; one it "
+                    "started did, and is the rank from then on (its pid is the rank's)",
+                    *published)});
+  }
+  return process;
+}
+
+InjectedProcess* InjectedProcess::begin(std::optional<int> rank) {
   // partrain's own binary records itself (runner/worker/rank_tracing.h); it exports this symbol.
   if (dlsym(RTLD_DEFAULT, "partrain_records_itself") != nullptr) return nullptr;
-  std::optional<int> rank = launcher_rank();
-  if (rank) {
-    // The command `partrain trace` started is the rank even when RANK came from outside, set
-    // for the tracer too (`RANK=0 partrain trace -- python train.py`): the tracer is no rank.
-    if (parent_has("RANK=" + std::to_string(*rank)) && !parent_is_tracer()) return nullptr;
-  } else {
-    rank = nccl_rank;
-  }
   if (!rank) return nullptr;
   std::unique_ptr<RankTracer> tracer = RankTracer::from_env(*rank);
   if (!tracer) return nullptr;
@@ -173,6 +197,9 @@ InjectedProcess* InjectedProcess::start(std::optional<int> nccl_rank) {
     run.world_size = *world_size;
     tracer->emit(run);
   }
+  // Who the rank is reaches the collector before this process starts another: the ranks table
+  // keeps a rank's last row, and a child that takes the rank over (start_as_rank) must be last.
+  (void)tracer->flush(std::chrono::milliseconds(500));
   auto* process = new InjectedProcess(std::move(tracer), launcher_world_size().value_or(0));
   if (g_cuda_initialised) process->start_gpu_tracing();
   process->start_gpu_counters();

@@ -30,11 +30,17 @@ class InjectedProcess {
   // The process's state, or nullptr while it is not (or no longer) traced. Lock-free: called on
   // every NCCL call.
   static InjectedProcess* current();
-  // Makes this process a rank of the trace unless it is one already: as the launcher's rank
-  // when one was published (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), else as
-  // `nccl_rank` (the rank passed to its first ncclCommInitRank). nullptr when it cannot be:
-  // no collector in the environment, no rank known, or a helper process of a rank.
-  static InjectedProcess* start(std::optional<int> nccl_rank);
+  // The library was loaded into a new program image (or an exec failed): the process becomes
+  // a rank of the trace when a launcher published its rank (RANK, OMPI_COMM_WORLD_RANK,
+  // PMI_RANK, SLURM_PROCID), unless it is one of a rank's processes (its parent has the same
+  // rank): a shell wrapper's python, a rank's helpers. nullptr when it is not a rank (yet).
+  static InjectedProcess* start_at_load();
+  // The process acts as a rank: it initialises an NCCL communicator or registers a c10d process
+  // group. It becomes the launcher's rank when one was published, else `rank` (the one passed
+  // to NCCL or given by c10d); a process its parent's rank passed over at load takes that rank
+  // over from the parent (`bash run.sh` -> python: the shell does nothing a rank does). nullptr
+  // when it cannot be: no collector in the environment, no rank known, partrain's own worker.
+  static InjectedProcess* start_as_rank(std::optional<int> rank);
   // Ends tracing at exit (and before an exec): open NCCL groups recorded, the process slice
   // written, the tracer flushed and closed. False when this process was not tracing (none
   // started, or a vfork()ed child, which leaves its parent's alone).
@@ -79,6 +85,9 @@ class InjectedProcess {
 
  private:
   InjectedProcess(std::unique_ptr<RankTracer> tracer, int world_size);
+  // Makes this process `rank` of the trace (under the start lock); nullptr without a rank, a
+  // collector, or in partrain's own worker.
+  static InjectedProcess* begin(std::optional<int> rank);
 
   void start_gpu_tracing();
   void start_gpu_counters();

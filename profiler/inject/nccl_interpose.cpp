@@ -156,12 +156,12 @@ void bind_plugin_contexts(InjectedProcess& process, ncclComm_t comm,
   }
 }
 
-// ncclCommInitRank and friends: the first one of a process without a launcher rank makes it a
-// rank of the trace, as the rank it asked NCCL for.
+// ncclCommInitRank and friends: the first one of a process that is no rank yet makes it one, as
+// its launcher rank, else the rank it asked NCCL for (a wrapper's child takes the rank over).
 template <typename Forward>
 ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, int nranks,
                          int rank, const char* name, Forward forward) {
-  if (t_wrapper_depth == 0) InjectedProcess::start(rank);
+  if (t_wrapper_depth == 0) InjectedProcess::start_as_rank(rank);
   WrapperScope scope(KernelLinks::kNone);
   PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = forward();
@@ -247,7 +247,7 @@ PARTRAIN_ENTRY_POINT(ncclCommInitRankScalable, (ncclComm_t* comm, int nranks, in
 
 PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* devlist),
                      (comms, ndev, devlist)) {
-  if (partrain::profiler::inject::t_wrapper_depth == 0) InjectedProcess::start(0);
+  if (partrain::profiler::inject::t_wrapper_depth == 0) InjectedProcess::start_as_rank(0);
   WrapperScope scope(KernelLinks::kNone);
   const ncclResult_t result = next(comms, ndev, devlist);
   if (InjectedProcess* process = scope.process(); process != nullptr && comms != nullptr) {

@@ -72,12 +72,13 @@ using partrain::profiler::inject::TorchRecording;
 // The ABI this library speaks; the module refuses another.
 PARTRAIN_EXPORT int partrain_torch_abi_version(void) { return kTorchAbiVersion; }
 
-// Makes this process a rank of the trace unless it is one already (as the launcher's rank when
-// one was published, else as `rank`, the one c10d gave it). 1 when it is traced, 0 when not.
+// Makes this process a rank of the trace unless it is one already. `rank` < 0: the module was
+// loaded, and the process is the launcher's rank unless its parent holds that rank; else a c10d
+// process group registered with this rank: the process acts as a rank (the launcher's when one
+// was published, else `rank`). 1 when it is traced, 0 when not.
 PARTRAIN_EXPORT int partrain_torch_start(int rank) {
-  std::optional<int> given;
-  if (rank >= 0) given = rank;
-  return InjectedProcess::start(given) != nullptr ? 1 : 0;
+  if (rank < 0) return InjectedProcess::start_at_load() != nullptr ? 1 : 0;
+  return InjectedProcess::start_as_rank(rank) != nullptr ? 1 : 0;
 }
 
 // A process group: c10d's name and description, its members as world ranks (`ranks[i]` is group

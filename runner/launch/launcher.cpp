@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/env.h"
@@ -182,14 +183,14 @@ std::vector<WorkerSpec> worker_specs(const LaunchConfig& config, const RunContex
 }
 
 // The node's trace, unless tracing is off or an outer `partrain trace` collects already.
-StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config,
-                                                 const RunContext& run) {
+StatusOr<std::unique_ptr<NodeTrace>> start_trace(const LaunchConfig& config, const RunContext& run,
+                                                 std::shared_ptr<OrphanGuardLink> guard_link) {
   if (!config.trace) return std::unique_ptr<NodeTrace>();
   if (auto outer = env::get(profiler::kCollectorEnv); outer && !outer->empty()) {
     log::info("workers record into the collector of an outer `partrain trace` ({})", *outer);
     return NodeTrace::forward_to_outer(config, run);
   }
-  return NodeTrace::start(config, run);
+  return NodeTrace::start(config, run, std::move(guard_link));
 }
 
 // The flight-recorder diagnosis, printed when the dumps call for one. With several nodes, node
@@ -345,7 +346,10 @@ StatusOr<int> launch(const LaunchConfig& config) {
 
   // Nor a trace of a command that cannot start.
   if (!specs.empty()) RETURN_IF_ERROR(Subprocess::check_runnable(specs[0].argv[0], specs[0].env));
-  ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run));
+  // The rank processes the trace hears from die with the launcher too (a launcher under launch
+  // starts its workers in sessions of their own, outside the workers' groups).
+  auto guard_link = std::make_shared<OrphanGuardLink>();
+  ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run, guard_link));
   if (trace) {
     // A command's workers (a PyTorch script) record through the injection, as under `partrain
     // trace`; partrain's own workers record themselves.
@@ -365,8 +369,9 @@ StatusOr<int> launch(const LaunchConfig& config) {
       spec.env.push_back(flight->worker_env());
     }
   }
-  Supervisor supervisor({config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank},
-                        signals, relay);
+  Supervisor supervisor(
+      {config.grace, std::chrono::milliseconds(200), plan.host, plan.node_rank, guard_link},
+      signals, relay);
   SupervisorHooks hooks;
   if (rdzv.multi_node()) {
     hooks.publish_failure = [&](const RankFailure& local) { return rdzv.publish_failure(local); };

@@ -10,12 +10,10 @@
 namespace partrain::launch {
 namespace fs = std::filesystem;
 
-StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path& path,
-                                                                std::string_view flag,
-                                                                const std::string& socket_name,
-                                                                const std::string& token,
-                                                                profiler::RunInfo run,
-                                                                uint64_t max_bytes) {
+StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(
+    const fs::path& path, std::string_view flag, const std::string& socket_name,
+    const std::string& token, profiler::RunInfo run, uint64_t max_bytes,
+    std::function<void(int rank, pid_t pid)> rank_connected) {
   std::error_code error;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
   if (error) {
@@ -27,6 +25,7 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const fs::path&
   options.run_id = socket_name;
   options.token = token;
   options.writer.max_file_bytes = max_bytes;
+  options.rank_connected = std::move(rank_connected);
   auto session = profiler::TraceSession::start(std::move(options));
   if (!session.is_ok()) return session.status().with_context(flag);
   run.start_unix_ns = wall_ns();
@@ -56,7 +55,8 @@ void log_trace_closed(const fs::path& path, const profiler::TraceSessionStats& s
 }
 
 StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
-                                                      const RunContext& run) {
+                                                      const RunContext& run,
+                                                      std::shared_ptr<OrphanGuardLink> guard_link) {
   ASSIGN_OR_RETURN(const fs::path path,
                    decide_trace_path({config.trace_file, run.run_id, run.node_rank}));
   profiler::RunInfo info;
@@ -67,9 +67,12 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
   // The collector's socket directory: one per node, also when two "nodes" share a host.
   const std::string socket_name =
       run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
-  ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(path, "--trace FILE (or --no-trace)", socket_name, run.token,
-                                  std::move(info), config.trace_max_bytes));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<profiler::TraceSession> session,
+      open_run_trace(path, "--trace FILE (or --no-trace)", socket_name, run.token, std::move(info),
+                     config.trace_max_bytes, [guard_link](int, pid_t pid) {
+                       if (guard_link) guard_link->watch_process(pid);
+                     }));
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,13 +24,12 @@ namespace partrain::launch {
 // its collector, the run's row (start times filled in) already in it, and "tracing into PATH"
 // said. The collector's socket directory is named by `socket_name`. kFailed when it cannot be
 // created (`flag`, e.g. "--trace FILE", says how to choose another). Tracing stops when the file
-// would outgrow `max_bytes` (0: no limit) or fills the disk (trace_writer.h).
-StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(const std::filesystem::path& path,
-                                                                std::string_view flag,
-                                                                const std::string& socket_name,
-                                                                const std::string& token,
-                                                                profiler::RunInfo run,
-                                                                uint64_t max_bytes);
+// would outgrow `max_bytes` (0: no limit) or fills the disk (trace_writer.h). `rank_connected`
+// (optional) hears of each rank process that says hello to the collector, on its thread.
+StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(
+    const std::filesystem::path& path, std::string_view flag, const std::string& socket_name,
+    const std::string& token, profiler::RunInfo run, uint64_t max_bytes,
+    std::function<void(int rank, pid_t pid)> rank_connected = {});
 // For the closing "trace: FILE (N events...)" line: "; tracing stopped early (the disk is
 // full): N events not stored", or "" when tracing went to the end.
 std::string describe_trace_stop(const profiler::TraceSessionStats& stats);
@@ -41,8 +41,10 @@ class NodeTrace {
  public:
   // Creates the node's file (decide_trace_path's; its directory too) and starts the collector.
   // Fails with kInvalidArgument when the file exists, kFailed when it cannot be created.
-  static StatusOr<std::unique_ptr<NodeTrace>> start(const LaunchConfig& config,
-                                                    const RunContext& run);
+  // `guard_link` (optional) hears of each rank process that says hello to the collector.
+  static StatusOr<std::unique_ptr<NodeTrace>> start(
+      const LaunchConfig& config, const RunContext& run,
+      std::shared_ptr<OrphanGuardLink> guard_link = nullptr);
   // Under an outer `partrain trace` (PARTRAIN_COLLECTOR set): no file of its own; the workers
   // record into the outer collector (their environment already says where), and the launcher
   // adds what only it knows, through a connection of its own: the run's world size and config

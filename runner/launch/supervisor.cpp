@@ -37,6 +37,7 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
   next_remote_poll_ = started_ + options_.remote_poll_interval;
   if (auto guard = OrphanGuard::start(); guard.is_ok()) {
     orphan_guard_.emplace(std::move(guard).value());
+    if (options_.guard_link) options_.guard_link->attach(&*orphan_guard_);
   } else {
     log::warn("{}: a worker's own children would outlive a launcher killed by SIGKILL",
               guard.status().message());
@@ -44,6 +45,7 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
   if (Status spawned = spawn_all(workers); !spawned.is_ok()) {
     for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
     workers_.clear();  // ~Subprocess reaps
+    if (options_.guard_link) options_.guard_link->attach(nullptr);
     return spawned;
   }
   while (!all_reaped()) {
@@ -57,6 +59,7 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
   }
   // Grandchildren left in a worker's group would outlive the run, and hold its output open.
   for (Worker& worker : workers_) (void)worker.process.signal_group(SIGKILL);
+  if (options_.guard_link) options_.guard_link->attach(nullptr);
   if (orphan_guard_) orphan_guard_->dismiss();
   const Clock::time_point drain_until = Clock::now() + kOutputDrain;
   while ((any_output_open() || has_children()) && Clock::now() < drain_until) {

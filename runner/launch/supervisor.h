@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct SupervisorOptions {
   Nanoseconds remote_poll_interval = std::chrono::milliseconds(200);
   std::string host;
   int node_rank = 0;
+  // Optional: where the node's trace tells the orphan guard of its rank processes (a nested
+  // launcher's workers, in sessions of their own, are outside the workers' groups).
+  std::shared_ptr<OrphanGuardLink> guard_link;
 };
 
 // How the supervisor talks to the other nodes (through the rendezvous store); empty on one node.

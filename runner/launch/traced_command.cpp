@@ -212,13 +212,29 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   }
   ASSIGN_OR_RETURN(std::string token, random_token());
   ASSIGN_OR_RETURN(const fs::path path, decide_trace_path({config.output, run_id, 0}));
+  // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard,
+  // forked before the command as the launcher's is: started after it, a tracer killed while the
+  // guard's fork was still under way (a loaded machine) left the command's children running.
+  // The guard also takes each rank process the collector hears from: a launcher's workers in
+  // sessions of their own (torchrun's) are out of the command's group. It outlives the session,
+  // whose collector thread tells it of them.
+  std::optional<OrphanGuard> guard;
+  if (auto started = OrphanGuard::start(); started.is_ok()) {
+    guard.emplace(std::move(started).value());
+  } else {
+    log::warn("{}: the command's own children would outlive a tracer killed by SIGKILL",
+              started.status().message());
+  }
+  OrphanGuard* const rank_guard = guard ? &*guard : nullptr;
   profiler::RunInfo info;
   info.run_id = run_id;
   info.command = config.command_line;
   info.config_json = "{}";
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
                    open_run_trace(path, "--trace FILE", run_id, token, std::move(info),
-                                  config.max_bytes));
+                                  config.max_bytes, [rank_guard](int, pid_t pid) {
+                                    if (rank_guard != nullptr) rank_guard->watch_process(pid);
+                                  }));
 
   // Where the ranks dump their flight recorders; without it they still dump into the trace.
   std::optional<FlightDumpDir> flight;
@@ -226,16 +242,6 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     flight.emplace(std::move(*created));
   } else {
     log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
-  }
-  // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard,
-  // forked before the command as the launcher's is: started after it, a tracer killed while the
-  // guard's fork was still under way (a loaded machine) left the command's children running.
-  std::optional<OrphanGuard> guard;
-  if (auto started = OrphanGuard::start(); started.is_ok()) {
-    guard.emplace(std::move(started).value());
-  } else {
-    log::warn("{}: the command's own children would outlive a tracer killed by SIGKILL",
-              started.status().message());
   }
   auto child = Subprocess::spawn(
       {config.command,

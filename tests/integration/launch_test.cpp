@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -582,6 +583,25 @@ TEST_F(LaunchTest, SigkillOfTheLauncherTakesTheWorkersChildrenToo) {
   expect_all_dead_or_zombies();
 }
 
+// A launcher under launch starts its workers in sessions of their own (torchrun's
+// start_new_session), out of the worker's group the guard kills: here the worker's shell starts
+// rank 1 with setsid. A rank the trace heard from dies with the launcher too.
+TEST_F(LaunchTest, SigkillOfTheLauncherTakesANestedLaunchersRanks) {
+  const fs::path pid_file = dir_ / "rank1.pid";
+  const testing::CommandResult r = testing::run_shell(fmt::format(
+      "{0} launch -n 1 --trace {1} -- sh -c 'RANK=1 WORLD_SIZE=2 setsid sleep 30 & echo $! > {2}; "
+      "wait' & launcher=$!; i=0; while [ \"$(cat /proc/$(cat {2} 2>/dev/null)/comm 2>/dev/null)\" "
+      "!= sleep ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; sleep 0.5; kill -9 $launcher",
+      testing::partrain_binary(), (dir_ / "nested.db").string(), pid_file.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(pid_file);
+  int pid = 0;
+  ASSERT_TRUE(in >> pid) << "the worker never started its rank";
+  const bool ended = testing::ends_within(pid, std::chrono::seconds(5));
+  if (!ended) ::kill(pid, SIGKILL);
+  EXPECT_TRUE(ended) << "the nested rank " << pid << " outlived the launcher";
+}
+
 TEST(OrphanGuard, DismissedItKillsNothing) {
   auto guard = launch::OrphanGuard::start();
   ASSERT_TRUE(guard.is_ok()) << guard.status().message();
@@ -591,6 +611,46 @@ TEST(OrphanGuard, DismissedItKillsNothing) {
   guard->dismiss();
   EXPECT_FALSE(sleeper->try_reap().has_value()) << "the dismissed guard killed its group";
   EXPECT_EQ(guard->pid(), -1);
+}
+
+// A process the guard was told of one by one (a rank the collector heard from, which torchrun
+// started in a session of its own) dies with the launcher as the watched groups do.
+TEST(OrphanGuard, AWatchedProcessDiesWithTheLauncher) {
+  auto sleeper = Subprocess::spawn({{"sleep", "30"}, {"PATH=/usr/bin:/bin"}, false});
+  ASSERT_TRUE(sleeper.is_ok());
+  const pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {  // a launcher that dies without dismissing its guard, as under SIGKILL
+    auto guard = launch::OrphanGuard::start();
+    if (!guard.is_ok()) ::_exit(1);
+    guard->watch_process(sleeper->pid());
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::optional<ExitStatus> ended;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    ended = sleeper->try_reap();
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ended.has_value()) << "the watched process outlived the launcher";
+}
+
+// A pid and its start time name one process: the guard leaves a pid that went to another.
+TEST(OrphanGuard, AProcessStartTimeIsKnownOnlyWhileItRuns) {
+  const std::optional<uint64_t> mine = launch::process_start_ticks(::getpid());
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_EQ(launch::process_start_ticks(::getpid()), mine);
+  auto child = Subprocess::spawn({{"sleep", "30"}, {"PATH=/usr/bin:/bin"}, false});
+  ASSERT_TRUE(child.is_ok());
+  const pid_t pid = child->pid();
+  const std::optional<uint64_t> its = launch::process_start_ticks(pid);
+  ASSERT_TRUE(its.has_value());
+  EXPECT_GE(*its, *mine);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  while (!child->try_reap()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(launch::process_start_ticks(pid).has_value());
 }
 
 TEST_F(LaunchTest, SigtermIsForwardedAndGives143) {

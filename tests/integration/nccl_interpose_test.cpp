@@ -3,15 +3,15 @@
 // program's own arguments, results come back unchanged, and the trace holds each collective and
 // transfer with its communicator, sequence number, sizes, peer and group semantics. Where NVML
 // is installed (a stand-in libnvidia-ml.so.1 here), each rank's GPU counters are sampled too.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
@@ -56,16 +56,20 @@ class NcclInterposeTest : public ::testing::Test {
   // Runs both ranks of the program under `partrain trace`; `rank_env` says how each process
   // learns its rank ("RANK={} WORLD_SIZE=2", or nothing: from ncclCommInitRank).
   // `program`: the program linked against libnccl, or the one that opens it privately.
+  // `tracer`: how partrain runs the shell that starts them ("trace -o FILE", or a launcher's
+  // rank: "launch -n 1 --trace FILE").
   CommandResult trace_two_ranks(const std::string& trace, const std::string& rank_env,
-                                const char* program = FAKE_NCCL_PROGRAM) {
+                                const char* program = FAKE_NCCL_PROGRAM,
+                                const std::string& tracer = "trace -o {}") {
     std::string ranks;
     for (int rank = 0; rank < 2; ++rank) {
       ranks += fmt::format("FAKE_NCCL_LOG={} {} {} {} 2 >{} & ", path(fmt::format("fake{}.log", rank)),
                            fmt::format(fmt::runtime(rank_env), rank), program, rank,
                            path(fmt::format("out{}", rank)));
     }
-    return run_partrain(fmt::format("trace -o {} -- sh -c '{}wait'", trace, ranks),
-                        "FAKE_NCCL_FAIL=ncclReduce FAKE_NCCL_ID=job42 env -u RANK -u WORLD_SIZE");
+    return run_partrain(
+        fmt::format("{} -- sh -c '{}wait'", fmt::format(fmt::runtime(tracer), trace), ranks),
+        "FAKE_NCCL_FAIL=ncclReduce FAKE_NCCL_ID=job42 env -u RANK -u WORLD_SIZE");
   }
 
   // Both ranks' programs: results passed through (ncclReduce's error came back, everything else
@@ -199,6 +203,50 @@ TEST_F(NcclInterposeTest, RanksComeFromNcclCommInitRankWithoutLauncherVariables)
                    "WHERE op IN ('send', 'recv') ORDER BY rank, op"),
             "0|recv|1|2|1\n0|send|1|2|1\n1|recv|0|2|1\n1|send|0|2|1\n");
   EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 20);
+}
+
+// A rank started through a shell wrapper (`partrain launch -- ./run.sh`, run.sh running the
+// program as its child, as clusters' scripts do): the shell is the rank at load, and the
+// program, whose parent holds the same RANK, takes the rank over at its first ncclCommInitRank.
+// It had been taken for the shell's helper: no collective in the trace, the shell's pid the
+// rank's.
+TEST_F(NcclInterposeTest, AProgramAShellWrapperRunsTakesTheRankOver) {
+  const fs::path wrapper = scratch_.path() / "run.sh";
+  std::ofstream(wrapper) << fmt::format(
+      "#!/bin/sh\necho \"wrapper on rank $RANK\"\n\"$@\" & echo $! > '{}'/program$RANK.pid\n"
+      "wait $!\n",
+      scratch_.path().string());
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string trace = path("wrapped.db");
+  CommandResult r = trace_two_ranks(trace, "RANK={} WORLD_SIZE=2 " + wrapper.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_calls_reached_nccl_unchanged();
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT rank, count(*) FROM collectives GROUP BY rank ORDER BY rank"),
+            "0|10\n1|10\n");
+  EXPECT_EQ(
+      q.rows("SELECT rank, pid FROM ranks ORDER BY rank"),
+      fmt::format("0|{}1|{}", read_file(path("program0.pid")), read_file(path("program1.pid"))));
+  EXPECT_EQ(q.rows("SELECT rank, value FROM stats WHERE name = 'rank_process_taken_over' "
+                   "ORDER BY rank"),
+            "0|1\n1|1\n");
+}
+
+// A launcher under `partrain launch` (`partrain launch -n 1 -- torchrun --nproc-per-node 2`, here
+// a shell starting both ranks): the inner launcher holds RANK=0 from the outer one, so its own
+// rank 0 was taken for its helper and never recorded (analyze then blamed rank 0 for every
+// collective). That rank takes rank 0 over at its first communicator.
+TEST_F(NcclInterposeTest, TheRanksOfALauncherUnderLaunchAreRecorded) {
+  const std::string trace = path("nested.db");
+  CommandResult r =
+      trace_two_ranks(trace, "RANK={} WORLD_SIZE=2", FAKE_NCCL_PROGRAM, "launch -n 1 --trace {}");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_calls_reached_nccl_unchanged();
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT rank, count(*) FROM collectives GROUP BY rank ORDER BY rank"),
+            "0|10\n1|10\n");
+  EXPECT_EQ(q.rows("SELECT rank, value FROM stats WHERE name = 'rank_process_taken_over'"),
+            "0|1\n");
 }
 
 TEST_F(NcclInterposeTest, WithoutAGpuCudaInitialisationLeavesOneNoticeAndNcclTracing) {

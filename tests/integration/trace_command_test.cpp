@@ -3,6 +3,7 @@
 // workers record everything themselves, and the command's exit code comes back.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -86,6 +87,25 @@ TEST_F(TraceCommandTest, SigkillOfTheTracerTakesTheCommandsChildrenToo) {
   ASSERT_TRUE(in >> pid) << "the command never started";
   EXPECT_TRUE(ends_within(pid, std::chrono::seconds(5)))
       << "the command's child " << pid << " outlived the killed tracer";
+}
+
+// A rank in a session of its own (torchrun starts each worker with start_new_session) is out of
+// the command's process group, which is all the guard killed: it ran on under init after the
+// tracer's SIGKILL. The guard now takes every rank process the collector heard from.
+TEST_F(TraceCommandTest, SigkillOfTheTracerTakesRanksInSessionsOfTheirOwn) {
+  const fs::path pid_file = dir_ / "rank.pid";
+  CommandResult r = run_shell(fmt::format(
+      "{0} trace -o {1} -- sh -c 'RANK=0 WORLD_SIZE=1 setsid sleep 30 & echo $! > {2}; wait' & "
+      "tracer=$!; i=0; while [ \"$(cat /proc/$(cat {2} 2>/dev/null)/comm 2>/dev/null)\" != sleep ] "
+      "&& [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; sleep 0.5; kill -9 $tracer",
+      PARTRAIN_BINARY, db("session.db"), pid_file.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(pid_file);
+  int pid = 0;
+  ASSERT_TRUE(in >> pid) << "the command never started";
+  const bool ended = ends_within(pid, std::chrono::seconds(5));
+  if (!ended) ::kill(pid, SIGKILL);
+  EXPECT_TRUE(ended) << "the rank " << pid << " in a session of its own outlived the tracer";
 }
 
 // A rank that ends with _exit (dash's exit builtin, Python's os._exit) ends its tracing as exit

@@ -154,8 +154,9 @@ class Recorder:
         if not self._first_group_seen:
             self._first_group_seen = True
             rank = self._c10d.get_rank() if self._c10d.is_initialized() else pg.rank()
-            # A process without a launcher's rank is c10d's rank; one the library will not trace
-            # (a helper process of a rank) gets no hooks at all.
+            # A process without a launcher's rank is c10d's rank; one its parent's rank passed
+            # over at load (`bash run.sh` starting python) takes that rank over here. One the
+            # library will not trace (no collector, partrain's own worker) gets no hooks at all.
             self._traced = self._native.start(rank) == 1
             if self._traced and self._attempt > 0:
                 self._native.say(

@@ -189,6 +189,7 @@ struct Received {
   std::map<int, std::vector<std::vector<uint8_t>>> by_rank;
   std::map<int, uint64_t> dropped;
   std::map<int, bool> closed_clean;
+  std::map<int, pid_t> hello_pids;
   uint64_t total = 0;
 
   CollectorConsumer consumer() {
@@ -209,6 +210,11 @@ struct Received {
                 [this](int rank, bool clean) {
                   std::lock_guard lock(mutex);
                   closed_clean[rank] = clean;
+                },
+            .hello =
+                [this](int rank, pid_t pid) {
+                  std::lock_guard lock(mutex);
+                  hello_pids[rank] = pid;
                 }};
   }
   bool wait_for_total(uint64_t expected, int timeout_ms = 5000) {
@@ -326,6 +332,9 @@ TEST_F(CollectorSocketTest, RecordsFromSeveralClientProcessesArrive) {
   std::lock_guard lock(received.mutex);
   expect_in_order(received.by_rank[10], 10, kPerRank);
   expect_in_order(received.by_rank[11], 11, kPerRank);
+  // Each rank's process as the kernel saw it connect (what `partrain trace`'s orphan guard takes).
+  EXPECT_EQ(received.hello_pids[10], children[0]);
+  EXPECT_EQ(received.hello_pids[11], children[1]);
 }
 
 int raw_connect(const std::string& path) {
