@@ -100,20 +100,6 @@ std::optional<int> failing_rank(const std::optional<profiler::RunRow>& run,
   return lowest;
 }
 
-// The launcher's reading of the ranks' flight-recorder dumps (a hang: the rank that never
-// reached a collective; a desync: the rank that issued another one), as it printed it: the
-// row of the highest rank, the run's own last.
-void read_diagnosis(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
-  const profiler::StatRow* chosen = nullptr;
-  for (const profiler::StatRow& stat : stats) {
-    if (stat.name != "collective_diagnosis") continue;
-    if (chosen == nullptr || stat.rank.value_or(-1) > chosen->rank.value_or(-1)) chosen = &stat;
-  }
-  if (chosen == nullptr) return;
-  out.diagnosis_culprit = chosen->rank;
-  out.diagnosis = chosen->description;
-}
-
 // A trace with neither collectives nor steps (a foreign program's processes and nothing else):
 // there is nothing to analyse, and saying why beats findings made from process lifetimes.
 std::optional<Finding> nothing_recorded_finding(const AnalysisReport& report) {
@@ -172,6 +158,17 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
 }
 
 }  // namespace
+
+void read_diagnosis(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
+  const profiler::StatRow* chosen = nullptr;
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name != "collective_diagnosis") continue;
+    if (chosen == nullptr || stat.rank.value_or(-1) > chosen->rank.value_or(-1)) chosen = &stat;
+  }
+  if (chosen == nullptr) return;
+  out.diagnosis_culprit = chosen->rank;
+  out.diagnosis = chosen->description;
+}
 
 // The exposed communication a straggler causes is the others waiting for it, not the link: the
 // exposed_communication finding says how much of it that is and points at the straggler first

@@ -93,6 +93,10 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
                                      const AnalysisWindow& window,
                                      const AnalysisProgress& progress = {});
 StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader);
+// The launcher's reading of the ranks' flight-recorder dumps (a hang: the rank that never
+// reached a collective; a desync: the rank that issued another one), as it printed it: the
+// row of the highest rank, the run's own last. Sets out.diagnosis and out.diagnosis_culprit.
+void read_diagnosis(const std::vector<profiler::StatRow>& stats, RunOutcome& out);
 // The findings every other one may follow from: the launcher's diagnosis of a hang or desync
 // (`collective_diagnosis`), the rank that failed first (`rank_failed`) and what the trace lost
 // (`trace_data_loss`).

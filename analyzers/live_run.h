@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analyzers/activity.h"
@@ -45,6 +46,10 @@ struct RankStatus {
   std::string device;
   std::optional<int64_t> step;  // latest completed step
   int64_t step_ns = 0;          // its duration
+  // Its steps and their durations, summed, over every step the follower has read (counters: a
+  // rate over them is the step rate and, divided, the mean step time).
+  int64_t steps_total = 0;
+  int64_t steps_total_ns = 0;
   std::optional<double> loss;
   // Tokens/s per GPU over its latest kThroughputWindowSteps steps (tokens_per_second).
   std::optional<double> tokens_per_s;
@@ -60,6 +65,12 @@ struct RankStatus {
 };
 
 // One (comm_id, seq) whose members have all been recorded.
+// The matched collectives of a (comm, op, label) the follower has read, and their bytes (S each).
+struct CollectiveTotals {
+  int64_t ops = 0;
+  int64_t bytes = 0;
+};
+
 struct MatchedCollective {
   std::string comm_id;
   int64_t seq = 0;
@@ -139,8 +150,18 @@ struct LiveRun {
   int64_t throughput_steps = 0;
   std::deque<StepPoint> history;  // steps every rank has completed, ascending, bounded
   int64_t data_loss_events = 0;  // stat rows of severity data_loss/error, summed
+  // The trace holds the stat trace_stopped: the writer stores nothing of the ranks' any more (a
+  // full disk, --trace-max-size), so the figures read are stale while the run goes on.
+  bool trace_stopped = false;
+  // The launcher's flight-recorder diagnosis of a hang or desync (stat collective_diagnosis),
+  // read with the stats: it shows at once, before the analyses run (and with no step recorded).
+  std::optional<std::string> diagnosis;
+  std::optional<int> diagnosis_culprit;  // the rank it blames, when it could tell
   std::vector<RankStatus> ranks;  // ascending
   std::deque<MatchedCollective> collectives;  // newest last, at most kMaxRecentCollectives
+  // Keyed by (comm_id, op, label), every matched collective read so far (counters; the recent
+  // ones above are bounded).
+  std::map<std::tuple<std::string, std::string, std::string>, CollectiveTotals> collective_totals;
   std::map<int, MemoryChart> memory;
   std::map<int, std::deque<TimelineSlice>> slices;  // per rank, arrival order, bounded
   std::map<int, std::deque<StepMark>> steps;        // per rank, ascending, bounded

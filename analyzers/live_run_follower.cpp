@@ -177,6 +177,9 @@ void LiveRunFollower::add_collective(LiveRun& run, const profiler::StoredSlice& 
   std::optional<MatchedGroup> matched = matcher_.add(op.comm_id, op.seq, member);
   if (!matched) return;
   const MatchedCollective& m = matched->collective;
+  CollectiveTotals& totals = run.collective_totals[{m.comm_id, m.op, m.label}];
+  ++totals.ops;
+  totals.bytes += m.bytes;
   const int64_t last_start = m.skew_ns + std::min_element(matched->members.begin(),
                                                           matched->members.end(),
                                                           [](auto& a, auto& b) {
@@ -229,6 +232,8 @@ Status LiveRunFollower::read_steps(LiveRun& run, std::map<int, bool>& touched) {
       }
       row.step = step.step;
       row.step_ns = step.dur_ns;
+      ++row.steps_total;
+      row.steps_total_ns += step.dur_ns;
       if (step.loss) row.loss = step.loss;
       last_step_[row.rank] = step.step;
       touched[row.rank] = true;
@@ -241,11 +246,17 @@ Status LiveRunFollower::read_steps(LiveRun& run, std::map<int, bool>& touched) {
 Status LiveRunFollower::read_stats(LiveRun& run) {
   ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader_->stats());
   run.data_loss_events = 0;
+  run.trace_stopped = false;
   for (const profiler::StatRow& stat : stats) {
     // What analyze counts as lost (trace_data_loss.h), not an error a rank reported (an uncaught
     // exception read "1 events lost").
     if (stat.severity == profiler::StatSeverity::kDataLoss) run.data_loss_events += stat.value;
+    if (stat.name == "trace_stopped") run.trace_stopped = true;  // trace_writer.h
   }
+  RunOutcome outcome;
+  read_diagnosis(stats, outcome);
+  run.diagnosis = std::move(outcome.diagnosis);
+  run.diagnosis_culprit = outcome.diagnosis_culprit;
   return Status::ok();
 }
 

@@ -360,6 +360,7 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
   auto exit_code = flags.tui ? launch_with_dashboard(*config) : launch::launch(*config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
+    finish_metrics(metrics->get(), exit_code.status().exit_code());
     return exit_code.status().exit_code();
   }
   if (!summary_path.empty()) {
@@ -370,6 +371,7 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     std::fwrite(json.data(), 1, json.size(), stdout);
     std::filesystem::remove(summary_path);
   }
+  finish_metrics(metrics->get(), *exit_code);  // its final page; the exit code stays the run's
   return *exit_code;
 }
 

@@ -17,6 +17,7 @@ namespace partrain::cli {
 struct MetricsFlags {
   std::optional<int> port;
   std::optional<std::string> address;
+  std::optional<std::string> linger;  // --metrics-linger, a duration
 };
 
 void add_metrics_flags(CLI::App& command, MetricsFlags& flags);
@@ -32,5 +33,13 @@ StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> start_launch_metrics(
 // `partrain trace`: the same, settling the run id and trace file in `config`.
 StatusOr<std::unique_ptr<metrics::MetricsEndpoint>> start_trace_metrics(
     const MetricsFlags& flags, launch::TracedCommandConfig& config);
+
+// Once the run has ended with `exit_code`: the endpoint's final refresh, then, when a request
+// reached the endpoint during the run (a scraper is watching: not a CI job that never asked),
+// its final page served until one scrape has fetched it or for at most --metrics-linger. No
+// linger after a run a stop signal ended (130, 143, 129, 131: someone asked for the exit), and
+// SIGINT, SIGTERM, SIGHUP or SIGQUIT during it end it at once. Nothing for a null endpoint.
+// The exit code stays the caller's.
+void finish_metrics(metrics::MetricsEndpoint* endpoint, int exit_code);
 
 }  // namespace partrain::cli

@@ -58,8 +58,10 @@ int run_trace(const TraceFlags& flags) {
   auto exit_code = launch::run_traced_command(config);
   if (!exit_code.is_ok()) {
     log::error("{}", exit_code.status().message());
+    finish_metrics(metrics->get(), exit_code.status().exit_code());
     return exit_code.status().exit_code();
   }
+  finish_metrics(metrics->get(), *exit_code);  // its final page; the exit code stays the run's
   return *exit_code;
 }
 

@@ -28,13 +28,21 @@ HangState HangWatch::state(const analyzers::LiveRun& run, int64_t now_ns) const 
     slowest_step_ns = std::max(slowest_step_ns, rank.step_ns);
   }
   hang.threshold_ns = std::max(kHangQuietFloorNs, kHangQuietSteps * slowest_step_ns);
+  if (run.diagnosis) {
+    hang.hung = true;
+    hang.diagnosed = true;
+    hang.culprit = run.diagnosis_culprit;
+    return hang;
+  }
   if (const auto& report = run.analysis.report; report && report->outcome.diagnosis) {
     hang.hung = true;
     hang.diagnosed = true;
     hang.culprit = report->outcome.diagnosis_culprit;
     return hang;
   }
-  if (!run.live || run.status != "running" || seen_.empty()) return hang;
+  // Once tracing stopped, no rank's records reach the trace any more though the ranks go on:
+  // silence says nothing then (the flight recorder's diagnosis above still does).
+  if (!run.live || run.status != "running" || run.trace_stopped || seen_.empty()) return hang;
   // Quiet is timed by when records were read; who stopped first, by the trace's own timeline
   // (records read in one refresh have one read time).
   std::optional<int> oldest;

@@ -41,7 +41,8 @@ class HangWatch {
   // record is the oldest (it stopped first, and the others then wait for it) when it stopped a
   // step (kCulpritLeadFloorNs at least) before every other; none when they stopped within a step
   // of each other, where the trace cannot tell the blocked from the culprit (the flight
-  // recorder's diagnosis will, once --collective-timeout fires).
+  // recorder's diagnosis will, once --collective-timeout fires). No hang from silence once the
+  // trace says tracing stopped: the ranks' records no longer reach it.
   HangState state(const analyzers::LiveRun& run, int64_t now_ns) const;
 
  private:

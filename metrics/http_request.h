@@ -54,6 +54,7 @@ bool accepts_open_metrics(std::string_view accept);
 struct MetricsPage {
   std::string prometheus_text;
   std::string open_metrics_text;
+  bool final = false;  // the run's end: no refresh follows it (PageRefresher::finish)
 };
 HttpResponse answer(const HttpRequest& request, const MetricsPage& page);
 

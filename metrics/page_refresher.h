@@ -30,12 +30,21 @@ class PageRefresher {
   PageRefresher& operator=(const PageRefresher&) = delete;
 
   void start();
+  // Stops following the trace after one last refresh that runs the analyses if the trace changed
+  // since they last ran: the run's final status and figures, and a diagnosis the launcher made
+  // as the run ended (seconds before it exits, sooner than a refresh interval), are on the page
+  // it leaves, marked final. Idempotent; the destructor calls it.
+  void finish();
   // The latest page (never null once constructed: before the first refresh, the exporter's own
   // metrics only).
   std::shared_ptr<const MetricsPage> page() const;
 
  private:
+  struct Following;  // what the refresher's thread keeps between refreshes
   void run();
+  // One refresh: reads what arrived, runs the analyses when due (or, for the final page, when
+  // the trace changed since they last ran) and renders the page.
+  std::shared_ptr<const MetricsPage> refresh(Following& following, bool final);
   void publish(std::shared_ptr<const MetricsPage> page);
 
   std::filesystem::path trace_;

@@ -1,5 +1,6 @@
 #include "metrics/run_metrics.h"
 
+#include <algorithm>
 #include <string>
 
 #include "memory/category.h"
@@ -51,6 +52,12 @@ void add_run_families(const analyzers::LiveRun& run, const RefreshCost& cost,
     dropped.samples.push_back({{}, static_cast<double>(run.data_loss_events)});
   }
   out.push_back(std::move(dropped));
+  MetricFamily stopped = family("partrain_trace_stopped", MetricType::kGauge, "",
+                                "1 once tracing stopped (a full disk, --trace-max-size): the run "
+                                "goes on, but the figures read from the trace no longer change "
+                                "and silence is no hang");
+  if (cost.trace_open) stopped.samples.push_back({{}, run.trace_stopped ? 1.0 : 0.0});
+  out.push_back(std::move(stopped));
 }
 
 void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int64_t now_ns,
@@ -73,11 +80,18 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
                              "Peak memory in use so far, per category");
   MetricFamily quiet = family("partrain_rank_quiet_seconds", MetricType::kGauge, "seconds",
                               "Time since a new record of the rank last reached the trace");
+  MetricFamily steps = family("partrain_steps", MetricType::kCounter, "",
+                              "Steps the rank has completed (as read from the trace)");
+  MetricFamily steps_time = family("partrain_step_seconds", MetricType::kCounter, "seconds",
+                                   "Their durations summed: over partrain_steps_total's rate, the "
+                                   "mean step time");
   const bool compute_known = analyzers::compute_recorded(run);
   for (const analyzers::RankStatus& rank : run.ranks) {
     if (rank.step) {
       step.samples.push_back(of_rank(rank.rank, static_cast<double>(*rank.step)));
       step_time.samples.push_back(of_rank(rank.rank, seconds(rank.step_ns)));
+      steps.samples.push_back(of_rank(rank.rank, static_cast<double>(rank.steps_total)));
+      steps_time.samples.push_back(of_rank(rank.rank, seconds(rank.steps_total_ns)));
     }
     if (rank.breakdown) {
       const analyzers::RankBreakdown& b = *rank.breakdown;
@@ -117,9 +131,35 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
       quiet.samples.push_back(of_rank(rank.rank, seconds(*ns)));
     }
   }
-  for (MetricFamily* f : {&step, &step_time, &split, &tokens, &loss, &bytes, &peak, &quiet}) {
+  for (MetricFamily* f :
+       {&step, &step_time, &steps, &steps_time, &split, &tokens, &loss, &bytes, &peak, &quiet}) {
     out.push_back(std::move(*f));
   }
+}
+
+// Keeps its (comm, op) labels: the communicator, the op and, only where the caller gave one,
+// what it is for.
+std::vector<std::pair<std::string, std::string>> collective_labels(const std::string& comm,
+                                                                   const std::string& op,
+                                                                   const std::string& label) {
+  std::vector<std::pair<std::string, std::string>> labels = {{"comm", comm}, {"op", op}};
+  if (!label.empty()) labels.emplace_back("label", label);
+  return labels;
+}
+
+void add_collective_totals(const analyzers::LiveRun& run, std::vector<MetricFamily>& out) {
+  MetricFamily ops = family("partrain_collective_ops", MetricType::kCounter, "",
+                            "Matched collectives of the communicator and op read so far");
+  MetricFamily bytes = family("partrain_collective_bytes", MetricType::kCounter, "bytes",
+                              "Their message sizes (nccl-tests' S) summed");
+  for (const auto& [key, totals] : run.collective_totals) {
+    const auto& [comm, op, label] = key;
+    ops.samples.push_back({collective_labels(comm, op, label), static_cast<double>(totals.ops)});
+    bytes.samples.push_back(
+        {collective_labels(comm, op, label), static_cast<double>(totals.bytes)});
+  }
+  out.push_back(std::move(ops));
+  out.push_back(std::move(bytes));
 }
 
 void add_collective_families(const LatestCollectives& latest, std::vector<MetricFamily>& out) {
@@ -137,9 +177,7 @@ void add_collective_families(const LatestCollectives& latest, std::vector<Metric
                             "Its sequence number on the communicator ((comm, seq) names it in "
                             "the trace)");
   for (const auto& [key, c] : latest) {
-    std::vector<std::pair<std::string, std::string>> labels = {{"comm", c.comm_id}, {"op", c.op}};
-    // What the caller said the op is for (moe_dispatch), only where it said.
-    if (!c.label.empty()) labels.emplace_back("label", c.label);
+    const auto labels = collective_labels(c.comm_id, c.op, c.label);
     if (c.busbw_gbps) busbw.samples.push_back({labels, *c.busbw_gbps * 1e9});
     time.samples.push_back({labels, seconds(c.time_ns)});
     skew.samples.push_back({labels, seconds(c.skew_ns)});
@@ -245,6 +283,13 @@ void RunMetrics::observe(const analyzers::LiveRun& run, int64_t now_ns) {
     auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op, c.label}, c);
     if (!inserted && c.seq > it->second.seq) it->second = c;
   }
+  int64_t slowest_step_ns = 0;
+  for (const analyzers::RankStatus& rank : run.ranks) {
+    slowest_step_ns = std::max(slowest_step_ns, rank.step_ns);
+  }
+  const int64_t stale_ns = std::max(kCollectiveStaleFloorNs, kHangQuietSteps * slowest_step_ns);
+  std::erase_if(latest_,
+                [&](const auto& entry) { return run.end_ns - entry.second.end_ns > stale_ns; });
   hang_.observe(run, now_ns);
 }
 
@@ -254,6 +299,7 @@ std::vector<MetricFamily> RunMetrics::families(const analyzers::LiveRun& run, in
   add_run_families(run, cost, out);
   add_rank_families(run, hang_, now_ns, out);
   add_collective_families(latest_, out);
+  add_collective_totals(run, out);
   add_health_families(run, hang_, now_ns, out);
   add_expert_families(run, out);
   add_exporter_families(run, cost, out);

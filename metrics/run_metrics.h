@@ -30,6 +30,12 @@ struct RefreshCost {
 using LatestCollectives =
     std::map<std::tuple<std::string, std::string, std::string>, analyzers::MatchedCollective>;
 
+// A (comm, op) series leaves the page once the trace has gone on this long without its op (on
+// the trace's timeline): the longer of a floor and as many steps as the hang rule waits, so a
+// collective of every step stays, and the rendezvous' all_gather, or an op of a phase that ended,
+// does not keep its figure (a 16 B all_gather's 11 B/s busbw) for the rest of the run.
+inline constexpr int64_t kCollectiveStaleFloorNs = 60'000'000'000;
+
 class RunMetrics {
  public:
   // Takes in what the latest refresh read, at now_ns (this host's monotonic clock).

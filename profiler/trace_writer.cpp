@@ -201,6 +201,7 @@ struct TraceWriter::State {
   std::vector<TraceEvent> run_rows_in_batch;
   uint64_t events_dropped = 0;
   uint64_t drops_recorded = 0;  // of events_dropped, how many trace_stopped already counts
+  Clock::time_point drops_recorded_at;
 
   void note_error(int rc, std::string_view what, uint64_t count = 1) {
     if (stopped) return;  // the failed statements of the stop notice itself: nothing to add
@@ -270,6 +271,7 @@ struct TraceWriter::State {
   Status commit_batch();
   void stop();
   void append_after_stop(std::span<const TraceEvent> events);
+  void record_drops_if_due();
 };
 
 Status TraceWriter::State::prepare_statements() {
@@ -617,6 +619,7 @@ Status TraceWriter::State::commit_batch() {
     StatEvent dropped{"trace_stopped", -1, static_cast<int64_t>(events_dropped - drops_recorded),
                       StatSeverity::kDataLoss, ""};
     drops_recorded = events_dropped;
+    drops_recorded_at = Clock::now();
     store(dropped);
   }
   if (!in_batch) {
@@ -689,6 +692,7 @@ void TraceWriter::State::stop() {
                    fmt::format("tracing stopped: {}; the run went on, and the events after it "
                                "(counted here) are not in the trace", stop_reason)};
   drops_recorded = events_dropped;
+  drops_recorded_at = Clock::now();
   store(notice);
   (void)commit_batch();
   append_after_stop(run_rows);
@@ -707,6 +711,17 @@ void TraceWriter::State::append_after_stop(std::span<const TraceEvent> events) {
     kept = true;
   }
   if (kept) (void)commit_batch();
+  record_drops_if_due();
+}
+
+// Once stopped, the count in trace_stopped follows the events dropped on the commit cadence, not
+// only at the end: a live reader (the metrics endpoint) serves it while the run goes on, and the
+// growing count says the ranks still record. One row updated in place: no room is needed.
+void TraceWriter::State::record_drops_if_due() {
+  if (!stopped || events_dropped <= drops_recorded) return;
+  if (Clock::now() - drops_recorded_at < options.max_commit_interval) return;
+  begin_batch();
+  (void)commit_batch();  // stores what trace_stopped does not count yet
 }
 
 namespace {
@@ -907,6 +922,10 @@ void TraceWriter::append(std::span<const TraceEvent> events) {
 
 void TraceWriter::commit_if_due() {
   State& s = *state_;
+  if (s.stopped) {
+    s.record_drops_if_due();
+    return;
+  }
   if (s.in_batch && Clock::now() - s.batch_opened >= s.options.max_commit_interval) {
     (void)commit();
   }

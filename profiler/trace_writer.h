@@ -7,8 +7,9 @@
 // cannot be committed, tracing stops for good and the run it records goes on: the batch in flight
 // is rolled back, a warning is logged once, the stat row `trace_stopped` says why, and from then
 // on only the run's own rows (stats, ranks' exits, the run status) are stored, those of the
-// rolled-back batch too; every other event is counted in that row's value. What was committed
-// before stays readable.
+// rolled-back batch too; every other event is counted in that row's value, which follows the
+// count on the commit cadence (a live reader sees it grow). What was committed before stays
+// readable.
 #pragma once
 
 #include <chrono>
@@ -68,7 +69,8 @@ class TraceWriter {
   // count lands in stat as store_write_errors). Commits when the batch is due.
   void append(std::span<const TraceEvent> events);
   void append(const TraceEvent& event) { append(std::span<const TraceEvent>(&event, 1)); }
-  // For the collector's loop when no events arrive: commits a batch that has become due.
+  // For the collector's loop when no events arrive: commits a batch that has become due (once
+  // tracing stopped: records the events dropped since trace_stopped last counted them).
   void commit_if_due();
   Status commit();
   // Final status of the run (and failing rank for kFailed); committed at once.

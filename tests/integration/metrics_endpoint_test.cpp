@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -297,6 +298,7 @@ TEST(MetricsEndpoint, UsageErrorsAreExit2) {
       {"launch -n 1 --workload mlp --steps 1 --metrics-port 70000", "0..65535"},
       {"launch -n 1 --workload mlp --steps 1 --metrics-addr 127.0.0.1", "add --metrics-port"},
       {"trace --metrics-port -1 -- true", "0..65535"},
+      {"trace --metrics-port 0 --metrics-linger soon -- true", "--metrics-linger"},
   };
   for (const auto& [args, says] : cases) {
     const CommandResult result = run_partrain(args);
@@ -316,16 +318,22 @@ TEST(MetricsEndpoint, TraceServesItsRun) {
                           "--metrics-port", std::to_string(port), "--trace", trace.string(), "--",
                           "sleep", "10"});
   ASSERT_TRUE(traced.wait_for_stderr("/metrics", 30s)) << traced.finish().err;
+  // Scraped during the run, so the endpoint outlives it until its final page, "completed", has
+  // been scraped (before, the page said "running" to the end and vanished with the command).
   std::string run_info;
-  const auto give_up = Clock::now() + 30s;
-  while (run_info.empty() && Clock::now() < give_up) {
+  const auto give_up = Clock::now() + 60s;
+  while (!run_info.ends_with("status=\"completed\"}") && Clock::now() < give_up) {
     for (const auto& [key, value] : parse_samples(curl(port, ""))) {
       if (key.starts_with("partrain_run_info{") && value == 1) run_info = key;
     }
     std::this_thread::sleep_for(200ms);
   }
+  EXPECT_TRUE(run_info.ends_with("status=\"completed\"}")) << run_info;
   const Finished finished = traced.finish(60s);
   ASSERT_EQ(finished.exit_code, 0) << finished.err;
+  EXPECT_NE(finished.err.find("serving the run's final page until it is scraped"),
+            std::string::npos)
+      << finished.err;
   // The endpoint read the trace while its writer closed it: it leaves it one file, as a run
   // without --metrics-port does (its -wal and -shm stayed beside it).
   EXPECT_FALSE(fs::exists(dir.path() / "t.db-wal"));
@@ -335,6 +343,72 @@ TEST(MetricsEndpoint, TraceServesItsRun) {
   run_id.pop_back();
   EXPECT_TRUE(run_info.starts_with(fmt::format("partrain_run_info{{run_id=\"{}\",status=", run_id)))
       << run_info;
+}
+
+// The flight recorder's diagnosis reaches the page: rank 1 hangs, the watchdog fires after 2 s,
+// the launcher diagnoses, stops the ranks and exits 124 about a second later. The final page,
+// refreshed after the diagnosis and served until scraped, says the run failed, hung, on rank 1.
+// Before, the page never showed it (the launcher was gone before the next refresh).
+TEST(MetricsEndpoint, TheFlightRecorderDiagnosisIsServedOnTheFinalPage) {
+  ScratchDir dir;
+  const int port = free_port();
+  std::vector<std::string> argv = {partrain_binary()};
+  for (const std::string& word :
+       words("launch -n 2 --workload mlp --layers 2 --hidden 64 --micro-batch 4 --steps 100000 "
+             "--inject hang:rank=1,step=3 --collective-timeout 2s --grace 3s "
+             "--metrics-addr 127.0.0.1")) {
+    argv.push_back(word);
+  }
+  for (const std::string& word : {std::string("--metrics-port"), std::to_string(port),
+                                  std::string("--trace"), (dir.path() / "hang.db").string()}) {
+    argv.push_back(word);
+  }
+  LaunchedProcess launch(argv);
+  ASSERT_TRUE(launch.wait_for_stderr("/metrics", 30s)) << launch.finish().err;
+  Samples page;
+  const auto give_up = Clock::now() + 90s;
+  while (Clock::now() < give_up) {
+    page = parse_samples(curl(port, ""));
+    if (get(page, "partrain_hang") == 1.0 && page.count("partrain_hang_culprit{rank=\"1\"}")) break;
+    (void)launch.wait_for_stderr("\x01never", 200ms);  // reads the run's output meanwhile
+  }
+  EXPECT_EQ(get(page, "partrain_hang"), 1.0);
+  EXPECT_EQ(get(page, "partrain_hang_culprit{rank=\"1\"}"), 1.0);
+  bool failed = false;
+  for (const auto& [key, value] : page) {
+    failed = failed || (key.starts_with("partrain_run_info{") &&
+                        key.ends_with("status=\"failed\"}") && value == 1);
+  }
+  EXPECT_TRUE(failed) << "the run's final status";
+  const Finished finished = launch.finish(60s);
+  EXPECT_EQ(finished.exit_code, 124) << finished.err;  // the watchdog's, unchanged
+  EXPECT_NE(finished.err.find("partrain: diagnosis:"), std::string::npos) << finished.err;
+}
+
+// The linger ends at once on Ctrl-C, the exit code the command's; a run nobody scraped (a CI job)
+// does not linger at all.
+TEST(MetricsEndpoint, LingerEndsOnCtrlCAndOnlyFollowsAScrapedRun) {
+  ScratchDir dir;
+  int port = free_port();
+  LaunchedProcess traced({partrain_binary(), "trace", "--metrics-addr", "127.0.0.1",
+                          "--metrics-port", std::to_string(port), "--metrics-linger", "1h",
+                          "--trace", (dir.path() / "a.db").string(), "--", "sleep", "3"});
+  ASSERT_TRUE(traced.wait_for_stderr("/metrics", 30s)) << traced.finish().err;
+  EXPECT_NE(curl(port, "").find("partrain_metrics_refreshes_total"), std::string::npos);
+  ASSERT_TRUE(traced.wait_for_stderr("serving the run's final page", 30s)) << traced.finish().err;
+  const auto interrupted = Clock::now();
+  ::kill(traced.pid(), SIGINT);
+  const Finished finished = traced.finish(60s);
+  EXPECT_EQ(finished.exit_code, 0) << finished.err;
+  EXPECT_LT(Clock::now() - interrupted, 5s);
+
+  port = free_port();
+  LaunchedProcess unscraped({partrain_binary(), "trace", "--metrics-addr", "127.0.0.1",
+                             "--metrics-port", std::to_string(port), "--metrics-linger", "1h",
+                             "--trace", (dir.path() / "b.db").string(), "--", "true"});
+  const Finished alone = unscraped.finish(60s);
+  EXPECT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(alone.err.find("serving the run's final page"), std::string::npos) << alone.err;
 }
 
 }  // namespace

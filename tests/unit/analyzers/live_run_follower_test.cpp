@@ -1,6 +1,10 @@
 #include "analyzers/live_run_follower.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "tests/support/scratch_dir.h"
 #include "tests/unit/tui/tui_fixture.h"
@@ -71,6 +75,67 @@ TEST_F(LiveRunFollowerTest, EventsLostAreTheDataLossStatsOnly) {
   LiveRun model;
   ASSERT_TRUE(f->refresh(model).is_ok());
   EXPECT_EQ(model.data_loss_events, 5);
+}
+
+// A trace whose tracing stopped (--trace-max-size) is said, and the events it drops after the
+// stop are followed as the writer counts them (the endpoint served the count at the stop).
+TEST_F(LiveRunFollowerTest, ATraceThatStoppedIsSaidAndItsDroppedCountFollowed) {
+  profiler::TraceWriterOptions options;
+  options.max_file_bytes = 1 << 20;
+  options.max_commit_interval = std::chrono::milliseconds(50);
+  auto created = profiler::TraceWriter::create(path(), options);
+  ASSERT_TRUE(created.is_ok()) << created.status().message();
+  std::unique_ptr<profiler::TraceWriter> writer = std::move(created).value();
+  writer->append(testing::two_rank_run_start());
+  ASSERT_TRUE(writer->commit().is_ok());
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_FALSE(model.trace_stopped);
+  int64_t ts = 0;
+  auto slices = [&ts](int count) {
+    std::vector<profiler::TraceEvent> batch;
+    for (int i = 0; i < count; ++i, ++ts) {
+      batch.push_back(profiler::SliceEvent{0, profiler::TrackKind::kCpuThread, "main",
+                                           fmt::format("op{}", ts % 7),
+                                           profiler::SliceCategory::kCompute, ts, 1, 0, -1, -1});
+    }
+    return batch;
+  };
+  for (int batch = 0; batch < 500 && writer->stop_reason().empty(); ++batch) {
+    writer->append(slices(1000));
+    (void)writer->commit();
+  }
+  ASSERT_FALSE(writer->stop_reason().empty()) << "1 MiB never filled up";
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_TRUE(model.trace_stopped);
+  const int64_t at_stop = model.data_loss_events;
+  EXPECT_EQ(at_stop, static_cast<int64_t>(writer->events_dropped()));
+  writer->append(slices(400));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  writer->commit_if_due();
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  EXPECT_EQ(model.data_loss_events, at_stop + 400);
+  EXPECT_TRUE(model.trace_stopped);
+}
+
+// The counters behind partrain_steps_total and partrain_collective_*_total: every step and every
+// matched collective read, across refreshes (the recent ones the model keeps are bounded).
+TEST_F(LiveRunFollowerTest, CountsEveryStepAndMatchedCollectiveRead) {
+  auto writer = live_writer();  // step 1
+  auto f = follower();
+  LiveRun model;
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  for (int64_t step = 2; step < 5; ++step)
+    writer->append(testing::two_rank_step(step, step * 100 * kMs));
+  ASSERT_TRUE(writer->commit().is_ok());
+  ASSERT_TRUE(f->refresh(model).is_ok());
+  ASSERT_EQ(model.ranks.size(), 2u);
+  EXPECT_EQ(model.ranks[1].steps_total, 4);
+  EXPECT_EQ(model.ranks[1].steps_total_ns, 4 * 100 * kMs);
+  const CollectiveTotals& totals = model.collective_totals[{"dp", "all_reduce", ""}];
+  EXPECT_EQ(totals.ops, 4);
+  EXPECT_EQ(totals.bytes, 4 * kMiB);
 }
 
 // An op its caller labelled (a mixture of experts' dispatch) keeps its label in the dashboard's

@@ -83,6 +83,24 @@ TEST(HangWatch, AFinishedOrDeadRunIsNotHung) {
   EXPECT_FALSE(watch.state(run, 100 * kS).hung);
 }
 
+// Once tracing stopped (--trace-max-size, a full disk) no record reaches the trace though the
+// ranks go on: the silence rule flagged a healthy run hung 30 s after the stop until it ended.
+TEST(HangWatch, SilenceAfterTracingStoppedIsNoHang) {
+  analyzers::LiveRun run = live_run({5 * kS, 9 * kS});
+  HangWatch watch;
+  watch.observe(run, 0);
+  ASSERT_TRUE(watch.state(run, 10 * kHangQuietFloorNs).hung) << "the rule this test bypasses";
+  run.trace_stopped = true;
+  EXPECT_FALSE(watch.state(run, 10 * kHangQuietFloorNs).hung);
+  // The flight recorder's diagnosis still reaches the trace (the run's own rows), and counts.
+  analyzers::AnalysisReport report;
+  report.outcome.diagnosis = "rank 1 never entered all_reduce seq 7 on world";
+  report.outcome.diagnosis_culprit = 1;
+  run.analysis.report = report;
+  EXPECT_TRUE(watch.state(run, 10 * kHangQuietFloorNs).hung);
+  EXPECT_EQ(watch.state(run, 10 * kHangQuietFloorNs).culprit, 1);
+}
+
 TEST(HangWatch, TheFlightRecorderDiagnosisIsAHangWithItsCulprit) {
   analyzers::LiveRun run = live_run({5'000, 6'000});
   run.status = "failed";

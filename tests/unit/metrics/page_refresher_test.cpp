@@ -85,6 +85,45 @@ TEST(PageRefresher, FollowsTheTraceOnceItAppears) {
   EXPECT_EQ(refresher.page()->prometheus_text.find("# EOF"), std::string::npos);
 }
 
+// The run's end reaches the page: finish() refreshes once more, so the final status, the last
+// steps and a diagnosis the launcher recorded as the run ended (it exits about a second later,
+// before the next refresh) are served, though the interval would not have come round. Before,
+// `status` stayed "running" and the diagnosis was never on the page.
+TEST(PageRefresher, FinishServesTheRunsEndAndItsDiagnosis) {
+  testing::ScratchDir dir;
+  const std::filesystem::path path = dir.path() / "run.db";
+  auto writer = profiler::TraceWriter::create(path);
+  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  std::vector<profiler::TraceEvent> events = testing::two_rank_run_start();
+  for (auto& e : testing::two_rank_step(0, 0)) events.push_back(e);
+  (*writer)->append(events);
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  PageRefresher refresher(path, std::chrono::hours(1));
+  refresher.start();
+  const std::string live = page_with(refresher, "partrain_step{rank=\"1\"} 0");
+  ASSERT_TRUE(has(live, "partrain_run_info{run_id=\"run-tui\",status=\"running\"} 1")) << live;
+  EXPECT_FALSE(refresher.page()->final);
+
+  events.clear();
+  for (int64_t step = 1; step < 3; ++step) {
+    for (auto& e : testing::two_rank_step(step, step * 100 * kMs)) events.push_back(e);
+  }
+  events.push_back(profiler::StatEvent{"collective_diagnosis", 1, 1, profiler::StatSeverity::kError,
+                                       "rank 1 never issued all_reduce (dp seq 3)"});
+  (*writer)->append(events);
+  ASSERT_TRUE((*writer)->set_run_status(profiler::RunStatus::kFailed, 1).is_ok());
+  writer->reset();
+  refresher.finish();
+  const std::shared_ptr<const MetricsPage> page = refresher.page();
+  EXPECT_TRUE(page->final);
+  const std::string& text = page->open_metrics_text;
+  EXPECT_TRUE(has(text, "partrain_run_info{run_id=\"run-tui\",status=\"failed\"} 1")) << text;
+  EXPECT_TRUE(has(text, "partrain_step{rank=\"1\"} 2")) << text;
+  EXPECT_TRUE(has(text, "partrain_hang 1")) << text;
+  EXPECT_TRUE(has(text, "partrain_hang_culprit{rank=\"1\"} 1")) << text;
+  refresher.finish();  // idempotent, as the destructor calls it again
+}
+
 // A mixture-of-experts run's routing reaches the page once the analysis has run over it: layer 1
 // sends 30 and 10 assignments to its two experts in steps 1 and 2 (step 0 is the warm-up the
 // window skips): max / mean 30 / 20 = 1.5, expert 0 has 75%.

@@ -275,6 +275,73 @@ TEST(RunMetrics, HangFlagAndCulprit) {
                    kHangQuietFloorNs / 1e9);
 }
 
+// Tracing stopped: the page says its figures are stale, and the silence is no hang.
+TEST(RunMetrics, AStoppedTraceIsSaidAndItsSilenceIsNoHang) {
+  analyzers::LiveRun run = two_rank_run();
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  EXPECT_EQ(value(metrics.families(run, 0, RefreshCost{0, 1, true}), "partrain_trace_stopped"), 0);
+  run.trace_stopped = true;
+  const auto f = metrics.families(run, 10 * kHangQuietFloorNs, RefreshCost{0, 1, true});
+  EXPECT_EQ(value(f, "partrain_trace_stopped"), 1);
+  EXPECT_EQ(value(f, "partrain_hang"), 0);
+  EXPECT_TRUE(find(f, "partrain_hang_culprit")->samples.empty());
+}
+
+// A (comm, op) the run stopped using leaves the page once the trace has gone on a staleness
+// window without it; an op of every step stays. Before, the rendezvous' 16 B all_gather kept its
+// busbw of bytes per second on the page for the whole run.
+TEST(RunMetrics, ACollectiveNotSeenForAWhileLeavesThePage) {
+  analyzers::LiveRun run = two_rank_run();
+  run.collectives.back().end_ns = 1'000 * kMs;  // tp0's all_gather, at the start
+  for (analyzers::MatchedCollective& c : run.collectives) {
+    if (c.comm_id == "world") c.end_ns = 3'900 * kMs;
+  }
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  auto f = metrics.families(run, 0, {});
+  EXPECT_TRUE(value(f, "partrain_collective_seq", {{"comm", "tp0"}, {"op", "all_gather"}}));
+  // The run goes on: world's all_reduce keeps coming, tp0's all_gather never again.
+  run.collectives.clear();
+  analyzers::MatchedCollective again = matched("world", "all_reduce", 900, 2.5);
+  again.end_ns = 1'000 * kMs + kCollectiveStaleFloorNs + 1;
+  run.collectives.push_back(again);
+  run.end_ns = again.end_ns;
+  metrics.observe(run, 1);
+  f = metrics.families(run, 1, {});
+  EXPECT_FALSE(value(f, "partrain_collective_seq", {{"comm", "tp0"}, {"op", "all_gather"}}));
+  EXPECT_FALSE(value(f, "partrain_collective_busbw_bytes_per_second", {{"comm", "tp0"}}));
+  EXPECT_EQ(value(f, "partrain_collective_seq", {{"comm", "world"}, {"op", "all_reduce"}}), 900);
+  // Slow steps widen the window: 10 steps of 10 s.
+  RunMetrics slow;
+  run = two_rank_run();
+  run.collectives.back().end_ns = 1'000 * kMs;
+  run.ranks[0].step_ns = 10'000 * kMs;
+  run.end_ns = 1'000 * kMs + kCollectiveStaleFloorNs + 1;
+  slow.observe(run, 0);
+  EXPECT_TRUE(value(slow.families(run, 0, {}), "partrain_collective_seq", {{"comm", "tp0"}}));
+}
+
+// Counters to rate(): steps and their time per rank, collectives and their bytes per comm and op.
+TEST(RunMetrics, CountersOfStepsAndCollectives) {
+  analyzers::LiveRun run = two_rank_run();
+  run.ranks[1].steps_total = 10;
+  run.ranks[1].steps_total_ns = 1'500 * kMs;
+  run.collective_totals[{"world", "all_reduce", ""}] = {7, 7 << 20};
+  run.collective_totals[{"ep", "all_to_all", "moe_dispatch"}] = {2, 4096};
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  EXPECT_EQ(find(f, "partrain_steps")->type, MetricType::kCounter);
+  EXPECT_EQ(value(f, "partrain_steps", {{"rank", "1"}}), 10);
+  EXPECT_DOUBLE_EQ(*value(f, "partrain_step_seconds", {{"rank", "1"}}), 1.5);
+  EXPECT_EQ(value(f, "partrain_collective_ops", {{"comm", "world"}, {"op", "all_reduce"}}), 7);
+  EXPECT_EQ(value(f, "partrain_collective_bytes", {{"comm", "world"}, {"op", "all_reduce"}}),
+            7 << 20);
+  EXPECT_EQ(value(f, "partrain_collective_ops", {{"comm", "ep"}, {"label", "moe_dispatch"}}), 2);
+  EXPECT_EQ(find(f, "partrain_collective_bytes")->type, MetricType::kCounter);
+}
+
 TEST(RunMetrics, BeforeTheTraceExistsOnlyTheExportersOwnFigures) {
   RunMetrics metrics;
   const auto f = metrics.families(analyzers::LiveRun{}, 0, RefreshCost{});

@@ -444,23 +444,33 @@ TEST_F(TraceStoreTest, ADiskWithLessThanTheLeastReserveAndTraceRoomIsRefused) {
                                                       "without a trace (--no-trace)"));
 }
 
+// A writer of a file limited to 1 MiB, fed batches of 1000 slices (from ts on) until tracing
+// stops; `committed`: how many were stored before. Its disk reserve is held until the stop.
+std::unique_ptr<TraceWriter> fill_until_stopped(const fs::path& path,
+                                                std::chrono::milliseconds commit_interval,
+                                                int64_t& ts, uint64_t& committed) {
+  TraceWriterOptions options;
+  options.max_file_bytes = 1 << 20;
+  options.max_commit_interval = commit_interval;
+  auto writer = make_writer(path, options);
+  if (!writer) return nullptr;
+  EXPECT_TRUE(fs::exists(disk_reserve_path(path)));
+  for (int batch = 0; batch < 500 && writer->stop_reason().empty(); ++batch) {
+    writer->append(numbered_slices(1000, ts));
+    if (writer->commit().is_ok() && writer->stop_reason().empty()) committed = ts;
+  }
+  return writer;
+}
+
 // A full file (here the size limit; a full disk gives SQLite the same SQLITE_FULL) stops tracing:
 // the rows committed before stay, the batch in flight and everything after are counted, and the
 // run's own rows (stats, status) are still stored.
 TEST_F(TraceStoreTest, FullFileStopsTracingAndKeepsEveryCommittedEvent) {
   fs::path path = file("full.db");
-  TraceWriterOptions options;
-  options.max_file_bytes = 1 << 20;
-  options.max_commit_interval = std::chrono::hours(1);
-  auto writer = make_writer(path, options);
-  ASSERT_TRUE(writer);
-  ASSERT_TRUE(fs::exists(disk_reserve_path(path)));
   int64_t ts = 0;
   uint64_t committed = 0;
-  for (int batch = 0; batch < 500 && writer->stop_reason().empty(); ++batch) {
-    writer->append(numbered_slices(1000, ts));
-    if (writer->commit().is_ok() && writer->stop_reason().empty()) committed = ts;
-  }
+  auto writer = fill_until_stopped(path, std::chrono::hours(1), ts, committed);
+  ASSERT_TRUE(writer);
   ASSERT_FALSE(writer->stop_reason().empty()) << "1 MiB never filled up";
   EXPECT_THAT(writer->stop_reason(), ::testing::HasSubstr("size limit of 1048576 bytes"));
   EXPECT_GT(committed, 0u);
@@ -493,6 +503,34 @@ TEST_F(TraceStoreTest, FullFileStopsTracingAndKeepsEveryCommittedEvent) {
               ::testing::HasSubstr("tracing stopped: the disk is full or the trace reached"));
   EXPECT_EQ(query_number(trace->db, "SELECT value FROM stats WHERE name = 'probe'"), 7);
   EXPECT_FALSE(fs::exists(writer_lock_path(path)));
+}
+
+// Once tracing stopped, trace_stopped follows the events dropped while the run goes on (on the
+// commit cadence), not only at the end: a live reader (the metrics endpoint) served the count at
+// the stop, 300 times too low, until the run ended.
+TEST_F(TraceStoreTest, AfterAStopTheDroppedCountReachesLiveReadersOnTheCommitCadence) {
+  fs::path path = file("stopped-live.db");
+  int64_t ts = 0;
+  uint64_t committed = 0;
+  auto writer = fill_until_stopped(path, std::chrono::milliseconds(100), ts, committed);
+  ASSERT_TRUE(writer);
+  ASSERT_FALSE(writer->stop_reason().empty()) << "1 MiB never filled up";
+  auto reader = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(reader.is_ok());
+  const char* kCount = "SELECT value FROM stats WHERE name = 'trace_stopped'";
+  const int64_t at_stop = query_number(*reader, kCount);
+  EXPECT_EQ(at_stop, static_cast<int64_t>(writer->events_dropped()));
+
+  writer->append(numbered_slices(250, ts));
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  writer->append(numbered_slices(50, ts));  // the events of a later batch, past the interval
+  EXPECT_EQ(query_number(*reader, kCount), at_stop + 300);
+  writer->append(numbered_slices(20, ts));
+  EXPECT_EQ(query_number(*reader, kCount), at_stop + 300) << "at most once per interval";
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  writer->commit_if_due();  // the collector's idle tick
+  EXPECT_EQ(query_number(*reader, kCount), at_stop + 320);
+  EXPECT_EQ(query_number(*reader, kCount), static_cast<int64_t>(writer->events_dropped()));
 }
 
 // The run's own rows in the batch a stop rolls back are stored after it: each batch carries a
