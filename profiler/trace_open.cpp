@@ -283,13 +283,55 @@ bool writer_alive(const std::filesystem::path& trace) {
   return alive;
 }
 
+namespace {
+
+// A trace in WAL mode (one a reader held at its close, or a killed run's) where this process
+// cannot make the -shm file SQLite shares the log through: a read-only mount or directory. SQLite
+// then cannot open it ("unable to open database file"), which read as corruption. With no log
+// beside it, nothing another connection could be writing: it is read as an immutable file.
+bool unopenable_for_its_shm(const SqliteDb& db, const std::filesystem::path& path) {
+  const int primary = db.error_code() & 0xff;
+  if (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY) return false;
+  std::filesystem::path wal = path;
+  wal += "-wal";
+  std::error_code error;
+  return !std::filesystem::exists(wal, error);
+}
+
+// SQLite's URI for `path` read as immutable: '%', '?' and '#' escaped as a URI requires.
+std::string immutable_uri(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  std::string uri = "file:";
+  for (char c : (error ? path : absolute).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02x}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+}  // namespace
+
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode mode) {
   RETURN_IF_ERROR(check_sqlite_header(path));
   TraceFile trace;
   trace.path = path;
-  auto db = SqliteDb::open(path.string(), kReadFlags);
+  std::string name = path.string();
+  int flags = kReadFlags;
+  auto db = SqliteDb::open(name, flags);
   if (!db.is_ok()) return unreadable("{}", db.status().message());
   trace.db = std::move(db).value();
+  if (!trace.db.query_text("PRAGMA user_version").is_ok() &&
+      unopenable_for_its_shm(trace.db, path)) {
+    name = immutable_uri(path);
+    flags |= SQLITE_OPEN_URI;
+    auto immutable = SqliteDb::open(name, flags);
+    if (!immutable.is_ok()) return unreadable("{}", immutable.status().message());
+    trace.db = std::move(immutable).value();
+  }
   RETURN_IF_ERROR(check_identity(trace));
   RETURN_IF_ERROR(check_integrity(trace));
   RETURN_IF_ERROR(check_schema_objects(trace));
@@ -307,7 +349,7 @@ StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode 
     log::warn("{}: the run was left running by a writer that is gone, and it could not be marked "
               "incomplete: {}", path.string(), marked.message());
   }
-  auto reopened = SqliteDb::open(path.string(), kReadFlags);
+  auto reopened = SqliteDb::open(name, flags);
   if (!reopened.is_ok()) return unreadable("{}", reopened.status().message());
   trace.db = std::move(reopened).value();
   return trace;

@@ -521,6 +521,32 @@ TEST_F(TraceLaunchTest, ADiskSmallerThanTheReserveStillEndsCheckpointedAndMarked
   EXPECT_EQ(read_file((dir_ / "left.txt").string()), "full.db\n") << "no reserve, lock, WAL left";
 }
 
+// A trace in WAL mode (a reader held it at its close) on a read-only mount: SQLite cannot make
+// the -shm it reads a WAL-mode file through, and analyze said "truncated or corrupted" (exit 3)
+// for an intact trace. With no log beside it, it is read as an immutable file.
+TEST_F(TraceLaunchTest, AnIntactTraceOnAReadOnlyMountIsRead) {
+  const fs::path place = dir_ / "ro";
+  fs::create_directories(place);
+  const fs::path db = place / "w.db";
+  CommandResult r =
+      run_partrain(fmt::format("launch -n 2 {} --steps 2 --trace {}", kModel, db.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(run_shell(fmt::format("python3 -c \"import sqlite3; "
+                                  "sqlite3.connect('{}').execute('PRAGMA journal_mode=WAL')\"",
+                                  db.string()))
+                .exit_code,
+            0);
+  CommandResult read = run_shell(
+      fmt::format("unshare -rm sh -c 'mount --bind -o ro {0} {0} || exit 99; {1} analyze {2}'",
+                  place.string(), partrain_binary(), db.string()));
+  if (read.exit_code == 99 || read.err.find("unshare") != std::string::npos) {
+    GTEST_SKIP() << "unshare -rm with a bind mount is not permitted here: " << read.err;
+  }
+  EXPECT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_NE(read.out.find("(completed), world size 2"), std::string::npos) << read.out;
+  EXPECT_EQ(read.err.find("corrupted"), std::string::npos) << read.err;
+}
+
 // A nearly full disk with just the room a trace needs (1 MiB, DiskReserve::kMinFreeBytes, and a
 // little): the least reserve, 512 KiB, still closes it. With 450 KiB free the writer held no
 // reserve and the whole trace was lost (status `running`, no ranks, "committing ... database or
