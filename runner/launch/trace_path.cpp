@@ -16,16 +16,26 @@ Status check_trace_file(const std::optional<std::string>& file, std::string_view
 StatusOr<fs::path> decide_trace_path(const TracePathRequest& request) {
   RETURN_IF_ERROR(check_trace_file(request.file, "--trace"));
   fs::path base;
+  std::error_code error;
   if (request.file) {
     base = *request.file;
   } else {
     if (Status checked = profiler::check_run_id(request.run_id); !checked.is_ok()) {
       return invalid_argument("run id {}", checked.message());
     }
-    base = fs::path(kRunsDirectory) / (request.run_id + ".db");
+    // A --run-id given again (a requeued job's): the next free <run-id>.N.db, as its log
+    // directory is <run-id>.N; a file named with --trace is never chosen for the user.
+    for (int attempt = 1; attempt <= 1000; ++attempt) {
+      const std::string stem =
+          attempt == 1 ? request.run_id : fmt::format("{}.{}", request.run_id, attempt);
+      base = fs::path(kRunsDirectory) / (stem + ".db");
+      if (!fs::exists(
+              fs::symlink_status(profiler::node_trace_path(base, request.node_rank), error))) {
+        break;
+      }
+    }
   }
   fs::path path = profiler::node_trace_path(base, request.node_rank);
-  std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (fs::is_directory(status)) {
     return invalid_argument(

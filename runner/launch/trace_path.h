@@ -1,8 +1,9 @@
 // Where a run's trace file goes, decided in one place for `partrain launch` (its launcher, and
 // with --tui the dashboard that follows the file) and `partrain trace`: the file named with
-// --trace, else ./partrain-runs/<run-id>.db. Node N of a launch writes <stem>.node<N><ext> beside
-// node 0's name (docs/decisions.md "Trace files of several nodes"). A file already there is
-// refused, never overwritten: it holds an earlier run.
+// --trace, else ./partrain-runs/<run-id>.db (<run-id>.2.db, .3, ... when a --run-id given again
+// finds it there, as the log directory does). Node N of a launch writes <stem>.node<N><ext>
+// beside node 0's name (docs/decisions.md "Trace files of several nodes"). A --trace file already
+// there is refused, never overwritten: it holds an earlier run.
 #pragma once
 
 #include <filesystem>

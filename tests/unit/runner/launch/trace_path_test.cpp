@@ -32,6 +32,23 @@ TEST_F(TracePathTest, TheDefaultIsTheRunIdUnderTheRunsDirectory) {
   EXPECT_EQ(*path, fs::path("partrain-runs") / "20261128-0701-ab12.node2.db");
 }
 
+// A --run-id given again (a requeued job's) finds its default file there: the next free
+// <run-id>.N.db, as the log directory is <run-id>.N (it was exit 2 with the logs already made).
+TEST_F(TracePathTest, ARunIdGivenAgainGetsTheNextFreeDefaultFile) {
+  const fs::path before = fs::current_path();
+  fs::current_path(dir_);
+  fs::create_directories(kRunsDirectory);
+  std::ofstream(fs::path(kRunsDirectory) / "job7.db") << "the first attempt";
+  std::ofstream(fs::path(kRunsDirectory) / "job7.2.db") << "the second";
+  StatusOr<fs::path> path = decide_trace_path({std::nullopt, "job7", 0});
+  StatusOr<fs::path> node1 = decide_trace_path({std::nullopt, "job7", 1});
+  fs::current_path(before);
+  ASSERT_TRUE(path.is_ok()) << path.status().message();
+  EXPECT_EQ(*path, fs::path("partrain-runs") / "job7.3.db");
+  ASSERT_TRUE(node1.is_ok()) << node1.status().message();
+  EXPECT_EQ(*node1, fs::path("partrain-runs") / "job7.node1.db");  // node 1's own name is free
+}
+
 TEST_F(TracePathTest, ANamedFileWinsOverTheRunId) {
   const std::string file = (dir_ / "run.db").string();
   StatusOr<fs::path> path = decide_trace_path({file, "ignored", 0});
