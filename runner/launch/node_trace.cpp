@@ -17,8 +17,10 @@ StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(
   std::error_code error;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
   if (error) {
-    return failed("cannot create the trace directory {}: {}", path.parent_path().string(),
-                  error.message());
+    return failed(
+        "cannot create the trace directory {}: {}: pass --trace FILE in a directory you can "
+        "write, or --no-trace to run without a trace",
+        path.parent_path().string(), error.message());
   }
   profiler::TraceSessionOptions options;
   options.path = path;

@@ -545,6 +545,16 @@ TEST_F(TraceLaunchTest, AnIntactTraceOnAReadOnlyMountIsRead) {
   EXPECT_EQ(read.exit_code, 0) << read.err;
   EXPECT_NE(read.out.find("(completed), world size 2"), std::string::npos) << read.out;
   EXPECT_EQ(read.err.find("corrupted"), std::string::npos) << read.err;
+  // Run from there, the default trace directory cannot be made: say what to pass instead.
+  CommandResult launched = run_shell(fmt::format(
+      "unshare -rm sh -c 'mount --bind -o ro {0} {0} && cd {0} && {1} launch -n 1 {2} --steps 1'",
+      place.string(), partrain_binary(), kModel));
+  EXPECT_EQ(launched.exit_code, 1) << launched.err;
+  EXPECT_NE(launched.err.find("cannot create the trace directory partrain-runs: Read-only file "
+                              "system: pass --trace FILE in a directory you can write, or "
+                              "--no-trace"),
+            std::string::npos)
+      << launched.err;
 }
 
 // A nearly full disk with just the room a trace needs (1 MiB, DiskReserve::kMinFreeBytes, and a
