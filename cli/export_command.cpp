@@ -98,9 +98,11 @@ StatusOr<ChromeExportCounts> export_to_stream(const profiler::SqliteDb& db,
                                               const ChromeExportOptions& options, std::ostream& stream,
                                               const std::string& out) {
   StatusOr<ChromeExportCounts> counts = profiler::export_chrome_trace(db, options, stream);
+  const int error = errno;
   stream.flush();
-  if (counts.is_ok() && !stream) {
-    return failed("writing {} failed: {}", out, std::strerror(errno));
+  // The output's own failure names the output (a full disk's ENOSPC), not only "the JSON output".
+  if (!stream) {
+    return failed("writing {} failed: {}", out, std::strerror(error != 0 ? error : errno));
   }
   return counts;
 }

@@ -230,6 +230,16 @@ TEST_F(ExportCommandTest, ExistingOutputIsKeptWithoutForce) {
   EXPECT_NO_THROW(json::parse(testing::read_file(other.string())));
 }
 
+// An output that cannot take the JSON (a full disk; /dev/full here) is named with its reason: the
+// message had named the trace and "the JSON output" only.
+TEST_F(ExportCommandTest, AFullOutputIsNamedWithItsReason) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  auto full = run_partrain("export " + trace_.string() + " -o /dev/full");
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_NE(full.err.find("writing /dev/full failed: No space left on device"), std::string::npos)
+      << full.err;
+}
+
 // --force replaces a symbolic link's target and keeps the link; a FIFO (as a device such as
 // /dev/null) is written into, with or without --force, and stays a FIFO. Both used to be replaced
 // by a plain file (`-o /dev/full --force` turned the device into a file).
