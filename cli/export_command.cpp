@@ -98,12 +98,13 @@ StatusOr<ChromeExportCounts> export_to_stream(const profiler::SqliteDb& db,
                                               const ChromeExportOptions& options, std::ostream& stream,
                                               const std::string& out) {
   StatusOr<ChromeExportCounts> counts = profiler::export_chrome_trace(db, options, stream);
-  const int error = errno;
-  stream.flush();
-  // The output's own failure names the output (a full disk's ENOSPC), not only "the JSON output".
-  if (!stream) {
-    return failed("writing {} failed: {}", out, std::strerror(error != 0 ? error : errno));
+  int write_error = errno;  // a failed write's (a full disk's ENOSPC)
+  if (stream) {
+    stream.flush();
+    write_error = errno;  // else the flush's
   }
+  // The output's own failure names the output, not only "the JSON output".
+  if (!stream) return failed("writing {} failed: {}", out, std::strerror(write_error));
   return counts;
 }
 

@@ -15,10 +15,10 @@ Status check_trace_file(const std::optional<std::string>& file, std::string_view
 
 StatusOr<fs::path> decide_trace_path(const TracePathRequest& request) {
   RETURN_IF_ERROR(check_trace_file(request.file, "--trace"));
-  fs::path base;
   std::error_code error;
+  fs::path path;
   if (request.file) {
-    base = *request.file;
+    path = profiler::node_trace_path(*request.file, request.node_rank);
   } else {
     if (Status checked = profiler::check_run_id(request.run_id); !checked.is_ok()) {
       return invalid_argument("run id {}", checked.message());
@@ -28,14 +28,11 @@ StatusOr<fs::path> decide_trace_path(const TracePathRequest& request) {
     for (int attempt = 1; attempt <= 1000; ++attempt) {
       const std::string stem =
           attempt == 1 ? request.run_id : fmt::format("{}.{}", request.run_id, attempt);
-      base = fs::path(kRunsDirectory) / (stem + ".db");
-      if (!fs::exists(
-              fs::symlink_status(profiler::node_trace_path(base, request.node_rank), error))) {
-        break;
-      }
+      path =
+          profiler::node_trace_path(fs::path(kRunsDirectory) / (stem + ".db"), request.node_rank);
+      if (!fs::exists(fs::symlink_status(path, error))) break;
     }
   }
-  fs::path path = profiler::node_trace_path(base, request.node_rank);
   const fs::file_status status = fs::status(path, error);
   if (fs::is_directory(status)) {
     return invalid_argument(
