@@ -12,7 +12,7 @@ StatusOr<SqliteDb> SqliteDb::open(const std::string& path, int flags) {
   }
   sqlite3_extended_result_codes(raw, 1);
   // A busy database (another connection mid-checkpoint) is waited for, briefly, not failed.
-  sqlite3_busy_timeout(raw, 2000);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
   return db;
 }
 
@@ -26,6 +26,13 @@ Status SqliteDb::exec(std::string_view sql) {
     return failed("{}", reason);
   }
   return Status::ok();
+}
+
+Status SqliteDb::exec_without_waiting(std::string_view sql) {
+  sqlite3_busy_timeout(db_.get(), 0);
+  Status status = exec(sql);
+  sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
+  return status;
 }
 
 StatusOr<std::optional<std::string>> SqliteDb::query_text(std::string_view sql) {

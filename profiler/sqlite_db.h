@@ -17,6 +17,9 @@ namespace partrain::profiler {
 
 class SqliteDb {
  public:
+  // How long a statement waits for another connection's lock before it fails with SQLITE_BUSY.
+  static constexpr int kBusyTimeoutMs = 2000;
+
   SqliteDb() = default;
   // flags: SQLITE_OPEN_READONLY, or SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE.
   static StatusOr<SqliteDb> open(const std::string& path, int flags);
@@ -25,6 +28,8 @@ class SqliteDb {
   explicit operator bool() const { return db_ != nullptr; }
   // Runs one or more statements without parameters (schema, pragmas, BEGIN/COMMIT).
   Status exec(std::string_view sql);
+  // exec() that fails at once (SQLITE_BUSY) where it would wait for another connection's lock.
+  Status exec_without_waiting(std::string_view sql);
   // The first column of the first row of a parameterless query, as text; nullopt for no row.
   StatusOr<std::optional<std::string>> query_text(std::string_view sql);
   std::string error_message() const;

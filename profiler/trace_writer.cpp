@@ -11,12 +11,14 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "core/byte_size.h"
 #include "core/log.h"
 #include "profiler/disk_reserve.h"
 #include "profiler/sqlite_db.h"
+#include "profiler/sqlite_lock_holder.h"
 #include "profiler/sqlite_row_batch.h"
 #include "profiler/trace_schema.h"
 
@@ -202,6 +204,17 @@ struct TraceWriter::State {
   uint64_t events_dropped = 0;
   uint64_t drops_recorded = 0;  // of events_dropped, how many trace_stopped already counts
   Clock::time_point drops_recorded_at;
+  // Another process holding the write lock (trace_writer.h): BEGIN IMMEDIATE failed at once, and
+  // what arrives waits in `held` until a later try takes the lock.
+  struct LockWait {
+    bool locked_out = false;
+    Clock::time_point since, tried_at;
+    bool warned = false;
+    bool gave_up = false;  // the close's wait ran out: nothing more is tried
+    std::vector<TraceEvent> held;
+    uint64_t dropped = 0, dropped_recorded = 0;
+    int64_t waited_ms_unrecorded = 0;
+  } lock_wait;
 
   void note_error(int rc, std::string_view what, uint64_t count = 1) {
     if (stopped) return;  // the failed statements of the stop notice itself: nothing to add
@@ -244,9 +257,19 @@ struct TraceWriter::State {
   }
   void run(SqliteStatement& stmt, std::string_view what) {
     if (!stop_reason.empty() && !stopped) return;  // the batch is lost; nothing goes in alone
+    if (!in_batch && lock_wait.locked_out) {       // it would wait out the busy timeout, and fail
+      note_error(SQLITE_BUSY, what);
+      return;
+    }
     int rc = stmt.run();
     if (rc != SQLITE_DONE) note_error(rc, what);
   }
+  bool take_write_lock();
+  void hold(std::span<const TraceEvent> events);
+  void warn_if_locked_long();
+  bool wait_for_write_lock();
+  void store_batch(std::span<const TraceEvent> events);
+  void store_held();
   Status open_new();
   void bound_log_by_reserve();
   Status prepare_statements();
@@ -355,16 +378,120 @@ Status TraceWriter::State::prepare_statements() {
                         "memory samples");
 }
 
-void TraceWriter::State::begin_batch() {
-  if (in_batch) return;
-  Status status = db.exec("BEGIN");
+void TraceWriter::State::begin_batch() { (void)take_write_lock(); }
+
+// Opens a batch: BEGIN IMMEDIATE takes the write lock at once or fails without waiting, so that
+// another process's transaction never stalls the collector's thread. False while that process
+// holds it (tried again at most every 50 ms) and when BEGIN fails otherwise (the statements then
+// go in one at a time, as before a batch).
+bool TraceWriter::State::take_write_lock() {
+  if (in_batch) return true;
+  if (lock_wait.gave_up) return false;
+  const Clock::time_point now = Clock::now();
+  if (lock_wait.locked_out && now - lock_wait.tried_at < std::chrono::milliseconds(50)) {
+    return false;
+  }
+  lock_wait.tried_at = now;
+  Status status = db.exec_without_waiting("BEGIN IMMEDIATE");
   if (!status.is_ok()) {
-    note_error(db.error_code(), "a batch (BEGIN)");
-    return;
+    if ((db.error_code() & 0xff) != SQLITE_BUSY) {
+      note_error(db.error_code(), "a batch (BEGIN)");
+      return false;
+    }
+    if (!lock_wait.locked_out) lock_wait.since = now;
+    lock_wait.locked_out = true;
+    return false;
   }
   in_batch = true;
-  batch_opened = Clock::now();
+  batch_opened = now;
   batch_events = 0;
+  if (lock_wait.locked_out) {
+    lock_wait.locked_out = false;
+    const auto waited = now - lock_wait.since;
+    lock_wait.waited_ms_unrecorded +=
+        std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
+    if (lock_wait.warned) {
+      log::warn(
+          "trace {}: the write lock is free again after {:.1f} s; the {} events held "
+          "meanwhile are stored{}",
+          path.string(), std::chrono::duration<double>(waited).count(), lock_wait.held.size(),
+          lock_wait.dropped > lock_wait.dropped_recorded
+              ? fmt::format(", {} more were not (stat store_lock_dropped)",
+                            lock_wait.dropped - lock_wait.dropped_recorded)
+              : "");
+      lock_wait.warned = false;
+    }
+  }
+  store_held();
+  return true;
+}
+
+// While another process holds the write lock: the oldest events are kept, up to the bound, and
+// the run's own rows always (they are few); the rest is counted in store_lock_dropped.
+void TraceWriter::State::hold(std::span<const TraceEvent> events) {
+  std::vector<TraceEvent>& held = lock_wait.held;
+  for (const TraceEvent& event : events) {
+    if (held.size() < options.max_held_events || is_run_row(event)) {
+      held.push_back(event);
+    } else {
+      ++lock_wait.dropped;
+    }
+  }
+  warn_if_locked_long();
+}
+
+// Once the lock has been held elsewhere for a second (a checkpoint's brief hold is no news).
+void TraceWriter::State::warn_if_locked_long() {
+  if (!lock_wait.locked_out || lock_wait.warned ||
+      Clock::now() - lock_wait.since < std::chrono::seconds(1)) {
+    return;
+  }
+  lock_wait.warned = true;
+  const std::string holder = sqlite_write_lock_holder(path);
+  log::warn(
+      "trace {}: {} holds its write lock (a transaction left open in a sqlite3 shell or a "
+      "database browser?); the events that arrive meanwhile are kept in memory, up to {}, "
+      "and stored once it lets go",
+      path.string(), holder.empty() ? "another process" : holder, options.max_held_events);
+}
+
+// At the close: waits up to options.close_lock_wait for the lock (true once it is taken, or when
+// BEGIN failed for another reason and statements go in one at a time).
+bool TraceWriter::State::wait_for_write_lock() {
+  if (lock_wait.gave_up) return false;
+  if (take_write_lock()) return true;
+  if (!lock_wait.locked_out) return true;
+  const Clock::time_point deadline = Clock::now() + options.close_lock_wait;
+  const std::string holder = sqlite_write_lock_holder(path);
+  log::warn(
+      "trace {}: waiting up to {:.1f} s for {} to release its write lock; {} events are "
+      "held for it",
+      path.string(), std::chrono::duration<double>(options.close_lock_wait).count(),
+      holder.empty() ? "another process" : holder, lock_wait.held.size());
+  lock_wait.warned = true;
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (take_write_lock()) return true;
+  }
+  lock_wait.gave_up = true;
+  return false;
+}
+
+// Stores a batch's events (those of a stopping trace are counted by the stop instead).
+void TraceWriter::State::store_batch(std::span<const TraceEvent> events) {
+  for (const TraceEvent& event : events) {
+    if (is_run_row(event)) run_rows_in_batch.push_back(event);
+    // Once stopping, the rest is counted as dropped by the stop (the run's rows stored after it).
+    if (stop_reason.empty()) std::visit([this](const auto& e) { store(e); }, event);
+  }
+  batch_events += events.size();
+}
+
+void TraceWriter::State::store_held() {
+  if (lock_wait.held.empty()) return;
+  const std::vector<TraceEvent> held = std::move(lock_wait.held);
+  lock_wait.held.clear();
+  store_batch(held);
 }
 
 int64_t TraceWriter::State::intern(std::string_view value) {
@@ -632,6 +759,21 @@ Status TraceWriter::State::commit_batch() {
     errors_recorded = write_errors;
     store(stat);
   }
+  if (!stopped && lock_wait.waited_ms_unrecorded > 0) {
+    store(StatEvent{"store_lock_wait_ms", -1, lock_wait.waited_ms_unrecorded, StatSeverity::kInfo,
+                    "milliseconds another process held the trace's write lock while the run "
+                    "went on; the events meanwhile were held in memory and stored after"});
+    lock_wait.waited_ms_unrecorded = 0;
+  }
+  if (!stopped && lock_wait.dropped > lock_wait.dropped_recorded) {
+    store(StatEvent{"store_lock_dropped", -1,
+                    static_cast<int64_t>(lock_wait.dropped - lock_wait.dropped_recorded),
+                    StatSeverity::kDataLoss,
+                    fmt::format("events not stored: they arrived while another process held the "
+                                "trace's write lock, past the {} the writer holds in memory",
+                                options.max_held_events)});
+    lock_wait.dropped_recorded = lock_wait.dropped;
+  }
   in_batch = false;
   Status status = db.exec("COMMIT");
   if (status.is_ok()) {
@@ -869,7 +1011,15 @@ TraceWriter::~TraceWriter() {
   if (!state_) return;
   Status status = state_->commit_batch();
   if (!status.is_ok()) log::warn("{}", status.message());
-  if (state_->stopped) {
+  if (!state_->lock_wait.held.empty() && state_->wait_for_write_lock()) {
+    (void)state_->commit_batch();  // what arrived after the run's status
+  }
+  if (state_->lock_wait.gave_up) {
+    log::debug(
+        "trace {}: closed while another process holds its write lock ({} events not "
+        "stored); its indexes are not built",
+        state_->path.string(), state_->lock_wait.held.size());
+  } else if (state_->stopped) {
     // The indexes would need the room that is not there; readers scan instead.
     log::debug("trace {}: closed after tracing stopped ({} events not stored); its indexes are "
               "not built, readers get the same answers more slowly",
@@ -906,13 +1056,11 @@ void TraceWriter::append(std::span<const TraceEvent> events) {
     s.append_after_stop(events);
     return;
   }
-  s.begin_batch();
-  for (const TraceEvent& event : events) {
-    if (is_run_row(event)) s.run_rows_in_batch.push_back(event);
-    // Once stopping, the rest is counted as dropped by the stop (the run's rows stored after it).
-    if (s.stop_reason.empty()) std::visit([&s](const auto& e) { s.store(e); }, event);
+  if (!s.take_write_lock() && s.lock_wait.locked_out) {
+    s.hold(events);
+    return;
   }
-  s.batch_events += events.size();
+  s.store_batch(events);
   if (!s.stop_reason.empty() || s.batch_events >= s.batch_event_limit) {
     (void)commit();
   } else {
@@ -924,6 +1072,13 @@ void TraceWriter::commit_if_due() {
   State& s = *state_;
   if (s.stopped) {
     s.record_drops_if_due();
+    return;
+  }
+  if (s.lock_wait.locked_out) {
+    if (s.take_write_lock())
+      (void)commit();  // what was held, at once
+    else
+      s.warn_if_locked_long();
     return;
   }
   if (s.in_batch && Clock::now() - s.batch_opened >= s.options.max_commit_interval) {
@@ -939,6 +1094,15 @@ Status TraceWriter::set_run_status(RunStatus status, std::optional<int> failing_
   // The batch in flight first, so that a disk that fills at its commit stops tracing before the
   // status is written: the status then goes in alone, as the run's rows do after a stop.
   (void)commit();
+  if (!s.stopped && !s.wait_for_write_lock()) {
+    const std::string holder = sqlite_write_lock_holder(s.path);
+    return failed(
+        "trace {}: its write lock is still held by {} after {:.1f} s: the run's last {} "
+        "events and its status are not stored (readers will mark it incomplete); end "
+        "that process's transaction while a run writes its trace",
+        s.path.string(), holder.empty() ? "another process" : holder,
+        std::chrono::duration<double>(s.options.close_lock_wait).count(), s.lock_wait.held.size());
+  }
   s.begin_batch();
   s.update_run_status.bind(1, run_status_name(status));
   if (failing_rank) s.update_run_status.bind(2, int64_t{*failing_rank});

@@ -10,6 +10,12 @@
 // rolled-back batch too; every other event is counted in that row's value, which follows the
 // count on the commit cadence (a live reader sees it grow). What was committed before stays
 // readable.
+//
+// Another process that holds the file's write lock (a `sqlite3` shell or a DB browser with a
+// write transaction open) never blocks the caller: what arrives meanwhile is held in memory, up to
+// options.max_held_events (the oldest kept, the run's own rows always), and stored once the lock
+// is free; the wait is recorded in stat `store_lock_wait_ms`, what did not fit in
+// `store_lock_dropped`. Closing waits for the lock up to options.close_lock_wait.
 #pragma once
 
 #include <chrono>
@@ -37,6 +43,10 @@ struct TraceWriterOptions {
   // Space set aside beside the file (disk_reserve.h) and given back when the disk fills up, so
   // that the stop is still recorded.
   uint64_t disk_reserve_bytes = 4 << 20;
+  // Events held while another process holds the write lock: 320 bytes each, ~128 MiB in all.
+  size_t max_held_events = 400'000;
+  // How long set_run_status() waits for that lock before it gives up (and says what is lost).
+  std::chrono::milliseconds close_lock_wait{10'000};
 };
 
 // The path of the lock file a live writer holds (flock, exclusive) beside `trace`.
@@ -73,7 +83,9 @@ class TraceWriter {
   // tracing stopped: records the events dropped since trace_stopped last counted them).
   void commit_if_due();
   Status commit();
-  // Final status of the run (and failing rank for kFailed); committed at once.
+  // Final status of the run (and failing rank for kFailed); committed at once. Fails, naming the
+  // process and what is not stored, when another process holds the write lock past
+  // options.close_lock_wait.
   Status set_run_status(RunStatus status, std::optional<int> failing_rank = std::nullopt,
                         std::optional<int64_t> end_ns = std::nullopt);
 
