@@ -74,6 +74,9 @@ class SqliteStatement {
     return sqlite3_column_type(stmt_.get(), index) == SQLITE_NULL;
   }
   std::string column_text(int index) const;
+  // Steps of SQLite's virtual machine so far: how much of the file the statement went through
+  // (a full scan takes at least one per row of its table).
+  int vm_steps() const { return sqlite3_stmt_status(stmt_.get(), SQLITE_STMTSTATUS_VM_STEP, 0); }
 
  private:
   struct Finalizer {

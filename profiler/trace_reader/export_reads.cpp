@@ -33,14 +33,18 @@ StatusOr<SqliteStatement> prepare_selected(const TraceReader& reader, std::strin
   return stmt;
 }
 
-std::string rank_filter(std::string_view alias) {
-  return fmt::format("(?1 IS NULL OR {0}.rank IN (SELECT value FROM json_each(?1)))", alias);
+// Written only when ranks are selected: `?1 IS NULL OR rank IN (...)` kept SQLite from using the
+// track's rank and the slice_track_ts index, so each rank of `export --per-rank` scanned every
+// slice of the trace (15 min for 1,024 ranks of 320 slices each).
+std::string rank_filter(std::string_view alias, const ExportSelection& selection) {
+  if (selection.ranks.empty()) return "1";
+  return fmt::format("{0}.rank IN (SELECT value FROM json_each(?1))", alias);
 }
 
 // A row of `slices` (alias) is kept when its rank is selected and its step is, or, having no
 // step, when it overlaps the selected steps' time window.
-std::string slice_filter(std::string_view alias) {
-  return rank_filter(alias) +
+std::string slice_filter(std::string_view alias, const ExportSelection& selection) {
+  return rank_filter(alias, selection) +
          fmt::format(
              " AND (?2 IS NULL OR {0}.step BETWEEN ?2 AND ?3 OR ({0}.step IS NULL AND "
              "{0}.ts_ns <= ?5 AND {0}.ts_ns + {0}.dur_ns >= ?4))",
@@ -93,8 +97,9 @@ std::string detail_column_list(std::string_view alias, std::span<const ArgColumn
 }
 
 // One query per kind, so each joins its detail view with an inner join SQLite can flatten.
-std::string slices_sql(const TraceReader& reader, SliceDetail detail) {
-  const std::string where = slice_filter("s");
+std::string slices_sql(const TraceReader& reader, SliceDetail detail,
+                       const ExportSelection& selection) {
+  const std::string where = slice_filter("s", selection);
   switch (detail) {
     case SliceDetail::kNone:
       return fmt::format(
@@ -137,11 +142,12 @@ void read_flow_slice(const SqliteStatement& row, int first, FlowSlice& slice) {
 
 StatusOr<std::optional<EventSpan>> selected_steps_window(const TraceReader& reader,
                                                          const ExportSelection& selection) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare_selected(reader,
-                                    "SELECT min(ts_ns), max(ts_ns + dur_ns) FROM steps WHERE " +
-                                        rank_filter("steps") + " AND step BETWEEN ?2 AND ?3",
-                                    selection));
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      prepare_selected(reader,
+                       "SELECT min(ts_ns), max(ts_ns + dur_ns) FROM steps WHERE " +
+                           rank_filter("steps", selection) + " AND step BETWEEN ?2 AND ?3",
+                       selection));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
   if (stmt.column_is_null(0)) return std::optional<EventSpan>();
   return std::optional(EventSpan{stmt.column_int(0), stmt.column_int(1)});
@@ -149,11 +155,11 @@ StatusOr<std::optional<EventSpan>> selected_steps_window(const TraceReader& read
 
 StatusOr<std::optional<std::pair<int64_t, int64_t>>> selected_step_numbers(
     const TraceReader& reader, const ExportSelection& selection) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare_selected(reader,
-                                    "SELECT min(step), max(step) FROM steps WHERE " +
-                                        rank_filter("steps"),
-                                    selection));
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      prepare_selected(
+          reader, "SELECT min(step), max(step) FROM steps WHERE " + rank_filter("steps", selection),
+          selection));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
   if (stmt.column_is_null(0)) return std::optional<std::pair<int64_t, int64_t>>();
   return std::optional(std::pair{stmt.column_int(0), stmt.column_int(1)});
@@ -164,7 +170,8 @@ StatusOr<std::vector<ExportTrack>> export_tracks(const TraceReader& reader,
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    prepare_selected(reader,
                                     "SELECT rank, kind, name FROM tracks WHERE kind <> 'counter' "
-                                    "AND " + rank_filter("tracks") +
+                                    "AND " +
+                                        rank_filter("tracks", selection) +
                                         " ORDER BY rank, CASE kind WHEN 'cpu_thread' THEN 0 WHEN "
                                         "'cuda_stream' THEN 1 WHEN 'comm' THEN 2 ELSE 3 END, name",
                                     selection));
@@ -217,7 +224,7 @@ bool has_transfer_table(const TraceReader& reader) {
 StatusOr<ExportSliceCursor> export_slices(const TraceReader& reader,
                                           const ExportSelection& selection, SliceDetail detail) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare_selected(reader, slices_sql(reader, detail), selection));
+                   prepare_selected(reader, slices_sql(reader, detail, selection), selection));
   return ExportSliceCursor(reader.db(), std::move(stmt), detail);
 }
 
@@ -260,7 +267,8 @@ StatusOr<ExportMemoryCursor> export_memory(const TraceReader& reader,
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    prepare_selected(reader,
                                     "SELECT m.rank, m.ts_ns, m.category, m.bytes FROM "
-                                    "memory_events m WHERE " + rank_filter("m") +
+                                    "memory_events m WHERE " +
+                                        rank_filter("m", selection) +
                                         " AND (?2 IS NULL OR (m.ts_ns > ?4 AND m.ts_ns <= ?5))",
                                     selection));
   return ExportMemoryCursor(reader.db(), std::move(stmt),
@@ -285,7 +293,8 @@ StatusOr<ExportCounterCursor> export_counters(const TraceReader& reader,
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    prepare_selected(reader,
                                     "SELECT c.rank, c.ts_ns, c.name, c.value FROM counters c "
-                                    "WHERE " + rank_filter("c") +
+                                    "WHERE " +
+                                        rank_filter("c", selection) +
                                         " AND (?2 IS NULL OR (c.ts_ns >= ?4 AND c.ts_ns <= ?5)) "
                                         "ORDER BY c.rank, c.name, c.ts_ns",
                                     selection));
@@ -307,8 +316,8 @@ StatusOr<SendRecvCursor> export_send_recv_pairs(const TraceReader& reader,
       "JOIN collectives b ON b.comm_id = a.comm_id AND b.seq = a.seq AND b.rank = a.peer AND "
       "b.peer = a.rank AND b.op = 'recv' JOIN slices sb ON sb.slice_id = b.slice_id "
       "WHERE a.op = 'send' AND {} AND {}",
-      fmt::format(kFlowColumns, "sa"), fmt::format(kFlowColumns, "sb"), slice_filter("sa"),
-      slice_filter("sb"));
+      fmt::format(kFlowColumns, "sa"), fmt::format(kFlowColumns, "sb"),
+      slice_filter("sa", selection), slice_filter("sb", selection));
   ASSIGN_OR_RETURN(SqliteStatement stmt, prepare_selected(reader, sql, selection));
   return SendRecvCursor(reader.db(), std::move(stmt),
                         "reading the send/recv pairs from the trace");
@@ -329,7 +338,7 @@ StatusOr<CollectiveMemberCursor> export_collective_members(const TraceReader& re
       "SELECT c.comm_id, c.seq, c.op, {} FROM collectives c JOIN slices s ON s.slice_id = "
       "c.slice_id WHERE c.op NOT IN ('send', 'recv') AND {} ORDER BY c.comm_id, c.seq, s.ts_ns, "
       "s.rank",
-      fmt::format(kFlowColumns, "s"), slice_filter("s"));
+      fmt::format(kFlowColumns, "s"), slice_filter("s", selection));
   ASSIGN_OR_RETURN(SqliteStatement stmt, prepare_selected(reader, sql, selection));
   return CollectiveMemberCursor(reader.db(), std::move(stmt),
                                 "reading the collectives from the trace");

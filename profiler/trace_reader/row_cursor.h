@@ -18,6 +18,8 @@ class RowCursor {
       : stmt_(std::move(stmt)), db_(&db), what_(std::move(what)) {}
   // After next() returned false: ok at the end of the rows, else what failed.
   const Status& status() const { return status_; }
+  // How much of the file the read has gone through (SqliteStatement::vm_steps()).
+  int vm_steps() const { return stmt_.vm_steps(); }
 
  protected:
   // True with a row in stmt_; false at the end or on an error (status()). Inline: the analyses'

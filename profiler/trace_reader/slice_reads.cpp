@@ -68,11 +68,11 @@ bool RankSliceCursor::next(SliceSpan& slice) {
 StatusOr<RankSliceCursor> rank_slices(const TraceReader& reader, int rank, int64_t from,
                                       int64_t to, SliceCategorySet categories,
                                       std::optional<TrackKind> only) {
-  ASSIGN_OR_RETURN(const std::vector<TrackRow> tracks, reader.tracks());
+  ASSIGN_OR_RETURN(const std::vector<TrackRow> tracks, reader.tracks_of_rank(rank));
   ASSIGN_OR_RETURN(const int64_t lifetime_name, process_lifetime_name(reader));
   std::vector<RankSliceCursor::Track> heads;
   for (const TrackRow& track : tracks) {
-    if (track.rank != rank || !track.kind || *track.kind == TrackKind::kMemory) continue;
+    if (!track.kind || *track.kind == TrackKind::kMemory) continue;
     if (only && *track.kind != *only) continue;
     RankSliceCursor::Track head;
     ASSIGN_OR_RETURN(head.stmt, reader.prepare(kTrackSlicesSql));

@@ -91,8 +91,20 @@ Status TraceReader::read_tracks_after(int64_t id) const {
     TrackRow track{row.column_int(0), static_cast<int>(row.column_int(1)),
                    track_kind_from_code(row.column_int(2)), row.column_text(3)};
     last_track_id_ = std::max(last_track_id_, track.id);
+    std::vector<int64_t>& ids = rank_track_ids_[track.rank];
+    if (ids.empty() || ids.back() < track.id) ids.push_back(track.id);  // read in id order
     tracks_.insert_or_assign(track.id, std::move(track));
   });
+}
+
+StatusOr<std::vector<TrackRow>> TraceReader::tracks_of_rank(int rank) const {
+  RETURN_IF_ERROR(read_tracks_after(last_track_id_));
+  std::vector<TrackRow> tracks;
+  auto ids = rank_track_ids_.find(rank);
+  if (ids == rank_track_ids_.end()) return tracks;
+  tracks.reserve(ids->second.size());
+  for (int64_t id : ids->second) tracks.push_back(tracks_.at(id));
+  return tracks;
 }
 
 StatusOr<std::vector<TrackRow>> TraceReader::tracks() const {

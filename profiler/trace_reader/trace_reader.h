@@ -82,6 +82,9 @@ class TraceReader {
   StatusOr<std::vector<int>> recorded_ranks() const;
   // Every track, by id.
   StatusOr<std::vector<TrackRow>> tracks() const;
+  // The tracks of one rank, by id: what a per-rank read needs, without copying every rank's
+  // (tracks() for each of 1,024 ranks was half of analyze's time).
+  StatusOr<std::vector<TrackRow>> tracks_of_rank(int rank) const;
   // The track `id`, nullptr when the trace has none (yet); valid while the reader lives.
   StatusOr<const TrackRow*> track(int64_t id) const;
   // The interned string `id` ("" when there is none); valid while the reader lives.
@@ -124,6 +127,7 @@ class TraceReader {
   mutable std::unordered_map<int64_t, std::string> strings_;
   mutable std::optional<SqliteStatement> string_stmt_;
   mutable std::unordered_map<int64_t, TrackRow> tracks_;
+  mutable std::unordered_map<int, std::vector<int64_t>> rank_track_ids_;  // ascending ids
   mutable int64_t last_track_id_ = 0;
 };
 

@@ -135,6 +135,35 @@ TEST_F(TraceReaderTest, RankSlicesMergeTracksInStartOrder) {
   EXPECT_EQ(got, expected);
 }
 
+// A rank's tracks, by id, those a live writer adds later included; no other rank's.
+TEST_F(TraceReaderTest, TracksOfARankIncludeThoseCreatedSince) {
+  auto writer = TraceWriter::create(path());
+  ASSERT_TRUE(writer.is_ok());
+  std::vector<TraceEvent> first{
+      slice(0, TrackKind::kCpuThread, "main", SliceCategory::kCompute, 0, 9),
+      slice(1, TrackKind::kCpuThread, "main", SliceCategory::kCompute, 0, 9)};
+  (*writer)->append(first);
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  ASSERT_OK_AND_ASSIGN(TraceFile trace, open_trace(path()));
+  TraceReader reader(trace.db);
+  auto names = [&reader](int rank) {
+    std::vector<std::string> out;
+    auto tracks = reader.tracks_of_rank(rank);
+    EXPECT_TRUE(tracks.is_ok());
+    for (const TrackRow& t : *tracks) out.push_back(t.name);
+    return out;
+  };
+  EXPECT_EQ(names(0), std::vector<std::string>{"main"});
+  std::vector<TraceEvent> later{
+      slice(0, TrackKind::kComm, "dp", SliceCategory::kCollective, 10, 20),
+      slice(1, TrackKind::kComm, "tp", SliceCategory::kCollective, 10, 20)};
+  (*writer)->append(later);
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  EXPECT_EQ(names(0), (std::vector<std::string>{"main", "dp"}));
+  EXPECT_EQ(names(1), (std::vector<std::string>{"main", "tp"}));
+  EXPECT_TRUE(names(7).empty());
+}
+
 // What a live reader reads: slices by id with their collective row, then only what came since.
 TEST_F(TraceReaderTest, StoredSlicesAreReadByIdWithTheirCollectives) {
   auto writer = TraceWriter::create(path());
