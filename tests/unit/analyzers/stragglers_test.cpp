@@ -598,6 +598,33 @@ TEST(StragglersTest, LatenessWithinTheRunsOwnNoiseIsInfoOnly) {
   EXPECT_EQ(findings[0].evidence.find("noise"), std::string::npos) << findings[0].evidence;
 }
 
+// Two ranks taking turns 1.5 ms late in 5 ms steps (a healthy gloo job, rotating_lateness at
+// 30% of the step): each is late by no more than host scheduling makes, so the finding is info,
+// and says so; it was a warning.
+TEST(StragglersTest, TurnsTakenWithinNoiseAreInfoOnly) {
+  CollectiveTrace trace("noise_turns");
+  for (int64_t k = 0; k < 30; ++k) {
+    for (int rank = 0; rank < 2; ++rank) {
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 5 * kMs + kMs + (rank == k % 2 ? 3 * kMs / 2 : 0),
+                 .group = {0, 1},
+                 .step = k});
+      trace.step(rank, k, k * 5 * kMs, 5 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1}, 0, int64_t{1} << 60, 0, 29));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_FALSE(report->straggler) << format_stragglers(*report);
+  const std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "rotating_lateness");
+  EXPECT_DOUBLE_EQ(findings[0].impact, 0.3);
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+  EXPECT_NE(findings[0].evidence.find("each late by under 2 ms at the median"), std::string::npos)
+      << findings[0].evidence;
+}
+
 // Four ranks, 40 steps of 20 ms: each step rank k % 4 arrives 3 ms late, and rank 2 100 ms late
 // in steps 9, 19, 29 and 39. Rank 2 is last at 14 of 40 (chance gives one of 4 ranks that 10%
 // of the time), and it read "it may not be slower than the others"; it is late now and then, by
