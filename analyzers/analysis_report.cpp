@@ -225,20 +225,21 @@ void account_for_the_straggler(const StragglerReport& stragglers, std::vector<Fi
     first = fmt::format("first make rank {} keep up (the straggler finding)", straggler->rank);
   } else if (std::any_of(findings.begin(), findings.end(),
                          [](const Finding& f) { return f.kind == "rotating_lateness"; })) {
-    for (const RankLateness& r : stragglers.ranks) {
-      share += r.step_share;
-      wait_ms += r.wait_per_step_ms;
-    }
+    // The union of their waits: DP groups held up together are one wait, not one per group.
+    wait_ms = stragglers.wait_per_step_ms;
+    share = stragglers.mean_step_ms > 0 ? std::min(wait_ms / stragglers.mean_step_ms, 1.0) : 0.0;
     whom = "waiting for one another, the ranks taking turns to be late";
     first = "first even out what makes a different rank late each step (rotating_lateness)";
   } else {
     return;
   }
+  // A part of the exposed time, in ms as in share: never more than the whole.
   const double waiting = std::min(share, exposed->impact);
+  const double waiting_ms = share > 0 ? wait_ms * waiting / share : 0.0;
   exposed->evidence += fmt::format(
       "; up to {:.1f} ms per step of it ({:.0f}% of the step) is the other ranks {}, not the "
       "transfers",
-      wait_ms, 100 * waiting, whom);
+      waiting_ms, 100 * waiting, whom);
   exposed->advice = fmt::format("{}: the waiting goes with it; then, for what stays exposed, {}",
                                 first, exposed->advice);
   exposed->impact = std::max(0.0, exposed->impact - waiting);

@@ -136,13 +136,30 @@ Status LiveRunFollower::read_ranks(LiveRun& run) {
   return Status::ok();
 }
 
-Status LiveRunFollower::read_slices(LiveRun& run, std::map<int, bool>& touched) {
-  ASSIGN_OR_RETURN(const int64_t newest, profiler::last_slice_id(*reader_));
+StatusOr<profiler::StoredSliceCursor> LiveRunFollower::first_or_new_slices(LiveRun& run,
+                                                                           int64_t newest) {
+  if (last_slice_id_ < 0 && newest > limits_.initial_slices) {
+    // A finished trace's ids need not be time: an import writes rank by rank, and the newest
+    // ids alone were the last ranks' whole run, the first ranks' nothing (all idle). Its index
+    // gives the newest slices by time, every rank's.
+    ASSIGN_OR_RETURN(const bool by_time, profiler::slices_indexed_by_time(*reader_));
+    if (by_time) {
+      ASSIGN_OR_RETURN(const int64_t since,
+                       profiler::newest_slices_start(*reader_, limits_.initial_slices));
+      run.older_slices_dropped = true;
+      return profiler::slices_started_since(*reader_, since, newest);
+    }
+  }
+  // A live trace's ids follow time (the collector stores what arrives).
   const int64_t from = read_from(last_slice_id_, newest, limits_.initial_slices,
                                  limits_.slices_per_refresh);
   if (from > std::max<int64_t>(last_slice_id_, 0)) run.older_slices_dropped = true;
-  ASSIGN_OR_RETURN(profiler::StoredSliceCursor slices,
-                   profiler::slices_stored_between(*reader_, from, newest));
+  return profiler::slices_stored_between(*reader_, from, newest);
+}
+
+Status LiveRunFollower::read_slices(LiveRun& run, std::map<int, bool>& touched) {
+  ASSIGN_OR_RETURN(const int64_t newest, profiler::last_slice_id(*reader_));
+  ASSIGN_OR_RETURN(profiler::StoredSliceCursor slices, first_or_new_slices(run, newest));
   profiler::StoredSlice slice;
   while (slices.next(slice)) {
     ++rows_read_;

@@ -27,8 +27,9 @@
 namespace partrain::analyzers {
 
 struct FollowLimits {
-  // Rows read when a trace is first opened: the newest ones (a finished 10^8-event trace opens
-  // as fast as a small one). The timeline and memory charts start there.
+  // Rows read when a trace is first opened: the newest ones, by time in a finished trace (a
+  // finished 10^8-event trace opens as fast as a small one). The timeline and memory charts
+  // start there.
   int64_t initial_slices = 300'000;
   int64_t initial_memory_samples = 200'000;
   // New rows read per refresh at most; a writer faster than that is sampled at its newest rows.
@@ -58,6 +59,8 @@ class LiveRunFollower {
   Status read_run(LiveRun& run);
   Status read_ranks(LiveRun& run);
   Status read_slices(LiveRun& run, std::map<int, bool>& touched);
+  // The first read's newest slices (by time where the trace is indexed), then those since.
+  StatusOr<profiler::StoredSliceCursor> first_or_new_slices(LiveRun& run, int64_t newest);
   void add_collective(LiveRun& run, const profiler::StoredSlice& slice);
   Status read_memory(LiveRun& run);
   Status read_steps(LiveRun& run, std::map<int, bool>& touched);

@@ -96,6 +96,8 @@ struct RankAccumulator {
   WaitIntervals held_up;
   int64_t wait_ns = 0;      // waits' total outside held_up, at the end
   SampleQuantiles late_ns;  // lateness where it was last at a delayed collective
+  // The same, each with its start: where spikes fell, and the others' lateness for the noise.
+  std::vector<std::pair<int64_t, int64_t>> late_events;
   std::map<std::string, OpCounts, std::less<>> by_op;
 };
 
@@ -104,17 +106,27 @@ struct StepTimes {
   double mean_ms = 0;
   int64_t steps = 0;
   std::map<int, double> rank_mean_ms;  // each rank's own mean step
+  struct Span {
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    int64_t step = 0;
+  };
+  std::map<int, std::vector<Span>> rank_steps;  // each rank's steps in the window
 };
 
 // The median and mean duration of the analysed ranks' steps inside the window and the number of
 // steps. Without steps the window is one step as long as the window.
 StatusOr<StepTimes> step_time(const profiler::TraceReader& reader, const AnalysisWindow& window) {
   if (!window.has_steps) {
-    const double ms = static_cast<double>(window.end_ns - window.start_ns) / kNsPerMs;
-    return StepTimes{ms, ms, 1};
+    StepTimes whole;
+    whole.median_ms = whole.mean_ms =
+        static_cast<double>(window.end_ns - window.start_ns) / kNsPerMs;
+    whole.steps = 1;
+    return whole;
   }
   ASSIGN_OR_RETURN(profiler::StepCursor steps,
                    profiler::window_steps(reader, window.first_step, window.last_step));
+  StepTimes times;
   SampleQuantiles durations;
   double total_ns = 0;
   std::map<int, std::pair<double, int64_t>> per_rank;  // total ns, steps
@@ -125,11 +137,13 @@ StatusOr<StepTimes> step_time(const profiler::TraceReader& reader, const Analysi
     total_ns += static_cast<double>(step.dur_ns);
     per_rank[step.rank].first += static_cast<double>(step.dur_ns);
     ++per_rank[step.rank].second;
+    times.rank_steps[step.rank].push_back({step.ts_ns, step.ts_ns + step.dur_ns, step.step});
   }
   RETURN_IF_ERROR(steps.status());
   const double count = static_cast<double>(durations.count());
-  StepTimes times{durations.median() / kNsPerMs, count > 0 ? total_ns / count / kNsPerMs : 0,
-                  window.last_step - window.first_step + 1};
+  times.median_ms = durations.median() / kNsPerMs;
+  times.mean_ms = count > 0 ? total_ns / count / kNsPerMs : 0;
+  times.steps = window.last_step - window.first_step + 1;
   for (const auto& [rank, sum] : per_rank) {
     times.rank_mean_ms[rank] = sum.first / static_cast<double>(sum.second) / kNsPerMs;
   }
@@ -142,30 +156,30 @@ OpCounts& op_counts(RankAccumulator& acc, std::string_view op) {
   return found->second;
 }
 
-// Members that matched (same op and size, or a send and the recv it pairs with): each one's
-// lateness against the earliest. The last one of a delayed group held the others up; the others
-// were held up meanwhile.
-void add_matched(const std::vector<const CollectiveRow*>& rows,
-                 std::map<int, RankAccumulator>& ranks) {
+// A matched group, kept until every group is seen: who was late at it for a reason of their own
+// is settled in the order the groups were held up (attribute_lateness).
+struct HeldGroup {
+  struct Member {
+    int rank = 0;
+    int64_t ts_ns = 0;
+    bool in_window = false;
+  };
+  std::string op;
+  std::vector<Member> members;
+  int64_t first_start_ns = 0;
+  int64_t last_start_ns = 0;
+};
+
+// Members that matched (same op and size, or a send and the recv it pairs with).
+void add_matched(const std::vector<const CollectiveRow*>& rows, std::vector<HeldGroup>& groups) {
   const GroupArrival arrival = arrival_of(rows);
-  const int64_t earliest = arrival.first_start_ns, latest = arrival.last_start_ns;
-  const bool delayed = static_cast<double>(latest - earliest) >= kDelayedSkewMs * kNsPerMs;
+  HeldGroup& group = groups.emplace_back();
+  group.op = std::string(rows.front()->op);
+  group.first_start_ns = arrival.first_start_ns;
+  group.last_start_ns = arrival.last_start_ns;
+  group.members.reserve(rows.size());
   for (const CollectiveRow* row : rows) {
-    if (!row->in_window) continue;
-    RankAccumulator& acc = ranks[row->rank];
-    ++acc.matched;
-    if (!delayed) continue;
-    ++acc.delayed;
-    OpCounts& op = op_counts(acc, row->op);
-    ++op.delayed;
-    if (row->ts_ns == latest) {
-      ++acc.last;
-      ++op.last;
-      acc.waits.add(earliest, latest);
-      acc.late_ns.add(static_cast<double>(latest - earliest));
-    } else {
-      acc.held_up.add(row->ts_ns, latest);
-    }
+    group.members.push_back({row->rank, row->ts_ns, row->in_window});
   }
 }
 
@@ -173,26 +187,26 @@ void add_matched(const std::vector<const CollectiveRow*>& rows,
 // swapped) are a group of two. Either side waits for the other (Gloo's and NCCL's send complete
 // once the receiver has posted its recv), so a slow pipeline stage holds up the stage before it
 // as well as the one after.
-void add_transfers(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks) {
+void add_transfers(const CollectiveGroup& group, std::vector<HeldGroup>& groups) {
   for (const CollectiveRow& send : group.rows) {
     if (send.op != "send" || !send.peer) continue;
     const auto recv = std::find_if(group.rows.begin(), group.rows.end(), [&](const auto& r) {
       return r.op == "recv" && r.rank == *send.peer && r.peer == send.rank;
     });
     if (recv == group.rows.end() || recv->bytes != send.bytes) continue;
-    add_matched({&send, &*recv}, ranks);
+    add_matched({&send, &*recv}, groups);
   }
 }
 
 // A collective group counts when two or more members recorded it and all agree on op and size.
 // `rows` is scratch space reused between groups.
-void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ranks,
+void add_group(const CollectiveGroup& group, std::vector<HeldGroup>& groups,
                std::vector<const CollectiveRow*>& rows) {
   rows.clear();
   for (const CollectiveRow& row : group.rows) {
     if (!is_p2p(row.op)) rows.push_back(&row);
   }
-  if (rows.size() < group.rows.size()) add_transfers(group, ranks);
+  if (rows.size() < group.rows.size()) add_transfers(group, groups);
   if (rows.size() < 2) return;
   for (const CollectiveRow* row : rows) {
     if (row->op != rows.front()->op ||
@@ -200,11 +214,88 @@ void add_group(const CollectiveGroup& group, std::map<int, RankAccumulator>& ran
       return;  // a desync
     }
   }
-  add_matched(rows, ranks);
+  add_matched(rows, groups);
+}
+
+// Charges each delayed group's lateness to its origin. A rank late at a group only because it
+// waited earlier (its TP peers held up by the straggler, then late together at their DP
+// all-reduce; a pipeline stage after a slow one) carries that delay: its lateness is the
+// straggler's, already counted where the straggler was late. Each rank's `carry` is how far
+// its timeline has been pushed back by waiting; a group ends when its last member arrives, so all
+// members leave it with the earliest member's carry plus the skew. The last member's own
+// lateness is the skew less what its carry exceeds the earliest member's by. A group in sync
+// adds nothing: its members' sub-millisecond lateness is noise, charged to nobody.
+void attribute_lateness(std::vector<HeldGroup>& groups, std::map<int, RankAccumulator>& ranks,
+                        WaitIntervals& all_waits) {
+  std::stable_sort(groups.begin(), groups.end(), [](const HeldGroup& a, const HeldGroup& b) {
+    return a.last_start_ns < b.last_start_ns;
+  });
+  std::map<int, int64_t> carry;
+  for (const HeldGroup& group : groups) {
+    const int64_t earliest = group.first_start_ns, latest = group.last_start_ns;
+    const int64_t skew = latest - earliest;
+    const bool delayed = static_cast<double>(skew) >= kDelayedSkewMs * kNsPerMs;
+    const auto first = std::find_if(group.members.begin(), group.members.end(),
+                                    [&](const auto& m) { return m.ts_ns == earliest; });
+    const int64_t first_carry = carry[first->rank];
+    // In sync (skew under kDelayedSkewMs, noise) the members leave as the earliest one does.
+    int64_t leaving_carry = first_carry + (delayed ? skew : 0);
+    for (const HeldGroup::Member& member : group.members) {
+      const int64_t inherited = std::clamp(carry[member.rank] - first_carry, int64_t{0}, skew);
+      if (delayed && member.ts_ns == latest) {
+        leaving_carry = std::max(leaving_carry, carry[member.rank]);
+      }
+      if (!member.in_window) continue;
+      RankAccumulator& acc = ranks[member.rank];
+      ++acc.matched;
+      if (!delayed) continue;
+      ++acc.delayed;
+      OpCounts& op = op_counts(acc, group.op);
+      ++op.delayed;
+      if (member.ts_ns != latest) {
+        acc.held_up.add(member.ts_ns, latest);
+        continue;
+      }
+      ++acc.last;
+      ++op.last;
+      const int64_t own = skew - inherited;
+      if (static_cast<double>(own) < kDelayedSkewMs * kNsPerMs) continue;  // others' lateness
+      acc.waits.add(latest - own, latest);
+      all_waits.add(latest - own, latest);
+      acc.late_ns.add(static_cast<double>(own));
+      acc.late_events.emplace_back(latest, own);
+    }
+    for (const HeldGroup::Member& member : group.members) carry[member.rank] = leaving_carry;
+  }
 }
 
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// Lateness far over the rank's usual that comes back (a rank 100 ms late every 10th step, 3 ms
+// the rest): the times, their median and the steps they fell in. Not spikes when they are half
+// or more of its lateness: then that is its usual.
+void find_spikes(const RankAccumulator& acc, const std::vector<StepTimes::Span>* steps,
+                 RankLateness& r) {
+  const double floor_ns = std::max(kLatenessNoiseMs, kSpikeFactor * r.late_p50_ms) * kNsPerMs;
+  SampleQuantiles spikes;
+  std::vector<int64_t> spike_steps;
+  for (const auto& [ts, late] : acc.late_events) {
+    if (static_cast<double>(late) < floor_ns) continue;
+    spikes.add(static_cast<double>(late));
+    if (steps == nullptr) continue;
+    const auto in = std::find_if(steps->begin(), steps->end(), [&](const StepTimes::Span& s) {
+      return ts >= s.start_ns && ts < s.end_ns;
+    });
+    if (in != steps->end()) spike_steps.push_back(in->step);
+  }
+  if (spikes.count() < 2 || 2 * spikes.count() > acc.late_ns.count()) return;
+  r.late_spikes = spikes.count();
+  r.spike_p50_ms = spikes.median() / kNsPerMs;
+  std::sort(spike_steps.begin(), spike_steps.end());
+  spike_steps.erase(std::unique(spike_steps.begin(), spike_steps.end()), spike_steps.end());
+  r.spike_steps = std::move(spike_steps);
 }
 
 RankLateness summarize(int rank, const RankAccumulator& acc, double step_ms, int64_t steps) {
@@ -216,6 +307,7 @@ RankLateness summarize(int rank, const RankAccumulator& acc, double step_ms, int
   r.last_share = share(acc.last, acc.delayed);
   r.late_p50_ms = acc.late_ns.median() / kNsPerMs;
   r.late_p90_ms = acc.late_ns.quantile(0.9) / kNsPerMs;
+  r.late_max_ms = acc.late_ns.quantile(1.0) / kNsPerMs;
   r.wait_per_step_ms = static_cast<double>(acc.wait_ns) / kNsPerMs / static_cast<double>(steps);
   // Waits fall inside the rank's own steps, or in the gaps between them: at most all of it.
   r.step_share = step_ms > 0 ? std::min(r.wait_per_step_ms / step_ms, 1.0) : 0.0;
@@ -256,10 +348,42 @@ double chance_of_being_last(int64_t last, int64_t delayed, size_t ranks) {
   return std::min(tail, 1.0);
 }
 
+// " in steps 9, 19 and 29"; the first kShown and how many more; empty without steps.
+std::string spike_steps_text(const std::vector<int64_t>& steps) {
+  constexpr size_t kShown = 8;
+  if (steps.empty()) return "";
+  std::string text = steps.size() == 1 ? " in step " : " in steps ";
+  const size_t shown = std::min(steps.size(), kShown);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) text += i + 1 == steps.size() ? " and " : ", ";
+    text += std::to_string(steps[i]);
+  }
+  if (shown < steps.size()) text += fmt::format(" and {} more", steps.size() - shown);
+  return text;
+}
+
 // "all_reduce" -> "all-reduces"
 std::string op_plural(std::string op) {
   std::replace(op.begin(), op.end(), '_', '-');
   return op + "s";
+}
+
+// Whether the straggler's usual lateness stands out from the run's own: the noise floor, and
+// the lateness of the other ranks where they arrived last (a healthy job's ranks are all a
+// little late at times; the one the scheduler favours least is last most often).
+void judge_noise(const std::map<int, RankAccumulator>& ranks, StragglerReport& report) {
+  SampleQuantiles others;
+  for (const auto& [rank, acc] : ranks) {
+    if (rank == report.straggler) continue;
+    for (const auto& [ts, late] : acc.late_events) others.add(static_cast<double>(late));
+  }
+  if (others.count() >= kConfidentLastCount) report.others_late_ms = others.median() / kNsPerMs;
+  if (!report.straggler) return;
+  for (RankLateness& r : report.ranks) {
+    if (r.rank != *report.straggler || r.late_spikes > 0) continue;
+    r.within_noise =
+        r.late_p50_ms < std::max(kLatenessNoiseMs, report.others_late_ms + kDelayedSkewMs);
+  }
 }
 
 }  // namespace
@@ -267,7 +391,7 @@ std::string op_plural(std::string op) {
 namespace detail {
 
 struct StragglerRanks {
-  std::map<int, RankAccumulator> ranks;
+  std::vector<HeldGroup> groups;
   std::vector<const CollectiveRow*> scratch;
 };
 
@@ -280,7 +404,7 @@ GroupVisitor StragglerPass::visitor() {
   GroupVisitor visitor;
   detail::StragglerRanks* state = ranks_.get();
   visitor.on_group = [state](const CollectiveGroup& group) {
-    add_group(group, state->ranks, state->scratch);
+    add_group(group, state->groups, state->scratch);
   };
   return visitor;
 }
@@ -294,7 +418,10 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
   report.mean_step_ms = step.mean_ms;
   report.steps = step.steps;
   report.stepless = !window.has_steps;
-  std::map<int, RankAccumulator>& ranks = ranks_->ranks;
+  std::map<int, RankAccumulator> ranks;
+  WaitIntervals all_waits;
+  attribute_lateness(ranks_->groups, ranks, all_waits);
+  ranks_->groups.clear();
   int64_t total_wait_ns = 0;
   for (auto& [rank, acc] : ranks) {
     // A slow pipeline stage makes the stages after it late too, and a slow rank its peers in
@@ -303,6 +430,10 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
     acc.wait_ns = acc.waits.total_ns_outside(acc.held_up);
     total_wait_ns += acc.wait_ns;
   }
+  // Groups held up at the same time (a DP group per TP rank, all waiting for one node) are one
+  // wait of the job's, not one per group: the union on the timeline, never more than the sum.
+  report.wait_per_step_ms = static_cast<double>(std::min(total_wait_ns, all_waits.total_ns())) /
+                            kNsPerMs / static_cast<double>(report.steps);
   double best = 0;
   for (const auto& [rank, acc] : ranks) {
     // The wait per step is a mean over the steps, so its share is of the mean step: over the
@@ -314,12 +445,15 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
         summarize(rank, acc, own != step.rank_mean_ms.end() ? own->second : report.mean_step_ms,
                   report.steps));
     RankLateness& r = report.ranks.back();
+    const auto spans = step.rank_steps.find(rank);
+    find_spikes(acc, spans != step.rank_steps.end() ? &spans->second : nullptr, r);
     r.wait_share = share(acc.wait_ns, total_wait_ns);
     if (clears_thresholds(r, ranks.size()) && r.wait_per_step_ms > best) {
       best = r.wait_per_step_ms;
       report.straggler = rank;
     }
   }
+  judge_noise(ranks, report);
   return report;
 }
 
@@ -336,25 +470,36 @@ namespace {
 // of every step: the lateness takes turns (each step another rank is slow: uneven data, a shared
 // host's noise). The per-rank analysis names nobody; the job still loses the time.
 std::optional<Finding> rotating_lateness(const StragglerReport& report) {
-  double total_share = 0, total_ms = 0;
   int late_ranks = 0;
+  bool all_within_noise = true;  // every one late by no more than host scheduling makes
   for (const RankLateness& r : report.ranks) {
-    total_share += r.step_share;
-    total_ms += r.wait_per_step_ms;
-    if (r.last > 0 && r.step_share >= kMinStepShare) ++late_ranks;
+    if (r.last > 0 && r.step_share >= kMinStepShare) {
+      ++late_ranks;
+      all_within_noise &= r.late_p50_ms < kLatenessNoiseMs && r.late_spikes == 0;
+    }
   }
+  const double total_ms = report.wait_per_step_ms;
+  const double total_share =
+      report.mean_step_ms > 0 ? std::min(total_ms / report.mean_step_ms, 1.0) : 0.0;
   if (late_ranks < 2 || total_share < kWarningStepShare || total_ms < kMinWaitMs) {
     return std::nullopt;
   }
   Finding f;
   f.kind = "rotating_lateness";
-  f.impact = std::min(total_share, 1.0);
+  f.impact = total_share;
   f.severity = total_share >= kCriticalStepShare ? Severity::kWarning : Severity::kInfo;
   f.evidence = fmt::format(
       "no single straggler, but {} ranks take turns arriving last at delayed collectives: "
       "together they keep the others waiting {:.1f} ms per step, {:.0f}% of the step (each "
       "rank's share is in the arrival table)",
-      late_ranks, total_ms, 100 * std::min(total_share, 1.0));
+      late_ranks, total_ms, 100 * total_share);
+  if (all_within_noise) {
+    // A healthy 2-rank job's ranks took turns 1-2 ms late and read a warning at 31% of a 5 ms step.
+    f.severity = Severity::kInfo;
+    f.evidence += fmt::format(
+        "; each late by under {:.0f} ms at the median, within what host scheduling alone makes",
+        kLatenessNoiseMs);
+  }
   f.advice =
       "look for work that varies from step to step and rank to rank: uneven samples or sequence "
       "lengths per rank (pack or bucket them), data loading on the step's path, a noisy shared "
@@ -379,11 +524,19 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
   f.severity = r.step_share >= kCriticalStepShare  ? Severity::kCritical
                : r.step_share >= kWarningStepShare ? Severity::kWarning
                                                    : Severity::kInfo;
-  f.evidence = fmt::format(
-      "rank {} arrives last at {:.0f}% of delayed {} (skew >= {:.0f} ms), {:.1f} ms late at the "
-      "median, {:.0f}% of the step ({:.0f}% of all waiting at collectives)",
-      r.rank, 100 * r.last_op_share, op_plural(r.last_op), kDelayedSkewMs, r.late_p50_ms,
-      100 * r.step_share, 100 * r.wait_share);
+  f.evidence =
+      r.late_spikes > 0
+          ? fmt::format(
+                "rank {} is late now and then, not every step: {} times {:.1f} ms late at the "
+                "median (max {:.1f} ms, against {:.1f} ms the rest of the time){}; {:.0f}% of the "
+                "step on average ({:.0f}% of all waiting at collectives)",
+                r.rank, r.late_spikes, r.spike_p50_ms, r.late_max_ms, r.late_p50_ms,
+                spike_steps_text(r.spike_steps), 100 * r.step_share, 100 * r.wait_share)
+          : fmt::format(
+                "rank {} arrives last at {:.0f}% of delayed {} (skew >= {:.0f} ms), {:.1f} ms late "
+                "at the median, {:.0f}% of the step ({:.0f}% of all waiting at collectives)",
+                r.rank, 100 * r.last_op_share, op_plural(r.last_op), kDelayedSkewMs, r.late_p50_ms,
+                100 * r.step_share, 100 * r.wait_share);
   f.advice = compute_recorded
                  ? fmt::format(
                        "check rank {}'s host for contention, thermal throttling, a slower "
@@ -412,7 +565,20 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
         "throttling, a slower GPU",
         r.rank);
   }
-  if (r.last < kConfidentLastCount) {
+  if (r.within_noise) {
+    // Consistent, but no later than a healthy run's ranks are: the scheduler's, not the rank's.
+    f.severity = Severity::kInfo;
+    f.evidence += fmt::format(
+        "; within this run's noise: {:.1f} ms is under {:.1f} ms{} (host scheduling alone makes "
+        "one rank 1-2 ms late), so it may not be slower than the others",
+        r.late_p50_ms, std::max(kLatenessNoiseMs, report.others_late_ms + kDelayedSkewMs),
+        report.others_late_ms + kDelayedSkewMs > kLatenessNoiseMs
+            ? fmt::format(", the other ranks' own lateness when last ({:.1f} ms) plus {:.0f} ms",
+                          report.others_late_ms, kDelayedSkewMs)
+            : "");
+  } else if (r.late_spikes > 0) {
+    // Last at few collectives, as chance would make it, but by far more than chance does.
+  } else if (r.last < kConfidentLastCount) {
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
     f.evidence += fmt::format("; on only {} delayed collective{}, which may be chance", r.last,
                               r.last == 1 ? "" : "s");
@@ -483,7 +649,12 @@ nlohmann::json stragglers_json(const StragglerReport& report) {
          {"step_share", r.step_share},
          // A rank never last at a delayed collective has no such op: null, as '-'.
          {"last_op", r.last_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.last_op)},
-         {"last_op_share", r.last_op_share}});
+         {"last_op_share", r.last_op_share},
+         {"late_max_ms", r.late_max_ms},
+         {"late_spikes", r.late_spikes},
+         {"spike_p50_ms", r.spike_p50_ms},
+         {"spike_steps", r.spike_steps},
+         {"within_noise", r.within_noise}});
   }
   nlohmann::json j = {{"ranks", ranks},
                       {"step_ms_median", report.median_step_ms},
@@ -491,6 +662,8 @@ nlohmann::json stragglers_json(const StragglerReport& report) {
                       {"steps", report.steps},
                       {"stepless", report.stepless},
                       {"delayed_skew_ms", kDelayedSkewMs},
+                      {"wait_per_step_ms", report.wait_per_step_ms},
+                      {"others_late_ms", report.others_late_ms},
                       {"straggler", nullptr}};
   if (report.straggler) j["straggler"] = *report.straggler;
   return j;

@@ -38,6 +38,15 @@ struct RankLateness {
   double wait_share = 0;        // its waiting / the waiting all analysed ranks cause
   std::string last_op;          // the op it is most often last at ("all_reduce")
   double last_op_share = 0;     // share of that op's delayed collectives where it is last
+  double late_max_ms = 0;
+  // Lateness that recurs now and then, far above its usual (late_p50): the times it was that
+  // late (0: none, or too often to be intermittent), how late at the median, and the steps.
+  int64_t late_spikes = 0;
+  double spike_p50_ms = 0;
+  std::vector<int64_t> spike_steps;  // the rank's steps they fell in, ascending; unique
+  // Its lateness is within the run's own noise (kLatenessNoiseMs, or the other ranks' own
+  // lateness when they arrive last, plus kDelayedSkewMs): set on the straggler only.
+  bool within_noise = false;
 };
 
 struct StragglerReport {
@@ -48,6 +57,12 @@ struct StragglerReport {
   double mean_step_ms = 0;          // the step_share's denominator (the wait is a mean too)
   int64_t steps = 0;                // steps in the window (1 without steps)
   bool stepless = false;            // no steps: the window is the one "step"
+  // The waiting all analysed ranks cause, per step: the union of their waits on the timeline
+  // (groups held up together count once), so at most the window's wall time.
+  double wait_per_step_ms = 0;
+  // The other ranks' own lateness where they arrived last (median; 0 for fewer than 3 times):
+  // how late a rank is in this run without being slow.
+  double others_late_ms = 0;
   std::optional<int> straggler;     // the highest score that clears the thresholds
   bool warm_up_only = false;        // the window is the warm-up step (AnalysisWindow's)
 };
@@ -62,6 +77,13 @@ inline constexpr double kMinWaitShare = 0.5;
 inline constexpr double kChanceFactor = 1.5;
 inline constexpr double kMinWaitMs = 1.0;
 inline constexpr double kMinStepShare = 0.02;
+// Host scheduling alone makes one rank of a healthy job 1-2 ms late at most collectives (a
+// 2-rank gloo DDP job with no fault: 1.7-2.0 ms, last at 80-95% of delayed all-reduces): a
+// straggler late by less than this at the median, or by less than the others' own lateness
+// plus kDelayedSkewMs, is within noise and named at info severity only.
+inline constexpr double kLatenessNoiseMs = 2.0;
+// A rank's lateness spikes when some of it is this many times its median and over the noise.
+inline constexpr double kSpikeFactor = 4.0;
 
 namespace detail {
 struct StragglerRanks;

@@ -114,10 +114,12 @@ void render_timeline(const ViewModel& model, const UiState& state, const Glyphs&
     const int rank = rows[static_cast<size_t>(i)]->rank;
     grid.text(area.x, y, fmt::format("r{}", rank), Style::kBold, kLabelWidth - 1);
     auto slices = model.slices.find(rank);
-    if (slices != model.slices.end() && !slices->second.empty()) {
-      if (model.older_slices_dropped && slices->second.front().start_ns > start) {
-        before_loaded = true;
-      }
+    const bool any = slices != model.slices.end() && !slices->second.empty();
+    // A rank with nothing loaded is not known idle either.
+    if (model.older_slices_dropped && (!any || slices->second.front().start_ns > start)) {
+      before_loaded = true;
+    }
+    if (any) {
       const std::vector<Coverage> coverage = cover(slices->second, start, cell_ns, cells);
       for (int x = 0; x < cells; ++x) {
         const Cell cell = cell_for(coverage[static_cast<size_t>(x)], cell_ns, glyphs);

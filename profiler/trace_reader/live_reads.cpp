@@ -5,6 +5,22 @@
 #include "profiler/trace_reader/trace_codes.h"
 
 namespace partrain::profiler {
+namespace {
+
+constexpr const char* kStoredSliceColumns =
+    "SELECT s.id, s.track_id, s.ts_ns, s.dur_ns, s.category, "
+    "c.comm_id, c.seq, c.op, c.bytes, c.group_size, "
+    "coalesce(c.peer, c.root), c.gpu_start_ns, c.gpu_end_ns, "
+    "s.name_id FROM slice s "
+    "LEFT JOIN collective c ON c.slice_id = s.id ";
+
+// Slices of every track starting at or after ?1, along slice_track_ts (one range per track),
+// counted up to ?2.
+constexpr const char* kCountStartedSinceSql =
+    "SELECT count(*) FROM (SELECT 1 FROM slice "
+    "WHERE track_id IN (SELECT id FROM track) AND ts_ns >= ?1 LIMIT ?2)";
+
+}  // namespace
 
 StatusOr<int64_t> data_version(const TraceReader& reader) {
   ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare("PRAGMA data_version"));
@@ -81,13 +97,53 @@ bool StoredSliceCursor::next(StoredSlice& slice) {
 StatusOr<StoredSliceCursor> slices_stored_between(const TraceReader& reader, int64_t after,
                                                   int64_t upto) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare("SELECT s.id, s.track_id, s.ts_ns, s.dur_ns, s.category, "
-                                  "c.comm_id, c.seq, c.op, c.bytes, c.group_size, "
-                                  "coalesce(c.peer, c.root), c.gpu_start_ns, c.gpu_end_ns, "
-                                  "s.name_id FROM slice s "
-                                  "LEFT JOIN collective c ON c.slice_id = s.id "
+                   reader.prepare(std::string(kStoredSliceColumns) +
                                   "WHERE s.id > ?1 AND s.id <= ?2 ORDER BY s.id"));
   stmt.bind(1, after);
+  stmt.bind(2, upto);
+  return StoredSliceCursor(reader, std::move(stmt));
+}
+
+StatusOr<bool> slices_indexed_by_time(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT count(*) FROM sqlite_master "
+                                  "WHERE type = 'index' AND name = 'slice_track_ts'"));
+  if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the trace's indexes");
+  return stmt.column_int(0) > 0;
+}
+
+StatusOr<int64_t> newest_slices_start(const TraceReader& reader, int64_t count) {
+  // The first and last start over the tracks: two index probes per track.
+  ASSIGN_OR_RETURN(SqliteStatement bounds,
+                   reader.prepare("SELECT min(lo), max(hi) FROM (SELECT "
+                                  "(SELECT min(ts_ns) FROM slice WHERE track_id = t.id) lo, "
+                                  "(SELECT max(ts_ns) FROM slice WHERE track_id = t.id) hi "
+                                  "FROM track t)"));
+  if (bounds.step() != SQLITE_ROW) return reader.read_error("reading the slices' time span");
+  if (bounds.column_is_null(0)) return int64_t{0};
+  int64_t early = bounds.column_int(0), late = bounds.column_int(1);
+  ASSIGN_OR_RETURN(SqliteStatement counted, reader.prepare(kCountStartedSinceSql));
+  // The latest start with at least `count` slices from it on: `early` always has (or is the
+  // first slice), `late + 1` never has.
+  ++late;
+  while (late - early > 1) {
+    const int64_t mid = early + (late - early) / 2;
+    counted.reset();
+    counted.bind(1, mid);
+    counted.bind(2, count);
+    if (counted.step() != SQLITE_ROW) return reader.read_error("counting the newest slices");
+    (counted.column_int(0) >= count ? early : late) = mid;
+  }
+  return early;
+}
+
+StatusOr<StoredSliceCursor> slices_started_since(const TraceReader& reader, int64_t since_ns,
+                                                 int64_t upto) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare(std::string(kStoredSliceColumns) +
+                                  "WHERE s.track_id IN (SELECT id FROM track) AND s.ts_ns >= ?1 "
+                                  "AND s.id <= ?2 ORDER BY s.ts_ns"));
+  stmt.bind(1, since_ns);
   stmt.bind(2, upto);
   return StoredSliceCursor(reader, std::move(stmt));
 }

@@ -62,6 +62,16 @@ class StoredSliceCursor : public RowCursor {
 
 StatusOr<StoredSliceCursor> slices_stored_between(const TraceReader& reader, int64_t after,
                                                   int64_t upto);
+// A finished trace (slice_track_ts built at close) can also be read by time, which matters
+// where ids are not time: an import writes rank by rank, and its newest ids are the last
+// rank's whole run.
+StatusOr<bool> slices_indexed_by_time(const TraceReader& reader);
+// The latest start with at least `count` slices starting at or after it (the first slice's start
+// when the trace has fewer). Needs slice_track_ts: a binary search of counts along it.
+StatusOr<int64_t> newest_slices_start(const TraceReader& reader, int64_t count);
+// Slices starting at or after `since_ns` with id <= `upto`, by start. Needs slice_track_ts.
+StatusOr<StoredSliceCursor> slices_started_since(const TraceReader& reader, int64_t since_ns,
+                                                 int64_t upto);
 // The id of the latest slice (0 for none).
 StatusOr<int64_t> last_slice_id(const TraceReader& reader);
 

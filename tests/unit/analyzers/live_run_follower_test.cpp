@@ -264,6 +264,40 @@ TEST_F(LiveRunFollowerTest, KnowsTheLatestSliceAndWhetherOlderOnesWereSkipped) {
   EXPECT_TRUE(sampled.older_slices_dropped);
 }
 
+// An import writes rank by rank: rank 0's ten steps, then rank 1's. The first read of the
+// finished trace keeps its newest slices by time, every rank's, not the newest ids (rank 1's
+// alone, which left rank 0 with nothing: 100% idle on the dashboard).
+TEST_F(LiveRunFollowerTest, AFinishedTraceWrittenRankByRankOpensAtEveryRanksNewestSlices) {
+  {
+    auto writer = profiler::TraceWriter::create(path());
+    ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+    (*writer)->append(testing::two_rank_run_start());
+    for (int rank : {0, 1}) {
+      for (int64_t step = 1; step <= 10; ++step) {
+        (*writer)->append(testing::compute_slice(rank, step * 100 * kMs, 60 * kMs, step));
+      }
+      ASSERT_TRUE((*writer)->commit().is_ok());
+    }
+    ASSERT_TRUE((*writer)->set_run_status(profiler::RunStatus::kCompleted).is_ok());
+  }
+  FollowLimits few;
+  few.initial_slices = 6;
+  auto opened = LiveRunFollower::open(path(), few);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+  LiveRun model;
+  ASSERT_TRUE((*opened)->refresh(model).is_ok());
+  EXPECT_TRUE(model.older_slices_dropped);
+  for (int rank : {0, 1}) {
+    ASSERT_EQ(model.slices[rank].size(), 3u) << rank;  // steps 8, 9 and 10
+    EXPECT_EQ(model.slices[rank].front().start_ns, 800 * kMs) << rank;
+    EXPECT_EQ(model.slices[rank].back().start_ns, 1000 * kMs) << rank;
+  }
+  // Nothing new: nothing read again.
+  const int64_t read = (*opened)->rows_read();
+  ASSERT_TRUE((*opened)->refresh(model).is_ok());
+  EXPECT_EQ((*opened)->rows_read(), read);
+}
+
 TEST_F(LiveRunFollowerTest, AFinishedRunReadsAsCompleted) {
   {
     auto writer = live_writer();

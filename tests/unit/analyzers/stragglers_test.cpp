@@ -134,11 +134,106 @@ TEST(StragglersTest, LatenessAtCollectivesInFlightTogetherCountsOnce) {
   EXPECT_EQ(report->straggler, 2);
 }
 
+// Eight ranks, TP groups {0-3} and {4-7}, DP groups {r, r + 4}, 100 ms steps: rank 5 computes
+// 5 ms longer before its TP all-reduce (at +35 ms, its group's others at +30), so TP group 1
+// starts its backward 5 ms behind and ranks 4-7 all arrive 5 ms late at their DP all-reduces
+// (+85 against +80), which the other node waits for; the world all-reduce after them starts in
+// sync. Every rank of TP group 1 is last there, but
+// only rank 5's lateness is its own: 5 ms of waiting per step, all of it rank 5's. Charged to
+// whoever arrived last, ranks 4, 6 and 7 took 5 ms each and rank 5 10 ms: no rank caused half,
+// and "4 ranks take turns" keeping the others waiting 25 ms per step (25%), five times the truth.
+void write_tp_dp_run(CollectiveTrace& trace, int slow_rank) {
+  for (int64_t k = 0; k < 10; ++k) {
+    const int64_t t = k * 100 * kMs;
+    const uint64_t seq = static_cast<uint64_t>(k);
+    for (int rank = 0; rank < 8; ++rank) {
+      const int node = rank / 4;
+      const int64_t behind = node == slow_rank / 4 ? 5 * kMs : 0;
+      const int64_t jitter = (rank % 4) * kMs / 20;  // in sync: 0.15 ms apart at most
+      std::vector<int> tp = {node * 4, node * 4 + 1, node * 4 + 2, node * 4 + 3};
+      trace.add({.rank = rank,
+                 .comm = node == 0 ? "tp0" : "tp1",
+                 .seq = seq,
+                 .start_ns = t + (rank == slow_rank ? 35 * kMs : 30 * kMs + jitter),
+                 .group = tp,
+                 .step = k});
+      trace.add({.rank = rank,
+                 .comm = "dp" + std::to_string(rank % 4),
+                 .seq = seq,
+                 .start_ns = t + 80 * kMs + jitter + behind,
+                 .group = {rank % 4, rank % 4 + 4},
+                 .step = k});
+      trace.add({.rank = rank,
+                 .comm = "world",
+                 .seq = seq,
+                 .start_ns = t + 90 * kMs + jitter,
+                 .group = {0, 1, 2, 3, 4, 5, 6, 7},
+                 .step = k});
+      trace.step(rank, k, t, 100 * kMs);
+    }
+  }
+}
+
+TEST(StragglersTest, LatenessInheritedFromAnEarlierWaitIsTheOriginsNotThePeers) {
+  CollectiveTrace trace("tp_dp");
+  write_tp_dp_run(trace, 5);
+  auto report = analyze_stragglers(trace.finish(),
+                                   window({0, 1, 2, 3, 4, 5, 6, 7}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 5) << format_stragglers(*report);
+  const RankLateness& r5 = report->ranks[5];
+  EXPECT_EQ(r5.last, 20);  // its TP all-reduces and its DP ones: where it did arrive last
+  EXPECT_DOUBLE_EQ(r5.late_p50_ms, 5.0);
+  EXPECT_DOUBLE_EQ(r5.wait_per_step_ms, 5.0);
+  EXPECT_DOUBLE_EQ(r5.wait_share, 1.0);
+  for (int rank : {4, 6, 7}) {
+    EXPECT_EQ(report->ranks[rank].last, 10) << rank;  // last at the DP all-reduces, as seen
+    EXPECT_DOUBLE_EQ(report->ranks[rank].wait_per_step_ms, 0.0) << rank;
+  }
+  EXPECT_DOUBLE_EQ(report->wait_per_step_ms, 5.0);
+  const std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);  // 5% of the step
+  EXPECT_DOUBLE_EQ(findings[0].impact, 0.05);
+}
+
+// Four DP groups {r, r + 4} held up at the same moment, each by its own late member (ranks 0-3
+// in even steps, 4-7 in odd ones, 20 ms late): each rank waits 10 ms per step, and summed they
+// read 80 ms of a 100 ms step, though the job only ever waited 20 ms of each step.
+TEST(StragglersTest, TurnsTakenInGroupsHeldUpTogetherCountOnce) {
+  CollectiveTrace trace("concurrent_turns");
+  for (int64_t k = 0; k < 10; ++k) {
+    for (int rank = 0; rank < 8; ++rank) {
+      const bool late = (rank < 4) == (k % 2 == 0);
+      trace.add({.rank = rank,
+                 .comm = "dp" + std::to_string(rank % 4),
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 100 * kMs + 70 * kMs + (late ? 20 * kMs : 0),
+                 .group = {rank % 4, rank % 4 + 4},
+                 .step = k});
+      trace.step(rank, k, k * 100 * kMs, 100 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(),
+                                   window({0, 1, 2, 3, 4, 5, 6, 7}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_FALSE(report->straggler) << format_stragglers(*report);
+  EXPECT_DOUBLE_EQ(report->ranks[0].wait_per_step_ms, 10.0);
+  EXPECT_DOUBLE_EQ(report->wait_per_step_ms, 20.0);
+  const std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "rotating_lateness");
+  EXPECT_DOUBLE_EQ(findings[0].impact, 0.2);
+  EXPECT_NE(findings[0].evidence.find("20.0 ms per step, 20% of the step"), std::string::npos)
+      << findings[0].evidence;
+}
+
 // A pipeline of three stages (ranks 0, 1, 2), rank 1 sleeping 40 ms before its forward in each
 // of 10 steps of 100 ms: rank 2 posts its recv from rank 1 at +1 ms and rank 1 sends at +41 ms,
 // so rank 1 is late by 40 ms; rank 0 sends in time. Then the loss all-reduce (ranks 0, 1 and 2
 // at +5, +42 and +50 ms): rank 2, held up by rank 1, arrives 45 ms after rank 0, which is rank
-// 1's doing but for the 9 ms after its recv ended at +41 ms.
+// 1's doing but for 5 ms.
 // Transfers were not counted: there was no straggler; with the held-up time charged to rank 2,
 // rank 2 would take nearly half the blame.
 TEST(StragglersTest, ASlowPipelineStageIsFoundByTheStagesWaitingOnItsSends) {
@@ -168,8 +263,10 @@ TEST(StragglersTest, ASlowPipelineStageIsFoundByTheStagesWaitingOnItsSends) {
   EXPECT_EQ(r1.last_op, "send");
   EXPECT_DOUBLE_EQ(r1.late_p50_ms, 40.0);
   EXPECT_DOUBLE_EQ(r1.wait_per_step_ms, 40.0);
-  // Rank 2 held the loss all-reduce up 45 ms, of which it waited on rank 1 until +41 ms.
-  EXPECT_DOUBLE_EQ(report->ranks[2].wait_per_step_ms, 9.0);
+  // Rank 2 held the loss all-reduce up 45 ms, 40 of them rank 1's (the skew of its send, which
+  // rank 2's recv waited out): 5 ms are rank 2's own. Charged from the end of its recv (+41 ms)
+  // it was 9, and the waiting charged for that all-reduce came to 49 ms of its 45 ms skew.
+  EXPECT_DOUBLE_EQ(report->ranks[2].wait_per_step_ms, 5.0);
   EXPECT_DOUBLE_EQ(report->ranks[0].wait_per_step_ms, 0.0);
   // Late at transfers, a stage with more work looks the same as a slow host: a warning that
   // says so, and the advice starts from the stages' balance.
@@ -342,6 +439,8 @@ TEST(StragglersTest, ExposedCommunicationAStragglerCausesIsSaidToBeItsWaiting) {
     r.step_share = 8.0 / 58.0;
     turns.ranks.push_back(r);
   }
+  turns.wait_per_step_ms = 32.0;  // the union of their waits
+  turns.mean_step_ms = 58.0;
   std::vector<Finding> rotating = {exposed, Finding{"rotating_lateness"}};
   account_for_the_straggler(turns, rotating);
   EXPECT_NE(rotating[0].evidence.find("up to 32.0 ms per step of it (55% of the step) is the "
@@ -349,6 +448,15 @@ TEST(StragglersTest, ExposedCommunicationAStragglerCausesIsSaidToBeItsWaiting) {
             std::string::npos)
       << rotating[0].evidence;
   EXPECT_NEAR(rotating[0].impact, 24.0 / 58.0, 1e-9);
+  // Exposed communication smaller than the waiting: the part said is no more than the whole, in
+  // ms as in share (it read 50.0 ms beside 17%).
+  std::vector<Finding> small = {exposed};
+  small[0].impact = 10.0 / 58.0;
+  account_for_the_straggler(stragglers, small);
+  EXPECT_NE(small[0].evidence.find("up to 10.0 ms per step of it (17% of the step)"),
+            std::string::npos)
+      << small[0].evidence;
+  EXPECT_DOUBLE_EQ(small[0].impact, 0.0);
   // Without either nothing changes.
   std::vector<Finding> alone = {exposed};
   account_for_the_straggler(StragglerReport{}, alone);
@@ -440,6 +548,125 @@ TEST(StragglersTest, LatenessWithinNoiseIsNoStraggler) {
     EXPECT_DOUBLE_EQ(report->ranks[2].step_share, 0.0045);
     EXPECT_FALSE(report->straggler.has_value());
   }
+}
+
+// Two ranks, 30 steps of 5 ms, one all-reduce at +3 ms: rank 1 arrives `late` after rank 0 at
+// 27 of them, rank 0 `noise` after rank 1 at the other 3. A healthy 2-rank gloo job measured
+// 1.7-2.0 ms this way (rank 1 last at 80-95%), and rank 0 about as late when it was last.
+void write_two_rank_run(CollectiveTrace& trace, int64_t late, int64_t noise) {
+  for (int64_t k = 0; k < 30; ++k) {
+    const bool rank_0_late = k % 10 == 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      const int64_t offset = rank == 1 ? (rank_0_late ? 0 : late) : (rank_0_late ? noise : 0);
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 5 * kMs + 3 * kMs / 2 + offset,
+                 .group = {0, 1},
+                 .step = k});
+      trace.step(rank, k, k * 5 * kMs, 5 * kMs);
+    }
+  }
+}
+
+// 1.8 ms late, with rank 0 1.7 ms late when it is last: consistent, but no later than the run's
+// own noise. It read "[critical] straggler (rank 1): ... 33% of the step"; now it is named at
+// info only and says why. A 5 ms straggler over the same noise stays critical.
+TEST(StragglersTest, LatenessWithinTheRunsOwnNoiseIsInfoOnly) {
+  CollectiveTrace noisy("noise_two_ranks");
+  write_two_rank_run(noisy, 18 * kMs / 10, 17 * kMs / 10);
+  auto report = analyze_stragglers(noisy.finish(), window({0, 1}, 0, int64_t{1} << 60, 0, 29));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 1) << format_stragglers(*report);
+  EXPECT_TRUE(report->ranks[1].within_noise);
+  EXPECT_DOUBLE_EQ(report->others_late_ms, 1.7);
+  std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+  EXPECT_NE(findings[0].evidence.find("within this run's noise: 1.8 ms is under 2.7 ms, the "
+                                      "other ranks' own lateness when last (1.7 ms) plus 1 ms"),
+            std::string::npos)
+      << findings[0].evidence;
+
+  CollectiveTrace slow("slow_two_ranks");
+  write_two_rank_run(slow, 5 * kMs, 35 * kMs / 10);
+  report = analyze_stragglers(slow.finish(), window({0, 1}, 0, int64_t{1} << 60, 0, 29));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 1) << format_stragglers(*report);
+  EXPECT_FALSE(report->ranks[1].within_noise);
+  findings = straggler_findings(*report);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical) << findings[0].evidence;
+  EXPECT_EQ(findings[0].evidence.find("noise"), std::string::npos) << findings[0].evidence;
+}
+
+// Two ranks taking turns 1.5 ms late in 5 ms steps (a healthy gloo job, rotating_lateness at
+// 30% of the step): each is late by no more than host scheduling makes, so the finding is info,
+// and says so; it was a warning.
+TEST(StragglersTest, TurnsTakenWithinNoiseAreInfoOnly) {
+  CollectiveTrace trace("noise_turns");
+  for (int64_t k = 0; k < 30; ++k) {
+    for (int rank = 0; rank < 2; ++rank) {
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = k * 5 * kMs + kMs + (rank == k % 2 ? 3 * kMs / 2 : 0),
+                 .group = {0, 1},
+                 .step = k});
+      trace.step(rank, k, k * 5 * kMs, 5 * kMs);
+    }
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1}, 0, int64_t{1} << 60, 0, 29));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_FALSE(report->straggler) << format_stragglers(*report);
+  const std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "rotating_lateness");
+  EXPECT_DOUBLE_EQ(findings[0].impact, 0.3);
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+  EXPECT_NE(findings[0].evidence.find("each late by under 2 ms at the median"), std::string::npos)
+      << findings[0].evidence;
+}
+
+// Four ranks, 40 steps of 20 ms: each step rank k % 4 arrives 3 ms late, and rank 2 100 ms late
+// in steps 9, 19, 29 and 39. Rank 2 is last at 14 of 40 (chance gives one of 4 ranks that 10%
+// of the time), and it read "it may not be slower than the others"; it is late now and then, by
+// far more than anyone: named with the times, how late and the steps.
+TEST(StragglersTest, LatenessThatRecursNowAndThenIsAnIntermittentStraggler) {
+  CollectiveTrace trace("intermittent");
+  int64_t start = 0;
+  for (int64_t k = 0; k < 40; ++k) {
+    const bool spike = k % 10 == 9;
+    for (int rank = 0; rank < 4; ++rank) {
+      const int64_t late = spike ? (rank == 2 ? 100 * kMs : 0) : (rank == k % 4 ? 3 * kMs : 0);
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = start + 15 * kMs + late,
+                 .step = k});
+      trace.step(rank, k, start, spike ? 120 * kMs : 20 * kMs);
+    }
+    start += spike ? 120 * kMs : 20 * kMs;
+  }
+  auto report =
+      analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 39));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 2) << format_stragglers(*report);
+  const RankLateness& r2 = report->ranks[2];
+  EXPECT_EQ(r2.last, 14);
+  EXPECT_EQ(r2.late_spikes, 4);
+  EXPECT_DOUBLE_EQ(r2.spike_p50_ms, 100.0);
+  EXPECT_DOUBLE_EQ(r2.late_max_ms, 100.0);
+  EXPECT_EQ(r2.spike_steps, (std::vector<int64_t>{9, 19, 29, 39}));
+  EXPECT_EQ(report->ranks[0].late_spikes, 0);  // 3 ms every time it is last: its usual
+  const std::vector<Finding> findings = straggler_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical) << findings[0].evidence;
+  EXPECT_EQ(findings[0].evidence.find("may not be slower"), std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].evidence.rfind("rank 2 is late now and then, not every step: 4 times "
+                                       "100.0 ms late at the median (max 100.0 ms, against 3.0 "
+                                       "ms the rest of the time) in steps 9, 19, 29 and 39; ",
+                                       0),
+            0u)
+      << findings[0].evidence;
+  EXPECT_EQ(stragglers_json(*report)["ranks"][2]["spike_steps"].size(), 4u);
 }
 
 // Only analysed ranks get a row; their lateness is still measured against every member.

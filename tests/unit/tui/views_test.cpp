@@ -359,6 +359,15 @@ TEST(Timeline, FollowsTheLatestSliceAndLabelsOnlyWholeStepNumbers) {
   model.older_slices_dropped = true;
   render_screen(model, state, glyphs_for(Charset::kAscii), grid);
   EXPECT_NE(screen_text(grid).find("older slices not loaded"), std::string::npos);
+  // Following the newest data rank 0's slices cover the span, but rank 1 has none loaded at all
+  // (a first read that kept other ranks' rows): it is not known idle, and the notice says so.
+  state.timeline.span_ns = 100 * kMs;
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_NE(screen_text(grid).find("older slices not loaded"), std::string::npos)
+      << screen_text(grid);
+  model.older_slices_dropped = false;
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  EXPECT_EQ(screen_text(grid).find("not loaded"), std::string::npos) << screen_text(grid);
 }
 
 TEST(Memory, ChartsCategoriesAndTheEstimate) {
