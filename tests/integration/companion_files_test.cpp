@@ -1,0 +1,71 @@
+// The files partrain makes beside a path it was given (a trace's disk reserve and writer lock,
+// an export's temporary) or in the temporary directory (a --json run's summary, the collector's
+// socket directory) never write through a symbolic link planted at their name, in a directory
+// others can write to; a temporary directory that cannot be used, or a run id that makes the
+// socket's path too long for a Unix socket, does not break the run. Each test runs the real binary.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/integration/command_runner.h"
+#include "tests/support/scratch_dir.h"
+
+namespace partrain::testing {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kMlp = "--workload mlp --steps 1";
+constexpr const char* kVictimText = "precious\n";
+
+class CompanionFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.empty());
+    victim_ = dir_ / "victim.txt";
+    std::ofstream(victim_) << kVictimText;
+  }
+
+  // A symbolic link at `at` to the victim file, as another user could plant it.
+  void plant_link(const fs::path& at) const { fs::create_symlink(victim_, at); }
+
+  ScratchDir scratch_;
+  const fs::path& dir_ = scratch_.path();
+  fs::path victim_;
+};
+
+// A link planted at the trace's disk reserve (its target was overwritten with the reserve's
+// 4 MiB of zeros) or at its writer lock (truncated to "host pid"): the victim is untouched, the
+// link is not removed, and the launch says which file is in the way.
+TEST_F(CompanionFilesTest, ATraceNeverWritesThroughALinkAtItsReserveOrWriterLock) {
+  for (const char* suffix : {"-reserve", "-writer"}) {
+    const fs::path trace = dir_ / fmt::format("run{}.db", suffix);
+    const std::string planted = trace.string() + suffix;
+    plant_link(planted);
+    CommandResult r =
+        run_partrain(fmt::format("-q launch -n 1 {} --trace {}", kMlp, trace.string()));
+    EXPECT_EQ(read_file(victim_.string()), kVictimText) << suffix;
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(planted))) << suffix;
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(planted + " is a symbolic link"), std::string::npos) << r.err;
+  }
+}
+
+// A leftover reserve and lock of our own (a writer killed before its trace was made) are
+// regular files of this user: replaced, and the run traces.
+TEST_F(CompanionFilesTest, OurOwnLeftoverCompanionFilesAreReplaced) {
+  const fs::path trace = dir_ / "run.db";
+  std::ofstream(trace.string() + "-reserve") << "old";
+  std::ofstream(trace.string() + "-writer") << "host 1\n";
+  CommandResult r = run_partrain(fmt::format("-q launch -n 1 {} --trace {}", kMlp, trace.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(trace));
+  EXPECT_FALSE(fs::exists(trace.string() + "-reserve"));
+  EXPECT_FALSE(fs::exists(trace.string() + "-writer"));
+}
+
+}  // namespace
+}  // namespace partrain::testing
