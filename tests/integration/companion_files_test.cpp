@@ -67,5 +67,27 @@ TEST_F(CompanionFilesTest, OurOwnLeftoverCompanionFilesAreReplaced) {
   EXPECT_FALSE(fs::exists(trace.string() + "-writer"));
 }
 
+// export -o writes a temporary file beside the output: one planted at the name it would have
+// taken (`sh -c` execs partrain, so its $$ is the export's pid) is left alone, and the export
+// writes.
+TEST_F(CompanionFilesTest, ExportNeverWritesThroughALinkAtItsTemporaryName) {
+  const fs::path trace = dir_ / "run.db";
+  ASSERT_EQ(
+      run_partrain(fmt::format("-q launch -n 1 {} --trace {}", kMlp, trace.string())).exit_code, 0);
+  const fs::path out = dir_ / "trace.json";
+  CommandResult r = run_shell(fmt::format(
+      "sh -c 'cd {} && ln -s {} .trace.json.partrain-tmp-$$ && exec {} export {} -o {}'",
+      dir_.string(), victim_.string(), partrain_binary(), trace.string(), out.string()));
+  EXPECT_EQ(read_file(victim_.string()), kVictimText);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(out.string()).substr(0, 1), "{");
+  // The export's own file is made as any new file is: the umask's mode, not a private 0600.
+  struct stat info {};
+  ASSERT_EQ(::stat(out.c_str(), &info), 0);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(info.st_mode & 0777, 0666 & ~mask);
+}
+
 }  // namespace
 }  // namespace partrain::testing
