@@ -89,5 +89,36 @@ TEST_F(CompanionFilesTest, ExportNeverWritesThroughALinkAtItsTemporaryName) {
   EXPECT_EQ(info.st_mode & 0777, 0666 & ~mask);
 }
 
+// launch --json had the rank write its summary to $TMPDIR/partrain-summary-<launcher pid>.json,
+// a name anyone could plant a link at; the launcher then crashed removing it.
+TEST_F(CompanionFilesTest, LaunchJsonNeverWritesThroughALinkInTheTemporaryDirectory) {
+  const fs::path temp = dir_ / "tmp";
+  fs::create_directory(temp);
+  CommandResult r = run_shell(fmt::format(
+      "TMPDIR={} sh -c 'ln -s {} $TMPDIR/partrain-summary-$$.json && exec {} -q launch -n 1 {} "
+      "--no-trace --json'",
+      temp.string(), victim_.string(), partrain_binary(), kMlp));
+  EXPECT_EQ(read_file(victim_.string()), kVictimText);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json summary = parse_json_output(r.out);
+  EXPECT_TRUE(summary.contains("losses")) << r.out;
+}
+
+// A TMPDIR that does not exist, or one this user cannot write into, is passed over for /tmp as
+// Python's tempfile does: the run's summary is printed (it crashed, or printed nothing).
+TEST_F(CompanionFilesTest, AnUnusableTmpdirFallsBackToTmp) {
+  const fs::path readonly = dir_ / "readonly";
+  fs::create_directory(readonly);
+  fs::permissions(readonly, fs::perms::owner_read | fs::perms::owner_exec);
+  for (const std::string tmpdir : {(dir_ / "absent").string(), readonly.string()}) {
+    if (tmpdir == readonly.string() && ::access(readonly.c_str(), W_OK) == 0) continue;  // root
+    CommandResult r =
+        run_partrain(fmt::format("-q launch -n 1 {} --no-trace --json", kMlp), "TMPDIR=" + tmpdir);
+    ASSERT_EQ(r.exit_code, 0) << tmpdir << ": " << r.err;
+    nlohmann::json summary = parse_json_output(r.out);
+    EXPECT_TRUE(summary.contains("losses")) << tmpdir << ": " << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace partrain::testing

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/temp_dir.h"
 #include "tests/support/scratch_dir.h"
 
 namespace partrain {
@@ -72,6 +73,25 @@ TEST_F(OwnFileTest, AUniqueFileNeverTakesANameThatIsThere) {
     EXPECT_TRUE(file->path.filename().string().starts_with(".out.json.tmp-"));
   }
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 21);
+}
+
+// TMPDIR that is not there, not a directory, or empty: /tmp, as Python's tempfile falls back.
+TEST(TemporaryDirectory, AnUnusableTmpdirFallsBackToTmp) {
+  const char* saved = std::getenv("TMPDIR");
+  const std::string restore = saved != nullptr ? saved : "";
+  testing::ScratchDir scratch;
+  for (const std::string tmpdir :
+       {std::string("/nonexistent-partrain"), std::string("/dev/null"), std::string()}) {
+    ::setenv("TMPDIR", tmpdir.c_str(), 1);
+    EXPECT_EQ(temporary_directory(), fs::path("/tmp")) << tmpdir;
+  }
+  ::setenv("TMPDIR", scratch.path().c_str(), 1);
+  EXPECT_EQ(temporary_directory(), scratch.path());
+  if (saved != nullptr) {
+    ::setenv("TMPDIR", restore.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
 }
 
 }  // namespace
