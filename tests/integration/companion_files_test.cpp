@@ -120,5 +120,30 @@ TEST_F(CompanionFilesTest, AnUnusableTmpdirFallsBackToTmp) {
   }
 }
 
+// Every run id check_run_id accepts (up to 200 characters) traces, whatever the length of the
+// collector's socket path it makes: a Unix socket's path has at most 107 bytes.
+TEST_F(CompanionFilesTest, ALongRunIdStillTraces) {
+  const fs::path trace = dir_ / "run.db";
+  const std::string run_id(200, 'r');
+  CommandResult r = run_partrain(
+      fmt::format("-q launch -n 1 {} --run-id {} --trace {}", kMlp, run_id, trace.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(trace));
+  EXPECT_EQ(r.err.find("107"), std::string::npos) << r.err;
+}
+
+// The same for a long XDG_RUNTIME_DIR: the socket goes into a private directory elsewhere.
+TEST_F(CompanionFilesTest, ALongRuntimeDirStillTraces) {
+  fs::path runtime = dir_ / std::string(90, 'x');
+  fs::create_directory(runtime);
+  fs::permissions(runtime, fs::perms::owner_all);
+  const fs::path trace = dir_ / "run.db";
+  CommandResult r =
+      run_partrain(fmt::format("-q launch -n 1 {} --run-id r1 --trace {}", kMlp, trace.string()),
+                   "XDG_RUNTIME_DIR=" + runtime.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(trace));
+}
+
 }  // namespace
 }  // namespace partrain::testing
