@@ -2,11 +2,10 @@
 // chrome://tracing, optionally narrowed to some ranks and steps. Flags, the output file (written
 // beside its final name, then renamed) and the summary line live here; the JSON is written by
 // profiler/chrome_export.h.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ext/stdio_filebuf.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +18,7 @@
 #include "cli/trace_selection.h"
 #include "core/log.h"
 #include "core/output_path.h"
+#include "core/own_file.h"
 #include "profiler/chrome_export.h"
 #include "profiler/trace_open.h"
 
@@ -109,24 +109,29 @@ StatusOr<ChromeExportCounts> export_to_stream(const profiler::SqliteDb& db,
 }
 
 // Written beside `out` under a temporary name and renamed once complete, so a failed export
-// leaves no partial JSON behind.
+// leaves no partial JSON behind. The name is new and unique (O_EXCL): a link planted at it in a
+// directory others can write to is never written through.
 StatusOr<ChromeExportCounts> export_to_file(const profiler::SqliteDb& db,
                                             const ChromeExportOptions& options,
                                             const fs::path& out) {
-  const fs::path temp =
-      out.parent_path() / fmt::format(".{}.partrain-tmp-{}", out.filename().string(), getpid());
-  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-  if (!file) return failed("cannot write {}: {}", out.string(), std::strerror(errno));
+  StatusOr<UniqueFile> temp = create_unique_file(
+      out.parent_path(), fmt::format(".{}.partrain-tmp-", out.filename().string()));
+  if (!temp.is_ok()) return failed("cannot write {}: {}", out.string(), temp.status().message());
+  __gnu_cxx::stdio_filebuf<char> buffer(temp->fd, std::ios::out | std::ios::binary);
+  std::ostream file(&buffer);
   StatusOr<ChromeExportCounts> counts = export_to_stream(db, options, file, out.string());
-  file.close();
-  if (counts.is_ok() && !file) counts = failed("writing {} failed", out.string());
+  if (buffer.close() == nullptr && counts.is_ok()) {  // closes temp->fd
+    counts = failed("writing {} failed: {}", out.string(), std::strerror(errno));
+  }
   std::error_code ec;
   if (counts.is_ok()) {
-    fs::rename(temp, out, ec);
-    if (ec)
-      counts = failed("cannot rename {} to {}: {}", temp.string(), out.string(), ec.message());
+    fs::rename(temp->path, out, ec);
+    if (ec) {
+      counts =
+          failed("cannot rename {} to {}: {}", temp->path.string(), out.string(), ec.message());
+    }
   }
-  if (!counts.is_ok()) fs::remove(temp, ec);
+  if (!counts.is_ok()) fs::remove(temp->path, ec);
   return counts;
 }
 

@@ -31,6 +31,7 @@
 #include "runner/device/cpu_device.h"
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/launcher.h"
+#include "runner/launch/stale_launcher_dirs.h"
 #include "runner/worker/cpu_binding.h"
 #include "runner/workload/token_source.h"
 #include "runner/workload/workload_device.h"
@@ -245,8 +246,23 @@ Status place_this_node(launch::LaunchConfig& config) {
 // `--workload`: checks the layout before any rank starts, then runs `partrain worker` on every
 // rank with the workload as PARTRAIN_WORKLOAD_CONFIG. With --json, rank 0 leaves the summary in
 // a file the launcher prints, and the workers' own output goes to stderr.
-Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
-                     std::string& summary_path) {
+// A --json run's summary: rank 0 writes it into a private directory of the launcher's, made new
+// (a predictable name in a shared TMPDIR could be a link another user planted), and the launcher
+// prints it once the run has ended. The directory goes with this object.
+struct SummaryDir {
+  std::filesystem::path dir;  // empty: no --json summary
+  SummaryDir() = default;
+  SummaryDir(const SummaryDir&) = delete;
+  SummaryDir& operator=(const SummaryDir&) = delete;
+  ~SummaryDir() {
+    std::error_code error;
+    if (!dir.empty()) std::filesystem::remove_all(dir, error);
+    if (error) log::warn("cannot remove {}: {}", dir.string(), error.message());
+  }
+  std::filesystem::path file() const { return dir / "summary.json"; }
+};
+
+Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config, SummaryDir& summary) {
   if (!flags.command.empty()) {
     return invalid_argument("pass either --workload or a command, not both");
   }
@@ -290,9 +306,9 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config,
   run_config["nproc_per_node"] = config.nproc_per_node;
   config.trace_config_json = dump_json(run_config);
   if (flags.json) {
-    summary_path = fmt::format("{}/partrain-summary-{}.json",
-                               std::filesystem::temp_directory_path().string(), ::getpid());
-    config.extra_env.push_back("PARTRAIN_SUMMARY_FILE=" + summary_path);
+    ASSIGN_OR_RETURN(summary.dir,
+                     launch::make_launcher_dir(launch::kSummaryDirPrefix, "the run's summary"));
+    config.extra_env.push_back("PARTRAIN_SUMMARY_FILE=" + summary.file().string());
     config.worker_stdout_to_stderr = true;
   }
   log::info("workload: {}", runner::describe_layout(workload.resolved));
@@ -326,9 +342,9 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     log::error("{}", placed.message());
     return placed.exit_code();
   }
-  std::string summary_path;
+  SummaryDir summary;
   if (flags.workload.workload) {
-    if (Status planned = plan_workload(flags, *config, summary_path); !planned.is_ok()) {
+    if (Status planned = plan_workload(flags, *config, summary); !planned.is_ok()) {
       log::error("{}", planned.message());
       return planned.exit_code();
     }
@@ -363,13 +379,19 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     finish_metrics(metrics->get(), exit_code.status().exit_code());
     return exit_code.status().exit_code();
   }
-  if (!summary_path.empty()) {
-    std::ifstream summary(summary_path);
+  if (!summary.dir.empty()) {
+    std::ifstream file(summary.file());
     std::stringstream text;
-    text << summary.rdbuf();
-    std::string json = text.str();
+    text << file.rdbuf();
+    const std::string json = text.str();
+    if (json.empty() && *exit_code == 0) {
+      // Never a successful run with nothing on stdout where its summary was asked for.
+      log::error("the run ended without its summary: rank 0 did not write {}",
+                 summary.file().string());
+      finish_metrics(metrics->get(), 1);
+      return 1;
+    }
     std::fwrite(json.data(), 1, json.size(), stdout);
-    std::filesystem::remove(summary_path);
   }
   finish_metrics(metrics->get(), *exit_code);  // its final page; the exit code stays the run's
   return *exit_code;

@@ -21,6 +21,7 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "core/own_file.h"
 #include "profiler/rank_tracer.h"
 #include "runner/launch/launcher.h"
 #include "runner/launch/output_relay.h"
@@ -55,8 +56,12 @@ Status check_terminal() {
 class StderrToFile {
  public:
   static StatusOr<StderrToFile> open(const fs::path& path) {
-    const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (file < 0) return failed("cannot create {}: {}", path.string(), std::strerror(errno));
+    // Beside the trace by default, in a directory others may write to: never through a link.
+    ASSIGN_OR_RETURN(const int file, open_own_file(path, "the launcher's log"));
+    if (::ftruncate(file, 0) != 0) {
+      ::close(file);
+      return failed("cannot empty {}: {}", path.string(), std::strerror(errno));
+    }
     const int saved = ::dup(STDERR_FILENO);
     std::fflush(stderr);
     ::dup2(file, STDERR_FILENO);

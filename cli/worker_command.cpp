@@ -3,7 +3,9 @@
 // run's summary: text on stdout, or JSON into PARTRAIN_SUMMARY_FILE for `launch --json`. Its
 // RankGuard watches the collectives (PARTRAIN_COLLECTIVE_TIMEOUT) and dumps the flight recorder
 // into PARTRAIN_FLIGHT_DIR when something goes wrong (docs/reliability.md).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "cli/command.h"
@@ -90,7 +92,14 @@ int run_worker() {
   if (config->json) {
     std::string json = runner::format_summary_json(*summary);
     if (auto path = env::get("PARTRAIN_SUMMARY_FILE")) {
-      std::ofstream(*path) << json;
+      // The launcher's private directory (cli/launch_command.cpp); a failed write is the run's.
+      std::ofstream file(*path);
+      file << json;
+      file.close();
+      if (!file) {
+        log::error("rank 0: cannot write the run's summary {}: {}", *path, std::strerror(errno));
+        return 1;
+      }
     } else {
       std::fwrite(json.data(), 1, json.size(), stdout);
     }

@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/temp_dir.h"
 
 namespace partrain::profiler {
 namespace {
@@ -49,8 +50,10 @@ StatusOr<sockaddr_un> unix_address(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(address.sun_path)) {
-    return invalid_argument("collector socket path '{}' is empty or longer than {} bytes", path,
-                            sizeof(address.sun_path) - 1);
+    return invalid_argument(
+        "collector socket path '{}' is empty or longer than the {} bytes a Unix socket's path can "
+        "have",
+        path, sizeof(address.sun_path) - 1);
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   return address;
@@ -116,6 +119,28 @@ Status check_run_id(std::string_view run_id) {
       run_id.size() > 64 ? std::string(run_id.substr(0, 64)) + "..." : std::string(run_id));
 }
 
+namespace {
+
+// A fresh private directory of our own for one run's socket, in the temporary directory (or in
+// /tmp when that one's path leaves too little room for the socket's); `why` says why it is needed.
+StatusOr<std::string> make_fallback_collector_dir(std::string_view why) {
+  std::filesystem::path temp = temporary_directory();
+  const auto pattern = [](const std::filesystem::path& dir) {
+    return (dir / fmt::format("{}XXXXXX", kFallbackCollectorDirPrefix)).string();
+  };
+  if (pattern(temp).size() + 1 + kMaxCollectorSocketNameBytes >= sizeof(sockaddr_un::sun_path)) {
+    temp = "/tmp";
+  }
+  std::string fallback = pattern(temp);
+  if (::mkdtemp(fallback.data()) == nullptr) {
+    return unavailable("{}; and no private directory could be made instead: {}", why,
+                       std::strerror(errno));
+  }
+  return fallback;
+}
+
+}  // namespace
+
 StatusOr<std::string> make_collector_dir(std::string_view run_id) {
   if (Status checked = check_run_id(run_id); !checked.is_ok()) {
     return invalid_argument("run id {}", checked.message());
@@ -126,19 +151,22 @@ StatusOr<std::string> make_collector_dir(std::string_view run_id) {
     // (made before us in a shared /tmp, by mistake or to catch our socket): not trusted, and
     // not a reason to refuse every traced run either. A fresh private directory of our own
     // serves this run; the trace session removes it at the end.
-    std::error_code no_temp;
-    std::filesystem::path temp = std::filesystem::temp_directory_path(no_temp);
-    if (no_temp) temp = "/tmp";
-    std::string fallback = (temp / fmt::format("{}XXXXXX", kFallbackCollectorDirPrefix)).string();
-    if (::mkdtemp(fallback.data()) == nullptr) {
-      return unavailable("{}; and no private directory could be made instead: {}",
-                         usable.message(), std::strerror(errno));
-    }
+    ASSIGN_OR_RETURN(std::string fallback, make_fallback_collector_dir(usable.message()));
     log::warn("{}; the collector's socket goes into {} for this run instead", usable.message(),
               fallback);
     return fallback;
   }
   std::string dir = base + "/" + std::string(run_id);
+  // Every run id check_run_id accepts must trace: a long one (or a long XDG_RUNTIME_DIR) whose
+  // socket path would not fit a Unix socket's 107 bytes gets a short private directory instead.
+  if (dir.size() + 1 + kMaxCollectorSocketNameBytes >= sizeof(sockaddr_un::sun_path)) {
+    const std::string why = fmt::format(
+        "a socket in {} would have a path longer than the {} bytes a Unix socket's can have", dir,
+        sizeof(sockaddr_un::sun_path) - 1);
+    ASSIGN_OR_RETURN(std::string fallback, make_fallback_collector_dir(why));
+    log::debug("{}: the collector's socket goes into {} for this run", why, fallback);
+    return fallback;
+  }
   RETURN_IF_ERROR(make_private_dir(dir));
   return dir;
 }

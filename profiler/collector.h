@@ -34,8 +34,12 @@ Status check_run_id(std::string_view run_id);
 // /tmp/partrain-<uid>/<run_id>. A parent that is not this user's private directory (another
 // user's, one open to others, a symbolic link: the socket could be swapped) is not used: the
 // run gets a fresh private directory, $TMPDIR/partrain-collector-XXXXXX, with a warning saying
-// why. An existing run directory must be private too.
+// why. So does a run whose directory's path leaves no room for a socket name of
+// kMaxCollectorSocketNameBytes within a Unix socket's 107 bytes (a long run id or
+// XDG_RUNTIME_DIR), at debug level. An existing run directory must be private too.
 StatusOr<std::string> make_collector_dir(std::string_view run_id);
+// The longest socket name the collector's directory must leave room for: collector-<pid>.sock.
+inline constexpr size_t kMaxCollectorSocketNameBytes = 32;
 // The name of those fresh directories, for the clean-up of a launcher killed before removing its
 // own (runner/launch/stale_launcher_dirs.h).
 inline constexpr std::string_view kFallbackCollectorDirPrefix = "partrain-collector-";

@@ -11,6 +11,7 @@
 
 #include "core/byte_size.h"
 #include "core/log.h"
+#include "core/own_file.h"
 
 namespace partrain::profiler {
 
@@ -36,15 +37,18 @@ Status check_room_for_trace(const std::filesystem::path& trace, uint64_t free_by
       trace.string(), format_bytes(free_bytes), format_bytes(DiskReserve::kMinFreeBytes));
 }
 
-DiskReserve DiskReserve::claim(const std::filesystem::path& trace, uint64_t bytes) {
+StatusOr<DiskReserve> DiskReserve::claim(const std::filesystem::path& trace, uint64_t bytes) {
   DiskReserve reserve;
   const std::filesystem::path path = disk_reserve_path(trace);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    log::debug("no disk reserve for {}: cannot create {}: {}", trace.string(), path.string(),
-               strerror(errno));
+  // Beside the trace, in a directory others may write to: never through a link planted there.
+  StatusOr<int> opened = open_own_file(path, "the trace's disk reserve");
+  if (!opened.is_ok()) {
+    if (opened.status().code() == StatusCode::kInvalidArgument) return opened.status();
+    log::debug("no disk reserve for {}: {}", trace.string(), opened.status().message());
     return reserve;
   }
+  const int fd = *opened;
+  (void)ftruncate(fd, 0);  // a leftover reserve of ours, of another size
   // posix_fallocate returns the error instead of setting errno; it writes zeros itself where
   // the filesystem has no fallocate, so the blocks are really taken either way.
   int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes));

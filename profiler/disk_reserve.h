@@ -32,8 +32,10 @@ class DiskReserve {
   // Allocates the file. On a filesystem with less room than `bytes` (a small tmpfs, a nearly
   // full disk) it holds a quarter of the free space instead, and at least kMinReserveBytes
   // (check_room_for_trace makes sure there is that and as much again, and the writer claims it
-  // before it creates the trace); else nothing (held() false, logged at debug).
-  static DiskReserve claim(const std::filesystem::path& trace, uint64_t bytes);
+  // before it creates the trace); else nothing (held() false, logged at debug). A leftover
+  // reserve of this user's is reused; a symbolic link, another user's file or anything else
+  // at the name is refused (kInvalidArgument naming it), never written through.
+  static StatusOr<DiskReserve> claim(const std::filesystem::path& trace, uint64_t bytes);
   // The writer keeps its write-ahead log, and each batch it commits, within a quarter of the
   // reserve (trace_writer.cpp), so that what the reserve frees at a full disk always covers
   // checkpointing the log into the file and recording the stop. 512 KiB: a log bound of 16

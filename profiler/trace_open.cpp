@@ -231,7 +231,8 @@ StatusOr<RunStatus> read_status(TraceFile& trace) {
 // which has just started on the same path (it would hold it) keeps its lock.
 void remove_dead_writers_lock(const std::filesystem::path& trace) {
   const std::filesystem::path lock = writer_lock_path(trace);
-  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  // Never through a link, nor blocked by a FIFO, planted at the name: the writer refuses both.
+  const int fd = ::open(lock.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return;
   if (flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(lock.c_str());
   ::close(fd);
@@ -276,7 +277,7 @@ Status trace_read_error(const SqliteDb& db, std::string_view what) {
 }
 
 bool writer_alive(const std::filesystem::path& trace) {
-  int fd = ::open(writer_lock_path(trace).c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(writer_lock_path(trace).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;  // a writer that closed cleanly removed it
   bool alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   close(fd);  // also drops our shared lock, if we got it

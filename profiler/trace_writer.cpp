@@ -16,6 +16,7 @@
 
 #include "core/byte_size.h"
 #include "core/log.h"
+#include "core/own_file.h"
 #include "profiler/disk_reserve.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/sqlite_lock_holder.h"
@@ -872,8 +873,8 @@ namespace {
 // kernel when the process dies, which is how readers tell a live run from an abandoned one.
 StatusOr<int> take_writer_lock(const std::filesystem::path& trace) {
   std::filesystem::path lock = writer_lock_path(trace);
-  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return failed("cannot create the writer lock {}: {}", lock.string(), strerror(errno));
+  // Beside the trace, in a directory others may write to: never through a link planted there.
+  ASSIGN_OR_RETURN(const int fd, open_own_file(lock, "the trace's writer lock"));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
     return invalid_argument("{} is being written by another process (its lock {} is held)",
@@ -916,6 +917,42 @@ Status apply_schema(SqliteDb& db) {
   return db.exec("COMMIT");
 }
 
+Status disk_full(std::string_view detail) {
+  return failed(
+      "the disk is full ({}): free some space, trace into a file on another "
+      "filesystem (--trace FILE), or run without a trace (--no-trace)",
+      detail);
+}
+
+// SQLite follows a symbolic link at the trace's name, and writer_lock_path() resolves one: a
+// dangling link planted in a directory others write to would have the trace and its lock created
+// wherever it points. Refused, naming it.
+Status refuse_dangling_link(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, error)) ||
+      std::filesystem::exists(path, error)) {
+    return Status::ok();
+  }
+  return invalid_argument(
+      "{} is a symbolic link to a file that does not exist: a trace is not created through a "
+      "link (another user may have put it there); remove it, or name the file itself",
+      path.string());
+}
+
+// The trace file, made here new and empty (SQLite takes it for an empty database), never through
+// a link at its name (O_NOFOLLOW: one planted since refuse_dangling_link() looked is refused too).
+Status create_empty_trace_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    return Status::ok();
+  }
+  const int error = errno;
+  RETURN_IF_ERROR(refuse_dangling_link(path));
+  if (error == ENOSPC || error == EDQUOT) return disk_full(strerror(error));
+  return failed("cannot create {}: {}", path.string(), strerror(error));
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem::path& path,
@@ -926,6 +963,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
       RETURN_IF_ERROR(check_room_for_trace(path, *free));
     }
   }
+  RETURN_IF_ERROR(refuse_dangling_link(path));  // before the lock is made beside its target
   auto state = std::make_unique<State>();
   state->path = path;
   state->options = options;
@@ -943,8 +981,13 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::filesystem
   }
   // Taken before the file, whose schema alone is ~240 KiB: the free space check_room_for_trace
   // saw is the space the reserve is a share of.
-  if (options.disk_reserve_bytes > 0)
-    s.reserve = DiskReserve::claim(path, options.disk_reserve_bytes);
+  if (options.disk_reserve_bytes > 0) {
+    ASSIGN_OR_RETURN(s.reserve, DiskReserve::claim(path, options.disk_reserve_bytes));
+  }
+  if (Status made = create_empty_trace_file(path); !made.is_ok()) {
+    if (made.code() == StatusCode::kInvalidArgument) return made;  // it names the path
+    return made.with_context(fmt::format("creating trace {}", path.string()));
+  }
   if (Status status = s.open_new(); !status.is_ok()) {
     { TraceWriter closing(std::move(writer.state_)); }  // closes the file, releases the lock
     // What SQLite made of the file is no trace: left, it would refuse a retry ("already exists").
@@ -972,10 +1015,7 @@ Status TraceWriter::State::open_new() {
   if (status.is_ok()) status = prepare_statements();
   if (status.is_ok() || !is_disk_full(db, path)) return status;
   // SQLite says "disk I/O error" for a full disk met while it sizes its -shm file.
-  return failed(
-      "the disk is full ({}): free some space, trace into a file on another "
-      "filesystem (--trace FILE), or run without a trace (--no-trace)",
-      status.message());
+  return disk_full(status.message());
 }
 
 // At a full disk the stop frees the reserve and checkpoints the write-ahead log into the file

@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/json_dump.h"
 #include "core/log.h"
+#include "core/temp_dir.h"
 #include "profiler/collector.h"
 #include "profiler/recorder.h"
 #include "profiler/sqlite_db.h"
@@ -309,7 +310,7 @@ StatusOr<fs::path> bench_directory(const IngestOptions& options, bool* created) 
     *created = false;
     return options.dir;
   }
-  std::string pattern = (fs::temp_directory_path(error) / "partrain-ingest-XXXXXX").string();
+  std::string pattern = (temporary_directory() / "partrain-ingest-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     return failed("cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
   }

@@ -12,25 +12,15 @@
 
 #include "core/log.h"
 #include "profiler/flight/flight_dumper.h"
+#include "runner/launch/stale_launcher_dirs.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
 
 StatusOr<FlightDumpDir> FlightDumpDir::create() {
-  std::error_code error;
-  const fs::path temp = fs::temp_directory_path(error);
-  if (error)
-    return failed("no temporary directory for the flight-recorder dumps: {}", error.message());
-  // The launcher's pid in the name: a launcher killed before it could remove the directory is
-  // recognised as gone by the next one (stale_launcher_dirs.h).
-  std::string pattern =
-      (temp / fmt::format("{}{}-XXXXXX", kFlightDirPrefix, ::getpid())).string();
   // mkdtemp makes it 0700: only this user's ranks can leave dumps in it.
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return failed("cannot create a directory for the flight-recorder dumps in {}: {}",
-                  temp.string(), std::strerror(errno));
-  }
-  return FlightDumpDir(fs::path(pattern));
+  ASSIGN_OR_RETURN(fs::path dir, make_launcher_dir(kFlightDirPrefix, "the flight-recorder dumps"));
+  return FlightDumpDir(std::move(dir));
 }
 
 FlightDumpDir::FlightDumpDir(FlightDumpDir&& other) noexcept : path_(std::move(other.path_)) {

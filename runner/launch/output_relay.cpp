@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "core/own_file.h"
+
 namespace partrain::launch {
 namespace {
 
@@ -66,9 +68,12 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
     slot.prefix = relay.options_.prefix ? fmt::format("[rank {}] ", rank) : "";
     if (relay.options_.log_dir) {
       std::string path = fmt::format("{}/rank_{}.log", *relay.options_.log_dir, rank);
-      slot.log_file.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-      if (!slot.log_file.valid()) {
-        return failed("cannot create the log file '{}': {}", path, strerror(errno));
+      // The directory may be one others can write to (--log-dir, the dashboard's <trace>.logs):
+      // never through a link planted at the name.
+      ASSIGN_OR_RETURN(const int fd, open_own_file(path, "the rank's log file"));
+      slot.log_file.reset(fd);
+      if (::ftruncate(fd, 0) != 0) {
+        return failed("cannot empty the log file '{}': {}", path, strerror(errno));
       }
     }
     relay.slots_.push_back(std::move(slot));

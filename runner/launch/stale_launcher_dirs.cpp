@@ -1,5 +1,6 @@
 #include "runner/launch/stale_launcher_dirs.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,12 +8,14 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/log.h"
+#include "core/temp_dir.h"
 #include "profiler/collector.h"
 #include "runner/launch/flight_dump_dir.h"
 
@@ -85,10 +88,11 @@ int remove_stale_launcher_dirs(const fs::path& temp_dir, const fs::path& collect
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(temp_dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (!name.starts_with(kFlightDirPrefix) || !owned_by_me(entry.path())) continue;
-    const std::optional<pid_t> pid =
-        leading_pid(std::string_view(name).substr(kFlightDirPrefix.size()));
-    if (pid && process_gone(*pid) && remove_dir(entry.path())) ++removed;
+    for (const std::string_view prefix : {kFlightDirPrefix, kSummaryDirPrefix}) {
+      if (!name.starts_with(prefix) || !owned_by_me(entry.path())) continue;
+      const std::optional<pid_t> pid = leading_pid(std::string_view(name).substr(prefix.size()));
+      if (pid && process_gone(*pid) && remove_dir(entry.path())) ++removed;
+    }
   }
   // A collector directory made in place of an unusable base (profiler/collector.h).
   for (const fs::directory_entry& entry : fs::directory_iterator(temp_dir, error)) {
@@ -108,10 +112,19 @@ int remove_stale_launcher_dirs(const fs::path& temp_dir, const fs::path& collect
 }
 
 int remove_stale_launcher_dirs() {
-  std::error_code error;
-  const fs::path temp = fs::temp_directory_path(error);
-  if (error) return 0;  // FlightDumpDir::create says so when the launch needs it
-  return remove_stale_launcher_dirs(temp, profiler::collector_base_dir());
+  return remove_stale_launcher_dirs(temporary_directory(), profiler::collector_base_dir());
+}
+
+StatusOr<fs::path> make_launcher_dir(std::string_view prefix, std::string_view what) {
+  const fs::path temp = temporary_directory();
+  // The launcher's pid in the name: a launcher killed before it could remove the directory is
+  // recognised as gone by the next one.
+  std::string pattern = (temp / fmt::format("{}{}-XXXXXX", prefix, ::getpid())).string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return failed("cannot create a directory for {} in {}: {}", what, temp.string(),
+                  std::strerror(errno));
+  }
+  return fs::path(pattern);
 }
 
 }  // namespace partrain::launch

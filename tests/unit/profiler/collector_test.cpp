@@ -149,6 +149,27 @@ TEST(Collector, SocketDirectoryIsPrivate) {
   EXPECT_FALSE(make_collector_dir("../escape").is_ok());
 }
 
+// Every run id check_run_id accepts (1 to 200 characters) gets a directory a collector's socket
+// fits in: a Unix socket's path has at most 107 bytes; a long id got "longer than 107 bytes".
+TEST(Collector, ALongRunIdStillGetsASocketDirectoryThatFits) {
+  ScopedRuntimeDir runtime;
+  for (size_t length : {80, 200}) {
+    const std::string run_id(length, 'r');
+    ASSERT_TRUE(check_run_id(run_id).is_ok());
+    auto dir = make_collector_dir(run_id);
+    ASSERT_TRUE(dir.is_ok()) << dir.status().message();
+    EXPECT_LT(dir->size() + 1 + kMaxCollectorSocketNameBytes, sizeof(sockaddr_un::sun_path))
+        << *dir;
+    EXPECT_EQ(mode_of(*dir), 0700u);
+    const std::string socket = fmt::format("{}/collector-{}.sock", *dir, ::getpid());
+    auto collector = Collector::start({.socket_path = socket, .token = "t", .limits = {}},
+                                      {.records = {}, .dropped = {}, .closed = {}});
+    ASSERT_TRUE(collector.is_ok()) << collector.status().message();
+    collector->reset();
+    std::filesystem::remove_all(*dir);
+  }
+}
+
 // The base directory not ours to trust (open to others, a symbolic link; another user's works
 // alike but needs a second user): the run gets a private directory of its own, with a warning,
 // instead of failing every traced launch.

@@ -216,6 +216,44 @@ TEST_F(TraceStoreTest, BatchesCommitWhenDue) {
   EXPECT_EQ(query_rows(*reader, "SELECT status FROM runs"), "running\n");
 }
 
+// A dangling link at a new trace's name (planted in a directory others write to): SQLite followed
+// it and created the trace, and the writer its lock, where it pointed; launch refuses one as
+// "already exists", but import's and merge's temporaries are made with overwrite. Refused, the
+// link named, nothing made.
+TEST_F(TraceStoreTest, ATraceIsNeverCreatedThroughADanglingLink) {
+  const fs::path path = file("import.tmp"), elsewhere = file("elsewhere.db");
+  fs::create_symlink(elsewhere, path);
+  TraceWriterOptions options;
+  options.overwrite = true;
+  auto writer = TraceWriter::create(path, options);
+  ASSERT_FALSE(writer.is_ok());
+  EXPECT_NE(writer.status().message().find(path.string() + " is a symbolic link"),
+            std::string::npos)
+      << writer.status().message();
+  EXPECT_FALSE(fs::exists(elsewhere));
+  EXPECT_FALSE(fs::exists(elsewhere.string() + "-writer"));
+  EXPECT_FALSE(fs::exists(elsewhere.string() + "-reserve"));
+}
+
+// A link planted at the disk reserve or the writer lock is refused, naming it, and its target is
+// neither written (the reserve's zeros, the lock's "host pid") nor the link removed.
+TEST_F(TraceStoreTest, ALinkAtACompanionFileIsRefusedNotWrittenThrough) {
+  for (const char* suffix : {"-reserve", "-writer"}) {
+    const fs::path path = file(std::string("planted") + suffix + ".db");
+    const fs::path victim = file(std::string("victim") + suffix);
+    std::ofstream(victim) << "precious";
+    fs::create_symlink(victim, path.string() + suffix);
+    auto writer = TraceWriter::create(path);
+    ASSERT_FALSE(writer.is_ok()) << suffix;
+    EXPECT_NE(writer.status().message().find(path.string() + suffix + " is a symbolic link"),
+              std::string::npos)
+        << writer.status().message();
+    EXPECT_EQ(fs::file_size(victim), 8u) << suffix;
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path.string() + suffix))) << suffix;
+    EXPECT_FALSE(fs::exists(path)) << suffix;
+  }
+}
+
 TEST_F(TraceStoreTest, LargeBatchCommitsBeforeTheInterval) {
   fs::path path = file("large.db");
   TraceWriterOptions options;
