@@ -1,10 +1,13 @@
 // `make install PREFIX=...` (CMake's install rules) into a temporary prefix: the installed
 // partrain runs from there, finds its injection library and share/partrain beside itself, and
-// the generated completions and man page cover every command and flag.
+// the generated completions and man page cover every command and flag; an admin's umask 077
+// still makes an install every user can run; a prefix with a space or ':' still traces.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -27,6 +30,8 @@ std::set<std::string> listed_flags() {
   }
   return flags;
 }
+
+std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
 const std::vector<std::string> kCommands = {"launch", "trace",   "bench", "collectives",
                                             "gemm",   "ingest",  "memory", "export", "merge",
@@ -124,6 +129,20 @@ TEST_F(Install, TheManPageCoversEveryCommand) {
   CommandResult checked = run_shell("command -v groff >/dev/null || exit 77; groff -man -ww -z " +
                                     (prefix_ / "share/man/man1/partrain.1").string());
   if (checked.exit_code != 77) EXPECT_EQ(checked.err, "") << "groff's warnings";
+}
+
+// A login node without the CUDA libraries runs the CPU commands (--version, memory, analyze): the
+// executable needs none of the libraries it opens on demand. Linked, cuBLAS was NEEDED and
+// `partrain --version` could not start there (exit 127).
+TEST(InstalledExecutable, DoesNotNeedTheLibrariesItOpensOnDemand) {
+  CommandResult dynamic = run_shell("readelf -d " + quoted(PARTRAIN_BINARY));
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.err;
+  ASSERT_NE(dynamic.out.find("(NEEDED)"), std::string::npos) << dynamic.out;
+  for (const char* library : {"libcublas", "libcublasLt", "libpmix"}) {
+    EXPECT_EQ(dynamic.out.find(std::string("[") + library + ".so"), std::string::npos)
+        << library << " is NEEDED:\n"
+        << dynamic.out;
+  }
 }
 
 }  // namespace
