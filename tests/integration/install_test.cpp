@@ -44,8 +44,9 @@ class Install : public ::testing::Test {
     char dir[] = "/tmp/partrain-install-XXXXXX";
     prefix_ = mkdtemp(dir);
     const fs::path build = fs::path(PARTRAIN_BINARY).parent_path().parent_path();
-    CommandResult installed =
-        run_shell("cmake --install " + build.string() + " --prefix " + prefix_.string());
+    // Under an admin's umask, which must not make the install private to its owner.
+    CommandResult installed = run_shell("umask 077 && cmake --install " + build.string() +
+                                        " --prefix " + quoted(prefix_));
     ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
   }
   void TearDown() override {
@@ -91,6 +92,25 @@ TEST_F(Install, TheInstalledBinaryFindsItsLibraryAndDataBesideItself) {
   CommandResult after_move = run_installed("trace -o moved.db -- true");
   EXPECT_EQ(after_move.exit_code, 0) << after_move.err;
   EXPECT_EQ(after_move.err.find("not installed beside"), std::string::npos) << after_move.err;
+}
+
+TEST_F(Install, EveryUserCanReadAndRunTheInstallDespiteTheInstallersUmask) {
+  int checked = 0;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(prefix_)) {
+    struct stat info {};
+    ASSERT_EQ(::lstat(entry.path().c_str(), &info), 0) << entry.path();
+    const std::string path = fs::relative(entry.path(), prefix_).string();
+    if (S_ISDIR(info.st_mode)) {
+      EXPECT_EQ(info.st_mode & 0755, 0755u) << path << " is " << std::oct << (info.st_mode & 0777);
+    } else if (S_ISREG(info.st_mode)) {
+      EXPECT_EQ(info.st_mode & 0444, 0444u) << path << " is " << std::oct << (info.st_mode & 0777);
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+  struct stat binary {};
+  ASSERT_EQ(::stat((prefix_ / "bin/partrain").c_str(), &binary), 0);
+  EXPECT_EQ(binary.st_mode & 0755, 0755u);
 }
 
 TEST_F(Install, CompletionsOfferEveryCommandAndFlag) {
