@@ -129,13 +129,24 @@ TEST_F(Install, CompletionsOfferEveryCommandAndFlag) {
   EXPECT_EQ(bash.find(" worker"), std::string::npos) << "the launcher's own command";
   // Bash completes as it is typed: a command, a flag, a choice.
   const std::string script = (prefix_ / "share/bash-completion/completions/partrain").string();
-  CommandResult completed = run_shell(
-      "bash -c 'source " + script +
-      "; complete_words() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _partrain;"
-      " echo \"${COMPREPLY[*]}\"; }; complete_words partrain lau;"
-      " complete_words partrain launch --nproc-per;"
-      " complete_words partrain bench collectives --op all_r'");
-  EXPECT_EQ(completed.out, "launch\n--nproc-per-node\nall_reduce\n") << completed.err;
+  CommandResult completed =
+      run_shell("bash -c 'source " + script +
+                "; complete_words() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _partrain;"
+                " echo \"${COMPREPLY[*]}\"; }; complete_words partrain lau;"
+                " complete_words partrain launch --nproc-per;"
+                " complete_words partrain bench collectives --op all_r;"
+                " complete_words partrain memory --model llama-3-40;"
+                " complete_words partrain memory --gpu h20;"
+                " complete_words partrain recommend --gpu h100;"
+                " complete_words partrain launch --trace \"\";"
+                " complete_words partrain export run.db -o \"\"'");
+  // A preset's name after --model and --gpu; after a flag taking a file, no words, so that
+  // `complete -o default` completes a file name (it offered the command's flags).
+  EXPECT_EQ(completed.out,
+            "launch\n--nproc-per-node\nall_reduce\nllama-3-405b\nh200-141g\nh100-80g\n\n\n")
+      << completed.err;
+  EXPECT_NE(zsh.find("--trace) _files; return ;;"), std::string::npos);
+  EXPECT_NE(zsh.find("'llama-2-7b'"), std::string::npos);
 }
 
 TEST_F(Install, TheManPageCoversEveryCommand) {
