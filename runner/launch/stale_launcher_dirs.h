@@ -1,5 +1,6 @@
 // What launchers killed with SIGKILL leave behind, since they get no chance to clean up: their
-// flight-dump directory (<temp>/partrain-flight-<pid>-XXXXXX) and their collector's socket
+// flight-dump directory (<temp>/partrain-flight-<pid>-XXXXXX), the links to the injection
+// (<temp>/partrain-inject-<pid>-XXXXXX, injection_links.h) and their collector's socket
 // directory (<collector base>/<run id>/collector-<pid>.sock). Each launcher removes those of
 // launchers that are gone before it starts its own.
 #pragma once

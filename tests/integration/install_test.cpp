@@ -54,8 +54,8 @@ class Install : public ::testing::Test {
   }
   CommandResult run_installed(const std::string& args) {
     // From another directory, with nothing pointing back at the build or source tree.
-    return run_shell("cd " + prefix_.string() + " && env -u PARTRAIN_SHARE_DIR " +
-                     (prefix_ / "bin" / "partrain").string() + " " + args);
+    return run_shell("cd " + quoted(prefix_) + " && env -u PARTRAIN_SHARE_DIR " +
+                     quoted(prefix_ / "bin" / "partrain") + " " + args);
   }
   fs::path prefix_;
 };
@@ -111,6 +111,28 @@ TEST_F(Install, EveryUserCanReadAndRunTheInstallDespiteTheInstallersUmask) {
   struct stat binary {};
   ASSERT_EQ(::stat((prefix_ / "bin/partrain").c_str(), &binary), 0);
   EXPECT_EQ(binary.st_mode & 0755, 0755u);
+}
+
+// ld.so splits LD_PRELOAD at spaces and colons, Python PYTHONPATH at colons: an install under
+// such a prefix loaded neither the injection library nor partrain's Python module into the
+// command (an empty trace, exit 0). The probe shows both from inside the traced command.
+TEST_F(Install, APrefixWithASpaceOrAColonStillInjectsLibraryAndPythonModule) {
+  const fs::path probe = prefix_.string() + "-probe.sh";
+  std::ofstream(probe) << "grep -q libpartrain_inject /proc/$$/maps && echo preloaded\n"
+                          "python3 -c 'import os, partrain_torch; "
+                          "print(os.path.realpath(partrain_torch.__file__))'\n";
+  for (const std::string suffix : {" with space", ":colon"}) {
+    const fs::path moved = prefix_.string() + suffix;
+    fs::rename(prefix_, moved);
+    prefix_ = moved;
+    CommandResult traced = run_installed("trace -o run.db -- sh " + quoted(probe));
+    EXPECT_EQ(traced.exit_code, 0) << suffix << ": " << traced.err;
+    EXPECT_EQ(traced.err.find("cannot be preloaded"), std::string::npos) << traced.err;
+    const std::string module =
+        fs::canonical(prefix_ / "share/partrain/python/partrain_torch/__init__.py").string();
+    EXPECT_EQ(traced.out, "preloaded\n" + module + "\n") << suffix << ": " << traced.err;
+  }
+  fs::remove(probe);
 }
 
 TEST_F(Install, CompletionsOfferEveryCommandAndFlag) {
