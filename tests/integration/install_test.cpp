@@ -121,10 +121,12 @@ TEST_F(Install, APrefixWithASpaceOrAColonStillInjectsLibraryAndPythonModule) {
   std::ofstream(probe) << "grep -q libpartrain_inject /proc/$$/maps && echo preloaded\n"
                           "python3 -c 'import os, partrain_torch; "
                           "print(os.path.realpath(partrain_torch.__file__))'\n";
+  const std::string base = prefix_.string();
   for (const std::string suffix : {" with space", ":colon"}) {
-    const fs::path moved = prefix_.string() + suffix;
+    const fs::path moved = base + suffix;
     fs::rename(prefix_, moved);
     prefix_ = moved;
+    fs::remove(prefix_ / "run.db");
     CommandResult traced = run_installed("trace -o run.db -- sh " + quoted(probe));
     EXPECT_EQ(traced.exit_code, 0) << suffix << ": " << traced.err;
     EXPECT_EQ(traced.err.find("cannot be preloaded"), std::string::npos) << traced.err;
