@@ -150,12 +150,15 @@ std::string boolean_value_message(const CLI::App& root, const std::string& messa
   std::smatch m;
   if (!std::regex_search(message, m, kConvert)) return "";
   const std::string flag = m[1].str();
-  const CLI::Option* option = nullptr;
-  for (const CLI::App* app = &chosen_command(root); app != nullptr && option == nullptr;
-       app = app->get_parent()) {
-    option = app->get_option_no_throw(flag);
+  bool boolean = false;  // a switch: it expects no value
+  for (const CLI::App* app = &chosen_command(root); app != nullptr; app = app->get_parent()) {
+    for (const CLI::Option* option : app->get_options()) {
+      for (const std::string& name : option->get_lnames()) {
+        if ("--" + name == flag) boolean = boolean || option->get_expected_max() == 0;
+      }
+    }
   }
-  if (option == nullptr || option->get_type_size() != 0) return "";  // a flag takes no value
+  if (!boolean) return "";
   std::string value = m[2].str();
   if (const size_t comma = value.rfind(','); comma != std::string::npos) {
     value = value.substr(comma + 1);
