@@ -12,6 +12,9 @@ struct FlagDoc {
   std::vector<std::string> names;    // "-n", "--nproc-per-node"
   std::string value;                 // "INT (1 to 4096)", "" for a switch
   std::vector<std::string> choices;  // a choice's names ({gloo,nccl}), else empty
+  // The presets a value names (--model, --gpu: share/partrain's models and gpus), offered by the
+  // completions; filled by their generator, not by command_tree.
+  std::vector<std::string> presets;
   std::string description;
 };
 

@@ -7,6 +7,8 @@
 #include "cli/command_tree.h"
 #include "cli/man_page.h"
 #include "cli/shell_completion.h"
+#include "core/share_dir.h"
+#include "memory/presets.h"
 
 namespace partrain::cli {
 
@@ -19,7 +21,13 @@ Subcommand add_completion_command(CLI::App& parent) {
   cmd->add_option("shell", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
   const CLI::App* root = &parent;
   return {cmd, [root, shell] {
-            const std::vector<CommandDoc> tree = command_tree(*root);
+            std::vector<CommandDoc> tree = command_tree(*root);
+            // The presets of the share directory this partrain reads (the source tree's when the
+            // build generates the scripts: the ones it installs).
+            if (StatusOr<std::filesystem::path> share = find_share_dir(); share.is_ok()) {
+              add_preset_names(tree, memory::model_preset_names(*share),
+                               memory::gpu_preset_names(*share));
+            }
             const std::string script = *shell == "bash" ? bash_completion(tree) : zsh_completion(tree);
             std::fwrite(script.data(), 1, script.size(), stdout);
             return 0;

@@ -116,6 +116,15 @@ struct LaunchFlags {
   bool no_python = false;  // torchrun's --no-python: the command runs as given, never with Python
 };
 
+// "PARTRAIN_TRACE=run.db" when a flag's variable is set (to `value`, when given: the flag's value
+// may have come from it), for a message about a flag the user may not have typed; else "".
+std::string set_in_environment(const std::string& flag, const std::optional<std::string>& value) {
+  const std::string name = flag_env_name(flag);
+  const char* set = std::getenv(name.c_str());
+  if (set == nullptr || *set == '\0' || (value && *value != set)) return "";
+  return fmt::format("{}={}", name, set);
+}
+
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   launch::LaunchConfig config;
   config.nproc_per_node = flags.nproc_per_node;
@@ -197,7 +206,15 @@ StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
                    : flags.no_python ? flags.command
                                      : torchrun_script_command(flags.command);
   if (flags.no_trace && flags.trace.file) {
-    return invalid_argument("pass either --trace FILE or --no-trace, not both");
+    // One of them may be an exported PARTRAIN_TRACE or PARTRAIN_NO_TRACE nobody typed.
+    std::string exported = set_in_environment("trace", *flags.trace.file);
+    const std::string no_trace = set_in_environment("no-trace", std::nullopt);
+    if (!no_trace.empty()) exported += (exported.empty() ? "" : " and ") + no_trace;
+    return invalid_argument("pass either --trace FILE or --no-trace, not both{}",
+                            exported.empty() ? std::string()
+                                             : fmt::format(" ({} in the environment: unset it "
+                                                           "or pass the other on the command line)",
+                                                           exported));
   }
   if (flags.no_trace && flags.trace.max_size) {
     return invalid_argument("--trace-max-size limits the trace: drop it or --no-trace");
@@ -350,12 +367,12 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     }
   } else if (flags.json) {
     // PARTRAIN_JSON=1 exported for analyze's or top's --json reaches launch too: say so.
-    const char* exported = std::getenv(flag_env_name("json").c_str());
-    log::error("--json applies to --workload runs (it prints their summary){}",
-               exported != nullptr && *exported != '\0'
-                   ? fmt::format(" (from {}={} in the environment: unset it for a command)",
-                                 flag_env_name("json"), exported)
-                   : std::string());
+    const std::string exported = set_in_environment("json", std::nullopt);
+    log::error(
+        "--json applies to --workload runs (it prints their summary){}",
+        exported.empty()
+            ? std::string()
+            : fmt::format(" (from {} in the environment: unset it for a command)", exported));
     return 2;
   } else if (!workload_flags.empty()) {
     // `--inject crash:rank=1 -- python3 train.py` would otherwise pass without injecting anything.
@@ -579,8 +596,11 @@ Subcommand add_launch_command(CLI::App& parent) {
                       "(a directory per run, as torchrun's; <run-id>.nodeN on node N of several; "
                       "<run-id>.2 when an id is reused)"));
   cmd->add_flag("--tee", flags->tee, "With --log-dir: print the output on the terminal as well");
-  cmd->add_flag("--prefix,!--no-prefix", flags->prefix,
-                "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)");
+  // Not from PARTRAIN_PREFIX: module files set <PACKAGE>_PREFIX to the install prefix, which made
+  // every launch exit 2 (docs/decisions.md).
+  without_env_var(cmd->add_flag(
+      "--prefix,!--no-prefix", flags->prefix,
+      "Prefix each output line with \"[rank N] \" (default; --no-prefix turns it off)"));
   also_from_torchrun_env(
       cmd->add_option("--grace,--shutdown-timeout,--shutdown_timeout", flags->grace,
                       "After SIGTERM, how long workers get before SIGKILL (10s, 500ms; bare "

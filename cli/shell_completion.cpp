@@ -50,7 +50,24 @@ std::string summary(const std::string& description) {
   return text;
 }
 
+// What a flag's value completes to: its choices, else its presets; empty: a file.
+const std::vector<std::string>& values_of(const FlagDoc& flag) {
+  return flag.choices.empty() ? flag.presets : flag.choices;
+}
+
 }  // namespace
+
+void add_preset_names(std::vector<CommandDoc>& tree, const std::vector<std::string>& models,
+                      const std::vector<std::string>& gpus) {
+  for (CommandDoc& command : tree) {
+    for (FlagDoc& flag : command.flags) {
+      for (const std::string& name : flag.names) {
+        if (name == "--model") flag.presets = models;
+        if (name == "--gpu") flag.presets = gpus;
+      }
+    }
+  }
+}
 
 std::string bash_completion(const std::vector<CommandDoc>& tree) {
   std::string commands;  // the known command paths, for the walk over the typed words
@@ -61,11 +78,14 @@ std::string bash_completion(const std::vector<CommandDoc>& tree) {
     if (!key.empty()) commands += fmt::format("      \"{}\") cmdpath=\"{}\" ;;\n", key, key);
     words += fmt::format("    \"{}\") words=\"{}\" ;;\n", key, words_of(command));
     for (const FlagDoc& flag : command.flags) {
-      if (flag.choices.empty()) continue;
+      if (flag.value.empty()) continue;  // a switch: the next word is anything
       std::string list;
-      for (const std::string& choice : flag.choices) list += (list.empty() ? "" : " ") + choice;
+      for (const std::string& value : values_of(flag)) list += (list.empty() ? "" : " ") + value;
       for (const std::string& name : flag.names) {
-        choices += fmt::format("    \"{}:{}\") words=\"{}\" ;;\n", key, name, list);
+        // No list: an empty reply, so that `complete -o default` completes a file name.
+        choices += list.empty()
+                       ? fmt::format("    \"{}:{}\") COMPREPLY=(); return 0 ;;\n", key, name)
+                       : fmt::format("    \"{}:{}\") words=\"{}\" ;;\n", key, name, list);
       }
     }
   }
@@ -108,10 +128,11 @@ std::string zsh_completion(const std::vector<CommandDoc>& tree) {
     for (const FlagDoc& flag : command.flags) {
       for (const std::string& name : flag.names) {
         flags += fmt::format(" '{}:{}'", zsh_quoted(name), zsh_quoted(summary(flag.description)));
-        if (flag.choices.empty()) continue;
+        if (flag.value.empty()) continue;
         std::string list;
-        for (const std::string& choice : flag.choices) list += " '" + zsh_quoted(choice) + "'";
-        choices += fmt::format("        {}) values=({}) ;;\n", name, list);
+        for (const std::string& value : values_of(flag)) list += " '" + zsh_quoted(value) + "'";
+        choices += list.empty() ? fmt::format("        {}) _files; return ;;\n", name)
+                                : fmt::format("        {}) values=({}) ;;\n", name, list);
       }
     }
     cases += fmt::format("    \"{}\")\n      subcommands=({})\n      flags=({})\n", key, subs, flags);

@@ -114,8 +114,8 @@ constexpr const char* kTopFooter =
     "Keys: 1-5 or Tab/Shift-Tab views; Up/Down or j/k scroll; Left/Right or h/l pan the "
     "timeline (memory view: choose the rank); [ ] or - + zoom; f follow the newest data; p "
     "pause; / show only some ranks (0,2,4-7); ? help; q quit (the terminal is restored).\n"
-    "Needs a terminal of at least 80x24; colour follows --color, and NO_COLOR when auto; "
-    "block characters need a UTF-8 locale (else ASCII, or --ascii). Without DB, the most "
+    "Needs a terminal of at least 80x24; colour follows --color, and NO_COLOR and TERM=dumb when "
+    "auto; block characters need a UTF-8 locale (else ASCII, or --ascii). Without DB, the most "
     "recently modified *.db in ./partrain-runs is shown (named on stderr). Details: "
     "docs/top.md.\n"
     "Examples:\n"
@@ -141,7 +141,8 @@ Subcommand add_top_command(CLI::App& parent) {
                 "Print one frame of --view on stdout and exit (the overview lists every rank; the "
                 "other views fill the terminal, or COLUMNS x LINES, at least 80x24)");
   cmd->add_flag("--json", flags->json, "Print the view model as JSON on stdout and exit");
-  cmd->add_option("--color", flags->color, "Colour: auto (a terminal without NO_COLOR), always, never")
+  cmd->add_option("--color", flags->color,
+                  "Colour: auto (a terminal without NO_COLOR, not TERM=dumb), always, never")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--view", flags->view,

@@ -142,6 +142,37 @@ std::string value_source(const std::string& message, int argc, const char* const
   return config ? " (from the --config file)" : "";
 }
 
+// A boolean flag's value that is none: CLI11's "Could not convert: --json = maybe" read as "not a
+// number". From PARTRAIN_<FLAG> the variable is named, as it may have been set for something else.
+std::string boolean_value_message(const CLI::App& root, const std::string& message, int argc,
+                                  const char* const* argv) {
+  static const std::regex kConvert(R"(Could not convert: (--[a-z][a-z0-9-]*) = (.*))");
+  std::smatch m;
+  if (!std::regex_search(message, m, kConvert)) return "";
+  const std::string flag = m[1].str();
+  bool boolean = false;  // a switch: it expects no value
+  for (const CLI::App* app = &chosen_command(root); app != nullptr; app = app->get_parent()) {
+    for (const CLI::Option* option : app->get_options()) {
+      for (const std::string& name : option->get_lnames()) {
+        if ("--" + name == flag) boolean = boolean || option->get_expected_max() == 0;
+      }
+    }
+  }
+  if (!boolean) return "";
+  std::string value = m[2].str();
+  if (const size_t comma = value.rfind(','); comma != std::string::npos) {
+    value = value.substr(comma + 1);
+  }
+  const std::string source = value_source(message, argc, argv);
+  const std::string variable = flag_env_name(flag.substr(2));
+  if (const char* set = std::getenv(variable.c_str());
+      set != nullptr && value == set && source.find(variable) != std::string::npos) {
+    return fmt::format("{}={} is not a boolean (1/0, true/false) for {}; unset it", variable, set,
+                       flag);
+  }
+  return fmt::format("{}: '{}' is not a boolean (1/0, true/false, yes/no){}", flag, value, source);
+}
+
 }  // namespace
 
 std::string command_path(const CLI::App& root) {
@@ -169,6 +200,9 @@ std::string usage_error_message(const CLI::App& root, const CLI::ParseError& err
   std::string message = error.what();
   const std::string path = command_path(root);
   if (std::string range = elastic_range_message(message); !range.empty()) return range;
+  if (std::string boolean = boolean_value_message(root, message, argc, argv); !boolean.empty()) {
+    return boolean;
+  }
   if (std::string numeric = numeric_value_message(message); !numeric.empty()) {
     return numeric + value_source(message, argc, argv);
   }

@@ -83,7 +83,10 @@ bool use_color(ColorMode mode, bool is_tty) {
   if (mode == ColorMode::kAlways) return true;
   if (mode == ColorMode::kNever) return false;
   const char* no_color = std::getenv("NO_COLOR");
-  return is_tty && (no_color == nullptr || no_color[0] == '\0');
+  // TERM=dumb (Emacs' shell buffer, some CI logs) shows escape sequences as text.
+  const char* term = std::getenv("TERM");
+  const bool dumb = term != nullptr && std::string_view(term) == "dumb";
+  return is_tty && !dumb && (no_color == nullptr || no_color[0] == '\0');
 }
 
 StatusOr<int> run_dashboard_on(const DashboardOptions& options, Terminal& terminal) {

@@ -52,8 +52,8 @@ StatusOr<std::string> render_view_once(const DashboardOptions& options, int widt
 // The view model after one refresh and one run of the analyses.
 StatusOr<nlohmann::json> view_model_once(const DashboardOptions& options);
 
-// NO_COLOR (https://no-color.org) and --color: whether a stream that is (or is not) a terminal
-// gets colour.
+// NO_COLOR (https://no-color.org), TERM=dumb and --color: whether a stream that is (or is not) a
+// terminal gets colour.
 bool use_color(ColorMode mode, bool is_tty);
 
 }  // namespace partrain::tui

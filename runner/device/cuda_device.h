@@ -22,6 +22,8 @@ struct cublasContext;
 
 namespace partrain::runner {
 
+struct CublasLibrary;
+
 struct CudaDeviceOptions {
   int ordinal = 0;  // the CUDA device index, as CUDA_VISIBLE_DEVICES numbers them
   GemmPrecision precision = GemmPrecision::kFp32;
@@ -207,6 +209,7 @@ class CudaDevice final : public Device {
   std::string name_;
   TrackedAllocator allocator_;
   CUstream_st* stream_ = nullptr;
+  const CublasLibrary* cublas_library_ = nullptr;  // cublas_library.h: opened, not linked
   cublasContext* cublas_ = nullptr;
   TrackedBuffer cublas_workspace_;
   TrackedBuffer reduction_;  // partial sums of sum_of_squares and its double result

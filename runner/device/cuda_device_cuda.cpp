@@ -1,4 +1,3 @@
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/device/cublas_library.h"
 #include "runner/device/cuda_device.h"
 #include "runner/device/cuda_kernels.h"
 #include "runner/device/cuda_memory.h"
@@ -36,11 +36,11 @@ Status cuda_status(cudaError_t error, const char* call, const char* file, int li
                 cudaGetErrorName(error), file, line, ordinal);
 }
 
-Status cublas_status(cublasStatus_t status, const char* call, const char* file, int line,
-                     int ordinal) {
+Status cublas_status(const CublasLibrary& cublas, cublasStatus_t status, const char* call,
+                     const char* file, int line, int ordinal) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cublasGetStatusString(status),
-                cublasGetStatusName(status), file, line, ordinal);
+  return failed("{} failed: {} ({}) ({}:{}, cuda:{})", call, cublas.get_status_string(status),
+                cublas.get_status_name(status), file, line, ordinal);
 }
 
 }  // namespace
@@ -51,8 +51,9 @@ Status cublas_status(cublasStatus_t status, const char* call, const char* file, 
 // Status-returning helpers to RETURN_IF_ERROR.
 #define CUDA_CHECK(call) \
   ::partrain::runner::cuda_status((call), #call, __FILE__, __LINE__, options_.ordinal)
-#define CUBLAS_CHECK(call) \
-  ::partrain::runner::cublas_status((call), #call, __FILE__, __LINE__, options_.ordinal)
+#define CUBLAS_CHECK(call)                                                               \
+  ::partrain::runner::cublas_status(*cublas_library_, (call), #call, __FILE__, __LINE__, \
+                                    options_.ordinal)
 
 namespace partrain::runner {
 namespace {
@@ -120,28 +121,29 @@ Status CudaDevice::initialise() {
   // Non-blocking: the legacy default stream (other libraries' work) never orders it.
   RETURN_IF_ERROR(CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
   stream_ = stream;
+  ASSIGN_OR_RETURN(cublas_library_, cublas_library());
   cublasHandle_t handle = nullptr;
-  RETURN_IF_ERROR(CUBLAS_CHECK(cublasCreate(&handle)));
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublas_library_->create(&handle)));
   cublas_ = handle;
-  RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetStream(cublas_, stream_)));
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublas_library_->set_stream(cublas_, stream_)));
   // Default math: fp32 GEMMs stay fp32 (TF32 only with CUBLAS_TF32_TENSOR_OP_MATH or a _FAST_TF32
   // compute type, neither used), which the 1e-5 equivalence with the CPU needs; bf16 operands
   // take the tensor cores anyway. No reduced-precision reductions: a GEMM writing bf16 (the weight
   // gradient, beta 1) that splits k sums its parts in fp32 and rounds once, as the CPU does
   // (PyTorch's allow_bf16_reduced_precision_reduction = False).
-  RETURN_IF_ERROR(CUBLAS_CHECK(cublasSetMathMode(
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublas_library_->set_math_mode(
       cublas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))));
   // After cublasSetStream, which resets a workspace set before it.
   ASSIGN_OR_RETURN(cublas_workspace_,
                    allocator_.allocate(kCublasWorkspaceBytes, memory::Category::kWorkspace));
-  RETURN_IF_ERROR(CUBLAS_CHECK(
-      cublasSetWorkspace(cublas_, cublas_workspace_.data(), cublas_workspace_.bytes())));
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublas_library_->set_workspace(cublas_, cublas_workspace_.data(),
+                                                              cublas_workspace_.bytes())));
   ASSIGN_OR_RETURN(reduction_,
                    allocator_.allocate((kernels::kSumOfSquaresPartials + 1) * sizeof(double),
                                        memory::Category::kWorkspace));
   int version = 0;
-  RETURN_IF_ERROR(CUBLAS_CHECK(cublasGetVersion(cublas_, &version)));
+  RETURN_IF_ERROR(CUBLAS_CHECK(cublas_library_->get_version(cublas_, &version)));
   // CUBLAS_VERSION is major * 10000 + minor * 100 + patch since cuBLAS 11.
   name_ = fmt::format("cuda:{} ({}, {} GEMMs, cuBLAS {}.{}.{})", options_.ordinal, properties.name,
                       options_.precision == GemmPrecision::kBf16 ? "bf16" : "fp32", version / 10000,
@@ -159,7 +161,7 @@ CudaDevice::~CudaDevice() {
       (void)cudaEventDestroy(pair.stop);
     }
   }
-  if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+  if (cublas_ != nullptr) (void)cublas_library_->destroy(cublas_);
   // The buffers go back to the cache, and the cache to the GPU (cudaFree), as the members are
   // destroyed, after the stream has drained.
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
@@ -376,12 +378,11 @@ Status CudaDevice::matmul_gemm(bool transpose_a, bool transpose_b, int64_t m, in
                                void* c, int c_type, int64_t ldc) {
   RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc}));
   const float alpha = 1.0f;
-  return CUBLAS_CHECK(cublasGemmEx(
+  return CUBLAS_CHECK(cublas_library_->gemm_ex(
       cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
-      static_cast<int>(n), static_cast<int>(k), &alpha, a.data,
-      static_cast<cudaDataType_t>(a.type), static_cast<int>(lda), b.data,
-      static_cast<cudaDataType_t>(b.type), static_cast<int>(ldb), &beta, c,
-      static_cast<cudaDataType_t>(c_type), static_cast<int>(ldc), CUBLAS_COMPUTE_32F,
+      static_cast<int>(n), static_cast<int>(k), &alpha, a.data, static_cast<cudaDataType_t>(a.type),
+      static_cast<int>(lda), b.data, static_cast<cudaDataType_t>(b.type), static_cast<int>(ldb),
+      &beta, c, static_cast<cudaDataType_t>(c_type), static_cast<int>(ldc), CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT));
 }
 
@@ -393,7 +394,7 @@ Status CudaDevice::attention_gemm(bool transpose_a, bool transpose_b, int64_t m,
   RETURN_IF_ERROR(check_gemm_dims({m, n, k, lda, ldb, ldc, batch}));
   // Both operands are of one type (gemm_operand follows the precision): fp32 with TF32 off, for
   // the 1e-5 equivalence with the CPU, or bf16 on the tensor cores with fp32 accumulation.
-  return CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  return CUBLAS_CHECK(cublas_library_->gemm_strided_batched_ex(
       cublas_, operation(transpose_a), operation(transpose_b), static_cast<int>(m),
       static_cast<int>(n), static_cast<int>(k), &alpha, a.data, static_cast<cudaDataType_t>(a.type),
       static_cast<int>(lda), stride_a, b.data, static_cast<cudaDataType_t>(b.type),

@@ -22,6 +22,7 @@
 #include "runner/launch/cluster_env.h"
 #include "runner/launch/flight_diagnosis.h"
 #include "runner/launch/flight_dump_dir.h"
+#include "runner/launch/injection_links.h"
 #include "runner/launch/node_rendezvous.h"
 #include "runner/launch/node_trace.h"
 #include "runner/launch/run_identity.h"
@@ -349,15 +350,20 @@ StatusOr<int> launch(const LaunchConfig& config) {
   // The rank processes the trace hears from die with the launcher too (a launcher under launch
   // starts its workers in sessions of their own, outside the workers' groups).
   auto guard_link = std::make_shared<OrphanGuardLink>();
+  // A command's workers (a PyTorch script) record through the injection, as under `partrain
+  // trace`; partrain's own workers record themselves. Found before the trace, which a refusal
+  // must not leave behind; held until the workers are reaped (its links, injection_links.h).
+  std::optional<InjectionLinks> injection;
+  if (config.trace && !runs_partrain_itself(config.command)) {
+    StatusOr<InjectionLinks> made = InjectionLinks::make(find_injection());
+    if (!made.is_ok()) return made.status();
+    injection.emplace(std::move(*made));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<NodeTrace> trace, start_trace(config, run, guard_link));
   if (trace) {
-    // A command's workers (a PyTorch script) record through the injection, as under `partrain
-    // trace`; partrain's own workers record themselves.
-    std::optional<InjectionPaths> injection;
-    if (!runs_partrain_itself(config.command)) injection = find_injection();
     for (WorkerSpec& spec : specs) {
       for (std::string& variable : trace->worker_env()) spec.env.push_back(std::move(variable));
-      if (injection) add_injection_environment(spec.env, *injection);
+      if (injection) add_injection_environment(spec.env, injection->paths());
     }
   }
   if (flight) {

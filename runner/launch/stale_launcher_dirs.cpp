@@ -18,6 +18,7 @@
 #include "core/temp_dir.h"
 #include "profiler/collector.h"
 #include "runner/launch/flight_dump_dir.h"
+#include "runner/launch/injection_links.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
@@ -88,7 +89,8 @@ int remove_stale_launcher_dirs(const fs::path& temp_dir, const fs::path& collect
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(temp_dir, error)) {
     const std::string name = entry.path().filename().string();
-    for (const std::string_view prefix : {kFlightDirPrefix, kSummaryDirPrefix}) {
+    for (const std::string_view prefix :
+         {kFlightDirPrefix, kSummaryDirPrefix, kInjectionLinkDirPrefix}) {
       if (!name.starts_with(prefix) || !owned_by_me(entry.path())) continue;
       const std::optional<pid_t> pid = leading_pid(std::string_view(name).substr(prefix.size()));
       if (pid && process_gone(*pid) && remove_dir(entry.path())) ++removed;

@@ -1,6 +1,7 @@
 // What launchers killed with SIGKILL leave behind, since they get no chance to clean up: their
 // private directories in the temporary directory (<temp>/partrain-flight-<pid>-XXXXXX for the
-// flight dumps, <temp>/partrain-summary-<pid>-XXXXXX for a --json run's summary) and their
+// flight dumps, <temp>/partrain-summary-<pid>-XXXXXX for a --json run's summary,
+// <temp>/partrain-inject-<pid>-XXXXXX for the links to the injection, injection_links.h) and their
 // collector's socket directory (<collector base>/<run id>/collector-<pid>.sock). Each launcher
 // removes those of launchers that are gone before it starts its own.
 #pragma once

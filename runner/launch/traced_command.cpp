@@ -23,6 +23,7 @@
 #include "profiler/trace_session.h"
 #include "runner/launch/flight_diagnosis.h"
 #include "runner/launch/flight_dump_dir.h"
+#include "runner/launch/injection_links.h"
 #include "runner/launch/node_trace.h"
 #include "runner/launch/orphan_guard.h"
 #include "runner/launch/run_identity.h"
@@ -40,7 +41,8 @@ namespace fs = std::filesystem;
 std::vector<std::string> traced_environment(const profiler::TraceSession& session,
                                             const std::string& token, const std::string& run_id,
                                             const TracedCommandConfig& config,
-                                            const FlightDumpDir* flight) {
+                                            const FlightDumpDir* flight,
+                                            const InjectionPaths& injection) {
   std::vector<std::string> env;
   auto replaced = [&](const std::string& variable) {
     return std::any_of(config.extra_env.begin(), config.extra_env.end(), [&](const auto& extra) {
@@ -75,7 +77,7 @@ std::vector<std::string> traced_environment(const profiler::TraceSession& sessio
   env.push_back(fmt::format("{}={}", profiler::kCollectorEnv, session.socket_path()));
   env.push_back(fmt::format("{}={}", profiler::kCollectorTokenEnv, token));
   env.push_back("PARTRAIN_RUN_ID=" + run_id);
-  add_injection_environment(env, find_injection());
+  add_injection_environment(env, injection);
   return env;
 }
 
@@ -204,6 +206,8 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   }
   // A command that cannot start leaves no trace behind (a second try would find it there).
   RETURN_IF_ERROR(Subprocess::check_runnable(config.command.front(), current_environment()));
+  // Held until the command ends (its links); a refusal leaves no trace either.
+  ASSIGN_OR_RETURN(const InjectionLinks injection, InjectionLinks::make(find_injection()));
   remove_stale_launcher_dirs();
   ASSIGN_OR_RETURN(SignalChannel signals, SignalChannel::open());
   std::string run_id = config.run_id.value_or(env::get("PARTRAIN_RUN_ID").value_or(""));
@@ -243,10 +247,11 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   } else {
     log::warn("{}; no flight-recorder diagnosis for this run", created.status().message());
   }
-  auto child = Subprocess::spawn(
-      {config.command,
-       traced_environment(*session, token, run_id, config, flight ? &*flight : nullptr),
-       /*capture_output=*/false});
+  auto child =
+      Subprocess::spawn({config.command,
+                         traced_environment(*session, token, run_id, config,
+                                            flight ? &*flight : nullptr, injection.paths()),
+                         /*capture_output=*/false});
   if (!child.is_ok()) {
     (void)session->finish(profiler::RunStatus::kFailed);
     return child.status();

@@ -83,6 +83,55 @@ TEST(Cli, ANumberInAnotherNotationIsNamedWithItsDigits) {
   }
 }
 
+// A boolean flag's variable that is no boolean is named as such, by its name (CLI11's words came
+// out as "--json: 'maybe' is not a number the flag takes"); yes/no and 1/0 are booleans.
+TEST(Cli, ABooleanFlagsVariableThatIsNoBooleanIsNamed) {
+  const std::string memory = "memory --model llama-2-7b --dp 8";
+  CommandResult bad = run_partrain(memory, "PARTRAIN_JSON=maybe");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("PARTRAIN_JSON=maybe is not a boolean (1/0, true/false) for --json; "
+                         "unset it"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(bad.err.find("number"), std::string::npos) << bad.err;
+  CommandResult typed = run_partrain(memory + " --json=maybe");
+  EXPECT_EQ(typed.exit_code, 2);
+  EXPECT_NE(typed.err.find("--json: 'maybe' is not a boolean"), std::string::npos) << typed.err;
+  for (const char* value : {"yes", "1", "true"}) {
+    CommandResult json = run_partrain(memory, std::string("PARTRAIN_JSON=") + value);
+    EXPECT_EQ(json.exit_code, 0) << value << ": " << json.err;
+    EXPECT_EQ(json.out.rfind("{", 0), 0u) << value << ": " << json.out;
+  }
+}
+
+// Module files set PARTRAIN_PREFIX to the install prefix: it is not launch's --prefix, which made
+// every launch exit 2 (docs/decisions.md).
+TEST(Cli, PartrainPrefixIsTheInstallPrefixNotLaunchsFlag) {
+  CommandResult launched =
+      run_partrain("launch -n 1 --no-trace -- sh -c 'echo hello'", "PARTRAIN_PREFIX=/opt/partrain");
+  EXPECT_EQ(launched.exit_code, 0) << launched.err;
+  EXPECT_NE(launched.out.find("[rank 0] hello"), std::string::npos) << launched.out;
+}
+
+// --trace FILE with --no-trace: the one that came from the environment is named.
+TEST(Cli, TraceAndNoTraceNameTheVariableOneCameFrom) {
+  CommandResult from_trace = run_partrain("launch -n 1 --no-trace -- true", "PARTRAIN_TRACE=1");
+  EXPECT_EQ(from_trace.exit_code, 2);
+  EXPECT_NE(
+      from_trace.err.find("pass either --trace FILE or --no-trace, not both (PARTRAIN_TRACE=1 "
+                          "in the environment"),
+      std::string::npos)
+      << from_trace.err;
+  CommandResult from_no_trace =
+      run_partrain("launch -n 1 --trace t.db -- true", "PARTRAIN_NO_TRACE=1");
+  EXPECT_EQ(from_no_trace.exit_code, 2);
+  EXPECT_NE(from_no_trace.err.find("(PARTRAIN_NO_TRACE=1 in the environment"), std::string::npos)
+      << from_no_trace.err;
+  CommandResult typed = run_partrain("launch -n 1 --trace t.db --no-trace -- true");
+  EXPECT_EQ(typed.exit_code, 2);
+  EXPECT_EQ(typed.err.find("environment"), std::string::npos) << typed.err;
+}
+
 TEST(Cli, FlagsFromEnvironmentAndConfig) {
   const std::string small = "bench collectives -e 64 -f 2 -w 0 --iters 1 --json";
   // -b from PARTRAIN_MINBYTES.

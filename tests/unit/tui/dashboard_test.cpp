@@ -145,6 +145,7 @@ TEST_F(DashboardTest, JsonCarriesTheViewModel) {
 }
 
 TEST(UseColor, NoColorAndTheFlag) {
+  ::setenv("TERM", "xterm-256color", 1);
   ::setenv("NO_COLOR", "1", 1);
   EXPECT_FALSE(use_color(ColorMode::kAuto, true));
   EXPECT_TRUE(use_color(ColorMode::kAlways, false));
@@ -152,6 +153,16 @@ TEST(UseColor, NoColorAndTheFlag) {
   EXPECT_TRUE(use_color(ColorMode::kAuto, true));
   EXPECT_FALSE(use_color(ColorMode::kAuto, false));
   EXPECT_FALSE(use_color(ColorMode::kNever, true));
+}
+
+// A dumb terminal shows escape sequences as text: auto gives it none, as NO_COLOR does.
+TEST(UseColor, DumbTerminalGetsNoColourUnlessAsked) {
+  ::unsetenv("NO_COLOR");
+  ::setenv("TERM", "dumb", 1);
+  EXPECT_FALSE(use_color(ColorMode::kAuto, true));
+  EXPECT_TRUE(use_color(ColorMode::kAlways, true));
+  ::setenv("TERM", "xterm-256color", 1);
+  EXPECT_TRUE(use_color(ColorMode::kAuto, true));
 }
 
 }  // namespace

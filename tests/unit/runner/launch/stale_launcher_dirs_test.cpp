@@ -42,6 +42,19 @@ class StaleLauncherDirsTest : public ::testing::Test {
   const fs::path collectors_ = scratch_.path() / "partrain-uid";
 };
 
+// The links a launcher made to an injection whose path held a space or ':' (injection_links.h).
+TEST_F(StaleLauncherDirsTest, InjectionLinkDirsOfDeadLaunchersGoAndLiveOnesStay) {
+  const pid_t gone = dead_pid();
+  const fs::path stale = temp_ / ("partrain-inject-" + std::to_string(gone) + "-Ab12Cd");
+  const fs::path live = temp_ / ("partrain-inject-" + std::to_string(getpid()) + "-Ef34Gh");
+  for (const fs::path& dir : {stale, live}) fs::create_directories(dir);
+  fs::create_symlink("/nonexistent/lib", stale / "libpartrain_inject.so");
+
+  EXPECT_EQ(remove_stale_launcher_dirs(temp_, collectors_), 1);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(stale)));
+  EXPECT_TRUE(fs::exists(live));
+}
+
 TEST_F(StaleLauncherDirsTest, FlightDirsOfDeadLaunchersGoAndLiveOnesStay) {
   const pid_t gone = dead_pid();
   const fs::path stale = temp_ / ("partrain-flight-" + std::to_string(gone) + "-Ab12Cd");
