@@ -401,6 +401,33 @@ TEST(CollectiveStatsTest, CollectivesMissingOnARankWhoseConnectionEndedUncleanMa
   EXPECT_NE(missing[1]->advice.find("rank 1 crashed, hung or skipped the op"), std::string::npos);
 }
 
+// A hang's missing collective names the step the others were in (their rows carry it): the
+// finding said only the seq, and the reader had to look the step up in the trace.
+TEST(CollectiveStatsTest, AMissingCollectiveNamesTheStepTheOthersWereIn) {
+  CollectiveTrace trace("missing_step");
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    for (int rank = 0; rank < 3; ++rank) {
+      if (rank == 1 && seq >= 4) continue;
+      trace.add({.rank = rank,
+                 .seq = seq,
+                 .start_ns = static_cast<int64_t>(seq) * 1'000'000,
+                 .group = {0, 1, 2},
+                 .step = static_cast<int64_t>(seq / 2)});
+    }
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->missing.size(), 1u);
+  EXPECT_EQ(report->missing[0].step, 2);
+  const std::vector<Finding> findings = collective_stats_findings(*report);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_NE(findings[0].evidence.find("rank 1 never recorded all_reduce seqs 4-5 (2 ops, from step "
+                                      "2) of communicator"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(collective_matching_json(*report)["missing"][0]["step"], 2);
+}
+
 // A run of missing seqs with different ops names each: an all_reduce then a barrier is not
 // "all_reduce seqs 0-1".
 TEST(CollectiveStatsTest, AMissingRunOfSeveralOpsNamesEach) {
