@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <set>
+#include <string_view>
 #include <tuple>
 
 #include "analyzers/collective_groups.h"
@@ -36,12 +39,19 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
   finding.severity = Severity::kCritical;
   finding.rank = rank;
   finding.impact = 1;
-  if (outcome.failing_rank_from_exceptions) {
+  if (outcome.failing_rank_from_exceptions && outcome.failing_peer_exception) {
+    finding.evidence = fmt::format(
+        "the run failed: rank {} ended without an uncaught exception and without closing its "
+        "connection to the collector (killed: SIGKILL, the OOM killer?), while every other "
+        "rank's exception says a peer's failure reached it (rank {}'s: {}); the launcher's exits "
+        "are not in the trace",
+        rank, *outcome.failing_peer_rank, *outcome.failing_peer_exception);
+  } else if (outcome.failing_rank_from_exceptions) {
     finding.evidence = fmt::format(
         "the run failed: rank {} raised an uncaught exception ({}); the launcher's exits are not "
-        "in "
-        "the trace, so it is the rank whose exception did not rise out of a torch.distributed "
-        "call (one that did is most often a peer's failure reaching it), else the lowest",
+        "in the trace, so it is the rank whose exception is not a peer's failure reaching it "
+        "(one out of a torch.distributed call, a connection closed or reset by the peer, a "
+        "timeout), else the lowest",
         rank, *outcome.failing_exception);
   } else {
     finding.evidence = fmt::format(
@@ -263,26 +273,54 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
+// What a rank's exception says when a peer's failure reached it rather than its own code failing:
+// it rose out of a torch.distributed call, or the transport lost the peer under it (gloo's
+// "Connection closed by peer" and "Read error ...: Connection reset by peer", raised from wherever
+// the rank waited: DDP's hooks in the autograd engine, a Work's wait), or gave up waiting for it.
+bool reached_from_a_peer(const std::string& exception) {
+  static constexpr std::string_view kSigns[] = {
+      "torch/distributed/",  "closed by peer",     "reset by peer",
+      "Connection reset",    "Connection refused", "Broken pipe",
+      "remote process exit", "ncclRemoteError",    "communicator was aborted",
+      "DistBackendError",    "DistNetworkError",   "DistStoreError",
+      "Timed out",           "timed out",          "collective operation timeout"};
+  return std::any_of(std::begin(kSigns), std::end(kSigns), [&](std::string_view sign) {
+    return exception.find(sign) != std::string::npos;
+  });
+}
+
 // Under a launcher partrain does not run, nothing says which rank failed first but the ranks'
-// uncaught exceptions. One that rose out of a torch.distributed call is most often a peer's
-// failure reaching the rank (gloo's "Connection closed by peer"): the rank whose exception rose in
-// its own code comes first, then the lowest rank.
+// uncaught exceptions and connections. A rank whose exception rose in its own code comes first,
+// then the lowest. When every exception is a peer's failure reaching the rank, the rank that
+// ended with no exception and without a goodbye to the collector went first (a SIGKILL, the OOM
+// killer: it had no chance to raise); else the lowest rank with an exception.
 void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
   const profiler::StatRow* chosen = nullptr;
-  const auto in_collective = [](const profiler::StatRow& stat) {
-    return stat.description.find("torch/distributed/") != std::string::npos;
-  };
+  std::set<int> raised;
   for (const profiler::StatRow& stat : stats) {
     if (stat.name != "rank_uncaught_exception" || !stat.rank) continue;
-    if (chosen == nullptr || std::make_pair(in_collective(stat), *stat.rank) <
-                                 std::make_pair(in_collective(*chosen), *chosen->rank)) {
+    raised.insert(*stat.rank);
+    const bool peer = reached_from_a_peer(stat.description);
+    if (chosen == nullptr ||
+        std::make_pair(peer, *stat.rank) <
+            std::make_pair(reached_from_a_peer(chosen->description), *chosen->rank)) {
       chosen = &stat;
     }
   }
   if (chosen == nullptr) return;
+  out.failing_rank_from_exceptions = true;
+  if (reached_from_a_peer(chosen->description)) {
+    const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
+    for (int rank : unclean) {  // lowest first
+      if (raised.count(rank) != 0) continue;
+      out.failing_rank = rank;
+      out.failing_peer_rank = chosen->rank;
+      out.failing_peer_exception = chosen->description;
+      return;
+    }
+  }
   out.failing_rank = chosen->rank;
   out.failing_exception = chosen->description;
-  out.failing_rank_from_exceptions = true;
 }
 
 StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
@@ -293,6 +331,11 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     out.status = run->status ? std::string(profiler::run_status_name(*run->status)) : "unknown";
     out.command = run->command;
     out.failing_rank = failing_rank(run, stats);
+  }
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name == "collector_unclean_disconnects" && stat.rank && stat.value > 0) {
+      out.unclean_ranks.push_back(*stat.rank);
+    }
   }
   if (!out.failing_rank && out.status == "failed") {
     blame_first_exception(stats, out);
@@ -402,6 +445,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   account_for_the_straggler(out.stragglers, out.findings);
   follow_the_desync(out.findings);
   discount_missing_collectives(out.findings, out.outcome.data_loss);
+  note_unclean_disconnects(out.findings, out.outcome.unclean_ranks);
   sort_findings(out.findings);
   return out;
 }

@@ -45,10 +45,18 @@ struct RunOutcome {
   // The failing rank was read from the ranks' exceptions, not from a launcher that saw the exits
   // (a job under torchrun or mpirun traced with partrain trace).
   bool failing_rank_from_exceptions = false;
+  // Read so, a failing rank that raised nothing and vanished (its connection to the collector
+  // ended unclean) while every exception is a peer's failure reaching its rank: the lowest of
+  // those ranks and its exception.
+  std::optional<int> failing_peer_rank;
+  std::optional<std::string> failing_peer_exception;
   // torchrun restarted the job's workers this many times (stat torchelastic_restart): the trace
   // holds that many more attempts, whose steps share their numbers.
   int restarts = 0;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
+  // Ranks whose connection to the collector ended without a goodbye (killed, crashed): the
+  // events they had not shipped are lost (stat collector_unclean_disconnects).
+  std::vector<int> unclean_ranks;
   // The launcher's flight-recorder diagnosis of a hang or desync (stat collective_diagnosis):
   // the rank it blames (none when it could not tell) and its headline.
   std::optional<std::string> diagnosis;

@@ -56,6 +56,7 @@ CollectiveRow collective_row(const profiler::CollectiveOp& op) {
   row.group_size = op.group_size;
   row.group_ranks = op.group_ranks;
   row.completed = op.state == profiler::CollectiveState::kCompleted;
+  row.step = op.step;
   return row;
 }
 

@@ -33,6 +33,7 @@ struct CollectiveRow {
   std::string_view group_ranks;  // "0,1,2,3"; valid while the reader lives
   bool completed = false;
   bool in_window = false;   // an analysed rank, started inside its span
+  std::optional<int64_t> step;  // the rank's step, when it marks steps
 };
 
 struct CollectiveGroup {

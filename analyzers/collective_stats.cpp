@@ -223,9 +223,13 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::s
     return;
   }
   int64_t start = std::numeric_limits<int64_t>::max();
-  for (const CollectiveRow& row : group.rows) start = std::min(start, row.ts_ns);
+  std::optional<int64_t> step;
+  for (const CollectiveRow& row : group.rows) {
+    start = std::min(start, row.ts_ns);
+    if (!step && row.step && *row.step >= 0) step = row.step;
+  }
   runs.push_back(
-      {{group.comm_id, rank, {std::string(op)}, group.seq, group.seq, 1, std::move(present)},
+      {{group.comm_id, rank, {std::string(op)}, group.seq, group.seq, 1, std::move(present), step},
        start});
 }
 
@@ -342,9 +346,12 @@ std::string desync_text(const Desync& desync) {
 }
 
 std::string missing_text(const MissingCollective& m) {
-  const std::string seqs = m.count == 1 ? fmt::format("seq {}", m.first_seq)
-                                        : fmt::format("seqs {}-{} ({} ops)", m.first_seq,
-                                                      m.last_seq, m.count);
+  // Where in the program: the others' step at the first missing op, when they mark steps.
+  const std::string step = m.step ? fmt::format("step {}", *m.step) : std::string();
+  const std::string seqs =
+      m.count == 1 ? fmt::format("seq {}{}", m.first_seq, m.step ? " (" + step + ")" : "")
+                   : fmt::format("seqs {}-{} ({} ops{})", m.first_seq, m.last_seq, m.count,
+                                 m.step ? ", from " + step : "");
   // A run of several ops names each (an all_reduce then a barrier is not "all_reduce seqs 0-1").
   return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
                      fmt::join(m.ops, " and "), seqs, profiler::communicator_name(m.comm_id),
@@ -505,7 +512,8 @@ nlohmann::json collective_matching_json(const CollectiveStatsReport& report) {
                        {"first_seq", m.first_seq},
                        {"last_seq", m.last_seq},
                        {"count", m.count},
-                       {"present", m.present}});
+                       {"present", m.present},
+                       {"step", m.step ? nlohmann::json(*m.step) : nlohmann::json(nullptr)}});
   }
   return {{"ops", report.ops},         {"groups", report.groups},   {"desyncs", desyncs},
           {"missing", missing},         {"missing_total", report.missing_total}};

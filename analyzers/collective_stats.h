@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,7 @@ struct MissingCollective {
   int64_t last_seq = 0;
   int64_t count = 0;          // sequence numbers in the run
   std::vector<int> present;   // members that recorded first_seq
+  std::optional<int64_t> step;  // the step they were in at first_seq, when they mark steps
 };
 
 struct CollectiveStatsReport {

@@ -76,6 +76,23 @@ void discount_missing_collectives(std::vector<Finding>& findings,
   }
 }
 
+void note_unclean_disconnects(std::vector<Finding>& findings, const std::vector<int>& ranks) {
+  for (Finding& finding : findings) {
+    if (finding.kind != "missing_collective" || !finding.rank) continue;
+    if (std::find(ranks.begin(), ranks.end(), *finding.rank) == ranks.end()) continue;
+    finding.evidence += fmt::format(
+        "; rank {}'s connection to the collector ended without a goodbye (it was killed or "
+        "crashed: collector_unclean_disconnects): the events it had not shipped yet are lost, "
+        "so its last collectives may be missing though it issued them",
+        *finding.rank);
+    finding.advice = fmt::format(
+        "rank {} was killed or crashed, and its last records may have gone with it: its exit "
+        "and log (the launcher's failure summary) say how it ended; an op missing before its "
+        "last recorded ones was skipped, one missing at its end may only be unshipped",
+        *finding.rank);
+  }
+}
+
 std::string format_data_loss(const std::vector<DataLossStat>& losses) {
   std::string out;
   for (const DataLossStat& loss : losses) {

@@ -31,6 +31,11 @@ std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses)
 // skipped the op.
 void discount_missing_collectives(std::vector<Finding>& findings,
                                   const std::vector<DataLossStat>& losses);
+// A rank whose connection to the collector ended without a goodbye (stat
+// collector_unclean_disconnects: it was killed or crashed) lost the events it had not shipped:
+// its missing_collective findings say their ops may be among them. They stay as grave as they
+// were: a rank that skipped an op and was then killed leaves the same trace.
+void note_unclean_disconnects(std::vector<Finding>& findings, const std::vector<int>& ranks);
 // The report header's lines: "the trace is missing events: trace_stopped = 5454 (...)\n" per
 // loss; "" for none.
 std::string format_data_loss(const std::vector<DataLossStat>& losses);

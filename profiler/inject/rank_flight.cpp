@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -191,6 +192,27 @@ void take_stop_signals(RankFlight& flight) {
   }
 }
 
+bool retake_stop_signal(int signal) {
+  if (std::find(std::begin(kStopSignals), std::end(kStopSignals), signal) ==
+      std::end(kStopSignals)) {
+    return false;
+  }
+  SignalRelay* relay = g_relay.load();
+  if (relay == nullptr || relay->pid != ::getpid()) return false;
+  struct sigaction current = {};
+  if (::sigaction(signal, nullptr, &current) != 0) return false;
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == on_signal) return true;
+  if ((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_IGN) return false;
+  // The handler reads `previous` only while ours is installed, which it is not: no signal of
+  // this number reaches it before the sigaction below.
+  relay->previous[signal_index(signal)] = current;
+  struct sigaction action = {};
+  action.sa_sigaction = on_signal;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  return ::sigaction(signal, &action, nullptr) == 0;
+}
+
 RankFlight* RankFlight::start(FlightRecorder& recorder, RankTracer& tracer) {
   StatusOr<std::optional<Nanoseconds>> timeout = collective_timeout_from_env();
   if (!timeout.is_ok()) {
@@ -264,3 +286,8 @@ void RankFlight::fire(const WatchdogTimeout& timeout) {
 }
 
 }  // namespace partrain::profiler::inject
+
+// For share/python/sitecustomize.py (ctypes): after it gives CPython its SIGINT handler back.
+extern "C" __attribute__((visibility("default"))) int partrain_retake_stop_signal(int signal) {
+  return partrain::profiler::inject::retake_stop_signal(signal) ? 1 : 0;
+}

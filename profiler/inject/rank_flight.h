@@ -62,4 +62,12 @@ class RankFlight {
 // child passes its signals straight on.
 void take_stop_signals(RankFlight& flight);
 
+// Takes `signal` (one of the stop signals) back after the program replaced our handler, the
+// program's handler becoming the one the signal is passed on to after the dump. CPython's SIGINT
+// handler goes in after ours (share/python/sitecustomize.py gives a rank its KeyboardInterrupt
+// back), and a Ctrl-C then stopped the rank without its dump: no diagnosis of a hang the user
+// gave up on. False when no relay runs in this process or the program ignores the signal.
+// Exported to the program as partrain_retake_stop_signal(int) (1 when taken).
+bool retake_stop_signal(int signal);
+
 }  // namespace partrain::profiler::inject

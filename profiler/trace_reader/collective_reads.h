@@ -39,6 +39,7 @@ struct CollectiveOp {
   std::string_view group_ranks;  // "0,1,2,3" when recorded
   std::optional<CollectiveState> state;
   std::string_view label;  // what the caller said the op is for (moe_dispatch); empty: none
+  std::optional<int64_t> step;  // the step the rank was in, when it marks steps
 };
 
 // One communicator's ops by seq (its collective_comm_seq index): every member rank's record of

@@ -464,6 +464,16 @@ bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps) {
            d.trigger == profiler::DumpTrigger::kCollectiveError;
   });
   if (failed) return true;
+  // The ranks issued different collectives at one seq: however young, never an ordinary stop. A
+  // transport that reads the mismatch aborts the rank at once (gloo's enforce on a size
+  // mismatch: SIGABRT), before any watchdog or 5 s stall, and the others are stopped mid-wait.
+  const FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
+  if (std::any_of(
+          diagnosis.findings.begin(), diagnosis.findings.end(), [](const CollectiveFinding& f) {
+            return f.kind == FindingKind::kOpMismatch || f.kind == FindingKind::kSizeMismatch;
+          })) {
+    return true;
+  }
   // A run stopped by hand (Ctrl-C on a job that stopped making progress, a scheduler's SIGTERM)
   // without --collective-timeout: a rank that had waited in a collective for kStalledNs when it
   // dumped was stuck there, and who never came is what the user wants to know (py-spy's

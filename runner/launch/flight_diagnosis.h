@@ -71,9 +71,10 @@ struct FlightDiagnosis {
 };
 
 // Whether the dumps call for a diagnosis: a rank's watchdog fired or one of its collectives
-// failed, or a rank stopped by a signal (Ctrl-C on a stuck job) had waited in a collective for 5 s
-// or more (ranks stopped by their launcher or failing in compute dump too, as evidence, but do
-// not otherwise: the failure summary says what happened to them).
+// failed, the ranks issued different ops or sizes at one seq (a transport aborting a rank on the
+// mismatch: SIGABRT), or a rank stopped by a signal (Ctrl-C on a stuck job) had waited in a
+// collective for 5 s or more (ranks stopped by their launcher or failing in compute dump too, as
+// evidence, but do not otherwise: the failure summary says what happened to them).
 bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps);
 
 // `processes`: what the launcher saw of its ranks' processes (none: nothing seen). The records of

@@ -41,11 +41,21 @@ def _give_python_its_sigint():
     flight recorder), and CPython installs its own SIGINT handler only over the default one: the
     program's `except KeyboardInterrupt` and `finally` then never ran, the rank died of the
     signal. Python's handler goes back in; its exit runs the recorder's flush like any other.
+    The library then takes SIGINT again in front of it (partrain_retake_stop_signal): a Ctrl-C
+    dumps the rank's flight recorder first, as a SIGTERM does, so the launcher can diagnose the
+    hang the user gave up on, then reaches Python's handler.
     """
     import os
     import signal
     if os.environ.get("PARTRAIN_FLIGHT_DIR") and signal.getsignal(signal.SIGINT) is None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        import ctypes
+        try:
+            retake = ctypes.CDLL(None).partrain_retake_stop_signal
+        except (OSError, AttributeError):  # not the injection library's process
+            return
+        retake.argtypes = [ctypes.c_int]
+        retake(int(signal.SIGINT))
 
 
 try:

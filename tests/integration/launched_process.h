@@ -64,14 +64,11 @@ class LaunchedProcess {
   // Reads the output until stderr holds `text` (true) or `timeout` passes (false); what was read
   // is kept for finish().
   bool wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout) {
-    const Clock::time_point give_up = Clock::now() + timeout;
-    while (collected_.err.find(text) == std::string::npos) {
-      if (Clock::now() >= give_up || (process_->stdout_fd() < 0 && process_->stderr_fd() < 0)) {
-        return false;
-      }
-      read_some(collected_, 50);
-    }
-    return true;
+    return wait_for(&Finished::err, text, timeout);
+  }
+  // The same for stdout (the ranks' own lines, "[rank N] ...").
+  bool wait_for_stdout(const std::string& text, std::chrono::milliseconds timeout) {
+    return wait_for(&Finished::out, text, timeout);
   }
 
   // Collects the output until both streams close and reaps the process; one still running after
@@ -92,6 +89,18 @@ class LaunchedProcess {
   }
 
  private:
+  bool wait_for(std::string Finished::*stream, const std::string& text,
+                std::chrono::milliseconds timeout) {
+    const Clock::time_point give_up = Clock::now() + timeout;
+    while ((collected_.*stream).find(text) == std::string::npos) {
+      if (Clock::now() >= give_up || (process_->stdout_fd() < 0 && process_->stderr_fd() < 0)) {
+        return false;
+      }
+      read_some(collected_, 50);
+    }
+    return true;
+  }
+
   // Waits up to timeout_ms for output and reads what came.
   void read_some(Finished& into, int timeout_ms) {
     std::vector<pollfd> fds;

@@ -14,8 +14,10 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "tests/integration/command_runner.h"
+#include "tests/integration/launched_process.h"
 #include "tests/integration/torch_scenarios.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/torch_python.h"
@@ -109,6 +111,35 @@ TEST(TorchHang, TraceOfTorchrunNamesTheRankThatNeverEnteredTheAllReduce) {
   const int64_t ended_ns = monotonic_now_ns();
   expect_culprit_named(run, 1, 2);
   report_time_to_diagnosis(run, ended_ns, "partrain trace -- torchrun");
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "1\n");
+}
+
+// The user gives up on a hung job with Ctrl-C (no --collective-timeout): the ranks dump their
+// flight recorders before Python's KeyboardInterrupt, as on SIGTERM, and the launcher names the
+// rank that never entered the all_reduce. CPython's SIGINT handler had replaced the injection
+// library's in the ranks: they stopped without a dump and no diagnosis was printed.
+TEST(TorchHang, CtrlCOnAHungLaunchNamesTheRankThatNeverEnteredTheAllReduce) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "hang.db").string();
+  LaunchedProcess launch({partrain_binary(), "launch", "-n", "3", "--trace", trace, "--",
+                          torch_python(), kHangScript, "--hang-rank", "1", "--hang-step", "2"});
+  ASSERT_TRUE(
+      launch.wait_for_stdout("rank 1 hangs before step 2's all_reduce", std::chrono::minutes(4)));
+  // The others wait in the all_reduce past the 5 s that make a signal's dump a stuck rank's.
+  std::this_thread::sleep_for(std::chrono::seconds(7));
+  ASSERT_EQ(::kill(launch.pid(), SIGINT), 0);
+  const Finished run = launch.finish(std::chrono::seconds(120));
+  EXPECT_EQ(run.exit_code, 130) << run.err;
+  EXPECT_NE(run.err.find("partrain: flight recorder: dumps of ranks 0-2"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("partrain: culprit: rank 1 (missing_ranks at default_pg:0 seq 4): hung "
+                         "outside any collective"),
+            std::string::npos)
+      << run.err;
+  // Python's KeyboardInterrupt still reached the ranks (their own cleanup runs).
+  EXPECT_NE((run.out + run.err).find("KeyboardInterrupt"), std::string::npos) << run.out;
   TraceQuery query(trace);
   EXPECT_EQ(query.rows("SELECT rank FROM stats WHERE name = 'collective_diagnosis'"), "1\n");
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -320,26 +321,43 @@ TEST(CollectiveStatsTest, MissingRankIsFoundOnceItCannotStillArrive) {
   }
 }
 
+// A 4-rank run of 6 all-reduces without the (rank, seq) records `skipped` leaves out, `stat` beside
+// them, analysed whole.
+StatusOr<AnalysisReport> run_of_six_without(const std::string& name,
+                                            const std::function<bool(int, uint64_t)>& skipped,
+                                            profiler::StatEvent stat) {
+  CollectiveTrace trace(name);
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    for (int rank = 0; rank < 4; ++rank) {
+      if (skipped(rank, seq)) continue;
+      trace.add({.rank = rank, .seq = seq, .start_ns = static_cast<int64_t>(seq) * 1'000'000});
+    }
+  }
+  trace.add(std::move(stat));
+  return analyze_run(trace.finish(), window({0, 1, 2, 3}));
+}
+
+// The report's missing_collective findings by rank.
+std::map<int, const Finding*> missing_by_rank(const AnalysisReport& report) {
+  std::map<int, const Finding*> missing;
+  for (const Finding& f : report.findings) {
+    if (f.kind == "missing_collective") missing[f.rank.value_or(-1)] = &f;
+  }
+  return missing;
+}
+
 // A rank whose recorder dropped events (a collector held up by a locked trace file, full
 // buffers) "never recorded" collectives the trace lost: analyze called them critical, blaming
 // the rank ("crashed, hung or skipped the op"). They are warnings now that name the loss; a rank
 // the trace lost nothing of is still blamed.
 TEST(CollectiveStatsTest, CollectivesMissingOnARankWhoseEventsWereLostAreBlamedOnTheLoss) {
-  CollectiveTrace trace("lost");
-  for (uint64_t seq = 0; seq < 6; ++seq) {
-    for (int rank = 0; rank < 4; ++rank) {
-      if ((rank == 3 && seq == 2) || (rank == 1 && seq == 4)) continue;
-      trace.add({.rank = rank, .seq = seq, .start_ns = static_cast<int64_t>(seq) * 1'000'000});
-    }
-  }
-  trace.add(profiler::StatEvent{"recorder_dropped_events", 3, 40, profiler::StatSeverity::kDataLoss,
-                                "events the rank lost before they reached the collector"});
-  auto report = analyze_run(trace.finish(), window({0, 1, 2, 3}));
+  const auto report = run_of_six_without(
+      "lost",
+      [](int rank, uint64_t seq) { return (rank == 3 && seq == 2) || (rank == 1 && seq == 4); },
+      {"recorder_dropped_events", 3, 40, profiler::StatSeverity::kDataLoss,
+       "events the rank lost before they reached the collector"});
   ASSERT_TRUE(report.is_ok()) << report.status().message();
-  std::map<int, const Finding*> missing;
-  for (const Finding& f : report->findings) {
-    if (f.kind == "missing_collective") missing[f.rank.value_or(-1)] = &f;
-  }
+  std::map<int, const Finding*> missing = missing_by_rank(*report);
   ASSERT_EQ(missing.size(), 2u);
   ASSERT_TRUE(missing.count(3));
   EXPECT_EQ(missing[3]->severity, Severity::kWarning);
@@ -351,6 +369,63 @@ TEST(CollectiveStatsTest, CollectivesMissingOnARankWhoseEventsWereLostAreBlamedO
   ASSERT_TRUE(missing.count(1));
   EXPECT_EQ(missing[1]->severity, Severity::kCritical);
   EXPECT_NE(missing[1]->advice.find("rank 1 crashed, hung or skipped the op"), std::string::npos);
+}
+
+// A SIGKILLed rank's unshipped records die with it: its connection ended without a goodbye
+// (collector_unclean_disconnects, an info stat), and analyze said it "crashed, hung or skipped the
+// op" with no hint that its last ops may only be unshipped. The finding says so now and stays
+// critical (a rank that skipped the op and was then killed reads the same); a rank whose
+// connection ended cleanly is blamed as before.
+TEST(CollectiveStatsTest, CollectivesMissingOnARankWhoseConnectionEndedUncleanMayBeUnshipped) {
+  const auto report = run_of_six_without(
+      "unclean",
+      [](int rank, uint64_t seq) { return (rank == 3 && seq >= 4) || (rank == 1 && seq == 2); },
+      {"collector_unclean_disconnects", 3, 1, profiler::StatSeverity::kInfo,
+       "connections of the rank that ended without a goodbye"});
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  std::map<int, const Finding*> missing = missing_by_rank(*report);
+  ASSERT_EQ(missing.size(), 2u);
+  ASSERT_TRUE(missing.count(3));
+  EXPECT_EQ(missing[3]->severity, Severity::kCritical);
+  EXPECT_NE(missing[3]->evidence.find("rank 3's connection to the collector ended without a "
+                                      "goodbye"),
+            std::string::npos)
+      << missing[3]->evidence;
+  EXPECT_NE(missing[3]->evidence.find("its last collectives may be missing though it issued them"),
+            std::string::npos);
+  EXPECT_NE(missing[3]->advice.find("rank 3 was killed or crashed"), std::string::npos)
+      << missing[3]->advice;
+  ASSERT_TRUE(missing.count(1));
+  EXPECT_EQ(missing[1]->severity, Severity::kCritical);
+  EXPECT_EQ(missing[1]->evidence.find("goodbye"), std::string::npos) << missing[1]->evidence;
+  EXPECT_NE(missing[1]->advice.find("rank 1 crashed, hung or skipped the op"), std::string::npos);
+}
+
+// A hang's missing collective names the step the others were in (their rows carry it): the
+// finding said only the seq, and the reader had to look the step up in the trace.
+TEST(CollectiveStatsTest, AMissingCollectiveNamesTheStepTheOthersWereIn) {
+  CollectiveTrace trace("missing_step");
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    for (int rank = 0; rank < 3; ++rank) {
+      if (rank == 1 && seq >= 4) continue;
+      trace.add({.rank = rank,
+                 .seq = seq,
+                 .start_ns = static_cast<int64_t>(seq) * 1'000'000,
+                 .group = {0, 1, 2},
+                 .step = static_cast<int64_t>(seq / 2)});
+    }
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->missing.size(), 1u);
+  EXPECT_EQ(report->missing[0].step, 2);
+  const std::vector<Finding> findings = collective_stats_findings(*report);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_NE(findings[0].evidence.find("rank 1 never recorded all_reduce seqs 4-5 (2 ops, from step "
+                                      "2) of communicator"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(collective_matching_json(*report)["missing"][0]["step"], 2);
 }
 
 // A run of missing seqs with different ops names each: an all_reduce then a barrier is not

@@ -16,6 +16,18 @@ constexpr const char* kPeerGone =
     "File \"/job/train.py\", line 13, in <module> | File \"/venv/lib/python3.11/site-packages/"
     "torch/distributed/distributed_c10d.py\", line 6614, in barrier | RuntimeError: [gloo/"
     "transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:36070";
+// gloo's peer loss raised from the autograd engine (DDP's allreduce hook), not a torch.distributed
+// call: the text of a real 3-rank gloo job whose rank 1 raised or was SIGKILLed.
+constexpr const char* kClosedInBackward =
+    "File \"/job/plant.py\", line 47, in <module> | File \"/venv/lib/python3.11/site-packages/"
+    "torch/autograd/graph.py\", line 1113, in _engine_run_backward | RuntimeError: [/__w/pytorch/"
+    "pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:561] Connection closed by peer "
+    "[127.0.0.1]:699. This is typically caused by a remote worker crashing.";
+constexpr const char* kResetInBackward =
+    "File \"/job/plant.py\", line 47, in <module> | File \"/venv/lib/python3.11/site-packages/"
+    "torch/autograd/graph.py\", line 1113, in _engine_run_backward | RuntimeError: [/__w/pytorch/"
+    "pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:545] Read error [127.0.0.1]:20355: "
+    "Connection reset by peer.";
 constexpr const char* kOwnError =
     "File \"/job/train.py\", line 10, in <module> | RuntimeError: boom on rank 1";
 
@@ -67,6 +79,73 @@ TEST(RunOutcome, WhenEveryExceptionRoseInACollectiveTheLowestRank) {
             {"rank_uncaught_exception", 2, 1, profiler::StatSeverity::kError, kPeerGone}});
   ASSERT_TRUE(outcome.failing_rank);
   EXPECT_EQ(*outcome.failing_rank, 2);
+}
+
+// The outcome's rank_failed finding; an empty one when there is none.
+Finding rank_failed_of(const std::vector<Finding>& findings) {
+  const auto failed = std::find_if(findings.begin(), findings.end(),
+                                   [](const Finding& f) { return f.kind == "rank_failed"; });
+  EXPECT_NE(failed, findings.end());
+  return failed == findings.end() ? Finding() : *failed;
+}
+
+profiler::StatEvent unclean(int rank) {
+  return {"collector_unclean_disconnects", rank, 1, profiler::StatSeverity::kInfo,
+          "connections of the rank that ended without a goodbye"};
+}
+
+// The peers' gloo errors rose out of backward (DDP's hook), not a torch.distributed call: they
+// are still the peer's failure reaching them, and rank 1's own exception came first.
+TEST(RunOutcome, AConnectionClosedByThePeerOutsideTorchDistributedIsThePeersFailure) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome = outcome_of(
+      dir, {{"rank_uncaught_exception", 0, 1, profiler::StatSeverity::kError, kClosedInBackward},
+            {"rank_uncaught_exception", 1, 1, profiler::StatSeverity::kError, kOwnError},
+            {"rank_uncaught_exception", 2, 1, profiler::StatSeverity::kError, kClosedInBackward},
+            unclean(0),
+            unclean(2)});
+  ASSERT_TRUE(outcome.failing_rank);
+  EXPECT_EQ(*outcome.failing_rank, 1);
+  EXPECT_EQ(outcome.failing_exception, kOwnError);
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("rank 1 raised an uncaught exception"), std::string::npos)
+      << failed.evidence;
+}
+
+// Rank 1 was SIGKILLed: it raised nothing, its connection ended unclean, and the others' errors
+// say their peer went away. Rank 1 failed first, not rank 0, the lowest to raise.
+TEST(RunOutcome, ARankThatVanishedWithoutAnExceptionFailedFirstWhenTheOthersLostAPeer) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome = outcome_of(
+      dir, {{"rank_uncaught_exception", 0, 1, profiler::StatSeverity::kError, kClosedInBackward},
+            {"rank_uncaught_exception", 2, 1, profiler::StatSeverity::kError, kResetInBackward},
+            unclean(0),
+            unclean(1),
+            unclean(2)});
+  ASSERT_TRUE(outcome.failing_rank);
+  EXPECT_EQ(*outcome.failing_rank, 1);
+  EXPECT_FALSE(outcome.failing_exception);
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("rank 1 ended without an uncaught exception"), std::string::npos)
+      << failed.evidence;
+  EXPECT_NE(failed.evidence.find("rank 0's: " + std::string(kClosedInBackward)), std::string::npos)
+      << failed.evidence;
+}
+
+// A rank that vanished does not outrank one whose own code raised: that one's exception may
+// have had the launcher stop the rest.
+TEST(RunOutcome, ARanksOwnExceptionOutranksARankThatVanished) {
+  testing::ScratchDir dir;
+  EXPECT_EQ(
+      outcome_of(
+          dir, {{"rank_uncaught_exception", 2, 1, profiler::StatSeverity::kError, kOwnError},
+                {"rank_uncaught_exception", 1, 1, profiler::StatSeverity::kError, kResetInBackward},
+                unclean(0),
+                unclean(2)})
+          .failing_rank,
+      2);
 }
 
 }  // namespace

@@ -39,6 +39,14 @@ void program_handler(int, siginfo_t* info, void*) {
   g_program_handled.fetch_add(1);
 }
 
+void install_program_handler(int signal) {
+  struct sigaction program = {};
+  program.sa_sigaction = program_handler;
+  program.sa_flags = SA_SIGINFO;
+  sigemptyset(&program.sa_mask);
+  ::sigaction(signal, &program, nullptr);
+}
+
 bool wait_for_program_handler() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (g_program_handled.load() == 0 && std::chrono::steady_clock::now() < deadline) {
@@ -64,24 +72,33 @@ CollectiveEvent started_all_reduce(uint64_t seq, uint64_t bytes) {
   return op;
 }
 
+// A rank's stop signals as a launcher that reads dumps from `dir` has them taken (no watchdog),
+// its recorder holding one unfinished all_reduce.
+struct StartedFlight {
+  FlightRecorder recorder;
+  std::unique_ptr<RankTracer> tracer;
+  RankFlight* flight = nullptr;  // null: not started
+};
+std::unique_ptr<StartedFlight> start_flight(const fs::path& dir, const RankTracerOptions& options) {
+  ::setenv(kFlightDirEnv, dir.c_str(), 1);
+  ::unsetenv("PARTRAIN_COLLECTIVE_TIMEOUT");
+  auto started = std::make_unique<StartedFlight>();
+  started->recorder.record(started_all_reduce(6, 256));
+  started->tracer = std::make_unique<RankTracer>(options);
+  started->flight = RankFlight::start(started->recorder, *started->tracer);
+  return started;
+}
+
 // What the child checks; empty when all holds.
 std::string stop_while_holding_the_dump(const fs::path& dir, RankTracerOptions options,
                                         const fs::path& db,
                                         std::unique_ptr<TraceSession>& session) {
   fs::create_directories(dir);
-  struct sigaction program = {};
-  program.sa_sigaction = program_handler;
-  program.sa_flags = SA_SIGINFO;
-  sigemptyset(&program.sa_mask);
-  ::sigaction(SIGTERM, &program, nullptr);
-  ::setenv(kFlightDirEnv, dir.c_str(), 1);
-  ::unsetenv("PARTRAIN_COLLECTIVE_TIMEOUT");
-
-  FlightRecorder recorder;
-  recorder.record(started_all_reduce(6, 256));
-  auto tracer = std::make_unique<RankTracer>(options);
-  RankFlight* flight = RankFlight::start(recorder, *tracer);
-  if (flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
+  install_program_handler(SIGTERM);
+  auto started = start_flight(dir, options);
+  if (started->flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
+  RankFlight* flight = started->flight;
+  std::unique_ptr<RankTracer>& tracer = started->tracer;
 
   const fs::path partial = flight_dump_path(dir, 0).string() + ".partial";
   if (::mkfifo(partial.c_str(), 0600) != 0) return "mkfifo failed";
@@ -120,6 +137,45 @@ TEST_F(RankFlightTest,
       {
         const std::string problem =
             stop_while_holding_the_dump(dir_ / "flight", tracer_options(0), db(), session_);
+        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+        std::fflush(stderr);
+        std::_Exit(problem.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// CPython puts its SIGINT handler in after the library took the signal (sitecustomize gives a rank
+// its KeyboardInterrupt back): a Ctrl-C then reached Python alone and the rank stopped without a
+// dump. Taken back, the signal dumps first and then reaches the program's handler.
+std::string sigint_after_the_program_replaced_the_handler(const fs::path& dir,
+                                                          RankTracerOptions options) {
+  fs::create_directories(dir);
+  auto started = start_flight(dir, options);
+  if (started->flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
+  install_program_handler(SIGINT);  // what Python's signal.signal(SIGINT, ...) does
+  if (!retake_stop_signal(SIGINT)) return "SIGINT was not taken back";
+  union sigval value;
+  value.sival_int = 7;
+  if (::pthread_sigqueue(::pthread_self(), SIGINT, value) != 0) return "pthread_sigqueue failed";
+  if (!wait_for_program_handler()) return "the program's handler never ran";
+  std::stringstream dump;
+  dump << std::ifstream(flight_dump_path(dir, 0)).rdbuf();
+  if (dump.str().find("\"signal\"") == std::string::npos ||
+      dump.str().find("all_reduce") == std::string::npos) {
+    return "no dump before the program's handler ran: " + dump.str();
+  }
+  if (g_program_value.load() != 7) return "the program's handler lost the sender's value";
+  if (retake_stop_signal(SIGKILL)) return "took SIGKILL, not a stop signal";
+  started->flight->close();
+  return "";
+}
+
+TEST_F(RankFlightTest, SigintTakenBackFromTheProgramDumpsThenReachesItsHandler) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::string problem =
+            sigint_after_the_program_replaced_the_handler(dir_ / "flight", tracer_options(0));
         if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
         std::fflush(stderr);
         std::_Exit(problem.empty() ? 0 : 1);

@@ -63,6 +63,31 @@ TEST(FlightDiagnosis, ASignalStopCallsForADiagnosisWhenARankWasStuck) {
   EXPECT_TRUE(diagnosis_called_for(watchdog));
 }
 
+// gloo aborts the rank that reads a size mismatch (SIGABRT) at once; the others are stopped
+// mid-collective, well under 5 s in: the mismatch in the dumps calls for the diagnosis alone.
+TEST(FlightDiagnosis, ASizeMismatchCallsForADiagnosisHoweverYoung) {
+  std::vector<FlightDump> dumps = healthy_run(3);
+  for (FlightDump& d : dumps) {
+    d.trigger = DumpTrigger::kSignal;
+    const uint64_t bytes = d.rank == 1 ? 4000 : 4;
+    CollectiveEvent waiting = op(kDp, 3, "all_reduce", bytes, CollectiveState::kStarted);
+    waiting.enqueue_ns = 1'000'000'000;
+    d.entries.push_back(waiting);
+    d.total_recorded = d.entries.size();
+    d.dumped_ns = waiting.enqueue_ns + 100'000'000;
+  }
+  EXPECT_TRUE(diagnosis_called_for(dumps));
+  const FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
+  ASSERT_TRUE(diagnosis.culprit);
+  EXPECT_EQ(*diagnosis.culprit, 1);
+  // The same stop with every rank in the same all_reduce is an ordinary stop.
+  for (FlightDump& d : dumps) {
+    d.entries.back().bytes = 4;
+    d.entries.back().count = 1;
+  }
+  EXPECT_FALSE(diagnosis_called_for(dumps));
+}
+
 TEST(FlightDiagnosis, EverythingMatched) {
   FlightDiagnosis d = diagnose_flight_dumps(healthy_run(5));
   ASSERT_EQ(d.findings.size(), 1u);
