@@ -14,6 +14,7 @@
 #include "cli/terminal_progress.h"
 #include "core/log.h"
 #include "core/number_format.h"
+#include "profiler/chrome_export.h"
 #include "profiler/import/kineto_import.h"
 #include "profiler/import/nsys_import.h"
 
@@ -114,29 +115,43 @@ int run_import(const ImportFlags& flags) {
   for (const std::string& warning : summary->warnings) log::warn("{}", warning);
   std::vector<int> ranks;
   for (const auto& r : summary->ranks) ranks.push_back(r.rank);
+  std::sort(ranks.begin(), ranks.end());
   log::info(
       "imported {} {} (ranks {} of a world of {}; {} events, {} collectives{}) into {} "
       "as run {}",
       // a Kineto file per rank imported (one cycle's of several); a report may hold several ranks
       nsys ? options.inputs.size() : summary->ranks.size(),
-      nsys ? "Nsight Systems reports" : "Kineto traces", fmt::join(ranks, ","), summary->world_size,
-      summary->events, summary->collectives,
+      nsys ? "Nsight Systems reports" : "Kineto traces", profiler::format_rank_ranges(ranks),
+      summary->world_size, summary->events, summary->collectives,
       summary->unmatched_collectives > 0
           ? fmt::format(", {} unmatched", summary->unmatched_collectives)
           : std::string(),
       flags.output, summary->run_id);
+  // One line per host and clock: the ranks of a host share its clock, and 1,024 ranks' lines
+  // one by one buried the summary.
+  std::vector<std::pair<std::string, std::vector<int>>> clocks;  // "(host): clock ..." -> ranks
   for (const auto& r : summary->ranks) {
-    if (r.clock.estimates > 0 || !r.clock.aligned) {
-      log::info(
-          "  rank {} ({}): clock {}", r.rank, r.host.empty() ? "host unknown" : r.host,
-          r.clock.aligned
-              ? fmt::format("{}{} ms from the reference host's, +/- {} ms ({} collectives)",
-                            r.clock.offset_ns > 0 ? "+" : "",
-                            format_decimal(static_cast<double>(r.clock.offset_ns) / 1e6, 3),
-                            format_decimal(static_cast<double>(r.clock.uncertainty_ns) / 1e6, 3),
-                            r.clock.estimates)
-              : std::string("not aligned"));
-    }
+    if (r.clock.estimates == 0 && r.clock.aligned) continue;
+    std::string line = fmt::format(
+        "({}): clock {}", r.host.empty() ? "host unknown" : r.host,
+        r.clock.aligned
+            ? fmt::format("{}{} ms from the reference host's, +/- {} ms ({} collectives)",
+                          r.clock.offset_ns > 0 ? "+" : "",
+                          format_decimal(static_cast<double>(r.clock.offset_ns) / 1e6, 3),
+                          format_decimal(static_cast<double>(r.clock.uncertainty_ns) / 1e6, 3),
+                          r.clock.estimates)
+            : std::string("not aligned"));
+    auto same = std::find_if(clocks.begin(), clocks.end(),
+                             [&line](const auto& c) { return c.first == line; });
+    if (same == clocks.end())
+      clocks.emplace_back(std::move(line), std::vector<int>{r.rank});
+    else
+      same->second.push_back(r.rank);
+  }
+  for (auto& [line, clock_ranks] : clocks) {
+    std::sort(clock_ranks.begin(), clock_ranks.end());
+    log::info("  {} {} {}", clock_ranks.size() == 1 ? "rank" : "ranks",
+              profiler::format_rank_ranges(clock_ranks), line);
   }
   return 0;
 }

@@ -316,25 +316,29 @@ TEST_F(OutputPropertiesTest, BenchCollectivesAgreesWithJson) {
       << text;
 }
 
-// import's summary names each rank's clock offset on another host (two ranks on two hosts,
-// their all-reduces ending together): "+/- 0.000 ms" was a zero that was not one.
+// import's summary names the clock offset of each other host (four ranks on two hosts, their
+// all-reduces ending together): "+/- 0.000 ms" was a zero that was not one, and a line per rank
+// (1,024 of them) buried the summary: the ranks of a host share one.
 TEST_F(OutputPropertiesTest, ImportSummary) {
   const fs::path traces = *dir_ / "kineto";
   fs::create_directories(traces);
-  for (int rank = 0; rank < 2; ++rank) {
-    testing::KinetoFixture fixture(rank, 2);
-    fixture.host(rank == 0 ? "node-a" : "node-b").base_time_ns(1'000'000'000);
+  for (int rank = 0; rank < 4; ++rank) {
+    const int node = rank / 2;
+    testing::KinetoFixture fixture(rank, 4);
+    fixture.host(node == 0 ? "node-a" : "node-b").base_time_ns(1'000'000'000);
     for (int step = 0; step < 3; ++step) {
-      const double start = 1000.0 * step + (rank == 0 ? 0 : 40);
+      const double start = 1000.0 * step + (node == 0 ? 0 : 40);
       fixture.step(step, start, 900);
-      fixture.gloo_all_reduce(1024, start + 100, start + 200, 1000.0 * step + 700.0004 * (rank + 1),
+      fixture.gloo_all_reduce(1024, start + 100, start + 200, 1000.0 * step + 700.0004 * (node + 1),
                               7);
     }
     testing::write_text(traces / fmt::format("rank{}.json", rank), fixture.json());
   }
   const auto result = ok("import " + traces.string() + " -o " + (*dir_ / "imported.db").string());
-  ASSERT_NE(result.err.find("imported 2 Kineto traces"), std::string::npos) << result.err;
-  ASSERT_NE(result.err.find("rank 1 (node-b): clock "), std::string::npos) << result.err;
+  ASSERT_NE(result.err.find("imported 4 Kineto traces (ranks 0-3 of"), std::string::npos)
+      << result.err;
+  ASSERT_NE(result.err.find("ranks 2-3 (node-b): clock "), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("rank 2 (node-b)"), std::string::npos) << result.err;
   const std::string said = result.out + result.err;
   EXPECT_EQ(zero_looking(said), std::vector<std::string>()) << listed(zero_looking(said));
   EXPECT_EQ(without_unit(said), std::vector<std::string>()) << listed(without_unit(said));
