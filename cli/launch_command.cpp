@@ -401,7 +401,9 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     std::stringstream text;
     text << file.rdbuf();
     const std::string json = text.str();
-    if (json.empty() && *exit_code == 0) {
+    // Rank 0 writes it, on node 0: the other nodes' launchers print nothing.
+    const bool rank0_here = config->node_rank.value_or(0) == 0;
+    if (json.empty() && *exit_code == 0 && rank0_here) {
       // Never a successful run with nothing on stdout where its summary was asked for.
       log::error("the run ended without its summary: rank 0 did not write {}",
                  summary.file().string());
