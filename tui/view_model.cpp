@@ -41,7 +41,8 @@ json rank_json(const ViewModel& model, const RankStatus& row, bool compute_known
        model.memory.contains(row.rank) ? categories(row.memory_bytes) : json(nullptr)},
       {"straggler", model.analysis.straggler() == row.rank},
       {"exit_code", or_null(row.exit_code)},
-      {"exit_signal", or_null(row.exit_signal)}};
+      // The trace stores 0 for "no signal": null, as the text shows none (an exit with a code).
+      {"exit_signal", row.exit_signal.value_or(0) != 0 ? json(*row.exit_signal) : json(nullptr)}};
   if (row.breakdown && row.breakdown->window_ns > 0) {
     // Shares of the step as `partrain analyze` gives them of its window; without compute
     // recorded on any rank, compute, exposed comm and idle are unknown (null), as in analyze.

@@ -221,6 +221,11 @@ TEST(TopCommand, OnceAndJsonOnAFinishedRun) {
   EXPECT_EQ(model["ranks"].size(), 4u);
   EXPECT_GT(model["ranks"][0]["step_ms"].get<double>(), 0);
   EXPECT_FALSE(model["recent_collectives"].empty());
+  // Each rank exited with code 0 and no signal: the trace's 0 for "none" is not a signal 0.
+  for (const nlohmann::json& rank : model["ranks"]) {
+    EXPECT_EQ(rank["exit_code"], 0) << rank.dump();
+    EXPECT_TRUE(rank["exit_signal"].is_null()) << rank.dump();
+  }
 
   // Without a name: the most recently written trace in ./partrain-runs.
   fs::create_directories(dir.path() / "partrain-runs");
