@@ -2,12 +2,10 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "core/log.h"
+#include "core/temp_dir.h"
+#include "runner/launch/stale_launcher_dirs.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
@@ -17,14 +15,13 @@ namespace {
 StatusOr<fs::path> make_link_dir(const std::vector<fs::path>& temp_dirs) {
   std::vector<std::string> tried;
   for (const fs::path& temp : temp_dirs) {
-    std::string pattern =
-        (temp / fmt::format("{}{}-XXXXXX", kInjectionLinkDirPrefix, ::getpid())).string();
-    if (!is_search_path_safe(pattern)) {
+    if (!is_search_path_safe(temp.string())) {
       tried.push_back(fmt::format("{} (holds a space or ':' itself)", temp.string()));
       continue;
     }
-    if (::mkdtemp(pattern.data()) != nullptr) return fs::path(pattern);
-    tried.push_back(fmt::format("{} ({})", temp.string(), std::strerror(errno)));
+    auto dir = make_launcher_dir(kInjectionLinkDirPrefix, "the links", temp);
+    if (dir.is_ok()) return dir;
+    tried.push_back(fmt::format("{} ({})", temp.string(), dir.status().message()));
   }
   return failed("no directory for them could be made in {}", fmt::join(tried, ", "));
 }
@@ -70,12 +67,8 @@ StatusOr<InjectionLinks> InjectionLinks::make(const InjectionPaths& found,
 }
 
 StatusOr<InjectionLinks> InjectionLinks::make(const InjectionPaths& found) {
-  std::vector<fs::path> temp_dirs;
-  std::error_code error;
-  if (fs::path temp = fs::temp_directory_path(error); !error) temp_dirs.push_back(temp);
-  temp_dirs.emplace_back("/tmp");
-  temp_dirs.emplace_back("/dev/shm");
-  return make(found, temp_dirs);
+  // The temporary directory the next launch reaps a killed launcher's directories from first.
+  return make(found, {temporary_directory(), "/tmp", "/dev/shm"});
 }
 
 InjectionLinks::InjectionLinks(InjectionLinks&& other) noexcept

@@ -118,7 +118,11 @@ int remove_stale_launcher_dirs() {
 }
 
 StatusOr<fs::path> make_launcher_dir(std::string_view prefix, std::string_view what) {
-  const fs::path temp = temporary_directory();
+  return make_launcher_dir(prefix, what, temporary_directory());
+}
+
+StatusOr<fs::path> make_launcher_dir(std::string_view prefix, std::string_view what,
+                                     const fs::path& temp) {
   // The launcher's pid in the name: a launcher killed before it could remove the directory is
   // recognised as gone by the next one.
   std::string pattern = (temp / fmt::format("{}{}-XXXXXX", prefix, ::getpid())).string();

@@ -18,9 +18,11 @@ namespace partrain::launch {
 inline constexpr std::string_view kSummaryDirPrefix = "partrain-summary-";
 
 // A new private directory (0700, made by mkdtemp: nothing another user planted in a shared
-// TMPDIR is used) named <prefix><launcher pid>-XXXXXX in core's temporary_directory(), for
-// `what`; kFailed naming the directory and the reason when it cannot be made.
+// TMPDIR is used) named <prefix><launcher pid>-XXXXXX in `temp` (core's temporary_directory()
+// unless given), for `what`; kFailed naming the directory and the reason when it cannot be made.
 StatusOr<std::filesystem::path> make_launcher_dir(std::string_view prefix, std::string_view what);
+StatusOr<std::filesystem::path> make_launcher_dir(std::string_view prefix, std::string_view what,
+                                                  const std::filesystem::path& temp);
 
 // Removes, of this user's, the flight-dump and summary directories in `temp_dir` whose launcher
 // pid is dead,
