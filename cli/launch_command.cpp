@@ -323,9 +323,12 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config, Sum
   run_config["nproc_per_node"] = config.nproc_per_node;
   config.trace_config_json = dump_json(run_config);
   if (flags.json) {
-    ASSIGN_OR_RETURN(summary.dir,
-                     launch::make_launcher_dir(launch::kSummaryDirPrefix, "the run's summary"));
-    config.extra_env.push_back("PARTRAIN_SUMMARY_FILE=" + summary.file().string());
+    // Rank 0 writes it, on node 0: another node's launcher expects no summary and prints none.
+    if (config.node_rank.value_or(0) == 0) {
+      ASSIGN_OR_RETURN(summary.dir,
+                       launch::make_launcher_dir(launch::kSummaryDirPrefix, "the run's summary"));
+      config.extra_env.push_back("PARTRAIN_SUMMARY_FILE=" + summary.file().string());
+    }
     config.worker_stdout_to_stderr = true;
   }
   log::info("workload: {}", runner::describe_layout(workload.resolved));
@@ -401,9 +404,7 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     std::stringstream text;
     text << file.rdbuf();
     const std::string json = text.str();
-    // Rank 0 writes it, on node 0: the other nodes' launchers print nothing.
-    const bool rank0_here = config->node_rank.value_or(0) == 0;
-    if (json.empty() && *exit_code == 0 && rank0_here) {
+    if (json.empty() && *exit_code == 0) {
       // Never a successful run with nothing on stdout where its summary was asked for.
       log::error("the run ended without its summary: rank 0 did not write {}",
                  summary.file().string());
