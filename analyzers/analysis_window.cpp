@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "core/rank_list.h"
 #include "profiler/chrome_export.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -34,8 +35,7 @@ StatusOr<std::vector<int>> select_ranks(const std::vector<int>& present,
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
   for (int rank : chosen) {
     if (!std::binary_search(present.begin(), present.end(), rank)) {
-      return invalid_argument("--rank {}: the trace has ranks {}", rank,
-                              profiler::format_rank_ranges(present));
+      return invalid_argument("--rank {}: the trace has ranks {}", rank, format_rank_list(present));
     }
   }
   return chosen;

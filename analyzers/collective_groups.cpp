@@ -95,7 +95,7 @@ bool CollectiveGroup::in_window() const {
 
 bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
 
-std::vector<int> parse_rank_list(std::string_view text) {
+std::vector<int> parse_group_ranks(std::string_view text) {
   std::vector<int> ranks;
   while (!text.empty()) {
     const size_t comma = text.find(',');

@@ -60,8 +60,8 @@ struct GroupArrival {
 GroupArrival arrival_of(std::span<const CollectiveRow* const> rows);
 GroupArrival arrival_of(std::span<const CollectiveRow> rows);
 bool is_p2p(std::string_view op);
-// "0,1,3" -> {0, 1, 3}; malformed entries are skipped.
-std::vector<int> parse_rank_list(std::string_view text);
+// A communicator's stored member list ("0,1,3" -> {0, 1, 3}); malformed entries are skipped.
+std::vector<int> parse_group_ranks(std::string_view text);
 
 // Called once per group in (comm_id, seq) order, and once per communicator after its last group
 // (on_comm_end), so callers can settle what needs a communicator's whole history.

@@ -19,8 +19,9 @@
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
 #include "core/byte_size.h"
-#include "profiler/trace_reader/communicator_name.h"
 #include "core/number_format.h"
+#include "core/rank_list.h"
+#include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -37,10 +38,6 @@ struct Accumulator {
 };
 // comm, op, label, size bucket
 using StatsKey = std::tuple<std::string, std::string, std::string, int64_t>;
-
-std::string join_ranks(const std::vector<int>& ranks) {
-  return fmt::format("{}", fmt::join(ranks, ", "));
-}
 
 }  // namespace
 
@@ -157,7 +154,7 @@ void StatsCollector::match_collective(const CollectiveGroup& group,
     acc.group_size = std::max(acc.group_size, first.group_size);
     acc.skews_ns.add(static_cast<double>(arrival_of(rows).skew_ns()));
   }
-  for (int member : parse_rank_list(first.group_ranks)) {
+  for (int member : parse_group_ranks(first.group_ranks)) {
     if (!present.contains(member)) {
       note_missing(group, member, first.op, std::vector<int>(present.begin(), present.end()));
     }
@@ -311,10 +308,6 @@ StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::TraceRe
 }
 
 namespace {
-
-std::string ranks_phrase(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", join_ranks(ranks));
-}
 
 // Members that did the same (op, bytes), largest party first.
 std::vector<std::pair<DesyncMember, std::vector<int>>> desync_parties(const Desync& desync) {

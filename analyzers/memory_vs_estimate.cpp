@@ -14,6 +14,7 @@
 #include "analyzers/workload_run_config.h"
 #include "core/byte_size.h"
 #include "core/number_format.h"
+#include "core/rank_list.h"
 #include "memory/memory_estimate.h"
 #include "profiler/chrome_export.h"
 #include "profiler/trace_reader/memory_reads.h"
@@ -244,7 +245,7 @@ std::string relative_memory_note(const std::vector<int>& ranks) {
       "{} {}: torch.profiler's CPU memory samples count what was allocated after profiling "
       "began (its first sample starts near 0 B), so the peak is a change, not the bytes in use: "
       "the parameters and optimizer states allocated before are not in it",
-      ranks.size() == 1 ? "rank" : "ranks", profiler::format_rank_ranges(ranks));
+      ranks.size() == 1 ? "rank" : "ranks", format_rank_list(ranks));
 }
 
 }  // namespace
@@ -257,9 +258,9 @@ std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
   }
   if (!unrecorded.empty()) {
     std::sort(unrecorded.begin(), unrecorded.end());
-    out += fmt::format(
-        "no memory recorded on {} {}: {}\n", unrecorded.size() == 1 ? "rank" : "ranks",
-        profiler::format_rank_ranges(unrecorded), memory_unrecorded_reason(report.imported));
+    out +=
+        fmt::format("no memory recorded on {} {}: {}\n", unrecorded.size() == 1 ? "rank" : "ranks",
+                    format_rank_list(unrecorded), memory_unrecorded_reason(report.imported));
   }
   if (!report.relative_ranks.empty()) out += relative_memory_note(report.relative_ranks) + "\n";
   const auto groups = identical_rank_groups(report);
@@ -270,7 +271,7 @@ std::string format_memory_vs_estimate(const MemoryVsEstimate& report) {
     std::vector<int> ranks;
     for (const RankMemory* rank : group) ranks.push_back(rank->rank);
     std::sort(ranks.begin(), ranks.end());
-    rank_cells.push_back(profiler::format_rank_ranges(ranks));
+    rank_cells.push_back(format_rank_list(ranks));
     width = std::max(width, rank_cells.back().size());
   }
   auto line = [&](std::string_view ranks, std::string_view stage, std::string_view category,

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "core/rank_list.h"
 #include "profiler/chrome_export.h"
 #include "profiler/node_trace_name.h"
 #include "profiler/trace_reader/trace_reader.h"
@@ -98,8 +99,8 @@ Finding node_file_finding(const NodeFile& file) {
       "{} is node {}'s trace file of a run of {} nodes: it holds ranks {} of {}; the other "
       "ranks are in the other nodes' files ({}), not read here, so what they did (or did not "
       "do) is not judged",
-      file.path.string(), file.node, file.nodes, profiler::format_rank_ranges(file.ranks),
-      file.world_size, file_list(file.others));
+      file.path.string(), file.node, file.nodes, format_rank_list(file.ranks), file.world_size,
+      file_list(file.others));
   finding.advice = fmt::format("merge the nodes' files and analyze the merged trace: partrain "
                                "merge{} -o {} && partrain analyze {}",
                                all, merged.string(), merged.string());

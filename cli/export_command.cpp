@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/output_path.h"
 #include "core/own_file.h"
+#include "core/rank_list.h"
 #include "profiler/chrome_export.h"
 #include "profiler/trace_open.h"
 
@@ -172,7 +173,7 @@ StatusOr<std::vector<PerRankTarget>> per_rank_targets(const ExportFlags& flags,
   for (int rank : ranks) {
     if (std::find(recorded->begin(), recorded->end(), rank) == recorded->end()) {
       return invalid_argument("rank {} is not in this trace (ranks present: {})", rank,
-                              profiler::format_rank_ranges(*recorded));
+                              format_rank_list(*recorded));
     }
   }
   std::vector<PerRankTarget> targets;

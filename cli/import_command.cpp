@@ -14,6 +14,7 @@
 #include "cli/terminal_progress.h"
 #include "core/log.h"
 #include "core/number_format.h"
+#include "core/rank_list.h"
 #include "profiler/chrome_export.h"
 #include "profiler/import/kineto_import.h"
 #include "profiler/import/nsys_import.h"
@@ -121,7 +122,7 @@ int run_import(const ImportFlags& flags) {
       "as run {}",
       // a Kineto file per rank imported (one cycle's of several); a report may hold several ranks
       nsys ? options.inputs.size() : summary->ranks.size(),
-      nsys ? "Nsight Systems reports" : "Kineto traces", profiler::format_rank_ranges(ranks),
+      nsys ? "Nsight Systems reports" : "Kineto traces", format_rank_list(ranks),
       summary->world_size, summary->events, summary->collectives,
       summary->unmatched_collectives > 0
           ? fmt::format(", {} unmatched", summary->unmatched_collectives)
@@ -151,7 +152,7 @@ int run_import(const ImportFlags& flags) {
   for (auto& [line, clock_ranks] : clocks) {
     std::sort(clock_ranks.begin(), clock_ranks.end());
     log::info("  {} {} {}", clock_ranks.size() == 1 ? "rank" : "ranks",
-              profiler::format_rank_ranges(clock_ranks), line);
+              format_rank_list(clock_ranks), line);
   }
   return 0;
 }

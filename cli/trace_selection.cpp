@@ -1,11 +1,10 @@
 // The default trace and the parsing of --steps and --rank for the trace-reading commands.
 #include "cli/trace_selection.h"
 
-#include <algorithm>
 #include <charconv>
-#include <limits>
 #include <optional>
 
+#include "core/rank_list.h"
 #include "runner/launch/trace_path.h"
 
 namespace partrain::cli {
@@ -66,28 +65,8 @@ StatusOr<profiler::StepRange> parse_step_range(std::string_view text) {
 }
 
 StatusOr<std::vector<int>> parse_rank_list(std::string_view text) {
-  // A range's ranks are listed one by one: past this many, a typo (0-99999999) is refused.
-  constexpr int64_t kMaxRanks = 1 << 20;
-  std::vector<int> ranks;
-  for (size_t start = 0; start <= text.size();) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view item = text.substr(start, comma - start);
-    const size_t dash = item.find('-');
-    const std::optional<int64_t> first = parse_count(item.substr(0, dash));
-    const std::optional<int64_t> last =
-        dash == std::string_view::npos ? first : parse_count(item.substr(dash + 1));
-    if (!first || !last || *first > *last || *last > std::numeric_limits<int>::max() ||
-        *last - *first >= kMaxRanks - static_cast<int64_t>(ranks.size())) {
-      return invalid_argument(
-          "--rank '{}': write world ranks separated by commas, A-B for ranks A to B, e.g. 0,2 "
-          "or 0-3,6",
-          text);
-    }
-    for (int64_t rank = *first; rank <= *last; ++rank) ranks.push_back(static_cast<int>(rank));
-    start = comma + 1;
-  }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  StatusOr<std::vector<int>> ranks = partrain::parse_rank_list(text);
+  if (!ranks.is_ok()) return invalid_argument("--rank {}", ranks.status().message());
   return ranks;
 }
 

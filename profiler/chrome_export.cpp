@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/rank_list.h"
 #include "profiler/json_text.h"
 #include "profiler/trace_reader/collective_reads.h"
 #include "profiler/trace_reader/communicator_name.h"
@@ -131,7 +132,7 @@ StatusOr<std::vector<ExportedRank>> select_ranks(const std::vector<ExportedRank>
       return invalid_argument("rank {} is not in this trace ({})", rank,
                               present.empty()
                                   ? std::string("it records no ranks")
-                                  : "ranks present: " + format_rank_ranges(present_ranks));
+                                  : "ranks present: " + format_rank_list(present_ranks));
     }
     chosen.push_back(present[static_cast<size_t>(it - present_ranks.begin())]);
   }
@@ -541,7 +542,7 @@ void write_trailer(fmt::memory_buffer& out, const ExportedRun& run, const std::v
   string_field("run_id", run.run_id);
   string_field("command", run.command);
   string_field("status", run.status);
-  string_field("ranks", format_rank_ranges(exported));
+  string_field("ranks", format_rank_list(exported));
   if (options.steps) string_field("steps", step_range_text(*options.steps));
   append_json_raw(out,
                   ",\"time_unit\":\"ts and dur are microseconds on the run-wide timeline\"},\n");
@@ -558,18 +559,6 @@ void write_trailer(fmt::memory_buffer& out, const ExportedRun& run, const std::v
 }
 
 }  // namespace
-
-std::string format_rank_ranges(const std::vector<int>& sorted_ranks) {
-  std::string text;
-  for (size_t i = 0; i < sorted_ranks.size();) {
-    size_t j = i;
-    while (j + 1 < sorted_ranks.size() && sorted_ranks[j + 1] == sorted_ranks[j] + 1) ++j;
-    text += fmt::format("{}{}", text.empty() ? "" : ",", sorted_ranks[i]);
-    if (j > i) text += fmt::format("-{}", sorted_ranks[j]);
-    i = j + 1;
-  }
-  return text;
-}
 
 StatusOr<ChromeExportCounts> export_chrome_trace(const TraceReader& reader,
                                                  const ChromeExportOptions& options,

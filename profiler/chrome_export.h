@@ -22,9 +22,6 @@ struct StepRange {
   std::optional<int64_t> last;
 };
 
-// "0-3,6": ranks as short ranges, for messages.
-std::string format_rank_ranges(const std::vector<int>& sorted_ranks);
-
 struct ChromeExportOptions {
   std::vector<int> ranks;          // empty: every rank of the trace
   std::optional<StepRange> steps;  // nullopt: the whole run

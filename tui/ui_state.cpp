@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
+
+#include "core/rank_list.h"
 
 namespace partrain::tui {
 namespace {
@@ -127,33 +128,16 @@ KeyResult handle_key(UiState& state, int key, const ViewModel& model) {
 }
 
 StatusOr<std::vector<int>> parse_rank_filter(std::string_view text) {
-  std::vector<int> ranks;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view part = text.substr(begin, end - begin);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
-    if (!part.empty()) {
-      const size_t dash = part.find('-');
-      int low = 0, high = 0;
-      auto number = [](std::string_view s, int& out) {
-        auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-        return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
-      };
-      const bool ok = dash == std::string_view::npos
-                          ? number(part, low) && number(part, high)
-                          : number(part.substr(0, dash), low) && number(part.substr(dash + 1), high);
-      if (!ok || low > high || high - low > 100'000) {
-        return invalid_argument("rank filter: '{}' is not a rank or a range like 4-7", part);
-      }
-      for (int r = low; r <= high; ++r) ranks.push_back(r);
-    }
-    begin = end + 1;
+  // Typed at a prompt, not a flag: spaces and empty items ("0, 2,") are forgiven.
+  std::string list;
+  for (char c : text) {
+    if (c == ' ' || (c == ',' && (list.empty() || list.back() == ','))) continue;
+    list += c;
   }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (!list.empty() && list.back() == ',') list.pop_back();
+  if (list.empty()) return std::vector<int>{};
+  StatusOr<std::vector<int>> ranks = parse_rank_list(list);
+  if (!ranks.is_ok()) return invalid_argument("rank filter {}", ranks.status().message());
   return ranks;
 }
 

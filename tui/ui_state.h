@@ -57,7 +57,8 @@ struct UiState {
 enum class KeyResult { kUnchanged, kRedraw, kQuit };
 KeyResult handle_key(UiState& state, int key, const ViewModel& model);
 
-// "0,2,4-7": ranks, ascending, without duplicates; kInvalidArgument naming the bad part.
+// The rank list as typed at the dashboard's prompt ("0, 2,4-7"): core/rank_list.h's spelling with
+// spaces and empty items forgiven; kInvalidArgument naming the text.
 StatusOr<std::vector<int>> parse_rank_filter(std::string_view text);
 // Whether `rank` passes the filter.
 bool rank_shown(const UiState& state, int rank);

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "profiler/chrome_export.h"
+#include "core/rank_list.h"
 
 namespace partrain::profiler {
 namespace {
@@ -18,11 +18,6 @@ std::string run_id_at(int64_t unix_ns) {
   char text[32];
   std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &utc);
   return text;
-}
-
-// "rank 3", "ranks 1-3": sorted ranks.
-std::string rank_list_text(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", format_rank_ranges(ranks));
 }
 
 }  // namespace
@@ -45,7 +40,7 @@ std::vector<int> missing_ranks(const std::vector<ImportedRank>& ranks, int world
   }
   if (!missing.empty()) {
     warnings.push_back(fmt::format("{} of {} {} no trace: the imported trace says so",
-                                   rank_list_text(missing), world_size,
+                                   ranks_phrase(missing), world_size,
                                    missing.size() == 1 ? "has" : "have"));
   }
   return missing;
@@ -89,7 +84,7 @@ void fit_rank_clocks(std::vector<ImportedRank>& ranks, std::vector<CollectiveEnd
         "ranks {} are on other hosts than rank {} and no collective that ends together on every "
         "member (all_reduce, all_gather, reduce_scatter, all_to_all, barrier) links them: their "
         "clocks are left as their files give them",
-        rank_list_text(unaligned), ranks.front().rank));
+        ranks_phrase(unaligned), ranks.front().rank));
   }
 }
 
@@ -147,7 +142,7 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
         StatSeverity::kDataLoss,
         fmt::format("{} of the world of {} had no trace file: their events and their part "
                     "of every collective are absent",
-                    rank_list_text(missing_ranks), run.world_size)});
+                    ranks_phrase(missing_ranks), run.world_size)});
   }
   for (int rank : unaligned) {
     writer.append(StatEvent{"import_clock_unaligned", rank, 1, StatSeverity::kDataLoss,

@@ -8,6 +8,7 @@
 
 #include "core/byte_size.h"
 #include "core/duration.h"
+#include "core/rank_list.h"
 #include "profiler/trace_reader/communicator_name.h"
 #include "runner/launch/flight_index.h"
 #include "runner/launch/wait_for_text.h"
@@ -206,10 +207,6 @@ bool is_problem(const CollectiveFinding& f) {
   return f.kind != FindingKind::kMatched || f.unfinished;
 }
 
-std::string ranks_word(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", format_rank_list(ranks));
-}
-
 std::string states_of(const std::vector<std::pair<int, CollectiveEvent>>& issued) {
   std::map<std::string_view, std::vector<int>> by_state;
   for (const auto& [rank, event] : issued) {
@@ -218,7 +215,7 @@ std::string states_of(const std::vector<std::pair<int, CollectiveEvent>>& issued
   std::string text;
   for (const auto& [state, ranks] : by_state) {
     if (!text.empty()) text += ", ";
-    text += fmt::format("{} on {}", state, ranks_word(ranks));
+    text += fmt::format("{} on {}", state, ranks_phrase(ranks));
   }
   return text;
 }
@@ -227,7 +224,7 @@ std::string describe_mismatch(const CollectiveFinding& f) {
   std::string text;
   for (const auto& [what, ranks] : groups_by(f.issued, op_and_size_key)) {
     if (!text.empty()) text += "; ";
-    text += fmt::format("{} issued {}", ranks_word(ranks), what);
+    text += fmt::format("{} issued {}", ranks_phrase(ranks), what);
   }
   return text;
 }
@@ -292,7 +289,7 @@ std::string describe_finding(const CollectiveFinding& f) {
       return fmt::format(
           "{}: missing ranks: {} never issued {} of {} ({}; {} on this "
           "communicator)",
-          where, ranks_word(f.missing), op.op, size_key(op), states_of(f.issued), last);
+          where, ranks_phrase(f.missing), op.op, size_key(op), states_of(f.issued), last);
     }
     case FindingKind::kMatched:
       if (f.unfinished) {
@@ -303,15 +300,16 @@ std::string describe_finding(const CollectiveFinding& f) {
         // transport is to blame.
         std::string cause;
         if (!f.held.empty()) {
-          cause = fmt::format(": held by the process of {}", ranks_word(f.held));
+          cause = fmt::format(": held by the process of {}", ranks_phrase(f.held));
         } else if (f.undumped.empty()) {
           cause = ": the transport failed or stalled";
         }
         return fmt::format("{}: {} of {} issued by {} but not completed ({}){}", where, op.op,
-                           size_key(op), ranks_word(issuers), states_of(f.issued), cause);
+                           size_key(op), ranks_phrase(issuers), states_of(f.issued), cause);
       }
       return fmt::format("{}: {} collective(s) matched on {}, all completed",
-                         profiler::communicator_name(f.comm_id), f.matched, ranks_word(f.members));
+                         profiler::communicator_name(f.comm_id), f.matched,
+                         ranks_phrase(f.members));
   }
   return where;
 }
@@ -402,23 +400,6 @@ FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& given,
   return diagnosis;
 }
 
-std::string format_rank_list(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string text;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!text.empty()) text += ", ";
-    // Two neighbours read better listed than as a range.
-    text += j >= i + 2 ? fmt::format("{}-{}", ranks[i], ranks[j])
-                       : (j == i ? fmt::format("{}", ranks[i])
-                                 : fmt::format("{}, {}", ranks[i], ranks[j]));
-    i = j + 1;
-  }
-  return text;
-}
-
 std::string diagnosis_headline(const FlightDiagnosis& diagnosis) {
   for (const CollectiveFinding& f : diagnosis.findings) {
     if (is_problem(f)) return describe_finding(f);
@@ -495,12 +476,12 @@ std::string diagnosis_statement(const FlightDiagnosis& diagnosis) {
 
 std::string format_flight_diagnosis(const FlightDiagnosis& d) {
   std::string text =
-      fmt::format("partrain: flight recorder: dumps of {}", ranks_word(d.dumped_ranks));
+      fmt::format("partrain: flight recorder: dumps of {}", ranks_phrase(d.dumped_ranks));
   if (!d.watchdog_ranks.empty()) {
-    text += fmt::format("; the collective watchdog fired on {}", ranks_word(d.watchdog_ranks));
+    text += fmt::format("; the collective watchdog fired on {}", ranks_phrase(d.watchdog_ranks));
   }
   if (!d.error_ranks.empty()) {
-    text += fmt::format("; a collective failed on {}", ranks_word(d.error_ranks));
+    text += fmt::format("; a collective failed on {}", ranks_phrase(d.error_ranks));
   }
   text += "\n";
   std::set<int> undumped;
@@ -514,15 +495,16 @@ std::string format_flight_diagnosis(const FlightDiagnosis& d) {
     text += fmt::format(
         "partrain: diagnosis: nothing is known of {} (no dump: on another node, "
         "or killed before it could write one)\n",
-        ranks_word(std::vector<int>(undumped.begin(), undumped.end())));
+        ranks_phrase(std::vector<int>(undumped.begin(), undumped.end())));
   }
   for (const std::string& line : describe_waits(d.waits)) {
     text += fmt::format("partrain: waits: {}\n", line);
   }
   if (!d.waits.deadlocked.empty()) {
-    text += fmt::format("partrain: diagnosis: {} wait on each other, none of them at the root: "
-                        "the ranks issue their collectives in different orders\n",
-                        ranks_word(d.waits.deadlocked));
+    text += fmt::format(
+        "partrain: diagnosis: {} wait on each other, none of them at the root: "
+        "the ranks issue their collectives in different orders\n",
+        ranks_phrase(d.waits.deadlocked));
   }
   if (d.culprit) {
     text += fmt::format("partrain: culprit: rank {} {}\n", *d.culprit, culprit_evidence(d));
@@ -530,7 +512,7 @@ std::string format_flight_diagnosis(const FlightDiagnosis& d) {
     std::vector<int> roots;
     for (const WaitRoot& root : d.waits.roots) roots.push_back(root.rank);
     text += fmt::format("partrain: diagnosis: the waits lead to {}, none alone at the root\n",
-                        ranks_word(roots));
+                        ranks_phrase(roots));
   }
   return text;
 }

@@ -98,7 +98,4 @@ std::string diagnosis_headline(const FlightDiagnosis& diagnosis);
 // `collective_diagnosis` stat.
 std::string diagnosis_statement(const FlightDiagnosis& diagnosis);
 
-// "0-3", "0, 2, 5-7": world ranks, sorted.
-std::string format_rank_list(std::vector<int> ranks);
-
 }  // namespace partrain::launch

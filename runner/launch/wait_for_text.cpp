@@ -9,6 +9,7 @@
 
 #include "core/byte_size.h"
 #include "core/duration.h"
+#include "core/rank_list.h"
 #include "profiler/trace_reader/communicator_name.h"
 #include "runner/launch/flight_diagnosis.h"
 
@@ -16,10 +17,6 @@ namespace partrain::launch {
 namespace {
 
 using profiler::CollectiveEvent;
-
-std::string ranks_word(const std::vector<int>& ranks) {
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", format_rank_list(ranks));
-}
 
 // "all_reduce of 4.00 KiB float"
 std::string op_and_size(const CollectiveEvent& e) {
@@ -140,7 +137,7 @@ std::string evidence(const std::vector<const WaitEdge*>& edges) {
     std::string part;
     const bool transfer = is_p2p(e.op.op);
     const std::string_view counterpart = e.op.op == "send" ? "recv" : "send";
-    const std::string waiters = ranks_word(g.waiters);
+    const std::string waiters = ranks_phrase(g.waiters);
     const std::string_view wait = g.waiters.size() == 1 ? "waits" : "wait";
     switch (e.reason) {
       case WaitReason::kNeverEntered:
@@ -198,7 +195,7 @@ std::string describe_root(const WaitForGraph& graph, const WaitRoot& root) {
   const std::vector<const WaitEdge*> edges = edges_into(graph, root);
   if (!edges.empty()) text += "; " + evidence(edges);
   if (!root.through.empty()) {
-    text += fmt::format("; {} {} on it through others", ranks_word(root.through),
+    text += fmt::format("; {} {} on it through others", ranks_phrase(root.through),
                         root.through.size() == 1 ? "waits" : "wait");
   }
   return text;

@@ -68,7 +68,9 @@ TEST(UiState, SlashFiltersRanks) {
   handle_key(state, '/', model);
   for (char c : std::string("3-1")) handle_key(state, c, model);
   handle_key(state, kKeyEnter, model);
-  EXPECT_NE(state.message.find("'3-1' is not a rank or a range"), std::string::npos);
+  EXPECT_EQ(state.message,
+            "rank filter '3-1': write world ranks separated by commas, A-B for ranks A to B, e.g. "
+            "0,2 or 0-3,6");
 }
 
 TEST(UiState, ZoomAndPanTheTimeline) {

@@ -236,8 +236,8 @@ TEST(WaitForGraph, TheRankWhoseWatchdogEndedItFirstHoldsNobody) {
   FlightDiagnosis d = diagnose_flight_dumps(m.dumps, processes);
   EXPECT_FALSE(d.culprit.has_value()) << format_flight_diagnosis(d);
   EXPECT_TRUE(d.waits.edges.empty()) << format_flight_diagnosis(d);
-  EXPECT_NE(diagnosis_headline(d).find("issued by ranks 0, 2 but not completed (started on ranks "
-                                       "0, 2): the transport failed or stalled"),
+  EXPECT_NE(diagnosis_headline(d).find("issued by ranks 0,2 but not completed (started on ranks "
+                                       "0,2): the transport failed or stalled"),
             std::string::npos)
       << diagnosis_headline(d);
 }
@@ -276,7 +276,7 @@ TEST(WaitForGraph, TwoRootsOfOneKindNameNoCulprit) {
   FlightDiagnosis d = diagnose_flight_dumps(m.dumps);
   EXPECT_FALSE(d.culprit.has_value());
   ASSERT_EQ(d.waits.roots.size(), 2u);
-  EXPECT_NE(format_flight_diagnosis(d).find("partrain: diagnosis: the waits lead to ranks 0, 3, "
+  EXPECT_NE(format_flight_diagnosis(d).find("partrain: diagnosis: the waits lead to ranks 0,3, "
                                             "none alone at the root"),
             std::string::npos)
       << format_flight_diagnosis(d);

@@ -1,0 +1,78 @@
+// The rank-list spelling shared by the flags, the dashboard and every message naming ranks.
+#include "core/rank_list.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace partrain {
+namespace {
+
+// A range's ranks are listed one by one: past this many, a typo (0-99999999) is refused.
+constexpr int64_t kMaxRanks = 1 << 20;
+
+// A non-negative decimal number and nothing else.
+std::optional<int64_t> parse_count(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text.front() == '-' || ec != std::errc() ||
+      end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+void sort_unique(std::vector<int>& ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+}
+
+}  // namespace
+
+StatusOr<std::vector<int>> parse_rank_list(std::string_view text) {
+  std::vector<int> ranks;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const size_t dash = item.find('-');
+    const std::optional<int64_t> first = parse_count(item.substr(0, dash));
+    const std::optional<int64_t> last =
+        dash == std::string_view::npos ? first : parse_count(item.substr(dash + 1));
+    if (!first || !last || *first > *last || *last > std::numeric_limits<int>::max() ||
+        *last - *first >= kMaxRanks - static_cast<int64_t>(ranks.size())) {
+      return invalid_argument(
+          "'{}': write world ranks separated by commas, A-B for ranks A to B, e.g. 0,2 or 0-3,6",
+          text);
+    }
+    for (int64_t rank = *first; rank <= *last; ++rank) ranks.push_back(static_cast<int>(rank));
+    start = comma + 1;
+  }
+  sort_unique(ranks);
+  return ranks;
+}
+
+std::string format_rank_list(std::vector<int> ranks) {
+  sort_unique(ranks);
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!text.empty()) text += ',';
+    // Two neighbours read better listed than as a range.
+    text += j >= i + 2
+                ? fmt::format("{}-{}", ranks[i], ranks[j])
+                : (j == i ? fmt::format("{}", ranks[i]) : fmt::format("{},{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return text;
+}
+
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", format_rank_list(ranks));
+}
+
+}  // namespace partrain
