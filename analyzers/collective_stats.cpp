@@ -38,6 +38,16 @@ struct Accumulator {
 };
 // comm, op, label, size bucket
 using StatsKey = std::tuple<std::string, std::string, std::string, int64_t>;
+// Communicators in counting order ("tp 2" before "tp 10"), then op, label and size bucket.
+struct StatsKeyBefore {
+  bool operator()(const StatsKey& a, const StatsKey& b) const {
+    if (std::get<0>(a) != std::get<0>(b)) {
+      return profiler::communicator_before(std::get<0>(a), std::get<0>(b));
+    }
+    return std::tie(std::get<1>(a), std::get<2>(a), std::get<3>(a)) <
+           std::tie(std::get<1>(b), std::get<2>(b), std::get<3>(b));
+  }
+};
 
 }  // namespace
 
@@ -78,7 +88,7 @@ class StatsCollector {
                     std::vector<int> present);
 
   CollectiveStatsReport report_;
-  std::map<StatsKey, Accumulator> stats_;
+  std::map<StatsKey, Accumulator, StatsKeyBefore> stats_;
   // The entry `at` returned last, within the current communicator.
   Accumulator* last_ = nullptr;
   std::string last_op_;

@@ -76,4 +76,29 @@ std::string communicator_name(std::string_view comm_id) {
   return fmt::format("pp {} {}", axis.color, kPipelineChannels[channel.index]);
 }
 
+bool communicator_before(std::string_view a, std::string_view b) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (!is_digit(a[i]) || !is_digit(b[j])) {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+      continue;
+    }
+    // Two numbers: without leading zeros, the shorter is the smaller, else the first digit
+    // that differs decides.
+    size_t end_a = i, end_b = j;
+    while (end_a < a.size() && is_digit(a[end_a])) ++end_a;
+    while (end_b < b.size() && is_digit(b[end_b])) ++end_b;
+    while (i + 1 < end_a && a[i] == '0') ++i;
+    while (j + 1 < end_b && b[j] == '0') ++j;
+    const std::string_view number_a = a.substr(i, end_a - i), number_b = b.substr(j, end_b - j);
+    if (number_a.size() != number_b.size()) return number_a.size() < number_b.size();
+    if (number_a != number_b) return number_a < number_b;
+    i = end_a, j = end_b;
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
 }  // namespace partrain::profiler

@@ -16,4 +16,10 @@ namespace partrain::profiler {
 // `comm_id` itself.
 std::string communicator_name(std::string_view comm_id);
 
+// The order communicators are listed in: digit runs compared as numbers, so "tp 2"
+// ("world/split0/color2") comes before "tp 10" and "mesh_dp:9" before "mesh_dp:10"; ids that
+// read as the same numbers ("pg:01", "pg:1") in byte order. A strict weak order for sorting
+// and std::map.
+bool communicator_before(std::string_view a, std::string_view b);
+
 }  // namespace partrain::profiler

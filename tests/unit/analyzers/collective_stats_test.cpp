@@ -78,6 +78,19 @@ TEST(CollectiveStatsTest, AllReduceBusbwAndSkewOnFourRanks) {
 // Ops without a recorded size (a Kineto trace profiled without record_shapes) have unknown
 // bytes and bandwidth: "-" and null, with a line saying how to record them, never "0 B" at
 // "0 B/s". A 12-byte broadcast shows 12 B, not its bucket's 8 B.
+// Rows list communicators in counting order: tp 2 before tp 10 (byte order put "color10" first).
+TEST(CollectiveStatsTest, CommunicatorsInCountingOrder) {
+  CollectiveTrace trace("counting");
+  for (const char* comm : {"world/split0/color10", "world/split0/color2"}) {
+    for (int rank = 0; rank < 2; ++rank) trace.add({.rank = rank, .comm = comm, .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 2u);
+  EXPECT_EQ(report->rows[0].comm_id, "world/split0/color2");
+  EXPECT_EQ(report->rows[1].comm_id, "world/split0/color10");
+}
+
 TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
   CollectiveTrace trace("unsized");
   for (int rank = 0; rank < 2; ++rank) {

@@ -1,6 +1,11 @@
 #include "profiler/trace_reader/communicator_name.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 namespace partrain::profiler {
 namespace {
@@ -38,6 +43,29 @@ TEST(CommunicatorName, OtherIdsAreShownAsTheyAre) {
   EXPECT_EQ(communicator_name("world/split0/colorx"), "world/split0/colorx");
   EXPECT_EQ(communicator_name("worlds"), "worlds");
   EXPECT_EQ(communicator_name(""), "");
+}
+
+TEST(CommunicatorBefore, NumbersInIdsCompareAsNumbers) {
+  EXPECT_TRUE(communicator_before("world/split0/color2", "world/split0/color10"));
+  EXPECT_FALSE(communicator_before("world/split0/color10", "world/split0/color2"));
+  EXPECT_TRUE(communicator_before("world/split0/color10", "world/split1/color0"));  // tp before dp
+  EXPECT_TRUE(communicator_before("mesh_dp:9", "mesh_dp:10"));
+  EXPECT_TRUE(communicator_before("default_pg:0", "mesh_dp:0"));
+  EXPECT_TRUE(communicator_before("pg", "pg:0"));
+  EXPECT_FALSE(communicator_before("dp0", "dp0"));
+  // Same numbers, different bytes: still ordered, so a map keeps both.
+  EXPECT_NE(communicator_before("pg:01", "pg:1"), communicator_before("pg:1", "pg:01"));
+}
+
+TEST(CommunicatorBefore, SortsAMeshOfSixteenGroupsInCountingOrder) {
+  std::vector<std::string> ids;
+  for (int color = 15; color >= 0; --color)
+    ids.push_back(fmt::format("world/split0/color{}", color));
+  std::sort(ids.begin(), ids.end(),
+            [](const std::string& a, const std::string& b) { return communicator_before(a, b); });
+  for (int color = 0; color < 16; ++color) {
+    EXPECT_EQ(communicator_name(ids[color]), fmt::format("tp {}", color));
+  }
 }
 
 }  // namespace
