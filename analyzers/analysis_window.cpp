@@ -141,6 +141,7 @@ StatusOr<AnalysisWindow> choose_window(const TraceReader& reader, const WindowOp
   // A traced program that did not say (no WORLD_SIZE): the ranks it recorded, as export says.
   if (window.world_size <= 0) window.world_size = static_cast<int>(present.size());
   ASSIGN_OR_RETURN(window.ranks, select_ranks(present, options.ranks));
+  window.ranks_selected = !options.ranks.empty();
   ASSIGN_OR_RETURN(const std::vector<int64_t> steps, profiler::recorded_steps(reader));
   window.has_steps = !steps.empty();
   if (window.has_steps) RETURN_IF_ERROR(select_steps(steps, options, window));

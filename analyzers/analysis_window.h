@@ -47,6 +47,7 @@ struct AnalysisWindow {
   int64_t last_step = -1;
   int skipped_steps = 0;         // warm-up steps left out (0 when --steps chose the steps)
   bool steps_selected = false;   // the steps came from an explicit selection
+  bool ranks_selected = false;   // --rank chose the ranks
   // The run recorded one step (a hang, a crash early on), which the window keeps although it is
   // the warm-up: what differs between ranks there may be one-off start-up costs.
   bool warm_up_only = false;

@@ -123,7 +123,7 @@ StatusOr<GpuTimelineReport> analyze_gpu_timeline(const profiler::TraceReader& re
 
 std::vector<Finding> gpu_timeline_findings(const GpuTimelineReport&) { return {}; }
 
-std::string format_gpu_timeline(const GpuTimelineReport& report) {
+std::string format_gpu_timeline(const GpuTimelineReport& report, const RankRowOptions& rows) {
   if (report.ranks.empty()) return "";
   auto cell = [](const GpuTimeline& row, int64_t ns) {
     return fmt::format("{:>9} ms {:>6}", format_decimal(ms(ns), 2),
@@ -134,7 +134,18 @@ std::string format_gpu_timeline(const GpuTimelineReport& report) {
       "GPU activity to its last; comm = NCCL kernels)\n";
   out += fmt::format("{:>4}  {:>12}  {:>18}  {:>18}  {:>18}  {:>12}  {:>14}\n", "rank", "span",
                      "compute", "non-compute", "idle", "comm", "comm overlap");
+  std::vector<int> ranks;
+  std::vector<std::vector<double>> figures;
   for (const GpuTimeline& row : report.ranks) {
+    ranks.push_back(row.rank);
+    figures.push_back({static_cast<double>(row.span_ns), static_cast<double>(row.compute_ns),
+                       static_cast<double>(row.non_compute_ns()),
+                       static_cast<double>(row.idle_ns()), static_cast<double>(row.comm_ns),
+                       static_cast<double>(row.overlap_ns)});
+  }
+  std::string left_out;
+  for (size_t i : rank_rows_to_print(ranks, figures, rows, left_out)) {
+    const GpuTimeline& row = report.ranks[i];
     const auto overlap = row.overlap_pct();
     out += fmt::format("{:>4}  {:>9} ms  {}  {}  {}  {:>9} ms  {:>14}\n", row.rank,
                        format_decimal(ms(row.span_ns), 2), cell(row, row.compute_ns),
@@ -142,7 +153,7 @@ std::string format_gpu_timeline(const GpuTimelineReport& report) {
                        format_decimal(ms(row.comm_ns), 2),
                        overlap ? format_percent(*overlap / 100) : std::string("-"));
   }
-  return out;
+  return out + left_out;
 }
 
 nlohmann::json gpu_timeline_json(const GpuTimelineReport& report) {

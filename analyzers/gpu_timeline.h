@@ -14,6 +14,7 @@
 
 #include "analyzers/analysis_window.h"
 #include "analyzers/finding.h"
+#include "analyzers/rank_rows.h"
 #include "core/status.h"
 #include "profiler/trace_event.h"
 #include "profiler/trace_reader/trace_reader.h"
@@ -53,7 +54,7 @@ StatusOr<GpuTimelineReport> analyze_gpu_timeline(const profiler::TraceReader& re
 // None: the rank breakdown's findings judge the same time.
 std::vector<Finding> gpu_timeline_findings(const GpuTimelineReport& report);
 // Empty for a trace without GPU activity.
-std::string format_gpu_timeline(const GpuTimelineReport& report);
+std::string format_gpu_timeline(const GpuTimelineReport& report, const RankRowOptions& rows = {});
 nlohmann::json gpu_timeline_json(const GpuTimelineReport& report);
 
 }  // namespace partrain::analyzers

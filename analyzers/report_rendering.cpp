@@ -4,7 +4,6 @@
 
 #include "analyzers/analysis_report.h"
 #include "core/rank_list.h"
-#include "profiler/chrome_export.h"
 
 namespace partrain::analyzers {
 
@@ -41,11 +40,18 @@ std::string format_report(const AnalysisReport& report) {
   if (!outcome.data_loss.empty()) {
     out = out.substr(0, out.size() - 1) + format_data_loss(outcome.data_loss) + "\n";
   }
+  // A run of many ranks prints the ranks that stand out, and the ones the findings name.
+  RankRowOptions rows{.every_rank = w.ranks_selected};
+  for (const Finding& finding : report.findings) {
+    if (finding.rank) rows.named.insert(*finding.rank);
+  }
   // One section per analysis, in the order analyze_run runs them; GPU time only where there is.
-  out += format_temporal_breakdown(report.ranks) + "\n";
-  if (const std::string gpu = format_gpu_timeline(report.gpu); !gpu.empty()) out += gpu + "\n";
+  out += format_temporal_breakdown(report.ranks, rows) + "\n";
+  if (const std::string gpu = format_gpu_timeline(report.gpu, rows); !gpu.empty()) {
+    out += gpu + "\n";
+  }
   for (const std::string& section :
-       {format_collective_stats(report.collectives), format_stragglers(report.stragglers),
+       {format_collective_stats(report.collectives), format_stragglers(report.stragglers, rows),
         format_pipeline_bubble(report.pipeline), format_memory_vs_estimate(report.memory)}) {
     out += section + "\n";
   }

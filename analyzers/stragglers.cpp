@@ -604,7 +604,7 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
   return {f};
 }
 
-std::string format_stragglers(const StragglerReport& report) {
+std::string format_stragglers(const StragglerReport& report, RankRowOptions rows) {
   std::string out = fmt::format(
       "Arrival at collectives (lateness = start - first member's start; delayed: skew >= {:.0f} "
       "ms)\n",
@@ -613,7 +613,17 @@ std::string format_stragglers(const StragglerReport& report) {
   out += fmt::format("  {:>4} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12} {:>8} {:>8}\n", "rank",
                      "matched", "delayed", "last", "late p50", "late p90", "wait/step",
                      "of step", "of wait");
+  if (report.straggler) rows.named.insert(*report.straggler);
+  std::vector<int> ranks;
+  std::vector<std::vector<double>> figures;
   for (const RankLateness& r : report.ranks) {
+    ranks.push_back(r.rank);
+    figures.push_back({static_cast<double>(r.matched), static_cast<double>(r.delayed), r.last_share,
+                       r.late_p50_ms, r.late_p90_ms, r.wait_per_step_ms});
+  }
+  std::string left_out;
+  for (size_t i : rank_rows_to_print(ranks, figures, rows, left_out)) {
+    const RankLateness& r = report.ranks[i];
     out += fmt::format("  {:>4} {:>8} {:>8} {:>8} {:>9} ms {:>9} ms {:>9} ms {:>8} {:>8}{}\n",
                        r.rank, r.matched, r.delayed, format_percent(r.last_share, 0),
                        format_decimal(r.late_p50_ms, 3), format_decimal(r.late_p90_ms, 3),
@@ -621,6 +631,7 @@ std::string format_stragglers(const StragglerReport& report) {
                        format_percent(r.wait_share),
                        report.straggler == r.rank ? "  <- straggler" : "");
   }
+  out += left_out;
   out += report.stepless ? fmt::format(
                                "  no steps: the window ({} ms) stands for the step in the per-step "
                                "columns\n",

@@ -14,6 +14,7 @@
 #include "analyzers/analysis_window.h"
 #include "analyzers/collective_groups.h"
 #include "analyzers/finding.h"
+#include "analyzers/rank_rows.h"
 #include "core/status.h"
 #include "profiler/trace_reader/trace_reader.h"
 
@@ -114,7 +115,8 @@ StatusOr<StragglerReport> analyze_stragglers(const profiler::TraceReader& reader
 // CPU job's is not, and its straggler's advice names what to look at on a host, not a GPU.
 std::vector<Finding> straggler_findings(const StragglerReport& report,
                                         bool compute_recorded = true);
-std::string format_stragglers(const StragglerReport& report);
+// Every rank, or past kRanksPrintedInFull the ones rank_rows.h picks (the straggler always).
+std::string format_stragglers(const StragglerReport& report, RankRowOptions rows = {});
 nlohmann::json stragglers_json(const StragglerReport& report);
 
 }  // namespace partrain::analyzers

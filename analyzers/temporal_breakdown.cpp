@@ -289,7 +289,7 @@ std::string step_cell(const RankBreakdown& row, double ns) {
 
 }  // namespace
 
-std::string format_temporal_breakdown(const TemporalBreakdown& report) {
+std::string format_temporal_breakdown(const TemporalBreakdown& report, const RankRowOptions& rows) {
   // Without any compute recorded, what is not communication is unknown: compute, its overlap,
   // the exposed communication and the idle time read '-', not 0 ms and 75% idle.
   const bool known = compute_recorded(report);
@@ -301,7 +301,18 @@ std::string format_temporal_breakdown(const TemporalBreakdown& report) {
                      "rank", "step median", "step p90", "compute", "comm", "overlap",
                      "exposed comm", "memcpy", "idle");
   const std::string unknown = fmt::format("{:>18}", "-");
+  std::vector<int> ranks;
+  std::vector<std::vector<double>> figures;
   for (const RankBreakdown& row : report.ranks) {
+    ranks.push_back(row.rank);
+    figures.push_back({row.step_times.median_ns, row.step_times.p90_ns,
+                       static_cast<double>(row.compute_ns), static_cast<double>(row.comm_ns),
+                       static_cast<double>(row.exposed_comm_ns()),
+                       static_cast<double>(row.memcpy_ns), static_cast<double>(row.idle_ns())});
+  }
+  std::string left_out;
+  for (size_t i : rank_rows_to_print(ranks, figures, rows, left_out)) {
+    const RankBreakdown& row = report.ranks[i];
     const auto overlap = known ? row.overlap_pct() : std::nullopt;
     out +=
         fmt::format("{:>4}  {}  {}  {}  {}  {:>7}  {}  {}  {}\n", row.rank,
@@ -311,6 +322,7 @@ std::string format_temporal_breakdown(const TemporalBreakdown& report) {
                     known ? cell(row, row.exposed_comm_ns()) : unknown, cell(row, row.memcpy_ns),
                     known ? cell(row, row.idle_ns()) : unknown);
   }
+  out += left_out;
   if (!known && !report.ranks.empty()) {
     out +=
         "  compute: none recorded (a program's host work partrain does not see: see the "

@@ -13,6 +13,7 @@
 #include "analyzers/analysis_window.h"
 #include "analyzers/finding.h"
 #include "analyzers/rank_breakdown.h"
+#include "analyzers/rank_rows.h"
 #include "core/status.h"
 #include "profiler/trace_reader/trace_reader.h"
 
@@ -34,7 +35,9 @@ Severity exposed_communication_severity(double share);
 bool compute_recorded(const TemporalBreakdown& report);
 // "exposed_communication", "idle", "compute_imbalance".
 std::vector<Finding> temporal_findings(const TemporalBreakdown& report);
-std::string format_temporal_breakdown(const TemporalBreakdown& report);
+// Every rank, or past kRanksPrintedInFull the ones rank_rows.h picks.
+std::string format_temporal_breakdown(const TemporalBreakdown& report,
+                                      const RankRowOptions& rows = {});
 // The "ranks" array of `partrain analyze --json`.
 nlohmann::json temporal_breakdown_json(const TemporalBreakdown& report);
 

@@ -422,5 +422,43 @@ TEST_F(TemporalBreakdownTest, TextAndJsonCarryTheSameNumbers) {
   EXPECT_DOUBLE_EQ(sum, 100.0);
 }
 
+// 40 ranks, rank 17 computing 9 of each 10 ms step where the others compute 5: the report's text
+// prints rank 17 and the rank nearest the median, not the other 38, and says so; with --rank
+// choosing all 40 it prints each.
+TEST_F(TemporalBreakdownTest, ManyRanksPrintTheOnesThatStandOut) {
+  constexpr int kRanks = 40;
+  std::vector<TraceEvent> events;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (TraceEvent& e : three_steps(rank)) events.push_back(std::move(e));
+    for (int64_t step = 1; step < 3; ++step) {
+      const double start = 10.0 * static_cast<double>(step);
+      events.push_back(slice(rank, SC::kCompute, start, start + (rank == 17 ? 9 : 5), step));
+    }
+  }
+  auto trace = write_trace(std::move(events), kRanks);
+  auto window = choose_window(trace.db, {});
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  auto report = analyze_run(trace.db, *window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  std::string text = format_report(*report);
+  const std::string table = text.substr(text.find("Time per rank"));
+  EXPECT_NE(table.find("\n  17 "), std::string::npos) << table;
+  EXPECT_NE(table.find("\n   0 "), std::string::npos) << table;  // nearest the median
+  EXPECT_EQ(table.find("\n   5 "), std::string::npos) << table;
+  EXPECT_NE(table.find("... 38 of 40 ranks not printed: each within 5% of the median"),
+            std::string::npos)
+      << table;
+
+  std::vector<int> all(kRanks);
+  for (int rank = 0; rank < kRanks; ++rank) all[rank] = rank;
+  window = choose_window(trace.db, select_ranks(all));
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  report = analyze_run(trace.db, *window);
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  text = format_report(*report);
+  EXPECT_NE(text.find("\n   5 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("ranks not printed"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace partrain::analyzers
