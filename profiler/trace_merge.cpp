@@ -210,19 +210,6 @@ void warn_single_input(const MergeInput& input, const fs::path& output) {
             output.string());
 }
 
-// The temporary output beside the real one; removed (with its side files) unless kept.
-struct TemporaryTrace {
-  fs::path path;
-  bool keep = false;
-  ~TemporaryTrace() {
-    if (keep) return;
-    std::error_code ignored;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal", "-writer"}) {
-      fs::remove(path.string() + suffix, ignored);
-    }
-  }
-};
-
 // "file:" URI of a path, so ATTACH can ask for mode=ro (RFC 3986 percent-encoding).
 std::string read_only_uri(const fs::path& path) {
   std::string uri = "file:";
@@ -577,16 +564,16 @@ StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
   RETURN_IF_ERROR(check_inputs(files));
   if (files.size() == 1) warn_single_input(files.front(), output);
 
-  TemporaryTrace temporary{fs::absolute(output).concat(fmt::format(".merge-{}.tmp", getpid()))};
-  ASSIGN_OR_RETURN(SqliteDb db, create_output(temporary.path));
+  TemporaryTrace temporary(output, "merge");
+  ASSIGN_OR_RETURN(SqliteDb db, create_output(temporary.path()));
   CopyCounts counts;
   for (const MergeInput& input : files) RETURN_IF_ERROR(copy_input(db, input, counts));
   RunRow run = merged_run(files);
   RETURN_IF_ERROR(write_run_and_meta(db, run, files));
   if (counts.lost_strings > 0) RETURN_IF_ERROR(record_lost_strings(db, counts.lost_strings));
-  Status finished = finish_output(std::move(db), temporary.path, output);
+  Status finished = finish_output(std::move(db), temporary.path(), output);
   if (!finished.is_ok()) return finished.with_context(fmt::format("writing {}", output.string()));
-  temporary.keep = true;  // renamed into place
+  temporary.keep();  // renamed into place
 
   TraceMergeSummary summary;
   summary.run_id = run.run_id;

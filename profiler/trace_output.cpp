@@ -1,10 +1,17 @@
 #include "profiler/trace_output.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/output_path.h"
 #include "profiler/trace_open.h"
@@ -62,6 +69,77 @@ Status rename_trace_into_place(const fs::path& temporary, const fs::path& output
   }
   const fs::path dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
   return sync_path(dir, O_RDONLY | O_DIRECTORY);
+}
+
+namespace {
+
+// A trace's file and its companions: SQLite's journal, WAL and shared memory, the writer's lock
+// and disk reserve.
+constexpr std::array<const char*, 6> kTraceFileSuffixes = {"",         "-wal",    "-shm",
+                                                           "-journal", "-writer", "-reserve"};
+
+std::vector<std::string> trace_files(const fs::path& path) {
+  std::vector<std::string> files;
+  for (const char* suffix : kTraceFileSuffixes) {
+    files.push_back(path.string() + suffix);
+  }
+  return files;
+}
+
+// The pid in "<output name>.import-<pid>.tmp..." or ".merge-", else nullopt.
+std::optional<pid_t> temporary_owner(std::string_view name, std::string_view output_name) {
+  if (!name.starts_with(output_name) || name.size() <= output_name.size() ||
+      name[output_name.size()] != '.') {
+    return std::nullopt;
+  }
+  name.remove_prefix(output_name.size() + 1);
+  for (std::string_view verb : {"import-", "merge-"}) {
+    if (!name.starts_with(verb)) continue;
+    name.remove_prefix(verb.size());
+    pid_t pid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || pid <= 0) return std::nullopt;
+    const std::string_view rest(end, name.data() + name.size() - end);
+    for (const char* suffix : kTraceFileSuffixes) {
+      if (rest == fmt::format(".tmp{}", suffix)) return pid;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Removes the temporary files beside `output` whose process is gone (or is this one: a killed
+// run that had this pid before).
+void remove_abandoned_temporaries(const fs::path& output) {
+  const fs::path dir = output.parent_path();
+  const std::string output_name = output.filename().string();
+  std::error_code ec;
+  std::vector<fs::path> abandoned;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::optional<pid_t> pid = temporary_owner(it->path().filename().string(), output_name);
+    if (!pid) continue;
+    const bool gone = *pid == ::getpid() || (::kill(*pid, 0) != 0 && errno == ESRCH);
+    if (gone && it->symlink_status(ec).type() == fs::file_type::regular) {
+      abandoned.push_back(it->path());
+    }
+  }
+  for (const fs::path& path : abandoned) fs::remove(path, ec);
+}
+
+}  // namespace
+
+TemporaryTrace::TemporaryTrace(const fs::path& output, std::string_view verb) {
+  const fs::path absolute = fs::absolute(output);
+  remove_abandoned_temporaries(absolute);
+  path_ = fs::path(absolute).concat(fmt::format(".{}-{}.tmp", verb, ::getpid()));
+  on_signal_.emplace(trace_files(path_));
+}
+
+TemporaryTrace::~TemporaryTrace() {
+  on_signal_.reset();
+  if (keep_) return;
+  std::error_code ignored;
+  for (const std::string& file : trace_files(path_)) fs::remove(file, ignored);
 }
 
 }  // namespace partrain::profiler

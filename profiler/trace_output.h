@@ -5,8 +5,10 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
+#include "core/remove_on_signal.h"
 #include "core/status.h"
 
 namespace partrain::profiler {
@@ -24,5 +26,27 @@ Status sync_path(const std::filesystem::path& path, int flags);
 // replaced output (-wal, -shm) are removed first, or the next reader would replay them into it.
 Status rename_trace_into_place(const std::filesystem::path& temporary,
                                const std::filesystem::path& output);
+
+// The file a command writes before renaming it into place: `<output>.<verb>-<pid>.tmp` beside
+// the output. Its files (with SQLite's and the trace writer's companions) are removed when this
+// goes without keep(), and when a signal stops the command meanwhile (core/remove_on_signal.h):
+// a failed or Ctrl-C'd import or merge leaves nothing behind. Making one removes what a killed
+// one (SIGKILL, a crash) left beside the same output: the `<output>.import-<pid>.tmp*` and
+// `.merge-` files of processes that are gone.
+class TemporaryTrace {
+ public:
+  TemporaryTrace(const std::filesystem::path& output, std::string_view verb);
+  ~TemporaryTrace();
+  TemporaryTrace(const TemporaryTrace&) = delete;
+  TemporaryTrace& operator=(const TemporaryTrace&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  void keep() { keep_ = true; }  // it was renamed into place
+
+ private:
+  std::filesystem::path path_;
+  bool keep_ = false;
+  std::optional<RemoveOnSignal> on_signal_;
+};
 
 }  // namespace partrain::profiler

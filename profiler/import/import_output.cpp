@@ -1,23 +1,12 @@
 #include "profiler/import/import_output.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include "core/output_path.h"
 #include "profiler/trace_output.h"
 
 namespace partrain::profiler {
 namespace fs = std::filesystem;
-namespace {
-
-void remove_trace_files(const fs::path& path) {
-  std::error_code ignored;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal", "-writer", "-reserve"}) {
-    fs::remove(path.string() + suffix, ignored);
-  }
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<ImportOutput>> ImportOutput::create(const fs::path& given_output,
                                                              bool overwrite) {
@@ -26,36 +15,32 @@ StatusOr<std::unique_ptr<ImportOutput>> ImportOutput::create(const fs::path& giv
   std::unique_ptr<ImportOutput> out(new ImportOutput());
   out->output_ = output;
   out->directory_ = fs::absolute(output).parent_path();
-  out->temporary_ = fs::absolute(output).concat(fmt::format(".import-{}.tmp", ::getpid()));
-  remove_trace_files(out->temporary_);  // a leftover of a killed import with this pid
+  out->temporary_.emplace(output, "import");
   TraceWriterOptions options;
   options.overwrite = true;
-  auto writer = TraceWriter::create(out->temporary_, options);
+  auto writer = TraceWriter::create(out->temporary_->path(), options);
   if (!writer.is_ok()) {
-    return failed("cannot create {}: {}", out->temporary_.string(), writer.status().message());
+    return failed("cannot create {}: {}", out->temporary_->path().string(),
+                  writer.status().message());
   }
   out->writer_ = std::move(writer).value();
   return out;
 }
 
-ImportOutput::~ImportOutput() {
-  if (finished_) return;
-  writer_.reset();
-  remove_trace_files(temporary_);
-}
+ImportOutput::~ImportOutput() = default;
 
 Status ImportOutput::finish(int64_t end_ns) {
   RETURN_IF_ERROR(writer_->set_run_status(RunStatus::kCompleted, std::nullopt, end_ns));
   if (writer_->write_errors() > 0 || !writer_->stop_reason().empty()) {
-    return failed("writing {} failed: {}", temporary_.string(),
+    return failed("writing {} failed: {}", temporary_->path().string(),
                   writer_->stop_reason().empty()
                       ? fmt::format("{} events could not be stored", writer_->write_errors())
                       : writer_->stop_reason());
   }
   writer_.reset();  // commits, builds the indexes, settles the file into one
-  RETURN_IF_ERROR(sync_path(temporary_, O_RDONLY));
-  RETURN_IF_ERROR(rename_trace_into_place(temporary_, output_));
-  finished_ = true;
+  RETURN_IF_ERROR(sync_path(temporary_->path(), O_RDONLY));
+  RETURN_IF_ERROR(rename_trace_into_place(temporary_->path(), output_));
+  temporary_->keep();
   return Status::ok();
 }
 

@@ -1,7 +1,8 @@
 // The trace file an import creates: written under a temporary name beside the output
-// (`<output>.import-<pid>.tmp`) through a TraceWriter, and renamed into place only once complete,
-// so a failed or interrupted import never leaves a file that looks like a finished trace (a
-// killed one can leave the temporary behind, never a partial output). The output rules are
+// (`<output>.import-<pid>.tmp`, profiler/trace_output.h's TemporaryTrace) through a TraceWriter,
+// and renamed into place only once complete, so a failed or interrupted import never leaves a
+// file that looks like a finished trace, nor its temporary (a killed one's is removed by the
+// next import or merge of the same output). The output rules are
 // those of `partrain merge`: an existing file is replaced only when asked, never a live trace,
 // a directory or a device, and through a symbolic link the file it names is replaced.
 #pragma once
@@ -9,10 +10,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "core/status.h"
 #include "profiler/import/trace_import.h"
+#include "profiler/trace_output.h"
 #include "profiler/trace_writer.h"
 
 namespace partrain::profiler {
@@ -23,7 +26,7 @@ class ImportOutput {
   // directory or device, or whose directory does not exist; kFailed when it cannot be created.
   static StatusOr<std::unique_ptr<ImportOutput>> create(const std::filesystem::path& output,
                                                         bool overwrite);
-  // Removes the temporary file unless finish() succeeded.
+  // The temporary files go unless finish() succeeded.
   ~ImportOutput();
   ImportOutput(const ImportOutput&) = delete;
   ImportOutput& operator=(const ImportOutput&) = delete;
@@ -39,9 +42,8 @@ class ImportOutput {
   ImportOutput() = default;
   std::filesystem::path output_;
   std::filesystem::path directory_;
-  std::filesystem::path temporary_;
-  std::unique_ptr<TraceWriter> writer_;
-  bool finished_ = false;
+  std::optional<TemporaryTrace> temporary_;
+  std::unique_ptr<TraceWriter> writer_;  // after temporary_: closed before its files go
 };
 
 // Runs an importer so that an exception (a bug: bad input is a Status) ends as a Status (exit 1)

@@ -1,7 +1,13 @@
 #include "profiler/import/import_output.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <stdexcept>
 
 #include "tests/support/scratch_dir.h"
@@ -41,6 +47,58 @@ TEST(ImportOutput, AnImporterThatThrowsFailsWithAStatusAndLeavesNothingBehind) {
             "importing the Kineto traces stopped on an internal error (map::at): nothing was "
             "written; please report it with the traces");
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{});
+}
+
+// A Ctrl-C (SIGINT) or SIGTERM while an import writes removes its temporary files and ends the
+// import by that signal (the shell's 130 / 143); before, they stayed beside the output.
+TEST(ImportOutput, AnImportStoppedBySignalLeavesNothingBehind) {
+  for (int signal_number : {SIGINT, SIGTERM}) {
+    ScratchDir dir;
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto output = ImportOutput::create(dir.path() / "out.db", false);
+      if (!output.is_ok()) _exit(3);
+      (*output)->writer().append(StatEvent{"import_test", -1, 1, StatSeverity::kInfo, "a row"});
+      if (files_in(dir.path()).empty()) _exit(4);
+      raise(signal_number);
+      _exit(5);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), signal_number);
+    EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{}) << signal_number;
+  }
+}
+
+// What a SIGKILLed import or merge left beside the output is removed by the next one; a
+// temporary whose process still runs (pid 1), another output's, and other files stay.
+TEST(ImportOutput, AKilledImportsLeftoversAreRemovedByTheNext) {
+  ScratchDir dir;
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  auto touch = [&](const std::string& name) { std::ofstream(dir.path() / name) << "x"; };
+  for (const char* suffix : {"", "-wal", "-shm", "-writer", "-reserve"}) {
+    touch(fmt::format("out.db.import-{}.tmp{}", gone, suffix));
+  }
+  touch(fmt::format("out.db.merge-{}.tmp", gone));
+  touch("out.db.import-1.tmp");
+  touch(fmt::format("other.db.import-{}.tmp", gone));
+  touch(fmt::format("out.db.import-{}.tmpfile-of-mine", gone));
+  touch("notes.txt");
+
+  auto output = ImportOutput::create(dir.path() / "out.db", false);
+  ASSERT_TRUE(output.is_ok()) << output.status().message();
+  output->reset();
+  std::vector<std::string> left = files_in(dir.path());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left,
+            (std::vector<std::string>{
+                "notes.txt", "other.db.import-" + std::to_string(gone) + ".tmp",
+                "out.db.import-1.tmp", fmt::format("out.db.import-{}.tmpfile-of-mine", gone)}));
 }
 
 }  // namespace
