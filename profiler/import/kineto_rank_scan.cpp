@@ -37,6 +37,23 @@ std::string copy_name(std::string_view kineto_name) {
   return kind.empty() ? std::string("memcpy") : fmt::format("memcpy {}", kind);
 }
 
+// cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernelEx, hipLaunchKernel, cudaGraphLaunch...
+bool is_launch(const KinetoEvent& e) {
+  return (e.category == "cuda_runtime" || e.category == "cuda_driver") &&
+         e.name.find("Launch") != std::string::npos;
+}
+
+// The categories of host events: the rest, with a stream, are some device's activity.
+bool is_host_category(std::string_view cat) {
+  return cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||
+         cat == "Trace" || cat == "gpu_user_annotation" || cat.ends_with("_runtime") ||
+         cat.ends_with("_driver") || cat.empty();
+}
+
+bool is_cuda_device_category(std::string_view cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync";
+}
+
 bool wants_args(const KinetoEvent& e) {
   switch (e.phase) {
     case 'M':
@@ -45,11 +62,8 @@ bool wants_args(const KinetoEvent& e) {
     case 'i':
       return e.name == "[memory]";
     case 'X':
-      if (e.category == "kernel" || e.category == "gpu_memcpy" || e.category == "gpu_memset" ||
-          e.category == "cuda_sync") {
-        return true;
-      }
-      return e.name.starts_with("c10d::") || e.name == "record_param_comms" ||
+      if (is_cuda_device_category(e.category) || !is_host_category(e.category)) return true;
+      return is_launch(e) || e.name.starts_with("c10d::") || e.name == "record_param_comms" ||
              e.name.starts_with("gloo:") || e.category.empty() || e.name.empty();
     default:
       return false;
@@ -62,6 +76,17 @@ class RankScanner {
       : shift_ns_(shift_ns), step_marker_(steps), spool_(spool) {}
 
   KinetoRankScan& result() { return scan_; }
+  const std::vector<KernelLaunch>& launches() const { return launches_; }
+
+  // Once the file is read: whether its last step (two or more) holds no host event.
+  bool last_step_empty() const {
+    if (scan_.steps.size() < 2 || !any_host_event_) return false;
+    const StepSpan& last = *std::max_element(
+        scan_.steps.begin(), scan_.steps.end(),
+        [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+    return std::none_of(host_starts_.begin(), host_starts_.end(),
+                        [&](int64_t ts) { return ts >= last.start_ns && ts <= last.end_ns; });
+  }
   const Status& error() const { return error_; }
 
   bool on_event(KinetoEvent& e) {
@@ -102,6 +127,12 @@ class RankScanner {
   bool on_duration(const KinetoEvent& e) {
     const std::string& cat = e.category;
     if (cat == "Trace" || cat == "gpu_user_annotation") return false;  // Kineto's own spans
+    if (!is_host_category(cat) && !is_cuda_device_category(cat) && e.args.is_object() &&
+        e.args.contains("stream")) {
+      // HTA's rule: an event with a stream is device work. Not CUDA's: not read as host time.
+      ++scan_.foreign_device_events[cat];
+      return false;
+    }
     if (cat == "kernel") return on_kernel(e);
     if (cat == "gpu_memcpy" || cat == "gpu_memset") return on_transfer(e);
     if (cat == "cuda_sync") {
@@ -113,7 +144,9 @@ class RankScanner {
       return spool(slice);
     }
     SliceCategory category = SliceCategory::kPhase;
-    if (cat == "user_annotation") {
+    if (is_launch(e)) {
+      if (auto launch = kernel_launch_of(e)) launches_.push_back(std::move(*launch));
+    } else if (cat == "user_annotation") {
       if (auto step = step_marker_.step_of(e.name)) {
         scan_.steps.push_back({*step, *e.ts_ns, *e.ts_ns + *e.dur_ns});
         if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
@@ -132,6 +165,11 @@ class RankScanner {
         category = SliceCategory::kCompute;
       }
       if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
+    }
+    if (category == SliceCategory::kStep) {
+      on_step_start(*e.ts_ns);
+    } else {
+      on_host_event(*e.ts_ns);
     }
     SliceEvent slice =
         slice_of(e, TrackKind::kCpuThread, kineto_thread_key(e.pid, e.tid), category);
@@ -206,6 +244,18 @@ class RankScanner {
     return any;
   }
 
+  // Host events are kept (their start) only from the latest step's start on: no earlier one can
+  // be in the last step. Kineto writes the host events mostly in time order, so few are kept.
+  void on_host_event(int64_t ts_ns) {
+    any_host_event_ = true;
+    if (ts_ns >= latest_step_start_ns_) host_starts_.push_back(ts_ns);
+  }
+  void on_step_start(int64_t ts_ns) {
+    if (ts_ns <= latest_step_start_ns_) return;
+    latest_step_start_ns_ = ts_ns;
+    std::erase_if(host_starts_, [&](int64_t t) { return t < ts_ns; });
+  }
+
   SliceEvent slice_of(const KinetoEvent& e, TrackKind kind, std::string track,
                       SliceCategory category) const {
     SliceEvent s;
@@ -229,6 +279,11 @@ class RankScanner {
   StepMarker& step_marker_;
   EventSpool& spool_;
   KinetoRankScan scan_;
+  // Every kernel launch until the file is read: only those of NCCL kernels are kept.
+  std::vector<KernelLaunch> launches_;
+  int64_t latest_step_start_ns_ = INT64_MIN;
+  std::vector<int64_t> host_starts_;  // of host events from latest_step_start_ns_ on
+  bool any_host_event_ = false;
   Status error_;
 };
 
@@ -243,11 +298,6 @@ int KinetoRankScan::main_device() const {
       ->first;
 }
 
-std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid) {
-  return fmt::format("{}/{}", pid.is_text ? pid.text : std::to_string(pid.number),
-                     tid.is_text ? tid.text : std::to_string(tid.number));
-}
-
 StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, StepMarker& steps,
                                           EventSpool& spool) {
   RankScanner scanner(shift_ns, steps, spool);
@@ -259,6 +309,9 @@ StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, Step
   if (!header.is_ok()) return header.status();
   std::sort(scanner.result().steps.begin(), scanner.result().steps.end(),
             [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+  place_launches(scanner.result().collectives.nccl_kernels, scanner.launches());
+  scanner.result().collectives.gpu_rank = scanner.result().has_kernels();
+  scanner.result().last_step_empty = scanner.last_step_empty();
   scanner.result().exporter = header->exporter;
   scanner.result().kineto_metadata = header->schema_version.has_value() ||
                                      header->distributed.has_value() || header->base_time_ns != 0;
