@@ -1,7 +1,9 @@
 #include "profiler/import/kineto_rank_scan.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/interval_union.h"
 #include "profiler/import/torch_collectives.h"
 
 namespace partrain::profiler {
@@ -145,7 +147,7 @@ class RankScanner {
     }
     SliceCategory category = SliceCategory::kPhase;
     if (is_launch(e)) {
-      if (auto launch = kernel_launch_of(e)) launches_.push_back(std::move(*launch));
+      on_launch(e);
     } else if (cat == "user_annotation") {
       if (auto step = step_marker_.step_of(e.name)) {
         scan_.steps.push_back({*step, *e.ts_ns, *e.ts_ns + *e.dur_ns});
@@ -156,8 +158,10 @@ class RankScanner {
       }
     } else if (cat == "cpu_op") {
       if (auto record = comms_record_of(e)) {
+        note_collective_op(record->thread, record->start_ns, record->end_ns);
         scan_.collectives.comms_records.push_back(std::move(*record));
       } else if (auto call = c10d_call_of(e)) {
+        note_collective_op(call->thread, call->start_ns, call->end_ns);
         scan_.collectives.c10d_calls.push_back(*call);
       } else if (e.name != "record_param_comms" && !e.name.starts_with("c10d::")) {
         // ATen ops: the compute of a CPU rank (the second pass makes them phases on a GPU rank,
@@ -244,6 +248,22 @@ class RankScanner {
     return any;
   }
 
+  // A launch is kept only inside a collective op already read on its thread (c10d launches
+  // NCCL's kernels within its op, and Kineto writes its host ops before the runtime's events), so
+  // memory holds the collectives' launches, not every kernel's.
+  void note_collective_op(const std::string& thread, int64_t start_ns, int64_t end_ns) {
+    CollectiveOpSpans& ops = collective_ops_by_thread_[thread];
+    ops.spans.emplace_back(start_ns, end_ns);
+    ops.merged = false;
+  }
+  void on_launch(const KinetoEvent& e) {
+    auto launch = kernel_launch_of(e);
+    if (!launch) return;
+    auto it = collective_ops_by_thread_.find(launch->thread);
+    if (it == collective_ops_by_thread_.end() || !it->second.contain(launch->ts_ns)) return;
+    launches_.push_back(std::move(*launch));
+  }
+
   // Host events are kept (their start) only from the latest step's start on: no earlier one can
   // be in the last step. Kineto writes the host events mostly in time order, so few are kept.
   void on_host_event(int64_t ts_ns) {
@@ -279,8 +299,24 @@ class RankScanner {
   StepMarker& step_marker_;
   EventSpool& spool_;
   KinetoRankScan scan_;
-  // Every kernel launch until the file is read: only those of NCCL kernels are kept.
+  // The launches inside collective ops, until the file is read: those of NCCL kernels are kept.
   std::vector<KernelLaunch> launches_;
+  // The spans of one thread's collective ops, merged into disjoint ones when asked.
+  struct CollectiveOpSpans {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    bool merged = true;
+    bool contain(int64_t ts_ns) {
+      if (!merged) merge();
+      auto after = std::upper_bound(spans.begin(), spans.end(),
+                                    std::pair(ts_ns, std::numeric_limits<int64_t>::max()));
+      return after != spans.begin() && std::prev(after)->second >= ts_ns;
+    }
+    void merge() {
+      merge_intervals(spans);
+      merged = true;
+    }
+  };
+  std::map<std::string, CollectiveOpSpans> collective_ops_by_thread_;
   int64_t latest_step_start_ns_ = INT64_MIN;
   std::vector<int64_t> host_starts_;  // of host events from latest_step_start_ns_ on
   bool any_host_event_ = false;
