@@ -276,8 +276,7 @@ TEST(KinetoCollectives, InAWorldOfOneGroupsOfTheSameRankLeaveNothingUnmatched) {
 // annotation, around the cudaLaunchKernel of the kernel's correlation id; the kernel carries
 // that correlation id as its External id, which is no op's. It had been stored without its
 // kernel, timed by the 0.18 ms enqueue: 6.10 TB/s on an A100.
-void old_kineto_nccl_all_gather(KinetoFixture& f, double issue_us, int64_t correlation,
-                                double kernel_us, double kernel_dur_us) {
+void old_kineto_host_ops(KinetoFixture& f, double issue_us) {
   f.backend("nccl");
   f.event("cpu_op", "c10d::_allgather_base_", f.pid(), issue_us, 176.0,
           R"({"External id": 71476, "Input Dims": [[268435456], [134217728], [], [], []],
@@ -287,6 +286,10 @@ void old_kineto_nccl_all_gather(KinetoFixture& f, double issue_us, int64_t corre
               "Input type": ["float", "Scalar", "Scalar", "Scalar", "", "", ""]})");
   f.event("user_annotation", "nccl:_all_gather_base", f.pid(), issue_us + 10, 150.0,
           R"({"External id": 71478, "Input Dims": [[134217728]], "Input type": ["float"]})");
+}
+
+void old_kineto_launch(KinetoFixture& f, double issue_us, int64_t correlation, double kernel_us,
+                       double kernel_dur_us) {
   f.event("cuda_runtime", "cudaLaunchKernel", f.pid(), issue_us + 100, 13.0,
           fmt::format(R"({{"External id": {0}, "cbid": 211, "correlation": {0}}})", correlation));
   f.raw_event(fmt::format(
@@ -294,6 +297,12 @@ void old_kineto_nccl_all_gather(KinetoFixture& f, double issue_us, int64_t corre
            "pid": 0, "tid": 84, "ts": {:.3f}, "dur": {:.3f}, "args": {{"External id": {}, "device": 0,
            "stream": 84, "correlation": {}}}}})j",
       kernel_us, kernel_dur_us, correlation, correlation));
+}
+
+void old_kineto_nccl_all_gather(KinetoFixture& f, double issue_us, int64_t correlation,
+                                double kernel_us, double kernel_dur_us) {
+  old_kineto_host_ops(f, issue_us);
+  old_kineto_launch(f, issue_us, correlation, kernel_us, kernel_dur_us);
 }
 
 TEST(KinetoCollectives, AnOldKinetoNcclKernelIsLinkedThroughItsLaunch) {
@@ -312,6 +321,24 @@ TEST(KinetoCollectives, AnOldKinetoNcclKernelIsLinkedThroughItsLaunch) {
   EXPECT_EQ(trace.number("SELECT count(*) FROM stats WHERE name = "
                          "'import_collectives_without_kernel'"),
             0);
+}
+
+// Kineto writes the host ops first and the runtime's events after them: each launch still finds
+// the op around it (the import keeps only launches inside an op already read).
+TEST(KinetoCollectives, LaunchesWrittenAfterEveryHostOpFindTheirOps) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks = world_of(2);
+  for (int r = 0; r < 2; ++r) {
+    old_kineto_host_ops(ranks[r], 1000.0);
+    old_kineto_host_ops(ranks[r], 100'000.0);
+    old_kineto_launch(ranks[r], 1000.0, 500 + r, 2000.0, 40'000.0 + r);
+    old_kineto_launch(ranks[r], 100'000.0, 600 + r, 101'000.0, 50'000.0 + r);
+  }
+  ASSERT_NO_FATAL_FAILURE(import_all_matched(dir, ranks));
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT rank, seq, (gpu_end_ns - gpu_start_ns) / 1000 FROM collectives "
+                       "ORDER BY rank, seq"),
+            "0|0|40000\n0|1|50000\n1|0|40001\n1|1|50001\n");
 }
 
 // A GPU rank (it ran a GEMM) whose trace holds record_param_comms but no NCCL kernel: its host
