@@ -14,6 +14,7 @@
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/sample_quantiles.h"
+#include "core/interval_union.h"
 #include "core/number_format.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -71,18 +72,7 @@ class WaitIntervals {
  private:
   static constexpr size_t kCompactAt = 1 << 16;
   // Sorted and merged: no two intervals overlap.
-  void compact() {
-    std::sort(intervals_.begin(), intervals_.end());
-    size_t merged = 0;
-    for (const auto& interval : intervals_) {
-      if (merged > 0 && interval.first <= intervals_[merged - 1].second) {
-        intervals_[merged - 1].second = std::max(intervals_[merged - 1].second, interval.second);
-      } else {
-        intervals_[merged++] = interval;
-      }
-    }
-    intervals_.resize(merged);
-  }
+  void compact() { merge_intervals(intervals_); }
   std::vector<std::pair<int64_t, int64_t>> intervals_;
 };
 

@@ -30,7 +30,16 @@ class Replay {
       for (size_t g = 0; g < groups.size(); ++g) {
         if (holds(groups[g], rank)) mine.push_back(static_cast<int>(g));
       }
-      for (GroupAssignment& a : out_[rank]) a.candidates = mine;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        GroupAssignment& a = out_[rank][i];
+        for (int g : mine) {
+          if (ops[i].group_size == 0 ||
+              ops[i].group_size == static_cast<int>(groups[g].ranks.size())) {
+            a.candidates.push_back(g);
+          }
+        }
+        if (a.candidates.empty() && !mine.empty()) a.reason = UnmatchedReason::kNoGroupOfItsSize;
+      }
     }
     for (const ProcessGroupConfig& group : groups) {
       std::vector<int> traced;
@@ -110,7 +119,9 @@ class Replay {
   void skip_groupless() {
     for (auto& [rank, cursor] : cursor_) {
       while (cursor < out_[rank].size() && out_[rank][cursor].candidates.empty()) {
-        out_[rank][cursor].reason = UnmatchedReason::kNoGroup;
+        if (out_[rank][cursor].reason == UnmatchedReason::kMatched) {
+          out_[rank][cursor].reason = UnmatchedReason::kNoGroup;
+        }
         ++cursor;
       }
     }
@@ -126,7 +137,8 @@ class Replay {
       for (size_t k = 0; all && k < members.size(); ++k) {
         const IssuedCollective* op = at_cursor(members[k]);
         all = op != nullptr && same_kind(*first, *op) &&
-              (op->hinted_group < 0 || op->hinted_group == static_cast<int>(g));
+              (op->hinted_group < 0 || op->hinted_group == static_cast<int>(g)) &&
+              (op->group_size == 0 || op->group_size == static_cast<int>(groups_[g].ranks.size()));
       }
       if (all) ready.push_back(static_cast<int>(g));
     }

@@ -33,14 +33,16 @@ struct IssuedCollective {
   std::string_view dtype;  // empty when not known
   int root = -1;           // rooted ops: the root's rank within the group, as c10d takes it
   int hinted_group = -1;   // the group the op must be in, when other evidence says; -1: none
+  int group_size = 0;      // the group's size when the op's buffers say (all_gather); 0: not known
 };
 
 enum class UnmatchedReason {
   kMatched,
-  kNoGroup,      // no listed group holds this rank
-  kSameMembers,  // groups with the same ranks were both ready: which one ran it is unknown
-  kAmbiguous,    // groups that share ranks were ready at once
-  kOutOfStep,    // the members' collectives stop lining up (or follow an ambiguous one)
+  kNoGroup,           // no listed group holds this rank
+  kNoGroupOfItsSize,  // the op's buffers give a group size no listed group of this rank has
+  kSameMembers,       // groups with the same ranks were both ready: which one ran it is unknown
+  kAmbiguous,         // groups that share ranks were ready at once
+  kOutOfStep,         // the members' collectives stop lining up (or follow an ambiguous one)
 };
 
 struct GroupAssignment {

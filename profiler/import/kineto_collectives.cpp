@@ -148,9 +148,11 @@ class Assembler {
     std::map<int, std::vector<IssuedCollective>> issued;
     std::map<int, std::vector<PairedCall>> gloo_calls;
     for (auto& [rank, e] : evidence) {
+      if (e.gpu_rank) gpu_ranks_.insert(rank);
       if (!e.comms_records.empty()) {
         from_comms_records(rank, e);
       } else if (!e.c10d_calls.empty()) {
+        c10d_kernels_.emplace(rank, KernelIndex(e.nccl_kernels));
         gloo_calls[rank] = pair_with_transfers(e);
         const std::map<int64_t, int> group_of_thread = worker_thread_groups(e);
         for (const PairedCall& call : gloo_calls[rank]) {
@@ -165,6 +167,8 @@ class Assembler {
       }
     }
     if (!gloo_calls.empty()) from_gloo_calls(gloo_calls, infer_groups(issued));
+    // The kernel indexes point into `evidence`, which dies here.
+    c10d_kernels_.clear();
     type_from_members();
     for (auto& [rank, records] : out_.by_rank) {
       std::sort(records.begin(), records.end(),
@@ -186,29 +190,78 @@ class Assembler {
     return nullptr;
   }
 
+  // When an op's NCCL kernels ran (a coalesced op launches several: their union).
+  struct DeviceSpan {
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+  };
+
   // The NCCL kernels of one rank, found by the group and sequence number they carry, else by
-  // the External id of the op that launched them.
+  // their launches inside the op on its thread, else by the External id of the op that launched
+  // them (older Kineto gives a kernel its correlation id as External id: no op's).
   class KernelIndex {
    public:
     explicit KernelIndex(const std::vector<NcclKernelSpan>& kernels) {
       for (const NcclKernelSpan& k : kernels) {
         if (k.seq) by_seq_.emplace(std::pair(k.group_name, *k.seq), &k);
-        if (k.external_id >= 0) by_external_id_.emplace(k.external_id, &k);
+        if (k.external_id >= 0 && k.external_id != k.correlation) {
+          by_external_id_.emplace(k.external_id, &k);
+        }
+        if (!k.launch_thread.empty()) by_launch_[k.launch_thread].emplace_back(k.launch_ns, &k);
       }
+      for (auto& [thread, launches] : by_launch_) std::sort(launches.begin(), launches.end());
     }
-    const NcclKernelSpan* of(const CommsRecord& r) const {
+    std::optional<DeviceSpan> of(const CommsRecord& r) const {
       if (r.seq) {
         auto it = by_seq_.find({r.group_name, *r.seq});
-        if (it != by_seq_.end()) return it->second;
+        if (it != by_seq_.end()) return DeviceSpan{it->second->start_ns, it->second->end_ns};
       }
+      if (auto span = launched_within(r.thread, r.start_ns, r.end_ns)) return span;
       auto it = by_external_id_.find(r.external_id);
-      return r.external_id >= 0 && it != by_external_id_.end() ? it->second : nullptr;
+      if (r.external_id < 0 || it == by_external_id_.end()) return std::nullopt;
+      return DeviceSpan{it->second->start_ns, it->second->end_ns};
+    }
+    std::optional<DeviceSpan> of(const C10dCall& call) const {
+      return launched_within(call.thread, call.start_ns, call.end_ns);
     }
 
    private:
+    std::optional<DeviceSpan> launched_within(const std::string& thread, int64_t start_ns,
+                                              int64_t end_ns) const {
+      auto it = by_launch_.find(thread);
+      if (it == by_launch_.end()) return std::nullopt;
+      const auto& launches = it->second;
+      std::optional<DeviceSpan> span;
+      for (auto l = std::lower_bound(launches.begin(), launches.end(),
+                                     std::pair<int64_t, const NcclKernelSpan*>(start_ns, nullptr));
+           l != launches.end() && l->first <= end_ns; ++l) {
+        const NcclKernelSpan& k = *l->second;
+        span = span ? DeviceSpan{std::min(span->start_ns, k.start_ns),
+                                 std::max(span->end_ns, k.end_ns)}
+                    : DeviceSpan{k.start_ns, k.end_ns};
+      }
+      return span;
+    }
+
     std::map<std::pair<std::string, uint64_t>, const NcclKernelSpan*> by_seq_;
     std::map<int64_t, const NcclKernelSpan*> by_external_id_;
+    std::map<std::string, std::vector<std::pair<int64_t, const NcclKernelSpan*>>> by_launch_;
   };
+
+  // A collective's device span where its kernels are in the trace. On a GPU rank without them
+  // its host span is only the enqueue (c10d returns once the kernel is queued): recorded as
+  // enqueued, so no time or bandwidth is read from it, and counted. An op of 0 bytes launches no
+  // kernel (NCCL returns at once) and moves nothing to measure.
+  void set_device_span(CollectiveRecord& record, int rank, std::optional<DeviceSpan> span,
+                       bool transferred) {
+    if (span) {
+      record.gpu_start_ns = span->start_ns;
+      record.gpu_end_ns = span->end_ns;
+    } else if (!transferred && record.event.bytes > 0 && gpu_ranks_.contains(rank)) {
+      record.event.state = CollectiveState::kEnqueued;
+      ++out_.without_kernel[rank];
+    }
+  }
 
   // `issued_before`: the rank's collectives on this group so far (the sequence number when c10d
   // gave none).
@@ -249,12 +302,10 @@ class Assembler {
     std::map<std::string, uint64_t> issued_on;  // collectives per group so far
     for (const CommsRecord& r : e.comms_records) {
       CollectiveRecord record = record_of(rank, r, issued_on[r.group_name]++);
-      if (const NcclKernelSpan* kernel = kernels.of(r)) {
-        record.gpu_start_ns = kernel->start_ns;
-        record.gpu_end_ns = kernel->end_ns;
-        if (ends_together(record.event.op)) {
-          out_.ends.push_back({record.event.comm_id, record.event.seq, rank, kernel->end_ns});
-        }
+      const std::optional<DeviceSpan> span = kernels.of(r);
+      set_device_span(record, rank, span, /*transferred=*/false);
+      if (span && ends_together(record.event.op)) {
+        out_.ends.push_back({record.event.comm_id, record.event.seq, rank, span->end_ns});
       }
       out_.by_rank[rank].push_back(std::move(record));
     }
@@ -307,8 +358,12 @@ class Assembler {
   }
 
   static IssuedCollective issued_of(const PairedCall& paired) {
-    return IssuedCollective{paired.call.op, paired.call.count, paired.call.dtype,
-                            paired.call.group_peer};
+    return IssuedCollective{paired.call.op,
+                            paired.call.count,
+                            paired.call.dtype,
+                            paired.call.group_peer,
+                            -1,
+                            group_size_of_buffers(paired.call)};
   }
 
   CollectiveRecord record_of(int rank, const PairedCall& paired) const {
@@ -395,8 +450,12 @@ class Assembler {
       size_t next_collective = 0;
       std::map<std::string, int64_t> unmatched_by_reason;
       uint64_t unmatched_seq = 0;
+      std::map<std::string, uint64_t> alike_seq;  // per communicator of alike groups
+      const KernelIndex& kernels = c10d_kernels_.at(rank);
       for (const PairedCall& paired : rank_calls) {
         CollectiveRecord record = record_of(rank, paired);
+        // NCCL's (older Kineto: no record_param_comms args): its kernels launched inside the op.
+        const std::optional<DeviceSpan> span = kernels.of(paired.call);
         std::string unmatched;
         if (is_p2p_op(paired.call.op)) {
           unmatched = place_p2p(record, rank, paired.call.group_peer);
@@ -405,11 +464,21 @@ class Assembler {
           if (a.group >= 0) {
             set_group(record, rank, groups_[a.group], paired.call.group_peer);
             record.event.seq = a.seq;
-            if (paired.transfer != nullptr && ends_together(record.event.op)) {
-              out_.ends.push_back({record.event.comm_id, a.seq, rank, paired.transfer->end_ns});
+            if ((span || paired.transfer != nullptr) && ends_together(record.event.op)) {
+              out_.ends.push_back({record.event.comm_id, a.seq, rank,
+                                   span ? span->end_ns : paired.transfer->end_ns});
             }
+          } else if (only_this_rank(a.candidates, rank)) {
+            // Groups of this rank alone (a world of 1): which of them ran it changes nothing,
+            // as no other rank takes part. Numbered on a communicator naming them all.
+            const ProcessGroupConfig& group = groups_[a.candidates.front()];
+            set_group(record, rank, group, paired.call.group_peer);
+            std::vector<std::string> names;
+            for (int g : a.candidates) names.push_back(groups_[g].name);
+            record.event.comm_id = fmt::format("pg:{}", fmt::join(names, "|"));
+            record.event.seq = alike_seq[record.event.comm_id]++;
           } else {
-            unmatched = why_unmatched(a, rank);
+            unmatched = why_unmatched(a, rank, group_size_of_buffers(paired.call));
             record.event.group_size = common_size(a.candidates);
             if (record.event.group_size == 0) {
               record.event.group_size = group_size_of_buffers(paired.call);
@@ -417,6 +486,7 @@ class Assembler {
           }
         }
         set_size(record.event, paired.call);
+        set_device_span(record, rank, span, paired.transfer != nullptr);
         if (dtype_bytes(record.event.dtype) == 0) {
           untyped_.push_back({rank, out_.by_rank[rank].size(), paired.call});
         }
@@ -499,19 +569,32 @@ class Assembler {
     }
   }
 
+  bool only_this_rank(const std::vector<int>& candidates, int rank) const {
+    return !candidates.empty() && std::all_of(candidates.begin(), candidates.end(), [&](int g) {
+      return groups_[g].ranks == std::vector<int>{rank};
+    });
+  }
+
   int common_size(const std::vector<int>& candidates) const {
     std::set<size_t> sizes;
     for (int g : candidates) sizes.insert(groups_[g].ranks.size());
     return sizes.size() == 1 ? static_cast<int>(*sizes.begin()) : 0;
   }
 
-  std::string why_unmatched(const GroupAssignment& a, int rank) const {
+  // `buffers_group_size`: the group size the op's buffers give (0: they do not).
+  std::string why_unmatched(const GroupAssignment& a, int rank, int buffers_group_size) const {
     std::vector<std::string> names;
     for (int g : a.candidates) names.push_back(describe_group(groups_[g]));
     const std::string groups = fmt::format("{}", fmt::join(names, " or "));
     switch (a.reason) {
       case UnmatchedReason::kNoGroup:
         return fmt::format("no process group listed in distributedInfo holds rank {}", rank);
+      case UnmatchedReason::kNoGroupOfItsSize:
+        return fmt::format(
+            "its buffers say a group of {} ranks, and no process group of rank {} listed in "
+            "distributedInfo (the world's alone when it lists none, as before torch 2.2) has "
+            "that many",
+            buffers_group_size, rank);
       case UnmatchedReason::kSameMembers:
         return fmt::format(
             "process groups {} hold the same ranks and each had this collective "
@@ -539,6 +622,8 @@ class Assembler {
   };
 
   const std::vector<ProcessGroupConfig>& groups_;
+  std::set<int> gpu_ranks_;
+  std::map<int, KernelIndex> c10d_kernels_;  // while the c10d ops are assembled
   P2pNumbering p2p_;
   std::vector<Untyped> untyped_;
   ImportedCollectives out_;
@@ -551,6 +636,7 @@ std::optional<C10dCall> c10d_call_of(const KinetoEvent& event) {
   if (!op || !event.ts_ns) return std::nullopt;
   C10dCall call;
   call.op = *op;
+  call.thread = kineto_thread_key(event.pid, event.tid);
   call.start_ns = *event.ts_ns;
   call.end_ns = end_of(event);
   const size_t buffer = buffer_argument(event.name);
@@ -620,6 +706,7 @@ std::optional<CommsRecord> comms_record_of(const KinetoEvent& event) {
   r.peer = static_cast<int>(int_arg(event, r.op == "send" ? "Dst Rank" : "Src Rank").value_or(-1));
   if (auto seq = int_arg(event, "Seq"); seq && *seq >= 0) r.seq = static_cast<uint64_t>(*seq);
   r.external_id = int_arg(event, "External id").value_or(-1);
+  r.thread = kineto_thread_key(event.pid, event.tid);
   r.start_ns = *event.ts_ns;
   r.end_ns = end_of(event);
   return r;
@@ -634,9 +721,31 @@ std::optional<NcclKernelSpan> nccl_kernel_of(const KinetoEvent& event) {
   k.group_name = string_arg(event, "Process Group Name");
   if (auto seq = int_arg(event, "Seq"); seq && *seq >= 0) k.seq = static_cast<uint64_t>(*seq);
   k.external_id = int_arg(event, "External id").value_or(-1);
+  k.correlation = int_arg(event, "correlation").value_or(-1);
   k.start_ns = *event.ts_ns;
   k.end_ns = end_of(event);
   return k;
+}
+
+std::optional<KernelLaunch> kernel_launch_of(const KinetoEvent& event) {
+  auto correlation = int_arg(event, "correlation");
+  if (!correlation || *correlation < 0 || !event.ts_ns) return std::nullopt;
+  return KernelLaunch{*correlation, kineto_thread_key(event.pid, event.tid), *event.ts_ns};
+}
+
+void place_launches(std::vector<NcclKernelSpan>& kernels,
+                    const std::vector<KernelLaunch>& launches) {
+  std::map<int64_t, NcclKernelSpan*> by_correlation;
+  for (NcclKernelSpan& k : kernels) {
+    if (k.correlation >= 0) by_correlation.emplace(k.correlation, &k);
+  }
+  if (by_correlation.empty()) return;
+  for (const KernelLaunch& launch : launches) {
+    auto it = by_correlation.find(launch.correlation);
+    if (it == by_correlation.end()) continue;
+    it->second->launch_thread = launch.thread;
+    it->second->launch_ns = launch.ts_ns;
+  }
 }
 
 ImportedCollectives assemble_collectives(const std::vector<ProcessGroupConfig>& groups,

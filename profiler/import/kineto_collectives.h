@@ -35,6 +35,7 @@ struct C10dCall {
   uint64_t output_elements = 0;
   std::string_view dtype;  // empty when its tensors are a list (the annotation says)
   int group_peer = -1;     // root of a rooted op, peer of send/recv: a rank of the group
+  std::string thread;      // kineto_thread_key: where the kernels it launched were launched from
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };
@@ -66,17 +67,32 @@ struct CommsRecord {
   int peer = -1;            // send/recv: "Dst Rank"/"Src Rank"
   std::optional<uint64_t> seq;
   int64_t external_id = -1;
+  std::string thread;  // kineto_thread_key
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };
 
-// An NCCL kernel: its device-side span, and whatever ties it to its record_param_comms.
+// An NCCL kernel: its device-side span, and whatever ties it to its record_param_comms or c10d
+// op: the group and sequence number (newer Kineto), the op's External id, or else the host
+// thread and time of its launch (the cudaLaunchKernel* event of the kernel's correlation id,
+// which c10d calls inside the op: how older Kineto traces tie them, and HTA's rule).
 struct NcclKernelSpan {
   std::string group_name;
   std::optional<uint64_t> seq;
   int64_t external_id = -1;
+  int64_t correlation = -1;
+  std::string launch_thread;  // kineto_thread_key; empty: its launch is not in the trace
+  int64_t launch_ns = -1;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+};
+
+// A host runtime event with a correlation id (cudaLaunchKernel, cudaLaunchKernelExC,
+// cuLaunchKernel, hipLaunchKernel, ...): read only to place the launch of an NCCL kernel.
+struct KernelLaunch {
+  int64_t correlation = -1;
+  std::string thread;  // kineto_thread_key
+  int64_t ts_ns = 0;
 };
 
 struct RankCollectiveEvidence {
@@ -87,7 +103,16 @@ struct RankCollectiveEvidence {
   std::vector<GlooTransfer> gloo_transfers;
   std::vector<CommsRecord> comms_records;
   std::vector<NcclKernelSpan> nccl_kernels;
+  // The rank ran GPU kernels: a collective whose kernel the trace does not show has only its
+  // host enqueue span, which is no measure of the transfer.
+  bool gpu_rank = false;
 };
+
+// Gives each kernel the thread and time of its launch, from the launches of the same rank.
+void place_launches(std::vector<NcclKernelSpan>& kernels,
+                    const std::vector<KernelLaunch>& launches);
+// Reading a launch out of a cuda_runtime / cuda_driver event (nullopt: no correlation id).
+std::optional<KernelLaunch> kernel_launch_of(const KinetoEvent& event);
 
 // Reading the evidence out of an event's args (nullopt: not one of those events).
 std::optional<C10dCall> c10d_call_of(const KinetoEvent& event);
@@ -99,6 +124,8 @@ struct ImportedCollectives {
   std::map<int, std::vector<CollectiveRecord>> by_rank;  // times on each file's own clock
   std::vector<CollectiveEnd> ends;                       // for clock alignment
   std::vector<UnmatchedCollectives> unmatched;
+  // Per GPU rank: collectives whose kernel is not in the trace (recorded as enqueued: no time).
+  std::map<int, int64_t> without_kernel;
 };
 
 ImportedCollectives assemble_collectives(const std::vector<ProcessGroupConfig>& groups,

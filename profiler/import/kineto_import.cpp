@@ -32,14 +32,15 @@ Status unreadable(const fs::path& path, std::string_view why) {
   return make_status(StatusCode::kUnreadable, "{}: {}", path.string(), why);
 }
 
-// The metadata before traceEvents (where Kineto writes it); the whole file when distributedInfo
-// comes after the events (other writers) and it is needed.
+// The metadata before traceEvents (where Kineto writes it); the whole file when what is needed
+// was not there: distributedInfo after the events (other writers), baseTimeNanoseconds after
+// them (Kineto of the ROCm, Triton and MTIA traces HTA tests with), which every time hangs on.
 StatusOr<KinetoHeader> read_header(const fs::path& path, bool need_rank) {
   ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
   KinetoReadCallbacks stop_at_events;
   stop_at_events.on_events_begin = [](const KinetoHeader&) { return false; };
   ASSIGN_OR_RETURN(KinetoHeader header, read_kineto_trace(*text, stop_at_events));
-  if (header.has_trace_events && !header.distributed && need_rank) {
+  if (header.has_trace_events && ((!header.distributed && need_rank) || !header.has_base_time)) {
     ASSIGN_OR_RETURN(text, GzipText::open(path));
     KinetoReadCallbacks skip_events;
     skip_events.wants_args = [](const KinetoEvent&) { return false; };
@@ -113,8 +114,42 @@ StatusOr<std::vector<KinetoFile>> one_cycle(std::vector<KinetoFile> files,
   return chosen;
 }
 
+// The world's size when distributedInfo gives none ({"rank": 0}, HTA's test traces): the
+// largest rank + 1, as HTA takes it (one file: a world of its rank + 1), said in `notes` when it
+// is a guess beyond one rank. Files that give it must agree.
+Status settle_world_size(std::vector<KinetoFile>& files, std::vector<std::string>& notes) {
+  const KinetoFile* given = nullptr;
+  int largest_rank = 0;
+  for (const KinetoFile& file : files) {
+    largest_rank = std::max(largest_rank, file.rank);
+    if (file.world_size < 0) continue;
+    if (given != nullptr && file.world_size != given->world_size) {
+      return unreadable(file.path,
+                        fmt::format("says the world has {} ranks, but {} says {}: these files "
+                                    "are not of one run",
+                                    file.world_size, given->path.string(), given->world_size));
+    }
+    given = &file;
+  }
+  if (given != nullptr && largest_rank >= given->world_size) {
+    return unreadable(given->path, fmt::format("says the world has {} ranks, but another file is "
+                                               "rank {}: these files are not of one run",
+                                               given->world_size, largest_rank));
+  }
+  const int world = given != nullptr ? given->world_size : largest_rank + 1;
+  if (given == nullptr && world > 1) {
+    notes.push_back(fmt::format(
+        "distributedInfo gives no world_size: the world is taken as {} ranks (the largest rank "
+        "+ 1, as HTA takes it)",
+        world));
+  }
+  for (KinetoFile& file : files) file.world_size = world;
+  return Status::ok();
+}
+
 StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inputs,
-                                               std::optional<int> cycle) {
+                                               std::optional<int> cycle,
+                                               std::vector<std::string>& notes) {
   std::vector<KinetoFile> files;
   for (const fs::path& path : inputs) {
     ASSIGN_OR_RETURN(KinetoHeader header, read_header(path, inputs.size() > 1));
@@ -138,19 +173,20 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
                         "writes it when torch.distributed is initialised before the "
                         "profile); import files of one distributed run, one per rank");
     }
+    if (file.rank < 0) {
+      // distributedInfo without a rank ({"backend": "nccl"}): alone, the file is rank 0, as a
+      // file without distributedInfo is.
+      if (inputs.size() > 1) {
+        return unreadable(path,
+                          "has a distributedInfo without a rank, so its rank is unknown among "
+                          "several files; import it alone (it is then rank 0), or give files "
+                          "whose distributedInfo names their rank");
+      }
+      file.rank = 0;
+    }
     files.push_back(std::move(file));
   }
-  for (size_t i = 0; i < files.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (files[i].world_size != files[j].world_size) {
-        return unreadable(
-            files[i].path,
-            fmt::format("says the world has {} ranks, but {} says {}: these files "
-                        "are not of one run",
-                        files[i].world_size, files[j].path.string(), files[j].world_size));
-      }
-    }
-  }
+  RETURN_IF_ERROR(settle_world_size(files, notes));
   ASSIGN_OR_RETURN(files, one_cycle(std::move(files), cycle));
   std::sort(files.begin(), files.end(),
             [](const KinetoFile& a, const KinetoFile& b) { return a.rank < b.rank; });
@@ -158,8 +194,11 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
 }
 
 // Every rank's pg_config lists the groups created (new_group is called on all ranks); their
-// union by name, in the order met.
-std::vector<ProcessGroupConfig> process_groups(const std::vector<KinetoFile>& files) {
+// union by name, in the order met. A trace without pg_config (torch before 2.2) still had the
+// default group, "0", of every rank: implied, so a collective whose members are the world's
+// matches on it.
+std::vector<ProcessGroupConfig> process_groups(const std::vector<KinetoFile>& files,
+                                               int world_size) {
   std::vector<ProcessGroupConfig> groups;
   for (const KinetoFile& file : files) {
     if (!file.header.distributed) continue;
@@ -167,6 +206,11 @@ std::vector<ProcessGroupConfig> process_groups(const std::vector<KinetoFile>& fi
       auto same = [&](const ProcessGroupConfig& known) { return known.name == g.name; };
       if (std::none_of(groups.begin(), groups.end(), same)) groups.push_back(g);
     }
+  }
+  if (groups.empty()) {
+    ProcessGroupConfig world{"0", "default_pg", {}};
+    for (int r = 0; r < world_size; ++r) world.ranks.push_back(r);
+    groups.push_back(std::move(world));
   }
   return groups;
 }
@@ -236,6 +280,8 @@ std::string backend_of(const std::vector<KinetoFile>& files) {
 // evidence, and the events' extent on the reference file's clock.
 struct ScannedFiles {
   std::vector<ImportedRank> ranks;
+  std::map<int, int64_t> empty_last_steps;                              // rank -> the step left out
+  std::map<int, std::map<std::string, int64_t>> foreign_device_events;  // rank -> by category
   std::vector<ScannedRank> spooled;  // one per rank, in the same order
   std::map<int, RankCollectiveEvidence> evidence;
   int64_t first_ns = INT64_MAX;
@@ -288,6 +334,18 @@ Status check_scanned(const fs::path& path, const KinetoRankScan& scan) {
   return Status::ok();
 }
 
+// torch.profiler's last ProfilerStep when no host event starts in it (KinetoRankScan): the step the
+// last `prof.step()` opened, cut where the profiler stopped (HTA leaves the last step out). Kept as
+// a slice, not as a step, so the default window (warm-up skipped) does not land on it. Returns its
+// number when dropped.
+std::optional<int64_t> drop_empty_last_step(ImportedRank& rank, const KinetoRankScan& scan) {
+  if (!scan.last_step_empty || rank.steps.empty()) return std::nullopt;
+  const StepSpan& last = rank.steps.back();
+  const int64_t step = last.step;
+  rank.steps.pop_back();
+  return step;
+}
+
 StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::string_view marker,
                                   const fs::path& spool_dir, const TraceImportOptions& options) {
   ScannedFiles out;
@@ -308,10 +366,18 @@ StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::str
     std::error_code error;
     out.input_bytes += fs::file_size(file.path, error);
     out.skipped += scan.skipped;
+    if (!scan.foreign_device_events.empty()) {
+      out.foreign_device_events[file.rank] = scan.foreign_device_events;
+    }
     out.negative_durations += scan.negative_durations;
     out.first_ns = std::min(out.first_ns, scan.first_ns);
     out.last_ns = std::max(out.last_ns, scan.last_ns);
     out.ranks.push_back(rank_of(file, reference_base, scan));
+    if (marker == kDefaultStepMarker) {
+      if (auto dropped = drop_empty_last_step(out.ranks.back(), scan)) {
+        out.empty_last_steps[file.rank] = *dropped;
+      }
+    }
     RankCollectiveEvidence& evidence = out.evidence[file.rank];
     evidence = std::move(scan.collectives);
     scan.collectives = {};
@@ -379,6 +445,37 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run, Scan
   summary.collectives = append_collectives(writer, scanned.ranks, collectives.by_rank);
   summary.events += summary.collectives;
   summary.unmatched_collectives = append_unmatched(writer, collectives.unmatched, summary.warnings);
+  for (const auto& [rank, count] : collectives.without_kernel) {
+    const std::string what = fmt::format(
+        "collectives of a GPU rank with no NCCL kernel in the trace: their host span is only the "
+        "enqueue, so they are kept as enqueued, with no time or bandwidth");
+    writer.append(
+        StatEvent{"import_collectives_without_kernel", rank, count, StatSeverity::kDataLoss, what});
+    summary.warnings.push_back(fmt::format("rank {}: {} {}", rank, count, what));
+  }
+  for (const auto& [rank, by_category] : scanned.foreign_device_events) {
+    int64_t total = 0;
+    std::vector<std::string> kinds;
+    for (const auto& [category, count] : by_category) {
+      total += count;
+      kinds.push_back(fmt::format("{} {}", count, category));
+    }
+    const std::string what = fmt::format(
+        "device events of an accelerator partrain does not import ({}: work on its streams, "
+        "not CUDA's) were left out: the rank's device work is missing, so its GPU figures and "
+        "idle time do not count it",
+        fmt::join(kinds, ", "));
+    writer.append(
+        StatEvent{"import_foreign_device_events", rank, total, StatSeverity::kDataLoss, what});
+    summary.warnings.push_back(fmt::format("rank {}: {} {}", rank, total, what));
+  }
+  for (const auto& [rank, step] : scanned.empty_last_steps) {
+    writer.append(StatEvent{
+        "import_empty_last_step", rank, 1, StatSeverity::kInfo,
+        fmt::format("ProfilerStep#{}, the last, holds nothing: the step torch.profiler's last "
+                    "step() opened, cut where the profiler stopped; kept as a slice, not a step",
+                    step)});
+  }
   if (summary.skipped_events > 0) {
     writer.append(StatEvent{"import_skipped_events", -1, summary.skipped_events,
                             StatSeverity::kInfo,
@@ -393,11 +490,14 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
   const std::string_view marker =
       options.step_marker.empty() ? kDefaultStepMarker : std::string_view(options.step_marker);
   RETURN_IF_ERROR(StepMarker::compile(marker).status());
-  ASSIGN_OR_RETURN(std::vector<KinetoFile> files, read_headers(options.inputs, options.cycle));
+  std::vector<std::string> notes;
+  ASSIGN_OR_RETURN(std::vector<KinetoFile> files,
+                   read_headers(options.inputs, options.cycle, notes));
   ASSIGN_OR_RETURN(std::unique_ptr<ImportOutput> output,
                    ImportOutput::create(options.output, options.overwrite));
   ASSIGN_OR_RETURN(ScannedFiles scanned, scan_files(files, marker, output->directory(), options));
   TraceImportSummary summary;
+  summary.warnings = std::move(notes);
   summary.world_size = files.front().world_size;
   summary.input_bytes = scanned.input_bytes;
   summary.skipped_events = scanned.skipped;
@@ -416,7 +516,7 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
   }
   warn_if_not_one_run(scanned.ranks, scanned.spooled, summary.warnings);
   ImportedCollectives collectives =
-      assemble_collectives(process_groups(files), std::move(scanned.evidence));
+      assemble_collectives(process_groups(files, summary.world_size), std::move(scanned.evidence));
   fit_rank_clocks(scanned.ranks, std::move(collectives.ends), summary.warnings);
   summary.missing_ranks = missing_ranks(scanned.ranks, summary.world_size, summary.warnings);
 

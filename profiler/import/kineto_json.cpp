@@ -220,6 +220,7 @@ class KinetoSax : public nlohmann::json_sax<Json> {
       header_.schema_version = v.get<int64_t>();
     } else if (k == "baseTimeNanoseconds" && v.is_number_integer()) {
       header_.base_time_ns = v.get<int64_t>();
+      header_.has_base_time = true;
     } else if (k == "host_name" && v.is_string()) {
       header_.host_name = v.get<std::string>();
     } else if (k == "traceName" && v.is_string()) {
@@ -268,6 +269,11 @@ std::optional<int> as_int(const Json& v) {
 }
 
 }  // namespace
+
+std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid) {
+  return fmt::format("{}/{}", pid.is_text ? pid.text : std::to_string(pid.number),
+                     tid.is_text ? tid.text : std::to_string(tid.number));
+}
 
 std::optional<std::vector<int>> kineto_rank_list(const Json& value) {
   Json list = value;
@@ -330,22 +336,30 @@ StatusOr<KinetoDistributedInfo> parse_distributed_info(const Json& info) {
   if (auto it = info.find("backend"); it != info.end() && it->is_string()) {
     out.backend = it->get<std::string>();
   }
-  auto rank = info.contains("rank") ? as_int(info.at("rank")) : std::nullopt;
-  auto world = info.contains("world_size") ? as_int(info.at("world_size")) : std::nullopt;
-  if (!rank || *rank < 0) {
+  // A rank or world_size that is not there is -1 (the importer decides, as HTA does); one that
+  // is there must read.
+  auto field = [&](const char* key, int least) -> std::optional<int> {
+    if (!info.contains(key)) return -1;
+    auto v = as_int(info.at(key));
+    return v && *v >= least ? v : std::optional<int>();
+  };
+  const std::optional<int> rank = field("rank", 0);
+  const std::optional<int> world = field("world_size", 1);
+  if (!rank) {
     return make_status(StatusCode::kUnreadable,
                        "distributedInfo has no rank (a non-negative integer)");
   }
-  if (!world || *world <= 0) {
+  if (!world) {
     return make_status(StatusCode::kUnreadable,
                        "distributedInfo has no world_size (a positive integer)");
   }
-  if (*rank >= *world) {
-    return make_status(StatusCode::kUnreadable,
-                       "distributedInfo says rank {} of a world of {} ranks", *rank, *world);
-  }
   out.rank = *rank;
   out.world_size = *world;
+  if (out.rank >= 0 && out.world_size > 0 && out.rank >= out.world_size) {
+    return make_status(StatusCode::kUnreadable,
+                       "distributedInfo says rank {} of a world of {} ranks", out.rank,
+                       out.world_size);
+  }
   if (auto it = info.find("pg_config"); it != info.end() && it->is_array()) {
     for (const Json& pg : *it) {
       if (!pg.is_object()) continue;

@@ -27,6 +27,10 @@ struct KinetoId {
   bool operator==(const KinetoId&) const = default;
 };
 
+// "pid/tid": one host thread of a file (the key spooled slices carry in SliceEvent::track until
+// the second pass names it, and what ties a kernel's launch to the op around it).
+std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid);
+
 struct KinetoEvent {
   char phase = 0;  // 'X' duration, 'i' instant, 'M' metadata, 'C' counter, 's'/'f' flows
   std::string category;
@@ -47,8 +51,8 @@ struct ProcessGroupConfig {
 
 struct KinetoDistributedInfo {
   std::string backend;  // "gloo", "nccl", ...
-  int rank = -1;
-  int world_size = -1;
+  int rank = -1;        // -1: not given (a trace of distributedInfo {"backend": "nccl"})
+  int world_size = -1;  // -1: not given (HTA's test traces: {"rank": 0})
   std::vector<ProcessGroupConfig> groups;
 };
 
@@ -58,6 +62,7 @@ struct KinetoHeader {
   std::optional<int64_t> schema_version;
   std::optional<KinetoDistributedInfo> distributed;
   int64_t base_time_ns = 0;  // baseTimeNanoseconds: Unix ns that ts 0 stands for
+  bool has_base_time = false;  // it was read (0 without it: ts are then the file's own)
   std::string host_name;
   std::string trace_name;
   // The malformed distributedInfo's problem ("rank is not an integer"), empty when it reads well.
@@ -74,7 +79,8 @@ std::optional<int64_t> microseconds_text_to_ns(std::string_view text);
 // short ("[0, ..., 7]") included.
 std::optional<std::vector<int>> kineto_rank_list(const nlohmann::json& value);
 // distributedInfo's object into its fields; the problem when a field has the wrong type (ranks
-// are accepted as an array or as the text "[0, 1]", as libkineto's own writer puts them).
+// are accepted as an array or as the text "[0, 1]", as libkineto's own writer puts them). A
+// rank or world_size that is not there is -1: what it is depends on the other files.
 StatusOr<KinetoDistributedInfo> parse_distributed_info(const nlohmann::json& info);
 
 struct KinetoReadCallbacks {

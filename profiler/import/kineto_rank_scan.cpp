@@ -1,7 +1,9 @@
 #include "profiler/import/kineto_rank_scan.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/interval_union.h"
 #include "profiler/import/torch_collectives.h"
 
 namespace partrain::profiler {
@@ -37,6 +39,23 @@ std::string copy_name(std::string_view kineto_name) {
   return kind.empty() ? std::string("memcpy") : fmt::format("memcpy {}", kind);
 }
 
+// cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernelEx, hipLaunchKernel, cudaGraphLaunch...
+bool is_launch(const KinetoEvent& e) {
+  return (e.category == "cuda_runtime" || e.category == "cuda_driver") &&
+         e.name.find("Launch") != std::string::npos;
+}
+
+// The categories of host events: the rest, with a stream, are some device's activity.
+bool is_host_category(std::string_view cat) {
+  return cat == "cpu_op" || cat == "user_annotation" || cat == "python_function" ||
+         cat == "Trace" || cat == "gpu_user_annotation" || cat.ends_with("_runtime") ||
+         cat.ends_with("_driver") || cat.empty();
+}
+
+bool is_cuda_device_category(std::string_view cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync";
+}
+
 bool wants_args(const KinetoEvent& e) {
   switch (e.phase) {
     case 'M':
@@ -45,11 +64,8 @@ bool wants_args(const KinetoEvent& e) {
     case 'i':
       return e.name == "[memory]";
     case 'X':
-      if (e.category == "kernel" || e.category == "gpu_memcpy" || e.category == "gpu_memset" ||
-          e.category == "cuda_sync") {
-        return true;
-      }
-      return e.name.starts_with("c10d::") || e.name == "record_param_comms" ||
+      if (is_cuda_device_category(e.category) || !is_host_category(e.category)) return true;
+      return is_launch(e) || e.name.starts_with("c10d::") || e.name == "record_param_comms" ||
              e.name.starts_with("gloo:") || e.category.empty() || e.name.empty();
     default:
       return false;
@@ -62,6 +78,17 @@ class RankScanner {
       : shift_ns_(shift_ns), step_marker_(steps), spool_(spool) {}
 
   KinetoRankScan& result() { return scan_; }
+  const std::vector<KernelLaunch>& launches() const { return launches_; }
+
+  // Once the file is read: whether its last step (two or more) holds no host event.
+  bool last_step_empty() const {
+    if (scan_.steps.size() < 2 || !any_host_event_) return false;
+    const StepSpan& last = *std::max_element(
+        scan_.steps.begin(), scan_.steps.end(),
+        [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+    return std::none_of(host_starts_.begin(), host_starts_.end(),
+                        [&](int64_t ts) { return ts >= last.start_ns && ts <= last.end_ns; });
+  }
   const Status& error() const { return error_; }
 
   bool on_event(KinetoEvent& e) {
@@ -102,6 +129,12 @@ class RankScanner {
   bool on_duration(const KinetoEvent& e) {
     const std::string& cat = e.category;
     if (cat == "Trace" || cat == "gpu_user_annotation") return false;  // Kineto's own spans
+    if (!is_host_category(cat) && !is_cuda_device_category(cat) && e.args.is_object() &&
+        e.args.contains("stream")) {
+      // HTA's rule: an event with a stream is device work. Not CUDA's: not read as host time.
+      ++scan_.foreign_device_events[cat];
+      return false;
+    }
     if (cat == "kernel") return on_kernel(e);
     if (cat == "gpu_memcpy" || cat == "gpu_memset") return on_transfer(e);
     if (cat == "cuda_sync") {
@@ -113,7 +146,9 @@ class RankScanner {
       return spool(slice);
     }
     SliceCategory category = SliceCategory::kPhase;
-    if (cat == "user_annotation") {
+    if (is_launch(e)) {
+      on_launch(e);
+    } else if (cat == "user_annotation") {
       if (auto step = step_marker_.step_of(e.name)) {
         scan_.steps.push_back({*step, *e.ts_ns, *e.ts_ns + *e.dur_ns});
         if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
@@ -123,8 +158,10 @@ class RankScanner {
       }
     } else if (cat == "cpu_op") {
       if (auto record = comms_record_of(e)) {
+        note_collective_op(record->thread, record->start_ns, record->end_ns);
         scan_.collectives.comms_records.push_back(std::move(*record));
       } else if (auto call = c10d_call_of(e)) {
+        note_collective_op(call->thread, call->start_ns, call->end_ns);
         scan_.collectives.c10d_calls.push_back(*call);
       } else if (e.name != "record_param_comms" && !e.name.starts_with("c10d::")) {
         // ATen ops: the compute of a CPU rank (the second pass makes them phases on a GPU rank,
@@ -132,6 +169,11 @@ class RankScanner {
         category = SliceCategory::kCompute;
       }
       if (scan_.main_pid < 0 && !e.pid.is_text) scan_.main_pid = e.pid.number;
+    }
+    if (category == SliceCategory::kStep) {
+      on_step_start(*e.ts_ns);
+    } else {
+      on_host_event(*e.ts_ns);
     }
     SliceEvent slice =
         slice_of(e, TrackKind::kCpuThread, kineto_thread_key(e.pid, e.tid), category);
@@ -206,6 +248,34 @@ class RankScanner {
     return any;
   }
 
+  // A launch is kept only inside a collective op already read on its thread (c10d launches
+  // NCCL's kernels within its op, and Kineto writes its host ops before the runtime's events), so
+  // memory holds the collectives' launches, not every kernel's.
+  void note_collective_op(const std::string& thread, int64_t start_ns, int64_t end_ns) {
+    CollectiveOpSpans& ops = collective_ops_by_thread_[thread];
+    ops.spans.emplace_back(start_ns, end_ns);
+    ops.merged = false;
+  }
+  void on_launch(const KinetoEvent& e) {
+    auto launch = kernel_launch_of(e);
+    if (!launch) return;
+    auto it = collective_ops_by_thread_.find(launch->thread);
+    if (it == collective_ops_by_thread_.end() || !it->second.contain(launch->ts_ns)) return;
+    launches_.push_back(std::move(*launch));
+  }
+
+  // Host events are kept (their start) only from the latest step's start on: no earlier one can
+  // be in the last step. Kineto writes the host events mostly in time order, so few are kept.
+  void on_host_event(int64_t ts_ns) {
+    any_host_event_ = true;
+    if (ts_ns >= latest_step_start_ns_) host_starts_.push_back(ts_ns);
+  }
+  void on_step_start(int64_t ts_ns) {
+    if (ts_ns <= latest_step_start_ns_) return;
+    latest_step_start_ns_ = ts_ns;
+    std::erase_if(host_starts_, [&](int64_t t) { return t < ts_ns; });
+  }
+
   SliceEvent slice_of(const KinetoEvent& e, TrackKind kind, std::string track,
                       SliceCategory category) const {
     SliceEvent s;
@@ -229,6 +299,27 @@ class RankScanner {
   StepMarker& step_marker_;
   EventSpool& spool_;
   KinetoRankScan scan_;
+  // The launches inside collective ops, until the file is read: those of NCCL kernels are kept.
+  std::vector<KernelLaunch> launches_;
+  // The spans of one thread's collective ops, merged into disjoint ones when asked.
+  struct CollectiveOpSpans {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    bool merged = true;
+    bool contain(int64_t ts_ns) {
+      if (!merged) merge();
+      auto after = std::upper_bound(spans.begin(), spans.end(),
+                                    std::pair(ts_ns, std::numeric_limits<int64_t>::max()));
+      return after != spans.begin() && std::prev(after)->second >= ts_ns;
+    }
+    void merge() {
+      merge_intervals(spans);
+      merged = true;
+    }
+  };
+  std::map<std::string, CollectiveOpSpans> collective_ops_by_thread_;
+  int64_t latest_step_start_ns_ = INT64_MIN;
+  std::vector<int64_t> host_starts_;  // of host events from latest_step_start_ns_ on
+  bool any_host_event_ = false;
   Status error_;
 };
 
@@ -243,11 +334,6 @@ int KinetoRankScan::main_device() const {
       ->first;
 }
 
-std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid) {
-  return fmt::format("{}/{}", pid.is_text ? pid.text : std::to_string(pid.number),
-                     tid.is_text ? tid.text : std::to_string(tid.number));
-}
-
 StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, StepMarker& steps,
                                           EventSpool& spool) {
   RankScanner scanner(shift_ns, steps, spool);
@@ -259,6 +345,9 @@ StatusOr<KinetoRankScan> scan_kineto_rank(GzipText& text, int64_t shift_ns, Step
   if (!header.is_ok()) return header.status();
   std::sort(scanner.result().steps.begin(), scanner.result().steps.end(),
             [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+  place_launches(scanner.result().collectives.nccl_kernels, scanner.launches());
+  scanner.result().collectives.gpu_rank = scanner.result().has_kernels();
+  scanner.result().last_step_empty = scanner.last_step_empty();
   scanner.result().exporter = header->exporter;
   scanner.result().kineto_metadata = header->schema_version.has_value() ||
                                      header->distributed.has_value() || header->base_time_ns != 0;

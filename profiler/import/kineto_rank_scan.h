@@ -36,12 +36,19 @@ struct KinetoRankScan {
     const int device = main_device();
     return device < 0 || !memory_events_per_cuda_device.contains(device);
   }
+  // The rank has two or more steps and host events, and none of those (an op, annotation,
+  // runtime call) starts inside its last step: the profiler stopped as that step began. Kernels
+  // are not counted: the GPU runs the earlier steps' work into it.
+  bool last_step_empty = false;
   int64_t main_pid = -1;  // the process whose thread marks the steps (else the first CPU op's)
   int64_t first_ns = INT64_MAX;
   int64_t last_ns = INT64_MIN;
   int64_t events = 0;   // read from traceEvents
   int64_t spooled = 0;  // became partrain events
   int64_t skipped = 0;  // events without a time, or of a kind partrain has no place for
+  // Device activity of an accelerator partrain does not import (MTIA's mtia_ccp_events: DMA
+  // requests, waits on its streams), by category: left out, and counted into `skipped` too.
+  std::map<std::string, int64_t> foreign_device_events;
   int64_t negative_durations = 0;  // events whose dur was below 0, kept 0 long
   std::string exporter;            // the file's otherData.exporter, where its writer names itself
   // Kineto's own metadata was there (schemaVersion, distributedInfo or baseTimeNanoseconds).
@@ -51,9 +58,6 @@ struct KinetoRankScan {
   // The device whose kernels (else memory events) are most numerous; -1 for a CPU rank.
   int main_device() const;
 };
-
-// The thread key spooled slices carry in SliceEvent::track until the second pass names it.
-std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid);
 
 // Reads `text` (a Kineto file already checked by its header) into `spool` and the returned
 // summary, every time moved by `shift_ns` (this file's baseTimeNanoseconds minus the reference

@@ -34,6 +34,13 @@ StatusOr<TraceImportSummary> import_ranks(const ScratchDir& dir,
                                 dir.path() / "out.db");
 }
 
+// The ranks' files imported into `dir`/out.db, leaving no collective unmatched.
+void import_all_matched(const ScratchDir& dir, const std::vector<KinetoFixture>& ranks) {
+  auto summary = import_ranks(dir, ranks);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+}
+
 // A 4-rank job of tests/data/kineto imported into `dir`/out.db.
 StatusOr<TraceImportSummary> import_fixture(const ScratchDir& dir, std::string_view job) {
   return testing::import_kineto(testing::kineto_fixture_files(job), dir.path() / "out.db");
@@ -189,11 +196,11 @@ TEST(KinetoCollectives, AnAllToAllIsAPeersShareOfTheInputAsLiveRunsRecordIt) {
 }
 
 // FSDP's all-gather and reduce-scatter on a 2x2 mesh whose world group ran nothing in the window:
-// the world and the pairs [0, 1], [2, 3] each had them due, so which group ran them is not in
-// the trace and they stay unmatched. Their buffers still say their size: the gathered output
-// (2 x 1056 floats) is twice a rank's input, so the group holds two ranks and the op moves
-// 8448 bytes. It had been stored with group size 0 and half the bytes.
-TEST(KinetoCollectives, AnUnmatchedAllGatherAndReduceScatterKeepTheirWholeBuffersBytes) {
+// the world and the pairs [0, 1], [2, 3] each had them due, but their buffers say their size:
+// the gathered output (2 x 1056 floats) is twice a rank's input, so the group holds two ranks
+// (a pair, not the world) and the op moves 8448 bytes. It had been stored with group size 0 and
+// half the bytes, then left unmatched as if the world might have run it.
+TEST(KinetoCollectives, AnAllGatherAndReduceScatterAreMatchedToTheGroupTheirBuffersSize) {
   ScratchDir dir;
   std::vector<KinetoFixture> ranks = world_of(4);
   for (int r = 0; r < 4; ++r) {
@@ -209,13 +216,155 @@ TEST(KinetoCollectives, AnUnmatchedAllGatherAndReduceScatterKeepTheirWholeBuffer
       R"({"Input Dims": [[1056], [2112], [], [], [], []], "Input type": ["float", "float", "", "",
           "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "", "False", "-1"]})",
       "gloo:all_reduce", [](int) { return floats(2112); });
-  auto summary = import_ranks(dir, ranks);
-  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
-  EXPECT_EQ(summary->unmatched_collectives, 8);
+  ASSERT_NO_FATAL_FAILURE(import_all_matched(dir, ranks));
   TraceQuery trace(dir.path() / "out.db");
-  EXPECT_EQ(trace.rows("SELECT DISTINCT op, count, bytes, group_size, comm_id LIKE 'unmatched%' "
-                       "FROM collectives ORDER BY op"),
-            "all_gather|1056|8448|2|1\nreduce_scatter|1056|8448|2|1\n");
+  EXPECT_EQ(trace.rows("SELECT DISTINCT op, count, bytes, group_size, comm_id FROM collectives "
+                       "ORDER BY op, comm_id"),
+            "all_gather|1056|8448|2|pg:1\nall_gather|1056|8448|2|pg:2\n"
+            "reduce_scatter|1056|8448|2|pg:1\nreduce_scatter|1056|8448|2|pg:2\n");
+}
+
+// A rank's file without distributedInfo.pg_config (torch before 2.2: HTA's test traces).
+std::string without_pg_config(const KinetoFixture& f) {
+  std::string json = f.json();
+  const size_t from = json.find(", \"pg_count\"");
+  const size_t to = json.find("]},\n", from) + 1;  // distributedInfo's closing brace stays
+  json.erase(from, to - from);
+  return json;
+}
+
+// Without pg_config the world's collectives had all been left unmatched ("no process group
+// listed in distributedInfo holds rank N"): the default group of every rank is implied.
+TEST(KinetoCollectives, WithoutPgConfigTheWorldsCollectivesAreTheDefaultGroups) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks = world_of(2);
+  std::vector<fs::path> files;
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].gloo_all_reduce(520, 1000.0, 1100.0, 1500.0, 7000 + r);
+    files.push_back(dir.path() / fmt::format("rank{}.json", r));
+    testing::write_text(files.back(), without_pg_config(ranks[r]));
+  }
+  auto summary = testing::import_kineto(files, dir.path() / "out.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT rank, comm_id, seq, group_size, group_ranks FROM collectives "
+                       "ORDER BY rank"),
+            "0|default_pg:0|0|2|0,1\n1|default_pg:0|0|2|0,1\n");
+}
+
+// A world of 1 whose pg_config lists two groups of rank 0 alone (HTA's MTIA trace): which of them
+// ran a collective changes nothing. It had said "98 collectives left unmatched: process groups
+// '0' or '1' hold the same ranks".
+TEST(KinetoCollectives, InAWorldOfOneGroupsOfTheSameRankLeaveNothingUnmatched) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.group("1", {0});
+  f.gloo_all_reduce(520, 1000.0, 1100.0, 1500.0, 7000);
+  f.gloo_all_reduce(520, 2000.0, 2100.0, 2500.0, 7000);
+  auto summary = import_ranks(dir, {f});
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->unmatched_collectives, 0);
+  EXPECT_TRUE(summary->warnings.empty()) << summary->warnings.front();
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT comm_id, seq, group_size FROM collectives ORDER BY seq"),
+            "pg:0|1|0|1\npg:0|1|1|1\n");
+}
+
+// An NCCL all-gather of 1 GiB as older Kineto (HTA's test traces, torch 2.0) records it: c10d's op
+// around a record_param_comms whose args say nothing of the collective, around nccl's
+// annotation, around the cudaLaunchKernel of the kernel's correlation id; the kernel carries
+// that correlation id as its External id, which is no op's. It had been stored without its
+// kernel, timed by the 0.18 ms enqueue: 6.10 TB/s on an A100.
+void old_kineto_host_ops(KinetoFixture& f, double issue_us) {
+  f.backend("nccl");
+  f.event("cpu_op", "c10d::_allgather_base_", f.pid(), issue_us, 176.0,
+          R"({"External id": 71476, "Input Dims": [[268435456], [134217728], [], [], []],
+              "Input type": ["float", "float", "", "", "Scalar"]})");
+  f.event("cpu_op", "record_param_comms", f.pid(), issue_us + 5, 160.0,
+          R"({"External id": 71477, "Input Dims": [[134217728], [], [], [], [], [], []],
+              "Input type": ["float", "Scalar", "Scalar", "Scalar", "", "", ""]})");
+  f.event("user_annotation", "nccl:_all_gather_base", f.pid(), issue_us + 10, 150.0,
+          R"({"External id": 71478, "Input Dims": [[134217728]], "Input type": ["float"]})");
+}
+
+void old_kineto_launch(KinetoFixture& f, double issue_us, int64_t correlation, double kernel_us,
+                       double kernel_dur_us) {
+  f.event("cuda_runtime", "cudaLaunchKernel", f.pid(), issue_us + 100, 13.0,
+          fmt::format(R"({{"External id": {0}, "cbid": 211, "correlation": {0}}})", correlation));
+  f.raw_event(fmt::format(
+      R"j({{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+           "pid": 0, "tid": 84, "ts": {:.3f}, "dur": {:.3f}, "args": {{"External id": {}, "device": 0,
+           "stream": 84, "correlation": {}}}}})j",
+      kernel_us, kernel_dur_us, correlation, correlation));
+}
+
+void old_kineto_nccl_all_gather(KinetoFixture& f, double issue_us, int64_t correlation,
+                                double kernel_us, double kernel_dur_us) {
+  old_kineto_host_ops(f, issue_us);
+  old_kineto_launch(f, issue_us, correlation, kernel_us, kernel_dur_us);
+}
+
+TEST(KinetoCollectives, AnOldKinetoNcclKernelIsLinkedThroughItsLaunch) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks = world_of(2);
+  for (int r = 0; r < 2; ++r) {
+    // The kernel runs 42.5 ms (rank 0) and 63.6 ms (rank 1), well after the enqueue.
+    old_kineto_nccl_all_gather(ranks[r], 1000.0, 869830 + r, 2000.0, r == 0 ? 42'500.0 : 63'600.0);
+  }
+  ASSERT_NO_FATAL_FAILURE(import_all_matched(dir, ranks));
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT rank, comm_id, op, bytes, state, gpu_start_ns, gpu_end_ns - "
+                       "gpu_start_ns FROM collectives ORDER BY rank"),
+            "0|default_pg:0|all_gather|1073741824|completed|2000000|42500000\n"
+            "1|default_pg:0|all_gather|1073741824|completed|2000000|63600000\n");
+  EXPECT_EQ(trace.number("SELECT count(*) FROM stats WHERE name = "
+                         "'import_collectives_without_kernel'"),
+            0);
+}
+
+// Kineto writes the host ops first and the runtime's events after them: each launch still finds
+// the op around it (the import keeps only launches inside an op already read).
+TEST(KinetoCollectives, LaunchesWrittenAfterEveryHostOpFindTheirOps) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks = world_of(2);
+  for (int r = 0; r < 2; ++r) {
+    old_kineto_host_ops(ranks[r], 1000.0);
+    old_kineto_host_ops(ranks[r], 100'000.0);
+    old_kineto_launch(ranks[r], 1000.0, 500 + r, 2000.0, 40'000.0 + r);
+    old_kineto_launch(ranks[r], 100'000.0, 600 + r, 101'000.0, 50'000.0 + r);
+  }
+  ASSERT_NO_FATAL_FAILURE(import_all_matched(dir, ranks));
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT rank, seq, (gpu_end_ns - gpu_start_ns) / 1000 FROM collectives "
+                       "ORDER BY rank, seq"),
+            "0|0|40000\n0|1|50000\n1|0|40001\n1|1|50001\n");
+}
+
+// A GPU rank (it ran a GEMM) whose trace holds record_param_comms but no NCCL kernel: its host
+// span is only the enqueue. It had been timed by it (882 GB/s busbw of a 0.03 ms all_reduce).
+TEST(KinetoCollectives, AGpuRanksCollectiveWithoutItsKernelHasNoTimeAndIsSaid) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.backend("nccl")
+      .event("cpu_op", "record_param_comms", f.pid(), 1000.0, 30.0,
+             R"({"External id": 5, "Collective name": "allreduce", "dtype": "Float",
+                 "In msg nelems": 7025664, "Out msg nelems": 7025664, "Group size": 1,
+                 "Process Group Name": "0", "Process Group Ranks": "[0]", "Rank": 0, "Seq": 1})")
+      .raw_event(R"j({"ph": "X", "cat": "kernel", "name": "void gemm<float>(float*)", "pid": 0,
+                      "tid": 7, "ts": 900.000, "dur": 50.000, "args": {"device": 0, "stream": 7,
+                      "correlation": 11}})j");
+  auto summary = import_ranks(dir, {f});
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT op, state, gpu_start_ns FROM collectives"),
+            "all_reduce|enqueued|NULL\n");
+  EXPECT_EQ(trace.rows("SELECT rank, value, severity FROM stats WHERE name = "
+                       "'import_collectives_without_kernel'"),
+            "0|1|data_loss\n");
+  ASSERT_FALSE(summary->warnings.empty());
+  EXPECT_NE(summary->warnings.back().find("no NCCL kernel"), std::string::npos)
+      << summary->warnings.back();
 }
 
 }  // namespace

@@ -500,6 +500,157 @@ TEST(KinetoImport, AFileWithoutDistributedInfoAloneIsRankZero) {
             "aten::mm|7|compute\n");
 }
 
+// A rank's file as HTA's test traces have it: distributedInfo without world_size ({"rank": 0}),
+// or without rank ({"backend": "nccl"}) when `keep_rank` is false.
+std::string without_world_size(const KinetoFixture& f, bool keep_rank = true) {
+  std::string json = f.json();
+  const size_t world = json.find("\"world_size\": ");
+  json.erase(world, json.find(", ", world) + 2 - world);
+  if (!keep_rank) {
+    const size_t rank = json.find("\"rank\": ");
+    json.erase(rank, json.find(", ", rank) + 2 - rank);
+  }
+  return json;
+}
+
+// They had been refused ("distributedInfo has no world_size"); HTA loads them: one file is rank 0
+// of a world of 1, several a world of the largest rank + 1 (said).
+TEST(KinetoImport, DistributedInfoWithoutWorldSizeImportsAsHtaReadsIt) {
+  ScratchDir dir;
+  KinetoFixture one(0, 1);
+  one.step(1, 100, 50).event("cpu_op", "aten::mm", one.pid(), 110, 10);
+  testing::write_text(dir.path() / "single.json", without_world_size(one));
+  auto single = import({dir.path() / "single.json"}, dir.path() / "s.db");
+  ASSERT_TRUE(single.is_ok()) << single.status().message();
+  EXPECT_EQ(single->world_size, 1);
+  EXPECT_TRUE(single->warnings.empty());
+
+  std::vector<fs::path> files;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.step(1, 100, 50);
+    files.push_back(dir.path() / fmt::format("r{}.json", r));
+    testing::write_text(files.back(), without_world_size(f));
+  }
+  auto two = import(files, dir.path() / "t.db");
+  ASSERT_TRUE(two.is_ok()) << two.status().message();
+  EXPECT_EQ(two->world_size, 2);
+  EXPECT_TRUE(two->missing_ranks.empty());
+  ASSERT_FALSE(two->warnings.empty());
+  EXPECT_NE(two->warnings[0].find("no world_size: the world is taken as 2 ranks (the largest "
+                                  "rank + 1, as HTA takes it)"),
+            std::string::npos)
+      << two->warnings[0];
+  TraceQuery trace(dir.path() / "t.db");
+  EXPECT_EQ(trace.rows("SELECT world_size FROM runs"), "2\n");
+}
+
+// {"backend": "nccl"} alone: rank 0, as a file without distributedInfo; among several files its
+// rank is unknown, and the message says what to do.
+TEST(KinetoImport, DistributedInfoWithoutRankIsRankZeroAloneAndRefusedWithTheFixAmongSeveral) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 100, 50);
+  testing::write_text(dir.path() / "a.json", without_world_size(f, /*keep_rank=*/false));
+  auto alone = import({dir.path() / "a.json"}, dir.path() / "a.db");
+  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+  EXPECT_EQ(alone->world_size, 1);
+  EXPECT_EQ(alone->ranks.size(), 1u);
+
+  KinetoFixture other(1, 2);
+  other.step(1, 100, 50);
+  testing::write_text(dir.path() / "b.json", other.json());
+  auto both = import({dir.path() / "a.json", dir.path() / "b.json"}, dir.path() / "b.db");
+  ASSERT_FALSE(both.is_ok());
+  EXPECT_EQ(both.status().exit_code(), 3);
+  EXPECT_NE(both.status().message().find("a.json: has a distributedInfo without a rank, so its "
+                                         "rank is unknown among several files; import it alone"),
+            std::string::npos)
+      << both.status().message();
+}
+
+// Kineto of HTA's ROCm, Triton and MTIA traces writes baseTimeNanoseconds after traceEvents. It
+// had been read only up to traceEvents: the run started in 1970 (kineto-19700218-154109).
+TEST(KinetoImport, BaseTimeWrittenAfterTheEventsIsRead) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 1'000'000, 50);
+  std::string json = f.json();
+  const std::string base = "  \"baseTimeNanoseconds\": 1790857026000000000,\n";
+  const size_t at = json.find(base);
+  ASSERT_NE(at, std::string::npos);
+  json.erase(at, base.size());
+  json.insert(json.find("  \"traceName\""), base);  // after traceEvents' `],`
+  testing::write_text(dir.path() / "late.json", json);
+  auto summary = import({dir.path() / "late.json"}, dir.path() / "l.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->run_id, "kineto-20261001-121707");
+}
+
+// torch.profiler stopped by leaving its `with` after the loop's last prof.step(): that step opened
+// a ProfilerStep#N with nothing in it (HTA's ROCm trace: #2, 49 us). It had been a step, and the
+// default window (warm-up step 1 skipped) landed on it: "0.0 ms", no GPU work of its own.
+TEST(KinetoImport, AnEmptyLastProfilerStepIsNoStep) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 100, 1000)
+      .event("cpu_op", "aten::mm", f.pid(), 200, 500)
+      .step(2, 1100, 49)
+      .event("cpu_op", "aten::mm", f.pid(), 1050, 10)  // began in step 1
+      // Launched in step 1, run into step 2 by a GPU that lags: no work of step 2's.
+      .raw_event(R"j({"ph": "X", "cat": "kernel", "name": "void gemm<float>(float*)", "pid": 0,
+                      "tid": 7, "ts": 1120.000, "dur": 20.000, "args": {"device": 0, "stream": 7,
+                      "correlation": 11}})j");
+  testing::write_text(dir.path() / "r.json", f.json());
+  auto summary = import({dir.path() / "r.json"}, dir.path() / "e.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "e.db");
+  EXPECT_EQ(trace.rows("SELECT step FROM steps"), "1\n");
+  EXPECT_EQ(trace.rows("SELECT rank, value, description FROM stats WHERE name = "
+                       "'import_empty_last_step'"),
+            "0|1|ProfilerStep#2, the last, holds nothing: the step torch.profiler's last step() "
+            "opened, cut where the profiler stopped; kept as a slice, not a step\n");
+  EXPECT_EQ(trace.number("SELECT count(*) FROM slices WHERE name = 'ProfilerStep#2'"), 1);
+
+  // A last step with work in it stays a step (a profiler schedule's last active step is whole).
+  KinetoFixture g(0, 1);
+  g.step(1, 100, 1000).step(2, 1100, 900).event("cpu_op", "aten::mm", g.pid(), 1200, 10);
+  testing::write_text(dir.path() / "w.json", g.json());
+  ASSERT_TRUE(import({dir.path() / "w.json"}, dir.path() / "w.db").is_ok());
+  EXPECT_EQ(TraceQuery(dir.path() / "w.db").rows("SELECT step FROM steps ORDER BY step"), "1\n2\n");
+}
+
+// An MTIA trace (HTA's): its device's work is mtia_ccp_events with a stream (DMA requests, waits),
+// which had been imported silently as host phases, and analyze called the rank 88% idle.
+TEST(KinetoImport, DeviceEventsOfAnotherAcceleratorAreLeftOutAndSaid) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 100, 1000)
+      .event("cpu_op", "aten::mm", f.pid(), 110, 10)
+      .event("mtia_runtime", "mtiaLaunchKernel", f.pid(), 120, 5)
+      .event("mtia_ccp_events", "dma_request", 408, 130, 14.12,
+             R"({"stream": 102, "direction": "HOST_TO_DEVICE", "size": 1852})")
+      .event("mtia_ccp_events", "event_wait", 409, 140, 158.6,
+             R"({"stream": 108, "wait_on_stream": 104})");
+  testing::write_text(dir.path() / "m.json", f.json());
+  auto summary = import({dir.path() / "m.json"}, dir.path() / "m.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  TraceQuery trace(dir.path() / "m.db");
+  EXPECT_EQ(trace.number("SELECT count(*) FROM slices WHERE name IN ('dma_request', "
+                         "'event_wait')"),
+            0);
+  EXPECT_EQ(trace.rows("SELECT rank, value, severity FROM stats WHERE name = "
+                       "'import_foreign_device_events'"),
+            "0|2|data_loss\n");
+  ASSERT_EQ(summary->warnings.size(), 1u);
+  EXPECT_NE(summary->warnings[0].find("rank 0: 2 device events of an accelerator partrain does "
+                                      "not import (2 mtia_ccp_events: work on its streams"),
+            std::string::npos)
+      << summary->warnings[0];
+  // The host's own events stay (the runtime's launch is a phase, as cudaLaunchKernel is).
+  EXPECT_EQ(trace.number("SELECT count(*) FROM slices WHERE name = 'mtiaLaunchKernel'"), 1);
+}
+
 TEST(KinetoImport, CustomStepMarkerWithoutANumberCountsEachRanksSteps) {
   ScratchDir dir;
   std::vector<KinetoFixture> ranks;

@@ -50,12 +50,29 @@ TEST(DistributedInfo, RanksAsArrayOrAsText) {
 }
 
 TEST(DistributedInfo, BadFieldsAreNamed) {
-  auto no_rank = parse_distributed_info(nlohmann::json::parse(R"({"world_size": 2})"));
+  auto no_rank = parse_distributed_info(nlohmann::json::parse(R"({"rank": "x", "world_size": 2})"));
   ASSERT_FALSE(no_rank.is_ok());
   EXPECT_NE(no_rank.status().message().find("no rank"), std::string::npos);
+  auto no_world = parse_distributed_info(nlohmann::json::parse(R"({"rank": 0, "world_size": 0})"));
+  ASSERT_FALSE(no_world.is_ok());
+  EXPECT_NE(no_world.status().message().find("no world_size"), std::string::npos);
   auto outside = parse_distributed_info(nlohmann::json::parse(R"({"rank": 4, "world_size": 4})"));
   ASSERT_FALSE(outside.is_ok());
   EXPECT_NE(outside.status().message().find("rank 4 of a world of 4"), std::string::npos);
+}
+
+// HTA's test traces: {"rank": 0} alone (single-GPU runs), {"backend": "nccl"} alone. They had
+// been refused; what is missing is -1, for the importer to settle as HTA does.
+TEST(DistributedInfo, AMissingRankOrWorldSizeIsLeftToTheImporter) {
+  auto rank_only = parse_distributed_info(nlohmann::json::parse(R"({"rank": 0})"));
+  ASSERT_TRUE(rank_only.is_ok()) << rank_only.status().message();
+  EXPECT_EQ(rank_only->rank, 0);
+  EXPECT_EQ(rank_only->world_size, -1);
+  auto backend_only = parse_distributed_info(nlohmann::json::parse(R"({"backend": "nccl"})"));
+  ASSERT_TRUE(backend_only.is_ok()) << backend_only.status().message();
+  EXPECT_EQ(backend_only->rank, -1);
+  EXPECT_EQ(backend_only->world_size, -1);
+  EXPECT_EQ(backend_only->backend, "nccl");
 }
 
 TEST(KinetoJson, HeaderThenEventsWithExactTimes) {
