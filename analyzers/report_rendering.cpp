@@ -41,6 +41,9 @@ std::string format_report(const AnalysisReport& report) {
   if (!outcome.data_loss.empty()) {
     out = out.substr(0, out.size() - 1) + format_data_loss(outcome.data_loss) + "\n";
   }
+  if (outcome.indexes_not_built) {
+    out = out.substr(0, out.size() - 1) + "note: " + *outcome.indexes_not_built + "\n\n";
+  }
   // One section per analysis, in the order analyze_run runs them; GPU time only where there is.
   out += format_temporal_breakdown(report.ranks) + "\n";
   if (const std::string gpu = format_gpu_timeline(report.gpu); !gpu.empty()) out += gpu + "\n";
@@ -81,6 +84,9 @@ nlohmann::json report_json(const AnalysisReport& report) {
                         {"world_size", w.world_size}, {"command", report.outcome.command},
                         {"window", window}};
   out["data_loss"] = data_loss_json(report.outcome.data_loss);
+  out["indexes_not_built"] = report.outcome.indexes_not_built
+                                 ? nlohmann::json(*report.outcome.indexes_not_built)
+                                 : nlohmann::json(nullptr);
   out["ranks"] = temporal_breakdown_json(report.ranks);
   out["gpu"] = gpu_timeline_json(report.gpu);
   out["collectives"] = collective_stats_json(report.collectives);
