@@ -359,6 +359,7 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
         std::sscanf(stat.description.c_str(), "attempt %d", &attempt) == 1) {
       out.restarts = std::max(out.restarts, attempt);
     }
+    if (stat.name == "trace_indexes_not_built") out.indexes_not_built = stat.description;
   }
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(reader));
   return out;

@@ -61,6 +61,10 @@ struct RunOutcome {
   // the rank it blames (none when it could not tell) and its headline.
   std::optional<std::string> diagnosis;
   std::optional<int> diagnosis_culprit;
+  // Why the trace has no deferred indexes though its writer closed it (stat
+  // trace_indexes_not_built: --trace-max-size reached building them); nothing is missing, reads
+  // only scan.
+  std::optional<std::string> indexes_not_built;
 };
 
 struct AnalysisReport {

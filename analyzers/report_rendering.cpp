@@ -40,6 +40,9 @@ std::string format_report(const AnalysisReport& report) {
   if (!outcome.data_loss.empty()) {
     out = out.substr(0, out.size() - 1) + format_data_loss(outcome.data_loss) + "\n";
   }
+  if (outcome.indexes_not_built) {
+    out = out.substr(0, out.size() - 1) + "note: " + *outcome.indexes_not_built + "\n\n";
+  }
   // A run of many ranks prints the ranks that stand out, and the ones the findings name.
   RankRowOptions rows{.every_rank = w.ranks_selected};
   for (const Finding& finding : report.findings) {
@@ -87,6 +90,9 @@ nlohmann::json report_json(const AnalysisReport& report) {
                         {"world_size", w.world_size}, {"command", report.outcome.command},
                         {"window", window}};
   out["data_loss"] = data_loss_json(report.outcome.data_loss);
+  out["indexes_not_built"] = report.outcome.indexes_not_built
+                                 ? nlohmann::json(*report.outcome.indexes_not_built)
+                                 : nlohmann::json(nullptr);
   out["ranks"] = temporal_breakdown_json(report.ranks);
   out["gpu"] = gpu_timeline_json(report.gpu);
   out["collectives"] = collective_stats_json(report.collectives);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/number_format.h"
+#include "core/step_quantiles.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -53,12 +54,11 @@ StatusOr<StepTimes> step_times(const TraceReader& reader, int rank, const Analys
   while (steps.next(step)) durations.push_back(static_cast<double>(step.dur_ns));
   RETURN_IF_ERROR(steps.status());
   if (durations.empty()) return times;
-  std::sort(durations.begin(), durations.end());
-  const size_t n = durations.size();
-  times.count = static_cast<int64_t>(n);
-  times.median_ns = n % 2 ? durations[n / 2] : (durations[n / 2 - 1] + durations[n / 2]) / 2;
-  times.p90_ns = durations[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
-  times.mean_ns = std::accumulate(durations.begin(), durations.end(), 0.0) / static_cast<double>(n);
+  const auto n = static_cast<double>(durations.size());
+  times.count = static_cast<int64_t>(durations.size());
+  times.median_ns = median(durations);
+  times.p90_ns = nearest_rank_quantile(durations, 0.9);
+  times.mean_ns = std::accumulate(durations.begin(), durations.end(), 0.0) / n;
   return times;
 }
 

@@ -220,16 +220,17 @@ int run(int argc, char** argv) {
   // keep every value. Subcommands inherit this.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.fallthrough();  // `partrain launch --config x.toml -v` reaches the root's flags
-  app.footer(
+  app.footer(fmt::format(
       "Every flag can also be set through PARTRAIN_<FLAG> (e.g. PARTRAIN_NPROC_PER_NODE=4) or a "
       "--config TOML file; the command line wins, then the config file, then the environment "
       "(not --steps and --rank of analyze and export: PARTRAIN_STEPS is launch's step count; "
       "not launch's --prefix: module files set PARTRAIN_PREFIX to the install prefix). A "
-      "boolean flag's variable takes 1/0, true/false or yes/no.\n"
+      "boolean flag's variable takes {}.\n"
       "Exit codes: 0 success, 1 failure, 2 usage or invalid configuration, 3 unreadable input, "
       "124 collective or rendezvous timeout, 126 command not executable, 127 command not found, "
       "128+N killed by signal N "
-      "(130 Ctrl-C); `launch` returns the first failing rank's code.");
+      "(130 Ctrl-C); `launch` returns the first failing rank's code.",
+      kBooleanSpellings));
 
   std::map<const CLI::App*, std::function<int()>> runners;
   for (auto add : {add_launch_command, add_trace_command, add_bench_command, add_memory_command,

@@ -487,8 +487,9 @@ Subcommand add_bench_command(CLI::App& parent) {
       "all_to_all, 1 for broadcast and send_recv (nccl-tests' definitions). size is S in bytes "
       "(the gathered or scattered buffer for all_gather and reduce_scatter); count is what the "
       "call takes, one rank's block of S for all_gather, reduce_scatter and all_to_all; Avg bus "
-      "bandwidth is the mean over out-of-place and in-place runs. Exit 1 when any checked value "
-      "is wrong.");
+      "bandwidth is the mean over out-of-place and in-place runs. An op that does not reduce "
+      "has redop none and one without a root root -1, in the table and in --json alike (as "
+      "nccl-tests prints them). Exit 1 when any checked value is wrong.");
   auto ingest_flags = std::make_shared<IngestFlags>();
   CLI::App* ingest = add_ingest(*bench, ingest_flags);
   auto gemm_flags = std::make_shared<GemmFlags>();

@@ -70,6 +70,8 @@ StatusOr<ExportTarget> export_target(const ExportFlags& flags) {
   const fs::path given = flags.output.empty() ? fs::path(flags.trace).replace_extension(".json")
                                               : fs::path(flags.output);
   ExportTarget target{follow_links(given), false, false};
+  // A Kineto file's own name with .json is itself: say what it is before calling it the output.
+  RETURN_IF_ERROR(profiler::check_sqlite_header(flags.trace));
   std::error_code ec;
   if (fs::equivalent(target.path, flags.trace, ec)) {
     return invalid_argument("the output {} is the trace itself: name another file with -o",

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
 namespace partrain::cli {
 namespace {
 
@@ -42,12 +46,34 @@ std::string zsh_quoted(std::string text) {
   return out;
 }
 
-// The first sentence of a description, short enough for a completion menu.
+constexpr size_t kMenuWidth = 70;
+
+// Where the first sentence of `text` ends: at a ". " that ends no abbreviation ("e.g. 15/17",
+// "i.e. ": a dot inside the word before it) and no lowercase word follows; else at the end.
+size_t first_sentence_end(std::string_view text) {
+  for (size_t dot = text.find(". "); dot != std::string_view::npos;
+       dot = text.find(". ", dot + 1)) {
+    const size_t word = text.find_last_of(" (", dot);
+    const std::string_view before =
+        text.substr(word == std::string_view::npos ? 0 : word + 1, dot - (word + 1));
+    const bool abbreviation = before.find('.') != std::string_view::npos;
+    const bool lowercase_next =
+        dot + 2 < text.size() && std::islower(static_cast<unsigned char>(text[dot + 2]));
+    if (!abbreviation && !lowercase_next) return dot;
+  }
+  return text.size();
+}
+
+// The first sentence of a description, short enough for a completion menu: a longer one ends at
+// its first clause (before ": " or "; ") when that fits, else at a word with "...".
 std::string summary(const std::string& description) {
-  std::string text = description.substr(0, description.find(". "));
+  std::string text = description.substr(0, first_sentence_end(description));
   text = text.substr(0, text.find('\n'));
-  if (text.size() > 70) text = text.substr(0, 67) + "...";
-  return text;
+  if (text.size() <= kMenuWidth) return text;
+  const size_t clause = std::min(text.find(": "), text.find("; "));
+  if (clause <= kMenuWidth) return text.substr(0, clause);
+  const size_t space = text.rfind(' ', kMenuWidth - 3);
+  return text.substr(0, space == std::string::npos ? kMenuWidth - 3 : space) + "...";
 }
 
 // What a flag's value completes to: its choices, else its presets; empty: a file.

@@ -167,10 +167,10 @@ std::string boolean_value_message(const CLI::App& root, const std::string& messa
   const std::string variable = flag_env_name(flag.substr(2));
   if (const char* set = std::getenv(variable.c_str());
       set != nullptr && value == set && source.find(variable) != std::string::npos) {
-    return fmt::format("{}={} is not a boolean (1/0, true/false) for {}; unset it", variable, set,
-                       flag);
+    return fmt::format("{}={} is not a boolean ({}) for {}; unset it", variable, set,
+                       kBooleanSpellings, flag);
   }
-  return fmt::format("{}: '{}' is not a boolean (1/0, true/false, yes/no){}", flag, value, source);
+  return fmt::format("{}: '{}' is not a boolean ({}){}", flag, value, kBooleanSpellings, source);
 }
 
 }  // namespace

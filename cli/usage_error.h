@@ -7,6 +7,10 @@
 
 namespace partrain::cli {
 
+// The values a boolean flag takes, on the command line or in its PARTRAIN_<FLAG> variable, as
+// every message and the help name them (CLI11 reads more: on/off, enable/disable, t/f, y/n).
+inline constexpr const char* kBooleanSpellings = "1/0, true/false, yes/no";
+
 // "partrain bench": the commands chosen so far on `root`'s command line.
 std::string command_path(const CLI::App& root);
 

@@ -9,10 +9,10 @@ namespace partrain {
 
 std::string format_decimal(double value, int decimals) {
   if (value == 0 || !std::isfinite(value)) return fmt::format("{}", value == 0 ? 0.0 : value);
-  // What the column's decimals would show, read back: zero means the value would vanish.
-  const std::string fixed = fmt::format("{:.{}f}", value, decimals);
-  if (std::stod(fixed) != 0) return fixed;
-  return fmt::format("{:.2g}", value);
+  // A value below the column's last place (0.0054 at two decimals) has no digit of its own
+  // there: the column would show it as 0 or as the next place up ("0.01", nearly twice it).
+  if (std::fabs(value) < std::pow(10.0, -decimals)) return fmt::format("{:.2g}", value);
+  return fmt::format("{:.{}f}", value, decimals);
 }
 
 std::string format_percent(double fraction, int decimals) {

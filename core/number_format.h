@@ -7,9 +7,10 @@
 
 namespace partrain {
 
-// `value` with `decimals` decimals, as a table column prints it ("12.40"), unless that would show
-// a non-zero value as zero: then with 2 significant digits ("0.0031", "3.1e-06"). An exact zero
-// is "0", so a figure that looks like zero is zero.
+// `value` with `decimals` decimals, as a table column prints it ("12.40"), unless the value is
+// below the column's last place (under 0.01 at two decimals), where the column would show it as
+// zero or round it up to that place (0.0054 as "0.01"): then with 2 significant digits ("0.0054",
+// "0.0031", "3.1e-06"). An exact zero is "0", so a figure that looks like zero is zero.
 std::string format_decimal(double value, int decimals);
 
 // A share in percent ("85.2%", "0.04%", "0%"), from a fraction (0.852), by format_decimal.

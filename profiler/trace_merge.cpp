@@ -130,11 +130,14 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return !error && same;
 }
 
-// Usage errors found before any input is opened.
+// Usage errors found before any input is opened as a trace (an input that cannot be one at all,
+// JSON or no SQLite database, is said first).
 Status check_paths(std::span<const fs::path> inputs, const fs::path& output,
                    const TraceMergeOptions& options) {
   if (inputs.empty()) return invalid_argument("merge needs at least one input trace");
   for (size_t i = 0; i < inputs.size(); ++i) {
+    // A Kineto file given twice is named as one: that, not the repetition, is what to fix.
+    RETURN_IF_ERROR(check_sqlite_header(inputs[i]));
     for (size_t j = 0; j < i; ++j) {
       if (inputs[j] == inputs[i]) {
         return invalid_argument("{} is given twice: give each node's trace once",

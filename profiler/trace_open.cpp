@@ -43,49 +43,6 @@ Status corrupted(const std::filesystem::path& path, std::string_view detail) {
       path.string(), detail, path.string());
 }
 
-// The 16-byte magic every SQLite 3 database starts with.
-Status check_sqlite_header(const std::filesystem::path& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    return unreadable("{} is a directory, not a trace: pass a trace file (a partrain .db)",
-                      path.string());
-  }
-  // A FIFO would block the read below until a writer came; a device or socket is no file either.
-  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
-    return unreadable(
-        "{} is not a regular file (a FIFO, device or socket), not a trace: pass a "
-        "trace file (a partrain .db)",
-        path.string());
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return unreadable("cannot open {}: {}", path.string(), std::strerror(errno));
-  std::array<char, 16> header{};
-  in.read(header.data(), header.size());
-  if (in.gcount() == 0) return unreadable("{} is not an SQLite database (it is empty)", path.string());
-  if (in.gcount() < 16 || std::memcmp(header.data(), "SQLite format 3\0", 16) != 0) {
-    // JSON or gzip: most likely a PyTorch profiler (Kineto) trace, which `import` reads.
-    const std::string_view start(header.data(), static_cast<size_t>(in.gcount()));
-    const size_t first = start.find_first_not_of(" \t\r\n");
-    // An object or an array whose first value starts as JSON's do ("[rank 0] ...", a launcher's
-    // log, starts with '[' too).
-    const size_t second =
-        first == std::string_view::npos ? first : start.find_first_not_of(" \t\r\n", first + 1);
-    const bool json_value_next =
-        second == std::string_view::npos ||
-        std::string_view("{[]}\"-0123456789tfn").find(start[second]) != std::string_view::npos;
-    const bool json = first != std::string_view::npos &&
-                      (start[first] == '{' || start[first] == '[') && json_value_next;
-    const bool gzip = start.size() >= 2 && start[0] == '\x1f' && start[1] == '\x8b';
-    if (json || gzip) {
-      return unreadable("{} is {}, not a partrain trace: for a PyTorch profiler (Kineto) trace, "
-                        "import it first: partrain import FILE... -o trace.db",
-                        path.string(), json ? "JSON" : "gzip-compressed");
-    }
-    return unreadable("{} is not an SQLite database, so not a partrain trace", path.string());
-  }
-  return Status::ok();
-}
-
 // Version and identity, read through the connection: any corruption error here is reported as
 // corruption; a missing meta table or a foreign format as "not a partrain trace".
 Status check_identity(TraceFile& trace) {
@@ -315,6 +272,51 @@ std::string immutable_uri(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+// The 16-byte magic every SQLite 3 database starts with.
+Status check_sqlite_header(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return unreadable("{} is a directory, not a trace: pass a trace file (a partrain .db)",
+                      path.string());
+  }
+  // A FIFO would block the read below until a writer came; a device or socket is no file either.
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
+    return unreadable(
+        "{} is not a regular file (a FIFO, device or socket), not a trace: pass a "
+        "trace file (a partrain .db)",
+        path.string());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return unreadable("cannot open {}: {}", path.string(), std::strerror(errno));
+  std::array<char, 16> header{};
+  in.read(header.data(), header.size());
+  if (in.gcount() == 0)
+    return unreadable("{} is not an SQLite database (it is empty)", path.string());
+  if (in.gcount() < 16 || std::memcmp(header.data(), "SQLite format 3\0", 16) != 0) {
+    // JSON or gzip: most likely a PyTorch profiler (Kineto) trace, which `import` reads.
+    const std::string_view start(header.data(), static_cast<size_t>(in.gcount()));
+    const size_t first = start.find_first_not_of(" \t\r\n");
+    // An object or an array whose first value starts as JSON's do ("[rank 0] ...", a launcher's
+    // log, starts with '[' too).
+    const size_t second =
+        first == std::string_view::npos ? first : start.find_first_not_of(" \t\r\n", first + 1);
+    const bool json_value_next =
+        second == std::string_view::npos ||
+        std::string_view("{[]}\"-0123456789tfn").find(start[second]) != std::string_view::npos;
+    const bool json = first != std::string_view::npos &&
+                      (start[first] == '{' || start[first] == '[') && json_value_next;
+    const bool gzip = start.size() >= 2 && start[0] == '\x1f' && start[1] == '\x8b';
+    if (json || gzip) {
+      return unreadable(
+          "{} is {}, not a partrain trace: for a PyTorch profiler (Kineto) trace, "
+          "import it first: partrain import FILE... -o trace.db",
+          path.string(), json ? "JSON" : "gzip-compressed");
+    }
+    return unreadable("{} is not an SQLite database, so not a partrain trace", path.string());
+  }
+  return Status::ok();
+}
 
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode mode) {
   RETURN_IF_ERROR(check_sqlite_header(path));

@@ -42,6 +42,13 @@ bool writer_alive(const std::filesystem::path& trace);
 // writer would have: best effort, nothing done while a writer holds it or another reader does.
 void settle_finished_trace(const std::filesystem::path& trace);
 
+// Whether `path` can be a trace at all, by its first bytes (the SQLite magic), as open_trace
+// checks it first: kUnreadable (exit 3) for a directory, a FIFO or device, JSON or gzip (a
+// PyTorch profiler trace: "import it first") and anything else that is no SQLite database.
+// Commands that check their paths before opening (export's output, merge's inputs) ask it first,
+// so a Kineto file is named as one rather than as the output or an input given twice.
+Status check_sqlite_header(const std::filesystem::path& path);
+
 // Errors are kUnreadable (exit 3) with a message naming the file and the case.
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path,
                                TraceOpenMode mode = TraceOpenMode::kRead);

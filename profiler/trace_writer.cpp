@@ -149,11 +149,15 @@ std::filesystem::path writer_lock_path(const std::filesystem::path& trace) {
   return std::filesystem::path(resolved.string() + "-writer");
 }
 
-Status create_deferred_indexes(SqliteDb& db) {
+Status create_deferred_indexes(SqliteDb& db, bool* size_limit_hit) {
   RETURN_IF_ERROR(db.exec("BEGIN IMMEDIATE"));
   Status status = db.exec(deferred_indexes());
   if (status.is_ok()) status = db.exec("COMMIT");
   if (!status.is_ok()) {
+    if (size_limit_hit != nullptr) {
+      *size_limit_hit =
+          (db.error_code() & 0xff) == SQLITE_FULL && sqlite3_system_errno(db.get()) != ENOSPC;
+    }
     (void)db.exec("ROLLBACK");
     return status.with_context("building the trace's indexes");
   }
@@ -296,6 +300,7 @@ struct TraceWriter::State {
   void stop();
   void append_after_stop(std::span<const TraceEvent> events);
   void record_drops_if_due();
+  void build_indexes();
 };
 
 Status TraceWriter::State::prepare_statements() {
@@ -867,6 +872,36 @@ void TraceWriter::State::record_drops_if_due() {
   (void)commit_batch();  // stores what trace_stopped does not count yet
 }
 
+// The deferred indexes, at close. Where they do not fit under --trace-max-size the trace stays
+// as it is, every event in it (readers scan instead), and says so: in the log, naming the limit
+// (SQLite's "database or disk is full" read as a full disk), and in the stat
+// trace_indexes_not_built, for which the limit is raised by a few pages, as for trace_stopped.
+void TraceWriter::State::build_indexes() {
+  const auto start = Clock::now();
+  bool size_limit_hit = false;
+  const Status status = create_deferred_indexes(db, &size_limit_hit);
+  log::debug("trace {}: indexes built in {} ms", path.string(),
+             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+  if (status.is_ok()) return;
+  if (!size_limit_hit || options.max_file_bytes == 0) {
+    log::warn("trace {}: {}; readers get the same answers, more slowly", path.string(),
+              status.message());
+    return;
+  }
+  const std::string reason = fmt::format(
+      "the indexes were not built: they did not fit under the trace's size limit of {} bytes "
+      "(--trace-max-size); every event is stored, and readers get the same answers, more slowly",
+      options.max_file_bytes);
+  log::warn("trace {}: {}", path.string(), reason);
+  (void)db.exec(
+      fmt::format("PRAGMA max_page_count = {}", options.max_file_bytes / kTracePageBytes + 16));
+  begin_batch();
+  store(StatEvent{"trace_indexes_not_built", -1, 1, StatSeverity::kInfo, reason});
+  if (Status stored = commit_batch(); !stored.is_ok()) {
+    log::debug("trace {}: trace_indexes_not_built not stored: {}", path.string(), stored.message());
+  }
+}
+
 namespace {
 
 // Takes the writer lock: held (flock, exclusive) for the writer's life and released by the
@@ -1068,14 +1103,7 @@ TraceWriter::~TraceWriter() {
   } else if (state_->created) {
     // While the lock is held, so that a reader never takes a closed trace for one that died
     // before its indexes were built.
-    const auto start = Clock::now();
-    status = create_deferred_indexes(state_->db);
-    if (!status.is_ok()) {
-      log::warn("trace {}: {}; readers get the same answers, more slowly",
-                state_->path.string(), status.message());
-    }
-    log::debug("trace {}: indexes built in {} ms", state_->path.string(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    state_->build_indexes();
     if (!settle_into_one_file(state_->db)) {
       log::debug("trace {}: a reader has it open, it stays in WAL mode", state_->path.string());
     }

@@ -55,8 +55,10 @@ std::filesystem::path writer_lock_path(const std::filesystem::path& trace);
 // Builds the indexes that the schema leaves until a trace is closed (those after its
 // `-- partrain:deferred-indexes` line), in one transaction on `db`, a read-write connection;
 // builds nothing that exists already. The writer calls it when it closes the file; whoever
-// finishes a trace whose writer died (marking it incomplete) calls it too.
-Status create_deferred_indexes(SqliteDb& db);
+// finishes a trace whose writer died (marking it incomplete) calls it too. `size_limit_hit`, when
+// given, says whether a failure was the file's size limit (its max_page_count: --trace-max-size),
+// SQLite's "database or disk is full" with room left on the disk.
+Status create_deferred_indexes(SqliteDb& db, bool* size_limit_hit = nullptr);
 // A closed trace as one file: the WAL checkpointed into it and the journal mode set back to
 // DELETE, so the file can be copied alone and read-only readers leave no -wal/-shm beside it.
 // Needs no other connection open (a live dashboard's keeps it in WAL mode, which readers

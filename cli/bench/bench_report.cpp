@@ -95,8 +95,7 @@ std::string format_bench_row(const BenchRow& row, const BenchRow* previous) {
                                       : fmt::format(" {:>10} {:>7} {:>7} {:>6}", "-", "-", "-",
                                                     "-");
   out += fmt::format("  {:>12} {:>12} {:>8} {:>6} {:>5}{}{}\n", row.bytes, row.count, row.type,
-                     row.redop.empty() ? "none" : row.redop, row.root,
-                     format_measurement(row.out_of_place), in_place);
+                     row.redop, row.root, format_measurement(row.out_of_place), in_place);
   return out;
 }
 

@@ -222,7 +222,7 @@ StatusOr<std::vector<BenchRow>> run_collective_bench(
       row.bytes = layout.bytes;
       row.count = layout.call_count;
       row.type = std::string(comm::dtype_name(options.dtype));
-      row.redop = test->reduces ? std::string(comm::reduce_op_name(options.reduce_op)) : "";
+      if (test->reduces) row.redop = std::string(comm::reduce_op_name(options.reduce_op));
       row.root = test->has_root ? options.root : -1;
       row.nranks = comm.size();
       ASSIGN_OR_RETURN(row.out_of_place, measure(comm, space, *test, layout, options, false));

@@ -27,7 +27,7 @@ struct BenchRow {
   uint64_t bytes = 0;
   uint64_t count = 0;
   std::string type;
-  std::string redop;  // empty when the op does not reduce
+  std::string redop = "none";  // as nccl-tests prints it for an op that does not reduce
   int root = -1;      // -1 when the op has no root
   int nranks = 0;
   Measurement out_of_place;

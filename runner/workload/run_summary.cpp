@@ -8,23 +8,23 @@
 #include "core/byte_size.h"
 #include "core/json_dump.h"
 #include "core/number_format.h"
+#include "core/step_quantiles.h"
 
 namespace partrain::runner {
 namespace {
 
-// The q-quantile of the steps after the first (warm-up), nearest-rank.
-double quantile(std::vector<double> values, double q) {
-  if (values.size() > 1) values.erase(values.begin());
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  auto index = static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
+// The steps after the first (warm-up), as the summary's step times count them.
+std::vector<double> after_warm_up(const std::vector<double>& step_seconds) {
+  if (step_seconds.size() <= 1) return step_seconds;
+  return {step_seconds.begin() + 1, step_seconds.end()};
 }
 
 }  // namespace
 
-double RunSummary::step_time_median() const { return quantile(step_seconds, 0.5); }
-double RunSummary::step_time_p90() const { return quantile(step_seconds, 0.9); }
+double RunSummary::step_time_median() const { return median(after_warm_up(step_seconds)); }
+double RunSummary::step_time_p90() const {
+  return nearest_rank_quantile(after_warm_up(step_seconds), 0.9);
+}
 
 double RunSummary::tokens_per_second() const {
   double step = step_time_median();

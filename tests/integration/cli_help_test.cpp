@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/fault/fault_spec.h"
 #include "tests/integration/command_runner.h"
 
 namespace partrain::testing {
@@ -38,6 +39,27 @@ TEST(CliHelp, WrapsTo80ColumnsOffATerminalAndToColumnsWhenSet) {
   EXPECT_FALSE(breakable_long_lines(wide.out, 100).empty()) << "COLUMNS=120 uses the width";
   CommandResult all = run_partrain("--help-all");
   EXPECT_EQ(breakable_long_lines(all.out, 80), std::vector<std::string>{});
+}
+
+// launch --help's --inject sentence listed every fault kind but stop (docs/reliability.md has it,
+// and it works).
+TEST(CliHelp, LaunchHelpNamesEveryFaultKind) {
+  CommandResult help = run_partrain("launch --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::string text;  // the help as one line: wrapping breaks a sentence anywhere
+  std::istringstream words(help.out);
+  for (std::string word; words >> word;) text += word + " ";
+  const size_t start = text.find("--inject KIND:");
+  ASSERT_NE(start, std::string::npos) << help.out;
+  const std::string sentence = text.substr(start, text.find("docs/reliability.md", start) - start);
+  using runner::fault::FaultKind;
+  for (FaultKind kind : {FaultKind::kSlow, FaultKind::kCrash, FaultKind::kExit, FaultKind::kHang,
+                         FaultKind::kStop, FaultKind::kDesync, FaultKind::kOom}) {
+    const std::string name(runner::fault::fault_kind_name(kind));
+    const bool listed = sentence.find(" " + name + " (") != std::string::npos ||
+                        sentence.find(" " + name + ",") != std::string::npos;
+    EXPECT_TRUE(listed) << name << ": " << sentence;
+  }
 }
 
 TEST(CliHelp, UsageNamesPartrainNotItsPath) {

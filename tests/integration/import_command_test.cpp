@@ -255,6 +255,27 @@ TEST(ImportCommand, ReadersGivenAKinetoTraceSayToImportIt) {
       << log.err;
 }
 
+// export run.json (no -o) called the Kineto file its own output ("is the trace itself", exit 2),
+// and merge run.json run.json called it "given twice" (exit 2): both now say what it is (exit 3),
+// as docs/import.md has it.
+TEST(ImportCommand, ExportAndMergeNameAKinetoFileBeforeCheckingTheirPaths) {
+  ScratchDir dir;
+  const fs::path json = dir.path() / "run.json";
+  write_text(json, "{\"traceEvents\": []}");
+  auto exported = run_shell(partrain("export " + json.string()));
+  EXPECT_EQ(exported.exit_code, 3) << exported.err;
+  EXPECT_NE(exported.err.find("run.json is JSON, not a partrain trace: for a PyTorch profiler "
+                              "(Kineto) trace, import it first"),
+            std::string::npos)
+      << exported.err;
+  auto merged = run_shell(partrain("merge " + json.string() + " " + json.string() + " -o " +
+                                   (dir.path() / "x.db").string()));
+  EXPECT_EQ(merged.exit_code, 3) << merged.err;
+  EXPECT_NE(merged.err.find("run.json is JSON, not a partrain trace"), std::string::npos)
+      << merged.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "x.db"));
+}
+
 TEST(ImportCommand, HelpExplainsTheInputs) {
   auto help = run_shell(partrain("import --help"));
   EXPECT_EQ(help.exit_code, 0);

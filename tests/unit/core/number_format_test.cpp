@@ -15,6 +15,20 @@ TEST(FormatDecimal, ColumnDecimalsUnlessTheyWouldShowZero) {
   EXPECT_EQ(format_decimal(0, 2), "0");
 }
 
+// bench's busbw of 0.0054 GB/s (algbw 0.0036 x 1.5) read "0.01" at two decimals, nearly twice it,
+// while 0.0032 beside it read "0.0032".
+TEST(FormatDecimal, AValueBelowTheLastPlaceIsNotRoundedUpToIt) {
+  EXPECT_EQ(format_decimal(0.0054, 2), "0.0054");
+  EXPECT_EQ(format_decimal(-0.0054, 2), "-0.0054");
+  EXPECT_EQ(format_decimal(0.054, 1), "0.054");
+  EXPECT_EQ(format_decimal(0.7, 0), "0.7");
+  // From the last place up the column's decimals stand.
+  EXPECT_EQ(format_decimal(0.01, 2), "0.01");
+  EXPECT_EQ(format_decimal(0.0149, 2), "0.01");
+  EXPECT_EQ(format_decimal(0.05, 2), "0.05");
+  EXPECT_EQ(format_decimal(1.4, 0), "1");
+}
+
 TEST(FormatPercent, FromAFraction) {
   EXPECT_EQ(format_percent(0.852), "85.2%");
   EXPECT_EQ(format_percent(0.0004), "0.04%");

@@ -543,6 +543,46 @@ TEST_F(TraceStoreTest, FullFileStopsTracingAndKeepsEveryCommittedEvent) {
   EXPECT_FALSE(fs::exists(writer_lock_path(path)));
 }
 
+// Every event fit under --trace-max-size but the indexes built at close did not: the log said
+// "database or disk is full" (the disk had room) and the trace kept no word of it. Now the trace
+// stays as it was, every event readable, with the stat trace_indexes_not_built naming the limit.
+TEST_F(TraceStoreTest, IndexesThatDoNotFitUnderTheSizeLimitAreLeftOutAndSaidSo) {
+  fs::path path = file("capped.db");
+  TraceWriterOptions options;
+  options.max_file_bytes = 2 << 20;
+  auto writer = make_writer(path, options);
+  ASSERT_TRUE(writer);
+  int64_t ts = 0;
+  {
+    auto reader = SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+    ASSERT_TRUE(reader.is_ok());
+    // Slices up to ~85% of the limit: their index (track, ts) needs more than the rest.
+    const char* kBytes = "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size";
+    while (query_number(*reader, kBytes) <
+           static_cast<int64_t>(options.max_file_bytes * 85 / 100)) {
+      writer->append(numbered_slices(500, ts));
+      ASSERT_TRUE(writer->commit().is_ok());
+      ASSERT_TRUE(writer->stop_reason().empty()) << writer->stop_reason();
+    }
+  }
+  ASSERT_TRUE(writer->set_run_status(RunStatus::kCompleted, std::nullopt, ts).is_ok());
+  writer.reset();
+
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->status, RunStatus::kCompleted);
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM slices"), ts);
+  EXPECT_EQ(index_count(trace->db, "slice_track_ts"), 0);
+  EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM stats WHERE name = 'trace_stopped'"), 0);
+  EXPECT_EQ(
+      query_rows(trace->db, "SELECT severity FROM stats WHERE name = 'trace_indexes_not_built'"),
+      "info\n");
+  EXPECT_THAT(
+      query_rows(trace->db, "SELECT description FROM stats WHERE name = 'trace_indexes_not_built'"),
+      ::testing::HasSubstr("did not fit under the trace's size limit of 2097152 bytes "
+                           "(--trace-max-size); every event is stored"));
+}
+
 // Once tracing stopped, trace_stopped follows the events dropped while the run goes on (on the
 // commit cadence), not only at the end: a live reader (the metrics endpoint) served the count at
 // the stop, 300 times too low, until the run ended.

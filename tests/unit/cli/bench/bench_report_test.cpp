@@ -101,6 +101,9 @@ TEST(BenchReport, JsonCarriesTheSameFacts) {
   EXPECT_EQ(doc["results"][1]["in_place"], true);
   EXPECT_EQ(doc["results"][1]["wrong"], 3);
   EXPECT_TRUE(doc["results"][2]["wrong"].is_null());
+  // An op that does not reduce: "none" in both, as nccl-tests prints it (--json had "").
+  EXPECT_EQ(doc["results"][2]["redop"], "none");
+  EXPECT_NE(table.find(" float   none    -1 "), std::string::npos) << table;
   EXPECT_EQ(doc["wrong"], 3);
   EXPECT_NEAR(doc["avg_busbw_gbps"].get<double>(), (15.72864 + 7.86432 + 0.0016) / 3, 1e-12);
 }

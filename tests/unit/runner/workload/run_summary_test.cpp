@@ -69,5 +69,19 @@ TEST(RunSummaryTest, StepTimesALinePerRank) {
       << text;
 }
 
+// The summary's step times are analyze's for the same steps (docs/analysis.md, "Step time"):
+// the p90 the ⌈0.9 n⌉-th smallest and the median the mean of the middle two, the warm-up step left
+// out. Nine steps after warm-up gave the 8th smallest as p90 (analyze: the 9th, the largest), and
+// four gave the upper middle step as median.
+TEST(RunSummaryTest, StepTimesAreAnalyzesNearestRankP90AndMedian) {
+  RunSummary s;
+  s.step_seconds = {5.0, 0.009, 0.001, 0.008, 0.002, 0.007, 0.003, 0.006, 0.004, 0.005};
+  EXPECT_DOUBLE_EQ(s.step_time_p90(), 0.009);
+  EXPECT_DOUBLE_EQ(s.step_time_median(), 0.005);
+  s.step_seconds = {5.0, 0.004, 0.001, 0.003, 0.002};
+  EXPECT_DOUBLE_EQ(s.step_time_median(), 0.0025);
+  EXPECT_DOUBLE_EQ(s.step_time_p90(), 0.004);
+}
+
 }  // namespace
 }  // namespace partrain::runner
