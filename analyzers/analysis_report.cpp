@@ -365,7 +365,8 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
 }
 
 // torchrun restarted the workers: each attempt's groups are named apart (...@restartN), but the
-// steps of every attempt share one numbering, so step figures mix them.
+// steps table keeps one row per rank and step number (docs/decisions.md "A restarted job's steps
+// table keeps each rank's latest step of a number"), so step figures may mix attempts.
 std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   if (outcome.restarts == 0) return std::nullopt;
   Finding finding;
@@ -374,8 +375,12 @@ std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   finding.impact = 1;
   finding.evidence = fmt::format(
       "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
-      "collectives are on groups of their own (comm ids ending @restartN), but the steps of the "
-      "attempts this trace holds share their numbers, so step times mix them",
+      "collectives are on groups of their own (comm ids ending @restartN), but the steps table "
+      "keeps one row per rank and step number: a later attempt's step replaced an earlier "
+      "attempt's of the same number, and an earlier attempt's steps stay where no later attempt "
+      "recorded that number (steps it did not reach, a rank that did not come back), so step "
+      "times may mix attempts; every attempt's steps stay in the timeline as step slices "
+      "(export)",
       outcome.restarts, outcome.restarts == 1 ? "" : "s");
   finding.advice =
       "read the collectives of one attempt by its comm ids; for one attempt's step times, trace "

@@ -148,5 +148,26 @@ TEST(RunOutcome, ARanksOwnExceptionOutranksARankThatVanished) {
       2);
 }
 
+// job_restarted says what the steps table holds after a restart: one row per rank and step
+// number, the later attempt's where both recorded it (the writer's INSERT OR REPLACE), not that
+// the attempts' steps sit side by side under shared numbers.
+TEST(RunOutcome, ARestartedJobSaysALaterAttemptsStepReplacedTheEarlierOnes) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      outcome_of(dir, {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
+                        "attempt 1 of the job: torchrun restarted its workers"}});
+  EXPECT_EQ(outcome.restarts, 1);
+  const std::vector<Finding> findings = run_outcome_findings(outcome);
+  const auto restarted = std::find_if(findings.begin(), findings.end(),
+                                      [](const Finding& f) { return f.kind == "job_restarted"; });
+  ASSERT_NE(restarted, findings.end());
+  EXPECT_NE(restarted->evidence.find("one row per rank and step number: a later attempt's step "
+                                     "replaced an earlier attempt's of the same number"),
+            std::string::npos)
+      << restarted->evidence;
+  EXPECT_EQ(restarted->evidence.find("share their numbers"), std::string::npos)
+      << restarted->evidence;
+}
+
 }  // namespace
 }  // namespace partrain::analyzers
