@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analyzers/analysis_report.h"
+#include "analyzers/restart_attempts.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
 #include "tests/support/scratch_dir.h"
@@ -167,6 +168,46 @@ TEST(RunOutcome, ARestartedJobSaysALaterAttemptsStepReplacedTheEarlierOnes) {
       << restarted->evidence;
   EXPECT_EQ(restarted->evidence.find("share their numbers"), std::string::npos)
       << restarted->evidence;
+}
+
+// torchrun restarted the job after rank 1 died in attempt 0 and attempt 1 completed: the op rank
+// 1 never recorded on attempt 0's group is said to be attempt 0's, without a step number (the
+// steps kept are attempt 1's), and is a warning torchrun recovered from, not the run's critical.
+// The same op missing on the last attempt's group stays critical.
+TEST(RunOutcome, AMissingCollectiveOfARecoveredAttemptIsAWarningOfThatAttempt) {
+  CollectiveStatsReport report;
+  MissingCollective earlier;
+  earlier.comm_id = "default_pg:0";
+  earlier.rank = 1;
+  earlier.ops = {"all_reduce"};
+  earlier.first_seq = earlier.last_seq = 8;
+  earlier.count = 1;
+  earlier.present = {0};
+  earlier.step = 3;
+  MissingCollective last = earlier;
+  last.comm_id = "default_pg:0@restart1";
+  report.missing = {earlier, last};
+  RunOutcome outcome;
+  outcome.status = "completed";
+  outcome.restarts = 1;
+  const std::vector<Finding> findings = collective_findings_by_attempt(report, outcome);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].kind, "missing_collective");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(
+      findings[0].evidence.find("; this was attempt 0 of the job, which torchrun then restarted"),
+      std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].evidence.find("step 3"), std::string::npos) << findings[0].evidence;
+  EXPECT_NE(findings[0].advice.find("torchrun recovered from it"), std::string::npos);
+  EXPECT_EQ(findings[1].severity, Severity::kCritical);
+  EXPECT_NE(findings[1].evidence.find("(step 3)"), std::string::npos) << findings[1].evidence;
+  EXPECT_EQ(findings[1].evidence.find("attempt"), std::string::npos) << findings[1].evidence;
+  // A run that failed in the end keeps attempt 0's missing op critical, with its attempt said.
+  outcome.status = "failed";
+  const std::vector<Finding> failed = collective_findings_by_attempt(report, outcome);
+  EXPECT_EQ(failed[0].severity, Severity::kCritical);
+  EXPECT_NE(failed[0].evidence.find("this was attempt 0"), std::string::npos) << failed[0].evidence;
 }
 
 }  // namespace
