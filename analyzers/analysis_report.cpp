@@ -159,9 +159,11 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
   const Status read = for_each_collective_group(reader, out.window,
                                                 visit_all({stats.visitor(), stragglers.visitor()}));
   if (!read.is_ok()) return read.with_context("collectives");
+  CollectiveStatsReport collectives = stats.finish();
+  forget_earlier_attempts_steps(collectives, out.outcome.restarts);
   RETURN_IF_ERROR(add_analysis(out, "collectives", started_ns,
-                               StatusOr<CollectiveStatsReport>(stats.finish()), out.collectives,
-                               [&out](const CollectiveStatsReport& report) {
+                               StatusOr<CollectiveStatsReport>(std::move(collectives)),
+                               out.collectives, [&out](const CollectiveStatsReport& report) {
                                  return collective_findings_by_attempt(report, out.outcome);
                                }));
   const bool compute_known = compute_recorded(out.ranks);  // the breakdown ran first
@@ -407,13 +409,17 @@ int comm_attempt(std::string_view comm_id) {
 
 }  // namespace
 
+void forget_earlier_attempts_steps(CollectiveStatsReport& report, int restarts) {
+  for (MissingCollective& m : report.missing) {
+    if (comm_attempt(m.comm_id) < restarts) m.step.reset();
+  }
+}
+
 std::vector<Finding> collective_findings_by_attempt(const CollectiveStatsReport& report,
                                                     const RunOutcome& outcome) {
   if (outcome.restarts == 0) return collective_stats_findings(report);
   CollectiveStatsReport earlier_unstepped = report;
-  for (MissingCollective& m : earlier_unstepped.missing) {
-    if (comm_attempt(m.comm_id) < outcome.restarts) m.step.reset();
-  }
+  forget_earlier_attempts_steps(earlier_unstepped, outcome.restarts);
   std::vector<Finding> findings = collective_stats_findings(earlier_unstepped);
   // One missing_collective finding per missing run, in the report's order.
   size_t next = 0;

@@ -14,6 +14,11 @@ namespace partrain::analyzers {
 // communicator (its comm id lacks the last attempt's "@restartN") says which attempt it was in,
 // without the step (the steps the trace keeps are the last attempt's, under the same numbers);
 // when the run then completed, torchrun recovered from it: a warning, not the run's critical.
+// Leaves out the step of each op missing on an earlier attempt's communicator than the last
+// (`restarts`): the steps the trace keeps are the last attempt's, under the same numbers, so the
+// step resolved for it is another attempt's. For the Collectives section as for the findings.
+void forget_earlier_attempts_steps(CollectiveStatsReport& report, int restarts);
+
 std::vector<Finding> collective_findings_by_attempt(const CollectiveStatsReport& report,
                                                     const RunOutcome& outcome);
 

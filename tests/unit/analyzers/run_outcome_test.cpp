@@ -203,6 +203,11 @@ TEST(RunOutcome, AMissingCollectiveOfARecoveredAttemptIsAWarningOfThatAttempt) {
   EXPECT_EQ(findings[1].severity, Severity::kCritical);
   EXPECT_NE(findings[1].evidence.find("(step 3)"), std::string::npos) << findings[1].evidence;
   EXPECT_EQ(findings[1].evidence.find("attempt"), std::string::npos) << findings[1].evidence;
+  // The Collectives section's list loses the earlier attempt's step as the finding does.
+  CollectiveStatsReport section = report;
+  forget_earlier_attempts_steps(section, outcome.restarts);
+  EXPECT_FALSE(section.missing[0].step);
+  EXPECT_EQ(section.missing[1].step, 3);
   // A run that failed in the end keeps attempt 0's missing op critical, with its attempt said.
   outcome.status = "failed";
   const std::vector<Finding> failed = collective_findings_by_attempt(report, outcome);
