@@ -96,6 +96,15 @@ std::optional<Finding> diagnosis_finding(const RunOutcome& outcome) {
           : std::string(
                 "the dumps did not single out a rank: compare each rank's last "
                 "collectives in the launcher's diagnosis (stderr)");
+  // torchrun restarted the job after the hang and the last attempt completed: what it
+  // diagnosed was an earlier attempt's (a hang ends its attempt with the watchdog's exit).
+  if (outcome.restarts > 0 && outcome.status == "completed") {
+    finding.severity = Severity::kWarning;
+    finding.evidence += fmt::format(
+        " (an earlier attempt's: torchrun restarted the job {} time{} and the last attempt "
+        "completed)",
+        outcome.restarts, outcome.restarts == 1 ? "" : "s");
+  }
   return finding;
 }
 

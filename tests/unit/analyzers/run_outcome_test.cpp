@@ -215,5 +215,27 @@ TEST(RunOutcome, AMissingCollectiveOfARecoveredAttemptIsAWarningOfThatAttempt) {
   EXPECT_NE(failed[0].evidence.find("this was attempt 0"), std::string::npos) << failed[0].evidence;
 }
 
+// A hang the launcher diagnosed in attempt 0, after which torchrun restarted the job and attempt
+// 1 completed: the diagnosis is a warning that says it was an earlier attempt's; in a run that
+// failed in the end it stays critical.
+TEST(RunOutcome, ADiagnosedHangTorchrunRecoveredFromIsAWarning) {
+  RunOutcome outcome;
+  outcome.status = "completed";
+  outcome.restarts = 1;
+  outcome.diagnosis = "attempt 0: rank 1 (missing_ranks at default_pg:0 seq 2): hung";
+  outcome.diagnosis_culprit = 1;
+  std::vector<Finding> findings = run_outcome_findings(outcome);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, "collective_diagnosis");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].evidence.find("(an earlier attempt's: torchrun restarted the job 1 time "
+                                      "and the last attempt completed)"),
+            std::string::npos)
+      << findings[0].evidence;
+  outcome.status = "failed";
+  findings = run_outcome_findings(outcome);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+}
+
 }  // namespace
 }  // namespace partrain::analyzers
