@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <iterator>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "analyzers/collective_groups.h"
 #include "analyzers/node_file_check.h"
+#include "analyzers/restart_attempts.h"
 #include "analyzers/step_history.h"
 #include "core/clock.h"
 #include "core/subprocess.h"
@@ -94,6 +96,15 @@ std::optional<Finding> diagnosis_finding(const RunOutcome& outcome) {
           : std::string(
                 "the dumps did not single out a rank: compare each rank's last "
                 "collectives in the launcher's diagnosis (stderr)");
+  // torchrun restarted the job after the hang and the last attempt completed: what it
+  // diagnosed was an earlier attempt's (a hang ends its attempt with the watchdog's exit).
+  if (outcome.restarts > 0 && outcome.status == "completed") {
+    finding.severity = Severity::kWarning;
+    finding.evidence += fmt::format(
+        " (an earlier attempt's: torchrun restarted the job {} time{} and the last attempt "
+        "completed)",
+        outcome.restarts, outcome.restarts == 1 ? "" : "s");
+  }
   return finding;
 }
 
@@ -157,9 +168,13 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
   const Status read = for_each_collective_group(reader, out.window,
                                                 visit_all({stats.visitor(), stragglers.visitor()}));
   if (!read.is_ok()) return read.with_context("collectives");
+  CollectiveStatsReport collectives = stats.finish();
+  forget_earlier_attempts_steps(collectives, out.outcome.restarts);
   RETURN_IF_ERROR(add_analysis(out, "collectives", started_ns,
-                               StatusOr<CollectiveStatsReport>(stats.finish()), out.collectives,
-                               collective_stats_findings));
+                               StatusOr<CollectiveStatsReport>(std::move(collectives)),
+                               out.collectives, [&out](const CollectiveStatsReport& report) {
+                                 return collective_findings_by_attempt(report, out.outcome);
+                               }));
   const bool compute_known = compute_recorded(out.ranks);  // the breakdown ran first
   return add_analysis(out, "stragglers", started_ns, stragglers.finish(reader, out.window),
                       out.stragglers, [compute_known](const StragglerReport& report) {
@@ -366,7 +381,8 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
 }
 
 // torchrun restarted the workers: each attempt's groups are named apart (...@restartN), but the
-// steps of every attempt share one numbering, so step figures mix them.
+// steps table keeps one row per rank and step number (docs/decisions.md "A restarted job's steps
+// table keeps each rank's latest step of a number"), so step figures may mix attempts.
 std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   if (outcome.restarts == 0) return std::nullopt;
   Finding finding;
@@ -375,13 +391,65 @@ std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   finding.impact = 1;
   finding.evidence = fmt::format(
       "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
-      "collectives are on groups of their own (comm ids ending @restartN), but the steps of the "
-      "attempts this trace holds share their numbers, so step times mix them",
+      "collectives are on groups of their own (comm ids ending @restartN), but the steps table "
+      "keeps one row per rank and step number: a later attempt's step replaced an earlier "
+      "attempt's of the same number, and an earlier attempt's steps stay where no later attempt "
+      "recorded that number (steps it did not reach, a rank that did not come back), so step "
+      "times may mix attempts; every attempt's steps stay in the timeline as step slices "
+      "(export)",
       outcome.restarts, outcome.restarts == 1 ? "" : "s");
   finding.advice =
       "read the collectives of one attempt by its comm ids; for one attempt's step times, trace "
       "the job without restarts (or until it first fails) into a trace of its own";
   return finding;
+}
+
+namespace {
+
+// The torchrun attempt whose group a comm id names: N for "...@restartN", else 0.
+int comm_attempt(std::string_view comm_id) {
+  constexpr std::string_view kRestart = "@restart";
+  const size_t at = comm_id.rfind(kRestart);
+  if (at == std::string_view::npos) return 0;
+  const std::string_view digits = comm_id.substr(at + kRestart.size());
+  int attempt = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), attempt);
+  return error == std::errc() && end == digits.data() + digits.size() ? attempt : 0;
+}
+
+}  // namespace
+
+void forget_earlier_attempts_steps(CollectiveStatsReport& report, int restarts) {
+  for (MissingCollective& m : report.missing) {
+    if (comm_attempt(m.comm_id) < restarts) m.step.reset();
+  }
+}
+
+std::vector<Finding> collective_findings_by_attempt(const CollectiveStatsReport& report,
+                                                    const RunOutcome& outcome) {
+  if (outcome.restarts == 0) return collective_stats_findings(report);
+  CollectiveStatsReport earlier_unstepped = report;
+  forget_earlier_attempts_steps(earlier_unstepped, outcome.restarts);
+  std::vector<Finding> findings = collective_stats_findings(earlier_unstepped);
+  // One missing_collective finding per missing run, in the report's order.
+  size_t next = 0;
+  for (Finding& finding : findings) {
+    if (finding.kind != "missing_collective") continue;
+    const int attempt = comm_attempt(earlier_unstepped.missing[next++].comm_id);
+    if (attempt >= outcome.restarts) continue;
+    finding.evidence += fmt::format(
+        "; this was attempt {} of the job, which torchrun then restarted (the last attempt is {})",
+        attempt, outcome.restarts);
+    if (outcome.status != "completed") continue;
+    finding.severity = Severity::kWarning;
+    finding.impact = 0;  // the step times analysed are the last attempt's, which it did not slow
+    finding.advice = fmt::format(
+        "torchrun recovered from it and the last attempt completed: rank {}'s output of attempt "
+        "{} says why it stopped there (a crash, a hang, a kill); the restart cost the work since "
+        "the last checkpoint",
+        *finding.rank, attempt);
+  }
+  return findings;
 }
 
 std::vector<Finding> run_outcome_findings(const RunOutcome& outcome) {

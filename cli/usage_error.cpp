@@ -199,7 +199,9 @@ std::string usage_error_message(const CLI::App& root, const CLI::ParseError& err
                                 const char* const* argv) {
   std::string message = error.what();
   const std::string path = command_path(root);
-  if (std::string range = elastic_range_message(message); !range.empty()) return range;
+  if (std::string range = elastic_range_message(message); !range.empty()) {
+    return range + value_source(message, argc, argv);  // PET_NNODES=1:2 names the variable
+  }
   if (std::string boolean = boolean_value_message(root, message, argc, argv); !boolean.empty()) {
     return boolean;
   }

@@ -84,6 +84,7 @@ std::string flight_dump_to_json(const FlightDump& dump) {
   }
   nlohmann::json j = {{"partrain_flight_dump", kFormatVersion},
                       {"rank", dump.rank},
+                      {"attempt", dump.attempt},
                       {"trigger", dump_trigger_name(dump.trigger)},
                       {"reason", dump.reason},
                       {"dumped_ns", dump.dumped_ns},
@@ -100,6 +101,7 @@ StatusOr<FlightDump> flight_dump_from_json(std::string_view text) {
   try {
     FlightDump dump;
     dump.rank = j.at("rank").get<int>();
+    dump.attempt = j.value("attempt", 0);  // absent from dumps made before restarts were told
     const std::string trigger = j.at("trigger").get<std::string>();
     bool known = false;
     for (const auto& [value, name] : kTriggers) {

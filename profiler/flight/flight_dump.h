@@ -22,6 +22,9 @@ std::string_view dump_trigger_name(DumpTrigger trigger);
 
 struct FlightDump {
   int rank = 0;  // world rank
+  // torchrun's restarts of the job before this rank's attempt (TORCHELASTIC_RESTART_COUNT): the
+  // dumps of one attempt are diagnosed together, never with another attempt's.
+  int attempt = 0;
   DumpTrigger trigger = DumpTrigger::kWatchdog;
   std::string reason;           // one line: "all_reduce (world, seq 12) not completed after 2.0 s"
   int64_t dumped_ns = 0;        // the rank's monotonic clock (entries' times are on it too)

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/log.h"
 
 namespace partrain::profiler {
@@ -17,8 +18,15 @@ bool unfinished(const CollectiveEvent& e) {
 
 }  // namespace
 
-std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank) {
-  return dir / fmt::format("rank_{}.json", rank);
+int restart_attempt_from_env() {
+  const StatusOr<std::optional<long long>> count = env::get_int("TORCHELASTIC_RESTART_COUNT");
+  if (!count.is_ok() || !count->has_value() || **count < 0) return 0;
+  return static_cast<int>(**count);
+}
+
+std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank, int attempt) {
+  if (attempt == 0) return dir / fmt::format("rank_{}.json", rank);
+  return dir / fmt::format("rank_{}.restart{}.json", rank, attempt);
 }
 
 FlightDumper::FlightDumper(profiler::FlightRecorder& recorder, FlightDumperOptions options)
@@ -30,6 +38,7 @@ bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
   dumped_ = true;
   profiler::FlightDump dump;
   dump.rank = options_.rank;
+  dump.attempt = options_.attempt;
   dump.trigger = trigger;
   dump.reason = std::move(reason);
   dump.dumped_ns = monotonic_ns();
@@ -49,7 +58,8 @@ bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
 
 void FlightDumper::write_file(const profiler::FlightDump& dump) const {
   if (!options_.dir) return;
-  const std::filesystem::path path = flight_dump_path(*options_.dir, options_.rank);
+  const std::filesystem::path path =
+      flight_dump_path(*options_.dir, options_.rank, options_.attempt);
   // Written beside and renamed, so the launcher never reads half a dump.
   const std::filesystem::path partial = path.string() + ".partial";
   {

@@ -21,15 +21,22 @@ namespace partrain::profiler {
 
 inline constexpr const char* kFlightDirEnv = "PARTRAIN_FLIGHT_DIR";
 
+// TORCHELASTIC_RESTART_COUNT, the times torchrun (--max-restarts) restarted the job before this
+// worker's attempt; 0 when unset or not a count.
+int restart_attempt_from_env();
+
 struct FlightDumperOptions {
   int rank = 0;
   std::optional<std::filesystem::path> dir;  // where rank_<R>.json goes; unset: no file
   profiler::RankTracer* tracer = nullptr;    // unset: not traced
   size_t stderr_entries = 16;                // the last entries printed (unfinished ones always)
+  int attempt = restart_attempt_from_env();  // torchrun's restarts before this attempt
 };
 
-// <dir>/rank_<rank>.json: one file per rank, so ranks never write the same file.
-std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank);
+// <dir>/rank_<rank>.json for the first attempt, <dir>/rank_<rank>.restart<N>.json for the
+// attempt after torchrun's N-th restart: one file per rank and attempt, so neither ranks nor a
+// restarted rank and its earlier self write the same file.
+std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank, int attempt = 0);
 
 class FlightDumper {
  public:

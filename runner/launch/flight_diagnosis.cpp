@@ -439,6 +439,21 @@ std::string own_waits_of_missing(const FlightDiagnosis& d, const CollectiveFindi
 
 }  // namespace
 
+std::vector<std::vector<profiler::FlightDump>> dumps_by_attempt(
+    std::vector<profiler::FlightDump> dumps) {
+  std::stable_sort(dumps.begin(), dumps.end(),
+                   [](const profiler::FlightDump& a, const profiler::FlightDump& b) {
+                     return std::pair(a.attempt, a.rank) < std::pair(b.attempt, b.rank);
+                   });
+  std::vector<std::vector<profiler::FlightDump>> attempts;
+  for (profiler::FlightDump& dump : dumps) {
+    if (attempts.empty() || attempts.back().front().attempt != dump.attempt)
+      attempts.emplace_back();
+    attempts.back().push_back(std::move(dump));
+  }
+  return attempts;
+}
+
 bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps) {
   const bool failed = std::any_of(dumps.begin(), dumps.end(), [](const profiler::FlightDump& d) {
     return d.trigger == profiler::DumpTrigger::kWatchdog ||

@@ -77,6 +77,11 @@ struct FlightDiagnosis {
 // evidence, but do not otherwise: the failure summary says what happened to them).
 bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps);
 
+// The dumps of each torchrun attempt (FlightDump::attempt) apart, oldest attempt first, each by
+// rank: an attempt is diagnosed from its own dumps, never with a restarted rank's later ones.
+std::vector<std::vector<profiler::FlightDump>> dumps_by_attempt(
+    std::vector<profiler::FlightDump> dumps);
+
 // `processes`: what the launcher saw of its ranks' processes (none: nothing seen). The records of
 // a rank the launcher resumed (SIGCONT) to take its stop signal are read as they stood when it
 // was resumed: operations enqueued later are left out, and those that ended later are unfinished.

@@ -502,7 +502,11 @@ RankFailure NodeRendezvous::lost_node_failure(int node_rank, const std::string& 
   failure.node_rank = node_rank;
   failure.rank = node_rank * plan_.nproc_per_node;
   failure.ranks_lost = plan_.nproc_per_node;
-  if (static_cast<size_t>(node_rank) < peers_.size()) {
+  if (node_rank == plan_.node_rank) {
+    // This node, stopped: a node other than 0 never read its own record back into peers_.
+    failure.host = plan_.host;
+    failure.pid = ::getpid();
+  } else if (static_cast<size_t>(node_rank) < peers_.size()) {
     failure.host = peers_[node_rank].host;
     failure.pid = peers_[node_rank].pid;
   } else {

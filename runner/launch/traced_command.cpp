@@ -1,12 +1,14 @@
 #include "runner/launch/traced_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "core/clock.h"
 #include "core/env.h"
@@ -121,22 +123,44 @@ ExitStatus supervise(Subprocess& child, SignalChannel& signals, std::optional<in
 }
 
 // The ranks' flight-recorder dumps once the command has ended (torchrun stops the other ranks
-// when one exits; they dump as they stop): diagnosed on stderr and in the trace when they call
-// for it. Whether a rank's watchdog fired.
+// when one exits; they dump as they stop): each torchrun attempt's apart (a restarted rank dumps
+// again, and a hang in one attempt is read from that attempt's dumps alone), diagnosed on stderr
+// and in the trace when they call for it. Whether a rank's watchdog fired in the last attempt
+// that dumped: the one whose end ended the command.
 bool diagnose_command(const FlightDumpDir& flight, profiler::TraceSession& session) {
-  const std::vector<profiler::FlightDump> dumps = flight.read();
-  if (!diagnosis_called_for(dumps)) return false;
-  const FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
-  const std::string text = format_flight_diagnosis(diagnosis);
-  std::fwrite(text.data(), 1, text.size(), stderr);
-  profiler::StatEvent stat;
-  stat.name = "collective_diagnosis";
-  stat.rank = diagnosis.culprit.value_or(-1);
-  stat.value = 1;
-  stat.severity = profiler::StatSeverity::kError;
-  stat.description = diagnosis_statement(diagnosis);
-  session.append(stat);
-  return !diagnosis.watchdog_ranks.empty();
+  const std::vector<std::vector<profiler::FlightDump>> attempts = dumps_by_attempt(flight.read());
+  const bool restarted = !attempts.empty() && attempts.back().front().attempt > 0;
+  // The trace's stats add up per (name, rank): the attempts that blame one rank share a row,
+  // their statements joined, lest a later attempt's replace an earlier one's.
+  std::map<int, std::vector<std::string>> statements;
+  bool watchdog_fired = false;
+  for (const std::vector<profiler::FlightDump>& dumps : attempts) {
+    watchdog_fired = false;
+    if (!diagnosis_called_for(dumps)) continue;
+    const int attempt = dumps.front().attempt;
+    const FlightDiagnosis diagnosis = diagnose_flight_dumps(dumps);
+    std::string text = format_flight_diagnosis(diagnosis);
+    std::string statement = diagnosis_statement(diagnosis);
+    if (restarted) {
+      text =
+          fmt::format("partrain: flight recorder: attempt {} (TORCHELASTIC_RESTART_COUNT={}):\n{}",
+                      attempt, attempt, text);
+      statement = fmt::format("attempt {}: {}", attempt, statement);
+    }
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    statements[diagnosis.culprit.value_or(-1)].push_back(std::move(statement));
+    watchdog_fired = !diagnosis.watchdog_ranks.empty();
+  }
+  for (const auto& [culprit, said] : statements) {
+    profiler::StatEvent stat;
+    stat.name = "collective_diagnosis";
+    stat.rank = culprit;
+    stat.value = static_cast<int64_t>(said.size());
+    stat.severity = profiler::StatSeverity::kError;
+    stat.description = fmt::format("{}", fmt::join(said, "; "));
+    session.append(stat);
+  }
+  return watchdog_fired;
 }
 
 }  // namespace

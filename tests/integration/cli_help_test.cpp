@@ -137,6 +137,11 @@ TEST(CliHelp, ElasticNodeRangesAreRefusedWithWhatToPass) {
   }
   CommandResult r = run_partrain("launch -n 2 --nnodes 1:4 -- true");
   EXPECT_NE(r.err.find("--nnodes 4"), std::string::npos) << r.err;
+  // Set by torchrun's variable (a Kubeflow PyTorchJob's environment): the refusal names it.
+  r = run_partrain("launch -n 2 -- true", "PET_NNODES=1:2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not supported"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("from PET_NNODES='1:2' in the environment"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -207,6 +207,10 @@ TEST_F(LaunchNodesTest, ANodeStoppedMidRunStopsTheOthers) {
               contains(a.err, "stopped after") &&
               contains(a.err, "its launcher was stopped by SIGTERM"))
       << a.err;
+  // The stopped node names itself: its own host and launcher, not "host ?, launcher pid 0".
+  EXPECT_TRUE(contains(a.err, fmt::format(", launcher pid {}) stopped after", one->pid())))
+      << a.err;
+  EXPECT_FALSE(contains(a.err, "host ?")) << a.err;
 }
 
 // Ctrl-C on a node while the nodes gather (node 2 never comes): every node ends within 5 s with

@@ -75,8 +75,8 @@ TEST(TorchTrace, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
 }
 
 // A worker torchrun restarted (TORCHELASTIC_RESTART_COUNT 1) names its groups apart from the
-// first attempt's, so no collective is matched across attempts, and analyze says the trace mixes
-// attempts (their steps share numbers).
+// first attempt's, so no collective is matched across attempts, and analyze says the job was
+// restarted (job_restarted: its steps table keeps one row per rank and step number).
 TEST(TorchTrace, ARestartedWorkersGroupsAreToldApartFromTheFirstAttempts) {
   PARTRAIN_REQUIRE_TORCH();
   ScratchDir scratch;
@@ -100,6 +100,94 @@ TEST(TorchTrace, ARestartedWorkersGroupsAreToldApartFromTheFirstAttempts) {
   EXPECT_NE(analyzed.out.find("job_restarted: torchrun restarted the job's workers 1 time"),
             std::string::npos)
       << analyzed.out;
+}
+
+// torchrun's restart made deterministic: a launcher that runs a 2-rank job twice as torchrun
+// would (TORCHELASTIC_RESTART_COUNT 0, then 1), stopping the rank left when rank 0 exits. In
+// attempt 0 rank 1 sleeps after 2 all-reduces and rank 0's watchdog fires in the third. In
+// attempt 1 rank 1 sleeps after 1 and is stopped, dumping a second time, while rank 0 either
+// ends after 1 (the job fails, without a hang) or hangs in its second (a second hang). Each
+// hang is diagnosed from its own attempt's dumps (attempt 0's: rank 1's last was seq 1), never
+// from rank 0's attempt-0 dump beside rank 1's attempt-1 one, and the exit is the last attempt's.
+struct RestartedRun {
+  CommandResult run;
+  std::string diagnosis;  // the trace's collective_diagnosis rows: rank|description
+};
+
+RestartedRun run_restarted(const ScratchDir& scratch, const std::string& attempt1) {
+  const fs::path trace = scratch.path() / (attempt1 + ".db");
+  const fs::path script = scratch.path() / "attempt.py";
+  std::ofstream(script)
+      << "import os, sys, time, torch, torch.distributed as dist\n"
+         "rank, attempt = int(os.environ['RANK']), int(os.environ['TORCHELASTIC_RESTART_COUNT'])\n"
+         "dist.init_process_group('gloo', init_method='file://' + sys.argv[1], rank=rank,\n"
+         "                        world_size=2)\n"
+         "ops, rank1_sleeps_at = (3, 2) if attempt == 0 else (2, 1)\n"
+         "if attempt == 1 and rank == 0 and os.environ['ATTEMPT1'] == 'fails':\n"
+         "    ops = 1\n"
+         "for i in range(ops):\n"
+         "    if rank == 1 and i == rank1_sleeps_at:\n"
+         "        time.sleep(120)\n"
+         "    dist.all_reduce(torch.ones(8))\n"
+         "dist.destroy_process_group()\n";
+  const fs::path launcher = scratch.path() / "restarting_launcher.sh";
+  std::ofstream(launcher) << "py=$1; script=$2; dir=$3\n"
+                             "for attempt in 0 1; do\n"
+                             "  export TORCHELASTIC_RESTART_COUNT=$attempt WORLD_SIZE=2\n"
+                             "  rm -f \"$dir/rdzv\"\n"
+                             "  RANK=0 \"$py\" \"$script\" \"$dir/rdzv\" & zero=$!\n"
+                             "  RANK=1 \"$py\" \"$script\" \"$dir/rdzv\" & one=$!\n"
+                             "  wait $zero\n"
+                             "  kill -TERM $one; wait $one\n"
+                             "done\n"
+                             "exit 1\n";
+  RestartedRun out;
+  out.run = run_partrain("trace --collective-timeout 3s -o " + shell_quoted(trace) + " -- sh " +
+                             shell_quoted(launcher) + " " + shell_quoted(torch_python()) + " " +
+                             shell_quoted(script) + " " + shell_quoted(scratch.path()),
+                         "ATTEMPT1=" + attempt1);
+  TraceQuery query(trace);
+  out.diagnosis =
+      query.rows("SELECT rank, description FROM stats WHERE name = 'collective_diagnosis'");
+  return out;
+}
+
+TEST(TorchTrace, AHangInAnEarlierAttemptIsDiagnosedFromThatAttemptsDumps) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  constexpr const char* kAttempt0 =
+      "partrain: flight recorder: attempt 0 (TORCHELASTIC_RESTART_COUNT=0):\n"
+      "partrain: flight recorder: dumps of ranks 0,1; the collective watchdog fired on rank 0\n"
+      "partrain: diagnosis: default_pg:0 seq 2: missing ranks: rank 1 never issued all_reduce";
+  constexpr const char* kStat0 = "1|attempt 0: rank 1 (missing_ranks at default_pg:0 seq 2)";
+
+  // Attempt 1 fails without a hang: only attempt 0 is diagnosed, and the exit is torchrun's 1.
+  const RestartedRun fails = run_restarted(scratch, "fails");
+  EXPECT_EQ(fails.run.exit_code, 1) << fails.run.err;
+  EXPECT_NE(fails.run.err.find(kAttempt0), std::string::npos) << fails.run.err;
+  EXPECT_EQ(fails.run.err.find("flight recorder: attempt 1"), std::string::npos) << fails.run.err;
+  EXPECT_EQ(fails.run.err.find("never reached its first collective"), std::string::npos)
+      << fails.run.err;
+  EXPECT_EQ(fails.diagnosis.rfind(kStat0, 0), 0u) << fails.diagnosis;
+
+  // Attempt 1 hangs too: both are diagnosed, each from its own dumps, both kept in the trace's
+  // one row for rank 1; the last attempt's watchdog makes it a timeout (124).
+  const RestartedRun hangs = run_restarted(scratch, "hangs");
+  EXPECT_EQ(hangs.run.exit_code, 124) << hangs.run.err;
+  EXPECT_NE(hangs.run.err.find(kAttempt0), std::string::npos) << hangs.run.err;
+  EXPECT_NE(
+      hangs.run.err.find("partrain: flight recorder: attempt 1 (TORCHELASTIC_RESTART_COUNT=1):\n"
+                         "partrain: flight recorder: dumps of ranks 0,1; the collective "
+                         "watchdog fired on rank 0\n"
+                         "partrain: diagnosis: default_pg:0@restart1 seq 1: missing ranks: "
+                         "rank 1 never issued all_reduce"),
+      std::string::npos)
+      << hangs.run.err;
+  EXPECT_EQ(hangs.diagnosis.rfind(kStat0, 0), 0u) << hangs.diagnosis;
+  EXPECT_NE(
+      hangs.diagnosis.find("; attempt 1: rank 1 (missing_ranks at default_pg:0@restart1 seq 1)"),
+      std::string::npos)
+      << hangs.diagnosis;
 }
 
 // A program that marks steps with NVTX ranges (--step-marker, default ProfilerStep#N) keeps

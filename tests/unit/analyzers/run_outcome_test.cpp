@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analyzers/analysis_report.h"
+#include "analyzers/restart_attempts.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
 #include "tests/support/scratch_dir.h"
@@ -146,6 +147,94 @@ TEST(RunOutcome, ARanksOwnExceptionOutranksARankThatVanished) {
                 unclean(2)})
           .failing_rank,
       2);
+}
+
+// job_restarted says what the steps table holds after a restart: one row per rank and step
+// number, the later attempt's where both recorded it (the writer's INSERT OR REPLACE), not that
+// the attempts' steps sit side by side under shared numbers.
+TEST(RunOutcome, ARestartedJobSaysALaterAttemptsStepReplacedTheEarlierOnes) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      outcome_of(dir, {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
+                        "attempt 1 of the job: torchrun restarted its workers"}});
+  EXPECT_EQ(outcome.restarts, 1);
+  const std::vector<Finding> findings = run_outcome_findings(outcome);
+  const auto restarted = std::find_if(findings.begin(), findings.end(),
+                                      [](const Finding& f) { return f.kind == "job_restarted"; });
+  ASSERT_NE(restarted, findings.end());
+  EXPECT_NE(restarted->evidence.find("one row per rank and step number: a later attempt's step "
+                                     "replaced an earlier attempt's of the same number"),
+            std::string::npos)
+      << restarted->evidence;
+  EXPECT_EQ(restarted->evidence.find("share their numbers"), std::string::npos)
+      << restarted->evidence;
+}
+
+// torchrun restarted the job after rank 1 died in attempt 0 and attempt 1 completed: the op rank
+// 1 never recorded on attempt 0's group is said to be attempt 0's, without a step number (the
+// steps kept are attempt 1's), and is a warning torchrun recovered from, not the run's critical.
+// The same op missing on the last attempt's group stays critical.
+TEST(RunOutcome, AMissingCollectiveOfARecoveredAttemptIsAWarningOfThatAttempt) {
+  CollectiveStatsReport report;
+  MissingCollective earlier;
+  earlier.comm_id = "default_pg:0";
+  earlier.rank = 1;
+  earlier.ops = {"all_reduce"};
+  earlier.first_seq = earlier.last_seq = 8;
+  earlier.count = 1;
+  earlier.present = {0};
+  earlier.step = 3;
+  MissingCollective last = earlier;
+  last.comm_id = "default_pg:0@restart1";
+  report.missing = {earlier, last};
+  RunOutcome outcome;
+  outcome.status = "completed";
+  outcome.restarts = 1;
+  const std::vector<Finding> findings = collective_findings_by_attempt(report, outcome);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].kind, "missing_collective");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(
+      findings[0].evidence.find("; this was attempt 0 of the job, which torchrun then restarted"),
+      std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].evidence.find("step 3"), std::string::npos) << findings[0].evidence;
+  EXPECT_NE(findings[0].advice.find("torchrun recovered from it"), std::string::npos);
+  EXPECT_EQ(findings[1].severity, Severity::kCritical);
+  EXPECT_NE(findings[1].evidence.find("(step 3)"), std::string::npos) << findings[1].evidence;
+  EXPECT_EQ(findings[1].evidence.find("attempt"), std::string::npos) << findings[1].evidence;
+  // The Collectives section's list loses the earlier attempt's step as the finding does.
+  CollectiveStatsReport section = report;
+  forget_earlier_attempts_steps(section, outcome.restarts);
+  EXPECT_FALSE(section.missing[0].step);
+  EXPECT_EQ(section.missing[1].step, 3);
+  // A run that failed in the end keeps attempt 0's missing op critical, with its attempt said.
+  outcome.status = "failed";
+  const std::vector<Finding> failed = collective_findings_by_attempt(report, outcome);
+  EXPECT_EQ(failed[0].severity, Severity::kCritical);
+  EXPECT_NE(failed[0].evidence.find("this was attempt 0"), std::string::npos) << failed[0].evidence;
+}
+
+// A hang the launcher diagnosed in attempt 0, after which torchrun restarted the job and attempt
+// 1 completed: the diagnosis is a warning that says it was an earlier attempt's; in a run that
+// failed in the end it stays critical.
+TEST(RunOutcome, ADiagnosedHangTorchrunRecoveredFromIsAWarning) {
+  RunOutcome outcome;
+  outcome.status = "completed";
+  outcome.restarts = 1;
+  outcome.diagnosis = "attempt 0: rank 1 (missing_ranks at default_pg:0 seq 2): hung";
+  outcome.diagnosis_culprit = 1;
+  std::vector<Finding> findings = run_outcome_findings(outcome);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, "collective_diagnosis");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_NE(findings[0].evidence.find("(an earlier attempt's: torchrun restarted the job 1 time "
+                                      "and the last attempt completed)"),
+            std::string::npos)
+      << findings[0].evidence;
+  outcome.status = "failed";
+  findings = run_outcome_findings(outcome);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
 }
 
 }  // namespace

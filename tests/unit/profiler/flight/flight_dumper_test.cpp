@@ -3,6 +3,7 @@
 #include "profiler/flight/flight_dumper.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -52,6 +53,54 @@ TEST(FlightDumper, FirstCauseWinsAndTheFileReadsBack) {
   EXPECT_EQ(dump->entries[0].state, CollectiveState::kEnqueued);
   EXPECT_FALSE(fs::exists(dir / "rank_3.json.partial"));
   fs::remove_all(dir);
+}
+
+// torchrun (--max-restarts) restarts every rank with the same rank in the same flight directory:
+// the restarted rank's dump goes beside its first attempt's, each telling its attempt, so the
+// launcher can still diagnose a hang in the first attempt after the second one dumped.
+TEST(FlightDumper, ARestartedRankKeepsItsEarlierAttemptsDump) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("flight_dumper_restart_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  profiler::FlightRecorder first_recorder;
+  CollectiveEvent event;
+  event.comm_id = "default_pg:0";
+  event.seq = 8;
+  event.op = "all_reduce";
+  event.dtype = "float";
+  event.bytes = 4;
+  event.group_ranks = {0, 1};
+  first_recorder.record(event);
+  ::testing::internal::CaptureStderr();
+  FlightDumper first(first_recorder, FlightDumperOptions{1, dir, nullptr, 16, 0});
+  EXPECT_TRUE(first.dump(profiler::DumpTrigger::kWatchdog, "all_reduce stuck"));
+  profiler::FlightRecorder second_recorder;
+  FlightDumper second(second_recorder, FlightDumperOptions{1, dir, nullptr, 16, 1});
+  EXPECT_TRUE(second.dump(profiler::DumpTrigger::kSignal, "stopped by SIGTERM"));
+  (void)::testing::internal::GetCapturedStderr();
+
+  EXPECT_NE(flight_dump_path(dir, 1, 0), flight_dump_path(dir, 1, 1));
+  auto earlier = profiler::flight_dump_from_json(read_text(flight_dump_path(dir, 1, 0)));
+  ASSERT_TRUE(earlier.is_ok()) << earlier.status().message();
+  EXPECT_EQ(earlier->attempt, 0);
+  EXPECT_EQ(earlier->trigger, profiler::DumpTrigger::kWatchdog);
+  EXPECT_EQ(earlier->entries.size(), 1u);
+  auto later = profiler::flight_dump_from_json(read_text(flight_dump_path(dir, 1, 1)));
+  ASSERT_TRUE(later.is_ok()) << later.status().message();
+  EXPECT_EQ(later->attempt, 1);
+  EXPECT_EQ(later->trigger, profiler::DumpTrigger::kSignal);
+  fs::remove_all(dir);
+}
+
+// The attempt comes from torchrun's TORCHELASTIC_RESTART_COUNT; anything but a count is attempt 0.
+TEST(FlightDumper, TheAttemptIsTorchrunsRestartCount) {
+  ::setenv("TORCHELASTIC_RESTART_COUNT", "2", 1);
+  EXPECT_EQ(restart_attempt_from_env(), 2);
+  EXPECT_EQ(FlightDumperOptions{}.attempt, 2);
+  ::setenv("TORCHELASTIC_RESTART_COUNT", "x", 1);
+  EXPECT_EQ(restart_attempt_from_env(), 0);
+  ::unsetenv("TORCHELASTIC_RESTART_COUNT");
+  EXPECT_EQ(restart_attempt_from_env(), 0);
 }
 
 TEST(FlightDumper, SignalDumpsAreQuiet) {

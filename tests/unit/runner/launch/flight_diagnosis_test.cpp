@@ -88,6 +88,49 @@ TEST(FlightDiagnosis, ASizeMismatchCallsForADiagnosisHoweverYoung) {
   EXPECT_FALSE(diagnosis_called_for(dumps));
 }
 
+// torchrun restarted the job after rank 1 hung in attempt 0 (rank 0's watchdog fired at seq 8),
+// and attempt 1 failed early: each attempt's dumps are read apart, so attempt 0's hang is named
+// from attempt 0's dumps (rank 1's last was seq 7), not from rank 1's empty attempt-1 dump.
+TEST(FlightDiagnosis, EachTorchrunAttemptIsDiagnosedFromItsOwnDumps) {
+  const std::vector<int> pair = {0, 1};
+  std::vector<FlightDump> dumps;
+  for (int attempt : {1, 0}) {
+    for (int rank : {1, 0}) {
+      FlightDump d;
+      d.rank = rank;
+      d.attempt = attempt;
+      d.trigger = DumpTrigger::kSignal;
+      const std::string comm = attempt == 0 ? "default_pg:0" : "default_pg:0@restart1";
+      const uint64_t done = attempt == 0 ? 8 : (rank == 0 ? 1 : 0);
+      for (uint64_t seq = 0; seq < done; ++seq) {
+        d.entries.push_back(op(comm, seq, "all_reduce", 4096, CollectiveState::kCompleted, pair));
+      }
+      if (attempt == 0 && rank == 0) {
+        d.trigger = DumpTrigger::kWatchdog;
+        d.entries.push_back(op(comm, 8, "all_reduce", 4096, CollectiveState::kStarted, pair));
+      }
+      d.total_recorded = d.entries.size();
+      dumps.push_back(std::move(d));
+    }
+  }
+  const std::vector<std::vector<FlightDump>> attempts = dumps_by_attempt(dumps);
+  ASSERT_EQ(attempts.size(), 2u);
+  ASSERT_EQ(attempts[0].size(), 2u);
+  EXPECT_EQ(attempts[0][0].attempt, 0);
+  EXPECT_EQ(attempts[0][0].rank, 0);
+  EXPECT_EQ(attempts[0][1].rank, 1);
+  EXPECT_EQ(attempts[1][0].attempt, 1);
+  EXPECT_TRUE(diagnosis_called_for(attempts[0]));
+  EXPECT_FALSE(diagnosis_called_for(attempts[1]));
+  const FlightDiagnosis d = diagnose_flight_dumps(attempts[0]);
+  EXPECT_EQ(d.culprit, 1);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMissingRanks);
+  EXPECT_EQ(d.findings[0].comm_id, "default_pg:0");
+  EXPECT_EQ(d.findings[0].seq, 8u);
+  EXPECT_EQ(d.findings[0].missing_last_seq, (std::vector<int64_t>{7}));
+}
+
 TEST(FlightDiagnosis, EverythingMatched) {
   FlightDiagnosis d = diagnose_flight_dumps(healthy_run(5));
   ASSERT_EQ(d.findings.size(), 1u);
