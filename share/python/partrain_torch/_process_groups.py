@@ -109,6 +109,7 @@ class Recorder:
         self._wrap_destroy()
         if self._hooks:
             self._wrap_work_wait()
+            self._wrap_monitored_barrier()
         import atexit
         atexit.register(self._at_exit)
 
@@ -149,6 +150,64 @@ class Recorder:
             return result
 
         work_class.wait = wait
+
+    def _wrap_monitored_barrier(self):
+        """dist.monitored_barrier runs outside the process group's hooks (gloo's monitoredBarrier
+        sends and receives on its backend, which calls no hook): recorded here, as a barrier of its
+        group numbered among the group's collectives (every member calls it), in flight from its
+        call until it returns, failed when it raises (its timeout)."""
+        c10d = self._c10d
+        original = getattr(c10d, "monitored_barrier", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def monitored_barrier(group=None, *args, **kwargs):
+            entry = None
+            if not self._session.failed:
+                try:
+                    entry = self._barrier_entered(group)
+                except Exception as error:
+                    self._session.fail("recording a monitored_barrier's start", error)
+            try:
+                result = original(group, *args, **kwargs)
+            except BaseException:
+                if entry is not None:
+                    self._completed(entry, monotonic_ns(), _OUTCOME_FAILED)
+                raise
+            if entry is not None:
+                self._completed(entry, monotonic_ns(), _OUTCOME_COMPLETED)
+            return result
+
+        c10d.monitored_barrier = monitored_barrier
+
+    def _barrier_entered(self, group):
+        """The in-flight entry of a monitored_barrier of `group` (None: c10d's default group), or
+        None where it is not recorded (untraced, not a member, a group without hooks)."""
+        if not self._traced:
+            return None
+        c10d = self._c10d
+        if c10d._rank_not_in_group(group):
+            return None
+        pg = group if group is not None else c10d._get_default_group()
+        recorded = self._groups.get(id(pg))
+        if recorded is None:
+            return None
+        called_ns = monotonic_ns()
+        if recorded.handle is None:
+            self._describe(recorded)
+        if recorded.handle < 0:
+            return None
+        seq = recorded.collectives
+        recorded.collectives = seq + 1
+        self.issued += 1
+        seen = (b"BARRIER", (b"", 0), 0, 0, -1, seq, called_ns, 0)
+        entry = (recorded.handle, seen, called_ns)
+        self._in_flight[id(entry)] = entry
+        self._native.collective(
+            _pack(recorded.handle, -1, _OUTCOME_ISSUED, 0, 0, 0, seq, called_ns, called_ns, 0, 0,
+                  b"BARRIER", b""), _RECORD_BYTES)
+        return entry
 
     def _registered(self, pg):
         if not self._first_group_seen:
