@@ -84,6 +84,7 @@ class StatsCollector {
                         const std::vector<const CollectiveRow*>& rows);
   void match_p2p(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
   void note_desync(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
+  bool note_conflict(const CollectiveGroup& group);
   void note_missing(const CollectiveGroup& group, int rank, std::string_view op,
                     std::vector<int> present);
 
@@ -97,6 +98,8 @@ class StatsCollector {
   // Per communicator: its desync (index into report_.desyncs), the highest seq each rank
   // recorded, and the runs each rank missed (settled in end_comm).
   std::optional<size_t> desync_;
+  // Its membership conflict (index into report_.conflicts): its ops are then not matched.
+  std::optional<size_t> conflict_;
   // How far each rank got: its highest seq and its latest start. On a live run a rank's records
   // reach the trace per thread and per flush, so a later seq can be there before an earlier
   // one: only a gap older than kLiveSettleNs is missing.
@@ -143,8 +146,29 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
     acc.times_ns.add(static_cast<double>(row.time_ns));
     ++report_.ops;
   }
+  if (note_conflict(group)) return;
   if (!collectives.empty()) match_collective(group, collectives);
   if (!p2p.empty()) match_p2p(group, p2p);
+}
+
+// Rows of one (comm_id, seq) whose ranks recorded different members are two groups under one
+// name: noted once per communicator, every rank's list kept. True when the group has such rows.
+bool StatsCollector::note_conflict(const CollectiveGroup& group) {
+  const CollectiveRow& first = group.rows.front();
+  const bool differ = std::any_of(group.rows.begin(), group.rows.end(), [&](const auto& row) {
+    return !row.group_ranks.empty() && !first.group_ranks.empty() &&
+           row.group_ranks != first.group_ranks;
+  });
+  if (!differ && !conflict_) return false;
+  if (!conflict_) {
+    conflict_ = report_.conflicts.size();
+    report_.conflicts.push_back({group.comm_id, {}});
+  }
+  std::map<int, std::string>& members = report_.conflicts[*conflict_].members;
+  for (const CollectiveRow& row : group.rows) {
+    members.try_emplace(row.rank, std::string(row.group_ranks));
+  }
+  return true;
 }
 
 void StatsCollector::match_collective(const CollectiveGroup& group,
@@ -243,6 +267,8 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::s
 // A seq counts as missing once the run is over, or, while it runs, once the member recorded a
 // later one that started kLiveSettleNs after it (records arrive per thread and per flush).
 void StatsCollector::end_comm() {
+  // Under a name two groups share, a rank "missing" an op may never have been the op's member.
+  if (conflict_) pending_.clear();
   for (auto& [rank, runs] : pending_) {
     auto reached = progress_.find(rank);
     for (auto& [run, start_ns] : runs) {
@@ -263,6 +289,7 @@ void StatsCollector::end_comm() {
   pending_.clear();
   progress_.clear();
   desync_.reset();
+  conflict_.reset();
   last_ = nullptr;
 }
 
@@ -361,6 +388,19 @@ std::string missing_text(const MissingCollective& m) {
                      ranks_phrase(m.present));
 }
 
+std::string conflict_text(const MembershipConflict& conflict) {
+  // Ranks that recorded the same members, together: "rank 0 recorded members 0,2; rank 3 ...".
+  std::map<std::string, std::vector<int>> by_members;
+  for (const auto& [rank, members] : conflict.members) by_members[members].push_back(rank);
+  std::vector<std::string> parts;
+  for (const auto& [members, ranks] : by_members) {
+    parts.push_back(fmt::format("{} with members {}", ranks_phrase(ranks),
+                                members.empty() ? std::string("(none recorded)") : members));
+  }
+  return fmt::format("ranks recorded communicator {} with different members: {}",
+                     profiler::communicator_name(conflict.comm_id), fmt::join(parts, "; "));
+}
+
 }  // namespace
 
 std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& report) {
@@ -380,6 +420,23 @@ std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& repo
         "every member of {} must issue the same collectives in the same order with the same "
         "sizes: look for a rank-dependent branch or a different model or config before seq {}",
         profiler::communicator_name(desync.comm_id), desync.seq);
+    findings.push_back(std::move(f));
+  }
+  for (const MembershipConflict& conflict : report.conflicts) {
+    Finding f;
+    f.kind = "group_members_differ";
+    f.severity = Severity::kCritical;
+    f.impact = 1.0;
+    f.evidence = conflict_text(conflict);
+    f.advice = fmt::format(
+        "process groups of different members share the name {}, so their ops are not matched "
+        "across ranks (nor is a rank blamed for missing them): c10d "
+        "names groups by a counter every rank must advance alike; a new_group(..., "
+        "use_local_synchronization=True) that only some ranks call, or groups made in a "
+        "different order on different ranks, makes the names diverge (PyTorch's store "
+        "rendezvous of later groups can then hang too): make every rank create the same groups in "
+        "the same order",
+        profiler::communicator_name(conflict.comm_id));
     findings.push_back(std::move(f));
   }
   for (const MissingCollective& m : report.missing) {
@@ -464,6 +521,9 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
         "records them with record_shapes=True), so neither bytes nor bandwidth is known\n";
   }
   for (const Desync& desync : report.desyncs) out += "  desync: " + desync_text(desync) + "\n";
+  for (const MembershipConflict& conflict : report.conflicts) {
+    out += "  members differ: " + conflict_text(conflict) + "\n";
+  }
   for (const MissingCollective& m : report.missing) out += "  missing: " + missing_text(m) + "\n";
   if (report.missing_total > 0) {
     out += fmt::format("  {} missing ops in all\n", report.missing_total);
