@@ -21,6 +21,7 @@
 #include "core/byte_size.h"
 #include "core/number_format.h"
 #include "core/rank_list.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::analyzers {
@@ -367,8 +368,11 @@ std::string desync_text(const Desync& desync) {
                                 action.bytes));
   }
   const std::string group = profiler::communicator_name(desync.comm_id);
-  std::string text = fmt::format("communicator {} seq {}: {}", group, desync.seq,
-                                 fmt::join(parts, "; "));
+  // A transfer's seq may carry its tag (profiler/p2p_seq.h): "seq 0 (tag 5)".
+  const bool p2p = !desync.members.empty() && is_p2p(desync.members.front().op);
+  const std::string seq = p2p ? profiler::p2p_seq_text(static_cast<uint64_t>(desync.seq))
+                              : fmt::format("seq {}", desync.seq);
+  std::string text = fmt::format("communicator {} {}: {}", group, seq, fmt::join(parts, "; "));
   if (desync.later_mismatches > 0) {
     text += fmt::format(" ({} later mismatches on {})", desync.later_mismatches, group);
   }
@@ -378,8 +382,12 @@ std::string desync_text(const Desync& desync) {
 std::string missing_text(const MissingCollective& m) {
   // Where in the program: the others' step at the first missing op, when they mark steps.
   const std::string step = m.step ? fmt::format("step {}", *m.step) : std::string();
+  const bool p2p = !m.ops.empty() && is_p2p(m.ops.front());
   const std::string seqs =
-      m.count == 1 ? fmt::format("seq {}{}", m.first_seq, m.step ? " (" + step + ")" : "")
+      m.count == 1 ? fmt::format("{}{}",
+                                 p2p ? profiler::p2p_seq_text(static_cast<uint64_t>(m.first_seq))
+                                     : fmt::format("seq {}", m.first_seq),
+                                 m.step ? " (" + step + ")" : "")
                    : fmt::format("seqs {}-{} ({} ops{})", m.first_seq, m.last_seq, m.count,
                                  m.step ? ", from " + step : "");
   // A run of several ops names each (an all_reduce then a barrier is not "all_reduce seqs 0-1").

@@ -84,5 +84,43 @@ TEST(TorchDistFeatures, AMonitoredBarrierThatTimesOutLeavesAFailedRow) {
   EXPECT_GT(query.number("SELECT dur_ns FROM collectives WHERE op = 'barrier'"), 1'500'000'000);
 }
 
+// Rank 0 isends tag 5 then tag 9, rank 1 irecvs tag 9 first (and the same with send/recv, and a
+// batch_isend_irecv exchange with tag 7): a correct program. Each send pairs with the recv of its
+// tag (seq T * 2^32 + n), so analyze finds no desync; numbered per peer only, rank 1's first recv
+// (tag 9, 12 B) met rank 0's first send (tag 5, 28 B): "[critical] desync".
+TEST(TorchDistFeatures, TaggedTransfersPostedInAnotherOrderAreNoDesync) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "tags.db").string();
+  const CommandResult run = launch_case(trace, 2, "", "p2p_tags");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  expect_collectives_matched(query);
+  EXPECT_EQ(query.rows("SELECT seq >> 32, seq & 4294967295, bytes FROM collectives WHERE "
+                       "op = 'send' AND rank = 0 ORDER BY ts_ns"),
+            "5|0|28\n9|0|12\n3|0|16\n4|0|8\n7|0|20\n");
+  const CommandResult analyze = run_partrain("analyze " + shell_quoted(trace));
+  EXPECT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_EQ(analyze.out.find("desync"), std::string::npos) << analyze.out;
+}
+
+// Rank 0 sends with tag 1, rank 1 receives with tag 2: both hang. The diagnosis says that the
+// two differ only by tag; it said they were "posted on both sides but not completed".
+TEST(TorchDistFeatures, ASendAndARecvThatDifferOnlyByTagAreSaidToInAHang) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "tag_hang.db").string();
+  const CommandResult run = launch_case(trace, 2, "--collective-timeout 3s", "p2p_tag_hang");
+  EXPECT_EQ(run.exit_code, 124) << run.err;
+  EXPECT_NE(run.err.find("send 0->1 on default_pg:0 seq 0 (tag 1): missing ranks: rank 1 never "
+                         "posted the matching recv"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("rank 1 has a recv pending between the two with tag 2, this send has "
+                         "tag 1: they differ only by tag"),
+            std::string::npos)
+      << run.err;
+}
+
 }  // namespace
 }  // namespace partrain::testing

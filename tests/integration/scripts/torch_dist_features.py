@@ -9,6 +9,10 @@ monitored_barrier_hang   all_reduce; rank 1 sleeps forever before a monitored_ba
                          10 minutes) the others wait in
 monitored_barrier_timeout  rank 0's monitored_barrier(timeout=2 s) times out while rank 1 sleeps
                          4 s (rank 0 catches the error); rank 1 never calls it
+p2p_tags                 rank 0 isends 7 elements with tag 5, then 3 with tag 9; rank 1 irecvs
+                         tag 9 first, then tag 5 (a correct program); then sends of tags 3
+                         and 4 received 4 first, and a batch_isend_irecv exchange with tag 7
+p2p_tag_hang             rank 0 sends with tag 1 while rank 1 receives with tag 2: both hang
 """
 
 import datetime
@@ -47,6 +51,39 @@ def monitored_barrier_timeout(rank):
         dist.monitored_barrier(timeout=datetime.timedelta(seconds=2))
     except RuntimeError as error:
         print(f"rank {rank}: monitored_barrier failed: {str(error).splitlines()[0]}", flush=True)
+
+
+def p2p_tags(rank):
+    if rank == 0:
+        works = [dist.isend(torch.arange(7.0), 1, tag=5), dist.isend(torch.arange(3.0), 1, tag=9)]
+    else:
+        late, early = torch.zeros(7), torch.zeros(3)
+        works = [dist.irecv(early, 0, tag=9), dist.irecv(late, 0, tag=5)]
+    for work in works:
+        work.wait()
+    if rank == 1:
+        assert late.sum().item() == 21 and early.sum().item() == 3, (late, early)
+    if rank == 0:
+        dist.send(torch.ones(4), 1, tag=3)
+        dist.send(torch.ones(2), 1, tag=4)
+    else:
+        works = [dist.irecv(torch.zeros(2), 0, tag=4), dist.irecv(torch.zeros(4), 0, tag=3)]
+        for work in works:
+            work.wait()
+    peer = 1 - rank
+    ops = [dist.P2POp(dist.isend, torch.ones(5), peer, tag=7),
+           dist.P2POp(dist.irecv, torch.zeros(5), peer, tag=7)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    dist.all_reduce(torch.ones(1))
+
+
+def p2p_tag_hang(rank):
+    dist.all_reduce(torch.ones(1))
+    if rank == 0:
+        dist.send(torch.ones(2), 1, tag=1)
+    else:
+        dist.recv(torch.zeros(2), 0, tag=2)
 
 
 def main():
