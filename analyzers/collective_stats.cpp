@@ -30,6 +30,7 @@ namespace {
 constexpr double kNsPerMs = 1e6;
 
 struct Accumulator {
+  bool sized = false;
   int group_size = 0;
   int64_t count = 0;
   int64_t bytes = 0;
@@ -142,6 +143,7 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
     Accumulator& acc = at(group.comm_id, row.op, row.label, row.bytes);
     acc.group_size = std::max(acc.group_size, is_p2p(row.op) ? 2 : row.group_size);
     ++acc.count;
+    acc.sized |= row.sized;
     acc.bytes += row.bytes;
     acc.time_ns += row.time_ns;
     acc.times_ns.add(static_cast<double>(row.time_ns));
@@ -301,6 +303,7 @@ CollectiveStatsReport StatsCollector::finish() {
     row.group_size = acc.group_size;
     row.count = acc.count;
     row.bytes = acc.bytes;
+    row.sized = acc.sized;
     row.time_p50_ms = acc.times_ns.quantile(0.5) / kNsPerMs;
     row.time_p99_ms = acc.times_ns.quantile(0.99) / kNsPerMs;
     const Bandwidth bw = collective_bandwidth(row.op, static_cast<double>(acc.bytes),
@@ -508,7 +511,9 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
     auto bytes_cell = [&](int64_t bytes) {
       return known ? format_bytes(static_cast<uint64_t>(bytes)) : std::string("-");
     };
-    auto gbps_cell = [&](double gbps) { return known ? format_gbps(gbps) : std::string("-"); };
+    auto gbps_cell = [&](double gbps) {
+      return r.bandwidth_known() ? format_gbps(gbps) : std::string("-");
+    };
     out += fmt::format(
         "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
         "{:>10}\n",
@@ -553,8 +558,8 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"bytes", known_or_null(r.size_known(), r.bytes)},
                     {"time_p50_ms", known_or_null(r.count > 0, r.time_p50_ms)},
                     {"time_p99_ms", known_or_null(r.count > 0, r.time_p99_ms)},
-                    {"algbw_gbps", known_or_null(r.size_known(), r.algbw_gbps)},
-                    {"busbw_gbps", known_or_null(r.size_known(), r.busbw_gbps)},
+                    {"algbw_gbps", known_or_null(r.bandwidth_known(), r.algbw_gbps)},
+                    {"busbw_gbps", known_or_null(r.bandwidth_known(), r.busbw_gbps)},
                     {"matched", r.matched},
                     {"skew_p50_ms", known_or_null(r.matched > 0, r.skew_p50_ms)},
                     {"skew_p99_ms", known_or_null(r.matched > 0, r.skew_p99_ms)}});

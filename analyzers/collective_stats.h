@@ -38,9 +38,13 @@ struct CollectiveStatsRow {
   double skew_p50_ms = 0;   // last start - first start per matched group
   double skew_p99_ms = 0;
 
+  bool sized = false;  // some op of the row has a known size, 0 B included
+
   // No op of the row has a recorded size (a Kineto trace profiled without record_shapes, a
-  // barrier): its size, bytes and bandwidths are unknown, not zero.
-  bool size_known() const { return bytes > 0; }
+  // barrier): its size, bytes and bandwidths are unknown, not zero. Ops of empty tensors have
+  // 0 B, and no bandwidth (nothing moved).
+  bool size_known() const { return bytes > 0 || sized; }
+  bool bandwidth_known() const { return bytes > 0; }
   // One op's message, the row's mean (ops of one bucket may differ a little).
   int64_t size_bytes() const { return count > 0 ? bytes / count : 0; }
 };

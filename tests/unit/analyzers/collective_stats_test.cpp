@@ -94,7 +94,9 @@ TEST(CollectiveStatsTest, CommunicatorsInCountingOrder) {
 TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
   CollectiveTrace trace("unsized");
   for (int rank = 0; rank < 2; ++rank) {
-    trace.add({.rank = rank, .seq = 0, .bytes = 0, .start_ns = 1000, .group = {0, 1}});
+    // As a Kineto trace without record_shapes has them: no size, no dtype.
+    trace.add(
+        {.rank = rank, .seq = 0, .dtype = "other", .bytes = 0, .start_ns = 1000, .group = {0, 1}});
     trace.add({.rank = rank,
                .seq = 1,
                .op = "broadcast",
@@ -118,6 +120,27 @@ TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
     EXPECT_EQ(row["size_bucket_bytes"].is_null(), unsized) << row;  // not a size bucket of 0
     if (!unsized) EXPECT_EQ(row["size_bytes"], 12) << row;
   }
+}
+
+// A collective of empty tensors (PowerSGD's all_reduce of a 0-element tensor) has a known size,
+// 0 B: analyze showed "-" with the note that a profiler trace needs record_shapes. Its bandwidth
+// stays unknown: nothing moved.
+TEST(CollectiveStatsTest, AnEmptyCollectiveIsZeroBytesNotUnknown) {
+  CollectiveTrace trace("empty");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank, .seq = 0, .bytes = 0, .start_ns = 1000, .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const std::string text = format_collective_stats(*report);
+  EXPECT_EQ(text.find("size -"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 0 B      2 "), std::string::npos) << text;  // size, count
+  EXPECT_EQ(text.find("B/s"), std::string::npos) << text;
+  const nlohmann::json rows = collective_stats_json(*report);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["size_bytes"], 0) << rows[0];
+  EXPECT_EQ(rows[0]["bytes"], 0) << rows[0];
+  EXPECT_TRUE(rows[0]["busbw_gbps"].is_null()) << rows[0];
 }
 
 // An all_to_all with split sizes moves a size of each rank's own: matched, no desync (a mixture
