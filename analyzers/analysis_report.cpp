@@ -17,6 +17,7 @@
 #include "analyzers/node_file_check.h"
 #include "analyzers/restart_attempts.h"
 #include "analyzers/step_history.h"
+#include "analyzers/uneven_steps.h"
 #include "core/clock.h"
 #include "core/subprocess.h"
 
@@ -165,11 +166,15 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
   ASSIGN_OR_RETURN(const bool ended, run_has_ended(reader));
   CollectiveStatsPass stats(ended);
   StragglerPass stragglers;
-  const Status read = for_each_collective_group(reader, out.window,
-                                                visit_all({stats.visitor(), stragglers.visitor()}));
+  UnevenStepsPass uneven;
+  const Status read = for_each_collective_group(
+      reader, out.window, visit_all({stats.visitor(), stragglers.visitor(), uneven.visitor()}));
   if (!read.is_ok()) return read.with_context("collectives");
   CollectiveStatsReport collectives = stats.finish();
   forget_earlier_attempts_steps(collectives, out.outcome.restarts);
+  StatusOr<std::optional<UnevenSteps>> steps = uneven.finish(reader);
+  if (!steps.is_ok()) return steps.status().with_context("uneven steps");
+  for (Finding& finding : uneven_steps_findings(*steps)) out.findings.push_back(std::move(finding));
   RETURN_IF_ERROR(add_analysis(out, "collectives", started_ns,
                                StatusOr<CollectiveStatsReport>(std::move(collectives)),
                                out.collectives, [&out](const CollectiveStatsReport& report) {
@@ -512,6 +517,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   }
   RETURN_IF_ERROR(add_node_file_finding(reader, out.findings));
   account_for_the_straggler(out.stragglers, out.findings);
+  account_for_uneven_steps(out.findings);
   follow_the_desync(out.findings);
   discount_missing_collectives(out.findings, out.outcome.data_loss);
   note_unclean_disconnects(out.findings, out.outcome.unclean_ranks);

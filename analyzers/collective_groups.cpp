@@ -49,6 +49,7 @@ CollectiveRow collective_row(const profiler::CollectiveOp& op) {
   row.op = op.op;
   row.label = op.label;
   row.bytes = op.bytes;
+  row.sized = op.bytes > 0 || (op.op != "barrier" && !op.dtype.empty() && op.dtype != "other");
   row.peer = op.peer;
   row.ts_ns = op.ts_ns;
   row.end_ns = op.ts_ns + op.dur_ns;

@@ -25,6 +25,10 @@ struct CollectiveRow {
   std::string_view op;      // valid while the reader lives
   std::string_view label;   // what its caller said it is for (moe_dispatch); empty: none
   int64_t bytes = 0;
+  // Its size is known: bytes > 0, or tensors of a known dtype with no elements (a PyTorch
+  // collective of an empty tensor, PowerSGD's). A source that did not know the size (a Kineto
+  // trace without record_shapes) wrote 0 bytes of dtype "other"; a barrier has no size.
+  bool sized = false;
   std::optional<int> peer;  // send/recv peer or root, as a world rank
   int64_t ts_ns = 0;        // host start
   int64_t end_ns = 0;       // host end

@@ -21,6 +21,7 @@
 #include "core/byte_size.h"
 #include "core/number_format.h"
 #include "core/rank_list.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::analyzers {
@@ -29,6 +30,7 @@ namespace {
 constexpr double kNsPerMs = 1e6;
 
 struct Accumulator {
+  bool sized = false;
   int group_size = 0;
   int64_t count = 0;
   int64_t bytes = 0;
@@ -84,6 +86,7 @@ class StatsCollector {
                         const std::vector<const CollectiveRow*>& rows);
   void match_p2p(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
   void note_desync(const CollectiveGroup& group, const std::vector<const CollectiveRow*>& rows);
+  bool note_conflict(const CollectiveGroup& group);
   void note_missing(const CollectiveGroup& group, int rank, std::string_view op,
                     std::vector<int> present);
 
@@ -97,6 +100,8 @@ class StatsCollector {
   // Per communicator: its desync (index into report_.desyncs), the highest seq each rank
   // recorded, and the runs each rank missed (settled in end_comm).
   std::optional<size_t> desync_;
+  // Its membership conflict (index into report_.conflicts): its ops are then not matched.
+  std::optional<size_t> conflict_;
   // How far each rank got: its highest seq and its latest start. On a live run a rank's records
   // reach the trace per thread and per flush, so a later seq can be there before an earlier
   // one: only a gap older than kLiveSettleNs is missing.
@@ -138,13 +143,35 @@ void StatsCollector::add_group(const CollectiveGroup& group) {
     Accumulator& acc = at(group.comm_id, row.op, row.label, row.bytes);
     acc.group_size = std::max(acc.group_size, is_p2p(row.op) ? 2 : row.group_size);
     ++acc.count;
+    acc.sized |= row.sized;
     acc.bytes += row.bytes;
     acc.time_ns += row.time_ns;
     acc.times_ns.add(static_cast<double>(row.time_ns));
     ++report_.ops;
   }
+  if (note_conflict(group)) return;
   if (!collectives.empty()) match_collective(group, collectives);
   if (!p2p.empty()) match_p2p(group, p2p);
+}
+
+// Rows of one (comm_id, seq) whose ranks recorded different members are two groups under one
+// name: noted once per communicator, every rank's list kept. True when the group has such rows.
+bool StatsCollector::note_conflict(const CollectiveGroup& group) {
+  const CollectiveRow& first = group.rows.front();
+  const bool differ = std::any_of(group.rows.begin(), group.rows.end(), [&](const auto& row) {
+    return !row.group_ranks.empty() && !first.group_ranks.empty() &&
+           row.group_ranks != first.group_ranks;
+  });
+  if (!differ && !conflict_) return false;
+  if (!conflict_) {
+    conflict_ = report_.conflicts.size();
+    report_.conflicts.push_back({group.comm_id, {}});
+  }
+  std::map<int, std::string>& members = report_.conflicts[*conflict_].members;
+  for (const CollectiveRow& row : group.rows) {
+    members.try_emplace(row.rank, std::string(row.group_ranks));
+  }
+  return true;
 }
 
 void StatsCollector::match_collective(const CollectiveGroup& group,
@@ -243,6 +270,8 @@ void StatsCollector::note_missing(const CollectiveGroup& group, int rank, std::s
 // A seq counts as missing once the run is over, or, while it runs, once the member recorded a
 // later one that started kLiveSettleNs after it (records arrive per thread and per flush).
 void StatsCollector::end_comm() {
+  // Under a name two groups share, a rank "missing" an op may never have been the op's member.
+  if (conflict_) pending_.clear();
   for (auto& [rank, runs] : pending_) {
     auto reached = progress_.find(rank);
     for (auto& [run, start_ns] : runs) {
@@ -263,6 +292,7 @@ void StatsCollector::end_comm() {
   pending_.clear();
   progress_.clear();
   desync_.reset();
+  conflict_.reset();
   last_ = nullptr;
 }
 
@@ -273,6 +303,7 @@ CollectiveStatsReport StatsCollector::finish() {
     row.group_size = acc.group_size;
     row.count = acc.count;
     row.bytes = acc.bytes;
+    row.sized = acc.sized;
     row.time_p50_ms = acc.times_ns.quantile(0.5) / kNsPerMs;
     row.time_p99_ms = acc.times_ns.quantile(0.99) / kNsPerMs;
     const Bandwidth bw = collective_bandwidth(row.op, static_cast<double>(acc.bytes),
@@ -340,8 +371,11 @@ std::string desync_text(const Desync& desync) {
                                 action.bytes));
   }
   const std::string group = profiler::communicator_name(desync.comm_id);
-  std::string text = fmt::format("communicator {} seq {}: {}", group, desync.seq,
-                                 fmt::join(parts, "; "));
+  // A transfer's seq may carry its tag (profiler/p2p_seq.h): "seq 0 (tag 5)".
+  const bool p2p = !desync.members.empty() && is_p2p(desync.members.front().op);
+  const std::string seq = p2p ? profiler::p2p_seq_text(static_cast<uint64_t>(desync.seq))
+                              : fmt::format("seq {}", desync.seq);
+  std::string text = fmt::format("communicator {} {}: {}", group, seq, fmt::join(parts, "; "));
   if (desync.later_mismatches > 0) {
     text += fmt::format(" ({} later mismatches on {})", desync.later_mismatches, group);
   }
@@ -351,14 +385,31 @@ std::string desync_text(const Desync& desync) {
 std::string missing_text(const MissingCollective& m) {
   // Where in the program: the others' step at the first missing op, when they mark steps.
   const std::string step = m.step ? fmt::format("step {}", *m.step) : std::string();
+  const bool p2p = !m.ops.empty() && is_p2p(m.ops.front());
   const std::string seqs =
-      m.count == 1 ? fmt::format("seq {}{}", m.first_seq, m.step ? " (" + step + ")" : "")
+      m.count == 1 ? fmt::format("{}{}",
+                                 p2p ? profiler::p2p_seq_text(static_cast<uint64_t>(m.first_seq))
+                                     : fmt::format("seq {}", m.first_seq),
+                                 m.step ? " (" + step + ")" : "")
                    : fmt::format("seqs {}-{} ({} ops{})", m.first_seq, m.last_seq, m.count,
                                  m.step ? ", from " + step : "");
   // A run of several ops names each (an all_reduce then a barrier is not "all_reduce seqs 0-1").
   return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
                      fmt::join(m.ops, " and "), seqs, profiler::communicator_name(m.comm_id),
                      ranks_phrase(m.present));
+}
+
+std::string conflict_text(const MembershipConflict& conflict) {
+  // Ranks that recorded the same members, together: "rank 0 recorded members 0,2; rank 3 ...".
+  std::map<std::string, std::vector<int>> by_members;
+  for (const auto& [rank, members] : conflict.members) by_members[members].push_back(rank);
+  std::vector<std::string> parts;
+  for (const auto& [members, ranks] : by_members) {
+    parts.push_back(fmt::format("{} with members {}", ranks_phrase(ranks),
+                                members.empty() ? std::string("(none recorded)") : members));
+  }
+  return fmt::format("ranks recorded communicator {} with different members: {}",
+                     profiler::communicator_name(conflict.comm_id), fmt::join(parts, "; "));
 }
 
 }  // namespace
@@ -380,6 +431,23 @@ std::vector<Finding> collective_stats_findings(const CollectiveStatsReport& repo
         "every member of {} must issue the same collectives in the same order with the same "
         "sizes: look for a rank-dependent branch or a different model or config before seq {}",
         profiler::communicator_name(desync.comm_id), desync.seq);
+    findings.push_back(std::move(f));
+  }
+  for (const MembershipConflict& conflict : report.conflicts) {
+    Finding f;
+    f.kind = "group_members_differ";
+    f.severity = Severity::kCritical;
+    f.impact = 1.0;
+    f.evidence = conflict_text(conflict);
+    f.advice = fmt::format(
+        "process groups of different members share the name {}, so their ops are not matched "
+        "across ranks (nor is a rank blamed for missing them): c10d "
+        "names groups by a counter every rank must advance alike; a new_group(..., "
+        "use_local_synchronization=True) that only some ranks call, or groups made in a "
+        "different order on different ranks, makes the names diverge (PyTorch's store "
+        "rendezvous of later groups can then hang too): make every rank create the same groups in "
+        "the same order",
+        profiler::communicator_name(conflict.comm_id));
     findings.push_back(std::move(f));
   }
   for (const MissingCollective& m : report.missing) {
@@ -443,7 +511,9 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
     auto bytes_cell = [&](int64_t bytes) {
       return known ? format_bytes(static_cast<uint64_t>(bytes)) : std::string("-");
     };
-    auto gbps_cell = [&](double gbps) { return known ? format_gbps(gbps) : std::string("-"); };
+    auto gbps_cell = [&](double gbps) {
+      return r.bandwidth_known() ? format_gbps(gbps) : std::string("-");
+    };
     out += fmt::format(
         "  {:<{}} {:<{}} {:>11} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} "
         "{:>10}\n",
@@ -464,6 +534,9 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
         "records them with record_shapes=True), so neither bytes nor bandwidth is known\n";
   }
   for (const Desync& desync : report.desyncs) out += "  desync: " + desync_text(desync) + "\n";
+  for (const MembershipConflict& conflict : report.conflicts) {
+    out += "  members differ: " + conflict_text(conflict) + "\n";
+  }
   for (const MissingCollective& m : report.missing) out += "  missing: " + missing_text(m) + "\n";
   if (report.missing_total > 0) {
     out += fmt::format("  {} missing ops in all\n", report.missing_total);
@@ -485,8 +558,8 @@ nlohmann::json collective_stats_json(const CollectiveStatsReport& report) {
                     {"bytes", known_or_null(r.size_known(), r.bytes)},
                     {"time_p50_ms", known_or_null(r.count > 0, r.time_p50_ms)},
                     {"time_p99_ms", known_or_null(r.count > 0, r.time_p99_ms)},
-                    {"algbw_gbps", known_or_null(r.size_known(), r.algbw_gbps)},
-                    {"busbw_gbps", known_or_null(r.size_known(), r.busbw_gbps)},
+                    {"algbw_gbps", known_or_null(r.bandwidth_known(), r.algbw_gbps)},
+                    {"busbw_gbps", known_or_null(r.bandwidth_known(), r.busbw_gbps)},
                     {"matched", r.matched},
                     {"skew_p50_ms", known_or_null(r.matched > 0, r.skew_p50_ms)},
                     {"skew_p99_ms", known_or_null(r.matched > 0, r.skew_p99_ms)}});

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -37,9 +38,13 @@ struct CollectiveStatsRow {
   double skew_p50_ms = 0;   // last start - first start per matched group
   double skew_p99_ms = 0;
 
+  bool sized = false;  // some op of the row has a known size, 0 B included
+
   // No op of the row has a recorded size (a Kineto trace profiled without record_shapes, a
-  // barrier): its size, bytes and bandwidths are unknown, not zero.
-  bool size_known() const { return bytes > 0; }
+  // barrier): its size, bytes and bandwidths are unknown, not zero. Ops of empty tensors have
+  // 0 B, and no bandwidth (nothing moved).
+  bool size_known() const { return bytes > 0 || sized; }
+  bool bandwidth_known() const { return bytes > 0; }
   // One op's message, the row's mean (ops of one bucket may differ a little).
   int64_t size_bytes() const { return count > 0 ? bytes / count : 0; }
 };
@@ -70,9 +75,18 @@ struct MissingCollective {
   std::optional<int64_t> step;  // the step they were in at first_seq, when they mark steps
 };
 
+// One comm_id that ranks recorded with different member lists: two groups under one name (c10d's
+// names diverge when new_group(..., use_local_synchronization=True) is called by some ranks
+// only), so its ops cannot be matched across ranks.
+struct MembershipConflict {
+  std::string comm_id;
+  std::map<int, std::string> members;  // rank -> the group_ranks it recorded ("0,2")
+};
+
 struct CollectiveStatsReport {
   std::vector<CollectiveStatsRow> rows;  // by comm_id, op, size bucket
   std::vector<Desync> desyncs;           // one per desynced communicator
+  std::vector<MembershipConflict> conflicts;  // one per communicator whose members disagree
   std::vector<MissingCollective> missing;  // at most kMaxMissing
   int64_t missing_total = 0;             // missing (comm, seq, rank), listed or not
   int64_t ops = 0;                       // rows counted in the table

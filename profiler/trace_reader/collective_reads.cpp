@@ -11,7 +11,8 @@ namespace {
 // A collective `c` joined to its slice `s`, as read_collective_op reads them.
 constexpr const char* kCollectiveOpColumns =
     "s.track_id, c.seq, c.op, c.bytes, coalesce(c.peer, c.root), s.ts_ns, s.dur_ns, "
-    "c.gpu_start_ns, c.gpu_end_ns, c.group_size, c.group_ranks_id, c.state, s.name_id, s.step";
+    "c.gpu_start_ns, c.gpu_end_ns, c.group_size, c.group_ranks_id, c.state, s.name_id, s.step, "
+    "c.dtype";
 
 // The interned string `id` through the reader's cache; false with `error` set on a failed read.
 bool text_of(const TraceReader& reader, int64_t id, std::string_view& out, Status& error) {
@@ -67,6 +68,7 @@ bool read_collective_op(const TraceReader& reader, const SqliteStatement& row, C
     return false;
   }
   op.step = row.column_is_null(13) ? std::nullopt : std::optional(row.column_int(13));
+  if (!text_of(reader, row.column_int(14), op.dtype, error)) return false;
   return true;
 }
 

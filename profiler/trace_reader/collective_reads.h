@@ -29,6 +29,7 @@ struct CollectiveOp {
   std::string_view comm_id;
   int64_t seq = 0;
   std::string_view op;
+  std::string_view dtype;  // "other" where its source did not know it
   int64_t bytes = 0;
   std::optional<int> peer;  // send/recv peer or root, as a world rank
   int64_t ts_ns = 0;        // host start and duration (its slice)

@@ -9,6 +9,7 @@
 #include "core/byte_size.h"
 #include "core/duration.h"
 #include "core/rank_list.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/communicator_name.h"
 #include "runner/launch/flight_index.h"
 #include "runner/launch/wait_for_text.h"
@@ -203,6 +204,23 @@ std::optional<CollectiveFinding> judge_channel(const ChannelKey& key, const Chan
   return std::nullopt;
 }
 
+// A transfer `absent` has pending between the channel's two ranks, in the channel's direction,
+// on another tag: the counterpart it posted instead of the one the channel waits for.
+std::optional<uint32_t> pending_on_another_tag(const FlightIndex& index, const ChannelKey& key,
+                                               int absent) {
+  for (const auto& [other, record] : index.channels) {
+    if (other.comm_id != key.comm_id || other.sender != key.sender ||
+        other.receiver != key.receiver || other.tag == key.tag) {
+      continue;
+    }
+    const RecordsBySeq& posted = absent == key.receiver ? record.recvs : record.sends;
+    for (const auto& [seq, event] : posted) {
+      if (event->state != CollectiveState::kCompleted) return other.tag;
+    }
+  }
+  return std::nullopt;
+}
+
 bool is_problem(const CollectiveFinding& f) {
   return f.kind != FindingKind::kMatched || f.unfinished;
 }
@@ -234,7 +252,8 @@ std::string describe_mismatch(const CollectiveFinding& f) {
 std::string where_of(const CollectiveFinding& f) {
   const std::string group = profiler::communicator_name(f.comm_id);
   if (f.sender >= 0) {
-    return fmt::format("send {}->{} on {} seq {}", f.sender, f.receiver, group, f.seq);
+    return fmt::format("send {}->{} on {} {}", f.sender, f.receiver, group,
+                       profiler::p2p_seq_text(f.seq));
   }
   return fmt::format("{} seq {}", group, f.seq);
 }
@@ -252,12 +271,20 @@ std::string describe_transfer(const CollectiveFinding& f) {
       const std::string last =
           f.missing_last_seq.front() < 0
               ? fmt::format("rank {} posted no {} on this channel", absent, counterpart)
-              : fmt::format("rank {}'s last {} on this channel was seq {}", absent, counterpart,
-                            f.missing_last_seq.front());
+              : fmt::format(
+                    "rank {}'s last {} on this channel was {}", absent, counterpart,
+                    profiler::p2p_seq_text(static_cast<uint64_t>(f.missing_last_seq.front())));
+      const std::string tags =
+          f.counterpart_tag
+              ? fmt::format(
+                    "; rank {} has a {} pending between the two with tag {}, this {} has "
+                    "tag {}: they differ only by tag",
+                    absent, counterpart, *f.counterpart_tag, posted.op, profiler::p2p_tag(f.seq))
+              : std::string();
       return fmt::format(
-          "{}: missing ranks: rank {} never posted the matching {} ({} of {} {} on rank {}; {})",
+          "{}: missing ranks: rank {} never posted the matching {} ({} of {} {} on rank {}; {}{})",
           where, absent, counterpart, posted.op, size_key(posted),
-          profiler::collective_state_name(posted.state), rank, last);
+          profiler::collective_state_name(posted.state), rank, last, tags);
     }
     case FindingKind::kSizeMismatch:
       return fmt::format("{}: size mismatch: rank {} sends {}, rank {} receives {}", where,
@@ -371,6 +398,9 @@ FlightDiagnosis diagnose_flight_dumps(const std::vector<FlightDump>& given,
   }
   for (const auto& [key, record] : index.channels) {
     if (auto finding = judge_channel(key, record, index.by_rank)) {
+      if (finding->kind == FindingKind::kMissingRanks) {
+        finding->counterpart_tag = pending_on_another_tag(index, key, finding->missing.front());
+      }
       diagnosis.findings.push_back(std::move(*finding));
     }
   }

@@ -54,6 +54,9 @@ struct CollectiveFinding {
   // kMatched and unfinished: members whose process was stopped, stuck in the kernel or ended
   // first (the launcher's view): what holds it, rather than the transport.
   std::vector<int> held;
+  // kMissingRanks on a transfer channel: the tag of the counterpart the absent rank has pending
+  // between the same two ranks on another tag (the send and the recv differ only by tag).
+  std::optional<uint32_t> counterpart_tag;
 };
 
 struct FlightDiagnosis {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "profiler/p2p_seq.h"
+
 namespace partrain::launch {
 
 using profiler::CollectiveEvent;
@@ -33,9 +35,11 @@ FlightIndex index_flight_dumps(const std::vector<FlightDump>& dumps) {
         const int peer = transfer_peer(e);
         if (peer < 0) continue;
         if (e.op == "send") {
-          index.channels[ChannelKey{e.comm_id, dump.rank, peer}].sends[e.seq] = &e;
+          index.channels[ChannelKey{e.comm_id, dump.rank, peer, profiler::p2p_tag(e.seq)}]
+              .sends[e.seq] = &e;
         } else {
-          index.channels[ChannelKey{e.comm_id, peer, dump.rank}].recvs[e.seq] = &e;
+          index.channels[ChannelKey{e.comm_id, peer, dump.rank, profiler::p2p_tag(e.seq)}]
+              .recvs[e.seq] = &e;
         }
         continue;
       }

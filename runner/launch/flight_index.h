@@ -31,12 +31,14 @@ struct CommRecord {
   std::map<int, MemberRecord> dumped;  // members with records, by world rank
 };
 
-// One direction of transfers between two ranks on one communicator: the n-th send of `sender`
-// to `receiver` pairs with the n-th recv of `receiver` from `sender` (seq counts per direction).
+// One direction of transfers between two ranks on one communicator, of one tag: the n-th send of
+// `sender` to `receiver` pairs with the n-th recv of `receiver` from `sender` (seq counts per
+// direction and tag; a tag rides in the seq, profiler/p2p_seq.h).
 struct ChannelKey {
   std::string comm_id;
   int sender = 0;  // world ranks
   int receiver = 0;
+  uint32_t tag = 0;
   auto operator<=>(const ChannelKey&) const = default;
 };
 

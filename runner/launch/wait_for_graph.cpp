@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "profiler/p2p_seq.h"
+
 namespace partrain::launch {
 namespace {
 
@@ -78,8 +80,8 @@ class EdgeBuilder {
     const int peer = transfer_peer(e);
     if (peer < 0) return;
     const bool send = e.op == "send";
-    auto channel = index_.channels.find(
-        ChannelKey{e.comm_id, send ? waiter : peer, send ? peer : waiter});
+    auto channel = index_.channels.find(ChannelKey{e.comm_id, send ? waiter : peer,
+                                                   send ? peer : waiter, profiler::p2p_tag(e.seq)});
     auto peer_dump = index_.by_rank.find(peer);
     if (peer_dump == index_.by_rank.end()) {
       add(waiter, peer, e, WaitReason::kNoRecords, -1, waited);

@@ -10,6 +10,7 @@
 #include "core/byte_size.h"
 #include "core/duration.h"
 #include "core/rank_list.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/communicator_name.h"
 #include "runner/launch/flight_diagnosis.h"
 
@@ -42,9 +43,10 @@ std::string where(const WaitEdge& edge) {
 // 4".
 std::string op_where(const WaitEdge& edge) {
   if (!is_p2p(edge.op.op)) return fmt::format("{} on {}", op_and_size(edge.op), where(edge));
-  return fmt::format("{} {} rank {} on {} seq {}", op_and_size(edge.op),
+  return fmt::format("{} {} rank {} on {} {}", op_and_size(edge.op),
                      edge.op.op == "send" ? "to" : "from", transfer_peer(edge.op),
-                     profiler::communicator_name(edge.op.comm_id), edge.op.seq);
+                     profiler::communicator_name(edge.op.comm_id),
+                     profiler::p2p_seq_text(edge.op.seq));
 }
 
 // Sorted as the findings are: collectives before transfers, then by communicator and seq.

@@ -2,8 +2,8 @@
 
 A group gets its hooks when c10d registers it (the default group, new_group, split_group,
 DeviceMesh's and FSDP's groups alike, on their member ranks). The pre hook numbers the op as
-every member does (collectives per group, p2p per direction and peer, as PyTorch's flight
-recorder), notes its tensors and the time; the post hook notes when it was issued (the library
+every member does (collectives per group, p2p per direction, peer and tag, as gloo matches
+them), notes its tensors and the time; the post hook notes when it was issued (the library
 keeps it in flight in its flight recorder, docs/reliability.md) and follows
 its Work to completion: the Work's future where it has one (gloo collectives), else polling
 Work.is_completed (send/recv on gloo, NCCL work, whose host future does not wait for the GPU)
@@ -16,6 +16,7 @@ the NCCL calls it makes join its row instead of making their own.
 
 import functools
 import os
+import threading
 import time
 import weakref
 
@@ -24,6 +25,14 @@ from partrain_torch import _completion, _native
 HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, health check)
 _P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
 _OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED = 0, 1, 2
+# A p2p op's tag T in its seq: T * 2^32 + its number among (direction, peer, T); tag 0, negative
+# tags and tags of 2^31 or more keep plain numbers (profiler/p2p_seq.h reads them back).
+_TAG_SHIFT = 32
+_MAX_TAG = 1 << 31
+
+
+class _P2PTag(threading.local):
+    tag = 0  # the tag of the isend/irecv this thread is in (0 outside one)
 
 # How long the program's exit waits for the threads that run this recorder's code: a callback
 # still held after its wait belongs to an op the program left in flight (it may never complete);
@@ -84,6 +93,7 @@ class Recorder:
         self._traced = False
         self.on_first_group = None  # called with this process's rank when a group first registers
         self.issued = 0  # ops issued so far (the step markers read it)
+        self._p2p_tag = _P2PTag()
 
     # -- registration ------------------------------------------------------------------------
 
@@ -109,6 +119,8 @@ class Recorder:
         self._wrap_destroy()
         if self._hooks:
             self._wrap_work_wait()
+            self._wrap_monitored_barrier()
+            self._wrap_p2p_tags()
         import atexit
         atexit.register(self._at_exit)
 
@@ -149,6 +161,87 @@ class Recorder:
             return result
 
         work_class.wait = wait
+
+    def _wrap_monitored_barrier(self):
+        """dist.monitored_barrier runs outside the process group's hooks (gloo's monitoredBarrier
+        sends and receives on its backend, which calls no hook): recorded here, as a barrier of its
+        group numbered among the group's collectives (every member calls it), in flight from its
+        call until it returns, failed when it raises (its timeout)."""
+        c10d = self._c10d
+        original = getattr(c10d, "monitored_barrier", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def monitored_barrier(group=None, *args, **kwargs):
+            entry = None
+            if not self._session.failed:
+                try:
+                    entry = self._barrier_entered(group)
+                except Exception as error:
+                    self._session.fail("recording a monitored_barrier's start", error)
+            try:
+                result = original(group, *args, **kwargs)
+            except BaseException:
+                if entry is not None:
+                    self._completed(entry, monotonic_ns(), _OUTCOME_FAILED)
+                raise
+            if entry is not None:
+                self._completed(entry, monotonic_ns(), _OUTCOME_COMPLETED)
+            return result
+
+        c10d.monitored_barrier = monitored_barrier
+
+    def _wrap_p2p_tags(self):
+        """The hooks do not carry a send's or receive's tag: dist.isend and dist.irecv note it for
+        the pre hook they call on this thread. dist.send/recv call them (c10d's module globals),
+        and so do batch_isend_irecv's P2POps, whose op is dist.isend or dist.irecv, which are
+        these wrappers (torch.distributed takes c10d's names after this patch)."""
+        c10d = self._c10d
+        local = self._p2p_tag
+        for name in ("isend", "irecv"):
+            original = getattr(c10d, name, None)
+            if original is None:
+                continue
+
+            def tagged(*args, _original=original, **kwargs):
+                # isend(tensor, dst=None, group=None, tag=0, group_dst=None); irecv alike.
+                tag = kwargs.get("tag", args[3] if len(args) > 3 else 0)
+                local.tag = tag if isinstance(tag, int) else 0
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    local.tag = 0
+
+            setattr(c10d, name, functools.wraps(original)(tagged))
+
+    def _barrier_entered(self, group):
+        """The in-flight entry of a monitored_barrier of `group` (None: c10d's default group), or
+        None where it is not recorded (untraced, not a member, a group without hooks)."""
+        if not self._traced:
+            return None
+        c10d = self._c10d
+        if c10d._rank_not_in_group(group):
+            return None
+        pg = group if group is not None else c10d._get_default_group()
+        recorded = self._groups.get(id(pg))
+        if recorded is None:
+            return None
+        called_ns = monotonic_ns()
+        if recorded.handle is None:
+            self._describe(recorded)
+        if recorded.handle < 0:
+            return None
+        seq = recorded.collectives
+        recorded.collectives = seq + 1
+        self.issued += 1
+        seen = (b"BARRIER", (b"", 0), 0, 0, -1, seq, called_ns, 0)
+        entry = (recorded.handle, seen, called_ns)
+        self._in_flight[id(entry)] = entry
+        self._native.collective(
+            _pack(recorded.handle, -1, _OUTCOME_ISSUED, 0, 0, 0, seq, called_ns, called_ns, 0, 0,
+                  b"BARRIER", b""), _RECORD_BYTES)
+        return entry
 
     def _registered(self, pg):
         if not self._first_group_seen:
@@ -225,9 +318,16 @@ class Recorder:
                                                          .encode(), first.element_size())
             root = args.root
             if op in _P2P:
-                key = (op, root)
-                seq = group.p2p.get(key, 0)
-                group.p2p[key] = seq + 1
+                # Numbered per (direction, peer, tag): gloo matches a send with the receive of its
+                # tag, whatever order either side posts them in. A tag T > 0 is carried in the seq
+                # itself, T * 2^32 + n (the hooks do not say it; the isend/irecv wrappers do).
+                tag = self._p2p_tag.tag
+                if not 0 < tag < _MAX_TAG:
+                    tag = 0
+                key = (op, root, tag)
+                number = group.p2p.get(key, 0)
+                group.p2p[key] = number + 1
+                seq = (tag << _TAG_SHIFT) | number
             else:
                 seq = group.collectives
                 group.collectives = seq + 1

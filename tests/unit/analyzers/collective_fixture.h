@@ -23,6 +23,7 @@ struct Op {
   std::string comm = "dp0";
   uint64_t seq = 0;
   std::string op = "all_reduce";
+  std::string dtype = "float";  // "other": a source that did not know it (nor the size)
   uint64_t bytes = 1 << 20;
   int64_t start_ns = 0;
   int64_t dur_ns = 1'000'000;
@@ -43,7 +44,7 @@ inline profiler::CollectiveRecord record(const Op& op) {
   r.event.comm_id = op.comm;
   r.event.seq = op.seq;
   r.event.op = op.op;
-  r.event.dtype = "float";
+  r.event.dtype = op.dtype;
   r.event.count = op.bytes / 4;
   r.event.bytes = op.bytes;
   r.event.peer = op.peer;

@@ -94,7 +94,9 @@ TEST(CollectiveStatsTest, CommunicatorsInCountingOrder) {
 TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
   CollectiveTrace trace("unsized");
   for (int rank = 0; rank < 2; ++rank) {
-    trace.add({.rank = rank, .seq = 0, .bytes = 0, .start_ns = 1000, .group = {0, 1}});
+    // As a Kineto trace without record_shapes has them: no size, no dtype.
+    trace.add(
+        {.rank = rank, .seq = 0, .dtype = "other", .bytes = 0, .start_ns = 1000, .group = {0, 1}});
     trace.add({.rank = rank,
                .seq = 1,
                .op = "broadcast",
@@ -118,6 +120,27 @@ TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
     EXPECT_EQ(row["size_bucket_bytes"].is_null(), unsized) << row;  // not a size bucket of 0
     if (!unsized) EXPECT_EQ(row["size_bytes"], 12) << row;
   }
+}
+
+// A collective of empty tensors (PowerSGD's all_reduce of a 0-element tensor) has a known size,
+// 0 B: analyze showed "-" with the note that a profiler trace needs record_shapes. Its bandwidth
+// stays unknown: nothing moved.
+TEST(CollectiveStatsTest, AnEmptyCollectiveIsZeroBytesNotUnknown) {
+  CollectiveTrace trace("empty");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add({.rank = rank, .seq = 0, .bytes = 0, .start_ns = 1000, .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const std::string text = format_collective_stats(*report);
+  EXPECT_EQ(text.find("size -"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 0 B      2 "), std::string::npos) << text;  // size, count
+  EXPECT_EQ(text.find("B/s"), std::string::npos) << text;
+  const nlohmann::json rows = collective_stats_json(*report);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["size_bytes"], 0) << rows[0];
+  EXPECT_EQ(rows[0]["bytes"], 0) << rows[0];
+  EXPECT_TRUE(rows[0]["busbw_gbps"].is_null()) << rows[0];
 }
 
 // An all_to_all with split sizes moves a size of each rank's own: matched, no desync (a mixture
@@ -266,6 +289,45 @@ TEST(CollectiveStatsTest, DesyncAtSeqFiveNamesRankAndOps) {
   ASSERT_EQ(report->rows.size(), 2u);  // all_gather and all_reduce rows
   EXPECT_EQ(report->rows[1].op, "all_reduce");
   EXPECT_EQ(report->rows[1].matched, 7);
+}
+
+// c10d's names diverge when only some ranks call new_group(..., use_local_synchronization=True):
+// on 4 ranks, ranks 0 and 3 each named a different group "2" (0's is [0,2], 3's is [1,3]), and
+// rank 2 and rank 1 recorded nothing under it. analyze blamed rank 2 ("never recorded ... that
+// ranks 0,3 recorded", a crash or a hang) for a group it never belonged to; it now says that one
+// id holds groups of different members, each rank's list, and blames no one.
+TEST(CollectiveStatsTest, OneIdRecordedWithDifferentMembersIsSaidNotBlamedOnARank) {
+  CollectiveTrace trace("members_differ");
+  for (uint64_t seq = 0; seq < 8; ++seq) {
+    const int64_t start = static_cast<int64_t>(seq) * 1'000'000;
+    trace.add({.rank = 0, .comm = "undefined:2", .seq = seq, .start_ns = start, .group = {0, 2}});
+    trace.add({.rank = 3, .comm = "undefined:2", .seq = seq, .start_ns = start, .group = {1, 3}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1, 2, 3}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_TRUE(report->missing.empty()) << report->missing.front().rank;
+  EXPECT_EQ(report->missing_total, 0);
+  ASSERT_EQ(report->conflicts.size(), 1u);
+  EXPECT_EQ(report->conflicts[0].comm_id, "undefined:2");
+  EXPECT_EQ(report->conflicts[0].members, (std::map<int, std::string>{{0, "0,2"}, {3, "1,3"}}));
+  std::vector<Finding> findings = collective_stats_findings(*report);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "group_members_differ");
+  EXPECT_FALSE(findings[0].rank.has_value());
+  EXPECT_EQ(findings[0].evidence,
+            "ranks recorded communicator undefined:2 with different members: rank 0 with "
+            "members 0,2; rank 3 with members 1,3");
+  EXPECT_NE(format_collective_stats(*report).find("  members differ: ranks recorded "
+                                                  "communicator undefined:2"),
+            std::string::npos);
+  // A communicator whose members agree is still judged: rank 1 missing from dp0 is blamed.
+  CollectiveTrace agreeing("members_agree");
+  agreeing.add({.rank = 0, .seq = 0, .group = {0, 1}});
+  auto missing = analyze_collective_stats(agreeing.finish(), window({0, 1}));
+  ASSERT_TRUE(missing.is_ok()) << missing.status().message();
+  EXPECT_TRUE(missing->conflicts.empty());
+  ASSERT_EQ(missing->missing.size(), 1u);
+  EXPECT_EQ(missing->missing[0].rank, 1);
 }
 
 // A failed run's decisive collectives come after its last whole step, outside the window the

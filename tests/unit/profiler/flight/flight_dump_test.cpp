@@ -97,5 +97,17 @@ TEST(FlightDump, TextListsTheLastEntriesAndEveryUnfinishedOne) {
       << text;
 }
 
+// A PyTorch transfer's tag rides in its seq (T * 2^32 + n): the dump reads it back.
+TEST(FlightDump, ATaggedTransferShowsItsNumberAndTag) {
+  FlightDump dump = sample();
+  CollectiveEvent send = entry((uint64_t{5} << 32) | 2, CollectiveState::kStarted);
+  send.op = "send";
+  send.peer = 1;
+  dump.entries.push_back(send);
+  const std::string text = format_flight_dump(dump, 2);
+  EXPECT_NE(text.find("  dp 0 seq 2 (tag 5) send peer 1 4.00 KiB float started"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace partrain::profiler

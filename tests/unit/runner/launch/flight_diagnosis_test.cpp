@@ -400,6 +400,47 @@ TEST(FlightDiagnosis, TransfersPairSendsWithRecvsPerChannel) {
       << format_flight_diagnosis(d);
 }
 
+// A tagged transfer's seq carries its tag (T * 2^32 + n, profiler/p2p_seq.h): each tag is a
+// channel of its own. Rank 2 sent tag 5 then tag 9, rank 3 received tag 9 then tag 5, all
+// completed: no finding (matched per position, they had been two size mismatches). Then rank 2
+// sends with tag 1 while rank 3 waits in a recv of tag 2: each is missing its counterpart, and
+// the diagnosis says the two differ only by tag.
+uint64_t tagged(uint32_t tag, uint64_t n) { return (uint64_t{tag} << 32) | n; }
+
+TEST(FlightDiagnosis, TransfersArePairedPerTagAndATagMismatchIsSaid) {
+  std::vector<FlightDump> dumps(2);
+  dumps[0].rank = 2;
+  dumps[0].trigger = DumpTrigger::kWatchdog;
+  dumps[1].rank = 3;
+  dumps[1].trigger = DumpTrigger::kWatchdog;
+  dumps[0].entries.push_back(transfer("send", tagged(5, 0), 1, 28));
+  dumps[0].entries.push_back(transfer("send", tagged(9, 0), 1, 12));
+  dumps[1].entries.push_back(transfer("recv", tagged(9, 0), 0, 12));
+  dumps[1].entries.push_back(transfer("recv", tagged(5, 0), 0, 28));
+  EXPECT_TRUE(diagnose_flight_dumps(dumps).findings.empty())
+      << format_flight_diagnosis(diagnose_flight_dumps(dumps));
+
+  dumps[0].entries.push_back(transfer("send", tagged(1, 0), 1, 8, CollectiveState::kStarted));
+  dumps[1].entries.push_back(transfer("recv", tagged(2, 0), 0, 8, CollectiveState::kStarted));
+  FlightDiagnosis d = diagnose_flight_dumps(dumps);
+  ASSERT_EQ(d.findings.size(), 2u) << format_flight_diagnosis(d);
+  const std::string text = format_flight_diagnosis(d);
+  EXPECT_NE(text.find("send 2->3 on pp 0 activations seq 0 (tag 1): missing ranks: rank 3 never "
+                      "posted the matching recv (send of 8 B float started on rank 2; rank 3 "
+                      "posted no recv on this channel; rank 3 has a recv pending between the "
+                      "two with tag 2, this send has tag 1: they differ only by tag)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("send 2->3 on pp 0 activations seq 0 (tag 2): missing ranks: rank 2 never "
+                      "posted the matching send"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 2 has a send pending between the two with tag 1, this recv has "
+                      "tag 2: they differ only by tag"),
+            std::string::npos)
+      << text;
+}
+
 TEST(FlightDiagnosis, TransferSizeMismatchAndUnknownPeers) {
   std::vector<FlightDump> dumps(2);
   dumps[0].rank = 2;
