@@ -45,7 +45,7 @@ std::optional<int64_t> hang_started_ns(const std::string& out) {
 // What both launchers must say: the culprit, the all_reduce it never entered (each step
 // all_reduces the model's 2 gradients, so step S's first is seq 2S), who waits on it.
 void expect_culprit_named(const CommandResult& run, int rank, int step) {
-  const std::string waiting = rank == 1 ? "0, 2, 3" : "0, 1, 3";
+  const std::string waiting = rank == 1 ? "0,2,3" : "0,1,3";
   const int seq = 2 * step;
   EXPECT_EQ(run.exit_code, 124) << run.err;
   // Which of the waiting ranks' watchdogs fire before the launcher stops the rest is a race;
