@@ -145,6 +145,14 @@ constexpr Allowed kAllowed[] = {
     {"profiler/recorder.cpp", "g_next_recorder_id",
      "ids that keep a thread's entry for a destroyed recorder from matching a new one at the same "
      "address"},
+    {"core/remove_on_signal.cpp", "g_slots",
+     "the files a SIGINT/SIGTERM/SIGHUP handler removes before the process ends (a signal carries "
+     "no context)"},
+    {"core/remove_on_signal.cpp", "g_retired_mutex",
+     "guards the lists taken out of g_slots, which a handler on another thread may still read"},
+    {"core/remove_on_signal.cpp", "g_retired",
+     "those lists, freed at exit rather than while a handler may read them"},
+    {"core/remove_on_signal.cpp", "once", "installs those signal handlers once per process"},
     {"runner/device/isolated_memory.cpp", "g_ranges",
      "the isolated device's reserved ranges, read by its SIGSEGV handler (a signal carries no "
      "context)"},
