@@ -81,10 +81,13 @@ void fit_rank_clocks(std::vector<ImportedRank>& ranks, std::vector<CollectiveEnd
   }
   if (!unaligned.empty()) {
     warnings.push_back(fmt::format(
-        "ranks {} are on other hosts than rank {} and no collective that ends together on every "
-        "member (all_reduce, all_gather, reduce_scatter, all_to_all, barrier) links them: their "
-        "clocks are left as their files give them",
-        ranks_phrase(unaligned), ranks.front().rank));
+        "{} {} on another host than rank {} and no collective that ends together on every "
+        "member (all_reduce, all_gather, reduce_scatter, all_to_all, barrier) links them: {} "
+        "left as {} give{} {}",
+        ranks_phrase(unaligned), unaligned.size() == 1 ? "is" : "are", ranks.front().rank,
+        unaligned.size() == 1 ? "its clock is" : "their clocks are",
+        unaligned.size() == 1 ? "its file" : "their files", unaligned.size() == 1 ? "s" : "",
+        unaligned.size() == 1 ? "it" : "them"));
   }
 }
 

@@ -223,6 +223,27 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
   }
 }
 
+// Two hosts and no collective between them: their clocks cannot be aligned, said in one
+// grammatical sentence (it read "ranks rank 1 are on other hosts than rank 0").
+TEST(KinetoImport, RanksOnAnotherHostWithoutACollectiveAreSaidUnaligned) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.host(r == 0 ? "a" : "b").step(0, 1000, 500).event("cpu_op", "aten::mm", 7, 1100, 200);
+    ranks.push_back(std::move(f));
+  }
+  auto summary = import(testing::write_kineto_ranks(dir.path(), ranks), dir.path() / "two.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  const std::string warnings = fmt::format("{}", fmt::join(summary->warnings, "\n"));
+  EXPECT_NE(warnings.find("rank 1 is on another host than rank 0 and no collective that ends "
+                          "together on every member (all_reduce, all_gather, reduce_scatter, "
+                          "all_to_all, barrier) links them: its clock is left as its file gives "
+                          "it"),
+            std::string::npos)
+      << warnings;
+}
+
 // Two NCCL ranks as torch's NCCL process group records them: record_param_comms with c10d's
 // metadata inside c10d's op, and the NCCL kernel it launched (carrying the same Seq and group).
 // Rank 1's host reads 2 ms ahead; the kernels end together.
