@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/terminal_progress.h"
+#include "core/duration.h"
 #include "core/log.h"
 #include "core/number_format.h"
 #include "core/rank_list.h"
@@ -136,11 +137,10 @@ int run_import(const ImportFlags& flags) {
     std::string line = fmt::format(
         "({}): clock {}", r.host.empty() ? "host unknown" : r.host,
         r.clock.aligned
-            ? fmt::format("{}{} ms from the reference host's, +/- {} ms ({} collectives)",
+            ? fmt::format("{}{} ms from the reference host's, +/- {} ({} collectives)",
                           r.clock.offset_ns > 0 ? "+" : "",
                           format_decimal(static_cast<double>(r.clock.offset_ns) / 1e6, 3),
-                          format_decimal(static_cast<double>(r.clock.uncertainty_ns) / 1e6, 3),
-                          r.clock.estimates)
+                          format_duration(Nanoseconds(r.clock.uncertainty_ns)), r.clock.estimates)
             : std::string("not aligned"));
     auto same = std::find_if(clocks.begin(), clocks.end(),
                              [&line](const auto& c) { return c.first == line; });

@@ -329,8 +329,10 @@ TEST_F(OutputPropertiesTest, ImportSummary) {
     for (int step = 0; step < 3; ++step) {
       const double start = 1000.0 * step + (node == 0 ? 0 : 40);
       fixture.step(step, start, 900);
-      fixture.gloo_all_reduce(1024, start + 100, start + 200, 1000.0 * step + 700.0004 * (node + 1),
-                              7);
+      // Node b's second all-reduce ends 1 ns off the others: the fit's uncertainty is 1 ns.
+      const double jitter_us = node == 1 && step == 1 ? 0.001 : 0.0;
+      fixture.gloo_all_reduce(1024, start + 100, start + 200,
+                              1000.0 * step + 700.0004 * (node + 1) + jitter_us, 7);
     }
     testing::write_text(traces / fmt::format("rank{}.json", rank), fixture.json());
   }
@@ -339,6 +341,10 @@ TEST_F(OutputPropertiesTest, ImportSummary) {
       << result.err;
   ASSERT_NE(result.err.find("ranks 2,3 (node-b): clock "), std::string::npos) << result.err;
   EXPECT_EQ(result.err.find("rank 2 (node-b)"), std::string::npos) << result.err;
+  // The fit's uncertainty in the unit that fits it ("+/- 1 ns"), not "+/- 1e-06 ms".
+  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(\+/- [0-9.]+ (ns|us|ms) \()")))
+      << result.err;
+  EXPECT_EQ(result.err.find("e-0"), std::string::npos) << result.err;
   const std::string said = result.out + result.err;
   EXPECT_EQ(zero_looking(said), std::vector<std::string>()) << listed(zero_looking(said));
   EXPECT_EQ(without_unit(said), std::vector<std::string>()) << listed(without_unit(said));
