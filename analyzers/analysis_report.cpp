@@ -45,9 +45,10 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
   if (outcome.failing_rank_from_exceptions && outcome.failing_peer_exception) {
     finding.evidence = fmt::format(
         "the run failed: rank {} ended without an uncaught exception and without closing its "
-        "connection to the collector (killed: SIGKILL, the OOM killer?), while every other "
-        "rank's exception says a peer's failure reached it (rank {}'s: {}); the launcher's exits "
-        "are not in the trace",
+        "connection to the collector (killed: by the OOM killer or a signal from outside, or by "
+        "the launcher stopping it after the others failed, which is how a rank ends that hung "
+        "while the others timed out waiting for it), while every other rank's exception says a "
+        "peer's failure reached it (rank {}'s: {}); the launcher's exits are not in the trace",
         rank, *outcome.failing_peer_rank, *outcome.failing_peer_exception);
   } else if (outcome.failing_rank_from_exceptions) {
     finding.evidence = fmt::format(

@@ -131,6 +131,11 @@ TEST(RunOutcome, ARankThatVanishedWithoutAnExceptionFailedFirstWhenTheOthersLost
   EXPECT_EQ(failed.rank, 1);
   EXPECT_NE(failed.evidence.find("rank 1 ended without an uncaught exception"), std::string::npos)
       << failed.evidence;
+  // Not only the OOM killer: torchrun stops a rank that hung while the others timed out.
+  EXPECT_NE(failed.evidence.find("the launcher stopping it after the others failed, which is how "
+                                 "a rank ends that hung"),
+            std::string::npos)
+      << failed.evidence;
   EXPECT_NE(failed.evidence.find("rank 0's: " + std::string(kClosedInBackward)), std::string::npos)
       << failed.evidence;
 }
