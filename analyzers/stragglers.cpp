@@ -546,13 +546,13 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
     // waiting as a slow host does, and the transfers alone cannot tell the two apart.
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
     f.evidence +=
-        "; at pipeline transfers, where a stage with more work than its neighbours "
-        "waits the same way a slow host does";
+        "; at point-to-point transfers (a pipeline's stages, a ring's neighbours), where a rank "
+        "with more work than the ones it sends to waits the same way a slow host does";
     f.advice = fmt::format(
-        "compare rank {}'s compute per micro-batch with the other stages' (the pipeline "
-        "section): balance the layers across stages (the last stage also computes the loss and "
-        "output layer) if its stage has more; if not, check its host for contention, thermal "
-        "throttling, a slower GPU",
+        "compare rank {}'s compute with its peers': in a pipeline, per micro-batch with the other "
+        "stages' (the pipeline section), and balance the layers across stages (the last stage "
+        "also computes the loss and output layer) if its stage has more; if not, check its host "
+        "for contention, thermal throttling, a slower GPU",
         r.rank);
   }
   if (r.within_noise) {

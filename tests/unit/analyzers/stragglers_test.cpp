@@ -273,10 +273,14 @@ TEST(StragglersTest, ASlowPipelineStageIsFoundByTheStagesWaitingOnItsSends) {
   const std::vector<Finding> findings = straggler_findings(*report);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
-  EXPECT_NE(findings[0].evidence.find("at pipeline transfers"), std::string::npos)
+  // Said of point-to-point transfers, a ring's as well as a pipeline's (it spoke of pipeline
+  // stages only, to a 4-rank ring's straggler).
+  EXPECT_NE(findings[0].evidence.find("at point-to-point transfers (a pipeline's stages, a ring's "
+                                      "neighbours)"),
+            std::string::npos)
       << findings[0].evidence;
-  EXPECT_EQ(findings[0].advice.rfind("compare rank 1's compute per micro-batch with the other "
-                                     "stages'",
+  EXPECT_EQ(findings[0].advice.rfind("compare rank 1's compute with its peers': in a pipeline, per "
+                                     "micro-batch with the other stages'",
                                      0),
             0u)
       << findings[0].advice;
