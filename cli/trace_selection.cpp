@@ -1,9 +1,9 @@
 // The default trace and the parsing of --steps and --rank for the trace-reading commands.
 #include "cli/trace_selection.h"
 
-#include <charconv>
 #include <optional>
 
+#include "core/count_text.h"
 #include "core/rank_list.h"
 #include "runner/launch/trace_path.h"
 
@@ -13,17 +13,6 @@ namespace fs = std::filesystem;
 
 // Where `launch` and `trace` write their traces when none is named.
 constexpr std::string_view kRunsDir = launch::kRunsDirectory;
-
-// A non-negative decimal number and nothing else.
-std::optional<int64_t> parse_count(std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || text.front() == '-' || ec != std::errc() ||
-      end != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 }  // namespace
 

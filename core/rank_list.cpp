@@ -4,27 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
+
+#include "core/count_text.h"
 
 namespace partrain {
 namespace {
 
 // A range's ranks are listed one by one: past this many, a typo (0-99999999) is refused.
 constexpr int64_t kMaxRanks = 1 << 20;
-
-// A non-negative decimal number and nothing else.
-std::optional<int64_t> parse_count(std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || text.front() == '-' || ec != std::errc() ||
-      end != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 void sort_unique(std::vector<int>& ranks) {
   std::sort(ranks.begin(), ranks.end());
