@@ -196,8 +196,8 @@ void StoreServer::State::accept_ready() {
         !shed_oldest_unproven("the connection limit was reached")) {
       // No room and nobody to make room: the peer is turned away, not left in the backlog
       // (which would make the listening socket ready forever and the loop spin).
+      refused.fetch_add(1);  // counted before the peer can see its connection closed
       ::close(fd);
-      refused.fetch_add(1);
       notices.note(detail::Notice::kRefused,
                    fmt::format("the rendezvous store has {} connections, its limit: refusing new "
                                "ones (raise `ulimit -n`)",
@@ -218,8 +218,8 @@ void StoreServer::State::out_of_descriptors() {
     spare_fd = -1;
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) {
-      ::close(fd);
       refused.fetch_add(1);
+      ::close(fd);
     }
     spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     notices.note(detail::Notice::kRefused,
@@ -237,8 +237,8 @@ bool StoreServer::State::shed_oldest_unproven(const char* why) {
   if (unproven.empty()) return false;
   const uint64_t id = unproven.begin()->second;
   const std::string peer = connections.at(id)->peer;
+  shed.fetch_add(1);  // counted before the peer can see its connection closed
   close_connection(id);
-  shed.fetch_add(1);
   notices.note(detail::Notice::kShed,
                fmt::format("{}: closing connections that have sent no valid request yet, "
                            "oldest first ({})",
