@@ -94,8 +94,6 @@ bool CollectiveGroup::in_window() const {
   return false;
 }
 
-bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
-
 std::vector<int> parse_group_ranks(std::string_view text) {
   std::vector<int> ranks;
   while (!text.empty()) {

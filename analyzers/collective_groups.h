@@ -15,6 +15,7 @@
 
 #include "analyzers/analysis_window.h"
 #include "core/status.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/collective_reads.h"
 #include "profiler/trace_reader/trace_reader.h"
 
@@ -63,7 +64,7 @@ struct GroupArrival {
 // `rows` must not be empty.
 GroupArrival arrival_of(std::span<const CollectiveRow* const> rows);
 GroupArrival arrival_of(std::span<const CollectiveRow> rows);
-bool is_p2p(std::string_view op);
+using profiler::is_p2p;  // profiler/p2p_seq.h
 // A communicator's stored member list ("0,1,3" -> {0, 1, 3}); malformed entries are skipped.
 std::vector<int> parse_group_ranks(std::string_view text);
 

@@ -372,9 +372,8 @@ std::string desync_text(const Desync& desync) {
   }
   const std::string group = profiler::communicator_name(desync.comm_id);
   // A transfer's seq may carry its tag (profiler/p2p_seq.h): "seq 0 (tag 5)".
-  const bool p2p = !desync.members.empty() && is_p2p(desync.members.front().op);
-  const std::string seq = p2p ? profiler::p2p_seq_text(static_cast<uint64_t>(desync.seq))
-                              : fmt::format("seq {}", desync.seq);
+  const std::string seq = profiler::seq_text(
+      desync.members.empty() ? "" : desync.members.front().op, static_cast<uint64_t>(desync.seq));
   std::string text = fmt::format("communicator {} {}: {}", group, seq, fmt::join(parts, "; "));
   if (desync.later_mismatches > 0) {
     text += fmt::format(" ({} later mismatches on {})", desync.later_mismatches, group);
@@ -385,14 +384,13 @@ std::string desync_text(const Desync& desync) {
 std::string missing_text(const MissingCollective& m) {
   // Where in the program: the others' step at the first missing op, when they mark steps.
   const std::string step = m.step ? fmt::format("step {}", *m.step) : std::string();
-  const bool p2p = !m.ops.empty() && is_p2p(m.ops.front());
-  const std::string seqs =
-      m.count == 1 ? fmt::format("{}{}",
-                                 p2p ? profiler::p2p_seq_text(static_cast<uint64_t>(m.first_seq))
-                                     : fmt::format("seq {}", m.first_seq),
-                                 m.step ? " (" + step + ")" : "")
-                   : fmt::format("seqs {}-{} ({} ops{})", m.first_seq, m.last_seq, m.count,
-                                 m.step ? ", from " + step : "");
+  const std::string seqs = m.count == 1
+                               ? fmt::format("{}{}",
+                                             profiler::seq_text(m.ops.empty() ? "" : m.ops.front(),
+                                                                static_cast<uint64_t>(m.first_seq)),
+                                             m.step ? " (" + step + ")" : "")
+                               : fmt::format("seqs {}-{} ({} ops{})", m.first_seq, m.last_seq,
+                                             m.count, m.step ? ", from " + step : "");
   // A run of several ops names each (an all_reduce then a barrier is not "all_reduce seqs 0-1").
   return fmt::format("rank {} never recorded {} {} of communicator {} that {} recorded", m.rank,
                      fmt::join(m.ops, " and "), seqs, profiler::communicator_name(m.comm_id),

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "profiler/p2p_seq.h"
+
 namespace partrain::profiler {
 namespace {
-
-bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
 
 // One report for a row that stands for several calls (a PyTorch op that made them): the span of
 // all, with the first one's algorithm and protocol.

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/own_file.h"
 #include "profiler/disk_reserve.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/sqlite_lock_holder.h"
 #include "profiler/sqlite_row_batch.h"
@@ -72,7 +73,6 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return out;
 }
 
-bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
 bool has_root(std::string_view op) {
   return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
 }

@@ -44,9 +44,8 @@ bool unfinished(const CollectiveEvent& e) {
 
 std::string describe_entry(const CollectiveEvent& e, int64_t dumped_ns) {
   // A transfer's seq may carry its tag (p2p_seq.h): "seq 0 (tag 5) send".
-  const bool p2p = e.op == "send" || e.op == "recv";
-  std::string text = fmt::format("  {} {} {}", communicator_name(e.comm_id),
-                                 p2p ? p2p_seq_text(e.seq) : fmt::format("seq {}", e.seq), e.op);
+  std::string text =
+      fmt::format("  {} {} {}", communicator_name(e.comm_id), seq_text(e.op, e.seq), e.op);
   if (e.peer >= 0) text += fmt::format(" peer {}", e.peer);
   text += fmt::format(" {} {} {}", format_bytes(e.bytes), e.dtype,
                       profiler::collective_state_name(e.state));

@@ -156,7 +156,7 @@ class Assembler {
         gloo_calls[rank] = pair_with_transfers(e);
         const std::map<int64_t, int> group_of_thread = worker_thread_groups(e);
         for (const PairedCall& call : gloo_calls[rank]) {
-          if (is_p2p_op(call.call.op)) continue;
+          if (is_p2p(call.call.op)) continue;
           IssuedCollective issued_call = issued_of(call);
           if (call.transfer != nullptr) {
             auto it = group_of_thread.find(call.transfer->thread);
@@ -283,7 +283,7 @@ class Assembler {
         torch_collective_size(c.op, r.in_elements, r.out_elements, r.dtype_bytes, c.group_size);
     c.count = size.count;
     c.bytes = size.bytes;
-    if (is_p2p_op(c.op)) {
+    if (is_p2p(c.op)) {
       c.peer = r.peer;
       c.seq = p2p_.next(rank, c.comm_id, c.op, r.peer);
     } else {
@@ -457,7 +457,7 @@ class Assembler {
         // NCCL's (older Kineto: no record_param_comms args): its kernels launched inside the op.
         const std::optional<DeviceSpan> span = kernels.of(paired.call);
         std::string unmatched;
-        if (is_p2p_op(paired.call.op)) {
+        if (is_p2p(paired.call.op)) {
           unmatched = place_p2p(record, rank, paired.call.group_peer);
         } else {
           const GroupAssignment& a = assigned[next_collective++];
@@ -553,7 +553,7 @@ class Assembler {
     std::map<std::pair<std::string_view, uint64_t>, std::string_view> dtype_of;
     for (const auto& [rank, records] : out_.by_rank) {
       for (const CollectiveRecord& r : records) {
-        if (!is_p2p_op(r.event.op) && dtype_bytes(r.event.dtype) > 0) {
+        if (!is_p2p(r.event.op) && dtype_bytes(r.event.dtype) > 0) {
           dtype_of.emplace(std::pair(std::string_view(r.event.comm_id), r.event.seq),
                            r.event.dtype);
         }
@@ -561,7 +561,7 @@ class Assembler {
     }
     for (const Untyped& u : untyped_) {
       CollectiveEvent& c = out_.by_rank[u.rank][u.index].event;
-      if (is_p2p_op(c.op)) continue;
+      if (is_p2p(c.op)) continue;
       auto it = dtype_of.find({c.comm_id, c.seq});
       if (it == dtype_of.end()) continue;
       c.dtype = it->second;

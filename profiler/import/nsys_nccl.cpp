@@ -246,7 +246,7 @@ class RankCollectives {
       auto w = m->second.world_rank_of.find(comm_rank);
       return w == m->second.world_rank_of.end() ? -1 : w->second;
     };
-    if (is_p2p_op(c.op) && p.peer) {
+    if (is_p2p(c.op) && p.peer) {
       c.peer = world_of(*p.peer);
       c.seq = p2p_seq_[{c.comm_id, *p.peer}]++;
     } else {

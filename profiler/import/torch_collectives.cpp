@@ -172,8 +172,6 @@ std::optional<std::string_view> op_of_nccl_call(std::string_view name) {
   return look_up(kNcclCalls, name);
 }
 
-bool is_p2p_op(std::string_view op) { return op == "send" || op == "recv"; }
-
 bool is_rooted_op(std::string_view op) {
   return op == "broadcast" || op == "reduce" || op == "gather" || op == "scatter";
 }

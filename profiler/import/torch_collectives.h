@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include "profiler/p2p_seq.h"
+
 namespace partrain::profiler {
 
 // partrain's op name ("all_reduce", ...; "other" for a collective partrain has no name for), or
@@ -19,7 +21,6 @@ std::optional<std::string_view> op_of_collective_name(std::string_view name);  /
 std::optional<std::string_view> op_of_gloo_annotation(std::string_view name);  // "gloo:all_reduce"
 std::optional<std::string_view> op_of_nccl_call(std::string_view name);        // "ncclAllReduce"
 
-bool is_p2p_op(std::string_view op);
 bool is_rooted_op(std::string_view op);  // broadcast, reduce, gather, scatter
 // Collectives whose members all finish within about one message latency of each other, so their
 // ends can align clocks (a rooted op's root may finish long before the others).

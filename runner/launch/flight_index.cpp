@@ -9,8 +9,6 @@ namespace partrain::launch {
 using profiler::CollectiveEvent;
 using profiler::FlightDump;
 
-bool is_p2p(std::string_view op) { return op == "send" || op == "recv"; }
-
 bool ring_wrapped(const FlightDump& dump) { return dump.total_recorded > dump.entries.size(); }
 
 bool never_reached(const RecordsBySeq& by_seq, bool wrapped, uint64_t seq) {

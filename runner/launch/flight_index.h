@@ -13,10 +13,11 @@
 
 #include "profiler/collective_event.h"
 #include "profiler/flight/flight_dump.h"
+#include "profiler/p2p_seq.h"
 
 namespace partrain::launch {
 
-bool is_p2p(std::string_view op);
+using profiler::is_p2p;  // profiler/p2p_seq.h
 
 using RecordsBySeq = std::map<uint64_t, const profiler::CollectiveEvent*>;
 
