@@ -18,6 +18,7 @@
 #include "analyzers/step_history.h"
 #include "analyzers/uneven_steps.h"
 #include "core/clock.h"
+#include "core/rank_list.h"
 #include "core/subprocess.h"
 
 namespace partrain::analyzers {
@@ -382,30 +383,75 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     if (stat.name == "trace_indexes_not_built") out.indexes_not_built = stat.description;
   }
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(reader));
+  ASSIGN_OR_RETURN(out.earlier_steps, profiler::earlier_steps(reader));
   return out;
 }
 
+// "12 step rows of ranks 0,1 (steps 0-5)": the replaced rows the earlier_steps table keeps.
+std::string earlier_steps_text(const std::vector<profiler::EarlierSteps>& earlier) {
+  int64_t rows = 0;
+  int64_t first = earlier.front().first_step;
+  int64_t last = earlier.front().last_step;
+  std::vector<int> ranks;
+  for (const profiler::EarlierSteps& rank : earlier) {
+    rows += rank.rows;
+    first = std::min(first, rank.first_step);
+    last = std::max(last, rank.last_step);
+    ranks.push_back(rank.rank);
+  }
+  return fmt::format("{} step row{} of {} (step{} {})", rows, rows == 1 ? "" : "s",
+                     ranks_phrase(ranks), first == last ? "" : "s",
+                     first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
+}
+
 // torchrun restarted the workers: each attempt's groups are named apart (...@restartN), but the
-// steps table keeps one row per rank and step number (docs/decisions.md "A restarted job's steps
-// table keeps each rank's latest step of a number"), so step figures may mix attempts.
+// steps table keeps one row per rank and step number, the latest (docs/decisions.md "A restarted
+// job's steps table keeps each rank's latest step of a number"), so step figures may mix
+// attempts; the rows it replaced are in earlier_steps.
 std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   if (outcome.restarts == 0) return std::nullopt;
   Finding finding;
   finding.kind = "job_restarted";
   finding.severity = Severity::kWarning;
   finding.impact = 1;
+  const std::string kept =
+      outcome.earlier_steps.empty()
+          ? std::string("")
+          : fmt::format(" (the replaced rows are kept in the earlier_steps table: {})",
+                        earlier_steps_text(outcome.earlier_steps));
   finding.evidence = fmt::format(
       "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
       "collectives are on groups of their own (comm ids ending @restartN), but the steps table "
       "keeps one row per rank and step number: a later attempt's step replaced an earlier "
-      "attempt's of the same number, and an earlier attempt's steps stay where no later attempt "
+      "attempt's of the same number{}, and an earlier attempt's steps stay where no later attempt "
       "recorded that number (steps it did not reach, a rank that did not come back), so step "
       "times may mix attempts; every attempt's steps stay in the timeline as step slices "
       "(export)",
-      outcome.restarts, outcome.restarts == 1 ? "" : "s");
+      outcome.restarts, outcome.restarts == 1 ? "" : "s", kept);
   finding.advice =
-      "read the collectives of one attempt by its comm ids; for one attempt's step times, trace "
-      "the job without restarts (or until it first fails) into a trace of its own";
+      "read the collectives of one attempt by its comm ids, and an earlier attempt's step times "
+      "from earlier_steps (SELECT * FROM earlier_steps in sqlite3); for one attempt's analysis, "
+      "trace the job without restarts (or until it first fails) into a trace of its own";
+  return finding;
+}
+
+// Step numbers recorded again in one attempt of the job: the job's own step counter started
+// again (per epoch, a second training loop), so the steps table holds each number's latest.
+std::optional<Finding> repeated_steps_finding(const RunOutcome& outcome) {
+  if (outcome.restarts > 0 || outcome.earlier_steps.empty()) return std::nullopt;
+  Finding finding;
+  finding.kind = "step_numbers_repeated";
+  finding.severity = Severity::kInfo;
+  finding.impact = 0;
+  finding.evidence = fmt::format(
+      "the job recorded step numbers more than once: {} were replaced by later steps of the "
+      "same numbers; the steps table and these analyses hold each rank's latest step of a "
+      "number, and the replaced rows are kept in the earlier_steps table",
+      earlier_steps_text(outcome.earlier_steps));
+  finding.advice =
+      "where the steps are marked ranges (--step-marker, NVTX), name each by a global step "
+      "that does not start again each epoch; a restarted process without torchrun's "
+      "TORCHELASTIC_RESTART_COUNT also numbers its steps from 0 again";
   return finding;
 }
 
@@ -413,6 +459,9 @@ std::vector<Finding> run_outcome_findings(const RunOutcome& outcome) {
   std::vector<Finding> findings = data_loss_findings(outcome.data_loss);
   if (std::optional<Finding> restarted = restarted_finding(outcome)) {
     findings.push_back(std::move(*restarted));
+  }
+  if (std::optional<Finding> repeated = repeated_steps_finding(outcome)) {
+    findings.push_back(std::move(*repeated));
   }
   if (std::optional<Finding> failed = rank_failed_finding(outcome)) {
     findings.insert(findings.begin(), std::move(*failed));

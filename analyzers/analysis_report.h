@@ -26,6 +26,7 @@
 #include "analyzers/top_kernels.h"
 #include "analyzers/trace_data_loss.h"
 #include "core/status.h"
+#include "profiler/trace_reader/step_reads.h"
 #include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::analyzers {
@@ -53,6 +54,9 @@ struct RunOutcome {
   // torchrun restarted the job's workers this many times (stat torchelastic_restart): the trace
   // holds that many more attempts, whose steps share their numbers.
   int restarts = 0;
+  // Per rank, the step rows a later row of the same number replaced in the steps table (kept in
+  // earlier_step: a restarted attempt's, or a step counter that started again).
+  std::vector<profiler::EarlierSteps> earlier_steps;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
   // Ranks whose connection to the collector ended without a goodbye (killed, crashed): the
   // events they had not shipped are lost (stat collector_unclean_disconnects).

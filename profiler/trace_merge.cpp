@@ -325,6 +325,10 @@ std::vector<CopyStep> row_steps(CopyCounts& counts) {
                        "dropped_tokens, aux_loss FROM src.expert_load", nullptr, "expert_load"},
       {"steps", "INSERT INTO main.step (rank, step, ts_ns, dur_ns, loss, tokens) "
                 "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM src.step"},
+      // Since version 6.
+      {"earlier steps", "INSERT INTO main.earlier_step (rank, step, ts_ns, dur_ns, loss, tokens) "
+                        "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM src.earlier_step",
+       nullptr, "earlier_step"},
       // Counts of the same (name, rank) add up; the graver severity and the first description win.
       {"stats", "INSERT INTO main.stat (name, rank, value, severity, description) "
                 "SELECT name, rank, value, severity, description FROM src.stat WHERE true "

@@ -123,6 +123,7 @@ int introduced_in(std::string_view name) {
   if (name == "transfer" || name == "transfers") return 3;
   if (name == "collective_nccl") return 4;
   if (name == "expert_load" || name == "expert_layers" || name == "expert_loads") return 5;
+  if (name == "earlier_step" || name == "earlier_steps") return 6;
   return 1;
 }
 

@@ -169,9 +169,9 @@ struct TraceWriter::State {
   TraceWriterOptions options;
   SqliteDb db;
   int lock_fd = -1;
-  SqliteStatement insert_string, insert_track, insert_step, insert_counter, insert_transfer,
-      insert_expert_load, upsert_stat, upsert_rank, upsert_rank_exit, update_run_info,
-      update_run_status;
+  SqliteStatement insert_string, insert_track, keep_earlier_step, insert_step, insert_counter,
+      insert_transfer, insert_expert_load, upsert_stat, upsert_rank, upsert_rank_exit,
+      update_run_info, update_run_status;
   SqliteRowBatch slices, collectives, kernels, memory;  // the tables nearly every event goes to
   SqliteRowBatch collective_choices;  // collective_nccl: one row a collective under the plugin
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
@@ -315,6 +315,12 @@ Status TraceWriter::State::prepare_statements() {
       {&insert_transfer,
        "INSERT INTO transfer (slice_id, correlation_id, device, stream, bytes) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
+      // A step of a number the rank already has (a torchrun restart's worker running it again)
+      // replaces the row in `step`; the row it replaces is kept in `earlier_step` first. The same
+      // step sent again (the same start) is not an earlier one.
+      {&keep_earlier_step,
+       "INSERT INTO earlier_step (rank, step, ts_ns, dur_ns, loss, tokens) SELECT rank, step, "
+       "ts_ns, dur_ns, loss, tokens FROM step WHERE rank = ?1 AND step = ?2 AND ts_ns <> ?3"},
       {&insert_step,
        "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
@@ -656,6 +662,10 @@ void TraceWriter::State::store(const MemorySample& e) {
 }
 
 void TraceWriter::State::store(const StepEvent& e) {
+  keep_earlier_step.bind(1, int64_t{e.rank});
+  keep_earlier_step.bind(2, e.step);
+  keep_earlier_step.bind(3, e.ts_ns);
+  run(keep_earlier_step, "a replaced step");
   insert_step.bind(1, int64_t{e.rank});
   insert_step.bind(2, e.step);
   insert_step.bind(3, e.ts_ns);

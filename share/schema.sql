@@ -1,8 +1,8 @@
--- partrain trace schema, version 5 (docs/trace-format.md documents every column).
+-- partrain trace schema, version 6 (docs/trace-format.md documents every column).
 -- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
 -- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
 -- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -157,6 +157,18 @@ CREATE TABLE step (
   tokens INTEGER,
   PRIMARY KEY (rank, step)
 ) WITHOUT ROWID;
+
+-- A step row that a later row of the same rank and number replaced in `step`, kept as it was: a
+-- torchrun restart's worker ran that step number again after an earlier attempt ran it (or the
+-- job's own step counter started again). `step` holds each rank's latest. Since version 6.
+CREATE TABLE earlier_step (
+  rank   INTEGER NOT NULL,
+  step   INTEGER NOT NULL,
+  ts_ns  INTEGER NOT NULL,
+  dur_ns INTEGER NOT NULL,
+  loss   REAL,
+  tokens INTEGER
+);
 
 -- How a mixture-of-experts layer routed one step's tokens (the workload's router counts over the
 -- whole micro-batch, the same on every rank of the layer's group): `tokens` is a JSON array of

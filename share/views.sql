@@ -71,6 +71,10 @@ FROM counter c JOIN track t ON t.id = c.track_id JOIN string s ON s.id = t.name_
 CREATE VIEW steps AS
 SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step;
 
+-- The step rows a later one of the same rank and number replaced (since version 6).
+CREATE VIEW earlier_steps AS
+SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM earlier_step;
+
 -- A mixture-of-experts layer's step (since version 5): routed_tokens sums the experts' arrays.
 CREATE VIEW expert_layers AS
 SELECT rank, step, layer, experts,

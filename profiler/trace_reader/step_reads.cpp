@@ -54,6 +54,20 @@ StatusOr<std::optional<std::pair<int64_t, int64_t>>> step_numbers(const TraceRea
   return std::optional(std::pair{stmt.column_int(0), stmt.column_int(1)});
 }
 
+StatusOr<std::vector<EarlierSteps>> earlier_steps(const TraceReader& reader) {
+  std::vector<EarlierSteps> earlier;
+  if (!reader.db().has_table("main", "earlier_step")) return earlier;
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT rank, COUNT(*), MIN(step), MAX(step) FROM earlier_step "
+                                  "GROUP BY rank ORDER BY rank"));
+  RETURN_IF_ERROR(
+      reader.each_row(stmt, "reading the replaced steps", [&](const SqliteStatement& row) {
+        earlier.push_back({static_cast<int>(row.column_int(0)), row.column_int(1),
+                           row.column_int(2), row.column_int(3)});
+      }));
+  return earlier;
+}
+
 StatusOr<std::optional<EventSpan>> event_span(const TraceReader& reader, int rank) {
   // The slice index (track_id, ts_ns) per track of the rank, and the memory (rank, ts_ns) index.
   ASSIGN_OR_RETURN(SqliteStatement stmt,

@@ -43,6 +43,15 @@ struct EventSpan {
   int64_t end_ns = 0;
 };
 
+// The step rows of one rank that later rows of the same numbers replaced in the steps table (the
+// earlier_step table: a restarted worker ran those numbers again).
+struct EarlierSteps {
+  int rank = 0;
+  int64_t rows = 0;
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+};
+
 class StepCursor : public RowCursor {
  public:
   using RowCursor::RowCursor;
@@ -58,6 +67,8 @@ StatusOr<std::optional<std::pair<int64_t, int64_t>>> step_numbers(const TraceRea
                                                                    int rank);
 // nullopt for a rank that recorded no slice and no memory sample.
 StatusOr<std::optional<EventSpan>> event_span(const TraceReader& reader, int rank);
+// Per rank, by rank; none for a trace older than schema version 6 (it kept no replaced row).
+StatusOr<std::vector<EarlierSteps>> earlier_steps(const TraceReader& reader);
 // The steps first..last of `rank`, by step.
 StatusOr<StepCursor> rank_steps(const TraceReader& reader, int rank, int64_t first, int64_t last);
 // The steps first..last of every rank, in no particular order.

@@ -34,13 +34,15 @@ constexpr const char* kOwnError =
 
 // A failed run traced under torchrun: no launcher said which rank failed, only the ranks'
 // exceptions are in the trace.
-RunOutcome outcome_of(const testing::ScratchDir& dir, std::vector<profiler::StatEvent> stats) {
+RunOutcome outcome_of(const testing::ScratchDir& dir, std::vector<profiler::StatEvent> stats,
+                      std::vector<profiler::StepEvent> steps = {}) {
   const auto path = dir.path() / "run.db";
   {
     auto writer = profiler::TraceWriter::create(path);
     EXPECT_TRUE(writer.is_ok()) << writer.status().message();
     (*writer)->append(profiler::RunInfo{"run-1", "torchrun train.py", "{}", 2, 1, 0});
     for (profiler::StatEvent& stat : stats) (*writer)->append(std::move(stat));
+    for (profiler::StepEvent& step : steps) (*writer)->append(std::move(step));
     EXPECT_TRUE((*writer)->set_run_status(profiler::RunStatus::kFailed).is_ok());
   }
   auto trace = profiler::open_trace(path);
@@ -173,6 +175,56 @@ TEST(RunOutcome, ARestartedJobSaysALaterAttemptsStepReplacedTheEarlierOnes) {
       << restarted->evidence;
   EXPECT_EQ(restarted->evidence.find("share their numbers"), std::string::npos)
       << restarted->evidence;
+}
+
+// The step rows a restarted attempt replaced are kept (earlier_steps), and job_restarted says
+// which and where; without a restart, step numbers recorded twice (a step counter that started
+// again) are said by a finding of their own.
+std::vector<profiler::StepEvent> steps_run_twice() {
+  return {{0, 0, 1'000, 100, 2.5, 0}, {1, 0, 1'000, 100, 2.5, 0}, {1, 1, 1'100, 100, 2.4, 0},
+          {0, 0, 9'000, 100, 2.6, 0}, {1, 0, 9'000, 100, 2.6, 0}, {1, 1, 9'100, 100, 2.5, 0}};
+}
+
+const Finding* finding_of_kind(const std::vector<Finding>& findings, std::string_view kind) {
+  const auto it = std::find_if(findings.begin(), findings.end(),
+                               [&](const Finding& f) { return f.kind == kind; });
+  return it == findings.end() ? nullptr : &*it;
+}
+
+TEST(RunOutcome, TheStepsARestartReplacedAreKeptAndSaid) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      outcome_of(dir,
+                 {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
+                   "attempt 1 of the job: torchrun restarted its workers"}},
+                 steps_run_twice());
+  ASSERT_EQ(outcome.earlier_steps.size(), 2u);
+  EXPECT_EQ(outcome.earlier_steps[1].rank, 1);
+  EXPECT_EQ(outcome.earlier_steps[1].rows, 2);
+  EXPECT_EQ(outcome.earlier_steps[1].last_step, 1);
+  const std::vector<Finding> findings = run_outcome_findings(outcome);
+  const Finding* restarted = finding_of_kind(findings, "job_restarted");
+  ASSERT_NE(restarted, nullptr);
+  EXPECT_NE(restarted->evidence.find("the replaced rows are kept in the earlier_steps table: "
+                                     "3 step rows of ranks 0,1 (steps 0-1)"),
+            std::string::npos)
+      << restarted->evidence;
+  EXPECT_EQ(finding_of_kind(findings, "step_numbers_repeated"), nullptr);
+
+  testing::ScratchDir again;
+  const std::vector<Finding> unrestarted =
+      run_outcome_findings(outcome_of(again, {}, steps_run_twice()));
+  const Finding* repeated = finding_of_kind(unrestarted, "step_numbers_repeated");
+  ASSERT_NE(repeated, nullptr);
+  EXPECT_NE(repeated->evidence.find("3 step rows of ranks 0,1 (steps 0-1) were replaced"),
+            std::string::npos)
+      << repeated->evidence;
+  EXPECT_EQ(finding_of_kind(unrestarted, "job_restarted"), nullptr);
+
+  testing::ScratchDir once;
+  const RunOutcome single = outcome_of(once, {}, {{0, 0, 1'000, 100, 2.5, 0}});
+  EXPECT_TRUE(single.earlier_steps.empty());
+  EXPECT_EQ(finding_of_kind(run_outcome_findings(single), "step_numbers_repeated"), nullptr);
 }
 
 // torchrun restarted the job after rank 1 died in attempt 0 and attempt 1 completed: the op rank

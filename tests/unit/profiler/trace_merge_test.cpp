@@ -330,6 +330,35 @@ TEST_F(TraceMergeTest, ExpertLoadsAreCopiedAndOlderInputsHaveNone) {
             "0|11\n1|6\n");
 }
 
+// The step rows a restarted worker replaced are copied from every input; an input older than
+// version 6 kept none.
+TEST_F(TraceMergeTest, EarlierStepsAreCopiedAndOlderInputsHaveNone) {
+  auto inputs = write_nodes(node0(), node1());
+  {
+    auto db = SqliteDb::open(inputs[0].string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("INSERT INTO earlier_step VALUES (0, 1, 10, 5, 2.5, NULL), "
+                         "(1, 1, 10, 6, NULL, 64)")
+                    .is_ok())
+        << db->error_message();
+  }
+  {
+    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP VIEW earlier_steps; DROP TABLE earlier_step; "
+                         "PRAGMA user_version = 5; UPDATE meta SET value = '5' "
+                         "WHERE key = 'schema_version'")
+                    .is_ok())
+        << db->error_message();
+  }
+  ASSERT_TRUE(merge(inputs).is_ok());
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_rows(out,
+                       "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM earlier_steps "
+                       "ORDER BY rank"),
+            "0|1|10|5|2.5|NULL\n1|1|10|6|NULL|64\n");
+}
+
 // Both nodes' transfers, each on its own slice after the ids are shifted.
 TEST_F(TraceMergeTest, TransfersKeepTheirSlices) {
   ASSERT_TRUE(merge(write_nodes(with_transfers(node0()), with_transfers(node1()))).is_ok());
