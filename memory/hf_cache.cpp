@@ -1,12 +1,15 @@
 #include "memory/hf_cache.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/env.h"
 
@@ -18,6 +21,25 @@ bool is_hf_repo_id(std::string_view text) {
          text.find('/', slash + 1) == std::string_view::npos;
 }
 
+namespace {
+
+// $HOME, else the user's home in the password database (as Python's expanduser, which the hub
+// library uses): without either, a cache relative to the working directory would be read.
+std::filesystem::path home_directory() {
+  if (auto home = env::get("HOME"); home && !home->empty()) return *home;
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buffer(size > 0 ? static_cast<size_t>(size) : 16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found) == 0 &&
+      found != nullptr && found->pw_dir != nullptr && found->pw_dir[0] == '/') {
+    return found->pw_dir;
+  }
+  return "/";
+}
+
+}  // namespace
+
 std::filesystem::path hf_hub_cache_dir() {
   for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"}) {  // the second: its old name
     if (auto cache = env::get(name); cache && !cache->empty()) return *cache;
@@ -28,8 +50,7 @@ std::filesystem::path hf_hub_cache_dir() {
   if (auto xdg = env::get("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
     return std::filesystem::path(*xdg) / "huggingface" / "hub";
   }
-  const std::string home = env::get("HOME").value_or("");
-  return std::filesystem::path(home) / ".cache" / "huggingface" / "hub";
+  return home_directory() / ".cache" / "huggingface" / "hub";
 }
 
 std::filesystem::path hf_cache_repo_dir(std::string_view repo_id) {

@@ -3,7 +3,9 @@
 #include "memory/hf_cache.h"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -79,6 +81,17 @@ TEST(HfCache, TheCacheDirectoryIsTheHubLibrarys) {
   EXPECT_EQ(hf_hub_cache_dir(), fs::path("/old"));
   ::setenv("HF_HUB_CACHE", "/cache", 1);
   EXPECT_EQ(hf_hub_cache_dir(), fs::path("/cache"));
+}
+
+// Without HOME the hub library's expanduser falls back to the password database's home: so does
+// partrain, never a cache relative to the working directory.
+TEST(HfCache, WithoutHomeTheCacheIsUnderTheUsersHomeDirectory) {
+  HubEnvironment environment;
+  ::unsetenv("HOME");
+  const passwd* user = ::getpwuid(::getuid());
+  ASSERT_NE(user, nullptr);
+  EXPECT_EQ(hf_hub_cache_dir(), fs::path(user->pw_dir) / ".cache" / "huggingface" / "hub");
+  EXPECT_TRUE(hf_hub_cache_dir().is_absolute());
 }
 
 // refs/main's snapshot wins over a newer one; without refs, the newest; none: how to fetch it.
