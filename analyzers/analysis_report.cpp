@@ -4,6 +4,7 @@
 #include "analyzers/analysis_report.h"
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "core/clock.h"
 #include "core/rank_list.h"
 #include "core/subprocess.h"
+#include "profiler/trace_open.h"
 
 namespace partrain::analyzers {
 namespace {
@@ -344,6 +346,28 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
   out.failing_exception = chosen->description;
 }
 
+namespace {
+
+// A run its writer left `running` when it died reads as incomplete, as open_trace and the
+// dashboard report it, also where the file could not be marked so (read-only here: another
+// user's trace, a read-only mount): its status and the loss open_trace would have recorded.
+void read_unmarked_incomplete(const profiler::TraceReader& reader, RunOutcome& out) {
+  if (out.status != "running") return;
+  const char* file = sqlite3_db_filename(reader.db().get(), "main");
+  if (file == nullptr || *file == '\0' || profiler::writer_alive(file)) return;
+  out.status = "incomplete";
+  const bool said =
+      std::any_of(out.data_loss.begin(), out.data_loss.end(),
+                  [](const DataLossStat& loss) { return loss.name == "run_incomplete"; });
+  if (said) return;
+  out.data_loss.push_back({"run_incomplete", std::nullopt, 1,
+                           "the writer stopped without closing the run; events after its last "
+                           "commit are lost (the file could not be marked incomplete: it is not "
+                           "writable here)"});
+}
+
+}  // namespace
+
 StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
   ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
   ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
@@ -383,6 +407,7 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     if (stat.name == "trace_indexes_not_built") out.indexes_not_built = stat.description;
   }
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(reader));
+  read_unmarked_incomplete(reader, out);
   ASSIGN_OR_RETURN(out.earlier_steps, profiler::earlier_steps(reader));
   return out;
 }

@@ -177,6 +177,31 @@ TEST(RunOutcome, ARestartedJobSaysALaterAttemptsStepReplacedTheEarlierOnes) {
       << restarted->evidence;
 }
 
+// A run its writer left `running` reads as incomplete once no writer holds it, also where the
+// file was not marked so (opened read-only: another user's trace, a read-only mount), as the
+// dashboard reads it; while its writer is alive it is running.
+TEST(RunOutcome, ARunLeftRunningByAWriterThatIsGoneIsIncomplete) {
+  testing::ScratchDir dir;
+  const auto path = dir.path() / "left.db";
+  auto writer = profiler::TraceWriter::create(path);
+  ASSERT_TRUE(writer.is_ok()) << writer.status().message();
+  (*writer)->append(profiler::RunInfo{"run-1", "torchrun train.py", "{}", 2, 1, 0});
+  ASSERT_TRUE((*writer)->commit().is_ok());
+  const auto outcome_now = [&] {
+    auto db = profiler::SqliteDb::open(path.string(), SQLITE_OPEN_READONLY);
+    EXPECT_TRUE(db.is_ok()) << db.status().message();
+    auto outcome = read_run_outcome(profiler::TraceReader(*db));
+    EXPECT_TRUE(outcome.is_ok()) << outcome.status().message();
+    return *outcome;
+  };
+  EXPECT_EQ(outcome_now().status, "running");
+  writer->reset();  // closed with the run left running: the status is not the writer's to say
+  const RunOutcome left = outcome_now();
+  EXPECT_EQ(left.status, "incomplete");
+  ASSERT_EQ(left.data_loss.size(), 1u);
+  EXPECT_EQ(left.data_loss[0].name, "run_incomplete");
+}
+
 // The step rows a restarted attempt replaced are kept (earlier_steps), and job_restarted says
 // which and where; without a restart, step numbers recorded twice (a step counter that started
 // again) are said by a finding of their own.
