@@ -192,7 +192,9 @@ TEST(KinetoImport, HostsClocksAlignedByCollectivesThatEndTogether) {
 
 // Rank 0's file from one run of a job and rank 1's from a run two hours later (each host writing
 // its own). Their collectives pair up by sequence number, and the clock fit would line them up
-// by shifting rank 1 two hours: the import says the files cannot be of one run.
+// by shifting rank 1 two hours: the import says the files cannot be of one run, and so does the
+// trace (a data-loss stat analyze reports; it had been said on import's stderr only, and analyze
+// then called rank 1 a straggler by two hours).
 TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
   ScratchDir dir;
   std::vector<KinetoFixture> ranks;
@@ -213,6 +215,11 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
                           "end: files of one run overlap in time"),
             std::string::npos)
       << warnings;
+  EXPECT_EQ(TraceQuery(dir.path() / "two.db")
+                .rows("SELECT value, severity, description LIKE 'rank 1''s events (rank1.json) "
+                      "begin 2 h after%different runs%' FROM stats WHERE name = "
+                      "'import_ranks_not_overlapping' AND rank IS NULL"),
+            "1|data_loss|1\n");
 
   // The same job's files written at once on two hosts (a time base a second apart): no warning.
   auto together =
@@ -221,6 +228,9 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
   for (const std::string& w : together->warnings) {
     EXPECT_EQ(w.find("overlap in time"), std::string::npos) << w;
   }
+  EXPECT_EQ(TraceQuery(dir.path() / "one.db")
+                .number("SELECT count(*) FROM stats WHERE name = 'import_ranks_not_overlapping'"),
+            0);
 }
 
 // Two hosts and no collective between them: their clocks cannot be aligned, said in one
