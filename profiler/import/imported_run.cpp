@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/rank_list.h"
+#include "profiler/missing_ranks_stat.h"
 
 namespace partrain::profiler {
 namespace {
@@ -140,12 +141,9 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
     if (!r.clock.aligned) unaligned.push_back(r.rank);
   }
   if (!missing_ranks.empty()) {
-    writer.append(StatEvent{
-        "import_missing_ranks", -1, static_cast<int64_t>(missing_ranks.size()),
-        StatSeverity::kDataLoss,
-        fmt::format("{} of the world of {} had no trace file: their events and their part "
-                    "of every collective are absent",
-                    ranks_phrase(missing_ranks), run.world_size)});
+    writer.append(StatEvent{std::string(kMissingRanksStat), -1,
+                            static_cast<int64_t>(missing_ranks.size()), StatSeverity::kDataLoss,
+                            missing_ranks_description(missing_ranks, run.world_size)});
   }
   for (int rank : unaligned) {
     writer.append(StatEvent{"import_clock_unaligned", rank, 1, StatSeverity::kDataLoss,
