@@ -33,16 +33,21 @@ Status unreadable(const fs::path& path, std::string_view why) {
   return make_status(StatusCode::kUnreadable, "{}: {}", path.string(), why);
 }
 
+// The metadata written before traceEvents.
+StatusOr<KinetoHeader> read_leading_header(const fs::path& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
+  KinetoReadCallbacks stop_at_events;
+  stop_at_events.on_events_begin = [](const KinetoHeader&) { return false; };
+  return read_kineto_trace(*text, stop_at_events);
+}
+
 // The metadata before traceEvents (where Kineto writes it); the whole file when what is needed
 // was not there: distributedInfo after the events (other writers), baseTimeNanoseconds after
 // them (Kineto of the ROCm, Triton and MTIA traces HTA tests with), which every time hangs on.
 StatusOr<KinetoHeader> read_header(const fs::path& path, bool need_rank) {
-  ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
-  KinetoReadCallbacks stop_at_events;
-  stop_at_events.on_events_begin = [](const KinetoHeader&) { return false; };
-  ASSIGN_OR_RETURN(KinetoHeader header, read_kineto_trace(*text, stop_at_events));
+  ASSIGN_OR_RETURN(KinetoHeader header, read_leading_header(path));
   if (header.has_trace_events && ((!header.distributed && need_rank) || !header.has_base_time)) {
-    ASSIGN_OR_RETURN(text, GzipText::open(path));
+    ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
     KinetoReadCallbacks skip_events;
     skip_events.wants_args = [](const KinetoEvent&) { return false; };
     ASSIGN_OR_RETURN(header, read_kineto_trace(*text, skip_events));
@@ -154,6 +159,11 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
   std::vector<KinetoFile> files;
   for (const fs::path& path : inputs) {
     ASSIGN_OR_RETURN(KinetoHeader header, read_header(path, inputs.size() > 1));
+    if (header.other_json != OtherTorchJson::kNone) {
+      return unreadable(path, fmt::format("is {}, not a Kineto trace: import the trace "
+                                          "torch.profiler wrote beside it",
+                                          other_torch_json_name(header.other_json)));
+    }
     if (!header.top_level_object || !header.has_trace_events) {
       return unreadable(path,
                         "is JSON but not a Kineto trace: it has no traceEvents array (a "
@@ -548,6 +558,11 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
 bool has_kineto_file_name(const fs::path& path) {
   const std::string name = path.filename().string();
   return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+std::string_view other_torch_json_of(const fs::path& path) {
+  auto header = read_leading_header(path);
+  return header.is_ok() ? other_torch_json_name(header->other_json) : std::string_view();
 }
 
 StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& options) {

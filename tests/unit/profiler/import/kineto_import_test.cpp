@@ -760,6 +760,42 @@ INSTANTIATE_TEST_SUITE_P(
                    return std::vector<fs::path>{dir / "config.json"};
                  },
                  "config.json: is JSON but not a Kineto trace"},
+        // The JSON torch writes beside its Kineto traces, named explicitly: said for what it is
+        // (the memory timeline had been called Chrome's JSON array format).
+        BadInput{"execution_trace",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "et_rank0.json",
+                                       R"({"schema": "1.1.1-chakra.0.0.4", "pid": 20634,
+                                           "nodes": [{"id": 2, "name": "[pytorch|profiler]"}]})");
+                   return std::vector<fs::path>{dir / "et_rank0.json"};
+                 },
+                 "et_rank0.json: is an execution trace (torch's ExecutionTraceObserver, Chakra's "
+                 "schema), not a Kineto trace"},
+        BadInput{"memory_timeline",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "tl.json",
+                                       "[[1796006632478833, 1796006632479887], [[0, 512], [0, "
+                                       "1024]]]");
+                   return std::vector<fs::path>{dir / "tl.json"};
+                 },
+                 "tl.json: is a memory timeline (torch.profiler's export_memory_timeline), not a "
+                 "Kineto trace"},
+        BadInput{"chrome_array",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "events.json",
+                                       R"([{"name": "step", "ph": "X", "ts": 1, "dur": 2}])");
+                   return std::vector<fs::path>{dir / "events.json"};
+                 },
+                 "events.json: not a Kineto trace: its top level is an array (Chrome's JSON "
+                 "array format)"},
+        // A file a crashed profiler left without a byte: it had read "malformed JSON at byte 1
+        // ... truncated?".
+        BadInput{"empty",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "rank0.pt.trace.json.gz", "");
+                   return std::vector<fs::path>{dir / "rank0.pt.trace.json.gz"};
+                 },
+                 "rank0.pt.trace.json.gz: the file is empty, no JSON in it"},
         BadInput{"world_sizes_disagree",
                  [](const fs::path& dir) { return two_ranks(dir, 2, 1, 4); },
                  "b.json: says the world has 4 ranks, but"},
