@@ -100,6 +100,7 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
   run_id = fmt::format("{}-{}", run.source, run_id_at(start_unix_ns));
   nlohmann::json config = {{"imported_from", run.source}, {"world_size", run.world_size}};
   if (!run.backend.empty()) config["backend"] = run.backend;
+  if (run.record_shapes) config["record_shapes"] = true;
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : run.files) files.push_back(f.string());
   config["files"] = std::move(files);

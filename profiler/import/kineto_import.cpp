@@ -547,6 +547,8 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
   run.reference_unix_ns = files.front().header.base_time_ns;
   run.files = options.inputs;
   run.command_line = options.command_line;
+  run.record_shapes = std::all_of(files.begin(), files.end(),
+                                  [](const KinetoFile& f) { return f.header.record_shapes; });
   if (options.progress) options.progress("writing the trace", 1, 1);
   RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, other_runs, summary));
   summary.ranks = rank_summaries(scanned.ranks);

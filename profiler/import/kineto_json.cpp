@@ -234,6 +234,8 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     } else if (k == "baseTimeNanoseconds" && v.is_number_integer()) {
       header_.base_time_ns = v.get<int64_t>();
       header_.has_base_time = true;
+    } else if (k == "record_shapes" && v.is_number_integer()) {
+      header_.record_shapes = v.get<int64_t>() != 0;
     } else if (k == "host_name" && v.is_string()) {
       header_.host_name = v.get<std::string>();
     } else if (k == "traceName" && v.is_string()) {

@@ -81,6 +81,7 @@ struct KinetoHeader {
   std::string distributed_error;
   // otherData.exporter, where the writer names itself ("partrain 0.1.0" for partrain's export).
   std::string exporter;
+  bool record_shapes = false;  // "record_shapes": 1, torch.profiler's record_shapes=True
 };
 
 // Microseconds as written ("12.345", "7", "-0.5", "1.5e3") into nanoseconds, rounded to the

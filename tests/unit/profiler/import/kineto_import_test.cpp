@@ -457,6 +457,23 @@ TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
   EXPECT_EQ(trace.rows("SELECT group_concat(rank) FROM ranks"), "0,1,3\n");
 }
 
+// torch.profiler's record_shapes=True ("record_shapes": 1 in each file, as the committed fixtures
+// have it) is kept in the run's config, so analyze does not advise turning it on for an op the
+// import could not size; files without it leave it out.
+TEST(KinetoImport, RecordShapesIsKeptInTheRunsConfig) {
+  ScratchDir dir;
+  auto fixture = import(fixture_files("ddp"), dir.path() / "ddp.db");
+  ASSERT_TRUE(fixture.is_ok()) << fixture.status().message();
+  EXPECT_EQ(TraceQuery(dir.path() / "ddp.db")
+                .rows("SELECT json_extract(config, '$.record_shapes') FROM runs"),
+            "1\n");
+  auto without = import(testing::write_kineto_ranks(dir.path(), two_hosts()), dir.path() / "w.db");
+  ASSERT_TRUE(without.is_ok()) << without.status().message();
+  EXPECT_EQ(TraceQuery(dir.path() / "w.db")
+                .rows("SELECT json_extract(config, '$.record_shapes') IS NULL FROM runs"),
+            "1\n");
+}
+
 // Kineto records no loss: an imported step has none (NULL, as a live run's step without one),
 // where it had been a loss of 0 that `top` showed.
 TEST(KinetoImport, ImportedStepsHaveNoLoss) {
