@@ -239,7 +239,8 @@ Subcommand add_import_command(CLI::App& parent) {
   cmd->add_option("traces", flags->inputs,
                   "One file per rank: Kineto JSON (.json, .json.gz) as torch.profiler writes it, "
                   "or `nsys export --type sqlite` files (.sqlite); a directory stands for the "
-                  "trace files in it")
+                  "trace files in it (not its subdirectories'; torch's execution traces and "
+                  "memory timelines there are passed over); each path once")
       ->required()
       ->expected(1, -1);
   cmd->add_option("-o,--output", flags->output, "The partrain trace file to create")->required();
