@@ -174,6 +174,7 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
       reader, out.window, visit_all({stats.visitor(), stragglers.visitor(), uneven.visitor()}));
   if (!read.is_ok()) return read.with_context("collectives");
   CollectiveStatsReport collectives = stats.finish();
+  ASSIGN_OR_RETURN(collectives.shapes_recorded, run_recorded_shapes(reader));
   forget_earlier_attempts_steps(collectives, out.outcome.restarts);
   StatusOr<std::optional<UnevenSteps>> steps = uneven.finish(reader);
   if (!steps.is_ok()) return steps.status().with_context("uneven steps");

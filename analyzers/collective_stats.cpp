@@ -340,12 +340,21 @@ GroupVisitor CollectiveStatsPass::visitor() {
 
 CollectiveStatsReport CollectiveStatsPass::finish() { return collector_->finish(); }
 
+StatusOr<bool> run_recorded_shapes(const profiler::TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  if (!run) return false;
+  const nlohmann::json config = nlohmann::json::parse(run->config, nullptr, false);
+  return config.is_object() && config.value("record_shapes", false) == true;
+}
+
 StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::TraceReader& reader,
                                                          const AnalysisWindow& window) {
   ASSIGN_OR_RETURN(bool ended, run_has_ended(reader));
   CollectiveStatsPass pass(ended);
   RETURN_IF_ERROR(for_each_collective_group(reader, window, pass.visitor()));
-  return pass.finish();
+  CollectiveStatsReport report = pass.finish();
+  ASSIGN_OR_RETURN(report.shapes_recorded, run_recorded_shapes(reader));
+  return report;
 }
 
 namespace {
@@ -526,7 +535,13 @@ std::string format_collective_stats(const CollectiveStatsReport& report) {
         "  count 0: issued in the window, none completed there (still in flight at its end, or "
         "completed where partrain cannot see it), so no time, size or bandwidth\n";
   }
-  if (sizes_unknown) {
+  if (sizes_unknown && report.shapes_recorded) {
+    // The profiler had record_shapes on: advising it would send the user round in a circle.
+    out +=
+        "  size -: the trace holds no message size for these ops (the profiler recorded shapes, "
+        "but the import found no dtype or transfer that sizes them), so neither bytes nor "
+        "bandwidth is known\n";
+  } else if (sizes_unknown) {
     out +=
         "  size -: the trace holds no message size for these ops (a PyTorch profiler trace "
         "records them with record_shapes=True), so neither bytes nor bandwidth is known\n";

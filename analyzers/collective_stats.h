@@ -92,6 +92,9 @@ struct CollectiveStatsReport {
   int64_t ops = 0;                       // rows counted in the table
   int64_t groups = 0;                    // (comm_id, seq) groups in the window
   bool run_ended = true;
+  // The trace says its profiler recorded shapes (an import of torch.profiler's traces with
+  // record_shapes=True): an op without a size was not sized by the trace, not left unrecorded.
+  bool shapes_recorded = false;
   static constexpr size_t kMaxMissing = 64;
 };
 
@@ -118,6 +121,9 @@ class CollectiveStatsPass {
  private:
   std::unique_ptr<detail::StatsCollector> collector_;
 };
+
+// Whether the run's config says its profiler recorded shapes (CollectiveStatsReport).
+StatusOr<bool> run_recorded_shapes(const profiler::TraceReader& reader);
 
 // A pass of its own over the window's groups.
 StatusOr<CollectiveStatsReport> analyze_collective_stats(const profiler::TraceReader& reader,

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,9 +34,46 @@ struct ImportFlags {
   bool force = false;
 };
 
+bool is_trace_file_name(const fs::path& path) {
+  return profiler::has_kineto_file_name(path) || path.extension() == ".sqlite";
+}
+
+// A directory without trace files of its own, whose subdirectories hold some (one per run or
+// per cycle, as some handlers are pointed): import does not look into them, so say where they
+// are.
+Status no_trace_file_in(const std::string& dir) {
+  std::vector<std::string> holding;
+  std::error_code error;
+  for (const auto& sub : fs::directory_iterator(dir, error)) {
+    if (!sub.is_directory(error)) continue;
+    for (const auto& entry : fs::directory_iterator(sub.path(), error)) {
+      if (entry.is_regular_file(error) && is_trace_file_name(entry.path())) {
+        holding.push_back(sub.path().filename().string());
+        break;
+      }
+    }
+  }
+  if (holding.empty()) {
+    return make_status(StatusCode::kUnreadable,
+                       "{}: a directory with no trace file in it (*.json, *.json.gz, *.sqlite)",
+                       dir);
+  }
+  std::sort(holding.begin(), holding.end());
+  return make_status(StatusCode::kUnreadable,
+                     "{}: no trace file in it, but its subdirectory{} {} hold{} some: import "
+                     "reads a directory's own files, not its subdirectories'; give one "
+                     "(partrain import {}) or the files ({}/*/*.json.gz)",
+                     dir, holding.size() == 1 ? "" : "s", fmt::join(holding, ", "),
+                     holding.size() == 1 ? "s" : "", (fs::path(dir) / holding.front()).string(),
+                     fs::path(dir).string());
+}
+
 // A directory stands for the traces in it (as HTA's TraceAnalysis(trace_dir=...) takes one):
-// its *.json, *.json.gz and *.sqlite files, in name order.
-StatusOr<std::vector<fs::path>> expand_inputs(const std::vector<std::string>& given) {
+// its *.json, *.json.gz and *.sqlite files, in name order. The JSON torch writes beside its
+// Kineto traces (execution traces, memory timelines) is passed over, said in `notes`; a file
+// named on the command line is the user's choice, and the import says what it is.
+StatusOr<std::vector<fs::path>> expand_inputs(const std::vector<std::string>& given,
+                                              std::vector<std::string>& notes) {
   std::vector<fs::path> inputs;
   for (const std::string& text : given) {
     const fs::path path(text);
@@ -45,17 +83,28 @@ StatusOr<std::vector<fs::path>> expand_inputs(const std::vector<std::string>& gi
       continue;
     }
     std::vector<fs::path> found;
+    std::vector<std::string> passed_over;
     for (const auto& entry : fs::directory_iterator(path, error)) {
       const fs::path& p = entry.path();
-      if (entry.is_regular_file() &&
-          (profiler::has_kineto_file_name(p) || p.extension() == ".sqlite")) {
+      if (!entry.is_regular_file() || !is_trace_file_name(p)) continue;
+      const std::string_view other =
+          profiler::has_kineto_file_name(p) ? profiler::other_torch_json_of(p) : std::string_view();
+      if (other.empty()) {
         found.push_back(p);
+      } else {
+        passed_over.push_back(fmt::format("{} ({})", p.filename().string(), other));
       }
     }
+    std::sort(passed_over.begin(), passed_over.end());
+    if (found.empty() && passed_over.empty()) return no_trace_file_in(text);
     if (found.empty()) {
       return make_status(StatusCode::kUnreadable,
-                         "{}: a directory with no trace file in it (*.json, *.json.gz, *.sqlite)",
-                         text);
+                         "{}: no Kineto trace in it, only JSON torch writes beside them: {}", text,
+                         fmt::join(passed_over, ", "));
+    }
+    if (!passed_over.empty()) {
+      notes.push_back(fmt::format("{}: passing over {}: not Kineto traces", text,
+                                  fmt::join(passed_over, ", ")));
     }
     std::sort(found.begin(), found.end());
     inputs.insert(inputs.end(), found.begin(), found.end());
@@ -63,9 +112,33 @@ StatusOr<std::vector<fs::path>> expand_inputs(const std::vector<std::string>& gi
   return inputs;
 }
 
+// Each path once: a directory or file named twice (or a file both named and in a directory
+// named) would read as a second profiler cycle of each of its ranks.
+Status check_given_once(const std::vector<fs::path>& paths) {
+  std::map<fs::path, const fs::path*> seen;  // resolved -> as given
+  for (const fs::path& path : paths) {
+    std::error_code error;
+    fs::path resolved = fs::weakly_canonical(path, error);
+    if (error) resolved = path;
+    auto [it, inserted] = seen.emplace(resolved, &path);
+    if (inserted) continue;
+    if (*it->second == path) {
+      return invalid_argument("{} is given twice: give each rank's trace once", path.string());
+    }
+    return invalid_argument("{} and {} are the same file: give each rank's trace once",
+                            it->second->string(), path.string());
+  }
+  return Status::ok();
+}
+
 int run_import(const ImportFlags& flags) {
-  auto inputs = expand_inputs(flags.inputs);
+  const std::vector<fs::path> given(flags.inputs.begin(), flags.inputs.end());
+  if (Status once = check_given_once(given); !once.is_ok()) return report_error(once);
+  std::vector<std::string> notes;
+  auto inputs = expand_inputs(flags.inputs, notes);
   if (!inputs.is_ok()) return report_error(inputs.status());
+  if (Status once = check_given_once(*inputs); !once.is_ok()) return report_error(once);
+  for (const std::string& note : notes) log::info("{}", note);
   size_t sqlite_files = 0;
   for (const fs::path& p : *inputs) sqlite_files += profiler::is_sqlite_file(p) ? 1 : 0;
   if (sqlite_files != 0 && sqlite_files != inputs->size()) {
@@ -118,13 +191,13 @@ int run_import(const ImportFlags& flags) {
   std::vector<int> ranks;
   for (const auto& r : summary->ranks) ranks.push_back(r.rank);
   std::sort(ranks.begin(), ranks.end());
+  // a Kineto file per rank imported (one cycle's of several); a report may hold several ranks
+  const size_t files = nsys ? options.inputs.size() : summary->ranks.size();
   log::info(
-      "imported {} {} (ranks {} of a world of {}; {} events, {} collectives{}) into {} "
-      "as run {}",
-      // a Kineto file per rank imported (one cycle's of several); a report may hold several ranks
-      nsys ? options.inputs.size() : summary->ranks.size(),
-      nsys ? "Nsight Systems reports" : "Kineto traces", format_rank_list(ranks),
-      summary->world_size, summary->events, summary->collectives,
+      "imported {} {}{} ({} {} of a world of {}; {} events, {} collectives{}) into {} as run {}",
+      files, nsys ? "Nsight Systems report" : "Kineto trace", files == 1 ? "" : "s",
+      ranks.size() == 1 ? "rank" : "ranks", format_rank_list(ranks), summary->world_size,
+      summary->events, summary->collectives,
       summary->unmatched_collectives > 0
           ? fmt::format(", {} unmatched", summary->unmatched_collectives)
           : std::string(),
@@ -166,7 +239,8 @@ Subcommand add_import_command(CLI::App& parent) {
   cmd->add_option("traces", flags->inputs,
                   "One file per rank: Kineto JSON (.json, .json.gz) as torch.profiler writes it, "
                   "or `nsys export --type sqlite` files (.sqlite); a directory stands for the "
-                  "trace files in it")
+                  "trace files in it (not its subdirectories'; torch's execution traces and "
+                  "memory timelines there are passed over); each path once")
       ->required()
       ->expected(1, -1);
   cmd->add_option("-o,--output", flags->output, "The partrain trace file to create")->required();

@@ -18,6 +18,7 @@
 
 #include "core/log.h"
 #include "core/output_path.h"
+#include "profiler/missing_ranks_stat.h"
 #include "profiler/node_trace_name.h"
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
@@ -545,6 +546,40 @@ Status record_lost_strings(SqliteDb& db, int64_t lost) {
   return Status::ok();
 }
 
+// An import's import_missing_ranks names the ranks of the world it had no file of. Merged with
+// the imports of those ranks, the rows summed per (name, rank) would still call them missing:
+// worked out again from the ranks the inputs hold together, and gone once every rank is there.
+Status settle_missing_ranks(SqliteDb& db, const std::vector<MergeInput>& inputs,
+                            std::optional<int64_t> world_size) {
+  ASSIGN_OR_RETURN(SqliteStatement said,
+                   SqliteStatement::prepare(db, "SELECT count(*) FROM stat WHERE name = ?1"));
+  said.bind(1, kMissingRanksStat);
+  if (said.step() != SQLITE_ROW) return failed("reading stat: {}", db.error_message());
+  if (said.column_int(0) == 0 || !world_size || *world_size <= 0) return Status::ok();
+  std::set<int64_t> merged;
+  for (const MergeInput& input : inputs) merged.insert(input.ranks.begin(), input.ranks.end());
+  std::vector<int> missing;
+  for (int rank = 0; rank < *world_size; ++rank) {
+    if (!merged.contains(rank)) missing.push_back(rank);
+  }
+  ASSIGN_OR_RETURN(SqliteStatement drop,
+                   SqliteStatement::prepare(db, "DELETE FROM stat WHERE name = ?1"));
+  drop.bind(1, kMissingRanksStat);
+  if (drop.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
+  if (missing.empty()) return Status::ok();
+  ASSIGN_OR_RETURN(
+      SqliteStatement stat,
+      SqliteStatement::prepare(db,
+                               "INSERT INTO stat (name, rank, value, severity, description) VALUES "
+                               "(?1, -1, ?2, 'data_loss', ?3)"));
+  stat.bind(1, kMissingRanksStat);
+  stat.bind(2, static_cast<int64_t>(missing.size()));
+  const std::string description = missing_ranks_description(missing, *world_size);
+  stat.bind(3, std::string_view(description));
+  if (stat.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
+  return Status::ok();
+}
+
 // Closes the output as a closed trace is kept, one file in rollback-journal mode (readers opening
 // a WAL file read-only leave -wal and -shm beside it: analyze of every merged run did), makes it
 // durable, and renames it into place.
@@ -578,6 +613,7 @@ StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
   RunRow run = merged_run(files);
   RETURN_IF_ERROR(write_run_and_meta(db, run, files));
   if (counts.lost_strings > 0) RETURN_IF_ERROR(record_lost_strings(db, counts.lost_strings));
+  RETURN_IF_ERROR(settle_missing_ranks(db, files, run.world_size));
   Status finished = finish_output(std::move(db), temporary.path(), output);
   if (!finished.is_ok()) return finished.with_context(fmt::format("writing {}", output.string()));
   temporary.keep();  // renamed into place

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/rank_list.h"
+#include "profiler/missing_ranks_stat.h"
 
 namespace partrain::profiler {
 namespace {
@@ -99,6 +100,7 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
   run_id = fmt::format("{}-{}", run.source, run_id_at(start_unix_ns));
   nlohmann::json config = {{"imported_from", run.source}, {"world_size", run.world_size}};
   if (!run.backend.empty()) config["backend"] = run.backend;
+  if (run.record_shapes) config["record_shapes"] = true;
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : run.files) files.push_back(f.string());
   config["files"] = std::move(files);
@@ -140,12 +142,9 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
     if (!r.clock.aligned) unaligned.push_back(r.rank);
   }
   if (!missing_ranks.empty()) {
-    writer.append(StatEvent{
-        "import_missing_ranks", -1, static_cast<int64_t>(missing_ranks.size()),
-        StatSeverity::kDataLoss,
-        fmt::format("{} of the world of {} had no trace file: their events and their part "
-                    "of every collective are absent",
-                    ranks_phrase(missing_ranks), run.world_size)});
+    writer.append(StatEvent{std::string(kMissingRanksStat), -1,
+                            static_cast<int64_t>(missing_ranks.size()), StatSeverity::kDataLoss,
+                            missing_ranks_description(missing_ranks, run.world_size)});
   }
   for (int rank : unaligned) {
     writer.append(StatEvent{"import_clock_unaligned", rank, 1, StatSeverity::kDataLoss,

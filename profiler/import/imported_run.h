@@ -51,6 +51,9 @@ struct ImportedRunDescription {
   int64_t reference_unix_ns = 0;  // Unix time of the reference clock's zero
   std::vector<std::filesystem::path> files;
   std::string command_line;
+  // Every file says the profiler recorded shapes (torch.profiler's record_shapes=True): a
+  // collective stored without a size was not sized by the trace, not left unrecorded.
+  bool record_shapes = false;
 };
 
 // Fits each rank's clock to the reference host's from the collectives' ends (ranks of one host

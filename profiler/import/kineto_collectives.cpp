@@ -671,11 +671,17 @@ std::optional<GlooTransfer> gloo_transfer_of(const KinetoEvent& event) {
   t.thread = event.tid.is_text ? -1 : event.tid.number;
   t.start_ns = *event.ts_ns;
   t.end_ns = end_of(event);
-  // The annotation's first input is one tensor: its shape, [] for a 0-d tensor (one element: a
-  // loss all-reduced), else a list of shapes.
+  // The annotation's inputs are the tensors the rank sends, each a shape ([] for a 0-d tensor:
+  // one element, a loss all-reduced) or a list of shapes. An all_reduce_coalesced lists each of
+  // its tensors, as c10d's op lists them in one TensorList: the transfer is all of them. A
+  // scatter's root lists one chunk per rank: the transfer is one rank's chunk.
   if (const Json* dims = arg(event, "Input Dims");
       dims != nullptr && dims->is_array() && !dims->empty()) {
-    t.count = elements_of_shape((*dims)[0]).value_or(elements_of_argument((*dims)[0]));
+    const size_t inputs = t.op == "scatter" ? 1 : dims->size();
+    for (size_t i = 0; i < inputs; ++i) {
+      const Json& input = (*dims)[i];
+      t.count += elements_of_shape(input).value_or(elements_of_argument(input));
+    }
     t.has_tensors = true;
   }
   if (const Json* types = arg(event, "Input type");

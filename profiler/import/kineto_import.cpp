@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/duration.h"
@@ -32,16 +33,21 @@ Status unreadable(const fs::path& path, std::string_view why) {
   return make_status(StatusCode::kUnreadable, "{}: {}", path.string(), why);
 }
 
+// The metadata written before traceEvents.
+StatusOr<KinetoHeader> read_leading_header(const fs::path& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
+  KinetoReadCallbacks stop_at_events;
+  stop_at_events.on_events_begin = [](const KinetoHeader&) { return false; };
+  return read_kineto_trace(*text, stop_at_events);
+}
+
 // The metadata before traceEvents (where Kineto writes it); the whole file when what is needed
 // was not there: distributedInfo after the events (other writers), baseTimeNanoseconds after
 // them (Kineto of the ROCm, Triton and MTIA traces HTA tests with), which every time hangs on.
 StatusOr<KinetoHeader> read_header(const fs::path& path, bool need_rank) {
-  ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
-  KinetoReadCallbacks stop_at_events;
-  stop_at_events.on_events_begin = [](const KinetoHeader&) { return false; };
-  ASSIGN_OR_RETURN(KinetoHeader header, read_kineto_trace(*text, stop_at_events));
+  ASSIGN_OR_RETURN(KinetoHeader header, read_leading_header(path));
   if (header.has_trace_events && ((!header.distributed && need_rank) || !header.has_base_time)) {
-    ASSIGN_OR_RETURN(text, GzipText::open(path));
+    ASSIGN_OR_RETURN(std::unique_ptr<GzipText> text, GzipText::open(path));
     KinetoReadCallbacks skip_events;
     skip_events.wants_args = [](const KinetoEvent&) { return false; };
     ASSIGN_OR_RETURN(header, read_kineto_trace(*text, skip_events));
@@ -153,6 +159,11 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
   std::vector<KinetoFile> files;
   for (const fs::path& path : inputs) {
     ASSIGN_OR_RETURN(KinetoHeader header, read_header(path, inputs.size() > 1));
+    if (header.other_json != OtherTorchJson::kNone) {
+      return unreadable(path, fmt::format("is {}, not a Kineto trace: import the trace "
+                                          "torch.profiler wrote beside it",
+                                          other_torch_json_name(header.other_json)));
+    }
     if (!header.top_level_object || !header.has_trace_events) {
       return unreadable(path,
                         "is JSON but not a Kineto trace: it has no traceEvents array (a "
@@ -396,30 +407,32 @@ StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::str
 // file's clock, which the time bases already agree on to NTP's precision). Two files that do not
 // overlap at all are of different runs, or of different cycles of a profiler schedule: their
 // collectives would otherwise be matched by sequence number as if one job had issued them, and
-// ranks on other hosts shifted by the gap to make them agree.
-void warn_if_not_one_run(const std::vector<ImportedRank>& ranks,
-                         const std::vector<ScannedRank>& spooled,
-                         std::vector<std::string>& warnings) {
+// ranks on other hosts shifted by the gap to make them agree. What it says, or nothing when
+// they overlap.
+std::optional<std::string> not_one_run(const std::vector<ImportedRank>& ranks,
+                                       const std::vector<ScannedRank>& spooled) {
   size_t ends_first = 0, starts_last = 0;
   for (size_t i = 0; i < spooled.size(); ++i) {
     if (spooled[i].scan.last_ns < spooled[ends_first].scan.last_ns) ends_first = i;
     if (spooled[i].scan.first_ns > spooled[starts_last].scan.first_ns) starts_last = i;
   }
   const int64_t gap_ns = spooled[starts_last].scan.first_ns - spooled[ends_first].scan.last_ns;
-  if (gap_ns <= 0) return;
-  warnings.push_back(fmt::format(
+  if (gap_ns <= 0) return std::nullopt;
+  return fmt::format(
       "rank {}'s events ({}) begin {} after rank {}'s ({}) end: files of one run overlap in "
       "time, so these are of different runs or of different cycles of a profiler schedule; "
       "import the files one job wrote in one profiling cycle",
       ranks[starts_last].rank, ranks[starts_last].file.filename().string(),
       format_duration(Nanoseconds(gap_ns)), ranks[ends_first].rank,
-      ranks[ends_first].file.filename().string()));
+      ranks[ends_first].file.filename().string());
 }
 
 // The second pass: the run and rank rows, each rank's spooled events, steps, collectives and the
 // import's stats, then the file renamed into place.
+// `not_one_run`: what says the files are of different runs or cycles, when they are.
 Status write_trace(ImportOutput& output, const ImportedRunDescription& run, ScannedFiles& scanned,
-                   ImportedCollectives& collectives, TraceImportSummary& summary) {
+                   ImportedCollectives& collectives, const std::optional<std::string>& not_one_run,
+                   TraceImportSummary& summary) {
   TraceWriter& writer = output.writer();
   int64_t first = INT64_MAX, last = INT64_MIN;
   for (const ImportedRank& r : scanned.ranks) {
@@ -427,6 +440,12 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run, Scan
     last = std::max(last, r.on_timeline(scanned.last_ns));
   }
   append_run_and_ranks(writer, run, scanned.ranks, summary.missing_ranks, first, summary.run_id);
+  if (not_one_run) {
+    // Analyze matches their collectives as one job's and compares their times: kept with the
+    // trace so its findings say so, not only import's stderr.
+    writer.append(
+        StatEvent{"import_ranks_not_overlapping", -1, 1, StatSeverity::kDataLoss, *not_one_run});
+  }
   for (size_t i = 0; i < scanned.ranks.size(); ++i) {
     const KinetoRankScan& scan = scanned.spooled[i].scan;
     if (scan.memory_on_cpu() && scan.cpu_memory_events > 0) {
@@ -514,7 +533,8 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
         fmt::format("{} events have a negative dur: each is kept as an instant (0 long) at its ts",
                     scanned.negative_durations));
   }
-  warn_if_not_one_run(scanned.ranks, scanned.spooled, summary.warnings);
+  const std::optional<std::string> other_runs = not_one_run(scanned.ranks, scanned.spooled);
+  if (other_runs) summary.warnings.push_back(*other_runs);
   ImportedCollectives collectives =
       assemble_collectives(process_groups(files, summary.world_size), std::move(scanned.evidence));
   fit_rank_clocks(scanned.ranks, std::move(collectives.ends), summary.warnings);
@@ -527,8 +547,10 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
   run.reference_unix_ns = files.front().header.base_time_ns;
   run.files = options.inputs;
   run.command_line = options.command_line;
+  run.record_shapes = std::all_of(files.begin(), files.end(),
+                                  [](const KinetoFile& f) { return f.header.record_shapes; });
   if (options.progress) options.progress("writing the trace", 1, 1);
-  RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, summary));
+  RETURN_IF_ERROR(write_trace(*output, run, scanned, collectives, other_runs, summary));
   summary.ranks = rank_summaries(scanned.ranks);
   return summary;
 }
@@ -538,6 +560,11 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
 bool has_kineto_file_name(const fs::path& path) {
   const std::string name = path.filename().string();
   return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+std::string_view other_torch_json_of(const fs::path& path) {
+  auto header = read_leading_header(path);
+  return header.is_ok() ? other_torch_json_name(header->other_json) : std::string_view();
 }
 
 StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& options) {

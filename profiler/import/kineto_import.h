@@ -21,6 +21,11 @@ namespace partrain::profiler {
 // left at the output path.
 StatusOr<TraceImportSummary> import_kineto_traces(const TraceImportOptions& options);
 
+// What `path` is when it is JSON torch writes beside its Kineto traces and not one of them: "an
+// execution trace (...)", "a memory timeline (...)" (other_torch_json_name). Empty for anything
+// else, a Kineto trace or a file the import refuses. An import of a directory passes over them.
+std::string_view other_torch_json_of(const std::filesystem::path& path);
+
 // Whether `path` looks like a Kineto trace by its name (.json, .json.gz, .pt.trace.json...).
 bool has_kineto_file_name(const std::filesystem::path& path);
 

@@ -61,6 +61,7 @@ class KinetoSax : public nlohmann::json_sax<Json> {
 
   bool stopped() const { return stopped_; }
   std::string error;
+  bool empty = false;  // the text ended before its first value
 
   bool null() override { return scalar(Json(nullptr), nullptr); }
   bool boolean(bool v) override { return scalar(Json(v), nullptr); }
@@ -80,6 +81,12 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     if (capture_.active()) {
       capture_.value(std::move(v));
       return true;
+    }
+    if (depth_ == 1 && top_level_array_) return not_an_object();
+    if (depth_ == 1 && key_ == "schema" && !header_.has_trace_events) {
+      // Kineto's own is schemaVersion; ExecutionTraceObserver writes "schema" first.
+      header_.other_json = OtherTorchJson::kExecutionTrace;
+      return stop();
     }
     if (depth_ == 1) {
       metadata_key_ = key_;
@@ -122,6 +129,7 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     // "[json.exception.parse_error.101] parse error at line 3, column 7: syntax error ..."
     if (auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
     error = fmt::format("malformed JSON at byte {}: {}", position, what);
+    empty = position <= 1 && what.find("unexpected end of input") != std::string::npos;
     return false;
   }
 
@@ -133,14 +141,16 @@ class KinetoSax : public nlohmann::json_sax<Json> {
       return true;
     }
     if (depth_ == 1) {
-      if (!container.is_object()) {
-        error =
-            "not a Kineto trace: its top level is an array (Chrome's JSON array format), not "
-            "an object holding traceEvents";
-        return false;
-      }
-      header_.top_level_object = true;
+      // An array is export_memory_timeline's [[times], [sizes]] or Chrome's array of events:
+      // its first value tells.
+      top_level_array_ = !container.is_object();
+      header_.top_level_object = !top_level_array_;
       return true;
+    }
+    if (depth_ == 2 && top_level_array_) {
+      if (!container.is_array()) return not_an_object();
+      header_.other_json = OtherTorchJson::kMemoryTimeline;
+      return stop();
     }
     if (depth_ == 2) {
       if (key_ == "traceEvents" && container.is_array()) {
@@ -184,6 +194,8 @@ class KinetoSax : public nlohmann::json_sax<Json> {
       if (callbacks_.on_event && !callbacks_.on_event(event_)) return stop();
     } else if (depth_ == 1 && in_events_) {
       in_events_ = false;
+    } else if (depth_ == 0 && top_level_array_) {
+      return not_an_object();  // an empty array
     }
     return true;
   }
@@ -193,6 +205,7 @@ class KinetoSax : public nlohmann::json_sax<Json> {
       capture_.value(std::move(value));
       return true;
     }
+    if (depth_ == 1 && top_level_array_) return not_an_object();
     if (depth_ == 1) {
       metadata_key_ = key_;
       metadata_value_ = std::move(value);
@@ -221,6 +234,8 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     } else if (k == "baseTimeNanoseconds" && v.is_number_integer()) {
       header_.base_time_ns = v.get<int64_t>();
       header_.has_base_time = true;
+    } else if (k == "record_shapes" && v.is_number_integer()) {
+      header_.record_shapes = v.get<int64_t>() != 0;
     } else if (k == "host_name" && v.is_string()) {
       header_.host_name = v.get<std::string>();
     } else if (k == "traceName" && v.is_string()) {
@@ -244,6 +259,13 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     return false;
   }
 
+  bool not_an_object() {
+    error =
+        "not a Kineto trace: its top level is an array (Chrome's JSON array format), not an "
+        "object holding traceEvents";
+    return false;
+  }
+
   KinetoHeader& header_;
   const KinetoReadCallbacks& callbacks_;
   int depth_ = 0;
@@ -251,6 +273,7 @@ class KinetoSax : public nlohmann::json_sax<Json> {
   bool in_events_ = false;
   bool event_open_ = false;
   bool stopped_ = false;
+  bool top_level_array_ = false;
   KinetoEvent event_;
   ValueCapture capture_;
   std::string metadata_key_;
@@ -269,6 +292,18 @@ std::optional<int> as_int(const Json& v) {
 }
 
 }  // namespace
+
+std::string_view other_torch_json_name(OtherTorchJson kind) {
+  switch (kind) {
+    case OtherTorchJson::kExecutionTrace:
+      return "an execution trace (torch's ExecutionTraceObserver, Chakra's schema)";
+    case OtherTorchJson::kMemoryTimeline:
+      return "a memory timeline (torch.profiler's export_memory_timeline)";
+    case OtherTorchJson::kNone:
+      break;
+  }
+  return {};
+}
 
 std::string kineto_thread_key(const KinetoId& pid, const KinetoId& tid) {
   return fmt::format("{}/{}", pid.is_text ? pid.text : std::to_string(pid.number),
@@ -397,6 +432,12 @@ StatusOr<KinetoHeader> read_kineto_trace(GzipText& text, const KinetoReadCallbac
                                   nlohmann::detail::input_format_t::json, /*strict=*/true);
   if (!text.error().empty()) {
     return make_status(StatusCode::kUnreadable, "{}: {}", text.path().string(), text.error());
+  }
+  if (!ok && sax.empty) {
+    return make_status(StatusCode::kUnreadable,
+                       "{}: the file is empty, no JSON in it (a profiler that stopped before "
+                       "writing its trace?)",
+                       text.path().string());
   }
   if (!ok && !sax.stopped()) {
     std::string why = sax.error.empty() ? std::string("malformed JSON") : sax.error;

@@ -56,7 +56,19 @@ struct KinetoDistributedInfo {
   std::vector<ProcessGroupConfig> groups;
 };
 
+// JSON torch writes beside its Kineto traces that is not one: recognised by its first values,
+// so that an import of their directory passes over it and one naming it says what it is.
+enum class OtherTorchJson {
+  kNone,
+  kExecutionTrace,  // ExecutionTraceObserver's (Chakra's schema): {"schema": "...", "nodes": ...}
+  kMemoryTimeline,  // torch.profiler's export_memory_timeline(*.json): [[times], [sizes]]
+};
+
+// "an execution trace (torch's ExecutionTraceObserver)", ...; empty for kNone.
+std::string_view other_torch_json_name(OtherTorchJson kind);
+
 struct KinetoHeader {
+  OtherTorchJson other_json = OtherTorchJson::kNone;  // when set, nothing else was read
   bool top_level_object = false;
   bool has_trace_events = false;
   std::optional<int64_t> schema_version;
@@ -69,6 +81,7 @@ struct KinetoHeader {
   std::string distributed_error;
   // otherData.exporter, where the writer names itself ("partrain 0.1.0" for partrain's export).
   std::string exporter;
+  bool record_shapes = false;  // "record_shapes": 1, torch.profiler's record_shapes=True
 };
 
 // Microseconds as written ("12.345", "7", "-0.5", "1.5e3") into nanoseconds, rounded to the
@@ -96,8 +109,9 @@ struct KinetoReadCallbacks {
 
 // Reads `text` to its end (or until a callback says stop) and returns the header, every
 // top-level key included. kUnreadable naming the file for malformed JSON (with the byte offset),
-// a damaged or truncated gzip stream, and a top level that is not an object; a file without
-// traceEvents reads (has_trace_events false) and the caller says what it is not.
+// a damaged or truncated gzip stream, an empty file, and a top level that is not an object; a
+// file without traceEvents reads (has_trace_events false) and the caller says what it is not,
+// as does an execution trace or memory timeline (other_json, read no further than what tells).
 StatusOr<KinetoHeader> read_kineto_trace(GzipText& text, const KinetoReadCallbacks& callbacks);
 
 }  // namespace partrain::profiler

@@ -58,7 +58,7 @@ TEST(ImportCommand, NsysReportIntoATraceWithKernels) {
   auto imported = run_shell(
       partrain("import " + report.string() + " -o " + out.string() + " --step-marker train_step"));
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
-  EXPECT_NE(imported.err.find("imported 1 Nsight Systems reports (ranks 0,1 of a world of 2;"),
+  EXPECT_NE(imported.err.find("imported 1 Nsight Systems report (ranks 0,1 of a world of 2;"),
             std::string::npos)
       << imported.err;
   auto analyzed = run_shell(partrain("analyze " + out.string()));
@@ -79,6 +79,8 @@ TEST(ImportCommand, BadInputsExitThreeNamingTheFile) {
   auto empty = run_shell(partrain("import " + (dir.path() / "empty.json").string() + " -o " +
                                   (dir.path() / "o.db").string()));
   EXPECT_EQ(empty.exit_code, 3) << empty.err;
+  EXPECT_NE(empty.err.find("empty.json: the file is empty, no JSON in it"), std::string::npos)
+      << empty.err;
 
   auto missing = run_shell(partrain("import " + (dir.path() / "nope.json").string() + " -o " +
                                     (dir.path() / "o.db").string()));
@@ -138,10 +140,13 @@ TEST(ImportCommand, PartrainsOwnExportIsRefusedPointingToItsTrace) {
 TEST(ImportCommand, OneRanksFileIsNoNodeFile) {
   ScratchDir dir;
   const fs::path db = dir.path() / "one.db";
-  ASSERT_EQ(run_shell(partrain("import " + (kKineto / "ddp/rank0.pt.trace.json.gz").string() +
-                               " -o " + db.string()))
-                .exit_code,
-            0);
+  auto imported = run_shell(partrain("import " + (kKineto / "ddp/rank0.pt.trace.json.gz").string() +
+                                     " -o " + db.string()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  // One file of one rank in the singular (it read "1 Kineto traces (ranks 0 of").
+  EXPECT_NE(imported.err.find("imported 1 Kineto trace (rank 0 of a world of 4;"),
+            std::string::npos)
+      << imported.err;
   auto analyzed = run_shell(partrain("analyze " + db.string()));
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
   EXPECT_EQ(analyzed.out.find("node_file"), std::string::npos) << analyzed.out;
@@ -178,6 +183,94 @@ TEST(ImportCommand, SeveralCyclesNeedCycle) {
   EXPECT_EQ(last.exit_code, 0) << last.err;
   EXPECT_NE(last.err.find("imported 2 Kineto traces (ranks 0,1 of a world of 4"), std::string::npos)
       << last.err;
+}
+
+// torch.profiler's log directory with what torch writes beside the Kineto traces: an
+// ExecutionTraceObserver's execution trace and export_memory_timeline's JSON. Importing the
+// directory had stopped at them (exit 3, the memory timeline called Chrome's JSON array format):
+// it passes over them in one line naming them. A directory holding only them says so.
+TEST(ImportCommand, ADirectoryPassesOverTorchsOtherJson) {
+  ScratchDir dir;
+  const fs::path log = dir.path() / "log";
+  fs::create_directories(log);
+  for (int r = 0; r < 2; ++r) {
+    fs::copy_file(kKineto / fmt::format("ddp/rank{}.pt.trace.json.gz", r),
+                  log / fmt::format("rank{}.pt.trace.json.gz", r));
+  }
+  write_text(log / "et_rank0.json",
+             R"({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [{"id": 2}]})");
+  write_text(log / "memory.json", "[[1796006632478833, 1796006632479887], [[0, 512], [0, 64]]]");
+  const fs::path db = dir.path() / "log.db";
+  auto imported = run_shell(partrain("import " + log.string() + " -o " + db.string()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.err.find(log.string() +
+                              ": passing over et_rank0.json (an execution trace "
+                              "(torch's ExecutionTraceObserver, Chakra's schema)), memory.json "
+                              "(a memory timeline (torch.profiler's export_memory_timeline)): "
+                              "not Kineto traces"),
+            std::string::npos)
+      << imported.err;
+  EXPECT_NE(imported.err.find("imported 2 Kineto traces (ranks 0,1 of a world of 4"),
+            std::string::npos)
+      << imported.err;
+
+  const fs::path only = dir.path() / "only";
+  fs::create_directories(only);
+  fs::copy_file(log / "memory.json", only / "memory.json");
+  auto nothing =
+      run_shell(partrain("import " + only.string() + " -o " + (dir.path() / "only.db").string()));
+  EXPECT_EQ(nothing.exit_code, 3) << nothing.err;
+  EXPECT_NE(nothing.err.find(only.string() + ": no Kineto trace in it, only JSON torch writes "
+                                             "beside them: memory.json (a memory timeline"),
+            std::string::npos)
+      << nothing.err;
+}
+
+// A path given twice (a directory, a file, or a file named and in a directory named) had read as
+// a second profiler cycle of each rank ("rank 0 has 2 files ... --cycle 1..2"), and --cycle 2
+// imported it: a usage error now, as merge says it.
+TEST(ImportCommand, APathGivenTwiceIsAUsageError) {
+  ScratchDir dir;
+  const std::string ddp = (kKineto / "ddp").string();
+  const std::string rank0 = (kKineto / "ddp/rank0.pt.trace.json.gz").string();
+  const std::string out = " -o " + (dir.path() / "o.db").string();
+  auto directory = run_shell(partrain("import " + ddp + " " + ddp + out));
+  EXPECT_EQ(directory.exit_code, 2) << directory.err;
+  EXPECT_NE(directory.err.find(ddp + " is given twice: give each rank's trace once"),
+            std::string::npos)
+      << directory.err;
+  auto file = run_shell(partrain("import " + rank0 + " " + rank0 + out + " --cycle 2"));
+  EXPECT_EQ(file.exit_code, 2) << file.err;
+  EXPECT_NE(file.err.find(rank0 + " is given twice"), std::string::npos) << file.err;
+  auto inside = run_shell(partrain("import " + ddp + " " + rank0 + out));
+  EXPECT_EQ(inside.exit_code, 2) << inside.err;
+  EXPECT_NE(inside.err.find(rank0 + " is given twice"), std::string::npos) << inside.err;
+  const std::string spelt = (kKineto / "ddp/../ddp/rank0.pt.trace.json.gz").string();
+  auto respelt = run_shell(partrain("import " + rank0 + " " + spelt + out));
+  EXPECT_EQ(respelt.exit_code, 2) << respelt.err;
+  EXPECT_NE(respelt.err.find(rank0 + " and " + spelt + " are the same file"), std::string::npos)
+      << respelt.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "o.db"));
+}
+
+// A directory whose traces sit in a subdirectory (one per run): import does not look into it,
+// and says where they are (it had said "a directory with no trace file in it").
+TEST(ImportCommand, ADirectoryWithTracesInASubdirectoryNamesIt) {
+  ScratchDir dir;
+  const fs::path run1 = dir.path() / "nested/run1";
+  fs::create_directories(run1);
+  fs::copy_file(kKineto / "ddp/rank0.pt.trace.json.gz", run1 / "rank0.pt.trace.json.gz");
+  const fs::path nested = dir.path() / "nested";
+  auto r =
+      run_shell(partrain("import " + nested.string() + " -o " + (dir.path() / "o.db").string()));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find(nested.string() +
+                       ": no trace file in it, but its subdirectory run1 holds "
+                       "some: import reads a directory's own files, not its subdirectories'; "
+                       "give one (partrain import " +
+                       run1.string() + ") or the files (" + nested.string() + "/*/*.json.gz)"),
+            std::string::npos)
+      << r.err;
 }
 
 // Negative durations are kept as instants, and the import says how many.

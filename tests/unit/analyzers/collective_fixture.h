@@ -60,13 +60,14 @@ inline profiler::CollectiveRecord record(const Op& op) {
 // Writes a trace of `ops` and `steps` into a fresh file under the test's temporary directory.
 class CollectiveTrace {
  public:
-  explicit CollectiveTrace(std::string_view name) {
+  // `config`: the run's config JSON.
+  explicit CollectiveTrace(std::string_view name, std::string_view config = "{}") {
     path_ = fs::path(::testing::TempDir()) / fmt::format("{}_{}.db", name, getpid());
     fs::remove(path_);
     auto writer = profiler::TraceWriter::create(path_);
     EXPECT_TRUE(writer.is_ok()) << writer.status().message();
     writer_ = std::move(writer).value();
-    writer_->append(profiler::RunInfo{"run-1", "test", "{}", 4, 1, 0});
+    writer_->append(profiler::RunInfo{"run-1", "test", std::string(config), 4, 1, 0});
   }
   ~CollectiveTrace() { fs::remove(path_); }
   void add(const Op& op) { writer_->append(record(op)); }

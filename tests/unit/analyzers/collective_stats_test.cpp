@@ -122,6 +122,27 @@ TEST(CollectiveStatsTest, UnknownSizesAreUnknownNotZero) {
   }
 }
 
+// An import of traces profiled with record_shapes=True whose op the import could not size (a
+// gloo all_reduce_coalesced it did not pair with its transfer): the note had told the user to
+// turn on record_shapes, which was on.
+TEST(CollectiveStatsTest, UnknownSizesOfATraceThatRecordedShapesDoNotAskForThem) {
+  CollectiveTrace trace("shaped", R"({"imported_from": "kineto", "record_shapes": true})");
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.add(
+        {.rank = rank, .seq = 0, .dtype = "other", .bytes = 0, .start_ns = 1000, .group = {0, 1}});
+  }
+  auto report = analyze_collective_stats(trace.finish(), window({0, 1}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_TRUE(report->shapes_recorded);
+  const std::string text = format_collective_stats(*report);
+  EXPECT_NE(text.find("size -: the trace holds no message size for these ops (the profiler "
+                      "recorded shapes, but the import found no dtype or transfer that sizes "
+                      "them)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("record_shapes=True"), std::string::npos) << text;
+}
+
 // A collective of empty tensors (PowerSGD's all_reduce of a 0-element tensor) has a known size,
 // 0 B: analyze showed "-" with the note that a profiler trace needs record_shapes. Its bandwidth
 // stays unknown: nothing moved.

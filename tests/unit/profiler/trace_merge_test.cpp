@@ -40,6 +40,9 @@ struct NodeSpec {
   int64_t end_ns = 90'000;
   int64_t dropped_events = 3;  // stat recorder_dropped_events of the whole run
   bool with_transfers = false;  // a GPU copy per rank (schema version 3)
+  // What its import_missing_ranks says, as `partrain import` of some ranks' files writes it
+  // (empty: no such stat).
+  std::string missing_ranks;
 };
 
 NodeSpec with_transfers(NodeSpec spec) {
@@ -102,6 +105,13 @@ void write_node(const fs::path& path, const NodeSpec& spec) {
   for (int rank : spec.ranks) (*writer)->append(rank_events(spec, rank));
   (*writer)->append(StatEvent{"recorder_dropped_events", -1, spec.dropped_events,
                               StatSeverity::kDataLoss, ""});
+  if (!spec.missing_ranks.empty()) {
+    (*writer)->append(StatEvent{"import_missing_ranks", -1, 4 - std::ssize(spec.ranks),
+                                StatSeverity::kDataLoss,
+                                spec.missing_ranks + " of the world of 4 had no trace file: their "
+                                                     "events and their part of every collective "
+                                                     "are absent"});
+  }
   ASSERT_TRUE((*writer)->commit().is_ok());
   if (spec.status) {
     ASSERT_TRUE((*writer)->set_run_status(*spec.status, spec.failing_rank, spec.end_ns).is_ok());
@@ -243,6 +253,33 @@ TEST_F(TraceMergeTest, MemoryStepsAndStatsAreCopiedAndStatsAddUp) {
             "per_rank_errors|0|1|error\nper_rank_errors|1|1|error\n"
             "per_rank_errors|2|1|error\nper_rank_errors|3|1|error\n"
             "recorder_dropped_events|NULL|7|data_loss\n");
+}
+
+// Imports of ranks 0-1 and of ranks 2-3 of a world of 4, each saying the other's ranks had no
+// file: merged, every rank is there and nothing is missing. The stat had been summed ("4 ...
+// ranks 2,3 of the world of 4 had no trace file"), a false data-loss finding. With rank 3's
+// file in neither, the merged trace says rank 3 alone is missing.
+TEST_F(TraceMergeTest, ImportedRanksMissingFromOneInputAndPresentInAnotherAreNotMissing) {
+  NodeSpec first = node0(), second = node1();
+  first.missing_ranks = "ranks 2,3";
+  second.missing_ranks = "ranks 0,1";
+  auto summary = merge(write_nodes(first, second));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(query_number(open_read_only(file("all.db")),
+                         "SELECT count(*) FROM stats WHERE name = 'import_missing_ranks'"),
+            0);
+
+  second.ranks = {2};
+  second.missing_ranks = "ranks 0,1,3";
+  for (std::string_view written : {"all.db", "run.node1.db"}) fs::remove(file(written));
+  write_node(file("run.node1.db"), second);
+  summary = merge({file("run.db"), file("run.node1.db")});
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(query_rows(open_read_only(file("all.db")),
+                       "SELECT rank, value, severity, description FROM stats WHERE name = "
+                       "'import_missing_ranks'"),
+            "NULL|1|data_loss|rank 3 of the world of 4 had no trace file: their events and their "
+            "part of every collective are absent\n");
 }
 
 TEST_F(TraceMergeTest, KernelRowsFollowTheirSlices) {

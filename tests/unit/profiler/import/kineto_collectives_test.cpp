@@ -173,6 +173,26 @@ TEST(KinetoCollectives, AScatterOffItsRootMovesTheBytesItsRootDoes) {
             "0|0|float|8|64|0|1500\n1|0|float|8|64|0|1600\n");
 }
 
+// dist.all_reduce_coalesced([a, b]) of 100 and 200 floats, as torch 2.15 records it with gloo:
+// c10d's op holds one TensorList of both, gloo's annotation lists each tensor. The transfer had
+// been sized by its first tensor alone (100 elements), so it paired with nothing and the op was
+// stored as 0 bytes of dtype "other", lasting as long as its issue (92 us of a 1.7 ms transfer).
+TEST(KinetoCollectives, AnAllReduceCoalescedIsPairedWithTheTransferOfAllItsTensors) {
+  ScratchDir dir;
+  std::vector<KinetoFixture> ranks = world_of(2);
+  add_gloo_collective(
+      ranks, 1000.0, "c10d::allreduce_coalesced_",
+      R"({"Input Dims": [[[100], [200]], [], [], [], []], "Input type": ["TensorList", "", "",
+          "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "False", "-1"]})",
+      "gloo:all_reduce",
+      [](int) { return R"({"Input Dims": [[100], [200]], "Input type": ["float", "float"]})"; });
+  ASSERT_NO_FATAL_FAILURE(import_all_matched(dir, ranks));
+  TraceQuery trace(dir.path() / "out.db");
+  EXPECT_EQ(trace.rows("SELECT rank, op, dtype, count, bytes, (ts_ns + dur_ns) / 1000 "
+                       "FROM collectives ORDER BY rank"),
+            "0|all_reduce|float|300|1200|1500\n1|all_reduce|float|300|1200|1600\n");
+}
+
 std::string floats(int64_t elements) {
   return fmt::format(R"({{"Input Dims": [[{}]], "Input type": ["float"]}})", elements);
 }

@@ -192,7 +192,9 @@ TEST(KinetoImport, HostsClocksAlignedByCollectivesThatEndTogether) {
 
 // Rank 0's file from one run of a job and rank 1's from a run two hours later (each host writing
 // its own). Their collectives pair up by sequence number, and the clock fit would line them up
-// by shifting rank 1 two hours: the import says the files cannot be of one run.
+// by shifting rank 1 two hours: the import says the files cannot be of one run, and so does the
+// trace (a data-loss stat analyze reports; it had been said on import's stderr only, and analyze
+// then called rank 1 a straggler by two hours).
 TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
   ScratchDir dir;
   std::vector<KinetoFixture> ranks;
@@ -213,6 +215,11 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
                           "end: files of one run overlap in time"),
             std::string::npos)
       << warnings;
+  EXPECT_EQ(TraceQuery(dir.path() / "two.db")
+                .rows("SELECT value, severity, description LIKE 'rank 1''s events (rank1.json) "
+                      "begin 2 h after%different runs%' FROM stats WHERE name = "
+                      "'import_ranks_not_overlapping' AND rank IS NULL"),
+            "1|data_loss|1\n");
 
   // The same job's files written at once on two hosts (a time base a second apart): no warning.
   auto together =
@@ -221,6 +228,9 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
   for (const std::string& w : together->warnings) {
     EXPECT_EQ(w.find("overlap in time"), std::string::npos) << w;
   }
+  EXPECT_EQ(TraceQuery(dir.path() / "one.db")
+                .number("SELECT count(*) FROM stats WHERE name = 'import_ranks_not_overlapping'"),
+            0);
 }
 
 // Two hosts and no collective between them: their clocks cannot be aligned, said in one
@@ -445,6 +455,23 @@ TEST(KinetoImport, MissingRankIsNoErrorAndTheTraceSaysWhich) {
             "1|data_loss|rank 2 of the world of 4 had no trace file: their events and their "
             "part of every collective are absent\n");
   EXPECT_EQ(trace.rows("SELECT group_concat(rank) FROM ranks"), "0,1,3\n");
+}
+
+// torch.profiler's record_shapes=True ("record_shapes": 1 in each file, as the committed fixtures
+// have it) is kept in the run's config, so analyze does not advise turning it on for an op the
+// import could not size; files without it leave it out.
+TEST(KinetoImport, RecordShapesIsKeptInTheRunsConfig) {
+  ScratchDir dir;
+  auto fixture = import(fixture_files("ddp"), dir.path() / "ddp.db");
+  ASSERT_TRUE(fixture.is_ok()) << fixture.status().message();
+  EXPECT_EQ(TraceQuery(dir.path() / "ddp.db")
+                .rows("SELECT json_extract(config, '$.record_shapes') FROM runs"),
+            "1\n");
+  auto without = import(testing::write_kineto_ranks(dir.path(), two_hosts()), dir.path() / "w.db");
+  ASSERT_TRUE(without.is_ok()) << without.status().message();
+  EXPECT_EQ(TraceQuery(dir.path() / "w.db")
+                .rows("SELECT json_extract(config, '$.record_shapes') IS NULL FROM runs"),
+            "1\n");
 }
 
 // Kineto records no loss: an imported step has none (NULL, as a live run's step without one),
@@ -750,6 +777,42 @@ INSTANTIATE_TEST_SUITE_P(
                    return std::vector<fs::path>{dir / "config.json"};
                  },
                  "config.json: is JSON but not a Kineto trace"},
+        // The JSON torch writes beside its Kineto traces, named explicitly: said for what it is
+        // (the memory timeline had been called Chrome's JSON array format).
+        BadInput{"execution_trace",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "et_rank0.json",
+                                       R"({"schema": "1.1.1-chakra.0.0.4", "pid": 20634,
+                                           "nodes": [{"id": 2, "name": "[pytorch|profiler]"}]})");
+                   return std::vector<fs::path>{dir / "et_rank0.json"};
+                 },
+                 "et_rank0.json: is an execution trace (torch's ExecutionTraceObserver, Chakra's "
+                 "schema), not a Kineto trace"},
+        BadInput{"memory_timeline",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "tl.json",
+                                       "[[1796006632478833, 1796006632479887], [[0, 512], [0, "
+                                       "1024]]]");
+                   return std::vector<fs::path>{dir / "tl.json"};
+                 },
+                 "tl.json: is a memory timeline (torch.profiler's export_memory_timeline), not a "
+                 "Kineto trace"},
+        BadInput{"chrome_array",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "events.json",
+                                       R"([{"name": "step", "ph": "X", "ts": 1, "dur": 2}])");
+                   return std::vector<fs::path>{dir / "events.json"};
+                 },
+                 "events.json: not a Kineto trace: its top level is an array (Chrome's JSON "
+                 "array format)"},
+        // A file a crashed profiler left without a byte: it had read "malformed JSON at byte 1
+        // ... truncated?".
+        BadInput{"empty",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "rank0.pt.trace.json.gz", "");
+                   return std::vector<fs::path>{dir / "rank0.pt.trace.json.gz"};
+                 },
+                 "rank0.pt.trace.json.gz: the file is empty, no JSON in it"},
         BadInput{"world_sizes_disagree",
                  [](const fs::path& dir) { return two_ranks(dir, 2, 1, 4); },
                  "b.json: says the world has 4 ranks, but"},
