@@ -37,6 +37,9 @@ GroupVisitor AfterLastStepPass::visitor() {
 }
 
 StatusOr<AfterLastStep> AfterLastStepPass::finish(const profiler::TraceReader& reader) const {
+  // While the run goes on, the step its ranks are in has not ended yet: nothing is after the last.
+  ASSIGN_OR_RETURN(const bool ended, run_has_ended(reader));
+  if (!ended) return AfterLastStep{};
   std::map<int, std::pair<int64_t, int64_t>> numbers;  // rank -> its first and last step
   int64_t longest = -1;
   for (const auto& [rank, steps] : by_step_) {

@@ -39,7 +39,8 @@ struct RankWithoutStepEnd {
 };
 
 // By rank; only ranks that issued collectives after their last step, among those that ended the
-// trace's last step (a rank that stopped early is uneven_steps' to report).
+// trace's last step (a rank that stopped early is uneven_steps' to report). Empty while the run
+// is still running: its ranks' current steps have yet to end.
 struct AfterLastStep {
   std::vector<RankAfterLastStep> ranks;
   std::vector<RankWithoutStepEnd> never_ended;  // by rank; only when no rank ended a step

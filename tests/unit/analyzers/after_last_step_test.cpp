@@ -123,6 +123,16 @@ TEST(AfterLastStepTest, AStepThatBeganButNeverEndedIsAWarning) {
   EXPECT_NE(findings[0].advice.find("GradScaler"), std::string::npos);
 }
 
+// A live run's ranks are in a step that has yet to end: its collectives are not after the last.
+TEST(AfterLastStepTest, ARunStillRunningHasNothingAfterItsLastStep) {
+  CollectiveTrace trace("after_last_step_live");
+  write_run(trace, 5);
+  const AfterLastStep after = after_last_step(trace.finish(profiler::RunStatus::kRunning),
+                                              window({0, 1}, 0, 100 * kMs, 1, 4));
+  EXPECT_TRUE(after.ranks.empty());
+  EXPECT_TRUE(after_last_step_findings(after).empty());
+}
+
 // A rank that ended no step while the others did stopped early: not this finding's.
 TEST(AfterLastStepTest, ARankThatEndedNoStepAmongRanksThatDidIsLeftToOthers) {
   CollectiveTrace trace("one_never_stepped");
