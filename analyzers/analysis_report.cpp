@@ -170,8 +170,11 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
   CollectiveStatsPass stats(ended);
   StragglerPass stragglers;
   UnevenStepsPass uneven;
-  const Status read = for_each_collective_group(
-      reader, out.window, visit_all({stats.visitor(), stragglers.visitor(), uneven.visitor()}));
+  AfterLastStepPass after_last_step;
+  const Status read =
+      for_each_collective_group(reader, out.window,
+                                visit_all({stats.visitor(), stragglers.visitor(), uneven.visitor(),
+                                           after_last_step.visitor()}));
   if (!read.is_ok()) return read.with_context("collectives");
   CollectiveStatsReport collectives = stats.finish();
   ASSIGN_OR_RETURN(collectives.shapes_recorded, run_recorded_shapes(reader));
@@ -179,6 +182,12 @@ Status add_collective_analyses(const profiler::TraceReader& reader, int64_t star
   StatusOr<std::optional<UnevenSteps>> steps = uneven.finish(reader);
   if (!steps.is_ok()) return steps.status().with_context("uneven steps");
   for (Finding& finding : uneven_steps_findings(*steps)) out.findings.push_back(std::move(finding));
+  StatusOr<AfterLastStep> after = after_last_step.finish(reader);
+  if (!after.is_ok()) return after.status().with_context("collectives after the last step");
+  out.after_last_step = std::move(after).value();
+  for (Finding& finding : after_last_step_findings(out.after_last_step)) {
+    out.findings.push_back(std::move(finding));
+  }
   RETURN_IF_ERROR(add_analysis(out, "collectives", started_ns,
                                StatusOr<CollectiveStatsReport>(std::move(collectives)),
                                out.collectives, [&out](const CollectiveStatsReport& report) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzers/after_last_step.h"
 #include "analyzers/analysis_window.h"
 #include "analyzers/collective_stats.h"
 #include "analyzers/expert_load.h"
@@ -80,6 +81,7 @@ struct AnalysisReport {
   GpuTimelineReport gpu;  // HTA's temporal breakdown of the GPU streams
   CollectiveStatsReport collectives;
   StragglerReport stragglers;
+  AfterLastStep after_last_step;  // collectives outside every step window, past the last one
   PipelineBubbleReport pipeline;
   MemoryVsEstimate memory;
   ExpertLoadReport experts;  // mixture-of-experts routing per layer
@@ -127,7 +129,8 @@ std::string describe_window(const AnalysisWindow& window);
 std::string format_report(const AnalysisReport& report);
 std::string format_findings(const std::vector<Finding>& findings);
 // {"run_id", "status", "world_size", "window": {...}, "ranks", "gpu", "collectives",
-//  "collective_matching", "stragglers", "pipeline", "memory", "experts", "kernels",
+//  "collective_matching", "stragglers", "after_last_step", "pipeline", "memory", "experts",
+//  "kernels",
 //  "findings": [...]}.
 nlohmann::json report_json(const AnalysisReport& report);
 nlohmann::json finding_json(const Finding& finding);

@@ -41,6 +41,15 @@ StatusOr<std::vector<int>> select_ranks(const std::vector<int>& present,
   return chosen;
 }
 
+// The selection as the user wrote it: "5:" is "5:", not the window it was narrowed to ("5:4").
+std::string selection_text(const StepSelection& steps) {
+  const auto number = [](const std::optional<int64_t>& n) {
+    return n ? std::to_string(*n) : std::string();
+  };
+  if (steps.first && steps.first == steps.last) return number(steps.first);
+  return fmt::format("{}:{}", number(steps.first), number(steps.last));
+}
+
 // Fills first_step/last_step/skipped_steps from an explicit selection or by skipping warm-up.
 Status select_steps(const std::vector<int64_t>& recorded, const WindowOptions& options,
                     AnalysisWindow& window) {
@@ -50,8 +59,8 @@ Status select_steps(const std::vector<int64_t>& recorded, const WindowOptions& o
     const int64_t last = options.steps->last.value_or(highest);
     auto inside = std::lower_bound(recorded.begin(), recorded.end(), first);
     if (first > last || inside == recorded.end() || *inside > last) {
-      return invalid_argument("--steps {}:{}: the trace has steps {}..{} ({} steps)", first, last,
-                              lowest, highest, recorded.size());
+      return invalid_argument("--steps '{}': the trace has steps {}..{} ({} steps)",
+                              selection_text(*options.steps), lowest, highest, recorded.size());
     }
     window.first_step = *inside;
     window.last_step = *(std::upper_bound(recorded.begin(), recorded.end(), last) - 1);
@@ -83,7 +92,8 @@ StatusOr<RankSpan> steps_span(const TraceReader& reader, int rank, int64_t first
 
 // An explicit --steps window in which none of the selected ranks recorded a step: refused (an
 // empty report would read as a clean one), naming the steps they did record.
-Status check_selected_ranks_have_steps(const TraceReader& reader, const AnalysisWindow& window) {
+Status check_selected_ranks_have_steps(const TraceReader& reader, const StepSelection& selection,
+                                       const AnalysisWindow& window) {
   if (std::any_of(window.spans.begin(), window.spans.end(),
                   [](const auto& entry) { return entry.second.steps > 0; })) {
     return Status::ok();
@@ -102,9 +112,9 @@ Status check_selected_ranks_have_steps(const TraceReader& reader, const Analysis
                                    ? fmt::format("they recorded steps {}..{}", lowest, highest)
                                    : std::string("they recorded no steps at all");
   return invalid_argument(
-      "--steps {}:{}: rank(s) {} recorded no step in it ({}); choose steps "
+      "--steps '{}': rank(s) {} recorded no step in it ({}); choose steps "
       "they recorded, or other ranks with --rank",
-      window.first_step, window.last_step, fmt::join(window.ranks, ","), recorded);
+      selection_text(selection), fmt::join(window.ranks, ","), recorded);
 }
 
 // First to last event of a rank without steps: slices (collectives are slices) and memory samples.
@@ -159,7 +169,9 @@ StatusOr<AnalysisWindow> choose_window(const TraceReader& reader, const WindowOp
       ASSIGN_OR_RETURN(window.spans[rank], events_span(reader, rank));
     }
   }
-  if (window.steps_selected) RETURN_IF_ERROR(check_selected_ranks_have_steps(reader, window));
+  if (window.steps_selected) {
+    RETURN_IF_ERROR(check_selected_ranks_have_steps(reader, *options.steps, window));
+  }
   fill_empty_spans(window);
   return window;
 }

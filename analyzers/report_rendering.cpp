@@ -98,6 +98,7 @@ nlohmann::json report_json(const AnalysisReport& report) {
   out["collectives"] = collective_stats_json(report.collectives);
   out["collective_matching"] = collective_matching_json(report.collectives);
   out["stragglers"] = stragglers_json(report.stragglers);
+  out["after_last_step"] = after_last_step_json(report.after_last_step);
   out["pipeline"] = pipeline_bubble_json(report.pipeline);
   out["memory"] = memory_vs_estimate_json(report.memory);
   out["experts"] = expert_load_json(report.experts);

@@ -16,6 +16,7 @@
 #include "analyzers/sample_quantiles.h"
 #include "core/interval_union.h"
 #include "core/number_format.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/step_reads.h"
 
 namespace partrain::analyzers {
@@ -88,6 +89,14 @@ struct RankAccumulator {
   SampleQuantiles late_ns;  // lateness where it was last at a delayed collective
   // The same, each with its start: where spikes fell, and the others' lateness for the noise.
   std::vector<std::pair<int64_t, int64_t>> late_events;
+  // Its largest lateness and where: a hold-up, when it is one (find_hold_up).
+  struct Largest {
+    int64_t late_ns = 0;
+    int64_t ts_ns = 0;
+    std::string op;
+    size_t comm = 0;  // into the pass's communicators
+    uint64_t seq = 0;
+  } largest;
   std::map<std::string, OpCounts, std::less<>> by_op;
 };
 
@@ -155,16 +164,21 @@ struct HeldGroup {
     bool in_window = false;
   };
   std::string op;
+  size_t comm = 0;  // into the pass's communicators (StragglerRanks::comms)
+  uint64_t seq = 0;
   std::vector<Member> members;
   int64_t first_start_ns = 0;
   int64_t last_start_ns = 0;
 };
 
 // Members that matched (same op and size, or a send and the recv it pairs with).
-void add_matched(const std::vector<const CollectiveRow*>& rows, std::vector<HeldGroup>& groups) {
+void add_matched(const std::vector<const CollectiveRow*>& rows, size_t comm, uint64_t seq,
+                 std::vector<HeldGroup>& groups) {
   const GroupArrival arrival = arrival_of(rows);
   HeldGroup& group = groups.emplace_back();
   group.op = std::string(rows.front()->op);
+  group.comm = comm;
+  group.seq = seq;
   group.first_start_ns = arrival.first_start_ns;
   group.last_start_ns = arrival.last_start_ns;
   group.members.reserve(rows.size());
@@ -177,26 +191,26 @@ void add_matched(const std::vector<const CollectiveRow*>& rows, std::vector<Held
 // swapped) are a group of two. Either side waits for the other (Gloo's and NCCL's send complete
 // once the receiver has posted its recv), so a slow pipeline stage holds up the stage before it
 // as well as the one after.
-void add_transfers(const CollectiveGroup& group, std::vector<HeldGroup>& groups) {
+void add_transfers(const CollectiveGroup& group, size_t comm, std::vector<HeldGroup>& groups) {
   for (const CollectiveRow& send : group.rows) {
     if (send.op != "send" || !send.peer) continue;
     const auto recv = std::find_if(group.rows.begin(), group.rows.end(), [&](const auto& r) {
       return r.op == "recv" && r.rank == *send.peer && r.peer == send.rank;
     });
     if (recv == group.rows.end() || recv->bytes != send.bytes) continue;
-    add_matched({&send, &*recv}, groups);
+    add_matched({&send, &*recv}, comm, static_cast<uint64_t>(group.seq), groups);
   }
 }
 
 // A collective group counts when two or more members recorded it and all agree on op and size.
 // `rows` is scratch space reused between groups.
-void add_group(const CollectiveGroup& group, std::vector<HeldGroup>& groups,
+void add_group(const CollectiveGroup& group, size_t comm, std::vector<HeldGroup>& groups,
                std::vector<const CollectiveRow*>& rows) {
   rows.clear();
   for (const CollectiveRow& row : group.rows) {
     if (!is_p2p(row.op)) rows.push_back(&row);
   }
-  if (rows.size() < group.rows.size()) add_transfers(group, groups);
+  if (rows.size() < group.rows.size()) add_transfers(group, comm, groups);
   if (rows.size() < 2) return;
   for (const CollectiveRow* row : rows) {
     if (row->op != rows.front()->op ||
@@ -204,7 +218,7 @@ void add_group(const CollectiveGroup& group, std::vector<HeldGroup>& groups,
       return;  // a desync
     }
   }
-  add_matched(rows, groups);
+  add_matched(rows, comm, static_cast<uint64_t>(group.seq), groups);
 }
 
 // Charges each delayed group's lateness to its origin. A rank late at a group only because it
@@ -254,6 +268,7 @@ void attribute_lateness(std::vector<HeldGroup>& groups, std::map<int, RankAccumu
       all_waits.add(latest - own, latest);
       acc.late_ns.add(static_cast<double>(own));
       acc.late_events.emplace_back(latest, own);
+      if (own > acc.largest.late_ns) acc.largest = {own, latest, group.op, group.comm, group.seq};
     }
     for (const HeldGroup::Member& member : group.members) carry[member.rank] = leaving_carry;
   }
@@ -261,6 +276,16 @@ void attribute_lateness(std::vector<HeldGroup>& groups, std::map<int, RankAccumu
 
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// The rank's step that `ts_ns` fell in; none outside its steps (or without steps).
+std::optional<int64_t> step_at(const std::vector<StepTimes::Span>* steps, int64_t ts_ns) {
+  if (steps == nullptr) return std::nullopt;
+  const auto in = std::find_if(steps->begin(), steps->end(), [&](const StepTimes::Span& s) {
+    return ts_ns >= s.start_ns && ts_ns < s.end_ns;
+  });
+  if (in == steps->end()) return std::nullopt;
+  return in->step;
 }
 
 // Lateness far over the rank's usual that comes back (a rank 100 ms late every 10th step, 3 ms
@@ -274,11 +299,7 @@ void find_spikes(const RankAccumulator& acc, const std::vector<StepTimes::Span>*
   for (const auto& [ts, late] : acc.late_events) {
     if (static_cast<double>(late) < floor_ns) continue;
     spikes.add(static_cast<double>(late));
-    if (steps == nullptr) continue;
-    const auto in = std::find_if(steps->begin(), steps->end(), [&](const StepTimes::Span& s) {
-      return ts >= s.start_ns && ts < s.end_ns;
-    });
-    if (in != steps->end()) spike_steps.push_back(in->step);
+    if (const auto step = step_at(steps, ts)) spike_steps.push_back(*step);
   }
   if (spikes.count() < 2 || 2 * spikes.count() > acc.late_ns.count()) return;
   r.late_spikes = spikes.count();
@@ -286,6 +307,30 @@ void find_spikes(const RankAccumulator& acc, const std::vector<StepTimes::Span>*
   std::sort(spike_steps.begin(), spike_steps.end());
   spike_steps.erase(std::unique(spike_steps.begin(), spike_steps.end()), spike_steps.end());
   r.spike_steps = std::move(spike_steps);
+}
+
+// One lateness that is most of the waiting the rank caused, kSpikeFactor times over both its
+// other lateness (median) and the noise floor: once, so no spikes, and with its usual lateness
+// within noise the straggler read "may not be slower than the others" over a 304 ms hold-up.
+void find_hold_up(const RankAccumulator& acc, const std::vector<StepTimes::Span>* steps,
+                  const std::vector<std::string>& comms, RankLateness& r) {
+  const RankAccumulator::Largest& largest = acc.largest;
+  if (r.late_spikes > 0 || largest.late_ns == 0 || 2 * largest.late_ns < acc.wait_ns) return;
+  SampleQuantiles others;
+  bool skipped = false;  // the largest itself, once
+  for (const auto& [ts, late] : acc.late_events) {
+    if (!skipped && late == largest.late_ns && ts == largest.ts_ns) {
+      skipped = true;
+      continue;
+    }
+    others.add(static_cast<double>(late));
+  }
+  const double usual_ns = others.count() > 0 ? others.median() : 0.0;
+  const double floor_ns = kSpikeFactor * std::max(kLatenessNoiseMs * kNsPerMs, usual_ns);
+  if (static_cast<double>(largest.late_ns) < floor_ns) return;
+  r.hold_up =
+      RankLateness::HoldUp{static_cast<double>(largest.late_ns) / kNsPerMs, largest.op,
+                           comms.at(largest.comm), largest.seq, step_at(steps, largest.ts_ns)};
 }
 
 RankLateness summarize(int rank, const RankAccumulator& acc, double step_ms, int64_t steps) {
@@ -352,10 +397,26 @@ std::string spike_steps_text(const std::vector<int64_t>& steps) {
   return text;
 }
 
-// "all_reduce" -> "all-reduces"
-std::string op_plural(std::string op) {
+// "all_reduce" -> "all-reduce"
+std::string op_name(std::string op) {
   std::replace(op.begin(), op.end(), '_', '-');
-  return op + "s";
+  return op;
+}
+
+// "all_reduce" -> "all-reduces"
+std::string op_plural(std::string op) { return op_name(std::move(op)) + "s"; }
+
+// "rank 0 held the others up once: 304.0 ms late at the barrier of default_pg:0 seq 37 in step
+// 10 ...": where the time went, which the median and the share of the step do not say.
+std::string hold_up_text(const RankLateness& r) {
+  const RankLateness::HoldUp& h = *r.hold_up;
+  return fmt::format(
+      "rank {} held the others up once: {:.1f} ms late at the {} of {} {}{} (against {:.1f} ms "
+      "late at the median), {:.0f}% of the step on average ({:.0f}% of all waiting at "
+      "collectives)",
+      r.rank, h.late_ms, op_name(h.op), h.comm_id, profiler::seq_text(h.op, h.seq),
+      h.step ? fmt::format(" in step {}", *h.step) : "", r.late_p50_ms, 100 * r.step_share,
+      100 * r.wait_share);
 }
 
 // Whether the straggler's usual lateness stands out from the run's own: the noise floor, and
@@ -370,7 +431,7 @@ void judge_noise(const std::map<int, RankAccumulator>& ranks, StragglerReport& r
   if (others.count() >= kConfidentLastCount) report.others_late_ms = others.median() / kNsPerMs;
   if (!report.straggler) return;
   for (RankLateness& r : report.ranks) {
-    if (r.rank != *report.straggler || r.late_spikes > 0) continue;
+    if (r.rank != *report.straggler || r.late_spikes > 0 || r.hold_up) continue;
     r.within_noise =
         r.late_p50_ms < std::max(kLatenessNoiseMs, report.others_late_ms + kDelayedSkewMs);
   }
@@ -381,6 +442,7 @@ void judge_noise(const std::map<int, RankAccumulator>& ranks, StragglerReport& r
 namespace detail {
 
 struct StragglerRanks {
+  std::vector<std::string> comms;  // the communicators seen, in the pass's order
   std::vector<HeldGroup> groups;
   std::vector<const CollectiveRow*> scratch;
 };
@@ -394,7 +456,11 @@ GroupVisitor StragglerPass::visitor() {
   GroupVisitor visitor;
   detail::StragglerRanks* state = ranks_.get();
   visitor.on_group = [state](const CollectiveGroup& group) {
-    add_group(group, state->groups, state->scratch);
+    // Groups come one communicator after another.
+    if (state->comms.empty() || state->comms.back() != group.comm_id) {
+      state->comms.push_back(group.comm_id);
+    }
+    add_group(group, state->comms.size() - 1, state->groups, state->scratch);
   };
   return visitor;
 }
@@ -436,7 +502,10 @@ StatusOr<StragglerReport> StragglerPass::finish(const profiler::TraceReader& rea
                   report.steps));
     RankLateness& r = report.ranks.back();
     const auto spans = step.rank_steps.find(rank);
-    find_spikes(acc, spans != step.rank_steps.end() ? &spans->second : nullptr, r);
+    const std::vector<StepTimes::Span>* rank_steps =
+        spans != step.rank_steps.end() ? &spans->second : nullptr;
+    find_spikes(acc, rank_steps, r);
+    find_hold_up(acc, rank_steps, ranks_->comms, r);
     r.wait_share = share(acc.wait_ns, total_wait_ns);
     if (clears_thresholds(r, ranks.size()) && r.wait_per_step_ms > best) {
       best = r.wait_per_step_ms;
@@ -515,7 +584,8 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
                : r.step_share >= kWarningStepShare ? Severity::kWarning
                                                    : Severity::kInfo;
   f.evidence =
-      r.late_spikes > 0
+      r.hold_up ? hold_up_text(r)
+      : r.late_spikes > 0
           ? fmt::format(
                 "rank {} is late now and then, not every step: {} times {:.1f} ms late at the "
                 "median (max {:.1f} ms, against {:.1f} ms the rest of the time){}; {:.0f}% of the "
@@ -540,7 +610,16 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
                        "compute_unrecorded): torch.profiler on it, brought in with "
                        "`partrain import`, compares it with the other ranks'",
                        r.rank);
-  if (is_p2p(r.last_op)) {
+  if (r.hold_up) {
+    f.advice = fmt::format(
+        "look at what rank {} did alone before that {}{}: a checkpoint save, evaluation or "
+        "logging only it runs keeps every other rank waiting there; spread it over the ranks "
+        "(torch.distributed.checkpoint writes a shard on each), run it asynchronously, or run it "
+        "less often. `partrain analyze --steps A:B` without that step shows the ranks' pace "
+        "without it",
+        r.rank, op_name(r.hold_up->op),
+        r.hold_up->step ? fmt::format(" in step {}", *r.hold_up->step) : "");
+  } else if (is_p2p(r.last_op)) {
     // A pipeline's transfers wait on the data dependency itself: a stage with more work than
     // its neighbours (the last stage's loss and output layer, an uneven layer split) keeps them
     // waiting as a slow host does, and the transfers alone cannot tell the two apart.
@@ -566,7 +645,7 @@ std::vector<Finding> straggler_findings(const StragglerReport& report, bool comp
             ? fmt::format(", the other ranks' own lateness when last ({:.1f} ms) plus {:.0f} ms",
                           report.others_late_ms, kDelayedSkewMs)
             : "");
-  } else if (r.late_spikes > 0) {
+  } else if (r.late_spikes > 0 || r.hold_up) {
     // Last at few collectives, as chance would make it, but by far more than chance does.
   } else if (r.last < kConfidentLastCount) {
     if (f.severity == Severity::kCritical) f.severity = Severity::kWarning;
@@ -634,6 +713,20 @@ std::string format_stragglers(const StragglerReport& report, RankRowOptions rows
   return out;
 }
 
+namespace {
+
+nlohmann::json hold_up_json(const RankLateness& r) {
+  if (!r.hold_up) return nullptr;
+  const RankLateness::HoldUp& h = *r.hold_up;
+  return {{"late_ms", h.late_ms},
+          {"op", h.op},
+          {"comm_id", h.comm_id},
+          {"seq", h.seq},
+          {"step", h.step ? nlohmann::json(*h.step) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace
+
 nlohmann::json stragglers_json(const StragglerReport& report) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankLateness& r : report.ranks) {
@@ -655,7 +748,8 @@ nlohmann::json stragglers_json(const StragglerReport& report) {
          {"late_spikes", r.late_spikes},
          {"spike_p50_ms", r.spike_p50_ms},
          {"spike_steps", r.spike_steps},
-         {"within_noise", r.within_noise}});
+         {"within_noise", r.within_noise},
+         {"hold_up", hold_up_json(r)}});
   }
   nlohmann::json j = {{"ranks", ranks},
                       {"step_ms_median", report.median_step_ms},

@@ -45,8 +45,21 @@ struct RankLateness {
   int64_t late_spikes = 0;
   double spike_p50_ms = 0;
   std::vector<int64_t> spike_steps;  // the rank's steps they fell in, ascending; unique
+  // One lateness far over the rank's usual (kSpikeFactor times it and kSpikeFactor times the
+  // noise floor) that is most of the waiting it caused: rank 0 writing a checkpoint alone while
+  // the others wait at a barrier. Once is no pattern for the spikes above, and the rank's usual
+  // lateness is within noise, yet the time was lost at that one collective.
+  struct HoldUp {
+    double late_ms = 0;
+    std::string op;
+    std::string comm_id;
+    uint64_t seq = 0;
+    std::optional<int64_t> step;  // the rank's step it fell in; none outside its steps
+  };
+  std::optional<HoldUp> hold_up;
   // Its lateness is within the run's own noise (kLatenessNoiseMs, or the other ranks' own
-  // lateness when they arrive last, plus kDelayedSkewMs): set on the straggler only.
+  // lateness when they arrive last, plus kDelayedSkewMs): set on the straggler only, never on
+  // one with spikes or a hold-up.
   bool within_noise = false;
 };
 

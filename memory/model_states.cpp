@@ -11,7 +11,8 @@ StatusOr<PrecisionRecipe> precision_recipe(std::string_view name, Optimizer opti
   const bool adam = optimizer == Optimizer::kAdamW;
   const double states = adam ? 8 : 0;  // Adam m and v in fp32; plain SGD none
   if (name == "fp32-adam" || name == "fp32") {
-    return PrecisionRecipe{"fp32-adam", 4, 4, states, 4};
+    // Named for the optimizer it keeps state for: under SGD "fp32-adam" read as 8 bytes of Adam.
+    return PrecisionRecipe{adam ? "fp32-adam" : "fp32-sgd", 4, 4, states, 4};
   }
   if (name == "bf16-mixed" || name == "bf16") return PrecisionRecipe{"bf16-mixed", 2, 2, 4 + states, 2};
   // fp16 with a loss scale (Megatron-LM's --fp16, DeepSpeed's fp16): bf16-mixed's bytes, and the

@@ -122,5 +122,42 @@ TEST(TorchDistFeatures, ASendAndARecvThatDifferOnlyByTagAreSaidToInAHang) {
       << run.err;
 }
 
+// PostLocalSGDOptimizer never calls Optimizer.__init__, so torch runs no step hooks for it: its
+// inner SGD's step ended each step, and the wrapper's averaging all_reduce (steps 2, 4 and 6 of
+// the loop) landed in steps 3, 5 and 7. The wrapper's step() now ends the step.
+TEST(TorchDistFeatures, AWrapperOptimizerWithoutOptimizerInitEndsTheStep) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "post_local_sgd.db").string();
+  const CommandResult run = launch_case(trace, 2, "", "post_local_sgd");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT group_concat(step) FROM (SELECT step FROM steps WHERE rank = 0 "
+                       "ORDER BY step)"),
+            "0,1,2,3,4,5,6,7\n");
+  EXPECT_EQ(query.rows("SELECT group_concat(step) FROM (SELECT step FROM collectives WHERE "
+                       "rank = 0 AND op = 'all_reduce' ORDER BY ts_ns)"),
+            "2,4,6\n");
+}
+
+// A GradScaler that skips every optimizer step (the loss is inf): no step ends, and analyze said
+// only "whole run (no steps recorded)". The collectives carry step 0, begun when the optimizer
+// was made: analyze warns that a step began but none ended.
+TEST(TorchDistFeatures, AGradScalerThatSkipsEveryStepIsSaid) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "scaler.db").string();
+  const CommandResult run = launch_case(trace, 2, "", "scaler_skips_every_step");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(TraceQuery(trace).number("SELECT count(*) FROM steps"), 0);
+  const CommandResult analyze =
+      run_shell(fmt::format("{} analyze {}", partrain_binary(), shell_quoted(trace)));
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_NE(analyze.out.find("no_step_ended: rank 0 issued 4 collectives in step 0; rank 1 "
+                             "issued 4 collectives in step 0, which never ended"),
+            std::string::npos)
+      << analyze.out;
+}
+
 }  // namespace
 }  // namespace partrain::testing

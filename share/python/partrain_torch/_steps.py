@@ -12,6 +12,9 @@ Two sources, the first that applies:
     is gone (a program that trains several models one after the other). A step() called inside
     another's (ZeroRedundancyOptimizer's inner optimizer, which returns before the wrapper
     broadcasts the updated shards) never marks one: the step ends when the outermost returns.
+    A wrapper that never calls Optimizer.__init__ (PostLocalSGDOptimizer, which averages the
+    parameters after its inner optimizer's step) has no step hooks of torch's: its step() is
+    wrapped here to the same effect, so its averaging ends the step instead of opening the next.
 Numbers continue across sources: a profiler started after N optimizer steps numbers its
 ProfilerStep#0 as step N; after it stops, the optimizer marks steps again.
 """
@@ -38,6 +41,7 @@ class StepMarkers:
         self._offset = 0  # added to ProfilerStep numbers
         self._optimizer_steps = 0  # every optimizer's step() calls, for a range's activity
         self._stepping = []  # id() of each optimizer whose step() is under way, outermost first
+        self._unhooked_stepping = set()  # id() of optimizers in a step() wrapped by _hook_step
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -82,6 +86,52 @@ class StepMarkers:
             self._guard("marking the first step", self._optimizer_made)
 
         optimizer_class.__init__ = __init__
+        self._hook_subclass_steps(optimizer_class)
+
+    def _hook_subclass_steps(self, optimizer_class):
+        """Every subclass's own step(), those defined so far and later, marks steps when torch's
+        hooks do not run for it: torch hooks a class's step() (`hooked`) when an instance runs
+        Optimizer.__init__, which a wrapper such as PostLocalSGDOptimizer never calls."""
+        markers = self
+
+        def hook(cls):
+            step = cls.__dict__.get("step")
+            if step is None or not callable(step) or getattr(step, "_partrain_steps", False):
+                return
+
+            @functools.wraps(step)
+            def wrapped_step(optimizer, *args, **kwargs):
+                if (getattr(type(optimizer).step, "hooked", False)
+                        or id(optimizer) in markers._unhooked_stepping):
+                    return step(optimizer, *args, **kwargs)  # torch's hooks, or an outer call
+                markers._unhooked_stepping.add(id(optimizer))
+                try:
+                    markers._guard("marking a step", markers._optimizer_stepping, optimizer,
+                                   args, kwargs)
+                    result = step(optimizer, *args, **kwargs)
+                    markers._optimizer_stepped(optimizer, args, kwargs)
+                    return result
+                finally:
+                    markers._unhooked_stepping.discard(id(optimizer))
+
+            wrapped_step._partrain_steps = True
+            cls.step = wrapped_step
+
+        pending = list(optimizer_class.__subclasses__())
+        while pending:
+            cls = pending.pop()
+            hook(cls)
+            pending.extend(cls.__subclasses__())
+        previous = optimizer_class.__dict__.get("__init_subclass__")
+
+        def __init_subclass__(cls, **kwargs):
+            if previous is not None:
+                previous.__func__(cls, **kwargs)
+            else:
+                super(optimizer_class, cls).__init_subclass__(**kwargs)
+            markers._guard("watching an optimizer class", hook, cls)
+
+        optimizer_class.__init_subclass__ = classmethod(__init_subclass__)
 
     def _optimizer_made(self):
         if self._source == _OPTIMIZER and self._current is None and self._next == 0:

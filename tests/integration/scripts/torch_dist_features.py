@@ -13,6 +13,10 @@ p2p_tags                 rank 0 isends 7 elements with tag 5, then 3 with tag 9;
                          tag 9 first, then tag 5 (a correct program); then sends of tags 3
                          and 4 received 4 first, and a batch_isend_irecv exchange with tag 7
 p2p_tag_hang             rank 0 sends with tag 1 while rank 1 receives with tag 2: both hang
+post_local_sgd           8 steps of PostLocalSGDOptimizer over SGD (period 2, warm-up 2): the
+                         wrapper averages the parameters (an all_reduce) in steps 2, 4 and 6
+scaler_skips_every_step  4 iterations whose loss is inf: GradScaler skips every optimizer step;
+                         an all_reduce of the loss in each
 """
 
 import datetime
@@ -84,6 +88,33 @@ def p2p_tag_hang(rank):
         dist.send(torch.ones(2), 1, tag=1)
     else:
         dist.recv(torch.zeros(2), 0, tag=2)
+
+
+def post_local_sgd(rank):
+    from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+    from torch.distributed.optim import PostLocalSGDOptimizer
+
+    torch.manual_seed(rank)
+    model = torch.nn.Linear(8, 8)
+    optimizer = PostLocalSGDOptimizer(optim=torch.optim.SGD(model.parameters(), lr=0.01),
+                                      averager=PeriodicModelAverager(period=2, warmup_steps=2))
+    for _ in range(8):
+        model(torch.randn(4, 8)).pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def scaler_skips_every_step(rank):
+    model = torch.nn.Linear(8, 8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu")
+    for _ in range(4):
+        loss = model(torch.randn(4, 8)).sum() * float("inf")
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)  # skipped: the gradients are inf or NaN
+        scaler.update()
+        optimizer.zero_grad()
+        dist.all_reduce(loss.detach())
 
 
 def main():

@@ -95,6 +95,22 @@ TEST_F(AnalysisWindowTest, StepsNotInTheTraceAreUsageErrorsNamingTheRecordedRang
       << window.status().message();
 }
 
+// `--steps 5:` on a trace of steps 0..4 said "--steps 5:4: the trace has steps 0..4", a range
+// the user never typed (the open end filled in with the last step); it echoes what was typed.
+TEST_F(AnalysisWindowTest, StepsNotInTheTraceAreNamedAsTheUserWroteThem) {
+  auto trace = four_steps();
+  WindowOptions from_5;
+  from_5.steps = StepSelection{5, std::nullopt};
+  auto window = choose_window(trace.db, from_5);
+  ASSERT_FALSE(window.is_ok());
+  EXPECT_EQ(window.status().message(), "--steps '5:': the trace has steps 0..3 (4 steps)");
+  WindowOptions step_7;
+  step_7.steps = StepSelection{7, 7};
+  window = choose_window(trace.db, step_7);
+  ASSERT_FALSE(window.is_ok());
+  EXPECT_EQ(window.status().message(), "--steps '7': the trace has steps 0..3 (4 steps)");
+}
+
 // Rank 1 died after step 1: asked for steps 2..3 of rank 1 alone, the window would be empty and the
 // report a clean nothing. Refused, naming the steps it did record; with rank 0 there is a window.
 TEST_F(AnalysisWindowTest, ExplicitStepsTheSelectedRanksNeverRecordedAreAUsageError) {
@@ -108,7 +124,7 @@ TEST_F(AnalysisWindowTest, ExplicitStepsTheSelectedRanksNeverRecordedAreAUsageEr
   ASSERT_FALSE(window.is_ok());
   EXPECT_EQ(window.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(window.status().message(),
-            "--steps 2:3: rank(s) 1 recorded no step in it (they recorded steps 0..1); choose "
+            "--steps '2:3': rank(s) 1 recorded no step in it (they recorded steps 0..1); choose "
             "steps they recorded, or other ranks with --rank");
   WindowOptions both = select_steps(2, 3);
   both.ranks = {0, 1};

@@ -29,6 +29,10 @@ TEST(ModelStates, RecipesBytesPerParameter) {
 
 TEST(ModelStates, SgdKeepsNoState) {
   EXPECT_DOUBLE_EQ(recipe("fp32", Optimizer::kSgd).total(), 8);
+  // `memory --optimizer sgd --precision fp32` printed "recipe fp32-adam: 4 + 4 + 0": the name
+  // follows the optimizer.
+  EXPECT_EQ(recipe("fp32", Optimizer::kSgd).name, "fp32-sgd");
+  EXPECT_EQ(recipe("fp32-adam", Optimizer::kSgd).name, "fp32-sgd");
   EXPECT_DOUBLE_EQ(recipe("bf16", Optimizer::kSgd).optimizer_bytes, 4);  // fp32 master copy only
 }
 
