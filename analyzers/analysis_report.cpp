@@ -4,7 +4,6 @@
 #include "analyzers/analysis_report.h"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -363,8 +362,8 @@ namespace {
 // user's trace, a read-only mount): its status and the loss open_trace would have recorded.
 void read_unmarked_incomplete(const profiler::TraceReader& reader, RunOutcome& out) {
   if (out.status != "running") return;
-  const char* file = sqlite3_db_filename(reader.db().get(), "main");
-  if (file == nullptr || *file == '\0' || profiler::writer_alive(file)) return;
+  const std::string file = reader.db().filename();
+  if (file.empty() || profiler::writer_alive(file)) return;
   out.status = "incomplete";
   const bool said =
       std::any_of(out.data_loss.begin(), out.data_loss.end(),
@@ -465,7 +464,7 @@ std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
       outcome.restarts, outcome.restarts == 1 ? "" : "s", kept);
   finding.advice =
       "read the collectives of one attempt by its comm ids, and an earlier attempt's step times "
-      "from earlier_steps (SELECT * FROM earlier_steps in sqlite3); for one attempt's analysis, "
+      "in the trace's earlier_steps view (docs/trace-format.md); for one attempt's analysis, "
       "trace the job without restarts (or until it first fails) into a trace of its own";
   return finding;
 }

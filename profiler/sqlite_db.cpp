@@ -46,6 +46,11 @@ StatusOr<std::optional<std::string>> SqliteDb::query_text(std::string_view sql) 
 std::string SqliteDb::error_message() const { return sqlite3_errmsg(db_.get()); }
 int SqliteDb::error_code() const { return sqlite3_extended_errcode(db_.get()); }
 
+std::string SqliteDb::filename() const {
+  const char* file = sqlite3_db_filename(db_.get(), "main");
+  return file == nullptr ? std::string() : std::string(file);
+}
+
 bool SqliteDb::has_table(std::string_view schema, std::string_view name) const {
   auto stmt = SqliteStatement::prepare(
       *this, "SELECT 1 FROM \"" + std::string(schema) +

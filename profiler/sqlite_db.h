@@ -37,6 +37,8 @@ class SqliteDb {
   // Whether `schema` ("main", or an ATTACHed name) has a table `name`: a newer schema's table
   // is absent from files of an older one.
   bool has_table(std::string_view schema, std::string_view name) const;
+  // The file of the main database; empty for an in-memory or temporary one.
+  std::string filename() const;
 
  private:
   struct Closer {
