@@ -1,11 +1,14 @@
 // partrain on a hostile host. A process limit that refuses threads: the traced program runs as
 // it would untraced, the trace saying what was lost, and the launcher fails with a message and
 // exit 1, not std::terminate (the limit is played by a preloaded pthread_create that fails with
-// EAGAIN, tests/support/refuse_threads: RLIMIT_NPROC does not bind root).
+// EAGAIN, tests/support/refuse_threads: RLIMIT_NPROC does not bind root). A file-size limit,
+// which is a full disk, not a signal.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -37,6 +40,11 @@ class HostLimitsTest : public ::testing::Test {
                         fmt::format("cd {} && PARTRAIN_TEST_REFUSE_THREADS={} LD_PRELOAD={} {}",
                                     dir_.string(), who, REFUSE_THREADS_LIBRARY, env));
   }
+  // The partrain binary run under a file-size limit of `kib` KiB: prlimit (util-linux), as the
+  // shell's ulimit -f counts KiB in bash and 512-byte blocks in dash.
+  static std::string limited(int kib) {
+    return fmt::format("prlimit --fsize={} {}", kib * 1024, testing::partrain_binary());
+  }
   fs::path dir_;
 };
 
@@ -63,6 +71,44 @@ TEST_F(HostLimitsTest, LauncherWithoutThreadsFailsWithAMessage) {
   EXPECT_NE(r.err.find("cannot start the rendezvous store"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ulimit -u"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+}
+
+// Under a file-size limit (ulimit -f) a write past it fails with EFBIG, taken as a full disk:
+// the trace stops, the run goes on and leaves nothing beside the trace; export fails with a
+// message and no temporary file. SIGXFSZ killed them without a word (exit 153). The ranks keep
+// the signal's default disposition.
+TEST_F(HostLimitsTest, AFileSizeLimitIsAFullDiskNotASignal) {
+  const fs::path trace = dir_ / "f.db";
+  CommandResult r =
+      testing::run_shell(fmt::format("cd {} && {} launch -n 2 --workload mlp --steps 20 --trace {}",
+                                     dir_.string(), limited(384), trace.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("files are limited to 384.00 KiB here (ulimit -f)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(trace.string() + "-reserve"));
+  EXPECT_FALSE(fs::exists(trace.string() + "-writer"));
+  {
+    TraceQuery q(trace);
+    EXPECT_EQ(q.rows("SELECT status FROM runs"), "completed\n");
+  }
+  r = testing::run_shell(fmt::format("cd {} && {} export --format chrome {} -o ex.json",
+                                     dir_.string(), limited(16), trace.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("writing ex.json failed: File too large"), std::string::npos) << r.err;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name.rfind("f.db", 0) == 0) << "left behind: " << name;
+  }
+
+  // A rank's SIGXFSZ is the default again (SigIgn bit 25 clear), as it is without partrain.
+  r = testing::run_shell(
+      fmt::format("{} launch -n 1 --no-trace --no-prefix -- sh -c 'grep SigIgn /proc/self/status'",
+                  limited(384)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.out.find("SigIgn:");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const uint64_t ignored = std::stoull(r.out.substr(at + 7), nullptr, 16);
+  EXPECT_EQ(ignored & (uint64_t{1} << (SIGXFSZ - 1)), 0u) << r.out;
 }
 
 }  // namespace
