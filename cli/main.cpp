@@ -6,6 +6,7 @@
 extern "C" __attribute__((visibility("default"), used)) const int partrain_records_itself = 1;
 
 int main(int argc, char** argv) {
+  partrain::open_missing_standard_fds();
   partrain::ignore_file_size_signal();
   return partrain::cli::run(argc, argv);
 }

@@ -2,7 +2,7 @@
 // it would untraced, the trace saying what was lost, and the launcher fails with a message and
 // exit 1, not std::terminate (the limit is played by a preloaded pthread_create that fails with
 // EAGAIN, tests/support/refuse_threads: RLIMIT_NPROC does not bind root). A file-size limit,
-// which is a full disk, not a signal.
+// which is a full disk, not a signal; standard descriptors closed at the start.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -71,6 +71,20 @@ TEST_F(HostLimitsTest, LauncherWithoutThreadsFailsWithAMessage) {
   EXPECT_NE(r.err.find("cannot start the rendezvous store"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ulimit -u"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+}
+
+// Started with stdin, stdout and stderr closed (a cron job, `>&- 2>&- <&-`): the rendezvous
+// socket took descriptor 1, the ranks' output went into it and the launcher died of SIGPIPE
+// (141, the trace `killed`).
+TEST_F(HostLimitsTest, ClosedStandardDescriptorsLeaveTheRunAlone) {
+  const fs::path trace = dir_ / "c.db";
+  CommandResult r = testing::run_shell(
+      fmt::format("{} launch -n 2 --workload gpt --layers 1 --hidden 32 --heads 2 --seq 8 "
+                  "--vocab 64 --steps 3 --trace {} >&- 2>&- <&-",
+                  testing::partrain_binary(), trace.string()));
+  EXPECT_EQ(r.exit_code, 0);
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT status FROM runs"), "completed\n");
 }
 
 // Under a file-size limit (ulimit -f) a write past it fails with EFBIG, taken as a full disk:
