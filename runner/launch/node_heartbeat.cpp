@@ -14,10 +14,8 @@ StatusOr<std::unique_ptr<NodeHeartbeat>> NodeHeartbeat::start(std::string host, 
   if (Status started = start_thread(heartbeat->thread_, [raw = heartbeat.get()] { raw->loop(); });
       !started.is_ok()) {
     heartbeat->stopping_ = true;  // no thread to stop
-    return failed(
-        "cannot start node {}'s heartbeat: {}; raise the process limit (ulimit -u) "
-        "or the container's pids limit",
-        node_rank, started.message());
+    return failed("cannot start node {}'s heartbeat: {}; {}", node_rank, started.message(),
+                  kThreadRefusedRemedy);
   }
   return heartbeat;
 }

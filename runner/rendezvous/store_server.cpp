@@ -562,10 +562,8 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bin
     for (int fd : {state->listen_fd, state->wake_fd, state->epoll_fd, state->spare_fd}) {
       if (fd >= 0) ::close(fd);
     }
-    return failed(
-        "cannot start the rendezvous store: {}; raise the process limit (ulimit -u) "
-        "or the container's pids limit",
-        started.message());
+    return failed("cannot start the rendezvous store: {}; {}", started.message(),
+                  kThreadRefusedRemedy);
   }
   log::debug("rendezvous store listening on {}:{} (at most {} connections)", bind_host,
              state->port, state->max_connections);
