@@ -14,8 +14,6 @@
 #include <optional>
 #include <utility>
 
-#include "core/fork_bare.h"
-
 extern char** environ;
 
 namespace partrain {
@@ -190,7 +188,7 @@ StatusOr<Subprocess> Subprocess::spawn(const SpawnOptions& options) {
   ExecImage image(options);
   const pid_t parent = ::getpid();
 
-  const pid_t pid = fork_bare();  // the child only makes syscalls until it execs
+  const pid_t pid = ::fork();
   if (pid < 0) return failed("cannot fork to run '{}': {}", options.argv[0], strerror(errno));
   if (pid == 0) {
     become_worker(image, parent, out ? out->write_end.get() : -1, err ? err->write_end.get() : -1,

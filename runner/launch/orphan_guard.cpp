@@ -12,8 +12,6 @@
 #include <cstring>
 #include <utility>
 
-#include "core/fork_bare.h"
-
 namespace partrain::launch {
 namespace {
 
@@ -125,7 +123,7 @@ StatusOr<OrphanGuard> OrphanGuard::start() {
   }
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
-  const pid_t pid = fork_bare();  // guard_main makes only syscalls
+  const pid_t pid = ::fork();
   if (pid < 0) return failed("cannot fork the orphan guard: {}", std::strerror(errno));
   if (pid == 0) guard_main(read_end.get());
   return OrphanGuard(pid, std::move(write_end));

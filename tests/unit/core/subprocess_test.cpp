@@ -7,14 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include "tests/support/stuck_atfork.h"
 
 namespace partrain {
 namespace {
@@ -168,19 +165,6 @@ TEST(Subprocess, DestructorKillsAndReapsARunningChild) {
   }
   EXPECT_EQ(::kill(pid, 0), -1);
   EXPECT_EQ(errno, ESRCH);  // reaped, not a zombie
-}
-
-// A spawn runs no atfork handler: one that never returned (OpenBLAS's under ulimit -v) held the
-// launcher in fork() before its first rank, deaf to SIGTERM.
-TEST(Subprocess, SpawnRunsNoAtforkHandler) {
-  const auto start = std::chrono::steady_clock::now();
-  StatusOr<Subprocess> child = [] {
-    testing::StuckAtfork stuck;
-    return Subprocess::spawn(shell("exit 3"));
-  }();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
-  ASSERT_TRUE(child.is_ok()) << child.status().message();
-  EXPECT_EQ(child->wait().exit_code(), 3);
 }
 
 }  // namespace
