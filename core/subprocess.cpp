@@ -83,11 +83,12 @@ void write_errno_and_exit(int fd, int error) {
   if (::getppid() != parent) ::_exit(127);
 
   // The launcher blocks SIGINT/SIGTERM/SIGCHLD for its signalfd, and masks are inherited across
-  // exec: give the worker the ordinary defaults.
+  // exec: give the worker the ordinary defaults (SIGXFSZ too, which partrain ignores:
+  // core/process_start.h).
   sigset_t empty;
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2})
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2, SIGXFSZ})
     ::signal(sig, SIG_DFL);
 
   if (out_fd >= 0 && ::dup2(out_fd, STDOUT_FILENO) < 0) write_errno_and_exit(exec_error_fd, errno);

@@ -2,11 +2,13 @@
 
 #include <optional>
 #include <string>
+#include <system_error>
 
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "profiler/host_refusal.h"
 #include "profiler/nvml/nvml_counter_source.h"
 
 namespace partrain::profiler {
@@ -43,10 +45,17 @@ std::unique_ptr<GpuCounterSampler> start_rank_gpu_counters(RankTracer& tracer, i
     return nullptr;
   }
   RankTracer* sink = &tracer;
-  return std::make_unique<GpuCounterSampler>(
-      std::move(*source), tracer.rank(), interval,
-      [sink] { return sink->timeline_ns(monotonic_ns()); },
-      [sink](const CounterSample& sample) { sink->emit(sample); });
+  try {
+    return std::make_unique<GpuCounterSampler>(
+        std::move(*source), tracer.rank(), interval,
+        [sink] { return sink->timeline_ns(monotonic_ns()); },
+        [sink](const CounterSample& sample) { sink->emit(sample); });
+  } catch (const std::system_error& e) {
+    report_host_refusal(tracer, "gpu_counters_unavailable",
+                        unavailable("the host refused a new thread ({})", e.what()),
+                        "no GPU counters (NVML) are sampled");
+    return nullptr;
+  }
 }
 
 }  // namespace partrain::profiler

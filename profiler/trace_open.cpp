@@ -187,6 +187,11 @@ StatusOr<RunStatus> read_status(TraceFile& trace) {
 
 // The dead writer's `-writer` lock file, once its run is marked: taken first, so that a writer
 // which has just started on the same path (it would hold it) keeps its lock.
+bool dead_writers_lock_left(const std::filesystem::path& trace) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(writer_lock_path(trace), error);
+}
+
 void remove_dead_writers_lock(const std::filesystem::path& trace) {
   const std::filesystem::path lock = writer_lock_path(trace);
   // Never through a link, nor blocked by a FIFO, planted at the name: the writer refuses both.
@@ -196,21 +201,28 @@ void remove_dead_writers_lock(const std::filesystem::path& trace) {
   ::close(fd);
 }
 
-// The allowed modification: `running` -> `incomplete`, with a stat row saying why, and the
-// indexes the dead writer would have built at close.
-Status mark_incomplete(const std::filesystem::path& path) {
+// The allowed modification of a trace whose writer is gone: `running` -> `incomplete`, with a
+// stat row saying why; then what the writer would have done at close. The disk reserve goes
+// first: it is the room the rest needs when the disk is full. Each step is done again by a later
+// reader while the dead writer's lock stays, which goes last: one that could not finish (a full
+// disk) leaves the rest to the next, not for good.
+// `marked`: whether this call marked it.
+Status finish_dead_writers_trace(const std::filesystem::path& path, bool mark, bool* marked) {
+  std::error_code ignored;
+  std::filesystem::remove(disk_reserve_path(path), ignored);
   ASSIGN_OR_RETURN(SqliteDb db, SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE));
-  RETURN_IF_ERROR(db.exec(
-      "BEGIN IMMEDIATE;"
-      "UPDATE run SET status = 'incomplete' WHERE id = 1 AND status = 'running';"
-      "INSERT OR REPLACE INTO stat (name, rank, value, severity, description) VALUES "
-      "('run_incomplete', -1, 1, 'data_loss', 'the writer stopped without closing the run; "
-      "events after its last commit are lost');"
-      "COMMIT;"));
+  if (mark) {
+    RETURN_IF_ERROR(db.exec(
+        "BEGIN IMMEDIATE;"
+        "UPDATE run SET status = 'incomplete' WHERE id = 1 AND status = 'running';"
+        "INSERT OR REPLACE INTO stat (name, rank, value, severity, description) VALUES "
+        "('run_incomplete', -1, 1, 'data_loss', 'the writer stopped without closing the run; "
+        "events after its last commit are lost');"
+        "COMMIT;"));
+    *marked = true;
+  }
   RETURN_IF_ERROR(create_deferred_indexes(db));
   (void)settle_into_one_file(db);  // best effort: another reader may hold it open
-  std::error_code ignored;  // the space the dead writer held back for a full disk
-  std::filesystem::remove(disk_reserve_path(path), ignored);
   remove_dead_writers_lock(path);
   return Status::ok();
 }
@@ -341,17 +353,33 @@ StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode 
   RETURN_IF_ERROR(check_schema_objects(trace));
   ASSIGN_OR_RETURN(trace.status, read_status(trace));
   trace.writer_alive = writer_alive(path);
-  if (trace.status != RunStatus::kRunning || trace.writer_alive) return trace;
-
-  trace.status = RunStatus::kIncomplete;
-  if (mode == TraceOpenMode::kReadStrict) return trace;
+  if (trace.writer_alive || mode == TraceOpenMode::kReadStrict) {
+    if (trace.status == RunStatus::kRunning && !trace.writer_alive) {
+      trace.status = RunStatus::kIncomplete;
+    }
+    return trace;
+  }
+  // Running with its writer gone; or marked by an earlier reader that could not finish the
+  // dead writer's close (a full disk), its lock left.
+  const bool running = trace.status == RunStatus::kRunning;
+  if (!running && !dead_writers_lock_left(path)) return trace;
   trace.db = SqliteDb();  // the read-write connection below recovers and checkpoints the WAL
-  Status marked = mark_incomplete(path);
-  if (marked.is_ok()) {
-    trace.marked_incomplete = true;
-  } else {
-    log::warn("{}: the run was left running by a writer that is gone, and it could not be marked "
-              "incomplete: {}", path.string(), marked.message());
+  bool marked = false;
+  Status finished = finish_dead_writers_trace(path, running, &marked);
+  if (running) {
+    trace.status = RunStatus::kIncomplete;
+    trace.marked_incomplete = marked;
+  }
+  if (running && !marked) {
+    log::warn(
+        "{}: the run was left running by a writer that is gone, and it could not be marked "
+        "incomplete: {}",
+        path.string(), finished.message());
+  } else if (running && !finished.is_ok()) {
+    log::warn("{}: {}; its writer's leftovers stay beside it, a later read finishes the job",
+              path.string(), finished.message());
+  } else if (!finished.is_ok()) {
+    log::debug("{}: the writer's leftovers stay: {}", path.string(), finished.message());
   }
   auto reopened = SqliteDb::open(name, flags);
   if (!reopened.is_ok()) return unreadable("{}", reopened.status().message());

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -107,6 +108,14 @@ bool is_disk_full(const SqliteDb& db, const std::filesystem::path& path) {
   if (dir.empty()) dir = ".";
   struct statvfs fs {};
   return statvfs(dir.c_str(), &fs) == 0 && (fs.f_bavail == 0 || fs.f_favail == 0);
+}
+
+// RLIMIT_FSIZE (ulimit -f), where one is set.
+std::optional<uint64_t> file_size_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return std::nullopt;
+  return uint64_t{limit.rlim_cur};
 }
 
 // The line of share/schema.sql after which come the indexes built at close.
@@ -1058,6 +1067,13 @@ Status TraceWriter::State::open_new() {
                                  std::max<uint64_t>(options.max_file_bytes / kTracePageBytes, 1)));
   }
   if (status.is_ok()) status = prepare_statements();
+  if (!status.is_ok() && file_size_limit()) {
+    // SQLite reports the EFBIG of a write past the limit as an I/O error.
+    return failed(
+        "the trace does not fit under the file-size limit of {} (ulimit -f; {}): "
+        "raise it, or run without a trace (--no-trace)",
+        format_bytes(*file_size_limit()), status.message());
+  }
   if (status.is_ok() || !is_disk_full(db, path)) return status;
   // SQLite says "disk I/O error" for a full disk met while it sizes its -shm file.
   return disk_full(status.message());
@@ -1079,7 +1095,14 @@ void TraceWriter::State::bound_log_by_reserve() {
     batch_event_limit =
         std::min<size_t>(batch_event_limit, std::max<uint64_t>(quarter / kLogBytesPerEvent, 1));
   }
-  if (reserve.bytes() < options.disk_reserve_bytes) {
+  if (const std::optional<uint64_t> limit = file_size_limit()) {
+    // Past it a write fails with EFBIG (partrain ignores SIGXFSZ): the full-disk path.
+    log::warn(
+        "trace {}: files are limited to {} here (ulimit -f): once the trace reaches that, "
+        "what comes after is not stored (a traced run goes on); raise the limit to keep "
+        "it all",
+        path.string(), format_bytes(*limit));
+  } else if (reserve.bytes() < options.disk_reserve_bytes) {
     const std::optional<uint64_t> free = free_bytes_beside(path);
     log::warn(
         "trace {}: little space on its filesystem ({} free after a reserve of {} instead "

@@ -17,7 +17,9 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "core/log.h"
 #include "core/status.h"
+#include "core/thread_start.h"
 #include "profiler/cupti/cupti_activity_parser.h"
 #include "profiler/gpu_trace_level.h"
 
@@ -279,7 +281,11 @@ Status CuptiSession::enable() {
     }
     enabled_.push_back(kind);
   }
-  flusher_ = std::thread([this] { periodic_flush(); });
+  // Without its thread the kernels are flushed on each step and at exit only.
+  if (Status started = start_thread(flusher_, [this] { periodic_flush(); }); !started.is_ok()) {
+    log::warn("CUPTI: {}: GPU activity is flushed only at step ends and at exit",
+              started.message());
+  }
   return Status::ok();
 }
 

@@ -1,16 +1,39 @@
 #include "profiler/flight/flight_dumper.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
+#include <string_view>
 
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
 
 namespace partrain::profiler {
+
 namespace {
+
+// Writes `text` to a new file at `path`, every byte and its close checked (a full disk may show
+// only at close): 0, or the errno of the first failure.
+int write_whole_file(const std::filesystem::path& path, std::string_view text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int error = 0;
+  while (!text.empty() && error == 0) {
+    const ssize_t written = ::write(fd, text.data(), text.size());
+    if (written > 0) {
+      text.remove_prefix(static_cast<size_t>(written));
+    } else if (written == 0 || errno != EINTR) {
+      error = written == 0 ? EIO : errno;
+    }
+  }
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
+  return error;
+}
 
 bool unfinished(const CollectiveEvent& e) {
   return e.state == CollectiveState::kEnqueued || e.state == CollectiveState::kStarted;
@@ -62,20 +85,20 @@ void FlightDumper::write_file(const profiler::FlightDump& dump) const {
       flight_dump_path(*options_.dir, options_.rank, options_.attempt);
   // Written beside and renamed, so the launcher never reads half a dump.
   const std::filesystem::path partial = path.string() + ".partial";
-  {
-    std::ofstream out(partial);
-    out << profiler::flight_dump_to_json(dump);
-    if (!out) {
-      log::warn("rank {}: cannot write the flight-recorder dump {}", options_.rank,
-                partial.string());
-      return;
-    }
+  const int error = write_whole_file(partial, profiler::flight_dump_to_json(dump));
+  if (error != 0) {
+    // A full disk (ENOSPC), the file-size limit (EFBIG): no dump rather than a truncated one.
+    ::unlink(partial.c_str());
+    log::warn("rank {}: the flight-recorder dump could not be written ({}): {}", options_.rank,
+              std::strerror(error), partial.string());
+    return;
   }
-  std::error_code error;
-  std::filesystem::rename(partial, path, error);
-  if (error) {
-    log::warn("rank {}: cannot write the flight-recorder dump {}: {}", options_.rank, path.string(),
-              error.message());
+  std::error_code renamed;
+  std::filesystem::rename(partial, path, renamed);
+  if (renamed) {
+    ::unlink(partial.c_str());
+    log::warn("rank {}: the flight-recorder dump could not be written ({}): {}", options_.rank,
+              renamed.message(), path.string());
   }
 }
 

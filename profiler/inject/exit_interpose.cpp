@@ -18,9 +18,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
+#include "core/thread_start.h"
 #include "profiler/inject/injected_process.h"
 
 #define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -57,21 +59,27 @@ void forget_flusher_in_child() {
 
 }  // namespace
 
-void start_exit_flusher() {
+Status start_exit_flusher() {
   std::lock_guard lock(g_flusher_mutex);
   static std::once_flag at_fork;
   std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, forget_flusher_in_child); });
-  if (g_request.load() >= 0) return;
+  if (g_request.load() >= 0) return Status::ok();
   const int request = ::eventfd(0, EFD_CLOEXEC);
   const int done = ::eventfd(0, EFD_CLOEXEC);
-  if (request < 0 || done < 0) {
+  std::thread flusher;
+  const Status started =
+      request < 0 || done < 0
+          ? unavailable("no eventfd ({})", std::strerror(errno))
+          : start_thread(flusher, [request, done] { flusher_loop(request, done); });
+  if (!started.is_ok()) {
     if (request >= 0) ::close(request);
     if (done >= 0) ::close(done);
-    return;  // _exit then ends without the flush, as before
+    return started;  // _exit then ends without the flush
   }
-  std::thread(flusher_loop, request, done).detach();
+  flusher.detach();
   g_done.store(done);
   g_request.store(request);
+  return Status::ok();
 }
 
 // Async-signal-safe: an atomic load, getpid, write and poll.

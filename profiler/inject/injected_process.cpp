@@ -16,6 +16,9 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "core/log.h"
+#include "core/thread_start.h"
+#include "profiler/host_refusal.h"
 #include "profiler/inject/nccl_profiler_plugin.h"
 #include "profiler/nvml/nvml_counter_source.h"
 #include "profiler/rank_gpu_counters.h"
@@ -205,7 +208,11 @@ InjectedProcess* InjectedProcess::begin(std::optional<int> rank) {
   process->start_gpu_counters();
   process->flight_ = RankFlight::start(process->torch_.flight_recorder(), *process->tracer_);
   g_current.store(process, std::memory_order_release);
-  start_exit_flusher();
+  if (Status flusher = start_exit_flusher(); !flusher.is_ok()) {
+    report_host_refusal(*process->tracer_, "exit_flush_unavailable", flusher,
+                        "no flush before _exit: if the process ends with _exit (os._exit, a "
+                        "shell's exit), the events it had not shipped yet are lost");
+  }
   static std::once_flag hooks;
   std::call_once(hooks, [] {
     ::pthread_atfork(nullptr, nullptr, forget_in_child);
@@ -243,7 +250,8 @@ bool InjectedProcess::stop() {
   // No dump from here on: the recorder and the tracer go with the process.
   if (process->flight_ != nullptr) process->flight_->close();
   const int64_t end_ns = monotonic_ns();
-  std::thread([process, end_ns] {
+  std::thread last_records;
+  const Status started = start_thread(last_records, [process, end_ns] {
     process->nccl_.flush_open_groups(end_ns);
     process->torch_.flush();  // NCCL calls whose PyTorch record never came
     process->nccl_plugin_.flush();  // tasks whose kernel channels never all came
@@ -255,7 +263,17 @@ bool InjectedProcess::stop() {
     if (GpuTracing* gpu = process->gpu()) gpu->stop_at_exit();
     process->tracer_->main_track_slice("process", SliceCategory::kPhase, process->start_ns_,
                                        end_ns);
-  }).join();
+  });
+  if (started.is_ok()) {
+    last_records.join();
+  } else {
+    // This thread's recorder registration is gone: nothing more can be recorded from it, not
+    // even a stat, so the loss is said here only.
+    log::warn(
+        "rank {}: {}: the process's last records (open NCCL groups, kernels still in "
+        "CUPTI's buffers, its process slice) are not recorded",
+        process->tracer_->rank(), started.message());
+  }
   (void)process->gpu_owner_.release();  // never destroyed: CUPTI may call into it until the end
   delete process;  // flushes and says goodbye to the collector
   return true;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/status.h"
 #include "profiler/gpu_activity_translator.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/gpu_tracing.h"
@@ -125,7 +126,8 @@ class InjectedProcess {
 };
 
 // The thread that ends the tracing when the process calls _exit or _Exit (exit_interpose.cpp):
-// started with the tracing, once per process image.
-void start_exit_flusher();
+// started with the tracing, once per process image. Unavailable when the host refuses the thread
+// or its eventfds: a process that then ends with _exit loses what it had not shipped.
+Status start_exit_flusher();
 
 }  // namespace partrain::profiler::inject

@@ -13,12 +13,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <thread>
 
 #include "core/env.h"
 #include "core/log.h"
 #include "core/subprocess.h"
+#include "core/thread_start.h"
+#include "profiler/host_refusal.h"
 
 namespace partrain::profiler::inject {
 namespace {
@@ -138,9 +141,11 @@ void relay_signals(SignalRelay* relay) {
   }
 }
 
-SignalRelay* make_relay() {
+StatusOr<SignalRelay*> make_relay() {
   int request[2];
-  if (::pipe2(request, O_CLOEXEC) != 0) return nullptr;
+  if (::pipe2(request, O_CLOEXEC) != 0) {
+    return unavailable("no pipe for the stop signals ({})", std::strerror(errno));
+  }
   // The handler's write never blocks: with the pipe full (signals faster than the dumps), the
   // signal is passed on at once.
   (void)::fcntl(request[1], F_SETFL, O_NONBLOCK);
@@ -155,23 +160,27 @@ SignalRelay* make_relay() {
   sigemptyset(&stop);
   for (int signal : kStopSignals) sigaddset(&stop, signal);
   ::pthread_sigmask(SIG_BLOCK, &stop, &before);
-  std::thread(relay_signals, relay).detach();
+  std::thread relay_thread;
+  const Status started = start_thread(relay_thread, [relay] { relay_signals(relay); });
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  if (!started.is_ok()) {
+    ::close(request[0]);
+    ::close(request[1]);
+    delete relay;
+    return started;
+  }
+  relay_thread.detach();
   return relay;
 }
 
 }  // namespace
 
-void take_stop_signals(RankFlight& flight) {
+Status take_stop_signals(RankFlight& flight) {
   if (SignalRelay* relay = g_relay.load()) {
     relay->flight.store(&flight);
-    return;
+    return Status::ok();
   }
-  SignalRelay* relay = make_relay();
-  if (relay == nullptr) {
-    log::warn("no pipe for the stop signals: a SIGTERM will not dump the flight recorder");
-    return;
-  }
+  ASSIGN_OR_RETURN(SignalRelay * relay, make_relay());
   relay->flight.store(&flight);
   size_t i = 0;
   for (int signal : kStopSignals) {
@@ -190,6 +199,7 @@ void take_stop_signals(RankFlight& flight) {
     sigemptyset(&action.sa_mask);
     ::sigaction(signal, &action, nullptr);
   }
+  return Status::ok();
 }
 
 bool retake_stop_signal(int signal) {
@@ -223,7 +233,12 @@ RankFlight* RankFlight::start(FlightRecorder& recorder, RankTracer& tracer) {
   const bool watching = timeout.is_ok() && timeout->has_value();
   if (!watching && !dir) return nullptr;
   auto* flight = new RankFlight(recorder, tracer, dir);
-  if (dir) take_stop_signals(*flight);
+  if (dir) {
+    if (Status taken = take_stop_signals(*flight); !taken.is_ok()) {
+      report_host_refusal(tracer, "stop_signal_dump_unavailable", taken,
+                          "a SIGTERM, SIGINT or SIGABRT does not dump the flight recorder");
+    }
+  }
   if (watching) flight->watch(**timeout);
   return flight;
 }
@@ -241,8 +256,14 @@ RankFlight::RankFlight(FlightRecorder& recorder, RankTracer& tracer,
 void RankFlight::watch(Nanoseconds timeout) {
   WatchdogOptions options;
   options.timeout = timeout;
-  watchdog_ = std::make_unique<CollectiveWatchdog>(
-      recorder_, options, [this](const WatchdogTimeout& t) { fire(t); });
+  try {
+    watchdog_ = std::make_unique<CollectiveWatchdog>(recorder_, options,
+                                                     [this](const WatchdogTimeout& t) { fire(t); });
+  } catch (const std::system_error& e) {
+    report_host_refusal(tracer_, "collective_watchdog_unavailable",
+                        unavailable("the host refused a new thread ({})", e.what()),
+                        "no collective watchdog: a hung collective is neither diagnosed nor ended");
+  }
 }
 
 void RankFlight::close() {

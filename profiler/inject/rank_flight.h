@@ -60,7 +60,8 @@ class RankFlight {
 // signal). SIGABRT, which ends the process when its handler returns, is the exception: its
 // handler waits (at most 3 s) for that thread's dump and flush, then hands it on. A fork()ed
 // child passes its signals straight on.
-void take_stop_signals(RankFlight& flight);
+// Unavailable (and the signals left as they were) when the host refuses the pipe or the thread.
+Status take_stop_signals(RankFlight& flight);
 
 // Takes `signal` (one of the stop signals) back after the program replaced our handler, the
 // program's handler becoming the one the signal is passed on to after the dump. CPython's SIGINT

@@ -1,16 +1,22 @@
 #include "runner/launch/node_heartbeat.h"
 
 #include "core/log.h"
+#include "core/thread_start.h"
 #include "runner/launch/node_watch.h"
 #include "runner/rendezvous/store_client.h"
 
 namespace partrain::launch {
 
-std::unique_ptr<NodeHeartbeat> NodeHeartbeat::start(std::string host, uint16_t port,
-                                                    std::string token, int node_rank) {
+StatusOr<std::unique_ptr<NodeHeartbeat>> NodeHeartbeat::start(std::string host, uint16_t port,
+                                                              std::string token, int node_rank) {
   std::unique_ptr<NodeHeartbeat> heartbeat(
       new NodeHeartbeat(std::move(host), port, std::move(token), node_rank));
-  heartbeat->thread_ = std::thread([raw = heartbeat.get()] { raw->loop(); });
+  if (Status started = start_thread(heartbeat->thread_, [raw = heartbeat.get()] { raw->loop(); });
+      !started.is_ok()) {
+    heartbeat->stopping_ = true;  // no thread to stop
+    return failed("cannot start node {}'s heartbeat: {}; {}", node_rank, started.message(),
+                  kThreadRefusedRemedy);
+  }
   return heartbeat;
 }
 

@@ -9,12 +9,14 @@
 #include <string>
 #include <thread>
 
+#include "core/status.h"
+
 namespace partrain::launch {
 
 class NodeHeartbeat {
  public:
-  static std::unique_ptr<NodeHeartbeat> start(std::string host, uint16_t port, std::string token,
-                                              int node_rank);
+  static StatusOr<std::unique_ptr<NodeHeartbeat>> start(std::string host, uint16_t port,
+                                                        std::string token, int node_rank);
   // Says "done" (this node leaves, it is not lost) and stops.
   void finish();
   // Stops without saying "done".

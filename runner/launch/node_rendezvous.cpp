@@ -89,8 +89,8 @@ StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::join(const RendezvousP
     RETURN_IF_ERROR(rdzv->register_and_wait(interrupted, stop_signal));
     rdzv->joined_ns_ = monotonic_ns();
     if (plan.node_rank != 0) {
-      rdzv->heartbeat_ = NodeHeartbeat::start(plan.master_addr, rdzv->port_, plan.token,
-                                              plan.node_rank);
+      ASSIGN_OR_RETURN(rdzv->heartbeat_, NodeHeartbeat::start(plan.master_addr, rdzv->port_,
+                                                              plan.token, plan.node_rank));
     }
   }
   return rdzv;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "core/byte_size.h"
+#include "core/log.h"
 #include "core/own_file.h"
 
 namespace partrain::launch {
@@ -72,6 +74,7 @@ StatusOr<OutputRelay> OutputRelay::open(RelayOptions options, const std::vector<
       // never through a link planted at the name.
       ASSIGN_OR_RETURN(const int fd, open_own_file(path, "the rank's log file"));
       slot.log_file.reset(fd);
+      slot.log_path = path;
       if (::ftruncate(fd, 0) != 0) {
         return failed("cannot empty the log file '{}': {}", path, strerror(errno));
       }
@@ -106,12 +109,13 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view piece, c
   // The bytes as the worker wrote them: a newline only where it wrote one (a log file, and the
   // terminal without prefixes, get a worker's output byte for byte). With prefixes every piece
   // ends its line, so that the next one starts with its rank.
+  bool logged = false;
   if (slot.log_file.valid()) {
     std::string text(piece);
     if (end == '\n' || end == '\r') text += end;
-    (void)write_all(slot.log_file.get(), text);
+    logged = write_log(slot, text, end);
   }
-  if ((slot.log_file.valid() && !options_.tee) || terminal_error_ != 0) return;
+  if ((logged && !options_.tee) || terminal_error_ != 0) return;
   int fd = stream == Stream::kStdout ? options_.terminal_stdout : options_.terminal_stderr;
   std::string text;
   if (slot.prefix.empty()) {
@@ -136,6 +140,29 @@ void OutputRelay::emit_line(Slot& slot, Stream stream, std::string_view piece, c
   }
   const int error = write_all(fd, text);
   if (error != 0 && stream == Stream::kStdout) terminal_error_ = error;
+}
+
+bool OutputRelay::write_log(Slot& slot, std::string_view text, char end) {
+  if (slot.log_error == 0) {
+    slot.log_error = write_all(slot.log_file.get(), text);
+    if (slot.log_error == 0) return true;
+    log::warn("rank {}'s log {}: {}: its output goes to the terminal from here on", slot.rank,
+              slot.log_path, strerror(slot.log_error));
+  }
+  slot.lost_bytes += text.size();
+  if (end != kPiece && end != kShownRedraw) ++slot.lost_lines;
+  return false;
+}
+
+std::vector<std::string> OutputRelay::log_losses() const {
+  std::vector<std::string> losses;
+  for (const Slot& slot : slots_) {
+    if (slot.log_error == 0) continue;
+    losses.push_back(fmt::format("rank {}'s log {} lost {} lines ({}): {}", slot.rank,
+                                 slot.log_path, slot.lost_lines, format_bytes(slot.lost_bytes),
+                                 strerror(slot.log_error)));
+  }
+  return losses;
 }
 
 void OutputRelay::show_redraw(Slot& slot, Stream stream, std::string& pending) {

@@ -63,6 +63,10 @@ class OutputRelay {
   // EPIPE) or it cannot take more (`> /dev/full`, ENOSPC). The errno, or 0.
   bool terminal_broken() const { return terminal_error_ != 0; }
   int terminal_error() const { return terminal_error_; }
+  // Per rank log that a write failed (a full disk, ENOSPC): its path, the reason, and what did
+  // not reach it ("rank 1's log /l/rank_1.log lost 120 lines (13.2 KiB): No space left on
+  // device"). Its rank's output went to the terminal from then on.
+  std::vector<std::string> log_losses() const;
 
  private:
   struct Slot {
@@ -78,6 +82,10 @@ class OutputRelay {
     std::string shown_redraw[2];
     std::chrono::steady_clock::time_point last_bytes[2];  // when the stream last wrote
     UniqueFd log_file;
+    std::string log_path;
+    int log_error = 0;  // the errno of the first failed write; the log is not written after it
+    uint64_t lost_lines = 0;
+    uint64_t lost_bytes = 0;
     std::deque<std::string> tail;
   };
   explicit OutputRelay(RelayOptions options) : options_(std::move(options)) {}
@@ -92,6 +100,8 @@ class OutputRelay {
   // At the end of a read: a redrawn line's state so far goes out (its bytes to the log as they
   // are; on a prefixed terminal with its prefix, the cursor back at the line's start).
   void show_redraw(Slot& slot, Stream stream, std::string& pending);
+  // Writes a piece to the slot's log: false once the log cannot take it (said once, counted).
+  bool write_log(Slot& slot, std::string_view text, char end);
 
   RelayOptions options_;
   std::vector<Slot> slots_;

@@ -77,6 +77,7 @@ StatusOr<SupervisorResult> Supervisor::run(const std::vector<WorkerSpec>& worker
     workers_[slot].seen.exit = workers_[slot].process.exit_status();
     result_.processes.push_back(workers_[slot].seen);
   }
+  for (const std::string& loss : relay_.log_losses()) log::warn("{}", loss);
   return std::move(result_);
 }
 

@@ -21,6 +21,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/thread_start.h"
 #include "runner/rendezvous/connection_deadlines.h"
 #include "runner/rendezvous/listen_socket.h"
 #include "runner/rendezvous/partrain_session.h"
@@ -557,7 +558,13 @@ StatusOr<std::unique_ptr<StoreServer>> StoreServer::start(const std::string& bin
   wake_event.data.u64 = kWakeTag;
   ::epoll_ctl(state->epoll_fd, EPOLL_CTL_ADD, state->wake_fd, &wake_event);
   State* raw = state.get();
-  state->loop_thread = std::thread([raw] { raw->run(); });
+  if (Status started = start_thread(state->loop_thread, [raw] { raw->run(); }); !started.is_ok()) {
+    for (int fd : {state->listen_fd, state->wake_fd, state->epoll_fd, state->spare_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return failed("cannot start the rendezvous store: {}; {}", started.message(),
+                  kThreadRefusedRemedy);
+  }
   log::debug("rendezvous store listening on {}:{} (at most {} connections)", bind_host,
              state->port, state->max_connections);
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(state)));

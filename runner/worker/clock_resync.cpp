@@ -2,6 +2,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/thread_start.h"
 
 namespace partrain::runner {
 
@@ -40,7 +41,13 @@ std::unique_ptr<ClockResync> ClockResync::start(const WorkerEnv& env, profiler::
   std::unique_ptr<ClockResync> resync(
       new ClockResync(std::move(connection), std::move(identity), tracer, options));
   resync->add(first, first_local_ns);
-  if (resync->client_) resync->thread_ = std::thread([r = resync.get()] { r->loop(); });
+  if (resync->client_) {
+    if (Status started = start_thread(resync->thread_, [r = resync.get()] { r->loop(); });
+        !started.is_ok()) {
+      log::warn("rank {}: clock re-sync disabled, the offset measured at join stays in force ({})",
+                env.rank, started.message());
+    }
+  }
   return resync;
 }
 

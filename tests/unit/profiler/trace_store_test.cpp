@@ -5,9 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "profiler/trace_open.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/file_size_limit.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
@@ -392,36 +394,43 @@ TEST_F(TraceStoreTest, SecondWriterAndExistingFileAreRefused) {
   EXPECT_TRUE(TraceWriter::create(path, {.overwrite = true}).is_ok());
 }
 
-// The writer process dies (SIGKILL) with a batch open: committed batches survive, the open one
-// is gone, and the first reader marks the run incomplete.
-TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
-  fs::path path = file("killed.db");
-  constexpr int kBatches = 3;
-  constexpr int kPerBatch = 1000;
+// A writer process killed (SIGKILL) after committing `batches` of `per_batch` slices, with
+// `uncommitted` appended after the last commit.
+void kill_writer_after_commits(const fs::path& path, int batches, int per_batch,
+                               const std::vector<TraceEvent>& uncommitted) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     auto writer = TraceWriter::create(path);
     if (!writer.is_ok()) _exit(2);
     int64_t ts = 0;
-    for (int b = 0; b < kBatches; ++b) {
+    for (int b = 0; b < batches; ++b) {
       std::vector<TraceEvent> batch;
-      for (int i = 0; i < kPerBatch; ++i) {
+      for (int i = 0; i < per_batch; ++i) {
         batch.push_back(SliceEvent{0, TrackKind::kCpuThread, "main", "op", SliceCategory::kCompute,
                                    ts++, 1, b, -1, -1});
       }
       (*writer)->append(batch);
       if (!(*writer)->commit().is_ok()) _exit(3);
     }
-    std::vector<TraceEvent> lost(kPerBatch, MemorySample{0, 0, 0, 1});
-    for (int i = 0; i < kPerBatch; ++i) std::get<MemorySample>(lost[i]).ts_ns = i;
-    (*writer)->append(lost);  // uncommitted
+    (*writer)->append(uncommitted);
     raise(SIGKILL);
     _exit(4);
   }
   int wstatus = 0;
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exit " << WEXITSTATUS(wstatus);
+}
+
+// The writer process dies (SIGKILL) with a batch open: committed batches survive, the open one
+// is gone, and the first reader marks the run incomplete.
+TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
+  fs::path path = file("killed.db");
+  constexpr int kBatches = 3;
+  constexpr int kPerBatch = 1000;
+  std::vector<TraceEvent> lost(kPerBatch, MemorySample{0, 0, 0, 1});
+  for (int i = 0; i < kPerBatch; ++i) std::get<MemorySample>(lost[i]).ts_ns = i;
+  kill_writer_after_commits(path, kBatches, kPerBatch, lost);
   ASSERT_TRUE(fs::exists(writer_lock_path(path)));
   ASSERT_TRUE(fs::exists(disk_reserve_path(path))) << "the dead writer's reserve is left";
 
@@ -452,6 +461,42 @@ TEST_F(TraceStoreTest, WriterKilledMidBatchLeavesAnIncompleteReadableTrace) {
   ASSERT_TRUE(create_deferred_indexes(*db).is_ok()) << "a second time builds nothing";
   EXPECT_EQ(index_count(*db, "slice_track_ts"), 1);
   EXPECT_EQ(query_rows(*db, "PRAGMA integrity_check"), "ok\n");
+}
+
+// A killed run's trace first read while its disk is full (played by the file-size limit, which
+// needs no root and fails SQLite's writes the same way): that reader marks it incomplete but
+// cannot build the indexes. It frees the dead writer's reserve all the same (the room the rest
+// needs), and the next reader, with room, finishes the job: indexes, one file, no lock.
+TEST_F(TraceStoreTest, AReaderFinishesWhatAFullDiskLeftOfADeadWritersTrace) {
+  fs::path path = file("killed_full.db");
+  kill_writer_after_commits(path, 20, 1000, {});
+  ASSERT_TRUE(fs::exists(disk_reserve_path(path)));
+
+  // Room for the marking (a few pages more in either file), not for the indexes.
+  std::error_code error;
+  const uintmax_t wal_bytes = fs::file_size(path.string() + "-wal", error);
+  const auto room = static_cast<rlim_t>(
+      std::max<uintmax_t>(fs::file_size(path), error ? 0 : wal_bytes) + (64 << 10));
+  testing::LimitedRun first = testing::run_with_file_size_limit(room, [&] {
+    auto trace = open_trace(path);
+    if (!trace.is_ok() || !trace->marked_incomplete) return 3;
+    return fs::exists(writer_lock_path(path)) ? 0 : 4;  // not finished: the scenario holds
+  });
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("a later read finishes the job"), std::string::npos) << first.err;
+  EXPECT_FALSE(fs::exists(disk_reserve_path(path))) << "the first reader frees the reserve";
+
+  {
+    auto trace = open_trace(path);
+    ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+    EXPECT_EQ(trace->status, RunStatus::kIncomplete);
+    EXPECT_FALSE(trace->marked_incomplete) << "marked by the first reader";
+    EXPECT_EQ(index_count(trace->db, "slice_track_ts"), 1);
+    EXPECT_EQ(query_number(trace->db, "SELECT count(*) FROM slices"), 20000);
+  }
+  EXPECT_FALSE(fs::exists(writer_lock_path(path))) << "the second reader removes the lock";
+  EXPECT_FALSE(fs::exists(path.string() + "-wal"));
+  EXPECT_FALSE(fs::exists(path.string() + "-shm"));
 }
 
 std::vector<TraceEvent> numbered_slices(int count, int64_t& ts) {

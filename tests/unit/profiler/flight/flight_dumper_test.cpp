@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/file_size_limit.h"
+
 namespace partrain::profiler {
 namespace {
 
@@ -22,11 +24,8 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-TEST(FlightDumper, FirstCauseWinsAndTheFileReadsBack) {
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / ("flight_dumper_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  profiler::FlightRecorder recorder;
+// One all_reduce of 4 bytes on the world of ranks 0 and 1, not finished.
+void record_all_reduce(profiler::FlightRecorder& recorder) {
   CollectiveEvent event;
   event.comm_id = "world";
   event.op = "all_reduce";
@@ -34,6 +33,14 @@ TEST(FlightDumper, FirstCauseWinsAndTheFileReadsBack) {
   event.bytes = 4;
   event.group_ranks = {0, 1};
   recorder.record(event);
+}
+
+TEST(FlightDumper, FirstCauseWinsAndTheFileReadsBack) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("flight_dumper_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  profiler::FlightRecorder recorder;
+  record_all_reduce(recorder);
   FlightDumper dumper(recorder, FlightDumperOptions{3, dir, nullptr, 16});
   ::testing::internal::CaptureStderr();
   EXPECT_TRUE(
@@ -109,6 +116,32 @@ TEST(FlightDumper, SignalDumpsAreQuiet) {
   ::testing::internal::CaptureStderr();
   EXPECT_TRUE(dumper.dump(profiler::DumpTrigger::kSignal, "stopped by SIGTERM"));
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+// A dump that does not fit (a full disk; here the file-size limit, which needs no root and fails
+// the same way, with SIGXFSZ ignored as partrain does) leaves no file, not an empty one renamed
+// into place, and the rank says which dump was lost and why. The dump is small: it is written out
+// only when the file closes, where the old code no longer checked.
+TEST(FlightDumper, ADumpThatDoesNotFitLeavesNoFileAndSaysSo) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("flight_dumper_full_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  profiler::FlightRecorder recorder;
+  record_all_reduce(recorder);
+  testing::LimitedRun run = testing::run_with_file_size_limit(0, [&] {
+    FlightDumper dumper(recorder, FlightDumperOptions{3, dir, nullptr, 16});
+    dumper.dump(profiler::DumpTrigger::kSignal, "stopped by SIGTERM");
+    return 0;
+  });
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_FALSE(fs::exists(dir / "rank_3.json"));
+  EXPECT_FALSE(fs::exists(dir / "rank_3.json.partial"));
+  EXPECT_NE(
+      run.err.find("rank 3: the flight-recorder dump could not be written (File too large): " +
+                   (dir / "rank_3.json.partial").string()),
+      std::string::npos)
+      << run.err;
+  fs::remove_all(dir);
 }
 
 }  // namespace

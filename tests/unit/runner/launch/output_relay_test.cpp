@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/file_size_limit.h"
+
 namespace partrain::launch {
 namespace {
 
@@ -168,7 +170,7 @@ TEST_F(RelayTest, AQuietPartialLineIsShownAndItsRestContinuesIt) {
 // --log-dir's files): a stream that does not end with a newline gets none (a binary written to
 // stdout came out one byte longer). With prefixes, a last partial line still ends its line.
 TEST_F(RelayTest, WithoutPrefixesTheBytesAreTheWorkers) {
-  const std::string dir = testing::TempDir() + "/relay_exact_" + std::to_string(::getpid());
+  const std::string dir = ::testing::TempDir() + "/relay_exact_" + std::to_string(::getpid());
   RelayOptions o = options();
   o.prefix = false;
   o.log_dir = dir;
@@ -187,7 +189,7 @@ TEST_F(RelayTest, WithoutPrefixesTheBytesAreTheWorkers) {
 }
 
 TEST_F(RelayTest, LogDirWritesOneFilePerRankAndTeeAlsoPrints) {
-  std::string dir = testing::TempDir() + "/relay_logs_" + std::to_string(::getpid());
+  std::string dir = ::testing::TempDir() + "/relay_logs_" + std::to_string(::getpid());
   for (bool tee : {false, true}) {
     RelayOptions o = options();
     o.log_dir = dir;
@@ -208,11 +210,53 @@ TEST_F(RelayTest, LogDirWritesOneFilePerRankAndTeeAlsoPrints) {
   std::filesystem::remove_all(dir);
 }
 
+// A rank log the disk cannot take (a full disk; here the file-size limit, which fails the same
+// way and needs no root, with SIGXFSZ ignored as partrain does): the rank's output goes on to the
+// terminal, the log's path and errno are said once, and the lines it lost are counted.
+TEST(RelayLogFull, OutputGoesOnToTheTerminalAndTheLossIsCounted) {
+  const std::string dir = ::testing::TempDir() + "/relay_full_" + std::to_string(::getpid());
+  int terminal[2];
+  ASSERT_EQ(::pipe(terminal), 0);
+  RelayOptions o;
+  o.terminal_stdout = terminal[1];
+  o.terminal_stderr = terminal[1];
+  o.log_dir = dir;
+  auto relay = OutputRelay::open(o, {1});
+  ASSERT_TRUE(relay.is_ok()) << relay.status().message();
+  testing::LimitedRun run = testing::run_with_file_size_limit(16, [&] {
+    relay->feed(0, Stream::kStdout, "in the log\n");
+    relay->feed(0, Stream::kStdout, "too much for it\n");
+    relay->feed(0, Stream::kStderr, "and this\n");
+    relay->finish(0, Stream::kStdout);
+    for (const std::string& loss : relay->log_losses()) std::fprintf(stderr, "%s\n", loss.c_str());
+    return 0;
+  });
+  ::close(terminal[1]);
+  char shown[256] = {};
+  EXPECT_GT(::read(terminal[0], shown, sizeof shown - 1), 0);
+  ::close(terminal[0]);
+  EXPECT_EQ(std::string(shown), "[rank 1] too much for it\n[rank 1] and this\n");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(
+      run.err.find("rank 1's log " + dir +
+                   "/rank_1.log: File too large: its output goes to the terminal from here on"),
+      std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("rank 1's log " + dir + "/rank_1.log lost 2 lines (25 B): File too large"),
+            std::string::npos)
+      << run.err;
+  std::ifstream file(dir + "/rank_1.log");
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(text.str().rfind("in the log\n", 0), 0u) << text.str();
+  std::filesystem::remove_all(dir);
+}
+
 // A run's logs go into a directory of their own, never over another run's: a --run-id given
 // again gets <id>.2, .3.
 TEST(RunLogDir, EachRunGetsANewDirectoryNamedByItsId) {
   const std::string root =
-      testing::TempDir() + "/run_logs_" + std::to_string(::getpid()) + "/nested";
+      ::testing::TempDir() + "/run_logs_" + std::to_string(::getpid()) + "/nested";
   auto first = new_run_log_dir(root, "abc123");
   ASSERT_TRUE(first.is_ok()) << first.status().message();
   EXPECT_EQ(*first, root + "/abc123");
@@ -233,7 +277,7 @@ TEST(RunLogDir, EachRunGetsANewDirectoryNamedByItsId) {
   auto refused = new_run_log_dir(file, "abc123");
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find(file), std::string::npos) << refused.status().message();
-  std::filesystem::remove_all(testing::TempDir() + "/run_logs_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(::testing::TempDir() + "/run_logs_" + std::to_string(::getpid()));
 }
 
 }  // namespace
