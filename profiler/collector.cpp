@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/fd_above_stdio.h"
 #include "core/log.h"
 #include "core/temp_dir.h"
 
@@ -490,7 +491,8 @@ CollectorClient::~CollectorClient() {
 bool CollectorClient::connect_once() {
   auto address = unix_address(options_.socket_path);
   if (!address.is_ok()) return false;
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Inside a traced program started with stdin or stdout closed, the socket must not become it.
+  const int fd = fd_above_stdio(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd < 0) return false;
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof(sockaddr_un)) != 0) {
     ::close(fd);

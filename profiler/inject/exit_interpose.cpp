@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/fd_above_stdio.h"
 #include "profiler/inject/injected_process.h"
 
 #define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -62,8 +63,8 @@ void start_exit_flusher() {
   static std::once_flag at_fork;
   std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, forget_flusher_in_child); });
   if (g_request.load() >= 0) return;
-  const int request = ::eventfd(0, EFD_CLOEXEC);
-  const int done = ::eventfd(0, EFD_CLOEXEC);
+  const int request = fd_above_stdio(::eventfd(0, EFD_CLOEXEC));
+  const int done = fd_above_stdio(::eventfd(0, EFD_CLOEXEC));
   if (request < 0 || done < 0) {
     if (request >= 0) ::close(request);
     if (done >= 0) ::close(done);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/env.h"
+#include "core/fd_above_stdio.h"
 #include "core/log.h"
 #include "core/subprocess.h"
 
@@ -141,6 +142,14 @@ void relay_signals(SignalRelay* relay) {
 SignalRelay* make_relay() {
   int request[2];
   if (::pipe2(request, O_CLOEXEC) != 0) return nullptr;
+  request[0] = fd_above_stdio(request[0]);  // never the program's closed stdin or stdout
+  request[1] = fd_above_stdio(request[1]);
+  if (request[0] < 0 || request[1] < 0) {
+    for (int fd : request) {
+      if (fd >= 0) ::close(fd);
+    }
+    return nullptr;
+  }
   // The handler's write never blocks: with the pipe full (signals faster than the dumps), the
   // signal is passed on at once.
   (void)::fcntl(request[1], F_SETFL, O_NONBLOCK);

@@ -133,6 +133,50 @@ TEST_F(TraceCommandTest, ARankEndingWithUnderscoreExitIsRecordedWhole) {
             "0\n");
 }
 
+// A rank started with stdin or stdout closed (`0<&-`, a daemon's) sees them closed as it would
+// untraced: the injection library's socket, eventfds and pipes land at 3 or above. The socket
+// took fd 0 (the program's stdin read hung on it) or fd 1 (its prints went to the collector,
+// which dropped the connection as "not a partrain collector frame").
+TEST_F(TraceCommandTest, ARankStartedWithStdinOrStdoutClosedSeesThemClosed) {
+  const fs::path program = dir_ / "streams.py";
+  std::ofstream(program) << "import os, sys\n"
+                            "def state(fd):\n"
+                            "    try:\n"
+                            "        os.fstat(fd)\n"
+                            "        return 'open'\n"
+                            "    except OSError:\n"
+                            "        return 'closed'\n"
+                            "seen = f'fd0 {state(0)} fd1 {state(1)}'\n"
+                            "text = repr(sys.stdin.read(10)) if sys.stdin else 'None'\n"
+                            "print('printed to a closed stdout' * 100)\n"
+                            "with open(sys.argv[1], 'w') as out:\n"
+                            "    out.write(f'stdin {text} {seen}')\n";
+  struct Case {
+    const char* redirect;
+    const char* seen;
+  };
+  for (const Case& c : {Case{"0<&-", "stdin None fd0 closed fd1 open"},
+                        Case{"1>&- </dev/null", "stdin '' fd0 open fd1 closed"},
+                        Case{"0<&- 1>&-", "stdin None fd0 closed fd1 closed"}}) {
+    SCOPED_TRACE(c.redirect);
+    const fs::path seen = dir_ / "seen";
+    fs::remove(seen);
+    const fs::path trace = dir_ / "closed.db";
+    fs::remove(trace);
+    // The rank closes them itself (exec in the command), as a job script would: `partrain
+    // trace` keeps its own standard streams.
+    CommandResult r = run_shell(fmt::format(
+        "RANK=0 WORLD_SIZE=1 timeout 30 {} trace -o {} -- sh -c 'exec python3 {} {} {}' </dev/null",
+        partrain_binary(), trace.string(), program.string(), seen.string(), c.redirect));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_file(seen.string()), c.seen);
+    EXPECT_EQ(r.err.find("not a partrain collector frame"), std::string::npos) << r.err;
+    EXPECT_EQ(query(trace, "SELECT rank FROM ranks"), "0\n");
+    EXPECT_EQ(query(trace, "SELECT count(*) FROM stats WHERE name = 'collector_rejected_clients'"),
+              "0\n");
+  }
+}
+
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
 // starts is that rank, not a helper of the tracer. Its own children, which inherit the same
 // RANK, stay helpers of it.
