@@ -19,6 +19,7 @@ constexpr std::string_view kUncleanStat = "collector_unclean_disconnects";
 constexpr std::string_view kRejectedStat = "collector_rejected_clients";
 constexpr std::string_view kDrainCutStat = "collector_drain_timeouts";
 constexpr std::string_view kForeignStat = "collector_foreign_clients";
+constexpr std::string_view kSharedRankStat = "rank_recorded_by_two_processes";
 
 StatEvent stat(std::string_view name, int32_t rank, uint64_t value, StatSeverity severity,
                std::string_view description) {
@@ -53,6 +54,7 @@ struct TraceSession::Ingest {
   void on_records(int rank, std::span<const uint8_t> records, uint32_t count);
   void on_dropped(int rank, uint64_t count);
   void on_closed(int rank, bool clean);
+  void on_rank_shared(int rank, pid_t pid, pid_t other);
   void on_tick();
   void append_locked(std::span<const TraceEvent> events);
   void close_writer();
@@ -110,6 +112,24 @@ void TraceSession::Ingest::on_closed(int rank, bool clean) {
   append_locked(std::span(&event, 1));
 }
 
+// Their rows mix under one rank (the ranks table keeps the last one's pid) and the other ranks
+// they were are missing: said, never silently.
+void TraceSession::Ingest::on_rank_shared(int rank, pid_t pid, pid_t other) {
+  log::warn(
+      "trace collector: processes {} and {} both record as rank {} (neither started the "
+      "other): their events mix under that rank; set each process's RANK, or unset an "
+      "inherited launcher variable (SLURM_PROCID, RANK) that is not its rank",
+      other, pid, rank);
+  const TraceEvent event = stat(
+      kSharedRankStat, rank, 1, StatSeverity::kDataLoss,
+      fmt::format("processes recording as this rank at the same time besides the first (pids {} "
+                  "and {}; neither started the other): their events are mixed under one rank, "
+                  "and the ranks they were are missing",
+                  other, pid));
+  std::lock_guard lock(mutex);
+  append_locked(std::span(&event, 1));
+}
+
 void TraceSession::Ingest::on_tick() {
   std::lock_guard lock(mutex);
   if (writer) writer->commit_if_due();
@@ -140,7 +160,9 @@ StatusOr<std::unique_ptr<TraceSession>> TraceSession::start(TraceSessionOptions 
       .dropped = [ingest](int rank, uint64_t count) { ingest->on_dropped(rank, count); },
       .closed = [ingest](int rank, bool clean) { ingest->on_closed(rank, clean); },
       .tick = [ingest] { ingest->on_tick(); },
-      .hello = std::move(options.rank_connected)};
+      .hello = std::move(options.rank_connected),
+      .rank_shared = [ingest](int rank, pid_t pid,
+                              pid_t other) { ingest->on_rank_shared(rank, pid, other); }};
   // One socket per launcher: the launchers of a run's nodes share the run id, and several of
   // them may run on one host (a multi-node run tried out on one machine).
   CollectorOptions collector_options{.socket_path = fmt::format("{}/collector-{}.sock", dir,

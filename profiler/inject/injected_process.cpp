@@ -34,10 +34,15 @@ std::optional<int> env_int(std::string_view name) {
   return static_cast<int>(**value);
 }
 
-// The process's world rank as the common launchers publish it.
-std::optional<int> launcher_rank() {
+// The process's world rank as the common launchers publish it, and the variable that says it.
+struct LauncherRank {
+  int rank;
+  const char* variable;
+};
+
+std::optional<LauncherRank> launcher_rank() {
   for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (std::optional<int> rank = env_int(name)) return rank;
+    if (std::optional<int> rank = env_int(name)) return LauncherRank{*rank, name};
   }
   return std::nullopt;
 }
@@ -76,13 +81,16 @@ bool parent_is_tracer() {
   return tracer && *tracer == static_cast<int>(::getppid());
 }
 
-// Whether the process that started this one was given the same launcher rank: this one is then
-// a helper of that rank (a compiler, a data loader), or the program a wrapper runs (`bash
-// run.sh` -> python), and records the rank only once it acts as one. The command `partrain
-// trace` started is the rank even when RANK came from outside, set for the tracer too
-// (`RANK=0 partrain trace -- python train.py`): the tracer is no rank.
-bool started_by_same_rank(int rank) {
-  return parent_has("RANK=" + std::to_string(rank)) && !parent_is_tracer();
+// Whether the process that started this one was given the same launcher rank (the same
+// variable with the same value): this one is then a helper of that rank (a compiler, a data
+// loader), the program a wrapper runs (`bash run.sh` -> python), or one of the processes a rank
+// spawns (torch.multiprocessing's, which all inherit an sbatch script's SLURM_PROCID), and
+// records the rank only once it acts as one. The command `partrain trace` started is the rank
+// even when the variable came from outside, set for the tracer too (`RANK=0 partrain trace --
+// python train.py`): the tracer is no rank.
+bool started_by_same_rank(const LauncherRank& published) {
+  return parent_has(fmt::format("{}={}", published.variable, published.rank)) &&
+         !parent_is_tracer();
 }
 
 // A fork()ed child has none of the tracer's threads: it is not traced (an exec'd program that
@@ -155,23 +163,39 @@ void InjectedProcess::step_ended(int64_t step, int64_t start_ns, int64_t end_ns)
 InjectedProcess* InjectedProcess::start_at_load() {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
-  const std::optional<int> rank = launcher_rank();
-  if (!rank || started_by_same_rank(*rank)) return nullptr;
-  return begin(*rank);
+  const std::optional<LauncherRank> published = launcher_rank();
+  if (!published || started_by_same_rank(*published)) return nullptr;
+  return begin(published->rank);
 }
 
 InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank) {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
-  const std::optional<int> published = launcher_rank();
-  InjectedProcess* process = begin(published ? *published : rank);
-  if (process != nullptr && published && started_by_same_rank(*published)) {
+  const std::optional<LauncherRank> published = launcher_rank();
+  if (!published) return begin(rank);
+  const bool inherited = started_by_same_rank(*published);
+  // An inherited variable is the parent's rank, not this process's: the processes a rank
+  // spawns (mp.spawn under an sbatch script's SLURM_PROCID=0) all carry it, and each is the
+  // rank its process group says.
+  if (inherited && rank && *rank != published->rank) {
+    InjectedProcess* process = begin(rank);
+    if (process != nullptr) {
+      process->tracer_->emit(StatEvent{
+          "launcher_rank_inherited", *rank, 1, StatSeverity::kInfo,
+          fmt::format("the process inherited {}={} from the process that started it (which has "
+                      "it too) and its process group made it rank {}: it is recorded as rank {}",
+                      published->variable, published->rank, *rank, *rank)});
+    }
+    return process;
+  }
+  InjectedProcess* process = begin(published->rank);
+  if (process != nullptr && inherited) {
     process->tracer_->emit(StatEvent{
-        "rank_process_taken_over", *published, 1, StatSeverity::kInfo,
+        "rank_process_taken_over", published->rank, 1, StatSeverity::kInfo,
         fmt::format("the process the launcher started as rank {} (a shell wrapper, or a "
                     "launcher under a launcher) set up no communicator or process group; one it "
                     "started did, and is the rank from then on (its pid is the rank's)",
-                    *published)});
+                    published->rank)});
   }
   return process;
 }

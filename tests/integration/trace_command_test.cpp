@@ -177,6 +177,23 @@ TEST_F(TraceCommandTest, ARankStartedWithStdinOrStdoutClosedSeesThemClosed) {
   }
 }
 
+// Two processes given the same rank that neither started the other (siblings a script gave one
+// RANK by mistake) both record as that rank: said as a warning and a data_loss stat, never
+// silently. A wrapper and the program it runs are one rank (ACommandTracedUnderAnOuterRank...).
+TEST_F(TraceCommandTest, TwoProcessesRecordingAsOneRankAreSaid) {
+  CommandResult r =
+      run_partrain(fmt::format("trace -o {} -- sh -c 'RANK=0 sleep 0.5 & RANK=0 "
+                               "sleep 0.5 & wait'",
+                               db("shared.db")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("both record as rank 0 (neither started the other)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(query(db("shared.db"),
+                  "SELECT rank, value, severity FROM stats WHERE name = "
+                  "'rank_recorded_by_two_processes'"),
+            "0|1|data_loss\n");
+}
+
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
 // starts is that rank, not a helper of the tracer. Its own children, which inherit the same
 // RANK, stay helpers of it.
