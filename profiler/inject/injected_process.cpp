@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +94,32 @@ bool started_by_same_rank(const LauncherRank& published) {
          !parent_is_tracer();
 }
 
+// The process that records its rank with process groups of its own, as partrain's Python module
+// marks it (PARTRAIN_GROUPS_PID, _process_groups.py) for the processes it starts, when that is
+// not this one.
+std::optional<int> groups_recorded_by_another() {
+  const std::optional<int> owner = env_int("PARTRAIN_GROUPS_PID");
+  if (!owner || *owner == static_cast<int>(::getpid())) return std::nullopt;
+  return owner;
+}
+
+// A process a rank started that builds a process group of its own (an evaluation tool's private
+// single-process group) is left untraced: taking the rank over would give the rank its pid and
+// write its ops under the rank's own group names, colliding with the rank's. Said once per
+// process, as the rank's.
+void say_left_untraced(int rank, int owner) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::unique_ptr<RankTracer> tracer = RankTracer::from_env(rank);
+  if (!tracer) return;
+  tracer->emit(StatEvent{
+      "rank_subprocess_untraced", rank, 1, StatSeverity::kInfo,
+      fmt::format("a process rank {} (pid {}) started set up a communicator or process group of "
+                  "its own (pid {}): it is not recorded, and the rank stays pid {}'s",
+                  rank, owner, ::getpid(), owner)});
+  (void)tracer->flush(std::chrono::milliseconds(500));
+}
+
 // A fork()ed child has none of the tracer's threads: it is not traced (an exec'd program that
 // is a rank starts afresh through the constructor).
 void forget_in_child() { g_current.store(nullptr); }
@@ -172,6 +199,12 @@ InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank) {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
   const std::optional<LauncherRank> published = launcher_rank();
+  if (const std::optional<int> owner = groups_recorded_by_another()) {
+    if (const std::optional<int> owners_rank = published ? published->rank : rank) {
+      say_left_untraced(*owners_rank, *owner);
+    }
+    return nullptr;
+  }
   if (!published) return begin(rank);
   const bool inherited = started_by_same_rank(*published);
   // An inherited variable is the parent's rank, not this process's: the processes a rank

@@ -60,5 +60,55 @@ TEST(TorchSubprocesses, SpawnedRanksUnderAnInheritedLauncherRankAreTheirGroupsRa
   expect_no_rows(query, "trace problems", "SELECT * FROM stats WHERE severity != 'info'");
 }
 
+// A torchrun rank runs a tool that sets up a private single-process gloo group of its own (an
+// evaluation step's): the tool is left untraced, said once per rank, and the rank keeps its pid
+// and its groups (the tool took the rank over, its ops written as the rank's default_pg:0 seq
+// 0 and 1 beside the rank's own, and analyze found the group's members differing).
+TEST(TorchSubprocesses, ARanksSubprocessWithAGroupOfItsOwnLeavesTheRankAlone) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "sub.db";
+  const fs::path tool = scratch.path() / "tool.py";
+  std::ofstream(tool) << "import sys, torch, torch.distributed as dist\n"
+                         "dist.init_process_group('gloo', init_method='file://' + sys.argv[1],\n"
+                         "                        rank=0, world_size=1)\n"
+                         "dist.all_reduce(torch.ones(3))\n"
+                         "dist.barrier()\n"
+                         "dist.destroy_process_group()\n";
+  const fs::path job = scratch.path() / "job.py";
+  std::ofstream(job)
+      << "import os, subprocess, sys, torch, torch.distributed as dist\n"
+         "dist.init_process_group('gloo')\n"
+         "rank = dist.get_rank()\n"
+         "with open(os.path.join(sys.argv[1], f'pid{rank}'), 'w') as out:\n"
+         "    out.write(f'{rank}|{os.getpid()}')\n"
+         "for i in range(4):\n"
+         "    dist.all_reduce(torch.ones(8))\n"
+         "    if i == 1:\n"
+         "        subprocess.run([sys.executable, sys.argv[2],\n"
+         "                        os.path.join(sys.argv[1], f'tool{rank}')], check=True)\n"
+         "dist.barrier()\n"
+         "dist.destroy_process_group()\n";
+  CommandResult run =
+      run_partrain("trace -o " + shell_quoted(trace) + " -- timeout -k 10 300 " + torchrun() +
+                   " --standalone --nproc-per-node 2 " + shell_quoted(job) + " " +
+                   shell_quoted(scratch.path()) + " " + shell_quoted(tool));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT rank || '|' || pid FROM ranks ORDER BY rank"),
+            read_file((scratch.path() / "pid0").string()) + "\n" +
+                read_file((scratch.path() / "pid1").string()) + "\n");
+  EXPECT_EQ(query.rows("SELECT rank, comm_id, count(*), max(seq) FROM collectives "
+                       "GROUP BY rank, comm_id ORDER BY rank"),
+            "0|default_pg:0|5|4\n1|default_pg:0|5|4\n");
+  EXPECT_EQ(query.rows("SELECT rank, value FROM stats WHERE name = 'rank_subprocess_untraced' "
+                       "ORDER BY rank"),
+            "0|1\n1|1\n");
+  expect_no_rows(query, "takeovers", "SELECT * FROM stats WHERE name = 'rank_process_taken_over'");
+  CommandResult analyzed = run_partrain("analyze " + shell_quoted(trace));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_EQ(analyzed.out.find("group_members_differ"), std::string::npos) << analyzed.out;
+}
+
 }  // namespace
 }  // namespace partrain::testing
