@@ -60,6 +60,30 @@ TEST(TorchSubprocesses, SpawnedRanksUnderAnInheritedLauncherRankAreTheirGroupsRa
   expect_no_rows(query, "trace problems", "SELECT * FROM stats WHERE severity != 'info'");
 }
 
+// A spawned rank's exception never reaches sys.excepthook: spawn's _wrap catches it and exits 1.
+// It is recorded as under torchrun, and analyze names the rank that failed.
+TEST(TorchSubprocesses, ASpawnedRankThatRaisesIsNamedWithItsTraceback) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "spawn_fails.db";
+  CommandResult run = run_partrain(spawn_command(scratch, trace, true));
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_NE(run.err.find("ValueError: rank 1 fails at its second all_reduce"), std::string::npos)
+      << run.err;
+  TraceQuery query(trace);
+  const std::string failure = query.rows(
+      "SELECT rank, severity, description FROM stats WHERE name = 'rank_uncaught_exception'");
+  EXPECT_NE(failure.find("1|error|"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("in worker | ValueError: rank 1 fails at its second all_reduce"),
+            std::string::npos)
+      << failure;
+  CommandResult analyzed = run_partrain("analyze " + shell_quoted(trace));
+  EXPECT_NE(analyzed.out.find("rank_failed (rank 1): the run failed: rank 1 raised an uncaught "
+                              "exception"),
+            std::string::npos)
+      << analyzed.out;
+}
+
 // A torchrun rank runs a tool that sets up a private single-process gloo group of its own (an
 // evaluation step's): the tool is left untraced, said once per rank, and the rank keeps its pid
 // and its groups (the tool took the rank over, its ops written as the rank's default_pg:0 seq
