@@ -239,7 +239,6 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     ASSIGN_OR_RETURN(run_id, new_run_id());
   }
   ASSIGN_OR_RETURN(std::string token, random_token());
-  ASSIGN_OR_RETURN(const fs::path path, decide_trace_path({config.output, run_id, 0}));
   // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard,
   // forked before the command as the launcher's is: started after it, a tracer killed while the
   // guard's fork was still under way (a loaded machine) left the command's children running.
@@ -259,8 +258,8 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   info.command = config.command_line;
   info.config_json = "{}";
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(path, "--trace FILE", run_id, token, std::move(info),
-                                  config.max_bytes, [rank_guard](int, pid_t pid) {
+                   open_run_trace({config.output, run_id, 0}, "--trace FILE", run_id, token,
+                                  std::move(info), config.max_bytes, [rank_guard](int, pid_t pid) {
                                     if (rank_guard != nullptr) rank_guard->watch_process(pid);
                                   }));
 
@@ -288,6 +287,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   const profiler::RunStatus status = stop_signal     ? profiler::RunStatus::kKilled
                                      : exit.success() ? profiler::RunStatus::kCompleted
                                                       : profiler::RunStatus::kFailed;
+  const fs::path path = session->path();
   if (Status finished = session->finish(status, std::nullopt, monotonic_ns()); !finished.is_ok()) {
     log::error("trace {}: {}", path.string(), finished.message());
   }

@@ -1,9 +1,11 @@
 // `partrain trace -- CMD`: any command runs under a collector with the injection environment;
 // ranks of a foreign launcher's processes appear through libpartrain_inject.so, partrain's own
 // workers record everything themselves, and the command's exit code comes back.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 
 #include <chrono>
 #include <filesystem>
@@ -192,6 +194,55 @@ TEST_F(TraceCommandTest, TwoProcessesRecordingAsOneRankAreSaid) {
                   "SELECT rank, value, severity FROM stats WHERE name = "
                   "'rank_recorded_by_two_processes'"),
             "0|1|data_loss\n");
+}
+
+// Two `partrain trace` runs started at once with one PARTRAIN_RUN_ID in one directory: each
+// traces, into <run-id>.db and the next free <run-id>.2.db. The other run is played by the test,
+// which holds the writer lock of the default name the moment before its file is made: the run
+// failed ("being written by another process") where a name already there moves on.
+TEST_F(TraceCommandTest, ADefaultNameAnotherRunIsTakingMovesOnToTheNextFree) {
+  fs::create_directories(dir_ / "partrain-runs");
+  const int lock = ::open((dir_ / "partrain-runs" / "job42.db-writer").c_str(),
+                          O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0);
+  CommandResult r = run_shell(fmt::format("cd {} && PARTRAIN_RUN_ID=job42 {} trace -- true",
+                                          dir_.string(), partrain_binary()));
+  ::close(lock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tracing into partrain-runs/job42.2.db"), std::string::npos) << r.err;
+  EXPECT_EQ(query(dir_ / "partrain-runs" / "job42.2.db", "SELECT run_id, status FROM runs"),
+            "job42|completed\n");
+}
+
+// The collector directory of a run id is shared by its runs on a host: a run that fails to start
+// leaves it to the run about to bind its socket there (it removed it, and that run failed: "cannot
+// listen on the collector socket ...: No such file or directory"). A default trace name's
+// failure does not blame a --trace FILE that was never given.
+TEST_F(TraceCommandTest, ARunThatCannotStartLeavesTheSharedCollectorDirectory) {
+  const fs::path runtime = dir_ / "runtime";
+  fs::create_directories(runtime / "partrain" / "job43");
+  fs::permissions(runtime / "partrain", fs::perms::owner_all, fs::perm_options::replace);
+  fs::permissions(runtime / "partrain" / "job43", fs::perms::owner_all, fs::perm_options::replace);
+  const fs::path trace = dir_ / "locked.db";
+  const int lock = ::open((dir_ / "locked.db-writer").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0);
+  CommandResult r =
+      run_shell(fmt::format("XDG_RUNTIME_DIR={} PARTRAIN_RUN_ID=job43 {} trace -o {} -- true",
+                            runtime.string(), partrain_binary(), trace.string()));
+  ::close(lock);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("is being written by another process"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_directory(runtime / "partrain" / "job43"));
+
+  std::ofstream(runtime / "partrain" / "job44") << "not a directory";
+  r = run_shell(fmt::format("cd {} && XDG_RUNTIME_DIR={} PARTRAIN_RUN_ID=job44 {} trace -- true",
+                            dir_.string(), runtime.string(), partrain_binary()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("job44 exists but is not a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--trace FILE"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "partrain-runs" / "job44.db"));
 }
 
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it
