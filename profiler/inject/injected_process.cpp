@@ -195,7 +195,7 @@ InjectedProcess* InjectedProcess::start_at_load() {
   return begin(published->rank);
 }
 
-InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank) {
+InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank, RankSource source) {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
   const std::optional<LauncherRank> published = launcher_rank();
@@ -210,7 +210,7 @@ InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank) {
   // An inherited variable is the parent's rank, not this process's: the processes a rank
   // spawns (mp.spawn under an sbatch script's SLURM_PROCID=0) all carry it, and each is the
   // rank its process group says.
-  if (inherited && rank && *rank != published->rank) {
+  if (inherited && source == RankSource::kWorld && rank && *rank != published->rank) {
     InjectedProcess* process = begin(rank);
     if (process != nullptr) {
       process->tracer_->emit(StatEvent{
