@@ -182,6 +182,9 @@ void add_injection_environment(std::vector<std::string>& env, const InjectionPat
   // The command started by this process is a rank even when RANK came from outside, set for us
   // too (profiler/inject/injected_process.cpp).
   set_variable(env, "PARTRAIN_TRACER_PID", std::to_string(::getpid()));
+  // The mark a traced rank leaves for the processes it starts (partrain_torch): this command's
+  // processes are ranks of this run, even when a rank of another one started partrain.
+  if (auto mark = find_variable(env, "PARTRAIN_GROUPS_PID"); mark != env.end()) env.erase(mark);
   if (paths.library) {
     set_variable(env, "LD_PRELOAD", *paths.library, " ");
     set_variable(env, "CUDA_INJECTION64_PATH", *paths.library);

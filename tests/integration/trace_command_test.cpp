@@ -196,6 +196,18 @@ TEST_F(TraceCommandTest, TwoProcessesRecordingAsOneRankAreSaid) {
             "0|1|data_loss\n");
 }
 
+// A traced rank's mark for the processes it starts (PARTRAIN_GROUPS_PID: they are not the rank)
+// does not reach the command of a `partrain trace` one of them runs: its processes are ranks of
+// that trace, and would have been left untraced at their first process group.
+TEST_F(TraceCommandTest, ARanksMarkForItsSubprocessesStopsAtANewTrace) {
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- sh -c 'echo \"mark=${{PARTRAIN_GROUPS_PID:-none}}\"'",
+                  db("nested.db")),
+      "PARTRAIN_GROUPS_PID=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "mark=none\n");
+}
+
 // Two `partrain trace` runs started at once with one PARTRAIN_RUN_ID in one directory: each
 // traces, into <run-id>.db and the next free <run-id>.2.db. The other run is played by the test,
 // which holds the writer lock of the default name the moment before its file is made: the run
