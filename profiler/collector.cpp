@@ -1,6 +1,7 @@
 #include "profiler/collector.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,12 +12,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/fd_above_stdio.h"
 #include "core/log.h"
 #include "core/temp_dir.h"
 
@@ -93,6 +96,27 @@ pid_t peer_pid(int fd) {
   socklen_t size = sizeof credentials;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return 0;
   return credentials.pid;
+}
+
+// Whether `ancestor` started `pid`, directly or through processes between them (/proc's ppid
+// chain; false when it cannot be read).
+bool started_by(pid_t pid, pid_t ancestor) {
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+    if (stat == nullptr) return false;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read past the last ')'.
+    std::string text(512, '\0');
+    text.resize(std::fread(text.data(), 1, text.size(), stat));
+    std::fclose(stat);
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) return false;
+    char state = 0;
+    int parent = 0;
+    if (std::sscanf(text.c_str() + close + 1, " %c %d", &state, &parent) != 2) return false;
+    if (parent == ancestor) return true;
+    pid = parent;
+  }
+  return false;
 }
 
 }  // namespace
@@ -177,6 +201,7 @@ StatusOr<std::string> make_collector_dir(std::string_view run_id) {
 struct Collector::Connection {
   int fd = -1;
   int32_t rank = -1;  // set by HELLO
+  pid_t pid = 0;      // the peer, at HELLO (0: unknown)
   int64_t accepted_ns = 0;
   bool said_goodbye = false;
   std::vector<uint8_t> in;  // received bytes; [0, used) not yet consumed
@@ -295,7 +320,10 @@ bool Collector::handle_frame(Connection& connection, const CollectorFrame& frame
         return false;
       }
       connection.rank = frame.rank;
-      if (consumer_.hello) consumer_.hello(connection.rank, peer_pid(connection.fd));
+      connection.pid = peer_pid(connection.fd);
+      if (consumer_.hello) consumer_.hello(connection.rank, connection.pid);
+      check_rank_shared(connection);
+      live_ranks_.emplace(connection.rank, connection.pid);
       return true;
     case FrameKind::kBatch:
       batches_.fetch_add(1, std::memory_order_relaxed);
@@ -358,11 +386,30 @@ void Collector::accept_pending(std::vector<std::unique_ptr<Connection>>& connect
   }
 }
 
+void Collector::check_rank_shared(const Connection& connection) {
+  if (!consumer_.rank_shared || connection.pid <= 0) return;
+  const auto [first, last] = live_ranks_.equal_range(connection.rank);
+  for (auto live = first; live != last; ++live) {
+    const pid_t other = live->second;
+    if (other <= 0 || other == connection.pid) continue;
+    if (started_by(connection.pid, other) || started_by(other, connection.pid)) continue;
+    consumer_.rank_shared(connection.rank, connection.pid, other);
+    return;
+  }
+}
+
 void Collector::close_connection(Connection& c, bool cut) {
   // After GOODBYE every frame of the client has been read, so even a cut close loses nothing.
   // A client that never said HELLO is no rank's connection: nothing of a rank's goes with it.
   const bool clean = c.said_goodbye;
   if (c.rank >= 0) {
+    const auto [first, last] = live_ranks_.equal_range(c.rank);
+    for (auto live = first; live != last; ++live) {
+      if (live->second == c.pid) {
+        live_ranks_.erase(live);
+        break;
+      }
+    }
     if (!clean) unclean_closes_.fetch_add(1, std::memory_order_relaxed);
     if (consumer_.closed) consumer_.closed(c.rank, clean);
     if (cut) {
@@ -490,7 +537,8 @@ CollectorClient::~CollectorClient() {
 bool CollectorClient::connect_once() {
   auto address = unix_address(options_.socket_path);
   if (!address.is_ok()) return false;
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Inside a traced program started with stdin or stdout closed, the socket must not become it.
+  const int fd = fd_above_stdio(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd < 0) return false;
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof(sockaddr_un)) != 0) {
     ::close(fd);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,6 +60,10 @@ struct CollectorConsumer {
   // Optional: a client said HELLO as `rank`; `pid` is the peer process the kernel reports for
   // the socket (SO_PEERCRED; 0 when it cannot say, as for a peer in another pid namespace).
   std::function<void(int rank, pid_t pid)> hello = {};
+  // Optional: a client said HELLO as `rank` from process `pid` while process `other` is still
+  // connected as the same rank, and neither process started the other (a wrapper and the
+  // program it runs, which takes the rank over, are one rank): two processes record one rank.
+  std::function<void(int rank, pid_t pid, pid_t other)> rank_shared = {};
 };
 
 struct CollectorOptions {
@@ -117,6 +122,7 @@ class Collector {
   bool read_from(Connection& connection);  // false: close it
   bool handle_frame(Connection& connection, const CollectorFrame& frame);
   void reject(const Connection& connection, const Status& why);
+  void check_rank_shared(const Connection& connection);
 
   CollectorOptions options_;
   CollectorConsumer consumer_;
@@ -129,6 +135,7 @@ class Collector {
   CollectorDrainResult drain_result_;  // written by the thread, read after joining it
   bool socket_removed_ = false;        // likewise: drain already unlinked the socket file
   int64_t next_tick_ns_ = 0;
+  std::multimap<int32_t, pid_t> live_ranks_;  // rank -> peer pid of each connection said HELLO
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> rejected_unidentified_{0};

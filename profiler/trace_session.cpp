@@ -19,6 +19,7 @@ constexpr std::string_view kUncleanStat = "collector_unclean_disconnects";
 constexpr std::string_view kRejectedStat = "collector_rejected_clients";
 constexpr std::string_view kDrainCutStat = "collector_drain_timeouts";
 constexpr std::string_view kForeignStat = "collector_foreign_clients";
+constexpr std::string_view kSharedRankStat = "rank_recorded_by_two_processes";
 
 StatEvent stat(std::string_view name, int32_t rank, uint64_t value, StatSeverity severity,
                std::string_view description) {
@@ -53,6 +54,7 @@ struct TraceSession::Ingest {
   void on_records(int rank, std::span<const uint8_t> records, uint32_t count);
   void on_dropped(int rank, uint64_t count);
   void on_closed(int rank, bool clean);
+  void on_rank_shared(int rank, pid_t pid, pid_t other);
   void on_tick();
   void append_locked(std::span<const TraceEvent> events);
   void close_writer();
@@ -110,6 +112,24 @@ void TraceSession::Ingest::on_closed(int rank, bool clean) {
   append_locked(std::span(&event, 1));
 }
 
+// Their rows mix under one rank (the ranks table keeps the last one's pid) and the other ranks
+// they were are missing: said, never silently.
+void TraceSession::Ingest::on_rank_shared(int rank, pid_t pid, pid_t other) {
+  log::warn(
+      "trace collector: processes {} and {} both record as rank {} (neither started the "
+      "other): their events mix under that rank; set each process's RANK, or unset an "
+      "inherited launcher variable (SLURM_PROCID, RANK) that is not its rank",
+      other, pid, rank);
+  const TraceEvent event = stat(
+      kSharedRankStat, rank, 1, StatSeverity::kDataLoss,
+      fmt::format("processes recording as this rank at the same time besides the first (pids {} "
+                  "and {}; neither started the other): their events are mixed under one rank, "
+                  "and the ranks they were are missing",
+                  other, pid));
+  std::lock_guard lock(mutex);
+  append_locked(std::span(&event, 1));
+}
+
 void TraceSession::Ingest::on_tick() {
   std::lock_guard lock(mutex);
   if (writer) writer->commit_if_due();
@@ -123,16 +143,11 @@ void TraceSession::Ingest::close_writer() {
 }
 
 StatusOr<std::unique_ptr<TraceSession>> TraceSession::start(TraceSessionOptions options) {
-  ASSIGN_OR_RETURN(std::string dir, make_collector_dir(options.run_id));
   TraceWriterOptions writer_options = options.writer;
   writer_options.overwrite = options.overwrite;
-  auto writer = TraceWriter::create(options.path, writer_options);
-  if (!writer.is_ok()) {
-    std::error_code ignored;
-    std::filesystem::remove(dir, ignored);
-    return writer.status();
-  }
-  std::unique_ptr<TraceSession> session(new TraceSession(std::move(*writer), dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
+                   TraceWriter::create(options.path, writer_options));
+  std::unique_ptr<TraceSession> session(new TraceSession(std::move(writer), ""));
   Ingest* ingest = session->ingest_.get();
   CollectorConsumer consumer{
       .records = [ingest](int rank, std::span<const uint8_t> records,
@@ -140,14 +155,10 @@ StatusOr<std::unique_ptr<TraceSession>> TraceSession::start(TraceSessionOptions 
       .dropped = [ingest](int rank, uint64_t count) { ingest->on_dropped(rank, count); },
       .closed = [ingest](int rank, bool clean) { ingest->on_closed(rank, clean); },
       .tick = [ingest] { ingest->on_tick(); },
-      .hello = std::move(options.rank_connected)};
-  // One socket per launcher: the launchers of a run's nodes share the run id, and several of
-  // them may run on one host (a multi-node run tried out on one machine).
-  CollectorOptions collector_options{.socket_path = fmt::format("{}/collector-{}.sock", dir,
-                                                                ::getpid()),
-                                     .token = options.token,
-                                     .limits = options.limits};
-  auto collector = Collector::start(std::move(collector_options), std::move(consumer));
+      .hello = std::move(options.rank_connected),
+      .rank_shared = [ingest](int rank, pid_t pid,
+                              pid_t other) { ingest->on_rank_shared(rank, pid, other); }};
+  auto collector = start_collector(options, consumer, session->collector_dir_);
   if (!collector.is_ok()) {
     // Nothing was traced: remove the file so that a retry is not refused as "already exists".
     session.reset();
@@ -163,6 +174,33 @@ StatusOr<std::unique_ptr<TraceSession>> TraceSession::start(TraceSessionOptions 
   return session;
 }
 
+// The launchers of one run id on a host share its collector directory, each with a socket of its
+// own in it. Another one's session ending removes the directory when it is empty, which it is
+// between its making here and this socket's bind: made again then. A directory this session
+// made and could not use is removed; one that was there is another run's to remove.
+StatusOr<std::unique_ptr<Collector>> TraceSession::start_collector(
+    const TraceSessionOptions& options, const CollectorConsumer& consumer, std::string& dir) {
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    std::error_code error;
+    const std::string shared = collector_base_dir() + "/" + options.run_id;
+    const bool existed = std::filesystem::exists(shared, error);
+    ASSIGN_OR_RETURN(dir, make_collector_dir(options.run_id));
+    // One socket per launcher: the launchers of a run's nodes share the run id, and several of
+    // them may run on one host (a multi-node run tried out on one machine).
+    CollectorOptions collector_options{
+        .socket_path = fmt::format("{}/collector-{}.sock", dir, ::getpid()),
+        .token = options.token,
+        .limits = options.limits};
+    auto collector = Collector::start(std::move(collector_options), consumer);
+    if (collector.is_ok()) return collector;
+    if (!std::filesystem::exists(dir, error) && attempt < kAttempts) continue;
+    if (!existed || dir != shared) std::filesystem::remove(dir, error);  // a fallback is ours
+    dir.clear();
+    return collector.status();
+  }
+}
+
 TraceSession::TraceSession(std::unique_ptr<TraceWriter> writer, std::string collector_dir)
     : ingest_(std::make_unique<Ingest>()), collector_dir_(std::move(collector_dir)) {
   path_ = writer->path();
@@ -174,7 +212,7 @@ TraceSession::~TraceSession() {
   collector_.reset();
   ingest_->close_writer();
   std::error_code ignored;
-  std::filesystem::remove(collector_dir_, ignored);  // empty once the socket is gone
+  if (!collector_dir_.empty()) std::filesystem::remove(collector_dir_, ignored);  // empty now
 }
 
 const std::string& TraceSession::socket_path() const { return socket_path_; }

@@ -77,6 +77,10 @@ class TraceSession {
   struct Ingest;  // the collector's consumer: decodes batches into the writer
   TraceSession(std::unique_ptr<TraceWriter> writer, std::string collector_dir);
   void stop_collector(std::chrono::milliseconds drain_timeout);
+  // The collector, its socket in the run's directory (`dir`: set to it, or left empty).
+  static StatusOr<std::unique_ptr<Collector>> start_collector(const TraceSessionOptions& options,
+                                                              const CollectorConsumer& consumer,
+                                                              std::string& dir);
 
   std::unique_ptr<Ingest> ingest_;  // owns the writer; shared with the collector's thread
   std::unique_ptr<Collector> collector_;

@@ -57,7 +57,8 @@ int exec_traced(bool may_succeed, Exec&& exec) {
   const int result = exec();
   if (stopped) {
     const int exec_errno = errno;
-    InjectedProcess::start_as_rank(rank);  // it was that rank, and is again
+    // It was that rank, and is again.
+    InjectedProcess::start_as_rank(rank, InjectedProcess::RankSource::kWorld);
     errno = exec_errno;
   }
   return result;

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/fd_above_stdio.h"
 #include "core/thread_start.h"
 #include "profiler/inject/injected_process.h"
 
@@ -64,8 +65,9 @@ Status start_exit_flusher() {
   static std::once_flag at_fork;
   std::call_once(at_fork, [] { ::pthread_atfork(nullptr, nullptr, forget_flusher_in_child); });
   if (g_request.load() >= 0) return Status::ok();
-  const int request = ::eventfd(0, EFD_CLOEXEC);
-  const int done = ::eventfd(0, EFD_CLOEXEC);
+  // Never the program's closed stdin or stdout.
+  const int request = fd_above_stdio(::eventfd(0, EFD_CLOEXEC));
+  const int done = fd_above_stdio(::eventfd(0, EFD_CLOEXEC));
   std::thread flusher;
   const Status started =
       request < 0 || done < 0

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,10 +38,15 @@ std::optional<int> env_int(std::string_view name) {
   return static_cast<int>(**value);
 }
 
-// The process's world rank as the common launchers publish it.
-std::optional<int> launcher_rank() {
+// The process's world rank as the common launchers publish it, and the variable that says it.
+struct LauncherRank {
+  int rank;
+  const char* variable;
+};
+
+std::optional<LauncherRank> launcher_rank() {
   for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (std::optional<int> rank = env_int(name)) return rank;
+    if (std::optional<int> rank = env_int(name)) return LauncherRank{*rank, name};
   }
   return std::nullopt;
 }
@@ -79,13 +85,42 @@ bool parent_is_tracer() {
   return tracer && *tracer == static_cast<int>(::getppid());
 }
 
-// Whether the process that started this one was given the same launcher rank: this one is then
-// a helper of that rank (a compiler, a data loader), or the program a wrapper runs (`bash
-// run.sh` -> python), and records the rank only once it acts as one. The command `partrain
-// trace` started is the rank even when RANK came from outside, set for the tracer too
-// (`RANK=0 partrain trace -- python train.py`): the tracer is no rank.
-bool started_by_same_rank(int rank) {
-  return parent_has("RANK=" + std::to_string(rank)) && !parent_is_tracer();
+// Whether the process that started this one was given the same launcher rank (the same
+// variable with the same value): this one is then a helper of that rank (a compiler, a data
+// loader), the program a wrapper runs (`bash run.sh` -> python), or one of the processes a rank
+// spawns (torch.multiprocessing's, which all inherit an sbatch script's SLURM_PROCID), and
+// records the rank only once it acts as one. The command `partrain trace` started is the rank
+// even when the variable came from outside, set for the tracer too (`RANK=0 partrain trace --
+// python train.py`): the tracer is no rank.
+bool started_by_same_rank(const LauncherRank& published) {
+  return parent_has(fmt::format("{}={}", published.variable, published.rank)) &&
+         !parent_is_tracer();
+}
+
+// The process that records its rank with process groups of its own, as partrain's Python module
+// marks it (PARTRAIN_GROUPS_PID, _process_groups.py) for the processes it starts, when that is
+// not this one.
+std::optional<int> groups_recorded_by_another() {
+  const std::optional<int> owner = env_int("PARTRAIN_GROUPS_PID");
+  if (!owner || *owner == static_cast<int>(::getpid())) return std::nullopt;
+  return owner;
+}
+
+// A process a rank started that builds a process group of its own (an evaluation tool's private
+// single-process group) is left untraced: taking the rank over would give the rank its pid and
+// write its ops under the rank's own group names, colliding with the rank's. Said once per
+// process, as the rank's.
+void say_left_untraced(int rank, int owner) {
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  std::unique_ptr<RankTracer> tracer = RankTracer::from_env(rank);
+  if (!tracer) return;
+  tracer->emit(StatEvent{
+      "rank_subprocess_untraced", rank, 1, StatSeverity::kInfo,
+      fmt::format("a process rank {} (pid {}) started set up a communicator or process group of "
+                  "its own (pid {}): it is not recorded, and the rank stays pid {}'s",
+                  rank, owner, ::getpid(), owner)});
+  (void)tracer->flush(std::chrono::milliseconds(500));
 }
 
 // A fork()ed child has none of the tracer's threads: it is not traced (an exec'd program that
@@ -158,23 +193,45 @@ void InjectedProcess::step_ended(int64_t step, int64_t start_ns, int64_t end_ns)
 InjectedProcess* InjectedProcess::start_at_load() {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
-  const std::optional<int> rank = launcher_rank();
-  if (!rank || started_by_same_rank(*rank)) return nullptr;
-  return begin(*rank);
+  const std::optional<LauncherRank> published = launcher_rank();
+  if (!published || started_by_same_rank(*published)) return nullptr;
+  return begin(published->rank);
 }
 
-InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank) {
+InjectedProcess* InjectedProcess::start_as_rank(std::optional<int> rank, RankSource source) {
   std::lock_guard lock(g_start_mutex);
   if (InjectedProcess* process = current()) return process;
-  const std::optional<int> published = launcher_rank();
-  InjectedProcess* process = begin(published ? *published : rank);
-  if (process != nullptr && published && started_by_same_rank(*published)) {
+  const std::optional<LauncherRank> published = launcher_rank();
+  if (const std::optional<int> owner = groups_recorded_by_another()) {
+    if (const std::optional<int> owners_rank = published ? published->rank : rank) {
+      say_left_untraced(*owners_rank, *owner);
+    }
+    return nullptr;
+  }
+  if (!published) return begin(rank);
+  const bool inherited = started_by_same_rank(*published);
+  // An inherited variable is the parent's rank, not this process's: the processes a rank
+  // spawns (mp.spawn under an sbatch script's SLURM_PROCID=0) all carry it, and each is the
+  // rank its process group says.
+  if (inherited && source == RankSource::kWorld && rank && *rank != published->rank) {
+    InjectedProcess* process = begin(rank);
+    if (process != nullptr) {
+      process->tracer_->emit(StatEvent{
+          "launcher_rank_inherited", *rank, 1, StatSeverity::kInfo,
+          fmt::format("the process inherited {}={} from the process that started it (which has "
+                      "it too) and its process group made it rank {}: it is recorded as rank {}",
+                      published->variable, published->rank, *rank, *rank)});
+    }
+    return process;
+  }
+  InjectedProcess* process = begin(published->rank);
+  if (process != nullptr && inherited) {
     process->tracer_->emit(StatEvent{
-        "rank_process_taken_over", *published, 1, StatSeverity::kInfo,
+        "rank_process_taken_over", published->rank, 1, StatSeverity::kInfo,
         fmt::format("the process the launcher started as rank {} (a shell wrapper, or a "
                     "launcher under a launcher) set up no communicator or process group; one it "
                     "started did, and is the rank from then on (its pid is the rank's)",
-                    *published)});
+                    published->rank)});
   }
   return process;
 }

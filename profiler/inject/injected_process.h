@@ -41,7 +41,12 @@ class InjectedProcess {
   // to NCCL or given by c10d); a process its parent's rank passed over at load takes that rank
   // over from the parent (`bash run.sh` -> python: the shell does nothing a rank does). nullptr
   // when it cannot be: no collector in the environment, no rank known, partrain's own worker.
-  static InjectedProcess* start_as_rank(std::optional<int> rank);
+  // A launcher rank the process inherited from the process that started it gives way to a
+  // `rank` that is a world rank (c10d's) and differs: the processes torch.multiprocessing.spawn
+  // starts under an sbatch script all inherit its SLURM_PROCID. A communicator's rank (NCCL's,
+  // of a group that may not be the world) never overrides a launcher's.
+  enum class RankSource { kCommunicator, kWorld };
+  static InjectedProcess* start_as_rank(std::optional<int> rank, RankSource source);
   // Ends tracing at exit (and before an exec): open NCCL groups recorded, the process slice
   // written, the tracer flushed and closed. False when this process was not tracing (none
   // started, or a vfork()ed child, which leaves its parent's alone).

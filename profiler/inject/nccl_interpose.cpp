@@ -161,7 +161,9 @@ void bind_plugin_contexts(InjectedProcess& process, ncclComm_t comm,
 template <typename Forward>
 ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, int nranks,
                          int rank, const char* name, Forward forward) {
-  if (t_wrapper_depth == 0) InjectedProcess::start_as_rank(rank);
+  if (t_wrapper_depth == 0) {
+    InjectedProcess::start_as_rank(rank, InjectedProcess::RankSource::kCommunicator);
+  }
   WrapperScope scope(KernelLinks::kNone);
   PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = forward();
@@ -247,7 +249,9 @@ PARTRAIN_ENTRY_POINT(ncclCommInitRankScalable, (ncclComm_t* comm, int nranks, in
 
 PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* devlist),
                      (comms, ndev, devlist)) {
-  if (partrain::profiler::inject::t_wrapper_depth == 0) InjectedProcess::start_as_rank(0);
+  if (partrain::profiler::inject::t_wrapper_depth == 0) {
+    InjectedProcess::start_as_rank(0, InjectedProcess::RankSource::kCommunicator);
+  }
   WrapperScope scope(KernelLinks::kNone);
   const ncclResult_t result = next(comms, ndev, devlist);
   if (InjectedProcess* process = scope.process(); process != nullptr && comms != nullptr) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/env.h"
+#include "core/fd_above_stdio.h"
 #include "core/log.h"
 #include "core/subprocess.h"
 #include "core/thread_start.h"
@@ -145,6 +146,16 @@ StatusOr<SignalRelay*> make_relay() {
   int request[2];
   if (::pipe2(request, O_CLOEXEC) != 0) {
     return unavailable("no pipe for the stop signals ({})", std::strerror(errno));
+  }
+  request[0] = fd_above_stdio(request[0]);  // never the program's closed stdin or stdout
+  request[1] = fd_above_stdio(request[1]);
+  if (request[0] < 0 || request[1] < 0) {
+    const int error = errno;
+    for (int fd : request) {
+      if (fd >= 0) ::close(fd);
+    }
+    return unavailable("no descriptor above stdio for the stop signals' pipe ({})",
+                       std::strerror(error));
   }
   // The handler's write never blocks: with the pipe full (signals faster than the dumps), the
   // signal is passed on at once.

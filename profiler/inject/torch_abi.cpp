@@ -75,10 +75,12 @@ PARTRAIN_EXPORT int partrain_torch_abi_version(void) { return kTorchAbiVersion; 
 // Makes this process a rank of the trace unless it is one already. `rank` < 0: the module was
 // loaded, and the process is the launcher's rank unless its parent holds that rank; else a c10d
 // process group registered with this rank: the process acts as a rank (the launcher's when one
-// was published, else `rank`). 1 when it is traced, 0 when not.
+// was published, unless the parent has it too and c10d's differs; else `rank`). 1 when it is
+// traced, 0 when not.
 PARTRAIN_EXPORT int partrain_torch_start(int rank) {
   if (rank < 0) return InjectedProcess::start_at_load() != nullptr ? 1 : 0;
-  return InjectedProcess::start_as_rank(rank) != nullptr ? 1 : 0;
+  const auto world = InjectedProcess::RankSource::kWorld;  // c10d's rank is a world rank
+  return InjectedProcess::start_as_rank(rank, world) != nullptr ? 1 : 0;
 }
 
 // A process group: c10d's name and description, its members as world ranks (`ranks[i]` is group

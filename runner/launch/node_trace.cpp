@@ -5,36 +5,52 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "profiler/rank_tracer.h"
+#include "profiler/trace_open.h"
 #include "runner/launch/trace_path.h"
 
 namespace partrain::launch {
 namespace fs = std::filesystem;
 
 StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(
-    const fs::path& path, std::string_view flag, const std::string& socket_name,
+    TracePathRequest request, std::string_view flag, const std::string& socket_name,
     const std::string& token, profiler::RunInfo run, uint64_t max_bytes,
     std::function<void(int rank, pid_t pid)> rank_connected) {
-  std::error_code error;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
-  if (error) {
-    return failed(
-        "cannot create the trace directory {}: {}: pass --trace FILE in a directory you can "
-        "write, or --no-trace to run without a trace",
-        path.parent_path().string(), error.message());
+  // A default name another run of the same run id took between deciding it and creating it (two
+  // runs started at once) moves on to the next free one, as one that was there does.
+  constexpr int kTakenNamesSkipped = 100;
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(const fs::path path, decide_trace_path(request));
+    std::error_code error;
+    if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
+    if (error) {
+      return failed(
+          "cannot create the trace directory {}: {}: pass --trace FILE in a directory you can "
+          "write, or --no-trace to run without a trace",
+          path.parent_path().string(), error.message());
+    }
+    profiler::TraceSessionOptions options;
+    options.path = path;
+    options.run_id = socket_name;
+    options.token = token;
+    options.writer.max_file_bytes = max_bytes;
+    options.rank_connected = rank_connected;
+    auto session = profiler::TraceSession::start(std::move(options));
+    if (!session.is_ok()) {
+      const bool taken =
+          fs::exists(fs::symlink_status(path, error)) || profiler::writer_alive(path);
+      if (!request.file && taken && attempt < kTakenNamesSkipped) {
+        request.taken.push_back(path);
+        continue;
+      }
+      // The flag names how to choose another file; a default name's failure is not the flag's.
+      return request.file ? session.status().with_context(flag) : session.status();
+    }
+    run.start_unix_ns = wall_ns();
+    run.start_ns = monotonic_ns();  // node 0's clock is the timeline; other nodes' is close
+    (*session)->append(run);
+    log::info("tracing into {}", path.string());
+    return std::move(*session);
   }
-  profiler::TraceSessionOptions options;
-  options.path = path;
-  options.run_id = socket_name;
-  options.token = token;
-  options.writer.max_file_bytes = max_bytes;
-  options.rank_connected = std::move(rank_connected);
-  auto session = profiler::TraceSession::start(std::move(options));
-  if (!session.is_ok()) return session.status().with_context(flag);
-  run.start_unix_ns = wall_ns();
-  run.start_ns = monotonic_ns();  // node 0's clock is the timeline; other nodes' is close
-  (*session)->append(run);
-  log::info("tracing into {}", path.string());
-  return std::move(*session);
 }
 
 std::string describe_trace_stop(const profiler::TraceSessionStats& stats) {
@@ -59,8 +75,6 @@ void log_trace_closed(const fs::path& path, const profiler::TraceSessionStats& s
 StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config,
                                                       const RunContext& run,
                                                       std::shared_ptr<OrphanGuardLink> guard_link) {
-  ASSIGN_OR_RETURN(const fs::path path,
-                   decide_trace_path({config.trace_file, run.run_id, run.node_rank}));
   profiler::RunInfo info;
   info.run_id = run.run_id;
   info.command = config.trace_command;
@@ -71,8 +85,9 @@ StatusOr<std::unique_ptr<NodeTrace>> NodeTrace::start(const LaunchConfig& config
       run.node_rank == 0 ? run.run_id : fmt::format("{}.node{}", run.run_id, run.node_rank);
   ASSIGN_OR_RETURN(
       std::unique_ptr<profiler::TraceSession> session,
-      open_run_trace(path, "--trace FILE (or --no-trace)", socket_name, run.token, std::move(info),
-                     config.trace_max_bytes, [guard_link](int, pid_t pid) {
+      open_run_trace({config.trace_file, run.run_id, run.node_rank}, "--trace FILE (or --no-trace)",
+                     socket_name, run.token, std::move(info), config.trace_max_bytes,
+                     [guard_link](int, pid_t pid) {
                        if (guard_link) guard_link->watch_process(pid);
                      }));
   return std::unique_ptr<NodeTrace>(new NodeTrace(std::move(session), run.token));

@@ -16,18 +16,21 @@
 #include "profiler/trace_session.h"
 #include "runner/launch/launch_config.h"
 #include "runner/launch/supervisor.h"
+#include "runner/launch/trace_path.h"
 #include "runner/launch/worker_env.h"
 
 namespace partrain::launch {
 
-// A new trace file at `path` (decide_trace_path's, trace_path.h; its directory made first) with
-// its collector, the run's row (start times filled in) already in it, and "tracing into PATH"
-// said. The collector's socket directory is named by `socket_name`. kFailed when it cannot be
-// created (`flag`, e.g. "--trace FILE", says how to choose another). Tracing stops when the file
-// would outgrow `max_bytes` (0: no limit) or fills the disk (trace_writer.h). `rank_connected`
-// (optional) hears of each rank process that says hello to the collector, on its thread.
+// A new trace file where `request` says (decide_trace_path's, trace_path.h; its directory made
+// first) with its collector, the run's row (start times filled in) already in it, and "tracing
+// into PATH" said. A default name that another run of the run id takes meanwhile gives way to
+// the next free one. The collector's socket directory is named by `socket_name`. kFailed when
+// it cannot be created (`flag`, e.g. "--trace FILE", says how to choose another file named
+// with it). Tracing stops when the file would outgrow `max_bytes` (0: no limit) or fills the
+// disk (trace_writer.h). `rank_connected` (optional) hears of each rank process that says hello
+// to the collector, on its thread.
 StatusOr<std::unique_ptr<profiler::TraceSession>> open_run_trace(
-    const std::filesystem::path& path, std::string_view flag, const std::string& socket_name,
+    TracePathRequest request, std::string_view flag, const std::string& socket_name,
     const std::string& token, profiler::RunInfo run, uint64_t max_bytes,
     std::function<void(int rank, pid_t pid)> rank_connected = {});
 // For the closing "trace: FILE (N events...)" line: "; tracing stopped early (the disk is

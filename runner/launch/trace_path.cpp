@@ -1,5 +1,7 @@
 #include "runner/launch/trace_path.h"
 
+#include <algorithm>
+
 #include "profiler/collector.h"
 #include "profiler/node_trace_name.h"
 
@@ -30,7 +32,10 @@ StatusOr<fs::path> decide_trace_path(const TracePathRequest& request) {
           attempt == 1 ? request.run_id : fmt::format("{}.{}", request.run_id, attempt);
       path =
           profiler::node_trace_path(fs::path(kRunsDirectory) / (stem + ".db"), request.node_rank);
-      if (!fs::exists(fs::symlink_status(path, error))) break;
+      if (!fs::exists(fs::symlink_status(path, error)) &&
+          std::find(request.taken.begin(), request.taken.end(), path) == request.taken.end()) {
+        break;
+      }
     }
   }
   const fs::file_status status = fs::status(path, error);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -22,6 +23,8 @@ struct TracePathRequest {
   std::optional<std::string> file;  // --trace FILE (node 0's name); unset: the default
   std::string run_id;               // names the default file
   int node_rank = 0;
+  // Default names found taken by another run of the run id since they were decided: skipped.
+  std::vector<std::filesystem::path> taken = {};
 };
 
 // The node's trace file. kInvalidArgument (exit 2) when the file exists (naming it, and how to

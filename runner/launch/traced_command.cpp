@@ -182,6 +182,9 @@ void add_injection_environment(std::vector<std::string>& env, const InjectionPat
   // The command started by this process is a rank even when RANK came from outside, set for us
   // too (profiler/inject/injected_process.cpp).
   set_variable(env, "PARTRAIN_TRACER_PID", std::to_string(::getpid()));
+  // The mark a traced rank leaves for the processes it starts (partrain_torch): this command's
+  // processes are ranks of this run, even when a rank of another one started partrain.
+  if (auto mark = find_variable(env, "PARTRAIN_GROUPS_PID"); mark != env.end()) env.erase(mark);
   if (paths.library) {
     set_variable(env, "LD_PRELOAD", *paths.library, " ");
     set_variable(env, "CUDA_INJECTION64_PATH", *paths.library);
@@ -239,7 +242,6 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
     ASSIGN_OR_RETURN(run_id, new_run_id());
   }
   ASSIGN_OR_RETURN(std::string token, random_token());
-  ASSIGN_OR_RETURN(const fs::path path, decide_trace_path({config.output, run_id, 0}));
   // The command dies with the tracer (PR_SET_PDEATHSIG); its own children too, through the guard,
   // forked before the command as the launcher's is: started after it, a tracer killed while the
   // guard's fork was still under way (a loaded machine) left the command's children running.
@@ -259,8 +261,8 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   info.command = config.command_line;
   info.config_json = "{}";
   ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace(path, "--trace FILE", run_id, token, std::move(info),
-                                  config.max_bytes, [rank_guard](int, pid_t pid) {
+                   open_run_trace({config.output, run_id, 0}, "--trace FILE", run_id, token,
+                                  std::move(info), config.max_bytes, [rank_guard](int, pid_t pid) {
                                     if (rank_guard != nullptr) rank_guard->watch_process(pid);
                                   }));
 
@@ -288,6 +290,7 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   const profiler::RunStatus status = stop_signal     ? profiler::RunStatus::kKilled
                                      : exit.success() ? profiler::RunStatus::kCompleted
                                                       : profiler::RunStatus::kFailed;
+  const fs::path path = session->path();
   if (Status finished = session->finish(status, std::nullopt, monotonic_ns()); !finished.is_ok()) {
     log::error("trace {}: {}", path.string(), finished.message());
   }

@@ -232,6 +232,24 @@ TEST_F(NcclInterposeTest, AProgramAShellWrapperRunsTakesTheRankOver) {
             "0|1\n1|1\n");
 }
 
+// A wrapped program's first communicator need not be the world: its rank in it (0 of a 1-rank
+// communicator here) is no world rank, and the rank the wrapper was given stays the rank. Only
+// c10d's world rank overrides an inherited launcher variable (mp.spawn's processes under an
+// sbatch script's SLURM_PROCID, trace_subprocess_torch_test.cpp).
+TEST_F(NcclInterposeTest, AWrappedProgramsCommunicatorRankDoesNotReplaceItsLauncherRank) {
+  const std::string trace = path("sub_comm.db");
+  CommandResult r =
+      run_partrain(fmt::format("trace -o {} -- sh -c '\"$0\" 0 1 >{}' {}", trace, path("out"),
+                               FAKE_NCCL_PROGRAM),
+                   "FAKE_NCCL_ID=job43 FAKE_NCCL_LOG=" + path("fake.log") + " RANK=1 WORLD_SIZE=2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TraceQuery q(trace);
+  EXPECT_EQ(q.rows("SELECT rank FROM ranks"), "1\n");
+  EXPECT_EQ(q.rows("SELECT DISTINCT rank FROM collectives"), "1\n");
+  EXPECT_EQ(q.rows("SELECT rank, value FROM stats WHERE name = 'rank_process_taken_over'"),
+            "1|1\n");
+}
+
 // A launcher under `partrain launch` (`partrain launch -n 1 -- torchrun --nproc-per-node 2`, here
 // a shell starting both ranks): the inner launcher holds RANK=0 from the outer one, so its own
 // rank 0 was taken for its helper and never recorded (analyze then blamed rank 0 for every

@@ -1,9 +1,11 @@
 // `partrain trace -- CMD`: any command runs under a collector with the injection environment;
 // ranks of a foreign launcher's processes appear through libpartrain_inject.so, partrain's own
 // workers record everything themselves, and the command's exit code comes back.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 
 #include <chrono>
 #include <filesystem>
@@ -131,6 +133,128 @@ TEST_F(TraceCommandTest, ARankEndingWithUnderscoreExitIsRecordedWhole) {
                   "SELECT count(*) FROM stats WHERE name = "
                   "'collector_unclean_disconnects'"),
             "0\n");
+}
+
+// A rank started with stdin or stdout closed (`0<&-`, a daemon's) sees them closed as it would
+// untraced: the injection library's socket, eventfds and pipes land at 3 or above. The socket
+// took fd 0 (the program's stdin read hung on it) or fd 1 (its prints went to the collector,
+// which dropped the connection as "not a partrain collector frame").
+TEST_F(TraceCommandTest, ARankStartedWithStdinOrStdoutClosedSeesThemClosed) {
+  const fs::path program = dir_ / "streams.py";
+  std::ofstream(program) << "import os, sys\n"
+                            "def state(fd):\n"
+                            "    try:\n"
+                            "        os.fstat(fd)\n"
+                            "        return 'open'\n"
+                            "    except OSError:\n"
+                            "        return 'closed'\n"
+                            "seen = f'fd0 {state(0)} fd1 {state(1)}'\n"
+                            "text = repr(sys.stdin.read(10)) if sys.stdin else 'None'\n"
+                            "print('printed to a closed stdout' * 100)\n"
+                            "with open(sys.argv[1], 'w') as out:\n"
+                            "    out.write(f'stdin {text} {seen}')\n";
+  struct Case {
+    const char* redirect;
+    const char* seen;
+  };
+  for (const Case& c : {Case{"0<&-", "stdin None fd0 closed fd1 open"},
+                        Case{"1>&- </dev/null", "stdin '' fd0 open fd1 closed"},
+                        Case{"0<&- 1>&-", "stdin None fd0 closed fd1 closed"}}) {
+    SCOPED_TRACE(c.redirect);
+    const fs::path seen = dir_ / "seen";
+    fs::remove(seen);
+    const fs::path trace = dir_ / "closed.db";
+    fs::remove(trace);
+    // The rank closes them itself (exec in the command), as a job script would: `partrain
+    // trace` keeps its own standard streams.
+    CommandResult r = run_shell(fmt::format(
+        "RANK=0 WORLD_SIZE=1 timeout 30 {} trace -o {} -- sh -c 'exec python3 {} {} {}' </dev/null",
+        partrain_binary(), trace.string(), program.string(), seen.string(), c.redirect));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_file(seen.string()), c.seen);
+    EXPECT_EQ(r.err.find("not a partrain collector frame"), std::string::npos) << r.err;
+    EXPECT_EQ(query(trace, "SELECT rank FROM ranks"), "0\n");
+    EXPECT_EQ(query(trace, "SELECT count(*) FROM stats WHERE name = 'collector_rejected_clients'"),
+              "0\n");
+  }
+}
+
+// Two processes given the same rank that neither started the other (siblings a script gave one
+// RANK by mistake) both record as that rank: said as a warning and a data_loss stat, never
+// silently. A wrapper and the program it runs are one rank (ACommandTracedUnderAnOuterRank...).
+TEST_F(TraceCommandTest, TwoProcessesRecordingAsOneRankAreSaid) {
+  CommandResult r =
+      run_partrain(fmt::format("trace -o {} -- sh -c 'RANK=0 sleep 0.5 & RANK=0 "
+                               "sleep 0.5 & wait'",
+                               db("shared.db")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("both record as rank 0 (neither started the other)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(query(db("shared.db"),
+                  "SELECT rank, value, severity FROM stats WHERE name = "
+                  "'rank_recorded_by_two_processes'"),
+            "0|1|data_loss\n");
+}
+
+// A traced rank's mark for the processes it starts (PARTRAIN_GROUPS_PID: they are not the rank)
+// does not reach the command of a `partrain trace` one of them runs: its processes are ranks of
+// that trace, and would have been left untraced at their first process group.
+TEST_F(TraceCommandTest, ARanksMarkForItsSubprocessesStopsAtANewTrace) {
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- sh -c 'echo \"mark=${{PARTRAIN_GROUPS_PID:-none}}\"'",
+                  db("nested.db")),
+      "PARTRAIN_GROUPS_PID=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "mark=none\n");
+}
+
+// Two `partrain trace` runs started at once with one PARTRAIN_RUN_ID in one directory: each
+// traces, into <run-id>.db and the next free <run-id>.2.db. The other run is played by the test,
+// which holds the writer lock of the default name the moment before its file is made: the run
+// failed ("being written by another process") where a name already there moves on.
+TEST_F(TraceCommandTest, ADefaultNameAnotherRunIsTakingMovesOnToTheNextFree) {
+  fs::create_directories(dir_ / "partrain-runs");
+  const int lock = ::open((dir_ / "partrain-runs" / "job42.db-writer").c_str(),
+                          O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0);
+  CommandResult r = run_shell(fmt::format("cd {} && PARTRAIN_RUN_ID=job42 {} trace -- true",
+                                          dir_.string(), partrain_binary()));
+  ::close(lock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tracing into partrain-runs/job42.2.db"), std::string::npos) << r.err;
+  EXPECT_EQ(query(dir_ / "partrain-runs" / "job42.2.db", "SELECT run_id, status FROM runs"),
+            "job42|completed\n");
+}
+
+// The collector directory of a run id is shared by its runs on a host: a run that fails to start
+// leaves it to the run about to bind its socket there (it removed it, and that run failed: "cannot
+// listen on the collector socket ...: No such file or directory"). A default trace name's
+// failure does not blame a --trace FILE that was never given.
+TEST_F(TraceCommandTest, ARunThatCannotStartLeavesTheSharedCollectorDirectory) {
+  const fs::path runtime = dir_ / "runtime";
+  fs::create_directories(runtime / "partrain" / "job43");
+  fs::permissions(runtime / "partrain", fs::perms::owner_all, fs::perm_options::replace);
+  fs::permissions(runtime / "partrain" / "job43", fs::perms::owner_all, fs::perm_options::replace);
+  const fs::path trace = dir_ / "locked.db";
+  const int lock = ::open((dir_ / "locked.db-writer").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX | LOCK_NB), 0);
+  CommandResult r =
+      run_shell(fmt::format("XDG_RUNTIME_DIR={} PARTRAIN_RUN_ID=job43 {} trace -o {} -- true",
+                            runtime.string(), partrain_binary(), trace.string()));
+  ::close(lock);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("is being written by another process"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_directory(runtime / "partrain" / "job43"));
+
+  std::ofstream(runtime / "partrain" / "job44") << "not a directory";
+  r = run_shell(fmt::format("cd {} && XDG_RUNTIME_DIR={} PARTRAIN_RUN_ID=job44 {} trace -- true",
+                            dir_.string(), runtime.string(), partrain_binary()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("job44 exists but is not a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--trace FILE"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "partrain-runs" / "job44.db"));
 }
 
 // RANK set for `partrain trace` itself (exported in the shell, a batch script's): the command it

@@ -10,6 +10,8 @@ then, in a process libpartrain_inject.so traces,
     completed: from the Work's future, or by polling Work.is_completed where there is none);
   - steps come from torch.profiler's ProfilerStep#N when a profiler with a schedule runs, else
     from the optimizer's step();
+  - an exception that ends a rank is noted, also in a rank torch.multiprocessing.spawn started
+    (spawn catches it before sys.excepthook could see it);
   - an older torch gets one notice and its steps; NCCL's own calls are still recorded by the
     injection library, with host times.
 
@@ -35,4 +37,5 @@ def install():
         "torch.distributed.distributed_c10d": session.c10d_imported,
         "torch.optim.optimizer": session.optimizer_imported,
         "torch.profiler.profiler": session.profiler_imported,
+        "torch.multiprocessing.spawn": session.spawn_imported,
     })

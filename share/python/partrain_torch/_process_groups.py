@@ -251,6 +251,10 @@ class Recorder:
             # over at load (`bash run.sh` starting python) takes that rank over here. One the
             # library will not trace (no collector, partrain's own worker) gets no hooks at all.
             self._traced = self._native.start(rank) == 1
+            if self._traced:
+                # The processes this one starts (an evaluation tool with a private group of its
+                # own) are not the rank: the injection library leaves them untraced.
+                os.environ["PARTRAIN_GROUPS_PID"] = str(os.getpid())
             if self._traced and self._attempt > 0:
                 self._native.say(
                     "torchelastic_restart", _native.SEVERITY_INFO,

@@ -54,6 +54,10 @@ class Session:
     def c10d_imported(self, c10d):
         self._guarded("installing the process-group hooks", self._install_c10d, c10d)
 
+    def spawn_imported(self, spawn_module):
+        self._guarded("wrapping torch.multiprocessing.spawn", self._note_spawned_exceptions,
+                      spawn_module)
+
     def optimizer_imported(self, optimizer_module):
         self._guarded("installing the optimizer step hooks", self._install_steps,
                       "optimizer", optimizer_module)
@@ -115,6 +119,33 @@ class Session:
             previous(kind, value, traceback)
 
         sys.excepthook = excepthook
+
+    def _note_spawned_exceptions(self, spawn_module):
+        """A rank torch.multiprocessing.spawn started ends on an exception without the
+        excepthook: spawn's _wrap catches it, hands its traceback to the parent and calls
+        sys.exit(1), whose SystemExit carries the exception as its context. The parent pickles
+        _wrap by name, and the child finds this one under that name."""
+        import functools
+        original = getattr(spawn_module, "_wrap", None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def _wrap(fn, i, args, error_file):
+            try:
+                original(fn, i, args, error_file)
+            except SystemExit as exit:
+                failure = exit.__context__
+                if exit.code != 0 and isinstance(failure, Exception) and self.native is not None:
+                    try:
+                        self.native.say("rank_uncaught_exception", _native.SEVERITY_ERROR,
+                                        _exception_summary(type(failure), failure,
+                                                           failure.__traceback__))
+                    except Exception:
+                        pass
+                raise
+
+        spawn_module._wrap = _wrap
 
     # -- failures ----------------------------------------------------------------------------
 
