@@ -124,7 +124,9 @@ bool started_by(pid_t pid, pid_t ancestor) {
 std::string collector_base_dir() {
   struct stat info {};
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime != nullptr && *runtime != '\0' && ::stat(runtime, &info) == 0 &&
+  // A relative one is invalid (the XDG base directory spec: ignore it): ranks that change
+  // directory would look for the socket elsewhere.
+  if (runtime != nullptr && runtime[0] == '/' && ::stat(runtime, &info) == 0 &&
       S_ISDIR(info.st_mode)) {
     return std::string(runtime) + "/partrain";
   }

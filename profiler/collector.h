@@ -31,8 +31,8 @@ namespace partrain::profiler {
 Status check_run_id(std::string_view run_id);
 
 // Creates (mode 0700) and returns the directory for a run's collector socket:
-// $XDG_RUNTIME_DIR/partrain/<run_id> when that variable names a directory, else
-// /tmp/partrain-<uid>/<run_id>. A parent that is not this user's private directory (another
+// $XDG_RUNTIME_DIR/partrain/<run_id> when that variable is an absolute path naming a directory,
+// else /tmp/partrain-<uid>/<run_id>. A parent that is not this user's private directory (another
 // user's, one open to others, a symbolic link: the socket could be swapped) is not used: the
 // run gets a fresh private directory, $TMPDIR/partrain-collector-XXXXXX, with a warning saying
 // why. So does a run whose directory's path leaves no room for a socket name of

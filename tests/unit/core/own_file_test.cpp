@@ -87,6 +87,13 @@ TEST(TemporaryDirectory, AnUnusableTmpdirFallsBackToTmp) {
   }
   ::setenv("TMPDIR", scratch.path().c_str(), 1);
   EXPECT_EQ(temporary_directory(), scratch.path());
+  // A relative one is made absolute, as Python's tempfile does: the paths made from it reach
+  // ranks that may change directory before they use them.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(scratch.path().parent_path());
+  ::setenv("TMPDIR", scratch.path().filename().c_str(), 1);
+  EXPECT_EQ(temporary_directory(), scratch.path());
+  fs::current_path(cwd);
   if (saved != nullptr) {
     ::setenv("TMPDIR", restore.c_str(), 1);
   } else {

@@ -4,6 +4,7 @@
 // collector stops promptly with clients connected; and the end-to-end throughput is reported.
 #include "profiler/collector.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -134,6 +135,20 @@ mode_t mode_of(const std::string& path) {
   struct stat info {};
   EXPECT_EQ(::stat(path.c_str(), &info), 0) << path;
   return info.st_mode & 0777;
+}
+
+// A relative XDG_RUNTIME_DIR is invalid (the XDG base directory spec): ranks that change
+// directory would look for the socket elsewhere, so the base is /tmp/partrain-<uid>.
+TEST(Collector, ARelativeRuntimeDirectoryIsIgnored) {
+  ScopedRuntimeDir runtime;
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  const std::filesystem::path dir(runtime.path());
+  std::filesystem::current_path(dir.parent_path());
+  ::setenv("XDG_RUNTIME_DIR", dir.filename().c_str(), 1);
+  EXPECT_EQ(collector_base_dir(), fmt::format("/tmp/partrain-{}", ::getuid()));
+  std::filesystem::current_path(cwd);
+  ::setenv("XDG_RUNTIME_DIR", runtime.path().c_str(), 1);
+  EXPECT_EQ(collector_base_dir(), runtime.path() + "/partrain");
 }
 
 TEST(Collector, SocketDirectoryIsPrivate) {
