@@ -7,10 +7,20 @@ namespace partrain {
 namespace fs = std::filesystem;
 
 fs::path follow_links(const fs::path& path) {
+  // Link by link, as the kernel does (up to its 40 hops): weakly_canonical alone stops at a
+  // link whose target is not there yet, and the link itself would be replaced.
+  constexpr int kMaxHops = 40;
+  fs::path current = path;
   std::error_code error;
-  if (!fs::is_symlink(fs::symlink_status(path, error))) return path;
-  fs::path target = fs::weakly_canonical(path, error);
-  return error ? path : target;
+  for (int hop = 0; fs::is_symlink(fs::symlink_status(current, error)); ++hop) {
+    if (hop == kMaxHops) return path;  // a loop: writing `path` then fails as the kernel says
+    const fs::path target = fs::read_symlink(current, error);
+    if (error) return path;
+    current = target.is_absolute() ? target : current.parent_path() / target;
+  }
+  if (current == path) return path;
+  const fs::path resolved = fs::weakly_canonical(current, error);
+  return error ? current : resolved;
 }
 
 OutputKind output_kind(const fs::path& path) {

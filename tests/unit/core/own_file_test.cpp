@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/output_path.h"
 #include "core/temp_dir.h"
 #include "tests/support/scratch_dir.h"
 
@@ -62,6 +63,23 @@ TEST_F(OwnFileTest, RefusesALinkAHardLinkAndAFifo) {
   }
   EXPECT_FALSE(fs::exists(dir_ / "absent"));
   EXPECT_EQ(contents(victim_), "precious");
+}
+
+// An output named through a link is its target, also one not made yet (a dangling link, a
+// relative one, a chain): the link stays, as a shell's `>` keeps it.
+TEST_F(OwnFileTest, AnOutputThroughALinkIsItsTargetEvenWhenTheTargetIsNotThereYet) {
+  fs::create_directory(dir_ / "out");
+  fs::create_symlink(dir_ / "out" / "absent.json", dir_ / "dangling");
+  fs::create_symlink("out/relative.json", dir_ / "relative");
+  fs::create_symlink("dangling", dir_ / "chain");
+  const fs::path out = fs::canonical(dir_ / "out");
+  EXPECT_EQ(follow_links(dir_ / "dangling"), out / "absent.json");
+  EXPECT_EQ(follow_links(dir_ / "relative"), out / "relative.json");
+  EXPECT_EQ(follow_links(dir_ / "chain"), out / "absent.json");
+  EXPECT_EQ(follow_links(dir_ / "plain.json"), dir_ / "plain.json");
+  EXPECT_EQ(output_kind(follow_links(dir_ / "dangling")), OutputKind::kAbsent);
+  fs::create_symlink("loop", dir_ / "loop");
+  EXPECT_EQ(follow_links(dir_ / "loop"), dir_ / "loop");
 }
 
 TEST_F(OwnFileTest, AUniqueFileNeverTakesANameThatIsThere) {
