@@ -8,5 +8,6 @@ extern "C" __attribute__((visibility("default"), used)) const int partrain_recor
 int main(int argc, char** argv) {
   partrain::open_missing_standard_fds();
   partrain::ignore_file_size_signal();
+  partrain::raise_open_files_limit();
   return partrain::cli::run(argc, argv);
 }

@@ -1,5 +1,6 @@
 // What partrain's own processes set right about how they were started, first thing in main:
-// standard descriptors a caller closed, and the signal of the file-size limit.
+// standard descriptors a caller closed, the signal of the file-size limit, and a soft limit on
+// open files below what the host allows.
 #pragma once
 
 namespace partrain {
@@ -14,5 +15,17 @@ void open_missing_standard_fds();
 // The processes it starts get the default back (core/subprocess.cpp): a user's program keeps the
 // behaviour it would have without partrain.
 void ignore_file_size_signal();
+
+// Raises the soft limit on open files to the hard one (at most kMaxOpenFiles): a launcher holds
+// sockets, pipes and log files for every rank, and a soft limit lowered by the user's shell
+// (ulimit -Sn 32, with a hard limit of 20000) ran out with 4 traced ranks. Call once, before any
+// thread starts. The processes partrain starts get the soft limit back (restore_open_files_limit,
+// core/subprocess.cpp), as Go's runtime does: a user's program keeps what it would have without
+// partrain (select() cannot take descriptors above 1023).
+inline constexpr unsigned long kMaxOpenFiles = 1 << 20;
+void raise_open_files_limit();
+// In a child between fork and exec (async-signal-safe): the soft limit the process started with,
+// where raise_open_files_limit changed it.
+void restore_open_files_limit();
 
 }  // namespace partrain

@@ -125,5 +125,20 @@ TEST_F(HostLimitsTest, AFileSizeLimitIsAFullDiskNotASignal) {
   EXPECT_EQ(ignored & (uint64_t{1} << (SIGXFSZ - 1)), 0u) << r.out;
 }
 
+// A soft limit on open files lowered in the user's shell (ulimit -Sn 32, the hard limit high):
+// the launcher of 4 traced ranks raises its own soft limit to the hard one instead of running
+// out of descriptors, and gives the ranks the soft limit it was started with, as torchrun would.
+TEST_F(HostLimitsTest, ALowSoftLimitOnOpenFilesIsTheLaunchersToRaiseNotTheRanks) {
+  const fs::path trace = dir_ / "n.db";
+  CommandResult r = run_partrain(
+      fmt::format("launch -n 4 --trace {} -- sh -c 'echo limit $(ulimit -Sn)'", trace.string()),
+      fmt::format("cd {} && prlimit --nofile=32:4096 --", dir_.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(r.out.find(fmt::format("[rank {}] limit 32", rank)), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(TraceQuery(trace).rows("SELECT status FROM runs"), "completed\n");
+}
+
 }  // namespace
 }  // namespace partrain

@@ -153,13 +153,16 @@ constexpr Allowed kAllowed[] = {
     {"core/remove_on_signal.cpp", "g_retired",
      "those lists, freed at exit rather than while a handler may read them"},
     {"core/remove_on_signal.cpp", "once", "installs those signal handlers once per process"},
+    {"core/process_start.cpp", "g_started_open_files",
+     "the soft limit on open files partrain was started with, written once in main before any "
+     "thread and given back to each child between fork and exec (no allocation, no lock there)"},
+    {"core/process_start.cpp", "g_open_files_raised", "whether main raised that limit"},
     {"runner/device/isolated_memory.cpp", "g_ranges",
      "the isolated device's reserved ranges, read by its SIGSEGV handler (a signal carries no "
      "context)"},
     {"runner/device/isolated_memory.cpp", "g_previous_segv",
      "the SIGSEGV handler the isolated device's handler passes other faults on to"},
-    {"runner/device/isolated_memory.cpp", "once",
-     "installs that SIGSEGV handler once per process"},
+    {"runner/device/isolated_memory.cpp", "once", "installs that SIGSEGV handler once per process"},
     {"tui/dashboard.cpp", "g_signal",
      "the signal that ends the dashboard, set by its handler (a signal carries no context)"},
 };
