@@ -486,7 +486,9 @@ TEST_F(LaunchTest, SigintEndsEveryProcessWith130) {
   ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
   Finished r = launcher.finish();
   EXPECT_EQ(r.exit_code, 130) << r.err;
-  EXPECT_LT(r.seconds, 10.0);
+  // Once in ~1,900 runs on a loaded machine this took 30 s (the workers' `sleep 30`) with exit
+  // 130: the launcher's log says whether it saw the signal and when it stopped the workers.
+  EXPECT_LT(r.seconds, 10.0) << r.err;
   expect_all_gone();
 }
 
