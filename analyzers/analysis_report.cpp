@@ -421,7 +421,7 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
   return out;
 }
 
-// "12 step rows of ranks 0,1 (steps 0-5)": the replaced rows the earlier_steps table keeps.
+// "12 step rows of ranks 0,1 (steps 0-5)": the replaced rows the earlier_steps view holds.
 std::string earlier_steps_text(const std::vector<profiler::EarlierSteps>& earlier) {
   int64_t rows = 0;
   int64_t first = earlier.front().first_step;
@@ -451,7 +451,7 @@ std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
   const std::string kept =
       outcome.earlier_steps.empty()
           ? std::string("")
-          : fmt::format(" (the replaced rows are kept in the earlier_steps table: {})",
+          : fmt::format(" (the replaced rows are kept in the earlier_steps view: {})",
                         earlier_steps_text(outcome.earlier_steps));
   finding.evidence = fmt::format(
       "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
@@ -480,7 +480,7 @@ std::optional<Finding> repeated_steps_finding(const RunOutcome& outcome) {
   finding.evidence = fmt::format(
       "the job recorded step numbers more than once: {} were replaced by later steps of the "
       "same numbers; the steps table and these analyses hold each rank's latest step of a "
-      "number, and the replaced rows are kept in the earlier_steps table",
+      "number, and the replaced rows are kept in the earlier_steps view",
       earlier_steps_text(outcome.earlier_steps));
   finding.advice =
       "where the steps are marked ranges (--step-marker, NVTX), name each by a global step "

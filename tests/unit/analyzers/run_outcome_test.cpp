@@ -230,7 +230,7 @@ TEST(RunOutcome, TheStepsARestartReplacedAreKeptAndSaid) {
   const std::vector<Finding> findings = run_outcome_findings(outcome);
   const Finding* restarted = finding_of_kind(findings, "job_restarted");
   ASSERT_NE(restarted, nullptr);
-  EXPECT_NE(restarted->evidence.find("the replaced rows are kept in the earlier_steps table: "
+  EXPECT_NE(restarted->evidence.find("the replaced rows are kept in the earlier_steps view: "
                                      "3 step rows of ranks 0,1 (steps 0-1)"),
             std::string::npos)
       << restarted->evidence;
