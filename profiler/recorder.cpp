@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/log.h"
+#include "core/thread_start.h"
 
 namespace partrain::profiler {
 namespace {
@@ -37,12 +38,11 @@ std::atomic<uint64_t> g_next_recorder_id{1};
 Recorder::Recorder(RecordSink& sink, RecorderOptions options)
     : sink_(sink), options_(options), id_(g_next_recorder_id.fetch_add(1)) {
   batch_.reserve(options_.max_batch_bytes);
-  try {
-    flusher_ = std::thread([this] { flusher_loop(); });
-  } catch (const std::system_error& e) {
-    log::error("trace recorder: cannot start its flusher thread ({}); events are flushed only "
-               "on explicit flushes",
-               e.what());
+  if (Status started = start_thread(flusher_, [this] { flusher_loop(); }); !started.is_ok()) {
+    log::error(
+        "trace recorder: cannot start its flusher thread ({}); events are flushed only "
+        "on explicit flushes",
+        started.message());
   }
 }
 

@@ -343,18 +343,22 @@ TEST_F(TraceMergeTest, NcclChoicesFollowTheirCollectivesAndOlderInputsHaveNone) 
   EXPECT_EQ(query_number(out, "SELECT count(*) FROM collectives"), 12);
 }
 
+// `input` made a trace of an older schema `version`: `drop` removes what that version lacks.
+void make_older(const fs::path& input, std::string_view drop, int version) {
+  auto db = SqliteDb::open(input.string(), SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(db.is_ok());
+  ASSERT_TRUE(db->exec(fmt::format("{} PRAGMA user_version = {}; UPDATE meta SET value = '{}' "
+                                   "WHERE key = 'schema_version'",
+                                   drop, version, version))
+                  .is_ok())
+      << db->error_message();
+}
+
 // Expert loads are copied from every input; an input older than version 5 has none.
 TEST_F(TraceMergeTest, ExpertLoadsAreCopiedAndOlderInputsHaveNone) {
   auto inputs = write_nodes(node0(), node1());
-  {
-    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
-    ASSERT_TRUE(db.is_ok());
-    ASSERT_TRUE(db->exec("DROP VIEW expert_loads; DROP VIEW expert_layers; DROP TABLE "
-                         "expert_load; PRAGMA user_version = 4; UPDATE meta SET value = '4' "
-                         "WHERE key = 'schema_version'")
-                    .is_ok())
-        << db->error_message();
-  }
+  make_older(inputs[1], "DROP VIEW expert_loads; DROP VIEW expert_layers; DROP TABLE expert_load;",
+             4);
   ASSERT_TRUE(merge(inputs).is_ok());
   SqliteDb out = open_read_only(file("all.db"));
   EXPECT_EQ(query_rows(out,
@@ -379,15 +383,7 @@ TEST_F(TraceMergeTest, EarlierStepsAreCopiedAndOlderInputsHaveNone) {
                     .is_ok())
         << db->error_message();
   }
-  {
-    auto db = SqliteDb::open(inputs[1].string(), SQLITE_OPEN_READWRITE);
-    ASSERT_TRUE(db.is_ok());
-    ASSERT_TRUE(db->exec("DROP VIEW earlier_steps; DROP TABLE earlier_step; "
-                         "PRAGMA user_version = 5; UPDATE meta SET value = '5' "
-                         "WHERE key = 'schema_version'")
-                    .is_ok())
-        << db->error_message();
-  }
+  make_older(inputs[1], "DROP VIEW earlier_steps; DROP TABLE earlier_step;", 5);
   ASSERT_TRUE(merge(inputs).is_ok());
   SqliteDb out = open_read_only(file("all.db"));
   EXPECT_EQ(query_rows(out,
