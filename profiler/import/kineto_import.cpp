@@ -404,26 +404,50 @@ StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::str
 }
 
 // Ranks of one run profile the same steps, so their files overlap in time (on the reference
-// file's clock, which the time bases already agree on to NTP's precision). Two files that do not
-// overlap at all are of different runs, or of different cycles of a profiler schedule: their
-// collectives would otherwise be matched by sequence number as if one job had issued them, and
-// ranks on other hosts shifted by the gap to make them agree. What it says, or nothing when
-// they overlap.
+// file's clock, which the time bases agree on to the hosts' clock synchronisation). Two files
+// that do not overlap at all are of different runs, or of different cycles of a profiler
+// schedule: their collectives would otherwise be matched by sequence number as if one job had
+// issued them, and ranks on other hosts shifted by the gap to make them agree. Files of two
+// hosts may also not overlap because the hosts' clocks disagree by more than the profiled
+// cycle lasts (hosts without NTP; a cycle of a few short steps): they are one cycle when both
+// profiled the same steps (ProfilerStep numbers) and lie less than an hour apart, which no
+// clocks of one cluster disagree by, and the collectives' clock fit then aligns them.
+constexpr int64_t kMostClockDisagreementNs = 3600LL * 1'000'000'000;
+
+bool one_cycle_on_other_clocks(const ImportedRank& a, const ImportedRank& b, int64_t gap_ns) {
+  const bool other_clocks = a.clock_domain.empty() || a.clock_domain != b.clock_domain;
+  if (!other_clocks || a.steps.empty() || gap_ns >= kMostClockDisagreementNs) return false;
+  auto numbers = [](const ImportedRank& r) {
+    std::vector<int64_t> n;
+    for (const StepSpan& s : r.steps) n.push_back(s.step);
+    return n;
+  };
+  return numbers(a) == numbers(b);
+}
+
+// What says the files are of different runs or cycles (the widest gap between two files that
+// do not overlap and are not one cycle on other clocks), or nothing.
 std::optional<std::string> not_one_run(const std::vector<ImportedRank>& ranks,
                                        const std::vector<ScannedRank>& spooled) {
-  size_t ends_first = 0, starts_last = 0;
-  for (size_t i = 0; i < spooled.size(); ++i) {
-    if (spooled[i].scan.last_ns < spooled[ends_first].scan.last_ns) ends_first = i;
-    if (spooled[i].scan.first_ns > spooled[starts_last].scan.first_ns) starts_last = i;
+  std::optional<std::pair<size_t, size_t>> widest;  // (ends first, starts after it)
+  int64_t widest_gap_ns = 0;
+  for (size_t first = 0; first < spooled.size(); ++first) {
+    for (size_t later = 0; later < spooled.size(); ++later) {
+      const int64_t gap_ns = spooled[later].scan.first_ns - spooled[first].scan.last_ns;
+      if (gap_ns <= widest_gap_ns) continue;
+      if (one_cycle_on_other_clocks(ranks[first], ranks[later], gap_ns)) continue;
+      widest = {first, later};
+      widest_gap_ns = gap_ns;
+    }
   }
-  const int64_t gap_ns = spooled[starts_last].scan.first_ns - spooled[ends_first].scan.last_ns;
-  if (gap_ns <= 0) return std::nullopt;
+  if (!widest) return std::nullopt;
+  const auto [ends_first, starts_last] = *widest;
   return fmt::format(
       "rank {}'s events ({}) begin {} after rank {}'s ({}) end: files of one run overlap in "
       "time, so these are of different runs or of different cycles of a profiler schedule; "
       "import the files one job wrote in one profiling cycle",
       ranks[starts_last].rank, ranks[starts_last].file.filename().string(),
-      format_duration(Nanoseconds(gap_ns)), ranks[ends_first].rank,
+      format_duration(Nanoseconds(widest_gap_ns)), ranks[ends_first].rank,
       ranks[ends_first].file.filename().string());
 }
 

@@ -233,6 +233,50 @@ TEST(KinetoImport, FilesThatDoNotOverlapInTimeAreSaidToBeOfDifferentRuns) {
             0);
 }
 
+// Two hosts profiling the same two steps (ProfilerStep#5, #6; 40 ms) whose clocks disagree by
+// 3 s: their files do not overlap on the time bases, but they are one cycle, not two runs (the
+// import called them different runs, and analyze reported a data-loss finding); the collectives
+// align the clocks. Host b profiling the schedule's next cycle (steps 9, 10) instead is said.
+std::vector<KinetoFixture> hosts_clocks_apart(int64_t b_first_step) {
+  std::vector<KinetoFixture> ranks;
+  for (int r = 0; r < 2; ++r) {
+    KinetoFixture f(r, 2);
+    f.host(r == 0 ? "a" : "b");
+    f.base_time_ns(1790857026000000000 + r * 3'000'000'000LL);
+    const int64_t first_step = r == 0 ? 5 : b_first_step;
+    for (int k = 0; k < 2; ++k) {
+      const double t = 1000.0 + 20'000.0 * k;
+      f.step(first_step + k, t, 20'000);
+      f.gloo_all_reduce(16, t + 100, t + 105, t + 600, 6000 + r);
+    }
+    ranks.push_back(std::move(f));
+  }
+  return ranks;
+}
+
+TEST(KinetoImport, HostsWhoseClocksDisagreeByMoreThanTheCycleAreOneCycleWhenTheirStepsAgree) {
+  ScratchDir dir;
+  auto summary =
+      import(testing::write_kineto_ranks(dir.path(), hosts_clocks_apart(5)), dir.path() / "a.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  for (const std::string& w : summary->warnings) {
+    EXPECT_EQ(w.find("overlap in time"), std::string::npos) << w;
+  }
+  EXPECT_EQ(TraceQuery(dir.path() / "a.db")
+                .number("SELECT count(*) FROM stats WHERE name = 'import_ranks_not_overlapping'"),
+            0);
+  ASSERT_EQ(summary->ranks.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(summary->ranks[1].clock.offset_ns), -3'000'000'000.0, 10'000);
+
+  fs::create_directories(dir.path() / "next");
+  auto next_cycle = import(testing::write_kineto_ranks(dir.path() / "next", hosts_clocks_apart(9)),
+                           dir.path() / "b.db");
+  ASSERT_TRUE(next_cycle.is_ok()) << next_cycle.status().message();
+  EXPECT_EQ(TraceQuery(dir.path() / "b.db")
+                .number("SELECT count(*) FROM stats WHERE name = 'import_ranks_not_overlapping'"),
+            1);
+}
+
 // Two hosts and no collective between them: their clocks cannot be aligned, said in one
 // grammatical sentence (it read "ranks rank 1 are on other hosts than rank 0").
 TEST(KinetoImport, RanksOnAnotherHostWithoutACollectiveAreSaidUnaligned) {
