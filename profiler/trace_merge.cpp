@@ -12,12 +12,14 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <vector>
 
 #include "core/log.h"
 #include "core/output_path.h"
+#include "core/rank_list.h"
 #include "profiler/missing_ranks_stat.h"
 #include "profiler/node_trace_name.h"
 #include "profiler/sqlite_db.h"
@@ -44,6 +46,8 @@ struct MergeInput {
   std::set<int64_t> ranks;  // world ranks with rows in rank, track, memory or step
   std::set<int64_t> nodes;  // the nodes its rank rows name
   bool has_node0 = false;   // holds rank 0 or a rank of node 0: the run-level metadata's file
+  std::map<int64_t, std::string> hosts;  // each rank row's host ("" when it names none)
+  bool imported = false;                 // made by `partrain import` (config's "imported_from")
 };
 
 std::optional<int64_t> optional_int(const SqliteStatement& stmt, int column) {
@@ -77,6 +81,11 @@ StatusOr<RunRow> read_run_row(const TraceFile& trace) {
   return row;
 }
 
+bool imported_run(const RunRow& run) {
+  const nlohmann::json config = nlohmann::json::parse(run.config, nullptr, false);
+  return config.is_object() && config.contains("imported_from");
+}
+
 // memory and step are keyed by (rank, ...): each next rank is one b-tree seek, not a scan.
 Status add_keyed_ranks(const TraceFile& trace, std::string_view table, std::set<int64_t>& ranks) {
   std::string sql = "SELECT min(rank) FROM " + std::string(table) + " WHERE rank > ?1";
@@ -94,10 +103,11 @@ Status add_keyed_ranks(const TraceFile& trace, std::string_view table, std::set<
 
 Status read_ranks(const TraceFile& trace, MergeInput& input) {
   ASSIGN_OR_RETURN(SqliteStatement rank_rows,
-                   SqliteStatement::prepare(trace.db, "SELECT rank, node FROM rank"));
+                   SqliteStatement::prepare(trace.db, "SELECT rank, node, host FROM rank"));
   int rc = SQLITE_ROW;
   while ((rc = rank_rows.step()) == SQLITE_ROW) {
     input.ranks.insert(rank_rows.column_int(0));
+    input.hosts[rank_rows.column_int(0)] = rank_rows.column_text(2);
     if (!rank_rows.column_is_null(1)) input.nodes.insert(rank_rows.column_int(1));
     if (!rank_rows.column_is_null(1) && rank_rows.column_int(1) == 0) input.has_node0 = true;
   }
@@ -121,6 +131,7 @@ StatusOr<MergeInput> read_input(const fs::path& path) {
   MergeInput input;
   input.path = path;
   ASSIGN_OR_RETURN(input.run, read_run_row(trace));
+  input.imported = imported_run(input.run);
   RETURN_IF_ERROR(read_ranks(trace, input));
   return input;
 }
@@ -166,10 +177,17 @@ Status check_inputs(const std::vector<MergeInput>& inputs) {
   const MergeInput& first = inputs.front();
   for (const MergeInput& input : inputs) {
     if (input.run.run_id != first.run.run_id) {
-      return invalid_argument("{} (run {}) and {} (run {}) are traces of different runs: merge "
-                              "only the node files of one run", first.path.string(),
-                              shown_run_id(first.run.run_id), input.path.string(),
-                              shown_run_id(input.run.run_id));
+      // An import names its run by the time of its first event: imports of one job's ranks
+      // made apart name different runs.
+      const bool imports = first.imported && input.imported;
+      return invalid_argument(
+          "{} (run {}) and {} (run {}) are traces of different runs: merge only the node files of "
+          "one run{}",
+          first.path.string(), shown_run_id(first.run.run_id), input.path.string(),
+          shown_run_id(input.run.run_id),
+          imports ? "; to bring one job's profiler traces together, import every rank's files "
+                    "with one `partrain import`, which also aligns the hosts' clocks"
+                  : "");
     }
   }
   std::map<int64_t, const MergeInput*> owner;
@@ -533,6 +551,46 @@ Status write_run_and_meta(SqliteDb& db, const RunRow& run, const std::vector<Mer
   return Status::ok();
 }
 
+// Ranks of imports merged with the import holding the run's reference ranks whose host that
+// import does not have: each import aligned the clocks of the files it read, so theirs was never
+// aligned with the reference host's. Stat import_clock_unaligned, as import says it of a host no
+// collective links, and a warning naming the fix.
+Status record_unaligned_imports(SqliteDb& db, const std::vector<MergeInput>& inputs,
+                                const MergeInput& reference) {
+  if (!reference.imported) return Status::ok();
+  std::set<std::string> reference_hosts;
+  for (const auto& [rank, host] : reference.hosts) reference_hosts.insert(host);
+  std::vector<int> unaligned;
+  for (const MergeInput& input : inputs) {
+    if (&input == &reference || !input.imported) continue;
+    for (const auto& [rank, host] : input.hosts) {
+      if (host.empty() || !reference_hosts.contains(host))
+        unaligned.push_back(static_cast<int>(rank));
+    }
+  }
+  if (unaligned.empty()) return Status::ok();
+  const bool one = unaligned.size() == 1;
+  log::warn(
+      "{} {} {} imported apart from {}, on {} it does not hold, and {} not aligned with its "
+      "hosts' clocks (an import aligns the files it reads together), so times across hosts may "
+      "be off; import every rank's files with one `partrain import` to align them",
+      one ? "rank" : "ranks", format_rank_list(unaligned), one ? "was" : "were",
+      reference.path.string(), one ? "a host" : "hosts", one ? "is" : "are");
+  ASSIGN_OR_RETURN(SqliteStatement stat,
+                   SqliteStatement::prepare(
+                       db,
+                       "INSERT INTO stat (name, rank, value, severity, description) VALUES "
+                       "('import_clock_unaligned', ?1, 1, 'data_loss', 'imported apart from "
+                       "the reference host''s files and merged: this rank''s host clock was "
+                       "not aligned with it, its times are its file''s own') "
+                       "ON CONFLICT (name, rank) DO NOTHING"));
+  for (int rank : unaligned) {
+    stat.bind(1, static_cast<int64_t>(rank));
+    if (stat.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
+  }
+  return Status::ok();
+}
+
 Status record_lost_strings(SqliteDb& db, int64_t lost) {
   ASSIGN_OR_RETURN(SqliteStatement stat,
                    SqliteStatement::prepare(
@@ -614,6 +672,7 @@ StatusOr<TraceMergeSummary> merge_traces(std::span<const fs::path> inputs,
   RETURN_IF_ERROR(write_run_and_meta(db, run, files));
   if (counts.lost_strings > 0) RETURN_IF_ERROR(record_lost_strings(db, counts.lost_strings));
   RETURN_IF_ERROR(settle_missing_ranks(db, files, run.world_size));
+  RETURN_IF_ERROR(record_unaligned_imports(db, files, metadata_input(files)));
   Status finished = finish_output(std::move(db), temporary.path(), output);
   if (!finished.is_ok()) return finished.with_context(fmt::format("writing {}", output.string()));
   temporary.keep();  // renamed into place

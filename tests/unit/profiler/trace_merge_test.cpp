@@ -584,6 +584,41 @@ TEST_F(TraceMergeTest, FilesOfDifferentRunsAreRefused) {
   EXPECT_TRUE(temporaries().empty());
 }
 
+// Imports of one job's ranks made apart: each aligned only its own files' clocks, so the ranks
+// of a host the reference import does not have are unaligned with it (the merge was silent and
+// analyze compared their times as if aligned). Node files of a launched run share its clock.
+TEST_F(TraceMergeTest, ImportsOfOtherHostsMergedAreSaidUnaligned) {
+  NodeSpec first = node0(), second = node1();
+  first.config = second.config = "{\"imported_from\":\"kineto\"}";
+  auto summary = merge(write_nodes(first, second));
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(query_rows(open_read_only(file("all.db")),
+                       "SELECT rank, severity FROM stats WHERE name = 'import_clock_unaligned' "
+                       "ORDER BY rank"),
+            "2|data_loss\n3|data_loss\n");
+
+  for (std::string_view written : {"all.db", "run.db", "run.node1.db"}) fs::remove(file(written));
+  summary = merge(write_nodes(node0(), node1()));  // a launched run's node files
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(query_number(open_read_only(file("all.db")),
+                         "SELECT count(*) FROM stats WHERE name = 'import_clock_unaligned'"),
+            0);
+}
+
+// Imports name their run by their first event's time, so imports of one job made apart name
+// different runs: refused, naming the one import that brings them together.
+TEST_F(TraceMergeTest, ImportsOfDifferentRunsAreRefusedNamingOneImport) {
+  NodeSpec first = node0(), second = node1();
+  first.config = second.config = "{\"imported_from\":\"kineto\"}";
+  second.run_id = "kineto-20240611-140203";
+  auto summary = merge(write_nodes(first, second));
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_NE(summary.status().message().find(
+                "import every rank's files with one `partrain import`, which also aligns"),
+            std::string::npos)
+      << summary.status().message();
+}
+
 TEST_F(TraceMergeTest, ARankInTwoInputsIsRefused) {
   NodeSpec overlapping = node1();
   overlapping.ranks = {1, 2};
