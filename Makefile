@@ -31,8 +31,9 @@ DEB_PACKAGES := cmake g++ ninja-build pkg-config python3 \
 CLUSTER_DEB_PACKAGES := slurm-wlm munge openmpi-bin libpmix2 iproute2
 # The metrics endpoint's test scrapes a run with curl and parses the pages with Prometheus' own
 # Python client (tests/integration/metrics_endpoint_test.cpp); PARTRAIN_SKIP_METRICS_CLIENTS=1
-# installs neither.
-METRICS_DEB_PACKAGES := curl python3-prometheus-client
+# installs neither. locales: the sources of the Turkish locale a unit test builds (dotless i:
+# header names read under the dashboard's LC_CTYPE, tests/unit/metrics/http_request_test.cpp).
+METRICS_DEB_PACKAGES := curl python3-prometheus-client locales
 # The torch tests' interpreter: PyPI's default wheels of these versions in a virtual environment
 # kept across runs and checkouts; PARTRAIN_SKIP_TORCH=1 installs nothing.
 TORCH_VERSION := 2.15.0

@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <vector>
+
+#include "core/ascii.h"
 
 namespace partrain::metrics {
 namespace {
@@ -49,15 +50,9 @@ HttpResponse text_response(int status, std::string body) {
 bool is_token(std::string_view text) {
   if (text.empty()) return false;
   return std::all_of(text.begin(), text.end(), [](unsigned char c) {
-    return std::isalnum(c) ||
+    return is_ascii_alnum(static_cast<char>(c)) ||
            std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
   });
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 std::string_view trim(std::string_view text) {
@@ -105,7 +100,7 @@ bool accepts_open_metrics(std::string_view accept) {
     std::string_view range = accept.substr(0, comma);
     accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
     const size_t semicolon = range.find(';');
-    const std::string type = lower(trim(range.substr(0, semicolon)));
+    const std::string type = ascii_lower(trim(range.substr(0, semicolon)));
     if (type != "application/openmetrics-text") continue;
     bool refused = false;  // q=0: "not acceptable"
     std::string_view params =
@@ -114,8 +109,7 @@ bool accepts_open_metrics(std::string_view accept) {
       const size_t next = params.find(';');
       const std::string_view param = trim(params.substr(0, next));
       params.remove_prefix(next == std::string_view::npos ? params.size() : next + 1);
-      if (param.size() < 2 || std::tolower(static_cast<unsigned char>(param[0])) != 'q' ||
-          param[1] != '=') {
+      if (param.size() < 2 || ascii_lower(param[0]) != 'q' || param[1] != '=') {
         continue;
       }
       const std::string_view q = param.substr(2);
@@ -153,7 +147,7 @@ ParsedHead parse_request_head(std::string_view head) {
   // The absolute form (RFC 9112 sec. 3.2.2: a server MUST accept it), as a proxy or a client
   // configured with a proxy sends it: its path is the target.
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() > scheme.size() && lower(target.substr(0, scheme.size())) == scheme) {
+    if (target.size() > scheme.size() && ascii_lower(target.substr(0, scheme.size())) == scheme) {
       const std::string_view rest = target.substr(scheme.size());
       const size_t path = rest.find_first_of("/?");
       target = path == std::string_view::npos ? std::string_view("/") : rest.substr(path);
@@ -166,8 +160,8 @@ ParsedHead parse_request_head(std::string_view head) {
   if (target.empty() || target.front() != '/' || has_control_bytes(target)) {
     return bad(400, "the request target must be a path such as /metrics");
   }
-  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !std::isdigit(version[5]) ||
-      version[6] != '.' || !std::isdigit(version[7])) {
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !is_ascii_digit(version[5]) ||
+      version[6] != '.' || !is_ascii_digit(version[7])) {
     return bad(400, "malformed HTTP version");
   }
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
@@ -183,7 +177,7 @@ ParsedHead parse_request_head(std::string_view head) {
       // A line starting with whitespace is obsolete line folding (RFC 9112 says reject it).
       return bad(400, "malformed header line");
     }
-    const std::string name = lower(header.substr(0, colon));
+    const std::string name = ascii_lower(header.substr(0, colon));
     const std::string_view value = trim(header.substr(colon + 1));
     if (has_control_bytes(value)) return bad(400, "control characters in a header value");
     if (name == "accept") {

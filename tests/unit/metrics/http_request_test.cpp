@@ -1,6 +1,15 @@
 #include "metrics/http_request.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cctype>
+#include <clocale>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/support/scratch_dir.h"
 
 namespace partrain::metrics {
 namespace {
@@ -111,6 +120,28 @@ TEST(HttpRequest, AcceptParsing) {
   EXPECT_FALSE(accepts_open_metrics("application/openmetrics-text;q=0.000"));
   EXPECT_FALSE(accepts_open_metrics("application/openmetrics-textual"));
   EXPECT_FALSE(accepts_open_metrics(""));
+}
+
+// The dashboard sets LC_CTYPE from the user's environment (ncurses' wide characters), and the
+// launcher serves the metrics in that process. Under tr_TR.UTF-8, std::tolower('I') is 'I', so
+// "ACCEPT: APPLICATION/OPENMETRICS-TEXT" read as another header and a scrape got Prometheus text.
+// The locale is built from the `locales` package's sources (the Makefile installs them).
+TEST(HttpRequest, HeaderNamesAndMediaTypesAreCaseInsensitiveUnderATurkishLocale) {
+  const std::filesystem::path source = "/usr/share/i18n/locales/tr_TR";
+  if (!std::filesystem::exists(source)) GTEST_SKIP() << source << " missing (Debian's locales)";
+  testing::ScratchDir dir;
+  const std::string made = dir.path().string() + "/tr_TR.UTF-8";
+  const std::string command = "localedef -i tr_TR -f UTF-8 '" + made + "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  ::setenv("LOCPATH", dir.path().c_str(), 1);
+  ASSERT_NE(std::setlocale(LC_CTYPE, "tr_TR.UTF-8"), nullptr);
+  const bool turkish_i = std::tolower('I') != 'i';  // the locale bites, as in the dashboard
+  const HttpResponse response = respond_to(
+      "GET /metrics HTTP/1.1\r\nHOST: h\r\nACCEPT: APPLICATION/OPENMETRICS-TEXT\r\n\r\n");
+  std::setlocale(LC_CTYPE, "C");
+  ::unsetenv("LOCPATH");
+  EXPECT_TRUE(turkish_i);
+  EXPECT_EQ(response.content_type, content_type(ExpositionFormat::kOpenMetrics));
 }
 
 }  // namespace
