@@ -94,30 +94,54 @@ std::optional<size_t> request_head_length(std::string_view received) {
   return end;
 }
 
+namespace {
+
+// A q-value in thousandths (RFC 9110 12.4.2: "0" to "1" with up to three decimals); one that does
+// not read as one is taken as 1, as a client that wrote no q.
+int q_thousandths(std::string_view q) {
+  if (q.empty() || (q[0] != '0' && q[0] != '1')) return 1000;
+  int value = (q[0] - '0') * 1000;
+  if (q.size() == 1) return value;
+  if (q[1] != '.' || q.size() > 5) return 1000;
+  int scale = 100;
+  for (char c : q.substr(2)) {
+    if (!is_ascii_digit(c)) return 1000;
+    value += (c - '0') * scale;
+    scale /= 10;
+  }
+  return std::min(value, 1000);
+}
+
+}  // namespace
+
 bool accepts_open_metrics(std::string_view accept) {
+  int open_metrics = 0, plain_text = 0;  // the highest q of each, in thousandths
   while (!accept.empty()) {
     const size_t comma = accept.find(',');
     std::string_view range = accept.substr(0, comma);
     accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
     const size_t semicolon = range.find(';');
     const std::string type = ascii_lower(trim(range.substr(0, semicolon)));
-    if (type != "application/openmetrics-text") continue;
-    bool refused = false;  // q=0: "not acceptable"
+    int* best = type == "application/openmetrics-text" ? &open_metrics
+                : type == "text/plain"                 ? &plain_text
+                                                       : nullptr;
+    if (best == nullptr) continue;
+    int q = 1000;
     std::string_view params =
         semicolon == std::string_view::npos ? std::string_view() : range.substr(semicolon + 1);
     while (!params.empty()) {
       const size_t next = params.find(';');
       const std::string_view param = trim(params.substr(0, next));
       params.remove_prefix(next == std::string_view::npos ? params.size() : next + 1);
-      if (param.size() < 2 || ascii_lower(param[0]) != 'q' || param[1] != '=') {
-        continue;
+      if (param.size() >= 2 && ascii_lower(param[0]) == 'q' && param[1] == '=') {
+        q = q_thousandths(param.substr(2));
       }
-      const std::string_view q = param.substr(2);
-      refused = !q.empty() && q.find_first_not_of("0.") == std::string_view::npos;
     }
-    if (!refused) return true;
+    *best = std::max(*best, q);
   }
-  return false;
+  // Named with q > 0 and not below text/plain's q; a tie, or only wildcards beside it, is
+  // OpenMetrics, the richer format.
+  return open_metrics > 0 && open_metrics >= plain_text;
 }
 
 ParsedHead parse_request_head(std::string_view head) {

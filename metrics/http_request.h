@@ -45,8 +45,8 @@ struct ParsedHead {
 };
 ParsedHead parse_request_head(std::string_view head);
 
-// Whether an Accept header value asks for OpenMetrics (a media range
-// application/openmetrics-text whose q is not 0).
+// Whether an Accept header value asks for OpenMetrics: a media range
+// application/openmetrics-text whose q is not 0 and not below text/plain's.
 bool accepts_open_metrics(std::string_view accept);
 
 // The answer to a parsed request: the page (in the format asked for) for GET / HEAD /metrics,

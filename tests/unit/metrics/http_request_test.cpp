@@ -116,10 +116,26 @@ TEST(HttpRequest, EveryResponseClosesTheConnection) {
 TEST(HttpRequest, AcceptParsing) {
   EXPECT_TRUE(accepts_open_metrics(kPrometheusAccept));
   EXPECT_TRUE(accepts_open_metrics("APPLICATION/OpenMetrics-Text"));
-  EXPECT_TRUE(accepts_open_metrics("text/plain, application/openmetrics-text; q=0.3"));
   EXPECT_FALSE(accepts_open_metrics("application/openmetrics-text;q=0.000"));
   EXPECT_FALSE(accepts_open_metrics("application/openmetrics-textual"));
   EXPECT_FALSE(accepts_open_metrics(""));
+}
+
+// The client's preference by q (RFC 9110 12.5.1): Prometheus configured with
+// scrape_protocols: [PrometheusText0.0.4, OpenMetricsText1.0.0] sends text/plain with the higher
+// q, and got OpenMetrics because it was named with q > 0. A tie, or wildcards beside it, keeps
+// OpenMetrics; a q that does not read as one counts as 1.
+TEST(HttpRequest, AcceptPrefersTheHigherQ) {
+  EXPECT_FALSE(accepts_open_metrics(
+      "application/openmetrics-text; version=1.0.0; q=0.5, text/plain; version=0.0.4; q=1"));
+  EXPECT_FALSE(accepts_open_metrics(
+      "text/plain;version=0.0.4;q=0.5,application/openmetrics-text;version=1.0.0;q=0.4,*/*;q=0.1"));
+  EXPECT_FALSE(accepts_open_metrics("text/plain, application/openmetrics-text; q=0.3"));
+  EXPECT_TRUE(accepts_open_metrics("text/plain;q=0.5, application/openmetrics-text;q=0.501"));
+  EXPECT_TRUE(accepts_open_metrics("text/plain, application/openmetrics-text"));
+  EXPECT_TRUE(accepts_open_metrics("application/openmetrics-text;q=0.2, */*"));
+  EXPECT_TRUE(accepts_open_metrics("application/openmetrics-text;q=abc, text/plain;q=0.9"));
+  EXPECT_TRUE(accepts_open_metrics("application/openmetrics-text;q=0.001"));
 }
 
 // The dashboard sets LC_CTYPE from the user's environment (ncurses' wide characters), and the
