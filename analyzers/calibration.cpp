@@ -328,6 +328,18 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   StatusOr<AnalysisWindow> chosen = choose_window(reader, options);
   if (!chosen.is_ok()) return nothing_to_calibrate(source, chosen.status().message());
   const AnalysisWindow& window = *chosen;
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> row, reader.run());
+  const profiler::RunStatus status =
+      row && row->status ? *row->status : profiler::RunStatus::kRunning;
+  if (run && !window.has_steps && status != profiler::RunStatus::kCompleted) {
+    // A built-in workload marks every step: one that failed, was stopped or is still starting
+    // without a step never trained, and what it recorded is start-up (the process groups' first
+    // collectives), not a step's work.
+    return nothing_to_calibrate(
+        source, fmt::format("the {} run recorded no step: its collectives are start-up's, not "
+                            "training's",
+                            profiler::run_status_name(status)));
+  }
   if (run) {
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
                                           uncalibrated.comm.machines().devices_per_node);

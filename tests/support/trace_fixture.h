@@ -41,20 +41,29 @@ inline profiler::CollectiveRecord completed_all_reduce(const std::string& comm_i
   return r;
 }
 
-inline profiler::TraceFile write_completed_trace(const std::filesystem::path& path,
-                                                 const std::string& config_json, int world_size,
-                                                 std::vector<profiler::TraceEvent> events) {
+// A trace of `events` whose run ended with `status`.
+inline profiler::TraceFile write_ended_trace(const std::filesystem::path& path,
+                                             const std::string& config_json, int world_size,
+                                             std::vector<profiler::TraceEvent> events,
+                                             profiler::RunStatus status) {
   events.insert(events.begin(), profiler::RunInfo{"run-1", "partrain launch", config_json,
                                                    world_size, 1'700'000'000'000'000'000, 0});
   {
     auto writer = profiler::TraceWriter::create(path);
     EXPECT_TRUE(writer.is_ok()) << writer.status().message();
     (*writer)->append(events);
-    EXPECT_TRUE((*writer)->set_run_status(profiler::RunStatus::kCompleted).is_ok());
+    EXPECT_TRUE((*writer)->set_run_status(status).is_ok());
   }
   auto trace = profiler::open_trace(path);
   EXPECT_TRUE(trace.is_ok()) << trace.status().message();
   return std::move(trace).value();
+}
+
+inline profiler::TraceFile write_completed_trace(const std::filesystem::path& path,
+                                                 const std::string& config_json, int world_size,
+                                                 std::vector<profiler::TraceEvent> events) {
+  return write_ended_trace(path, config_json, world_size, std::move(events),
+                           profiler::RunStatus::kCompleted);
 }
 
 }  // namespace partrain::testing
