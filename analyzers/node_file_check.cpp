@@ -82,6 +82,11 @@ StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& re
   for (int n = 0; n < file.nodes; ++n) {
     if (n != file.node) file.others.push_back(profiler::node_trace_path(node0, n));
   }
+  file.others_beside = std::all_of(file.others.begin(), file.others.end(), [](const fs::path& p) {
+    std::error_code error;
+    return fs::exists(p, error);
+  });
+  file.run_id = run ? run->run_id : "";
   return std::optional<NodeFile>(std::move(file));
 }
 
@@ -95,6 +100,23 @@ Finding node_file_finding(const NodeFile& file) {
   finding.kind = "node_file";
   finding.severity = Severity::kWarning;
   finding.impact = 1;
+  if (!file.others_beside) {
+    // Named as the launcher names node files, the others would not be found: the run's other
+    // traces are elsewhere, under names only the user knows.
+    finding.evidence = fmt::format(
+        "{} holds {} {} of the {} of run {}; the other ranks' traces are not beside it under "
+        "the launcher's node-file names ({} absent): a `partrain trace` per host or per rank "
+        "writes each to its own -o, or they were not copied here; what the other ranks did (or "
+        "did not do) is not judged",
+        file.path.string(), file.ranks.size() == 1 ? "rank" : "ranks", format_rank_list(file.ranks),
+        file.world_size, file.run_id.empty() ? "(no id)" : file.run_id, file_list(file.others));
+    finding.advice = fmt::format(
+        "merge every trace of run {} and analyze the merged one: partrain merge {} <the other "
+        "traces> -o {} && partrain analyze {}",
+        file.run_id.empty() ? "(no id)" : file.run_id, file.path.string(), merged.string(),
+        merged.string());
+    return finding;
+  }
   finding.evidence = fmt::format(
       "{} is node {}'s trace file of a run of {} nodes: it holds ranks {} of {}; the other "
       "ranks are in the other nodes' files ({}), not read here, so what they did (or did not "

@@ -80,6 +80,23 @@ TEST(NodeFileAnalysisTest, OneNodesFileAloneNamesTheOthersAndTheMerge) {
   for (const auto& finding : report.at("findings")) {
     EXPECT_NE(finding.at("kind"), "node_file") << finding.dump();
   }
+
+  // Node 1's file copied alone (or one of the traces a `partrain trace` per rank wrote, each to
+  // its own -o): the launcher's names for the others lead nowhere, so the finding does not
+  // send the user to merge files that are not there (it named run.db as node 0's file, and the
+  // merge it advised failed with "cannot open").
+  const fs::path elsewhere = scratch.path() / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::copy_file(node1, elsewhere / "run.node1.db");
+  CommandResult lone = run_partrain("analyze " + (elsewhere / "run.node1.db").string());
+  ASSERT_EQ(lone.exit_code, 0) << lone.err;
+  EXPECT_NE(lone.out.find("holds ranks 2,3 of the 4 of run "), std::string::npos) << lone.out;
+  EXPECT_NE(lone.out.find("the other ranks' traces are not beside it under the launcher's "
+                          "node-file names (" +
+                          (elsewhere / "run.db").string() + " absent)"),
+            std::string::npos)
+      << lone.out;
+  EXPECT_EQ(lone.out.find("is node 1's trace file"), std::string::npos) << lone.out;
 }
 
 }  // namespace
