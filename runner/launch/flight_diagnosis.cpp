@@ -538,8 +538,9 @@ std::string format_flight_diagnosis(const FlightDiagnosis& d) {
   if (d.findings.empty()) text += "partrain: diagnosis: no collective of several ranks recorded\n";
   if (!undumped.empty()) {
     text += fmt::format(
-        "partrain: diagnosis: nothing is known of {} (no dump: on another node, "
-        "or killed before it could write one)\n",
+        "partrain: diagnosis: nothing is known of {} (no dump: on another node, killed "
+        "before it could write one, or started by the traced program rather than by partrain, "
+        "which then cannot ask it for one)\n",
         ranks_phrase(std::vector<int>(undumped.begin(), undumped.end())));
   }
   for (const std::string& line : describe_waits(d.waits)) {

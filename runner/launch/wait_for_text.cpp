@@ -107,7 +107,9 @@ std::string what_it_is(const WaitRoot& root) {
           root.last_op->seq,
           profiler::collective_state_name(root.last_op->state));
     case RootKind::kNoRecords:
-      return "it left no records (no dump: on another node, or killed before it could write one)";
+      return "it left no flight-recorder dump (on another node, killed before it could write "
+             "one, or started by the traced program rather than by partrain, which then cannot "
+             "ask it for one)";
     case RootKind::kBusy:
       return fmt::format(
           "it was still working when the run was stopped (its last operation {} before its "

@@ -344,6 +344,13 @@ TEST(FlightDiagnosis, RanksWithoutADumpAreUnknownNotMissing) {
             "completed (started on ranks 0-2)");
   EXPECT_NE(format_flight_diagnosis(d).find("partrain: diagnosis: nothing is known of rank 3"),
             std::string::npos);
+  // Under `partrain trace` of a program that starts its ranks itself, a rank still running when
+  // the others timed out made no dump because nothing asked it: neither on another node nor
+  // killed, as the text had it.
+  EXPECT_NE(format_flight_diagnosis(d).find("or started by the traced program rather than by "
+                                            "partrain, which then cannot ask it for one"),
+            std::string::npos)
+      << format_flight_diagnosis(d);
 }
 
 TEST(FlightDiagnosis, OneRankCommunicatorsAreLeftOut) {
