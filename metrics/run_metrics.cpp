@@ -137,6 +137,24 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
   }
 }
 
+// How each rank ended, as the trace's ranks table has it: a code for an exit, a signal for a kill
+// (the table then has no code); a rank still running has neither, so no series.
+void add_exit_families(const analyzers::LiveRun& run, std::vector<MetricFamily>& out) {
+  MetricFamily code = family("partrain_rank_exit_code", MetricType::kGauge, "",
+                             "The rank's exit status, once it exited (not killed by a signal)");
+  MetricFamily signal = family("partrain_rank_exit_signal", MetricType::kGauge, "",
+                               "The signal that ended the rank (9: SIGKILL), once one did");
+  for (const analyzers::RankStatus& rank : run.ranks) {
+    if (rank.exit_code) code.samples.push_back(of_rank(rank.rank, *rank.exit_code));
+    // The table stores 0 for "no signal".
+    if (rank.exit_signal.value_or(0) != 0) {
+      signal.samples.push_back(of_rank(rank.rank, *rank.exit_signal));
+    }
+  }
+  out.push_back(std::move(code));
+  out.push_back(std::move(signal));
+}
+
 // Keeps its (comm, op) labels: the communicator, the op and, only where the caller gave one,
 // what it is for.
 std::vector<std::pair<std::string, std::string>> collective_labels(const std::string& comm,
@@ -298,6 +316,7 @@ std::vector<MetricFamily> RunMetrics::families(const analyzers::LiveRun& run, in
   std::vector<MetricFamily> out;
   add_run_families(run, cost, out);
   add_rank_families(run, hang_, now_ns, out);
+  add_exit_families(run, out);
   add_collective_families(latest_, out);
   add_collective_totals(run, out);
   add_health_families(run, hang_, now_ns, out);

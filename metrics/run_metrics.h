@@ -1,8 +1,9 @@
 // The metrics of a followed run (analyzers::LiveRun, what the dashboard shows) as metric
-// families: per rank its step, step time and split, tokens/s, loss, memory per category and how
-// long it has been quiet; per communicator and op the latest matched collective's busbw, time,
-// skew and size; the straggler of the latest analysis window, the hang flag with its culprit and
-// the events the trace lost. Names, labels and units: docs/metrics.md.
+// families: per rank its step, step time and split, tokens/s, loss, memory per category, how long
+// it has been quiet and how it ended (exit code or signal); per communicator and op the latest
+// matched collective's busbw, time, skew and size; the straggler of the latest analysis window,
+// the hang flag with its culprit and the events the trace lost. Names, labels and units:
+// docs/metrics.md.
 #pragma once
 
 #include <cstdint>

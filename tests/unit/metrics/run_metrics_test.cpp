@@ -138,6 +138,30 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
                    0.5e9);
 }
 
+// Which rank died, and how: the ranks table's exit code and signal per rank (a SIGKILLed rank 1
+// has a signal and no code). Before, only partrain_run_info's status="failed" said anything.
+TEST(RunMetrics, HowEachRankEndedIsASeriesPerRank) {
+  analyzers::LiveRun run = two_rank_run();
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  auto f = metrics.families(run, 0, {});
+  ASSERT_NE(find(f, "partrain_rank_exit_code"), nullptr);
+  ASSERT_NE(find(f, "partrain_rank_exit_signal"), nullptr);
+  EXPECT_TRUE(find(f, "partrain_rank_exit_code")->samples.empty());  // both still running
+  EXPECT_TRUE(find(f, "partrain_rank_exit_signal")->samples.empty());
+  run.status = "failed";
+  run.ranks[0].exit_code = 0;
+  run.ranks[0].exit_signal = 0;  // the table's "no signal"
+  run.ranks[1].exit_signal = 9;
+  metrics.observe(run, 1);
+  f = metrics.families(run, 1, {});
+  EXPECT_EQ(value(f, "partrain_rank_exit_code", {{"rank", "0"}}), 0);
+  EXPECT_FALSE(value(f, "partrain_rank_exit_code", {{"rank", "1"}}));
+  EXPECT_EQ(value(f, "partrain_rank_exit_signal", {{"rank", "1"}}), 9);
+  EXPECT_FALSE(value(f, "partrain_rank_exit_signal", {{"rank", "0"}}));
+  EXPECT_EQ(find(f, "partrain_rank_exit_signal")->type, MetricType::kGauge);
+}
+
 // A job whose compute no rank recorded (a PyTorch job on the CPU): its steps' compute, exposed
 // communication and idle are unknown, so they have no series; a CPU job read 0 s of compute and
 // 80% idle on a dashboard.
