@@ -4,6 +4,8 @@
 
 #include <optional>
 
+#include "analyzers/collective_stats.h"
+
 namespace partrain::metrics {
 namespace {
 
@@ -136,6 +138,36 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
   EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
                           {{"comm", "tp0"}, {"op", "all_gather"}}),
                    0.5e9);
+}
+
+// A DDP step all-reduces its gradient bucket, then the 4-byte loss, on one communicator: each
+// has its series, in analyze's size buckets. Keyed by (comm, op) alone, the loss came last in
+// every step and the page showed only its 4 B and busbw of a few kB/s, never the bucket's.
+TEST(RunMetrics, CollectivesOfOneOpAndDifferentSizesAreSeriesPerSizeBucket) {
+  analyzers::LiveRun run = two_rank_run();
+  run.collectives.clear();
+  for (int64_t step = 0; step < 3; ++step) {
+    analyzers::MatchedCollective bucket = matched("default_pg:0", "all_reduce", 2 * step, 5.0);
+    bucket.bytes = 132 * 1024;
+    analyzers::MatchedCollective loss = matched("default_pg:0", "all_reduce", 2 * step + 1, 1e-6);
+    loss.bytes = 4;
+    run.collectives.push_back(bucket);
+    run.collectives.push_back(loss);
+  }
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  const std::string bucket = std::to_string(analyzers::size_bucket(132 * 1024));
+  EXPECT_EQ(bucket, "131072");
+  EXPECT_EQ(value(f, "partrain_collective_size_bytes",
+                  {{"op", "all_reduce"}, {"size_bucket_bytes", bucket}}),
+            132 * 1024);
+  EXPECT_EQ(value(f, "partrain_collective_seq", {{"size_bucket_bytes", bucket}}), 4);
+  EXPECT_EQ(value(f, "partrain_collective_busbw_bytes_per_second", {{"size_bucket_bytes", bucket}}),
+            5e9);
+  EXPECT_EQ(value(f, "partrain_collective_size_bytes", {{"size_bucket_bytes", "4"}}), 4);
+  EXPECT_EQ(value(f, "partrain_collective_seq", {{"size_bucket_bytes", "4"}}), 5);
+  EXPECT_EQ(find(f, "partrain_collective_size_bytes")->samples.size(), 2u);
 }
 
 // Which rank died, and how: the ranks table's exit code and signal per rank (a SIGKILLed rank 1
