@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "analyzers/collective_stats.h"
 #include "memory/category.h"
 
 namespace partrain::metrics {
@@ -137,6 +138,24 @@ void add_rank_families(const analyzers::LiveRun& run, const HangWatch& hang, int
   }
 }
 
+// How each rank ended, as the trace's ranks table has it: a code for an exit, a signal for a kill
+// (the table then has no code); a rank still running has neither, so no series.
+void add_exit_families(const analyzers::LiveRun& run, std::vector<MetricFamily>& out) {
+  MetricFamily code = family("partrain_rank_exit_code", MetricType::kGauge, "",
+                             "The rank's exit status, once it exited (not killed by a signal)");
+  MetricFamily signal = family("partrain_rank_exit_signal", MetricType::kGauge, "",
+                               "The signal that ended the rank (9: SIGKILL), once one did");
+  for (const analyzers::RankStatus& rank : run.ranks) {
+    if (rank.exit_code) code.samples.push_back(of_rank(rank.rank, *rank.exit_code));
+    // The table stores 0 for "no signal".
+    if (rank.exit_signal.value_or(0) != 0) {
+      signal.samples.push_back(of_rank(rank.rank, *rank.exit_signal));
+    }
+  }
+  out.push_back(std::move(code));
+  out.push_back(std::move(signal));
+}
+
 // Keeps its (comm, op) labels: the communicator, the op and, only where the caller gave one,
 // what it is for.
 std::vector<std::pair<std::string, std::string>> collective_labels(const std::string& comm,
@@ -165,8 +184,9 @@ void add_collective_totals(const analyzers::LiveRun& run, std::vector<MetricFami
 void add_collective_families(const LatestCollectives& latest, std::vector<MetricFamily>& out) {
   MetricFamily busbw =
       family("partrain_collective_busbw_bytes_per_second", MetricType::kGauge, "bytes_per_second",
-             "Bus bandwidth of the latest matched collective of the "
-             "communicator and op, as nccl-tests computes it");
+             "Bus bandwidth of the latest matched collective of the communicator and op "
+             "whose size is in the size_bucket_bytes bucket ([bucket, 2 x bucket) bytes, as "
+             "`partrain analyze` groups them), as nccl-tests computes it");
   MetricFamily time = family("partrain_collective_duration_seconds", MetricType::kGauge, "seconds",
                              "Its time: the median member's duration");
   MetricFamily skew = family("partrain_collective_skew_seconds", MetricType::kGauge, "seconds",
@@ -177,7 +197,8 @@ void add_collective_families(const LatestCollectives& latest, std::vector<Metric
                             "Its sequence number on the communicator ((comm, seq) names it in "
                             "the trace)");
   for (const auto& [key, c] : latest) {
-    const auto labels = collective_labels(c.comm_id, c.op, c.label);
+    auto labels = collective_labels(c.comm_id, c.op, c.label);
+    labels.emplace_back("size_bucket_bytes", std::to_string(std::get<3>(key)));
     if (c.busbw_gbps) busbw.samples.push_back({labels, *c.busbw_gbps * 1e9});
     time.samples.push_back({labels, seconds(c.time_ns)});
     skew.samples.push_back({labels, seconds(c.skew_ns)});
@@ -280,14 +301,12 @@ void add_exporter_families(const analyzers::LiveRun& run, const RefreshCost& cos
 
 void RunMetrics::observe(const analyzers::LiveRun& run, int64_t now_ns) {
   for (const analyzers::MatchedCollective& c : run.collectives) {
-    auto [it, inserted] = latest_.try_emplace({c.comm_id, c.op, c.label}, c);
+    auto [it, inserted] =
+        latest_.try_emplace({c.comm_id, c.op, c.label, analyzers::size_bucket(c.bytes)}, c);
     if (!inserted && c.seq > it->second.seq) it->second = c;
   }
-  int64_t slowest_step_ns = 0;
-  for (const analyzers::RankStatus& rank : run.ranks) {
-    slowest_step_ns = std::max(slowest_step_ns, rank.step_ns);
-  }
-  const int64_t stale_ns = std::max(kCollectiveStaleFloorNs, kHangQuietSteps * slowest_step_ns);
+  const int64_t stale_ns =
+      std::max(kCollectiveStaleFloorNs, kHangQuietSteps * analyzers::slowest_step_ns(run));
   std::erase_if(latest_,
                 [&](const auto& entry) { return run.end_ns - entry.second.end_ns > stale_ns; });
   hang_.observe(run, now_ns);
@@ -298,6 +317,7 @@ std::vector<MetricFamily> RunMetrics::families(const analyzers::LiveRun& run, in
   std::vector<MetricFamily> out;
   add_run_families(run, cost, out);
   add_rank_families(run, hang_, now_ns, out);
+  add_exit_families(run, out);
   add_collective_families(latest_, out);
   add_collective_totals(run, out);
   add_health_families(run, hang_, now_ns, out);

@@ -254,6 +254,21 @@ bool writer_alive(const std::filesystem::path& trace) {
   return alive;
 }
 
+bool trace_being_created(const std::filesystem::path& trace) {
+  if (!writer_alive(trace)) return false;
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(trace, error);
+  if (error) return !std::filesystem::exists(trace, error);  // not made yet
+  if (size == 0) return true;
+  // Its schema goes in one transaction, meta table included: before the commit, no meta table.
+  if (!check_sqlite_header(trace).is_ok()) return false;
+  auto db = SqliteDb::open(trace.string(), kReadFlags);
+  if (!db.is_ok()) return false;
+  auto meta =
+      db->query_text("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+  return meta.is_ok() && meta->value_or("0") == "0";
+}
+
 namespace {
 
 // A trace in WAL mode (one a reader held at its close, or a killed run's) where this process

@@ -36,6 +36,13 @@ inline constexpr uintmax_t kFullCheckBytes = uintmax_t{64} << 20;
 // when the writer's process exits or is killed).
 bool writer_alive(const std::filesystem::path& trace);
 
+// Whether `trace` is being created by a live TraceWriter: it holds the lock (which it takes
+// before it makes the file) and the file is missing, empty, or an SQLite database whose schema is
+// not committed yet (no meta table). open_trace calls such a file unreadable (exit 3), as it
+// would a corrupt one; a reader that starts with the run (`partrain top` right after `launch`)
+// asks this to tell one being born from one that is damaged, and waits for it.
+bool trace_being_created(const std::filesystem::path& trace);
+
 // A finished trace that a reader held open while its writer closed it (a live follower: the
 // metrics endpoint, the dashboard) stays in WAL mode, and the reader's read-only close leaves its
 // -wal and -shm files beside it. The last reader to let go puts it back into one file, as the

@@ -7,10 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/clock.h"
-#include "core/log.h"
 #include "analyzers/analysis_cadence.h"
 #include "analyzers/live_run_follower.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "profiler/trace_open.h"
 #include "tui/views.h"
 
 namespace partrain::tui {
@@ -49,19 +50,32 @@ class SignalGuard {
 };
 
 StatusOr<std::unique_ptr<LiveRunFollower>> open_follower(const DashboardOptions& options) {
-  const int64_t deadline = monotonic_ns() + options.wait_for_trace.count() * 1'000'000;
+  const int64_t start = monotonic_ns();
+  const int64_t deadline = start + options.wait_for_trace.count() * 1'000'000;
+  const int64_t starting_deadline =
+      std::max(deadline, start + options.wait_for_starting_trace.count() * 1'000'000);
+  const auto stopped = [&] {
+    return g_signal != 0 || (options.stop_requested && options.stop_requested());
+  };
   std::error_code ec;
-  while (!std::filesystem::exists(options.trace, ec) && monotonic_ns() < deadline) {
-    if (g_signal != 0 || (options.stop_requested && options.stop_requested())) break;
+  while (!std::filesystem::exists(options.trace, ec) && monotonic_ns() < deadline && !stopped()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // The writer creates the file, then its schema: while waiting, a file that is not yet a trace
-  // is one being born, not an unreadable input.
+  // The writer takes its lock, creates the file, then its schema: while waiting, or while the
+  // writer is alive and the file not yet a trace, it is one being born, not an unreadable input.
   while (true) {
     auto follower = LiveRunFollower::open(options.trace);
-    if (follower.is_ok() || monotonic_ns() >= deadline || g_signal != 0 ||
-        (options.stop_requested && options.stop_requested())) {
-      return follower;
+    if (follower.is_ok() || stopped()) return follower;
+    const int64_t now = monotonic_ns();
+    if (now >= deadline) {
+      if (!profiler::trace_being_created(options.trace)) return follower;
+      if (now >= starting_deadline) {
+        return make_status(StatusCode::kUnavailable,
+                           "{} is still being created: its run is starting (its writer holds "
+                           "the trace's lock but has not written its tables yet); try again in "
+                           "a moment",
+                           options.trace.string());
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

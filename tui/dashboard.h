@@ -29,6 +29,10 @@ struct DashboardOptions {
   // How long to wait for the trace file to appear (launch --tui starts the dashboard before its
   // collector has created the file); 0: it must exist.
   std::chrono::milliseconds wait_for_trace{0};
+  // How long to wait, past wait_for_trace, for a trace its live writer is still creating
+  // (profiler::trace_being_created: `partrain top` right after a launch); then it says the run
+  // is starting (exit 1), not that the file is unreadable (exit 3).
+  std::chrono::milliseconds wait_for_starting_trace{3000};
   // Polled every loop: true ends the dashboard (exit 0), e.g. when the launcher must stop.
   std::function<bool()> stop_requested;
   // Catch SIGINT, SIGTERM and SIGHUP (exit 128 + N, terminal restored). A caller with its own

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "analyzers/live_hang.h"
 #include "tui/bars.h"
 #include "tui/units.h"
 #include "tui/views.h"
@@ -115,16 +116,16 @@ double memory_scale(const ViewModel& model, const UiState& state) {
 
 void render_collective(const ViewModel& model, const RankStatus& row, const Columns& c,
                        ScreenGrid& grid, int y) {
-  const int64_t now = model.start_ns + model.elapsed_ns;
+  const std::optional<int64_t> quiet = analyzers::quiet_on_timeline_ns(model, row);
   if (row.exit_signal && *row.exit_signal != 0) {
     grid.text(c.collective, y, fmt::format("signal {}", *row.exit_signal), Style::kCritical,
               kCollectiveWidth);
   } else if (row.exit_code && *row.exit_code != 0) {
     grid.text(c.collective, y, fmt::format("exit {}", *row.exit_code), Style::kCritical,
               kCollectiveWidth);
-  } else if (model.live && row.last_event_ns > 0 && now - row.last_event_ns > kQuietNs) {
+  } else if (quiet && *quiet > kQuietNs) {
     grid.text(c.collective, y, "quiet", Style::kWarning, kCollectiveWidth);
-    right(grid, c.wait, y, kWaitWidth, format_ms(now - row.last_event_ns), Style::kWarning);
+    right(grid, c.wait, y, kWaitWidth, format_ms(*quiet), Style::kWarning);
   } else if (row.collective) {
     grid.text(c.collective, y, row.collective->op, Style::kNormal, kCollectiveWidth);
     right(grid, c.wait, y, kWaitWidth, format_ms(row.collective->waited_ns),

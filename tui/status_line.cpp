@@ -2,6 +2,7 @@
 // throughput over the latest steps, so a glance says whether the run is alive and how fast it goes.
 #include <fmt/format.h>
 
+#include "analyzers/live_hang.h"
 #include "tui/units.h"
 #include "tui/views.h"
 
@@ -16,6 +17,11 @@ void render_status_line(const ViewModel& model, const UiState& state, ScreenGrid
   facts += model.step ? fmt::format(" | step {}", *model.step) : std::string(" | step -");
   facts += " | " + format_elapsed(model.elapsed_ns);
   if (model.data_loss_events > 0) facts += fmt::format(" | {} events lost", model.data_loss_events);
+  // The metrics endpoint's partrain_hang, by the same rule on the trace's timeline.
+  if (const analyzers::HangState hang = analyzers::judge_hang_on_timeline(model); hang.hung) {
+    facts += hang.diagnosed ? " | hung" : " | looks hung";
+    if (hang.culprit) facts += fmt::format(" (rank {})", *hang.culprit);
+  }
   const int id_room =
       std::max(8, grid.width() - static_cast<int>(prefix.size()) - static_cast<int>(facts.size()));
   int used = grid.text(0, y, prefix, Style::kStatusBar);

@@ -3,6 +3,7 @@
 #include "tui/view_model.h"
 
 #include "analyzers/analysis_report.h"
+#include "analyzers/live_hang.h"
 #include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::tui {
@@ -27,6 +28,7 @@ json categories(const CategoryBytes& bytes) {
 
 // `compute_known`: analyzers::compute_recorded(model), asked once for all the rows.
 json rank_json(const ViewModel& model, const RankStatus& row, bool compute_known) {
+  const std::optional<int64_t> quiet = analyzers::quiet_on_timeline_ns(model, row);
   json r = {
       {"rank", row.rank},
       {"host", row.host},
@@ -42,7 +44,10 @@ json rank_json(const ViewModel& model, const RankStatus& row, bool compute_known
       {"straggler", model.analysis.straggler() == row.rank},
       {"exit_code", or_null(row.exit_code)},
       // The trace stores 0 for "no signal": null, as the text shows none (an exit with a code).
-      {"exit_signal", row.exit_signal.value_or(0) != 0 ? json(*row.exit_signal) : json(nullptr)}};
+      {"exit_signal", row.exit_signal.value_or(0) != 0 ? json(*row.exit_signal) : json(nullptr)},
+      // Since its latest record, on the trace's timeline, while the run is live (the overview
+      // shows it as "quiet" past 2 s).
+      {"quiet_ms", quiet.has_value() ? json(ms(*quiet)) : json(nullptr)}};
   if (row.breakdown && row.breakdown->window_ns > 0) {
     // Shares of the step as `partrain analyze` gives them of its window; without compute
     // recorded on any rank, compute, exposed comm and idle are unknown (null), as in analyze.
@@ -74,6 +79,14 @@ json rank_json(const ViewModel& model, const RankStatus& row, bool compute_known
     r["memory_estimate_bytes"] = or_null(mem.estimate_total);
   }
   return r;
+}
+
+// Whether the run looks hung, by the metrics endpoint's rule (analyzers/live_hang.h).
+json hang_json(const analyzers::HangState& hang) {
+  return {{"hung", hang.hung},
+          {"diagnosed", hang.diagnosed},
+          {"culprit", or_null(hang.culprit)},
+          {"threshold_ms", ms(hang.threshold_ns)}};
 }
 
 }  // namespace
@@ -119,14 +132,15 @@ nlohmann::json view_model_json(const ViewModel& model) {
           {"tokens_per_s_steps", model.throughput_steps},
           {"steps", history},
           {"data_loss_events", model.data_loss_events},
+          {"hang", hang_json(analyzers::judge_hang_on_timeline(model))},
           {"ranks", ranks},
           {"recent_collectives", collectives},
-          {"analysis", {{"available", model.analysis.available()},
-                        {"window", model.analysis.note},
-                        {"straggler", or_null(model.analysis.straggler())},
-                        {"report", model.analysis.report
-                                       ? analyzers::report_json(*model.analysis.report)
-                                       : json(nullptr)}}},
+          {"analysis",
+           {{"available", model.analysis.available()},
+            {"window", model.analysis.note},
+            {"straggler", or_null(model.analysis.straggler())},
+            {"report", model.analysis.report ? analyzers::report_json(*model.analysis.report)
+                                             : json(nullptr)}}},
           {"findings", findings}};
 }
 

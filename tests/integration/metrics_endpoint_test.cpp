@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "analyzers/collective_stats.h"
 #include "tests/integration/command_runner.h"
 #include "tests/integration/launched_process.h"
 #include "tests/integration/metrics_scrape.h"
@@ -44,6 +45,12 @@ std::optional<double> get(const Samples& samples, const std::string& key) {
   const auto it = samples.find(key);
   if (it == samples.end()) return std::nullopt;
   return it->second;
+}
+
+// Whether some series of the page is named `prefix` up to its remaining labels.
+bool has_series_starting(const Samples& samples, const std::string& prefix) {
+  const auto it = samples.lower_bound(prefix);
+  return it != samples.end() && it->first.starts_with(prefix);
 }
 
 std::string curl(int port, const std::string& options) {
@@ -143,7 +150,7 @@ TEST(MetricsEndpoint, ScrapedFiguresAreTheTraces) {
     open_page = scraped;
     om = parse_samples(open_page);
     if (get(om, "partrain_straggler{rank=\"1\"}") == 1.0 &&
-        get(om, "partrain_collective_seq{comm=\"world\",op=\"all_reduce\"}")) {
+        has_series_starting(om, "partrain_collective_seq{comm=\"world\",op=\"all_reduce\",")) {
       break;
     }
     (void)launch.wait_for_stderr("\x01never", 200ms);
@@ -224,12 +231,13 @@ TEST(MetricsEndpoint, ScrapedFiguresAreTheTraces) {
     std::smatch match;
     if (!std::regex_match(
             key, match,
-            std::regex(R"re(partrain_collective_seq\{comm="([^"]+)",op="([^"]+)"\})re"))) {
+            std::regex(
+                R"re(partrain_collective_seq\{comm="([^"]+)",op="([^"]+)",size_bucket_bytes="([0-9]+)"\})re"))) {
       continue;
     }
     ++communicators;
-    const std::string labels =
-        fmt::format("{{comm=\"{}\",op=\"{}\"}}", match[1].str(), match[2].str());
+    const std::string labels = fmt::format("{{comm=\"{}\",op=\"{}\",size_bucket_bytes=\"{}\"}}",
+                                           match[1].str(), match[2].str(), match[3].str());
     const std::string members = q.rows(fmt::format(
         "SELECT ts_ns, dur_ns, bytes, group_size FROM collectives WHERE comm_id = '{}' AND seq = "
         "{} AND op = '{}' ORDER BY rank",
@@ -252,6 +260,10 @@ TEST(MetricsEndpoint, ScrapedFiguresAreTheTraces) {
                 std::fabs(rows[0][0] - rows[1][0]) / 1e9, 1e-9)
         << key;
     EXPECT_EQ(*get(om, "partrain_collective_size_bytes" + labels), rows[0][2]) << key;
+    // Its series is that of its size's bucket, as analyze buckets sizes.
+    EXPECT_EQ(match[3].str(),
+              std::to_string(analyzers::size_bucket(static_cast<int64_t>(rows[0][2]))))
+        << key;
     // A barrier moves no bytes: it has no busbw series (not 0 B/s).
     const auto scraped = get(om, "partrain_collective_busbw_bytes_per_second" + labels);
     if (rows[0][2] == 0) {

@@ -72,13 +72,20 @@ TEST(PageRefresher, FollowsTheTraceOnceItAppears) {
       << page;
   // The all-reduce of step 2: members of 30 and 10 ms (median 20 ms), 20 ms apart; 1 MiB over
   // 2 ranks is busbw = S/t x 2(n-1)/n = 1 MiB / 20 ms.
-  EXPECT_TRUE(has(page, "partrain_collective_seq{comm=\"dp\",op=\"all_reduce\"} 2")) << page;
-  EXPECT_TRUE(has(page, "partrain_collective_duration_seconds{comm=\"dp\",op=\"all_reduce\"} 0.02"))
+  EXPECT_TRUE(
+      has(page,
+          "partrain_collective_seq{comm=\"dp\",op=\"all_reduce\",size_bucket_bytes=\"1048576\"} 2"))
       << page;
-  EXPECT_TRUE(has(page, "partrain_collective_skew_seconds{comm=\"dp\",op=\"all_reduce\"} 0.02"))
+  EXPECT_TRUE(has(page,
+                  "partrain_collective_duration_seconds{comm=\"dp\",op=\"all_reduce\",size_bucket_"
+                  "bytes=\"1048576\"} 0.02"))
+      << page;
+  EXPECT_TRUE(has(page,
+                  "partrain_collective_skew_seconds{comm=\"dp\",op=\"all_reduce\",size_bucket_"
+                  "bytes=\"1048576\"} 0.02"))
       << page;
   EXPECT_TRUE(has(page, fmt::format("partrain_collective_busbw_bytes_per_second{{comm=\"dp\","
-                                    "op=\"all_reduce\"}} {}",
+                                    "op=\"all_reduce\",size_bucket_bytes=\"1048576\"}} {}",
                                     kMiB * 50)))
       << page;
   EXPECT_TRUE(page.ends_with("# EOF\n"));

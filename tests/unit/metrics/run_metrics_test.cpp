@@ -4,6 +4,8 @@
 
 #include <optional>
 
+#include "analyzers/collective_stats.h"
+
 namespace partrain::metrics {
 namespace {
 
@@ -136,6 +138,60 @@ TEST(RunMetrics, BusbwPerCommunicatorAndOpIsTheLatestMatchedOneInBytesPerSecond)
   EXPECT_DOUBLE_EQ(*value(f, "partrain_collective_busbw_bytes_per_second",
                           {{"comm", "tp0"}, {"op", "all_gather"}}),
                    0.5e9);
+}
+
+// A DDP step all-reduces its gradient bucket, then the 4-byte loss, on one communicator: each
+// has its series, in analyze's size buckets. Keyed by (comm, op) alone, the loss came last in
+// every step and the page showed only its 4 B and busbw of a few kB/s, never the bucket's.
+TEST(RunMetrics, CollectivesOfOneOpAndDifferentSizesAreSeriesPerSizeBucket) {
+  analyzers::LiveRun run = two_rank_run();
+  run.collectives.clear();
+  for (int64_t step = 0; step < 3; ++step) {
+    analyzers::MatchedCollective bucket = matched("default_pg:0", "all_reduce", 2 * step, 5.0);
+    bucket.bytes = 132 * 1024;
+    analyzers::MatchedCollective loss = matched("default_pg:0", "all_reduce", 2 * step + 1, 1e-6);
+    loss.bytes = 4;
+    run.collectives.push_back(bucket);
+    run.collectives.push_back(loss);
+  }
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  const auto f = metrics.families(run, 0, {});
+  const std::string bucket = std::to_string(analyzers::size_bucket(132 * 1024));
+  EXPECT_EQ(bucket, "131072");
+  EXPECT_EQ(value(f, "partrain_collective_size_bytes",
+                  {{"op", "all_reduce"}, {"size_bucket_bytes", bucket}}),
+            132 * 1024);
+  EXPECT_EQ(value(f, "partrain_collective_seq", {{"size_bucket_bytes", bucket}}), 4);
+  EXPECT_EQ(value(f, "partrain_collective_busbw_bytes_per_second", {{"size_bucket_bytes", bucket}}),
+            5e9);
+  EXPECT_EQ(value(f, "partrain_collective_size_bytes", {{"size_bucket_bytes", "4"}}), 4);
+  EXPECT_EQ(value(f, "partrain_collective_seq", {{"size_bucket_bytes", "4"}}), 5);
+  EXPECT_EQ(find(f, "partrain_collective_size_bytes")->samples.size(), 2u);
+}
+
+// Which rank died, and how: the ranks table's exit code and signal per rank (a SIGKILLed rank 1
+// has a signal and no code). Before, only partrain_run_info's status="failed" said anything.
+TEST(RunMetrics, HowEachRankEndedIsASeriesPerRank) {
+  analyzers::LiveRun run = two_rank_run();
+  RunMetrics metrics;
+  metrics.observe(run, 0);
+  auto f = metrics.families(run, 0, {});
+  ASSERT_NE(find(f, "partrain_rank_exit_code"), nullptr);
+  ASSERT_NE(find(f, "partrain_rank_exit_signal"), nullptr);
+  EXPECT_TRUE(find(f, "partrain_rank_exit_code")->samples.empty());  // both still running
+  EXPECT_TRUE(find(f, "partrain_rank_exit_signal")->samples.empty());
+  run.status = "failed";
+  run.ranks[0].exit_code = 0;
+  run.ranks[0].exit_signal = 0;  // the table's "no signal"
+  run.ranks[1].exit_signal = 9;
+  metrics.observe(run, 1);
+  f = metrics.families(run, 1, {});
+  EXPECT_EQ(value(f, "partrain_rank_exit_code", {{"rank", "0"}}), 0);
+  EXPECT_FALSE(value(f, "partrain_rank_exit_code", {{"rank", "1"}}));
+  EXPECT_EQ(value(f, "partrain_rank_exit_signal", {{"rank", "1"}}), 9);
+  EXPECT_FALSE(value(f, "partrain_rank_exit_signal", {{"rank", "0"}}));
+  EXPECT_EQ(find(f, "partrain_rank_exit_signal")->type, MetricType::kGauge);
 }
 
 // A job whose compute no rank recorded (a PyTorch job on the CPU): its steps' compute, exposed

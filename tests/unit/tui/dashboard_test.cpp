@@ -2,12 +2,20 @@
 // one-shot outputs (--once, --json) on the fixture trace.
 #include "tui/dashboard.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "profiler/sqlite_db.h"
+#include "profiler/trace_writer.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/unit/tui/tui_fixture.h"
 
@@ -88,6 +96,67 @@ TEST_F(DashboardTest, AMissingTraceIsUnreadable) {
   StatusOr<int> code = run_dashboard_on(options_, terminal);
   ASSERT_FALSE(code.is_ok());
   EXPECT_EQ(code.status().exit_code(), 3);
+}
+
+// A live writer holding `trace`'s lock, as TraceWriter::create holds it from before it makes the
+// file until its process ends.
+class HeldWriterLock {
+ public:
+  explicit HeldWriterLock(const std::filesystem::path& trace)
+      : fd_(::open(profiler::writer_lock_path(trace).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    EXPECT_GE(fd_, 0);
+    EXPECT_EQ(flock(fd_, LOCK_EX | LOCK_NB), 0);
+  }
+  ~HeldWriterLock() { ::close(fd_); }
+  HeldWriterLock(const HeldWriterLock&) = delete;
+  HeldWriterLock& operator=(const HeldWriterLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// `partrain top --json` right after a launch: the newest trace is an empty file whose writer is
+// alive (its schema comes next). Before, that was exit 3, "not an SQLite database (it is
+// empty)"; now --json and --once wait for the schema.
+TEST_F(DashboardTest, OneShotOutputsWaitForATraceItsLiveWriterIsCreating) {
+  const std::filesystem::path born = dir_.path() / "new.db";
+  HeldWriterLock lock(born);
+  std::ofstream(born).flush();  // empty, as the writer makes it before its schema
+  std::thread writer([finished = options_.trace, born] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::filesystem::rename(finished, born);  // the schema and rows, at once
+  });
+  options_.trace = born;
+  StatusOr<nlohmann::json> json = view_model_once(options_);
+  writer.join();
+  ASSERT_TRUE(json.is_ok()) << json.status().message();
+  EXPECT_EQ((*json)["run_id"], "run-tui");
+}
+
+// A writer that never gets to its schema within the wait: the run is starting (exit 1), not an
+// unreadable file (exit 3); an empty file nobody is writing stays unreadable.
+TEST_F(DashboardTest, ATraceStillBeingCreatedIsNotUnreadable) {
+  const std::filesystem::path born = dir_.path() / "new.db";
+  std::ofstream(born).flush();
+  options_.trace = born;
+  options_.wait_for_starting_trace = std::chrono::milliseconds(200);
+  StatusOr<std::string> abandoned = render_view_once(options_, 80, 24, false);
+  ASSERT_FALSE(abandoned.is_ok());
+  EXPECT_EQ(abandoned.status().exit_code(), 3) << abandoned.status().message();
+  HeldWriterLock lock(born);
+  StatusOr<std::string> text = render_view_once(options_, 80, 24, false);
+  ASSERT_FALSE(text.is_ok());
+  EXPECT_EQ(text.status().exit_code(), 1) << text.status().message();
+  EXPECT_TRUE(has(text.status().message(), "being created")) << text.status().message();
+  // A database whose schema the writer has not committed: no meta table yet.
+  {
+    auto db = profiler::SqliteDb::open(born.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("PRAGMA journal_mode = WAL; CREATE TABLE other (x)").is_ok());
+  }
+  StatusOr<nlohmann::json> json = view_model_once(options_);
+  ASSERT_FALSE(json.is_ok());
+  EXPECT_EQ(json.status().exit_code(), 1) << json.status().message();
 }
 
 TEST_F(DashboardTest, OnceRendersTheOverviewAt80Columns) {

@@ -143,6 +143,43 @@ TEST(StatusLine, PausedAndEventsLostComeBeforeWhatMayBeCut) {
   EXPECT_NE(status.find("| 7 events lost"), std::string::npos) << status;
 }
 
+// A rank SIGSTOPped 38 s ago in a live run: the overview showed it "quiet 38 s" while --json
+// had no quiet field and neither said the run looks hung (the endpoint had partrain_hang 1). Now
+// --json has each rank's quiet_ms and the hang verdict, the status line says it too, by the
+// endpoint's rule: every rank quiet past 30 s, the one that stopped a step first blamed.
+TEST(StatusLine, ALiveRunWhoseRanksAreAllQuietLooksHungInTextAndJson) {
+  ViewModel model = two_ranks();
+  model.live = true;
+  model.start_ns = 1'000 * kMs;
+  model.elapsed_ns = 60'000 * kMs;
+  const int64_t now = model.start_ns + model.elapsed_ns;
+  model.ranks[0].last_event_ns = now - 38'450 * kMs;  // stopped first
+  model.ranks[1].last_event_ns = now - 36'000 * kMs;
+  UiState state;
+  ScreenGrid grid(100, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), grid);
+  const std::string status = grid.row_text(0);
+  EXPECT_NE(status.find("| looks hung (rank 0)"), std::string::npos) << status;
+  EXPECT_NE(grid.row_text(4).find("quiet"), std::string::npos) << grid.row_text(4);
+  EXPECT_NE(grid.row_text(4).find("38.45 s"), std::string::npos) << grid.row_text(4);
+  const nlohmann::json j = view_model_json(model);
+  EXPECT_DOUBLE_EQ(j["ranks"][0]["quiet_ms"].get<double>(), 38'450.0) << j["ranks"][0];
+  EXPECT_DOUBLE_EQ(j["ranks"][1]["quiet_ms"].get<double>(), 36'000.0);
+  EXPECT_EQ(j["hang"]["hung"], true) << j["hang"];
+  EXPECT_EQ(j["hang"]["culprit"], 0);
+  EXPECT_EQ(j["hang"]["diagnosed"], false);
+  EXPECT_DOUBLE_EQ(j["hang"]["threshold_ms"].get<double>(), 30'000.0);
+  // Rank 1 recorded 2 s ago: quiet, not hung; a finished run has no quiet at all.
+  model.ranks[1].last_event_ns = now - 2'000 * kMs;
+  EXPECT_EQ(view_model_json(model)["hang"]["hung"], false);
+  ScreenGrid alive(100, 24);
+  render_screen(model, state, glyphs_for(Charset::kAscii), alive);
+  EXPECT_EQ(alive.row_text(0).find("hung"), std::string::npos) << alive.row_text(0);
+  model.live = false;
+  model.status = "completed";
+  EXPECT_TRUE(view_model_json(model)["ranks"][0]["quiet_ms"].is_null());
+}
+
 TEST(Overview, AStepWithoutRecordedComputeIsNotIdle) {
   ViewModel model = two_ranks();
   for (RankStatus& row : model.ranks) {
