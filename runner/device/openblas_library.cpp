@@ -13,9 +13,9 @@ namespace {
 constexpr const char* kLibrary = "libopenblas.so.0";
 
 template <typename Function>
-Status bind(void* library, const char* symbol, Function& slot) {
+Status bind(void* library, const std::string& name, const char* symbol, Function& slot) {
   slot = reinterpret_cast<Function>(::dlsym(library, symbol));
-  if (slot == nullptr) return failed("{} has no {}: {}", kLibrary, symbol, ::dlerror());
+  if (slot == nullptr) return failed("{} has no {}: {}", name, symbol, ::dlerror());
   return Status::ok();
 }
 
@@ -32,36 +32,47 @@ void* open_with_pool_of(int pool_threads, const char* path) {
   return library;
 }
 
-StatusOr<OpenblasLibrary> open_openblas(int pool_threads) {
-  void* library = open_with_pool_of(pool_threads, kLibrary);
-  if (library == nullptr) {
-    const std::string first_reason = ::dlerror();
-    library = open_with_pool_of(
-        pool_threads, fmt::format("{}/{}", PARTRAIN_OPENBLAS_LIBRARY_DIR, kLibrary).c_str());
-    if (library == nullptr) {
-      return failed(
-          "OpenBLAS could not be loaded ({}): install it (Debian: libopenblas0-pthread) or name "
-          "its directory in LD_LIBRARY_PATH",
-          first_reason);
+}  // namespace
+
+namespace detail {
+
+StatusOr<OpenblasLibrary> open_openblas(const std::vector<std::string>& candidates,
+                                        int pool_threads) {
+  void* library = nullptr;
+  std::string name, first_reason;
+  for (const std::string& candidate : candidates) {
+    library = open_with_pool_of(pool_threads, candidate.c_str());
+    if (library != nullptr) {
+      name = candidate;
+      break;
     }
+    const char* reason = ::dlerror();
+    if (first_reason.empty()) first_reason = reason != nullptr ? reason : candidate;
+  }
+  if (library == nullptr) {
+    return failed(
+        "OpenBLAS could not be loaded ({}): install it (Debian: libopenblas0-pthread) or name "
+        "its directory in LD_LIBRARY_PATH",
+        first_reason);
   }
   OpenblasLibrary table;
   if (const link_map* map = nullptr; ::dlinfo(library, RTLD_DI_LINKMAP, &map) == 0) {
     table.path = map->l_name;
   }
-  RETURN_IF_ERROR(bind(library, "cblas_sgemm", table.sgemm));
-  RETURN_IF_ERROR(bind(library, "openblas_set_num_threads", table.set_num_threads));
-  RETURN_IF_ERROR(bind(library, "openblas_get_corename", table.get_corename));
-  RETURN_IF_ERROR(bind(library, "openblas_get_config", table.get_config));
+  RETURN_IF_ERROR(bind(library, name, "cblas_sgemm", table.sgemm));
+  RETURN_IF_ERROR(bind(library, name, "openblas_set_num_threads", table.set_num_threads));
+  RETURN_IF_ERROR(bind(library, name, "openblas_get_corename", table.get_corename));
+  RETURN_IF_ERROR(bind(library, name, "openblas_get_config", table.get_config));
   return table;
 }
 
-}  // namespace
+}  // namespace detail
 
 StatusOr<const OpenblasLibrary*> openblas_library(int pool_threads) {
   // Loaded once and never changed: the process keeps the library open.
-  static const StatusOr<OpenblasLibrary> loaded =
-      open_openblas(pool_threads < 1 ? 1 : pool_threads);
+  static const StatusOr<OpenblasLibrary> loaded = detail::open_openblas(
+      {kLibrary, fmt::format("{}/{}", PARTRAIN_OPENBLAS_LIBRARY_DIR, kLibrary)},
+      pool_threads < 1 ? 1 : pool_threads);
   if (!loaded.is_ok()) return loaded.status();
   return &*loaded;
 }

@@ -9,6 +9,7 @@
 #include <cblas.h>  // the entry points' types; their symbols are not linked
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -35,6 +36,14 @@ StatusOr<const OpenblasLibrary*> openblas_library(int pool_threads = 1);
 // with that message when OpenBLAS cannot be loaded. The CPU device checks openblas_library()
 // first and runs no op without it.
 const OpenblasLibrary& loaded_openblas();
+
+namespace detail {
+// The first of `candidates` (dlopen names or paths) that opens, bound; kFailed with the first
+// candidate's dlerror when none opens, or naming the entry point one lacks. openblas_library()'s
+// work, apart for its tests.
+StatusOr<OpenblasLibrary> open_openblas(const std::vector<std::string>& candidates,
+                                        int pool_threads);
+}  // namespace detail
 
 // OpenBLAS's build configuration and the file it was loaded from ("OpenBLAS 0.3.21 DYNAMIC_ARCH
 // NO_AFFINITY Haswell MAX_THREADS=64 (loaded on demand from /usr/lib/.../libopenblas.so.0)"), or

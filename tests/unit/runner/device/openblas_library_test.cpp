@@ -64,5 +64,26 @@ TEST(OpenblasLibrary, OpensOnDemandWithThePoolTheFirstCallerAsks) {
       << version;
 }
 
+// Where OpenBLAS is not installed a CPU rank fails saying so, with the loader's reason, the
+// first candidate's (the loader's search path is asked first), not only the fallback's.
+TEST(OpenblasLibrary, AMissingLibraryIsNamedWithTheLoadersReason) {
+  StatusOr<OpenblasLibrary> missing =
+      detail::open_openblas({"libopenblas-absent.so.0", "/nonexistent/libopenblas.so.0"}, 1);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kFailed);
+  EXPECT_NE(missing.status().message().find(
+                "OpenBLAS could not be loaded (libopenblas-absent.so.0: cannot open shared object "
+                "file"),
+            std::string::npos)
+      << missing.status().message();
+  EXPECT_NE(missing.status().message().find("LD_LIBRARY_PATH"), std::string::npos);
+
+  // A library that is there but is not OpenBLAS: the entry point it lacks.
+  StatusOr<OpenblasLibrary> other = detail::open_openblas({"libz.so.1"}, 1);
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("libz.so.1 has no cblas_sgemm"), std::string::npos)
+      << other.status().message();
+}
+
 }  // namespace
 }  // namespace partrain::runner
