@@ -21,6 +21,7 @@
 #include "runner/device/cpu_device.h"
 #include "runner/device/cuda_device.h"
 #include "runner/device/gemm_benchmark.h"
+#include "runner/device/openblas_library.h"
 #include "runner/launch/launcher.h"
 #include "runner/worker/world.h"
 #include "runner/workload/workload_device.h"
@@ -327,6 +328,8 @@ StatusOr<std::unique_ptr<runner::Device>> create_gemm_device(const GemmFlags& fl
   runner::CpuDeviceOptions options;
   options.blas_threads = flags.blas_threads;
   options.precision = precision;
+  // Opened before the warning asks it anything, with a pool of these threads.
+  RETURN_IF_ERROR(runner::openblas_library(flags.blas_threads).status());
   if (const auto warning = runner::blas_kernel_warning()) log::warn("{}", *warning);
   return std::unique_ptr<runner::Device>(std::make_unique<runner::CpuDevice>(options));
 }

@@ -309,6 +309,7 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config, Sum
   // to its generic kernels (a quarter of the rate), the ranks get the right ones, unless the user
   // chose a core type.
   // Both CPU devices (cpu-isolated too: it trains bit for bit as cpu does, the same kernels).
+  // Asking opens OpenBLAS in the launcher, with a pool of one thread: none started.
   if (choice.device.starts_with("cpu") && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
     if (const std::optional<std::string> core = runner::better_blas_coretype()) {
       log::info("{}; the workers get OPENBLAS_CORETYPE={}", *runner::blas_kernel_warning(), *core);

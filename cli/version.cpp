@@ -4,7 +4,7 @@
 #include <gloo/config.h>
 #include <sqlite3.h>
 
-#include <cblas.h>
+#include "runner/device/openblas_library.h"
 
 #ifdef PARTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -52,7 +52,7 @@ std::string version_text() {
 #endif
   text += fmt::format("  Gloo           {}.{}.{} (tcp transport)\n", GLOO_VERSION_MAJOR,
                       GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);
-  text += fmt::format("  OpenBLAS       {}\n", openblas_get_config());
+  text += fmt::format("  OpenBLAS       {}\n", runner::openblas_version_text());
   text += fmt::format("  SQLite         {}", sqlite3_libversion());
   return text;
 }

@@ -23,7 +23,12 @@ foreach(lib IN ITEMS PARTRAIN_IBVERBS_LIB PARTRAIN_HIREDIS_LIB)
 endforeach()
 add_library(partrain::gloo ALIAS partrain_gloo)
 
+# OpenBLAS's headers only: the library is opened with dlopen where a GEMM needs it
+# (runner/device/openblas_library.h). Linked, its constructor started the BLAS thread pool in every
+# partrain process before main. PARTRAIN_OPENBLAS_LIBRARY_DIR: where it is looked for second.
 add_library(partrain_openblas INTERFACE)
 target_include_directories(partrain_openblas INTERFACE ${OpenBLAS_INCLUDE_DIRS})
-target_link_libraries(partrain_openblas INTERFACE ${OpenBLAS_LIBRARIES})
+target_link_libraries(partrain_openblas INTERFACE ${CMAKE_DL_LIBS})
+list(GET OpenBLAS_LIBRARIES 0 PARTRAIN_OPENBLAS_LIBRARY)
+get_filename_component(PARTRAIN_OPENBLAS_LIBRARY_DIR "${PARTRAIN_OPENBLAS_LIBRARY}" DIRECTORY)
 add_library(partrain::openblas ALIAS partrain_openblas)

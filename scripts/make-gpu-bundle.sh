@@ -15,7 +15,8 @@ tests/gpu/*_test.cpp) with the non-CUDA shared libraries they need into one arch
     gpu-validate.sh        the one command to run on the GPU machine
     gpu-trace-levels.sh    the tracing levels' costs against plain and torch.profiler
     bin/                   partrain and the GPU tests, debug info stripped, RUNPATH $ORIGIN/../lib
-    lib/                   libpartrain_inject.so, libgloo, libopenblas, ... (RUNPATH $ORIGIN)
+    lib/                   libpartrain_inject.so, libgloo, libopenblas (opened with dlopen),
+                           ... (RUNPATH $ORIGIN)
     share/partrain/        presets and SQL, found beside bin/ as after an install
     tests/                 tests/gpu/*.py: the PyTorch program gpu-validate.sh traces and its
                            trace checker (torch_nccl_program.py, check_torch_trace.py)
@@ -61,8 +62,9 @@ done
 build_dir=$(cd "$build_dir" && pwd)
 [ -n "$output" ] || output="$build_dir/partrain-gpu-bundle.tar.gz"
 
-for tool in patchelf objcopy readelf ldd tar gzip; do
-  case $tool in objcopy | readelf) package=binutils ;; ldd) package=libc-bin ;; *) package=$tool ;; esac
+PATH="$PATH:/sbin:/usr/sbin"  # ldconfig, for a user whose PATH lacks them
+for tool in patchelf objcopy readelf ldd ldconfig tar gzip; do
+  case $tool in objcopy | readelf) package=binutils ;; ldd | ldconfig) package=libc-bin ;; *) package=$tool ;; esac
   command -v "$tool" >/dev/null || die "$tool is not installed: scripts/install-deps.sh $package installs it"
 done
 
@@ -99,6 +101,16 @@ for binary in "$partrain" "${gpu_tests[@]}"; do
 done
 objcopy --strip-debug "$inject" "$root/lib/libpartrain_inject.so"
 
+# The libraries partrain opens with dlopen, which ldd does not list, as the loader finds them here:
+# OpenBLAS (runner/device/openblas_library.h). The bundle's partrain finds it by its RUNPATH.
+dlopened=()
+for name in libopenblas.so.0; do
+  path=$(ldconfig -p | awk -v name="$name" '$1 == name && !found { print $NF; found = 1 }')  # no exit: pipefail
+  [ -n "$path" ] || die "$name, which partrain opens, is not found on this machine (ldconfig -p)"
+  cp -L "$path" "$root/lib/$name"
+  dlopened+=("$path")
+done
+
 # Every library the binaries load (ldd lists the whole closure), except the target's own.
 cuda_needed=()
 while read -r name arrow path _; do
@@ -107,7 +119,7 @@ while read -r name arrow path _; do
   [[ $name =~ $BASE_LIBRARY ]] && continue
   [ "$path" != "not" ] || die "$name, which the binaries need, is not found on this machine"
   [ -e "$root/lib/$name" ] || cp -L "$path" "$root/lib/$name"
-done < <(for elf in "$partrain" "$inject" "${gpu_tests[@]}"; do ldd "$elf"; done)
+done < <(for elf in "$partrain" "$inject" "${gpu_tests[@]}" "${dlopened[@]}"; do ldd "$elf"; done)
 
 for binary in "$root"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$binary"; done
 for library in "$root"/lib/*; do chmod u+w "$library"; patchelf --set-rpath '$ORIGIN' "$library"; done

@@ -1,6 +1,5 @@
 #include "runner/device/cpu_device.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <iterator>
 
 #include "core/clock.h"
+#include "runner/device/openblas_library.h"
 #include "runner/ops/adamw.h"
 #include "runner/ops/attention.h"
 #include "runner/ops/bf16_round.h"
@@ -29,11 +29,19 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
       blas_threads_(std::max(1, options.blas_threads)),
       precision_(options.precision),
       operands_(static_cast<size_t>(Operand::kCount)) {
-  openblas_set_num_threads(blas_threads_);
+  // The first device of a process opens OpenBLAS with a pool of its size (openblas_library.h).
+  StatusOr<const OpenblasLibrary*> blas = openblas_library(blas_threads_);
+  if (!blas.is_ok()) {
+    status_ = blas.status();
+    return;
+  }
+  (*blas)->set_num_threads(blas_threads_);
 }
 
 std::optional<std::string> better_blas_coretype() {
-  const char* core = openblas_get_corename();
+  StatusOr<const OpenblasLibrary*> blas = openblas_library();
+  if (!blas.is_ok()) return std::nullopt;
+  const char* core = (*blas)->get_corename();
   if (core == nullptr) return std::nullopt;
   static constexpr const char* kGeneric[] = {"prescott",  "core2",  "katmai", "coppermine",
                                              "northwood", "banias", "atom",   "nehalem"};
@@ -59,7 +67,7 @@ std::optional<std::string> blas_kernel_warning() {
       "OpenBLAS runs its '{}' kernels on this CPU, which has {} (this OpenBLAS does not know the "
       "CPU's model): GEMMs run at a fraction of the core's rate; set OPENBLAS_CORETYPE={} in "
       "the environment (or install a newer OpenBLAS)",
-      openblas_get_corename(), *better == "SkylakeX" ? "AVX-512" : "AVX2", *better);
+      loaded_openblas().get_corename(), *better == "SkylakeX" ? "AVX-512" : "AVX2", *better);
 }
 
 std::string CpuDevice::name() const {

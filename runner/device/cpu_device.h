@@ -26,7 +26,8 @@ std::optional<std::string> better_blas_coretype();
 
 struct CpuDeviceOptions {
   // OpenBLAS threads for this process. Its thread count is process-wide state inside OpenBLAS, so
-  // the last CpuDevice constructed in a process decides it.
+  // the last CpuDevice constructed in a process decides it; the first opens OpenBLAS, with a pool
+  // of this size (openblas_library.h), unless something opened it before.
   int blas_threads = 1;
   GemmPrecision precision = GemmPrecision::kFp32;
 };

@@ -1,7 +1,7 @@
 // The launcher's signals as readable events: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 // SIGCHLD (and SIGPIPE, so a closed terminal pipe is an error code, not death) are blocked and read
 // from a signalfd in the supervisor's poll loop. Threads a library started before the channel
-// opened (OpenBLAS starts its pool when it loads) do not block them, and the kernel hands a
+// opened (OpenBLAS's pool did, when it was linked) do not block them, and the kernel hands a
 // process's signal to any thread that does not: a handler there passes it on to the main thread, so
 // SIGTERM can no longer kill the launcher outright, leaving no summary. Signals the launcher was
 // started with ignored (nohup, a background job's SIGINT) stay ignored. No global: the channel is

@@ -1,12 +1,11 @@
 #include "runner/ops/attention.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "runner/device/openblas_library.h"
 #include "runner/ops/bf16_round.h"
 
 namespace partrain::runner::ops {
@@ -33,6 +32,7 @@ void attention_forward(float* out, float* att, const float* qkv, int64_t B, int6
   const auto n = static_cast<blasint>(T);
   const auto k = static_cast<blasint>(hs);
   const auto stride = static_cast<blasint>(3 * C);
+  const OpenblasLibrary& blas = loaded_openblas();
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < NH; ++h) {
       const float* q = qkv + index.query(b, 0, h);
@@ -40,8 +40,8 @@ void attention_forward(float* out, float* att, const float* qkv, int64_t B, int6
       const float* value = qkv + index.value(b, 0, h);
       float* scores = att + (b * NH + h) * T * T;
       // scores (T, T) = scale * Q K^T
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, scale, q, stride, key, stride,
-                  0.0f, scores, n);
+      blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, scale, q, stride, key, stride,
+                 0.0f, scores, n);
       for (int64_t t = 0; t < T; ++t) {
         float* row = scores + t * T;
         // A softmax shifted by the row maximum so exp cannot overflow; keys after t are masked.
@@ -58,8 +58,8 @@ void attention_forward(float* out, float* att, const float* qkv, int64_t B, int6
         for (int64_t t2 = t + 1; t2 < T; ++t2) row[t2] = 0.0f;
       }
       // out (T, hs) of this head = P V
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, scores, n, value,
-                  stride, 0.0f, out + (b * T) * C + h * hs, static_cast<blasint>(C));
+      blas.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, scores, n, value, stride,
+                 0.0f, out + (b * T) * C + h * hs, static_cast<blasint>(C));
     }
   }
 }
@@ -73,6 +73,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const auto k = static_cast<blasint>(hs);
   const auto stride = static_cast<blasint>(3 * C);
   const auto out_stride = static_cast<blasint>(C);
+  const OpenblasLibrary& blas = loaded_openblas();
   // dL/d(probabilities), then dL/d(scores), of one (sample, head): T x T floats of scratch.
   std::vector<float> dscores(static_cast<size_t>(T * T));
   for (int64_t b = 0; b < B; ++b) {
@@ -86,10 +87,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       float* dk = dqkv + index.key(b, 0, h);
       float* dv = dqkv + index.value(b, 0, h);
       // y = P V: dP = dY V^T, dV += P^T dY.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0f, dy, out_stride, value,
-                  stride, 0.0f, dscores.data(), n);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, n, 1.0f, p, n, dy, out_stride,
-                  1.0f, dv, stride);
+      blas.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0f, dy, out_stride, value,
+                 stride, 0.0f, dscores.data(), n);
+      blas.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, n, 1.0f, p, n, dy, out_stride, 1.0f,
+                 dv, stride);
       // Softmax backward per row: dS = P (dP - sum_j P dP), times the score scale.
       for (int64_t t = 0; t < T; ++t) {
         const float* p_row = p + t * T;
@@ -103,10 +104,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         for (int64_t t2 = t + 1; t2 < T; ++t2) d_row[t2] = 0.0f;
       }
       // scores = Q K^T: dQ += dS K, dK += dS^T Q.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, dscores.data(), n,
-                  key, stride, 1.0f, dq, stride);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, n, 1.0f, dscores.data(), n, q,
-                  stride, 1.0f, dk, stride);
+      blas.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, k, n, 1.0f, dscores.data(), n, key,
+                 stride, 1.0f, dq, stride);
+      blas.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, n, 1.0f, dscores.data(), n, q,
+                 stride, 1.0f, dk, stride);
     }
   }
 }

@@ -1,11 +1,12 @@
 #include "runner/ops/matmul.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+
+#include "runner/device/openblas_library.h"
 
 namespace partrain::runner::ops {
 namespace {
@@ -39,20 +40,22 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
     for (int64_t n = 0; n < N; ++n) std::copy_n(bias, OC, out + n * OC);
     beta = 1.0f;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_dim(N), blas_dim(OC), blas_dim(C), 1.0f,
-              inp, blas_dim(C), weight, blas_dim(C), beta, out, blas_dim(OC));
+  loaded_openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_dim(N), blas_dim(OC),
+                          blas_dim(C), 1.0f, inp, blas_dim(C), weight, blas_dim(C), beta, out,
+                          blas_dim(OC));
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int64_t N, int64_t C, int64_t OC) {
   if (N == 0 || C == 0 || OC == 0) return;
+  const OpenblasLibrary& blas = loaded_openblas();
   if (dinp != nullptr) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_dim(N), blas_dim(C), blas_dim(OC),
-                1.0f, dout, blas_dim(OC), weight, blas_dim(C), 1.0f, dinp, blas_dim(C));
+    blas.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_dim(N), blas_dim(C), blas_dim(OC),
+               1.0f, dout, blas_dim(OC), weight, blas_dim(C), 1.0f, dinp, blas_dim(C));
   }
   if (dweight != nullptr) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_dim(OC), blas_dim(C), blas_dim(N),
-                1.0f, dout, blas_dim(OC), inp, blas_dim(C), 1.0f, dweight, blas_dim(C));
+    blas.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_dim(OC), blas_dim(C), blas_dim(N),
+               1.0f, dout, blas_dim(OC), inp, blas_dim(C), 1.0f, dweight, blas_dim(C));
   }
   if (dbias != nullptr) {
     for (int64_t n = 0; n < N; ++n) {

@@ -3,6 +3,7 @@
 #include "runner/device/cpu_device.h"
 #include "runner/device/cuda_device.h"
 #include "runner/device/isolated_cpu_device.h"
+#include "runner/device/openblas_library.h"
 
 namespace partrain::runner {
 
@@ -65,6 +66,10 @@ StatusOr<std::unique_ptr<Device>> create_workload_device(const WorkloadConfig& c
   CpuDeviceOptions cpu_options;
   cpu_options.blas_threads = config.blas_threads;
   cpu_options.precision = precision;
+  if (config.device.starts_with("cpu")) {
+    // The rank opens OpenBLAS here, with a pool of its BLAS threads, or fails saying why.
+    RETURN_IF_ERROR(openblas_library(config.blas_threads).status());
+  }
   if (config.device == "cpu") {
     return std::unique_ptr<Device>(std::make_unique<CpuDevice>(cpu_options));
   }

@@ -194,6 +194,12 @@ TEST(GpuBundle, SelfContainedAndValidatesWithoutAGpu) {
   CommandResult version = run_shell(env + " " + partrain + " --version");
   EXPECT_EQ(version.exit_code, 0) << version.err;
   EXPECT_NE(version.out.find("partrain "), std::string::npos) << version.out;
+  // OpenBLAS, opened with dlopen (so not in ldd's list), is packed and found by the RUNPATH.
+  std::smatch opened;
+  ASSERT_TRUE(std::regex_search(version.out, opened,
+                                std::regex(R"(OpenBLAS .* \(loaded on demand from (\S+)\))")))
+      << version.out;
+  EXPECT_EQ(fs::canonical(opened[1].str()), fs::canonical(root / "lib" / "libopenblas.so.0"));
   EXPECT_EQ(run_shell(env + " " + partrain + " --help").exit_code, 0);
   CommandResult memory = run_shell(env + " " + partrain + " memory --model llama-2-7b --json");
   EXPECT_EQ(memory.exit_code, 0) << memory.err;

@@ -62,15 +62,42 @@ TEST_F(HostLimitsTest, TracedProgramRunsWhenTheInjectionLibraryGetsNoThreads) {
             "0|data_loss\n1|data_loss\n");
 }
 
-// OpenBLAS's pool, started when the binary loads, gets no threads either: one thread of BLAS
-// starts none (OpenBLAS exits the process when its pool cannot start).
+// The launcher loads no OpenBLAS, whose pool, when the library was linked, started before main
+// and exited the process (`OpenBLAS blas_thread_init: pthread_create failed`) where the host
+// refused its threads: the launcher's own message instead.
 TEST_F(HostLimitsTest, LauncherWithoutThreadsFailsWithAMessage) {
-  CommandResult r =
-      run_refusing_threads("all", "launch -n 2 --no-trace -- true", "OPENBLAS_NUM_THREADS=1");
+  CommandResult r = run_refusing_threads("all", "launch -n 2 --no-trace -- true");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("cannot start the rendezvous store"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ulimit -u"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+}
+
+// Under an address-space limit (ulimit -v) the launcher hung in fork() before its first rank:
+// OpenBLAS, linked, started its pool before main, a pool thread retried its buffer's mmap for
+// ever and fork()'s atfork handler joined it. The launcher opens no OpenBLAS now. 320 MiB hung
+// the launcher on 2 cores (300-360 MiB did, 3 in 3; hosts with more cores hang at more) and is
+// ~90 MiB above what it needs with the CUDA libraries mapped.
+TEST_F(HostLimitsTest, LaunchUnderAnAddressSpaceLimitRuns) {
+  CommandResult r = testing::run_shell(
+      fmt::format("cd {} && timeout -s KILL 60 prlimit --as={} {} launch -n 2 --no-trace -- sh -c "
+                  "'echo hi $RANK'",
+                  dir_.string(), 320 << 20, testing::partrain_binary()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("hi 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hi 1"), std::string::npos) << r.out;
+}
+
+// Only a process that runs GEMMs opens OpenBLAS: the launcher of a command has none mapped
+// (its rank reads the launcher's maps), and `partrain --version` opens it to say which it is.
+TEST_F(HostLimitsTest, OnlyProcessesThatRunGemmsOpenOpenBlas) {
+  CommandResult r = testing::run_partrain(
+      "launch -n 1 --no-trace --no-prefix -- sh -c "
+      "'test \"$(cat /proc/$PPID/comm)\" = partrain && grep -c libopenblas /proc/$PPID/maps'");
+  EXPECT_EQ(r.out, "0\n") << r.err;
+  r = testing::run_partrain("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("libopenblas.so.0)"), std::string::npos) << r.out;
 }
 
 // Started with stdin, stdout and stderr closed (a cron job, `>&- 2>&- <&-`): the rendezvous
