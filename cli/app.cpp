@@ -191,6 +191,25 @@ std::string flag_env_name(const std::string& long_name) { return env_name("PARTR
 
 std::string torchrun_env_name(const std::string& long_name) { return env_name("PET_", long_name); }
 
+std::string set_in_environment(const std::string& flag, const std::optional<std::string>& value) {
+  const std::string name = flag_env_name(flag);
+  const char* set = std::getenv(name.c_str());
+  if (set == nullptr || *set == '\0' || (value && *value != set)) return "";
+  return fmt::format("{}={}", name, set);
+}
+
+std::string from_environment_note(const std::string& flag) {
+  const std::string exported = set_in_environment(flag);
+  if (exported.empty()) return "";
+  return fmt::format(" (from {} in the environment: unset it for a command)", exported);
+}
+
+Status check_json_or_explain(bool json, bool explain, std::string_view what_explain_shows) {
+  if (!json || !explain) return Status::ok();
+  return invalid_argument("--explain shows {} as text: drop --json or --explain{}",
+                          what_explain_shows, from_environment_note("json"));
+}
+
 std::vector<std::string> flag_env_names(const CLI::App& command) {
   std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options()) {

@@ -116,15 +116,6 @@ struct LaunchFlags {
   bool no_python = false;  // torchrun's --no-python: the command runs as given, never with Python
 };
 
-// "PARTRAIN_TRACE=run.db" when a flag's variable is set (to `value`, when given: the flag's value
-// may have come from it), for a message about a flag the user may not have typed; else "".
-std::string set_in_environment(const std::string& flag, const std::optional<std::string>& value) {
-  const std::string name = flag_env_name(flag);
-  const char* set = std::getenv(name.c_str());
-  if (set == nullptr || *set == '\0' || (value && *value != set)) return "";
-  return fmt::format("{}={}", name, set);
-}
-
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   launch::LaunchConfig config;
   config.nproc_per_node = flags.nproc_per_node;
@@ -370,12 +361,8 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     }
   } else if (flags.json) {
     // PARTRAIN_JSON=1 exported for analyze's or top's --json reaches launch too: say so.
-    const std::string exported = set_in_environment("json", std::nullopt);
-    log::error(
-        "--json applies to --workload runs (it prints their summary){}",
-        exported.empty()
-            ? std::string()
-            : fmt::format(" (from {} in the environment: unset it for a command)", exported));
+    log::error("--json applies to --workload runs (it prints their summary){}",
+               from_environment_note("json"));
     return 2;
   } else if (!workload_flags.empty()) {
     // `--inject crash:rank=1 -- python3 train.py` would otherwise pass without injecting anything.
