@@ -142,7 +142,7 @@ Subcommand add_top_command(CLI::App& parent) {
                 "other views fill the terminal, or COLUMNS x LINES, at least 80x24)");
   cmd->add_flag("--json", flags->json, "Print the view model as JSON on stdout and exit");
   cmd->add_option("--color", flags->color,
-                  "Colour: auto (a terminal without NO_COLOR, not TERM=dumb), always, never")
+                  "Colour: auto (a terminal without NO_COLOR, TERM not dumb), always, never")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--view", flags->view,
