@@ -38,7 +38,9 @@ struct TopFlags {
 
 StatusOr<tui::DashboardOptions> dashboard_options(const TopFlags& flags) {
   tui::DashboardOptions options;
-  ASSIGN_OR_RETURN(const Nanoseconds interval, parse_duration(flags.interval));
+  StatusOr<Nanoseconds> parsed = parse_duration(flags.interval);
+  if (!parsed.is_ok()) return parsed.status().with_context("--interval");
+  const Nanoseconds interval = *parsed;
   if (interval < std::chrono::milliseconds(50)) {
     return invalid_argument("--interval {}: refreshing more often than every 50ms costs the run "
                             "CPU for nothing a person can see",
