@@ -58,6 +58,9 @@ int print_report(const StatusOr<std::string>& text);
 // `exit_code`, or 1 with "writing stdout failed: No space left on device" when what was printed
 // could not be written (`> /dev/full`), as coreutils do; a closed pipe (`| head`) is not an error.
 int checked_stdout(int exit_code);
+// After a command said itself why stdout could not be written: drops what is still buffered, so
+// that checked_stdout does not say it again. Returns `exit_code`.
+int stdout_failure_said(int exit_code);
 
 // This process's command line as typed (shell-quoted where needed), for a trace's run row;
 // partrain's own --token value reads REDACTED.

@@ -25,6 +25,7 @@
 #include "core/env.h"
 #include "core/json_dump.h"
 #include "core/log.h"
+#include "core/process_start.h"
 #include "core/subprocess.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
@@ -328,6 +329,7 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config, Sum
 
 int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
                const std::vector<std::string>& workload_flags) {
+  discard_output_to_closed_standard_fds();  // a cron job's launch: the run goes on
   // Kubeflow's elastic PyTorchJob exports torchrun's restart budget; launch takes the other
   // PET_ flags it shares, but restarts no worker: said, not silently dropped (as a flag, it is
   // refused).

@@ -236,6 +236,46 @@ TEST(Cli, StdoutThatCannotBeWrittenIsExit1) {
   EXPECT_NE(launch.err.find("every worker has exited"), std::string::npos) << launch.err;
 }
 
+// Every command's output to a full disk says why with strerror, once: --version exited 0, and
+// output written in one large piece (--help-all, analyze's report) said "write error", its errno
+// gone by the final flush.
+TEST(Cli, StdoutWriteErrorsSayWhyOnce) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  for (const std::string args : {"--version", "--help-all", "--help"}) {
+    SCOPED_TRACE(args);
+    auto r = testing::run_shell(testing::partrain_binary() + " " + args + " > /dev/full");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, "partrain: error: writing stdout failed: No space left on device\n");
+  }
+}
+
+// Started with stdout closed (`>&-`), a command's output was lost with exit 0: /dev/null, opened
+// on descriptor 1 to keep it from the next file, took it. It fails as on a closed descriptor,
+// as `cat >&-` does; a launch (a cron job's) still runs, and a traced command sees it closed as
+// it would untraced.
+TEST(Cli, StdoutClosedAtTheStartIsAWriteError) {
+  for (const std::string args : {"memory --model llama-2-7b --json", "--version",
+                                 "recommend --model llama-2-7b --gpus 8 --global-batch 64"}) {
+    SCOPED_TRACE(args);
+    auto r = testing::run_shell(testing::partrain_binary() + " " + args + " >&-");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, "partrain: error: writing stdout failed: Bad file descriptor\n");
+  }
+  const std::string dir = ::testing::TempDir();
+  const std::string seen = dir + "/closed_seen";
+  const std::string trace = dir + "/closed_stdout.db";
+  std::remove(seen.c_str());
+  std::remove(trace.c_str());
+  auto traced = testing::run_shell(testing::partrain_binary() + " trace -o " + trace +
+                                   " -- sh -c 'if [ -e " + "/proc/$$/fd/1 ]; then echo open > " +
+                                   seen + "; else echo closed > " + seen + "; fi' >&-");
+  EXPECT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(testing::read_file(seen), "closed\n");
+  auto launched = testing::run_shell(testing::partrain_binary() +
+                                     " launch -n 2 --no-trace -- sh -c 'echo rank $RANK' >&-");
+  EXPECT_EQ(launched.exit_code, 0) << launched.err;
+}
+
 // A command reads only its own flags' variables: a launch's left in the environment cannot break
 // another command (PARTRAIN_STEPS=1:1 made `partrain memory` fail to convert launch's --steps).
 // The help still shows every command's.
