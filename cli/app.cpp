@@ -1,6 +1,9 @@
 #include "cli/app.h"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <stdio_ext.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cctype>
@@ -191,6 +194,25 @@ std::string flag_env_name(const std::string& long_name) { return env_name("PARTR
 
 std::string torchrun_env_name(const std::string& long_name) { return env_name("PET_", long_name); }
 
+std::string set_in_environment(const std::string& flag, const std::optional<std::string>& value) {
+  const std::string name = flag_env_name(flag);
+  const char* set = std::getenv(name.c_str());
+  if (set == nullptr || *set == '\0' || (value && *value != set)) return "";
+  return fmt::format("{}={}", name, set);
+}
+
+std::string from_environment_note(const std::string& flag) {
+  const std::string exported = set_in_environment(flag);
+  if (exported.empty()) return "";
+  return fmt::format(" (from {} in the environment: unset it for a command)", exported);
+}
+
+Status check_json_or_explain(bool json, bool explain, std::string_view what_explain_shows) {
+  if (!json || !explain) return Status::ok();
+  return invalid_argument("--explain shows {} as text: drop --json or --explain{}",
+                          what_explain_shows, from_environment_note("json"));
+}
+
 std::vector<std::string> flag_env_names(const CLI::App& command) {
   std::vector<std::string> names;
   for (const CLI::Option* option : command.get_options()) {
@@ -257,7 +279,7 @@ int run(int argc, char** argv) {
       return checked_stdout(0);
     }
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success) && !help) {
-      return app.exit(e);  // --version
+      return checked_stdout(app.exit(e));  // --version, said to fail as --help does
     }
     // A --config file that is not there is input that cannot be read, as a missing trace is.
     const std::string message = e.what();
@@ -353,16 +375,42 @@ int print_report(const StatusOr<std::string>& text) {
   return checked_stdout(0);
 }
 
+namespace {
+
+// Why a write to stdout failed before now, its errno since reused: a large write is not buffered
+// and failed at once, so the flush finds only the stream's error mark. A write of no bytes is
+// checked as any write is (EBADF on a descriptor not open for writing, ENOSPC from /dev/full);
+// else `last`, the errno left by the write that failed when nothing since has set one.
+int earlier_write_error(int last) {
+  if (::write(STDOUT_FILENO, "", 0) < 0) return errno;
+  // A pipe whose reader has gone is not found by an empty write: poll says so.
+  pollfd out{.fd = STDOUT_FILENO, .events = POLLOUT, .revents = 0};
+  if (::poll(&out, 1, 0) == 1 && (out.revents & POLLERR) != 0) return EPIPE;
+  return last;
+}
+
+}  // namespace
+
 int checked_stdout(int exit_code) {
+  const int last = errno;
+  const bool failed_before = std::ferror(stdout) || !std::cout.good();
   errno = 0;
   const bool written = std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good();
   if (written) return exit_code;
-  const int error = errno;
+  int error = errno;
+  if (error == 0 && failed_before) error = earlier_write_error(last);
   std::clearerr(stdout);  // said once
   std::cout.clear();
   if (error == EPIPE) return exit_code;  // `| head`: the reader has what it wanted
   log::error("writing stdout failed: {}", error ? std::strerror(error) : "write error");
   return exit_code == 0 ? 1 : exit_code;
+}
+
+int stdout_failure_said(int exit_code) {
+  __fpurge(stdout);  // what is still buffered would fail again at exit, and be said again
+  std::clearerr(stdout);
+  std::cout.clear();
+  return exit_code;
 }
 
 std::string invocation_line() {

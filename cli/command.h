@@ -58,6 +58,9 @@ int print_report(const StatusOr<std::string>& text);
 // `exit_code`, or 1 with "writing stdout failed: No space left on device" when what was printed
 // could not be written (`> /dev/full`), as coreutils do; a closed pipe (`| head`) is not an error.
 int checked_stdout(int exit_code);
+// After a command said itself why stdout could not be written: drops what is still buffered, so
+// that checked_stdout does not say it again. Returns `exit_code`.
+int stdout_failure_said(int exit_code);
 
 // This process's command line as typed (shell-quoted where needed), for a trace's run row;
 // partrain's own --token value reads REDACTED.
@@ -79,6 +82,16 @@ CLI::Option* also_from_torchrun_env(CLI::Option* option, const std::vector<std::
 void env_yields_to_alternatives(std::vector<CLI::Option*> group);
 // PARTRAIN_<FLAG> for a long flag name: "nproc-per-node" -> "PARTRAIN_NPROC_PER_NODE".
 std::string flag_env_name(const std::string& long_name);
+// "PARTRAIN_TRACE=run.db" when a flag's variable is set (to `value`, when given: the flag's value
+// may have come from it), for a message about a flag the user may not have typed; else "".
+std::string set_in_environment(const std::string& flag,
+                               const std::optional<std::string>& value = std::nullopt);
+// " (from PARTRAIN_JSON=1 in the environment: unset it for a command)" when a refused flag's
+// variable is set, else "".
+std::string from_environment_note(const std::string& flag);
+// A report that is either JSON or --explain's text: both given is refused (kInvalidArgument,
+// naming PARTRAIN_JSON when it is set), as memory and recommend both refuse it.
+Status check_json_or_explain(bool json, bool explain, std::string_view what_explain_shows);
 // torchrun's PET_<FLAG> for it (argparse's env action): "nproc-per-node" -> "PET_NPROC_PER_NODE".
 std::string torchrun_env_name(const std::string& long_name);
 // The PARTRAIN_<FLAG> variables of every flag of this command (the launcher strips its own

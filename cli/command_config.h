@@ -4,8 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
+#include <cstddef>
 #include <istream>
+#include <string>
 #include <vector>
 
 namespace partrain::cli {
@@ -19,7 +20,10 @@ class CommandConfig final : public CLI::ConfigTOML {
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override;
 
  private:
+  std::string checked_toml(const std::string& text, const std::string& file) const;
+
   const CLI::App* root_;
+  mutable size_t files_read_ = 0;  // which of the --config files from_config is reading
 };
 
 }  // namespace partrain::cli

@@ -222,7 +222,10 @@ int run_export(const ExportFlags& flags) {
   auto counts = out->to_stdout  ? export_to_stream(trace->db, *options, std::cout, "stdout")
                 : out->streamed ? export_to_special_file(trace->db, *options, out->path)
                                 : export_to_file(trace->db, *options, out->path);
-  if (!counts.is_ok()) return report_error(counts.status().with_context(flags.trace));
+  if (!counts.is_ok()) {
+    const int exit_code = report_error(counts.status().with_context(flags.trace));
+    return out->to_stdout ? stdout_failure_said(exit_code) : exit_code;
+  }
   log::info("wrote {} events ({} slices, {} counters, {} flows) for {} rank{} to {}",
             counts->events, counts->slices, counts->counters, counts->flows, counts->ranks,
             counts->ranks == 1 ? "" : "s", out->to_stdout ? std::string("stdout") : out->path.string());

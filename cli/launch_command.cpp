@@ -25,6 +25,7 @@
 #include "core/env.h"
 #include "core/json_dump.h"
 #include "core/log.h"
+#include "core/process_start.h"
 #include "core/subprocess.h"
 #include "profiler/gpu_counter_sampler.h"
 #include "profiler/rank_gpu_counters.h"
@@ -115,15 +116,6 @@ struct LaunchFlags {
   bool module = false;     // torchrun's -m: the command is a Python module
   bool no_python = false;  // torchrun's --no-python: the command runs as given, never with Python
 };
-
-// "PARTRAIN_TRACE=run.db" when a flag's variable is set (to `value`, when given: the flag's value
-// may have come from it), for a message about a flag the user may not have typed; else "".
-std::string set_in_environment(const std::string& flag, const std::optional<std::string>& value) {
-  const std::string name = flag_env_name(flag);
-  const char* set = std::getenv(name.c_str());
-  if (set == nullptr || *set == '\0' || (value && *value != set)) return "";
-  return fmt::format("{}={}", name, set);
-}
 
 StatusOr<launch::LaunchConfig> to_config(const LaunchFlags& flags) {
   launch::LaunchConfig config;
@@ -338,6 +330,7 @@ Status plan_workload(const LaunchFlags& flags, launch::LaunchConfig& config, Sum
 
 int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
                const std::vector<std::string>& workload_flags) {
+  discard_output_to_closed_standard_fds();  // a cron job's launch: the run goes on
   // Kubeflow's elastic PyTorchJob exports torchrun's restart budget; launch takes the other
   // PET_ flags it shares, but restarts no worker: said, not silently dropped (as a flag, it is
   // refused).
@@ -371,12 +364,8 @@ int run_launch(const LaunchFlags& flags, std::vector<std::string> own_env_vars,
     }
   } else if (flags.json) {
     // PARTRAIN_JSON=1 exported for analyze's or top's --json reaches launch too: say so.
-    const std::string exported = set_in_environment("json", std::nullopt);
-    log::error(
-        "--json applies to --workload runs (it prints their summary){}",
-        exported.empty()
-            ? std::string()
-            : fmt::format(" (from {} in the environment: unset it for a command)", exported));
+    log::error("--json applies to --workload runs (it prints their summary){}",
+               from_environment_note("json"));
     return 2;
   } else if (!workload_flags.empty()) {
     // `--inject crash:rank=1 -- python3 train.py` would otherwise pass without injecting anything.

@@ -107,9 +107,10 @@ Status check_flags_apply(const MemoryFlags& f) {
         "--kv-len and --gen-len size the KV cache of an --inference estimate: "
         "add --inference, or drop them");
   }
-  if (f.explain && (f.json || f.sweep)) {
-    return invalid_argument("--explain shows one estimate's formulas as text: drop {} or --explain",
-                            f.json ? "--json" : "--sweep");
+  RETURN_IF_ERROR(check_json_or_explain(f.json, f.explain, "one estimate's formulas"));
+  if (f.explain && f.sweep) {
+    return invalid_argument(
+        "--explain shows one estimate's formulas as text: drop --sweep or --explain");
   }
   // Training-only flags on an inference estimate (weights and KV cache, no backward).
   if (f.inference && f.model.seq > 0) {

@@ -428,6 +428,7 @@ Status no_layout_divides(const Setup& s, analyzers::SearchSpace space,
 }
 
 StatusOr<std::string> render(const RecommendFlags& f) {
+  RETURN_IF_ERROR(check_json_or_explain(f.json, f.explain, "why the winner wins"));
   if (f.gpus <= 0) return invalid_argument("give --gpus N, the GPUs to spread the job over");
   if (f.global_batch <= 0) return invalid_argument("give --global-batch B (sequences per step)");
   ASSIGN_OR_RETURN(Setup s, make_setup(f));

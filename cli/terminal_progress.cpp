@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/env.h"
 
 namespace partrain::cli {
 namespace {
@@ -13,7 +14,8 @@ constexpr int64_t kRedrawNs = 100'000'000;  // ten lines a second are all an eye
 }  // namespace
 
 TerminalProgress::TerminalProgress(std::string command, std::FILE* out)
-    : TerminalProgress(std::move(command), out, ::isatty(::fileno(out)) == 1) {}
+    : TerminalProgress(std::move(command), out,
+                       ::isatty(::fileno(out)) == 1 && env::terminal_takes_escapes()) {}
 
 TerminalProgress::TerminalProgress(std::string command, std::FILE* out, bool shown)
     : command_(std::move(command)), out_(out), shown_(shown) {}

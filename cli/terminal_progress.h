@@ -1,7 +1,7 @@
 // How far a long command has got (a collective sweep, the analyses of a big trace, an import),
 // for a person watching a terminal: one line on stderr rewritten in place and cleared when the
-// command ends. Nothing at all when stderr is not a terminal, so pipes, logs and scripts see only
-// the command's own output (stdout is never touched).
+// command ends. Nothing at all when stderr is not a terminal (or TERM is dumb), so pipes, logs and
+// scripts see only the command's own output (stdout is never touched).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,8 @@ namespace partrain::cli {
 
 class TerminalProgress {
  public:
-  // `command` leads each line ("partrain: analyze: ..."). Shown when `out` is a terminal.
+  // `command` leads each line ("partrain: analyze: ..."). Shown when `out` is a terminal that
+  // takes escape sequences (not TERM=dumb or unset: they would show as text).
   explicit TerminalProgress(std::string command, std::FILE* out = stderr);
   // For tests: shown or not whatever `out` is.
   TerminalProgress(std::string command, std::FILE* out, bool shown);

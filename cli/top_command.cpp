@@ -38,7 +38,9 @@ struct TopFlags {
 
 StatusOr<tui::DashboardOptions> dashboard_options(const TopFlags& flags) {
   tui::DashboardOptions options;
-  ASSIGN_OR_RETURN(const Nanoseconds interval, parse_duration(flags.interval));
+  StatusOr<Nanoseconds> parsed = parse_duration(flags.interval);
+  if (!parsed.is_ok()) return parsed.status().with_context("--interval");
+  const Nanoseconds interval = *parsed;
   if (interval < std::chrono::milliseconds(50)) {
     return invalid_argument("--interval {}: refreshing more often than every 50ms costs the run "
                             "CPU for nothing a person can see",
@@ -142,7 +144,7 @@ Subcommand add_top_command(CLI::App& parent) {
                 "other views fill the terminal, or COLUMNS x LINES, at least 80x24)");
   cmd->add_flag("--json", flags->json, "Print the view model as JSON on stdout and exit");
   cmd->add_option("--color", flags->color,
-                  "Colour: auto (a terminal without NO_COLOR, not TERM=dumb), always, never")
+                  "Colour: auto (a terminal without NO_COLOR, TERM not dumb), always, never")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--view", flags->view,

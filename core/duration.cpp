@@ -25,7 +25,11 @@ StatusOr<Nanoseconds> parse_duration(std::string_view text) {
   else if (unit == "ns") scale = 1;
   else if (unit == "m" || unit == "min") scale = 60e9;
   else if (unit == "h") scale = 3600e9;
-  else {
+  else if (unit.size() > 1 && unit.front() == ',' && unit[1] >= '0' && unit[1] <= '9') {
+    return invalid_argument("'{}': write a decimal point, not a comma ({}.{})", text,
+                            input.substr(0, static_cast<size_t>(end - input.data())),
+                            unit.substr(1));
+  } else {
     return invalid_argument("'{}': unknown duration unit '{}' (use ns, us, ms, s, m or h)", text,
                             unit);
   }

@@ -22,4 +22,9 @@ StatusOr<std::optional<long long>> get_int(std::string_view name) {
   return std::optional<long long>(value);
 }
 
+bool terminal_takes_escapes() {
+  const std::optional<std::string> term = get("TERM");
+  return term && !term->empty() && *term != "dumb";
+}
+
 }  // namespace partrain::env

@@ -9,12 +9,38 @@
 
 namespace partrain {
 
+namespace {
+// Which of descriptors 0, 1 and 2 were closed when the process started (bit fd); written once in
+// main before any thread starts, read in forked children.
+int g_closed_at_start = 0;
+}  // namespace
+
 void open_missing_standard_fds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) >= 0) continue;
-    // open() takes the lowest free number, which is `fd`: the lower ones are open by now.
-    const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    g_closed_at_start |= 1 << fd;
+    // open() takes the lowest free number, which is `fd`: the lower ones are open by now. Opened
+    // the other way round, so that a read or write fails with EBADF as on the closed descriptor.
+    const int opened = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
     if (opened >= 0 && opened != fd) ::close(opened);
+  }
+}
+
+bool was_closed_at_start(int fd) { return fd >= 0 && fd <= 2 && (g_closed_at_start >> fd) & 1; }
+
+void discard_output_to_closed_standard_fds() {
+  for (int fd = 1; fd <= 2; ++fd) {
+    if (!was_closed_at_start(fd)) continue;
+    const int sink = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (sink < 0) continue;
+    (void)::dup2(sink, fd);
+    ::close(sink);
+  }
+}
+
+void close_standard_fds_closed_at_start() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (was_closed_at_start(fd)) ::close(fd);
   }
 }
 

@@ -93,6 +93,7 @@ void write_errno_and_exit(int fd, int error) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2, SIGXFSZ})
     ::signal(sig, SIG_DFL);
   restore_open_files_limit();  // the soft limit partrain was started with (core/process_start.h)
+  close_standard_fds_closed_at_start();  // as it would have them without partrain
 
   if (out_fd >= 0 && ::dup2(out_fd, STDOUT_FILENO) < 0) write_errno_and_exit(exec_error_fd, errno);
   if (err_fd >= 0 && ::dup2(err_fd, STDERR_FILENO) < 0) write_errno_and_exit(exec_error_fd, errno);

@@ -10,6 +10,7 @@
 #include "analyzers/analysis_cadence.h"
 #include "analyzers/live_run_follower.h"
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "profiler/trace_open.h"
 #include "tui/views.h"
@@ -97,10 +98,7 @@ bool use_color(ColorMode mode, bool is_tty) {
   if (mode == ColorMode::kAlways) return true;
   if (mode == ColorMode::kNever) return false;
   const char* no_color = std::getenv("NO_COLOR");
-  // TERM=dumb (Emacs' shell buffer, some CI logs) shows escape sequences as text.
-  const char* term = std::getenv("TERM");
-  const bool dumb = term != nullptr && std::string_view(term) == "dumb";
-  return is_tty && !dumb && (no_color == nullptr || no_color[0] == '\0');
+  return is_tty && env::terminal_takes_escapes() && (no_color == nullptr || no_color[0] == '\0');
 }
 
 StatusOr<int> run_dashboard_on(const DashboardOptions& options, Terminal& terminal) {

@@ -162,12 +162,14 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
   std::ofstream(config) << "# sizes\nminbytes = \n";
   CommandResult empty = run_partrain(small + " --config " + config);
   EXPECT_EQ(empty.exit_code, 2);
-  EXPECT_NE(empty.err.find("--config line 2: 'minbytes' has no value"), std::string::npos)
+  EXPECT_NE(empty.err.find("--config " + config + " line 2: 'minbytes' has no value"),
+            std::string::npos)
       << empty.err;
   std::ofstream(config) << "datatype = \"int32\n";
   CommandResult open_string = run_partrain(small + " --config " + config);
   EXPECT_EQ(open_string.exit_code, 2);
-  EXPECT_NE(open_string.err.find("--config line 1: the string of 'datatype' is not closed"),
+  EXPECT_NE(open_string.err.find("--config " + config +
+                                 " line 1: the string of 'datatype' is not closed"),
             std::string::npos)
       << open_string.err;
   // So is a key that is no flag of the command.
@@ -175,6 +177,36 @@ TEST(Cli, FlagsFromEnvironmentAndConfig) {
   CommandResult extra = run_partrain(small + " -b 8 --config " + config);
   EXPECT_EQ(extra.exit_code, 2);
   EXPECT_NE(extra.err.find("mysterious"), std::string::npos) << extra.err;
+}
+
+// A decimal comma in a --config file was read by CLI11 as a list and the flag took its last
+// value, exit 0 (`lr = 0,001` trained with lr 1; `bytes-per-param = 18,5` sized with 5): refused,
+// naming the file, the line and the fix. TOML's digit groups are numbers.
+TEST(Cli, ConfigListsForOneValueAreRefusedAndTomlNumbersRead) {
+  const std::string config = ::testing::TempDir() + "/decimal.toml";
+  std::ofstream(config) << "model = \"llama-2-7b\"\nbytes-per-param = 18,5\n";
+  CommandResult comma = run_partrain("memory --json --config " + config);
+  EXPECT_EQ(comma.exit_code, 2) << comma.out;
+  EXPECT_NE(comma.err.find("--config " + config +
+                           " line 2: bytes-per-param = 18,5 is a list of 2 values, but "
+                           "--bytes-per-param takes one: write a decimal point "
+                           "(bytes-per-param = 18.5)"),
+            std::string::npos)
+      << comma.err;
+  std::ofstream(config) << "model = \"llama-2-7b\"\ndp = 8\ndp = 4\n";
+  CommandResult twice = run_partrain("memory --json --config " + config);
+  EXPECT_EQ(twice.exit_code, 2) << twice.out;
+  EXPECT_NE(twice.err.find("line 3: 'dp' is set again (first on line 2)"), std::string::npos)
+      << twice.err;
+  std::ofstream(config) << "params = 7_500_000_000\n";
+  CommandResult grouped = run_partrain("memory --json --config " + config);
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+  EXPECT_EQ(testing::parse_json_output(grouped.out)["params"], 7500000000) << grouped.out;
+  std::ofstream(config) << "garbage\n";
+  CommandResult bare = run_partrain("memory --model llama-2-7b --config " + config);
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("line 1: 'garbage' is not a `key = value` line"), std::string::npos)
+      << bare.err;
 }
 
 // A flag given twice takes its last value, as argparse does (it was a usage error: "At Most 1
@@ -202,6 +234,46 @@ TEST(Cli, StdoutThatCannotBeWrittenIsExit1) {
             std::string::npos)
       << launch.err;
   EXPECT_NE(launch.err.find("every worker has exited"), std::string::npos) << launch.err;
+}
+
+// Every command's output to a full disk says why with strerror, once: --version exited 0, and
+// output written in one large piece (--help-all, analyze's report) said "write error", its errno
+// gone by the final flush.
+TEST(Cli, StdoutWriteErrorsSayWhyOnce) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  for (const std::string args : {"--version", "--help-all", "--help"}) {
+    SCOPED_TRACE(args);
+    auto r = testing::run_shell(testing::partrain_binary() + " " + args + " > /dev/full");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, "partrain: error: writing stdout failed: No space left on device\n");
+  }
+}
+
+// Started with stdout closed (`>&-`), a command's output was lost with exit 0: /dev/null, opened
+// on descriptor 1 to keep it from the next file, took it. It fails as on a closed descriptor,
+// as `cat >&-` does; a launch (a cron job's) still runs, and a traced command sees it closed as
+// it would untraced.
+TEST(Cli, StdoutClosedAtTheStartIsAWriteError) {
+  for (const std::string args : {"memory --model llama-2-7b --json", "--version",
+                                 "recommend --model llama-2-7b --gpus 8 --global-batch 64"}) {
+    SCOPED_TRACE(args);
+    auto r = testing::run_shell(testing::partrain_binary() + " " + args + " >&-");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, "partrain: error: writing stdout failed: Bad file descriptor\n");
+  }
+  const std::string dir = ::testing::TempDir();
+  const std::string seen = dir + "/closed_seen";
+  const std::string trace = dir + "/closed_stdout.db";
+  std::remove(seen.c_str());
+  std::remove(trace.c_str());
+  auto traced = testing::run_shell(testing::partrain_binary() + " trace -o " + trace +
+                                   " -- sh -c 'if [ -e " + "/proc/$$/fd/1 ]; then echo open > " +
+                                   seen + "; else echo closed > " + seen + "; fi' >&-");
+  EXPECT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(testing::read_file(seen), "closed\n");
+  auto launched = testing::run_shell(testing::partrain_binary() +
+                                     " launch -n 2 --no-trace -- sh -c 'echo rank $RANK' >&-");
+  EXPECT_EQ(launched.exit_code, 0) << launched.err;
 }
 
 // A command reads only its own flags' variables: a launch's left in the environment cannot break

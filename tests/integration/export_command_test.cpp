@@ -238,6 +238,11 @@ TEST_F(ExportCommandTest, AFullOutputIsNamedWithItsReason) {
   EXPECT_EQ(full.exit_code, 1) << full.err;
   EXPECT_NE(full.err.find("writing /dev/full failed: No space left on device"), std::string::npos)
       << full.err;
+  // To stdout: said once (the final check of stdout said it a second time).
+  auto to_stdout = run_partrain("export " + trace_.string() + " -o - > /dev/full");
+  EXPECT_EQ(to_stdout.exit_code, 1) << to_stdout.err;
+  EXPECT_EQ(to_stdout.err, "partrain: error: " + trace_.string() +
+                               ": writing stdout failed: No space left on device\n");
 }
 
 // --force replaces a symbolic link's target and keeps the link; a FIFO (as a device such as

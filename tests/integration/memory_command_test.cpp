@@ -516,6 +516,23 @@ TEST(MemoryCommand, FlagsThatDoNotApplyAreUsageErrors) {
     EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
     EXPECT_EQ(r.out, "") << flags;
   }
+  // recommend refuses the same pair the same way (it dropped --explain, exit 0); --json from an
+  // exported PARTRAIN_JSON is said to come from there, as launch says it.
+  for (const char* command : {"memory --model llama-2-7b",
+                              "recommend --model llama-2-7b "
+                              "--gpus 8 --global-batch 64"}) {
+    SCOPED_TRACE(command);
+    auto r = run_partrain(std::string(command) + " --json --explain");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("as text: drop --json or --explain\n"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+    auto exported = run_partrain(std::string(command) + " --explain", "PARTRAIN_JSON=1");
+    EXPECT_EQ(exported.exit_code, 2);
+    EXPECT_NE(exported.err.find("drop --json or --explain (from PARTRAIN_JSON=1 in the "
+                                "environment: unset it for a command)"),
+              std::string::npos)
+        << exported.err;
+  }
 }
 
 // A mixture of experts from the command line: its total and active counts in text and JSON, the

@@ -18,11 +18,12 @@ using testing::run_shell;
 
 const fs::path kKineto = fs::path(PARTRAIN_SOURCE_DIR) / "tests/data/kineto";
 
-// What a terminal shows of `args` (stdout to /dev/null): script(1) runs it on a pseudo-terminal
-// and copies everything written to it.
-std::string on_a_terminal(const std::string& args) {
+// What a terminal of type `term` ("": TERM unset) shows of `args` (stdout to /dev/null):
+// script(1) runs it on a pseudo-terminal and copies everything written to it.
+std::string on_a_terminal(const std::string& args, const std::string& term = "xterm") {
   const std::string command = testing::partrain_binary() + " " + args + " >/dev/null";
-  return run_shell("script -qfec '" + command + "' /dev/null").out;
+  const std::string env = term.empty() ? "env -u TERM" : "env TERM=" + term;
+  return run_shell(env + " script -qfec '" + command + "' /dev/null").out;
 }
 
 bool has_script() { return run_shell("command -v script").exit_code == 0; }
@@ -48,6 +49,14 @@ TEST(TerminalProgress, ImportAndAnalyzeSayHowFarOnATerminalOnly) {
   EXPECT_NE(analyzed.find("\rpartrain: analyze: top kernels (7 of 7)\033[K\r\033[K"),
             std::string::npos)
       << analyzed;
+  // A terminal that shows escapes as text (TERM=dumb: an editor's shell buffer) or of no known
+  // type gets no progress line: it read "^M...^[[K".
+  for (const std::string term : {"dumb", ""}) {
+    SCOPED_TRACE("TERM=" + term);
+    const std::string plain = on_a_terminal("analyze " + trace, term);
+    EXPECT_EQ(plain.find("\rpartrain: analyze:"), std::string::npos) << plain;
+    EXPECT_EQ(plain.find('\033'), std::string::npos) << plain;
+  }
   const auto analyze_piped = run_partrain("analyze " + trace);
   ASSERT_EQ(analyze_piped.exit_code, 0) << analyze_piped.err;
   EXPECT_EQ(analyze_piped.err.find('\r'), std::string::npos) << analyze_piped.err;

@@ -412,6 +412,12 @@ TEST(TopCommand, ExitCodes) {
   std::ofstream(bogus) << "not a trace";
   EXPECT_EQ(run_partrain("top " + bogus.string() + " --once").exit_code, 3);
   EXPECT_EQ(run_partrain("top " + bogus.string() + " --interval 10ms --once").exit_code, 2);
+  // A value that is no duration names the flag (it said only "'1,5': unknown duration unit").
+  const CommandResult comma = run_partrain("top " + bogus.string() + " --interval 1,5 --once");
+  EXPECT_EQ(comma.exit_code, 2);
+  EXPECT_NE(comma.err.find("--interval: '1,5': write a decimal point, not a comma (1.5)"),
+            std::string::npos)
+      << comma.err;
   EXPECT_EQ(run_partrain("top " + bogus.string() + " --view graphs --once").exit_code, 2);
   // Not a terminal: a usage error that points at --once.
   const CommandResult no_tty = run_partrain("top " + bogus.string() + " </dev/null");

@@ -157,6 +157,9 @@ constexpr Allowed kAllowed[] = {
      "the soft limit on open files partrain was started with, written once in main before any "
      "thread and given back to each child between fork and exec (no allocation, no lock there)"},
     {"core/process_start.cpp", "g_open_files_raised", "whether main raised that limit"},
+    {"core/process_start.cpp", "g_closed_at_start",
+     "which standard descriptors were closed at the start, written once in main before any thread "
+     "and read in each child between fork and exec"},
     {"runner/device/isolated_memory.cpp", "g_ranges",
      "the isolated device's reserved ranges, read by its SIGSEGV handler (a signal carries no "
      "context)"},

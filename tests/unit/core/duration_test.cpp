@@ -31,6 +31,14 @@ TEST(ParseDuration, RejectsWithReason) {
             std::string::npos);
 }
 
+// A decimal comma ("1,5", as a German locale writes it) was "unknown duration unit ',5'".
+TEST(ParseDuration, ADecimalCommaIsSaidToBeOne) {
+  EXPECT_EQ(parse_duration("1,5").status().message(),
+            "'1,5': write a decimal point, not a comma (1.5)");
+  EXPECT_EQ(parse_duration("2,25s").status().message(),
+            "'2,25s': write a decimal point, not a comma (2.25s)");
+}
+
 TEST(FormatDuration, AlwaysHasAUnit) {
   EXPECT_EQ(format_duration(seconds(30)), "30 s");
   EXPECT_EQ(format_duration(seconds(999)), "999 s");

@@ -224,12 +224,15 @@ TEST(UseColor, NoColorAndTheFlag) {
   EXPECT_FALSE(use_color(ColorMode::kNever, true));
 }
 
-// A dumb terminal shows escape sequences as text: auto gives it none, as NO_COLOR does.
+// A dumb terminal shows escape sequences as text: auto gives it none, as NO_COLOR does; nor to
+// one whose TERM is unset.
 TEST(UseColor, DumbTerminalGetsNoColourUnlessAsked) {
   ::unsetenv("NO_COLOR");
   ::setenv("TERM", "dumb", 1);
   EXPECT_FALSE(use_color(ColorMode::kAuto, true));
   EXPECT_TRUE(use_color(ColorMode::kAlways, true));
+  ::unsetenv("TERM");  // a terminal of no known type, as the progress line takes it (env.h)
+  EXPECT_FALSE(use_color(ColorMode::kAuto, true));
   ::setenv("TERM", "xterm-256color", 1);
   EXPECT_TRUE(use_color(ColorMode::kAuto, true));
 }
