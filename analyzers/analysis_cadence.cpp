@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analyzers/collective_groups.h"
 #include "core/clock.h"
 
 namespace partrain::analyzers {
@@ -25,8 +26,16 @@ Status refresh_analysis(const profiler::TraceReader& reader, LiveAnalysis& out) 
   WindowOptions options;
   options.skip_is_default = true;
   StatusOr<AnalysisWindow> window = choose_window(reader, options);
-  if (!window.is_ok()) {
-    if (window.status().code() != StatusCode::kInvalidArgument) return window.status();
+  // A run with no rank yet: one may still come. An ended one's report says none came.
+  bool no_rank_yet = false;
+  if (window.is_ok() && window->ranks.empty()) {
+    ASSIGN_OR_RETURN(const bool ended, run_has_ended(reader));
+    no_rank_yet = !ended;
+  }
+  if (!window.is_ok() || no_rank_yet) {
+    if (!window.is_ok() && window.status().code() != StatusCode::kInvalidArgument) {
+      return window.status();
+    }
     out = LiveAnalysis{};
     out.note = "no steps to analyse yet";
     return Status::ok();

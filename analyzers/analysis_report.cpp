@@ -124,9 +124,34 @@ std::optional<int> failing_rank(const std::optional<profiler::RunRow>& run,
   return lowest;
 }
 
+// A trace in which no process became a rank (a script of one process without
+// torch.distributed, `accelerate launch --cpu` running one process, a job stopped before any
+// worker set up its group): what makes a process a rank (docs/tracing.md, "Foreign programs").
+Finding no_ranks_finding(const RunOutcome& outcome) {
+  Finding finding;
+  finding.kind = "nothing_recorded";
+  finding.severity = Severity::kWarning;
+  finding.impact = 1;
+  finding.evidence = fmt::format(
+      "no process of the run {} a rank (status {}): the trace holds no ranks, so no collectives, "
+      "no steps and no compute",
+      outcome.status == "running" ? "has become" : "became",
+      outcome.status.empty() ? "unknown" : outcome.status);
+  finding.advice =
+      "partrain records a process as a rank when its launcher gives it one (RANK and WORLD_SIZE "
+      "from torchrun, partrain launch, or accelerate launch of several processes; "
+      "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) or when it acts as one "
+      "(torch.distributed.init_process_group, ncclCommInitRank). A program of one process that "
+      "does neither is no distributed job: run it under torchrun --nproc-per-node 1, or have it "
+      "call init_process_group; a job stopped before any worker set up its group left nothing to "
+      "record";
+  return finding;
+}
+
 // A trace with neither collectives nor steps (a foreign program's processes and nothing else):
 // there is nothing to analyse, and saying why beats findings made from process lifetimes.
 std::optional<Finding> nothing_recorded_finding(const AnalysisReport& report) {
+  if (report.window.ranks.empty()) return no_ranks_finding(report.outcome);
   if (report.window.has_steps || report.collectives.ops > 0 || report.ranks.ranks.empty()) {
     return std::nullopt;
   }

@@ -28,8 +28,10 @@ Status read_run(const TraceReader& reader, AnalysisWindow& window) {
 }
 StatusOr<std::vector<int>> select_ranks(const std::vector<int>& present,
                                         const std::vector<int>& wanted) {
-  if (present.empty()) return invalid_argument("the trace has no ranks: nothing to analyse");
-  if (wanted.empty()) return present;
+  if (present.empty() && !wanted.empty()) {
+    return invalid_argument("--rank {}: the trace has no ranks", wanted.front());
+  }
+  if (wanted.empty()) return present;  // none: analyze says that no process became a rank
   std::vector<int> chosen = wanted;
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());

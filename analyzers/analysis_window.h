@@ -65,6 +65,7 @@ inline profiler::StepFilter step_filter(const AnalysisWindow& window) {
 
 // kInvalidArgument (exit 2) naming the ranks or steps the trace has when the selection asks for
 // others, or when skipping warm-up leaves no step ("--skip-steps 1 leaves none of the 1 steps").
+// A trace in which no process became a rank is a window of no ranks, not an error.
 StatusOr<AnalysisWindow> choose_window(const profiler::TraceReader& reader,
                                        const WindowOptions& options);
 

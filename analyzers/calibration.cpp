@@ -327,6 +327,7 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   options.skip_steps = skip_steps;
   StatusOr<AnalysisWindow> chosen = choose_window(reader, options);
   if (!chosen.is_ok()) return nothing_to_calibrate(source, chosen.status().message());
+  if (chosen->ranks.empty()) return nothing_to_calibrate(source, "the trace has no ranks");
   const AnalysisWindow& window = *chosen;
   ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> row, reader.run());
   const profiler::RunStatus status =

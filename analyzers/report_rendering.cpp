@@ -34,8 +34,9 @@ std::string format_report(const AnalysisReport& report) {
   const RunOutcome& outcome = report.outcome;
   std::string out = fmt::format(
       "run {} ({}), world size {}, ranks {}\nwindow: {}, {:.1f} ms{}\n\n",
-      w.run_id.empty() ? "?" : w.run_id, outcome.status, w.world_size, format_rank_list(w.ranks),
-      describe_window(w), static_cast<double>(w.end_ns - w.start_ns) / 1e6,
+      w.run_id.empty() ? "?" : w.run_id, outcome.status, w.world_size,
+      w.ranks.empty() ? std::string("none") : format_rank_list(w.ranks), describe_window(w),
+      static_cast<double>(w.end_ns - w.start_ns) / 1e6,
       report.tokens_per_s ? fmt::format(", {:.0f} tokens/s", *report.tokens_per_s) : "");
   if (!outcome.data_loss.empty()) {
     out = out.substr(0, out.size() - 1) + format_data_loss(outcome.data_loss) + "\n";

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "profiler/trace_reader/step_reads.h"
@@ -20,8 +21,45 @@ GroupVisitor UnevenStepsPass::visitor() {
   return visitor;
 }
 
+namespace {
+
+// The ranks whose steps may have ended where the run's end found them rather than where their
+// inputs ran out: one that failed (an exit by a signal or a non-zero code, an uncaught exception,
+// the run's failing rank), was killed (its connection to the collector ended without a goodbye)
+// or lost its last records (a stat of severity data_loss naming it). nullopt: every rank, for a
+// run still going (its last steps are not its ends), a run stopped from outside, or records lost
+// of no rank in particular (a collector drain that timed out).
+StatusOr<std::optional<std::set<int>>> ranks_stopped_from_outside(
+    const profiler::TraceReader& reader) {
+  using profiler::RunStatus;
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  if (run && (run->status == RunStatus::kRunning || run->status == RunStatus::kKilled)) {
+    return std::optional<std::set<int>>();
+  }
+  std::set<int> stopped;
+  if (run && run->failing_rank) stopped.insert(*run->failing_rank);
+  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
+  for (const profiler::StatRow& stat : stats) {
+    const bool lost = stat.severity == profiler::StatSeverity::kDataLoss && stat.value > 0;
+    const bool ended_badly =
+        (stat.name == "collector_unclean_disconnects" || stat.name == "rank_uncaught_exception") &&
+        stat.value > 0;
+    if (lost && !stat.rank) return std::optional<std::set<int>>();
+    if ((lost || ended_badly) && stat.rank) stopped.insert(*stat.rank);
+  }
+  ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
+  for (const profiler::RankRow& rank : ranks) {
+    if (rank.exit_signal || (rank.exit_code && *rank.exit_code != 0)) stopped.insert(rank.rank);
+  }
+  return std::optional<std::set<int>>(std::move(stopped));
+}
+
+}  // namespace
+
 StatusOr<std::optional<UnevenSteps>> UnevenStepsPass::finish(
     const profiler::TraceReader& reader) const {
+  ASSIGN_OR_RETURN(const std::optional<std::set<int>> stopped, ranks_stopped_from_outside(reader));
+  if (!stopped) return std::optional<UnevenSteps>();
   UnevenSteps uneven;
   int64_t longest = -1;
   for (const auto& [rank, ops] : ops_by_step_) {
@@ -34,9 +72,10 @@ StatusOr<std::optional<UnevenSteps>> UnevenStepsPass::finish(
     longest = std::max(longest, run.last_step);
     uneven.ranks.push_back(run);
   }
-  const bool stopped_early_yet_communicating = std::any_of(
-      uneven.ranks.begin(), uneven.ranks.end(),
-      [&](const RankStepsRun& r) { return r.last_step < longest && r.collectives_after > 0; });
+  const bool stopped_early_yet_communicating =
+      std::any_of(uneven.ranks.begin(), uneven.ranks.end(), [&](const RankStepsRun& r) {
+        return r.last_step < longest && r.collectives_after > 0 && !stopped->count(r.rank);
+      });
   if (!stopped_early_yet_communicating) return std::optional<UnevenSteps>();
   return std::optional<UnevenSteps>(std::move(uneven));
 }

@@ -24,7 +24,9 @@ struct RankStepsRun {
 };
 
 // Set only when the ranks' last steps differ and a rank that stopped early issued collectives
-// after its last step. By rank.
+// after its last step, of a run that has ended, and the rank ended by itself: a rank that failed,
+// was killed or lost its last records stopped where that found it, not where its inputs ran out,
+// and a run killed from outside, or still running, has no ends of its inputs to compare. By rank.
 struct UnevenSteps {
   std::vector<RankStepsRun> ranks;
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 
@@ -256,15 +257,20 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
               started.status().message());
   }
   OrphanGuard* const rank_guard = guard ? &*guard : nullptr;
+  // Whether any process of the command became a rank (the collector's thread says so): a trace
+  // of none holds nothing, which the run's end says.
+  std::atomic<bool> rank_connected{false};
   profiler::RunInfo info;
   info.run_id = run_id;
   info.command = config.command_line;
   info.config_json = "{}";
-  ASSIGN_OR_RETURN(std::unique_ptr<profiler::TraceSession> session,
-                   open_run_trace({config.output, run_id, 0}, "--trace FILE", run_id, token,
-                                  std::move(info), config.max_bytes, [rank_guard](int, pid_t pid) {
-                                    if (rank_guard != nullptr) rank_guard->watch_process(pid);
-                                  }));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<profiler::TraceSession> session,
+      open_run_trace({config.output, run_id, 0}, "--trace FILE", run_id, token, std::move(info),
+                     config.max_bytes, [rank_guard, &rank_connected](int, pid_t pid) {
+                       rank_connected.store(true);
+                       if (rank_guard != nullptr) rank_guard->watch_process(pid);
+                     }));
 
   // Where the ranks dump their flight recorders; without it they still dump into the trace.
   std::optional<FlightDumpDir> flight;
@@ -296,6 +302,14 @@ StatusOr<int> run_traced_command(const TracedCommandConfig& config) {
   }
   const profiler::TraceSessionStats stats = session->stats();
   log_trace_closed(path, stats);
+  if (!rank_connected.load()) {
+    log::warn(
+        "no process of the command became a rank, so the trace holds no collectives and no "
+        "steps: partrain records a process as a rank when its launcher gives it one (RANK and "
+        "WORLD_SIZE: torchrun, accelerate launch of several processes) or when it calls "
+        "torch.distributed.init_process_group (`partrain analyze {}` says more)",
+        path.string());
+  }
   if (stop_signal) return exit_code_for_signal(*stop_signal);
   // torchrun exits 1 whatever ended its ranks: a hang the watchdog ended is a timeout.
   if (watchdog_fired && !exit.success()) return 124;

@@ -223,6 +223,44 @@ TEST_F(AnalyzeCommandTest, AProgramWithNothingRecordedIsSaidSoAndNothingElse) {
   EXPECT_EQ(dashboard.at("findings"), report.at("findings")) << top.out;
 }
 
+// A program none of whose processes became a rank (one process, no launcher's RANK, no
+// torch.distributed): the report says so, with the run's status and what makes a rank, in text
+// and --json, exit 0, and top shows the same finding. It was "the trace has no ranks: nothing to
+// analyse", exit 2 (a usage error), --json printed nothing, and top had no finding.
+TEST_F(AnalyzeCommandTest, ATraceInWhichNoProcessBecameARankIsSaidSo) {
+  const fs::path rankless = *dir_ / "rankless.db";
+  const auto traced =
+      run_partrain(fmt::format("trace -o {} -- sh -c 'sleep 0.1'", rankless.string()));
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  // The trace's end says so already (it said only "trace: FILE (1 events)").
+  EXPECT_NE(traced.err.find("no process of the command became a rank"), std::string::npos)
+      << traced.err;
+  const auto result = run_partrain(fmt::format("analyze {} --json", rankless.string()));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_EQ(report.at("findings").size(), 1u) << report.at("findings").dump(2);
+  const json& finding = report.at("findings").at(0);
+  EXPECT_EQ(finding.at("kind"), "nothing_recorded");
+  EXPECT_NE(finding.at("evidence")
+                .get<std::string>()
+                .find("no process of the run became a rank (status completed)"),
+            std::string::npos)
+      << finding.dump(2);
+  EXPECT_NE(finding.at("advice").get<std::string>().find("init_process_group"), std::string::npos);
+  const auto text = run_partrain("analyze " + rankless.string());
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("(completed), world size 0, ranks none\n"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("nothing_recorded: no process of the run became a rank"),
+            std::string::npos)
+      << text.out;
+  // Asked for a rank, it has none: a usage error still.
+  EXPECT_EQ(run_partrain("analyze " + rankless.string() + " --rank 0").exit_code, 2);
+  const auto top = run_partrain(fmt::format("top --once --json {}", rankless.string()));
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_EQ(json::parse(top.out).at("findings"), report.at("findings")) << top.out;
+}
+
 TEST_F(AnalyzeCommandTest, UnreadableTraceIsExit3) {
   const fs::path junk = *dir_ / "junk.db";
   std::ofstream(junk) << "not a database";

@@ -78,6 +78,18 @@ TEST(PytorchModule, AWrappedOptimizersStepEndsWithTheWrapper) {
             "0,1\n");
 }
 
+// A wrapper that never runs Optimizer.__init__ and steps its inner optimizer on every second
+// call (accelerate's gradient accumulation): 4 calls are 2 steps, one per inner step. Each call
+// had been a step (0,1,2,3).
+TEST(PytorchModule, AWrappersStepThatStepsNoOptimizerIsNoStep) {
+  ScratchDir scratch;
+  const fs::path trace = scratch.path() / "accumulating.db";
+  CommandResult run = run_partrain("trace -o '" + trace.string() + "' -- " + program(),
+                                   stub_environment() + " TORCH_STUB_ACCUMULATING=1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(TraceQuery(trace).rows("SELECT group_concat(step) FROM steps WHERE rank = 0"), "0,1\n");
+}
+
 TEST(PytorchModule, ItsOwnFailureIsSaidOnceAndTheProgramRunsOn) {
   ScratchDir scratch;
   const fs::path trace = scratch.path() / "broken.db";

@@ -140,6 +140,28 @@ TEST(TorchDistFeatures, AWrapperOptimizerWithoutOptimizerInitEndsTheStep) {
             "2,4,6\n");
 }
 
+// accelerate's gradient accumulation: its AcceleratedOptimizer (no Optimizer.__init__) steps the
+// inner SGD only on the 4th micro-batch, after the gradients' all_reduces. 8 micro-batches are 2
+// steps, each holding its all_reduces; every micro-batch was a step (0-7), all_reduces in 3 and 7.
+TEST(TorchDistFeatures, AWrapperThatStepsNoOptimizerTakesNoStep) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "accumulating.db").string();
+  const CommandResult run = launch_case(trace, 2, "", "accumulating_wrapper");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(query.rows(fmt::format("SELECT group_concat(step) FROM (SELECT step FROM steps "
+                                     "WHERE rank = {} ORDER BY step)",
+                                     rank)),
+              "0,1\n");
+    EXPECT_EQ(query.rows(fmt::format("SELECT step, count(*) FROM collectives WHERE rank = {} AND "
+                                     "op = 'all_reduce' GROUP BY step ORDER BY step",
+                                     rank)),
+              "0|2\n1|2\n");
+  }
+}
+
 // A GradScaler that skips every optimizer step (the loss is inf): no step ends, and analyze said
 // only "whole run (no steps recorded)". The collectives carry step 0, begun when the optimizer
 // was made: analyze warns that a step began but none ended.

@@ -15,6 +15,10 @@ Two sources, the first that applies:
     A wrapper that never calls Optimizer.__init__ (PostLocalSGDOptimizer, which averages the
     parameters after its inner optimizer's step) has no step hooks of torch's: its step() is
     wrapped here to the same effect, so its averaging ends the step instead of opening the next.
+    A wrapper's step() (an optimizer holding another) in which no optimizer stepped took no
+    step: accelerate's AcceleratedOptimizer steps its inner optimizer only on the last
+    micro-batch of a gradient accumulation, so the micro-batches before it are one step with it,
+    as a step a GradScaler skips merges into the next.
 Numbers continue across sources: a profiler started after N optimizer steps numbers its
 ProfilerStep#0 as step N; after it stops, the optimizer marks steps again.
 """
@@ -40,7 +44,9 @@ class StepMarkers:
         self._driver = None  # weak reference to the optimizer whose step() marks steps
         self._offset = 0  # added to ProfilerStep numbers
         self._optimizer_steps = 0  # every optimizer's step() calls, for a range's activity
-        self._stepping = []  # id() of each optimizer whose step() is under way, outermost first
+        # [id(), optimizer steps taken before it began] of each optimizer whose step() is under
+        # way, outermost first
+        self._stepping = []
         self._unhooked_stepping = set()  # id() of optimizers in a step() wrapped by _hook_step
 
     # -- steps -------------------------------------------------------------------------------
@@ -78,6 +84,7 @@ class StepMarkers:
             module.register_optimizer_step_pre_hook(self._optimizer_stepping)
         module.register_optimizer_step_post_hook(self._optimizer_stepped)
         optimizer_class = module.Optimizer
+        self._optimizer_class = optimizer_class
         original = optimizer_class.__init__
 
         @functools.wraps(original)
@@ -140,19 +147,39 @@ class StepMarkers:
     def _optimizer_stepping(self, optimizer, args, kwargs):
         # The outermost optimizer stepping again: an earlier step() of it raised (no post-hook
         # ran), and what it left under way is over.
-        if self._stepping and self._stepping[0] == id(optimizer):
+        if self._stepping and self._stepping[0][0] == id(optimizer):
             self._stepping.clear()
-        self._stepping.append(id(optimizer))
+        self._stepping.append([id(optimizer), self._optimizer_steps])
 
     def _optimizer_stepped(self, optimizer, args, kwargs):
         now = monotonic_ns()
         self._guard("marking a step", self._optimizer_step_ended, optimizer, now)
 
+    def _wraps_an_optimizer(self, optimizer):
+        """Whether it holds an optimizer: torch's, or one shaped like it (DeepSpeed's ZeRO
+        optimizers, which accelerate's DeepSpeed wrapper holds, are no torch Optimizer)."""
+        def is_optimizer(value):
+            if isinstance(value, self._optimizer_class):
+                return True
+            kind = type(value)
+            groups = hasattr(kind, "param_groups") or "param_groups" in getattr(value, "__dict__",
+                                                                                 {})
+            return groups and callable(getattr(kind, "step", None))
+
+        return any(is_optimizer(value) for value in getattr(optimizer, "__dict__", {}).values())
+
     def _optimizer_step_ended(self, optimizer, now):
-        self._optimizer_steps += 1
         # This step() and any it called that raised (their post-hooks never ran) are done.
-        if id(optimizer) in self._stepping:
-            del self._stepping[self._stepping.index(id(optimizer)):]
+        steps_before = None
+        for index, (stepping, steps) in enumerate(self._stepping):
+            if stepping == id(optimizer):
+                steps_before = steps
+                del self._stepping[index:]
+                break
+        if (steps_before is not None and self._optimizer_steps == steps_before
+                and self._wraps_an_optimizer(optimizer)):
+            return  # a wrapper that stepped no optimizer: a micro-batch, no step
+        self._optimizer_steps += 1
         if self._source != _OPTIMIZER or self._stepping:
             return  # inside another optimizer's step(): that one's end is the step's
         driver = self._driver() if self._driver is not None else None

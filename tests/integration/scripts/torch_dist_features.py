@@ -15,6 +15,9 @@ p2p_tags                 rank 0 isends 7 elements with tag 5, then 3 with tag 9;
 p2p_tag_hang             rank 0 sends with tag 1 while rank 1 receives with tag 2: both hang
 post_local_sgd           8 steps of PostLocalSGDOptimizer over SGD (period 2, warm-up 2): the
                          wrapper averages the parameters (an all_reduce) in steps 2, 4 and 6
+accumulating_wrapper     8 micro-batches through a wrapper shaped like accelerate's
+                         AcceleratedOptimizer (no Optimizer.__init__) that steps its SGD only on
+                         every 4th, after an all_reduce of the gradients: 2 optimizer steps
 scaler_skips_every_step  4 iterations whose loss is inf: GradScaler skips every optimizer step;
                          an all_reduce of the loss in each
 """
@@ -102,6 +105,41 @@ def post_local_sgd(rank):
         model(torch.randn(4, 8)).pow(2).mean().backward()
         optimizer.step()
         optimizer.zero_grad()
+
+
+class AccumulatingOptimizer(torch.optim.Optimizer):
+    """accelerate's AcceleratedOptimizer in small: Optimizer.__init__ never runs, and step()
+    steps the inner optimizer only when the gradients were synchronized."""
+
+    def __init__(self, optimizer, accumulation_steps):
+        self.optimizer = optimizer
+        self.accumulation_steps = accumulation_steps
+        self.micro_batches = 0
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    def synchronizes(self):
+        return (self.micro_batches + 1) % self.accumulation_steps == 0
+
+    def step(self, closure=None):
+        if self.synchronizes():
+            self.optimizer.step(closure)
+        self.micro_batches += 1
+
+
+def accumulating_wrapper(rank):
+    model = torch.nn.Linear(8, 8)
+    optimizer = AccumulatingOptimizer(torch.optim.SGD(model.parameters(), lr=0.01), 4)
+    for _ in range(8):
+        model(torch.randn(4, 8)).pow(2).mean().backward()
+        if optimizer.synchronizes():
+            for parameter in model.parameters():
+                dist.all_reduce(parameter.grad)
+        optimizer.step()
+        if optimizer.micro_batches % 4 == 0:
+            model.zero_grad()
 
 
 def scaler_skips_every_step(rank):

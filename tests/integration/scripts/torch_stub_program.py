@@ -1,4 +1,5 @@
-"""A program on the stand-in torch (torch_stub/): a default group and three optimizer steps."""
+"""A program on the stand-in torch (torch_stub/): a default group and three optimizer steps
+(four micro-batches of two steps with TORCH_STUB_ACCUMULATING)."""
 import os
 import time
 
@@ -24,9 +25,27 @@ class Sharded(Optimizer):
         time.sleep(0.3)
 
 
+class Accumulating(Optimizer):
+    """accelerate's AcceleratedOptimizer's shape under gradient accumulation: it never runs
+    Optimizer.__init__, and its step() steps the inner optimizer on every second call only."""
+
+    def __init__(self):
+        self.optimizer = Optimizer([], {})
+        self.calls = 0
+
+    def step(self):
+        self.calls += 1
+        if self.calls % 2 == 0:
+            self.optimizer.step()
+
+
 c10d.init_process_group()
-optimizer = Sharded() if os.environ.get("TORCH_STUB_SHARDED") else Optimizer([], {})
-for _ in range(3):
+accumulating = os.environ.get("TORCH_STUB_ACCUMULATING")
+if accumulating:
+    optimizer = Accumulating()
+else:
+    optimizer = Sharded() if os.environ.get("TORCH_STUB_SHARDED") else Optimizer([], {})
+for _ in range(4 if accumulating else 3):
     if os.environ.get("TORCH_STUB_SHARDED"):
         time.sleep(0.1)  # forward and backward
     try:

@@ -53,5 +53,38 @@ TEST(RefreshAnalysis, GivesTheAnalyzersStragglerAndStatistics) {
   EXPECT_TRUE(straggler_finding);
 }
 
+// A run none of whose processes became a rank: while it runs one may still come (nothing to
+// show yet); once it ended, the report says none came, as analyze's does (top showed no finding).
+TEST(RefreshAnalysis, ARunWithNoRankIsSaidOnceItEnded) {
+  for (const profiler::RunStatus status :
+       {profiler::RunStatus::kRunning, profiler::RunStatus::kCompleted}) {
+    testing::ScratchDir dir;
+    auto writer = profiler::TraceWriter::create(dir.path() / "run.db");
+    ASSERT_TRUE(writer.is_ok());
+    (*writer)->append(profiler::RunInfo{"run-1", "partrain trace -- torchrun", "{}", 2, 0, 0});
+    // A live run's writer is still open as it is read (a reader marks a running trace whose
+    // writer is gone incomplete).
+    ASSERT_TRUE((*writer)->commit().is_ok());
+    if (status != profiler::RunStatus::kRunning) {
+      ASSERT_TRUE((*writer)->set_run_status(status).is_ok());
+      writer->reset();
+    }
+    auto trace = profiler::open_trace(dir.path() / "run.db");
+    ASSERT_TRUE(trace.is_ok());
+    LiveAnalysis summary;
+    ASSERT_TRUE(refresh_analysis(trace->db, summary).is_ok());
+    if (status == profiler::RunStatus::kRunning) {
+      EXPECT_FALSE(summary.available());
+      EXPECT_EQ(summary.note, "no steps to analyse yet");
+      continue;
+    }
+    ASSERT_TRUE(summary.available());
+    ASSERT_EQ(summary.findings().size(), 1u);
+    EXPECT_EQ(summary.findings()[0].kind, "nothing_recorded");
+    EXPECT_NE(summary.findings()[0].evidence.find("no process of the run became a rank"),
+              std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace partrain::analyzers

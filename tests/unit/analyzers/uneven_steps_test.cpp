@@ -67,5 +67,74 @@ TEST(UnevenStepsTest, EvenRanksAreNotUneven) {
   for (const Finding& f : report->findings) EXPECT_NE(f.kind, "uneven_steps") << f.evidence;
 }
 
+const Finding* find_uneven(const AnalysisReport& report) {
+  for (const Finding& f : report.findings) {
+    if (f.kind == "uneven_steps") return &f;
+  }
+  return nullptr;
+}
+
+profiler::StatEvent stat(std::string name, int32_t rank, profiler::StatSeverity severity) {
+  return profiler::StatEvent{std::move(name), rank, 1, severity, ""};
+}
+
+// A live trace (partrain analyze while the job runs) catches rank 0 inside step 7, whose
+// all_reduce it issued, and ranks 1 and 2 past it: one step apart, as any running job's ranks
+// are. It read "rank 0 stopped after step 6, then issued 1 collective ... (uneven inputs ...)".
+TEST(UnevenStepsTest, ARunningJobsRanksOneStepApartAreNotUneven) {
+  CollectiveTrace trace("live");
+  add_uneven_run(trace, {7, 8, 8});
+  auto report = analyze_run(trace.finish(profiler::RunStatus::kRunning), window({0, 1, 2}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  const Finding* uneven = find_uneven(*report);
+  EXPECT_EQ(uneven, nullptr) << uneven->evidence;
+}
+
+// Rank 0 stopped stepping after step 1 because it died there (killed, crashed, or its last
+// records were lost), not because its inputs ran out: no uneven inputs are said, and the
+// straggler stays a warning. Each trace had read "uneven inputs: torch's Join context ...".
+TEST(UnevenStepsTest, ARankThatStoppedByItsDeathIsNotUneven) {
+  using profiler::RunStatus;
+  using profiler::StatSeverity;
+  struct Case {
+    const char* what;
+    RunStatus status;
+    std::vector<profiler::StatEvent> stats;
+  };
+  const std::vector<Case> cases = {
+      {"killed",
+       RunStatus::kFailed,
+       {stat("collector_unclean_disconnects", 0, StatSeverity::kInfo)}},
+      {"raised", RunStatus::kFailed, {stat("rank_uncaught_exception", 0, StatSeverity::kError)}},
+      {"records_lost",
+       RunStatus::kFailed,
+       {stat("rank_dropped_records", 0, StatSeverity::kDataLoss)}},
+      {"drain_timeout",
+       RunStatus::kFailed,
+       {stat("collector_drain_timeouts", -1, StatSeverity::kDataLoss)}},
+      {"job_killed", RunStatus::kKilled, {}},
+  };
+  for (const Case& c : cases) {
+    CollectiveTrace trace(c.what);
+    add_uneven_run(trace, {2, 8, 8});
+    for (const profiler::StatEvent& event : c.stats) trace.add(event);
+    auto report = analyze_run(trace.finish(c.status), window({0, 1, 2}));
+    ASSERT_TRUE(report.is_ok()) << report.status().message();
+    const Finding* uneven = find_uneven(*report);
+    EXPECT_EQ(uneven, nullptr) << c.what << ": " << uneven->evidence;
+  }
+}
+
+// In a failed run, ranks that ran out of inputs and ended by themselves are still uneven: only
+// rank 2, which failed, is no evidence.
+TEST(UnevenStepsTest, RanksThatEndedByThemselvesInAFailedRunAreUneven) {
+  CollectiveTrace trace("failed_join");
+  add_uneven_run(trace, {2, 5, 8});
+  trace.add(stat("collector_unclean_disconnects", 2, profiler::StatSeverity::kInfo));
+  auto report = analyze_run(trace.finish(profiler::RunStatus::kFailed), window({0, 1, 2}));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_NE(find_uneven(*report), nullptr);
+}
+
 }  // namespace
 }  // namespace partrain::analyzers
