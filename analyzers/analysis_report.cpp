@@ -443,6 +443,12 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
   ASSIGN_OR_RETURN(out.data_loss, read_data_loss(reader));
   read_unmarked_incomplete(reader, out);
   ASSIGN_OR_RETURN(out.earlier_steps, profiler::earlier_steps(reader));
+  out.steps_by_attempt = profiler::stores_step_attempts(reader);
+  ASSIGN_OR_RETURN(out.step_attempts, profiler::step_attempts(reader));
+  // A restarted job traced without partrain_torch (no stat) still has its attempts' steps.
+  if (!out.step_attempts.empty()) {
+    out.restarts = std::max(out.restarts, out.step_attempts.back().attempt);
+  }
   return out;
 }
 
@@ -463,12 +469,22 @@ std::string earlier_steps_text(const std::vector<profiler::EarlierSteps>& earlie
                      first == last ? std::to_string(first) : fmt::format("{}-{}", first, last));
 }
 
-// torchrun restarted the workers: each attempt's groups are named apart (...@restartN), but the
-// steps table keeps one row per rank and step number, the latest (docs/decisions.md "A restarted
-// job's steps table keeps each rank's latest step of a number"), so step figures may mix
-// attempts; the rows it replaced are in earlier_steps.
-std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
-  if (outcome.restarts == 0) return std::nullopt;
+// "attempt 0 steps 0-9, attempt 1 steps 0-4": what each attempt recorded.
+std::string step_attempts_text(const std::vector<profiler::StepAttempt>& attempts) {
+  std::vector<std::string> parts;
+  for (const profiler::StepAttempt& a : attempts) {
+    parts.push_back(
+        fmt::format("attempt {} step{} {}", a.attempt, a.first_step == a.last_step ? "" : "s",
+                    a.first_step == a.last_step ? std::to_string(a.first_step)
+                                                : fmt::format("{}-{}", a.first_step, a.last_step)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The finding of a trace older than schema version 7: its steps table kept one row per rank and
+// step number across attempts (docs/decisions.md "A restarted job's steps table keeps each
+// rank's latest step of a number"), so step figures may mix attempts.
+Finding restarted_without_attempts_finding(const RunOutcome& outcome) {
   Finding finding;
   finding.kind = "job_restarted";
   finding.severity = Severity::kWarning;
@@ -480,33 +496,70 @@ std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
                         earlier_steps_text(outcome.earlier_steps));
   finding.evidence = fmt::format(
       "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
-      "collectives are on groups of their own (comm ids ending @restartN), but the steps table "
-      "keeps one row per rank and step number: a later attempt's step replaced an earlier "
-      "attempt's of the same number{}, and an earlier attempt's steps stay where no later attempt "
-      "recorded that number (steps it did not reach, a rank that did not come back), so step "
-      "times may mix attempts; every attempt's steps stay in the timeline as step slices "
-      "(export)",
+      "collectives are on groups of their own (comm ids ending @restartN), but this trace (schema "
+      "older than 7) keeps one step row per rank and step number: a later attempt's step replaced "
+      "an earlier attempt's of the same number{}, and an earlier attempt's steps stay where no "
+      "later attempt recorded that number (steps it did not reach, a rank that did not come "
+      "back), so step times may mix attempts; every attempt's steps stay in the timeline as step "
+      "slices (export)",
       outcome.restarts, outcome.restarts == 1 ? "" : "s", kept);
   finding.advice =
       "read the collectives of one attempt by its comm ids, and an earlier attempt's step times "
-      "in the trace's earlier_steps view (docs/trace-format.md); for one attempt's analysis, "
-      "trace the job without restarts (or until it first fails) into a trace of its own";
+      "in the trace's earlier_steps view (docs/trace-format.md); a trace recorded by this "
+      "partrain keeps each attempt's steps apart and analyses the last";
+  return finding;
+}
+
+// torchrun restarted the workers: each attempt's groups are named apart (...@restartN) and its
+// steps are stored under its attempt; the analysis window is the last attempt's steps
+// (profiler/trace_reader/step_reads.h), which the finding names.
+std::optional<Finding> restarted_finding(const RunOutcome& outcome) {
+  if (outcome.restarts == 0) return std::nullopt;
+  if (!outcome.steps_by_attempt) return restarted_without_attempts_finding(outcome);
+  Finding finding;
+  finding.kind = "job_restarted";
+  finding.severity = Severity::kWarning;
+  finding.impact = 1;
+  finding.advice =
+      "read an earlier attempt's step times in the trace's steps view by its attempt column, and "
+      "its collectives by their comm ids (docs/trace-format.md)";
+  if (outcome.step_attempts.empty()) {
+    finding.evidence = fmt::format(
+        "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
+        "collectives are on groups of their own (comm ids ending @restartN); no attempt recorded "
+        "a step",
+        outcome.restarts, outcome.restarts == 1 ? "" : "s");
+    return finding;
+  }
+  const int analysed = outcome.step_attempts.back().attempt;
+  const std::string last =
+      analysed == outcome.restarts
+          ? std::string("the last")
+          : fmt::format("the last that recorded steps; attempt {} recorded none", outcome.restarts);
+  finding.evidence = fmt::format(
+      "torchrun restarted the job's workers {} time{} (--max-restarts): each attempt's "
+      "collectives are on groups of their own (comm ids ending @restartN) and its steps are kept "
+      "under its attempt ({}); the step figures of this analysis are attempt {}'s ({})",
+      outcome.restarts, outcome.restarts == 1 ? "" : "s", step_attempts_text(outcome.step_attempts),
+      analysed, last);
   return finding;
 }
 
 // Step numbers recorded again in one attempt of the job: the job's own step counter started
-// again (per epoch, a second training loop), so the steps table holds each number's latest.
+// again (per epoch, a second training loop), so the steps table holds each number's latest. In
+// a trace older than version 7 a restart's steps are replaced rows too: the restart says so.
 std::optional<Finding> repeated_steps_finding(const RunOutcome& outcome) {
-  if (outcome.restarts > 0 || outcome.earlier_steps.empty()) return std::nullopt;
+  if (outcome.earlier_steps.empty()) return std::nullopt;
+  if (outcome.restarts > 0 && !outcome.steps_by_attempt) return std::nullopt;
   Finding finding;
   finding.kind = "step_numbers_repeated";
   finding.severity = Severity::kInfo;
   finding.impact = 0;
   finding.evidence = fmt::format(
-      "the job recorded step numbers more than once: {} were replaced by later steps of the "
+      "the job recorded step numbers more than once{}: {} were replaced by later steps of the "
       "same numbers; the steps table and these analyses hold each rank's latest step of a "
       "number, and the replaced rows are kept in the earlier_steps view",
-      earlier_steps_text(outcome.earlier_steps));
+      outcome.restarts > 0 ? " within one attempt" : "", earlier_steps_text(outcome.earlier_steps));
   finding.advice =
       "where the steps are marked ranges (--step-marker, NVTX), name each by a global step "
       "that does not start again each epoch; a restarted process without torchrun's "

@@ -52,11 +52,17 @@ struct RunOutcome {
   // those ranks and its exception.
   std::optional<int> failing_peer_rank;
   std::optional<std::string> failing_peer_exception;
-  // torchrun restarted the job's workers this many times (stat torchelastic_restart): the trace
-  // holds that many more attempts, whose steps share their numbers.
+  // torchrun restarted the job's workers this many times (stat torchelastic_restart, or the
+  // steps' highest attempt): the trace holds that many more attempts, whose steps share their
+  // numbers.
   int restarts = 0;
-  // Per rank, the step rows a later row of the same number replaced in the steps table (kept in
-  // earlier_step: a restarted attempt's, or a step counter that started again).
+  // The trace stores each step's attempt (schema version 7): false for an older one, whose steps
+  // table kept one row per rank and number across attempts.
+  bool steps_by_attempt = false;
+  std::vector<profiler::StepAttempt> step_attempts;  // the steps each attempt recorded
+  // Per rank, the step rows a later row of the same number (and attempt) replaced in the steps
+  // table (kept in earlier_step: a step counter that started again; in a trace older than
+  // version 7, also a restarted attempt's).
   std::vector<profiler::EarlierSteps> earlier_steps;
   std::vector<DataLossStat> data_loss;  // what the trace says it is missing (header, first)
   // Ranks whose connection to the collector ended without a goodbye (killed, crashed): the

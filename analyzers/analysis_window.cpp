@@ -156,7 +156,12 @@ StatusOr<AnalysisWindow> choose_window(const TraceReader& reader, const WindowOp
   window.ranks_selected = !options.ranks.empty();
   ASSIGN_OR_RETURN(const std::vector<int64_t> steps, profiler::recorded_steps(reader));
   window.has_steps = !steps.empty();
-  if (window.has_steps) RETURN_IF_ERROR(select_steps(steps, options, window));
+  if (window.has_steps) {
+    RETURN_IF_ERROR(select_steps(steps, options, window));
+    ASSIGN_OR_RETURN(const std::optional<int64_t> earlier_end,
+                     profiler::earlier_attempts_end(reader));
+    if (earlier_end) window.earlier_attempts_end = *earlier_end;
+  }
   if (!window.has_steps && options.steps) {
     return invalid_argument(
         "--steps: the trace records no steps (a PyTorch job's come from its optimizer's step() or "

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,12 +56,15 @@ struct AnalysisWindow {
   std::map<int, RankSpan> spans;   // per analysed rank
   int64_t start_ns = 0;            // earliest span start
   int64_t end_ns = 0;              // latest span end
+  // A job torchrun restarted: where its earlier attempts' steps ended. The window's steps are
+  // the last attempt's; rows of their numbers before this are an earlier attempt's.
+  int64_t earlier_attempts_end = std::numeric_limits<int64_t>::min();
 };
 
 // The window's steps as the trace reader filters rows by step; a trace without steps is one
 // window (every row, the ones with no step too).
 inline profiler::StepFilter step_filter(const AnalysisWindow& window) {
-  return {window.first_step, window.last_step, !window.has_steps};
+  return {window.first_step, window.last_step, !window.has_steps, window.earlier_attempts_end};
 }
 
 // kInvalidArgument (exit 2) naming the ranks or steps the trace has when the selection asks for

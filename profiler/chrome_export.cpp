@@ -156,6 +156,8 @@ Status select_steps(const TraceReader& reader, const StepRange& steps,
   if (window) {
     selection.window_start = window->start_ns;
     selection.window_end = window->end_ns;
+    ASSIGN_OR_RETURN(const std::optional<int64_t> earlier_end, earlier_attempts_end(reader));
+    if (earlier_end) selection.earlier_attempts_end = *earlier_end;
     return Status::ok();
   }
   ASSIGN_OR_RETURN(const auto recorded, selected_step_numbers(reader, selection));

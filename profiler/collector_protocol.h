@@ -21,7 +21,8 @@ inline constexpr uint8_t kCollectorMagic[4] = {'P', 'T', 'R', 'C'};
 // 2: a collective record carries NCCL's algorithm, protocol and channel count (the profiler
 // plugin's), so a rank and a collector of different builds refuse each other's frames.
 // 3: a collective record carries its caller's label (moe_dispatch, moe_combine).
-inline constexpr uint16_t kCollectorProtocolVersion = 3;
+// 4: a step record carries its torchrun attempt (TORCHELASTIC_RESTART_COUNT).
+inline constexpr uint16_t kCollectorProtocolVersion = 4;
 inline constexpr size_t kCollectorHeaderBytes = 14;
 inline constexpr uint16_t kMaxCollectorTokenBytes = 256;
 // Each record inside a batch is [u32 little-endian length][bytes]; the recorder's buffers store

@@ -1,14 +1,14 @@
 #include "profiler/rank_tracer.h"
 
+#include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <limits>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/env.h"
@@ -22,6 +22,15 @@ namespace {
 constexpr size_t kTypicalEventBytes = 256;
 
 }  // namespace
+
+int restart_attempt_from_env() {
+  const StatusOr<std::optional<long long>> count = env::get_int("TORCHELASTIC_RESTART_COUNT");
+  if (!count.is_ok() || !count->has_value() || **count < 0 ||
+      **count > std::numeric_limits<int32_t>::max()) {
+    return 0;
+  }
+  return static_cast<int>(**count);
+}
 
 std::unique_ptr<RankTracer> RankTracer::from_env(int32_t rank) {
   std::optional<std::string> socket = env::get(kCollectorEnv);
@@ -41,7 +50,7 @@ std::unique_ptr<RankTracer> RankTracer::from_env(int32_t rank) {
 }
 
 RankTracer::RankTracer(RankTracerOptions options)
-    : rank_(options.rank), main_thread_(std::this_thread::get_id()) {
+    : rank_(options.rank), attempt_(options.attempt), main_thread_(std::this_thread::get_id()) {
   CollectorClientOptions client;
   client.socket_path = options.socket_path;
   client.token = options.token;
@@ -162,7 +171,8 @@ void RankTracer::memory(uint8_t category, int64_t local_ns, int64_t bytes_in_use
 
 void RankTracer::step_done(int64_t step_index, int64_t start_ns, int64_t end_ns, double loss,
                            int64_t tokens) {
-  emit(StepEvent{rank_, step_index, timeline_ns(start_ns), end_ns - start_ns, loss, tokens});
+  emit(StepEvent{rank_, step_index, timeline_ns(start_ns), end_ns - start_ns, loss, tokens,
+                 attempt_});
   if (step_listener_) step_listener_();
 }
 

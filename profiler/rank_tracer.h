@@ -31,10 +31,15 @@ namespace partrain::profiler {
 inline constexpr std::string_view kCollectorEnv = "PARTRAIN_COLLECTOR";
 inline constexpr std::string_view kCollectorTokenEnv = "PARTRAIN_COLLECTOR_TOKEN";
 
+// TORCHELASTIC_RESTART_COUNT, the times torchrun (--max-restarts) restarted the job before this
+// worker's attempt; 0 when unset or not a count. partrain's own launcher never restarts (0).
+int restart_attempt_from_env();
+
 struct RankTracerOptions {
   std::string socket_path;
   std::string token;
   int32_t rank = 0;
+  int32_t attempt = restart_attempt_from_env();  // stored with each step (`step.attempt`)
   RecorderOptions recorder;
   std::chrono::milliseconds connect_timeout{2000};
 };
@@ -105,6 +110,7 @@ class RankTracer {
                 std::optional<int64_t> step);
 
   const int32_t rank_;
+  const int32_t attempt_;
   const std::thread::id main_thread_;
   std::unique_ptr<CollectorClient> client_;
   std::unique_ptr<Recorder> recorder_;

@@ -60,6 +60,17 @@ bool SqliteDb::has_table(std::string_view schema, std::string_view name) const {
   return stmt->step() == SQLITE_ROW;
 }
 
+bool SqliteDb::has_column(std::string_view schema, std::string_view table,
+                          std::string_view column) const {
+  auto stmt =
+      SqliteStatement::prepare(*this, "SELECT 1 FROM pragma_table_info(?1, ?2) WHERE name = ?3");
+  if (!stmt.is_ok()) return false;
+  stmt->bind(1, table);
+  stmt->bind(2, schema);
+  stmt->bind(3, column);
+  return stmt->step() == SQLITE_ROW;
+}
+
 StatusOr<SqliteStatement> SqliteStatement::prepare(const SqliteDb& db, std::string_view sql) {
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v3(db.get(), sql.data(), static_cast<int>(sql.size()),

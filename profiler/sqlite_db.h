@@ -37,6 +37,9 @@ class SqliteDb {
   // Whether `schema` ("main", or an ATTACHed name) has a table `name`: a newer schema's table
   // is absent from files of an older one.
   bool has_table(std::string_view schema, std::string_view name) const;
+  // Whether `schema`'s table `table` has a column `column`: a newer schema's column is absent
+  // from tables of files of an older one.
+  bool has_column(std::string_view schema, std::string_view table, std::string_view column) const;
   // The file of the main database; empty for an in-memory or temporary one.
   std::string filename() const;
 

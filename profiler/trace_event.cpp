@@ -190,6 +190,7 @@ void encode(const StepEvent& e, Writer& w) {
   w.put(e.dur_ns);
   w.put_double(e.loss);
   w.put(e.tokens);
+  w.put(e.attempt);
 }
 
 void encode(const StatEvent& e, Writer& w) {
@@ -331,6 +332,8 @@ void decode(Reader& r, StepEvent& e) {
   e.dur_ns = r.get<int64_t>();
   e.loss = r.get_double();
   e.tokens = r.get<int64_t>();
+  e.attempt = r.get<int32_t>();
+  if (e.attempt < 0) r.fail();
 }
 
 void decode(Reader& r, StatEvent& e) {

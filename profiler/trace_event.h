@@ -77,6 +77,9 @@ struct StepEvent {
   int64_t dur_ns = 0;
   double loss = 0.0;
   int64_t tokens = 0;
+  // torchrun's restarts of the job before the process that ran the step (its
+  // TORCHELASTIC_RESTART_COUNT): each attempt numbers its steps from 0 again.
+  int32_t attempt = 0;
 };
 
 // A trace problem or counter; values add up per (name, rank). rank -1: the whole run.

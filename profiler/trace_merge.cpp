@@ -297,65 +297,92 @@ std::vector<CopyStep> string_steps() {
   };
 }
 
-std::vector<CopyStep> row_steps(CopyCounts& counts) {
+// `step_attempt`: the input's step and earlier_step attempt column, or "0" for an input older
+// than version 7 (its steps are of one attempt as far as it knows).
+std::vector<CopyStep> row_steps(CopyCounts& counts, const std::string& step_attempt) {
   return {
-      {"ranks", "INSERT INTO main.rank (rank, local_rank, node, host, pid, device, clock_offset_ns, "
-                "clock_uncertainty_ns, clock_drift_ppm, exit_code, exit_signal) SELECT rank, "
-                "local_rank, node, host, pid, device, clock_offset_ns, clock_uncertainty_ns, "
-                "clock_drift_ppm, exit_code, exit_signal FROM src.rank", &counts.ranks},
-      {"tracks", "INSERT INTO main.track (id, rank, kind, name_id) SELECT t.id + ?1, t.rank, "
-                 "t.kind, " + mapped("t.name_id") + " FROM src.track t ORDER BY t.id"},
-      {"slices", "INSERT INTO main.slice (id, track_id, ts_ns, dur_ns, name_id, category, step, "
-                 "micro_batch, layer) SELECT s.id + ?2, s.track_id + ?1, s.ts_ns, s.dur_ns, " +
-                 mapped("s.name_id") + ", s.category, s.step, s.micro_batch, s.layer "
-                 "FROM src.slice s ORDER BY s.id", &counts.slices},
-      {"collectives", "INSERT INTO main.collective (slice_id, comm_id, seq, op, dtype, reduce_op, "
-                      "count, bytes, peer, root, comm_rank, group_size, group_ranks_id, "
-                      "enqueue_ns, gpu_start_ns, gpu_end_ns, state) SELECT c.slice_id + ?2, " +
-                      mapped("c.comm_id") + ", c.seq, " + mapped("c.op") + ", " +
-                      mapped("c.dtype") + ", " + mapped("c.reduce_op") + ", c.count, c.bytes, "
-                      "c.peer, c.root, c.comm_rank, c.group_size, " + mapped("c.group_ranks_id") +
-                      ", c.enqueue_ns, c.gpu_start_ns, c.gpu_end_ns, c.state FROM src.collective c "
-                      "ORDER BY c.slice_id", &counts.collectives},
-      {"kernels", "INSERT INTO main.kernel (slice_id, correlation_id, device, stream, grid_x, "
-                  "grid_y, grid_z, block_x, block_y, block_z, registers, static_shared_bytes, "
-                  "dynamic_shared_bytes) SELECT slice_id + ?2, correlation_id, device, stream, "
-                  "grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
-                  "static_shared_bytes, dynamic_shared_bytes FROM src.kernel ORDER BY slice_id"},
-      {"memory samples", "INSERT INTO main.memory (rank, ts_ns, category, bytes) "
-                         "SELECT rank, ts_ns, category, bytes FROM src.memory"},
+      {"ranks",
+       "INSERT INTO main.rank (rank, local_rank, node, host, pid, device, clock_offset_ns, "
+       "clock_uncertainty_ns, clock_drift_ppm, exit_code, exit_signal) SELECT rank, "
+       "local_rank, node, host, pid, device, clock_offset_ns, clock_uncertainty_ns, "
+       "clock_drift_ppm, exit_code, exit_signal FROM src.rank",
+       &counts.ranks},
+      {"tracks",
+       "INSERT INTO main.track (id, rank, kind, name_id) SELECT t.id + ?1, t.rank, "
+       "t.kind, " +
+           mapped("t.name_id") + " FROM src.track t ORDER BY t.id"},
+      {"slices",
+       "INSERT INTO main.slice (id, track_id, ts_ns, dur_ns, name_id, category, step, "
+       "micro_batch, layer) SELECT s.id + ?2, s.track_id + ?1, s.ts_ns, s.dur_ns, " +
+           mapped("s.name_id") +
+           ", s.category, s.step, s.micro_batch, s.layer "
+           "FROM src.slice s ORDER BY s.id",
+       &counts.slices},
+      {"collectives",
+       "INSERT INTO main.collective (slice_id, comm_id, seq, op, dtype, reduce_op, "
+       "count, bytes, peer, root, comm_rank, group_size, group_ranks_id, "
+       "enqueue_ns, gpu_start_ns, gpu_end_ns, state) SELECT c.slice_id + ?2, " +
+           mapped("c.comm_id") + ", c.seq, " + mapped("c.op") + ", " + mapped("c.dtype") + ", " +
+           mapped("c.reduce_op") +
+           ", c.count, c.bytes, "
+           "c.peer, c.root, c.comm_rank, c.group_size, " +
+           mapped("c.group_ranks_id") +
+           ", c.enqueue_ns, c.gpu_start_ns, c.gpu_end_ns, c.state FROM src.collective c "
+           "ORDER BY c.slice_id",
+       &counts.collectives},
+      {"kernels",
+       "INSERT INTO main.kernel (slice_id, correlation_id, device, stream, grid_x, "
+       "grid_y, grid_z, block_x, block_y, block_z, registers, static_shared_bytes, "
+       "dynamic_shared_bytes) SELECT slice_id + ?2, correlation_id, device, stream, "
+       "grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, "
+       "static_shared_bytes, dynamic_shared_bytes FROM src.kernel ORDER BY slice_id"},
+      {"memory samples",
+       "INSERT INTO main.memory (rank, ts_ns, category, bytes) "
+       "SELECT rank, ts_ns, category, bytes FROM src.memory"},
       // Inputs older than version 3 have no transfer table, older than 2 no counter table
       // (copy_tables skips those steps).
-      {"transfers", "INSERT INTO main.transfer (slice_id, correlation_id, device, stream, bytes) "
-                    "SELECT slice_id + ?2, correlation_id, device, stream, bytes FROM src.transfer "
-                    "ORDER BY slice_id", nullptr, "transfer"},
+      {"transfers",
+       "INSERT INTO main.transfer (slice_id, correlation_id, device, stream, bytes) "
+       "SELECT slice_id + ?2, correlation_id, device, stream, bytes FROM src.transfer "
+       "ORDER BY slice_id",
+       nullptr, "transfer"},
       // Since version 4.
-      {"collectives' NCCL choices", "INSERT INTO main.collective_nccl (slice_id, algorithm, "
-                                    "protocol, channels) SELECT slice_id + ?2, " +
-                                    mapped("algorithm") + ", " + mapped("protocol") +
-                                    ", channels FROM src.collective_nccl ORDER BY slice_id",
+      {"collectives' NCCL choices",
+       "INSERT INTO main.collective_nccl (slice_id, algorithm, "
+       "protocol, channels) SELECT slice_id + ?2, " +
+           mapped("algorithm") + ", " + mapped("protocol") +
+           ", channels FROM src.collective_nccl ORDER BY slice_id",
        nullptr, "collective_nccl"},
-      {"counter samples", "INSERT INTO main.counter (track_id, ts_ns, value) "
-                          "SELECT track_id + ?1, ts_ns, value FROM src.counter", nullptr,
-       "counter"},
+      {"counter samples",
+       "INSERT INTO main.counter (track_id, ts_ns, value) "
+       "SELECT track_id + ?1, ts_ns, value FROM src.counter",
+       nullptr, "counter"},
       // Since version 5.
-      {"expert loads", "INSERT INTO main.expert_load (rank, step, layer, experts, tokens, "
-                       "dropped_tokens, aux_loss) SELECT rank, step, layer, experts, tokens, "
-                       "dropped_tokens, aux_loss FROM src.expert_load", nullptr, "expert_load"},
-      {"steps", "INSERT INTO main.step (rank, step, ts_ns, dur_ns, loss, tokens) "
-                "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM src.step"},
+      {"expert loads",
+       "INSERT INTO main.expert_load (rank, step, layer, experts, tokens, "
+       "dropped_tokens, aux_loss) SELECT rank, step, layer, experts, tokens, "
+       "dropped_tokens, aux_loss FROM src.expert_load",
+       nullptr, "expert_load"},
+      {"steps",
+       "INSERT INTO main.step (rank, step, ts_ns, dur_ns, loss, tokens, attempt) "
+       "SELECT rank, step, ts_ns, dur_ns, loss, tokens, " +
+           step_attempt + " FROM src.step"},
       // Since version 6.
-      {"earlier steps", "INSERT INTO main.earlier_step (rank, step, ts_ns, dur_ns, loss, tokens) "
-                        "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM src.earlier_step",
+      {"earlier steps",
+       "INSERT INTO main.earlier_step (rank, step, ts_ns, dur_ns, loss, tokens, "
+       "attempt) SELECT rank, step, ts_ns, dur_ns, loss, tokens, " +
+           step_attempt + " FROM src.earlier_step",
        nullptr, "earlier_step"},
       // Counts of the same (name, rank) add up; the graver severity and the first description win.
-      {"stats", "INSERT INTO main.stat (name, rank, value, severity, description) "
-                "SELECT name, rank, value, severity, description FROM src.stat WHERE true "
-                "ON CONFLICT (name, rank) DO UPDATE SET value = value + excluded.value, "
-                "severity = CASE WHEN " + severity_level("excluded.severity") + " > " +
-                severity_level("severity") + " THEN excluded.severity ELSE severity END, "
-                "description = CASE WHEN description = '' THEN excluded.description "
-                "ELSE description END"},
+      {"stats",
+       "INSERT INTO main.stat (name, rank, value, severity, description) "
+       "SELECT name, rank, value, severity, description FROM src.stat WHERE true "
+       "ON CONFLICT (name, rank) DO UPDATE SET value = value + excluded.value, "
+       "severity = CASE WHEN " +
+           severity_level("excluded.severity") + " > " + severity_level("severity") +
+           " THEN excluded.severity ELSE severity END, "
+           "description = CASE WHEN description = '' THEN excluded.description "
+           "ELSE description END"},
   };
 }
 
@@ -417,7 +444,8 @@ StatusOr<int64_t> map_lost_strings(SqliteDb& db, const fs::path& input) {
 Status copy_tables(SqliteDb& db, const fs::path& input, CopyCounts& counts) {
   ASSIGN_OR_RETURN(auto offsets, id_offsets(db));
   std::vector<CopyStep> steps = string_steps();
-  for (CopyStep& step : row_steps(counts)) steps.push_back(std::move(step));
+  const std::string step_attempt = db.has_column("src", "step", "attempt") ? "attempt" : "0";
+  for (CopyStep& step : row_steps(counts, step_attempt)) steps.push_back(std::move(step));
   for (size_t i = 0; i < steps.size(); ++i) {
     const CopyStep& step = steps[i];
     if (i == string_steps().size()) {

@@ -7,7 +7,7 @@
 namespace partrain::profiler {
 
 // PRAGMA user_version of the files this build writes; it reads files up to this version.
-inline constexpr int kTraceSchemaVersion = 6;
+inline constexpr int kTraceSchemaVersion = 7;
 // meta('format') of every partrain trace.
 inline constexpr std::string_view kTraceFormatName = "partrain-trace";
 

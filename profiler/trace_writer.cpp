@@ -324,15 +324,17 @@ Status TraceWriter::State::prepare_statements() {
       {&insert_transfer,
        "INSERT INTO transfer (slice_id, correlation_id, device, stream, bytes) "
        "VALUES (?1, ?2, ?3, ?4, ?5)"},
-      // A step of a number the rank already has (a torchrun restart's worker running it again)
-      // replaces the row in `step`; the row it replaces is kept in `earlier_step` first. The same
-      // step sent again (the same start) is not an earlier one.
+      // Each torchrun attempt keeps its steps (a restarted worker numbers them from 0 again).
+      // A step of a number the rank already has in its attempt (the job's step counter started
+      // again) replaces the row in `step`; the row it replaces is kept in `earlier_step` first.
+      // The same step sent again (the same start) is not an earlier one.
       {&keep_earlier_step,
-       "INSERT INTO earlier_step (rank, step, ts_ns, dur_ns, loss, tokens) SELECT rank, step, "
-       "ts_ns, dur_ns, loss, tokens FROM step WHERE rank = ?1 AND step = ?2 AND ts_ns <> ?3"},
+       "INSERT INTO earlier_step (rank, step, ts_ns, dur_ns, loss, tokens, attempt) SELECT rank, "
+       "step, ts_ns, dur_ns, loss, tokens, attempt FROM step WHERE attempt = ?4 AND rank = ?1 "
+       "AND step = ?2 AND ts_ns <> ?3"},
       {&insert_step,
-       "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens) "
-       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+       "INSERT OR REPLACE INTO step (rank, step, ts_ns, dur_ns, loss, tokens, attempt) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
       // A step's record of a layer sent twice (a retried step) keeps the latest, as steps do.
       {&insert_expert_load,
        "INSERT OR REPLACE INTO expert_load (rank, step, layer, experts, tokens, dropped_tokens, "
@@ -674,6 +676,7 @@ void TraceWriter::State::store(const StepEvent& e) {
   keep_earlier_step.bind(1, int64_t{e.rank});
   keep_earlier_step.bind(2, e.step);
   keep_earlier_step.bind(3, e.ts_ns);
+  keep_earlier_step.bind(4, int64_t{e.attempt});
   run(keep_earlier_step, "a replaced step");
   insert_step.bind(1, int64_t{e.rank});
   insert_step.bind(2, e.step);
@@ -681,6 +684,7 @@ void TraceWriter::State::store(const StepEvent& e) {
   insert_step.bind(4, e.dur_ns);
   insert_step.bind(5, e.loss);
   insert_step.bind(6, e.tokens);
+  insert_step.bind(7, int64_t{e.attempt});
   run(insert_step, "a step");
 }
 

@@ -1,8 +1,8 @@
--- partrain trace schema, version 6 (docs/trace-format.md documents every column).
+-- partrain trace schema, version 7 (docs/trace-format.md documents every column).
 -- Modelled on Perfetto's trace processor: ranks, tracks, slices and counters with integer surrogate
 -- ids, strings interned once, problems recorded as rows in `stat`. Query through share/views.sql.
 -- Times are nanoseconds on the run-wide timeline unless a column says otherwise; bytes are bytes.
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;
 
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -148,26 +148,35 @@ CREATE TABLE counter (
   value    REAL NOT NULL
 );
 
+-- One row per rank, attempt and step number. `attempt` counts torchrun's restarts of the job
+-- before the worker that ran the step (its TORCHELASTIC_RESTART_COUNT; since version 7, 0 in older
+-- files): a restarted worker numbers its steps from 0 again, and each attempt keeps its own. The
+-- key leads with the attempt so that the last one (MAX(attempt), what analyses read) is a seek.
+-- The key's columns come first, in its order: SQLite 3.40's integrity check misreads a WITHOUT
+-- ROWID table whose key columns follow others ("NULL value in step.rank").
 CREATE TABLE step (
-  rank   INTEGER NOT NULL,
-  step   INTEGER NOT NULL,
-  ts_ns  INTEGER NOT NULL,
-  dur_ns INTEGER NOT NULL,
-  loss   REAL,
-  tokens INTEGER,
-  PRIMARY KEY (rank, step)
+  attempt INTEGER NOT NULL DEFAULT 0,
+  rank    INTEGER NOT NULL,
+  step    INTEGER NOT NULL,
+  ts_ns   INTEGER NOT NULL,
+  dur_ns  INTEGER NOT NULL,
+  loss    REAL,
+  tokens  INTEGER,
+  PRIMARY KEY (attempt, rank, step)
 ) WITHOUT ROWID;
 
--- A step row that a later row of the same rank and number replaced in `step`, kept as it was: a
--- torchrun restart's worker ran that step number again after an earlier attempt ran it (or the
--- job's own step counter started again). `step` holds each rank's latest. Since version 6.
+-- A step row that a later row of the same rank, attempt and number replaced in `step`, kept as
+-- it was: the job's own step counter started again (per epoch, a second loop), or, in files
+-- older than version 7 (no attempt), a torchrun restart's worker ran that number again. `step`
+-- holds the latest. Since version 6; `attempt` since version 7.
 CREATE TABLE earlier_step (
-  rank   INTEGER NOT NULL,
-  step   INTEGER NOT NULL,
-  ts_ns  INTEGER NOT NULL,
-  dur_ns INTEGER NOT NULL,
-  loss   REAL,
-  tokens INTEGER
+  rank    INTEGER NOT NULL,
+  step    INTEGER NOT NULL,
+  ts_ns   INTEGER NOT NULL,
+  dur_ns  INTEGER NOT NULL,
+  loss    REAL,
+  tokens  INTEGER,
+  attempt INTEGER NOT NULL DEFAULT 0
 );
 
 -- How a mixture-of-experts layer routed one step's tokens (the workload's router counts over the

@@ -68,12 +68,13 @@ CREATE VIEW counters AS
 SELECT t.rank, s.value AS name, c.ts_ns, c.value
 FROM counter c JOIN track t ON t.id = c.track_id JOIN string s ON s.id = t.name_id;
 
+-- Every attempt's steps; `attempt` (since version 7) is torchrun's restarts before the attempt.
 CREATE VIEW steps AS
-SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step;
+SELECT rank, step, ts_ns, dur_ns, loss, tokens, attempt FROM step;
 
--- The step rows a later one of the same rank and number replaced (since version 6).
+-- The step rows a later one of the same rank, attempt and number replaced (since version 6).
 CREATE VIEW earlier_steps AS
-SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM earlier_step;
+SELECT rank, step, ts_ns, dur_ns, loss, tokens, attempt FROM earlier_step;
 
 -- A mixture-of-experts layer's step (since version 5): routed_tokens sums the experts' arrays.
 CREATE VIEW expert_layers AS

@@ -41,12 +41,6 @@ bool unfinished(const CollectiveEvent& e) {
 
 }  // namespace
 
-int restart_attempt_from_env() {
-  const StatusOr<std::optional<long long>> count = env::get_int("TORCHELASTIC_RESTART_COUNT");
-  if (!count.is_ok() || !count->has_value() || **count < 0) return 0;
-  return static_cast<int>(**count);
-}
-
 std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int rank, int attempt) {
   if (attempt == 0) return dir / fmt::format("rank_{}.json", rank);
   return dir / fmt::format("rank_{}.restart{}.json", rank, attempt);

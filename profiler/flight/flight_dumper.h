@@ -21,10 +21,6 @@ namespace partrain::profiler {
 
 inline constexpr const char* kFlightDirEnv = "PARTRAIN_FLIGHT_DIR";
 
-// TORCHELASTIC_RESTART_COUNT, the times torchrun (--max-restarts) restarted the job before this
-// worker's attempt; 0 when unset or not a count.
-int restart_attempt_from_env();
-
 struct FlightDumperOptions {
   int rank = 0;
   std::optional<std::filesystem::path> dir;  // where rank_<R>.json goes; unset: no file

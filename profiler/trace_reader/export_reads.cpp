@@ -24,6 +24,7 @@ void bind_selection(SqliteStatement& stmt, const ExportSelection& selection) {
   stmt.bind(3, selection.last_step);
   stmt.bind(4, selection.window_start);
   stmt.bind(5, selection.window_end);
+  stmt.bind(6, selection.earlier_attempts_end);
 }
 
 StatusOr<SqliteStatement> prepare_selected(const TraceReader& reader, std::string_view sql,
@@ -41,13 +42,14 @@ std::string rank_filter(std::string_view alias, const ExportSelection& selection
   return fmt::format("{0}.rank IN (SELECT value FROM json_each(?1))", alias);
 }
 
-// A row of `slices` (alias) is kept when its rank is selected and its step is, or, having no
-// step, when it overlaps the selected steps' time window.
+// A row of `slices` (alias) is kept when its rank is selected and its step is (in the last
+// attempt of a restarted job: from the earlier attempts' end on), or, having no step, when it
+// overlaps the selected steps' time window.
 std::string slice_filter(std::string_view alias, const ExportSelection& selection) {
   return rank_filter(alias, selection) +
          fmt::format(
-             " AND (?2 IS NULL OR {0}.step BETWEEN ?2 AND ?3 OR ({0}.step IS NULL AND "
-             "{0}.ts_ns <= ?5 AND {0}.ts_ns + {0}.dur_ns >= ?4))",
+             " AND (?2 IS NULL OR ({0}.step BETWEEN ?2 AND ?3 AND {0}.ts_ns >= ?6) OR "
+             "({0}.step IS NULL AND {0}.ts_ns <= ?5 AND {0}.ts_ns + {0}.dur_ns >= ?4))",
              alias);
 }
 
@@ -146,7 +148,8 @@ StatusOr<std::optional<EventSpan>> selected_steps_window(const TraceReader& read
       SqliteStatement stmt,
       prepare_selected(reader,
                        "SELECT min(ts_ns), max(ts_ns + dur_ns) FROM steps WHERE " +
-                           rank_filter("steps", selection) + " AND step BETWEEN ?2 AND ?3",
+                           last_attempt_steps(reader) + " AND " + rank_filter("steps", selection) +
+                           " AND step BETWEEN ?2 AND ?3",
                        selection));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
   if (stmt.column_is_null(0)) return std::optional<EventSpan>();
@@ -157,9 +160,10 @@ StatusOr<std::optional<std::pair<int64_t, int64_t>>> selected_step_numbers(
     const TraceReader& reader, const ExportSelection& selection) {
   ASSIGN_OR_RETURN(
       SqliteStatement stmt,
-      prepare_selected(
-          reader, "SELECT min(step), max(step) FROM steps WHERE " + rank_filter("steps", selection),
-          selection));
+      prepare_selected(reader,
+                       "SELECT min(step), max(step) FROM steps WHERE " +
+                           last_attempt_steps(reader) + " AND " + rank_filter("steps", selection),
+                       selection));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
   if (stmt.column_is_null(0)) return std::optional<std::pair<int64_t, int64_t>>();
   return std::optional(std::pair{stmt.column_int(0), stmt.column_int(1)});

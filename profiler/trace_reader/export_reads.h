@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,13 +25,16 @@ struct ExportSelection {
   bool by_step = false;
   int64_t first_step = 0, last_step = 0;
   int64_t window_start = 0, window_end = 0;
+  // Where a restarted job's earlier attempts' steps ended: slices of the selected step numbers
+  // before it are an earlier attempt's, which reuses the numbers (the lowest int64 when none).
+  int64_t earlier_attempts_end = std::numeric_limits<int64_t>::min();
 };
 
-// Earliest start to latest end of the steps first..last of the selected ranks; nullopt when
-// they recorded none of those steps.
+// Earliest start to latest end of the steps first..last of the selected ranks (the last torchrun
+// attempt's, step_reads.h); nullopt when they recorded none of those steps.
 StatusOr<std::optional<EventSpan>> selected_steps_window(const TraceReader& reader,
                                                          const ExportSelection& selection);
-// The lowest and highest step the selected ranks recorded; nullopt for none.
+// The lowest and highest step the selected ranks recorded in the last attempt; nullopt for none.
 StatusOr<std::optional<std::pair<int64_t, int64_t>>> selected_step_numbers(
     const TraceReader& reader, const ExportSelection& selection);
 

@@ -120,12 +120,13 @@ StatusOr<std::map<int, int64_t>> compute_time_by_rank(const TraceReader& reader,
                                                       std::string_view name, StepFilter steps) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    reader.prepare("SELECT rank, SUM(dur_ns) FROM slices WHERE category = "
-                                  "'compute' AND name = ?4 AND (step BETWEEN ?1 AND ?2 OR ?3) "
-                                  "GROUP BY rank"));
+                                  "'compute' AND name = ?4 AND ((step BETWEEN ?1 AND ?2 AND "
+                                  "ts_ns >= ?5) OR ?3) GROUP BY rank"));
   stmt.bind(1, steps.first);
   stmt.bind(2, steps.last);
   stmt.bind(3, int64_t{steps.all ? 1 : 0});
   stmt.bind(4, name);
+  stmt.bind(5, steps.from_ns);
   std::map<int, int64_t> by_rank;
   RETURN_IF_ERROR(reader.each_row(stmt, fmt::format("reading the {} slices", name),
                                   [&](const SqliteStatement& row) {

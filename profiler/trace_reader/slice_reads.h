@@ -92,7 +92,8 @@ class PipelineActionCursor : public RowCursor {
 
 StatusOr<PipelineActionCursor> pipeline_actions(const TraceReader& reader, int rank);
 
-// Per rank, the summed duration of the compute slices called `name` in the steps of `steps`.
+// Per rank, the summed duration of the compute slices called `name` in the steps of `steps`
+// (from its from_ns on).
 StatusOr<std::map<int, int64_t>> compute_time_by_rank(const TraceReader& reader,
                                                       std::string_view name, StepFilter steps);
 

@@ -6,6 +6,15 @@ namespace partrain::profiler {
 
 constexpr const char* kStepColumns = "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step ";
 
+bool stores_step_attempts(const TraceReader& reader) {
+  return reader.db().has_column("main", "step", "attempt");
+}
+
+std::string last_attempt_steps(const TraceReader& reader) {
+  // The key leads with the attempt: MAX(attempt) is one seek, evaluated once per statement.
+  return stores_step_attempts(reader) ? "attempt = (SELECT MAX(attempt) FROM step)" : "1";
+}
+
 bool StepCursor::next(StepRow& row) {
   if (!step()) return false;
   row.rank = static_cast<int>(stmt_.column_int(0));
@@ -19,7 +28,8 @@ bool StepCursor::next(StepRow& row) {
 
 StatusOr<std::vector<int64_t>> recorded_steps(const TraceReader& reader) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare("SELECT DISTINCT step FROM step ORDER BY step"));
+                   reader.prepare("SELECT DISTINCT step FROM step WHERE " +
+                                  last_attempt_steps(reader) + " ORDER BY step"));
   std::vector<int64_t> steps;
   RETURN_IF_ERROR(reader.each_row(stmt, "listing the steps", [&](const SqliteStatement& row) {
     steps.push_back(row.column_int(0));
@@ -28,9 +38,11 @@ StatusOr<std::vector<int64_t>> recorded_steps(const TraceReader& reader) {
 }
 
 StatusOr<StepSpan> step_span(const TraceReader& reader, int rank, int64_t first, int64_t last) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare("SELECT MIN(ts_ns), MAX(ts_ns + dur_ns), COUNT(*) FROM step "
-                                  "WHERE rank = ?1 AND step BETWEEN ?2 AND ?3"));
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      reader.prepare("SELECT MIN(ts_ns), MAX(ts_ns + dur_ns), COUNT(*) FROM step "
+                     "WHERE " +
+                     last_attempt_steps(reader) + " AND rank = ?1 AND step BETWEEN ?2 AND ?3"));
   stmt.bind(1, int64_t{rank});
   stmt.bind(2, first);
   stmt.bind(3, last);
@@ -45,7 +57,8 @@ StatusOr<StepSpan> step_span(const TraceReader& reader, int rank, int64_t first,
 StatusOr<std::optional<std::pair<int64_t, int64_t>>> step_numbers(const TraceReader& reader,
                                                                    int rank) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare("SELECT MIN(step), MAX(step) FROM step WHERE rank = ?1"));
+                   reader.prepare("SELECT MIN(step), MAX(step) FROM step WHERE " +
+                                  last_attempt_steps(reader) + " AND rank = ?1"));
   stmt.bind(1, int64_t{rank});
   if (stmt.step() != SQLITE_ROW) {
     return reader.read_error(fmt::format("reading the steps of rank {}", rank));
@@ -68,6 +81,30 @@ StatusOr<std::vector<EarlierSteps>> earlier_steps(const TraceReader& reader) {
   return earlier;
 }
 
+StatusOr<std::vector<StepAttempt>> step_attempts(const TraceReader& reader) {
+  std::vector<StepAttempt> attempts;
+  if (!stores_step_attempts(reader)) return attempts;
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT attempt, MIN(step), MAX(step), COUNT(*) FROM step "
+                                  "GROUP BY attempt ORDER BY attempt"));
+  RETURN_IF_ERROR(
+      reader.each_row(stmt, "reading the steps' attempts", [&](const SqliteStatement& row) {
+        attempts.push_back({static_cast<int>(row.column_int(0)), row.column_int(1),
+                            row.column_int(2), row.column_int(3)});
+      }));
+  return attempts;
+}
+
+StatusOr<std::optional<int64_t>> earlier_attempts_end(const TraceReader& reader) {
+  if (!stores_step_attempts(reader)) return std::optional<int64_t>();
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT MAX(ts_ns + dur_ns) FROM step WHERE attempt < "
+                                  "(SELECT MAX(attempt) FROM step)"));
+  if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
+  if (stmt.column_is_null(0)) return std::optional<int64_t>();
+  return std::optional(stmt.column_int(0));
+}
+
 StatusOr<std::optional<EventSpan>> event_span(const TraceReader& reader, int rank) {
   // The slice index (track_id, ts_ns) per track of the rank, and the memory (rank, ts_ns) index.
   ASSIGN_OR_RETURN(SqliteStatement stmt,
@@ -86,9 +123,10 @@ StatusOr<std::optional<EventSpan>> event_span(const TraceReader& reader, int ran
 
 StatusOr<StepCursor> rank_steps(const TraceReader& reader, int rank, int64_t first,
                                 int64_t last) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare(std::string(kStepColumns) +
-                                  "WHERE rank = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step"));
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      reader.prepare(std::string(kStepColumns) + "WHERE " + last_attempt_steps(reader) +
+                     " AND rank = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step"));
   stmt.bind(1, int64_t{rank});
   stmt.bind(2, first);
   stmt.bind(3, last);
@@ -97,7 +135,8 @@ StatusOr<StepCursor> rank_steps(const TraceReader& reader, int rank, int64_t fir
 
 StatusOr<StepCursor> window_steps(const TraceReader& reader, int64_t first, int64_t last) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare(std::string(kStepColumns) + "WHERE step BETWEEN ?1 AND ?2"));
+                   reader.prepare(std::string(kStepColumns) + "WHERE " +
+                                  last_attempt_steps(reader) + " AND step BETWEEN ?1 AND ?2"));
   stmt.bind(1, first);
   stmt.bind(2, last);
   return StepCursor(reader.db(), std::move(stmt), "reading the steps");

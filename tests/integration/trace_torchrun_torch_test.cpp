@@ -75,30 +75,52 @@ TEST(TorchTrace, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
 }
 
 // A worker torchrun restarted (TORCHELASTIC_RESTART_COUNT 1) names its groups apart from the
-// first attempt's, so no collective is matched across attempts, and analyze says the job was
-// restarted (job_restarted: its steps table keeps one row per rank and step number).
-TEST(TorchTrace, ARestartedWorkersGroupsAreToldApartFromTheFirstAttempts) {
+// first attempt's, so no collective is matched across attempts, and stores its steps under its
+// attempt: attempt 0 ran steps 0-2, attempt 1 only 0-1, and analyze's figures are attempt 1's
+// (job_restarted says so), not a mix of attempt 1's 0-1 and attempt 0's 2.
+TEST(TorchTrace, ARestartedWorkersGroupsAndStepsAreToldApartFromTheFirstAttempts) {
   PARTRAIN_REQUIRE_TORCH();
   ScratchDir scratch;
   const fs::path trace = scratch.path() / "restart.db";
   const fs::path script = scratch.path() / "attempt.py";
-  std::ofstream(script) << "import sys, torch, torch.distributed as dist\n"
-                           "dist.init_process_group('gloo', init_method='file://' + sys.argv[1],\n"
-                           "                        rank=0, world_size=1)\n"
-                           "for _ in range(2):\n"
+  std::ofstream(script) << "import os, sys, torch, torch.distributed as dist\n"
+                           "attempt = int(os.environ['TORCHELASTIC_RESTART_COUNT'])\n"
+                           "dist.init_process_group('gloo', init_method='file://' + sys.argv[1] +\n"
+                           "                        str(attempt), rank=0, world_size=1)\n"
+                           "p = torch.nn.Parameter(torch.ones(8))\n"
+                           "opt = torch.optim.SGD([p], lr=0.1)\n"
+                           "for _ in range(3 if attempt == 0 else 2):\n"
                            "    dist.all_reduce(torch.ones(8))\n"
+                           "    p.grad = torch.ones(8)\n"
+                           "    opt.step()\n"
                            "dist.destroy_process_group()\n";
-  CommandResult run =
-      run_partrain("trace -o " + shell_quoted(trace) + " -- " + shell_quoted(torch_python()) + " " +
-                       shell_quoted(script) + " " + shell_quoted(scratch.path() / "rendezvous"),
-                   "TORCHELASTIC_RESTART_COUNT=1");
+  const fs::path launcher = scratch.path() / "restarting_launcher.sh";
+  std::ofstream(launcher) << "py=$1; script=$2; dir=$3\n"
+                             "for attempt in 0 1; do\n"
+                             "  TORCHELASTIC_RESTART_COUNT=$attempt \"$py\" \"$script\" "
+                             "\"$dir/rdzv\" || exit 1\n"
+                             "done\n";
+  CommandResult run = run_partrain("trace -o " + shell_quoted(trace) + " -- sh " +
+                                   shell_quoted(launcher) + " " + shell_quoted(torch_python()) +
+                                   " " + shell_quoted(script) + " " + shell_quoted(scratch.path()));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   TraceQuery query(trace);
-  EXPECT_EQ(query.rows("SELECT DISTINCT comm_id FROM collectives"), "default_pg:0@restart1\n");
-  CommandResult analyzed = run_partrain("analyze " + shell_quoted(trace));
+  EXPECT_EQ(query.rows("SELECT DISTINCT comm_id FROM collectives ORDER BY 1"),
+            "default_pg:0\ndefault_pg:0@restart1\n");
+  EXPECT_EQ(query.rows("SELECT attempt, group_concat(step) FROM (SELECT attempt, step FROM steps "
+                       "ORDER BY attempt, step) GROUP BY attempt"),
+            "0|0,1,2\n1|0,1\n");
+  EXPECT_EQ(query.rows("SELECT count(*) FROM earlier_steps"), "0\n");
+  CommandResult analyzed = run_partrain("analyze --skip-steps 0 " + shell_quoted(trace));
   ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
   EXPECT_NE(analyzed.out.find("job_restarted: torchrun restarted the job's workers 1 time"),
             std::string::npos)
+      << analyzed.out;
+  EXPECT_NE(analyzed.out.find("(attempt 0 steps 0-2, attempt 1 steps 0-1); the step figures of "
+                              "this analysis are attempt 1's (the last)"),
+            std::string::npos)
+      << analyzed.out;
+  EXPECT_NE(analyzed.out.find("steps 0..1 (no warm-up skipped)"), std::string::npos)
       << analyzed.out;
 }
 

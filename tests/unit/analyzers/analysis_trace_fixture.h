@@ -42,10 +42,10 @@ inline profiler::SliceEvent slice(int rank, SliceCategory category, double start
 
 // Step `step` of `rank` spanning [start_ms, end_ms), plus its `step` slice (never compute).
 inline void add_step(std::vector<TraceEvent>& events, int rank, int64_t step, double start_ms,
-                     double end_ms) {
+                     double end_ms, int attempt = 0) {
   const auto start = static_cast<int64_t>(start_ms * kMs);
   const auto end = static_cast<int64_t>(end_ms * kMs);
-  events.push_back(profiler::StepEvent{rank, step, start, end - start, 1.0, 128});
+  events.push_back(profiler::StepEvent{rank, step, start, end - start, 1.0, 128, attempt});
   events.push_back(slice(rank, SliceCategory::kStep, start_ms, end_ms, step));
 }
 

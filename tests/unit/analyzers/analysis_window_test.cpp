@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "profiler/trace_reader/step_reads.h"
+#include "tests/support/schema6_steps.h"
 #include "tests/unit/analyzers/analysis_trace_fixture.h"
 
 namespace partrain::analyzers {
@@ -45,6 +47,57 @@ TEST_F(AnalysisWindowTest, DefaultSkipsOneWarmUpStep) {
   EXPECT_EQ(window->spans.at(1).end_ns, 41 * kMs);
   EXPECT_EQ(window->start_ns, 10 * kMs);
   EXPECT_EQ(window->end_ns, 41 * kMs);
+}
+
+// torchrun restarted the job: attempt 0 ran steps 0-9 and crashed, attempt 1 ran steps 0-4 and
+// finished. The window is attempt 1's steps only: not attempt 0's 5-9, nor its 0-4 that share
+// attempt 1's numbers.
+TEST_F(AnalysisWindowTest, ARestartedJobsWindowIsTheLastAttemptsSteps) {
+  std::vector<TraceEvent> events = {rank_info(0), rank_info(1)};
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int64_t step = 0; step < 10; ++step) {
+      const double start = 10.0 * static_cast<double>(step);
+      add_step(events, rank, step, start, start + 10, 0);
+    }
+    for (int64_t step = 0; step < 5; ++step) {
+      const double start = 1000.0 + 20.0 * static_cast<double>(step);
+      add_step(events, rank, step, start, start + 20, 1);
+    }
+  }
+  auto trace = write_trace(std::move(events), 2);
+  auto window = choose_window(trace.db, {});
+  ASSERT_TRUE(window.is_ok()) << window.status().message();
+  EXPECT_EQ(window->first_step, 1);
+  EXPECT_EQ(window->last_step, 4);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(window->spans.at(rank).steps, 4);
+    EXPECT_EQ(window->spans.at(rank).start_ns, 1020 * kMs);
+    EXPECT_EQ(window->spans.at(rank).end_ns, 1100 * kMs);
+  }
+  // Steps attempt 1 did not reach are no steps of the window.
+  auto beyond = choose_window(trace.db, select_steps(5, 9));
+  ASSERT_FALSE(beyond.is_ok());
+  EXPECT_NE(beyond.status().message().find("the trace has steps 0..4"), std::string::npos)
+      << beyond.status().message();
+  // What a rank's steps read is the last attempt's too.
+  std::vector<int64_t> steps;
+  auto cursor = profiler::rank_steps(trace.db, 0, 0, 9);
+  ASSERT_TRUE(cursor.is_ok());
+  for (profiler::StepRow row; cursor->next(row);) steps.push_back(row.ts_ns / kMs);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1000, 1020, 1040, 1060, 1080}));
+
+  // A file older than schema version 7 stored no attempt: its steps table held each rank's latest
+  // step of a number (attempt 1's 0-4, attempt 0's 5-9), read as it is.
+  const fs::path path = trace.path;
+  trace.db = profiler::SqliteDb();
+  partrain::testing::make_schema_6(path);
+  auto older = profiler::open_trace(path);
+  ASSERT_TRUE(older.is_ok()) << older.status().message();
+  auto mixed = choose_window(older->db, {});
+  ASSERT_TRUE(mixed.is_ok()) << mixed.status().message();
+  EXPECT_EQ(mixed->last_step, 9);
+  EXPECT_EQ(mixed->spans.at(0).steps, 9);
+  EXPECT_EQ(mixed->spans.at(0).start_ns, 50 * kMs);
 }
 
 TEST_F(AnalysisWindowTest, SkipStepsZeroKeepsWarmUpAndTwoSkipsTwo) {

@@ -8,6 +8,7 @@
 #include "analyzers/restart_attempts.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/schema6_steps.h"
 #include "tests/support/scratch_dir.h"
 
 namespace partrain::analyzers {
@@ -34,8 +35,10 @@ constexpr const char* kOwnError =
 
 // A failed run traced under torchrun: no launcher said which rank failed, only the ranks'
 // exceptions are in the trace.
+// `schema_6`: the file made one of schema version 6 (steps without their attempt) before it is
+// read.
 RunOutcome outcome_of(const testing::ScratchDir& dir, std::vector<profiler::StatEvent> stats,
-                      std::vector<profiler::StepEvent> steps = {}) {
+                      std::vector<profiler::StepEvent> steps = {}, bool schema_6 = false) {
   const auto path = dir.path() / "run.db";
   {
     auto writer = profiler::TraceWriter::create(path);
@@ -45,6 +48,7 @@ RunOutcome outcome_of(const testing::ScratchDir& dir, std::vector<profiler::Stat
     for (profiler::StepEvent& step : steps) (*writer)->append(std::move(step));
     EXPECT_TRUE((*writer)->set_run_status(profiler::RunStatus::kFailed).is_ok());
   }
+  if (schema_6) testing::make_schema_6(path);
   auto trace = profiler::open_trace(path);
   EXPECT_TRUE(trace.is_ok()) << trace.status().message();
   auto outcome = read_run_outcome(trace->db);
@@ -156,21 +160,35 @@ TEST(RunOutcome, ARanksOwnExceptionOutranksARankThatVanished) {
       2);
 }
 
-// job_restarted says what the steps table holds after a restart: one row per rank and step
-// number, the later attempt's where both recorded it (the writer's INSERT OR REPLACE), not that
-// the attempts' steps sit side by side under shared numbers.
+// In a trace older than schema version 7, job_restarted says what its steps table holds after a
+// restart: one row per rank and step number, the later attempt's where both recorded it (the
+// writer's INSERT OR REPLACE then), not that the attempts' steps sit side by side under shared
+// numbers. A newer trace keeps each attempt's steps; one without steps says it has none.
 TEST(RunOutcome, ARestartedJobSaysALaterAttemptsStepReplacedTheEarlierOnes) {
+  testing::ScratchDir stepless;
+  const RunOutcome current =
+      outcome_of(stepless, {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
+                             "attempt 1 of the job: torchrun restarted its workers"}});
+  const std::vector<Finding> said = run_outcome_findings(current);
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said[0].evidence.find("(comm ids ending @restartN); no attempt recorded a step"),
+            std::string::npos)
+      << said[0].evidence;
+
   testing::ScratchDir dir;
   const RunOutcome outcome =
-      outcome_of(dir, {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
-                        "attempt 1 of the job: torchrun restarted its workers"}});
+      outcome_of(dir,
+                 {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
+                   "attempt 1 of the job: torchrun restarted its workers"}},
+                 {}, /*schema_6=*/true);
   EXPECT_EQ(outcome.restarts, 1);
   const std::vector<Finding> findings = run_outcome_findings(outcome);
   const auto restarted = std::find_if(findings.begin(), findings.end(),
                                       [](const Finding& f) { return f.kind == "job_restarted"; });
   ASSERT_NE(restarted, findings.end());
-  EXPECT_NE(restarted->evidence.find("one row per rank and step number: a later attempt's step "
-                                     "replaced an earlier attempt's of the same number"),
+  EXPECT_NE(restarted->evidence.find("(schema older than 7) keeps one step row per rank and step "
+                                     "number: a later attempt's step replaced an earlier "
+                                     "attempt's of the same number"),
             std::string::npos)
       << restarted->evidence;
   EXPECT_EQ(restarted->evidence.find("share their numbers"), std::string::npos)
@@ -202,12 +220,15 @@ TEST(RunOutcome, ARunLeftRunningByAWriterThatIsGoneIsIncomplete) {
   EXPECT_EQ(left.data_loss[0].name, "run_incomplete");
 }
 
-// The step rows a restarted attempt replaced are kept (earlier_steps), and job_restarted says
-// which and where; without a restart, step numbers recorded twice (a step counter that started
-// again) are said by a finding of their own.
-std::vector<profiler::StepEvent> steps_run_twice() {
-  return {{0, 0, 1'000, 100, 2.5, 0}, {1, 0, 1'000, 100, 2.5, 0}, {1, 1, 1'100, 100, 2.4, 0},
-          {0, 0, 9'000, 100, 2.6, 0}, {1, 0, 9'000, 100, 2.6, 0}, {1, 1, 9'100, 100, 2.5, 0}};
+// Step numbers recorded twice in one attempt (a step counter that started again): the replaced
+// rows are kept (earlier_steps) and said by a finding of their own.
+std::vector<profiler::StepEvent> steps_run_twice(int second_attempt = 0) {
+  return {{0, 0, 1'000, 100, 2.5, 0, 0},
+          {1, 0, 1'000, 100, 2.5, 0, 0},
+          {1, 1, 1'100, 100, 2.4, 0, 0},
+          {0, 0, 9'000, 100, 2.6, 0, second_attempt},
+          {1, 0, 9'000, 100, 2.6, 0, second_attempt},
+          {1, 1, 9'100, 100, 2.5, 0, second_attempt}};
 }
 
 const Finding* finding_of_kind(const std::vector<Finding>& findings, std::string_view kind) {
@@ -216,29 +237,57 @@ const Finding* finding_of_kind(const std::vector<Finding>& findings, std::string
   return it == findings.end() ? nullptr : &*it;
 }
 
-TEST(RunOutcome, TheStepsARestartReplacedAreKeptAndSaid) {
+const profiler::StatEvent kRestartedOnce = {"torchelastic_restart", 0, 1,
+                                            profiler::StatSeverity::kInfo,
+                                            "attempt 1 of the job: torchrun restarted its workers"};
+
+// torchrun's attempt 1 ran the numbers attempt 0 had: each attempt keeps its steps, nothing is
+// replaced, and job_restarted says which attempt the step figures are of.
+TEST(RunOutcome, ARestartedJobsStepsAreKeptPerAttemptAndTheFiguresAreTheLasts) {
   testing::ScratchDir dir;
-  const RunOutcome outcome =
-      outcome_of(dir,
-                 {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo,
-                   "attempt 1 of the job: torchrun restarted its workers"}},
-                 steps_run_twice());
-  ASSERT_EQ(outcome.earlier_steps.size(), 2u);
-  EXPECT_EQ(outcome.earlier_steps[1].rank, 1);
-  EXPECT_EQ(outcome.earlier_steps[1].rows, 2);
-  EXPECT_EQ(outcome.earlier_steps[1].last_step, 1);
+  const RunOutcome outcome = outcome_of(dir, {kRestartedOnce}, steps_run_twice(1));
+  EXPECT_TRUE(outcome.earlier_steps.empty());
+  ASSERT_EQ(outcome.step_attempts.size(), 2u);
+  EXPECT_EQ(outcome.step_attempts[1].attempt, 1);
+  EXPECT_EQ(outcome.step_attempts[1].rows, 3);
   const std::vector<Finding> findings = run_outcome_findings(outcome);
   const Finding* restarted = finding_of_kind(findings, "job_restarted");
   ASSERT_NE(restarted, nullptr);
-  EXPECT_NE(restarted->evidence.find("the replaced rows are kept in the earlier_steps view: "
-                                     "3 step rows of ranks 0,1 (steps 0-1)"),
+  EXPECT_NE(restarted->evidence.find("its steps are kept under its attempt (attempt 0 steps 0-1, "
+                                     "attempt 1 steps 0-1); the step figures of this analysis are "
+                                     "attempt 1's (the last)"),
             std::string::npos)
       << restarted->evidence;
   EXPECT_EQ(finding_of_kind(findings, "step_numbers_repeated"), nullptr);
 
-  testing::ScratchDir again;
-  const std::vector<Finding> unrestarted =
-      run_outcome_findings(outcome_of(again, {}, steps_run_twice()));
+  // Without partrain_torch's stat (a job traced as a foreign program), the attempts say it.
+  testing::ScratchDir unsaid;
+  const RunOutcome from_steps = outcome_of(unsaid, {}, steps_run_twice(1));
+  EXPECT_EQ(from_steps.restarts, 1);
+  EXPECT_NE(finding_of_kind(run_outcome_findings(from_steps), "job_restarted"), nullptr);
+
+  // Attempt 2 recorded no step: the figures are attempt 1's, and the finding says why.
+  testing::ScratchDir twice;
+  const RunOutcome stepless = outcome_of(
+      twice,
+      {{"torchelastic_restart", 0, 1, profiler::StatSeverity::kInfo, "attempt 2 of the job"}},
+      steps_run_twice(1));
+  const Finding* last = finding_of_kind(run_outcome_findings(stepless), "job_restarted");
+  ASSERT_NE(last, nullptr);
+  EXPECT_NE(last->evidence.find("attempt 1's (the last that recorded steps; attempt 2 recorded "
+                                "none)"),
+            std::string::npos)
+      << last->evidence;
+}
+
+TEST(RunOutcome, StepNumbersRepeatedWithinAnAttemptAreKeptAndSaid) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome = outcome_of(dir, {}, steps_run_twice());
+  ASSERT_EQ(outcome.earlier_steps.size(), 2u);
+  EXPECT_EQ(outcome.earlier_steps[1].rank, 1);
+  EXPECT_EQ(outcome.earlier_steps[1].rows, 2);
+  EXPECT_EQ(outcome.earlier_steps[1].last_step, 1);
+  const std::vector<Finding> unrestarted = run_outcome_findings(outcome);
   const Finding* repeated = finding_of_kind(unrestarted, "step_numbers_repeated");
   ASSERT_NE(repeated, nullptr);
   EXPECT_NE(repeated->evidence.find("3 step rows of ranks 0,1 (steps 0-1) were replaced"),
@@ -246,10 +295,43 @@ TEST(RunOutcome, TheStepsARestartReplacedAreKeptAndSaid) {
       << repeated->evidence;
   EXPECT_EQ(finding_of_kind(unrestarted, "job_restarted"), nullptr);
 
+  // In a restarted job, a repeat within one attempt is said beside the restart.
+  testing::ScratchDir restarted;
+  std::vector<profiler::StepEvent> steps = steps_run_twice(1);
+  steps.push_back({0, 0, 9'500, 100, 2.6, 0, 1});
+  const std::vector<Finding> both =
+      run_outcome_findings(outcome_of(restarted, {kRestartedOnce}, steps));
+  EXPECT_NE(finding_of_kind(both, "job_restarted"), nullptr);
+  const Finding* within = finding_of_kind(both, "step_numbers_repeated");
+  ASSERT_NE(within, nullptr);
+  EXPECT_NE(within->evidence.find("more than once within one attempt: 1 step row of rank 0 "
+                                  "(step 0)"),
+            std::string::npos)
+      << within->evidence;
+
   testing::ScratchDir once;
   const RunOutcome single = outcome_of(once, {}, {{0, 0, 1'000, 100, 2.5, 0}});
   EXPECT_TRUE(single.earlier_steps.empty());
   EXPECT_EQ(finding_of_kind(run_outcome_findings(single), "step_numbers_repeated"), nullptr);
+}
+
+// A trace older than schema version 7 kept one step row per rank and number across attempts:
+// job_restarted says the figures may mix attempts, and where the replaced rows are.
+TEST(RunOutcome, AnOlderRestartedTraceSaysItsStepsMayMixAttempts) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      outcome_of(dir, {kRestartedOnce}, steps_run_twice(), /*schema_6=*/true);
+  EXPECT_TRUE(outcome.step_attempts.empty());
+  ASSERT_EQ(outcome.earlier_steps.size(), 2u);
+  const std::vector<Finding> findings = run_outcome_findings(outcome);
+  const Finding* restarted = finding_of_kind(findings, "job_restarted");
+  ASSERT_NE(restarted, nullptr);
+  EXPECT_NE(restarted->evidence.find("the replaced rows are kept in the earlier_steps view: "
+                                     "3 step rows of ranks 0,1 (steps 0-1)"),
+            std::string::npos)
+      << restarted->evidence;
+  EXPECT_NE(restarted->evidence.find("step times may mix attempts"), std::string::npos);
+  EXPECT_EQ(finding_of_kind(findings, "step_numbers_repeated"), nullptr);
 }
 
 // torchrun restarted the job after rank 1 died in attempt 0 and attempt 1 completed: the op rank

@@ -383,6 +383,31 @@ TEST_F(ChromeExportTest, StepFilterKeepsThoseStepsAndWhatOverlapsTheirWindow) {
   EXPECT_EQ(up_to.at("otherData").at("steps"), ":1");
 }
 
+// torchrun restarted the job: attempt 1 ran steps 1-2 again (from 110 us on) after attempt 0 ran
+// 1-3. A step selection is attempt 1's steps, and its slices: not attempt 0's of those numbers,
+// nor the steps attempt 1 did not reach.
+TEST_F(ChromeExportTest, ARestartedJobsStepsAreTheLastAttempts) {
+  std::vector<TraceEvent> events = sample_events(R"({"backend":"gloo","dp":2})", "cpu", 3);
+  for (int r = 0; r < 3; ++r) {
+    for (int64_t s = 1; s <= 2; ++s) {
+      events.push_back(StepEvent{r, s, 100'000 + s * 10'000, 10'000, 2.5, 4096, 1});
+      events.push_back(phase(r, "forward", 100'000 + s * 10'000 + 1'000, 3'000, s));
+    }
+  }
+  TraceFile trace = write_trace(events);
+  auto [doc, counts] = export_json(trace, selection({}, StepRange{2, 2}));
+  std::multiset<std::string> slices;
+  for (const json& e : events_of(doc, "X")) {
+    slices.insert(fmt::format("{} {}", e.at("name").get<std::string>(), e.at("ts").get<double>()));
+  }
+  EXPECT_EQ(slices, (std::multiset<std::string>{"forward 121", "forward 121", "forward 121"}));
+  std::ostringstream out;
+  auto unreached = export_chrome_trace(trace.db, selection({}, StepRange{3, 3}), out);
+  ASSERT_FALSE(unreached.is_ok());
+  EXPECT_NE(unreached.status().message().find("steps recorded: 1..2"), std::string::npos)
+      << unreached.status().message();
+}
+
 TEST_F(ChromeExportTest, RankOrStepsNotInTheTraceAreUsageErrors) {
   TraceFile trace = sample_trace();
   std::ostringstream out;

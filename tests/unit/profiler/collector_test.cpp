@@ -65,7 +65,7 @@ TEST(CollectorProtocol, FramesRoundTrip) {
   // Header layout: magic, then little-endian version, kind, token length, payload length.
   EXPECT_EQ(std::string(frame.begin(), frame.begin() + 4), "PTRC");
   EXPECT_EQ(frame[4], kCollectorProtocolVersion);
-  EXPECT_EQ(frame[4], 3);  // protocol 3: collective records carry a label
+  EXPECT_EQ(frame[4], 4);  // protocol 4: step records carry their torchrun attempt
   EXPECT_EQ(frame[6], 2);
   EXPECT_EQ(frame[8], kToken.size());
   EXPECT_EQ(frame[10], 4 + records.size());

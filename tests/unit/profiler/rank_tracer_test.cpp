@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -82,6 +83,26 @@ TEST_F(RankTracerTest, EventsLandOnTheTimelineWithStepAndTrack) {
             "3|1000|grads|4096\n");
   EXPECT_EQ(rows(db(), "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM steps"),
             "3|7|1000|2000|2.5|64\n");
+}
+
+// A worker torchrun restarted (TORCHELASTIC_RESTART_COUNT 2) records its steps under attempt 2:
+// the attempt travels with each step record through the collector into `step.attempt`.
+TEST_F(RankTracerTest, StepsCarryTheWorkersTorchrunAttempt) {
+  ::setenv("TORCHELASTIC_RESTART_COUNT", "2", 1);
+  RankTracerOptions restarted = tracer_options(1);
+  ::unsetenv("TORCHELASTIC_RESTART_COUNT");
+  EXPECT_EQ(restarted.attempt, 2);
+  EXPECT_EQ(tracer_options(0).attempt, 0);
+  {
+    RankTracer first(tracer_options(0));
+    RankTracer again(std::move(restarted));
+    first.step_done(0, 0, 1'000, 2.5, 64);
+    again.step_done(0, 5'000, 6'000, 2.4, 64);
+    EXPECT_TRUE(first.flush());
+    EXPECT_TRUE(again.flush());
+  }
+  ASSERT_TRUE(session_->finish(RunStatus::kCompleted).is_ok());
+  EXPECT_EQ(rows(db(), "SELECT rank, step, attempt FROM steps ORDER BY rank"), "0|0|0\n1|0|2\n");
 }
 
 // What is written after the fact (an NCCL call once its kernels are known, a GPU record) carries

@@ -36,7 +36,7 @@ std::vector<TraceEvent> sample_events() {
   return {slice,
           coll,
           MemorySample{2, 3, 5'000, int64_t{1} << 40},
-          StepEvent{1, 7, 10'000, 900, 2.75, 8192},
+          StepEvent{1, 7, 10'000, 900, 2.75, 8192, 3},
           StatEvent{"recorder_dropped_events", 2, 17, StatSeverity::kDataLoss, "buffer full"},
           RankInfo{6, 2, 1, "node-b", 4411, "cuda:2", -1234, 50, -3.25, true, 0, 9},
           RunInfo{"run-1", "partrain launch -n 8", R"({"dp":8})", 8, 1'700'000'000'000'000'000, 0},
@@ -79,6 +79,7 @@ TEST(TraceEventTest, EveryTypeRoundTrips) {
   EXPECT_EQ(coll.event.label, "moe_dispatch");
   EXPECT_EQ(std::get<MemorySample>(decoded->at(2)).bytes, int64_t{1} << 40);
   EXPECT_DOUBLE_EQ(std::get<StepEvent>(decoded->at(3)).loss, 2.75);
+  EXPECT_EQ(std::get<StepEvent>(decoded->at(3)).attempt, 3);  // torchrun's restarts before it
   EXPECT_EQ(std::get<RankInfo>(decoded->at(5)).clock_offset_ns, -1234);
   EXPECT_EQ(std::get<RunInfo>(decoded->at(6)).config_json, R"({"dp":8})");
   const auto& counter = std::get<CounterSample>(decoded->at(7));
@@ -118,6 +119,15 @@ TEST(TraceEventTest, ExpertsPastTheLimitAreCutAndAForgedCountDoesNotAllocate) {
   auto forged = decode_events(bytes);
   ASSERT_FALSE(forged.is_ok());
   EXPECT_EQ(forged.status().code(), StatusCode::kUnreadable);
+}
+
+// A step's attempt counts restarts: a negative one is no count a worker could have.
+TEST(TraceEventTest, ANegativeStepAttemptIsRejected) {
+  std::vector<uint8_t> bytes;
+  encode_event(StepEvent{0, 1, 2, 3, 4.0, 5, -1}, bytes);
+  auto decoded = decode_events(bytes);
+  ASSERT_FALSE(decoded.is_ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kUnreadable);
 }
 
 TEST(TraceEventTest, FieldsAreLittleEndian) {

@@ -1,6 +1,8 @@
 // merge_traces: two node files of one run (node 0: ranks 0-1, node 1: ranks 2-3) become one trace
 // whose views see every rank (collectives matched across nodes, strings interned once, stats
 // added up, ids consistent), with the run row's rules, refusals and untouched inputs.
+#include "profiler/trace_merge.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,10 +12,10 @@
 #include <sstream>
 
 #include "profiler/sqlite_db.h"
-#include "profiler/trace_merge.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/schema6_steps.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
@@ -378,8 +380,8 @@ TEST_F(TraceMergeTest, EarlierStepsAreCopiedAndOlderInputsHaveNone) {
   {
     auto db = SqliteDb::open(inputs[0].string(), SQLITE_OPEN_READWRITE);
     ASSERT_TRUE(db.is_ok());
-    ASSERT_TRUE(db->exec("INSERT INTO earlier_step VALUES (0, 1, 10, 5, 2.5, NULL), "
-                         "(1, 1, 10, 6, NULL, 64)")
+    ASSERT_TRUE(db->exec("INSERT INTO earlier_step VALUES (0, 1, 10, 5, 2.5, NULL, 0), "
+                         "(1, 1, 10, 6, NULL, 64, 0)")
                     .is_ok())
         << db->error_message();
   }
@@ -390,6 +392,27 @@ TEST_F(TraceMergeTest, EarlierStepsAreCopiedAndOlderInputsHaveNone) {
                        "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM earlier_steps "
                        "ORDER BY rank"),
             "0|1|10|5|2.5|NULL\n1|1|10|6|NULL|64\n");
+}
+
+// Each step keeps its torchrun attempt; an input older than version 7 stored none, and its steps
+// and replaced rows are merged as attempt 0's.
+TEST_F(TraceMergeTest, StepsKeepTheirAttemptAndOlderInputsAreAttemptZero) {
+  auto inputs = write_nodes(node0(), node1());
+  for (const fs::path& input : inputs) {
+    auto db = SqliteDb::open(input.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("UPDATE step SET attempt = 1; INSERT INTO earlier_step SELECT rank, "
+                         "step, ts_ns - 1, dur_ns, loss, tokens, attempt FROM step")
+                    .is_ok())
+        << db->error_message();
+  }
+  make_older(inputs[1], testing::kStepTablesOfSchema6, 6);
+  ASSERT_TRUE(merge(inputs).is_ok());
+  SqliteDb out = open_read_only(file("all.db"));
+  EXPECT_EQ(query_rows(out, "SELECT rank, step, attempt FROM steps ORDER BY rank"),
+            "0|1|1\n1|1|1\n2|1|0\n3|1|0\n");
+  EXPECT_EQ(query_rows(out, "SELECT rank, attempt FROM earlier_steps ORDER BY rank"),
+            "0|1\n1|1\n2|0\n3|0\n");
 }
 
 // Both nodes' transfers, each on its own slice after the ids are shifted.

@@ -163,39 +163,43 @@ TEST_F(TraceStoreTest, ALaterRunInfoKeepsWhatItLeavesEmpty) {
             "r7|partrain trace -- partrain launch -n 2|{\"dp\":2}|2|111|222\n");
 }
 
-// A restarted worker runs step numbers its rank already recorded: `step` keeps the latest, and
-// the row it replaced is kept in `earlier_step`, not lost. The same step sent twice is one step.
-TEST_F(TraceStoreTest, AStepOfANumberAlreadyRecordedKeepsTheReplacedRow) {
+// A restarted worker (torchrun's attempt 1) runs step numbers its rank recorded in attempt 0:
+// each attempt keeps its own steps, under its attempt. Within one attempt a step of a number
+// already recorded (the job's step counter started again) replaces it in `step`, and the row it
+// replaced is kept in `earlier_step`, not lost. The same step sent twice is one step.
+TEST_F(TraceStoreTest, EachAttemptKeepsItsStepsAndARepeatWithinOneKeepsTheReplacedRow) {
   fs::path path = file("restarted.db");
   {
     auto writer = make_writer(path);
     ASSERT_TRUE(writer);
     std::vector<TraceEvent> events = {
-        // Attempt 0: rank 1 runs steps 0-2, then fails; rank 0 runs 0-1.
-        StepEvent{1, 0, 1'000, 100, 2.5, 64},
-        StepEvent{1, 1, 1'100, 100, 2.4, 64},
-        StepEvent{1, 2, 1'200, 100, 2.3, 64},
-        StepEvent{0, 0, 1'000, 100, 2.5, 64},
-        StepEvent{0, 1, 1'100, 100, 2.4, 64},
-        StepEvent{0, 1, 1'100, 100, 2.4, 64},  // sent again: not an earlier step
+        // Attempt 0: rank 1 runs steps 0-2, then fails; rank 0 runs 0-1, and 0 again.
+        StepEvent{1, 0, 1'000, 100, 2.5, 64, 0},
+        StepEvent{1, 1, 1'100, 100, 2.4, 64, 0},
+        StepEvent{1, 2, 1'200, 100, 2.3, 64, 0},
+        StepEvent{0, 0, 1'000, 100, 2.5, 64, 0},
+        StepEvent{0, 1, 1'100, 100, 2.4, 64, 0},
+        StepEvent{0, 1, 1'100, 100, 2.4, 64, 0},  // sent again: not an earlier step
+        StepEvent{0, 0, 1'300, 100, 2.2, 64, 0},  // its counter started again
         // Attempt 1: both ranks run steps 0-1 again.
-        StepEvent{1, 0, 9'000, 150, 2.6, 64},
-        StepEvent{1, 1, 9'150, 150, 2.5, 64},
-        StepEvent{0, 0, 9'000, 150, 2.6, 64},
-        StepEvent{0, 1, 9'150, 150, 2.5, 64},
+        StepEvent{1, 0, 9'000, 150, 2.6, 64, 1},
+        StepEvent{1, 1, 9'150, 150, 2.5, 64, 1},
+        StepEvent{0, 0, 9'000, 150, 2.6, 64, 1},
+        StepEvent{0, 1, 9'150, 150, 2.5, 64, 1},
     };
     writer->append(events);
   }
   auto trace = open_trace(path);
   ASSERT_TRUE(trace.is_ok()) << trace.status().message();
-  EXPECT_EQ(
-      query_rows(trace->db, "SELECT rank, step, ts_ns, dur_ns FROM steps ORDER BY rank, step"),
-      "0|0|9000|150\n0|1|9150|150\n1|0|9000|150\n1|1|9150|150\n1|2|1200|100\n");
   EXPECT_EQ(query_rows(trace->db,
-                       "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM "
+                       "SELECT attempt, rank, step, ts_ns, dur_ns FROM steps "
+                       "ORDER BY attempt, rank, step"),
+            "0|0|0|1300|100\n0|0|1|1100|100\n0|1|0|1000|100\n0|1|1|1100|100\n0|1|2|1200|100\n"
+            "1|0|0|9000|150\n1|0|1|9150|150\n1|1|0|9000|150\n1|1|1|9150|150\n");
+  EXPECT_EQ(query_rows(trace->db,
+                       "SELECT attempt, rank, step, ts_ns, dur_ns, loss, tokens FROM "
                        "earlier_steps ORDER BY rank, step"),
-            "0|0|1000|100|2.5|64\n0|1|1100|100|2.4|64\n1|0|1000|100|2.5|64\n"
-            "1|1|1100|100|2.4|64\n");
+            "0|0|0|1000|100|2.5|64\n");
 }
 
 TEST_F(TraceStoreTest, MemoryCategoriesMatchTheMemoryModule) {
