@@ -169,6 +169,7 @@ struct HeldGroup {
   std::vector<Member> members;
   int64_t first_start_ns = 0;
   int64_t last_start_ns = 0;
+  int64_t first_end_ns = 0;  // the earliest member's end (host clock)
 };
 
 // Members that matched (same op and size, or a send and the recv it pairs with).
@@ -181,9 +182,11 @@ void add_matched(const std::vector<const CollectiveRow*>& rows, size_t comm, uin
   group.seq = seq;
   group.first_start_ns = arrival.first_start_ns;
   group.last_start_ns = arrival.last_start_ns;
+  group.first_end_ns = rows.front()->end_ns;
   group.members.reserve(rows.size());
   for (const CollectiveRow* row : rows) {
     group.members.push_back({row->rank, row->ts_ns, row->in_window});
+    group.first_end_ns = std::min(group.first_end_ns, row->end_ns);
   }
 }
 
@@ -225,10 +228,15 @@ void add_group(const CollectiveGroup& group, size_t comm, std::vector<HeldGroup>
 // waited earlier (its TP peers held up by the straggler, then late together at their DP
 // all-reduce; a pipeline stage after a slow one) carries that delay: its lateness is the
 // straggler's, already counted where the straggler was late. Each rank's `carry` is how far
-// its timeline has been pushed back by waiting; a group ends when its last member arrives, so all
-// members leave it with the earliest member's carry plus the skew. The last member's own
-// lateness is the skew less what its carry exceeds the earliest member's by. A group in sync
-// adds nothing: its members' sub-millisecond lateness is noise, charged to nobody.
+// its timeline has been pushed back by waiting. Once its last member arrives a group's transfer
+// runs, and every member leaves when it ends: with the earliest member's carry plus the skew plus
+// the transfer (from the last arrival to the earliest member's end). A transfer that stalled
+// with every member in (a member stopped inside it, a link that stalled) pushes its members back
+// together: late together at their next collective, none of them by its own doing (the last of
+// two ranks 44.9 s inside a stalled dp all-reduce, 2 ms after the other at the next world one,
+// was named the critical straggler). The last member's own lateness is the skew less what its
+// carry exceeds the earliest member's by. A group in sync adds no skew, and a transfer as short
+// adds nothing: sub-millisecond lateness is noise, charged to nobody.
 void attribute_lateness(std::vector<HeldGroup>& groups, std::map<int, RankAccumulator>& ranks,
                         WaitIntervals& all_waits) {
   std::stable_sort(groups.begin(), groups.end(), [](const HeldGroup& a, const HeldGroup& b) {
@@ -270,6 +278,9 @@ void attribute_lateness(std::vector<HeldGroup>& groups, std::map<int, RankAccumu
       acc.late_events.emplace_back(latest, own);
       if (own > acc.largest.late_ns) acc.largest = {own, latest, group.op, group.comm, group.seq};
     }
+    // A transfer as short as noise-level skew pushes nobody back, as such a skew does not.
+    const int64_t transfer = group.first_end_ns - latest;
+    if (static_cast<double>(transfer) >= kDelayedSkewMs * kNsPerMs) leaving_carry += transfer;
     for (const HeldGroup::Member& member : group.members) carry[member.rank] = leaving_carry;
   }
 }

@@ -743,6 +743,47 @@ TEST(StragglersTest, OneLongHoldUpIsNamedNotHedgedAsNoise) {
   EXPECT_TRUE(json["ranks"][1]["hold_up"].is_null());
 }
 
+// dp groups {0, 2} and {1, 3}, then a world all-reduce, each step. In step 5 rank 2 is stopped
+// (SIGSTOP) inside its dp all-reduce: both members sit in it 44.87 s with every member in, then
+// reach the world all-reduce together, rank 0 2 ms after rank 2. Their lateness is the stalled
+// transfer's, not rank 0's: it was named the critical straggler ("check rank 0's host").
+TEST(StragglersTest, LatenessFromATransferThatStalledWithEveryMemberInIsNoRanks) {
+  CollectiveTrace trace("stalled");
+  int64_t start = 0;
+  for (int64_t k = 0; k < 10; ++k) {
+    const uint64_t seq = static_cast<uint64_t>(k);
+    const int64_t stall = k == 5 ? 44'870 * kMs : 0;
+    for (int rank = 0; rank < 4; ++rank) {
+      const bool first_pair = rank % 2 == 0;
+      trace.add({.rank = rank,
+                 .comm = first_pair ? "dp02" : "dp13",
+                 .seq = seq,
+                 .start_ns = start + kMs + (rank == 3 ? kMs / 5 : 0),
+                 .dur_ns = 2 * kMs + (first_pair ? stall : 0),
+                 .group = first_pair ? std::vector<int>{0, 2} : std::vector<int>{1, 3},
+                 .step = k});
+      const int64_t arrive =
+          start + 4 * kMs + (first_pair ? stall : 0) + (rank == 0 && k == 5 ? 2 * kMs : 0);
+      trace.add({.rank = rank,
+                 .comm = "world",
+                 .seq = seq,
+                 .start_ns = arrive,
+                 .group = {0, 1, 2, 3},
+                 .step = k});
+      trace.step(rank, k, start, 10 * kMs + stall);
+    }
+    start += 10 * kMs + stall;
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2, 3}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  EXPECT_LT(report->ranks[0].wait_per_step_ms, 1.0) << format_stragglers(*report);
+  EXPECT_FALSE(report->ranks[0].hold_up.has_value()) << format_stragglers(*report);
+  for (const Finding& f : straggler_findings(*report)) {
+    EXPECT_NE(f.severity, Severity::kCritical) << f.evidence;
+    EXPECT_EQ(f.evidence.find("rank 0"), std::string::npos) << f.evidence;
+  }
+}
+
 // Only analysed ranks get a row; their lateness is still measured against every member.
 TEST(StragglersTest, RankSelectionKeepsLatenessAgainstAllMembers) {
   CollectiveTrace trace("selection");
