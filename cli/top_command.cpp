@@ -126,7 +126,8 @@ constexpr const char* kTopFooter =
     "  partrain top run.db --once            # one overview frame on stdout\n"
     "  partrain top run.db --once --view findings\n"
     "  partrain top run.db --json | jq '.ranks[] | {rank, step_ms}'\n"
-    "Exit codes: 0 quit with q (or --once/--json printed); 1 failure; 2 usage (bad flag, no "
+    "Exit codes: 0 quit with q (or --once/--json printed); 1 failure (also a trace its run is "
+    "still creating after 3 s: the run is starting); 2 usage (bad flag, no "
     "trace found, no terminal, terminal smaller than 80x24); 3 unreadable trace (not a partrain "
     "trace, newer schema, corrupted); 130 Ctrl-C.";
 
