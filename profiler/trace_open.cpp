@@ -264,9 +264,7 @@ bool trace_being_created(const std::filesystem::path& trace) {
   if (!check_sqlite_header(trace).is_ok()) return false;
   auto db = SqliteDb::open(trace.string(), kReadFlags);
   if (!db.is_ok()) return false;
-  auto meta =
-      db->query_text("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
-  return meta.is_ok() && meta->value_or("0") == "0";
+  return !db->has_table("main", "meta");
 }
 
 namespace {
