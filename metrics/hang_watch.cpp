@@ -21,7 +21,7 @@ std::optional<int64_t> HangWatch::quiet_ns(int rank, int64_t now_ns) const {
   return std::max<int64_t>(now_ns - it->second.read_at_ns, 0);
 }
 
-HangState HangWatch::state(const analyzers::LiveRun& run, int64_t now_ns) const {
+analyzers::HangState HangWatch::state(const analyzers::LiveRun& run, int64_t now_ns) const {
   std::vector<analyzers::RankSilence> silences;
   for (const auto& [rank, seen] : seen_) {
     silences.push_back({rank, seen.last_event_ns, now_ns - seen.read_at_ns});

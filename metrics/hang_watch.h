@@ -13,11 +13,6 @@
 
 namespace partrain::metrics {
 
-using analyzers::HangState;
-using analyzers::kCulpritLeadFloorNs;
-using analyzers::kHangQuietFloorNs;
-using analyzers::kHangQuietSteps;
-
 class HangWatch {
  public:
   // Notes, at now_ns (this host's monotonic clock), which ranks recorded something new.
@@ -25,7 +20,7 @@ class HangWatch {
   // How long `rank` has recorded nothing new, as observed; nullopt before its first record.
   std::optional<int64_t> quiet_ns(int rank, int64_t now_ns) const;
   // analyzers::judge_hang over every rank that recorded anything, quiet as observed.
-  HangState state(const analyzers::LiveRun& run, int64_t now_ns) const;
+  analyzers::HangState state(const analyzers::LiveRun& run, int64_t now_ns) const;
 
  private:
   struct Seen {

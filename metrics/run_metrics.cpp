@@ -224,7 +224,7 @@ void add_health_families(const analyzers::LiveRun& run, const HangWatch& watch, 
       wait.samples.push_back(of_rank(rank.rank, rank.wait_per_step_ms / 1e3));
     }
   }
-  const HangState hang = watch.state(run, now_ns);
+  const analyzers::HangState hang = watch.state(run, now_ns);
   MetricFamily hung = family("partrain_hang", MetricType::kGauge, "",
                              "1 when the run looks hung: the flight recorder diagnosed a hang "
                              "or desync, or no rank has recorded anything for "
@@ -305,8 +305,8 @@ void RunMetrics::observe(const analyzers::LiveRun& run, int64_t now_ns) {
         latest_.try_emplace({c.comm_id, c.op, c.label, analyzers::size_bucket(c.bytes)}, c);
     if (!inserted && c.seq > it->second.seq) it->second = c;
   }
-  const int64_t stale_ns =
-      std::max(kCollectiveStaleFloorNs, kHangQuietSteps * analyzers::slowest_step_ns(run));
+  const int64_t stale_ns = std::max(kCollectiveStaleFloorNs,
+                                    analyzers::kHangQuietSteps * analyzers::slowest_step_ns(run));
   std::erase_if(latest_,
                 [&](const auto& entry) { return run.end_ns - entry.second.end_ns > stale_ns; });
   hang_.observe(run, now_ns);

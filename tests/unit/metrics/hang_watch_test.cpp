@@ -5,6 +5,10 @@
 namespace partrain::metrics {
 namespace {
 
+using analyzers::HangState;
+using analyzers::kHangQuietFloorNs;
+using analyzers::kHangQuietSteps;
+
 constexpr int64_t kS = 1'000'000'000;
 
 analyzers::LiveRun live_run(std::vector<int64_t> last_events) {

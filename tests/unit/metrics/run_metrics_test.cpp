@@ -9,6 +9,8 @@
 namespace partrain::metrics {
 namespace {
 
+using analyzers::kHangQuietFloorNs;
+
 constexpr int64_t kMs = 1'000'000;
 
 const MetricFamily* find(const std::vector<MetricFamily>& families, const std::string& name) {
