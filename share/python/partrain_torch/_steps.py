@@ -48,6 +48,9 @@ class StepMarkers:
         # way, outermost first
         self._stepping = []
         self._unhooked_stepping = set()  # id() of optimizers in a step() wrapped by _hook_step
+        # Whether each optimizer holds another (_wraps_an_optimizer), worked out at its first
+        # step() that stepped no other: a plain optimizer asks at every step.
+        self._wrapper = weakref.WeakKeyDictionary()
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -158,6 +161,16 @@ class StepMarkers:
     def _wraps_an_optimizer(self, optimizer):
         """Whether it holds an optimizer: torch's, or one shaped like it (DeepSpeed's ZeRO
         optimizers, which accelerate's DeepSpeed wrapper holds, are no torch Optimizer)."""
+        try:
+            return self._wrapper[optimizer]
+        except KeyError:
+            pass
+        except TypeError:  # not weakly referable: worked out each time
+            return self._holds_an_optimizer(optimizer)
+        wraps = self._wrapper[optimizer] = self._holds_an_optimizer(optimizer)
+        return wraps
+
+    def _holds_an_optimizer(self, optimizer):
         def is_optimizer(value):
             if isinstance(value, self._optimizer_class):
                 return True
