@@ -417,12 +417,7 @@ constexpr int64_t kMostClockDisagreementNs = 3600LL * 1'000'000'000;
 bool one_cycle_on_other_clocks(const ImportedRank& a, const ImportedRank& b, int64_t gap_ns) {
   const bool other_clocks = a.clock_domain.empty() || a.clock_domain != b.clock_domain;
   if (!other_clocks || a.steps.empty() || gap_ns >= kMostClockDisagreementNs) return false;
-  auto numbers = [](const ImportedRank& r) {
-    std::vector<int64_t> n;
-    for (const StepSpan& s : r.steps) n.push_back(s.step);
-    return n;
-  };
-  return numbers(a) == numbers(b);
+  return std::ranges::equal(a.steps, b.steps, {}, &StepSpan::step, &StepSpan::step);
 }
 
 // What says the files are of different runs or cycles (the widest gap between two files that
