@@ -217,19 +217,14 @@ void warn_single_input(const MergeInput& input, const fs::path& output) {
     return;
   }
   const int node = static_cast<int>(*input.nodes.begin());
-  const int nodes = static_cast<int>(world / held);
+  const int64_t nodes = world / held;
   const fs::path node0 = node0_trace_path(input.path, node);
-  std::string others, all;
-  for (int n = 0; n < nodes; ++n) {
-    const fs::path file = node_trace_path(node0, n);
-    all += " " + file.string();
-    if (n != node) others += (others.empty() ? "" : ", ") + file.string();
-  }
-  log::warn("{} is node {}'s file of a run of {} nodes ({} of its {} ranks): the other nodes' "
-            "files ({}) are not merged, and {} will lack their ranks; merge them all: partrain "
-            "merge{} -o {}",
-            input.path.string(), node, nodes, held, world, others, output.string(), all,
-            output.string());
+  log::warn(
+      "{} is node {}'s file of a run of {} nodes ({} of its {} ranks): the other nodes' "
+      "files ({}) are not merged, and {} will lack their ranks; merge them all: partrain "
+      "merge {} -o {}",
+      input.path.string(), node, nodes, held, world, other_node_files_text(node0, nodes, node),
+      output.string(), node_files_merge_arguments(node0, nodes), output.string());
 }
 
 // "file:" URI of a path, so ATTACH can ask for mode=ro (RFC 3986 percent-encoding).
@@ -642,25 +637,27 @@ Status settle_missing_ranks(SqliteDb& db, const std::vector<MergeInput>& inputs,
   said.bind(1, kMissingRanksStat);
   if (said.step() != SQLITE_ROW) return failed("reading stat: {}", db.error_message());
   if (said.column_int(0) == 0 || !world_size || *world_size <= 0) return Status::ok();
-  std::set<int64_t> merged;
-  for (const MergeInput& input : inputs) merged.insert(input.ranks.begin(), input.ranks.end());
-  std::vector<int> missing;
-  for (int rank = 0; rank < *world_size; ++rank) {
-    if (!merged.contains(rank)) missing.push_back(rank);
+  std::vector<int> merged;
+  for (const MergeInput& input : inputs) {
+    for (int64_t rank : input.ranks) {
+      if (rank >= 0 && rank <= std::numeric_limits<int>::max())
+        merged.push_back(static_cast<int>(rank));
+    }
   }
+  const AbsentRanks missing = absent_ranks(std::move(merged), *world_size);
   ASSIGN_OR_RETURN(SqliteStatement drop,
                    SqliteStatement::prepare(db, "DELETE FROM stat WHERE name = ?1"));
   drop.bind(1, kMissingRanksStat);
   if (drop.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
-  if (missing.empty()) return Status::ok();
+  if (missing.count == 0) return Status::ok();
   ASSIGN_OR_RETURN(
       SqliteStatement stat,
       SqliteStatement::prepare(db,
                                "INSERT INTO stat (name, rank, value, severity, description) VALUES "
                                "(?1, -1, ?2, 'data_loss', ?3)"));
   stat.bind(1, kMissingRanksStat);
-  stat.bind(2, static_cast<int64_t>(missing.size()));
-  const std::string description = missing_ranks_description(missing, *world_size);
+  stat.bind(2, missing.count);
+  const std::string description = missing_ranks_description(missing.phrase, *world_size);
   stat.bind(3, std::string_view(description));
   if (stat.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
   return Status::ok();

@@ -142,6 +142,15 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
   EXPECT_EQ(query_number(db, "PRAGMA user_version"), kTraceSchemaVersion);
 }
 
+// The format's document names the version the writer writes in its title (it said 6 of a
+// version-7 writer).
+TEST(TraceStore, FormatDocumentTitleNamesTheSchemaVersion) {
+  std::ifstream doc(fs::path(PARTRAIN_SOURCE_DIR) / "docs/trace-format.md");
+  std::string title;
+  ASSERT_TRUE(std::getline(doc, title));
+  EXPECT_EQ(title, fmt::format("# partrain trace format (schema version {})", kTraceSchemaVersion));
+}
+
 // A later RunInfo fills in what it knows and leaves the rest: how a launcher under an outer
 // `partrain trace` adds its world size and config to the tracer's run row.
 TEST_F(TraceStoreTest, ALaterRunInfoKeepsWhatItLeavesEmpty) {
