@@ -1,7 +1,8 @@
 // A foreign rank's PyTorch ops in its flight recorder, so that a watchdog can time them and a dump
 // shows where the rank stood: an op enters the recorder when partrain's Python module reports it
-// issued (its post hook; the op is then in flight) and is finished in place when its completion
-// is reported, the two matched by group, seq and the time the op was called.
+// called (its pre hook: enqueued, before the backend can fail or abort on it), moves on in place
+// when it is reported issued (its post hook: started) and is finished in place when its
+// completion is reported, the reports matched by group, seq and the time the op was called.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,8 @@ class TorchFlight {
   // `recorder` must outlive this.
   explicit TorchFlight(FlightRecorder& recorder) : recorder_(recorder) {}
 
-  // Op `event` of group handle `group` was issued and has not completed (state kStarted).
+  // Op `event` of group handle `group` was called (state kEnqueued) or issued (kStarted) and has
+  // not completed: a new entry, or the op's entry updated in place when it is in flight already.
   void issued(int group, const CollectiveEvent& event);
   // It completed, failed, or was still in flight when the process ended (as its state says).
   // Whether it still goes to the trace: false once a final dump holds it as it stood.

@@ -35,10 +35,12 @@ class TorchRecording {
   // A process group: its handle for collective(), or -1 past kMaxGroups.
   static constexpr size_t kMaxGroups = 1 << 16;
   int add_group(TorchGroup group);
-  // An op of group `group` reported by the hooks once it completed; `window` is the op's window
-  // (0: none).
-  void collective(int group, const TorchOp& op, uint64_t window);
-  // The same op when it was issued, before it completes: in flight, in the flight recorder.
+  // An op of group `group` reported by the hooks once it completed or failed; `window` is the
+  // op's window (0: none). The op as recorded (nullopt: no collective, or an unknown group).
+  std::optional<CollectiveEvent> collective(int group, const TorchOp& op, uint64_t window);
+  // The same op when it was called (the pre hook: enqueued) and when it was issued (the post
+  // hook: started), before it completes: in flight, in the flight recorder.
+  void called(int group, const TorchOp& op);
   void issued(int group, const TorchOp& op);
   // The ops of this rank, in flight and recent (the rank's watchdog and dumps read it).
   FlightRecorder& flight_recorder() { return recorder_; }

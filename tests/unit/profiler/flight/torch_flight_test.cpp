@@ -36,6 +36,23 @@ TEST(TorchFlight, AnIssuedOpIsInFlightUntilItsCompletionArrives) {
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());
 }
 
+// The pre hook reports the op called (enqueued) before the backend can abort the rank on it
+// (gloo's enforce on a size mismatch); the post hook's report moves that entry on: one entry per
+// op, so a dump never holds it twice.
+TEST(TorchFlight, ACalledOpIsInFlightAndItsIssueMovesTheSameEntryOn) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(0, 1000, CollectiveState::kEnqueued));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kEnqueued);
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted));
+  ASSERT_EQ(recorder.snapshot().size(), 1u) << "issued in place, not a second entry";
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kStarted);
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kCompleted);
+}
+
 // Ops of two groups (or a send and a recv) may share a seq: group and call time tell them apart.
 TEST(TorchFlight, CompletionsMatchByGroupSeqAndCallTime) {
   FlightRecorder recorder;
