@@ -421,6 +421,10 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
         sum += p, squares += p * p;
       }
       fit.gemm_scale = fit.memory_scale = sum / squares;
+      if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as above
+        fit.gemm_scale = min_gemm_scale;
+        fit.at_peak = true;
+      }
     }
   }
   double squares = 0;
