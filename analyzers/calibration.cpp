@@ -16,6 +16,7 @@
 #include "analyzers/sample_quantiles.h"
 #include "analyzers/temporal_breakdown.h"
 #include "analyzers/workload_run_config.h"
+#include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -340,6 +341,21 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
         source, fmt::format("the {} run recorded no step: its collectives are start-up's, not "
                             "training's",
                             profiler::run_status_name(status)));
+  }
+  ASSIGN_OR_RETURN(const std::vector<profiler::DamagedRows> damaged,
+                   profiler::damaged_rows(reader));
+  if (!damaged.empty()) {
+    std::map<std::string, int64_t> rows;  // by kind, every rank's
+    for (const profiler::DamagedRows& d : damaged) rows[d.name] += d.rows;
+    std::string kinds;
+    for (const auto& [name, count] : rows) {
+      kinds += fmt::format("{}{} = {}", kinds.empty() ? "" : ", ", name, count);
+    }
+    out.notes.push_back(fmt::format(
+        "the trace holds rows whose values cannot be true (the file was damaged or edited: {}): "
+        "they are left out of this calibration or read as not recorded; `partrain analyze` "
+        "lists them",
+        kinds));
   }
   if (run) {
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
