@@ -633,6 +633,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   account_for_uneven_steps(out.findings);
   follow_the_desync(out.findings);
   discount_missing_collectives(out.findings, out.outcome.data_loss);
+  discount_unrecorded_compute(out.findings, out.outcome.data_loss);
   note_unclean_disconnects(out.findings, out.outcome.unclean_ranks);
   sort_findings(out.findings);
   return out;
