@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/input_file.h"
 #include "core/json_fields.h"
 #include "memory/experts_json.h"
 #include "memory/hf_config.h"
@@ -65,13 +66,8 @@ StatusOr<json> parse_object(std::string_view text, std::string_view origin) {
   return object;
 }
 
-StatusOr<std::string> read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return unreadable("cannot read {}: {}", path.string(), std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// Bounded: `--model-file /dev/zero` had been read until memory ran out.
+StatusOr<std::string> read_text(const std::filesystem::path& path) { return read_input_file(path); }
 
 std::vector<std::string> json_stems(const std::filesystem::path& dir) {
   std::vector<std::string> names;

@@ -2,12 +2,9 @@
 // killed mid-batch leaves a readable file marked incomplete, and bad inputs are told apart.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +17,7 @@
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
 #include "tests/support/file_size_limit.h"
+#include "tests/support/killed_writer.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
@@ -407,33 +405,7 @@ TEST_F(TraceStoreTest, SecondWriterAndExistingFileAreRefused) {
   EXPECT_TRUE(TraceWriter::create(path, {.overwrite = true}).is_ok());
 }
 
-// A writer process killed (SIGKILL) after committing `batches` of `per_batch` slices, with
-// `uncommitted` appended after the last commit.
-void kill_writer_after_commits(const fs::path& path, int batches, int per_batch,
-                               const std::vector<TraceEvent>& uncommitted) {
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    auto writer = TraceWriter::create(path);
-    if (!writer.is_ok()) _exit(2);
-    int64_t ts = 0;
-    for (int b = 0; b < batches; ++b) {
-      std::vector<TraceEvent> batch;
-      for (int i = 0; i < per_batch; ++i) {
-        batch.push_back(SliceEvent{0, TrackKind::kCpuThread, "main", "op", SliceCategory::kCompute,
-                                   ts++, 1, b, -1, -1});
-      }
-      (*writer)->append(batch);
-      if (!(*writer)->commit().is_ok()) _exit(3);
-    }
-    (*writer)->append(uncommitted);
-    raise(SIGKILL);
-    _exit(4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exit " << WEXITSTATUS(wstatus);
-}
+using testing::kill_writer_after_commits;
 
 // The writer process dies (SIGKILL) with a batch open: committed batches survive, the open one
 // is gone, and the first reader marks the run incomplete.
