@@ -25,6 +25,7 @@
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_output.h"
+#include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_writer.h"
 
 namespace partrain::profiler {
@@ -393,37 +394,20 @@ StatusOr<std::pair<int64_t, int64_t>> id_offsets(SqliteDb& db) {
   return std::pair{stmt.column_int(0), stmt.column_int(1)};
 }
 
-// The columns that hold a string id (share/schema.sql).
-constexpr std::pair<std::string_view, std::string_view> kStringColumns[] = {
-    {"track", "name_id"},      {"slice", "name_id"},   {"collective", "comm_id"},
-    {"collective", "op"},      {"collective", "dtype"}, {"collective", "reduce_op"},
-    {"collective", "group_ranks_id"},
-};
-
-// A string table that lost rows (ids a writer hands out one after another are missing) leaves
-// rows naming strings that are not there: each lost string is merged as "(lost string N)", and
-// the output's stat `merge_lost_strings` counts them. Returns how many were lost. The scan of
-// every referencing column is paid only when the ids show a gap.
+// A string table that lost rows leaves rows naming strings that are not there (the rule of
+// damaged_rows.h): each lost string is merged as "(lost string N)", and the output's stat
+// `merge_lost_strings` counts them. Returns how many were lost. The scan of every referencing
+// column is paid only when the ids show a gap.
 StatusOr<int64_t> map_lost_strings(SqliteDb& db, const fs::path& input) {
-  ASSIGN_OR_RETURN(auto count, db.query_text("SELECT count(*) = coalesce(max(id), 0) "
-                                             "FROM src.string"));
-  if (count.value_or("0") == "1") return int64_t{0};
-  std::string referenced;
-  for (const auto& [table, column] : kStringColumns) {
-    if (!referenced.empty()) referenced += " UNION ";
-    referenced += fmt::format("SELECT {} AS id FROM src.{} WHERE {} IS NOT NULL", column, table,
-                              column);
-  }
-  const std::string lost = fmt::format(
-      "SELECT DISTINCT r.id FROM ({}) r WHERE r.id NOT IN (SELECT id FROM src.string)",
-      referenced);
+  ASSIGN_OR_RETURN(auto whole, db.query_text(string_table_whole_sql("src")));
+  if (whole.value_or("0") == "1") return int64_t{0};
+  const std::string lost = lost_string_ids_sql(db, "src");
   Status status = db.exec(fmt::format(
       "CREATE TEMP TABLE lost_string AS {0}; "
-      "INSERT OR IGNORE INTO main.string (value) SELECT '(lost string ' || id || ')' "
-      "FROM temp.lost_string; "
+      "INSERT OR IGNORE INTO main.string (value) SELECT {1} FROM temp.lost_string; "
       "INSERT INTO temp.string_map (src_id, dst_id) SELECT l.id, m.id FROM temp.lost_string l "
-      "JOIN main.string m ON m.value = '(lost string ' || l.id || ')'",
-      lost));
+      "JOIN main.string m ON m.value = {2}",
+      lost, lost_string_text_sql("id"), lost_string_text_sql("l.id")));
   if (!status.is_ok()) return trace_read_error(db, "finding the strings the input lost");
   ASSIGN_OR_RETURN(auto lost_count, db.query_text("SELECT count(*) FROM temp.lost_string"));
   RETURN_IF_ERROR(db.exec("DROP TABLE temp.lost_string"));

@@ -10,17 +10,6 @@
 namespace partrain::profiler {
 namespace {
 
-// The columns that hold a string id (share/schema.sql).
-constexpr std::pair<std::string_view, std::string_view> kStringColumns[] = {
-    {"track", "name_id"},
-    {"slice", "name_id"},
-    {"collective", "comm_id"},
-    {"collective", "op"},
-    {"collective", "dtype"},
-    {"collective", "reduce_op"},
-    {"collective", "group_ranks_id"},
-};
-
 Status count_unusable_steps(const TraceReader& reader, std::vector<DamagedRows>& out) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    reader.prepare(fmt::format("SELECT rank, count(*) FROM step WHERE {} AND NOT {} "
@@ -33,25 +22,15 @@ Status count_unusable_steps(const TraceReader& reader, std::vector<DamagedRows>&
   });
 }
 
-// A string table that lost rows (ids a writer hands out one after another are missing, or none
-// is left) leaves rows naming strings that are not there, the rule `partrain merge` applies
-// (stat merge_lost_strings). The scan of every referencing column is paid only then.
+// Strings the rows name that the string table lost (string_table_whole_sql,
+// lost_string_ids_sql); the scan of every referencing column is paid only when the ids show a gap.
 Status count_lost_strings(const TraceReader& reader, std::vector<DamagedRows>& out) {
-  ASSIGN_OR_RETURN(SqliteStatement whole,
-                   reader.prepare("SELECT count(*) > 0 AND count(*) = max(id) FROM string"));
+  ASSIGN_OR_RETURN(SqliteStatement whole, reader.prepare(string_table_whole_sql("main")));
   if (whole.step() != SQLITE_ROW) return reader.read_error("checking the strings");
   if (whole.column_int(0) == 1) return Status::ok();
-  std::string referenced;
-  for (const auto& [table, column] : kStringColumns) {
-    if (!reader.db().has_column("main", std::string(table), std::string(column))) continue;
-    if (!referenced.empty()) referenced += " UNION ";
-    referenced +=
-        fmt::format("SELECT {} AS id FROM {} WHERE {} IS NOT NULL", column, table, column);
-  }
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare(fmt::format("SELECT count(*) FROM ({}) r WHERE r.id NOT IN "
-                                              "(SELECT id FROM string)",
-                                              referenced)));
+                   reader.prepare(fmt::format("SELECT count(*) FROM ({})",
+                                              lost_string_ids_sql(reader.db(), "main"))));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("checking the strings");
   if (const int64_t lost = stmt.column_int(0); lost > 0) {
     out.push_back({"strings_lost", std::nullopt, lost,
@@ -162,6 +141,33 @@ bool readable_group_ranks(std::string_view text) {
 }
 
 std::string lost_string_text(int64_t id) { return fmt::format("(lost string {})", id); }
+
+std::string lost_string_text_sql(std::string_view id) {
+  return fmt::format("'(lost string ' || {} || ')'", id);
+}
+
+std::string string_table_whole_sql(std::string_view schema) {
+  return fmt::format("SELECT count(*) > 0 AND count(*) = max(id) FROM {}.string", schema);
+}
+
+std::string lost_string_ids_sql(const SqliteDb& db, std::string_view schema) {
+  // The columns that hold a string id (share/schema.sql).
+  constexpr std::pair<std::string_view, std::string_view> kStringIdColumns[] = {
+      {"track", "name_id"},      {"slice", "name_id"},    {"collective", "comm_id"},
+      {"collective", "op"},      {"collective", "dtype"}, {"collective", "reduce_op"},
+      {"collective", "group_ranks_id"},
+  };
+  std::string referenced;
+  for (const auto& [table, column] : kStringIdColumns) {
+    if (!db.has_column(schema, table, column)) continue;
+    if (!referenced.empty()) referenced += " UNION ";
+    referenced += fmt::format("SELECT {1} AS id FROM {0}.{2} WHERE {1} IS NOT NULL", schema,
+                              column, table);
+  }
+  if (referenced.empty()) return "SELECT NULL AS id WHERE 0";
+  return fmt::format("SELECT DISTINCT r.id FROM ({}) r WHERE r.id NOT IN (SELECT id FROM {}.string)",
+                     referenced, schema);
+}
 
 StatusOr<std::vector<DamagedRows>> damaged_rows(const TraceReader& reader) {
   std::vector<DamagedRows> out;
