@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::profiler {
@@ -35,9 +36,10 @@ StatusOr<std::optional<Nanoseconds>> collective_timeout_from_env() {
 }
 
 std::string describe_flight_op(const CollectiveEvent& e) {
+  // `peer` is a send/recv's peer, else a broadcast's or reduce's root.
   return e.peer >= 0
-             ? fmt::format("{} (comm {}, peer {}, seq {})", e.op, communicator_name(e.comm_id),
-                           e.peer, e.seq)
+             ? fmt::format("{} (comm {}, {} {}, seq {})", e.op, communicator_name(e.comm_id),
+                           is_p2p(e.op) ? "peer" : "root", e.peer, e.seq)
              : fmt::format("{} (comm {}, seq {})", e.op, communicator_name(e.comm_id), e.seq);
 }
 

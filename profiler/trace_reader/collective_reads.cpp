@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_reader/trace_codes.h"
 
@@ -130,6 +132,57 @@ StatusOr<bool> has_collectives(const TraceReader& reader) {
   const int rc = stmt.step();
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return reader.read_error("reading the collectives");
   return rc == SQLITE_ROW;
+}
+
+StatusOr<std::vector<CollectiveOp>> unfinished_collectives(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      reader.prepare(fmt::format("SELECT {}, c.comm_id FROM collective c JOIN slice s ON s.id = "
+                                 "c.slice_id WHERE c.state != ?1 ORDER BY s.ts_ns",
+                                 kCollectiveOpColumns)));
+  stmt.bind(1, static_cast<int64_t>(CollectiveState::kCompleted));
+  std::vector<CollectiveOp> ops;
+  Status error;
+  RETURN_IF_ERROR(
+      reader.each_row(stmt, "reading the unfinished collectives", [&](const SqliteStatement& row) {
+        CollectiveOp op;
+        if (!error.is_ok() || !read_collective_op(reader, row, op, error)) return;
+        if (text_of(reader, row.column_int(15), op.comm_id, error)) ops.push_back(op);
+      }));
+  RETURN_IF_ERROR(error);
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const CollectiveOp& a, const CollectiveOp& b) { return a.rank < b.rank; });
+  return ops;
+}
+
+StatusOr<std::optional<int64_t>> last_collective_end_ns(const TraceReader& reader, int rank) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT MAX(s.ts_ns + s.dur_ns) FROM collective c JOIN slice s "
+                                  "ON s.id = c.slice_id JOIN track t ON t.id = s.track_id WHERE "
+                                  "t.rank = ?1"));
+  stmt.bind(1, int64_t{rank});
+  if (stmt.step() != SQLITE_ROW) {
+    return reader.read_error(fmt::format("reading the last collective of rank {}", rank));
+  }
+  if (stmt.column_is_null(0)) return std::optional<int64_t>();
+  return std::optional(stmt.column_int(0));
+}
+
+StatusOr<std::vector<int>> ranks_that_recorded(const TraceReader& reader, std::string_view comm_id,
+                                               int64_t seq) {
+  // The (comm_id, seq) index finds the op's rows; their tracks name the ranks.
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT DISTINCT t.rank FROM collective c JOIN slice s ON s.id "
+                                  "= c.slice_id JOIN track t ON t.id = s.track_id WHERE "
+                                  "c.comm_id = (SELECT id FROM string WHERE value = ?1) AND "
+                                  "c.seq = ?2 ORDER BY t.rank"));
+  stmt.bind(1, comm_id);
+  stmt.bind(2, seq);
+  std::vector<int> ranks;
+  RETURN_IF_ERROR(reader.each_row(
+      stmt, fmt::format("reading who recorded seq {} of communicator {}", seq, comm_id),
+      [&](const SqliteStatement& row) { ranks.push_back(static_cast<int>(row.column_int(0))); }));
+  return ranks;
 }
 
 }  // namespace partrain::profiler
