@@ -25,7 +25,7 @@
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_output.h"
-#include "profiler/trace_reader/damaged_rows.h"
+#include "profiler/trace_reader/lost_strings.h"
 #include "profiler/trace_writer.h"
 
 namespace partrain::profiler {

@@ -139,7 +139,7 @@ StatusOr<std::vector<CollectiveOp>> unfinished_collectives(const TraceReader& re
       SqliteStatement stmt,
       reader.prepare(fmt::format("SELECT {}, c.comm_id FROM collective c JOIN slice s ON s.id = "
                                  "c.slice_id WHERE c.state != ?1 ORDER BY s.ts_ns",
-                                 kCollectiveOpColumns)));
+                                 collective_op_columns())));
   stmt.bind(1, static_cast<int64_t>(CollectiveState::kCompleted));
   std::vector<CollectiveOp> ops;
   Status error;

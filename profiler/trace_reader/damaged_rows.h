@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "profiler/trace_reader/lost_strings.h"
 #include "profiler/trace_reader/trace_reader.h"
 
 namespace partrain::profiler {
@@ -47,18 +48,5 @@ inline constexpr std::string_view kUnusableGroupSize =
 // A group_ranks text ("0,1,2,3") of world ranks: digits and single commas, nothing else. Any
 // other (a negative rank, a word, an empty item) reads as not recorded.
 bool readable_group_ranks(std::string_view text);
-// The text a row's string id reads as when the string table lost it; `partrain merge` writes
-// the same text in its place.
-std::string lost_string_text(int64_t id);
-// The same text in SQL, of the string id the expression `id` gives.
-std::string lost_string_text_sql(std::string_view id);
-// A string table that lost rows (ids a writer hands out one after another are missing, or none
-// is left) leaves rows naming strings that are not there. The rule, for the reads here and for
-// `partrain merge` (stat merge_lost_strings), on the database attached as `schema`:
-// SQL of one row, 1 when its string table is whole (then no row can name a lost string) ...
-std::string string_table_whole_sql(std::string_view schema);
-// ... and SQL of the distinct string ids (column `id`) its rows name that its string table lacks:
-// a scan of every column holding a string id that `db` has in `schema` (older files lack some).
-std::string lost_string_ids_sql(const SqliteDb& db, std::string_view schema);
 
 }  // namespace partrain::profiler
