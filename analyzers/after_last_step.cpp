@@ -20,6 +20,14 @@ bool worth_saying(const RankAfterLastStep& r) {
   return r.collectives >= kTrailingCollectivesWorthSaying && r.span_ms >= r.step_ms;
 }
 
+// A run that failed, was killed or stopped recording ended inside an iteration: what it issued
+// after its last step is that iteration's, cut short (a hang, a crash), which the failure's own
+// findings tell. Only a run that ended normally has a tail to weigh.
+StatusOr<bool> ended_normally(const profiler::TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::optional<profiler::RunRow> run, reader.run());
+  return !run || !run->status || *run->status == profiler::RunStatus::kCompleted;
+}
+
 }  // namespace
 
 GroupVisitor AfterLastStepPass::visitor() {
@@ -27,6 +35,7 @@ GroupVisitor AfterLastStepPass::visitor() {
   visitor.on_group = [this](const CollectiveGroup& group) {
     for (const CollectiveRow& row : group.rows) {
       if (!row.step) continue;  // before the first step began: no step is missing it
+      if (!row.completed) continue;  // in flight when the rank stopped: the failure's to tell
       Tally& tally = by_step_[row.rank][*row.step];
       ++tally.ops;
       tally.time_ns += row.time_ns;
@@ -38,7 +47,7 @@ GroupVisitor AfterLastStepPass::visitor() {
 
 StatusOr<AfterLastStep> AfterLastStepPass::finish(const profiler::TraceReader& reader) const {
   // While the run goes on, the step its ranks are in has not ended yet: nothing is after the last.
-  ASSIGN_OR_RETURN(const bool ended, run_has_ended(reader));
+  ASSIGN_OR_RETURN(const bool ended, ended_normally(reader));
   if (!ended) return AfterLastStep{};
   std::map<int, std::pair<int64_t, int64_t>> numbers;  // rank -> its first and last step
   int64_t longest = -1;
@@ -76,14 +85,21 @@ StatusOr<AfterLastStep> AfterLastStepPass::finish(const profiler::TraceReader& r
       last_end_ns = std::max(last_end_ns, it->second.last_end_ns);
     }
     if (r.collectives == 0) continue;
+    // The steady steps: the first (the warm-up: a DeepSpeed job's holds deepspeed.initialize,
+    // 25 times a steady step) is left out, as the default window leaves it out, when others
+    // follow it.
+    const int64_t steady_first = last > first ? first + 1 : first;
     ASSIGN_OR_RETURN(const profiler::StepSpan all, profiler::step_span(reader, rank, first, last));
+    ASSIGN_OR_RETURN(const profiler::StepSpan steady,
+                     profiler::step_span(reader, rank, steady_first, last));
     ASSIGN_OR_RETURN(const profiler::StepSpan ended, profiler::step_span(reader, rank, last, last));
     r.time_ms = static_cast<double>(time_ns) / kNsPerMs;
     r.span_ms = static_cast<double>(std::max<int64_t>(last_end_ns - ended.end_ns, 0)) / kNsPerMs;
     r.steps = all.steps;
-    r.step_ms = all.steps > 0 ? static_cast<double>(all.end_ns - all.start_ns) / kNsPerMs /
-                                    static_cast<double>(all.steps)
-                              : 0.0;
+    r.stepped_ms = static_cast<double>(all.end_ns - all.start_ns) / kNsPerMs;
+    r.step_ms = steady.steps > 0 ? static_cast<double>(steady.end_ns - steady.start_ns) / kNsPerMs /
+                                       static_cast<double>(steady.steps)
+                                 : 0.0;
     after.ranks.push_back(r);
   }
   return after;
@@ -128,11 +144,10 @@ std::vector<Finding> after_last_step_findings(const AfterLastStep& after) {
     if (!worth_saying(r)) continue;
     parts.push_back(fmt::format(
         "rank {} issued {} collectives ({:.1f} ms of their own) in the {:.1f} ms after step {}, "
-        "the last step that ended (its mean step: {:.1f} ms)",
+        "the last step that ended (its mean step after the first: {:.1f} ms)",
         r.rank, r.collectives, r.time_ms, r.span_ms, r.last_step, r.step_ms));
     // Of the rank's time from its first step to its last collective.
-    const double stepped_ms = r.step_ms * static_cast<double>(r.steps);
-    impact = std::max(impact, r.span_ms / (r.span_ms + stepped_ms));
+    impact = std::max(impact, r.span_ms / (r.span_ms + r.stepped_ms));
   }
   if (parts.empty()) return findings;
   Finding f;

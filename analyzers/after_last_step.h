@@ -25,8 +25,11 @@ struct RankAfterLastStep {
   double time_ms = 0;       // their own time, summed
   // From the end of its last step to the end of the last of them: the rank's time no step holds.
   double span_ms = 0;
-  int64_t steps = 0;   // the steps it recorded
-  double step_ms = 0;  // its mean step (first step's start to last step's end, per step)
+  int64_t steps = 0;      // the steps it recorded
+  double stepped_ms = 0;  // its first step's start to its last step's end
+  // Its mean steady step: the steps after the first (the warm-up) to the last, per step; the
+  // first alone when it recorded one.
+  double step_ms = 0;
 };
 
 // A rank that recorded no step, yet its collectives carry one: a step began (PyTorch's step 0
@@ -39,8 +42,10 @@ struct RankWithoutStepEnd {
 };
 
 // By rank; only ranks that issued collectives after their last step, among those that ended the
-// trace's last step (a rank that stopped early is uneven_steps' to report). Empty while the run
-// is still running: its ranks' current steps have yet to end.
+// trace's last step (a rank that stopped early is uneven_steps' to report), and only collectives
+// that completed. Empty while the run is still running (its ranks' current steps have yet to
+// end) and for a run that did not end normally (failed, killed, incomplete: its last iteration
+// was cut short, which the failure's findings tell).
 struct AfterLastStep {
   std::vector<RankAfterLastStep> ranks;
   std::vector<RankWithoutStepEnd> never_ended;  // by rank; only when no rank ended a step

@@ -31,7 +31,7 @@ struct MemoryFlags {
   std::optional<double> dropout;  // unset: the model's published dropout, else none
   std::string optimizer = "adamw";
   std::string reserve = "auto";
-  std::string bucket_size = "25000000";
+  std::optional<std::string> bucket_size;  // unset: 25 MB (DDP's), and none under ZeRO-3
   bool inference = false;
   int64_t kv_len = 0, gen_len = 0;
   bool per_stage = false, explain = false, json = false, sweep = false;
@@ -91,9 +91,12 @@ StatusOr<memory::EstimateInput> to_input(const MemoryFlags& f) {
     if (!reserve.is_ok()) return reserve.status().with_context("--reserve");
     in.reserve_bytes = static_cast<double>(*reserve);
   }
-  StatusOr<uint64_t> bucket = parse_byte_size(f.bucket_size);
-  if (!bucket.is_ok()) return bucket.status().with_context("--bucket-size");
-  in.bucket_bytes = static_cast<double>(*bucket);
+  if (f.bucket_size) {
+    StatusOr<uint64_t> bucket = parse_byte_size(*f.bucket_size);
+    if (!bucket.is_ok()) return bucket.status().with_context("--bucket-size");
+    in.bucket_bytes = static_cast<double>(*bucket);
+    in.zero3_reduce_bucket = true;  // counted where ZeRO-3 is (--zero 3, a --sweep row)
+  }
   in.inference = f.inference;
   in.kv_len = f.kv_len;
   in.gen_len = f.gen_len;
@@ -124,6 +127,11 @@ Status check_flags_apply(const MemoryFlags& f) {
         "--recompute {} saves activations for the backward pass, which "
         "--inference has none of: drop --recompute",
         f.recompute);
+  }
+  if (f.inference && f.bucket_size) {
+    return invalid_argument(
+        "--bucket-size sizes a training rank's gradient bucket; an --inference estimate has no "
+        "gradients: drop --bucket-size");
   }
   if (f.inference && f.zero > 0) {
     return invalid_argument(
@@ -257,8 +265,10 @@ void add_recipe_flags(CLI::App& cmd, MemoryFlags& f) {
                  "Memory kept aside (CUDA context, NCCL buffers, fragmentation): auto or a size "
                  "(4G)")->capture_default_str();
   cmd.add_option("--bucket-size", f.bucket_size,
-                 "DDP gradient bucket: bytes, 25MB (decimal) or 25MiB (PyTorch's bucket_cap_mb=25)")
-      ->capture_default_str();
+                 "Gradient bucket: bytes, 25MB (decimal) or 25MiB. DDP and ZeRO-1/2: one in "
+                 "flight, capped at the gradients (default 25MB, PyTorch's bucket_cap_mb=25); "
+                 "--zero 3: DeepSpeed's reduce bucket, held whole (reduce_bucket_size x gradient "
+                 "bytes: 1GB for its default 5e8 in bf16), none unless given (FSDP)");
   cmd.add_flag("--inference", f.inference, "Weights and KV cache only (no grads or optimizer)");
   cmd.add_option("--kv-len", f.kv_len, "Prompt tokens in the KV cache (--inference)")
       ->check(non_negative_number());

@@ -18,7 +18,9 @@ double comm_buffer_bytes(const CommBufferInput& in) {
         most = std::max(most, u[i] * (in.param_bytes + in.grad_bytes) + previous * in.grad_bytes +
                                   next * in.param_bytes);
       }
-      bytes += most;
+      // DeepSpeed ZeRO-3 (0.19.8, stage3.py): its IPG bucket's flat buffer of
+      // reduce_bucket_size elements, allocated whole (2 GB in fp32 at its default 5e8).
+      bytes += most + in.zero3_reduce_bucket_bytes;
     } else {
       // Li 2020 sec. 3.2.3: gradients are all-reduced bucket by bucket (25 MB by default).
       bytes += std::min(in.bucket_bytes, in.grad_bytes_per_rank);

@@ -12,6 +12,9 @@ struct CommBufferInput {
   int pp = 1;
   int zero = 0;
   double bucket_bytes = 25e6;          // PyTorch DDP's bucket_cap_mb = 25
+  // ZeRO-3: DeepSpeed's reduce bucket (reduce_bucket_size elements of gradient bytes), which it
+  // allocates whole beside the units, whatever the gradients' size; 0: FSDP's units alone.
+  double zero3_reduce_bucket_bytes = 0;
   double grad_bytes_per_rank = 0;      // unsharded gradient bytes on this rank (caps the bucket)
   // Parameters of the units one tensor-parallel rank of the stage uses in backward, in that
   // order (memory_estimate.h: backward_units).
@@ -25,7 +28,8 @@ struct CommBufferInput {
 // gradients; ZeRO-3/FSDP: the most, along the backward order, of a unit gathered with its full
 // gradients, the previous unit's gradients still in their reduce-scatter and the next unit
 // prefetched (Zhao 2023 "PyTorch FSDP" sec. 3.2-3.3; a small model's token embedding outweighs
-// its blocks); pipeline: a send and a receive buffer of one boundary activation.
+// its blocks), plus DeepSpeed's reduce bucket when one is given; pipeline: a send and a receive
+// buffer of one boundary activation.
 double comm_buffer_bytes(const CommBufferInput& input);
 
 // The most parameters two consecutive units of `units` hold together: gradients staged unit by

@@ -225,7 +225,11 @@ std::vector<ExplainLine> explain_estimate(const EstimateInput& in, const MemoryE
     lines.push_back(
         {"comm buffers",
          l.zero >= 3
-             ? "unit gathered + its grads, previous unit's grads, next unit prefetched, + p2p"
+             ? (in.zero3_reduce_bucket
+                    ? "unit gathered + its grads, previous unit's grads, next unit prefetched, "
+                      "+ DeepSpeed's reduce bucket (--bucket-size, whole), + p2p"
+                    : "unit gathered + its grads, previous unit's grads, next unit prefetched, + "
+                      "p2p")
              : "one gradient bucket (dp > 1) + 2 p2p boundary buffers (pp > 1)",
          format_gib_gb(s.comm), "Li 2020 (PyTorch DDP) sec. 3.2.3; Zhao 2023 (FSDP) sec. 3"});
     if (l.pp > 1) {

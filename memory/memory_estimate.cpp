@@ -126,6 +126,7 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
     comm.bucket_bytes = in.zero2_stages_units && l.zero == 2
                             ? largest_adjacent_pair(comm.backward_units) * reduce_grad_bytes
                             : in.bucket_bytes;
+    if (in.zero3_reduce_bucket) comm.zero3_reduce_bucket_bytes = in.bucket_bytes;
     comm.grad_bytes_per_rank = m.params_count * reduce_grad_bytes;
     comm.param_bytes = in.recipe.param_bytes;
     comm.grad_bytes = reduce_grad_bytes;

@@ -21,6 +21,9 @@ struct EstimateInput {
   Optimizer optimizer = Optimizer::kAdamW;
   std::optional<double> reserve_bytes;  // unset: default_reserve()
   double bucket_bytes = 25e6;           // DDP gradient bucket
+  // ZeRO-3 also holds a reduce bucket of bucket_bytes (DeepSpeed's, allocated whole); false:
+  // FSDP's units alone (comm_buffers.h).
+  bool zero3_reduce_bucket = false;
   // Bytes per element a rank holds of the gradients it sends to a reduction (a DDP bucket's copy,
   // a ZeRO unit's reduce-scatter staging); unset: the recipe's gradient bytes. partrain's own
   // workload stages them in fp32 under every recipe.

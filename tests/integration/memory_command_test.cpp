@@ -52,6 +52,31 @@ TEST(MemoryCommand, TextAndJsonAgree) {
   EXPECT_NE(text.out.find("GB"), std::string::npos);
 }
 
+// DeepSpeed ZeRO-3 holds its reduce bucket (reduce_bucket_size elements) whole, whatever the
+// model's size: 2,042,033,169 B live for a 4.2M-parameter fp32 model on 2 ranks at the default
+// 5e8 (DeepSpeed 0.19.8, measured). `--zero 3 --bucket-size` ignored the flag (comm 0, as
+// without it); it is counted now, whole, and FSDP's ZeRO-3 (no flag) still counts none.
+TEST(MemoryCommand, ZeroThreeCountsTheReduceBucketItIsGiven) {
+  const std::string args = "memory --params 4198400 --dp 2 --zero 3 --precision fp32 --json";
+  auto fsdp = run_partrain(args);
+  auto deepspeed = run_partrain(args + " --bucket-size 2GB");
+  auto zero2 = run_partrain(
+      "memory --params 4198400 --dp 2 --zero 2 --precision fp32 --json "
+      "--bucket-size 2GB");
+  ASSERT_EQ(fsdp.exit_code, 0) << fsdp.err;
+  ASSERT_EQ(deepspeed.exit_code, 0) << deepspeed.err;
+  ASSERT_EQ(zero2.exit_code, 0) << zero2.err;
+  const auto comm = [](const CommandResult& r) {
+    return parse_json(r.out)["per_gpu_bytes"]["comm"].get<int64_t>();
+  };
+  EXPECT_EQ(comm(deepspeed) - comm(fsdp), 2000000000);
+  EXPECT_EQ(comm(zero2), 4198400 * 4);  // ZeRO-2's bucket: capped at the gradients
+  auto explain =
+      run_partrain("memory --params 4198400 --dp 2 --zero 3 --bucket-size 2GB --explain");
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_NE(explain.out.find("DeepSpeed's reduce bucket"), std::string::npos) << explain.out;
+}
+
 // ZeRO 2019 Figure 1: 7.5B parameters, N_d = 64, P_os: 31.4 GB of model states per GPU.
 TEST(MemoryCommand, ZeroPaperExampleFromTheCommandLine) {
   auto r = run_partrain("memory --params 7.5e9 --dp 64 --zero 1 --reserve 0 --json");
@@ -325,6 +350,8 @@ TEST(MemoryCommand, InvalidLayoutsNameTheConstraint) {
       // A byte size's error names its flag.
       {"--model llama-2-7b --reserve -1G", "--reserve: "},
       {"--model llama-2-7b --bucket-size 25Q", "--bucket-size: "},
+      {"--model llama-2-7b --inference --kv-len 100 --bucket-size 1GB",
+       "an --inference estimate has no gradients"},
   };
   for (const auto& [args, message] : cases) {
     auto r = run_partrain(std::string("memory ") + args);

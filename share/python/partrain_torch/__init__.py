@@ -9,7 +9,7 @@ then, in a process libpartrain_inject.so traces,
     on all members, its tensors' dtype and element counts, and its host times (called, issued,
     completed: from the Work's future, or by polling Work.is_completed where there is none);
   - steps come from torch.profiler's ProfilerStep#N when a profiler with a schedule runs, else
-    from the optimizer's step();
+    from the optimizer's step() (DeepSpeed's engine step when the program uses DeepSpeed);
   - an exception that ends a rank is noted, also in a rank torch.multiprocessing.spawn started
     (spawn catches it before sys.excepthook could see it);
   - an older torch gets one notice and its steps; NCCL's own calls are still recorded by the
@@ -37,5 +37,8 @@ def install():
         "torch.distributed.distributed_c10d": session.c10d_imported,
         "torch.optim.optimizer": session.optimizer_imported,
         "torch.profiler.profiler": session.profiler_imported,
+        # DeepSpeed's engines mark steps (never imported here: only if the program does)
+        "deepspeed.runtime.engine": session.deepspeed_engine_imported,
+        "deepspeed.runtime.pipe.engine": session.deepspeed_engine_imported,
         "torch.multiprocessing.spawn": session.spawn_imported,
     })

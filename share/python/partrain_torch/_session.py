@@ -18,12 +18,44 @@ _NO_HOOKS = ("torch {version} has no ProcessGroup.register_pre_hook (PyTorch 2.1
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+def _under(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _is_library(filename):
-    """A frame of an installed package or the standard library, not of the user's program."""
+    """A frame of a library (an installed package, the standard library, code the program
+    imports from a sys.path entry of its own: `pip install --target`, a PYTHONPATH checkout), not
+    of the user's program. The program's own code is under the script's directory or the
+    working directory; the deepest of those and the sys.path entries that holds the file
+    decides (a virtual environment inside the project is a library); a file under none is the
+    program's (exec'd code, a script run from elsewhere)."""
+    if filename.startswith("<"):
+        return filename.startswith("<frozen ")  # importlib's frozen modules; <string>: exec'd
     import sysconfig
+    path = os.path.abspath(filename)
+    parts = path.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
     paths = sysconfig.get_paths()
-    return ("site-packages" in filename or "dist-packages" in filename
-            or filename.startswith(paths.get("stdlib", "\0")))
+    if any(_under(path, os.path.abspath(paths[key])) for key in ("stdlib", "platstdlib")
+           if paths.get(key)):
+        return True
+    cwd = os.getcwd()
+    own = {cwd}
+    script = sys.argv[0] if sys.argv else ""
+    if script and not script.startswith("-") and os.path.isfile(script):
+        own.add(os.path.dirname(os.path.abspath(script)))
+    deepest, library = "", False
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        root = os.path.abspath(entry) if entry else cwd
+        if len(root) > len(deepest) and _under(path, root):
+            deepest, library = root, root not in own
+    for root in own:
+        if len(root) >= len(deepest) and _under(path, root):
+            deepest, library = root, False
+    return library
 
 
 def _exception_summary(kind, value, traceback):
@@ -61,6 +93,10 @@ class Session:
     def optimizer_imported(self, optimizer_module):
         self._guarded("installing the optimizer step hooks", self._install_steps,
                       "optimizer", optimizer_module)
+
+    def deepspeed_engine_imported(self, engine_module):
+        self._guarded("wrapping DeepSpeed's engine step", self._install_steps, "deepspeed",
+                      engine_module)
 
     def profiler_imported(self, profiler_module):
         self._guarded("wrapping torch.profiler.profile", self._install_steps, "profiler",
@@ -101,6 +137,8 @@ class Session:
             self.steps = _steps.StepMarkers(self)
         if which == "optimizer":
             self.steps.install_optimizer(module)
+        elif which == "deepspeed":
+            self.steps.install_deepspeed_engine(module)
         else:
             self.steps.install_profiler(module)
 

@@ -15,6 +15,11 @@ Two sources, the first that applies:
     A wrapper that never calls Optimizer.__init__ (PostLocalSGDOptimizer, which averages the
     parameters after its inner optimizer's step) has no step hooks of torch's: its step() is
     wrapped here to the same effect, so its averaging ends the step instead of opening the next.
+    DeepSpeed's engine is such a wrapper (its ZeRO optimizers are no torch Optimizer): its
+    step(), and the pipeline engine's train_batch(), are wrapped when the program imports them,
+    so ZeRO's all-gather of the updated partitions after the inner optimizer's step ends the
+    step. A step() called from the __init__ of an optimizer-shaped object holding it (DeepSpeed's
+    FP16_Optimizer creating its inner optimizer's state) is no iteration and marks nothing.
     A wrapper's step() (an optimizer holding another) in which no optimizer stepped took no
     step: accelerate's AcceleratedOptimizer steps its inner optimizer only on the last
     micro-batch of a gradient accumulation, so the micro-batches before it are one step with it,
@@ -24,6 +29,7 @@ ProfilerStep#0 as step N; after it stops, the optimizer marks steps again.
 """
 
 import functools
+import sys
 import time
 import weakref
 
@@ -109,23 +115,8 @@ class StepMarkers:
             if step is None or not callable(step) or getattr(step, "_partrain_steps", False):
                 return
 
-            @functools.wraps(step)
-            def wrapped_step(optimizer, *args, **kwargs):
-                if (getattr(type(optimizer).step, "hooked", False)
-                        or id(optimizer) in markers._unhooked_stepping):
-                    return step(optimizer, *args, **kwargs)  # torch's hooks, or an outer call
-                markers._unhooked_stepping.add(id(optimizer))
-                try:
-                    markers._guard("marking a step", markers._optimizer_stepping, optimizer,
-                                   args, kwargs)
-                    result = step(optimizer, *args, **kwargs)
-                    markers._optimizer_stepped(optimizer, args, kwargs)
-                    return result
-                finally:
-                    markers._unhooked_stepping.discard(id(optimizer))
-
-            wrapped_step._partrain_steps = True
-            cls.step = wrapped_step
+            cls.step = markers._marking_steps(
+                step, lambda optimizer: getattr(type(optimizer).step, "hooked", False))
 
         pending = list(optimizer_class.__subclasses__())
         while pending:
@@ -142,6 +133,52 @@ class StepMarkers:
             markers._guard("watching an optimizer class", hook, cls)
 
         optimizer_class.__init_subclass__ = classmethod(__init_subclass__)
+
+    def _marking_steps(self, step, torch_hooks_run=None, wrapper=False):
+        """step (a function of an optimizer-like object) made to mark steps as an optimizer's
+        step() does, where torch's hooks do not run for it (torch_hooks_run(instance) false).
+        wrapper: its instances hold an optimizer (whether they do is not looked for)."""
+        markers = self
+
+        @functools.wraps(step)
+        def wrapped_step(optimizer, *args, **kwargs):
+            if ((torch_hooks_run is not None and torch_hooks_run(optimizer))
+                    or id(optimizer) in markers._unhooked_stepping):
+                return step(optimizer, *args, **kwargs)  # torch's hooks, or an outer call
+            markers._unhooked_stepping.add(id(optimizer))
+            try:
+                if wrapper:
+                    markers._guard("marking a step", markers._note_wrapper, optimizer)
+                markers._guard("marking a step", markers._optimizer_stepping, optimizer, args,
+                               kwargs)
+                result = step(optimizer, *args, **kwargs)
+                markers._optimizer_stepped(optimizer, args, kwargs)
+                return result
+            finally:
+                markers._unhooked_stepping.discard(id(optimizer))
+
+        wrapped_step._partrain_steps = True
+        return wrapped_step
+
+    def install_deepspeed_engine(self, module):
+        """DeepSpeed's engine is the step: engine.step() (and the pipeline engine's
+        train_batch()) runs its optimizer (a ZeRO optimizer, no torch Optimizer) and then the
+        work of the update that follows it, ZeRO's all-gather of the updated partitions and the
+        pipeline's loss broadcast. Its inner torch optimizer returning is not the step's end."""
+        for class_name, method in (("DeepSpeedEngine", "step"), ("PipelineEngine",
+                                                                  "train_batch")):
+            cls = getattr(module, class_name, None)
+            function = cls.__dict__.get(method) if cls is not None else None
+            if (function is None or not callable(function)
+                    or getattr(function, "_partrain_steps", False)):
+                continue
+            setattr(cls, method, self._marking_steps(function, wrapper=True))
+
+    def _note_wrapper(self, optimizer):
+        try:
+            self._wrapper[optimizer] = True
+        except TypeError:  # not weakly referable: its attributes are looked at each time
+            pass
 
     def _optimizer_made(self):
         if self._source == _OPTIMIZER and self._current is None and self._next == 0:
@@ -170,16 +207,35 @@ class StepMarkers:
         wraps = self._wrapper[optimizer] = self._holds_an_optimizer(optimizer)
         return wraps
 
-    def _holds_an_optimizer(self, optimizer):
-        def is_optimizer(value):
-            if isinstance(value, self._optimizer_class):
-                return True
-            kind = type(value)
-            groups = hasattr(kind, "param_groups") or "param_groups" in getattr(value, "__dict__",
-                                                                                 {})
-            return groups and callable(getattr(kind, "step", None))
+    def _is_optimizer_like(self, value):
+        """torch's Optimizer, or an object shaped like one (param_groups and step())."""
+        if isinstance(value, self._optimizer_class):
+            return True
+        kind = type(value)
+        groups = hasattr(kind, "param_groups") or "param_groups" in getattr(value, "__dict__", {})
+        return groups and callable(getattr(kind, "step", None))
 
-        return any(is_optimizer(value) for value in getattr(optimizer, "__dict__", {}).values())
+    def _holds_an_optimizer(self, optimizer):
+        return any(
+            self._is_optimizer_like(value)
+            for value in getattr(optimizer, "__dict__", {}).values())
+
+    def _in_a_wrappers_construction(self, optimizer):
+        """Whether this step() is called from the __init__ of another optimizer (one with
+        param_groups and step()) that holds it: a wrapper creating its inner optimizer's state
+        (DeepSpeed's FP16_Optimizer with zero gradients) before any iteration. A training loop
+        run from some other object's __init__ still marks steps."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == "__init__":
+                owner = frame.f_locals.get("self")
+                if (owner is not None and owner is not optimizer
+                        and self._is_optimizer_like(owner)
+                        and any(value is optimizer
+                                for value in getattr(owner, "__dict__", {}).values())):
+                    return True
+            frame = frame.f_back
+        return False
 
     def _optimizer_step_ended(self, optimizer, now):
         # This step() and any it called that raised (their post-hooks never ran) are done.
@@ -192,6 +248,8 @@ class StepMarkers:
         if (steps_before is not None and self._optimizer_steps == steps_before
                 and self._wraps_an_optimizer(optimizer)):
             return  # a wrapper that stepped no optimizer: a micro-batch, no step
+        if not self._stepping and self._in_a_wrappers_construction(optimizer):
+            return  # no iteration's step: the wrapper is being made
         self._optimizer_steps += 1
         if self._source != _OPTIMIZER or self._stepping:
             return  # inside another optimizer's step(): that one's end is the step's

@@ -66,11 +66,13 @@ TEST(AfterLastStepTest, CollectivesAfterTheLastStepThatEndedAreSaid) {
   EXPECT_EQ(findings[0].kind, "after_last_step");
   EXPECT_EQ(findings[0].severity, Severity::kInfo);
   EXPECT_DOUBLE_EQ(findings[0].impact, 411.0 / 511.0);
-  EXPECT_EQ(findings[0].evidence.rfind(
-                "rank 0 issued 5 collectives (5.0 ms of their own) in the 411.0 ms after step 4, "
-                "the last step that ended (its mean step: 20.0 ms); rank 1 issued 5 collectives",
-                0),
-            0u)
+  EXPECT_EQ(
+      findings[0].evidence.rfind(
+          "rank 0 issued 5 collectives (5.0 ms of their own) in the 411.0 ms after step 4, "
+          "the last step that ended (its mean step after the first: 20.0 ms); rank 1 issued 5 "
+          "collectives",
+          0),
+      0u)
       << findings[0].evidence;
   EXPECT_NE(findings[0].evidence.find(": outside every step window"), std::string::npos);
   EXPECT_NE(findings[0].advice.find("docs/pytorch.md"), std::string::npos);
@@ -130,6 +132,76 @@ TEST(AfterLastStepTest, ARunStillRunningHasNothingAfterItsLastStep) {
   const AfterLastStep after = after_last_step(trace.finish(profiler::RunStatus::kRunning),
                                               window({0, 1}, 0, 100 * kMs, 1, 4));
   EXPECT_TRUE(after.ranks.empty());
+  EXPECT_TRUE(after_last_step_findings(after).empty());
+}
+
+// Two ranks: step 0 of 1000 ms (a DeepSpeed job's, holding deepspeed.initialize), steps 1..4 of
+// 20 ms, an all-reduce in each; then two all-gathers carrying step 5, 60 ms apart, the second
+// in state `state`.
+void write_warm_up_run(CollectiveTrace& trace, profiler::CollectiveState state) {
+  for (int rank = 0; rank < 2; ++rank) {
+    trace.step(rank, 0, 0, 1000 * kMs);
+    trace.add({.rank = rank, .seq = 0, .start_ns = 500 * kMs, .group = {0, 1}, .step = 0});
+    for (int64_t k = 1; k < 5; ++k) {
+      const int64_t start = 1000 * kMs + (k - 1) * 20 * kMs;
+      trace.step(rank, k, start, 20 * kMs);
+      trace.add({.rank = rank,
+                 .seq = static_cast<uint64_t>(k),
+                 .start_ns = start + 5 * kMs,
+                 .group = {0, 1},
+                 .step = k});
+    }
+    for (int i = 0; i < 2; ++i) {
+      trace.add({.rank = rank,
+                 .comm = "dp1",
+                 .seq = static_cast<uint64_t>(i),
+                 .op = "all_gather",
+                 .start_ns = 1090 * kMs + i * 60 * kMs,
+                 .group = {0, 1},
+                 .step = 5,
+                 .state = i == 1 ? state : profiler::CollectiveState::kCompleted});
+    }
+  }
+}
+
+// The threshold was the mean of every step, the 1000 ms warm-up among them (216 ms): the 71 ms of
+// trailing all-gathers after step 4 went unsaid. The steady steps' mean (20 ms) is the measure.
+TEST(AfterLastStepTest, TheWarmUpStepIsNoPartOfTheMeanStep) {
+  CollectiveTrace trace("after_last_step_warm_up");
+  write_warm_up_run(trace, profiler::CollectiveState::kCompleted);
+  const AfterLastStep after =
+      after_last_step(trace.finish(), window({0, 1}, 1000 * kMs, 1080 * kMs, 1, 4));
+  ASSERT_EQ(after.ranks.size(), 2u);
+  EXPECT_EQ(after.ranks[0].collectives, 2);
+  EXPECT_DOUBLE_EQ(after.ranks[0].step_ms, 20.0);
+  EXPECT_DOUBLE_EQ(after.ranks[0].span_ms, 71.0);  // step 4 ends at 1080 ms, the last at 1151 ms
+  const std::vector<Finding> findings = after_last_step_findings(after);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].evidence.find("(its mean step after the first: 20.0 ms)"),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_DOUBLE_EQ(findings[0].impact, 71.0 / (71.0 + 1080.0));
+}
+
+// A hung run: the collective it hung in sat after the last step with the work before it, and a
+// finding about replaced optimizers and final checkpoints stood beside the hang's diagnosis.
+TEST(AfterLastStepTest, ARunThatFailedHasNoTailToWeigh) {
+  CollectiveTrace trace("after_last_step_failed");
+  write_warm_up_run(trace, profiler::CollectiveState::kStarted);
+  const AfterLastStep after = after_last_step(trace.finish(profiler::RunStatus::kFailed),
+                                              window({0, 1}, 1000 * kMs, 1080 * kMs, 1, 4));
+  EXPECT_TRUE(after.ranks.empty());
+  EXPECT_TRUE(after_last_step_findings(after).empty());
+}
+
+// A collective that never completed is no work after the last step, even in a run that ended.
+TEST(AfterLastStepTest, ACollectiveThatNeverCompletedIsNotCounted) {
+  CollectiveTrace trace("after_last_step_in_flight");
+  write_warm_up_run(trace, profiler::CollectiveState::kStarted);
+  const AfterLastStep after =
+      after_last_step(trace.finish(), window({0, 1}, 1000 * kMs, 1080 * kMs, 1, 4));
+  ASSERT_EQ(after.ranks.size(), 2u);
+  EXPECT_EQ(after.ranks[0].collectives, 1);
   EXPECT_TRUE(after_last_step_findings(after).empty());
 }
 
