@@ -4,8 +4,8 @@
 
 namespace partrain::profiler {
 
-void TorchFlight::issued(int group, const CollectiveEvent& event) {
-  const uint64_t id = recorder_.record(event);
+void TorchFlight::issued(int group, const CollectiveEvent& event, FlightRecorder::Timing timing) {
+  const uint64_t id = recorder_.record(event, timing);
   std::lock_guard lock(mutex_);
   in_flight_[Key{group, event.seq, event.enqueue_ns}] = id;
   // Ops whose completion never came (the module stopped recording) are forgotten once the ring
@@ -17,6 +17,12 @@ void TorchFlight::issued(int group, const CollectiveEvent& event) {
       it = it->second < oldest_kept ? in_flight_.erase(it) : std::next(it);
     }
   }
+}
+
+void TorchFlight::waited(int group, const CollectiveEvent& event, int64_t since_ns) {
+  std::lock_guard lock(mutex_);
+  auto found = in_flight_.find(Key{group, event.seq, event.enqueue_ns});
+  if (found != in_flight_.end()) recorder_.time_from(found->second, since_ns);
 }
 
 bool TorchFlight::finished(int group, const CollectiveEvent& event) {

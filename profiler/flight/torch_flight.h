@@ -20,7 +20,11 @@ class TorchFlight {
   explicit TorchFlight(FlightRecorder& recorder) : recorder_(recorder) {}
 
   // Op `event` of group handle `group` was issued and has not completed (state kStarted).
-  void issued(int group, const CollectiveEvent& event);
+  // kUntimed: its completion shows only once the program waits on it, which waited() says.
+  void issued(int group, const CollectiveEvent& event,
+              FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
+  // The program waits on that op from `since_ns` on: a watchdog times it from there.
+  void waited(int group, const CollectiveEvent& event, int64_t since_ns);
   // It completed, failed, or was still in flight when the process ended (as its state says).
   // Whether it still goes to the trace: false once a final dump holds it as it stood.
   bool finished(int group, const CollectiveEvent& event);

@@ -37,7 +37,10 @@ std::string_view text(const char* value, size_t max_bytes = kMaxTextBytes) {
 // CLOCK_MONOTONIC ns): what profiler/torch_collective.h's TorchOp holds, plus the group's handle
 // and the op's NCCL window. outcome: 0 completed (completed_ns 0: never seen completing),
 // 1 failed, 2 issued and in flight (sent by the post hook; its completion follows with the same
-// group, seq and issue_ns). Strings are NUL-padded, not necessarily NUL-terminated.
+// group and issue_ns), 3 the same for an op whose completion shows only once the program waits
+// on it (gloo Work without a future: the watchdog leaves it alone), 4 the program now waits on
+// such an op (the watchdog times it from here). Strings are NUL-padded, not necessarily
+// NUL-terminated.
 struct TorchCollectiveAbi {
   int32_t group;
   int32_t root;
@@ -119,8 +122,15 @@ PARTRAIN_EXPORT void partrain_torch_collective(const void* record, size_t size) 
   op.issued_ns = abi.issued_ns;
   op.completed_ns = abi.completed_ns;
   op.failed = abi.outcome == 1;
-  if (abi.outcome == 2) {
-    process->torch().issued(abi.group, op);
+  if (abi.outcome == 2 || abi.outcome == 3) {
+    process->torch().issued(abi.group, op,
+                            abi.outcome == 3
+                                ? partrain::profiler::FlightRecorder::Timing::kUntimed
+                                : partrain::profiler::FlightRecorder::Timing::kFromEnqueue);
+    return;
+  }
+  if (abi.outcome == 4) {
+    process->torch().waited(abi.group, op);
     return;
   }
   process->torch().collective(abi.group, op, abi.window);

@@ -39,7 +39,11 @@ class TorchRecording {
   // (0: none).
   void collective(int group, const TorchOp& op, uint64_t window);
   // The same op when it was issued, before it completes: in flight, in the flight recorder.
-  void issued(int group, const TorchOp& op);
+  // kUntimed: the watchdog leaves it alone until waited() (FlightRecorder::Timing).
+  void issued(int group, const TorchOp& op,
+              FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
+  // The program waits on that op from now on: the watchdog times it from here.
+  void waited(int group, const TorchOp& op);
   // The ops of this rank, in flight and recent (the rank's watchdog and dumps read it).
   FlightRecorder& flight_recorder() { return recorder_; }
 

@@ -25,6 +25,10 @@ from partrain_torch import _completion, _native
 HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, health check)
 _P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
 _OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED = 0, 1, 2
+# Work whose completion shows only once the program waits on it (gloo Work without a future:
+# send, recv, reduce_scatter): in flight but untimed by the watchdog until its wait() is called
+# from Python; then timed from there (profiler/inject/torch_abi.cpp).
+_OUTCOME_ISSUED_UNTIMED, _OUTCOME_WAITED = 3, 4
 # A p2p op's tag T in its seq: T * 2^32 + its number among (direction, peer, T); tag 0, negative
 # tags and tags of 2^31 or more keep plain numbers (profiler/p2p_seq.h reads them back).
 _TAG_SHIFT = 32
@@ -153,6 +157,10 @@ class Recorder:
 
         @functools.wraps(original)
         def wait(work, *args, **kwargs):
+            if awaited:
+                waited = awaited.get(id(work))
+                if waited is not None:
+                    self._waited(waited[1])
             result = original(work, *args, **kwargs)
             if awaited:
                 waited = awaited.pop(id(work), None)
@@ -358,23 +366,29 @@ class Recorder:
             if work is None:
                 self._completed(entry, issued_ns, _OUTCOME_COMPLETED)
                 return
-            # In flight from now on, for the library's flight recorder (a watchdog times it, a
-            # dump shows it): before anything can complete it.
             op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
-            self._native.collective(
-                _pack(group.handle, root, _OUTCOME_ISSUED, dtype[1], input_elements,
-                      output_elements, seq, issue_ns, issued_ns, 0, window, op, dtype[0]),
-                _RECORD_BYTES)
             kind = (group.nccl, seen[0])
+            future = None
             if not group.nccl and kind not in self._no_future:
                 try:
                     future = work.get_future()
                 except Exception:  # "Work::getFuture not implemented": send/recv, ...
                     self._no_future.add(kind)
-                else:
-                    future.add_done_callback(self._callbacks.make(self._future_done, entry))
-                    return
-            if not group.nccl:  # an NCCL Work's wait() returns before the GPU has run it
+            # gloo Work without a future completes when its wait() returns (is_completed() stays
+            # false until then): a send never waited, a reduce_scatter waited from C++ would
+            # stay in flight for good, so the watchdog times it only while Python waits on it.
+            awaited = not group.nccl and future is None
+            # In flight from now on, for the library's flight recorder (a watchdog times it, a
+            # dump shows it): before anything can complete it.
+            self._native.collective(
+                _pack(group.handle, root, _OUTCOME_ISSUED_UNTIMED if awaited else _OUTCOME_ISSUED,
+                      dtype[1], input_elements, output_elements, seq, issue_ns, issued_ns, 0,
+                      window, op, dtype[0]),
+                _RECORD_BYTES)
+            if future is not None:
+                future.add_done_callback(self._callbacks.make(self._future_done, entry))
+                return
+            if awaited:  # never NCCL Work: its wait() returns before the GPU has run it
                 self._awaited[id(work)] = (work, entry)  # held: its Python object stays the same
             self._watcher.watch(work, entry)
         except Exception as error:
@@ -392,6 +406,19 @@ class Recorder:
     def _polled(self, work, entry, completed_ns, outcome):
         self._awaited.pop(id(work), None)
         self._completed(entry, completed_ns, outcome)
+
+    def _waited(self, entry):
+        """The program waits on an op issued untimed: the watchdog times it from now."""
+        if id(entry) not in self._in_flight or self._session.failed:
+            return
+        try:
+            handle, seen, issued_ns = entry
+            op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
+            self._native.collective(
+                _pack(handle, root, _OUTCOME_WAITED, dtype[1], input_elements, output_elements,
+                      seq, issue_ns, issued_ns, 0, window, op, dtype[0]), _RECORD_BYTES)
+        except Exception as error:
+            self._session.fail("recording a wait on a collective", error)
 
     def _completed(self, entry, completed_ns, outcome):
         if self._in_flight.pop(id(entry), None) is None or self._session.failed:

@@ -26,13 +26,26 @@ TEST(TorchFlight, AnIssuedOpIsInFlightUntilItsCompletionArrives) {
   flight.issued(0, op(0, 1000, CollectiveState::kStarted));
   flight.issued(0, op(1, 2000, CollectiveState::kStarted));
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 0u);
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 0u);
 
   EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 1u) << "seq 0 completed in place";
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 1u) << "seq 0 completed in place";
   EXPECT_EQ(recorder.total_recorded(), 2u) << "one entry per op, not one per report";
   EXPECT_TRUE(flight.finished(0, op(1, 2000, CollectiveState::kCompleted)));
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
+// An op issued untimed is timed from when the program waits on it.
+TEST(TorchFlight, AnUntimedOpIsTimedFromItsWait) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted), FlightRecorder::Timing::kUntimed);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+  flight.waited(0, op(0, 1000, CollectiveState::kStarted), 7000);
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 7000);
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());
 }
 
