@@ -7,7 +7,7 @@ namespace partrain::profiler {
 void TorchFlight::issued(int group, const CollectiveEvent& event, FlightRecorder::Timing timing) {
   const uint64_t id = recorder_.record(event, timing);
   std::lock_guard lock(mutex_);
-  in_flight_[Key{group, event.seq, event.enqueue_ns}] = id;
+  in_flight_[Key{group, event.enqueue_ns}] = id;
   // Ops whose completion never came (the module stopped recording) are forgotten once the ring
   // has evicted them: their update would find nothing anyway.
   if (in_flight_.size() > 2 * recorder_.capacity()) {
@@ -21,7 +21,7 @@ void TorchFlight::issued(int group, const CollectiveEvent& event, FlightRecorder
 
 void TorchFlight::waited(int group, const CollectiveEvent& event, int64_t since_ns) {
   std::lock_guard lock(mutex_);
-  auto found = in_flight_.find(Key{group, event.seq, event.enqueue_ns});
+  auto found = in_flight_.find(Key{group, event.enqueue_ns});
   if (found != in_flight_.end()) recorder_.time_from(found->second, since_ns);
 }
 
@@ -29,7 +29,7 @@ bool TorchFlight::finished(int group, const CollectiveEvent& event) {
   uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
-    auto found = in_flight_.find(Key{group, event.seq, event.enqueue_ns});
+    auto found = in_flight_.find(Key{group, event.enqueue_ns});
     if (found == in_flight_.end()) {
       // Never reported in flight (its Work was done when issued): it enters finished.
       (void)recorder_.record(event);

@@ -1,7 +1,8 @@
 // A foreign rank's PyTorch ops in its flight recorder, so that a watchdog can time them and a dump
 // shows where the rank stood: an op enters the recorder when partrain's Python module reports it
 // issued (its post hook; the op is then in flight) and is finished in place when its completion
-// is reported, the two matched by group, seq and the time the op was called.
+// is reported, the two matched by group and the time the op was called (not by seq: an
+// any-source recv is numbered once its sender is known, at completion).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,9 @@ class TorchFlight {
   bool finished(int group, const CollectiveEvent& event);
 
  private:
-  using Key = std::tuple<int, uint64_t, int64_t>;  // group, seq, enqueue_ns
+  // group, enqueue_ns: the module calls monotonic_ns() for each op under the GIL, one after
+  // another, so no two ops of a group share it.
+  using Key = std::tuple<int, int64_t>;
 
   FlightRecorder& recorder_;
   std::mutex mutex_;

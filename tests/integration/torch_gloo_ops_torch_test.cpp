@@ -39,5 +39,25 @@ TEST(TorchGlooOps, OpsNothingWaitsOnDoNotTripTheWatchdog) {
             "0|reduce_scatter|started\n1|reduce_scatter|started\n0|send|started\n");
 }
 
+// Rank 0 receives 4 tensors from any source (dist.recv without src), 2 from each of ranks 1
+// and 2. Each recv is numbered among its sender's, so it pairs with that send; numbered under
+// peer -1 they never paired, and analyze called a healthy rank 0 "[critical]
+// missing_collective": "rank 0 never recorded recv seqs 0-1 ... that rank 1 recorded".
+TEST(TorchGlooOps, ARecvFromAnySourcePairsWithItsSend) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "any_source.db").string();
+  const CommandResult run = launch_case(trace, 3, "", "recv_any_source");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  expect_collectives_matched(query);
+  EXPECT_EQ(query.rows("SELECT peer, seq FROM collectives WHERE op = 'recv' AND rank = 0 "
+                       "ORDER BY peer, seq"),
+            "1|0\n1|1\n2|0\n2|1\n");
+  const CommandResult analyze = run_partrain("analyze " + shell_quoted(trace));
+  EXPECT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_EQ(analyze.out.find("missing"), std::string::npos) << analyze.out;
+}
+
 }  // namespace
 }  // namespace partrain::testing

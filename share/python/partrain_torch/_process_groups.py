@@ -90,6 +90,7 @@ class Recorder:
         self._no_future = set()  # (backend is NCCL, op) whose Work has no future
         self._in_flight = {}  # id(entry) -> entry, until completed (recorded at exit otherwise)
         self._awaited = {}  # id(work) -> (work, entry): Work without a future, for its wait()
+        self._any_source = {}  # id(entry) -> _Group: recvs from any source, until completed
         self._watcher = _completion.CompletionWatcher(
             self._polled, lambda entry: id(entry) in self._in_flight)
         self._callbacks = _completion.FutureCallbacks()
@@ -165,7 +166,8 @@ class Recorder:
             if awaited:
                 waited = awaited.pop(id(work), None)
                 if waited is not None:
-                    self._completed(waited[1], monotonic_ns(), _OUTCOME_COMPLETED)
+                    self._completed(self._received(work, waited[1]), monotonic_ns(),
+                                    _OUTCOME_COMPLETED)
             return result
 
         work_class.wait = wait
@@ -389,6 +391,8 @@ class Recorder:
                 future.add_done_callback(self._callbacks.make(self._future_done, entry))
                 return
             if awaited:  # never NCCL Work: its wait() returns before the GPU has run it
+                if op == b"RECV" and root < 0:  # from any source: numbered once it is known
+                    self._any_source[id(entry)] = group
                 self._awaited[id(work)] = (work, entry)  # held: its Python object stays the same
             self._watcher.watch(work, entry)
         except Exception as error:
@@ -405,7 +409,7 @@ class Recorder:
 
     def _polled(self, work, entry, completed_ns, outcome):
         self._awaited.pop(id(work), None)
-        self._completed(entry, completed_ns, outcome)
+        self._completed(self._received(work, entry), completed_ns, outcome)
 
     def _waited(self, entry):
         """The program waits on an op issued untimed: the watchdog times it from now."""
@@ -419,6 +423,31 @@ class Recorder:
                       seq, issue_ns, issued_ns, 0, window, op, dtype[0]), _RECORD_BYTES)
         except Exception as error:
             self._session.fail("recording a wait on a collective", error)
+
+    def _received(self, work, entry):
+        """An any-source recv's entry once it completed, as one from its sender: peer and seq
+        among the (recv, sender, tag) ops, as a recv given `src` is numbered, so that it pairs
+        with the sender's send (gloo delivers one sender's sends in order). Other entries, and
+        one whose sender torch does not say, as they are. The library matches the completion
+        with the issue by group and call time, whatever the seq."""
+        group = self._any_source.pop(id(entry), None) if self._any_source else None
+        if group is None:
+            return entry
+        try:
+            source = work._source_rank()
+        except Exception:  # it failed, or a torch without _source_rank
+            return entry
+        if self._in_flight.pop(id(entry), None) is None:
+            return entry  # completed already
+        handle, seen, issued_ns = entry
+        tag = seen[5] >> _TAG_SHIFT
+        key = (b"RECV", source, tag)
+        number = group.p2p.get(key, 0)
+        group.p2p[key] = number + 1
+        received = (handle, seen[:4] + (source, (tag << _TAG_SHIFT) | number) + seen[6:],
+                    issued_ns)
+        self._in_flight[id(received)] = received
+        return received
 
     def _completed(self, entry, completed_ns, outcome):
         if self._in_flight.pop(id(entry), None) is None or self._session.failed:

@@ -36,6 +36,24 @@ TEST(TorchFlight, AnIssuedOpIsInFlightUntilItsCompletionArrives) {
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());
 }
 
+// An any-source recv is issued under peer -1 and a provisional seq, and completes numbered among
+// its sender's sends: it finishes in place (it stayed in flight, and the watchdog ended a
+// healthy job).
+TEST(TorchFlight, ACompletionMatchesItsIssueByGroupAndCallTimeWhateverItsSeq) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  CollectiveEvent issued = op(0, 1000, CollectiveState::kStarted);
+  issued.peer = -1;
+  flight.issued(0, issued);
+  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
+  completed.peer = 1;
+  EXPECT_TRUE(flight.finished(0, completed));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
+  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
 // An op issued untimed is timed from when the program waits on it.
 TEST(TorchFlight, AnUntimedOpIsTimedFromItsWait) {
   FlightRecorder recorder;
@@ -50,7 +68,7 @@ TEST(TorchFlight, AnUntimedOpIsTimedFromItsWait) {
 }
 
 // Ops of two groups (or a send and a recv) may share a seq: group and call time tell them apart.
-TEST(TorchFlight, CompletionsMatchByGroupSeqAndCallTime) {
+TEST(TorchFlight, CompletionsMatchByGroupAndCallTime) {
   FlightRecorder recorder;
   TorchFlight flight(recorder);
   flight.issued(0, op(3, 1000, CollectiveState::kStarted));
