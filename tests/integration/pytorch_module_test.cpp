@@ -137,5 +137,28 @@ TEST(PytorchModule, ItsThreadsAreDoneWithPythonBeforeTheInterpreterFinalizes) {
   EXPECT_EQ(run.err, "");
 }
 
+// On a GPU host init_process_group() gives every group cpu:gloo and cuda:nccl, and
+// get_backend() says "undefined": its NCCL ops were taken for gloo's (no NCCL window, so two rows
+// per op; completion from the host future, which fires at enqueue), and the stat torch_backend
+// said "undefined". With "cpu:gloo,cuda:nccl" said outright, its CPU ops were taken for NCCL's
+// (a gloo reduce_scatter then never completed). The op's tensors now decide (stand-ins for a
+// GPU host's torch; tests/integration/scripts/torch_backend_choice.py).
+TEST(PytorchModule, AnOpRunsOnTheBackendOfItsTensorsDevice) {
+  CommandResult run =
+      run_shell("PYTHONNOUSERSITE=1 PYTHONPATH='" +
+                (fs::path(PARTRAIN_SOURCE_DIR) / "share/python").string() + "' python3 '" +
+                (kScripts / "torch_backend_choice.py").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "init_process_group(): ALLREDUCE on cuda: NCCL window, polled\n"
+            "init_process_group(): ALLREDUCE on cpu: no window, future\n"
+            "init_process_group(): BARRIER on no tensor: NCCL window, polled\n"
+            "\"cpu:gloo,cuda:nccl\": ALLREDUCE on cuda: NCCL window, polled\n"
+            "\"cpu:gloo,cuda:nccl\": ALLREDUCE on cpu: no window, future\n"
+            "\"cpu:gloo,cuda:nccl\": BARRIER on no tensor: NCCL window, polled\n"
+            "torch_backend: cpu:gloo,cuda:nccl\n");
+  EXPECT_EQ(run.err, "");
+}
+
 }  // namespace
 }  // namespace partrain::testing

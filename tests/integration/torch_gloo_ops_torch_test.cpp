@@ -59,5 +59,22 @@ TEST(TorchGlooOps, ARecvFromAnySourcePairsWithItsSend) {
   EXPECT_EQ(analyze.out.find("missing"), std::string::npos) << analyze.out;
 }
 
+// init_process_group() without a backend: get_backend() says "undefined" (torch picks one per
+// device, cpu:gloo here), and so did the stat torch_backend and export's distributedInfo.
+TEST(TorchGlooOps, AGroupMadeWithoutABackendNamesTheOneTorchChose) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string trace = (scratch.path() / "no_backend.db").string();
+  const CommandResult run = launch_case(trace, 2, "", "no_backend");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  TraceQuery query(trace);
+  EXPECT_EQ(query.rows("SELECT rank, description FROM stats WHERE name = 'torch_backend' "
+                       "ORDER BY rank"),
+            "0|gloo\n1|gloo\n");
+  EXPECT_EQ(query.number("SELECT count(*) FROM collectives WHERE op = 'all_reduce' AND "
+                         "state = 'completed'"),
+            2);
+}
+
 }  // namespace
 }  // namespace partrain::testing

@@ -55,16 +55,49 @@ class _Group:
     object would keep the group and gloo's threads alive into the interpreter's teardown (where
     stopping them aborted the process now and then)."""
 
-    __slots__ = ("pg", "name", "handle", "nccl", "collectives", "p2p", "pending")
+    __slots__ = ("pg", "name", "handle", "nccl", "nccl_untensored", "collectives", "p2p",
+                 "pending")
 
     def __init__(self, pg, name):
         self.pg = weakref.ref(pg)
         self.name = name
         self.handle = None  # registered with the library at its first op (its ranks are set then)
-        self.nccl = False
+        self.nccl = False  # its ops on CUDA tensors run on NCCL
+        self.nccl_untensored = False  # and its ops without tensors (a barrier) too
         self.collectives = 0
         self.p2p = {}
         self.pending = {}  # op_id -> what the pre hook saw
+
+
+def _backends(c10d, pg):
+    """The group's backend as the job names it (the stat torch_backend), whether its ops on CUDA
+    tensors run on NCCL, and whether its ops without tensors (a barrier) do. A backend is
+    chosen per device: init_process_group() without one gives cpu:gloo, plus cuda:nccl on a
+    host with GPUs, and get_backend() then says "undefined"; get_backend_config() names them
+    ("cpu:gloo,cuda:nccl"; a plain "gloo" is "cpu:gloo,cuda:gloo")."""
+    name = str(c10d.get_backend(pg))
+    config = name
+    if hasattr(c10d, "get_backend_config"):
+        config = str(c10d.get_backend_config(pg))
+    devices = {}
+    for part in config.split(","):
+        device, _, backend = part.strip().rpartition(":")
+        devices[device or "*"] = backend
+    nccl = devices.get("cuda", devices.get("*")) == "nccl"
+    if name == "undefined" or not name:
+        names = sorted(set(devices.values()))
+        name = names[0] if len(names) == 1 else config
+    # c10d runs a barrier on the accelerator when there is one (the CPU otherwise).
+    untensored = nccl and ("cpu" not in devices or _cuda_available())
+    return name, nccl, untensored
+
+
+def _cuda_available():
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
 
 
 def _restart_attempt():
@@ -293,8 +326,7 @@ class Recorder:
             group.handle = -1
             return
         ranks = self._c10d.get_process_group_ranks(pg)
-        backend = str(self._c10d.get_backend(pg))
-        group.nccl = "nccl" in backend
+        backend, group.nccl, group.nccl_untensored = _backends(self._c10d, pg)
         group.handle = self._native.register_group(group.name, str(pg.group_desc), list(ranks),
                                                    pg.rank())
         if not self._backend_said:
@@ -345,7 +377,8 @@ class Recorder:
             else:
                 seq = group.collectives
                 group.collectives = seq + 1
-            window = self._native.window_open() if group.nccl else 0
+            nccl = group.nccl and (first.is_cuda if first is not None else group.nccl_untensored)
+            window = self._native.window_open() if nccl else 0
             group.pending[args.op_id] = (op, dtype, input_elements, output_elements, root, seq,
                                          issue_ns, window)
             self.issued += 1
@@ -354,12 +387,13 @@ class Recorder:
 
     def _post(self, group, args):
         issued_ns = monotonic_ns()
-        if group.nccl:
+        seen = group.pending.pop(args.op_id, None)
+        nccl = seen is not None and seen[7] != 0  # an NCCL op: _pre opened its window
+        if nccl:
             self._native.window_close()
         if self._session.failed:
             return
         try:
-            seen = group.pending.pop(args.op_id, None)
             if seen is None or group.handle is None or group.handle < 0:
                 return
             entry = (group.handle, seen, issued_ns)
@@ -369,9 +403,9 @@ class Recorder:
                 self._completed(entry, issued_ns, _OUTCOME_COMPLETED)
                 return
             op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
-            kind = (group.nccl, seen[0])
+            kind = (nccl, seen[0])
             future = None
-            if not group.nccl and kind not in self._no_future:
+            if not nccl and kind not in self._no_future:
                 try:
                     future = work.get_future()
                 except Exception:  # "Work::getFuture not implemented": send/recv, ...
@@ -379,7 +413,7 @@ class Recorder:
             # gloo Work without a future completes when its wait() returns (is_completed() stays
             # false until then): a send never waited, a reduce_scatter waited from C++ would
             # stay in flight for good, so the watchdog times it only while Python waits on it.
-            awaited = not group.nccl and future is None
+            awaited = not nccl and future is None
             # In flight from now on, for the library's flight recorder (a watchdog times it, a
             # dump shows it): before anything can complete it.
             self._native.collective(
