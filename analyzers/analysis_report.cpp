@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <iterator>
 #include <set>
@@ -13,6 +14,7 @@
 #include <tuple>
 
 #include "analyzers/collective_groups.h"
+#include "analyzers/failure_origin.h"
 #include "analyzers/node_file_check.h"
 #include "analyzers/restart_attempts.h"
 #include "analyzers/step_history.h"
@@ -25,31 +27,117 @@
 namespace partrain::analyzers {
 namespace {
 
+// How the failing rank ended: "exited with code 1", "aborted (signal 6, SIGABRT: ...)".
+std::string how_it_ended(const RunOutcome& outcome) {
+  const int signal = outcome.failing_exit_signal.value_or(0);
+  if (signal == SIGABRT) {
+    return "aborted (signal 6, SIGABRT: the process's own abort(), as a failed check in the "
+           "transport, gloo's enforce on a mismatched collective, or an uncaught C++ exception "
+           "does; not a signal from outside)";
+  }
+  if (signal != 0) return fmt::format("was killed by signal {} ({})", signal, signal_name(signal));
+  if (outcome.failing_exit_code) {
+    return fmt::format("exited with code {}", *outcome.failing_exit_code);
+  }
+  return "failed";
+}
+
+// The failing rank only waited (its exception is a peer's failure reaching it): what the trace
+// says of the rank it waited on (failure_origin.h). The finding names where to start.
+void explain_origin(const RunOutcome& outcome, const FailureOrigin& origin, Finding& finding) {
+  finding.evidence =
+      outcome.failing_rank_from_exceptions
+          ? fmt::format(
+                "the run failed: rank {}'s uncaught exception says a peer's failure reached it "
+                "({}); the launcher's exits are not in the trace",
+                origin.waiter, outcome.failing_exception.value_or(""))
+          : fmt::format("the run failed: rank {} {} first, on a peer's failure reaching it ({})",
+                        origin.waiter, how_it_ended(outcome),
+                        outcome.failing_exception.value_or(""));
+  const std::string waited = fmt::format(
+      "rank {} waited in it from {:.1f} s and failed at {:.1f} s{}", origin.waiter,
+      origin.awaited_from_s, origin.failed_at_s,
+      origin.last_collective_s ? fmt::format("; rank {}'s last collective ended at {:.1f} s",
+                                             origin.rank, *origin.last_collective_s)
+                               : fmt::format("; rank {} recorded no collective", origin.rank));
+  switch (origin.kind) {
+    case OriginKind::kEnded:
+      finding.rank = origin.rank;
+      finding.evidence += fmt::format(
+          "; but rank {} {} without entering {}, which rank {} still expected ({})", origin.rank,
+          origin.exit.empty() ? std::string("ended cleanly (no exception, a goodbye to the "
+                                            "collector)")
+                              : origin.exit,
+          origin.awaited, origin.waiter, waited);
+      finding.advice = fmt::format(
+          "start from rank {}: why it ended before the others (a return, break or sys.exit on its "
+          "code path, a data loader that ran out of batches first); rank {}'s failure and the "
+          "collectives rank {} did not record follow from its exit",
+          origin.rank, origin.waiter, origin.rank);
+      return;
+    case OriginKind::kHung:
+      finding.rank = origin.rank;
+      finding.evidence += fmt::format(
+          "; but rank {} never entered {} ({}): it raised nothing and had no collective in "
+          "flight{}",
+          origin.rank, origin.awaited, waited,
+          origin.exit.empty()
+              ? std::string()
+              : fmt::format(", and {} after rank {} failed", origin.exit, origin.waiter));
+      finding.advice = fmt::format(
+          "start from rank {}: what it was doing instead of that collective (its output, its "
+          "stack: py-spy dump while it hangs; with --collective-timeout the launcher diagnoses "
+          "such a hang as it happens), not from rank {}, which only waited for it",
+          origin.rank, origin.waiter);
+      return;
+    case OriginKind::kRaised:
+      finding.rank = origin.rank;
+      finding.evidence +=
+          fmt::format("; but rank {} raised an exception of its own code ({}) and never entered {}",
+                      origin.rank, origin.exception, origin.awaited);
+      finding.advice =
+          fmt::format("start from rank {}'s exception; rank {}'s failure followed from it",
+                      origin.rank, origin.waiter);
+      return;
+    case OriginKind::kDeadlock:
+      finding.evidence += fmt::format(
+          "; but ranks {},{} wait on each other: rank {} in {}, which rank {} never entered, and "
+          "rank {} in {}, which rank {} never entered: the ranks issue their collectives in "
+          "different orders",
+          std::min(origin.waiter, origin.rank), std::max(origin.waiter, origin.rank), origin.waiter,
+          origin.awaited, origin.rank, origin.rank, origin.own_wait, origin.waiter);
+      finding.advice = fmt::format(
+          "start from the code that issues these two collectives, on both ranks: every member of "
+          "a group must issue its collectives in one order; neither rank alone is the cause "
+          "(rank {} failed first only because its wait ran out first)",
+          origin.waiter);
+      return;
+  }
+}
+
 // A failed run's first failure is the finding every other one may follow from: the ranks the
 // launcher stopped after it end their records early, and collectives they never reached look
-// missing.
+// missing. Unless it only waited: then the rank it waited on, where the trace tells.
 std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
   if (outcome.status != "failed" || !outcome.failing_rank) return std::nullopt;
   const int rank = *outcome.failing_rank;
-  std::string how = "failed";
-  if (outcome.failing_exit_signal.value_or(0) != 0) {
-    how = fmt::format("was killed by signal {} ({})", *outcome.failing_exit_signal,
-                      signal_name(*outcome.failing_exit_signal));
-  } else if (outcome.failing_exit_code) {
-    how = fmt::format("exited with code {}", *outcome.failing_exit_code);
-  }
   Finding finding;
   finding.kind = "rank_failed";
   finding.severity = Severity::kCritical;
   finding.rank = rank;
   finding.impact = 1;
-  if (outcome.failing_rank_from_exceptions && outcome.failing_peer_exception) {
+  const bool waited = outcome.failing_exception && reached_from_a_peer(*outcome.failing_exception);
+  if (outcome.origin) {
+    explain_origin(outcome, *outcome.origin, finding);
+  } else if (outcome.failing_rank_from_exceptions && outcome.failing_peer_exception) {
     finding.evidence = fmt::format(
         "the run failed: rank {} ended without an uncaught exception and without closing its "
-        "connection to the collector (killed: by the OOM killer or a signal from outside, or by "
-        "the launcher stopping it after the others failed, which is how a rank ends that hung "
-        "while the others timed out waiting for it), while every other rank's exception says a "
-        "peer's failure reached it (rank {}'s: {}); the launcher's exits are not in the trace",
+        "connection to the collector (killed or aborted: by the OOM killer or a signal from "
+        "outside, by its own abort() (SIGABRT, as gloo's enforce does on a mismatched "
+        "collective), or by the launcher stopping it after the others failed, which is how a "
+        "rank ends that hung while the others timed out waiting for it), while every other "
+        "rank's exception says a peer's failure reached it (rank {}'s: {}); the launcher's exits "
+        "are not in the trace",
         rank, *outcome.failing_peer_rank, *outcome.failing_peer_exception);
   } else if (outcome.failing_rank_from_exceptions) {
     finding.evidence = fmt::format(
@@ -60,7 +148,8 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
         rank, *outcome.failing_exception);
   } else {
     finding.evidence = fmt::format(
-        "the run failed: rank {} {} first{}, and the launcher stopped the others", rank, how,
+        "the run failed: rank {} {} first{}, and the launcher stopped the others", rank,
+        how_it_ended(outcome),
         outcome.failing_exception ? " on an uncaught exception (" + *outcome.failing_exception + ")"
                                   : std::string());
   }
@@ -70,13 +159,30 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
         "rank {}'s exit followed from rank {}, which the collective diagnosis above blames: start "
         "from rank {}",
         rank, *outcome.diagnosis_culprit, *outcome.diagnosis_culprit);
-    return finding;
+  } else if (outcome.diagnosis && !outcome.diagnosis_culprit) {
+    // Ranks waiting on each other, or on several roots: no one rank to start from.
+    finding.advice = fmt::format(
+        "rank {}'s exit followed from what the collective diagnosis above found, which names no "
+        "single rank (ranks that wait on each other, or on several): start from the collectives "
+        "it names, on every rank it names, not from rank {} alone",
+        rank, rank);
+  } else if (outcome.origin) {
+    // explain_origin's advice.
+  } else if (waited) {
+    // It only waited, and the trace does not say on whom: the others' records before its
+    // failure do, not its failure.
+    finding.advice = fmt::format(
+        "its exception says a peer's failure reached it: start from the rank it waited on (the "
+        "missing_collective findings, the other ranks' output), not from rank {}; its own last "
+        "output and flight-recorder dump show what it waited in",
+        rank);
+  } else {
+    finding.advice = fmt::format(
+        "start from rank {}: its last output (the launcher's failure summary, or --log-dir) and "
+        "its flight-recorder dump; collectives the other ranks did not record after it failed "
+        "follow from it",
+        rank);
   }
-  finding.advice = fmt::format(
-      "start from rank {}: its last output (the launcher's failure summary, or --log-dir) and its "
-      "flight-recorder dump; collectives the other ranks did not record after it failed follow "
-      "from it",
-      rank);
   return finding;
 }
 
@@ -330,22 +436,6 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
-// What a rank's exception says when a peer's failure reached it rather than its own code failing:
-// it rose out of a torch.distributed call, or the transport lost the peer under it (gloo's
-// "Connection closed by peer" and "Read error ...: Connection reset by peer", raised from wherever
-// the rank waited: DDP's hooks in the autograd engine, a Work's wait), or gave up waiting for it.
-bool reached_from_a_peer(const std::string& exception) {
-  static constexpr std::string_view kSigns[] = {
-      "torch/distributed/",  "closed by peer",     "reset by peer",
-      "Connection reset",    "Connection refused", "Broken pipe",
-      "remote process exit", "ncclRemoteError",    "communicator was aborted",
-      "DistBackendError",    "DistNetworkError",   "DistStoreError",
-      "Timed out",           "timed out",          "collective operation timeout"};
-  return std::any_of(std::begin(kSigns), std::end(kSigns), [&](std::string_view sign) {
-    return exception.find(sign) != std::string::npos;
-  });
-}
-
 // Under a launcher partrain does not run, nothing says which rank failed first but the ranks'
 // uncaught exceptions and connections. A rank whose exception rose in its own code comes first,
 // then the lowest. When every exception is a peer's failure reaching the rank, the rank that
@@ -416,10 +506,10 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
       out.unclean_ranks.push_back(*stat.rank);
     }
   }
+  ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
   if (!out.failing_rank && out.status == "failed") {
     blame_first_exception(stats, out);
   } else if (out.failing_rank) {
-    ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
     for (const profiler::RankRow& rank : ranks) {
       if (rank.rank != *out.failing_rank) continue;
       out.failing_exit_code = rank.exit_code;
@@ -430,6 +520,10 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
         out.failing_exception = stat.description;
       }
     }
+  }
+  if (out.status == "failed" && out.failing_rank && out.failing_exception) {
+    ASSIGN_OR_RETURN(out.origin, trace_failure_origin(reader, *out.failing_rank,
+                                                      *out.failing_exception, ranks, stats));
   }
   read_diagnosis(stats, out);
   for (const profiler::StatRow& stat : stats) {
@@ -633,6 +727,7 @@ StatusOr<AnalysisReport> analyze_run(const profiler::TraceReader& reader,
   account_for_uneven_steps(out.findings);
   follow_the_desync(out.findings);
   discount_missing_collectives(out.findings, out.outcome.data_loss);
+  discount_unrecorded_compute(out.findings, out.outcome.data_loss);
   note_unclean_disconnects(out.findings, out.outcome.unclean_ranks);
   sort_findings(out.findings);
   return out;

@@ -18,6 +18,7 @@
 #include "analyzers/analysis_window.h"
 #include "analyzers/collective_stats.h"
 #include "analyzers/expert_load.h"
+#include "analyzers/failure_origin.h"
 #include "analyzers/finding.h"
 #include "analyzers/gpu_timeline.h"
 #include "analyzers/memory_vs_estimate.h"
@@ -52,6 +53,9 @@ struct RunOutcome {
   // those ranks and its exception.
   std::optional<int> failing_peer_rank;
   std::optional<std::string> failing_peer_exception;
+  // Where the failure began when the failing rank only waited (its exception is a peer's
+  // failure reaching it): the rank it waited on and how that one stood (failure_origin.h).
+  std::optional<FailureOrigin> origin;
   // torchrun restarted the job's workers this many times (stat torchelastic_restart, or the
   // steps' highest attempt): the trace holds that many more attempts, whose steps share their
   // numbers.

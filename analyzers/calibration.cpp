@@ -16,6 +16,7 @@
 #include "analyzers/sample_quantiles.h"
 #include "analyzers/temporal_breakdown.h"
 #include "analyzers/workload_run_config.h"
+#include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_reader/slice_reads.h"
 #include "profiler/trace_reader/step_reads.h"
 
@@ -341,6 +342,21 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
                             "training's",
                             profiler::run_status_name(status)));
   }
+  ASSIGN_OR_RETURN(const std::vector<profiler::DamagedRows> damaged,
+                   profiler::damaged_rows(reader));
+  if (!damaged.empty()) {
+    std::map<std::string, int64_t> rows;  // by kind, every rank's
+    for (const profiler::DamagedRows& d : damaged) rows[d.name] += d.rows;
+    std::string kinds;
+    for (const auto& [name, count] : rows) {
+      kinds += fmt::format("{}{} = {}", kinds.empty() ? "" : ", ", name, count);
+    }
+    out.notes.push_back(fmt::format(
+        "the trace holds rows whose values cannot be true (the file was damaged or edited: {}): "
+        "they are left out of this calibration or read as not recorded; `partrain analyze` "
+        "lists them",
+        kinds));
+  }
   if (run) {
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
                                           uncalibrated.comm.machines().devices_per_node);
@@ -421,6 +437,10 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
         sum += p, squares += p * p;
       }
       fit.gemm_scale = fit.memory_scale = sum / squares;
+      if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as above
+        fit.gemm_scale = min_gemm_scale;
+        fit.at_peak = true;
+      }
     }
   }
   double squares = 0;

@@ -16,12 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string file_list(const std::vector<fs::path>& files) {
-  std::string text;
-  for (const fs::path& file : files) text += (text.empty() ? "" : ", ") + file.string();
-  return text;
-}
-
 // The world ranks the file holds something of, and the nodes its launcher's rank rows name.
 struct HeldRanks {
   std::vector<int> ranks;  // sorted
@@ -78,22 +72,15 @@ StatusOr<std::optional<NodeFile>> find_node_file(const profiler::TraceReader& re
   if (file.nodes < 2) return std::optional<NodeFile>();  // one node that lost ranks: not this
   file.node = nodes.size() == 1 ? *nodes.begin() : file.ranks.front() / nproc;
   file.path = sqlite3_db_filename(reader.db().get(), "main");
-  const fs::path node0 = profiler::node0_trace_path(file.path, file.node);
-  for (int n = 0; n < file.nodes; ++n) {
-    if (n != file.node) file.others.push_back(profiler::node_trace_path(node0, n));
-  }
-  file.others_beside = std::all_of(file.others.begin(), file.others.end(), [](const fs::path& p) {
-    std::error_code error;
-    return fs::exists(p, error);
-  });
+  file.others_beside = profiler::other_node_files_present(
+      profiler::node0_trace_path(file.path, file.node), file.nodes, file.node);
   file.run_id = run ? run->run_id : "";
   return std::optional<NodeFile>(std::move(file));
 }
 
 Finding node_file_finding(const NodeFile& file) {
   const fs::path node0 = profiler::node0_trace_path(file.path, file.node);
-  std::string all;
-  for (int n = 0; n < file.nodes; ++n) all += " " + profiler::node_trace_path(node0, n).string();
+  const std::string others = profiler::other_node_files_text(node0, file.nodes, file.node);
   fs::path merged = node0;
   merged.replace_filename(node0.stem().string() + ".merged" + node0.extension().string());
   Finding finding;
@@ -109,7 +96,7 @@ Finding node_file_finding(const NodeFile& file) {
         "writes each to its own -o, or they were not copied here; what the other ranks did (or "
         "did not do) is not judged",
         file.path.string(), file.ranks.size() == 1 ? "rank" : "ranks", format_rank_list(file.ranks),
-        file.world_size, file.run_id.empty() ? "(no id)" : file.run_id, file_list(file.others));
+        file.world_size, file.run_id.empty() ? "(no id)" : file.run_id, others);
     finding.advice = fmt::format(
         "merge every trace of run {} and analyze the merged one: partrain merge {} <the other "
         "traces> -o {} && partrain analyze {}",
@@ -122,10 +109,11 @@ Finding node_file_finding(const NodeFile& file) {
       "ranks are in the other nodes' files ({}), not read here, so what they did (or did not "
       "do) is not judged",
       file.path.string(), file.node, file.nodes, format_rank_list(file.ranks), file.world_size,
-      file_list(file.others));
-  finding.advice = fmt::format("merge the nodes' files and analyze the merged trace: partrain "
-                               "merge{} -o {} && partrain analyze {}",
-                               all, merged.string(), merged.string());
+      others);
+  finding.advice = fmt::format(
+      "merge the nodes' files and analyze the merged trace: partrain "
+      "merge {} -o {} && partrain analyze {}",
+      profiler::node_files_merge_arguments(node0, file.nodes), merged.string(), merged.string());
   return finding;
 }
 

@@ -19,10 +19,9 @@ struct NodeFile {
   int node = 0;
   int nodes = 0;
   int world_size = 0;
-  std::vector<int> ranks;                     // the world ranks the file holds
-  std::vector<std::filesystem::path> others;  // the other nodes' files, as the launcher names them
-  // Every one of `others` is there: false for a `partrain trace` per host or per rank, each
-  // writing its own -o, or a file copied alone.
+  std::vector<int> ranks;  // the world ranks the file holds
+  // Every other node's file, as the launcher names them, is there: false for a `partrain trace`
+  // per host or per rank, each writing its own -o, or a file copied alone.
   bool others_beside = true;
   std::string run_id;
 };

@@ -56,6 +56,12 @@ std::string search_summary(const SearchResult& r, std::string_view split_separat
   return text;
 }
 
+// Said under the table when a shown layout's step was held at the devices' peak.
+constexpr std::string_view kHeldAtPeakNote =
+    "MFU 100%: the calibration asked for a step faster than every GPU at its peak (a trace too "
+    "short, or with damaged step or compute times: see its analyze data loss), so the step is "
+    "held at the peak's time; re-calibrate from a longer, intact trace";
+
 std::string table_row(size_t index, const Candidate& c, size_t width, bool tie, bool moe) {
   const StepCost& k = c.cost;
   // Shares of the step by format_percent: a bubble or exposed share that is not zero never reads
@@ -256,6 +262,7 @@ json candidate_json(const Candidate& c) {
               {"step_time_s", k.step_s},
               {"tokens_per_s", k.tokens_per_s},
               {"mfu", k.mfu},
+              {"held_at_peak", k.held_at_peak},
               {"memory_bytes", memory::whole_bytes(c.heaviest).total()},
               {"memory_by_category_bytes", memory_json(c.heaviest)},
               {"capacity_bytes", truncated_bytes(c.capacity_bytes)},
@@ -523,6 +530,10 @@ std::string format_recommend_text(const RecommendContext& context, const SearchR
         100 * kTieFraction);
   }
   if (context.moe) text += fmt::format("note: {}\n", moe_note());
+  if (std::any_of(result.ranked.begin(), result.ranked.begin() + static_cast<long>(shown),
+                  [](const Candidate& c) { return c.cost.held_at_peak; })) {
+    text += fmt::format("note: {}\n", kHeldAtPeakNote);
+  }
   text += training_time_text(context, result.ranked.front());
   text +=
       extrapolation_note(std::vector<Candidate>(result.ranked.begin(),

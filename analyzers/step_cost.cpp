@@ -577,6 +577,14 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
   const double batch = static_cast<double>(r.global_batch);
   const double seq = static_cast<double>(r.seq);
   c.model_flops = memory::training_flops(cm.model, batch, seq, memory::Recompute::kNone);
+  // No step does the model's FLOPs faster than every GPU at its peak (MFU 100%): a calibration
+  // that asks for less (a trace too short or damaged to time) is held there, and says so.
+  const double peak_bound_s = c.model_flops / (gpus * cm.speed.peak_flops);
+  if (c.step_s < peak_bound_s) {
+    c.overhead_s += peak_bound_s - c.step_s;
+    c.step_s = peak_bound_s;
+    c.held_at_peak = true;
+  }
   c.tokens_per_s = batch * seq / c.step_s;
   c.mfu = memory::mfu(c.model_flops, c.step_s, gpus, cm.speed.peak_flops);
   c.bottleneck = largest_term(c);

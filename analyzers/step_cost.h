@@ -143,7 +143,10 @@ struct StepCost {
   double step_s = 0;
   double model_flops = 0;  // per step, without recomputation (for MFU)
   double tokens_per_s = 0;
-  double mfu = 0;               // model FLOPs / (step time x GPUs x peak)
+  double mfu = 0;  // model FLOPs / (step time x GPUs x peak), 1 at most
+  // The calibrated terms asked for a step faster than every GPU at its peak: step_s is held at
+  // the peak's time (overhead_s takes the difference) and mfu is 1.
+  bool held_at_peak = false;
   std::string_view bottleneck;  // the largest term's name (compute, bubble, tp_comm, ...)
   ExpertStep experts;
   BlockPass block;  // one dense block, one micro-batch (not a term: within compute and tp_comm)

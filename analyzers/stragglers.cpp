@@ -339,9 +339,13 @@ void find_hold_up(const RankAccumulator& acc, const std::vector<StepTimes::Span>
   const double usual_ns = others.count() > 0 ? others.median() : 0.0;
   const double floor_ns = kSpikeFactor * std::max(kLatenessNoiseMs * kNsPerMs, usual_ns);
   if (static_cast<double>(largest.late_ns) < floor_ns) return;
-  r.hold_up =
-      RankLateness::HoldUp{static_cast<double>(largest.late_ns) / kNsPerMs, largest.op,
-                           comms.at(largest.comm), largest.seq, step_at(steps, largest.ts_ns)};
+  r.hold_up = RankLateness::HoldUp{
+      static_cast<double>(largest.late_ns) / kNsPerMs,
+      largest.op,
+      comms.at(largest.comm),
+      largest.seq,
+      step_at(steps, largest.ts_ns),
+      others.count() > 0 ? std::optional<double>(usual_ns / kNsPerMs) : std::nullopt};
 }
 
 RankLateness summarize(int rank, const RankAccumulator& acc, double step_ms, int64_t steps) {
@@ -421,12 +425,17 @@ std::string op_plural(std::string op) { return op_name(std::move(op)) + "s"; }
 // 10 ...": where the time went, which the median and the share of the step do not say.
 std::string hold_up_text(const RankLateness& r) {
   const RankLateness::HoldUp& h = *r.hold_up;
+  // Against its other latenesses, not its median of all, which the hold-up is part of (a rank
+  // last once read "300 ms late ... against 300 ms late at the median").
+  const std::string usual =
+      h.usual_late_ms
+          ? fmt::format("against {:.1f} ms late at the median otherwise", *h.usual_late_ms)
+          : std::string("the only time it arrived last");
   return fmt::format(
-      "rank {} held the others up once: {:.1f} ms late at the {} of {} {}{} (against {:.1f} ms "
-      "late at the median), {:.0f}% of the step on average ({:.0f}% of all waiting at "
-      "collectives)",
+      "rank {} held the others up once: {:.1f} ms late at the {} of {} {}{} ({}), {:.0f}% of "
+      "the step on average ({:.0f}% of all waiting at collectives)",
       r.rank, h.late_ms, op_name(h.op), h.comm_id, profiler::seq_text(h.op, h.seq),
-      h.step ? fmt::format(" in step {}", *h.step) : "", r.late_p50_ms, 100 * r.step_share,
+      h.step ? fmt::format(" in step {}", *h.step) : "", usual, 100 * r.step_share,
       100 * r.wait_share);
 }
 
@@ -733,7 +742,9 @@ nlohmann::json hold_up_json(const RankLateness& r) {
           {"op", h.op},
           {"comm_id", h.comm_id},
           {"seq", h.seq},
-          {"step", h.step ? nlohmann::json(*h.step) : nlohmann::json(nullptr)}};
+          {"step", h.step ? nlohmann::json(*h.step) : nlohmann::json(nullptr)},
+          {"usual_late_ms",
+           h.usual_late_ms ? nlohmann::json(*h.usual_late_ms) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace

@@ -55,6 +55,9 @@ struct RankLateness {
     std::string comm_id;
     uint64_t seq = 0;
     std::optional<int64_t> step;  // the rank's step it fell in; none outside its steps
+    // The median of the rank's other latenesses (where it arrived last); none when this was the
+    // only time it arrived last.
+    std::optional<double> usual_late_ms;
   };
   std::optional<HoldUp> hold_up;
   // Its lateness is within the run's own noise (kLatenessNoiseMs, or the other ranks' own

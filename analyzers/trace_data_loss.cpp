@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "profiler/trace_reader/damaged_rows.h"
 
 namespace partrain::analyzers {
 
@@ -19,6 +20,12 @@ StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::TraceReader& 
     loss.value = stat.value;
     loss.description = stat.description;
     losses.push_back(std::move(loss));
+  }
+  // Rows whose values cannot be true: the reads left them out or read them as not recorded.
+  ASSIGN_OR_RETURN(const std::vector<profiler::DamagedRows> damaged,
+                   profiler::damaged_rows(reader));
+  for (const profiler::DamagedRows& rows : damaged) {
+    losses.push_back({rows.name, rows.rank, rows.rows, rows.description, true});
   }
   return losses;
 }
@@ -36,11 +43,12 @@ std::string describe(const DataLossStat& loss) {
 std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses) {
   if (losses.empty()) return {};
   std::string evidence;
-  bool stopped = false;
+  bool stopped = false, damaged = false;
   for (const DataLossStat& loss : losses) {
     if (!evidence.empty()) evidence += "; ";
     evidence += describe(loss);
     stopped = stopped || loss.name == "trace_stopped";
+    damaged = damaged || loss.damaged_rows;
   }
   Finding finding;
   finding.kind = "trace_data_loss";
@@ -54,6 +62,11 @@ std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses)
                        : "the analyses cover only the events stored; collectives reported "
                          "missing may be lost records rather than ranks that never called them "
                          "(docs/reliability.md)";
+  if (damaged) {
+    finding.advice +=
+        "; rows whose values cannot be true (the file was damaged or edited) are left out or "
+        "read as not recorded, never shown as measured: analyse an intact copy for full figures";
+  }
   return {finding};
 }
 
@@ -73,6 +86,22 @@ void discount_missing_collectives(std::vector<Finding>& findings,
         "likely a record lost from the trace, not an op the rank skipped: its other "
         "findings and exit status tell whether it failed; trace again, onto a disk "
         "nothing else locks or fills, to see every collective";
+  }
+}
+
+void discount_unrecorded_compute(std::vector<Finding>& findings,
+                                 const std::vector<DataLossStat>& losses) {
+  const auto undecoded = std::find_if(losses.begin(), losses.end(), [](const DataLossStat& l) {
+    return l.name == "track_kind_unknown" && l.value > 0;
+  });
+  if (undecoded == losses.end()) return;
+  for (Finding& finding : findings) {
+    if (finding.kind != "compute_unrecorded") continue;
+    finding.evidence += "; but the trace holds events it could not decode: " + describe(*undecoded);
+    finding.advice =
+        "the compute may have been recorded and lost with the undecodable rows (the file was "
+        "damaged, see the trace_data_loss finding): analyse an intact copy of the trace before "
+        "profiling the program again";
   }
 }
 

@@ -1,5 +1,6 @@
 // What the trace itself says it is missing: the stat rows of severity data_loss (tracing stopped
-// on a full disk, events a rank dropped, a writer that died, connections cut). `partrain analyze`
+// on a full disk, events a rank dropped, a writer that died, connections cut), and the rows the
+// reads could not use (profiler/trace_reader/damaged_rows.h). `partrain analyze`
 // reports them first, because every other section only sees what was stored.
 #pragma once
 
@@ -19,6 +20,7 @@ struct DataLossStat {
   std::optional<int> rank;  // none: the whole run
   int64_t value = 0;        // how many (events, connections), as the stat counts
   std::string description;
+  bool damaged_rows = false;  // rows the trace holds but whose values cannot be true
 };
 
 StatusOr<std::vector<DataLossStat>> read_data_loss(const profiler::TraceReader& reader);
@@ -31,6 +33,11 @@ std::vector<Finding> data_loss_findings(const std::vector<DataLossStat>& losses)
 // skipped the op.
 void discount_missing_collectives(std::vector<Finding>& findings,
                                   const std::vector<DataLossStat>& losses);
+// A compute_unrecorded finding where the trace holds slices it could not decode (tracks of a
+// kind no partrain writes): the compute may be among them, so the finding names the loss and
+// stops advising to profile the program again.
+void discount_unrecorded_compute(std::vector<Finding>& findings,
+                                 const std::vector<DataLossStat>& losses);
 // A rank whose connection to the collector ended without a goodbye (stat
 // collector_unclean_disconnects: it was killed or crashed) lost the events it had not shipped:
 // its missing_collective findings say their ops may be among them. They stay as grave as they

@@ -289,6 +289,10 @@ int run(int argc, char** argv) {
                    message.substr(kMissingConfig.size()).c_str());
       return 3;
     }
+    if (e.get_name() == "FileError") {  // a --config file that cannot be read whole
+      std::fprintf(stderr, "partrain: error: %s\n", message.c_str());
+      return 3;
+    }
     std::fprintf(stderr, "partrain: error: %s\nRun '%s --help' for usage.\n",
                  usage_error_message(app, e, argc, argv).c_str(), command_path(app).c_str());
     return 2;

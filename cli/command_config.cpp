@@ -4,11 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <cctype>
-#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+
+#include "core/input_file.h"
 
 namespace partrain::cli {
 
@@ -301,7 +302,6 @@ std::string CommandConfig::checked_toml(const std::string& text, const std::stri
 }
 
 std::vector<CLI::ConfigItem> CommandConfig::from_config(std::istream& input) const {
-  const std::string text((std::istreambuf_iterator<char>(input)), std::istreambuf_iterator<char>());
   // CLI11 reads the --config files in the order given, each through this reader.
   std::string file;
   if (const CLI::Option* config = root_->get_option_no_throw("--config"); config != nullptr) {
@@ -309,6 +309,11 @@ std::vector<CLI::ConfigItem> CommandConfig::from_config(std::istream& input) con
     if (files_read_ < given.size()) file = given[files_read_];
   }
   ++files_read_;
+  // Bounded (`--config /dev/zero` was read until memory ran out); main says a FileError is
+  // unreadable input, exit 3.
+  StatusOr<std::string> read = read_input_text(input, "--config " + file);
+  if (!read.is_ok()) throw CLI::FileError(read.status().message());
+  const std::string& text = *read;
   std::istringstream checked(checked_toml(text, file));
   std::vector<CLI::ConfigItem> config_items = CLI::ConfigTOML::from_config(checked);
   const std::vector<std::string> path = chosen_path(*root_);

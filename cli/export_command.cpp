@@ -181,6 +181,11 @@ StatusOr<std::vector<PerRankTarget>> per_rank_targets(const ExportFlags& flags,
   std::vector<PerRankTarget> targets;
   for (int rank : ranks) {
     PerRankTarget target{rank, dir / fmt::format("rank{}.json", rank)};
+    std::error_code same_error;
+    if (fs::equivalent(target.path, flags.trace, same_error)) {  // even with --force
+      return invalid_argument("the output {} is the trace itself: name another directory with -o",
+                              target.path.string());
+    }
     if (!flags.force && output_kind(target.path) != OutputKind::kAbsent) {
       return invalid_argument("{} exists: pass --force to replace it, or name another directory",
                               target.path.string());
@@ -264,7 +269,8 @@ constexpr const char* kExportFooter =
     "open ui.perfetto.dev, which then uses that native trace processor.\n"
     "Exit codes: 0 written; 1 the output could not be written; 2 bad --format, --rank (a rank "
     "not in the trace), --steps or -o (an existing file without --force; with --per-rank, no -o "
-    "or one that is not a directory); 3 unreadable trace (not "
+    "or one that is not a directory; an output that is the trace itself, even with --force); 3 "
+    "unreadable trace (not "
     "a partrain trace, newer schema, "
     "corrupted).";
 

@@ -18,6 +18,7 @@
 #include "cli/model_flags.h"
 #include "core/byte_size.h"
 #include "memory/layout_spec.h"
+#include "memory/machine_bounds.h"
 #include "memory/model_states.h"
 #include "profiler/trace_open.h"
 
@@ -471,7 +472,7 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--gpus-per-node", f->gpus_per_node,
                   "GPUs per node (default: the cluster file's, or 8)")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(CLI::Range(int64_t{1}, memory::kMostGpusPerNode));
   cmd->add_option("--devices-per-node", f->devices_per_node,
                   "Compute devices the ranks of a node share, when fewer than the ranks (CPU cores "
                   "for --gpu cpu; one GPU shared by several Gloo ranks); default one per rank")

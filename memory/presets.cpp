@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/input_file.h"
 #include "core/json_fields.h"
 #include "memory/experts_json.h"
 #include "memory/hf_config.h"
+#include "memory/machine_bounds.h"
 
 namespace partrain::memory {
 namespace {
@@ -64,13 +66,8 @@ StatusOr<json> parse_object(std::string_view text, std::string_view origin) {
   return object;
 }
 
-StatusOr<std::string> read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return unreadable("cannot read {}: {}", path.string(), std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// Bounded: `--model-file /dev/zero` had been read until memory ran out.
+StatusOr<std::string> read_text(const std::filesystem::path& path) { return read_input_file(path); }
 
 std::vector<std::string> json_stems(const std::filesystem::path& dir) {
   std::vector<std::string> names;
@@ -203,6 +200,10 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
   }
   RETURN_IF_ERROR(r.positive_number("gemm_overhead_us", g.gemm_overhead_us, false));
   RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false));
+  if (g.sm_count > kMostSmCount) {
+    return unreadable("{}: field 'sm_count' must be at most {} (got {})", origin, kMostSmCount,
+                      g.sm_count);
+  }
   RETURN_IF_ERROR(r.integer("collective_sms", g.collective_sms, 0, false));
   if (g.collective_sms > 0 && g.collective_sms >= g.sm_count) {
     return unreadable("{}: field 'collective_sms' ({}) must be fewer than 'sm_count' ({})", origin,
@@ -236,6 +237,10 @@ StatusOr<ClusterSpec> parse_cluster_json(std::string_view text, std::string_view
   double intra_latency_us = 0, inter_latency_us = 0;
   RETURN_IF_ERROR(r.string("name", c.name, true));
   RETURN_IF_ERROR(r.integer("gpus_per_node", c.gpus_per_node, 1, false));
+  if (c.gpus_per_node > kMostGpusPerNode) {
+    return unreadable("{}: field 'gpus_per_node' must be at most {}, as --gpus-per-node (got {})",
+                      origin, kMostGpusPerNode, c.gpus_per_node);
+  }
   RETURN_IF_ERROR(r.positive_number("intra_node_bandwidth", c.intra_node_bandwidth, false));
   RETURN_IF_ERROR(r.positive_number("intra_node_latency_us", intra_latency_us, false));
   RETURN_IF_ERROR(r.positive_number("inter_node_bandwidth", c.inter_node_bandwidth, false));

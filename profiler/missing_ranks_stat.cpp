@@ -2,15 +2,13 @@
 
 #include <fmt/format.h>
 
-#include "core/rank_list.h"
-
 namespace partrain::profiler {
 
-std::string missing_ranks_description(const std::vector<int>& missing, int64_t world_size) {
+std::string missing_ranks_description(std::string_view missing_ranks, int64_t world_size) {
   return fmt::format(
       "{} of the world of {} had no trace file: their events and their part of every collective "
       "are absent",
-      ranks_phrase(missing), world_size);
+      missing_ranks, world_size);
 }
 
 }  // namespace partrain::profiler

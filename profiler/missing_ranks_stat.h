@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace partrain::profiler {
 
 inline constexpr std::string_view kMissingRanksStat = "import_missing_ranks";
 
-// "ranks 2,3 of the world of 4 had no trace file: ...".
-std::string missing_ranks_description(const std::vector<int>& missing, int64_t world_size);
+// "ranks 2,3 of the world of 4 had no trace file: ..." of `missing_ranks` as ranks_phrase or
+// absent_ranks writes them ("ranks 2,3").
+std::string missing_ranks_description(std::string_view missing_ranks, int64_t world_size);
 
 }  // namespace partrain::profiler

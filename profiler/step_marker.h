@@ -28,15 +28,25 @@ class StepMarker {
   // all of them: "forward", "aten::mm", ...) are answered without running the expression.
   std::optional<int64_t> step_of(std::string_view range_name);
 
+  // For the importer to say: markers whose captured number did not read (past int64:
+  // ProfilerStep#99999999999999999999), numbered by their order instead; and, with the default
+  // expression, ranges named "ProfilerStep#" and no number it reads (ProfilerStep#-1), no step.
+  int64_t renumbered() const { return renumbered_; }
+  int64_t unnumbered() const { return unnumbered_; }
+
  private:
-  explicit StepMarker(std::regex expression) : expression_(std::move(expression)) {}
+  StepMarker(std::regex expression, bool default_expression)
+      : expression_(std::move(expression)), default_expression_(default_expression) {}
 
   // Names that did not match, up to a bound (a program naming ranges by iteration would
   // otherwise grow it without end).
   static constexpr size_t kMaxRememberedNames = 4096;
 
   std::regex expression_;
+  bool default_expression_ = false;
   int64_t steps_seen_ = 0;
+  int64_t renumbered_ = 0;
+  int64_t unnumbered_ = 0;
   struct NameHash {
     using is_transparent = void;  // looked up by string_view, without a copy
     size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }

@@ -25,6 +25,7 @@
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_output.h"
+#include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_writer.h"
 
 namespace partrain::profiler {
@@ -217,19 +218,14 @@ void warn_single_input(const MergeInput& input, const fs::path& output) {
     return;
   }
   const int node = static_cast<int>(*input.nodes.begin());
-  const int nodes = static_cast<int>(world / held);
+  const int64_t nodes = world / held;
   const fs::path node0 = node0_trace_path(input.path, node);
-  std::string others, all;
-  for (int n = 0; n < nodes; ++n) {
-    const fs::path file = node_trace_path(node0, n);
-    all += " " + file.string();
-    if (n != node) others += (others.empty() ? "" : ", ") + file.string();
-  }
-  log::warn("{} is node {}'s file of a run of {} nodes ({} of its {} ranks): the other nodes' "
-            "files ({}) are not merged, and {} will lack their ranks; merge them all: partrain "
-            "merge{} -o {}",
-            input.path.string(), node, nodes, held, world, others, output.string(), all,
-            output.string());
+  log::warn(
+      "{} is node {}'s file of a run of {} nodes ({} of its {} ranks): the other nodes' "
+      "files ({}) are not merged, and {} will lack their ranks; merge them all: partrain "
+      "merge {} -o {}",
+      input.path.string(), node, nodes, held, world, other_node_files_text(node0, nodes, node),
+      output.string(), node_files_merge_arguments(node0, nodes), output.string());
 }
 
 // "file:" URI of a path, so ATTACH can ask for mode=ro (RFC 3986 percent-encoding).
@@ -398,37 +394,20 @@ StatusOr<std::pair<int64_t, int64_t>> id_offsets(SqliteDb& db) {
   return std::pair{stmt.column_int(0), stmt.column_int(1)};
 }
 
-// The columns that hold a string id (share/schema.sql).
-constexpr std::pair<std::string_view, std::string_view> kStringColumns[] = {
-    {"track", "name_id"},      {"slice", "name_id"},   {"collective", "comm_id"},
-    {"collective", "op"},      {"collective", "dtype"}, {"collective", "reduce_op"},
-    {"collective", "group_ranks_id"},
-};
-
-// A string table that lost rows (ids a writer hands out one after another are missing) leaves
-// rows naming strings that are not there: each lost string is merged as "(lost string N)", and
-// the output's stat `merge_lost_strings` counts them. Returns how many were lost. The scan of
-// every referencing column is paid only when the ids show a gap.
+// A string table that lost rows leaves rows naming strings that are not there (the rule of
+// damaged_rows.h): each lost string is merged as "(lost string N)", and the output's stat
+// `merge_lost_strings` counts them. Returns how many were lost. The scan of every referencing
+// column is paid only when the ids show a gap.
 StatusOr<int64_t> map_lost_strings(SqliteDb& db, const fs::path& input) {
-  ASSIGN_OR_RETURN(auto count, db.query_text("SELECT count(*) = coalesce(max(id), 0) "
-                                             "FROM src.string"));
-  if (count.value_or("0") == "1") return int64_t{0};
-  std::string referenced;
-  for (const auto& [table, column] : kStringColumns) {
-    if (!referenced.empty()) referenced += " UNION ";
-    referenced += fmt::format("SELECT {} AS id FROM src.{} WHERE {} IS NOT NULL", column, table,
-                              column);
-  }
-  const std::string lost = fmt::format(
-      "SELECT DISTINCT r.id FROM ({}) r WHERE r.id NOT IN (SELECT id FROM src.string)",
-      referenced);
+  ASSIGN_OR_RETURN(auto whole, db.query_text(string_table_whole_sql("src")));
+  if (whole.value_or("0") == "1") return int64_t{0};
+  const std::string lost = lost_string_ids_sql(db, "src");
   Status status = db.exec(fmt::format(
       "CREATE TEMP TABLE lost_string AS {0}; "
-      "INSERT OR IGNORE INTO main.string (value) SELECT '(lost string ' || id || ')' "
-      "FROM temp.lost_string; "
+      "INSERT OR IGNORE INTO main.string (value) SELECT {1} FROM temp.lost_string; "
       "INSERT INTO temp.string_map (src_id, dst_id) SELECT l.id, m.id FROM temp.lost_string l "
-      "JOIN main.string m ON m.value = '(lost string ' || l.id || ')'",
-      lost));
+      "JOIN main.string m ON m.value = {2}",
+      lost, lost_string_text_sql("id"), lost_string_text_sql("l.id")));
   if (!status.is_ok()) return trace_read_error(db, "finding the strings the input lost");
   ASSIGN_OR_RETURN(auto lost_count, db.query_text("SELECT count(*) FROM temp.lost_string"));
   RETURN_IF_ERROR(db.exec("DROP TABLE temp.lost_string"));
@@ -642,25 +621,27 @@ Status settle_missing_ranks(SqliteDb& db, const std::vector<MergeInput>& inputs,
   said.bind(1, kMissingRanksStat);
   if (said.step() != SQLITE_ROW) return failed("reading stat: {}", db.error_message());
   if (said.column_int(0) == 0 || !world_size || *world_size <= 0) return Status::ok();
-  std::set<int64_t> merged;
-  for (const MergeInput& input : inputs) merged.insert(input.ranks.begin(), input.ranks.end());
-  std::vector<int> missing;
-  for (int rank = 0; rank < *world_size; ++rank) {
-    if (!merged.contains(rank)) missing.push_back(rank);
+  std::vector<int> merged;
+  for (const MergeInput& input : inputs) {
+    for (int64_t rank : input.ranks) {
+      if (rank >= 0 && rank <= std::numeric_limits<int>::max())
+        merged.push_back(static_cast<int>(rank));
+    }
   }
+  const AbsentRanks missing = absent_ranks(std::move(merged), *world_size);
   ASSIGN_OR_RETURN(SqliteStatement drop,
                    SqliteStatement::prepare(db, "DELETE FROM stat WHERE name = ?1"));
   drop.bind(1, kMissingRanksStat);
   if (drop.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
-  if (missing.empty()) return Status::ok();
+  if (missing.count == 0) return Status::ok();
   ASSIGN_OR_RETURN(
       SqliteStatement stat,
       SqliteStatement::prepare(db,
                                "INSERT INTO stat (name, rank, value, severity, description) VALUES "
                                "(?1, -1, ?2, 'data_loss', ?3)"));
   stat.bind(1, kMissingRanksStat);
-  stat.bind(2, static_cast<int64_t>(missing.size()));
-  const std::string description = missing_ranks_description(missing, *world_size);
+  stat.bind(2, missing.count);
+  const std::string description = missing_ranks_description(missing.phrase, *world_size);
   stat.bind(3, std::string_view(description));
   if (stat.run() != SQLITE_DONE) return failed("writing stat: {}", db.error_message());
   return Status::ok();

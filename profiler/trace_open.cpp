@@ -147,9 +147,54 @@ std::vector<std::pair<std::string, std::string>> expected_objects(int version) {
   return objects;
 }
 
-// Every table and view of the file's schema version is there: readers query them by name, and a
-// dropped one would fail half-way ("no such table") as a failure, not as the unreadable input it
-// is.
+// Columns added to a table or view after version 1 (docs/trace-format.md "Versioning"): older
+// files lack them by right.
+int introduced_in(std::string_view object, std::string_view column) {
+  if (column == "attempt" && (object == "step" || object == "earlier_step" || object == "steps" ||
+                              object == "earlier_steps")) {
+    return 7;
+  }
+  if (object == "collectives" && column == "label") return 5;
+  if (object == "collectives" &&
+      (column == "algorithm" || column == "protocol" || column == "channels")) {
+    return 4;
+  }
+  return 1;
+}
+
+// The column names of a table or view as `db` lists them; an error when it cannot (a view
+// reading a column that is gone).
+StatusOr<std::set<std::string>> columns_of(const SqliteDb& db, const std::string& object) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   SqliteStatement::prepare(db, "SELECT name FROM pragma_table_info(?1)"));
+  stmt.bind(1, std::string_view(object));
+  std::set<std::string> columns;
+  int rc = SQLITE_ROW;
+  while ((rc = stmt.step()) == SQLITE_ROW) columns.insert(stmt.column_text(0));
+  if (rc != SQLITE_DONE) return failed("{}", db.error_message());
+  return columns;
+}
+
+// What the compiled-in schema's `object` has of `version` and the file's lacks: "the column
+// `ts_ns` of the table `slice`" per column. A view that cannot list its columns (one reading a
+// table an older file was made without, as tests fake older files) is left to the reads.
+std::string missing_columns(const SqliteDb& reference, const SqliteDb& file,
+                            const std::pair<std::string, std::string>& object, int version) {
+  auto expected = columns_of(reference, object.second);
+  auto present = columns_of(file, object.second);
+  if (!expected.is_ok() || !present.is_ok()) return {};
+  std::string missing;
+  for (const std::string& column : *expected) {
+    if (present->contains(column) || introduced_in(object.second, column) > version) continue;
+    missing += fmt::format("{}the column `{}` of the {} `{}`", missing.empty() ? "" : ", ", column,
+                           object.first, object.second);
+  }
+  return missing;
+}
+
+// Every table and view of the file's schema version is there, with every column it has in that
+// version: readers query them by name, and a dropped or renamed one would fail half-way ("no such
+// table", "no such column") as a failure, not as the unreadable input it is.
 Status check_schema_objects(TraceFile& trace) {
   auto stmt = SqliteStatement::prepare(
       trace.db, "SELECT type, name FROM sqlite_schema WHERE type IN ('table', 'view')");
@@ -160,11 +205,18 @@ Status check_schema_objects(TraceFile& trace) {
     present.emplace(stmt->column_text(0), stmt->column_text(1));
   }
   if (rc != SQLITE_DONE) return corrupted(trace.path, trace.db.error_message());
+  // The compiled-in schema, made in memory, lists each object's columns as SQLite names them.
+  auto reference = SqliteDb::open(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX);
+  if (!reference.is_ok()) return reference.status();
+  RETURN_IF_ERROR(reference->exec(schema_sql()));
+  RETURN_IF_ERROR(reference->exec(views_sql()));
   std::string missing;
   for (const auto& object : expected_objects(trace.schema_version)) {
-    if (present.contains(object)) continue;
-    missing += fmt::format("{}the {} `{}`", missing.empty() ? "" : ", ", object.first,
-                           object.second);
+    std::string lacking = present.contains(object)
+                              ? missing_columns(*reference, trace.db, object, trace.schema_version)
+                              : fmt::format("the {} `{}`", object.first, object.second);
+    if (lacking.empty()) continue;
+    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", lacking);
   }
   if (missing.empty()) return Status::ok();
   return unreadable(
@@ -177,6 +229,14 @@ Status check_schema_objects(TraceFile& trace) {
 StatusOr<RunStatus> read_status(TraceFile& trace) {
   auto status = trace.db.query_text("SELECT status FROM run WHERE id = 1");
   if (!status.is_ok()) return corrupted(trace.path, trace.db.error_message());
+  if (!status->has_value()) {
+    // The writer makes the row with the file: a missing one was deleted, not lost to damage.
+    return unreadable(
+        "{} has no row in its `run` table (the run it records: id, status, world size), which "
+        "every trace is written with: it was altered after it was written and cannot be read; "
+        "record the run again",
+        trace.path.string());
+  }
   std::string text = status->value_or("");
   for (RunStatus s : {RunStatus::kRunning, RunStatus::kCompleted, RunStatus::kFailed,
                       RunStatus::kKilled, RunStatus::kIncomplete}) {
@@ -227,13 +287,49 @@ Status finish_dead_writers_trace(const std::filesystem::path& path, bool mark, b
   return Status::ok();
 }
 
+std::filesystem::path wal_path(const std::filesystem::path& trace) {
+  std::filesystem::path wal = trace;
+  wal += "-wal";
+  return wal;
+}
+
+// Whether the file's header says rollback-journal mode (bytes 18-19, the format's write and read
+// versions, are 1; WAL mode writes 2): a closed trace (settle_into_one_file). SQLite deletes the
+// -wal before it writes 1 there, and writes 2 before it makes a -wal, so such a file never has a
+// log of its own beside it.
+bool header_says_rollback_mode(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 20> header{};
+  in.read(header.data(), header.size());
+  return in.gcount() == 20 && header[18] == 1 && header[19] == 1;
+}
+
+// A -wal with frames beside a closed trace is another file's log: one a killed writer left at
+// this name before the trace was copied over it. SQLite would replay it as part of the file (the
+// report would be of the other run), and the dead-writer repair would checkpoint it into the file
+// for good. The header is read before the -wal is looked for, so a writer settling its trace
+// (the -wal deleted, then the header changed) is never taken for one.
+Status check_no_foreign_wal(const std::filesystem::path& path) {
+  if (!header_says_rollback_mode(path)) return Status::ok();
+  const std::filesystem::path wal = wal_path(path);
+  std::error_code error;
+  const uintmax_t bytes = std::filesystem::file_size(wal, error);
+  if (error || bytes == 0) return Status::ok();  // none, or one with nothing to replay
+  return unreadable(
+      "{} lies beside {}, but it is not that trace's log: {} is a closed trace (one file), so the "
+      "log is another run's, left by a writer that was killed before this file was put at its "
+      "name; read with it, the trace would be the other run's rows over this one's. Move {} (and "
+      "{}-shm) away, or put the killed run's own file back beside its log",
+      wal.string(), path.string(), path.string(), wal.string(), path.string());
+}
+
 }  // namespace
 
 void settle_finished_trace(const std::filesystem::path& trace) {
   std::error_code error;
-  std::filesystem::path wal = trace;
-  wal += "-wal";
+  const std::filesystem::path wal = wal_path(trace);
   if (!std::filesystem::exists(wal, error) || writer_alive(trace)) return;
+  if (!check_no_foreign_wal(trace).is_ok()) return;  // never folded into the file
   auto db = SqliteDb::open(trace.string(), SQLITE_OPEN_READWRITE);
   if (db.is_ok()) (void)settle_into_one_file(*db);
 }
@@ -276,10 +372,8 @@ namespace {
 bool unopenable_for_its_shm(const SqliteDb& db, const std::filesystem::path& path) {
   const int primary = db.error_code() & 0xff;
   if (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY) return false;
-  std::filesystem::path wal = path;
-  wal += "-wal";
   std::error_code error;
-  return !std::filesystem::exists(wal, error);
+  return !std::filesystem::exists(wal_path(path), error);
 }
 
 // SQLite's URI for `path` read as immutable: '%', '?' and '#' escaped as a URI requires.
@@ -344,8 +438,14 @@ Status check_sqlite_header(const std::filesystem::path& path) {
   return Status::ok();
 }
 
+bool is_partrain_trace(SqliteDb& db) {
+  auto format = db.query_text("SELECT value FROM meta WHERE key = 'format'");
+  return format.is_ok() && format->value_or("") == kTraceFormatName;
+}
+
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode mode) {
   RETURN_IF_ERROR(check_sqlite_header(path));
+  RETURN_IF_ERROR(check_no_foreign_wal(path));
   TraceFile trace;
   trace.path = path;
   std::string name = path.string();

@@ -56,6 +56,10 @@ void settle_finished_trace(const std::filesystem::path& trace);
 // so a Kineto file is named as one rather than as the output or an input given twice.
 Status check_sqlite_header(const std::filesystem::path& path);
 
+// Whether the SQLite database `db` is a partrain trace by its meta format (of any version, damaged
+// or not): an importer given one says so rather than that it is no export of its kind.
+bool is_partrain_trace(SqliteDb& db);
+
 // Errors are kUnreadable (exit 3) with a message naming the file and the case.
 StatusOr<TraceFile> open_trace(const std::filesystem::path& path,
                                TraceOpenMode mode = TraceOpenMode::kRead);

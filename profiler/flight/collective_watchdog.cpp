@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "profiler/p2p_seq.h"
 #include "profiler/trace_reader/communicator_name.h"
 
 namespace partrain::profiler {
@@ -34,14 +35,18 @@ StatusOr<std::optional<Nanoseconds>> collective_timeout_from_env() {
   return std::optional<Nanoseconds>(*timeout);
 }
 
+std::string describe_flight_op(const CollectiveEvent& e) {
+  // `peer` is a send/recv's peer, else a broadcast's or reduce's root.
+  return e.peer >= 0
+             ? fmt::format("{} (comm {}, {} {}, seq {})", e.op, communicator_name(e.comm_id),
+                           is_p2p(e.op) ? "peer" : "root", e.peer, e.seq)
+             : fmt::format("{} (comm {}, seq {})", e.op, communicator_name(e.comm_id), e.seq);
+}
+
 std::string describe_watchdog_timeout(const WatchdogTimeout& timeout) {
-  const CollectiveEvent& e = timeout.event;
-  const std::string op =
-      e.peer >= 0 ? fmt::format("{} (comm {}, peer {}, seq {})", e.op,
-                                communicator_name(e.comm_id), e.peer, e.seq)
-                  : fmt::format("{} (comm {}, seq {})", e.op, communicator_name(e.comm_id), e.seq);
-  return fmt::format("{} not completed after {} (--collective-timeout {})", op,
-                     format_duration(timeout.waited), format_duration(timeout.timeout));
+  return fmt::format("{} not completed after {} (--collective-timeout {})",
+                     describe_flight_op(timeout.event), format_duration(timeout.waited),
+                     format_duration(timeout.timeout));
 }
 
 CollectiveWatchdog::CollectiveWatchdog(const FlightRecorder& recorder, WatchdogOptions options,

@@ -38,6 +38,10 @@ struct WatchdogTimeout {
   Nanoseconds timeout{0};
 };
 
+// An operation as a dump's reason names it: "all_reduce (comm world, seq 12)", a transfer's or a
+// rooted op's with its "peer N".
+std::string describe_flight_op(const CollectiveEvent& event);
+
 // The reason a dump gives for it, one line: "all_reduce (comm world, seq 12) not completed after
 // 2.1 s (--collective-timeout 2.0 s)".
 std::string describe_watchdog_timeout(const WatchdogTimeout& timeout);

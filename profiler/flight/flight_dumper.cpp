@@ -64,7 +64,7 @@ bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
   write_file(dump);
   const bool news = trigger == profiler::DumpTrigger::kWatchdog ||
                     trigger == profiler::DumpTrigger::kCollectiveError;
-  if (news) {
+  if (news && (trigger == profiler::DumpTrigger::kWatchdog || options_.print_collective_error)) {
     std::string text = profiler::format_flight_dump(dump, options_.stderr_entries);
     std::fwrite(text.data(), 1, text.size(), stderr);
     std::fflush(stderr);

@@ -27,6 +27,9 @@ struct FlightDumperOptions {
   profiler::RankTracer* tracer = nullptr;    // unset: not traced
   size_t stderr_entries = 16;                // the last entries printed (unfinished ones always)
   int attempt = restart_attempt_from_env();  // torchrun's restarts before this attempt
+  // false: a collective error's dump is not printed (a PyTorch rank's traceback follows it, and
+  // the launcher's tail of the rank's stderr is to show that); its stat row still says it.
+  bool print_collective_error = true;
 };
 
 // <dir>/rank_<rank>.json for the first attempt, <dir>/rank_<rank>.restart<N>.json for the

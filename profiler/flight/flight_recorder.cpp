@@ -31,13 +31,19 @@ void FlightRecorder::time_from(uint64_t id, int64_t since_ns) {
   }
 }
 
+void FlightRecorder::stop_timing(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  const size_t index = static_cast<size_t>(id % capacity_);
+  if (index < ring_.size() && ring_[index].id == id) ring_[index].timed_from_ns.reset();
+}
+
 bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
   bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
     const size_t index = static_cast<size_t>(id % capacity_);
     if (index < ring_.size() && ring_[index].id == id) ring_[index].event = event;
-    sink_open = !sink_closed_;
+    sink_open = !final_snapshot_end_ || id >= *final_snapshot_end_;
   }
   // The sink writes to a trace; never hold the ring's lock while calling it.
   const bool finished = event.state == profiler::CollectiveState::kCompleted ||
@@ -50,7 +56,7 @@ std::vector<profiler::CollectiveEvent> FlightRecorder::final_snapshot() {
   // One lock: an update either finished its entry before (the snapshot holds it finished, the
   // sink has it) or comes after (the snapshot holds it unfinished, the sink never gets it).
   std::lock_guard lock(mutex_);
-  sink_closed_ = true;
+  if (!final_snapshot_end_) final_snapshot_end_ = next_id_;
   return snapshot_locked();
 }
 

@@ -30,17 +30,22 @@ class FlightRecorder {
   uint64_t record(const profiler::CollectiveEvent& event, Timing timing = Timing::kFromEnqueue);
   // A watchdog times entry `id` (recorded untimed) from `since_ns` on (CLOCK_MONOTONIC).
   void time_from(uint64_t id, int64_t since_ns);
+  // Entry `id`, recorded timed, turns out to be one a watchdog leaves alone until time_from().
+  void stop_timing(uint64_t id);
   // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to the
-  // sink, even when the ring has already evicted it (callers finish each id once). False once a
-  // final snapshot was taken: the dump holds the operation as it stood, and a caller that writes
-  // finished operations to a trace itself leaves this one out.
+  // sink, even when the ring has already evicted it (callers finish each id once). False for an
+  // entry recorded before a final snapshot was taken: the dump holds the operation as it stood,
+  // and a caller that writes finished operations to a trace itself leaves this one out. Entries
+  // recorded after it go on as before (a PyTorch program may survive the collective error that
+  // dumped it).
   bool update(uint64_t id, const profiler::CollectiveEvent& event);
 
   // Entries still in the ring, oldest first.
   std::vector<profiler::CollectiveEvent> snapshot() const;
-  // The same, for a final dump: from here on, operations that finish no longer reach the sink.
-  // The dump writes the unfinished ones as they stood, so each operation reaches the trace once
-  // (a failure that followed, as the rank's end tore its peers down, would have been a second row).
+  // The same, for a final dump: from here on, the operations it holds no longer reach the sink
+  // when they finish. The dump writes the unfinished ones as they stood, so each operation reaches
+  // the trace once (a failure that followed, as the rank's end tore its peers down, would have
+  // been a second row).
   std::vector<profiler::CollectiveEvent> final_snapshot();
   // Entries recorded from id `first` on (those still in the ring), oldest first: what happened
   // since total_recorded() was `first`, without copying the whole ring.
@@ -70,7 +75,9 @@ class FlightRecorder {
   mutable std::mutex mutex_;
   std::vector<Entry> ring_;  // ring_[id % capacity_] holds entry id while it is recent enough
   uint64_t next_id_ = 0;
-  bool sink_closed_ = false;  // guarded by mutex_: final_snapshot() was taken
+  // Guarded by mutex_: next_id_ when final_snapshot() was taken; ids below it no longer reach
+  // the sink.
+  std::optional<uint64_t> final_snapshot_end_;
 };
 
 }  // namespace partrain::profiler

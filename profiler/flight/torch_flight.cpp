@@ -5,9 +5,21 @@
 namespace partrain::profiler {
 
 void TorchFlight::issued(int group, const CollectiveEvent& event, FlightRecorder::Timing timing) {
+  const Key key{group, event.enqueue_ns};
+  {
+    std::lock_guard lock(mutex_);
+    auto found = in_flight_.find(key);
+    if (found != in_flight_.end()) {
+      // Called, now issued: the one entry moves on (an unfinished update reaches no sink), left
+      // to its wait from here when its completion shows only then.
+      if (timing == FlightRecorder::Timing::kUntimed) recorder_.stop_timing(found->second);
+      (void)recorder_.update(found->second, event);
+      return;
+    }
+  }
   const uint64_t id = recorder_.record(event, timing);
   std::lock_guard lock(mutex_);
-  in_flight_[Key{group, event.enqueue_ns}] = id;
+  in_flight_[key] = id;
   // Ops whose completion never came (the module stopped recording) are forgotten once the ring
   // has evicted them: their update would find nothing anyway.
   if (in_flight_.size() > 2 * recorder_.capacity()) {

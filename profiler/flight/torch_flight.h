@@ -1,8 +1,9 @@
 // A foreign rank's PyTorch ops in its flight recorder, so that a watchdog can time them and a dump
 // shows where the rank stood: an op enters the recorder when partrain's Python module reports it
-// issued (its post hook; the op is then in flight) and is finished in place when its completion
-// is reported, the two matched by group and the time the op was called (not by seq: an
-// any-source recv is numbered once its sender is known, at completion).
+// called (its pre hook: enqueued, before the backend can fail or abort on it), moves on in place
+// when it is reported issued (its post hook: started) and is finished in place when its
+// completion is reported, the reports matched by group and the time the op was called (not by
+// seq: an any-source recv is numbered once its sender is known, at completion).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,10 @@ class TorchFlight {
   // `recorder` must outlive this.
   explicit TorchFlight(FlightRecorder& recorder) : recorder_(recorder) {}
 
-  // Op `event` of group handle `group` was issued and has not completed (state kStarted).
-  // kUntimed: its completion shows only once the program waits on it, which waited() says.
+  // Op `event` of group handle `group` was called (state kEnqueued) or issued (kStarted) and has
+  // not completed: a new entry, or the op's entry updated in place when it is in flight already.
+  // kUntimed: its completion shows only once the program waits on it, which waited() says (a
+  // watchdog leaves it alone until then).
   void issued(int group, const CollectiveEvent& event,
               FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
   // The program waits on that op from `since_ns` on: a watchdog times it from there.

@@ -1,6 +1,8 @@
 #include "profiler/import/group_inference.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <map>
 #include <set>
 
 #include "profiler/import/torch_collectives.h"
@@ -69,16 +71,30 @@ class Replay {
   }
 
  private:
-  // `first` and the ready groups linked to it through shared ranks.
+  // `first` and the ready groups linked to it through shared ranks, each group's new neighbours
+  // in `ready`'s (ascending) order. Found through each rank's ready groups, so a round costs the
+  // ready groups' members, not their number squared (pg_config may list thousands of groups).
   std::vector<int> overlapping(int first, const std::vector<int>& ready) const {
+    std::map<int, std::vector<int>> ready_of_rank;
+    for (int g : ready) {
+      for (int r : members_[g]) ready_of_rank[r].push_back(g);
+    }
+    std::vector<bool> in_component(groups_.size(), false);
+    std::set<int> ranks_seen;
     std::vector<int> component{first};
+    in_component[first] = true;
     for (size_t k = 0; k < component.size(); ++k) {
-      for (int g : ready) {
-        if (std::find(component.begin(), component.end(), g) == component.end() &&
-            share_a_rank(g, component[k])) {
-          component.push_back(g);
+      const size_t known = component.size();
+      for (int r : members_[component[k]]) {
+        if (!ranks_seen.insert(r).second) continue;
+        for (int g : ready_of_rank[r]) {
+          if (!in_component[g]) {
+            in_component[g] = true;
+            component.push_back(g);
+          }
         }
       }
+      std::sort(component.begin() + static_cast<std::ptrdiff_t>(known), component.end());
     }
     return component;
   }
@@ -143,13 +159,6 @@ class Replay {
       if (all) ready.push_back(static_cast<int>(g));
     }
     return ready;
-  }
-
-  bool share_a_rank(int a, int b) const {
-    for (int r : members_[a]) {
-      if (std::find(members_[b].begin(), members_[b].end(), r) != members_[b].end()) return true;
-    }
-    return false;
   }
 
   void fire(int group) {

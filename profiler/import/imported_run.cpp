@@ -142,9 +142,10 @@ void append_run_and_ranks(TraceWriter& writer, const ImportedRunDescription& run
     if (!r.clock.aligned) unaligned.push_back(r.rank);
   }
   if (!missing_ranks.empty()) {
-    writer.append(StatEvent{std::string(kMissingRanksStat), -1,
-                            static_cast<int64_t>(missing_ranks.size()), StatSeverity::kDataLoss,
-                            missing_ranks_description(missing_ranks, run.world_size)});
+    writer.append(
+        StatEvent{std::string(kMissingRanksStat), -1, static_cast<int64_t>(missing_ranks.size()),
+                  StatSeverity::kDataLoss,
+                  missing_ranks_description(ranks_phrase(missing_ranks), run.world_size)});
   }
   for (int rank : unaligned) {
     writer.append(StatEvent{"import_clock_unaligned", rank, 1, StatSeverity::kDataLoss,

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "core/duration.h"
 #include "profiler/import/event_spool.h"
@@ -174,6 +175,12 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
       return unreadable(path, fmt::format("distributedInfo: {}", header.distributed_error));
     }
 
+    if (!header.unreadable_base_time.empty()) {
+      notes.push_back(fmt::format(
+          "{}: baseTimeNanoseconds {} is no integer of Unix ns (1970 to 2116): ignored, its ts "
+          "are taken as they are, so the run's start (and its name) is not the real one",
+          path.string(), header.unreadable_base_time));
+    }
     KinetoFile file{path, std::move(header)};
     if (file.header.distributed) {
       file.rank = file.header.distributed->rank;
@@ -211,11 +218,11 @@ StatusOr<std::vector<KinetoFile>> read_headers(const std::vector<fs::path>& inpu
 std::vector<ProcessGroupConfig> process_groups(const std::vector<KinetoFile>& files,
                                                int world_size) {
   std::vector<ProcessGroupConfig> groups;
+  std::set<std::string_view> names;  // of `groups`: the files' strings outlive them
   for (const KinetoFile& file : files) {
     if (!file.header.distributed) continue;
     for (const ProcessGroupConfig& g : file.header.distributed->groups) {
-      auto same = [&](const ProcessGroupConfig& known) { return known.name == g.name; };
-      if (std::none_of(groups.begin(), groups.end(), same)) groups.push_back(g);
+      if (names.insert(g.name).second) groups.push_back(g);
     }
   }
   if (groups.empty()) {
@@ -300,6 +307,9 @@ struct ScannedFiles {
   uint64_t input_bytes = 0;
   int64_t skipped = 0;
   int64_t negative_durations = 0;
+  int64_t unreadable_times = 0;
+  int64_t renumbered_steps = 0;  // StepMarker::renumbered
+  int64_t unnumbered_steps = 0;  // StepMarker::unnumbered
 };
 
 ImportedRank rank_of(const KinetoFile& file, int64_t reference_base, const KinetoRankScan& scan) {
@@ -381,6 +391,9 @@ StatusOr<ScannedFiles> scan_files(const std::vector<KinetoFile>& files, std::str
       out.foreign_device_events[file.rank] = scan.foreign_device_events;
     }
     out.negative_durations += scan.negative_durations;
+    out.unreadable_times += scan.unreadable_times;
+    out.renumbered_steps += step_marker.renumbered();
+    out.unnumbered_steps += step_marker.unnumbered();
     out.first_ns = std::min(out.first_ns, scan.first_ns);
     out.last_ns = std::max(out.last_ns, scan.last_ns);
     out.ranks.push_back(rank_of(file, reference_base, scan));
@@ -551,6 +564,25 @@ StatusOr<TraceImportSummary> import_traces(const TraceImportOptions& options) {
     summary.warnings.push_back(
         fmt::format("{} events have a negative dur: each is kept as an instant (0 long) at its ts",
                     scanned.negative_durations));
+  }
+  if (scanned.unreadable_times > 0) {
+    summary.warnings.push_back(fmt::format(
+        "{} events have a ts or dur that is no number of microseconds partrain reads (not a "
+        "number, or past 9e15 us): one without its ts is left out, one without its dur is kept "
+        "as an instant (0 long)",
+        scanned.unreadable_times));
+  }
+  if (scanned.unnumbered_steps > 0) {
+    summary.warnings.push_back(fmt::format(
+        "{} ProfilerStep# annotations have no step number partrain reads (a digit string, as "
+        "torch writes): they are left out as steps, their events belong to no step",
+        scanned.unnumbered_steps));
+  }
+  if (scanned.renumbered_steps > 0) {
+    summary.warnings.push_back(fmt::format(
+        "{} step markers' numbers are past what partrain reads (int64): those steps are "
+        "numbered by their order in the file instead",
+        scanned.renumbered_steps));
   }
   const std::optional<std::string> other_runs = not_one_run(scanned.ranks, scanned.spooled);
   if (other_runs) summary.warnings.push_back(*other_runs);

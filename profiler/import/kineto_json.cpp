@@ -3,6 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <tuple>
+
+#include "core/rank_list.h"
 
 namespace partrain::profiler {
 namespace {
@@ -219,6 +223,7 @@ class KinetoSax : public nlohmann::json_sax<Json> {
           ns = *integer * 1000;
         }
         (key_ == "ts" ? event_.ts_ns : event_.dur_ns) = ns;
+        if (!ns) event_.unreadable_time = true;
       } else if ((key_ == "pid" || key_ == "tid") && integer) {
         (key_ == "pid" ? event_.pid : event_.tid).number = *integer;
       }
@@ -231,9 +236,18 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     const Json& v = metadata_value_;
     if (k == "schemaVersion" && v.is_number_integer()) {
       header_.schema_version = v.get<int64_t>();
-    } else if (k == "baseTimeNanoseconds" && v.is_number_integer()) {
-      header_.base_time_ns = v.get<int64_t>();
-      header_.has_base_time = true;
+    } else if (k == "baseTimeNanoseconds") {
+      // Up to 2^62 ns (year 2116): a ts added to it cannot overflow.
+      constexpr int64_t kLatestBaseNs = int64_t{1} << 62;
+      const bool readable = v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                            v.get<int64_t>() <= kLatestBaseNs &&
+                            !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{1} << 62);
+      if (readable) {
+        header_.base_time_ns = v.get<int64_t>();
+        header_.has_base_time = true;
+      } else {
+        header_.unreadable_base_time = v.dump().substr(0, 64);
+      }
     } else if (k == "record_shapes" && v.is_number_integer()) {
       header_.record_shapes = v.get<int64_t>() != 0;
     } else if (k == "host_name" && v.is_string()) {
@@ -280,10 +294,16 @@ class KinetoSax : public nlohmann::json_sax<Json> {
   Json metadata_value_;
 };
 
-std::optional<int> as_int(const Json& v) {
-  if (v.is_number_integer()) return static_cast<int>(v.get<int64_t>());
+// An integer, or one written as a string ("3"); past int64 (18446744073709551615) is none.
+std::optional<int64_t> as_int(const Json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t value = v.get<uint64_t>();
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(value);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_string()) {
-    int out = 0;
+    int64_t out = 0;
     const std::string& s = v.get_ref<const std::string&>();
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     if (ec == std::errc() && end == s.data() + s.size()) return out;
@@ -373,13 +393,13 @@ StatusOr<KinetoDistributedInfo> parse_distributed_info(const Json& info) {
   }
   // A rank or world_size that is not there is -1 (the importer decides, as HTA does); one that
   // is there must read.
-  auto field = [&](const char* key, int least) -> std::optional<int> {
+  auto field = [&](const char* key, int least) -> std::optional<int64_t> {
     if (!info.contains(key)) return -1;
     auto v = as_int(info.at(key));
-    return v && *v >= least ? v : std::optional<int>();
+    return v && *v >= least ? v : std::optional<int64_t>();
   };
-  const std::optional<int> rank = field("rank", 0);
-  const std::optional<int> world = field("world_size", 1);
+  const std::optional<int64_t> rank = field("rank", 0);
+  const std::optional<int64_t> world = field("world_size", 1);
   if (!rank) {
     return make_status(StatusCode::kUnreadable,
                        "distributedInfo has no rank (a non-negative integer)");
@@ -388,8 +408,19 @@ StatusOr<KinetoDistributedInfo> parse_distributed_info(const Json& info) {
     return make_status(StatusCode::kUnreadable,
                        "distributedInfo has no world_size (a positive integer)");
   }
-  out.rank = *rank;
-  out.world_size = *world;
+  // Bounded before any use: the import sizes per-rank work by the world.
+  for (const auto& [key, value, most] : {std::tuple{"world_size", *world, int64_t{kMostRanks}},
+                                         std::tuple{"rank", *rank, int64_t{kMostRanks} - 1}}) {
+    if (value > most) {
+      return make_status(StatusCode::kUnreadable,
+                         "distributedInfo's {} is {}, past what partrain imports (a world of at "
+                         "most {} ranks, the largest partrain launches): the file is damaged or "
+                         "was edited",
+                         key, value, kMostRanks);
+    }
+  }
+  out.rank = static_cast<int>(*rank);
+  out.world_size = static_cast<int>(*world);
   if (out.rank >= 0 && out.world_size > 0 && out.rank >= out.world_size) {
     return make_status(StatusCode::kUnreadable,
                        "distributedInfo says rank {} of a world of {} ranks", out.rank,

@@ -39,6 +39,9 @@ struct KinetoEvent {
   KinetoId tid;
   std::optional<int64_t> ts_ns;
   std::optional<int64_t> dur_ns;
+  // A ts or dur was there but is no number of microseconds partrain reads (1e300, "soon"): it
+  // is then absent (the event skipped without a ts, 0 long without a dur), and the import says so.
+  bool unreadable_time = false;
   nlohmann::json args;  // null unless the reader's args filter asked for them
 };
 
@@ -75,6 +78,9 @@ struct KinetoHeader {
   std::optional<KinetoDistributedInfo> distributed;
   int64_t base_time_ns = 0;  // baseTimeNanoseconds: Unix ns that ts 0 stands for
   bool has_base_time = false;  // it was read (0 without it: ts are then the file's own)
+  // baseTimeNanoseconds as written when it is no integer of Unix ns from 1970 to 2116 ("soon",
+  // 1.79e30, 9223372036854775807, whose sum with a ts overflows): ignored, and the import says so.
+  std::string unreadable_base_time;
   std::string host_name;
   std::string trace_name;
   // The malformed distributedInfo's problem ("rank is not an integer"), empty when it reads well.

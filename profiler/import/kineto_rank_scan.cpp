@@ -93,6 +93,7 @@ class RankScanner {
 
   bool on_event(KinetoEvent& e) {
     ++scan_.events;
+    if (e.unreadable_time) ++scan_.unreadable_times;
     if (e.phase == 'M') {
       if (e.name == "thread_name" && e.args.is_object() && e.args.contains("name") &&
           e.args["name"].is_string()) {

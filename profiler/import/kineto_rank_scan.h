@@ -50,6 +50,7 @@ struct KinetoRankScan {
   // requests, waits on its streams), by category: left out, and counted into `skipped` too.
   std::map<std::string, int64_t> foreign_device_events;
   int64_t negative_durations = 0;  // events whose dur was below 0, kept 0 long
+  int64_t unreadable_times = 0;    // events whose ts or dur did not read (KinetoEvent)
   std::string exporter;            // the file's otherData.exporter, where its writer names itself
   // Kineto's own metadata was there (schemaVersion, distributedInfo or baseTimeNanoseconds).
   bool kineto_metadata = false;

@@ -1,6 +1,9 @@
 #include "profiler/import/nccl_nvtx_payload.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace partrain::profiler {
 namespace {
@@ -103,7 +106,9 @@ bool NcclPayloadSchemas::decode_with(int64_t domain, const Schema& schema, std::
     } else if (e.name == "Peer rank") {
       out.peer = static_cast<int>(*value);
     } else if (e.name == "No. of ranks") {
-      out.nranks = static_cast<int>(*value);
+      // Past int (a damaged 64-bit field) is the most an int holds, refused as a world later.
+      out.nranks = static_cast<int>(std::clamp<int64_t>(*value, std::numeric_limits<int>::min(),
+                                                        std::numeric_limits<int>::max()));
     } else if (e.name == "Rank") {
       out.rank = static_cast<int>(*value);
     } else if (e.name == "Reduction operation") {

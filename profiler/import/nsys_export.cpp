@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "profiler/trace_open.h"
+
 namespace partrain::profiler {
 namespace {
 
@@ -77,6 +79,12 @@ StatusOr<NsysExport> open_nsys_export(const std::filesystem::path& path) {
   if (!out.db.has_table("main", "META_DATA_EXPORT")) {
     // has_table reads sqlite_master, which fails on what is not SQLite at all.
     const bool sqlite = out.db.exec("SELECT 1 FROM sqlite_master LIMIT 1").is_ok();
+    if (sqlite && is_partrain_trace(out.db)) {
+      return unreadable(fmt::format(
+          "already a partrain trace, nothing to import: analyze it (partrain analyze {}), or "
+          "combine node files with partrain merge",
+          path.string()));
+    }
     return unreadable(sqlite ? "an SQLite database, but not an Nsight Systems export (no "
                                "META_DATA_EXPORT table; make one with `nsys export --type "
                                "sqlite REPORT.nsys-rep`)"

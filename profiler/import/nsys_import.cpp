@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/rank_list.h"
 #include "profiler/import/import_output.h"
 #include "profiler/import/imported_run.h"
 #include "profiler/import/nsys_export.h"
@@ -250,7 +251,7 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run,
   append_run_and_ranks(writer, run, ranks, summary.missing_ranks, first_ns, summary.run_id);
   std::map<NsysProcess, const ImportedRank*> rank_of_process;
   for (const ImportedRank& r : ranks) rank_of_process[ranked.process_of_rank.at(r.rank)] = &r;
-  int64_t last_ns = 0;
+  int64_t last_ns = 0, reversed = 0;
   std::map<int, int64_t> events_per_rank;
   for (size_t i = 0; i < scanned.reports.size(); ++i) {
     const Report& report = scanned.reports[i];
@@ -258,7 +259,13 @@ Status write_trace(ImportOutput& output, const ImportedRunDescription& run,
                                                            static_cast<int>(i), rank_of_process));
     summary.events += counts.events;
     last_ns = std::max(last_ns, counts.last_ns);
+    reversed += counts.reversed;
     for (const auto& [rank, n] : counts.per_rank) events_per_rank[rank] += n;
+  }
+  if (reversed > 0) {  // as the Kineto import says of a negative dur
+    summary.warnings.push_back(fmt::format(
+        "{} events end before they start: each is kept as an instant (0 long) at its start",
+        reversed));
   }
   for (ImportedRank& r : ranks) r.events = events_per_rank[r.rank];
   summary.events += append_steps(writer, ranks);
@@ -274,6 +281,14 @@ StatusOr<TraceImportSummary> import_reports(const TraceImportOptions& options) {
   RETURN_IF_ERROR(StepMarker::compile(marker).status());
   ASSIGN_OR_RETURN(ScannedReports scanned, scan_reports(options.inputs, marker, options));
   ASSIGN_OR_RETURN(RankedProcesses ranked, rank_processes(scanned, options.inputs));
+  if (ranked.map.world_size > kMostRanks) {
+    // Checked before anything is sized by it (missing ranks, the world group).
+    return make_status(StatusCode::kUnreadable,
+                       "an NCCL communicator's payload field 'No. of ranks' says {} ranks, past "
+                       "what partrain imports (a world of at most {} ranks, the largest partrain "
+                       "launches): the report is damaged or was edited",
+                       ranked.map.world_size, kMostRanks);
+  }
   TraceImportSummary summary;
   summary.world_size = ranked.map.world_size;
   if (!ranked.map.from_communicators && ranked.candidates.size() > 1) {

@@ -115,6 +115,7 @@ NcclRankMap nccl_ranks(const std::map<NsysProcess, NcclProcessTrace>& processes)
     for (const NcclCall& call : trace.calls) {
       const NcclPayload& p = call.payload;
       if (!creates_communicator(call.function) || !p.comm || !p.nranks || !p.rank) continue;
+      if (*p.nranks < 1 || *p.rank < 0 || *p.rank >= *p.nranks) continue;  // damaged: no world
       if (world == nullptr || *p.nranks > *world->payload.nranks) world = &call;
     }
     if (world == nullptr) continue;

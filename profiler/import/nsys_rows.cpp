@@ -50,6 +50,7 @@ class RowWriter {
   }
   int64_t events() const { return events_; }
   int64_t last_ns() const { return last_ns_; }
+  int64_t reversed() const { return reversed_; }
   const std::map<int, int64_t>& events_per_rank() const { return per_rank_; }
 
  private:
@@ -81,6 +82,7 @@ class RowWriter {
     const int64_t on_reference = start + shift_ns_;
     s.step = rank.step_at(on_reference);
     s.ts_ns = rank.on_timeline(on_reference);
+    if (end < start) ++reversed_;
     s.dur_ns = std::max<int64_t>(0, end - start);
     last_ns_ = std::max(last_ns_, s.ts_ns + s.dur_ns);
     return s;
@@ -223,6 +225,7 @@ class RowWriter {
   std::vector<TraceEvent> batch_;
   int64_t events_ = 0;
   mutable int64_t last_ns_ = INT64_MIN;
+  mutable int64_t reversed_ = 0;
   std::map<int, int64_t> per_rank_;
 };
 
@@ -233,7 +236,7 @@ StatusOr<NsysRowCounts> write_nsys_rows(TraceWriter& writer, const NsysExport& f
                                         const std::map<NsysProcess, const ImportedRank*>& ranks) {
   RowWriter rows(writer, file, shift_ns, index, ranks);
   RETURN_IF_ERROR(rows.write());
-  return NsysRowCounts{rows.events(), rows.last_ns(), rows.events_per_rank()};
+  return NsysRowCounts{rows.events(), rows.last_ns(), rows.events_per_rank(), rows.reversed()};
 }
 
 }  // namespace partrain::profiler

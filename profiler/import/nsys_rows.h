@@ -18,6 +18,7 @@ struct NsysRowCounts {
   int64_t events = 0;
   int64_t last_ns = INT64_MIN;  // the latest end on the timeline
   std::map<int, int64_t> per_rank;
+  int64_t reversed = 0;  // rows whose end precedes their start, kept 0 long
 };
 
 // `index`: the report's place among the inputs (NsysProcess keys); `shift_ns` moves its session

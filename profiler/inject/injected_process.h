@@ -86,6 +86,11 @@ class InjectedProcess {
   // (--step-marker), and partrain's Python module's steps (ProfilerStep#N, the optimizer) give
   // way from then on, so one step is never written twice.
   bool nvtx_marks_steps() const { return nvtx_marks_steps_.load(std::memory_order_relaxed); }
+  // A PyTorch collective of this rank failed (its Work's error, or its call raised): the flight
+  // recorder is dumped, when dumps are asked for (rank_flight.h).
+  void collective_failed(const CollectiveEvent& event) {
+    if (flight_ != nullptr) flight_->on_collective_failed(event);
+  }
   // A fresh external correlation id (CUPTI's EXTERNAL_CORRELATION) for one NCCL call or group.
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 

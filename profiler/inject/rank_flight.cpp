@@ -261,6 +261,7 @@ RankFlight::RankFlight(FlightRecorder& recorder, RankTracer& tracer,
         options.rank = tracer.rank();
         if (dir) options.dir = *dir;
         options.tracer = &tracer;
+        options.print_collective_error = false;  // the rank's traceback says it (above)
         return options;
       }()) {}
 
@@ -297,6 +298,12 @@ bool RankFlight::on_stop_signal(int signal) {
   // Another rank failed: the trace must show how far this one got.
   (void)tracer_.flush(std::chrono::seconds(2));
   return true;
+}
+
+void RankFlight::on_collective_failed(const CollectiveEvent& event) {
+  std::lock_guard lock(mutex_);
+  if (fired_ || closed_) return;
+  (void)dumper_.dump(DumpTrigger::kCollectiveError, describe_flight_op(event) + " failed");
 }
 
 void RankFlight::fire(const WatchdogTimeout& timeout) {

@@ -4,6 +4,10 @@
 // - PARTRAIN_COLLECTIVE_TIMEOUT set: a collective watchdog; an op unfinished past it makes the
 //   rank say so on stderr, dump the recorder, ship what the tracer holds and exit with 124, as
 //   PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING ends a rank;
+// - either set: a collective the Python module reports failed (gloo's timeout or a closed
+//   connection, an op whose call raised) dumps the recorder (trigger `collective_error`), so
+//   the launcher diagnoses a job that keeps torch's own timeouts; quietly on stderr, where the
+//   rank's own traceback follows and is what its launcher's tail of it should show;
 // - PARTRAIN_FLIGHT_DIR set (a launcher reads the dumps): SIGTERM and SIGINT first dump the
 //   recorder quietly (trigger `signal`), so a rank that never entered the collective the others
 //   wait in (stuck in Python, in compute) is seen, then take effect as they would have; SIGABRT
@@ -33,6 +37,10 @@ class RankFlight {
   // the process). The object is never destroyed: a stop signal's handler may still reach it,
   // and then only passes the signal on.
   void close();
+
+  // A collective failed (`event`, finished as failed): dump, on the reporting thread (a file and
+  // the trace's rows: short). The first cause wins, as for every dump.
+  void on_collective_failed(const CollectiveEvent& event);
 
   // The stop signal's work, on the relay's own thread (never in the handler): dump, ship. False
   // when the signal is not to take effect: the watchdog has fired and is ending the process.

@@ -6,7 +6,7 @@
 // arguments (the caller is Python code, not a peer to trust blindly, but a bad pointer must not
 // take the program down) and do nothing in a process that is not traced.
 //
-// ABI version 2; docs/pytorch.md lists the functions. Times are CLOCK_MONOTONIC ns
+// ABI version 3; docs/pytorch.md lists the functions. Times are CLOCK_MONOTONIC ns
 // (time.monotonic_ns()), the clock of every other record.
 #include <bit>
 #include <cstddef>
@@ -24,7 +24,7 @@
 namespace partrain::profiler::inject {
 namespace {
 
-constexpr int kTorchAbiVersion = 2;
+constexpr int kTorchAbiVersion = 3;
 constexpr size_t kMaxTextBytes = 4096;
 
 // A C string from the caller, bounded; empty for a null pointer.
@@ -36,11 +36,12 @@ std::string_view text(const char* value, size_t max_bytes = kMaxTextBytes) {
 // A collective as the module hands it over (little-endian, no padding; times are
 // CLOCK_MONOTONIC ns): what profiler/torch_collective.h's TorchOp holds, plus the group's handle
 // and the op's NCCL window. outcome: 0 completed (completed_ns 0: never seen completing),
-// 1 failed, 2 issued and in flight (sent by the post hook; its completion follows with the same
-// group and issue_ns), 3 the same for an op whose completion shows only once the program waits
-// on it (gloo Work without a future: the watchdog leaves it alone), 4 the program now waits on
-// such an op (the watchdog times it from here). Strings are NUL-padded, not necessarily
-// NUL-terminated.
+// 1 failed, 2 issued and in flight (sent by the post hook), 3 called (sent by the pre hook: in
+// flight, the backend does not have it yet), 4 issued, for an op whose completion shows only once
+// the program waits on it (gloo Work without a future: the watchdog leaves it alone), 5 the
+// program now waits on such an op (the watchdog times it from here). The reports of one op share
+// group and issue_ns (an any-source recv's seq and root are known only at completion). Strings
+// are NUL-padded, not necessarily NUL-terminated.
 struct TorchCollectiveAbi {
   int32_t group;
   int32_t root;
@@ -62,6 +63,7 @@ static_assert(std::endian::native == std::endian::little, "the module packs litt
 }  // namespace
 }  // namespace partrain::profiler::inject
 
+using partrain::profiler::CollectiveEvent;
 using partrain::profiler::StatEvent;
 using partrain::profiler::StatSeverity;
 using partrain::profiler::TorchGroup;
@@ -101,8 +103,9 @@ PARTRAIN_EXPORT int partrain_torch_group(const char* name, const char* desc, con
   return process->torch().add_group(std::move(group));
 }
 
-// One op as the hooks saw it, when it was issued (outcome 2: in flight, for the rank's flight
-// recorder) and again once it completed: a TorchCollectiveAbi (above) of `size` bytes, packed
+// One op as the hooks saw it, when it was called (outcome 3) and issued (outcome 2: in flight,
+// for the rank's flight recorder) and again once it completed or failed (a failure dumps the
+// rank's flight recorder: rank_flight.h): a TorchCollectiveAbi (above) of `size` bytes, packed
 // by the module with struct.Struct("<iiiIQQQqqqQ32s16s"). One buffer instead of 13 arguments:
 // ctypes converts each argument separately, and that was two thirds of the cost.
 PARTRAIN_EXPORT void partrain_torch_collective(const void* record, size_t size) {
@@ -122,18 +125,24 @@ PARTRAIN_EXPORT void partrain_torch_collective(const void* record, size_t size) 
   op.issued_ns = abi.issued_ns;
   op.completed_ns = abi.completed_ns;
   op.failed = abi.outcome == 1;
-  if (abi.outcome == 2 || abi.outcome == 3) {
+  if (abi.outcome == 3) {
+    process->torch().called(abi.group, op);
+    return;
+  }
+  if (abi.outcome == 2 || abi.outcome == 4) {
     process->torch().issued(abi.group, op,
-                            abi.outcome == 3
+                            abi.outcome == 4
                                 ? partrain::profiler::FlightRecorder::Timing::kUntimed
                                 : partrain::profiler::FlightRecorder::Timing::kFromEnqueue);
     return;
   }
-  if (abi.outcome == 4) {
+  if (abi.outcome == 5) {
     process->torch().waited(abi.group, op);
     return;
   }
-  process->torch().collective(abi.group, op, abi.window);
+  const std::optional<CollectiveEvent> event =
+      process->torch().collective(abi.group, op, abi.window);
+  if (event && op.failed) process->collective_failed(*event);
 }
 
 // The calling thread enters (or leaves) a PyTorch op on an NCCL group: the NCCL calls it makes

@@ -34,16 +34,28 @@ std::optional<CollectiveEvent> TorchRecording::event_locked(int group, const Tor
   return torch_collective_event(groups_[static_cast<size_t>(group)], op);
 }
 
-void TorchRecording::collective(int group, const TorchOp& op, uint64_t window) {
+std::optional<CollectiveEvent> TorchRecording::collective(int group, const TorchOp& op,
+                                                          uint64_t window) {
+  std::optional<CollectiveEvent> event;
+  {
+    std::lock_guard lock(groups_mutex_);
+    event = event_locked(group, op);
+  }
+  if (!event) return std::nullopt;
+  // An op a final dump already holds, unfinished, is in the trace through that dump.
+  if (flight_.finished(group, *event)) join_.torch_op(window, *event);
+  return event;
+}
+
+void TorchRecording::called(int group, const TorchOp& op) {
   std::optional<CollectiveEvent> event;
   {
     std::lock_guard lock(groups_mutex_);
     event = event_locked(group, op);
   }
   if (!event) return;
-  // An op a final dump already holds, unfinished, is in the trace through that dump.
-  if (!flight_.finished(group, *event)) return;
-  join_.torch_op(window, *event);
+  event->state = CollectiveState::kEnqueued;  // the backend does not have it yet
+  flight_.issued(group, *event);
 }
 
 void TorchRecording::issued(int group, const TorchOp& op, FlightRecorder::Timing timing) {

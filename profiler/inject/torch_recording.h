@@ -35,11 +35,13 @@ class TorchRecording {
   // A process group: its handle for collective(), or -1 past kMaxGroups.
   static constexpr size_t kMaxGroups = 1 << 16;
   int add_group(TorchGroup group);
-  // An op of group `group` reported by the hooks once it completed; `window` is the op's window
-  // (0: none).
-  void collective(int group, const TorchOp& op, uint64_t window);
-  // The same op when it was issued, before it completes: in flight, in the flight recorder.
-  // kUntimed: the watchdog leaves it alone until waited() (FlightRecorder::Timing).
+  // An op of group `group` reported by the hooks once it completed or failed; `window` is the
+  // op's window (0: none). The op as recorded (nullopt: no collective, or an unknown group).
+  std::optional<CollectiveEvent> collective(int group, const TorchOp& op, uint64_t window);
+  // The same op when it was called (the pre hook: enqueued) and when it was issued (the post
+  // hook: started), before it completes: in flight, in the flight recorder. kUntimed: the
+  // watchdog leaves it alone from its issue until waited() (FlightRecorder::Timing).
+  void called(int group, const TorchOp& op);
   void issued(int group, const TorchOp& op,
               FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
   // The program waits on that op from now on: the watchdog times it from here.

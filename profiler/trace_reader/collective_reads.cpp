@@ -2,17 +2,26 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_reader/trace_codes.h"
 
 namespace partrain::profiler {
 
 namespace {
 
-// A collective `c` joined to its slice `s`, as read_collective_op reads them.
-constexpr const char* kCollectiveOpColumns =
-    "s.track_id, c.seq, c.op, c.bytes, coalesce(c.peer, c.root), s.ts_ns, s.dur_ns, "
-    "c.gpu_start_ns, c.gpu_end_ns, c.group_size, c.group_ranks_id, c.state, s.name_id, s.step, "
-    "c.dtype";
+// A collective `c` joined to its slice `s`, as read_collective_op reads them. Values that cannot
+// be true read as not recorded (damaged_rows.h): a backwards GPU span, a negative size (NULL:
+// the row's size is unknown), a group larger than the world.
+std::string collective_op_columns() {
+  return fmt::format(
+      "s.track_id, c.seq, c.op, CASE WHEN {0} THEN NULL ELSE c.bytes END, "
+      "coalesce(c.peer, c.root), s.ts_ns, s.dur_ns, CASE WHEN {1} THEN NULL ELSE c.gpu_start_ns "
+      "END, CASE WHEN {1} THEN NULL ELSE c.gpu_end_ns END, CASE WHEN {2} THEN 0 ELSE "
+      "c.group_size END, c.group_ranks_id, c.state, s.name_id, s.step, c.dtype",
+      kUnusableBytes, kReversedGpuSpan, kUnusableGroupSize);
+}
 
 // The interned string `id` through the reader's cache; false with `error` set on a failed read.
 bool text_of(const TraceReader& reader, int64_t id, std::string_view& out, Status& error) {
@@ -49,6 +58,7 @@ bool read_collective_op(const TraceReader& reader, const SqliteStatement& row, C
   op.seq = row.column_int(1);
   if (!text_of(reader, row.column_int(2), op.op, error)) return false;
   op.bytes = row.column_int(3);
+  const bool size_lost = row.column_is_null(3);
   op.peer = row.column_is_null(4) ? std::nullopt
                                   : std::optional(static_cast<int>(row.column_int(4)));
   op.ts_ns = row.column_int(5);
@@ -60,6 +70,7 @@ bool read_collective_op(const TraceReader& reader, const SqliteStatement& row, C
   if (!row.column_is_null(10) && !text_of(reader, row.column_int(10), op.group_ranks, error)) {
     return false;
   }
+  if (!readable_group_ranks(op.group_ranks)) op.group_ranks = {};
   op.state = collective_state_from_code(row.column_int(11));
   // The slice is named for the op's label when its caller gave one (else for the op).
   op.label = {};
@@ -69,6 +80,7 @@ bool read_collective_op(const TraceReader& reader, const SqliteStatement& row, C
   }
   op.step = row.column_is_null(13) ? std::nullopt : std::optional(row.column_int(13));
   if (!text_of(reader, row.column_int(14), op.dtype, error)) return false;
+  if (size_lost) op.dtype = "other";  // as a source that did not know it: no size, no bandwidth
   return true;
 }
 
@@ -108,7 +120,7 @@ StatusOr<CommunicatorOpCursor> communicator_ops(const TraceReader& reader,
                    reader.prepare(fmt::format("SELECT {} FROM collective c JOIN slice s ON "
                                               "s.id = c.slice_id WHERE c.comm_id = ?1 ORDER BY "
                                               "c.seq",
-                                              kCollectiveOpColumns)));
+                                              collective_op_columns())));
   stmt.bind(1, comm.string_id);
   return CommunicatorOpCursor(
       reader, std::move(stmt),
@@ -120,6 +132,57 @@ StatusOr<bool> has_collectives(const TraceReader& reader) {
   const int rc = stmt.step();
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return reader.read_error("reading the collectives");
   return rc == SQLITE_ROW;
+}
+
+StatusOr<std::vector<CollectiveOp>> unfinished_collectives(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(
+      SqliteStatement stmt,
+      reader.prepare(fmt::format("SELECT {}, c.comm_id FROM collective c JOIN slice s ON s.id = "
+                                 "c.slice_id WHERE c.state != ?1 ORDER BY s.ts_ns",
+                                 kCollectiveOpColumns)));
+  stmt.bind(1, static_cast<int64_t>(CollectiveState::kCompleted));
+  std::vector<CollectiveOp> ops;
+  Status error;
+  RETURN_IF_ERROR(
+      reader.each_row(stmt, "reading the unfinished collectives", [&](const SqliteStatement& row) {
+        CollectiveOp op;
+        if (!error.is_ok() || !read_collective_op(reader, row, op, error)) return;
+        if (text_of(reader, row.column_int(15), op.comm_id, error)) ops.push_back(op);
+      }));
+  RETURN_IF_ERROR(error);
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const CollectiveOp& a, const CollectiveOp& b) { return a.rank < b.rank; });
+  return ops;
+}
+
+StatusOr<std::optional<int64_t>> last_collective_end_ns(const TraceReader& reader, int rank) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT MAX(s.ts_ns + s.dur_ns) FROM collective c JOIN slice s "
+                                  "ON s.id = c.slice_id JOIN track t ON t.id = s.track_id WHERE "
+                                  "t.rank = ?1"));
+  stmt.bind(1, int64_t{rank});
+  if (stmt.step() != SQLITE_ROW) {
+    return reader.read_error(fmt::format("reading the last collective of rank {}", rank));
+  }
+  if (stmt.column_is_null(0)) return std::optional<int64_t>();
+  return std::optional(stmt.column_int(0));
+}
+
+StatusOr<std::vector<int>> ranks_that_recorded(const TraceReader& reader, std::string_view comm_id,
+                                               int64_t seq) {
+  // The (comm_id, seq) index finds the op's rows; their tracks name the ranks.
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare("SELECT DISTINCT t.rank FROM collective c JOIN slice s ON s.id "
+                                  "= c.slice_id JOIN track t ON t.id = s.track_id WHERE "
+                                  "c.comm_id = (SELECT id FROM string WHERE value = ?1) AND "
+                                  "c.seq = ?2 ORDER BY t.rank"));
+  stmt.bind(1, comm_id);
+  stmt.bind(2, seq);
+  std::vector<int> ranks;
+  RETURN_IF_ERROR(reader.each_row(
+      stmt, fmt::format("reading who recorded seq {} of communicator {}", seq, comm_id),
+      [&](const SqliteStatement& row) { ranks.push_back(static_cast<int>(row.column_int(0))); }));
+  return ranks;
 }
 
 }  // namespace partrain::profiler

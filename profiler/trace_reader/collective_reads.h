@@ -65,5 +65,14 @@ StatusOr<std::vector<Communicator>> communicators(const TraceReader& reader);
 StatusOr<CommunicatorOpCursor> communicator_ops(const TraceReader& reader,
                                                 const Communicator& comm);
 StatusOr<bool> has_collectives(const TraceReader& reader);
+// The ops their ranks did not complete (failed, or left enqueued or started when the rank dumped
+// or ended): what each rank was waiting in when a run failed. By rank, then start. A trace holds
+// a few of them, but finding them scans the collectives.
+StatusOr<std::vector<CollectiveOp>> unfinished_collectives(const TraceReader& reader);
+// When `rank`'s last recorded collective ended; nullopt: it recorded none.
+StatusOr<std::optional<int64_t>> last_collective_end_ns(const TraceReader& reader, int rank);
+// The ranks that recorded op `seq` of communicator `comm_id`, lowest first.
+StatusOr<std::vector<int>> ranks_that_recorded(const TraceReader& reader, std::string_view comm_id,
+                                               int64_t seq);
 
 }  // namespace partrain::profiler

@@ -148,7 +148,7 @@ StatusOr<std::optional<EventSpan>> selected_steps_window(const TraceReader& read
       SqliteStatement stmt,
       prepare_selected(reader,
                        "SELECT min(ts_ns), max(ts_ns + dur_ns) FROM steps WHERE " +
-                           last_attempt_steps(reader) + " AND " + rank_filter("steps", selection) +
+                           analysed_steps(reader) + " AND " + rank_filter("steps", selection) +
                            " AND step BETWEEN ?2 AND ?3",
                        selection));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
@@ -161,8 +161,8 @@ StatusOr<std::optional<std::pair<int64_t, int64_t>>> selected_step_numbers(
   ASSIGN_OR_RETURN(
       SqliteStatement stmt,
       prepare_selected(reader,
-                       "SELECT min(step), max(step) FROM steps WHERE " +
-                           last_attempt_steps(reader) + " AND " + rank_filter("steps", selection),
+                       "SELECT min(step), max(step) FROM steps WHERE " + analysed_steps(reader) +
+                           " AND " + rank_filter("steps", selection),
                        selection));
   if (stmt.step() != SQLITE_ROW) return reader.read_error("reading the steps from the trace");
   if (stmt.column_is_null(0)) return std::optional<std::pair<int64_t, int64_t>>();

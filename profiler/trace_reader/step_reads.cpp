@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "profiler/trace_reader/damaged_rows.h"
+
 namespace partrain::profiler {
 
 constexpr const char* kStepColumns = "SELECT rank, step, ts_ns, dur_ns, loss, tokens FROM step ";
@@ -13,6 +15,10 @@ bool stores_step_attempts(const TraceReader& reader) {
 std::string last_attempt_steps(const TraceReader& reader) {
   // The key leads with the attempt: MAX(attempt) is one seek, evaluated once per statement.
   return stores_step_attempts(reader) ? "attempt = (SELECT MAX(attempt) FROM step)" : "1";
+}
+
+std::string analysed_steps(const TraceReader& reader) {
+  return last_attempt_steps(reader) + " AND " + std::string(kUsableStepDuration);
 }
 
 bool StepCursor::next(StepRow& row) {
@@ -27,9 +33,8 @@ bool StepCursor::next(StepRow& row) {
 }
 
 StatusOr<std::vector<int64_t>> recorded_steps(const TraceReader& reader) {
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare("SELECT DISTINCT step FROM step WHERE " +
-                                  last_attempt_steps(reader) + " ORDER BY step"));
+  ASSIGN_OR_RETURN(SqliteStatement stmt, reader.prepare("SELECT DISTINCT step FROM step WHERE " +
+                                                        analysed_steps(reader) + " ORDER BY step"));
   std::vector<int64_t> steps;
   RETURN_IF_ERROR(reader.each_row(stmt, "listing the steps", [&](const SqliteStatement& row) {
     steps.push_back(row.column_int(0));
@@ -42,7 +47,7 @@ StatusOr<StepSpan> step_span(const TraceReader& reader, int rank, int64_t first,
       SqliteStatement stmt,
       reader.prepare("SELECT MIN(ts_ns), MAX(ts_ns + dur_ns), COUNT(*) FROM step "
                      "WHERE " +
-                     last_attempt_steps(reader) + " AND rank = ?1 AND step BETWEEN ?2 AND ?3"));
+                     analysed_steps(reader) + " AND rank = ?1 AND step BETWEEN ?2 AND ?3"));
   stmt.bind(1, int64_t{rank});
   stmt.bind(2, first);
   stmt.bind(3, last);
@@ -58,7 +63,7 @@ StatusOr<std::optional<std::pair<int64_t, int64_t>>> step_numbers(const TraceRea
                                                                    int rank) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
                    reader.prepare("SELECT MIN(step), MAX(step) FROM step WHERE " +
-                                  last_attempt_steps(reader) + " AND rank = ?1"));
+                                  analysed_steps(reader) + " AND rank = ?1"));
   stmt.bind(1, int64_t{rank});
   if (stmt.step() != SQLITE_ROW) {
     return reader.read_error(fmt::format("reading the steps of rank {}", rank));
@@ -123,10 +128,9 @@ StatusOr<std::optional<EventSpan>> event_span(const TraceReader& reader, int ran
 
 StatusOr<StepCursor> rank_steps(const TraceReader& reader, int rank, int64_t first,
                                 int64_t last) {
-  ASSIGN_OR_RETURN(
-      SqliteStatement stmt,
-      reader.prepare(std::string(kStepColumns) + "WHERE " + last_attempt_steps(reader) +
-                     " AND rank = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step"));
+  ASSIGN_OR_RETURN(SqliteStatement stmt,
+                   reader.prepare(std::string(kStepColumns) + "WHERE " + analysed_steps(reader) +
+                                  " AND rank = ?1 AND step BETWEEN ?2 AND ?3 ORDER BY step"));
   stmt.bind(1, int64_t{rank});
   stmt.bind(2, first);
   stmt.bind(3, last);
@@ -135,8 +139,8 @@ StatusOr<StepCursor> rank_steps(const TraceReader& reader, int rank, int64_t fir
 
 StatusOr<StepCursor> window_steps(const TraceReader& reader, int64_t first, int64_t last) {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare(std::string(kStepColumns) + "WHERE " +
-                                  last_attempt_steps(reader) + " AND step BETWEEN ?1 AND ?2"));
+                   reader.prepare(std::string(kStepColumns) + "WHERE " + analysed_steps(reader) +
+                                  " AND step BETWEEN ?1 AND ?2"));
   stmt.bind(1, first);
   stmt.bind(2, last);
   return StepCursor(reader.db(), std::move(stmt), "reading the steps");

@@ -1,7 +1,8 @@
 // Reading the steps table: which steps a trace recorded, where a rank's steps lie on the
 // timeline, and cursors over the step rows. A job torchrun restarted numbers each attempt's steps
 // from 0 again; every read here but step_attempts is of the last attempt's steps (the
-// `step.attempt` column, since schema version 7; an older file's steps are one attempt's).
+// `step.attempt` column, since schema version 7; an older file's steps are one attempt's), and
+// of the rows whose duration is usable (a step of zero or negative length is damage).
 #pragma once
 
 #include <cstdint>
@@ -79,6 +80,9 @@ bool stores_step_attempts(const TraceReader& reader);
 // The SQL condition on a row of `step` (or the `steps` view) that keeps the last attempt's:
 // "attempt = (SELECT MAX(attempt) FROM step)", or "1" for a file older than version 7.
 std::string last_attempt_steps(const TraceReader& reader);
+// The step rows every read below hands out: the last attempt's whose duration is usable
+// (damaged_rows.h kUsableStepDuration; damaged_rows() counts the others as data loss).
+std::string analysed_steps(const TraceReader& reader);
 // Per attempt, ascending; none for a file older than version 7 (it stored no attempt).
 StatusOr<std::vector<StepAttempt>> step_attempts(const TraceReader& reader);
 // The latest end of a step of an attempt before the last: a slice of the last attempt's step

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "profiler/trace_open.h"
+#include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_reader/trace_codes.h"
 
 namespace partrain::profiler {
@@ -84,12 +85,15 @@ StatusOr<std::vector<int>> TraceReader::recorded_ranks() const {
 
 Status TraceReader::read_tracks_after(int64_t id) const {
   ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   prepare("SELECT t.id, t.rank, t.kind, s.value FROM track t "
-                           "JOIN string s ON s.id = t.name_id WHERE t.id > ?1 ORDER BY t.id"));
+                   prepare("SELECT t.id, t.rank, t.kind, s.value, t.name_id FROM track t "
+                           "LEFT JOIN string s ON s.id = t.name_id WHERE t.id > ?1 ORDER BY t.id"));
   stmt.bind(1, id);
   return each_row(stmt, "listing the tracks", [this](const SqliteStatement& row) {
-    TrackRow track{row.column_int(0), static_cast<int>(row.column_int(1)),
-                   track_kind_from_code(row.column_int(2)), row.column_text(3)};
+    // A track whose name the string table lost keeps its events (damaged_rows counts the loss).
+    TrackRow track{
+        row.column_int(0), static_cast<int>(row.column_int(1)),
+        track_kind_from_code(row.column_int(2)),
+        row.column_is_null(3) ? lost_string_text(row.column_int(4)) : row.column_text(3)};
     last_track_id_ = std::max(last_track_id_, track.id);
     std::vector<int64_t>& ids = rank_track_ids_[track.rank];
     if (ids.empty() || ids.back() < track.id) ids.push_back(track.id);  // read in id order
@@ -137,7 +141,7 @@ StatusOr<std::string_view> TraceReader::string(int64_t id) const {
   }
   string_stmt_->bind(1, id);
   const int rc = string_stmt_->step();
-  std::string value = rc == SQLITE_ROW ? string_stmt_->column_text(0) : std::string();
+  std::string value = rc == SQLITE_ROW ? string_stmt_->column_text(0) : lost_string_text(id);
   string_stmt_->reset();
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return read_error("reading the strings");
   return std::string_view(strings_.emplace(id, std::move(value)).first->second);

@@ -87,7 +87,8 @@ class TraceReader {
   StatusOr<std::vector<TrackRow>> tracks_of_rank(int rank) const;
   // The track `id`, nullptr when the trace has none (yet); valid while the reader lives.
   StatusOr<const TrackRow*> track(int64_t id) const;
-  // The interned string `id` ("" when there is none); valid while the reader lives.
+  // The interned string `id` ("(lost string N)" when the string table lost it: damaged_rows.h);
+  // valid while the reader lives.
   StatusOr<std::string_view> string(int64_t id) const;
   // Every stat row, by name and rank (the run's first).
   StatusOr<std::vector<StatRow>> stats() const;

@@ -514,9 +514,28 @@ bool diagnosis_called_for(const std::vector<profiler::FlightDump>& dumps) {
   });
 }
 
+namespace {
+
+// "ranks 0,1 wait on each other, ...": the verdict of a cycle in the wait-for graph.
+std::string deadlock_verdict(const WaitForGraph& waits) {
+  return fmt::format(
+      "{} wait on each other, none of them at the root: the ranks issue their collectives in "
+      "different orders",
+      ranks_phrase(waits.deadlocked));
+}
+
+}  // namespace
+
 std::string diagnosis_statement(const FlightDiagnosis& diagnosis) {
-  if (!diagnosis.culprit) return diagnosis_headline(diagnosis);
-  return fmt::format("rank {} {}", *diagnosis.culprit, culprit_evidence(diagnosis));
+  if (diagnosis.culprit) {
+    return fmt::format("rank {} {}", *diagnosis.culprit, culprit_evidence(diagnosis));
+  }
+  // A cycle: one side's "never issued" alone would blame that side.
+  if (!diagnosis.waits.deadlocked.empty()) {
+    return fmt::format("{} ({})", deadlock_verdict(diagnosis.waits),
+                       fmt::join(describe_waits(diagnosis.waits), "; "));
+  }
+  return diagnosis_headline(diagnosis);
 }
 
 std::string format_flight_diagnosis(const FlightDiagnosis& d) {
@@ -547,10 +566,7 @@ std::string format_flight_diagnosis(const FlightDiagnosis& d) {
     text += fmt::format("partrain: waits: {}\n", line);
   }
   if (!d.waits.deadlocked.empty()) {
-    text += fmt::format(
-        "partrain: diagnosis: {} wait on each other, none of them at the root: "
-        "the ranks issue their collectives in different orders\n",
-        ranks_phrase(d.waits.deadlocked));
+    text += fmt::format("partrain: diagnosis: {}\n", deadlock_verdict(d.waits));
   }
   if (d.culprit) {
     text += fmt::format("partrain: culprit: rank {} {}\n", *d.culprit, culprit_evidence(d));

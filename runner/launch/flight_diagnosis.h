@@ -102,7 +102,9 @@ std::string diagnosis_headline(const FlightDiagnosis& diagnosis);
 
 // The culprit with its evidence in one line, as the `culprit:` line says it ("rank 0 (stopped
 // at world/split1/color0 seq 3): its process was stopped (state T: SIGSTOP or SIGTSTP); it never
-// entered all_reduce ... where rank 2 waits; ..."), else the headline: the trace's
+// entered all_reduce ... where rank 2 waits; ..."); without one, ranks that wait on each other
+// as the cycle ("ranks 0,1 wait on each other, ... (rank 0 waits on rank 1 in ...; rank 1 waits
+// on rank 0 in ...)"), not one side's missing op; else the headline: the trace's
 // `collective_diagnosis` stat.
 std::string diagnosis_statement(const FlightDiagnosis& diagnosis);
 

@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "core/rank_list.h"
 #include "runner/comm/gloo_comm.h"
 #include "runner/comm/host_staged_comm.h"
 #include "runner/comm/nccl_comm.h"
@@ -73,7 +74,7 @@ bool launched_as_worker() { return env::get("RANK") && env::get("WORLD_SIZE"); }
 
 StatusOr<WorkerEnv> read_worker_env() {
   WorkerEnv result;
-  ASSIGN_OR_RETURN(result.world_size, required_int("WORLD_SIZE", 1, 1 << 20));
+  ASSIGN_OR_RETURN(result.world_size, required_int("WORLD_SIZE", 1, kMostRanks));
   ASSIGN_OR_RETURN(result.rank, required_int("RANK", 0, result.world_size - 1));
   ASSIGN_OR_RETURN(result.local_world_size, required_int("LOCAL_WORLD_SIZE", 1, result.world_size));
   ASSIGN_OR_RETURN(result.local_rank, required_int("LOCAL_RANK", 0, result.local_world_size - 1));

@@ -322,6 +322,23 @@ TEST_F(ExportCommandTest, OutputThatIsTheTraceItselfIsRefused) {
   EXPECT_NE(result.err.find("is the trace itself"), std::string::npos) << result.err;
 }
 
+// A trace named as one of --per-rank's outputs (here pr/rank0.json) was replaced by its own
+// export with --force (exit 0, the SQLite trace gone); the single-file export refuses this.
+TEST_F(ExportCommandTest, PerRankOutputThatIsTheTraceItselfIsRefusedEvenWithForce) {
+  const fs::path out = dir_ / "pr";
+  fs::create_directories(out);
+  const fs::path odd = out / "rank0.json";
+  fs::copy_file(trace_, odd);
+  const std::string before = testing::read_file(odd.string());
+  auto result = run_partrain("export " + odd.string() + " --per-rank --force -o " + out.string());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("the output " + odd.string() + " is the trace itself"),
+            std::string::npos)
+      << result.err;
+  EXPECT_TRUE(testing::read_file(odd.string()) == before) << "the trace was overwritten";
+  EXPECT_FALSE(fs::exists(out / "rank1.json")) << "refused before the first file is written";
+}
+
 TEST_F(ExportCommandTest, HelpExplainsTheFormatFiltersAndPerfetto) {
   auto result = run_partrain("export --help");
   EXPECT_EQ(result.exit_code, 0);

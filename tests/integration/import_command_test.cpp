@@ -135,6 +135,27 @@ TEST(ImportCommand, PartrainsOwnExportIsRefusedPointingToItsTrace) {
   }
 }
 
+// A partrain trace given to import was called "an SQLite database, but not an Nsight Systems
+// export" with advice to run `nsys export`; it is said to be a trace already, to analyze.
+TEST(ImportCommand, APartrainTraceIsSaidToBeOneAlready) {
+  ScratchDir dir;
+  const fs::path db = dir.path() / "ddp.db";
+  ASSERT_EQ(
+      run_shell(partrain("import " + (kKineto / "ddp").string() + " -o " + db.string())).exit_code,
+      0);
+  const fs::path again = dir.path() / "again.db";
+  auto result = run_shell(partrain("import " + db.string() + " -o " + again.string()));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find(db.string() +
+                            ": already a partrain trace, nothing to import: analyze "
+                            "it (partrain analyze " +
+                            db.string() + ")"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("nsys export"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(again));
+}
+
 // One rank's file of a 4-rank job: analyze says the other ranks' files were not given, and does
 // not take it for one node's partrain trace with other nodes' files to merge.
 TEST(ImportCommand, OneRanksFileIsNoNodeFile) {

@@ -93,6 +93,30 @@ TEST(MemoryCommand, MalformedModelFileIsUnreadable) {
   EXPECT_EQ(run_partrain("memory --model-file " + path).exit_code, 3);
 }
 
+// A file that never ends (/dev/zero) given as --model-file, --gpu-file or --config was read until
+// memory ran out (std::bad_alloc, exit 134, after GBs); now exit 3 naming it, within a memory
+// cap that the old reading overran. A pipe, as process substitution gives, is still read.
+TEST(MemoryCommand, AnInputThatNeverEndsIsUnreadableAndAPipeIsRead) {
+  const std::string capped = "ulimit -v 4194304; " + testing::partrain_binary() + " memory ";
+  for (const std::string& flags : {std::string("--model-file /dev/zero"),
+                                   std::string("--model builtin-gpt --gpu-file /dev/zero"),
+                                   std::string("--model builtin-gpt --config /dev/zero")}) {
+    CommandResult r = testing::run_shell(capped + flags);
+    EXPECT_EQ(r.exit_code, 3) << flags << ": " << r.err;
+    EXPECT_NE(r.err.find("/dev/zero: it holds more than 16.00 MiB"), std::string::npos)
+        << flags << ": " << r.err;
+  }
+  const std::string path = ::testing::TempDir() + "/piped_model.json";
+  std::ofstream(path)
+      << R"({"name": "piped", "layers": 2, "hidden": 64, "heads": 2, "vocab": 100, "seq": 16})";
+  CommandResult piped =
+      testing::run_shell("bash -c '" + testing::partrain_binary() + " memory --model-file <(cat " +
+                         path + ")" + R"( --config <(echo "gpu = \"a100-80g\"")')");
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("model     piped"), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find("headroom on a100-80g"), std::string::npos) << piped.out;
+}
+
 // A Hugging Face config.json is a --model-file: Meta-Llama-3-8B's own config gives the preset's
 // figures; BLOOM's has no length (ALiBi) and asks for --seq with exit 3.
 TEST(MemoryCommand, AHuggingFaceConfigIsAModelFile) {

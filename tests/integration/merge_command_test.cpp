@@ -138,6 +138,60 @@ TEST_F(MergeCommand, OneInputIsCopiedSayingWhichIntoWhich) {
       << r.err;
 }
 
+// Sets the run's world_size, as an edit or a damaged page would.
+void claim_world(const std::string& trace, int64_t world_size) {
+  auto db = profiler::SqliteDb::open(trace, SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(db.is_ok()) << db.status().message();
+  ASSERT_TRUE(db->exec(fmt::format("UPDATE run SET world_size = {}", world_size)).is_ok());
+}
+
+// A 2-rank node file whose run claims 2e9 ranks: analyze, top and merge built one path per
+// "other node" (bad_alloc after 8 GB; 2e7 ranks: a 449 MB report). A few files are named and
+// the rest counted; the merge advice takes a pattern.
+TEST_F(MergeCommand, AHugeClaimedWorldNamesAFewNodeFilesAndCountsTheRest) {
+  write_node(node1_, kRunId, 1, {2, 3});
+  claim_world(node1_, 2'000'000'000);
+  const std::string more = "... and 999999991 more";
+  auto merged = run_partrain(fmt::format("merge {} -o {}", node1_, out_));
+  ASSERT_EQ(merged.exit_code, 0) << merged.err.substr(0, 2000);
+  EXPECT_NE(merged.err.find(more), std::string::npos) << merged.err.substr(0, 2000);
+  EXPECT_NE(merged.err.find(
+                fmt::format("partrain merge {} {} -o", node0_, (dir_ / "run.node*.db").string())),
+            std::string::npos)
+      << merged.err.substr(0, 2000);
+  EXPECT_LT(merged.err.size(), 4096u);
+  for (const char* command : {"analyze", "top --json"}) {
+    auto analyzed = run_partrain(fmt::format("{} {}", command, node1_));
+    ASSERT_EQ(analyzed.exit_code, 0) << command << ": " << analyzed.err.substr(0, 2000);
+    EXPECT_NE(analyzed.out.find(more), std::string::npos) << analyzed.out.substr(0, 4000);
+    EXPECT_LT(analyzed.out.size(), 64u * 1024) << command;
+  }
+}
+
+// Merging imports that say which ranks had no file works the missing ranks out again from what
+// the inputs hold: over a claimed world of 2e9 it listed each absent rank (GBs, or bad_alloc).
+TEST_F(MergeCommand, MissingRanksOfAHugeClaimedWorldAreOneRange) {
+  write_node(node0_, kRunId, 0, {0, 1});
+  write_node(node1_, kRunId, 1, {2, 3});
+  for (const std::string& node : {node0_, node1_}) {
+    claim_world(node, 2'000'000'000);
+    auto db = profiler::SqliteDb::open(node, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("INSERT INTO stat (name, rank, value, severity, description) VALUES "
+                         "('import_missing_ranks', -1, 1999999998, 'data_loss', 'as imported')")
+                    .is_ok());
+  }
+  auto r = run_partrain(fmt::format("merge {} {} -o {}", node0_, node1_, out_));
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  auto trace = profiler::open_trace(out_, profiler::TraceOpenMode::kReadStrict);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(rows(trace->db,
+                 "SELECT value, description FROM stats WHERE name = "
+                 "'import_missing_ranks'"),
+            "1999999996|ranks 4-1999999999 of the world of 2000000000 had no trace file: their "
+            "events and their part of every collective are absent\n");
+}
+
 TEST_F(MergeCommand, FilesOfDifferentRunsAreExitTwoNamingBothRuns) {
   write_node(node0_, kRunId, 0, {0, 1});
   write_node(node1_, "20240611-1500-cd34", 1, {2, 3});

@@ -160,5 +160,20 @@ TEST(PytorchModule, AnOpRunsOnTheBackendOfItsTensorsDevice) {
   EXPECT_EQ(run.err, "");
 }
 
+// What the recorder reports to the library of each op (stand-ins, as above): every op from its
+// call (3), before the backend can abort the rank on it, then issued (2; 4 untimed for a gloo
+// Work without a future, the send) and completed (0); a call that raised before its post hook
+// (DETAIL's fingerprint check) failed (1) at exit. The op had reached the library only from its
+// post hook, and the raising call never.
+TEST(PytorchModule, OpsAreReportedFromTheirCallAndACallThatRaisedFailed) {
+  CommandResult run =
+      run_shell("PYTHONNOUSERSITE=1 PYTHONPATH='" +
+                (fs::path(PARTRAIN_SOURCE_DIR) / "share/python").string() + "' python3 '" +
+                (kScripts / "torch_module_exit.py").string() + "' --outcomes");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\nSEND 3,4,0; ALLREDUCE 3,2,0; BROADCAST 3,1\n"), std::string::npos)
+      << run.out;
+}
+
 }  // namespace
 }  // namespace partrain::testing

@@ -3,15 +3,18 @@
 A group gets its hooks when c10d registers it (the default group, new_group, split_group,
 DeviceMesh's and FSDP's groups alike, on their member ranks). The pre hook numbers the op as
 every member does (collectives per group, p2p per direction, peer and tag, as gloo matches
-them), notes its tensors and the time; the post hook notes when it was issued (the library
-keeps it in flight in its flight recorder, docs/reliability.md) and follows
-its Work to completion: the Work's future where it has one (gloo collectives), else polling
-Work.is_completed (send/recv on gloo, NCCL work, whose host future does not wait for the GPU)
-or, whichever comes first, the return of its wait() called from Python (gloo's
-reduce_scatter_tensor is a Work that completes only in wait(), where it copies its result).
-The record then goes to the injection library, which turns it into the trace's collective row
-(profiler/torch_collective.h). On an NCCL group the op also opens a window on its thread, so
-the NCCL calls it makes join its row instead of making their own.
+them), notes its tensors and the time and reports it called (the library keeps it in flight in
+its flight recorder, docs/reliability.md, from before the backend can abort the rank on it:
+gloo's enforce on a size mismatch runs on its own thread); the post hook notes when it was
+issued and follows its Work to completion: the Work's future where it has one (gloo
+collectives), else polling Work.is_completed (send/recv on gloo, NCCL work, whose host future
+does not wait for the GPU) or, whichever comes first, the return of its wait() called from
+Python (gloo's reduce_scatter_tensor is a Work that completes only in wait(), where it copies
+its result). The record then goes to the injection library, which turns it into the trace's
+collective row (profiler/torch_collective.h). An op whose call raised (no post hook: DETAIL's
+fingerprint check) is recorded failed when the program exits. On an NCCL group the op also
+opens a window on its thread, so the NCCL calls it makes join its row instead of making their
+own.
 """
 
 import functools
@@ -24,11 +27,11 @@ from partrain_torch import _completion, _native
 
 HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, health check)
 _P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
-_OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED = 0, 1, 2
+_OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED, _OUTCOME_CALLED = 0, 1, 2, 3
 # Work whose completion shows only once the program waits on it (gloo Work without a future:
 # send, recv, reduce_scatter): in flight but untimed by the watchdog until its wait() is called
 # from Python; then timed from there (profiler/inject/torch_abi.cpp).
-_OUTCOME_ISSUED_UNTIMED, _OUTCOME_WAITED = 3, 4
+_OUTCOME_ISSUED_UNTIMED, _OUTCOME_WAITED = 4, 5
 # A p2p op's tag T in its seq: T * 2^32 + its number among (direction, peer, T); tag 0, negative
 # tags and tags of 2^31 or more keep plain numbers (profiler/p2p_seq.h reads them back).
 _TAG_SHIFT = 32
@@ -45,6 +48,7 @@ _EXIT_WAIT_FOR_CALLBACKS_S = 2.0
 _EXIT_WAIT_FOR_POLLING_S = 10.0
 
 monotonic_ns = time.monotonic_ns
+get_ident = threading.get_ident
 _pack = _native.COLLECTIVE.pack
 _RECORD_BYTES = _native.COLLECTIVE.size
 
@@ -66,7 +70,7 @@ class _Group:
         self.nccl_untensored = False  # and its ops without tensors (a barrier) too
         self.collectives = 0
         self.p2p = {}
-        self.pending = {}  # op_id -> what the pre hook saw
+        self.pending = {}  # op_id -> (what the pre hook saw, the calling thread's ident)
 
 
 def _backends(c10d, pg):
@@ -379,15 +383,23 @@ class Recorder:
                 group.collectives = seq + 1
             nccl = group.nccl and (first.is_cuda if first is not None else group.nccl_untensored)
             window = self._native.window_open() if nccl else 0
-            group.pending[args.op_id] = (op, dtype, input_elements, output_elements, root, seq,
-                                         issue_ns, window)
+            group.pending[args.op_id] = ((op, dtype, input_elements, output_elements, root, seq,
+                                          issue_ns, window), get_ident())
             self.issued += 1
+            if group.handle >= 0:
+                # In flight from its call: a backend that aborts the rank on it before the post
+                # hook ran (gloo's enforce, on its own thread) leaves it in the rank's dump.
+                self._native.collective(
+                    _pack(group.handle, root, _OUTCOME_CALLED, dtype[1], input_elements,
+                          output_elements, seq, issue_ns, 0, 0, window, op, dtype[0]),
+                    _RECORD_BYTES)
         except Exception as error:
             self._session.fail("recording a collective's start", error)
 
     def _post(self, group, args):
         issued_ns = monotonic_ns()
-        seen = group.pending.pop(args.op_id, None)
+        pending = group.pending.pop(args.op_id, None)
+        seen = pending[0] if pending is not None else None
         nccl = seen is not None and seen[7] != 0  # an NCCL op: _pre opened its window
         if nccl:
             self._native.window_close()
@@ -414,8 +426,9 @@ class Recorder:
             # false until then): a send never waited, a reduce_scatter waited from C++ would
             # stay in flight for good, so the watchdog times it only while Python waits on it.
             awaited = not nccl and future is None
-            # In flight from now on, for the library's flight recorder (a watchdog times it, a
-            # dump shows it): before anything can complete it.
+            # Issued: its entry in the library's flight recorder moves on from called (a watchdog
+            # times it, or leaves it to its wait; a dump shows it), before anything can complete
+            # it.
             self._native.collective(
                 _pack(group.handle, root, _OUTCOME_ISSUED_UNTIMED if awaited else _OUTCOME_ISSUED,
                       dtype[1], input_elements, output_elements, seq, issue_ns, issued_ns, 0,
@@ -500,15 +513,32 @@ class Recorder:
         recorder's Python on their own are done with it first (_completion.py says why: they
         would abort the process during the interpreter's finalization): gloo's threads release
         the futures' callbacks, the polling thread ends. Then ops still in flight are recorded as
-        issued, never completed. Last, the hooks leave the groups still alive: a program that
-        never calls destroy_process_group() leaves its groups to c10d's registry, which C++
-        destroys after the interpreter is gone, and a Python hook destroyed then takes the GIL of
-        a finalized interpreter (SIGSEGV, the program's own exit status lost)."""
+        issued, never completed, and ops whose call never returned on this thread (it raised:
+        DETAIL's fingerprint check, before the post hook) as failed. Last, the hooks leave the
+        groups still alive: a program that never calls destroy_process_group() leaves its groups
+        to c10d's registry, which C++ destroys after the interpreter is gone, and a Python hook
+        destroyed then takes the GIL of a finalized interpreter (SIGSEGV, the program's own exit
+        status lost)."""
         self._callbacks.wait_released(_EXIT_WAIT_FOR_CALLBACKS_S)
         self._watcher.stop(_EXIT_WAIT_FOR_POLLING_S)
         for entry in list(self._in_flight.values()):
             self._completed(entry, 0, _OUTCOME_COMPLETED)
+        self._record_calls_that_raised()
         self._unhook_groups()
+
+    def _record_calls_that_raised(self):
+        """Ops called and never issued: on the exiting thread the call raised (the program is
+        past it), so failed; on another thread the call may still be running, so in flight."""
+        exiting = get_ident()
+        for group in list(self._groups.values()):
+            if group.handle is None or group.handle < 0:
+                continue
+            for seen, thread in list(group.pending.values()):
+                entry = (group.handle, seen, 0)
+                self._in_flight[id(entry)] = entry
+                self._completed(entry, monotonic_ns() if thread == exiting else 0,
+                                _OUTCOME_FAILED if thread == exiting else _OUTCOME_COMPLETED)
+            group.pending.clear()
 
     def _unhook_groups(self):
         for group in list(self._groups.values()):

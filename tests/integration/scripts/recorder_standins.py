@@ -40,11 +40,13 @@ class Group:
     def register_post_hook(self, hook_id, hook):
         self.hooks["post"] = hook
 
-    def run(self, name, tensors, root, work, op_id=1):
-        """One op through the hooks, as c10d calls them around the backend's call."""
+    def run(self, name, tensors, root, work, op_id=1, raised=False):
+        """One op through the hooks, as c10d calls them around the backend's call; `raised`: the
+        call raised before the backend had the op (its post hook never runs)."""
         self.hooks["pre"](types.SimpleNamespace(name=name, input_tensors=tensors,
                                                 output_tensors=[], root=root, op_id=op_id))
-        self.hooks["post"](types.SimpleNamespace(work=work, op_id=op_id))
+        if not raised:
+            self.hooks["post"](types.SimpleNamespace(work=work, op_id=op_id))
 
 
 def tensor(is_cuda=False):

@@ -104,6 +104,30 @@ TEST(Calibration, FitsBusbwAndLatencyFromTheLastMemberToArrive) {
               200e-6 + 8e6 * 1.5 / 5e9, 1e-6);
 }
 
+// Steps whose stored length cannot be true (a damaged or edited trace) are left out of the
+// calibration, and the calibration says so instead of fitting from them in silence.
+TEST(Calibration, SaysWhichRowsOfADamagedTraceItLeftOut) {
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    for (int rank = 0; rank < 2; ++rank) {
+      const auto start = static_cast<int64_t>(seq + 1) * 100'000'000;
+      events.push_back(partrain::testing::completed_all_reduce("dp", rank, {0, 1}, seq, 1 << 20,
+                                                               start, 1'000'000));
+      // Every step of rank 1 stored as ending before it starts.
+      events.push_back(profiler::StepEvent{rank, static_cast<int64_t>(seq), start - 10'000'000,
+                                           rank == 1 ? -50'000'000 : 50'000'000, 1.0, 64});
+    }
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", "{}", 2, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  const bool said = std::any_of(c->notes.begin(), c->notes.end(), [](const std::string& note) {
+    return note.find("step_duration_unusable = 4") != std::string::npos;
+  });
+  EXPECT_TRUE(said) << fmt::format("{}", fmt::join(c->notes, "\n"));
+}
+
 // A dp4 run of the built-in gpt whose compute took 3x what the preset predicts.
 TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
   const std::string config =

@@ -206,6 +206,20 @@ class StepCostTest : public ::testing::Test {
   CostModel cost_;
 };
 
+// A calibration from a trace whose steps could not be true (negative, or far too short) asks for
+// a step faster than every GPU at its peak: the step is held at the peak's time, and no layout
+// ever reads an MFU above 100%.
+TEST_F(StepCostTest, NoStepIsFasterThanEveryGpuAtItsPeak) {
+  memory::TrainingLayout l;
+  l.global_batch = 8;
+  cost_.step_scale = 1e-3;
+  const StepCost c = step_cost(cost_, estimate(l));
+  EXPECT_LE(c.mfu, 1.0);
+  EXPECT_TRUE(c.held_at_peak);
+  EXPECT_NEAR(c.step_s, c.model_flops / cost_.speed.peak_flops, 1e-12 * c.step_s);
+  EXPECT_NEAR(c.tokens_per_s, 8.0 * 256 / c.step_s, 1e-9 * c.tokens_per_s);
+}
+
 TEST_F(StepCostTest, BubbleIsPMinusOneOverVMicroBatchTimes) {
   memory::TrainingLayout l;
   l.pp = 4;

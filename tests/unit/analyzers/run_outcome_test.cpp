@@ -1,6 +1,7 @@
 // How a run ended, as analyze reads it from the run row and the stats: who failed first.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,207 @@ TEST(RunOutcome, ARanksOwnExceptionOutranksARankThatVanished) {
                 unclean(2)})
           .failing_rank,
       2);
+}
+
+// gloo's errors in a rank that waited on a peer: its recv timed out, its peer closed the
+// connection (the texts of real 2-rank gloo jobs, /tmp/explore-desync runs of 2026-11-30).
+constexpr const char* kTimedOut =
+    "File \"/job/job.py\", line 62, in <module> | File \"/venv/lib/python3.11/site-packages/"
+    "torch/distributed/distributed_c10d.py\", line 4181, in all_reduce | RuntimeError: [/__w/"
+    "pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+    "10000ms for recv operation to complete";
+constexpr const char* kClosedInAllReduce =
+    "File \"/job/job.py\", line 62, in <module> | File \"/venv/lib/python3.11/site-packages/"
+    "torch/distributed/distributed_c10d.py\", line 4181, in all_reduce | RuntimeError: [/__w/"
+    "pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:561] Connection closed by peer "
+    "[127.0.0.1]:36070";
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// One rank's collective on a 2-rank group, `at_s` seconds into the run (which starts at 1 s).
+profiler::CollectiveRecord op_of(
+    int rank, const std::string& comm, uint64_t seq, double at_s, double for_s,
+    profiler::CollectiveState state = profiler::CollectiveState::kCompleted) {
+  profiler::CollectiveRecord r;
+  r.world_rank = rank;
+  r.event.comm_id = comm;
+  r.event.seq = seq;
+  r.event.op = "all_reduce";
+  r.event.dtype = "float";
+  r.event.count = 4096;
+  r.event.bytes = 16384;
+  r.event.rank = rank;
+  r.event.group_ranks = {0, 1};
+  r.event.enqueue_ns = r.event.start_ns = kSecond + static_cast<int64_t>(at_s * 1e9);
+  r.event.end_ns = r.event.start_ns + static_cast<int64_t>(for_s * 1e9);
+  r.event.state = state;
+  return r;
+}
+
+// A 2-rank job: both ranks did all_reduce seq 5 of default_pg:0 by 15 s; rank 0 then failed in
+// seq 6 after waiting from 15.2 s, plus `ops`. `failing_rank` and `exits` (per rank: exit code,
+// else -signal) as `partrain launch` writes them; nullopt and {} as under torchrun.
+RunOutcome waiting_run(const testing::ScratchDir& dir, std::optional<int> failing_rank,
+                       std::vector<int> exits, std::vector<profiler::StatEvent> stats,
+                       std::vector<profiler::CollectiveRecord> ops = {}) {
+  const auto path = dir.path() / "run.db";
+  {
+    auto writer = profiler::TraceWriter::create(path);
+    EXPECT_TRUE(writer.is_ok()) << writer.status().message();
+    (*writer)->append(
+        profiler::RunInfo{"run-1", "partrain launch -n 2 -- python job.py", "{}", 2, 1, kSecond});
+    (*writer)->append(op_of(0, "default_pg:0", 5, 14.9, 0.1));
+    (*writer)->append(op_of(1, "default_pg:0", 5, 14.9, 0.1));
+    (*writer)->append(op_of(0, "default_pg:0", 6, 15.2, 2.5, profiler::CollectiveState::kFailed));
+    for (profiler::CollectiveRecord& op : ops) (*writer)->append(op);
+    for (size_t rank = 0; rank < exits.size(); ++rank) {
+      profiler::RankInfo info;
+      info.rank = static_cast<int32_t>(rank);
+      info.host = "vm";
+      info.exited = true;
+      info.exit_code = exits[rank] >= 0 ? exits[rank] : 0;
+      info.exit_signal = exits[rank] < 0 ? -exits[rank] : 0;
+      (*writer)->append(info);
+    }
+    for (profiler::StatEvent& stat : stats) (*writer)->append(std::move(stat));
+    EXPECT_TRUE((*writer)->set_run_status(profiler::RunStatus::kFailed, failing_rank).is_ok());
+  }
+  auto trace = profiler::open_trace(path);
+  EXPECT_TRUE(trace.is_ok()) << trace.status().message();
+  auto outcome = read_run_outcome(trace->db);
+  EXPECT_TRUE(outcome.is_ok()) << outcome.status().message();
+  return *outcome;
+}
+
+profiler::StatEvent exception_of(int rank, const char* text) {
+  return {"rank_uncaught_exception", rank, 1, profiler::StatSeverity::kError, text};
+}
+
+// Under partrain launch rank 1 slept in its own code past gloo's timeout: rank 0 failed first,
+// timing out in all_reduce seq 6, and the launcher then stopped rank 1. The launcher's failing
+// rank only waited: rank_failed names rank 1, which never entered the op, as torchrun's trace
+// does, and does not say the collectives rank 1 missed followed from rank 0's failure.
+TEST(RunOutcome, ALaunchedRankThatTimedOutWaitingIsNotWhereToStartTheRankItWaitedOnIs) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      waiting_run(dir, 0, {1, -15}, {exception_of(0, kTimedOut), unclean(1)});
+  EXPECT_EQ(outcome.failing_rank, 0);
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("rank 0 exited with code 1 first, on a peer's failure reaching "
+                                 "it (" +
+                                 std::string(kTimedOut)),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_NE(failed.evidence.find("but rank 1 never entered all_reduce seq 6 of default_pg:0 "
+                                 "(rank 0 waited in it from 15.2 s and failed at 17.7 s; rank "
+                                 "1's last collective ended at 15.0 s): it raised nothing and "
+                                 "had no collective in flight, and was stopped by signal 15 "
+                                 "(SIGTERM) after rank 0 failed"),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_EQ(failed.advice.rfind("start from rank 1:", 0), 0u) << failed.advice;
+  EXPECT_EQ(failed.advice.find("follow from it"), std::string::npos) << failed.advice;
+}
+
+// Rank 1 returned from its training loop with exit code 0 at step 2; rank 0 then failed in its
+// all_reduce on gloo's "Connection closed by peer". Rank 1's exit is the cause, with its time.
+TEST(RunOutcome, ARankThatExitedZeroBeforeTheOpItsPeerExpectedIsNamed) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome = waiting_run(dir, 0, {1, 0}, {exception_of(0, kClosedInAllReduce)});
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("but rank 1 exited (code 0) without entering all_reduce seq 6 "
+                                 "of default_pg:0, which rank 0 still expected (rank 0 waited in "
+                                 "it from 15.2 s and failed at 17.7 s; rank 1's last collective "
+                                 "ended at 15.0 s)"),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_EQ(failed.advice.rfind("start from rank 1: why it ended before the others", 0), 0u)
+      << failed.advice;
+
+  // The same job under torchrun: no exits in the trace, rank 1 raised nothing and said goodbye.
+  testing::ScratchDir torchrun;
+  const RunOutcome traced =
+      waiting_run(torchrun, std::nullopt, {}, {exception_of(0, kClosedInAllReduce)});
+  const Finding named = rank_failed_of(run_outcome_findings(traced));
+  EXPECT_EQ(named.rank, 1);
+  EXPECT_NE(named.evidence.find("rank 0's uncaught exception says a peer's failure reached it"),
+            std::string::npos)
+      << named.evidence;
+  EXPECT_NE(named.evidence.find("but rank 1 ended cleanly (no exception, a goodbye to the "
+                                "collector) without entering all_reduce seq 6 of default_pg:0, "
+                                "which rank 0 still expected"),
+            std::string::npos)
+      << named.evidence;
+}
+
+// Rank 1 issued its group g2's all_reduce before default_pg's, rank 0 the other way round: each
+// waits in an op the other never entered. rank_failed sends the reader to neither side alone.
+TEST(RunOutcome, RanksThatWaitOnEachOtherAreADeadlockNotOneSidesFault) {
+  const std::vector<profiler::CollectiveRecord> other_order = {
+      op_of(1, "undefined:1", 0, 15.2, 3.6, profiler::CollectiveState::kFailed)};
+  for (const std::optional<int> launcher : {std::optional<int>(0), std::optional<int>()}) {
+    testing::ScratchDir dir;
+    const RunOutcome outcome = waiting_run(
+        dir, launcher, launcher ? std::vector<int>{1, -15} : std::vector<int>{},
+        {exception_of(0, kTimedOut), exception_of(1, kTimedOut), unclean(1)}, other_order);
+    const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+    EXPECT_NE(failed.evidence.find("ranks 0,1 wait on each other: rank 0 in all_reduce seq 6 of "
+                                   "default_pg:0, which rank 1 never entered, and rank 1 in "
+                                   "all_reduce seq 0 of undefined:1, which rank 0 never entered: "
+                                   "the ranks issue their collectives in different orders"),
+              std::string::npos)
+        << failed.evidence;
+    EXPECT_EQ(failed.advice.find("start from rank"), std::string::npos) << failed.advice;
+    EXPECT_NE(failed.advice.find("neither rank alone is the cause"), std::string::npos)
+        << failed.advice;
+  }
+}
+
+// The launcher's diagnosis names no culprit (a cycle): rank_failed does not pick one side.
+TEST(RunOutcome, ADiagnosisWithoutACulpritKeepsRankFailedFromNamingOneSide) {
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      waiting_run(dir, 1, {124, 124},
+                  {{"collective_diagnosis", -1, 1, profiler::StatSeverity::kError,
+                    "ranks 0,1 wait on each other, none of them at the root: the ranks issue their "
+                    "collectives in different orders"}});
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.advice.find("start from rank 1"), std::string::npos) << failed.advice;
+  EXPECT_NE(failed.advice.find("which names no single rank"), std::string::npos) << failed.advice;
+}
+
+// A launched rank that failed on a peer's failure, where the trace does not say on whom it
+// waited (no collective of its unfinished): the advice does not claim the others' missing
+// collectives followed from it. Its own failure keeps that advice.
+TEST(RunOutcome, ARankThatOnlyWaitedIsNotSaidToCauseTheOthersMissingCollectives) {
+  RunOutcome outcome;
+  outcome.status = "failed";
+  outcome.failing_rank = 0;
+  outcome.failing_exit_code = 1;
+  outcome.failing_exception = kTimedOut;
+  Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.advice.find("follow from it"), std::string::npos) << failed.advice;
+  EXPECT_NE(failed.advice.find("start from the rank it waited on"), std::string::npos)
+      << failed.advice;
+  outcome.failing_exception = kOwnError;
+  failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_NE(failed.advice.find("follow from it"), std::string::npos) << failed.advice;
+}
+
+// gloo's enforce abort()s the rank that meets a mismatched size: SIGABRT is its own abort, not a
+// signal from outside.
+TEST(RunOutcome, ARankThatAbortedIsSaidToHaveAborted) {
+  RunOutcome outcome;
+  outcome.status = "failed";
+  outcome.failing_rank = 1;
+  outcome.failing_exit_signal = 6;
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_NE(failed.evidence.find("rank 1 aborted (signal 6, SIGABRT: the process's own abort()"),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_EQ(failed.evidence.find("killed"), std::string::npos) << failed.evidence;
 }
 
 // In a trace older than schema version 7, job_restarted says what its steps table holds after a

@@ -731,7 +731,7 @@ TEST(StragglersTest, OneLongHoldUpIsNamedNotHedgedAsNoise) {
       << findings[0].evidence;
   EXPECT_EQ(findings[0].evidence.rfind("rank 0 held the others up once: 300.0 ms late at the "
                                        "barrier of default_pg:0 seq 11 in step 10 (against 1.9 "
-                                       "ms late at the median), ",
+                                       "ms late at the median otherwise), ",
                                        0),
             0u)
       << findings[0].evidence;
@@ -740,7 +740,55 @@ TEST(StragglersTest, OneLongHoldUpIsNamedNotHedgedAsNoise) {
   const nlohmann::json json = stragglers_json(*report);
   EXPECT_EQ(json["ranks"][0]["hold_up"]["seq"], 11);
   EXPECT_EQ(json["ranks"][0]["hold_up"]["step"], 10);
+  EXPECT_DOUBLE_EQ(json["ranks"][0]["hold_up"]["usual_late_ms"].get<double>(), 1.9);
   EXPECT_TRUE(json["ranks"][1]["hold_up"].is_null());
+}
+
+// Rank 1 is last only once, 297 ms late at a barrier (monitored_barrier after a sleep): the
+// finding compared the hold-up with itself, "297.0 ms late ... (against 297.0 ms late at the
+// median)", the median of its latenesses being that one.
+TEST(StragglersTest, AHoldUpThatIsTheRanksOnlyLatenessIsNotComparedWithItself) {
+  CollectiveTrace trace("only_once");
+  int64_t start = 0;
+  for (int64_t k = 0; k < 10; ++k) {
+    const int64_t step_ns = k == 5 ? 305 * kMs : 5 * kMs;
+    for (int rank = 0; rank < 3; ++rank) {
+      // Rank 2 is last at every all-reduce, 1.9 ms late; rank 1 only at the barrier.
+      trace.add({.rank = rank,
+                 .comm = "default_pg:0",
+                 .seq = static_cast<uint64_t>(2 * k),
+                 .start_ns = start + kMs + (rank == 2 ? 19 * kMs / 10 : 0),
+                 .group = {0, 1, 2},
+                 .step = k});
+      if (k == 5) {
+        trace.add({.rank = rank,
+                   .comm = "default_pg:0",
+                   .seq = static_cast<uint64_t>(2 * k + 1),
+                   .op = "barrier",
+                   .bytes = 0,
+                   .start_ns = start + 4 * kMs + (rank == 1 ? 297 * kMs : 0),
+                   .group = {0, 1, 2},
+                   .step = k});
+      }
+      trace.step(rank, k, start, step_ns);
+    }
+    start += step_ns;
+  }
+  auto report = analyze_stragglers(trace.finish(), window({0, 1, 2}, 0, int64_t{1} << 60, 0, 9));
+  ASSERT_TRUE(report.is_ok()) << report.status().message();
+  ASSERT_EQ(report->straggler, 1) << format_stragglers(*report);
+  const RankLateness& r1 = report->ranks[1];
+  ASSERT_TRUE(r1.hold_up.has_value()) << format_stragglers(*report);
+  EXPECT_DOUBLE_EQ(r1.hold_up->late_ms, 297.0);
+  EXPECT_FALSE(r1.hold_up->usual_late_ms.has_value());
+  const std::vector<Finding> findings = straggler_findings(*report, false);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_NE(findings[0].evidence.find("297.0 ms late at the barrier of default_pg:0 seq 11 in "
+                                      "step 5 (the only time it arrived last), "),
+            std::string::npos)
+      << findings[0].evidence;
+  EXPECT_EQ(findings[0].evidence.find("against 297.0"), std::string::npos) << findings[0].evidence;
+  EXPECT_TRUE(stragglers_json(*report)["ranks"][1]["hold_up"]["usual_late_ms"].is_null());
 }
 
 // dp groups {0, 2} and {1, 3}, then a world all-reduce, each step. In step 5 rank 2 is stopped

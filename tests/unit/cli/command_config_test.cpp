@@ -4,6 +4,7 @@
 #include "cli/command_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fstream>
@@ -53,7 +54,9 @@ class CommandConfigTest : public ::testing::Test {
     return "--config " + file_ + " line " + std::to_string(line) + ": " + message;
   }
 
-  const std::string file_ = ::testing::TempDir() + "/command_config.toml";
+  // Per process: ctest runs the cases side by side.
+  const std::string file_ =
+      ::testing::TempDir() + "/command_config_" + std::to_string(getpid()) + ".toml";
   Flags flags_;
 };
 

@@ -47,5 +47,24 @@ TEST(RanksPhrase, SingularAndPlural) {
   EXPECT_EQ(ranks_phrase({2, 0, 1}), "ranks 0-2");
 }
 
+TEST(AbsentRanks, TheGapsOfTheWorldAsRanksPhraseWritesThem) {
+  EXPECT_EQ(absent_ranks({0, 1}, 2).count, 0);
+  EXPECT_EQ(absent_ranks({0, 1}, 2).phrase, "");
+  EXPECT_EQ(absent_ranks({1}, 2).phrase, "rank 0");
+  const AbsentRanks some = absent_ranks({5, 0, 3}, 9);
+  EXPECT_EQ(some.count, 6);
+  EXPECT_EQ(some.phrase, "ranks 1,2,4,6-8");
+  EXPECT_EQ(some.phrase, ranks_phrase({1, 2, 4, 6, 7, 8}));
+}
+
+// A trace's header claimed 2e9 ranks of a 2-rank file: the merge listed every absent rank in a
+// vector of them (GBs, or bad_alloc). The gaps are found without walking the world.
+TEST(AbsentRanks, AHugeWorldIsOneRangeNotAListOfItsRanks) {
+  const AbsentRanks absent = absent_ranks({0, 1}, 2'000'000'000);
+  EXPECT_EQ(absent.count, 1'999'999'998);
+  EXPECT_EQ(absent.phrase, "ranks 2-1999999999");
+  EXPECT_EQ(absent_ranks({0, 1, 7}, 4).phrase, "ranks 2,3");  // a rank past the world is not one
+}
+
 }  // namespace
 }  // namespace partrain

@@ -1,10 +1,12 @@
 #include "memory/presets.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "memory/machine_bounds.h"
 #include "memory/parameter_count.h"
 
 namespace partrain::memory {
@@ -162,6 +164,35 @@ TEST(Presets, RecommenderFieldsOfGpusAndClusterFiles) {
   EXPECT_NE(typo.status().message().find("c.json: unknown field 'gpu_per_node'"), std::string::npos);
   auto nameless = parse_cluster_json(R"({"gpus_per_node": 4})", "c.json");
   EXPECT_NE(nameless.status().message().find("missing field 'name'"), std::string::npos);
+}
+
+// gpus_per_node is an int once in the recommender: 2^32 became 0 (a division by zero in the
+// report's header, SIGFPE) and 2^31 INT_MIN ("-2147483648 per node"). The file's bound is the
+// --gpus-per-node flag's.
+TEST(Presets, ClusterGpusPerNodeIsBoundedAsTheFlag) {
+  for (const char* value : {"4294967296", "2147483648", "100000", "65537"}) {
+    auto c = parse_cluster_json(fmt::format(R"({{"name": "lab", "gpus_per_node": {}}})", value),
+                                "c.json");
+    EXPECT_EQ(c.status().code(), StatusCode::kUnreadable) << value;
+    EXPECT_NE(c.status().message().find("c.json: field 'gpus_per_node' must be at most 65536"),
+              std::string::npos)
+        << c.status().message();
+  }
+  auto most = parse_cluster_json(R"({"name": "lab", "gpus_per_node": 65536})", "c.json");
+  ASSERT_TRUE(most.is_ok()) << most.status().message();
+  EXPECT_EQ(most->gpus_per_node, kMostGpusPerNode);
+}
+
+// sm_count is an int in the compute model: 2^32 became 0, "(unmodelled)".
+TEST(Presets, GpuSmCountIsBounded) {
+  const std::string gpu = R"({"name": "g", "memory_bytes": 1e9, "bf16_flops": 1e12,
+      "fp32_flops": 1e11, "hbm_bandwidth": 1e11, "intra_node_bandwidth": 1e10,
+      "network_bandwidth": 1e9, "sm_count": 4294967296})";
+  auto g = parse_gpu_json(gpu, "g.json");
+  EXPECT_EQ(g.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(g.status().message().find("g.json: field 'sm_count' must be at most 65536"),
+            std::string::npos)
+      << g.status().message();
 }
 
 }  // namespace

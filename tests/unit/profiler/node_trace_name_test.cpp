@@ -24,5 +24,21 @@ TEST(NodeTraceName, NodeZerosFileFromAnotherNodes) {
   }
 }
 
+TEST(NodeTraceName, OtherNodesFilesAllNamedWhenFew) {
+  EXPECT_EQ(other_node_files_text("r/run.db", 3, 1), "r/run.db, r/run.node2.db");
+  EXPECT_EQ(node_files_merge_arguments("r/run.db", 3), "r/run.db r/run.node1.db r/run.node2.db");
+}
+
+// A trace whose run said 2e9 ranks of a 2-rank file: analyze and merge built one path per node
+// (bad_alloc, or a 449 MB report for 2e7). A few are named and the rest counted.
+TEST(NodeTraceName, OtherNodesFilesOfAHugeRunAreAFewAndACount) {
+  const std::string text = other_node_files_text("r/run.db", 1'000'000'000, 0);
+  EXPECT_EQ(text,
+            "r/run.node1.db, r/run.node2.db, r/run.node3.db, r/run.node4.db, r/run.node5.db, "
+            "r/run.node6.db, r/run.node7.db, r/run.node8.db, ... and 999999991 more");
+  EXPECT_EQ(node_files_merge_arguments("r/run.db", 1'000'000'000), "r/run.db r/run.node*.db");
+  EXPECT_FALSE(other_node_files_present("r/run.db", 1'000'000'000, 0));
+}
+
 }  // namespace
 }  // namespace partrain::profiler

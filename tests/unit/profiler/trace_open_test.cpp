@@ -1,7 +1,8 @@
 // trace_read_error: a damaged page of an event table, met by a read after open_trace (whose probe
 // of a large file leaves the event tables unchecked), is the same exit 3 as one open_trace finds;
 // other read errors stay failures. A trace missing a table or view of its schema is exit 3 too,
-// naming what is missing; a live writer's lock is left alone by a reader.
+// naming what is missing; a live writer's lock is left alone by a reader. A killed writer's log
+// left beside a closed trace copied to its name is refused, never read nor folded in.
 #include "profiler/trace_open.h"
 
 #include <gtest/gtest.h>
@@ -9,11 +10,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "profiler/sqlite_db.h"
 #include "profiler/trace_writer.h"
+#include "tests/support/killed_writer.h"
 #include "tests/support/scratch_dir.h"
 
 namespace partrain::profiler {
@@ -144,6 +147,71 @@ TEST(TraceOpenTest, ADroppedTableOrViewIsUnreadableNamingIt) {
   EXPECT_NE(said.find("share/schema.sql"), std::string::npos) << said;
 }
 
+// A column renamed or dropped after the trace was written: readers failed on "no such column"
+// with SQLite's text (exit 1); open_trace names each column missing, as it names a dropped table
+// (exit 3). SQLite rewrote the `steps` view to the renamed column, so the view lacks it too.
+TEST(TraceOpenTest, ARenamedColumnIsUnreadableNamingIt) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "renamed.db", 10);
+  {
+    auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("ALTER TABLE slice RENAME COLUMN ts_ns TO t; "
+                         "ALTER TABLE step RENAME COLUMN dur_ns TO dur")
+                    .is_ok())
+        << db->error_message();
+  }
+  for (TraceOpenMode mode : {TraceOpenMode::kReadStrict, TraceOpenMode::kRead}) {
+    auto trace = open_trace(path, mode);
+    ASSERT_FALSE(trace.is_ok());
+    EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+    EXPECT_EQ(trace.status().exit_code(), 3);
+    const std::string said = trace.status().message();
+    EXPECT_NE(said.find("lacks the column `ts_ns` of the table `slice`"), std::string::npos)
+        << said;
+    EXPECT_NE(said.find("the column `dur_ns` of the table `step`"), std::string::npos) << said;
+    EXPECT_NE(said.find("the column `dur_ns` of the view `steps`"), std::string::npos) << said;
+    EXPECT_NE(said.find("of trace schema version"), std::string::npos) << said;
+  }
+}
+
+// Columns later versions added are not required of older files: a version-6 file has no
+// `attempt` in its steps.
+TEST(TraceOpenTest, ColumnsOfLaterVersionsAreNotRequiredOfOlderFiles) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "v6.db", 10);
+  {
+    auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DROP VIEW steps; CREATE VIEW steps AS SELECT rank, step, ts_ns, dur_ns, "
+                         "loss, tokens FROM step; PRAGMA user_version = 6")
+                    .is_ok())
+        << db->error_message();
+  }
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->schema_version, 6);
+}
+
+// A trace whose `run` row was deleted was "a truncated or corrupted trace (unknown run status
+// '')" with advice to salvage it with .recover: the file is whole, the row is missing.
+TEST(TraceOpenTest, AMissingRunRowIsSaidToBeMissing) {
+  testing::ScratchDir dir;
+  const fs::path path = write_slices(dir.path() / "norun.db", 10);
+  {
+    auto db = SqliteDb::open(path.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("DELETE FROM run").is_ok()) << db->error_message();
+  }
+  auto trace = open_trace(path);
+  ASSERT_FALSE(trace.is_ok());
+  EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+  const std::string said = trace.status().message();
+  EXPECT_NE(said.find(path.string() + " has no row in its `run` table"), std::string::npos) << said;
+  EXPECT_EQ(said.find("corrupted"), std::string::npos) << said;
+  EXPECT_EQ(said.find(".recover"), std::string::npos) << said;
+}
+
 // An older schema lacks what later versions added, by right: a version-2 file has no transfer
 // table and is read.
 TEST(TraceOpenTest, TablesOfLaterVersionsAreNotRequiredOfOlderFiles) {
@@ -172,6 +240,71 @@ TEST(TraceOpenTest, ALiveWritersLockIsNotRemoved) {
   EXPECT_TRUE(trace->writer_alive);
   EXPECT_FALSE(trace->marked_incomplete);
   EXPECT_TRUE(fs::exists(writer_lock_path(path)));
+}
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A killed launch leaves run.db and its -wal; the user then copies a closed trace to run.db. The
+// log is not the copy's (a closed trace is in rollback mode): it was read as part of it (the
+// report was of the killed run) and, its run `running`, checkpointed into the copy by the
+// dead-writer repair. Now: exit 3 naming the -wal, the copy and the log untouched; with the log
+// moved away the copy reads as itself.
+TEST(TraceOpenTest, AnotherRunsLogBesideAClosedTraceIsRefusedNotFoldedIn) {
+  testing::ScratchDir dir;
+  const fs::path path = dir.path() / "run.db";
+  const fs::path wal = dir.path() / "run.db-wal";
+  testing::kill_writer_after_commits(path, 1, 50, {});
+  ASSERT_TRUE(fs::exists(wal));
+  ASSERT_GT(fs::file_size(wal), 0u);
+  const fs::path good = write_slices(dir.path() / "good.db", 10);
+  fs::copy_file(good, path, fs::copy_options::overwrite_existing);
+  const std::string copied = file_bytes(path);
+  const std::string log = file_bytes(wal);
+
+  for (TraceOpenMode mode : {TraceOpenMode::kReadStrict, TraceOpenMode::kRead}) {
+    auto trace = open_trace(path, mode);
+    ASSERT_FALSE(trace.is_ok()) << "read with another run's log";
+    EXPECT_EQ(trace.status().code(), StatusCode::kUnreadable);
+    EXPECT_EQ(trace.status().exit_code(), 3);
+    const std::string said = trace.status().message();
+    EXPECT_NE(said.find(wal.string() + " lies beside " + path.string() +
+                        ", but it is not that trace's log"),
+              std::string::npos)
+        << said;
+    EXPECT_NE(said.find("Move " + wal.string() + " (and " + path.string() + "-shm) away"),
+              std::string::npos)
+        << said;
+  }
+  settle_finished_trace(path);  // a follower letting go never folds it in either
+  EXPECT_TRUE(file_bytes(path) == copied) << "the copied trace was changed";
+  EXPECT_TRUE(file_bytes(wal) == log) << "the log was changed";
+
+  fs::rename(wal, dir.path() / "killed-run.wal");
+  auto trace = open_trace(path);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->status, RunStatus::kCompleted);
+  EXPECT_EQ(trace->db.query_text("SELECT count(*) FROM slice")->value_or(""), "10");
+}
+
+// What is not another run's log is read as before: an empty -wal beside a closed trace (nothing
+// to replay), and a killed writer's trace with its own log (WAL mode), marked incomplete.
+TEST(TraceOpenTest, AnEmptyLogOrAKilledWritersOwnLogIsRead) {
+  testing::ScratchDir dir;
+  const fs::path closed = write_slices(dir.path() / "closed.db", 10);
+  std::ofstream(dir.path() / "closed.db-wal").flush();
+  auto trace = open_trace(closed);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_EQ(trace->status, RunStatus::kCompleted);
+
+  const fs::path killed = dir.path() / "killed.db";
+  testing::kill_writer_after_commits(killed, 1, 50, {});
+  trace = open_trace(killed);
+  ASSERT_TRUE(trace.is_ok()) << trace.status().message();
+  EXPECT_TRUE(trace->marked_incomplete);
+  EXPECT_EQ(trace->db.query_text("SELECT count(*) FROM slice")->value_or(""), "50");
 }
 
 }  // namespace

@@ -2,12 +2,9 @@
 // killed mid-batch leaves a readable file marked incomplete, and bad inputs are told apart.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +17,7 @@
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
 #include "tests/support/file_size_limit.h"
+#include "tests/support/killed_writer.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 #include "tests/support/trace_query.h"
@@ -140,6 +138,15 @@ TEST_F(TraceStoreTest, ViewsReturnWhatWasWritten) {
                      "FROM runs"),
             "r1|partrain launch -n 2|{\"dp\":2}|failed|1|6000|2\n");
   EXPECT_EQ(query_number(db, "PRAGMA user_version"), kTraceSchemaVersion);
+}
+
+// The format's document names the version the writer writes in its title (it said 6 of a
+// version-7 writer).
+TEST(TraceStore, FormatDocumentTitleNamesTheSchemaVersion) {
+  std::ifstream doc(fs::path(PARTRAIN_SOURCE_DIR) / "docs/trace-format.md");
+  std::string title;
+  ASSERT_TRUE(std::getline(doc, title));
+  EXPECT_EQ(title, fmt::format("# partrain trace format (schema version {})", kTraceSchemaVersion));
 }
 
 // A later RunInfo fills in what it knows and leaves the rest: how a launcher under an outer
@@ -398,33 +405,7 @@ TEST_F(TraceStoreTest, SecondWriterAndExistingFileAreRefused) {
   EXPECT_TRUE(TraceWriter::create(path, {.overwrite = true}).is_ok());
 }
 
-// A writer process killed (SIGKILL) after committing `batches` of `per_batch` slices, with
-// `uncommitted` appended after the last commit.
-void kill_writer_after_commits(const fs::path& path, int batches, int per_batch,
-                               const std::vector<TraceEvent>& uncommitted) {
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    auto writer = TraceWriter::create(path);
-    if (!writer.is_ok()) _exit(2);
-    int64_t ts = 0;
-    for (int b = 0; b < batches; ++b) {
-      std::vector<TraceEvent> batch;
-      for (int i = 0; i < per_batch; ++i) {
-        batch.push_back(SliceEvent{0, TrackKind::kCpuThread, "main", "op", SliceCategory::kCompute,
-                                   ts++, 1, b, -1, -1});
-      }
-      (*writer)->append(batch);
-      if (!(*writer)->commit().is_ok()) _exit(3);
-    }
-    (*writer)->append(uncommitted);
-    raise(SIGKILL);
-    _exit(4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exit " << WEXITSTATUS(wstatus);
-}
+using testing::kill_writer_after_commits;
 
 // The writer process dies (SIGKILL) with a batch open: committed batches survive, the open one
 // is gone, and the first reader marks the run incomplete.

@@ -149,5 +149,24 @@ TEST(CollectiveWatchdog, TheReasonNamesTheOpItsCommunicatorSeqAndBothDurations) 
             "(--collective-timeout 3 s)");
 }
 
+// A broadcast's `peer` is its root, not a peer: the line says so; a send's is its peer.
+TEST(CollectiveWatchdog, TheReasonCallsABroadcastsRootItsRootAndASendsPeerItsPeer) {
+  WatchdogTimeout timeout;
+  timeout.event = op(6, 0);
+  timeout.event.comm_id = "default_pg:0";
+  timeout.event.op = "broadcast";
+  timeout.event.peer = 0;
+  timeout.waited = 5340ms;
+  timeout.timeout = 5s;
+  EXPECT_EQ(describe_watchdog_timeout(timeout),
+            "broadcast (comm default_pg:0, root 0, seq 6) not completed after 5.34 s "
+            "(--collective-timeout 5 s)");
+  timeout.event.op = "send";
+  timeout.event.peer = 1;
+  EXPECT_NE(describe_watchdog_timeout(timeout).find("(comm default_pg:0, peer 1, seq 6)"),
+            std::string::npos)
+      << describe_watchdog_timeout(timeout);
+}
+
 }  // namespace
 }  // namespace partrain::profiler

@@ -118,6 +118,26 @@ TEST(FlightDumper, SignalDumpsAreQuiet) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
+// A PyTorch rank's failed collective dumps without printing it: the rank's own traceback follows
+// and is what the launcher's tail of its stderr is to show; the file is written all the same.
+TEST(FlightDumper, ACollectiveErrorCanDumpWithoutPrintingIt) {
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("flight_dumper_quiet_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  profiler::FlightRecorder recorder;
+  record_all_reduce(recorder);
+  FlightDumperOptions options{2, dir, nullptr, 16};
+  options.print_collective_error = false;
+  FlightDumper dumper(recorder, options);
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(dumper.dump(profiler::DumpTrigger::kCollectiveError, "all_reduce failed"));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  auto dump = profiler::flight_dump_from_json(read_text(dir / "rank_2.json"));
+  ASSERT_TRUE(dump.is_ok()) << dump.status().message();
+  EXPECT_EQ(dump->trigger, profiler::DumpTrigger::kCollectiveError);
+  fs::remove_all(dir);
+}
+
 // A dump that does not fit (a full disk; here the file-size limit, which needs no root and fails
 // the same way, with SIGXFSZ ignored as partrain does) leaves no file, not an empty one renamed
 // into place, and the rank says which dump was lost and why. The dump is small: it is written out

@@ -89,6 +89,21 @@ TEST(FlightRecorder, AfterTheFinalSnapshotFinishedOperationsNoLongerReachTheSink
   EXPECT_EQ(recorder.snapshot()[1].state, CollectiveState::kFailed) << "the ring still follows";
 }
 
+// A PyTorch rank dumps at its first failed collective, and the program may catch the error and
+// go on: the operations it records after the dump still reach the trace (they had been lost).
+TEST(FlightRecorder, OperationsRecordedAfterTheFinalSnapshotStillReachTheSink) {
+  std::vector<CollectiveEvent> sunk;
+  FlightRecorder recorder(4, [&](const CollectiveEvent& e) { sunk.push_back(e); });
+  (void)recorder.record(event_with_seq(0));
+  (void)recorder.final_snapshot();
+  const uint64_t later = recorder.record(event_with_seq(1));
+  CollectiveEvent done = event_with_seq(1);
+  done.state = CollectiveState::kCompleted;
+  EXPECT_TRUE(recorder.update(later, done));
+  ASSERT_EQ(sunk.size(), 1u);
+  EXPECT_EQ(sunk[0].seq, 1u);
+}
+
 TEST(FlightRecorder, OldestUnfinishedIsTheFirstEnqueuedStillOpen) {
   FlightRecorder recorder(3);
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());

@@ -1,4 +1,4 @@
-// A foreign rank's PyTorch ops in its flight recorder: in flight from their issue (what the
+// A foreign rank's PyTorch ops in its flight recorder: in flight from their call (what the
 // watchdog times and a dump shows), finished in place when their completion is reported, and
 // left out of the trace once a final dump holds them unfinished.
 #include "profiler/flight/torch_flight.h"
@@ -64,6 +64,52 @@ TEST(TorchFlight, AnUntimedOpIsTimedFromItsWait) {
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
   EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 7000);
   EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
+// The pre hook reports the op called (enqueued) before the backend can abort the rank on it
+// (gloo's enforce on a size mismatch); the post hook's report moves that entry on: one entry per
+// op, so a dump never holds it twice.
+TEST(TorchFlight, ACalledOpIsInFlightAndItsIssueMovesTheSameEntryOn) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(0, 1000, CollectiveState::kEnqueued));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kEnqueued);
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted));
+  ASSERT_EQ(recorder.snapshot().size(), 1u) << "issued in place, not a second entry";
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kStarted);
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kCompleted);
+}
+
+// An op called (timed from its call: a backend may hang or abort in it) whose Work then turns out
+// to complete only once waited on: its one entry is left alone from its issue until the program
+// waits on it, and its any-source completion still finishes that entry.
+TEST(TorchFlight, ACalledOpIssuedUntimedIsTimedFromItsWaitInItsOneEntry) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  CollectiveEvent called = op(0, 1000, CollectiveState::kEnqueued);
+  called.peer = -1;
+  flight.issued(0, called);
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 1000);
+  CollectiveEvent issued = called;
+  issued.state = CollectiveState::kStarted;
+  flight.issued(0, issued, FlightRecorder::Timing::kUntimed);
+  ASSERT_EQ(recorder.snapshot().size(), 1u) << "issued in place, not a second entry";
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kStarted);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+  flight.waited(0, issued, 7000);
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 7000);
+  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
+  completed.peer = 1;
+  EXPECT_TRUE(flight.finished(0, completed));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
+  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());
 }
 

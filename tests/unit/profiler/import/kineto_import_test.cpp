@@ -1,5 +1,7 @@
 #include "profiler/import/kineto_import.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/kineto_fixture.h"
@@ -592,6 +594,65 @@ TEST(KinetoImport, AFileWithoutDistributedInfoAloneIsRankZero) {
             "aten::mm|7|compute\n");
 }
 
+// Values that did not read were replaced without a word: a dur of 1e300 made the op 0 long, a
+// baseTimeNanoseconds written as a string (or past int64) named the run after 1970. Both are
+// said now, once per kind, as a negative dur already was.
+TEST(KinetoImport, TimesThatDoNotReadAreSaidOnce) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.step(1, 10, 100)
+      .event("cpu_op", "aten::mm", 1, 20, 1e300)
+      .event("cpu_op", "aten::add", 1, 30, 1e300)
+      .event("cpu_op", "aten::relu", 1, 40, 5);
+  std::string json = f.json();
+  const std::string base = "\"baseTimeNanoseconds\": 1790857026000000000";
+  ASSERT_NE(json.find(base), std::string::npos);
+  json.replace(json.find(base), base.size(), "\"baseTimeNanoseconds\": \"1790857026000000000\"");
+  testing::write_text(dir.path() / "a.json", json);
+  auto summary = import({dir.path() / "a.json"}, dir.path() / "a.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  const std::string warnings = fmt::format("{}", fmt::join(summary->warnings, "\n"));
+  EXPECT_NE(warnings.find("2 events have a ts or dur that is no number of microseconds"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("a.json: baseTimeNanoseconds \"1790857026000000000\" is no integer of "
+                          "Unix ns"),
+            std::string::npos)
+      << warnings;
+
+  // Past 2^62 ns the ts added to it overflowed (a run named for the year 1677).
+  json = f.json();
+  json.replace(json.find(base), base.size(), "\"baseTimeNanoseconds\": 9223372036854775807");
+  testing::write_text(dir.path() / "b.json", json);
+  auto big = import({dir.path() / "b.json"}, dir.path() / "b.db");
+  ASSERT_TRUE(big.is_ok()) << big.status().message();
+  EXPECT_NE(fmt::format("{}", fmt::join(big->warnings, "\n"))
+                .find("b.json: baseTimeNanoseconds 9223372036854775807 is no integer"),
+            std::string::npos);
+  EXPECT_GE(TraceQuery(dir.path() / "b.db").number("SELECT start_unix_ns FROM run"), 0);
+}
+
+// ProfilerStep#-1 vanished as a step, and ProfilerStep#99999999999999999999 became step 0,
+// both without a word.
+TEST(KinetoImport, StepNumbersThatDoNotReadAreSaid) {
+  ScratchDir dir;
+  KinetoFixture f(0, 1);
+  f.event("user_annotation", "ProfilerStep#-1", f.pid(), 10, 100)
+      .event("user_annotation", "ProfilerStep#-1", f.pid(), 200, 100)
+      .event("user_annotation", "ProfilerStep#99999999999999999999", f.pid(), 400, 100)
+      .event("cpu_op", "aten::mm", 1, 20, 5);
+  testing::write_text(dir.path() / "a.json", f.json());
+  auto summary = import({dir.path() / "a.json"}, dir.path() / "a.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  const std::string warnings = fmt::format("{}", fmt::join(summary->warnings, "\n"));
+  EXPECT_NE(warnings.find("2 ProfilerStep# annotations have no step number partrain reads"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("1 step markers' numbers are past what partrain reads"),
+            std::string::npos)
+      << warnings;
+}
+
 // A rank's file as HTA's test traces have it: distributedInfo without world_size ({"rank": 0}),
 // or without rank ({"backend": "nccl"}) when `keep_rank` is false.
 std::string without_world_size(const KinetoFixture& f, bool keep_rank = true) {
@@ -879,7 +940,34 @@ INSTANTIATE_TEST_SUITE_P(
                                        "2}, \"traceEvents\": []}");
                    return std::vector<fs::path>{dir / "a.json"};
                  },
-                 "a.json: distributedInfo: distributedInfo has no rank"}),
+                 "a.json: distributedInfo: distributedInfo has no rank"},
+        // A world the import sized per-rank vectors by: 2e9 was bad_alloc after 4 GB, reported
+        // as "an internal error ... please report it"; 2^32 + 2 was read as 2.
+        BadInput{"world_size_huge",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "a.json",
+                                       "{\"distributedInfo\": {\"rank\": 0, \"world_size\": "
+                                       "2000000000}, \"traceEvents\": []}");
+                   return std::vector<fs::path>{dir / "a.json"};
+                 },
+                 "a.json: distributedInfo: distributedInfo's world_size is 2000000000, past what "
+                 "partrain imports (a world of at most 1048576 ranks"},
+        BadInput{"world_size_past_int",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "a.json",
+                                       "{\"distributedInfo\": {\"rank\": 0, \"world_size\": "
+                                       "4294967298}, \"traceEvents\": []}");
+                   return std::vector<fs::path>{dir / "a.json"};
+                 },
+                 "a.json: distributedInfo: distributedInfo's world_size is 4294967298"},
+        BadInput{"rank_huge_without_world_size",
+                 [](const fs::path& dir) {
+                   testing::write_text(dir / "a.json",
+                                       "{\"distributedInfo\": {\"rank\": 2147483647}, "
+                                       "\"traceEvents\": []}");
+                   return std::vector<fs::path>{dir / "a.json"};
+                 },
+                 "a.json: distributedInfo: distributedInfo's rank is 2147483647"}),
     [](const auto& test) { return test.param.name; });
 
 TEST(KinetoImport, ExistingOutputIsRefusedWithoutOverwrite) {

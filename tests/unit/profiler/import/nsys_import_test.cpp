@@ -1,5 +1,6 @@
 #include "profiler/import/nsys_import.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "profiler/sqlite_db.h"
@@ -125,6 +126,57 @@ TEST(NsysImport, AnExportWithoutStringIdsIsRefusedNamingTheTable) {
             std::string::npos)
       << summary.status().message();
   EXPECT_FALSE(fs::exists(dir.path() / "s.db"));
+}
+
+// The communicator payload's "No. of ranks" sized the import's per-rank vectors: 2^31 - 1 was
+// 4 GB and an "internal error ... please report it". A world past partrain's bound is the report's
+// fault, exit 3 naming the field.
+TEST(NsysImport, AWorldPastTheBoundIsRefusedNamingThePayloadField) {
+  ScratchDir dir;
+  const fs::path report = build_nsys_report(dir.path(), "one_report");
+  {
+    auto db = SqliteDb::open(report.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    // ncclCommInitRank's payload: a 32-byte header, the communicator id (8), nranks (4), rank.
+    ASSERT_TRUE(db->exec("UPDATE NVTX_EVENTS SET binaryData = CAST(substr(binaryData, 1, 40) || "
+                         "X'FFFFFF7F' || substr(binaryData, 45) AS BLOB) WHERE textId = 4")
+                    .is_ok());
+  }
+  auto summary = import({report}, dir.path() / "w.db");
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_EQ(summary.status().exit_code(), 3) << summary.status().message();
+  EXPECT_NE(summary.status().message().find("payload field 'No. of ranks' says 2147483647 ranks"),
+            std::string::npos)
+      << summary.status().message();
+  EXPECT_FALSE(fs::exists(dir.path() / "w.db"));
+}
+
+// Kernels whose end precedes their start were kept 0 long without a word (Kineto's negative
+// durs are said).
+TEST(NsysImport, KernelsEndingBeforeTheyStartAreSaid) {
+  ScratchDir dir;
+  const fs::path report = build_nsys_report(dir.path(), "one_report");
+  int64_t kernels = 0;
+  {
+    auto db = SqliteDb::open(report.string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.is_ok());
+    ASSERT_TRUE(db->exec("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 1000000").is_ok());
+    auto count = SqliteStatement::prepare(*db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    ASSERT_TRUE(count.is_ok());
+    ASSERT_EQ(count->step(), SQLITE_ROW);
+    kernels = count->column_int(0);
+  }
+  ASSERT_GT(kernels, 0);
+  auto summary = import({report}, dir.path() / "r.db");
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  bool said = false;
+  for (const std::string& w : summary->warnings) {
+    said = said || w == fmt::format(
+                            "{} events end before they start: each is kept as an instant "
+                            "(0 long) at its start",
+                            kernels);
+  }
+  EXPECT_TRUE(said) << ::testing::PrintToString(summary->warnings);
 }
 
 TEST(NsysImport, TwoReportsOfOneRankAreRefused) {

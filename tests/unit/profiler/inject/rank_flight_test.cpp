@@ -183,6 +183,44 @@ TEST_F(RankFlightTest, SigintTakenBackFromTheProgramDumpsThenReachesItsHandler) 
       ::testing::ExitedWithCode(0), "");
 }
 
+// A PyTorch rank whose collective failed (gloo's own timeout, a closed connection) dumps as a
+// collective error, so its launcher diagnoses the job though no watchdog ran; quietly on stderr,
+// where the rank's traceback follows. Until 2026-11-30 only the watchdog and signals dumped, and
+// a job on torch's own timeouts got no diagnosis.
+std::string fail_a_collective(const fs::path& dir, RankTracerOptions options) {
+  fs::create_directories(dir);
+  auto started = start_flight(dir, options);
+  if (started->flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
+  CollectiveEvent failed = started_all_reduce(6, 256);
+  failed.state = CollectiveState::kFailed;
+  (void)started->recorder.update(0, failed);
+  ::testing::internal::CaptureStderr();
+  started->flight->on_collective_failed(failed);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  if (!err.empty()) return "the dump was printed: " + err;
+  std::stringstream dump;
+  dump << std::ifstream(flight_dump_path(dir, 0)).rdbuf();
+  if (dump.str().find("\"collective_error\"") == std::string::npos ||
+      dump.str().find("all_reduce (comm world, seq 6) failed") == std::string::npos ||
+      dump.str().find("\"failed\"") == std::string::npos) {
+    return "no collective-error dump holding the failed op: " + dump.str();
+  }
+  started->flight->close();
+  return "";
+}
+
+TEST_F(RankFlightTest, AFailedCollectiveDumpsAsACollectiveErrorWithoutPrintingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::string problem = fail_a_collective(dir_ / "flight", tracer_options(0));
+        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+        std::fflush(stderr);
+        std::_Exit(problem.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // A library's thread that calls abort() (std::terminate in gloo's enforce, PyTorch's NCCL
 // watchdog): the rank still dies of SIGABRT, but its dump and its unshipped records go first
 // (the trace lost a failing rank's last collectives). The child's body, which never returns;

@@ -296,6 +296,16 @@ TEST(WaitForGraph, WaitsInACycleAreADeadlockWithoutACulprit) {
   EXPECT_NE(format_flight_diagnosis(d).find("ranks 0-3 wait on each other, none of them at the "
                                             "root"),
             std::string::npos);
+  // The trace's statement (the collective_diagnosis stat analyze and top read) is the cycle, with
+  // every wait, not the first communicator's "rank 1 never issued", which blames one side.
+  const std::string statement = diagnosis_statement(d);
+  EXPECT_EQ(statement.rfind("ranks 0-3 wait on each other, none of them at the root: the ranks "
+                            "issue their collectives in different orders (rank 0 waits on rank 1",
+                            0),
+            0u)
+      << statement;
+  EXPECT_NE(statement.find("; rank 2 waits on rank 0"), std::string::npos) << statement;
+  EXPECT_EQ(statement.find("never issued"), std::string::npos) << statement;
 }
 
 // A desync is its own cause: the minority of the mismatch, even if its watchdog ended it first.
