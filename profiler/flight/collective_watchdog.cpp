@@ -69,12 +69,12 @@ CollectiveWatchdog::~CollectiveWatchdog() {
 void CollectiveWatchdog::run() {
   std::unique_lock lock(mutex_);
   while (!stop_cv_.wait_for(lock, poll_interval_, [&] { return stop_; })) {
-    std::optional<profiler::CollectiveEvent> oldest = recorder_.oldest_unfinished();
+    std::optional<FlightRecorder::Unfinished> oldest = recorder_.oldest_unfinished();
     if (!oldest) continue;
-    const Nanoseconds waited(monotonic_ns() - oldest->enqueue_ns);
+    const Nanoseconds waited(monotonic_ns() - oldest->timed_from_ns);
     if (waited <= timeout_) continue;
     lock.unlock();  // the callback may take long (a dump) or never return (the rank ends)
-    if (on_timeout_) on_timeout_(WatchdogTimeout{std::move(*oldest), waited, timeout_});
+    if (on_timeout_) on_timeout_(WatchdogTimeout{std::move(oldest->event), waited, timeout_});
     return;  // fired once: what follows is the caller's
   }
 }

@@ -1,7 +1,8 @@
 // The collective watchdog (PyTorch's ProcessGroupNCCL watchdog, for any backend): a thread that
 // polls a rank's flight recorder and reports, once, an operation left unfinished for longer than
-// the timeout, counted from when it was enqueued. What firing means (dump the recorder, end the
-// rank with 124) is the caller's: a unit test passes a callback that only records.
+// the timeout, counted from when it was enqueued (or, for an op recorded untimed, from when the
+// program began to wait on it: FlightRecorder::Timing). What firing means (dump the recorder, end
+// the rank with 124) is the caller's: a unit test passes a callback that only records.
 #pragma once
 
 #include <condition_variable>
@@ -33,7 +34,7 @@ struct WatchdogOptions {
 
 struct WatchdogTimeout {
   profiler::CollectiveEvent event;  // the oldest unfinished operation
-  Nanoseconds waited{0};            // since it was enqueued
+  Nanoseconds waited{0};            // since it was enqueued (or its timing started)
   Nanoseconds timeout{0};
 };
 

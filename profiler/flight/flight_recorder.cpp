@@ -10,15 +10,31 @@ FlightRecorder::FlightRecorder(size_t capacity, Sink sink)
   ring_.reserve(capacity_);
 }
 
-uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event) {
+uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing timing) {
   std::lock_guard lock(mutex_);
   const uint64_t id = next_id_++;
+  Entry entry{id, event, std::nullopt};
+  if (timing == Timing::kFromEnqueue) entry.timed_from_ns = event.enqueue_ns;
   if (ring_.size() < capacity_) {
-    ring_.push_back(Entry{id, event});
+    ring_.push_back(std::move(entry));
   } else {
-    ring_[id % capacity_] = Entry{id, event};
+    ring_[id % capacity_] = std::move(entry);
   }
   return id;
+}
+
+void FlightRecorder::time_from(uint64_t id, int64_t since_ns) {
+  std::lock_guard lock(mutex_);
+  const size_t index = static_cast<size_t>(id % capacity_);
+  if (index < ring_.size() && ring_[index].id == id && !ring_[index].timed_from_ns) {
+    ring_[index].timed_from_ns = since_ns;
+  }
+}
+
+void FlightRecorder::stop_timing(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  const size_t index = static_cast<size_t>(id % capacity_);
+  if (index < ring_.size() && ring_[index].id == id) ring_[index].timed_from_ns.reset();
 }
 
 bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
@@ -69,19 +85,20 @@ std::vector<profiler::CollectiveEvent> FlightRecorder::since(uint64_t first) con
   return events;
 }
 
-std::optional<profiler::CollectiveEvent> FlightRecorder::oldest_unfinished() const {
+std::optional<FlightRecorder::Unfinished> FlightRecorder::oldest_unfinished() const {
   std::lock_guard lock(mutex_);
   const Entry* oldest = nullptr;
   for (const Entry& entry : ring_) {
     const profiler::CollectiveState state = entry.event.state;
-    if (state != profiler::CollectiveState::kEnqueued &&
-        state != profiler::CollectiveState::kStarted) {
+    if ((state != profiler::CollectiveState::kEnqueued &&
+         state != profiler::CollectiveState::kStarted) ||
+        !entry.timed_from_ns) {
       continue;
     }
     if (oldest == nullptr || entry.id < oldest->id) oldest = &entry;
   }
   if (oldest == nullptr) return std::nullopt;
-  return oldest->event;
+  return Unfinished{oldest->event, *oldest->timed_from_ns};
 }
 
 uint64_t FlightRecorder::total_recorded() const {

@@ -21,8 +21,17 @@ class FlightRecorder {
 
   explicit FlightRecorder(size_t capacity = kDefaultCapacity, Sink sink = {});
 
+  // Whether a watchdog times an unfinished entry: from its enqueue_ns, or not until
+  // time_from() says (an op whose completion shows only once the program waits on it: a gloo
+  // Work without a future, docs/pytorch.md).
+  enum class Timing : uint8_t { kFromEnqueue, kUntimed };
+
   // Adds an entry (evicting the oldest when full) and returns its id for update().
-  uint64_t record(const profiler::CollectiveEvent& event);
+  uint64_t record(const profiler::CollectiveEvent& event, Timing timing = Timing::kFromEnqueue);
+  // A watchdog times entry `id` (recorded untimed) from `since_ns` on (CLOCK_MONOTONIC).
+  void time_from(uint64_t id, int64_t since_ns);
+  // Entry `id`, recorded timed, turns out to be one a watchdog leaves alone until time_from().
+  void stop_timing(uint64_t id);
   // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to the
   // sink, even when the ring has already evicted it (callers finish each id once). False for an
   // entry recorded before a final snapshot was taken: the dump holds the operation as it stood,
@@ -41,9 +50,14 @@ class FlightRecorder {
   // Entries recorded from id `first` on (those still in the ring), oldest first: what happened
   // since total_recorded() was `first`, without copying the whole ring.
   std::vector<profiler::CollectiveEvent> since(uint64_t first) const;
-  // The unfinished (enqueued or started) entry enqueued first, if any: what a watchdog times.
-  // Scans the ring in place, so polling it copies one entry, not the ring.
-  std::optional<profiler::CollectiveEvent> oldest_unfinished() const;
+  // The unfinished (enqueued or started) entry recorded first among those a watchdog times, if
+  // any, and since when it is timed. Scans the ring in place, so polling it copies one entry,
+  // not the ring.
+  struct Unfinished {
+    profiler::CollectiveEvent event;
+    int64_t timed_from_ns = 0;  // its enqueue_ns, or when time_from() started its timing
+  };
+  std::optional<Unfinished> oldest_unfinished() const;
   size_t capacity() const { return capacity_; }
   uint64_t total_recorded() const;
 
@@ -51,6 +65,7 @@ class FlightRecorder {
   struct Entry {
     uint64_t id = 0;
     profiler::CollectiveEvent event;
+    std::optional<int64_t> timed_from_ns;  // nullopt: untimed
   };
 
   std::vector<profiler::CollectiveEvent> snapshot_locked() const;  // mutex_ held

@@ -4,18 +4,20 @@
 
 namespace partrain::profiler {
 
-void TorchFlight::issued(int group, const CollectiveEvent& event) {
-  const Key key{group, event.seq, event.enqueue_ns};
+void TorchFlight::issued(int group, const CollectiveEvent& event, FlightRecorder::Timing timing) {
+  const Key key{group, event.enqueue_ns};
   {
     std::lock_guard lock(mutex_);
     auto found = in_flight_.find(key);
     if (found != in_flight_.end()) {
-      // Called, now issued: the one entry moves on (an unfinished update reaches no sink).
+      // Called, now issued: the one entry moves on (an unfinished update reaches no sink), left
+      // to its wait from here when its completion shows only then.
+      if (timing == FlightRecorder::Timing::kUntimed) recorder_.stop_timing(found->second);
       (void)recorder_.update(found->second, event);
       return;
     }
   }
-  const uint64_t id = recorder_.record(event);
+  const uint64_t id = recorder_.record(event, timing);
   std::lock_guard lock(mutex_);
   in_flight_[key] = id;
   // Ops whose completion never came (the module stopped recording) are forgotten once the ring
@@ -29,11 +31,17 @@ void TorchFlight::issued(int group, const CollectiveEvent& event) {
   }
 }
 
+void TorchFlight::waited(int group, const CollectiveEvent& event, int64_t since_ns) {
+  std::lock_guard lock(mutex_);
+  auto found = in_flight_.find(Key{group, event.enqueue_ns});
+  if (found != in_flight_.end()) recorder_.time_from(found->second, since_ns);
+}
+
 bool TorchFlight::finished(int group, const CollectiveEvent& event) {
   uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
-    auto found = in_flight_.find(Key{group, event.seq, event.enqueue_ns});
+    auto found = in_flight_.find(Key{group, event.enqueue_ns});
     if (found == in_flight_.end()) {
       // Never reported in flight (its Work was done when issued): it enters finished.
       (void)recorder_.record(event);

@@ -2,7 +2,8 @@
 // shows where the rank stood: an op enters the recorder when partrain's Python module reports it
 // called (its pre hook: enqueued, before the backend can fail or abort on it), moves on in place
 // when it is reported issued (its post hook: started) and is finished in place when its
-// completion is reported, the reports matched by group, seq and the time the op was called.
+// completion is reported, the reports matched by group and the time the op was called (not by
+// seq: an any-source recv is numbered once its sender is known, at completion).
 #pragma once
 
 #include <cstdint>
@@ -22,13 +23,20 @@ class TorchFlight {
 
   // Op `event` of group handle `group` was called (state kEnqueued) or issued (kStarted) and has
   // not completed: a new entry, or the op's entry updated in place when it is in flight already.
-  void issued(int group, const CollectiveEvent& event);
+  // kUntimed: its completion shows only once the program waits on it, which waited() says (a
+  // watchdog leaves it alone until then).
+  void issued(int group, const CollectiveEvent& event,
+              FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
+  // The program waits on that op from `since_ns` on: a watchdog times it from there.
+  void waited(int group, const CollectiveEvent& event, int64_t since_ns);
   // It completed, failed, or was still in flight when the process ended (as its state says).
   // Whether it still goes to the trace: false once a final dump holds it as it stood.
   bool finished(int group, const CollectiveEvent& event);
 
  private:
-  using Key = std::tuple<int, uint64_t, int64_t>;  // group, seq, enqueue_ns
+  // group, enqueue_ns: the module calls monotonic_ns() for each op under the GIL, one after
+  // another, so no two ops of a group share it.
+  using Key = std::tuple<int, int64_t>;
 
   FlightRecorder& recorder_;
   std::mutex mutex_;

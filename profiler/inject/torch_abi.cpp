@@ -37,8 +37,11 @@ std::string_view text(const char* value, size_t max_bytes = kMaxTextBytes) {
 // CLOCK_MONOTONIC ns): what profiler/torch_collective.h's TorchOp holds, plus the group's handle
 // and the op's NCCL window. outcome: 0 completed (completed_ns 0: never seen completing),
 // 1 failed, 2 issued and in flight (sent by the post hook), 3 called (sent by the pre hook: in
-// flight, the backend does not have it yet). The reports of one op share group, seq and
-// issue_ns. Strings are NUL-padded, not necessarily NUL-terminated.
+// flight, the backend does not have it yet), 4 issued, for an op whose completion shows only once
+// the program waits on it (gloo Work without a future: the watchdog leaves it alone), 5 the
+// program now waits on such an op (the watchdog times it from here). The reports of one op share
+// group and issue_ns (an any-source recv's seq and root are known only at completion). Strings
+// are NUL-padded, not necessarily NUL-terminated.
 struct TorchCollectiveAbi {
   int32_t group;
   int32_t root;
@@ -126,8 +129,15 @@ PARTRAIN_EXPORT void partrain_torch_collective(const void* record, size_t size) 
     process->torch().called(abi.group, op);
     return;
   }
-  if (abi.outcome == 2) {
-    process->torch().issued(abi.group, op);
+  if (abi.outcome == 2 || abi.outcome == 4) {
+    process->torch().issued(abi.group, op,
+                            abi.outcome == 4
+                                ? partrain::profiler::FlightRecorder::Timing::kUntimed
+                                : partrain::profiler::FlightRecorder::Timing::kFromEnqueue);
+    return;
+  }
+  if (abi.outcome == 5) {
+    process->torch().waited(abi.group, op);
     return;
   }
   const std::optional<CollectiveEvent> event =

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/clock.h"
+
 namespace partrain::profiler::inject {
 namespace {
 
@@ -56,13 +58,23 @@ void TorchRecording::called(int group, const TorchOp& op) {
   flight_.issued(group, *event);
 }
 
-void TorchRecording::issued(int group, const TorchOp& op) {
+void TorchRecording::issued(int group, const TorchOp& op, FlightRecorder::Timing timing) {
   std::optional<CollectiveEvent> event;
   {
     std::lock_guard lock(groups_mutex_);
     event = event_locked(group, op);
   }
-  if (event) flight_.issued(group, *event);
+  if (event) flight_.issued(group, *event, timing);
+}
+
+void TorchRecording::waited(int group, const TorchOp& op) {
+  const int64_t now_ns = monotonic_ns();
+  std::optional<CollectiveEvent> event;
+  {
+    std::lock_guard lock(groups_mutex_);
+    event = event_locked(group, op);
+  }
+  if (event) flight_.waited(group, *event, now_ns);
 }
 
 const TorchWindow& TorchRecording::window() { return t_window; }

@@ -39,9 +39,13 @@ class TorchRecording {
   // op's window (0: none). The op as recorded (nullopt: no collective, or an unknown group).
   std::optional<CollectiveEvent> collective(int group, const TorchOp& op, uint64_t window);
   // The same op when it was called (the pre hook: enqueued) and when it was issued (the post
-  // hook: started), before it completes: in flight, in the flight recorder.
+  // hook: started), before it completes: in flight, in the flight recorder. kUntimed: the
+  // watchdog leaves it alone from its issue until waited() (FlightRecorder::Timing).
   void called(int group, const TorchOp& op);
-  void issued(int group, const TorchOp& op);
+  void issued(int group, const TorchOp& op,
+              FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
+  // The program waits on that op from now on: the watchdog times it from here.
+  void waited(int group, const TorchOp& op);
   // The ops of this rank, in flight and recent (the rank's watchdog and dumps read it).
   FlightRecorder& flight_recorder() { return recorder_; }
 

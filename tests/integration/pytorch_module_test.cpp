@@ -137,17 +137,41 @@ TEST(PytorchModule, ItsThreadsAreDoneWithPythonBeforeTheInterpreterFinalizes) {
   EXPECT_EQ(run.err, "");
 }
 
+// On a GPU host init_process_group() gives every group cpu:gloo and cuda:nccl, and
+// get_backend() says "undefined": its NCCL ops were taken for gloo's (no NCCL window, so two rows
+// per op; completion from the host future, which fires at enqueue), and the stat torch_backend
+// said "undefined". With "cpu:gloo,cuda:nccl" said outright, its CPU ops were taken for NCCL's
+// (a gloo reduce_scatter then never completed). The op's tensors now decide (stand-ins for a
+// GPU host's torch; tests/integration/scripts/torch_backend_choice.py).
+TEST(PytorchModule, AnOpRunsOnTheBackendOfItsTensorsDevice) {
+  CommandResult run =
+      run_shell("PYTHONNOUSERSITE=1 PYTHONPATH='" +
+                (fs::path(PARTRAIN_SOURCE_DIR) / "share/python").string() + "' python3 '" +
+                (kScripts / "torch_backend_choice.py").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "init_process_group(): ALLREDUCE on cuda: NCCL window, polled\n"
+            "init_process_group(): ALLREDUCE on cpu: no window, future\n"
+            "init_process_group(): BARRIER on no tensor: NCCL window, polled\n"
+            "\"cpu:gloo,cuda:nccl\": ALLREDUCE on cuda: NCCL window, polled\n"
+            "\"cpu:gloo,cuda:nccl\": ALLREDUCE on cpu: no window, future\n"
+            "\"cpu:gloo,cuda:nccl\": BARRIER on no tensor: NCCL window, polled\n"
+            "torch_backend: cpu:gloo,cuda:nccl\n");
+  EXPECT_EQ(run.err, "");
+}
+
 // What the recorder reports to the library of each op (stand-ins, as above): every op from its
-// call (3), before the backend can abort the rank on it, then issued (2) and completed (0); a
-// call that raised before its post hook (DETAIL's fingerprint check) failed (1) at exit. The op
-// had reached the library only from its post hook, and the raising call never.
+// call (3), before the backend can abort the rank on it, then issued (2; 4 untimed for a gloo
+// Work without a future, the send) and completed (0); a call that raised before its post hook
+// (DETAIL's fingerprint check) failed (1) at exit. The op had reached the library only from its
+// post hook, and the raising call never.
 TEST(PytorchModule, OpsAreReportedFromTheirCallAndACallThatRaisedFailed) {
   CommandResult run =
       run_shell("PYTHONNOUSERSITE=1 PYTHONPATH='" +
                 (fs::path(PARTRAIN_SOURCE_DIR) / "share/python").string() + "' python3 '" +
                 (kScripts / "torch_module_exit.py").string() + "' --outcomes");
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.out.find("\nSEND 3,2,0; ALLREDUCE 3,2,0; BROADCAST 3,1\n"), std::string::npos)
+  EXPECT_NE(run.out.find("\nSEND 3,4,0; ALLREDUCE 3,2,0; BROADCAST 3,1\n"), std::string::npos)
       << run.out;
 }
 

@@ -18,14 +18,10 @@
 namespace partrain::testing {
 namespace {
 
-const std::string kFeatures = (kScenarioScripts / "torch_dist_features.py").string();
-
-// `partrain launch -n RANKS [OPTIONS] -- python torch_dist_features.py CASE`, bounded.
 CommandResult launch_case(const std::string& trace, int ranks, const std::string& options,
                           const std::string& scenario) {
-  return run_shell(fmt::format("timeout -k 10 300 {} launch -n {} {} --trace {} -- {} {} {}",
-                               partrain_binary(), ranks, options, shell_quoted(trace),
-                               shell_quoted(torch_python()), shell_quoted(kFeatures), scenario));
+  return launch_script_case(kScenarioScripts / "torch_dist_features.py", trace, ranks, options,
+                            scenario);
 }
 
 // Two monitored_barriers between all_reduces on 3 ranks, rank 1 late to the first by 0.3 s: each

@@ -46,6 +46,17 @@ inline std::string torchrun() {
   return shell_quoted(python) + " -m torch.distributed.run";
 }
 
+// `partrain launch -n RANKS [OPTIONS] --trace TRACE -- python SCRIPT CASE` for one of the small
+// gloo programs under scripts/ (torch_dist_features.py, torch_gloo_ops.py), bounded.
+inline CommandResult launch_script_case(const std::filesystem::path& script,
+                                        const std::string& trace, int ranks,
+                                        const std::string& options, const std::string& scenario) {
+  return run_shell("timeout -k 10 300 " + partrain_binary() + " launch -n " +
+                   std::to_string(ranks) + " " + options + " --trace " + shell_quoted(trace) +
+                   " -- " + shell_quoted(torch_python()) + " " + shell_quoted(script) + " " +
+                   scenario);
+}
+
 // torchrun's command for the scenarios; a stuck job ends in a timeout instead of a hung suite.
 inline std::string torchrun_scenarios(const std::string& arguments) {
   return "timeout -k 10 600 " + torchrun() + " --standalone --nproc-per-node " +

@@ -29,8 +29,9 @@ _SIGNATURES = {
 SEVERITY_INFO, SEVERITY_DATA_LOSS, SEVERITY_ERROR = 0, 1, 2
 
 # partrain_torch_collective's record (TorchCollectiveAbi in torch_abi.cpp): group, root, outcome
-# (0 completed, 1 failed, 2 issued, 3 called: the calls before it completes move its one entry in
-# the library's flight recorder on),
+# (0 completed, 1 failed, 2 issued, 3 called, 4 issued untimed: completes only once waited on,
+# 5 waited: the program now waits on such an op; the calls before it completes move its one
+# entry in the library's flight recorder on),
 # element bytes, input and output elements, seq, issue/issued/completed ns, window, HookOpName,
 # dtype. One packed buffer: ctypes' per-argument conversion cost more than the rest together.
 COLLECTIVE = struct.Struct("<iiiIQQQqqqQ32s16s")

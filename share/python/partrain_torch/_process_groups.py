@@ -28,6 +28,10 @@ from partrain_torch import _completion, _native
 HOOK_ID = 0x70A7  # after the hooks torch attaches itself (flight recorder, health check)
 _P2P = (b"SEND", b"RECV", b"RECVANYSOURCE")
 _OUTCOME_COMPLETED, _OUTCOME_FAILED, _OUTCOME_ISSUED, _OUTCOME_CALLED = 0, 1, 2, 3
+# Work whose completion shows only once the program waits on it (gloo Work without a future:
+# send, recv, reduce_scatter): in flight but untimed by the watchdog until its wait() is called
+# from Python; then timed from there (profiler/inject/torch_abi.cpp).
+_OUTCOME_ISSUED_UNTIMED, _OUTCOME_WAITED = 4, 5
 # A p2p op's tag T in its seq: T * 2^32 + its number among (direction, peer, T); tag 0, negative
 # tags and tags of 2^31 or more keep plain numbers (profiler/p2p_seq.h reads them back).
 _TAG_SHIFT = 32
@@ -55,16 +59,49 @@ class _Group:
     object would keep the group and gloo's threads alive into the interpreter's teardown (where
     stopping them aborted the process now and then)."""
 
-    __slots__ = ("pg", "name", "handle", "nccl", "collectives", "p2p", "pending")
+    __slots__ = ("pg", "name", "handle", "nccl", "nccl_untensored", "collectives", "p2p",
+                 "pending")
 
     def __init__(self, pg, name):
         self.pg = weakref.ref(pg)
         self.name = name
         self.handle = None  # registered with the library at its first op (its ranks are set then)
-        self.nccl = False
+        self.nccl = False  # its ops on CUDA tensors run on NCCL
+        self.nccl_untensored = False  # and its ops without tensors (a barrier) too
         self.collectives = 0
         self.p2p = {}
         self.pending = {}  # op_id -> (what the pre hook saw, the calling thread's ident)
+
+
+def _backends(c10d, pg):
+    """The group's backend as the job names it (the stat torch_backend), whether its ops on CUDA
+    tensors run on NCCL, and whether its ops without tensors (a barrier) do. A backend is
+    chosen per device: init_process_group() without one gives cpu:gloo, plus cuda:nccl on a
+    host with GPUs, and get_backend() then says "undefined"; get_backend_config() names them
+    ("cpu:gloo,cuda:nccl"; a plain "gloo" is "cpu:gloo,cuda:gloo")."""
+    name = str(c10d.get_backend(pg))
+    config = name
+    if hasattr(c10d, "get_backend_config"):
+        config = str(c10d.get_backend_config(pg))
+    devices = {}
+    for part in config.split(","):
+        device, _, backend = part.strip().rpartition(":")
+        devices[device or "*"] = backend
+    nccl = devices.get("cuda", devices.get("*")) == "nccl"
+    if name == "undefined" or not name:
+        names = sorted(set(devices.values()))
+        name = names[0] if len(names) == 1 else config
+    # c10d runs a barrier on the accelerator when there is one (the CPU otherwise).
+    untensored = nccl and ("cpu" not in devices or _cuda_available())
+    return name, nccl, untensored
+
+
+def _cuda_available():
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
 
 
 def _restart_attempt():
@@ -90,6 +127,7 @@ class Recorder:
         self._no_future = set()  # (backend is NCCL, op) whose Work has no future
         self._in_flight = {}  # id(entry) -> entry, until completed (recorded at exit otherwise)
         self._awaited = {}  # id(work) -> (work, entry): Work without a future, for its wait()
+        self._any_source = {}  # id(entry) -> _Group: recvs from any source, until completed
         self._watcher = _completion.CompletionWatcher(
             self._polled, lambda entry: id(entry) in self._in_flight)
         self._callbacks = _completion.FutureCallbacks()
@@ -157,11 +195,16 @@ class Recorder:
 
         @functools.wraps(original)
         def wait(work, *args, **kwargs):
+            if awaited:
+                waited = awaited.get(id(work))
+                if waited is not None:
+                    self._waited(waited[1])
             result = original(work, *args, **kwargs)
             if awaited:
                 waited = awaited.pop(id(work), None)
                 if waited is not None:
-                    self._completed(waited[1], monotonic_ns(), _OUTCOME_COMPLETED)
+                    self._completed(self._received(work, waited[1]), monotonic_ns(),
+                                    _OUTCOME_COMPLETED)
             return result
 
         work_class.wait = wait
@@ -287,8 +330,7 @@ class Recorder:
             group.handle = -1
             return
         ranks = self._c10d.get_process_group_ranks(pg)
-        backend = str(self._c10d.get_backend(pg))
-        group.nccl = "nccl" in backend
+        backend, group.nccl, group.nccl_untensored = _backends(self._c10d, pg)
         group.handle = self._native.register_group(group.name, str(pg.group_desc), list(ranks),
                                                    pg.rank())
         if not self._backend_said:
@@ -339,7 +381,8 @@ class Recorder:
             else:
                 seq = group.collectives
                 group.collectives = seq + 1
-            window = self._native.window_open() if group.nccl else 0
+            nccl = group.nccl and (first.is_cuda if first is not None else group.nccl_untensored)
+            window = self._native.window_open() if nccl else 0
             group.pending[args.op_id] = ((op, dtype, input_elements, output_elements, root, seq,
                                           issue_ns, window), get_ident())
             self.issued += 1
@@ -355,38 +398,48 @@ class Recorder:
 
     def _post(self, group, args):
         issued_ns = monotonic_ns()
-        if group.nccl:
+        pending = group.pending.pop(args.op_id, None)
+        seen = pending[0] if pending is not None else None
+        nccl = seen is not None and seen[7] != 0  # an NCCL op: _pre opened its window
+        if nccl:
             self._native.window_close()
         if self._session.failed:
             return
         try:
-            pending = group.pending.pop(args.op_id, None)
-            if pending is None or group.handle is None or group.handle < 0:
+            if seen is None or group.handle is None or group.handle < 0:
                 return
-            seen = pending[0]
             entry = (group.handle, seen, issued_ns)
             self._in_flight[id(entry)] = entry
             work = args.work
             if work is None:
                 self._completed(entry, issued_ns, _OUTCOME_COMPLETED)
                 return
-            # Issued: its entry in the library's flight recorder moves on from called (a watchdog
-            # times it, a dump shows it), before anything can complete it.
             op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
-            self._native.collective(
-                _pack(group.handle, root, _OUTCOME_ISSUED, dtype[1], input_elements,
-                      output_elements, seq, issue_ns, issued_ns, 0, window, op, dtype[0]),
-                _RECORD_BYTES)
-            kind = (group.nccl, seen[0])
-            if not group.nccl and kind not in self._no_future:
+            kind = (nccl, seen[0])
+            future = None
+            if not nccl and kind not in self._no_future:
                 try:
                     future = work.get_future()
                 except Exception:  # "Work::getFuture not implemented": send/recv, ...
                     self._no_future.add(kind)
-                else:
-                    future.add_done_callback(self._callbacks.make(self._future_done, entry))
-                    return
-            if not group.nccl:  # an NCCL Work's wait() returns before the GPU has run it
+            # gloo Work without a future completes when its wait() returns (is_completed() stays
+            # false until then): a send never waited, a reduce_scatter waited from C++ would
+            # stay in flight for good, so the watchdog times it only while Python waits on it.
+            awaited = not nccl and future is None
+            # Issued: its entry in the library's flight recorder moves on from called (a watchdog
+            # times it, or leaves it to its wait; a dump shows it), before anything can complete
+            # it.
+            self._native.collective(
+                _pack(group.handle, root, _OUTCOME_ISSUED_UNTIMED if awaited else _OUTCOME_ISSUED,
+                      dtype[1], input_elements, output_elements, seq, issue_ns, issued_ns, 0,
+                      window, op, dtype[0]),
+                _RECORD_BYTES)
+            if future is not None:
+                future.add_done_callback(self._callbacks.make(self._future_done, entry))
+                return
+            if awaited:  # never NCCL Work: its wait() returns before the GPU has run it
+                if op == b"RECV" and root < 0:  # from any source: numbered once it is known
+                    self._any_source[id(entry)] = group
                 self._awaited[id(work)] = (work, entry)  # held: its Python object stays the same
             self._watcher.watch(work, entry)
         except Exception as error:
@@ -403,7 +456,45 @@ class Recorder:
 
     def _polled(self, work, entry, completed_ns, outcome):
         self._awaited.pop(id(work), None)
-        self._completed(entry, completed_ns, outcome)
+        self._completed(self._received(work, entry), completed_ns, outcome)
+
+    def _waited(self, entry):
+        """The program waits on an op issued untimed: the watchdog times it from now."""
+        if id(entry) not in self._in_flight or self._session.failed:
+            return
+        try:
+            handle, seen, issued_ns = entry
+            op, dtype, input_elements, output_elements, root, seq, issue_ns, window = seen
+            self._native.collective(
+                _pack(handle, root, _OUTCOME_WAITED, dtype[1], input_elements, output_elements,
+                      seq, issue_ns, issued_ns, 0, window, op, dtype[0]), _RECORD_BYTES)
+        except Exception as error:
+            self._session.fail("recording a wait on a collective", error)
+
+    def _received(self, work, entry):
+        """An any-source recv's entry once it completed, as one from its sender: peer and seq
+        among the (recv, sender, tag) ops, as a recv given `src` is numbered, so that it pairs
+        with the sender's send (gloo delivers one sender's sends in order). Other entries, and
+        one whose sender torch does not say, as they are. The library matches the completion
+        with the issue by group and call time, whatever the seq."""
+        group = self._any_source.pop(id(entry), None) if self._any_source else None
+        if group is None:
+            return entry
+        try:
+            source = work._source_rank()
+        except Exception:  # it failed, or a torch without _source_rank
+            return entry
+        if self._in_flight.pop(id(entry), None) is None:
+            return entry  # completed already
+        handle, seen, issued_ns = entry
+        tag = seen[5] >> _TAG_SHIFT
+        key = (b"RECV", source, tag)
+        number = group.p2p.get(key, 0)
+        group.p2p[key] = number + 1
+        received = (handle, seen[:4] + (source, (tag << _TAG_SHIFT) | number) + seen[6:],
+                    issued_ns)
+        self._in_flight[id(received)] = received
+        return received
 
     def _completed(self, entry, completed_ns, outcome):
         if self._in_flight.pop(id(entry), None) is None or self._session.failed:

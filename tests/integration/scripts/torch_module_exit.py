@@ -10,7 +10,8 @@ was registered first) says whether either is still at it: from there on the inte
 finalizes, and a thread that then takes the GIL inside torch's C++ aborts the process.
 A third op, a broadcast, raises in its call (its pre hook ran, its post hook never does, as
 DETAIL's fingerprint check does). With --outcomes the handler also prints what the recorder
-reported of each op to the library, in order: 3 called, 2 issued, 0 completed, 1 failed.
+reported of each op to the library, in order: 3 called, 2 issued, 4 issued untimed (gloo Work
+without a future: the send), 0 completed, 1 failed.
 """
 
 import atexit
@@ -25,6 +26,7 @@ sys.modules["torch"] = types.SimpleNamespace(
         Work=type("Work", (), {"wait": lambda self: True}))))
 
 from partrain_torch import _native, _process_groups  # noqa: E402
+from recorder_standins import C10d, Group, Session, tensor  # noqa: E402
 
 
 class Work:
@@ -76,61 +78,6 @@ class Native:
 HookOpName = enum.Enum("HookOpName", ["SEND", "ALLREDUCE", "BROADCAST"])
 
 
-class Session:
-    native = Native()
-    failed = False
-
-    def _guarded(self, what, function, *args):
-        function(*args)
-
-    def fail(self, what, error):
-        raise AssertionError(f"the recorder failed while {what}") from error
-
-
-class Group:
-    group_name, group_desc = "0", "default_pg"
-
-    def __init__(self):
-        self.hooks = {}
-
-    def rank(self):
-        return 0
-
-    def register_pre_hook(self, hook_id, hook):
-        self.hooks["pre"] = hook
-
-    def register_post_hook(self, hook_id, hook):
-        self.hooks["post"] = hook
-
-    def run(self, op, root, work):
-        tensors = [types.SimpleNamespace(numel=lambda: 4, dtype="torch.float32",
-                                         element_size=lambda: 4)]
-        self.hooks["pre"](types.SimpleNamespace(name=HookOpName[op], input_tensors=tensors,
-                                                output_tensors=[], root=root, op_id=op))
-        if work is not None:  # else the call raised before the backend had the op
-            self.hooks["post"](types.SimpleNamespace(work=work, op_id=op))
-
-
-class C10d:
-    def __init__(self):
-        self.registered = []
-
-    def _register_pg_in_world(self, pg, *args):
-        self.registered.append(pg)
-
-    def is_initialized(self):
-        return True
-
-    def get_rank(self):
-        return 0
-
-    def get_process_group_ranks(self, pg):
-        return [0, 1]
-
-    def get_backend(self, pg):
-        return "gloo"
-
-
 future = GlooFuture()
 
 
@@ -140,16 +87,17 @@ def after_the_recorders_exit():
           f"callbacks held by gloo: {len(future.held)}", flush=True)
     if "--outcomes" in sys.argv:
         print("; ".join(f"{op} {','.join(reported)}"
-                        for op, reported in Session.native.outcomes.items()), flush=True)
+                        for op, reported in native.outcomes.items()), flush=True)
 
 
 atexit.register(after_the_recorders_exit)
 c10d = C10d()
-recorder = _process_groups.Recorder(Session(), c10d, hooks=True)
+native = Native()
+recorder = _process_groups.Recorder(Session(native), c10d, hooks=True)
 recorder.install()
 group = Group()
 c10d._register_pg_in_world(group)
-group.run("SEND", 1, Work())
-group.run("ALLREDUCE", -1, Work(future))
-group.run("BROADCAST", 0, None)
+group.run(HookOpName.SEND, [tensor()], 1, Work(), op_id=0)
+group.run(HookOpName.ALLREDUCE, [tensor()], -1, Work(future), op_id=1)
+group.run(HookOpName.BROADCAST, [tensor()], 0, None, op_id=2, raised=True)
 print("program done", flush=True)

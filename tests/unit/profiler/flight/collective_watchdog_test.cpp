@@ -67,6 +67,29 @@ TEST(CollectiveWatchdog, FiresOnceOnTheOldestUnfinishedOp) {
   EXPECT_EQ(firings.seen[0].timeout, 1s);
 }
 
+// An op whose completion shows only once the program waits on it (a gloo isend never waited, a
+// reduce_scatter waited from C++) is left alone while nothing waits on it: it had ended a healthy
+// PyTorch job with 124. Once the program waits on it, it is timed from that wait.
+TEST(CollectiveWatchdog, AnUntimedOpIsTimedOnlyFromWhenTheProgramWaitsOnIt) {
+  FlightRecorder recorder;
+  const int64_t now = monotonic_ns();
+  const uint64_t send =
+      recorder.record(op(0, now - 10'000'000'000), FlightRecorder::Timing::kUntimed);
+  recorder.record(op(1, now - 2'000'000'000));  // in flight for 2 s, timed
+  Firings firings;
+  {
+    CollectiveWatchdog watchdog(recorder, {5s, 10ms},
+                                [&](const WatchdogTimeout& t) { firings.add(t); });
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(firings.count(), 0u) << "seq 0 is 10 s old but untimed, seq 1 within 5 s";
+    recorder.time_from(send, monotonic_ns() - 6'000'000'000);  // waited on for 6 s
+    ASSERT_TRUE(eventually([&] { return firings.count() > 0; }));
+  }
+  EXPECT_EQ(firings.seen[0].event.seq, 0u);
+  EXPECT_GE(firings.seen[0].waited, 6s);
+  EXPECT_LT(firings.seen[0].waited, 7s) << "counted from the wait, not from the op's issue";
+}
+
 TEST(CollectiveWatchdog, QuietWhileOpsFinishInTime) {
   FlightRecorder recorder;
   Firings firings;

@@ -113,15 +113,15 @@ TEST(FlightRecorder, OldestUnfinishedIsTheFirstEnqueuedStillOpen) {
   done.state = CollectiveState::kCompleted;
   recorder.update(first, done);
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 1u);
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 1u);
   // After wrapping the ring, "oldest" is by recording order, not by slot.
   recorder.record(event_with_seq(2));
   recorder.record(event_with_seq(3));  // evicts seq 0, lands in slot 0
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 1u);
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 1u);
   CollectiveEvent failed = event_with_seq(1);
   failed.state = CollectiveState::kFailed;  // failed is finished: not the watchdog's business
   recorder.update(1, failed);
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 2u);
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 2u);
 }
 
 }  // namespace

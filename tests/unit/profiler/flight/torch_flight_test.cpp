@@ -1,4 +1,4 @@
-// A foreign rank's PyTorch ops in its flight recorder: in flight from their issue (what the
+// A foreign rank's PyTorch ops in its flight recorder: in flight from their call (what the
 // watchdog times and a dump shows), finished in place when their completion is reported, and
 // left out of the trace once a final dump holds them unfinished.
 #include "profiler/flight/torch_flight.h"
@@ -26,13 +26,44 @@ TEST(TorchFlight, AnIssuedOpIsInFlightUntilItsCompletionArrives) {
   flight.issued(0, op(0, 1000, CollectiveState::kStarted));
   flight.issued(0, op(1, 2000, CollectiveState::kStarted));
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 0u);
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 0u);
 
   EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
-  EXPECT_EQ(recorder.oldest_unfinished()->seq, 1u) << "seq 0 completed in place";
+  EXPECT_EQ(recorder.oldest_unfinished()->event.seq, 1u) << "seq 0 completed in place";
   EXPECT_EQ(recorder.total_recorded(), 2u) << "one entry per op, not one per report";
   EXPECT_TRUE(flight.finished(0, op(1, 2000, CollectiveState::kCompleted)));
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
+// An any-source recv is issued under peer -1 and a provisional seq, and completes numbered among
+// its sender's sends: it finishes in place (it stayed in flight, and the watchdog ended a
+// healthy job).
+TEST(TorchFlight, ACompletionMatchesItsIssueByGroupAndCallTimeWhateverItsSeq) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  CollectiveEvent issued = op(0, 1000, CollectiveState::kStarted);
+  issued.peer = -1;
+  flight.issued(0, issued);
+  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
+  completed.peer = 1;
+  EXPECT_TRUE(flight.finished(0, completed));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
+  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
+// An op issued untimed is timed from when the program waits on it.
+TEST(TorchFlight, AnUntimedOpIsTimedFromItsWait) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted), FlightRecorder::Timing::kUntimed);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+  flight.waited(0, op(0, 1000, CollectiveState::kStarted), 7000);
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 7000);
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
   EXPECT_FALSE(recorder.oldest_unfinished().has_value());
 }
 
@@ -53,8 +84,37 @@ TEST(TorchFlight, ACalledOpIsInFlightAndItsIssueMovesTheSameEntryOn) {
   EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kCompleted);
 }
 
+// An op called (timed from its call: a backend may hang or abort in it) whose Work then turns out
+// to complete only once waited on: its one entry is left alone from its issue until the program
+// waits on it, and its any-source completion still finishes that entry.
+TEST(TorchFlight, ACalledOpIssuedUntimedIsTimedFromItsWaitInItsOneEntry) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  CollectiveEvent called = op(0, 1000, CollectiveState::kEnqueued);
+  called.peer = -1;
+  flight.issued(0, called);
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 1000);
+  CollectiveEvent issued = called;
+  issued.state = CollectiveState::kStarted;
+  flight.issued(0, issued, FlightRecorder::Timing::kUntimed);
+  ASSERT_EQ(recorder.snapshot().size(), 1u) << "issued in place, not a second entry";
+  EXPECT_EQ(recorder.snapshot()[0].state, CollectiveState::kStarted);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+  flight.waited(0, issued, 7000);
+  ASSERT_TRUE(recorder.oldest_unfinished().has_value());
+  EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 7000);
+  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
+  completed.peer = 1;
+  EXPECT_TRUE(flight.finished(0, completed));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
+  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
 // Ops of two groups (or a send and a recv) may share a seq: group and call time tell them apart.
-TEST(TorchFlight, CompletionsMatchByGroupSeqAndCallTime) {
+TEST(TorchFlight, CompletionsMatchByGroupAndCallTime) {
   FlightRecorder recorder;
   TorchFlight flight(recorder);
   flight.issued(0, op(3, 1000, CollectiveState::kStarted));
