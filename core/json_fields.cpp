@@ -66,9 +66,17 @@ Status JsonFields::read(std::string_view field, T& out, bool required, Accept ac
   return Status::ok();
 }
 
-Status JsonFields::integer(std::string_view field, int64_t& out, int64_t least, bool required) {
-  return read(field, out, required, [least](const auto& v) { return is_integer_from(v, least); },
-              integers_from(least));
+Status JsonFields::integer(std::string_view field, int64_t& out, int64_t least, bool required,
+                           int64_t most) {
+  int64_t value = out;
+  RETURN_IF_ERROR(read(
+      field, value, required, [least](const auto& v) { return is_integer_from(v, least); },
+      integers_from(least)));
+  if (value > most) {
+    return error("field '{}' must be at most {} (got {})", path(field), most, value);
+  }
+  out = value;
+  return Status::ok();
 }
 
 Status JsonFields::integer(std::string_view field, int& out, int64_t least, bool required) {

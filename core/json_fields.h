@@ -28,7 +28,9 @@ class JsonFields {
 
   // Each reads `field` into `out`. An absent field is an error when `required`, else `out` keeps
   // its value; a present one of the wrong type or range always is.
-  Status integer(std::string_view field, int64_t& out, int64_t least = 1, bool required = true);
+  // `most`: a bound past which the number is a typo or damage, not a value ("must be at most").
+  Status integer(std::string_view field, int64_t& out, int64_t least = 1, bool required = true,
+                 int64_t most = std::numeric_limits<int64_t>::max());
   Status integer(std::string_view field, int& out, int64_t least = 1, bool required = true);
   Status integer(std::string_view field, uint64_t& out, bool required = true);
   Status integers(std::string_view field, std::vector<int64_t>& out, int64_t least = 1,

@@ -4,11 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/input_file.h"
 #include "core/json_fields.h"
@@ -65,9 +61,6 @@ StatusOr<json> parse_object(std::string_view text, std::string_view origin) {
   if (!object.is_object()) return unreadable("{}: expected a JSON object {{...}}", origin);
   return object;
 }
-
-// Bounded: `--model-file /dev/zero` had been read until memory ran out.
-StatusOr<std::string> read_text(const std::filesystem::path& path) { return read_input_file(path); }
 
 std::vector<std::string> json_stems(const std::filesystem::path& dir) {
   std::vector<std::string> names;
@@ -199,11 +192,7 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
                       origin, g.gemm_efficiency);
   }
   RETURN_IF_ERROR(r.positive_number("gemm_overhead_us", g.gemm_overhead_us, false));
-  RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false));
-  if (g.sm_count > kMostSmCount) {
-    return unreadable("{}: field 'sm_count' must be at most {} (got {})", origin, kMostSmCount,
-                      g.sm_count);
-  }
+  RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false, kMostSmCount));
   RETURN_IF_ERROR(r.integer("collective_sms", g.collective_sms, 0, false));
   if (g.collective_sms > 0 && g.collective_sms >= g.sm_count) {
     return unreadable("{}: field 'collective_sms' ({}) must be fewer than 'sm_count' ({})", origin,
@@ -236,11 +225,8 @@ StatusOr<ClusterSpec> parse_cluster_json(std::string_view text, std::string_view
   ClusterSpec c;
   double intra_latency_us = 0, inter_latency_us = 0;
   RETURN_IF_ERROR(r.string("name", c.name, true));
-  RETURN_IF_ERROR(r.integer("gpus_per_node", c.gpus_per_node, 1, false));
-  if (c.gpus_per_node > kMostGpusPerNode) {
-    return unreadable("{}: field 'gpus_per_node' must be at most {}, as --gpus-per-node (got {})",
-                      origin, kMostGpusPerNode, c.gpus_per_node);
-  }
+  // Bounded as --gpus-per-node is (memory/machine_bounds.h).
+  RETURN_IF_ERROR(r.integer("gpus_per_node", c.gpus_per_node, 1, false, kMostGpusPerNode));
   RETURN_IF_ERROR(r.positive_number("intra_node_bandwidth", c.intra_node_bandwidth, false));
   RETURN_IF_ERROR(r.positive_number("intra_node_latency_us", intra_latency_us, false));
   RETURN_IF_ERROR(r.positive_number("inter_node_bandwidth", c.inter_node_bandwidth, false));
@@ -253,7 +239,7 @@ StatusOr<ClusterSpec> parse_cluster_json(std::string_view text, std::string_view
 }
 
 StatusOr<ClusterSpec> load_cluster_file(const std::filesystem::path& path) {
-  ASSIGN_OR_RETURN(std::string text, read_text(path));
+  ASSIGN_OR_RETURN(std::string text, read_input_file(path));
   return parse_cluster_json(text, path.string());
 }
 
@@ -265,12 +251,12 @@ StatusOr<ModelConfig> load_model_file(const std::filesystem::path& given) {
   if (directory && !std::filesystem::exists(path, error)) {
     return unreadable("{} is a directory without a config.json: give a model file", given.string());
   }
-  ASSIGN_OR_RETURN(std::string text, read_text(path));
+  ASSIGN_OR_RETURN(std::string text, read_input_file(path));
   return parse_model_json(text, path.string());
 }
 
 StatusOr<GpuSpec> load_gpu_file(const std::filesystem::path& path) {
-  ASSIGN_OR_RETURN(std::string text, read_text(path));
+  ASSIGN_OR_RETURN(std::string text, read_input_file(path));
   return parse_gpu_json(text, path.string());
 }
 
