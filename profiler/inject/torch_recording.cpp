@@ -21,7 +21,8 @@ int TorchRecording::add_group(TorchGroup group) {
   return static_cast<int>(groups_.size() - 1);
 }
 
-std::optional<CollectiveEvent> TorchRecording::event_locked(int group, const TorchOp& op) {
+std::optional<CollectiveEvent> TorchRecording::event_of(int group, const TorchOp& op) {
+  std::lock_guard lock(groups_mutex_);
   if (group < 0 || static_cast<size_t>(group) >= groups_.size()) {
     if (!warned_unknown_group_.exchange(true)) {
       tracer_.emit(StatEvent{"torch_records_without_group", tracer_.rank(), 1,
@@ -36,11 +37,7 @@ std::optional<CollectiveEvent> TorchRecording::event_locked(int group, const Tor
 
 std::optional<CollectiveEvent> TorchRecording::collective(int group, const TorchOp& op,
                                                           uint64_t window) {
-  std::optional<CollectiveEvent> event;
-  {
-    std::lock_guard lock(groups_mutex_);
-    event = event_locked(group, op);
-  }
+  std::optional<CollectiveEvent> event = event_of(group, op);
   if (!event) return std::nullopt;
   // An op a final dump already holds, unfinished, is in the trace through that dump.
   if (flight_.finished(group, *event)) join_.torch_op(window, *event);
@@ -48,32 +45,20 @@ std::optional<CollectiveEvent> TorchRecording::collective(int group, const Torch
 }
 
 void TorchRecording::called(int group, const TorchOp& op) {
-  std::optional<CollectiveEvent> event;
-  {
-    std::lock_guard lock(groups_mutex_);
-    event = event_locked(group, op);
-  }
+  std::optional<CollectiveEvent> event = event_of(group, op);
   if (!event) return;
   event->state = CollectiveState::kEnqueued;  // the backend does not have it yet
   flight_.issued(group, *event);
 }
 
 void TorchRecording::issued(int group, const TorchOp& op, FlightRecorder::Timing timing) {
-  std::optional<CollectiveEvent> event;
-  {
-    std::lock_guard lock(groups_mutex_);
-    event = event_locked(group, op);
-  }
+  std::optional<CollectiveEvent> event = event_of(group, op);
   if (event) flight_.issued(group, *event, timing);
 }
 
 void TorchRecording::waited(int group, const TorchOp& op) {
   const int64_t now_ns = monotonic_ns();
-  std::optional<CollectiveEvent> event;
-  {
-    std::lock_guard lock(groups_mutex_);
-    event = event_locked(group, op);
-  }
+  std::optional<CollectiveEvent> event = event_of(group, op);
   if (event) flight_.waited(group, *event, now_ns);
 }
 

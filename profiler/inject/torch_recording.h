@@ -60,8 +60,8 @@ class TorchRecording {
   static void close_window();
 
  private:
-  // The ops' event, nullopt (and a notice, once) for a group never registered. groups_mutex_ held.
-  std::optional<CollectiveEvent> event_locked(int group, const TorchOp& op);
+  // The op's event, nullopt (and a notice, once) for a group never registered.
+  std::optional<CollectiveEvent> event_of(int group, const TorchOp& op);
 
   RankTracer& tracer_;
   TorchNcclJoin join_;
