@@ -64,7 +64,10 @@ bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
   write_file(dump);
   const bool news = trigger == profiler::DumpTrigger::kWatchdog ||
                     trigger == profiler::DumpTrigger::kCollectiveError;
-  if (news && (trigger == profiler::DumpTrigger::kWatchdog || options_.print_collective_error)) {
+  const bool printed =
+      trigger == profiler::DumpTrigger::kWatchdog ||
+      (trigger == profiler::DumpTrigger::kCollectiveError && options_.print_collective_error);
+  if (printed) {
     std::string text = profiler::format_flight_dump(dump, options_.stderr_entries);
     std::fwrite(text.data(), 1, text.size(), stderr);
     std::fflush(stderr);
