@@ -43,6 +43,12 @@ Status corrupted(const std::filesystem::path& path, std::string_view detail) {
       path.string(), detail, path.string());
 }
 
+// The format a partrain trace names itself by in its meta table (kTraceFormatName); an error
+// without a meta table.
+StatusOr<std::optional<std::string>> meta_format(SqliteDb& db) {
+  return db.query_text("SELECT value FROM meta WHERE key = 'format'");
+}
+
 // Version and identity, read through the connection: any corruption error here is reported as
 // corruption; a missing meta table or a foreign format as "not a partrain trace".
 Status check_identity(TraceFile& trace) {
@@ -50,7 +56,7 @@ Status check_identity(TraceFile& trace) {
   auto version = trace.db.query_text("PRAGMA user_version");
   if (!version.is_ok()) return corrupted(trace.path, trace.db.error_message());
   trace.schema_version = std::stoi(version->value_or("0"));
-  auto format = trace.db.query_text("SELECT value FROM meta WHERE key = 'format'");
+  auto format = meta_format(trace.db);
   if (!format.is_ok()) {
     if (is_corruption(trace.db.error_code())) return corrupted(trace.path, trace.db.error_message());
     return unreadable("{} is an SQLite database but not a partrain trace (no partrain meta table)",
@@ -439,7 +445,7 @@ Status check_sqlite_header(const std::filesystem::path& path) {
 }
 
 bool is_partrain_trace(SqliteDb& db) {
-  auto format = db.query_text("SELECT value FROM meta WHERE key = 'format'");
+  auto format = meta_format(db);
   return format.is_ok() && format->value_or("") == kTraceFormatName;
 }
 
