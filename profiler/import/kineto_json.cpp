@@ -239,9 +239,9 @@ class KinetoSax : public nlohmann::json_sax<Json> {
     } else if (k == "baseTimeNanoseconds") {
       // Up to 2^62 ns (year 2116): a ts added to it cannot overflow.
       constexpr int64_t kLatestBaseNs = int64_t{1} << 62;
-      const bool readable = v.is_number_integer() && v.get<int64_t>() >= 0 &&
-                            v.get<int64_t>() <= kLatestBaseNs &&
-                            !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{1} << 62);
+      // (An unsigned number past int64 reads as a negative int64, so it is refused too.)
+      const bool readable =
+          v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kLatestBaseNs;
       if (readable) {
         header_.base_time_ns = v.get<int64_t>();
         header_.has_base_time = true;
