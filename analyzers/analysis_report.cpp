@@ -146,6 +146,24 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
         "(one out of a torch.distributed call, a connection closed or reset by the peer, a "
         "timeout), else the lowest",
         rank, *outcome.failing_exception);
+  } else if (outcome.failing_exit_signal.value_or(0) != 0 && outcome.failing_after_program_ended) {
+    // Its atexit handlers had run: the program was over, by its end or an uncaught exception.
+    finding.evidence = fmt::format(
+        "the run failed: rank {} {} first, after its program had ended{} (its atexit handlers "
+        "had run): {}",
+        rank, how_it_ended(outcome),
+        outcome.failing_exception ? " on an uncaught exception (" + *outcome.failing_exception + ")"
+                                  : std::string(),
+        *outcome.failing_after_program_ended);
+    finding.advice = fmt::format(
+        "{}its exit status was lost to PyTorch's shutdown, as likely under torchrun. Let no gloo "
+        "group outlive the program: import torch.distributed.nn (and ZeroRedundancyOptimizer, "
+        "ShardedGradScaler) before init_process_group, keep no group in a global, and call "
+        "destroy_process_group() at the end",
+        outcome.failing_exception
+            ? fmt::format("start from rank {}'s exception, which ended its program; ", rank)
+            : fmt::format("rank {}'s program ran to its end (what it recorded is whole): ", rank));
+    return finding;
   } else {
     finding.evidence = fmt::format(
         "the run failed: rank {} {} first{}, and the launcher stopped the others", rank,
@@ -518,6 +536,9 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
     for (const profiler::StatRow& stat : stats) {
       if (stat.name == "rank_uncaught_exception" && stat.rank == out.failing_rank) {
         out.failing_exception = stat.description;
+      }
+      if (stat.name == "torch_gloo_groups_at_exit" && stat.rank == out.failing_rank) {
+        out.failing_after_program_ended = stat.description;
       }
     }
   }

@@ -45,6 +45,9 @@ struct RunOutcome {
   // Its uncaught Python exception, where it raised one (stat rank_uncaught_exception: the
   // program's line, the library's and the exception).
   std::optional<std::string> failing_exception;
+  // Its program had ended when it failed: its atexit found gloo groups alive, whose threads run
+  // into the interpreter's shutdown (stat torch_gloo_groups_at_exit, recorded only at exit).
+  std::optional<std::string> failing_after_program_ended;
   // The failing rank was read from the ranks' exceptions, not from a launcher that saw the exits
   // (a job under torchrun or mpirun traced with partrain trace).
   bool failing_rank_from_exceptions = false;

@@ -18,6 +18,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 

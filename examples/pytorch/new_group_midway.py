@@ -14,6 +14,7 @@ import argparse
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 from torch import nn
 
 

@@ -15,6 +15,7 @@ import argparse
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,

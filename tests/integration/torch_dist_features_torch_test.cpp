@@ -136,6 +136,50 @@ TEST(TorchDistFeatures, AWrapperOptimizerWithoutOptimizerInitEndsTheStep) {
             "2,4,6\n");
 }
 
+// A gloo group alive as the program exits runs its worker threads into the interpreter's
+// shutdown, where one that frees a tensor aborts the process now and then (torch's race, as
+// likely under torchrun): each rank's exit says so in the stat torch_gloo_groups_at_exit, which
+// analyze reads for a rank that then aborted. A group destroyed and dropped says nothing: the
+// programs import torch.distributed.nn and torch.distributed.optim before init_process_group, so
+// a first optimizer (torch._dynamo imports torch.distributed.nn.functional) and
+// PostLocalSGDOptimizer's module (ZeroRedundancyOptimizer) no longer keep the default group as a
+// default argument; they did, and accumulating_wrapper aborted 1 run in 10 on "terminate called
+// without an active exception".
+TEST(TorchDistFeatures, AGlooGroupAliveAtExitIsSaid) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const std::string at_exit =
+      "SELECT rank || ': ' || description FROM stats WHERE name = 'torch_gloo_groups_at_exit' "
+      "ORDER BY rank";
+  const std::string held = (scratch.path() / "held.db").string();
+  const CommandResult held_run = launch_case(held, 2, "", "world_held_in_a_global");
+  ASSERT_EQ(held_run.exit_code, 0) << held_run.err;
+  const std::string said = TraceQuery(held).rows(at_exit);
+  for (const char* rank : {"0: ", "1: "}) {
+    EXPECT_NE(said.find(std::string(rank) + "gloo group default_pg:0 outlived "
+                                            "destroy_process_group(): something still held it"),
+              std::string::npos)
+        << said;
+  }
+  EXPECT_NE(said.find("its worker threads run into the interpreter's shutdown"), std::string::npos)
+      << said;
+
+  const std::string never = (scratch.path() / "never.db").string();
+  const CommandResult never_run = launch_case(never, 2, "", "world_never_destroyed");
+  ASSERT_EQ(never_run.exit_code, 0) << never_run.err;
+  EXPECT_NE(TraceQuery(never).rows(at_exit).find(
+                "1: gloo group default_pg:0 never destroyed (no destroy_process_group())"),
+            std::string::npos)
+      << TraceQuery(never).rows(at_exit);
+
+  for (const char* program : {"accumulating_wrapper", "post_local_sgd"}) {
+    const std::string dropped = (scratch.path() / (std::string(program) + ".db")).string();
+    const CommandResult dropped_run = launch_case(dropped, 2, "", program);
+    ASSERT_EQ(dropped_run.exit_code, 0) << dropped_run.err;
+    EXPECT_EQ(TraceQuery(dropped).rows(at_exit), "") << program;
+  }
+}
+
 // accelerate's gradient accumulation: its AcceleratedOptimizer (no Optimizer.__init__) steps the
 // inner SGD only on the 4th micro-batch, after the gradients' all_reduces. 8 micro-batches are 2
 // steps, each holding its all_reduces; every micro-batch was a step (0-7), all_reduces in 3 and 7.

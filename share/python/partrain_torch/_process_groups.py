@@ -96,6 +96,30 @@ def _backends(c10d, pg):
     return name, nccl, untensored
 
 
+def _runs_gloo(c10d, pg):
+    """Whether the group (None: gone) has a gloo backend, whose worker threads live as long as
+    it does."""
+    if pg is None:
+        return False
+    try:
+        config = str(c10d.get_backend_config(pg)) if hasattr(c10d, "get_backend_config") else (
+            str(c10d.get_backend(pg)))
+    except Exception:
+        return False
+    return "gloo" in config
+
+
+def _comm_id(group):
+    """The group as the trace names it (comm_id: "default_pg:0")."""
+    pg = group.pg()
+    desc = str(getattr(pg, "group_desc", "")) if pg is not None else ""
+    return f"{desc}:{group.name}" if desc else group.name
+
+
+def _listed(names):
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
 def _cuda_available():
     try:
         import torch
@@ -119,6 +143,7 @@ class Recorder:
         self._c10d = c10d
         self._hooks = hooks
         self._groups = {}  # id(pg) -> _Group, until the group is destroyed
+        self._destroyed = []  # (comm id, weakref) of the gloo groups destroyed, for the exit
         self._world = 1  # c10d's world: the next after each destroy_process_group() of all
         self._attempt = _restart_attempt()  # torchrun's restarts of its workers
         self._backend_said = False  # the stat torch_backend, from the first group used
@@ -177,7 +202,11 @@ class Recorder:
         @functools.wraps(original)
         def destroy_process_group(group=None):
             everything = group is None or group is c10d.GroupMember.WORLD
+            destroyed = list(self._groups.values()) if everything else (
+                [self._groups[id(group)]] if id(group) in self._groups else [])
+            gone = [(_comm_id(g), g.pg) for g in destroyed if _runs_gloo(c10d, g.pg())]
             result = original(group)
+            self._destroyed.extend(gone)
             if everything:
                 self._world += 1
                 self._groups.clear()
@@ -524,7 +553,39 @@ class Recorder:
         for entry in list(self._in_flight.values()):
             self._completed(entry, 0, _OUTCOME_COMPLETED)
         self._record_calls_that_raised()
+        self._say_gloo_groups_alive()
         self._unhook_groups()
+
+    def _say_gloo_groups_alive(self):
+        """The gloo groups still alive as the interpreter is about to finalize, as the stat
+        torch_gloo_groups_at_exit (docs/pytorch.md, "A rank that aborts after its program
+        ended"). Their worker threads run on into the finalization; one that drops a finished
+        op's tensor then takes the GIL, and CPython ends it with pthread_exit inside a C++
+        destructor: std::terminate, SIGABRT, the program's exit status lost. Torch's own bug,
+        as likely under torchrun; said so that a rank that aborts so is told from one that
+        failed. Only stated here, at exit: the stat also says the program got this far."""
+        outlived = [name for name, pg in self._destroyed if pg() is not None]
+        never = [_comm_id(group) for group in self._groups.values()
+                 if _runs_gloo(self._c10d, group.pg())]
+        if not outlived and not never:
+            return
+        parts = []
+        if outlived:
+            parts.append(
+                f"{_listed(outlived)} outlived destroy_process_group(): something still held "
+                f"{'it' if len(outlived) == 1 else 'them'} (torch.distributed.nn.functional, "
+                "ZeroRedundancyOptimizer and ShardedGradScaler take the default group as a "
+                "default argument, so importing them after init_process_group holds it, and "
+                "torch._dynamo imports the first, as the first optimizer made does)")
+        if never:
+            parts.append(f"{_listed(never)} never destroyed (no destroy_process_group())")
+        self._native.say(
+            "torch_gloo_groups_at_exit", _native.SEVERITY_INFO,
+            f"gloo group {'; '.join(parts)}: "
+            f"{'its' if len(outlived) + len(never) == 1 else 'their'} worker threads run into the "
+            "interpreter's shutdown, where one that frees a collective's tensor aborts the process "
+            "(\"terminate called without an active exception\", SIGABRT) after the program "
+            "ended")
 
     def _record_calls_that_raised(self):
         """Ops called and never issued: on the exiting thread the call raised (the program is

@@ -2,6 +2,7 @@
 (env://), a few all_reduces checked against their sums, a barrier. Prints one line per rank."""
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 
 
 def main():

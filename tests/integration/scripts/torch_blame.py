@@ -18,6 +18,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 
 
 def main():

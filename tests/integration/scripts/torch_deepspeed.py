@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dee
 import deepspeed  # noqa: E402  (the stand-in)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+import torch.distributed.nn  # noqa: E402, F401  (before init_process_group: docs/pytorch.md)
 
 
 def engine_for(config):

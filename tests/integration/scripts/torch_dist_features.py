@@ -20,6 +20,10 @@ accumulating_wrapper     8 micro-batches through a wrapper shaped like accelerat
                          every 4th, after an all_reduce of the gradients: 2 optimizer steps
 scaler_skips_every_step  4 iterations whose loss is inf: GradScaler skips every optimizer step;
                          an all_reduce of the loss in each
+world_held_in_a_global   an all_reduce and a barrier, the default group kept in a global: it
+                         outlives destroy_process_group()
+world_never_destroyed    an all_reduce and a barrier; the program never calls
+                         destroy_process_group()
 """
 
 import datetime
@@ -28,6 +32,9 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
+from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+from torch.distributed.optim import PostLocalSGDOptimizer
 
 
 def monitored_barrier(rank):
@@ -94,9 +101,6 @@ def p2p_tag_hang(rank):
 
 
 def post_local_sgd(rank):
-    from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
-    from torch.distributed.optim import PostLocalSGDOptimizer
-
     torch.manual_seed(rank)
     model = torch.nn.Linear(8, 8)
     optimizer = PostLocalSGDOptimizer(optim=torch.optim.SGD(model.parameters(), lr=0.01),
@@ -155,13 +159,29 @@ def scaler_skips_every_step(rank):
         dist.all_reduce(loss.detach())
 
 
+HELD = []  # what world_held_in_a_global keeps: the last op's tensor stays the program's
+
+
+def world_held_in_a_global(rank):
+    HELD.extend([dist.group.WORLD, torch.ones(2)])
+    dist.all_reduce(HELD[1])
+    dist.barrier()
+
+
+def world_never_destroyed(rank):
+    HELD.append(torch.ones(2))
+    dist.all_reduce(HELD[0])
+    dist.barrier()
+
+
 def main():
     case = sys.argv[1]
     dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=10))
     rank = dist.get_rank()
     globals()[case](rank)
     print(f"rank {rank}: {case} done", flush=True)
-    dist.destroy_process_group()
+    if case != "world_never_destroyed":
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 
 
 def unwaited_ops(rank, world):

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn  # noqa: F401  (before init_process_group: docs/pytorch.md)
 
 
 def start_together(model, inputs, rank, world):

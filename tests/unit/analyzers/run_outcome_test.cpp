@@ -362,6 +362,52 @@ TEST(RunOutcome, ARankThatAbortedIsSaidToHaveAborted) {
   EXPECT_EQ(failed.evidence.find("killed"), std::string::npos) << failed.evidence;
 }
 
+// Rank 1's program ended (its atexit recorded the default group alive past its
+// destroy_process_group()); gloo's worker thread then aborted it in the interpreter's shutdown.
+// The finding says the work was done and how to keep the group from outliving the program; a
+// rank that exited with a code, or aborted without the stat, is told as before.
+TEST(RunOutcome, ARankThatAbortedAfterItsProgramEndedIsSaidToHaveFinished) {
+  constexpr const char* kAtExit =
+      "gloo group default_pg:0 outlived destroy_process_group(): something still held it";
+  testing::ScratchDir dir;
+  const RunOutcome outcome =
+      waiting_run(dir, 1, {0, -6},
+                  {{"torch_gloo_groups_at_exit", 1, 1, profiler::StatSeverity::kInfo, kAtExit},
+                   {"torch_gloo_groups_at_exit", 0, 1, profiler::StatSeverity::kInfo, "rank 0's"}});
+  EXPECT_EQ(outcome.failing_after_program_ended, kAtExit);
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("rank 1 aborted (signal 6, SIGABRT"), std::string::npos)
+      << failed.evidence;
+  EXPECT_NE(failed.evidence.find("first, after its program had ended (its atexit handlers had "
+                                 "run): " +
+                                 std::string(kAtExit)),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_EQ(failed.advice.rfind("rank 1's program ran to its end", 0), 0u) << failed.advice;
+  EXPECT_NE(failed.advice.find("import torch.distributed.nn"), std::string::npos) << failed.advice;
+
+  RunOutcome raised = outcome;
+  raised.failing_exception = kOwnError;
+  const Finding after_raise = rank_failed_of(run_outcome_findings(raised));
+  EXPECT_NE(after_raise.evidence.find("after its program had ended on an uncaught exception (" +
+                                      std::string(kOwnError)),
+            std::string::npos)
+      << after_raise.evidence;
+  EXPECT_EQ(after_raise.advice.rfind("start from rank 1's exception", 0), 0u) << after_raise.advice;
+
+  RunOutcome exited = outcome;
+  exited.failing_exit_signal = 0;
+  exited.failing_exit_code = 1;
+  EXPECT_EQ(rank_failed_of(run_outcome_findings(exited)).evidence.find("program had ended"),
+            std::string::npos);
+  RunOutcome unsaid = outcome;
+  unsaid.failing_after_program_ended.reset();
+  const Finding plain = rank_failed_of(run_outcome_findings(unsaid));
+  EXPECT_EQ(plain.evidence.find("program had ended"), std::string::npos) << plain.evidence;
+  EXPECT_EQ(plain.advice.rfind("start from rank 1:", 0), 0u) << plain.advice;
+}
+
 // In a trace older than schema version 7, job_restarted says what its steps table holds after a
 // restart: one row per rank and step number, the later attempt's where both recorded it (the
 // writer's INSERT OR REPLACE then), not that the attempts' steps sit side by side under shared
