@@ -92,6 +92,7 @@ std::string flight_dump_to_json(const FlightDump& dump) {
                       {"reason", dump.reason},
                       {"dumped_ns", dump.dumped_ns},
                       {"total_recorded", dump.total_recorded},
+                      {"after_program_end", dump.after_program_end},
                       {"entries", std::move(entries)}};
   return dump_json(j) + "\n";
 }
@@ -119,6 +120,7 @@ StatusOr<FlightDump> flight_dump_from_json(std::string_view text) {
     dump.reason = j.at("reason").get<std::string>();
     dump.dumped_ns = j.at("dumped_ns").get<int64_t>();
     dump.total_recorded = j.at("total_recorded").get<uint64_t>();
+    dump.after_program_end = j.value("after_program_end", false);  // absent before 2026-11-30
     for (const auto& item : j.at("entries")) {
       CollectiveEvent e;
       e.comm_id = item.at("comm_id").get<std::string>();

@@ -31,6 +31,9 @@ struct FlightDump {
   uint64_t total_recorded = 0;  // operations ever recorded: more than entries.size() once the
                                 // ring wrapped, and then the oldest ones are gone
   std::vector<profiler::CollectiveEvent> entries;  // oldest first
+  // A kSignal dump taken after the rank's program had ended (partrain's Python atexit handler
+  // had run): the signal came in the interpreter's shutdown, after the program's work.
+  bool after_program_end = false;
 };
 
 std::string flight_dump_to_json(const FlightDump& dump);

@@ -49,7 +49,7 @@ std::filesystem::path flight_dump_path(const std::filesystem::path& dir, int ran
 FlightDumper::FlightDumper(profiler::FlightRecorder& recorder, FlightDumperOptions options)
     : recorder_(recorder), options_(std::move(options)) {}
 
-bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
+bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason, bool after_program_end) {
   std::lock_guard lock(mutex_);
   if (dumped_) return false;
   dumped_ = true;
@@ -61,6 +61,7 @@ bool FlightDumper::dump(profiler::DumpTrigger trigger, std::string reason) {
   dump.dumped_ns = monotonic_ns();
   dump.total_recorded = recorder_.total_recorded();
   dump.entries = recorder_.final_snapshot();
+  dump.after_program_end = after_program_end;
   write_file(dump);
   const bool news = trigger == profiler::DumpTrigger::kWatchdog ||
                     trigger == profiler::DumpTrigger::kCollectiveError;

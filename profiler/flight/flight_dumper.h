@@ -44,7 +44,8 @@ class FlightDumper {
 
   // Dumps unless a dump was made already (the first cause is the one worth keeping); returns
   // whether this call dumped. A second caller waits until the first dump is written.
-  bool dump(profiler::DumpTrigger trigger, std::string reason);
+  // `after_program_end`: FlightDump's.
+  bool dump(profiler::DumpTrigger trigger, std::string reason, bool after_program_end = false);
 
  private:
   void write_file(const profiler::FlightDump& dump) const;

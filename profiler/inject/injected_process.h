@@ -91,6 +91,10 @@ class InjectedProcess {
   void collective_failed(const CollectiveEvent& event) {
     if (flight_ != nullptr) flight_->on_collective_failed(event);
   }
+  // The program has ended (its Python atexit handlers ran): a signal's dump says it came after.
+  void program_ended() {
+    if (flight_ != nullptr) flight_->program_ended();
+  }
   // A fresh external correlation id (CUPTI's EXTERNAL_CORRELATION) for one NCCL call or group.
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 

@@ -294,7 +294,10 @@ bool RankFlight::on_stop_signal(int signal) {
   // ending: the signal would cut that short.
   if (fired_) return false;
   if (closed_) return true;
-  (void)dumper_.dump(DumpTrigger::kSignal, "stopped by " + signal_name(signal));
+  const bool ended = program_ended_.load(std::memory_order_relaxed);
+  (void)dumper_.dump(
+      DumpTrigger::kSignal,
+      "stopped by " + signal_name(signal) + (ended ? " after the program ended" : ""), ended);
   // Another rank failed: the trace must show how far this one got.
   (void)tracer_.flush(std::chrono::seconds(2));
   return true;

@@ -16,6 +16,7 @@
 // The dumps go to PARTRAIN_FLIGHT_DIR/rank_<R>.json and, unfinished ops as rows, to the trace.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -46,6 +47,10 @@ class RankFlight {
   // when the signal is not to take effect: the watchdog has fired and is ending the process.
   bool on_stop_signal(int signal);
 
+  // The program has ended (partrain's Python atexit handler ran): a signal from here on comes in
+  // the interpreter's shutdown, and its dump says so (FlightDump::after_program_end).
+  void program_ended() { program_ended_.store(true, std::memory_order_relaxed); }
+
  private:
   RankFlight(FlightRecorder& recorder, RankTracer& tracer, std::optional<std::string> dir);
   void watch(Nanoseconds timeout);
@@ -57,6 +62,7 @@ class RankFlight {
   std::mutex mutex_;
   bool closed_ = false;  // guarded by mutex_: the recorder and tracer may be gone
   bool fired_ = false;   // guarded by mutex_: the watchdog's thread is ending the process
+  std::atomic<bool> program_ended_{false};
   std::unique_ptr<CollectiveWatchdog> watchdog_;
 };
 

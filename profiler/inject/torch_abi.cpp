@@ -6,7 +6,7 @@
 // arguments (the caller is Python code, not a peer to trust blindly, but a bad pointer must not
 // take the program down) and do nothing in a process that is not traced.
 //
-// ABI version 3; docs/pytorch.md lists the functions. Times are CLOCK_MONOTONIC ns
+// ABI version 4; docs/pytorch.md lists the functions. Times are CLOCK_MONOTONIC ns
 // (time.monotonic_ns()), the clock of every other record.
 #include <bit>
 #include <cstddef>
@@ -24,7 +24,7 @@
 namespace partrain::profiler::inject {
 namespace {
 
-constexpr int kTorchAbiVersion = 3;
+constexpr int kTorchAbiVersion = 4;
 constexpr size_t kMaxTextBytes = 4096;
 
 // A C string from the caller, bounded; empty for a null pointer.
@@ -185,4 +185,11 @@ PARTRAIN_EXPORT void partrain_torch_notice(const char* name, int32_t severity,
                                   : StatSeverity::kInfo;
   stat.description = std::string(text(description));
   process->tracer().emit(stat);
+}
+
+// The program has ended: partrain's Python atexit handler runs, the interpreter whole. A fatal
+// signal from here on comes in the interpreter's shutdown (a gloo thread's abort: docs/pytorch.md,
+// "A rank that aborts after its program ended"), and its flight dump says so to the launcher.
+PARTRAIN_EXPORT void partrain_torch_program_ended(void) {
+  if (InjectedProcess* process = InjectedProcess::current()) process->program_ended();
 }

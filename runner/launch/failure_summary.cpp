@@ -62,13 +62,21 @@ bool parse_field(std::string_view text, Int& out) {
 
 }  // namespace
 
-std::string format_failure_summary(const RankFailure& failure, bool remote) {
+std::string format_failure_summary(const RankFailure& failure, bool remote,
+                                   bool after_program_end) {
   if (!failure.node_lost.empty()) return node_lost_summary(failure);
   std::string text = fmt::format(
       "partrain: error: rank {} (node {}, host {}, pid {}) failed first with {} after {}{}\n",
       failure.rank, failure.node_rank, failure.host, failure.pid, describe_exit(failure.status),
       format_duration(failure.elapsed), remote ? " on another node" : "");
-  if (failure.status.signaled) {
+  if (failure.status.signaled && after_program_end) {
+    text += fmt::format(
+        "partrain: hint: rank {}'s program had ended (its Python atexit handlers had run): the "
+        "signal came in the interpreter's shutdown, after its work. A gloo group still alive "
+        "then aborts a rank now and then, PyTorch's own race (docs/pytorch.md, \"A rank that "
+        "aborts after its program ended\"); `partrain analyze` names the group\n",
+        failure.rank);
+  } else if (failure.status.signaled) {
     std::string hint = signal_hint(failure.status.value);
     if (!hint.empty()) text += fmt::format("partrain: hint: {}\n", hint);
   }

@@ -40,8 +40,11 @@ struct RankFailure {
 std::string signal_hint(int signal);
 
 // The multi-line summary printed on stderr (each line starts with "partrain: ").
-// `remote`: the failure happened on another node.
-std::string format_failure_summary(const RankFailure& failure, bool remote);
+// `remote`: the failure happened on another node. `after_program_end`: the rank's flight dump
+// says the signal came after its program had ended (FlightDump::after_program_end); the hint
+// then says so instead of guessing from the signal.
+std::string format_failure_summary(const RankFailure& failure, bool remote,
+                                   bool after_program_end = false);
 
 // A rank's TORCHELASTIC_ERROR_FILE as torchrun reads it back (torch's @record writes
 // {"message": {"message": "ValueError: boom", "extraInfo": {"py_callstack": ...}}}, or a plain

@@ -236,7 +236,15 @@ std::vector<RankProcess> observed_processes(const SupervisorResult& result) {
   return processes;
 }
 
-int finish_run(const SupervisorResult& result, const std::optional<FlightDiagnosis>& diagnosis) {
+// Whether `rank`'s flight dump says a signal stopped it after its program had ended.
+bool stopped_after_program_end(const std::vector<profiler::FlightDump>& dumps, int rank) {
+  return std::any_of(dumps.begin(), dumps.end(), [rank](const profiler::FlightDump& dump) {
+    return dump.rank == rank && dump.after_program_end;
+  });
+}
+
+int finish_run(const SupervisorResult& result, const std::optional<FlightDiagnosis>& diagnosis,
+               const std::vector<profiler::FlightDump>& dumps) {
   if (result.stop_signal) {
     log::error("stopped by {}; every worker has exited", signal_name(*result.stop_signal));
     return exit_code_for_signal(*result.stop_signal);
@@ -247,7 +255,9 @@ int finish_run(const SupervisorResult& result, const std::optional<FlightDiagnos
     return 1;
   }
   if (result.root_cause) {
-    std::string summary = format_failure_summary(*result.root_cause, result.root_cause_remote);
+    std::string summary =
+        format_failure_summary(*result.root_cause, result.root_cause_remote,
+                               stopped_after_program_end(dumps, result.root_cause->rank));
     if (diagnosis && diagnosis->culprit && *diagnosis->culprit != result.root_cause->rank) {
       summary += format_culprit_note(*result.root_cause, *diagnosis->culprit);
     }
@@ -398,7 +408,7 @@ StatusOr<int> launch(const LaunchConfig& config) {
   for (profiler::FlightDump& dump : rdzv.remote_flight_dumps()) dumps.push_back(std::move(dump));
   std::optional<FlightDiagnosis> diagnosis = diagnose_run(
       dumps, observed_processes(*result), rdzv.multi_node() && plan.node_rank != 0);
-  const int exit_code = finish_run(*result, diagnosis);
+  const int exit_code = finish_run(*result, diagnosis, dumps);
   if (trace && diagnosis) {
     trace->record_diagnosis(diagnosis->culprit, diagnosis_statement(*diagnosis));
   }

@@ -148,5 +148,42 @@ sys.exit(int(sys.argv[1]))
   EXPECT_EQ(nlohmann::json::parse(exported.out).at("distributedInfo").at("backend"), "gloo");
 }
 
+// A rank aborted by a gloo thread in the interpreter's shutdown (PyTorch's race, docs/pytorch.md)
+// had finished its work: the launcher's summary says the signal came after its program ended,
+// from the flight dump the abort made, not that an assertion or a C++ exception may have failed.
+// The abort here is the program's own atexit handler, registered before torch's import, so it
+// runs after partrain's, where the race's abort lands. The same abort mid-program is said as any
+// abort.
+TEST(TorchLaunch, ARankThatAbortsAfterItsProgramEndedIsSaidToHaveEnded) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path script = scratch.path() / "ends_then_aborts.py";
+  std::ofstream(script) << R"(import atexit, os, sys
+if sys.argv[1] == "after":
+    atexit.register(os.abort)
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+dist.all_reduce(torch.ones(2))
+if sys.argv[1] == "during":
+    os.abort()
+dist.destroy_process_group()
+)";
+  const std::string ended =
+      "hint: rank 0's program had ended (its Python atexit handlers had "
+      "run): the signal came in the interpreter's shutdown, after its work";
+  const std::string aborted = "hint: the worker aborted (a failed assertion";
+  for (const char* when : {"after", "during"}) {
+    SCOPED_TRACE(when);
+    const fs::path trace = scratch.path() / fmt::format("{}.db", when);
+    CommandResult run =
+        run_partrain("launch -n 1 --trace " + shell_quoted(trace) + " -- " +
+                     shell_quoted(torch_python()) + " " + shell_quoted(script) + " " + when);
+    EXPECT_EQ(run.exit_code, 134) << run.err;
+    const bool after = std::string(when) == "after";
+    EXPECT_EQ(run.err.find(ended) != std::string::npos, after) << run.err;
+    EXPECT_EQ(run.err.find(aborted) != std::string::npos, !after) << run.err;
+  }
+}
+
 } // namespace
 } // namespace partrain::testing

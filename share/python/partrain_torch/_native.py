@@ -9,7 +9,7 @@ and taking the GIL again.
 import ctypes
 import struct
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 _c_int32_p = ctypes.POINTER(ctypes.c_int32)
 
@@ -24,6 +24,7 @@ _SIGNATURES = {
     "partrain_torch_step_begin": (None, [ctypes.c_int64]),
     "partrain_torch_step_end": (None, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]),
     "partrain_torch_notice": (None, [ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p]),
+    "partrain_torch_program_ended": (None, []),
 }
 
 SEVERITY_INFO, SEVERITY_DATA_LOSS, SEVERITY_ERROR = 0, 1, 2

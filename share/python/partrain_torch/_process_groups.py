@@ -555,6 +555,7 @@ class Recorder:
         self._record_calls_that_raised()
         self._say_gloo_groups_alive()
         self._unhook_groups()
+        self._native.program_ended()
 
     def _say_gloo_groups_alive(self):
         """The gloo groups still alive as the interpreter is about to finalize, as the stat

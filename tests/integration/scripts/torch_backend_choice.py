@@ -77,6 +77,9 @@ class Native:
     def start(self, rank):
         return 1
 
+    def program_ended(self):
+        pass
+
 
 native = Native()
 c10d = C10d(default_undefined=True)

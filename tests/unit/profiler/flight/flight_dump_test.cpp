@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace partrain::profiler {
 namespace {
 
@@ -62,6 +64,23 @@ TEST(FlightDump, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(e.enqueue_ns, dump.entries[3].enqueue_ns);
   EXPECT_EQ(e.start_ns, dump.entries[3].start_ns);
   EXPECT_EQ(e.state, CollectiveState::kStarted);
+}
+
+// A signal's dump after the program ended says so to the launcher; a dump of an older partrain,
+// without the field, reads as one taken while the program ran.
+TEST(FlightDump, AfterTheProgramsEndRoundTripsAndIsFalseWhenAbsent) {
+  FlightDump dump = sample();
+  dump.trigger = DumpTrigger::kSignal;
+  dump.after_program_end = true;
+  const std::string text = flight_dump_to_json(dump);
+  auto back = flight_dump_from_json(text);
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_TRUE(back->after_program_end);
+  nlohmann::json older = nlohmann::json::parse(text);
+  older.erase("after_program_end");
+  back = flight_dump_from_json(older.dump());
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_FALSE(back->after_program_end);
 }
 
 TEST(FlightDump, UnknownNamesReadAsOtherAndJunkIsRefused) {

@@ -53,6 +53,22 @@ TEST(FailureSummary, NamesRankHostPidSignalTimeAndStderr) {
             std::string::npos);
 }
 
+// A rank's flight dump said its signal came after its program had ended: the hint says so and
+// points at the shutdown race, instead of guessing from the signal.
+TEST(FailureSummary, ASignalAfterTheProgramEndedIsSaid) {
+  RankFailure f = killed_rank();
+  f.status = ExitStatus{true, SIGABRT};
+  const std::string text = format_failure_summary(f, false, true);
+  EXPECT_NE(text.find("partrain: hint: rank 3's program had ended (its Python atexit handlers "
+                      "had run): the signal came in the interpreter's shutdown"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("a failed assertion"), std::string::npos) << text;
+  EXPECT_NE(format_failure_summary(f, false).find("a failed assertion"), std::string::npos);
+  f.status = ExitStatus{false, 1};  // an exit code is the program's own, whenever it came
+  EXPECT_EQ(format_failure_summary(f, false, true).find("hint"), std::string::npos);
+}
+
 TEST(FailureSummary, ExitCodeOfTheRank) {
   RankFailure f = killed_rank();
   f.status = ExitStatus{false, 3};
