@@ -42,6 +42,19 @@ std::string how_it_ended(const RunOutcome& outcome) {
   return "failed";
 }
 
+// The failing rank was stopped by a signal after its program had ended (stat
+// torch_gloo_groups_at_exit): where to start, and how to keep its groups from outliving it.
+std::string after_program_end_advice(const RunOutcome& outcome, int rank) {
+  return fmt::format(
+      "{}its exit status was lost to PyTorch's shutdown, as likely under torchrun. Let no gloo "
+      "group outlive the program: import torch.distributed.nn (and ZeroRedundancyOptimizer, "
+      "ShardedGradScaler) before init_process_group, keep no group in a global, and call "
+      "destroy_process_group() at the end",
+      outcome.failing_exception
+          ? fmt::format("start from rank {}'s exception, which ended its program; ", rank)
+          : fmt::format("rank {}'s program ran to its end (what it recorded is whole): ", rank));
+}
+
 // The failing rank only waited (its exception is a peer's failure reaching it): what the trace
 // says of the rank it waited on (failure_origin.h). The finding names where to start.
 void explain_origin(const RunOutcome& outcome, const FailureOrigin& origin, Finding& finding) {
@@ -129,6 +142,15 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
   const bool waited = outcome.failing_exception && reached_from_a_peer(*outcome.failing_exception);
   if (outcome.origin) {
     explain_origin(outcome, *outcome.origin, finding);
+  } else if (outcome.failing_rank_from_exceptions && !outcome.failing_exception &&
+             outcome.failing_after_program_ended) {
+    finding.evidence = fmt::format(
+        "the run failed: no rank raised an uncaught exception, and rank {} ended without closing "
+        "its connection to the collector (killed or aborted) after its program had ended (its "
+        "atexit handlers had run): {}; the launcher's exits are not in the trace",
+        rank, *outcome.failing_after_program_ended);
+    finding.advice = after_program_end_advice(outcome, rank);
+    return finding;
   } else if (outcome.failing_rank_from_exceptions && outcome.failing_peer_exception) {
     finding.evidence = fmt::format(
         "the run failed: rank {} ended without an uncaught exception and without closing its "
@@ -155,14 +177,7 @@ std::optional<Finding> rank_failed_finding(const RunOutcome& outcome) {
         outcome.failing_exception ? " on an uncaught exception (" + *outcome.failing_exception + ")"
                                   : std::string(),
         *outcome.failing_after_program_ended);
-    finding.advice = fmt::format(
-        "{}its exit status was lost to PyTorch's shutdown, as likely under torchrun. Let no gloo "
-        "group outlive the program: import torch.distributed.nn (and ZeroRedundancyOptimizer, "
-        "ShardedGradScaler) before init_process_group, keep no group in a global, and call "
-        "destroy_process_group() at the end",
-        outcome.failing_exception
-            ? fmt::format("start from rank {}'s exception, which ended its program; ", rank)
-            : fmt::format("rank {}'s program ran to its end (what it recorded is whole): ", rank));
+    finding.advice = after_program_end_advice(outcome, rank);
     return finding;
   } else {
     finding.evidence = fmt::format(
@@ -472,7 +487,22 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
       chosen = &stat;
     }
   }
-  if (chosen == nullptr) return;
+  if (chosen == nullptr) {
+    // No rank raised: the lowest that vanished (no goodbye to the collector) after its program
+    // had ended (its atexit recorded gloo groups alive) was stopped by a signal in the
+    // interpreter's shutdown, the race docs/pytorch.md tells.
+    const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
+    for (const profiler::StatRow& stat : stats) {
+      if (stat.name != "torch_gloo_groups_at_exit" || !stat.rank ||
+          unclean.count(*stat.rank) == 0 || (out.failing_rank && *out.failing_rank < *stat.rank)) {
+        continue;
+      }
+      out.failing_rank = stat.rank;
+      out.failing_rank_from_exceptions = true;
+      out.failing_after_program_ended = stat.description;
+    }
+    return;
+  }
   out.failing_rank_from_exceptions = true;
   if (reached_from_a_peer(chosen->description)) {
     const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());

@@ -48,8 +48,9 @@ struct RunOutcome {
   // Its program had ended when it failed: its atexit found gloo groups alive, whose threads run
   // into the interpreter's shutdown (stat torch_gloo_groups_at_exit, recorded only at exit).
   std::optional<std::string> failing_after_program_ended;
-  // The failing rank was read from the ranks' exceptions, not from a launcher that saw the exits
-  // (a job under torchrun or mpirun traced with partrain trace).
+  // The failing rank was read from the ranks' exceptions (or, none raised, from the rank that
+  // vanished after its program had ended), not from a launcher that saw the exits (a job under
+  // torchrun or mpirun traced with partrain trace).
   bool failing_rank_from_exceptions = false;
   // Read so, a failing rank that raised nothing and vanished (its connection to the collector
   // ended unclean) while every exception is a peer's failure reaching its rank: the lowest of

@@ -159,10 +159,11 @@ TEST(TorchLaunch, ARankThatAbortsAfterItsProgramEndedIsSaidToHaveEnded) {
   ScratchDir scratch;
   const fs::path script = scratch.path() / "ends_then_aborts.py";
   std::ofstream(script) << R"(import atexit, os, sys
-if sys.argv[1] == "after":
+if sys.argv[1] in ("after", "kept"):
     atexit.register(os.abort)
 import torch, torch.distributed as dist
 dist.init_process_group("gloo")
+KEPT = dist.group.WORLD if sys.argv[1] == "kept" else None
 dist.all_reduce(torch.ones(2))
 if sys.argv[1] == "during":
     os.abort()
@@ -183,6 +184,23 @@ dist.destroy_process_group()
     EXPECT_EQ(run.err.find(ended) != std::string::npos, after) << run.err;
     EXPECT_EQ(run.err.find(aborted) != std::string::npos, !after) << run.err;
   }
+
+  // Under torchrun, with the group kept past its destroy (the stat says so at exit): analyze
+  // names the rank that vanished after its program ended, though no exit is in the trace.
+  const fs::path trace = scratch.path() / "torchrun.db";
+  CommandResult run =
+      run_partrain("trace --trace " + shell_quoted(trace) + " -- " + torchrun() +
+                   " --standalone --nproc-per-node 1 " + shell_quoted(script) + " kept");
+  EXPECT_NE(run.exit_code, 0) << run.err;
+  CommandResult analyzed = run_partrain("analyze " + shell_quoted(trace));
+  ASSERT_EQ(analyzed.exit_code, 0) << analyzed.err;
+  EXPECT_NE(analyzed.out.find("rank_failed (rank 0): the run failed: no rank raised an uncaught "
+                              "exception, and rank 0 ended without closing its connection to the "
+                              "collector (killed or aborted) after its program had ended (its "
+                              "atexit handlers had run): gloo group default_pg:0 outlived "
+                              "destroy_process_group()"),
+            std::string::npos)
+      << analyzed.out;
 }
 
 } // namespace

@@ -574,10 +574,11 @@ class Recorder:
         if outlived:
             parts.append(
                 f"{_listed(outlived)} outlived destroy_process_group(): something still held "
-                f"{'it' if len(outlived) == 1 else 'them'} (torch.distributed.nn.functional, "
-                "ZeroRedundancyOptimizer and ShardedGradScaler take the default group as a "
-                "default argument, so importing them after init_process_group holds it, and "
-                "torch._dynamo imports the first, as the first optimizer made does)")
+                f"{'it' if len(outlived) == 1 else 'them'} (a group, DDP model or DeviceMesh "
+                "the program keeps; or torch, whose torch.distributed.nn.functional, "
+                "torch.distributed.optim and ShardedGradScaler modules take the default group as "
+                "a default argument when imported after init_process_group, as torch._dynamo, "
+                "and with it the first optimizer made, imports the first)")
         if never:
             parts.append(f"{_listed(never)} never destroyed (no destroy_process_group())")
         self._native.say(

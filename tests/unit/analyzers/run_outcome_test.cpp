@@ -408,6 +408,31 @@ TEST(RunOutcome, ARankThatAbortedAfterItsProgramEndedIsSaidToHaveFinished) {
   EXPECT_EQ(plain.advice.rfind("start from rank 1:", 0), 0u) << plain.advice;
 }
 
+// The same abort under torchrun: no exits in the trace, no exception; rank 1 vanished (no goodbye
+// to the collector) after its atexit recorded its group alive. It is the rank that failed, said
+// so; a rank that vanished without the stat is no failing rank (nothing says it failed first).
+TEST(RunOutcome, UnderTorchrunARankThatVanishedAfterItsProgramEndedFailedFirst) {
+  constexpr const char* kAtExit = "gloo group default_pg:0 never destroyed";
+  const profiler::StatEvent at_exit = {"torch_gloo_groups_at_exit", 1, 1,
+                                       profiler::StatSeverity::kInfo, kAtExit};
+  testing::ScratchDir dir;
+  const RunOutcome outcome = outcome_of(dir, {at_exit, unclean(1), unclean(3)});
+  EXPECT_EQ(outcome.failing_rank, 1);
+  EXPECT_TRUE(outcome.failing_rank_from_exceptions);
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("no rank raised an uncaught exception, and rank 1 ended without "
+                                 "closing its connection to the collector (killed or aborted) "
+                                 "after its program had ended (its atexit handlers had run): " +
+                                 std::string(kAtExit)),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_EQ(failed.advice.rfind("rank 1's program ran to its end", 0), 0u) << failed.advice;
+
+  testing::ScratchDir clean;  // its atexit ran and it said goodbye: it did not fail
+  EXPECT_FALSE(outcome_of(clean, {at_exit, unclean(3)}).failing_rank);
+}
+
 // In a trace older than schema version 7, job_restarted says what its steps table holds after a
 // restart: one row per rank and step number, the later attempt's where both recorded it (the
 // writer's INSERT OR REPLACE then), not that the attempts' steps sit side by side under shared
