@@ -553,7 +553,8 @@ class Recorder:
         for entry in list(self._in_flight.values()):
             self._completed(entry, 0, _OUTCOME_COMPLETED)
         self._record_calls_that_raised()
-        self._say_gloo_groups_alive()
+        # A failure here must not keep the hooks on the groups (see above): said, and passed.
+        self._session._guarded("listing the gloo groups alive at exit", self._say_gloo_groups_alive)
         self._unhook_groups()
         self._native.program_ended()
 
