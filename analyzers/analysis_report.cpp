@@ -473,7 +473,9 @@ void sort_findings(std::vector<Finding>& findings) {
 // uncaught exceptions and connections. A rank whose exception rose in its own code comes first,
 // then the lowest. When every exception is a peer's failure reaching the rank, the rank that
 // ended with no exception and without a goodbye to the collector went first (a SIGKILL, the OOM
-// killer: it had no chance to raise); else the lowest rank with an exception.
+// killer: it had no chance to raise); else the lowest rank with an exception. When none raised,
+// the lowest rank that vanished so after its program had ended (its atexit recorded gloo groups
+// alive) was stopped by a signal in the interpreter's shutdown (docs/pytorch.md).
 void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
   const profiler::StatRow* chosen = nullptr;
   std::set<int> raised;
@@ -487,25 +489,23 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
       chosen = &stat;
     }
   }
+  const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
   if (chosen == nullptr) {
-    // No rank raised: the lowest that vanished (no goodbye to the collector) after its program
-    // had ended (its atexit recorded gloo groups alive) was stopped by a signal in the
-    // interpreter's shutdown, the race docs/pytorch.md tells.
-    const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
-    for (const profiler::StatRow& stat : stats) {
-      if (stat.name != "torch_gloo_groups_at_exit" || !stat.rank ||
-          unclean.count(*stat.rank) == 0 || (out.failing_rank && *out.failing_rank < *stat.rank)) {
-        continue;
-      }
-      out.failing_rank = stat.rank;
+    for (int rank : unclean) {  // lowest first
+      const auto at_exit =
+          std::find_if(stats.begin(), stats.end(), [rank](const profiler::StatRow& stat) {
+            return stat.name == "torch_gloo_groups_at_exit" && stat.rank == rank;
+          });
+      if (at_exit == stats.end()) continue;
+      out.failing_rank = rank;
       out.failing_rank_from_exceptions = true;
-      out.failing_after_program_ended = stat.description;
+      out.failing_after_program_ended = at_exit->description;
+      return;
     }
     return;
   }
   out.failing_rank_from_exceptions = true;
   if (reached_from_a_peer(chosen->description)) {
-    const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
     for (int rank : unclean) {  // lowest first
       if (raised.count(rank) != 0) continue;
       out.failing_rank = rank;

@@ -23,26 +23,27 @@ uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing t
   return id;
 }
 
+FlightRecorder::Entry* FlightRecorder::entry_locked(uint64_t id) {
+  const size_t index = static_cast<size_t>(id % capacity_);
+  return index < ring_.size() && ring_[index].id == id ? &ring_[index] : nullptr;
+}
+
 void FlightRecorder::time_from(uint64_t id, int64_t since_ns) {
   std::lock_guard lock(mutex_);
-  const size_t index = static_cast<size_t>(id % capacity_);
-  if (index < ring_.size() && ring_[index].id == id && !ring_[index].timed_from_ns) {
-    ring_[index].timed_from_ns = since_ns;
-  }
+  Entry* entry = entry_locked(id);
+  if (entry != nullptr && !entry->timed_from_ns) entry->timed_from_ns = since_ns;
 }
 
 void FlightRecorder::stop_timing(uint64_t id) {
   std::lock_guard lock(mutex_);
-  const size_t index = static_cast<size_t>(id % capacity_);
-  if (index < ring_.size() && ring_[index].id == id) ring_[index].timed_from_ns.reset();
+  if (Entry* entry = entry_locked(id)) entry->timed_from_ns.reset();
 }
 
 bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
   bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
-    const size_t index = static_cast<size_t>(id % capacity_);
-    if (index < ring_.size() && ring_[index].id == id) ring_[index].event = event;
+    if (Entry* entry = entry_locked(id)) entry->event = event;
     sink_open = !final_snapshot_end_ || id >= *final_snapshot_end_;
   }
   // The sink writes to a trace; never hold the ring's lock while calling it.

@@ -69,6 +69,7 @@ class FlightRecorder {
   };
 
   std::vector<profiler::CollectiveEvent> snapshot_locked() const;  // mutex_ held
+  Entry* entry_locked(uint64_t id);  // mutex_ held; null once the ring has overwritten it
 
   const size_t capacity_;
   const Sink sink_;

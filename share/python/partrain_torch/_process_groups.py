@@ -110,7 +110,9 @@ def _runs_gloo(c10d, pg):
 
 
 def _comm_id(group):
-    """The group as the trace names it (comm_id: "default_pg:0")."""
+    """The group as the trace names it (comm_id: "default_pg:0"), by the library's rule for
+    the name and description register_group hands it (profiler/torch_collective.h,
+    torch_comm_id)."""
     pg = group.pg()
     desc = str(getattr(pg, "group_desc", "")) if pg is not None else ""
     return f"{desc}:{group.name}" if desc else group.name

@@ -20,6 +20,18 @@ CollectiveEvent op(uint64_t seq, int64_t enqueue_ns, CollectiveState state) {
   return event;
 }
 
+// An any-source recv called at 1000 ns on group 0 (the recorder's one entry) completes from rank
+// 1 as its seq 4: that entry finishes in place, taking its sender and seq.
+void expect_any_source_completion_finishes_in_place(TorchFlight& flight, FlightRecorder& recorder) {
+  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
+  completed.peer = 1;
+  EXPECT_TRUE(flight.finished(0, completed));
+  ASSERT_EQ(recorder.snapshot().size(), 1u);
+  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
+  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
+  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+}
+
 TEST(TorchFlight, AnIssuedOpIsInFlightUntilItsCompletionArrives) {
   FlightRecorder recorder;
   TorchFlight flight(recorder);
@@ -45,13 +57,7 @@ TEST(TorchFlight, ACompletionMatchesItsIssueByGroupAndCallTimeWhateverItsSeq) {
   CollectiveEvent issued = op(0, 1000, CollectiveState::kStarted);
   issued.peer = -1;
   flight.issued(0, issued);
-  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
-  completed.peer = 1;
-  EXPECT_TRUE(flight.finished(0, completed));
-  ASSERT_EQ(recorder.snapshot().size(), 1u);
-  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
-  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
-  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+  expect_any_source_completion_finishes_in_place(flight, recorder);
 }
 
 // An op issued untimed is timed from when the program waits on it.
@@ -104,13 +110,7 @@ TEST(TorchFlight, ACalledOpIssuedUntimedIsTimedFromItsWaitInItsOneEntry) {
   flight.waited(0, issued, 7000);
   ASSERT_TRUE(recorder.oldest_unfinished().has_value());
   EXPECT_EQ(recorder.oldest_unfinished()->timed_from_ns, 7000);
-  CollectiveEvent completed = op(4, 1000, CollectiveState::kCompleted);
-  completed.peer = 1;
-  EXPECT_TRUE(flight.finished(0, completed));
-  ASSERT_EQ(recorder.snapshot().size(), 1u);
-  EXPECT_EQ(recorder.snapshot()[0].seq, 4u);
-  EXPECT_EQ(recorder.snapshot()[0].peer, 1);
-  EXPECT_FALSE(recorder.oldest_unfinished().has_value());
+  expect_any_source_completion_finishes_in_place(flight, recorder);
 }
 
 // Ops of two groups (or a send and a recv) may share a seq: group and call time tell them apart.
