@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -180,6 +182,12 @@ std::optional<NcclCommInfo> NcclTracker::comm_info(ncclComm_t comm) const {
   return found->second.info;
 }
 
+int NcclTracker::comm_nranks(ncclComm_t comm) const {
+  std::lock_guard lock(mutex_);
+  auto found = comms_.find(comm);
+  return found == comms_.end() ? 0 : found->second.info.nranks;
+}
+
 void NcclTracker::call_made(const NcclCall& call, uint64_t correlation, int64_t enqueue_ns,
                             int64_t return_ns, ncclResult_t result, uint64_t torch_op) {
   NcclCallRecord record;
@@ -259,6 +267,17 @@ void NcclTracker::group_ended(uint64_t correlation, int64_t return_ns, ncclResul
     record.event.state = ok ? CollectiveState::kCompleted : CollectiveState::kFailed;
     on_call_(record);
   }
+}
+
+int NcclTracker::open_group_fewest_ranks() const {
+  std::lock_guard lock(mutex_);
+  int fewest = std::numeric_limits<int>::max();
+  auto group = groups_.find(std::this_thread::get_id());
+  if (group == groups_.end()) return fewest;
+  for (const NcclCallRecord& record : group->second.calls) {
+    fewest = std::min(fewest, record.event.group_size);
+  }
+  return fewest;
 }
 
 void NcclTracker::flush_open_groups(int64_t now_ns) {

@@ -103,12 +103,17 @@ class NcclTracker {
   void group_started();
   // `correlation` is the id pushed around ncclGroupEnd: the group's kernels carry it.
   void group_ended(uint64_t correlation, int64_t return_ns, ncclResult_t result);
+  // The fewest ranks of a communicator among the calls of this thread's open group (those its
+  // next ncclGroupEnd issues); INT_MAX when it holds none.
+  int open_group_fewest_ranks() const;
 
   // Group calls still waiting for their ncclGroupEnd (a program that exits inside a group).
   // They are recorded as enqueued, never issued.
   void flush_open_groups(int64_t now_ns);
 
   std::optional<NcclCommInfo> comm_info(ncclComm_t comm) const;
+  // Its number of ranks: 0 for a handle not known (or whose size NCCL did not say).
+  int comm_nranks(ncclComm_t comm) const;
 
  private:
   struct Comm {

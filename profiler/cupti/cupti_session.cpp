@@ -105,17 +105,21 @@ thread_local uint64_t t_nccl_call = 0;
 
 // Parts of the session PARTRAIN_CUPTI_OFF switches off, to measure what each costs
 // (docs/tracing.md, "What tracing costs"): a comma-separated list of step-flush (no flush at
-// a step's end; the flusher's periodic one stays) and launch-callbacks (NCCL's kernels are not
-// linked to their calls).
+// a step's end; the flusher's periodic one stays), launch-callbacks (NCCL's kernels are not
+// linked to their calls) and callback-scoping (the launch callbacks stay on for every launch
+// from the first linked NCCL call on, as before 2026-11-30, instead of only while a thread is
+// inside one).
 struct SwitchedOff {
   bool step_flush = false;
   bool launch_callbacks = false;
+  bool callback_scoping = false;
 };
 SwitchedOff switched_off_from_env() {
   SwitchedOff off;
   const std::string list = "," + env::get("PARTRAIN_CUPTI_OFF").value_or("") + ",";
   off.step_flush = list.find(",step-flush,") != std::string::npos;
   off.launch_callbacks = list.find(",launch-callbacks,") != std::string::npos;
+  off.callback_scoping = list.find(",callback-scoping,") != std::string::npos;
   return off;
 }
 
@@ -148,15 +152,7 @@ class CuptiSession final : public GpuTracing {
   }
 
   void push_correlation(uint64_t id) override {
-    // The launch callbacks from the first NCCL call on: a process that makes none (a partrain
-    // rank, whose communicator records itself) pays nothing for them on its launches.
-    std::call_once(launch_callbacks_on_, [this] {
-      if (switched_off_.launch_callbacks) return;
-      for (const auto& [domain, callback] : kLaunchCallbacks) {
-        // One this CUDA does not know (an older driver's) links nothing: its launches aren't made.
-        (void)api_.enable_callback(1, subscriber_, domain, callback);
-      }
-    });
+    threads_in_calls(+1);
     api_.push_external(kNcclCorrelationKind, id);
     t_nccl_call = id;
   }
@@ -164,6 +160,7 @@ class CuptiSession final : public GpuTracing {
     uint64_t last = 0;
     api_.pop_external(kNcclCorrelationKind, &last);
     t_nccl_call = 0;
+    threads_in_calls(-1);
   }
   void add_nccl_call(const NcclCallRecord& call) override {
     std::lock_guard lock(mutex_);
@@ -209,6 +206,11 @@ class CuptiSession final : public GpuTracing {
   void translate(uint8_t* buffer, size_t valid);
   void periodic_flush();
   void sync_clock();
+  // A thread entered (+1) or left (-1) a linked NCCL call. The launch callbacks are on only
+  // while some thread is inside one: on, they cost every kernel launch of the process, the
+  // program's own too (about 6 us each on an H200, docs/gpu-validation.md run 7c).
+  void threads_in_calls(int change);
+  void set_launch_callbacks(bool on);
   Status enable();
   void end(bool release_cupti);
 
@@ -217,7 +219,9 @@ class CuptiSession final : public GpuTracing {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   GpuTraceSink& sink_;
   std::mutex mutex_;  // the translator and the pool; never held while calling into CUPTI
-  std::once_flag launch_callbacks_on_;
+  std::mutex callbacks_mutex_;  // the two below, and the callbacks' switch itself
+  int threads_in_calls_ = 0;
+  bool launch_callbacks_on_ = false;
   GpuActivityTranslator translator_;
   std::vector<uint8_t*> free_buffers_;
   size_t buffers_made_ = 0;
@@ -299,6 +303,23 @@ void CUPTIAPI CuptiSession::on_launch(void* session, CUpti_CallbackDomain /*doma
   if (g_session.load() != self) return;  // stopped: its sink may be gone
   std::lock_guard lock(self->mutex_);
   self->translator_.add(GpuExternalCorrelation{call, launch->correlationId});
+}
+
+void CuptiSession::threads_in_calls(int change) {
+  if (switched_off_.launch_callbacks) return;
+  std::lock_guard lock(callbacks_mutex_);
+  threads_in_calls_ += change;
+  const bool wanted =
+      threads_in_calls_ > 0 || (switched_off_.callback_scoping && launch_callbacks_on_);
+  if (wanted != launch_callbacks_on_) set_launch_callbacks(wanted);
+}
+
+void CuptiSession::set_launch_callbacks(bool on) {
+  for (const auto& [domain, callback] : kLaunchCallbacks) {
+    // One this CUDA does not know (an older driver's) links nothing: its launches aren't made.
+    (void)api_.enable_callback(on ? 1 : 0, subscriber_, domain, callback);
+  }
+  launch_callbacks_on_ = on;
 }
 
 void CuptiSession::sync_clock() {

@@ -343,10 +343,8 @@ void InjectedProcess::record_call(const NcclCallRecord& record) {
 
 void InjectedProcess::deliver_call(const NcclCallRecord& record) { plugin_join_.deliver(record); }
 
-// CUPTI links NCCL's kernels to their calls only where NCCL's profiler plugin is not loaded
-// (nccl_interpose.cpp, KernelLinks): with the plugin a call CUPTI cannot place leaves at once.
-bool InjectedProcess::cupti_places_calls() const {
-  return gpu() != nullptr && nccl_plugin_version() == 0;
+bool InjectedProcess::cupti_links_calls(int comm_nranks) const {
+  return gpu() != nullptr && (nccl_plugin_version() == 0 || comm_nranks <= 1);
 }
 
 void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPluginOp* report) {
@@ -369,7 +367,7 @@ void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPlu
         gpu_start = gpu_end = -1;
       }
     }
-    if (gpu_start >= 0 || !cupti_places_calls() || record.correlation == 0) {
+    if (gpu_start >= 0 || !cupti_links_calls(event.group_size) || record.correlation == 0) {
       tracer_->collective(event, gpu_start, gpu_end);
       return;
     }
@@ -379,7 +377,7 @@ void InjectedProcess::deliver_joined(const NcclCallRecord& record, const NcclPlu
     return;
   }
   // Without a correlation (a PyTorch op that made no NCCL call: gloo) no kernel is its.
-  if (cupti_places_calls() && record.correlation != 0) {
+  if (cupti_links_calls(record.event.group_size) && record.correlation != 0) {
     gpu()->add_nccl_call(record);  // waits for its kernels' GPU times
   } else {
     tracer_->collective(record.event);

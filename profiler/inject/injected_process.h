@@ -95,6 +95,12 @@ class InjectedProcess {
   void program_ended() {
     if (flight_ != nullptr) flight_->program_ended();
   }
+  // Whether CUPTI links the kernels of an NCCL call on a communicator of `comm_nranks` ranks to
+  // the call (a correlation pushed around it; the row waits for its kernels): wherever NCCL's
+  // profiler plugin gives the call no GPU span. That is everywhere without the plugin, and with
+  // it on a communicator of one rank (or of unknown size, 0), of which NCCL reports no task to
+  // the plugin although it may run a kernel (an AVG all_reduce scales in place).
+  bool cupti_links_calls(int comm_nranks) const;
   // A fresh external correlation id (CUPTI's EXTERNAL_CORRELATION) for one NCCL call or group.
   uint64_t next_correlation_id() { return next_correlation_.fetch_add(1) + 1; }
 
@@ -112,8 +118,6 @@ class InjectedProcess {
   void record_comm(const NcclCommEvent& event);
   // A row joined (or not) to the plugin's report of it.
   void deliver_joined(const NcclCallRecord& record, const NcclPluginOp* report);
-  // Whether a call without the plugin's GPU span waits for CUPTI to place it by its kernels.
-  bool cupti_places_calls() const;
   void record_plugin_stats();
 
   std::unique_ptr<RankTracer> tracer_;

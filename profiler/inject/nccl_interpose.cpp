@@ -55,38 +55,40 @@ ncclResult_t no_real_nccl(const char* name) {
   return ncclSystemError;
 }
 
-// Whether the kernels launched inside a wrapper are linked to its call through CUPTI's external
-// correlation: collectives and group ends launch NCCL's kernels; inits, splits and ends none
-// worth linking. Where NCCL's profiler plugin is loaded, each collective's GPU span comes from
-// its kernel channels instead and nothing is linked: the push, the pop and the launch callbacks
-// they turn on cost the launching thread (docs/tracing.md, "What tracing costs").
-enum class KernelLinks { kWanted, kNone };
-
 // One wrapper's stay on this thread: whether to record (outermost wrapper of a traced process),
-// its correlation id and when it started.
+// its correlation id and when it started. Calls that launch NCCL's kernels (collectives, p2p,
+// group ends) link them to the call through CUPTI's external correlation (link_kernels) where
+// NCCL's profiler plugin gives the call no GPU span (InjectedProcess::cupti_links_calls): the
+// push, the pop and the launch callbacks cost the launching thread (docs/tracing.md, "What
+// tracing costs"). Inits, splits and ends launch none worth linking.
 class WrapperScope {
  public:
-  explicit WrapperScope(KernelLinks links)
+  WrapperScope()
       : outermost_(t_wrapper_depth++ == 0),
         process_(outermost_ ? InjectedProcess::current() : nullptr),
-        gpu_(process_ != nullptr ? process_->gpu() : nullptr),
         torch_op_(process_ != nullptr ? TorchRecording::window().op : 0),
         // Inside a PyTorch op's window every call shares the window's id, so the op's kernels
         // are found together whichever call launched them.
         correlation_(process_ == nullptr ? 0
                      : torch_op_ != 0    ? TorchRecording::window().correlation
                                          : process_->next_correlation_id()),
-        start_ns_(process_ != nullptr ? monotonic_ns() : 0),
-        linked_(gpu_ != nullptr && links == KernelLinks::kWanted && nccl_plugin_version() == 0) {
-    // The kernels NCCL launches inside the call carry this id (CUPTI's external correlation).
-    if (linked_) gpu_->push_correlation(correlation_);
-  }
+        start_ns_(process_ != nullptr ? monotonic_ns() : 0) {}
   ~WrapperScope() {
-    if (linked_) gpu_->pop_correlation();
+    if (linked_ != nullptr) linked_->pop_correlation();
     --t_wrapper_depth;
   }
   WrapperScope(const WrapperScope&) = delete;
   WrapperScope& operator=(const WrapperScope&) = delete;
+
+  // The kernels NCCL launches from here to the scope's end carry its correlation, when CUPTI
+  // is to link a call on a communicator of `comm_nranks` ranks (0: not known).
+  void link_kernels(int comm_nranks) {
+    if (process_ == nullptr || linked_ != nullptr || !process_->cupti_links_calls(comm_nranks)) {
+      return;
+    }
+    linked_ = process_->gpu();
+    linked_->push_correlation(correlation_);
+  }
 
   bool outermost() const { return outermost_; }
   InjectedProcess* process() const { return process_; }
@@ -98,11 +100,10 @@ class WrapperScope {
  private:
   const bool outermost_;
   InjectedProcess* const process_;
-  GpuTracing* const gpu_;
   const uint64_t torch_op_;
   const uint64_t correlation_;
   const int64_t start_ns_;
-  const bool linked_;
+  GpuTracing* linked_ = nullptr;  // the collection a correlation was pushed to
 };
 
 // The size and this rank of a communicator NCCL made without telling us (ncclCommShrink, or a
@@ -120,13 +121,16 @@ void describe_comm(ncclComm_t comm, int& nranks, int& rank) {
 // A collective or p2p call: forwarded, then recorded with its outcome.
 template <typename Forward>
 ncclResult_t traced_call(const NcclCall& call, Forward forward) {
-  WrapperScope scope(KernelLinks::kWanted);
+  WrapperScope scope;
   InjectedProcess* process = scope.process();
-  if (process != nullptr && !process->nccl().knows(call.comm)) {
-    int nranks = 0;
-    int rank = 0;
-    describe_comm(call.comm, nranks, rank);
-    process->nccl().comm_adopted(call.comm, nranks, rank);
+  if (process != nullptr) {
+    if (!process->nccl().knows(call.comm)) {
+      int nranks = 0;
+      int rank = 0;
+      describe_comm(call.comm, nranks, rank);
+      process->nccl().comm_adopted(call.comm, nranks, rank);
+    }
+    scope.link_kernels(process->nccl().comm_nranks(call.comm));
   }
   const ncclResult_t result = forward();
   if (process != nullptr) {
@@ -164,7 +168,7 @@ ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, in
   if (t_wrapper_depth == 0) {
     InjectedProcess::start_as_rank(rank, InjectedProcess::RankSource::kCommunicator);
   }
-  WrapperScope scope(KernelLinks::kNone);
+  WrapperScope scope;
   PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = forward();
   if (InjectedProcess* process = scope.process()) {
@@ -178,7 +182,7 @@ ncclResult_t traced_init(ncclComm_t* comm, std::span<const ncclUniqueId> ids, in
 
 template <typename Forward>
 ncclResult_t traced_end(ncclComm_t comm, const char* name, Forward forward) {
-  WrapperScope scope(KernelLinks::kNone);
+  WrapperScope scope;
   const ncclResult_t result = forward();
   if (InjectedProcess* process = scope.process()) {
     process->nccl().comm_ended(comm, name, scope.start_ns(), monotonic_ns(), result);
@@ -191,7 +195,6 @@ ncclResult_t traced_end(ncclComm_t comm, const char* name, Forward forward) {
 
 using partrain::profiler::NcclCall;
 using partrain::profiler::inject::InjectedProcess;
-using partrain::profiler::inject::KernelLinks;
 using partrain::profiler::inject::next_definition;
 using partrain::profiler::inject::no_real_nccl;
 using partrain::profiler::inject::traced_call;
@@ -252,7 +255,7 @@ PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* d
   if (partrain::profiler::inject::t_wrapper_depth == 0) {
     InjectedProcess::start_as_rank(0, InjectedProcess::RankSource::kCommunicator);
   }
-  WrapperScope scope(KernelLinks::kNone);
+  WrapperScope scope;
   const ncclResult_t result = next(comms, ndev, devlist);
   if (InjectedProcess* process = scope.process(); process != nullptr && comms != nullptr) {
     const int64_t end_ns = partrain::monotonic_ns();
@@ -266,7 +269,7 @@ PARTRAIN_ENTRY_POINT(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* d
 PARTRAIN_ENTRY_POINT(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                      ncclConfig_t* config),
                      (comm, color, key, newcomm, config)) {
-  WrapperScope scope(KernelLinks::kNone);
+  WrapperScope scope;
   partrain::profiler::inject::PluginContextsMadeHere plugin_contexts;
   const ncclResult_t result = next(comm, color, key, newcomm, config);
   if (InjectedProcess* process = scope.process()) {
@@ -381,7 +384,7 @@ PARTRAIN_ENTRY_POINT(ncclRecv, (void* recvbuff, size_t count, ncclDataType_t dat
 }
 
 PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupStart) {
-  WrapperScope scope(KernelLinks::kNone);
+  WrapperScope scope;
   const ncclResult_t result = next();
   if (InjectedProcess* process = scope.process(); process != nullptr && result == ncclSuccess) {
     process->nccl().group_started();
@@ -390,7 +393,10 @@ PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupStart) {
 }
 
 PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupEnd) {
-  WrapperScope scope(KernelLinks::kWanted);
+  WrapperScope scope;
+  if (InjectedProcess* process = scope.process()) {
+    scope.link_kernels(process->nccl().open_group_fewest_ranks());
+  }
   const ncclResult_t result = next();
   if (InjectedProcess* process = scope.process()) {
     process->nccl().group_ended(scope.correlation(), partrain::monotonic_ns(), result);

@@ -55,6 +55,25 @@ class NcclProfilerPluginTest : public ::testing::Test {
     }
   }
 
+#ifdef FAKE_CUPTI_DIR
+  // The fake program as rank 0 of `nranks` at `level`, NCCL offering the plugin versions
+  // `offered` ("none": no plugin), with `env` added; returns the stand-in libcupti's log of the
+  // entry points called.
+  std::string trace_fake_cupti(const std::string& name, const std::string& level, int nranks,
+                               const std::string& offered, const std::string& env = "") {
+    const std::string log = path(name + "-cupti.log");
+    CommandResult r = run_partrain(
+        fmt::format("trace --gpu-trace {} -o {} -- sh -c 'RANK=0 WORLD_SIZE=1 {} 0 {} >{}'", level,
+                    path(name + ".db"), FAKE_NCCL_PROGRAM, nranks, path(name + ".out")),
+        fmt::format(
+            "LD_LIBRARY_PATH={} FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} FAKE_NCCL_PROFILER={} {} "
+            "env -u RANK -u NCCL_PROFILER_PLUGIN",
+            FAKE_CUPTI_DIR, log, offered, env));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::filesystem::exists(log) ? read_file(log) : "";
+  }
+#endif
+
   ScratchDir scratch_;
 };
 
@@ -239,42 +258,60 @@ TEST_F(NcclProfilerPluginTest, EachLevelAsksCuptiForItsKindsOnly) {
   for (const auto& [level, enables] :
        {std::pair<std::string, size_t>{"nccl", 0}, {"kernels", 2}, {"full", 6}}) {
     SCOPED_TRACE(level);
-    const std::string trace = path(level + ".db");
-    const std::string log = path(level + "-cupti.log");
-    CommandResult r = run_partrain(
-        fmt::format("trace --gpu-trace {} -o {} -- sh -c 'RANK=0 WORLD_SIZE=1 {} 0 2 >{}'", level,
-                    trace, FAKE_NCCL_PROGRAM, path(level + ".out")),
-        fmt::format("LD_LIBRARY_PATH={} FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} FAKE_NCCL_PROFILER=5,4 "
-                    "env -u RANK -u NCCL_PROFILER_PLUGIN",
-                    FAKE_CUPTI_DIR, log));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string calls = std::filesystem::exists(log) ? read_file(log) : "";
+    const std::string calls = trace_fake_cupti(level, level, 2, "5,4");
     EXPECT_EQ(occurrences(calls, "cuptiActivityEnable\n"), enables) << calls;
     EXPECT_EQ(occurrences(calls, "cuptiSubscribe\n"), enables > 0 ? 1u : 0u) << calls;
     // The plugin gives each call's GPU span: no launch callback links kernels to calls.
-    EXPECT_EQ(occurrences(calls, "cuptiEnableCallback\n"), 0u) << calls;
-    TraceQuery q(trace);
+    EXPECT_EQ(occurrences(calls, "cuptiEnableCallback"), 0u) << calls;
+    TraceQuery q(path(level + ".db"));
     EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 11);
   }
 }
 
 // An NCCL without plugin v4+ gives no GPU span: at kernels, CUPTI's launch callbacks link
-// NCCL's kernels to their calls as before the plugin, turned on at the first collective.
+// NCCL's kernels to their calls as before the plugin. They are on only while the program is
+// inside a call (each of kLaunchCallbacks' 12 switched on as it enters and off as it leaves),
+// since on they cost every kernel launch of the process.
 TEST_F(NcclProfilerPluginTest, WithoutThePluginKernelsAreLinkedThroughLaunchCallbacks) {
-  const std::string trace = path("no-plugin.db");
-  const std::string log = path("no-plugin-cupti.log");
-  CommandResult r = run_partrain(
-      fmt::format("trace --gpu-trace kernels -o {} -- sh -c 'RANK=0 WORLD_SIZE=1 {} 0 2 >{}'",
-                  trace, FAKE_NCCL_PROGRAM, path("no-plugin.out")),
-      fmt::format("LD_LIBRARY_PATH={} FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} FAKE_NCCL_PROFILER=none "
-                  "env -u RANK -u NCCL_PROFILER_PLUGIN",
-                  FAKE_CUPTI_DIR, log));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string calls = std::filesystem::exists(log) ? read_file(log) : "";
-  EXPECT_EQ(occurrences(calls, "cuptiEnableCallback\n"), 12u) << calls;  // kLaunchCallbacks
-  TraceQuery q(trace);
+  const std::string calls = trace_fake_cupti("no-plugin", "kernels", 2, "none");
+  const size_t on = occurrences(calls, "cuptiEnableCallback on\n");
+  EXPECT_GE(on, 12u * 11) << calls;  // at least once per collective
+  EXPECT_EQ(on % 12, 0u) << calls;
+  EXPECT_EQ(occurrences(calls, "cuptiEnableCallback off\n"), on) << calls;
+  // Never on outside a call: the last switch of all is off, before the session ends.
+  EXPECT_LT(calls.rfind("cuptiEnableCallback on"), calls.rfind("cuptiEnableCallback off"));
+  TraceQuery q(path("no-plugin.db"));
   EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
   EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 0);
+
+  // PARTRAIN_CUPTI_OFF=callback-scoping, to measure the scoping: on once, from the first call.
+  const std::string unscoped =
+      trace_fake_cupti("unscoped", "kernels", 2, "none", "PARTRAIN_CUPTI_OFF=callback-scoping");
+  EXPECT_EQ(occurrences(unscoped, "cuptiEnableCallback on\n"), 12u) << unscoped;
+  EXPECT_EQ(occurrences(unscoped, "cuptiEnableCallback off\n"), 0u) << unscoped;
+}
+
+// NCCL reports no task of a one-rank communicator to the plugin, though it may run a kernel
+// there (an AVG all_reduce scales in place): beside the plugin, such a communicator's calls are
+// linked through CUPTI as without it, and their rows wait for their kernels. The stand-in
+// libcupti runs none for them, so each leaves without GPU times, said in the stat.
+TEST_F(NcclProfilerPluginTest, AOneRankCommunicatorsCallsAreLinkedThroughCuptiBesideThePlugin) {
+  const std::string calls = trace_fake_cupti("one-rank", "kernels", 1, "5,4");
+  const size_t on = occurrences(calls, "cuptiEnableCallback on\n");
+  EXPECT_GE(on, 12u * 11) << calls;
+  EXPECT_EQ(occurrences(calls, "cuptiEnableCallback off\n"), on) << calls;
+  TraceQuery q(path("one-rank.db"));
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
+  EXPECT_EQ(q.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 0);
+  EXPECT_EQ(q.number("SELECT sum(value) FROM stats WHERE name = 'nccl_calls_without_gpu_time'"),
+            11);
+
+  // The same program as one rank of two: the plugin spans every call, nothing is linked.
+  const std::string two = trace_fake_cupti("two-ranks", "kernels", 2, "5,4");
+  EXPECT_EQ(occurrences(two, "cuptiEnableCallback"), 0u) << two;
+  TraceQuery q2(path("two-ranks.db"));
+  EXPECT_EQ(q2.number("SELECT count(*) FROM collectives WHERE channels IS NOT NULL"), 11);
+  EXPECT_EQ(q2.number("SELECT count(*) FROM stats WHERE name = 'nccl_calls_without_gpu_time'"), 0);
 }
 #endif
 

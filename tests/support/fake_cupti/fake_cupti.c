@@ -11,8 +11,9 @@
  *                               abort the process: the real libcupti crashes in them (SIGSEGV in
  *                               cuptiActivityDisable, CUDA 13.0 on an H200, 2026-11-26); a flush
  *                               still works, as it does there.
- *   FAKE_CUPTI_LOG=FILE         each entry point called is appended to FILE, one name a line, and
- *                               "torn down" where the teardown happened.
+ *   FAKE_CUPTI_LOG=FILE         each entry point called is appended to FILE, one name a line
+ *                               (cuptiEnableCallback's with "on" or "off"), and "torn down" where
+ *                               the teardown happened.
  *   FAKE_CUPTI_TAKEN=1          another profiler holds CUPTI: cuptiSubscribe fails with
  *                               CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, as it does under
  *                               nsys or torch.profiler. */
@@ -158,11 +159,10 @@ EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) 
 EXPORT CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                                 CUpti_CallbackDomain domain,
                                                 CUpti_CallbackId callback) {
-  (void)enable;
   (void)subscriber;
   (void)domain;
   (void)callback;
-  needs_cuda("cuptiEnableCallback");
+  needs_cuda(enable ? "cuptiEnableCallback on" : "cuptiEnableCallback off");
   return CUPTI_SUCCESS;
 }
 
