@@ -64,6 +64,15 @@ bool RecordBuffer::append(std::span<const uint8_t> record) noexcept {
   return true;
 }
 
+bool RecordBuffer::full_for(size_t size) noexcept {
+  const size_t total = kRecordLengthBytes + size;
+  if (size > max_record_bytes_ || total > capacity()) return false;
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  if (capacity() - (head - cached_tail_) >= total) return false;
+  cached_tail_ = tail_.load(std::memory_order_acquire);
+  return capacity() - (head - cached_tail_) < total;
+}
+
 bool RecordBuffer::empty() const {
   return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
 }

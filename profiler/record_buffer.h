@@ -22,6 +22,9 @@ class RecordBuffer {
 
   // Producer only. False when the record was dropped (full, or too long); never blocks.
   bool append(std::span<const uint8_t> record) noexcept;
+  // Producer only: whether a record of `size` bytes would be dropped now for want of room that
+  // a drain would make (false when it fits, and when it never could: too long).
+  bool full_for(size_t size) noexcept;
 
   // Consumer only. Appends whole records, oldest first, to out as [u32 LE length][bytes] (the
   // collector's batch layout) while out stays within max_bytes; at least one record if any is

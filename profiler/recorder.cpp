@@ -1,5 +1,6 @@
 #include "profiler/recorder.h"
 
+#include <algorithm>
 #include <array>
 #include <exception>
 
@@ -32,6 +33,13 @@ thread_local ThreadRegistration t_registration;
 
 // Ids for recorders, so a thread's stale entry never matches a new recorder at the same address.
 std::atomic<uint64_t> g_next_recorder_id{1};
+
+// This thread's Recorder::WaitForRoom: how many live, and until when a full buffer waits.
+struct RoomWait {
+  int scopes = 0;
+  std::chrono::steady_clock::time_point until{};
+};
+thread_local RoomWait t_room_wait;
 
 }  // namespace
 
@@ -72,7 +80,26 @@ bool Recorder::record(std::span<const uint8_t> encoded_event) noexcept {
     unregistered_dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  if (t_room_wait.scopes > 0 && buffer->full_for(encoded_event.size())) {
+    wait_for_room(*buffer, encoded_event.size());
+  }
   return buffer->append(encoded_event);
+}
+
+Recorder::WaitForRoom::WaitForRoom(std::chrono::milliseconds most) {
+  if (t_room_wait.scopes++ == 0) t_room_wait.until = std::chrono::steady_clock::now() + most;
+}
+
+Recorder::WaitForRoom::~WaitForRoom() { --t_room_wait.scopes; }
+
+void Recorder::wait_for_room(RecordBuffer& buffer, size_t size) noexcept {
+  constexpr auto kOneDrain = std::chrono::milliseconds(100);
+  while (buffer.full_for(size)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        t_room_wait.until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    (void)flush(std::min(left, kOneDrain));
+  }
 }
 
 RecordBuffer* Recorder::register_thread() noexcept {

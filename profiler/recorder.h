@@ -61,10 +61,26 @@ class Recorder {
   // Drains every buffer to the sink now; true once done, false if that took longer than timeout.
   bool flush(std::chrono::milliseconds timeout = std::chrono::seconds(5)) noexcept;
 
+  // On a thread that is not the program's own and records bursts: CUPTI's buffer thread, which
+  // translates thousands of GPU records at once (a PyTorch step's kernels, half a second of
+  // them, with names of 400 bytes on average: more than a thread's buffer holds). While one of
+  // these lives on the thread, a record that finds the thread's buffer full asks for a drain and
+  // waits for the room, `most` in all over the scope, before it is dropped. Training threads
+  // never make one: they are never made to wait.
+  class WaitForRoom {
+   public:
+    explicit WaitForRoom(std::chrono::milliseconds most);
+    ~WaitForRoom();
+    WaitForRoom(const WaitForRoom&) = delete;
+    WaitForRoom& operator=(const WaitForRoom&) = delete;
+  };
+
   RecorderStats stats() const;
 
  private:
   RecordBuffer* register_thread() noexcept;
+  // Drains until `buffer` has room for `size` bytes or the thread's WaitForRoom time is spent.
+  void wait_for_room(RecordBuffer& buffer, size_t size) noexcept;
   void flusher_loop();
   void drain_all();  // flusher (or flush() without a flusher) only
   void ship(uint32_t record_count);

@@ -22,6 +22,7 @@
 #include "core/thread_start.h"
 #include "profiler/cupti/cupti_activity_parser.h"
 #include "profiler/gpu_trace_level.h"
+#include "profiler/recorder.h"
 
 namespace partrain::profiler::cupti {
 namespace {
@@ -128,6 +129,8 @@ SwitchedOff switched_off_from_env() {
 // 1.328x on a 7 ms step without the flush at each step); the flusher's own flush every second
 // keeps a live trace as current for steps shorter than this.
 constexpr auto kStepFlushGap = std::chrono::milliseconds(500);
+// How long one delivered buffer's records may wait, in all, for room in the recorder.
+constexpr auto kBufferRoomWait = std::chrono::seconds(2);
 
 class CuptiSession;
 // CUPTI's buffer callbacks carry no user data; the launch callback checks it too, since a
@@ -387,7 +390,15 @@ void CUPTIAPI CuptiSession::buffer_completed(CUcontext context, uint32_t stream,
                                              size_t /*size*/, size_t valid) {
   CuptiSession* session = g_session;
   if (session == nullptr || buffer == nullptr) return;
-  session->translate(buffer, valid);
+  {
+    // A buffer holds up to a second of the GPU's work: 6,000 kernels of a PyTorch program whose
+    // names average 400 bytes overran this thread's recorder buffer and lost 60% of them (H200,
+    // 2026-11-30, run 8). This is CUPTI's thread (or the flusher's, or the exit's), never a
+    // training thread: it waits for the recorder to drain instead. Launch callbacks inside NCCL
+    // calls wait on the translator's lock meanwhile.
+    Recorder::WaitForRoom wait(kBufferRoomWait);
+    session->translate(buffer, valid);
+  }
   size_t dropped = 0;
   if (session->api_.dropped_records(context, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
     std::lock_guard lock(session->mutex_);

@@ -26,7 +26,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { kMaxPending = 64 };
+enum { kMaxPending = 8192 };
 
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_BuffersCallbackRequestFunc g_request = NULL;

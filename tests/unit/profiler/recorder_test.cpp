@@ -4,12 +4,12 @@
 #include "profiler/recorder.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -154,6 +154,65 @@ TEST(Recorder, FastProducerSlowSinkDropsWithExactCountsAndNeverBlocks) {
   EXPECT_EQ(sink.records.size() + sink.dropped_total, kEvents);
   EXPECT_EQ(stats.dropped, sink.dropped_total);
   EXPECT_EQ(stats.recorded, sink.records.size());
+}
+
+// A burst larger than the thread's buffer, as CUPTI's buffer thread records half a second of
+// kernels at once: under WaitForRoom every record waits for a drain and arrives, in order; the
+// same burst without it loses most of them.
+TEST(Recorder, ABurstUnderWaitForRoomWaitsForDrainsInsteadOfDropping) {
+  constexpr uint32_t kEvents = 4000;  // 4000 x 404 bytes: 1.6 MB through a 64 KiB buffer
+  for (const bool waits : {true, false}) {
+    SCOPED_TRACE(waits ? "WaitForRoom" : "no WaitForRoom");
+    MemorySink sink;
+    sink.delay_ms = 1;
+    {
+      Recorder recorder(sink, {.buffer_bytes_per_thread = 64 << 10,
+                               .max_batch_bytes = 16 << 10,
+                               .flush_interval = std::chrono::milliseconds(50)});
+      std::optional<Recorder::WaitForRoom> wait;
+      if (waits) wait.emplace(std::chrono::seconds(30));
+      for (uint32_t i = 0; i < kEvents; ++i) recorder.record(event(0, i, 400));
+      wait.reset();
+      recorder.flush(std::chrono::seconds(10));
+    }
+    if (waits) {
+      EXPECT_EQ(sink.dropped_total, 0u);
+      ASSERT_EQ(sink.records.size(), kEvents);
+      for (uint32_t i = 0; i < kEvents; ++i) {
+        uint32_t seq = 0;
+        std::memcpy(&seq, sink.records[i].data() + 4, 4);
+        ASSERT_EQ(seq, i);
+      }
+    } else {
+      EXPECT_GT(sink.dropped_total, kEvents / 2);
+      EXPECT_EQ(sink.records.size() + sink.dropped_total, kEvents);
+    }
+  }
+}
+
+// The wait is bounded: a sink that takes far longer than the scope's time makes the records
+// past it drop, counted, and the burst ends about when the time is spent.
+TEST(Recorder, WaitForRoomGivesUpWhenItsTimeIsSpent) {
+  MemorySink sink;
+  sink.delay_ms = 200;  // each 16 KiB batch: 200 ms
+  constexpr uint32_t kEvents = 2000;
+  int64_t took_ns = 0;
+  {
+    Recorder recorder(sink, {.buffer_bytes_per_thread = 64 << 10,
+                             .max_batch_bytes = 16 << 10,
+                             .flush_interval = std::chrono::milliseconds(50)});
+    const int64_t start = monotonic_ns();
+    {
+      Recorder::WaitForRoom wait(std::chrono::milliseconds(300));
+      for (uint32_t i = 0; i < kEvents; ++i) recorder.record(event(0, i, 400));
+    }
+    took_ns = monotonic_ns() - start;
+    recorder.flush(std::chrono::seconds(30));
+  }
+  EXPECT_GT(sink.dropped_total, 0u);
+  EXPECT_EQ(sink.records.size() + sink.dropped_total, kEvents);
+  // 300 ms of waiting, plus at most one drain in flight (its batches: 4 x 200 ms) when it ends.
+  EXPECT_LT(took_ns, 3'000'000'000LL);
 }
 
 TEST(Recorder, AThrowingSinkIsCountedNeverPropagated) {
