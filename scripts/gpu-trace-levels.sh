@@ -26,8 +26,8 @@ Usage: gpu-trace-levels.sh [--build-dir DIR] [--out DIR] [--rounds N] [--steps N
                    started then still ends inside a 10-minute call)
   --configs LIST   the PyTorch program's configurations, space-separated (default "plain nccl
                    kernels full torch"); LEVEL:PART,PART runs a level with parts of its CUPTI
-                   session switched off (PARTRAIN_CUPTI_OFF: step-flush, launch-callbacks),
-                   e.g. "kernels:step-flush"; the first is the ratios' base
+                   session switched off (PARTRAIN_CUPTI_OFF: step-flush, launch-callbacks,
+                   callback-scoping), e.g. "kernels:step-flush"; the first is the ratios' base
   --quick          only the configurations' rounds: no plugin check, no nccl beside
                    torch.profiler (run them once with the defaults)
 Exit codes: 0 measured; 1 a run failed; 2 bad usage; 3 no partrain or program found.
