@@ -181,9 +181,11 @@ StatusOr<std::string> render(const MemoryFlags& f) {
   ASSIGN_OR_RETURN(memory::GpuSpec gpu, resolve_gpu(f.gpu));
   input.capacity_bytes = gpu.memory_bytes;
   if (!gpu.cuda_runtime && !input.reserve_bytes) input.reserve_bytes = 0;  // host memory
-  memory::ReportContext context{f.model.params > 0 ? fmt::format("{:.4g} parameters", f.model.params)
-                                             : input.model.name,
-                                gpu.name};
+  memory::ReportContext context{.model_name = f.model.params > 0
+                                                  ? fmt::format("{:.4g} parameters", f.model.params)
+                                                  : input.model.name,
+                                .gpu_name = gpu.name,
+                                .capacity_caveat = {}};
   if (!gpu.cuda_runtime && f.gpu.gpu_file.empty()) {  // the cpu preset, not the user's file
     context.capacity_caveat = fmt::format(
         "the {} preset's {:.0f} GiB is a placeholder, not this host's memory, and the ranks on a "

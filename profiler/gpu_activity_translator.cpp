@@ -57,6 +57,7 @@ void GpuActivityTranslator::on(const GpuKernel& kernel) {
   record.static_shared_bytes = kernel.static_shared_bytes;
   record.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
   sink_.emit(record);
+  latest_kernel_start_ns_ = std::max(latest_kernel_start_ns_, kernel.start_ns);
 
   auto link = external_of_.find(kernel.correlation);
   if (link != external_of_.end()) {
@@ -152,7 +153,7 @@ void GpuActivityTranslator::flush(bool final) {
     auto span = spans_.find(call.correlation);
     if (span != spans_.end()) {
       sink_.collective(call.event, span->second.start_ns, span->second.end_ns);
-    } else if (final) {
+    } else if (final || call.event.end_ns + kKernelWaitNs < latest_kernel_start_ns_) {
       sink_.collective(call.event, -1, -1);
       ++calls_without_gpu_time_;
     } else {

@@ -37,14 +37,20 @@ class GpuActivityTranslator {
   // Bounds on what waits for its other half; beyond them the oldest goes without (counted).
   static constexpr size_t kMaxPendingCalls = 1 << 16;
   static constexpr size_t kMaxUnmatchedCorrelations = 1 << 18;
+  // A call still without kernels once the GPU has begun work this long after the call returned
+  // launched none (a one-rank SUM all_reduce: NCCL adds nothing) or lost them: it goes without,
+  // rather than wait for the process's end. A kernel launched inside the call would have had to
+  // sit queued behind seconds of its stream's work while other work started.
+  static constexpr int64_t kKernelWaitNs = 5'000'000'000;
 
   explicit GpuActivityTranslator(GpuTraceSink& sink);
 
   void add(const GpuActivity& activity);
   // An NCCL call (or group member) made on the host; recorded once its kernels are known.
   void add_nccl_call(const NcclCallRecord& call);
-  // Records every NCCL call whose kernels have been seen; with `final`, the rest too, without
-  // GPU times (a program that exits with work in flight, kernel records lost).
+  // Records every NCCL call whose kernels have been seen, and those past kKernelWaitNs without;
+  // with `final`, the rest too, without GPU times (a program that exits with work in flight,
+  // kernel records lost).
   void flush(bool final);
 
   uint64_t calls_without_gpu_time() const { return calls_without_gpu_time_; }
@@ -75,6 +81,7 @@ class GpuActivityTranslator {
   std::deque<NcclCallRecord> pending_;
   std::unordered_map<std::string, std::string> names_;  // mangled -> demangled
   int64_t reserved_bytes_ = 0;
+  int64_t latest_kernel_start_ns_ = 0;  // local ns: how far the GPU's work has been seen
   uint64_t calls_without_gpu_time_ = 0;
 };
 

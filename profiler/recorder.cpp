@@ -12,9 +12,10 @@ namespace {
 
 // The one piece of mutable global state in the recorder, by design: each thread's registration,
 // mapping a recorder (by id, never by address, which a later recorder may reuse) to the buffer
-// that thread appends to. Lookups are a scan of a few slots with no lock; the entries own their
-// buffers jointly with the recorder, so either may go first. A thread that exits, or evicts an
-// entry to serve a fifth recorder, retires the buffer so the flusher can release it once drained.
+// that thread appends to, and the thread's WaitForRoom scopes. Lookups are a scan of a few slots
+// with no lock; the entries own their buffers jointly with the recorder, so either may go first. A
+// thread that exits, or evicts an entry to serve a fifth recorder, retires the buffer so the
+// flusher can release it once drained.
 struct ThreadRegistration {
   struct Entry {
     uint64_t recorder_id = 0;
@@ -22,6 +23,10 @@ struct ThreadRegistration {
   };
   std::array<Entry, 4> entries;
   size_t next_eviction = 0;
+  // This thread's Recorder::WaitForRoom scopes: how many live, and until when a full buffer
+  // waits for a drain.
+  int room_wait_scopes = 0;
+  std::chrono::steady_clock::time_point room_wait_until{};
 
   ~ThreadRegistration() {
     for (auto& entry : entries) {
@@ -33,13 +38,6 @@ thread_local ThreadRegistration t_registration;
 
 // Ids for recorders, so a thread's stale entry never matches a new recorder at the same address.
 std::atomic<uint64_t> g_next_recorder_id{1};
-
-// This thread's Recorder::WaitForRoom: how many live, and until when a full buffer waits.
-struct RoomWait {
-  int scopes = 0;
-  std::chrono::steady_clock::time_point until{};
-};
-thread_local RoomWait t_room_wait;
 
 }  // namespace
 
@@ -80,23 +78,25 @@ bool Recorder::record(std::span<const uint8_t> encoded_event) noexcept {
     unregistered_dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (t_room_wait.scopes > 0 && buffer->full_for(encoded_event.size())) {
+  if (t_registration.room_wait_scopes > 0 && buffer->full_for(encoded_event.size())) {
     wait_for_room(*buffer, encoded_event.size());
   }
   return buffer->append(encoded_event);
 }
 
 Recorder::WaitForRoom::WaitForRoom(std::chrono::milliseconds most) {
-  if (t_room_wait.scopes++ == 0) t_room_wait.until = std::chrono::steady_clock::now() + most;
+  if (t_registration.room_wait_scopes++ == 0) {
+    t_registration.room_wait_until = std::chrono::steady_clock::now() + most;
+  }
 }
 
-Recorder::WaitForRoom::~WaitForRoom() { --t_room_wait.scopes; }
+Recorder::WaitForRoom::~WaitForRoom() { --t_registration.room_wait_scopes; }
 
 void Recorder::wait_for_room(RecordBuffer& buffer, size_t size) noexcept {
   constexpr auto kOneDrain = std::chrono::milliseconds(100);
   while (buffer.full_for(size)) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        t_room_wait.until - std::chrono::steady_clock::now());
+        t_registration.room_wait_until - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;
     (void)flush(std::min(left, kOneDrain));
   }

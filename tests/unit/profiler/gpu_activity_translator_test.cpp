@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "tests/support/scratch_dir.h"
@@ -150,6 +151,41 @@ TEST_F(GpuActivityTranslatorTest, AGroupsCallsShareItsKernelsAndTheLastFlushKeep
   EXPECT_EQ(q.rows("SELECT seq, gpu_start_ns, gpu_end_ns FROM collectives ORDER BY seq"),
             "0|3000|3500\n1|3000|3500\n2|NULL|NULL\n");
   EXPECT_EQ(translator_.calls_without_gpu_time(), 1u);
+}
+
+// A call that launched no kernel (a one-rank SUM all_reduce) leaves without GPU times once the
+// GPU has been seen starting work more than kKernelWaitNs after the call returned, not at the
+// process's end; one whose wait is shorter than that keeps waiting.
+TEST_F(GpuActivityTranslatorTest, ACallWithoutKernelsLeavesOnceTheGpuIsFarPastIt) {
+  constexpr int64_t kWait = GpuActivityTranslator::kKernelWaitNs;
+  // "seq:gpu_start" of each collective emitted so far (-1: no GPU time).
+  const auto emitted = [&] {
+    std::string rows;
+    for (const TraceEvent& event : sink_.events) {
+      if (const auto* call = std::get_if<CollectiveRecord>(&event)) {
+        rows += std::to_string(call->event.seq) + ":" + std::to_string(call->gpu_start_ns) + " ";
+      }
+    }
+    return rows;
+  };
+  translator_.add_nccl_call(nccl_call(0, 700));  // returned at 120 ns; no kernel ever
+  translator_.add_nccl_call(nccl_call(1, 701));  // returned at 121 ns; nor this one
+  translator_.add(kernel("gemm", 120 + kWait - 1000, 120 + kWait, 80));
+  translator_.flush(false);
+  EXPECT_EQ(emitted(), "") << "within the wait: both wait";
+
+  translator_.add(kernel("gemm", 200 + kWait, 250 + kWait, 81));  // the GPU is past both waits
+  translator_.flush(false);
+  EXPECT_EQ(emitted(), "0:-1 1:-1 ");
+  EXPECT_EQ(translator_.calls_without_gpu_time(), 2u);
+
+  // A call whose kernel arrives after such work still gets its span: it was seen.
+  translator_.add_nccl_call(nccl_call(2, 702));
+  translator_.add(GpuExternalCorrelation{702, 82});
+  translator_.add(kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 300 + kWait, 400 + kWait, 82));
+  translator_.flush(false);
+  EXPECT_EQ(emitted(), "0:-1 1:-1 2:" + std::to_string(1300 + kWait) + " ");
+  EXPECT_EQ(translator_.calls_without_gpu_time(), 2u);
 }
 
 }  // namespace
