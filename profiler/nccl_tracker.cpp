@@ -269,6 +269,12 @@ void NcclTracker::group_ended(uint64_t correlation, int64_t return_ns, ncclResul
   }
 }
 
+bool NcclTracker::in_group() const {
+  std::lock_guard lock(mutex_);
+  auto group = groups_.find(std::this_thread::get_id());
+  return group != groups_.end() && group->second.depth > 0;
+}
+
 int NcclTracker::open_group_fewest_ranks() const {
   std::lock_guard lock(mutex_);
   int fewest = std::numeric_limits<int>::max();

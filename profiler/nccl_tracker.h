@@ -103,6 +103,9 @@ class NcclTracker {
   void group_started();
   // `correlation` is the id pushed around ncclGroupEnd: the group's kernels carry it.
   void group_ended(uint64_t correlation, int64_t return_ns, ncclResult_t result);
+  // Whether this thread is inside ncclGroupStart/ncclGroupEnd: its calls launch nothing until
+  // the outermost end.
+  bool in_group() const;
   // The fewest ranks of a communicator among the calls of this thread's open group (those its
   // next ncclGroupEnd issues); INT_MAX when it holds none.
   int open_group_fewest_ranks() const;

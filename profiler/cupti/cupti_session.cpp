@@ -3,11 +3,13 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -40,6 +42,7 @@ struct CuptiApi {
   decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
   decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
   decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;  // CUPTI 13.0 on: names who holds CUPTI
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiEnableCallback) enable_callback = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
@@ -209,6 +212,9 @@ class CuptiSession final : public GpuTracing {
   void translate(uint8_t* buffer, size_t valid);
   void periodic_flush();
   void sync_clock();
+  // cuptiSubscribe, or cuptiSubscribe_v2 where CUPTI has it; `holder`: the name CUPTI gives of
+  // the tool that holds it when it refuses (empty: none given).
+  CUptiResult subscribe(std::string& holder);
   // A thread entered (+1) or left (-1) a linked NCCL call. The launch callbacks are on only
   // while some thread is inside one: on, they cost every kernel launch of the process, the
   // program's own too (about 6 us each on an H200, docs/gpu-validation.md run 7c).
@@ -248,12 +254,39 @@ std::string result_text(const CuptiApi& api, CUptiResult result) {
   return text != nullptr ? text : "CUPTI error " + std::to_string(static_cast<int>(result));
 }
 
+CUptiResult CuptiSession::subscribe(std::string& holder) {
+  if (api_.subscribe_v2 == nullptr) {
+    return api_.subscribe(&subscriber_, &CuptiSession::on_launch, this);
+  }
+  std::array<char, CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN> old_name{};
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "partrain";
+  params.oldSubscriberName = old_name.data();
+  params.oldSubscriberSize = old_name.size();
+  const CUptiResult result =
+      api_.subscribe_v2(&subscriber_, &CuptiSession::on_launch, this, &params);
+  holder.assign(old_name.data(), strnlen(old_name.data(), old_name.size()));
+  return result;
+}
+
 Status CuptiSession::enable() {
   // CUPTI has one subscriber per process: when nsys, the PyTorch profiler or another tool holds
-  // it, partrain stays out of its way.
-  CUptiResult result = api_.subscribe(&subscriber_, &CuptiSession::on_launch, this);
+  // it, partrain stays out of its way. cuptiSubscribe_v2 (CUPTI 13.0 on) names the holder, and
+  // names partrain to a tool that comes second ("CUPTI for partrain"). Its multi-subscriber mode
+  // (allowMultipleSubscribers, CUPTI 13.2; activity per subscriber from 13.5) is not asked for:
+  // before 13.5 the activity buffers are shared, so a second tool's
+  // cuptiActivityRegisterCallbacks would take partrain's records.
+  std::string holder;
+  CUptiResult result = subscribe(holder);
   if (result != CUPTI_SUCCESS) subscriber_ = nullptr;
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    if (!holder.empty()) {
+      return unavailable(
+          "CUPTI is already in use in this process by \"{}\": GPU kernels are not "
+          "recorded; NCCL calls still are",
+          holder);
+    }
     return unavailable("CUPTI is already in use by another profiler in this process (nsys, the "
                        "PyTorch profiler, ...): GPU kernels are not recorded; NCCL calls still are");
   }
@@ -481,6 +514,7 @@ std::unique_ptr<GpuTracing> start_session(GpuTraceSink& sink) {
   find(library, "cuptiActivityPushExternalCorrelationId", api.push_external);
   find(library, "cuptiActivityPopExternalCorrelationId", api.pop_external);
   find(library, "cuptiSubscribe", api.subscribe);
+  find(library, "cuptiSubscribe_v2", api.subscribe_v2);
   find(library, "cuptiUnsubscribe", api.unsubscribe);
   find(library, "cuptiGetResultString", api.result_string);
   find(library, "cuptiEnableCallback", api.enable_callback);

@@ -130,7 +130,10 @@ ncclResult_t traced_call(const NcclCall& call, Forward forward) {
       describe_comm(call.comm, nranks, rank);
       process->nccl().comm_adopted(call.comm, nranks, rank);
     }
-    scope.link_kernels(process->nccl().comm_nranks(call.comm));
+    // Inside a group NCCL launches nothing here: the group's end does, and links its kernels.
+    if (process->gpu() != nullptr && !process->nccl().in_group()) {
+      scope.link_kernels(process->nccl().comm_nranks(call.comm));
+    }
   }
   const ncclResult_t result = forward();
   if (process != nullptr) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "tests/integration/command_runner.h"
 #include "tests/support/scratch_dir.h"
@@ -57,7 +58,8 @@ TEST_F(CuptiSessionTest, AtExitAfterCudaIsGoneKernelsAreKeptAndCuptiIsLeftAlone)
   // It had started for real: subscribed, CUPTI's clock read against the monotonic one (no
   // timestamp callback: it cost the launching thread), its kinds enabled. The kernels above lie
   // within the run only because their Unix-time stamps were converted.
-  EXPECT_NE(calls.find("cuptiSubscribe\ncuptiGetTimestamp\ncuptiGetTimestamp\ncuptiGetTimestamp\n"
+  EXPECT_NE(calls.find("cuptiSubscribe_v2 partrain\ncuptiGetTimestamp\ncuptiGetTimestamp\n"
+                       "cuptiGetTimestamp\n"
                        "cuptiActivityRegisterCallbacks\ncuptiActivityEnable\n"),
             std::string::npos)
       << calls;
@@ -84,27 +86,37 @@ TEST_F(CuptiSessionTest, ABufferOfThousandsOfKernelsReachesTheTraceWhole) {
 // Another profiler holds CUPTI (nsys, torch.profiler): one notice, and the NCCL calls are traced
 // all the same (the NCCL program, its CUDA initialised, finding the stand-in libcupti on the
 // loader's path as it would the toolkit's).
+// cuptiSubscribe_v2 names the holder where CUPTI gives its name; without one the notice says
+// what usually holds it.
 TEST_F(CuptiSessionTest, WhenAnotherProfilerHoldsCuptiNcclCallsAreStillTraced) {
-  const std::string trace = path("taken.db");
-  CommandResult r = run_partrain(
-      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {} 0 1", trace, FAKE_NCCL_PROGRAM),
-      fmt::format("LD_LIBRARY_PATH={} FAKE_CUPTI_TAKEN=1 FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} "
-                  "env -u RANK",
-                  FAKE_CUPTI_DIR, path("cupti.log")));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("InitializeInjection ok\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("done rank 0: all results as expected"), std::string::npos) << r.out;
-  const std::string notice =
-      "CUPTI is already in use by another profiler in this process (nsys, the PyTorch profiler, "
-      "...): GPU kernels are not recorded; NCCL calls still are";
-  const size_t first = r.err.find(notice);
-  EXPECT_NE(first, std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find(notice, first + 1), std::string::npos) << r.err;
-  // It asked, was refused, and touched CUPTI no further.
-  EXPECT_EQ(read_file(path("cupti.log")), "cuptiSubscribe\n");
-  TraceQuery q(trace);
-  EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
-  EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 0);
+  for (const auto& [taken, notice] :
+       {std::pair<std::string, std::string>{
+            "nsys-2025.3",
+            "CUPTI is already in use in this process by \"nsys-2025.3\": GPU "
+            "kernels are not recorded; NCCL calls still are"},
+        {"1",
+         "CUPTI is already in use by another profiler in this process (nsys, the PyTorch "
+         "profiler, ...): GPU kernels are not recorded; NCCL calls still are"}}) {
+    SCOPED_TRACE(taken);
+    const std::string trace = path("taken-" + taken + ".db");
+    const std::string log = path("cupti-" + taken + ".log");
+    CommandResult r = run_partrain(
+        fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {} 0 1", trace, FAKE_NCCL_PROGRAM),
+        fmt::format("LD_LIBRARY_PATH={} FAKE_CUPTI_TAKEN={} FAKE_CUDA_INIT=1 FAKE_CUPTI_LOG={} "
+                    "env -u RANK",
+                    FAKE_CUPTI_DIR, taken, log));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("InitializeInjection ok\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("done rank 0: all results as expected"), std::string::npos) << r.out;
+    const size_t first = r.err.find(notice);
+    EXPECT_NE(first, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(notice, first + 1), std::string::npos) << r.err;
+    // It asked under its own name, was refused, and touched CUPTI no further.
+    EXPECT_EQ(read_file(log), "cuptiSubscribe_v2 partrain\n");
+    TraceQuery q(trace);
+    EXPECT_EQ(q.number("SELECT count(*) FROM collectives"), 11);
+    EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 0);
+  }
 }
 #endif
 

@@ -14,7 +14,8 @@
  *   FAKE_CUPTI_LOG=FILE         each entry point called is appended to FILE, one name a line
  *                               (cuptiEnableCallback's with "on" or "off"), and "torn down" where
  *                               the teardown happened.
- *   FAKE_CUPTI_TAKEN=1          another profiler holds CUPTI: cuptiSubscribe fails with
+ *   FAKE_CUPTI_TAKEN=1|NAME     another profiler holds CUPTI (cuptiSubscribe_v2 names it NAME,
+ *                               none for 1): cuptiSubscribe and _v2 fail with
  *                               CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, as it does under
  *                               nsys or torch.profiler. */
 #include <cupti.h>
@@ -137,6 +138,27 @@ EXPORT CUptiResult CUPTIAPI
 cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t* last) {
   (void)kind;
   *last = 0;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                              CUpti_CallbackFunc callback, void* userdata,
+                                              CUpti_SubscriberParams* params) {
+  (void)callback;
+  (void)userdata;
+  char line[128];
+  snprintf(line, sizeof line, "cuptiSubscribe_v2 %s",
+           params != NULL && params->subscriberName != NULL ? params->subscriberName : "(none)");
+  log_line(line);
+  const char* taken = getenv("FAKE_CUPTI_TAKEN");
+  if (taken != NULL) {
+    if (strcmp(taken, "1") != 0 && params != NULL && params->oldSubscriberName != NULL &&
+        params->oldSubscriberSize > 0) {
+      snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", taken);
+    }
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
+  *subscriber = (CUpti_SubscriberHandle)0x1000;
   return CUPTI_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -104,6 +105,29 @@ TEST_F(NcclTrackerTest, GroupCallsAreIssuedByTheOutermostGroupEndWithItsCorrelat
   }
   tracker_.group_ended(15, 400, ncclSuccess);  // unmatched: ignored
   EXPECT_EQ(calls_.size(), 2u);
+}
+
+// What the interposition asks before linking a call's kernels: whether the thread is in a group
+// (its calls launch nothing), and the smallest communicator among the calls its end issues.
+TEST_F(NcclTrackerTest, AThreadsOpenGroupIsKnownWithItsSmallestCommunicator) {
+  init(handle(0x10), "world", 4, 1);
+  init(handle(0x20), "alone", 1, 0);
+  EXPECT_FALSE(tracker_.in_group());
+  EXPECT_EQ(tracker_.open_group_fewest_ranks(), std::numeric_limits<int>::max());
+  EXPECT_EQ(tracker_.comm_nranks(handle(0x20)), 1);
+  EXPECT_EQ(tracker_.comm_nranks(handle(0x30)), 0);  // never seen
+  tracker_.group_started();
+  EXPECT_TRUE(tracker_.in_group());
+  call("all_reduce", handle(0x10), 4, ncclFloat32);
+  EXPECT_EQ(tracker_.open_group_fewest_ranks(), 4);
+  call("all_reduce", handle(0x20), 4, ncclFloat32);
+  EXPECT_EQ(tracker_.open_group_fewest_ranks(), 1);
+  std::thread([this] {
+    EXPECT_FALSE(tracker_.in_group());  // another thread's group is not this one's
+    EXPECT_EQ(tracker_.open_group_fewest_ranks(), std::numeric_limits<int>::max());
+  }).join();
+  tracker_.group_ended(9, 500, ncclSuccess);
+  EXPECT_FALSE(tracker_.in_group());
 }
 
 TEST_F(NcclTrackerTest, GroupDepthIsPerThreadAndAFailedGroupFailsItsCalls) {
