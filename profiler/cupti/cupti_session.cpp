@@ -266,8 +266,14 @@ CUptiResult CuptiSession::subscribe(std::string& holder) {
   params.oldSubscriberSize = old_name.size();
   const CUptiResult result =
       api_.subscribe_v2(&subscriber_, &CuptiSession::on_launch, this, &params);
-  holder.assign(old_name.data(), strnlen(old_name.data(), old_name.size()));
-  return result;
+  if (result == CUPTI_SUCCESS || result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    holder.assign(old_name.data(), strnlen(old_name.data(), old_name.size()));
+    return result;
+  }
+  // A CUPTI whose cuptiSubscribe_v2 refuses what it was given: the first way, which every
+  // CUPTI partrain has run on takes.
+  subscriber_ = nullptr;
+  return api_.subscribe(&subscriber_, &CuptiSession::on_launch, this);
 }
 
 Status CuptiSession::enable() {

@@ -66,6 +66,22 @@ TEST_F(CuptiSessionTest, AtExitAfterCudaIsGoneKernelsAreKeptAndCuptiIsLeftAlone)
   EXPECT_EQ(calls.find("cuptiActivityRegisterTimestampCallback"), std::string::npos) << calls;
 }
 
+// A CUPTI whose cuptiSubscribe_v2 refuses partrain's parameters: the session subscribes the first
+// way, and the kernels are recorded as before.
+TEST_F(CuptiSessionTest, ACuptiRefusingSubscribeV2IsSubscribedTheFirstWay) {
+  const std::string trace = path("v1.db");
+  const std::string log = path("v1-cupti.log");
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {}", trace, FAKE_CUPTI_PROGRAM),
+      fmt::format("FAKE_CUPTI_V2_REFUSES=1 FAKE_CUPTI_LOG={} env -u RANK", log));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("CUPTI cannot start"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(log).rfind("cuptiSubscribe_v2 partrain\ncuptiSubscribe\n", 0), 0u)
+      << read_file(log);
+  TraceQuery q(trace);
+  EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 2);
+}
+
 // A buffer of 6,000 kernels with names of 511 bytes (3 MB of events, three times what the
 // recorder buffers for one thread) handed over in one flush: every kernel reaches the trace,
 // none is counted lost (on an H200, a PyTorch program's 6,000 lost 60% before the CUPTI thread

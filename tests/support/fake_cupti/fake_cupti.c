@@ -17,7 +17,9 @@
  *   FAKE_CUPTI_TAKEN=1|NAME     another profiler holds CUPTI (cuptiSubscribe_v2 names it NAME,
  *                               none for 1): cuptiSubscribe and _v2 fail with
  *                               CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, as it does under
- *                               nsys or torch.profiler. */
+ *                               nsys or torch.profiler.
+ *   FAKE_CUPTI_V2_REFUSES=1     cuptiSubscribe_v2 fails with CUPTI_ERROR_INVALID_PARAMETER, as a
+ *                               CUPTI might whose parameters differ from this build's. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -150,6 +152,7 @@ EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber
   snprintf(line, sizeof line, "cuptiSubscribe_v2 %s",
            params != NULL && params->subscriberName != NULL ? params->subscriberName : "(none)");
   log_line(line);
+  if (getenv("FAKE_CUPTI_V2_REFUSES") != NULL) return CUPTI_ERROR_INVALID_PARAMETER;
   const char* taken = getenv("FAKE_CUPTI_TAKEN");
   if (taken != NULL) {
     if (strcmp(taken, "1") != 0 && params != NULL && params->oldSubscriberName != NULL &&
