@@ -24,6 +24,15 @@ class CuptiSessionTest : public ::testing::Test {
 #endif
   }
   std::string path(const std::string& name) const { return (scratch_.path() / name).string(); }
+#ifdef FAKE_CUPTI_PROGRAM
+  // The stand-in CUDA program traced into `trace` as rank 0 of 1, the stand-in libcupti's
+  // settings (FAKE_CUPTI_*) in `env`.
+  CommandResult trace_cuda_program(const std::string& trace, const std::string& env) {
+    return run_partrain(
+        fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {}", trace, FAKE_CUPTI_PROGRAM),
+        env + " env -u RANK");
+  }
+#endif
   ScratchDir scratch_;
 };
 
@@ -31,9 +40,7 @@ class CuptiSessionTest : public ::testing::Test {
 TEST_F(CuptiSessionTest, AtExitAfterCudaIsGoneKernelsAreKeptAndCuptiIsLeftAlone) {
   const std::string trace = path("exit.db");
   const std::string log = path("cupti.log");
-  CommandResult r = run_partrain(
-      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {}", trace, FAKE_CUPTI_PROGRAM),
-      fmt::format("FAKE_CUPTI_LOG={} env -u RANK", log));
+  CommandResult r = trace_cuda_program(trace, fmt::format("FAKE_CUPTI_LOG={}", log));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "InitializeInjection ok\ndone\n");
   EXPECT_EQ(r.err.find("fake libcupti:"), std::string::npos) << r.err;
@@ -71,9 +78,8 @@ TEST_F(CuptiSessionTest, AtExitAfterCudaIsGoneKernelsAreKeptAndCuptiIsLeftAlone)
 TEST_F(CuptiSessionTest, ACuptiRefusingSubscribeV2IsSubscribedTheFirstWay) {
   const std::string trace = path("v1.db");
   const std::string log = path("v1-cupti.log");
-  CommandResult r = run_partrain(
-      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {}", trace, FAKE_CUPTI_PROGRAM),
-      fmt::format("FAKE_CUPTI_V2_REFUSES=1 FAKE_CUPTI_LOG={} env -u RANK", log));
+  CommandResult r =
+      trace_cuda_program(trace, fmt::format("FAKE_CUPTI_V2_REFUSES=1 FAKE_CUPTI_LOG={}", log));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("CUPTI cannot start"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(log).rfind("cuptiSubscribe_v2 partrain\ncuptiSubscribe\n", 0), 0u)
@@ -88,9 +94,7 @@ TEST_F(CuptiSessionTest, ACuptiRefusingSubscribeV2IsSubscribedTheFirstWay) {
 // waited for room).
 TEST_F(CuptiSessionTest, ABufferOfThousandsOfKernelsReachesTheTraceWhole) {
   const std::string trace = path("burst.db");
-  CommandResult r = run_partrain(
-      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 {}", trace, FAKE_CUPTI_PROGRAM),
-      "FAKE_CUPTI_BURST=6000 env -u RANK");
+  CommandResult r = trace_cuda_program(trace, "FAKE_CUPTI_BURST=6000");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   TraceQuery q(trace);
   EXPECT_EQ(q.number("SELECT count(*) FROM kernels"), 6002);
