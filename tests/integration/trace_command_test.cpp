@@ -339,7 +339,8 @@ TEST_F(TraceCommandTest, PartrainWorkersRecordThemselvesIntoTheOuterTrace) {
   EXPECT_EQ(failed.exit_code, 3) << failed.err;
   EXPECT_EQ(
       query(db("failed_inner.db"), "SELECT rank, exit_code, exit_signal FROM ranks ORDER BY rank"),
-      "0|3|0\n1|NULL|15\n");
+      "0|3|0\n1|NULL|15\n")
+      << failed.err;
   EXPECT_EQ(query(db("failed_inner.db"), "SELECT world_size, status FROM runs"), "2|failed\n");
   // And which rank failed first, which analyze reports first, as for a plain launch.
   const CommandResult analyzed = run_partrain("analyze " + db("failed_inner.db"));
