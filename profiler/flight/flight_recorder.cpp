@@ -12,6 +12,7 @@ FlightRecorder::FlightRecorder(size_t capacity, Sink sink)
 
 uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing timing) {
   std::lock_guard lock(mutex_);
+  recorded_any_.store(true, std::memory_order_relaxed);
   const uint64_t id = next_id_++;
   Entry entry{id, event, std::nullopt};
   if (timing == Timing::kFromEnqueue) entry.timed_from_ns = event.enqueue_ns;

@@ -3,6 +3,7 @@
 // plus an optional sink that sees every operation once it completes or fails.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,8 @@ class FlightRecorder {
   std::optional<Unfinished> oldest_unfinished() const;
   size_t capacity() const { return capacity_; }
   uint64_t total_recorded() const;
+  // Whether any operation was ever recorded. Lock-free: a signal handler may ask.
+  bool recorded_any() const { return recorded_any_.load(std::memory_order_relaxed); }
 
  private:
   struct Entry {
@@ -74,6 +77,7 @@ class FlightRecorder {
   const size_t capacity_;
   const Sink sink_;
   mutable std::mutex mutex_;
+  std::atomic<bool> recorded_any_{false};
   std::vector<Entry> ring_;  // ring_[id % capacity_] holds entry id while it is recent enough
   uint64_t next_id_ = 0;
   // Guarded by mutex_: next_id_ when final_snapshot() was taken; ids below it no longer reach

@@ -91,7 +91,14 @@ void on_signal(int signal, siginfo_t* info, void* context) {
   if (relay == nullptr) return;
   bool relayed = false;
   const uint64_t done_before = relay->fatal_done.load();
-  if (::getpid() == relay->pid && relay->relaying.load() &&
+  // A rank that has recorded no operation has no flight to dump: a stop signal that is not fatal
+  // takes effect at once, as without partrain. Relayed, it reached the program late, and a shell
+  // whose last command it execs (bash 5.1 on: `bash -c '...; sleep 30'`) went on to exec with
+  // the signal still in the relay's hands, lost: the rank ran out its command after a SIGTERM.
+  const RankFlight* flight = relay->flight.load();
+  const bool nothing_to_dump = !is_fatal(signal) && flight != nullptr && !flight->has_operations();
+  if (nothing_to_dump) relay->passing[signal_index(signal)].store(false);
+  if (!nothing_to_dump && ::getpid() == relay->pid && relay->relaying.load() &&
       !relay->passing[signal_index(signal)].exchange(false)) {
     siginfo_t request{};
     if (info != nullptr) request = *info;

@@ -46,6 +46,9 @@ class RankFlight {
   // The stop signal's work, on the relay's own thread (never in the handler): dump, ship. False
   // when the signal is not to take effect: the watchdog has fired and is ending the process.
   bool on_stop_signal(int signal);
+  // Whether the rank has recorded any operation, so that a stop signal has a flight to dump.
+  // Async-signal-safe.
+  bool has_operations() const { return recorder_.recorded_any(); }
 
   // The program has ended (partrain's Python atexit handler ran): a signal from here on comes in
   // the interpreter's shutdown, and its dump says so (FlightDump::after_program_end).

@@ -311,6 +311,22 @@ TEST_F(TraceCommandTest, ARankThatExecsEndsEachImageCleanly) {
       2);
 }
 
+// A rank that has recorded no collective has no flight to dump: a SIGTERM takes effect at once,
+// as without partrain, instead of reaching the program once the relay's thread has dumped and
+// flushed. Relayed, it came late: the shell below printed "after-kill" (and a `bash -c '...;
+// sleep 30'` rank, whose last command bash execs, lost it to the exec and ran out its sleep).
+TEST_F(TraceCommandTest, AStopSignalToARankWithNothingToDumpTakesEffectAtOnce) {
+  const fs::path flight_dir = dir_ / "flight";
+  fs::create_directories(flight_dir);
+  CommandResult r = run_partrain(
+      fmt::format("trace -o {} -- env RANK=0 WORLD_SIZE=1 bash -c 'kill -TERM $$; echo after-kill'",
+                  db("stopped.db")),
+      fmt::format("PARTRAIN_FLIGHT_DIR={}", flight_dir.string()));
+  EXPECT_EQ(r.exit_code, 143) << r.err;
+  EXPECT_EQ(r.out.find("after-kill"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_empty(flight_dir));
+}
+
 TEST_F(TraceCommandTest, PartrainWorkersRecordThemselvesIntoTheOuterTrace) {
   CommandResult r = run_partrain(fmt::format(
       "trace -o {} -- {} launch -n 2 --workload mlp --layers 2 --hidden 32 --steps 2",
