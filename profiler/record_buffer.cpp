@@ -38,20 +38,25 @@ void RecordBuffer::read_at(uint64_t pos, uint8_t* bytes, size_t size) const {
   if (first < size) std::memcpy(bytes + first, data_.get(), size - first);
 }
 
+bool RecordBuffer::ever_fits(size_t size) const {
+  return size <= max_record_bytes_ && kRecordLengthBytes + size <= capacity();
+}
+
+bool RecordBuffer::room_for(size_t size) noexcept {
+  const size_t total = kRecordLengthBytes + size;
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  if (capacity() - (head - cached_tail_) >= total) return true;
+  cached_tail_ = tail_.load(std::memory_order_acquire);
+  return capacity() - (head - cached_tail_) >= total;
+}
+
 bool RecordBuffer::append(std::span<const uint8_t> record) noexcept {
-  const size_t total = kRecordLengthBytes + record.size();
-  if (record.size() > max_record_bytes_ || total > capacity()) {
+  if (!ever_fits(record.size()) || !room_for(record.size())) {
     bump(dropped_);
     return false;
   }
+  const size_t total = kRecordLengthBytes + record.size();
   const uint64_t head = head_.load(std::memory_order_relaxed);
-  if (capacity() - (head - cached_tail_) < total) {
-    cached_tail_ = tail_.load(std::memory_order_acquire);
-    if (capacity() - (head - cached_tail_) < total) {
-      bump(dropped_);
-      return false;
-    }
-  }
   const auto length = static_cast<uint32_t>(record.size());
   const uint8_t prefix[kRecordLengthBytes] = {
       static_cast<uint8_t>(length), static_cast<uint8_t>(length >> 8),
@@ -64,14 +69,7 @@ bool RecordBuffer::append(std::span<const uint8_t> record) noexcept {
   return true;
 }
 
-bool RecordBuffer::full_for(size_t size) noexcept {
-  const size_t total = kRecordLengthBytes + size;
-  if (size > max_record_bytes_ || total > capacity()) return false;
-  const uint64_t head = head_.load(std::memory_order_relaxed);
-  if (capacity() - (head - cached_tail_) >= total) return false;
-  cached_tail_ = tail_.load(std::memory_order_acquire);
-  return capacity() - (head - cached_tail_) < total;
-}
+bool RecordBuffer::full_for(size_t size) noexcept { return ever_fits(size) && !room_for(size); }
 
 bool RecordBuffer::empty() const {
   return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);

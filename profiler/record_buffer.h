@@ -43,6 +43,11 @@ class RecordBuffer {
   bool retired() const { return retired_.load(std::memory_order_acquire); }
 
  private:
+  // Whether a record of `size` bytes fits the buffer at all (not too long for it).
+  bool ever_fits(size_t size) const;
+  // Producer only: whether a record of `size` bytes fits now (the consumer's tail re-read when
+  // the cached one says no).
+  bool room_for(size_t size) noexcept;
   void write_at(uint64_t pos, const uint8_t* bytes, size_t size);
   void read_at(uint64_t pos, uint8_t* bytes, size_t size) const;
 
