@@ -182,12 +182,6 @@ std::optional<NcclCommInfo> NcclTracker::comm_info(ncclComm_t comm) const {
   return found->second.info;
 }
 
-int NcclTracker::comm_nranks(ncclComm_t comm) const {
-  std::lock_guard lock(mutex_);
-  auto found = comms_.find(comm);
-  return found == comms_.end() ? 0 : found->second.info.nranks;
-}
-
 void NcclTracker::call_made(const NcclCall& call, uint64_t correlation, int64_t enqueue_ns,
                             int64_t return_ns, ncclResult_t result, uint64_t torch_op) {
   NcclCallRecord record;
@@ -269,10 +263,12 @@ void NcclTracker::group_ended(uint64_t correlation, int64_t return_ns, ncclResul
   }
 }
 
-bool NcclTracker::in_group() const {
+std::optional<int> NcclTracker::launching_comm_nranks(ncclComm_t comm) const {
   std::lock_guard lock(mutex_);
   auto group = groups_.find(std::this_thread::get_id());
-  return group != groups_.end() && group->second.depth > 0;
+  if (group != groups_.end() && group->second.depth > 0) return std::nullopt;
+  auto found = comms_.find(comm);
+  return found == comms_.end() ? 0 : found->second.info.nranks;
 }
 
 int NcclTracker::open_group_fewest_ranks() const {

@@ -103,9 +103,10 @@ class NcclTracker {
   void group_started();
   // `correlation` is the id pushed around ncclGroupEnd: the group's kernels carry it.
   void group_ended(uint64_t correlation, int64_t return_ns, ncclResult_t result);
-  // Whether this thread is inside ncclGroupStart/ncclGroupEnd: its calls launch nothing until
-  // the outermost end.
-  bool in_group() const;
+  // The ranks of `comm` (0: a handle not known, or whose size NCCL did not say) when a call this
+  // thread makes on it now launches its kernels; nullopt inside ncclGroupStart/ncclGroupEnd,
+  // where calls launch nothing until the outermost end. One lock, per NCCL call.
+  std::optional<int> launching_comm_nranks(ncclComm_t comm) const;
   // The fewest ranks of a communicator among the calls of this thread's open group (those its
   // next ncclGroupEnd issues); INT_MAX when it holds none.
   int open_group_fewest_ranks() const;
@@ -115,8 +116,6 @@ class NcclTracker {
   void flush_open_groups(int64_t now_ns);
 
   std::optional<NcclCommInfo> comm_info(ncclComm_t comm) const;
-  // Its number of ranks: 0 for a handle not known (or whose size NCCL did not say).
-  int comm_nranks(ncclComm_t comm) const;
 
  private:
   struct Comm {

@@ -131,8 +131,10 @@ ncclResult_t traced_call(const NcclCall& call, Forward forward) {
       process->nccl().comm_adopted(call.comm, nranks, rank);
     }
     // Inside a group NCCL launches nothing here: the group's end does, and links its kernels.
-    if (process->gpu() != nullptr && !process->nccl().in_group()) {
-      scope.link_kernels(process->nccl().comm_nranks(call.comm));
+    if (process->gpu() != nullptr) {
+      if (std::optional<int> nranks = process->nccl().launching_comm_nranks(call.comm)) {
+        scope.link_kernels(*nranks);
+      }
     }
   }
   const ncclResult_t result = forward();
@@ -397,7 +399,7 @@ PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupStart) {
 
 PARTRAIN_ENTRY_POINT_WITHOUT_ARGUMENTS(ncclGroupEnd) {
   WrapperScope scope;
-  if (InjectedProcess* process = scope.process()) {
+  if (InjectedProcess* process = scope.process(); process != nullptr && process->gpu() != nullptr) {
     scope.link_kernels(process->nccl().open_group_fewest_ranks());
   }
   const ncclResult_t result = next();

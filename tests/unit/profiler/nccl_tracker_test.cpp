@@ -112,22 +112,23 @@ TEST_F(NcclTrackerTest, GroupCallsAreIssuedByTheOutermostGroupEndWithItsCorrelat
 TEST_F(NcclTrackerTest, AThreadsOpenGroupIsKnownWithItsSmallestCommunicator) {
   init(handle(0x10), "world", 4, 1);
   init(handle(0x20), "alone", 1, 0);
-  EXPECT_FALSE(tracker_.in_group());
+  EXPECT_EQ(tracker_.launching_comm_nranks(handle(0x10)), 4);  // not in a group
   EXPECT_EQ(tracker_.open_group_fewest_ranks(), std::numeric_limits<int>::max());
-  EXPECT_EQ(tracker_.comm_nranks(handle(0x20)), 1);
-  EXPECT_EQ(tracker_.comm_nranks(handle(0x30)), 0);  // never seen
+  EXPECT_EQ(tracker_.launching_comm_nranks(handle(0x20)), 1);
+  EXPECT_EQ(tracker_.launching_comm_nranks(handle(0x30)), 0);  // never seen
   tracker_.group_started();
-  EXPECT_TRUE(tracker_.in_group());
+  EXPECT_EQ(tracker_.launching_comm_nranks(handle(0x10)), std::nullopt);  // in a group
   call("all_reduce", handle(0x10), 4, ncclFloat32);
   EXPECT_EQ(tracker_.open_group_fewest_ranks(), 4);
   call("all_reduce", handle(0x20), 4, ncclFloat32);
   EXPECT_EQ(tracker_.open_group_fewest_ranks(), 1);
   std::thread([this] {
-    EXPECT_FALSE(tracker_.in_group());  // another thread's group is not this one's
+    // another thread's group is not this one's
+    EXPECT_EQ(tracker_.launching_comm_nranks(handle(0x10)), 4);
     EXPECT_EQ(tracker_.open_group_fewest_ranks(), std::numeric_limits<int>::max());
   }).join();
   tracker_.group_ended(9, 500, ncclSuccess);
-  EXPECT_FALSE(tracker_.in_group());
+  EXPECT_EQ(tracker_.launching_comm_nranks(handle(0x10)), 4);  // the group ended
 }
 
 TEST_F(NcclTrackerTest, GroupDepthIsPerThreadAndAFailedGroupFailsItsCalls) {
