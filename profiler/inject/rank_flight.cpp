@@ -97,6 +97,7 @@ void on_signal(int signal, siginfo_t* info, void* context) {
   // the signal still in the relay's hands, lost: the rank ran out its command after a SIGTERM.
   const RankFlight* flight = relay->flight.load();
   const bool nothing_to_dump = !is_fatal(signal) && flight != nullptr && !flight->has_operations();
+  // A resend that finds the flight swapped for an empty one is passed on here: its mark goes.
   if (nothing_to_dump) relay->passing[signal_index(signal)].store(false);
   if (!nothing_to_dump && ::getpid() == relay->pid && relay->relaying.load() &&
       !relay->passing[signal_index(signal)].exchange(false)) {
