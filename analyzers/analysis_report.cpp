@@ -58,15 +58,23 @@ std::string after_program_end_advice(const RunOutcome& outcome, int rank) {
 // The failing rank only waited (its exception is a peer's failure reaching it): what the trace
 // says of the rank it waited on (failure_origin.h). The finding names where to start.
 void explain_origin(const RunOutcome& outcome, const FailureOrigin& origin, Finding& finding) {
-  finding.evidence =
-      outcome.failing_rank_from_exceptions
-          ? fmt::format(
-                "the run failed: rank {}'s uncaught exception says a peer's failure reached it "
-                "({}); the launcher's exits are not in the trace",
-                origin.waiter, outcome.failing_exception.value_or(""))
-          : fmt::format("the run failed: rank {} {} first, on a peer's failure reaching it ({})",
-                        origin.waiter, how_it_ended(outcome),
-                        outcome.failing_exception.value_or(""));
+  if (outcome.failing_rank_from_exceptions) {
+    finding.evidence = fmt::format(
+        "the run failed: rank {}'s uncaught exception says a peer's failure reached it ({}); the "
+        "launcher's exits are not in the trace",
+        origin.waiter, origin.waiter_exception);
+  } else if (outcome.failing_rank != origin.waiter) {
+    // The launcher's first failure is the rank waited on, stopped after its program ended
+    // (read_run_outcome): the waiter failed after it.
+    finding.evidence = fmt::format(
+        "the run failed: rank {} {} first, after its program had ended, and rank {}'s uncaught "
+        "exception says a peer's failure reached it ({})",
+        origin.rank, how_it_ended(outcome), origin.waiter, origin.waiter_exception);
+  } else {
+    finding.evidence =
+        fmt::format("the run failed: rank {} {} first, on a peer's failure reaching it ({})",
+                    origin.waiter, how_it_ended(outcome), origin.waiter_exception);
+  }
   const std::string waited = fmt::format(
       "rank {} waited in it from {:.1f} s and failed at {:.1f} s{}", origin.waiter,
       origin.awaited_from_s, origin.failed_at_s,
@@ -77,11 +85,11 @@ void explain_origin(const RunOutcome& outcome, const FailureOrigin& origin, Find
     case OriginKind::kEnded:
       finding.rank = origin.rank;
       finding.evidence += fmt::format(
-          "; but rank {} {} without entering {}, which rank {} still expected ({})", origin.rank,
+          "; but rank {} {} without entering {}, which rank {} still expected ({}){}", origin.rank,
           origin.exit.empty() ? std::string("ended cleanly (no exception, a goodbye to the "
                                             "collector)")
                               : origin.exit,
-          origin.awaited, origin.waiter, waited);
+          origin.awaited, origin.waiter, waited, origin.after_end);
       finding.advice = fmt::format(
           "start from rank {}: why it ended before the others (a return, break or sys.exit on its "
           "code path, a data loader that ran out of batches first); rank {}'s failure and the "
@@ -469,6 +477,19 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
+namespace {
+
+// What `rank`'s atexit said of its gloo groups (stat torch_gloo_groups_at_exit), which also says
+// its program had ended; nullopt without the stat.
+std::optional<std::string> at_exit_stat(const std::vector<profiler::StatRow>& stats, int rank) {
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name == "torch_gloo_groups_at_exit" && stat.rank == rank) return stat.description;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 // Under a launcher partrain does not run, nothing says which rank failed first but the ranks'
 // uncaught exceptions and connections. A rank whose exception rose in its own code comes first,
 // then the lowest. When every exception is a peer's failure reaching the rank, the rank that
@@ -492,14 +513,11 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
   const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
   if (chosen == nullptr) {
     for (int rank : unclean) {  // lowest first
-      const auto at_exit =
-          std::find_if(stats.begin(), stats.end(), [rank](const profiler::StatRow& stat) {
-            return stat.name == "torch_gloo_groups_at_exit" && stat.rank == rank;
-          });
-      if (at_exit == stats.end()) continue;
+      std::optional<std::string> at_exit = at_exit_stat(stats, rank);
+      if (!at_exit) continue;
       out.failing_rank = rank;
       out.failing_rank_from_exceptions = true;
-      out.failing_after_program_ended = at_exit->description;
+      out.failing_after_program_ended = std::move(at_exit);
       return;
     }
     return;
@@ -511,6 +529,7 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
       out.failing_rank = rank;
       out.failing_peer_rank = chosen->rank;
       out.failing_peer_exception = chosen->description;
+      out.failing_after_program_ended = at_exit_stat(stats, rank);
       return;
     }
   }
@@ -536,6 +555,27 @@ void read_unmarked_incomplete(const profiler::TraceReader& reader, RunOutcome& o
                            "the writer stopped without closing the run; events after its last "
                            "commit are lost (the file could not be marked incomplete: it is not "
                            "writable here)"});
+}
+
+// The failing rank raised nothing and was stopped after its program had ended (gloo's threads
+// abort a process in the interpreter's shutdown; a launcher's SIGTERM lands there): a rank that
+// then failed waiting on it, in an op it never entered, says it ended too early. The first
+// such rank to raise a peer's failure, and the origin it reads when that names the failing rank.
+StatusOr<std::optional<FailureOrigin>> origin_of_a_rank_stopped_after_its_end(
+    const profiler::TraceReader& reader, const std::vector<profiler::RankRow>& ranks,
+    const std::vector<profiler::StatRow>& stats, const RunOutcome& out) {
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name != "rank_uncaught_exception" || !stat.rank || stat.rank == out.failing_rank ||
+        !reached_from_a_peer(stat.description)) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::optional<FailureOrigin> origin,
+                     trace_failure_origin(reader, *stat.rank, stat.description, ranks, stats));
+    if (origin && origin->kind == OriginKind::kEnded && origin->rank == *out.failing_rank) {
+      return origin;
+    }
+  }
+  return std::optional<FailureOrigin>();
 }
 
 }  // namespace
@@ -567,14 +607,14 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
       if (stat.name == "rank_uncaught_exception" && stat.rank == out.failing_rank) {
         out.failing_exception = stat.description;
       }
-      if (stat.name == "torch_gloo_groups_at_exit" && stat.rank == out.failing_rank) {
-        out.failing_after_program_ended = stat.description;
-      }
     }
+    out.failing_after_program_ended = at_exit_stat(stats, *out.failing_rank);
   }
   if (out.status == "failed" && out.failing_rank && out.failing_exception) {
     ASSIGN_OR_RETURN(out.origin, trace_failure_origin(reader, *out.failing_rank,
                                                       *out.failing_exception, ranks, stats));
+  } else if (out.status == "failed" && out.failing_rank && out.failing_after_program_ended) {
+    ASSIGN_OR_RETURN(out.origin, origin_of_a_rank_stopped_after_its_end(reader, ranks, stats, out));
   }
   read_diagnosis(stats, out);
   for (const profiler::StatRow& stat : stats) {

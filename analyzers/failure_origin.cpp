@@ -81,16 +81,19 @@ StatusOr<std::optional<FailureOrigin>> trace_failure_origin(
   ASSIGN_OR_RETURN(const std::vector<int> entered,
                    profiler::ranks_that_recorded(reader, awaited->comm_id, awaited->seq));
   std::map<int, std::string> exceptions;
+  std::map<int, std::string> at_exit;  // ranks whose atexit ran: their program had ended
   std::set<int> unclean;
   for (const profiler::StatRow& stat : stats) {
     if (!stat.rank) continue;
     if (stat.name == "rank_uncaught_exception") exceptions[*stat.rank] = stat.description;
+    if (stat.name == "torch_gloo_groups_at_exit") at_exit[*stat.rank] = stat.description;
     if (stat.name == "collector_unclean_disconnects" && stat.value > 0) unclean.insert(*stat.rank);
   }
   for (const int rank : members_of(*awaited, ranks)) {
     if (rank == failing_rank || holds(entered, rank)) continue;
     FailureOrigin origin;
     origin.waiter = failing_rank;
+    origin.waiter_exception = failing_exception;
     origin.rank = rank;
     origin.awaited = op_text(*awaited);
     origin.awaited_from_s = since_start(awaited->ts_ns);
@@ -124,6 +127,20 @@ StatusOr<std::optional<FailureOrigin>> trace_failure_origin(
     const bool exits_unknown = row == ranks.end() || (!row->exit_code && !row->exit_signal);
     if (launcher_saw_it_end || (exits_unknown && unclean.count(rank) == 0)) {
       origin.kind = OriginKind::kEnded;
+      return std::optional(origin);
+    }
+    // It raised nothing and its atexit ran: its program had ended, whatever then stopped it in
+    // the interpreter's shutdown (gloo's threads abort it there; a launcher's SIGTERM).
+    const auto ended = at_exit.find(rank);
+    if (ended != at_exit.end()) {
+      origin.kind = OriginKind::kEnded;
+      if (row != ranks.end() && row->exit_code.value_or(0) != 0) return std::optional(origin);
+      origin.after_end = fmt::format(
+          "; it then {} in the interpreter's shutdown ({})",
+          origin.exit.empty() ? std::string("vanished without a goodbye to the collector")
+                              : origin.exit,
+          ended->second);
+      origin.exit = "ended its program (its atexit handlers ran)";
       return std::optional(origin);
     }
     origin.kind = OriginKind::kHung;

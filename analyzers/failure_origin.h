@@ -21,7 +21,8 @@ namespace partrain::analyzers {
 bool reached_from_a_peer(const std::string& exception);
 
 enum class OriginKind {
-  kEnded,     // the other rank ended (exit code 0, or a clean goodbye) before entering the op
+  kEnded,     // the other rank ended its program (exit code 0, a clean goodbye, or its atexit ran
+              // and then the interpreter's shutdown stopped it) before entering the op
   kHung,      // it raised nothing and had no collective in flight: it was elsewhere, then stopped
   kRaised,    // it raised an exception of its own code
   kDeadlock,  // it waited in an op the failing rank never entered: the two wait on each other
@@ -29,7 +30,8 @@ enum class OriginKind {
 
 struct FailureOrigin {
   OriginKind kind = OriginKind::kHung;
-  int waiter = 0;  // the rank that failed first, waiting
+  int waiter = 0;  // the rank that failed waiting (the first to fail, or the first to raise)
+  std::string waiter_exception;  // its exception: a peer's failure reaching it
   int rank = 0;    // the rank it waited on
   // "all_reduce seq 6 of default_pg:0": the op the waiter failed in, which `rank` never entered.
   std::string awaited;
@@ -38,8 +40,13 @@ struct FailureOrigin {
   // When `rank`'s last recorded collective ended, since the run began; nullopt: it recorded none.
   // (Its process may end later: a gloo group's teardown waits for its peers.)
   std::optional<double> last_collective_s;
-  // How `rank` ended: "exited (code 0)", "was stopped by signal 15 (SIGTERM)", "" when unknown.
+  // How `rank` ended: "exited (code 0)", "was stopped by signal 15 (SIGTERM)", "ended its
+  // program (its atexit handlers ran)", "" when unknown.
   std::string exit;
+  // kEnded after its program ended (stat torch_gloo_groups_at_exit), when its process did not
+  // then exit cleanly: "; it then was stopped by signal 6 (SIGABRT) in the interpreter's
+  // shutdown, ...". PyTorch's gloo threads abort a process so after the program ends.
+  std::string after_end;
   std::string exception;  // kRaised: its exception
   std::string own_wait;   // kDeadlock: the op `rank` waited in, which the waiter never entered
 };

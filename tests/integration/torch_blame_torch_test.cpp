@@ -63,7 +63,9 @@ TEST(TorchBlame, LaunchNamesTheRankThatSleptNotTheRankThatTimedOutWaitingForIt) 
 }
 
 // Rank 1 exits 0 in the middle of training; rank 0's all_reduce then loses its peer. Every
-// reading named rank 0.
+// reading named rank 0. Under load rank 1 sometimes aborts after its atexit (torch's gloo
+// threads in the interpreter's shutdown), and torchrun's trace then had no goodbye from it: it
+// read as a rank that vanished mid-program, until its atexit's stat was read as its end.
 TEST(TorchBlame, ARankThatExitedZeroEarlyIsNamedUnderLaunchAndUnderTorchrun) {
   PARTRAIN_REQUIRE_TORCH();
   ScratchDir scratch;
@@ -72,8 +74,12 @@ TEST(TorchBlame, ARankThatExitedZeroEarlyIsNamedUnderLaunchAndUnderTorchrun) {
   EXPECT_NE(run.exit_code, 0) << run.err;
   const std::string failed = rank_failed_text(analyzed(trace));
   EXPECT_EQ(failed.rfind("] rank_failed (rank 1): ", 0), 0u) << failed;
-  EXPECT_NE(failed.find("but rank 1 exited (code 0) without entering all_reduce seq "),
-            std::string::npos)
+  // Its exit code, or, where gloo's worker thread aborted it in the interpreter's shutdown (the
+  // default group is never destroyed; under load, about 1 run in 25), that its atexit had run.
+  EXPECT_TRUE(failed.find("but rank 1 exited (code 0) without entering all_reduce seq ") !=
+                  std::string::npos ||
+              failed.find("but rank 1 ended its program (its atexit handlers ran) without "
+                          "entering all_reduce seq ") != std::string::npos)
       << failed;
   EXPECT_NE(failed.find("which rank 0 still expected"), std::string::npos) << failed;
   // The advice sends the reader to rank 1: from the rule itself, or (when rank 0's failed

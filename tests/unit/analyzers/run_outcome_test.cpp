@@ -294,6 +294,68 @@ TEST(RunOutcome, ARankThatExitedZeroBeforeTheOpItsPeerExpectedIsNamed) {
       << named.evidence;
 }
 
+// Rank 1 returned with exit code 0 at step 2 without destroying its gloo group, and gloo's worker
+// thread then aborted it in the interpreter's shutdown (SIGABRT), as torch 2.15 does under load
+// (the flake of TorchBlame.ARankThatExitedZeroEarlyIsNamedUnderLaunchAndUnderTorchrun, 1 run in
+// 25): its atexit had run, so it ended its program before the op rank 0 still expected, under
+// torchrun (no exits, no goodbye) and under launch (rank 1's abort the first failure). Without
+// the at-exit stat, nothing says its program ended: it vanished, as before.
+TEST(RunOutcome, ARankStoppedInShutdownAfterItsProgramEndedEarlyIsSaidToHaveEnded) {
+  constexpr const char* kAtExit = "gloo group default_pg:0 never destroyed";
+  const profiler::StatEvent at_exit = {"torch_gloo_groups_at_exit", 1, 1,
+                                       profiler::StatSeverity::kInfo, kAtExit};
+  const std::string ended =
+      "but rank 1 ended its program (its atexit handlers ran) without entering all_reduce seq 6 "
+      "of default_pg:0, which rank 0 still expected (rank 0 waited in it from 15.2 s and failed "
+      "at 17.7 s; rank 1's last collective ended at 15.0 s); it then ";
+
+  testing::ScratchDir torchrun;
+  const RunOutcome traced = waiting_run(torchrun, std::nullopt, {},
+                                        {exception_of(0, kClosedInAllReduce), unclean(1), at_exit});
+  const Finding named = rank_failed_of(run_outcome_findings(traced));
+  EXPECT_EQ(named.rank, 1);
+  EXPECT_NE(named.evidence.find("rank 0's uncaught exception says a peer's failure reached it"),
+            std::string::npos)
+      << named.evidence;
+  EXPECT_NE(named.evidence.find(ended +
+                                "vanished without a goodbye to the collector in the "
+                                "interpreter's shutdown (" +
+                                kAtExit + ")"),
+            std::string::npos)
+      << named.evidence;
+  EXPECT_EQ(named.advice.rfind("start from rank 1: why it ended before the others", 0), 0u)
+      << named.advice;
+
+  testing::ScratchDir launched;
+  const RunOutcome outcome =
+      waiting_run(launched, 1, {1, -6}, {exception_of(0, kClosedInAllReduce), unclean(1), at_exit});
+  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  EXPECT_EQ(failed.rank, 1);
+  EXPECT_NE(failed.evidence.find("the run failed: rank 1 aborted (signal 6, SIGABRT"),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_NE(failed.evidence.find("first, after its program had ended, and rank 0's uncaught "
+                                 "exception says a peer's failure reached it ("),
+            std::string::npos)
+      << failed.evidence;
+  EXPECT_NE(failed.evidence.find(ended +
+                                 "was stopped by signal 6 (SIGABRT) in the interpreter's "
+                                 "shutdown (" +
+                                 kAtExit + ")"),
+            std::string::npos)
+      << failed.evidence;
+
+  testing::ScratchDir unsaid;
+  const Finding vanished = rank_failed_of(run_outcome_findings(
+      waiting_run(unsaid, std::nullopt, {}, {exception_of(0, kClosedInAllReduce), unclean(1)})));
+  EXPECT_EQ(vanished.rank, 1);
+  EXPECT_EQ(vanished.evidence.find("ended its program"), std::string::npos) << vanished.evidence;
+  EXPECT_NE(vanished.evidence.find("rank 1 ended without an uncaught exception and without "
+                                   "closing its connection"),
+            std::string::npos)
+      << vanished.evidence;
+}
+
 // Rank 1 issued its group g2's all_reduce before default_pg's, rank 0 the other way round: each
 // waits in an op the other never entered. rank_failed sends the reader to neither side alone.
 TEST(RunOutcome, RanksThatWaitOnEachOtherAreADeadlockNotOneSidesFault) {
