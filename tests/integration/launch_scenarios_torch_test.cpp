@@ -119,17 +119,19 @@ TEST(TorchLaunch, ARankThatRaisesIsNamedWithItsTracebackAndTheOthersStop) {
 // Most programs end without destroy_process_group(): sys.exit(3), or a normal end. Their exit
 // statuses are theirs: the hooks partrain put on the groups leave them before the interpreter
 // ends (c10d's registry, destroyed after it, took a finalized interpreter's GIL with them:
-// SIGSEGV, exit 139, on every traced run). One rank: gloo's peer threads, which now and then
-// abort a multi-rank program at exit without partrain too ("terminate called without an active
-// exception"), are not there to blur the status.
+// SIGSEGV, exit 139, on every traced run). The program's tensor lives to its end: gloo's worker
+// thread, even on one rank, aborts a program at exit without partrain too when it frees the last
+// reference to a tensor the program dropped (PyTorch's race, docs/pytorch.md; 1 run in 160 of
+// `all_reduce(torch.ones(64))` on a loaded host), which would blur the status.
 TEST(TorchLaunch, ARankEndingWithoutDestroyingItsGroupsKeepsItsExitStatus) {
   PARTRAIN_REQUIRE_TORCH();
   ScratchDir scratch;
   const fs::path script = scratch.path() / "no_destroy.py";
   std::ofstream(script) << R"(import sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
+GRADIENT = torch.ones(64)
 for step in range(3):
-    dist.all_reduce(torch.ones(64))
+    dist.all_reduce(GRADIENT)
 sys.exit(int(sys.argv[1]))
 )";
   for (int status : {3, 0}) {
@@ -146,6 +148,45 @@ sys.exit(int(sys.argv[1]))
   CommandResult exported = run_partrain("export -o - " + shell_quoted(scratch.path() / "t0.db"));
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_EQ(nlohmann::json::parse(exported.out).at("distributedInfo").at("backend"), "gloo");
+}
+
+// The tensors of a gloo op the recorder followed to its completion are freed by the program, not
+// by gloo's worker thread: the recorder holds the op's Work from the done-callback the worker runs
+// until the program's next collective, and from its exit on for good. Without that the worker,
+// delayed by the callback, was often the last holder and took the GIL to free the tensor, in the
+// interpreter's finalization at exit: SIGABRT (9 runs in 160 of a 1-rank sys.exit(3) on a loaded
+// host, 2 with the hold, 1 without partrain; docs/pytorch.md). Untraced, all three are "freed".
+TEST(TorchLaunch, AGlooOpsTensorIsFreedByTheProgramNotByGloosWorkerThread) {
+  PARTRAIN_REQUIRE_TORCH();
+  ScratchDir scratch;
+  const fs::path script = scratch.path() / "held.py";
+  std::ofstream(script) << R"(import atexit, sys, time, weakref
+LAST = []
+def after_partrain():  # registered before torch's import: runs after partrain's atexit handler
+    print("at the end:", "alive" if LAST[0]() is not None else "freed", flush=True)
+atexit.register(after_partrain)
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(64)
+first = weakref.ref(t)
+dist.all_reduce(t)
+del t
+time.sleep(0.3)  # gloo's worker thread is long done with the op
+print("after its wait:", "alive" if first() is not None else "freed")
+dist.all_reduce(torch.ones(2))
+print("after the next op:", "alive" if first() is not None else "freed")
+t = torch.ones(64)
+LAST.append(weakref.ref(t))
+dist.all_reduce(t)
+del t
+time.sleep(0.3)
+dist.destroy_process_group()
+)";
+  CommandResult run =
+      run_partrain("launch -n 1 --no-prefix --trace " + shell_quoted(scratch.path() / "held.db") +
+                   " -- " + shell_quoted(torch_python()) + " " + shell_quoted(script));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "after its wait: alive\nafter the next op: freed\nat the end: alive\n");
 }
 
 // A rank aborted by a gloo thread in the interpreter's shutdown (PyTorch's race, docs/pytorch.md)

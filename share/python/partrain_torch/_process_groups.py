@@ -158,6 +158,7 @@ class Recorder:
         self._watcher = _completion.CompletionWatcher(
             self._polled, lambda entry: id(entry) in self._in_flight)
         self._callbacks = _completion.FutureCallbacks()
+        self._finished = _completion.FinishedWork()  # gloo Work a worker thread completed
         self._first_group_seen = False
         self._traced = False
         self.on_first_group = None  # called with this process's rank when a group first registers
@@ -373,6 +374,7 @@ class Recorder:
 
     def _pre(self, group, args):
         issue_ns = monotonic_ns()
+        self._finished.drop()
         if self._session.failed:
             return
         try:
@@ -466,7 +468,7 @@ class Recorder:
                       window, op, dtype[0]),
                 _RECORD_BYTES)
             if future is not None:
-                future.add_done_callback(self._callbacks.make(self._future_done, entry))
+                future.add_done_callback(self._callbacks.make(self._future_done, entry, work))
                 return
             if awaited:  # never NCCL Work: its wait() returns before the GPU has run it
                 if op == b"RECV" and root < 0:  # from any source: numbered once it is known
@@ -476,8 +478,9 @@ class Recorder:
         except Exception as error:
             self._session.fail("following a collective to its completion", error)
 
-    def _future_done(self, entry, future):
+    def _future_done(self, entry, work, future):
         completed_ns = monotonic_ns()
+        self._finished.hold(work)
         try:
             future.value()
             outcome = _OUTCOME_COMPLETED
@@ -551,6 +554,7 @@ class Recorder:
         destroyed then takes the GIL of a finalized interpreter (SIGSEGV, the program's own exit
         status lost)."""
         self._callbacks.wait_released(_EXIT_WAIT_FOR_CALLBACKS_S)
+        self._finished.keep_to_the_end()
         self._watcher.stop(_EXIT_WAIT_FOR_POLLING_S)
         for entry in list(self._in_flight.values()):
             self._completed(entry, 0, _OUTCOME_COMPLETED)
