@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "profiler/trace_open.h"
 #include "profiler/trace_reader/damaged_rows.h"
@@ -16,9 +17,15 @@ std::optional<int64_t> optional_int(const SqliteStatement& row, int column) {
   return row.column_int(column);
 }
 
+// A count, rank or code no int holds (a damaged or hostile file) reads as absent, not as the
+// int its low bits make (4294967298 ranks read as 2).
 std::optional<int> optional_int32(const SqliteStatement& row, int column) {
   if (row.column_is_null(column)) return std::nullopt;
-  return static_cast<int>(row.column_int(column));
+  const int64_t value = row.column_int(column);
+  if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<int>(value);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "profiler/sqlite_db.h"
 #include "profiler/trace_open.h"
 #include "profiler/trace_reader/collective_reads.h"
 #include "profiler/trace_reader/live_reads.h"
@@ -222,6 +223,18 @@ TEST_F(TraceReaderTest, ReadsTheRunRanksStatsStepsAndMemory) {
   EXPECT_EQ(run->status, RunStatus::kCompleted);
   EXPECT_EQ(run->world_size, 2);
   EXPECT_EQ(run->backend, "gloo");
+  // A count no int holds, in a damaged or hostile file, is absent, not its low 32 bits.
+  {
+    auto edit = SqliteDb::open(path().string(), SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(edit.is_ok()) << edit.status().message();
+    const Status updated =
+        edit->exec("UPDATE run SET world_size = 4294967298, failing_rank = -4294967295");
+    ASSERT_TRUE(updated.is_ok()) << updated.message();
+  }
+  ASSERT_OK_AND_ASSIGN(const std::optional<RunRow> damaged, reader.run());
+  ASSERT_TRUE(damaged);
+  EXPECT_FALSE(damaged->world_size);
+  EXPECT_FALSE(damaged->failing_rank);
 
   ASSERT_OK_AND_ASSIGN(const std::vector<RankRow> ranks, reader.ranks());
   ASSERT_EQ(ranks.size(), 2u);
