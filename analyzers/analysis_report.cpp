@@ -494,9 +494,11 @@ std::optional<std::string> at_exit_stat(const std::vector<profiler::StatRow>& st
 // uncaught exceptions and connections. A rank whose exception rose in its own code comes first,
 // then the lowest. When every exception is a peer's failure reaching the rank, the rank that
 // ended with no exception and without a goodbye to the collector went first (a SIGKILL, the OOM
-// killer: it had no chance to raise); else the lowest rank with an exception. When none raised,
-// the lowest rank that vanished so after its program had ended (its atexit recorded gloo groups
-// alive) was stopped by a signal in the interpreter's shutdown (docs/pytorch.md).
+// killer: it had no chance to raise; one whose atexit had run carries its at-exit stat, and
+// read_run_outcome asks the rank that waited on it); else the lowest rank with an exception.
+// When none raised, the lowest rank that vanished so after its program had ended (its atexit
+// recorded gloo groups alive) was stopped by a signal in the interpreter's shutdown
+// (docs/pytorch.md).
 void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutcome& out) {
   const profiler::StatRow* chosen = nullptr;
   std::set<int> raised;
