@@ -477,19 +477,6 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
-namespace {
-
-// What `rank`'s atexit said of its gloo groups (stat torch_gloo_groups_at_exit), which also says
-// its program had ended; nullopt without the stat.
-std::optional<std::string> at_exit_stat(const std::vector<profiler::StatRow>& stats, int rank) {
-  for (const profiler::StatRow& stat : stats) {
-    if (stat.name == "torch_gloo_groups_at_exit" && stat.rank == rank) return stat.description;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 // Under a launcher partrain does not run, nothing says which rank failed first but the ranks'
 // uncaught exceptions and connections. A rank whose exception rose in its own code comes first,
 // then the lowest. When every exception is a peer's failure reaching the rank, the rank that
@@ -515,7 +502,7 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
   const std::set<int> unclean(out.unclean_ranks.begin(), out.unclean_ranks.end());
   if (chosen == nullptr) {
     for (int rank : unclean) {  // lowest first
-      std::optional<std::string> at_exit = at_exit_stat(stats, rank);
+      std::optional<std::string> at_exit = program_end_stat(stats, rank);
       if (!at_exit) continue;
       out.failing_rank = rank;
       out.failing_rank_from_exceptions = true;
@@ -531,7 +518,7 @@ void blame_first_exception(const std::vector<profiler::StatRow>& stats, RunOutco
       out.failing_rank = rank;
       out.failing_peer_rank = chosen->rank;
       out.failing_peer_exception = chosen->description;
-      out.failing_after_program_ended = at_exit_stat(stats, rank);
+      out.failing_after_program_ended = program_end_stat(stats, rank);
       return;
     }
   }
@@ -610,7 +597,7 @@ StatusOr<RunOutcome> read_run_outcome(const profiler::TraceReader& reader) {
         out.failing_exception = stat.description;
       }
     }
-    out.failing_after_program_ended = at_exit_stat(stats, *out.failing_rank);
+    out.failing_after_program_ended = program_end_stat(stats, *out.failing_rank);
   }
   if (out.status == "failed" && out.failing_rank && out.failing_exception) {
     ASSIGN_OR_RETURN(out.origin, trace_failure_origin(reader, *out.failing_rank,

@@ -26,6 +26,13 @@ bool reached_from_a_peer(const std::string& exception) {
   });
 }
 
+std::optional<std::string> program_end_stat(const std::vector<profiler::StatRow>& stats, int rank) {
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name == "torch_gloo_groups_at_exit" && stat.rank == rank) return stat.description;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // "all_reduce seq 6 of default_pg:0 (step 2)": the op as the missing_collective finding names it.
@@ -81,12 +88,10 @@ StatusOr<std::optional<FailureOrigin>> trace_failure_origin(
   ASSIGN_OR_RETURN(const std::vector<int> entered,
                    profiler::ranks_that_recorded(reader, awaited->comm_id, awaited->seq));
   std::map<int, std::string> exceptions;
-  std::map<int, std::string> at_exit;  // ranks whose atexit ran: their program had ended
   std::set<int> unclean;
   for (const profiler::StatRow& stat : stats) {
     if (!stat.rank) continue;
     if (stat.name == "rank_uncaught_exception") exceptions[*stat.rank] = stat.description;
-    if (stat.name == "torch_gloo_groups_at_exit") at_exit[*stat.rank] = stat.description;
     if (stat.name == "collector_unclean_disconnects" && stat.value > 0) unclean.insert(*stat.rank);
   }
   for (const int rank : members_of(*awaited, ranks)) {
@@ -131,15 +136,14 @@ StatusOr<std::optional<FailureOrigin>> trace_failure_origin(
     }
     // It raised nothing and its atexit ran: its program had ended, whatever then stopped it in
     // the interpreter's shutdown (gloo's threads abort it there; a launcher's SIGTERM).
-    const auto ended = at_exit.find(rank);
-    if (ended != at_exit.end()) {
+    if (const std::optional<std::string> ended = program_end_stat(stats, rank)) {
       origin.kind = OriginKind::kEnded;
       if (row != ranks.end() && row->exit_code.value_or(0) != 0) return std::optional(origin);
       origin.after_end = fmt::format(
           "; it then {} in the interpreter's shutdown ({})",
           origin.exit.empty() ? std::string("vanished without a goodbye to the collector")
                               : origin.exit,
-          ended->second);
+          *ended);
       origin.exit = "ended its program (its atexit handlers ran)";
       return std::optional(origin);
     }

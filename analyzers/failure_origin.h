@@ -20,6 +20,10 @@ namespace partrain::analyzers {
 // the rank waited: DDP's hooks in the autograd engine, a Work's wait), or gave up waiting for it.
 bool reached_from_a_peer(const std::string& exception);
 
+// What `rank`'s atexit said of its gloo groups (stat torch_gloo_groups_at_exit): written only by
+// the recorder's atexit handler, so it also says the rank's program had ended. nullopt without it.
+std::optional<std::string> program_end_stat(const std::vector<profiler::StatRow>& stats, int rank);
+
 enum class OriginKind {
   kEnded,     // the other rank ended its program (exit code 0, a clean goodbye, or its atexit ran
               // and then the interpreter's shutdown stopped it) before entering the op
