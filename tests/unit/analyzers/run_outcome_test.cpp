@@ -1,4 +1,5 @@
 // How a run ended, as analyze reads it from the run row and the stats: who failed first.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -301,6 +302,7 @@ TEST(RunOutcome, ARankThatExitedZeroBeforeTheOpItsPeerExpectedIsNamed) {
 // torchrun (no exits, no goodbye) and under launch (rank 1's abort the first failure). Without
 // the at-exit stat, nothing says its program ended: it vanished, as before.
 TEST(RunOutcome, ARankStoppedInShutdownAfterItsProgramEndedEarlyIsSaidToHaveEnded) {
+  using ::testing::HasSubstr;
   constexpr const char* kAtExit = "gloo group default_pg:0 never destroyed";
   const profiler::StatEvent at_exit = {"torch_gloo_groups_at_exit", 1, 1,
                                        profiler::StatSeverity::kInfo, kAtExit};
@@ -310,50 +312,37 @@ TEST(RunOutcome, ARankStoppedInShutdownAfterItsProgramEndedEarlyIsSaidToHaveEnde
       "at 17.7 s; rank 1's last collective ended at 15.0 s); it then ";
 
   testing::ScratchDir torchrun;
-  const RunOutcome traced = waiting_run(torchrun, std::nullopt, {},
-                                        {exception_of(0, kClosedInAllReduce), unclean(1), at_exit});
-  const Finding named = rank_failed_of(run_outcome_findings(traced));
+  const Finding named = rank_failed_of(run_outcome_findings(waiting_run(
+      torchrun, std::nullopt, {}, {exception_of(0, kClosedInAllReduce), unclean(1), at_exit})));
   EXPECT_EQ(named.rank, 1);
-  EXPECT_NE(named.evidence.find("rank 0's uncaught exception says a peer's failure reached it"),
-            std::string::npos)
-      << named.evidence;
-  EXPECT_NE(named.evidence.find(ended +
-                                "vanished without a goodbye to the collector in the "
-                                "interpreter's shutdown (" +
-                                kAtExit + ")"),
-            std::string::npos)
-      << named.evidence;
+  EXPECT_THAT(named.evidence, HasSubstr("rank 0's uncaught exception says a peer's failure "
+                                        "reached it"));
+  EXPECT_THAT(named.evidence, HasSubstr(ended +
+                                        "vanished without a goodbye to the collector in "
+                                        "the interpreter's shutdown (" +
+                                        kAtExit + ")"));
   EXPECT_EQ(named.advice.rfind("start from rank 1: why it ended before the others", 0), 0u)
       << named.advice;
 
   testing::ScratchDir launched;
-  const RunOutcome outcome =
-      waiting_run(launched, 1, {1, -6}, {exception_of(0, kClosedInAllReduce), unclean(1), at_exit});
-  const Finding failed = rank_failed_of(run_outcome_findings(outcome));
+  const Finding failed = rank_failed_of(run_outcome_findings(waiting_run(
+      launched, 1, {1, -6}, {exception_of(0, kClosedInAllReduce), unclean(1), at_exit})));
   EXPECT_EQ(failed.rank, 1);
-  EXPECT_NE(failed.evidence.find("the run failed: rank 1 aborted (signal 6, SIGABRT"),
-            std::string::npos)
-      << failed.evidence;
-  EXPECT_NE(failed.evidence.find("first, after its program had ended, and rank 0's uncaught "
-                                 "exception says a peer's failure reached it ("),
-            std::string::npos)
-      << failed.evidence;
-  EXPECT_NE(failed.evidence.find(ended +
-                                 "was stopped by signal 6 (SIGABRT) in the interpreter's "
-                                 "shutdown (" +
-                                 kAtExit + ")"),
-            std::string::npos)
-      << failed.evidence;
+  EXPECT_THAT(failed.evidence, HasSubstr("the run failed: rank 1 aborted (signal 6, SIGABRT"));
+  EXPECT_THAT(failed.evidence, HasSubstr("first, after its program had ended, and rank 0's "
+                                         "uncaught exception says a peer's failure reached it ("));
+  EXPECT_THAT(failed.evidence, HasSubstr(ended +
+                                         "was stopped by signal 6 (SIGABRT) in the "
+                                         "interpreter's shutdown (" +
+                                         kAtExit + ")"));
 
   testing::ScratchDir unsaid;
   const Finding vanished = rank_failed_of(run_outcome_findings(
       waiting_run(unsaid, std::nullopt, {}, {exception_of(0, kClosedInAllReduce), unclean(1)})));
   EXPECT_EQ(vanished.rank, 1);
-  EXPECT_EQ(vanished.evidence.find("ended its program"), std::string::npos) << vanished.evidence;
-  EXPECT_NE(vanished.evidence.find("rank 1 ended without an uncaught exception and without "
-                                   "closing its connection"),
-            std::string::npos)
-      << vanished.evidence;
+  EXPECT_THAT(vanished.evidence, ::testing::Not(HasSubstr("ended its program")));
+  EXPECT_THAT(vanished.evidence, HasSubstr("rank 1 ended without an uncaught exception and "
+                                           "without closing its connection"));
 }
 
 // Rank 1 issued its group g2's all_reduce before default_pg's, rank 0 the other way round: each
