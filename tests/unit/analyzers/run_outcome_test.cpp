@@ -306,10 +306,13 @@ TEST(RunOutcome, ARankStoppedInShutdownAfterItsProgramEndedEarlyIsSaidToHaveEnde
   constexpr const char* kAtExit = "gloo group default_pg:0 never destroyed";
   const profiler::StatEvent at_exit = {"torch_gloo_groups_at_exit", 1, 1,
                                        profiler::StatSeverity::kInfo, kAtExit};
-  const std::string ended =
-      "but rank 1 ended its program (its atexit handlers ran) without entering all_reduce seq 6 "
-      "of default_pg:0, which rank 0 still expected (rank 0 waited in it from 15.2 s and failed "
-      "at 17.7 s; rank 1's last collective ended at 15.0 s); it then ";
+  // The kEnded text, then how its process ended in the interpreter's shutdown.
+  auto ended_then = [&](const std::string& how) {
+    return "but rank 1 ended its program (its atexit handlers ran) without entering all_reduce "
+           "seq 6 of default_pg:0, which rank 0 still expected (rank 0 waited in it from 15.2 s "
+           "and failed at 17.7 s; rank 1's last collective ended at 15.0 s); it then " +
+           how + " in the interpreter's shutdown (" + kAtExit + ")";
+  };
 
   testing::ScratchDir torchrun;
   const Finding named = rank_failed_of(run_outcome_findings(waiting_run(
@@ -317,10 +320,7 @@ TEST(RunOutcome, ARankStoppedInShutdownAfterItsProgramEndedEarlyIsSaidToHaveEnde
   EXPECT_EQ(named.rank, 1);
   EXPECT_THAT(named.evidence, HasSubstr("rank 0's uncaught exception says a peer's failure "
                                         "reached it"));
-  EXPECT_THAT(named.evidence, HasSubstr(ended +
-                                        "vanished without a goodbye to the collector in "
-                                        "the interpreter's shutdown (" +
-                                        kAtExit + ")"));
+  EXPECT_THAT(named.evidence, HasSubstr(ended_then("vanished without a goodbye to the collector")));
   EXPECT_EQ(named.advice.rfind("start from rank 1: why it ended before the others", 0), 0u)
       << named.advice;
 
@@ -331,10 +331,7 @@ TEST(RunOutcome, ARankStoppedInShutdownAfterItsProgramEndedEarlyIsSaidToHaveEnde
   EXPECT_THAT(failed.evidence, HasSubstr("the run failed: rank 1 aborted (signal 6, SIGABRT"));
   EXPECT_THAT(failed.evidence, HasSubstr("first, after its program had ended, and rank 0's "
                                          "uncaught exception says a peer's failure reached it ("));
-  EXPECT_THAT(failed.evidence, HasSubstr(ended +
-                                         "was stopped by signal 6 (SIGABRT) in the "
-                                         "interpreter's shutdown (" +
-                                         kAtExit + ")"));
+  EXPECT_THAT(failed.evidence, HasSubstr(ended_then("was stopped by signal 6 (SIGABRT)")));
 
   testing::ScratchDir unsaid;
   const Finding vanished = rank_failed_of(run_outcome_findings(
