@@ -10,17 +10,32 @@ FlightRecorder::FlightRecorder(size_t capacity, Sink sink)
   ring_.reserve(capacity_);
 }
 
-uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing timing) {
-  std::lock_guard lock(mutex_);
-  recorded_any_.store(true, std::memory_order_relaxed);
-  const uint64_t id = next_id_++;
-  Entry entry{id, event, std::nullopt};
-  if (timing == Timing::kFromEnqueue) entry.timed_from_ns = event.enqueue_ns;
-  if (ring_.size() < capacity_) {
-    ring_.push_back(std::move(entry));
-  } else {
-    ring_[id % capacity_] = std::move(entry);
+namespace {
+
+bool finished(const profiler::CollectiveEvent& event) {
+  return event.state == profiler::CollectiveState::kCompleted ||
+         event.state == profiler::CollectiveState::kFailed;
+}
+
+}  // namespace
+
+uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing timing,
+                                const Sink& deliver) {
+  std::shared_lock delivering(delivering_);
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    recorded_any_.store(true, std::memory_order_relaxed);
+    id = next_id_++;
+    Entry entry{id, event, std::nullopt};
+    if (timing == Timing::kFromEnqueue) entry.timed_from_ns = event.enqueue_ns;
+    if (ring_.size() < capacity_) {
+      ring_.push_back(std::move(entry));
+    } else {
+      ring_[id % capacity_] = std::move(entry);
+    }
   }
+  if (deliver && finished(event)) deliver(event);
   return id;
 }
 
@@ -40,23 +55,26 @@ void FlightRecorder::stop_timing(uint64_t id) {
   if (Entry* entry = entry_locked(id)) entry->timed_from_ns.reset();
 }
 
-bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event) {
+bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event,
+                            const Sink& deliver) {
+  std::shared_lock delivering(delivering_);
   bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
     if (Entry* entry = entry_locked(id)) entry->event = event;
     sink_open = !final_snapshot_end_ || id >= *final_snapshot_end_;
   }
-  // The sink writes to a trace; never hold the ring's lock while calling it.
-  const bool finished = event.state == profiler::CollectiveState::kCompleted ||
-                        event.state == profiler::CollectiveState::kFailed;
-  if (finished && sink_ && sink_open) sink_(event);
+  // The delivery writes to a trace; never hold the ring's lock while calling it.
+  const Sink& to = deliver ? deliver : sink_;
+  if (finished(event) && to && sink_open) to(event);
   return sink_open;
 }
 
 std::vector<profiler::CollectiveEvent> FlightRecorder::final_snapshot() {
-  // One lock: an update either finished its entry before (the snapshot holds it finished, the
-  // sink has it) or comes after (the snapshot holds it unfinished, the sink never gets it).
+  // An update either finished its entry and delivered it before (the snapshot holds it
+  // finished, the trace has it) or comes after (the snapshot holds it unfinished, the sink
+  // never gets it).
+  std::unique_lock delivering(delivering_);
   std::lock_guard lock(mutex_);
   if (!final_snapshot_end_) final_snapshot_end_ = next_id_;
   return snapshot_locked();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <vector>
 
 #include "profiler/collective_event.h"
@@ -27,26 +28,30 @@ class FlightRecorder {
   // Work without a future, docs/pytorch.md).
   enum class Timing : uint8_t { kFromEnqueue, kUntimed };
 
-  // Adds an entry (evicting the oldest when full) and returns its id for update().
-  uint64_t record(const profiler::CollectiveEvent& event, Timing timing = Timing::kFromEnqueue);
+  // Adds an entry (evicting the oldest when full) and returns its id for update(). A completed
+  // or failed event (an operation that never was in flight) goes to `deliver`, when given, as
+  // update() delivers.
+  uint64_t record(const profiler::CollectiveEvent& event, Timing timing = Timing::kFromEnqueue,
+                  const Sink& deliver = {});
   // A watchdog times entry `id` (recorded untimed) from `since_ns` on (CLOCK_MONOTONIC).
   void time_from(uint64_t id, int64_t since_ns);
   // Entry `id`, recorded timed, turns out to be one a watchdog leaves alone until time_from().
   void stop_timing(uint64_t id);
-  // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to the
-  // sink, even when the ring has already evicted it (callers finish each id once). False for an
-  // entry recorded before a final snapshot was taken: the dump holds the operation as it stood,
-  // and a caller that writes finished operations to a trace itself leaves this one out. Entries
-  // recorded after it go on as before (a PyTorch program may survive the collective error that
-  // dumped it).
-  bool update(uint64_t id, const profiler::CollectiveEvent& event);
+  // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to
+  // `deliver` (the sink when none is given), even when the ring has already evicted it (callers
+  // finish each id once). False, and nothing delivered, for an entry recorded before a final
+  // snapshot was taken: the dump holds the operation as it stood. Entries recorded after it go
+  // on as before (a PyTorch program may survive the collective error that dumped it).
+  bool update(uint64_t id, const profiler::CollectiveEvent& event, const Sink& deliver = {});
 
   // Entries still in the ring, oldest first.
   std::vector<profiler::CollectiveEvent> snapshot() const;
   // The same, for a final dump: from here on, the operations it holds no longer reach the sink
   // when they finish. The dump writes the unfinished ones as they stood, so each operation reaches
   // the trace once (a failure that followed, as the rank's end tore its peers down, would have
-  // been a second row).
+  // been a second row). It waits for the deliveries under way: an operation it holds finished
+  // has been delivered, so a flush after it carries the operation's row (a rank stopped by a
+  // signal as its collective failed lost that row to the kill).
   std::vector<profiler::CollectiveEvent> final_snapshot();
   // Entries recorded from id `first` on (those still in the ring), oldest first: what happened
   // since total_recorded() was `first`, without copying the whole ring.
@@ -77,6 +82,9 @@ class FlightRecorder {
   const size_t capacity_;
   const Sink sink_;
   mutable std::mutex mutex_;
+  // Held shared from a finish's change of the ring until its delivery returns, and exclusively
+  // by final_snapshot(); taken before mutex_.
+  std::shared_mutex delivering_;
   std::atomic<bool> recorded_any_{false};
   std::vector<Entry> ring_;  // ring_[id % capacity_] holds entry id while it is recent enough
   uint64_t next_id_ = 0;

@@ -1,6 +1,7 @@
 #include "profiler/flight/torch_flight.h"
 
 #include <iterator>
+#include <optional>
 
 namespace partrain::profiler {
 
@@ -37,20 +38,21 @@ void TorchFlight::waited(int group, const CollectiveEvent& event, int64_t since_
   if (found != in_flight_.end()) recorder_.time_from(found->second, since_ns);
 }
 
-bool TorchFlight::finished(int group, const CollectiveEvent& event) {
-  uint64_t id = 0;
+bool TorchFlight::finished(int group, const CollectiveEvent& event,
+                           const FlightRecorder::Sink& deliver) {
+  std::optional<uint64_t> id;
   {
     std::lock_guard lock(mutex_);
     auto found = in_flight_.find(Key{group, event.enqueue_ns});
-    if (found == in_flight_.end()) {
-      // Never reported in flight (its Work was done when issued): it enters finished.
-      (void)recorder_.record(event);
-      return true;
+    if (found != in_flight_.end()) {
+      id = found->second;
+      in_flight_.erase(found);
     }
-    id = found->second;
-    in_flight_.erase(found);
   }
-  return recorder_.update(id, event);
+  if (id) return recorder_.update(*id, event, deliver);
+  // Never reported in flight (its Work was done when issued): it enters finished.
+  (void)recorder_.record(event, FlightRecorder::Timing::kFromEnqueue, deliver);
+  return true;
 }
 
 }  // namespace partrain::profiler

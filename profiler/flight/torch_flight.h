@@ -29,9 +29,10 @@ class TorchFlight {
               FlightRecorder::Timing timing = FlightRecorder::Timing::kFromEnqueue);
   // The program waits on that op from `since_ns` on: a watchdog times it from there.
   void waited(int group, const CollectiveEvent& event, int64_t since_ns);
-  // It completed, failed, or was still in flight when the process ended (as its state says).
-  // Whether it still goes to the trace: false once a final dump holds it as it stood.
-  bool finished(int group, const CollectiveEvent& event);
+  // It completed, failed, or was still in flight when the process ended (as its state says):
+  // `deliver` writes it to the trace, unless a final dump holds it as it stood (then false).
+  // A final dump waits for that delivery (FlightRecorder::final_snapshot).
+  bool finished(int group, const CollectiveEvent& event, const FlightRecorder::Sink& deliver = {});
 
  private:
   // group, enqueue_ns: the module calls monotonic_ns() for each op under the GIL, one after

@@ -40,7 +40,8 @@ std::optional<CollectiveEvent> TorchRecording::collective(int group, const Torch
   std::optional<CollectiveEvent> event = event_of(group, op);
   if (!event) return std::nullopt;
   // An op a final dump already holds, unfinished, is in the trace through that dump.
-  if (flight_.finished(group, *event)) join_.torch_op(window, *event);
+  (void)flight_.finished(group, *event,
+                         [&](const CollectiveEvent& done) { join_.torch_op(window, done); });
   return event;
 }
 

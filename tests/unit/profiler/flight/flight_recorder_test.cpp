@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
 #include <vector>
 
 namespace partrain::profiler {
@@ -102,6 +106,46 @@ TEST(FlightRecorder, OperationsRecordedAfterTheFinalSnapshotStillReachTheSink) {
   EXPECT_TRUE(recorder.update(later, done));
   ASSERT_EQ(sunk.size(), 1u);
   EXPECT_EQ(sunk[0].seq, 1u);
+}
+
+// A rank stopped by a signal as its collective failed: the signal's final dump found the op
+// failed (so wrote no row of its own), and the flush after it ran before the program's thread
+// had delivered the failure to the trace; the kill then lost the row. The final snapshot waits
+// for a delivery under way, through update() and record() alike.
+TEST(FlightRecorder, AFinalSnapshotWaitsForTheDeliveryOfAnOperationItHoldsFinished) {
+  for (const bool in_flight_before : {true, false}) {
+    FlightRecorder recorder(4);
+    const uint64_t open = recorder.record(event_with_seq(0));
+    CollectiveEvent failed = event_with_seq(in_flight_before ? 0 : 1);
+    failed.state = CollectiveState::kFailed;
+    std::promise<void> entered;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<bool> delivered{false};
+    auto deliver = [&](const CollectiveEvent&) {
+      entered.set_value();
+      released.wait();
+      delivered.store(true);
+    };
+    std::thread finishing([&] {
+      if (in_flight_before) {
+        (void)recorder.update(open, failed, deliver);
+      } else {
+        (void)recorder.record(failed, FlightRecorder::Timing::kFromEnqueue, deliver);
+      }
+    });
+    entered.get_future().wait();  // the ring holds the op failed; its delivery is under way
+    std::future<bool> dumped = std::async(std::launch::async, [&] {
+      (void)recorder.final_snapshot();
+      return delivered.load();
+    });
+    // Without the wait the snapshot returns at once, its delivery still held back here.
+    EXPECT_EQ(dumped.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout)
+        << (in_flight_before ? "update" : "record");
+    release.set_value();
+    EXPECT_TRUE(dumped.get()) << "the snapshot came back before the delivery it held finished";
+    finishing.join();
+  }
 }
 
 TEST(FlightRecorder, OldestUnfinishedIsTheFirstEnqueuedStillOpen) {
