@@ -35,7 +35,7 @@ uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing t
       ring_[id % capacity_] = std::move(entry);
     }
   }
-  if (deliver && finished(event)) deliver(event);
+  if (deliver) deliver(event);
   return id;
 }
 
@@ -65,9 +65,13 @@ bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event,
     sink_open = !final_snapshot_end_ || id >= *final_snapshot_end_;
   }
   // The delivery writes to a trace; never hold the ring's lock while calling it.
-  const Sink& to = deliver ? deliver : sink_;
-  if (finished(event) && to && sink_open) to(event);
-  return sink_open;
+  if (!sink_open) return false;
+  if (deliver) {
+    deliver(event);
+  } else if (sink_ && finished(event)) {
+    sink_(event);
+  }
+  return true;
 }
 
 std::vector<profiler::CollectiveEvent> FlightRecorder::final_snapshot() {

@@ -28,20 +28,22 @@ class FlightRecorder {
   // Work without a future, docs/pytorch.md).
   enum class Timing : uint8_t { kFromEnqueue, kUntimed };
 
-  // Adds an entry (evicting the oldest when full) and returns its id for update(). A completed
-  // or failed event (an operation that never was in flight) goes to `deliver`, when given, as
-  // update() delivers.
+  // Adds an entry (evicting the oldest when full) and returns its id for update(). The event
+  // goes to `deliver`, when given (the caller's last word on an operation that never was in
+  // flight), as update() delivers.
   uint64_t record(const profiler::CollectiveEvent& event, Timing timing = Timing::kFromEnqueue,
                   const Sink& deliver = {});
   // A watchdog times entry `id` (recorded untimed) from `since_ns` on (CLOCK_MONOTONIC).
   void time_from(uint64_t id, int64_t since_ns);
   // Entry `id`, recorded timed, turns out to be one a watchdog leaves alone until time_from().
   void stop_timing(uint64_t id);
-  // Replaces entry `id` if it is still in the ring. A completed or failed event also goes to
-  // `deliver` (the sink when none is given), even when the ring has already evicted it (callers
-  // finish each id once). False, and nothing delivered, for an entry recorded before a final
-  // snapshot was taken: the dump holds the operation as it stood. Entries recorded after it go
-  // on as before (a PyTorch program may survive the collective error that dumped it).
+  // Replaces entry `id` if it is still in the ring. The event then goes to `deliver` when given
+  // (the caller's last word on the operation, whatever its state: one still in flight as the
+  // process ends), else to the sink when it completed or failed; even when the ring has already
+  // evicted it (callers finish each id once). False, and nothing delivered, for an entry
+  // recorded before a final snapshot was taken: the dump holds the operation as it stood.
+  // Entries recorded after it go on as before (a PyTorch program may survive the collective
+  // error that dumped it).
   bool update(uint64_t id, const profiler::CollectiveEvent& event, const Sink& deliver = {});
 
   // Entries still in the ring, oldest first.

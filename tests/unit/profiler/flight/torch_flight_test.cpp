@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace partrain::profiler {
 namespace {
 
@@ -150,6 +152,25 @@ TEST(TorchFlight, AfterAFinalDumpAnOpItHeldUnfinishedStaysOutOfTheTrace) {
   EXPECT_FALSE(flight.finished(0, op(0, 1000, CollectiveState::kCompleted)));
   EXPECT_TRUE(flight.finished(0, op(1, 3000, CollectiveState::kCompleted)))
       << "an op the dump did not hold unfinished still goes to the trace";
+}
+
+// The op's last word goes to the trace whatever its state: one still in flight as the process
+// ends (a gloo Work nothing waited on) is written as it stood, as is one that never was in
+// flight; none after a final dump held it unfinished.
+TEST(TorchFlight, EveryLastWordIsDeliveredAnOpStillInFlightAtTheEndToo) {
+  FlightRecorder recorder;
+  TorchFlight flight(recorder);
+  std::vector<CollectiveEvent> delivered;
+  auto deliver = [&](const CollectiveEvent& event) { delivered.push_back(event); };
+  flight.issued(0, op(0, 1000, CollectiveState::kStarted));
+  EXPECT_TRUE(flight.finished(0, op(0, 1000, CollectiveState::kStarted), deliver));
+  EXPECT_TRUE(flight.finished(0, op(1, 2000, CollectiveState::kCompleted), deliver));
+  flight.issued(0, op(2, 3000, CollectiveState::kStarted));
+  (void)recorder.final_snapshot();
+  EXPECT_FALSE(flight.finished(0, op(2, 3000, CollectiveState::kFailed), deliver));
+  ASSERT_EQ(delivered.size(), 2u);
+  EXPECT_EQ(delivered[0].state, CollectiveState::kStarted);
+  EXPECT_EQ(delivered[1].seq, 1u);
 }
 
 // Ops whose completion never comes (the module stopped recording) do not pile up.
