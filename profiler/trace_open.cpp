@@ -6,15 +6,16 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
-#include <filesystem>
-#include <fstream>
 
 #include "core/log.h"
 #include "profiler/disk_reserve.h"
+#include "profiler/trace_reader/lost_strings.h"
 #include "profiler/trace_schema.h"
 #include "profiler/trace_writer.h"
 
@@ -449,7 +450,9 @@ bool is_partrain_trace(SqliteDb& db) {
   return format.is_ok() && format->value_or("") == kTraceFormatName;
 }
 
-StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode mode) {
+namespace {
+
+StatusOr<TraceFile> open_checked(const std::filesystem::path& path, TraceOpenMode mode) {
   RETURN_IF_ERROR(check_sqlite_header(path));
   RETURN_IF_ERROR(check_no_foreign_wal(path));
   TraceFile trace;
@@ -503,6 +506,17 @@ StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode 
   auto reopened = SqliteDb::open(name, flags);
   if (!reopened.is_ok()) return unreadable("{}", reopened.status().message());
   trace.db = std::move(reopened).value();
+  return trace;
+}
+
+}  // namespace
+
+StatusOr<TraceFile> open_trace(const std::filesystem::path& path, TraceOpenMode mode) {
+  ASSIGN_OR_RETURN(TraceFile trace, open_checked(path, mode));
+  // Rows naming strings a damaged file lost stay in the reads (damaged_rows.h: strings_lost).
+  if (Status kept = keep_rows_of_lost_strings(trace.db); !kept.is_ok()) {
+    return corrupted(trace.path, kept.message());
+  }
   return trace;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/status.h"
 #include "profiler/sqlite_db.h"
 
 namespace partrain::profiler {
@@ -24,5 +25,14 @@ std::string string_table_whole_sql(std::string_view schema);
 // ... and SQL of the distinct string ids (column `id`) its rows name that its string table lacks:
 // a scan of every column holding a string id that `db` has in `schema` (older files lack some).
 std::string lost_string_ids_sql(const SqliteDb& db, std::string_view schema);
+
+// The views of `views` (share/views.sql) that join the string table, as TEMP views of the same
+// names whose string joins keep a row naming a lost string and read it as lost_string_text: the
+// file's own views join strings inwardly, and would drop such a row from every read.
+std::string views_keeping_lost_strings_sql(std::string_view views);
+// When `db`'s rows name strings its string table lacks, makes those TEMP views on its connection:
+// they shadow the file's views for every unqualified read. Nothing otherwise. A view a file of an
+// older version cannot back (a table it lacks) stays the file's.
+Status keep_rows_of_lost_strings(SqliteDb& db);
 
 }  // namespace partrain::profiler
