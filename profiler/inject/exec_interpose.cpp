@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -19,10 +20,15 @@
 
 #include "core/subprocess.h"
 #include "profiler/inject/injected_process.h"
+#include "profiler/inject/rank_flight.h"
 
 #define PARTRAIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace partrain::profiler::inject {
+
+// How long an exec waits for a stop signal's dump and flush (rank_flight.h), whose flush waits
+// up to 2 s for the collector.
+constexpr std::chrono::milliseconds kStopSignalSettleLimit{3000};
 
 template <typename Fn>
 Fn next_exec(const char* name) {
@@ -49,6 +55,8 @@ bool may_exec_on_path(const char* file) {
 // the exec returned (failed), keeping the exec's errno for the caller.
 template <typename Exec>
 int exec_traced(bool may_succeed, Exec&& exec) {
+  // A stop signal taken just before (a rank told to stop as it execs) goes on before the exec.
+  if (may_succeed) settle_stop_signals(kStopSignalSettleLimit);
   std::optional<int> rank;
   if (may_succeed && InjectedProcess::tracing_in_this_process()) {
     rank = InjectedProcess::current()->tracer().rank();

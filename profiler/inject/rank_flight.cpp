@@ -57,6 +57,10 @@ struct SignalRelay {
   // Fatal signals the relay's thread has dumped and flushed for; the handler waits for it to
   // move, then hands the signal on itself (nothing is sent again).
   std::atomic<uint64_t> fatal_done{0};
+  // Signals the handler gave the relay's thread, and those it has handled (dumped for, and sent
+  // again or handed on): settle_stop_signals waits for the second to catch up.
+  std::atomic<uint64_t> relayed_count{0};
+  std::atomic<uint64_t> settled_count{0};
   struct sigaction previous[std::size(kStopSignals)] = {};
 };
 std::atomic<SignalRelay*> g_relay{nullptr};
@@ -104,7 +108,9 @@ void on_signal(int signal, siginfo_t* info, void* context) {
     siginfo_t request{};
     if (info != nullptr) request = *info;
     request.si_signo = signal;
+    relay->relayed_count.fetch_add(1);
     relayed = ::write(relay->request_write, &request, sizeof request) == sizeof request;
+    if (!relayed) relay->settled_count.fetch_add(1);
   }
   if (relayed && is_fatal(signal)) {
     // The process ends when this returns: wait, boundedly, for the dump and the flush.
@@ -142,11 +148,10 @@ void relay_signals(SignalRelay* relay) {
     if (is_fatal(request.si_signo)) {
       if (flight != nullptr) (void)flight->on_stop_signal(request.si_signo);
       relay->fatal_done.fetch_add(1);
-      continue;
-    }
-    if (flight == nullptr || flight->on_stop_signal(request.si_signo)) {
+    } else if (flight == nullptr || flight->on_stop_signal(request.si_signo)) {
       send_again(*relay, request);
     }
+    relay->settled_count.fetch_add(1);
   }
 }
 
@@ -240,6 +245,17 @@ bool retake_stop_signal(int signal) {
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
   return ::sigaction(signal, &action, nullptr) == 0;
+}
+
+void settle_stop_signals(std::chrono::milliseconds limit) {
+  SignalRelay* relay = g_relay.load();
+  if (relay == nullptr || relay->pid != ::getpid()) return;
+  const struct timespec millisecond = {0, 1'000'000};
+  for (int64_t waited = 0; waited < limit.count() && relay->relaying.load() &&
+                           relay->settled_count.load() < relay->relayed_count.load();
+       ++waited) {
+    ::nanosleep(&millisecond, nullptr);
+  }
 }
 
 RankFlight* RankFlight::start(FlightRecorder& recorder, RankTracer& tracer) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -87,5 +88,11 @@ Status take_stop_signals(RankFlight& flight);
 // gave up on. False when no relay runs in this process or the program ignores the signal.
 // Exported to the program as partrain_retake_stop_signal(int) (1 when taken).
 bool retake_stop_signal(int signal);
+
+// Waits (at most `limit`) until every stop signal the handler gave the relay's thread has been
+// dumped for and sent again. An exec takes that thread with it, and the signal it holds: the
+// new image ran on as if never stopped. A signal sent again before the exec stays pending across
+// it and ends the new image (or this one first).
+void settle_stop_signals(std::chrono::milliseconds limit);
 
 }  // namespace partrain::profiler::inject

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -53,6 +54,20 @@ bool wait_for_program_handler() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return g_program_handled.load() != 0;
+}
+
+// Runs `check` in a death-test child (the signal handlers it installs are the process's and
+// stay): it passes when `check` finds no problem, and prints the one it found.
+void expect_no_problem_in_a_child(const std::function<std::string()>& check) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::string problem = check();
+        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
+        std::fflush(stderr);
+        std::_Exit(problem.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 using RankFlightTest = testing::RankTracerFixture;
@@ -132,16 +147,9 @@ std::string stop_while_holding_the_dump(const fs::path& dir, RankTracerOptions o
 
 TEST_F(RankFlightTest,
        AStopSignalDumpsWithoutWaitingOnTheThreadItInterruptedThenReachesTheProgram) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        const std::string problem =
-            stop_while_holding_the_dump(dir_ / "flight", tracer_options(0), db(), session_);
-        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
-        std::fflush(stderr);
-        std::_Exit(problem.empty() ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
+  expect_no_problem_in_a_child([&] {
+    return stop_while_holding_the_dump(dir_ / "flight", tracer_options(0), db(), session_);
+  });
 }
 
 // CPython puts its SIGINT handler in after the library took the signal (sitecustomize gives a rank
@@ -171,16 +179,9 @@ std::string sigint_after_the_program_replaced_the_handler(const fs::path& dir,
 }
 
 TEST_F(RankFlightTest, SigintTakenBackFromTheProgramDumpsThenReachesItsHandler) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        const std::string problem =
-            sigint_after_the_program_replaced_the_handler(dir_ / "flight", tracer_options(0));
-        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
-        std::fflush(stderr);
-        std::_Exit(problem.empty() ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
+  expect_no_problem_in_a_child([&] {
+    return sigint_after_the_program_replaced_the_handler(dir_ / "flight", tracer_options(0));
+  });
 }
 
 // A PyTorch rank whose collective failed (gloo's own timeout, a closed connection) dumps as a
@@ -210,15 +211,44 @@ std::string fail_a_collective(const fs::path& dir, RankTracerOptions options) {
 }
 
 TEST_F(RankFlightTest, AFailedCollectiveDumpsAsACollectiveErrorWithoutPrintingIt) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        const std::string problem = fail_a_collective(dir_ / "flight", tracer_options(0));
-        if (!problem.empty()) std::fprintf(stderr, "%s\n", problem.c_str());
-        std::fflush(stderr);
-        std::_Exit(problem.empty() ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
+  expect_no_problem_in_a_child(
+      [&] { return fail_a_collective(dir_ / "flight", tracer_options(0)); });
+}
+
+// A rank told to stop as it execs: the exec took the relay's thread, and the stop signal it held,
+// and the new image ran on. settle_stop_signals (which exec calls first) returns only once the
+// signal's dump is written and the signal sent again. Here the dump is held back (its file a FIFO
+// nobody reads) until the settle has been seen waiting.
+std::string settle_while_the_dump_is_held(const fs::path& dir, RankTracerOptions options) {
+  fs::create_directories(dir);
+  install_program_handler(SIGTERM);
+  auto started = start_flight(dir, options);
+  if (started->flight == nullptr) return "no RankFlight with PARTRAIN_FLIGHT_DIR set";
+  const fs::path partial = flight_dump_path(dir, 0).string() + ".partial";
+  if (::mkfifo(partial.c_str(), 0600) != 0) return "mkfifo failed";
+  if (::pthread_sigqueue(::pthread_self(), SIGTERM, sigval{}) != 0)
+    return "pthread_sigqueue failed";
+  std::atomic<bool> settled{false};
+  std::thread exec_thread([&] {
+    settle_stop_signals(std::chrono::seconds(30));
+    settled.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const bool settled_while_held = settled.load();
+  std::stringstream dump;
+  dump << std::ifstream(partial).rdbuf();  // lets the dump go on
+  exec_thread.join();
+  if (settled_while_held) return "the settle returned while the signal's dump was under way";
+  if (!fs::exists(flight_dump_path(dir, 0)))
+    return "the settle returned before the dump was written";
+  if (!wait_for_program_handler()) return "the signal never reached the program after the dump";
+  started->flight->close();
+  return "";
+}
+
+TEST_F(RankFlightTest, AnExecWaitsForTheStopSignalItsRelayHolds) {
+  expect_no_problem_in_a_child(
+      [&] { return settle_while_the_dump_is_held(dir_ / "flight", tracer_options(0)); });
 }
 
 // A library's thread that calls abort() (std::terminate in gloo's enforce, PyTorch's NCCL
