@@ -78,7 +78,10 @@ class EdgeBuilder {
 
   void transfer(int waiter, const CollectiveEvent& e, int64_t waited) {
     const int peer = transfer_peer(e);
-    if (peer < 0) return;
+    if (peer < 0) {
+      if (e.op == "recv") any_source_recv(waiter, e, waited);
+      return;
+    }
     const bool send = e.op == "send";
     auto channel = index_.channels.find(ChannelKey{e.comm_id, send ? waiter : peer,
                                                    send ? peer : waiter, profiler::p2p_tag(e.seq)});
@@ -100,6 +103,31 @@ class EdgeBuilder {
     }
     if (never_reached(other, ring_wrapped(*peer_dump->second), e.seq)) {
       add(waiter, peer, e, WaitReason::kNeverEntered, last_seq(other), waited);
+    }
+  }
+
+  // A recv from any source (dist.recv without src: no sender yet) waits on every other member
+  // of its group, as whichever sends first completes it: on one that left no records; on one
+  // whose send to the waiter (same communicator and tag) is unfinished only when its process is
+  // held; on every other, which never posted such a send.
+  void any_source_recv(int waiter, const CollectiveEvent& e, int64_t waited) {
+    for (int member : e.group_ranks) {
+      if (member == waiter) continue;
+      if (!index_.by_rank.contains(member)) {
+        add(waiter, member, e, WaitReason::kNoRecords, -1, waited);
+        continue;
+      }
+      auto channel =
+          index_.channels.find(ChannelKey{e.comm_id, member, waiter, profiler::p2p_tag(e.seq)});
+      static const RecordsBySeq kNone;
+      const RecordsBySeq& sends = channel == index_.channels.end() ? kNone : channel->second.sends;
+      const bool sending = std::any_of(sends.begin(), sends.end(),
+                                       [](const auto& send) { return waiting(*send.second); });
+      if (!sending) {
+        add(waiter, member, e, WaitReason::kNeverEntered, last_seq(sends), waited);
+      } else if (process_is_held(index_, processes_, member)) {
+        add(waiter, member, e, WaitReason::kHeldInside, -1, waited);
+      }
     }
   }
 

@@ -30,21 +30,30 @@ std::pair<int, int> direction(const CollectiveEvent& e, int issuer) {
   return e.op == "send" ? std::pair{issuer, peer} : std::pair{peer, issuer};
 }
 
-// "dp 0 seq 5", "send 0->1 on pp 0 seq 4": communicators by the names users know
-// (profiler::communicator_name).
+// "rank 1", or "any rank" for a recv from any source whose sender is not known yet.
+std::string peer_text(const CollectiveEvent& e) {
+  const int peer = transfer_peer(e);
+  return peer < 0 ? "any rank" : fmt::format("rank {}", peer);
+}
+
+// "dp 0 seq 5", "send 0->1 on pp 0 seq 4", "recv from any rank by 1 on pp 0 seq 0":
+// communicators by the names users know (profiler::communicator_name).
 std::string where(const WaitEdge& edge) {
   const std::string group = profiler::communicator_name(edge.op.comm_id);
   if (!is_p2p(edge.op.op)) return fmt::format("{} seq {}", group, edge.op.seq);
   const auto [sender, receiver] = direction(edge.op, edge.waiter);
+  if (sender < 0) {
+    return fmt::format("recv from any rank by {} on {} seq {}", receiver, group, edge.op.seq);
+  }
   return fmt::format("send {}->{} on {} seq {}", sender, receiver, group, edge.op.seq);
 }
 
 // "all_reduce of 4.00 KiB float on dp 0 seq 5", "send of 8.00 KiB float to rank 1 on pp 0 seq
-// 4".
+// 4", "recv of 8.00 KiB float from any rank on pp 0 seq 0".
 std::string op_where(const WaitEdge& edge) {
   if (!is_p2p(edge.op.op)) return fmt::format("{} on {}", op_and_size(edge.op), where(edge));
-  return fmt::format("{} {} rank {} on {} {}", op_and_size(edge.op),
-                     edge.op.op == "send" ? "to" : "from", transfer_peer(edge.op),
+  return fmt::format("{} {} {} on {} {}", op_and_size(edge.op),
+                     edge.op.op == "send" ? "to" : "from", peer_text(edge.op),
                      profiler::communicator_name(edge.op.comm_id),
                      profiler::p2p_seq_text(edge.op.seq));
 }

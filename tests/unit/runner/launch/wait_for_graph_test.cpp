@@ -4,6 +4,8 @@
 // the launcher saw of its process (stopped, stuck in the kernel, ended) says what it is.
 #include "runner/launch/wait_for_graph.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "runner/launch/flight_diagnosis.h"
@@ -197,6 +199,38 @@ TEST(WaitForGraph, APipelineRecvLeadsToASenderStuckInTheKernel) {
       << diagnosis_statement(d);
   EXPECT_NE(diagnosis_statement(d).find("it never posted the send matching rank 1's recv of "
                                         "4.00 KiB float from rank 0 on pp 0 seq 1"),
+            std::string::npos)
+      << diagnosis_statement(d);
+}
+
+// Rank 0 receives from any source (dist.recv without src) on the 3-rank world: rank 1 sent it
+// one tensor and then hung in compute, and rank 2 waits on rank 1 in an all_reduce of their own.
+// The recv waits on both possible senders, and the relation leads to rank 1. An any-source recv
+// used to wait on nobody: rank 0's wait was left out of the diagnosis.
+TEST(WaitForGraph, ARecvFromAnySourceWaitsOnEveryPossibleSender) {
+  Mesh m;
+  const char* world = "default_pg:0";
+  m.add(1, world, {0, 1, 2}, 0, 1.0, CollectiveState::kCompleted, "send", 0);
+  m.add(0, world, {0, 1, 2}, 0, 1.0, CollectiveState::kCompleted, "recv", 1);
+  m.add(0, world, {0, 1, 2}, 0, 7.0, CollectiveState::kStarted, "recv", -1);
+  m.add(2, "world/split1/color1", {1, 2}, 0, 7.2, CollectiveState::kStarted);
+  m.dumps.pop_back();  // three ranks
+  FlightDiagnosis d = diagnose_flight_dumps(m.dumps, processes_of(3));
+  ASSERT_EQ(d.culprit, 1) << format_flight_diagnosis(d);
+  std::vector<std::pair<int, int64_t>> from_rank0;  // awaited, its last send to rank 0
+  for (const WaitEdge& edge : d.waits.edges) {
+    if (edge.waiter != 0) continue;
+    EXPECT_EQ(edge.reason, WaitReason::kNeverEntered);
+    from_rank0.emplace_back(edge.awaited, edge.awaited_last_seq);
+  }
+  EXPECT_EQ(from_rank0, (std::vector<std::pair<int, int64_t>>{{1, 0}, {2, -1}}));
+  const std::string waits = fmt::format("{}", fmt::join(describe_waits(d.waits), "\n"));
+  EXPECT_NE(waits.find("rank 0 waits on rank 2 in recv of 4.00 KiB float from any rank on "),
+            std::string::npos)
+      << waits;
+  EXPECT_EQ(waits.find("rank -1"), std::string::npos) << waits;
+  EXPECT_NE(diagnosis_statement(d).find("it never posted the send matching rank 0's recv of "
+                                        "4.00 KiB float from any rank on "),
             std::string::npos)
       << diagnosis_statement(d);
 }
