@@ -21,7 +21,9 @@ bool finished(const profiler::CollectiveEvent& event) {
 
 uint64_t FlightRecorder::record(const profiler::CollectiveEvent& event, Timing timing,
                                 const Sink& deliver) {
-  std::shared_lock delivering(delivering_);
+  // Held only for a delivery: recording and moving an op on, twice per op, pay nothing for it.
+  std::shared_lock delivering(delivering_, std::defer_lock);
+  if (deliver) delivering.lock();
   uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
@@ -57,7 +59,9 @@ void FlightRecorder::stop_timing(uint64_t id) {
 
 bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event,
                             const Sink& deliver) {
-  std::shared_lock delivering(delivering_);
+  const bool delivers = deliver || (sink_ && finished(event));
+  std::shared_lock delivering(delivering_, std::defer_lock);
+  if (delivers) delivering.lock();
   bool sink_open = false;
   {
     std::lock_guard lock(mutex_);
@@ -66,11 +70,7 @@ bool FlightRecorder::update(uint64_t id, const profiler::CollectiveEvent& event,
   }
   // The delivery writes to a trace; never hold the ring's lock while calling it.
   if (!sink_open) return false;
-  if (deliver) {
-    deliver(event);
-  } else if (sink_ && finished(event)) {
-    sink_(event);
-  }
+  if (delivers) (deliver ? deliver : sink_)(event);
   return true;
 }
 

@@ -84,8 +84,8 @@ class FlightRecorder {
   const size_t capacity_;
   const Sink sink_;
   mutable std::mutex mutex_;
-  // Held shared from a finish's change of the ring until its delivery returns, and exclusively
-  // by final_snapshot(); taken before mutex_.
+  // Held shared from a delivering call's change of the ring until its delivery returns, and
+  // exclusively by final_snapshot(); taken before mutex_.
   std::shared_mutex delivering_;
   std::atomic<bool> recorded_any_{false};
   std::vector<Entry> ring_;  // ring_[id % capacity_] holds entry id while it is recent enough
