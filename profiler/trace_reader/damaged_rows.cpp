@@ -22,17 +22,12 @@ Status count_unusable_steps(const TraceReader& reader, std::vector<DamagedRows>&
   });
 }
 
-// Strings the rows name that the string table lost (string_table_whole_sql,
-// lost_string_ids_sql); the scan of every referencing column is paid only when the ids show a gap.
+// Strings the rows name that the string table lost (lost_strings.h); the scan of every
+// referencing column is paid only when the ids show a gap.
 Status count_lost_strings(const TraceReader& reader, std::vector<DamagedRows>& out) {
-  ASSIGN_OR_RETURN(SqliteStatement whole, reader.prepare(string_table_whole_sql("main")));
-  if (whole.step() != SQLITE_ROW) return reader.read_error("checking the strings");
-  if (whole.column_int(0) == 1) return Status::ok();
-  ASSIGN_OR_RETURN(SqliteStatement stmt,
-                   reader.prepare(fmt::format("SELECT count(*) FROM ({})",
-                                              lost_string_ids_sql(reader.db(), "main"))));
-  if (stmt.step() != SQLITE_ROW) return reader.read_error("checking the strings");
-  if (const int64_t lost = stmt.column_int(0); lost > 0) {
+  const StatusOr<int64_t> counted = lost_string_count(reader.db());
+  if (!counted.is_ok()) return reader.read_error("checking the strings");
+  if (const int64_t lost = *counted; lost > 0) {
     out.push_back({"strings_lost", std::nullopt, lost,
                    "strings the trace's rows name but its string table lost (the file was "
                    "damaged): read as '(lost string N)', N the string's id"});

@@ -39,10 +39,27 @@ std::string lost_string_ids_sql(const SqliteDb& db, std::string_view schema) {
                      referenced, schema);
 }
 
-std::string views_keeping_lost_strings_sql(std::string_view views) {
+namespace {
+
+// The first column of a one-row query, as a number.
+StatusOr<int64_t> number_of(const SqliteDb& db, const std::string& sql) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, SqliteStatement::prepare(db, sql));
+  if (stmt.step() != SQLITE_ROW) return failed("{}", db.error_message());
+  return stmt.column_int(0);
+}
+
+}  // namespace
+
+StatusOr<int64_t> lost_string_count(const SqliteDb& db) {
+  ASSIGN_OR_RETURN(const int64_t whole, number_of(db, string_table_whole_sql("main")));
+  if (whole == 1) return int64_t{0};
+  return number_of(db, fmt::format("SELECT count(*) FROM ({})", lost_string_ids_sql(db, "main")));
+}
+
+std::vector<std::string> views_keeping_lost_strings(std::string_view views) {
   // views.sql joins a string as `JOIN string s ON s.id = t.name_id` and reads it as `s.value`.
   static const std::regex kJoin(R"((LEFT )?JOIN string (\w+) ON \2\.id = ([\w.]+))");
-  std::string out;
+  std::vector<std::string> out;
   size_t begin = 0;
   for (size_t end = views.find(';'); end != std::string_view::npos;
        begin = end + 1, end = views.find(';', begin)) {
@@ -52,34 +69,25 @@ std::string views_keeping_lost_strings_sql(std::string_view views) {
          it != std::sregex_iterator(); ++it) {
       id_of[(*it)[2]] = (*it)[3];
     }
-    if (id_of.empty()) continue;
-    statement = std::regex_replace(statement, kJoin, "LEFT JOIN string $2 ON $2.id = $3");
+    const size_t create = statement.find("CREATE VIEW ");
+    if (id_of.empty() || create == std::string::npos) continue;
+    statement =
+        std::regex_replace(statement.substr(create), kJoin, "LEFT JOIN string $2 ON $2.id = $3");
     for (const auto& [alias, id] : id_of) {
       const std::regex value("(^|[^\\w.])" + alias + "\\.value\\b");
       statement = std::regex_replace(
           statement, value, "$1coalesce(" + alias + ".value, " + lost_string_text_sql(id) + ")");
     }
-    const size_t create = statement.find("CREATE VIEW ");
-    if (create == std::string::npos) continue;
-    statement.replace(create, std::string_view("CREATE VIEW ").size(), "CREATE TEMP VIEW ");
-    out += statement.substr(create) + ";\n";
+    out.push_back("CREATE TEMP VIEW " + statement.substr(std::string_view("CREATE VIEW ").size()));
   }
   return out;
 }
 
 Status keep_rows_of_lost_strings(SqliteDb& db) {
-  ASSIGN_OR_RETURN(std::optional<std::string> whole, db.query_text(string_table_whole_sql("main")));
-  if (whole.value_or("0") == "1") return Status::ok();
-  // Not whole by its ids (or empty, as a live trace starts): do its rows name a string it lacks?
-  ASSIGN_OR_RETURN(
-      std::optional<std::string> lost,
-      db.query_text(fmt::format("SELECT EXISTS ({})", lost_string_ids_sql(db, "main"))));
-  if (lost.value_or("0") != "1") return Status::ok();
-  const std::string views = views_keeping_lost_strings_sql(views_sql());
-  size_t begin = 0;
-  for (size_t end = views.find(';'); end != std::string::npos;
-       begin = end + 1, end = views.find(';', begin)) {
-    (void)db.exec(views.substr(begin, end - begin));  // an older file's view stays its own
+  ASSIGN_OR_RETURN(const int64_t lost, lost_string_count(db));
+  if (lost == 0) return Status::ok();
+  for (const std::string& view : views_keeping_lost_strings(views_sql())) {
+    (void)db.exec(view);  // an older file's view stays its own
   }
   return Status::ok();
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "profiler/sqlite_db.h"
@@ -26,10 +27,15 @@ std::string string_table_whole_sql(std::string_view schema);
 // a scan of every column holding a string id that `db` has in `schema` (older files lack some).
 std::string lost_string_ids_sql(const SqliteDb& db, std::string_view schema);
 
-// The views of `views` (share/views.sql) that join the string table, as TEMP views of the same
-// names whose string joins keep a row naming a lost string and read it as lost_string_text: the
-// file's own views join strings inwardly, and would drop such a row from every read.
-std::string views_keeping_lost_strings_sql(std::string_view views);
+// How many distinct string ids `db`'s rows name that its string table lacks: 0 at once when the
+// table is whole, else the scan above.
+StatusOr<int64_t> lost_string_count(const SqliteDb& db);
+
+// The views of `views` (share/views.sql) that join the string table, as CREATE TEMP VIEW
+// statements of the same names whose string joins keep a row naming a lost string and read it
+// as lost_string_text: the file's own views join strings inwardly, and would drop such a row
+// from every read.
+std::vector<std::string> views_keeping_lost_strings(std::string_view views);
 // When `db`'s rows name strings its string table lacks, makes those TEMP views on its connection:
 // they shadow the file's views for every unqualified read. Nothing otherwise. A view a file of an
 // older version cannot back (a table it lacks) stays the file's.
