@@ -14,6 +14,8 @@ using profiler::FlightDump;
 
 bool waiting(const CollectiveEvent& e) { return e.state != CollectiveState::kCompleted; }
 
+const RecordsBySeq kUnusedChannel;  // the records of a channel no rank has used
+
 bool same_op_and_size(const CollectiveEvent& a, const CollectiveEvent& b) {
   return a.op == b.op && a.bytes == b.bytes && a.count == b.count && a.dtype == b.dtype;
 }
@@ -90,9 +92,8 @@ class EdgeBuilder {
       add(waiter, peer, e, WaitReason::kNoRecords, -1, waited);
       return;
     }
-    static const RecordsBySeq kNone;
     const RecordsBySeq& other = channel == index_.channels.end()
-                                    ? kNone
+                                    ? kUnusedChannel
                                     : (send ? channel->second.recvs : channel->second.sends);
     if (auto at = other.find(e.seq); at != other.end()) {
       if (at->second->bytes != e.bytes) return;  // a size mismatch, judged on its own
@@ -119,8 +120,8 @@ class EdgeBuilder {
       }
       auto channel =
           index_.channels.find(ChannelKey{e.comm_id, member, waiter, profiler::p2p_tag(e.seq)});
-      static const RecordsBySeq kNone;
-      const RecordsBySeq& sends = channel == index_.channels.end() ? kNone : channel->second.sends;
+      const RecordsBySeq& sends =
+          channel == index_.channels.end() ? kUnusedChannel : channel->second.sends;
       const bool sending = std::any_of(sends.begin(), sends.end(),
                                        [](const auto& send) { return waiting(*send.second); });
       if (!sending) {
