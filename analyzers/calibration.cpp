@@ -136,10 +136,12 @@ Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run
   own.model = input.model;
   own.recipe = input.recipe;
   const StepCost predicted = step_cost(own, estimate);
-  // The same prediction by kind: GEMMs alone (memory-bound work free), memory-bound alone.
-  CostModel gemms_only = own, memory_only = own;
-  gemms_only.speed.memory_scale = 0;
-  memory_only.speed.gemm_scale = 0;
+  // The same prediction by kind: GEMMs alone (the rest free), memory-bound work alone, the
+  // special-function-paced work alone.
+  CostModel gemms_only = own, memory_only = own, special_only = own;
+  gemms_only.speed.memory_scale = gemms_only.speed.special_scale = 0;
+  memory_only.speed.gemm_scale = memory_only.speed.special_scale = 0;
+  special_only.speed.gemm_scale = special_only.speed.memory_scale = 0;
   out.run_layout = layout_label(input.layout);
   ASSIGN_OR_RETURN(MeasuredPhases measured,
                    measure_phases(reader, window, std::optional<WorkloadRunConfig>(run)));
@@ -148,6 +150,7 @@ Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run
     out.predicted_compute_s = predicted.compute_s * sharing;
     out.predicted_gemm_s = step_cost(gemms_only, estimate).compute_s * sharing;
     out.predicted_memory_s = step_cost(memory_only, estimate).compute_s * sharing;
+    out.predicted_special_s = step_cost(special_only, estimate).compute_s * sharing;
     out.compute_scale = measured.compute_s / out.predicted_compute_s;
     out.compute_tp = input.layout.tp;
   } else {
@@ -394,22 +397,25 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
 std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations,
                                                 double min_gemm_scale) {
   struct Run {
-    double gemm_s, memory_s, measured_s;
+    double gemm_s, memory_s, special_s, measured_s;
   };
   std::vector<Run> runs;
   for (const Calibration& c : calibrations) {
     if (c.compute_scale && c.predicted_gemm_s + c.predicted_memory_s > 0) {
-      runs.push_back({c.predicted_gemm_s, c.predicted_memory_s, c.measured_compute_s});
+      runs.push_back(
+          {c.predicted_gemm_s, c.predicted_memory_s, c.predicted_special_s, c.measured_compute_s});
     }
   }
   if (runs.empty()) return std::nullopt;
   ComputeKindFit fit;
   fit.runs = static_cast<int>(runs.size());
-  // Relative least squares: each run's equation divided by its measurement.
+  // Relative least squares: each run's equation divided by its measurement; the scaled kinds
+  // fit what the special-function-paced work leaves (y, 1 without it).
   double gg = 0, gm = 0, mm = 0, g1 = 0, m1 = 0;
   for (const Run& r : runs) {
     const double g = r.gemm_s / r.measured_s, m = r.memory_s / r.measured_s;
-    gg += g * g, gm += g * m, mm += m * m, g1 += g, m1 += m;
+    const double y = 1 - r.special_s / r.measured_s;
+    gg += g * g, gm += g * m, mm += m * m, g1 += g * y, m1 += m * y;
   }
   const double det = gg * mm - gm * gm;
   // Runs of one mix leave the two rates undetermined: a near-singular system (its mixes' angle
@@ -434,7 +440,7 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
       double sum = 0, squares = 0;
       for (const Run& r : runs) {
         const double p = (r.gemm_s + r.memory_s) / r.measured_s;
-        sum += p, squares += p * p;
+        sum += p * (1 - r.special_s / r.measured_s), squares += p * p;
       }
       fit.gemm_scale = fit.memory_scale = sum / squares;
       if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as above
@@ -445,7 +451,7 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
   }
   double squares = 0;
   for (const Run& r : runs) {
-    const double fitted = fit.gemm_scale * r.gemm_s + fit.memory_scale * r.memory_s;
+    const double fitted = fit.gemm_scale * r.gemm_s + fit.memory_scale * r.memory_s + r.special_s;
     squares += (fitted - r.measured_s) * (fitted - r.measured_s) / (r.measured_s * r.measured_s);
   }
   fit.rms_error = std::sqrt(squares / static_cast<double>(runs.size()));
@@ -506,13 +512,19 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
                                  [](const Calibration& c) { return c.compute_scale.has_value(); });
     informed->notes.push_back(fmt::format(
         "compute fitted by kind over {} run{}: GEMMs x{:.3g}{}, memory-bound work x{:.3g} of the "
-        "preset's time; the runs' compute within {:.1f}% rms",
+        "preset's time{}; the runs' compute within {:.1f}% rms",
         kinds->runs, kinds->runs == 1 ? "" : "s", kinds->gemm_scale,
         kinds->at_peak       ? " (the fit asked for more than the peak: held at it)"
         : kinds->gemm_fitted ? ""
                              : " (not fitted: the runs' mixes of GEMM and memory-bound work do "
                                "not tell them apart; the preset's rate)",
-        kinds->memory_scale, 100 * kinds->rms_error));
+        kinds->memory_scale,
+        informed->predicted_special_s > 0
+            ? fmt::format(", the activation's special function at the preset's {:.3g} M "
+                          "evaluations/s (not fitted: a block's slices do not tell it apart)",
+                          model.speed.special_function_rate / 1e6)
+            : "",
+        100 * kinds->rms_error));
   }
   if (optimizers > 0) model.optimizer_bandwidth /= std::exp(optimizer_log / optimizers);
 

@@ -58,8 +58,9 @@ struct Calibration {
   std::optional<double> compute_scale;  // measured / predicted compute per step
   int compute_tp = 1;                   // the run's tensor-parallel degree
   double measured_compute_s = 0, predicted_compute_s = 0;
-  // predicted_compute_s by kind: the GEMMs' part and the memory-bound part (they add up to it).
-  double predicted_gemm_s = 0, predicted_memory_s = 0;
+  // predicted_compute_s by kind: the GEMMs' part, the memory-bound part and the part a special
+  // function paces (the activation on a CPU, at the preset's measured rate); they add up to it.
+  double predicted_gemm_s = 0, predicted_memory_s = 0, predicted_special_s = 0;
   std::optional<double> optimizer_scale;  // measured / predicted optimizer step
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;
@@ -90,7 +91,8 @@ StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader,
                                           int skip_steps = 1);
 
 // The compute rates fitted by kind over the built-in runs: measured compute = g x predicted
-// GEMMs + m x predicted memory-bound work, least squares in relative error. Runs whose mixes
+// GEMMs + m x predicted memory-bound work + the special-function-paced work at the preset's
+// rate (not fitted), least squares in relative error. Runs whose mixes
 // differ (a tp run shards its GEMMs but not its replicated norms) pin both; with one run, or runs
 // of one mix, the GEMMs keep the preset's rate (gemm_fitted false: a trace of per-block slices
 // cannot tell the kinds apart) and the memory-bound rate takes the rest; when the preset's GEMMs

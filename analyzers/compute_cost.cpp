@@ -18,6 +18,16 @@ double memory_bound_seconds(double bytes, const ComputeSpeed& speed) {
          speed.memory_scale;
 }
 
+ElementwiseSeconds special_function_kernel(double evaluations, double bytes,
+                                           const ComputeSpeed& speed) {
+  const double rate = speed.special_function_rate;
+  if (rate <= 0 ||
+      evaluations / rate <= bytes / (speed.memory_bandwidth * speed.memory_efficiency)) {
+    return {memory_bound_seconds(bytes, speed), 0};
+  }
+  return {0, evaluations / rate * speed.scale * speed.special_scale};
+}
+
 MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double ffn,
                        const memory::ActivationSetup& shape, const ComputeSpeed& speed,
                        double groups) {
@@ -29,7 +39,7 @@ MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double f
   const double activation = swiglu ? 3 : 2;  // GeLU reads and writes; SwiGLU reads two halves
   return {(matrices - 1) * gemm_seconds(tokens, ffn / t, h, groups, e, speed),
           gemm_seconds(tokens, h, ffn / t, groups, e, speed),
-          tokens * ffn / t * activation * e * groups};
+          tokens * ffn / t * activation * e * groups, tokens * ffn / t * groups};
 }
 
 ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32) {
@@ -41,7 +51,10 @@ ComputeSpeed compute_speed(const memory::GpuSpec& gpu, bool fp32) {
           gpu.memory_efficiency,
           static_cast<int>(gpu.sm_count),
           gpu.flash_attention_efficiency,
-          static_cast<int>(gpu.collective_sms)};
+          static_cast<int>(gpu.collective_sms),
+          1,
+          1,
+          gpu.special_function_rate};
 }
 
 ComputeSpeed contended(const ComputeSpeed& speed) {
@@ -135,12 +148,15 @@ BlockTimes block_times(const memory::ModelConfig& model, const memory::Activatio
     // and residual read, output written, a mask), the MLP activation (GeLU read and written;
     // SwiGLU reads two halves).
     const double replicated = shape.sp ? tokens / t : tokens;
-    p.memory_bound_s = memory_bound_seconds(
-        replicated * h * (2 * 2 * e + 2 * (3 * e + mask)) + mlp.activation_bytes, speed);
+    const ElementwiseSeconds activation = mlp.activation(speed);
+    p.special_s = activation.special_s;
+    p.memory_bound_s =
+        memory_bound_seconds(replicated * h * (2 * 2 * e + 2 * (3 * e + mask)), speed) +
+        activation.total();
   }
   times.attention_core_s = p.attention_core_s;
   times.forward_s = p.total();
-  times.backward_s = 2 * (p.gemm_s + p.memory_bound_s) + p.attention_core_backward_s;
+  times.backward_s = 2 * (p.gemm_s + p.memory_bound_s) - p.special_s + p.attention_core_backward_s;
   return times;
 }
 

@@ -31,6 +31,12 @@ struct ComputeSpeed {
   // differently (tp shards the GEMMs, not the replicated norms) fit each its own rate.
   double gemm_scale = 1;
   double memory_scale = 1;
+  // The special function an elementwise kernel calls per element (GpuSpec's
+  // special_function_rate; 0: memory paces every elementwise kernel), and its calibration scale:
+  // held at 1 (the preset's rate is measured; a step's trace cannot tell it from the memory-bound
+  // work), 0 only to leave the kind out of a prediction by kind.
+  double special_function_rate = 0;
+  double special_scale = 1;
 };
 
 // The speed while a collective runs beside the kernels: its SMs are taken from the GEMMs' waves
@@ -53,6 +59,18 @@ double gemm_seconds(double m, double n, double k, double batch, double element_b
 // Seconds of a memory-bound kernel moving `bytes` (at the bandwidth such kernels reach).
 double memory_bound_seconds(double bytes, const ComputeSpeed& speed);
 
+// An elementwise kernel that calls a special function `evaluations` times while moving `bytes`:
+// paced by the function where, at the preset's own speeds, it outlasts the bytes (a CPU core's
+// scalar tanh runs ~13 ns an element, its loads ~0.1 ns), else memory-bound. Each pass of the
+// kernel evaluates the function once an element, forward and backward alike.
+struct ElementwiseSeconds {
+  double memory_bound_s = 0;
+  double special_s = 0;  // the part the special function paces
+  double total() const { return memory_bound_s + special_s; }
+};
+ElementwiseSeconds special_function_kernel(double evaluations, double bytes,
+                                           const ComputeSpeed& speed);
+
 // A transformer's MLP over `tokens` rows on one tensor-parallel rank, forward: the up (and gate)
 // projections, the down projection, and the bytes its activation function (GeLU, SwiGLU) reads
 // and writes. `groups` > 1: that many experts of a mixture, `tokens` rows each, in one grouped
@@ -62,6 +80,10 @@ struct MlpForward {
   double up_gemm_s = 0;    // h -> f/t, twice for SwiGLU
   double down_gemm_s = 0;  // f/t -> h
   double activation_bytes = 0;
+  double activation_evaluations = 0;  // GeLU's tanh or SiLU's exp, one an element of f/t
+  ElementwiseSeconds activation(const ComputeSpeed& speed) const {
+    return special_function_kernel(activation_evaluations, activation_bytes, speed);
+  }
 };
 MlpForward mlp_forward(const memory::ModelConfig& model, double tokens, double ffn,
                        const memory::ActivationSetup& shape, const ComputeSpeed& speed,
@@ -75,6 +97,9 @@ struct BlockForward {
   double qkv_gemm_s = 0;        // of which QKV's (a column-parallel layer's)
   double up_gemm_s = 0;         // and the MLP's up (and gate) projection's
   double memory_bound_s = 0;    // norms, bias-dropout-residual, GeLU/SwiGLU
+  // Of memory_bound_s, the part a special function paces (the activation on a CPU): its backward
+  // evaluates the function once again, where bytes-paced work moves twice the forward's bytes.
+  double special_s = 0;
   double attention_core_s = 0;  // QK^T + softmax + dropout + AV, or the fused FlashAttention
   // The core's backward: materialised, dP = dO V^T and the products for dV, dQ and dK, with the
   // dropout's and softmax's backward over the scores; FlashAttention's 2.5x its forward.
@@ -85,7 +110,7 @@ struct BlockForward {
 struct BlockTimes {
   BlockForward parts;
   double forward_s = 0;
-  double backward_s = 0;        // GEMMs and memory-bound work twice, the core's backward
+  double backward_s = 0;        // GEMMs and memory-bound work twice (special_s once), the core's
   double attention_core_s = 0;  // the forward's core (selective recompute redoes it)
   double recompute_s(memory::Recompute mode) const {
     if (mode == memory::Recompute::kFull) return forward_s;

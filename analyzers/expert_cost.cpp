@@ -23,7 +23,7 @@ double slots_per_token(const memory::MixtureOfExperts& moe) {
 }
 
 double mlp_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
-  return mlp.up_gemm_s + mlp.down_gemm_s + memory_bound_seconds(mlp.activation_bytes, speed);
+  return mlp.up_gemm_s + mlp.down_gemm_s + mlp.activation(speed).total();
 }
 
 }  // namespace

@@ -109,11 +109,16 @@ std::string compute_parts_text(const StepCost& c) {
 std::string speeds_text(const FittedSpeeds& f) {
   std::string text = fmt::format(
       "cost model ({}): peak {:.4g} TFLOP/s; GEMMs at {:.2f} of peak over whole waves of 128x128 "
-      "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s; {}; busbw "
+      "tiles on {} SMs + {} each; memory-bound kernels at {:.2f} x {:.4g} GB/s{}; {}; busbw "
       "{:.4g} GB/s in a node, {:.4g} GB/s between nodes; {}\n",
       f.gpu, f.peak_flops / 1e12, f.gemm_efficiency,
       f.sm_count > 0 ? std::to_string(f.sm_count) : "(unmodelled)", seconds_text(f.gemm_overhead_s),
       f.memory_efficiency, f.memory_bandwidth / 1e9,
+      f.special_function_rate > 0
+          ? fmt::format(", the MLP activation at {:.4g} M special-function evaluations/s where "
+                        "that outlasts its bytes",
+                        f.special_function_rate / 1e6)
+          : "",
       f.flash_attention
           ? fmt::format("FlashAttention at {:.2f} of peak", f.flash_attention_efficiency)
           : std::string("attention core materialised (its scores' bytes at the memory-bound "
@@ -163,6 +168,7 @@ json speeds_json(const FittedSpeeds& f) {
           {"memory_bandwidth", f.memory_bandwidth},
           {"memory_efficiency", f.memory_efficiency},
           {"flash_attention_efficiency", f.flash_attention_efficiency},
+          {"special_function_rate", f.special_function_rate},
           {"attention", f.flash_attention ? "flash" : "materialised"},
           {"intra_node_busbw", f.intra_node_busbw},
           {"inter_node_busbw", f.inter_node_busbw},
@@ -298,6 +304,7 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                           {"predicted_s", c.predicted_compute_s},
                           {"predicted_gemm_s", c.predicted_gemm_s},
                           {"predicted_memory_bound_s", c.predicted_memory_s},
+                          {"predicted_special_function_s", c.predicted_special_s},
                           {"scale", *c.compute_scale},
                           {"tp", c.compute_tp}};
     }
@@ -405,6 +412,7 @@ FittedSpeeds fitted_speeds(const memory::GpuSpec& gpu, const Machines& machines,
           gpu.memory_efficiency,
           gpu.flash_attention_efficiency > 0 ? gpu.flash_attention_efficiency : gpu.gemm_efficiency,
           flash_attention,
+          gpu.special_function_rate,
           machines.intra_node.bandwidth,
           machines.inter_node.bandwidth,
           gpu.fit_source};
@@ -436,9 +444,12 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
       const SecondsUnit unit = seconds_unit(c.measured_compute_s);
       text += fmt::format(
           "  compute: {} per step measured vs {} predicted from the preset ({} GEMMs, {} "
-          "memory-bound): x{:.3g}\n",
+          "memory-bound{}): x{:.3g}\n",
           seconds_in(c.measured_compute_s, unit), seconds_in(c.predicted_compute_s, unit),
           seconds_in(c.predicted_gemm_s, unit), seconds_in(c.predicted_memory_s, unit),
+          c.predicted_special_s > 0
+              ? fmt::format(", {} special-function-paced", seconds_in(c.predicted_special_s, unit))
+              : "",
           *c.compute_scale);
     }
     if (c.optimizer_scale) {

@@ -24,6 +24,7 @@ struct FittedSpeeds {
   double memory_efficiency = 0;
   double flash_attention_efficiency = 0;
   bool flash_attention = false;  // the attention core costed as FlashAttention, else materialised
+  double special_function_rate = 0;  // evaluations/s; 0: memory paces every elementwise kernel
   double intra_node_busbw = 0;  // bytes/s, after the fitted efficiency (or the cluster's)
   double inter_node_busbw = 0;
   std::string fit_source;

@@ -81,9 +81,11 @@ ComputeParts stage_parts(const BlockTimes& block, memory::Recompute recompute, d
   const BlockForward& f = block.parts;
   const bool full = recompute == memory::Recompute::kFull;
   const double core_recompute = recompute == memory::Recompute::kNone ? 0 : 1;
-  return {
-      layers * f.gemm_s * (3 + (full ? 1 : 0)), layers * f.memory_bound_s * (3 + (full ? 1 : 0)),
-      layers * (f.attention_core_s * (1 + core_recompute) + f.attention_core_backward_s), head_s};
+  // Forward, backward (twice the forward but for special_s, once), the recompute's forward.
+  return {layers * f.gemm_s * (3 + (full ? 1 : 0)),
+          layers * (f.memory_bound_s * (3 + (full ? 1 : 0)) - f.special_s),
+          layers * (f.attention_core_s * (1 + core_recompute) + f.attention_core_backward_s),
+          head_s};
 }
 
 // The MoE blocks' parts: their attention's (the block without its MLP) and their experts'.

@@ -192,6 +192,7 @@ StatusOr<GpuSpec> parse_gpu_json(std::string_view text, std::string_view origin)
                       origin, g.gemm_efficiency);
   }
   RETURN_IF_ERROR(r.positive_number("gemm_overhead_us", g.gemm_overhead_us, false));
+  RETURN_IF_ERROR(r.positive_number("special_function_rate", g.special_function_rate, false));
   RETURN_IF_ERROR(r.integer("sm_count", g.sm_count, 1, false, kMostSmCount));
   RETURN_IF_ERROR(r.integer("collective_sms", g.collective_sms, 0, false));
   if (g.collective_sms > 0 && g.collective_sms >= g.sm_count) {

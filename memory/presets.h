@@ -32,6 +32,11 @@ struct GpuSpec {
   int64_t collective_sms = 0;
   double memory_efficiency = 1;           // fraction of hbm_bandwidth memory-bound kernels reach
   double flash_attention_efficiency = 0;  // fraction of peak FlashAttention reaches; 0: gemm's
+  // Evaluations per second of the special function an elementwise kernel calls per element (the
+  // MLP activation's tanh or exp), where that function and not memory paces the kernel: a CPU
+  // core's scalar tanh. 0: memory paces every elementwise kernel (a GPU's special-function units
+  // outrun its HBM on them).
+  double special_function_rate = 0;
   double intra_node_efficiency = 1;       // busbw over intra_node_bandwidth (NCCL over NVLink)
   double network_efficiency = 1;          // busbw over network_bandwidth (NCCL over the NIC)
   std::string fit_source;                 // what the fitted values were fitted to

@@ -276,6 +276,59 @@ TEST(Calibration, ComputeIsFittedByKindOfWork) {
       << calibrations[1].notes.back();
 }
 
+// Where a special function paces the activation (the cpu preset's measured tanh), that part is
+// held at the preset's rate and the two scaled kinds fit what it leaves: runs measured at 3x
+// their GEMMs + 0.5x their memory-bound work + their special-function part exactly, in two
+// mixes, give back 3 and 0.5 (fitted without it, the memory-bound rate would absorb the tanh).
+TEST(Calibration, TheSpecialFunctionPartIsHeldAndTheKindsFitTheRest) {
+  auto run = [](double gemm_s, double memory_s, double special_s, double measured_s) {
+    Calibration c;
+    c.predicted_gemm_s = gemm_s;
+    c.predicted_memory_s = memory_s;
+    c.predicted_special_s = special_s;
+    c.predicted_compute_s = gemm_s + memory_s + special_s;
+    c.measured_compute_s = measured_s;
+    c.compute_scale = measured_s / c.predicted_compute_s;
+    return c;
+  };
+  const Calibration dp = run(1, 1, 2, 3 + 0.5 + 2), tp = run(1, 4, 1, 3 + 2 + 1);
+  const auto fit = fit_compute_kinds({dp, tp});
+  ASSERT_TRUE(fit);
+  EXPECT_TRUE(fit->gemm_fitted);
+  EXPECT_NEAR(fit->gemm_scale, 3, 1e-9);
+  EXPECT_NEAR(fit->memory_scale, 0.5, 1e-9);
+  EXPECT_LT(fit->rms_error, 1e-9);
+  // One run: the GEMMs at the preset's rate, the memory-bound work takes what the GEMMs and the
+  // special function leave: (5.5 - 1 - 2) / 1.
+  const auto one = fit_compute_kinds({dp});
+  ASSERT_TRUE(one);
+  EXPECT_NEAR(one->memory_scale, 2.5, 1e-9);
+
+  // A step's compute is the sum of the three predictions by kind, and the special function's
+  // part follows the preset's rate, not the memory-bound scale.
+  CostModel model = uncalibrated();
+  model.speed.special_function_rate = 1e6;
+  memory::EstimateInput in;
+  in.model = model.model;
+  in.recipe = model.recipe;
+  in.reserve_bytes = 0;
+  const memory::MemoryEstimate estimate = *memory::estimate_memory(in);
+  CostModel gemms = model, memory_bound = model, special = model;
+  gemms.speed.memory_scale = gemms.speed.special_scale = 0;
+  memory_bound.speed.gemm_scale = memory_bound.speed.special_scale = 0;
+  special.speed.gemm_scale = special.speed.memory_scale = 0;
+  const double special_s = step_cost(special, estimate).compute_s;
+  ASSERT_GT(special_s, 0);
+  EXPECT_NEAR(step_cost(model, estimate).compute_s,
+              step_cost(gemms, estimate).compute_s + step_cost(memory_bound, estimate).compute_s +
+                  special_s,
+              1e-9 * special_s);
+  const double memory_s = step_cost(memory_bound, estimate).compute_s;
+  model.speed.memory_scale = 7;
+  EXPECT_NEAR(step_cost(model, estimate).compute_s,
+              step_cost(gemms, estimate).compute_s + 7 * memory_s + special_s, 1e-9 * special_s);
+}
+
 // Two ranks of a built-in run all-reduce 1 MB and 8 MB; rank 0 arrives 99 ms after their
 // previous all-reduce ended, rank 1 1 ms later (99.5 ms of work on average). The link is the
 // transfer from the last arrival (100 us + S / 2 GB/s) within a pipeline stage (tp 2) and across

@@ -191,6 +191,40 @@ TEST(ComputeCost, MaterialisedAttentionBackwardIsCostedKernelByKernel) {
   EXPECT_NEAR(flash.parts.attention_core_backward_s, 2.5 * flash.attention_core_s, 1e-15);
 }
 
+// On a CPU core the MLP activation is paced by its scalar tanh (13 ns an element), not by its
+// bytes, while the norms and residuals stay bytes-paced (issue 35 item 6: dp 2's fitted
+// elementwise rate overpriced tp 2, which shards the GeLU but replicates the norms). The
+// activation costs evaluations / rate forward and the same again backward (one tanh each way);
+// where the bytes take longer at the preset's speeds, the kernel stays memory-bound.
+TEST(ComputeCost, ASpecialFunctionPacesTheActivationWhereItOutlastsTheBytes) {
+  const memory::ModelConfig model = memory::gpt_model(1, 256, 8, 512, 128);
+  const double b = 2, s = 128, f = 1024, e = 4;
+  ComputeSpeed bytes_paced{1e30, 1, 1e11, 0, 1};
+  ComputeSpeed tanh_paced = bytes_paced;
+  tanh_paced.special_function_rate = 5e7;
+  for (int tp : {1, 2}) {
+    const memory::ActivationSetup shape{.micro_batch = b, .seq = s, .tp = tp, .element_bytes = e};
+    const BlockTimes plain = block_times(model, shape, bytes_paced);
+    const BlockTimes paced = block_times(model, shape, tanh_paced);
+    const double activation_bytes = b * s * f / tp * 2 * e;
+    const double evaluations = b * s * f / tp;
+    EXPECT_EQ(plain.parts.special_s, 0);
+    EXPECT_NEAR(paced.parts.special_s, evaluations / 5e7, 1e-12) << "tp " << tp;
+    // The replicated norms and residuals keep their bytes at the bandwidth on every tp rank.
+    EXPECT_NEAR(paced.parts.memory_bound_s - paced.parts.special_s,
+                plain.parts.memory_bound_s - activation_bytes / 1e11, 1e-12);
+    EXPECT_NEAR(paced.backward_s - plain.backward_s,
+                paced.parts.special_s - 2 * activation_bytes / 1e11, 1e-12);
+  }
+  // A special function faster than the bytes (a GPU's): memory-bound, as without one.
+  ComputeSpeed fast = bytes_paced;
+  fast.special_function_rate = 1e13;
+  const memory::ActivationSetup shape{.micro_batch = b, .seq = s, .tp = 1, .element_bytes = e};
+  EXPECT_EQ(block_times(model, shape, fast).parts.memory_bound_s,
+            block_times(model, shape, bytes_paced).parts.memory_bound_s);
+  EXPECT_EQ(block_times(model, shape, fast).parts.special_s, 0);
+}
+
 class StepCostTest : public ::testing::Test {
  protected:
   StepCostTest()

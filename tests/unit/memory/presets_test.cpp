@@ -144,6 +144,13 @@ TEST(Presets, RecommenderFieldsOfGpusAndClusterFiles) {
   auto over = parse_gpu_json(base + R"("gemm_efficiency": 1.2})", "g.json");
   EXPECT_EQ(over.status().code(), StatusCode::kUnreadable);
   EXPECT_NE(over.status().message().find("'gemm_efficiency' is a fraction of peak"), std::string::npos);
+  auto special = parse_gpu_json(base + R"("special_function_rate": 6.5e7})", "g.json");
+  ASSERT_TRUE(special.is_ok()) << special.status().message();
+  EXPECT_EQ(special->special_function_rate, 6.5e7);
+  EXPECT_EQ(g->special_function_rate, 0);  // unset: memory paces every elementwise kernel
+  auto negative = parse_gpu_json(base + R"("special_function_rate": -1})", "g.json");
+  EXPECT_EQ(negative.status().code(), StatusCode::kUnreadable);
+  EXPECT_NE(negative.status().message().find("special_function_rate"), std::string::npos);
   auto sms = parse_gpu_json(base + R"("sm_count": 108, "collective_sms": 24})", "g.json");
   ASSERT_TRUE(sms.is_ok()) << sms.status().message();
   EXPECT_EQ(sms->collective_sms, 24);
