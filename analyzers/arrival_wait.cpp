@@ -1,5 +1,7 @@
 #include "analyzers/arrival_wait.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -58,9 +60,21 @@ double expected_max_of_normals(int n) {
   return sum * kStep / 3;
 }
 
-double arrival_wait_s(double jitter, int ranks, double since_sync_s) {
-  if (jitter <= 0 || ranks <= 1 || since_sync_s <= 0) return 0;
-  return expected_max_of_normals(ranks) * jitter * std::sqrt(since_sync_s);
+std::string arrival_drift_text(const ArrivalDrift& drift) {
+  std::string text;
+  if (drift.jitter > 0) text = fmt::format("jitter {:.3g} ms^1/2", drift.jitter * std::sqrt(1e3));
+  if (drift.rate_spread > 0) {
+    text += fmt::format("{}rate spread {:.3g}% of the work", text.empty() ? "" : " and ",
+                        100 * drift.rate_spread);
+  }
+  return text.empty() ? "none" : text;
+}
+
+double arrival_wait_s(const ArrivalDrift& drift, int ranks, double since_sync_s) {
+  if (ranks <= 1 || since_sync_s <= 0) return 0;
+  const double variance = drift.jitter * drift.jitter * since_sync_s +
+                          drift.rate_spread * drift.rate_spread * since_sync_s * since_sync_s;
+  return expected_max_of_normals(ranks) * std::sqrt(variance);
 }
 
 }  // namespace partrain::analyzers

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string_view>
 #include <tuple>
 
@@ -110,6 +111,22 @@ StatusOr<RankPlacement> rank_placement(const TraceReader& reader) {
     placement.most_ranks_on_a_host = std::max(placement.most_ranks_on_a_host, count);
   }
   return placement;
+}
+
+// Whether the run's ranks had devices of their own, so that nothing but their own rates set them
+// apart: CPU ranks bound to cores of their own (launch --cpu-bind core), or GPU ranks, no two on
+// one GPU of a host. Unbound CPU ranks share the cores with each other's helper threads.
+StatusOr<bool> ranks_on_devices_of_their_own(const TraceReader& reader,
+                                             const WorkloadRunConfig& run) {
+  if (run.cpu_bind == "core") return true;
+  ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
+  std::set<std::pair<std::string, std::string>> devices;  // (host, device)
+  for (const profiler::RankRow& rank : ranks) {
+    if (!rank.device.starts_with("cuda") || !devices.emplace(rank.host, rank.device).second) {
+      return false;
+    }
+  }
+  return !ranks.empty();
 }
 
 // The median over the window's steps of the slowest rank's step: what a step of the run took.
@@ -295,24 +312,37 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
   return fit;
 }
 
-std::optional<ArrivalJitterFit> fit_arrival_jitter(std::vector<ArrivalSample> arrivals) {
-  double waits = 0, drift = 0;
-  // By kind of collective: the measured and the fitted waits' sums (the fit's drift sum).
-  std::map<std::tuple<CostedOp, double, int>, std::array<double, 3>> kinds;
+std::optional<ArrivalDriftFit> fit_arrival_drift(std::vector<ArrivalSample> arrivals) {
+  // Per law (random walk, rates): the waits and the drift they are fitted against, the wait
+  // for a unit coefficient (e(n) sqrt(W), e(n) W).
+  struct Law {
+    double waits = 0, drift = 0;
+  };
+  Law walk, rates;
+  auto unit_drift = [](const ArrivalSample& a) {
+    const double e = expected_max_of_normals(a.ranks);
+    return a.own_devices ? e * a.since_sync_s : e * std::sqrt(a.since_sync_s);
+  };
   for (const ArrivalSample& a : arrivals) {
-    const double spread = expected_max_of_normals(a.ranks) * std::sqrt(a.since_sync_s);
-    waits += a.wait_s, drift += spread;
-    auto& kind = kinds[{a.op, a.bytes, a.ranks}];
-    kind[0] += a.wait_s, kind[1] += spread, kind[2] += 1;
+    Law& law = a.own_devices ? rates : walk;
+    law.waits += a.wait_s, law.drift += unit_drift(a);
   }
-  if (waits <= 0 || drift <= 0) return std::nullopt;
-  ArrivalJitterFit fit;
-  fit.jitter = waits / drift;
+  ArrivalDriftFit fit;
+  if (walk.waits > 0 && walk.drift > 0) fit.drift.jitter = walk.waits / walk.drift;
+  if (rates.waits > 0 && rates.drift > 0) fit.drift.rate_spread = rates.waits / rates.drift;
+  if (fit.drift.jitter <= 0 && fit.drift.rate_spread <= 0) return std::nullopt;
   fit.samples = static_cast<int64_t>(arrivals.size());
+  // By kind of collective (and law): the measured and the fitted waits' sums.
+  std::map<std::tuple<CostedOp, double, int, bool>, std::array<double, 2>> kinds;
+  for (const ArrivalSample& a : arrivals) {
+    auto& kind = kinds[{a.op, a.bytes, a.ranks, a.own_devices}];
+    kind[0] += a.wait_s;
+    kind[1] += unit_drift(a) * (a.own_devices ? fit.drift.rate_spread : fit.drift.jitter);
+  }
   double squares = 0;
   for (const auto& [key, kind] : kinds) {
     if (kind[0] <= 0) continue;  // no wait measured: nothing to compare
-    const double fitted = fit.jitter * kind[1];
+    const double fitted = kind[1];
     squares += (fitted - kind[0]) * (fitted - kind[0]) / (kind[0] * kind[0]);
     ++fit.kinds;
   }
@@ -373,11 +403,14 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   ASSIGN_OR_RETURN(const std::vector<MatchedGroup> groups, matched_groups(reader, window));
   ASSIGN_OR_RETURN(out.collectives, fit_collectives(groups, level, out.notes));
   if (run) {
-    out.arrival_jitter = fit_arrival_jitter(arrival_samples(groups, *run));
-    if (!out.arrival_jitter) {
+    std::vector<ArrivalSample> arrivals = arrival_samples(groups, *run);
+    ASSIGN_OR_RETURN(const bool own_devices, ranks_on_devices_of_their_own(reader, *run));
+    for (ArrivalSample& a : arrivals) a.own_devices = own_devices;
+    out.arrival_drift = fit_arrival_drift(std::move(arrivals));
+    if (!out.arrival_drift) {
       out.notes.push_back(
           "no collective among ranks of one pipeline stage waited for another: the ranks' "
-          "arrival jitter is not calibrated from this run (a tp or dp layout's wait for its last "
+          "arrival drift is not calibrated from this run (a tp or dp layout's wait for its last "
           "rank is left out unless another run gives it)");
     }
   }
@@ -475,23 +508,23 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
         all.insert(all.end(), transfers.begin(), transfers.end());
       }
     }
-    if (c.arrival_jitter) {
-      arrivals.insert(arrivals.end(), c.arrival_jitter->arrivals.begin(),
-                      c.arrival_jitter->arrivals.end());
+    if (c.arrival_drift) {
+      arrivals.insert(arrivals.end(), c.arrival_drift->arrivals.begin(),
+                      c.arrival_drift->arrivals.end());
     }
   }
   const int arrival_runs = static_cast<int>(
       std::count_if(calibrations.begin(), calibrations.end(),
-                    [](const Calibration& c) { return c.arrival_jitter.has_value(); }));
-  if (const auto jitter = fit_arrival_jitter(std::move(arrivals))) {
-    model.arrival_jitter = jitter->jitter;
+                    [](const Calibration& c) { return c.arrival_drift.has_value(); }));
+  if (const auto drift = fit_arrival_drift(std::move(arrivals))) {
+    model.arrival_drift = drift->drift;
     if (arrival_runs > 1) {  // said once, with the last run that informed it
       auto informed = std::find_if(calibrations.rbegin(), calibrations.rend(),
-                                   [](const auto& c) { return c.arrival_jitter.has_value(); });
+                                   [](const auto& c) { return c.arrival_drift.has_value(); });
       informed->notes.push_back(fmt::format(
-          "arrival jitter pooled over {} runs: {:.3g} ms^1/2 from {} collectives, the kinds' mean "
-          "waits within {:.1f}% rms",
-          arrival_runs, jitter->jitter * std::sqrt(1e3), jitter->samples, 100 * jitter->rms_error));
+          "arrival drift pooled over {} runs: {} from {} collectives, the kinds' mean waits within "
+          "{:.1f}% rms",
+          arrival_runs, arrival_drift_text(drift->drift), drift->samples, 100 * drift->rms_error));
     }
   }
   std::vector<std::string> pooled_notes;  // each trace's own fit already said so

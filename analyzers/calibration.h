@@ -33,15 +33,18 @@ struct CollectiveFit {
   bool bandwidth_measured = true;
   // The matched collectives' transfers by message size, seconds from the last member's arrival
   // to the members' mean end (the waiting before the last arrival is the schedule's: see
-  // ArrivalJitterFit): what the fit rests on, pooled with other traces' of the same op, link
+  // ArrivalDriftFit): what the fit rests on, pooled with other traces' of the same op, link
   // level and group size into one fit over all their sizes.
   std::map<double, std::vector<double>> transfers_by_bytes;
 };
 
 // The ranks' drift, fitted to wait = e(n) x jitter x sqrt(since_sync) (analyzers/arrival_wait.h)
 // over the samples: jitter = sum of waits / sum of e(n) sqrt(since_sync).
-struct ArrivalJitterFit {
-  double jitter = 0;  // s^(1/2)
+// The drift fitted over collectives of equal-work ranks: the random walk's jitter from ranks that
+// shared cores, the rate spread from ranks on devices of their own (each sample by its own law:
+// one trace's collectives after one stretch of work cannot tell the laws apart).
+struct ArrivalDriftFit {
+  ArrivalDrift drift;
   int64_t samples = 0;
   // The root mean square of (fitted - measured) / measured over the mean wait of each kind of
   // collective (op, size and group): how well one jitter explains syncs after short and long work.
@@ -50,7 +53,7 @@ struct ArrivalJitterFit {
   std::vector<ArrivalSample> arrivals;  // pooled with other traces' by apply_calibrations
 };
 // nullopt when no sample waited a measurable time.
-std::optional<ArrivalJitterFit> fit_arrival_jitter(std::vector<ArrivalSample> arrivals);
+std::optional<ArrivalDriftFit> fit_arrival_drift(std::vector<ArrivalSample> arrivals);
 
 struct Calibration {
   std::string source;                   // the trace file
@@ -64,7 +67,7 @@ struct Calibration {
   std::optional<double> optimizer_scale;  // measured / predicted optimizer step
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;
-  std::optional<ArrivalJitterFit> arrival_jitter;  // a built-in run with tp or dp groups
+  std::optional<ArrivalDriftFit> arrival_drift;  // a built-in run with tp or dp groups
   std::vector<std::string> notes;  // what could not be calibrated from this trace, and why
 
   // A built-in workload's run: what predicting its own step again needs (its model, precision,

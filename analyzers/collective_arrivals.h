@@ -54,6 +54,9 @@ struct ArrivalSample {
   int ranks = 0;
   double wait_s = 0;
   double since_sync_s = 0;
+  // The ranks ran on devices of their own (cores they were bound to, GPUs): they drift by their
+  // rates, in proportion to the work; else by a random walk (analyzers/arrival_wait.h).
+  bool own_devices = false;
 };
 
 // The arrivals of a built-in run's collectives among ranks of one pipeline stage (tensor- and

@@ -330,11 +330,12 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                                       {"busbw_measured", f.bandwidth_measured},
                                       {"latency_us", f.link.latency_s * 1e6}});
     }
-    if (c.arrival_jitter) {
-      entry["arrival_jitter"] = {{"jitter_sqrt_s", c.arrival_jitter->jitter},
-                                 {"samples", c.arrival_jitter->samples},
-                                 {"kinds", c.arrival_jitter->kinds},
-                                 {"rms_error", c.arrival_jitter->rms_error}};
+    if (c.arrival_drift) {
+      entry["arrival_drift"] = {{"jitter_sqrt_s", c.arrival_drift->drift.jitter},
+                                {"rate_spread", c.arrival_drift->drift.rate_spread},
+                                {"samples", c.arrival_drift->samples},
+                                {"kinds", c.arrival_drift->kinds},
+                                {"rms_error", c.arrival_drift->rms_error}};
     }
     out.push_back(entry);
   }
@@ -467,13 +468,14 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
           f.link.bandwidth / 1e9, f.bandwidth_measured ? "" : " (kept, not measured)",
           seconds_text(f.link.latency_s), 100 * f.rms_error);
     }
-    if (c.arrival_jitter) {
-      const ArrivalJitterFit& a = *c.arrival_jitter;
+    if (c.arrival_drift) {
+      const ArrivalDriftFit& a = *c.arrival_drift;
       text += fmt::format(
-          "  arrival jitter {:.3g} ms^1/2 ({} collectives of equal-work ranks, {} kind{}): each "
-          "waits for the last rank e(n) x jitter x sqrt(work since they last synchronised); fits "
-          "the kinds' mean waits within {:.1f}% rms\n",
-          a.jitter * std::sqrt(1e3), a.samples, a.kinds, a.kinds == 1 ? "" : "s",
+          "  arrival drift {} ({} collectives of equal-work ranks, {} kind{}): each waits for the "
+          "last rank e(n) x its drift over the work W since they last synchronised, jitter x "
+          "sqrt(W) for ranks sharing cores (a random walk), rate spread x W for ranks on devices "
+          "of their own; fits the kinds' mean waits within {:.1f}% rms\n",
+          arrival_drift_text(a.drift), a.samples, a.kinds, a.kinds == 1 ? "" : "s",
           100 * a.rms_error);
     }
     if (c.step_scale) {

@@ -223,7 +223,7 @@ StageMicroBatch stage_micro_batch(const CostModel& cm, const memory::ResolvedLay
     // transformer block's attention and MLP halves (its MLP alone for the MLP model).
     const double each_way = transformer ? 2 : 1;
     auto wait = [&](double segment_s) {
-      return each_way * arrival_wait_s(cm.arrival_jitter, l.tp, segment_s / each_way);
+      return each_way * arrival_wait_s(cm.arrival_drift, l.tp, segment_s / each_way);
     };
     double block_wait = wait(block.forward_s) + wait(block.backward_s);
     if (l.recompute == memory::Recompute::kFull) block_wait += wait(block.forward_s);
@@ -555,7 +555,7 @@ StepCost step_cost(const CostModel& cm, const memory::MemoryEstimate& estimate) 
     // since they last synchronised (ZeRO-2 and 3 synchronise every micro-batch).
     const double syncs = l.zero >= 2 ? passes : 1;
     c.dp_comm_s +=
-        syncs * arrival_wait_s(cm.arrival_jitter, replicas, passes * slowest.total() / syncs);
+        syncs * arrival_wait_s(cm.arrival_drift, replicas, passes * slowest.total() / syncs);
   }
   c.optimizer_s = optimizer_seconds(cm, groups, l.zero);
   c.experts = expert_step(cm, l, blocks, slowest, groups);

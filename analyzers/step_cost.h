@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "analyzers/arrival_wait.h"
 #include "analyzers/collective_cost.h"
 #include "analyzers/compute_cost.h"
 #include "analyzers/expert_cost.h"
@@ -72,11 +73,11 @@ struct CostModel {
   // calibrated first: what no term captures (scheduling and wake-up delays, framework and
   // launch overhead). 1 until calibrated.
   double step_scale = 1;
-  // Ranks that do equal work drift apart between collectives: a rank's arrival is off by
-  // arrival_jitter x sqrt(seconds since the group last synchronised) (analyzers/arrival_wait.h),
-  // and each tensor- or data-parallel collective waits for the last one (in tp_comm and
-  // dp_comm). s^(1/2); 0 until calibrated from a trace.
-  double arrival_jitter = 0;
+  // Ranks that do equal work drift apart between collectives, by a random walk (ranks sharing
+  // cores) and by their rates (ranks on devices of their own) over the seconds since the group
+  // last synchronised (analyzers/arrival_wait.h), and each tensor- or data-parallel collective
+  // waits for the last one (in tp_comm and dp_comm). None until calibrated from a trace.
+  ArrivalDrift arrival_drift;
 };
 
 // What the compute term is made of, seconds per step on the critical path (recompute included):

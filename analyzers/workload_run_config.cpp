@@ -17,6 +17,7 @@ std::optional<WorkloadRunConfig> parse_workload_run_config(const std::string& js
       memory::read_workload_setup(fields, memory::ConfigReading::kLenient);
   WorkloadRunConfig c;
   if (!setup.is_ok() || !fields.string("precision", c.precision).is_ok() ||
+      !fields.string("cpu_bind", c.cpu_bind).is_ok() ||
       !memory::check_workload_model(setup->kind, setup->model).is_ok()) {
     return std::nullopt;
   }

@@ -21,6 +21,8 @@ struct WorkloadRunConfig {
   memory::WorkloadModel model;
   memory::ResolvedLayout resolved;
   std::string precision = "fp32";
+  // launch --cpu-bind: "core" when each rank ran on cores of its own (older traces: "none").
+  std::string cpu_bind = "none";
 
   // By the rank order of memory/mesh_order.h (Megatron's: tp innermost, then dp, then pp): a
   // rank's pipeline stage, and which pipeline it is in (0 to dp x tp - 1).

@@ -25,10 +25,31 @@ TEST(ArrivalWait, ExpectedMaximumOfNormalsMatchesItsClosedForms) {
 
 TEST(ArrivalWait, GrowsWithTheSquareRootOfTheWorkSinceTheLastSync) {
   const double jitter = 2e-3;  // s^(1/2)
-  EXPECT_NEAR(arrival_wait_s(jitter, 2, 0.25), 0.5 * jitter / std::sqrt(std::numbers::pi), 1e-15);
-  EXPECT_NEAR(arrival_wait_s(jitter, 2, 1.0), 2 * arrival_wait_s(jitter, 2, 0.25), 1e-15);
-  EXPECT_EQ(arrival_wait_s(0, 8, 1.0), 0);       // not calibrated
-  EXPECT_EQ(arrival_wait_s(jitter, 1, 1.0), 0);  // no one to wait for
+  const ArrivalDrift walk{.jitter = jitter};
+  EXPECT_NEAR(arrival_wait_s(walk, 2, 0.25), 0.5 * jitter / std::sqrt(std::numbers::pi), 1e-15);
+  EXPECT_NEAR(arrival_wait_s(walk, 2, 1.0), 2 * arrival_wait_s(walk, 2, 0.25), 1e-15);
+  EXPECT_EQ(arrival_wait_s({}, 8, 1.0), 0);    // not calibrated
+  EXPECT_EQ(arrival_wait_s(walk, 1, 1.0), 0);  // no one to wait for
+}
+
+// Ranks on devices of their own drift by their rates: the wait grows with the work itself, so a
+// tp layout's collectives every few milliseconds wait far less than a random walk fitted on a dp
+// layout's step-long stretch would say (issue 35 item 6, bound ranks). The two laws add in
+// variance.
+TEST(ArrivalWait, RanksOnDevicesOfTheirOwnWaitInProportionToTheWork) {
+  const ArrivalDrift rates{.rate_spread = 0.03};
+  const double e2 = expected_max_of_normals(2);
+  EXPECT_NEAR(arrival_wait_s(rates, 2, 0.2), e2 * 0.03 * 0.2, 1e-15);
+  EXPECT_NEAR(arrival_wait_s(rates, 2, 0.002), arrival_wait_s(rates, 2, 0.2) / 100, 1e-15);
+  // A walk matched to the same wait after 200 ms waits 10x the rates' after 2 ms.
+  const ArrivalDrift walk{.jitter = 0.03 * std::sqrt(0.2)};
+  EXPECT_NEAR(arrival_wait_s(walk, 2, 0.2), arrival_wait_s(rates, 2, 0.2), 1e-15);
+  EXPECT_NEAR(arrival_wait_s(walk, 2, 0.002), 10 * arrival_wait_s(rates, 2, 0.002), 1e-15);
+  const ArrivalDrift both{.jitter = walk.jitter, .rate_spread = 0.03};
+  EXPECT_NEAR(arrival_wait_s(both, 4, 0.2),
+              std::hypot(arrival_wait_s(walk, 4, 0.2), arrival_wait_s(rates, 4, 0.2)), 1e-15);
+  EXPECT_EQ(arrival_drift_text(rates), "rate spread 3% of the work");
+  EXPECT_EQ(arrival_drift_text({}), "none");
 }
 
 class ArrivalWaitStepTest : public ::testing::Test {
@@ -38,7 +59,7 @@ class ArrivalWaitStepTest : public ::testing::Test {
   static ComputeSpeed speed() { return {1e14, 0.5, 1e300, 0, 1}; }
   StepCost cost(const memory::TrainingLayout& l, double jitter) {
     CostModel model = cost_;
-    model.arrival_jitter = jitter;
+    model.arrival_drift.jitter = jitter;
     return step_cost(model, estimate_for(model_, l));
   }
 
@@ -76,8 +97,8 @@ TEST_F(ArrivalWaitStepTest, EachTensorParallelCollectiveWaitsAfterHalfABlock) {
   const memory::MemoryEstimate e = estimate_for(model_, l);
   const BlockTimes block = block_times(
       model_, memory::activation_setup(e.layout, bf16_recipe().activation_bytes), speed());
-  const double forward = arrival_wait_s(jitter, 4, block.forward_s / 2);
-  const double backward = arrival_wait_s(jitter, 4, block.backward_s / 2);
+  const double forward = arrival_wait_s({.jitter = jitter}, 4, block.forward_s / 2);
+  const double backward = arrival_wait_s({.jitter = jitter}, 4, block.backward_s / 2);
   EXPECT_NEAR(drifting.tp_comm_s - still.tp_comm_s, 2 * (8 * 2 * (forward + backward) + forward),
               1e-12);
   EXPECT_EQ(drifting.dp_comm_s, 0);  // one replica: nothing to wait for

@@ -372,20 +372,82 @@ TEST(Calibration, TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink) {
     std::vector<Calibration> calibrations{*c};
     apply_calibrations(calibrations, model);
     if (across_stages) {
-      EXPECT_FALSE(c->arrival_jitter);
-      EXPECT_EQ(model.arrival_jitter, 0);
+      EXPECT_FALSE(c->arrival_drift);
+      EXPECT_EQ(model.arrival_drift.jitter, 0);
+      EXPECT_EQ(model.arrival_drift.rate_spread, 0);
       EXPECT_TRUE(std::any_of(c->notes.begin(), c->notes.end(), [](const std::string& note) {
-        return note.find("arrival jitter is not calibrated") != std::string::npos;
+        return note.find("arrival drift is not calibrated") != std::string::npos;
       }));
       continue;
     }
-    ASSERT_TRUE(c->arrival_jitter);
-    EXPECT_EQ(c->arrival_jitter->samples, 3);  // the first has no earlier sync
+    ASSERT_TRUE(c->arrival_drift);
+    EXPECT_EQ(c->arrival_drift->samples, 3);  // the first has no earlier sync
     const double jitter = 0.5e-3 / (expected_max_of_normals(2) * std::sqrt(0.0995));
-    EXPECT_NEAR(c->arrival_jitter->jitter, jitter, jitter * 1e-6);
-    EXPECT_LT(c->arrival_jitter->rms_error, 1e-6);
-    EXPECT_NEAR(model.arrival_jitter, jitter, jitter * 1e-6);
+    EXPECT_NEAR(c->arrival_drift->drift.jitter, jitter, jitter * 1e-6);
+    EXPECT_EQ(c->arrival_drift->drift.rate_spread, 0);  // unbound CPU ranks: a random walk
+    EXPECT_LT(c->arrival_drift->rms_error, 1e-6);
+    EXPECT_NEAR(model.arrival_drift.jitter, jitter, jitter * 1e-6);
   }
+}
+
+// Each sample is fitted by its ranks' law: waits of ranks sharing cores against e(n) sqrt(W) (the
+// jitter), of ranks on devices of their own against e(n) W (the rate spread). Two bound samples
+// waiting 2% and 4% of their work give a spread of 3% over their summed drift, weighted by W.
+TEST(Calibration, ArrivalDriftIsFittedByTheRanksLaw) {
+  const double e2 = expected_max_of_normals(2);
+  auto sample = [&](double since_sync_s, double share, bool own_devices) {
+    return ArrivalSample{CostedOp::kAllReduce,      1024,         2,
+                         e2 * share * since_sync_s, since_sync_s, own_devices};
+  };
+  const auto rates = fit_arrival_drift({sample(0.1, 0.02, true), sample(0.1, 0.04, true)});
+  ASSERT_TRUE(rates);
+  EXPECT_NEAR(rates->drift.rate_spread, 0.03, 1e-12);
+  EXPECT_EQ(rates->drift.jitter, 0);
+  // Ranks sharing cores, 1 ms of wait a member after 0.25 s: e(2) x jitter x 0.5.
+  ArrivalSample shared = sample(0.25, 0, false);
+  shared.wait_s = 1e-3;
+  const auto walk = fit_arrival_drift({shared});
+  ASSERT_TRUE(walk);
+  EXPECT_NEAR(walk->drift.jitter, 1e-3 / (e2 * 0.5), 1e-12);
+  EXPECT_EQ(walk->drift.rate_spread, 0);
+  EXPECT_LT(walk->rms_error, 1e-12);
+  // Pooled, each law keeps its own samples.
+  const auto pooled = fit_arrival_drift({sample(0.1, 0.03, true), shared});
+  ASSERT_TRUE(pooled);
+  EXPECT_NEAR(pooled->drift.rate_spread, 0.03, 1e-12);
+  EXPECT_NEAR(pooled->drift.jitter, walk->drift.jitter, 1e-12);
+  EXPECT_FALSE(fit_arrival_drift({sample(0.1, 0, true)}));  // nobody waited
+}
+
+// A run launched with --cpu-bind core (its config says so) had its ranks on cores of their own:
+// the same trace as TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink's tp 2 fits a rate spread,
+// 0.5 ms a member = e(2) x spread x 99.5 ms, and no jitter.
+TEST(Calibration, RanksBoundToCoresDriftByTheirRates) {
+  const std::string config =
+      R"({"workload":"gpt","precision":"fp32","recompute":"none","cpu_bind":"core",)"
+      R"("model":{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,"ffn":1024},)"
+      R"("layout":{"world":2,"dp":1,"micro_batch":1,"tp":2,"pp":1}})";
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  int64_t end = 0;
+  for (uint64_t seq = 0; seq < 4; ++seq) {
+    const int64_t t0 = seq == 0 ? 0 : end + 99'000'000;
+    for (int rank = 0; rank < 2; ++rank) {
+      const int64_t late = rank == 1 ? 1'000'000 : 0;
+      auto r = partrain::testing::completed_all_reduce("g", rank, {0, 1}, seq, 1'000'000, t0 + late,
+                                                       2'000'000 - late);
+      r.step = -1;
+      events.push_back(r);
+    }
+    end = t0 + 2'000'000;
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", config, 2, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_TRUE(c->arrival_drift);
+  EXPECT_EQ(c->arrival_drift->drift.jitter, 0);
+  const double spread = 0.5e-3 / (expected_max_of_normals(2) * 0.0995);
+  EXPECT_NEAR(c->arrival_drift->drift.rate_spread, spread, spread * 1e-6);
 }
 
 // Once the last member is in, the collective costs each member its time to its own end: rank 0
