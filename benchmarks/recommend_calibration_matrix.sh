@@ -16,7 +16,7 @@ layouts="dp tp pp"
 # The machine may be shared: the load it ran under is printed with the figures.
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 if [[ -z $PREDICT_ONLY ]]; then
-  echo "load average before the runs: $(load)"
+  echo "ranks bound to cores: $CPU_BIND (launch --cpu-bind); load average before the runs: $(load)"
   for round in $(seq 1 "$ROUNDS"); do
     for name in $layouts; do
       read -r dp tp pp <<<"${split[$name]}"
