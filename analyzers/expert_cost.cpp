@@ -26,6 +26,10 @@ double mlp_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
   return mlp.up_gemm_s + mlp.down_gemm_s + mlp.activation(speed).total();
 }
 
+double mlp_special_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
+  return mlp.activation(speed).special_s;
+}
+
 }  // namespace
 
 double tokens_per_expert(const memory::ModelConfig& model, const memory::ActivationSetup& shape,
@@ -54,11 +58,13 @@ ExpertForward expert_forward(const memory::ModelConfig& model, const memory::Act
   // The dispatched copies are permuted into expert order and back (read and written each way).
   const double permuted = 2 * 2 * tokens * slots_per_token(moe) * h * e;
   f.routed_s = mlp_seconds(experts_mlp, speed) + memory_bound_seconds(permuted, speed);
+  f.routed_special_s = mlp_special_seconds(experts_mlp, speed);
   if (moe.shared_experts > 0) {
     // The shared experts run as one MLP of their summed width (DeepSeekMoE fuses them).
     const MlpForward shared = mlp_forward(model, rank_tokens(shape),
                                           d(moe.shared_experts * moe.expert_ffn), shape, speed);
     f.shared_s = mlp_seconds(shared, speed);
+    f.shared_special_s = mlp_special_seconds(shared, speed);
   }
   return f;
 }

@@ -19,6 +19,10 @@ struct ExpertForward {
                         // on the rank's 1/t of the tokens)
   double routed_s = 0;           // the local experts' GEMMs and activations, tokens permuted in/out
   double shared_s = 0;           // the shared experts every token runs through
+  // Of routed_s and of shared_s, the activations' part a special function paces (BlockForward's
+  // special_s): their backward evaluates it once again, not twice.
+  double routed_special_s = 0;
+  double shared_special_s = 0;
   int local_experts = 0;         // routed experts per rank: experts / ep
   double tokens_per_expert = 0;  // rows of each local expert's GEMMs
   double total() const { return router_s + routed_s + shared_s; }

@@ -47,11 +47,12 @@ int mlp_tp_pairs(memory::Recompute recompute) {
   return recompute == memory::Recompute::kFull ? 3 : 2;
 }
 
-// An MoE block: the block without its MLP, the experts' forward added (backward twice it).
+// An MoE block: the block without its MLP, the experts' forward added (backward twice it, but
+// for their special-function-paced activations, once).
 BlockTimes moe_block(const BlockTimes& without_mlp, const ExpertForward& experts) {
   BlockTimes b = without_mlp;
   b.forward_s += experts.total();
-  b.backward_s += 2 * experts.total();
+  b.backward_s += 2 * experts.total() - experts.routed_special_s - experts.shared_special_s;
   return b;
 }
 
@@ -97,8 +98,11 @@ void add_moe_parts(ComputeParts& parts, const Blocks& blocks, memory::Recompute 
   parts.attention_core_s += attention.attention_core_s;
   const double passes = moe_blocks * (recompute == memory::Recompute::kFull ? 4 : 3);
   parts.router_s = passes * blocks.experts.router_s;
-  parts.routed_experts_s = passes * blocks.experts.routed_s;
-  parts.shared_experts_s = passes * blocks.experts.shared_s;
+  // The experts' activations paced by a special function: once backward, not twice.
+  parts.routed_experts_s =
+      passes * blocks.experts.routed_s - moe_blocks * blocks.experts.routed_special_s;
+  parts.shared_experts_s =
+      passes * blocks.experts.shared_s - moe_blocks * blocks.experts.shared_special_s;
 }
 
 // Adding one micro-batch's weight gradients into the accumulation buffer, in its backward: the

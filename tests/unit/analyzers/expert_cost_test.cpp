@@ -187,6 +187,34 @@ TEST_F(ExpertStepTest, AllToAllsAreCountedPerMoeBlockAndMicroBatchOnThePath) {
   EXPECT_EQ(step_cost(cost_, estimate(l)).ep_comm_s, 0);
 }
 
+// Where a special function paces the experts' activations (a CPU core's tanh), their backward
+// evaluates it once: three passes of the rest, two of that part; full recompute adds a forward.
+TEST_F(ExpertStepTest, TheExpertsSpecialFunctionPartRunsOnceBackward) {
+  memory::TrainingLayout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.global_batch = 32;  // m = 4
+  CostModel paced = cost_;
+  paced.speed.memory_bandwidth = 1e12;
+  paced.speed.special_function_rate = 1e9;
+  model_.moe.shared_experts = 1;
+  paced.model = model_;
+  const memory::MemoryEstimate e = estimate(l);
+  const ExpertForward f =
+      expert_forward(model_, memory::activation_setup(e.layout, 2), 8, paced.speed);
+  ASSERT_GT(f.routed_special_s, 0);
+  ASSERT_GT(f.shared_special_s, 0);
+  const StepCost c = step_cost(paced, e);
+  const double blocks = 4 * 3;  // micro-batches x MoE blocks
+  EXPECT_NEAR(c.compute_parts.routed_experts_s, blocks * (3 * f.routed_s - f.routed_special_s),
+              1e-12);
+  EXPECT_NEAR(c.compute_parts.shared_experts_s, blocks * (3 * f.shared_s - f.shared_special_s),
+              1e-12);
+  l.recompute = memory::Recompute::kFull;
+  EXPECT_NEAR(step_cost(paced, estimate(l)).compute_parts.routed_experts_s,
+              blocks * (4 * f.routed_s - f.routed_special_s), 1e-12);
+}
+
 // DualPipeV runs each micro-batch's all_to_all under its paired micro-batch's compute: only what
 // the step's compute cannot cover stays on the path.
 TEST_F(ExpertStepTest, DualPipeVHidesTheAllToAllUnderThePairedCompute) {
