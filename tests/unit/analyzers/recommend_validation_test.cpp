@@ -315,6 +315,44 @@ std::vector<PublishedRun> korthikanti_table5() {
   return runs;
 }
 
+// MosaicML's LLM Foundry benchmarks (scripts/train/benchmarking/README.md @ 061f2c7c, "A100 40GB
+// with 1600 Gbps node-node interconnect"): MPT models under PyTorch FSDP (FULL_SHARD, bf16
+// PURE: weights, gradients and reductions in 16 bits), activation checkpointing, Triton
+// FlashAttention, no dropout, on 128 GPUs. Not Megatron-LM's software, and not a fit: evidence
+// of what A100s reach when a layout shards everything and overlaps its gathers (issue 35 item 5:
+// 48.9-52.3% MFU measured), compared by the step (global batch x 2,048 tokens / the published
+// tokens per second).
+std::vector<PublishedRun> llm_foundry_fsdp() {
+  struct Row {
+    const char* name;
+    int64_t layers, hidden, heads, batch, micro_batch;
+    double tokens_per_s;
+  };
+  const Row rows[] = {{"7b", 32, 4096, 32, 2304, 18, 463749},
+                      {"13b", 40, 5120, 40, 2048, 16, 252444},
+                      {"30b", 48, 7168, 64, 768, 6, 110803},
+                      {"70b", 80, 8192, 64, 512, 4, 48194}};
+  std::vector<PublishedRun> runs;
+  for (const Row& r : rows) {
+    PublishedRun run;
+    run.id = fmt::format("LLM Foundry MPT-{} 128", r.name);
+    run.model = gpt(r.layers, r.hidden, r.heads, 50368);
+    run.gpu = "a100-40g";
+    run.gpus = 128;
+    run.zero = 3;
+    run.global_batch = r.batch;
+    run.micro_batch = r.micro_batch;
+    run.flash = true;
+    run.dropout = 0;
+    run.software = {
+        .precision = "bf16-mixed", .overlap_grad_reduce = true, .overlap_param_gather = true};
+    run.metric = Metric::kStepSeconds;
+    run.published = static_cast<double>(r.batch) * 2048 / r.tokens_per_s;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
 struct Prediction {
   double value = 0;
   std::string layout;
@@ -373,7 +411,7 @@ Prediction predict(const PublishedRun& run) {
   in.layout.pp_split = run.pp_split;
   const int64_t per_dp = run.global_batch / in.layout.dp;
   std::optional<Candidate> best;
-  for (int64_t mb = 1; mb <= 8; ++mb) {
+  for (int64_t mb = 1; mb <= std::max<int64_t>(8, run.micro_batch.value_or(8)); ++mb) {
     if (run.micro_batch ? mb != *run.micro_batch : per_dp % mb != 0) continue;
     const int max_vpp = run.vpp > 0 ? run.vpp : run.interleaved && run.pp > 1 ? 8 : 1;
     for (int vpp = run.vpp > 0 ? run.vpp : 1; vpp <= max_vpp; ++vpp) {
@@ -521,6 +559,19 @@ TEST(RecommendValidation, OtherPublishedRuns) {
   const std::vector<PublishedRun> runs = other_runs();
   const std::vector<double> e = errors(runs);
   for (size_t i = 0; i < runs.size(); ++i) EXPECT_LT(e[i], runs[i].tolerance) << runs[i].id;
+}
+
+// Issue 35 item 5's bound (the 18.4B search's best at most 45% MFU) against measured A100 runs
+// that shard everything as the search's best does: LLM Foundry's FSDP runs reached 48.9-52.3%
+// MFU on 128 GPUs. The model prices the 7B and 13B within 6% and the 30B and 70B 16% slow:
+// their measured HFU (65-70% by LLM Foundry's count) leaves their 7,168-8,192-wide GEMMs above
+// the 0.72 of peak the preset's Table 1 fit gives every large GEMM, as Korthikanti's 1T rows
+// also suggest. Held where the model is, a regression guard, not a fit.
+TEST(RecommendValidation, LlmFoundryFsdpRunsOnA100) {
+  const std::vector<PublishedRun> runs = llm_foundry_fsdp();
+  const std::vector<double> e = errors(runs);
+  const double tolerance[] = {0.05, 0.06, 0.17, 0.17};
+  for (size_t i = 0; i < runs.size(); ++i) EXPECT_LT(e[i], tolerance[i]) << runs[i].id;
 }
 
 // Narayanan 2021 Table 2: PTD-P (t 8, p 12) against ZeRO-3 for 174.6B on 768 and 1,536 A100s,
