@@ -64,6 +64,9 @@ struct Calibration {
   // predicted_compute_s by kind: the GEMMs' part, the memory-bound part and the part a special
   // function paces (the activation on a CPU, at the preset's measured rate); they add up to it.
   double predicted_gemm_s = 0, predicted_memory_s = 0, predicted_special_s = 0;
+  // The activation's special-function rate the run's cores measured at start (evaluations/s,
+  // the best rank's); nullopt: the preset's stands.
+  std::optional<double> special_function_rate;
   std::optional<double> optimizer_scale;  // measured / predicted optimizer step
   double measured_optimizer_s = 0, predicted_optimizer_s = 0;
   std::vector<CollectiveFit> collectives;

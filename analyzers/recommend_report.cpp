@@ -308,6 +308,7 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                           {"scale", *c.compute_scale},
                           {"tp", c.compute_tp}};
     }
+    if (c.special_function_rate) entry["special_function_rate"] = *c.special_function_rate;
     if (c.optimizer_scale) {
       entry["optimizer"] = {{"measured_s", c.measured_optimizer_s},
                             {"predicted_s", c.predicted_optimizer_s},
@@ -452,6 +453,12 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
               ? fmt::format(", {} special-function-paced", seconds_in(c.predicted_special_s, unit))
               : "",
           *c.compute_scale);
+    }
+    if (c.special_function_rate) {
+      text += fmt::format(
+          "  special function: {:.3g} M evaluations/s, measured by the run's cores at start (the "
+          "GeLU's tanh, forward and backward)\n",
+          *c.special_function_rate / 1e6);
     }
     if (c.optimizer_scale) {
       const SecondsUnit unit = seconds_unit(c.measured_optimizer_s);

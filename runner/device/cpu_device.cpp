@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
 #include "core/clock.h"
 #include "runner/device/openblas_library.h"
@@ -80,6 +81,25 @@ StatusOr<Device::PeakGemm> CpuDevice::measure_peak_gemm() {
   CpuDevice probe(CpuDeviceOptions{blas_threads_});
   ASSIGN_OR_RETURN(double gflops, probe.measure_sgemm_gflops(kSize, 3));
   return PeakGemm{gflops, fmt::format("measured sgemm, {}^3", kSize)};
+}
+
+std::optional<double> CpuDevice::measure_special_function_rate() {
+  constexpr int64_t kElements = 131072;
+  std::vector<float> input(kElements), output(kElements), gradient(kElements, 1.0f),
+      input_gradient(kElements, 0.0f);
+  for (int64_t i = 0; i < kElements; ++i) {
+    input[static_cast<size_t>(i)] = static_cast<float>(i % 1000) * 0.006f - 3.0f;  // -3 to 3
+  }
+  int64_t best_ns = 0;
+  for (int pass = 0; pass <= 5; ++pass) {  // pass 0 warms the caches
+    const int64_t start = monotonic_ns();
+    ops::gelu_forward(output.data(), input.data(), kElements);
+    ops::gelu_backward(input_gradient.data(), input.data(), gradient.data(), kElements);
+    const int64_t took = monotonic_ns() - start;
+    if (pass > 0 && (best_ns == 0 || took < best_ns)) best_ns = took;
+  }
+  if (best_ns <= 0) return std::nullopt;
+  return 2.0 * kElements / (static_cast<double>(best_ns) * 1e-9);
 }
 
 void CpuDevice::upload(void* device_destination, const void* host_source, size_t bytes) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -228,6 +229,11 @@ class Device {
     std::string source;
   };
   virtual StatusOr<PeakGemm> measure_peak_gemm();
+
+  // Evaluations per second of the special function the workloads' GeLU calls per element (tanh),
+  // over a forward and a backward, where it and not memory paces the kernel: a CPU core's scalar
+  // tanh (the recommender's `special_function_rate`). nullopt where memory paces it (a GPU).
+  virtual std::optional<double> measure_special_function_rate() { return std::nullopt; }
 };
 
 }  // namespace partrain::runner

@@ -28,6 +28,9 @@ class IsolatedCpuDevice final : public Device {
   Status status() const override { return status_.is_ok() ? cpu_.status() : status_; }
   GemmTotals gemm_totals() const override { return cpu_.gemm_totals(); }
   StatusOr<PeakGemm> measure_peak_gemm() override { return cpu_.measure_peak_gemm(); }
+  std::optional<double> measure_special_function_rate() override {
+    return cpu_.measure_special_function_rate();
+  }
   // Its reserved address space as the total, and what its live buffers take as used.
   StatusOr<MemoryInfo> memory_info() const override;
 

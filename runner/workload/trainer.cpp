@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "memory/flops.h"
+#include "profiler/special_function_rate_stat.h"
 #include "profiler/trace_scope.h"
 #include "runner/comm/host_value_collectives.h"
 #include "runner/workload/batch_source.h"
@@ -59,6 +60,20 @@ StatusOr<Device::PeakGemm> measure_peak(Device& device, comm::Comm& world,
   if (world.size() > 1) peak.source += fmt::format(", best of {} ranks", world.size());
   peak.gflops = best;
   return peak;
+}
+
+// The rate this rank's core evaluates the GeLU's tanh, measured once the world is up (after the
+// peak's probe, so ranks do not share a core with another's start) and recorded for `recommend
+// --calibrate`, which costs the activation by it (analyzers/compute_cost.h). Nothing on a GPU.
+void record_special_function_rate(Device& device, profiler::RankTracer* tracer) {
+  if (tracer == nullptr) return;
+  const std::optional<double> rate = device.measure_special_function_rate();
+  if (!rate) return;
+  tracer->emit(profiler::StatEvent{
+      std::string(profiler::kSpecialFunctionRateStat), tracer->rank(), std::llround(*rate),
+      profiler::StatSeverity::kInfo,
+      "evaluations per second of the GeLU's tanh on this rank's core, forward and backward, "
+      "measured at start"});
 }
 
 // What the run is, before it starts: the model, its layout and device, and the FLOPs a step
@@ -210,6 +225,7 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   ASSIGN_OR_RETURN(RunSummary summary,
                    start_summary(config, device, world, world_values,
                                  rank->params.numel() + rank->expert_params.numel()));
+  record_special_function_rate(device, tracer);
   // The run's GEMM rate counts the steps' GEMMs only, not the peak measurement's.
   const Device::GemmTotals gemm_before_steps = device.gemm_totals();
   TrainingStep training_step(config, device, world, *rank, batches, world_values, tracer);

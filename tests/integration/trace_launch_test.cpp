@@ -108,6 +108,11 @@ TEST_F(TraceLaunchTest, FsdpRunRecordsEveryRankStepCollectiveAndMemoryPeak) {
             "4|4|4|1|1|4|0|0|0|cpu\n");
   EXPECT_EQ(q.number("SELECT count(*) FROM stats WHERE severity <> 'info'"), 0)
       << q.rows("SELECT * FROM stats");
+  // Each CPU rank measured its core's GeLU tanh rate at start, for recommend --calibrate: any core
+  // that runs the suite does between 1 M and 10 G evaluations a second.
+  EXPECT_EQ(q.rows("SELECT count(DISTINCT rank), min(value) > 1000000, max(value) < 10000000000 "
+                   "FROM stats WHERE name = 'special_function_rate'"),
+            "4|1|1\n");
   // Timestamps are on one timeline: every rank's first step starts within a second of rank 0's.
   EXPECT_EQ(q.number("SELECT max(ts_ns) - min(ts_ns) < 1000000000 FROM steps WHERE step = 0"), 1);
 }

@@ -2,14 +2,17 @@
 // durations, and the compute scale from compute slices of a built-in workload's run.
 #include "analyzers/calibration.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string_view>
 
 #include "analyzers/arrival_wait.h"
 #include "analyzers/layout_search.h"
+#include "profiler/special_function_rate_stat.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/trace_fixture.h"
 
@@ -23,6 +26,16 @@ TEST(FitLine, RecoversAnExactLineAndRefusesADegenerateOne) {
   EXPECT_NEAR(fit->slope, 2, 1e-9);
   EXPECT_FALSE(fit_line({{3, 1}, {3, 2}}));
   EXPECT_FALSE(fit_line({{1, 5}, {2, 4}}));  // negative slope: not a bandwidth
+}
+
+// A built-in gpt run's config (4 layers, hidden 256, seq 128): `extra` fields before the model
+// (`"cpu_bind":"core",`), then the layout's JSON object.
+std::string gpt_run_config(std::string_view layout, std::string_view extra = "") {
+  return fmt::format(
+      R"({{"workload":"gpt","precision":"fp32","recompute":"none",{})"
+      R"("model":{{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,"ffn":1024}},)"
+      R"("layout":{}}})",
+      extra, layout);
 }
 
 CostModel uncalibrated() {
@@ -130,10 +143,7 @@ TEST(Calibration, SaysWhichRowsOfADamagedTraceItLeftOut) {
 
 // A dp4 run of the built-in gpt whose compute took 3x what the preset predicts.
 TEST(Calibration, ComputeScaleIsMeasuredOverPredictedForTheRunsOwnLayout) {
-  const std::string config =
-      R"({"workload":"gpt","precision":"fp32","recompute":"none",)"
-      R"("model":{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,"ffn":1024},)"
-      R"("layout":{"world":4,"dp":4,"tp":1,"pp":1,"micro_batch":1}})";
+  const std::string config = gpt_run_config(R"({"world":4,"dp":4,"tp":1,"pp":1,"micro_batch":1})");
   CostModel model = uncalibrated();
   memory::EstimateInput in;
   in.model = model.model;
@@ -390,6 +400,41 @@ TEST(Calibration, TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink) {
   }
 }
 
+// A CPU run's ranks measured their cores' GeLU tanh rate at start (the special_function_rate
+// stat, 50 M and 70 M evaluations/s): the calibration costs the activation at the best of them
+// (a short probe is only ever slowed by what else runs), for its own run and for every layout it
+// predicts, instead of the preset's.
+TEST(Calibration, TheRunsMeasuredSpecialFunctionRateReplacesThePresets) {
+  const std::string config = gpt_run_config(R"({"world":2,"dp":2,"micro_batch":1,"tp":1,"pp":1})");
+  partrain::testing::ScratchDir dir;
+  std::vector<profiler::TraceEvent> events;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto r = partrain::testing::completed_all_reduce("g", rank, {0, 1}, 0, 1'000'000, 0, 2'000'000);
+    r.step = -1;
+    events.push_back(r);
+    events.push_back(profiler::StatEvent{std::string(profiler::kSpecialFunctionRateStat), rank,
+                                         rank == 0 ? 50'000'000 : 70'000'000});
+  }
+  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", config, 2, events);
+  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_TRUE(c->special_function_rate);
+  EXPECT_EQ(*c->special_function_rate, 70e6);
+  CostModel model = uncalibrated();
+  model.speed.special_function_rate = 1e9;  // the preset's
+  std::vector<Calibration> calibrations{*c};
+  apply_calibrations(calibrations, model);
+  EXPECT_EQ(model.speed.special_function_rate, 70e6);
+  // Without the stat (a GPU run, an older trace) the preset's stands.
+  CostModel kept = uncalibrated();
+  kept.speed.special_function_rate = 1e9;
+  Calibration none = *c;
+  none.special_function_rate.reset();
+  std::vector<Calibration> without{none};
+  apply_calibrations(without, kept);
+  EXPECT_EQ(kept.speed.special_function_rate, 1e9);
+}
+
 // Each sample is fitted by its ranks' law: waits of ranks sharing cores against e(n) sqrt(W) (the
 // jitter), of ranks on devices of their own against e(n) W (the rate spread). Two bound samples
 // waiting 2% and 4% of their work give a spread of 3% over their summed drift, weighted by W.
@@ -423,10 +468,8 @@ TEST(Calibration, ArrivalDriftIsFittedByTheRanksLaw) {
 // the same trace as TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink's tp 2 fits a rate spread,
 // 0.5 ms a member = e(2) x spread x 99.5 ms, and no jitter.
 TEST(Calibration, RanksBoundToCoresDriftByTheirRates) {
-  const std::string config =
-      R"({"workload":"gpt","precision":"fp32","recompute":"none","cpu_bind":"core",)"
-      R"("model":{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,"ffn":1024},)"
-      R"("layout":{"world":2,"dp":1,"micro_batch":1,"tp":2,"pp":1}})";
+  const std::string config = gpt_run_config(R"({"world":2,"dp":1,"micro_batch":1,"tp":2,"pp":1})",
+                                            R"("cpu_bind":"core",)");
   partrain::testing::ScratchDir dir;
   std::vector<profiler::TraceEvent> events;
   int64_t end = 0;
@@ -621,10 +664,7 @@ TEST(Calibration, CollectivesOverOneRankAreNotLinks) {
 // only start-up's collectives: calibrating from its one 4-byte all-reduce made the latency
 // 13.6 ms a step and predicted a step 60% shorter, with no word of the failure.
 TEST(Calibration, ABuiltInRunWithoutAStepIsNothingToCalibrateFrom) {
-  const std::string config =
-      R"({"workload":"gpt","precision":"fp32","recompute":"none",)"
-      R"("model":{"layers":4,"hidden":256,"heads":8,"seq":128,"vocab":512,"ffn":1024},)"
-      R"("layout":{"world":2,"dp":2,"tp":1,"pp":1,"micro_batch":1}})";
+  const std::string config = gpt_run_config(R"({"world":2,"dp":2,"tp":1,"pp":1,"micro_batch":1})");
   partrain::testing::ScratchDir dir;
   std::vector<profiler::TraceEvent> events;
   for (int rank = 0; rank < 2; ++rank) {

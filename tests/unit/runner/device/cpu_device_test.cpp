@@ -299,6 +299,16 @@ TEST(CpuDevice, MeasuresAnSgemmPeakInTrackedWorkspace) {
               ::testing::HasSubstr("of workspace"));
 }
 
+// The GeLU's tanh rate a CPU core gives the recommender (special_function_rate): any core that
+// runs the suite evaluates between 1 M and 10 G a second; an isolated device measures the same way.
+TEST(CpuDevice, MeasuresItsGeluSpecialFunctionRate) {
+  CpuDevice device;
+  const std::optional<double> rate = device.measure_special_function_rate();
+  ASSERT_TRUE(rate);
+  EXPECT_GT(*rate, 1e6);
+  EXPECT_LT(*rate, 1e10);
+  RecordProperty("special_function_rate", std::to_string(*rate));
+}
 
 // Under GemmPrecision::kBf16 a matmul multiplies its operands rounded to bf16, as the CUDA
 // device's tensor cores do: the same sgemm over pre-rounded operands gives the same bits, the
