@@ -100,14 +100,22 @@ StatusOr<std::vector<CollectiveFit>> fit_collectives(const std::vector<MatchedGr
 struct RankPlacement {
   int64_t hosts = 0;
   int64_t most_ranks_on_a_host = 0;
+  bool gpus_of_their_own = false;  // every rank on a GPU, no two on one GPU of a host
 };
 
-// Hosts, and the most ranks one of them holds (ranks whose host is not recorded count as one).
+// Hosts, the most ranks one of them holds (ranks whose host is not recorded count as one), and
+// whether each rank had a GPU of its own.
 StatusOr<RankPlacement> rank_placement(const TraceReader& reader) {
   ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
   std::map<std::string, int64_t> per_host;
-  for (const profiler::RankRow& rank : ranks) ++per_host[rank.host];
-  RankPlacement placement{static_cast<int64_t>(per_host.size()), 0};
+  std::set<std::pair<std::string, std::string>> gpus;  // (host, device)
+  bool gpus_of_their_own = !ranks.empty();
+  for (const profiler::RankRow& rank : ranks) {
+    ++per_host[rank.host];
+    gpus_of_their_own = gpus_of_their_own && rank.device.starts_with("cuda") &&
+                        gpus.emplace(rank.host, rank.device).second;
+  }
+  RankPlacement placement{static_cast<int64_t>(per_host.size()), 0, gpus_of_their_own};
   for (const auto& [host, count] : per_host) {
     placement.most_ranks_on_a_host = std::max(placement.most_ranks_on_a_host, count);
   }
@@ -116,18 +124,9 @@ StatusOr<RankPlacement> rank_placement(const TraceReader& reader) {
 
 // Whether the run's ranks had devices of their own, so that nothing but their own rates set them
 // apart: CPU ranks bound to cores of their own (launch --cpu-bind core), or GPU ranks, no two on
-// one GPU of a host. Unbound CPU ranks share the cores with each other's helper threads.
-StatusOr<bool> ranks_on_devices_of_their_own(const TraceReader& reader,
-                                             const WorkloadRunConfig& run) {
-  if (run.cpu_bind == "core") return true;
-  ASSIGN_OR_RETURN(const std::vector<profiler::RankRow> ranks, reader.ranks());
-  std::set<std::pair<std::string, std::string>> devices;  // (host, device)
-  for (const profiler::RankRow& rank : ranks) {
-    if (!rank.device.starts_with("cuda") || !devices.emplace(rank.host, rank.device).second) {
-      return false;
-    }
-  }
-  return !ranks.empty();
+// one GPU. Unbound CPU ranks share the cores with each other's helper threads.
+bool ranks_on_devices_of_their_own(const RankPlacement& placement, const WorkloadRunConfig& run) {
+  return run.cpu_bind == "core" || placement.gpus_of_their_own;
 }
 
 // The special-function rate the run's ranks measured on their cores at start, the best of them
@@ -426,7 +425,7 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
   ASSIGN_OR_RETURN(out.collectives, fit_collectives(groups, level, out.notes));
   if (run) {
     std::vector<ArrivalSample> arrivals = arrival_samples(groups, *run);
-    ASSIGN_OR_RETURN(const bool own_devices, ranks_on_devices_of_their_own(reader, *run));
+    const bool own_devices = ranks_on_devices_of_their_own(placement, *run);
     for (ArrivalSample& a : arrivals) a.own_devices = own_devices;
     out.arrival_drift = fit_arrival_drift(std::move(arrivals));
     if (!out.arrival_drift) {

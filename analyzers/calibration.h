@@ -38,16 +38,17 @@ struct CollectiveFit {
   std::map<double, std::vector<double>> transfers_by_bytes;
 };
 
-// The ranks' drift, fitted to wait = e(n) x jitter x sqrt(since_sync) (analyzers/arrival_wait.h)
-// over the samples: jitter = sum of waits / sum of e(n) sqrt(since_sync).
-// The drift fitted over collectives of equal-work ranks: the random walk's jitter from ranks that
-// shared cores, the rate spread from ranks on devices of their own (each sample by its own law:
-// one trace's collectives after one stretch of work cannot tell the laws apart).
+// The ranks' drift (analyzers/arrival_wait.h) fitted over collectives of equal-work ranks, each
+// sample by its ranks' law (one trace's collectives after one stretch of work cannot tell the laws
+// apart): the random walk's jitter = sum of waits / sum of e(n) sqrt(since_sync) over ranks that
+// shared cores, the rate spread = sum of waits / sum of e(n) since_sync over ranks on devices of
+// their own.
 struct ArrivalDriftFit {
   ArrivalDrift drift;
   int64_t samples = 0;
   // The root mean square of (fitted - measured) / measured over the mean wait of each kind of
-  // collective (op, size and group): how well one jitter explains syncs after short and long work.
+  // collective (op, size, group and law): how well the drift explains syncs after short and long
+  // work.
   double rms_error = 0;
   int kinds = 0;
   std::vector<ArrivalSample> arrivals;  // pooled with other traces' by apply_calibrations
@@ -62,7 +63,8 @@ struct Calibration {
   int compute_tp = 1;                   // the run's tensor-parallel degree
   double measured_compute_s = 0, predicted_compute_s = 0;
   // predicted_compute_s by kind: the GEMMs' part, the memory-bound part and the part a special
-  // function paces (the activation on a CPU, at the preset's measured rate); they add up to it.
+  // function paces (the activation on a CPU, at special_function_rate when the run measured one,
+  // else the preset's); they add up to it.
   double predicted_gemm_s = 0, predicted_memory_s = 0, predicted_special_s = 0;
   // The activation's special-function rate the run's cores measured at start (evaluations/s,
   // the best rank's); nullopt: the preset's stands.

@@ -22,12 +22,13 @@ double slots_per_token(const memory::MixtureOfExperts& moe) {
   return d(moe.top_k) * (moe.capacity_factor > 0 ? moe.capacity_factor : 1);
 }
 
-double mlp_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
-  return mlp.up_gemm_s + mlp.down_gemm_s + mlp.activation(speed).total();
-}
-
-double mlp_special_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
-  return mlp.activation(speed).special_s;
+// An MLP's forward seconds, and of them the part a special function paces.
+struct MlpSeconds {
+  double total_s = 0, special_s = 0;
+};
+MlpSeconds mlp_seconds(const MlpForward& mlp, const ComputeSpeed& speed) {
+  const ElementwiseSeconds activation = mlp.activation(speed);
+  return {mlp.up_gemm_s + mlp.down_gemm_s + activation.total(), activation.special_s};
 }
 
 }  // namespace
@@ -57,14 +58,16 @@ ExpertForward expert_forward(const memory::ModelConfig& model, const memory::Act
       mlp_forward(model, f.tokens_per_expert, d(moe.expert_ffn), shape, speed, f.local_experts);
   // The dispatched copies are permuted into expert order and back (read and written each way).
   const double permuted = 2 * 2 * tokens * slots_per_token(moe) * h * e;
-  f.routed_s = mlp_seconds(experts_mlp, speed) + memory_bound_seconds(permuted, speed);
-  f.routed_special_s = mlp_special_seconds(experts_mlp, speed);
+  const MlpSeconds routed = mlp_seconds(experts_mlp, speed);
+  f.routed_s = routed.total_s + memory_bound_seconds(permuted, speed);
+  f.routed_special_s = routed.special_s;
   if (moe.shared_experts > 0) {
     // The shared experts run as one MLP of their summed width (DeepSeekMoE fuses them).
     const MlpForward shared = mlp_forward(model, rank_tokens(shape),
                                           d(moe.shared_experts * moe.expert_ffn), shape, speed);
-    f.shared_s = mlp_seconds(shared, speed);
-    f.shared_special_s = mlp_special_seconds(shared, speed);
+    const MlpSeconds shared_seconds = mlp_seconds(shared, speed);
+    f.shared_s = shared_seconds.total_s;
+    f.shared_special_s = shared_seconds.special_s;
   }
   return f;
 }

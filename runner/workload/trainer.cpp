@@ -62,9 +62,10 @@ StatusOr<Device::PeakGemm> measure_peak(Device& device, comm::Comm& world,
   return peak;
 }
 
-// The rate this rank's core evaluates the GeLU's tanh, measured once the world is up (after the
-// peak's probe, so ranks do not share a core with another's start) and recorded for `recommend
-// --calibrate`, which costs the activation by it (analyzers/compute_cost.h). Nothing on a GPU.
+// The rate this rank's core evaluates the GeLU's tanh, measured once the world is up (right after
+// the peak's probe, which every rank starts together unless --peak-flops skips it) and recorded
+// for `recommend --calibrate`, which costs the activation at the best rank's rate
+// (analyzers/compute_cost.h). Nothing on a GPU.
 void record_special_function_rate(Device& device, profiler::RankTracer* tracer) {
   if (tracer == nullptr) return;
   const std::optional<double> rate = device.measure_special_function_rate();

@@ -464,33 +464,61 @@ TEST(Calibration, ArrivalDriftIsFittedByTheRanksLaw) {
   EXPECT_FALSE(fit_arrival_drift({sample(0.1, 0, true)}));  // nobody waited
 }
 
-// A run launched with --cpu-bind core (its config says so) had its ranks on cores of their own:
-// the same trace as TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink's tp 2 fits a rate spread,
-// 0.5 ms a member = e(2) x spread x 99.5 ms, and no jitter.
-TEST(Calibration, RanksBoundToCoresDriftByTheirRates) {
-  const std::string config = gpt_run_config(R"({"world":2,"dp":1,"micro_batch":1,"tp":2,"pp":1})",
-                                            R"("cpu_bind":"core",)");
-  partrain::testing::ScratchDir dir;
-  std::vector<profiler::TraceEvent> events;
-  int64_t end = 0;
-  for (uint64_t seq = 0; seq < 4; ++seq) {
-    const int64_t t0 = seq == 0 ? 0 : end + 99'000'000;
-    for (int rank = 0; rank < 2; ++rank) {
-      const int64_t late = rank == 1 ? 1'000'000 : 0;
-      auto r = partrain::testing::completed_all_reduce("g", rank, {0, 1}, seq, 1'000'000, t0 + late,
-                                                       2'000'000 - late);
-      r.step = -1;
-      events.push_back(r);
+// Ranks on devices of their own drift by their rates: a run launched with --cpu-bind core (its
+// config says so), or GPU ranks no two on one GPU. The same trace as
+// TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink's tp 2 then fits a rate spread, 0.5 ms a
+// member = e(2) x spread x 99.5 ms, and no jitter; two ranks sharing a GPU fit a jitter.
+TEST(Calibration, RanksOnDevicesOfTheirOwnDriftByTheirRates) {
+  struct Case {
+    const char* name;
+    const char* extra;              // config fields
+    const char *device0, *device1;  // the ranks' devices, "" not recorded
+    bool rates;
+  };
+  const Case cases[] = {{"bound to cores", R"("cpu_bind":"core",)", "", "", true},
+                        {"a GPU each", "", "cuda:0", "cuda:1", true},
+                        {"one GPU shared", "", "cuda:0", "cuda:0", false}};
+  for (const Case& test : cases) {
+    const std::string config =
+        gpt_run_config(R"({"world":2,"dp":1,"micro_batch":1,"tp":2,"pp":1})", test.extra);
+    partrain::testing::ScratchDir dir;
+    std::vector<profiler::TraceEvent> events;
+    if (*test.device0 != 0) {
+      for (int rank = 0; rank < 2; ++rank) {
+        profiler::RankInfo info;
+        info.rank = rank;
+        info.host = "h";
+        info.device = rank == 0 ? test.device0 : test.device1;
+        events.push_back(info);
+      }
     }
-    end = t0 + 2'000'000;
+    int64_t end = 0;
+    for (uint64_t seq = 0; seq < 4; ++seq) {
+      const int64_t t0 = seq == 0 ? 0 : end + 99'000'000;
+      for (int rank = 0; rank < 2; ++rank) {
+        const int64_t late = rank == 1 ? 1'000'000 : 0;
+        auto r = partrain::testing::completed_all_reduce("g", rank, {0, 1}, seq, 1'000'000,
+                                                         t0 + late, 2'000'000 - late);
+        r.step = -1;
+        events.push_back(r);
+      }
+      end = t0 + 2'000'000;
+    }
+    auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", config, 2, events);
+    auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
+    ASSERT_TRUE(c.is_ok()) << c.status().message();
+    ASSERT_TRUE(c->arrival_drift) << test.name;
+    const double e2 = expected_max_of_normals(2);
+    if (test.rates) {
+      EXPECT_EQ(c->arrival_drift->drift.jitter, 0) << test.name;
+      const double spread = 0.5e-3 / (e2 * 0.0995);
+      EXPECT_NEAR(c->arrival_drift->drift.rate_spread, spread, spread * 1e-6) << test.name;
+    } else {
+      EXPECT_EQ(c->arrival_drift->drift.rate_spread, 0) << test.name;
+      const double jitter = 0.5e-3 / (e2 * std::sqrt(0.0995));
+      EXPECT_NEAR(c->arrival_drift->drift.jitter, jitter, jitter * 1e-6) << test.name;
+    }
   }
-  auto trace = partrain::testing::write_completed_trace(dir.path() / "t.db", config, 2, events);
-  auto c = measure_calibration(trace.db, "t.db", uncalibrated(), 1);
-  ASSERT_TRUE(c.is_ok()) << c.status().message();
-  ASSERT_TRUE(c->arrival_drift);
-  EXPECT_EQ(c->arrival_drift->drift.jitter, 0);
-  const double spread = 0.5e-3 / (expected_max_of_normals(2) * 0.0995);
-  EXPECT_NEAR(c->arrival_drift->drift.rate_spread, spread, spread * 1e-6);
 }
 
 // Once the last member is in, the collective costs each member its time to its own end: rank 0
