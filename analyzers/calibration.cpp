@@ -463,6 +463,31 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
   if (runs.empty()) return std::nullopt;
   ComputeKindFit fit;
   fit.runs = static_cast<int>(runs.size());
+  auto fitted_rms = [&] {
+    double squares = 0;
+    for (const Run& r : runs) {
+      const double fitted = fit.gemm_scale * r.gemm_s + fit.memory_scale * r.memory_s +
+                            fit.special_scale * r.special_s;
+      squares += (fitted - r.measured_s) * (fitted - r.measured_s) / (r.measured_s * r.measured_s);
+    }
+    return std::sqrt(squares / static_cast<double>(runs.size()));
+  };
+  fit.special_held = std::all_of(runs.begin(), runs.end(),
+                                 [](const Run& r) { return r.special_s < r.measured_s; });
+  if (!fit.special_held) {
+    double sum = 0, squares = 0;
+    for (const Run& r : runs) {
+      const double p = (r.gemm_s + r.memory_s + r.special_s) / r.measured_s;
+      sum += p, squares += p * p;
+    }
+    fit.gemm_scale = fit.memory_scale = fit.special_scale = sum / squares;
+    if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as below
+      fit.gemm_scale = min_gemm_scale;
+      fit.at_peak = true;
+    }
+    fit.rms_error = fitted_rms();
+    return fit;
+  }
   // Relative least squares: each run's equation divided by its measurement; the scaled kinds
   // fit what the special-function-paced work leaves (y, 1 without it).
   double gg = 0, gm = 0, mm = 0, g1 = 0, m1 = 0;
@@ -503,12 +528,7 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
       }
     }
   }
-  double squares = 0;
-  for (const Run& r : runs) {
-    const double fitted = fit.gemm_scale * r.gemm_s + fit.memory_scale * r.memory_s + r.special_s;
-    squares += (fitted - r.measured_s) * (fitted - r.measured_s) / (r.measured_s * r.measured_s);
-  }
-  fit.rms_error = std::sqrt(squares / static_cast<double>(runs.size()));
+  fit.rms_error = fitted_rms();
   return fit;
 }
 
@@ -570,6 +590,7 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
   if (const auto kinds = fit_compute_kinds(calibrations, model.speed.gemm_efficiency)) {
     model.speed.gemm_scale *= kinds->gemm_scale;
     model.speed.memory_scale *= kinds->memory_scale;
+    model.speed.special_scale *= kinds->special_scale;
     // Said once, with the last run that informed it.
     auto informed = std::find_if(calibrations.rbegin(), calibrations.rend(),
                                  [](const Calibration& c) { return c.compute_scale.has_value(); });
@@ -582,7 +603,13 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
                              : " (not fitted: the runs' mixes of GEMM and memory-bound work do "
                                "not tell them apart; the preset's rate)",
         kinds->memory_scale,
-        informed->predicted_special_s > 0
+        !kinds->special_held
+            ? fmt::format(
+                  ", the activation's special function at {:.3g} M evaluations/s outlasting a "
+                  "run's whole compute (that rate cannot be right: every kind takes one scale, "
+                  "x{:.3g})",
+                  model.speed.special_function_rate / 1e6, kinds->special_scale)
+        : informed->predicted_special_s > 0
             ? fmt::format(
                   ", the activation's special function at {:.3g} M evaluations/s ({}; not fitted: "
                   "a block's slices do not tell it apart)",

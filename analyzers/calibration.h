@@ -107,10 +107,14 @@ StatusOr<Calibration> measure_calibration(const profiler::TraceReader& reader,
 // alone outlast the measurement, one scale for both.
 // No GEMM runs above the peak: a fit asking for a GEMM scale under `min_gemm_scale` (the
 // preset's gemm_efficiency: its GEMMs at the full peak) holds it there and fits the memory-bound
-// rate alone (at_peak).
+// rate alone (at_peak). The special-function part is held only while it fits inside every run's
+// measured compute: a rate under which it alone outlasts a run (a probe or a --gpu-file that got
+// it wrong) cannot be the run's, and then every kind takes one scale (special_held false).
 struct ComputeKindFit {
   double gemm_scale = 1;
   double memory_scale = 1;
+  double special_scale = 1;
+  bool special_held = true;
   bool gemm_fitted = false;
   bool at_peak = false;
   int runs = 0;

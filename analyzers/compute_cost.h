@@ -33,8 +33,9 @@ struct ComputeSpeed {
   double memory_scale = 1;
   // The special function an elementwise kernel calls per element (GpuSpec's
   // special_function_rate; 0: memory paces every elementwise kernel), and its calibration scale:
-  // held at 1 (the preset's rate is measured; a step's trace cannot tell it from the memory-bound
-  // work), 0 only to leave the kind out of a prediction by kind.
+  // held at 1 (the rate is measured; a step's trace cannot tell it from the memory-bound work)
+  // unless the rate cannot be right (calibration.h's ComputeKindFit), 0 only to leave the kind
+  // out of a prediction by kind.
   double special_function_rate = 0;
   double special_scale = 1;
 };

@@ -313,6 +313,17 @@ TEST(Calibration, TheSpecialFunctionPartIsHeldAndTheKindsFitTheRest) {
   const auto one = fit_compute_kinds({dp});
   ASSERT_TRUE(one);
   EXPECT_NEAR(one->memory_scale, 2.5, 1e-9);
+  EXPECT_TRUE(one->special_held);
+  // A rate under which the special part alone outlasts the run's measured compute (a hostile or
+  // disturbed probe: 8 s of tanh in a 5.5 s compute) cannot be held: every kind takes one scale,
+  // (1 + 1 + 8) x 0.55 = 5.5, never a negative one.
+  const auto wrong = fit_compute_kinds({run(1, 1, 8, 5.5)});
+  ASSERT_TRUE(wrong);
+  EXPECT_FALSE(wrong->special_held);
+  EXPECT_NEAR(wrong->special_scale, 0.55, 1e-9);
+  EXPECT_EQ(wrong->gemm_scale, wrong->special_scale);
+  EXPECT_EQ(wrong->memory_scale, wrong->special_scale);
+  EXPECT_LT(wrong->rms_error, 1e-9);
 
   // A step's compute is the sum of the three predictions by kind, and the special function's
   // part follows the preset's rate, not the memory-bound scale.
