@@ -135,15 +135,19 @@ std::string speeds_text(const FittedSpeeds& f) {
 std::string software_text(const SoftwareSettings& s) {
   const bool megatron = s.precision == "bf16-fp32grad" && !s.overlap_grad_reduce &&
                         !s.overlap_param_gather && s.tp_backward_overlap &&
-                        s.grad_accumulation == "fused" && s.pipeline_p2p == "scatter-gather";
+                        s.grad_accumulation == "fused" && s.pipeline_p2p == "scatter-gather" &&
+                        s.zero3_recompute == "regather";
   return fmt::format(
       "software{}: precision {} (gradients kept and reduced at {} B a parameter); gradients "
       "reduced {}; ZeRO-1/2's weights gathered {}; tensor-parallel backward collectives {}; "
-      "gradient accumulation {}; pipeline p2p {}; dropout {} ({})\n",
+      "gradient accumulation {}; pipeline p2p {}; ZeRO-3 under full recompute {}; dropout {} "
+      "({})\n",
       megatron ? " (Megatron-LM's defaults)" : "", s.precision, s.grad_bytes,
       s.overlap_grad_reduce ? "behind the backward, bucket by bucket" : "after the backward",
       s.overlap_param_gather ? "behind the forward" : "after the optimizer step",
       s.tp_backward_overlap ? "behind the GEMMs" : "in line", s.grad_accumulation, s.pipeline_p2p,
+      s.zero3_recompute == "reuse" ? "gathers once for the backward and its recompute"
+                                   : "gathers again for the recompute",
       s.dropout, s.dropout_source.empty() ? "given" : s.dropout_source);
 }
 
@@ -155,6 +159,7 @@ json software_json(const SoftwareSettings& s) {
           {"tp_backward_overlap", s.tp_backward_overlap},
           {"grad_accumulation", s.grad_accumulation},
           {"pipeline_p2p", s.pipeline_p2p},
+          {"zero3_recompute", s.zero3_recompute},
           {"dropout", s.dropout}};
 }
 

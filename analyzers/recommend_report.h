@@ -40,8 +40,8 @@ inline constexpr double kTieFraction = 0.05;
 bool ties(const StepCost& winner, const StepCost& other);
 
 // How the framework is costed to train (recommend's --precision, --overlap-grad-reduce,
-// --overlap-param-gather, --tp-backward-overlap, --grad-accumulation, --pipeline-p2p and
-// --dropout), said beside the speeds.
+// --overlap-param-gather, --tp-backward-overlap, --grad-accumulation, --pipeline-p2p,
+// --zero3-recompute and --dropout), said beside the speeds.
 struct SoftwareSettings {
   std::string precision;  // the recipe's name
   double grad_bytes = 0;  // per parameter: what the gradient collectives move
@@ -49,7 +49,8 @@ struct SoftwareSettings {
   bool overlap_param_gather = false;
   bool tp_backward_overlap = true;
   std::string grad_accumulation;  // fused, autograd, fp32 or deepspeed-bf16
-  std::string pipeline_p2p;       // scatter-gather or full
+  std::string pipeline_p2p;       // scatter-gather, deepspeed or full
+  std::string zero3_recompute;    // regather or reuse (ZeRO-3's gathers under full recompute)
   double dropout = 0;             // hidden and attention dropout probability
   std::string dropout_source;     // "--dropout", "the model's published recipe", ...
 };

@@ -270,10 +270,11 @@ double bucketed_exposed(double comm_s, double tail_s, double window_s, double co
 }
 
 // ZeRO-3/FSDP: each block (the unit) is gathered before its forward and again before its
-// backward (and for full recompute's repeated forward), its gradients reduce-scattered after;
-// one unit is prefetched while the previous computes, slowing it by the SMs the collective holds.
-// Per unit the slower of the two sets the pace, and the first gather and the last
-// reduce-scatter never hide.
+// backward (and, where the framework does, for full recompute's repeated forward on its own:
+// CostModel::zero3_regathers_for_recompute), its gradients reduce-scattered after; one unit is
+// prefetched while the previous computes, slowing it by the SMs the collective holds. Per unit
+// the slower of the two sets the pace, and the first gather and the last reduce-scatter never
+// hide.
 double zero3_exposed(const CostModel& cm, Paces pace, double gather_s, double scatter_s,
                      bool full_recompute) {
   const StageMicroBatch& mb = pace.alone;
@@ -284,10 +285,12 @@ double zero3_exposed(const CostModel& cm, Paces pace, double gather_s, double sc
   auto exposed = [&](double comm, double compute, double contended_compute) {
     return cm.overlaps_communication ? overlap_extension(comm, compute, contended_compute) : comm;
   };
-  const double recompute = full_recompute ? mb.layer_forward_s : 0;
-  const double slow_recompute = full_recompute ? slow.layer_forward_s : 0;
+  // The recomputed forward behind a gather of its own, or inside the backward's window.
+  const bool regathers = full_recompute && cm.zero3_regathers_for_recompute;
+  const double recompute = regathers ? mb.layer_forward_s : 0;
+  const double slow_recompute = regathers ? slow.layer_forward_s : 0;
   const double forward = exposed(unit_gather, mb.layer_forward_s, slow.layer_forward_s);
-  const double regather = full_recompute ? exposed(unit_gather, recompute, slow_recompute) : 0;
+  const double regather = regathers ? exposed(unit_gather, recompute, slow_recompute) : 0;
   const double backward = exposed(unit_gather + unit_scatter, mb.layer_backward_s - recompute,
                                   slow.layer_backward_s - slow_recompute);
   return mb.layers * (forward + regather + backward) + unit_gather + unit_scatter;

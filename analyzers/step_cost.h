@@ -55,6 +55,12 @@ struct CostModel {
   bool tp_backward_overlap = true;
   // How a pipeline's stages pass activations and gradients (PipelineP2p).
   PipelineP2p pipeline_p2p = PipelineP2p::kScatterGather;
+  // ZeRO-3 under full recompute: the recomputed forward gathers the unit's weights, which are
+  // released and gathered again for the backward (DeepSpeed ZeRO-3: its hooks on every submodule
+  // run in the recomputed forward too), or the backward's one gather serves its recomputed
+  // forward as well (PyTorch FSDP and FSDP2 with the checkpoint inside the unit, as LLM Foundry
+  // and torchtitan wrap it: FSDP's hooks sit on the unit, not on what the checkpoint reruns).
+  bool zero3_regathers_for_recompute = true;
   // Bytes per parameter that adding one micro-batch's weight gradients into the accumulation
   // buffer moves, a memory-bound kernel in every micro-batch's backward. 0: the weight-gradient
   // GEMM accumulates in place (Megatron-Core's gradient accumulation fusion, on by default since

@@ -69,6 +69,7 @@ struct RecommendFlags {
   std::string tp_backward_overlap;  // on, off; unset: on, off when calibrating (built-in runs')
   std::string pipeline_p2p = "scatter-gather";
   std::string grad_accumulation = "fused";
+  std::string zero3_recompute = "regather";
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -259,6 +260,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.cost.pipeline_p2p = f.pipeline_p2p == "deepspeed" ? PipelineP2p::kDeepSpeed
                         : f.pipeline_p2p == "full"    ? PipelineP2p::kFull
                                                       : PipelineP2p::kScatterGather;
+  s.cost.zero3_regathers_for_recompute = f.zero3_recompute == "regather";
   // The built-in workloads that calibration runs keep their tensor-parallel collectives in line.
   s.cost.tp_backward_overlap =
       f.tp_backward_overlap.empty() ? f.calibrate.empty() : f.tp_backward_overlap == "on";
@@ -305,6 +307,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                         s.cost.tp_backward_overlap,
                         f.grad_accumulation,
                         f.pipeline_p2p,
+                        f.zero3_recompute,
                         dropout.probability,
                         dropout.source};
   s.context.tokens = f.tokens;
@@ -577,6 +580,14 @@ Subcommand add_recommend_command(CLI::App& parent) {
                   "hook, 10 B) or deepspeed-bf16 (DeepSpeed's BF16_Optimizer, 18 B)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fused", "autograd", "fp32", "deepspeed-bf16"}));
+  cmd->add_option("--zero3-recompute", f->zero3_recompute,
+                  "ZeRO-3 under full recompute: regather (DeepSpeed ZeRO-3: the recomputed "
+                  "forward gathers a block's weights, releases them, and the backward gathers them "
+                  "again) or reuse (PyTorch FSDP and FSDP2 with the activation checkpoint inside "
+                  "each unit, as LLM Foundry and torchtitan wrap it: the backward's one gather "
+                  "serves the recomputed forward)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"regather", "reuse"}));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "
                   "the presets', and a built-in run's measured step over its prediction scales "

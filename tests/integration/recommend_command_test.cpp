@@ -111,6 +111,36 @@ TEST(RecommendCommand, UnfusedGradientAccumulationCostsEveryMicroBatch) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
+// ZeRO-3 under full recompute: DeepSpeed gathers a block again for its recomputed forward (the
+// default), PyTorch FSDP with the checkpoint inside the unit does not (--zero3-recompute reuse).
+// The same layout costs less communication and no more compute with reuse, and the text and
+// --json say which was costed.
+TEST(RecommendCommand, Zero3RecomputeGatherIsTheFrameworksChoice) {
+  const std::string check = kSearch + " --check \"zero=3,recompute=full,mb=1\" --json";
+  auto regather = run_partrain(check);
+  auto reuse = run_partrain(check + " --zero3-recompute reuse");
+  ASSERT_EQ(regather.exit_code, 0) << regather.err;
+  ASSERT_EQ(reuse.exit_code, 0) << reuse.err;
+  const auto g = parse_json(regather.out);
+  const auto r = parse_json(reuse.out);
+  EXPECT_EQ(g["software"]["zero3_recompute"], "regather");
+  EXPECT_EQ(r["software"]["zero3_recompute"], "reuse");
+  const auto& gc = g["candidates"][0];
+  const auto& rc = r["candidates"][0];
+  EXPECT_LT(rc["step_time_s"].get<double>(), gc["step_time_s"].get<double>());
+  EXPECT_LT(rc["breakdown_s"]["dp_comm"].get<double>(), gc["breakdown_s"]["dp_comm"].get<double>());
+  EXPECT_EQ(rc["breakdown_s"]["compute"].get<double>(), gc["breakdown_s"]["compute"].get<double>());
+  auto text = run_partrain(kSearch +
+                           " --check \"zero=3,recompute=full,mb=1\" --explain "
+                           "--zero3-recompute reuse");
+  EXPECT_NE(text.out.find("ZeRO-3 under full recompute gathers once for the backward and its "
+                          "recompute"),
+            std::string::npos)
+      << text.out;
+  auto bad = run_partrain(kSearch + " --zero3-recompute twice");
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 // Issue 37: the rejection counts were per split, per micro-batch choice or per variant, so they
 // did not add up to anything. Now every layout searched is ranked or left out under one reason,
 // and the splits refused whole are counted apart, each with its total, in words.

@@ -236,6 +236,16 @@ class StepCostTest : public ::testing::Test {
     return estimate_for(model_, layout);
   }
 
+  // One GPU a node on a NIC of `bandwidth` bytes/s, collectives beside the compute: every
+  // data-parallel collective crosses nodes.
+  void one_gpu_a_node(double bandwidth) {
+    Machines slow = test_machines();
+    slow.gpus_per_node = 1;
+    slow.inter_node = {bandwidth, 10e-6};
+    cost_.comm = CollectiveCost(slow);
+    cost_.overlaps_communication = true;
+  }
+
   memory::ModelConfig model_ = memory::gpt_model(8, 1024, 16, 1024, 256);
   CostModel cost_;
 };
@@ -358,11 +368,7 @@ TEST_F(StepCostTest, Zero1AllReduceCostsTheWholeReductionThenTheGather) {
 // ZeRO-3 across nodes on a slow NIC: each block's gathers outlast its compute, so the step is
 // paced by the gathers and reduce-scatters, not by compute.
 TEST_F(StepCostTest, Zero3IsPacedByTheSlowerOfAUnitsGathersAndItsCompute) {
-  Machines slow = test_machines();
-  slow.gpus_per_node = 1;
-  slow.inter_node = {1e9, 10e-6};
-  cost_.comm = CollectiveCost(slow);
-  cost_.overlaps_communication = true;
+  one_gpu_a_node(1e9);
   memory::TrainingLayout l;
   l.dp = 4;
   l.zero = 3;
@@ -372,6 +378,35 @@ TEST_F(StepCostTest, Zero3IsPacedByTheSlowerOfAUnitsGathersAndItsCompute) {
                                            LinkLevel::kInterNode);
   EXPECT_GT(c.dp_comm_s + c.compute_s, 2 * gather);  // forward and backward gathers at least
   EXPECT_EQ(c.bottleneck, "dp_comm");
+}
+
+// Full recompute under ZeRO-3: DeepSpeed's hooks on every submodule gather a block's weights for
+// its recomputed forward and again for its backward; PyTorch FSDP, with the checkpoint inside
+// the unit, gathers once for both. Paced by a slow link, the extra gather shows whole, once per
+// block and micro-batch; without recompute the two are the same.
+TEST_F(StepCostTest, Zero3GathersAgainForTheRecomputeOnlyWhereTheFrameworkDoes) {
+  one_gpu_a_node(0.1e9);
+  memory::TrainingLayout l;
+  l.dp = 4;
+  l.zero = 3;
+  l.global_batch = 8;  // m = 2 micro-batches of 1
+  l.recompute = memory::Recompute::kFull;
+  const memory::MemoryEstimate e = estimate(l);
+  // The unit is a block: the stage's weights over its 8 blocks (the same split step_cost makes).
+  const double unit_gather = cost_.comm.seconds(CostedOp::kAllGather, e.stages[0].params_count * 2,
+                                                4, LinkLevel::kInterNode) /
+                             8;
+  const StepCost regather = step_cost(cost_, e);
+  cost_.zero3_regathers_for_recompute = false;
+  const StepCost reuse = step_cost(cost_, e);
+  EXPECT_EQ(reuse.bottleneck, "dp_comm");
+  EXPECT_NEAR(regather.dp_comm_s - reuse.dp_comm_s, 2 * 8 * unit_gather, 1e-9 * regather.dp_comm_s);
+  EXPECT_NEAR(regather.compute_s, reuse.compute_s, 1e-12);
+  l.recompute = memory::Recompute::kNone;
+  const memory::MemoryEstimate none = estimate(l);
+  const double without = step_cost(cost_, none).dp_comm_s;
+  cost_.zero3_regathers_for_recompute = true;
+  EXPECT_EQ(step_cost(cost_, none).dp_comm_s, without);
 }
 
 TEST_F(StepCostTest, DataParallelWithoutOverlapPaysTheWholeGradientAllReduce) {

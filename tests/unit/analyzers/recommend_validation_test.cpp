@@ -49,6 +49,9 @@ struct Software {
   bool zero1_all_reduce = false;
   // Megatron-LM's column-parallel layers' backward collectives behind their GEMMs (2022 on).
   bool tp_backward_overlap = false;
+  // ZeRO-3 under full recompute gathers again for the recomputed forward (DeepSpeed) or not
+  // (PyTorch FSDP with the checkpoint inside the unit).
+  bool zero3_regathers_for_recompute = true;
 };
 
 // Megatron-LM 2021 (Narayanan 2021, Megatron-LM @50a4b5fa02): fp16 weights and gradients, the
@@ -344,8 +347,12 @@ std::vector<PublishedRun> llm_foundry_fsdp() {
     run.micro_batch = r.micro_batch;
     run.flash = true;
     run.dropout = 0;
-    run.software = {
-        .precision = "bf16-mixed", .overlap_grad_reduce = true, .overlap_param_gather = true};
+    // Composer wraps each block in FSDP and then applies the activation checkpoint to the block
+    // inside it: the backward's gather serves the recomputed forward.
+    run.software = {.precision = "bf16-mixed",
+                    .overlap_grad_reduce = true,
+                    .overlap_param_gather = true,
+                    .zero3_regathers_for_recompute = false};
     run.metric = Metric::kStepSeconds;
     run.published = static_cast<double>(r.batch) * 2048 / r.tokens_per_s;
     runs.push_back(run);
@@ -376,6 +383,7 @@ CostModel model_for(const PublishedRun& run) {
   cm.grad_accumulation_bytes = sw.grad_accumulation_bytes;
   cm.zero1_all_reduce = sw.zero1_all_reduce;
   cm.tp_backward_overlap = sw.tp_backward_overlap;
+  cm.zero3_regathers_for_recompute = sw.zero3_regathers_for_recompute;
   return cm;
 }
 
@@ -563,14 +571,15 @@ TEST(RecommendValidation, OtherPublishedRuns) {
 
 // Issue 35 item 5's bound (the 18.4B search's best at most 45% MFU) against measured A100 runs
 // that shard everything as the search's best does: LLM Foundry's FSDP runs reached 48.9-52.3%
-// MFU on 128 GPUs. The model prices the 7B and 13B within 6% and the 30B and 70B 16% slow:
-// their measured HFU (65-70% by LLM Foundry's count) leaves their 7,168-8,192-wide GEMMs above
-// the 0.72 of peak the preset's Table 1 fit gives every large GEMM, as Korthikanti's 1T rows
-// also suggest. Held where the model is, a regression guard, not a fit.
+// MFU on 128 GPUs. The model prices the 7B and 13B within 4% and the 30B and 70B 11-12% slow.
+// Their compute alone is priced 0.7-4% under the measured steps (70B: 20.1 s of 21.76 s); what
+// is too dear is the FSDP traffic left exposed beside it (70B: 3.9 s, where the measurement
+// leaves at most 1.7 s), the SMs the overlapped inter-node gathers are costed to take. Held where
+// the model is, a regression guard, not a fit.
 TEST(RecommendValidation, LlmFoundryFsdpRunsOnA100) {
   const std::vector<PublishedRun> runs = llm_foundry_fsdp();
   const std::vector<double> e = errors(runs);
-  const double tolerance[] = {0.05, 0.06, 0.17, 0.17};
+  const double tolerance[] = {0.05, 0.05, 0.13, 0.12};
   for (size_t i = 0; i < runs.size(); ++i) EXPECT_LT(e[i], tolerance[i]) << runs[i].id;
 }
 
