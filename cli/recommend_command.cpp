@@ -69,7 +69,7 @@ struct RecommendFlags {
   std::string tp_backward_overlap;  // on, off; unset: on, off when calibrating (built-in runs')
   std::string pipeline_p2p = "scatter-gather";
   std::string grad_accumulation = "fused";
-  std::string zero3_recompute = "regather";
+  std::string zero3_recompute;  // regather, reuse; unset: regather, reuse when calibrating
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -260,7 +260,11 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
   s.cost.pipeline_p2p = f.pipeline_p2p == "deepspeed" ? PipelineP2p::kDeepSpeed
                         : f.pipeline_p2p == "full"    ? PipelineP2p::kFull
                                                       : PipelineP2p::kScatterGather;
-  s.cost.zero3_regathers_for_recompute = f.zero3_recompute == "regather";
+  // The built-in workloads recompute a block inside its backward, under the backward's gather.
+  const std::string zero3_recompute = !f.zero3_recompute.empty() ? f.zero3_recompute
+                                      : f.calibrate.empty()      ? "regather"
+                                                                 : "reuse";
+  s.cost.zero3_regathers_for_recompute = zero3_recompute == "regather";
   // The built-in workloads that calibration runs keep their tensor-parallel collectives in line.
   s.cost.tp_backward_overlap =
       f.tp_backward_overlap.empty() ? f.calibrate.empty() : f.tp_backward_overlap == "on";
@@ -307,7 +311,7 @@ StatusOr<Setup> make_setup(const RecommendFlags& f) {
                         s.cost.tp_backward_overlap,
                         f.grad_accumulation,
                         f.pipeline_p2p,
-                        f.zero3_recompute,
+                        zero3_recompute,
                         dropout.probability,
                         dropout.source};
   s.context.tokens = f.tokens;
@@ -583,10 +587,11 @@ Subcommand add_recommend_command(CLI::App& parent) {
   cmd->add_option("--zero3-recompute", f->zero3_recompute,
                   "ZeRO-3 under full recompute: regather (DeepSpeed ZeRO-3: the recomputed "
                   "forward gathers a block's weights, releases them, and the backward gathers them "
-                  "again) or reuse (PyTorch FSDP and FSDP2 with the activation checkpoint inside "
-                  "each unit, as LLM Foundry and torchtitan wrap it: the backward's one gather "
-                  "serves the recomputed forward)")
-      ->capture_default_str()
+                  "again; the default) or reuse (PyTorch FSDP and FSDP2 with the activation "
+                  "checkpoint inside "
+                  "each unit, as LLM Foundry and torchtitan wrap it, and the built-in workloads: "
+                  "the backward's one gather serves the recomputed forward; the default with "
+                  "--calibrate)")
       ->check(CLI::IsMember({"regather", "reuse"}));
   cmd->add_option("--calibrate", f->calibrate,
                   "Trace(s) of your own runs: measured compute speed and collective busbw replace "

@@ -596,6 +596,10 @@ TEST(RecommendCommand, CalibratesFromATracedLaunch) {
   EXPECT_NE(text.out.find("compute: "), std::string::npos);
   EXPECT_NE(text.out.find("all_reduce (2 ranks"), std::string::npos) << text.out;
   auto j = parse_json(run_partrain(args + " --json").out);
+  // Costed as the built-in workloads run: the tensor-parallel backward collectives in line, a
+  // ZeRO-3 block recomputed under its backward's gather.
+  EXPECT_FALSE(j["software"]["tp_backward_overlap"].get<bool>());
+  EXPECT_EQ(j["software"]["zero3_recompute"], "reuse");
   const auto& cal = j["calibration"][0];
   EXPECT_GT(cal["compute"]["measured_s"].get<double>(), 0);
   EXPECT_GT(cal["compute"]["scale"].get<double>(), 0);
