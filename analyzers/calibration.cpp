@@ -17,6 +17,7 @@
 #include "analyzers/sample_quantiles.h"
 #include "analyzers/temporal_breakdown.h"
 #include "analyzers/workload_run_config.h"
+#include "profiler/gemm_rate_stat.h"
 #include "profiler/special_function_rate_stat.h"
 #include "profiler/trace_reader/damaged_rows.h"
 #include "profiler/trace_reader/slice_reads.h"
@@ -144,6 +145,22 @@ StatusOr<std::optional<double>> measured_special_function_rate(const TraceReader
   return best;
 }
 
+// The FLOP/s the run's GEMMs achieved over its steps, the mean over its ranks (each rank's GEMMs
+// ran under whatever shared its core, as its compute did); nullopt when none recorded it.
+StatusOr<std::optional<double>> measured_gemm_rate(const TraceReader& reader) {
+  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
+  double sum = 0;
+  int ranks = 0;
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name == profiler::kGemmRateStat && stat.value > 0) {
+      sum += static_cast<double>(stat.value);
+      ++ranks;
+    }
+  }
+  if (ranks == 0) return std::optional<double>();
+  return std::optional<double>(sum / ranks);
+}
+
 // The median over the window's steps of the slowest rank's step: what a step of the run took.
 StatusOr<double> measure_step(const TraceReader& reader, const AnalysisWindow& window) {
   ASSIGN_OR_RETURN(profiler::StepCursor rows,
@@ -183,6 +200,16 @@ Status calibrate_compute(const TraceReader& reader, const WorkloadRunConfig& run
     out.predicted_gemm_s = step_cost(gemms_only, estimate).compute_s * sharing;
     out.predicted_memory_s = step_cost(memory_only, estimate).compute_s * sharing;
     out.predicted_special_s = step_cost(special_only, estimate).compute_s * sharing;
+    if (out.gemm_rate) {
+      // The same GEMMs at the rate the run's own achieved: every FLOP at it, no waves or launch
+      // overhead of the preset's, and no sharing factor (the rate was measured under it).
+      CostModel at_rate = gemms_only;
+      at_rate.speed.peak_flops = *out.gemm_rate;
+      at_rate.speed.gemm_efficiency = 1;
+      at_rate.speed.sm_count = 0;
+      at_rate.speed.kernel_overhead_s = 0;
+      out.measured_gemm_s = step_cost(at_rate, estimate).compute_s;
+    }
     out.compute_scale = measured.compute_s / out.predicted_compute_s;
     out.compute_tp = input.layout.tp;
   } else {
@@ -410,6 +437,7 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
                                           uncalibrated.comm.machines().devices_per_node);
     // The activation's special function at the rate the run's own cores measured, when they did.
     ASSIGN_OR_RETURN(out.special_function_rate, measured_special_function_rate(reader));
+    ASSIGN_OR_RETURN(out.gemm_rate, measured_gemm_rate(reader));
     CostModel measured = uncalibrated;
     if (out.special_function_rate) {
       measured.speed.special_function_rate = *out.special_function_rate;
@@ -451,13 +479,13 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
 std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& calibrations,
                                                 double min_gemm_scale) {
   struct Run {
-    double gemm_s, memory_s, special_s, measured_s;
+    double gemm_s, memory_s, special_s, measured_s, measured_gemm_s;
   };
   std::vector<Run> runs;
   for (const Calibration& c : calibrations) {
     if (c.compute_scale && c.predicted_gemm_s + c.predicted_memory_s > 0) {
-      runs.push_back(
-          {c.predicted_gemm_s, c.predicted_memory_s, c.predicted_special_s, c.measured_compute_s});
+      runs.push_back({c.predicted_gemm_s, c.predicted_memory_s, c.predicted_special_s,
+                      c.measured_compute_s, c.measured_gemm_s});
     }
   }
   if (runs.empty()) return std::nullopt;
@@ -511,11 +539,22 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
     }
   }
   if (!fit.gemm_fitted) {
-    // The GEMMs at the preset's rate, the memory-bound work takes the rest.
-    fit.gemm_scale = 1;
-    fit.memory_scale = mm > 0 ? (m1 - gm) / mm : 0;
+    // The GEMMs at the rate the runs' own GEMMs achieved where every run measured it, else at the
+    // preset's; the memory-bound work takes the rest.
+    double measured_gemm = 0, predicted_gemm = 0;
+    for (const Run& r : runs) measured_gemm += r.measured_gemm_s, predicted_gemm += r.gemm_s;
+    fit.gemm_measured =
+        predicted_gemm > 0 &&
+        std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.measured_gemm_s > 0; });
+    fit.gemm_scale = fit.gemm_measured ? measured_gemm / predicted_gemm : 1;
+    if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as above
+      fit.gemm_scale = min_gemm_scale;
+      fit.at_peak = true;
+    }
+    fit.memory_scale = mm > 0 ? (m1 - fit.gemm_scale * gm) / mm : 0;
     if (fit.memory_scale <= 0) {
-      // The preset's GEMMs alone outlast what was measured: one scale for both kinds.
+      // The GEMMs alone outlast what was measured: one scale for both kinds.
+      fit.gemm_measured = fit.at_peak = false;
       double sum = 0, squares = 0;
       for (const Run& r : runs) {
         const double p = (r.gemm_s + r.memory_s) / r.measured_s;
@@ -600,8 +639,11 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
         kinds->runs, kinds->runs == 1 ? "" : "s", kinds->gemm_scale,
         kinds->at_peak       ? " (the fit asked for more than the peak: held at it)"
         : kinds->gemm_fitted ? ""
-                             : " (not fitted: the runs' mixes of GEMM and memory-bound work do "
-                               "not tell them apart; the preset's rate)",
+        : kinds->gemm_measured
+            ? " (the runs' mixes of GEMM and memory-bound work do not tell them apart: the rate "
+              "the runs' own GEMMs achieved)"
+            : " (not fitted: the runs' mixes of GEMM and memory-bound work do not tell them "
+              "apart; the preset's rate)",
         kinds->memory_scale,
         !kinds->special_held
             ? fmt::format(

@@ -66,6 +66,10 @@ struct Calibration {
   // function paces (the activation on a CPU, at special_function_rate when the run measured one,
   // else the preset's); they add up to it.
   double predicted_gemm_s = 0, predicted_memory_s = 0, predicted_special_s = 0;
+  // The GEMMs' part at the rate the run's own GEMMs achieved (the gemm_rate stat, the mean over
+  // its ranks), with the sharing that rate already holds; 0 when the run recorded none.
+  double measured_gemm_s = 0;
+  std::optional<double> gemm_rate;  // FLOP/s, the mean over the run's ranks
   // The activation's special-function rate the run's cores measured at start (evaluations/s,
   // the best rank's); nullopt: the preset's stands.
   std::optional<double> special_function_rate;
@@ -116,6 +120,9 @@ struct ComputeKindFit {
   double special_scale = 1;
   bool special_held = true;
   bool gemm_fitted = false;
+  // Not told apart by the runs' mixes, the GEMMs at the rate the runs' own GEMMs achieved
+  // (Calibration::measured_gemm_s) rather than the preset's.
+  bool gemm_measured = false;
   bool at_peak = false;
   int runs = 0;
   double rms_error = 0;  // of (fitted - measured) / measured over the runs

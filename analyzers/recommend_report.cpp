@@ -314,6 +314,10 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
                           {"tp", c.compute_tp}};
     }
     if (c.special_function_rate) entry["special_function_rate"] = *c.special_function_rate;
+    if (c.gemm_rate) {
+      entry["gemm_rate_flops"] = *c.gemm_rate;
+      entry["measured_gemm_s"] = c.measured_gemm_s;
+    }
     if (c.optimizer_scale) {
       entry["optimizer"] = {{"measured_s", c.measured_optimizer_s},
                             {"predicted_s", c.predicted_optimizer_s},
@@ -464,6 +468,12 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
           "  special function: {:.3g} M evaluations/s, measured by the run's cores at start (the "
           "GeLU's tanh, forward and backward)\n",
           *c.special_function_rate / 1e6);
+    }
+    if (c.gemm_rate) {
+      text += fmt::format(
+          "  GEMMs: {:.3g} GFLOP/s achieved by the run's GEMMs over its steps (the mean of its "
+          "ranks'), {} per step at that rate\n",
+          *c.gemm_rate / 1e9, seconds_text(c.measured_gemm_s));
     }
     if (c.optimizer_scale) {
       const SecondsUnit unit = seconds_unit(c.measured_optimizer_s);

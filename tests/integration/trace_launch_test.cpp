@@ -113,6 +113,11 @@ TEST_F(TraceLaunchTest, FsdpRunRecordsEveryRankStepCollectiveAndMemoryPeak) {
   EXPECT_EQ(q.rows("SELECT count(DISTINCT rank), min(value) > 1000000, max(value) < 10000000000 "
                    "FROM stats WHERE name = 'special_function_rate'"),
             "4|1|1\n");
+  // And at the end, the FLOP/s its GEMMs achieved over the steps: between 100 MFLOP/s and
+  // 10 TFLOP/s on any core that runs the suite.
+  EXPECT_EQ(q.rows("SELECT count(DISTINCT rank), min(value) > 100000000, max(value) < "
+                   "10000000000000 FROM stats WHERE name = 'gemm_rate'"),
+            "4|1|1\n");
   // Timestamps are on one timeline: every rank's first step starts within a second of rank 0's.
   EXPECT_EQ(q.number("SELECT max(ts_ns) - min(ts_ns) < 1000000000 FROM steps WHERE step = 0"), 1);
 }

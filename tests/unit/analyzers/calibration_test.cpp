@@ -286,6 +286,48 @@ TEST(Calibration, ComputeIsFittedByKindOfWork) {
       << calibrations[1].notes.back();
 }
 
+// One mix cannot tell the GEMMs' rate from the memory-bound work's; where the runs recorded what
+// their own GEMMs achieved (the gemm_rate stat), the GEMMs take that rate instead of the
+// preset's and the memory-bound work the rest. A run at 3x its predicted GEMMs (1.5 s measured
+// at the run's rate for 0.5 s predicted) and 0.5x its memory-bound work: 3 and 0.5, where the
+// preset's rate would have left 4.5 to the memory-bound work, which a tp layout has more of.
+TEST(Calibration, OneMixTakesTheRateItsOwnGemmsAchieved) {
+  Calibration run;
+  run.predicted_gemm_s = 0.5;
+  run.predicted_memory_s = 1;
+  run.predicted_compute_s = 1.5;
+  run.measured_compute_s = 3 * 0.5 + 0.5 * 1;
+  run.compute_scale = run.measured_compute_s / run.predicted_compute_s;
+  const auto preset = fit_compute_kinds({run});
+  ASSERT_TRUE(preset);
+  EXPECT_FALSE(preset->gemm_measured);
+  EXPECT_EQ(preset->gemm_scale, 1);
+  EXPECT_NEAR(preset->memory_scale, 1.5, 1e-9);
+  run.measured_gemm_s = 1.5;
+  const auto measured = fit_compute_kinds({run, run});
+  ASSERT_TRUE(measured);
+  EXPECT_FALSE(measured->gemm_fitted);
+  EXPECT_TRUE(measured->gemm_measured);
+  EXPECT_NEAR(measured->gemm_scale, 3, 1e-9);
+  EXPECT_NEAR(measured->memory_scale, 0.5, 1e-9);
+  EXPECT_LT(measured->rms_error, 1e-9);
+  // Every run must have measured it: one without leaves the preset's rate.
+  Calibration unmeasured = run;
+  unmeasured.measured_gemm_s = 0;
+  EXPECT_FALSE(fit_compute_kinds({run, unmeasured})->gemm_measured);
+  // GEMMs measured faster than the peak are held at it (here a preset at 1/4 of the peak).
+  const auto held = fit_compute_kinds({run}, 4);
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(held->at_peak);
+  EXPECT_EQ(held->gemm_scale, 4);
+  // GEMMs measured slower than the whole compute: one scale for both kinds.
+  run.measured_gemm_s = 10;
+  const auto slower = fit_compute_kinds({run});
+  ASSERT_TRUE(slower);
+  EXPECT_FALSE(slower->gemm_measured);
+  EXPECT_EQ(slower->gemm_scale, slower->memory_scale);
+}
+
 // Where a special function paces the activation (the cpu preset's measured tanh), that part is
 // held at the preset's rate and the two scaled kinds fit what it leaves: runs measured at 3x
 // their GEMMs + 0.5x their memory-bound work + their special-function part exactly, in two
