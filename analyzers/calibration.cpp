@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -130,35 +131,32 @@ bool ranks_on_devices_of_their_own(const RankPlacement& placement, const Workloa
   return run.cpu_bind == "core" || placement.gpus_of_their_own;
 }
 
+// The positive values the run's ranks recorded for one stat.
+std::vector<double> stat_values(const std::vector<profiler::StatRow>& stats,
+                                std::string_view name) {
+  std::vector<double> values;
+  for (const profiler::StatRow& stat : stats) {
+    if (stat.name == name && stat.value > 0) values.push_back(static_cast<double>(stat.value));
+  }
+  return values;
+}
+
 // The special-function rate the run's ranks measured on their cores at start, the best of them
 // (as the run's GEMM peak is): a probe of a few milliseconds is only ever slowed by what else ran
 // (on the 2-core VM, 45-46 M evaluations/s against 66-67 M in 1 probe of 3), never sped up.
 // nullopt when none measured (a GPU run, a trace from before the stat).
-StatusOr<std::optional<double>> measured_special_function_rate(const TraceReader& reader) {
-  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
-  std::optional<double> best;
-  for (const profiler::StatRow& stat : stats) {
-    if (stat.name == profiler::kSpecialFunctionRateStat && stat.value > 0) {
-      best = std::max(best.value_or(0), static_cast<double>(stat.value));
-    }
-  }
-  return best;
+std::optional<double> measured_special_function_rate(const std::vector<profiler::StatRow>& stats) {
+  const std::vector<double> rates = stat_values(stats, profiler::kSpecialFunctionRateStat);
+  if (rates.empty()) return std::nullopt;
+  return *std::max_element(rates.begin(), rates.end());
 }
 
 // The FLOP/s the run's GEMMs achieved over its steps, the mean over its ranks (each rank's GEMMs
 // ran under whatever shared its core, as its compute did); nullopt when none recorded it.
-StatusOr<std::optional<double>> measured_gemm_rate(const TraceReader& reader) {
-  ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
-  double sum = 0;
-  int ranks = 0;
-  for (const profiler::StatRow& stat : stats) {
-    if (stat.name == profiler::kGemmRateStat && stat.value > 0) {
-      sum += static_cast<double>(stat.value);
-      ++ranks;
-    }
-  }
-  if (ranks == 0) return std::optional<double>();
-  return std::optional<double>(sum / ranks);
+std::optional<double> measured_gemm_rate(const std::vector<profiler::StatRow>& stats) {
+  const std::vector<double> rates = stat_values(stats, profiler::kGemmRateStat);
+  if (rates.empty()) return std::nullopt;
+  return std::accumulate(rates.begin(), rates.end(), 0.0) / static_cast<double>(rates.size());
 }
 
 // The median over the window's steps of the slowest rank's step: what a step of the run took.
@@ -436,8 +434,9 @@ StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::
     const double sharing = sharing_factor(placement.most_ranks_on_a_host,
                                           uncalibrated.comm.machines().devices_per_node);
     // The activation's special function at the rate the run's own cores measured, when they did.
-    ASSIGN_OR_RETURN(out.special_function_rate, measured_special_function_rate(reader));
-    ASSIGN_OR_RETURN(out.gemm_rate, measured_gemm_rate(reader));
+    ASSIGN_OR_RETURN(const std::vector<profiler::StatRow> stats, reader.stats());
+    out.special_function_rate = measured_special_function_rate(stats);
+    out.gemm_rate = measured_gemm_rate(stats);
     CostModel measured = uncalibrated;
     if (out.special_function_rate) {
       measured.speed.special_function_rate = *out.special_function_rate;
@@ -500,6 +499,12 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
     }
     return std::sqrt(squares / static_cast<double>(runs.size()));
   };
+  // No GEMM runs faster than the peak: a fit that asks for it is held there.
+  auto hold_at_peak = [&] {
+    if (fit.gemm_scale >= min_gemm_scale) return;
+    fit.gemm_scale = min_gemm_scale;
+    fit.at_peak = true;
+  };
   fit.special_held = std::all_of(runs.begin(), runs.end(),
                                  [](const Run& r) { return r.special_s < r.measured_s; });
   if (!fit.special_held) {
@@ -509,10 +514,7 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
       sum += p, squares += p * p;
     }
     fit.gemm_scale = fit.memory_scale = fit.special_scale = sum / squares;
-    if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as below
-      fit.gemm_scale = min_gemm_scale;
-      fit.at_peak = true;
-    }
+    hold_at_peak();
     fit.rms_error = fitted_rms();
     return fit;
   }
@@ -547,10 +549,7 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
         predicted_gemm > 0 &&
         std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.measured_gemm_s > 0; });
     fit.gemm_scale = fit.gemm_measured ? measured_gemm / predicted_gemm : 1;
-    if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as above
-      fit.gemm_scale = min_gemm_scale;
-      fit.at_peak = true;
-    }
+    hold_at_peak();
     fit.memory_scale = mm > 0 ? (m1 - fit.gemm_scale * gm) / mm : 0;
     if (fit.memory_scale <= 0) {
       // The GEMMs alone outlast what was measured: one scale for both kinds.
@@ -561,10 +560,7 @@ std::optional<ComputeKindFit> fit_compute_kinds(const std::vector<Calibration>& 
         sum += p * (1 - r.special_s / r.measured_s), squares += p * p;
       }
       fit.gemm_scale = fit.memory_scale = sum / squares;
-      if (fit.gemm_scale < min_gemm_scale) {  // faster than the peak: held at it, as above
-        fit.gemm_scale = min_gemm_scale;
-        fit.at_peak = true;
-      }
+      hold_at_peak();
     }
   }
   fit.rms_error = fitted_rms();

@@ -81,15 +81,11 @@ void record_special_function_rate(Device& device, profiler::RankTracer* tracer) 
 // The FLOP/s this rank's GEMMs achieved over the run's steps, recorded for `recommend
 // --calibrate`, which costs the GEMMs at it where the runs cannot tell the GEMMs' rate from the
 // memory-bound work's (analyzers/calibration.h): a block's slices hold both.
-void record_gemm_rate(const Device& device, const Device::GemmTotals& before_steps,
-                      profiler::RankTracer* tracer) {
-  if (tracer == nullptr) return;
-  const Device::GemmTotals totals = device.gemm_totals();
-  const double seconds = totals.seconds - before_steps.seconds;
-  const double flops = totals.flops - before_steps.flops;
-  if (seconds <= 0 || flops <= 0) return;
+void record_gemm_rate(const RunSummary& summary, profiler::RankTracer* tracer) {
+  const double rate = summary.gemm_flops_per_second();
+  if (tracer == nullptr || rate <= 0) return;
   tracer->emit(profiler::StatEvent{
-      std::string(profiler::kGemmRateStat), tracer->rank(), std::llround(flops / seconds),
+      std::string(profiler::kGemmRateStat), tracer->rank(), std::llround(rate),
       profiler::StatSeverity::kInfo,
       "FLOP/s this rank's GEMMs (linear layers and LM head) achieved over the run's steps"});
 }
@@ -249,9 +245,9 @@ StatusOr<RunSummary> run_workload(const WorkloadConfig& config, Device& device, 
   TrainingStep training_step(config, device, world, *rank, batches, world_values, tracer);
   DdpOverlap overlap(recorder, rank->mesh.dp());
   RETURN_IF_ERROR(train(config, device, training_step, overlap, tracer, summary));
-  record_gemm_rate(device, gemm_before_steps, tracer);
   RETURN_IF_ERROR(
       finish_summary(device, world, world_values, *rank, gemm_before_steps, summary));
+  record_gemm_rate(summary, tracer);
   return summary;
 }
 

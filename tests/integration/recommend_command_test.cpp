@@ -25,6 +25,13 @@ constexpr auto parse_json = testing::parse_json_output;
 const std::string kSearch =
     "recommend --model llama-2-7b --gpus 16 --gpu a100-80g --global-batch 64";
 
+// The --json a command printed, its exit code checked (0); an empty object when it failed.
+nlohmann::json json_of(const std::string& args) {
+  auto r = run_partrain(args);
+  EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+  return r.exit_code == 0 ? parse_json(r.out) : nlohmann::json::object();
+}
+
 TEST(RecommendCommand, JsonRanksTheSameLayoutsAsTheTable) {
   auto text = run_partrain(kSearch + " --top 5");
   auto json = run_partrain(kSearch + " --top 5 --json");
@@ -117,16 +124,14 @@ TEST(RecommendCommand, UnfusedGradientAccumulationCostsEveryMicroBatch) {
 // --json say which was costed.
 TEST(RecommendCommand, Zero3RecomputeGatherIsTheFrameworksChoice) {
   const std::string check = kSearch + " --check \"zero=3,recompute=full,mb=1\" --json";
-  auto regather = run_partrain(check);
-  auto reuse = run_partrain(check + " --zero3-recompute reuse");
-  ASSERT_EQ(regather.exit_code, 0) << regather.err;
-  ASSERT_EQ(reuse.exit_code, 0) << reuse.err;
-  const auto g = parse_json(regather.out);
-  const auto r = parse_json(reuse.out);
+  nlohmann::json g = json_of(check);
+  nlohmann::json r = json_of(check + " --zero3-recompute reuse");
+  ASSERT_FALSE(g.empty());
+  ASSERT_FALSE(r.empty());
   EXPECT_EQ(g["software"]["zero3_recompute"], "regather");
   EXPECT_EQ(r["software"]["zero3_recompute"], "reuse");
-  const auto& gc = g["candidates"][0];
-  const auto& rc = r["candidates"][0];
+  const nlohmann::json& gc = g["candidates"][0];
+  const nlohmann::json& rc = r["candidates"][0];
   EXPECT_LT(rc["step_time_s"].get<double>(), gc["step_time_s"].get<double>());
   EXPECT_LT(rc["breakdown_s"]["dp_comm"].get<double>(), gc["breakdown_s"]["dp_comm"].get<double>());
   EXPECT_EQ(rc["breakdown_s"]["compute"].get<double>(), gc["breakdown_s"]["compute"].get<double>());
