@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <vector>
 
@@ -60,9 +62,45 @@ double expected_max_of_normals(int n) {
   return sum * kStep / 3;
 }
 
+double poisson_max_excess(int n, double mean) {
+  if (n <= 1 || mean <= 0) return 0;
+  // Past this the counts are normal to well within the fit's noise, and summing the tail term by
+  // term would cost a microsecond per thousand of mean.
+  constexpr double kNormalFrom = 1e4;
+  if (mean > kNormalFrom) return expected_max_of_normals(n) * std::sqrt(mean);
+  // E[max] = sum over k >= 0 of P(max > k) = 1 - F(k)^n, F the Poisson CDF. Below 12 standard
+  // deviations under the mean F is under 1e-30: those terms are 1.
+  const double spread = std::sqrt(mean);
+  const int64_t first = std::max<int64_t>(0, static_cast<int64_t>(mean - 12 * spread - 10));
+  const double last = mean + 12 * spread + 10;
+  double sum = static_cast<double>(first);
+  double pmf = std::exp(static_cast<double>(first) * std::log(mean) - mean -
+                        std::lgamma(static_cast<double>(first) + 1));
+  double cdf = 0;
+  for (int64_t k = first;; ++k) {
+    if (k > first) pmf *= mean / static_cast<double>(k);
+    cdf += pmf;
+    const double above = std::max(0.0, 1 - cdf);  // P(count > k)
+    // 1 - (1 - above)^n without cancellation when `above` is tiny.
+    const double term = -std::expm1(static_cast<double>(n) * std::log1p(-above));
+    sum += term;
+    // Past the mean the terms fall fast; 12 standard deviations above it they are under 1e-30
+    // (the CDF's rounding, ~1e-16, would otherwise keep them from falling below it).
+    if (static_cast<double>(k) > mean && (term < 1e-15 || static_cast<double>(k) > last)) break;
+  }
+  return std::max(0.0, sum - mean);
+}
+
 std::string arrival_drift_text(const ArrivalDrift& drift) {
   std::string text;
-  if (drift.jitter > 0) text = fmt::format("jitter {:.3g} ms^1/2", drift.jitter * std::sqrt(1e3));
+  if (drift.jitter > 0) {
+    text = fmt::format("jitter {:.3g} ms^1/2", drift.jitter * std::sqrt(1e3));
+    if (drift.interruption_s > 0) {
+      const double per_s = std::pow(drift.jitter / drift.interruption_s, 2);
+      text += fmt::format(" in interruptions of {:.3g} ms ({:.3g}/s)", 1e3 * drift.interruption_s,
+                          per_s);
+    }
+  }
   if (drift.rate_spread > 0) {
     text += fmt::format("{}rate spread {:.3g}% of the work", text.empty() ? "" : " and ",
                         100 * drift.rate_spread);
@@ -72,9 +110,14 @@ std::string arrival_drift_text(const ArrivalDrift& drift) {
 
 double arrival_wait_s(const ArrivalDrift& drift, int ranks, double since_sync_s) {
   if (ranks <= 1 || since_sync_s <= 0) return 0;
-  const double variance = drift.jitter * drift.jitter * since_sync_s +
-                          drift.rate_spread * drift.rate_spread * since_sync_s * since_sync_s;
-  return expected_max_of_normals(ranks) * std::sqrt(variance);
+  const double e = expected_max_of_normals(ranks);
+  double interrupted = e * drift.jitter * std::sqrt(since_sync_s);
+  if (drift.jitter > 0 && drift.interruption_s > 0) {
+    const double d = drift.interruption_s;
+    interrupted =
+        d * poisson_max_excess(ranks, drift.jitter * drift.jitter * since_sync_s / (d * d));
+  }
+  return std::hypot(interrupted, e * drift.rate_spread * since_sync_s);
 }
 
 }  // namespace partrain::analyzers

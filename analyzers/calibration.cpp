@@ -14,6 +14,7 @@
 #include "analyzers/arrival_wait.h"
 #include "analyzers/bandwidth.h"
 #include "analyzers/collective_arrivals.h"
+#include "analyzers/interruption_fit.h"
 #include "analyzers/layout_search.h"
 #include "analyzers/sample_quantiles.h"
 #include "analyzers/temporal_breakdown.h"
@@ -353,31 +354,38 @@ std::optional<CollectiveFit> fit_link(CollectiveFit fit, std::vector<std::string
 }
 
 std::optional<ArrivalDriftFit> fit_arrival_drift(std::vector<ArrivalSample> arrivals) {
-  // Per law (random walk, rates): the waits and the drift they are fitted against, the wait
-  // for a unit coefficient (e(n) sqrt(W), e(n) W).
-  struct Law {
-    double waits = 0, drift = 0;
+  // Ranks on devices of their own: the rate spread = sum of waits / sum of e(n) W. Ranks sharing
+  // cores: the interruptions that fit their kinds' waits (analyzers/interruption_fit.h).
+  using KindKey = std::tuple<CostedOp, double, int, bool>;
+  auto key_of = [](const ArrivalSample& a) {
+    return KindKey{a.op, a.bytes, a.ranks, a.own_devices};
   };
-  Law walk, rates;
-  auto unit_drift = [](const ArrivalSample& a) {
-    const double e = expected_max_of_normals(a.ranks);
-    return a.own_devices ? e * a.since_sync_s : e * std::sqrt(a.since_sync_s);
-  };
+  std::map<KindKey, int> kind_ids;
+  std::vector<SharedCoreWait> shared;
+  double rate_waits = 0, rate_drift = 0;
   for (const ArrivalSample& a : arrivals) {
-    Law& law = a.own_devices ? rates : walk;
-    law.waits += a.wait_s, law.drift += unit_drift(a);
+    if (a.own_devices) {
+      rate_waits += a.wait_s;
+      rate_drift += expected_max_of_normals(a.ranks) * a.since_sync_s;
+      continue;
+    }
+    const auto [id, added] = kind_ids.try_emplace(key_of(a), static_cast<int>(kind_ids.size()));
+    shared.push_back({id->second, a.ranks, a.since_sync_s, a.wait_s});
   }
   ArrivalDriftFit fit;
-  if (walk.waits > 0 && walk.drift > 0) fit.drift.jitter = walk.waits / walk.drift;
-  if (rates.waits > 0 && rates.drift > 0) fit.drift.rate_spread = rates.waits / rates.drift;
+  if (const auto walk = fit_interruptions(shared)) fit.drift = *walk;
+  if (rate_waits > 0 && rate_drift > 0) fit.drift.rate_spread = rate_waits / rate_drift;
   if (fit.drift.jitter <= 0 && fit.drift.rate_spread <= 0) return std::nullopt;
   fit.samples = static_cast<int64_t>(arrivals.size());
-  // By kind of collective (and law): the measured and the fitted waits' sums.
-  std::map<std::tuple<CostedOp, double, int, bool>, std::array<double, 2>> kinds;
+  // By kind of collective (and law): the measured and the fitted waits' sums, each law's wait
+  // alone.
+  const ArrivalDrift shared_law{fit.drift.jitter, fit.drift.interruption_s, 0};
+  const ArrivalDrift rate_law{.rate_spread = fit.drift.rate_spread};
+  std::map<KindKey, std::array<double, 2>> kinds;
   for (const ArrivalSample& a : arrivals) {
-    auto& kind = kinds[{a.op, a.bytes, a.ranks, a.own_devices}];
+    auto& kind = kinds[key_of(a)];
     kind[0] += a.wait_s;
-    kind[1] += unit_drift(a) * (a.own_devices ? fit.drift.rate_spread : fit.drift.jitter);
+    kind[1] += arrival_wait_s(a.own_devices ? rate_law : shared_law, a.ranks, a.since_sync_s);
   }
   double squares = 0;
   for (const auto& [key, kind] : kinds) {

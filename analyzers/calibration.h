@@ -39,10 +39,11 @@ struct CollectiveFit {
 };
 
 // The ranks' drift (analyzers/arrival_wait.h) fitted over collectives of equal-work ranks, each
-// sample by its ranks' law (one trace's collectives after one stretch of work cannot tell the laws
-// apart): the random walk's jitter = sum of waits / sum of e(n) sqrt(since_sync) over ranks that
-// shared cores, the rate spread = sum of waits / sum of e(n) since_sync over ranks on devices of
-// their own.
+// sample by its ranks' law (chosen by where they ran: one trace's collectives after one stretch
+// of work cannot tell the laws apart): over ranks that shared cores the interruptions
+// (analyzers/interruption_fit.h: a random walk unless the waits after stretches of different
+// lengths say how long the interruptions are), over ranks on devices of their own the rate
+// spread = sum of waits / sum of e(n) since_sync.
 struct ArrivalDriftFit {
   ArrivalDrift drift;
   int64_t samples = 0;

@@ -342,6 +342,7 @@ json calibration_json(const std::vector<Calibration>& calibrations) {
     }
     if (c.arrival_drift) {
       entry["arrival_drift"] = {{"jitter_sqrt_s", c.arrival_drift->drift.jitter},
+                                {"interruption_s", c.arrival_drift->drift.interruption_s},
                                 {"rate_spread", c.arrival_drift->drift.rate_spread},
                                 {"samples", c.arrival_drift->samples},
                                 {"kinds", c.arrival_drift->kinds},
@@ -494,9 +495,11 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
       const ArrivalDriftFit& a = *c.arrival_drift;
       text += fmt::format(
           "  arrival drift {} ({} collectives of equal-work ranks, {} kind{}): each waits for the "
-          "last rank e(n) x its drift over the work W since they last synchronised, jitter x "
-          "sqrt(W) for ranks sharing cores (a random walk), rate spread x W for ranks on devices "
-          "of their own; fits the kinds' mean waits within {:.1f}% rms\n",
+          "last rank's drift over the work W since they last synchronised: for ranks sharing "
+          "cores, interruptions of length d that vary a rank's delay by jitter^2 x W (a random "
+          "walk, e(n) x jitter x sqrt(W), when d is 0 or short against W; in proportion to W "
+          "when d is long), for ranks on devices of their own e(n) x rate spread x W; fits the "
+          "kinds' mean waits within {:.1f}% rms\n",
           arrival_drift_text(a.drift), a.samples, a.kinds, a.kinds == 1 ? "" : "s",
           100 * a.rms_error);
     }

@@ -52,6 +52,48 @@ TEST(ArrivalWait, RanksOnDevicesOfTheirOwnWaitInProportionToTheWork) {
   EXPECT_EQ(arrival_drift_text({}), "none");
 }
 
+// E[max of n Poisson counts] - their mean, against sums done apart (exact to 1e-12) and the
+// limits: a rare interruption delays one rank of n, so a small mean m gives about (n - 1) m; a
+// large one is normal, e(n) sqrt(m).
+TEST(ArrivalWait, PoissonMaximumExceedsTheMeanAsItsLimitsSay) {
+  EXPECT_EQ(poisson_max_excess(1, 3.0), 0);
+  EXPECT_EQ(poisson_max_excess(2, 0), 0);
+  EXPECT_NEAR(poisson_max_excess(2, 1.0), 0.5237776118026081, 1e-12);
+  EXPECT_NEAR(poisson_max_excess(4, 3.0), 1.8401152873018685, 1e-12);
+  EXPECT_NEAR(poisson_max_excess(2, 0.01), 0.009900991724651096, 1e-12);
+  EXPECT_NEAR(poisson_max_excess(8, 1e-4) / 1e-4, 7, 0.01);
+  for (const int n : {2, 8, 512}) {
+    const double m = 5000;  // summed term by term, against the normal limit
+    EXPECT_NEAR(poisson_max_excess(n, m) / (expected_max_of_normals(n) * std::sqrt(m)), 1, 0.02)
+        << n;
+    EXPECT_NEAR(poisson_max_excess(n, 2e4), expected_max_of_normals(n) * std::sqrt(2e4), 1e-9);
+  }
+}
+
+// Ranks sharing cores are interrupted: interruptions much shorter than the work between syncs
+// make the random walk, much longer ones a wait in proportion to the work (most syncs wait
+// nothing, one in 1 / (n - 1) lambda W a whole interruption). Fitted to a dp layout's wait after
+// 300 ms, the walk makes a tp layout's syncs every 5 ms wait 3.5x what interruptions of 30 ms at
+// 4.6/s do (the unbound dp2 -> tp2 over-prediction, issue 35 item 6).
+TEST(ArrivalWait, LongInterruptionsMakeTheWaitProportionalToTheWork) {
+  const double per_s = 4.6, d = 0.030;
+  const ArrivalDrift interrupted{.jitter = d * std::sqrt(per_s), .interruption_s = d};
+  // To first order in lambda W (0.023 interruptions a rank here: 2.2% below it).
+  EXPECT_NEAR(arrival_wait_s(interrupted, 2, 0.005), per_s * d * 0.005, 0.03 * per_s * d * 0.005);
+  EXPECT_NEAR(arrival_wait_s(interrupted, 2, 0.0005) * 10, arrival_wait_s(interrupted, 2, 0.005),
+              0.025 * arrival_wait_s(interrupted, 2, 0.005));
+  const ArrivalDrift walk{.jitter = arrival_wait_s(interrupted, 2, 0.3) /
+                                    (expected_max_of_normals(2) * std::sqrt(0.3))};
+  EXPECT_NEAR(arrival_wait_s(walk, 2, 0.3), arrival_wait_s(interrupted, 2, 0.3), 1e-12);
+  EXPECT_GT(arrival_wait_s(walk, 2, 0.005), 3.4 * arrival_wait_s(interrupted, 2, 0.005));
+  // Short interruptions are the walk of the same jitter.
+  const ArrivalDrift short_ones{.jitter = 0.02, .interruption_s = 1e-6};
+  EXPECT_NEAR(arrival_wait_s(short_ones, 4, 0.3) / arrival_wait_s({.jitter = 0.02}, 4, 0.3), 1,
+              1e-3);
+  EXPECT_EQ(arrival_drift_text(interrupted),
+            "jitter 2.03 ms^1/2 in interruptions of 30 ms (4.6/s)");
+}
+
 class ArrivalWaitStepTest : public ::testing::Test {
  protected:
   ArrivalWaitStepTest()

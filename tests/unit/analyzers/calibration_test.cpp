@@ -517,6 +517,40 @@ TEST(Calibration, ArrivalDriftIsFittedByTheRanksLaw) {
   EXPECT_FALSE(fit_arrival_drift({sample(0.1, 0, true)}));  // nobody waited
 }
 
+// Ranks sharing cores: a dp trace's loss all-reduce after the optimizer's 10 ms and its
+// gradient all-reduce after the step's 300 ms tell how long the interruptions are. Waits made by
+// interruptions of 30 ms at 4.6/s give those back (not the walk, which would make every 5 ms
+// sync wait 3.5x too long); waits made by a walk keep the walk; one stretch cannot tell.
+TEST(Calibration, StretchesOfTwoLengthsTellHowLongTheInterruptionsAre) {
+  auto samples = [](const ArrivalDrift& law, std::vector<double> stretches) {
+    std::vector<ArrivalSample> out;
+    for (size_t i = 0; i < stretches.size(); ++i) {
+      const double bytes = stretches[i] < 0.1 ? 4 : 13e6;  // a kind per stretch
+      for (int repeat = 0; repeat < 7; ++repeat) {
+        out.push_back({CostedOp::kAllReduce, bytes, 2, arrival_wait_s(law, 2, stretches[i]),
+                       stretches[i], false});
+      }
+    }
+    return out;
+  };
+  const ArrivalDrift interrupted{.jitter = 0.03 * std::sqrt(4.6), .interruption_s = 0.03};
+  const auto fit = fit_arrival_drift(samples(interrupted, {0.01, 0.3}));
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->drift.interruption_s, 0.03, 0.03 * 1e-3);
+  EXPECT_NEAR(fit->drift.jitter, interrupted.jitter, interrupted.jitter * 1e-3);
+  EXPECT_LT(fit->rms_error, 1e-6);
+  EXPECT_EQ(fit->kinds, 2);
+  const ArrivalDrift walk{.jitter = 0.02};
+  const auto walked = fit_arrival_drift(samples(walk, {0.01, 0.3}));
+  ASSERT_TRUE(walked);
+  EXPECT_EQ(walked->drift.interruption_s, 0);
+  EXPECT_NEAR(walked->drift.jitter, 0.02, 1e-12);
+  const auto one = fit_arrival_drift(samples(interrupted, {0.3}));
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->drift.interruption_s, 0);  // every law fits one mean wait: the walk's kept
+  EXPECT_NEAR(arrival_wait_s(one->drift, 2, 0.3), arrival_wait_s(interrupted, 2, 0.3), 1e-12);
+}
+
 // Ranks on devices of their own drift by their rates: a run launched with --cpu-bind core (its
 // config says so), or GPU ranks no two on one GPU. The same trace as
 // TheWaitForTheLastArrivalIsTheRanksDriftNotTheLink's tp 2 then fits a rate spread, 0.5 ms a
