@@ -12,8 +12,8 @@ namespace partrain::analyzers {
 
 namespace {
 
-// E[max of n] = integral of x n phi(x) Phi(x)^(n-1) over x, by Simpson's rule over +-10 standard
-// deviations (the integrand is below 1e-20 past them for any n a group has).
+// E[max of n]^k = integral of x^k n phi(x) Phi(x)^(n-1) over x, by Simpson's rule over +-10
+// standard deviations (the integrand is below 1e-20 past them for any n a group has).
 constexpr int kIntervals = 400;
 constexpr double kFrom = -10, kTo = 10, kStep = (kTo - kFrom) / kIntervals;
 // Group sizes tabulated at first use, in one pass over the grid (Phi^(n-1) by multiplication):
@@ -32,53 +32,62 @@ GridPoint grid_point(int i) {
           0.5 * std::erfc(-x / std::numbers::sqrt2)};
 }
 
-const std::vector<double>& tabulated() {
-  static const std::vector<double> table = [] {
-    std::vector<double> e(kTabulated, 0.0);
+// The maximum of n standard normals' mean and mean square.
+struct MaxMoments {
+  double mean = 0, square = 0;
+};
+
+const std::vector<MaxMoments>& tabulated() {
+  static const std::vector<MaxMoments> table = [] {
+    std::vector<MaxMoments> m(kTabulated);
     for (int i = 0; i <= kIntervals; ++i) {
       const GridPoint p = grid_point(i);
       double power = 1;  // Phi^(n-1)
       for (int n = 1; n < kTabulated; ++n, power *= p.below) {
-        e[static_cast<size_t>(n)] += p.weight * p.x * n * p.density * power;
+        const double mass = p.weight * n * p.density * power;
+        m[static_cast<size_t>(n)].mean += mass * p.x;
+        m[static_cast<size_t>(n)].square += mass * p.x * p.x;
       }
     }
-    for (double& value : e) value *= kStep / 3;
-    e[0] = e[1] = 0;  // one rank waits for nobody
-    return e;
+    for (MaxMoments& moments : m) moments.mean *= kStep / 3, moments.square *= kStep / 3;
+    m[0].mean = m[1].mean = 0;  // one rank waits for nobody
+    return m;
   }();
   return table;
 }
 
-}  // namespace
-
-double expected_max_of_normals(int n) {
-  if (n <= 1) return 0;
-  if (n < kTabulated) return tabulated()[static_cast<size_t>(n)];
-  double sum = 0;
+MaxMoments max_moments(int n) {
+  if (n < kTabulated) return tabulated()[static_cast<size_t>(std::max(n, 0))];
+  MaxMoments m;
   for (int i = 0; i <= kIntervals; ++i) {
     const GridPoint p = grid_point(i);
-    sum += p.weight * p.x * n * p.density * std::pow(p.below, n - 1);
+    const double mass = p.weight * n * p.density * std::pow(p.below, n - 1);
+    m.mean += mass * p.x, m.square += mass * p.x * p.x;
   }
-  return sum * kStep / 3;
+  m.mean *= kStep / 3, m.square *= kStep / 3;
+  return m;
 }
+
+}  // namespace
+
+double expected_max_of_normals(int n) { return n <= 1 ? 0 : max_moments(n).mean; }
 
 double poisson_max_excess(int n, double mean) {
   if (n <= 1 || mean <= 0) return 0;
-  // Past this the counts are normal to well within the fit's noise, and summing the tail term by
-  // term would cost a microsecond per thousand of mean.
-  constexpr double kNormalFrom = 1e4;
-  if (mean > kNormalFrom) return expected_max_of_normals(n) * std::sqrt(mean);
-  // E[max] = sum over k >= 0 of P(max > k) = 1 - F(k)^n, F the Poisson CDF. Below 12 standard
-  // deviations under the mean F is under 1e-30: those terms are 1.
-  const double spread = std::sqrt(mean);
-  const int64_t first = std::max<int64_t>(0, static_cast<int64_t>(mean - 12 * spread - 10));
-  const double last = mean + 12 * spread + 10;
-  double sum = static_cast<double>(first);
-  double pmf = std::exp(static_cast<double>(first) * std::log(mean) - mean -
-                        std::lgamma(static_cast<double>(first) + 1));
-  double cdf = 0;
-  for (int64_t k = first;; ++k) {
-    if (k > first) pmf *= mean / static_cast<double>(k);
+  // Past this the counts are normal but for their skew, 1 / sqrt(mean), which moves each
+  // quantile z by (z^2 - 1) / 6 (Cornish-Fisher): E[max] - mean = e(n) sqrt(mean) + (E[z_max^2]
+  // - 1) / 6, within 0.25% of the sum at 100 for any n up to 20,000 and closer beyond, where the
+  // sum would cost a term per unit of sqrt(mean) for each of the search's layouts.
+  constexpr double kNormalFrom = 100;
+  if (mean > kNormalFrom) {
+    const MaxMoments m = max_moments(n);
+    return m.mean * std::sqrt(mean) + (m.square - 1) / 6;
+  }
+  // E[max] = sum over k >= 0 of P(max > k) = 1 - F(k)^n, F the Poisson CDF.
+  const double last = mean + 12 * std::sqrt(mean) + 10;
+  double sum = 0, pmf = std::exp(-mean), cdf = 0;
+  for (int64_t k = 0;; ++k) {
+    if (k > 0) pmf *= mean / static_cast<double>(k);
     cdf += pmf;
     const double above = std::max(0.0, 1 - cdf);  // P(count > k)
     // 1 - (1 - above)^n without cancellation when `above` is tiny.
