@@ -399,6 +399,18 @@ std::optional<ArrivalDriftFit> fit_arrival_drift(std::vector<ArrivalSample> arri
   return fit;
 }
 
+std::string ArrivalDriftFit::rms_text() const {
+  const int fitted = (drift.jitter > 0) + (drift.interruption_s > 0) + (drift.rate_spread > 0);
+  std::string text = fmt::format("within {:.1f}% rms", 100 * rms_error);
+  if (kinds > 0 && fitted >= kinds) {
+    text += fmt::format(
+        " ({} fitted value{} for {} kind{}: exact by construction, not a test of "
+        "the law)",
+        fitted, fitted == 1 ? "" : "s", kinds, kinds == 1 ? "" : "s");
+  }
+  return text;
+}
+
 StatusOr<Calibration> measure_calibration(const TraceReader& reader, const std::string& source,
                                           const CostModel& uncalibrated, int skip_steps) {
   Calibration out;
@@ -611,9 +623,8 @@ void apply_calibrations(std::vector<Calibration>& calibrations, CostModel& model
       auto informed = std::find_if(calibrations.rbegin(), calibrations.rend(),
                                    [](const auto& c) { return c.arrival_drift.has_value(); });
       informed->notes.push_back(fmt::format(
-          "arrival drift pooled over {} runs: {} from {} collectives, the kinds' mean waits within "
-          "{:.1f}% rms",
-          arrival_runs, arrival_drift_text(drift->drift), drift->samples, 100 * drift->rms_error));
+          "arrival drift pooled over {} runs: {} from {} collectives, the kinds' mean waits {}",
+          arrival_runs, arrival_drift_text(drift->drift), drift->samples, drift->rms_text()));
     }
   }
   std::vector<std::string> pooled_notes;  // each trace's own fit already said so

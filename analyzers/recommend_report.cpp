@@ -499,9 +499,8 @@ std::string format_calibration_text(const std::vector<Calibration>& calibrations
           "cores, interruptions of length d that vary a rank's delay by jitter^2 x W (a random "
           "walk, e(n) x jitter x sqrt(W), when d is 0 or short against W; in proportion to W "
           "when d is long), for ranks on devices of their own e(n) x rate spread x W; fits the "
-          "kinds' mean waits within {:.1f}% rms\n",
-          arrival_drift_text(a.drift), a.samples, a.kinds, a.kinds == 1 ? "" : "s",
-          100 * a.rms_error);
+          "kinds' mean waits {}\n",
+          arrival_drift_text(a.drift), a.samples, a.kinds, a.kinds == 1 ? "" : "s", a.rms_text());
     }
     if (c.step_scale) {
       const SecondsUnit unit = seconds_unit(c.own_run->measured_step_s);

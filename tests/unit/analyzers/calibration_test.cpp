@@ -540,11 +540,16 @@ TEST(Calibration, StretchesOfTwoLengthsTellHowLongTheInterruptionsAre) {
   EXPECT_NEAR(fit->drift.jitter, interrupted.jitter, interrupted.jitter * 1e-3);
   EXPECT_LT(fit->rms_error, 1e-6);
   EXPECT_EQ(fit->kinds, 2);
+  // Two values fitted to two kinds: the report says the 0% rms is no test of the law.
+  EXPECT_EQ(fit->rms_text(),
+            "within 0.0% rms (2 fitted values for 2 kinds: exact by construction, not a test of "
+            "the law)");
   const ArrivalDrift walk{.jitter = 0.02};
   const auto walked = fit_arrival_drift(samples(walk, {0.01, 0.3}));
   ASSERT_TRUE(walked);
   EXPECT_EQ(walked->drift.interruption_s, 0);
   EXPECT_NEAR(walked->drift.jitter, 0.02, 1e-12);
+  EXPECT_EQ(walked->rms_text(), "within 0.0% rms");  // one value, two kinds: a test of the walk
   const auto one = fit_arrival_drift(samples(interrupted, {0.3}));
   ASSERT_TRUE(one);
   EXPECT_EQ(one->drift.interruption_s, 0);  // every law fits one mean wait: the walk's kept
