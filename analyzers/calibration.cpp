@@ -369,8 +369,9 @@ std::optional<ArrivalDriftFit> fit_arrival_drift(std::vector<ArrivalSample> arri
       rate_drift += expected_max_of_normals(a.ranks) * a.since_sync_s;
       continue;
     }
-    const auto [id, added] = kind_ids.try_emplace(key_of(a), static_cast<int>(kind_ids.size()));
-    shared.push_back({id->second, a.ranks, a.since_sync_s, a.wait_s});
+    const int kind =
+        kind_ids.try_emplace(key_of(a), static_cast<int>(kind_ids.size())).first->second;
+    shared.push_back({kind, a.ranks, a.since_sync_s, a.wait_s});
   }
   ArrivalDriftFit fit;
   if (const auto walk = fit_interruptions(shared)) fit.drift = *walk;

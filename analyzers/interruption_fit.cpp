@@ -24,7 +24,7 @@ struct Kind {
   double waits = 0;           // the measured waits' sum
   double count = 0;           // collectives
   double sqrt_works = 0;      // the sum of the square roots of their stretches of work (the walk's)
-  std::vector<double> works;  // quantiles of their stretches of work
+  std::vector<double> works;  // their stretches of work, then kQuantiles quantiles of them
 };
 
 // A candidate law's fit: its scale (the jitter for the walk, the interruption length otherwise)
@@ -69,20 +69,21 @@ Candidate interruptions(const std::vector<Kind>& kinds, double per_s) {
 
 std::vector<Kind> kinds_of(const std::vector<SharedCoreWait>& waits) {
   std::map<int, Kind> by_kind;
-  std::map<int, std::vector<double>> works;
   for (const SharedCoreWait& w : waits) {
     Kind& kind = by_kind[w.kind];
+    const double work = std::max(0.0, w.since_sync_s);
     kind.ranks = w.ranks;
     kind.waits += w.wait_s;
     kind.count += 1;
-    kind.sqrt_works += std::sqrt(std::max(0.0, w.since_sync_s));
-    works[w.kind].push_back(std::max(0.0, w.since_sync_s));
+    kind.sqrt_works += std::sqrt(work);
+    kind.works.push_back(work);
   }
   std::vector<Kind> kinds;
   for (auto& [id, kind] : by_kind) {
-    std::vector<double>& all = works[id];
+    std::vector<double> all = std::move(kind.works);
     std::sort(all.begin(), all.end());
     const size_t n = std::min(kQuantiles, all.size());
+    kind.works.clear();
     for (size_t q = 0; q < n; ++q) kind.works.push_back(all[(2 * q + 1) * all.size() / (2 * n)]);
     kinds.push_back(std::move(kind));
   }
@@ -109,14 +110,13 @@ std::optional<ArrivalDrift> fit_interruptions(const std::vector<SharedCoreWait>&
   const int steps = std::max(1, static_cast<int>(std::ceil((to - from) * kStepsPerDecade)));
   const double step = (to - from) / steps;
   auto at = [&](double log_rate) { return interruptions(kinds, std::pow(10, log_rate)); };
-  double best_log = from;
   Candidate best = at(from);
   for (int i = 1; i <= steps; ++i) {
     const Candidate c = at(from + i * step);
-    if (c.residual < best.residual) best = c, best_log = from + i * step;
+    if (c.residual < best.residual) best = c;
   }
   const double golden = (std::sqrt(5.0) - 1) / 2;
-  double lo = best_log - step, hi = best_log + step;
+  double lo = std::log10(best.per_s) - step, hi = std::log10(best.per_s) + step;
   for (int i = 0; i < kRefinements; ++i) {
     const double a = hi - golden * (hi - lo), b = lo + golden * (hi - lo);
     if (at(a).residual < at(b).residual) {
