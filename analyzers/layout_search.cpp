@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 namespace partrain::analyzers {
 
@@ -131,13 +132,43 @@ class Search {
                 l.micro_batch = micro;
                 l.recompute = recompute;
                 l.schedule = schedule;
-                consider();
+                for (int shard : shard_groups(tp, dp * cp, zero, filter)) {
+                  l.shard = shard;
+                  consider();
+                }
               }
             }
           }
         }
       }
     }
+  }
+
+  // The shard groups tried for ZeRO over `data_ranks` ranks, tp apart: all of them (written 0)
+  // and, when the data ranks span nodes, a node's worth (a hybrid, as HSDP is run); --fix
+  // shard=N and a filter's shard (0: all) keep only their own. ZeRO-0 shards nothing: left out
+  // when a shard is asked for.
+  std::vector<int> shard_groups(int tp, int data_ranks, int zero,
+                                const LayoutFilter& filter) const {
+    const bool asked = space_.fixed_shard || filter.shard;
+    if (zero == 0) return asked ? std::vector<int>{} : std::vector<int>{0};
+    std::vector<int> tried = {0};
+    const int per_node = cm_.comm.machines().gpus_per_node;
+    if (per_node % tp == 0 && input_.layout.ep == 1) {  // no hybrid with ep (resolve_layout)
+      const int node = std::gcd(data_ranks, per_node / tp);
+      if (node > 1 && node < data_ranks) tried.push_back(node);
+    }
+    // Asked for: N, or 0 for N equal to every data rank; other sizes only when asked.
+    auto as_asked = [&](int n) { return n == data_ranks ? 0 : n; };
+    if (space_.fixed_shard) {
+      const int n = *space_.fixed_shard;
+      if (n < 0 || (n > 0 && data_ranks % n != 0)) return {};
+      tried = {as_asked(n)};
+    }
+    if (filter.shard) {
+      std::erase_if(tried, [&](int n) { return n != as_asked(*filter.shard); });
+    }
+    return tried;
   }
 
   SearchResult finish() && {
@@ -264,6 +295,7 @@ std::string layout_label(const memory::TrainingLayout& l) {
     label += fmt::format(" {}", memory::schedule_name(l.schedule));
   }
   label += fmt::format(" mb{} z{}", l.micro_batch, l.zero);
+  if (memory::zero_replicas(l) > 1) label += fmt::format(" shard{}", memory::zero_shard_ranks(l));
   if (l.recompute != memory::Recompute::kNone) {
     label += fmt::format(" rc={}", memory::recompute_name(l.recompute));
   }

@@ -1,6 +1,7 @@
 // The recommender's search (DESIGN.md "Recommender"): every dp x tp x pp x cp split of the GPUs
 // with each expert-parallel degree (a mixture of experts: ep dividing dp x cp and the experts),
-// micro-batch size, virtual pipeline size, ZeRO stage, recompute mode and sequence parallelism;
+// micro-batch size, virtual pipeline size, ZeRO stage (sharded over every data rank, or a node's
+// of them: a hybrid), recompute mode and sequence parallelism;
 // what does not divide, does not fit or is known to be bad is counted by reason, the rest is
 // costed and ranked by throughput.
 #pragma once
@@ -18,9 +19,9 @@
 namespace partrain::analyzers {
 
 // Parts of a layout held fixed (--fix tp=8; explain's "common alternatives": pure DP, FSDP, no
-// PP...).
+// PP...). shard: ZeRO's shard group (0: every data rank), which leaves ZeRO-0 out.
 struct LayoutFilter {
-  std::optional<int> tp, pp, cp, zero, ep;
+  std::optional<int> tp, pp, cp, zero, ep, shard;
 };
 
 // n's divisors up to at_most, ascending: the degrees a search tries and a refusal names.
@@ -41,6 +42,10 @@ struct SearchSpace {
   std::vector<int> ep_degrees;  // --ep 8,16 (a mixture of experts); empty: every one that divides
   LayoutFilter fixed;
   std::optional<int> fixed_dp, fixed_vpp;
+  // --fix shard=N: ZeRO's shard groups of N data ranks (a hybrid when fewer than dp x cp; 0 for
+  // all of them), which leaves out ZeRO-0. Unset, ZeRO shards over every data rank or, when
+  // they span nodes, over a node's.
+  std::optional<int> fixed_shard;
   std::optional<int64_t> fixed_micro_batch;
 };
 
@@ -111,7 +116,8 @@ SearchResult search_layouts(const CostModel& model, const memory::EstimateInput&
 // naming the broken constraint when it does not resolve.
 StatusOr<Candidate> evaluate_layout(const CostModel& model, const memory::EstimateInput& input);
 
-// "dp8 tp4 pp2 ep8 mb2 z1 rc=selective sp" (vpp, cp, ep only when > 1).
+// "dp8 tp4 pp2 ep8 mb2 z1 rc=selective sp" (vpp, cp, ep only when > 1; " shard8" after the
+// ZeRO stage in a hybrid).
 std::string layout_label(const memory::TrainingLayout& layout);
 
 }  // namespace partrain::analyzers

@@ -265,6 +265,7 @@ json candidate_json(const Candidate& c) {
               {"cp", l.cp},
               {"vpp", l.vpp},
               {"zero", l.zero},
+              {"shard", l.zero > 0 ? memory::zero_shard_ranks(l) : 1},
               {"micro_batch", l.micro_batch},
               {"micro_batches", c.micro_batches},
               {"recompute", memory::recompute_name(l.recompute)},

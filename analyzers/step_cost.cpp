@@ -298,34 +298,68 @@ double zero3_exposed(const CostModel& cm, Paces pace, double gather_s, double sc
 
 // The ranks that hold the same weights of the heaviest stage and reduce their gradients: the
 // dense weights' dp x cp (cp and dp are neighbours in the rank order: together one group, as
-// strided as cp), a mixture's routed experts' dp x cp / ep (memory::expert_data_stride).
+// strided as cp), a mixture's routed experts' dp x cp / ep (memory::expert_data_stride). ZeRO
+// shards over all of them, or in a hybrid (memory::TrainingLayout::shard) over shard groups of
+// neighbours whose replicas all-reduce the gradient shards.
 struct WeightGroup {
   double params = 0;
   int ranks = 1;
   LinkLevel level = LinkLevel::kIntraNode;
+  int shard = 1;  // ranks ZeRO's gathers and reduce-scatters span
+  LinkLevel shard_level = LinkLevel::kIntraNode;
+  int replicas = 1;  // ranks / shard
+  LinkLevel replica_level = LinkLevel::kIntraNode;
 };
 struct WeightGroups {
   WeightGroup dense, experts;
   double params() const { return dense.params + experts.params; }
 };
 
-WeightGroups weight_groups(const CostModel& cm, const memory::TrainingLayout& l,
-                           const memory::StageMemory& stage) {
-  const Machines& machines = cm.comm.machines();
-  WeightGroups g;
-  g.dense.params = stage.params_count - stage.expert_params_count;
-  g.dense.ranks = l.dp * l.cp;
-  g.dense.level = machines.level_of_group(g.dense.ranks, mesh_stride(MeshAxis::kCp, l));
-  g.experts.params = stage.expert_params_count;
-  g.experts.ranks = memory::expert_data_ranks(l);
-  g.experts.level = machines.level_of_group(g.experts.ranks, memory::expert_data_stride(l));
+WeightGroup weight_group(const Machines& machines, double params, int ranks, int stride,
+                         int shard) {
+  WeightGroup g;
+  g.params = params;
+  g.ranks = ranks;
+  g.level = machines.level_of_group(ranks, stride);
+  g.shard = shard;
+  g.shard_level = machines.level_of_group(shard, stride);
+  g.replicas = ranks / shard;
+  g.replica_level = machines.level_of_group(g.replicas, stride * shard);
   return g;
 }
 
-// One collective moving `bytes_per_param` of each group's weights, over each group's ranks.
+WeightGroups weight_groups(const CostModel& cm, const memory::TrainingLayout& l,
+                           const memory::StageMemory& stage) {
+  const Machines& machines = cm.comm.machines();
+  // A hybrid is refused with ep > 1 (memory::resolve_layout): the experts shard over all theirs.
+  const int expert_ranks = memory::expert_data_ranks(l);
+  return {
+      weight_group(machines, stage.params_count - stage.expert_params_count, l.dp * l.cp,
+                   mesh_stride(MeshAxis::kCp, l), memory::zero_shard_ranks(l)),
+      weight_group(machines, stage.expert_params_count, expert_ranks, memory::expert_data_stride(l),
+                   l.ep == 1 ? memory::zero_shard_ranks(l) : expert_ranks)};
+}
+
+// One collective over a group's weights, `bytes` of them: an all-reduce over all its ranks,
+// ZeRO's gathers over its shard group, a reduce-scatter over its shard group followed, in a
+// hybrid, by the all-reduce of the shard over its replicas (PyTorch's HSDP, Megatron-LM's
+// distributed optimizer instances).
+double weight_collective_seconds(const CostModel& cm, const WeightGroup& g, CostedOp op,
+                                 double bytes) {
+  if (op != CostedOp::kReduceScatter && op != CostedOp::kAllGather) {
+    return cm.comm.seconds(op, bytes, g.ranks, g.level);
+  }
+  double seconds = cm.comm.seconds(op, bytes, g.shard, g.shard_level);
+  if (op == CostedOp::kReduceScatter && g.replicas > 1) {
+    seconds += cm.comm.seconds(CostedOp::kAllReduce, bytes / g.shard, g.replicas, g.replica_level);
+  }
+  return seconds;
+}
+
+// One collective moving `bytes_per_param` of each group's weights.
 double group_seconds(const CostModel& cm, const WeightGroup& g, CostedOp op,
                      double bytes_per_param) {
-  return g.params > 0 ? cm.comm.seconds(op, g.params * bytes_per_param, g.ranks, g.level) : 0;
+  return g.params > 0 ? weight_collective_seconds(cm, g, op, g.params * bytes_per_param) : 0;
 }
 
 // Gradient reduction (and ZeRO's parameter gathers) over the ranks that hold the same weights,
@@ -349,8 +383,8 @@ double dp_exposed_seconds(const CostModel& cm, const memory::ResolvedLayout& r,
   };
   // The last bucket's collective.
   auto tail_time = [&](CostedOp op, double per_param) {
-    return cm.comm.seconds(op, std::min(cm.bucket_bytes, dense.params * per_param), dense.ranks,
-                           dense.level);
+    return weight_collective_seconds(cm, dense, op,
+                                     std::min(cm.bucket_bytes, dense.params * per_param));
   };
   const bool overlap_reduce = cm.overlaps_communication && cm.overlap_grad_reduce;
   const bool overlap_gather = cm.overlaps_communication && cm.overlap_param_gather;
@@ -403,8 +437,8 @@ double optimizer_bytes_per_param(const memory::PrecisionRecipe& recipe) {
 
 // The step over this rank's parameters (with ZeRO each group's share of them).
 double optimizer_seconds(const CostModel& cm, const WeightGroups& groups, int zero) {
-  const double local = zero >= 1 ? groups.dense.params / groups.dense.ranks +
-                                       groups.experts.params / groups.experts.ranks
+  const double local = zero >= 1 ? groups.dense.params / groups.dense.shard +
+                                       groups.experts.params / groups.experts.shard
                                  : groups.params();
   return local * optimizer_bytes_per_param(cm.recipe) / cm.optimizer_bandwidth;
 }

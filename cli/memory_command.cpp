@@ -21,6 +21,7 @@ struct MemoryFlags {
   int64_t micro_batch = 1;
   int64_t global_batch = 0;
   int dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, zero = 0;
+  int shard = 0;  // 0: ZeRO shards over every data-parallel rank
   bool sp = false;
   std::string pp_schedule = "1f1b";
   std::string pp_split;
@@ -65,6 +66,7 @@ StatusOr<memory::TrainingLayout> to_layout(const MemoryFlags& f) {
   l.ep = f.ep;
   l.sp = f.sp;
   l.zero = f.zero;
+  l.shard = f.shard;
   l.micro_batch = f.micro_batch;
   if (f.global_batch > 0) l.global_batch = f.global_batch;
   if (f.model.seq > 0) l.seq = f.model.seq;
@@ -157,6 +159,7 @@ Status check_flags_apply(const MemoryFlags& f) {
   if (f.sweep) {
     if (const char* flag = first_given({{"--dp", f.dp != 1},
                                         {"--zero", f.zero != 0},
+                                        {"--shard", f.shard != 0},
                                         {"--recompute", f.recompute != "none"},
                                         {"--per-stage", f.per_stage}})) {
       return invalid_argument(
@@ -231,6 +234,11 @@ void add_layout_flags(CLI::App& cmd, MemoryFlags& f) {
   cmd.add_flag("--sp", f.sp, "Megatron sequence parallelism (needs --tp > 1)");
   cmd.add_option("--zero", f.zero, "ZeRO stage: 0 DDP, 1 optimizer, 2 + grads, 3 (FSDP) + params")
       ->capture_default_str();
+  cmd.add_option("--shard", f.shard,
+                 "Data-parallel ranks ZeRO shards over (0: all dp x cp); fewer is a hybrid, e.g. "
+                 "--zero 3 --shard 8: PyTorch's HSDP, sharded within 8 GPUs, replicated across")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd.add_option("--pp-schedule", f.pp_schedule,
                  memory::schedule_choices() +
                      " (zero-bubble: zb-h1, dualpipev; dualpipe holds "

@@ -128,7 +128,7 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
   if (!f.fix.empty()) {
     // memory's layout-spec parser, over a base no spec can produce: what changed was given.
     memory::TrainingLayout unset;
-    unset.tp = unset.pp = unset.cp = unset.vpp = unset.zero = unset.ep = -1;
+    unset.tp = unset.pp = unset.cp = unset.vpp = unset.zero = unset.ep = unset.shard = -1;
     unset.micro_batch = -1;
     ASSIGN_OR_RETURN(memory::LayoutSpec spec, memory::parse_layout_spec(f.fix, unset, "--fix"));
     const memory::TrainingLayout& l = spec.layout;
@@ -139,6 +139,13 @@ Status restrict_search(const RecommendFlags& f, analyzers::SearchSpace& space) {
     space.fixed_vpp = given(l.vpp);
     space.fixed.zero = given(l.zero);
     space.fixed.ep = given(l.ep);
+    space.fixed_shard = given(l.shard);
+    if (space.fixed_shard && space.fixed.zero == 0) {
+      return invalid_argument(
+          "--fix shard={} sets the ranks ZeRO shards over, and zero=0 shards "
+          "nothing: fix zero=1, 2 or 3 with it",
+          *space.fixed_shard);
+    }
     if (spec.dp_given) space.fixed_dp = l.dp;
     if (l.micro_batch >= 0) space.fixed_micro_batch = l.micro_batch;
     // The keys the search restricts by a list: --fix recompute=full is --recompute full (they
@@ -220,6 +227,13 @@ Status check_fixed_degrees(const memory::ModelConfig& model, const analyzers::Se
         "--fix tp={} does not divide the {} attention heads and {} KV heads of '{}': each "
         "tensor-parallel rank holds whole heads (tp of {})",
         *space.fixed.tp, model.heads, model.kv_heads, model.name, fmt::join(fits, ", "));
+  }
+  if (space.fixed_shard && *space.fixed_shard > 0 && space.gpus % *space.fixed_shard != 0) {
+    return invalid_argument(
+        "--fix shard={} does not divide --gpus {}: ZeRO's shard groups tile "
+        "the data ranks (shard of {})",
+        *space.fixed_shard, space.gpus,
+        fmt::join(analyzers::divisors(space.gpus, space.gpus), ", "));
   }
   if (space.fixed.pp && model.layers % *space.fixed.pp != 0) {
     return invalid_argument(
@@ -370,13 +384,20 @@ std::vector<analyzers::Alternative> common_alternatives(const RecommendFlags& f,
   const std::pair<const char*, analyzers::LayoutFilter> families[] = {
       {"data parallel only (DDP, ZeRO-0)", {1, 1, 1, 0}},
       {"data parallel with ZeRO-1", {1, 1, 1, 1}},
-      {"FSDP (ZeRO-3, no TP/PP)", {1, 1, 1, 3}},
+      {"FSDP (ZeRO-3 over every GPU, no TP/PP)", {1, 1, 1, 3, std::nullopt, 0}},
       {"no pipeline (PP 1)", {std::nullopt, 1, std::nullopt, std::nullopt}},
       {"no tensor parallelism (TP 1)", {1, std::nullopt, std::nullopt, std::nullopt}},
   };
   std::vector<analyzers::Alternative> alternatives;
   for (const auto& [name, filter] : families) {
     alternatives.push_back({name, analyzers::search_layouts(s.cost, s.base, space, filter)});
+  }
+  if (f.gpus > s.context.gpus_per_node && f.gpus % s.context.gpus_per_node == 0) {
+    alternatives.push_back(
+        {fmt::format("HSDP (ZeRO-3 sharded inside each node of {}, replicated across, no TP/PP)",
+                     s.context.gpus_per_node),
+         analyzers::search_layouts(s.cost, s.base, space,
+                                   {1, 1, 1, 3, std::nullopt, s.context.gpus_per_node})});
   }
   if (s.base.model.is_moe()) {
     analyzers::LayoutFilter no_ep;
@@ -544,7 +565,8 @@ Subcommand add_recommend_command(CLI::App& parent) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--fix", f->fix,
                   "Hold part of the layout fixed and search the rest: \"tp=8\", \"tp=8,pp=2\" "
-                  "(keys tp, pp, cp, dp, ep, vpp, zero, mb, and recompute, sp, schedule, "
+                  "(keys tp, pp, cp, dp, ep, vpp, zero, mb, shard: ZeRO's shard group, fewer "
+                  "ranks than dp x cp a hybrid such as HSDP; and recompute, sp, schedule, "
                   "pp_split as --check takes them)");
   cmd->add_option("--tokens", f->tokens,
                   "Training tokens: print the chosen layout's end-to-end training time (Narayanan "

@@ -65,10 +65,13 @@ ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
     return fmt::format("{} x ({} + {} + {})", count(count_on_gpu), part(r.param_bytes, z >= 3),
                        part(r.grad_bytes, z >= 2), part(r.optimizer_bytes, z >= 1));
   };
-  const int data_ranks = in.layout.dp * in.layout.cp;
-  std::string formula = fmt::format(
-      "P_gpu x (param + grad + optimizer) B = {} [{}, ZeRO-{} over dp {}",
-      states(s.params_count - s.expert_params_count, data_ranks), r.name, z, data_ranks);
+  const int shard = zero_shard_ranks(in.layout);
+  const int replicas = zero_replicas(in.layout);
+  std::string formula =
+      fmt::format("P_gpu x (param + grad + optimizer) B = {} [{}, ZeRO-{} over {} {}{}",
+                  states(s.params_count - s.expert_params_count, shard), r.name, z,
+                  replicas > 1 ? "shard" : "dp", shard,
+                  replicas > 1 ? fmt::format(", {} replicas of it (hybrid)", replicas) : "");
   if (s.expert_params_count > 0) {
     // Expert weights are shared by the dp x cp / ep ranks that hold the same experts.
     formula += fmt::format("] + experts {} [over dp / ep {}",

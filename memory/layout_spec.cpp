@@ -46,10 +46,12 @@ StatusOr<bool> apply_item(std::string_view key, std::string_view value, LayoutSp
     if (d.field == LayoutField::kDp) spec.dp_given = true;
     return true;
   }
-  if (key == "zero" || key == "mb" || key == "micro_batch") {
+  if (key == "zero" || key == "shard" || key == "mb" || key == "micro_batch") {
     const auto n = whole_number(value, 0);
     if (!n) return invalid_argument("{}: {}={} is not a non-negative integer", source, key, value);
     if (key == "zero") l.zero = static_cast<int>(*n);
+    else if (key == "shard")
+      l.shard = static_cast<int>(*n);
     else l.micro_batch = *n;
   } else if (key == "sp") {
     if (value != "0" && value != "1") return invalid_argument("{}: sp={} is 0 (off) or 1 (on)", source, value);
@@ -86,7 +88,7 @@ std::string layout_spec_keys() {
   const LayoutNames keys{.naming = LayoutNaming::kSpecKeys};
   std::string out;
   for (const LayoutDegree& d : kLayoutDegrees) out += keys.name(d.field) + " ";
-  return out + "zero mb recompute sp schedule pp_split";
+  return out + "zero shard mb recompute sp schedule pp_split";
 }
 
 StatusOr<LayoutSpec> parse_layout_spec(std::string_view text, const TrainingLayout& base,

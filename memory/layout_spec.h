@@ -22,7 +22,8 @@ struct LayoutSpec {
   bool pp_split_given = false;
 };
 
-// The keys, for messages and help: "dp tp pp cp vpp zero mb recompute sp schedule pp_split".
+// The keys, for messages and help: "dp tp pp cp vpp ep zero shard mb recompute sp schedule
+// pp_split".
 std::string layout_spec_keys();
 
 // Applies `text` to `base`. kInvalidArgument, prefixed with `source` (the flag the text came

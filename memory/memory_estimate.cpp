@@ -106,10 +106,12 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
                                 static_cast<double>(m.layers), l.tp, in.recipe.activation_bytes);
   } else {
     // The ranks that hold the same weights: dp x cp (context-parallel ranks split the sequence,
-    // not the model), over which Megatron's distributed optimizer shards and gradients reduce.
-    // Routed experts' weights are shared by the dp x cp / ep ranks that hold the same experts.
+    // not the model), over which gradients reduce and Megatron's distributed optimizer shards
+    // (a hybrid over each shard group). Routed experts' weights are shared by the dp x cp / ep
+    // ranks that hold the same experts.
     const int data_ranks = l.dp * l.cp;
-    const ModelStateBytes dense = model_state_bytes(held.dense, in.recipe, l.zero, data_ranks);
+    const ModelStateBytes dense =
+        model_state_bytes(held.dense, in.recipe, l.zero, zero_shard_ranks(l));
     const ModelStateBytes experts =
         model_state_bytes(held.experts, in.recipe, l.zero, expert_data_ranks(l));
     m.params = dense.params + experts.params;

@@ -83,10 +83,14 @@ std::string layout_line(const EstimateInput& in, const MemoryEstimate& e) {
     return line +
            fmt::format("  batch {}{}\n", l.micro_batch, l.flash_attention ? "  flash-attn" : "");
   }
-  line += fmt::format("  zero {}  micro-batch {}  global batch {} ({} micro-batch{})  seq {}  {}",
-                      l.zero, l.micro_batch, e.layout.global_batch, e.layout.micro_batches,
-                      e.layout.micro_batches == 1 ? "" : "es",
-                      e.layout.seq, schedule_name(l.schedule));
+  line += fmt::format("  zero {}", l.zero);
+  if (zero_replicas(l) > 1) {
+    line += fmt::format(" (sharded over {}, {} replicas)", zero_shard_ranks(l), zero_replicas(l));
+  }
+  line +=
+      fmt::format("  micro-batch {}  global batch {} ({} micro-batch{})  seq {}  {}", l.micro_batch,
+                  e.layout.global_batch, e.layout.micro_batches,
+                  e.layout.micro_batches == 1 ? "" : "es", e.layout.seq, schedule_name(l.schedule));
   line += fmt::format("  recompute {}{}\n", recompute_name(l.recompute),
                       l.flash_attention ? "  flash-attn" : "");
   return line;
@@ -233,6 +237,7 @@ std::string format_estimate_json(const EstimateInput& in, const MemoryEstimate& 
         {"ep", l.ep},
         {"sp", l.sp},
         {"zero", l.zero},
+        {"shard", l.zero > 0 ? zero_shard_ranks(l) : 1},
         {"micro_batch", l.micro_batch},
         {"global_batch", e.layout.global_batch},
         {"micro_batches", e.layout.micro_batches},

@@ -58,6 +58,10 @@ int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout) {
 
 int expert_stride(const TrainingLayout& layout) { return mesh_stride(MeshAxis::kCp, layout); }
 
+int zero_replica_stride(const TrainingLayout& layout) {
+  return mesh_stride(MeshAxis::kCp, layout) * zero_shard_ranks(layout);
+}
+
 int expert_data_stride(const TrainingLayout& layout) { return expert_stride(layout) * layout.ep; }
 
 ExpertCoords expert_coords(const MeshCoords& coords, const TrainingLayout& layout) {

@@ -32,6 +32,11 @@ int mesh_stride(MeshAxis axis, const TrainingLayout& layout);
 // index among those groups, 0 to ranks / axis size - 1, as the rank of the mesh without `axis`.
 int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout);
 
+// A hybrid's (TrainingLayout::shard) shard group is zero_shard_ranks neighbours in dp x cp, tp
+// apart (mesh_stride(kCp)); its replicas, the ranks with the same place in every shard group,
+// step over whole groups: tp x shard apart.
+int zero_replica_stride(const TrainingLayout& layout);
+
 // Expert parallelism draws its ep ranks from the dp x cp ranks, innermost first (Megatron-Core's
 // expert rank order "tp-ep-dp-pp", expert tensor parallelism equal to tp): an ep group is ep
 // neighbours in dp x cp, tp apart; its expert-data-parallel group (the ranks holding the same

@@ -23,6 +23,7 @@ constexpr FieldNames kFieldNames[] = {
     {LayoutField::kEp, "--ep", "ep", "layout.ep"},
     {LayoutField::kSp, "--sp", "sp", "layout.sp"},
     {LayoutField::kZero, "--zero", "zero", "layout.zero"},
+    {LayoutField::kShard, "--shard", "shard", "layout.shard"},
     {LayoutField::kSchedule, "--pp-schedule", "schedule", "layout.schedule"},
     {LayoutField::kPpSplit, "--pp-split", "pp_split", "layout.pp_split"},
     {LayoutField::kMicroBatch, "--micro-batch", "mb", "layout.micro_batch"},
@@ -182,6 +183,40 @@ Status check_experts(const TrainingLayout& l, const ModelConfig& m, const Layout
   return Status::ok();
 }
 
+// A hybrid's shard groups: ZeRO must shard something, and the groups must tile the data ranks.
+Status check_shard(const TrainingLayout& l, const LayoutNames& n) {
+  if (l.shard == 0) return Status::ok();
+  const std::string shard = n.named(LayoutField::kShard, l.shard);
+  if (l.shard < 0) {
+    return invalid_argument("{} must be at least 1 (or 0: every data-parallel rank)", shard);
+  }
+  if (l.zero == 0) {
+    return invalid_argument(
+        "{} sets the ranks ZeRO shards over, and {} shards nothing: give {} "
+        "to 1, 2 or 3 (3 with {} is PyTorch's HSDP)",
+        shard, n.named(LayoutField::kZero, 0), n.name(LayoutField::kZero),
+        n.name(LayoutField::kShard));
+  }
+  const int data_ranks = l.dp * l.cp;
+  const std::string data = n.offers(LayoutField::kCp) && l.cp > 1
+                               ? fmt::format("{} x {} = {}", n.name(LayoutField::kDp),
+                                             n.name(LayoutField::kCp), data_ranks)
+                               : n.named(LayoutField::kDp, data_ranks);
+  if (data_ranks % l.shard != 0) {
+    return invalid_argument(
+        "{} must divide {}: the shard groups tile the data-parallel ranks; "
+        "try {}",
+        shard, data, n.named(LayoutField::kShard, std::gcd(l.shard, data_ranks)));
+  }
+  if (l.ep > 1 && l.shard != data_ranks) {
+    return invalid_argument(
+        "{} with {} is not modelled: a hybrid's replicas and the "
+        "expert-data groups would cut the data ranks two ways; leave out {}",
+        shard, n.named(LayoutField::kEp, l.ep), n.name(LayoutField::kShard));
+  }
+  return Status::ok();
+}
+
 // DeepSeek's DualPipe(V) asserts num_chunks >= 2 num_ranks (DualPipe also an even count, half
 // each way): fewer micro-batches never reach its steady phase.
 Status check_dual_pipe_micro_batches(const TrainingLayout& l, int64_t micro_batches,
@@ -253,6 +288,14 @@ StatusOr<std::vector<int64_t>> split_layers(const TrainingLayout& l, int64_t lay
 
 int expert_data_ranks(const TrainingLayout& layout) { return layout.dp * layout.cp / layout.ep; }
 
+int zero_shard_ranks(const TrainingLayout& layout) {
+  return layout.shard > 0 ? layout.shard : layout.dp * layout.cp;
+}
+
+int zero_replicas(const TrainingLayout& layout) {
+  return layout.dp * layout.cp / zero_shard_ranks(layout);
+}
+
 int layout_ranks(const TrainingLayout& layout) {
   int ranks = 1;
   for (const LayoutDegree& d : kLayoutDegrees) {
@@ -312,6 +355,7 @@ StatusOr<ResolvedLayout> resolve_layout(const TrainingLayout& layout, const Mode
   }
   r.micro_batches = r.global_batch / per_step;
   RETURN_IF_ERROR(check_experts(l, model, n));
+  RETURN_IF_ERROR(check_shard(l, n));
   if (model.is_bare()) {
     r.chunk_layers.assign(static_cast<size_t>(l.pp) * l.vpp, 0);
     r.stage_layers.assign(static_cast<size_t>(l.pp), 0);

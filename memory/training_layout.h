@@ -40,6 +40,11 @@ struct TrainingLayout {
   int ep = 1;
   bool sp = false;
   int zero = 0;  // 0 DDP, 1 optimizer states sharded over dp, 2 + gradients, 3 (FSDP) + parameters
+  // The data-parallel ranks ZeRO shards over, 0 for all dp x cp of them. Fewer makes a hybrid:
+  // shard groups of `shard` neighbouring data ranks (a node's, as users place them), the groups
+  // replicas of each other that all-reduce their gradient shards (PyTorch's HSDP, HYBRID_SHARD;
+  // Megatron-LM's --num-distributed-optimizer-instances dp x cp / shard).
+  int shard = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   std::vector<int64_t> pp_split;  // layers per pipeline stage (pp entries, or pp x vpp chunks)
   int64_t micro_batch = 1;
@@ -60,6 +65,7 @@ enum class LayoutField {
   kEp,
   kSp,
   kZero,
+  kShard,
   kSchedule,
   kPpSplit,
   kMicroBatch,
@@ -90,6 +96,10 @@ inline constexpr LayoutDegree kLayoutDegrees[] = {
 int layout_ranks(const TrainingLayout& layout);
 // The ranks that hold the same expert weights and reduce their gradients: dp x cp / ep.
 int expert_data_ranks(const TrainingLayout& layout);
+// The data ranks ZeRO shards the dense weights' states over (layout.shard, or all dp x cp), and
+// the shard groups' replicas, dp x cp / shard: 1 unless the layout is a hybrid.
+int zero_shard_ranks(const TrainingLayout& layout);
+int zero_replicas(const TrainingLayout& layout);
 
 // How the user wrote the layout: a command's flags (`--tp 3`), the keys of a layout spec
 // (`tp=3`, recommend --check) or the fields of a workload config (`layout.tp=3`).

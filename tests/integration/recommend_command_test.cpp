@@ -701,6 +701,55 @@ TEST(RecommendCommand, AFixedDegreeThatCannotBeIsRefusedByName) {
       << layers.err;
 }
 
+// A hybrid (HSDP): ZeRO sharded inside each node of 8, the two nodes' replicas all-reducing their
+// shards. --check costs it (less data-parallel traffic than sharding over all 16 across the NIC,
+// more memory), memory agrees to the byte, --fix shard=8 searches only such layouts, and a shard
+// that cannot be is refused by name with exit 2.
+TEST(RecommendCommand, HybridShardingIsCheckedSearchedAndRefusedByName) {
+  const auto full = json_of(kSearch + " --check dp=16,zero=3,mb=1 --json")["candidates"][0];
+  const auto hybrid =
+      json_of(kSearch + " --check dp=16,zero=3,mb=1,shard=8 --json")["candidates"][0];
+  EXPECT_EQ(full["shard"], 16);
+  EXPECT_EQ(hybrid["shard"], 8);
+  EXPECT_EQ(hybrid["layout"], "dp16 tp1 pp1 mb1 z3 shard8");
+  EXPECT_LT(hybrid["breakdown_s"]["dp_comm"].get<double>(),
+            full["breakdown_s"]["dp_comm"].get<double>());
+  EXPECT_GT(hybrid["memory_bytes"].get<int64_t>(), full["memory_bytes"].get<int64_t>());
+  const auto memory = json_of(
+      "memory --model llama-2-7b --dp 16 --zero 3 --shard 8 --precision bf16-fp32grad "
+      "--global-batch 64 --json");
+  EXPECT_EQ(memory["layout"]["shard"], 8);
+  EXPECT_EQ(hybrid["memory_bytes"].get<int64_t>(), memory["per_gpu_bytes"]["total"].get<int64_t>());
+
+  const auto fixed = json_of(kSearch + " --fix shard=8 --json");
+  ASSERT_FALSE(fixed["candidates"].empty());
+  for (const auto& c : fixed["candidates"]) {
+    EXPECT_EQ(c["shard"], 8) << c["layout"];
+    EXPECT_GT(c["zero"].get<int>(), 0) << c["layout"];
+  }
+  // --explain's alternatives set FSDP over all 16 beside HSDP inside each node.
+  auto explained = run_partrain(kSearch + " --explain");
+  ASSERT_EQ(explained.exit_code, 0) << explained.err;
+  const std::regex fsdp(
+      R"(FSDP \(ZeRO-3 over every GPU, no TP/PP\): best dp16 tp1 pp1 mb\d+ z3[ a-z=]*(is|:))");
+  const std::regex hsdp(
+      R"(HSDP \(ZeRO-3 sharded inside each node of 8, replicated across, no TP/PP\): best dp16 tp1 pp1 mb\d+ z3 shard8)");
+  EXPECT_TRUE(std::regex_search(explained.out, fsdp)) << explained.out;
+  EXPECT_TRUE(std::regex_search(explained.out, hsdp)) << explained.out;
+  const std::pair<std::string, const char*> refused[] = {
+      {kSearch + " --fix shard=3", "--fix shard=3 does not divide --gpus 16"},
+      {kSearch + " --fix zero=0,shard=8", "zero=0 shards nothing"},
+      {kSearch + " --check dp=16,shard=8", "shard=8 sets the ranks ZeRO shards over"},
+      {kSearch + " --check dp=16,zero=1,shard=6", "shard=6 must divide dp=16"},
+      {"memory --model llama-2-7b --dp 16 --zero 3 --shard 6", "--shard 6 must divide --dp 16"},
+  };
+  for (const auto& [args, message] : refused) {
+    auto r = run_partrain(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 // ZeRO shards over dp x cp: with dp 1 and cp > 1 it is searched, not refused as changing
 // nothing (every dp 1, cp 8 layout of an 8B model at seq 8192 was tried at ZeRO-0 alone).
 TEST(RecommendCommand, ZeroIsSearchedOverContextParallelRanksAlone) {

@@ -151,6 +151,52 @@ TEST(LayoutLabel, NamesEveryDegreeThatIsSet) {
   l.vpp = 1;
   l.schedule = memory::PipelineSchedule::kZbH1;
   EXPECT_EQ(layout_label(l), "dp8 tp4 pp2 cp2 zb-h1 mb2 z1 rc=selective sp");
+  l.shard = 4;  // of dp x cp = 16: a hybrid of 4 replicas
+  EXPECT_EQ(layout_label(l), "dp8 tp4 pp2 cp2 zb-h1 mb2 z1 shard4 rc=selective sp");
+  l.shard = 16;  // every data rank: the plain ZeRO-1
+  EXPECT_EQ(layout_label(l), "dp8 tp4 pp2 cp2 zb-h1 mb2 z1 rc=selective sp");
+}
+
+// Data ranks that span nodes are also sharded a node's worth at a time (HSDP): 16 GPUs of 8 a
+// node try shard groups of 8 at tp 1, 4 at tp 2 and 2 at tp 4, none at tp 8 (one data rank a
+// node) nor where the data ranks fit a node (tp 1 pp 2: dp 8), and never with ZeRO-0. Over the NIC
+// the hybrid's collectives are cheaper than full sharding's.
+// --fix shard=8 keeps only those, ZeRO-0 left out.
+TEST_F(LayoutSearchTest, HybridsShardWithinANodeWhenTheDataRanksSpanNodes) {
+  const SearchResult r = search_layouts(cost_, base_, space_);
+  std::set<std::pair<int, int>> hybrids;  // (tp, shard)
+  const Candidate* full = nullptr;
+  const Candidate* hybrid = nullptr;
+  for (const Candidate& c : r.ranked) {
+    const memory::TrainingLayout& l = c.layout;
+    if (l.shard == 0) {
+      if (l.dp == 16 && l.zero == 3 && l.micro_batch == 1 &&
+          l.recompute == memory::Recompute::kNone)
+        full = &c;
+      continue;
+    }
+    EXPECT_GT(l.zero, 0) << layout_label(l);
+    EXPECT_LT(l.shard, l.dp * l.cp) << layout_label(l);
+    EXPECT_EQ(l.shard * l.tp, 8) << layout_label(l);
+    EXPECT_EQ(l.dp * l.cp * l.tp, 16) << layout_label(l);  // pp 1: the data ranks span 2 nodes
+    hybrids.insert({l.tp, l.shard});
+    if (l.dp == 16 && l.zero == 3 && l.micro_batch == 1 && l.recompute == memory::Recompute::kNone)
+      hybrid = &c;
+  }
+  EXPECT_EQ(hybrids, (std::set<std::pair<int, int>>{{1, 8}, {2, 4}, {4, 2}}));
+  ASSERT_NE(full, nullptr);
+  ASSERT_NE(hybrid, nullptr);
+  EXPECT_LT(hybrid->cost.dp_comm_s, full->cost.dp_comm_s);
+  EXPECT_GT(hybrid->heaviest.optimizer, full->heaviest.optimizer);
+
+  SearchSpace space = space_;
+  space.fixed_shard = 8;
+  const SearchResult fixed = search_layouts(cost_, base_, space);
+  ASSERT_FALSE(fixed.ranked.empty());
+  for (const Candidate& c : fixed.ranked) {
+    EXPECT_GT(c.layout.zero, 0) << layout_label(c.layout);
+    EXPECT_EQ(memory::zero_shard_ranks(c.layout), 8) << layout_label(c.layout);
+  }
 }
 
 // The zero-bubble schedules are ranked when asked for, never by default (Megatron-LM and

@@ -365,6 +365,42 @@ TEST_F(StepCostTest, Zero1AllReduceCostsTheWholeReductionThenTheGather) {
               1e-12);
 }
 
+// A hybrid over two nodes of 8 (HSDP; Megatron-LM's distributed optimizer instances): ZeRO-1's
+// reduce-scatter and gather stay inside the node, and only the shard, an eighth of the gradients,
+// crosses the NIC in an all-reduce between the two replicas. Sharded over all 16, both
+// collectives run at the NIC's pace; the optimizer updates twice the parameters.
+TEST_F(StepCostTest, HybridCrossesNodesWithItsShardsAllReduceOnly) {
+  memory::TrainingLayout l;
+  l.dp = 16;
+  l.zero = 1;
+  const memory::MemoryEstimate full = estimate(l);
+  l.shard = 8;
+  const memory::MemoryEstimate hybrid = estimate(l);
+  const double params = full.stages[0].params_count;
+  const double grads = params * 2, weights = params * 2;
+  const CollectiveCost& comm = cost_.comm;
+  const double inside = comm.seconds(CostedOp::kReduceScatter, grads, 8, LinkLevel::kIntraNode) +
+                        comm.seconds(CostedOp::kAllReduce, grads / 8, 2, LinkLevel::kInterNode) +
+                        comm.seconds(CostedOp::kAllGather, weights, 8, LinkLevel::kIntraNode);
+  const double across = comm.seconds(CostedOp::kReduceScatter, grads, 16, LinkLevel::kInterNode) +
+                        comm.seconds(CostedOp::kAllGather, weights, 16, LinkLevel::kInterNode);
+  const StepCost h = step_cost(cost_, hybrid);
+  const StepCost f = step_cost(cost_, full);
+  EXPECT_NEAR(h.dp_comm_s, inside, 1e-12);
+  EXPECT_NEAR(f.dp_comm_s, across, 1e-12);
+  EXPECT_LT(h.dp_comm_s, f.dp_comm_s / 3);
+  EXPECT_NEAR(h.optimizer_s, 2 * f.optimizer_s, 1e-12);
+  // Shard groups that themselves span nodes (shard 16 of 32 ranks) gain nothing inside a node.
+  l.dp = 32;
+  l.shard = 16;
+  const double half = estimate(l).stages[0].params_count * 2;
+  EXPECT_NEAR(step_cost(cost_, estimate(l)).dp_comm_s,
+              comm.seconds(CostedOp::kReduceScatter, half, 16, LinkLevel::kInterNode) +
+                  comm.seconds(CostedOp::kAllReduce, half / 16, 2, LinkLevel::kInterNode) +
+                  comm.seconds(CostedOp::kAllGather, half, 16, LinkLevel::kInterNode),
+              1e-12);
+}
+
 // ZeRO-3 across nodes on a slow NIC: each block's gathers outlast its compute, so the step is
 // paced by the gathers and reduce-scatters, not by compute.
 TEST_F(StepCostTest, Zero3IsPacedByTheSlowerOfAUnitsGathersAndItsCompute) {

@@ -8,8 +8,9 @@ namespace {
 StatusOr<LayoutSpec> parse(std::string_view text) { return parse_layout_spec(text, {}, "--check"); }
 
 TEST(LayoutSpec, EveryKeySetsItsField) {
-  auto spec = parse("dp=8,tp=4,pp=2,cp=2,vpp=3,zero=1,mb=2,recompute=selective,sp=1,"
-                    "schedule=interleaved,pp_split=1/2/3/4/5/6");
+  auto spec = parse(
+      "dp=8,tp=4,pp=2,cp=2,vpp=3,zero=1,shard=4,mb=2,recompute=selective,sp=1,"
+      "schedule=interleaved,pp_split=1/2/3/4/5/6");
   ASSERT_TRUE(spec.is_ok()) << spec.status().message();
   const TrainingLayout& l = spec->layout;
   EXPECT_TRUE(spec->dp_given);
@@ -19,6 +20,7 @@ TEST(LayoutSpec, EveryKeySetsItsField) {
   EXPECT_EQ(l.cp, 2);
   EXPECT_EQ(l.vpp, 3);
   EXPECT_EQ(l.zero, 1);
+  EXPECT_EQ(l.shard, 4);
   EXPECT_EQ(l.micro_batch, 2);
   EXPECT_EQ(l.recompute, Recompute::kSelective);
   EXPECT_TRUE(l.sp);
@@ -46,13 +48,14 @@ TEST(LayoutSpec, KeysLeftOutKeepTheBase) {
 TEST(LayoutSpec, MalformedTextNamesTheItem) {
   const std::pair<const char*, const char*> cases[] = {
       {"tp",
-       "--check 'tp': 'tp' is not KEY=VALUE (keys: dp tp pp cp vpp ep zero mb recompute sp "
+       "--check 'tp': 'tp' is not KEY=VALUE (keys: dp tp pp cp vpp ep zero shard mb recompute sp "
        "schedule pp_split)"},
       {"tp=2,tp=4", "--check 'tp=2,tp=4': tp is given twice; give each key once"},
       {"mb=2,micro_batch=4", "--check 'mb=2,micro_batch=4': micro_batch is given twice"},
       {"tensor=2", "--check: unknown key 'tensor'"},
       {"tp=two", "--check: tp=two is not a non-negative integer"},
       {"tp=-1", "--check: tp=-1 is not a non-negative integer"},
+      {"shard=-8", "--check: shard=-8 is not a non-negative integer"},
       {"zero=99999999999", "--check: zero=99999999999 is not a non-negative integer"},
       {"sp=2", "--check: sp=2 is 0 (off) or 1 (on)"},
       {"recompute=most", "--check: recompute=most (none, selective or full)"},

@@ -194,6 +194,35 @@ TEST(MemoryEstimate, ZeroShardsOverTheContextParallelRanksToo) {
   EXPECT_DOUBLE_EQ(e->stages[0].comm, in.bucket_bytes);
 }
 
+// A hybrid (HSDP) shards the states over its shard group only: each of the 2 replicas of a
+// shard of 8 holds twice what full sharding over 16 leaves a rank; activations do not change.
+TEST(MemoryEstimate, HybridShardsOverItsShardGroupOnly) {
+  const ModelConfig model = testing::llama2_7b();
+  EstimateInput in = input_for(model);
+  in.layout.dp = 16;
+  in.layout.zero = 3;
+  const EstimateInput whole = in;
+  auto full = estimate_memory(whole);
+  ASSERT_TRUE(full.is_ok()) << full.status().message();
+  in.layout.shard = 8;
+  auto hybrid = estimate_memory(in);
+  ASSERT_TRUE(hybrid.is_ok()) << hybrid.status().message();
+  const StageMemory& f = full->stages[0];
+  const StageMemory& h = hybrid->stages[0];
+  EXPECT_DOUBLE_EQ(h.params, 2 * total_params(model) / 8);
+  EXPECT_DOUBLE_EQ(h.params, 2 * f.params);
+  EXPECT_DOUBLE_EQ(h.grads, 2 * f.grads);
+  EXPECT_DOUBLE_EQ(h.optimizer, 2 * f.optimizer);
+  EXPECT_DOUBLE_EQ(h.activations, f.activations);
+  const std::string text = format_estimate_text(in, *hybrid, {}, false);
+  EXPECT_NE(text.find("zero 3 (sharded over 8, 2 replicas)"), std::string::npos) << text;
+  EXPECT_EQ(nlohmann::json::parse(format_estimate_json(in, *hybrid, {}))["layout"]["shard"], 8);
+  EXPECT_EQ(nlohmann::json::parse(format_estimate_json(whole, *full, {}))["layout"]["shard"], 16);
+  const std::string explained = format_explain_text(explain_estimate(in, *hybrid));
+  EXPECT_NE(explained.find("ZeRO-3 over shard 8, 2 replicas of it (hybrid)"), std::string::npos)
+      << explained;
+}
+
 TEST(MemoryEstimate, FitsAgainstCapacity) {
   EstimateInput in = input_for(testing::llama2_7b());
   in.capacity_bytes = 80e9;

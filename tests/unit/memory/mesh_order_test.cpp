@@ -71,6 +71,19 @@ TEST(MeshOrder, CoordinatesStridesAndGroups) {
   }
 }
 
+// A hybrid's shard groups are neighbours in dp x cp; their replicas step over whole groups: with
+// tp 2, cp 3 and dp 2 a shard of 3 is one dp rank's cp ranks (2 apart) and its replica is the
+// other dp rank's, 6 apart.
+TEST(MeshOrder, HybridReplicasStepOverWholeShardGroups) {
+  TrainingLayout l = layout_of(2, 3, 2, 2);
+  l.zero = 3;
+  l.shard = 3;
+  EXPECT_EQ(zero_replica_stride(l), 6);
+  EXPECT_EQ(zero_replica_stride(l), mesh_stride(MeshAxis::kDp, l));
+  l.shard = 0;  // every data rank: one group, replicas would step past the pipeline stage
+  EXPECT_EQ(zero_replica_stride(l), 12);
+}
+
 // Expert parallelism subdivides dp x cp, innermost: with tp 2, cp 2, dp 4 (16 ranks a pipeline
 // stage) and ep 4, rank 0's ep group is the 4 nearest dp x cp positions of its tp rank, 2 apart
 // (ranks 0, 2, 4, 6), and its expert-data group the positions 8 apart that hold the same experts

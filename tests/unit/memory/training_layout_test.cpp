@@ -53,6 +53,35 @@ TEST(TrainingLayout, InvalidLayoutsNameTheConstraint) {
   EXPECT_EQ(check(l).code(), StatusCode::kInvalidArgument);
 }
 
+// A hybrid (HSDP): ZeRO's shard groups must tile the data ranks and ZeRO must shard something.
+TEST(TrainingLayout, HybridShardGroupsTileTheDataRanks) {
+  TrainingLayout l;
+  l.dp = 16;
+  l.zero = 3;
+  l.shard = 8;
+  ASSERT_TRUE(check(l).is_ok()) << check(l).message();
+  EXPECT_EQ(zero_shard_ranks(l), 8);
+  EXPECT_EQ(zero_replicas(l), 2);
+  l.shard = 0;  // every data rank
+  EXPECT_EQ(zero_shard_ranks(l), 16);
+  EXPECT_EQ(zero_replicas(l), 1);
+  l.cp = 2;  // the shard groups are drawn from dp x cp
+  l.shard = 32;
+  EXPECT_TRUE(check(l).is_ok()) << check(l).message();
+  EXPECT_EQ(zero_replicas(l), 1);
+  l.cp = 1;
+  l.shard = 6;
+  const Status uneven = check(l);
+  EXPECT_EQ(uneven.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(uneven.message().find("--shard 6 must divide --dp 16"), std::string::npos)
+      << uneven.message();
+  EXPECT_NE(uneven.message().find("try --shard 2"), std::string::npos) << uneven.message();
+  l.shard = 8;
+  l.zero = 0;
+  EXPECT_NE(check(l).message().find("--zero 0 shards nothing"), std::string::npos)
+      << check(l).message();
+}
+
 TEST(TrainingLayout, UnevenSplit) {
   TrainingLayout l;
   l.pp = 3;
