@@ -82,10 +82,12 @@ StatusOr<MemoryVsEstimate> analyze_memory_vs_estimate(const TraceReader& reader,
       report.has_estimate = true;
       const memory::TrainingLayout& l = config->resolved.layout;
       report.estimate_note = fmt::format(
-          "estimate for the {} workload in {}, dp {} tp {} pp {}{} zero {} (no "
+          "estimate for the {} workload in {}, dp {} tp {} pp {}{} zero {}{} (no "
           "reserve)",
           memory::workload_kind_name(config->kind), config->precision, l.dp, l.tp, l.pp,
-          l.ep > 1 ? fmt::format(" ep {}", l.ep) : "", l.zero);
+          l.ep > 1 ? fmt::format(" ep {}", l.ep) : "", l.zero,
+          memory::zero_replicas(l) > 1 ? fmt::format(" shard {}", memory::zero_shard_ranks(l))
+                                       : "");
     } else {
       report.estimate_note = fmt::format("no estimate: {}", e.status().message());
     }

@@ -331,13 +331,10 @@ WeightGroup weight_group(const Machines& machines, double params, int ranks, int
 WeightGroups weight_groups(const CostModel& cm, const memory::TrainingLayout& l,
                            const memory::StageMemory& stage) {
   const Machines& machines = cm.comm.machines();
-  // A hybrid is refused with ep > 1 (memory::resolve_layout): the experts shard over all theirs.
-  const int expert_ranks = memory::expert_data_ranks(l);
-  return {
-      weight_group(machines, stage.params_count - stage.expert_params_count, l.dp * l.cp,
-                   mesh_stride(MeshAxis::kCp, l), memory::zero_shard_ranks(l)),
-      weight_group(machines, stage.expert_params_count, expert_ranks, memory::expert_data_stride(l),
-                   l.ep == 1 ? memory::zero_shard_ranks(l) : expert_ranks)};
+  return {weight_group(machines, stage.params_count - stage.expert_params_count, l.dp * l.cp,
+                       mesh_stride(MeshAxis::kCp, l), memory::zero_shard_ranks(l)),
+          weight_group(machines, stage.expert_params_count, memory::expert_data_ranks(l),
+                       memory::expert_data_stride(l), memory::expert_shard_ranks(l))};
 }
 
 // One collective over a group's weights, `bytes` of them: an all-reduce over all its ranks,

@@ -114,6 +114,13 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f) {
       ->default_str("0")
       ->group(layout);
   command
+      .add_option("--shard", f.shard,
+                  "Data-parallel ranks ZeRO shards over (0: all); fewer is a hybrid whose "
+                  "replicas all-reduce each shard, e.g. --zero 3 --shard 2: PyTorch's HSDP")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20))
+      ->group(layout);
+  command
       .add_option("--pp-schedule", f.pp_schedule,
                   memory::schedule_choices() +
                       " (zb-h1 and dualpipev split the backward "
@@ -145,6 +152,7 @@ Status set_layout(const WorkloadFlags& f, int world, runner::WorkloadConfig& con
   l.ep = f.ep.value_or(1);
   l.sp = f.sp;
   l.zero = f.zero.value_or(0);
+  l.shard = f.shard;
   l.schedule = *memory::parse_schedule(f.pp_schedule);  // the flag only takes known names
   l.vpp = f.vpp;
   l.micro_batch = f.micro_batch;

@@ -35,6 +35,7 @@ struct WorkloadFlags {
   std::optional<int> pp;  // unset: 1
   bool sp = false;
   std::optional<int> zero;  // unset: 0 (given or not matters beside --strategy)
+  int shard = 0;            // ZeRO's shard group; 0: every dp rank
   std::string pp_schedule = "1f1b";
   int vpp = 1;
   double bucket_mb = 25;

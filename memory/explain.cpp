@@ -75,8 +75,8 @@ ExplainLine states_line(const EstimateInput& in, const StageMemory& s) {
   if (s.expert_params_count > 0) {
     // Expert weights are shared by the dp x cp / ep ranks that hold the same experts.
     formula += fmt::format("] + experts {} [over dp / ep {}",
-                           states(s.expert_params_count, expert_data_ranks(in.layout)),
-                           expert_data_ranks(in.layout));
+                           states(s.expert_params_count, expert_shard_ranks(in.layout)),
+                           expert_shard_ranks(in.layout));
   }
   return {"model states", formula + "]", format_gib_gb(s.params + s.grads + s.optimizer),
           "ZeRO (Rajbhandari 2019) sec. 5.1: (2 + 2 + K) Psi, divided by N_d per stage"};

@@ -113,7 +113,7 @@ StageMemory estimate_stage(const EstimateInput& in, const ResolvedLayout& r, int
     const ModelStateBytes dense =
         model_state_bytes(held.dense, in.recipe, l.zero, zero_shard_ranks(l));
     const ModelStateBytes experts =
-        model_state_bytes(held.experts, in.recipe, l.zero, expert_data_ranks(l));
+        model_state_bytes(held.experts, in.recipe, l.zero, expert_shard_ranks(l));
     m.params = dense.params + experts.params;
     m.grads = dense.grads + experts.grads;
     m.optimizer = dense.optimizer + experts.optimizer;

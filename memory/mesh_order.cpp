@@ -56,6 +56,32 @@ int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout) {
   return group;
 }
 
+namespace {
+
+// The data ranks (dp x cp, cp fastest) cut into groups of `inner` neighbours: a rank's place in
+// its group and its group's index. Ranks with the same tp, pp and group index form an inner group;
+// those with the same tp, pp and place an outer one (the groups' replicas). Expert parallelism
+// cuts by ep, a hybrid ZeRO by its shard.
+struct DataSplit {
+  int inner = 0;
+  int outer = 0;
+};
+DataSplit split_data(const MeshCoords& coords, const TrainingLayout& layout, int inner) {
+  const int data = coords.dp * layout.cp + coords.cp;
+  return {.inner = data % inner, .outer = data / inner};
+}
+int inner_group(int rank, const TrainingLayout& layout, int inner) {
+  const MeshCoords coords = mesh_coords(rank, layout);
+  const int groups = layout.dp * layout.cp / inner;
+  return (coords.pp * groups + split_data(coords, layout, inner).outer) * layout.tp + coords.tp;
+}
+int outer_group(int rank, const TrainingLayout& layout, int inner) {
+  const MeshCoords coords = mesh_coords(rank, layout);
+  return (coords.pp * inner + split_data(coords, layout, inner).inner) * layout.tp + coords.tp;
+}
+
+}  // namespace
+
 int expert_stride(const TrainingLayout& layout) { return mesh_stride(MeshAxis::kCp, layout); }
 
 int zero_replica_stride(const TrainingLayout& layout) {
@@ -65,20 +91,29 @@ int zero_replica_stride(const TrainingLayout& layout) {
 int expert_data_stride(const TrainingLayout& layout) { return expert_stride(layout) * layout.ep; }
 
 ExpertCoords expert_coords(const MeshCoords& coords, const TrainingLayout& layout) {
-  const int data = coords.dp * layout.cp + coords.cp;
-  return {.ep = data % layout.ep, .expert_data = data / layout.ep};
+  const DataSplit split = split_data(coords, layout, layout.ep);
+  return {.ep = split.inner, .expert_data = split.outer};
 }
 
 int expert_group(int rank, const TrainingLayout& layout) {
-  const MeshCoords coords = mesh_coords(rank, layout);
-  const ExpertCoords expert = expert_coords(coords, layout);
-  return (coords.pp * expert_data_ranks(layout) + expert.expert_data) * layout.tp + coords.tp;
+  return inner_group(rank, layout, layout.ep);
 }
 
 int expert_data_group(int rank, const TrainingLayout& layout) {
-  const MeshCoords coords = mesh_coords(rank, layout);
-  const ExpertCoords expert = expert_coords(coords, layout);
-  return (coords.pp * layout.ep + expert.ep) * layout.tp + coords.tp;
+  return outer_group(rank, layout, layout.ep);
+}
+
+ShardCoords shard_coords(const MeshCoords& coords, const TrainingLayout& layout) {
+  const DataSplit split = split_data(coords, layout, zero_shard_ranks(layout));
+  return {.shard = split.inner, .replica = split.outer};
+}
+
+int zero_shard_group(int rank, const TrainingLayout& layout) {
+  return inner_group(rank, layout, zero_shard_ranks(layout));
+}
+
+int zero_replica_group(int rank, const TrainingLayout& layout) {
+  return outer_group(rank, layout, zero_shard_ranks(layout));
 }
 
 }  // namespace partrain::memory

@@ -34,8 +34,19 @@ int mesh_group(int rank, MeshAxis axis, const TrainingLayout& layout);
 
 // A hybrid's (TrainingLayout::shard) shard group is zero_shard_ranks neighbours in dp x cp, tp
 // apart (mesh_stride(kCp)); its replicas, the ranks with the same place in every shard group,
-// step over whole groups: tp x shard apart.
+// step over whole groups: tp x shard apart. The same cut of the data ranks as expert
+// parallelism's below, by the shard instead of ep.
 int zero_replica_stride(const TrainingLayout& layout);
+// A rank's place in its shard group and the index of the replica it is in (the group's index).
+struct ShardCoords {
+  int shard = 0;
+  int replica = 0;
+};
+ShardCoords shard_coords(const MeshCoords& coords, const TrainingLayout& layout);
+// The index of `rank`'s shard group (the ranks ZeRO shards over) and of its replica group (the
+// ranks holding the same shard, which all-reduce it): communicator splits' colors.
+int zero_shard_group(int rank, const TrainingLayout& layout);
+int zero_replica_group(int rank, const TrainingLayout& layout);
 
 // Expert parallelism draws its ep ranks from the dp x cp ranks, innermost first (Megatron-Core's
 // expert rank order "tp-ep-dp-pp", expert tensor parallelism equal to tp): an ep group is ep

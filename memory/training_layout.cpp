@@ -296,6 +296,10 @@ int zero_replicas(const TrainingLayout& layout) {
   return layout.dp * layout.cp / zero_shard_ranks(layout);
 }
 
+int expert_shard_ranks(const TrainingLayout& layout) {
+  return layout.ep == 1 ? zero_shard_ranks(layout) : expert_data_ranks(layout);
+}
+
 int layout_ranks(const TrainingLayout& layout) {
   int ranks = 1;
   for (const LayoutDegree& d : kLayoutDegrees) {

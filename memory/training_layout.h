@@ -100,6 +100,9 @@ int expert_data_ranks(const TrainingLayout& layout);
 // the shard groups' replicas, dp x cp / shard: 1 unless the layout is a hybrid.
 int zero_shard_ranks(const TrainingLayout& layout);
 int zero_replicas(const TrainingLayout& layout);
+// The ranks ZeRO shards routed experts' states over: their expert-data ranks, which with ep 1 are
+// the dense weights' (a hybrid's shard group then, as for every other weight).
+int expert_shard_ranks(const TrainingLayout& layout);
 
 // How the user wrote the layout: a command's flags (`--tp 3`), the keys of a layout spec
 // (`tp=3`, recommend --check) or the fields of a workload config (`layout.tp=3`).

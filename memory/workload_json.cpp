@@ -40,6 +40,9 @@ Status read_layout(JsonFields& config, bool strict, WorkloadSetup& s) {
   s.world.dp_given = l.has(layout_key(LayoutField::kDp));  // older traces: what the world leaves
   RETURN_IF_ERROR(l.boolean(layout_key(LayoutField::kSp), layout.sp, strict));
   RETURN_IF_ERROR(l.integer(layout_key(LayoutField::kZero), layout.zero, kAny, strict));
+  // A hybrid's shard; runs recorded before it was a field were never hybrids.
+  const std::string shard = layout_key(LayoutField::kShard);
+  if (l.has(shard)) RETURN_IF_ERROR(l.integer(shard, layout.shard, kAny));
   RETURN_IF_ERROR(l.choice(layout_key(LayoutField::kSchedule), layout.schedule, parse_schedule,
                            "gpipe, 1f1b, interleaved", strict));
   RETURN_IF_ERROR(l.integer(layout_key(LayoutField::kMicroBatch), layout.micro_batch, kAny, strict));
@@ -66,6 +69,7 @@ void write_workload_setup(WorkloadKind kind, const WorkloadModel& m, const Resol
   for (const LayoutDegree& d : kLayoutDegrees) layout[layout_key(d.field)] = l.*d.member;
   layout[layout_key(LayoutField::kSp)] = l.sp;
   layout[layout_key(LayoutField::kZero)] = l.zero;
+  layout[layout_key(LayoutField::kShard)] = l.shard;
   layout[layout_key(LayoutField::kSchedule)] = schedule_name(l.schedule);
   layout[layout_key(LayoutField::kMicroBatch)] = l.micro_batch;
   layout[layout_key(LayoutField::kGlobalBatch)] = r.global_batch;

@@ -18,6 +18,10 @@ namespace {
 constexpr std::array<std::string_view, 5> kMeshAxes = {"tp", "dp", "pp", "ep", "expert-dp"};
 constexpr std::array<std::string_view, 5> kPipelineChannels = {
     "activations", "gradients", "embedding", "activations-back", "gradients-back"};
+// Each split of a dp group (runner/workload/mesh.cpp): a hybrid ZeRO's shard groups, then the
+// replica groups that all-reduce each shard.
+constexpr std::array<std::string_view, 2> kDataGroups = {"shard", "replicas"};
+constexpr int kDataParallelSplit = 1;  // kMeshAxes' dp groups, which kDataGroups split
 
 struct Split {
   int index = 0;
@@ -64,8 +68,11 @@ std::string communicator_name(std::string_view comm_id) {
   const Split& axis = splits->front();
   if (axis.index >= static_cast<int>(kMeshAxes.size())) return std::string(comm_id);
   if (splits->size() == 1) return fmt::format("{} {}", kMeshAxes[axis.index], axis.color);
-  // A pipeline group's own channels; every member of one takes colour 0.
   const Split& channel = splits->back();
+  if (axis.index == kDataParallelSplit && channel.index < static_cast<int>(kDataGroups.size())) {
+    return fmt::format("dp {} {} {}", axis.color, kDataGroups[channel.index], channel.color);
+  }
+  // A pipeline group's own channels; every member of one takes colour 0.
   if (kMeshAxes[axis.index] != "pp" || channel.color != 0 ||
       channel.index >= static_cast<int>(kPipelineChannels.size())) {
     return std::string(comm_id);

@@ -12,8 +12,8 @@
 
 namespace partrain::profiler {
 
-// "world", "tp 1", "dp 0", "pp 0", "pp 0 activations", "pp 0 gradients", "embedding 0", or
-// `comm_id` itself.
+// "world", "tp 1", "dp 0", "pp 0", "pp 0 activations", "pp 0 gradients", "embedding 0", a
+// hybrid ZeRO's "dp 0 shard 1" and "dp 0 replicas 0", or `comm_id` itself.
 std::string communicator_name(std::string_view comm_id);
 
 // The order communicators are listed in: digit runs compared as numbers, so "tp 2"

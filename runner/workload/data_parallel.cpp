@@ -14,14 +14,16 @@ StatusOr<std::unique_ptr<DataParallel>> DataParallel::create(
     Device& device, const ParamLayout& layout, const ResolvedLayout& resolved, int64_t bucket_bytes,
     Mesh& mesh, TensorParallel& tp, uint64_t seed, int layers, StateStorage storage,
     profiler::RankTracer* tracer, comm::Comm* group) {
-  comm::Comm& data = group != nullptr ? *group : mesh.dp();
+  comm::Comm& data = group != nullptr ? *group : mesh.zero_shard();
   std::unique_ptr<DataParallel> dp(
       new DataParallel(device, layout, resolved, mesh, data, tp, storage, tracer));
+  if (group == nullptr) dp->replicas_ = mesh.zero_replicas();
   const int zero = resolved.layout.zero;
   if (zero >= 2) {
     ASSIGN_OR_RETURN(dp->sharded_,
                      ShardedState::create(device, layout, zero, data, tp, seed, layers,
                                           TpShard{mesh.coords().tp, tp.size()}, storage, tracer));
+    dp->sharded_->set_replicas(dp->replicas_);
     return dp;
   }
   const int64_t dp_size = data.size();
@@ -163,6 +165,13 @@ Status DataParallel::reduce_gradients() {
                                          static_cast<size_t>(shard), wire_dtype(grads_),
                                          comm::ReduceOp::kSum));
   }
+  if (resolved_.layout.zero >= 1 && replicas_ != nullptr && replicas_->size() > 1) {
+    // A hybrid: the shard's replicas add their sums (PyTorch HSDP's all-reduce).
+    const int64_t shard = shard_end_ - shard_begin_;
+    RETURN_IF_ERROR(replicas_->all_reduce(grads_.at(shard_begin_), grads_.at(shard_begin_),
+                                          static_cast<size_t>(shard), wire_dtype(grads_),
+                                          comm::ReduceOp::kSum));
+  }
   return Status::ok();
 }
 
@@ -181,6 +190,8 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
 
 StatusOr<double> DataParallel::local_sum_of_squares(bool params) {
   double local = 0;
+  // A hybrid's replicas hold the same shard: it counts on the first of them only.
+  if (replicas_ != nullptr && replicas_->rank() != 0) return local;
   if (sharded_) {
     ASSIGN_OR_RETURN(local, params ? sharded_->owned_param_squares(mesh_.coords().tp)
                                    : sharded_->owned_grad_squares(mesh_.coords().tp));

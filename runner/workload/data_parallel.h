@@ -28,8 +28,9 @@ namespace partrain::runner {
 class DataParallel final : public ParamAccess {
  public:
   // Allocates params (initialised from `seed`), grads and optimizer states for `layout`, as
-  // `resolved`'s ZeRO stage shards them over `group` (null: the mesh's dp group; a mixture of
-  // experts' routed experts: the expert-data group); DDP reduces in buckets of `bucket_bytes`.
+  // `resolved`'s ZeRO stage shards them over `group` (null: the mesh's ZeRO shard group, its dp
+  // group unless the layout is a hybrid; a mixture of experts' routed experts: the expert-data
+  // group); DDP reduces in buckets of `bucket_bytes`.
   // `tracer` (null: not traced) records the optimizer's steps.
   static StatusOr<std::unique_ptr<DataParallel>> create(Device& device, const ParamLayout& layout,
                                                         const ResolvedLayout& resolved,
@@ -100,6 +101,9 @@ class DataParallel final : public ParamAccess {
   const ResolvedLayout& resolved_;
   Mesh& mesh_;
   comm::Comm& data_;  // the ranks the states are replicated (DDP) or sharded (ZeRO) over
+  // A hybrid ZeRO (HSDP): the ranks holding the same shard, which all-reduce its gradients; null
+  // otherwise.
+  comm::Comm* replicas_ = nullptr;
   TensorParallel& tp_;
   StateStorage storage_;
   comm::HostValueCollectives world_values_;  // the norms' sums over the world

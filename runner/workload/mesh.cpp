@@ -28,6 +28,13 @@ StatusOr<Mesh> Mesh::build(comm::Comm& world, const ResolvedLayout& layout, bool
     ASSIGN_OR_RETURN(mesh.expert_data_,
                      world.split(memory::expert_data_group(world.rank(), l), expert.expert_data));
   }
+  if (memory::zero_replicas(l) > 1) {
+    // Splits of the dp group (the workloads run no cp: it holds every data rank, in order), so
+    // that a trace names them after it ("dp 0 shard 1", profiler::communicator_name).
+    const memory::ShardCoords shard = memory::shard_coords(mesh.coords_, l);
+    ASSIGN_OR_RETURN(mesh.zero_shard_, mesh.dp_->split(shard.replica, shard.shard));
+    ASSIGN_OR_RETURN(mesh.zero_replicas_, mesh.dp_->split(shard.shard, shard.replica));
+  }
   return mesh;
 }
 

@@ -16,8 +16,9 @@ using memory::MeshCoords;
 
 class Mesh {
  public:
-  // Splits `world` into the tp, dp and pp groups of `layout`, and with `experts` (a mixture of
-  // experts) its expert-parallel and expert-data-parallel groups; every rank must call it.
+  // Splits `world` into the tp, dp and pp groups of `layout`, with `experts` (a mixture of
+  // experts) its expert-parallel and expert-data-parallel groups, and in a hybrid ZeRO its shard
+  // and replica groups; every rank must call it.
   static StatusOr<Mesh> build(comm::Comm& world, const ResolvedLayout& layout,
                               bool experts = false);
 
@@ -30,6 +31,11 @@ class Mesh {
   // i-th share of the experts) and the ranks that hold the same experts. Built with `experts`.
   comm::Comm& ep() const { return *ep_; }
   comm::Comm& expert_data() const { return *expert_data_; }
+  // ZeRO's groups: the ranks its states shard over (the dp group, or in a hybrid the shard group:
+  // TrainingLayout::shard) and, in a hybrid, the shard's replicas that all-reduce it (null
+  // otherwise). A hybrid's groups are splits of the dp group (cp is always 1 here).
+  comm::Comm& zero_shard() const { return zero_shard_ ? *zero_shard_ : *dp_; }
+  comm::Comm* zero_replicas() const { return zero_replicas_.get(); }
 
  private:
   comm::Comm* world_ = nullptr;
@@ -39,6 +45,8 @@ class Mesh {
   std::unique_ptr<comm::Comm> pp_;
   std::unique_ptr<comm::Comm> ep_;
   std::unique_ptr<comm::Comm> expert_data_;
+  std::unique_ptr<comm::Comm> zero_shard_;
+  std::unique_ptr<comm::Comm> zero_replicas_;
 };
 
 }  // namespace partrain::runner

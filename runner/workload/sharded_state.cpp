@@ -228,7 +228,11 @@ Status ShardedState::launch_reduce(size_t unit, Tensor staging) {
 Status ShardedState::finish_reduce(PendingReduce& pending) {
   if (pending.work) RETURN_IF_ERROR(pending.work->wait());
   const UnitShard& s = shards_.unit(pending.unit);
-  const float* reduced = pending.staging.data() + shards_.dp_rank() * s.shard;
+  float* reduced = pending.staging.data() + shards_.dp_rank() * s.shard;
+  if (replicas_ != nullptr && replicas_->size() > 1) {
+    RETURN_IF_ERROR(replicas_->all_reduce(reduced, reduced, static_cast<size_t>(s.shard),
+                                          comm::DType::kF32, comm::ReduceOp::kSum));
+  }
   if (storage_.bf16_grads) {
     device_.accumulate_bf16(owned_bf16_grads(pending.unit), reduced, s.shard);
   } else {

@@ -39,6 +39,10 @@ class ShardedState final : public ParamAccess {
                                                         StateStorage storage = {},
                                                         profiler::RankTracer* tracer = nullptr);
 
+  // A hybrid (HSDP): `dp` is the shard group and `replicas` the ranks holding the same shard;
+  // each reduce-scatter's result is all-reduced over them before it is added to the shard.
+  void set_replicas(comm::Comm* replicas) { replicas_ = replicas; }
+
   StatusOr<UnitView> acquire(size_t unit, Pass pass) override;
   Status release(size_t unit, Pass pass) override;
 
@@ -116,6 +120,7 @@ class ShardedState final : public ParamAccess {
   int stage_;
   StateStorage storage_;
   comm::Comm& dp_;
+  comm::Comm* replicas_ = nullptr;
   TensorParallel& tp_;
   UnitShards shards_;
   Tensor params_, grads_, adam_m_, adam_v_;

@@ -64,9 +64,11 @@ Status wire_experts(const WorkloadConfig& config, Device& device, TrainingRank& 
   if (rank.expert_params.units().empty()) return Status::ok();  // a stage of dense blocks only
   ASSIGN_OR_RETURN(
       rank.expert_dp,
-      DataParallel::create(device, rank.expert_params, resolved, config.bucket_bytes, rank.mesh,
-                           rank.tp, config.seed, config.model.layers,
-                           state_storage(config.precision), tracer, &rank.mesh.expert_data()));
+      DataParallel::create(
+          device, rank.expert_params, resolved, config.bucket_bytes, rank.mesh, rank.tp,
+          config.seed, config.model.layers, state_storage(config.precision), tracer,
+          // A hybrid (ep 1): the experts shard as the dense weights do.
+          memory::zero_replicas(resolved.layout) > 1 ? nullptr : &rank.mesh.expert_data()));
   rank.dp->attach_experts(rank.expert_dp.get());
   rank.experts.layout = &rank.expert_params;
   rank.experts.access = rank.expert_dp.get();

@@ -103,8 +103,10 @@ std::string describe_layout(const ResolvedLayout& r) {
   std::string text = fmt::format("dp={} tp={} pp={}", l.dp, l.tp, l.pp);
   if (l.ep > 1) text += fmt::format(" ep={}", l.ep);
   if (l.sp) text += " sp";
-  text += fmt::format(" zero={} micro-batch={} global-batch={} ({} micro-batches)", l.zero,
-                      l.micro_batch, r.global_batch, r.micro_batches);
+  text += fmt::format(" zero={}", l.zero);
+  if (memory::zero_replicas(l) > 1) text += fmt::format(" shard={}", memory::zero_shard_ranks(l));
+  text += fmt::format(" micro-batch={} global-batch={} ({} micro-batches)", l.micro_batch,
+                      r.global_batch, r.micro_batches);
   if (l.pp > 1) {
     text += fmt::format(" {}", memory::schedule_name(l.schedule));
     if (l.vpp > 1) text += fmt::format(" vpp={}", l.vpp);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -56,14 +57,58 @@ std::set<int> parse_ranks(const std::string& text) {
   return ranks;
 }
 
+// A 4-rank GPT run of `layout` for 2 steps, traced into `trace`.
+bool traced_launch(const std::string& layout, const fs::path& trace) {
+  const CommandResult launch = run_partrain(fmt::format(
+      "-q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 {} "
+      "--steps 2 --trace {}",
+      layout, trace.string()));
+  EXPECT_EQ(launch.exit_code, 0) << launch.err;
+  return launch.exit_code == 0;
+}
+
+// A hybrid ZeRO-3 (HSDP) over 4 ranks in shards of 2: its gathers and reduce-scatters run in the
+// shard groups (ranks 0-1, 2-3), the all-reduces of each shard between its replicas (0 and 2, 1
+// and 3), each named after the dp group they split.
+TEST(CommunicatorNames, AHybridsShardAndReplicaGroupsAreNamedAfterTheDpGroup) {
+  ScratchDir dir;
+  const fs::path trace = dir.path() / "run.db";
+  ASSERT_TRUE(traced_launch("--zero 3 --shard 2", trace));
+  TraceQuery query(trace);
+  const std::string rows = query.rows(
+      "SELECT comm_id, group_concat(DISTINCT group_ranks), group_concat(DISTINCT op) FROM "
+      "collectives GROUP BY comm_id");
+  std::map<std::string, std::pair<std::set<int>, std::string>> groups;
+  std::istringstream lines(rows);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t first = line.find('|'), second = line.rfind('|');
+    groups[profiler::communicator_name(line.substr(0, first))] = {
+        parse_ranks(line.substr(first + 1, second - first - 1)), line.substr(second + 1)};
+  }
+  const std::pair<const char*, std::set<int>> expected[] = {{"dp 0 shard 0", {0, 1}},
+                                                            {"dp 0 shard 1", {2, 3}},
+                                                            {"dp 0 replicas 0", {0, 2}},
+                                                            {"dp 0 replicas 1", {1, 3}}};
+  for (const auto& [name, ranks] : expected) {
+    ASSERT_TRUE(groups.count(name)) << name << " in\n" << rows;
+    EXPECT_EQ(groups.at(name).first, ranks) << name;
+    const std::string& ops = groups.at(name).second;
+    const bool shard = std::string(name).find("shard") != std::string::npos;
+    EXPECT_EQ(ops.find(shard ? "reduce_scatter" : "all_reduce") != std::string::npos, true)
+        << name << ": " << ops;
+    EXPECT_EQ(ops.find("all_gather") != std::string::npos, shard) << name << ": " << ops;
+  }
+  const CommandResult analyze = run_partrain("analyze " + trace.string());
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_NE(analyze.out.find("dp 0 replicas 1"), std::string::npos) << analyze.out;
+  EXPECT_EQ(analyze.out.find("ep 0"), std::string::npos) << analyze.out;
+  EXPECT_NE(analyze.out.find("zero 3 shard 2"), std::string::npos) << analyze.out;
+}
+
 TEST(CommunicatorNames, NameTheMeshGroupsInAnalyzeExportAndTop) {
   ScratchDir dir;
   const fs::path trace = dir.path() / "run.db";
-  const CommandResult launch = run_partrain(fmt::format(
-      "-q launch -n 4 --workload gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 "
-      "--tp 2 --pp 2 --steps 2 --trace {}",
-      trace.string()));
-  ASSERT_EQ(launch.exit_code, 0) << launch.err;
+  ASSERT_TRUE(traced_launch("--tp 2 --pp 2", trace));
 
   memory::TrainingLayout layout;
   layout.tp = 2;

@@ -82,6 +82,9 @@ const Layout kLayouts[] = {
     // the total lands ~9.6% over the estimate, inside the 10%.
     {"2", "--dp 2 --zero 2 --micro-batch 1"},
     {"2", "--dp 2 --zero 3 --micro-batch 1"},
+    // Hybrids (HSDP): the states over shard groups of 2, each rank holding half of them.
+    {"4", "--dp 4 --zero 1 --shard 2 --micro-batch 1"},
+    {"4", "--dp 4 --zero 3 --shard 2 --micro-batch 1"},
     {"2", "--pp 2 --micro-batch 1 --global-batch 4"},
     {"2", "--pp 2 --pp-schedule gpipe --micro-batch 1 --global-batch 4"},
     {"4", "--pp 4 --micro-batch 1 --global-batch 4"},
@@ -137,10 +140,13 @@ const Layout kMoeLayouts[] = {
     {"2", "--dp 2 --ep 2 --micro-batch 1 --experts 4 --top-k 2 --moe-ffn 512"},
     {"2", "--dp 2 --ep 2 --zero 1 --micro-batch 1 --experts 4 --top-k 2 --moe-ffn 512"},
     {"2", "--dp 2 --ep 2 --zero 3 --micro-batch 1 --experts 4 --top-k 2 --moe-ffn 512"},
+    // A hybrid without ep: the experts shard over the shard group as the dense weights do.
+    {"4", "--dp 4 --zero 3 --shard 2 --micro-batch 1 --experts 4 --top-k 2 --moe-ffn 512"},
     {"2", "--tp 2 --micro-batch 2 --experts 4 --top-k 2 --moe-ffn 512"},
     {"2", "--pp 2 --micro-batch 1 --global-batch 4 --experts 4 --top-k 2 --moe-ffn 512"},
-    {"2", "--dp 2 --ep 2 --micro-batch 1 --experts 8 --top-k 2 --moe-ffn 256 --shared-experts 1 "
-          "--dense-layers 1 --capacity-factor 1.25"},
+    {"2",
+     "--dp 2 --ep 2 --micro-batch 1 --experts 8 --top-k 2 --moe-ffn 256 --shared-experts 1 "
+     "--dense-layers 1 --capacity-factor 1.25"},
 };
 
 INSTANTIATE_TEST_SUITE_P(MixtureOfExperts, MemoryCrossCheck, ::testing::ValuesIn(kMoeLayouts));

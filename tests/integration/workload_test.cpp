@@ -57,24 +57,25 @@ TEST_P(Equivalence, MatchesOneRank) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, Equivalence,
-    ::testing::Values("-n 1 --micro-batch 1",                 // gradient accumulation
-                      "-n 2 --strategy ddp --micro-batch 2",  // dp 2
-                      "-n 4 --strategy ddp --micro-batch 1",  // dp 4
-                      "-n 2 --tp 2 --micro-batch 4",          // tp 2
-                      "-n 4 --tp 4 --micro-batch 4",          // tp 4
-                      "-n 2 --tp 2 --sp --micro-batch 4",     // tp 2 + sp
-                      "-n 4 --dp 2 --tp 2 --micro-batch 2",   // dp2 x tp2
-                      "-n 2 --strategy zero1 --micro-batch 2",  // ZeRO-1
-                      "-n 4 --zero 1 --micro-batch 1",
-                      "-n 4 --tp 2 --zero 1 --micro-batch 2",
-                      "-n 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05",
-                      "-n 2 --strategy zero2 --micro-batch 2",  // ZeRO-2
-                      "-n 4 --strategy zero2 --micro-batch 1",
-                      "-n 4 --tp 2 --zero 2 --micro-batch 2",
-                      "-n 2 --strategy fsdp --micro-batch 2",  // FSDP (ZeRO-3)
-                      "-n 4 --strategy fsdp --micro-batch 1",
-                      "-n 4 --tp 2 --zero 3 --micro-batch 2",
-                      "-n 4 --dp 2 --tp 2 --sp --zero 3 --micro-batch 1"));
+    ::testing::Values(
+        "-n 1 --micro-batch 1",                   // gradient accumulation
+        "-n 2 --strategy ddp --micro-batch 2",    // dp 2
+        "-n 4 --strategy ddp --micro-batch 1",    // dp 4
+        "-n 2 --tp 2 --micro-batch 4",            // tp 2
+        "-n 4 --tp 4 --micro-batch 4",            // tp 4
+        "-n 2 --tp 2 --sp --micro-batch 4",       // tp 2 + sp
+        "-n 4 --dp 2 --tp 2 --micro-batch 2",     // dp2 x tp2
+        "-n 2 --strategy zero1 --micro-batch 2",  // ZeRO-1
+        "-n 4 --zero 1 --micro-batch 1", "-n 4 --tp 2 --zero 1 --micro-batch 2",
+        "-n 4 --dp 2 --tp 2 --sp --micro-batch 1 --bucket-mb 0.05",
+        "-n 2 --strategy zero2 --micro-batch 2",  // ZeRO-2
+        "-n 4 --strategy zero2 --micro-batch 1", "-n 4 --tp 2 --zero 2 --micro-batch 2",
+        "-n 2 --strategy fsdp --micro-batch 2",  // FSDP (ZeRO-3)
+        "-n 4 --strategy fsdp --micro-batch 1", "-n 4 --tp 2 --zero 3 --micro-batch 2",
+        "-n 4 --dp 2 --tp 2 --sp --zero 3 --micro-batch 1",
+        // Hybrids (HSDP): sharded over 2, the 2 replicas all-reducing each shard.
+        "-n 4 --zero 1 --shard 2 --micro-batch 1", "-n 4 --zero 2 --shard 2 --micro-batch 1",
+        "-n 4 --strategy fsdp --shard 2 --micro-batch 1"));
 
 // ZeRO over 3 ranks with a parameter count (110336) not divisible by 3: the buffers are padded to
 // equal shards and the padding never changes the result.

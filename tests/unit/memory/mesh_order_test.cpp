@@ -82,6 +82,22 @@ TEST(MeshOrder, HybridReplicasStepOverWholeShardGroups) {
   EXPECT_EQ(zero_replica_stride(l), mesh_stride(MeshAxis::kDp, l));
   l.shard = 0;  // every data rank: one group, replicas would step past the pipeline stage
   EXPECT_EQ(zero_replica_stride(l), 12);
+  // The communicators' groups: 24 ranks (tp 2, cp 3, dp 2, pp 2) in shard groups of 3 (8 of
+  // them) and replica groups of 2 (12), each rank's place in them its shard and replica index.
+  l.shard = 3;
+  std::map<int, std::vector<int>> shard_groups, replica_groups;
+  for (int rank = 0; rank < layout_ranks(l); ++rank) {
+    shard_groups[zero_shard_group(rank, l)].push_back(rank);
+    replica_groups[zero_replica_group(rank, l)].push_back(rank);
+    const ShardCoords c = shard_coords(mesh_coords(rank, l), l);
+    EXPECT_EQ(c.shard, mesh_coords(rank, l).cp);  // dp x cp = 6 in shards of 3: the cp ranks
+    EXPECT_EQ(c.replica, mesh_coords(rank, l).dp);
+  }
+  ASSERT_EQ(shard_groups.size(), 8u);
+  ASSERT_EQ(replica_groups.size(), 12u);
+  EXPECT_EQ(shard_groups.at(zero_shard_group(0, l)), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(replica_groups.at(zero_replica_group(0, l)), (std::vector<int>{0, 6}));
+  EXPECT_EQ(replica_groups.at(zero_replica_group(13, l)), (std::vector<int>{13, 19}));
 }
 
 // Expert parallelism subdivides dp x cp, innermost: with tp 2, cp 2, dp 4 (16 ranks a pipeline

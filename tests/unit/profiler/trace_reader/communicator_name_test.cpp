@@ -22,6 +22,9 @@ TEST(CommunicatorName, TheBuiltInWorkloadsMeshGroupsByAxisAndIndex) {
   EXPECT_EQ(communicator_name("world/split2/color3/split0/color0"), "pp 3 activations");
   EXPECT_EQ(communicator_name("world/split2/color3/split1/color0"), "pp 3 gradients");
   EXPECT_EQ(communicator_name("world/split2/color1/split2/color0"), "embedding 1");
+  // A hybrid ZeRO's splits of dp group 1: shard group 2, and the replicas of each shard's place 0.
+  EXPECT_EQ(communicator_name("world/split1/color1/split0/color2"), "dp 1 shard 2");
+  EXPECT_EQ(communicator_name("world/split1/color1/split1/color0"), "dp 1 replicas 0");
 }
 
 TEST(CommunicatorName, OtherIdsAreShownAsTheyAre) {
@@ -39,6 +42,8 @@ TEST(CommunicatorName, OtherIdsAreShownAsTheyAre) {
             "world/split0/color1/split0/color0");
   EXPECT_EQ(communicator_name("world/split2/color1/split0/color1"),
             "world/split2/color1/split0/color1");
+  EXPECT_EQ(communicator_name("world/split1/color0/split2/color0"),
+            "world/split1/color0/split2/color0");
   EXPECT_EQ(communicator_name("world/split0"), "world/split0");
   EXPECT_EQ(communicator_name("world/split0/colorx"), "world/split0/colorx");
   EXPECT_EQ(communicator_name("worlds"), "worlds");
