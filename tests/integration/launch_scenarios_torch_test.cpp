@@ -50,11 +50,9 @@ TEST(TorchLaunch, ScriptsLaunchedByPartrainAreRecordedWithoutTouchingThem) {
   TraceQuery query(trace);
   expect_collectives_matched(query);
   expect_scenarios_recorded(query, expect, kScenarioRanks);
-  EXPECT_EQ(
-      query.rows(
-          "SELECT DISTINCT substr(comm_id, 1, instr(comm_id, ':') - 1) AS name "
-          "FROM collectives ORDER BY name"),
-      "default_pg\nmesh_dp\nmesh_tp\nundefined\n");
+  EXPECT_EQ(query.rows("SELECT DISTINCT substr(comm_id, 1, instr(comm_id, ':') - 1) AS name "
+                       "FROM collectives ORDER BY name"),
+            "default_pg\nmesh_dp\nmesh_replicate\nmesh_shard\nmesh_tp\nundefined\n");
   EXPECT_EQ(query.rows("SELECT status FROM runs"), "completed\n");
   expect_no_rows(query, "trace problems", "SELECT * FROM stats WHERE severity != 'info'");
 

@@ -36,14 +36,16 @@ TEST(TorchTrace, TorchrunJobsAreRecordedWithoutTouchingTheScripts) {
   TraceQuery query(trace);
   expect_collectives_matched(query);
   expect_scenarios_recorded(query, expect, kScenarioRanks);
-  // PyTorch's own group names: the default group, the mesh's dimensions, the new groups.
+  // PyTorch's own group names: the default group, the meshes' dimensions (HSDP's replicate and
+  // shard, then dp and tp), the new groups.
   EXPECT_EQ(query.rows("SELECT DISTINCT substr(comm_id, 1, instr(comm_id, ':') - 1) AS name "
                        "FROM collectives ORDER BY name"),
-            "default_pg\nmesh_dp\nmesh_tp\nundefined\n");
+            "default_pg\nmesh_dp\nmesh_replicate\nmesh_shard\nmesh_tp\nundefined\n");
   EXPECT_EQ(query.rows("SELECT comm_id, group_ranks FROM collectives WHERE comm_id LIKE 'mesh_%' "
                        "OR comm_id LIKE 'undefined:%' GROUP BY comm_id ORDER BY comm_id"),
-            "mesh_dp:1|0,2\nmesh_dp:2|1,3\nmesh_tp:3|0,1\nmesh_tp:4|2,3\n"
-            "undefined:5|0,1\nundefined:6|2,3\n");
+            "mesh_dp:5|0,2\nmesh_dp:6|1,3\nmesh_replicate:1|0,2\nmesh_replicate:2|1,3\n"
+            "mesh_shard:3|0,1\nmesh_shard:4|2,3\nmesh_tp:7|0,1\nmesh_tp:8|2,3\n"
+            "undefined:10|2,3\nundefined:9|0,1\n");
   EXPECT_EQ(query.rows("SELECT status FROM runs"), "completed\n");
   expect_no_rows(query, "trace problems", "SELECT * FROM stats WHERE severity != 'info'");
 }

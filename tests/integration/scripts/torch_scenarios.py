@@ -19,7 +19,7 @@ import sys
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                         "examples", "pytorch")
-SCENARIOS = ("ddp_train", "fsdp2_train", "tensor_parallel_2d", "new_group_midway",
+SCENARIOS = ("ddp_train", "fsdp2_train", "hsdp_train", "tensor_parallel_2d", "new_group_midway",
              "profiler_schedule")
 
 
