@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "runner/comm/dtype.h"
 #include "runner/device/device.h"
@@ -22,6 +23,20 @@ void adamw_update(Device& device, float* values, Tensor& grads, int64_t offset, 
 
 // sum_i x_i^2 over elements [begin, begin + n) of `values` (fp32 or bf16), in double.
 double sum_of_squares(Device& device, const Tensor& values, int64_t begin, int64_t n);
+
+// Ranks that hold the same values (DDP's replicas, a hybrid's shard replicas) each count an equal
+// piece of them in a norm, so that none sums what the others wait for. `holders` ranks, this one
+// the `index`-th.
+struct NormShare {
+  int64_t holders = 1;
+  int64_t index = 0;
+
+  // This rank's piece of [begin, end), as (begin, end).
+  std::pair<int64_t, int64_t> piece(int64_t begin, int64_t end) const {
+    const int64_t n = end - begin;
+    return {begin + n * index / holders, begin + n * (index + 1) / holders};
+  }
+};
 
 // What a communicator moves for a tensor of this element type.
 comm::DType wire_dtype(const Tensor& tensor);

@@ -190,11 +190,10 @@ StatusOr<double> DataParallel::owned_sum_of_squares(bool params) {
 
 StatusOr<double> DataParallel::local_sum_of_squares(bool params) {
   double local = 0;
-  // A hybrid's replicas hold the same shard: it counts on the first of them only.
-  if (replicas_ != nullptr && replicas_->rank() != 0) return local;
   if (sharded_) {
-    ASSIGN_OR_RETURN(local, params ? sharded_->owned_param_squares(mesh_.coords().tp)
-                                   : sharded_->owned_grad_squares(mesh_.coords().tp));
+    const int tp_rank = mesh_.coords().tp;
+    ASSIGN_OR_RETURN(local, params ? sharded_->owned_param_squares(tp_rank, norm_share())
+                                   : sharded_->owned_grad_squares(tp_rank, norm_share()));
   } else if (params && storage_.bf16_params) {
     // The exact parameters: the master, which holds [shard_begin_, shard_end_).
     ASSIGN_OR_RETURN(local, flat_owned_squares(master_, shard_begin_));
@@ -204,21 +203,29 @@ StatusOr<double> DataParallel::local_sum_of_squares(bool params) {
   return local;
 }
 
+NormShare DataParallel::norm_share() const {
+  // Without ZeRO every dp rank holds every element; with it a hybrid's replicas hold the same
+  // shard. (Megatron-LM's DDP ranks each sum all of them; an equal piece each, then the sum, is
+  // the same norm without the redundant work.)
+  if (resolved_.layout.zero == 0) return {data_.size(), data_.rank()};
+  if (replicas_ != nullptr) return {replicas_->size(), replicas_->rank()};
+  return {};
+}
+
 StatusOr<double> DataParallel::flat_owned_squares(Tensor& values, int64_t first) {
-  // An element counts on one rank only: replicated tensors on tp rank 0; without ZeRO on dp rank
-  // 0 (every dp rank holds the same), with ZeRO on the dp rank whose shard holds it.
+  // An element counts on one rank only: replicated tensors on tp rank 0; of the elements this
+  // rank updates (its shard, or all of them without ZeRO), its norm share's piece.
   const MeshCoords& coords = mesh_.coords();
+  const auto [counted_begin, counted_end] = norm_share().piece(shard_begin_, shard_end_);
   double local = 0;
-  if (resolved_.layout.zero >= 1 || data_.rank() == 0) {
-    for (const ParamUnit& unit : layout_.units()) {
-      if (unit.name == "head") continue;  // the first stage's wte counts for both copies
-      for (const LocalParam& param : unit.params) {
-        if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
-        const int64_t begin = std::max(param.offset, shard_begin_);
-        const int64_t end = std::min(param.offset + param.numel, shard_end_);
-        if (begin >= end) continue;
-        local += sum_of_squares(device_, values, begin - first, end - begin);
-      }
+  for (const ParamUnit& unit : layout_.units()) {
+    if (unit.name == "head") continue;  // the first stage's wte counts for both copies
+    for (const LocalParam& param : unit.params) {
+      if (param.spec.split == TpSplit::kReplicated && coords.tp != 0) continue;
+      const int64_t begin = std::max(param.offset, counted_begin);
+      const int64_t end = std::min(param.offset + param.numel, counted_end);
+      if (begin >= end) continue;
+      local += sum_of_squares(device_, values, begin - first, end - begin);
     }
   }
   return local;

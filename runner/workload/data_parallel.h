@@ -16,6 +16,7 @@
 #include "runner/comm/host_value_collectives.h"
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
+#include "runner/workload/bf16_states.h"
 #include "runner/workload/ddp_buckets.h"
 #include "runner/workload/mesh.h"
 #include "runner/workload/param_access.h"
@@ -92,9 +93,11 @@ class DataParallel final : public ParamAccess {
   StatusOr<double> owned_sum_of_squares(bool params);
   // This rank's part of it, before the sum over the world.
   StatusOr<double> local_sum_of_squares(bool params);
-  // Sum of squares over the flat elements this rank owns, of `values` (fp32 or bf16), which
+  // Sum of squares over the flat elements this rank counts, of `values` (fp32 or bf16), which
   // holds flat elements [first, ...).
   StatusOr<double> flat_owned_squares(Tensor& values, int64_t first);
+  // The ranks holding the same elements as this one, among which the norms' work is split.
+  NormShare norm_share() const;
 
   Device& device_;
   const ParamLayout& layout_;

@@ -303,17 +303,18 @@ Status ShardedState::reduce_gradients(comm::Comm* tied_group) {
   return Status::ok();
 }
 
-StatusOr<double> ShardedState::owned_squares(int tp_rank, bool params) {
+StatusOr<double> ShardedState::owned_squares(int tp_rank, bool params, NormShare share) {
   const int64_t rank = shards_.dp_rank();
   const auto& units = layout_.units();
   double sum = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     if (units[i].name == "head") continue;  // the first stage's wte counts for both copies
     const UnitShard& s = shards_.unit(i);
+    const auto [counted_begin, counted_end] = share.piece(s.owned_begin, s.owned_end);
     for (const LocalParam& param : units[i].params) {
       if (param.spec.split == TpSplit::kReplicated && tp_rank != 0) continue;
       const int64_t local = param.offset - units[i].offset;
-      auto [begin, end] = intersect(local, local + param.numel, s.owned_begin, s.owned_end);
+      auto [begin, end] = intersect(local, local + param.numel, counted_begin, counted_end);
       if (begin >= end) continue;
       // Parameters: the master under bf16 (the exact values), laid out as the gradients.
       Tensor& values = params ? (bf16() ? master_ : params_) : grads_;

@@ -21,6 +21,7 @@
 #include "runner/device/device.h"
 #include "runner/device/tensor.h"
 #include "runner/ops/adamw.h"
+#include "runner/workload/bf16_states.h"
 #include "runner/workload/param_access.h"
 #include "runner/workload/param_layout.h"
 #include "runner/workload/tensor_parallel.h"
@@ -51,9 +52,14 @@ class ShardedState final : public ParamAccess {
   // layernorm grads over tp and the tied embedding's over `tied_group` (may be null).
   Status reduce_gradients(comm::Comm* tied_group);
   // Sum over this rank's owned elements of squared grads / params, replicated tensors counted
-  // on tp rank 0 only and the last stage's tied copy ("head") not at all.
-  StatusOr<double> owned_grad_squares(int tp_rank) { return owned_squares(tp_rank, false); }
-  StatusOr<double> owned_param_squares(int tp_rank) { return owned_squares(tp_rank, true); }
+  // on tp rank 0 only and the last stage's tied copy ("head") not at all; of each unit's owned
+  // elements, `share`'s piece (a hybrid's replicas own the same).
+  StatusOr<double> owned_grad_squares(int tp_rank, NormShare share) {
+    return owned_squares(tp_rank, false, share);
+  }
+  StatusOr<double> owned_param_squares(int tp_rank, NormShare share) {
+    return owned_squares(tp_rank, true, share);
+  }
   // AdamW on the shard; ZeRO-2 then all-gathers every unit's parameters.
   Status update(const ops::AdamWConfig& adam, int64_t step, float grad_scale);
 
@@ -113,7 +119,7 @@ class ShardedState final : public ParamAccess {
   Status finish_reduce(PendingReduce& pending);
   Status drain_reduces(size_t keep);
   Status end_step();
-  StatusOr<double> owned_squares(int tp_rank, bool params);
+  StatusOr<double> owned_squares(int tp_rank, bool params, NormShare share);
 
   Device& device_;
   const ParamLayout& layout_;

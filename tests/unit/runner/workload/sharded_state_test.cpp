@@ -71,9 +71,17 @@ TEST(ShardedState, BackwardUsesAreSummedOverRanksAndMicroBatches) {
       ASSERT_TRUE(state.reduce_gradients(nullptr).is_ok());
       // Every element's gradient is 2 x (1 + 2) = 6; this rank owns 3 + 2 (rank 0) or 2 + 1.
       const double owned = rank == 0 ? 5 : 3;
-      StatusOr<double> squares = state.owned_grad_squares(0);
+      StatusOr<double> squares = state.owned_grad_squares(0, NormShare{});
       ASSERT_TRUE(squares.is_ok()) << squares.status().message();
       EXPECT_DOUBLE_EQ(*squares, owned * 36) << "stage " << stage;
+      // Replicas holding the same shard (a hybrid) each count a piece of every unit's owned
+      // elements: unit 0's 3 (rank 0) or 2 split 1 + 2 or 1 + 1, unit 1's 2 or 1 as 1 + 1 or
+      // 0 + 1. The pieces add up to the shard, and neither replica counts all of it.
+      StatusOr<double> first = state.owned_grad_squares(0, NormShare{2, 0});
+      StatusOr<double> second = state.owned_grad_squares(0, NormShare{2, 1});
+      ASSERT_TRUE(first.is_ok() && second.is_ok());
+      EXPECT_DOUBLE_EQ(*first, (rank == 0 ? 2 : 1) * 36.0) << "stage " << stage;
+      EXPECT_DOUBLE_EQ(*second, (rank == 0 ? 3 : 2) * 36.0) << "stage " << stage;
     });
   }
 }
